@@ -1,0 +1,224 @@
+"""Variance-preserving diffusion process: schedules, parametrisations and sampler steps.
+
+Conventions (Dual-Rate Diffusion spec §3.1, following VDM / simple diffusion):
+time ``t`` in [0, 1] with ``t = 0`` data and ``t = 1`` noise;
+``z_t = alpha_t x + sigma_t eps`` with ``alpha_t^2 + sigma_t^2 = 1``; the schedule is given by
+the log signal-to-noise ratio ``lambda_t = log(alpha_t^2 / sigma_t^2)`` so that
+``alpha_t^2 = sigmoid(lambda_t)`` and ``sigma_t^2 = sigmoid(-lambda_t)``.
+
+References:
+  Kingma et al., Variational Diffusion Models, arXiv:2107.00630.
+  Hoogeboom et al., simple diffusion, arXiv:2301.11093.
+  Salimans & Ho, Progressive Distillation (v-prediction), arXiv:2202.00512.
+  Karras et al., Elucidating the Design Space of Diffusion Models (EDM), arXiv:2206.00364.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+
+_KINDS = ("cosine", "linear")
+PARAMETRIZATIONS = ("x", "v", "eps")
+WEIGHTINGS = ("x", "v", "eps")
+
+
+@dataclasses.dataclass(frozen=True)
+class NoiseSchedule:
+  """Log-SNR noise schedule of a variance-preserving process.
+
+  ``kind='cosine'``: ``lambda_t = -2 log tan(pi t / 2) + shift``, clipped to
+  ``[logsnr_min, logsnr_max]`` so that ``t = 0`` and ``t = 1`` are finite.
+  ``kind='linear'``: ``lambda_t = logsnr_max + t (logsnr_min - logsnr_max) + shift``, clipped.
+  ``shift`` is the simple-diffusion resolution shift, e.g. ``2 log(base / res)``.
+
+  Attributes:
+    kind: 'cosine' or 'linear'.
+    logsnr_min: lower clip of lambda (the noise end).
+    logsnr_max: upper clip of lambda (the data end).
+    shift: additive log-SNR shift.
+  """
+
+  kind: str = "cosine"
+  logsnr_min: float = -15.0
+  logsnr_max: float = 15.0
+  shift: float = 0.0
+
+  def __post_init__(self):
+    if self.kind not in _KINDS:
+      raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
+    if not self.logsnr_min < self.logsnr_max:
+      raise ValueError(
+          f"need logsnr_min < logsnr_max, got {self.logsnr_min} and {self.logsnr_max}")
+
+  def logsnr(self, t) -> jax.Array:
+    """lambda_t for t in [0, 1] (any shape)."""
+    t = jnp.asarray(t, jnp.float32)
+    if self.kind == "cosine":
+      # Clip t first so that the gradient is finite at both ends; equivalent to clipping lambda.
+      t_lo = (2 / math.pi) * math.atan(math.exp(-0.5 * (self.logsnr_max - self.shift)))
+      t_hi = (2 / math.pi) * math.atan(math.exp(-0.5 * (self.logsnr_min - self.shift)))
+      tc = jnp.clip(t, t_lo, t_hi)
+      lam = -2.0 * jnp.log(jnp.tan(0.5 * math.pi * tc)) + self.shift
+    else:
+      lam = self.logsnr_max + t * (self.logsnr_min - self.logsnr_max) + self.shift
+    return jnp.clip(lam, self.logsnr_min, self.logsnr_max)
+
+  def t_from_logsnr(self, logsnr) -> jax.Array:
+    """Inverse of :meth:`logsnr` on the unclipped range."""
+    lam = jnp.clip(jnp.asarray(logsnr, jnp.float32), self.logsnr_min, self.logsnr_max)
+    lam = lam - self.shift
+    if self.kind == "cosine":
+      return (2 / math.pi) * jnp.arctan(jnp.exp(-0.5 * lam))
+    return (self.logsnr_max - lam) / (self.logsnr_max - self.logsnr_min)
+
+  def alpha_sigma(self, t) -> tuple[jax.Array, jax.Array]:
+    """(alpha_t, sigma_t) with alpha^2 = sigmoid(lambda), sigma^2 = sigmoid(-lambda)."""
+    lam = self.logsnr(t)
+    return jnp.sqrt(jax.nn.sigmoid(lam)), jnp.sqrt(jax.nn.sigmoid(-lam))
+
+
+def _bcast(a, like):
+  """Reshape per-example [B] (or scalar) coefficients to broadcast against [B, ...]."""
+  a = jnp.asarray(a)
+  if a.ndim == 0:
+    return a
+  return a.reshape(a.shape + (1,) * (like.ndim - a.ndim))
+
+
+def q_sample(x, t, noise, schedule: NoiseSchedule):
+  """Forward process ``z_t = alpha_t x + sigma_t eps``; x, noise [B, ...], t [B] or scalar."""
+  if x.shape != noise.shape:
+    raise ValueError(f"x and noise must have the same shape, got {x.shape} and {noise.shape}")
+  a, s = schedule.alpha_sigma(t)
+  return _bcast(a, x) * x + _bcast(s, x) * noise
+
+
+# ----------------------------------------------------------------------------------------------
+# Parametrisations. v = alpha eps - sigma x (Salimans & Ho 2022).
+# ----------------------------------------------------------------------------------------------
+def v_from_x_eps(x, eps, alpha, sigma):
+  """v = alpha eps - sigma x."""
+  return _bcast(alpha, x) * eps - _bcast(sigma, x) * x
+
+
+def x_from_v(z, v, alpha, sigma):
+  """x = alpha z - sigma v (inverse of v given z = alpha x + sigma eps)."""
+  return _bcast(alpha, z) * z - _bcast(sigma, z) * v
+
+
+def eps_from_x(z, x, alpha, sigma):
+  """eps = (z - alpha x) / sigma."""
+  return (z - _bcast(alpha, z) * x) / _bcast(sigma, z)
+
+
+def x_from_eps(z, eps, alpha, sigma):
+  """x = (z - sigma eps) / alpha."""
+  return (z - _bcast(sigma, z) * eps) / _bcast(alpha, z)
+
+
+def output_to_x(output, z, t, schedule: NoiseSchedule, parametrization: str):
+  """Convert a network output in the given parametrisation into the data prediction x_hat."""
+  if parametrization not in PARAMETRIZATIONS:
+    raise ValueError(f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}")
+  if parametrization == "x":
+    return output
+  a, s = schedule.alpha_sigma(t)
+  if parametrization == "v":
+    return x_from_v(z, output, a, s)
+  return x_from_eps(z, output, a, s)
+
+
+def loss_weight(logsnr, weighting: str):
+  """w(lambda) that turns ||x_hat - x||^2 into the loss of the named parametrisation.
+
+  'x': 1;  'eps': e^lambda  (||eps_hat - eps||^2 = (alpha/sigma)^2 ||x_hat - x||^2);
+  'v': 1 + e^lambda         (||v_hat - v||^2 = ||x_hat - x||^2 / sigma^2).
+  """
+  if weighting not in WEIGHTINGS:
+    raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+  logsnr = jnp.asarray(logsnr)
+  if weighting == "x":
+    return jnp.ones_like(logsnr)
+  if weighting == "eps":
+    return jnp.exp(logsnr)
+  return 1.0 + jnp.exp(logsnr)
+
+
+# ----------------------------------------------------------------------------------------------
+# Posterior and sampler steps.
+# ----------------------------------------------------------------------------------------------
+def posterior(z_t, x_hat, t, s, schedule: NoiseSchedule):
+  """q(z_s | z_t, x = x_hat) for s < t.
+
+  alpha_{t|s} = alpha_t/alpha_s, sigma_{t|s}^2 = sigma_t^2 - alpha_{t|s}^2 sigma_s^2,
+  mean = (alpha_{t|s} sigma_s^2 / sigma_t^2) z_t + (alpha_s sigma_{t|s}^2 / sigma_t^2) x,
+  var = sigma_{t|s}^2 sigma_s^2 / sigma_t^2.
+
+  Returns:
+    (mean [like z_t], var broadcastable to z_t).
+  """
+  a_t, s_t = schedule.alpha_sigma(t)
+  a_s, s_s = schedule.alpha_sigma(s)
+  # sigma_{t|s}^2 via expm1 for accuracy when t and s are close:
+  # sigma_t^2 - (alpha_t/alpha_s)^2 sigma_s^2 = sigma_t^2 (1 - e^{lambda_t - lambda_s}).
+  lam_t, lam_s = schedule.logsnr(t), schedule.logsnr(s)
+  s2_ts = -jnp.expm1(lam_t - lam_s) * s_t**2
+  a_ts = a_t / a_s
+  c_z = a_ts * s_s**2 / s_t**2
+  c_x = a_s * s2_ts / s_t**2
+  var = s2_ts * s_s**2 / s_t**2
+  mean = _bcast(c_z, z_t) * z_t + _bcast(c_x, z_t) * x_hat
+  return mean, _bcast(var, z_t)
+
+
+def ddim_step(z, x_hat, t, s, schedule: NoiseSchedule):
+  """Deterministic DDIM (eta = 0) step: eps_hat = (z - alpha_t x_hat)/sigma_t,
+  z_s = alpha_s x_hat + sigma_s eps_hat (Song et al. 2020, arXiv:2010.02502)."""
+  a_t, s_t = schedule.alpha_sigma(t)
+  a_s, s_s = schedule.alpha_sigma(s)
+  eps_hat = eps_from_x(z, x_hat, a_t, s_t)
+  return _bcast(a_s, z) * x_hat + _bcast(s_s, z) * eps_hat
+
+
+def ancestral_step(z, x_hat, t, s, schedule: NoiseSchedule, key):
+  """Ancestral step z_s ~ q(z_s | z_t, x = x_hat) = mean + sqrt(var) xi."""
+  mean, var = posterior(z, x_hat, t, s, schedule)
+  xi = jax.random.normal(key, z.shape, z.dtype)
+  return mean + jnp.sqrt(var) * xi
+
+
+# ----------------------------------------------------------------------------------------------
+# EDM (Karras et al. 2022) in VP coordinates: sigma_edm = sigma/alpha = exp(-lambda/2),
+# x_edm = z / alpha.
+# ----------------------------------------------------------------------------------------------
+def karras_sigmas(num_steps: int, *, sigma_min: float = 0.002, sigma_max: float = 80.0,
+                  rho: float = 7.0) -> jax.Array:
+  """EDM grid sigma_i = (s_max^{1/rho} + i/(N-1) (s_min^{1/rho} - s_max^{1/rho}))^rho, i < N,
+  followed by sigma_N = 0. Returns [num_steps + 1]."""
+  if num_steps < 1:
+    raise ValueError(f"num_steps must be >= 1, got {num_steps}")
+  i = jnp.arange(num_steps, dtype=jnp.float32)
+  denom = max(num_steps - 1, 1)
+  sig = (sigma_max ** (1 / rho) + i / denom * (sigma_min ** (1 / rho) - sigma_max ** (1 / rho))) ** rho
+  return jnp.concatenate([sig, jnp.zeros((1,), jnp.float32)])
+
+
+def edm_sigma_to_t(sigma_edm, schedule: NoiseSchedule):
+  """Time t whose VP schedule has sigma_t/alpha_t = sigma_edm, i.e. lambda = -2 log sigma_edm."""
+  return schedule.t_from_logsnr(-2.0 * jnp.log(sigma_edm))
+
+
+def edm_preconditioning(sigma, sigma_data: float = 0.5):
+  """EDM preconditioning (Karras et al. 2022, Table 1), ported by hand.
+
+  c_skip = s_d^2/(s^2+s_d^2), c_out = s s_d/sqrt(s^2+s_d^2), c_in = 1/sqrt(s^2+s_d^2),
+  c_noise = log(s)/4. With sigma_data = 1 and sigma = sigma_t/alpha_t this is exactly the
+  v-parametrisation: D(x_edm) = alpha z - sigma v_hat with F = -v_hat and c_in x_edm = z.
+  """
+  sigma = jnp.asarray(sigma)
+  r = jnp.sqrt(sigma**2 + sigma_data**2)
+  return sigma_data**2 / r**2, sigma * sigma_data / r, 1.0 / r, 0.25 * jnp.log(sigma)
