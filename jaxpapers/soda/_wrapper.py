@@ -1,0 +1,242 @@
+"""The SODA wrapper: anchored 1/(k+2) primal averaging around any optax optimizer.
+
+References:
+  Pethick, Xie, Machacek, Cevher. *Optimistic Dual Averaging Unifies Modern
+  Optimizers*, arXiv:2605.11172, 2026.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Literal, NamedTuple, Union
+
+import jax
+import jax.numpy as jnp
+import optax
+
+# Same message optax uses when a transformation needs `params` (kept verbatim so
+# users searching for it find the usual explanation).
+NO_PARAMS_MSG = (
+    'You are using a transformation that requires the current value of '
+    'parameters, but you are not passing `params` when calling `update`.'
+)
+
+_ANCHORS = ('init', 'zero')
+
+MaskOrFn = Union[Any, Callable[[optax.Params], Any], None]
+
+
+class SodaState(NamedTuple):
+  """State of :func:`soda`.
+
+  Attributes:
+    count: ``int32[]``, number of ``update`` calls so far (the ``k`` of the
+      paper's recurrence). It keeps running during the ``start_step``
+      pass-through phase.
+    anchor: the anchor ``z_0``, a pytree with the structure of the parameters in
+      the parameter dtype. It is a copy of the parameters at ``init`` and is
+      overwritten with the parameters seen at the call with
+      ``count == start_step``. Masked-out leaves (and every leaf when
+      ``anchor='zero'``) hold :class:`optax.MaskedNode` and use no memory.
+    inner_state: state of the base optimizer.
+  """
+
+  count: jax.Array
+  anchor: optax.Params
+  inner_state: optax.OptState
+
+
+def _is_masked_node(x: Any) -> bool:
+  return isinstance(x, optax.MaskedNode)
+
+
+def expand_mask(mask: MaskOrFn, params: optax.Params) -> Any:
+  """Returns a boolean pytree with the structure of ``params``.
+
+  ``mask`` may be ``None`` (all True), a pytree whose structure is a prefix of
+  ``params``, or a callable that returns such a pytree given ``params``. Mask
+  leaves must be Python booleans (the mask is static under ``jit``).
+  """
+  if mask is None:
+    return jax.tree.map(lambda _: True, params)
+  if callable(mask):
+    mask = mask(params)
+  try:
+    expanded = jax.tree.map(
+        lambda m, sub: jax.tree.map(lambda _: m, sub), mask, params)
+  except ValueError as e:
+    raise ValueError(
+        '`mask` must be a pytree of booleans whose structure is a prefix of '
+        f'the parameters (or a callable returning one); got {mask!r}.') from e
+  for m in jax.tree.leaves(expanded):
+    if not isinstance(m, (bool, jnp.bool_)) and not (
+        hasattr(m, 'dtype') and m.shape == () and m.dtype == bool):
+      raise TypeError(
+          '`mask` leaves must be booleans (True: apply SODA to the leaf); got '
+          f'a leaf {m!r}.')
+  return jax.tree.map(bool, expanded)
+
+
+def _compute_dtype(dtype) -> jnp.dtype:
+  """float32, or float64 for float64 parameters."""
+  return jnp.promote_types(dtype, jnp.float32)
+
+
+def soda(
+    base_optimizer: optax.GradientTransformation,
+    *,
+    anchor: Literal['init', 'zero'] = 'init',
+    mask: MaskOrFn = None,
+    start_step: int = 0,
+) -> optax.GradientTransformationExtraArgs:
+  r"""SODA wrapper: replaces weight decay by an anchored ``1/(k+2)`` average.
+
+  With ``u_k`` the additive update returned by ``base_optimizer`` (optax sign
+  convention: it already contains the minus sign and the learning rate), the
+  parameters follow, leaf by leaf,
+
+  .. math::
+
+    x_{k+1} = x_k + u_k - \frac{1}{k+2}\,(x_k - z_0),
+
+  i.e. ``update`` returns :math:`\Delta_k = u_k - (x_k - z_0)/(k+2)`. Here
+  ``k`` is the number of previous ``update`` calls (it starts at 0, so the
+  first step equals the base step exactly) and ``z_0`` (the *anchor*) is the
+  value of the parameters at the first wrapped update. Unrolled,
+
+  .. math::
+
+    x_K = z_0 + \sum_{j<K} \frac{j+2}{K+1}\, u_j ,
+
+  a uniform primal average of dual-averaging points
+  :math:`z^{j+1} = z_0 + (j+2) u_j`: update ``j`` is down-weighted by
+  ``(j+2)/(K+1) <= 1``; the newest update keeps full weight.
+
+  **The decay coefficient 1/(k+2) is not multiplied by the learning rate.** It
+  acts during warmup and cooldown, and with a zero learning rate it still
+  pulls ``x`` towards ``z_0`` by the factor ``(k+1)/(k+2)`` per step. SODA
+  *replaces* weight decay: run the base optimizer with ``weight_decay=0``
+  (e.g. ``optax.adamw(lr, weight_decay=0.0)``); no decay needs to be tuned.
+
+  **Placement.** ``soda`` returns final parameter deltas, so it must be the
+  *last* transformation of a chain::
+
+    optax.chain(optax.clip_by_global_norm(1.0), soda(optax.adamw(lr, weight_decay=0.0)))  # right
+    optax.chain(soda(base), optax.scale(0.5))                               # wrong: rescales the decay
+
+  For gradient accumulation use ``optax.MultiSteps(soda(base), k)`` (decays
+  once per real step), not ``soda(optax.MultiSteps(base, k))`` (decays on
+  every micro-step).
+
+  **Evaluation parameters.** The parameters held by the training loop are
+  the averaged iterate ``x``: evaluate them directly
+  (:func:`soda_eval_params` returns them unchanged).
+
+  Args:
+    base_optimizer: any optax transformation; it must not apply weight decay
+      itself. Extra keyword arguments given to ``update`` are forwarded to it.
+    anchor: ``'init'`` (the paper): ``z_0`` = the parameters at the call with
+      ``count == start_step``. The anchor is captured lazily at that call, not
+      in ``init``, so pretrained weights loaded after ``init`` become the
+      anchor (fine-tuning). ``'zero'``: ``z_0 = 0`` (an ablation, not the
+      paper; it stores no anchor).
+    mask: ``None`` (wrap every leaf), or a pytree of booleans whose structure
+      is a prefix of the parameters, or a callable returning one given the
+      parameters. Leaves with ``False`` receive the plain base update ``u_k``.
+    start_step: the first ``start_step`` calls return ``u_k`` unchanged (e.g.
+      during a warmup); the count keeps running, so the first wrapped step
+      uses the coefficient ``1/(start_step+2)``, as in the reference code.
+
+  Returns:
+    An :class:`optax.GradientTransformationExtraArgs` with state
+    :class:`SodaState`. ``update`` requires ``params`` and returns updates
+    in the parameter dtype (bf16 parameters stay bf16; the decay is computed
+    in float32, or float64 for float64 parameters).
+
+  Example:
+    >>> import jax.numpy as jnp, optax
+    >>> from jaxpapers.soda import soda
+    >>> tx = optax.chain(optax.clip_by_global_norm(1.0),
+    ...                  soda(optax.adamw(1e-2, weight_decay=0.0)))
+    >>> params = {'w': jnp.ones(3)}
+    >>> state = tx.init(params)
+    >>> updates, state = tx.update({'w': jnp.ones(3)}, state, params)
+    >>> params = optax.apply_updates(params, updates)
+
+  References:
+    Pethick, Xie, Machacek, Cevher. *Optimistic Dual Averaging Unifies
+    Modern Optimizers*, arXiv:2605.11172, 2026.
+  """
+  if anchor not in _ANCHORS:
+    raise ValueError(f"`anchor` must be one of {_ANCHORS}; got {anchor!r}.")
+  if (isinstance(start_step, bool) or not isinstance(start_step, int)
+      or start_step < 0):
+    raise ValueError(
+        '`start_step` must be a non-negative Python int (it is static); got '
+        f'{start_step!r}.')
+  if not isinstance(base_optimizer, optax.GradientTransformation):
+    raise TypeError(
+        '`base_optimizer` must be an optax.GradientTransformation; got '
+        f'{type(base_optimizer).__name__}.')
+  base = optax.with_extra_args_support(base_optimizer)
+
+  def anchored(params) -> Any:
+    if anchor == 'zero':
+      return jax.tree.map(lambda _: False, params)
+    return expand_mask(mask, params)
+
+  def init_fn(params):
+    if not jax.tree.leaves(params):
+      # No array leaves (e.g. the placeholder of optax.tree.map_params): keep
+      # the params structure so that the anchor is recognised as params-like.
+      return SodaState(count=jnp.zeros([], jnp.int32), anchor=params,
+                       inner_state=base.init(params))
+    wrapped = anchored(params)
+    # A copy (not an alias) so that params and state can both be donated.
+    anchor_tree = jax.tree.map(
+        lambda w, p: jnp.array(p, copy=True) if w else optax.MaskedNode(),
+        wrapped, params)
+    return SodaState(
+        count=jnp.zeros([], jnp.int32),
+        anchor=anchor_tree,
+        inner_state=base.init(params))
+
+  def update_fn(updates, state, params=None, **extra_args):
+    if params is None:
+      raise ValueError(NO_PARAMS_MSG)
+    u, inner_state = base.update(
+        updates, state.inner_state, params, **extra_args)
+    count = state.count
+    c = jnp.where(count >= start_step,
+                  1.0 / (count.astype(jnp.float32) + 2.0), 0.0)
+    capture = count == start_step
+    apply_mask = expand_mask(mask, params)
+
+    def leaf(m, u_i, p, a):
+      if _is_masked_node(p):  # e.g. leaves of another optax.partition group
+        return u_i, a
+      out_dtype = p.dtype
+      if not m:
+        return u_i.astype(out_dtype), a
+      cd = _compute_dtype(p.dtype)
+      if _is_masked_node(a):  # anchor='zero'
+        z0 = None
+        disp = p.astype(cd)
+      else:
+        z0 = jnp.where(capture, p, a)
+        disp = p.astype(cd) - z0.astype(cd)
+      delta = u_i.astype(cd) - c.astype(cd) * disp
+      return delta.astype(out_dtype), (a if z0 is None else z0)
+
+    pairs = jax.tree.map(
+        leaf, apply_mask, u, params, state.anchor,
+        is_leaf=_is_masked_node)
+    treedef = jax.tree.structure(params, is_leaf=_is_masked_node)
+    flat = treedef.flatten_up_to(pairs)
+    new_updates = treedef.unflatten([d for d, _ in flat])
+    new_anchor = treedef.unflatten([a for _, a in flat])
+    return new_updates, SodaState(
+        count=optax.safe_increment(count),
+        anchor=new_anchor,
+        inner_state=inner_state)
+
+  return optax.GradientTransformationExtraArgs(init_fn, update_fn)
