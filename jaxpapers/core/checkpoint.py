@@ -1,0 +1,108 @@
+"""Checkpoint/resume on orbax ``CheckpointManager``.
+
+Saves are asynchronous; :meth:`Checkpointer.wait` (also called by ``close`` and
+on context exit) blocks until they are on disk. Restores always go against an
+abstract target (``jax.ShapeDtypeStruct`` leaves with shardings), so arrays come
+back with the structure, dtypes and placement the caller expects.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Any
+
+import jax
+import orbax.checkpoint as ocp
+
+
+def abstract_like(tree: Any) -> Any:
+  """The abstract target (shape, dtype, sharding) of a concrete pytree."""
+
+  def to_abstract(x):
+    if isinstance(x, jax.Array):
+      return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
+    return x
+
+  return jax.tree.map(to_abstract, tree)
+
+
+class Checkpointer:
+  """A thin, typed wrapper over ``orbax.checkpoint.CheckpointManager``.
+
+  Args:
+    directory: where checkpoints go (created if needed; made absolute).
+    max_to_keep: how many recent checkpoints to keep.
+    save_interval_steps: ``save`` is a no-op unless ``step`` is a multiple of it
+      (or ``force=True``).
+    async_save: write in the background (``wait()`` before reading them).
+
+  Example::
+
+    with Checkpointer(workdir / "checkpoints") as ckpt:
+      step = ckpt.latest_step()
+      if step is not None:
+        state = ckpt.restore(step, abstract_like(state))
+      ...
+      ckpt.save(step, state)
+  """
+
+  def __init__(
+      self,
+      directory: str | os.PathLike[str],
+      *,
+      max_to_keep: int = 2,
+      save_interval_steps: int = 1,
+      async_save: bool = True,
+  ):
+    if max_to_keep < 1:
+      raise ValueError(f"max_to_keep must be >= 1, got {max_to_keep}")
+    if save_interval_steps < 1:
+      raise ValueError(f"save_interval_steps must be >= 1, got {save_interval_steps}")
+    self.directory = pathlib.Path(directory).expanduser().resolve()
+    self.directory.mkdir(parents=True, exist_ok=True)
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=max_to_keep,
+        save_interval_steps=save_interval_steps,
+        enable_async_checkpointing=async_save,
+        create=True,
+    )
+    self._manager = ocp.CheckpointManager(self.directory, options=options)
+
+  def latest_step(self) -> int | None:
+    """The newest saved step, or None."""
+    return self._manager.latest_step()
+
+  def all_steps(self) -> list[int]:
+    return list(self._manager.all_steps())
+
+  def save(self, step: int, tree: Any, *, force: bool = False) -> bool:
+    """Saves ``tree`` at ``step`` (asynchronously); returns whether it saved."""
+    return self._manager.save(int(step), args=ocp.args.StandardSave(tree), force=force)
+
+  def restore(self, step: int | None, abstract_tree: Any) -> Any:
+    """Restores ``step`` (latest when None) into the structure of ``abstract_tree``.
+
+    ``abstract_tree`` may hold concrete arrays; they are turned into
+    ``ShapeDtypeStruct`` targets keeping their shardings.
+    """
+    if step is None:
+      step = self.latest_step()
+      if step is None:
+        raise FileNotFoundError(f"no checkpoint to restore in {self.directory}")
+    target = abstract_like(abstract_tree)
+    return self._manager.restore(int(step), args=ocp.args.StandardRestore(target))
+
+  def wait(self) -> None:
+    """Blocks until pending asynchronous saves are finished."""
+    self._manager.wait_until_finished()
+
+  def close(self) -> None:
+    self.wait()
+    self._manager.close()
+
+  def __enter__(self) -> "Checkpointer":
+    return self
+
+  def __exit__(self, *exc) -> None:
+    self.close()

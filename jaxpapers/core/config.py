@@ -1,0 +1,86 @@
+"""Config helpers: ml_collections files in, typed dataclasses at the library boundary."""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from typing import Any, Iterable, Mapping, TypeVar
+
+import ml_collections
+
+T = TypeVar("T")
+
+
+def _as_dict(cfg: Any) -> dict[str, Any]:
+  if isinstance(cfg, ml_collections.ConfigDict):
+    return cfg.to_dict()
+  if isinstance(cfg, Mapping):
+    return dict(cfg)
+  raise TypeError(
+      f"cfg must be an ml_collections.ConfigDict or a mapping, got {type(cfg).__name__}"
+  )
+
+
+def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
+  """Converts a config into the dataclass ``cls``, rejecting unknown fields.
+
+  Nested dataclass fields are converted recursively from nested configs.
+
+  Raises:
+    ValueError: naming each unknown field and the allowed field names, or a
+      required field that is missing.
+  """
+  if not dataclasses.is_dataclass(cls):
+    raise TypeError(f"cls must be a dataclass type, got {cls!r}")
+  values = _as_dict(cfg)
+  fields = {f.name: f for f in dataclasses.fields(cls)}
+  unknown = sorted(set(values) - set(fields))
+  if unknown:
+    raise ValueError(
+        f"Unknown config field(s) {unknown} for {cls.__name__}; allowed fields are "
+        f"{sorted(fields)}."
+    )
+  kwargs = {}
+  for name, value in values.items():
+    ftype = fields[name].type
+    target = _resolve_type(cls, name, ftype)
+    if dataclasses.is_dataclass(target) and isinstance(value, Mapping):
+      value = config_to_dataclass(value, target)
+    kwargs[name] = value
+  missing = [
+      n for n, f in fields.items()
+      if n not in kwargs and f.default is dataclasses.MISSING
+      and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
+  ]
+  if missing:
+    raise ValueError(f"Missing required config field(s) {missing} for {cls.__name__}.")
+  return cls(**kwargs)
+
+
+def _resolve_type(cls: type, name: str, ftype: Any) -> Any:
+  if isinstance(ftype, str):
+    import typing
+    try:
+      hints = typing.get_type_hints(cls)
+      return hints.get(name, ftype)
+    except Exception:  # pylint: disable=broad-except
+      return ftype
+  return ftype
+
+
+def validate_choice(value: Any, *, name: str, allowed: Iterable[Any]) -> Any:
+  """Returns ``value`` if it is one of ``allowed``, else raises a ValueError naming both."""
+  allowed = list(allowed)
+  if value not in allowed:
+    raise ValueError(f"{name} must be one of {allowed}, got {value!r}.")
+  return value
+
+
+def validate_positive(value: Any, *, name: str, allow_zero: bool = False) -> Any:
+  """Returns ``value`` if it is a positive real number, else raises a ValueError."""
+  if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}.")
+  if value < 0 or (value == 0 and not allow_zero):
+    bound = ">= 0" if allow_zero else "> 0"
+    raise ValueError(f"{name} must be {bound}, got {value!r}.")
+  return value
