@@ -1,0 +1,305 @@
+"""Loaders for the raw hypergraph / directed-graph benchmark files (never download).
+
+Every loader takes ``data_dir``, the root folder holding ``mail/``, ``cocitation/``,
+``synthetic/``, ``telegram/``, ``heterophilous/`` and ``planetoid/`` exactly as published by
+their repositories (Stefa1994/GeDi-HNN, SherylHYX/pytorch_geometric_signed_directed,
+yandex-research/heterophilous-graphs, kimiyoung/planetoid). Pickles are read with
+:class:`RestrictedUnpickler`, which allows only the globals those files reference.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import pathlib
+import pickle
+
+import numpy as np
+
+from jaxpapers.hypergraph import _structure as st
+
+__all__ = ["RestrictedUnpickler", "safe_load_pickle", "random_splits", "load", "load_mail",
+           "load_cocitation", "load_gedi_synthetic", "load_telegram", "load_heterophilous",
+           "load_planetoid", "DATASETS"]
+
+
+def _allowed():
+  import numpy.core.multiarray  # noqa: F401  (numpy 2 keeps it as a shim)
+  import scipy.sparse
+  mp = {
+      ("__builtin__", "set"): set, ("builtins", "set"): set,
+      ("__builtin__", "list"): list, ("builtins", "list"): list,
+      ("collections", "defaultdict"): collections.defaultdict,
+      ("numpy", "dtype"): np.dtype, ("numpy", "ndarray"): np.ndarray,
+      ("scipy.sparse.csr", "csr_matrix"): scipy.sparse.csr_matrix,
+      ("scipy.sparse._csr", "csr_matrix"): scipy.sparse.csr_matrix,
+  }
+  from numpy.lib import format as _fmt  # noqa: F401
+  try:
+    from numpy._core import multiarray as ma, numeric as nu
+  except ImportError:  # numpy < 2
+    from numpy.core import multiarray as ma, numeric as nu
+  for mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
+    mp[(mod, "_reconstruct")] = ma._reconstruct
+    mp[(mod, "scalar")] = ma.scalar
+  for mod in ("numpy.core.numeric", "numpy._core.numeric"):
+    mp[(mod, "_frombuffer")] = nu._frombuffer
+  return mp
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+  """Unpickler that resolves only numpy arrays/dtypes/scalars, scipy CSR and builtin containers.
+
+  Old module paths (``numpy.core``, ``scipy.sparse.csr``, Python 2 ``__builtin__``) are mapped to
+  their current homes. Any other global raises ``pickle.UnpicklingError``.
+  """
+  _ALLOWED = None
+
+  def find_class(self, module, name):
+    if RestrictedUnpickler._ALLOWED is None:
+      RestrictedUnpickler._ALLOWED = _allowed()
+    try:
+      return RestrictedUnpickler._ALLOWED[(module, name)]
+    except KeyError:
+      raise pickle.UnpicklingError(f"global {module}.{name} is not allowed in a data pickle") from None
+
+
+def safe_load_pickle(path) -> object:
+  """Loads a data pickle with :class:`RestrictedUnpickler` (``encoding='latin1'`` for Python 2)."""
+  path = pathlib.Path(path)
+  if not path.is_file():
+    raise FileNotFoundError(f"missing data file: {path}")
+  return RestrictedUnpickler(io.BytesIO(path.read_bytes()), encoding="latin1").load()
+
+
+def _need(path: pathlib.Path) -> pathlib.Path:
+  if not path.exists():
+    raise FileNotFoundError(f"missing data file: {path}")
+  return path
+
+
+def random_splits(y, seed: int, *, train: float = 0.5, val: float = 0.25, num_splits: int = 10,
+                  per_class: bool = False):
+  """Seeded random train/val/test masks, bool[num_splits, n] each.
+
+  ``per_class=True`` draws the fractions inside every class (stratified, e.g. Telegram's
+  60/20/20); otherwise over all nodes (the GeDi/AllSet 50/25/25 protocol). Split r uses
+  ``np.random.default_rng([seed, r])`` so each split is reproducible on its own.
+  """
+  y = np.asarray(y)
+  if not (0 < train < 1 and 0 <= val < 1 and train + val < 1):
+    raise ValueError(f"need 0 < train, 0 <= val and train + val < 1, got {train}, {val}")
+  n = y.shape[0]
+  out = np.zeros((3, num_splits, n), bool)
+  groups = [np.flatnonzero(y == c) for c in np.unique(y)] if per_class else [np.arange(n)]
+  for r in range(num_splits):
+    rng = np.random.default_rng([seed, r])
+    for g in groups:
+      p = rng.permutation(g)
+      a = int(round(train * p.size))
+      b = a + int(round(val * p.size))
+      out[0, r, p[:a]] = True
+      out[1, r, p[a:b]] = True
+      out[2, r, p[b:]] = True
+  return out[0], out[1], out[2]
+
+
+def _degree_feature(inc: st.Incidence) -> np.ndarray:
+  return np.asarray(inc.deg_node, np.float32)[:, None]
+
+
+def _finish(inc, x, y, name, *, masks=None, split_seed=0, num_splits=10, per_class=True,
+            train=0.6, val=0.2, directed=True):
+  y = np.asarray(y, np.int64)
+  if masks is None:
+    masks = random_splits(y, split_seed, train=train, val=val, num_splits=num_splits,
+                          per_class=per_class)
+  data = st.make_data(inc, x, y, train_mask=masks[0], val_mask=masks[1], test_mask=masks[2],
+                      name=name)
+  return data if directed else st.as_undirected(data)
+
+
+def load_mail(data_dir, name: str = "enroll", *, split_seed=0, num_splits=10, directed=True,
+              q=0.25):
+  """email-Enron (``name='enroll'``) or email-EU (``'EU'``): star construction, degree feature.
+
+  Note: >99.9% of email-EU edges have ``src < dst``, so its "direction" may be an id-order
+  artefact of the released file; we reproduce the file as is.
+  """
+  root = pathlib.Path(data_dir) / "mail" / name
+  edges = np.asarray(safe_load_pickle(_need(root / "weight_graph.pickle")), np.int64)
+  y = np.asarray(safe_load_pickle(_need(root / "weight_label.pickle")), np.int64)
+  n = y.shape[0]
+  inc = st.from_directed_edges(edges[:, 0], edges[:, 1], n, q=q)
+  return _finish(inc, _degree_feature(inc), y, f"mail/{name}", split_seed=split_seed,
+                 num_splits=num_splits, directed=directed)
+
+
+def load_cocitation(data_dir, name: str = "cora", *, split_seed=0, num_splits=10, directed=True,
+                    q=0.25):
+  """Co-citation Cora/Citeseer/Pubmed rebuilt as a directed citation graph [reconstruction].
+
+  ``hypergraph.pickle`` maps a citing row to the set of rows it cites; we rebuild the citation
+  edges ``cited -> citing`` and apply the star construction with the cited paper as the tail
+  (as ``.cites`` rows are ``cited<TAB>citing``). Papers that cite only one in-set paper are
+  missing from the pickle, so e.g. Cora has 4,786 instead of 5,429 citations. Pubmed has no
+  feature matrix: the degree feature is used. ``directed=False`` instead returns the AllSet
+  undirected co-citation hypergraph ``{citing} u cited(citing)`` plus self-loops.
+  """
+  root = pathlib.Path(data_dir) / "cocitation" / name
+  hyp = safe_load_pickle(_need(root / "hypergraph.pickle"))
+  y = np.asarray(safe_load_pickle(_need(root / "labels.pickle")), np.int64)
+  n = y.shape[0]
+  src, dst = [], []
+  for citing, cited in hyp.items():
+    for c in cited:
+      src.append(int(c))
+      dst.append(int(citing))
+  if directed:
+    inc = st.from_directed_edges(np.asarray(src), np.asarray(dst), n, q=q)
+  else:
+    inc = st.from_hyperedges([sorted({int(k)} | {int(c) for c in v}) for k, v in hyp.items()], n)
+  feat = root / "features.pickle"
+  if feat.exists():
+    x = np.asarray(safe_load_pickle(feat).todense(), np.float32)
+  else:
+    x = _degree_feature(inc)
+  return _finish(inc, x, y, f"cocitation/{name}", split_seed=split_seed, num_splits=num_splits,
+                 directed=True if directed else False)
+
+
+def load_gedi_synthetic(data_dir, name: str = "inter10", *, directed=True, features="degree",
+                        split_seed=0, num_splits=10, q=0.25, feature_seed=0):
+  """GeDi-HNN's 500-node planted-class sets ``synthetic/inter{10,30,50}``.
+
+  The directed pickle maps a tail tuple to a head tuple (``[()]`` marks an undirected
+  hyperedge). Features are not in the files: ``'degree'`` (default) or ``'gaussian'`` (class
+  means plus unit noise, 16-d, seeded by ``feature_seed``) [reconstruction].
+  """
+  root = pathlib.Path(data_dir) / "synthetic" / name
+  y = np.asarray(safe_load_pickle(_need(root / "label.pickle")), np.int64)
+  n = y.shape[0]
+  if directed:
+    d = safe_load_pickle(_need(root / "hypergraph_directed.pickle"))
+    tails, heads = [], []
+    for t, h in d.items():
+      if len(h) == 1 and isinstance(h[0], tuple) and len(h[0]) == 0:
+        tails.append([])
+        heads.append([int(v) for v in t])
+      else:
+        tails.append([int(v) for v in t])
+        heads.append([int(v) for v in h])
+    inc = st.from_directed_hyperedges(tails, heads, n, q=q)
+  else:
+    d = safe_load_pickle(_need(root / "hypergraph_undirected.pickle"))
+    inc = st.from_hyperedges([[int(v) for v in d[k]] for k in sorted(d)], n)
+  if features == "degree":
+    x = _degree_feature(inc)
+  elif features == "gaussian":
+    rng = np.random.default_rng(feature_seed)
+    means = rng.normal(size=(int(y.max()) + 1, 16))
+    x = means[y] + rng.normal(size=(n, 16))
+  else:
+    raise ValueError(f"features must be 'degree' or 'gaussian', got {features!r}")
+  return _finish(inc, x, y, f"synthetic/{name}", split_seed=split_seed, num_splits=num_splits,
+                 directed=directed)
+
+
+def load_telegram(data_dir, *, split_seed=0, num_splits=10, directed=True, q=0.25):
+  """Telegram (245 nodes, 4 classes): star construction on the weighted adjacency.
+
+  Standard protocol: a 1-d N(0, 1) feature from ``numpy.random.RandomState(0)`` and 10 random
+  per-class 60/20/20 splits.
+  """
+  import scipy.sparse
+  root = pathlib.Path(data_dir) / "telegram"
+  adj = scipy.sparse.load_npz(_need(root / "telegram_adj.npz")).tocoo()
+  y = np.load(_need(root / "telegram_labels.npy"), allow_pickle=False).astype(np.int64)
+  n = y.shape[0]
+  inc = st.from_directed_edges(adj.row, adj.col, n, q=q)
+  x = np.random.RandomState(0).normal(size=(n, 1)).astype(np.float32)
+  return _finish(inc, x, y, "telegram", split_seed=split_seed, num_splits=num_splits,
+                 directed=directed)
+
+
+def load_heterophilous(data_dir, name: str = "texas", *, directed=True, q=0.25, **_):
+  """yandex-research ``.npz`` sets (chameleon_filtered[_directed], texas, cornell).
+
+  Edge list rows are ``(src, dst)``; star construction with ``src`` as tail. The 10 fixed
+  splits shipped in the file are used.
+  """
+  path = _need(pathlib.Path(data_dir) / "heterophilous" / f"{name}.npz")
+  with np.load(path, allow_pickle=False) as z:
+    x, y, e = z["node_features"], z["node_labels"], z["edges"]
+    masks = (z["train_masks"], z["val_masks"], z["test_masks"])
+  inc = st.from_directed_edges(e[:, 0], e[:, 1], y.shape[0], q=q)
+  return _finish(inc, x, y, f"heterophilous/{name}", masks=masks, directed=directed)
+
+
+def load_planetoid(data_dir, name: str = "cora", **_):
+  """Planetoid Cora/Citeseer (undirected): one neighbourhood hyperedge ``{v} u N(v)`` per node.
+
+  Standard split (train = the first ``len(y)`` rows, val = the next 500, test = ``test.index``).
+  Citeseer's 15 test ids without a feature row get zero features and label 0 and belong to no
+  split. The result is undirected (use with the undirected backbones).
+  """
+  import scipy.sparse
+  root = pathlib.Path(data_dir) / "planetoid"
+  obj = {k: safe_load_pickle(_need(root / f"ind.{name}.{k}"))
+         for k in ("x", "y", "tx", "ty", "allx", "ally", "graph")}
+  test_idx = np.loadtxt(_need(root / f"ind.{name}.test.index"), dtype=np.int64)
+  lo, hi = int(test_idx.min()), int(test_idx.max())
+  n = max(len(obj["graph"]), hi + 1, obj["allx"].shape[0] + (hi - lo + 1))
+  tx_full = scipy.sparse.lil_matrix((hi - lo + 1, obj["tx"].shape[1]))
+  ty_full = np.zeros((hi - lo + 1, obj["ty"].shape[1]))
+  tx_full[test_idx - lo] = obj["tx"]
+  ty_full[test_idx - lo] = obj["ty"]
+  feats = scipy.sparse.vstack([obj["allx"], tx_full.tocsr()]).toarray().astype(np.float32)
+  labels_1h = np.vstack([obj["ally"], ty_full])
+  nl = feats.shape[0]
+  if nl < n:
+    feats = np.vstack([feats, np.zeros((n - nl, feats.shape[1]), np.float32)])
+    labels_1h = np.vstack([labels_1h, np.zeros((n - nl, labels_1h.shape[1]))])
+  y = labels_1h.argmax(1)
+  members = [sorted({v} | {int(u) for u in obj["graph"].get(v, [])}) for v in range(n)]
+  inc = st.from_hyperedges(members, n)
+  ntr = obj["y"].shape[0]
+  tr, va, te = (np.zeros(n, bool) for _ in range(3))
+  tr[:ntr] = True
+  va[ntr:ntr + 500] = True
+  te[test_idx] = True
+  return st.make_data(inc, feats, y, train_mask=tr, val_mask=va, test_mask=te,
+                      name=f"planetoid/{name}")
+
+
+# name -> (loader, kwargs)
+DATASETS = {
+    "email-Enron": (load_mail, dict(name="enroll")),
+    "email-EU": (load_mail, dict(name="EU")),
+    "cora": (load_cocitation, dict(name="cora")),
+    "citeseer": (load_cocitation, dict(name="citeseer")),
+    "pubmed": (load_cocitation, dict(name="pubmed")),
+    "inter10": (load_gedi_synthetic, dict(name="inter10")),
+    "inter30": (load_gedi_synthetic, dict(name="inter30")),
+    "inter50": (load_gedi_synthetic, dict(name="inter50")),
+    "telegram": (load_telegram, {}),
+    "chameleon": (load_heterophilous, dict(name="chameleon_filtered")),
+    "chameleon-directed": (load_heterophilous, dict(name="chameleon_filtered_directed")),
+    "texas": (load_heterophilous, dict(name="texas")),
+    "cornell": (load_heterophilous, dict(name="cornell")),
+    "planetoid-cora": (load_planetoid, dict(name="cora")),
+    "planetoid-citeseer": (load_planetoid, dict(name="citeseer")),
+}
+
+
+def load(name: str, data_dir, *, split_seed: int = 0, num_splits: int = 10, directed=None):
+  """Loads a dataset by name (see ``DATASETS``); ``directed=None`` keeps the loader default."""
+  if name not in DATASETS:
+    raise ValueError(f"unknown dataset {name!r}; known: {sorted(DATASETS)}")
+  fn, kw = DATASETS[name]
+  kw = dict(kw)
+  if fn is not load_planetoid and fn is not load_heterophilous:
+    kw.update(split_seed=split_seed, num_splits=num_splits)
+  if directed is not None and fn is not load_planetoid:
+    kw["directed"] = directed
+  return fn(data_dir, **kw)

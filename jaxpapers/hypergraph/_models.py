@@ -1,0 +1,187 @@
+"""The four vanilla backbones as Flax NNX modules (two-stage message passing on segment ops).
+
+Every model maps ``data: HypergraphData`` to logits ``[n, K]`` with
+``__call__(data, *, deterministic, rngs)``. Undirected backbones (HGNN, HyperGCN, PhenomNN)
+ignore phases; feed them ``as_undirected(data)`` (phases 1 and self-loop hyperedges), as the
+reference does. All share :class:`ClassifierHead` (2 layers with LayerNorm), so PANDA variants
+differ from their vanilla counterparts only in the propagation.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from jaxpapers.hypergraph import _ops
+from jaxpapers.hypergraph._structure import HypergraphData
+
+__all__ = ["ClassifierHead", "GeDiHNN", "HGNN", "HyperGCN", "PhenomNN", "BACKBONES",
+           "complex_unit_mul"]
+
+
+def _check(data):
+  if not isinstance(data, HypergraphData):
+    raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
+
+
+def complex_unit_mul(re, im, i_complex: bool):
+  """Multiplies ``re + i im`` by ``c_I = 1 + i`` (``i_complex``) or 1."""
+  if not i_complex:
+    return re, im
+  im0 = jnp.zeros_like(re) if im is None else im
+  return re - im0, re + im0
+
+
+class ClassifierHead(nnx.Module):
+  """``Linear -> LayerNorm -> ReLU -> Dropout -> Linear`` (the PANDA/GeDi 2-layer classifier)."""
+
+  def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64,
+               dropout: float = 0.5, rngs: nnx.Rngs):
+    self.fc1 = nnx.Linear(in_features, hidden, rngs=rngs)
+    self.norm = nnx.LayerNorm(hidden, rngs=rngs)
+    self.drop = nnx.Dropout(dropout)
+    self.fc2 = nnx.Linear(hidden, num_classes, rngs=rngs)
+
+  def __call__(self, x, *, deterministic: bool, rngs=None):
+    h = jax.nn.relu(self.norm(self.fc1(x)))
+    return self.fc2(self.drop(h, deterministic=deterministic, rngs=rngs))
+
+
+class GeDiHNN(nnx.Module):
+  """GeDi-HNN (Fiorini et al., TMLR 2024): complex first-order filter on directed hypergraphs.
+
+  Per layer (SigMaNet-style, K = 1): ``X' = (X Theta0) c_I + L (X Theta1) + b`` with ``c_I = 1 + i``
+  if ``i_complex``; ``L = Q_N = D_v^{-1/2} H D_e^{-1} H^* D_v^{-1/2}`` (``operator_variant='Q_N'``)
+  or the reference's ``L2`` (``'code'``, default, see ``gedi_propagate``). The real ``Theta`` acts
+  on Re and Im separately; the input imaginary part is 0; the activation is the complex ReLU
+  (``Re >= 0`` mask on both parts); skip connections from layer 2; final dropout; the classifier
+  reads ``[Re || Im]``. Phase convention: ``H_ve = i`` on tails (q = 1/4, ``'code'``);
+  ``conjugate=True`` applies ``conj(L)`` as PyG's propagation of the reference does.
+  """
+
+  def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 1,
+               dropout: float = 0.5, i_complex: bool = True, operator_variant: str = "code",
+               conjugate: bool = False, rngs: nnx.Rngs):
+    if operator_variant not in ("Q_N", "code"):
+      raise ValueError(f"operator_variant must be 'Q_N' or 'code', got {operator_variant!r}")
+    self.i_complex, self.variant, self.conjugate = i_complex, operator_variant, conjugate
+    dims = [in_features] + [hidden] * num_layers
+    self.theta0 = nnx.List([nnx.Linear(a, b, use_bias=False, rngs=rngs) for a, b in zip(dims, dims[1:])])
+    self.theta1 = nnx.List([nnx.Linear(a, b, use_bias=False, rngs=rngs) for a, b in zip(dims, dims[1:])])
+    self.bias = nnx.List([nnx.Param(jnp.zeros((hidden,))) for _ in range(num_layers)])
+    self.drop = nnx.Dropout(dropout)
+    self.head = ClassifierHead(2 * hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
+
+  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+    _check(data)
+    inc = data.incidence
+    re, im = data.x, None
+    for l, (t0, t1, b) in enumerate(zip(self.theta0, self.theta1, self.bias)):
+      r0, i0 = complex_unit_mul(t0(re), None if im is None else t0(im), self.i_complex)
+      r1, i1 = _ops.gedi_propagate(inc, t1(re), None if im is None else t1(im),
+                                   variant=self.variant, conjugate=self.conjugate)
+      nr = r0 + r1 + b[...]
+      ni = (0.0 if i0 is None else i0) + (jnp.zeros_like(nr) if i1 is None else i1) + b[...]
+      nr, ni = _ops.complex_relu(nr, ni)
+      if l > 0:
+        nr, ni = nr + re, ni + im
+      re, im = nr, ni
+    h = self.drop(jnp.concatenate([re, im], -1), deterministic=deterministic, rngs=rngs)
+    return self.head(h, deterministic=deterministic, rngs=rngs)
+
+
+class HGNN(nnx.Module):
+  """HGNN (Feng et al., AAAI 2019): ``X' = ReLU(D_v^{-1/2} H D_e^{-1} H^T D_v^{-1/2} X Theta + b)``.
+
+  Two stages: ``h_e = delta_e^{-1} sum_{u in e} d_u^{-1/2} (X Theta)_u``, ``x'_v = d_v^{-1/2} sum_{e ni v} h_e``.
+  Input dropout per layer, skip connections from layer 2, shared classifier head.
+  """
+
+  def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 1,
+               dropout: float = 0.5, rngs: nnx.Rngs):
+    dims = [in_features] + [hidden] * num_layers
+    self.lins = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in zip(dims, dims[1:])])
+    self.drop = nnx.Dropout(dropout)
+    self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
+
+  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+    _check(data)
+    x = data.x
+    for l, lin in enumerate(self.lins):
+      h = self.drop(x, deterministic=deterministic, rngs=rngs)
+      h = jax.nn.relu(_ops.hgnn_propagate(data.incidence, lin(h)))
+      x = h + x if l > 0 else h
+    return self.head(x, deterministic=deterministic, rngs=rngs)
+
+
+class HyperGCN(nnx.Module):
+  """HyperGCN (Yadati et al., NeurIPS 2019), rebuilt graph per layer, O(nnz).
+
+  Per layer: ``S = X Theta``, ``p = S r`` with a fixed random ``r`` (drawn at init, non-trainable),
+  graph from each hyperedge's ``(argmax p, argmin p)`` (+ mediators), ``X' = ReLU(A_bar S + b)``,
+  ``A_bar = D~^{-1/2}(A + I)D~^{-1/2}``. ``fast=True`` (FastHyperGCN) builds the graph once from
+  the input features.
+  """
+
+  def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 1,
+               dropout: float = 0.5, mediators: bool = True, fast: bool = False, rngs: nnx.Rngs):
+    dims = [in_features] + [hidden] * num_layers
+    self.mediators, self.fast = mediators, fast
+    self.lins = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in zip(dims, dims[1:])])
+    self.r = nnx.List([nnx.Variable(jax.random.normal(rngs.params(), (d,)))
+                       for d in ([in_features] if fast else dims[1:])])
+    self.drop = nnx.Dropout(dropout)
+    self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
+
+  def graph(self, data, s, layer: int):
+    if self.fast:
+      return _ops.hypergcn_graph(data.incidence, data.x @ self.r[0][...], mediators=self.mediators)
+    return _ops.hypergcn_graph(data.incidence, s @ self.r[layer][...], mediators=self.mediators)
+
+  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+    _check(data)
+    x = data.x
+    for l, lin in enumerate(self.lins):
+      s = lin(self.drop(x, deterministic=deterministic, rngs=rngs))
+      src, dst, w = self.graph(data, s, l)
+      h = jax.nn.relu(_ops.graph_propagate(src, dst, w, s, data.num_nodes))
+      x = h + x if l > 0 else h
+    return self.head(x, deterministic=deterministic, rngs=rngs)
+
+
+class PhenomNN(nnx.Module):
+  """Simplified PhenomNN (Wang et al., ICML 2023), unrolled energy minimisation.
+
+  ``Y^0 = MLP(X)``; ``Y^{k+1} = (1 - a) Y^k + a Q~^{-1}(lam0 A_beta Y^k + lam1 A_gamma Y^k + Y^0)``
+  with ``Q~ = lam0 D_beta + lam1 D_gamma + I`` and ``a = 1/(1 + lam0 + lam1)`` (see
+  ``phenom_operators``). The propagation has no parameters; ``num_steps`` unrolled steps.
+  """
+
+  def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 1,
+               dropout: float = 0.5, lam0: float = 10.0, lam1: float = 10.0, num_steps: int = 4,
+               rngs: nnx.Rngs):
+    del num_layers
+    self.lam0, self.lam1, self.num_steps = float(lam0), float(lam1), int(num_steps)
+    self.inp = nnx.Linear(in_features, hidden, rngs=rngs)
+    self.drop = nnx.Dropout(dropout)
+    self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
+
+  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+    _check(data)
+    inc = data.incidence
+    y0 = jax.nn.relu(self.inp(self.drop(data.x, deterministic=deterministic, rngs=rngs)))
+    ones = jnp.ones((inc.num_nodes,), y0.dtype)
+    d_b = _ops.phenom_propagate(inc, ones, which="beta")
+    d_g = _ops.phenom_propagate(inc, ones, which="gamma")
+    qinv = 1.0 / (self.lam0 * d_b + self.lam1 * d_g + 1.0)
+    a = 1.0 / (1.0 + self.lam0 + self.lam1)
+    y = y0
+    for _ in range(self.num_steps):
+      t = (self.lam0 * _ops.phenom_propagate(inc, y, which="beta")
+           + self.lam1 * _ops.phenom_propagate(inc, y, which="gamma") + y0)
+      y = (1 - a) * y + a * qinv[:, None] * t
+    return self.head(y, deterministic=deterministic, rngs=rngs)
+
+
+BACKBONES = {"gedi": GeDiHNN, "hgnn": HGNN, "hypergcn": HyperGCN, "phenomnn": PhenomNN}

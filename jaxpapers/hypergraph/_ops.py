@@ -1,0 +1,248 @@
+"""Segment kernels and the fixed hypergraph operators (GeDi ``Q_N``/``L2``, HGNN, PhenomNN, HyperGCN).
+
+All propagations work on the incidence pairs with ``jax.ops.segment_*`` in O(nnz); dense
+builders (``*_operator``) are float64 numpy references for tests and small graphs.
+Complex quantities are carried as two real arrays ``(re, im)``; ``im=None`` means real.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxpapers.hypergraph._structure import Incidence
+
+__all__ = ["segment_softmax", "complex_relu", "cmul", "inv_sqrt", "node_to_edge", "edge_to_node",
+           "gedi_propagate", "hgnn_propagate", "gedi_operator", "hgnn_operator",
+           "phenom_operators", "phenom_propagate", "hypergcn_graph", "graph_propagate"]
+
+
+def inv_sqrt(d: jax.Array) -> jax.Array:
+  """``d^{-1/2}`` with 0 where ``d == 0`` (isolated nodes / empty hyperedges)."""
+  return jnp.where(d > 0, jax.lax.rsqrt(jnp.maximum(d, 1e-12)), 0.0)
+
+
+def _inv(d):
+  return jnp.where(d > 0, 1.0 / jnp.maximum(d, 1e-12), 0.0)
+
+
+def segment_softmax(logits: jax.Array, segment_ids: jax.Array, num_segments: int, *,
+                    mask: jax.Array | None = None, indices_are_sorted: bool = False) -> jax.Array:
+  """Softmax of ``logits[P, ...]`` within groups of equal ``segment_ids[P]``.
+
+  Entries with ``mask == False`` get weight exactly 0 and do not enter the normaliser. Empty
+  segments are guarded (``segment_max`` gives -inf there; it is replaced by 0 before ``exp``).
+  """
+  if logits.shape[0] != segment_ids.shape[0]:
+    raise ValueError(f"logits and segment_ids must agree on axis 0, got {logits.shape[0]} and "
+                     f"{segment_ids.shape[0]}")
+  neg = jnp.finfo(logits.dtype).min
+  if mask is not None:
+    m = mask.reshape(mask.shape + (1,) * (logits.ndim - 1))
+    logits = jnp.where(m, logits, neg)
+  mx = jax.ops.segment_max(logits, segment_ids, num_segments, indices_are_sorted=indices_are_sorted)
+  mx = jnp.where(jnp.isfinite(mx), mx, 0.0)
+  ex = jnp.exp(logits - jax.lax.stop_gradient(mx)[segment_ids])
+  if mask is not None:
+    ex = jnp.where(m, ex, 0.0)
+  den = jax.ops.segment_sum(ex, segment_ids, num_segments, indices_are_sorted=indices_are_sorted)
+  return ex / jnp.where(den > 0, den, 1.0)[segment_ids]
+
+
+def complex_relu(re: jax.Array, im: jax.Array | None):
+  """GeDi/SigMaNet complex ReLU: ``mask = (Re >= 0)`` applied to both parts."""
+  mask = re >= 0
+  return jnp.where(mask, re, 0.0), (None if im is None else jnp.where(mask, im, 0.0))
+
+
+def cmul(ar, ai, br, bi):
+  """(ar + i ai)(br + i bi) with ``None`` meaning a zero imaginary part."""
+  if ai is None and bi is None:
+    return ar * br, None
+  if ai is None:
+    return ar * br, ar * bi
+  if bi is None:
+    return ar * br, ai * br
+  return ar * br - ai * bi, ar * bi + ai * br
+
+
+def _b(w, x):
+  """Broadcasts a per-pair/per-row vector over the trailing axes of x."""
+  return w.reshape(w.shape + (1,) * (x.ndim - w.ndim))
+
+
+def node_to_edge(inc: Incidence, re, im=None, *, weight=None, conj_phase=True, use_phase=True):
+  """Stage 1: ``h_e = sum_{v in e} w_ve conj(H_ve) x_v`` (sorted segment sum). x: [n, ...]."""
+  wr, wi = (inc.phase_re, (-inc.phase_im if conj_phase else inc.phase_im)) if use_phase else (
+      jnp.ones_like(inc.phase_re), None)
+  if weight is not None:
+    wr, wi = wr * weight, (None if wi is None else wi * weight)
+  xr, xi = re[inc.node], (None if im is None else im[inc.node])
+  mr, mi = cmul(_b(wr, xr), None if wi is None else _b(wi, xr), xr, xi)
+  seg = lambda a: None if a is None else jax.ops.segment_sum(
+      a, inc.edge, inc.num_edges, indices_are_sorted=True)
+  return seg(mr), seg(mi)
+
+
+def edge_to_node(inc: Incidence, re, im=None, *, weight=None, conj_phase=False, use_phase=True):
+  """Stage 2: ``x_v = sum_{e ni v} w_ve H_ve h_e`` (segment sum in node order). h: [m, ...]."""
+  p = inc.by_node
+  node, edge = inc.node[p], inc.edge[p]
+  if use_phase:
+    wr, wi = inc.phase_re[p], (-inc.phase_im[p] if conj_phase else inc.phase_im[p])
+  else:
+    wr, wi = jnp.ones_like(inc.phase_re), None
+  if weight is not None:
+    wr, wi = wr * weight[p], (None if wi is None else wi * weight[p])
+  hr, hi = re[edge], (None if im is None else im[edge])
+  mr, mi = cmul(_b(wr, hr), None if wi is None else _b(wi, hr), hr, hi)
+  seg = lambda a: None if a is None else jax.ops.segment_sum(
+      a, node, inc.num_nodes, indices_are_sorted=True)
+  return seg(mr), seg(mi)
+
+
+def gedi_propagate(inc: Incidence, re, im=None, *, variant: str = "Q_N", conjugate: bool = False):
+  """Applies GeDi's operator to a complex signal in O(nnz).
+
+  ``variant='Q_N'``: ``Q_N X = D_v^{-1/2} H D_e^{-1} H^* D_v^{-1/2} X``.
+  ``variant='code'``: the reference's ``L2``: with ``A = H D_e^{-1} H^*``, the off-diagonal of A
+  scaled by ``(D_v + I)^{-1/2}`` on both sides plus ``diag(D_v^{-1/2} A D_v^{-1/2})``.
+  ``conjugate=True`` applies ``conj(L)`` instead (what PyG's source-to-target propagation computes
+  for a Hermitian L).
+  """
+  if variant not in ("Q_N", "code"):
+    raise ValueError(f"variant must be 'Q_N' or 'code', got {variant!r}")
+  d = inc.deg_node
+  s = inv_sqrt(d) if variant == "Q_N" else inv_sqrt(d + 1.0)
+  hr, hi = node_to_edge(inc, _b(s, re) * re, None if im is None else _b(s, im) * im,
+                        conj_phase=not conjugate)
+  de = _inv(inc.deg_edge)
+  hr, hi = _b(de, hr) * hr, (None if hi is None else _b(de, hi) * hi)
+  yr, yi = edge_to_node(inc, hr, hi, conj_phase=conjugate)
+  yr, yi = _b(s, yr) * yr, (None if yi is None else _b(s, yi) * yi)
+  if variant == "code":
+    diag_a = jax.ops.segment_sum(de[inc.edge] * (inc.phase_re ** 2 + inc.phase_im ** 2), inc.node,
+                                 inc.num_nodes)
+    corr = diag_a * (_inv(d) - 1.0 / (d + 1.0))
+    yr = yr + _b(corr, re) * re
+    yi = yi if im is None else yi + _b(corr, im) * im
+  return yr, yi
+
+
+def hgnn_propagate(inc: Incidence, x):
+  """HGNN (Zhou et al. 2006): ``D_v^{-1/2} H D_e^{-1} H^T D_v^{-1/2} x`` with all phases 1."""
+  s = inv_sqrt(inc.deg_node)
+  h, _ = node_to_edge(inc, _b(s, x) * x, use_phase=False)
+  h = _b(_inv(inc.deg_edge), h) * h
+  y, _ = edge_to_node(inc, h, use_phase=False)
+  return _b(s, y) * y
+
+
+# ----------------------------------------------------------------------------- dense references
+
+
+def gedi_operator(inc: Incidence, *, variant: str = "Q_N", conjugate: bool = False):
+  """Dense float64 ``Q_N`` (or the reference ``L2``) as ``(re, im)`` numpy arrays [n, n]."""
+  h = inc.dense()
+  if conjugate:
+    h = h.conj()
+  d = np.abs(h).sum(1)
+  de = np.abs(h).sum(0)
+  a = h @ np.diag(np.where(de > 0, 1 / np.maximum(de, 1e-300), 0)) @ h.conj().T
+  if variant == "Q_N":
+    s = np.where(d > 0, d ** -0.5, 0)
+    q = s[:, None] * a * s[None, :]
+  elif variant == "code":
+    s1 = (d + 1) ** -0.5
+    off = a - np.diag(np.diag(a))
+    s = np.where(d > 0, d ** -0.5, 0)
+    q = s1[:, None] * off * s1[None, :] + np.diag(s * np.diag(a) * s)
+  else:
+    raise ValueError(f"variant must be 'Q_N' or 'code', got {variant!r}")
+  return q.real, q.imag
+
+
+def hgnn_operator(inc: Incidence) -> np.ndarray:
+  """Dense float64 HGNN operator (phases ignored)."""
+  h = (np.abs(inc.dense()) > 0).astype(np.float64)
+  d, de = h.sum(1), h.sum(0)
+  s = np.where(d > 0, d ** -0.5, 0)
+  return s[:, None] * (h @ np.diag(np.where(de > 0, 1 / np.maximum(de, 1e-300), 0)) @ h.T) * s[None]
+
+
+def phenom_operators(inc: Incidence):
+  """Dense PhenomNN operators ``(A_beta, A_gamma, D_beta, D_gamma)`` (float64, phases ignored).
+
+  ``A_beta = Dh^{-1/2}(B B^T + I)Dh^{-1/2}`` and ``A_gamma = Dh^{-1/2}(B D_E^{-1} B^T + I)Dh^{-1/2}``,
+  each with ``Dh`` the row sums of its own bracket; ``D_beta``/``D_gamma`` are the row sums of the
+  normalised matrices (Wang et al., ICML 2023, simplified PhenomNN).
+  """
+  b = (np.abs(inc.dense()) > 0).astype(np.float64)
+  n = b.shape[0]
+  de = b.sum(0)
+  out = []
+  for core in (b @ b.T + np.eye(n), b @ np.diag(1 / np.maximum(de, 1)) @ b.T + np.eye(n)):
+    s = core.sum(1) ** -0.5
+    out.append(s[:, None] * core * s[None])
+  return out[0], out[1], out[0].sum(1), out[1].sum(1)
+
+
+def phenom_propagate(inc: Incidence, y, *, which: str):
+  """Segment form of ``A_beta y`` (``which='beta'``) or ``A_gamma y`` (``'gamma'``)."""
+  ones = jnp.ones((inc.num_nodes,), y.dtype)
+  ew = jnp.ones_like(inc.deg_edge) if which == "beta" else _inv(inc.deg_edge)
+
+  def core(v):
+    h, _ = node_to_edge(inc, v, use_phase=False)
+    h = _b(ew, h) * h
+    out, _ = edge_to_node(inc, h, use_phase=False)
+    return out + v
+
+  s = inv_sqrt(core(ones))
+  return _b(s, y) * core(_b(s, y) * y)
+
+
+# ----------------------------------------------------------------------------- HyperGCN
+
+
+def hypergcn_graph(inc: Incidence, p: jax.Array, *, mediators: bool = True):
+  """HyperGCN's per-layer graph from projections ``p[n]`` in O(nnz) (no pair enumeration).
+
+  In each hyperedge take ``i_e = argmax p``, ``j_e = argmin p`` (ties: lowest index). With
+  mediators, add (i_e, j_e) and (i_e, k), (j_e, k) for every other member k, each with weight
+  ``1/(2|e| - 3)``; without, only (i_e, j_e) with weight 1. Returns a static-size undirected edge
+  list ``(src, dst, w)`` of length ``2 nnz + m`` (unused slots have w = 0).
+  """
+  p = jax.lax.stop_gradient(p)
+  n, m = inc.num_nodes, inc.num_edges
+  pv = p[inc.node]
+  seg = dict(segment_ids=inc.edge, num_segments=m, indices_are_sorted=True)
+  pmax = jax.ops.segment_max(pv, **seg)
+  pmin = jax.ops.segment_min(pv, **seg)
+  i_e = jax.ops.segment_min(jnp.where(pv == pmax[inc.edge], inc.node, n), **seg)
+  j_e = jax.ops.segment_min(jnp.where(pv == pmin[inc.edge], inc.node, n), **seg)
+  i_e, j_e = jnp.minimum(i_e, n - 1), jnp.minimum(j_e, n - 1)
+  size = inc.deg_edge
+  pair_ok = (i_e != j_e) & (size >= 2)
+  if mediators:
+    w_e = jnp.where(size >= 2, 1.0 / jnp.maximum(2.0 * size - 3.0, 1.0), 0.0)
+    ie, je = i_e[inc.edge], j_e[inc.edge]
+    med = (inc.node != ie) & (inc.node != je) & pair_ok[inc.edge]
+    wm = jnp.where(med, w_e[inc.edge], 0.0)
+    src = jnp.concatenate([ie, je, i_e])
+    dst = jnp.concatenate([inc.node, inc.node, j_e])
+    w = jnp.concatenate([wm, wm, jnp.where(pair_ok, w_e, 0.0)])
+  else:
+    src, dst, w = i_e, j_e, jnp.where(pair_ok, 1.0, 0.0)
+  return src.astype(jnp.int32), dst.astype(jnp.int32), w
+
+
+def graph_propagate(src, dst, w, x, num_nodes: int):
+  """``D~^{-1/2}(A + I)D~^{-1/2} x`` for the symmetric graph given by undirected ``(src, dst, w)``."""
+  deg = 1.0 + jax.ops.segment_sum(w, src, num_nodes) + jax.ops.segment_sum(w, dst, num_nodes)
+  s = jax.lax.rsqrt(deg)
+  xs = _b(s, x) * x
+  agg = (jax.ops.segment_sum(_b(w, x) * xs[dst], src, num_nodes)
+         + jax.ops.segment_sum(_b(w, x) * xs[src], dst, num_nodes))
+  return _b(s, x) * (agg + xs)
