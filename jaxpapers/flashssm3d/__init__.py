@@ -1,0 +1,45 @@
+"""FlashSSM-3D: attention-free multi-view 3D reconstruction distilled from a VGGT-style teacher.
+
+Public API of ``jaxpapers.flashssm3d``. Geometry conventions (OpenCV axes, camera-from-world
+extrinsics, scalar-last quaternions, VGGT's 9-number pose encoding, first-camera gauge with mean
+point distance 1) are stated once in :mod:`jaxpapers.flashssm3d._geometry`.
+
+The student architecture, the exact Procrustes and reprojection loss formulas and the training
+recipe are **reconstructions** from the paper's abstract (no public code); VGGT's conventions,
+losses and metrics follow arXiv:2503.11651 and ``facebookresearch/vggt``.
+"""
+
+from jaxpapers.flashssm3d._geometry import (
+    camera_centers,
+    cameras_to_pose_encoding,
+    compose_extrinsics,
+    intrinsics_from_fov,
+    invert_extrinsics,
+    mat_to_quat,
+    normalize_scene,
+    pose_encoding_to_cameras,
+    project_points,
+    quat_to_mat,
+    unproject_depth,
+)
+from jaxpapers.flashssm3d._losses import (
+    DistillTargets,
+    LossWeights,
+    apply_sim3_to_cameras,
+    camera_loss,
+    conf_regression_loss,
+    distillation_loss,
+    gradient_loss,
+    procrustes_loss,
+    reprojection_loss,
+    weighted_umeyama,
+)
+from jaxpapers.flashssm3d._metrics import (
+    accuracy_completeness,
+    ate,
+    depth_metrics,
+    pose_auc,
+    relative_pose_errors,
+    rra_rta,
+    umeyama_np,
+)

@@ -1,0 +1,252 @@
+"""Camera geometry for FlashSSM-3D (conventions follow VGGT, arXiv:2503.11651).
+
+Conventions, stated once for the whole package:
+
+* **Axes**: OpenCV camera axes, x right, y down, z forward.
+* **Extrinsics**: ``[..., 3, 4]`` camera-from-world ``[R | t]``, so a world point ``X`` has camera
+  coordinates ``x_cam = R X + t``.
+* **Intrinsics**: ``[..., 3, 3]`` pinhole ``K`` with the principal point at the image centre
+  ``(W/2, H/2)``. Pixel ``(i, j)`` (row, column) has its centre at ``(u, v) = (j + 0.5, i + 0.5)``.
+  (VGGT's unprojection uses integer pixel coordinates with the same principal point; we use
+  pixel centres so that projection and unprojection are exact inverses.)
+* **Quaternions**: scalar-last ``[x, y, z, w]`` as in VGGT's ``vggt/utils/rotation.py``,
+  canonicalised to ``w >= 0``.
+* **Pose encoding** ``absT_quaR_FoV``: 9 numbers ``[t(3), q(4), fov_h, fov_w]`` with
+  ``fov_h = 2 atan((H/2) / f_y)`` and ``fov_w = 2 atan((W/2) / f_x)``.
+* **Gauge**: after :func:`normalize_scene`, the first camera is the identity and the mean Euclidean
+  distance of valid points to the origin is 1.
+* **Depth**: z-depth along the camera's optical axis (not ray length).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+__all__ = [
+    "quat_to_mat",
+    "mat_to_quat",
+    "pose_encoding_to_cameras",
+    "cameras_to_pose_encoding",
+    "intrinsics_from_fov",
+    "project_points",
+    "unproject_depth",
+    "normalize_scene",
+    "invert_extrinsics",
+    "compose_extrinsics",
+    "camera_centers",
+]
+
+
+def _check_last(x, n, name):
+    if not hasattr(x, "shape") or x.ndim < 1 or x.shape[-1] != n:
+        raise ValueError(f"{name} must have shape [..., {n}], got {getattr(x, 'shape', type(x))}")
+
+
+def _check_hw(image_hw):
+    if len(tuple(image_hw)) != 2 or min(image_hw) <= 0:
+        raise ValueError(f"image_hw must be a pair (H, W) of positive sizes, got {image_hw}")
+    return float(image_hw[0]), float(image_hw[1])
+
+
+def quat_to_mat(q: jax.Array) -> jax.Array:
+    """Scalar-last unit quaternion ``[..., 4]`` (normalised here) to rotation ``[..., 3, 3]``."""
+    _check_last(q, 4, "q")
+    q = q / jnp.sqrt(jnp.sum(q * q, axis=-1, keepdims=True) + 1e-24)
+    x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    r = jnp.stack(
+        [
+            1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
+            2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+            2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y),
+        ],
+        axis=-1,
+    )
+    return r.reshape(q.shape[:-1] + (3, 3))
+
+
+def mat_to_quat(R: jax.Array) -> jax.Array:
+    """Rotation ``[..., 3, 3]`` to scalar-last quaternion ``[..., 4]`` with ``w >= 0``.
+
+    Shepperd's method: picks the numerically largest of ``w, x, y, z`` as the pivot.
+    """
+    if R.ndim < 2 or R.shape[-2:] != (3, 3):
+        raise ValueError(f"R must have shape [..., 3, 3], got {R.shape}")
+    m = R
+    m00, m11, m22 = m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]
+    tr = m00 + m11 + m22
+    # Four candidate solutions, each stable when its pivot is large.
+    cands = []
+    s = jnp.sqrt(jnp.maximum(1.0 + tr, 1e-12)) * 2  # pivot w
+    cands.append(jnp.stack([(m[..., 2, 1] - m[..., 1, 2]) / s, (m[..., 0, 2] - m[..., 2, 0]) / s,
+                            (m[..., 1, 0] - m[..., 0, 1]) / s, 0.25 * s], -1))
+    s = jnp.sqrt(jnp.maximum(1.0 + m00 - m11 - m22, 1e-12)) * 2  # pivot x
+    cands.append(jnp.stack([0.25 * s, (m[..., 0, 1] + m[..., 1, 0]) / s,
+                            (m[..., 0, 2] + m[..., 2, 0]) / s, (m[..., 2, 1] - m[..., 1, 2]) / s], -1))
+    s = jnp.sqrt(jnp.maximum(1.0 - m00 + m11 - m22, 1e-12)) * 2  # pivot y
+    cands.append(jnp.stack([(m[..., 0, 1] + m[..., 1, 0]) / s, 0.25 * s,
+                            (m[..., 1, 2] + m[..., 2, 1]) / s, (m[..., 0, 2] - m[..., 2, 0]) / s], -1))
+    s = jnp.sqrt(jnp.maximum(1.0 - m00 - m11 + m22, 1e-12)) * 2  # pivot z
+    cands.append(jnp.stack([(m[..., 0, 2] + m[..., 2, 0]) / s, (m[..., 1, 2] + m[..., 2, 1]) / s,
+                            0.25 * s, (m[..., 1, 0] - m[..., 0, 1]) / s], -1))
+    cands = jnp.stack(cands, axis=-2)  # [..., 4, 4]
+    pivot = jnp.argmax(jnp.stack([tr, m00, m11, m22], -1), axis=-1)
+    q = jnp.take_along_axis(cands, pivot[..., None, None], axis=-2)[..., 0, :]
+    q = q / jnp.linalg.norm(q, axis=-1, keepdims=True)
+    return jnp.where(q[..., 3:4] < 0, -q, q)
+
+
+def intrinsics_from_fov(fov_h: jax.Array, fov_w: jax.Array, image_hw) -> jax.Array:
+    """Pinhole ``K [..., 3, 3]`` from fields of view (radians), principal point at the centre."""
+    H, W = _check_hw(image_hw)
+    fy = (H / 2.0) / jnp.tan(fov_h / 2.0)
+    fx = (W / 2.0) / jnp.tan(fov_w / 2.0)
+    z = jnp.zeros_like(fx)
+    o = jnp.ones_like(fx)
+    K = jnp.stack([fx, z, z + W / 2.0, z, fy, z + H / 2.0, z, z, o], -1)
+    return K.reshape(fx.shape + (3, 3))
+
+
+def pose_encoding_to_cameras(pose_enc: jax.Array, image_hw) -> tuple[jax.Array, jax.Array]:
+    """Decode VGGT's ``absT_quaR_FoV`` encoding.
+
+    Args:
+      pose_enc: ``[..., 9]`` = ``[t(3), q_xyzw(4), fov_h, fov_w]``.
+      image_hw: ``(H, W)`` in pixels.
+
+    Returns:
+      ``(extrinsics [..., 3, 4] camera-from-world, intrinsics [..., 3, 3])``.
+    """
+    _check_last(pose_enc, 9, "pose_enc")
+    t = pose_enc[..., :3]
+    R = quat_to_mat(pose_enc[..., 3:7])
+    K = intrinsics_from_fov(pose_enc[..., 7], pose_enc[..., 8], image_hw)
+    return jnp.concatenate([R, t[..., None]], axis=-1), K
+
+
+def cameras_to_pose_encoding(extrinsics: jax.Array, intrinsics: jax.Array, image_hw) -> jax.Array:
+    """Encode camera-from-world extrinsics ``[..., 3, 4]`` and ``K [..., 3, 3]`` as ``[..., 9]``."""
+    if extrinsics.shape[-2:] != (3, 4):
+        raise ValueError(f"extrinsics must have shape [..., 3, 4], got {extrinsics.shape}")
+    if intrinsics.shape[-2:] != (3, 3):
+        raise ValueError(f"intrinsics must have shape [..., 3, 3], got {intrinsics.shape}")
+    H, W = _check_hw(image_hw)
+    q = mat_to_quat(extrinsics[..., :3, :3])
+    fov_h = 2.0 * jnp.arctan((H / 2.0) / intrinsics[..., 1, 1])
+    fov_w = 2.0 * jnp.arctan((W / 2.0) / intrinsics[..., 0, 0])
+    return jnp.concatenate([extrinsics[..., :3, 3], q, fov_h[..., None], fov_w[..., None]], -1)
+
+
+def invert_extrinsics(extrinsics: jax.Array) -> jax.Array:
+    """Closed-form inverse of ``[R|t]``: returns ``[R^T | -R^T t]`` (``[..., 3, 4]``)."""
+    R, t = extrinsics[..., :3, :3], extrinsics[..., :3, 3]
+    Rt = jnp.swapaxes(R, -1, -2)
+    return jnp.concatenate([Rt, -(Rt @ t[..., None])], -1)
+
+
+def compose_extrinsics(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``a ∘ b`` for ``[R|t]`` maps: ``x -> R_a (R_b x + t_b) + t_a``."""
+    R = a[..., :3, :3] @ b[..., :3, :3]
+    t = (a[..., :3, :3] @ b[..., :3, 3:4])[..., 0] + a[..., :3, 3]
+    return jnp.concatenate([R, t[..., None]], -1)
+
+
+def camera_centers(extrinsics: jax.Array) -> jax.Array:
+    """World-frame camera centres ``-R^T t`` (``[..., 3]``)."""
+    return invert_extrinsics(extrinsics)[..., :3, 3]
+
+
+def project_points(points: jax.Array, extrinsics: jax.Array, intrinsics: jax.Array,
+                   *, eps: float = 1e-6) -> tuple[jax.Array, jax.Array]:
+    """Project world points into cameras: ``u = K_2x2 x_xy / max(x_z, eps) + c``.
+
+    Args:
+      points: ``[..., M, 3]`` world points.
+      extrinsics: ``[..., 3, 4]`` camera-from-world (leading dims broadcast with ``points``).
+      intrinsics: ``[..., 3, 3]``.
+
+    Returns:
+      ``(uv [..., M, 2] pixels, z [..., M] camera depth)``.
+    """
+    _check_last(points, 3, "points")
+    R, t = extrinsics[..., None, :3, :3], extrinsics[..., None, :3, 3]
+    x = jnp.einsum("...ij,...j->...i", R, points) + t
+    z = x[..., 2]
+    zs = jnp.maximum(z, eps)
+    K = intrinsics[..., None, :, :]
+    u = K[..., 0, 0] * x[..., 0] / zs + K[..., 0, 1] * x[..., 1] / zs + K[..., 0, 2]
+    v = K[..., 1, 1] * x[..., 1] / zs + K[..., 1, 2]
+    return jnp.stack([u, v], -1), z
+
+
+def pixel_grid(image_hw) -> jax.Array:
+    """Pixel centres ``[H, W, 2]`` as ``(u, v) = (j + 0.5, i + 0.5)``."""
+    H, W = int(image_hw[0]), int(image_hw[1])
+    v, u = jnp.meshgrid(jnp.arange(H) + 0.5, jnp.arange(W) + 0.5, indexing="ij")
+    return jnp.stack([u, v], -1)
+
+
+def unproject_depth(depth: jax.Array, extrinsics: jax.Array, intrinsics: jax.Array) -> jax.Array:
+    """Unproject z-depth maps to world points.
+
+    ``X = R^T (d K^{-1} [u, v, 1]^T - t)``.
+
+    Args:
+      depth: ``[..., H, W]`` or ``[..., H, W, 1]`` z-depth.
+      extrinsics: ``[..., 3, 4]`` camera-from-world.
+      intrinsics: ``[..., 3, 3]``.
+
+    Returns:
+      world points ``[..., H, W, 3]``.
+    """
+    if depth.ndim >= 3 and depth.shape[-1] == 1 and depth.ndim == extrinsics.ndim + 1:
+        depth = depth[..., 0]
+    if depth.ndim != extrinsics.ndim:
+        raise ValueError(
+            f"depth [..., H, W] must have the same leading dims as extrinsics [..., 3, 4]; got "
+            f"{depth.shape} and {extrinsics.shape}")
+    H, W = depth.shape[-2:]
+    uv = pixel_grid((H, W))
+    K = intrinsics[..., None, None, :, :]
+    fx, fy, cx, cy = K[..., 0, 0], K[..., 1, 1], K[..., 0, 2], K[..., 1, 2]
+    xc = (uv[..., 0] - cx) / fx * depth
+    yc = (uv[..., 1] - cy) / fy * depth
+    cam = jnp.stack([xc, yc, depth], -1)  # [..., H, W, 3]
+    R, t = extrinsics[..., None, None, :3, :3], extrinsics[..., None, None, :3, 3]
+    return jnp.einsum("...ji,...j->...i", R, cam - t)
+
+
+def normalize_scene(points: jax.Array, extrinsics: jax.Array, valid: jax.Array,
+                    depth: jax.Array | None = None):
+    """VGGT target normalisation: first camera = identity, mean valid point distance = 1.
+
+    Args:
+      points: ``[B, S, H, W, 3]`` world points.
+      extrinsics: ``[B, S, 3, 4]`` camera-from-world.
+      valid: ``[B, S, H, W]`` boolean mask.
+      depth: optional ``[B, S, H, W]`` depth, rescaled by the same factor.
+
+    Returns:
+      ``(points, extrinsics, scale)`` (plus ``depth`` if given), with ``scale [B]`` the mean
+      distance that was divided out. New extrinsics are ``E_i E_0^{-1}``.
+    """
+    if points.ndim != 5 or points.shape[-1] != 3:
+        raise ValueError(f"points must be [B, S, H, W, 3], got {points.shape}")
+    if extrinsics.shape != points.shape[:2] + (3, 4):
+        raise ValueError(f"extrinsics must be [B, S, 3, 4], got {extrinsics.shape}")
+    if valid.shape != points.shape[:4]:
+        raise ValueError(f"valid must be [B, S, H, W], got {valid.shape}")
+    e0 = extrinsics[:, :1]
+    e0_inv = invert_extrinsics(e0)
+    ext = compose_extrinsics(extrinsics, e0_inv)
+    R0, t0 = e0[:, 0, :3, :3], e0[:, 0, :3, 3]
+    p = jnp.einsum("bij,bshwj->bshwi", R0, points) + t0[:, None, None, None]
+    v = valid.astype(p.dtype)
+    dist = jnp.linalg.norm(p, axis=-1)
+    scale = jnp.sum(dist * v, axis=(1, 2, 3)) / jnp.maximum(jnp.sum(v, axis=(1, 2, 3)), 1.0)
+    scale = jnp.where(scale > 1e-8, scale, 1.0)
+    p = p / scale[:, None, None, None, None]
+    ext = ext.at[..., 3].set(ext[..., 3] / scale[:, None, None])
+    if depth is not None:
+        return p, ext, scale, depth / scale.reshape((-1,) + (1,) * (depth.ndim - 1))
+    return p, ext, scale
