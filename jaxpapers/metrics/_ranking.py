@@ -1,0 +1,100 @@
+"""Ranking and retrieval metrics over score matrices.
+
+Every function takes ``scores [Q, N]`` (higher is better) and ``relevance
+[Q, N]`` (binary, or graded for nDCG) for ``Q`` queries over ``N`` candidates,
+and returns one value per query ``[Q]``; average them yourself (or use
+:func:`mean_average_precision`). Ties in ``scores`` are broken by candidate
+index (lower index ranks first), deterministically. Queries with no relevant
+candidate score 0 in every metric (they have nothing to find).
+
+All functions are jit- and vmap-compatible; ``k`` is static.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def _check(scores: jax.Array, relevance: jax.Array, k: int | None = None):
+  scores = jnp.asarray(scores)
+  relevance = jnp.asarray(relevance)
+  if scores.ndim != 2 or scores.shape != relevance.shape:
+    raise ValueError(
+        "scores and relevance must both have shape [num_queries, num_candidates]; got "
+        f"scores {scores.shape}, relevance {relevance.shape}"
+    )
+  if k is not None and (not isinstance(k, int) or k < 1):
+    raise ValueError(f"k must be a positive int, got {k!r}")
+  return scores, relevance.astype(jnp.float32)
+
+
+def _ranked_relevance(scores: jax.Array, relevance: jax.Array) -> jax.Array:
+  """Relevance re-ordered by descending score, ties by index: ``[Q, N]``."""
+  order = jnp.argsort(-scores, axis=-1, stable=True)
+  return jnp.take_along_axis(relevance, order, axis=-1)
+
+
+def _topk(ranked: jax.Array, k: int) -> jax.Array:
+  return ranked[:, : min(k, ranked.shape[1])]
+
+
+def ndcg_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
+  """Normalised discounted cumulative gain at ``k`` with linear gains.
+
+  ``DCG@k = Σ_{i=1}^{k} rel_i / log2(i + 1)`` over the ranked list,
+  ``nDCG@k = DCG@k / IDCG@k`` with the ideal ordering in the denominator.
+  """
+  scores, relevance = _check(scores, relevance, k)
+  ranked = _topk(_ranked_relevance(scores, relevance), k)
+  ideal = _topk(-jnp.sort(-relevance, axis=-1), k)
+  discount = 1.0 / jnp.log2(jnp.arange(ranked.shape[1], dtype=jnp.float32) + 2.0)
+  dcg = (ranked * discount).sum(-1)
+  idcg = (ideal * discount).sum(-1)
+  return jnp.where(idcg > 0, dcg / jnp.where(idcg > 0, idcg, 1.0), 0.0)
+
+
+def hit_rate_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
+  """HR@k: 1 if any relevant candidate is in the top ``k``, else 0."""
+  scores, relevance = _check(scores, relevance, k)
+  ranked = _topk(_ranked_relevance(scores, relevance) > 0, k)
+  return ranked.any(-1).astype(jnp.float32)
+
+
+def recall_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
+  """Recall@k: relevant candidates in the top ``k`` over all relevant candidates."""
+  scores, relevance = _check(scores, relevance, k)
+  rel = relevance > 0
+  hits = _topk(_ranked_relevance(scores, rel.astype(jnp.float32)), k).sum(-1)
+  total = rel.sum(-1)
+  return jnp.where(total > 0, hits / jnp.maximum(total, 1), 0.0)
+
+
+def precision_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
+  """Precision@k: relevant candidates in the top ``k``, divided by ``k``."""
+  scores, relevance = _check(scores, relevance, k)
+  rel = (relevance > 0).astype(jnp.float32)
+  return _topk(_ranked_relevance(scores, rel), k).sum(-1) / k
+
+
+def mrr(scores: jax.Array, relevance: jax.Array) -> jax.Array:
+  """Reciprocal rank of the first relevant candidate (0 if none)."""
+  scores, relevance = _check(scores, relevance)
+  ranked = _ranked_relevance(scores, relevance) > 0
+  first = jnp.argmax(ranked, axis=-1)
+  return jnp.where(ranked.any(-1), 1.0 / (first + 1.0), 0.0)
+
+
+def average_precision(scores: jax.Array, relevance: jax.Array) -> jax.Array:
+  """Average precision: ``AP = (1/R) Σ_{i: rel_i} precision@i`` over the full ranking."""
+  scores, relevance = _check(scores, relevance)
+  ranked = (_ranked_relevance(scores, relevance) > 0).astype(jnp.float32)
+  ranks = jnp.arange(1, ranked.shape[1] + 1, dtype=jnp.float32)
+  precision_at_i = jnp.cumsum(ranked, axis=-1) / ranks
+  total = ranked.sum(-1)
+  return jnp.where(total > 0, (precision_at_i * ranked).sum(-1) / jnp.maximum(total, 1.0), 0.0)
+
+
+def mean_average_precision(scores: jax.Array, relevance: jax.Array) -> jax.Array:
+  """mAP: the mean of :func:`average_precision` over queries."""
+  return average_precision(scores, relevance).mean()
