@@ -54,7 +54,7 @@ class MomentumTest(parameterized.TestCase):
       m = (1 - a) * m + a * g
       mh = m if init == 'grad' else m / (1 - (1 - a) ** (k + 1))
       np.testing.assert_allclose(out, (1 - abar) * mh + abar * g, rtol=1e-5,
-                                 atol=1e-6)
+                                 atol=1e-5)
       if k == 0:  # no shrinkage at the first step (optimism at step 0)
         np.testing.assert_allclose(out, g, rtol=1e-5, atol=1e-6)
 
@@ -117,7 +117,7 @@ class LmoTest(parameterized.TestCase):
     torch = _lmo_jit(
         jnp.asarray(g.T), 'spectral', ns_steps=5,
         dimension_numbers=soda_lib.LmoDimensionNumbers(1, 0))
-    np.testing.assert_allclose(flax, torch.T, atol=1e-6)
+    np.testing.assert_allclose(flax, torch.T, atol=1e-5)
     ns = soda_lib.newton_schulz(jnp.asarray(g))
     np.testing.assert_allclose(flax, ns * np.sqrt(9 / 4), rtol=1e-4, atol=1e-5)
     # Batch axis (e.g. heads): leaf [H, d_in, d_out] with reduction 1, output 2.
@@ -128,7 +128,7 @@ class LmoTest(parameterized.TestCase):
     for h in range(2):
       np.testing.assert_allclose(
           out[h], _lmo_jit(jnp.asarray(gb[h]), 'spectral'),
-          atol=1e-6)
+          atol=1e-5)
 
   def test_scale_by_lmo_pytree_of_norms(self):
     tx = soda_lib.scale_by_lmo({'w': 'spectral', 'b': 'sign'})
