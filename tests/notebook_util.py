@@ -1,0 +1,63 @@
+"""Executes the Colab notebooks on their smoke setting.
+
+The notebook reads ``JAXPAPERS_SMOKE=1`` to choose a seconds-long setting; its
+install cell runs only under Colab. The kernel is the current interpreter, so
+the notebook sees exactly the installed project.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def run_notebook(path: str | os.PathLike[str], timeout: int = 600) -> nbformat.NotebookNode:
+  """Executes every cell of ``path`` (relative to the repo root or absolute).
+
+  Returns the executed notebook; a failing cell raises ``CellExecutionError``
+  with the cell's traceback.
+  """
+  path = pathlib.Path(path)
+  if not path.is_absolute():
+    path = ROOT / path
+  nb = nbformat.read(path, as_version=4)
+  env_backup = dict(os.environ)
+  os.environ["JAXPAPERS_SMOKE"] = "1"
+  os.environ["JAXPAPERS_NO_PROGRESS"] = "1"
+  os.environ["MPLBACKEND"] = "Agg"
+  # A single device in the kernel, whatever the test process uses.
+  os.environ.pop("XLA_FLAGS", None)
+  try:
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(ROOT)}},
+    )
+    # Make sure the kernel runs this interpreter (the project's environment).
+    client.kernel_manager_class = _manager_for(sys.executable)
+    client.execute()
+  finally:
+    os.environ.clear()
+    os.environ.update(env_backup)
+  return nb
+
+
+def _manager_for(executable: str):
+  from jupyter_client.manager import KernelManager
+
+  class _Manager(KernelManager):
+
+    def format_kernel_cmd(self, extra_arguments=None):
+      cmd = super().format_kernel_cmd(extra_arguments)
+      if cmd and "python" in pathlib.Path(cmd[0]).name:
+        cmd[0] = executable
+      return cmd
+
+  return _Manager
