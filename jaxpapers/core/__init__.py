@@ -15,6 +15,7 @@
 from jaxpapers.core.checkpoint import Checkpointer, abstract_like
 from jaxpapers.core.config import config_to_dataclass, validate_choice, validate_positive
 from jaxpapers.core.data import ENV_VAR as DATA_DIR_ENV_VAR, resolve_data_dir
+from jaxpapers.core.distributed import maybe_initialize_distributed
 from jaxpapers.core.mesh import (
     DATA_AXIS, data_sharding, make_mesh, replicate, replicated_sharding, shard_batch,
 )
@@ -27,5 +28,5 @@ __all__ = [
     "validate_positive", "DATA_DIR_ENV_VAR", "resolve_data_dir", "DATA_AXIS",
     "data_sharding", "make_mesh", "replicate", "replicated_sharding", "shard_batch",
     "progress", "environment_info", "read_results", "save_figure", "write_results",
-    "TrainState", "train_loop",
+    "TrainState", "train_loop", "maybe_initialize_distributed",
 ]
