@@ -1,0 +1,183 @@
+"""Fitting free embeddings with gradient descent, and the WBNL critical-n protocol."""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxpapers.margins import _losses
+from jaxpapers.margins import _margins
+from jaxpapers.margins import _relevance
+from jaxpapers.margins import _validation as val
+
+LOSSES = ("sigmoid", "infonce", "margin")
+
+
+class FitResult(NamedTuple):
+  """Free embeddings fitted to a relevance matrix.
+
+  With a batch of keys every field has a leading seed axis ``[S, ...]``.
+
+  Attributes:
+    U: ``[N, d]`` unit query embeddings.
+    V: ``[n, d]`` unit document embeddings.
+    log_t: final ``log t`` (sigmoid / InfoNCE; unused for the margin loss).
+    b: final sigmoid bias (0 for the other losses).
+    history: ``[steps]`` loss value at every step.
+  """
+  U: jax.Array
+  V: jax.Array
+  log_t: jax.Array
+  b: jax.Array
+  history: jax.Array
+
+
+@functools.partial(jax.jit, static_argnames=(
+    "N", "n", "d", "loss", "steps", "learn_temperature", "learn_bias", "variant"))
+def _fit(keys, A, *, N, n, d, loss, steps, lr, learn_temperature, learn_bias, log_t0, b0,
+         beta0, beta1, variant):
+  tx = optax.adam(lr)
+
+  def init(key):
+    ku, kv = jax.random.split(key)
+    return {"U": jax.random.normal(ku, (N, d)), "V": jax.random.normal(kv, (n, d)),
+            "log_t": jnp.asarray(log_t0, jnp.float32), "b": jnp.asarray(b0, jnp.float32)}
+
+  def objective(p, t):
+    log_t = p["log_t"] if learn_temperature else jax.lax.stop_gradient(p["log_t"])
+    b = p["b"] if learn_bias else jax.lax.stop_gradient(p["b"])
+    if loss == "sigmoid":
+      return _losses.sigmoid_loss(p["U"], p["V"], A, log_temperature=log_t, bias=b)
+    if loss == "infonce":
+      return _losses.infonce_loss(p["U"], p["V"], A, log_temperature=log_t, variant=variant)
+    beta = beta0 * (beta1 / beta0) ** (t / max(steps - 1, 1))
+    return _losses.margin_loss(p["U"], p["V"], A, beta=beta)
+
+  def one_seed(key):
+    p = init(key)
+
+    def body(carry, t):
+      p, opt = carry
+      value, g = jax.value_and_grad(objective)(p, t)
+      upd, opt = tx.update(g, opt, p)
+      return (optax.apply_updates(p, upd), opt), value
+
+    (p, _), hist = jax.lax.scan(body, (p, tx.init(p)), jnp.arange(steps, dtype=jnp.float32))
+    return FitResult(U=val.normalize_rows(p["U"]), V=val.normalize_rows(p["V"]),
+                     log_t=p["log_t"], b=p["b"], history=hist)
+
+  return jax.vmap(one_seed)(keys)
+
+
+def fit_free_embeddings(key, A, d: int, *, loss: str = "sigmoid", steps: int = 3000,
+                        lr: float = 1e-2, learn_temperature: bool = True,
+                        learn_bias: bool = True, init_log_temperature: float = math.log(10.0),
+                        init_bias: float | str = "prior", beta: tuple[float, float] = (10.0, 100.0),
+                        infonce_variant: str = "all") -> FitResult:
+  r"""Optimises unconstrained ``U [N, d]``, ``V [n, d]`` (full batch, Adam) on a loss.
+
+  The free-embedding model of WBNL25 and arXiv:2605.23556: every query and document
+  vector is a free parameter; rows are normalised inside the losses and in the result.
+
+  * ``'sigmoid'``: :func:`sigmoid_loss`; ``log t`` starts at ``init_log_temperature``
+    (log 10) and ``b`` at ``log(p / (1 - p))`` with ``p = mean(A)`` (``init_bias='prior'``)
+    or at the given number; each is learned unless ``learn_temperature`` /
+    ``learn_bias`` is False.
+  * ``'infonce'``: :func:`infonce_loss` with ``infonce_variant``; the temperature as above.
+  * ``'margin'``: :func:`margin_loss` with ``beta`` annealed geometrically from
+    ``beta[0]`` to ``beta[1]`` over the run.
+
+  Args:
+    key: a ``jax.random.key``, or a batch ``[S]`` of keys: the seeds are fitted in one
+      compiled, vmapped program and every result field gets a leading ``[S]`` axis.
+    A: ``[N, n]`` binary relevance.
+    d: embedding dimension.
+    loss: one of ``'sigmoid'``, ``'infonce'``, ``'margin'``.
+    steps: Adam steps; lr: learning rate.
+
+  Returns:
+    :class:`FitResult`.
+  """
+  if loss not in LOSSES:
+    raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
+  if infonce_variant not in _losses.INFONCE_VARIANTS:
+    raise ValueError(f"infonce_variant must be one of {_losses.INFONCE_VARIANTS}, got {infonce_variant!r}.")
+  for name, v in (("d", d), ("steps", steps)):
+    if not isinstance(v, (int, np.integer)) or v <= 0:
+      raise ValueError(f"{name} must be a positive int, got {v!r}.")
+  if not lr > 0:
+    raise ValueError(f"lr must be positive, got {lr!r}.")
+  A = jnp.asarray(A)
+  if A.ndim != 2:
+    raise ValueError(f"A must be a 2-D binary matrix [N, n], got shape {A.shape}.")
+  val.check_binary(A)
+  A = A.astype(bool)
+  N, n = A.shape
+  if init_bias == "prior":
+    p = float(np.clip(np.mean(np.asarray(A)), 1e-6, 1 - 1e-6))
+    b0 = math.log(p / (1 - p))
+  else:
+    b0 = float(init_bias)
+  if loss != "sigmoid":
+    b0 = 0.0
+  single = jnp.ndim(key) == 0
+  keys = key[None] if single else key
+  res = _fit(keys, A, N=N, n=n, d=int(d), loss=loss, steps=int(steps), lr=float(lr),
+             learn_temperature=bool(learn_temperature), learn_bias=bool(learn_bias) and loss == "sigmoid",
+             log_t0=float(init_log_temperature), b0=b0, beta0=float(beta[0]),
+             beta1=float(beta[1]), variant=infonce_variant)
+  if single:
+    res = jax.tree.map(lambda x: x[0], res)
+  return res
+
+
+def critical_n(key, d: int, k: int = 2, *, n_max: int = 64, n_min: int | None = None,
+               restarts: int = 3, steps: int = 1000, loss: str = "infonce", lr: float = 5e-2,
+               return_trace: bool = False):
+  """Largest n for which free embeddings in R^d retrieve every k-subset exactly (WBNL25).
+
+  For each candidate n the all-k-subsets matrix is fitted (``restarts`` seeds, vmapped,
+  ``steps`` full-batch Adam steps on ``loss``); n counts as solved when some seed
+  reaches 100% top-k accuracy, i.e. per-query margin ``m_q > 0``. A binary search over
+  ``[n_min, n_max]`` assumes monotonicity (a solution for n restricts to any n' < n).
+  The result depends on the optimisation budget, as in WBNL25 (arXiv:2508.21038);
+  their protocol used InfoNCE, so that is the default here [reconstruction].
+
+  Returns:
+    The critical n (``n_min - 1`` if even ``n_min`` fails), and with
+    ``return_trace=True`` also the dict ``{n: best topk accuracy}`` of tried values.
+  """
+  if not isinstance(d, (int, np.integer)) or d <= 0:
+    raise ValueError(f"d must be a positive int, got {d!r}.")
+  n_min = k + 1 if n_min is None else n_min
+  if not k + 1 <= n_min <= n_max:
+    raise ValueError(f"need k + 1 <= n_min <= n_max, got k={k}, n_min={n_min}, n_max={n_max}.")
+  trace = {}
+
+  def solved(n):
+    A = _relevance.k_sparse_relevance(n, k)
+    keys = jax.random.split(jax.random.fold_in(key, n), restarts)
+    res = fit_free_embeddings(keys, A, d, loss=loss, steps=steps, lr=lr)
+    accs = [float(_margins.topk_accuracy(res.U[s], res.V[s], A, normalize=False))
+            for s in range(restarts)]
+    trace[n] = max(accs)
+    return max(accs) == 1.0
+
+  lo, hi = n_min - 1, n_max  # invariant: lo solved (or n_min-1), answer in [lo, hi]
+  if solved(n_max):
+    lo = n_max
+  else:
+    hi = n_max - 1
+    while lo < hi:
+      mid = (lo + hi + 1) // 2
+      if solved(mid):
+        lo = mid
+      else:
+        hi = mid - 1
+  return (lo, trace) if return_trace else lo

@@ -1,0 +1,158 @@
+"""The three margin notions of a retrieval problem and exact top-k retrievability.
+
+Notation (fixed throughout ``jaxpapers.margins``): ``A in {0,1}^{N x n}`` says which of
+the ``n`` documents are relevant to each of the ``N`` queries, ``Y = 2A - 1``, query
+embeddings ``U [N, d]``, document embeddings ``V [n, d]`` (unit rows) and scores
+``S = U V^T``, ``S_ji = <U_j, V_i>``.
+
+References:
+  Bangachev, Bresler, Kogan, Polyanskiy, "Is Dimensionality a Barrier for Retrieval
+  Models?", arXiv:2605.23556 (the margin ``m^rd(d, A)``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxpapers.margins import _validation as val
+
+
+def _prepare(U, V, A, normalize):
+  U, V, A = val.check_embeddings(U, V, A)
+  if normalize:
+    val.check_nonzero_rows(U, name="U")
+    val.check_nonzero_rows(V, name="V")
+    U, V = val.normalize_rows(U), val.normalize_rows(V)
+  else:
+    val.check_unit_rows(U, name="U")
+    val.check_unit_rows(V, name="V")
+  return U, V, A.astype(bool)
+
+
+def _row_stats(S, A):
+  """Per-row min over positives, max over negatives (+inf / -inf when empty)."""
+  pos_min = jnp.min(jnp.where(A, S, jnp.inf), axis=1)
+  neg_max = jnp.max(jnp.where(A, -jnp.inf, S), axis=1)
+  return pos_min, neg_max
+
+
+def margin(U, V, A, *, normalize: bool = False) -> jax.Array:
+  r"""The paper's fixed-threshold margin ``m_0``.
+
+  .. math:: m_0(U, V, A) = \min_{j, i} Y_{ji} \langle U_j, V_i \rangle, \qquad Y = 2A - 1,
+
+  i.e. the largest ``m`` with ``<U_j, V_i> >= m`` wherever ``A_ji = 1`` and
+  ``<U_j, V_i> <= -m`` wherever ``A_ji = 0``. Negative when A is not realised at
+  threshold 0. ``m^rd(d, A)`` is the supremum of ``m_0`` over unit embeddings in R^d.
+
+  Args:
+    U: ``[N, d]`` query embeddings with unit rows (or any nonzero rows with
+      ``normalize=True``).
+    V: ``[n, d]`` document embeddings, same convention.
+    A: ``[N, n]`` binary relevance matrix (bool or numbers in {0, 1}).
+    normalize: divide rows of ``U`` and ``V`` by their norms first. When False
+      (default) non-unit rows raise ``ValueError``.
+
+  Returns:
+    Scalar margin, in the dtype of ``U``/``V``.
+
+  References:
+    arXiv:2605.23556, the definition of ``m^rd(d, A)`` in the abstract.
+  """
+  U, V, A = _prepare(U, V, A, normalize)
+  S = U @ V.T  # [N, n]
+  return jnp.min(jnp.where(A, S, -S))
+
+
+def global_threshold_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
+  r"""Best fixed-threshold margin after one common shift of all scores, ``m_g``.
+
+  .. math:: m_g = \tfrac12 \big(\min_{A_{ji}=1} S_{ji} - \max_{A_{ji}=0} S_{ji}\big)
+            = \max_\theta \min_{j,i} Y_{ji} (S_{ji} - \theta).
+
+  ``+inf`` when A has no zero or no one entries. Arguments as in :func:`margin`.
+  """
+  U, V, A = _prepare(U, V, A, normalize)
+  S = U @ V.T
+  return 0.5 * (jnp.min(jnp.where(A, S, jnp.inf)) - jnp.max(jnp.where(A, -jnp.inf, S)))
+
+
+def per_query_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
+  r"""Per-query ranking margin ``m_q`` (what exact top-k retrieval needs).
+
+  .. math:: m_q = \min_j \tfrac12 \big(\min_{i \in P_j} S_{ji} - \max_{i \notin P_j} S_{ji}\big),
+            \qquad P_j = \{i : A_{ji} = 1\}.
+
+  Rows with no positives or no negatives are skipped (``+inf`` if all are).
+  ``m_q > 0`` iff every query ranks exactly its relevant documents on top.
+  Always ``m_0 <= m_g <= m_q``. Arguments as in :func:`margin`.
+  """
+  U, V, A = _prepare(U, V, A, normalize)
+  pos_min, neg_max = _row_stats(U @ V.T, A)
+  return jnp.min(0.5 * (pos_min - neg_max))  # skipped rows give +inf
+
+
+def topk_accuracy(U, V, A, *, normalize: bool = True) -> jax.Array:
+  """Fraction of queries whose top-|P_j| documents are exactly ``P_j`` (ties count as errors).
+
+  Rows with no positives or no negatives count as correct. Normalisation does not
+  change rankings, so ``normalize`` defaults to True here.
+  """
+  U, V, A = _prepare(U, V, A, normalize)
+  pos_min, neg_max = _row_stats(U @ V.T, A)
+  return jnp.mean((pos_min > neg_max).astype(U.dtype))
+
+
+@functools.partial(jax.jit, static_argnames=("chunk_size",))
+def _all_margins_chunked(U, V, A, chunk_size):
+  N = U.shape[0]
+  num_chunks = -(-N // chunk_size)
+  pad = num_chunks * chunk_size - N
+  Up = jnp.pad(U, ((0, pad), (0, 0))).reshape(num_chunks, chunk_size, -1)
+  Ap = jnp.pad(A, ((0, pad), (0, 0))).reshape(num_chunks, chunk_size, -1)
+  valid = (jnp.arange(num_chunks * chunk_size) < N).reshape(num_chunks, chunk_size)
+  inf = jnp.asarray(jnp.inf, U.dtype)
+
+  def body(carry, xs):
+    m0, pmin, nmax, mq, correct = carry
+    Uc, Ac, vc = xs
+    S = Uc @ V.T  # [chunk, n]
+    ys = jnp.where(Ac, S, -S)
+    m0 = jnp.minimum(m0, jnp.min(jnp.where(vc[:, None], ys, inf)))
+    pos_min, neg_max = _row_stats(S, Ac)
+    pmin = jnp.minimum(pmin, jnp.min(jnp.where(vc, pos_min, inf)))
+    nmax = jnp.maximum(nmax, jnp.max(jnp.where(vc, neg_max, -inf)))
+    mq = jnp.minimum(mq, jnp.min(jnp.where(vc, 0.5 * (pos_min - neg_max), inf)))
+    correct = correct + jnp.sum(jnp.where(vc, pos_min > neg_max, False))
+    return (m0, pmin, nmax, mq, correct), None
+
+  init = (inf, inf, -inf, inf, jnp.zeros((), jnp.int32))
+  (m0, pmin, nmax, mq, correct), _ = jax.lax.scan(body, init, (Up, Ap, valid))
+  return {
+      "m0": m0,
+      "mg": 0.5 * (pmin - nmax),
+      "mq": mq,
+      "topk_accuracy": jnp.where(correct == N, 1.0, correct / N).astype(U.dtype),
+  }
+
+
+def all_margins(U, V, A, *, normalize: bool = False, chunk_size: int = 65536) -> dict:
+  """All three margins and the top-k accuracy in one pass, chunked over query rows.
+
+  Peak memory is ``O(chunk_size * n)``, so the C(64, 4) = 635,376-row k-sparse
+  problem evaluates without materialising the full score matrix.
+
+  Returns:
+    ``{"m0": m_0, "mg": m_g, "mq": m_q, "topk_accuracy": acc}`` (scalars), with the
+    definitions of :func:`margin`, :func:`global_threshold_margin`,
+    :func:`per_query_margin` and :func:`topk_accuracy`.
+  """
+  if not isinstance(chunk_size, (int, np.integer)) or chunk_size <= 0:
+    raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}.")
+  U, V, A = _prepare(U, V, A, normalize)
+  chunk_size = int(min(chunk_size, U.shape[0]))
+  return _all_margins_chunked(U, V, A, chunk_size)
