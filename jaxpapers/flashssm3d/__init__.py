@@ -43,3 +43,23 @@ from jaxpapers.flashssm3d._metrics import (
     rra_rta,
     umeyama_np,
 )
+from jaxpapers.flashssm3d._ssm import SCAN_METHODS, SCAN_ORDERS, BiSSM, scan_order, selective_scan
+from jaxpapers.flashssm3d._data import SPLITS, SceneBatch, render_scenes
+
+
+def build_scene_dataset(data_dir, **kwargs):
+    """Generate and open the TFDS scene dataset (array_record; no TensorFlow needed).
+
+    See :func:`jaxpapers.flashssm3d._tfds.build_scene_dataset`; imported lazily so that importing
+    the package does not import TFDS.
+    """
+    from jaxpapers.flashssm3d import _tfds
+
+    return _tfds.build_scene_dataset(data_dir, **kwargs)
+
+
+def batch_from_records(records):
+    """Stack TFDS records into a :class:`SceneBatch` (see ``_tfds.batch_from_records``)."""
+    from jaxpapers.flashssm3d import _tfds
+
+    return _tfds.batch_from_records(records)
