@@ -1,0 +1,219 @@
+"""LogSTOP scores, the adaptive matching threshold and segment-max retrieval.
+
+Semantics (arXiv:2510.06512, Sec. 3; restated from the public reference code).
+For local scores p_a[t] in [0, 1], t = 0..e with e = T - 1, and a window w >= 1,
+the log-score l_phi(t) in [-inf, 0] of phi on the suffix starting at t is::
+
+  l_a(t)      = log mean(p_a[t : t + min(w, e - t + 1)])
+  l_true(t)   = 0,  l_false(t) = -inf,  l_phi(t) = -inf for t > e
+  l_!phi(t)   = log1mexp(l_phi(t)) = log(1 - exp l_phi(t))
+  l_phi&psi   = l_phi + l_psi ;  phi | psi := !(!phi & !psi) ;  phi -> psi := !phi | psi
+  l_Xphi(t)   = l_phi(t + w)  (-inf if t + w > e)
+  l_phiUpsi(t) = logaddexp(l_psi(t), l_phi(t) + log1mexp(l_psi(t)) + l_phiUpsi(t + w))
+  l_Gphi(t)   = l_phi(t) + l_Gphi(t + w),  l_Gphi(t) = l_phi(t) if t + w > e
+  F phi       := true U phi
+
+The score of a trace is l_phi(0). Conjunction multiplies (an independence
+assumption), so the score is not idempotent (l_{a&a} = 2 l_a); never simplify
+formulas before scoring. Cost: O(T |phi|) work and one scan per temporal operator.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxpapers.logstop import _engine
+from jaxpapers.logstop import _formula as F
+
+__all__ = ["scores", "score", "adaptive_threshold", "match", "segment_max_score",
+           "segment_pairs"]
+
+
+def _evaluate(formula, props, window, length, algebra, threshold=0.5,
+              clip_eps=None, check_range=True):
+  formula = F.as_formula(formula)
+  window = _engine.validate_window(window)
+  arrays, shape = _engine.prepare_props(formula, props, check_range=check_range)
+  length = _engine.prepare_length(length, shape)
+  if clip_eps is not None:
+    clip_eps = float(clip_eps)
+    if not 0.0 < clip_eps < 0.5:
+      raise ValueError(f"clip_eps must be None or in (0, 0.5), got {clip_eps}")
+  return _engine.evaluate_jit(arrays, length, formula=formula, window=window,
+                              algebra=algebra, threshold=float(threshold),
+                              clip_eps=clip_eps)
+
+
+def scores(formula, props: Mapping[str, jax.Array], *, window: int = 1,
+           length=None, clip_eps: float | None = None) -> jax.Array:
+  """LogSTOP suffix log-scores l_phi(t) for every start t.
+
+  Args:
+    formula: an LTL formula string (see `parse`) or a parsed `Formula`.
+    props: maps each proposition name of `formula` to local scores in [0, 1] of
+      shape [..., T]; all arrays share one shape, leading axes are batch axes.
+      Extra names are ignored.
+    window: the window w >= 1 (static): atoms average w frames and X/U/G step
+      by w. w = 1 is per-frame semantics.
+    length: optional int or integer array broadcastable to the batch shape (may
+      be traced); positions t >= length are beyond the end of the trace, so a
+      padded batch scores like the unpadded traces.
+    clip_eps: optional epsilon; scores are clipped to [eps, 1 - eps] before the
+      logs, which keeps gradients finite. None (default) gives exact values.
+
+  Returns:
+    Log-scores in [-inf, 0], shape [..., T], float32 (float64 for float64
+    inputs with x64 enabled). exp of a score is a probability-like value in [0, 1].
+
+  Raises:
+    ValueError: for a missing proposition, scores outside [0, 1] (checked when
+      the inputs are concrete), mismatched shapes, a bad window or length.
+
+  References:
+    arXiv:2510.06512, Sec. 3 (LogSTOP).
+  """
+  return _evaluate(formula, props, window, length, "log", clip_eps=clip_eps)
+
+
+def score(formula, props: Mapping[str, jax.Array], *, window: int = 1,
+          length=None, clip_eps: float | None = None) -> jax.Array:
+  """LogSTOP log-score l_phi(0) of each whole trace; shape [...].
+
+  See `scores` for the arguments. Works under `jax.jit` (the formula is static
+  and each (formula, T, window) compiles once) and `jax.vmap`.
+
+  Example:
+    >>> import jax.numpy as jnp
+    >>> from jaxpapers import logstop
+    >>> p = {"car": jnp.array([0.1, 0.9, 0.8]), "ped": jnp.array([0.0, 0.2, 0.9])}
+    >>> float(jnp.exp(logstop.score("car U ped", p)))  # doctest: +SKIP
+  """
+  return scores(formula, props, window=window, length=length,
+                clip_eps=clip_eps)[..., 0]
+
+
+def adaptive_threshold(formula, T, *, window: int = 1, length=None,
+                       dtype=jnp.float32) -> jax.Array:
+  """Adaptive matching threshold tau_phi = min(l_phi(0) on all-0.5 scores, log 0.5).
+
+  Args:
+    formula: formula string or `Formula`.
+    T: trace length (int).
+    window: the window w.
+    length: optional per-trace lengths (shape [...]); then tau has that shape.
+    dtype: float dtype of the computation.
+
+  Returns:
+    tau_phi, a scalar (or shape of `length`).
+  """
+  formula = F.as_formula(formula)
+  if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
+    raise ValueError(f"T must be a positive int, got {T!r}")
+  batch = () if length is None else tuple(np.shape(length))
+  half = jnp.full(batch + (int(T),), 0.5, dtype=dtype)
+  names = F.atoms(formula) or ("_",)
+  s = score(formula, {n: half for n in names}, window=window, length=length)
+  return jnp.minimum(s, jnp.log(jnp.asarray(0.5, dtype)))
+
+
+def match(formula, props, *, window: int = 1, length=None) -> jax.Array:
+  """Query matching: True where l_phi(0) > tau_phi (the adaptive threshold).
+
+  Note the sign convention: LogSTOP scores are log-probabilities in [-inf, 0],
+  so matching compares against tau_phi (about log 0.5 or lower), never 0.
+  """
+  s = score(formula, props, window=window, length=length)
+  tau = adaptive_threshold(formula, _trace_len(formula, props), window=window,
+                           length=length, dtype=s.dtype)
+  return s > tau
+
+
+def _trace_len(formula, props):
+  names = F.atoms(F.as_formula(formula)) or tuple(sorted(props))[:1]
+  return int(np.shape(props[names[0]])[-1])
+
+
+def segment_pairs(T: int, min_len: int, max_len: int, window: int = 1):
+  """Candidate segments [s, e] for retrieval, as in the reference enumeration.
+
+  For every start index i = 0..T - min_len the reference scores the trace
+  truncated at e = min(T, i + max_len) - 1 and keeps the suffix scores at
+  s = i, i + w, ... with e - s + 1 >= min_len. The union over i is returned.
+
+  Returns:
+    (ends int[E], mask bool[E, T]) where mask[j, s] marks the segment [s, ends[j]].
+  """
+  for name, v in (("T", T), ("min_len", min_len), ("max_len", max_len)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+      raise ValueError(f"{name} must be a positive int, got {v!r}")
+  if min_len > max_len:
+    raise ValueError(f"min_len ({min_len}) must be <= max_len ({max_len})")
+  mask = {}
+  for i in range(0, T - min_len + 1):
+    e = min(T, i + max_len) - 1
+    row = mask.setdefault(e, np.zeros(T, bool))
+    for s in range(i, e - min_len + 2, window):
+      row[s] = True
+  if not mask:
+    return np.zeros((0,), np.int32), np.zeros((0, T), bool)
+  ends = np.array(sorted(mask), np.int32)
+  return ends, np.stack([mask[e] for e in ends])
+
+
+def segment_max_score(formula, props, *, window: int = 1, min_len: int = 1,
+                      max_len: int | None = None,
+                      semantics: str = "logstop") -> jax.Array:
+  """Retrieval score: the best score over segments of bounded length.
+
+  score = max over candidate segments [s, e] (min_len <= e - s + 1 <= max_len,
+  enumerated as in the reference, see `segment_pairs`) of l_phi^{(e)}(s), the
+  suffix score at s of the trace truncated at e. O(T^2 |phi|) work (vmap over e).
+
+  Args:
+    formula: formula string or `Formula`.
+    props: scores [..., T] per proposition.
+    window: the window w.
+    min_len, max_len: segment length bounds (max_len defaults to T).
+    semantics: "logstop" (default), "boolean" (thresholded LTLf, 1.0/0.0) or
+      "robustness" (STL min/max robustness) for the baselines' segment max.
+
+  Returns:
+    f32[...] per trace; -inf when T < min_len.
+  """
+  algebra = {"logstop": "log", "boolean": "bool", "robustness": "robust"}.get(semantics)
+  if algebra is None:
+    raise ValueError(
+        f"semantics must be one of 'logstop', 'boolean', 'robustness', got {semantics!r}")
+  formula = F.as_formula(formula)
+  window = _engine.validate_window(window)
+  arrays, shape = _engine.prepare_props(formula, props)
+  T = shape[-1]
+  max_len = T if max_len is None else max_len
+  ends, mask = segment_pairs(T, min_len, max_len, window)
+  dtype = next(iter(arrays.values())).dtype
+  if len(ends) == 0:
+    return jnp.full(shape[:-1], -jnp.inf, dtype)
+  return _segment_max_jit(arrays, jnp.asarray(ends), jnp.asarray(mask),
+                          formula=formula, window=window, algebra=algebra)
+
+
+def _segment_max_impl(arrays, ends, mask, *, formula, window, algebra):
+  batch = next(iter(arrays.values())).shape[:-1]
+
+  def one_end(e):
+    length = jnp.full(batch, e + 1, jnp.int32)
+    v = _engine.evaluate(formula, arrays, window, length, algebra)
+    return v.astype(next(iter(arrays.values())).dtype)   # [..., T]
+
+  vals = jax.lax.map(one_end, ends)                        # [E, ..., T]
+  m = mask.reshape((mask.shape[0],) + (1,) * len(batch) + (mask.shape[1],))
+  vals = jnp.where(m, vals, -jnp.inf)
+  return jnp.max(vals, axis=(0, vals.ndim - 1))
+
+
+_segment_max_jit = jax.jit(_segment_max_impl,
+                           static_argnames=("formula", "window", "algebra"))

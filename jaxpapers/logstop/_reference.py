@@ -1,0 +1,87 @@
+"""A plain-Python recursive LogSTOP scorer (float64), for benchmarks and checks.
+
+Implements the semantics of arXiv:2510.06512, Sec. 3 directly by recursion on
+(subformula, t), memoised per call (a fresh memo per trace, unlike the public
+reference code whose shared default memo returns stale values across traces).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+from jaxpapers.logstop import _formula as F
+
+_NEG_INF = float("-inf")
+
+
+def _log(x):
+  return math.log(x) if x > 0 else _NEG_INF
+
+
+def _log1mexp(x):
+  return _log(1.0 - math.exp(x)) if x != _NEG_INF else 0.0
+
+
+def reference_scores(formula, props, *, window: int = 1) -> list[float]:
+  """Suffix log-scores l_phi(t), t = 0..T-1, of ONE trace, in plain Python.
+
+  Args:
+    formula: formula string or `Formula`.
+    props: maps proposition names to sequences of floats in [0, 1] (length T).
+    window: the window w >= 1.
+
+  Returns:
+    A list of T floats.
+  """
+  f0 = F.as_formula(formula)
+  names = F.atoms(f0)
+  trace = {n: [float(v) for v in props[n]] for n in names}
+  T = len(next(iter(trace.values()))) if trace else len(next(iter(props.values())))
+  e = T - 1
+  w = int(window)
+  memo = {}
+
+  def ls(f, t):
+    if t > e:
+      return _NEG_INF
+    key = (f, t)
+    if key in memo:
+      return memo[key]
+    if isinstance(f, F.Atom):
+      k = min(w, e - t + 1)
+      r = _log(sum(trace[f.name][t:t + k]) / k)
+    elif isinstance(f, F.Const):
+      r = 0.0 if f.value else _NEG_INF
+    elif isinstance(f, F.Not):
+      r = _log1mexp(ls(f.arg, t))
+    elif isinstance(f, F.And):
+      r = ls(f.left, t) + ls(f.right, t)
+    elif isinstance(f, F.Or):
+      r = _log1mexp(_log1mexp(ls(f.left, t)) + _log1mexp(ls(f.right, t)))
+    elif isinstance(f, F.Implies):
+      r = _log1mexp(_log1mexp(_log1mexp(ls(f.left, t))) + _log1mexp(ls(f.right, t)))
+    elif isinstance(f, F.Next):
+      r = ls(f.arg, t + w) if t + w <= e else _NEG_INF
+    elif isinstance(f, (F.Until, F.Eventually)):
+      a = 0.0 if isinstance(f, F.Eventually) else ls(f.left, t)
+      b = ls(f.right if isinstance(f, F.Until) else f.arg, t)
+      rest = a + _log1mexp(b) + ls(f, t + w)
+      r = min(_log(math.exp(b) + math.exp(rest)), 0.0)
+    elif isinstance(f, F.Always):
+      r = ls(f.arg, t) + (ls(f, t + w) if t + w <= e else 0.0)
+    else:
+      raise TypeError(f)
+    memo[key] = r
+    return r
+
+  # Evaluate from the end so the recursion depth stays bounded.
+  limit = sys.getrecursionlimit()
+  sys.setrecursionlimit(max(limit, 10000))
+  try:
+    out = [0.0] * T
+    for t in range(T - 1, -1, -1):
+      out[t] = ls(f0, t)
+  finally:
+    sys.setrecursionlimit(limit)
+  return out

@@ -1,0 +1,230 @@
+"""LogSTOP scores against independent float64 oracles, brute force and invariants."""
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxpapers import logstop as L
+from jaxpapers.logstop import _engine
+from tests.logstop import _oracles
+
+
+def _random_trace(rng, T, names=_oracles.ATOMS, extremes=True):
+  props = {}
+  for n in names:
+    p = rng.uniform(0.0, 1.0, size=T)
+    if extremes:
+      kind = rng.random(T)
+      p = np.where(kind < 0.08, 0.0, np.where(kind > 0.92, 1.0, p))
+    props[n] = p
+  return props
+
+
+def _assert_same(got, want, rtol=1e-10, atol=1e-12):
+  got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+  np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+  fin = np.isfinite(want)
+  np.testing.assert_allclose(got[fin], want[fin], rtol=rtol, atol=atol)
+
+
+def test_agrees_with_recursive_reference_float64():
+  rng = np.random.default_rng(0)
+  with jax.enable_x64(True):
+    for case in range(20):
+      T = int(rng.integers(1, 26))
+      w = 1 + case % 4
+      f = _oracles.random_formula(rng, 4)
+      traces = [_random_trace(rng, T) for _ in range(3)]
+      batch = {n: np.stack([tr[n] for tr in traces]) for n in _oracles.ATOMS}
+      got = L.scores(f, batch, window=w)
+      assert got.dtype == jnp.float64
+      for i, props in enumerate(traces):
+        memo = {}
+        want = [_oracles.logstop_rec(f, props, t, T - 1, w, memo) for t in range(T)]
+        _assert_same(got[i], want)
+        # The library's plain-Python scorer (used by the benchmark) agrees too.
+        _assert_same(L.reference_scores(f, props, window=w), want)
+
+
+EXACT_CLASS = ["a U b", "G a", "G a & F b", "F(a & X b)", "!(a U b)", "X a U b",
+               "F a | G b", "a -> F b", "F(a & X(b | c))", "(a & X b) U c"]
+
+
+@pytest.mark.parametrize("text", EXACT_CLASS)
+def test_exact_class_equals_brute_force_probability(text):
+  rng = np.random.default_rng(1)
+  f = L.parse(text)
+  k = len(L.atoms(f))
+  with jax.enable_x64(True):
+    for T in sorted({1, 6 // k, 9 // k}):
+      props = {n: rng.uniform(size=(3, T)) for n in L.atoms(f)}
+      want = [_oracles.brute_force_probability(f, {n: v[i] for n, v in props.items()})
+              for i in range(3)]
+      np.testing.assert_allclose(np.exp(L.score(f, props)), want, rtol=1e-10, atol=1e-13)
+      np.testing.assert_allclose(L.exact_probability(f, props), want, rtol=1e-10, atol=1e-13)
+
+
+def test_outside_exact_class_is_an_approximation():
+  # G(F b) nests F inside G: LogSTOP is not the exact probability there.
+  rng = np.random.default_rng(2)
+  props = {"b": rng.uniform(size=6)}
+  with jax.enable_x64(True):
+    ls = float(np.exp(L.score("G F b", props)))
+    exact = _oracles.brute_force_probability(L.parse("G F b"), props)
+  assert abs(ls - exact) > 1e-3
+
+
+def test_monotone_in_positive_atoms():
+  rng = np.random.default_rng(3)
+  with jax.enable_x64(True):
+    for _ in range(12):
+      f = _oracles.random_formula(rng, 3, positive=True)
+      T, w = int(rng.integers(1, 15)), int(rng.integers(1, 4))
+      props = _random_trace(rng, T)
+      props = {n: np.stack([v, rng.uniform(size=T)]) for n, v in props.items()}
+      up = {n: np.clip(v + rng.uniform(0, 0.3, size=v.shape), 0, 1) for n, v in props.items()}
+      s0, s1 = np.asarray(L.scores(f, props, window=w)), np.asarray(L.scores(f, up, window=w))
+      assert np.all((s1 >= s0 - 1e-9) | np.isneginf(s0)), str(f)
+
+
+def test_window_equals_downsampled_per_frame_semantics():
+  # With window w the score at t=0 is the w=1 score of the block means.
+  rng = np.random.default_rng(4)
+  with jax.enable_x64(True):
+    for _ in range(10):
+      f = _oracles.random_formula(rng, 3)
+      T, w = int(rng.integers(1, 20)), int(rng.integers(1, 5))
+      props = _random_trace(rng, T)
+      blocks = {n: np.array([v[i:i + w].mean() for i in range(0, T, w)])
+                for n, v in props.items()}
+      _assert_same(L.score(f, props, window=w), L.score(f, blocks, window=1))
+
+
+def test_w1_atoms_are_per_frame_logs():
+  p = np.array([0.2, 0.0, 1.0, 0.7])
+  with np.errstate(divide="ignore"):
+    np.testing.assert_allclose(np.asarray(L.scores("a", {"a": p})), np.log(p), rtol=1e-6)
+  # X a at the last frame is -inf (strong next); G a at the last frame is a.
+  s = np.asarray(L.scores("X a", {"a": p}))
+  assert np.isneginf(s[-1]) and np.isneginf(s[0])
+  np.testing.assert_allclose(np.asarray(L.scores("G a", {"a": p}))[-1], np.log(0.7), rtol=1e-6)
+
+
+def test_length_padding_invariance():
+  rng = np.random.default_rng(5)
+  with jax.enable_x64(True):
+    for _ in range(5):
+      f = _oracles.random_formula(rng, 3)
+      w = int(rng.integers(1, 5))
+      lengths = rng.integers(1, 16, size=4)
+      padded = {n: rng.uniform(size=(4, 16)) for n in _oracles.ATOMS}
+      got = L.scores(f, padded, window=w, length=lengths)
+      for i, Li in enumerate(lengths):
+        want = L.scores(f, {n: v[i, :Li] for n, v in padded.items()}, window=w)
+        _assert_same(got[i, :Li], want)
+        assert np.all(np.isneginf(np.asarray(got[i, Li:])))
+
+
+def test_vmap_and_batch_equal_loop_and_jit():
+  rng = np.random.default_rng(6)
+  f = L.parse("G(a -> F b) & (c U X b)")
+  props = {n: rng.uniform(size=(5, 13)).astype(np.float32) for n in _oracles.ATOMS}
+  batched = L.score(f, props, window=2)
+  vm = jax.vmap(lambda p: L.score(f, p, window=2))(props)
+  loop = np.array([L.score(f, {n: v[i] for n, v in props.items()}, window=2) for i in range(5)])
+  jitted = jax.jit(lambda p: L.score(f, p, window=2))(props)
+  np.testing.assert_allclose(np.asarray(batched), loop, rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(vm), loop, rtol=1e-6)
+  np.testing.assert_allclose(np.asarray(jitted), loop, rtol=1e-6)
+  # Traced length works under jit.
+  lens = jnp.array([13, 5, 7, 1, 9])
+  jl = jax.jit(lambda p, n: L.score(f, p, window=2, length=n))(props, lens)
+  np.testing.assert_allclose(np.asarray(jl), np.asarray(L.score(f, props, window=2, length=lens)))
+
+
+def test_one_compile_per_formula_length_window():
+  rng = np.random.default_rng(7)
+  text = "F(a & X b) U (c | G a)"
+  before = _engine.evaluate_jit._cache_size()
+  for _ in range(3):
+    props = {n: rng.uniform(size=(3, 11)).astype(np.float32) for n in _oracles.ATOMS}
+    props["unused"] = rng.uniform(size=(7,))   # extra names are ignored
+    L.score(text, props, window=3)
+    L.score(L.parse(text.replace(" ", "  ")), props, window=3)
+  assert _engine.evaluate_jit._cache_size() == before + 1
+
+  @jax.jit
+  @chex.assert_max_traces(n=1)
+  def user_fn(p):
+    return L.score(text, p, window=3)
+
+  for _ in range(3):
+    user_fn({n: rng.uniform(size=(3, 11)).astype(np.float32) for n in _oracles.ATOMS})
+
+
+def test_float32_close_to_float64():
+  # Log-space agreement is ill-conditioned where a negation acts on a value near 0
+  # (log1mexp has slope ~1/|x|), so compare probabilities exp(score), and log
+  # scores where they are well conditioned.
+  rng = np.random.default_rng(8)
+  for _ in range(8):
+    f = _oracles.random_formula(rng, 3)
+    T, w = int(rng.integers(1, 20)), int(rng.integers(1, 4))
+    props = _random_trace(rng, T)
+    props = {n: np.where((v > 0) & (v < 1), np.clip(v, 0.05, 0.95), v) for n, v in props.items()}
+    s32 = np.asarray(L.scores(f, {n: v.astype(np.float32) for n, v in props.items()}, window=w))
+    assert s32.dtype == np.float32
+    with jax.enable_x64(True):
+      s64 = np.asarray(L.scores(f, props, window=w))
+    np.testing.assert_allclose(np.exp(s32), np.exp(s64), atol=1e-5)
+    assert np.all(np.isneginf(s32) >= np.isneginf(s64))   # f64 -inf stays -inf
+    ok = s64 > -8
+    np.testing.assert_allclose(s32[ok], s64[ok], rtol=1e-3, atol=1e-4)
+
+
+def test_clip_eps_gives_finite_gradients():
+  p = {"a": jnp.array([0.0, 1.0, 0.5]), "b": jnp.array([1.0, 0.0, 0.0])}
+  g = jax.grad(lambda q: L.score("a U b", {"a": q, "b": p["b"]}, clip_eps=1e-4))(p["a"])
+  assert np.all(np.isfinite(np.asarray(g)))
+
+
+def test_adaptive_threshold_and_match():
+  tau = L.adaptive_threshold("a U b", 4)
+  half = np.full(4, 0.5)
+  want = min(_oracles.logstop_rec(L.parse("a U b"), {"a": half, "b": half}, 0, 3, 1), np.log(0.5))
+  np.testing.assert_allclose(float(tau), want, rtol=1e-6)
+  props = {"a": np.array([[0.9, 0.9, 0.1, 0.1], [0.1, 0.1, 0.1, 0.1]]),
+           "b": np.array([[0.1, 0.1, 0.9, 0.1], [0.1, 0.1, 0.1, 0.1]])}
+  np.testing.assert_array_equal(np.asarray(L.match("a U b", props)), [True, False])
+  # G a on all-0.5 scores is far below log 0.5, so tau is that value, not log 0.5.
+  assert float(L.adaptive_threshold("G a", 10)) < np.log(0.5) - 1
+
+
+@pytest.mark.parametrize("bad,err,msg", [
+    ({"a": np.ones(4)}, ValueError, "missing scores for proposition(s) ['b']"),
+    ({"a": np.ones(4), "b": np.ones(5)}, ValueError, "same [..., T]"),
+    ({"a": np.ones(4), "b": np.full(4, 1.5)}, ValueError, "must lie in [0, 1]"),
+    ({"a": np.ones(4), "b": np.array([0.1, np.nan, 0.2, 0.3])}, ValueError, "must lie in [0, 1]"),
+    ({"a": np.ones(()), "b": np.ones(())}, ValueError, "shape [..., T]"),
+    ([0.1, 0.2], TypeError, "mapping"),
+])
+def test_input_validation(bad, err, msg):
+  with pytest.raises(err) as e:
+    L.scores("a U b", bad)
+  assert msg in str(e.value)
+
+
+def test_window_and_length_validation():
+  p = {"a": np.ones(4)}
+  with pytest.raises(ValueError, match="window"):
+    L.score("a", p, window=0)
+  with pytest.raises(TypeError, match="window"):
+    L.score("a", p, window=1.5)
+  with pytest.raises(ValueError, match="length"):
+    L.score("a", p, length=5)
+  with pytest.raises(ValueError, match="length"):
+    L.score("a", p, length=np.array([1, 2]))
+  with pytest.raises(TypeError, match="formula"):
+    L.score(3, p)
