@@ -87,7 +87,7 @@ def coherence(Phi) -> float:
 
 
 def cs_construction(key, n: int, k: int, d: int, *, A=None, queries: str = "svm",
-                    sin_phi: float = 0.5, steps: int = 2000) -> Construction:
+                    sin_phi: float = 0.5, steps: int = 500) -> Construction:
   r"""Random-sign (RIP) documents plus a bias coordinate [reconstruction].
 
   ``Phi in {+-1/sqrt(d')}^{d' x n}`` with ``d' = d - 1``; documents
@@ -176,7 +176,7 @@ def jl_bound(source_margin: float, N: int, n: int, d: int, delta: float = 0.01) 
 
 
 def jl_project(key, U, V, A, d: int, *, reoptimize_queries: bool = False, delta: float = 0.01,
-               steps: int = 2000) -> Construction:
+               steps: int = 500) -> Construction:
   """Random Gaussian projection of unit embeddings ``U [N, D]``, ``V [n, D]`` to ``R^d``.
 
   ``U' = normalize(U G)``, ``V' = normalize(V G)`` with ``G [D, d]`` i.i.d. ``N(0, 1/d)``.
@@ -203,7 +203,7 @@ def jl_project(key, U, V, A, d: int, *, reoptimize_queries: bool = False, delta:
 
 
 def dimension_reduction_construction(key, A, d: int, *, source=None, reoptimize_queries: bool = True,
-                                     sdp_steps: int = 3000, steps: int = 2000) -> Construction:
+                                     sdp_steps: int = 3000, steps: int = 500) -> Construction:
   """The main theorem's route: a near-optimal unrestricted solution projected to ``R^d``.
 
   ``source=(U, V)`` gives the high-dimensional solution; by default it is the

@@ -34,15 +34,26 @@ from jaxpapers.margins import _validation as val
 # Per-query hard margin with fixed documents.
 # ----------------------------------------------------------------------------------------
 
-def _project_simplex(v):
-  """Euclidean projection of each row of ``v [B, n]`` onto the probability simplex."""
-  n = v.shape[-1]
-  u = -jnp.sort(-v, axis=-1)
-  css = jnp.cumsum(u, axis=-1) - 1.0
-  ind = jnp.arange(1, n + 1, dtype=v.dtype)
-  cond = u - css / ind > 0
-  rho = jnp.sum(cond, axis=-1, keepdims=True)  # >= 1 always
-  theta = jnp.take_along_axis(css, rho - 1, axis=-1) / rho.astype(v.dtype)
+def _project_simplex(v, iters: int = 30):
+  """Euclidean projection of each row of ``v [B, n]`` onto the probability simplex.
+
+  The threshold ``theta`` with ``sum_i max(v_i - theta, 0) = 1`` is bracketed by
+  bisection (elementwise work only; sorting is slow on CPU), then made exact from the
+  identified support: ``theta = (sum_{v_i > theta} v_i - 1) / |{v_i > theta}|``.
+  """
+  lo = jnp.min(v, axis=-1, keepdims=True) - 1.0  # sum > 1 here
+  hi = jnp.max(v, axis=-1, keepdims=True)  # sum = 0 here
+
+  def body(_, lohi):
+    lo, hi = lohi
+    mid = 0.5 * (lo + hi)
+    big = jnp.sum(jnp.maximum(v - mid, 0.0), axis=-1, keepdims=True) > 1.0
+    return jnp.where(big, mid, lo), jnp.where(big, hi, mid)
+
+  lo, hi = jax.lax.fori_loop(0, iters, body, (lo, hi))
+  support = v > lo
+  theta = (jnp.sum(jnp.where(support, v, 0.0), axis=-1, keepdims=True) - 1.0) / jnp.maximum(
+      jnp.sum(support, axis=-1, keepdims=True), 1)
   return jnp.maximum(v - theta, 0.0)
 
 
@@ -86,7 +97,7 @@ class QueryResult(NamedTuple):
   row_upper: jax.Array
 
 
-def max_margin_queries(V, A, *, steps: int = 2000, init=None) -> QueryResult:
+def max_margin_queries(V, A, *, steps: int = 500, init=None) -> QueryResult:
   r"""Best unit query for each row of ``A`` with the documents ``V`` held fixed.
 
   Solves, for every row j, the hard-margin problem through the origin
@@ -163,8 +174,9 @@ def dual_upper_bound(A, lam, d_query, d_doc) -> float:
   .. math:: m^{rd}(\infty, A) \le \sigma_{\max}\!\big(\tfrac12 D_q^{-1} (Y \odot \lambda) D_v^{-1}\big)
             \cdot \big(\textstyle\sum_j d_{q,j}^2 + \sum_i d_{v,i}^2\big).
 
-  (``diag(mu) >= C(lambda)`` with ``mu = s d^2``.) Uniform ``lambda`` and ``d`` give
-  Forster's bound ``||Y||_2 / sqrt(N n)``. ``lam`` is renormalised to sum to one.
+  (``diag(mu) >= C(lambda)`` with ``mu = s d^2``.) Uniform ``lambda`` with
+  ``d_query = (n/N)^{1/4}``, ``d_doc = (N/n)^{1/4}`` gives Forster's bound
+  ``||Y||_2 / sqrt(N n)``. ``lam`` is renormalised to sum to one.
   """
   A = np.asarray(A, bool)
   lam = np.abs(np.asarray(lam, np.float64))
@@ -284,7 +296,8 @@ def sdp_max_margin(A, *, key, steps: int = 3000, dual_steps: int = 2000, lr: flo
                        / np.linalg.norm(np.asarray(V, np.float64), axis=1)[None, :]))
   lam, d = _dual_descent(Y, int(dual_steps), lr * 2.5)
   upper = dual_upper_bound(A, lam, np.asarray(d[:N]), np.asarray(d[N:]))
-  upper = min(upper, dual_upper_bound(A, np.ones((N, n)), np.ones(N), np.ones(n)))
+  forster = dual_upper_bound(A, np.ones((N, n)), np.full(N, (n / N) ** 0.25), np.full(n, (N / n) ** 0.25))
+  upper = min(upper, forster)
   return MaxMarginResult(lower=lower, upper=upper, U=U, V=V)
 
 
