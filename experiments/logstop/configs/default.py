@@ -1,0 +1,41 @@
+"""CPU-scale LogSTOP reproduction on digit videos (a few minutes on 2 cores).
+
+  python -m experiments.logstop.main --config=experiments/logstop/configs/default.py \
+      --workdir=runs/logstop
+
+16 query templates x 128 balanced sequences (T=60) for matching; a database of
+500 sequences (T=40) with 20 queries for segment retrieval.
+"""
+
+import ml_collections
+
+
+def get_config():
+  c = ml_collections.ConfigDict()
+  c.seed = 0
+  c.digit_pool = (1, 4, 7, 9)          # atoms "d1", "d4", "d7", "d9"; 1/7 and 4/9 are confusable
+  # Detector (JAX MLP on the disjoint 'train' half of sklearn digits).
+  c.detector_steps = 600
+  c.detector_batch = 256
+  c.detector_hidden = 256
+  c.detector_lr = 1e-3
+  # Video noise.
+  c.pixel_noise = 0.15
+  c.blur_probs = (0.5, 0.3, 0.2)       # sigma 0, 0.8, 1.3 per video
+  c.occlusion_prob = 0.1
+  c.flicker_prob = 0.08
+  # Query matching.
+  c.num_templates = 16
+  c.sequences_per_template = 128
+  c.T = 60
+  c.windows = (1, 3, 5)
+  # Retrieval.
+  c.retrieval_templates = 10
+  c.mappings_per_template = 2
+  c.db_size = 500
+  c.db_T = 40
+  c.min_len = 4
+  c.max_len = 12
+  c.plant_prob = 0.6
+  c.retrieval_windows = (1, 2)
+  return c

@@ -1,0 +1,28 @@
+"""Larger digit-video run for a GPU/TPU host (not run in CI).
+
+  python -m experiments.logstop.main --config=experiments/logstop/configs/full.py \
+      --workdir=runs/logstop_full
+
+Expected hardware: one GPU, or a many-core CPU (~1 hour). 16 templates x 1,000
+sequences (T=100), a 5,000-sequence retrieval database (T=50, the reference's
+50-frame cap) with 40 queries. Scores from real detectors (YOLO, OWLv2, HuBERT,
+SlowR50) are out of scope offline; `jaxpapers.logstop.score` takes such per-frame
+scores directly as [..., T] arrays.
+"""
+
+from experiments.logstop.configs import default
+
+
+def get_config():
+  c = default.get_config()
+  c.detector_steps = 3000
+  c.detector_hidden = 512
+  c.sequences_per_template = 1000
+  c.T = 100
+  c.windows = (1, 3, 5, 10)
+  c.mappings_per_template = 4
+  c.db_size = 5000
+  c.db_T = 50
+  c.max_len = 20
+  c.retrieval_windows = (1, 2, 5)
+  return c
