@@ -1,0 +1,24 @@
+"""PANDA: Prior-guided AttentioNal Dual-path Architecture for two-stage hypergraph networks.
+
+A plugin for HGNN, HyperGCN, PhenomNN and the complex directed GeDi-HNN: the main path mixes
+receiver-normalised GATv2 attention with the backbone's structural prior through a learned
+per-incidence, per-head gate; a non-normalised auxiliary path lets each sender add its own
+transformed message. With the gate fixed to the prior and no auxiliary path, a GeDi+PANDA layer
+is ``X W_res + Q_N X W_u + b`` (GeDi's complex convolution).
+
+References: PANDA (NeurIPS 2026; official code jainris/panda; arXiv id not yet available);
+GeDi-HNN, Fiorini et al., "Let There Be Direction in Hypergraph Neural Networks", TMLR 2024.
+"""
+
+from jaxpapers.panda._models import (ABLATIONS, PandaGeDi, PandaHGNN, PandaHyperGCN,
+                                     PandaPhenomNN, make_model)
+from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, StageAux, stage_priors
+from jaxpapers.panda._train import (FAST_COMPILE, TRACE_COUNTS, best_val_test, eval_step, fit, init,
+                                    make_trainer, train_step)
+
+__all__ = [
+    "ABLATIONS", "PandaGeDi", "PandaHGNN", "PandaHyperGCN", "PandaPhenomNN", "make_model",
+    "PandaConfig", "PandaLayer", "PandaStage", "StageAux", "stage_priors", "TRACE_COUNTS",
+    "FAST_COMPILE",
+    "best_val_test", "eval_step", "fit", "init", "make_trainer", "train_step",
+]
