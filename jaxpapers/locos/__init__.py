@@ -1,0 +1,22 @@
+"""LOCOS: write-aware retrieval-head detection (Gema, Alex & Minervini, arXiv 2607.01002).
+
+Scores each attention head by the projection of its OV-circuit output onto the
+answer token's unembedding direction, contrasting needle and off-needle source
+positions (`detect_heads`, `phi_per_position`), next to the attention-based
+baselines (Wu et al. retrieval score, contrastive attention, attention-spatial,
+DLA), and measures what ablating the top heads does (`ablation_curve`).
+Models come from `jaxpapers.lm`.
+"""
+
+from jaxpapers.locos._ablation import ablation_curve, bootstrap_ci, evaluate_probes, score_text
+from jaxpapers.locos._scores import (Trial, TrialScore, aggregate, answer_steps, contrast,
+                                     detect_heads, jaccard_top_k, locos_scores, locos_trial,
+                                     phi_per_position, random_heads, rank_heads, rouge1_recall,
+                                     rouge_l, top_heads)
+
+__all__ = [
+    "ablation_curve", "bootstrap_ci", "evaluate_probes", "score_text", "Trial", "TrialScore",
+    "aggregate", "answer_steps", "contrast", "detect_heads", "jaccard_top_k", "locos_scores",
+    "locos_trial", "phi_per_position", "random_heads", "rank_heads", "rouge1_recall", "rouge_l",
+    "top_heads",
+]

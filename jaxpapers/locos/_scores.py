@@ -1,0 +1,396 @@
+"""LOCOS and attention-based retrieval-head detectors.
+
+LOCOS (Logit-Contribution Scoring; Gema, Alex & Minervini, arXiv 2607.01002)
+scores a head by what it *writes* onto the answer token's unembedding direction
+through its OV circuit, contrasting needle and off-needle source positions.
+For an answer step t with generated token y_t, u = W_U[y_t] (direct path, no
+final norm), layer l, query head h and KV head kv(h) = h // (H / KV):
+
+  û^{(l,h)}   = W_O^{(l,h)} u                                  [dh]
+  c_j^{(l,h)} = v_j^{(l,kv(h))} · û^{(l,h)}                     per key j
+  φ_{t,j}     = α^{(l,h)}_{t,j} c_j^{(l,h)}
+  L⁺_t = Σ_{j∈needle} φ_{t,j}
+  L⁻_t = (Σ_{j∉needle} φ_{t,j}) · |needle| / (K_t − |needle|)
+  S_τ  = mean_{t∈T_ans} (L⁺_t − L⁻_t);   S_{l,h} = mean over accepted trials.
+
+Σ_j φ_{t,j} = u · (z_t W_O^{(l,h)}) is the head's direct logit attribution (DLA).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxpapers import lm
+
+
+@dataclasses.dataclass(frozen=True)
+class Trial:
+  """One retrieval probe.
+
+  Attributes:
+    prompt_ids: the prompt's token ids (no padding).
+    needle_span: [s, e) absolute positions of the needle inside the prompt.
+    answer: the gold answer string.
+    kind: 'literal', 'nonliteral', or a control kind ('parametric', 'arithmetic').
+  """
+
+  prompt_ids: tuple[int, ...]
+  needle_span: tuple[int, int]
+  answer: str
+  kind: str = "nonliteral"
+
+  def __post_init__(self):
+    object.__setattr__(self, "prompt_ids", tuple(int(i) for i in self.prompt_ids))
+    s, e = self.needle_span
+    if not (0 <= s <= e <= len(self.prompt_ids)):
+      raise ValueError(f"needle_span {self.needle_span} must satisfy 0 <= s <= e <= "
+                       f"len(prompt_ids) = {len(self.prompt_ids)}")
+    object.__setattr__(self, "needle_span", (int(s), int(e)))
+
+
+@dataclasses.dataclass
+class TrialScore:
+  """Per-trial detector scores.
+
+  Attributes:
+    S: LOCOS S_τ [L, H] (zeros when no answer step was found).
+    L_plus, L_minus: [L, H], the two LOCOS terms averaged over answer steps.
+    accepted: ROUGE-1 recall of the answer in the generation >= the threshold.
+    generation: the decoded generation.
+    answer_steps: indices of the answer steps in the generation.
+    detectors: {'locos', 'wu', 'contrastive', 'attention_spatial', 'dla'} -> [L, H].
+  """
+
+  S: np.ndarray
+  L_plus: np.ndarray
+  L_minus: np.ndarray
+  accepted: bool
+  generation: str
+  answer_steps: list[int]
+  detectors: dict[str, np.ndarray]
+
+
+# ---------------------------------------------------------------------------
+# text metrics
+
+def _words(text: str) -> list[str]:
+  return re.findall(r"\w+", text.lower())
+
+
+def rouge1_recall(reference: str, candidate: str) -> float:
+  """Unigram recall of `reference` words in `candidate` (clipped counts)."""
+  ref, cand = _words(reference), _words(candidate)
+  if not ref:
+    return 0.0
+  counts: dict[str, int] = {}
+  for w in cand:
+    counts[w] = counts.get(w, 0) + 1
+  hit = 0
+  for w in ref:
+    if counts.get(w, 0) > 0:
+      hit += 1
+      counts[w] -= 1
+  return hit / len(ref)
+
+
+def rouge_l(reference: str, candidate: str) -> float:
+  """ROUGE-L F1 (longest common subsequence over lower-cased word tokens)."""
+  ref, cand = _words(reference), _words(candidate)
+  if not ref or not cand:
+    return 0.0
+  dp = np.zeros((len(ref) + 1, len(cand) + 1), np.int32)
+  for i, a in enumerate(ref):
+    for j, b in enumerate(cand):
+      dp[i + 1, j + 1] = dp[i, j] + 1 if a == b else max(dp[i, j + 1], dp[i + 1, j])
+  lcs = dp[-1, -1]
+  if lcs == 0:
+    return 0.0
+  p, r = lcs / len(cand), lcs / len(ref)
+  return float(2 * p * r / (p + r))
+
+
+# ---------------------------------------------------------------------------
+# answer steps
+
+def answer_steps(generated_ids: Sequence[int], answer: str, tokenizer) -> list[int]:
+  """Indices of the generated tokens that spell the answer.
+
+  First an exact contiguous match of `tokenizer.encode(answer)` inside the
+  generated ids (the first occurrence); otherwise a case-insensitive match of
+  the answer in the concatenation of the individually decoded tokens, taking
+  every token whose character range overlaps the match. Empty if neither.
+  """
+  gen = [int(i) for i in generated_ids]
+  target = list(tokenizer.encode(answer, add_bos=False))
+  n = len(target)
+  if n:
+    for s in range(len(gen) - n + 1):
+      if gen[s:s + n] == target:
+        return list(range(s, s + n))
+  pieces = [tokenizer.decode([i]) for i in gen]
+  text = "".join(pieces).lower()
+  m = text.find(answer.lower()) if answer else -1
+  if m < 0:
+    return []
+  out, pos = [], 0
+  for i, p in enumerate(pieces):
+    a, b = pos, pos + len(p)
+    if a < m + len(answer) and b > m and b > a:
+      out.append(i)
+    pos = b
+  return out
+
+
+# ---------------------------------------------------------------------------
+# the pure LOCOS core
+
+def phi_per_position(attn_row, values, wo, u, kv_map) -> jax.Array:
+  """φ_j = α_j · (v_{kv(h), j} · W_O^{(h)} u) for every query head of one layer.
+
+  Args:
+    attn_row: [H, K] attention of the query row over K keys.
+    values: [KV, K, dh] value vectors.
+    wo: [H, dh, d] output projection per head.
+    u: [d] unembedding row of the answer token.
+    kv_map: int [H], the KV head each query head reads (h // (H / KV)).
+
+  Returns:
+    [H, K]; its row sums are the heads' direct logit attributions.
+  """
+  u_hat = jnp.einsum("hkd,d->hk", wo, u)                       # [H, dh]
+  c = jnp.einsum("hjk,hk->hj", jnp.asarray(values)[jnp.asarray(kv_map)], u_hat)  # [H, K]
+  return jnp.asarray(attn_row) * c
+
+
+@jax.jit
+def _phi_all_layers(attn, values, wo, u, kv_map):
+  # attn [L, H, K], values [L, KV, K, dh], wo [L, H, dh, d], u [d]
+  return jax.vmap(phi_per_position, in_axes=(0, 0, 0, None, None))(attn, values, wo, u, kv_map)
+
+
+def contrast(weights: np.ndarray, needle: np.ndarray, valid: np.ndarray):
+  """(L⁺, L⁻) of per-key weights [..., K]: needle sum, and rescaled off-needle sum.
+
+  L⁻ = Σ_{j∉needle, valid} w_j · |needle| / (K_t − |needle|), K_t = #valid keys.
+  """
+  n = needle.sum()
+  k_t = valid.sum()
+  lp = (weights * needle).sum(-1)
+  off = (weights * (valid & ~needle)).sum(-1)
+  lm_ = off * n / max(k_t - n, 1)
+  return lp, lm_
+
+
+# ---------------------------------------------------------------------------
+# scoring one generation
+
+def _score_generation(*, params, config, trial: Trial, tokenizer, gen_ids, attn, values,
+                      key_pos, key_valid, prompt_len, rouge_threshold, post_norm="ignore",
+                      contrastive_top_k=10):
+  """All detectors from one recorded generation (numpy; attn [N, L, H, S])."""
+  L, H = config.n_layers, config.n_heads
+  kv_map = np.arange(H) // config.group_size
+  generation = tokenizer.decode(gen_ids)
+  accepted = rouge1_recall(trial.answer, generation) >= rouge_threshold
+  steps = answer_steps(gen_ids, trial.answer, tokenizer)
+  s, e = trial.needle_span
+  needle_all = key_valid & (key_pos >= s) & (key_pos < e)
+  slot_token = np.full(key_pos.shape, -1, np.int64)
+  prompt = np.asarray(trial.prompt_ids)
+  in_prompt = key_valid & (key_pos < prompt_len)
+  slot_token[in_prompt] = prompt[key_pos[in_prompt]]
+  n_needle = max(e - s, 1)
+  zeros = np.zeros((L, H), np.float64)
+  det = {k: zeros.copy() for k in ("locos", "wu", "contrastive", "attention_spatial", "dla")}
+  Lp, Lm = zeros.copy(), zeros.copy()
+  n_steps = len(gen_ids)
+  w_u = np.asarray(lm.unembedding(params, config))
+  mass_per_step = []
+  for t in range(n_steps):
+    q_pos = prompt_len - 1 + t
+    valid_t = key_valid & (key_pos <= q_pos)
+    a = attn[t]  # [L, H, S]
+    # Wu et al. retrieval score: arg-max key in the needle and its token == y_t
+    j = a.argmax(-1)  # [L, H]
+    hit = needle_all[j] & (slot_token[j] == gen_ids[t])
+    det["wu"] += hit / n_needle
+    mass_per_step.append(a[..., needle_all & valid_t].sum(-1) if contrastive_top_k is None else
+                         _topk_overlap(a, needle_all & valid_t, valid_t, contrastive_top_k))
+  for t in steps:
+    q_pos = prompt_len - 1 + t
+    valid_t = key_valid & (key_pos <= q_pos)
+    needle_t = needle_all & valid_t
+    u = w_u[gen_ids[t]]
+    phi = np.asarray(_phi_all_layers(attn[t], values, params["wo"], u, kv_map))  # [L, H, S]
+    lp, lmn = contrast(phi, needle_t, valid_t)
+    Lp += lp
+    Lm += lmn
+    det["dla"] += (phi * valid_t).sum(-1)
+    ap, am = contrast(attn[t], needle_t, valid_t)
+    det["attention_spatial"] += ap - am
+  if steps:
+    Lp /= len(steps)
+    Lm /= len(steps)
+    det["dla"] /= len(steps)
+    det["attention_spatial"] /= len(steps)
+  det["locos"] = Lp - Lm
+  # contrastive attention: mean over answer steps minus mean over the other steps
+  if mass_per_step and steps:
+    A = np.stack(mass_per_step)  # [N, L, H]
+    ans = np.zeros(n_steps, bool)
+    ans[steps] = True
+    a_plus = A[ans].mean(0)
+    if (~ans).sum() >= 1:
+      det["contrastive"] = np.maximum(a_plus - A[~ans].mean(0), 0.0)
+    else:
+      det["contrastive"] = np.maximum(a_plus, 0.0)
+  del post_norm
+  return TrialScore(S=det["locos"], L_plus=Lp, L_minus=Lm, accepted=bool(accepted),
+                    generation=generation, answer_steps=steps, detectors=det)
+
+
+def _topk_overlap(a, needle, valid, k):
+  a = np.where(valid, a, -np.inf)
+  kk = min(k, int(valid.sum()))
+  top = np.argpartition(-a, kk - 1, axis=-1)[..., :kk]
+  return needle[top].sum(-1) / kk
+
+
+def _batches(seq, n):
+  for i in range(0, len(seq), n):
+    yield seq[i:i + n]
+
+
+def detect_heads(params, config, trials: Sequence[Trial], tokenizer, *, max_steps: int = 50,
+                 stop_ids: Sequence[int] | None = None, rouge_threshold: float = 0.5,
+                 batch_size: int = 4, pad_to: int | None = None, post_norm: str = "ignore",
+                 contrastive: str = "mass", contrastive_top_k: int = 10):
+  """Run every trial once (greedy, recording last-row attention and values) and
+  score all heads with LOCOS and the baselines.
+
+  Decoding protocol (spec §3.1): the prompt minus its last token is prefilled;
+  decoding starts from the last prompt token for at most `max_steps` content
+  steps and stops at a stop id (EOS / newline tokens), which is not recorded.
+
+  Args:
+    params, config: the model.
+    trials: the probes.
+    tokenizer: the model's tokenizer (encode/decode).
+    max_steps: maximum content steps.
+    stop_ids: ids that end decoding; default: `tokenizer.stop_ids()`.
+    rouge_threshold: accept a trial when ROUGE-1 recall of the answer >= this.
+    batch_size: trials per generation call (left-padded to a common length).
+    pad_to: pad every prompt to this length (one compilation for all batches);
+      default: the longest prompt.
+    post_norm: 'ignore' (reference parity). Models with a post-attention norm
+      would need 'freeze'; not implemented for the supported architectures,
+      which have no post-attention norm.
+    contrastive: 'mass' (attention mass on the needle) or 'topk' (top-k overlap).
+    contrastive_top_k: k for the 'topk' variant.
+
+  Returns:
+    (scores: dict detector -> f32 [L, H] averaged over accepted trials,
+     per_trial: list[TrialScore]).
+  """
+  if post_norm != "ignore":
+    raise NotImplementedError("post_norm='freeze' is only meaningful for models with a "
+                              "post-attention norm, which this loader does not expose yet")
+  if contrastive not in ("mass", "topk"):
+    raise ValueError(f"contrastive must be 'mass' or 'topk', got {contrastive!r}")
+  trials = list(trials)
+  if not trials:
+    raise ValueError("trials must be a non-empty sequence of Trial")
+  if stop_ids is None:
+    stop_ids = tokenizer.stop_ids()
+  length = pad_to or max(len(t.prompt_ids) for t in trials)
+  per_trial = []
+  for chunk in _batches(trials, batch_size):
+    rows = [t.prompt_ids for t in chunk]
+    rows = rows + [rows[-1]] * (batch_size - len(rows))
+    ids, mask = lm.left_pad(rows, length=length)
+    g = lm.generate(params, ids, config=config, prompt_mask=mask, max_new_tokens=max_steps,
+                    stop_ids=stop_ids, capture_attn=True, capture_values=True)
+    g = jax.tree.map(np.asarray, g)
+    for b, trial in enumerate(chunk):
+      n = int(g.num_steps[b])
+      per_trial.append(_score_generation(
+          params=params, config=config, trial=trial, tokenizer=tokenizer,
+          gen_ids=[int(i) for i in g.tokens[b, :n]], attn=g.attn[b, :n].astype(np.float64),
+          values=g.values[b], key_pos=g.key_pos[b], key_valid=g.key_valid[b],
+          prompt_len=len(trial.prompt_ids), rouge_threshold=rouge_threshold,
+          contrastive_top_k=None if contrastive == "mass" else contrastive_top_k))
+  return aggregate(per_trial, config), per_trial
+
+
+def aggregate(per_trial: Sequence[TrialScore], config) -> dict[str, np.ndarray]:
+  """Mean of each detector over accepted trials (zeros if none was accepted)."""
+  acc = [t for t in per_trial if t.accepted]
+  names = ("locos", "wu", "contrastive", "attention_spatial", "dla")
+  if not acc:
+    return {k: np.zeros((config.n_layers, config.n_heads)) for k in names}
+  return {k: np.mean([t.detectors[k] for t in acc], axis=0) for k in names}
+
+
+def locos_trial(params, config, trial: Trial, tokenizer, *, max_steps: int = 50,
+                post_norm: str = "ignore", stop_ids=None, rouge_threshold: float = 0.5
+                ) -> TrialScore:
+  """LOCOS (and baselines) for one trial; see `detect_heads`."""
+  _, per = detect_heads(params, config, [trial], tokenizer, max_steps=max_steps,
+                        stop_ids=stop_ids, rouge_threshold=rouge_threshold, batch_size=1,
+                        post_norm=post_norm)
+  return per[0]
+
+
+def locos_scores(params, config, trials, tokenizer, *, rouge_threshold: float = 0.5,
+                 **kwargs) -> np.ndarray:
+  """S_{l,h}: LOCOS averaged over accepted trials, [L, H]."""
+  scores, _ = detect_heads(params, config, trials, tokenizer, rouge_threshold=rouge_threshold,
+                           **kwargs)
+  return scores["locos"]
+
+
+# ---------------------------------------------------------------------------
+# head selection
+
+def top_heads(scores, k: int) -> np.ndarray:
+  """bool [L, H] marking the k highest-scoring heads (ties broken by index)."""
+  scores = np.asarray(scores)
+  if scores.ndim != 2:
+    raise ValueError(f"scores must be [L, H], got shape {scores.shape}")
+  if not 0 <= k <= scores.size:
+    raise ValueError(f"k must be in [0, {scores.size}], got {k}")
+  order = np.argsort(-scores.ravel(), kind="stable")[:k]
+  mask = np.zeros(scores.size, bool)
+  mask[order] = True
+  return mask.reshape(scores.shape)
+
+
+def rank_heads(scores) -> list[tuple[int, int]]:
+  """(layer, head) pairs in descending score order."""
+  scores = np.asarray(scores)
+  order = np.argsort(-scores.ravel(), kind="stable")
+  return [tuple(int(x) for x in np.unravel_index(i, scores.shape)) for i in order]
+
+
+def random_heads(key, num_layers: int, num_heads: int, k: int) -> np.ndarray:
+  """bool [L, H] with k heads drawn uniformly without replacement."""
+  if not 0 <= k <= num_layers * num_heads:
+    raise ValueError(f"k must be in [0, {num_layers * num_heads}], got {k}")
+  idx = np.asarray(jax.random.permutation(key, num_layers * num_heads))[:k]
+  mask = np.zeros(num_layers * num_heads, bool)
+  mask[idx] = True
+  return mask.reshape(num_layers, num_heads)
+
+
+def jaccard_top_k(a, b, k: int) -> float:
+  """|top_k(a) ∩ top_k(b)| / |top_k(a) ∪ top_k(b)|."""
+  ma, mb = top_heads(a, k), top_heads(b, k)
+  union = (ma | mb).sum()
+  return float((ma & mb).sum() / union) if union else 1.0
+

@@ -1,0 +1,166 @@
+"""A synthetic literal / non-literal retrieval task for small decoders [reconstruction].
+
+Symbols: names N*, landmarks L*, cities C*, filler tokens f*. A fixed random
+bijection city_of: landmark -> city is the model's "parametric knowledge".
+
+  parametric:  <bos> L7 in C3 <eos>                       (teaches city_of)
+  episode:     <bos> f f N2 near L7 f f N5 near L1 f ... | who near L7 ? N2 <eos>   (literal)
+               <bos> ... | who visited C3 ? N2 <eos>      (non-literal: needs city_of(L7) = C3)
+
+A needle is "N near L" (3 tokens); the answer is the needle's name. Because the
+name comes before its landmark, a head answering the question must read the
+name's identity from where it is stored, which is what LOCOS measures (the OV
+write onto the answer direction) and what a token-match detector can miss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from jaxpapers.locos._scores import Trial
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyTask:
+  """Sizes of the synthetic task.
+
+  Attributes:
+    num_names, num_landmarks, num_fillers: symbol counts (cities = landmarks).
+    prompt_len: every episode prompt has exactly this many tokens.
+    max_needles: 1..max_needles needles per episode (distinct names/landmarks).
+    seed: seed of the landmark -> city map.
+  """
+
+  num_names: int = 16
+  num_landmarks: int = 16
+  num_fillers: int = 16
+  prompt_len: int = 32
+  max_needles: int = 3
+  seed: int = 0
+
+  def __post_init__(self):
+    if self.prompt_len < 6 + 3 * self.max_needles:
+      raise ValueError(f"prompt_len={self.prompt_len} is too short for {self.max_needles} needles")
+    if self.max_needles > min(self.num_names, self.num_landmarks):
+      raise ValueError("max_needles must be <= num_names and num_landmarks")
+
+  @property
+  def vocab(self) -> list[str]:
+    special = ["<pad>", "<bos>", "<eos>", "near", "in", "who", "visited", "?", "|"]
+    return (special + [f"f{i}" for i in range(self.num_fillers)]
+            + [f"N{i}" for i in range(self.num_names)]
+            + [f"L{i}" for i in range(self.num_landmarks)]
+            + [f"C{i}" for i in range(self.num_landmarks)])
+
+  @property
+  def seq_len(self) -> int:
+    """Training sequence length: prompt + answer + <eos>."""
+    return self.prompt_len + 2
+
+  def city_of(self) -> np.ndarray:
+    return np.random.default_rng(self.seed).permutation(self.num_landmarks)
+
+  def tokenizer(self) -> "ToyTokenizer":
+    return ToyTokenizer(self.vocab)
+
+
+class ToyTokenizer:
+  """Whitespace tokenizer over the toy vocabulary (the `jaxpapers.lm` Tokenizer protocol)."""
+
+  def __init__(self, vocab):
+    self.vocab = list(vocab)
+    self._ids = {t: i for i, t in enumerate(self.vocab)}
+    self.vocab_size = len(self.vocab)
+    self.bos_id, self.eos_id, self.pad_id = self._ids.get("<bos>"), self._ids.get("<eos>"), 0
+
+  def encode(self, text: str, *, add_bos: bool = False) -> list[int]:
+    ids = [self._ids[w] for w in text.split()]
+    return [self.bos_id] + ids if add_bos else ids
+
+  def decode(self, ids) -> str:
+    return " ".join(self.vocab[int(i)] for i in ids if int(i) >= 0)
+
+  def token_to_id(self, token: str):
+    return self._ids.get(token)
+
+  def stop_ids(self, *, newline: bool = True) -> tuple[int, ...]:
+    del newline
+    return () if self.eos_id is None else (self.eos_id,)
+
+
+def _episode(task: ToyTask, rng: np.random.Generator, kind: str, city_of: np.ndarray,
+             num_needles: int | None = None):
+  tok = task.tokenizer()
+  t = tok.token_to_id
+  n = num_needles or int(rng.integers(1, task.max_needles + 1))
+  names = rng.choice(task.num_names, n, replace=False)
+  lands = rng.choice(task.num_landmarks, n, replace=False)
+  target = int(rng.integers(n))
+  question = ([t("|"), t("who"), t("near"), t(f"L{lands[target]}"), t("?")] if kind == "literal"
+              else [t("|"), t("who"), t("visited"), t(f"C{city_of[lands[target]]}"), t("?")])
+  hay_len = task.prompt_len - 1 - len(question)
+  n_fill = hay_len - 3 * n
+  fill = list(t(f"f{i}") for i in rng.integers(0, task.num_fillers, n_fill))
+  # needle insertion points among the filler tokens (sorted, may coincide)
+  cuts = np.sort(rng.integers(0, n_fill + 1, n))
+  hay, spans, last = [], [], 0
+  for k, c in enumerate(cuts):
+    hay += fill[last:c]
+    start = 1 + len(hay)
+    hay += [t(f"N{names[k]}"), t("near"), t(f"L{lands[k]}")]
+    spans.append((start, start + 3))
+    last = c
+  hay += fill[last:]
+  prompt = [tok.bos_id] + hay + question
+  assert len(prompt) == task.prompt_len
+  return prompt, spans[target], f"N{names[target]}"
+
+
+def make_toy_trials(task: ToyTask, rng: np.random.Generator, num: int, kind: str,
+                    num_needles: int | None = None) -> list[Trial]:
+  """`num` episodes of kind 'literal' / 'nonliteral', or 'parametric' recall probes."""
+  if kind not in ("literal", "nonliteral", "parametric"):
+    raise ValueError(f"kind must be 'literal', 'nonliteral' or 'parametric', got {kind!r}")
+  city_of = task.city_of()
+  tok = task.tokenizer()
+  out = []
+  for _ in range(num):
+    if kind == "parametric":
+      land = int(rng.integers(task.num_landmarks))
+      prompt = [tok.bos_id, tok.token_to_id(f"L{land}"), tok.token_to_id("in")]
+      out.append(Trial(prompt, (1, 2), f"C{city_of[land]}", kind))
+    else:
+      prompt, span, ans = _episode(task, rng, kind, city_of, num_needles)
+      out.append(Trial(prompt, span, ans, kind))
+  return out
+
+
+def toy_batch(task: ToyTask, rng: np.random.Generator, batch_size: int, *,
+              parametric_frac: float = 0.25, literal_frac: float = 0.5):
+  """Training batch: (tokens int32 [B, seq_len], loss_mask f32 [B, seq_len]).
+
+  loss_mask marks the positions whose *next* token is supervised (answer and
+  <eos> of episodes, city and <eos> of parametric sequences).
+  """
+  tok = task.tokenizer()
+  city_of = task.city_of()
+  T = task.seq_len
+  tokens = np.zeros((batch_size, T), np.int32)
+  mask = np.zeros((batch_size, T), np.float32)
+  for b in range(batch_size):
+    r = rng.random()
+    if r < parametric_frac:
+      land = int(rng.integers(task.num_landmarks))
+      seq = [tok.bos_id, tok.token_to_id(f"L{land}"), tok.token_to_id("in"),
+             tok.token_to_id(f"C{city_of[land]}"), tok.eos_id]
+      tokens[b, :len(seq)] = seq
+      mask[b, 2:4] = 1.0
+    else:
+      kind = "literal" if rng.random() < literal_frac else "nonliteral"
+      prompt, _, ans = _episode(task, rng, kind, city_of)
+      seq = prompt + [tok.token_to_id(ans), tok.eos_id]
+      tokens[b] = seq
+      mask[b, len(prompt) - 1:len(prompt) + 1] = 1.0
+  return tokens, mask
