@@ -1,0 +1,37 @@
+"""CPU-scale PANDA benchmark: 4 backbones x {vanilla, PANDA} on the real sets, 10 splits.
+
+  python -m experiments.panda.main --config=experiments/panda/configs/default.py \
+      --workdir=runs/panda
+
+Reads ``<data_dir>/`` (``core.resolve_data_dir(subdir='hypergraph')``); when the folder is
+missing it falls back to the seeded synthetic generator (``make_synthetic``), so it runs
+without data. Reduced budget for 2 CPU cores (about 1 h on a shared machine): 100 epochs, a
+2-point learning-rate sweep identical for both arms, hidden 32, features wider than 256
+reduced by a seeded truncated SVD (same input for both arms). The paper's budget (500 epochs,
+100 Optuna trials) is ``full.py``.
+"""
+
+import ml_collections
+
+
+def get_config():
+  c = ml_collections.ConfigDict()
+  c.data_dir = ''  # '' -> core.resolve_data_dir(subdir='hypergraph'); synthetic if missing
+  c.datasets = ('texas', 'cornell', 'email-Enron', 'telegram', 'chameleon', 'chameleon-directed',
+                'email-EU', 'cora', 'citeseer')
+  c.synthetic_fallback = ('synthetic-inter10', 'synthetic-inter50')
+  c.backbones = ('gedi', 'hgnn', 'hypergcn', 'phenomnn')
+  c.arms = ('vanilla', 'panda')  # also: 'without_aux', 'without_prior_aux'
+  c.num_splits = 10
+  c.epochs = 100
+  c.lrs = (5e-3, 1e-2)          # the sweep (equal for every arm)
+  c.weight_decays = (5e-4,)
+  c.hidden = 32
+  c.heads = 4
+  c.num_layers = 1
+  c.dropout = 0.5
+  c.phenom_steps = 2
+  c.max_features = 256          # 0 = keep raw features
+  c.seed = 0
+  c.fast_compile = True
+  return c

@@ -1,0 +1,22 @@
+"""Smoke setting (seconds of compute, dominated by compilation): tests, notebook, reproduce --quick.
+
+  python -m experiments.panda.main --config=experiments/panda/configs/smoke.py \
+      --workdir=/tmp/panda_smoke
+
+One small synthetic hypergraph (no data files), GeDi and HGNN, vanilla vs PANDA, 2 splits.
+"""
+
+from experiments.panda.configs import default
+
+
+def get_config():
+  c = default.get_config()
+  c.data_dir = 'none'
+  c.synthetic_fallback = ('synthetic-small',)
+  c.backbones = ('gedi', 'hgnn')
+  c.num_splits = 2
+  c.epochs = 15
+  c.lrs = (1e-2,)
+  c.hidden = 8
+  c.heads = 2
+  return c
