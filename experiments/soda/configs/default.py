@@ -1,0 +1,58 @@
+"""CPU-scale SODA reproduction (a few minutes on 2 CPU cores).
+
+  python -m experiments.soda.main --config=experiments/soda/configs/default.py --workdir=runs/soda
+
+Smaller than the specification's plan, to fit the time budget of a shared
+2-core machine: the digits MLP is 64-128-128-10 (the plan: 256 wide); the LM is
+a 2-layer, width-32 byte-level transformer with context 32 and batch 8 (about
+42k parameters; the plan: width 64, context 64, batch 16) trained for
+200/600/2000 steps (the plan: 1k/3k/10k), 2 seeds.
+"""
+
+import ml_collections
+
+
+def get_config():
+  config = ml_collections.ConfigDict()
+  config.seed = 0
+
+  d = config.digits = ml_collections.ConfigDict()
+  d.enabled = True
+  d.num_train = 1000
+  d.data_seed = 0
+  d.hidden = 128
+  d.batch_size = 32
+  d.horizons = (500, 4000)
+  d.num_seeds = 3
+  d.adamw_lrs = (1e-3, 3e-3)
+  d.adamw_wds = (0.0, 0.01, 0.1, 1.0, 10.0)
+  d.soda_adamw_lrs = (1e-3, 3e-3, 1e-2)
+  d.soda_zero_lrs = (1e-3, 3e-3, 1e-2)
+  d.b1, d.b2 = 0.9, 0.999
+  d.warmup_frac = 0.0
+  d.cooldown_frac = 0.3
+  d.chunk = 100              # steps per compiled chunk (an eval after each)
+
+  lm = config.lm = ml_collections.ConfigDict()
+  lm.enabled = True
+  lm.text_path = ''          # '' = pydoc_data.topics (bundled with CPython)
+  lm.d_model = 32
+  lm.num_layers = 2
+  lm.num_heads = 2
+  lm.context = 32
+  lm.batch_size = 8
+  lm.horizons = (200, 600, 2000)
+  lm.num_seeds = 2
+  lm.adamw_lrs = (3e-3, 1e-2)
+  lm.adamw_wds = (0.0, 0.3, 1.0, 3.0)
+  lm.soda_adamw_lrs = (3e-3, 1e-2)
+  lm.muon_lrs = (0.02,)
+  lm.muon_adam_lr = 3e-3
+  lm.muon_wds = (0.0, 0.1, 0.3, 1.0)
+  lm.soda_muon_lrs = (0.02, 0.05)
+  lm.b1, lm.b2 = 0.9, 0.99
+  lm.warmup_frac = 0.05
+  lm.cooldown_frac = 0.3
+  lm.val_windows = 256
+  lm.chunk = 100
+  return config
