@@ -9,14 +9,17 @@ Models come from `jaxpapers.lm`.
 """
 
 from jaxpapers.locos._ablation import ablation_curve, bootstrap_ci, evaluate_probes, score_text
+from jaxpapers.locos._probes import LANDMARKS, NAMES, haystack_sentences, make_probes
 from jaxpapers.locos._scores import (Trial, TrialScore, aggregate, answer_steps, contrast,
                                      detect_heads, jaccard_top_k, locos_scores, locos_trial,
                                      phi_per_position, random_heads, rank_heads, rouge1_recall,
                                      rouge_l, top_heads)
+from jaxpapers.locos._toy import ToyTask, ToyTokenizer, make_toy_trials, toy_batch
 
 __all__ = [
     "ablation_curve", "bootstrap_ci", "evaluate_probes", "score_text", "Trial", "TrialScore",
     "aggregate", "answer_steps", "contrast", "detect_heads", "jaccard_top_k", "locos_scores",
     "locos_trial", "phi_per_position", "random_heads", "rank_heads", "rouge1_recall", "rouge_l",
-    "top_heads",
+    "top_heads", "LANDMARKS", "NAMES", "haystack_sentences", "make_probes", "ToyTask",
+    "ToyTokenizer", "make_toy_trials", "toy_batch",
 ]

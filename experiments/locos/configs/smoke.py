@@ -1,0 +1,25 @@
+"""Seconds-scale smoke run (tests, notebook, `reproduce --quick`)."""
+
+from experiments.locos.configs import default
+
+
+def get_config():
+  c = default.get_config()
+  c.tracks = ("toy",)
+  c.toy.d_model = 32
+  c.toy.n_layers = 2
+  c.toy.ffn_dim = 64
+  c.toy.steps = 30
+  c.toy.checkpoint_every = 0
+  c.toy.num_detect = 8
+  c.toy.num_eval = 16
+  c.toy.ks = (1, 2)
+  c.toy.num_random = 1
+  c.real.num_trials = 4
+  c.real.num_eval = 4
+  c.real.filler_sentences = 1
+  c.real.max_steps = 6
+  c.real.ks = (1, 5)
+  c.real.num_random = 1
+  c.real.batch_size = 4
+  return c
