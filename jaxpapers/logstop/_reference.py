@@ -41,11 +41,15 @@ def reference_scores(formula, props, *, window: int = 1) -> list[float]:
   e = T - 1
   w = int(window)
   memo = {}
+  node_ids = {}   # formula hashing is O(|phi|); key the memo by a node index instead
 
   def ls(f, t):
     if t > e:
       return _NEG_INF
-    key = (f, t)
+    i = node_ids.get(id(f))
+    if i is None:
+      i = node_ids[id(f)] = len(node_ids)
+    key = (i, t)
     if key in memo:
       return memo[key]
     if isinstance(f, F.Atom):
