@@ -6,7 +6,8 @@ Smaller than the specification's plan, to fit the time budget of a shared
 2-core machine: the digits MLP is 64-128-128-10 (the plan: 256 wide); the LM is
 a 2-layer, width-32 byte-level transformer with context 32 and batch 8 (about
 42k parameters; the plan: width 64, context 64, batch 16) trained for
-200/600/2000 steps (the plan: 1k/3k/10k), 2 seeds.
+200/400/800 steps (the plan: 1k/3k/10k), 2 seeds; the Muon weight-decay
+grid has 3 values.
 """
 
 import ml_collections
@@ -41,14 +42,14 @@ def get_config():
   lm.num_heads = 2
   lm.context = 32
   lm.batch_size = 8
-  lm.horizons = (200, 600, 2000)
+  lm.horizons = (200, 400, 800)
   lm.num_seeds = 2
   lm.adamw_lrs = (3e-3, 1e-2)
   lm.adamw_wds = (0.0, 0.3, 1.0, 3.0)
   lm.soda_adamw_lrs = (3e-3, 1e-2)
   lm.muon_lrs = (0.02,)
   lm.muon_adam_lr = 3e-3
-  lm.muon_wds = (0.0, 0.1, 0.3, 1.0)
+  lm.muon_wds = (0.0, 0.3, 1.0)
   lm.soda_muon_lrs = (0.02, 0.05)
   lm.b1, lm.b2 = 0.9, 0.99
   lm.warmup_frac = 0.05
