@@ -15,6 +15,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -132,7 +133,9 @@ def cs_construction(key, n: int, k: int, d: int, *, A=None, queries: str = "svm"
   val.check_binary(jnp.asarray(A))
   A = A.astype(bool)
   dp = d - 1
-  Phi = np.asarray(jax.random.rademacher(key, (dp, n), dtype=jnp.float32), np.float64) / math.sqrt(dp)
+  # Signs from the key through numpy: an eager jax draw would compile per shape.
+  seed = np.asarray(jax.random.key_data(key)).ravel().tolist()
+  Phi = np.random.default_rng(seed).choice([-1.0, 1.0], size=(dp, n)) / math.sqrt(dp)
   cos_phi = math.sqrt(1.0 - sin_phi ** 2)
   c = 0.5 * cos_phi / sin_phi
   V = np.concatenate([cos_phi * Phi.T, np.full((n, 1), sin_phi)], axis=1)  # unit rows
@@ -175,6 +178,13 @@ def jl_bound(source_margin: float, N: int, n: int, d: int, delta: float = 0.01) 
   return (source_margin - t) / (1.0 + t)
 
 
+@functools.partial(jax.jit, static_argnames=("d",))
+def _gaussian_projection(key, U, V, d):
+  G = jax.random.normal(key, (U.shape[1], d), jnp.float32) / math.sqrt(d)
+  return (val.normalize_rows(val.normalize_rows(U) @ G),
+          val.normalize_rows(val.normalize_rows(V) @ G))
+
+
 def jl_project(key, U, V, A, d: int, *, reoptimize_queries: bool = False, delta: float = 0.01,
                steps: int = 500) -> Construction:
   """Random Gaussian projection of unit embeddings ``U [N, D]``, ``V [n, D]`` to ``R^d``.
@@ -193,9 +203,7 @@ def jl_project(key, U, V, A, d: int, *, reoptimize_queries: bool = False, delta:
   if not isinstance(d, (int, np.integer)) or d <= 0:
     raise ValueError(f"d must be a positive int, got {d!r}.")
   src = _m0_float64(U, V, A)
-  G = jax.random.normal(key, (U.shape[1], d), jnp.float32) / math.sqrt(d)
-  Up = val.normalize_rows(val.normalize_rows(U) @ G)
-  Vp = val.normalize_rows(val.normalize_rows(V) @ G)
+  Up, Vp = _gaussian_projection(key, U.astype(jnp.float32), V.astype(jnp.float32), int(d))
   if reoptimize_queries:
     Up = _optimum.max_margin_queries(Vp, A, steps=steps, init=Up).U
   return Construction(U=Up, V=Vp, certificate=_m0_float64(Up, Vp, A),

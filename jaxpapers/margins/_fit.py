@@ -40,13 +40,18 @@ class FitResult(NamedTuple):
 
 @functools.partial(jax.jit, static_argnames=(
     "N", "n", "d", "loss", "steps", "learn_temperature", "learn_bias", "variant"))
-def _fit(keys, A, *, N, n, d, loss, steps, lr, learn_temperature, learn_bias, log_t0, b0,
+def _fit(inits, A, masks, *, N, n, d, loss, steps, lr, learn_temperature, learn_bias, log_t0, b0,
          beta0, beta1, variant):
+  # inits = (U0 [S, N, d], V0 [S, n, d]) standard normal, masks [D, d] (1 on the coordinates
+  # in use): one compiled program for every dimension up to d. Masked coordinates start at
+  # 0 and get exactly zero gradients (the normalised scores do not depend on them), so Adam
+  # never moves them. (The initial draws are made on the host: random number generation
+  # inside this vmapped program multiplies its compile time.)
   tx = optax.adam(lr)
 
-  def init(key):
-    ku, kv = jax.random.split(key)
-    return {"U": jax.random.normal(ku, (N, d)), "V": jax.random.normal(kv, (n, d)),
+  def init(uv, mask):
+    U0, V0 = uv
+    return {"U": U0 * mask, "V": V0 * mask,
             "log_t": jnp.asarray(log_t0, jnp.float32), "b": jnp.asarray(b0, jnp.float32)}
 
   def objective(p, t):
@@ -59,8 +64,8 @@ def _fit(keys, A, *, N, n, d, loss, steps, lr, learn_temperature, learn_bias, lo
     beta = beta0 * (beta1 / beta0) ** (t / max(steps - 1, 1))
     return _losses.margin_loss(p["U"], p["V"], A, beta=beta)
 
-  def one_seed(key):
-    p = init(key)
+  def one_seed(uv, mask):
+    p = init(uv, mask)
 
     def body(carry, t):
       p, opt = carry
@@ -72,10 +77,11 @@ def _fit(keys, A, *, N, n, d, loss, steps, lr, learn_temperature, learn_bias, lo
     return FitResult(U=val.normalize_rows(p["U"]), V=val.normalize_rows(p["V"]),
                      log_t=p["log_t"], b=p["b"], history=hist)
 
-  return jax.vmap(one_seed)(keys)
+  per_dim = jax.vmap(one_seed, in_axes=(0, None))  # over seeds
+  return jax.vmap(per_dim, in_axes=(None, 0))(inits, masks)  # over dimensions
 
 
-def fit_free_embeddings(key, A, d: int, *, loss: str = "sigmoid", steps: int = 3000,
+def fit_free_embeddings(key, A, d, *, loss: str = "sigmoid", steps: int = 3000,
                         lr: float = 1e-2, learn_temperature: bool = True,
                         learn_bias: bool = True, init_log_temperature: float = math.log(10.0),
                         init_bias: float | str = "prior", beta: tuple[float, float] = (10.0, 100.0),
@@ -97,7 +103,9 @@ def fit_free_embeddings(key, A, d: int, *, loss: str = "sigmoid", steps: int = 3
     key: a ``jax.random.key``, or a batch ``[S]`` of keys: the seeds are fitted in one
       compiled, vmapped program and every result field gets a leading ``[S]`` axis.
     A: ``[N, n]`` binary relevance.
-    d: embedding dimension.
+    d: embedding dimension, or a sequence of dimensions fitted together in one compiled
+      program: the results then get a leading ``[len(d)]`` axis (before any seed axis)
+      and ``U``/``V`` have ``max(d)`` columns, zero beyond each run's own ``d``.
     loss: one of ``'sigmoid'``, ``'infonce'``, ``'margin'``.
     steps: Adam steps; lr: learning rate.
 
@@ -108,9 +116,12 @@ def fit_free_embeddings(key, A, d: int, *, loss: str = "sigmoid", steps: int = 3
     raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
   if infonce_variant not in _losses.INFONCE_VARIANTS:
     raise ValueError(f"infonce_variant must be one of {_losses.INFONCE_VARIANTS}, got {infonce_variant!r}.")
-  for name, v in (("d", d), ("steps", steps)):
+  dims = [d] if isinstance(d, (int, np.integer)) else list(d)
+  for name, v in [("d", x) for x in dims] + [("steps", steps)]:
     if not isinstance(v, (int, np.integer)) or v <= 0:
-      raise ValueError(f"{name} must be a positive int, got {v!r}.")
+      raise ValueError(f"{name} must be a positive int (d may also be a sequence of them), got {v!r}.")
+  if not dims:
+    raise ValueError("d must be a positive int or a non-empty sequence of them.")
   if not lr > 0:
     raise ValueError(f"lr must be positive, got {lr!r}.")
   A = jnp.asarray(A)
@@ -128,56 +139,96 @@ def fit_free_embeddings(key, A, d: int, *, loss: str = "sigmoid", steps: int = 3
     b0 = 0.0
   single = jnp.ndim(key) == 0
   keys = key[None] if single else key
-  res = _fit(keys, A, N=N, n=n, d=int(d), loss=loss, steps=int(steps), lr=float(lr),
+  d_max = max(int(x) for x in dims)
+  masks = jnp.asarray(np.arange(d_max)[None, :] < np.asarray(dims)[:, None], jnp.float32)
+  U0, V0 = [], []
+  for kk in keys:  # host-side draws, deterministic in each key
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(kk)).ravel().tolist())
+    U0.append(rng.standard_normal((N, d_max), dtype=np.float32))
+    V0.append(rng.standard_normal((n, d_max), dtype=np.float32))
+  inits = (jnp.asarray(np.stack(U0)), jnp.asarray(np.stack(V0)))
+  res = _fit(inits, A, masks, N=N, n=n, d=d_max, loss=loss, steps=int(steps), lr=float(lr),
              learn_temperature=bool(learn_temperature), learn_bias=bool(learn_bias) and loss == "sigmoid",
              log_t0=float(init_log_temperature), b0=b0, beta0=float(beta[0]),
              beta1=float(beta[1]), variant=infonce_variant)
   if single:
+    res = jax.tree.map(lambda x: x[:, 0], res)
+  if isinstance(d, (int, np.integer)):
     res = jax.tree.map(lambda x: x[0], res)
   return res
 
 
-def critical_n(key, d: int, k: int = 2, *, n_max: int = 64, n_min: int | None = None,
-               restarts: int = 3, steps: int = 1000, loss: str = "infonce", lr: float = 5e-2,
-               return_trace: bool = False):
+def critical_n(key, d, k: int = 2, *, n_max: int = 64, n_min: int | None = None,
+               n_grid=None, restarts: int = 3, steps: int = 1000, loss: str = "infonce",
+               lr: float = 5e-2, return_trace: bool = False):
   """Largest n for which free embeddings in R^d retrieve every k-subset exactly (WBNL25).
 
-  For each candidate n the all-k-subsets matrix is fitted (``restarts`` seeds, vmapped,
+  For a candidate n the all-k-subsets matrix is fitted (``restarts`` seeds, vmapped,
   ``steps`` full-batch Adam steps on ``loss``); n counts as solved when some seed
-  reaches 100% top-k accuracy, i.e. per-query margin ``m_q > 0``. A binary search over
-  ``[n_min, n_max]`` assumes monotonicity (a solution for n restricts to any n' < n).
-  The result depends on the optimisation budget, as in WBNL25 (arXiv:2508.21038);
-  their protocol used InfoNCE, so that is the default here [reconstruction].
+  reaches 100% top-k accuracy, i.e. per-query margin ``m_q > 0``. The result depends on
+  the optimisation budget, as in WBNL25 (arXiv:2508.21038); their protocol used
+  InfoNCE, so that is the default here [reconstruction].
+
+  * ``d`` an int and no ``n_grid``: binary search over ``[n_min, n_max]`` (assumes
+    monotonicity: a solution for n restricts to any n' < n).
+  * ``d`` a sequence, or ``n_grid`` given: scan the increasing ``n_grid`` (default
+    ``n_min..n_max``) fitting every d in one compiled program per n; each d's answer is
+    the last grid value before its first failure.
 
   Returns:
-    The critical n (``n_min - 1`` if even ``n_min`` fails), and with
-    ``return_trace=True`` also the dict ``{n: best topk accuracy}`` of tried values.
+    The critical n (``n_min - 1`` / one below the grid if the first value fails), or a
+    dict ``{d: critical n}`` for a sequence of d; with ``return_trace=True`` also the
+    trace of best top-k accuracies per tried n.
   """
-  if not isinstance(d, (int, np.integer)) or d <= 0:
-    raise ValueError(f"d must be a positive int, got {d!r}.")
+  scalar = isinstance(d, (int, np.integer))
+  dims = [int(d)] if scalar else [int(x) for x in d]
+  if not dims or any(x <= 0 for x in dims):
+    raise ValueError(f"d must be a positive int or a non-empty sequence of them, got {d!r}.")
   n_min = k + 1 if n_min is None else n_min
   if not k + 1 <= n_min <= n_max:
     raise ValueError(f"need k + 1 <= n_min <= n_max, got k={k}, n_min={n_min}, n_max={n_max}.")
   trace = {}
 
-  def solved(n):
+  def accuracies(n):
     A = _relevance.k_sparse_relevance(n, k)
     keys = jax.random.split(jax.random.fold_in(key, n), restarts)
-    res = fit_free_embeddings(keys, A, d, loss=loss, steps=steps, lr=lr)
-    accs = [float(_margins.topk_accuracy(res.U[s], res.V[s], A, normalize=False))
-            for s in range(restarts)]
-    trace[n] = max(accs)
-    return max(accs) == 1.0
+    res = fit_free_embeddings(keys, A, dims, loss=loss, steps=steps, lr=lr)
+    S = np.einsum("dsjc,dsic->dsji", np.asarray(res.U), np.asarray(res.V))  # [D, R, N, n]
+    pos_min = np.where(A, S, np.inf).min(-1)
+    neg_max = np.where(A, -np.inf, S).max(-1)
+    acc = (pos_min > neg_max).mean(-1).max(-1).tolist()  # best restart per dimension
+    trace[n] = acc[0] if scalar else dict(zip(dims, acc))
+    return acc
 
-  lo, hi = n_min - 1, n_max  # invariant: lo solved (or n_min-1), answer in [lo, hi]
-  if solved(n_max):
-    lo = n_max
-  else:
-    hi = n_max - 1
-    while lo < hi:
-      mid = (lo + hi + 1) // 2
-      if solved(mid):
-        lo = mid
-      else:
-        hi = mid - 1
-  return (lo, trace) if return_trace else lo
+  if scalar and n_grid is None:
+    solved = lambda n: accuracies(n)[0] == 1.0
+    lo, hi = n_min - 1, n_max  # answer in [lo, hi]; lo is solved (or below the range)
+    if solved(n_max):
+      lo = n_max
+    else:
+      hi = n_max - 1
+      while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if solved(mid):
+          lo = mid
+        else:
+          hi = mid - 1
+    return (lo, trace) if return_trace else lo
+
+  grid = sorted(set(range(n_min, n_max + 1) if n_grid is None else [int(x) for x in n_grid]))
+  if grid[0] < k + 1:
+    raise ValueError(f"n_grid values must be >= k + 1 = {k + 1}, got {grid[0]}.")
+  best = {x: grid[0] - 1 for x in dims}
+  alive = set(dims)
+  for n in grid:
+    acc = accuracies(n)
+    for x, a in zip(dims, acc):
+      if x in alive:
+        if a == 1.0:
+          best[x] = n
+        else:
+          alive.discard(x)
+    if not alive:
+      break
+  out = best[dims[0]] if scalar else best
+  return (out, trace) if return_trace else out

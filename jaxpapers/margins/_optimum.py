@@ -83,6 +83,28 @@ def _row_margins(U, V, Y):
   return jnp.min(Y * (U @ V.T), axis=1)
 
 
+@functools.partial(jax.jit, static_argnames=("steps",))
+def _max_margin_queries(V, A, init, steps):
+  Y = jnp.where(A.astype(bool), 1.0, -1.0).astype(V.dtype)
+  d = V.shape[1]
+  d_pad = 1 << max(d - 1, 0).bit_length()  # zero columns change nothing; fewer compiles
+  z = _min_norm_fista(jnp.pad(V, ((0, 0), (0, d_pad - d))), Y, steps)[:, :d]
+  upper = jnp.linalg.norm(z, axis=1)
+  # Rows whose signed hull contains the origin (e.g. a relevant and an irrelevant copy of
+  # the same document) have z = 0: no direction separates them; use e_1 there.
+  degenerate = upper < 1e-7
+  e1 = jnp.zeros_like(z).at[:, 0].set(1.0)
+  U = jnp.where(degenerate[:, None], e1, val.safe_normalize_rows(z))
+  m = _row_margins(U, V, Y)
+  if init is not None:
+    U0 = val.normalize_rows(init)
+    m0 = _row_margins(U0, V, Y)
+    better = m0 > m
+    U = jnp.where(better[:, None], U0, U)
+    m = jnp.maximum(m, m0)
+  return U, m, upper
+
+
 class QueryResult(NamedTuple):
   """Per-query max-margin directions for fixed documents.
 
@@ -128,20 +150,11 @@ def max_margin_queries(V, A, *, steps: int = 500, init=None) -> QueryResult:
   val.check_unit_rows(V, name="V")
   if not isinstance(steps, (int, np.integer)) or steps <= 0:
     raise ValueError(f"steps must be a positive int, got {steps!r}.")
-  Y = jnp.where(A.astype(bool), 1.0, -1.0).astype(V.dtype)
-  z = _min_norm_fista(V, Y, int(steps))
-  upper = jnp.linalg.norm(z, axis=1)
-  U = val.safe_normalize_rows(z)
-  m = _row_margins(U, V, Y)
   if init is not None:
     init = jnp.asarray(init, V.dtype)
     if init.shape != (A.shape[0], V.shape[1]):
       raise ValueError(f"init must have shape {(A.shape[0], V.shape[1])}, got {init.shape}.")
-    U0 = val.normalize_rows(init)
-    m0 = _row_margins(U0, V, Y)
-    better = m0 > m
-    U = jnp.where(better[:, None], U0, U)
-    m = jnp.maximum(m, m0)
+  U, m, upper = _max_margin_queries(V, A, init, int(steps))
   return QueryResult(U=U, row_margin=m, row_upper=upper)
 
 
@@ -195,9 +208,7 @@ def _softmin(x, beta):
 
 
 @functools.partial(jax.jit, static_argnames=("N", "steps"))
-def _bm_primal(key, Y, N, steps, lr, beta0, beta1):
-  total = Y.shape[0] + Y.shape[1]
-  W0 = jax.random.normal(key, (total, total), jnp.float32)
+def _bm_primal(W0, Y, N, steps, lr, beta0, beta1):
   tx = optax.adam(lr)
 
   def measured(W):
@@ -288,7 +299,9 @@ def sdp_max_margin(A, *, key, steps: int = 3000, dual_steps: int = 2000, lr: flo
   if N + n > 2000:
     raise ValueError(f"sdp_max_margin is for small instances (N + n <= 2000), got N + n = {N + n}.")
   Y = jnp.where(jnp.asarray(A), 1.0, -1.0).astype(jnp.float32)
-  best_m, W = _bm_primal(key, Y, N, int(steps), lr, float(beta[0]), float(beta[1]))
+  rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
+  W0 = jnp.asarray(rng.standard_normal((N + n, N + n), dtype=np.float32))  # full rank N + n
+  best_m, W = _bm_primal(W0, Y, N, int(steps), lr, float(beta[0]), float(beta[1]))
   U, V = W[:N], W[N:]
   # Re-measure in float64 so the certificate is exactly the returned embeddings' margin.
   lower = float(np.min(np.where(A, 1.0, -1.0) * (np.asarray(U, np.float64) @ np.asarray(V, np.float64).T)
