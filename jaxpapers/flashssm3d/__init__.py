@@ -63,3 +63,11 @@ def batch_from_records(records):
     from jaxpapers.flashssm3d import _tfds
 
     return _tfds.batch_from_records(records)
+from jaxpapers.flashssm3d._models import (
+    AATeacher,
+    FlashSSM3D,
+    FlashSSM3DConfig,
+    Predictions,
+    TeacherConfig,
+    count_params,
+)

@@ -11,6 +11,7 @@ from jaxpapers import flashssm3d as fs
 # Jitted entry points: one compilation per call site instead of one per eager op.
 _proc = jax.jit(fs.procrustes_loss, static_argnames=("robust", "stop_alignment_grad", "with_scale"))
 _umeyama = jax.jit(fs.weighted_umeyama, static_argnames=("with_scale",))
+_reproj = jax.jit(fs.reprojection_loss, static_argnames=("image_hw", "delta", "clamp", "margin", "eps"))
 
 
 def _rand_rot(rng, n=None):
@@ -208,10 +209,10 @@ def test_reprojection_loss_zero_for_equal_positive_otherwise():
     with jax.enable_x64(True):
         cams = (jnp.asarray(ext), jnp.asarray(K))
         P = jnp.asarray(np.asarray(P))
-        assert float(fs.reprojection_loss(P, cams, cams, hw)) == 0.0
+        assert float(_reproj(P, cams, cams, image_hw=hw)) == 0.0
         ext2 = ext.copy()
         ext2[..., 3] += [0.1, 0.0, 0.0]
-        l = float(fs.reprojection_loss(P, (jnp.asarray(ext2), cams[1]), cams, hw))
+        l = float(_reproj(P, (jnp.asarray(ext2), cams[1]), cams, image_hw=hw))
         assert l > 0
         # Huber value by hand for a uniform shift: the pixel error is f_x * 0.1 / z per point
         uv_t, z = fs.project_points(P[:, None], *cams)
@@ -219,12 +220,12 @@ def test_reprojection_loss_zero_for_equal_positive_otherwise():
         d = 0.02
         ref = np.where(e < d, 0.5 * e * e / d, e - 0.5 * d).mean()
         np.testing.assert_allclose(l, ref, rtol=1e-9)
-        g = jax.grad(lambda e_: fs.reprojection_loss(P, (e_, cams[1]), cams, hw))(jnp.asarray(ext2))
+        g = jax.jit(jax.grad(lambda e_: _reproj(P, (e_, cams[1]), cams, image_hw=hw)))(jnp.asarray(ext2))
         assert np.all(np.isfinite(np.asarray(g))) and np.abs(np.asarray(g)).sum() > 0
         # masks: points behind every camera give zero loss and finite gradients
         Pb = jnp.asarray(np.tile([[0, 0, -10.0]], (B, 5, 1)) @ np.eye(3))
         behind = (jnp.asarray(np.tile(np.concatenate([np.eye(3), np.zeros((3, 1))], -1), (B, S, 1, 1))), cams[1])
-        assert float(fs.reprojection_loss(Pb, behind, behind, hw)) == 0.0
+        assert float(_reproj(Pb, behind, behind, image_hw=hw)) == 0.0
 
 
 def test_reprojection_gauge_invariance():
@@ -247,7 +248,7 @@ def test_reprojection_gauge_invariance():
         ts = (np.einsum("sij,j->si", Rc, t) + tc) / s
         ext_s = jnp.asarray(np.concatenate([Rs, ts[..., None]], -1)[None])
         gauge = (jnp.array([s]), jnp.asarray(R[None]), jnp.asarray(t[None]))
-        l = float(fs.reprojection_loss(P, (ext_s, jnp.asarray(K)), (jnp.asarray(ext), jnp.asarray(K)), hw, gauge=gauge))
+        l = float(_reproj(P, (ext_s, jnp.asarray(K)), (jnp.asarray(ext), jnp.asarray(K)), image_hw=hw, gauge=gauge))
     assert l < 1e-12
 
 
