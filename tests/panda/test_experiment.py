@@ -1,0 +1,25 @@
+"""The smoke config end to end, and the notebook on its smoke setting."""
+
+import json
+
+from experiments.panda import train
+from experiments.panda.configs import smoke
+from tests.notebook_util import run_notebook
+
+
+def test_smoke_experiment_writes_results(tmp_path):
+  cfg = smoke.get_config()
+  metrics = train.train_and_evaluate(cfg, tmp_path)
+  res = json.loads((tmp_path / "results.json").read_text())
+  assert res["metrics"]["cells"] == len(cfg.backbones)
+  assert "PANDA - vanilla" in res["table_markdown"]
+  for key, cell in metrics["per_cell"].items():
+    assert 0.0 <= cell["test_mean"] <= 100.0, key
+  assert (tmp_path / "panda_improvement.png").exists()
+  # resume: a rerun finds every cell done and recomputes nothing
+  again = train.train_and_evaluate(cfg, tmp_path)
+  assert again["per_cell"] == metrics["per_cell"]
+
+
+def test_notebook_runs():
+  run_notebook("colab/panda.ipynb", timeout=300)
