@@ -5,7 +5,9 @@ point (lr, weight decay are traced, so the sweep does not recompile). The sweep 
 best mean validation accuracy is selected per cell; its test accuracy at each split's
 best-validation epoch gives mean +- std. The headline is the mean over cells of
 (PANDA - vanilla) in percentage points (the paper reports +5.18 over 8 datasets x 4 backbones).
-Finished cells are stored in ``<workdir>/cells.json`` and skipped on rerun (resume).
+Finished cells are stored in ``<workdir>/cells.json`` and skipped on rerun (resume);
+``report_only=True`` only tabulates the cells already there (a partial run is reported as such,
+missing cells show as '-').
 """
 
 from __future__ import annotations
@@ -158,7 +160,7 @@ def train_and_evaluate(config, workdir) -> dict:
   todo = [(ds, b, a) for ds in data for b in config.backbones for a in config.arms]
   for ds, b, a in core.progress(todo, desc="panda cells"):
     key = f"{ds}|{b}|{a}"
-    if key in cells:
+    if key in cells or config.get("report_only", False):
       continue
     c = run_cell(config, data[ds], b, a)
     logging.info("%s: %.2f +- %.2f (%.0fs)", key, c["test_mean"], c["test_std"], c["wall_s"])

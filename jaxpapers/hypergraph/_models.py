@@ -55,7 +55,7 @@ class GeDiHNN(nnx.Module):
   if ``i_complex``; ``L = Q_N = D_v^{-1/2} H D_e^{-1} H^* D_v^{-1/2}`` (``operator_variant='Q_N'``)
   or the reference's ``L2`` (``'code'``, default, see ``gedi_propagate``). The real ``Theta`` acts
   on Re and Im separately; the input imaginary part is 0; the activation is the complex ReLU
-  (``Re >= 0`` mask on both parts); skip connections from layer 2; final dropout; the classifier
+  (``Re >= 0`` mask on both parts); the real bias b is added to Re; skip connections from layer 2; final dropout; the classifier
   reads ``[Re || Im]``. Phase convention: ``H_ve = i`` on tails (q = 1/4, ``'code'``);
   ``conjugate=True`` applies ``conj(L)`` as PyG's propagation of the reference does.
   """
@@ -82,7 +82,7 @@ class GeDiHNN(nnx.Module):
       r1, i1 = _ops.gedi_propagate(inc, t1(re), None if im is None else t1(im),
                                    variant=self.variant, conjugate=self.conjugate)
       nr = r0 + r1 + b[...]
-      ni = (0.0 if i0 is None else i0) + (jnp.zeros_like(nr) if i1 is None else i1) + b[...]
+      ni = (0.0 if i0 is None else i0) + (jnp.zeros_like(nr) if i1 is None else i1)
       nr, ni = _ops.complex_relu(nr, ni)
       if l > 0:
         nr, ni = nr + re, ni + im

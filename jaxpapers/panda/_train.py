@@ -65,7 +65,8 @@ def _acc(logits, y, mask):
 
 
 # XLA's CPU backend spends most of a small graph model's wall time compiling; these options cut
-# compile time ~3-4x for a small loss in step speed (see benchmarks/panda_perf.py).
+# compile time ~3-4x (measured on a tiny PANDA-HGNN) but generate slower code, which matters for
+# large graphs or long runs: pass fast_compile=False there (benchmarks/panda_perf.py --compare-opt).
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 

@@ -34,4 +34,5 @@ def get_config():
   c.max_features = 256          # 0 = keep raw features
   c.seed = 0
   c.fast_compile = True
+  c.report_only = False         # True: only tabulate the cells already in <workdir>/cells.json
   return c
