@@ -189,7 +189,9 @@ def run_smollm2_track(c, workdir) -> tuple[dict, str]:
           for k, p in pools.items()}
   capability = {k: float((v >= 0.5).mean()) for k, v in base.items()}
   ok = {k: [p for p, s in zip(pools[k], base[k]) if s >= 0.5] for k in kinds}
-  detect_trials = ok["nonliteral"][: r.num_trials]
+  # detect on one half of the correctly answered non-literal probes, ablate on the other half
+  half = max(len(ok["nonliteral"]) // 2, 1)
+  detect_trials = ok["nonliteral"][:half]
   metrics = {"smollm2/capability_rouge1_recall>=0.5": capability,
              "smollm2/num_probes": {k: len(v) for k, v in pools.items()},
              "smollm2/context_tokens_mean": float(np.mean(
@@ -204,8 +206,7 @@ def run_smollm2_track(c, workdir) -> tuple[dict, str]:
   mean_q = lm.mean_queries(params, calib, config=cfg, batch_size=4)
   curves = {}
   for kind in ("nonliteral", "parametric"):
-    probes = ok[kind][: r.num_eval] if kind == "parametric" else \
-        (ok[kind][r.num_trials:] or ok[kind])[: r.num_eval]
+    probes = ok[kind][: r.num_eval] if kind == "parametric" else ok[kind][half:][: r.num_eval]
     if not probes:
       continue
     curves[kind] = locos.ablation_curve(

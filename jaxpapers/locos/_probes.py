@@ -44,7 +44,7 @@ def haystack_sentences() -> list[str]:
 
 
 def make_probes(rng: np.random.Generator, *, tokenizer, num: int, kind: str,
-                filler_sentences: int = 4, num_needles: int = 1,
+                filler_sentences: int = 4, num_needles: int = 1, answer_prefix: bool = True,
                 landmarks=LANDMARKS, names=NAMES) -> list[Trial]:
   """NoLiMa-style probes rendered with the tokenizer's chat template.
 
@@ -58,6 +58,9 @@ def make_probes(rng: np.random.Generator, *, tokenizer, num: int, kind: str,
     filler_sentences: haystack sentences around the needles.
     num_needles: needles per probe (distinct names and landmarks); the question
       targets one of them.
+    answer_prefix: start the assistant turn with a sentence stem ("The character
+      who has been to Paris is"), so that a small model answers in its first
+      tokens instead of rambling [reconstruction; NoLiMa asks the question only].
 
   Returns:
     Trials whose needle span covers the target needle's tokens.
@@ -74,6 +77,8 @@ def make_probes(rng: np.random.Generator, *, tokenizer, num: int, kind: str,
     if kind == "parametric":
       msg = f"In which city is the {land}? Answer with the city name only."
       text = tokenizer.apply_chat_template([{"role": "user", "content": msg}])
+      if answer_prefix:
+        text += f"The {land} is in the city of"
       out.append(Trial(tokenizer.encode(text), (0, 0), city, kind))
       continue
     hay = [sents[i] for i in rng.integers(0, len(sents), filler_sentences)]
@@ -91,6 +96,9 @@ def make_probes(rng: np.random.Generator, *, tokenizer, num: int, kind: str,
                 else f"Which character lives next to the {land}?")
     msg = " ".join(parts) + f"\n\nQuestion: {question} Answer with the name only."
     text = tokenizer.apply_chat_template([{"role": "user", "content": msg}])
+    if answer_prefix:
+      text += (f"The character who has been to {city} is" if kind == "nonliteral"
+               else f"The character who lives next to the {land} is")
     ids, spans = tokenizer.encode_with_offsets(text)
     c0 = text.index(needles[target])
     c1 = c0 + len(needles[target])

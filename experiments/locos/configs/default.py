@@ -40,10 +40,10 @@ def get_config():
   c.toy.ablation_mode = "mean_q"
   # --- real model
   c.real = ml_collections.ConfigDict()
-  c.real.num_trials = 8
-  c.real.num_eval = 8
+  c.real.num_trials = 24  # probes generated per kind = num_trials + num_eval
+  c.real.num_eval = 24
   c.real.filler_sentences = 2
-  c.real.max_steps = 8
+  c.real.max_steps = 6
   c.real.ks = (1, 5, 20)
   c.real.num_random = 1
   c.real.batch_size = 8
