@@ -28,3 +28,73 @@ __all__ = [
     "eps_from_x", "karras_sigmas", "loss_weight", "output_to_x", "posterior", "q_sample",
     "v_from_x_eps", "x_from_eps", "x_from_v",
 ]
+
+from jaxpapers.dual_rate._networks import (
+    ContextEncoder,
+    DualRateModel,
+    LightDenoiser,
+    SingleNetwork,
+    count_params,
+    timestep_embedding,
+)
+from jaxpapers.dual_rate._sampling import (
+    REFRESH_KINDS,
+    SAMPLERS,
+    TRACE_COUNT,
+    call_counts,
+    component_flops,
+    refresh_schedule,
+    sample,
+    sampling_cost,
+    speedup,
+    wall_time,
+    xla_flops,
+)
+from jaxpapers.dual_rate._training import (
+    COUPLINGS,
+    diffusion_loss,
+    dual_rate_loss,
+    make_train_step,
+    sample_staleness,
+)
+
+__all__ += [
+    "ContextEncoder", "DualRateModel", "LightDenoiser", "SingleNetwork", "count_params",
+    "timestep_embedding", "REFRESH_KINDS", "SAMPLERS", "TRACE_COUNT", "call_counts",
+    "component_flops", "refresh_schedule", "sample", "sampling_cost", "speedup", "wall_time",
+    "xla_flops", "COUPLINGS", "diffusion_loss", "dual_rate_loss", "make_train_step",
+    "sample_staleness",
+]
+
+from jaxpapers.dual_rate._training import EmaState, ema_tracker, find_ema
+from jaxpapers.dual_rate._mmd import last_refresh_index, mmd_losses
+from jaxpapers.dual_rate._eval import (
+    FeatureClassifier,
+    classifier_accuracy,
+    extract_features,
+    fd_metric,
+    frechet_distance,
+    kernel_inception_distance,
+    kid_metric,
+    precision_recall_knn,
+    train_classifier,
+)
+from jaxpapers.dual_rate._data import (
+    DATASETS,
+    SHAPE_CLASSES,
+    digits,
+    load_numpy,
+    load_tfds,
+    num_classes,
+    render_shapes,
+    shapes,
+    tfds_builder,
+)
+
+__all__ += [
+    "EmaState", "ema_tracker", "find_ema", "last_refresh_index", "mmd_losses", "FeatureClassifier",
+    "classifier_accuracy", "extract_features", "fd_metric", "frechet_distance",
+    "kernel_inception_distance", "kid_metric", "precision_recall_knn", "train_classifier",
+    "DATASETS", "SHAPE_CLASSES", "digits", "load_numpy", "load_tfds", "num_classes",
+    "render_shapes", "shapes", "tfds_builder",
+]

@@ -1,0 +1,1 @@
+"""Dual-Rate Diffusion experiment: quality against compute on offline digits."""

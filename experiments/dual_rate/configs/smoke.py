@@ -1,0 +1,33 @@
+"""Seconds-long smoke setting (tests, notebook, reproduce --quick): tiny models, few steps."""
+
+from experiments.dual_rate.configs import default
+
+
+def get_config():
+  c = default.get_config()
+  c.patch_size = 4
+  c.encoder_width = 32
+  c.encoder_depth = 1
+  c.num_heads = 2
+  c.mlp_ratio = 2
+  c.feature_dim = 16
+  c.denoiser_width = 8
+  c.denoiser_blocks = 1
+  c.context_channels = 4
+  c.denoiser_emb_dim = 8
+  c.train_steps = 10
+  c.batch_size = 32
+  c.warmup_steps = 5
+  c.checkpoint_every = 0
+  c.classifier_steps = 10
+  c.num_eval_samples = 64
+  c.eval_seeds = (0,)
+  c.baseline_steps = (4,)
+  c.dual_steps = (4,)
+  c.dual_intervals = (1, 2)
+  c.time_repeats = 1
+  c.mmd_steps = (2,)
+  c.mmd_dual_steps = (2,)
+  c.mmd_train_steps = 3
+  c.grid_samples = 8
+  return c

@@ -1,0 +1,324 @@
+"""Quality against compute for Dual-Rate Diffusion, the single-network baseline and MMD.
+
+Phases (each training phase checkpoints under <workdir>/<phase>/checkpoints and resumes):
+1. a feature classifier for the FD-proxy / KID, and the real-vs-real floor;
+2. the single-network baseline (the heavy ViT) and the dual-rate pair (the same ViT as context
+   encoder + a light conv denoiser, stale-context training) for the same number of steps;
+3. sampling: the baseline at several step counts, dual-rate with refresh interval K at several
+   step counts; exact call counts, FLOPs per sample (per-component XLA cost analysis times call
+   counts) and wall time;
+4. Moment Matching Distillation of both models to k-step students (dual-rate student: encoder
+   every ``mmd_dual_interval`` student steps);
+5. results.json (table + headline), a quality-vs-cost plot and sample grids.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import time
+
+from absl import logging
+
+import jax
+import jax.numpy as jnp
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from flax import nnx  # noqa: E402
+
+from jaxpapers import core  # noqa: E402
+from jaxpapers import dual_rate as dr  # noqa: E402
+
+
+def _log(msg, t0):
+  logging.info("[dual_rate %.1fs] %s", time.perf_counter() - t0, msg)
+
+
+class _Pair(nnx.Module):
+  """Student and auxiliary denoiser trained together by MMD."""
+
+  def __init__(self, student, aux):
+    self.student = student
+    self.aux = aux
+
+
+def _copy(model):
+  return nnx.merge(*nnx.split(model))
+
+
+def _fit(model, loss_fn, *, name, steps, lr, cfg, data, workdir, ema_decay):
+  """Train ``model`` with ``loss_fn(model, x, cond, key)``; returns (EMA model, history, seconds)."""
+  sched = optax.warmup_cosine_decay_schedule(0.0, lr, min(cfg.warmup_steps, max(steps - 1, 1)), max(steps, 2))
+  tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.0),
+                   dr.ema_tracker(ema_decay))
+  state = core.TrainState.create(model, tx)
+  graphdef = state.graphdef
+
+  @jax.jit
+  def step_fn(state, batch):
+    x, c, key = batch
+
+    def lf(p):
+      return loss_fn(nnx.merge(graphdef, p, state.rest), x, c, key)
+
+    (loss, aux), grads = jax.value_and_grad(lf, has_aux=True)(state.params)
+    return state.apply_gradients(grads), {"loss": loss, **aux}
+
+  xs, ys = data["train_images"], data["train_labels"]
+  base_key = jax.random.key(cfg.seed)
+  salt = sum(ord(ch) for ch in name)
+
+  def batch_fn(step):
+    rng = np.random.default_rng([cfg.seed, salt, step])
+    idx = rng.integers(0, xs.shape[0], cfg.batch_size)
+    return jnp.asarray(xs[idx]), jnp.asarray(ys[idx]), jax.random.fold_in(jax.random.fold_in(base_key, salt), step)
+
+  t0 = time.perf_counter()
+  state, history = core.train_loop(state, step_fn, batch_fn, num_steps=steps, workdir=workdir / name,
+                                   checkpoint_every=cfg.checkpoint_every, log_every=max(steps // 10, 1),
+                                   desc=name)
+  seconds = time.perf_counter() - t0
+  ema_model = nnx.merge(graphdef, dr.find_ema(state.opt_state), state.rest)
+  return ema_model, history, seconds
+
+
+def _grid_image(samples, cols):
+  """Tile [N, H, W, C] images in [-1, 1] into one [rows*(H+1), cols*(W+1), 3] RGB array in [0, 1]."""
+  s = np.clip((np.asarray(samples) + 1.0) / 2.0, 0.0, 1.0)
+  if s.shape[-1] == 1:
+    s = np.repeat(s, 3, axis=-1)
+  n, h, w, _ = s.shape
+  rows = -(-n // cols)
+  canvas = np.zeros((rows * (h + 1), cols * (w + 1), 3))
+  for i in range(n):
+    r, c = divmod(i, cols)
+    canvas[r * (h + 1):r * (h + 1) + h, c * (w + 1):c * (w + 1) + w] = s[i]
+  return canvas
+
+
+class _SourceImages:
+  """Random access to a TFDS data source (e.g. imagenet_resized/64x64) as [-1, 1] float images."""
+
+  def __init__(self, source, key):
+    self.source, self.key = source, key
+    self.shape = (len(source),) + tuple(np.asarray(source[0]["image"]).shape)
+
+  def __getitem__(self, idx):
+    idx = np.atleast_1d(np.asarray(idx))
+    x = np.stack([np.asarray(self.source[int(i)][self.key]) for i in idx])
+    return (x.astype(np.float32) / 127.5 - 1.0) if self.key == "image" else x.astype(np.int32)
+
+
+def _load_data(cfg):
+  """digits / shapes in memory; 'imagenet64' from a prepared TFDS data_dir (full config only)."""
+  if cfg.dataset in dr.DATASETS:
+    return dr.load_numpy(cfg.dataset), dr.num_classes(cfg.dataset)
+  core.validate_choice(cfg.dataset, name="dataset", allowed=dr.DATASETS + ("imagenet64",))
+  import tensorflow_datasets as tfds  # noqa: PLC0415
+  src = tfds.data_source("imagenet_resized/64x64", data_dir=str(core.resolve_data_dir(cfg.get("data_dir"))))
+  tr, va = src["train"], src["validation"]
+  rng = np.random.default_rng(cfg.seed)
+  sub = np.sort(rng.choice(len(tr), min(cfg.get("classifier_subset", 50_000), len(tr)), replace=False))
+  test_idx = np.arange(min(cfg.num_eval_samples, len(va)))
+  data = {"train_images": _SourceImages(tr, "image"), "train_labels": _SourceImages(tr, "label"),
+          "subset_images": _SourceImages(tr, "image")[sub], "subset_labels": _SourceImages(tr, "label")[sub],
+          "test_images": _SourceImages(va, "image")[test_idx], "test_labels": _SourceImages(va, "label")[test_idx]}
+  return data, 1000
+
+
+def train_and_evaluate(config, workdir) -> dict:
+  cfg = config
+  t_start = time.perf_counter()
+  workdir = pathlib.Path(workdir)
+  workdir.mkdir(parents=True, exist_ok=True)
+  core.validate_choice(cfg.sampler, name="sampler", allowed=dr.SAMPLERS)
+  core.validate_choice(cfg.coupling, name="coupling", allowed=dr.COUPLINGS)
+  data, ncls = _load_data(cfg)
+  xtr, xte, yte = data["train_images"], data["test_images"], data["test_labels"]
+  xsub, ysub = data.get("subset_images", xtr), data.get("subset_labels", data["train_labels"])
+  img, chans = xtr.shape[1], xtr.shape[3]
+  sched = dr.NoiseSchedule()
+  n_eval = min(cfg.num_eval_samples, xte.shape[0])
+
+  # 1. Feature classifier and the real-vs-real floor.
+  clf = dr.train_classifier(xsub, ysub, num_classes=ncls, steps=cfg.classifier_steps, seed=cfg.seed)
+  ref_feats = dr.extract_features(clf, xsub)
+  floor = {"fd": dr.fd_metric(ref_feats, dr.extract_features(clf, xte[:n_eval])),
+           "kid": dr.kid_metric(ref_feats, dr.extract_features(clf, xte[:n_eval])),
+           "classifier_test_accuracy": dr.classifier_accuracy(clf, xte, yte)}
+
+  _log(f"classifier trained, floor {floor}", t_start)
+
+  # 2. Models and their training.
+  vit = dict(image_size=img, channels=chans, patch_size=cfg.patch_size, num_heads=cfg.num_heads,
+             mlp_ratio=cfg.mlp_ratio, num_classes=ncls)
+  baseline = dr.SingleNetwork(**vit, width=cfg.encoder_width, depth=cfg.encoder_depth,
+                              parametrization=cfg.parametrization, rngs=nnx.Rngs(cfg.seed))
+  dual = dr.DualRateModel(**vit, encoder_width=cfg.encoder_width, encoder_depth=cfg.encoder_depth,
+                          feature_dim=cfg.feature_dim, denoiser_width=cfg.denoiser_width,
+                          denoiser_blocks=cfg.denoiser_blocks, context_channels=cfg.context_channels,
+                          denoiser_emb_dim=cfg.denoiser_emb_dim, parametrization=cfg.parametrization,
+                          rngs=nnx.Rngs(cfg.seed + 1))
+  one = jnp.zeros((1, img, img, chans))
+  c1 = jnp.zeros((1,), jnp.int32)
+  flops = {"baseline": dr.component_flops(baseline, one, c1, schedule=sched),
+           "dual": dr.component_flops(dual, one, c1, schedule=sched)}
+  params = {"baseline": dr.count_params(baseline), "encoder": dr.count_params(dual.encoder),
+            "denoiser": dr.count_params(dual.denoiser)}
+
+  def base_loss(m, x, c, k):
+    return dr.diffusion_loss(m, x, c, k, schedule=sched, weighting=cfg.weighting)
+
+  def dual_loss(m, x, c, k):
+    return dr.dual_rate_loss(m, x, c, k, schedule=sched, num_grid_steps=tuple(cfg.train_grid_steps),
+                             max_staleness=cfg.max_staleness, p_fresh=cfg.p_fresh, coupling=cfg.coupling,
+                             rollout_frac=cfg.rollout_frac, weighting=cfg.weighting)
+
+  baseline, hist_b, sec_b = _fit(baseline, base_loss, name="baseline", steps=cfg.train_steps, lr=cfg.learning_rate,
+                                 cfg=cfg, data=data, workdir=workdir, ema_decay=cfg.ema_decay)
+  dual, hist_d, sec_d = _fit(dual, dual_loss, name="dual_rate", steps=cfg.train_steps, lr=cfg.learning_rate,
+                             cfg=cfg, data=data, workdir=workdir, ema_decay=cfg.ema_decay)
+
+  _log(f"trained baseline ({sec_b:.0f}s) and dual-rate ({sec_d:.0f}s)", t_start)
+
+  # 3. Sampling and evaluation.
+  labels = jnp.asarray(np.arange(n_eval) % ncls, jnp.int32)
+  shape = (n_eval, img, img, chans)
+  rows, grids = [], {}
+
+  def evaluate(method, model, num_steps, interval, sampler, flops_key):
+    refresh = dr.refresh_schedule(num_steps, interval=interval)
+    fds, kids, accs = [], [], []
+    for s in cfg.eval_seeds:
+      x, info = dr.sample(model, jax.random.key(10_000 + s), shape, num_steps=num_steps, refresh=refresh,
+                          sampler=sampler, schedule=sched, cond=labels, return_info=True)
+      x = np.clip(np.asarray(x), -1.0, 1.0)
+      f = dr.extract_features(clf, x)
+      fds.append(dr.fd_metric(ref_feats, f))
+      kids.append(dr.kid_metric(ref_feats, f))
+      accs.append(dr.classifier_accuracy(clf, x, labels))
+      grids.setdefault((method, num_steps, interval), x[:cfg.grid_samples])
+    counts = {k: int(v) for k, v in info.items()}
+    cost = dr.sampling_cost(flops[flops_key], refresh, sampler=sampler)
+    assert counts == {k: cost[k] for k in counts}, (counts, cost)
+    wall = dr.wall_time(lambda: dr.sample(model, jax.random.key(1), shape, num_steps=num_steps, refresh=refresh,
+                                          sampler=sampler, schedule=sched, cond=labels), repeats=cfg.time_repeats)
+    row = {"method": method, "steps": num_steps, "interval_K": interval if flops_key == "dual" else None,
+           "sampler": sampler, **counts, "mflops_per_sample": cost["flops"] / 1e6,
+           "fd_mean": float(np.mean(fds)), "fd_std": float(np.std(fds)), "kid_mean": float(np.mean(kids)),
+           "class_acc": float(np.mean(accs)), "wall_s": wall}
+    rows.append(row)
+    _log(f"{method} N={num_steps} K={interval}: FD {row['fd_mean']:.3f} at {row['mflops_per_sample']:.2f} MFLOPs",
+         t_start)
+    return row
+
+  for n in cfg.baseline_steps:
+    evaluate("baseline", baseline, n, 1, cfg.sampler, "baseline")
+  for n in cfg.dual_steps:
+    for k in cfg.dual_intervals:
+      evaluate("dual-rate", dual, n, k, cfg.sampler, "dual")
+
+  # 4. Moment matching distillation.
+  mmd_time = {}
+
+  def distill(teacher, k, is_dual):
+    tg, tstate = nnx.split(teacher)
+    refresh = dr.refresh_schedule(k, interval=cfg.mmd_dual_interval) if is_dual else None
+
+    def loss(pair, x, c, key):
+      s_loss, a_loss, met = dr.mmd_losses(pair.student, pair.aux, nnx.merge(tg, tstate), x, c, key, schedule=sched,
+                                          num_student_steps=k, refresh=refresh)
+      return s_loss + a_loss, {"student_loss": s_loss, "aux_loss": a_loss, **met}
+
+    name = f"mmd_{'dual' if is_dual else 'baseline'}_{k}"
+    pair, _, sec = _fit(_Pair(_copy(teacher), _copy(teacher)), loss, name=name, steps=cfg.mmd_train_steps,
+                        lr=cfg.mmd_learning_rate, cfg=cfg, data=data, workdir=workdir, ema_decay=0.0)
+    mmd_time[name] = sec
+    return pair.student
+
+  for k in cfg.mmd_steps:
+    evaluate("mmd-baseline", distill(baseline, k, False), k, 1, "ancestral", "baseline")
+  for k in cfg.mmd_dual_steps:
+    evaluate("mmd-dual-rate", distill(dual, k, True), k, cfg.mmd_dual_interval, "ancestral", "dual")
+
+  # 5. Headline: cheapest configuration of each family that reaches the baseline's best quality.
+  base_rows = [r for r in rows if r["method"] == "baseline"]
+  best = min(base_rows, key=lambda r: r["fd_mean"])
+  target = best["fd_mean"] + best["fd_std"]
+
+  def cheapest(pred):
+    ok = [r for r in rows if pred(r) and r["fd_mean"] <= target]
+    return min(ok, key=lambda r: r["mflops_per_sample"]) if ok else None
+
+  cb = cheapest(lambda r: r["method"] == "baseline")
+  cd = cheapest(lambda r: r["method"] == "dual-rate" and r["interval_K"] > 1)
+  headline = {"target_fd": target, "baseline_best": best, "baseline_cheapest_at_target": cb,
+              "dual_rate_cheapest_at_target": cd,
+              "flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"]) if cd else None,
+              "wall_reduction_at_matched_quality": (cb["wall_s"] / cd["wall_s"]) if cd else None,
+              "cost_ratio_light_over_heavy": flops["dual"]["denoiser"] / flops["dual"]["encoder"]}
+
+  # Plots.
+  fig, ax = plt.subplots(figsize=(7, 4.5))
+  fam = [("baseline", None, "k-o"), ("dual-rate", 1, "C0-s"), ("dual-rate", 2, "C1-^"), ("dual-rate", 4, "C2-v"),
+         ("dual-rate", 8, "C3-D"), ("mmd-baseline", None, "C4--o"), ("mmd-dual-rate", None, "C5--s")]
+  for method, k, style in fam:
+    rr = sorted([r for r in rows if r["method"] == method and (k is None or r["interval_K"] == k)],
+                key=lambda r: r["mflops_per_sample"])
+    if rr:
+      lab = method if k is None else f"{method} K={k}"
+      ax.errorbar([r["mflops_per_sample"] for r in rr], [r["fd_mean"] for r in rr],
+                  yerr=[r["fd_std"] for r in rr], fmt=style, label=lab, capsize=2)
+      for r in rr:
+        ax.annotate(str(r["steps"]), (r["mflops_per_sample"], r["fd_mean"]), fontsize=7,
+                    xytext=(2, 2), textcoords="offset points")
+  ax.axhline(floor["fd"], color="gray", ls=":", label="real-vs-real floor")
+  ax.set_xscale("log")
+  ax.set_yscale("log")
+  ax.set_xlabel("MFLOPs per sample (XLA cost analysis x exact call counts)")
+  ax.set_ylabel(f"FD-proxy (classifier features, N={n_eval})")
+  ax.set_title(f"Dual-Rate Diffusion on {cfg.dataset}: quality vs compute (labels = steps)")
+  ax.legend(fontsize=7)
+  core.save_figure(fig, workdir, "quality_vs_cost")
+
+  show = [("baseline", max(cfg.baseline_steps), 1), ("dual-rate", max(cfg.dual_steps), max(cfg.dual_intervals)),
+          ("mmd-baseline", max(cfg.mmd_steps), 1), ("mmd-dual-rate", max(cfg.mmd_dual_steps), cfg.mmd_dual_interval)]
+  show = [s for s in show if s in grids]
+  fig, axes = plt.subplots(1, len(show) + 1, figsize=(3.2 * (len(show) + 1), 3.4))
+  axes[0].imshow(_grid_image(xte[:cfg.grid_samples], 8))
+  axes[0].set_title("real (test)", fontsize=8)
+  for a, key in zip(axes[1:], show):
+    a.imshow(_grid_image(grids[key], 8))
+    a.set_title(f"{key[0]} N={key[1]} K={key[2]}", fontsize=8)
+  for a in axes:
+    a.axis("off")
+  core.save_figure(fig, workdir, "samples")
+
+  # Results.
+  head = ("| method | steps | K | E calls | D calls | MFLOPs/sample | FD-proxy (mean ± std) | KID | class acc | wall s |\n"
+          "|---|---|---|---|---|---|---|---|---|---|\n")
+  body = "".join(
+      f"| {r['method']} | {r['steps']} | {r['interval_K'] if r['interval_K'] else '-'} | {r['encoder_calls']} | "
+      f"{r['denoiser_calls']} | {r['mflops_per_sample']:.2f} | {r['fd_mean']:.3f} ± {r['fd_std']:.3f} | "
+      f"{r['kid_mean']:.4f} | {r['class_acc']:.3f} | {r['wall_s']:.3f} |\n" for r in rows)
+  body += (f"| real-vs-real floor | - | - | - | - | - | {floor['fd']:.3f} | {floor['kid']:.4f} | "
+           f"{floor['classifier_test_accuracy']:.3f} | - |\n")
+  fr = headline["flop_reduction_at_matched_quality"]
+  notes = (f"FD-proxy = Frechet distance on {dr.FeatureClassifier.__name__} penultimate features (not FID), "
+           f"N={n_eval} samples per seed, seeds={list(cfg.eval_seeds)}, reference = train set features; "
+           f"class-conditional with balanced labels; sampler {cfg.sampler} (MMD students: ancestral). "
+           f"Matched-quality target FD <= {target:.3f} (best baseline + its seed std). "
+           + (f"Dual-rate reaches it at {fr:.2f}x fewer FLOPs than the baseline." if fr else
+              "Dual-rate (K>1) did not reach the target in this run.")
+           + " Wall times are noisy (shared CPU cores).")
+  metrics = {"rows": rows, "headline": headline, "floor": floor, "flops_per_call": flops, "params": params,
+             "train_seconds": {"baseline": sec_b, "dual_rate": sec_d, **mmd_time},
+             "train_final_loss": {"baseline": hist_b[-1].get("train/loss") if hist_b else None,
+                                  "dual_rate": hist_d[-1].get("train/loss") if hist_d else None},
+             "num_eval_samples": n_eval, "eval_seeds": list(cfg.eval_seeds), "ema_decay": cfg.ema_decay}
+  core.write_results(workdir, metrics=metrics, config=cfg, table_markdown=head + body, notes=notes,
+                     wall_time_s=time.perf_counter() - t_start)
+  return metrics

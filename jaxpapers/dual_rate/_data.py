@@ -1,0 +1,151 @@
+"""Offline image data: sklearn's bundled digits and a procedurally generated shapes set.
+
+Both come as plain numpy sources (:func:`digits`, :func:`shapes`) and as TFDS builders
+(:class:`DigitsImages`, :class:`ShapesImages`) written in the array_record format, which TFDS
+builds and reads through ``tfds.data_source`` without TensorFlow. Nothing is downloaded.
+Images are float32 [N, H, W, 1] in [-1, 1]; labels int32 [N].
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+
+import numpy as np
+
+DATASETS = ("digits", "shapes")
+SHAPE_CLASSES = ("disc", "square", "triangle", "cross")
+
+
+def digits(*, num_test: int = 500, seed: int = 0) -> dict:
+  """sklearn ``load_digits`` (1797 images of 8x8, values 0..16) scaled to [-1, 1], split in a
+  fixed random train/test split. Returns dict(train_images, train_labels, test_images, test_labels)."""
+  from sklearn.datasets import load_digits  # noqa: PLC0415
+  d = load_digits()
+  x = (d.images.astype(np.float32) / 8.0 - 1.0)[..., None]
+  y = d.target.astype(np.int32)
+  perm = np.random.default_rng(seed).permutation(x.shape[0])
+  te, tr = perm[:num_test], perm[num_test:]
+  return {"train_images": x[tr], "train_labels": y[tr], "test_images": x[te], "test_labels": y[te]}
+
+
+def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) -> np.ndarray:
+  """Render one anti-aliased shape per label (0 disc, 1 square, 2 triangle, 3 cross) with random
+  centre, size, rotation and intensity on a dark background. Returns [N, S, S, 1] in [-1, 1]."""
+  labels = np.asarray(labels)
+  rng = np.random.default_rng(seed)
+  n, s = labels.shape[0], image_size
+  yy, xx = np.meshgrid(np.arange(s) + 0.5, np.arange(s) + 0.5, indexing="ij")
+  out = np.empty((n, s, s), np.float32)
+  for i in range(n):
+    r = rng.uniform(0.22, 0.36) * s
+    cx, cy = rng.uniform(r, s - r, size=2)
+    th = rng.uniform(0, 2 * np.pi)
+    u = (xx - cx) * np.cos(th) + (yy - cy) * np.sin(th)
+    v = -(xx - cx) * np.sin(th) + (yy - cy) * np.cos(th)
+    c = int(labels[i])
+    if c == 0:
+      sd = np.sqrt(u**2 + v**2) - r
+    elif c == 1:
+      sd = np.maximum(np.abs(u), np.abs(v)) - 0.8 * r
+    elif c == 2:
+      ang = np.arctan2(v, u)
+      k = np.cos(np.pi / 3) / np.cos((ang % (2 * np.pi / 3)) - np.pi / 3)
+      sd = np.sqrt(u**2 + v**2) - r * k
+    else:
+      w = 0.3 * r
+      sd = np.minimum(np.maximum(np.abs(u) - r, np.abs(v) - w), np.maximum(np.abs(u) - w, np.abs(v) - r))
+    img = np.clip(0.5 - sd, 0.0, 1.0) * rng.uniform(0.6, 1.0)
+    out[i] = 2.0 * img - 1.0
+  return out[..., None]
+
+
+def shapes(*, num_train: int = 2000, num_test: int = 400, image_size: int = 16, seed: int = 0) -> dict:
+  """Procedurally generated shapes (4 classes), deterministic in ``seed``; same dict as :func:`digits`."""
+  rng = np.random.default_rng(seed)
+  ytr = rng.integers(0, len(SHAPE_CLASSES), num_train).astype(np.int32)
+  yte = rng.integers(0, len(SHAPE_CLASSES), num_test).astype(np.int32)
+  return {"train_images": render_shapes(ytr, image_size=image_size, seed=seed + 1), "train_labels": ytr,
+          "test_images": render_shapes(yte, image_size=image_size, seed=seed + 2), "test_labels": yte}
+
+
+def load_numpy(name: str, **kwargs) -> dict:
+  """Numpy source by name: 'digits' or 'shapes'."""
+  if name not in DATASETS:
+    raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
+  return digits(**kwargs) if name == "digits" else shapes(**kwargs)
+
+
+def num_classes(name: str) -> int:
+  if name not in DATASETS:
+    raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
+  return 10 if name == "digits" else len(SHAPE_CLASSES)
+
+
+# ----------------------------------------------------------------------------------------------
+# TFDS builders (array_record; no TensorFlow needed to build or read).
+# ----------------------------------------------------------------------------------------------
+@functools.cache
+def _builders():
+  import tensorflow_datasets as tfds  # noqa: PLC0415
+
+  class _Base(tfds.core.GeneratorBasedBuilder, skip_registration=True):
+    VERSION = tfds.core.Version("1.0.0")
+    RELEASE_NOTES = {"1.0.0": "Initial release."}
+    # Without the optional `importlib_resources` package TFDS fails to resolve the source file of
+    # a builder that lives in an installed package; these builders need no code-side resources.
+    code_path = None
+    _SOURCE = "digits"
+    _SIZE = 8
+    _CLASSES = 10
+
+    def _info(self):
+      return tfds.core.DatasetInfo(
+          builder=self,
+          features=tfds.features.FeaturesDict({
+              "image": tfds.features.Tensor(shape=(self._SIZE, self._SIZE, 1), dtype=np.float32),
+              "label": tfds.features.ClassLabel(num_classes=self._CLASSES),
+              "index": tfds.features.Scalar(dtype=np.int64)}),
+          supervised_keys=("image", "label"))
+
+    def _split_generators(self, dl_manager):
+      del dl_manager  # nothing to download
+      data = load_numpy(self._SOURCE)
+      return {"train": self._generate_examples(data["train_images"], data["train_labels"]),
+              "test": self._generate_examples(data["test_images"], data["test_labels"])}
+
+    def _generate_examples(self, images, labels):
+      for i in range(images.shape[0]):
+        yield i, {"image": images[i], "label": int(labels[i]), "index": i}
+
+  class DigitsImages(_Base):
+    """sklearn digits, 8x8 in [-1, 1], 10 classes (train 1297 / test 500)."""
+    name = "jaxpapers_digits"
+
+  class ShapesImages(_Base):
+    """Procedural shapes, 16x16 in [-1, 1], 4 classes (train 2000 / test 400)."""
+    name = "jaxpapers_shapes"
+    _SOURCE, _SIZE, _CLASSES = "shapes", 16, len(SHAPE_CLASSES)
+
+  return {"digits": DigitsImages, "shapes": ShapesImages}
+
+
+def tfds_builder(name: str, data_dir):
+  """The TFDS builder for 'digits' or 'shapes' writing array_record files under ``data_dir``."""
+  if name not in DATASETS:
+    raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
+  return _builders()[name](data_dir=str(data_dir), file_format="array_record")
+
+
+def load_tfds(name: str, data_dir) -> dict:
+  """Prepare (once) and read the TFDS dataset through ``as_data_source``; same dict (and order,
+  restored from the stored ``index`` feature) as the numpy sources."""
+  b = tfds_builder(name, pathlib.Path(data_dir))
+  b.download_and_prepare()
+  src = b.as_data_source()
+  out = {}
+  for split in ("train", "test"):
+    ex = sorted((src[split][i] for i in range(len(src[split]))), key=lambda e: int(e["index"]))
+    out[f"{split}_images"] = np.stack([e["image"] for e in ex]).astype(np.float32)
+    out[f"{split}_labels"] = np.asarray([e["label"] for e in ex], np.int32)
+  return out

@@ -1,0 +1,172 @@
+"""Offline quality metric: Frechet distance and KID on features of a classifier trained here.
+
+The numbers are an FD-proxy, not FID: they use the 64-d penultimate features of a small CNN
+(:class:`FeatureClassifier`) trained on the same data, and are comparable only at a fixed sample
+count N, classifier and dataset. Always report the real-versus-real floor (held-out real images
+against training images at the same N) next to them.
+
+References: Heusel et al., FID, arXiv:1706.08500; Binkowski et al., KID, arXiv:1801.01401;
+Kynkaanniemi et al., improved precision/recall, arXiv:1904.06991.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+
+class FeatureClassifier(nnx.Module):
+  """Small CNN: conv(32) -> conv(64, stride 2) -> dense(feature_dim) -> dense(num_classes).
+
+  ``features(x)`` returns the penultimate ``feature_dim`` activations used for FD/KID.
+  """
+
+  def __init__(self, *, image_size: int = 8, channels: int = 1, num_classes: int = 10,
+               feature_dim: int = 64, rngs: nnx.Rngs):
+    self.c1 = nnx.Conv(channels, 32, kernel_size=(3, 3), rngs=rngs)
+    self.c2 = nnx.Conv(32, 64, kernel_size=(3, 3), strides=(2, 2), rngs=rngs)
+    side = -(-image_size // 2)
+    self.fc = nnx.Linear(side * side * 64, feature_dim, rngs=rngs)
+    self.head = nnx.Linear(feature_dim, num_classes, rngs=rngs)
+
+  def features(self, x):
+    if x.ndim != 4:
+      raise ValueError(f"x must be [B, H, W, C], got {x.shape}")
+    y = jax.nn.relu(self.c2(jax.nn.relu(self.c1(x))))
+    return jax.nn.relu(self.fc(y.reshape(y.shape[0], -1)))
+
+  def __call__(self, x):
+    return self.head(self.features(x))
+
+
+def train_classifier(images: np.ndarray, labels: np.ndarray, *, num_classes: int, steps: int = 400,
+                     batch_size: int = 128, learning_rate: float = 2e-3, seed: int = 0,
+                     noise_std: float = 0.1) -> FeatureClassifier:
+  """Train a FeatureClassifier with Adam on [N, H, W, C] images (small Gaussian-noise augmentation)."""
+  images = np.asarray(images, np.float32)
+  labels = np.asarray(labels, np.int32)
+  if images.ndim != 4 or labels.shape != (images.shape[0],):
+    raise ValueError(f"images must be [N, H, W, C] and labels [N], got {images.shape} and {labels.shape}")
+  model = FeatureClassifier(image_size=images.shape[1], channels=images.shape[3], num_classes=num_classes,
+                            rngs=nnx.Rngs(seed))
+  graphdef, params = nnx.split(model)
+  tx = optax.adam(learning_rate)
+  opt = tx.init(params)
+
+  @jax.jit
+  def step(params, opt, x, y, key):
+    x = x + noise_std * jax.random.normal(key, x.shape)
+
+    def lf(p):
+      logits = nnx.merge(graphdef, p)(x)
+      return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+    loss, g = jax.value_and_grad(lf)(params)
+    upd, opt = tx.update(g, opt, params)
+    return optax.apply_updates(params, upd), opt, loss
+
+  rng = np.random.default_rng(seed)
+  key = jax.random.key(seed)
+  for it in range(steps):
+    idx = rng.integers(0, images.shape[0], batch_size)
+    params, opt, _ = step(params, opt, images[idx], labels[idx], jax.random.fold_in(key, it))
+  return nnx.merge(graphdef, params)
+
+
+def extract_features(classifier: FeatureClassifier, images, *, batch_size: int = 256) -> np.ndarray:
+  """Penultimate features [N, feature_dim] as float64 numpy."""
+  graphdef, state = nnx.split(classifier)
+  f = jax.jit(lambda st, x: nnx.merge(graphdef, st).features(x))
+  images = np.asarray(images, np.float32)
+  n = images.shape[0]
+  pad = (-n) % batch_size  # one compiled shape for every call
+  images = np.concatenate([images, np.zeros((pad,) + images.shape[1:], np.float32)])
+  out = [np.asarray(f(state, images[i:i + batch_size])) for i in range(0, images.shape[0], batch_size)]
+  return np.concatenate(out)[:n].astype(np.float64)
+
+
+def classifier_accuracy(classifier: FeatureClassifier, images, labels) -> float:
+  graphdef, state = nnx.split(classifier)
+  logits = jax.jit(lambda st, x: nnx.merge(graphdef, st)(x))(state, jnp.asarray(images, jnp.float32))
+  return float(np.mean(np.asarray(jnp.argmax(logits, -1)) == np.asarray(labels)))
+
+
+def _check_feats(a, b):
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+    raise ValueError(f"features must be [N, D] and [M, D], got {a.shape} and {b.shape}")
+  if a.shape[0] < 2 or b.shape[0] < 2:
+    raise ValueError("need at least two feature vectors on each side")
+  return a, b
+
+
+def _sqrtm_psd(s):
+  w, v = np.linalg.eigh((s + s.T) / 2)
+  return (v * np.sqrt(np.clip(w, 0, None))) @ v.T
+
+
+def frechet_distance(f_real, f_gen) -> float:
+  """||mu_1 - mu_2||^2 + tr(S_1 + S_2 - 2 (S_1^{1/2} S_2 S_1^{1/2})^{1/2}), in float64.
+
+  Uses the symmetric form via eigh and clips negative eigenvalues to 0 (PSD-clipped).
+  Comparable only at a fixed N, classifier and dataset.
+  """
+  a, b = _check_feats(f_real, f_gen)
+  mu1, mu2 = a.mean(0), b.mean(0)
+  s1, s2 = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+  r1 = _sqrtm_psd(s1)
+  m = r1 @ s2 @ r1
+  w = np.clip(np.linalg.eigvalsh((m + m.T) / 2), 0, None)
+  return float(np.sum((mu1 - mu2) ** 2) + np.trace(s1) + np.trace(s2) - 2 * np.sum(np.sqrt(w)))
+
+
+def kernel_inception_distance(f_real, f_gen, *, degree: int = 3, subsets: int = 10, subset_size: int = 500,
+                              seed: int = 0) -> float:
+  """Unbiased MMD^2 with the polynomial kernel k(x, y) = (x.y / d + 1)^degree, averaged over
+  random subsets of size min(subset_size, N, M)."""
+  a, b = _check_feats(f_real, f_gen)
+  d = a.shape[1]
+  m = min(subset_size, a.shape[0], b.shape[0])
+  rng = np.random.default_rng(seed)
+  vals = []
+  for _ in range(subsets):
+    x = a[rng.choice(a.shape[0], m, replace=False)]
+    y = b[rng.choice(b.shape[0], m, replace=False)]
+    kxx, kyy, kxy = ((p @ q.T / d + 1) ** degree for p, q in ((x, x), (y, y), (x, y)))
+    vals.append((kxx.sum() - np.trace(kxx)) / (m * (m - 1)) + (kyy.sum() - np.trace(kyy)) / (m * (m - 1))
+                - 2 * kxy.mean())
+  return float(np.mean(vals))
+
+
+def precision_recall_knn(f_real, f_gen, *, k: int = 3) -> tuple[float, float]:
+  """k-NN precision (fraction of generated inside the real manifold) and recall (vice versa)."""
+  a, b = _check_feats(f_real, f_gen)
+
+  def radii(x):
+    d = np.sqrt(np.maximum(((x[:, None] - x[None]) ** 2).sum(-1), 0))
+    return np.sort(d, axis=1)[:, k]
+
+  def inside(x, ref, r):
+    d = np.sqrt(np.maximum(((x[:, None] - ref[None]) ** 2).sum(-1), 0))
+    return float(np.mean(np.any(d <= r[None], axis=1)))
+
+  return inside(b, a, radii(a)), inside(a, b, radii(b))
+
+
+def fd_metric(f_real, f_gen) -> float:
+  """Frechet distance via ``jaxpapers.metrics.frechet_distance`` evaluated in float64."""
+  from jaxpapers import metrics  # noqa: PLC0415
+  a, b = _check_feats(f_real, f_gen)
+  with jax.enable_x64(True):
+    return float(metrics.frechet_distance(jnp.asarray(a, jnp.float64), jnp.asarray(b, jnp.float64)))
+
+
+def kid_metric(f_real, f_gen) -> float:
+  """KID (all samples, cubic polynomial kernel) via ``jaxpapers.metrics`` evaluated in float64."""
+  from jaxpapers import metrics  # noqa: PLC0415
+  a, b = _check_feats(f_real, f_gen)
+  with jax.enable_x64(True):
+    return float(metrics.kernel_inception_distance(jnp.asarray(a, jnp.float64), jnp.asarray(b, jnp.float64)))

@@ -1,0 +1,189 @@
+"""Training objectives: the stale-context dual-rate loss [reconstruction] and the standard loss.
+
+Stale-context training (spec §3.3, a reconstruction: the paper's objective is not public):
+
+1. sample x, c, t ~ U(0, 1) and a staleness k in {0, ..., K_max - 1}: k = 0 with probability
+   p_fresh, otherwise uniform on {1, ..., K_max - 1};
+2. tau = min(1, t + k / N): the features are k sampler-grid steps noisier than z_t;
+3. draw (z_tau, z_t) on one trajectory:
+   (a) 'ddim' (default): one eps for both, z_tau = a_tau x + s_tau eps, z_t = a_t x + s_t eps;
+   (b) 'ancestral': z_t ~ q(z_t | z_tau, x) (the posterior with (t, s) -> (tau, t));
+   (c) 'rollout': like (a), but for a fraction ``rollout_frac`` of the batch z_t is produced by
+       running the light denoiser from z_tau for k DDIM steps with h = sg(E(z_tau, tau)),
+       under stop-gradient (removes the exposure bias of (a) and (b));
+4. L = w(lambda_t) || D_psi(z_t, t, E_phi(z_tau, tau), tau) - x ||^2, gradients into E and D.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from jaxpapers.dual_rate._networks import DualRateModel, SingleNetwork
+from jaxpapers.dual_rate._schedule import (NoiseSchedule, ddim_step, loss_weight, output_to_x, posterior,
+                                           q_sample)
+
+COUPLINGS = ("ddim", "ancestral", "rollout")
+
+
+def _per_example_mse(a, b):
+  return jnp.mean((a - b) ** 2, axis=tuple(range(1, a.ndim)))
+
+
+def sample_staleness(key, batch: int, *, max_staleness: int, p_fresh: float) -> jax.Array:
+  """k [B] int32: 0 with probability p_fresh, else uniform on {1..max_staleness-1}."""
+  if max_staleness <= 1:
+    return jnp.zeros((batch,), jnp.int32)
+  k1, k2 = jax.random.split(key)
+  k = jax.random.randint(k1, (batch,), 1, max_staleness)
+  return jnp.where(jax.random.bernoulli(k2, p_fresh, (batch,)), 0, k).astype(jnp.int32)
+
+
+def dual_rate_loss(model: DualRateModel, x, cond, key, *, schedule: NoiseSchedule = NoiseSchedule(),
+                   num_grid_steps=16, max_staleness: int = 4, p_fresh: float = 0.5,
+                   coupling: str = "ddim", rollout_frac: float = 0.2, weighting: str = "v"):
+  """Stale-context loss of spec §3.3 [reconstruction].
+
+  Args:
+    model: DualRateModel.
+    x: data [B, H, W, C]. cond: int labels [B] or None. key: typed PRNG key.
+    schedule: noise schedule. num_grid_steps: N of the sampler grid that sets tau = t + k/N, or a
+      sequence of N values (one drawn per example) to cover several sampler step counts.
+    max_staleness: K_max; k in {0..K_max-1}. p_fresh: P(k = 0).
+    coupling: 'ddim' | 'ancestral' | 'rollout'. rollout_frac: batch fraction rolled out.
+    weighting: 'v' | 'x' | 'eps' loss weight w(lambda_t) on ||x_hat - x||^2.
+
+  Returns:
+    (loss scalar, aux dict with 'mse_fresh', 'mse_stale', 'mean_k').
+  """
+  if not isinstance(model, DualRateModel):
+    raise TypeError(f"model must be a DualRateModel, got {type(model).__name__}")
+  if coupling not in COUPLINGS:
+    raise ValueError(f"coupling must be one of {COUPLINGS}, got {coupling!r}")
+  if x.ndim != 4:
+    raise ValueError(f"x must be [B, H, W, C], got {x.shape}")
+  grids = tuple(num_grid_steps) if isinstance(num_grid_steps, (tuple, list)) else (num_grid_steps,)
+  if max_staleness < 1 or not grids or min(grids) < 1:
+    raise ValueError(f"max_staleness and num_grid_steps must be >= 1, got {max_staleness}, {num_grid_steps}")
+  b = x.shape[0]
+  k_t, k_k, k_eps, k_post, k_sel = jax.random.split(key, 5)
+  t = jax.random.uniform(k_t, (b,))
+  k = sample_staleness(k_k, b, max_staleness=max_staleness, p_fresh=p_fresh)
+  if len(grids) == 1:
+    n_grid = jnp.full((b,), grids[0], jnp.float32)
+  else:  # one grid per example, so a single model serves several sampler step counts
+    n_grid = jnp.asarray(grids, jnp.float32)[jax.random.randint(jax.random.fold_in(key, 99), (b,), 0, len(grids))]
+  tau = jnp.minimum(1.0, t + k / n_grid)
+  eps = jax.random.normal(k_eps, x.shape)
+  z_tau = q_sample(x, tau, eps, schedule)
+  if coupling == "ancestral":
+    mean, var = posterior(z_tau, x, tau, t, schedule)  # q(z_t | z_tau, x), t <= tau
+    z_t = mean + jnp.sqrt(var) * jax.random.normal(k_post, x.shape)
+  else:
+    z_t = q_sample(x, t, eps, schedule)
+
+  h = model.encode(z_tau, tau, cond)
+  dl = schedule.logsnr(t) - schedule.logsnr(tau)
+
+  if coupling == "rollout" and max_staleness > 1:
+    hs = jax.lax.stop_gradient(h)
+    kf = jnp.maximum(k, 1).astype(jnp.float32)
+
+    def roll(j, z):
+      tj = tau - j * (tau - t) / kf
+      tn = tau - (j + 1) * (tau - t) / kf
+      x_hat = output_to_x(model.denoise(z, tj, hs, tau, cond, schedule.logsnr(tj) - schedule.logsnr(tau)),
+                          z, tj, schedule, model.parametrization)
+      z_new = ddim_step(z, x_hat, tj, tn, schedule)
+      return jnp.where((j < k)[:, None, None, None], z_new, z)
+
+    z_roll = jax.lax.stop_gradient(jax.lax.fori_loop(0, max_staleness - 1, roll, z_tau))
+    sel = jax.random.bernoulli(k_sel, rollout_frac, (b,))[:, None, None, None]
+    z_t = jnp.where(sel, z_roll, z_t)
+
+  out = model.denoise(z_t, t, h, tau, cond, dl)
+  x_hat = output_to_x(out, z_t, t, schedule, model.parametrization)
+  w = loss_weight(schedule.logsnr(t), weighting)
+  mse = _per_example_mse(x_hat, x)
+  loss = jnp.mean(w * mse)
+  fresh = (k == 0).astype(jnp.float32)
+  aux = {"mse_fresh": jnp.sum(fresh * mse) / jnp.maximum(fresh.sum(), 1.0),
+         "mse_stale": jnp.sum((1 - fresh) * mse) / jnp.maximum((1 - fresh).sum(), 1.0),
+         "mean_k": jnp.mean(k.astype(jnp.float32))}
+  return loss, aux
+
+
+def diffusion_loss(model: SingleNetwork, x, cond, key, *, schedule: NoiseSchedule = NoiseSchedule(),
+                   weighting: str = "v"):
+  """Standard loss of the single-network baseline: w(lambda_t) ||x_hat(z_t, t) - x||^2."""
+  if not isinstance(model, SingleNetwork):
+    raise TypeError(f"model must be a SingleNetwork, got {type(model).__name__}")
+  if x.ndim != 4:
+    raise ValueError(f"x must be [B, H, W, C], got {x.shape}")
+  k_t, k_eps = jax.random.split(key)
+  t = jax.random.uniform(k_t, (x.shape[0],))
+  z_t = q_sample(x, t, jax.random.normal(k_eps, x.shape), schedule)
+  x_hat = output_to_x(model(z_t, t, cond), z_t, t, schedule, model.parametrization)
+  mse = _per_example_mse(x_hat, x)
+  return jnp.mean(loss_weight(schedule.logsnr(t), weighting) * mse), {"mse": jnp.mean(mse)}
+
+
+def make_train_step(graphdef, loss_fn, tx: optax.GradientTransformation, *, ema_decay: float = 0.999):
+  """A pure jitted step over pytrees (nnx.split state) with an EMA of the parameters.
+
+  ``loss_fn(model, x, cond, key) -> (loss, aux)``. The returned
+  ``step(params, opt_state, ema, x, cond, key) -> (params, opt_state, ema, metrics)`` merges the
+  module inside the trace (functional at the jit boundary).
+  """
+
+  def step(params, opt_state, ema, x, cond, key):
+    def lf(p):
+      return loss_fn(nnx.merge(graphdef, p), x, cond, key)
+
+    (loss, aux), grads = jax.value_and_grad(lf, has_aux=True)(params)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    ema = jax.tree.map(lambda e, p: ema_decay * e + (1 - ema_decay) * p, ema, params)
+    return params, opt_state, ema, {"loss": loss, "grad_norm": optax.global_norm(grads), **aux}
+
+  return jax.jit(step, donate_argnums=(0, 1, 2))
+
+
+class EmaState(NamedTuple):
+  """State of :func:`ema_tracker`: the exponential moving average of the parameters."""
+  ema: Any
+
+
+def ema_tracker(decay: float) -> optax.GradientTransformation:
+  """Leaves updates unchanged and tracks ``ema <- decay ema + (1 - decay) (params + updates)``.
+
+  Chain it last (``optax.chain(..., ema_tracker(0.999))``) so the EMA of the parameters lives in
+  the optimizer state and is checkpointed with it; read it back with :func:`find_ema`.
+  """
+  if not 0.0 <= decay < 1.0:
+    raise ValueError(f"decay must be in [0, 1), got {decay}")
+
+  def init(params):
+    return EmaState(ema=jax.tree.map(jnp.asarray, params))
+
+  def update(updates, state, params=None):
+    if params is None:
+      raise ValueError("ema_tracker needs params")
+    new = optax.apply_updates(params, updates)
+    ema = jax.tree.map(lambda e, p: decay * e + (1.0 - decay) * p, state.ema, new)
+    return updates, EmaState(ema=ema)
+
+  return optax.GradientTransformation(init, update)
+
+
+def find_ema(opt_state):
+  """The EMA parameters from an optimizer state that contains an :func:`ema_tracker` state."""
+  found = [s for s in jax.tree.leaves(opt_state, is_leaf=lambda s: isinstance(s, EmaState))
+           if isinstance(s, EmaState)]
+  if len(found) != 1:
+    raise ValueError(f"expected exactly one EmaState in the optimizer state, found {len(found)}")
+  return found[0].ema

@@ -1,0 +1,117 @@
+"""FD/KID against float64 numpy, data sources and TFDS builders, MMD losses."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+from flax import nnx
+
+from jaxpapers import dual_rate as dr
+from tests.dual_rate._util import randomize, tiny_dual, tiny_single
+
+
+def _fd_reference(a, b):
+  mu1, mu2 = a.mean(0), b.mean(0)
+  s1, s2 = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+  covmean = scipy.linalg.sqrtm(s1 @ s2).real
+  return float(np.sum((mu1 - mu2) ** 2) + np.trace(s1 + s2 - 2 * covmean))
+
+
+def test_frechet_distance_matches_float64_scipy():
+  rng = np.random.default_rng(0)
+  a = rng.normal(size=(400, 12)) @ rng.normal(size=(12, 12))
+  b = rng.normal(size=(300, 12)) @ rng.normal(size=(12, 12)) + 0.5
+  ref = _fd_reference(a, b)
+  np.testing.assert_allclose(dr.frechet_distance(a, b), ref, rtol=1e-8)
+  np.testing.assert_allclose(dr.fd_metric(a, b), ref, rtol=1e-8)
+  assert abs(dr.fd_metric(a, a)) < 1e-6
+  with pytest.raises(ValueError, match="features"):
+    dr.fd_metric(a, b[:, :5])
+
+
+def test_kid_matches_brute_force():
+  rng = np.random.default_rng(1)
+  x, y = rng.normal(size=(40, 6)), rng.normal(size=(30, 6)) + 0.3
+  k = lambda p, q: (p @ q / 6 + 1) ** 3  # noqa: E731
+  kxx = np.mean([k(x[i], x[j]) for i in range(40) for j in range(40) if i != j])
+  kyy = np.mean([k(y[i], y[j]) for i in range(30) for j in range(30) if i != j])
+  kxy = np.mean([k(x[i], y[j]) for i in range(40) for j in range(30)])
+  ref = kxx + kyy - 2 * kxy
+  np.testing.assert_allclose(dr.kid_metric(x, y), ref, rtol=1e-8)
+  np.testing.assert_allclose(dr.kernel_inception_distance(x[:30], y, subsets=1, subset_size=30),
+                             dr.kid_metric(x[:30], y), rtol=1e-8)
+
+
+def test_precision_recall_knn():
+  rng = np.random.default_rng(2)
+  a = rng.normal(size=(200, 3))
+  p, r = dr.precision_recall_knn(a, a + 1e-9, k=3)
+  assert p == 1.0 and r == 1.0
+  p, r = dr.precision_recall_knn(a, a + 100.0, k=3)
+  assert p == 0.0 and r == 0.0
+
+
+def test_classifier_features_separate_classes():
+  d = dr.digits()
+  clf = dr.train_classifier(d["train_images"], d["train_labels"], num_classes=10, steps=60, seed=0)
+  assert dr.classifier_accuracy(clf, d["test_images"], d["test_labels"]) > 0.6
+  f = dr.extract_features(clf, d["test_images"][:50])
+  assert f.shape == (50, 64) and f.dtype == np.float64
+
+
+def test_numpy_sources():
+  d = dr.digits()
+  assert d["train_images"].shape == (1297, 8, 8, 1) and d["test_images"].shape == (500, 8, 8, 1)
+  assert d["train_images"].min() >= -1 and d["train_images"].max() <= 1
+  s = dr.shapes(num_train=40, num_test=8)
+  s2 = dr.shapes(num_train=40, num_test=8)
+  np.testing.assert_array_equal(s["train_images"], s2["train_images"])
+  assert s["train_images"].shape == (40, 16, 16, 1) and set(np.unique(s["train_labels"])) <= {0, 1, 2, 3}
+  imgs = dr.render_shapes(np.array([0, 1, 2, 3]), image_size=16)
+  assert imgs.min() >= -1 and imgs.max() <= 1 and all((im > 0).sum() > 5 for im in imgs)
+  with pytest.raises(ValueError, match="name"):
+    dr.load_numpy("cifar")
+
+
+def test_tfds_builder_without_tensorflow(tmp_path):
+  out = dr.load_tfds("digits", tmp_path)
+  ref = dr.digits()
+  np.testing.assert_array_equal(out["test_images"], ref["test_images"])
+  np.testing.assert_array_equal(out["train_labels"], ref["train_labels"])
+  assert dr.tfds_builder("shapes", tmp_path).info.features["image"].shape == (16, 16, 1)
+
+
+def test_last_refresh_index():
+  np.testing.assert_array_equal(dr.last_refresh_index([True, False, True, False, False]), [0, 0, 2, 2, 2])
+  with pytest.raises(ValueError):
+    dr.last_refresh_index([False, True])
+
+
+@pytest.mark.parametrize("dual", [False, True])
+def test_mmd_gradients_are_separated(dual):
+  """Student gradients come only from the student loss and vanish when aux == teacher; aux
+  gradients come only from the aux loss."""
+  make = tiny_dual if dual else tiny_single
+  teacher = randomize(make(seed=0), seed=0)
+  student, aux = randomize(make(seed=1), seed=1), randomize(make(seed=0), seed=0)
+  aux2 = randomize(make(seed=0), seed=5)
+  x = jax.random.normal(jax.random.key(0), (4, 8, 8, 1))
+  refresh = dr.refresh_schedule(4, interval=2) if dual else None
+  (gs, gsd), (ga, gad), gad2 = nnx.split(student), nnx.split(aux), nnx.split(aux2)[1]
+  tg, ts = nnx.split(teacher)
+
+  @jax.jit
+  def grads(ps, pa):
+    def f(ps, pa, which):
+      sl, al, _ = dr.mmd_losses(nnx.merge(gs, ps), nnx.merge(ga, pa), nnx.merge(tg, ts), x, None,
+                                jax.random.key(3), num_student_steps=4, refresh=refresh)
+      return sl if which == 0 else al
+    return jax.grad(f, argnums=(0, 1))(ps, pa, 0), jax.grad(f, argnums=(0, 1))(ps, pa, 1)
+
+  (s_s, s_a), (a_s, a_a) = grads(gsd, gad)
+  norm = lambda t: float(sum(jnp.sum(l**2) for l in jax.tree.leaves(t)))  # noqa: E731
+  assert norm(s_a) == 0.0 and norm(a_s) == 0.0 and norm(a_a) > 0.0
+  assert norm(s_s) < 1e-9  # aux is a copy of the teacher: no moment gap, no student update (up to fusion round-off)
+  (s_s, _), _ = grads(gsd, gad2)
+  assert norm(s_s) > 1e-6
