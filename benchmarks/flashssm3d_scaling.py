@@ -14,6 +14,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from experiments.flashssm3d import scaling  # noqa: E402
+from experiments.flashssm3d.configs import default  # noqa: E402
 
 
 def main():
@@ -23,13 +24,15 @@ def main():
     p.add_argument("--depth", type=int, default=2)
     p.add_argument("--out", default="runs/flashssm3d_scaling")
     a = p.parse_args()
-    views = [v for v in (8, 16, 32, 64, 128, 256, 512, 1024, 2048) if v <= a.max_views]
-    cfg = dict(views=views, width=a.width, depth=a.depth, state=16, heads=4, image_size=32, patch=4,
-               time_cap_s=12.0, memory_cap_gb=6.0, repeats=2, fit_min_views=32)
+    cfg = dict(default.get_config().scaling)
+    if a.max_views != 512 or a.width != cfg["width"] or a.depth != cfg["depth"]:
+        cfg.update(views=tuple(v for v in (8, 16, 32, 64, 128, 256, 512, 1024, 2048) if v <= a.max_views),
+                   width=a.width, depth=a.depth)
     res = scaling.run_scaling(cfg)
+    res["config"] = cfg
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "scaling.json").write_text(json.dumps(res, indent=1))
+    (out / "scaling.json").write_text(json.dumps(res))
     scaling.plot_scaling(res).savefig(out / "scaling.png", dpi=120)
     for name in ("student_ssm", "teacher_attention"):
         r = res[name]

@@ -20,7 +20,7 @@ def get_config():
         student_fraction=0.25))
     c.teacher = ml_collections.ConfigDict(dict(
         width=64, depth=2, heads=4, patch=4, registers=4, mlp_ratio=2, camera_stages=4,
-        steps=400, batch_size=8, learning_rate=1e-3, warmup=40))
+        steps=200, batch_size=8, learning_rate=1e-3, warmup=20))
     c.student = ml_collections.ConfigDict(dict(
         width=48, depth=2, state=16, expand=1, patch=4, registers=4, mlp_ratio=2, camera_stages=4,
         method="scan", batch_size=8, learning_rate=1e-3, warmup=20, flops_fraction=0.1,
@@ -28,10 +28,11 @@ def get_config():
     c.loss = ml_collections.ConfigDict(dict(
         camera=5.0, depth=1.0, points=1.0, grad=1.0, procrustes=1.0, reprojection=0.5,
         num_points=1024, reproj_delta=0.02))
-    c.variants = ("regression", "procrustes", "reprojection", "gt")
+    # "gt" (the same student trained on ground truth at the same budget) is also available.
+    c.variants = ("regression", "procrustes", "reprojection")
     c.scaling = ml_collections.ConfigDict(dict(
-        enabled=True, views=(8, 16, 32, 64, 128, 256, 512), width=64, depth=2, state=16, heads=4,
-        image_size=32, patch=4, time_cap_s=12.0, memory_cap_gb=6.0, repeats=2, fit_min_views=32))
+        enabled=True, views=(8, 32, 64, 128, 256, 512), width=64, depth=2, state=16, heads=4,
+        image_size=32, patch=4, time_cap_s=12.0, memory_cap_gb=4.0, repeats=1, fit_min_views=32))
     c.checkpoint_every = 200
     c.log_every = 50
     return c
