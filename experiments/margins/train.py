@@ -38,7 +38,7 @@ class Config:
   ns: tuple = (16, 64)
   ks: tuple = (1, 2, 3, 4)
   ds: tuple = (4, 8, 16, 32, 64)
-  max_rows: int = 2100
+  max_rows: int = 2000
   sample_rows: int = 512
   loss_n: int = 16
   losses: tuple = ("sigmoid", "sigmoid_b0", "infonce", "margin")
@@ -303,14 +303,15 @@ def _plots(cfg, rows, knees, crit, crit_fit, workdir):
         ax.axis("off")
         continue
       ds = [r["d"] for r in rs]
-      ax.plot(ds, [r["margin"]["m0_best"] for r in rs], "o-", label="fitted (margin obj.)")
+      # Fixed colours per method: panels without the loss comparison keep the same legend.
+      ax.plot(ds, [r["margin"]["m0_best"] for r in rs], "o-", color="C0", label="fitted (margin obj.)")
       if n == cfg.loss_n:
-        for loss, st in (("sigmoid", "s--"), ("infonce", "^--")):
+        for loss, st, col in (("sigmoid", "s--", "C1"), ("infonce", "^--", "C2")):
           if loss in rs[0]:
-            ax.plot(ds, [r[loss]["m0_mean"] for r in rs], st, label=f"{loss} (mean m_0)", alpha=0.7)
-      ax.plot(ds, [r["cs_svm"]["certificate"] for r in rs], "d-", label="CS, max-margin queries")
-      ax.plot(ds, [r["cs_sum"]["certificate"] for r in rs], "x:", label="CS, sum queries")
-      ax.plot(ds, [r["jl"]["certificate"] for r in rs], "v-", label="JL of orthogonal, re-solved q.")
+            ax.plot(ds, [r[loss]["m0_mean"] for r in rs], st, color=col, label=f"{loss} (mean m_0)", alpha=0.7)
+      ax.plot(ds, [r["cs_svm"]["certificate"] for r in rs], "d-", color="C3", label="CS, max-margin queries")
+      ax.plot(ds, [r["cs_sum"]["certificate"] for r in rs], "x:", color="C4", label="CS, sum queries")
+      ax.plot(ds, [r["jl"]["certificate"] for r in rs], "v-", color="C5", label="JL of orthogonal, re-solved q.")
       ax.axhline(rs[0]["m_inf"], color="k", lw=1, label="m^rd(inf, A) (exact)")
       ax.axhline(0, color="gray", lw=0.5)
       ax.axvline(rs[0]["d_star"], color="r", ls="--", lw=1, label=f"d* = {cfg.threshold_C:g} k ln(n/k)")
