@@ -93,7 +93,7 @@ def main():
                               rngs=rngs)
     graphdef, params, rest, opt = panda.init(mf, jax.random.key(0))
     mask = d.train_mask[0].astype(jnp.float32)
-    step = jax.jit(lambda p, o, k: panda.train_step(graphdef, p, rest, o, d, mask, k, 5e-3, 5e-4))
+    step = jax.jit(lambda p, o, dd, k: panda.train_step(graphdef, p, rest, o, dd, mask, k, 5e-3, 5e-4))
     tm = _torch_model(torch, _plain(nnx_state_dict(params)), d.incidence, n, m)
     x_t = torch.as_tensor(np.asarray(d.x))
     y_t = torch.as_tensor(np.asarray(d.y), dtype=torch.long)
@@ -117,7 +117,7 @@ def main():
     p, o = params, opt
     for e in range(a.epochs):  # interleaved so both see the same machine load
       t = time.perf_counter()
-      p, o, loss = step(p, o, jax.random.fold_in(key, e))
+      p, o, loss = step(p, o, d, jax.random.fold_in(key, e))
       jax.block_until_ready(loss)
       jt.append(time.perf_counter() - t)
       t = time.perf_counter()
