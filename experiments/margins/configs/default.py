@@ -3,7 +3,7 @@
   python -m experiments.margins.main --config=experiments/margins/configs/default.py --workdir=runs/margins
 
 n in {16, 64} documents, k in {1, 2, 3, 4}, d in {4, ..., 64}; all k-subsets when there
-are at most 2100 of them (all 2016 pairs at n = 64), otherwise 512 distinct random k-subsets (n = 64, k >= 2).
+are at most 2000 of them, otherwise 512 distinct random k-subsets (n = 64, k >= 2).
 The loss comparison (sigmoid, sigmoid with b = 0, InfoNCE, direct margin) runs at n = 16
 with 3 seeds; critical n for k = 2, d in {2, ..., 8}.
 """
@@ -16,7 +16,7 @@ def get_config():
   c.ns = (16, 64)
   c.ks = (1, 2, 3, 4)
   c.ds = (4, 8, 16, 32, 64)
-  c.max_rows = 2100
+  c.max_rows = 2000
   c.sample_rows = 512
   c.loss_n = 16
   c.losses = ("sigmoid", "sigmoid_b0", "infonce", "margin")
