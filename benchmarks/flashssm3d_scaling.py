@@ -23,11 +23,15 @@ def main():
     p.add_argument("--width", type=int, default=64)
     p.add_argument("--depth", type=int, default=2)
     p.add_argument("--out", default="runs/flashssm3d_scaling")
+    p.add_argument("--time_cap_s", type=float, default=None,
+                   help="stop a model once one forward pass takes longer than this (default: the config's)")
     a = p.parse_args()
     cfg = dict(default.get_config().scaling)
     if a.max_views != 512 or a.width != cfg["width"] or a.depth != cfg["depth"]:
         cfg.update(views=tuple(v for v in (8, 16, 32, 64, 128, 256, 512, 1024, 2048) if v <= a.max_views),
                    width=a.width, depth=a.depth)
+    if a.time_cap_s is not None:
+        cfg.update(time_cap_s=a.time_cap_s)
     res = scaling.run_scaling(cfg)
     res["config"] = cfg
     out = pathlib.Path(a.out)
