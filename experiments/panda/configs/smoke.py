@@ -20,4 +20,5 @@ def get_config():
   c.lrs = (1e-2,)
   c.hidden = 8
   c.heads = 2
+  c.fast_compile = True  # compile-dominated at this size
   return c
