@@ -7,7 +7,9 @@ best-validation epoch gives mean +- std. The headline is the mean over cells of
 (PANDA - vanilla) in percentage points (the paper reports +5.18 over 8 datasets x 4 backbones).
 Finished cells are stored in ``<workdir>/cells.json`` and skipped on rerun (resume);
 ``report_only=True`` only tabulates the cells already there (a partial run is reported as such,
-missing cells show as '-').
+missing cells show as '-'). To use several cores, run one process per core with disjoint
+``datasets`` and separate workdirs, then tabulate in a third workdir with
+``merge_cells_from=(<workdir 1>, <workdir 2>)`` and ``report_only=True``.
 """
 
 from __future__ import annotations
@@ -157,6 +159,12 @@ def train_and_evaluate(config, workdir) -> dict:
   data, source = load_datasets(config)
   cpath = workdir / "cells.json"
   cells = json.loads(cpath.read_text()) if cpath.exists() else {}
+  for other in config.get("merge_cells_from", ()):  # cells run by other processes (other workdirs)
+    opath = pathlib.Path(other) / "cells.json"
+    if not opath.exists():
+      raise FileNotFoundError(f"merge_cells_from: {opath} does not exist")
+    for k, v in json.loads(opath.read_text()).items():
+      cells.setdefault(k, v)
   todo = [(ds, b, a) for ds in data for b in config.backbones for a in config.arms]
   for ds, b, a in core.progress(todo, desc="panda cells"):
     key = f"{ds}|{b}|{a}"
@@ -166,6 +174,8 @@ def train_and_evaluate(config, workdir) -> dict:
     logging.info("%s: %.2f +- %.2f (%.0fs)", key, c["test_mean"], c["test_std"], c["wall_s"])
     cells[key] = c
     cpath.write_text(json.dumps(cells))
+  if cells:
+    cpath.write_text(json.dumps(cells))  # includes merged cells
   names = list(data)
   table, summary = _table(cells, names, config.backbones, config.arms)
   _plot(cells, names, config.backbones, workdir)

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from experiments.panda import train
 from experiments.panda.configs import smoke
 from tests.notebook_util import run_notebook
@@ -19,6 +21,18 @@ def test_smoke_experiment_writes_results(tmp_path):
   # resume: a rerun finds every cell done and recomputes nothing
   again = train.train_and_evaluate(cfg, tmp_path)
   assert again["per_cell"] == metrics["per_cell"]
+  # tabulating another process's cells elsewhere: report_only computes nothing, and a missing
+  # source workdir is an error naming it
+  merged_dir = tmp_path / "merged"
+  cfg.merge_cells_from = (str(tmp_path),)
+  cfg.report_only = True
+  merged = train.train_and_evaluate(cfg, merged_dir)
+  assert merged["per_cell"] == metrics["per_cell"]
+  assert json.loads((merged_dir / "cells.json").read_text()) == json.loads(
+      (tmp_path / "cells.json").read_text())
+  cfg.merge_cells_from = (str(tmp_path / "nowhere"),)
+  with pytest.raises(FileNotFoundError, match="nowhere"):
+    train.train_and_evaluate(cfg, merged_dir)
 
 
 def test_notebook_runs():

@@ -35,4 +35,5 @@ def get_config():
   c.seed = 0
   c.fast_compile = False        # XLA -O0 halves compile time but slows the 100-epoch runs
   c.report_only = False         # True: only tabulate the cells already in <workdir>/cells.json
+  c.merge_cells_from = ()       # other workdirs whose finished cells are merged in (parallel runs)
   return c
