@@ -126,6 +126,34 @@ def _table(cells, datasets, backbones, arms) -> tuple[str, dict]:
   return "\n".join(lines), summary
 
 
+def _timing(cell, epochs) -> tuple[float, float] | None:
+  """(compile seconds, ms per epoch of all vmapped splits) from a cell's timings, or None.
+
+  The first sweep point's call includes tracing and compilation, later ones do not (lr and wd
+  are traced), so with >= 2 sweep points: run = (wall - first) / (points - 1) and
+  compile = first - run.
+  """
+  points = len(cell.get("sweep", ()))
+  if points < 2 or cell.get("first_call_s") is None:
+    return None
+  run = (cell["wall_s"] - cell["first_call_s"]) / (points - 1)
+  return max(cell["first_call_s"] - run, 0.0), 1e3 * run / epochs
+
+
+def _perf_table(cells, datasets, backbones, epochs) -> str:
+  lines = ["| dataset | backbone | compile s vanilla | compile s PANDA | ms/epoch vanilla | "
+           "ms/epoch PANDA | PANDA / vanilla epoch |", "|---|---|---|---|---|---|---|"]
+  for ds in datasets:
+    for b in backbones:
+      v, p = (cells.get(f"{ds}|{b}|{a}") for a in ("vanilla", "panda"))
+      tv, tp = (None if c is None else _timing(c, epochs) for c in (v, p))
+      if tv is None or tp is None:
+        continue
+      lines.append(f"| {ds} | {b} | {tv[0]:.1f} | {tp[0]:.1f} | {tv[1]:.0f} | {tp[1]:.0f} | "
+                   f"{tp[1] / tv[1]:.1f}x |")
+  return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def _plot(cells, datasets, backbones, workdir):
   import matplotlib
   matplotlib.use("Agg")
@@ -190,6 +218,14 @@ def train_and_evaluate(config, workdir) -> dict:
            f"{config.num_splits} splits; sweep lr {tuple(config.lrs)} x wd "
            f"{tuple(config.weight_decays)} identical for every arm, selected by mean validation "
            f"accuracy; {config.epochs} epochs, hidden {config.hidden}, {config.heads} heads.")
-  core.write_results(workdir, metrics=metrics, config=config, table_markdown=table + "\n\n" + notes,
+  perf = _perf_table(cells, names, config.backbones, config.epochs)
+  if perf:
+    notes_perf = (f"Timing per cell (one process; ms/epoch = one full-batch step of all "
+                  f"{config.num_splits} vmapped splits plus their evaluation): compile = first "
+                  f"sweep call minus a later one.")
+    table = table + "\n\n" + notes + "\n\n" + perf + "\n\n" + notes_perf
+  else:
+    table = table + "\n\n" + notes
+  core.write_results(workdir, metrics=metrics, config=config, table_markdown=table,
                      notes=notes, wall_time_s=time.time() - t0, extra=dict(datasets=stats))
   return metrics

@@ -37,3 +37,15 @@ def test_smoke_experiment_writes_results(tmp_path):
 
 def test_notebook_runs():
   run_notebook("colab/panda.ipynb", timeout=300)
+
+
+def test_cell_timing_separates_compile_from_run():
+  # 3 sweep points: the first call compiles and runs (10 s), the two later ones only run (3 s each)
+  cell = dict(sweep=[{}, {}, {}], first_call_s=10.0, wall_s=16.0)
+  compile_s, ms_per_epoch = train._timing(cell, epochs=100)
+  assert compile_s == pytest.approx(7.0)
+  assert ms_per_epoch == pytest.approx(30.0)
+  assert train._timing(dict(sweep=[{}], first_call_s=5.0, wall_s=5.0), epochs=10) is None
+  table = train._perf_table({"d|hgnn|vanilla": cell, "d|hgnn|panda": dict(cell, wall_s=22.0)},
+                            ["d"], ["hgnn"], 100)
+  assert "| d | hgnn | 7.0 | 4.0 | 30 | 60 | 2.0x |" in table
