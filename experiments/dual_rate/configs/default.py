@@ -41,7 +41,7 @@ def get_config():
   c.max_staleness = 8
   c.train_grid_steps = (8, 16)
   c.p_fresh = 0.4
-  c.coupling = "ddim"
+  c.coupling = "ancestral"  # "ddim" shares eps between z_tau and z_t: see the README
   c.rollout_frac = 0.2
   # Evaluation.
   c.classifier_steps = 200
