@@ -5,10 +5,12 @@
 
 Reads ``<data_dir>/`` (``core.resolve_data_dir(subdir='hypergraph')``); when the folder is
 missing it falls back to the seeded synthetic generator (``make_synthetic``), so it runs
-without data. Reduced budget for 2 CPU cores (about 1 h on a shared machine): 100 epochs, a
-2-point learning-rate sweep identical for both arms, hidden 32, features wider than 256
-reduced by a seeded truncated SVD (same input for both arms). The paper's budget (500 epochs,
-100 Optuna trials) is ``full.py``.
+without data. Reduced budget for CPU: 100 epochs, a 2-point learning-rate sweep identical for
+both arms, hidden 32, features wider than 256 reduced by a seeded truncated SVD (same input for
+both arms). Even so the 72 cells take roughly 5 core-hours on CPU (PANDA cells on the larger
+graphs dominate); split the datasets over processes and merge with ``merge_cells_from`` (see
+``experiments/panda/train.py``). The paper's budget (500 epochs, 100 Optuna trials) is
+``full.py``.
 """
 
 import ml_collections
