@@ -193,6 +193,8 @@ def train_and_evaluate(config, workdir) -> dict:
       raise FileNotFoundError(f"merge_cells_from: {opath} does not exist")
     for k, v in json.loads(opath.read_text()).items():
       cells.setdefault(k, v)
+  if config.get("merge_cells_from", ()):
+    cpath.write_text(json.dumps(cells))  # this workdir now holds the merged cells
   todo = [(ds, b, a) for ds in data for b in config.backbones for a in config.arms]
   for ds, b, a in core.progress(todo, desc="panda cells"):
     key = f"{ds}|{b}|{a}"
@@ -202,8 +204,6 @@ def train_and_evaluate(config, workdir) -> dict:
     logging.info("%s: %.2f +- %.2f (%.0fs)", key, c["test_mean"], c["test_std"], c["wall_s"])
     cells[key] = c
     cpath.write_text(json.dumps(cells))
-  if cells:
-    cpath.write_text(json.dumps(cells))  # includes merged cells
   names = list(data)
   table, summary = _table(cells, names, config.backbones, config.arms)
   _plot(cells, names, config.backbones, workdir)
@@ -218,14 +218,12 @@ def train_and_evaluate(config, workdir) -> dict:
            f"{config.num_splits} splits; sweep lr {tuple(config.lrs)} x wd "
            f"{tuple(config.weight_decays)} identical for every arm, selected by mean validation "
            f"accuracy; {config.epochs} epochs, hidden {config.hidden}, {config.heads} heads.")
+  parts = [table, notes]
   perf = _perf_table(cells, names, config.backbones, config.epochs)
   if perf:
-    notes_perf = (f"Timing per cell (one process; ms/epoch = one full-batch step of all "
-                  f"{config.num_splits} vmapped splits plus their evaluation): compile = first "
-                  f"sweep call minus a later one.")
-    table = table + "\n\n" + notes + "\n\n" + perf + "\n\n" + notes_perf
-  else:
-    table = table + "\n\n" + notes
-  core.write_results(workdir, metrics=metrics, config=config, table_markdown=table,
+    parts += [perf, f"Timing per cell (one process; ms/epoch = one full-batch step of all "
+                    f"{config.num_splits} vmapped splits plus their evaluation): compile = first "
+                    f"sweep call minus a later one."]
+  core.write_results(workdir, metrics=metrics, config=config, table_markdown="\n\n".join(parts),
                      notes=notes, wall_time_s=time.time() - t0, extra=dict(datasets=stats))
   return metrics
