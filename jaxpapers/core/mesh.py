@@ -12,24 +12,54 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
 
 DATA_AXIS = "data"
 
 
-def make_mesh(num_devices: int | None = None, axis_name: str = DATA_AXIS) -> Mesh:
-  """A 1-D mesh over the first ``num_devices`` devices (all by default)."""
+def make_mesh(
+    num_devices: int | None = None,
+    axis_name: str = DATA_AXIS,
+    *,
+    axis_type: AxisType = AxisType.Explicit,
+) -> Mesh:
+  """A 1-D mesh over the first ``num_devices`` devices (all by default).
+
+  Both the all-devices and the subset mesh are built by ``jax.make_mesh`` with
+  the same axis type, so code written against one behaves the same on the other.
+
+  Args:
+    num_devices: devices on the axis, in ``[1, jax.device_count()]``; ``None``
+      for all (every process's devices after ``jax.distributed.initialize``).
+    axis_name: the mesh axis name.
+    axis_type: ``jax.sharding.AxisType.Explicit`` (the default, as
+      ``jax.make_mesh``'s: shardings are part of array types) or ``Auto``
+      (the compiler propagates shardings).
+
+  Returns:
+    A ``jax.sharding.Mesh`` of shape ``{axis_name: num_devices}``.
+
+  Raises:
+    ValueError: if ``num_devices`` is not an int in range.
+    TypeError: if ``axis_type`` is not an ``AxisType``.
+  """
   available = jax.device_count()
   if num_devices is None:
     num_devices = available
-  if not isinstance(num_devices, int) or num_devices < 1 or num_devices > available:
+  if (not isinstance(num_devices, int) or isinstance(num_devices, bool) or num_devices < 1
+      or num_devices > available):
     raise ValueError(
         f"num_devices must be an int in [1, {available}] (devices available), got {num_devices!r}"
     )
-  if num_devices == available:
-    return jax.make_mesh((num_devices,), (axis_name,))
-  devices = np.asarray(jax.devices()[:num_devices])
-  return Mesh(devices, (axis_name,))
+  if not isinstance(axis_type, AxisType):
+    raise TypeError(f"axis_type must be a jax.sharding.AxisType, got {axis_type!r}")
+  devices = jax.devices()[:num_devices]
+  try:
+    return jax.make_mesh((num_devices,), (axis_name,), (axis_type,), devices=devices)
+  except (ValueError, NotImplementedError, AssertionError):
+    # A device subset that does not tile the physical topology (e.g. 3 of 8
+    # TPU chips): same mesh kind, devices in their listed order.
+    return Mesh(np.asarray(devices), (axis_name,), axis_types=(axis_type,))
 
 
 def data_sharding(mesh: Mesh) -> NamedSharding:
