@@ -1,4 +1,4 @@
-"""Progress bars for long loops (tqdm, with rate and ETA)."""
+"""Progress bars for long loops (tqdm, with rate and ETA), drawn by process 0 only."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import sys
 from typing import Iterable, TypeVar
 
 import tqdm.auto as _tqdm
+
+from jaxpapers.core import distributed
 
 T = TypeVar("T")
 
@@ -21,10 +23,13 @@ def progress(
 ) -> "_tqdm.tqdm[T]":
   """A tqdm progress bar showing count, rate and ETA.
 
-  Set ``JAXPAPERS_NO_PROGRESS=1`` to silence every bar (e.g. in CI logs).
+  Only process 0 draws bars: on the other processes of a multi-host job the bar
+  is always disabled (it still iterates and counts). Set ``JAXPAPERS_NO_PROGRESS=1``
+  to silence every bar (e.g. in CI logs); ``disable`` overrides that variable.
   """
   if disable is None:
     disable = os.environ.get("JAXPAPERS_NO_PROGRESS", "") not in ("", "0")
+  disable = bool(disable) or not distributed.is_main_process()
   return _tqdm.tqdm(
       iterable,
       total=total,

@@ -8,9 +8,7 @@ pytrees of parameters and other state; the step function is a pure
 
 from __future__ import annotations
 
-import json
 import os
-import pathlib
 import time
 from typing import Any, Callable
 
@@ -19,9 +17,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from etils import epath
 from flax import nnx
 
 from jaxpapers.core import checkpoint as checkpoint_lib
+from jaxpapers.core import metric_writer as metric_writer_lib
 from jaxpapers.core.progress import progress
 
 
@@ -107,6 +107,15 @@ class TrainState(flax.struct.PyTreeNode):
 _HISTORY_FILE = "history.jsonl"
 
 
+def _history_record(rec: dict[str, Any]) -> dict[str, Any]:
+  """A JSONL record ``{"step", **metrics}`` in the in-memory order ``{**metrics, "step", ...}``."""
+  out = {k: v for k, v in rec.items() if k not in ("step", "elapsed_s")}
+  out["step"] = rec["step"]
+  if "elapsed_s" in rec:
+    out["elapsed_s"] = rec["elapsed_s"]
+  return out
+
+
 def _scalarize(metrics: dict[str, Any]) -> dict[str, Any]:
   out = {}
   for k, v in metrics.items():
@@ -139,7 +148,9 @@ def train_loop(
     num_steps: total number of updates.
     workdir: with ``checkpoint_every > 0``, checkpoints go to
       ``<workdir>/checkpoints`` and the logged history to
-      ``<workdir>/history.jsonl``; a rerun resumes from the latest checkpoint.
+      ``<workdir>/history.jsonl`` (and TensorBoard events when ``tensorboardX``
+      is installed) through :class:`~jaxpapers.core.metric_writer.MetricWriter`,
+      written by process 0 only; a rerun resumes from the latest checkpoint.
     checkpoint_every: save every this many steps (and at the end); 0 disables.
     eval_fn: ``state -> metrics``, run every ``eval_every`` steps and at the end.
     eval_every: 0 disables periodic evaluation (the final one still runs).
@@ -154,32 +165,29 @@ def train_loop(
   if num_steps < 0:
     raise ValueError(f"num_steps must be >= 0, got {num_steps}")
   ckpt = None
+  writer = None
   history: list[dict[str, Any]] = []
-  history_path = None
   start = int(state.step)
   if workdir is not None and checkpoint_every > 0:
-    workdir = pathlib.Path(workdir)
+    workdir = epath.Path(workdir)
     ckpt = checkpoint_lib.Checkpointer(workdir / "checkpoints", max_to_keep=max_to_keep)
-    history_path = workdir / _HISTORY_FILE
     latest = ckpt.latest_step()
+    resume_step = None
     if latest is not None:
       tree = ckpt.restore(latest, state.checkpoint_tree())
       state = state.restore_from(tree)
-      start = int(state.step)
-      if history_path.exists():
-        for line in history_path.read_text().splitlines():
-          rec = json.loads(line)
-          if rec["step"] <= start:
-            history.append(rec)
-      history_path.write_text("".join(json.dumps(r) + "\n" for r in history))
-    elif history_path.exists():
-      history_path.unlink()
+      start = resume_step = int(state.step)
+      # Every process reads the history back (so all return the same list);
+      # only process 0 rewrites the file (MetricWriter is a no-op elsewhere).
+      history = [_history_record(r) for r in metric_writer_lib.read_metrics(workdir, _HISTORY_FILE)
+                 if r["step"] <= start]
+    writer = metric_writer_lib.MetricWriter(workdir, filename=_HISTORY_FILE,
+                                            resume_step=resume_step)
 
   def record(rec: dict[str, Any]) -> None:
     history.append(rec)
-    if history_path is not None:
-      with history_path.open("a") as f:
-        f.write(json.dumps(rec) + "\n")
+    if writer is not None:
+      writer.write(rec["step"], {k: v for k, v in rec.items() if k != "step"})
 
   bar = progress(total=num_steps, initial=start, desc=desc)
   t0 = time.perf_counter()
@@ -205,6 +213,8 @@ def train_loop(
       record({"step": start, **{f"eval/{k}": v for k, v in _scalarize(eval_fn(state)).items()}})
   finally:
     bar.close()
+    if writer is not None:
+      writer.close()
     if ckpt is not None:
       ckpt.close()
   return state, history
