@@ -1,10 +1,7 @@
 """Experiment binaries: one folder per paper, plus ``reproduce`` (the main job).
 
-Setting ``JAXPAPERS_DISTRIBUTED=1`` makes every binary call
-``jax.distributed.initialize()`` before anything else touches JAX, so the same
-command runs on each host of a multi-host job.
+Importing this package has no side effect. Every binary's ``main.py`` calls
+``jaxpapers.core.app.run``, which initialises the distributed runtime inside
+``main`` when asked (``--distributed``, ``$JAXPAPERS_DISTRIBUTED``, or a detected
+multi-process job), so the same command runs on each host of a multi-host job.
 """
-
-from jaxpapers.core.distributed import maybe_initialize_distributed as _maybe_init
-
-_maybe_init()

@@ -2,23 +2,10 @@
 moment matching distillation.
 
   python -m experiments.dual_rate.main --config=experiments/dual_rate/configs/default.py \
-      --workdir=runs/dual_rate
+    --workdir=runs/dual_rate
 """
 
-from absl import app, flags
-from ml_collections import config_flags
-
-from experiments.dual_rate import train
-
-FLAGS = flags.FLAGS
-flags.DEFINE_string("workdir", "runs/dual_rate", "Where results.json, plots and checkpoints go.")
-config_flags.DEFINE_config_file("config", "experiments/dual_rate/configs/default.py", "Config file.")
-
-
-def main(argv):
-  del argv
-  train.train_and_evaluate(FLAGS.config, FLAGS.workdir)
-
+from jaxpapers.core import app
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run("experiments.dual_rate.train")  # imported after distributed start-up

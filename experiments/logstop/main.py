@@ -3,20 +3,7 @@
   python -m experiments.logstop.main --config=experiments/logstop/configs/default.py --workdir=runs/logstop
 """
 
-from absl import app
-from absl import flags
-from ml_collections import config_flags
+from jaxpapers.core import app
 
-from experiments.logstop import train
-
-_WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.', required=True)
-config_flags.DEFINE_config_file('config', None, 'Config file.', lock_config=True)
-
-
-def main(argv):
-  del argv
-  train.train_and_evaluate(flags.FLAGS.config, _WORKDIR.value)
-
-
-if __name__ == '__main__':
-  app.run(main)
+if __name__ == "__main__":
+  app.run("experiments.logstop.train")  # imported after distributed start-up

@@ -10,6 +10,9 @@
 * :func:`config_to_dataclass`, :func:`validate_choice`: typed configs with
   clear errors.
 * :func:`resolve_data_dir`: the one place that finds real datasets.
+* :mod:`app`: the entry every experiment binary calls (flags, distributed
+  start-up, start-up log); :func:`is_main_process`; :class:`MetricWriter`
+  (JSONL + TensorBoard, process 0 only).
 """
 
 from jaxpapers.core.checkpoint import Checkpointer, abstract_like
@@ -22,6 +25,9 @@ from jaxpapers.core.mesh import (
 from jaxpapers.core.progress import progress
 from jaxpapers.core.results import environment_info, read_results, save_figure, write_results
 from jaxpapers.core.train import TrainState, train_loop
+from jaxpapers.core import app
+from jaxpapers.core.distributed import is_main_process
+from jaxpapers.core.metric_writer import MetricWriter, read_metrics
 
 __all__ = [
     "Checkpointer", "abstract_like", "config_to_dataclass", "validate_choice",
@@ -29,4 +35,5 @@ __all__ = [
     "data_sharding", "make_mesh", "replicate", "replicated_sharding", "shard_batch",
     "progress", "environment_info", "read_results", "save_figure", "write_results",
     "TrainState", "train_loop", "maybe_initialize_distributed",
+    "app", "is_main_process", "MetricWriter", "read_metrics",
 ]
