@@ -1,4 +1,4 @@
-"""Dual-Rate Diffusion: quality vs compute of dual-rate sampling, the single-network baseline and
+r"""Dual-Rate Diffusion: quality vs compute of dual-rate sampling, the single-network baseline and
 moment matching distillation.
 
   python -m experiments.dual_rate.main --config=experiments/dual_rate/configs/default.py \

@@ -1,4 +1,4 @@
-"""FlashSSM-3D experiment binary.
+r"""FlashSSM-3D experiment binary.
 
   python -m experiments.flashssm3d.main --config=experiments/flashssm3d/configs/default.py \
       --workdir=runs/flashssm3d

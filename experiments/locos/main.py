@@ -1,6 +1,7 @@
-"""LOCOS reproduction binary.
+r"""LOCOS reproduction binary.
 
-  python -m experiments.locos.main --config=experiments/locos/configs/default.py --workdir=runs/locos
+  python -m experiments.locos.main --config=experiments/locos/configs/default.py \
+      --workdir=runs/locos
 """
 
 from jaxpapers.core import app

@@ -1,6 +1,7 @@
-"""Runs the LogSTOP experiment.
+r"""Runs the LogSTOP experiment.
 
-  python -m experiments.logstop.main --config=experiments/logstop/configs/default.py --workdir=runs/logstop
+  python -m experiments.logstop.main --config=experiments/logstop/configs/default.py \
+      --workdir=runs/logstop
 """
 
 from jaxpapers.core import app

@@ -1,6 +1,7 @@
-"""Runs the maximal-margin embeddings experiment.
+r"""Runs the maximal-margin embeddings experiment.
 
-  python -m experiments.margins.main --config=experiments/margins/configs/default.py --workdir=runs/margins
+  python -m experiments.margins.main --config=experiments/margins/configs/default.py \
+      --workdir=runs/margins
 """
 
 from jaxpapers.core import app

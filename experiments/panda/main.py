@@ -1,6 +1,7 @@
-"""Runs the PANDA benchmark (all backbones, vanilla vs PANDA, equal tuning budget).
+r"""Runs the PANDA benchmark (all backbones, vanilla vs PANDA, equal tuning budget).
 
-  python -m experiments.panda.main --config=experiments/panda/configs/default.py --workdir=runs/panda
+  python -m experiments.panda.main --config=experiments/panda/configs/default.py \
+      --workdir=runs/panda
 """
 
 from jaxpapers.core import app

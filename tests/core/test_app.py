@@ -266,3 +266,53 @@ def test_smoke_binary_end_to_end_through_the_app(tmp_path):
   results = json.loads((workdir / "results.json").read_text())
   assert results["config"]["detector_steps"] == 10  # the override reached the locked config
   assert "matching/overall" in results["metrics"]
+
+
+def test_two_processes_form_one_job_and_only_process_0_writes(tmp_path):
+  """Two local processes started by the app from JAX_* variables share one 4-device mesh."""
+  (tmp_path / "two_proc_experiment.py").write_text(textwrap.dedent("""
+      import jax, jax.numpy as jnp, numpy as np
+      from jaxpapers import core
+
+      def train_and_evaluate(config, workdir):
+        mesh = core.make_mesh()
+        local = np.full((jax.local_device_count(),), jax.process_index() + 1.0, np.float32)
+        x = jax.make_array_from_process_local_data(core.data_sharding(mesh), local)
+        total = float(jax.jit(jnp.sum)(x))
+        with core.MetricWriter(workdir, tensorboard=False) as writer:
+          for step in core.progress(range(2), desc="bar-of-process"):
+            writer.write(step, {"total": total})
+        print("RESULT", jax.process_index(), jax.device_count(), total, flush=True)
+  """))
+  (tmp_path / "cfg.py").write_text(
+      "import ml_collections\n\ndef get_config():\n  return ml_collections.ConfigDict()\n")
+  workdir = tmp_path / "run"
+  port = _free_port()
+  procs = []
+  for pid in range(2):
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=f"{ROOT}{os.pathsep}{tmp_path}",
+               XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}", JAX_NUM_PROCESSES="2",
+               JAX_PROCESS_ID=str(pid))
+    for var in ("JAXPAPERS_DISTRIBUTED", "JAXPAPERS_NO_PROGRESS"):
+      env.pop(var, None)
+    procs.append(subprocess.Popen(
+        [sys.executable, "-c", "from jaxpapers.core import app; app.run('two_proc_experiment')",
+         f"--config={tmp_path / 'cfg.py'}", f"--workdir={workdir}"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+  outs = []
+  try:
+    for proc in procs:
+      outs.append(proc.communicate(timeout=120))
+  finally:
+    for proc in procs:
+      if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+  logs = "\n".join(f"--- process {i}\n{err[-2000:]}" for i, (_, err) in enumerate(outs))
+  assert [p.returncode for p in procs] == [0, 0], logs
+  # process i holds 2 devices of value i + 1: 2 * 1 + 2 * 2 = 6 on both
+  assert [o.split("RESULT ")[1].split() for o, _ in outs] == [["0", "4", "6.0"], ["1", "4", "6.0"]]
+  assert "process 1 of 2" in outs[1][1] and "global devices: 4 x cpu" in outs[1][1]
+  assert "bar-of-process" in outs[0][1] and "bar-of-process" not in outs[1][1]
+  assert core.read_metrics(workdir) == [{"step": 0, "total": 6.0}, {"step": 1, "total": 6.0}]

@@ -1,7 +1,6 @@
 """make_mesh: the all-devices and the subset mesh are the same kind of mesh."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.sharding import AxisType

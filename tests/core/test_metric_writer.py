@@ -25,7 +25,7 @@ def test_jsonl_one_record_per_write_with_converted_values(tmp_path):
   assert len(lines) == 2
   assert json.loads(lines[0]) == {"step": 1, "loss": 0.5, "acc": 0.25}
   assert json.loads(lines[1]) == {"step": 2, "loss": 0.125, "hist": [0, 1, 2], "n": 7}
-  assert core.read_metrics(tmp_path) == [json.loads(l) for l in lines]
+  assert core.read_metrics(tmp_path) == [json.loads(line) for line in lines]
 
 
 def test_flush_makes_records_visible_before_close(tmp_path):
