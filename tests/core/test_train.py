@@ -145,3 +145,17 @@ def test_train_loop_runs_eval_and_logs(tmp_path):
   assert calls == [2, 4]
   assert [h["eval/step_seen"] for h in hist] == [2, 4]
   assert all(np.isfinite(h["train/loss"]) for h in hist)
+
+
+def test_history_is_written_by_process_0_only(tmp_path, monkeypatch):
+  from jaxpapers.core import distributed
+
+  _, hist0 = core.train_loop(make_state(), train_step, batch_fn, num_steps=4,
+                             workdir=tmp_path / "p0", checkpoint_every=2, log_every=2)
+  assert [r["step"] for r in core.read_metrics(tmp_path / "p0", "history.jsonl")] == [2, 4]
+  monkeypatch.setattr(distributed, "is_main_process", lambda: False)
+  _, hist1 = core.train_loop(make_state(), train_step, batch_fn, num_steps=4,
+                             workdir=tmp_path / "p1", checkpoint_every=2, log_every=2)
+  assert not (tmp_path / "p1" / "history.jsonl").exists()
+  assert not list((tmp_path / "p1").glob("events.out.*"))
+  assert [r["step"] for r in hist1] == [r["step"] for r in hist0] == [2, 4]  # same history
