@@ -218,8 +218,12 @@ def initialize(mode: str | None = None, *,
   try:
     jax.distributed.initialize(**kwargs)
   except Exception as e:
-    hint = (f" (detected a {cluster} job; run with --distributed=off or "
-            f"{ENV_VAR}=off for one process)") if mode == "auto" else ""
+    if mode == "auto":
+      hint = (f" (detected a {cluster} job; run with --distributed=off or "
+              f"{ENV_VAR}=off for one process)")
+    else:
+      hint = (f" (outside a cluster JAX detects, set ${COORDINATOR_ADDRESS_ENV}, "
+              f"${NUM_PROCESSES_ENV} and ${PROCESS_ID_ENV})")
     raise RuntimeError(f"jax.distributed.initialize failed{hint}: {e}") from e
   _initialized = True
   return DistributedInfo(mode, True, cluster, kwargs)

@@ -154,6 +154,18 @@ def test_explicit_env_values_are_checked(clean_env):
   assert distributed.detect_cluster({}) is None
 
 
+def test_failed_start_up_says_what_to_set(clean_env, monkeypatch):
+  def fail(**kw):
+    raise ValueError("coordinator_address should be defined.")
+
+  monkeypatch.setattr(jax.distributed, "initialize", fail)
+  with pytest.raises(RuntimeError, match="JAX_COORDINATOR_ADDRESS"):
+    distributed.initialize("on", environ={})
+  with pytest.raises(RuntimeError, match="slurm job; run with --distributed=off"):
+    distributed.initialize("auto", environ=SLURM_2)
+  assert not distributed.initialize("off", environ=SLURM_2).initialized
+
+
 def test_importing_experiments_initialises_nothing(clean_env, monkeypatch):
   import importlib
 
