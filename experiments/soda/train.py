@@ -360,13 +360,13 @@ def _digits_table(rows, cfg) -> str:
       s = _best(rows, t, 'soda_adamw', True, lr=lr)
       z = _best(rows, t, 'soda_adamw_zero', True, lr=lr)
       lines.append(f"| {t} | {lr:g} | {_fmt(a0, True)} | "
-                   f"{_fmt(ab, True, f' ({ab[chr(119)+chr(100)]:g})' if ab else '')} | "
+                   f"{_fmt(ab, True, ' ({:g})'.format(ab['wd']) if ab else '')} | "
                    f"{_fmt(s, True)} | {_fmt(z, True)} |")
     ab = _best(rows, t, 'adamw', True)
     s = _best(rows, t, 'soda_adamw', True)
     lines.append(f"| {t} | best of grid | | "
-                 f"{_fmt(ab, True, f' (lr {ab[chr(108)+chr(114)]:g}, wd {ab[chr(119)+chr(100)]:g})' if ab else '')} | "
-                 f"{_fmt(s, True, f' (lr {s[chr(108)+chr(114)]:g})' if s else '')} | |")
+                 f"{_fmt(ab, True, ' (lr {:g}, wd {:g})'.format(ab['lr'], ab['wd']) if ab else '')} | "
+                 f"{_fmt(s, True, ' (lr {:g})'.format(s['lr']) if s else '')} | |")
   return '\n'.join(lines)
 
 
