@@ -315,7 +315,7 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
   held = s * claim.held
   partly = None if claim.partly is None else s * claim.partly
   floor = held if partly is None else partly
-  sh = f"{_fmt(x, claim.fmt)}" + ("" if h == 0 else f" ± {_fmt(h, claim.fmt)}")
+  sh = f"{_fmt(x, claim.fmt)}" + ("" if h == 0 else f" ± {_fmt(h, claim.fmt.replace('+', ''))}")
   op = ">=" if s > 0 else "<="
   floor_txt = f"{claim.held if partly is None else claim.partly:g}"
   if hi < floor:
@@ -331,10 +331,13 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
       verdict = HELD
       why = (f"{sh} {op} {claim.held:g}" if claim.held_when == "clears" or h == 0
              else f"{sh} reaches {claim.held:g}")
+    elif claim.held_when == "reaches" and h > 0:
+      verdict = PARTLY
+      why = f"{sh} clears {claim.partly:g} but does not reach {claim.held:g}"
     else:
       verdict = PARTLY
-      why = f"{sh} {op} {claim.partly:g} but not {claim.held:g}" + (
-          " by the whole interval" if claim.held_when == "clears" and h > 0 else "")
+      why = f"{sh} {op} {claim.partly:g} but not {op} {claim.held:g}" + (
+          " by the whole interval" if h > 0 else "")
   return Verdict(claim.id, verdict, x, h, why, base)
 
 
