@@ -112,6 +112,11 @@ def _import(package: str, package_dir: pathlib.Path, module: str):
   parent = str(package_dir.resolve().parent)
   if parent not in sys.path:
     sys.path.insert(0, parent)
+  loaded = sys.modules.get(package)
+  if loaded is not None and pathlib.Path(loaded.__file__ or "").resolve().parent != package_dir.resolve():
+    for key in [k for k in sys.modules if k == package or k.startswith(package + ".")]:
+      del sys.modules[key]  # a package of the same name from another folder (tests)
+    importlib.invalidate_caches()
   try:
     return importlib.import_module(f"{package}.{module}")
   except ModuleNotFoundError as e:
