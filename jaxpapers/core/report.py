@@ -129,6 +129,8 @@ def claims_table(records: Sequence[Mapping[str, Any]], *, paper: str | None = No
     measured_in: if given, a last column with the run that measured it (e.g. a commit).
     reasons: add the verdict's one-line reason.
 
+  A ``baselines`` column (trivial baselines' values) is added when any claim lists them.
+
   Returns:
     The markdown table ('' when there are no claims).
   """
@@ -138,6 +140,9 @@ def claims_table(records: Sequence[Mapping[str, Any]], *, paper: str | None = No
                                                           "verdict"]
   if reasons:
     headers.append("why")
+  with_baselines = any(rec.get("baselines") for rec in records)
+  if with_baselines:
+    headers.append("baselines")
   if measured_in is not None:
     headers.append("measured in")
   rows = []
@@ -148,6 +153,10 @@ def claims_table(records: Sequence[Mapping[str, Any]], *, paper: str | None = No
         verdict_text(rec)]
     if reasons:
       row.append(rec.get("reason", ""))
+    if with_baselines:
+      fmt = claim.get("fmt", ".3g").replace("+", "")
+      row.append("; ".join(f"{k}: {format_value(v, fmt)}"
+                           for k, v in (rec.get("baselines") or {}).items()) or "-")
     if measured_in is not None:
       row.append(measured_in)
     rows.append(row)

@@ -61,6 +61,13 @@ def test_claims_table_literal():
   assert t.splitlines()[2] == ("| matches the best FD (`fd`) | 1.0 | 7.0 | no verdict (smoke) | "
                                "no verdict: this config does not test the claim (smoke setting) |")
   assert core.claims_table([]) == ""
+  recs = core.judge_all([dict(id="a", statement="s", metric="m", held=0.5, fmt=".2f",
+                              baselines={"majority": "maj", "random": "rnd"})],
+                        {"m": 0.7, "maj": 0.61})
+  assert core.claims_table(recs, reasons=False).splitlines() == [
+      "| claim | paper's number | measured | verdict | baselines |",
+      "|---|---|---|---|---|",
+      "| s (`a`) | - | 0.70 | **held** | majority: 0.61; random: – |"]
 
 
 @pytest.mark.parametrize("a,c", [(1.0, 3.0), (2.0, 0.5), (-0.5, 10.0), (2.4, 1e-3)])
