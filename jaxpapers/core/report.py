@@ -147,6 +147,10 @@ def claims_table(records: Sequence[Mapping[str, Any]], *, paper: str | None = No
     headers.append("measured in")
   rows = []
   for rec in records:
+    if "error" in rec:
+      row = ([paper] if paper is not None else []) + [rec["error"]]
+      rows.append(row + ["-"] * (len(headers) - len(row)))
+      continue
     claim = rec.get("claim", {})
     row = ([paper] if paper is not None else []) + [
         f"{claim.get('statement', '')} (`{claim.get('id', '')}`)", _paper(claim), _measured(rec),

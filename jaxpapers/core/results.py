@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import jax
 import numpy as np
+from absl import logging
 from etils import epath
 
 from jaxpapers.core import claims as claims_lib
@@ -168,10 +169,15 @@ def write_results(
   if issue_verdicts is None:
     issue_verdicts = bool(_config_get(config, "issue_verdicts", True))
   jmetrics = _to_jsonable(metrics)
+  try:
+    verdicts = claims_lib.judge_all(claims, jmetrics, issue_verdicts=issue_verdicts)
+  except (TypeError, ValueError) as e:  # a malformed claim must not lose a finished run
+    logging.error("The claims could not be judged: %s", e)
+    verdicts = [{"error": f"the claims could not be judged: {e}"}]
   workdir = epath.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   record = {
-      "claims": claims_lib.judge_all(claims, jmetrics, issue_verdicts=issue_verdicts),
+      "claims": verdicts,
       "metrics": jmetrics,
       "config": _to_jsonable(config),
       "table_markdown": table_markdown,

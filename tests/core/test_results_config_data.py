@@ -113,6 +113,12 @@ def test_results_claims_commit_and_command(tmp_path, monkeypatch):
   assert rec["claims"][0]["verdict"] is None and rec["claims"][0]["measured"] == 0.9
   path = core.write_results(tmp_path, metrics={}, config={"issue_verdicts": False, "claims": ()})
   assert json.loads(path.read_text())["claims"] == []
+  # a malformed claim is recorded as an error; the finished run's results are still written
+  path = core.write_results(tmp_path, metrics={"acc": 1.0}, config={},
+                            claims=[dict(id="x", statement="s", metric="acc", held="high")])
+  rec = json.loads(path.read_text())
+  assert rec["metrics"] == {"acc": 1.0} and "held must be a real number" in rec["claims"][0]["error"]
+  assert "held must be a real number" in core.claims_table(rec["claims"], measured_in="c")
 
 
 def test_command_line_script_and_module(monkeypatch):
