@@ -88,7 +88,7 @@ def test_quick_report_shows_committed_verdicts_and_the_failure(tmp_path):
           "abcdef0 (committed default run) |") in head
   assert "| beta | accuracy is high (`acc`) | 0.95 | – | no committed run | - |" in head
   assert "| beta | beta gains (`gain`) | 2 | – | no committed run | - |" in head
-  assert "**held**" not in head and "Failed to run: beta" in head
+  assert "**held**" not in text and "Failed to run: beta" in head
   assert "| [alpha](#alpha) | ok |" in text
   assert "| [beta](#beta) | failed |" in text
   assert "deliberate failure in beta" in text  # the error is shown, not swallowed
@@ -104,6 +104,7 @@ def test_default_report_takes_verdicts_from_the_fresh_run(tmp_path):
   assert out.failed == ()
   assert ("| alpha | accuracy is high (`acc`) | 0.95 | 0.90 | **held** | fffffff (this run) |"
           in text)
+  assert "| accuracy is high (`acc`) | 0.95 | 0.90 | **held** | fresh |" in text  # per paper
   assert "beta" not in text and "config default.py" in text
   with pytest.raises(ValueError, match=r"unknown paper\(s\) \['gamma'\]"):
     _run(pkg, tmp_path / "o2", quick=True, only=["gamma"])
