@@ -161,13 +161,12 @@ def run_toy_track(c, workdir) -> tuple[dict, str]:
       "toy/curves": {k: {kk: vv for kk, vv in v.items() if kk != "per_probe"}
                      for k, v in curves.items()},
   }
-  rows = ["| probe set | no ablation | " + " | ".join(f"{d} @k={t.ks[-1]}"
-                                                       for d in list(DETECTORS) + ["random"])
-          + " |", "|---" * (len(DETECTORS) + 3) + "|"]
-  for kind, cv in curves.items():
-    rows.append(f"| toy {kind} | {cv['baseline']['mean']:.2f} | " + " | ".join(
-        f"{cv[d]['mean'][-1]:.2f}" for d in list(DETECTORS) + ["random"]) + " |")
-  return metrics, "\n".join(rows)
+  dets = list(DETECTORS) + ["random"]
+  table = core.markdown_table(
+      ["probe set", "no ablation"] + [f"{d} @k={t.ks[-1]}" for d in dets],
+      [[f"toy {kind}", cv["baseline"]["mean"]] + [cv[d]["mean"][-1] for d in dets]
+       for kind, cv in curves.items()], fmt=".2f")
+  return metrics, table
 
 
 # --------------------------------------------------------------------------- SmolLM2 track
