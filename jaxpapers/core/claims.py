@@ -20,7 +20,8 @@ or a literal number) gives the interval ``[lo, hi] = [x - h, x + h]``; without n
 4. no partly threshold -> **held** (the whole interval clears ``held``);
 5. ``held_when='clears'`` (default): ``lo >= held`` -> **held**, else **partly**;
    ``held_when='reaches'``: ``hi >= held`` -> **held** (the paper's number lies inside or below
-   the interval: not measurably short of it), else **partly**.
+   the interval: not measurably short of it), else **partly**. (``held_when`` matters only
+   with a partly threshold: without one, step 4 already requires the whole interval.)
 
 All comparisons with a threshold are inclusive (``x >= held`` holds at equality; for
 ``direction='lower'``, ``x <= held``). A claim with ``metric=None`` is declared but not tested by
