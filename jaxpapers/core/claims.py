@@ -288,16 +288,18 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
   if claim.metric is None:
     return Verdict(claim.id, INCONCLUSIVE, None, None,
                    "not tested by this experiment" + (f": {claim.note}" if claim.note else ""), base)
+  x = None
   try:
-    x = _number(metrics, claim.metric, "metric")
+    x0 = _number(metrics, claim.metric, "metric")
     if claim.compare_to is not None:
       ref = _number(metrics, claim.compare_to, "reference")
       if claim.comparison == "difference":
-        x = x - ref
+        x0 = x0 - ref
       elif ref == 0:
         raise _Missing(f"reference {claim.compare_to!r} is 0, the ratio is undefined")
       else:
-        x = x / ref
+        x0 = x0 / ref
+    x = x0  # measured; the noise may still be missing
     if claim.noise is None:
       h = 0.0
     elif isinstance(claim.noise, str):
@@ -307,7 +309,7 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
     if h < 0:
       raise _Missing(f"noise {claim.noise!r} is negative ({h:g})")
   except _Missing as e:
-    return Verdict(claim.id, INCONCLUSIVE, None, None, str(e), base)
+    return Verdict(claim.id, INCONCLUSIVE, x, None, str(e), base)
   if math.isnan(x):
     return Verdict(claim.id, INCONCLUSIVE, None, None, "measured value is NaN", base)
 
