@@ -176,9 +176,13 @@ def rejudge(name: str, *, package: str = "experiments",
     raise FileNotFoundError(f"rejudge: {name} has no committed results ({path} does not exist)")
   rec = json.loads(path.read_text())
   metrics = dict(rec["metrics"])
+  measured = {k: v for k, v in metrics.items() if k != "derived"}
   train = _import(package, package_dir, f"{name}.train")
+  derived_by = None
   if train is not None and hasattr(train, "derived_metrics"):
-    metrics["derived"] = results_lib._to_jsonable(train.derived_metrics(rec["metrics"]))  # pylint: disable=protected-access
+    metrics["derived"] = results_lib._to_jsonable(train.derived_metrics(measured))  # pylint: disable=protected-access
+    derived_by = (f"metrics.derived computed from the committed metrics by "
+                  f"{package}.{name}.train.derived_metrics")
   claims = declared_claims(name, package=package, package_dir=package_dir)
   out = {"claims": claims_lib.judge_all(claims, metrics)}
   out.update({k: metrics if k == "metrics" else v for k, v in rec.items() if k != "claims"})
@@ -190,8 +194,7 @@ def rejudge(name: str, *, package: str = "experiments",
       "command": f"python -m experiments.reproduce --rejudge={name}",
       "git": results_lib.git_info(),
       "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-      "derived_metrics": "metrics.derived computed from the committed metrics" if "derived" in
-                         metrics and "derived" not in rec["metrics"] else None,
+      "derived_metrics": derived_by,
   }
   results_lib.write_json_atomic(path, out)
   return path
