@@ -44,8 +44,9 @@ _QUICK = flags.DEFINE_bool("quick", False, "Run the seconds-long smoke configs i
 _ONLY = flags.DEFINE_list("only", [], "Comma-separated paper names to run (default: all found).")
 _WORKDIR = flags.DEFINE_string("workdir", "runs/reproduce", "Where results and REPORT.md go.")
 _TIMEOUT = flags.DEFINE_integer("timeout_per_paper", 3 * 3600, "Seconds before a paper's run is stopped.")
-_REJUDGE = flags.DEFINE_list("rejudge", [], "Re-judge these papers' committed results/results.json "
-                             "with the claims of their configs/default.py, then exit (runs nothing).")
+_REJUDGE = flags.DEFINE_list(
+    "rejudge", [], "Re-judge these papers' committed results/results.json with the claims of "
+    "their configs/default.py, then exit (runs nothing).")
 _PACKAGE = flags.DEFINE_string("package", "experiments", "The package holding the paper folders.")
 _PACKAGE_DIR = flags.DEFINE_string("package_dir", "", "Its folder (default: next to this file).")
 
@@ -113,7 +114,8 @@ def _import(package: str, package_dir: pathlib.Path, module: str):
   if parent not in sys.path:
     sys.path.insert(0, parent)
   loaded = sys.modules.get(package)
-  if loaded is not None and pathlib.Path(loaded.__file__ or "").resolve().parent != package_dir.resolve():
+  here = pathlib.Path(getattr(loaded, "__file__", None) or "").resolve().parent
+  if loaded is not None and here != package_dir.resolve():
     for key in [k for k in sys.modules if k == package or k.startswith(package + ".")]:
       del sys.modules[key]  # a package of the same name from another folder (tests)
     importlib.invalidate_caches()
@@ -180,7 +182,7 @@ def rejudge(name: str, *, package: str = "experiments",
   train = _import(package, package_dir, f"{name}.train")
   derived_by = None
   if train is not None and hasattr(train, "derived_metrics"):
-    metrics["derived"] = results_lib._to_jsonable(train.derived_metrics(measured))  # pylint: disable=protected-access
+    metrics["derived"] = results_lib.to_jsonable(train.derived_metrics(measured))
     derived_by = (f"metrics.derived computed from the committed metrics by "
                   f"{package}.{name}.train.derived_metrics")
   claims = declared_claims(name, package=package, package_dir=package_dir)
@@ -229,13 +231,13 @@ def claims_rows(records: Sequence[dict], *, quick: bool, package: str,
         rows.append([name, "no claims declared", "-", "–", "-", "-"])
       for c in declared:
         cd = c.to_dict()
-        rows.append([name, f"{c.statement} (`{c.id}`)", report._paper(cd), "–",  # pylint: disable=protected-access
-                     missing, "-"])
+        rows.append([name, f"{c.statement} (`{c.id}`)", report.paper_cell(cd), "–", missing,
+                     "-"])
       continue
     for rec in recs:
       cd = rec.get("claim", {})
       rows.append([name, f"{cd.get('statement', '')} (`{cd.get('id', '')}`)",
-                   report._paper(cd), report._measured(rec),  # pylint: disable=protected-access
+                   report.paper_cell(cd), report.measured_cell(rec),
                    report.verdict_text(rec), where])
   return rows
 

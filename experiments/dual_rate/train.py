@@ -298,13 +298,15 @@ def train_and_evaluate(config, workdir) -> dict:
   core.save_figure(fig, workdir, "samples")
 
   # Results.
-  table_rows = [[r["method"], r["steps"], r["interval_K"] or "-", r["encoder_calls"], r["denoiser_calls"],
-                 f"{r['mflops_per_sample']:.2f}", core.MeanStd(r["fd_mean"], r["fd_std"]),
-                 f"{r['kid_mean']:.4f}", f"{r['class_acc']:.3f}", f"{r['wall_s']:.3f}"] for r in rows]
-  table_rows.append(["real-vs-real floor", "-", "-", "-", "-", "-", f"{floor['fd']:.3f}", f"{floor['kid']:.4f}",
-                     f"{floor['classifier_test_accuracy']:.3f}", "-"])
-  table = core.markdown_table(["method", "steps", "K", "E calls", "D calls", "MFLOPs/sample",
-                               "FD-proxy (mean ± std)", "KID", "class acc", "wall s"], table_rows) + "\n"
+  table_rows = [[r["method"], r["steps"], r["interval_K"] or "-", r["encoder_calls"],
+                 r["denoiser_calls"], f"{r['mflops_per_sample']:.2f}",
+                 core.MeanStd(r["fd_mean"], r["fd_std"]), f"{r['kid_mean']:.4f}",
+                 f"{r['class_acc']:.3f}", f"{r['wall_s']:.3f}"] for r in rows]
+  table_rows.append(["real-vs-real floor", "-", "-", "-", "-", "-", f"{floor['fd']:.3f}",
+                     f"{floor['kid']:.4f}", f"{floor['classifier_test_accuracy']:.3f}", "-"])
+  table = core.markdown_table(
+      ["method", "steps", "K", "E calls", "D calls", "MFLOPs/sample", "FD-proxy (mean ± std)",
+       "KID", "class acc", "wall s"], table_rows) + "\n"
   fr = headline["flop_reduction_at_matched_quality"]
   notes = (f"FD-proxy = Frechet distance on {dr.FeatureClassifier.__name__} penultimate features (not FID), "
            f"N={n_eval} samples per seed, seeds={list(cfg.eval_seeds)}, reference = train set features; "

@@ -337,11 +337,13 @@ def _table(results) -> str:
         rows = []
         for name in ("student_ssm", "teacher_attention"):
             r = sc[name]
-            rows.append([f"{name} time"] + ["–" if not np.isfinite(t) else f"{t * 1e3:.0f} ms" for t in r["time_s"]]
-                        + [f"{r['time_exponent']:.2f}",
-                           f"{r['views_in_10s_measured']} / {r['views_in_10s_fit']:.0f}"])
-            rows.append([f"{name} memory"] + ["–" if not np.isfinite(t) else f"{t:.0f} MiB" for t in r["memory_mib"]]
-                        + [f"{r['memory_exponent']:.2f}", ""])
+            times = ["–" if not np.isfinite(t) else f"{t * 1e3:.0f} ms" for t in r["time_s"]]
+            mems = ["–" if not np.isfinite(t) else f"{t:.0f} MiB" for t in r["memory_mib"]]
+            rows.append([f"{name} time"] + times + [
+                f"{r['time_exponent']:.2f}",
+                f"{r['views_in_10s_measured']} / {r['views_in_10s_fit']:.0f}"])
+            rows.append([f"{name} memory"] + mems + [f"{r['memory_exponent']:.2f}", ""])
+        head = ["views"] + [str(v) for v in sc["views"]]
         parts.append(core.markdown_table(
-            ["views"] + [str(v) for v in sc["views"]] + ["time exponent", "views in 10 s (measured / fit)"], rows))
+            head + ["time exponent", "views in 10 s (measured / fit)"], rows))
     return "\n\n".join(parts)

@@ -374,9 +374,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
             f"{cfg.min_len}-{cfg.max_len} frames, {len(rows)} queries, "
             f"{mean_relevant:.0f} relevant sequences per query on average, so Recall@5 is "
             f"at most {min(1.0, 5 / max(mean_relevant, 1)):.2f}):", "",
-            core.markdown_table(["arm", "mAP", "Recall@5", "Precision@5"],
-                                [[a, v["mAP"], v["R@5"], v["P@5"]] for a, v in retr_overall.items()],
-                                fmt=".3f")]
+            core.markdown_table(
+                ["arm", "mAP", "Recall@5", "Precision@5"],
+                [[a, v["mAP"], v["R@5"], v["P@5"]] for a, v in retr_overall.items()],
+                fmt=".3f")]
   table = "\n".join(lines)
   results = {
       "matching/overall": match_overall,

@@ -286,8 +286,8 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
     except _Missing:
       base[name] = None
   if claim.metric is None:
-    return Verdict(claim.id, INCONCLUSIVE, None, None,
-                   "not tested by this experiment" + (f": {claim.note}" if claim.note else ""), base)
+    why = "not tested by this experiment" + (f": {claim.note}" if claim.note else "")
+    return Verdict(claim.id, INCONCLUSIVE, None, None, why, base)
   x = None
   try:
     x0 = _number(metrics, claim.metric, "metric")
@@ -322,8 +322,8 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
   op = ">=" if s > 0 else "<="
   floor_txt = f"{claim.held if partly is None else claim.partly:g}"
   if hi < floor:
-    verdict, why = NOT_REPRODUCED, f"{sh} misses {floor_txt} ({'held' if partly is None else 'partly'}" \
-                                   f" needs {op} {floor_txt})"
+    level = "held" if partly is None else "partly"
+    verdict, why = NOT_REPRODUCED, f"{sh} misses {floor_txt} ({level} needs {op} {floor_txt})"
   elif lo < floor:
     verdict, why = INCONCLUSIVE, f"{sh} straddles {floor_txt}: inside the noise"
   elif partly is None:

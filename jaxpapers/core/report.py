@@ -92,7 +92,8 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
   return "\n".join(lines)
 
 
-def _measured(rec: Mapping[str, Any]) -> str:
+def measured_cell(rec: Mapping[str, Any]) -> str:
+  """The measured cell of a claims-block record: value ± noise and unit, or '–'."""
   claim = rec.get("claim", {})
   fmt, unit = claim.get("fmt", ".3g"), claim.get("unit", "")
   x = rec.get("measured")
@@ -105,7 +106,8 @@ def _measured(rec: Mapping[str, Any]) -> str:
   return f"{s} {unit}".rstrip()
 
 
-def _paper(claim: Mapping[str, Any]) -> str:
+def paper_cell(claim: Mapping[str, Any]) -> str:
+  """The paper's-number cell of a claim dict: its text, else its value, else '-'."""
   text = claim.get("paper_text") or ""
   if text:
     return text
@@ -153,7 +155,8 @@ def claims_table(records: Sequence[Mapping[str, Any]], *, paper: str | None = No
       continue
     claim = rec.get("claim", {})
     row = ([paper] if paper is not None else []) + [
-        f"{claim.get('statement', '')} (`{claim.get('id', '')}`)", _paper(claim), _measured(rec),
+        f"{claim.get('statement', '')} (`{claim.get('id', '')}`)", paper_cell(claim),
+        measured_cell(rec),
         verdict_text(rec)]
     if reasons:
       row.append(rec.get("reason", ""))
@@ -246,7 +249,8 @@ def curves_plot(curves: Mapping[str, tuple[Any, Any]], *, xlabel: str = "", ylab
       raise ValueError(f"curves[{label!r}]: y must be [seeds, {x.shape[0]}], got {y.shape}")
     mean = y.mean(0)
     color = f"C{i % 10}"
-    ax.plot(x, mean, color=color, label=label + (f" ({y.shape[0]} seeds)" if y.shape[0] > 1 else ""))
+    seeds = f" ({y.shape[0]} seeds)" if y.shape[0] > 1 else ""
+    ax.plot(x, mean, color=color, label=label + seeds)
     if y.shape[0] > 1:
       lo, hi = ((mean - y.std(0), mean + y.std(0)) if band == "std" else (y.min(0), y.max(0)))
       ax.fill_between(x, lo, hi, color=color, alpha=0.2, lw=0)

@@ -82,6 +82,9 @@ def _to_jsonable(obj: Any) -> Any:
   return repr(obj)
 
 
+to_jsonable = _to_jsonable  # public name (e.g. for values added to committed results)
+
+
 def git_info(path: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
   """``{'commit': hash, 'dirty': bool}`` of the git checkout holding ``path``, else None.
 

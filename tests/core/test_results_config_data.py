@@ -117,7 +117,8 @@ def test_results_claims_commit_and_command(tmp_path, monkeypatch):
   path = core.write_results(tmp_path, metrics={"acc": 1.0}, config={},
                             claims=[dict(id="x", statement="s", metric="acc", held="high")])
   rec = json.loads(path.read_text())
-  assert rec["metrics"] == {"acc": 1.0} and "held must be a real number" in rec["claims"][0]["error"]
+  assert rec["metrics"] == {"acc": 1.0}
+  assert "held must be a real number" in rec["claims"][0]["error"]
   assert "held must be a real number" in core.claims_table(rec["claims"], measured_in="c")
 
 
