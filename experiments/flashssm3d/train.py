@@ -325,25 +325,25 @@ def _flat_metrics(results) -> dict:
 def _table(results) -> str:
     cols = ["AUC@30", "RRA@15", "RTA@15", "ATE", "depth_AbsRel", "depth_delta1.25", "points_overall",
             "points_overall_depthcam"]
-    lines = ["| model | ref | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 2)]
-    for model, ev in results["eval"].items():
-        for ref, vals in ev.items():
-            lines.append(f"| {model} | {ref} | " + " | ".join(f"{vals[c]:.3f}" for c in cols) + " |")
-    lines.append("")
-    lines.append("| student | steps | FLOPs / teacher training | scenes / teacher's |")
-    lines.append("|---|---|---|---|")
-    for name, info in results["students"].items():
-        lines.append(f"| {name} | {info['steps']} | {info['flops_vs_teacher']:.3f} | {info['scenes_vs_teacher']:.2f} |")
+    evals = [[model, ref] + [vals[c] for c in cols]
+             for model, ev in results["eval"].items() for ref, vals in ev.items()]
+    parts = [core.markdown_table(["model", "ref"] + cols, evals, fmt=".3f")]
+    parts.append(core.markdown_table(
+        ["student", "steps", "FLOPs / teacher training", "scenes / teacher's"],
+        [[name, info["steps"], info["flops_vs_teacher"], f"{info['scenes_vs_teacher']:.2f}"]
+         for name, info in results["students"].items()], fmt=".3f"))
     if "scaling" in results:
         sc = results["scaling"]
-        lines.append("")
-        lines.append("| views | " + " | ".join(str(v) for v in sc["views"]) + " | time exponent | views in 10 s (measured / fit) |")
-        lines.append("|" + "---|" * (len(sc["views"]) + 3))
+        rows = []
         for name in ("student_ssm", "teacher_attention"):
             r = sc[name]
-            cells = " | ".join("–" if not np.isfinite(t) else f"{t * 1e3:.0f} ms" for t in r["time_s"])
-            lines.append(f"| {name} time | {cells} | {r['time_exponent']:.2f} | "
-                         f"{r['views_in_10s_measured']} / {r['views_in_10s_fit']:.0f} |")
-            cells = " | ".join("–" if not np.isfinite(t) else f"{t:.0f} MiB" for t in r["memory_mib"])
-            lines.append(f"| {name} memory | {cells} | {r['memory_exponent']:.2f} | |")
-    return "\n".join(lines)
+            times = ["–" if not np.isfinite(t) else f"{t * 1e3:.0f} ms" for t in r["time_s"]]
+            mems = ["–" if not np.isfinite(t) else f"{t:.0f} MiB" for t in r["memory_mib"]]
+            rows.append([f"{name} time"] + times + [
+                f"{r['time_exponent']:.2f}",
+                f"{r['views_in_10s_measured']} / {r['views_in_10s_fit']:.0f}"])
+            rows.append([f"{name} memory"] + mems + [f"{r['memory_exponent']:.2f}", ""])
+        head = ["views"] + [str(v) for v in sc["views"]]
+        parts.append(core.markdown_table(
+            head + ["time exponent", "views in 10 s (measured / fit)"], rows))
+    return "\n\n".join(parts)

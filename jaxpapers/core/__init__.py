@@ -37,3 +37,18 @@ __all__ = [
     "TrainState", "train_loop", "maybe_initialize_distributed",
     "app", "is_main_process", "MetricWriter", "read_metrics",
 ]
+
+# Claims as data, verdicts, shared tables and plots.
+from jaxpapers.core.claims import (  # noqa: E402
+    Claim, Verdict, judge, judge_all, parse_claims, VERDICTS,
+)
+from jaxpapers.core.report import (  # noqa: E402
+    MeanStd, claims_table, curves_plot, fit_power_law, grouped_bars, markdown_table, scaling_plot,
+)
+from jaxpapers.core.results import command_line, git_info  # noqa: E402
+
+__all__ += [
+    "Claim", "Verdict", "judge", "judge_all", "parse_claims", "VERDICTS", "MeanStd",
+    "claims_table", "curves_plot", "fit_power_law", "grouped_bars", "markdown_table",
+    "scaling_plot", "command_line", "git_info",
+]

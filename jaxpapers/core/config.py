@@ -10,6 +10,10 @@ import ml_collections
 
 T = TypeVar("T")
 
+# Top-level config fields read by the harness (results writer), not by an experiment's code:
+# config_to_dataclass drops them unless the dataclass declares them.
+HARNESS_FIELDS = frozenset({"claims", "issue_verdicts"})
+
 
 def _as_dict(cfg: Any) -> dict[str, Any]:
   if isinstance(cfg, ml_collections.ConfigDict):
@@ -24,7 +28,9 @@ def _as_dict(cfg: Any) -> dict[str, Any]:
 def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
   """Converts a config into the dataclass ``cls``, rejecting unknown fields.
 
-  Nested dataclass fields are converted recursively from nested configs.
+  Nested dataclass fields are converted recursively from nested configs. The harness fields
+  (``HARNESS_FIELDS``: the claims and ``issue_verdicts``) are dropped unless ``cls`` declares
+  them.
 
   Raises:
     ValueError: naming each unknown field and the allowed field names, or a
@@ -34,6 +40,7 @@ def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
     raise TypeError(f"cls must be a dataclass type, got {cls!r}")
   values = _as_dict(cfg)
   fields = {f.name: f for f in dataclasses.fields(cls)}
+  values = {k: v for k, v in values.items() if k in fields or k not in HARNESS_FIELDS}
   unknown = sorted(set(values) - set(fields))
   if unknown:
     raise ValueError(
