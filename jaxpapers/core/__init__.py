@@ -10,6 +10,11 @@
 * :func:`config_to_dataclass`, :func:`validate_choice`: typed configs with
   clear errors.
 * :func:`resolve_data_dir`: the one place that finds real datasets.
+* Bad input: the project's policy (trace-time checks always; value checks raise
+  eagerly and poison outputs with NaN under jit; documented values for degenerate
+  input) is written in :mod:`jaxpapers.core.validation`, with its helpers
+  :func:`check_array`, :func:`check_int`, :func:`check_float`,
+  :func:`check_values`, :func:`poison`, :func:`is_concrete`, :func:`check_path`.
 """
 
 from jaxpapers.core.checkpoint import Checkpointer, abstract_like
@@ -22,6 +27,9 @@ from jaxpapers.core.mesh import (
 from jaxpapers.core.progress import progress
 from jaxpapers.core.results import environment_info, read_results, save_figure, write_results
 from jaxpapers.core.train import TrainState, train_loop
+from jaxpapers.core.validation import (
+    check_array, check_float, check_int, check_path, check_values, is_concrete, poison,
+)
 
 __all__ = [
     "Checkpointer", "abstract_like", "config_to_dataclass", "validate_choice",
@@ -29,4 +37,6 @@ __all__ = [
     "data_sharding", "make_mesh", "replicate", "replicated_sharding", "shard_batch",
     "progress", "environment_info", "read_results", "save_figure", "write_results",
     "TrainState", "train_loop", "maybe_initialize_distributed",
+    "check_array", "check_float", "check_int", "check_path", "check_values", "is_concrete",
+    "poison",
 ]
