@@ -112,7 +112,8 @@ def _matches(value: Any, target: Any) -> bool:
 
 def _describe(target: Any) -> str:
   name = getattr(target, "__name__", None)
-  return f"a {name}" if name and not getattr(target, "__args__", None) else f"of type {target}"
+  return f"of type {name}" if name and not getattr(target, "__args__", None) else \
+      f"of type {target}"
 
 
 def validate_choice(value: Any, *, name: str, allowed: Iterable[Any]) -> Any:

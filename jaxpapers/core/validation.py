@@ -190,6 +190,9 @@ def poison(tree: Any, ok: Any, *, int_fill: int = -1) -> Any:
   """
   if ok is True:
     return tree
+  ok = jnp.asarray(ok)
+  if ok.dtype != jnp.bool_ or ok.ndim != 0:
+    raise TypeError(f"ok must be a boolean scalar (from check_values), got {ok.dtype}{ok.shape}")
 
   def leaf(x):
     if not isinstance(x, (jax.Array, np.ndarray)):
