@@ -51,10 +51,13 @@ def _all_invalid(out):
 
 
 def _row_invalid(bad: int):
+  """Row ``bad`` generated nothing; the other row equals the eager run on a valid prompt."""
+
   def check(out):
     toks = np.asarray(out.tokens)
     assert np.all(toks[bad] == -1) and int(out.num_steps[bad]) == 0, toks
-    assert np.all(toks[1 - bad] >= 0), toks  # the valid row still generates
+    ref = lm.generate(PARAMS, PROMPT, config=CFG, max_new_tokens=2)  # compiled once
+    np.testing.assert_array_equal(toks[1 - bad], np.asarray(ref.tokens)[1 - bad])
   return check
 
 
@@ -71,8 +74,9 @@ DEC = lm.Decoder(CFG, params=PARAMS)
 CASES = [
     Case("lm.generate", _gen, (BAD_IDS,), match=r"prompt_ids must be token ids in \[0, "
          r"vocab_size=11\)", jit="nan", jit_check=_bad_row_invalid, id="generate-id-too-big"),
-    Case("lm.generate", _gen, (-PROMPT,), match=r"prompt_ids must be token ids", jit="nan",
-         jit_check=_all_invalid, id="generate-negative-ids"),
+    Case("lm.generate", _gen, (-PROMPT,), match=r"prompt_ids must be token ids", jit=None,
+         jit_reason="the same path under jit is the greedy-negative-ids case",
+         id="generate-negative-ids"),
     Case("lm.generate", _gen, (PROMPT.astype(np.float32) + 0.5,), error=TypeError,
          match="prompt_ids must have a integer dtype", id="generate-float-ids"),
     Case("lm.generate", _gen, (PROMPT,), kwargs=dict(temperature=float("nan")),
@@ -87,8 +91,8 @@ CASES = [
          match="max_new_tokens must be >= 1", id="generate-zero-tokens"),
     Case("lm.greedy_generate", lambda p: lm.greedy_generate(PARAMS, p, config=CFG,
                                                             max_new_tokens=2),
-         (BAD_IDS,), match="prompt_ids must be token ids", jit="nan",
-         jit_check=_bad_row_invalid, id="greedy-id-range"),
+         (-PROMPT,), match="prompt_ids must be token ids", jit="nan",
+         jit_check=_all_invalid, id="greedy-negative-ids"),
     Case("lm.mean_queries", lambda: lm.mean_queries(PARAMS, [[1, 2], [3, 40]], config=CFG),
          match=r"token ids in \[0, vocab_size=11\)", jit=None, jit_reason=HOST,
          id="mean-queries-ids"),
@@ -208,13 +212,5 @@ def test_covers_public_api():
 def test_non_finite_logits_stop_a_row():
   """Documented: a row whose logits are NaN stops with tokens -1 (no fake token 0)."""
   bad = {**PARAMS, "final_norm": PARAMS["final_norm"].at[0].set(jnp.nan)}
-  out = lm.generate(bad, PROMPT, config=CFG, max_new_tokens=3)
+  out = lm.generate(bad, PROMPT, config=CFG, max_new_tokens=2)
   assert np.all(np.asarray(out.tokens) == -1) and np.all(np.asarray(out.num_steps) == 0)
-
-
-def test_valid_rows_unchanged_under_jit():
-  """The per-row poison leaves valid rows as the eager run generates them."""
-  eager = lm.generate(PARAMS, PROMPT, config=CFG, max_new_tokens=3)
-  jitted = jax.jit(lambda p: lm.generate(PARAMS, p, config=CFG, max_new_tokens=3))(PROMPT)
-  np.testing.assert_array_equal(eager.tokens, jitted.tokens)
-  np.testing.assert_array_equal(eager.num_steps, jitted.num_steps)
