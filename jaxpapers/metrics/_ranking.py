@@ -19,6 +19,8 @@ data; under ``jax.jit`` a bad value makes every output NaN.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -26,7 +28,7 @@ from jaxpapers.core import validation as V
 
 
 def _check(scores: jax.Array, relevance: jax.Array, k: int | None = None):
-  """Returns ``(scores, relevance f32, k, ok)``; ``ok`` is the value-check flag."""
+  """Trace-time checks; returns ``(scores, relevance, k)`` with ``k`` a Python int or None."""
   scores = V.check_array(scores, "scores", dtype="real")
   relevance = V.check_array(relevance, "relevance", dtype="real")
   if scores.ndim != 2 or scores.shape != relevance.shape:
@@ -42,15 +44,32 @@ def _check(scores: jax.Array, relevance: jax.Array, k: int | None = None):
     k = int(k)
     if k < 1:
       raise ValueError(f"k must be a positive int, got {k!r}")
-  relevance = relevance.astype(jnp.float32)
-  ok = V.check_values(jnp.all(jnp.isfinite(relevance) & (relevance >= 0)),
-                      "relevance must be finite and >= 0 (binary 0/1 or graded gains); got "
-                      "negative or non-finite entries (for labels in {-1, +1} pass "
+  return scores, relevance, k
+
+
+def _metric(core):
+  """Jits ``core(scores, relevance f32, k)`` together with the value checks' flags."""
+
+  @functools.partial(jax.jit, static_argnames=("k",))
+  def run(scores, relevance, k=None):
+    relevance = relevance.astype(jnp.float32)
+    rel_ok = jnp.all(jnp.isfinite(relevance) & (relevance >= 0))
+    if jnp.issubdtype(scores.dtype, jnp.floating):
+      score_ok = ~jnp.any(jnp.isnan(scores))
+    else:
+      score_ok = jnp.asarray(True)
+    return core(scores, relevance, k), rel_ok, score_ok
+
+  return run
+
+
+def _finish(out, rel_ok, score_ok):
+  """Raises on concrete bad values; poisons ``out`` with NaN when they are traced."""
+  ok = V.check_values(rel_ok, "relevance must be finite and >= 0 (binary 0/1 or graded gains); "
+                      "got negative or non-finite entries (for labels in {-1, +1} pass "
                       "relevance > 0)")
-  if jnp.issubdtype(scores.dtype, jnp.floating):
-    ok = ok & V.check_values(~jnp.any(jnp.isnan(scores)),
-                             "scores must not contain NaN (a NaN would rank silently)")
-  return scores, relevance, k, ok
+  ok = ok & V.check_values(score_ok, "scores must not contain NaN (a NaN would rank silently)")
+  return V.poison(out, ok)
 
 
 def _ranked_relevance(scores: jax.Array, relevance: jax.Array) -> jax.Array:
@@ -69,55 +88,86 @@ def ndcg_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
   ``DCG@k = Σ_{i=1}^{k} rel_i / log2(i + 1)`` over the ranked list,
   ``nDCG@k = DCG@k / IDCG@k`` with the ideal ordering in the denominator.
   """
-  scores, relevance, k, ok = _check(scores, relevance, k)
+  scores, relevance, k = _check(scores, relevance, k)
+  return _finish(*_ndcg(scores, relevance, k=k))
+
+
+@_metric
+def _ndcg(scores, relevance, k):
   ranked = _topk(_ranked_relevance(scores, relevance), k)
   ideal = _topk(-jnp.sort(-relevance, axis=-1), k)
   discount = 1.0 / jnp.log2(jnp.arange(ranked.shape[1], dtype=jnp.float32) + 2.0)
   dcg = (ranked * discount).sum(-1)
   idcg = (ideal * discount).sum(-1)
-  return V.poison(jnp.where(idcg > 0, dcg / jnp.where(idcg > 0, idcg, 1.0), 0.0), ok)
+  return jnp.where(idcg > 0, dcg / jnp.where(idcg > 0, idcg, 1.0), 0.0)
 
 
 def hit_rate_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
   """HR@k: 1 if any relevant candidate is in the top ``k``, else 0."""
-  scores, relevance, k, ok = _check(scores, relevance, k)
+  scores, relevance, k = _check(scores, relevance, k)
+  return _finish(*_hit_rate(scores, relevance, k=k))
+
+
+@_metric
+def _hit_rate(scores, relevance, k):
   ranked = _topk(_ranked_relevance(scores, relevance) > 0, k)
-  return V.poison(ranked.any(-1).astype(jnp.float32), ok)
+  return ranked.any(-1).astype(jnp.float32)
 
 
 def recall_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
   """Recall@k: relevant candidates in the top ``k`` over all relevant candidates."""
-  scores, relevance, k, ok = _check(scores, relevance, k)
+  scores, relevance, k = _check(scores, relevance, k)
+  return _finish(*_recall(scores, relevance, k=k))
+
+
+@_metric
+def _recall(scores, relevance, k):
   rel = relevance > 0
   hits = _topk(_ranked_relevance(scores, rel.astype(jnp.float32)), k).sum(-1)
   total = rel.sum(-1)
-  return V.poison(jnp.where(total > 0, hits / jnp.maximum(total, 1), 0.0), ok)
+  return jnp.where(total > 0, hits / jnp.maximum(total, 1), 0.0)
 
 
 def precision_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
   """Precision@k: relevant candidates in the top ``k``, divided by ``k``."""
-  scores, relevance, k, ok = _check(scores, relevance, k)
+  scores, relevance, k = _check(scores, relevance, k)
+  return _finish(*_precision(scores, relevance, k=k))
+
+
+@_metric
+def _precision(scores, relevance, k):
   rel = (relevance > 0).astype(jnp.float32)
-  return V.poison(_topk(_ranked_relevance(scores, rel), k).sum(-1) / k, ok)
+  return _topk(_ranked_relevance(scores, rel), k).sum(-1) / k
 
 
 def mrr(scores: jax.Array, relevance: jax.Array) -> jax.Array:
   """Reciprocal rank of the first relevant candidate (0 if none)."""
-  scores, relevance, _, ok = _check(scores, relevance)
+  scores, relevance, _ = _check(scores, relevance)
+  return _finish(*_mrr(scores, relevance))
+
+
+@_metric
+def _mrr(scores, relevance, k):
+  del k
   ranked = _ranked_relevance(scores, relevance) > 0
   first = jnp.argmax(ranked, axis=-1)
-  return V.poison(jnp.where(ranked.any(-1), 1.0 / (first + 1.0), 0.0), ok)
+  return jnp.where(ranked.any(-1), 1.0 / (first + 1.0), 0.0)
 
 
 def average_precision(scores: jax.Array, relevance: jax.Array) -> jax.Array:
   """Average precision: ``AP = (1/R) Σ_{i: rel_i} precision@i`` over the full ranking."""
-  scores, relevance, _, ok = _check(scores, relevance)
+  scores, relevance, _ = _check(scores, relevance)
+  return _finish(*_average_precision(scores, relevance))
+
+
+@_metric
+def _average_precision(scores, relevance, k):
+  del k
   ranked = (_ranked_relevance(scores, relevance) > 0).astype(jnp.float32)
   ranks = jnp.arange(1, ranked.shape[1] + 1, dtype=jnp.float32)
   precision_at_i = jnp.cumsum(ranked, axis=-1) / ranks
   total = ranked.sum(-1)
-  return V.poison(
-      jnp.where(total > 0, (precision_at_i * ranked).sum(-1) / jnp.maximum(total, 1.0), 0.0), ok)
+  return jnp.where(total > 0, (precision_at_i * ranked).sum(-1) / jnp.maximum(total, 1.0), 0.0)
 
 
 def mean_average_precision(scores: jax.Array, relevance: jax.Array) -> jax.Array:
