@@ -270,6 +270,8 @@ def hypergcn_graph(inc: Incidence, p: jax.Array, *, mediators: bool = True):
   mediators, add (i_e, j_e) and (i_e, k), (j_e, k) for every other member k, each with weight
   ``1/(2|e| - 3)``; without, only (i_e, j_e) with weight 1. Returns a static-size undirected edge
   list ``(src, dst, w)`` of length ``2 nnz + m`` (unused slots have w = 0).
+
+  A NaN in ``p`` raises ``ValueError`` eagerly; under jit every weight ``w`` is NaN.
   """
   _check_inc(inc)
   p = V.check_array(p, "p", dtype="float", shape=(inc.num_nodes,))

@@ -15,7 +15,9 @@ from jaxpapers.core import validation as V
 
 def _predicted_labels(predictions, labels, num_classes: int | None = None):
   """Checks the pair and returns ``(predicted labels, labels, C or None, ok flag)``."""
-  labels = V.check_array(labels, "labels", dtype="int", nonempty=True)
+  labels = V.check_array(labels, "labels", dtype="intbool", nonempty=True)
+  if labels.dtype == jnp.bool_:
+    labels = labels.astype(jnp.int32)
   predictions = V.check_array(predictions, "predictions", dtype="real")
   if predictions.ndim == labels.ndim + 1:
     if not jnp.issubdtype(predictions.dtype, jnp.floating):
@@ -40,6 +42,8 @@ def _predicted_labels(predictions, labels, num_classes: int | None = None):
     raise ValueError(
         "predictions must be labels of shape labels.shape or logits of shape "
         f"labels.shape + (num_classes,); got predictions {predictions.shape}, labels {labels.shape}")
+  if predictions.dtype == jnp.bool_:
+    predictions = predictions.astype(jnp.int32)
   if not jnp.issubdtype(predictions.dtype, jnp.integer):
     raise TypeError(
         f"predictions with the shape of labels must be integer class labels, got "
@@ -59,9 +63,9 @@ def accuracy(predictions: jax.Array, labels: jax.Array) -> jax.Array:
   """Fraction of correct predictions.
 
   Args:
-    predictions: integer labels ``[...]`` (the shape of ``labels``) or float logits/scores
+    predictions: integer (or bool) labels ``[...]`` (the shape of ``labels``) or float logits/scores
       ``[..., C]`` with ``C >= 2`` (argmax taken; ties go to the lowest class).
-    labels: integer labels ``[...]``, non-empty, in ``[0, C)`` (``>= 0`` when predictions are
+    labels: integer (or bool, read as 0/1) labels ``[...]``, non-empty, in ``[0, C)`` (``>= 0`` when predictions are
       labels).
 
   Returns:

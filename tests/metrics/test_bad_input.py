@@ -25,7 +25,7 @@ CASES = [
     Case("metrics.accuracy", M.accuracy, (LOGITS, np.eye(2, dtype=np.int32)[LABELS]),
          error=TypeError, match="one-hot", id="accuracy-onehot-labels"),
     Case("metrics.accuracy", M.accuracy, (LOGITS, np.eye(2, dtype=f32)[LABELS]),
-         error=TypeError, match="labels must have a integer", id="accuracy-float-labels"),
+         error=TypeError, match="labels must have a integer or bool dtype", id="accuracy-float-labels"),
     Case("metrics.accuracy", M.accuracy, (LOGITS, np.array([0, 1, 2, 0], np.int32)),
          match=r"labels must be class indices in \[0, 2\)", jit="nan", id="accuracy-label-range"),
     Case("metrics.accuracy", M.accuracy, (np.zeros((0, 2), f32), np.zeros((0,), np.int32)),
@@ -117,6 +117,14 @@ def test_degenerate_values():
   # One class present: balanced accuracy is that class's recall.
   assert float(M.balanced_accuracy(np.array([1, 1, 0]), np.array([1, 1, 1]), 2)) == \
       pytest.approx(2 / 3)
+
+
+def test_bool_labels_are_zero_one():
+  """Bool labels and bool predictions are read as classes 0/1."""
+  y = np.array([True, False, True, True])
+  pred = np.array([True, False, False, True])
+  assert float(M.accuracy(pred, y)) == 0.75
+  assert float(M.balanced_accuracy(pred, y, 2)) == pytest.approx((1.0 + 2 / 3) / 2)
 
 
 def test_binary_probabilities_the_right_way():
