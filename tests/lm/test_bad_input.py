@@ -71,6 +71,12 @@ def _gen(prompt, **kw):
 
 DEC = lm.Decoder(CFG, params=PARAMS)
 
+
+def _tiny_tokenizer():
+  return lm.Tokenizer.from_gguf_fields({"tokenizer.ggml.model": "gpt2",
+                                        "tokenizer.ggml.tokens": ["a", "b", "c"],
+                                        "tokenizer.ggml.merges": []})
+
 CASES = [
     Case("lm.generate", _gen, (BAD_IDS,), match=r"prompt_ids must be token ids in \[0, "
          r"vocab_size=11\)", jit="nan", jit_check=_bad_row_invalid, id="generate-id-too-big"),
@@ -189,6 +195,12 @@ CASES = [
     Case("lm.Tokenizer", lambda: lm.Tokenizer.from_gguf_fields({"tokenizer.ggml.model": "llama"}),
          error=NotImplementedError, match="only byte-level BPE", jit=None, jit_reason=HOST,
          id="tokenizer-model"),
+    Case("lm.Tokenizer", lambda: _tiny_tokenizer().decode([0, 5]),
+         match=r"ids must be token ids in \[0, vocab_size=3\) or -1, got 5", jit=None,
+         jit_reason=HOST, id="tokenizer-decode-range"),
+    Case("lm.Tokenizer", lambda: _tiny_tokenizer().decode([0, 1.7]), error=TypeError,
+         match="ids must be integer token ids, got float 1.7", jit=None, jit_reason=HOST,
+         id="tokenizer-decode-float"),
 ]
 
 EXEMPT = {
@@ -207,6 +219,11 @@ def test_bad_input(case, mode):
 
 def test_covers_public_api():
   assert_covers(lm, CASES, EXEMPT)
+
+
+def test_decode_skips_generation_padding():
+  """Documented: -1 (no token, after a row stopped) is skipped by decode."""
+  assert _tiny_tokenizer().decode([0, 1, -1, -1]) == "ab"
 
 
 def test_non_finite_logits_stop_a_row():
