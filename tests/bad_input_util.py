@@ -18,6 +18,10 @@ What a case expects, by mode (the project's policy, see ``jaxpapers.core``):
     jitted, checkified function and calling ``err.throw()`` raises ``error``;
   - ``None``: not applicable (the function is host-side: files, parsing, numpy
     data building); ``jit_reason`` says why.
+
+Note: inside ``jax.jit`` every ``jnp`` operation is staged, also on closed-over
+numpy constants, so a value check on a static keyword array (e.g. a mask passed
+as a kwarg) sees a tracer and takes the ``"nan"`` path, not ``"same"``.
 """
 
 from __future__ import annotations
