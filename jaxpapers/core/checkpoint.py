@@ -8,6 +8,7 @@ back with the structure, dtypes and placement the caller expects.
 
 from __future__ import annotations
 
+import numbers
 import os
 import pathlib
 from typing import Any
@@ -85,13 +86,33 @@ class Checkpointer:
 
     ``abstract_tree`` may hold concrete arrays; they are turned into
     ``ShapeDtypeStruct`` targets keeping their shardings.
+
+    Raises:
+      FileNotFoundError: no checkpoint at all, or none at ``step`` (naming the
+        step, the directory and the steps that exist).
+      ValueError: the checkpoint at ``step`` is corrupt, truncated or does not
+        match ``abstract_tree`` (naming the step and directory, with the cause).
     """
     if step is None:
       step = self.latest_step()
       if step is None:
         raise FileNotFoundError(f"no checkpoint to restore in {self.directory}")
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+      raise TypeError(f"step must be an int or None, got {type(step).__name__} {step!r}")
+    step = int(step)
+    self._manager.reload()
+    if step not in self._manager.all_steps():
+      raise FileNotFoundError(
+          f"no checkpoint for step {step} in {self.directory}; saved steps: "
+          f"{sorted(self._manager.all_steps())}")
     target = abstract_like(abstract_tree)
-    return self._manager.restore(int(step), args=ocp.args.StandardRestore(target))
+    try:
+      return self._manager.restore(step, args=ocp.args.StandardRestore(target))
+    except Exception as e:  # pylint: disable=broad-except  (orbax/tensorstore raise many types)
+      raise ValueError(
+          f"could not restore checkpoint step {step} from {self.directory / str(step)}: it is "
+          f"corrupt, incomplete, or does not match the structure of abstract_tree "
+          f"({type(e).__name__}: {str(e)[:500]})") from e
 
   def wait(self) -> None:
     """Blocks until pending asynchronous saves are finished."""
