@@ -292,6 +292,9 @@ def camera_loss(pose_stages: jax.Array, pose_target: jax.Array, *, gamma: float 
                          f"{pose_stages.shape} and {pose_target.shape}")
     if frame_valid is not None and frame_valid.shape != pose_target.shape[:-1]:
         raise ValueError(f"frame_valid must be {pose_target.shape[:-1]}, got {frame_valid.shape}")
+    for name, v in (("gamma", gamma), ("t_clamp", t_clamp)):
+        if val.is_concrete(v) and not float(v) > 0:
+            raise ValueError(f"{name} must be > 0, got {v!r}")
     n = pose_stages.shape[0]
     tgt = jax.lax.stop_gradient(pose_target)
     fv = (jnp.ones(tgt.shape[:-1], tgt.dtype) if frame_valid is None
@@ -356,6 +359,8 @@ def gradient_loss(pred: jax.Array, target: jax.Array, conf: jax.Array,
         raise ValueError(f"valid must be {conf.shape}, got {valid.shape}")
     if isinstance(scales, bool) or not isinstance(scales, int) or scales < 1:
         raise ValueError(f"scales must be an int >= 1, got {scales!r}")
+    if val.is_concrete(clamp) and not float(clamp) > 0:
+        raise ValueError(f"clamp must be > 0, got {clamp!r}")
     v = jnp.ones(conf.shape, pred.dtype) if valid is None else valid.astype(pred.dtype)
     diff = pred - jax.lax.stop_gradient(target)
     total = 0.0

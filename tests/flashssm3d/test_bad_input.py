@@ -102,6 +102,8 @@ CASES = [
          {"frame_valid": np.ones((2, 1), bool)}, match="frame_valid must be"),
     Case("camera_loss", fs.camera_loss, (np.zeros((1, 2, 7), F32), np.zeros((1, 2, 7), F32)),
          match=r"pose_stages \[n, ..., 9\]", id="camera_loss-9"),
+    Case("camera_loss", fs.camera_loss, (np.zeros((1, 2, 9), F32), np.zeros((1, 2, 9), F32)),
+         {"gamma": -0.5}, match="gamma must be > 0", id="camera_loss-gamma"),
     Case("conf_regression_loss", fs.conf_regression_loss,
          (np.zeros((1, 1, 2, 2, 1), F32), np.zeros((1, 1, 2, 2, 1), F32), np.zeros((1, 1, 2, 2), F32)),
          match="conf must be > 0", jit="nan"),
