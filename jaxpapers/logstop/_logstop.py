@@ -43,7 +43,11 @@ def _evaluate(formula, props, window, length, algebra, threshold=0.5,
     clip_eps = float(clip_eps)
     if not 0.0 < clip_eps < 0.5:
       raise ValueError(f"clip_eps must be None or in (0, 0.5), got {clip_eps}")
-  if not isinstance(threshold, (int, float, np.floating)) or not np.isfinite(threshold):
+  try:
+    threshold = float(threshold)
+  except TypeError:
+    raise TypeError(f"threshold must be a static Python number, got {threshold!r}") from None
+  if not np.isfinite(threshold):
     raise ValueError(f"threshold must be a finite number, got {threshold!r}")
   ok = _engine.traced_ok(arrays, length, shape, check_range=check_range)
   out = _engine.evaluate_jit(arrays, length, formula=formula, window=window,
