@@ -20,7 +20,8 @@ SHAPE_CLASSES = ("disc", "square", "triangle", "cross")
 def digits(*, num_test: int = 500, seed: int = 0) -> dict:
   """sklearn ``load_digits`` (1797 images of 8x8, values 0..16) scaled to [-1, 1], split in a
   fixed random train/test split. Returns dict(train_images, train_labels, test_images, test_labels)."""
-  if isinstance(num_test, bool) or not isinstance(num_test, (int, np.integer)) or not 1 <= num_test < 1797:
+  if isinstance(num_test, bool) or not isinstance(num_test, (int, np.integer)) \
+      or not 1 <= num_test < 1797:
     raise ValueError(f"num_test must be an int in [1, 1797), got {num_test!r}")
   from sklearn.datasets import load_digits  # noqa: PLC0415
   d = load_digits()
@@ -40,7 +41,8 @@ def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) ->
   if labels.size and (labels.min() < 0 or labels.max() >= len(SHAPE_CLASSES)):
     raise ValueError(f"labels must lie in [0, {len(SHAPE_CLASSES)}) ({SHAPE_CLASSES}), got range "
                      f"[{labels.min()}, {labels.max()}]")
-  if isinstance(image_size, bool) or not isinstance(image_size, (int, np.integer)) or image_size < 4:
+  if isinstance(image_size, bool) or not isinstance(image_size, (int, np.integer)) \
+      or image_size < 4:
     raise ValueError(f"image_size must be an int >= 4, got {image_size!r}")
   rng = np.random.default_rng(seed)
   n, s = labels.shape[0], image_size

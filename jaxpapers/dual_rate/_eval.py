@@ -52,7 +52,8 @@ def train_classifier(images: np.ndarray, labels: np.ndarray, *, num_classes: int
     raise ValueError(f"images must be [N, H, W, C] and labels [N], got {images.shape} and {labels.shape}")
   if not np.issubdtype(labels.dtype, np.integer):
     raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
-  if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) or num_classes < 1:
+  if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) \
+      or num_classes < 1:
     raise ValueError(f"num_classes must be an int >= 1, got {num_classes!r}")
   if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
     raise ValueError(f"labels must lie in [0, num_classes={num_classes}), got range "
@@ -171,8 +172,9 @@ def precision_recall_knn(f_real, f_gen, *, k: int = 3) -> tuple[float, float]:
 
   k must be an int in [1, min(N, M) - 1]."""
   a, b = _check_feats(f_real, f_gen)
-  if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k < min(a.shape[0], b.shape[0]):
-    raise ValueError(f"k must be an int in [1, {min(a.shape[0], b.shape[0]) - 1}], got {k!r}")
+  k_max = min(a.shape[0], b.shape[0]) - 1
+  if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= k_max:
+    raise ValueError(f"k must be an int in [1, {k_max}], got {k!r}")
 
   def radii(x):
     d = np.sqrt(np.maximum(((x[:, None] - x[None]) ** 2).sum(-1), 0))

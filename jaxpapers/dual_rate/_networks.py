@@ -261,7 +261,8 @@ class DualRateModel(nnx.Module):
                context_channels: int = 16, denoiser_emb_dim: int = 64, num_classes: int = 0,
                parametrization: str = "v", rngs: nnx.Rngs):
     if parametrization not in PARAMETRIZATIONS:
-      raise ValueError(f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}")
+      raise ValueError(
+          f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}")
     self.parametrization = parametrization
     self.encoder = ContextEncoder(image_size=image_size, channels=channels, patch_size=patch_size,
                                   width=encoder_width, depth=encoder_depth, num_heads=num_heads,

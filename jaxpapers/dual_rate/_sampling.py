@@ -230,7 +230,8 @@ def sample(model, key, shape, *, num_steps: int, refresh=None, sampler: str = "d
     if cond.shape != (shape[0],):
       raise ValueError(f"cond must be int labels of shape [{shape[0]}], got {cond.shape}")
     in_range = (cond >= 0) & (cond < nc)
-    if val.check(in_range, f"cond must be class labels in [0, {nc}) (num_classes={nc})") is not None:
+    msg = f"cond must be class labels in [0, {nc}) (num_classes={nc})"
+    if val.check(in_range, msg) is not None:
       cond_ok = jnp.asarray(in_range)[:, None, None, None]
     cond = jnp.asarray(cond, jnp.int32)
   graphdef, state = nnx.split(model)
@@ -315,7 +316,7 @@ def sampling_cost(flops: dict, refresh, *, sampler: str = "ddim") -> dict:
   """Total FLOPs per sample = n_E * C_E + n_D * C_D (or n * C for a single network).
 
   ``flops``: the dict of :func:`component_flops` (non-negative numbers)."""
-  if not isinstance(flops, dict) or not (set(flops) == {"network"} or set(flops) == {"encoder", "denoiser"}):
+  if not isinstance(flops, dict) or set(flops) not in ({"network"}, {"encoder", "denoiser"}):
     raise ValueError("flops must be {'encoder': C_E, 'denoiser': C_D} or {'network': C} as from "
                      f"component_flops, got {flops!r}")
   if any(not np.isfinite(v) or v < 0 for v in flops.values()):

@@ -107,8 +107,8 @@ def _check_time(t, like, name):
   if not (jnp.issubdtype(t.dtype, jnp.floating) or jnp.issubdtype(t.dtype, jnp.integer)):
     raise TypeError(f"{name} must be a real time in [0, 1], got dtype {t.dtype}")
   if not (t.ndim == 0 or (t.ndim == 1 and like.ndim >= 1 and t.shape[0] == like.shape[0])):
-    raise ValueError(f"{name} must be a scalar or shape [B] = [{like.shape[0] if like.ndim else '?'}], "
-                     f"got shape {t.shape}")
+    b = like.shape[0] if like.ndim else "?"
+    raise ValueError(f"{name} must be a scalar or shape [B] = [{b}], got shape {t.shape}")
   return t
 
 
@@ -153,7 +153,8 @@ def _check_same(a, b, na, nb):
 def _check_coef(c, like, name):
   c = jnp.asarray(c)
   if not (c.ndim == 0 or (c.ndim == 1 and c.shape[0] == like.shape[0])):
-    raise ValueError(f"{name} must be a scalar or shape [B] = [{like.shape[0]}], got shape {c.shape}")
+    raise ValueError(
+        f"{name} must be a scalar or shape [B] = [{like.shape[0]}], got shape {c.shape}")
 
 
 def v_from_x_eps(x, eps, alpha, sigma):

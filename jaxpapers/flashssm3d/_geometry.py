@@ -42,7 +42,8 @@ __all__ = [
 
 def _check_float(x, name):
     if not hasattr(x, "dtype") or not jnp.issubdtype(x.dtype, jnp.floating):
-        raise TypeError(f"{name} must be a floating-point array, got {getattr(x, 'dtype', type(x))}")
+        got = getattr(x, "dtype", type(x))
+        raise TypeError(f"{name} must be a floating-point array, got {got}")
 
 
 def _check_last(x, n, name):
@@ -63,7 +64,8 @@ def _check_hw(image_hw):
     try:
         hw = tuple(image_hw)
     except TypeError:
-        raise ValueError(f"image_hw must be a pair (H, W) of positive sizes, got {image_hw!r}") from None
+        raise ValueError(
+            f"image_hw must be a pair (H, W) of positive sizes, got {image_hw!r}") from None
     if len(hw) != 2 or not all(isinstance(v, (int, float)) or hasattr(v, "__index__") for v in hw) \
             or min(hw) <= 0:
         raise ValueError(f"image_hw must be a pair (H, W) of positive sizes, got {image_hw!r}")
@@ -150,7 +152,8 @@ def intrinsics_from_fov(fov_h: jax.Array, fov_w: jax.Array, image_hw) -> jax.Arr
     H, W = _check_hw(image_hw)
     fov_h, fov_w = jnp.asarray(fov_h), jnp.asarray(fov_w)
     if fov_h.shape != fov_w.shape:
-        raise ValueError(f"fov_h and fov_w must have the same shape, got {fov_h.shape} and {fov_w.shape}")
+        raise ValueError(
+            f"fov_h and fov_w must have the same shape, got {fov_h.shape} and {fov_w.shape}")
     _check_float(fov_h, "fov_h")
     _check_float(fov_w, "fov_w")
     ok = val.check((fov_h > 0) & (fov_h < jnp.pi) & (fov_w > 0) & (fov_w < jnp.pi),
@@ -221,8 +224,8 @@ def cameras_to_pose_encoding(extrinsics: jax.Array, intrinsics: jax.Array, image
     _check_mat(extrinsics, (3, 4), 4, "extrinsics")
     _check_mat(intrinsics, (3,), 3, "intrinsics")
     if extrinsics.shape[:-2] != intrinsics.shape[:-2]:
-        raise ValueError(f"extrinsics [..., 3, 4] and intrinsics [..., 3, 3] must share leading dims, "
-                         f"got {extrinsics.shape} and {intrinsics.shape}")
+        raise ValueError(f"extrinsics [..., 3, 4] and intrinsics [..., 3, 3] must share leading "
+                         f"dims, got {extrinsics.shape} and {intrinsics.shape}")
     H, W = _check_hw(image_hw)
     ok = val.check((intrinsics[..., 0, 0] > 0) & (intrinsics[..., 1, 1] > 0),
                    "intrinsics must have positive focal lengths K[0, 0] and K[1, 1]")
@@ -245,7 +248,10 @@ def invert_extrinsics(extrinsics: jax.Array) -> jax.Array:
 
 
 def compose_extrinsics(a: jax.Array, b: jax.Array) -> jax.Array:
-    """``a ∘ b`` for ``[R|t]`` maps (``[..., 3, 4]`` or ``[..., 4, 4]``): ``x -> R_a (R_b x + t_b) + t_a``."""
+    """``a ∘ b`` for ``[R|t]`` maps: ``x -> R_a (R_b x + t_b) + t_a``.
+
+    ``a`` and ``b`` are ``[..., 3, 4]`` or ``[..., 4, 4]``; returns ``[..., 3, 4]``.
+    """
     _check_mat(a, (3, 4), 4, "a")
     _check_mat(b, (3, 4), 4, "b")
     R = a[..., :3, :3] @ b[..., :3, :3]

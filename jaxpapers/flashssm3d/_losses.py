@@ -162,7 +162,8 @@ def procrustes_loss(X_s: jax.Array, Y_t: jax.Array, w: jax.Array | None = None, 
     if w is not None:
         if not hasattr(w, "shape") or w.shape != X_s.shape[:-1]:
             raise ValueError(f"w must be [..., M] = {X_s.shape[:-1]}, got {getattr(w, 'shape', w)}")
-        ok = val.check(jnp.all(jnp.isfinite(w) & (w >= 0)), "w must be finite, non-negative weights")
+        ok = val.check(jnp.all(jnp.isfinite(w) & (w >= 0)),
+                       "w must be finite, non-negative weights")
     else:
         ok = None
         w = jnp.ones(X_s.shape[:-1], X_s.dtype)
@@ -190,7 +191,8 @@ def apply_sim3_to_cameras(extrinsics: jax.Array, s, R, t) -> jax.Array:
       extrinsics: ``[B, S, 3, 4]``; s ``[B]``; R ``[B, 3, 3]``; t ``[B, 3]``.
     """
     if not hasattr(extrinsics, "shape") or extrinsics.ndim != 4 or extrinsics.shape[-2:] != (3, 4):
-        raise ValueError(f"extrinsics must be [B, S, 3, 4], got {getattr(extrinsics, 'shape', extrinsics)}")
+        got = getattr(extrinsics, "shape", extrinsics)
+        raise ValueError(f"extrinsics must be [B, S, 3, 4], got {got}")
     B = extrinsics.shape[0]
     s, R, t = jnp.asarray(s), jnp.asarray(R), jnp.asarray(t)
     if s.shape != (B,) or R.shape != (B, 3, 3) or t.shape != (B, 3):
@@ -247,7 +249,8 @@ def reprojection_loss(points_t: jax.Array, cams_s, cams_t, image_hw, *, gauge=No
         if val.is_concrete(v) and not float(v) > 0:
             raise ValueError(f"{name} must be > 0, got {v!r}")
     if point_weights is not None and point_weights.shape != points_t.shape[:2]:
-        raise ValueError(f"point_weights must be [B, M] = {points_t.shape[:2]}, got {point_weights.shape}")
+        raise ValueError(f"point_weights must be [B, M] = {points_t.shape[:2]}, got "
+                         f"{point_weights.shape}")
     points_t = jax.lax.stop_gradient(points_t)
     ext_t, K_t = jax.lax.stop_gradient(ext_t), jax.lax.stop_gradient(K_t)
     if gauge is not None:
@@ -352,7 +355,8 @@ def gradient_loss(pred: jax.Array, target: jax.Array, conf: jax.Array,
     Args: as :func:`conf_regression_loss`.
     """
     if pred.shape != target.shape or pred.ndim != 5:
-        raise ValueError(f"pred and target must both be [B, S, H, W, C]; got {pred.shape} and {target.shape}")
+        raise ValueError(f"pred and target must both be [B, S, H, W, C]; got {pred.shape} and "
+                         f"{target.shape}")
     if conf.shape != pred.shape[:-1]:
         raise ValueError(f"conf must be {pred.shape[:-1]}, got {conf.shape}")
     if valid is not None and valid.shape != conf.shape:

@@ -108,7 +108,8 @@ def _check_errors(rot_deg, trans_deg):
     r = np.asarray(rot_deg, np.float64).ravel()
     t = np.asarray(trans_deg, np.float64).ravel()
     if r.shape != t.shape or r.size == 0:
-        raise ValueError(f"rot_deg and trans_deg must be equal-length non-empty, got {r.shape}, {t.shape}")
+        raise ValueError(
+            f"rot_deg and trans_deg must be equal-length non-empty, got {r.shape}, {t.shape}")
     if np.isnan(r).any() or np.isnan(t).any() or (r < 0).any() or (t < 0).any():
         raise ValueError("rot_deg and trans_deg must be non-negative angles in degrees (no NaN)")
     return r, t
@@ -122,7 +123,8 @@ def rra_rta(rot_deg, trans_deg, thresholds=(5, 15, 30)) -> dict:
     r, t = _check_errors(rot_deg, trans_deg)
     thresholds = tuple(thresholds)
     if not thresholds or any(not np.isfinite(k) or k <= 0 for k in thresholds):
-        raise ValueError(f"thresholds must be a non-empty sequence of positive degrees, got {thresholds!r}")
+        raise ValueError(
+            f"thresholds must be a non-empty sequence of positive degrees, got {thresholds!r}")
     out = {}
     for k in thresholds:
         out[f"RRA@{k}"] = float(np.mean(r < k))
@@ -200,7 +202,8 @@ def accuracy_completeness(points_pred, points_gt, valid=None, *, align: bool = T
     else:
         m = np.asarray(valid).reshape(-1)
         if m.shape != (len(P),):
-            raise ValueError(f"valid must have one entry per point ({len(P)}), got {np.shape(valid)}")
+            raise ValueError(
+                f"valid must have one entry per point ({len(P)}), got {np.shape(valid)}")
         m = m.astype(bool)
     P, G = P[m], G[m]
     if len(P) == 0:

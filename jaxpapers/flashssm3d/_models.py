@@ -80,7 +80,8 @@ class FlashSSM3DConfig:
         if self.registers < 0:
             raise ValueError(f"FlashSSM3DConfig.registers must be >= 0, got {self.registers}")
         if isinstance(self.global_orders, str) or not tuple(self.global_orders):
-            raise ValueError(f"global_orders must be a non-empty tuple of orders, got {self.global_orders!r}")
+            raise ValueError(
+                f"global_orders must be a non-empty tuple of orders, got {self.global_orders!r}")
         if self.image_size % self.patch:
             raise ValueError(f"image_size {self.image_size} must be divisible by patch {self.patch}")
         if self.method not in _ssm.SCAN_METHODS:

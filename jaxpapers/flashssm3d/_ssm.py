@@ -128,7 +128,8 @@ def _selective_scan(x, dt, A, B, C, D, *, reverse, method, chunk_size):
     for name, a in (("x", x), ("dt", dt), ("A", A), ("B", B), ("C", C), ("D", D)):
         if not jnp.issubdtype(a.dtype, jnp.floating):
             raise TypeError(f"{name} must be a floating-point array, got {a.dtype}")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1:
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
+            or chunk_size < 1:
         raise ValueError(f"chunk_size must be an int >= 1, got {chunk_size!r}")
     lead = x.shape[:-2]
     L = x.shape[-2]
@@ -162,7 +163,8 @@ def scan_order(num_views: int, grid_hw, *, kind: str, num_special: int = 0) -> n
     try:
         gh, gw = (int(v) for v in grid_hw)
     except (TypeError, ValueError):
-        raise ValueError(f"grid_hw must be a pair (gh, gw) of positive ints, got {grid_hw!r}") from None
+        raise ValueError(
+            f"grid_hw must be a pair (gh, gw) of positive ints, got {grid_hw!r}") from None
     if gh < 1 or gw < 1:
         raise ValueError(f"grid_hw must be a pair (gh, gw) of positive ints, got {grid_hw!r}")
     for name, v, lo in (("num_views", num_views, 1), ("num_special", num_special, 0)):
@@ -224,7 +226,8 @@ class BiSSM(nnx.Module):
                  chunk_size: int = 64, rngs: nnx.Rngs):
         if method not in SCAN_METHODS:
             raise ValueError(f"method must be one of {SCAN_METHODS}, got {method!r}")
-        for name, v in (("dim", dim), ("state", state), ("expand", expand), ("chunk_size", chunk_size)):
+        for name, v in (("dim", dim), ("state", state), ("expand", expand),
+                        ("chunk_size", chunk_size)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
         inner = expand * dim

@@ -59,7 +59,8 @@ def evaluate_probes(params, config, probes: Sequence[Trial], tokenizer, *,
   probes = list(probes)
   if not probes or not all(isinstance(p, Trial) for p in probes):
     raise ValueError("probes must be a non-empty sequence of Trial")
-  if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+  if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+      or batch_size < 1:
     raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
   if stop_ids is None:
     stop_ids = tokenizer.stop_ids()

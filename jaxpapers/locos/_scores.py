@@ -87,7 +87,10 @@ def _words(text: str, name: str = "text") -> list[str]:
 
 
 def rouge1_recall(reference: str, candidate: str) -> float:
-  """Unigram recall of `reference` words in `candidate` (clipped counts); 0 for an empty reference."""
+  """Unigram recall of `reference` words in `candidate` (clipped counts).
+
+  0 for an empty reference.
+  """
   ref, cand = _words(reference, "reference"), _words(candidate, "candidate")
   if not ref:
     return 0.0
@@ -462,7 +465,8 @@ def random_heads(key, num_layers: int, num_heads: int, k: int) -> np.ndarray:
 def jaccard_top_k(a, b, k: int) -> float:
   """|top_k(a) ∩ top_k(b)| / |top_k(a) ∪ top_k(b)| (1.0 for k = 0); a and b are [L, H]."""
   if np.shape(a) != np.shape(b):
-    raise ValueError(f"a and b must have the same shape [L, H], got {np.shape(a)} and {np.shape(b)}")
+    raise ValueError(
+        f"a and b must have the same shape [L, H], got {np.shape(a)} and {np.shape(b)}")
   ma, mb = top_heads(a, k), top_heads(b, k)
   union = (ma | mb).sum()
   return float((ma & mb).sum() / union) if union else 1.0

@@ -139,7 +139,8 @@ def make_toy_trials(task: ToyTask, rng: np.random.Generator, num: int, kind: str
   if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 0:
     raise ValueError(f"num must be an int >= 0, got {num!r}")
   if num_needles is not None and not 1 <= num_needles <= task.max_needles:
-    raise ValueError(f"num_needles must be in [1, max_needles={task.max_needles}], got {num_needles!r}")
+    raise ValueError(
+        f"num_needles must be in [1, max_needles={task.max_needles}], got {num_needles!r}")
   city_of = task.city_of()
   tok = task.tokenizer()
   out = []
@@ -161,7 +162,8 @@ def toy_batch(task: ToyTask, rng: np.random.Generator, batch_size: int, *,
   loss_mask marks the positions whose *next* token is supervised (answer and
   <eos> of episodes, city and <eos> of parametric sequences).
   """
-  if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+  if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+      or batch_size < 1:
     raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
   for name, v in (("parametric_frac", parametric_frac), ("literal_frac", literal_frac)):
     if not 0.0 <= v <= 1.0:

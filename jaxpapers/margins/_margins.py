@@ -156,7 +156,8 @@ def all_margins(U, V, A, *, normalize: bool = False, chunk_size: int = 65536) ->
     definitions of :func:`margin`, :func:`global_threshold_margin`,
     :func:`per_query_margin` and :func:`topk_accuracy`.
   """
-  if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size <= 0:
+  if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
+      or chunk_size <= 0:
     raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}.")
   U, V, A, ok = _prepare(U, V, A, normalize)
   chunk_size = int(min(chunk_size, U.shape[0]))

@@ -79,7 +79,8 @@ def sample_k_subsets(seed: int, num_queries: int, n: int, k: int) -> np.ndarray:
   Falls back to all subsets when ``num_queries >= C(n, k)``.
   """
   _check_nk(n, k)
-  if isinstance(num_queries, bool) or not isinstance(num_queries, (int, np.integer)) or num_queries <= 0:
+  if isinstance(num_queries, bool) or not isinstance(num_queries, (int, np.integer)) \
+      or num_queries <= 0:
     raise ValueError(f"num_queries must be a positive int, got {num_queries!r}.")
   N = math.comb(n, k)
   if num_queries >= N:
