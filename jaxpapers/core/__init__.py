@@ -30,3 +30,6 @@ __all__ = [
     "progress", "environment_info", "read_results", "save_figure", "write_results",
     "TrainState", "train_loop", "maybe_initialize_distributed",
 ]
+from jaxpapers.core.sweep import CellStore, Sweep, SweepResult, run_sweep, runs_mesh  # noqa: E402
+
+__all__ += ["CellStore", "Sweep", "SweepResult", "run_sweep", "runs_mesh"]
