@@ -171,7 +171,15 @@ class Sweep:
   Build one ``Sweep`` per set of per-run functions and call :meth:`run` for
   each grid; compiled programs are cached on the object by chunk length and
   input shapes, so grids of the same shapes (e.g. another horizon, another
-  sweep point) reuse them.
+  sweep point) reuse them. A grid of several chunks compiles an init program
+  and a chunk program; a one-chunk grid run from scratch compiles a single
+  program with the initialisation fused in.
+
+  Several processes (after ``jax.distributed.initialize()``): every process
+  calls :meth:`run` with the same inputs; the default mesh then spans all
+  processes' devices, results are gathered to every process, checkpoints are
+  written collectively by orbax, and progress bars and :class:`CellStore`
+  files come from process 0 only.
 
   Args:
     init_fn: ``(hparams, key, data) -> state`` for one run.
@@ -222,10 +230,14 @@ class Sweep:
         return s, metrics, ev
       return jax.vmap(one)(state, hparams, keys)
 
+    def first_all(hparams, keys, data, start):
+      return chunk_all(init_all(hparams, keys, data), hparams, keys, data, start)
+
     kw = dict(compiler_options=self.compiler_options) if self.compiler_options else {}
     progs = (jax.jit(init_all, out_shardings=shard, **kw),
              jax.jit(chunk_all, out_shardings=shard,
-                     donate_argnums=(0,) if self.donate else (), **kw))
+                     donate_argnums=(0,) if self.donate else (), **kw),
+             jax.jit(first_all, out_shardings=shard, **kw))
     self._compiled[cache_key] = (mesh, progs)
     return self._compiled[cache_key]
 
@@ -275,44 +287,47 @@ class Sweep:
     mesh = self.mesh if self.mesh is not None else runs_mesh(r)
     n_dev = mesh.devices.size
     r_pad = -(-r // n_dev) * n_dev
-    mesh, (init_p, chunk_p) = self._programs(mesh, chunk_size)
+    mesh, (init_p, chunk_p, first_p) = self._programs(mesh, chunk_size)
     shard = NamedSharding(mesh, P(mesh.axis_names[0]))
     rep = NamedSharding(mesh, P())
     put = lambda x: jax.device_put(_pad_runs(jnp.asarray(x), r_pad - r), shard)
     hp_dev = jax.tree.map(put, hparams)
     keys_dev = put(keys)
     data_dev = jax.device_put(data, rep) if data is not None else None
-    start_arg = jnp.asarray(0, jnp.int32)
+    start0 = jnp.asarray(0, jnp.int32)
+    fingerprint = _fingerprint(hparams, keys, num_steps, chunk_size)
 
+    ckpt = Checkpointer(checkpoint_dir, max_to_keep=1) if checkpoint_dir is not None else None
+    latest = None if ckpt is None else ckpt.latest_step()
+    # A one-chunk run from scratch uses one program (init fused into the chunk): one compile
+    # less, and initialisation (random draws under vmap) is often as slow to compile as a step.
+    fused = num_chunks == 1 and latest is None and max_chunks != 0
+    if fused:
+      _, m_shape, e_shape = jax.eval_shape(first_p, hp_dev, keys_dev, data_dev, start0)
+    else:
+      state_shape = jax.eval_shape(init_p, hp_dev, keys_dev, data_dev)
+      _, m_shape, e_shape = jax.eval_shape(chunk_p, state_shape, hp_dev, keys_dev, data_dev,
+                                           start0)
     # Host buffers for every step's / chunk's metrics (fixed shapes: checkpointable).
-    state_shape = jax.eval_shape(init_p, hp_dev, keys_dev, data_dev)
-    _, m_shape, e_shape = jax.eval_shape(chunk_p, state_shape, hp_dev, keys_dev, data_dev,
-                                         start_arg)
     history = jax.tree.map(
         lambda s: np.zeros((r_pad, num_steps) + s.shape[2:], s.dtype), m_shape)
     evals = jax.tree.map(
         lambda s: np.zeros((r_pad, num_chunks) + s.shape[1:], s.dtype), e_shape)
-    fingerprint = _fingerprint(hparams, keys, num_steps, chunk_size)
 
-    ckpt = None
     start_chunk = 0
     state = None
-    if checkpoint_dir is not None:
-      ckpt = Checkpointer(checkpoint_dir, max_to_keep=1)
-      latest = ckpt.latest_step()
-      if latest is not None:
-        target = _ckpt_tree(state_shape, history, evals, fingerprint)
-        restored = ckpt.restore(latest, target)
-        if not np.array_equal(np.asarray(restored["fingerprint"]), fingerprint):
-          ckpt.close()
-          raise ValueError(
-              f"checkpoint_dir {checkpoint_dir} holds a different sweep (hyperparameters, keys, "
-              f"num_steps or chunk_size differ); use another directory or delete it")
-        state = restored["state"]
-        history = jax.tree.map(np.array, restored["history"])
-        evals = jax.tree.map(np.array, restored.get("evals", evals))
-        start_chunk = int(latest) // chunk_size
-    if state is None:
+    if latest is not None:
+      restored = ckpt.restore(latest, _ckpt_tree(state_shape, history, evals, fingerprint))
+      if not np.array_equal(np.asarray(restored["fingerprint"]), fingerprint):
+        ckpt.close()
+        raise ValueError(
+            f"checkpoint_dir {checkpoint_dir} holds a different sweep (hyperparameters, keys, "
+            f"num_steps or chunk_size differ); use another directory or delete it")
+      state = restored["state"]
+      history = jax.tree.map(np.array, restored["history"])
+      evals = jax.tree.map(np.array, restored.get("evals", evals))
+      start_chunk = int(latest) // chunk_size
+    elif not fused:
       state = init_p(hp_dev, keys_dev, data_dev)
 
     stop = num_chunks if max_chunks is None else min(num_chunks, start_chunk + int(max_chunks))
@@ -320,11 +335,13 @@ class Sweep:
                     disable=None if (show_progress and _is_writer()) else True)
     try:
       for c in range(start_chunk, stop):
-        start = c * chunk_size
-        state, metrics, ev = chunk_p(state, hp_dev, keys_dev, data_dev,
-                                     jnp.asarray(start, jnp.int32))
+        start = jnp.asarray(c * chunk_size, jnp.int32)
+        if fused:
+          state, metrics, ev = first_p(hp_dev, keys_dev, data_dev, start)
+        else:
+          state, metrics, ev = chunk_p(state, hp_dev, keys_dev, data_dev, start)
         for buf, m in zip(jax.tree.leaves(history), jax.tree.leaves(metrics)):
-          buf[:, start:start + chunk_size] = _to_host(m)
+          buf[:, c * chunk_size:(c + 1) * chunk_size] = _to_host(m)
         for buf, m in zip(jax.tree.leaves(evals), jax.tree.leaves(ev)):
           buf[:, c] = _to_host(m)
         bar.update(1)
@@ -336,6 +353,8 @@ class Sweep:
       if ckpt is not None:
         ckpt.close()
 
+    if state is None:  # max_chunks=0 on a fresh one-chunk run: the initial state
+      state = init_p(hp_dev, keys_dev, data_dev)
     unpad = lambda x: x[:r]
     return SweepResult(
         state=jax.tree.map(unpad, state), history=jax.tree.map(unpad, history),

@@ -99,6 +99,10 @@ def test_each_run_equals_a_plain_python_loop(engine):
   hp, keys = _grid()
   data = _data()
   res = engine.run(hp, keys, num_steps=T, chunk_size=C, data=data)
+  whole = engine.run(hp, keys, num_steps=T, data=data)  # one chunk: init fused into it
+  np.testing.assert_array_equal(whole.steps, [T])
+  np.testing.assert_allclose(whole.history["loss"], res.history["loss"], rtol=2e-5, atol=1e-6)
+  np.testing.assert_allclose(whole.evals[:, 0], res.evals[:, -1], rtol=2e-5, atol=1e-6)
   one_step, one_eval = jax.jit(step_fn), jax.jit(eval_fn)
   for i in (0, R - 1):
     hp_i = jax.tree.map(lambda x: x[i], hp)
