@@ -208,7 +208,10 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir.mkdir(parents=True, exist_ok=True)
   data, source = load_datasets(config)
   store = core.CellStore(workdir / "cells")
-  for other in config.get("merge_cells_from", ()):  # cells run by other processes (other workdirs)
+  sources = list(config.get("merge_cells_from", ()))  # cells run by other processes (workdirs)
+  if (workdir / "cells.json").exists():  # a workdir written before the cell store: resume it
+    sources.append(workdir)
+  for other in sources:
     for k, v in _read_cells(other).items():
       if k not in store:
         store.put(k, v)  # this workdir now holds the merged cells

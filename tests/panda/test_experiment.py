@@ -39,6 +39,9 @@ def test_smoke_experiment_writes_results(tmp_path):
   cfg.merge_cells_from = (str(legacy),)
   assert train.train_and_evaluate(cfg, tmp_path / "merged2")["per_cell"] == metrics["per_cell"]
   assert core.CellStore(tmp_path / "merged2" / "cells").to_dict() == cells
+  # and such a folder, used as the workdir itself, resumes from its cells.json
+  cfg.merge_cells_from = ()
+  assert train.train_and_evaluate(cfg, legacy)["per_cell"] == metrics["per_cell"]
   cfg.merge_cells_from = (str(tmp_path / "nowhere"),)
   with pytest.raises(FileNotFoundError, match="nowhere"):
     train.train_and_evaluate(cfg, merged_dir)
