@@ -8,7 +8,6 @@ same budget; evaluate all against GT and the teacher; run the view-scaling study
 
 from __future__ import annotations
 
-import json
 import pathlib
 import time
 
@@ -266,14 +265,7 @@ def train_and_evaluate(config, workdir) -> dict:
     if config.scaling.enabled:
         # resumable: a finished sweep (e.g. from benchmarks/flashssm3d_scaling.py --out=<workdir>
         # with the same settings) is reused
-        cached = workdir / "scaling.json"
-        want = json.loads(json.dumps(dict(config.scaling)))
-        if cached.exists() and json.loads(cached.read_text()).get("config") == want:
-            res = json.loads(cached.read_text())
-        else:
-            res = scaling.run_scaling(config.scaling)
-            res["config"] = dict(config.scaling)
-            cached.write_text(json.dumps(res))
+        res = scaling.cached_scaling(config.scaling, workdir)
         results["scaling"] = res
         core.save_figure(scaling.plot_scaling(res), workdir, "scaling")
     core.save_figure(_loss_plot(histories), workdir, "training_loss")

@@ -62,3 +62,6 @@ __all__ += [
     "check_array", "check_float", "check_int", "check_path", "check_values", "is_concrete",
     "poison",
 ]
+from jaxpapers.core.sweep import CellStore, Sweep, SweepResult, run_sweep, runs_mesh  # noqa: E402
+
+__all__ += ["CellStore", "Sweep", "SweepResult", "run_sweep", "runs_mesh"]

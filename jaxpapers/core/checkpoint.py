@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numbers
 import os
-import pathlib
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+from etils import epath
 
 
 def abstract_like(tree: Any) -> Any:
@@ -28,11 +28,19 @@ def abstract_like(tree: Any) -> Any:
   return jax.tree.map(to_abstract, tree)
 
 
+def _as_path(directory) -> epath.Path:
+  path = epath.Path(directory)
+  if "://" in str(directory):
+    return path
+  return epath.Path(os.path.abspath(os.path.expanduser(os.fspath(directory))))
+
+
 class Checkpointer:
   """A thin, typed wrapper over ``orbax.checkpoint.CheckpointManager``.
 
   Args:
-    directory: where checkpoints go (created if needed; made absolute).
+    directory: where checkpoints go (created if needed); a local path is made
+      absolute, a remote one (``gs://...``) is kept as an ``etils.epath`` path.
     max_to_keep: how many recent checkpoints to keep.
     save_interval_steps: ``save`` is a no-op unless ``step`` is a multiple of it
       (or ``force=True``).
@@ -50,7 +58,7 @@ class Checkpointer:
 
   def __init__(
       self,
-      directory: str | os.PathLike[str],
+      directory: str | os.PathLike[str] | epath.PathLike,
       *,
       max_to_keep: int = 2,
       save_interval_steps: int = 1,
@@ -60,7 +68,7 @@ class Checkpointer:
       raise ValueError(f"max_to_keep must be >= 1, got {max_to_keep}")
     if save_interval_steps < 1:
       raise ValueError(f"save_interval_steps must be >= 1, got {save_interval_steps}")
-    self.directory = pathlib.Path(directory).expanduser().resolve()
+    self.directory = _as_path(directory)
     self.directory.mkdir(parents=True, exist_ok=True)
     options = ocp.CheckpointManagerOptions(
         max_to_keep=max_to_keep,

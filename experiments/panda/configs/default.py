@@ -36,7 +36,8 @@ def get_config():
   c.max_features = 256          # 0 = keep raw features
   c.seed = 0
   c.fast_compile = False        # XLA -O0 halves compile time but slows the 100-epoch runs
-  c.report_only = False         # True: only tabulate the cells already in <workdir>/cells.json
+  c.chunk = 0                   # epochs per compiled chunk and checkpoint (0 = the whole run)
+  c.report_only = False         # True: only tabulate the cells already in <workdir>/cells/
   c.merge_cells_from = ()       # other workdirs whose finished cells are merged in (parallel runs)
   # The claim and the rule that decides it (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS

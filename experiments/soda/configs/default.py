@@ -33,6 +33,7 @@ def get_config():
   d.warmup_frac = 0.0
   d.cooldown_frac = 0.3
   d.chunk = 100              # steps per compiled chunk (an eval after each)
+  d.checkpoint_every = 10    # chunks between orbax checkpoints inside a cell
 
   lm = config.lm = ml_collections.ConfigDict()
   lm.enabled = True
@@ -56,6 +57,7 @@ def get_config():
   lm.cooldown_frac = 0.3
   lm.val_windows = 256
   lm.chunk = 100
+  lm.checkpoint_every = 4
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   config.claims = CLAIMS
   return config
