@@ -13,6 +13,13 @@
 * :mod:`app`: the entry every experiment binary calls (flags, distributed
   start-up, start-up log); :func:`is_main_process`; :class:`MetricWriter`
   (JSONL + TensorBoard, process 0 only).
+* :class:`Sweep` / :func:`run_sweep`: grids of small runs, vmapped over a runs
+  axis sharded over the mesh, stepped in ``lax.scan`` chunks with an orbax
+  checkpoint per chunk; :class:`CellStore`: atomic per-cell results.
+* :class:`Claim`, :func:`judge`: claims as data and their verdicts (held / partly /
+  not reproduced / inconclusive), written into results.json by
+  :func:`write_results`; :func:`markdown_table`, :func:`claims_table` and the
+  standard plots (:func:`curves_plot`, :func:`grouped_bars`, :func:`scaling_plot`).
 * Bad input: the project's policy (trace-time checks always; value checks raise
   eagerly and poison outputs with NaN under jit; documented values for degenerate
   input) is written in :mod:`jaxpapers.core.validation`, with its helpers
@@ -20,48 +27,45 @@
   :func:`check_values`, :func:`poison`, :func:`is_concrete`, :func:`check_path`.
 """
 
+from jaxpapers.core import app
 from jaxpapers.core.checkpoint import Checkpointer, abstract_like
+from jaxpapers.core.claims import VERDICTS, Claim, Verdict, judge, judge_all, parse_claims
 from jaxpapers.core.config import config_to_dataclass, validate_choice, validate_positive
 from jaxpapers.core.data import ENV_VAR as DATA_DIR_ENV_VAR, resolve_data_dir
-from jaxpapers.core.distributed import maybe_initialize_distributed
+from jaxpapers.core.distributed import is_main_process, maybe_initialize_distributed
 from jaxpapers.core.mesh import (
     DATA_AXIS, data_sharding, make_mesh, replicate, replicated_sharding, shard_batch,
 )
-from jaxpapers.core.progress import progress
-from jaxpapers.core.results import environment_info, read_results, save_figure, write_results
-from jaxpapers.core.train import TrainState, train_loop
-from jaxpapers.core import app
-from jaxpapers.core.distributed import is_main_process
 from jaxpapers.core.metric_writer import MetricWriter, read_metrics
+from jaxpapers.core.progress import progress
+from jaxpapers.core.report import (
+    MeanStd, claims_table, curves_plot, fit_power_law, grouped_bars, markdown_table, scaling_plot,
+)
+from jaxpapers.core.results import (
+    command_line, environment_info, git_info, read_results, save_figure, write_results,
+)
+from jaxpapers.core.sweep import CellStore, Sweep, SweepResult, run_sweep, runs_mesh
+from jaxpapers.core.train import TrainState, train_loop
 from jaxpapers.core.validation import (
     check_array, check_float, check_int, check_path, check_values, is_concrete, poison,
 )
 
 __all__ = [
-    "Checkpointer", "abstract_like", "config_to_dataclass", "validate_choice",
-    "validate_positive", "DATA_DIR_ENV_VAR", "resolve_data_dir", "DATA_AXIS",
-    "data_sharding", "make_mesh", "replicate", "replicated_sharding", "shard_batch",
-    "progress", "environment_info", "read_results", "save_figure", "write_results",
-    "TrainState", "train_loop", "maybe_initialize_distributed",
-    "app", "is_main_process", "MetricWriter", "read_metrics",
+    # training state, loop, checkpoints
+    "TrainState", "train_loop", "Checkpointer", "abstract_like",
+    # the experiment harness: app entry, sweep engine, metric and results writers
+    "app", "is_main_process", "maybe_initialize_distributed", "MetricWriter", "read_metrics",
+    "Sweep", "SweepResult", "run_sweep", "runs_mesh", "CellStore",
+    "write_results", "read_results", "save_figure", "environment_info", "command_line",
+    "git_info", "progress",
+    # claims as data, tables and plots
+    "Claim", "Verdict", "VERDICTS", "judge", "judge_all", "parse_claims",
+    "MeanStd", "markdown_table", "claims_table", "curves_plot", "grouped_bars", "scaling_plot",
+    "fit_power_law",
+    # devices
+    "DATA_AXIS", "make_mesh", "data_sharding", "replicated_sharding", "shard_batch", "replicate",
+    # configs, data, validation
+    "config_to_dataclass", "validate_choice", "validate_positive", "DATA_DIR_ENV_VAR",
+    "resolve_data_dir", "check_array", "check_float", "check_int", "check_path", "check_values",
+    "is_concrete", "poison",
 ]
-
-# Claims as data, verdicts, shared tables and plots.
-from jaxpapers.core.claims import (  # noqa: E402
-    Claim, Verdict, judge, judge_all, parse_claims, VERDICTS,
-)
-from jaxpapers.core.report import (  # noqa: E402
-    MeanStd, claims_table, curves_plot, fit_power_law, grouped_bars, markdown_table, scaling_plot,
-)
-from jaxpapers.core.results import command_line, git_info  # noqa: E402
-
-__all__ += [
-    "Claim", "Verdict", "judge", "judge_all", "parse_claims", "VERDICTS", "MeanStd",
-    "claims_table", "curves_plot", "fit_power_law", "grouped_bars", "markdown_table",
-    "scaling_plot", "command_line", "git_info",
-    "check_array", "check_float", "check_int", "check_path", "check_values", "is_concrete",
-    "poison",
-]
-from jaxpapers.core.sweep import CellStore, Sweep, SweepResult, run_sweep, runs_mesh  # noqa: E402
-
-__all__ += ["CellStore", "Sweep", "SweepResult", "run_sweep", "runs_mesh"]

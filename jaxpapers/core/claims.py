@@ -199,6 +199,10 @@ class Verdict:
   reason: str
   baselines: Mapping[str, float | None] = dataclasses.field(default_factory=dict)
 
+  def __post_init__(self):
+    if self.verdict not in VERDICTS:
+      raise ValueError(f"Verdict.verdict must be one of {list(VERDICTS)}, got {self.verdict!r}")
+
   def to_dict(self) -> dict[str, Any]:
     return dataclasses.asdict(self)
 

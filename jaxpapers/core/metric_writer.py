@@ -49,11 +49,23 @@ def read_metrics(logdir: str | os.PathLike[str], filename: str = METRICS_FILE
   """The records of ``<logdir>/<filename>`` in file order; ``[]`` if it does not exist.
 
   Reading is allowed on every process (only writing is process 0's).
+
+  Raises:
+    ValueError: naming the file and line when a line is not a JSON record.
   """
   path = epath.Path(logdir) / filename
   if not path.exists():
     return []
-  return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+  records = []
+  for i, line in enumerate(path.read_text().splitlines(), start=1):
+    if not line.strip():
+      continue
+    try:
+      records.append(json.loads(line))
+    except json.JSONDecodeError as e:
+      raise ValueError(f"{path}: line {i} is not a JSON record ({e.msg}); the file is corrupt "
+                       "or was cut off") from e
+  return records
 
 
 class MetricWriter:

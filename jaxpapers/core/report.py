@@ -40,6 +40,17 @@ class MeanStd:
   scale: float = 1.0
   suffix: str = ""
 
+  def __post_init__(self):
+    for name in ("mean", "std"):
+      v = getattr(self, name)
+      if v is None:
+        continue
+      if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.generic)) \
+          or np.ndim(v) != 0:
+        raise TypeError(f"MeanStd.{name} must be a real scalar or None, got {v!r}")
+    if self.std is not None and float(self.std) < 0:
+      raise ValueError(f"MeanStd.std must be >= 0 (a spread), got {self.std!r}")
+
   def __str__(self) -> str:
     if self.mean is None or (isinstance(self.mean, float) and math.isnan(self.mean)):
       return "-"
@@ -148,7 +159,11 @@ def claims_table(records: Sequence[Mapping[str, Any]], *, paper: str | None = No
   if measured_in is not None:
     headers.append("measured in")
   rows = []
-  for rec in records:
+  for i, rec in enumerate(records):
+    if not isinstance(rec, Mapping) or not (
+        "error" in rec or isinstance(rec.get("claim"), Mapping)):
+      raise ValueError(f"records[{i}] must be a judged claim (a mapping with 'claim', as "
+                       f"write_results writes it) or an 'error' record, got {rec!r}"[:300])
     if "error" in rec:
       row = ([paper] if paper is not None else []) + [rec["error"]]
       rows.append(row + ["-"] * (len(headers) - len(row)))
@@ -176,7 +191,8 @@ def claims_table(records: Sequence[Mapping[str, Any]], *, paper: str | None = No
 def fit_power_law(x: Any, y: Any) -> tuple[float, float, float]:
   r"""Least-squares fit of ``log y = a log x + b`` (float64).
 
-  Points with non-finite or non-positive x or y are ignored.
+  Points with a non-finite x or y (a run that stopped) are ignored; a finite but non-positive
+  value has no logarithm and is an error, never silently dropped.
 
   Args:
     x: [n] positive abscissae.
@@ -188,13 +204,20 @@ def fit_power_law(x: Any, y: Any) -> tuple[float, float, float]:
     points used (NaN when m = 2), and the intercept.
 
   Raises:
-    ValueError: if x and y differ in shape, or fewer than 2 usable points (with distinct x).
+    ValueError: if x and y differ in shape, a finite value is <= 0, or fewer than 2 usable
+      points (with distinct x) remain.
   """
   x = np.asarray(x, np.float64).ravel()
   y = np.asarray(y, np.float64).ravel()
   if x.shape != y.shape:
     raise ValueError(f"x and y must have the same length, got {x.shape} and {y.shape}")
-  ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+  finite = np.isfinite(x) & np.isfinite(y)
+  for name, v in (("x", x), ("y", y)):
+    bad = finite & (v <= 0)
+    if bad.any():
+      raise ValueError(f"{name} must be > 0 for a log-log fit, got {v[bad][:3].tolist()} at "
+                       f"indices {np.flatnonzero(bad)[:3].tolist()}")
+  ok = finite
   lx, ly = np.log(x[ok]), np.log(y[ok])
   if lx.size < 2 or np.ptp(lx) == 0:
     raise ValueError(f"need >= 2 points with distinct positive x and positive y, got {lx.size}")
@@ -286,6 +309,9 @@ def grouped_bars(groups: Sequence[str], series: Mapping[str, tuple[Any, Any]], *
       raise ValueError(f"series[{label!r}]: means must have one value per group "
                        f"({len(groups)}), got shape {means.shape}")
     errs = None if errs is None else np.asarray(errs, np.float64)
+    if errs is not None and errs.shape != means.shape:
+      raise ValueError(f"series[{label!r}]: errors must have one value per group "
+                       f"({len(groups)}) or be None, got shape {errs.shape}")
     ax.bar(xs + (j - (n - 1) / 2) * w, np.nan_to_num(means), w, yerr=errs, capsize=2, label=label)
   if horizontal_line is not None:
     ax.axhline(horizontal_line, color="k", lw=0.8)
@@ -311,9 +337,12 @@ def scaling_plot(series: Mapping[str, tuple[Any, Any]], *, fit_min_x: float | No
   fig, ax = _axes(ax, figsize)
   fits = {}
   for i, (label, (x, y)) in enumerate(series.items()):
-    x = np.asarray(x, np.float64)
-    y = np.asarray(y, np.float64)
-    keep = np.isfinite(y) & (y > 0)
+    x = np.asarray(x, np.float64).ravel()
+    y = np.asarray(y, np.float64).ravel()
+    if x.shape != y.shape:
+      raise ValueError(f"series[{label!r}]: x and y must have the same length, got {x.shape} "
+                       f"and {y.shape}")
+    keep = np.isfinite(y)
     color = f"C{i % 10}"
     sel = keep & (x >= (fit_min_x if fit_min_x is not None else -np.inf))
     text = label

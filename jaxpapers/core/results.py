@@ -114,6 +114,9 @@ def command_line(argv: Sequence[str] | None = None) -> str:
   A module run with ``python -m pkg.mod`` is written as such (``sys.argv[0]`` then holds the
   module's file path); a script as ``python <argv[0]> ...``.
   """
+  if argv is not None and (isinstance(argv, (str, bytes)) or not isinstance(argv, Sequence)
+                          or not all(isinstance(a, str) for a in argv)):
+    raise TypeError(f"argv must be a sequence of str (like sys.argv), got {argv!r}")
   argv = list(sys.argv if argv is None else argv)
   spec = getattr(sys.modules.get("__main__"), "__spec__", None)
   name = getattr(spec, "name", None)

@@ -74,6 +74,9 @@ def sweep_fns(model_fn: ModelFn):
   metrics are ``loss``, ``train_acc``, ``val_acc`` and ``test_acc`` (scalars).
   The state is ``(params, rest, opt_state)``.
   """
+  if not callable(model_fn):
+    raise TypeError("model_fn must be a callable rngs -> model (e.g. a functools.partial of "
+                    f"panda.make_model), got {type(model_fn).__name__} {model_fn!r}")
 
   def graphdef():  # at trace time: the module structure (no parameters computed)
     return nnx.split(nnx.eval_shape(lambda: model_fn(nnx.Rngs(params=0))), nnx.Param, ...)[0]

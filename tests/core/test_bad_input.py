@@ -62,6 +62,52 @@ def _shard_indivisible():
   core.shard_batch({"x": np.zeros((3, 2))}, core.make_mesh())
 
 
+def _corrupt_metrics():
+  d = _tmp()
+  (d / "metrics.jsonl").write_text('{"step": 1, "loss": 0.5}\n{"step": 2, "lo')
+  return core.read_metrics(d)
+
+
+def _metric_writer_step(step):
+  with core.MetricWriter(_tmp(), tensorboard=False) as w:
+    w.write(step, {"loss": 1.0})
+
+
+def _metric_writer_metrics():
+  with core.MetricWriter(_tmp(), tensorboard=False) as w:
+    w.write(1, [1.0, 2.0])
+
+
+_CLAIM = dict(id="gain", statement="s", metric="gain", direction="higher", held=1.0)
+_SWEEP_INIT = lambda hp, key, data: {"w": hp["lr"] * 0.0}  # noqa: E731
+_SWEEP_STEP = lambda s, hp, key, i, data: (s, {"w": s["w"]})  # noqa: E731
+
+
+def _keys(n):
+  return jax.random.split(jax.random.key(0), n)
+
+
+def _sweep_keys_mismatch():
+  core.run_sweep(_SWEEP_INIT, _SWEEP_STEP, {"lr": jnp.ones(3)}, _keys(2), num_steps=2)
+
+
+def _sweep_raw_keys():
+  core.run_sweep(_SWEEP_INIT, _SWEEP_STEP, {"lr": jnp.ones(3)},
+                 jax.random.split(jax.random.PRNGKey(0), 3), num_steps=2)
+
+
+def _sweep_object_steps():
+  core.Sweep(_SWEEP_INIT, _SWEEP_STEP).run({"lr": jnp.ones(3)}, _keys(3), num_steps=0)
+
+
+def _cellstore_value():
+  core.CellStore(_tmp()).put("cell", object())
+
+
+def _cellstore_name():
+  core.CellStore(_tmp()).put("", 1.0)
+
+
 CASES = [
     Case("core.resolve_data_dir", core.resolve_data_dir, ("/nonexistent/dir",),
          kwargs=dict(subdir="hypergraph"), error=FileNotFoundError,
@@ -145,6 +191,76 @@ CASES = [
          match="ok must be a boolean scalar", id="poison-ok-float"),
     Case("core.check_path", core.check_path, (3, "path"), error=TypeError,
          match="path must be a path", jit=None, jit_reason=HOST, id="check-path"),
+    Case("core.read_metrics", _corrupt_metrics, match=r"metrics.jsonl: line 2 is not a JSON",
+         jit=None, jit_reason=HOST, id="read-metrics-corrupt"),
+    Case("core.MetricWriter", _metric_writer_step, (1.5,), error=TypeError,
+         match="step must be an integer scalar", jit=None, jit_reason=HOST, id="mw-step-float"),
+    Case("core.MetricWriter", _metric_writer_metrics, error=TypeError,
+         match="metrics must be a mapping", jit=None, jit_reason=HOST, id="mw-metrics-list"),
+    Case("core.MetricWriter", lambda: core.MetricWriter(_tmp(), filename="a/b.jsonl"),
+         match="filename must be a bare file name", jit=None, jit_reason=HOST,
+         id="mw-filename"),
+    Case("core.Claim", lambda: core.Claim(**{**_CLAIM, "direction": "up"}),
+         match=r"direction must be one of \['higher', 'lower'\], got 'up'", jit=None,
+         jit_reason=HOST, id="claim-direction"),
+    Case("core.parse_claims", core.parse_claims, ([{**_CLAIM, "bogus": 1}],),
+         match=r"Unknown claim field\(s\) \['bogus'\]", jit=None, jit_reason=HOST,
+         id="parse-claims-unknown"),
+    Case("core.judge_all", core.judge_all, ("gain", {}), error=TypeError,
+         match="a claim must be a mapping", jit=None, jit_reason=HOST, id="judge-all-str"),
+    Case("core.judge", core.judge, ({**_CLAIM, "held": "high"}, {"gain": 2.0}),
+         error=(TypeError, ValueError), match="held", jit=None, jit_reason=HOST,
+         id="judge-held-str"),
+    Case("core.Verdict", lambda: core.Verdict("gain", "great", 1.0, 0.0, "r"),
+         match=r"Verdict.verdict must be one of", jit=None, jit_reason=HOST, id="verdict"),
+    Case("core.MeanStd", lambda: core.MeanStd([1.0, 2.0]), error=TypeError,
+         match="MeanStd.mean must be a real scalar", jit=None, jit_reason=HOST,
+         id="meanstd-list"),
+    Case("core.MeanStd", lambda: core.MeanStd(1.0, -0.5), match="MeanStd.std must be >= 0",
+         jit=None, jit_reason=HOST, id="meanstd-negative-std"),
+    Case("core.markdown_table", core.markdown_table, (["a", "b"], [[1]]),
+         match=r"rows\[0\] has 1 cells, expected 2", jit=None, jit_reason=HOST,
+         id="markdown-ragged"),
+    Case("core.claims_table", core.claims_table, ([{"measured": 1.0}],),
+         match=r"records\[0\] must be a judged claim", jit=None, jit_reason=HOST,
+         id="claims-table-record"),
+    Case("core.fit_power_law", core.fit_power_law, ([1, 2, 4], [1.0, -2.0, 4.0]),
+         match=r"y must be > 0 for a log-log fit", jit=None, jit_reason=HOST,
+         id="power-law-negative"),
+    Case("core.fit_power_law", core.fit_power_law, ([1, 2, 3], [1, 2]),
+         match="x and y must have the same length", jit=None, jit_reason=HOST,
+         id="power-law-length"),
+    Case("core.scaling_plot", core.scaling_plot, ({"ssm": ([1, 2, 4], [1.0, 2.0])},),
+         match=r"series\['ssm'\]: x and y must have the same length", jit=None,
+         jit_reason=HOST, id="scaling-plot-length"),
+    Case("core.curves_plot", core.curves_plot, ({"a": (np.arange(4), np.ones((2, 3)))},),
+         match=r"curves\['a'\]: y must be \[seeds, 4\]", jit=None, jit_reason=HOST,
+         id="curves-plot-shape"),
+    Case("core.grouped_bars", core.grouped_bars, (["g1", "g2"], {"a": ([1.0, 2.0], [0.1])}),
+         match=r"series\['a'\]: errors must have one value per group", jit=None,
+         jit_reason=HOST, id="grouped-bars-errors"),
+    Case("core.command_line", core.command_line, (5,), error=TypeError,
+         match="argv must be a sequence of str", jit=None, jit_reason=HOST, id="command-line"),
+    Case("core.git_info", core.git_info, (5,), error=TypeError, match="", jit=None,
+         jit_reason=HOST, id="git-info-int"),
+    Case("core.run_sweep", _sweep_keys_mismatch,
+         match=r"hparams leaf \['lr'\] has shape \(3,\); every leaf needs the leading runs "
+               r"axis \[R=2", jit=None, jit_reason=HOST, id="sweep-runs-mismatch"),
+    Case("core.run_sweep", _sweep_raw_keys, error=TypeError,
+         match="keys must be a \\[R\\] array of typed PRNG keys", jit=None, jit_reason=HOST,
+         id="sweep-raw-keys"),
+    Case("core.Sweep", _sweep_object_steps, match="num_steps must be a positive int", jit=None,
+         jit_reason=HOST, id="sweep-steps-zero"),
+    Case("core.Sweep", lambda: core.Sweep(5, _SWEEP_STEP), error=TypeError,
+         match="init_fn must be callable", jit=None, jit_reason=HOST, id="sweep-init-fn"),
+    Case("core.runs_mesh", core.runs_mesh, (2.5,), match="num_runs must be a positive int",
+         jit=None, jit_reason=HOST, id="runs-mesh-float"),
+    Case("core.CellStore", _cellstore_value, error=TypeError,
+         match="cell values must be JSON-serialisable", jit=None, jit_reason=HOST,
+         id="cellstore-value"),
+    Case("core.CellStore", _cellstore_name, error=TypeError,
+         match="cell name must be a non-empty str", jit=None, jit_reason=HOST,
+         id="cellstore-name"),
 ]
 
 EXEMPT = {
@@ -158,6 +274,8 @@ EXEMPT = {
     "write_results": "serialises any metrics/config (unknown objects are written as repr)",
     "TrainState": "a container built by TrainState.create from an NNX model and optax tx",
     "is_concrete": "a predicate defined for every pytree",
+    "is_main_process": "takes no arguments",
+    "SweepResult": "a container returned by Sweep.run, not built by users",
 }
 
 

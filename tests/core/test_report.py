@@ -94,8 +94,10 @@ def test_fit_power_law_standard_error_against_closed_form():
 
 
 def test_fit_power_law_edge_cases():
-  slope, se, _ = core.fit_power_law([1, 2, 4, 8], [3, 6, float("nan"), -1])  # 2 usable points
+  slope, se, _ = core.fit_power_law([1, 2, 4, 8], [3, 6, float("nan"), np.inf])  # 2 usable
   assert slope == pytest.approx(1.0) and math.isnan(se)
+  with pytest.raises(ValueError, match=r"y must be > 0.*\[-1.0\] at indices \[3\]"):
+    core.fit_power_law([1, 2, 4, 8], [3, 6, 12, -1])  # never dropped silently
   with pytest.raises(ValueError, match=">= 2 points"):
     core.fit_power_law([4, 4], [1, 2])
   with pytest.raises(ValueError, match="same length"):
