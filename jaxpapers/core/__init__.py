@@ -37,3 +37,11 @@ __all__ = [
     "TrainState", "train_loop", "maybe_initialize_distributed",
     "app", "is_main_process", "MetricWriter", "read_metrics",
 ]
+from jaxpapers.core.data_parallel import (
+    host_local_batch_to_global, load_global_batch, process_batch_indices, process_batch_slice,
+)
+
+__all__ += [
+    "host_local_batch_to_global", "load_global_batch", "process_batch_indices",
+    "process_batch_slice",
+]
