@@ -25,6 +25,7 @@ the worker :func:`run_function` starts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import json
@@ -36,7 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -111,15 +113,32 @@ def worker_env(process_id: int, num_processes: int, port: int, *, devices_per_pr
   return out
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _live_members(pgid: int) -> list[int]:
+  """The running (not zombie) processes of group ``pgid``; ``[]`` where /proc is absent."""
+  pids = []
+  for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+    try:
+      fields = stat.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+      continue
+    if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+      pids.append(int(stat.parent.name))
+  return pids
+
+
+def _kill_group(proc: subprocess.Popen, wait: float = 10.0) -> None:
+  """SIGKILLs the process group of ``proc`` and waits until none of it runs."""
   try:
     os.killpg(proc.pid, signal.SIGKILL)  # the process and anything it started
   except (ProcessLookupError, PermissionError):
     pass
   try:
-    proc.wait(timeout=10)
+    proc.wait(timeout=wait)
   except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait on anything
     pass
+  deadline = time.monotonic() + wait  # signals are delivered asynchronously
+  while _live_members(proc.pid) and time.monotonic() < deadline:
+    time.sleep(0.02)
 
 
 def _tail(text: str) -> str:
@@ -159,35 +178,32 @@ def launch(argv: Sequence[str] | Callable[[int], Sequence[str]], *, num_processe
     logs.mkdir(parents=True, exist_ok=True)
     port = free_port()
     procs: list[subprocess.Popen] = []
-    files = []
     failure = None
-    try:
-      for i in range(num_processes):
-        cmd = [str(a) for a in (argv(i) if callable(argv) else argv)]
-        out = open(logs / f"process_{i}.out", "w")
-        err = open(logs / f"process_{i}.err", "w")
-        files += [out, err]
-        procs.append(subprocess.Popen(
-            cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            env=worker_env(i, num_processes, port, devices_per_process=devices_per_process,
-                           env=env),
-            start_new_session=True))  # its own process group, killed as a whole
-      deadline = time.monotonic() + timeout
-      while failure is None:
-        codes = [p.poll() for p in procs]
-        if all(c == 0 for c in codes):
-          break
-        if any(c not in (None, 0) for c in codes):
-          failure = "a process failed"
-        elif time.monotonic() > deadline:
-          failure = f"timed out after {timeout:.0f} s"
-        else:
-          time.sleep(0.05)
-    finally:
-      for p in procs:  # also reaps anything a finished process left running
-        _kill_group(p)
-      for f in files:
-        f.close()
+    with contextlib.ExitStack() as files:
+      try:
+        for i in range(num_processes):
+          cmd = [str(a) for a in (argv(i) if callable(argv) else argv)]
+          out = files.enter_context(open(logs / f"process_{i}.out", "w"))
+          err = files.enter_context(open(logs / f"process_{i}.err", "w"))
+          procs.append(subprocess.Popen(
+              cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+              env=worker_env(i, num_processes, port, devices_per_process=devices_per_process,
+                             env=env),
+              start_new_session=True))  # its own process group, killed as a whole
+        deadline = time.monotonic() + timeout
+        while failure is None:
+          codes = [p.poll() for p in procs]
+          if all(c == 0 for c in codes):
+            break
+          if any(c not in (None, 0) for c in codes):
+            failure = "a process failed"
+          elif time.monotonic() > deadline:
+            failure = f"timed out after {timeout:.0f} s"
+          else:
+            time.sleep(0.05)
+      finally:
+        for p in procs:  # also reaps anything a finished process left running
+          _kill_group(p)
     runs = [ProcessRun(i, p.returncode, (logs / f"process_{i}.out").read_text(),
                        (logs / f"process_{i}.err").read_text()) for i, p in enumerate(procs)]
   if failure is not None:

@@ -20,7 +20,8 @@ process this is the whole batch and the code path is the same.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np

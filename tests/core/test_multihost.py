@@ -127,10 +127,10 @@ def _first(base: str) -> dict:
   # A data-parallel step on the global mesh (params replicated, batch sharded).
   params = core.replicate(linear_init(), mesh)
   losses = []
+  rows = dataset(3 * BATCH)
   for step in range(3):
-    rows = dataset(3 * BATCH)
-    batch = core.load_global_batch(lambda r: {k: v[step * BATCH + r] for k, v in rows.items()},
-                                   BATCH, mesh)
+    batch = core.load_global_batch(
+        lambda r, step=step: {k: v[step * BATCH + r] for k, v in rows.items()}, BATCH, mesh)
     params, loss = linear_step(params, batch)
     losses.append(float(loss))
   out["linear"] = {"w": np.asarray(params["w"]).tolist(), "b": float(params["b"]),
@@ -344,6 +344,65 @@ def test_only_process_0_writes_results_json_and_plots(base, first_job, tmp_path,
   if not _results_writers_are_process_0_aware(tmp_path, monkeypatch):
     pytest.xfail("core.write_results/save_figure still write on every process")
   assert _files(base / "results" / "p1") == []
+
+
+# ---------------------------------------------------------------- the launcher itself
+
+
+def _alive(pid: int) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  try:  # a zombie is gone too, waiting for its parent to reap it
+    return pathlib.Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+  except OSError:
+    return True
+
+
+def _child_then(action: str, tmp_path: pathlib.Path) -> list[str]:
+  """A process that starts a long-lived child, records its pid, then does ``action``."""
+  code = ("import os, subprocess, sys, time\n"
+          "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+          f"open(os.path.join({str(tmp_path)!r}, 'child_' + os.environ['JAX_PROCESS_ID']), 'w')"
+          ".write(str(child.pid))\n"
+          "print('process', os.environ['JAX_PROCESS_ID'], 'of', os.environ['JAX_NUM_PROCESSES'],"
+          " 'at', os.environ['JAX_COORDINATOR_ADDRESS'], flush=True)\n"
+          f"{action}\n")
+  return [sys.executable, "-c", code]
+
+
+def _wait_for_files(paths, seconds=30.0):
+  import time
+  deadline = time.monotonic() + seconds
+  while not all(p.exists() and p.read_text() for p in paths) and time.monotonic() < deadline:
+    time.sleep(0.05)
+
+
+def test_launcher_kills_every_process_group_when_one_fails(tmp_path):
+  action = ("time.sleep(120) if os.environ['JAX_PROCESS_ID'] == '0' else "
+            "(time.sleep(1), sys.exit('process 1 gives up'))")
+  with pytest.raises(multiprocess_util.MultiprocessError) as err:
+    multiprocess_util.launch(_child_then(action, tmp_path), num_processes=2, timeout=60)
+  text = str(err.value)
+  assert "2-process job a process failed" in text
+  assert "process 0: exit status -9" in text and "process 1: exit status 1" in text
+  assert "process 1 gives up" in text  # each log is shown
+  assert "process 0 of 2 at 127.0.0.1:" in text and "process 1 of 2" in text
+  pids = [int((tmp_path / f"child_{i}").read_text()) for i in range(2)]
+  assert not any(_alive(pid) for pid in pids)  # the children of both processes are gone
+
+
+def test_launcher_times_out_and_leaves_nothing_running(tmp_path):
+  with pytest.raises(multiprocess_util.MultiprocessError, match="timed out after 3 s"):
+    multiprocess_util.launch(_child_then("time.sleep(120)", tmp_path), num_processes=2,
+                             timeout=3)
+  pids = [int((tmp_path / f"child_{i}").read_text()) for i in range(2)]
+  assert not any(_alive(pid) for pid in pids)
+  with pytest.raises(ValueError, match="num_processes"):
+    multiprocess_util.launch(["true"], num_processes=0)
+  with pytest.raises(ValueError, match="module:function"):
+    multiprocess_util.run_function("no_function_here")
 
 
 # ---------------------------------------------------------------- a real binary through core.app
