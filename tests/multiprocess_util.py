@@ -167,12 +167,24 @@ def launch(argv: Sequence[str] | Callable[[int], Sequence[str]], *, num_processe
   Raises:
     MultiprocessError: as soon as one process exits non-zero (the others are
       killed, as they would wait for it forever), or at the timeout; the message
-      gives each process's status and log tail.
+      gives each process's status and log tail. A job whose coordinator port was
+      taken meanwhile ("address already in use") is retried on a new port.
     ValueError: if ``num_processes`` or ``devices_per_process`` is below 1.
   """
   if num_processes < 1 or devices_per_process < 1:
     raise ValueError(f"num_processes and devices_per_process must be >= 1, got "
                      f"{num_processes} and {devices_per_process}")
+  for attempt in range(3):
+    try:
+      return _launch_once(argv, num_processes, devices_per_process, timeout, env, cwd, log_dir)
+    except MultiprocessError as e:
+      # The free port was taken between choosing it and the coordinator binding it.
+      if attempt == 2 or "already in use" not in str(e).lower():
+        raise
+  raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _launch_once(argv, num_processes, devices_per_process, timeout, env, cwd, log_dir):
   with tempfile.TemporaryDirectory(prefix="multiprocess_logs_") as tmp:
     logs = pathlib.Path(log_dir or tmp)
     logs.mkdir(parents=True, exist_ok=True)

@@ -346,6 +346,39 @@ def test_only_process_0_writes_results_json_and_plots(base, first_job, tmp_path,
   assert _files(base / "results" / "p1") == []
 
 
+# ---------------------------------------------------------------- data helpers in one process
+
+
+def test_one_process_reads_the_whole_batch_on_the_same_code_path():
+  mesh = core.make_mesh()  # the 8 devices of this test process
+  data = dataset(16)
+  asked = []
+  batch = core.load_global_batch(lambda r: asked.append(r) or {k: v[r] for k, v in data.items()},
+                                 16, mesh)
+  np.testing.assert_array_equal(asked[0], np.arange(16))
+  assert core.process_batch_slice(16, mesh) == slice(0, 16)
+  expected = core.shard_batch(data, mesh)
+  for k in data:
+    assert batch[k].sharding == expected[k].sharding
+    np.testing.assert_array_equal(np.asarray(batch[k]), data[k])
+  assert core.host_local_batch_to_global({}, mesh) == {}
+
+
+def test_data_helpers_reject_bad_input():
+  mesh = core.make_mesh(4)
+  for bad in (0, 6, 4.0, True, None):
+    with pytest.raises(ValueError, match="global_batch_size must be a positive int divisible"):
+      core.process_batch_indices(bad, mesh)
+  with pytest.raises(TypeError, match="Mesh or NamedSharding"):
+    core.process_batch_indices(8, "data")
+  with pytest.raises(ValueError, match="must hold this process's 8 rows"):
+    core.host_local_batch_to_global({"x": np.zeros((6, 2))}, mesh, 8)
+  with pytest.raises(ValueError, match="got a scalar"):
+    core.host_local_batch_to_global({"x": np.zeros(())}, mesh)
+  # another process's rows are never requested: the reader sees this process's only
+  assert core.load_global_batch(lambda r: {"n": np.full(len(r), len(r))}, 8, mesh)["n"].shape == (8,)
+
+
 # ---------------------------------------------------------------- the launcher itself
 
 
