@@ -93,7 +93,7 @@ def run_train_loop(workdir, num_steps, mesh, read_log=None, desc="train"):
   state, history = core.train_loop(
       model_state(mesh), model_step,
       lambda step: core.load_global_batch(read(step), BATCH, mesh),
-      num_steps=num_steps, workdir=workdir, checkpoint_every=0 if workdir is None else 1,
+      num_steps=num_steps, workdir=workdir, checkpoint_every=0 if workdir is None else INTERRUPT_AT,
       log_every=1, desc=desc)
   return state, [{k: v for k, v in r.items() if k != "elapsed_s"} for r in history]
 
@@ -270,11 +270,11 @@ def test_train_loop_equals_single_process_run(first_job):
 
 def test_checkpoints_restore_into_a_new_two_process_job(base, first_job, resumed_job):
   assert sorted(p.name for p in (base / "uninterrupted" / "ckpt").iterdir()
-                if p.name.isdigit()) == ["5", "6"]  # max_to_keep=2, written once, collectively
+                if p.name.isdigit()) == ["3", "6"]  # written once, collectively
   expected = first_job[0].output["uninterrupted"]["params"]
   for run in resumed_job:
     out = run.output
-    assert out["checkpoint_steps"] == [5, 6] and out["restored_step"] == STEPS
+    assert out["checkpoint_steps"] == [INTERRUPT_AT, STEPS] and out["restored_step"] == STEPS
     assert out["restored"] == expected  # bit for bit
     assert "'data': 4" in out["restored_sharding"]  # restored onto the global mesh
 
@@ -427,9 +427,9 @@ def test_launcher_kills_every_process_group_when_one_fails(tmp_path):
 
 
 def test_launcher_times_out_and_leaves_nothing_running(tmp_path):
-  with pytest.raises(multiprocess_util.MultiprocessError, match="timed out after 3 s"):
+  with pytest.raises(multiprocess_util.MultiprocessError, match="timed out after 2 s"):
     multiprocess_util.launch(_child_then("time.sleep(120)", tmp_path), num_processes=2,
-                             timeout=3)
+                             timeout=2)
   pids = [int((tmp_path / f"child_{i}").read_text()) for i in range(2)]
   assert not any(_alive(pid) for pid in pids)
   with pytest.raises(ValueError, match="num_processes"):
