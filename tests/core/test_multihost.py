@@ -120,6 +120,9 @@ def _first(base: str) -> dict:
   out["slice"] = [core.process_batch_slice(BATCH, mesh).start,
                   core.process_batch_slice(BATCH, mesh).stop]
   out["global_shape"] = list(batch["x"].shape)
+  rows = core.process_batch_indices(BATCH, mesh)
+  inferred = core.host_local_batch_to_global(data["x"][rows], mesh)  # size from the processes
+  out["inferred_equal"] = bool(jnp.array_equal(inferred, batch["x"]))
   out["gathered_x"] = np.asarray(multihost_utils.process_allgather(batch["x"], tiled=True)).tolist()
   out["local_shards"] = sorted([s.index[0].start, s.index[0].stop, np.asarray(s.data).tolist()]
                                for s in batch["x"].addressable_shards)
@@ -221,7 +224,7 @@ def test_each_process_reads_only_its_own_rows_of_the_batch(first_job):
     mine = list(range(pid * BATCH // 2, (pid + 1) * BATCH // 2))
     assert out["rows_read"] == [mine]  # one read, this process's half, never the rest
     assert out["slice"] == [mine[0], mine[-1] + 1]
-    assert out["global_shape"] == [BATCH, FEATURES]
+    assert out["global_shape"] == [BATCH, FEATURES] and out["inferred_equal"]
     np.testing.assert_array_equal(np.asarray(out["gathered_x"], np.float32), x)
     # its two devices hold two rows each, its own rows only
     assert [s[:2] for s in out["local_shards"]] == [[mine[0], mine[0] + 2],
