@@ -452,15 +452,20 @@ LOGSTOP = ["-m", "experiments.logstop.main", "--config=experiments/logstop/confi
 @pytest.mark.slow
 def test_smoke_binary_on_two_processes_matches_one_process(tmp_path):
   """The logstop smoke binary through ``core.app``: 2 processes x 2 devices vs 1 process."""
-  runs = {}
-  for n in (1, 2):
-    workdir = tmp_path / f"{n}proc"
-    procs = multiprocess_util.launch(
-        [sys.executable, *LOGSTOP, f"--workdir={workdir}"], num_processes=n,
+  from concurrent.futures import ThreadPoolExecutor
+
+  def run(n):  # the two jobs at once: three processes keep two cores busy
+    return multiprocess_util.launch(
+        [sys.executable, *LOGSTOP, f"--workdir={tmp_path / f'{n}proc'}"], num_processes=n,
         devices_per_process=4 // n, timeout=600)
+
+  with ThreadPoolExecutor(2) as pool:
+    jobs = dict(zip((1, 2), pool.map(run, (1, 2))))
+  runs = {}
+  for n, procs in jobs.items():
     assert f"process {n - 1} of {n}" in procs[-1].stderr
     assert "global devices: 4 x cpu" in procs[-1].stderr
-    runs[n] = json.loads((workdir / "results.json").read_text())
+    runs[n] = json.loads((tmp_path / f"{n}proc" / "results.json").read_text())
   assert runs[2]["environment"]["process_count"] == 2
   assert runs[1]["metrics"] == runs[2]["metrics"]
   assert runs[1]["metrics"]  # something was measured
