@@ -74,10 +74,15 @@ def main():
   ap.add_argument("--smoke", action="store_true")
   ap.add_argument("--compare-opt", action="store_true")
   ap.add_argument("--out", default="")
+  ap.add_argument("--data-dir", default="",
+                  help="folder holding hypergraph/ (default: $JAXPAPERS_DATA_DIR or "
+                       "../shared/data); a real dataset that cannot be found is an error")
   a = ap.parse_args()
   if a.smoke:
     a.datasets, a.backbones, a.epochs, a.hidden, a.heads = "synthetic-small", "gedi,hgnn", 12, 8, 2
-  root = core.resolve_data_dir(subdir="hypergraph", required=False)
+  real = [n for n in a.datasets.split(",") if not n.startswith("synthetic")]
+  # An explicit --data-dir must exist; real datasets need a data folder (never a silent skip).
+  root = core.resolve_data_dir(a.data_dir or None, subdir="hypergraph", required=bool(real))
   rows = []
   print(f"devices: {jax.devices()}")
   for name in a.datasets.split(","):
@@ -86,9 +91,6 @@ def main():
       data = hg.make_synthetic(0, nodes_per_class=20 if small else 100,
                                n_inter=3 if small else int(name.rsplit("inter", 1)[-1]),
                                num_splits=1, name=name)
-    elif root is None:
-      print(f"skip {name}: data folder not found")
-      continue
     else:
       data = hg.load(name, root, num_splits=1)
     for b in a.backbones.split(","):

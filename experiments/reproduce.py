@@ -5,15 +5,28 @@ Usage::
   python -m experiments.reproduce --quick                 # every paper, smoke configs (minutes)
   python -m experiments.reproduce                         # every paper, CPU-scale defaults
   python -m experiments.reproduce --only=soda,panda --workdir=runs/reproduce
+  python -m experiments.reproduce --rejudge=panda,dual_rate   # re-judge committed results
 
 Each paper runs in its own process (``python -m experiments.<paper>.main``), so
 one paper's failure or crash is reported and the others still run. Each writes
 ``<workdir>/<paper>/results.json``; this script gathers their tables, plots,
-commands, hardware and wall times into ``<workdir>/REPORT.md``.
+commands, hardware and wall times into ``<workdir>/REPORT.md``, which starts with one table of
+claim -> paper's number -> measured -> verdict for every paper. The process exits non-zero when
+any paper fails to run, and says which.
+
+With ``--quick`` the smoke runs only show that the code runs: they issue no verdict, and the
+claims table shows the verdicts of the *committed* default runs
+(``experiments/<paper>/results/results.json``), with the commit that measured them, or "no
+committed run". Without ``--quick`` the verdicts come from the fresh default runs.
+
+``--rejudge`` applies the claims declared in ``configs/default.py`` (and the experiment's
+``train.derived_metrics``, if any) to the committed ``results/results.json`` and writes the
+claims block back into that file; no measured number changes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -25,10 +38,17 @@ from typing import Sequence
 
 from absl import app, flags, logging
 
+from jaxpapers.core import claims as claims_lib
+
 _QUICK = flags.DEFINE_bool("quick", False, "Run the seconds-long smoke configs instead of the defaults.")
 _ONLY = flags.DEFINE_list("only", [], "Comma-separated paper names to run (default: all found).")
 _WORKDIR = flags.DEFINE_string("workdir", "runs/reproduce", "Where results and REPORT.md go.")
 _TIMEOUT = flags.DEFINE_integer("timeout_per_paper", 3 * 3600, "Seconds before a paper's run is stopped.")
+_REJUDGE = flags.DEFINE_list(
+    "rejudge", [], "Re-judge these papers' committed results/results.json with the claims of "
+    "their configs/default.py, then exit (runs nothing).")
+_PACKAGE = flags.DEFINE_string("package", "experiments", "The package holding the paper folders.")
+_PACKAGE_DIR = flags.DEFINE_string("package_dir", "", "Its folder (default: next to this file).")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -87,6 +107,141 @@ def run_paper(
   return record
 
 
+def _import(package: str, package_dir: pathlib.Path, module: str):
+  """Imports ``<package>.<module>`` with ``package_dir``'s parent on sys.path; None if absent."""
+  import importlib  # pylint: disable=import-outside-toplevel
+  parent = str(package_dir.resolve().parent)
+  if parent not in sys.path:
+    sys.path.insert(0, parent)
+  loaded = sys.modules.get(package)
+  here = pathlib.Path(getattr(loaded, "__file__", None) or "").resolve().parent
+  if loaded is not None and here != package_dir.resolve():
+    for key in [k for k in sys.modules if k == package or k.startswith(package + ".")]:
+      del sys.modules[key]  # a package of the same name from another folder (tests)
+    importlib.invalidate_caches()
+  try:
+    return importlib.import_module(f"{package}.{module}")
+  except ModuleNotFoundError as e:
+    if e.name and (f"{package}.{module}".startswith(e.name) or e.name.startswith(f"{package}.")):
+      return None
+    raise
+
+
+def declared_claims(name: str, *, package: str, package_dir: pathlib.Path) -> list:
+  """The claims declared in ``<paper>/configs/default.py`` (``get_config().claims``), or []."""
+  mod = _import(package, package_dir, f"{name}.configs.default")
+  if mod is None or not hasattr(mod, "get_config"):
+    return []
+  return claims_lib.parse_claims(mod.get_config().get("claims"))
+
+
+def committed_results_path(name: str, package_dir: pathlib.Path) -> pathlib.Path:
+  return package_dir / name / "results" / "results.json"
+
+
+def _short(git: dict | None) -> str | None:
+  if not git or not git.get("commit"):
+    return None
+  return git["commit"][:7] + ("-dirty" if git.get("dirty") else "")
+
+
+def measured_in(results: dict) -> str:
+  """The commit that measured a results.json (recorded by write_results or by --rejudge)."""
+  return _short(results.get("git")) or _short(results.get("measured_in")) or "unrecorded commit"
+
+
+def _git_last_commit(path: pathlib.Path) -> str | None:
+  try:
+    out = subprocess.run(["git", "log", "-1", "--format=%H", "--", path.name], cwd=path.parent,
+                         capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+  except Exception:  # pylint: disable=broad-except
+    return None
+  return out or None
+
+
+def rejudge(name: str, *, package: str = "experiments",
+            package_dir: pathlib.Path | None = None) -> pathlib.Path:
+  """Writes the verdicts of the declared claims into the committed ``results/results.json``.
+
+  The claims come from ``configs/default.py``; values the claims need that the run did not
+  write are computed by the experiment's ``train.derived_metrics(metrics)`` (if it has one) and
+  stored under ``metrics['derived']``. Every other field of the file is kept as it is. A file
+  without a recorded commit gets ``measured_in``: the last commit that touched it.
+
+  Returns:
+    The path of the rewritten file.
+  """
+  from jaxpapers.core import results as results_lib  # pylint: disable=import-outside-toplevel
+  package_dir = package_dir or ROOT / package
+  path = committed_results_path(name, package_dir)
+  if not path.exists():
+    raise FileNotFoundError(f"rejudge: {name} has no committed results ({path} does not exist)")
+  rec = json.loads(path.read_text())
+  metrics = dict(rec["metrics"])
+  measured = {k: v for k, v in metrics.items() if k != "derived"}
+  train = _import(package, package_dir, f"{name}.train")
+  derived_by = None
+  if train is not None and hasattr(train, "derived_metrics"):
+    metrics["derived"] = results_lib.to_jsonable(train.derived_metrics(measured))
+    derived_by = (f"metrics.derived computed from the committed metrics by "
+                  f"{package}.{name}.train.derived_metrics")
+  claims = declared_claims(name, package=package, package_dir=package_dir)
+  out = {"claims": claims_lib.judge_all(claims, metrics)}
+  out.update({k: metrics if k == "metrics" else v for k, v in rec.items() if k != "claims"})
+  if not rec.get("git") and not rec.get("measured_in"):
+    commit = _git_last_commit(path)
+    out["measured_in"] = {"commit": commit, "how": "the last commit of this file before its claims "
+                                                  "were judged (the run predates commit recording)"}
+  out["claims_judged"] = {
+      "command": f"python -m experiments.reproduce --rejudge={name}",
+      "git": results_lib.git_info(),
+      "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+      "derived_metrics": derived_by,
+  }
+  results_lib.write_json_atomic(path, out)
+  return path
+
+
+def claims_rows(records: Sequence[dict], *, quick: bool, package: str,
+                package_dir: pathlib.Path) -> list[list[str]]:
+  """Rows paper | claim | paper's number | measured | verdict | measured in, for every paper."""
+  from jaxpapers.core import report  # pylint: disable=import-outside-toplevel
+  rows = []
+  for r in records:
+    name = r["name"]
+    if quick:
+      path = committed_results_path(name, package_dir)
+      res = json.loads(path.read_text()) if path.exists() else None
+      where = None if res is None else f"{measured_in(res)} (committed default run)"
+      missing = "no committed run"
+    else:
+      res = r.get("results") if r["status"] == "ok" else None
+      where = None if res is None else f"{measured_in(res)} (this run)"
+      missing = "run failed"
+    recs = (res or {}).get("claims") or []
+    if res is not None and "claims" not in res:
+      missing = "committed run not judged" if quick else "the run wrote no claims"
+    if not recs:
+      try:
+        declared = declared_claims(name, package=package, package_dir=package_dir)
+      except Exception as e:  # pylint: disable=broad-except
+        rows.append([name, f"claims could not be read: {e}", "-", "–", "-", "-"])
+        continue
+      if not declared:
+        rows.append([name, "no claims declared", "-", "–", "-", "-"])
+      for c in declared:
+        cd = c.to_dict()
+        rows.append([name, f"{c.statement} (`{c.id}`)", report.paper_cell(cd), "–", missing,
+                     "-"])
+      continue
+    for rec in recs:
+      cd = rec.get("claim", {})
+      rows.append([name, f"{cd.get('statement', '')} (`{cd.get('id', '')}`)",
+                   report.paper_cell(cd), report.measured_cell(rec),
+                   report.verdict_text(rec), where])
+  return rows
+
+
 def _hardware() -> str:
   from jaxpapers.core import environment_info
   env = environment_info()
@@ -97,8 +252,12 @@ def _hardware() -> str:
 
 
 def write_report(records: Sequence[dict], workdir: pathlib.Path, *, quick: bool,
-                 wall_time_s: float) -> pathlib.Path:
-  """Writes ``<workdir>/REPORT.md`` from the per-paper records."""
+                 wall_time_s: float, package: str = "experiments",
+                 package_dir: pathlib.Path | None = None) -> pathlib.Path:
+  """Writes ``<workdir>/REPORT.md`` from the per-paper records; it opens with the claims table."""
+  from jaxpapers.core import markdown_table  # pylint: disable=import-outside-toplevel
+  from jaxpapers.core.results import git_info  # pylint: disable=import-outside-toplevel
+  package_dir = package_dir or ROOT / package
   now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
   mode = "quick (smoke configs: a check that everything runs, not a reproduction)" if quick \
       else "default (CPU-scale reproductions)"
@@ -106,9 +265,27 @@ def write_report(records: Sequence[dict], workdir: pathlib.Path, *, quick: bool,
       "# jaxpapers reproduction report", "",
       f"- date: {now}",
       f"- mode: {mode}",
+      f"- code: commit {_short(git_info(package_dir)) or 'unknown (not a git checkout)'}",
       f"- hardware: {_hardware()}",
       f"- total wall time: {wall_time_s:.1f} s", "",
   ]
+  if records:
+    lines += ["## Claims", ""]
+    if quick:
+      lines += ["The smoke runs below only show that the code runs; they issue no verdict. The "
+                "measured values and verdicts here are those of the committed default runs "
+                f"(`{package}/<paper>/results/results.json`), with the commit that measured them.",
+                ""]
+    else:
+      lines += ["Measured values and verdicts from this run's default configs; each rule was "
+                "declared in the paper's `configs/default.py` before the run.", ""]
+    rows = claims_rows(records, quick=quick, package=package, package_dir=package_dir)
+    lines += [markdown_table(["paper", "claim", "paper's number", "measured", "verdict",
+                              "measured in"], rows), ""]
+    failed = [r["name"] for r in records if r["status"] != "ok"]
+    if failed:
+      lines += [f"**Failed to run: {', '.join(failed)}.**", ""]
+    lines += ["## Runs", ""]
   if not records:
     lines += ["No paper experiments are implemented yet (no `experiments/<paper>/configs/default.py` "
               "was found), so there is nothing to reproduce.", ""]
@@ -124,6 +301,9 @@ def write_report(records: Sequence[dict], workdir: pathlib.Path, *, quick: bool,
                 r.get("log_tail", ""), "```", ""]
       continue
     res = r["results"]
+    if res.get("claims") and not quick:  # a smoke run's own values are no verdict
+      from jaxpapers.core import claims_table  # pylint: disable=import-outside-toplevel
+      lines += [claims_table(res["claims"]), ""]
     wall = res.get("wall_time_s")
     lines.append(f"Run wall time: {wall:.1f} s." if isinstance(wall, (int, float)) else "")
     lines.append("")
@@ -149,8 +329,8 @@ def reproduce(
     package_dir: pathlib.Path | None = None,
     timeout_s: float = 3 * 3600,
     env: dict[str, str] | None = None,
-) -> pathlib.Path:
-  """Runs the selected papers and writes REPORT.md; returns its path."""
+) -> Outcome:
+  """Runs the selected papers and writes REPORT.md; returns its path and the failed papers."""
   from jaxpapers.core import progress
 
   package_dir = package_dir or ROOT / package
@@ -178,19 +358,39 @@ def reproduce(
       logging.error("%s FAILED (%s); see %s. Continuing with the others.", name, rec["error"],
                     rec["log"])
     records.append(rec)
-  report = write_report(records, workdir, quick=quick, wall_time_s=time.perf_counter() - t0)
+  report = write_report(records, workdir, quick=quick, wall_time_s=time.perf_counter() - t0,
+                        package=package, package_dir=package_dir)
   failed = [r["name"] for r in records if r["status"] != "ok"]
   logging.info("Wrote %s (%d ok, %d failed%s).", report, len(records) - len(failed), len(failed),
                f": {', '.join(failed)}" if failed else "")
-  return report
+  return Outcome(report, tuple(failed))
+
+
+@dataclasses.dataclass(frozen=True)
+class Outcome:
+  """What :func:`reproduce` did: the report's path and the papers that failed to run."""
+
+  report: pathlib.Path
+  failed: tuple[str, ...]
 
 
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  report = reproduce(quick=_QUICK.value, only=_ONLY.value, workdir=_WORKDIR.value,
-                     timeout_s=_TIMEOUT.value)
-  print(f"Report: {report}")
+  package_dir = pathlib.Path(_PACKAGE_DIR.value) if _PACKAGE_DIR.value else None
+  if _REJUDGE.value:
+    for name in _REJUDGE.value:
+      print(f"Re-judged {name}: {rejudge(name, package=_PACKAGE.value, package_dir=package_dir)}")
+    return
+  out = reproduce(quick=_QUICK.value, only=_ONLY.value, workdir=_WORKDIR.value,
+                  timeout_s=_TIMEOUT.value, package=_PACKAGE.value, package_dir=package_dir)
+  text = out.report.read_text()
+  if "## Claims" in text:
+    print(text[text.index("## Claims"):text.index("## Runs")].rstrip())
+  print(f"Report: {out.report}")
+  if out.failed:
+    print(f"FAILED to run: {', '.join(out.failed)}", file=sys.stderr)
+    sys.exit(1)
 
 
 if __name__ == "__main__":

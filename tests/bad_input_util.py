@@ -12,10 +12,16 @@ What a case expects, by mode (the project's policy, see ``jaxpapers.core``):
   - ``"same"``: the same error at trace time (shapes, dtypes, static config);
   - ``"nan"``: no error, and every float output is NaN (a value check that cannot
     raise under jit poisons the result instead of returning a plausible number);
+    a case whose poisoned output is not a float (e.g. generated token ids set to
+    -1) gives ``jit_check``, a callable that asserts on the jitted output instead;
   - ``"checkify"``: ``jax.experimental.checkify`` surfaces the error: running the
     jitted, checkified function and calling ``err.throw()`` raises ``error``;
   - ``None``: not applicable (the function is host-side: files, parsing, numpy
     data building); ``jit_reason`` says why.
+
+Note: inside ``jax.jit`` every ``jnp`` operation is staged, also on closed-over
+numpy constants, so a value check on a static keyword array (e.g. a mask passed
+as a kwarg) sees a tracer and takes the ``"nan"`` path, not ``"same"``.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ class Case:
     jit: what happens under ``jax.jit`` (see the module docstring).
     jit_reason: why ``jit`` is ``None``.
     id: a short test id; defaults to ``name``.
+    jit_check: with ``jit="nan"``, an optional callable ``check(out)`` replacing
+      the default "every float leaf is NaN" assertion.
   """
 
   name: str
@@ -61,6 +69,7 @@ class Case:
   jit: str | None = "same"
   jit_reason: str = ""
   id: str = ""
+  jit_check: Callable[[Any], None] | None = None
 
   def __post_init__(self):
     if self.jit not in JIT_MODES:
@@ -115,6 +124,9 @@ def run_jit(case: Case) -> None:
       jax.block_until_ready(jax.jit(call)(*dynamic))
   elif case.jit == "nan":
     out = jax.jit(call)(*dynamic)
+    if case.jit_check is not None:
+      case.jit_check(out)
+      return
     leaves = _float_leaves(out)
     assert leaves, f"{case.name}: jit='nan' but the output has no float leaves"
     for arr in leaves:

@@ -1,8 +1,9 @@
-"""The reproduce harness: discovery, isolation of failures, REPORT.md."""
+"""The reproduce harness: discovery, failures, the claims table, exit status, re-judging."""
 
 import json
 import os
 import pathlib
+import subprocess
 import sys
 import textwrap
 
@@ -10,6 +11,9 @@ import pytest
 
 from experiments import reproduce
 
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# A paper's binary: writes results.json with its own (fresh-run) claims block, or fails.
 _MAIN = textwrap.dedent('''
     import json, pathlib, sys
     args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
@@ -17,13 +21,30 @@ _MAIN = textwrap.dedent('''
         raise RuntimeError("deliberate failure in {name}")
     wd = pathlib.Path(args["workdir"]); wd.mkdir(parents=True, exist_ok=True)
     (wd / "curve.png").write_bytes(b"png")
+    claim = {{"id": "acc", "statement": "accuracy is high", "paper_text": "0.95", "fmt": ".2f"}}
     (wd / "results.json").write_text(json.dumps({{
+        "claims": [{{"claim": claim, "claim_id": "acc", "verdict": "held", "measured": 0.9,
+                    "noise": 0.0, "reason": "fresh"}}],
+        "git": {{"commit": "f" * 40, "dirty": False}},
         "metrics": {{"acc": 0.9}}, "table_markdown": "| m | v |\\n|---|---|\\n| acc | 0.9 |",
         "wall_time_s": 0.1, "plots": ["curve.png"], "notes": "config " + pathlib.Path(args["config"]).name}}))
 ''')
 
+_DEFAULT = textwrap.dedent('''
+    def get_config():
+      return {"claims": (dict(id="acc", statement="accuracy is high", metric="acc", held=0.8,
+                              partly=0.5, paper_text="0.95", fmt=".2f"),
+                         dict(id="gain", statement="{name} gains", metric="derived.gain",
+                              held=1.0, paper_value=2.0))}
+''')
 
-def _make_package(root: pathlib.Path) -> pathlib.Path:
+_TRAIN = textwrap.dedent('''
+    def derived_metrics(metrics):
+      return {"gain": 2 * metrics["acc"]}
+''')
+
+
+def _make_package(root: pathlib.Path, *, committed: bool = True) -> pathlib.Path:
   pkg = root / "fakeexp"
   pkg.mkdir()
   (pkg / "__init__.py").write_text("")
@@ -31,20 +52,43 @@ def _make_package(root: pathlib.Path) -> pathlib.Path:
     d = pkg / name
     (d / "configs").mkdir(parents=True)
     (d / "__init__.py").write_text("")
-    (d / "configs" / "default.py").write_text("")
+    (d / "configs" / "__init__.py").write_text("")
+    (d / "configs" / "default.py").write_text(_DEFAULT.replace("{name}", name))
     (d / "configs" / "smoke.py").write_text("")
     (d / "main.py").write_text(_MAIN.format(name=name, fail=fail))
+    (d / "train.py").write_text(_TRAIN)
+  if committed:  # alpha has a committed default run, judged; beta has none
+    (pkg / "alpha" / "results").mkdir()
+    (pkg / "alpha" / "results" / "results.json").write_text(json.dumps({
+        "claims": [{"claim": {"id": "acc", "statement": "accuracy is high", "paper_text": "0.95",
+                              "fmt": ".2f"},
+                    "claim_id": "acc", "verdict": "partly", "measured": 0.6, "noise": 0.05,
+                    "reason": "committed"}],
+        "git": {"commit": "abcdef0" + "1" * 33, "dirty": False}, "metrics": {"acc": 0.6}}))
   (pkg / "not_a_paper").mkdir()
   return pkg
 
 
-def test_report_with_one_failing_paper(tmp_path):
+def _run(pkg, out, **kw):
+  env = dict(os.environ, PYTHONPATH=str(pkg.parent))
+  return reproduce.reproduce(workdir=out, package="fakeexp", package_dir=pkg, env=env,
+                             timeout_s=120, **kw)
+
+
+def test_quick_report_shows_committed_verdicts_and_the_failure(tmp_path):
   pkg = _make_package(tmp_path)
-  env = dict(os.environ, PYTHONPATH=str(tmp_path))
-  report = reproduce.reproduce(quick=True, workdir=tmp_path / "out", package="fakeexp",
-                               package_dir=pkg, env=env, timeout_s=120)
-  text = report.read_text()
+  out = _run(pkg, tmp_path / "out", quick=True)
+  assert out.failed == ("beta",)
+  text = out.report.read_text()
   assert reproduce.discover(pkg) == ["alpha", "beta"]
+  # The report opens with the claims table: committed verdicts, never the smoke run's own.
+  head = text[: text.index("## Runs")]
+  assert "| paper | claim | paper's number | measured | verdict | measured in |" in head
+  assert ("| alpha | accuracy is high (`acc`) | 0.95 | 0.60 ± 0.05 | **partly** | "
+          "abcdef0 (committed default run) |") in head
+  assert "| beta | accuracy is high (`acc`) | 0.95 | – | no committed run | - |" in head
+  assert "| beta | beta gains (`gain`) | 2 | – | no committed run | - |" in head
+  assert "**held**" not in text and "Failed to run: beta" in head
   assert "| [alpha](#alpha) | ok |" in text
   assert "| [beta](#beta) | failed |" in text
   assert "deliberate failure in beta" in text  # the error is shown, not swallowed
@@ -53,21 +97,73 @@ def test_report_with_one_failing_paper(tmp_path):
   assert "--config=fakeexp/alpha/configs/smoke.py" in text
 
 
-def test_only_selects_and_rejects_unknown(tmp_path):
+def test_default_report_takes_verdicts_from_the_fresh_run(tmp_path):
   pkg = _make_package(tmp_path)
-  env = dict(os.environ, PYTHONPATH=str(tmp_path))
-  report = reproduce.reproduce(quick=False, only=["alpha"], workdir=tmp_path / "o",
-                               package="fakeexp", package_dir=pkg, env=env)
-  text = report.read_text()
-  assert "alpha" in text and "beta" not in text and "config default.py" in text
+  out = _run(pkg, tmp_path / "o", quick=False, only=["alpha"])
+  text = out.report.read_text()
+  assert out.failed == ()
+  assert ("| alpha | accuracy is high (`acc`) | 0.95 | 0.90 | **held** | fffffff (this run) |"
+          in text)
+  assert "| accuracy is high (`acc`) | 0.95 | 0.90 | **held** | fresh |" in text  # per paper
+  assert "beta" not in text and "config default.py" in text
   with pytest.raises(ValueError, match=r"unknown paper\(s\) \['gamma'\]"):
-    reproduce.reproduce(quick=True, only=["gamma"], workdir=tmp_path / "o2",
-                        package="fakeexp", package_dir=pkg, env=env)
+    _run(pkg, tmp_path / "o2", quick=True, only=["gamma"])
+
+
+def test_exits_nonzero_and_names_the_failed_paper(tmp_path):
+  pkg = _make_package(tmp_path, committed=False)
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
+  proc = subprocess.run(
+      [sys.executable, "-m", "experiments.reproduce", "--quick", "--package=fakeexp",
+       f"--package_dir={pkg}", f"--workdir={tmp_path / 'cli'}", "--timeout_per_paper=120"],
+      capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+  assert proc.returncode == 1, proc.stderr[-2000:]
+  assert "FAILED to run: beta" in proc.stderr
+  assert "| alpha | accuracy is high (`acc`) | 0.95 | – | no committed run | - |" in proc.stdout
+
+
+def test_rejudge_adds_verdicts_and_keeps_the_measurements(tmp_path):
+  pkg = _make_package(tmp_path, committed=False)
+  path = pkg / "alpha" / "results" / "results.json"
+  path.parent.mkdir()
+  committed = {"metrics": {"acc": 0.85, "rows": [1, 2]}, "config": {"x": 1}, "notes": "n"}
+  path.write_text(json.dumps(committed, indent=2))
+  reproduce.rejudge("alpha", package="fakeexp", package_dir=pkg)
+  rec = json.loads(path.read_text())
+  assert list(rec)[:4] == ["claims", "metrics", "config", "notes"]  # order kept, claims first
+  assert [(c["claim_id"], c["verdict"], c["measured"]) for c in rec["claims"]] == [
+      ("acc", "held", 0.85), ("gain", "held", 1.7)]
+  assert rec["metrics"] == {"acc": 0.85, "rows": [1, 2], "derived": {"gain": 1.7}}
+  assert rec["config"] == committed["config"] and rec["notes"] == "n"
+  assert rec["claims_judged"]["command"] == "python -m experiments.reproduce --rejudge=alpha"
+  assert rec["measured_in"]["commit"] is None  # not in a git checkout: recorded as unknown
+  with pytest.raises(FileNotFoundError, match="beta has no committed results"):
+    reproduce.rejudge("beta", package="fakeexp", package_dir=pkg)
 
 
 def test_report_without_papers(tmp_path):
   empty = tmp_path / "emptyexp"
   empty.mkdir()
-  report = reproduce.reproduce(quick=True, workdir=tmp_path / "e", package="emptyexp",
-                               package_dir=empty)
-  assert "No paper experiments are implemented yet" in report.read_text()
+  out = reproduce.reproduce(quick=True, workdir=tmp_path / "e", package="emptyexp",
+                            package_dir=empty)
+  assert "No paper experiments are implemented yet" in out.report.read_text()
+  assert out.failed == ()
+
+
+@pytest.mark.parametrize("paper", ["soda", "panda", "flashssm3d", "dual_rate", "logstop",
+                                   "margins", "locos"])
+def test_every_paper_declares_claims(paper):
+  claims = reproduce.declared_claims(paper, package="experiments",
+                                     package_dir=ROOT / "experiments")
+  assert claims and all(c.statement for c in claims)
+
+
+def test_committed_results_carry_verdicts():
+  for paper in ("panda", "dual_rate"):
+    rec = json.loads((ROOT / "experiments" / paper / "results" / "results.json").read_text())
+    declared = reproduce.declared_claims(paper, package="experiments",
+                                         package_dir=ROOT / "experiments")
+    assert [c["claim_id"] for c in rec["claims"]] == [c.id for c in declared]
+    assert all(c["verdict"] in ("held", "partly", "not reproduced", "inconclusive")
+               for c in rec["claims"])
+    assert reproduce.measured_in(rec) != "unrecorded commit"

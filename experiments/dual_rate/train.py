@@ -298,14 +298,15 @@ def train_and_evaluate(config, workdir) -> dict:
   core.save_figure(fig, workdir, "samples")
 
   # Results.
-  head = ("| method | steps | K | E calls | D calls | MFLOPs/sample | FD-proxy (mean ± std) | KID | class acc | wall s |\n"
-          "|---|---|---|---|---|---|---|---|---|---|\n")
-  body = "".join(
-      f"| {r['method']} | {r['steps']} | {r['interval_K'] if r['interval_K'] else '-'} | {r['encoder_calls']} | "
-      f"{r['denoiser_calls']} | {r['mflops_per_sample']:.2f} | {r['fd_mean']:.3f} ± {r['fd_std']:.3f} | "
-      f"{r['kid_mean']:.4f} | {r['class_acc']:.3f} | {r['wall_s']:.3f} |\n" for r in rows)
-  body += (f"| real-vs-real floor | - | - | - | - | - | {floor['fd']:.3f} | {floor['kid']:.4f} | "
-           f"{floor['classifier_test_accuracy']:.3f} | - |\n")
+  table_rows = [[r["method"], r["steps"], r["interval_K"] or "-", r["encoder_calls"],
+                 r["denoiser_calls"], f"{r['mflops_per_sample']:.2f}",
+                 core.MeanStd(r["fd_mean"], r["fd_std"]), f"{r['kid_mean']:.4f}",
+                 f"{r['class_acc']:.3f}", f"{r['wall_s']:.3f}"] for r in rows]
+  table_rows.append(["real-vs-real floor", "-", "-", "-", "-", "-", f"{floor['fd']:.3f}",
+                     f"{floor['kid']:.4f}", f"{floor['classifier_test_accuracy']:.3f}", "-"])
+  table = core.markdown_table(
+      ["method", "steps", "K", "E calls", "D calls", "MFLOPs/sample", "FD-proxy (mean ± std)",
+       "KID", "class acc", "wall s"], table_rows) + "\n"
   fr = headline["flop_reduction_at_matched_quality"]
   notes = (f"FD-proxy = Frechet distance on {dr.FeatureClassifier.__name__} penultimate features (not FID), "
            f"N={n_eval} samples per seed, seeds={list(cfg.eval_seeds)}, reference = train set features; "
@@ -319,6 +320,34 @@ def train_and_evaluate(config, workdir) -> dict:
              "train_final_loss": {"baseline": hist_b[-1].get("train/loss") if hist_b else None,
                                   "dual_rate": hist_d[-1].get("train/loss") if hist_d else None},
              "num_eval_samples": n_eval, "eval_seeds": list(cfg.eval_seeds), "ema_decay": cfg.ema_decay}
-  core.write_results(workdir, metrics=metrics, config=cfg, table_markdown=head + body, notes=notes,
+  metrics["derived"] = derived_metrics(metrics)
+  core.write_results(workdir, metrics=metrics, config=cfg, table_markdown=table, notes=notes,
                      wall_time_s=time.perf_counter() - t_start)
   return metrics
+
+
+def derived_metrics(metrics) -> dict:
+  """The values the claims in ``configs/default.py`` are judged on, from the run's metrics.
+
+  Pure and JSON-in/JSON-out, so committed results can be re-judged
+  (``python -m experiments.reproduce --rejudge=dual_rate``).
+
+  * ``matched_quality_flop_reduction``: the baseline's cheapest MFLOPs at matched quality over
+    the dual-rate (K > 1) cheapest; 0.0 when no dual-rate setting reaches matched quality.
+  * ``mmd_dual_minus_dual_fd_in_std``: best MMD dual-rate student's FD minus the best undistilled
+    dual-rate FD, over sqrt(std_1^2 + std_2^2) (None without both).
+  """
+  head = metrics["headline"]
+  fr = head.get("flop_reduction_at_matched_quality")
+  out = {"matched_quality_flop_reduction": 0.0 if fr is None else float(fr)}
+  best = {}
+  for method in ("dual-rate", "mmd-dual-rate"):
+    rr = [r for r in metrics["rows"] if r["method"] == method]
+    best[method] = min(rr, key=lambda r: r["fd_mean"]) if rr else None
+  d, m = best["dual-rate"], best["mmd-dual-rate"]
+  if d is None or m is None:
+    out["mmd_dual_minus_dual_fd_in_std"] = None
+  else:
+    noise = float(np.hypot(d["fd_std"], m["fd_std"])) + 1e-12
+    out["mmd_dual_minus_dual_fd_in_std"] = (m["fd_mean"] - d["fd_mean"]) / noise
+  return out

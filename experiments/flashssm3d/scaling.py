@@ -5,16 +5,22 @@ Peak memory is XLA's compiled buffer estimate (arguments + outputs + temporaries
 ``compiled.memory_analysis()``), which is deterministic and known before running, so the
 attention model is skipped once it would exceed ``memory_cap_gb``. A model also stops once a
 forward pass takes longer than ``time_cap_s``. Times are wall clock on shared CPU cores (noisy).
+A finished sweep is kept in ``<workdir>/cells/`` (``core.CellStore``) keyed by its settings and
+reused by a later run with the same settings (:func:`cached_scaling`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 
 import jax
 import numpy as np
+from etils import epath
 from flax import nnx
 
+from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 
 
@@ -99,6 +105,25 @@ def run_scaling(cfg, *, log=print) -> dict:
                      "time_exponent": slope, "memory_exponent": mslope,
                      "views_in_10s_measured": measured, "views_in_10s_fit": est}
     return out
+
+
+def cached_scaling(cfg, workdir, *, log=print) -> dict:
+    """``run_scaling(cfg)`` with ``"config"`` added, stored in ``<workdir>/cells/``.
+
+    The cell is named by a hash of the settings, so a rerun (or the experiment after
+    ``benchmarks/flashssm3d_scaling.py --out=<workdir>``) with the same settings reads it back
+    instead of measuring again; other settings get a cell of their own.
+    """
+    want = json.loads(json.dumps(dict(cfg)))
+    digest = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:16]
+
+    def compute(_):
+        res = run_scaling(cfg, log=log)
+        res["config"] = want
+        return res
+
+    return core.CellStore(epath.Path(workdir) / "cells").get_or_compute(
+        f"scaling/{digest}", compute)
 
 
 def plot_scaling(res):

@@ -8,7 +8,6 @@ same budget; evaluate all against GT and the teacher; run the view-scaling study
 
 from __future__ import annotations
 
-import json
 import pathlib
 import time
 
@@ -266,14 +265,7 @@ def train_and_evaluate(config, workdir) -> dict:
     if config.scaling.enabled:
         # resumable: a finished sweep (e.g. from benchmarks/flashssm3d_scaling.py --out=<workdir>
         # with the same settings) is reused
-        cached = workdir / "scaling.json"
-        want = json.loads(json.dumps(dict(config.scaling)))
-        if cached.exists() and json.loads(cached.read_text()).get("config") == want:
-            res = json.loads(cached.read_text())
-        else:
-            res = scaling.run_scaling(config.scaling)
-            res["config"] = dict(config.scaling)
-            cached.write_text(json.dumps(res))
+        res = scaling.cached_scaling(config.scaling, workdir)
         results["scaling"] = res
         core.save_figure(scaling.plot_scaling(res), workdir, "scaling")
     core.save_figure(_loss_plot(histories), workdir, "training_loss")
@@ -325,25 +317,25 @@ def _flat_metrics(results) -> dict:
 def _table(results) -> str:
     cols = ["AUC@30", "RRA@15", "RTA@15", "ATE", "depth_AbsRel", "depth_delta1.25", "points_overall",
             "points_overall_depthcam"]
-    lines = ["| model | ref | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 2)]
-    for model, ev in results["eval"].items():
-        for ref, vals in ev.items():
-            lines.append(f"| {model} | {ref} | " + " | ".join(f"{vals[c]:.3f}" for c in cols) + " |")
-    lines.append("")
-    lines.append("| student | steps | FLOPs / teacher training | scenes / teacher's |")
-    lines.append("|---|---|---|---|")
-    for name, info in results["students"].items():
-        lines.append(f"| {name} | {info['steps']} | {info['flops_vs_teacher']:.3f} | {info['scenes_vs_teacher']:.2f} |")
+    evals = [[model, ref] + [vals[c] for c in cols]
+             for model, ev in results["eval"].items() for ref, vals in ev.items()]
+    parts = [core.markdown_table(["model", "ref"] + cols, evals, fmt=".3f")]
+    parts.append(core.markdown_table(
+        ["student", "steps", "FLOPs / teacher training", "scenes / teacher's"],
+        [[name, info["steps"], info["flops_vs_teacher"], f"{info['scenes_vs_teacher']:.2f}"]
+         for name, info in results["students"].items()], fmt=".3f"))
     if "scaling" in results:
         sc = results["scaling"]
-        lines.append("")
-        lines.append("| views | " + " | ".join(str(v) for v in sc["views"]) + " | time exponent | views in 10 s (measured / fit) |")
-        lines.append("|" + "---|" * (len(sc["views"]) + 3))
+        rows = []
         for name in ("student_ssm", "teacher_attention"):
             r = sc[name]
-            cells = " | ".join("–" if not np.isfinite(t) else f"{t * 1e3:.0f} ms" for t in r["time_s"])
-            lines.append(f"| {name} time | {cells} | {r['time_exponent']:.2f} | "
-                         f"{r['views_in_10s_measured']} / {r['views_in_10s_fit']:.0f} |")
-            cells = " | ".join("–" if not np.isfinite(t) else f"{t:.0f} MiB" for t in r["memory_mib"])
-            lines.append(f"| {name} memory | {cells} | {r['memory_exponent']:.2f} | |")
-    return "\n".join(lines)
+            times = ["–" if not np.isfinite(t) else f"{t * 1e3:.0f} ms" for t in r["time_s"]]
+            mems = ["–" if not np.isfinite(t) else f"{t:.0f} MiB" for t in r["memory_mib"]]
+            rows.append([f"{name} time"] + times + [
+                f"{r['time_exponent']:.2f}",
+                f"{r['views_in_10s_measured']} / {r['views_in_10s_fit']:.0f}"])
+            rows.append([f"{name} memory"] + mems + [f"{r['memory_exponent']:.2f}", ""])
+        head = ["views"] + [str(v) for v in sc["views"]]
+        parts.append(core.markdown_table(
+            head + ["time exponent", "views in 10 s (measured / fit)"], rows))
+    return "\n\n".join(parts)

@@ -161,13 +161,12 @@ def run_toy_track(c, workdir) -> tuple[dict, str]:
       "toy/curves": {k: {kk: vv for kk, vv in v.items() if kk != "per_probe"}
                      for k, v in curves.items()},
   }
-  rows = ["| probe set | no ablation | " + " | ".join(f"{d} @k={t.ks[-1]}"
-                                                       for d in list(DETECTORS) + ["random"])
-          + " |", "|---" * (len(DETECTORS) + 3) + "|"]
-  for kind, cv in curves.items():
-    rows.append(f"| toy {kind} | {cv['baseline']['mean']:.2f} | " + " | ".join(
-        f"{cv[d]['mean'][-1]:.2f}" for d in list(DETECTORS) + ["random"]) + " |")
-  return metrics, "\n".join(rows)
+  dets = list(DETECTORS) + ["random"]
+  table = core.markdown_table(
+      ["probe set", "no ablation"] + [f"{d} @k={t.ks[-1]}" for d in dets],
+      [[f"toy {kind}", cv["baseline"]["mean"]] + [cv[d]["mean"][-1] for d in dets]
+       for kind, cv in curves.items()], fmt=".2f")
+  return metrics, table
 
 
 # --------------------------------------------------------------------------- SmolLM2 track
@@ -248,9 +247,43 @@ def train_and_evaluate(config, workdir) -> dict:
     m, tab = run_smollm2_track(config, workdir)
     metrics.update(m)
     tables.append(tab)
+  metrics["derived"] = derived_metrics(metrics)
   core.write_results(workdir, metrics=metrics, config=config,
                      table_markdown="\n\n".join(tables),
                      notes="Toy track: synthetic task (reconstruction). Real model: quantised "
                            "(Q4_1) SmolLM2 weights; NoLiMa-style probes generated offline.",
                      wall_time_s=time.time() - t0)
   return metrics
+
+
+_ATTENTION_DETECTORS = ("wu", "contrastive", "attention_spatial")
+
+
+def derived_metrics(metrics) -> dict:
+  """Per track, the values the claims in ``configs/default.py`` are judged on (pure).
+
+  ``collapse_k``: per detector, the smallest k halving the unablated non-literal score (None:
+  never on the grid); ``collapse_k_advantage``: the best attention detector's collapse k minus
+  LOCOS's, a detector that never collapses counting as max k + 1 (None without LOCOS or an
+  attention detector); ``parametric_retained_at_collapse``: parametric score with LOCOS's
+  collapse-k heads ablated over the unablated one (None when LOCOS never collapses).
+  """
+  out = {}
+  for track in ("toy", "smollm2"):
+    curves = metrics.get(f"{track}/curves", {})
+    nl = curves.get("nonliteral")
+    if not nl:
+      continue
+    ks = list(nl["ks"])
+    ck = {d: _collapse_k(nl, d) for d in nl if d not in ("ks", "baseline")}
+    beyond = max(ks) + 1
+    att = [ck[d] if ck[d] is not None else beyond for d in _ATTENTION_DETECTORS if d in ck]
+    rec = {"collapse_k": ck, "collapse_k_advantage": None, "parametric_retained_at_collapse": None}
+    if "locos" in ck and att:
+      rec["collapse_k_advantage"] = min(att) - (ck["locos"] if ck["locos"] is not None else beyond)
+    par = curves.get("parametric")
+    if par and ck.get("locos") is not None and par["baseline"]["mean"] > 0:
+      i = list(par["ks"]).index(ck["locos"])
+      rec["parametric_retained_at_collapse"] = par["locos"]["mean"][i] / par["baseline"]["mean"]
+    out[track] = rec
+  return out

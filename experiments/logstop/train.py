@@ -363,18 +363,21 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
   best_baseline = max((v for k, v in match_overall.items() if not k.startswith("LogSTOP")))
   best_logstop = max((v for k, v in match_overall.items() if k.startswith("LogSTOP")))
+  r_ls = [v["mAP"] for k, v in retr_overall.items() if k.startswith("LogSTOP")]
+  r_bl = [v["mAP"] for k, v in retr_overall.items() if not k.startswith("LogSTOP")]
   lines = [f"Query matching, balanced accuracy (mean over {len(per_template)} templates, "
            f"{cfg.sequences_per_template} sequences each, T={cfg.T}; per-frame detector "
            f"accuracy {frame_acc:.3f}):", "",
-           "| arm | balanced accuracy |", "|---|---|"]
-  lines += [f"| {a} | {v:.3f} |" for a, v in match_overall.items()]
+           core.markdown_table(["arm", "balanced accuracy"], list(match_overall.items()),
+                               fmt=".3f")]
   lines += ["", f"Retrieval ({cfg.db_size} sequences, T={cfg.db_T}, segments "
             f"{cfg.min_len}-{cfg.max_len} frames, {len(rows)} queries, "
             f"{mean_relevant:.0f} relevant sequences per query on average, so Recall@5 is "
             f"at most {min(1.0, 5 / max(mean_relevant, 1)):.2f}):", "",
-            "| arm | mAP | Recall@5 | Precision@5 |", "|---|---|---|---|"]
-  lines += [f"| {a} | {v['mAP']:.3f} | {v['R@5']:.3f} | {v['P@5']:.3f} |"
-            for a, v in retr_overall.items()]
+            core.markdown_table(
+                ["arm", "mAP", "Recall@5", "Precision@5"],
+                [[a, v["mAP"], v["R@5"], v["P@5"]] for a, v in retr_overall.items()],
+                fmt=".3f")]
   table = "\n".join(lines)
   results = {
       "matching/overall": match_overall,
@@ -383,6 +386,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
       "detector/per_frame_accuracy": frame_acc,
       "detector/final_loss": float(history[-1]["train/loss"]) if history else None,
       "retrieval/overall": retr_overall,
+      "retrieval/best_logstop_minus_best_baseline_mAP": (max(r_ls) - max(r_bl)) if r_ls and r_bl
+                                                        else None,
       "retrieval/per_template": retr_per_template,
       "retrieval/per_query": rows,
       "retrieval/skipped_queries": skipped,

@@ -12,13 +12,16 @@ and horizon):
   weight-decay grid vs SODA(AdamW) and SODA(Muon) (hidden matrices wrapped,
   embedding/head unwrapped, as in the reference Muon run), at several horizons.
 
-Every (task, horizon, family) result is saved under ``<workdir>/partial/`` as
-soon as it is done; a rerun on the same workdir skips finished ones (resume).
+The grids run on the shared sweep engine (``core.Sweep``: runs vmapped and
+sharded over the devices, ``lax.scan`` chunks, an orbax checkpoint every
+``checkpoint_every`` chunks under ``<workdir>/cells/_checkpoints/``). Every
+finished (task, horizon, group) is stored in ``<workdir>/cells/`` (one JSON
+file each); a rerun on the same workdir skips finished cells and resumes an
+unfinished one from its latest checkpoint.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import pathlib
 import time
@@ -121,84 +124,55 @@ def family_grid(task_cfg) -> list[tuple[str, dict[str, float]]]:
 
 # --------------------------------------------------------------- training --
 
-class GroupTrainer:
-  """Trains all runs of one optimizer group side by side (vmap over runs).
+def group_sweep(*, families, cfg, init_params, loss_fn, batch_fn, eval_fn,
+                hidden_mask=None) -> core.Sweep:
+  """The per-run functions of one optimizer group on the shared sweep engine.
 
-  Compiles one init and one chunk program (``chunk`` steps of ``lax.scan``)
-  per task and group; the horizon is a traced hyperparameter, so every
-  horizon reuses them.
+  Every run carries the states of all the group's optimizers (``families``, those
+  of the group that the grid uses) and applies the update of its own family
+  (``hparams['arm']``, an index into ``families``). The hyperparameters, the
+  horizon (``hparams['total']``) included, are traced: one compiled chunk
+  serves every grid and horizon of the group.
   """
+  def txs(hp):
+    return [make_tx(f, hp, cfg, hidden_mask) for f in families]
 
-  def __init__(self, *, group, runs, cfg, init_params, loss_fn, batch_fn,
-               eval_fn, seeds, base_seed, hidden_mask=None):
-    self.families = GROUPS[group]
-    self.runs = runs  # list of (family, hp)
-    self.seeds = seeds
-    self.chunk = cfg.chunk
-    fams, hps = zip(*runs)
-    rep = len(seeds)
-    self.hp = {
-        'arm': jnp.asarray([self.families.index(f) for f in fams for _ in seeds], jnp.int32),
-        'lr': jnp.asarray([h['lr'] for h in hps for _ in seeds], jnp.float32),
-        'wd': jnp.asarray([h.get('wd', 0.0) for h in hps for _ in seeds], jnp.float32),
-        'adam_lr': jnp.asarray([h.get('adam_lr', 0.0) for h in hps for _ in seeds],
-                               jnp.float32),
-    }
-    self.keys = jnp.stack([jax.random.key(base_seed * 1000 + s)
-                           for _ in hps for s in seeds])
-    del rep
-    families = self.families
+  def init_fn(hp, key, data):
+    params = init_params(jax.random.fold_in(key, 0))
+    return params, tuple(tx.init(params) for tx in txs(hp))
 
-    def txs(hp):
-      return [make_tx(f, hp, cfg, hidden_mask) for f in families]
+  def step_fn(state, hp, key, i, data):
+    params, states = state
+    batch = batch_fn(jax.random.fold_in(jax.random.fold_in(key, 1), i))
+    loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+    outs = [tx.update(grads, s, params) for tx, s in zip(txs(hp), states)]
+    updates = jax.tree.map(
+        lambda *us: jnp.select([hp['arm'] == j for j in range(len(us))], us),
+        *[o[0] for o in outs])
+    return (optax.apply_updates(params, updates), tuple(o[1] for o in outs)), loss
 
-    def one_init(hp, key):
-      params = init_params(jax.random.fold_in(key, 0))
-      return params, tuple(tx.init(params) for tx in txs(hp))
+  def eval_run(state, hp, key, data):
+    return eval_fn(state[0])
 
-    def one_chunk(hp, key, params, states, start):
-      tx_list = txs(hp)
-      data_key = jax.random.fold_in(key, 1)
+  return core.Sweep(init_fn, step_fn, eval_run)
 
-      def step(carry, i):
-        params, states = carry
-        batch = batch_fn(jax.random.fold_in(data_key, i))
-        loss, grads = jax.value_and_grad(loss_fn)(params, batch)
-        outs = [tx.update(grads, s, params) for tx, s in zip(tx_list, states)]
-        updates = jax.tree.map(
-            lambda *us: jnp.select([hp['arm'] == j for j in range(len(us))], us),
-            *[o[0] for o in outs])
-        return (optax.apply_updates(params, updates),
-                tuple(o[1] for o in outs)), loss
 
-      (params, states), losses = jax.lax.scan(
-          step, (params, states), start + jnp.arange(self.chunk))
-      return params, states, jnp.mean(losses), eval_fn(params)
+def group_grid(runs, seeds, base_seed, total, families):
+  """Hyperparameters ``{arm, lr, wd, adam_lr, total}`` (each ``[R]``) and keys ``[R]``.
 
-    def first_chunk(hp, key):  # init fused into the first chunk: one compile less
-      params, states = one_init(hp, key)
-      return one_chunk(hp, key, params, states, jnp.asarray(0, jnp.int32))
-
-    self._first = jax.jit(jax.vmap(first_chunk))
-    self._chunk = jax.jit(jax.vmap(one_chunk, in_axes=(0, 0, 0, 0, None)))
-
-  def train(self, total: int) -> dict:
-    """Returns ``curve`` [R, E(, ...)], ``train_curve`` [R, E] and ``steps``."""
-    if total % self.chunk:
-      raise ValueError(f'horizon {total} must be a multiple of chunk {self.chunk}')
-    hp = dict(self.hp, total=jnp.full_like(self.hp['lr'], float(total)))
-    curve, train_curve, steps = [], [], []
-    for start in range(0, total, self.chunk):
-      if start == 0:
-        params, states, tr, ev = self._first(hp, self.keys)
-      else:
-        params, states, tr, ev = self._chunk(hp, self.keys, params, states,
-                                             jnp.asarray(start, jnp.int32))
-      curve.append(np.asarray(ev))
-      train_curve.append(np.asarray(tr))
-      steps.append(start + self.chunk)
-    return {'curve': np.stack(curve, 1), 'train_curve': np.stack(train_curve, 1),
-            'steps': steps}
+  Runs are ordered (family, hp) major, seed minor: ``R = len(runs) * len(seeds)``.
+  """
+  fams, hps = zip(*runs)
+  per_run = lambda v: jnp.asarray([x for x in v for _ in seeds], jnp.float32)
+  hp = {
+      'arm': jnp.asarray([families.index(f) for f in fams for _ in seeds], jnp.int32),
+      'lr': per_run([h['lr'] for h in hps]),
+      'wd': per_run([h.get('wd', 0.0) for h in hps]),
+      'adam_lr': per_run([h.get('adam_lr', 0.0) for h in hps]),
+  }
+  hp['total'] = jnp.full_like(hp['lr'], float(total))
+  keys = jnp.stack([jax.random.key(base_seed * 1000 + s) for _ in hps for s in seeds])
+  return hp, keys
 
 
 # ------------------------------------------------------------------ tasks --
@@ -277,35 +251,40 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
   jobs = [(t, g) for g in groups for t in cfg.horizons]
   out = {'runs': [], 'meta': {k: setup[k] for k in ('num_params', 'num_chars')
                               if k in setup}}
-  part_dir = workdir / 'partial'
-  part_dir.mkdir(parents=True, exist_ok=True)
-  trainers = {}
+  store = core.CellStore(workdir / 'cells')
+  engines = {}
   bar = core.progress(total=len(jobs), desc=f'soda/{task}')
   for total, group in jobs:
-    path = part_dir / f'{task}_T{total}_{group}.json'
     runs = [(f, h) for f, h in grid if f in GROUPS[group]]
-    if path.exists():
-      results = json.loads(path.read_text())
-    else:
-      if group not in trainers:
-        trainers[group] = GroupTrainer(
-            group=group, runs=runs, cfg=cfg, init_params=setup['init_params'],
+    families = tuple(f for f in GROUPS[group] if any(f == g for g, _ in runs))
+    if total % cfg.chunk:
+      raise ValueError(f'horizon {total} must be a multiple of chunk {cfg.chunk}')
+
+    def compute(ckpt_dir, total=total, group=group, runs=runs, families=families):
+      if group not in engines:
+        engines[group] = group_sweep(
+            families=families, cfg=cfg, init_params=setup['init_params'],
             loss_fn=setup['loss_fn'], batch_fn=setup['batch_fn'],
-            eval_fn=setup['eval_fn'], seeds=list(range(cfg.num_seeds)),
-            base_seed=seed, hidden_mask=setup.get('hidden_mask'))
-      t0 = time.time()
-      r = trainers[group].train(total)
-      seconds = time.time() - t0
+            eval_fn=setup['eval_fn'], hidden_mask=setup.get('hidden_mask'))
       s = cfg.num_seeds
-      results = []
-      for i, (family, hp) in enumerate(runs):
-        results.append({
-            'family': family, 'horizon': total, 'hp': hp, 'seeds': s,
-            'curve': r['curve'][i * s:(i + 1) * s].tolist(),
-            'train_curve': r['train_curve'][i * s:(i + 1) * s].tolist(),
-            'steps': r['steps'], 'seconds': seconds / len(runs)})
-      path.write_text(json.dumps(results))
-    out['runs'].extend(results)
+      hp, keys = group_grid(runs, range(s), seed, total, families)
+      t0 = time.time()
+      r = engines[group].run(hp, keys, num_steps=total, chunk_size=cfg.chunk,
+                             checkpoint_dir=ckpt_dir,
+                             checkpoint_every=cfg.get('checkpoint_every', 1),
+                             desc=f'{task} T={total} {group}',
+                             show_progress=total // cfg.chunk > 1)
+      seconds = time.time() - t0
+      curve = r.evals  # [R, E(, 2)]
+      train_curve = r.history.reshape(r.history.shape[0], -1, cfg.chunk).mean(-1)  # [R, E]
+      steps = [int(x) for x in r.steps]
+      return [{'family': family, 'horizon': total, 'hp': hp_i, 'seeds': s,
+               'curve': curve[i * s:(i + 1) * s].tolist(),
+               'train_curve': train_curve[i * s:(i + 1) * s].tolist(),
+               'steps': steps, 'seconds': seconds / len(runs)}
+              for i, (family, hp_i) in enumerate(runs)]
+
+    out['runs'].extend(store.get_or_compute(f'{task}/T{total}/{group}', compute))
     bar.update(1)
   bar.close()
   return out
@@ -360,13 +339,13 @@ def _digits_table(rows, cfg) -> str:
       s = _best(rows, t, 'soda_adamw', True, lr=lr)
       z = _best(rows, t, 'soda_adamw_zero', True, lr=lr)
       lines.append(f"| {t} | {lr:g} | {_fmt(a0, True)} | "
-                   f"{_fmt(ab, True, f' ({ab[chr(119)+chr(100)]:g})' if ab else '')} | "
+                   f"{_fmt(ab, True, ' ({:g})'.format(ab['wd']) if ab else '')} | "
                    f"{_fmt(s, True)} | {_fmt(z, True)} |")
     ab = _best(rows, t, 'adamw', True)
     s = _best(rows, t, 'soda_adamw', True)
     lines.append(f"| {t} | best of grid | | "
-                 f"{_fmt(ab, True, f' (lr {ab[chr(108)+chr(114)]:g}, wd {ab[chr(119)+chr(100)]:g})' if ab else '')} | "
-                 f"{_fmt(s, True, f' (lr {s[chr(108)+chr(114)]:g})' if s else '')} | |")
+                 f"{_fmt(ab, True, ' (lr {:g}, wd {:g})'.format(ab['lr'], ab['wd']) if ab else '')} | "
+                 f"{_fmt(s, True, ' (lr {:g})'.format(s['lr']) if s else '')} | |")
   return '\n'.join(lines)
 
 
@@ -488,6 +467,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     tables.append(f'**{task}** ({unit}; horizons {list(tcfg.horizons)}, '
                   f'{tcfg.num_seeds} seeds)\n\n{table}')
   wall = time.time() - t0
+  metrics['derived'] = derived_metrics(metrics)
   core.write_results(
       workdir, metrics=metrics, config=config,
       table_markdown='\n\n'.join(tables),
@@ -496,3 +476,22 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
              'Runs of one optimizer family are trained side by side with jax.vmap.'),
       wall_time_s=wall)
   return metrics
+
+
+def derived_metrics(metrics) -> dict:
+  """Per task and base optimizer, the values the claims in ``configs/default.py`` use.
+
+  ``<task>_<base>_worst_gap_in_std``: the smallest over horizons of (best SODA - best tuned
+  base) in combined seed std (> 0: SODA better); ``<task>_<base>_beats_wd0_fraction``: the
+  fraction of horizons where SODA beats the base at wd = 0. Pure, JSON in/out.
+  """
+  out = {}
+  for task, m in metrics.items():
+    if not isinstance(m, dict) or 'claims' not in m:
+      continue
+    for base in sorted({c['base'] for c in m['claims']}):
+      cs = [c for c in m['claims'] if c['base'] == base]
+      out[f'{task}_{base}_worst_gap_in_std'] = min(c['gap_in_seed_std'] for c in cs)
+      beats = [c['soda_beats_wd0'] for c in cs if c['soda_beats_wd0'] is not None]
+      out[f'{task}_{base}_beats_wd0_fraction'] = (sum(beats) / len(beats)) if beats else None
+  return out

@@ -13,6 +13,11 @@
 * :mod:`app`: the entry every experiment binary calls (flags, distributed
   start-up, start-up log); :func:`is_main_process`; :class:`MetricWriter`
   (JSONL + TensorBoard, process 0 only).
+* Bad input: the project's policy (trace-time checks always; value checks raise
+  eagerly and poison outputs with NaN under jit; documented values for degenerate
+  input) is written in :mod:`jaxpapers.core.validation`, with its helpers
+  :func:`check_array`, :func:`check_int`, :func:`check_float`,
+  :func:`check_values`, :func:`poison`, :func:`is_concrete`, :func:`check_path`.
 """
 
 from jaxpapers.core.checkpoint import Checkpointer, abstract_like
@@ -28,6 +33,9 @@ from jaxpapers.core.train import TrainState, train_loop
 from jaxpapers.core import app
 from jaxpapers.core.distributed import is_main_process
 from jaxpapers.core.metric_writer import MetricWriter, read_metrics
+from jaxpapers.core.validation import (
+    check_array, check_float, check_int, check_path, check_values, is_concrete, poison,
+)
 
 __all__ = [
     "Checkpointer", "abstract_like", "config_to_dataclass", "validate_choice",
@@ -37,7 +45,28 @@ __all__ = [
     "TrainState", "train_loop", "maybe_initialize_distributed",
     "app", "is_main_process", "MetricWriter", "read_metrics",
 ]
-from jaxpapers.core.data_parallel import (
+
+# Claims as data, verdicts, shared tables and plots.
+from jaxpapers.core.claims import (  # noqa: E402
+    Claim, Verdict, judge, judge_all, parse_claims, VERDICTS,
+)
+from jaxpapers.core.report import (  # noqa: E402
+    MeanStd, claims_table, curves_plot, fit_power_law, grouped_bars, markdown_table, scaling_plot,
+)
+from jaxpapers.core.results import command_line, git_info  # noqa: E402
+
+__all__ += [
+    "Claim", "Verdict", "judge", "judge_all", "parse_claims", "VERDICTS", "MeanStd",
+    "claims_table", "curves_plot", "fit_power_law", "grouped_bars", "markdown_table",
+    "scaling_plot", "command_line", "git_info",
+    "check_array", "check_float", "check_int", "check_path", "check_values", "is_concrete",
+    "poison",
+]
+from jaxpapers.core.sweep import CellStore, Sweep, SweepResult, run_sweep, runs_mesh  # noqa: E402
+
+__all__ += ["CellStore", "Sweep", "SweepResult", "run_sweep", "runs_mesh"]
+
+from jaxpapers.core.data_parallel import (  # noqa: E402
     host_local_batch_to_global, load_global_batch, process_batch_indices, process_batch_slice,
 )
 

@@ -8,12 +8,13 @@ back with the structure, dtypes and placement the caller expects.
 
 from __future__ import annotations
 
+import numbers
 import os
-import pathlib
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
+from etils import epath
 
 
 def abstract_like(tree: Any) -> Any:
@@ -27,11 +28,19 @@ def abstract_like(tree: Any) -> Any:
   return jax.tree.map(to_abstract, tree)
 
 
+def _as_path(directory) -> epath.Path:
+  path = epath.Path(directory)
+  if "://" in str(directory):
+    return path
+  return epath.Path(os.path.abspath(os.path.expanduser(os.fspath(directory))))
+
+
 class Checkpointer:
   """A thin, typed wrapper over ``orbax.checkpoint.CheckpointManager``.
 
   Args:
-    directory: where checkpoints go (created if needed; made absolute).
+    directory: where checkpoints go (created if needed); a local path is made
+      absolute, a remote one (``gs://...``) is kept as an ``etils.epath`` path.
     max_to_keep: how many recent checkpoints to keep.
     save_interval_steps: ``save`` is a no-op unless ``step`` is a multiple of it
       (or ``force=True``).
@@ -49,7 +58,7 @@ class Checkpointer:
 
   def __init__(
       self,
-      directory: str | os.PathLike[str],
+      directory: str | os.PathLike[str] | epath.PathLike,
       *,
       max_to_keep: int = 2,
       save_interval_steps: int = 1,
@@ -59,7 +68,7 @@ class Checkpointer:
       raise ValueError(f"max_to_keep must be >= 1, got {max_to_keep}")
     if save_interval_steps < 1:
       raise ValueError(f"save_interval_steps must be >= 1, got {save_interval_steps}")
-    self.directory = pathlib.Path(directory).expanduser().resolve()
+    self.directory = _as_path(directory)
     self.directory.mkdir(parents=True, exist_ok=True)
     options = ocp.CheckpointManagerOptions(
         max_to_keep=max_to_keep,
@@ -85,13 +94,33 @@ class Checkpointer:
 
     ``abstract_tree`` may hold concrete arrays; they are turned into
     ``ShapeDtypeStruct`` targets keeping their shardings.
+
+    Raises:
+      FileNotFoundError: no checkpoint at all, or none at ``step`` (naming the
+        step, the directory and the steps that exist).
+      ValueError: the checkpoint at ``step`` is corrupt, truncated or does not
+        match ``abstract_tree`` (naming the step and directory, with the cause).
     """
     if step is None:
       step = self.latest_step()
       if step is None:
         raise FileNotFoundError(f"no checkpoint to restore in {self.directory}")
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+      raise TypeError(f"step must be an int or None, got {type(step).__name__} {step!r}")
+    step = int(step)
+    self._manager.reload()
+    if step not in self._manager.all_steps():
+      raise FileNotFoundError(
+          f"no checkpoint for step {step} in {self.directory}; saved steps: "
+          f"{sorted(self._manager.all_steps())}")
     target = abstract_like(abstract_tree)
-    return self._manager.restore(int(step), args=ocp.args.StandardRestore(target))
+    try:
+      return self._manager.restore(step, args=ocp.args.StandardRestore(target))
+    except Exception as e:  # pylint: disable=broad-except  (orbax/tensorstore raise many types)
+      raise ValueError(
+          f"could not restore checkpoint step {step} from {self.directory / str(step)}: it is "
+          f"corrupt, incomplete, or does not match the structure of abstract_tree "
+          f"({type(e).__name__}: {str(e)[:500]})") from e
 
   def wait(self) -> None:
     """Blocks until pending asynchronous saves are finished."""

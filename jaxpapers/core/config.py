@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 from typing import Any, Iterable, Mapping, TypeVar
 
 import ml_collections
+import numpy as np
 
 T = TypeVar("T")
+
+# Top-level config fields read by the harness (results writer), not by an experiment's code:
+# config_to_dataclass drops them unless the dataclass declares them.
+HARNESS_FIELDS = frozenset({"claims", "issue_verdicts"})
 
 
 def _as_dict(cfg: Any) -> dict[str, Any]:
@@ -24,16 +30,24 @@ def _as_dict(cfg: Any) -> dict[str, Any]:
 def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
   """Converts a config into the dataclass ``cls``, rejecting unknown fields.
 
-  Nested dataclass fields are converted recursively from nested configs.
+  Nested dataclass fields are converted recursively from nested configs. The harness fields
+  (``HARNESS_FIELDS``: the claims and ``issue_verdicts``) are dropped unless ``cls`` declares
+  them. Values are checked against the field annotations that are plain types (``int``,
+  ``float``, ``str``, ``bool``, ``tuple``/``list``, ``X | None``, unions of those): an ``int``
+  field takes a Python or numpy integer (not a bool), a ``float`` field takes any real number
+  (not a bool); other annotations are not checked.
 
   Raises:
     ValueError: naming each unknown field and the allowed field names, or a
       required field that is missing.
+    TypeError: naming a field whose value does not match its annotation (e.g.
+      ``steps='ten'`` for ``steps: int``).
   """
   if not dataclasses.is_dataclass(cls):
     raise TypeError(f"cls must be a dataclass type, got {cls!r}")
   values = _as_dict(cfg)
   fields = {f.name: f for f in dataclasses.fields(cls)}
+  values = {k: v for k, v in values.items() if k in fields or k not in HARNESS_FIELDS}
   unknown = sorted(set(values) - set(fields))
   if unknown:
     raise ValueError(
@@ -46,6 +60,10 @@ def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
     target = _resolve_type(cls, name, ftype)
     if dataclasses.is_dataclass(target) and isinstance(value, Mapping):
       value = config_to_dataclass(value, target)
+    elif not _matches(value, target):
+      raise TypeError(
+          f"config field {cls.__name__}.{name} must be {_describe(target)}, got "
+          f"{type(value).__name__} {value!r}")
     kwargs[name] = value
   missing = [
       n for n, f in fields.items()
@@ -68,18 +86,65 @@ def _resolve_type(cls: type, name: str, ftype: Any) -> Any:
   return ftype
 
 
+_UNCHECKED = object()
+
+
+def _matches(value: Any, target: Any) -> bool:
+  """Whether ``value`` fits the annotation ``target`` (True for annotations not understood)."""
+  import types
+  import typing
+  if target is Any or isinstance(target, str) or isinstance(target, typing.TypeVar):
+    return True
+  origin = typing.get_origin(target)
+  if origin in (typing.Union, getattr(types, "UnionType", _UNCHECKED)):
+    return any(_matches(value, t) for t in typing.get_args(target))
+  if target is type(None):
+    return value is None
+  if target is bool:
+    return isinstance(value, (bool, np.bool_))
+  if target is int:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+  if target is float:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+  if target is str:
+    return isinstance(value, str)
+  if target in (tuple, list) or origin in (tuple, list):
+    return isinstance(value, (tuple, list))
+  if dataclasses.is_dataclass(target):
+    return isinstance(value, (target, Mapping))
+  return True
+
+
+def _describe(target: Any) -> str:
+  name = getattr(target, "__name__", None)
+  return f"of type {name}" if name and not getattr(target, "__args__", None) else \
+      f"of type {target}"
+
+
 def validate_choice(value: Any, *, name: str, allowed: Iterable[Any]) -> Any:
   """Returns ``value`` if it is one of ``allowed``, else raises a ValueError naming both."""
   allowed = list(allowed)
-  if value not in allowed:
+  try:
+    ok = any(value is a or (value == a and isinstance(value, bool) == isinstance(a, bool))
+             for a in allowed)
+  except Exception:  # pylint: disable=broad-except  (e.g. arrays: ambiguous truth value)
+    ok = False
+  if not ok:
     raise ValueError(f"{name} must be one of {allowed}, got {value!r}.")
   return value
 
 
 def validate_positive(value: Any, *, name: str, allow_zero: bool = False) -> Any:
-  """Returns ``value`` if it is a positive real number, else raises a ValueError."""
+  """Returns ``value`` if it is a finite positive real number (NaN and inf never pass).
+
+  Raises:
+    TypeError: not a real number. ValueError: NaN, infinite, negative, or zero
+      without ``allow_zero``.
+  """
   if isinstance(value, bool) or not isinstance(value, numbers.Real):
     raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}.")
+  if not math.isfinite(value):
+    raise ValueError(f"{name} must be a finite number, got {value!r}.")
   if value < 0 or (value == 0 and not allow_zero):
     bound = ">= 0" if allow_zero else "> 0"
     raise ValueError(f"{name} must be {bound}, got {value!r}.")

@@ -41,22 +41,36 @@ def resolve_data_dir(
 
   Args:
     data_dir: an explicit directory (usually the ``data_dir`` config field); when
-      given it must exist, it is never skipped silently.
+      given, ``<data_dir>/<subdir>`` must exist: it is never skipped silently and
+      never replaced by another place (also with ``required=False``).
     subdir: a path inside the data directory that must exist (e.g. ``"hypergraph"``).
-    required: when False, return None instead of raising if nothing is found.
+    required: when False and no ``data_dir`` is given, return None instead of
+      raising if nothing is found.
 
   Returns:
     ``<data dir>/<subdir>`` as an absolute path.
 
   Raises:
-    FileNotFoundError: naming all three places looked at, when none holds ``subdir``.
+    FileNotFoundError: when an explicit ``data_dir`` lacks ``subdir`` (naming it), or
+      naming all three places looked at, when none holds ``subdir``.
+    TypeError: ``data_dir`` or ``subdir`` is not a path.
   """
+  if not isinstance(subdir, (str, os.PathLike)):
+    raise TypeError(f"subdir must be a str, got {type(subdir).__name__} {subdir!r}")
   tried: list[str] = []
   if data_dir not in (None, ""):
+    if not isinstance(data_dir, (str, os.PathLike)):
+      raise TypeError(
+          f"data_dir must be a path (str or os.PathLike) or None, got {type(data_dir).__name__} "
+          f"{data_dir!r}")
     path = pathlib.Path(data_dir).expanduser().resolve() / subdir
     if path.exists():
       return path
-    tried.append(f"  data_dir argument: {path} (does not exist)")
+    raise FileNotFoundError(
+        f"the data_dir argument {str(data_dir)!r} was given but {path} does not exist. An "
+        f"explicit data_dir "
+        f"is never replaced by ${ENV_VAR} or ../shared/data: fix the path, or leave data_dir "
+        "unset to search those.")
   else:
     tried.append("  data_dir argument: not set")
   for source, base in default_data_dirs():

@@ -1,4 +1,9 @@
-"""The results writer: ``<workdir>/results.json`` and PNG plots."""
+"""The results writer: ``<workdir>/results.json`` (with claims and verdicts) and PNG plots.
+
+Writes go through ``etils.epath``, so a workdir may be a local folder or a remote URL
+(``gs://...``) wherever epath supports it, and happen on process 0 only: on other processes of
+a multi-host run :func:`write_results` and :func:`save_figure` return None without writing.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,17 @@ import json
 import os
 import pathlib
 import platform
-from typing import Any, Mapping
+import shlex
+import subprocess
+import sys
+from typing import Any, Mapping, Sequence
 
 import jax
 import numpy as np
+from absl import logging
+from etils import epath
+
+from jaxpapers.core import claims as claims_lib
 
 RESULTS_FILE = "results.json"
 _PACKAGES = (
@@ -70,6 +82,54 @@ def _to_jsonable(obj: Any) -> Any:
   return repr(obj)
 
 
+to_jsonable = _to_jsonable  # public name (e.g. for values added to committed results)
+
+
+def git_info(path: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
+  """``{'commit': hash, 'dirty': bool}`` of the git checkout holding ``path``, else None.
+
+  ``path`` defaults to this package's folder. ``dirty`` means tracked files differ from the
+  commit (untracked files are ignored). Never raises: outside a git checkout, without git, or
+  on any error, returns None.
+  """
+  where = pathlib.Path(path) if path is not None else pathlib.Path(__file__).resolve().parent
+  if where.is_file():
+    where = where.parent
+  try:
+    def git(*args):
+      return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True,
+                            timeout=10, check=True).stdout
+    commit = git("rev-parse", "HEAD").strip()
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no").strip())
+  except Exception:  # pylint: disable=broad-except
+    return None
+  if len(commit) != 40:
+    return None
+  return {"commit": commit, "dirty": dirty}
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+  """The command that started this process, as a shell line.
+
+  A module run with ``python -m pkg.mod`` is written as such (``sys.argv[0]`` then holds the
+  module's file path); a script as ``python <argv[0]> ...``.
+  """
+  argv = list(sys.argv if argv is None else argv)
+  spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+  name = getattr(spec, "name", None)
+  if name:
+    if name.endswith(".__main__"):
+      name = name[: -len(".__main__")]
+    head = ["python", "-m", name]
+  else:
+    head = ["python", *argv[:1]]
+  return shlex.join(head + argv[1:])
+
+
+def _is_writer() -> bool:
+  return jax.process_index() == 0
+
+
 def write_results(
     workdir: str | os.PathLike[str],
     *,
@@ -79,30 +139,55 @@ def write_results(
     notes: str | None = None,
     wall_time_s: float | None = None,
     extra: Mapping[str, Any] | None = None,
-) -> pathlib.Path:
-  """Writes ``<workdir>/results.json`` and returns its path.
+    claims: Any = None,
+    issue_verdicts: bool | None = None,
+) -> epath.Path | None:
+  """Writes ``<workdir>/results.json`` and returns its path (None on processes other than 0).
 
-  The file records the metrics, the full config, package versions, the device
-  kind and count, the wall time, the PNG plots present in ``workdir`` and an
-  optional markdown table (what ``experiments.reproduce`` puts in REPORT.md).
+  The file records the metrics, the claims with their verdicts, the full config, the git
+  commit (hash and dirty flag; None outside a git checkout) and the exact command, package
+  versions, the device kind and count, the wall time, the PNG plots present in ``workdir`` and
+  an optional markdown table (what ``experiments.reproduce`` puts in REPORT.md).
 
   Args:
-    workdir: the run's directory (created if needed).
+    workdir: the run's directory (created if needed): a local path or an epath URL.
     metrics: JSON-able metrics (numpy/JAX scalars and arrays are converted).
     config: the run's config (ConfigDict, dataclass or mapping).
     table_markdown: the measured table, as markdown.
     notes: free text (what was run, caveats).
     wall_time_s: the run's wall time in seconds.
     extra: any additional JSON-able fields.
+    claims: the claims to judge (:class:`jaxpapers.core.claims.Claim` or dicts); default: the
+      config's ``claims`` field, if any.
+    issue_verdicts: False records the measured values without verdicts (smoke settings);
+      default: the config's ``issue_verdicts`` field, else True.
+
+  Returns:
+    The path of results.json, or None on processes other than 0.
   """
-  workdir = pathlib.Path(workdir)
+  if not _is_writer():
+    return None
+  if claims is None:
+    claims = _config_get(config, "claims")
+  if issue_verdicts is None:
+    issue_verdicts = bool(_config_get(config, "issue_verdicts", True))
+  jmetrics = _to_jsonable(metrics)
+  try:
+    verdicts = claims_lib.judge_all(claims, jmetrics, issue_verdicts=issue_verdicts)
+  except (TypeError, ValueError) as e:  # a malformed claim must not lose a finished run
+    logging.error("The claims could not be judged: %s", e)
+    verdicts = [{"error": f"the claims could not be judged: {e}"}]
+  workdir = epath.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   record = {
-      "metrics": _to_jsonable(metrics),
+      "claims": verdicts,
+      "metrics": jmetrics,
       "config": _to_jsonable(config),
       "table_markdown": table_markdown,
       "notes": notes,
       "wall_time_s": wall_time_s,
+      "command": command_line(),
+      "git": git_info(),
       "plots": sorted(p.name for p in workdir.glob("*.png")),
       "environment": environment_info(),
       "written_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -110,26 +195,50 @@ def write_results(
   if extra:
     record["extra"] = _to_jsonable(extra)
   path = workdir / RESULTS_FILE
-  tmp = path.with_suffix(".json.tmp")
-  tmp.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
-  os.replace(tmp, path)
+  write_json_atomic(path, record)
   return path
+
+
+def write_json_atomic(path: str | os.PathLike[str], record: Mapping[str, Any]) -> None:
+  """Writes ``record`` as indented JSON to ``path`` through a temporary file and a rename."""
+  path = epath.Path(path)
+  tmp = path.parent / (path.name + ".tmp")
+  tmp.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
+  tmp.replace(path)
+
+
+def _config_get(config: Any, name: str, default: Any = None) -> Any:
+  if isinstance(config, Mapping) or hasattr(config, "get"):
+    try:
+      return config.get(name, default)
+    except TypeError:
+      pass
+  return getattr(config, name, default)
 
 
 def read_results(workdir: str | os.PathLike[str]) -> dict[str, Any]:
   """Reads ``<workdir>/results.json``."""
-  return json.loads((pathlib.Path(workdir) / RESULTS_FILE).read_text())
+  return json.loads((epath.Path(workdir) / RESULTS_FILE).read_text())
 
 
-def save_figure(fig: Any, workdir: str | os.PathLike[str], name: str, *, dpi: int = 120) -> pathlib.Path:
-  """Saves a matplotlib figure as ``<workdir>/<name>.png`` and closes it."""
+def save_figure(fig: Any, workdir: str | os.PathLike[str], name: str, *,
+                dpi: int = 120) -> epath.Path | None:
+  """Saves a matplotlib figure as ``<workdir>/<name>.png`` and closes it.
+
+  Only process 0 writes; other processes close the figure and return None.
+  """
   import matplotlib.pyplot as plt  # local: keep matplotlib off the import path of the library
 
   if not name or "/" in name or name.endswith(".png"):
+    plt.close(fig)
     raise ValueError(f"name must be a bare file stem like 'loss_curves', got {name!r}")
-  workdir = pathlib.Path(workdir)
+  if not _is_writer():
+    plt.close(fig)
+    return None
+  workdir = epath.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   path = workdir / f"{name}.png"
-  fig.savefig(path, dpi=dpi, bbox_inches="tight")
+  with path.open("wb") as f:
+    fig.savefig(f, format="png", dpi=dpi, bbox_inches="tight")
   plt.close(fig)
   return path

@@ -20,6 +20,9 @@ SHAPE_CLASSES = ("disc", "square", "triangle", "cross")
 def digits(*, num_test: int = 500, seed: int = 0) -> dict:
   """sklearn ``load_digits`` (1797 images of 8x8, values 0..16) scaled to [-1, 1], split in a
   fixed random train/test split. Returns dict(train_images, train_labels, test_images, test_labels)."""
+  if isinstance(num_test, bool) or not isinstance(num_test, (int, np.integer)) \
+      or not 1 <= num_test < 1797:
+    raise ValueError(f"num_test must be an int in [1, 1797), got {num_test!r}")
   from sklearn.datasets import load_digits  # noqa: PLC0415
   d = load_digits()
   x = (d.images.astype(np.float32) / 8.0 - 1.0)[..., None]
@@ -33,6 +36,14 @@ def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) ->
   """Render one anti-aliased shape per label (0 disc, 1 square, 2 triangle, 3 cross) with random
   centre, size, rotation and intensity on a dark background. Returns [N, S, S, 1] in [-1, 1]."""
   labels = np.asarray(labels)
+  if labels.ndim != 1 or not (np.issubdtype(labels.dtype, np.integer) or labels.size == 0):
+    raise ValueError(f"labels must be a 1-D integer array, got {labels.dtype}{labels.shape}")
+  if labels.size and (labels.min() < 0 or labels.max() >= len(SHAPE_CLASSES)):
+    raise ValueError(f"labels must lie in [0, {len(SHAPE_CLASSES)}) ({SHAPE_CLASSES}), got range "
+                     f"[{labels.min()}, {labels.max()}]")
+  if isinstance(image_size, bool) or not isinstance(image_size, (int, np.integer)) \
+      or image_size < 4:
+    raise ValueError(f"image_size must be an int >= 4, got {image_size!r}")
   rng = np.random.default_rng(seed)
   n, s = labels.shape[0], image_size
   yy, xx = np.meshgrid(np.arange(s) + 0.5, np.arange(s) + 0.5, indexing="ij")
@@ -62,6 +73,9 @@ def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) ->
 
 def shapes(*, num_train: int = 2000, num_test: int = 400, image_size: int = 16, seed: int = 0) -> dict:
   """Procedurally generated shapes (4 classes), deterministic in ``seed``; same dict as :func:`digits`."""
+  for name, v in (("num_train", num_train), ("num_test", num_test)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+      raise ValueError(f"{name} must be an int >= 1, got {v!r}")
   rng = np.random.default_rng(seed)
   ytr = rng.integers(0, len(SHAPE_CLASSES), num_train).astype(np.int32)
   yte = rng.integers(0, len(SHAPE_CLASSES), num_test).astype(np.int32)
@@ -77,6 +91,7 @@ def load_numpy(name: str, **kwargs) -> dict:
 
 
 def num_classes(name: str) -> int:
+  """Number of classes of the dataset 'digits' (10) or 'shapes' (4)."""
   if name not in DATASETS:
     raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
   return 10 if name == "digits" else len(SHAPE_CLASSES)
@@ -140,6 +155,8 @@ def tfds_builder(name: str, data_dir):
 def load_tfds(name: str, data_dir) -> dict:
   """Prepare (once) and read the TFDS dataset through ``as_data_source``; same dict (and order,
   restored from the stored ``index`` feature) as the numpy sources."""
+  if name not in DATASETS:
+    raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
   b = tfds_builder(name, pathlib.Path(data_dir))
   b.download_and_prepare()
   src = b.as_data_source()

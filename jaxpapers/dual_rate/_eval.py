@@ -47,9 +47,18 @@ def train_classifier(images: np.ndarray, labels: np.ndarray, *, num_classes: int
                      noise_std: float = 0.1) -> FeatureClassifier:
   """Train a FeatureClassifier with Adam on [N, H, W, C] images (small Gaussian-noise augmentation)."""
   images = np.asarray(images, np.float32)
-  labels = np.asarray(labels, np.int32)
+  labels = np.asarray(labels)
   if images.ndim != 4 or labels.shape != (images.shape[0],):
     raise ValueError(f"images must be [N, H, W, C] and labels [N], got {images.shape} and {labels.shape}")
+  if not np.issubdtype(labels.dtype, np.integer):
+    raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
+  if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) \
+      or num_classes < 1:
+    raise ValueError(f"num_classes must be an int >= 1, got {num_classes!r}")
+  if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+    raise ValueError(f"labels must lie in [0, num_classes={num_classes}), got range "
+                     f"[{labels.min()}, {labels.max()}]")
+  labels = labels.astype(np.int32)
   model = FeatureClassifier(image_size=images.shape[1], channels=images.shape[3], num_classes=num_classes,
                             rngs=nnx.Rngs(seed))
   graphdef, params = nnx.split(model)
@@ -77,7 +86,11 @@ def train_classifier(images: np.ndarray, labels: np.ndarray, *, num_classes: int
 
 
 def extract_features(classifier: FeatureClassifier, images, *, batch_size: int = 256) -> np.ndarray:
-  """Penultimate features [N, feature_dim] as float64 numpy."""
+  """Penultimate features [N, feature_dim] as float64 numpy (images [N, H, W, C])."""
+  if not isinstance(classifier, FeatureClassifier):
+    raise TypeError(f"classifier must be a FeatureClassifier, got {type(classifier).__name__}")
+  if np.ndim(images) != 4:
+    raise ValueError(f"images must be [N, H, W, C], got shape {np.shape(images)}")
   graphdef, state = nnx.split(classifier)
   f = jax.jit(lambda st, x: nnx.merge(graphdef, st).features(x))
   images = np.asarray(images, np.float32)
@@ -89,6 +102,14 @@ def extract_features(classifier: FeatureClassifier, images, *, batch_size: int =
 
 
 def classifier_accuracy(classifier: FeatureClassifier, images, labels) -> float:
+  """Top-1 accuracy of ``classifier`` on images [N, H, W, C] with integer labels [N]."""
+  if not isinstance(classifier, FeatureClassifier):
+    raise TypeError(f"classifier must be a FeatureClassifier, got {type(classifier).__name__}")
+  if np.ndim(images) != 4 or np.shape(labels) != (np.shape(images)[0],):
+    raise ValueError(f"images must be [N, H, W, C] and labels [N], got {np.shape(images)} and "
+                     f"{np.shape(labels)}")
+  if not np.issubdtype(np.asarray(labels).dtype, np.integer):
+    raise TypeError(f"labels must be integer class ids, got dtype {np.asarray(labels).dtype}")
   graphdef, state = nnx.split(classifier)
   logits = jax.jit(lambda st, x: nnx.merge(graphdef, st)(x))(state, jnp.asarray(images, jnp.float32))
   return float(np.mean(np.asarray(jnp.argmax(logits, -1)) == np.asarray(labels)))
@@ -100,6 +121,8 @@ def _check_feats(a, b):
     raise ValueError(f"features must be [N, D] and [M, D], got {a.shape} and {b.shape}")
   if a.shape[0] < 2 or b.shape[0] < 2:
     raise ValueError("need at least two feature vectors on each side")
+  if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+    raise ValueError("features must be finite (found NaN or inf)")
   return a, b
 
 
@@ -128,8 +151,11 @@ def kernel_inception_distance(f_real, f_gen, *, degree: int = 3, subsets: int = 
   """Unbiased MMD^2 with the polynomial kernel k(x, y) = (x.y / d + 1)^degree, averaged over
   random subsets of size min(subset_size, N, M)."""
   a, b = _check_feats(f_real, f_gen)
+  for name, v in (("degree", degree), ("subsets", subsets), ("subset_size", subset_size)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+      raise ValueError(f"{name} must be an int >= 1, got {v!r}")
   d = a.shape[1]
-  m = min(subset_size, a.shape[0], b.shape[0])
+  m = max(min(subset_size, a.shape[0], b.shape[0]), 2)
   rng = np.random.default_rng(seed)
   vals = []
   for _ in range(subsets):
@@ -142,8 +168,13 @@ def kernel_inception_distance(f_real, f_gen, *, degree: int = 3, subsets: int = 
 
 
 def precision_recall_knn(f_real, f_gen, *, k: int = 3) -> tuple[float, float]:
-  """k-NN precision (fraction of generated inside the real manifold) and recall (vice versa)."""
+  """k-NN precision (fraction of generated inside the real manifold) and recall (vice versa).
+
+  k must be an int in [1, min(N, M) - 1]."""
   a, b = _check_feats(f_real, f_gen)
+  k_max = min(a.shape[0], b.shape[0]) - 1
+  if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= k_max:
+    raise ValueError(f"k must be an int in [1, {k_max}], got {k!r}")
 
   def radii(x):
     d = np.sqrt(np.maximum(((x[:, None] - x[None]) ** 2).sum(-1), 0))

@@ -10,6 +10,11 @@
 * :class:`SingleNetwork`: the standard single-network baseline of the heavy model's size, the
   same ViT as the encoder with an unpatchify head that predicts the output directly.
 
+Class labels ``cond`` are integer arrays [B] in [0, num_classes) (``num_classes`` itself is the
+"no label" token, as is ``cond=None``); a float label is a ``TypeError`` and a label passed to an
+unconditional model (``num_classes=0``) a ``ValueError``. Out-of-range labels raise ``ValueError``
+when concrete; under ``jax.jit`` the embedding lookup reads NaN, so the output is NaN.
+
 Outputs are in the model's ``parametrization`` ('v' by default, or 'x' / 'eps'); convert with
 ``output_to_x``. The paper's architecture is not public: everything here is a reconstruction
 following spec §3.2 (U-ViT/DiT-like encoder, conv light denoiser with FiLM).
@@ -24,13 +29,19 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
+from jaxpapers.dual_rate import _validation as val
 from jaxpapers.dual_rate._schedule import PARAMETRIZATIONS
 
 
 def timestep_embedding(t, dim: int, *, scale: float = 1000.0) -> jax.Array:
-  """Sinusoidal embedding of t [B] -> [B, dim] (Vaswani et al.; as in DDPM)."""
+  """Sinusoidal embedding of t [B] -> [B, dim] (Vaswani et al.; as in DDPM); dim even >= 2."""
+  if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2 or dim % 2:
+    raise ValueError(f"dim must be an even int >= 2, got {dim!r}")
+  if jnp.ndim(t) != 1:
+    raise ValueError(f"t must have shape [B], got shape {jnp.shape(t)}")
   half = dim // 2
   freqs = jnp.exp(-math.log(10_000.0) * jnp.arange(half, dtype=jnp.float32) / half)
   args = scale * jnp.asarray(t, jnp.float32)[:, None] * freqs[None]
@@ -40,6 +51,32 @@ def timestep_embedding(t, dim: int, *, scale: float = 1000.0) -> jax.Array:
 def _check_image(z, name="z"):
   if not hasattr(z, "ndim") or z.ndim != 4:
     raise ValueError(f"{name} must be an image batch [B, H, W, C], got shape {getattr(z, 'shape', None)}")
+
+
+def _as_cond(cond, batch: int, num_classes: int):
+  """Integer labels [B] in [0, num_classes] (None or num_classes: the "no label" token).
+
+  Shapes and dtypes are checked at trace time; the range eagerly when ``cond`` is concrete.
+  Under ``jax.jit`` an out-of-range label reads a NaN embedding (the lookup fills with NaN), so
+  the output is NaN, never a plausible image.
+  """
+  if num_classes == 0:
+    if cond is not None:
+      raise ValueError("cond was given but the model is unconditional (num_classes=0); pass "
+                       "cond=None or build the model with num_classes > 0")
+    return None
+  if cond is None:
+    return jnp.full((batch,), num_classes, jnp.int32)
+  if not hasattr(cond, "dtype"):
+    cond = np.asarray(cond)
+  if not jnp.issubdtype(cond.dtype, jnp.integer):
+    raise TypeError(f"cond must be integer class labels, got dtype {cond.dtype}")
+  if cond.shape != (batch,):
+    raise ValueError(f"cond must be int labels of shape [{batch}], got {cond.shape}")
+  val.check((cond >= 0) & (cond <= num_classes),
+            f"cond must be class labels in [0, {num_classes}) or {num_classes} for 'no label' "
+            f"(num_classes={num_classes})")
+  return jnp.asarray(cond, jnp.int32)
 
 
 def _as_time(t, batch: int, name="t"):
@@ -92,12 +129,12 @@ class _ViTTrunk(nnx.Module):
     if (h, w, c) != (self.image_size, self.image_size, self.channels):
       raise ValueError(f"z must be [B, {self.image_size}, {self.image_size}, {self.channels}], got {z.shape}")
     t = _as_time(t, b)
+    cond = _as_cond(cond, b, self.num_classes)
     p, g = self.patch_size, self.grid
     tok = z.reshape(b, g, p, g, p, c).transpose(0, 1, 3, 2, 4, 5).reshape(b, g * g, p * p * c)
     x = self.embed(tok) + self.pos[...]
     e = self.t_mlp2(jax.nn.silu(self.t_mlp1(timestep_embedding(t, self.width))))
     if self.class_embed is not None:
-      cond = jnp.full((b,), self.num_classes, jnp.int32) if cond is None else jnp.asarray(cond, jnp.int32)
       e = e + self.class_embed(cond)
     x = x + e[:, None, :]
     for blk in self.blocks:
@@ -193,6 +230,7 @@ class LightDenoiser(nnx.Module):
     _check_image(h, "h")
     b, hh, ww, _ = z.shape
     t, tau = _as_time(t, b), _as_time(tau, b, "tau")
+    cond = _as_cond(cond, b, self.num_classes)
     if h.shape[0] != b or hh % h.shape[1] or ww % h.shape[2]:
       raise ValueError(f"h {h.shape} must have batch {b} and a grid dividing the image {z.shape[1:3]}")
     c = self.ctx(h)
@@ -203,7 +241,6 @@ class LightDenoiser(nnx.Module):
                          0.1 * dl[:, None]], axis=-1)
     e = self.e2(jax.nn.silu(self.e1(e)))
     if self.class_embed is not None:
-      cond = jnp.full((b,), self.num_classes, jnp.int32) if cond is None else jnp.asarray(cond, jnp.int32)
       e = e + self.class_embed(cond)
     e = jax.nn.silu(e)
     for blk in self.blocks:
@@ -223,6 +260,9 @@ class DualRateModel(nnx.Module):
                feature_dim: int = 128, denoiser_width: int = 24, denoiser_blocks: int = 2,
                context_channels: int = 16, denoiser_emb_dim: int = 64, num_classes: int = 0,
                parametrization: str = "v", rngs: nnx.Rngs):
+    if parametrization not in PARAMETRIZATIONS:
+      raise ValueError(
+          f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}")
     self.parametrization = parametrization
     self.encoder = ContextEncoder(image_size=image_size, channels=channels, patch_size=patch_size,
                                   width=encoder_width, depth=encoder_depth, num_heads=num_heads,
@@ -245,4 +285,6 @@ class DualRateModel(nnx.Module):
 
 def count_params(model: nnx.Module) -> int:
   """Number of trainable parameters."""
+  if not isinstance(model, nnx.Module):
+    raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
   return int(sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param))))

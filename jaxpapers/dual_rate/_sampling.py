@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from jaxpapers.dual_rate import _validation as val
 from jaxpapers.dual_rate._networks import DualRateModel, SingleNetwork
 from jaxpapers.dual_rate._schedule import (NoiseSchedule, ancestral_step, ddim_step, edm_sigma_to_t,
                                            karras_sigmas, output_to_x)
@@ -50,8 +51,9 @@ def refresh_schedule(num_steps: int, *, interval: int = 4, kind: str = "uniform"
   'uniform': i mod interval == 0. 'front_loaded': refreshes dense at high noise (positions
   floor(N (j/m)^2)); 'back_loaded': dense at low noise (positions floor(N (1 - (1 - j/m)^2))).
   """
-  if num_steps < 1 or interval < 1:
-    raise ValueError(f"num_steps and interval must be >= 1, got {num_steps} and {interval}")
+  for name, v in (("num_steps", num_steps), ("interval", interval)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+      raise ValueError(f"{name} must be an int >= 1, got {v!r}")
   if kind not in REFRESH_KINDS:
     raise ValueError(f"kind must be one of {REFRESH_KINDS}, got {kind!r}")
   r = np.zeros(num_steps, bool)
@@ -183,32 +185,60 @@ def sample(model, key, shape, *, num_steps: int, refresh=None, sampler: str = "d
     sampler: 'ddim' (eta = 0), 'ancestral' or 'heun' (EDM grid sigma_min..sigma_max, rho;
       2N - 1 denoiser calls, both Heun evaluations use the cached h).
     schedule: the NoiseSchedule the model was trained with.
-    cond: optional int labels [B].
+    cond: optional int labels [B] in [0, num_classes) of a class-conditional model (None for
+      unconditional sampling).
     return_info: also return exact call counts {'encoder_calls', 'denoiser_calls'}.
 
   Returns:
     samples [B, H, W, C] (the x_hat of the last step), and the call counts if requested.
+
+  Bad values: a label outside [0, num_classes) raises ``ValueError`` when ``cond`` is concrete;
+  under an outer ``jax.jit`` the samples of the affected examples are NaN (wrap with
+  ``jax.experimental.checkify.checkify`` to get the error).
   """
+  if not isinstance(model, (DualRateModel, SingleNetwork)):
+    raise TypeError(f"model must be a DualRateModel or SingleNetwork, got {type(model).__name__}")
+  if not isinstance(schedule, NoiseSchedule):
+    raise TypeError(f"schedule must be a NoiseSchedule, got {type(schedule).__name__}")
   if sampler not in SAMPLERS:
     raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
-  if num_steps < 1:
-    raise ValueError(f"num_steps must be >= 1, got {num_steps}")
-  shape = tuple(int(s) for s in shape)
-  if len(shape) != 4:
-    raise ValueError(f"shape must be [B, H, W, C], got {shape}")
+  if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
+    raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
+  shape = tuple(shape)
+  if len(shape) != 4 or not all(isinstance(v, (int, np.integer)) and v >= 1 for v in shape):
+    raise ValueError(f"shape must be [B, H, W, C] of positive ints, got {shape}")
+  shape = tuple(int(v) for v in shape)
+  if sampler == "heun":
+    karras_sigmas(num_steps, sigma_min=sigma_min, sigma_max=sigma_max, rho=rho)  # checks the grid
   if refresh is None:
     refresh = np.ones(num_steps, bool)
+  refresh_ok = None
+  if isinstance(model, DualRateModel) and getattr(refresh, "ndim", 1) == 1 and len(refresh):
+    msg = "refresh[0] must be True: the first step needs the encoder's features"
+    refresh_ok = val.check(refresh[0] if val.is_concrete(refresh) else jnp.asarray(refresh)[0], msg)
   refresh = _check_refresh(refresh, num_steps)
-  if isinstance(model, DualRateModel) and not bool(refresh[0]):
-    raise ValueError("refresh[0] must be True: the first step needs the encoder's features")
+  trunk = model.encoder.trunk if isinstance(model, DualRateModel) else model.trunk
+  nc = trunk.num_classes
+  cond_ok = None
   if cond is not None:
-    cond = jnp.asarray(cond, jnp.int32)
+    if nc == 0:
+      raise ValueError("cond was given but the model is unconditional (num_classes=0)")
+    if not hasattr(cond, "dtype"):
+      cond = np.asarray(cond)
+    if not jnp.issubdtype(cond.dtype, jnp.integer):
+      raise TypeError(f"cond must be integer class labels, got dtype {cond.dtype}")
     if cond.shape != (shape[0],):
       raise ValueError(f"cond must be int labels of shape [{shape[0]}], got {cond.shape}")
+    in_range = (cond >= 0) & (cond < nc)
+    msg = f"cond must be class labels in [0, {nc}) (num_classes={nc})"
+    if val.check(in_range, msg) is not None:
+      cond_ok = jnp.asarray(in_range)[:, None, None, None]
+    cond = jnp.asarray(cond, jnp.int32)
   graphdef, state = nnx.split(model)
   x, info = _sample_jit(graphdef, state, key, refresh, cond, shape=shape, num_steps=num_steps,
                         sampler=sampler, schedule=schedule, sigma_min=float(sigma_min),
                         sigma_max=float(sigma_max), rho=float(rho))
+  x = val.poison(val.poison(x, cond_ok), refresh_ok)
   return (x, info) if return_info else x
 
 
@@ -217,6 +247,8 @@ def sample(model, key, shape, *, num_steps: int, refresh=None, sampler: str = "d
 # ----------------------------------------------------------------------------------------------
 def xla_flops(fn, *args) -> float:
   """FLOPs of one call of ``fn(*args)`` from XLA's compiled cost analysis."""
+  if not callable(fn):
+    raise TypeError(f"fn must be callable, got {type(fn).__name__}")
   ca = jax.jit(fn).lower(*args).compile().cost_analysis()
   if isinstance(ca, (list, tuple)):
     ca = ca[0]
@@ -229,6 +261,10 @@ def component_flops(model, example_batch, cond=None, *, schedule: NoiseSchedule 
   Returns {'encoder': ..., 'denoiser': ...} for a DualRateModel (the denoiser includes the x_hat
   conversion) and {'network': ...} for a SingleNetwork. Pass B = 1 for per-sample costs.
   """
+  if not isinstance(model, (DualRateModel, SingleNetwork)):
+    raise TypeError(f"model must be a DualRateModel or SingleNetwork, got {type(model).__name__}")
+  if np.ndim(example_batch) != 4:
+    raise ValueError(f"example_batch must be [B, H, W, C], got shape {np.shape(example_batch)}")
   graphdef, state = nnx.split(model)
   z = jnp.asarray(example_batch, jnp.float32)
   t = jnp.full((z.shape[0],), 0.5, jnp.float32)
@@ -259,16 +295,32 @@ def component_flops(model, example_batch, cond=None, *, schedule: NoiseSchedule 
   raise TypeError(f"model must be a DualRateModel or SingleNetwork, got {type(model).__name__}")
 
 
+def _host_refresh(refresh):
+  r = np.asarray(refresh)
+  if r.ndim != 1 or r.shape[0] < 1 or r.dtype != np.bool_:
+    raise ValueError(f"refresh must be a non-empty 1-D bool array [N], got {r.dtype}{r.shape}")
+  return r
+
+
 def call_counts(refresh, *, sampler: str = "ddim", single_network: bool = False) -> dict:
-  """Hand count of network evaluations per sample for a refresh set [N]."""
-  refresh = np.asarray(refresh, bool)
+  """Hand count of network evaluations per sample for a refresh set [N] (bool, N >= 1)."""
+  if sampler not in SAMPLERS:
+    raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+  refresh = _host_refresh(refresh)
   n = refresh.shape[0]
   d = 2 * n - 1 if sampler == "heun" else n
   return {"encoder_calls": 0 if single_network else int(refresh.sum()), "denoiser_calls": d}
 
 
 def sampling_cost(flops: dict, refresh, *, sampler: str = "ddim") -> dict:
-  """Total FLOPs per sample = n_E * C_E + n_D * C_D (or n * C for a single network)."""
+  """Total FLOPs per sample = n_E * C_E + n_D * C_D (or n * C for a single network).
+
+  ``flops``: the dict of :func:`component_flops` (non-negative numbers)."""
+  if not isinstance(flops, dict) or set(flops) not in ({"network"}, {"encoder", "denoiser"}):
+    raise ValueError("flops must be {'encoder': C_E, 'denoiser': C_D} or {'network': C} as from "
+                     f"component_flops, got {flops!r}")
+  if any(not np.isfinite(v) or v < 0 for v in flops.values()):
+    raise ValueError(f"flops must be finite non-negative numbers, got {flops!r}")
   single = "network" in flops
   c = call_counts(refresh, sampler=sampler, single_network=single)
   if single:
@@ -279,13 +331,21 @@ def sampling_cost(flops: dict, refresh, *, sampler: str = "ddim") -> dict:
 
 
 def speedup(c_heavy: float, c_light: float, refresh) -> float:
-  """Cost-model speed-up over refreshing every step: (C_E + C_D) / (C_D + |R| C_E / N)."""
-  refresh = np.asarray(refresh, bool)
+  """Cost-model speed-up over refreshing every step: (C_E + C_D) / (C_D + |R| C_E / N).
+
+  Costs must be finite with c_heavy >= 0 and c_light > 0; refresh a non-empty bool [N]."""
+  refresh = _host_refresh(refresh)
+  if not (np.isfinite(c_heavy) and np.isfinite(c_light) and c_heavy >= 0 and c_light > 0):
+    raise ValueError(f"need finite costs c_heavy >= 0 and c_light > 0, got {c_heavy} and {c_light}")
   return float((c_heavy + c_light) / (c_light + refresh.sum() * c_heavy / refresh.shape[0]))
 
 
 def wall_time(fn, *args, repeats: int = 5) -> float:
   """Median wall time (s) of ``fn(*args)`` after one warm-up call, blocking on the result."""
+  if not callable(fn):
+    raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+  if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+    raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
   jax.block_until_ready(fn(*args))
   times = []
   for _ in range(repeats):

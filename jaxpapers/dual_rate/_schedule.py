@@ -20,6 +20,9 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from jaxpapers.dual_rate import _validation as val
 
 _KINDS = ("cosine", "linear")
 PARAMETRIZATIONS = ("x", "v", "eps")
@@ -34,6 +37,10 @@ class NoiseSchedule:
   ``[logsnr_min, logsnr_max]`` so that ``t = 0`` and ``t = 1`` are finite.
   ``kind='linear'``: ``lambda_t = logsnr_max + t (logsnr_min - logsnr_max) + shift``, clipped.
   ``shift`` is the simple-diffusion resolution shift, e.g. ``2 log(base / res)``.
+
+  :meth:`logsnr` clips its input to the schedule's range (it is an internal building block and
+  does not check t); the public functions that take a time (:func:`q_sample`,
+  :func:`posterior`, :func:`ddim_step`, :func:`ancestral_step`) check t in [0, 1] first.
 
   Attributes:
     kind: 'cosine' or 'linear'.
@@ -89,34 +96,96 @@ def _bcast(a, like):
   return a.reshape(a.shape + (1,) * (like.ndim - a.ndim))
 
 
+def _check_schedule(schedule):
+  if not isinstance(schedule, NoiseSchedule):
+    raise TypeError(f"schedule must be a NoiseSchedule, got {type(schedule).__name__}")
+
+
+def _check_time(t, like, name):
+  """``t`` scalar or ``[B]`` with ``B = like.shape[0]``; a float array (trace-time check)."""
+  t = jnp.asarray(t)
+  if not (jnp.issubdtype(t.dtype, jnp.floating) or jnp.issubdtype(t.dtype, jnp.integer)):
+    raise TypeError(f"{name} must be a real time in [0, 1], got dtype {t.dtype}")
+  if not (t.ndim == 0 or (t.ndim == 1 and like.ndim >= 1 and t.shape[0] == like.shape[0])):
+    b = like.shape[0] if like.ndim else "?"
+    raise ValueError(f"{name} must be a scalar or shape [B] = [{b}], got shape {t.shape}")
+  return t
+
+
+def _times_ok(like, t, s=None):
+  """Per-example validity of t (and s <= t) in [0, 1]: eager ValueError, traced mask."""
+  ok = (t >= 0) & (t <= 1)
+  msg = "t must lie in [0, 1] (t = 0 data, t = 1 noise)"
+  if s is not None:
+    ok = ok & (s >= 0) & (s <= 1) & (s <= t)
+    msg = "t and s must lie in [0, 1] with s <= t (a step moves from noise toward data)"
+  if val.check(ok, msg) is None:
+    return None
+  return _bcast(ok, like) if jnp.ndim(ok) else ok
+
+
 def q_sample(x, t, noise, schedule: NoiseSchedule):
-  """Forward process ``z_t = alpha_t x + sigma_t eps``; x, noise [B, ...], t [B] or scalar."""
-  if x.shape != noise.shape:
-    raise ValueError(f"x and noise must have the same shape, got {x.shape} and {noise.shape}")
+  """Forward process ``z_t = alpha_t x + sigma_t eps``; x, noise [B, ...], t [B] or scalar.
+
+  Bad values: ``t`` outside [0, 1] raises ``ValueError`` eagerly; under ``jax.jit`` the
+  affected examples of ``z_t`` are NaN (``jax.experimental.checkify.checkify`` surfaces the
+  error). The schedule is never extrapolated or clamped silently.
+  """
+  _check_schedule(schedule)
+  if not hasattr(x, "shape") or not hasattr(noise, "shape") or x.shape != noise.shape:
+    raise ValueError(f"x and noise must have the same shape, got {getattr(x, 'shape', x)} and "
+                     f"{getattr(noise, 'shape', noise)}")
+  t = _check_time(t, x, "t")
+  ok = _times_ok(x, t)
   a, s = schedule.alpha_sigma(t)
-  return _bcast(a, x) * x + _bcast(s, x) * noise
+  return val.poison(_bcast(a, x) * x + _bcast(s, x) * noise, ok)
 
 
 # ----------------------------------------------------------------------------------------------
 # Parametrisations. v = alpha eps - sigma x (Salimans & Ho 2022).
 # ----------------------------------------------------------------------------------------------
+def _check_same(a, b, na, nb):
+  if not hasattr(a, "shape") or not hasattr(b, "shape") or a.shape != b.shape:
+    raise ValueError(f"{na} and {nb} must have the same shape, got {getattr(a, 'shape', type(a))} "
+                     f"and {getattr(b, 'shape', type(b))}")
+
+
+def _check_coef(c, like, name):
+  c = jnp.asarray(c)
+  if not (c.ndim == 0 or (c.ndim == 1 and c.shape[0] == like.shape[0])):
+    raise ValueError(
+        f"{name} must be a scalar or shape [B] = [{like.shape[0]}], got shape {c.shape}")
+
+
 def v_from_x_eps(x, eps, alpha, sigma):
-  """v = alpha eps - sigma x."""
+  """v = alpha eps - sigma x; x, eps [B, ...], alpha, sigma scalar or [B]."""
+  _check_same(x, eps, "x", "eps")
+  _check_coef(alpha, x, "alpha")
+  _check_coef(sigma, x, "sigma")
   return _bcast(alpha, x) * eps - _bcast(sigma, x) * x
 
 
 def x_from_v(z, v, alpha, sigma):
   """x = alpha z - sigma v (inverse of v given z = alpha x + sigma eps)."""
+  _check_same(z, v, "z", "v")
+  _check_coef(alpha, z, "alpha")
+  _check_coef(sigma, z, "sigma")
   return _bcast(alpha, z) * z - _bcast(sigma, z) * v
 
 
 def eps_from_x(z, x, alpha, sigma):
-  """eps = (z - alpha x) / sigma."""
+  """eps = (z - alpha x) / sigma (sigma = 0 gives inf: eps is undefined at the data end)."""
+  _check_same(z, x, "z", "x")
+  _check_coef(alpha, z, "alpha")
+  _check_coef(sigma, z, "sigma")
   return (z - _bcast(alpha, z) * x) / _bcast(sigma, z)
 
 
 def x_from_eps(z, eps, alpha, sigma):
-  """x = (z - sigma eps) / alpha."""
+  """x = (z - sigma eps) / alpha (alpha = 0 gives inf)."""
+  _check_same(z, eps, "z", "eps")
+  _check_coef(alpha, z, "alpha")
+  _check_coef(sigma, z, "sigma")
   return (z - _bcast(sigma, z) * eps) / _bcast(alpha, z)
 
 
@@ -124,6 +193,9 @@ def output_to_x(output, z, t, schedule: NoiseSchedule, parametrization: str):
   """Convert a network output in the given parametrisation into the data prediction x_hat."""
   if parametrization not in PARAMETRIZATIONS:
     raise ValueError(f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}")
+  _check_schedule(schedule)
+  _check_same(output, z, "output", "z")
+  t = _check_time(t, z, "t")
   if parametrization == "x":
     return output
   a, s = schedule.alpha_sigma(t)
@@ -160,7 +232,14 @@ def posterior(z_t, x_hat, t, s, schedule: NoiseSchedule):
 
   Returns:
     (mean [like z_t], var broadcastable to z_t).
+
+  Bad values: t, s outside [0, 1] or s > t raise ``ValueError`` eagerly; under ``jax.jit`` the
+  affected examples of mean and var are NaN (``checkify.checkify`` surfaces the error).
   """
+  _check_schedule(schedule)
+  _check_same(z_t, x_hat, "z_t", "x_hat")
+  t, s = _check_time(t, z_t, "t"), _check_time(s, z_t, "s")
+  ok = _times_ok(z_t, t, s)
   a_t, s_t = schedule.alpha_sigma(t)
   a_s, s_s = schedule.alpha_sigma(s)
   # sigma_{t|s}^2 via expm1 for accuracy when t and s are close:
@@ -172,20 +251,33 @@ def posterior(z_t, x_hat, t, s, schedule: NoiseSchedule):
   c_x = a_s * s2_ts / s_t**2
   var = s2_ts * s_s**2 / s_t**2
   mean = _bcast(c_z, z_t) * z_t + _bcast(c_x, z_t) * x_hat
-  return mean, _bcast(var, z_t)
+  var = _bcast(var, z_t)
+  if ok is not None:
+    var = jnp.where(ok, var, jnp.nan)
+  return val.poison(mean, ok), var
 
 
 def ddim_step(z, x_hat, t, s, schedule: NoiseSchedule):
   """Deterministic DDIM (eta = 0) step: eps_hat = (z - alpha_t x_hat)/sigma_t,
-  z_s = alpha_s x_hat + sigma_s eps_hat (Song et al. 2020, arXiv:2010.02502)."""
+  z_s = alpha_s x_hat + sigma_s eps_hat (Song et al. 2020, arXiv:2010.02502).
+
+  z, x_hat [B, ...]; t, s scalars or [B]. Bad values: t, s outside [0, 1] or s > t (a step
+  toward noise) raise ``ValueError`` eagerly; under ``jax.jit`` the affected examples are NaN
+  (``jax.experimental.checkify.checkify`` surfaces the error)."""
+  _check_schedule(schedule)
+  _check_same(z, x_hat, "z", "x_hat")
+  t, s = _check_time(t, z, "t"), _check_time(s, z, "s")
+  ok = _times_ok(z, t, s)
   a_t, s_t = schedule.alpha_sigma(t)
   a_s, s_s = schedule.alpha_sigma(s)
   eps_hat = eps_from_x(z, x_hat, a_t, s_t)
-  return _bcast(a_s, z) * x_hat + _bcast(s_s, z) * eps_hat
+  return val.poison(_bcast(a_s, z) * x_hat + _bcast(s_s, z) * eps_hat, ok)
 
 
 def ancestral_step(z, x_hat, t, s, schedule: NoiseSchedule, key):
-  """Ancestral step z_s ~ q(z_s | z_t, x = x_hat) = mean + sqrt(var) xi."""
+  """Ancestral step z_s ~ q(z_s | z_t, x = x_hat) = mean + sqrt(var) xi.
+
+  Bad values as in :func:`posterior` (NaN under ``jax.jit``, ``ValueError`` eagerly)."""
   mean, var = posterior(z, x_hat, t, s, schedule)
   xi = jax.random.normal(key, z.shape, z.dtype)
   return mean + jnp.sqrt(var) * xi
@@ -198,9 +290,17 @@ def ancestral_step(z, x_hat, t, s, schedule: NoiseSchedule, key):
 def karras_sigmas(num_steps: int, *, sigma_min: float = 0.002, sigma_max: float = 80.0,
                   rho: float = 7.0) -> jax.Array:
   """EDM grid sigma_i = (s_max^{1/rho} + i/(N-1) (s_min^{1/rho} - s_max^{1/rho}))^rho, i < N,
-  followed by sigma_N = 0. Returns [num_steps + 1]."""
-  if num_steps < 1:
-    raise ValueError(f"num_steps must be >= 1, got {num_steps}")
+  followed by sigma_N = 0. Returns [num_steps + 1].
+
+  Static arguments, checked always: num_steps an int >= 1, 0 < sigma_min < sigma_max (finite),
+  rho > 0."""
+  if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
+    raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
+  for name, v in (("sigma_min", sigma_min), ("sigma_max", sigma_max), ("rho", rho)):
+    if not isinstance(v, (int, float, np.floating, np.integer)) or not math.isfinite(v) or v <= 0:
+      raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+  if not sigma_min < sigma_max:
+    raise ValueError(f"need sigma_min < sigma_max, got {sigma_min} and {sigma_max}")
   i = jnp.arange(num_steps, dtype=jnp.float32)
   denom = max(num_steps - 1, 1)
   sig = (sigma_max ** (1 / rho) + i / denom * (sigma_min ** (1 / rho) - sigma_max ** (1 / rho))) ** rho
@@ -208,8 +308,15 @@ def karras_sigmas(num_steps: int, *, sigma_min: float = 0.002, sigma_max: float 
 
 
 def edm_sigma_to_t(sigma_edm, schedule: NoiseSchedule):
-  """Time t whose VP schedule has sigma_t/alpha_t = sigma_edm, i.e. lambda = -2 log sigma_edm."""
-  return schedule.t_from_logsnr(-2.0 * jnp.log(sigma_edm))
+  """Time t whose VP schedule has sigma_t/alpha_t = sigma_edm, i.e. lambda = -2 log sigma_edm.
+
+  sigma_edm = 0 maps to the data end (the clipped t). A negative or NaN sigma raises
+  ``ValueError`` eagerly and gives NaN under ``jax.jit`` (``checkify.checkify`` surfaces it)."""
+  _check_schedule(schedule)
+  sigma_edm = jnp.asarray(sigma_edm)
+  ok = val.check(sigma_edm >= 0, "sigma_edm must be >= 0 (an EDM noise level)")
+  t = schedule.t_from_logsnr(-2.0 * jnp.log(sigma_edm))
+  return t if ok is None else jnp.where(sigma_edm >= 0, t, jnp.nan)
 
 
 def edm_preconditioning(sigma, sigma_data: float = 0.5):
@@ -218,7 +325,14 @@ def edm_preconditioning(sigma, sigma_data: float = 0.5):
   c_skip = s_d^2/(s^2+s_d^2), c_out = s s_d/sqrt(s^2+s_d^2), c_in = 1/sqrt(s^2+s_d^2),
   c_noise = log(s)/4. With sigma_data = 1 and sigma = sigma_t/alpha_t this is exactly the
   v-parametrisation: D(x_edm) = alpha z - sigma v_hat with F = -v_hat and c_in x_edm = z.
+
+  sigma must be > 0 and sigma_data a number > 0: a bad sigma raises ``ValueError`` eagerly and
+  gives NaN coefficients under ``jax.jit`` (``checkify.checkify`` surfaces the error).
   """
+  if not isinstance(sigma_data, (int, float, np.floating)) or not sigma_data > 0:
+    raise ValueError(f"sigma_data must be a number > 0, got {sigma_data!r}")
   sigma = jnp.asarray(sigma)
+  if val.check(sigma > 0, "sigma must be > 0 (an EDM noise level)") is not None:
+    sigma = jnp.where(sigma > 0, sigma, jnp.nan)
   r = jnp.sqrt(sigma**2 + sigma_data**2)
   return sigma_data**2 / r**2, sigma * sigma_data / r, 1.0 / r, 0.25 * jnp.log(sigma)

@@ -40,8 +40,20 @@ def _per_example_mse(a, b):
   return jnp.mean((a - b) ** 2, axis=tuple(range(1, a.ndim)))
 
 
+def _check_static(**kw):
+  for name, v in kw.items():
+    if name in ("p_fresh", "rollout_frac"):
+      if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {v!r}")
+    elif isinstance(v, bool) or not isinstance(v, int) or v < 1:
+      raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+
+
 def sample_staleness(key, batch: int, *, max_staleness: int, p_fresh: float) -> jax.Array:
-  """k [B] int32: 0 with probability p_fresh, else uniform on {1..max_staleness-1}."""
+  """k [B] int32: 0 with probability p_fresh, else uniform on {1..max_staleness-1}.
+
+  Static arguments, checked always: batch and max_staleness ints >= 1, p_fresh in [0, 1]."""
+  _check_static(batch=batch, max_staleness=max_staleness, p_fresh=p_fresh)
   if max_staleness <= 1:
     return jnp.zeros((batch,), jnp.int32)
   k1, k2 = jax.random.split(key)
@@ -75,6 +87,8 @@ def dual_rate_loss(model: DualRateModel, x, cond, key, *, schedule: NoiseSchedul
   grids = tuple(num_grid_steps) if isinstance(num_grid_steps, (tuple, list)) else (num_grid_steps,)
   if max_staleness < 1 or not grids or min(grids) < 1:
     raise ValueError(f"max_staleness and num_grid_steps must be >= 1, got {max_staleness}, {num_grid_steps}")
+  _check_static(max_staleness=max_staleness, p_fresh=p_fresh, rollout_frac=rollout_frac)
+  loss_weight(0.0, weighting)  # checks the weighting name
   b = x.shape[0]
   k_t, k_k, k_eps, k_post, k_sel = jax.random.split(key, 5)
   t = jax.random.uniform(k_t, (b,))
@@ -130,6 +144,7 @@ def diffusion_loss(model: SingleNetwork, x, cond, key, *, schedule: NoiseSchedul
     raise TypeError(f"model must be a SingleNetwork, got {type(model).__name__}")
   if x.ndim != 4:
     raise ValueError(f"x must be [B, H, W, C], got {x.shape}")
+  loss_weight(0.0, weighting)  # checks the weighting name
   k_t, k_eps = jax.random.split(key)
   t = jax.random.uniform(k_t, (x.shape[0],))
   z_t = q_sample(x, t, jax.random.normal(k_eps, x.shape), schedule)
@@ -145,6 +160,12 @@ def make_train_step(graphdef, loss_fn, tx: optax.GradientTransformation, *, ema_
   ``step(params, opt_state, ema, x, cond, key) -> (params, opt_state, ema, metrics)`` merges the
   module inside the trace (functional at the jit boundary).
   """
+  if not callable(loss_fn):
+    raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+  if not isinstance(tx, optax.GradientTransformation):
+    raise TypeError(f"tx must be an optax.GradientTransformation, got {type(tx).__name__}")
+  if not 0.0 <= ema_decay < 1.0:
+    raise ValueError(f"ema_decay must be in [0, 1), got {ema_decay}")
 
   def step(params, opt_state, ema, x, cond, key):
     def lf(p):

@@ -248,9 +248,12 @@ def render_scenes(key, num_scenes: int, num_views: int, *, image_size=32,
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    if int(num_scenes) < 1 or int(num_views) < 1:
-        raise ValueError(f"num_scenes and num_views must be >= 1, got {num_scenes}, {num_views}")
+    for name, v in (("num_scenes", num_scenes), ("num_views", num_views)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
     H, W = (image_size, image_size) if np.isscalar(image_size) else tuple(image_size)
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (H, W)):
+        raise ValueError(f"image_size must be an int or a pair (H, W) of ints, got {image_size!r}")
     if H < 4 or W < 4:
         raise ValueError(f"image_size must be at least 4 px, got {(H, W)}")
     rng = _seed_of(key)

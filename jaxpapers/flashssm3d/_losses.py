@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxpapers.flashssm3d import _geometry as geo
+from jaxpapers.flashssm3d import _validation as val
 
 __all__ = [
     "weighted_umeyama",
@@ -50,18 +51,44 @@ def weighted_umeyama(X: jax.Array, Y: jax.Array, w: jax.Array | None = None, *,
       Y: ``[..., M, 3]`` target points.
       w: ``[..., M]`` non-negative weights (default uniform).
       with_scale: if False, ``s = 1`` (SE(3) fit).
-      eps: guards the weight sum and ``σ_X²`` for degenerate inputs.
+      eps: guards ``σ_X²`` for degenerate (coincident) point sets, where ``s = 1``.
 
     Returns:
       ``(s [...], R [..., 3, 3], t [..., 3])``. Not meant to be differentiated through (the SVD
       has NaN gradients on rank-deficient inputs); :func:`procrustes_loss` stops its gradient.
+
+    Bad values: weights must be finite and non-negative with a positive sum per set, and the
+    points finite. Otherwise this raises ``ValueError`` eagerly; under ``jax.jit`` the whole
+    result is NaN (wrap with ``jax.experimental.checkify.checkify`` to get the error). ``M = 0``
+    (no points) is a shape error.
     """
-    if X.shape != Y.shape or X.shape[-1] != 3:
-        raise ValueError(f"X and Y must both be [..., M, 3]; got {X.shape} and {Y.shape}")
+    ok = _check_umeyama(X, Y, w)
     if w is None:
         w = jnp.ones(X.shape[:-1], X.dtype)
-    if w.shape != X.shape[:-1]:
-        raise ValueError(f"w must be [..., M] = {X.shape[:-1]}, got {w.shape}")
+    return val.poison(_umeyama(X, Y, w, with_scale=with_scale, eps=eps), ok)
+
+
+def _check_umeyama(X, Y, w):
+    if not (hasattr(X, "shape") and hasattr(Y, "shape")) or X.ndim < 2 or X.shape != Y.shape \
+            or X.shape[-1] != 3:
+        raise ValueError(f"X and Y must both be [..., M, 3]; got {getattr(X, 'shape', X)} and "
+                         f"{getattr(Y, 'shape', Y)}")
+    if X.shape[-2] < 1:
+        raise ValueError(f"X and Y need at least one point (M >= 1), got {X.shape}")
+    geo._check_float(X, "X")
+    geo._check_float(Y, "Y")
+    oks = [val.check(jnp.isfinite(X).all() & jnp.isfinite(Y).all(), "X and Y must be finite")]
+    if w is not None:
+        if not hasattr(w, "shape") or w.shape != X.shape[:-1]:
+            raise ValueError(f"w must be [..., M] = {X.shape[:-1]}, got {getattr(w, 'shape', w)}")
+        oks.append(val.check(jnp.all(jnp.isfinite(w) & (w >= 0)) & jnp.all(jnp.sum(w, -1) > 0),
+                             "w must be finite, non-negative weights with a positive sum for "
+                             "every point set"))
+    return val.both(*oks)
+
+
+def _umeyama(X, Y, w, *, with_scale, eps):
+    """Unchecked weighted Umeyama (weights clipped at 0; all-zero weights give R = I, s = 1)."""
     w = jnp.maximum(w, 0).astype(X.dtype)
     wn = w / jnp.maximum(jnp.sum(w, -1, keepdims=True), eps)
     mu_x = jnp.sum(wn[..., None] * X, -2)
@@ -104,6 +131,10 @@ def procrustes_loss(X_s: jax.Array, Y_t: jax.Array, w: jax.Array | None = None, 
     :func:`weighted_umeyama` (student ``X`` onto teacher ``Y``). The loss is invariant to any
     similarity transform of the student's points, so it measures global structure only.
 
+    A point set whose weights are all zero contributes 0 (nothing to align); negative or
+    non-finite weights or points raise ``ValueError`` eagerly and make the loss NaN under
+    ``jax.jit`` (``checkify.checkify`` surfaces the error).
+
     The alignment is wrapped in ``stop_gradient`` by default: for ``ρ(r) = r²`` this is exact by the
     envelope theorem (the alignment minimises the objective), and it keeps gradients finite for
     degenerate (collinear, coincident) point sets where the SVD's derivative is NaN. The residual
@@ -114,7 +145,7 @@ def procrustes_loss(X_s: jax.Array, Y_t: jax.Array, w: jax.Array | None = None, 
       Y_t: teacher points ``[..., M, 3]`` (treated as a constant target).
       w: weights ``[..., M]`` (teacher confidence × valid), default uniform.
       robust: ``'l2'`` (ρ(r)=r), ``'squared'``, ``'huber'`` or ``'cauchy'``.
-      delta: scale of the Huber/Cauchy ρ (relative to the normalised residual).
+      delta: scale of the Huber/Cauchy ρ (relative to the normalised residual), > 0.
       with_scale: Sim(3) (True) or SE(3) (False) alignment.
       stop_alignment_grad: stop gradients through ``(s*, R*, t*)``.
 
@@ -123,11 +154,23 @@ def procrustes_loss(X_s: jax.Array, Y_t: jax.Array, w: jax.Array | None = None, 
     """
     if robust not in _ROBUST:
         raise ValueError(f"robust must be one of {_ROBUST}, got {robust!r}")
-    if w is None:
+    if robust in ("huber", "cauchy") and val.is_concrete(delta) and not float(delta) > 0:
+        raise ValueError(f"delta must be > 0 for robust={robust!r}, got {delta!r}")
+    if X_s.shape != Y_t.shape or X_s.ndim < 2 or X_s.shape[-1] != 3 or X_s.shape[-2] < 1:
+        raise ValueError(f"X_s and Y_t must both be [..., M, 3] with M >= 1; got {X_s.shape} "
+                         f"and {Y_t.shape}")
+    if w is not None:
+        if not hasattr(w, "shape") or w.shape != X_s.shape[:-1]:
+            raise ValueError(f"w must be [..., M] = {X_s.shape[:-1]}, got {getattr(w, 'shape', w)}")
+        ok = val.check(jnp.all(jnp.isfinite(w) & (w >= 0)),
+                       "w must be finite, non-negative weights")
+    else:
+        ok = None
         w = jnp.ones(X_s.shape[:-1], X_s.dtype)
+    ok = val.both(ok, val.check(jnp.isfinite(Y_t).all(), "Y_t must be finite"))
     Y_t = jax.lax.stop_gradient(Y_t)
     w = jax.lax.stop_gradient(w)
-    s, R, t = weighted_umeyama(X_s, Y_t, w, with_scale=with_scale, eps=eps)
+    s, R, t = _umeyama(X_s, Y_t, w, with_scale=with_scale, eps=eps)
     if stop_alignment_grad:
         s, R, t = jax.tree.map(jax.lax.stop_gradient, (s, R, t))
     wn = w / jnp.maximum(jnp.sum(w, -1, keepdims=True), eps)
@@ -136,7 +179,7 @@ def procrustes_loss(X_s: jax.Array, Y_t: jax.Array, w: jax.Array | None = None, 
     denom = jnp.sum(wn * _safe_norm(Y_t - mu_y, eps=eps), -1)
     denom = jnp.maximum(denom, 1e-6)
     r = _safe_norm(aligned - Y_t, eps=eps) / denom[..., None]
-    return jnp.mean(jnp.sum(wn * _robust(r, robust, delta), -1))
+    return val.poison(jnp.mean(jnp.sum(wn * _robust(r, robust, delta), -1)), ok)
 
 
 def apply_sim3_to_cameras(extrinsics: jax.Array, s, R, t) -> jax.Array:
@@ -147,6 +190,14 @@ def apply_sim3_to_cameras(extrinsics: jax.Array, s, R, t) -> jax.Array:
     Args:
       extrinsics: ``[B, S, 3, 4]``; s ``[B]``; R ``[B, 3, 3]``; t ``[B, 3]``.
     """
+    if not hasattr(extrinsics, "shape") or extrinsics.ndim != 4 or extrinsics.shape[-2:] != (3, 4):
+        got = getattr(extrinsics, "shape", extrinsics)
+        raise ValueError(f"extrinsics must be [B, S, 3, 4], got {got}")
+    B = extrinsics.shape[0]
+    s, R, t = jnp.asarray(s), jnp.asarray(R), jnp.asarray(t)
+    if s.shape != (B,) or R.shape != (B, 3, 3) or t.shape != (B, 3):
+        raise ValueError(f"s, R, t must be [B], [B, 3, 3], [B, 3] with B = {B}; got {s.shape}, "
+                         f"{R.shape}, {t.shape}")
     Rc, tc = extrinsics[..., :3, :3], extrinsics[..., :3, 3]
     Rn = Rc @ jnp.swapaxes(R, -1, -2)[:, None]
     tn = s[:, None, None] * tc - jnp.einsum("bsij,bj->bsi", Rn, t)
@@ -187,8 +238,19 @@ def reprojection_loss(points_t: jax.Array, cams_s, cams_t, image_hw, *, gauge=No
     ext_t, K_t = cams_t
     if points_t.ndim != 3 or points_t.shape[-1] != 3:
         raise ValueError(f"points_t must be [B, M, 3], got {points_t.shape}")
-    if ext_s.shape != ext_t.shape or ext_s.shape[-2:] != (3, 4):
-        raise ValueError(f"camera extrinsics must match and be [B, S, 3, 4]; got {ext_s.shape}, {ext_t.shape}")
+    if ext_s.shape != ext_t.shape or ext_s.ndim != 4 or ext_s.shape[-2:] != (3, 4) \
+            or ext_s.shape[0] != points_t.shape[0]:
+        raise ValueError(f"camera extrinsics must match and be [B, S, 3, 4] with B = "
+                         f"{points_t.shape[0]}; got {ext_s.shape}, {ext_t.shape}")
+    if K_s.shape != ext_s.shape[:2] + (3, 3) or K_t.shape != K_s.shape:
+        raise ValueError(f"camera intrinsics must be [B, S, 3, 3] = {ext_s.shape[:2] + (3, 3)}; "
+                         f"got {K_s.shape}, {K_t.shape}")
+    for name, v in (("delta", delta), ("clamp", clamp), ("eps", eps)):
+        if val.is_concrete(v) and not float(v) > 0:
+            raise ValueError(f"{name} must be > 0, got {v!r}")
+    if point_weights is not None and point_weights.shape != points_t.shape[:2]:
+        raise ValueError(f"point_weights must be [B, M] = {points_t.shape[:2]}, got "
+                         f"{point_weights.shape}")
     points_t = jax.lax.stop_gradient(points_t)
     ext_t, K_t = jax.lax.stop_gradient(ext_t), jax.lax.stop_gradient(K_t)
     if gauge is not None:
@@ -231,6 +293,11 @@ def camera_loss(pose_stages: jax.Array, pose_target: jax.Array, *, gamma: float 
     if pose_stages.shape[1:] != pose_target.shape or pose_target.shape[-1] != 9:
         raise ValueError(f"pose_stages [n, ..., 9] must match pose_target [..., 9]; got "
                          f"{pose_stages.shape} and {pose_target.shape}")
+    if frame_valid is not None and frame_valid.shape != pose_target.shape[:-1]:
+        raise ValueError(f"frame_valid must be {pose_target.shape[:-1]}, got {frame_valid.shape}")
+    for name, v in (("gamma", gamma), ("t_clamp", t_clamp)):
+        if val.is_concrete(v) and not float(v) > 0:
+            raise ValueError(f"{name} must be > 0, got {v!r}")
     n = pose_stages.shape[0]
     tgt = jax.lax.stop_gradient(pose_target)
     fv = (jnp.ones(tgt.shape[:-1], tgt.dtype) if frame_valid is None
@@ -256,17 +323,25 @@ def conf_regression_loss(pred: jax.Array, target: jax.Array, conf: jax.Array,
 
     Args:
       pred, target: ``[B, S, H, W, C]`` (C = 1 for depth, 3 for points).
-      conf: ``[B, S, H, W]`` confidence ``C >= 1`` (use ones for no confidence).
+      conf: ``[B, S, H, W]`` confidence ``C > 0`` (VGGT's heads give ``C >= 1``; use ones for
+        no confidence).
       valid: ``[B, S, H, W]`` mask.
+
+    Returns:
+      scalar; 0 when no pixel is valid. A non-positive confidence raises ``ValueError`` eagerly
+      and gives NaN under ``jax.jit`` (``checkify.checkify`` surfaces the error).
     """
     if pred.shape != target.shape:
         raise ValueError(f"pred {pred.shape} and target {target.shape} must match")
     if conf.shape != pred.shape[:-1]:
         raise ValueError(f"conf must be {pred.shape[:-1]}, got {conf.shape}")
+    if valid is not None and valid.shape != conf.shape:
+        raise ValueError(f"valid must be {conf.shape}, got {valid.shape}")
+    ok = val.check(jnp.all(conf > 0), "conf must be > 0 (a confidence; VGGT uses C >= 1)")
     v = jnp.ones(conf.shape, pred.dtype) if valid is None else valid.astype(pred.dtype)
     err = _safe_norm(pred - jax.lax.stop_gradient(target), eps=1e-12)
     l = err * conf - alpha * jnp.log(conf)
-    return jnp.sum(l * v) / jnp.maximum(jnp.sum(v), 1.0)
+    return val.poison(jnp.sum(l * v) / jnp.maximum(jnp.sum(v), 1.0), ok)
 
 
 def gradient_loss(pred: jax.Array, target: jax.Array, conf: jax.Array,
@@ -279,8 +354,17 @@ def gradient_loss(pred: jax.Array, target: jax.Array, conf: jax.Array,
 
     Args: as :func:`conf_regression_loss`.
     """
-    if pred.shape != target.shape:
-        raise ValueError(f"pred {pred.shape} and target {target.shape} must match")
+    if pred.shape != target.shape or pred.ndim != 5:
+        raise ValueError(f"pred and target must both be [B, S, H, W, C]; got {pred.shape} and "
+                         f"{target.shape}")
+    if conf.shape != pred.shape[:-1]:
+        raise ValueError(f"conf must be {pred.shape[:-1]}, got {conf.shape}")
+    if valid is not None and valid.shape != conf.shape:
+        raise ValueError(f"valid must be {conf.shape}, got {valid.shape}")
+    if isinstance(scales, bool) or not isinstance(scales, int) or scales < 1:
+        raise ValueError(f"scales must be an int >= 1, got {scales!r}")
+    if val.is_concrete(clamp) and not float(clamp) > 0:
+        raise ValueError(f"clamp must be > 0, got {clamp!r}")
     v = jnp.ones(conf.shape, pred.dtype) if valid is None else valid.astype(pred.dtype)
     diff = pred - jax.lax.stop_gradient(target)
     total = 0.0
@@ -313,6 +397,18 @@ class LossWeights:
     reproj_delta: float = 0.02
     num_points: int = 1024
     conf_weighted_targets: bool = True
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name == "conf_weighted_targets":
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0 \
+                    or v != v or v == float("inf"):
+                raise ValueError(f"LossWeights.{f.name} must be a finite number >= 0, got {v!r}")
+        if self.num_points < 1 or self.reproj_delta <= 0 or self.gamma <= 0:
+            raise ValueError("LossWeights.num_points must be >= 1 and reproj_delta, gamma > 0; got "
+                             f"{self.num_points}, {self.reproj_delta}, {self.gamma}")
 
 
 class DistillTargets(NamedTuple):
@@ -351,7 +447,17 @@ def distillation_loss(student, teacher: DistillTargets, weights: LossWeights, *,
     Returns:
       ``(loss, aux dict)``.
     """
+    if not isinstance(weights, LossWeights):
+        raise TypeError(f"weights must be a LossWeights, got {type(weights).__name__}")
+    if not isinstance(teacher, DistillTargets):
+        raise TypeError(f"teacher must be a DistillTargets, got {type(teacher).__name__}")
+    if teacher.valid.ndim != 4:
+        raise ValueError(f"teacher.valid must be [B, S, H, W], got {teacher.valid.shape}")
     B, S, H, W = teacher.valid.shape
+    for f in ("pose_enc", "depth", "depth_conf", "points", "point_conf"):
+        if getattr(student, f).shape != getattr(teacher, f).shape:
+            raise ValueError(f"student.{f} {getattr(student, f).shape} must match teacher.{f} "
+                             f"{getattr(teacher, f).shape}")
     valid = teacher.valid.astype(student.depth.dtype)
     tconf_d = teacher.depth_conf if weights.conf_weighted_targets else jnp.ones_like(teacher.depth_conf)
     tconf_p = teacher.point_conf if weights.conf_weighted_targets else jnp.ones_like(teacher.point_conf)
@@ -382,8 +488,8 @@ def distillation_loss(student, teacher: DistillTargets, weights: LossWeights, *,
         total = total + weights.procrustes * l_proc
     if weights.reprojection:
         hw = (H, W)
-        cams_t = geo.pose_encoding_to_cameras(jax.lax.stop_gradient(teacher.pose_enc), hw)
-        cams_s = geo.pose_encoding_to_cameras(student.pose_enc, hw)
+        cams_t = geo.decode_pose_unchecked(jax.lax.stop_gradient(teacher.pose_enc), hw)
+        cams_s = geo.decode_pose_unchecked(student.pose_enc, hw)
         pts_t = geo.unproject_depth(teacher.depth[..., 0], *cams_t)  # [B,S,H,W,3]
         Pt = take(pts_t)
         wt = (take(tconf_d[..., None]) * take(valid[..., None]))[..., 0]

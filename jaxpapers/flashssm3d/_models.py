@@ -74,8 +74,14 @@ class FlashSSM3DConfig:
     def __post_init__(self):
         for f in ("width", "depth", "state", "expand", "patch", "image_size", "mlp_ratio",
                   "camera_stages", "chunk_size"):
-            if int(getattr(self, f)) < 1:
-                raise ValueError(f"FlashSSM3DConfig.{f} must be >= 1, got {getattr(self, f)}")
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"FlashSSM3DConfig.{f} must be an int >= 1, got {v!r}")
+        if self.registers < 0:
+            raise ValueError(f"FlashSSM3DConfig.registers must be >= 0, got {self.registers}")
+        if isinstance(self.global_orders, str) or not tuple(self.global_orders):
+            raise ValueError(
+                f"global_orders must be a non-empty tuple of orders, got {self.global_orders!r}")
         if self.image_size % self.patch:
             raise ValueError(f"image_size {self.image_size} must be divisible by patch {self.patch}")
         if self.method not in _ssm.SCAN_METHODS:
@@ -99,6 +105,12 @@ class TeacherConfig:
     camera_stages: int = 4
 
     def __post_init__(self):
+        for f in ("width", "depth", "heads", "patch", "image_size", "mlp_ratio", "camera_stages"):
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"TeacherConfig.{f} must be an int >= 1, got {v!r}")
+        if self.registers < 0:
+            raise ValueError(f"TeacherConfig.registers must be >= 0, got {self.registers}")
         if self.width % self.heads:
             raise ValueError(f"width {self.width} must be divisible by heads {self.heads}")
         if self.image_size % self.patch:
@@ -155,6 +167,8 @@ class _Common(nnx.Module):
         cfg = self.cfg
         if images.ndim != 5 or images.shape[-1] != 3:
             raise ValueError(f"images must be [B, S, H, W, 3], got {images.shape}")
+        if not jnp.issubdtype(images.dtype, jnp.floating):
+            raise TypeError(f"images must be floating point in [0, 1], got {images.dtype}")
         B, S, H, W, _ = images.shape
         if (H, W) != (cfg.image_size, cfg.image_size):
             raise ValueError(f"images must be {cfg.image_size}x{cfg.image_size} (config.image_size), got {H}x{W}")
@@ -292,4 +306,6 @@ class AATeacher(_Common):
 
 def count_params(model: nnx.Module) -> int:
     """Number of parameters of an NNX module."""
+    if not isinstance(model, nnx.Module):
+        raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
     return int(sum(np.prod(v.shape) for v in jax.tree.leaves(nnx.state(model, nnx.Param))))

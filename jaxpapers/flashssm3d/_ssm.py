@@ -27,6 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from jaxpapers.flashssm3d import _validation as val
+
 __all__ = ["selective_scan", "BiSSM", "scan_order", "SCAN_METHODS", "SCAN_ORDERS"]
 
 SCAN_METHODS = ("scan", "associative", "chunked")
@@ -97,8 +99,20 @@ def selective_scan(x, dt, A, B, C, D, *, reverse: bool = False, method: str = "s
       chunk_size: chunk length for ``'chunked'``.
 
     Returns:
-      ``y`` with the shape of ``x``.
+      ``y`` with the shape of ``x``; an empty sequence (``L = 0``) gives an empty ``y``.
+
+    Bad values: ``dt`` must be ``>= 0`` and ``A <= 0`` (otherwise the recurrence grows without
+    bound) and both finite. Eagerly a violation raises ``ValueError``; under ``jax.jit`` ``y`` is
+    NaN (wrap with ``jax.experimental.checkify.checkify`` to get the error).
     """
+    y = _selective_scan(x, dt, A, B, C, D, reverse=reverse, method=method, chunk_size=chunk_size)
+    ok = val.check(jnp.all(jnp.isfinite(dt) & (dt >= 0)) & jnp.all(jnp.isfinite(A) & (A <= 0)),
+                   "dt must be finite step sizes >= 0 and A a finite (negative) state matrix <= 0")
+    return val.poison(y, ok)
+
+
+def _selective_scan(x, dt, A, B, C, D, *, reverse, method, chunk_size):
+    """:func:`selective_scan` with shape checks only (the block's Δ = softplus(·) >= 0)."""
     if method not in SCAN_METHODS:
         raise ValueError(f"method must be one of {SCAN_METHODS}, got {method!r}")
     if x.ndim < 2 or dt.shape != x.shape:
@@ -111,10 +125,16 @@ def selective_scan(x, dt, A, B, C, D, *, reverse: bool = False, method: str = "s
         raise ValueError(f"B and C must be {x.shape[:-1] + (N,)}, got {B.shape} and {C.shape}")
     if D.shape != (E,):
         raise ValueError(f"D must be [E={E}], got {D.shape}")
-    if int(chunk_size) < 1:
-        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    for name, a in (("x", x), ("dt", dt), ("A", A), ("B", B), ("C", C), ("D", D)):
+        if not jnp.issubdtype(a.dtype, jnp.floating):
+            raise TypeError(f"{name} must be a floating-point array, got {a.dtype}")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
+            or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an int >= 1, got {chunk_size!r}")
     lead = x.shape[:-2]
     L = x.shape[-2]
+    if L == 0 or math.prod(lead) == 0:
+        return D * x  # nothing to scan: an empty y of the shape of x
     tm = lambda a: jnp.moveaxis(a.reshape((-1,) + a.shape[-2:]), 1, 0)  # [L, M, ...]
     y = _scan_tm(tm(x), tm(dt), A, tm(B), tm(C), D, reverse, method, int(chunk_size))
     return jnp.moveaxis(y, 0, 1).reshape(lead + (L, E))
@@ -138,7 +158,18 @@ def scan_order(num_views: int, grid_hw, *, kind: str, num_special: int = 0) -> n
     Returns:
       int permutation ``perm`` with ``ordered = tokens[perm]``.
     """
-    gh, gw = int(grid_hw[0]), int(grid_hw[1])
+    if kind not in SCAN_ORDERS:
+        raise ValueError(f"kind must be one of {SCAN_ORDERS}, got {kind!r}")
+    try:
+        gh, gw = (int(v) for v in grid_hw)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"grid_hw must be a pair (gh, gw) of positive ints, got {grid_hw!r}") from None
+    if gh < 1 or gw < 1:
+        raise ValueError(f"grid_hw must be a pair (gh, gw) of positive ints, got {grid_hw!r}")
+    for name, v, lo in (("num_views", num_views, 1), ("num_special", num_special, 0)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
     P = gh * gw
     T = num_special + P
     if kind == "row":
@@ -172,8 +203,8 @@ class _Direction(nnx.Module):
         dt = jax.nn.softplus(self.dt_proj(xp[..., :r]))
         Bm, Cm = xp[..., r:r + n], xp[..., r + n:]
         A = -jnp.exp(self.A_log[...])
-        return selective_scan(u, dt, A, Bm, Cm, self.D[...], reverse=reverse, method=method,
-                              chunk_size=chunk_size)
+        return _selective_scan(u, dt, A, Bm, Cm, self.D[...], reverse=reverse, method=method,
+                               chunk_size=chunk_size)
 
 
 class BiSSM(nnx.Module):
@@ -195,6 +226,10 @@ class BiSSM(nnx.Module):
                  chunk_size: int = 64, rngs: nnx.Rngs):
         if method not in SCAN_METHODS:
             raise ValueError(f"method must be one of {SCAN_METHODS}, got {method!r}")
+        for name, v in (("dim", dim), ("state", state), ("expand", expand),
+                        ("chunk_size", chunk_size)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
         inner = expand * dim
         dt_rank = max(1, math.ceil(dim / 16))
         self.method, self.chunk_size = method, chunk_size

@@ -89,6 +89,10 @@ def build_scene_dataset(data_dir, *, num_train=64, num_test=16, num_views=4, ima
     """
     if split not in _data.SPLITS:
         raise ValueError(f"split must be one of {_data.SPLITS}, got {split!r}")
+    for k, v in (("num_train", num_train), ("num_test", num_test), ("num_views", num_views),
+                 ("image_size", image_size)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{k} must be an int >= 1, got {v!r}")
     name = f"{split}_v{num_views}_s{image_size}_n{num_train}_{num_test}"
     cfg = SceneBuilderConfig(name=name, num_views=num_views, image_size=image_size,
                              split_kind=split, num_train=num_train, num_test=num_test)
@@ -99,6 +103,14 @@ def build_scene_dataset(data_dir, *, num_train=64, num_test=16, num_views=4, ima
 
 def batch_from_records(records) -> _data.SceneBatch:
     """Stack records from a data source into a :class:`SceneBatch` (images back to [0, 1])."""
+    records = list(records)
+    if not records:
+        raise ValueError("records must be a non-empty sequence of dataset records")
+    keys = ("images", "depth", "points", "valid", "extrinsics", "intrinsics")
+    for r in records:
+        missing = [k for k in keys if k not in r]
+        if missing:
+            raise ValueError(f"each record needs the keys {keys}; a record lacks {missing}")
     st = lambda k: np.stack([r[k] for r in records])
     return _data.SceneBatch(
         images=st("images").astype(np.float32) / 255.0, depth=st("depth"), points=st("points"),

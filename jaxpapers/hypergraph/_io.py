@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import io
+import os
 import pathlib
 import pickle
 
@@ -65,11 +66,51 @@ class RestrictedUnpickler(pickle.Unpickler):
 
 
 def safe_load_pickle(path) -> object:
-  """Loads a data pickle with :class:`RestrictedUnpickler` (``encoding='latin1'`` for Python 2)."""
-  path = pathlib.Path(path)
+  """Loads a data pickle with :class:`RestrictedUnpickler` (``encoding='latin1'`` for Python 2).
+
+  Raises:
+    FileNotFoundError: no file at ``path``.
+    pickle.UnpicklingError: the pickle references a global outside the allow-list (naming
+      the file).
+    ValueError: the file is empty, truncated or not a pickle (naming the file).
+  """
+  path = pathlib.Path(_check_dir(path, "path"))
   if not path.is_file():
     raise FileNotFoundError(f"missing data file: {path}")
-  return RestrictedUnpickler(io.BytesIO(path.read_bytes()), encoding="latin1").load()
+  raw = path.read_bytes()
+  if not raw:
+    raise ValueError(f"data pickle {path} is empty")
+  try:
+    return RestrictedUnpickler(io.BytesIO(raw), encoding="latin1").load()
+  except pickle.UnpicklingError as e:
+    if "is not allowed" in str(e):
+      raise pickle.UnpicklingError(f"{path}: {e}") from None
+    raise ValueError(f"data pickle {path} is corrupt or truncated ({e})") from e
+  except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
+          UnicodeDecodeError, MemoryError) as e:
+    raise ValueError(f"data pickle {path} is corrupt or truncated ({type(e).__name__}: "
+                     f"{e})") from e
+
+
+def _check_dir(value, name):
+  if not isinstance(value, (str, os.PathLike)):
+    raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(value).__name__} "
+                    f"{value!r}")
+  return value
+
+
+def _load_array_file(path: pathlib.Path, what: str):
+  """``np.load`` / ``scipy.sparse.load_npz`` with the file named in every error."""
+  import scipy.sparse
+  try:
+    if what == "sparse":
+      return scipy.sparse.load_npz(path)
+    return np.load(path, allow_pickle=False)
+  except FileNotFoundError:
+    raise
+  except Exception as e:  # pylint: disable=broad-except  (zipfile, numpy and pickle errors)
+    raise ValueError(f"data file {path} is corrupt or truncated ({type(e).__name__}: "
+                     f"{e})") from e
 
 
 def _need(path: pathlib.Path) -> pathlib.Path:
@@ -87,6 +128,13 @@ def random_splits(y, seed: int, *, train: float = 0.5, val: float = 0.25, num_sp
   ``np.random.default_rng([seed, r])`` so each split is reproducible on its own.
   """
   y = np.asarray(y)
+  if y.ndim != 1 or y.size == 0:
+    raise ValueError(f"y must be a non-empty 1-D label array, got shape {y.shape}")
+  if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    raise TypeError(f"seed must be a non-negative int, got {seed!r}")
+  if isinstance(num_splits, (bool, np.bool_)) or not isinstance(num_splits, (int, np.integer)) \
+      or num_splits < 1:
+    raise ValueError(f"num_splits must be a positive int, got {num_splits!r}")
   if not (0 < train < 1 and 0 <= val < 1 and train + val < 1):
     raise ValueError(f"need 0 < train, 0 <= val and train + val < 1, got {train}, {val}")
   n = y.shape[0]
@@ -126,7 +174,7 @@ def load_mail(data_dir, name: str = "enroll", *, split_seed=0, num_splits=10, di
   Note: >99.9% of email-EU edges have ``src < dst``, so its "direction" may be an id-order
   artefact of the released file; we reproduce the file as is.
   """
-  root = pathlib.Path(data_dir) / "mail" / name
+  root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "mail" / name
   edges = np.asarray(safe_load_pickle(_need(root / "weight_graph.pickle")), np.int64)
   y = np.asarray(safe_load_pickle(_need(root / "weight_label.pickle")), np.int64)
   n = y.shape[0]
@@ -146,7 +194,7 @@ def load_cocitation(data_dir, name: str = "cora", *, split_seed=0, num_splits=10
   feature matrix: the degree feature is used. ``directed=False`` instead returns the AllSet
   undirected co-citation hypergraph ``{citing} u cited(citing)`` plus self-loops.
   """
-  root = pathlib.Path(data_dir) / "cocitation" / name
+  root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "cocitation" / name
   hyp = safe_load_pickle(_need(root / "hypergraph.pickle"))
   y = np.asarray(safe_load_pickle(_need(root / "labels.pickle")), np.int64)
   n = y.shape[0]
@@ -176,7 +224,7 @@ def load_gedi_synthetic(data_dir, name: str = "inter10", *, directed=True, featu
   hyperedge). Features are not in the files: ``'degree'`` (default) or ``'gaussian'`` (class
   means plus unit noise, 16-d, seeded by ``feature_seed``) [reconstruction].
   """
-  root = pathlib.Path(data_dir) / "synthetic" / name
+  root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "synthetic" / name
   y = np.asarray(safe_load_pickle(_need(root / "label.pickle")), np.int64)
   n = y.shape[0]
   if directed:
@@ -212,9 +260,9 @@ def load_telegram(data_dir, *, split_seed=0, num_splits=10, directed=True, q=0.2
   per-class 60/20/20 splits.
   """
   import scipy.sparse
-  root = pathlib.Path(data_dir) / "telegram"
-  adj = scipy.sparse.load_npz(_need(root / "telegram_adj.npz")).tocoo()
-  y = np.load(_need(root / "telegram_labels.npy"), allow_pickle=False).astype(np.int64)
+  root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "telegram"
+  adj = _load_array_file(_need(root / "telegram_adj.npz"), "sparse").tocoo()
+  y = _load_array_file(_need(root / "telegram_labels.npy"), "dense").astype(np.int64)
   n = y.shape[0]
   inc = st.from_directed_edges(adj.row, adj.col, n, q=q)
   x = np.random.RandomState(0).normal(size=(n, 1)).astype(np.float32)
@@ -228,10 +276,16 @@ def load_heterophilous(data_dir, name: str = "texas", *, directed=True, q=0.25, 
   Edge list rows are ``(src, dst)``; star construction with ``src`` as tail. The 10 fixed
   splits shipped in the file are used.
   """
-  path = _need(pathlib.Path(data_dir) / "heterophilous" / f"{name}.npz")
-  with np.load(path, allow_pickle=False) as z:
-    x, y, e = z["node_features"], z["node_labels"], z["edges"]
-    masks = (z["train_masks"], z["val_masks"], z["test_masks"])
+  path = _need(pathlib.Path(_check_dir(data_dir, "data_dir")) / "heterophilous" / f"{name}.npz")
+  try:
+    with _load_array_file(path, "dense") as z:
+      x, y, e = z["node_features"], z["node_labels"], z["edges"]
+      masks = (z["train_masks"], z["val_masks"], z["test_masks"])
+  except ValueError:
+    raise
+  except Exception as err:  # pylint: disable=broad-except  (truncated zip members, missing keys)
+    raise ValueError(f"data file {path} is corrupt or truncated ({type(err).__name__}: "
+                     f"{err})") from err
   inc = st.from_directed_edges(e[:, 0], e[:, 1], y.shape[0], q=q)
   return _finish(inc, x, y, f"heterophilous/{name}", masks=masks, directed=directed)
 
@@ -244,7 +298,7 @@ def load_planetoid(data_dir, name: str = "cora", **_):
   split. The result is undirected (use with the undirected backbones).
   """
   import scipy.sparse
-  root = pathlib.Path(data_dir) / "planetoid"
+  root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "planetoid"
   obj = {k: safe_load_pickle(_need(root / f"ind.{name}.{k}"))
          for k in ("x", "y", "tx", "ty", "allx", "ally", "graph")}
   test_idx = np.loadtxt(_need(root / f"ind.{name}.test.index"), dtype=np.int64)
@@ -294,8 +348,9 @@ DATASETS = {
 
 def load(name: str, data_dir, *, split_seed: int = 0, num_splits: int = 10, directed=None):
   """Loads a dataset by name (see ``DATASETS``); ``directed=None`` keeps the loader default."""
-  if name not in DATASETS:
+  if not isinstance(name, str) or name not in DATASETS:
     raise ValueError(f"unknown dataset {name!r}; known: {sorted(DATASETS)}")
+  _check_dir(data_dir, "data_dir")
   fn, kw = DATASETS[name]
   kw = dict(kw)
   if fn is not load_planetoid and fn is not load_heterophilous:

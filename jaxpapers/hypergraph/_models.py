@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from jaxpapers.hypergraph import _ops
@@ -20,13 +21,32 @@ __all__ = ["ClassifierHead", "GeDiHNN", "HGNN", "HyperGCN", "PhenomNN", "BACKBON
            "complex_unit_mul"]
 
 
-def _check(data):
+def _check(data, in_features: int | None = None):
+  """``data`` is a HypergraphData whose features match the model's ``in_features``."""
   if not isinstance(data, HypergraphData):
     raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
+  if in_features is not None and (data.x.ndim != 2 or data.x.shape[1] != in_features):
+    raise ValueError(f"data.x has shape {tuple(data.x.shape)}, but the model was built for "
+                     f"in_features={in_features} ([num_nodes, {in_features}])")
+
+
+def _check_dims(in_features, num_classes, hidden, num_layers, dropout):
+  """Constructor arguments shared by every backbone (static config, checked at build time)."""
+  for nm, v, lo in (("in_features", in_features, 1), ("num_classes", num_classes, 1),
+                    ("hidden", hidden, 1), ("num_layers", num_layers, 1)):
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+      raise ValueError(f"{nm} must be an int >= {lo}, got {v!r}")
+  if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) \
+      or not 0.0 <= dropout < 1.0:
+    raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
 
 
 def complex_unit_mul(re, im, i_complex: bool):
   """Multiplies ``re + i im`` by ``c_I = 1 + i`` (``i_complex``) or 1."""
+  if im is not None and jnp.shape(im) != jnp.shape(re):
+    raise ValueError(f"im must have the shape of re {jnp.shape(re)}, got {jnp.shape(im)}")
+  if not isinstance(i_complex, (bool, np.bool_)):
+    raise TypeError(f"i_complex must be a bool, got {type(i_complex).__name__}")
   if not i_complex:
     return re, im
   im0 = jnp.zeros_like(re) if im is None else im
@@ -38,12 +58,17 @@ class ClassifierHead(nnx.Module):
 
   def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64,
                dropout: float = 0.5, rngs: nnx.Rngs):
+    _check_dims(in_features, num_classes, hidden, 1, dropout)
+    self.in_features = in_features
     self.fc1 = nnx.Linear(in_features, hidden, rngs=rngs)
     self.norm = nnx.LayerNorm(hidden, rngs=rngs)
     self.drop = nnx.Dropout(dropout)
     self.fc2 = nnx.Linear(hidden, num_classes, rngs=rngs)
 
   def __call__(self, x, *, deterministic: bool, rngs=None):
+    if jnp.ndim(x) < 1 or jnp.shape(x)[-1] != self.in_features:
+      raise ValueError(f"x must have {self.in_features} features on its last axis, got shape "
+                       f"{jnp.shape(x)}")
     h = jax.nn.relu(self.norm(self.fc1(x)))
     return self.fc2(self.drop(h, deterministic=deterministic, rngs=rngs))
 
@@ -65,6 +90,8 @@ class GeDiHNN(nnx.Module):
                conjugate: bool = False, rngs: nnx.Rngs):
     if operator_variant not in ("Q_N", "code"):
       raise ValueError(f"operator_variant must be 'Q_N' or 'code', got {operator_variant!r}")
+    _check_dims(in_features, num_classes, hidden, num_layers, dropout)
+    self.in_features = in_features
     self.i_complex, self.variant, self.conjugate = i_complex, operator_variant, conjugate
     dims = [in_features] + [hidden] * num_layers
     self.theta0 = nnx.List([nnx.Linear(a, b, use_bias=False, rngs=rngs) for a, b in zip(dims, dims[1:])])
@@ -74,7 +101,7 @@ class GeDiHNN(nnx.Module):
     self.head = ClassifierHead(2 * hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
   def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
-    _check(data)
+    _check(data, self.in_features)
     inc = data.incidence
     re, im = data.x, None
     for l, (t0, t1, b) in enumerate(zip(self.theta0, self.theta1, self.bias)):
@@ -100,13 +127,15 @@ class HGNN(nnx.Module):
 
   def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 1,
                dropout: float = 0.5, rngs: nnx.Rngs):
+    _check_dims(in_features, num_classes, hidden, num_layers, dropout)
+    self.in_features = in_features
     dims = [in_features] + [hidden] * num_layers
     self.lins = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in zip(dims, dims[1:])])
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
   def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
-    _check(data)
+    _check(data, self.in_features)
     x = data.x
     for l, lin in enumerate(self.lins):
       h = self.drop(x, deterministic=deterministic, rngs=rngs)
@@ -126,6 +155,8 @@ class HyperGCN(nnx.Module):
 
   def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 1,
                dropout: float = 0.5, mediators: bool = True, fast: bool = False, rngs: nnx.Rngs):
+    _check_dims(in_features, num_classes, hidden, num_layers, dropout)
+    self.in_features = in_features
     dims = [in_features] + [hidden] * num_layers
     self.mediators, self.fast = mediators, fast
     self.lins = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in zip(dims, dims[1:])])
@@ -140,7 +171,7 @@ class HyperGCN(nnx.Module):
     return _ops.hypergcn_graph(data.incidence, s @ self.r[layer][...], mediators=self.mediators)
 
   def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
-    _check(data)
+    _check(data, self.in_features)
     x = data.x
     for l, lin in enumerate(self.lins):
       s = lin(self.drop(x, deterministic=deterministic, rngs=rngs))
@@ -161,14 +192,21 @@ class PhenomNN(nnx.Module):
   def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 1,
                dropout: float = 0.5, lam0: float = 10.0, lam1: float = 10.0, num_steps: int = 4,
                rngs: nnx.Rngs):
+    _check_dims(in_features, num_classes, hidden, num_layers, dropout)
     del num_layers
+    for nm, v in (("lam0", lam0), ("lam1", lam1)):
+      if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < float("inf"):
+        raise ValueError(f"{nm} must be a finite float >= 0, got {v!r}")
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 0:
+      raise ValueError(f"num_steps must be an int >= 0, got {num_steps!r}")
+    self.in_features = in_features
     self.lam0, self.lam1, self.num_steps = float(lam0), float(lam1), int(num_steps)
     self.inp = nnx.Linear(in_features, hidden, rngs=rngs)
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
   def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
-    _check(data)
+    _check(data, self.in_features)
     inc = data.incidence
     y0 = jax.nn.relu(self.inp(self.drop(data.x, deterministic=deterministic, rngs=rngs)))
     ones = jnp.ones((inc.num_nodes,), y0.dtype)

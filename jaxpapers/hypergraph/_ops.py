@@ -3,6 +3,9 @@
 All propagations work on the incidence pairs with ``jax.ops.segment_*`` in O(nnz); dense
 builders (``*_operator``) are float64 numpy references for tests and small graphs.
 Complex quantities are carried as two real arrays ``(re, im)``; ``im=None`` means real.
+
+Bad input (policy in :mod:`jaxpapers.core.validation`): the incidence type, signal shapes
+(leading axis ``num_nodes`` or ``num_edges``), dtypes and options are checked at trace time.
 """
 
 from __future__ import annotations
@@ -11,7 +14,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxpapers.hypergraph._structure import Incidence
+from jaxpapers.core import validation as V
+from jaxpapers.hypergraph._structure import Incidence, _check_inc
+
+
+def _check_signal(re, im, rows: int, name: str):
+  """Real/imaginary parts ``[rows, ...]``, float, with matching shapes."""
+  re = V.check_array(re, f"{name} (real part)", dtype="float")
+  if re.ndim < 1 or re.shape[0] != rows:
+    raise ValueError(f"{name} must have leading axis {rows}, got shape {re.shape}")
+  if im is not None:
+    im = V.check_array(im, f"{name} (imaginary part)", dtype="float")
+    if im.shape != re.shape:
+      raise ValueError(f"{name}: the imaginary part has shape {im.shape}, the real part "
+                       f"{re.shape}")
+  return re, im
 
 __all__ = ["segment_softmax", "complex_relu", "cmul", "inv_sqrt", "node_to_edge", "edge_to_node",
            "gedi_propagate", "hgnn_propagate", "gedi_operator", "hgnn_operator",
@@ -19,8 +36,15 @@ __all__ = ["segment_softmax", "complex_relu", "cmul", "inv_sqrt", "node_to_edge"
 
 
 def inv_sqrt(d: jax.Array) -> jax.Array:
-  """``d^{-1/2}`` with 0 where ``d == 0`` (isolated nodes / empty hyperedges)."""
-  return jnp.where(d > 0, jax.lax.rsqrt(jnp.maximum(d, 1e-12)), 0.0)
+  """``d^{-1/2}`` with 0 where ``d == 0`` (isolated nodes / empty hyperedges).
+
+  Degrees must be >= 0: a negative degree raises ``ValueError`` eagerly and gives NaN under
+  jit (it would otherwise read as an isolated node).
+  """
+  d = V.check_array(d, "d", dtype="real")
+  ok = V.check_values(jnp.all(d >= 0) & ~jnp.any(jnp.isnan(d)), "degrees d must be >= 0")
+  out = jnp.where(d > 0, jax.lax.rsqrt(jnp.maximum(d, 1e-12)), 0.0)
+  return V.poison(out, ok)
 
 
 def _inv(d):
@@ -34,6 +58,11 @@ def segment_softmax(logits: jax.Array, segment_ids: jax.Array, num_segments: int
   Entries with ``mask == False`` get weight exactly 0 and do not enter the normaliser. Empty
   segments are guarded (``segment_max`` gives -inf there; it is replaced by 0 before ``exp``).
   """
+  logits = V.check_array(logits, "logits", dtype="float", ndim=range(1, 8))
+  segment_ids = V.check_array(segment_ids, "segment_ids", dtype="int", ndim=1)
+  num_segments = V.check_int(num_segments, "num_segments", min_value=1)
+  if mask is not None:
+    mask = V.check_array(mask, "mask", dtype="bool", shape=(segment_ids.shape[0],))
   if logits.shape[0] != segment_ids.shape[0]:
     raise ValueError(f"logits and segment_ids must agree on axis 0, got {logits.shape[0]} and "
                      f"{segment_ids.shape[0]}")
@@ -52,12 +81,19 @@ def segment_softmax(logits: jax.Array, segment_ids: jax.Array, num_segments: int
 
 def complex_relu(re: jax.Array, im: jax.Array | None):
   """GeDi/SigMaNet complex ReLU: ``mask = (Re >= 0)`` applied to both parts."""
+  re = V.check_array(re, "re", dtype="float")
+  if im is not None:
+    im = V.check_array(im, "im", dtype="float", shape=re.shape)
   mask = re >= 0
   return jnp.where(mask, re, 0.0), (None if im is None else jnp.where(mask, im, 0.0))
 
 
 def cmul(ar, ai, br, bi):
   """(ar + i ai)(br + i bi) with ``None`` meaning a zero imaginary part."""
+  for nm, re_, im_ in (("a", ar, ai), ("b", br, bi)):
+    if im_ is not None and jnp.shape(im_) != jnp.shape(re_):
+      raise ValueError(f"{nm}: the imaginary part has shape {jnp.shape(im_)}, the real part "
+                       f"{jnp.shape(re_)}")
   if ai is None and bi is None:
     return ar * br, None
   if ai is None:
@@ -74,6 +110,10 @@ def _b(w, x):
 
 def node_to_edge(inc: Incidence, re, im=None, *, weight=None, conj_phase=True, use_phase=True):
   """Stage 1: ``h_e = sum_{v in e} w_ve conj(H_ve) x_v`` (sorted segment sum). x: [n, ...]."""
+  _check_inc(inc)
+  re, im = _check_signal(re, im, inc.num_nodes, "node signal")
+  if weight is not None:
+    weight = V.check_array(weight, "weight", dtype="real", shape=(inc.nnz,))
   wr, wi = (inc.phase_re, (-inc.phase_im if conj_phase else inc.phase_im)) if use_phase else (
       jnp.ones_like(inc.phase_re), None)
   if weight is not None:
@@ -87,6 +127,10 @@ def node_to_edge(inc: Incidence, re, im=None, *, weight=None, conj_phase=True, u
 
 def edge_to_node(inc: Incidence, re, im=None, *, weight=None, conj_phase=False, use_phase=True):
   """Stage 2: ``x_v = sum_{e ni v} w_ve H_ve h_e`` (segment sum in node order). h: [m, ...]."""
+  _check_inc(inc)
+  re, im = _check_signal(re, im, inc.num_edges, "hyperedge signal")
+  if weight is not None:
+    weight = V.check_array(weight, "weight", dtype="real", shape=(inc.nnz,))
   p = inc.by_node
   node, edge = inc.node[p], inc.edge[p]
   if use_phase:
@@ -113,6 +157,8 @@ def gedi_propagate(inc: Incidence, re, im=None, *, variant: str = "Q_N", conjuga
   """
   if variant not in ("Q_N", "code"):
     raise ValueError(f"variant must be 'Q_N' or 'code', got {variant!r}")
+  _check_inc(inc)
+  re, im = _check_signal(re, im, inc.num_nodes, "re/im")
   d = inc.deg_node
   s = inv_sqrt(d) if variant == "Q_N" else inv_sqrt(d + 1.0)
   hr, hi = node_to_edge(inc, _b(s, re) * re, None if im is None else _b(s, im) * im,
@@ -132,6 +178,8 @@ def gedi_propagate(inc: Incidence, re, im=None, *, variant: str = "Q_N", conjuga
 
 def hgnn_propagate(inc: Incidence, x):
   """HGNN (Zhou et al. 2006): ``D_v^{-1/2} H D_e^{-1} H^T D_v^{-1/2} x`` with all phases 1."""
+  _check_inc(inc)
+  x, _ = _check_signal(x, None, inc.num_nodes, "x")
   s = inv_sqrt(inc.deg_node)
   h, _ = node_to_edge(inc, _b(s, x) * x, use_phase=False)
   h = _b(_inv(inc.deg_edge), h) * h
@@ -144,6 +192,9 @@ def hgnn_propagate(inc: Incidence, x):
 
 def gedi_operator(inc: Incidence, *, variant: str = "Q_N", conjugate: bool = False):
   """Dense float64 ``Q_N`` (or the reference ``L2``) as ``(re, im)`` numpy arrays [n, n]."""
+  _check_inc(inc)
+  if variant not in ("Q_N", "code"):
+    raise ValueError(f"variant must be 'Q_N' or 'code', got {variant!r}")
   h = inc.dense()
   if conjugate:
     h = h.conj()
@@ -165,6 +216,7 @@ def gedi_operator(inc: Incidence, *, variant: str = "Q_N", conjugate: bool = Fal
 
 def hgnn_operator(inc: Incidence) -> np.ndarray:
   """Dense float64 HGNN operator (phases ignored)."""
+  _check_inc(inc)
   h = (np.abs(inc.dense()) > 0).astype(np.float64)
   d, de = h.sum(1), h.sum(0)
   s = np.where(d > 0, d ** -0.5, 0)
@@ -178,6 +230,7 @@ def phenom_operators(inc: Incidence):
   each with ``Dh`` the row sums of its own bracket; ``D_beta``/``D_gamma`` are the row sums of the
   normalised matrices (Wang et al., ICML 2023, simplified PhenomNN).
   """
+  _check_inc(inc)
   b = (np.abs(inc.dense()) > 0).astype(np.float64)
   n = b.shape[0]
   de = b.sum(0)
@@ -190,6 +243,10 @@ def phenom_operators(inc: Incidence):
 
 def phenom_propagate(inc: Incidence, y, *, which: str):
   """Segment form of ``A_beta y`` (``which='beta'``) or ``A_gamma y`` (``'gamma'``)."""
+  if which not in ("beta", "gamma"):
+    raise ValueError(f"which must be 'beta' or 'gamma', got {which!r}")
+  _check_inc(inc)
+  y, _ = _check_signal(y, None, inc.num_nodes, "y")
   ones = jnp.ones((inc.num_nodes,), y.dtype)
   ew = jnp.ones_like(inc.deg_edge) if which == "beta" else _inv(inc.deg_edge)
 
@@ -213,7 +270,12 @@ def hypergcn_graph(inc: Incidence, p: jax.Array, *, mediators: bool = True):
   mediators, add (i_e, j_e) and (i_e, k), (j_e, k) for every other member k, each with weight
   ``1/(2|e| - 3)``; without, only (i_e, j_e) with weight 1. Returns a static-size undirected edge
   list ``(src, dst, w)`` of length ``2 nnz + m`` (unused slots have w = 0).
+
+  A NaN in ``p`` raises ``ValueError`` eagerly; under jit every weight ``w`` is NaN.
   """
+  _check_inc(inc)
+  p = V.check_array(p, "p", dtype="float", shape=(inc.num_nodes,))
+  ok = V.check_values(~jnp.any(jnp.isnan(p)), "p must not contain NaN")
   p = jax.lax.stop_gradient(p)
   n, m = inc.num_nodes, inc.num_edges
   pv = p[inc.node]
@@ -235,11 +297,26 @@ def hypergcn_graph(inc: Incidence, p: jax.Array, *, mediators: bool = True):
     w = jnp.concatenate([wm, wm, jnp.where(pair_ok, w_e, 0.0)])
   else:
     src, dst, w = i_e, j_e, jnp.where(pair_ok, 1.0, 0.0)
-  return src.astype(jnp.int32), dst.astype(jnp.int32), w
+  return src.astype(jnp.int32), dst.astype(jnp.int32), V.poison(w, ok)
 
 
 def graph_propagate(src, dst, w, x, num_nodes: int):
-  """``D~^{-1/2}(A + I)D~^{-1/2} x`` for the symmetric graph given by undirected ``(src, dst, w)``."""
+  """``D~^{-1/2}(A + I)D~^{-1/2} x`` for the symmetric graph given by undirected ``(src, dst, w)``.
+
+  Weights must be >= 0 (``ValueError`` eagerly, NaN output under jit).
+  """
+  num_nodes = V.check_int(num_nodes, "num_nodes", min_value=1)
+  src = V.check_array(src, "src", dtype="int", ndim=1)
+  dst = V.check_array(dst, "dst", dtype="int", shape=src.shape)
+  w = V.check_array(w, "w", dtype="real", shape=src.shape)
+  x, _ = _check_signal(x, None, num_nodes, "x")
+  ok = V.check_values(jnp.all(w >= 0) & jnp.all((src >= 0) & (src < num_nodes))
+                      & jnp.all((dst >= 0) & (dst < num_nodes)),
+                      f"w must be >= 0 and src, dst node ids in [0, {num_nodes})")
+  return V.poison(_graph_propagate(src, dst, w, x, num_nodes), ok)
+
+
+def _graph_propagate(src, dst, w, x, num_nodes):
   deg = 1.0 + jax.ops.segment_sum(w, src, num_nodes) + jax.ops.segment_sum(w, dst, num_nodes)
   s = jax.lax.rsqrt(deg)
   xs = _b(s, x) * x

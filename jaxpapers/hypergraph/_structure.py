@@ -24,6 +24,34 @@ __all__ = [
 _CONVENTIONS = ("code", "dshn")
 
 
+def _check_count(value, name, minimum):
+  if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+  if value < minimum:
+    raise ValueError(f"{name} must be >= {minimum}, got {value}")
+  return int(value)
+
+
+def _as_index(values, name) -> np.ndarray:
+  """Node ids as int64, refusing non-integer values (1.7 is never truncated to 1)."""
+  a = np.asarray(values)
+  if a.size == 0:
+    return a.astype(np.int64).reshape(-1)
+  if a.dtype == np.bool_ or not (np.issubdtype(a.dtype, np.integer)
+                                 or np.issubdtype(a.dtype, np.floating)):
+    raise TypeError(f"{name} must hold integer node ids, got dtype {a.dtype}")
+  if np.issubdtype(a.dtype, np.floating):
+    if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+      bad = a[~np.isfinite(a) | (a != np.round(a))].ravel()[:3].tolist()
+      raise ValueError(f"{name} must hold integer node ids, got non-integer values {bad}")
+  return a.astype(np.int64).reshape(-1)
+
+
+def _check_inc(inc, name="inc"):
+  if not isinstance(inc, Incidence):
+    raise TypeError(f"{name} must be an Incidence, got {type(inc).__name__}")
+
+
 @flax.struct.dataclass
 class Incidence:
   """Incidence pairs of a (possibly directed) hypergraph, sorted by hyperedge then node.
@@ -119,6 +147,14 @@ class HypergraphData:
                 classes=self.num_classes, splits=self.num_splits, directed=self.directed)
 
 
+def _check_q(q):
+  if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, float, np.integer, np.floating)):
+    raise TypeError(f"q must be a real number, got {type(q).__name__} {q!r}")
+  if not np.isfinite(q):
+    raise ValueError(f"q must be finite, got {q!r}")
+  return float(q)
+
+
 def _phase(q: float, phase_convention: str) -> complex:
   if phase_convention not in _CONVENTIONS:
     raise ValueError(f"phase_convention must be one of {_CONVENTIONS}, got {phase_convention!r}")
@@ -150,8 +186,8 @@ def from_incidence_pairs(node, edge, num_nodes: int, num_edges: int, *, phase=No
     raise ValueError(f"node and edge must have the same length, got {node.shape[0]} and {edge.shape[0]}")
   if node.size and not (np.issubdtype(node.dtype, np.integer) and np.issubdtype(edge.dtype, np.integer)):
     raise TypeError(f"node and edge must be integer arrays, got {node.dtype} and {edge.dtype}")
-  if int(num_nodes) <= 0 or int(num_edges) < 0:
-    raise ValueError(f"num_nodes must be > 0 and num_edges >= 0, got {num_nodes}, {num_edges}")
+  num_nodes = _check_count(num_nodes, "num_nodes", 1)
+  num_edges = _check_count(num_edges, "num_edges", 0)
   if node.size and (node.min() < 0 or node.max() >= num_nodes):
     raise ValueError(f"node indices must lie in [0, {num_nodes}), got range [{node.min()}, {node.max()}]")
   if edge.size and (edge.min() < 0 or edge.max() >= num_edges):
@@ -183,10 +219,16 @@ def from_incidence_pairs(node, edge, num_nodes: int, num_edges: int, *, phase=No
 
 
 def from_hyperedges(members: Sequence[Sequence[int]], num_nodes: int) -> Incidence:
-  """Undirected hypergraph from a list of member lists (repeated members are merged)."""
+  """Undirected hypergraph from a list of member lists (repeated members are merged).
+
+  Raises:
+    TypeError, ValueError: non-integer members (1.7 is not truncated), members outside
+      ``[0, num_nodes)``, empty hyperedges, no hyperedge at all.
+  """
+  num_nodes = _check_count(num_nodes, "num_nodes", 1)
   node, edge = [], []
   for e, mem in enumerate(members):
-    mem = np.unique(np.asarray(list(mem), dtype=np.int64))
+    mem = np.unique(_as_index(list(mem), f"members[{e}]"))
     node.append(mem)
     edge.append(np.full(mem.size, e, np.int64))
   if not members:
@@ -204,11 +246,15 @@ def from_directed_hyperedges(tails: Sequence[Sequence[int]], heads: Sequence[Seq
   """
   if len(tails) != len(heads):
     raise ValueError(f"tails and heads must have the same length, got {len(tails)} and {len(heads)}")
+  num_nodes = _check_count(num_nodes, "num_nodes", 1)
+  q = _check_q(q)
   tail_phase = _phase(q, phase_convention)
+  if len(tails) == 0:
+    raise ValueError("tails and heads must describe at least one hyperedge")
   node, edge, ph = [], [], []
   for e, (t, h) in enumerate(zip(tails, heads)):
-    t = np.unique(np.asarray(list(t), np.int64))
-    h = np.setdiff1d(np.asarray(list(h), np.int64), t)
+    t = np.unique(_as_index(list(t), f"tails[{e}]"))
+    h = np.setdiff1d(_as_index(list(h), f"heads[{e}]"), t)
     node += [t, h]
     edge.append(np.full(t.size + h.size, e, np.int64))
     ph += [np.full(t.size, tail_phase), np.ones(h.size, np.complex128)]
@@ -229,8 +275,10 @@ def from_directed_edges(src, dst, num_nodes: int, *, q: float = 0.25,
     src, dst: int[E] directed edges ``src -> dst``.
     num_nodes: n.
   """
-  src = np.asarray(src, np.int64).reshape(-1)
-  dst = np.asarray(dst, np.int64).reshape(-1)
+  num_nodes = _check_count(num_nodes, "num_nodes", 1)
+  q = _check_q(q)
+  src = _as_index(src, "src")
+  dst = _as_index(dst, "dst")
   if src.shape != dst.shape:
     raise ValueError(f"src and dst must have the same length, got {src.size} and {dst.size}")
   if src.size == 0:
@@ -254,6 +302,7 @@ def from_directed_edges(src, dst, num_nodes: int, *, q: float = 0.25,
 
 def add_self_loop_hyperedges(inc: Incidence) -> Incidence:
   """Adds a singleton hyperedge {v} for every node v that is not already a singleton hyperedge."""
+  _check_inc(inc)
   node, edge, ph = inc.to_numpy()
   sizes = np.bincount(edge, minlength=inc.num_edges)
   has_loop = np.zeros(inc.num_nodes, bool)
@@ -268,6 +317,8 @@ def add_self_loop_hyperedges(inc: Incidence) -> Incidence:
 
 def as_undirected(data: HypergraphData, *, self_loops: bool = True) -> HypergraphData:
   """Drops phases (all ``H_ve = 1``) and, by default, adds self-loop hyperedges (undirected path)."""
+  if not isinstance(data, HypergraphData):
+    raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
   node, edge, _ = data.incidence.to_numpy()
   inc = from_incidence_pairs(node, edge, data.incidence.num_nodes, data.incidence.num_edges,
                              allow_empty_edges=True)
@@ -278,21 +329,39 @@ def as_undirected(data: HypergraphData, *, self_loops: bool = True) -> Hypergrap
 
 def make_data(inc: Incidence, x, y, *, train_mask, val_mask, test_mask, num_classes=None,
               name="hypergraph") -> HypergraphData:
-  """Validated :class:`HypergraphData` constructor (host arrays in, device arrays out)."""
+  """Validated :class:`HypergraphData` constructor (host arrays in, device arrays out).
+
+  Raises:
+    TypeError, ValueError: wrong shapes; non-finite features; labels that are not integers
+      (float labels are accepted only when every value is a whole number: 1.6 is never
+      truncated) or outside ``[0, num_classes)``; masks that are not boolean (or 0/1).
+  """
+  _check_inc(inc)
   n = inc.num_nodes
-  x = np.asarray(x, np.float32)
+  x = np.asarray(x)
+  if not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):
+    raise TypeError(f"x must be a real feature matrix, got dtype {x.dtype}")
+  x = x.astype(np.float32)
   y = np.asarray(y)
   if x.ndim != 2 or x.shape[0] != n:
     raise ValueError(f"x must have shape [num_nodes={n}, F], got {x.shape}")
+  if not np.all(np.isfinite(x)):
+    raise ValueError("x must be finite (no NaN or inf features)")
   if y.shape != (n,):
     raise ValueError(f"y must have shape [{n}], got {y.shape}")
+  y = _as_index(y, "y (labels)")
   if num_classes is None:
     num_classes = int(y.max()) + 1
+  num_classes = _check_count(num_classes, "num_classes", 1)
   if y.min() < 0 or y.max() >= num_classes:
     raise ValueError(f"labels must lie in [0, {num_classes}), got [{y.min()}, {y.max()}]")
   masks = []
   for nm, m in (("train_mask", train_mask), ("val_mask", val_mask), ("test_mask", test_mask)):
-    m = np.asarray(m, bool)
+    m = np.asarray(m)
+    if m.dtype != np.bool_:
+      if not (np.issubdtype(m.dtype, np.number) and np.all((m == 0) | (m == 1))):
+        raise TypeError(f"{nm} must be boolean (or 0/1), got dtype {m.dtype}")
+      m = m.astype(bool)
     if m.ndim == 1:
       m = m[None]
     if m.ndim != 2 or m.shape[1] != n:
@@ -314,6 +383,8 @@ def pad_incidence(inc: Incidence, nnz: int) -> tuple[Incidence, jax.Array]:
   them. Returns the padded incidence (``num_nodes``/``num_edges`` unchanged) and the bool[nnz]
   validity mask.
   """
+  _check_inc(inc)
+  nnz = _check_count(nnz, "nnz", 0)
   k = inc.nnz
   if nnz < k:
     raise ValueError(f"nnz must be >= the current number of pairs {k}, got {nnz}")

@@ -27,6 +27,19 @@ def make_synthetic(seed: int, *, num_classes: int = 5, nodes_per_class: int = 10
   feature, as for GeDi's sets) or ``'gaussian'`` (class means + ``feature_noise`` noise).
   Splits: per-class 60/20/20, ``num_splits`` seeded draws.
   """
+  for nm, v, low in (("seed", seed, 0), ("num_classes", num_classes, 1),
+                     ("nodes_per_class", nodes_per_class, 1), ("n_intra", n_intra, 0),
+                     ("n_inter", n_inter, 0), ("feature_dim", feature_dim, 1),
+                     ("num_splits", num_splits, 1)):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < low:
+      raise ValueError(f"{nm} must be an int >= {low}, got {v!r}")
+  for nm, v, upper in (("direction_noise", direction_noise, 1.0),
+                       ("feature_noise", feature_noise, np.inf)):
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) \
+        or not 0.0 <= v <= upper or not np.isfinite(v):
+      raise ValueError(f"{nm} must be a finite float in [0, {upper}], got {v!r}")
+  if len(size_range) != 2:
+    raise ValueError(f"size_range must be (lo, hi), got {size_range!r}")
   lo, hi = size_range
   if not (1 <= lo <= hi <= nodes_per_class):
     raise ValueError(f"size_range must satisfy 1 <= lo <= hi <= nodes_per_class, got {size_range}")

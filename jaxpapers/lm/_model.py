@@ -34,6 +34,7 @@ import numpy as np
 from flax import nnx
 from flax import struct
 
+from jaxpapers.core import validation as V
 from jaxpapers.lm._config import LMConfig
 
 Params = dict[str, jax.Array]
@@ -100,6 +101,9 @@ class KVCache(NamedTuple):
 
 def init_cache(config: LMConfig, batch: int, max_len: int, dtype=jnp.float32) -> KVCache:
   """An empty cache with `max_len` slots."""
+  _check_config(config)
+  batch = V.check_int(batch, "batch", min_value=1)
+  max_len = V.check_int(max_len, "max_len", min_value=1)
   shape = (config.n_layers, batch, max_len, config.n_kv_heads, config.head_dim)
   return KVCache(
       k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype),
@@ -111,8 +115,14 @@ def init_cache(config: LMConfig, batch: int, max_len: int, dtype=jnp.float32) ->
 # ---------------------------------------------------------------------------
 # parameters
 
+def _check_config(config) -> None:
+  if not isinstance(config, LMConfig):
+    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+
+
 def param_shapes(config: LMConfig) -> dict[str, tuple[int, ...]]:
   """Expected shape of every parameter for `config`."""
+  _check_config(config)
   L, d, H, KV, dh, F, V = (config.n_layers, config.d_model, config.n_heads,
                            config.n_kv_heads, config.head_dim, config.ffn_dim,
                            config.vocab_size)
@@ -139,8 +149,13 @@ def init_params(key: jax.Array, config: LMConfig, *, dtype=jnp.float32,
   Norm gains start at 1 (the GGUF convention, also for Gemma, whose "+1" is
   already folded into the stored gains).
   """
-  if not isinstance(config, LMConfig):
-    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+  _check_config(config)
+  if not (isinstance(key, jax.Array) and (
+      jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+      or (key.dtype == jnp.uint32 and key.shape == (2,)))):
+    raise TypeError(f"key must be a PRNG key (jax.random.key(seed)), got "
+                    f"{getattr(key, 'dtype', type(key).__name__)}{getattr(key, 'shape', '')}")
+  std = V.check_float(std, "std", min_value=0.0, min_inclusive=False)
   shapes = param_shapes(config)
   keys = jax.random.split(key, len(shapes))
   out_scale = 1.0 / math.sqrt(2 * config.n_layers)
@@ -156,25 +171,49 @@ def init_params(key: jax.Array, config: LMConfig, *, dtype=jnp.float32,
 
 def validate_params(params: Params, config: LMConfig) -> None:
   """Raise ValueError naming the first parameter whose shape is not the expected one."""
+  if not isinstance(params, dict):
+    raise TypeError(f"params must be a dict of arrays (see param_shapes), got "
+                    f"{type(params).__name__}")
   shapes = param_shapes(config)
   missing = sorted(set(shapes) - set(params))
   if missing:
     raise ValueError(f"params is missing {missing} for this LMConfig")
   for name, shape in shapes.items():
-    if tuple(params[name].shape) != shape:
-      raise ValueError(f"params[{name!r}] has shape {tuple(params[name].shape)}, expected {shape}")
+    if tuple(jnp.shape(params[name])) != shape:
+      raise ValueError(f"params[{name!r}] has shape {tuple(jnp.shape(params[name]))}, "
+                       f"expected {shape}")
+    dt = jnp.result_type(params[name])
+    if not jnp.issubdtype(dt, jnp.floating):
+      raise TypeError(f"params[{name!r}] must be floating point, got {dt}")
 
 
 def unembedding(params: Params, config: LMConfig) -> jax.Array:
   """W_U [V, d] (the embedding matrix when tied)."""
-  return params["embed"] if config.tie_embeddings else params["unembed"]
+  _check_config(config)
+  name = "embed" if config.tie_embeddings else "unembed"
+  if not isinstance(params, dict) or name not in params:
+    raise ValueError(f"params has no {name!r} entry (tie_embeddings={config.tie_embeddings})")
+  return params[name]
 
 
 # ---------------------------------------------------------------------------
 # building blocks
 
 def rms_norm(x: jax.Array, gain: jax.Array, eps: float) -> jax.Array:
-  """x / sqrt(mean(x²) + eps) · gain, computed in float32."""
+  """x / sqrt(mean(x²) + eps) · gain, computed in float32.
+
+  Args:
+    x: float [..., d].
+    gain: [d].
+    eps: a finite float >= 0 (static).
+  """
+  if jnp.ndim(gain) != 1 or jnp.shape(gain)[0] != jnp.shape(x)[-1]:
+    raise ValueError(f"gain must have shape [d] = ({jnp.shape(x)[-1]},) to match x "
+                     f"{jnp.shape(x)}, got {jnp.shape(gain)}")
+  if not jnp.issubdtype(jnp.result_type(x), jnp.floating):
+    raise TypeError(f"x must be floating point, got {jnp.result_type(x)}")
+  if not isinstance(eps, jax.core.Tracer):
+    V.check_float(eps, "eps", min_value=0.0)
   x32 = x.astype(jnp.float32)
   y = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
   return y * gain.astype(jnp.float32)
@@ -186,6 +225,15 @@ def apply_rope(x: jax.Array, positions: jax.Array, base, layout: str) -> jax.Arr
   Pair i (0 <= i < dh/2) is rotated by angle pos · base^(-2i/dh). 'neox' pairs
   coordinates (i, i + dh/2); 'interleaved' pairs (2i, 2i + 1).
   """
+  if layout not in ("neox", "interleaved"):
+    raise ValueError(f"layout must be 'neox' or 'interleaved', got {layout!r}")
+  if jnp.ndim(x) != 4 or jnp.shape(x)[-1] % 2:
+    raise ValueError(f"x must have shape [B, T, N, dh] with dh even, got {jnp.shape(x)}")
+  if tuple(jnp.shape(positions)) != tuple(jnp.shape(x)[:2]):
+    raise ValueError(f"positions must have shape [B, T] = {tuple(jnp.shape(x)[:2])}, got "
+                     f"{tuple(jnp.shape(positions))}")
+  if not jnp.issubdtype(jnp.result_type(positions), jnp.integer):
+    raise TypeError(f"positions must be integers, got {jnp.result_type(positions)}")
   dh = x.shape[-1]
   inv_freq = jnp.asarray(base, jnp.float32) ** (-jnp.arange(0, dh, 2, dtype=jnp.float32) / dh)
   ang = positions.astype(jnp.float32)[:, :, None, None] * inv_freq  # [B, T, 1, dh/2]
@@ -377,6 +425,31 @@ def _check_ablation(ablation, config):
                        f"{(L, H, dh)}")
 
 
+def _check_tokens(tokens, config: LMConfig, mask=None, name: str = "tokens"):
+  """Trace-time dtype/rank checks and the id-range value check: ``(tokens, ok)``."""
+  tokens = V.check_array(tokens, name, dtype="int", ndim=2)
+  in_range = (tokens >= 0) & (tokens < config.vocab_size)
+  if mask is not None:
+    if tuple(jnp.shape(mask)) != tuple(tokens.shape):
+      raise ValueError(f"mask must have the shape of {name} {tokens.shape}, got {jnp.shape(mask)}")
+    in_range = in_range | ~jnp.asarray(mask, bool)
+  ok = V.check_values(jnp.all(in_range),
+                      f"{name} must be token ids in [0, vocab_size={config.vocab_size})")
+  return tokens, ok
+
+
+def _check_cache(cache, config: LMConfig, batch: int):
+  if cache is None:
+    return
+  if not isinstance(cache, KVCache):
+    raise TypeError(f"cache must be a KVCache (init_cache) or None, got {type(cache).__name__}")
+  want = (config.n_layers, batch, None, config.n_kv_heads, config.head_dim)
+  got = tuple(cache.k.shape)
+  if len(got) != 5 or any(w is not None and w != g for w, g in zip(want, got)):
+    raise ValueError(f"cache.k must have shape [L, B, S, KV, dh] = "
+                     f"{tuple('S' if w is None else w for w in want)}, got {got}")
+
+
 def forward(params: Params, tokens: jax.Array, *, config: LMConfig, positions=None, mask=None,
             cache: KVCache | None = None, capture: Capture = Capture(),
             ablation: HeadAblation | None = None, logits_at: Any = None):
@@ -399,12 +472,20 @@ def forward(params: Params, tokens: jax.Array, *, config: LMConfig, positions=No
   Returns:
     (logits, new_cache or None, captured dict with the layer axis at position 1,
     plus 'key_pos'/'key_valid' [B, S] when attention or values are captured).
+
+  Raises:
+    TypeError, ValueError: wrong dtypes or shapes of tokens, params, mask, cache,
+      ablation; eagerly, a token id outside [0, vocab_size) (at unmasked positions).
+
+  Under jit: an out-of-range token id makes every float output NaN (and every
+  integer output -1).
   """
-  if not isinstance(config, LMConfig):
-    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
-  tokens = jnp.asarray(tokens)
-  if tokens.ndim != 2 or not jnp.issubdtype(tokens.dtype, jnp.integer):
-    raise ValueError(f"tokens must be an int array [B, T], got {tokens.dtype}{tokens.shape}")
+  _check_config(config)
+  validate_params(params, config)
+  if not isinstance(capture, Capture):
+    raise TypeError(f"capture must be a Capture, got {type(capture).__name__}")
+  tokens, ok = _check_tokens(tokens, config, mask)
+  _check_cache(cache, config, tokens.shape[0])
   if capture.attn not in _ATTN_CAPTURE:
     raise ValueError(f"capture.attn must be one of {_ATTN_CAPTURE}, got {capture.attn!r}")
   _check_ablation(ablation, config)
@@ -423,8 +504,8 @@ def forward(params: Params, tokens: jax.Array, *, config: LMConfig, positions=No
     if logits_idx.ndim != 2 or logits_idx.shape[0] != tokens.shape[0]:
       raise ValueError(f"logits_at must be int [B, P], got shape {logits_idx.shape}")
     mode = "index"
-  return _forward_jit(params, tokens, positions, mask, cache, ablation, logits_idx,
-                      config=config, capture=capture, logits_mode=mode)
+  return V.poison(_forward_jit(params, tokens, positions, mask, cache, ablation, logits_idx,
+                               config=config, capture=capture, logits_mode=mode), ok)
 
 
 # ---------------------------------------------------------------------------
@@ -440,6 +521,7 @@ class Decoder(nnx.Module):
 
   def __init__(self, config: LMConfig, *, rngs: nnx.Rngs | None = None,
                params: Params | None = None, dtype=jnp.float32):
+    _check_config(config)
     if params is None:
       if rngs is None:
         raise ValueError("Decoder needs rngs (random init) or params (e.g. from load_gguf)")
@@ -454,14 +536,18 @@ class Decoder(nnx.Module):
 
   def __call__(self, tokens, *, positions=None, mask=None, cache=None, capture=Capture(),
                ablation=None, logits_at=None):
+    """Same arguments and bad-input behaviour as `forward` (NaN outputs for bad ids under jit)."""
+    tokens, ok = _check_tokens(tokens, self.config, mask)
+    _check_cache(cache, self.config, tokens.shape[0])
+    _check_ablation(ablation, self.config)
     mode, idx = "all", None
     if isinstance(logits_at, str):
       mode = logits_at
     elif logits_at is not None:
       mode, idx = "index", jnp.asarray(logits_at)
-    return _forward(self.params(), tokens, config=self.config, positions=positions, mask=mask,
-                    cache=cache, capture=capture, ablation=ablation, logits_mode=mode,
-                    logits_idx=idx)
+    return V.poison(_forward(self.params(), tokens, config=self.config, positions=positions,
+                             mask=mask, cache=cache, capture=capture, ablation=ablation,
+                             logits_mode=mode, logits_idx=idx), ok)
 
 
 def left_pad(sequences, *, pad_id: int = 0, length: int | None = None):
@@ -470,9 +556,18 @@ def left_pad(sequences, *, pad_id: int = 0, length: int | None = None):
   Left padding puts every row's last real token in the last column, which is
   what `generate` needs.
   """
-  seqs = [list(map(int, s)) for s in sequences]
+  pad_id = V.check_int(pad_id, "pad_id")
+  seqs = []
+  for s in sequences:
+    s = list(s)
+    for t in s:
+      if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
+        raise TypeError(f"sequences must hold integer token ids, got {type(t).__name__} {t!r}")
+    seqs.append([int(t) for t in s])
   if not seqs or any(len(s) == 0 for s in seqs):
     raise ValueError("sequences must be a non-empty list of non-empty token lists")
+  if length is not None:
+    length = V.check_int(length, "length", min_value=1)
   T = max(len(s) for s in seqs) if length is None else length
   if any(len(s) > T for s in seqs):
     raise ValueError(f"a sequence is longer than length={T}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 _CHATML_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
 
@@ -91,7 +93,23 @@ class Tokenizer:
     return list(enc.ids), [tuple(o) for o in enc.offsets]
 
   def decode(self, ids: Sequence[int]) -> str:
-    return self._tok.decode([int(i) for i in ids if int(i) >= 0], skip_special_tokens=False)
+    """Text of `ids`; -1 entries (`Generation`'s "no token") are skipped.
+
+    Raises:
+      TypeError: a non-integer id. ValueError: an id >= vocab_size or < -1.
+    """
+    out = []
+    for i in ids:
+      if isinstance(i, bool) or not isinstance(i, (int, np.integer)) and not (
+          isinstance(i, np.ndarray) and i.ndim == 0 and np.issubdtype(i.dtype, np.integer)):
+        raise TypeError(f"ids must be integer token ids, got {type(i).__name__} {i!r}")
+      i = int(i)
+      if i < -1 or i >= self.vocab_size:
+        raise ValueError(f"ids must be token ids in [0, vocab_size={self.vocab_size}) or -1, "
+                         f"got {i}")
+      if i >= 0:
+        out.append(i)
+    return self._tok.decode(out, skip_special_tokens=False)
 
   def token_to_id(self, token: str) -> int | None:
     return self._tok.token_to_id(token)

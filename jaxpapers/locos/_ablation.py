@@ -16,10 +16,20 @@ _METRICS = ("rougeL", "rouge1_recall", "exact")
 
 def bootstrap_ci(values, *, num_resamples: int = 1000, alpha: float = 0.05,
                  seed: int = 0) -> tuple[float, float]:
-  """Percentile bootstrap (1 − alpha) interval of the mean of `values`."""
+  """Percentile bootstrap (1 − alpha) interval of the mean of `values`.
+
+  Empty `values`: (nan, nan) (nothing measured). NaN values raise ValueError.
+  """
+  if not 0.0 < alpha < 1.0:
+    raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+  if isinstance(num_resamples, bool) or not isinstance(num_resamples, (int, np.integer)) \
+          or num_resamples < 1:
+    raise ValueError(f"num_resamples must be an int >= 1, got {num_resamples!r}")
   v = np.asarray(values, np.float64).ravel()
   if v.size == 0:
     return float("nan"), float("nan")
+  if not np.all(np.isfinite(v)):
+    raise ValueError("values must be finite (found NaN or inf)")
   rng = np.random.default_rng(seed)
   means = v[rng.integers(0, v.size, size=(num_resamples, v.size))].mean(1)
   return float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))
@@ -27,6 +37,9 @@ def bootstrap_ci(values, *, num_resamples: int = 1000, alpha: float = 0.05,
 
 def score_text(answer: str, generation: str, metric: str) -> float:
   """ROUGE-L F1, ROUGE-1 recall, or exact match (lower-cased, stripped)."""
+  if not isinstance(answer, str) or not isinstance(generation, str):
+    raise TypeError(f"answer and generation must be str, got {type(answer).__name__} and "
+                    f"{type(generation).__name__}")
   if metric == "rougeL":
     return rouge_l(answer, generation)
   if metric == "rouge1_recall":
@@ -44,6 +57,11 @@ def evaluate_probes(params, config, probes: Sequence[Trial], tokenizer, *,
   if metric not in _METRICS:
     raise ValueError(f"metric must be one of {_METRICS}, got {metric!r}")
   probes = list(probes)
+  if not probes or not all(isinstance(p, Trial) for p in probes):
+    raise ValueError("probes must be a non-empty sequence of Trial")
+  if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+      or batch_size < 1:
+    raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
   if stop_ids is None:
     stop_ids = tokenizer.stop_ids()
   length = pad_to or max(len(p.prompt_ids) for p in probes)
@@ -94,7 +112,13 @@ def ablation_curve(params, config, probes: Sequence[Trial],
   if mode not in ("mean_q", "zero_q", "zero_out"):
     raise ValueError(f"mode must be 'mean_q', 'zero_q' or 'zero_out', got {mode!r}")
   L, H = config.n_layers, config.n_heads
+  ks = list(ks)
+  if any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0 for k in ks):
+    raise ValueError(f"ks must be ints >= 0, got {ks!r}")
   ks = [min(int(k), L * H) for k in ks]
+  for name, sc in head_rankings.items():
+    if np.shape(sc) != (L, H):
+      raise ValueError(f"head_rankings[{name!r}] must be [L, H] = [{L}, {H}], got {np.shape(sc)}")
   if mode == "mean_q" and mean is None:
     if calibration_prompts is None:
       raise ValueError("mode='mean_q' needs mean or calibration_prompts")

@@ -67,6 +67,15 @@ def make_probes(rng: np.random.Generator, *, tokenizer, num: int, kind: str,
   """
   if kind not in ("literal", "nonliteral", "parametric"):
     raise ValueError(f"kind must be 'literal', 'nonliteral' or 'parametric', got {kind!r}")
+  if not isinstance(rng, np.random.Generator):
+    raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+  for name, v, lo in (("num", num, 0), ("filler_sentences", filler_sentences, 0),
+                      ("num_needles", num_needles, 1)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+      raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+  if num_needles > min(len(landmarks), len(names)):
+    raise ValueError(f"num_needles must be <= {min(len(landmarks), len(names))} (distinct names "
+                     f"and landmarks), got {num_needles}")
   sents = haystack_sentences()
   out = []
   for _ in range(num):

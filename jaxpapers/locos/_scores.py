@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import lm
+from jaxpapers.locos import _validation as val
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,13 +80,18 @@ class TrialScore:
 # ---------------------------------------------------------------------------
 # text metrics
 
-def _words(text: str) -> list[str]:
+def _words(text: str, name: str = "text") -> list[str]:
+  if not isinstance(text, str):
+    raise TypeError(f"{name} must be a str, got {type(text).__name__}")
   return re.findall(r"\w+", text.lower())
 
 
 def rouge1_recall(reference: str, candidate: str) -> float:
-  """Unigram recall of `reference` words in `candidate` (clipped counts)."""
-  ref, cand = _words(reference), _words(candidate)
+  """Unigram recall of `reference` words in `candidate` (clipped counts).
+
+  0 for an empty reference.
+  """
+  ref, cand = _words(reference, "reference"), _words(candidate, "candidate")
   if not ref:
     return 0.0
   counts: dict[str, int] = {}
@@ -100,8 +106,8 @@ def rouge1_recall(reference: str, candidate: str) -> float:
 
 
 def rouge_l(reference: str, candidate: str) -> float:
-  """ROUGE-L F1 (longest common subsequence over lower-cased word tokens)."""
-  ref, cand = _words(reference), _words(candidate)
+  """ROUGE-L F1 (longest common subsequence over lower-cased word tokens); 0 if either is empty."""
+  ref, cand = _words(reference, "reference"), _words(candidate, "candidate")
   if not ref or not cand:
     return 0.0
   dp = np.zeros((len(ref) + 1, len(cand) + 1), np.int32)
@@ -126,7 +132,12 @@ def answer_steps(generated_ids: Sequence[int], answer: str, tokenizer) -> list[i
   the answer in the concatenation of the individually decoded tokens, taking
   every token whose character range overlaps the match. Empty if neither.
   """
-  gen = [int(i) for i in generated_ids]
+  if not isinstance(answer, str):
+    raise TypeError(f"answer must be a str, got {type(answer).__name__}")
+  gen = list(generated_ids)
+  if any(isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) for i in gen):
+    raise TypeError("generated_ids must be a sequence of int token ids")
+  gen = [int(i) for i in gen]
   target = list(tokenizer.encode(answer, add_bos=False))
   n = len(target)
   if n:
@@ -162,10 +173,27 @@ def phi_per_position(attn_row, values, wo, u, kv_map) -> jax.Array:
 
   Returns:
     [H, K]; its row sums are the heads' direct logit attributions.
+
+  Shapes and dtypes are checked at trace time. A ``kv_map`` entry outside [0, KV) raises
+  ``ValueError`` eagerly; under ``jax.jit`` the result is NaN (wrap with
+  ``jax.experimental.checkify.checkify`` to get the error) instead of a clamped gather.
   """
+  attn_row, values, wo, u = (jnp.asarray(a) for a in (attn_row, values, wo, u))
+  kv_map = kv_map if isinstance(kv_map, jax.Array) else np.asarray(kv_map)
+  if attn_row.ndim != 2 or values.ndim != 3 or wo.ndim != 3 or u.ndim != 1:
+    raise ValueError(f"need attn_row [H, K], values [KV, K, dh], wo [H, dh, d], u [d]; got "
+                     f"{attn_row.shape}, {values.shape}, {wo.shape}, {u.shape}")
+  H, K = attn_row.shape
+  if values.shape[1] != K or wo.shape[:2] != (H, values.shape[2]) or wo.shape[2] != u.shape[0]:
+    raise ValueError(f"shapes disagree: attn_row [H={H}, K={K}], values [KV, K, dh] = "
+                     f"{values.shape}, wo [H, dh, d] = {wo.shape}, u [d] = {u.shape}")
+  if kv_map.shape != (H,) or not jnp.issubdtype(kv_map.dtype, jnp.integer):
+    raise ValueError(f"kv_map must be int [H={H}], got {kv_map.dtype}{kv_map.shape}")
+  ok = val.check((kv_map >= 0) & (kv_map < values.shape[0]),
+                 f"kv_map entries must be KV head indices in [0, {values.shape[0]})")
   u_hat = jnp.einsum("hkd,d->hk", wo, u)                       # [H, dh]
-  c = jnp.einsum("hjk,hk->hj", jnp.asarray(values)[jnp.asarray(kv_map)], u_hat)  # [H, K]
-  return jnp.asarray(attn_row) * c
+  c = jnp.einsum("hjk,hk->hj", values[jnp.asarray(kv_map)], u_hat)  # [H, K]
+  return val.poison(attn_row * c, ok)
 
 
 @jax.jit
@@ -178,7 +206,14 @@ def contrast(weights: np.ndarray, needle: np.ndarray, valid: np.ndarray):
   """(L⁺, L⁻) of per-key weights [..., K]: needle sum, and rescaled off-needle sum.
 
   L⁻ = Σ_{j∉needle, valid} w_j · |needle| / (K_t − |needle|), K_t = #valid keys.
+  ``needle`` and ``valid`` are bool [K] (NumPy, host side).
   """
+  needle, valid = np.asarray(needle), np.asarray(valid)
+  if needle.dtype != np.bool_ or valid.dtype != np.bool_:
+    raise TypeError(f"needle and valid must be bool masks, got {needle.dtype} and {valid.dtype}")
+  if needle.shape != valid.shape or needle.ndim != 1 or np.shape(weights)[-1:] != needle.shape:
+    raise ValueError(f"needle and valid must be [K] matching weights [..., K]; got "
+                     f"{needle.shape}, {valid.shape}, {np.shape(weights)}")
   n = needle.sum()
   k_t = valid.sum()
   lp = (weights * needle).sum(-1)
@@ -306,6 +341,15 @@ def detect_heads(params, config, trials: Sequence[Trial], tokenizer, *, max_step
   trials = list(trials)
   if not trials:
     raise ValueError("trials must be a non-empty sequence of Trial")
+  if not all(isinstance(t, Trial) for t in trials):
+    raise TypeError("trials must be Trial objects")
+  for name, v in (("max_steps", max_steps), ("batch_size", batch_size),
+                  ("contrastive_top_k", contrastive_top_k)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+      raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+  if not 0.0 <= rouge_threshold <= 1.0:
+    raise ValueError(f"rouge_threshold must be in [0, 1], got {rouge_threshold!r}")
+  _check_prompt_ids(trials, config)
   if stop_ids is None:
     stop_ids = tokenizer.stop_ids()
   length = pad_to or max(len(t.prompt_ids) for t in trials)
@@ -328,8 +372,25 @@ def detect_heads(params, config, trials: Sequence[Trial], tokenizer, *, max_step
   return aggregate(per_trial, config), per_trial
 
 
+def _check_prompt_ids(trials, config):
+  vocab = int(config.vocab_size)
+  for t in trials:
+    if not t.prompt_ids:
+      raise ValueError("every trial needs a non-empty prompt_ids")
+    if min(t.prompt_ids) < 0 or max(t.prompt_ids) >= vocab:
+      raise ValueError(f"prompt_ids must be token ids in [0, vocab_size={vocab}), got range "
+                       f"[{min(t.prompt_ids)}, {max(t.prompt_ids)}]")
+
+
 def aggregate(per_trial: Sequence[TrialScore], config) -> dict[str, np.ndarray]:
-  """Mean of each detector over accepted trials (zeros if none was accepted)."""
+  """Mean of each detector over accepted trials.
+
+  When no trial was accepted nothing was measured and every detector is all zeros [L, H]
+  (a documented degenerate value: no head is preferred).
+  """
+  per_trial = list(per_trial)
+  if not all(isinstance(t, TrialScore) for t in per_trial):
+    raise TypeError("per_trial must be a sequence of TrialScore")
   acc = [t for t in per_trial if t.accepted]
   names = ("locos", "wu", "contrastive", "attention_spatial", "dla")
   if not acc:
@@ -360,10 +421,9 @@ def locos_scores(params, config, trials, tokenizer, *, rouge_threshold: float = 
 
 def top_heads(scores, k: int) -> np.ndarray:
   """bool [L, H] marking the k highest-scoring heads (ties broken by index)."""
-  scores = np.asarray(scores)
-  if scores.ndim != 2:
-    raise ValueError(f"scores must be [L, H], got shape {scores.shape}")
-  if not 0 <= k <= scores.size:
+  scores = _check_scores(scores)
+  if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) \
+          or not 0 <= k <= scores.size:
     raise ValueError(f"k must be in [0, {scores.size}], got {k}")
   order = np.argsort(-scores.ravel(), kind="stable")[:k]
   mask = np.zeros(scores.size, bool)
@@ -371,15 +431,29 @@ def top_heads(scores, k: int) -> np.ndarray:
   return mask.reshape(scores.shape)
 
 
-def rank_heads(scores) -> list[tuple[int, int]]:
-  """(layer, head) pairs in descending score order."""
+def _check_scores(scores):
   scores = np.asarray(scores)
+  if scores.ndim != 2:
+    raise ValueError(f"scores must be [L, H], got shape {scores.shape}")
+  if not np.issubdtype(scores.dtype, np.number) or not np.all(np.isfinite(scores)):
+    raise ValueError("scores must be finite numbers (NaN would rank arbitrarily)")
+  return scores
+
+
+def rank_heads(scores) -> list[tuple[int, int]]:
+  """(layer, head) pairs in descending score order; scores finite [L, H]."""
+  scores = _check_scores(scores)
   order = np.argsort(-scores.ravel(), kind="stable")
   return [tuple(int(x) for x in np.unravel_index(i, scores.shape)) for i in order]
 
 
 def random_heads(key, num_layers: int, num_heads: int, k: int) -> np.ndarray:
   """bool [L, H] with k heads drawn uniformly without replacement."""
+  for name, v in (("num_layers", num_layers), ("num_heads", num_heads), ("k", k)):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+      raise ValueError(f"{name} must be an int, got {v!r}")
+  if num_layers < 1 or num_heads < 1:
+    raise ValueError(f"num_layers and num_heads must be >= 1, got {num_layers}, {num_heads}")
   if not 0 <= k <= num_layers * num_heads:
     raise ValueError(f"k must be in [0, {num_layers * num_heads}], got {k}")
   idx = np.asarray(jax.random.permutation(key, num_layers * num_heads))[:k]
@@ -389,7 +463,10 @@ def random_heads(key, num_layers: int, num_heads: int, k: int) -> np.ndarray:
 
 
 def jaccard_top_k(a, b, k: int) -> float:
-  """|top_k(a) ∩ top_k(b)| / |top_k(a) ∪ top_k(b)|."""
+  """|top_k(a) ∩ top_k(b)| / |top_k(a) ∪ top_k(b)| (1.0 for k = 0); a and b are [L, H]."""
+  if np.shape(a) != np.shape(b):
+    raise ValueError(
+        f"a and b must have the same shape [L, H], got {np.shape(a)} and {np.shape(b)}")
   ma, mb = top_heads(a, k), top_heads(b, k)
   union = (ma | mb).sum()
   return float((ma & mb).sum() / union) if union else 1.0

@@ -41,6 +41,10 @@ class ToyTask:
   seed: int = 0
 
   def __post_init__(self):
+    for f in ("num_names", "num_landmarks", "num_fillers", "prompt_len", "max_needles"):
+      v = getattr(self, f)
+      if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"ToyTask.{f} must be an int >= 1, got {v!r}")
     if self.prompt_len < 6 + 3 * self.max_needles:
       raise ValueError(f"prompt_len={self.prompt_len} is too short for {self.max_needles} needles")
     if self.max_needles > min(self.num_names, self.num_landmarks):
@@ -76,10 +80,19 @@ class ToyTokenizer:
     self.bos_id, self.eos_id, self.pad_id = self._ids.get("<bos>"), self._ids.get("<eos>"), 0
 
   def encode(self, text: str, *, add_bos: bool = False) -> list[int]:
+    if not isinstance(text, str):
+      raise TypeError(f"text must be a str, got {type(text).__name__}")
+    unknown = [w for w in text.split() if w not in self._ids]
+    if unknown:
+      raise ValueError(f"text has words outside the toy vocabulary: {unknown[:5]}")
     ids = [self._ids[w] for w in text.split()]
     return [self.bos_id] + ids if add_bos else ids
 
   def decode(self, ids) -> str:
+    """Space-joined tokens; negative ids (padding) are skipped, ids >= vocab_size rejected."""
+    ids = [int(i) for i in ids]
+    if any(i >= self.vocab_size for i in ids):
+      raise ValueError(f"ids must be < vocab_size={self.vocab_size}, got {max(ids)}")
     return " ".join(self.vocab[int(i)] for i in ids if int(i) >= 0)
 
   def token_to_id(self, token: str):
@@ -123,6 +136,11 @@ def make_toy_trials(task: ToyTask, rng: np.random.Generator, num: int, kind: str
   """`num` episodes of kind 'literal' / 'nonliteral', or 'parametric' recall probes."""
   if kind not in ("literal", "nonliteral", "parametric"):
     raise ValueError(f"kind must be 'literal', 'nonliteral' or 'parametric', got {kind!r}")
+  if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 0:
+    raise ValueError(f"num must be an int >= 0, got {num!r}")
+  if num_needles is not None and not 1 <= num_needles <= task.max_needles:
+    raise ValueError(
+        f"num_needles must be in [1, max_needles={task.max_needles}], got {num_needles!r}")
   city_of = task.city_of()
   tok = task.tokenizer()
   out = []
@@ -144,6 +162,12 @@ def toy_batch(task: ToyTask, rng: np.random.Generator, batch_size: int, *,
   loss_mask marks the positions whose *next* token is supervised (answer and
   <eos> of episodes, city and <eos> of parametric sequences).
   """
+  if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+      or batch_size < 1:
+    raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+  for name, v in (("parametric_frac", parametric_frac), ("literal_frac", literal_frac)):
+    if not 0.0 <= v <= 1.0:
+      raise ValueError(f"{name} must be a fraction in [0, 1], got {v!r}")
   tok = task.tokenizer()
   city_of = task.city_of()
   T = task.seq_len

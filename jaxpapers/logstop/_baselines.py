@@ -37,7 +37,9 @@ def boolean_ltlf(formula, props, *, threshold: float = 0.5, window: int = 1,
                  length=None) -> jax.Array:
   """Boolean LTLf truth at t = 0 of `formula` on thresholded scores; bool[...].
 
-  An atom holds at t iff its window mean is >= `threshold`.
+  An atom holds at t iff its window mean is >= `threshold`. Scores outside
+  [0, 1] raise ValueError eagerly; the result is boolean, so under `jax.jit`
+  wrap with `jax.experimental.checkify.checkify` to get the error.
   """
   return _evaluate(formula, props, window, length, "bool", threshold)[..., 0]
 
@@ -47,22 +49,30 @@ def robustness(formula, props, *, threshold: float = 0.5, window: int = 1,
   """STL-style robustness at t = 0 of `formula` on `p - threshold`; f32[...].
 
   Positive means satisfied. Beyond the end of the trace the robustness is -inf
-  (strong next); `true` is +inf.
+  (strong next); `true` is +inf. Scores outside [0, 1]: ValueError eagerly,
+  NaN under `jax.jit` (checkify surfaces the error).
   """
   return _evaluate(formula, props, window, length, "robust", threshold)[..., 0]
 
 
 def mean_score(formula, props, *, length=None) -> jax.Array:
-  """Naive heuristic: mean_t prod_{a in atoms(phi)} p_a[t]; f32[...]."""
+  """Naive heuristic: mean_t prod_{a in atoms(phi)} p_a[t]; f32[...].
+
+  A trace of length 0 scores 0. Scores outside [0, 1]: ValueError eagerly, NaN
+  under `jax.jit` (checkify surfaces the error).
+  """
   formula = F.as_formula(formula)
   arrays, shape = _engine.prepare_props(formula, props)
   length = _engine.prepare_length(length, shape)
+  ok = _engine.traced_ok(arrays, length, shape)
   prod = functools.reduce(jnp.multiply, arrays.values())
   T = shape[-1]
   if length is None:
-    return jnp.mean(prod, axis=-1)
-  valid = jnp.arange(T) < length[..., None]
-  return jnp.sum(jnp.where(valid, prod, 0), -1) / jnp.maximum(length, 1)
+    out = jnp.mean(prod, axis=-1)
+  else:
+    valid = jnp.arange(T) < length[..., None]
+    out = jnp.sum(jnp.where(valid, prod, 0), -1) / jnp.maximum(length, 1)
+  return out if ok is None else jnp.where(ok, out, jnp.nan)
 
 
 # ----------------------------------------------------------------- exact probability
@@ -169,17 +179,23 @@ def exact_probability(formula, props, *, length=None) -> jax.Array:
   O(T * S * 2^k) for S automaton states and k propositions. For w = 1 and
   formulas where each atom occurs once and no U/G/F is nested in another,
   LogSTOP equals log of this value (arXiv:2510.06512; checked in our tests).
+
+  Scores outside [0, 1] (or NaN): ValueError eagerly; under `jax.jit` the
+  probability of that trace is NaN (wrap with
+  `jax.experimental.checkify.checkify` to get the error).
   """
   formula = F.as_formula(formula)
   arrays, shape = _engine.prepare_props(formula, props)
   length = _engine.prepare_length(length, shape)
+  ok = _engine.traced_ok(arrays, length, shape)
   names, trans, accept, init = build_reverse_dfa(formula)
   if len(trans) * 2 ** len(names) > 2 ** 22:
     raise ValueError(
         f"formula {formula} needs {len(trans)} automaton states x {2 ** len(names)} "
         f"letters; too large for the exact baseline")
-  return _exact_jit(arrays, length, names=names, trans=_Hashable(trans),
-                    accept=_Hashable(accept))
+  out = _exact_jit(arrays, length, names=names, trans=_Hashable(trans),
+                   accept=_Hashable(accept))
+  return out if ok is None else jnp.where(ok, out, jnp.nan)
 
 
 class _Hashable:

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers.logstop import _formula as F
+from jaxpapers.logstop import _validation as val
 
 ALGEBRAS = ("log", "bool", "robust")
 
@@ -30,9 +31,14 @@ ALGEBRAS = ("log", "bool", "robust")
 def log1mexp(x):
   """log(1 - exp(x)) for x <= 0, stable on both sides of -log 2.
 
-  log1mexp(0) = -inf and log1mexp(-inf) = 0 exactly.
+  log1mexp(0) = -inf and log1mexp(-inf) = 0 exactly. x > 0 (a log-probability above 0) is
+  outside the domain: ``ValueError`` eagerly, NaN under ``jax.jit`` (wrap with
+  ``jax.experimental.checkify.checkify`` to get the error).
   """
   x = jnp.asarray(x)
+  if not jnp.issubdtype(x.dtype, jnp.floating):
+    x = x.astype(jnp.float32)
+  val.check(~(x > 0), "log1mexp needs x <= 0 (a log-probability); got x > 0")
   return jnp.where(x > -jnp.log(2.0).astype(x.dtype),
                    jnp.log(-jnp.expm1(x)), jnp.log1p(-jnp.exp(x)))
 
@@ -284,6 +290,26 @@ def prepare_props(formula, props, *, check_range=True):
             f"scores of proposition {n!r} must lie in [0, 1]; found {a[idx]!r} at index {idx}")
     arrays[n] = jnp.asarray(v, dtype=dtype)
   return arrays, shape
+
+
+def traced_ok(arrays, length, shape, *, check_range=True):
+  """Per-trace validity ``[...]`` of traced inputs (None when everything was checked eagerly).
+
+  Scores must lie in [0, 1] (no NaN) and lengths in [0, T]. Registers a checkify
+  ``debug_check``; callers poison the results of invalid traces with NaN.
+  """
+  oks = []
+  if check_range:
+    for n, v in arrays.items():
+      if not _is_concrete(v):
+        oks.append(jnp.all((v >= 0) & (v <= 1), axis=-1))
+  if length is not None and not _is_concrete(length):
+    oks.append(jnp.broadcast_to((length >= 0) & (length <= shape[-1]), shape[:-1]))
+  if not oks:
+    return None
+  ok = functools.reduce(jnp.logical_and, oks)
+  val.check(ok, f"scores must lie in [0, 1] (no NaN) and length in [0, T={shape[-1]}]")
+  return ok
 
 
 def prepare_length(length, shape):

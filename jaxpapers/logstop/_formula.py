@@ -17,6 +17,10 @@ Grammar (a reconstruction; the LogSTOP reference accepts forms such as
 
 Word keywords are case-insensitive; the single-letter operators ``X F G U`` are
 reserved only in upper case (so ``x`` and ``u`` are ordinary propositions).
+Identifiers are read whole (longest match), so a letter operator must be
+separated from its operand by a space or parenthesis: ``Fa`` is the proposition
+named ``Fa``, not ``F a``; write ``F a`` or ``F(a)``. `atoms` lists the
+proposition names a formula uses, which shows such a reading.
 
 References:
   A. Khare, H. Okamoto, B. Hoxha, G. Fainekos, R. Alur. LogSTOP: Temporal Scores
@@ -74,48 +78,68 @@ class Const(_Base):
   """The constants `true` (log-score 0) and `false` (log-score -inf)."""
   value: bool
 
+  def __post_init__(self):
+    if not isinstance(self.value, bool):
+      raise TypeError(f"Const value must be a bool, got {self.value!r}")
+
+
+def _check_children(node):
+  for f in dataclasses.fields(node):
+    v = getattr(node, f.name)
+    if not isinstance(v, _FORMULA_TYPES):
+      raise TypeError(
+          f"{type(node).__name__}.{f.name} must be a Formula node (use parse() for strings), "
+          f"got {type(v).__name__}")
+
+
+class _Op(_Base):
+  __slots__ = ()
+
+  def __post_init__(self):
+    _check_children(self)
+
 
 @dataclasses.dataclass(frozen=True)
-class Not(_Base):
+class Not(_Op):
   arg: "Formula"
 
 
 @dataclasses.dataclass(frozen=True)
-class And(_Base):
+class And(_Op):
   left: "Formula"
   right: "Formula"
 
 
 @dataclasses.dataclass(frozen=True)
-class Or(_Base):
+class Or(_Op):
   left: "Formula"
   right: "Formula"
 
 
 @dataclasses.dataclass(frozen=True)
-class Implies(_Base):
+class Implies(_Op):
   left: "Formula"
   right: "Formula"
 
 
 @dataclasses.dataclass(frozen=True)
-class Next(_Base):
+class Next(_Op):
   arg: "Formula"
 
 
 @dataclasses.dataclass(frozen=True)
-class Until(_Base):
+class Until(_Op):
   left: "Formula"
   right: "Formula"
 
 
 @dataclasses.dataclass(frozen=True)
-class Always(_Base):
+class Always(_Op):
   arg: "Formula"
 
 
 @dataclasses.dataclass(frozen=True)
-class Eventually(_Base):
+class Eventually(_Op):
   arg: "Formula"
 
 
@@ -319,6 +343,9 @@ def _parse_cached(text: str):
 
 def parse(formula: str):
   """Parses an LTL formula over named atomic propositions.
+
+  Identifiers are read whole: ``"Fa"`` is the proposition ``Fa``; write
+  ``"F a"`` for "eventually a" (see the grammar in the module docstring).
 
   Args:
     formula: e.g. ``"G(person -> F car)"``, ``"Always (a)"``, ``"a Until b"``,

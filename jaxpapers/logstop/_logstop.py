@@ -43,9 +43,24 @@ def _evaluate(formula, props, window, length, algebra, threshold=0.5,
     clip_eps = float(clip_eps)
     if not 0.0 < clip_eps < 0.5:
       raise ValueError(f"clip_eps must be None or in (0, 0.5), got {clip_eps}")
-  return _engine.evaluate_jit(arrays, length, formula=formula, window=window,
-                              algebra=algebra, threshold=float(threshold),
-                              clip_eps=clip_eps)
+  try:
+    threshold = float(threshold)
+  except TypeError:
+    raise TypeError(f"threshold must be a static Python number, got {threshold!r}") from None
+  if not np.isfinite(threshold):
+    raise ValueError(f"threshold must be a finite number, got {threshold!r}")
+  ok = _engine.traced_ok(arrays, length, shape, check_range=check_range)
+  out = _engine.evaluate_jit(arrays, length, formula=formula, window=window,
+                             algebra=algebra, threshold=float(threshold),
+                             clip_eps=clip_eps)
+  return out if ok is None else _poison(out, ok[..., None])
+
+
+def _poison(out, ok):
+  """NaN where ``ok`` is False for float results (bool results rely on checkify)."""
+  if jnp.issubdtype(out.dtype, jnp.floating):
+    return jnp.where(ok, out, jnp.nan)
+  return out
 
 
 def scores(formula, props: Mapping[str, jax.Array], *, window: int = 1,
@@ -70,8 +85,11 @@ def scores(formula, props: Mapping[str, jax.Array], *, window: int = 1,
     inputs with x64 enabled). exp of a score is a probability-like value in [0, 1].
 
   Raises:
-    ValueError: for a missing proposition, scores outside [0, 1] (checked when
-      the inputs are concrete), mismatched shapes, a bad window or length.
+    ValueError: for a missing proposition, scores outside [0, 1] or NaN (checked
+      when the inputs are concrete), mismatched shapes, a bad window or length.
+      Under `jax.jit` the scores of a trace with a value outside [0, 1] (or a
+      traced length outside [0, T]) are NaN, never a plausible number; wrap the
+      jitted function with `jax.experimental.checkify.checkify` to get the error.
 
   References:
     arXiv:2510.06512, Sec. 3 (LogSTOP).
@@ -113,6 +131,8 @@ def adaptive_threshold(formula, T, *, window: int = 1, length=None,
   formula = F.as_formula(formula)
   if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
     raise ValueError(f"T must be a positive int, got {T!r}")
+  if not jnp.issubdtype(dtype, jnp.floating):
+    raise TypeError(f"dtype must be a floating-point dtype, got {dtype!r}")
   batch = () if length is None else tuple(np.shape(length))
   half = jnp.full(batch + (int(T),), 0.5, dtype=dtype)
   names = F.atoms(formula) or ("_",)
@@ -125,6 +145,10 @@ def match(formula, props, *, window: int = 1, length=None) -> jax.Array:
 
   Note the sign convention: LogSTOP scores are log-probabilities in [-inf, 0],
   so matching compares against tau_phi (about log 0.5 or lower), never 0.
+
+  Bad values: scores outside [0, 1] raise ValueError eagerly. The result is
+  boolean, so under `jax.jit` a bad trace gives False; wrap the jitted function
+  with `jax.experimental.checkify.checkify` to get the error.
   """
   s = score(formula, props, window=window, length=length)
   tau = adaptive_threshold(formula, _trace_len(formula, props), window=window,
@@ -145,8 +169,10 @@ def segment_pairs(T: int, min_len: int, max_len: int, window: int = 1):
   s = i, i + w, ... with e - s + 1 >= min_len. The union over i is returned.
 
   Returns:
-    (ends int[E], mask bool[E, T]) where mask[j, s] marks the segment [s, ends[j]].
+    (ends int[E], mask bool[E, T]) where mask[j, s] marks the segment [s, ends[j]];
+    empty (E = 0) when T < min_len.
   """
+  window = _engine.validate_window(window)
   for name, v in (("T", T), ("min_len", min_len), ("max_len", max_len)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
       raise ValueError(f"{name} must be a positive int, got {v!r}")
@@ -182,7 +208,8 @@ def segment_max_score(formula, props, *, window: int = 1, min_len: int = 1,
       "robustness" (STL min/max robustness) for the baselines' segment max.
 
   Returns:
-    f32[...] per trace; -inf when T < min_len.
+    f32[...] per trace; -inf when T < min_len. Under `jax.jit` a trace with a
+    score outside [0, 1] gives NaN (checkify surfaces the error).
   """
   algebra = {"logstop": "log", "boolean": "bool", "robustness": "robust"}.get(semantics)
   if algebra is None:
@@ -195,10 +222,13 @@ def segment_max_score(formula, props, *, window: int = 1, min_len: int = 1,
   max_len = T if max_len is None else max_len
   ends, mask = segment_pairs(T, min_len, max_len, window)
   dtype = next(iter(arrays.values())).dtype
+  ok = _engine.traced_ok(arrays, None, shape)
   if len(ends) == 0:
-    return jnp.full(shape[:-1], -jnp.inf, dtype)
-  return _segment_max_jit(arrays, jnp.asarray(ends), jnp.asarray(mask),
-                          formula=formula, window=window, algebra=algebra)
+    out = jnp.full(shape[:-1], -jnp.inf, dtype)
+  else:
+    out = _segment_max_jit(arrays, jnp.asarray(ends), jnp.asarray(mask),
+                           formula=formula, window=window, algebra=algebra)
+  return out if ok is None else _poison(out, ok)
 
 
 def _segment_max_impl(arrays, ends, mask, *, formula, window, algebra):

@@ -33,10 +33,27 @@ def reference_scores(formula, props, *, window: int = 1) -> list[float]:
 
   Returns:
     A list of T floats.
+
+  Raises:
+    ValueError: a missing proposition, scores outside [0, 1] or NaN, traces of
+      different lengths or T = 0, or a bad window.
   """
   f0 = F.as_formula(formula)
   names = F.atoms(f0)
+  if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+    raise ValueError(f"window must be an int >= 1, got {window!r}")
+  missing = [n for n in names if n not in props]
+  if missing:
+    raise ValueError(f"props is missing scores for proposition(s) {missing} of formula {f0}")
+  if not names and not props:
+    raise ValueError("props must contain at least one trace to fix its length T")
   trace = {n: [float(v) for v in props[n]] for n in names}
+  lengths = {len(v) for v in trace.values()} or {len(next(iter(props.values())))}
+  if len(lengths) != 1 or 0 in lengths:
+    raise ValueError(f"all traces must have one length T >= 1, got lengths {sorted(lengths)}")
+  for n, v in trace.items():
+    if not all(0.0 <= x <= 1.0 for x in v):
+      raise ValueError(f"scores of proposition {n!r} must lie in [0, 1] (no NaN)")
   T = len(next(iter(trace.values()))) if trace else len(next(iter(props.values())))
   e = T - 1
   w = int(window)

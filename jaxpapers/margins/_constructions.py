@@ -79,8 +79,16 @@ def orthogonal_construction(n: int, k: int) -> Construction:
 
 
 def coherence(Phi) -> float:
-  """``max_{i != j} |<phi_i, phi_j>| / (||phi_i|| ||phi_j||)`` over the columns of ``Phi [d, n]``."""
+  """``max_{i != j} |<phi_i, phi_j>| / (||phi_i|| ||phi_j||)`` over the columns of ``Phi [d, n]``.
+
+  ``Phi`` must be 2-D with at least two finite, nonzero columns (``ValueError`` otherwise).
+  """
   P = np.asarray(Phi, np.float64)
+  if P.ndim != 2 or P.shape[1] < 2:
+    raise ValueError(f"Phi must be a 2-D array [d, n] with n >= 2 columns, got shape {P.shape}.")
+  norms = np.linalg.norm(P, axis=0)
+  if not (np.all(np.isfinite(P)) and np.all(norms > 0)):
+    raise ValueError("Phi must have finite, nonzero columns.")
   P = P / np.linalg.norm(P, axis=0, keepdims=True)
   G = np.abs(P.T @ P)
   np.fill_diagonal(G, 0.0)
@@ -167,10 +175,18 @@ def jl_bound(source_margin: float, N: int, n: int, d: int, delta: float = 0.01) 
 
   .. math:: m_0(GU, GV) \ge \frac{m_0(U, V) - t}{1 + t}
 
-  (returned; ``-1`` when ``t >= 1`` or ``t >= m_0``). Positive once
+  (returned; ``-1`` when ``t >= 1`` or ``t >= m_0``). ``ValueError`` for sizes < 1,
+  ``delta`` outside (0, 1) or a margin outside [-1, 1] (e.g. NaN). Positive once
   ``d >~ 16 log(N n / delta) / m^2``: the ``O(m^{-2} log(N n))`` of [BDES02]; the paper
   improves the log factor to ``log n``.
   """
+  for name, v in (("N", N), ("n", n), ("d", d)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+      raise ValueError(f"{name} must be a positive int, got {v!r}.")
+  if not 0.0 < delta < 1.0:
+    raise ValueError(f"delta must be a probability in (0, 1), got {delta!r}.")
+  if not -1.0 <= source_margin <= 1.0:
+    raise ValueError(f"source_margin must be a margin in [-1, 1], got {source_margin!r}.")
   x = math.log((4.0 * N * n + 2.0 * (N + n)) / delta)
   t = math.sqrt(16.0 * x / d)
   if t >= 1.0 or t >= source_margin:
@@ -200,8 +216,10 @@ def jl_project(key, U, V, A, d: int, *, reoptimize_queries: bool = False, delta:
     :class:`Construction` with ``bound = jl_bound(m_0(U, V, A), N, n, d, delta)``.
   """
   U, V, A = val.check_embeddings(U, V, A)
-  if not isinstance(d, (int, np.integer)) or d <= 0:
+  if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d <= 0:
     raise ValueError(f"d must be a positive int, got {d!r}.")
+  val.check_nonzero_rows(U, name="U")
+  val.check_nonzero_rows(V, name="V")
   src = _m0_float64(U, V, A)
   Up, Vp = _gaussian_projection(key, U.astype(jnp.float32), V.astype(jnp.float32), int(d))
   if reoptimize_queries:
@@ -221,6 +239,11 @@ def dimension_reduction_construction(key, A, d: int, *, source=None, reoptimize_
   the constants and the exact projection are not reproduced].
   """
   A = np.asarray(A)
+  if A.ndim != 2:
+    raise ValueError(f"A must be a 2-D binary matrix [N, n], got shape {A.shape}.")
+  val.check_binary(jnp.asarray(A))
+  if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d <= 0:
+    raise ValueError(f"d must be a positive int, got {d!r}.")
   k_src, k_proj = jax.random.split(key)
   if source is None:
     res = _optimum.sdp_max_margin(A, key=k_src, steps=sdp_steps)

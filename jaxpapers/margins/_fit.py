@@ -38,23 +38,19 @@ class FitResult(NamedTuple):
   history: jax.Array
 
 
-@functools.partial(jax.jit, static_argnames=(
-    "N", "n", "d", "loss", "steps", "learn_temperature", "learn_bias", "variant"))
-def _fit(inits, A, masks, *, N, n, d, loss, steps, lr, learn_temperature, learn_bias, log_t0, b0,
-         beta0, beta1, variant):
-  # inits = (U0 [S, N, d], V0 [S, n, d]) standard normal, masks [D, d] (1 on the coordinates
-  # in use): one compiled program for every dimension up to d. Masked coordinates start at
-  # 0 and get exactly zero gradients (the normalised scores do not depend on them), so Adam
-  # never moves them. (The initial draws are made on the host: random number generation
-  # inside this vmapped program multiplies its compile time.)
-  tx = optax.adam(lr)
+def _run_fns(*, loss, steps, learn_temperature, learn_bias, variant):
+  """Per-run ``(init_fn, step_fn, finish)`` of one fit (one seed, one dimension).
 
-  def init(uv, mask):
-    U0, V0 = uv
-    return {"U": U0 * mask, "V": V0 * mask,
-            "log_t": jnp.asarray(log_t0, jnp.float32), "b": jnp.asarray(b0, jnp.float32)}
+  A run's hyperparameters are ``{'U0': [N, d], 'V0': [n, d], 'mask': [d]}`` (standard-normal
+  draws and the 0/1 mask of the coordinates in use); the shared data is ``{'A': [N, n] bool,
+  'lr', 'log_t0', 'b0', 'beta0', 'beta1'}`` (the scalars traced, so other values reuse the
+  compiled program). Masked coordinates start at 0 and get exactly zero gradients (the
+  normalised scores do not depend on them), so Adam never moves them: one program serves
+  every dimension up to d.
+  """
 
-  def objective(p, t):
+  def objective(p, t, data):
+    A, beta0, beta1 = data["A"], data["beta0"], data["beta1"]
     log_t = p["log_t"] if learn_temperature else jax.lax.stop_gradient(p["log_t"])
     b = p["b"] if learn_bias else jax.lax.stop_gradient(p["b"])
     if loss == "sigmoid":
@@ -64,28 +60,79 @@ def _fit(inits, A, masks, *, N, n, d, loss, steps, lr, learn_temperature, learn_
     beta = beta0 * (beta1 / beta0) ** (t / max(steps - 1, 1))
     return _losses.margin_loss(p["U"], p["V"], A, beta=beta)
 
-  def one_seed(uv, mask):
-    p = init(uv, mask)
+  def init_fn(hp, key, data):
+    p = {"U": hp["U0"] * hp["mask"], "V": hp["V0"] * hp["mask"],
+         "log_t": jnp.asarray(data["log_t0"], jnp.float32),
+         "b": jnp.asarray(data["b0"], jnp.float32)}
+    return p, optax.adam(data["lr"]).init(p)
 
-    def body(carry, t):
-      p, opt = carry
-      value, g = jax.value_and_grad(objective)(p, t)
-      upd, opt = tx.update(g, opt, p)
-      return (optax.apply_updates(p, upd), opt), value
+  def step_fn(state, hp, key, t, data):
+    p, opt = state
+    value, g = jax.value_and_grad(objective)(p, jnp.asarray(t, jnp.float32), data)
+    upd, opt = optax.adam(data["lr"]).update(g, opt, p)
+    return (optax.apply_updates(p, upd), opt), value
 
-    (p, _), hist = jax.lax.scan(body, (p, tx.init(p)), jnp.arange(steps, dtype=jnp.float32))
+  def finish(p, history):
     return FitResult(U=val.normalize_rows(p["U"]), V=val.normalize_rows(p["V"]),
-                     log_t=p["log_t"], b=p["b"], history=hist)
+                     log_t=p["log_t"], b=p["b"], history=history)
+
+  return init_fn, step_fn, finish
+
+
+@functools.partial(jax.jit, static_argnames=(
+    "N", "n", "d", "loss", "steps", "learn_temperature", "learn_bias", "variant"))
+def _fit(inits, A, masks, *, N, n, d, loss, steps, lr, learn_temperature, learn_bias, log_t0, b0,
+         beta0, beta1, variant):
+  # inits = (U0 [S, N, d], V0 [S, n, d]) standard normal, masks [D, d] (1 on the coordinates
+  # in use). (The initial draws are made on the host: random number generation inside this
+  # vmapped program multiplies its compile time.)
+  init_fn, step_fn, finish = _run_fns(loss=loss, steps=steps, learn_temperature=learn_temperature,
+                                      learn_bias=learn_bias, variant=variant)
+  data = dict(A=A, lr=lr, log_t0=log_t0, b0=b0, beta0=beta0, beta1=beta1)
+
+  def one_seed(uv, mask):
+    hp = {"U0": uv[0], "V0": uv[1], "mask": mask}
+    state = init_fn(hp, None, data)
+    (p, _), hist = jax.lax.scan(lambda s, t: step_fn(s, hp, None, t, data), state,
+                                jnp.arange(steps, dtype=jnp.int32))
+    return finish(p, hist)
 
   per_dim = jax.vmap(one_seed, in_axes=(0, None))  # over seeds
   return jax.vmap(per_dim, in_axes=(None, 0))(inits, masks)  # over dimensions
+
+
+_ENGINES: dict[tuple, tuple] = {}
+
+
+def _fit_on_sweep(keys, inits, A, masks, *, chunk_size, checkpoint_dir, statics):
+  """The same fit as :func:`_fit` with the (dimension, seed) grid on ``core.Sweep``."""
+  from jaxpapers import core  # the library's shared engine
+
+  static_names = ("loss", "steps", "learn_temperature", "learn_bias", "variant")
+  cache_key = tuple(statics[k] for k in static_names)
+  if cache_key not in _ENGINES:
+    init_fn, step_fn, finish = _run_fns(**{k: statics[k] for k in static_names})
+    _ENGINES[cache_key] = (core.Sweep(init_fn, step_fn), finish)
+  engine, finish = _ENGINES[cache_key]
+  num_d, num_s = masks.shape[0], inits[0].shape[0]
+  # runs: dimension major, seed minor (R = D * S)
+  hp = {"U0": jnp.tile(inits[0], (num_d, 1, 1)), "V0": jnp.tile(inits[1], (num_d, 1, 1)),
+        "mask": jnp.repeat(masks, num_s, axis=0)}
+  run_keys = jnp.tile(keys, num_d)
+  data = dict(A=A, **{k: jnp.float32(statics[k])
+                      for k in ("lr", "log_t0", "b0", "beta0", "beta1")})
+  res = engine.run(hp, run_keys, num_steps=statics["steps"], chunk_size=chunk_size, data=data,
+                   checkpoint_dir=checkpoint_dir, show_progress=False)
+  out = finish(res.state[0], jnp.asarray(res.history))
+  return jax.tree.map(lambda x: x.reshape((num_d, num_s) + x.shape[1:]), out)
 
 
 def fit_free_embeddings(key, A, d, *, loss: str = "sigmoid", steps: int = 3000,
                         lr: float = 1e-2, learn_temperature: bool = True,
                         learn_bias: bool = True, init_log_temperature: float = math.log(10.0),
                         init_bias: float | str = "prior", beta: tuple[float, float] = (10.0, 100.0),
-                        infonce_variant: str = "all") -> FitResult:
+                        infonce_variant: str = "all", sweep: bool = False,
+                        chunk_size: int | None = None, checkpoint_dir=None) -> FitResult:
   r"""Optimises unconstrained ``U [N, d]``, ``V [n, d]`` (full batch, Adam) on a loss.
 
   The free-embedding model of WBNL25 and arXiv:2605.23556: every query and document
@@ -108,6 +155,10 @@ def fit_free_embeddings(key, A, d, *, loss: str = "sigmoid", steps: int = 3000,
       and ``U``/``V`` have ``max(d)`` columns, zero beyond each run's own ``d``.
     loss: one of ``'sigmoid'``, ``'infonce'``, ``'margin'``.
     steps: Adam steps; lr: learning rate.
+    sweep: run the (dimension, seed) grid on :class:`jaxpapers.core.Sweep` (one runs axis
+      sharded over the devices, ``lax.scan`` chunks of ``chunk_size`` steps, an orbax
+      checkpoint per chunk in ``checkpoint_dir`` that a rerun resumes from). Same result up
+      to float rounding; the default is one jitted program on the default device.
 
   Returns:
     :class:`FitResult`.
@@ -147,10 +198,16 @@ def fit_free_embeddings(key, A, d, *, loss: str = "sigmoid", steps: int = 3000,
     U0.append(rng.standard_normal((N, d_max), dtype=np.float32))
     V0.append(rng.standard_normal((n, d_max), dtype=np.float32))
   inits = (jnp.asarray(np.stack(U0)), jnp.asarray(np.stack(V0)))
-  res = _fit(inits, A, masks, N=N, n=n, d=d_max, loss=loss, steps=int(steps), lr=float(lr),
-             learn_temperature=bool(learn_temperature), learn_bias=bool(learn_bias) and loss == "sigmoid",
-             log_t0=float(init_log_temperature), b0=b0, beta0=float(beta[0]),
-             beta1=float(beta[1]), variant=infonce_variant)
+  statics = dict(loss=loss, steps=int(steps), lr=float(lr),
+                 learn_temperature=bool(learn_temperature),
+                 learn_bias=bool(learn_bias) and loss == "sigmoid",
+                 log_t0=float(init_log_temperature), b0=b0, beta0=float(beta[0]),
+                 beta1=float(beta[1]), variant=infonce_variant)
+  if sweep:
+    res = _fit_on_sweep(keys, inits, A, masks, chunk_size=chunk_size,
+                        checkpoint_dir=checkpoint_dir, statics=statics)
+  else:
+    res = _fit(inits, A, masks, N=N, n=n, d=d_max, **statics)
   if single:
     res = jax.tree.map(lambda x: x[:, 0], res)
   if isinstance(d, (int, np.integer)):

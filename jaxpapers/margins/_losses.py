@@ -44,11 +44,15 @@ def sigmoid_loss(U, V, A, *, log_temperature=jnp.log(10.0), bias=0.0) -> jax.Arr
 
   Returns:
     Scalar mean loss.
+
+  Bad values: a non-binary ``A`` (e.g. soft labels) raises ``ValueError`` eagerly and gives
+  NaN under ``jax.jit`` (wrap with ``jax.experimental.checkify.checkify`` to get the error);
+  the same holds for :func:`infonce_loss` and :func:`margin_loss`.
   """
-  U, V, A = val.check_embeddings(U, V, A)
+  U, V, A, ok = val.check_embeddings_ok(U, V, A)
   Y = jnp.where(A.astype(bool), 1.0, -1.0)
   S = _scores(U, V)
-  return jnp.mean(jax.nn.softplus(-Y * (jnp.exp(log_temperature) * S + bias)))
+  return val.poison(jnp.mean(jax.nn.softplus(-Y * (jnp.exp(log_temperature) * S + bias))), ok)
 
 
 def _infonce_rows(logits, A, variant):
@@ -90,12 +94,12 @@ def infonce_loss(U, V, A, *, log_temperature=jnp.log(10.0), variant: str = "all"
   """
   if variant not in INFONCE_VARIANTS:
     raise ValueError(f"variant must be one of {INFONCE_VARIANTS}, got {variant!r}.")
-  U, V, A = val.check_embeddings(U, V, A)
+  U, V, A, ok = val.check_embeddings_ok(U, V, A)
   logits = jnp.exp(log_temperature) * _scores(U, V)
   loss = _infonce_rows(logits, A, variant)
   if symmetric:
     loss = 0.5 * (loss + _infonce_rows(logits.T, A.T, variant))
-  return loss
+  return val.poison(loss, ok)
 
 
 def margin_loss(U, V, A, *, beta=50.0, hinge_target=None) -> jax.Array:
@@ -106,11 +110,13 @@ def margin_loss(U, V, A, *, beta=50.0, hinge_target=None) -> jax.Array:
 
   so minimising ``L`` maximises a smooth lower bound on the paper's margin ``m_0``
   (``-L >= m_0 - log(N n) / beta``). With ``hinge_target = m`` the loss is instead
-  ``mean relu(m - Y * S)``.
+  ``mean relu(m - Y * S)``. ``beta`` must be > 0 (checked when concrete).
   """
-  U, V, A = val.check_embeddings(U, V, A)
+  U, V, A, ok = val.check_embeddings_ok(U, V, A)
+  if val.is_concrete(beta) and not float(beta) > 0:
+    raise ValueError(f"beta must be > 0, got {beta!r}.")
   Y = jnp.where(A.astype(bool), 1.0, -1.0)
   YS = Y * _scores(U, V)
   if hinge_target is not None:
-    return jnp.mean(jax.nn.relu(hinge_target - YS))
-  return jax.nn.logsumexp(-beta * YS) / beta
+    return val.poison(jnp.mean(jax.nn.relu(hinge_target - YS)), ok)
+  return val.poison(jax.nn.logsumexp(-beta * YS) / beta, ok)

@@ -22,15 +22,14 @@ from jaxpapers.margins import _validation as val
 
 
 def _prepare(U, V, A, normalize):
-  U, V, A = val.check_embeddings(U, V, A)
+  """Checked ``(U, V, A bool, ok)``; ``ok`` is the traced value-check flag (None eagerly)."""
+  U, V, A, ok = val.check_embeddings_ok(U, V, A)
   if normalize:
-    val.check_nonzero_rows(U, name="U")
-    val.check_nonzero_rows(V, name="V")
+    ok = val.both(ok, val.check_nonzero_rows(U, name="U"), val.check_nonzero_rows(V, name="V"))
     U, V = val.normalize_rows(U), val.normalize_rows(V)
   else:
-    val.check_unit_rows(U, name="U")
-    val.check_unit_rows(V, name="V")
-  return U, V, A.astype(bool)
+    ok = val.both(ok, val.check_unit_rows(U, name="U"), val.check_unit_rows(V, name="V"))
+  return U, V, A.astype(bool), ok
 
 
 def _row_stats(S, A):
@@ -60,12 +59,17 @@ def margin(U, V, A, *, normalize: bool = False) -> jax.Array:
   Returns:
     Scalar margin, in the dtype of ``U``/``V``.
 
+  Bad values (a non-binary ``A``, rows that are not unit norm or NaN, zero rows with
+  ``normalize=True``) raise ``ValueError`` eagerly; under ``jax.jit`` the margin is NaN
+  (wrap with ``jax.experimental.checkify.checkify`` to get the error). The same holds for
+  every function of this module. Empty problems (N = 0 or n = 0) are a shape error.
+
   References:
     arXiv:2605.23556, the definition of ``m^rd(d, A)`` in the abstract.
   """
-  U, V, A = _prepare(U, V, A, normalize)
+  U, V, A, ok = _prepare(U, V, A, normalize)
   S = U @ V.T  # [N, n]
-  return jnp.min(jnp.where(A, S, -S))
+  return val.poison(jnp.min(jnp.where(A, S, -S)), ok)
 
 
 def global_threshold_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
@@ -76,9 +80,10 @@ def global_threshold_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
 
   ``+inf`` when A has no zero or no one entries. Arguments as in :func:`margin`.
   """
-  U, V, A = _prepare(U, V, A, normalize)
+  U, V, A, ok = _prepare(U, V, A, normalize)
   S = U @ V.T
-  return 0.5 * (jnp.min(jnp.where(A, S, jnp.inf)) - jnp.max(jnp.where(A, -jnp.inf, S)))
+  return val.poison(0.5 * (jnp.min(jnp.where(A, S, jnp.inf)) - jnp.max(jnp.where(A, -jnp.inf, S))),
+                    ok)
 
 
 def per_query_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
@@ -91,9 +96,9 @@ def per_query_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
   ``m_q > 0`` iff every query ranks exactly its relevant documents on top.
   Always ``m_0 <= m_g <= m_q``. Arguments as in :func:`margin`.
   """
-  U, V, A = _prepare(U, V, A, normalize)
+  U, V, A, ok = _prepare(U, V, A, normalize)
   pos_min, neg_max = _row_stats(U @ V.T, A)
-  return jnp.min(0.5 * (pos_min - neg_max))  # skipped rows give +inf
+  return val.poison(jnp.min(0.5 * (pos_min - neg_max)), ok)  # skipped rows give +inf
 
 
 def topk_accuracy(U, V, A, *, normalize: bool = True) -> jax.Array:
@@ -102,9 +107,9 @@ def topk_accuracy(U, V, A, *, normalize: bool = True) -> jax.Array:
   Rows with no positives or no negatives count as correct. Normalisation does not
   change rankings, so ``normalize`` defaults to True here.
   """
-  U, V, A = _prepare(U, V, A, normalize)
+  U, V, A, ok = _prepare(U, V, A, normalize)
   pos_min, neg_max = _row_stats(U @ V.T, A)
-  return jnp.mean((pos_min > neg_max).astype(U.dtype))
+  return val.poison(jnp.mean((pos_min > neg_max).astype(U.dtype)), ok)
 
 
 @functools.partial(jax.jit, static_argnames=("chunk_size",))
@@ -151,8 +156,9 @@ def all_margins(U, V, A, *, normalize: bool = False, chunk_size: int = 65536) ->
     definitions of :func:`margin`, :func:`global_threshold_margin`,
     :func:`per_query_margin` and :func:`topk_accuracy`.
   """
-  if not isinstance(chunk_size, (int, np.integer)) or chunk_size <= 0:
+  if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
+      or chunk_size <= 0:
     raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}.")
-  U, V, A = _prepare(U, V, A, normalize)
+  U, V, A, ok = _prepare(U, V, A, normalize)
   chunk_size = int(min(chunk_size, U.shape[0]))
-  return _all_margins_chunked(U, V, A, chunk_size)
+  return val.poison(_all_margins_chunked(U, V, A, chunk_size), ok)

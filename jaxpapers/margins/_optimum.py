@@ -140,14 +140,14 @@ def max_margin_queries(V, A, *, steps: int = 500, init=None) -> QueryResult:
     init: optional ``[N, d]`` queries to improve on (rows normalised).
 
   Returns:
-    :class:`QueryResult`.
+    :class:`QueryResult`. A non-binary ``A`` or non-unit ``V`` raises ``ValueError``
+    eagerly and gives NaN fields under ``jax.jit`` (``checkify.checkify`` surfaces it).
   """
   V = jnp.asarray(V)
   A = jnp.asarray(A)
   if V.ndim != 2 or A.ndim != 2 or A.shape[1] != V.shape[0]:
     raise ValueError(f"need V [n, d] and A [N, n] with matching n; got V {V.shape}, A {A.shape}.")
-  val.check_binary(A)
-  val.check_unit_rows(V, name="V")
+  ok = val.both(val.check_binary(A), val.check_unit_rows(V, name="V"))
   if not isinstance(steps, (int, np.integer)) or steps <= 0:
     raise ValueError(f"steps must be a positive int, got {steps!r}.")
   if init is not None:
@@ -155,7 +155,7 @@ def max_margin_queries(V, A, *, steps: int = 500, init=None) -> QueryResult:
     if init.shape != (A.shape[0], V.shape[1]):
       raise ValueError(f"init must have shape {(A.shape[0], V.shape[1])}, got {init.shape}.")
   U, m, upper = _max_margin_queries(V, A, init, int(steps))
-  return QueryResult(U=U, row_margin=m, row_upper=upper)
+  return val.poison(QueryResult(U=U, row_margin=m, row_upper=upper), ok)
 
 
 # ----------------------------------------------------------------------------------------
@@ -191,12 +191,22 @@ def dual_upper_bound(A, lam, d_query, d_doc) -> float:
   ``d_query = (n/N)^{1/4}``, ``d_doc = (N/n)^{1/4}`` gives Forster's bound
   ``||Y||_2 / sqrt(N n)``. ``lam`` is renormalised to sum to one.
   """
-  A = np.asarray(A, bool)
+  A = np.asarray(A)
+  if A.ndim != 2:
+    raise ValueError(f"A must be a 2-D binary matrix [N, n], got shape {A.shape}.")
+  val.check_binary(jnp.asarray(A))
+  A = A.astype(bool)
   lam = np.abs(np.asarray(lam, np.float64))
+  if lam.shape != A.shape or not np.all(np.isfinite(lam)) or not lam.sum() > 0:
+    raise ValueError(f"lam must be finite [N, n] = {A.shape} weights with a nonzero sum, got "
+                     f"shape {lam.shape}.")
   lam = lam / lam.sum()
   dq = np.asarray(d_query, np.float64)
   dv = np.asarray(d_doc, np.float64)
-  if (dq <= 0).any() or (dv <= 0).any():
+  if dq.shape != (A.shape[0],) or dv.shape != (A.shape[1],):
+    raise ValueError(f"d_query and d_doc must have shapes [N] = [{A.shape[0]}] and [n] = "
+                     f"[{A.shape[1]}], got {dq.shape} and {dv.shape}.")
+  if not ((dq > 0).all() and (dv > 0).all() and np.isfinite(dq).all() and np.isfinite(dv).all()):
     raise ValueError("d_query and d_doc must be positive.")
   Y = np.where(A, 1.0, -1.0)
   B = 0.5 * (Y * lam) / dq[:, None] / dv[None, :]

@@ -12,6 +12,8 @@ import numpy as np
 
 
 def _check_nk(n, k):
+  if isinstance(n, bool) or isinstance(k, bool):
+    raise ValueError(f"n and k must be ints, got n={n!r}, k={k!r}.")
   if not isinstance(n, (int, np.integer)) or n <= 0:
     raise ValueError(f"n (number of documents) must be a positive int, got {n!r}.")
   if not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
@@ -77,6 +79,9 @@ def sample_k_subsets(seed: int, num_queries: int, n: int, k: int) -> np.ndarray:
   Falls back to all subsets when ``num_queries >= C(n, k)``.
   """
   _check_nk(n, k)
+  if isinstance(num_queries, bool) or not isinstance(num_queries, (int, np.integer)) \
+      or num_queries <= 0:
+    raise ValueError(f"num_queries must be a positive int, got {num_queries!r}.")
   N = math.comb(n, k)
   if num_queries >= N:
     return np.array(k_sparse_relevance(n, k, max_rows=max(N, 1)))

@@ -1,10 +1,19 @@
-"""Input validation shared by the margin, loss and construction functions."""
+"""Input validation shared by the margin, loss and construction functions.
+
+Policy: shapes, dtypes and static arguments are checked at trace time, always. Value checks
+(binary ``A``, unit-norm rows, no NaN) raise ``ValueError`` when the inputs are concrete; under
+``jax.jit`` they cannot raise, so the checking functions return a traced flag, the public
+functions return NaN for their float results when it is False (never a plausible number), and a
+``jax.experimental.checkify.debug_check`` is registered: wrap the jitted function in
+``checkify.checkify`` to get the error message instead.
+"""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import checkify
 
 _UNIT_TOL = 1e-3
 
@@ -14,12 +23,49 @@ def is_concrete(x) -> bool:
   return not isinstance(x, jax.core.Tracer)
 
 
+def traced_check(ok, message):
+  """Registers a checkify ``debug_check`` of the traced ``ok``; returns ``all(ok)``."""
+  ok = jnp.all(ok)
+  checkify.debug_check(ok, message.replace("{", "{{").replace("}", "}}"))
+  return ok
+
+
+def both(*oks):
+  """Conjunction of check flags (None: checked eagerly and fine)."""
+  oks = [o for o in oks if o is not None]
+  if not oks:
+    return None
+  out = oks[0]
+  for o in oks[1:]:
+    out = jnp.logical_and(out, o)
+  return out
+
+
+def poison(tree, ok):
+  """Float leaves of ``tree`` replaced by NaN when the flag ``ok`` is False (None: unchanged)."""
+  if ok is None:
+    return tree
+
+  def leaf(x):
+    if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.inexact):
+      return jnp.where(ok, x, jnp.asarray(jnp.nan, x.dtype))
+    return x
+
+  return jax.tree.map(leaf, tree)
+
+
 def check_embeddings(U, V, A, *, names=("U", "V", "A")):
   """Checks shapes/dtypes of ``U [N, d]``, ``V [n, d]``, ``A [N, n]``; returns jnp arrays.
 
-  ``A`` must be binary (bool, or numbers in {0, 1}); the value check runs only
-  when ``A`` is concrete (outside ``jit``).
+  ``A`` must be binary (bool, or numbers in {0, 1}); the value check raises when
+  ``A`` is concrete (outside ``jit``). See :func:`check_embeddings_ok` for the flag
+  that the traced check produces.
   """
+  return check_embeddings_ok(U, V, A, names=names)[:3]
+
+
+def check_embeddings_ok(U, V, A, *, names=("U", "V", "A")):
+  """:func:`check_embeddings` plus the traced value-check flag (None when concrete)."""
   un, vn, an = names
   U = jnp.asarray(U)
   V = jnp.asarray(V)
@@ -40,13 +86,21 @@ def check_embeddings(U, V, A, *, names=("U", "V", "A")):
         f"{vn}), got {A.shape}.")
   if not (jnp.issubdtype(U.dtype, jnp.floating) and jnp.issubdtype(V.dtype, jnp.floating)):
     raise TypeError(f"{un} and {vn} must be floating point arrays, got {U.dtype} and {V.dtype}.")
-  check_binary(A, name=an)
-  return U, V, A
+  if 0 in U.shape or V.shape[0] == 0:
+    raise ValueError(
+        f"need at least one query, one document and one dimension: {un} has shape {U.shape}, "
+        f"{vn} has shape {V.shape}.")
+  return U, V, A, check_binary(A, name=an)
 
 
 def check_binary(A, *, name="A"):
+  """Dtype check (trace time) and value check of a binary matrix.
+
+  Returns None when ``A`` is bool or concrete (a bad concrete value raises
+  ``ValueError``); a traced flag ``all(A in {0, 1})`` otherwise.
+  """
   if A.dtype == jnp.bool_:
-    return
+    return None
   if not (jnp.issubdtype(A.dtype, jnp.integer) or jnp.issubdtype(A.dtype, jnp.floating)):
     raise TypeError(f"{name} must be bool or numeric with entries in {{0, 1}}, got {A.dtype}.")
   if is_concrete(A):
@@ -57,28 +111,42 @@ def check_binary(A, *, name="A"):
       raise ValueError(
           f"{name} must be a binary relevance matrix with entries in {{0, 1}}; found other "
           f"values such as {vals.tolist()}.")
+    return None
+  return traced_check((A == 0) | (A == 1),
+                      f"{name} must be a binary relevance matrix with entries in {{0, 1}}")
 
 
 def check_unit_rows(X, *, name):
-  """Raises ValueError if a concrete ``X`` has rows whose norm is not 1 (tolerance 1e-3)."""
+  """Rows of ``X`` must have norm 1 (tolerance 1e-3; NaN rows fail).
+
+  Concrete ``X``: raises ``ValueError``, returns None. Traced ``X``: returns a flag.
+  """
   if not is_concrete(X):
-    return
+    norms = jnp.linalg.norm(X, axis=-1)
+    return traced_check(jnp.abs(norms - 1.0) <= _UNIT_TOL,
+                        f"{name} must have unit-norm rows (tolerance {_UNIT_TOL})")
   norms = np.linalg.norm(np.asarray(X, dtype=np.float64), axis=-1)
-  bad = np.abs(norms - 1.0) > _UNIT_TOL
+  bad = ~(np.abs(norms - 1.0) <= _UNIT_TOL)
   if bad.any():
     i = int(np.argmax(bad))
     raise ValueError(
         f"{name} must have unit-norm rows (the margin is defined for unit embeddings); row {i} "
         f"has norm {norms[i]:.6g}. Pass normalize=True to normalise the rows first.")
+  return None
 
 
 def check_nonzero_rows(X, *, name):
+  """Rows of ``X`` must be finite and nonzero (flag under jit, ``ValueError`` eagerly)."""
   if not is_concrete(X):
-    return
+    norms = jnp.linalg.norm(X, axis=-1)
+    return traced_check(jnp.isfinite(norms) & (norms > 0),
+                        f"{name} must have finite, nonzero rows to be normalised")
   norms = np.linalg.norm(np.asarray(X, dtype=np.float64), axis=-1)
-  if (norms == 0).any():
-    i = int(np.argmax(norms == 0))
-    raise ValueError(f"{name} has an all-zero row ({i}), which cannot be normalised to unit norm.")
+  if not (np.isfinite(norms) & (norms > 0)).all():
+    i = int(np.argmax(~(np.isfinite(norms) & (norms > 0))))
+    raise ValueError(f"{name} has an all-zero row or a non-finite row ({i}), which cannot be "
+                     f"normalised to unit norm.")
+  return None
 
 
 def normalize_rows(X):

@@ -1,14 +1,26 @@
-"""Distances between two feature sets: Fréchet distance and KID."""
+"""Distances between two feature sets: Fréchet distance and KID.
+
+Bad input (policy in :mod:`jaxpapers.core.validation`): shapes and static options are checked
+at trace time; non-finite features or moments raise ``ValueError`` on concrete data and give
+NaN under ``jax.jit``.
+"""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
+from jaxpapers.core import validation as V
+
+
+def _finite(name, *xs):
+  return V.check_values(jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in xs])),
+                        f"{name} must be finite (no NaN or inf)")
+
 
 def _check_features(a: jax.Array, b: jax.Array):
-  a = jnp.asarray(a)
-  b = jnp.asarray(b)
+  a = V.check_array(a, "feats_a", dtype="real")
+  b = V.check_array(b, "feats_b", dtype="real")
   if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
     raise ValueError(
         "feats_a and feats_b must have shapes [N, D] and [M, D] with the same D; got "
@@ -36,16 +48,21 @@ def frechet_distance_from_moments(mu1, sigma1, mu2, sigma2) -> jax.Array:
   never produces complex values from round-off. Use float64
   (``jax.experimental.enable_x64``) for features of high dimension.
   """
-  mu1, mu2, sigma1, sigma2 = map(jnp.asarray, (mu1, mu2, sigma1, sigma2))
+  mu1, mu2, sigma1, sigma2 = (V.check_array(x, n, dtype="real") for x, n in (
+      (mu1, "mu1"), (mu2, "mu2"), (sigma1, "sigma1"), (sigma2, "sigma2")))
   if mu1.shape != mu2.shape or mu1.ndim != 1:
     raise ValueError(f"mu1 and mu2 must be vectors of the same length; got {mu1.shape}, {mu2.shape}")
   d = mu1.shape[0]
   if sigma1.shape != (d, d) or sigma2.shape != (d, d):
     raise ValueError(f"sigma1 and sigma2 must have shape {(d, d)}; got {sigma1.shape}, {sigma2.shape}")
+  if d == 0:
+    raise ValueError("mu1 and mu2 must have at least one dimension")
+  ok = _finite("mu1, mu2, sigma1 and sigma2", mu1, mu2, sigma1, sigma2)
   s1_half = _sqrt_psd(sigma1)
   cross = _sqrt_psd(s1_half @ sigma2 @ s1_half)
   diff = mu1 - mu2
-  return jnp.maximum(diff @ diff + jnp.trace(sigma1) + jnp.trace(sigma2) - 2 * jnp.trace(cross), 0.0)
+  return V.poison(jnp.maximum(
+      diff @ diff + jnp.trace(sigma1) + jnp.trace(sigma2) - 2 * jnp.trace(cross), 0.0), ok)
 
 
 def frechet_distance(feats_a: jax.Array, feats_b: jax.Array) -> jax.Array:
@@ -55,6 +72,8 @@ def frechet_distance(feats_a: jax.Array, feats_b: jax.Array) -> jax.Array:
   :func:`frechet_distance_from_moments` is applied.
   """
   a, b = _check_features(feats_a, feats_b)
+  ok = _finite("feats_a and feats_b", a, b)
+  a, b = V.poison((a, b), ok)
   return frechet_distance_from_moments(a.mean(0), jnp.cov(a, rowvar=False),
                                        b.mean(0), jnp.cov(b, rowvar=False))
 
@@ -87,13 +106,16 @@ def kernel_inception_distance(
   "Demystifying MMD GANs", arXiv:1801.01401.
   """
   a, b = _check_features(feats_a, feats_b)
+  degree = V.check_int(degree, "degree", min_value=1)
+  coef0 = V.check_float(coef0, "coef0")
+  num_subsets = V.check_int(num_subsets, "num_subsets", min_value=0)
+  ok = _finite("feats_a and feats_b", a, b)
   if num_subsets == 0:
-    return _unbiased_mmd2(a, b, degree, coef0)
+    return V.poison(_unbiased_mmd2(a, b, degree, coef0), ok)
   if key is None:
     raise ValueError("key is required when num_subsets > 0")
+  subset_size = V.check_int(subset_size, "subset_size", min_value=2)
   size = min(subset_size, a.shape[0], b.shape[0])
-  if size < 2:
-    raise ValueError(f"subset_size must be >= 2, got {subset_size}")
 
   def one(k):
     ka, kb = jax.random.split(k)
@@ -101,4 +123,4 @@ def kernel_inception_distance(
     ib = jax.random.choice(kb, b.shape[0], (size,), replace=False)
     return _unbiased_mmd2(a[ia], b[ib], degree, coef0)
 
-  return jax.vmap(one)(jax.random.split(key, num_subsets)).mean()
+  return V.poison(jax.vmap(one)(jax.random.split(key, num_subsets)).mean(), ok)

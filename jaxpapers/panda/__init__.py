@@ -13,12 +13,11 @@ GeDi-HNN, Fiorini et al., "Let There Be Direction in Hypergraph Neural Networks"
 from jaxpapers.panda._models import (ABLATIONS, PandaGeDi, PandaHGNN, PandaHyperGCN,
                                      PandaPhenomNN, make_model)
 from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, StageAux, stage_priors
-from jaxpapers.panda._train import (FAST_COMPILE, TRACE_COUNTS, best_val_test, eval_step, fit, init,
-                                    make_trainer, train_step)
+from jaxpapers.panda._train import (FAST_COMPILE, best_val_test, eval_step, fit, init, make_trainer,
+                                    sweep_fns, train_step)
 
 __all__ = [
     "ABLATIONS", "PandaGeDi", "PandaHGNN", "PandaHyperGCN", "PandaPhenomNN", "make_model",
-    "PandaConfig", "PandaLayer", "PandaStage", "StageAux", "stage_priors", "TRACE_COUNTS",
-    "FAST_COMPILE",
-    "best_val_test", "eval_step", "fit", "init", "make_trainer", "train_step",
+    "PandaConfig", "PandaLayer", "PandaStage", "StageAux", "stage_priors", "FAST_COMPILE",
+    "best_val_test", "eval_step", "fit", "init", "make_trainer", "sweep_fns", "train_step",
 ]

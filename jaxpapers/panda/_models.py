@@ -18,6 +18,27 @@ from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, stage_pr
 
 __all__ = ["PandaGeDi", "PandaHGNN", "PandaHyperGCN", "PandaPhenomNN", "make_model", "ABLATIONS"]
 
+def _check_data(data, in_features: int):
+  """``data`` is a HypergraphData with ``in_features`` node features (trace-time check)."""
+  if not isinstance(data, hg.HypergraphData):
+    raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
+  if data.x.ndim != 2 or data.x.shape[1] != in_features:
+    raise ValueError(f"data.x has shape {tuple(data.x.shape)}, but the model was built for "
+                     f"in_features={in_features} ([num_nodes, {in_features}])")
+
+
+def _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout):
+  if not isinstance(cfg, PandaConfig):
+    raise TypeError(f"cfg must be a PandaConfig, got {type(cfg).__name__}")
+  for nm, v in (("in_features", in_features), ("num_classes", num_classes), ("hidden", hidden),
+                ("num_layers", num_layers)):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+      raise ValueError(f"{nm} must be an int >= 1, got {v!r}")
+  if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) \
+      or not 0.0 <= dropout < 1.0:
+    raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
+
+
 # ablation name -> PandaConfig overrides [code]
 ABLATIONS = {
     "panda": {},
@@ -36,6 +57,8 @@ class PandaGeDi(nnx.Module):
   def __init__(self, in_features: int, num_classes: int, cfg: PandaConfig = PandaConfig(), *,
                hidden: int = 64, num_layers: int = 1, dropout: float = 0.5, i_complex: bool = True,
                rngs: nnx.Rngs):
+    _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
+    self.in_features = in_features
     dims = [in_features] + [hidden] * num_layers
     self.layers = nnx.List([PandaLayer(a, b, cfg, complex_features=True, i_complex=i_complex,
                                        rngs=rngs) for a, b in zip(dims, dims[1:])])
@@ -44,6 +67,7 @@ class PandaGeDi(nnx.Module):
 
   def __call__(self, data: hg.HypergraphData, *, deterministic: bool = True, rngs=None,
                return_aux: bool = False):
+    _check_data(data, self.in_features)
     inc = data.incidence
     priors = stage_priors(inc, "sym")
     x, hyp, auxes = (data.x, None), None, []
@@ -64,6 +88,8 @@ class PandaHGNN(nnx.Module):
 
   def __init__(self, in_features: int, num_classes: int, cfg: PandaConfig = PandaConfig(), *,
                hidden: int = 64, num_layers: int = 1, dropout: float = 0.5, rngs: nnx.Rngs):
+    _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
+    self.in_features = in_features
     dims = [in_features] + [hidden] * num_layers
     self.layers = nnx.List([PandaLayer(a, b, cfg, rngs=rngs) for a, b in zip(dims, dims[1:])])
     self.drop = nnx.Dropout(dropout)
@@ -71,6 +97,7 @@ class PandaHGNN(nnx.Module):
 
   def __call__(self, data: hg.HypergraphData, *, deterministic: bool = True, rngs=None,
                return_aux: bool = False):
+    _check_data(data, self.in_features)
     inc = data.incidence
     priors = stage_priors(inc, "sym")
     x, hyp, auxes = data.x, None, []
@@ -96,6 +123,8 @@ class PandaHyperGCN(nnx.Module):
   def __init__(self, in_features: int, num_classes: int, cfg: PandaConfig = PandaConfig(), *,
                hidden: int = 64, num_layers: int = 1, dropout: float = 0.5, mediators: bool = True,
                rngs: nnx.Rngs):
+    _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
+    self.in_features = in_features
     if hidden % cfg.heads:
       raise ValueError(f"hidden={hidden} must be divisible by heads={cfg.heads}")
     cfg = dataclasses.replace(cfg, att_version="v1")
@@ -112,6 +141,7 @@ class PandaHyperGCN(nnx.Module):
 
   def __call__(self, data: hg.HypergraphData, *, deterministic: bool = True, rngs=None,
                return_aux: bool = False):
+    _check_data(data, self.in_features)
     inc, n = data.incidence, data.num_nodes
     x, auxes = data.x, []
     for l in range(len(self.stages)):
@@ -149,6 +179,8 @@ class PandaPhenomNN(nnx.Module):
   def __init__(self, in_features: int, num_classes: int, cfg: PandaConfig = PandaConfig(), *,
                hidden: int = 64, num_layers: int = 1, dropout: float = 0.5, lam0: float = 10.0,
                lam1: float = 10.0, num_steps: int = 4, rngs: nnx.Rngs):
+    _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
+    self.in_features = in_features
     del num_layers
     self.lam0, self.lam1, self.heads = float(lam0), float(lam1), cfg.heads
     self.inp = nnx.Linear(in_features, hidden, rngs=rngs)
@@ -159,6 +191,7 @@ class PandaPhenomNN(nnx.Module):
 
   def __call__(self, data: hg.HypergraphData, *, deterministic: bool = True, rngs=None,
                return_aux: bool = False):
+    _check_data(data, self.in_features)
     inc, n = data.incidence, data.num_nodes
     y0 = jax.nn.relu(self.inp(self.drop(data.x, deterministic=deterministic, rngs=rngs)))
     priors = stage_priors(inc, "phenom")
@@ -194,7 +227,7 @@ def make_model(backbone: str, cfg: PandaConfig | None, *, in_features: int, num_
   ``backbone`` is one of ``'gedi'``, ``'hgnn'``, ``'hypergcn'``, ``'phenomnn'``; ``kwargs`` go to
   the model (hidden, num_layers, dropout, backbone-specific options).
   """
-  if backbone not in _PANDA:
+  if not isinstance(backbone, str) or backbone not in _PANDA:
     raise ValueError(f"backbone must be one of {sorted(_PANDA)}, got {backbone!r}")
   if cfg is None:
     return hg.BACKBONES[backbone](in_features, num_classes, rngs=rngs, **kwargs)

@@ -65,12 +65,21 @@ class PandaConfig:
   recv_init: str = "prior"
 
   def __post_init__(self):
-    if self.heads <= 0:
-      raise ValueError(f"heads must be positive, got {self.heads}")
-    if not (self.mix in _MIX or self.mix.startswith("fixed:")):
+    for nm in ("heads", "mix_hidden", "aux_dim"):
+      v = getattr(self, nm)
+      if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise ValueError(f"{nm} must be a positive int, got {v!r}")
+    if not isinstance(self.mix, str) or not (self.mix in _MIX or self.mix.startswith("fixed:")):
       raise ValueError(f"mix must be one of {_MIX} or 'fixed:<w_prior>', got {self.mix!r}")
+    if isinstance(self.att_dropout, bool) or not isinstance(self.att_dropout, (int, float)) \
+        or not 0.0 <= self.att_dropout < 1.0:
+      raise ValueError(f"att_dropout must be a float in [0, 1), got {self.att_dropout!r}")
     if self.mix.startswith("fixed:"):
-      w = float(self.mix.split(":", 1)[1])
+      try:
+        w = float(self.mix.split(":", 1)[1])
+      except ValueError:
+        raise ValueError(f"mix='fixed:<w_prior>' needs a number in [0, 1] after 'fixed:', got "
+                         f"{self.mix!r}") from None
       if not 0.0 <= w <= 1.0:
         raise ValueError(f"fixed prior weight must lie in [0, 1], got {w}")
     if self.att_version not in ("v1", "v2"):
@@ -118,6 +127,11 @@ class PandaStage(nnx.Module):
 
   def __init__(self, channels: int, cfg: PandaConfig, *, complex_features: bool = False,
                aux_linear: bool = False, rngs: nnx.Rngs):
+    if not isinstance(cfg, PandaConfig):
+      raise TypeError(f"cfg must be a PandaConfig, got {type(cfg).__name__}")
+    if isinstance(channels, bool) or not isinstance(channels, int) or channels <= 0:
+      raise ValueError(f"channels must be a positive int, got {channels!r}")
+    self.channels = channels
     h, c = cfg.heads, channels
     a_in = 2 * c if complex_features else c
     self.cfg, self.complex, self.aux_linear = cfg, complex_features, aux_linear
@@ -161,9 +175,22 @@ class PandaStage(nnx.Module):
       ``(y, StageAux)`` with ``y = (re, im)`` of shape ``[R, H, C]``.
     """
     cfg = self.cfg
+    if not isinstance(x_send, tuple) or len(x_send) != 2:
+      raise TypeError("x_send must be a pair (re, im) (im None for real features)")
     xr, xi = x_send
     if (xi is not None) != self.complex:
       raise ValueError(f"x_send must be {'complex (re, im)' if self.complex else 'real (re, None)'}")
+    want = (cfg.heads, self.channels)
+    for nm, a in (("x_send", xr), ("z_recv", None if z_recv is None else z_recv[0])):
+      if a is not None and (jnp.ndim(a) != 3 or tuple(jnp.shape(a)[1:]) != want):
+        raise ValueError(f"{nm} must have shape [N, heads={want[0]}, channels={want[1]}], got "
+                         f"{jnp.shape(a)}")
+    p_len = jnp.shape(send_idx)[0] if jnp.ndim(send_idx) == 1 else None
+    if p_len is None or jnp.shape(recv_idx) != (p_len,) or jnp.shape(prior) != (p_len,):
+      raise ValueError(f"send_idx, recv_idx and prior must be 1-D of one length P, got "
+                       f"{jnp.shape(send_idx)}, {jnp.shape(recv_idx)}, {jnp.shape(prior)}")
+    if isinstance(num_recv, bool) or not isinstance(num_recv, int) or num_recv < 1:
+      raise ValueError(f"num_recv must be a positive int, got {num_recv!r}")
     seg = lambda a: jax.ops.segment_sum(a, recv_idx, num_recv, indices_are_sorted=recv_sorted)
     if phase is None:
       pr, pi = jnp.ones_like(prior), None
@@ -252,10 +279,12 @@ def stage_priors(inc: hg.Incidence, kind: str = "sym"):
   ``d_u^{-1/2} delta_e^{-1} d_v^{-1/2}``. ``'phenom'``: PhenomNN's ``A_gamma`` normalisation with
   ``d^_v = d_v + 1`` (its self-loop term is kept outside the stages).
   """
-  dv = inc.deg_node + (1.0 if kind == "phenom" else 0.0)
-  c = hg.inv_sqrt(dv)[inc.node] * hg.inv_sqrt(inc.deg_edge)[inc.edge]
   if kind not in ("sym", "phenom"):
     raise ValueError(f"kind must be 'sym' or 'phenom', got {kind!r}")
+  if not isinstance(inc, hg.Incidence):
+    raise TypeError(f"inc must be an Incidence, got {type(inc).__name__}")
+  dv = inc.deg_node + (1.0 if kind == "phenom" else 0.0)
+  c = hg.inv_sqrt(dv)[inc.node] * hg.inv_sqrt(inc.deg_edge)[inc.edge]
   return c, c
 
 
@@ -282,8 +311,14 @@ class PandaLayer(nnx.Module):
   def __init__(self, in_features: int, out_features: int, cfg: PandaConfig, *,
                complex_features: bool = False, use_res: bool = True, i_complex: bool = False,
                rngs: nnx.Rngs):
+    if not isinstance(cfg, PandaConfig):
+      raise TypeError(f"cfg must be a PandaConfig, got {type(cfg).__name__}")
+    for nm, v in (("in_features", in_features), ("out_features", out_features)):
+      if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+        raise ValueError(f"{nm} must be a positive int, got {v!r}")
     if out_features % cfg.heads:
       raise ValueError(f"out_features={out_features} must be divisible by heads={cfg.heads}")
+    self.in_features = in_features
     self.cfg, self.complex, self.i_complex = cfg, complex_features, i_complex
     self.out = out_features
     self.w_u = nnx.Linear(in_features, out_features, use_bias=False, rngs=rngs)
@@ -299,7 +334,16 @@ class PandaLayer(nnx.Module):
 
     Returns ``((re, im) [n, out], hyp (re, im) [m, H, C], (aux1, aux2))``.
     """
+    if not isinstance(x, tuple) or len(x) != 2:
+      raise TypeError("x must be a pair (re, im) (im None for real features)")
+    if not isinstance(inc, hg.Incidence):
+      raise TypeError(f"inc must be an Incidence, got {type(inc).__name__}")
     xr, xi = x
+    want = (inc.num_nodes, self.in_features)
+    for nm, a in (("x re", xr), ("x im", xi)):
+      if a is not None and tuple(jnp.shape(a)) != want:
+        raise ValueError(f"{nm} must have shape [num_nodes, in_features] = {want}, got "
+                         f"{tuple(jnp.shape(a))}")
     n, m, h = inc.num_nodes, inc.num_edges, self.cfg.heads
     shp = lambda a: None if a is None else a.reshape(a.shape[0], h, -1)
     ur, ui = self.w_u(xr), (None if xi is None else self.w_u(xi))

@@ -1,5 +1,9 @@
 """Pure full-batch training for hypergraph node classification (vmappable over runs).
 
+Grids of runs (splits x seeds x sweep points) train on the shared sweep engine
+(``jaxpapers.core.Sweep``): :func:`sweep_fns` gives the per-run functions, and
+:func:`make_trainer` wraps them in a vmapped, sharded, chunked trainer.
+
 Optimiser: Adam with *coupled* L2 weight decay as in PyTorch ``Adam(weight_decay=wd)``:
 ``g <- g + wd * theta`` before Adam (``optax.chain(add_decayed_weights(wd), adam(lr))``, not
 AdamW); ``lr`` and ``wd`` are traced, so a sweep over them reuses one compilation. The whole
@@ -18,18 +22,14 @@ import numpy as np
 import optax
 from flax import nnx
 
+from jaxpapers import core
 from jaxpapers import hypergraph as hg
 
-__all__ = ["init", "train_step", "eval_step", "make_trainer", "fit", "best_val_test", "TRACE_COUNTS",
+__all__ = ["init", "train_step", "eval_step", "sweep_fns", "make_trainer", "fit", "best_val_test",
            "FAST_COMPILE"]
 
 ModelFn = Callable[[nnx.Rngs], nnx.Module]
-TRACE_COUNTS: dict[str, int] = {}
 _ADAM = optax.scale_by_adam()
-
-
-def _count(name):
-  TRACE_COUNTS[name] = TRACE_COUNTS.get(name, 0) + 1
 
 
 def init(model_fn: ModelFn, key):
@@ -64,46 +64,70 @@ def _acc(logits, y, mask):
   return jnp.sum((logits.argmax(-1) == y) * mask) / jnp.maximum(mask.sum(), 1)
 
 
+def sweep_fns(model_fn: ModelFn):
+  """Per-run ``(init_fn, step_fn)`` of one training run for :class:`jaxpapers.core.Sweep`.
+
+  A run's hyperparameters are ``{'lr': [], 'wd': [], 'split': [] int}``; the
+  shared ``data`` is the :class:`~jaxpapers.hypergraph.HypergraphData`. The run
+  key is split into a parameter key and a dropout key (folded with the epoch).
+  Each step is one full-batch epoch followed by a deterministic evaluation; its
+  metrics are ``loss``, ``train_acc``, ``val_acc`` and ``test_acc`` (scalars).
+  The state is ``(params, rest, opt_state)``.
+  """
+
+  def graphdef():  # at trace time: the module structure (no parameters computed)
+    return nnx.split(nnx.eval_shape(lambda: model_fn(nnx.Rngs(params=0))), nnx.Param, ...)[0]
+
+  def init_fn(hp, key, data):
+    _, params, rest, opt_state = init(model_fn, jax.random.split(key)[0])
+    return params, rest, opt_state
+
+  def step_fn(state, hp, key, epoch, data):
+    params, rest, opt_state = state
+    gd = graphdef()
+    tr, va, te = (m[hp["split"]].astype(jnp.float32)
+                  for m in (data.train_mask, data.val_mask, data.test_mask))
+    dkey = jax.random.split(key)[1]
+    params, opt_state, loss = train_step(gd, params, rest, opt_state, data, tr,
+                                         jax.random.fold_in(dkey, epoch), hp["lr"], hp["wd"])
+    logits = eval_step(gd, params, rest, data)
+    out = dict(loss=loss, train_acc=_acc(logits, data.y, tr), val_acc=_acc(logits, data.y, va),
+               test_acc=_acc(logits, data.y, te))
+    return (params, rest, opt_state), out
+
+  return init_fn, step_fn
+
+
 # XLA's CPU backend spends most of a small graph model's wall time compiling; these options cut
 # compile time ~3-4x (measured on a tiny PANDA-HGNN) but generate slower code, which matters for
 # large graphs or long runs: pass fast_compile=False there (benchmarks/panda_perf.py --compare-opt).
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
-def make_trainer(model_fn: ModelFn, epochs: int, *, name: str = "trainer",
-                 fast_compile: bool = True):
+def make_trainer(model_fn: ModelFn, epochs: int, *, fast_compile: bool = True,
+                 chunk_size: int | None = None, mesh=None):
   """Returns ``run(data, keys[B], lrs[B], wds[B], splits[B]) -> dict of [B, epochs] arrays``.
 
-  ``run`` is jitted once per (model_fn, data shapes); B independent runs are vmapped. The dict
-  holds ``loss``, ``train_acc``, ``val_acc`` and ``test_acc`` per epoch. ``fast_compile`` passes
-  :data:`FAST_COMPILE` to XLA (only meaningful on CPU).
+  The B runs train on a :class:`jaxpapers.core.Sweep` (vmapped, sharded over the devices, in
+  ``lax.scan`` chunks of ``chunk_size`` epochs, default all); ``lr``, ``wd`` and ``split`` are
+  traced, so later calls with the same shapes reuse the compiled program. The dict holds
+  ``loss``, ``train_acc``, ``val_acc`` and ``test_acc`` per epoch (numpy). ``run`` also takes
+  ``checkpoint_dir=`` (an orbax checkpoint per chunk; a rerun resumes there).
+  ``fast_compile`` passes :data:`FAST_COMPILE` to XLA (only meaningful on CPU).
   """
-  if epochs <= 0:
-    raise ValueError(f"epochs must be positive, got {epochs}")
-
-  def one(data, key, lr, wd, split):
-    pkey, dkey = jax.random.split(key)
-    graphdef, params, rest, opt_state = init(model_fn, pkey)
-    tr, va, te = (m[split].astype(jnp.float32) for m in (data.train_mask, data.val_mask, data.test_mask))
-
-    def body(carry, epoch):
-      params, opt_state = carry
-      params, opt_state, loss = train_step(graphdef, params, rest, opt_state, data, tr,
-                                           jax.random.fold_in(dkey, epoch), lr, wd)
-      logits = eval_step(graphdef, params, rest, data)
-      out = dict(loss=loss, train_acc=_acc(logits, data.y, tr), val_acc=_acc(logits, data.y, va),
-                 test_acc=_acc(logits, data.y, te))
-      return (params, opt_state), out
-
-    _, hist = jax.lax.scan(body, (params, opt_state), jnp.arange(epochs))
-    return hist
-
-  def run(data, keys, lrs, wds, splits):
-    _count(name)
-    return jax.vmap(one, in_axes=(None, 0, 0, 0, 0))(data, keys, lrs, wds, splits)
-
+  if not isinstance(epochs, (int, np.integer)) or epochs <= 0:
+    raise ValueError(f"epochs must be a positive int, got {epochs!r}")
   opts = FAST_COMPILE if (fast_compile and jax.default_backend() == "cpu") else None
-  return jax.jit(run, compiler_options=opts)
+  engine = core.Sweep(*sweep_fns(model_fn), mesh=mesh, compiler_options=opts)
+
+  def run(data, keys, lrs, wds, splits, *, checkpoint_dir=None):
+    hp = {"lr": jnp.asarray(lrs, jnp.float32), "wd": jnp.asarray(wds, jnp.float32),
+          "split": jnp.asarray(splits, jnp.int32)}
+    res = engine.run(hp, keys, num_steps=int(epochs), chunk_size=chunk_size, data=data,
+                     checkpoint_dir=checkpoint_dir, show_progress=False)
+    return res.history
+
+  return run
 
 
 def best_val_test(hist) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -124,7 +148,7 @@ def fit(data: hg.HypergraphData, model_fn: ModelFn, *, epochs: int = 200, lr: fl
   if not 0 <= split < data.num_splits:
     raise ValueError(f"split must be in [0, {data.num_splits}), got {split}")
   t0 = time.perf_counter()
-  run = make_trainer(model_fn, epochs, name="fit")
+  run = make_trainer(model_fn, epochs)
   hist = run(data, jax.random.key(seed)[None], jnp.array([lr]), jnp.array([weight_decay]),
              jnp.array([split]))
   hist = jax.tree.map(np.asarray, hist)

@@ -64,8 +64,15 @@ def newton_schulz(x: jax.Array, ns_steps: int = 5, eps: float = 1e-7,
   Returns:
     ``[..., m, n]`` array in the dtype of ``x``.
   """
+  x = jnp.asarray(x)
   if x.ndim < 2:
     raise ValueError(f'newton_schulz needs a matrix; got shape {x.shape}.')
+  if not jnp.issubdtype(x.dtype, jnp.floating):
+    raise TypeError(f'newton_schulz needs a floating-point x; got {x.dtype}.')
+  if isinstance(ns_steps, bool) or not isinstance(ns_steps, int) or ns_steps < 0:
+    raise ValueError(f'`ns_steps` must be a non-negative int; got {ns_steps!r}.')
+  if len(coeffs) != 3:
+    raise ValueError(f'`coeffs` must be (a, b, c); got {coeffs!r}.')
   a, b, c = coeffs
   dtype = x.dtype
   x = x.astype(jnp.promote_types(dtype, jnp.float32))
@@ -92,6 +99,9 @@ def _as_tuple(a) -> tuple[int, ...]:
 
 def _to_matrix(x: jax.Array, dn: LmoDimensionNumbers):
   """Reshapes ``x`` to ``[batch, d_in, d_out]``; returns it and an inverse."""
+  for a in _as_tuple(dn.reduction_axis) + _as_tuple(dn.output_axis):
+    if not -x.ndim <= a < x.ndim:
+      raise ValueError(f'axis {a} of {dn} is out of range for a leaf of shape {x.shape}.')
   red = tuple(a % x.ndim for a in _as_tuple(dn.reduction_axis))
   out = tuple(a % x.ndim for a in _as_tuple(dn.output_axis))
   if set(red) & set(out):
@@ -133,6 +143,9 @@ def lmo_direction(g: jax.Array, norm: str, *, ns_steps: int = 5,
   """
   if norm not in NORMS:
     raise ValueError(f'`norm` must be one of {NORMS}; got {norm!r}.')
+  g = jnp.asarray(g)
+  if not jnp.issubdtype(g.dtype, jnp.floating):
+    raise TypeError(f'`g` must be a floating-point gradient; got {g.dtype}.')
   if norm == 'bias_rms':
     gf = g.astype(jnp.promote_types(g.dtype, jnp.float32))
     rms = jnp.sqrt(jnp.mean(jnp.square(gf)))

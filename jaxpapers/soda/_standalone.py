@@ -7,16 +7,33 @@ References:
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any, Callable, NamedTuple, Optional, Union
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from jaxpapers.soda import _lmo
 from jaxpapers.soda import _wrapper
 
 ScalarOrSchedule = Union[float, jax.Array, Callable[[jax.Array], jax.Array]]
+
+
+def _check_lr(learning_rate, name='learning_rate'):
+  """A static learning rate must be a finite number >= 0 (schedules are not checked)."""
+  if callable(learning_rate) or isinstance(learning_rate, jax.core.Tracer):
+    return
+  if isinstance(learning_rate, bool) or not isinstance(
+      learning_rate, (numbers.Real, jax.Array, np.ndarray)):
+    raise TypeError(f'`{name}` must be a float or a schedule; got {learning_rate!r}.')
+  if np.ndim(learning_rate) != 0:
+    raise ValueError(f'`{name}` must be a scalar; got shape {np.shape(learning_rate)}.')
+  v = float(learning_rate)
+  if not math.isfinite(v) or v < 0:
+    raise ValueError(f'`{name}` must be a finite number >= 0; got {learning_rate!r}.')
 
 
 def _value(v: ScalarOrSchedule, count: jax.Array) -> jax.Array:
@@ -64,6 +81,7 @@ def moda(
   References:
     Pethick et al., arXiv:2605.11172, 2026.
   """
+  _check_lr(learning_rate)
   base = optax.chain(
       _lmo.scale_by_optimistic_momentum(dual_momentum1, dual_momentum2),
       _lmo.scale_by_lmo(norm, ns_steps=ns_steps,
@@ -137,6 +155,7 @@ def soda_lmo(
   References:
     Pethick et al., arXiv:2605.11172, 2026.
   """
+  _check_lr(learning_rate)
   if (not callable(primal_extrapolation)
       and not 0.0 <= float(primal_extrapolation) <= 1.0):
     raise ValueError('`primal_extrapolation` must be in [0, 1] or a schedule; '
@@ -147,6 +166,7 @@ def soda_lmo(
                           dimension_numbers=dimension_numbers)
 
   def init_fn(params):
+    _wrapper.check_params(params)
     copy = lambda t: jax.tree.map(lambda p: jnp.array(p, copy=True), t)
     mstate = momentum.init(params)
     return SodaLmoState(
@@ -156,6 +176,8 @@ def soda_lmo(
   def update_fn(updates, state, params=None):
     if params is None:
       raise ValueError(_wrapper.NO_PARAMS_MSG)
+    _wrapper.check_params(params)
+    _wrapper.check_same_tree(updates, params)
     k = state.count
     first = k == 0
     mbar, mstate = momentum.update(
@@ -239,6 +261,7 @@ def soda_adamw(learning_rate: ScalarOrSchedule, b1: float = 0.9,
                mu_dtype: Any = None, anchor: str = 'init',
                mask: _wrapper.MaskOrFn = None, start_step: int = 0
                ) -> optax.GradientTransformationExtraArgs:
+  _check_lr(learning_rate)
   return _wrapper.soda(
       optax.adamw(learning_rate, b1, b2, eps, mu_dtype=mu_dtype,
                   weight_decay=0.0),
@@ -250,6 +273,7 @@ def soda_nadam(learning_rate: ScalarOrSchedule, b1: float = 0.9,
                mu_dtype: Any = None, anchor: str = 'init',
                mask: _wrapper.MaskOrFn = None, start_step: int = 0
                ) -> optax.GradientTransformationExtraArgs:
+  _check_lr(learning_rate)
   return _wrapper.soda(
       optax.nadamw(learning_rate, b1, b2, eps, mu_dtype=mu_dtype,
                    weight_decay=0.0),
@@ -260,6 +284,7 @@ def soda_lion(learning_rate: ScalarOrSchedule, b1: float = 0.9,
               b2: float = 0.99, *, mu_dtype: Any = None, anchor: str = 'init',
               mask: _wrapper.MaskOrFn = None, start_step: int = 0
               ) -> optax.GradientTransformationExtraArgs:
+  _check_lr(learning_rate)
   return _wrapper.soda(
       optax.lion(learning_rate, b1, b2, mu_dtype=mu_dtype, weight_decay=0.0),
       anchor=anchor, mask=mask, start_step=start_step)
@@ -272,6 +297,7 @@ def soda_muon(learning_rate: ScalarOrSchedule, *, beta: float = 0.95,
               muon_weight_dimension_numbers: Any = None,
               anchor: str = 'init', mask: _wrapper.MaskOrFn = None,
               start_step: int = 0) -> optax.GradientTransformationExtraArgs:
+  _check_lr(learning_rate)
   return _wrapper.soda(
       optax.contrib.muon(
           learning_rate, ns_steps=ns_steps, beta=beta, weight_decay=0.0,

@@ -76,6 +76,36 @@ def expand_mask(mask: MaskOrFn, params: optax.Params) -> Any:
   return jax.tree.map(bool, expanded)
 
 
+def check_params(params: Any, name: str = 'params') -> None:
+  """Every array leaf of ``params`` must be floating point (integer weights cannot train)."""
+  for path, p in jax.tree_util.tree_leaves_with_path(params, is_leaf=_is_masked_node):
+    if _is_masked_node(p):
+      continue
+    dt = jnp.result_type(p)
+    if not jnp.issubdtype(dt, jnp.floating):
+      raise TypeError(
+          f'{name}{jax.tree_util.keystr(path)} has dtype {dt}; SODA needs floating-point '
+          'parameters (integer parameters would get all-zero updates).')
+
+
+def check_same_tree(updates: Any, params: Any) -> None:
+  """``updates`` (gradients) and ``params`` must have one structure and matching shapes."""
+  t_u = jax.tree.structure(updates, is_leaf=_is_masked_node)
+  t_p = jax.tree.structure(params, is_leaf=_is_masked_node)
+  if t_u != t_p:
+    raise ValueError(
+        'updates (gradients) and params must have the same pytree structure; got '
+        f'updates {t_u} and params {t_p}.')
+  for (path, u), p in zip(jax.tree_util.tree_leaves_with_path(updates, is_leaf=_is_masked_node),
+                          jax.tree.leaves(params, is_leaf=_is_masked_node)):
+    if _is_masked_node(u) or _is_masked_node(p):
+      continue
+    if jnp.shape(u) != jnp.shape(p):
+      raise ValueError(
+          f'updates{jax.tree_util.keystr(path)} has shape {jnp.shape(u)} but the parameter '
+          f'has shape {jnp.shape(p)}.')
+
+
 def _compute_dtype(dtype) -> jnp.dtype:
   """float32, or float64 for float64 parameters."""
   return jnp.promote_types(dtype, jnp.float32)
@@ -146,6 +176,11 @@ def soda(
       during a warmup); the count keeps running, so the first wrapped step
       uses the coefficient ``1/(start_step+2)``, as in the reference code.
 
+  Bad input: ``init`` and ``update`` raise ``TypeError`` for integer
+  parameters and ``update`` raises ``ValueError`` when the gradients'
+  structure or shapes differ from the parameters' (trace-time checks, also
+  under ``jax.jit``). NaN gradients give NaN updates (never a silent zero).
+
   Returns:
     An :class:`optax.GradientTransformationExtraArgs` with state
     :class:`SodaState`. ``update`` requires ``params`` and returns updates
@@ -185,6 +220,7 @@ def soda(
     return expand_mask(mask, params)
 
   def init_fn(params):
+    check_params(params)
     if not jax.tree.leaves(params):
       # No array leaves (e.g. the placeholder of optax.tree.map_params): keep
       # the params structure so that the anchor is recognised as params-like.
@@ -203,6 +239,8 @@ def soda(
   def update_fn(updates, state, params=None, **extra_args):
     if params is None:
       raise ValueError(NO_PARAMS_MSG)
+    check_params(params)
+    check_same_tree(updates, params)
     u, inner_state = base.update(
         updates, state.inner_state, params, **extra_args)
     count = state.count

@@ -89,3 +89,70 @@ def test_resolve_data_dir_order(tmp_path, monkeypatch):
   msg = str(err.value)
   assert "data_dir argument" in msg and "JAXPAPERS_DATA_DIR" in msg and "../shared/data" in msg
   assert core.resolve_data_dir(None, subdir="missing_set", required=False) is None
+
+
+def test_results_claims_commit_and_command(tmp_path, monkeypatch):
+  cfg = ml_collections.ConfigDict({"lr": 0.1, "claims": (
+      dict(id="acc", statement="accuracy above 0.8", metric="acc", held=0.8, partly=0.5),
+      dict(id="loss", statement="loss below 0.1", metric="loss", direction="lower", held=0.1),
+  )})
+  monkeypatch.setattr("sys.argv", ["/x/experiments/demo/main.py", "--config=c.py", "--workdir=w d"])
+  path = core.write_results(tmp_path, metrics={"acc": np.float32(0.75)}, config=cfg)
+  rec = json.loads(path.read_text())
+  assert [c["verdict"] for c in rec["claims"]] == ["partly", "inconclusive"]
+  assert rec["claims"][0]["measured"] == 0.75 and "missing" in rec["claims"][1]["reason"]
+  assert rec["config"]["claims"][0]["id"] == "acc"
+  # Run under pytest: __main__ is pytest's module, so the command is 'python -m pytest ...'.
+  assert rec["command"] == "python -m pytest --config=c.py '--workdir=w d'"
+  git = rec["git"]
+  assert git is None or (len(git["commit"]) == 40 and isinstance(git["dirty"], bool))
+  # claims passed explicitly win; issue_verdicts=False records values without verdicts
+  path = core.write_results(tmp_path, metrics={"acc": 0.9}, config={"lr": 0.1},
+                            claims=cfg.claims[:1], issue_verdicts=False)
+  rec = json.loads(path.read_text())
+  assert rec["claims"][0]["verdict"] is None and rec["claims"][0]["measured"] == 0.9
+  path = core.write_results(tmp_path, metrics={}, config={"issue_verdicts": False, "claims": ()})
+  assert json.loads(path.read_text())["claims"] == []
+  # a malformed claim is recorded as an error; the finished run's results are still written
+  path = core.write_results(tmp_path, metrics={"acc": 1.0}, config={},
+                            claims=[dict(id="x", statement="s", metric="acc", held="high")])
+  rec = json.loads(path.read_text())
+  assert rec["metrics"] == {"acc": 1.0}
+  assert "held must be a real number" in rec["claims"][0]["error"]
+  assert "held must be a real number" in core.claims_table(rec["claims"], measured_in="c")
+
+
+def test_command_line_script_and_module(monkeypatch):
+  import types
+  monkeypatch.setitem(__import__("sys").modules, "__main__", types.SimpleNamespace(__spec__=None))
+  assert core.command_line(["bench.py", "--n=3"]) == "python bench.py --n=3"
+  spec = types.SimpleNamespace(name="experiments.soda.main")
+  monkeypatch.setitem(__import__("sys").modules, "__main__", types.SimpleNamespace(__spec__=spec))
+  assert core.command_line(["/abs/experiments/soda/main.py", "--workdir=x"]) == (
+      "python -m experiments.soda.main --workdir=x")
+
+
+def test_git_info_outside_a_checkout(tmp_path):
+  assert core.git_info(tmp_path) is None  # never an error
+  assert core.git_info(tmp_path / "missing" / "file.txt") is None
+
+
+def test_only_process_zero_writes(tmp_path, monkeypatch):
+  monkeypatch.setattr(jax, "process_index", lambda: 1)
+  fig, _ = plt.subplots()
+  assert core.save_figure(fig, tmp_path / "p", "curve") is None
+  assert core.write_results(tmp_path / "p", metrics={}, config={}) is None
+  assert not (tmp_path / "p").exists()
+  assert not plt.get_fignums() or fig.number not in plt.get_fignums()  # closed anyway
+
+
+def test_results_through_epath(tmp_path):
+  from etils import epath
+  wd = epath.Path(tmp_path) / "nested" / "run"
+  fig, ax = plt.subplots()
+  ax.plot([0, 1])
+  png = core.save_figure(fig, wd, "c")
+  assert isinstance(png, epath.Path) and png.read_bytes()[:4] == b"\x89PNG"
+  path = core.write_results(str(wd), metrics={"x": 1}, config={})
+  assert core.read_results(wd)["plots"] == ["c.png"]
+  assert not list(wd.glob("*.tmp")) and path.name == "results.json"

@@ -6,6 +6,7 @@ import pytest
 
 from experiments.panda import train
 from experiments.panda.configs import smoke
+from jaxpapers import core
 from tests.notebook_util import run_notebook
 
 
@@ -28,8 +29,19 @@ def test_smoke_experiment_writes_results(tmp_path):
   cfg.report_only = True
   merged = train.train_and_evaluate(cfg, merged_dir)
   assert merged["per_cell"] == metrics["per_cell"]
-  assert json.loads((merged_dir / "cells.json").read_text()) == json.loads(
-      (tmp_path / "cells.json").read_text())
+  cells = core.CellStore(tmp_path / "cells").to_dict()
+  assert len(cells) == len(cfg.backbones) * len(cfg.arms)
+  assert core.CellStore(merged_dir / "cells").to_dict() == cells
+  # a folder holding a single cells.json (as the committed results/ do) merges too
+  legacy = tmp_path / "legacy"
+  legacy.mkdir()
+  (legacy / "cells.json").write_text(json.dumps(cells))
+  cfg.merge_cells_from = (str(legacy),)
+  assert train.train_and_evaluate(cfg, tmp_path / "merged2")["per_cell"] == metrics["per_cell"]
+  assert core.CellStore(tmp_path / "merged2" / "cells").to_dict() == cells
+  # and such a folder, used as the workdir itself, resumes from its cells.json
+  cfg.merge_cells_from = ()
+  assert train.train_and_evaluate(cfg, legacy)["per_cell"] == metrics["per_cell"]
   cfg.merge_cells_from = (str(tmp_path / "nowhere"),)
   with pytest.raises(FileNotFoundError, match="nowhere"):
     train.train_and_evaluate(cfg, merged_dir)

@@ -23,7 +23,9 @@ def test_smoke_run_writes_results_and_resumes(tmp_path):
     assert 0.0 <= r['metric'] <= 1.0
   lm_rows = record['metrics']['lm']['rows']
   assert all(np.isfinite(r['metric']) and r['metric'] < 9.0 for r in lm_rows)
-  # Rerun on the same workdir: every (task, horizon, group) is read back.
+  # Every (task, horizon, group) is a stored cell; a rerun on the same workdir reads them back.
+  assert sorted(p.name for p in (tmp_path / 'cells').glob('*.json')) == [
+      'digits%2FT60%2Fadam.json', 'lm%2FT20%2Fadam.json']
   again = train.train_and_evaluate(config, str(tmp_path))
   assert again['digits']['rows'] == metrics['digits']['rows']
 

@@ -30,4 +30,5 @@ def get_config():
   c.mmd_dual_steps = (2,)
   c.mmd_train_steps = 3
   c.grid_samples = 8
+  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c

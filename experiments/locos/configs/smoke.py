@@ -22,4 +22,5 @@ def get_config():
   c.real.ks = (1, 5)
   c.real.num_random = 1
   c.real.batch_size = 4
+  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c

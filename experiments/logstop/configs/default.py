@@ -38,4 +38,34 @@ def get_config():
   c.max_len = 12
   c.plant_prob = 0.6
   c.retrieval_windows = (1, 2)
+  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
+  c.claims = CLAIMS
   return c
+
+
+_TIE = ("a difference above -0.02 counts as matching (about 2 standard errors of a balanced "
+        "accuracy over 16 x 128 sequences)")
+
+CLAIMS = (
+    dict(id="matching_vs_temporal_logic",
+         statement="LogSTOP matches or improves over temporal-logic baselines in query matching",
+         paper_text="matching or improving over temporal-logic baselines",
+         metric="matching/best_logstop_minus_best_baseline", direction="higher", held=-0.02,
+         fmt="+.3f",
+         baselines={"mean score (adaptive)": "matching/overall.mean score (adaptive)",
+                    "Boolean LTLf": "matching/overall.Boolean LTLf (p>=0.5)"},
+         note="best LogSTOP window minus best baseline, balanced accuracy; " + _TIE),
+    dict(id="retrieval_vs_temporal_logic",
+         statement="LogSTOP segment-max matches or improves over temporal-logic baselines in "
+                   "retrieval",
+         paper_text="matching or improving over temporal-logic baselines",
+         metric="retrieval/best_logstop_minus_best_baseline_mAP", direction="higher",
+         held=-0.02, fmt="+.3f",
+         baselines={"mean score mAP": "retrieval/overall.mean score.mAP",
+                    "max per-frame product mAP": "retrieval/overall.max per-frame product.mAP"},
+         note="best LogSTOP arm minus best baseline arm, mAP; the same -0.02 tie band"),
+    dict(id="beats_lvlms",
+         statement="LogSTOP beats large vision/audio language models by >= 16% on matching",
+         paper_text=">= 16% over LVLMs / ALMs",
+         note="no LVLM or ALM runs offline"),
+)

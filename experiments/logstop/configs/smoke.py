@@ -20,4 +20,5 @@ def get_config():
   c.db_size = 32
   c.db_T = 24
   c.retrieval_windows = (1,)
+  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c

@@ -15,8 +15,9 @@ paper's own run (GPT-2 small on FineWeb GPT-2 tokens, 5100 steps at
 experiment does not include.
 
 Expected hardware: one 80 GB GPU or a TPU v4-8 or larger; runs of one optimizer
-group are vmapped, so lower ``lm.batch_size`` or split the grid over several
-invocations if memory is short. Expected cost: about 1e19 FLOPs for the whole
+group are vmapped and sharded over all devices (``core.Sweep``), with an orbax
+checkpoint every 2000 steps, so a preempted cell resumes from there. Lower
+``lm.batch_size`` or split the grid over several invocations if memory is short. Expected cost: about 1e19 FLOPs for the whole
 grid (several GPU-days). The digits task is disabled.
 """
 
@@ -43,4 +44,5 @@ def get_config():
   lm.cooldown_frac = 0.28
   lm.val_windows = 512
   lm.chunk = 500
+  lm.checkpoint_every = 4    # an orbax checkpoint every 2000 steps inside each cell
   return config

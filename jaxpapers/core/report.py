@@ -1,0 +1,335 @@
+r"""Shared tables and standard plots for the experiments' results.
+
+Tables: :func:`markdown_table` (headers, rows, number formatting, ``mean ± std`` cells via
+:class:`MeanStd`) and :func:`claims_table` (claim -> paper -> measured -> verdict, from the
+``claims`` block that :func:`jaxpapers.core.write_results` writes).
+
+Plots (each returns a matplotlib figure; save it with :func:`jaxpapers.core.save_figure`):
+:func:`curves_plot` (curves with seed bands), :func:`grouped_bars` (grouped bars with error
+bars) and :func:`scaling_plot` (log-log axes with the fitted slope and its standard error in
+the legend, from :func:`fit_power_law`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from jaxpapers.core.claims import format_value
+
+
+@dataclasses.dataclass(frozen=True)
+class MeanStd:
+  """A ``mean ± std`` table cell.
+
+  Attributes:
+    mean: the mean.
+    std: the spread (std over seeds or a CI half-width); None prints the mean alone.
+    fmt: format spec of both numbers (e.g. ``'.3f'``).
+    scale: multiplies both (100 for percentages).
+    suffix: appended after the std (``'%'``).
+  """
+
+  mean: float
+  std: float | None = None
+  fmt: str = ".3f"
+  scale: float = 1.0
+  suffix: str = ""
+
+  def __str__(self) -> str:
+    if self.mean is None or (isinstance(self.mean, float) and math.isnan(self.mean)):
+      return "-"
+    m = format(self.scale * float(self.mean), self.fmt)
+    if self.std is None:
+      return m + self.suffix
+    return f"{m} ± {format(self.scale * float(self.std), self.fmt)}{self.suffix}"
+
+
+def format_cell(value: Any, fmt: str = ".3g") -> str:
+  """One table cell: None/NaN -> ``-``, bools and ints as is, other reals with ``fmt``."""
+  if value is None:
+    return "-"
+  if isinstance(value, (bool, np.bool_)):
+    return str(bool(value))
+  if isinstance(value, (numbers.Integral, np.integer)):
+    return str(int(value))
+  if isinstance(value, (numbers.Real, np.floating)):
+    v = float(value)
+    return "-" if math.isnan(v) else format(v, fmt)
+  return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
+                   fmt: str | Sequence[str] = ".3g") -> str:
+  """A GitHub markdown table.
+
+  Args:
+    headers: column titles.
+    rows: one sequence of cells per row, each as long as ``headers``; cells are strings,
+      numbers (formatted with ``fmt``), None (``-``) or :class:`MeanStd`.
+    fmt: one format spec for every number, or one per column.
+
+  Returns:
+    The table, lines joined by newlines, without a trailing newline.
+
+  Raises:
+    ValueError: if a row's length differs from the headers'.
+  """
+  fmts = [fmt] * len(headers) if isinstance(fmt, str) else list(fmt)
+  if len(fmts) != len(headers):
+    raise ValueError(f"fmt must be one spec or one per column ({len(headers)}), got {len(fmts)}")
+  lines = ["| " + " | ".join(str(h) for h in headers) + " |",
+           "|" + "---|" * len(headers)]
+  for i, row in enumerate(rows):
+    row = list(row)
+    if len(row) != len(headers):
+      raise ValueError(f"rows[{i}] has {len(row)} cells, expected {len(headers)} (the headers)")
+    lines.append("| " + " | ".join(format_cell(c, f) for c, f in zip(row, fmts)) + " |")
+  return "\n".join(lines)
+
+
+def measured_cell(rec: Mapping[str, Any]) -> str:
+  """The measured cell of a claims-block record: value ± noise and unit, or '–'."""
+  claim = rec.get("claim", {})
+  fmt, unit = claim.get("fmt", ".3g"), claim.get("unit", "")
+  x = rec.get("measured")
+  if x is None:
+    return "–"
+  s = format_value(x, fmt)
+  h = rec.get("noise")
+  if h:
+    s += f" ± {format_value(h, fmt.replace('+', ''))}"
+  return f"{s} {unit}".rstrip()
+
+
+def paper_cell(claim: Mapping[str, Any]) -> str:
+  """The paper's-number cell of a claim dict: its text, else its value, else '-'."""
+  text = claim.get("paper_text") or ""
+  if text:
+    return text
+  v = claim.get("paper_value")
+  return "-" if v is None else format_value(v, claim.get("fmt", ".3g"), claim.get("unit", ""))
+
+
+def verdict_text(rec: Mapping[str, Any]) -> str:
+  """The verdict cell: ``**held**`` etc., or ``no verdict (smoke)`` when none was issued."""
+  v = rec.get("verdict")
+  return "no verdict (smoke)" if v is None else f"**{v}**"
+
+
+def claims_table(records: Sequence[Mapping[str, Any]], *, paper: str | None = None,
+                 measured_in: str | None = None, reasons: bool = True) -> str:
+  """Claim -> paper -> measured -> verdict, from the ``claims`` block of a results.json.
+
+  Args:
+    records: ``results['claims']`` (as written by ``write_results``).
+    paper: if given, a first column with this paper's name.
+    measured_in: if given, a last column with the run that measured it (e.g. a commit).
+    reasons: add the verdict's one-line reason.
+
+  A ``baselines`` column (trivial baselines' values) is added when any claim lists them.
+
+  Returns:
+    The markdown table ('' when there are no claims).
+  """
+  if not records:
+    return ""
+  headers = (["paper"] if paper is not None else []) + ["claim", "paper's number", "measured",
+                                                          "verdict"]
+  if reasons:
+    headers.append("why")
+  with_baselines = any(rec.get("baselines") for rec in records)
+  if with_baselines:
+    headers.append("baselines")
+  if measured_in is not None:
+    headers.append("measured in")
+  rows = []
+  for rec in records:
+    if "error" in rec:
+      row = ([paper] if paper is not None else []) + [rec["error"]]
+      rows.append(row + ["-"] * (len(headers) - len(row)))
+      continue
+    claim = rec.get("claim", {})
+    row = ([paper] if paper is not None else []) + [
+        f"{claim.get('statement', '')} (`{claim.get('id', '')}`)", paper_cell(claim),
+        measured_cell(rec),
+        verdict_text(rec)]
+    if reasons:
+      row.append(rec.get("reason", ""))
+    if with_baselines:
+      fmt = claim.get("fmt", ".3g").replace("+", "")
+      row.append("; ".join(f"{k}: {format_value(v, fmt)}"
+                           for k, v in (rec.get("baselines") or {}).items()) or "-")
+    if measured_in is not None:
+      row.append(measured_in)
+    rows.append(row)
+  return markdown_table(headers, rows)
+
+
+# ------------------------------------------------------------------------------------- plots
+
+
+def fit_power_law(x: Any, y: Any) -> tuple[float, float, float]:
+  r"""Least-squares fit of ``log y = a log x + b`` (float64).
+
+  Points with non-finite or non-positive x or y are ignored.
+
+  Args:
+    x: [n] positive abscissae.
+    y: [n] positive values.
+
+  Returns:
+    ``(a, se_a, b)``: the slope, its standard error
+    :math:`\sqrt{\mathrm{SSE}/(m-2) / \sum (\log x_i - \overline{\log x})^2}` over the m
+    points used (NaN when m = 2), and the intercept.
+
+  Raises:
+    ValueError: if x and y differ in shape, or fewer than 2 usable points (with distinct x).
+  """
+  x = np.asarray(x, np.float64).ravel()
+  y = np.asarray(y, np.float64).ravel()
+  if x.shape != y.shape:
+    raise ValueError(f"x and y must have the same length, got {x.shape} and {y.shape}")
+  ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+  lx, ly = np.log(x[ok]), np.log(y[ok])
+  if lx.size < 2 or np.ptp(lx) == 0:
+    raise ValueError(f"need >= 2 points with distinct positive x and positive y, got {lx.size}")
+  mx = lx.mean()
+  sxx = float(((lx - mx) ** 2).sum())
+  a = float(((lx - mx) * (ly - ly.mean())).sum() / sxx)
+  b = float(ly.mean() - a * mx)
+  m = lx.size
+  if m > 2:
+    sse = float(((ly - (a * lx + b)) ** 2).sum())
+    se = math.sqrt(sse / (m - 2) / sxx)
+  else:
+    se = float("nan")
+  return a, se, b
+
+
+def _pyplot():
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+  return plt
+
+
+def _axes(ax, figsize):
+  plt = _pyplot()
+  if ax is None:
+    fig, ax = plt.subplots(figsize=figsize)
+  else:
+    fig = ax.figure
+  return fig, ax
+
+
+def curves_plot(curves: Mapping[str, tuple[Any, Any]], *, xlabel: str = "", ylabel: str = "",
+                title: str = "", band: str = "std", logy: bool = False, ax=None,
+                figsize=(6, 4)):
+  """Mean curves with a band over seeds.
+
+  Args:
+    curves: ``{label: (x [T], y [seeds, T] or [T])}``.
+    band: ``'std'`` (mean ± std over seeds) or ``'minmax'``.
+    logy: log scale on y.
+    ax: an existing axes to draw into (else a new figure).
+
+  Returns:
+    The figure.
+  """
+  if band not in ("std", "minmax"):
+    raise ValueError(f"band must be 'std' or 'minmax', got {band!r}")
+  fig, ax = _axes(ax, figsize)
+  for i, (label, (x, y)) in enumerate(curves.items()):
+    x = np.asarray(x, np.float64)
+    y = np.atleast_2d(np.asarray(y, np.float64))
+    if y.shape[-1] != x.shape[0]:
+      raise ValueError(f"curves[{label!r}]: y must be [seeds, {x.shape[0]}], got {y.shape}")
+    mean = y.mean(0)
+    color = f"C{i % 10}"
+    seeds = f" ({y.shape[0]} seeds)" if y.shape[0] > 1 else ""
+    ax.plot(x, mean, color=color, label=label + seeds)
+    if y.shape[0] > 1:
+      lo, hi = ((mean - y.std(0), mean + y.std(0)) if band == "std" else (y.min(0), y.max(0)))
+      ax.fill_between(x, lo, hi, color=color, alpha=0.2, lw=0)
+  if logy:
+    ax.set_yscale("log")
+  ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+  ax.legend(fontsize=7)
+  return fig
+
+
+def grouped_bars(groups: Sequence[str], series: Mapping[str, tuple[Any, Any]], *,
+                 ylabel: str = "", title: str = "", horizontal_line: float | None = None,
+                 ax=None, figsize=None):
+  """Grouped bars with error bars.
+
+  Args:
+    groups: the group names on the x axis (e.g. datasets).
+    series: ``{label: (means [G], errors [G] or None)}``: one bar per group per series;
+      a NaN mean draws no bar.
+    horizontal_line: draw a reference line at this y (e.g. 0 or chance).
+
+  Returns:
+    The figure.
+  """
+  figsize = figsize or (max(4.0, 1.1 * len(groups) + 2), 3.6)
+  fig, ax = _axes(ax, figsize)
+  n = max(len(series), 1)
+  w = 0.8 / n
+  xs = np.arange(len(groups))
+  for j, (label, (means, errs)) in enumerate(series.items()):
+    means = np.asarray(means, np.float64)
+    if means.shape != (len(groups),):
+      raise ValueError(f"series[{label!r}]: means must have one value per group "
+                       f"({len(groups)}), got shape {means.shape}")
+    errs = None if errs is None else np.asarray(errs, np.float64)
+    ax.bar(xs + (j - (n - 1) / 2) * w, np.nan_to_num(means), w, yerr=errs, capsize=2, label=label)
+  if horizontal_line is not None:
+    ax.axhline(horizontal_line, color="k", lw=0.8)
+  ax.set_xticks(xs)
+  ax.set_xticklabels(groups, rotation=30 if len(groups) > 4 else 0,
+                     ha="right" if len(groups) > 4 else "center")
+  ax.set(ylabel=ylabel, title=title)
+  ax.legend(fontsize=7)
+  return fig
+
+
+def scaling_plot(series: Mapping[str, tuple[Any, Any]], *, fit_min_x: float | None = None,
+                 xlabel: str = "", ylabel: str = "", title: str = "", ax=None, figsize=(5, 4)):
+  """Log-log scaling plot with the fitted exponent (± its standard error) in the legend.
+
+  Args:
+    series: ``{label: (x [n], y [n])}``; non-finite y (a run that stopped) is skipped.
+    fit_min_x: fit only points with ``x >= fit_min_x``.
+
+  Returns:
+    The figure (the fits are in ``fig.scaling_fits``: ``{label: (slope, se, intercept)}``).
+  """
+  fig, ax = _axes(ax, figsize)
+  fits = {}
+  for i, (label, (x, y)) in enumerate(series.items()):
+    x = np.asarray(x, np.float64)
+    y = np.asarray(y, np.float64)
+    keep = np.isfinite(y) & (y > 0)
+    color = f"C{i % 10}"
+    sel = keep & (x >= (fit_min_x if fit_min_x is not None else -np.inf))
+    text = label
+    try:
+      a, se, b = fit_power_law(x[sel], y[sel])
+      fits[label] = (a, se, b)
+      text += f" (slope {a:.2f}" + ("" if math.isnan(se) else f" ± {se:.2f}") + ")"
+      xf = x[sel]
+      ax.plot(xf, np.exp(b) * xf ** a, ls=":", color=color, lw=1)
+    except ValueError:
+      text += " (no fit)"
+    ax.plot(x[keep], y[keep], "o-", color=color, label=text)
+  ax.set_xscale("log")
+  ax.set_yscale("log")
+  ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+  ax.grid(True, which="both", alpha=0.3)
+  ax.legend(fontsize=7)
+  fig.scaling_fits = fits
+  return fig

@@ -1,0 +1,516 @@
+"""A grid of small training runs, vmapped and sharded over the runs axis.
+
+Most experiments are grids of independent runs (learning rates x seeds x sizes
+x splits). :class:`Sweep` trains such a grid as one program: the per-run
+functions are ``jax.vmap``-ed over a leading *runs* axis, the runs axis is
+sharded over a mesh with ``NamedSharding`` (all devices of the host, or of all
+hosts), and the steps run in ``lax.scan`` chunks of fixed length so one
+compilation serves every chunk (and every later grid with the same shapes).
+
+After each chunk the engine can save an orbax checkpoint (state plus the
+metrics so far), so a rerun on the same ``checkpoint_dir`` resumes inside the
+grid instead of starting it again. Finished grids ("cells") go into a
+:class:`CellStore`: one JSON file per cell, written atomically.
+
+Per-run functions (``R`` runs; shapes below are per run, the engine adds the
+leading ``[R]`` axis)::
+
+  init_fn(hparams, key, data) -> state
+  step_fn(state, hparams, key, step, data) -> (state, metrics)
+  eval_fn(state, hparams, key, data) -> metrics          # optional, per chunk
+
+``hparams`` is one run's slice of the hyperparameter pytree, ``key`` its typed
+PRNG key, ``step`` the int32 global step index (0-based), and ``data`` the
+shared (unbatched, replicated) pytree given to :meth:`Sweep.run`. Everything is
+traced, so hyperparameters can be swept without recompiling.
+
+Example::
+
+  def init_fn(hp, key, data):
+    params = {"w": jax.random.normal(key, (3,))}
+    return params, optax.sgd(hp["lr"]).init(params)
+
+  def step_fn(state, hp, key, step, data):
+    params, opt = state
+    loss, g = jax.value_and_grad(loss_fn)(params, data)
+    upd, opt = optax.sgd(hp["lr"]).update(g, opt, params)
+    return (optax.apply_updates(params, upd), opt), {"loss": loss}
+
+  hp = {"lr": jnp.array([0.1, 0.01, 0.001])}                   # [R]
+  keys = jax.random.split(jax.random.key(0), 3)                # [R]
+  res = Sweep(init_fn, step_fn).run(hp, keys, num_steps=100, chunk_size=25,
+                                    data=data, checkpoint_dir=workdir / "ckpt")
+  res.history["loss"]                                          # [R, 100]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from etils import epath
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+from jaxpapers.core.checkpoint import Checkpointer
+from jaxpapers.core.progress import progress as _progress
+
+__all__ = ["RUNS_AXIS", "CellStore", "Sweep", "SweepResult", "run_sweep", "runs_mesh"]
+
+RUNS_AXIS = "runs"
+
+InitFn = Callable[[Any, jax.Array, Any], Any]
+StepFn = Callable[[Any, Any, jax.Array, jax.Array, Any], tuple[Any, Any]]
+EvalFn = Callable[[Any, Any, jax.Array, Any], Any]
+
+
+def _is_writer() -> bool:
+  return jax.process_index() == 0
+
+
+# ------------------------------------------------------------------ mesh --
+
+def runs_mesh(num_runs: int, devices=None) -> Mesh:
+  """A 1-D ``jax.make_mesh`` mesh (axis ``'runs'``) sized for ``num_runs`` runs.
+
+  With one process it uses the fewest devices that keep the per-device load
+  minimal: ``L = ceil(R / D)`` runs per device on ``ceil(R / L)`` devices, so
+  10 runs on 8 devices use 5 devices with 2 runs each (the same wall time as
+  8 devices, no padded runs). With several processes it spans every device, so
+  the runs axis covers all hosts.
+
+  Args:
+    num_runs: ``R``, the number of runs (> 0).
+    devices: the devices to draw from (default ``jax.devices()``).
+
+  Returns:
+    A ``Mesh`` with one axis named :data:`RUNS_AXIS` (``AxisType.Auto``).
+  """
+  if not isinstance(num_runs, (int, np.integer)) or num_runs < 1:
+    raise ValueError(f"num_runs must be a positive int, got {num_runs!r}")
+  devices = list(jax.devices() if devices is None else devices)
+  if jax.process_count() > 1:
+    d = len(devices)
+  else:
+    load = math.ceil(num_runs / len(devices))
+    d = math.ceil(num_runs / load)
+  return jax.make_mesh((d,), (RUNS_AXIS,), axis_types=(jax.sharding.AxisType.Auto,),
+                       devices=devices[:d])
+
+
+def _to_host(x: jax.Array) -> np.ndarray:
+  if isinstance(x, jax.Array) and not x.is_fully_addressable:
+    from jax.experimental import multihost_utils
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+  return np.asarray(x)
+
+
+def _pad_runs(x: jax.Array, pad: int) -> jax.Array:
+  """Appends ``pad`` copies of the last run (valid inputs, unlike zeros)."""
+  if pad == 0:
+    return x
+  return jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)], axis=0)
+
+
+def _fingerprint(hparams, keys, num_steps: int, chunk_size: int) -> np.ndarray:
+  h = hashlib.sha256()
+  h.update(f"{num_steps}/{chunk_size}".encode())
+  for path, leaf in jax.tree_util.tree_leaves_with_path(hparams):
+    a = np.asarray(leaf)
+    h.update(f"{jax.tree_util.keystr(path)}:{a.dtype}:{a.shape}".encode())
+    h.update(np.ascontiguousarray(a).tobytes())
+  h.update(np.asarray(jax.random.key_data(keys)).tobytes())
+  return np.frombuffer(h.digest(), np.uint8).copy()
+
+
+def _ckpt_tree(state, history, evals, fingerprint) -> dict:
+  tree = {"state": state, "history": history, "fingerprint": fingerprint}
+  if evals is not None:
+    tree["evals"] = evals
+  return tree
+
+
+# ---------------------------------------------------------------- engine --
+
+class SweepResult(NamedTuple):
+  """What :meth:`Sweep.run` returns (padding runs removed).
+
+  Attributes:
+    state: the per-run state after the last chunk run, leaves ``[R, ...]``
+      (device arrays, sharded over the runs axis).
+    history: the per-step metrics of ``step_fn``, leaves ``[R, T, ...]``
+      (numpy; steps not run yet are zeros).
+    evals: the per-chunk metrics of ``eval_fn``, leaves ``[R, K, ...]``
+      (numpy; ``K = T / chunk_size``), or None without ``eval_fn``.
+    steps: ``[K]`` int, the step count at each evaluation (``chunk_size * (k + 1)``).
+    steps_done: how many steps are done (``T`` unless stopped by ``max_chunks``).
+    resumed_from: the step the run resumed from (0 when it started afresh).
+  """
+  state: Any
+  history: Any
+  evals: Any
+  steps: np.ndarray
+  steps_done: int
+  resumed_from: int
+
+  @property
+  def complete(self) -> bool:
+    return self.steps_done == self.steps[-1]
+
+
+class Sweep:
+  """Trains a grid of independent runs: vmapped, chunked with ``lax.scan``, sharded.
+
+  Build one ``Sweep`` per set of per-run functions and call :meth:`run` for
+  each grid; compiled programs are cached on the object by chunk length and
+  input shapes, so grids of the same shapes (e.g. another horizon, another
+  sweep point) reuse them. A grid of several chunks compiles an init program
+  and a chunk program; a one-chunk grid run from scratch compiles a single
+  program with the initialisation fused in.
+
+  Several processes (after ``jax.distributed.initialize()``): every process
+  calls :meth:`run` with the same inputs; the default mesh then spans all
+  processes' devices, results are gathered to every process, checkpoints are
+  written collectively by orbax, and progress bars and :class:`CellStore`
+  files come from process 0 only.
+
+  Args:
+    init_fn: ``(hparams, key, data) -> state`` for one run.
+    step_fn: ``(state, hparams, key, step, data) -> (state, metrics)`` for one
+      run and one step; ``step`` is the int32 global step index.
+    eval_fn: optional ``(state, hparams, key, data) -> metrics``, run after
+      every chunk.
+    mesh: a mesh whose first axis shards the runs; default
+      :func:`runs_mesh` for each grid's size.
+    donate: donate the state buffers to each chunk (saves memory; safe
+      because checkpoints copy device arrays to the host before returning).
+    compiler_options: passed to ``jax.jit`` (e.g. XLA flags on CPU).
+  """
+
+  def __init__(self, init_fn: InitFn, step_fn: StepFn, eval_fn: EvalFn | None = None, *,
+               mesh: Mesh | None = None, donate: bool = True,
+               compiler_options: dict[str, Any] | None = None):
+    for name, fn in (("init_fn", init_fn), ("step_fn", step_fn)):
+      if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+    if eval_fn is not None and not callable(eval_fn):
+      raise TypeError(f"eval_fn must be callable or None, got {type(eval_fn).__name__}")
+    self.init_fn, self.step_fn, self.eval_fn = init_fn, step_fn, eval_fn
+    self.mesh = mesh
+    self.donate = donate
+    self.compiler_options = compiler_options
+    self._compiled: dict[tuple, Callable] = {}
+
+  # -- compiled programs (one per mesh and chunk length) --
+
+  def _programs(self, mesh: Mesh, chunk_size: int):
+    cache_key = (mesh, chunk_size)  # meshes hash by devices and axes
+    if cache_key in self._compiled:
+      return self._compiled[cache_key]
+    shard = NamedSharding(mesh, P(mesh.axis_names[0]))
+    init_fn, step_fn, eval_fn = self.init_fn, self.step_fn, self.eval_fn
+
+    def init_all(hparams, keys, data):
+      return jax.vmap(lambda hp, k: init_fn(hp, k, data))(hparams, keys)
+
+    def chunk_all(state, hparams, keys, data, start):
+      def one(s, hp, k):
+        def body(carry, i):
+          return step_fn(carry, hp, k, i, data)
+        steps = start + jnp.arange(chunk_size, dtype=jnp.int32)
+        s, metrics = jax.lax.scan(body, s, steps)
+        ev = None if eval_fn is None else eval_fn(s, hp, k, data)
+        return s, metrics, ev
+      return jax.vmap(one)(state, hparams, keys)
+
+    def first_all(hparams, keys, data, start):
+      return chunk_all(init_all(hparams, keys, data), hparams, keys, data, start)
+
+    kw = dict(compiler_options=self.compiler_options) if self.compiler_options else {}
+    progs = (jax.jit(init_all, out_shardings=shard, **kw),
+             jax.jit(chunk_all, out_shardings=shard,
+                     donate_argnums=(0,) if self.donate else (), **kw),
+             jax.jit(first_all, out_shardings=shard, **kw))
+    self._compiled[cache_key] = (mesh, progs)
+    return self._compiled[cache_key]
+
+  def run(self, hparams: Any, keys: jax.Array, *, num_steps: int, chunk_size: int | None = None,
+          data: Any = None, checkpoint_dir: str | epath.PathLike | None = None,
+          checkpoint_every: int = 1, max_chunks: int | None = None,
+          desc: str | None = None, show_progress: bool = True) -> SweepResult:
+    """Trains ``R`` runs for ``num_steps`` steps in chunks of ``chunk_size``.
+
+    Args:
+      hparams: pytree of arrays, each with leading axis ``[R, ...]`` (one row
+        per run).
+      keys: ``[R]`` typed PRNG keys (``jax.random.key``), one per run.
+      num_steps: ``T``, steps per run (> 0, a multiple of ``chunk_size``).
+      chunk_size: ``C``, steps per compiled ``lax.scan`` chunk (default ``T``).
+      data: a pytree shared by all runs (replicated; not vmapped).
+      checkpoint_dir: if given, an orbax checkpoint of the state and metrics
+        is saved there after every ``checkpoint_every`` chunks (not after the
+        last chunk: the caller stores the result), and a rerun with the same
+        inputs resumes from the latest one. Inputs that differ from the saved
+        run's (hyperparameters, keys, ``T``, ``C``) are an error.
+      checkpoint_every: chunks between checkpoints (>= 1).
+      max_chunks: stop after this many chunks in this call (the result is
+        then partial, ``complete`` False); for time-limited jobs and tests.
+      desc: progress bar label; show_progress: show it (process 0 only).
+
+    Returns:
+      A :class:`SweepResult`; ``history`` ``[R, T, ...]`` and ``evals``
+      ``[R, T / C, ...]`` on the host.
+
+    Raises:
+      TypeError: ``keys`` are not typed PRNG keys.
+      ValueError: bad sizes, or a hyperparameter leaf without the ``[R]`` axis.
+    """
+    keys, hparams, r = self._check_inputs(hparams, keys)
+    if not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
+      raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+    chunk_size = int(num_steps if chunk_size is None else chunk_size)
+    if chunk_size < 1 or num_steps % chunk_size:
+      raise ValueError(f"chunk_size must be a positive divisor of num_steps={num_steps}, "
+                       f"got {chunk_size}")
+    if not isinstance(checkpoint_every, (int, np.integer)) or checkpoint_every < 1:
+      raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
+    num_steps = int(num_steps)
+    num_chunks = num_steps // chunk_size
+
+    mesh = self.mesh if self.mesh is not None else runs_mesh(r)
+    n_dev = mesh.devices.size
+    r_pad = -(-r // n_dev) * n_dev
+    mesh, (init_p, chunk_p, first_p) = self._programs(mesh, chunk_size)
+    shard = NamedSharding(mesh, P(mesh.axis_names[0]))
+    rep = NamedSharding(mesh, P())
+    put = lambda x: jax.device_put(_pad_runs(jnp.asarray(x), r_pad - r), shard)
+    hp_dev = jax.tree.map(put, hparams)
+    keys_dev = put(keys)
+    data_dev = jax.device_put(data, rep) if data is not None else None
+    start0 = jnp.asarray(0, jnp.int32)
+    fingerprint = _fingerprint(hparams, keys, num_steps, chunk_size)
+
+    ckpt = Checkpointer(checkpoint_dir, max_to_keep=1) if checkpoint_dir is not None else None
+    latest = None if ckpt is None else ckpt.latest_step()
+    # A one-chunk run from scratch uses one program (init fused into the chunk): one compile
+    # less, and initialisation (random draws under vmap) is often as slow to compile as a step.
+    fused = num_chunks == 1 and latest is None and max_chunks != 0
+    if fused:
+      _, m_shape, e_shape = jax.eval_shape(first_p, hp_dev, keys_dev, data_dev, start0)
+    else:
+      state_shape = jax.eval_shape(init_p, hp_dev, keys_dev, data_dev)
+      _, m_shape, e_shape = jax.eval_shape(chunk_p, state_shape, hp_dev, keys_dev, data_dev,
+                                           start0)
+    # Host buffers for every step's / chunk's metrics (fixed shapes: checkpointable).
+    history = jax.tree.map(
+        lambda s: np.zeros((r_pad, num_steps) + s.shape[2:], s.dtype), m_shape)
+    evals = jax.tree.map(
+        lambda s: np.zeros((r_pad, num_chunks) + s.shape[1:], s.dtype), e_shape)
+
+    start_chunk = 0
+    state = None
+    if latest is not None:
+      restored = ckpt.restore(latest, _ckpt_tree(state_shape, history, evals, fingerprint))
+      if not np.array_equal(np.asarray(restored["fingerprint"]), fingerprint):
+        ckpt.close()
+        raise ValueError(
+            f"checkpoint_dir {checkpoint_dir} holds a different sweep (hyperparameters, keys, "
+            f"num_steps or chunk_size differ); use another directory or delete it")
+      state = restored["state"]
+      history = jax.tree.map(np.array, restored["history"])
+      evals = jax.tree.map(np.array, restored.get("evals", evals))
+      start_chunk = int(latest) // chunk_size
+    elif not fused:
+      state = init_p(hp_dev, keys_dev, data_dev)
+
+    stop = num_chunks if max_chunks is None else min(num_chunks, start_chunk + int(max_chunks))
+    bar = _progress(total=num_chunks, initial=start_chunk, desc=desc,
+                    disable=None if (show_progress and _is_writer()) else True)
+    try:
+      for c in range(start_chunk, stop):
+        start = jnp.asarray(c * chunk_size, jnp.int32)
+        if fused:
+          state, metrics, ev = first_p(hp_dev, keys_dev, data_dev, start)
+        else:
+          state, metrics, ev = chunk_p(state, hp_dev, keys_dev, data_dev, start)
+        for buf, m in zip(jax.tree.leaves(history), jax.tree.leaves(metrics)):
+          buf[:, c * chunk_size:(c + 1) * chunk_size] = _to_host(m)
+        for buf, m in zip(jax.tree.leaves(evals), jax.tree.leaves(ev)):
+          buf[:, c] = _to_host(m)
+        bar.update(1)
+        done = c + 1
+        if ckpt is not None and done < num_chunks and done % checkpoint_every == 0:
+          ckpt.save(done * chunk_size, _ckpt_tree(state, history, evals, fingerprint))
+    finally:
+      bar.close()
+      if ckpt is not None:
+        ckpt.close()
+
+    if state is None:  # max_chunks=0 on a fresh one-chunk run: the initial state
+      state = init_p(hp_dev, keys_dev, data_dev)
+    unpad = lambda x: x[:r]
+    return SweepResult(
+        state=jax.tree.map(unpad, state), history=jax.tree.map(unpad, history),
+        evals=None if self.eval_fn is None else jax.tree.map(unpad, evals),
+        steps=chunk_size * np.arange(1, num_chunks + 1), steps_done=stop * chunk_size,
+        resumed_from=start_chunk * chunk_size)
+
+  @staticmethod
+  def _check_inputs(hparams, keys):
+    if not (isinstance(keys, jax.Array) and jax.dtypes.issubdtype(keys.dtype,
+                                                                   jax.dtypes.prng_key)):
+      raise TypeError("keys must be a [R] array of typed PRNG keys (jax.random.key / "
+                      f"jax.random.split), got {getattr(keys, 'dtype', type(keys))}")
+    if keys.ndim != 1 or keys.shape[0] < 1:
+      raise ValueError(f"keys must have shape [R] with R >= 1, got {keys.shape}")
+    r = keys.shape[0]
+
+    def check(path, x):
+      x = jnp.asarray(x)
+      if x.ndim == 0 or x.shape[0] != r:
+        raise ValueError(f"hparams leaf {jax.tree_util.keystr(path)} has shape {x.shape}; "
+                         f"every leaf needs the leading runs axis [R={r}, ...]")
+      return x
+
+    return keys, jax.tree_util.tree_map_with_path(check, hparams), r
+
+
+def run_sweep(init_fn: InitFn, step_fn: StepFn, hparams: Any, keys: jax.Array, *,
+              num_steps: int, eval_fn: EvalFn | None = None, mesh: Mesh | None = None,
+              **run_kwargs) -> SweepResult:
+  """One-off :class:`Sweep` (``Sweep(init_fn, step_fn, eval_fn, mesh=mesh).run(...)``)."""
+  return Sweep(init_fn, step_fn, eval_fn, mesh=mesh).run(hparams, keys, num_steps=num_steps,
+                                                         **run_kwargs)
+
+
+# ------------------------------------------------------------ cell store --
+
+class CellStore:
+  """Finished cells of an experiment, one JSON file per cell, written atomically.
+
+  A cell is keyed by a stable name (any string, e.g. ``'digits/T500/adam'``);
+  its file is ``<directory>/<percent-encoded name>.json`` holding
+  ``{"name": ..., "value": ...}``. :meth:`put` streams the JSON into a
+  temporary file in the same directory and renames it over the final path, so
+  a crash or a serialisation error mid-write leaves the previous value (or no
+  file), never a partial one. Only process 0 writes; every process sees its
+  own puts. Paths are ``etils.epath`` paths, so remote directories work
+  wherever epath does.
+
+  Values are JSON: dicts, lists, numbers, strings, None; numpy arrays and
+  scalars are converted with ``tolist()``/``item()``.
+
+  :meth:`get_or_compute` is the resume pattern: a finished cell is read back,
+  an unfinished one is computed with a checkpoint directory of its own (under
+  ``checkpoint_root``, default ``<directory>/_checkpoints``) that is removed
+  once the cell is stored.
+
+  Args:
+    directory: the store's folder (created on the first write).
+    checkpoint_root: where :meth:`get_or_compute` puts cells' checkpoints.
+
+  Example::
+
+    store = CellStore(workdir / "cells")
+    res = store.get_or_compute("lr=0.1/seed=0", lambda ckpt_dir: train(ckpt_dir))
+  """
+
+  SUFFIX = ".json"
+
+  def __init__(self, directory: str | epath.PathLike,
+               checkpoint_root: str | epath.PathLike | None = None):
+    self.directory = epath.Path(directory)
+    self.checkpoint_root = epath.Path(
+        self.directory / "_checkpoints" if checkpoint_root is None else checkpoint_root)
+    self._cells: dict[str, Any] = {}
+    if self.directory.exists():
+      for f in self.directory.iterdir():
+        if f.name.endswith(self.SUFFIX) and not f.name.startswith("."):
+          rec = json.loads(f.read_text())
+          self._cells[rec["name"]] = rec["value"]
+
+  @classmethod
+  def _filename(cls, name: str) -> str:
+    if not isinstance(name, str) or not name:
+      raise TypeError(f"cell name must be a non-empty str, got {name!r}")
+    return urllib.parse.quote(name, safe="") + cls.SUFFIX
+
+  @staticmethod
+  def _default(obj):
+    if isinstance(obj, np.ndarray):
+      return obj.tolist()
+    if isinstance(obj, np.generic):
+      return obj.item()
+    raise TypeError(f"cell values must be JSON-serialisable, got {type(obj).__name__}")
+
+  def path(self, name: str) -> epath.Path:
+    """The file of cell ``name``."""
+    return self.directory / self._filename(name)
+
+  def put(self, name: str, value: Any) -> None:
+    """Stores ``value`` under ``name`` (replacing any previous value, atomically)."""
+    final = self.path(name)
+    if _is_writer():
+      self.directory.mkdir(parents=True, exist_ok=True)
+      tmp = self.directory / f".{final.name}.{uuid.uuid4().hex}.tmp"
+      try:
+        with tmp.open("w") as f:
+          json.dump({"name": name, "value": value}, f, default=self._default)
+        tmp.replace(final)
+      except BaseException:
+        if tmp.exists():
+          tmp.unlink()
+        raise
+    # What readers of the file will see (tuples become lists, numpy becomes Python).
+    self._cells[name] = json.loads(json.dumps(value, default=self._default))
+
+  def checkpoint_dir(self, name: str) -> epath.Path:
+    """The checkpoint directory :meth:`get_or_compute` gives cell ``name``."""
+    return self.checkpoint_root / self._filename(name)[:-len(self.SUFFIX)]
+
+  def get_or_compute(self, name: str, compute: Callable[[epath.Path], Any]) -> Any:
+    """The stored value of ``name``, or ``compute(checkpoint_dir)`` stored and returned.
+
+    The returned value is what the store holds (JSON types), whether it was
+    computed now or read back, so a resumed run sees the same objects.
+    """
+    if name not in self._cells:
+      ckpt_dir = self.checkpoint_dir(name)
+      self.put(name, compute(ckpt_dir))
+      if _is_writer() and ckpt_dir.exists():
+        ckpt_dir.rmtree()
+        if not any(self.checkpoint_root.iterdir()):
+          self.checkpoint_root.rmdir()
+    return self._cells[name]
+
+  def get(self, name: str, default: Any = None) -> Any:
+    return self._cells.get(name, default)
+
+  def __getitem__(self, name: str) -> Any:
+    return self._cells[name]
+
+  def __contains__(self, name: object) -> bool:
+    return name in self._cells
+
+  def __len__(self) -> int:
+    return len(self._cells)
+
+  def __iter__(self) -> Iterator[str]:
+    return iter(sorted(self._cells))
+
+  def keys(self) -> list[str]:
+    return sorted(self._cells)
+
+  def items(self) -> list[tuple[str, Any]]:
+    """``(name, value)`` pairs sorted by name."""
+    return [(k, self._cells[k]) for k in sorted(self._cells)]
+
+  def to_dict(self) -> dict[str, Any]:
+    return dict(self.items())

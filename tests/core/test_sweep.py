@@ -1,0 +1,194 @@
+"""core.sweep: sharded == unsharded, resume == uninterrupted, atomic cell store, no recompiles."""
+
+import json
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from jaxpapers import core
+from jaxpapers.core import sweep as sweep_lib
+
+R, T, C = 5, 12, 3  # runs (not a multiple of 8), steps, chunk length
+
+
+def _data():
+  rng = np.random.default_rng(0)
+  x = rng.standard_normal((32, 3)).astype(np.float32)
+  y = (x @ np.array([1.0, -2.0, 0.5], np.float32) + 0.1 * rng.standard_normal(32)).astype(
+      np.float32)
+  return {"x": jnp.asarray(x), "y": jnp.asarray(y)}
+
+
+def _tx(hp):
+  return optax.adam(hp["lr"], b1=hp["b1"])
+
+
+def init_fn(hp, key, data):
+  w = 0.1 * jax.random.normal(key, (3,))
+  return {"w": w, "opt": _tx(hp).init(w)}
+
+
+def step_fn(state, hp, key, step, data):
+  idx = jax.random.randint(jax.random.fold_in(key, step), (8,), 0, data["x"].shape[0])
+
+  def loss(w):
+    return jnp.mean((data["x"][idx] @ w - data["y"][idx]) ** 2)
+
+  value, g = jax.value_and_grad(loss)(state["w"])
+  upd, opt = _tx(hp).update(g, state["opt"], state["w"])
+  return {"w": state["w"] + upd, "opt": opt}, {"loss": value, "gnorm": jnp.linalg.norm(g)}
+
+
+def eval_fn(state, hp, key, data):
+  return jnp.mean((data["x"] @ state["w"] - data["y"]) ** 2)
+
+
+def _grid(r=R):
+  hp = {"lr": jnp.linspace(0.01, 0.1, r), "b1": jnp.full((r,), 0.9)}
+  return hp, jax.random.split(jax.random.key(42), r)
+
+
+@pytest.fixture(scope="module")
+def engine():
+  """One engine (default mesh) shared by the tests below: its compiled programs are reused."""
+  return core.Sweep(init_fn, step_fn, eval_fn)
+
+
+def _assert_trees(a, b, **tol):
+  for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+    if tol:
+      np.testing.assert_allclose(np.asarray(x), np.asarray(y), **tol)
+    else:
+      np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_sharded_equals_single_device_and_shapes():
+  assert jax.device_count() == 8
+  hp, keys = _grid()
+  data = _data()
+  mesh8 = jax.make_mesh((8,), ("runs",), axis_types=(jax.sharding.AxisType.Auto,))
+  mesh1 = jax.make_mesh((1,), ("runs",), axis_types=(jax.sharding.AxisType.Auto,),
+                        devices=jax.devices()[:1])
+  sharded = core.Sweep(init_fn, step_fn, eval_fn, mesh=mesh8).run(
+      hp, keys, num_steps=T, chunk_size=C, data=data)
+  single = core.Sweep(init_fn, step_fn, eval_fn, mesh=mesh1).run(
+      hp, keys, num_steps=T, chunk_size=C, data=data)
+  chex.assert_shape(sharded.history["loss"], (R, T))
+  chex.assert_shape(sharded.evals, (R, T // C))
+  chex.assert_shape(sharded.state["w"], (R, 3))
+  assert len(sharded.state["w"].sharding.device_set) == 8
+  np.testing.assert_array_equal(sharded.steps, [3, 6, 9, 12])
+  assert sharded.complete and sharded.resumed_from == 0
+  _assert_trees(sharded, single, rtol=1e-6, atol=1e-7)
+
+
+def test_runs_mesh_minimises_load_then_padding():
+  # The default mesh: e.g. 5 runs on 8 devices use 5 devices (one run each, no padding).
+  sizes = {r: sweep_lib.runs_mesh(r).devices.size for r in (1, 3, 8, 10, 13, 17)}
+  assert sizes == {1: 1, 3: 3, 8: 8, 10: 5, 13: 7, 17: 6}
+  with pytest.raises(ValueError, match="num_runs"):
+    sweep_lib.runs_mesh(0)
+
+
+def test_each_run_equals_a_plain_python_loop(engine):
+  """Independent reference: one run alone, a Python loop over steps (no vmap, scan, sharding)."""
+  hp, keys = _grid()
+  data = _data()
+  res = engine.run(hp, keys, num_steps=T, chunk_size=C, data=data)
+  whole = engine.run(hp, keys, num_steps=T, data=data)  # one chunk: init fused into it
+  np.testing.assert_array_equal(whole.steps, [T])
+  np.testing.assert_allclose(whole.history["loss"], res.history["loss"], rtol=2e-5, atol=1e-6)
+  np.testing.assert_allclose(whole.evals[:, 0], res.evals[:, -1], rtol=2e-5, atol=1e-6)
+  one_step, one_eval = jax.jit(step_fn), jax.jit(eval_fn)
+  for i in (0, R - 1):
+    hp_i = jax.tree.map(lambda x: x[i], hp)
+    state = jax.jit(init_fn)(hp_i, keys[i], data)
+    losses, evals = [], []
+    for t in range(T):
+      state, m = one_step(state, hp_i, keys[i], jnp.int32(t), data)
+      losses.append(float(m["loss"]))
+      if (t + 1) % C == 0:
+        evals.append(float(one_eval(state, hp_i, keys[i], data)))
+    np.testing.assert_allclose(res.history["loss"][i], losses, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(res.evals[i], evals, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(res.state["w"][i]), np.asarray(state["w"]),
+                               rtol=2e-5, atol=1e-6)
+
+
+def test_interrupted_then_resumed_equals_uninterrupted(tmp_path, engine):
+  hp, keys = _grid()
+  data = _data()
+  full = engine.run(hp, keys, num_steps=T, chunk_size=C, data=data)
+  part = engine.run(hp, keys, num_steps=T, chunk_size=C, data=data,
+                    checkpoint_dir=tmp_path / "ck", max_chunks=2)
+  assert not part.complete and part.steps_done == 2 * C
+  np.testing.assert_array_equal(part.history["loss"][:, 2 * C:], 0.0)
+  # A rerun resumes from the checkpoint saved after chunk 2.
+  resumed = engine.run(
+      hp, keys, num_steps=T, chunk_size=C, data=data, checkpoint_dir=tmp_path / "ck")
+  assert resumed.resumed_from == 2 * C and resumed.complete
+  _assert_trees(resumed.history, full.history)
+  _assert_trees(resumed.evals, full.evals)
+  _assert_trees(resumed.state, full.state)
+  # Another grid on the same checkpoint directory is refused, not silently resumed.
+  with pytest.raises(ValueError, match="different sweep"):
+    engine.run(jax.tree.map(lambda x: 2 * x, hp), keys, num_steps=T, chunk_size=C, data=data,
+               checkpoint_dir=tmp_path / "ck")
+
+
+def test_no_recompilation_across_chunks_and_grids():
+  chex.clear_trace_counter()
+  traced_step = chex.assert_max_traces(step_fn, n=1)
+  traced_init = chex.assert_max_traces(init_fn, n=1)
+  engine = core.Sweep(traced_init, traced_step, eval_fn)
+  hp, keys = _grid()
+  data = _data()
+  engine.run(hp, keys, num_steps=T, chunk_size=C, data=data)  # 4 chunks
+  hp2 = {"lr": hp["lr"][::-1], "b1": hp["b1"] * 0.9}
+  engine.run(hp2, keys, num_steps=2 * T, chunk_size=C, data=data)  # another grid and horizon
+
+
+def test_bad_inputs_are_named(engine):
+  hp, keys = _grid()
+  with pytest.raises(TypeError, match="typed PRNG keys"):
+    engine.run(hp, jax.random.key_data(keys), num_steps=T)
+  with pytest.raises(ValueError, match=r"\['lr'\].*leading runs axis"):
+    engine.run({"lr": hp["lr"][:3], "b1": hp["b1"]}, keys, num_steps=T)
+  with pytest.raises(ValueError, match="chunk_size"):
+    engine.run(hp, keys, num_steps=T, chunk_size=5)
+  with pytest.raises(ValueError, match="num_steps"):
+    engine.run(hp, keys, num_steps=0)
+  with pytest.raises(TypeError, match="step_fn"):
+    core.Sweep(init_fn, None)
+
+
+def test_cell_store_roundtrip_reopen_and_atomic_write(tmp_path, monkeypatch):
+  store = core.CellStore(tmp_path / "cells")
+  assert "a/b|c" not in store and len(store) == 0
+  store.put("a/b|c", {"acc": np.float32(0.5), "curve": np.arange(3), "t": (1, 2)})
+  store.put("z", [1.0])
+  assert store["a/b|c"] == {"acc": 0.5, "curve": [0, 1, 2], "t": [1, 2]}
+  reopened = core.CellStore(tmp_path / "cells")
+  assert reopened.items() == [("a/b|c", {"acc": 0.5, "curve": [0, 1, 2], "t": [1, 2]}),
+                              ("z", [1.0])]
+  # A serialiser failing halfway through (json.dump streams into the file) leaves the old
+  # value in place and no partial or temporary file behind.
+  with pytest.raises(TypeError, match="JSON-serialisable"):
+    store.put("z", {"first": list(range(1000)), "bad": object()})
+  with pytest.raises(TypeError, match="JSON-serialisable"):
+    store.put("new", {"first": list(range(1000)), "bad": object()})
+  assert sorted(p.name for p in (tmp_path / "cells").iterdir()) == [
+      store.path("a/b|c").name, store.path("z").name]
+  assert json.loads(store.path("z").read_text())["value"] == [1.0]
+  assert core.CellStore(tmp_path / "cells").get("z") == [1.0]
+  assert "new" not in core.CellStore(tmp_path / "cells")
+  # Only process 0 writes; others see their own puts in memory.
+  monkeypatch.setattr(jax, "process_index", lambda: 1)
+  other = core.CellStore(tmp_path / "cells")
+  other.put("from_rank1", 3)
+  assert other.get("from_rank1") == 3
+  assert not store.path("from_rank1").exists()

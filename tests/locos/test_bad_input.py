@@ -1,0 +1,131 @@
+"""Bad-input battery for ``jaxpapers.locos``: malformed calls, eagerly and under jit.
+
+No model is loaded: every case fails its checks before the model runs, so a tiny config
+(and no parameters) is enough.
+"""
+
+import jax
+import numpy as np
+import pytest
+
+from jaxpapers import lm, locos
+from jaxpapers.locos import _toy
+from tests.bad_input_util import Case, assert_covers, parametrize, run_case
+
+TINY = lm.LMConfig(vocab_size=37, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
+                   head_dim=8, ffn_dim=48, rope_base=100.0)
+TASK = _toy.ToyTask(num_names=4, num_landmarks=4, num_fillers=4, prompt_len=16, max_needles=2)
+TOK = TASK.tokenizer()
+TRIAL = locos.Trial((1, 5, 6, 7), (1, 3), "N1")
+BAD_TRIAL = locos.Trial((1, 99), (0, 1), "N1")  # id 99 >= vocab 37
+HOST = "host-side (NumPy / Python) function, not traced"
+GEN = "host-side decoding driver (greedy generation loop over batches)"
+_rng = np.random.default_rng(0)
+ATTN = _rng.dirichlet(np.ones(5), size=4).astype(np.float32)   # [H=4, K=5]
+VALS = _rng.normal(size=(2, 5, 3)).astype(np.float32)          # [KV=2, K, dh=3]
+WO = _rng.normal(size=(4, 3, 6)).astype(np.float32)            # [H, dh, d=6]
+U = _rng.normal(size=6).astype(np.float32)
+
+CASES = [
+    Case("phi_per_position", locos.phi_per_position, (ATTN, VALS, WO, U, np.array([0, 1, 2, 3])),
+         match=r"kv_map entries must be KV head indices in \[0, 2\)", jit="nan"),
+    Case("phi_per_position", locos.phi_per_position,
+         (ATTN, VALS, WO[:, :2], U, np.array([0, 0, 1, 1])),
+         match="shapes disagree", id="phi_per_position-shape"),
+    Case("contrast", locos.contrast, (np.ones(5), np.array([0, 1, 1, 0, 0]), np.ones(5, bool)),
+         error=TypeError, match="must be bool masks", jit=None, jit_reason=HOST),
+    Case("rouge1_recall", locos.rouge1_recall, ("Paris", None), error=TypeError,
+         match="candidate must be a str", jit=None, jit_reason=HOST),
+    Case("rouge_l", locos.rouge_l, (3, "Paris"), error=TypeError, match="reference must be a str",
+         jit=None, jit_reason=HOST),
+    Case("answer_steps", locos.answer_steps, ([1, 2], None, TOK), error=TypeError,
+         match="answer must be a str", jit=None, jit_reason=HOST),
+    Case("top_heads", locos.top_heads, (np.ones((2, 4)), 2.5), match=r"k must be in \[0, 8\]",
+         jit=None, jit_reason=HOST),
+    Case("top_heads", locos.top_heads, (np.full((2, 4), np.nan), 2), match="must be finite",
+         jit=None, jit_reason=HOST, id="top_heads-nan"),
+    Case("rank_heads", locos.rank_heads, (np.ones(8),), match=r"scores must be \[L, H\]", jit=None,
+         jit_reason=HOST),
+    Case("random_heads", locos.random_heads, (jax.random.key(0), 2, 4, 9),
+         match=r"k must be in \[0, 8\]",
+         jit=None, jit_reason=HOST),
+    Case("jaccard_top_k", locos.jaccard_top_k, (np.ones((2, 4)), np.ones((4, 2)), 2),
+         match="same shape", jit=None, jit_reason=HOST),
+    Case("aggregate", locos.aggregate, ([{"accepted": True}], TINY), error=TypeError,
+         match="sequence of TrialScore", jit=None, jit_reason=HOST),
+    Case("Trial", locos.Trial, ((1, 2, 3), (2, 5), "x"), match=r"needle_span \(2, 5\) must satisfy",
+         jit=None, jit_reason=HOST),
+    Case("detect_heads", locos.detect_heads, (None, TINY, [BAD_TRIAL], TOK),
+         match=r"prompt_ids must be token ids in \[0, vocab_size=37\)", jit=None, jit_reason=GEN),
+    Case("detect_heads", locos.detect_heads, (None, TINY, [TRIAL], TOK), {"batch_size": 0},
+         match="batch_size must be an int >= 1", jit=None, jit_reason=GEN, id="detect_heads-batch"),
+    Case("locos_trial", locos.locos_trial, (None, TINY, TRIAL, TOK), {"max_steps": 0},
+         match="max_steps must be an int >= 1", jit=None, jit_reason=GEN),
+    Case("locos_scores", locos.locos_scores, (None, TINY, [], TOK), match="non-empty sequence",
+         jit=None, jit_reason=GEN),
+    Case("evaluate_probes", locos.evaluate_probes, (None, TINY, [], TOK), match="non-empty",
+         jit=None, jit_reason=GEN),
+    Case("ablation_curve", locos.ablation_curve, (None, TINY, [TRIAL], {}, [1]),
+         {"tokenizer": TOK, "mode": "drop"}, match="mode must be", jit=None, jit_reason=GEN),
+    Case("ablation_curve", locos.ablation_curve,
+         (None, TINY, [TRIAL], {"locos": np.ones((4, 2))}, [1]),
+         {"tokenizer": TOK, "mode": "zero_q"}, match=r"must be \[L, H\] = \[2, 4\]", jit=None,
+         jit_reason=GEN, id="ablation_curve-shape"),
+    Case("bootstrap_ci", locos.bootstrap_ci, ([0.5, np.nan],), match="must be finite", jit=None,
+         jit_reason=HOST),
+    Case("bootstrap_ci", locos.bootstrap_ci, ([0.5],), {"alpha": 1.5}, match=r"alpha must be in",
+         jit=None, jit_reason=HOST, id="bootstrap_ci-alpha"),
+    Case("score_text", locos.score_text, ("a", "a", "bleu"), match="metric must be one of",
+         jit=None, jit_reason=HOST),
+    Case("make_probes", locos.make_probes, (np.random.default_rng(0),),
+         {"tokenizer": TOK, "num": 1, "kind": "literal", "num_needles": 99},
+         match="num_needles must be <=", jit=None, jit_reason=HOST),
+    Case("make_probes", lambda: locos.make_probes(None, tokenizer=TOK, num=1, kind="literal"),
+         error=TypeError, match="rng must be a numpy", jit=None, jit_reason=HOST,
+         id="make_probes-rng"),
+    Case("ToyTask", locos.ToyTask, (), {"max_needles": 0}, match="ToyTask.max_needles", jit=None,
+         jit_reason=HOST),
+    Case("ToyTokenizer", lambda: TOK.encode("N1 near Atlantis"), match="outside the toy vocabulary",
+         jit=None, jit_reason=HOST),
+    Case("make_toy_trials", locos.make_toy_trials, (TASK, np.random.default_rng(0), 2, "literal"),
+         {"num_needles": 5}, match=r"num_needles must be in \[1, max_needles=2\]", jit=None,
+         jit_reason=HOST),
+    Case("toy_batch", locos.toy_batch, (TASK, np.random.default_rng(0), 4), {"literal_frac": 1.5},
+         match=r"literal_frac must be a fraction", jit=None, jit_reason=HOST),
+]
+
+EXEMPT = {
+    "TrialScore": "a result dataclass filled by detect_heads; aggregate checks what it is given",
+    "haystack_sentences": "takes no arguments (reads the sentences bundled with CPython)",
+}
+
+
+@parametrize(CASES)
+def test_bad_input(case, mode):
+  run_case(case, mode)
+
+
+def test_covers_public_api():
+  assert_covers(locos, CASES, EXEMPT)
+
+
+# ------------------------------------------------------------ degenerate but legal input
+
+def test_aggregate_without_accepted_trials_is_all_zeros():
+  out = locos.aggregate([], TINY)
+  assert set(out) == {"locos", "wu", "contrastive", "attention_spatial", "dla"}
+  for v in out.values():
+    np.testing.assert_array_equal(v, np.zeros((2, 4)))
+
+
+def test_bootstrap_of_nothing_is_nan():
+  lo, hi = locos.bootstrap_ci([])
+  assert np.isnan(lo) and np.isnan(hi)
+
+
+def test_empty_texts_score_zero():
+  assert locos.rouge1_recall("", "Paris") == 0.0 and locos.rouge_l("Paris", "") == 0.0
+
+
+def test_jaccard_of_zero_heads_is_one():
+  assert locos.jaccard_top_k(np.ones((2, 4)), np.zeros((2, 4)), 0) == 1.0

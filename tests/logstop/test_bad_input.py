@@ -1,0 +1,125 @@
+"""Bad-input battery for ``jaxpapers.logstop``: malformed calls, eagerly and under jit."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxpapers import logstop as ls
+from tests.bad_input_util import Case, assert_covers, parametrize, run_case
+
+F32 = np.float32
+BAD = F32([0.2, 1.7, 0.4])  # a probability above 1
+GOOD = F32([0.2, 0.7, 0.4])
+RANGE = r"must lie in \[0, 1\]"
+PARSE = "formula parsing and AST construction happen on the host"
+
+
+def _one(fn, formula="a", **kw):
+  """fn(formula, {"a": p}) with p a traced argument under jit."""
+  return lambda p: fn(formula, {"a": p}, **kw)
+
+
+CASES = [
+    # scores: value checks give NaN under jit, bool results need checkify
+    Case("score", _one(ls.score), (BAD,), match=RANGE, jit="nan"),
+    Case("score", _one(ls.score, "F a"), (F32([0.2, np.nan, 0.4]),), match=RANGE, jit="nan",
+         id="score-nan"),
+    Case("score", _one(ls.score, "a & b"), (GOOD,),
+         match=r"missing scores for proposition\(s\) \['b'\]",
+         id="score-missing"),
+    Case("score", _one(ls.score, window=0), (GOOD,), match="window must be >= 1",
+         id="score-window"),
+    Case("score", lambda p: ls.score("a", {"a": p}, length=np.array(5)), (GOOD,),
+         match=r"length must lie in \[0, T=3\]", id="score-length"),
+    Case("scores", _one(ls.scores, "G a"), (BAD,), match=RANGE, jit="nan"),
+    Case("scores", _one(ls.scores), (np.array(["x", "y"]),), error=TypeError,
+         match="must be numeric",
+         jit=None, jit_reason="a string array cannot be a jit argument", id="scores-dtype"),
+    Case("exact_probability", _one(ls.exact_probability, "F a"), (BAD,), match=RANGE, jit="nan"),
+    Case("mean_score", _one(ls.mean_score), (BAD,), match=RANGE, jit="nan"),
+    Case("robustness", _one(ls.robustness, "G a"), (BAD,), match=RANGE, jit="nan"),
+    Case("boolean_ltlf", _one(ls.boolean_ltlf, "F a"), (BAD,), match=RANGE, jit="checkify"),
+    Case("match", _one(ls.match, "F a"), (BAD,), match=RANGE, jit="checkify"),
+    Case("segment_max_score", _one(ls.segment_max_score, "F a"), (BAD,), match=RANGE, jit="nan"),
+    Case("segment_max_score", _one(ls.segment_max_score, "F a", semantics="fuzzy"), (GOOD,),
+         match="semantics must be one of", id="segment_max_score-semantics"),
+    Case("adaptive_threshold", ls.adaptive_threshold, ("F a", 0), match="T must be a positive int",
+         jit=None, jit_reason="all arguments are static (formula, T)"),
+    Case("segment_pairs", ls.segment_pairs, (5, 1, 3), {"window": 0}, match="window must be >= 1",
+         jit=None, jit_reason="static NumPy enumeration of segments"),
+    Case("segment_pairs", ls.segment_pairs, (5, 4, 3), match=r"min_len \(4\) must be <= max_len",
+         jit=None, jit_reason="static NumPy enumeration of segments", id="segment_pairs-order"),
+    Case("log1mexp", ls.log1mexp, (F32([0.5]),), match="x <= 0", jit="nan"),
+    Case("reference_scores", ls.reference_scores, ("a", {"a": [0.2, 1.7]}), match=RANGE,
+         jit=None, jit_reason="plain-Python float64 reference scorer"),
+    Case("reference_scores", ls.reference_scores, ("a & b", {"a": [0.2]}), match="missing scores",
+         jit=None, jit_reason="plain-Python float64 reference scorer",
+         id="reference_scores-missing"),
+    # formulas and parsing (host side)
+    Case("parse", ls.parse, ("G (a ->",), match="Cannot parse formula at column 8", jit=None,
+         jit_reason=PARSE),
+    Case("parse", ls.parse, (["a"],), error=TypeError, match="formula must be a str", jit=None,
+         jit_reason=PARSE, id="parse-type"),
+    Case("as_formula", ls.as_formula, (3,), error=TypeError, match="formula must be a str or",
+         jit=None, jit_reason=PARSE),
+    Case("atoms", ls.atoms, (None,), error=TypeError, match="formula must be a str or", jit=None,
+         jit_reason=PARSE),
+    Case("size", ls.size, ("a U",), match="Cannot parse", jit=None, jit_reason=PARSE),
+    Case("build_reverse_dfa", ls.build_reverse_dfa, ("F (a",), match="Cannot parse", jit=None,
+         jit_reason=PARSE),
+    Case("Atom", ls.Atom, ("",), match="non-empty string", jit=None, jit_reason=PARSE),
+    Case("Const", ls.Const, (1,), error=TypeError, match="Const value must be a bool", jit=None,
+         jit_reason=PARSE),
+    Case("Not", ls.Not, ("a",), error=TypeError, match=r"Not.arg must be a Formula node", jit=None,
+         jit_reason=PARSE),
+    Case("And", ls.And, (ls.Atom("a"), "b"), error=TypeError, match=r"And.right must be a Formula",
+         jit=None, jit_reason=PARSE),
+    Case("Or", ls.Or, (1, ls.Atom("a")), error=TypeError, match=r"Or.left must be a Formula",
+         jit=None, jit_reason=PARSE),
+    Case("Implies", ls.Implies, (ls.Atom("a"), None), error=TypeError,
+         match=r"Implies.right must be a Formula", jit=None, jit_reason=PARSE),
+    Case("Next", ls.Next, ("X a",), error=TypeError, match=r"Next.arg must be a Formula",
+         jit=None, jit_reason=PARSE),
+    Case("Until", ls.Until, (ls.Atom("a"), 2.0), error=TypeError, match=r"Until.right must be",
+         jit=None, jit_reason=PARSE),
+    Case("Always", ls.Always, ("a",), error=TypeError, match=r"Always.arg must be", jit=None,
+         jit_reason=PARSE),
+    Case("Eventually", ls.Eventually, ("a",), error=TypeError, match=r"Eventually.arg must be",
+         jit=None, jit_reason=PARSE),
+]
+
+EXEMPT = {"Formula": "a typing.Union alias of the node classes, not a function"}
+
+
+@parametrize(CASES)
+def test_bad_input(case, mode):
+  run_case(case, mode)
+
+
+def test_covers_public_api():
+  assert_covers(ls, CASES, EXEMPT)
+
+
+# ------------------------------------------------------------ degenerate but legal input
+
+def test_letter_operator_glued_to_a_name_is_one_proposition():
+  assert ls.atoms("Fa") == ("Fa",)
+  assert ls.atoms("F a") == ("a",)
+
+
+def test_segment_max_with_trace_shorter_than_min_len_is_minus_inf():
+  out = ls.segment_max_score("F a", {"a": GOOD}, min_len=5, max_len=6)
+  assert float(out) == -math.inf
+
+
+def test_bad_trace_is_poisoned_alone_under_jit():
+  p = np.stack([BAD, GOOD])
+  out = np.asarray(jax.jit(lambda p: ls.score("F a", {"a": p}))(p))
+  assert np.isnan(out[0]) and np.isfinite(out[1])
+
+
+def test_log1mexp_endpoints():
+  assert float(ls.log1mexp(0.0)) == -math.inf and float(ls.log1mexp(-math.inf)) == 0.0
