@@ -32,6 +32,9 @@ from jaxpapers.core.checkpoint import Checkpointer, abstract_like
 from jaxpapers.core.claims import VERDICTS, Claim, Verdict, judge, judge_all, parse_claims
 from jaxpapers.core.config import config_to_dataclass, validate_choice, validate_positive
 from jaxpapers.core.data import ENV_VAR as DATA_DIR_ENV_VAR, resolve_data_dir
+from jaxpapers.core.data_parallel import (
+    host_local_batch_to_global, load_global_batch, process_batch_indices, process_batch_slice,
+)
 from jaxpapers.core.distributed import is_main_process, maybe_initialize_distributed
 from jaxpapers.core.mesh import (
     DATA_AXIS, data_sharding, make_mesh, replicate, replicated_sharding, shard_batch,
@@ -64,6 +67,8 @@ __all__ = [
     "fit_power_law",
     # devices
     "DATA_AXIS", "make_mesh", "data_sharding", "replicated_sharding", "shard_batch", "replicate",
+    "host_local_batch_to_global", "load_global_batch", "process_batch_indices",
+    "process_batch_slice",
     # configs, data, validation
     "config_to_dataclass", "validate_choice", "validate_positive", "DATA_DIR_ENV_VAR",
     "resolve_data_dir", "check_array", "check_float", "check_int", "check_path", "check_values",

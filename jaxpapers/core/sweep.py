@@ -290,9 +290,20 @@ class Sweep:
     mesh, (init_p, chunk_p, first_p) = self._programs(mesh, chunk_size)
     shard = NamedSharding(mesh, P(mesh.axis_names[0]))
     rep = NamedSharding(mesh, P())
-    put = lambda x: jax.device_put(_pad_runs(jnp.asarray(x), r_pad - r), shard)
+    def put(x):
+      # Host values (every process holds the same): device_put onto a sharding
+      # spanning other processes' devices accepts numpy, not local jax.Arrays.
+      if jax.dtypes.issubdtype(jnp.result_type(x), jax.dtypes.prng_key):
+        data = put(jax.random.key_data(x))
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+      x = np.asarray(x)
+      if r_pad > r:
+        x = np.concatenate([x, np.repeat(x[-1:], r_pad - r, axis=0)], axis=0)
+      return jax.device_put(x, shard)
     hp_dev = jax.tree.map(put, hparams)
     keys_dev = put(keys)
+    if data is not None and jax.process_count() > 1:  # same reason as put: go through numpy
+      data = jax.tree.map(lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, data)
     data_dev = jax.device_put(data, rep) if data is not None else None
     start0 = jnp.asarray(0, jnp.int32)
     fingerprint = _fingerprint(hparams, keys, num_steps, chunk_size)

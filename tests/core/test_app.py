@@ -17,6 +17,7 @@ from etils import epath
 
 from jaxpapers import core
 from jaxpapers.core import app, distributed
+from tests import multiprocess_util
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 _CLUSTER_VARS = (
@@ -178,12 +179,6 @@ def test_importing_experiments_initialises_nothing(clean_env, monkeypatch):
   assert clean_env == []
 
 
-def _free_port():
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    return s.getsockname()[1]
-
-
 def test_binaries_import_without_starting_a_backend():
   """After importing every main (with the old opt-in variable set), a distributed start-up
   is still possible: nothing touched a JAX backend or the runtime on import."""
@@ -192,7 +187,7 @@ def test_binaries_import_without_starting_a_backend():
       for p in ("soda", "panda", "flashssm3d", "dual_rate", "logstop", "margins", "locos"):
         importlib.import_module(f"experiments.{{p}}.main")
       assert not jax.distributed.is_initialized()
-      jax.distributed.initialize("127.0.0.1:{_free_port()}", num_processes=1, process_id=0)
+      jax.distributed.initialize("127.0.0.1:{multiprocess_util.free_port()}", num_processes=1, process_id=0)
       print("devices", jax.device_count())
       jax.distributed.shutdown()
   """)
@@ -299,30 +294,11 @@ def test_two_processes_form_one_job_and_only_process_0_writes(tmp_path):
   (tmp_path / "cfg.py").write_text(
       "import ml_collections\n\ndef get_config():\n  return ml_collections.ConfigDict()\n")
   workdir = tmp_path / "run"
-  port = _free_port()
-  procs = []
-  for pid in range(2):
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=f"{ROOT}{os.pathsep}{tmp_path}",
-               XLA_FLAGS="--xla_force_host_platform_device_count=2",
-               JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}", JAX_NUM_PROCESSES="2",
-               JAX_PROCESS_ID=str(pid))
-    for var in ("JAXPAPERS_DISTRIBUTED", "JAXPAPERS_NO_PROGRESS"):
-      env.pop(var, None)
-    procs.append(subprocess.Popen(
-        [sys.executable, "-c", "from jaxpapers.core import app; app.run('two_proc_experiment')",
-         f"--config={tmp_path / 'cfg.py'}", f"--workdir={workdir}"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-  outs = []
-  try:
-    for proc in procs:
-      outs.append(proc.communicate(timeout=120))
-  finally:
-    for proc in procs:
-      if proc.poll() is None:
-        proc.kill()
-        proc.communicate()
-  logs = "\n".join(f"--- process {i}\n{err[-2000:]}" for i, (_, err) in enumerate(outs))
-  assert [p.returncode for p in procs] == [0, 0], logs
+  outs = [(r.stdout, r.stderr) for r in multiprocess_util.launch(
+      [sys.executable, "-c", "from jaxpapers.core import app; app.run('two_proc_experiment')",
+       f"--config={tmp_path / 'cfg.py'}", f"--workdir={workdir}"],
+      num_processes=2, devices_per_process=2, timeout=120,
+      env={"PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}", "JAXPAPERS_NO_PROGRESS": None})]
   # process i holds 2 devices of value i + 1: 2 * 1 + 2 * 2 = 6 on both
   assert [o.split("RESULT ")[1].split() for o, _ in outs] == [["0", "4", "6.0"], ["1", "4", "6.0"]]
   assert "process 1 of 2" in outs[1][1] and "global devices: 4 x cpu" in outs[1][1]

@@ -261,6 +261,20 @@ CASES = [
     Case("core.CellStore", _cellstore_name, error=TypeError,
          match="cell name must be a non-empty str", jit=None, jit_reason=HOST,
          id="cellstore-name"),
+    Case("core.process_batch_indices", lambda: core.process_batch_indices(6, core.make_mesh(4)),
+         match="global_batch_size must be a positive int divisible by the 4 devices", jit=None,
+         jit_reason=HOST, id="batch-indices-indivisible"),
+    Case("core.process_batch_slice", lambda: core.process_batch_slice(8, "data"),
+         error=TypeError, match="mesh must be a jax.sharding.Mesh or NamedSharding", jit=None,
+         jit_reason=HOST, id="batch-slice-mesh"),
+    Case("core.host_local_batch_to_global",
+         lambda: core.host_local_batch_to_global({"x": np.zeros((6, 2))}, core.make_mesh(4), 8),
+         match=r"local_batch leaf \['x'\] has shape \(6, 2\).*this process's 8 rows", jit=None,
+         jit_reason=HOST, id="local-batch-rows"),
+    Case("core.load_global_batch",
+         lambda: core.load_global_batch(lambda r: np.zeros((len(r) + 1, 2)), 8, core.make_mesh(4)),
+         match="must hold this process's 8 rows", jit=None, jit_reason=HOST,
+         id="load-batch-rows"),
 ]
 
 EXEMPT = {
