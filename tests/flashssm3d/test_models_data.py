@@ -2,6 +2,7 @@
 
 import sys
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -65,8 +66,8 @@ def test_student_and_teacher_forward_shapes_no_recompile(scenes):
     for m in (st, te):
         f, s = _fwd(m)
         p = f(s, x)
-        assert p.pose_enc.shape == (2, 3, 9) and p.pose_stages.shape == (2, 2, 3, 9)
-        assert p.depth.shape == (2, 3, 16, 16, 1) and p.points.shape == (2, 3, 16, 16, 3)
+        chex.assert_shape([p.pose_enc, p.pose_stages, p.depth, p.points],
+                          [(2, 3, 9), (2, 2, 3, 9), (2, 3, 16, 16, 1), (2, 3, 16, 16, 3)])
         assert float(p.depth.min()) > 0 and float(p.depth_conf.min()) >= 1 and float(p.point_conf.min()) >= 1
         x2 = x + 0.1
         with count_traces() as traces:
