@@ -128,7 +128,8 @@ def test_call_counts_match_hand_count_and_compile_once(sampler):
       r = dr.refresh_schedule(n, interval=interval, kind=kind)
       _, info = dr.sample(m, jax.random.key(0), (2, 8, 8, 1), num_steps=n, refresh=r,
                           sampler=sampler, return_info=True)
-      hand = {"encoder_calls": int(r.sum()), "denoiser_calls": 2 * n - 1 if sampler == "heun" else n}
+      hand = {"encoder_calls": int(r.sum()),
+              "denoiser_calls": 2 * n - 1 if sampler == "heun" else n}
       assert {k: int(v) for k, v in info.items()} == hand == dr.call_counts(r, sampler=sampler)
   assert traces["_sample_jit"] <= 1  # one compile serves every refresh schedule
   _, info = dr.sample(tiny_single(), jax.random.key(0), (2, 8, 8, 1), num_steps=n, sampler=sampler,
