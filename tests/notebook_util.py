@@ -2,7 +2,10 @@
 
 The notebook reads ``JAXPAPERS_SMOKE=1`` to choose a seconds-long setting; its
 install cell runs only under Colab. The kernel is the current interpreter, so
-the notebook sees exactly the installed project.
+the notebook sees exactly the installed project. It inherits the test process's
+environment, hence the persistent compilation cache set up in ``conftest.py``:
+a rerun reuses the notebook's compiled programs. Each cell gets ``timeout``
+seconds (300 by default; the smoke settings need far less).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from nbclient import NotebookClient
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def run_notebook(path: str | os.PathLike[str], timeout: int = 600) -> nbformat.NotebookNode:
+def run_notebook(path: str | os.PathLike[str], timeout: int = 300) -> nbformat.NotebookNode:
   """Executes every cell of ``path`` (relative to the repo root or absolute).
 
   Returns the executed notebook; a failing cell raises ``CellExecutionError``

@@ -40,7 +40,6 @@ from jaxpapers.dual_rate._networks import (
 from jaxpapers.dual_rate._sampling import (
     REFRESH_KINDS,
     SAMPLERS,
-    TRACE_COUNT,
     call_counts,
     component_flops,
     refresh_schedule,
@@ -60,7 +59,7 @@ from jaxpapers.dual_rate._training import (
 
 __all__ += [
     "ContextEncoder", "DualRateModel", "LightDenoiser", "SingleNetwork", "count_params",
-    "timestep_embedding", "REFRESH_KINDS", "SAMPLERS", "TRACE_COUNT", "call_counts",
+    "timestep_embedding", "REFRESH_KINDS", "SAMPLERS", "call_counts",
     "component_flops", "refresh_schedule", "sample", "sampling_cost", "speedup", "wall_time",
     "xla_flops", "COUPLINGS", "diffusion_loss", "dual_rate_loss", "make_train_step",
     "sample_staleness",

@@ -41,9 +41,6 @@ from jaxpapers.dual_rate._schedule import (NoiseSchedule, ancestral_step, ddim_s
 SAMPLERS = ("ddim", "ancestral", "heun")
 REFRESH_KINDS = ("uniform", "front_loaded", "back_loaded")
 
-# Incremented each time the sampler body is traced (for no-recompilation tests).
-TRACE_COUNT = {"sample": 0}
-
 
 def refresh_schedule(num_steps: int, *, interval: int = 4, kind: str = "uniform") -> np.ndarray:
   """Refresh set as a bool array [num_steps] with ceil(num_steps / interval) refreshes, R[0] = True.
@@ -98,7 +95,6 @@ def _model_fns(model, schedule):
 
 def _run(model, key, refresh, cond, *, shape, num_steps, sampler, schedule, sigma_min, sigma_max, rho):
   """Pure sampler body (traced under jit)."""
-  TRACE_COUNT["sample"] += 1
   enc, den = _model_fns(model, schedule)
   b = shape[0]
   k_init, k_loop = jax.random.split(key)

@@ -88,6 +88,9 @@ def test_last_refresh_index():
     dr.last_refresh_index([False, True])
 
 
+# Slow (about a minute of XLA compilation per case on 2 cores, whatever the model size): the
+# MMD training phase of the smoke experiment runs the same losses by default.
+@pytest.mark.slow
 @pytest.mark.parametrize("dual", [False, True])
 def test_mmd_gradients_are_separated(dual):
   """Student gradients come only from the student loss and vanish when aux == teacher; aux

@@ -8,6 +8,7 @@ from flax import nnx
 
 from jaxpapers import dual_rate as dr
 from tests.dual_rate._util import tiny_dual, tiny_single
+from tests.jit_util import count_traces
 
 SCHED = dr.NoiseSchedule()
 
@@ -122,14 +123,15 @@ def test_refresh_schedules():
 def test_call_counts_match_hand_count_and_compile_once(sampler):
   m = _model()
   n = 8
-  before = dr.TRACE_COUNT["sample"]
-  for interval, kind in [(1, "uniform"), (4, "uniform"), (3, "front_loaded"), (8, "back_loaded")]:
-    r = dr.refresh_schedule(n, interval=interval, kind=kind)
-    _, info = dr.sample(m, jax.random.key(0), (2, 8, 8, 1), num_steps=n, refresh=r, sampler=sampler,
-                        return_info=True)
-    hand = {"encoder_calls": int(r.sum()), "denoiser_calls": 2 * n - 1 if sampler == "heun" else n}
-    assert {k: int(v) for k, v in info.items()} == hand == dr.call_counts(r, sampler=sampler)
-  assert dr.TRACE_COUNT["sample"] - before <= 1  # one compile serves every refresh schedule
+  with count_traces() as traces:
+    for interval, kind in [(1, "uniform"), (4, "uniform"), (3, "front_loaded"), (8, "back_loaded")]:
+      r = dr.refresh_schedule(n, interval=interval, kind=kind)
+      _, info = dr.sample(m, jax.random.key(0), (2, 8, 8, 1), num_steps=n, refresh=r,
+                          sampler=sampler, return_info=True)
+      hand = {"encoder_calls": int(r.sum()),
+              "denoiser_calls": 2 * n - 1 if sampler == "heun" else n}
+      assert {k: int(v) for k, v in info.items()} == hand == dr.call_counts(r, sampler=sampler)
+  assert traces["_sample_jit"] <= 1  # one compile serves every refresh schedule
   _, info = dr.sample(tiny_single(), jax.random.key(0), (2, 8, 8, 1), num_steps=n, sampler=sampler,
                       return_info=True)
   assert int(info["encoder_calls"]) == 0 and int(info["denoiser_calls"]) == (2 * n - 1 if sampler == "heun" else n)

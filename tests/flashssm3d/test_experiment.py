@@ -27,4 +27,4 @@ def test_smoke_experiment_end_to_end(tmp_path):
 def test_notebook_runs():
     from tests.notebook_util import run_notebook
 
-    run_notebook("colab/flashssm3d.ipynb", timeout=600)
+    run_notebook("colab/flashssm3d.ipynb", timeout=300)

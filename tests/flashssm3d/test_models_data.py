@@ -2,6 +2,7 @@
 
 import sys
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,11 +10,16 @@ import pytest
 from flax import nnx
 
 from jaxpapers import flashssm3d as fs
+from tests.jit_util import count_traces
 
 
 def _fwd(model):
     graphdef, state = nnx.split(model)
-    return jax.jit(lambda s, x: nnx.merge(graphdef, s)(x)), state
+
+    def forward(s, x):
+        return nnx.merge(graphdef, s)(x)
+
+    return jax.jit(forward), state
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +66,13 @@ def test_student_and_teacher_forward_shapes_no_recompile(scenes):
     for m in (st, te):
         f, s = _fwd(m)
         p = f(s, x)
-        assert p.pose_enc.shape == (2, 3, 9) and p.pose_stages.shape == (2, 2, 3, 9)
-        assert p.depth.shape == (2, 3, 16, 16, 1) and p.points.shape == (2, 3, 16, 16, 3)
+        chex.assert_shape([p.pose_enc, p.pose_stages, p.depth, p.points],
+                          [(2, 3, 9), (2, 2, 3, 9), (2, 3, 16, 16, 1), (2, 3, 16, 16, 3)])
         assert float(p.depth.min()) > 0 and float(p.depth_conf.min()) >= 1 and float(p.point_conf.min()) >= 1
-        f(s, x + 0.1)
-        assert f._cache_size() == 1
+        x2 = x + 0.1
+        with count_traces() as traces:
+            f(s, x2)
+        assert traces["forward"] == 0  # same shapes: no second trace
     with pytest.raises(ValueError, match="images"):
         st(jnp.zeros((1, 2, 8, 8, 3)))
     with pytest.raises(ValueError, match="method"):

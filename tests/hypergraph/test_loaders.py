@@ -1,17 +1,26 @@
-"""Loaders on the real files reproduce the statistics in the spec (skip when data is absent)."""
+"""Loaders on the real files reproduce the statistics in the spec.
+
+When the shared data folder is absent these tests skip, saying so, outside CI and fail in CI
+(see tests/resources.py).
+"""
 
 import numpy as np
 import pytest
 
+from jaxpapers import core
 from jaxpapers import hypergraph as hg
+from tests import resources
 
-try:
-  from jaxpapers import core
-  DATA = core.resolve_data_dir(subdir="hypergraph")
-except Exception:  # noqa: BLE001  data folder absent (or core missing): skip real-data tests
-  DATA = None
+_MISSING = resources.hypergraph_data_missing()
+DATA = None if _MISSING else core.resolve_data_dir(subdir="hypergraph")
 
-needs_data = pytest.mark.skipif(DATA is None, reason="shared hypergraph data folder not found")
+
+@pytest.fixture
+def _hypergraph_data():
+  resources.require(_MISSING)
+
+
+needs_data = pytest.mark.usefixtures("_hypergraph_data")
 
 # name -> (nodes, hyperedges, incidences, max size or None, classes, class counts or None)
 EXPECTED = {

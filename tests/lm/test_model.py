@@ -9,6 +9,7 @@ import pytest
 from flax import nnx
 
 from jaxpapers import lm
+from tests.jit_util import count_traces
 from tests.lm.numpy_ref import hf_weights_from_params, np_forward
 
 TINY = lm.LMConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
@@ -253,15 +254,14 @@ def test_ablation_mask_is_data_no_recompile_and_sampling():
   params = _params(TINY, std=0.5)
   mean = jnp.zeros((TINY.n_layers, TINY.n_heads, TINY.head_dim))
   outs = []
-  for i in range(3):
-    mask = np.zeros((TINY.n_layers, TINY.n_heads), bool)
-    mask.flat[i] = True
-    abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean, mode="mean_q")
-    outs.append(lm.greedy_generate(params, TOKENS[:4], config=TINY, max_new_tokens=4,
-                                   ablation=abl))
-    if i == 0:
-      size = lm._generate._generate_jit._cache_size()
-  assert lm._generate._generate_jit._cache_size() == size
+  with count_traces() as traces:
+    for i in range(3):
+      mask = np.zeros((TINY.n_layers, TINY.n_heads), bool)
+      mask.flat[i] = True
+      abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean, mode="mean_q")
+      outs.append(lm.greedy_generate(params, TOKENS[:4], config=TINY, max_new_tokens=4,
+                                     ablation=abl))
+  assert traces["_generate_jit"] <= 1  # a new mask is data: at most the first call traces
   s1 = lm.generate(params, TOKENS[:4], config=TINY, max_new_tokens=5, temperature=1.0,
                    key=jax.random.key(1))
   s2 = lm.generate(params, TOKENS[:4], config=TINY, max_new_tokens=5, temperature=1.0,

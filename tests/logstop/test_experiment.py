@@ -37,5 +37,6 @@ def test_smoke_config_end_to_end(tmp_path):
   assert any(k.startswith("LogSTOP") for k in overall)
   assert all(0.0 <= v <= 1.0 for v in overall.values())
   assert (tmp_path / "logstop_matching_retrieval.png").exists()
+  assert results["retrieval/overall"], "every retrieval query was skipped"
   for row in results["retrieval/overall"].values():
     assert 0.0 <= row["mAP"] <= 1.0 and 0.0 <= row["R@5"] <= 1.0

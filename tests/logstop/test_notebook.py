@@ -4,4 +4,4 @@ from tests.notebook_util import run_notebook
 
 
 def test_notebook_runs():
-  run_notebook("colab/logstop.ipynb", timeout=600)
+  run_notebook("colab/logstop.ipynb", timeout=300)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jaxpapers import logstop as L
-from jaxpapers.logstop import _engine
+from tests.jit_util import count_traces
 from tests.logstop import _oracles
 
 
@@ -147,13 +147,13 @@ def test_vmap_and_batch_equal_loop_and_jit():
 def test_one_compile_per_formula_length_window():
   rng = np.random.default_rng(7)
   text = "F(a & X b) U (c | G a)"
-  before = _engine.evaluate_jit._cache_size()
-  for _ in range(3):
-    props = {n: rng.uniform(size=(3, 11)).astype(np.float32) for n in _oracles.ATOMS}
-    props["unused"] = rng.uniform(size=(7,))   # extra names are ignored
-    L.score(text, props, window=3)
-    L.score(L.parse(text.replace(" ", "  ")), props, window=3)
-  assert _engine.evaluate_jit._cache_size() == before + 1
+  with count_traces() as traces:
+    for _ in range(3):
+      props = {n: rng.uniform(size=(3, 11)).astype(np.float32) for n in _oracles.ATOMS}
+      props["unused"] = rng.uniform(size=(7,))   # extra names are ignored
+      L.score(text, props, window=3)
+      L.score(L.parse(text.replace(" ", "  ")), props, window=3)
+  assert traces["evaluate_jit"] == 1
 
   @jax.jit
   @chex.assert_max_traces(n=1)

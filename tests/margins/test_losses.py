@@ -9,6 +9,7 @@ import pytest
 
 import jaxpapers.margins as M
 from jaxpapers.margins import _losses
+from tests.jit_util import count_traces
 
 
 def _np_scores(U, V):
@@ -123,10 +124,10 @@ def test_fit_free_embeddings_margin_and_seeds_no_retrace():
     m = float(M.margin(res.U[s], res.V[s], A))
     assert m > 0.25  # exact optimum 0.4096; orthogonal construction 0.261
     assert m <= M.k_sparse_optimal_margin(6, 2) + 1e-5
-  from jaxpapers.margins import _fit
-  before = _fit._fit._cache_size()
-  M.fit_free_embeddings(jax.random.split(jax.random.key(5), 2), A, 8, loss="margin", steps=400, lr=3e-2)
-  assert _fit._fit._cache_size() == before  # new seeds and values: no recompilation
+  with count_traces() as traces:
+    M.fit_free_embeddings(jax.random.split(jax.random.key(5), 2), A, 8, loss="margin", steps=400,
+                          lr=3e-2)
+  assert traces["_fit"] == 0  # new seeds and values: no recompilation
 
 
 def test_fit_sigmoid_learns_bias_and_single_key():
