@@ -24,10 +24,12 @@ import numpy as np
 from jaxpapers import logstop as L
 
 FORMULAS = ("a U b", "G(a -> F b)", "F(a & X b & X X c)")
-GROWING = ("a U b",
-           "(a U b) & G(a -> F c)",
-           "(a U b) & G(a -> F c) & F(b & X X c)",
-           "(a U b) & G(a -> F c) & F(b & X X c) & (!c U (a | G b))")
+GROWING = (
+  "a U b",
+  "(a U b) & G(a -> F c)",
+  "(a U b) & G(a -> F c) & F(b & X X c)",
+  "(a U b) & G(a -> F c) & F(b & X X c) & (!c U (a | G b))",
+)
 
 
 def _traces(rng, B, T):
@@ -37,7 +39,7 @@ def _traces(rng, B, T):
 def time_jax(formula, props, window, min_time):
   fn = jax.jit(lambda p: L.score(formula, p, window=window))
   p = {k: jnp.asarray(v) for k, v in props.items()}
-  fn(p).block_until_ready()                               # compile
+  fn(p).block_until_ready()  # compile
   reps, start = 0, time.perf_counter()
   while True:
     fn(p).block_until_ready()
@@ -82,10 +84,13 @@ def main():
         props = _traces(rng, B, T)
         tj = time_jax(formula, props, w, min_time) / B
         tp = time_python(formula, props, w, min_time, max_traces=200)
-        rows.append(dict(formula=formula, window=w, T=T, batch=B, jax_per_trace=tj,
-                         python_per_trace=tp))
-        print(f"| `{formula}` | {w} | {T} | {B} | {1 / tj:,.0f} | {1 / tp:,.1f} | {tp / tj:,.0f}x |",
-              flush=True)
+        rows.append(
+          dict(formula=formula, window=w, T=T, batch=B, jax_per_trace=tj, python_per_trace=tp)
+        )
+        print(
+          f"| `{formula}` | {w} | {T} | {B} | {1 / tj:,.0f} | {1 / tp:,.1f} | {tp / tj:,.0f}x |",
+          flush=True,
+        )
   print("\nGrowth of time per trace in T (log-log slope; 1 = linear):")
   growth = {}
   for formula in FORMULAS:
@@ -93,8 +98,9 @@ def main():
       sel = [r for r in rows if r["formula"] == formula and r["window"] == w]
       big = [r for r in sel if r["T"] >= 300] or sel
       growth[f"{formula} w={w}"] = {
-          "jax": slope([r["T"] for r in big], [r["jax_per_trace"] for r in big]),
-          "python": slope([r["T"] for r in sel], [r["python_per_trace"] for r in sel])}
+        "jax": slope([r["T"] for r in big], [r["jax_per_trace"] for r in big]),
+        "python": slope([r["T"] for r in sel], [r["python_per_trace"] for r in sel]),
+      }
       g = growth[f"{formula} w={w}"]
       print(f"  `{formula}` w={w}: JAX (T>=300) {g['jax']:.2f}, Python {g['python']:.2f}")
   print("\nGrowing formulas (T=1000, w=1):")
@@ -106,8 +112,9 @@ def main():
     props = _traces(rng, 256, T)
     tj = time_jax(formula, props, 1, min_time) / 256
     tp = time_python(formula, props, 1, min_time, max_traces=100)
-    size_rows.append(dict(formula=formula, size=L.size(L.parse(formula)), jax_per_trace=tj,
-                          python_per_trace=tp))
+    size_rows.append(
+      dict(formula=formula, size=L.size(L.parse(formula)), jax_per_trace=tj, python_per_trace=tp)
+    )
     print(f"| {L.size(L.parse(formula))} | {1 / tj:,.0f} | {1 / tp:,.1f} |", flush=True)
   if args.out:
     with open(args.out, "w") as fh:

@@ -40,12 +40,14 @@ def main():
   def np_pass():
     m0 = np.inf
     for s in range(0, A.shape[0], 65536):
-      S = U[s:s + 65536].astype(np.float64) @ V.T.astype(np.float64)
-      m0 = min(m0, np.where(A[s:s + 65536], S, -S).min())
+      S = U[s : s + 65536].astype(np.float64) @ V.T.astype(np.float64)
+      m0 = min(m0, np.where(A[s : s + 65536], S, -S).min())
     return m0
 
   t_np = _time(np_pass, repeats=1)
-  print(f"all_margins C(64,4) x 64, d=64: jax {t_jax:.3f} s, numpy float64 {t_np:.3f} s, ratio {t_np / t_jax:.1f}x")
+  print(
+    f"all_margins C(64,4) x 64, d=64: jax {t_jax:.3f} s, numpy float64 {t_np:.3f} s, ratio {t_np / t_jax:.1f}x"
+  )
 
   A = M.k_sparse_relevance(20, 3)
   steps = 1000
@@ -53,10 +55,16 @@ def main():
   t_one = _time(lambda: M.fit_free_embeddings(key, A, 32, loss="sigmoid", steps=steps).U, repeats=2)
   print(f"fit N={A.shape[0]}, n=20, d=32, sigmoid: {steps / t_one:.0f} steps/s after compile")
   ds = [4, 8, 16, 32, 64]
-  t_batched = _time(lambda: M.fit_free_embeddings(key, A, ds, loss="sigmoid", steps=steps).U, repeats=1)
-  t_separate = sum(_time(lambda d=d: M.fit_free_embeddings(key, A, d, loss="sigmoid", steps=steps).U, repeats=1)
-                   for d in ds)
-  print(f"5 dimensions: batched {t_batched:.2f} s vs separate {t_separate:.2f} s (run time, compile excluded)")
+  t_batched = _time(
+    lambda: M.fit_free_embeddings(key, A, ds, loss="sigmoid", steps=steps).U, repeats=1
+  )
+  t_separate = sum(
+    _time(lambda d=d: M.fit_free_embeddings(key, A, d, loss="sigmoid", steps=steps).U, repeats=1)
+    for d in ds
+  )
+  print(
+    f"5 dimensions: batched {t_batched:.2f} s vs separate {t_separate:.2f} s (run time, compile excluded)"
+  )
 
 
 if __name__ == "__main__":

@@ -19,21 +19,24 @@ import time
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-import optax
-from flax import nnx
 
-from jaxpapers import core
+from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
-from jaxpapers import panda
 
 
 def bench_one(data, backbone, use_panda, *, epochs, hidden, heads, fast_compile):
   d = data if backbone == "gedi" else hg.as_undirected(data)
   cfg = panda.PandaConfig(heads=heads) if use_panda else None
   kw = dict(num_steps=2) if backbone == "phenomnn" else {}
-  mf = lambda rngs: panda.make_model(backbone, cfg, in_features=int(d.x.shape[1]),
-                                     num_classes=d.num_classes, hidden=hidden, rngs=rngs, **kw)
+  mf = lambda rngs: panda.make_model(
+    backbone,
+    cfg,
+    in_features=int(d.x.shape[1]),
+    num_classes=d.num_classes,
+    hidden=hidden,
+    rngs=rngs,
+    **kw,
+  )
   graphdef, params, rest, opt_state = panda.init(mf, jax.random.key(0))
   mask = jnp.asarray(d.train_mask[0], jnp.float32)
   traces = [0]
@@ -52,16 +55,24 @@ def bench_one(data, backbone, use_panda, *, epochs, hidden, heads, fast_compile)
   times = []
   for e in range(epochs):
     t = time.perf_counter()
-    params, opt_state, loss = (jstep if e % 2 else compiled)(params, opt_state, d,
-                                                             jax.random.fold_in(key, e))
+    params, opt_state, loss = (jstep if e % 2 else compiled)(
+      params, opt_state, d, jax.random.fold_in(key, e)
+    )
     jax.block_until_ready(loss)
     times.append(time.perf_counter() - t)
   del compiled
   assert traces[0] == 1, f"recompiled: {traces[0]} traces"
-  warm = times[min(10, epochs - 1):]
-  return dict(dataset=d.name, backbone=backbone, arm="panda" if use_panda else "vanilla",
-              nnz=d.incidence.nnz, compile_s=compile_s, epoch_ms=1e3 * statistics.median(warm),
-              traces=traces[0], fast_compile=fast_compile)
+  warm = times[min(10, epochs - 1) :]
+  return dict(
+    dataset=d.name,
+    backbone=backbone,
+    arm="panda" if use_panda else "vanilla",
+    nnz=d.incidence.nnz,
+    compile_s=compile_s,
+    epoch_ms=1e3 * statistics.median(warm),
+    traces=traces[0],
+    fast_compile=fast_compile,
+  )
 
 
 def main():
@@ -74,9 +85,12 @@ def main():
   ap.add_argument("--smoke", action="store_true")
   ap.add_argument("--compare-opt", action="store_true")
   ap.add_argument("--out", default="")
-  ap.add_argument("--data-dir", default="",
-                  help="folder holding hypergraph/ (default: $JAXPAPERS_DATA_DIR or "
-                       "../shared/data); a real dataset that cannot be found is an error")
+  ap.add_argument(
+    "--data-dir",
+    default="",
+    help="folder holding hypergraph/ (default: $JAXPAPERS_DATA_DIR or "
+    "../shared/data); a real dataset that cannot be found is an error",
+  )
   a = ap.parse_args()
   if a.smoke:
     a.datasets, a.backbones, a.epochs, a.hidden, a.heads = "synthetic-small", "gedi,hgnn", 12, 8, 2
@@ -88,28 +102,46 @@ def main():
   for name in a.datasets.split(","):
     if name.startswith("synthetic"):
       small = name == "synthetic-small"
-      data = hg.make_synthetic(0, nodes_per_class=20 if small else 100,
-                               n_inter=3 if small else int(name.rsplit("inter", 1)[-1]),
-                               num_splits=1, name=name)
+      data = hg.make_synthetic(
+        0,
+        nodes_per_class=20 if small else 100,
+        n_inter=3 if small else int(name.rsplit("inter", 1)[-1]),
+        num_splits=1,
+        name=name,
+      )
     else:
       data = hg.load(name, root, num_splits=1)
     for b in a.backbones.split(","):
       for use in (False, True):
-        for fc in ((True, False) if a.compare_opt else (True,)):
-          r = bench_one(data, b, use, epochs=a.epochs, hidden=a.hidden, heads=a.heads,
-                        fast_compile=fc)
+        for fc in (True, False) if a.compare_opt else (True,):
+          r = bench_one(
+            data, b, use, epochs=a.epochs, hidden=a.hidden, heads=a.heads, fast_compile=fc
+          )
           rows.append(r)
-          print(f"{r['dataset']:40s} {b:9s} {r['arm']:8s} fast={fc!s:5s} nnz={r['nnz']:6d} "
-                f"compile {r['compile_s']:6.1f} s  epoch {r['epoch_ms']:8.2f} ms", flush=True)
-  print("\n| dataset | backbone | vanilla ms/epoch | PANDA ms/epoch | ratio | vanilla compile s | PANDA compile s |")
+          print(
+            f"{r['dataset']:40s} {b:9s} {r['arm']:8s} fast={fc!s:5s} nnz={r['nnz']:6d} "
+            f"compile {r['compile_s']:6.1f} s  epoch {r['epoch_ms']:8.2f} ms",
+            flush=True,
+          )
+  print(
+    "\n| dataset | backbone | vanilla ms/epoch | PANDA ms/epoch | ratio | vanilla compile s | PANDA compile s |"
+  )
   print("|---|---|---|---|---|---|---|")
   for r in rows:
     if r["arm"] != "vanilla" or not r["fast_compile"]:
       continue
-    p = next(x for x in rows if x["dataset"] == r["dataset"] and x["backbone"] == r["backbone"]
-             and x["arm"] == "panda" and x["fast_compile"])
-    print(f"| {r['dataset']} | {r['backbone']} | {r['epoch_ms']:.1f} | {p['epoch_ms']:.1f} | "
-          f"{p['epoch_ms'] / r['epoch_ms']:.2f} | {r['compile_s']:.1f} | {p['compile_s']:.1f} |")
+    p = next(
+      x
+      for x in rows
+      if x["dataset"] == r["dataset"]
+      and x["backbone"] == r["backbone"]
+      and x["arm"] == "panda"
+      and x["fast_compile"]
+    )
+    print(
+      f"| {r['dataset']} | {r['backbone']} | {r['epoch_ms']:.1f} | {p['epoch_ms']:.1f} | "
+      f"{p['epoch_ms'] / r['epoch_ms']:.2f} | {r['compile_s']:.1f} | {p['compile_s']:.1f} |"
+    )
   if a.out:
     with open(a.out, "w") as f:
       json.dump(dict(rows=rows, env=core.environment_info()), f, indent=1, default=str)

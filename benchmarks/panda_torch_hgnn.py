@@ -21,9 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxpapers import core
+from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
-from jaxpapers import panda
 
 
 def _torch_model(torch, params, inc, n, m):
@@ -31,8 +30,10 @@ def _torch_model(torch, params, inc, n, m):
   node = torch.as_tensor(np.asarray(inc.node), dtype=torch.long)
   edge = torch.as_tensor(np.asarray(inc.edge), dtype=torch.long)
   dv = torch.as_tensor(np.asarray(hg.inv_sqrt(inc.deg_node)))
-  de = torch.as_tensor(np.where(np.asarray(inc.deg_edge) > 0, 1 / np.maximum(np.asarray(inc.deg_edge), 1), 0),
-                       dtype=torch.float32)
+  de = torch.as_tensor(
+    np.where(np.asarray(inc.deg_edge) > 0, 1 / np.maximum(np.asarray(inc.deg_edge), 1), 0),
+    dtype=torch.float32,
+  )
 
   class HGNN(nn.Module):
     def __init__(self):
@@ -44,7 +45,11 @@ def _torch_model(torch, params, inc, n, m):
       self.norm = nn.LayerNorm(np.asarray(p["head"]["norm"]["scale"]).shape[0], eps=1e-6)
       self.fc2 = nn.Linear(*np.asarray(p["head"]["fc2"]["kernel"]).shape)
       with torch.no_grad():
-        for mod, src in ((self.lin, lin), (self.fc1, p["head"]["fc1"]), (self.fc2, p["head"]["fc2"])):
+        for mod, src in (
+          (self.lin, lin),
+          (self.fc1, p["head"]["fc1"]),
+          (self.fc2, p["head"]["fc2"]),
+        ):
           mod.weight.copy_(torch.as_tensor(np.asarray(src["kernel"]).T))
           mod.bias.copy_(torch.as_tensor(np.asarray(src["bias"])))
         self.norm.weight.copy_(torch.as_tensor(np.asarray(p["head"]["norm"]["scale"])))
@@ -75,12 +80,16 @@ def main():
   try:
     import torch
   except (ImportError, OSError) as e:  # absent, or a broken install
-    print(f"torch is not available ({type(e).__name__}): skipping the PyTorch comparison "
-          "(pip install 'jaxpapers[torch]' or pip install torch).")
+    print(
+      f"torch is not available ({type(e).__name__}): skipping the PyTorch comparison "
+      "(pip install 'jaxpapers[torch]' or pip install torch)."
+    )
     return 0
   root = core.resolve_data_dir(subdir="hypergraph", required=False)
-  print(f"torch {torch.__version__} threads={torch.get_num_threads()}; jax {jax.__version__} "
-        f"{jax.devices()}")
+  print(
+    f"torch {torch.__version__} threads={torch.get_num_threads()}; jax {jax.__version__} "
+    f"{jax.devices()}"
+  )
   print("\n| dataset | nnz | JAX ms/step | torch ms/step | torch / JAX |\n|---|---|---|---|---|")
   for name in a.datasets.split(","):
     if root is None:
@@ -89,11 +98,14 @@ def main():
       data = hg.load(name, root, num_splits=1)
     d = hg.as_undirected(data)
     n, m = d.num_nodes, d.incidence.num_edges
-    mf = lambda rngs: hg.HGNN(int(d.x.shape[1]), d.num_classes, hidden=a.hidden, dropout=0.0,
-                              rngs=rngs)
+    mf = lambda rngs: hg.HGNN(
+      int(d.x.shape[1]), d.num_classes, hidden=a.hidden, dropout=0.0, rngs=rngs
+    )
     graphdef, params, rest, opt = panda.init(mf, jax.random.key(0))
     mask = d.train_mask[0].astype(jnp.float32)
-    step = jax.jit(lambda p, o, dd, k: panda.train_step(graphdef, p, rest, o, dd, mask, k, 5e-3, 5e-4))
+    step = jax.jit(
+      lambda p, o, dd, k: panda.train_step(graphdef, p, rest, o, dd, mask, k, 5e-3, 5e-4)
+    )
     tm = _torch_model(torch, _plain(nnx_state_dict(params)), d.incidence, n, m)
     x_t = torch.as_tensor(np.asarray(d.x))
     y_t = torch.as_tensor(np.asarray(d.y), dtype=torch.long)
@@ -124,8 +136,10 @@ def main():
       tstep()
       tt.append(time.perf_counter() - t)
     js, ts = statistics.median(jt[10:]), statistics.median(tt[10:])
-    print(f"| {d.name} | {d.incidence.nnz} | {1e3 * js:.2f} | {1e3 * ts:.2f} | {ts / js:.2f} |",
-          flush=True)
+    print(
+      f"| {d.name} | {d.incidence.nnz} | {1e3 * js:.2f} | {1e3 * ts:.2f} | {ts / js:.2f} |",
+      flush=True,
+    )
   return 0
 
 

@@ -35,15 +35,19 @@ from jaxpapers import soda as soda_lib
 
 def make_params(key, width: int, depth: int):
   keys = jax.random.split(key, depth)
-  return {f'layer{i}': {'w': jax.random.normal(k, (width, width)) / np.sqrt(width),
-                        'b': jnp.zeros((width,))}
-          for i, k in enumerate(keys)}
+  return {
+    f"layer{i}": {
+      "w": jax.random.normal(k, (width, width)) / np.sqrt(width),
+      "b": jnp.zeros((width,)),
+    }
+    for i, k in enumerate(keys)
+  }
 
 
 def forward(params, x):
   for i in range(len(params)):
-    p = params[f'layer{i}']
-    x = jnp.tanh(x @ p['w'] + p['b'])
+    p = params[f"layer{i}"]
+    x = jnp.tanh(x @ p["w"] + p["b"])
   return x
 
 
@@ -56,16 +60,18 @@ def nbytes(tree) -> int:
 
 
 def main():
-  ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  ap.add_argument('--width', type=int, default=768)
-  ap.add_argument('--depth', type=int, default=16)
-  ap.add_argument('--batch', type=int, default=64)
-  ap.add_argument('--repeats', type=int, default=15)
-  ap.add_argument('--out', type=str, default='')
+  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap.add_argument("--width", type=int, default=768)
+  ap.add_argument("--depth", type=int, default=16)
+  ap.add_argument("--batch", type=int, default=64)
+  ap.add_argument("--repeats", type=int, default=15)
+  ap.add_argument("--out", type=str, default="")
   args = ap.parse_args()
 
-  txs = {'adamw': optax.adamw(1e-3, weight_decay=0.0),
-         'soda_adamw': soda_lib.soda(optax.adamw(1e-3, weight_decay=0.0))}
+  txs = {
+    "adamw": optax.adamw(1e-3, weight_decay=0.0),
+    "soda_adamw": soda_lib.soda(optax.adamw(1e-3, weight_decay=0.0)),
+  }
   params0 = make_params(jax.random.key(0), args.width, args.depth)
   num_params = sum(x.size for x in jax.tree.leaves(params0))
   x = jax.random.normal(jax.random.key(1), (args.batch, args.width))
@@ -74,6 +80,7 @@ def main():
 
   fns, carries = {}, {}
   for name, tx in txs.items():
+
     @functools.partial(jax.jit, donate_argnums=(0, 1))
     def update(params, state, grads, tx=tx):
       u, state = tx.update(grads, state, params)
@@ -93,7 +100,7 @@ def main():
     update, step = fns[name]
     p, s = carries[name]
     t0 = time.perf_counter()
-    if kind == 'update':
+    if kind == "update":
       p, s = update(p, s, grads)
     else:
       p, s = step(p, s, x, y)
@@ -101,9 +108,12 @@ def main():
     carries[name] = (p, s)
     return time.perf_counter() - t0
 
-  results = {'num_params': int(num_params), 'backend': jax.default_backend(),
-             'devices': [d.device_kind for d in jax.devices()][:1]}
-  for kind in ('update', 'step'):
+  results = {
+    "num_params": int(num_params),
+    "backend": jax.default_backend(),
+    "devices": [d.device_kind for d in jax.devices()][:1],
+  }
+  for kind in ("update", "step"):
     for name in txs:  # compile + warm up
       timed(kind, name)
       timed(kind, name)
@@ -112,20 +122,21 @@ def main():
       for name in txs:
         times[name].append(timed(kind, name))
     med = {name: float(np.median(t)) for name, t in times.items()}
-    results[f'{kind}_median_s'] = med
-    results[f'{kind}_ratio'] = med['soda_adamw'] / med['adamw']
+    results[f"{kind}_median_s"] = med
+    results[f"{kind}_ratio"] = med["soda_adamw"] / med["adamw"]
 
   sds = jax.tree.map(lambda p: jax.ShapeDtypeStruct(p.shape, p.dtype), params0)
   sb = {name: nbytes(jax.eval_shape(tx.init, sds)) for name, tx in txs.items()}
-  results['param_bytes'] = nbytes(params0)
-  results['state_bytes'] = sb
-  results['extra_state_over_param_bytes'] = (
-      (sb['soda_adamw'] - sb['adamw']) / results['param_bytes'])
+  results["param_bytes"] = nbytes(params0)
+  results["state_bytes"] = sb
+  results["extra_state_over_param_bytes"] = (sb["soda_adamw"] - sb["adamw"]) / results[
+    "param_bytes"
+  ]
   print(json.dumps(results, indent=2))
   if args.out:
-    with open(args.out, 'w') as f:
+    with open(args.out, "w") as f:
       json.dump(results, f, indent=2)
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
   main()

@@ -34,19 +34,26 @@ import pathlib
 import subprocess
 import sys
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from absl import app, flags, logging
 
 from jaxpapers.core import claims as claims_lib
 
-_QUICK = flags.DEFINE_bool("quick", False, "Run the seconds-long smoke configs instead of the defaults.")
+_QUICK = flags.DEFINE_bool(
+  "quick", False, "Run the seconds-long smoke configs instead of the defaults."
+)
 _ONLY = flags.DEFINE_list("only", [], "Comma-separated paper names to run (default: all found).")
 _WORKDIR = flags.DEFINE_string("workdir", "runs/reproduce", "Where results and REPORT.md go.")
-_TIMEOUT = flags.DEFINE_integer("timeout_per_paper", 3 * 3600, "Seconds before a paper's run is stopped.")
+_TIMEOUT = flags.DEFINE_integer(
+  "timeout_per_paper", 3 * 3600, "Seconds before a paper's run is stopped."
+)
 _REJUDGE = flags.DEFINE_list(
-    "rejudge", [], "Re-judge these papers' committed results/results.json with the claims of "
-    "their configs/default.py, then exit (runs nothing).")
+  "rejudge",
+  [],
+  "Re-judge these papers' committed results/results.json with the claims of "
+  "their configs/default.py, then exit (runs nothing).",
+)
 _PACKAGE = flags.DEFINE_string("package", "experiments", "The package holding the paper folders.")
 _PACKAGE_DIR = flags.DEFINE_string("package_dir", "", "Its folder (default: next to this file).")
 
@@ -63,31 +70,44 @@ def discover(package_dir: pathlib.Path) -> list[str]:
 
 
 def run_paper(
-    name: str,
-    *,
-    package: str,
-    package_dir: pathlib.Path,
-    workdir: pathlib.Path,
-    quick: bool,
-    timeout_s: float,
-    env: dict[str, str] | None = None,
+  name: str,
+  *,
+  package: str,
+  package_dir: pathlib.Path,
+  workdir: pathlib.Path,
+  quick: bool,
+  timeout_s: float,
+  env: dict[str, str] | None = None,
 ) -> dict:
   """Runs one paper's binary in a subprocess and returns its record for the report."""
   config_name = "smoke" if quick else "default"
   config = package_dir / name / "configs" / f"{config_name}.py"
   paper_dir = workdir / name
   paper_dir.mkdir(parents=True, exist_ok=True)
-  cmd = [sys.executable, "-m", f"{package}.{name}.main", f"--config={config}",
-         f"--workdir={paper_dir}"]
-  shown = (f"python -m {package}.{name}.main --config={package}/{name}/configs/{config_name}.py "
-           f"--workdir={paper_dir}")
+  cmd = [
+    sys.executable,
+    "-m",
+    f"{package}.{name}.main",
+    f"--config={config}",
+    f"--workdir={paper_dir}",
+  ]
+  shown = (
+    f"python -m {package}.{name}.main --config={package}/{name}/configs/{config_name}.py "
+    f"--workdir={paper_dir}"
+  )
   log_path = paper_dir / "log.txt"
   record = {"name": name, "command": shown, "config": config_name, "log": str(log_path)}
   t0 = time.perf_counter()
   try:
     with log_path.open("w") as log:
-      proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s,
-                            env=env, cwd=package_dir.parent)
+      proc = subprocess.run(
+        cmd,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        timeout=timeout_s,
+        env=env,
+        cwd=package_dir.parent,
+      )
     record["returncode"] = proc.returncode
   except subprocess.TimeoutExpired:
     record["returncode"] = None
@@ -101,8 +121,11 @@ def run_paper(
     record["status"] = "failed"
     tail = log_path.read_text().splitlines()[-25:] if log_path.exists() else []
     if "error" not in record:
-      record["error"] = (f"exit code {record['returncode']}" if record["returncode"] != 0
-                         else "finished without writing results.json")
+      record["error"] = (
+        f"exit code {record['returncode']}"
+        if record["returncode"] != 0
+        else "finished without writing results.json"
+      )
     record["log_tail"] = "\n".join(tail)
   return record
 
@@ -110,6 +133,7 @@ def run_paper(
 def _import(package: str, package_dir: pathlib.Path, module: str):
   """Imports ``<package>.<module>`` with ``package_dir``'s parent on sys.path; None if absent."""
   import importlib  # pylint: disable=import-outside-toplevel
+
   parent = str(package_dir.resolve().parent)
   if parent not in sys.path:
     sys.path.insert(0, parent)
@@ -152,15 +176,22 @@ def measured_in(results: dict) -> str:
 
 def _git_last_commit(path: pathlib.Path) -> str | None:
   try:
-    out = subprocess.run(["git", "log", "-1", "--format=%H", "--", path.name], cwd=path.parent,
-                         capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    out = subprocess.run(
+      ["git", "log", "-1", "--format=%H", "--", path.name],
+      cwd=path.parent,
+      capture_output=True,
+      text=True,
+      timeout=10,
+      check=True,
+    ).stdout.strip()
   except Exception:  # pylint: disable=broad-except
     return None
   return out or None
 
 
-def rejudge(name: str, *, package: str = "experiments",
-            package_dir: pathlib.Path | None = None) -> pathlib.Path:
+def rejudge(
+  name: str, *, package: str = "experiments", package_dir: pathlib.Path | None = None
+) -> pathlib.Path:
   """Writes the verdicts of the declared claims into the committed ``results/results.json``.
 
   The claims come from ``configs/default.py``; values the claims need that the run did not
@@ -172,6 +203,7 @@ def rejudge(name: str, *, package: str = "experiments",
     The path of the rewritten file.
   """
   from jaxpapers.core import results as results_lib  # pylint: disable=import-outside-toplevel
+
   package_dir = package_dir or ROOT / package
   path = committed_results_path(name, package_dir)
   if not path.exists():
@@ -183,29 +215,36 @@ def rejudge(name: str, *, package: str = "experiments",
   derived_by = None
   if train is not None and hasattr(train, "derived_metrics"):
     metrics["derived"] = results_lib.to_jsonable(train.derived_metrics(measured))
-    derived_by = (f"metrics.derived computed from the committed metrics by "
-                  f"{package}.{name}.train.derived_metrics")
+    derived_by = (
+      f"metrics.derived computed from the committed metrics by "
+      f"{package}.{name}.train.derived_metrics"
+    )
   claims = declared_claims(name, package=package, package_dir=package_dir)
   out = {"claims": claims_lib.judge_all(claims, metrics)}
   out.update({k: metrics if k == "metrics" else v for k, v in rec.items() if k != "claims"})
   if not rec.get("git") and not rec.get("measured_in"):
     commit = _git_last_commit(path)
-    out["measured_in"] = {"commit": commit, "how": "the last commit of this file before its claims "
-                                                  "were judged (the run predates commit recording)"}
+    out["measured_in"] = {
+      "commit": commit,
+      "how": "the last commit of this file before its claims "
+      "were judged (the run predates commit recording)",
+    }
   out["claims_judged"] = {
-      "command": f"python -m experiments.reproduce --rejudge={name}",
-      "git": results_lib.git_info(),
-      "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-      "derived_metrics": derived_by,
+    "command": f"python -m experiments.reproduce --rejudge={name}",
+    "git": results_lib.git_info(),
+    "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    "derived_metrics": derived_by,
   }
   results_lib.write_json_atomic(path, out)
   return path
 
 
-def claims_rows(records: Sequence[dict], *, quick: bool, package: str,
-                package_dir: pathlib.Path) -> list[list[str]]:
+def claims_rows(
+  records: Sequence[dict], *, quick: bool, package: str, package_dir: pathlib.Path
+) -> list[list[str]]:
   """Rows paper | claim | paper's number | measured | verdict | measured in, for every paper."""
   from jaxpapers.core import report  # pylint: disable=import-outside-toplevel
+
   rows = []
   for r in records:
     name = r["name"]
@@ -231,64 +270,97 @@ def claims_rows(records: Sequence[dict], *, quick: bool, package: str,
         rows.append([name, "no claims declared", "-", "–", "-", "-"])
       for c in declared:
         cd = c.to_dict()
-        rows.append([name, f"{c.statement} (`{c.id}`)", report.paper_cell(cd), "–", missing,
-                     "-"])
+        rows.append([name, f"{c.statement} (`{c.id}`)", report.paper_cell(cd), "–", missing, "-"])
       continue
     for rec in recs:
       cd = rec.get("claim", {})
-      rows.append([name, f"{cd.get('statement', '')} (`{cd.get('id', '')}`)",
-                   report.paper_cell(cd), report.measured_cell(rec),
-                   report.verdict_text(rec), where])
+      rows.append(
+        [
+          name,
+          f"{cd.get('statement', '')} (`{cd.get('id', '')}`)",
+          report.paper_cell(cd),
+          report.measured_cell(rec),
+          report.verdict_text(rec),
+          where,
+        ]
+      )
   return rows
 
 
 def _hardware() -> str:
   from jaxpapers.core import environment_info
+
   env = environment_info()
-  return (f"{env['device_count']} x {env['device_kind']} ({env['backend']}), "
-          f"{env['cpu_count']} CPU cores, {env['platform']}, Python {env['python']}, "
-          f"jax {env['versions']['jax']}, flax {env['versions']['flax']}, "
-          f"optax {env['versions']['optax']}")
+  return (
+    f"{env['device_count']} x {env['device_kind']} ({env['backend']}), "
+    f"{env['cpu_count']} CPU cores, {env['platform']}, Python {env['python']}, "
+    f"jax {env['versions']['jax']}, flax {env['versions']['flax']}, "
+    f"optax {env['versions']['optax']}"
+  )
 
 
-def write_report(records: Sequence[dict], workdir: pathlib.Path, *, quick: bool,
-                 wall_time_s: float, package: str = "experiments",
-                 package_dir: pathlib.Path | None = None) -> pathlib.Path:
+def write_report(
+  records: Sequence[dict],
+  workdir: pathlib.Path,
+  *,
+  quick: bool,
+  wall_time_s: float,
+  package: str = "experiments",
+  package_dir: pathlib.Path | None = None,
+) -> pathlib.Path:
   """Writes ``<workdir>/REPORT.md`` from the per-paper records; it opens with the claims table."""
   from jaxpapers.core import markdown_table  # pylint: disable=import-outside-toplevel
   from jaxpapers.core.results import git_info  # pylint: disable=import-outside-toplevel
+
   package_dir = package_dir or ROOT / package
-  now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-  mode = "quick (smoke configs: a check that everything runs, not a reproduction)" if quick \
-      else "default (CPU-scale reproductions)"
+  now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+  mode = (
+    "quick (smoke configs: a check that everything runs, not a reproduction)"
+    if quick
+    else "default (CPU-scale reproductions)"
+  )
   lines = [
-      "# jaxpapers reproduction report", "",
-      f"- date: {now}",
-      f"- mode: {mode}",
-      f"- code: commit {_short(git_info(package_dir)) or 'unknown (not a git checkout)'}",
-      f"- hardware: {_hardware()}",
-      f"- total wall time: {wall_time_s:.1f} s", "",
+    "# jaxpapers reproduction report",
+    "",
+    f"- date: {now}",
+    f"- mode: {mode}",
+    f"- code: commit {_short(git_info(package_dir)) or 'unknown (not a git checkout)'}",
+    f"- hardware: {_hardware()}",
+    f"- total wall time: {wall_time_s:.1f} s",
+    "",
   ]
   if records:
     lines += ["## Claims", ""]
     if quick:
-      lines += ["The smoke runs below only show that the code runs; they issue no verdict. The "
-                "measured values and verdicts here are those of the committed default runs "
-                f"(`{package}/<paper>/results/results.json`), with the commit that measured them.",
-                ""]
+      lines += [
+        "The smoke runs below only show that the code runs; they issue no verdict. The "
+        "measured values and verdicts here are those of the committed default runs "
+        f"(`{package}/<paper>/results/results.json`), with the commit that measured them.",
+        "",
+      ]
     else:
-      lines += ["Measured values and verdicts from this run's default configs; each rule was "
-                "declared in the paper's `configs/default.py` before the run.", ""]
+      lines += [
+        "Measured values and verdicts from this run's default configs; each rule was "
+        "declared in the paper's `configs/default.py` before the run.",
+        "",
+      ]
     rows = claims_rows(records, quick=quick, package=package, package_dir=package_dir)
-    lines += [markdown_table(["paper", "claim", "paper's number", "measured", "verdict",
-                              "measured in"], rows), ""]
+    lines += [
+      markdown_table(
+        ["paper", "claim", "paper's number", "measured", "verdict", "measured in"], rows
+      ),
+      "",
+    ]
     failed = [r["name"] for r in records if r["status"] != "ok"]
     if failed:
       lines += [f"**Failed to run: {', '.join(failed)}.**", ""]
     lines += ["## Runs", ""]
   if not records:
-    lines += ["No paper experiments are implemented yet (no `experiments/<paper>/configs/default.py` "
-              "was found), so there is nothing to reproduce.", ""]
+    lines += [
+      "No paper experiments are implemented yet (no `experiments/<paper>/configs/default.py` "
+      "was found), so there is nothing to reproduce.",
+      "",
+    ]
   else:
     lines += ["| paper | status | wall time (s) |", "|---|---|---|"]
     for r in records:
@@ -297,12 +369,19 @@ def write_report(records: Sequence[dict], workdir: pathlib.Path, *, quick: bool,
   for r in records:
     lines += [f"## {r['name']}", "", f"Command: `{r['command']}`", ""]
     if r["status"] != "ok":
-      lines += [f"**Failed**: {r['error']}. Last lines of `{r['name']}/log.txt`:", "", "```",
-                r.get("log_tail", ""), "```", ""]
+      lines += [
+        f"**Failed**: {r['error']}. Last lines of `{r['name']}/log.txt`:",
+        "",
+        "```",
+        r.get("log_tail", ""),
+        "```",
+        "",
+      ]
       continue
     res = r["results"]
     if res.get("claims") and not quick:  # a smoke run's own values are no verdict
       from jaxpapers.core import claims_table  # pylint: disable=import-outside-toplevel
+
       lines += [claims_table(res["claims"]), ""]
     wall = res.get("wall_time_s")
     lines.append(f"Run wall time: {wall:.1f} s." if isinstance(wall, (int, float)) else "")
@@ -310,7 +389,14 @@ def write_report(records: Sequence[dict], workdir: pathlib.Path, *, quick: bool,
     if res.get("table_markdown"):
       lines += [res["table_markdown"].rstrip(), ""]
     else:
-      lines += ["Metrics:", "", "```json", json.dumps(res.get("metrics", {}), indent=1)[:4000], "```", ""]
+      lines += [
+        "Metrics:",
+        "",
+        "```json",
+        json.dumps(res.get("metrics", {}), indent=1)[:4000],
+        "```",
+        "",
+      ]
     if res.get("notes"):
       lines += [res["notes"].rstrip(), ""]
     for plot in res.get("plots", []):
@@ -321,14 +407,14 @@ def write_report(records: Sequence[dict], workdir: pathlib.Path, *, quick: bool,
 
 
 def reproduce(
-    *,
-    quick: bool,
-    only: Sequence[str] = (),
-    workdir: str | os.PathLike[str] = "runs/reproduce",
-    package: str = "experiments",
-    package_dir: pathlib.Path | None = None,
-    timeout_s: float = 3 * 3600,
-    env: dict[str, str] | None = None,
+  *,
+  quick: bool,
+  only: Sequence[str] = (),
+  workdir: str | os.PathLike[str] = "runs/reproduce",
+  package: str = "experiments",
+  package_dir: pathlib.Path | None = None,
+  timeout_s: float = 3 * 3600,
+  env: dict[str, str] | None = None,
 ) -> Outcome:
   """Runs the selected papers and writes REPORT.md; returns its path and the failed papers."""
   from jaxpapers.core import progress
@@ -350,19 +436,38 @@ def reproduce(
   for name in bar:
     bar.set_postfix_str(name)
     logging.info("Running %s (%s config)...", name, "smoke" if quick else "default")
-    rec = run_paper(name, package=package, package_dir=package_dir, workdir=workdir,
-                    quick=quick, timeout_s=timeout_s, env=env)
+    rec = run_paper(
+      name,
+      package=package,
+      package_dir=package_dir,
+      workdir=workdir,
+      quick=quick,
+      timeout_s=timeout_s,
+      env=env,
+    )
     if rec["status"] == "ok":
       logging.info("%s finished in %.1f s.", name, rec["wall_time_s"])
     else:
-      logging.error("%s FAILED (%s); see %s. Continuing with the others.", name, rec["error"],
-                    rec["log"])
+      logging.error(
+        "%s FAILED (%s); see %s. Continuing with the others.", name, rec["error"], rec["log"]
+      )
     records.append(rec)
-  report = write_report(records, workdir, quick=quick, wall_time_s=time.perf_counter() - t0,
-                        package=package, package_dir=package_dir)
+  report = write_report(
+    records,
+    workdir,
+    quick=quick,
+    wall_time_s=time.perf_counter() - t0,
+    package=package,
+    package_dir=package_dir,
+  )
   failed = [r["name"] for r in records if r["status"] != "ok"]
-  logging.info("Wrote %s (%d ok, %d failed%s).", report, len(records) - len(failed), len(failed),
-               f": {', '.join(failed)}" if failed else "")
+  logging.info(
+    "Wrote %s (%d ok, %d failed%s).",
+    report,
+    len(records) - len(failed),
+    len(failed),
+    f": {', '.join(failed)}" if failed else "",
+  )
   return Outcome(report, tuple(failed))
 
 
@@ -382,11 +487,17 @@ def main(argv: Sequence[str]) -> None:
     for name in _REJUDGE.value:
       print(f"Re-judged {name}: {rejudge(name, package=_PACKAGE.value, package_dir=package_dir)}")
     return
-  out = reproduce(quick=_QUICK.value, only=_ONLY.value, workdir=_WORKDIR.value,
-                  timeout_s=_TIMEOUT.value, package=_PACKAGE.value, package_dir=package_dir)
+  out = reproduce(
+    quick=_QUICK.value,
+    only=_ONLY.value,
+    workdir=_WORKDIR.value,
+    timeout_s=_TIMEOUT.value,
+    package=_PACKAGE.value,
+    package_dir=package_dir,
+  )
   text = out.report.read_text()
   if "## Claims" in text:
-    print(text[text.index("## Claims"):text.index("## Runs")].rstrip())
+    print(text[text.index("## Claims") : text.index("## Runs")].rstrip())
   print(f"Report: {out.report}")
   if out.failed:
     print(f"FAILED to run: {', '.join(out.failed)}", file=sys.stderr)

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -131,7 +132,8 @@ def run_jit(case: Case) -> None:
     assert leaves, f"{case.name}: jit='nan' but the output has no float leaves"
     for arr in leaves:
       assert np.all(np.isnan(arr)), (
-          f"{case.name} under jit returned {arr!r}; bad input must give NaN, not a number")
+        f"{case.name} under jit returned {arr!r}; bad input must give NaN, not a number"
+      )
   else:  # checkify
     checked = jax.jit(checkify.checkify(call, errors=checkify.user_checks))
     err, _ = checked(*dynamic)
@@ -170,8 +172,8 @@ def assert_covers(module: Any, cases: Iterable[Case], exempt: Mapping[str, str])
   covered = {c.name.rsplit(".", 1)[-1] for c in cases}
   missing = [n for n in public_callables(module) if n not in covered and n not in exempt]
   assert not missing, (
-      f"public callables of {module.__name__} with no bad-input case and no exemption: "
-      f"{missing}")
+    f"public callables of {module.__name__} with no bad-input case and no exemption: {missing}"
+  )
   stale = [n for n in exempt if n not in getattr(module, "__all__", [])]
   assert not stale, f"exemptions name things not in {module.__name__}.__all__: {stale}"
   for n, why in exempt.items():

@@ -21,8 +21,10 @@ _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
   os.environ["XLA_FLAGS"] = (_flags + " --xla_force_host_platform_device_count=8").strip()
 
-_cache = os.environ.get("JAXPAPERS_TEST_JAX_CACHE",
-                        str(pathlib.Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax"))
+_cache = os.environ.get(
+  "JAXPAPERS_TEST_JAX_CACHE",
+  str(pathlib.Path(__file__).resolve().parents[1] / ".pytest_cache" / "jax"),
+)
 try:
   import filelock  # noqa: F401  (JAX locks the cache folder with it once a size cap is set)
 except ImportError:  # no safe sharing between processes: no cache

@@ -44,9 +44,17 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # Variables that would make a worker believe it is part of another job.
 _SCRUBBED_PREFIXES = ("SLURM_", "OMPI_", "PMI_", "TPU_", "MEGASCALE_", "PYTEST_")
-_SCRUBBED = ("JAXPAPERS_DISTRIBUTED", "JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES",
-             "JAX_PROCESS_ID", "JAX_LOCAL_DEVICE_IDS", "JAX_COORDINATOR_PORT",
-             "KUBERNETES_SERVICE_HOST", "JOB_COMPLETION_INDEX", "CUDA_VISIBLE_DEVICES")
+_SCRUBBED = (
+  "JAXPAPERS_DISTRIBUTED",
+  "JAX_COORDINATOR_ADDRESS",
+  "JAX_NUM_PROCESSES",
+  "JAX_PROCESS_ID",
+  "JAX_LOCAL_DEVICE_IDS",
+  "JAX_COORDINATOR_PORT",
+  "KUBERNETES_SERVICE_HOST",
+  "JOB_COMPLETION_INDEX",
+  "CUDA_VISIBLE_DEVICES",
+)
 _LOG_TAIL = 4000
 
 
@@ -80,8 +88,14 @@ def free_port() -> int:
     return s.getsockname()[1]
 
 
-def worker_env(process_id: int, num_processes: int, port: int, *, devices_per_process: int,
-               env: Mapping[str, str | None] | None = None) -> dict[str, str]:
+def worker_env(
+  process_id: int,
+  num_processes: int,
+  port: int,
+  *,
+  devices_per_process: int,
+  env: Mapping[str, str | None] | None = None,
+) -> dict[str, str]:
   """The environment of process ``process_id`` of a local CPU job.
 
   The parent's environment without any cluster variables, plus: CPU platform,
@@ -89,21 +103,27 @@ def worker_env(process_id: int, num_processes: int, port: int, *, devices_per_pr
   three ``JAX_*`` variables ``jaxpapers.core.distributed`` reads, and progress
   bars off. ``env`` overrides these last (a ``None`` value removes a variable).
   """
-  out = {k: v for k, v in os.environ.items()
-         if k not in _SCRUBBED and not k.startswith(_SCRUBBED_PREFIXES)}
-  xla_flags = [f for f in out.get("XLA_FLAGS", "").split()
-               if not f.startswith("--xla_force_host_platform_device_count")]
+  out = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in _SCRUBBED and not k.startswith(_SCRUBBED_PREFIXES)
+  }
+  xla_flags = [
+    f
+    for f in out.get("XLA_FLAGS", "").split()
+    if not f.startswith("--xla_force_host_platform_device_count")
+  ]
   xla_flags.append(f"--xla_force_host_platform_device_count={devices_per_process}")
   python_path = [str(ROOT)] + [p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p]
   out.update(
-      JAX_PLATFORMS="cpu",
-      XLA_FLAGS=" ".join(xla_flags),
-      PYTHONPATH=os.pathsep.join(python_path),
-      JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}",
-      JAX_NUM_PROCESSES=str(num_processes),
-      JAX_PROCESS_ID=str(process_id),
-      JAXPAPERS_NO_PROGRESS="1",
-      PYTHONUNBUFFERED="1",
+    JAX_PLATFORMS="cpu",
+    XLA_FLAGS=" ".join(xla_flags),
+    PYTHONPATH=os.pathsep.join(python_path),
+    JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}",
+    JAX_NUM_PROCESSES=str(num_processes),
+    JAX_PROCESS_ID=str(process_id),
+    JAXPAPERS_NO_PROGRESS="1",
+    PYTHONUNBUFFERED="1",
   )
   for k, v in (env or {}).items():
     if v is None:
@@ -145,10 +165,16 @@ def _tail(text: str) -> str:
   return text if len(text) <= _LOG_TAIL else "..." + text[-_LOG_TAIL:]
 
 
-def launch(argv: Sequence[str] | Callable[[int], Sequence[str]], *, num_processes: int = 2,
-           devices_per_process: int = 2, timeout: float = 180.0,
-           env: Mapping[str, str | None] | None = None, cwd: str | os.PathLike[str] = ROOT,
-           log_dir: str | os.PathLike[str] | None = None) -> list[ProcessRun]:
+def launch(
+  argv: Sequence[str] | Callable[[int], Sequence[str]],
+  *,
+  num_processes: int = 2,
+  devices_per_process: int = 2,
+  timeout: float = 180.0,
+  env: Mapping[str, str | None] | None = None,
+  cwd: str | os.PathLike[str] = ROOT,
+  log_dir: str | os.PathLike[str] | None = None,
+) -> list[ProcessRun]:
   """Starts ``num_processes`` processes of one job and waits for all of them.
 
   Args:
@@ -172,8 +198,10 @@ def launch(argv: Sequence[str] | Callable[[int], Sequence[str]], *, num_processe
     ValueError: if ``num_processes`` or ``devices_per_process`` is below 1.
   """
   if num_processes < 1 or devices_per_process < 1:
-    raise ValueError(f"num_processes and devices_per_process must be >= 1, got "
-                     f"{num_processes} and {devices_per_process}")
+    raise ValueError(
+      f"num_processes and devices_per_process must be >= 1, got "
+      f"{num_processes} and {devices_per_process}"
+    )
   for attempt in range(3):
     try:
       return _launch_once(argv, num_processes, devices_per_process, timeout, env, cwd, log_dir)
@@ -197,11 +225,19 @@ def _launch_once(argv, num_processes, devices_per_process, timeout, env, cwd, lo
           cmd = [str(a) for a in (argv(i) if callable(argv) else argv)]
           out = files.enter_context(open(logs / f"process_{i}.out", "w"))
           err = files.enter_context(open(logs / f"process_{i}.err", "w"))
-          procs.append(subprocess.Popen(
-              cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-              env=worker_env(i, num_processes, port, devices_per_process=devices_per_process,
-                             env=env),
-              start_new_session=True))  # its own process group, killed as a whole
+          procs.append(
+            subprocess.Popen(
+              cmd,
+              cwd=cwd,
+              stdin=subprocess.DEVNULL,
+              stdout=out,
+              stderr=err,
+              env=worker_env(
+                i, num_processes, port, devices_per_process=devices_per_process, env=env
+              ),
+              start_new_session=True,
+            )
+          )  # its own process group, killed as a whole
         deadline = time.monotonic() + timeout
         while failure is None:
           codes = [p.poll() for p in procs]
@@ -216,19 +252,34 @@ def _launch_once(argv, num_processes, devices_per_process, timeout, env, cwd, lo
       finally:
         for p in procs:  # also reaps anything a finished process left running
           _kill_group(p)
-    runs = [ProcessRun(i, p.returncode, (logs / f"process_{i}.out").read_text(),
-                       (logs / f"process_{i}.err").read_text()) for i, p in enumerate(procs)]
+    runs = [
+      ProcessRun(
+        i,
+        p.returncode,
+        (logs / f"process_{i}.out").read_text(),
+        (logs / f"process_{i}.err").read_text(),
+      )
+      for i, p in enumerate(procs)
+    ]
   if failure is not None:
     report = "\n".join(
-        f"--- process {r.process_id}: exit status {r.returncode}\n"
-        f"[stdout]\n{_tail(r.stdout)}\n[stderr]\n{_tail(r.stderr)}" for r in runs)
+      f"--- process {r.process_id}: exit status {r.returncode}\n"
+      f"[stdout]\n{_tail(r.stdout)}\n[stderr]\n{_tail(r.stderr)}"
+      for r in runs
+    )
     raise MultiprocessError(f"{num_processes}-process job {failure}:\n{report}")
   return runs
 
 
-def run_function(target: str, kwargs: Mapping[str, Any] | None = None, *,
-                 num_processes: int = 2, devices_per_process: int = 2, timeout: float = 180.0,
-                 env: Mapping[str, str | None] | None = None) -> list[ProcessRun]:
+def run_function(
+  target: str,
+  kwargs: Mapping[str, Any] | None = None,
+  *,
+  num_processes: int = 2,
+  devices_per_process: int = 2,
+  timeout: float = 180.0,
+  env: Mapping[str, str | None] | None = None,
+) -> list[ProcessRun]:
   """Runs ``module:function(**kwargs)`` in every process of one job.
 
   Each process sets up ``devices_per_process`` fake CPU devices and the ``gloo``
@@ -258,12 +309,23 @@ def run_function(target: str, kwargs: Mapping[str, Any] | None = None, *,
     payload.write_text(json.dumps(dict(kwargs or {})))
 
     def argv(i: int) -> list[str]:
-      return [sys.executable, "-m", "tests.multiprocess_util", f"--target={target}",
-              f"--kwargs={payload}", f"--output={pathlib.Path(tmp) / f'output_{i}.json'}",
-              f"--devices={devices_per_process}"]
+      return [
+        sys.executable,
+        "-m",
+        "tests.multiprocess_util",
+        f"--target={target}",
+        f"--kwargs={payload}",
+        f"--output={pathlib.Path(tmp) / f'output_{i}.json'}",
+        f"--devices={devices_per_process}",
+      ]
 
-    runs = launch(argv, num_processes=num_processes, devices_per_process=devices_per_process,
-                  timeout=timeout, env=env)
+    runs = launch(
+      argv,
+      num_processes=num_processes,
+      devices_per_process=devices_per_process,
+      timeout=timeout,
+      env=env,
+    )
     for r in runs:
       r.output = json.loads((pathlib.Path(tmp) / f"output_{r.process_id}.json").read_text())
   return runs
@@ -283,9 +345,11 @@ def _worker(args: Sequence[str] | None = None) -> None:
   jax.config.update("jax_cpu_collectives_implementation", "gloo")
   num_processes = int(os.environ["JAX_NUM_PROCESSES"])
   if num_processes > 1:
-    jax.distributed.initialize(coordinator_address=os.environ["JAX_COORDINATOR_ADDRESS"],
-                               num_processes=num_processes,
-                               process_id=int(os.environ["JAX_PROCESS_ID"]))
+    jax.distributed.initialize(
+      coordinator_address=os.environ["JAX_COORDINATOR_ADDRESS"],
+      num_processes=num_processes,
+      process_id=int(os.environ["JAX_PROCESS_ID"]),
+    )
   module, _, function = opts.target.partition(":")
   fn = getattr(importlib.import_module(module), function)
   result = fn(**json.loads(pathlib.Path(opts.kwargs).read_text()))

@@ -38,10 +38,10 @@ def run_notebook(path: str | os.PathLike[str], timeout: int = 300) -> nbformat.N
   os.environ.pop("XLA_FLAGS", None)
   try:
     client = NotebookClient(
-        nb,
-        timeout=timeout,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(ROOT)}},
+      nb,
+      timeout=timeout,
+      kernel_name="python3",
+      resources={"metadata": {"path": str(ROOT)}},
     )
     # Make sure the kernel runs this interpreter (the project's environment).
     client.kernel_manager_class = _manager_for(sys.executable)
@@ -56,7 +56,6 @@ def _manager_for(executable: str):
   from jupyter_client.manager import KernelManager
 
   class _Manager(KernelManager):
-
     def format_kernel_cmd(self, extra_arguments=None):
       cmd = super().format_kernel_cmd(extra_arguments)
       if cmd and "python" in pathlib.Path(cmd[0]).name:

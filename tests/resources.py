@@ -22,8 +22,9 @@ def require(missing: str | None) -> None:
   if missing is None:
     return
   if in_ci():
-    pytest.fail(f"{missing} (CI is set, where this resource is expected to be installed)",
-                pytrace=False)
+    pytest.fail(
+      f"{missing} (CI is set, where this resource is expected to be installed)", pytrace=False
+    )
   pytest.skip(missing)
 
 

@@ -14,7 +14,7 @@ from experiments import reproduce
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # A paper's binary: writes results.json with its own (fresh-run) claims block, or fails.
-_MAIN = textwrap.dedent('''
+_MAIN = textwrap.dedent("""
     import json, pathlib, sys
     args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
     if "{fail}" == "yes":
@@ -28,20 +28,20 @@ _MAIN = textwrap.dedent('''
         "git": {{"commit": "f" * 40, "dirty": False}},
         "metrics": {{"acc": 0.9}}, "table_markdown": "| m | v |\\n|---|---|\\n| acc | 0.9 |",
         "wall_time_s": 0.1, "plots": ["curve.png"], "notes": "config " + pathlib.Path(args["config"]).name}}))
-''')
+""")
 
-_DEFAULT = textwrap.dedent('''
+_DEFAULT = textwrap.dedent("""
     def get_config():
       return {"claims": (dict(id="acc", statement="accuracy is high", metric="acc", held=0.8,
                               partly=0.5, paper_text="0.95", fmt=".2f"),
                          dict(id="gain", statement="{name} gains", metric="derived.gain",
                               held=1.0, paper_value=2.0))}
-''')
+""")
 
-_TRAIN = textwrap.dedent('''
+_TRAIN = textwrap.dedent("""
     def derived_metrics(metrics):
       return {"gain": 2 * metrics["acc"]}
-''')
+""")
 
 
 def _make_package(root: pathlib.Path, *, committed: bool = True) -> pathlib.Path:
@@ -59,20 +59,38 @@ def _make_package(root: pathlib.Path, *, committed: bool = True) -> pathlib.Path
     (d / "train.py").write_text(_TRAIN)
   if committed:  # alpha has a committed default run, judged; beta has none
     (pkg / "alpha" / "results").mkdir()
-    (pkg / "alpha" / "results" / "results.json").write_text(json.dumps({
-        "claims": [{"claim": {"id": "acc", "statement": "accuracy is high", "paper_text": "0.95",
-                              "fmt": ".2f"},
-                    "claim_id": "acc", "verdict": "partly", "measured": 0.6, "noise": 0.05,
-                    "reason": "committed"}],
-        "git": {"commit": "abcdef0" + "1" * 33, "dirty": False}, "metrics": {"acc": 0.6}}))
+    (pkg / "alpha" / "results" / "results.json").write_text(
+      json.dumps(
+        {
+          "claims": [
+            {
+              "claim": {
+                "id": "acc",
+                "statement": "accuracy is high",
+                "paper_text": "0.95",
+                "fmt": ".2f",
+              },
+              "claim_id": "acc",
+              "verdict": "partly",
+              "measured": 0.6,
+              "noise": 0.05,
+              "reason": "committed",
+            }
+          ],
+          "git": {"commit": "abcdef0" + "1" * 33, "dirty": False},
+          "metrics": {"acc": 0.6},
+        }
+      )
+    )
   (pkg / "not_a_paper").mkdir()
   return pkg
 
 
 def _run(pkg, out, **kw):
   env = dict(os.environ, PYTHONPATH=str(pkg.parent))
-  return reproduce.reproduce(workdir=out, package="fakeexp", package_dir=pkg, env=env,
-                             timeout_s=120, **kw)
+  return reproduce.reproduce(
+    workdir=out, package="fakeexp", package_dir=pkg, env=env, timeout_s=120, **kw
+  )
 
 
 def test_quick_report_shows_committed_verdicts_and_the_failure(tmp_path):
@@ -84,8 +102,10 @@ def test_quick_report_shows_committed_verdicts_and_the_failure(tmp_path):
   # The report opens with the claims table: committed verdicts, never the smoke run's own.
   head = text[: text.index("## Runs")]
   assert "| paper | claim | paper's number | measured | verdict | measured in |" in head
-  assert ("| alpha | accuracy is high (`acc`) | 0.95 | 0.60 ± 0.05 | **partly** | "
-          "abcdef0 (committed default run) |") in head
+  assert (
+    "| alpha | accuracy is high (`acc`) | 0.95 | 0.60 ± 0.05 | **partly** | "
+    "abcdef0 (committed default run) |"
+  ) in head
   assert "| beta | accuracy is high (`acc`) | 0.95 | – | no committed run | - |" in head
   assert "| beta | beta gains (`gain`) | 2 | – | no committed run | - |" in head
   assert "**held**" not in text and "Failed to run: beta" in head
@@ -102,8 +122,9 @@ def test_default_report_takes_verdicts_from_the_fresh_run(tmp_path):
   out = _run(pkg, tmp_path / "o", quick=False, only=["alpha"])
   text = out.report.read_text()
   assert out.failed == ()
-  assert ("| alpha | accuracy is high (`acc`) | 0.95 | 0.90 | **held** | fffffff (this run) |"
-          in text)
+  assert (
+    "| alpha | accuracy is high (`acc`) | 0.95 | 0.90 | **held** | fffffff (this run) |" in text
+  )
   assert "| accuracy is high (`acc`) | 0.95 | 0.90 | **held** | fresh |" in text  # per paper
   assert "beta" not in text and "config default.py" in text
   with pytest.raises(ValueError, match=r"unknown paper\(s\) \['gamma'\]"):
@@ -114,9 +135,22 @@ def test_exits_nonzero_and_names_the_failed_paper(tmp_path):
   pkg = _make_package(tmp_path, committed=False)
   env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]))
   proc = subprocess.run(
-      [sys.executable, "-m", "experiments.reproduce", "--quick", "--package=fakeexp",
-       f"--package_dir={pkg}", f"--workdir={tmp_path / 'cli'}", "--timeout_per_paper=120"],
-      capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    [
+      sys.executable,
+      "-m",
+      "experiments.reproduce",
+      "--quick",
+      "--package=fakeexp",
+      f"--package_dir={pkg}",
+      f"--workdir={tmp_path / 'cli'}",
+      "--timeout_per_paper=120",
+    ],
+    capture_output=True,
+    text=True,
+    env=env,
+    cwd=ROOT,
+    timeout=300,
+  )
   assert proc.returncode == 1, proc.stderr[-2000:]
   assert "FAILED to run: beta" in proc.stderr
   assert "| alpha | accuracy is high (`acc`) | 0.95 | – | no committed run | - |" in proc.stdout
@@ -132,7 +166,9 @@ def test_rejudge_adds_verdicts_and_keeps_the_measurements(tmp_path):
   rec = json.loads(path.read_text())
   assert list(rec)[:4] == ["claims", "metrics", "config", "notes"]  # order kept, claims first
   assert [(c["claim_id"], c["verdict"], c["measured"]) for c in rec["claims"]] == [
-      ("acc", "held", 0.85), ("gain", "held", 1.7)]
+    ("acc", "held", 0.85),
+    ("gain", "held", 1.7),
+  ]
   assert rec["metrics"] == {"acc": 0.85, "rows": [1, 2], "derived": {"gain": 1.7}}
   assert rec["config"] == committed["config"] and rec["notes"] == "n"
   assert rec["claims_judged"]["command"] == "python -m experiments.reproduce --rejudge=alpha"
@@ -144,26 +180,29 @@ def test_rejudge_adds_verdicts_and_keeps_the_measurements(tmp_path):
 def test_report_without_papers(tmp_path):
   empty = tmp_path / "emptyexp"
   empty.mkdir()
-  out = reproduce.reproduce(quick=True, workdir=tmp_path / "e", package="emptyexp",
-                            package_dir=empty)
+  out = reproduce.reproduce(
+    quick=True, workdir=tmp_path / "e", package="emptyexp", package_dir=empty
+  )
   assert "No paper experiments are implemented yet" in out.report.read_text()
   assert out.failed == ()
 
 
-@pytest.mark.parametrize("paper", ["soda", "panda", "flashssm3d", "dual_rate", "logstop",
-                                   "margins", "locos"])
+@pytest.mark.parametrize(
+  "paper", ["soda", "panda", "flashssm3d", "dual_rate", "logstop", "margins", "locos"]
+)
 def test_every_paper_declares_claims(paper):
-  claims = reproduce.declared_claims(paper, package="experiments",
-                                     package_dir=ROOT / "experiments")
+  claims = reproduce.declared_claims(paper, package="experiments", package_dir=ROOT / "experiments")
   assert claims and all(c.statement for c in claims)
 
 
 def test_committed_results_carry_verdicts():
   for paper in ("panda", "dual_rate"):
     rec = json.loads((ROOT / "experiments" / paper / "results" / "results.json").read_text())
-    declared = reproduce.declared_claims(paper, package="experiments",
-                                         package_dir=ROOT / "experiments")
+    declared = reproduce.declared_claims(
+      paper, package="experiments", package_dir=ROOT / "experiments"
+    )
     assert [c["claim_id"] for c in rec["claims"]] == [c.id for c in declared]
-    assert all(c["verdict"] in ("held", "partly", "not reproduced", "inconclusive")
-               for c in rec["claims"])
+    assert all(
+      c["verdict"] in ("held", "partly", "not reproduced", "inconclusive") for c in rec["claims"]
+    )
     assert reproduce.measured_in(rec) != "unrecorded commit"

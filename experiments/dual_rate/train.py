@@ -17,11 +17,10 @@ from __future__ import annotations
 import pathlib
 import time
 
-from absl import logging
-
 import jax
 import jax.numpy as jnp
 import matplotlib
+from absl import logging
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -51,9 +50,12 @@ def _copy(model):
 
 def _fit(model, loss_fn, *, name, steps, lr, cfg, data, workdir, ema_decay):
   """Train ``model`` with ``loss_fn(model, x, cond, key)``; returns (EMA model, history, seconds)."""
-  sched = optax.warmup_cosine_decay_schedule(0.0, lr, min(cfg.warmup_steps, max(steps - 1, 1)), max(steps, 2))
-  tx = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.0),
-                   dr.ema_tracker(ema_decay))
+  sched = optax.warmup_cosine_decay_schedule(
+    0.0, lr, min(cfg.warmup_steps, max(steps - 1, 1)), max(steps, 2)
+  )
+  tx = optax.chain(
+    optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.0), dr.ema_tracker(ema_decay)
+  )
   state = core.TrainState.create(model, tx)
   graphdef = state.graphdef
 
@@ -74,12 +76,23 @@ def _fit(model, loss_fn, *, name, steps, lr, cfg, data, workdir, ema_decay):
   def batch_fn(step):
     rng = np.random.default_rng([cfg.seed, salt, step])
     idx = rng.integers(0, xs.shape[0], cfg.batch_size)
-    return jnp.asarray(xs[idx]), jnp.asarray(ys[idx]), jax.random.fold_in(jax.random.fold_in(base_key, salt), step)
+    return (
+      jnp.asarray(xs[idx]),
+      jnp.asarray(ys[idx]),
+      jax.random.fold_in(jax.random.fold_in(base_key, salt), step),
+    )
 
   t0 = time.perf_counter()
-  state, history = core.train_loop(state, step_fn, batch_fn, num_steps=steps, workdir=workdir / name,
-                                   checkpoint_every=cfg.checkpoint_every, log_every=max(steps // 10, 1),
-                                   desc=name)
+  state, history = core.train_loop(
+    state,
+    step_fn,
+    batch_fn,
+    num_steps=steps,
+    workdir=workdir / name,
+    checkpoint_every=cfg.checkpoint_every,
+    log_every=max(steps // 10, 1),
+    desc=name,
+  )
   seconds = time.perf_counter() - t0
   ema_model = nnx.merge(graphdef, dr.find_ema(state.opt_state), state.rest)
   return ema_model, history, seconds
@@ -95,7 +108,7 @@ def _grid_image(samples, cols):
   canvas = np.zeros((rows * (h + 1), cols * (w + 1), 3))
   for i in range(n):
     r, c = divmod(i, cols)
-    canvas[r * (h + 1):r * (h + 1) + h, c * (w + 1):c * (w + 1) + w] = s[i]
+    canvas[r * (h + 1) : r * (h + 1) + h, c * (w + 1) : c * (w + 1) + w] = s[i]
   return canvas
 
 
@@ -118,14 +131,24 @@ def _load_data(cfg):
     return dr.load_numpy(cfg.dataset), dr.num_classes(cfg.dataset)
   core.validate_choice(cfg.dataset, name="dataset", allowed=dr.DATASETS + ("imagenet64",))
   import tensorflow_datasets as tfds  # noqa: PLC0415
-  src = tfds.data_source("imagenet_resized/64x64", data_dir=str(core.resolve_data_dir(cfg.get("data_dir"))))
+
+  src = tfds.data_source(
+    "imagenet_resized/64x64", data_dir=str(core.resolve_data_dir(cfg.get("data_dir")))
+  )
   tr, va = src["train"], src["validation"]
   rng = np.random.default_rng(cfg.seed)
-  sub = np.sort(rng.choice(len(tr), min(cfg.get("classifier_subset", 50_000), len(tr)), replace=False))
+  sub = np.sort(
+    rng.choice(len(tr), min(cfg.get("classifier_subset", 50_000), len(tr)), replace=False)
+  )
   test_idx = np.arange(min(cfg.num_eval_samples, len(va)))
-  data = {"train_images": _SourceImages(tr, "image"), "train_labels": _SourceImages(tr, "label"),
-          "subset_images": _SourceImages(tr, "image")[sub], "subset_labels": _SourceImages(tr, "label")[sub],
-          "test_images": _SourceImages(va, "image")[test_idx], "test_labels": _SourceImages(va, "label")[test_idx]}
+  data = {
+    "train_images": _SourceImages(tr, "image"),
+    "train_labels": _SourceImages(tr, "label"),
+    "subset_images": _SourceImages(tr, "image")[sub],
+    "subset_labels": _SourceImages(tr, "label")[sub],
+    "test_images": _SourceImages(va, "image")[test_idx],
+    "test_labels": _SourceImages(va, "label")[test_idx],
+  }
   return data, 1000
 
 
@@ -146,41 +169,94 @@ def train_and_evaluate(config, workdir) -> dict:
   # 1. Feature classifier and the real-vs-real floor.
   clf = dr.train_classifier(xsub, ysub, num_classes=ncls, steps=cfg.classifier_steps, seed=cfg.seed)
   ref_feats = dr.extract_features(clf, xsub)
-  floor = {"fd": dr.fd_metric(ref_feats, dr.extract_features(clf, xte[:n_eval])),
-           "kid": dr.kid_metric(ref_feats, dr.extract_features(clf, xte[:n_eval])),
-           "classifier_test_accuracy": dr.classifier_accuracy(clf, xte, yte)}
+  floor = {
+    "fd": dr.fd_metric(ref_feats, dr.extract_features(clf, xte[:n_eval])),
+    "kid": dr.kid_metric(ref_feats, dr.extract_features(clf, xte[:n_eval])),
+    "classifier_test_accuracy": dr.classifier_accuracy(clf, xte, yte),
+  }
 
   _log(f"classifier trained, floor {floor}", t_start)
 
   # 2. Models and their training.
-  vit = dict(image_size=img, channels=chans, patch_size=cfg.patch_size, num_heads=cfg.num_heads,
-             mlp_ratio=cfg.mlp_ratio, num_classes=ncls)
-  baseline = dr.SingleNetwork(**vit, width=cfg.encoder_width, depth=cfg.encoder_depth,
-                              parametrization=cfg.parametrization, rngs=nnx.Rngs(cfg.seed))
-  dual = dr.DualRateModel(**vit, encoder_width=cfg.encoder_width, encoder_depth=cfg.encoder_depth,
-                          feature_dim=cfg.feature_dim, denoiser_width=cfg.denoiser_width,
-                          denoiser_blocks=cfg.denoiser_blocks, context_channels=cfg.context_channels,
-                          denoiser_emb_dim=cfg.denoiser_emb_dim, parametrization=cfg.parametrization,
-                          rngs=nnx.Rngs(cfg.seed + 1))
+  vit = dict(
+    image_size=img,
+    channels=chans,
+    patch_size=cfg.patch_size,
+    num_heads=cfg.num_heads,
+    mlp_ratio=cfg.mlp_ratio,
+    num_classes=ncls,
+  )
+  baseline = dr.SingleNetwork(
+    **vit,
+    width=cfg.encoder_width,
+    depth=cfg.encoder_depth,
+    parametrization=cfg.parametrization,
+    rngs=nnx.Rngs(cfg.seed),
+  )
+  dual = dr.DualRateModel(
+    **vit,
+    encoder_width=cfg.encoder_width,
+    encoder_depth=cfg.encoder_depth,
+    feature_dim=cfg.feature_dim,
+    denoiser_width=cfg.denoiser_width,
+    denoiser_blocks=cfg.denoiser_blocks,
+    context_channels=cfg.context_channels,
+    denoiser_emb_dim=cfg.denoiser_emb_dim,
+    parametrization=cfg.parametrization,
+    rngs=nnx.Rngs(cfg.seed + 1),
+  )
   one = jnp.zeros((1, img, img, chans))
   c1 = jnp.zeros((1,), jnp.int32)
-  flops = {"baseline": dr.component_flops(baseline, one, c1, schedule=sched),
-           "dual": dr.component_flops(dual, one, c1, schedule=sched)}
-  params = {"baseline": dr.count_params(baseline), "encoder": dr.count_params(dual.encoder),
-            "denoiser": dr.count_params(dual.denoiser)}
+  flops = {
+    "baseline": dr.component_flops(baseline, one, c1, schedule=sched),
+    "dual": dr.component_flops(dual, one, c1, schedule=sched),
+  }
+  params = {
+    "baseline": dr.count_params(baseline),
+    "encoder": dr.count_params(dual.encoder),
+    "denoiser": dr.count_params(dual.denoiser),
+  }
 
   def base_loss(m, x, c, k):
     return dr.diffusion_loss(m, x, c, k, schedule=sched, weighting=cfg.weighting)
 
   def dual_loss(m, x, c, k):
-    return dr.dual_rate_loss(m, x, c, k, schedule=sched, num_grid_steps=tuple(cfg.train_grid_steps),
-                             max_staleness=cfg.max_staleness, p_fresh=cfg.p_fresh, coupling=cfg.coupling,
-                             rollout_frac=cfg.rollout_frac, weighting=cfg.weighting)
+    return dr.dual_rate_loss(
+      m,
+      x,
+      c,
+      k,
+      schedule=sched,
+      num_grid_steps=tuple(cfg.train_grid_steps),
+      max_staleness=cfg.max_staleness,
+      p_fresh=cfg.p_fresh,
+      coupling=cfg.coupling,
+      rollout_frac=cfg.rollout_frac,
+      weighting=cfg.weighting,
+    )
 
-  baseline, hist_b, sec_b = _fit(baseline, base_loss, name="baseline", steps=cfg.train_steps, lr=cfg.learning_rate,
-                                 cfg=cfg, data=data, workdir=workdir, ema_decay=cfg.ema_decay)
-  dual, hist_d, sec_d = _fit(dual, dual_loss, name="dual_rate", steps=cfg.train_steps, lr=cfg.learning_rate,
-                             cfg=cfg, data=data, workdir=workdir, ema_decay=cfg.ema_decay)
+  baseline, hist_b, sec_b = _fit(
+    baseline,
+    base_loss,
+    name="baseline",
+    steps=cfg.train_steps,
+    lr=cfg.learning_rate,
+    cfg=cfg,
+    data=data,
+    workdir=workdir,
+    ema_decay=cfg.ema_decay,
+  )
+  dual, hist_d, sec_d = _fit(
+    dual,
+    dual_loss,
+    name="dual_rate",
+    steps=cfg.train_steps,
+    lr=cfg.learning_rate,
+    cfg=cfg,
+    data=data,
+    workdir=workdir,
+    ema_decay=cfg.ema_decay,
+  )
 
   _log(f"trained baseline ({sec_b:.0f}s) and dual-rate ({sec_d:.0f}s)", t_start)
 
@@ -193,26 +269,57 @@ def train_and_evaluate(config, workdir) -> dict:
     refresh = dr.refresh_schedule(num_steps, interval=interval)
     fds, kids, accs = [], [], []
     for s in cfg.eval_seeds:
-      x, info = dr.sample(model, jax.random.key(10_000 + s), shape, num_steps=num_steps, refresh=refresh,
-                          sampler=sampler, schedule=sched, cond=labels, return_info=True)
+      x, info = dr.sample(
+        model,
+        jax.random.key(10_000 + s),
+        shape,
+        num_steps=num_steps,
+        refresh=refresh,
+        sampler=sampler,
+        schedule=sched,
+        cond=labels,
+        return_info=True,
+      )
       x = np.clip(np.asarray(x), -1.0, 1.0)
       f = dr.extract_features(clf, x)
       fds.append(dr.fd_metric(ref_feats, f))
       kids.append(dr.kid_metric(ref_feats, f))
       accs.append(dr.classifier_accuracy(clf, x, labels))
-      grids.setdefault((method, num_steps, interval), x[:cfg.grid_samples])
+      grids.setdefault((method, num_steps, interval), x[: cfg.grid_samples])
     counts = {k: int(v) for k, v in info.items()}
     cost = dr.sampling_cost(flops[flops_key], refresh, sampler=sampler)
     assert counts == {k: cost[k] for k in counts}, (counts, cost)
-    wall = dr.wall_time(lambda: dr.sample(model, jax.random.key(1), shape, num_steps=num_steps, refresh=refresh,
-                                          sampler=sampler, schedule=sched, cond=labels), repeats=cfg.time_repeats)
-    row = {"method": method, "steps": num_steps, "interval_K": interval if flops_key == "dual" else None,
-           "sampler": sampler, **counts, "mflops_per_sample": cost["flops"] / 1e6,
-           "fd_mean": float(np.mean(fds)), "fd_std": float(np.std(fds)), "kid_mean": float(np.mean(kids)),
-           "class_acc": float(np.mean(accs)), "wall_s": wall}
+    wall = dr.wall_time(
+      lambda: dr.sample(
+        model,
+        jax.random.key(1),
+        shape,
+        num_steps=num_steps,
+        refresh=refresh,
+        sampler=sampler,
+        schedule=sched,
+        cond=labels,
+      ),
+      repeats=cfg.time_repeats,
+    )
+    row = {
+      "method": method,
+      "steps": num_steps,
+      "interval_K": interval if flops_key == "dual" else None,
+      "sampler": sampler,
+      **counts,
+      "mflops_per_sample": cost["flops"] / 1e6,
+      "fd_mean": float(np.mean(fds)),
+      "fd_std": float(np.std(fds)),
+      "kid_mean": float(np.mean(kids)),
+      "class_acc": float(np.mean(accs)),
+      "wall_s": wall,
+    }
     rows.append(row)
-    _log(f"{method} N={num_steps} K={interval}: FD {row['fd_mean']:.3f} at {row['mflops_per_sample']:.2f} MFLOPs",
-         t_start)
+    _log(
+      f"{method} N={num_steps} K={interval}: FD {row['fd_mean']:.3f} at {row['mflops_per_sample']:.2f} MFLOPs",
+      t_start,
+    )
     return row
 
   for n in cfg.baseline_steps:
@@ -229,13 +336,31 @@ def train_and_evaluate(config, workdir) -> dict:
     refresh = dr.refresh_schedule(k, interval=cfg.mmd_dual_interval) if is_dual else None
 
     def loss(pair, x, c, key):
-      s_loss, a_loss, met = dr.mmd_losses(pair.student, pair.aux, nnx.merge(tg, tstate), x, c, key, schedule=sched,
-                                          num_student_steps=k, refresh=refresh)
+      s_loss, a_loss, met = dr.mmd_losses(
+        pair.student,
+        pair.aux,
+        nnx.merge(tg, tstate),
+        x,
+        c,
+        key,
+        schedule=sched,
+        num_student_steps=k,
+        refresh=refresh,
+      )
       return s_loss + a_loss, {"student_loss": s_loss, "aux_loss": a_loss, **met}
 
     name = f"mmd_{'dual' if is_dual else 'baseline'}_{k}"
-    pair, _, sec = _fit(_Pair(_copy(teacher), _copy(teacher)), loss, name=name, steps=cfg.mmd_train_steps,
-                        lr=cfg.mmd_learning_rate, cfg=cfg, data=data, workdir=workdir, ema_decay=0.0)
+    pair, _, sec = _fit(
+      _Pair(_copy(teacher), _copy(teacher)),
+      loss,
+      name=name,
+      steps=cfg.mmd_train_steps,
+      lr=cfg.mmd_learning_rate,
+      cfg=cfg,
+      data=data,
+      workdir=workdir,
+      ema_decay=0.0,
+    )
     mmd_time[name] = sec
     return pair.student
 
@@ -255,26 +380,52 @@ def train_and_evaluate(config, workdir) -> dict:
 
   cb = cheapest(lambda r: r["method"] == "baseline")
   cd = cheapest(lambda r: r["method"] == "dual-rate" and r["interval_K"] > 1)
-  headline = {"target_fd": target, "baseline_best": best, "baseline_cheapest_at_target": cb,
-              "dual_rate_cheapest_at_target": cd,
-              "flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"]) if cd else None,
-              "wall_reduction_at_matched_quality": (cb["wall_s"] / cd["wall_s"]) if cd else None,
-              "cost_ratio_light_over_heavy": flops["dual"]["denoiser"] / flops["dual"]["encoder"]}
+  headline = {
+    "target_fd": target,
+    "baseline_best": best,
+    "baseline_cheapest_at_target": cb,
+    "dual_rate_cheapest_at_target": cd,
+    "flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"])
+    if cd
+    else None,
+    "wall_reduction_at_matched_quality": (cb["wall_s"] / cd["wall_s"]) if cd else None,
+    "cost_ratio_light_over_heavy": flops["dual"]["denoiser"] / flops["dual"]["encoder"],
+  }
 
   # Plots.
   fig, ax = plt.subplots(figsize=(7, 4.5))
-  fam = [("baseline", None, "k-o"), ("dual-rate", 1, "C0-s"), ("dual-rate", 2, "C1-^"), ("dual-rate", 4, "C2-v"),
-         ("dual-rate", 8, "C3-D"), ("mmd-baseline", None, "C4--o"), ("mmd-dual-rate", None, "C5--s")]
+  fam = [
+    ("baseline", None, "k-o"),
+    ("dual-rate", 1, "C0-s"),
+    ("dual-rate", 2, "C1-^"),
+    ("dual-rate", 4, "C2-v"),
+    ("dual-rate", 8, "C3-D"),
+    ("mmd-baseline", None, "C4--o"),
+    ("mmd-dual-rate", None, "C5--s"),
+  ]
   for method, k, style in fam:
-    rr = sorted([r for r in rows if r["method"] == method and (k is None or r["interval_K"] == k)],
-                key=lambda r: r["mflops_per_sample"])
+    rr = sorted(
+      [r for r in rows if r["method"] == method and (k is None or r["interval_K"] == k)],
+      key=lambda r: r["mflops_per_sample"],
+    )
     if rr:
       lab = method if k is None else f"{method} K={k}"
-      ax.errorbar([r["mflops_per_sample"] for r in rr], [r["fd_mean"] for r in rr],
-                  yerr=[r["fd_std"] for r in rr], fmt=style, label=lab, capsize=2)
+      ax.errorbar(
+        [r["mflops_per_sample"] for r in rr],
+        [r["fd_mean"] for r in rr],
+        yerr=[r["fd_std"] for r in rr],
+        fmt=style,
+        label=lab,
+        capsize=2,
+      )
       for r in rr:
-        ax.annotate(str(r["steps"]), (r["mflops_per_sample"], r["fd_mean"]), fontsize=7,
-                    xytext=(2, 2), textcoords="offset points")
+        ax.annotate(
+          str(r["steps"]),
+          (r["mflops_per_sample"], r["fd_mean"]),
+          fontsize=7,
+          xytext=(2, 2),
+          textcoords="offset points",
+        )
   ax.axhline(floor["fd"], color="gray", ls=":", label="real-vs-real floor")
   ax.set_xscale("log")
   ax.set_yscale("log")
@@ -284,11 +435,15 @@ def train_and_evaluate(config, workdir) -> dict:
   ax.legend(fontsize=7)
   core.save_figure(fig, workdir, "quality_vs_cost")
 
-  show = [("baseline", max(cfg.baseline_steps), 1), ("dual-rate", max(cfg.dual_steps), max(cfg.dual_intervals)),
-          ("mmd-baseline", max(cfg.mmd_steps), 1), ("mmd-dual-rate", max(cfg.mmd_dual_steps), cfg.mmd_dual_interval)]
+  show = [
+    ("baseline", max(cfg.baseline_steps), 1),
+    ("dual-rate", max(cfg.dual_steps), max(cfg.dual_intervals)),
+    ("mmd-baseline", max(cfg.mmd_steps), 1),
+    ("mmd-dual-rate", max(cfg.mmd_dual_steps), cfg.mmd_dual_interval),
+  ]
   show = [s for s in show if s in grids]
   fig, axes = plt.subplots(1, len(show) + 1, figsize=(3.2 * (len(show) + 1), 3.4))
-  axes[0].imshow(_grid_image(xte[:cfg.grid_samples], 8))
+  axes[0].imshow(_grid_image(xte[: cfg.grid_samples], 8))
   axes[0].set_title("real (test)", fontsize=8)
   for a, key in zip(axes[1:], show):
     a.imshow(_grid_image(grids[key], 8))
@@ -298,31 +453,90 @@ def train_and_evaluate(config, workdir) -> dict:
   core.save_figure(fig, workdir, "samples")
 
   # Results.
-  table_rows = [[r["method"], r["steps"], r["interval_K"] or "-", r["encoder_calls"],
-                 r["denoiser_calls"], f"{r['mflops_per_sample']:.2f}",
-                 core.MeanStd(r["fd_mean"], r["fd_std"]), f"{r['kid_mean']:.4f}",
-                 f"{r['class_acc']:.3f}", f"{r['wall_s']:.3f}"] for r in rows]
-  table_rows.append(["real-vs-real floor", "-", "-", "-", "-", "-", f"{floor['fd']:.3f}",
-                     f"{floor['kid']:.4f}", f"{floor['classifier_test_accuracy']:.3f}", "-"])
-  table = core.markdown_table(
-      ["method", "steps", "K", "E calls", "D calls", "MFLOPs/sample", "FD-proxy (mean ± std)",
-       "KID", "class acc", "wall s"], table_rows) + "\n"
+  table_rows = [
+    [
+      r["method"],
+      r["steps"],
+      r["interval_K"] or "-",
+      r["encoder_calls"],
+      r["denoiser_calls"],
+      f"{r['mflops_per_sample']:.2f}",
+      core.MeanStd(r["fd_mean"], r["fd_std"]),
+      f"{r['kid_mean']:.4f}",
+      f"{r['class_acc']:.3f}",
+      f"{r['wall_s']:.3f}",
+    ]
+    for r in rows
+  ]
+  table_rows.append(
+    [
+      "real-vs-real floor",
+      "-",
+      "-",
+      "-",
+      "-",
+      "-",
+      f"{floor['fd']:.3f}",
+      f"{floor['kid']:.4f}",
+      f"{floor['classifier_test_accuracy']:.3f}",
+      "-",
+    ]
+  )
+  table = (
+    core.markdown_table(
+      [
+        "method",
+        "steps",
+        "K",
+        "E calls",
+        "D calls",
+        "MFLOPs/sample",
+        "FD-proxy (mean ± std)",
+        "KID",
+        "class acc",
+        "wall s",
+      ],
+      table_rows,
+    )
+    + "\n"
+  )
   fr = headline["flop_reduction_at_matched_quality"]
-  notes = (f"FD-proxy = Frechet distance on {dr.FeatureClassifier.__name__} penultimate features (not FID), "
-           f"N={n_eval} samples per seed, seeds={list(cfg.eval_seeds)}, reference = train set features; "
-           f"class-conditional with balanced labels; sampler {cfg.sampler} (MMD students: ancestral). "
-           f"Matched-quality target FD <= {target:.3f} (best baseline + its seed std). "
-           + (f"Dual-rate reaches it at {fr:.2f}x fewer FLOPs than the baseline." if fr else
-              "Dual-rate (K>1) did not reach the target in this run.")
-           + " Wall times are noisy (shared CPU cores).")
-  metrics = {"rows": rows, "headline": headline, "floor": floor, "flops_per_call": flops, "params": params,
-             "train_seconds": {"baseline": sec_b, "dual_rate": sec_d, **mmd_time},
-             "train_final_loss": {"baseline": hist_b[-1].get("train/loss") if hist_b else None,
-                                  "dual_rate": hist_d[-1].get("train/loss") if hist_d else None},
-             "num_eval_samples": n_eval, "eval_seeds": list(cfg.eval_seeds), "ema_decay": cfg.ema_decay}
+  notes = (
+    f"FD-proxy = Frechet distance on {dr.FeatureClassifier.__name__} penultimate features (not FID), "
+    f"N={n_eval} samples per seed, seeds={list(cfg.eval_seeds)}, reference = train set features; "
+    f"class-conditional with balanced labels; sampler {cfg.sampler} (MMD students: ancestral). "
+    f"Matched-quality target FD <= {target:.3f} (best baseline + its seed std). "
+    + (
+      f"Dual-rate reaches it at {fr:.2f}x fewer FLOPs than the baseline."
+      if fr
+      else "Dual-rate (K>1) did not reach the target in this run."
+    )
+    + " Wall times are noisy (shared CPU cores)."
+  )
+  metrics = {
+    "rows": rows,
+    "headline": headline,
+    "floor": floor,
+    "flops_per_call": flops,
+    "params": params,
+    "train_seconds": {"baseline": sec_b, "dual_rate": sec_d, **mmd_time},
+    "train_final_loss": {
+      "baseline": hist_b[-1].get("train/loss") if hist_b else None,
+      "dual_rate": hist_d[-1].get("train/loss") if hist_d else None,
+    },
+    "num_eval_samples": n_eval,
+    "eval_seeds": list(cfg.eval_seeds),
+    "ema_decay": cfg.ema_decay,
+  }
   metrics["derived"] = derived_metrics(metrics)
-  core.write_results(workdir, metrics=metrics, config=cfg, table_markdown=table, notes=notes,
-                     wall_time_s=time.perf_counter() - t_start)
+  core.write_results(
+    workdir,
+    metrics=metrics,
+    config=cfg,
+    table_markdown=table,
+    notes=notes,
+    wall_time_s=time.perf_counter() - t_start,
+  )
   return metrics
 
 

@@ -25,123 +25,162 @@ from jaxpapers import flashssm3d as fs
 
 
 def _memory_bytes(compiled):
-    try:
-        m = compiled.memory_analysis()
-        return int(m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
-                   - getattr(m, "alias_size_in_bytes", 0))
-    except Exception:  # pragma: no cover - backend without memory analysis
-        return -1
+  try:
+    m = compiled.memory_analysis()
+    return int(
+      m.argument_size_in_bytes
+      + m.output_size_in_bytes
+      + m.temp_size_in_bytes
+      - getattr(m, "alias_size_in_bytes", 0)
+    )
+  except Exception:  # pragma: no cover - backend without memory analysis
+    return -1
 
 
 def fit_exponent(views, values, min_views):
-    v = np.asarray(views, float)
-    y = np.asarray(values, float)
-    m = (v >= min_views) & np.isfinite(y) & (y > 0)
-    if m.sum() < 2:
-        return float("nan"), float("nan")
-    slope, icpt = np.polyfit(np.log(v[m]), np.log(y[m]), 1)
-    return float(slope), float(icpt)
+  v = np.asarray(views, float)
+  y = np.asarray(values, float)
+  m = (v >= min_views) & np.isfinite(y) & (y > 0)
+  if m.sum() < 2:
+    return float("nan"), float("nan")
+  slope, icpt = np.polyfit(np.log(v[m]), np.log(y[m]), 1)
+  return float(slope), float(icpt)
 
 
 def views_within(budget_s, views, times, slope, icpt):
-    """Largest measured S with time <= budget, and the power-law estimate of S at the budget."""
-    ok = [v for v, t in zip(views, times) if np.isfinite(t) and t <= budget_s]
-    measured = max(ok) if ok else 0
-    est = float(np.exp((np.log(budget_s) - icpt) / slope)) if np.isfinite(slope) and slope > 0 else float("nan")
-    return measured, est
+  """Largest measured S with time <= budget, and the power-law estimate of S at the budget."""
+  ok = [v for v, t in zip(views, times) if np.isfinite(t) and t <= budget_s]
+  measured = max(ok) if ok else 0
+  est = (
+    float(np.exp((np.log(budget_s) - icpt) / slope))
+    if np.isfinite(slope) and slope > 0
+    else float("nan")
+  )
+  return measured, est
 
 
 def run_scaling(cfg, *, log=print) -> dict:
-    """Run the sweep described by ``cfg`` (a ConfigDict/dict with views, width, depth, ...)."""
-    g = lambda k: cfg[k]
-    H = g("image_size")
-    scfg = fs.FlashSSM3DConfig(width=g("width"), depth=g("depth"), state=g("state"), patch=g("patch"),
-                               image_size=H, camera_stages=1, method="scan")
-    tcfg = fs.TeacherConfig(width=g("width"), depth=g("depth"), heads=g("heads"), patch=g("patch"),
-                            image_size=H, camera_stages=1)
-    models = {"student_ssm": fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0)),
-              "teacher_attention": fs.AATeacher(tcfg, rngs=nnx.Rngs(0))}
-    tokens_per_view = (H // g("patch")) ** 2
-    out = {"views": list(g("views")), "tokens_per_view": tokens_per_view,
-           "params": {k: fs.count_params(m) for k, m in models.items()}}
-    for name, model in models.items():
-        graphdef, state = nnx.split(model)
-        fwd = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
-        times, mems, compiles = [], [], []
-        stopped = False
-        for S in g("views"):
-            if stopped:
-                times.append(float("nan"))
-                mems.append(float("nan"))
-                compiles.append(float("nan"))
-                continue
-            x = jax.random.uniform(jax.random.key(S), (1, S, H, H, 3))
-            t0 = time.perf_counter()
-            compiled = fwd.lower(state, x).compile()
-            compiles.append(time.perf_counter() - t0)
-            mem = _memory_bytes(compiled)
-            if mem > g("memory_cap_gb") * 2**30:
-                log(f"[scaling] {name} S={S}: estimated {mem / 2**30:.1f} GiB > cap, stopping")
-                times.append(float("nan"))
-                mems.append(mem / 2**20)
-                stopped = True
-                continue
-            jax.block_until_ready(compiled(state, x))  # warm-up
-            ts = []
-            for _ in range(g("repeats")):
-                t0 = time.perf_counter()
-                jax.block_until_ready(compiled(state, x))
-                ts.append(time.perf_counter() - t0)
-            t = float(min(ts))
-            times.append(t)
-            mems.append(mem / 2**20)
-            log(f"[scaling] {name} S={S}: {t * 1e3:.1f} ms, {mem / 2**20:.1f} MiB")
-            if t > g("time_cap_s"):
-                stopped = True
-        slope, icpt = fit_exponent(g("views"), times, g("fit_min_views"))
-        mslope, _ = fit_exponent(g("views"), mems, g("fit_min_views"))
-        measured, est = views_within(10.0, g("views"), times, slope, icpt)
-        out[name] = {"time_s": times, "memory_mib": mems, "compile_s": compiles,
-                     "time_exponent": slope, "memory_exponent": mslope,
-                     "views_in_10s_measured": measured, "views_in_10s_fit": est}
-    return out
+  """Run the sweep described by ``cfg`` (a ConfigDict/dict with views, width, depth, ...)."""
+  g = lambda k: cfg[k]
+  H = g("image_size")
+  scfg = fs.FlashSSM3DConfig(
+    width=g("width"),
+    depth=g("depth"),
+    state=g("state"),
+    patch=g("patch"),
+    image_size=H,
+    camera_stages=1,
+    method="scan",
+  )
+  tcfg = fs.TeacherConfig(
+    width=g("width"),
+    depth=g("depth"),
+    heads=g("heads"),
+    patch=g("patch"),
+    image_size=H,
+    camera_stages=1,
+  )
+  models = {
+    "student_ssm": fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0)),
+    "teacher_attention": fs.AATeacher(tcfg, rngs=nnx.Rngs(0)),
+  }
+  tokens_per_view = (H // g("patch")) ** 2
+  out = {
+    "views": list(g("views")),
+    "tokens_per_view": tokens_per_view,
+    "params": {k: fs.count_params(m) for k, m in models.items()},
+  }
+  for name, model in models.items():
+    graphdef, state = nnx.split(model)
+    fwd = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
+    times, mems, compiles = [], [], []
+    stopped = False
+    for S in g("views"):
+      if stopped:
+        times.append(float("nan"))
+        mems.append(float("nan"))
+        compiles.append(float("nan"))
+        continue
+      x = jax.random.uniform(jax.random.key(S), (1, S, H, H, 3))
+      t0 = time.perf_counter()
+      compiled = fwd.lower(state, x).compile()
+      compiles.append(time.perf_counter() - t0)
+      mem = _memory_bytes(compiled)
+      if mem > g("memory_cap_gb") * 2**30:
+        log(f"[scaling] {name} S={S}: estimated {mem / 2**30:.1f} GiB > cap, stopping")
+        times.append(float("nan"))
+        mems.append(mem / 2**20)
+        stopped = True
+        continue
+      jax.block_until_ready(compiled(state, x))  # warm-up
+      ts = []
+      for _ in range(g("repeats")):
+        t0 = time.perf_counter()
+        jax.block_until_ready(compiled(state, x))
+        ts.append(time.perf_counter() - t0)
+      t = float(min(ts))
+      times.append(t)
+      mems.append(mem / 2**20)
+      log(f"[scaling] {name} S={S}: {t * 1e3:.1f} ms, {mem / 2**20:.1f} MiB")
+      if t > g("time_cap_s"):
+        stopped = True
+    slope, icpt = fit_exponent(g("views"), times, g("fit_min_views"))
+    mslope, _ = fit_exponent(g("views"), mems, g("fit_min_views"))
+    measured, est = views_within(10.0, g("views"), times, slope, icpt)
+    out[name] = {
+      "time_s": times,
+      "memory_mib": mems,
+      "compile_s": compiles,
+      "time_exponent": slope,
+      "memory_exponent": mslope,
+      "views_in_10s_measured": measured,
+      "views_in_10s_fit": est,
+    }
+  return out
 
 
 def cached_scaling(cfg, workdir, *, log=print) -> dict:
-    """``run_scaling(cfg)`` with ``"config"`` added, stored in ``<workdir>/cells/``.
+  """``run_scaling(cfg)`` with ``"config"`` added, stored in ``<workdir>/cells/``.
 
-    The cell is named by a hash of the settings, so a rerun (or the experiment after
-    ``benchmarks/flashssm3d_scaling.py --out=<workdir>``) with the same settings reads it back
-    instead of measuring again; other settings get a cell of their own.
-    """
-    want = json.loads(json.dumps(dict(cfg)))
-    digest = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:16]
+  The cell is named by a hash of the settings, so a rerun (or the experiment after
+  ``benchmarks/flashssm3d_scaling.py --out=<workdir>``) with the same settings reads it back
+  instead of measuring again; other settings get a cell of their own.
+  """
+  want = json.loads(json.dumps(dict(cfg)))
+  digest = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:16]
 
-    def compute(_):
-        res = run_scaling(cfg, log=log)
-        res["config"] = want
-        return res
+  def compute(_):
+    res = run_scaling(cfg, log=log)
+    res["config"] = want
+    return res
 
-    return core.CellStore(epath.Path(workdir) / "cells").get_or_compute(
-        f"scaling/{digest}", compute)
+  return core.CellStore(epath.Path(workdir) / "cells").get_or_compute(f"scaling/{digest}", compute)
 
 
 def plot_scaling(res):
-    import matplotlib
+  import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for name, style in (("student_ssm", "o-"), ("teacher_attention", "s--")):
-        r = res[name]
-        axes[0].loglog(res["views"], r["time_s"], style, label=f"{name} (slope {r['time_exponent']:.2f})")
-        axes[1].loglog(res["views"], r["memory_mib"], style, label=f"{name} (slope {r['memory_exponent']:.2f})")
-    axes[0].axhline(10.0, color="gray", lw=0.8, ls=":")
-    axes[0].set(xlabel="views S", ylabel="forward time (s)", title=f"{res['tokens_per_view']} tokens/view, batch 1")
-    axes[1].set(xlabel="views S", ylabel="peak buffers (MiB, XLA estimate)")
-    for a in axes:
-        a.legend(fontsize=8)
-        a.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    return fig
+  fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+  for name, style in (("student_ssm", "o-"), ("teacher_attention", "s--")):
+    r = res[name]
+    axes[0].loglog(
+      res["views"], r["time_s"], style, label=f"{name} (slope {r['time_exponent']:.2f})"
+    )
+    axes[1].loglog(
+      res["views"], r["memory_mib"], style, label=f"{name} (slope {r['memory_exponent']:.2f})"
+    )
+  axes[0].axhline(10.0, color="gray", lw=0.8, ls=":")
+  axes[0].set(
+    xlabel="views S",
+    ylabel="forward time (s)",
+    title=f"{res['tokens_per_view']} tokens/view, batch 1",
+  )
+  axes[1].set(xlabel="views S", ylabel="peak buffers (MiB, XLA estimate)")
+  for a in axes:
+    a.legend(fontsize=8)
+    a.grid(True, which="both", alpha=0.3)
+  fig.tight_layout()
+  return fig

@@ -30,17 +30,30 @@ DETECTORS = ("locos", "wu", "contrastive", "attention_spatial", "dla")
 
 # --------------------------------------------------------------------------- toy track
 
+
 def _toy_task(t) -> _toy.ToyTask:
-  return _toy.ToyTask(num_names=t.num_names, num_landmarks=t.num_landmarks,
-                      num_fillers=t.num_fillers, prompt_len=t.prompt_len,
-                      max_needles=t.max_needles, seed=0)
+  return _toy.ToyTask(
+    num_names=t.num_names,
+    num_landmarks=t.num_landmarks,
+    num_fillers=t.num_fillers,
+    prompt_len=t.prompt_len,
+    max_needles=t.max_needles,
+    seed=0,
+  )
 
 
 def toy_model_config(t, task: _toy.ToyTask) -> lm.LMConfig:
-  return lm.LMConfig(vocab_size=len(task.vocab), d_model=t.d_model, n_layers=t.n_layers,
-                     n_heads=t.n_heads, n_kv_heads=t.n_kv_heads,
-                     head_dim=t.d_model // t.n_heads, ffn_dim=t.ffn_dim, rope_base=1000.0,
-                     eos_ids=(task.tokenizer().eos_id,))
+  return lm.LMConfig(
+    vocab_size=len(task.vocab),
+    d_model=t.d_model,
+    n_layers=t.n_layers,
+    n_heads=t.n_heads,
+    n_kv_heads=t.n_kv_heads,
+    head_dim=t.d_model // t.n_heads,
+    ffn_dim=t.ffn_dim,
+    rope_base=1000.0,
+    eos_ids=(task.tokenizer().eos_id,),
+  )
 
 
 def _loss_fn(model, tokens, mask):
@@ -48,7 +61,7 @@ def _loss_fn(model, tokens, mask):
   logp = jax.nn.log_softmax(logits[:, :-1])
   nll = -jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1)[..., 0]
   w = mask[:, :-1]
-  acc = (jnp.argmax(logits[:, :-1], -1) == tokens[:, 1:])
+  acc = jnp.argmax(logits[:, :-1], -1) == tokens[:, 1:]
   return (nll * w).sum() / w.sum(), (acc * w).sum() / w.sum()
 
 
@@ -64,20 +77,28 @@ def train_toy(c, workdir):
   task = _toy_task(t)
   cfg = toy_model_config(t, task)
   model = lm.Decoder(cfg, rngs=nnx.Rngs(c.seed))
-  sched = optax.warmup_cosine_decay_schedule(0.0, t.learning_rate, min(100, t.steps // 5 + 1),
-                                             t.steps, t.learning_rate / 10)
+  sched = optax.warmup_cosine_decay_schedule(
+    0.0, t.learning_rate, min(100, t.steps // 5 + 1), t.steps, t.learning_rate / 10
+  )
   state = core.TrainState.create(model, optax.adamw(sched, weight_decay=0.01))
 
   def batch_fn(step):
     rng = np.random.default_rng([c.seed, step])
-    tokens, mask = _toy.toy_batch(task, rng, t.batch_size, parametric_frac=t.parametric_frac,
-                                  literal_frac=t.literal_frac)
+    tokens, mask = _toy.toy_batch(
+      task, rng, t.batch_size, parametric_frac=t.parametric_frac, literal_frac=t.literal_frac
+    )
     return jnp.asarray(tokens), jnp.asarray(mask)
 
   state, history = core.train_loop(
-      state, _train_step, batch_fn, num_steps=t.steps,
-      workdir=f"{workdir}/toy" if t.checkpoint_every else None,
-      checkpoint_every=t.checkpoint_every, log_every=max(t.steps // 10, 1), desc="toy LM")
+    state,
+    _train_step,
+    batch_fn,
+    num_steps=t.steps,
+    workdir=f"{workdir}/toy" if t.checkpoint_every else None,
+    checkpoint_every=t.checkpoint_every,
+    log_every=max(t.steps // 10, 1),
+    desc="toy LM",
+  )
   return cfg, state.model().params(), task, history
 
 
@@ -91,8 +112,15 @@ def _curves_figure(panels, title):
         continue
       m = np.asarray(curve[det]["mean"])
       err = np.stack([m - np.asarray(curve[det]["lo"]), np.asarray(curve[det]["hi"]) - m])
-      ax.errorbar(ks, m, yerr=np.maximum(err, 0), marker="o", capsize=3, label=det,
-                  ls="--" if det == "random" else "-")
+      ax.errorbar(
+        ks,
+        m,
+        yerr=np.maximum(err, 0),
+        marker="o",
+        capsize=3,
+        label=det,
+        ls="--" if det == "random" else "-",
+      )
     ax.set_xlabel("heads ablated (k)")
     ax.set_ylabel("score")
     ax.set_title(name)
@@ -119,57 +147,82 @@ def run_toy_track(c, workdir) -> tuple[dict, str]:
   train_s = time.time() - t0
   tok = task.tokenizer()
   rng = np.random.default_rng(c.seed + 1)
-  evals = {k: _toy.make_toy_trials(task, rng, t.num_eval, k)
-           for k in ("nonliteral", "literal", "parametric")}
+  evals = {
+    k: _toy.make_toy_trials(task, rng, t.num_eval, k)
+    for k in ("nonliteral", "literal", "parametric")
+  }
   ev = dict(tokenizer=tok, max_new_tokens=2, metric="exact", batch_size=min(64, t.num_eval))
-  base_acc = {k: float(locos.evaluate_probes(params, cfg, p, **ev).mean())
-              for k, p in evals.items()}
+  base_acc = {
+    k: float(locos.evaluate_probes(params, cfg, p, **ev).mean()) for k, p in evals.items()
+  }
   # detection on non-literal and literal probes
   detect = {}
   for kind in ("nonliteral", "literal"):
     trials = _toy.make_toy_trials(task, rng, t.num_detect, kind)
-    scores, per = locos.detect_heads(params, cfg, trials, tok, max_steps=2,
-                                     batch_size=min(32, t.num_detect))
+    scores, per = locos.detect_heads(
+      params, cfg, trials, tok, max_steps=2, batch_size=min(32, t.num_detect)
+    )
     detect[kind] = (scores, float(np.mean([p.accepted for p in per])))
   scores = detect["nonliteral"][0]
-  calib = [p.prompt_ids for p in _toy.make_toy_trials(task, rng, 64, "nonliteral")
-           + _toy.make_toy_trials(task, rng, 64, "literal")]
+  calib = [
+    p.prompt_ids
+    for p in _toy.make_toy_trials(task, rng, 64, "nonliteral")
+    + _toy.make_toy_trials(task, rng, 64, "literal")
+  ]
   mean_q = lm.mean_queries(params, calib, config=cfg, batch_size=64)
-  kw = dict(tokenizer=tok, mode=t.ablation_mode, mean=mean_q, metric="exact",
-            max_new_tokens=2, batch_size=min(64, t.num_eval), num_random=t.num_random,
-            key=jax.random.key(c.seed), num_resamples=500)
+  kw = dict(
+    tokenizer=tok,
+    mode=t.ablation_mode,
+    mean=mean_q,
+    metric="exact",
+    max_new_tokens=2,
+    batch_size=min(64, t.num_eval),
+    num_random=t.num_random,
+    key=jax.random.key(c.seed),
+    num_resamples=500,
+  )
   rankings = {d: scores[d] for d in DETECTORS}
   curves = {}
   for kind in ("nonliteral", "literal", "parametric"):
     curves[kind] = locos.ablation_curve(params, cfg, evals[kind], rankings, t.ks, **kw)
-  fig = _curves_figure({f"toy: {k}" + (" (control)" if k == "parametric" else ""): v
-                        for k, v in curves.items()},
-                       f"Toy decoder ({cfg.n_layers}x{cfg.n_heads} heads), {t.ablation_mode} "
-                       "ablation of top-k heads ranked on non-literal probes")
+  fig = _curves_figure(
+    {f"toy: {k}" + (" (control)" if k == "parametric" else ""): v for k, v in curves.items()},
+    f"Toy decoder ({cfg.n_layers}x{cfg.n_heads} heads), {t.ablation_mode} "
+    "ablation of top-k heads ranked on non-literal probes",
+  )
   core.save_figure(fig, workdir, "toy_ablation")
-  jacc = {d: {k: locos.jaccard_top_k(scores["locos"], scores[d], k) for k in (2, 4)}
-          for d in DETECTORS[1:]}
+  jacc = {
+    d: {k: locos.jaccard_top_k(scores["locos"], scores[d], k) for k in (2, 4)}
+    for d in DETECTORS[1:]
+  }
   metrics = {
-      "toy/train_time_s": train_s,
-      "toy/final_train_loss": history[-1].get("train/loss") if history else None,
-      "toy/base_accuracy": base_acc,
-      "toy/accepted_fraction": {k: v[1] for k, v in detect.items()},
-      "toy/top_heads": {d: locos.rank_heads(scores[d])[:4] for d in DETECTORS},
-      "toy/jaccard_vs_locos": jacc,
-      "toy/collapse_k_nonliteral": {d: _collapse_k(curves["nonliteral"], d)
-                                    for d in list(DETECTORS) + ["random"]},
-      "toy/curves": {k: {kk: vv for kk, vv in v.items() if kk != "per_probe"}
-                     for k, v in curves.items()},
+    "toy/train_time_s": train_s,
+    "toy/final_train_loss": history[-1].get("train/loss") if history else None,
+    "toy/base_accuracy": base_acc,
+    "toy/accepted_fraction": {k: v[1] for k, v in detect.items()},
+    "toy/top_heads": {d: locos.rank_heads(scores[d])[:4] for d in DETECTORS},
+    "toy/jaccard_vs_locos": jacc,
+    "toy/collapse_k_nonliteral": {
+      d: _collapse_k(curves["nonliteral"], d) for d in list(DETECTORS) + ["random"]
+    },
+    "toy/curves": {
+      k: {kk: vv for kk, vv in v.items() if kk != "per_probe"} for k, v in curves.items()
+    },
   }
   dets = list(DETECTORS) + ["random"]
   table = core.markdown_table(
-      ["probe set", "no ablation"] + [f"{d} @k={t.ks[-1]}" for d in dets],
-      [[f"toy {kind}", cv["baseline"]["mean"]] + [cv[d]["mean"][-1] for d in dets]
-       for kind, cv in curves.items()], fmt=".2f")
+    ["probe set", "no ablation"] + [f"{d} @k={t.ks[-1]}" for d in dets],
+    [
+      [f"toy {kind}", cv["baseline"]["mean"]] + [cv[d]["mean"][-1] for d in dets]
+      for kind, cv in curves.items()
+    ],
+    fmt=".2f",
+  )
   return metrics, table
 
 
 # --------------------------------------------------------------------------- SmolLM2 track
+
 
 def run_smollm2_track(c, workdir) -> tuple[dict, str]:
   r = c.real
@@ -181,26 +234,36 @@ def run_smollm2_track(c, workdir) -> tuple[dict, str]:
   stop = tok.stop_ids()
   gen = dict(max_new_tokens=r.max_steps, stop_ids=stop, batch_size=r.batch_size)
   kinds = ("nonliteral", "literal", "parametric")
-  pools = {k: make_probes(rng, tokenizer=tok, num=r.num_trials + r.num_eval, kind=k,
-                          filler_sentences=r.filler_sentences) for k in kinds}
+  pools = {
+    k: make_probes(
+      rng, tokenizer=tok, num=r.num_trials + r.num_eval, kind=k, filler_sentences=r.filler_sentences
+    )
+    for k in kinds
+  }
   # capability, filtered by correctness as the paper does (ROUGE-1 recall >= 0.5)
-  base = {k: locos.evaluate_probes(params, cfg, p, tokenizer=tok, metric="rouge1_recall", **gen)
-          for k, p in pools.items()}
+  base = {
+    k: locos.evaluate_probes(params, cfg, p, tokenizer=tok, metric="rouge1_recall", **gen)
+    for k, p in pools.items()
+  }
   capability = {k: float((v >= 0.5).mean()) for k, v in base.items()}
   ok = {k: [p for p, s in zip(pools[k], base[k]) if s >= 0.5] for k in kinds}
   # detect on one half of the correctly answered non-literal probes, ablate on the other half
   half = max(len(ok["nonliteral"]) // 2, 1)
   detect_trials = ok["nonliteral"][:half]
-  metrics = {"smollm2/capability_rouge1_recall>=0.5": capability,
-             "smollm2/num_probes": {k: len(v) for k, v in pools.items()},
-             "smollm2/context_tokens_mean": float(np.mean(
-                 [len(p.prompt_ids) for p in pools["nonliteral"]]))}
+  metrics = {
+    "smollm2/capability_rouge1_recall>=0.5": capability,
+    "smollm2/num_probes": {k: len(v) for k, v in pools.items()},
+    "smollm2/context_tokens_mean": float(np.mean([len(p.prompt_ids) for p in pools["nonliteral"]])),
+  }
   if len(detect_trials) < 2:
     metrics["smollm2/note"] = "too few correctly answered non-literal probes to detect heads"
-    return metrics, (f"SmolLM2: correct non-literal {capability['nonliteral']:.2f}, literal "
-                     f"{capability['literal']:.2f}; too few trials for detection")
-  scores, per = locos.detect_heads(params, cfg, detect_trials, tok, max_steps=r.max_steps,
-                                   stop_ids=stop, batch_size=r.batch_size)
+    return metrics, (
+      f"SmolLM2: correct non-literal {capability['nonliteral']:.2f}, literal "
+      f"{capability['literal']:.2f}; too few trials for detection"
+    )
+  scores, per = locos.detect_heads(
+    params, cfg, detect_trials, tok, max_steps=r.max_steps, stop_ids=stop, batch_size=r.batch_size
+  )
   calib = [p.prompt_ids for p in pools["literal"][:8]]
   mean_q = lm.mean_queries(params, calib, config=cfg, batch_size=4)
   curves = {}
@@ -209,27 +272,48 @@ def run_smollm2_track(c, workdir) -> tuple[dict, str]:
     if not probes:
       continue
     curves[kind] = locos.ablation_curve(
-        params, cfg, probes, {d: scores[d] for d in ("locos", "wu", "contrastive")}, r.ks,
-        tokenizer=tok, mode="mean_q", mean=mean_q, metric="rougeL",
-        num_random=r.num_random, key=jax.random.key(c.seed), num_resamples=500, **gen)
+      params,
+      cfg,
+      probes,
+      {d: scores[d] for d in ("locos", "wu", "contrastive")},
+      r.ks,
+      tokenizer=tok,
+      mode="mean_q",
+      mean=mean_q,
+      metric="rougeL",
+      num_random=r.num_random,
+      key=jax.random.key(c.seed),
+      num_resamples=500,
+      **gen,
+    )
   if curves:
-    fig = _curves_figure({f"SmolLM2: {k}": v for k, v in curves.items()},
-                         "SmolLM2-135M-Instruct (Q4_1 GGUF), mean-q ablation")
+    fig = _curves_figure(
+      {f"SmolLM2: {k}": v for k, v in curves.items()},
+      "SmolLM2-135M-Instruct (Q4_1 GGUF), mean-q ablation",
+    )
     core.save_figure(fig, workdir, "smollm2_ablation")
-  metrics.update({
+  metrics.update(
+    {
       "smollm2/accepted_detection_trials": int(sum(p.accepted for p in per)),
       "smollm2/top_heads": {d: locos.rank_heads(scores[d])[:5] for d in DETECTORS},
-      "smollm2/jaccard_vs_locos@10": {d: locos.jaccard_top_k(scores["locos"], scores[d], 10)
-                                      for d in DETECTORS[1:]},
-      "smollm2/curves": {k: {kk: vv for kk, vv in v.items() if kk != "per_probe"}
-                         for k, v in curves.items()},
-  })
-  rows = ["SmolLM2 probes answered correctly (ROUGE-1 recall >= 0.5): " + ", ".join(
-      f"{k} {v:.2f}" for k, v in capability.items())]
+      "smollm2/jaccard_vs_locos@10": {
+        d: locos.jaccard_top_k(scores["locos"], scores[d], 10) for d in DETECTORS[1:]
+      },
+      "smollm2/curves": {
+        k: {kk: vv for kk, vv in v.items() if kk != "per_probe"} for k, v in curves.items()
+      },
+    }
+  )
+  rows = [
+    "SmolLM2 probes answered correctly (ROUGE-1 recall >= 0.5): "
+    + ", ".join(f"{k} {v:.2f}" for k, v in capability.items())
+  ]
   for kind, cv in curves.items():
-    rows.append(f"| SmolLM2 {kind} (ROUGE-L) | {cv['baseline']['mean']:.2f} | " + " | ".join(
-        f"{d} {cv[d]['mean'][-1]:.2f}" for d in ("locos", "wu", "contrastive", "random")) +
-        f" | k={cv['ks'][-1]} |")
+    rows.append(
+      f"| SmolLM2 {kind} (ROUGE-L) | {cv['baseline']['mean']:.2f} | "
+      + " | ".join(f"{d} {cv[d]['mean'][-1]:.2f}" for d in ("locos", "wu", "contrastive", "random"))
+      + f" | k={cv['ks'][-1]} |"
+    )
   return metrics, "\n".join(rows)
 
 
@@ -248,11 +332,15 @@ def train_and_evaluate(config, workdir) -> dict:
     metrics.update(m)
     tables.append(tab)
   metrics["derived"] = derived_metrics(metrics)
-  core.write_results(workdir, metrics=metrics, config=config,
-                     table_markdown="\n\n".join(tables),
-                     notes="Toy track: synthetic task (reconstruction). Real model: quantised "
-                           "(Q4_1) SmolLM2 weights; NoLiMa-style probes generated offline.",
-                     wall_time_s=time.time() - t0)
+  core.write_results(
+    workdir,
+    metrics=metrics,
+    config=config,
+    table_markdown="\n\n".join(tables),
+    notes="Toy track: synthetic task (reconstruction). Real model: quantised "
+    "(Q4_1) SmolLM2 weights; NoLiMa-style probes generated offline.",
+    wall_time_s=time.time() - t0,
+  )
   return metrics
 
 

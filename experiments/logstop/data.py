@@ -19,22 +19,22 @@ from sklearn.datasets import load_digits
 
 # Query templates over atoms a, b, c (>= 15; QMTP-like shapes).
 TEMPLATES = (
-    "F {a}",
-    "G {a}",
-    "{a} U {b}",
-    "F({a} & X {b})",
-    "G({a} -> F {b})",
-    "{a} U ({b} & X {c})",
-    "F({a} & F {b})",
-    "G !{a}",
-    "F {a} & F {b}",
-    "F({a} & {b})",
-    "!{a} U {b}",
-    "F G {a}",
-    "F {a} -> F {b}",
-    "F({a} & X X {b})",
-    "G({a} | {b})",
-    "F({a} & !{b}) & F({b} & !{a})",
+  "F {a}",
+  "G {a}",
+  "{a} U {b}",
+  "F({a} & X {b})",
+  "G({a} -> F {b})",
+  "{a} U ({b} & X {c})",
+  "F({a} & F {b})",
+  "G !{a}",
+  "F {a} & F {b}",
+  "F({a} & {b})",
+  "!{a} U {b}",
+  "F G {a}",
+  "F {a} -> F {b}",
+  "F({a} & X X {b})",
+  "G({a} | {b})",
+  "F({a} & !{b}) & F({b} & !{a})",
 )
 
 H, W, SLOT = 16, 32, 16
@@ -56,6 +56,7 @@ def template_atoms(template: str) -> tuple[str, ...]:
 @dataclasses.dataclass
 class DigitBank:
   """Upsampled, padded digit images by class: images[c] is [n_c, 20, 20]."""
+
   images: dict
 
   @classmethod
@@ -67,8 +68,8 @@ class DigitBank:
     cut = int(train_fraction * len(perm))
     idx = perm[:cut] if split == "train" else perm[cut:]
     imgs = d.images[idx].astype(np.float32) / 16.0
-    big = np.kron(imgs, np.ones((1, 2, 2), np.float32))             # [n, 16, 16]
-    big = np.pad(big, ((0, 0), (2, 2), (2, 2)))                     # [n, 20, 20]
+    big = np.kron(imgs, np.ones((1, 2, 2), np.float32))  # [n, 16, 16]
+    big = np.pad(big, ((0, 0), (2, 2), (2, 2)))  # [n, 20, 20]
     labels = d.target[idx]
     return cls({c: big[labels == c] for c in range(10)})
 
@@ -96,8 +97,9 @@ def render(slot_digits: np.ndarray, bank: DigitBank, rng) -> np.ndarray:
     dx = rng.integers(0, 5, size=N)
     r = dy[:, None] + np.arange(SLOT)
     col = dx[:, None] + np.arange(SLOT)
-    frames[:, :, s * SLOT:(s + 1) * SLOT] = patch[np.arange(N)[:, None, None],
-                                                  r[:, :, None], col[:, None, :]]
+    frames[:, :, s * SLOT : (s + 1) * SLOT] = patch[
+      np.arange(N)[:, None, None], r[:, :, None], col[:, None, :]
+    ]
   return frames
 
 
@@ -119,8 +121,15 @@ def slots_from_presence(presence: np.ndarray, pool, rng, distractor_prob=0.3):
   return slots
 
 
-def corrupt(frames: np.ndarray, rng, *, pixel_noise: float, blur_probs, occlusion_prob: float,
-            flicker_prob: float) -> np.ndarray:
+def corrupt(
+  frames: np.ndarray,
+  rng,
+  *,
+  pixel_noise: float,
+  blur_probs,
+  occlusion_prob: float,
+  flicker_prob: float,
+) -> np.ndarray:
   """Adds noise to videos [B, T, 16, 32]: blur per video, occlusion and flicker per frame."""
   B, T = frames.shape[:2]
   out = frames.copy()
@@ -131,7 +140,7 @@ def corrupt(frames: np.ndarray, rng, *, pixel_noise: float, blur_probs, occlusio
   for i, t in zip(*np.nonzero(occ)):
     h, w = rng.integers(8, 13), rng.integers(10, 17)
     y, x = rng.integers(0, H - h + 1), rng.integers(0, W - w + 1)
-    out[i, t, y:y + h, x:x + w] = (rng.random((h, w)) if rng.random() < 0.5 else 0.0)
+    out[i, t, y : y + h, x : x + w] = rng.random((h, w)) if rng.random() < 0.5 else 0.0
   flick = rng.random((B, T)) < flicker_prob
   out[flick] = 0.0
   out = out + pixel_noise * rng.standard_normal(out.shape).astype(np.float32)
@@ -176,7 +185,7 @@ def near_misses(rng, timelines: np.ndarray) -> np.ndarray:
     j = rng.integers(k)
     L = int(rng.integers(1, 4))
     s = int(rng.integers(0, max(T - L, 0) + 1))
-    out[i, j, s:s + L] = ~out[i, j, s:s + L]
+    out[i, j, s : s + L] = ~out[i, j, s : s + L]
   over = out.sum(1) > 2
   for i, t in zip(*np.nonzero(over)):
     on = np.flatnonzero(out[i, :, t])

@@ -24,14 +24,14 @@ from absl import logging
 from flax import nnx
 
 from experiments.logstop import data as D
-from jaxpapers import core
+from jaxpapers import core, metrics
 from jaxpapers import logstop as L
-from jaxpapers import metrics
 
 matplotlib.use("Agg")
 
 
 # ----------------------------------------------------------------------------- detector
+
 
 class Detector(nnx.Module):
   """MLP multi-label detector: frame [16, 32] -> logits [K] for 'digit k visible'."""
@@ -41,19 +41,24 @@ class Detector(nnx.Module):
     self.l2 = nnx.Linear(hidden, hidden, rngs=rngs)
     self.out = nnx.Linear(hidden, num_atoms, rngs=rngs)
 
-  def __call__(self, x):                        # x: [N, 16, 32]
+  def __call__(self, x):  # x: [N, 16, 32]
     h = x.reshape(x.shape[0], -1)
     h = jax.nn.relu(self.l1(h))
     h = jax.nn.relu(self.l2(h))
-    return self.out(h)                          # [N, K]
+    return self.out(h)  # [N, K]
 
 
 def _noise_kwargs(cfg, train: bool):
   if train:
-    return dict(pixel_noise=cfg.pixel_noise, blur_probs=(0.6, 0.3, 0.1),
-                occlusion_prob=0.05, flicker_prob=0.0)
-  return dict(pixel_noise=cfg.pixel_noise, blur_probs=tuple(cfg.blur_probs),
-              occlusion_prob=cfg.occlusion_prob, flicker_prob=cfg.flicker_prob)
+    return dict(
+      pixel_noise=cfg.pixel_noise, blur_probs=(0.6, 0.3, 0.1), occlusion_prob=0.05, flicker_prob=0.0
+    )
+  return dict(
+    pixel_noise=cfg.pixel_noise,
+    blur_probs=tuple(cfg.blur_probs),
+    occlusion_prob=cfg.occlusion_prob,
+    flicker_prob=cfg.flicker_prob,
+  )
 
 
 def train_detector(cfg, pool, workdir):
@@ -79,13 +84,21 @@ def train_detector(cfg, pool, workdir):
     def loss_fn(params):
       m = nnx.merge(state.graphdef, params, state.rest)
       return optax.sigmoid_binary_cross_entropy(m(batch["x"]), batch["y"]).mean()
+
     loss, grads = jax.value_and_grad(loss_fn)(state.params)
     return state.apply_gradients(grads), {"loss": loss}
 
   # Training takes seconds, so no checkpoints; the step loop is resumable if enabled.
-  state, history = core.train_loop(state, step_fn, batch_fn, num_steps=cfg.detector_steps,
-                                   workdir=workdir, checkpoint_every=0,
-                                   log_every=max(cfg.detector_steps // 5, 1), desc="detector")
+  state, history = core.train_loop(
+    state,
+    step_fn,
+    batch_fn,
+    num_steps=cfg.detector_steps,
+    workdir=workdir,
+    checkpoint_every=0,
+    log_every=max(cfg.detector_steps // 5, 1),
+    desc="detector",
+  )
   return state, history
 
 
@@ -94,6 +107,7 @@ def make_predict(state):
   def predict(x):
     m = nnx.merge(state.graphdef, state.params, state.rest)
     return jax.nn.sigmoid(m(x))
+
   return predict
 
 
@@ -104,10 +118,10 @@ def predict_videos(predict, frames):
   chunk = 4096
   out = []
   for i in range(0, len(flat), chunk):
-    x = flat[i:i + chunk]
+    x = flat[i : i + chunk]
     pad = chunk - len(x)
-    x = np.pad(x, ((0, pad), (0, 0), (0, 0)))            # static shape: one compile
-    out.append(np.asarray(predict(jnp.asarray(x)))[:len(x) - pad])
+    x = np.pad(x, ((0, pad), (0, 0), (0, 0)))  # static shape: one compile
+    out.append(np.asarray(predict(jnp.asarray(x)))[: len(x) - pad])
   return np.concatenate(out).reshape(B, T, -1)
 
 
@@ -172,10 +186,13 @@ def sample_balanced(rng, formula, names, n_each, T, max_rounds=60):
 
 # ----------------------------------------------------------------------------- matching
 
+
 def _with_half(props, T):
   """Appends the all-0.5 trace (the adaptive threshold's reference) to the batch."""
-  return {n: jnp.concatenate([jnp.asarray(v), jnp.full((1, T), 0.5, jnp.float32)])
-          for n, v in props.items()}
+  return {
+    n: jnp.concatenate([jnp.asarray(v), jnp.full((1, T), 0.5, jnp.float32)])
+    for n, v in props.items()
+  }
 
 
 def matching_arms(formula, props, cfg):
@@ -208,15 +225,15 @@ def run_matching(cfg, predict, pool, rng):
     names = [D.atom_name(d) for d in digits]
     x, y = sample_balanced(rng, formula, names, cfg.sequences_per_template // 2, cfg.T)
     frames = render_videos(x, digits, pool, bank, rng, cfg)
-    scores = predict_videos(predict, frames)                       # [n, T, K]
+    scores = predict_videos(predict, frames)  # [n, T, K]
     props = {n: jnp.asarray(scores[:, :, pool.index(d)]) for n, d in zip(names, digits)}
     for j, d in enumerate(digits):
       frame_acc.append(((scores[:, :, pool.index(d)] >= 0.5) == x[:, j]).mean())
     arms = matching_arms(formula, props, cfg)
     per_template[text] = {
-        name: float(metrics.balanced_accuracy(jnp.asarray(pred.astype(np.int32)),
-                                              jnp.asarray(y), 2))
-        for name, pred in arms.items()}
+      name: float(metrics.balanced_accuracy(jnp.asarray(pred.astype(np.int32)), jnp.asarray(y), 2))
+      for name, pred in arms.items()
+    }
     per_template[text]["n"] = int(len(y))
     logging.info("matching %s: %s", text, per_template[text])
   return per_template, float(np.mean(frame_acc))
@@ -224,10 +241,18 @@ def run_matching(cfg, predict, pool, rng):
 
 # ----------------------------------------------------------------------------- retrieval
 
-RETRIEVAL_TEMPLATES = ("{a} U {b}", "F({a} & X {b})", "G {a}", "F({a} & F {b})",
-                       "{a} U ({b} & X {c})", "G({a} | {b})", "F({a} & {b})",
-                       "F({a} & X X {b})", "F({a} & !{b}) & F({b} & !{a})",
-                       "G({a} -> X {b})")
+RETRIEVAL_TEMPLATES = (
+  "{a} U {b}",
+  "F({a} & X {b})",
+  "G {a}",
+  "F({a} & F {b})",
+  "{a} U ({b} & X {c})",
+  "G({a} | {b})",
+  "F({a} & {b})",
+  "F({a} & X X {b})",
+  "F({a} & !{b}) & F({b} & !{a})",
+  "G({a} -> X {b})",
+)
 
 
 def retrieval_queries(cfg, pool):
@@ -246,7 +271,7 @@ def retrieval_queries(cfg, pool):
 def build_database(cfg, pool, queries, rng):
   """Sparse background timelines over the pool with planted satisfying segments."""
   K, T, n = len(pool), cfg.db_T, cfg.db_size
-  tl = D.random_timelines(rng, n, T, K, sparse=True)                 # [n, K, T]
+  tl = D.random_timelines(rng, n, T, K, sparse=True)  # [n, K, T]
   seg_len = (cfg.min_len + cfg.max_len) // 2
   segments = {}
   for q, (template, digits) in enumerate(queries):
@@ -267,9 +292,9 @@ def build_database(cfg, pool, queries, rng):
       continue
     seg = segments[q][rng.integers(len(segments[q]))]
     s = int(rng.integers(0, T - seg_len + 1))
-    tl[i, :, s:s + seg_len] = False
+    tl[i, :, s : s + seg_len] = False
     for j, d in enumerate(queries[q][1]):
-      tl[i, pool.index(d), s:s + seg_len] = seg[j]
+      tl[i, pool.index(d), s : s + seg_len] = seg[j]
   return tl
 
 
@@ -278,7 +303,7 @@ def run_retrieval(cfg, predict, pool, rng):
   queries = retrieval_queries(cfg, pool)
   tl = build_database(cfg, pool, queries, rng)
   frames = render_videos(tl, pool, pool, bank, rng, cfg)
-  pred = predict_videos(predict, frames)                             # [n, T, K]
+  pred = predict_videos(predict, frames)  # [n, T, K]
   true_props = {D.atom_name(d): jnp.asarray(tl[:, j], jnp.float32) for j, d in enumerate(pool)}
   props = {D.atom_name(d): jnp.asarray(pred[:, :, j]) for j, d in enumerate(pool)}
   seg = dict(min_len=cfg.min_len, max_len=cfg.max_len)
@@ -296,28 +321,35 @@ def run_retrieval(cfg, predict, pool, rng):
     arms = {}
     for w in cfg.retrieval_windows:
       arms[f"LogSTOP w={w} segment-max"] = np.asarray(
-          L.segment_max_score(f, props, window=w, **seg))
-    arms["Boolean LTLf segment-max"] = np.asarray(
-        L.segment_max_score(f, props, semantics="boolean", **seg)) + tie
+        L.segment_max_score(f, props, window=w, **seg)
+      )
+    arms["Boolean LTLf segment-max"] = (
+      np.asarray(L.segment_max_score(f, props, semantics="boolean", **seg)) + tie
+    )
     arms["STL robustness segment-max"] = np.asarray(
-        L.segment_max_score(f, props, semantics="robustness", **seg))
+      L.segment_max_score(f, props, semantics="robustness", **seg)
+    )
     arms["max per-frame product"] = prod.max(-1)
     arms["mean score"] = np.asarray(L.mean_score(f, props))
     relj = jnp.asarray(rel[None].astype(np.float32))
     rows[text] = {"template": template, "relevant": int(rel.sum())}
     for name, s in arms.items():
       sj = jnp.asarray(np.nan_to_num(s, neginf=-1e30)[None])
-      rows[text][name] = {"AP": float(metrics.average_precision(sj, relj)[0]),
-                          "R@5": float(metrics.recall_at_k(sj, relj, 5)[0]),
-                          "P@5": float(metrics.precision_at_k(sj, relj, 5)[0])}
+      rows[text][name] = {
+        "AP": float(metrics.average_precision(sj, relj)[0]),
+        "R@5": float(metrics.recall_at_k(sj, relj, 5)[0]),
+        "P@5": float(metrics.precision_at_k(sj, relj, 5)[0]),
+      }
     logging.info("retrieval %s: %s", text, rows[text])
   return rows, skipped
 
 
 # ----------------------------------------------------------------------------- main
 
+
 def _plots(workdir, match_overall, retr_overall):
   import matplotlib.pyplot as plt
+
   fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
   names = list(match_overall)
   axes[0].barh(names, [match_overall[n] for n in names], color="tab:blue")
@@ -347,56 +379,80 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   arms = [k for k in next(iter(per_template.values())) if k != "n"]
   match_overall = {a: float(np.mean([r[a] for r in per_template.values()])) for a in arms}
   rows, skipped = run_retrieval(cfg, predict, pool, np.random.default_rng(cfg.seed + 2))
-  rarms = [k for k in next(iter(rows.values())) if k not in ("template", "relevant")] if rows else []
-  retr_overall = {a: {"mAP": float(np.mean([r[a]["AP"] for r in rows.values()])),
-                      "R@5": float(np.mean([r[a]["R@5"] for r in rows.values()])),
-                      "P@5": float(np.mean([r[a]["P@5"] for r in rows.values()]))}
-                  for a in rarms}
+  rarms = (
+    [k for k in next(iter(rows.values())) if k not in ("template", "relevant")] if rows else []
+  )
+  retr_overall = {
+    a: {
+      "mAP": float(np.mean([r[a]["AP"] for r in rows.values()])),
+      "R@5": float(np.mean([r[a]["R@5"] for r in rows.values()])),
+      "P@5": float(np.mean([r[a]["P@5"] for r in rows.values()])),
+    }
+    for a in rarms
+  }
   mean_relevant = float(np.mean([r["relevant"] for r in rows.values()])) if rows else 0.0
   by_template = {}
-  for text, r in rows.items():
+  for _text, r in rows.items():
     by_template.setdefault(r["template"], []).append(r)
   retr_per_template = {
-      t: {a: {"mAP": float(np.mean([r[a]["AP"] for r in rs])),
-              "R@5": float(np.mean([r[a]["R@5"] for r in rs]))} for a in rarms}
-      for t, rs in by_template.items()}
+    t: {
+      a: {
+        "mAP": float(np.mean([r[a]["AP"] for r in rs])),
+        "R@5": float(np.mean([r[a]["R@5"] for r in rs])),
+      }
+      for a in rarms
+    }
+    for t, rs in by_template.items()
+  }
 
   best_baseline = max((v for k, v in match_overall.items() if not k.startswith("LogSTOP")))
   best_logstop = max((v for k, v in match_overall.items() if k.startswith("LogSTOP")))
   r_ls = [v["mAP"] for k, v in retr_overall.items() if k.startswith("LogSTOP")]
   r_bl = [v["mAP"] for k, v in retr_overall.items() if not k.startswith("LogSTOP")]
-  lines = [f"Query matching, balanced accuracy (mean over {len(per_template)} templates, "
-           f"{cfg.sequences_per_template} sequences each, T={cfg.T}; per-frame detector "
-           f"accuracy {frame_acc:.3f}):", "",
-           core.markdown_table(["arm", "balanced accuracy"], list(match_overall.items()),
-                               fmt=".3f")]
-  lines += ["", f"Retrieval ({cfg.db_size} sequences, T={cfg.db_T}, segments "
-            f"{cfg.min_len}-{cfg.max_len} frames, {len(rows)} queries, "
-            f"{mean_relevant:.0f} relevant sequences per query on average, so Recall@5 is "
-            f"at most {min(1.0, 5 / max(mean_relevant, 1)):.2f}):", "",
-            core.markdown_table(
-                ["arm", "mAP", "Recall@5", "Precision@5"],
-                [[a, v["mAP"], v["R@5"], v["P@5"]] for a, v in retr_overall.items()],
-                fmt=".3f")]
+  lines = [
+    f"Query matching, balanced accuracy (mean over {len(per_template)} templates, "
+    f"{cfg.sequences_per_template} sequences each, T={cfg.T}; per-frame detector "
+    f"accuracy {frame_acc:.3f}):",
+    "",
+    core.markdown_table(["arm", "balanced accuracy"], list(match_overall.items()), fmt=".3f"),
+  ]
+  lines += [
+    "",
+    f"Retrieval ({cfg.db_size} sequences, T={cfg.db_T}, segments "
+    f"{cfg.min_len}-{cfg.max_len} frames, {len(rows)} queries, "
+    f"{mean_relevant:.0f} relevant sequences per query on average, so Recall@5 is "
+    f"at most {min(1.0, 5 / max(mean_relevant, 1)):.2f}):",
+    "",
+    core.markdown_table(
+      ["arm", "mAP", "Recall@5", "Precision@5"],
+      [[a, v["mAP"], v["R@5"], v["P@5"]] for a, v in retr_overall.items()],
+      fmt=".3f",
+    ),
+  ]
   table = "\n".join(lines)
   results = {
-      "matching/overall": match_overall,
-      "matching/per_template": per_template,
-      "matching/best_logstop_minus_best_baseline": best_logstop - best_baseline,
-      "detector/per_frame_accuracy": frame_acc,
-      "detector/final_loss": float(history[-1]["train/loss"]) if history else None,
-      "retrieval/overall": retr_overall,
-      "retrieval/best_logstop_minus_best_baseline_mAP": (max(r_ls) - max(r_bl)) if r_ls and r_bl
-                                                        else None,
-      "retrieval/per_template": retr_per_template,
-      "retrieval/per_query": rows,
-      "retrieval/skipped_queries": skipped,
+    "matching/overall": match_overall,
+    "matching/per_template": per_template,
+    "matching/best_logstop_minus_best_baseline": best_logstop - best_baseline,
+    "detector/per_frame_accuracy": frame_acc,
+    "detector/final_loss": float(history[-1]["train/loss"]) if history else None,
+    "retrieval/overall": retr_overall,
+    "retrieval/best_logstop_minus_best_baseline_mAP": (max(r_ls) - max(r_bl))
+    if r_ls and r_bl
+    else None,
+    "retrieval/per_template": retr_per_template,
+    "retrieval/per_query": rows,
+    "retrieval/skipped_queries": skipped,
   }
   _plots(workdir, match_overall, retr_overall)
-  core.write_results(workdir, metrics=json.loads(json.dumps(results)), config=config,
-                     table_markdown=table,
-                     notes="Synthetic digit videos (reconstruction); detector is a JAX MLP "
-                           "trained on a disjoint half of sklearn digits.",
-                     wall_time_s=time.time() - t0)
+  core.write_results(
+    workdir,
+    metrics=json.loads(json.dumps(results)),
+    config=config,
+    table_markdown=table,
+    notes="Synthetic digit videos (reconstruction); detector is a JAX MLP "
+    "trained on a disjoint half of sklearn digits.",
+    wall_time_s=time.time() - t0,
+  )
   print(table)
   return results

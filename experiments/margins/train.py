@@ -77,15 +77,24 @@ def _np_margins(U, V, A) -> dict:
   S = U @ V.T
   pos_min = np.where(A, S, np.inf).min(1)
   neg_max = np.where(A, -np.inf, S).max(1)
-  return {"m0": float(np.where(A, S, -S).min()), "mg": float(0.5 * (pos_min.min() - neg_max.max())),
-          "mq": float((0.5 * (pos_min - neg_max)).min()), "topk_accuracy": float((pos_min > neg_max).mean())}
+  return {
+    "m0": float(np.where(A, S, -S).min()),
+    "mg": float(0.5 * (pos_min.min() - neg_max.max())),
+    "mq": float((0.5 * (pos_min - neg_max)).min()),
+    "topk_accuracy": float((pos_min > neg_max).mean()),
+  }
 
 
 def _fit_cell(cfg: Config, A, loss: str, key, checkpoint_dir) -> dict:
   """All dimensions of cfg.ds and all seeds for one loss, as one grid on ``core.Sweep``."""
   keys = jax.random.split(key, cfg.seeds)
-  kw = dict(steps=cfg.steps, lr=cfg.lr, sweep=True, chunk_size=cfg.chunk or cfg.steps,
-            checkpoint_dir=checkpoint_dir)
+  kw = dict(
+    steps=cfg.steps,
+    lr=cfg.lr,
+    sweep=True,
+    chunk_size=cfg.chunk or cfg.steps,
+    checkpoint_dir=checkpoint_dir,
+  )
   ds = list(cfg.ds)
   if loss == "sigmoid_b0":
     res = M.fit_free_embeddings(keys, A, ds, loss="sigmoid", learn_bias=False, init_bias=0.0, **kw)
@@ -96,12 +105,14 @@ def _fit_cell(cfg: Config, A, loss: str, key, checkpoint_dir) -> dict:
   for a, d in enumerate(ds):
     per_seed = [_np_margins(U_all[a, s], V_all[a, s], A) for s in range(cfg.seeds)]
     out[str(d)] = {
-        "per_seed": per_seed,
-        **{f"{m}_mean": float(np.mean([p[m] for p in per_seed])) for m in (*NOTIONS, "topk_accuracy")},
-        **{f"{m}_std": float(np.std([p[m] for p in per_seed])) for m in NOTIONS},
-        "m0_best": float(np.max([p["m0"] for p in per_seed])),
-        "final_log_t": float(np.mean(np.asarray(res.log_t[a]))),
-        "final_b": float(np.mean(np.asarray(res.b[a]))),
+      "per_seed": per_seed,
+      **{
+        f"{m}_mean": float(np.mean([p[m] for p in per_seed])) for m in (*NOTIONS, "topk_accuracy")
+      },
+      **{f"{m}_std": float(np.std([p[m] for p in per_seed])) for m in NOTIONS},
+      "m0_best": float(np.max([p["m0"] for p in per_seed])),
+      "final_log_t": float(np.mean(np.asarray(res.log_t[a]))),
+      "final_b": float(np.mean(np.asarray(res.b[a]))),
     }
   return out
 
@@ -116,36 +127,65 @@ def _run_margin_vs_d(cfg: Config, cells: core.CellStore, key) -> list[dict]:
     orth = M.orthogonal_construction(n, k) if kind == "all" else None
     losses = cfg.losses if n == cfg.loss_n else ("margin",)
     nk_key = jax.random.fold_in(jax.random.fold_in(key, n), k)
-    fits = {loss: cells.get_or_compute(
+    fits = {
+      loss: cells.get_or_compute(
         f"fit/{n}/{k}/{loss}/{kind}",
-        lambda ckpt: _fit_cell(cfg, A, loss, jax.random.fold_in(nk_key, 1), ckpt))
-            for loss in losses}
+        lambda ckpt: _fit_cell(cfg, A, loss, jax.random.fold_in(nk_key, 1), ckpt),
+      )
+      for loss in losses
+    }
     for d in cfg.ds:
       ck = jax.random.fold_in(nk_key, d)
-      row = {"n": n, "k": k, "d": d, "N": int(A.shape[0]), "rows": kind, "m_inf": m_inf,
-             "d_star": cfg.threshold_C * k * math.log(n / k)}
+      row = {
+        "n": n,
+        "k": k,
+        "d": d,
+        "N": int(A.shape[0]),
+        "rows": kind,
+        "m_inf": m_inf,
+        "d_star": cfg.threshold_C * k * math.log(n / k),
+      }
       for loss in losses:
         row[loss] = fits[loss][str(d)]
       for q in ("sum", "svm"):
         row[f"cs_{q}"] = cells.get_or_compute(
-            f"cs/{n}/{k}/{d}/{q}/{kind}",
-            lambda _: M.cs_construction(jax.random.fold_in(ck, 2), n, k, d, A=A, queries=q,
-                                      steps=cfg.svm_steps)._asdict() | {"U": None, "V": None})
+          f"cs/{n}/{k}/{d}/{q}/{kind}",
+          lambda _: (
+            M.cs_construction(
+              jax.random.fold_in(ck, 2), n, k, d, A=A, queries=q, steps=cfg.svm_steps
+            )._asdict()
+            | {"U": None, "V": None}
+          ),
+        )
       if orth is not None:
         src_U, src_V = orth.U, orth.V
       else:  # orthogonal construction restricted to the sampled rows
         m = 1.0 / (2.0 * math.sqrt(k) + 1.0)
         src_V = np.concatenate([math.sqrt(1 - m) * np.eye(n), np.full((n, 1), math.sqrt(m))], 1)
-        src_U = np.concatenate([math.sqrt(1 - m) * A / math.sqrt(k), np.full((A.shape[0], 1), -math.sqrt(m))], 1)
+        src_U = np.concatenate(
+          [math.sqrt(1 - m) * A / math.sqrt(k), np.full((A.shape[0], 1), -math.sqrt(m))], 1
+        )
       row["jl"] = cells.get_or_compute(
-          f"jl/{n}/{k}/{d}/{kind}",
-          lambda _: M.jl_project(jax.random.fold_in(ck, 3), np.asarray(src_U, np.float32),
-                               np.asarray(src_V, np.float32), A, d, reoptimize_queries=True,
-                               steps=cfg.svm_steps)._asdict() | {"U": None, "V": None})
+        f"jl/{n}/{k}/{d}/{kind}",
+        lambda _: (
+          M.jl_project(
+            jax.random.fold_in(ck, 3),
+            np.asarray(src_U, np.float32),
+            np.asarray(src_V, np.float32),
+            A,
+            d,
+            reoptimize_queries=True,
+            steps=cfg.svm_steps,
+          )._asdict()
+          | {"U": None, "V": None}
+        ),
+      )
       for r in ("cs_sum", "cs_svm", "jl"):
         row[r] = {"certificate": row[r]["certificate"], "bound": row[r]["bound"]}
-      row["best_m0"] = max([row[loss]["m0_best"] for loss in losses]
-                           + [row["cs_svm"]["certificate"], row["jl"]["certificate"]])
+      row["best_m0"] = max(
+        [row[loss]["m0_best"] for loss in losses]
+        + [row["cs_svm"]["certificate"], row["jl"]["certificate"]]
+      )
       rows.append(row)
       bar.update(1)
   bar.close()
@@ -163,9 +203,17 @@ def _knee_constants(rows, cfg: Config) -> list[dict]:
       hit = [r["d"] for r in rs if r["best_m0"] >= 0.5 * r["m_inf"]]
       pos = [r["d"] for r in rs if r["best_m0"] > 0]
       scale = k * math.log(n / k)
-      out.append({"n": n, "k": k, "k_ln_n_over_k": scale, "m_inf": rs[0]["m_inf"],
-                  "d_positive": pos[0] if pos else None, "d_half": hit[0] if hit else None,
-                  "C_half": hit[0] / scale if hit else None})
+      out.append(
+        {
+          "n": n,
+          "k": k,
+          "k_ln_n_over_k": scale,
+          "m_inf": rs[0]["m_inf"],
+          "d_positive": pos[0] if pos else None,
+          "d_half": hit[0] if hit else None,
+          "C_half": hit[0] / scale if hit else None,
+        }
+      )
   return out
 
 
@@ -181,17 +229,35 @@ def _critical_grid(n_max: int, k: int) -> list[int]:
 def _run_critical(cfg: Config, cells: core.CellStore, key) -> list[dict]:
   def run(_):
     t0 = time.time()
-    best, trace = M.critical_n(key, list(cfg.critical_ds), cfg.critical_k,
-                               n_grid=_critical_grid(cfg.critical_n_max, cfg.critical_k),
-                               n_max=cfg.critical_n_max, restarts=cfg.critical_restarts,
-                               steps=cfg.critical_steps, loss=cfg.critical_loss, return_trace=True)
-    return {"best": {str(d): n for d, n in best.items()},
-            "trace": {str(n): {str(d): a for d, a in t.items()} for n, t in trace.items()},
-            "wall_s": time.time() - t0}
+    best, trace = M.critical_n(
+      key,
+      list(cfg.critical_ds),
+      cfg.critical_k,
+      n_grid=_critical_grid(cfg.critical_n_max, cfg.critical_k),
+      n_max=cfg.critical_n_max,
+      restarts=cfg.critical_restarts,
+      steps=cfg.critical_steps,
+      loss=cfg.critical_loss,
+      return_trace=True,
+    )
+    return {
+      "best": {str(d): n for d, n in best.items()},
+      "trace": {str(n): {str(d): a for d, a in t.items()} for n, t in trace.items()},
+      "wall_s": time.time() - t0,
+    }
 
-  res = cells.get_or_compute(f"critical/{cfg.critical_k}/{cfg.critical_loss}/{cfg.critical_n_max}", run)
-  return [{"d": d, "critical_n": res["best"][str(d)], "wall_s": res["wall_s"],
-           "grid": _critical_grid(cfg.critical_n_max, cfg.critical_k)} for d in cfg.critical_ds]
+  res = cells.get_or_compute(
+    f"critical/{cfg.critical_k}/{cfg.critical_loss}/{cfg.critical_n_max}", run
+  )
+  return [
+    {
+      "d": d,
+      "critical_n": res["best"][str(d)],
+      "wall_s": res["wall_s"],
+      "grid": _critical_grid(cfg.critical_n_max, cfg.critical_k),
+    }
+    for d in cfg.critical_ds
+  ]
 
 
 def _fmt(x, nd=3):
@@ -199,48 +265,80 @@ def _fmt(x, nd=3):
 
 
 def _tables(cfg, rows, knees, crit, crit_fit) -> str:
-  lines = ["**Margin m_0 against d** (best of seeds for fitted; certificates for constructions; "
-           "`m_inf` = exact m^rd(inf, A))", "",
-           "| n | k | rows | m_inf | d | fitted (margin obj.) | CS sum | CS max-margin q. | JL of orth. + re-solved q. |",
-           "|---|---|---|---|---|---|---|---|---|"]
+  lines = [
+    "**Margin m_0 against d** (best of seeds for fitted; certificates for constructions; "
+    "`m_inf` = exact m^rd(inf, A))",
+    "",
+    "| n | k | rows | m_inf | d | fitted (margin obj.) | CS sum | CS max-margin q. | JL of orth. + re-solved q. |",
+    "|---|---|---|---|---|---|---|---|---|",
+  ]
   for r in rows:
-    lines.append(f"| {r['n']} | {r['k']} | {r['N']} ({r['rows']}) | {r['m_inf']:.3f} | {r['d']} | "
-                 f"{_fmt(r['margin']['m0_best'])} | {_fmt(r['cs_sum']['certificate'])} | "
-                 f"{_fmt(r['cs_svm']['certificate'])} | {_fmt(r['jl']['certificate'])} |")
-  lines += ["", "**Dimension threshold**: first d on the grid where the best m_0 is > 0 and >= m_inf/2, "
-            "and C = d_half / (k ln(n/k))", "",
-            "| n | k | k ln(n/k) | m_inf | sqrt(k) m_inf | d (m_0 > 0) | d (m_0 >= m_inf/2) | C |",
-            "|---|---|---|---|---|---|---|---|"]
+    lines.append(
+      f"| {r['n']} | {r['k']} | {r['N']} ({r['rows']}) | {r['m_inf']:.3f} | {r['d']} | "
+      f"{_fmt(r['margin']['m0_best'])} | {_fmt(r['cs_sum']['certificate'])} | "
+      f"{_fmt(r['cs_svm']['certificate'])} | {_fmt(r['jl']['certificate'])} |"
+    )
+  lines += [
+    "",
+    "**Dimension threshold**: first d on the grid where the best m_0 is > 0 and >= m_inf/2, "
+    "and C = d_half / (k ln(n/k))",
+    "",
+    "| n | k | k ln(n/k) | m_inf | sqrt(k) m_inf | d (m_0 > 0) | d (m_0 >= m_inf/2) | C |",
+    "|---|---|---|---|---|---|---|---|",
+  ]
   for q in knees:
     c = "n/a" if q["C_half"] is None else f"{q['C_half']:.2f}"
-    lines.append(f"| {q['n']} | {q['k']} | {q['k_ln_n_over_k']:.2f} | {q['m_inf']:.3f} | "
-                 f"{q['m_inf'] * math.sqrt(q['k']):.3f} | {q['d_positive']} | {q['d_half']} | {c} |")
+    lines.append(
+      f"| {q['n']} | {q['k']} | {q['k_ln_n_over_k']:.2f} | {q['m_inf']:.3f} | "
+      f"{q['m_inf'] * math.sqrt(q['k']):.3f} | {q['d_positive']} | {q['d_half']} | {c} |"
+    )
   loss_rows = [r for r in rows if r["n"] == cfg.loss_n]
-  lines += ["", f"**Losses at n = {cfg.loss_n}** (mean ± std over {cfg.seeds} seeds; m_0 / m_g / m_q)", "",
-            "| k | d | " + " | ".join(cfg.losses) + " |", "|---|---|" + "---|" * len(cfg.losses)]
+  lines += [
+    "",
+    f"**Losses at n = {cfg.loss_n}** (mean ± std over {cfg.seeds} seeds; m_0 / m_g / m_q)",
+    "",
+    "| k | d | " + " | ".join(cfg.losses) + " |",
+    "|---|---|" + "---|" * len(cfg.losses),
+  ]
   for r in loss_rows:
     cells_ = []
     for loss in cfg.losses:
       c = r[loss]
       cells_.append(" / ".join(f"{c[f'{m}_mean']:+.3f}±{c[f'{m}_std']:.3f}" for m in NOTIONS))
     lines.append(f"| {r['k']} | {r['d']} | " + " | ".join(cells_) + " |")
-  lines += ["", "**Sigmoid vs InfoNCE, per notion** (cells where the seed-mean of one is larger by > 0.005)", "",
-            "| notion | sigmoid wins | InfoNCE wins | ties | mean(sigmoid - InfoNCE) |", "|---|---|---|---|---|"]
+  lines += [
+    "",
+    "**Sigmoid vs InfoNCE, per notion** (cells where the seed-mean of one is larger by > 0.005)",
+    "",
+    "| notion | sigmoid wins | InfoNCE wins | ties | mean(sigmoid - InfoNCE) |",
+    "|---|---|---|---|---|",
+  ]
   for m, w in _loss_wins(cfg, rows).items():
     lines.append(f"| {m} | {w['sigmoid']} | {w['infonce']} | {w['tie']} | {w['mean_diff']:+.3f} |")
-  lines += ["", f"**Critical n** (k = {cfg.critical_k}, loss {cfg.critical_loss}, {cfg.critical_restarts} restarts "
-            f"x {cfg.critical_steps} steps, n_max = {cfg.critical_n_max}) against the margin-threshold "
-            f"prediction n = k exp(d / (C k)) with the fitted C = {crit_fit['C']}", "",
-            f"n searched on the grid {crit[0]['grid'] if crit else []}", "",
-            "| d | critical n | predicted n |", "|---|---|---|"]
+  lines += [
+    "",
+    f"**Critical n** (k = {cfg.critical_k}, loss {cfg.critical_loss}, {cfg.critical_restarts} restarts "
+    f"x {cfg.critical_steps} steps, n_max = {cfg.critical_n_max}) against the margin-threshold "
+    f"prediction n = k exp(d / (C k)) with the fitted C = {crit_fit['C']}",
+    "",
+    f"n searched on the grid {crit[0]['grid'] if crit else []}",
+    "",
+    "| d | critical n | predicted n |",
+    "|---|---|---|",
+  ]
   for c in crit:
     pred = crit_fit["pred"].get(str(c["d"]))
     cap = " (= n_max)" if c["critical_n"] >= cfg.critical_n_max else ""
-    lines.append(f"| {c['d']} | {c['critical_n']}{cap} | {'n/a' if pred is None else f'{pred:.1f}'} |")
+    lines.append(
+      f"| {c['d']} | {c['critical_n']}{cap} | {'n/a' if pred is None else f'{pred:.1f}'} |"
+    )
   if crit_fit.get("loglinear") and crit_fit.get("poly"):
-    lines += ["", f"Fit ln(critical n) = a + b d: a = {crit_fit['loglinear'][0]:.2f}, b = {crit_fit['loglinear'][1]:.3f}; "
-              f"fit critical n = a + b d + c d^2 + e d^3 (WBNL-style polynomial): coefficients "
-              f"{[round(x, 3) for x in crit_fit['poly']]}"]
+    lines += [
+      "",
+      f"Fit ln(critical n) = a + b d: a = {crit_fit['loglinear'][0]:.2f}, b = {crit_fit['loglinear'][1]:.3f}; "
+      f"fit critical n = a + b d + c d^2 + e d^3 (WBNL-style polynomial): coefficients "
+      f"{[round(x, 3) for x in crit_fit['poly']]}",
+    ]
   return "\n".join(lines)
 
 
@@ -278,12 +376,14 @@ def _critical_fit(cfg, crit, knees):
 
 def _plots(cfg, rows, knees, crit, crit_fit, workdir):
   import matplotlib
+
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 
   ns = [n for n in cfg.ns if any(r["n"] == n for r in rows)]
-  fig, axes = plt.subplots(len(ns), len(cfg.ks), figsize=(3.6 * len(cfg.ks), 3.0 * len(ns)),
-                           squeeze=False, sharey=True)
+  fig, axes = plt.subplots(
+    len(ns), len(cfg.ks), figsize=(3.6 * len(cfg.ks), 3.0 * len(ns)), squeeze=False, sharey=True
+  )
   for a, n in enumerate(ns):
     for b, k in enumerate(cfg.ks):
       ax = axes[a, b]
@@ -293,17 +393,42 @@ def _plots(cfg, rows, knees, crit, crit_fit, workdir):
         continue
       ds = [r["d"] for r in rs]
       # Fixed colours per method: panels without the loss comparison keep the same legend.
-      ax.plot(ds, [r["margin"]["m0_best"] for r in rs], "o-", color="C0", label="fitted (margin obj.)")
+      ax.plot(
+        ds, [r["margin"]["m0_best"] for r in rs], "o-", color="C0", label="fitted (margin obj.)"
+      )
       if n == cfg.loss_n:
         for loss, st, col in (("sigmoid", "s--", "C1"), ("infonce", "^--", "C2")):
           if loss in rs[0]:
-            ax.plot(ds, [r[loss]["m0_mean"] for r in rs], st, color=col, label=f"{loss} (mean m_0)", alpha=0.7)
-      ax.plot(ds, [r["cs_svm"]["certificate"] for r in rs], "d-", color="C3", label="CS, max-margin queries")
-      ax.plot(ds, [r["cs_sum"]["certificate"] for r in rs], "x:", color="C4", label="CS, sum queries")
-      ax.plot(ds, [r["jl"]["certificate"] for r in rs], "v-", color="C5", label="JL of orthogonal, re-solved q.")
+            ax.plot(
+              ds,
+              [r[loss]["m0_mean"] for r in rs],
+              st,
+              color=col,
+              label=f"{loss} (mean m_0)",
+              alpha=0.7,
+            )
+      ax.plot(
+        ds,
+        [r["cs_svm"]["certificate"] for r in rs],
+        "d-",
+        color="C3",
+        label="CS, max-margin queries",
+      )
+      ax.plot(
+        ds, [r["cs_sum"]["certificate"] for r in rs], "x:", color="C4", label="CS, sum queries"
+      )
+      ax.plot(
+        ds,
+        [r["jl"]["certificate"] for r in rs],
+        "v-",
+        color="C5",
+        label="JL of orthogonal, re-solved q.",
+      )
       ax.axhline(rs[0]["m_inf"], color="k", lw=1, label="m^rd(inf, A) (exact)")
       ax.axhline(0, color="gray", lw=0.5)
-      ax.axvline(rs[0]["d_star"], color="r", ls="--", lw=1, label=f"d* = {cfg.threshold_C:g} k ln(n/k)")
+      ax.axvline(
+        rs[0]["d_star"], color="r", ls="--", lw=1, label=f"d* = {cfg.threshold_C:g} k ln(n/k)"
+      )
       ax.set_xscale("log", base=2)
       ax.set_ylim(-0.5, max(0.6, rs[0]["m_inf"] + 0.05))
       ax.set_title(f"n={n}, k={k} ({rs[0]['N']} rows, {rs[0]['rows']})", fontsize=9)
@@ -318,8 +443,13 @@ def _plots(cfg, rows, knees, crit, crit_fit, workdir):
     for k in cfg.ks:
       rs = sorted([r for r in rows if r["n"] == n and r["k"] == k], key=lambda r: r["d"])
       if rs:
-        ax.plot([r["d"] / (k * math.log(n / k)) for r in rs], [r["best_m0"] / r["m_inf"] for r in rs],
-                "o-", label=f"n={n}, k={k}", ms=3)
+        ax.plot(
+          [r["d"] / (k * math.log(n / k)) for r in rs],
+          [r["best_m0"] / r["m_inf"] for r in rs],
+          "o-",
+          label=f"n={n}, k={k}",
+          ms=3,
+        )
   ax.axvline(1.0, color="r", ls="--", lw=1)
   ax.axhline(0, color="gray", lw=0.5)
   ax.set_xscale("log", base=2)
@@ -336,11 +466,18 @@ def _plots(cfg, rows, knees, crit, crit_fit, workdir):
     for loss in cfg.losses:
       for k in ks:
         rs = sorted([r for r in loss_rows if r["k"] == k], key=lambda r: r["d"])
-        ax.errorbar([r["d"] * (1 + 0.03 * cfg.losses.index(loss)) for r in rs],
-                    [r[loss][f"{m}_mean"] for r in rs], yerr=[r[loss][f"{m}_std"] for r in rs],
-                    marker="o", ms=3, capsize=2, alpha=0.8,
-                    color=f"C{cfg.losses.index(loss)}", ls=["-", "--", ":", "-."][ks.index(k) % 4],
-                    label=f"{loss}" if k == ks[0] else None)
+        ax.errorbar(
+          [r["d"] * (1 + 0.03 * cfg.losses.index(loss)) for r in rs],
+          [r[loss][f"{m}_mean"] for r in rs],
+          yerr=[r[loss][f"{m}_std"] for r in rs],
+          marker="o",
+          ms=3,
+          capsize=2,
+          alpha=0.8,
+          color=f"C{cfg.losses.index(loss)}",
+          ls=["-", "--", ":", "-."][ks.index(k) % 4],
+          label=f"{loss}" if k == ks[0] else None,
+        )
     ax.axhline(0, color="gray", lw=0.5)
     ax.set_xscale("log", base=2)
     ax.set_title(f"{m} at n={cfg.loss_n} (line style = k)")
@@ -352,7 +489,9 @@ def _plots(cfg, rows, knees, crit, crit_fit, workdir):
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     ds = [c["d"] for c in crit]
     ax.plot(ds, [c["critical_n"] for c in crit], "o-", label="measured critical n")
-    ax.plot(ds, [crit_fit["pred"][str(d)] for d in ds], "r--", label=f"k exp(d/(Ck)), C={crit_fit['C']}")
+    ax.plot(
+      ds, [crit_fit["pred"][str(d)] for d in ds], "r--", label=f"k exp(d/(Ck)), C={crit_fit['C']}"
+    )
     ax.axhline(cfg.critical_n_max, color="gray", ls=":", lw=1, label="search cap n_max")
     ax.set_yscale("log")
     ax.set_xlabel("d")
@@ -383,17 +522,30 @@ def train_and_evaluate(config, workdir) -> dict:
   _plots(cfg, rows, knees, crit, crit_fit, workdir)
   wins = _loss_wins(cfg, rows)
   table = _tables(cfg, rows, knees, crit, crit_fit)
-  metrics = {"margin_vs_d": rows, "threshold": knees, "loss_wins": wins, "critical_n": crit,
-             "critical_fit": crit_fit}
+  metrics = {
+    "margin_vs_d": rows,
+    "threshold": knees,
+    "loss_wins": wins,
+    "critical_n": crit,
+    "critical_fit": crit_fit,
+  }
   wall = time.time() - t0
   metrics["derived"] = derived_metrics(metrics)
   core.write_results(
-      workdir, metrics=metrics, config=dataclasses.asdict(cfg), table_markdown=table, wall_time_s=wall,
-      claims=config.get("claims"), issue_verdicts=config.get("issue_verdicts", True),
-      notes=("Generated relevance matrices (all k-subsets, or distinct random k-subsets when there are "
-             "more than max_rows). m_inf is exact (symmetry-reduced SDP dual). Constructions are "
-             "reconstructions of the paper's; sigmoid/InfoNCE settings are our choices (Adam, "
-             "full batch, t0 = 10, learned t and b). Wall times on shared CPU cores are noisy."))
+    workdir,
+    metrics=metrics,
+    config=dataclasses.asdict(cfg),
+    table_markdown=table,
+    wall_time_s=wall,
+    claims=config.get("claims"),
+    issue_verdicts=config.get("issue_verdicts", True),
+    notes=(
+      "Generated relevance matrices (all k-subsets, or distinct random k-subsets when there are "
+      "more than max_rows). m_inf is exact (symmetry-reduced SDP dual). Constructions are "
+      "reconstructions of the paper's; sigmoid/InfoNCE settings are our choices (Adam, "
+      "full batch, t0 = 10, learned t and b). Wall times on shared CPU cores are noisy."
+    ),
+  )
   (workdir / "table.md").write_text(table + "\n")
   return metrics
 

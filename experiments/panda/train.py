@@ -27,9 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
-from jaxpapers import core
+from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
-from jaxpapers import panda
 
 ARMS = ("vanilla", "panda", "without_aux", "without_prior_aux")
 
@@ -40,6 +39,7 @@ def _reduce_features(data: hg.HypergraphData, k: int, seed: int) -> hg.Hypergrap
   if k <= 0 or x.shape[1] <= k:
     return data
   from sklearn.decomposition import TruncatedSVD
+
   z = TruncatedSVD(k, random_state=seed).fit_transform(x)
   z = z / (z.std(0, keepdims=True) + 1e-8)
   return data.replace(x=jnp.asarray(z, jnp.float32))
@@ -58,8 +58,15 @@ def load_datasets(config) -> tuple[dict, str]:
     return out, str(root)
   for name in config.synthetic_fallback:
     if name == "synthetic-small":
-      d = hg.make_synthetic(config.seed, num_classes=3, nodes_per_class=20, n_intra=6, n_inter=3,
-                            num_splits=config.num_splits, name=name)
+      d = hg.make_synthetic(
+        config.seed,
+        num_classes=3,
+        nodes_per_class=20,
+        n_intra=6,
+        n_inter=3,
+        num_splits=config.num_splits,
+        name=name,
+      )
     else:
       inter = int(name.rsplit("inter", 1)[1])
       d = hg.make_synthetic(config.seed, n_inter=inter, num_splits=config.num_splits, name=name)
@@ -89,15 +96,25 @@ def run_cell(config, data, backbone, arm, checkpoint_dir=None) -> dict:
   chunk = config.get("chunk", 0) or config.epochs
   if config.epochs % chunk:
     raise ValueError(f"epochs ({config.epochs}) must be a multiple of chunk ({chunk})")
-  run = panda.make_trainer(_model_fn(config, backbone, arm, d), config.epochs,
-                           fast_compile=config.fast_compile, chunk_size=chunk)
+  run = panda.make_trainer(
+    _model_fn(config, backbone, arm, d),
+    config.epochs,
+    fast_compile=config.fast_compile,
+    chunk_size=chunk,
+  )
   sweep = [(lr, wd) for lr in config.lrs for wd in config.weight_decays]
   res, t0, compile_s = [], time.perf_counter(), None
   for i, (lr, wd) in enumerate(sweep):
     keys = jax.random.split(jax.random.fold_in(jax.random.key(config.seed), i), r)
     ts = time.perf_counter()
-    hist = run(d, keys, jnp.full((r,), lr), jnp.full((r,), wd), jnp.arange(r),
-               checkpoint_dir=None if checkpoint_dir is None else checkpoint_dir / f"point{i}")
+    hist = run(
+      d,
+      keys,
+      jnp.full((r,), lr),
+      jnp.full((r,), wd),
+      jnp.arange(r),
+      checkpoint_dir=None if checkpoint_dir is None else checkpoint_dir / f"point{i}",
+    )
     hist = jax.tree.map(np.asarray, hist)
     if compile_s is None:
       compile_s = time.perf_counter() - ts
@@ -105,10 +122,20 @@ def run_cell(config, data, backbone, arm, checkpoint_dir=None) -> dict:
     res.append(dict(lr=lr, wd=wd, val=va.tolist(), test=te.tolist(), epoch=ep.tolist()))
   best = max(res, key=lambda z: np.mean(z["val"]))
   te = np.asarray(best["test"]) * 100
-  return dict(dataset=d.name, backbone=backbone, arm=arm, test_mean=float(te.mean()),
-              test_std=float(te.std()), val_mean=float(np.mean(best["val"]) * 100),
-              best_lr=best["lr"], best_wd=best["wd"], splits=r, sweep=res,
-              first_call_s=compile_s, wall_s=time.perf_counter() - t0)
+  return dict(
+    dataset=d.name,
+    backbone=backbone,
+    arm=arm,
+    test_mean=float(te.mean()),
+    test_std=float(te.std()),
+    val_mean=float(np.mean(best["val"]) * 100),
+    best_lr=best["lr"],
+    best_wd=best["wd"],
+    splits=r,
+    sweep=res,
+    first_call_s=compile_s,
+    wall_s=time.perf_counter() - t0,
+  )
 
 
 def _read_cells(folder) -> dict:
@@ -141,10 +168,15 @@ def _table(cells, datasets, backbones, arms) -> tuple[str, dict]:
   summary["cells"] = len(allv)
   summary["cells_improved"] = int(sum(x > 0 for x in allv))
   lines.append("")
-  lines.append("Mean PANDA - vanilla (pp): " + ", ".join(
-      f"{b}: {summary[b]:+.2f}" for b in backbones if summary[b] is not None)
-               + (f"; all: {summary['all']:+.2f} over {len(allv)} cells "
-                  f"({summary['cells_improved']} improved)" if allv else ""))
+  lines.append(
+    "Mean PANDA - vanilla (pp): "
+    + ", ".join(f"{b}: {summary[b]:+.2f}" for b in backbones if summary[b] is not None)
+    + (
+      f"; all: {summary['all']:+.2f} over {len(allv)} cells ({summary['cells_improved']} improved)"
+      if allv
+      else ""
+    )
+  )
   return "\n".join(lines), summary
 
 
@@ -163,23 +195,30 @@ def _timing(cell, epochs) -> tuple[float, float] | None:
 
 
 def _perf_table(cells, datasets, backbones, epochs) -> str:
-  lines = ["| dataset | backbone | compile s vanilla | compile s PANDA | ms/epoch vanilla | "
-           "ms/epoch PANDA | PANDA / vanilla epoch |", "|---|---|---|---|---|---|---|"]
+  lines = [
+    "| dataset | backbone | compile s vanilla | compile s PANDA | ms/epoch vanilla | "
+    "ms/epoch PANDA | PANDA / vanilla epoch |",
+    "|---|---|---|---|---|---|---|",
+  ]
   for ds in datasets:
     for b in backbones:
       v, p = (cells.get(f"{ds}|{b}|{a}") for a in ("vanilla", "panda"))
       tv, tp = (None if c is None else _timing(c, epochs) for c in (v, p))
       if tv is None or tp is None:
         continue
-      lines.append(f"| {ds} | {b} | {tv[0]:.1f} | {tp[0]:.1f} | {tv[1]:.0f} | {tp[1]:.0f} | "
-                   f"{tp[1] / tv[1]:.1f}x |")
+      lines.append(
+        f"| {ds} | {b} | {tv[0]:.1f} | {tp[0]:.1f} | {tv[1]:.0f} | {tp[1]:.0f} | "
+        f"{tp[1] / tv[1]:.1f}x |"
+      )
   return "\n".join(lines) if len(lines) > 2 else ""
 
 
 def _plot(cells, datasets, backbones, workdir):
   import matplotlib
+
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
+
   fig, ax = plt.subplots(figsize=(1.2 * len(datasets) + 2, 3.5))
   w = 0.8 / len(backbones)
   for j, b in enumerate(backbones):
@@ -220,33 +259,62 @@ def train_and_evaluate(config, workdir) -> dict:
     key = f"{ds}|{b}|{a}"
     if key in store or config.get("report_only", False):
       continue
-    c = store.get_or_compute(key, lambda ckpt, ds=ds, b=b, a=a: run_cell(config, data[ds], b, a,
-                                                                         ckpt))
+    c = store.get_or_compute(
+      key, lambda ckpt, ds=ds, b=b, a=a: run_cell(config, data[ds], b, a, ckpt)
+    )
     logging.info("%s: %.2f +- %.2f (%.0fs)", key, c["test_mean"], c["test_std"], c["wall_s"])
   cells = store.to_dict()
   names = list(data)
   table, summary = _table(cells, names, config.backbones, config.arms)
   _plot(cells, names, config.backbones, workdir)
   stats = {ds: data[ds].summary() for ds in names}
-  metrics = dict(mean_improvement_pp=summary["all"], per_backbone_improvement_pp=
-                 {b: summary[b] for b in config.backbones}, cells_improved=summary["cells_improved"],
-                 cells=summary["cells"], data_source=source,
-                 per_cell={k: {kk: v[kk] for kk in ("test_mean", "test_std", "val_mean", "best_lr",
-                                                     "best_wd", "first_call_s", "wall_s")}
-                           for k, v in cells.items()})
-  notes = (f"Data: {source}. Test accuracy (%) at the best-validation epoch, mean ± std over "
-           f"{config.num_splits} splits; sweep lr {tuple(config.lrs)} x wd "
-           f"{tuple(config.weight_decays)} identical for every arm, selected by mean validation "
-           f"accuracy; {config.epochs} epochs, hidden {config.hidden}, {config.heads} heads.")
+  metrics = dict(
+    mean_improvement_pp=summary["all"],
+    per_backbone_improvement_pp={b: summary[b] for b in config.backbones},
+    cells_improved=summary["cells_improved"],
+    cells=summary["cells"],
+    data_source=source,
+    per_cell={
+      k: {
+        kk: v[kk]
+        for kk in (
+          "test_mean",
+          "test_std",
+          "val_mean",
+          "best_lr",
+          "best_wd",
+          "first_call_s",
+          "wall_s",
+        )
+      }
+      for k, v in cells.items()
+    },
+  )
+  notes = (
+    f"Data: {source}. Test accuracy (%) at the best-validation epoch, mean ± std over "
+    f"{config.num_splits} splits; sweep lr {tuple(config.lrs)} x wd "
+    f"{tuple(config.weight_decays)} identical for every arm, selected by mean validation "
+    f"accuracy; {config.epochs} epochs, hidden {config.hidden}, {config.heads} heads."
+  )
   parts = [table, notes]
   perf = _perf_table(cells, names, config.backbones, config.epochs)
   if perf:
-    parts += [perf, f"Timing per cell (one process; ms/epoch = one full-batch step of all "
-                    f"{config.num_splits} vmapped splits plus their evaluation): compile = first "
-                    f"sweep call minus a later one."]
+    parts += [
+      perf,
+      f"Timing per cell (one process; ms/epoch = one full-batch step of all "
+      f"{config.num_splits} vmapped splits plus their evaluation): compile = first "
+      f"sweep call minus a later one.",
+    ]
   metrics["derived"] = derived_metrics(metrics)
-  core.write_results(workdir, metrics=metrics, config=config, table_markdown="\n\n".join(parts),
-                     notes=notes, wall_time_s=time.time() - t0, extra=dict(datasets=stats))
+  core.write_results(
+    workdir,
+    metrics=metrics,
+    config=config,
+    table_markdown="\n\n".join(parts),
+    notes=notes,
+    wall_time_s=time.time() - t0,
+    extra=dict(datasets=stats),
+  )
   return metrics
 
 
@@ -259,8 +327,11 @@ def derived_metrics(metrics) -> dict:
   """
   cells = metrics["per_cell"]
   pairs = [k[: -len("|vanilla")] for k in cells if k.endswith("|vanilla")]
-  deltas = [cells[p + "|panda"]["test_mean"] - cells[p + "|vanilla"]["test_mean"]
-            for p in pairs if p + "|panda" in cells]
+  deltas = [
+    cells[p + "|panda"]["test_mean"] - cells[p + "|vanilla"]["test_mean"]
+    for p in pairs
+    if p + "|panda" in cells
+  ]
   n = len(deltas)
   ci = 1.96 * float(np.std(deltas, ddof=1)) / np.sqrt(n) if n >= 2 else None
   return {"mean_improvement_ci95_pp": None if ci is None else float(ci), "pairs": n}

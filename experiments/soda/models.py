@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import pathlib
 
-from flax import nnx
 import jax
 import jax.numpy as jnp
 import numpy as np
-
+from flax import nnx
 
 # ------------------------------------------------------------------ digits --
+
 
 def load_digits_split(num_train: int = 1000, seed: int = 0):
   """sklearn's bundled 8x8 digits, standardised; 1000 train / 797 test."""
   from sklearn.datasets import load_digits
+
   x, y = load_digits(return_X_y=True)
   perm = np.random.default_rng(seed).permutation(len(x))
   x, y = x[perm].astype(np.float32) / 16.0, y[perm].astype(np.int32)
@@ -45,7 +46,8 @@ class MLP(nnx.Module):
 
 # ---------------------------------------------------------------- char LM --
 
-def load_text(text_path: str = '') -> np.ndarray:
+
+def load_text(text_path: str = "") -> np.ndarray:
   """Bytes of a text as uint8 tokens (vocabulary 256).
 
   With ``text_path=''`` the text is the standard library's
@@ -54,8 +56,9 @@ def load_text(text_path: str = '') -> np.ndarray:
   if text_path:
     return np.frombuffer(pathlib.Path(text_path).read_bytes(), np.uint8)
   import pydoc_data.topics as topics
-  text = '\n\n'.join(topics.topics[k] for k in sorted(topics.topics))
-  return np.frombuffer(text.encode('utf-8'), np.uint8)
+
+  text = "\n\n".join(topics.topics[k] for k in sorted(topics.topics))
+  return np.frombuffer(text.encode("utf-8"), np.uint8)
 
 
 class Block(nnx.Module):
@@ -65,22 +68,22 @@ class Block(nnx.Module):
     self.heads = heads
     self.ln1 = nnx.LayerNorm(d, rngs=rngs)
     self.qkv = nnx.Linear(d, 3 * d, use_bias=False, rngs=rngs)
-    self.proj = nnx.Linear(d, d, use_bias=False, rngs=rngs,
-                           kernel_init=nnx.initializers.zeros)
+    self.proj = nnx.Linear(d, d, use_bias=False, rngs=rngs, kernel_init=nnx.initializers.zeros)
     self.ln2 = nnx.LayerNorm(d, rngs=rngs)
     self.fc = nnx.Linear(d, 4 * d, use_bias=False, rngs=rngs)
-    self.fc_out = nnx.Linear(4 * d, d, use_bias=False, rngs=rngs,
-                             kernel_init=nnx.initializers.zeros)
+    self.fc_out = nnx.Linear(
+      4 * d, d, use_bias=False, rngs=rngs, kernel_init=nnx.initializers.zeros
+    )
 
   def __call__(self, x):  # [B, T, d]
     b, t, d = x.shape
     h = self.heads
     q, k, v = jnp.split(self.qkv(self.ln1(x)), 3, axis=-1)
     q, k, v = (a.reshape(b, t, h, d // h) for a in (q, k, v))  # [B, T, H, dh]
-    att = jnp.einsum('bqhd,bkhd->bhqk', q, k) / jnp.sqrt(d // h)
+    att = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(d // h)
     mask = jnp.tril(jnp.ones((t, t), bool))
     att = jax.nn.softmax(jnp.where(mask, att, -1e9), axis=-1)
-    y = jnp.einsum('bhqk,bkhd->bqhd', att, v).reshape(b, t, d)
+    y = jnp.einsum("bhqk,bkhd->bqhd", att, v).reshape(b, t, d)
     x = x + self.proj(y)
     return x + self.fc_out(jax.nn.gelu(self.fc(self.ln2(x))))
 
@@ -88,8 +91,16 @@ class Block(nnx.Module):
 class CharLM(nnx.Module):
   """Byte-level GPT: token + learned position embedding, blocks, untied head."""
 
-  def __init__(self, *, vocab: int = 256, d: int = 64, layers: int = 2,
-               heads: int = 4, context: int = 64, rngs: nnx.Rngs):
+  def __init__(
+    self,
+    *,
+    vocab: int = 256,
+    d: int = 64,
+    layers: int = 2,
+    heads: int = 4,
+    context: int = 64,
+    rngs: nnx.Rngs,
+  ):
     self.embed = nnx.Embed(vocab, d, rngs=rngs)
     self.pos = nnx.Param(0.02 * jax.random.normal(rngs.params(), (context, d)))
     self.blocks = nnx.List([Block(d, heads, rngs=rngs) for _ in range(layers)])
@@ -107,8 +118,7 @@ def hidden_matrix_mask(params) -> object:
   """True on 2-D weights other than the embedding, positions and the head."""
 
   def is_hidden(path, x):
-    names = [str(getattr(p, 'key', getattr(p, 'name', p))) for p in path]
-    return x.ndim == 2 and not any(
-        n in ('embed', 'pos', 'head') for n in names)
+    names = [str(getattr(p, "key", getattr(p, "name", p))) for p in path]
+    return x.ndim == 2 and not any(n in ("embed", "pos", "head") for n in names)
 
   return jax.tree_util.tree_map_with_path(is_hidden, params)

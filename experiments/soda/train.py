@@ -25,13 +25,15 @@ from __future__ import annotations
 import math
 import pathlib
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from flax import nnx
 import jax
 import jax.numpy as jnp
 import matplotlib
-matplotlib.use('Agg')
+from flax import nnx
+
+matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import ml_collections  # noqa: E402
 import numpy as np  # noqa: E402
@@ -46,8 +48,10 @@ LN2 = math.log(2.0)
 
 # -------------------------------------------------------------- schedules --
 
-def wsd(peak: jax.Array, total: jax.Array, warmup_frac: float,
-        cooldown_frac: float) -> Callable[[jax.Array], jax.Array]:
+
+def wsd(
+  peak: jax.Array, total: jax.Array, warmup_frac: float, cooldown_frac: float
+) -> Callable[[jax.Array], jax.Array]:
   """Warmup (linear), constant, then linear decay to 0 over the last part.
 
   ``total`` (the horizon) may be a traced scalar.
@@ -71,37 +75,41 @@ def wsd(peak: jax.Array, total: jax.Array, warmup_frac: float,
 # of its own family (selected by a traced arm index). This shares one compiled
 # model across families and horizons, which matters more than the small extra
 # optimizer arithmetic at this scale.
-GROUPS = {'adam': ('adamw', 'soda_adamw', 'soda_adamw_zero'),
-          'muon': ('muon', 'soda_muon')}
+GROUPS = {"adam": ("adamw", "soda_adamw", "soda_adamw_zero"), "muon": ("muon", "soda_muon")}
 
 
-def make_tx(family: str, hp: dict[str, jax.Array], cfg,
-            hidden_mask=None) -> optax.GradientTransformation:
+def make_tx(
+  family: str, hp: dict[str, jax.Array], cfg, hidden_mask=None
+) -> optax.GradientTransformation:
   """The optimizer of one run; ``hp`` values may be traced (vmapped) scalars.
 
   ``hp['total']`` is the horizon (the schedule depends on it).
   """
-  lr = wsd(hp['lr'], hp['total'], cfg.warmup_frac, cfg.cooldown_frac)
-  if family == 'adamw':
-    return optax.adamw(lr, b1=cfg.b1, b2=cfg.b2, weight_decay=hp['wd'])
-  if family in ('soda_adamw', 'soda_adamw_zero'):
-    anchor = 'zero' if family.endswith('zero') else 'init'
-    return soda_lib.soda(optax.adamw(lr, b1=cfg.b1, b2=cfg.b2, weight_decay=0.0),
-                         anchor=anchor)
-  if family in ('muon', 'soda_muon'):
-    adam_lr = wsd(hp['adam_lr'], hp['total'], cfg.warmup_frac, cfg.cooldown_frac)
+  lr = wsd(hp["lr"], hp["total"], cfg.warmup_frac, cfg.cooldown_frac)
+  if family == "adamw":
+    return optax.adamw(lr, b1=cfg.b1, b2=cfg.b2, weight_decay=hp["wd"])
+  if family in ("soda_adamw", "soda_adamw_zero"):
+    anchor = "zero" if family.endswith("zero") else "init"
+    return soda_lib.soda(optax.adamw(lr, b1=cfg.b1, b2=cfg.b2, weight_decay=0.0), anchor=anchor)
+  if family in ("muon", "soda_muon"):
+    adam_lr = wsd(hp["adam_lr"], hp["total"], cfg.warmup_frac, cfg.cooldown_frac)
     dims = lambda p: jax.tree.map(
-        lambda h: optax.contrib.MuonDimensionNumbers() if h else None,
-        hidden_mask(p))
-    wd = hp['wd'] if family == 'muon' else 0.0
+      lambda h: optax.contrib.MuonDimensionNumbers() if h else None, hidden_mask(p)
+    )
+    wd = hp["wd"] if family == "muon" else 0.0
     base = optax.contrib.muon(
-        lr, weight_decay=wd, adam_learning_rate=adam_lr, adam_b1=cfg.b1,
-        adam_b2=cfg.b2, adam_weight_decay=0.0,
-        muon_weight_dimension_numbers=dims)
-    if family == 'muon':
+      lr,
+      weight_decay=wd,
+      adam_learning_rate=adam_lr,
+      adam_b1=cfg.b1,
+      adam_b2=cfg.b2,
+      adam_weight_decay=0.0,
+      muon_weight_dimension_numbers=dims,
+    )
+    if family == "muon":
       return base
     return soda_lib.soda(base, mask=hidden_mask)
-  raise ValueError(f'unknown optimizer family {family!r}')
+  raise ValueError(f"unknown optimizer family {family!r}")
 
 
 def family_grid(task_cfg) -> list[tuple[str, dict[str, float]]]:
@@ -109,23 +117,25 @@ def family_grid(task_cfg) -> list[tuple[str, dict[str, float]]]:
   runs = []
   for lr in task_cfg.adamw_lrs:
     for wd in task_cfg.adamw_wds:
-      runs.append(('adamw', {'lr': lr, 'wd': wd}))
+      runs.append(("adamw", {"lr": lr, "wd": wd}))
   for lr in task_cfg.soda_adamw_lrs:
-    runs.append(('soda_adamw', {'lr': lr}))
-  for lr in task_cfg.get('soda_zero_lrs', ()):
-    runs.append(('soda_adamw_zero', {'lr': lr}))
-  for lr in task_cfg.get('muon_lrs', ()):
+    runs.append(("soda_adamw", {"lr": lr}))
+  for lr in task_cfg.get("soda_zero_lrs", ()):
+    runs.append(("soda_adamw_zero", {"lr": lr}))
+  for lr in task_cfg.get("muon_lrs", ()):
     for wd in task_cfg.muon_wds:
-      runs.append(('muon', {'lr': lr, 'wd': wd, 'adam_lr': task_cfg.muon_adam_lr}))
-  for lr in task_cfg.get('soda_muon_lrs', ()):
-    runs.append(('soda_muon', {'lr': lr, 'adam_lr': task_cfg.muon_adam_lr}))
+      runs.append(("muon", {"lr": lr, "wd": wd, "adam_lr": task_cfg.muon_adam_lr}))
+  for lr in task_cfg.get("soda_muon_lrs", ()):
+    runs.append(("soda_muon", {"lr": lr, "adam_lr": task_cfg.muon_adam_lr}))
   return runs
 
 
 # --------------------------------------------------------------- training --
 
-def group_sweep(*, families, cfg, init_params, loss_fn, batch_fn, eval_fn,
-                hidden_mask=None) -> core.Sweep:
+
+def group_sweep(
+  *, families, cfg, init_params, loss_fn, batch_fn, eval_fn, hidden_mask=None
+) -> core.Sweep:
   """The per-run functions of one optimizer group on the shared sweep engine.
 
   Every run carries the states of all the group's optimizers (``families``, those
@@ -134,6 +144,7 @@ def group_sweep(*, families, cfg, init_params, loss_fn, batch_fn, eval_fn,
   horizon (``hparams['total']``) included, are traced: one compiled chunk
   serves every grid and horizon of the group.
   """
+
   def txs(hp):
     return [make_tx(f, hp, cfg, hidden_mask) for f in families]
 
@@ -147,8 +158,8 @@ def group_sweep(*, families, cfg, init_params, loss_fn, batch_fn, eval_fn,
     loss, grads = jax.value_and_grad(loss_fn)(params, batch)
     outs = [tx.update(grads, s, params) for tx, s in zip(txs(hp), states)]
     updates = jax.tree.map(
-        lambda *us: jnp.select([hp['arm'] == j for j in range(len(us))], us),
-        *[o[0] for o in outs])
+      lambda *us: jnp.select([hp["arm"] == j for j in range(len(us))], us), *[o[0] for o in outs]
+    )
     return (optax.apply_updates(params, updates), tuple(o[1] for o in outs)), loss
 
   def eval_run(state, hp, key, data):
@@ -165,17 +176,18 @@ def group_grid(runs, seeds, base_seed, total, families):
   fams, hps = zip(*runs)
   per_run = lambda v: jnp.asarray([x for x in v for _ in seeds], jnp.float32)
   hp = {
-      'arm': jnp.asarray([families.index(f) for f in fams for _ in seeds], jnp.int32),
-      'lr': per_run([h['lr'] for h in hps]),
-      'wd': per_run([h.get('wd', 0.0) for h in hps]),
-      'adam_lr': per_run([h.get('adam_lr', 0.0) for h in hps]),
+    "arm": jnp.asarray([families.index(f) for f in fams for _ in seeds], jnp.int32),
+    "lr": per_run([h["lr"] for h in hps]),
+    "wd": per_run([h.get("wd", 0.0) for h in hps]),
+    "adam_lr": per_run([h.get("adam_lr", 0.0) for h in hps]),
   }
-  hp['total'] = jnp.full_like(hp['lr'], float(total))
+  hp["total"] = jnp.full_like(hp["lr"], float(total))
   keys = jnp.stack([jax.random.key(base_seed * 1000 + s) for _ in hps for s in seeds])
   return hp, keys
 
 
 # ------------------------------------------------------------------ tasks --
+
 
 def _digits_setup(cfg):
   (xtr, ytr), (xte, yte) = models.load_digits_split(cfg.num_train, cfg.data_seed)
@@ -199,8 +211,7 @@ def _digits_setup(cfg):
     nll = optax.softmax_cross_entropy_with_integer_labels(logits, yte).mean()
     return jnp.stack([jnp.mean(jnp.argmax(logits, -1) == yte), nll])
 
-  return dict(init_params=init_params, loss_fn=loss_fn, batch_fn=batch_fn,
-              eval_fn=eval_fn)
+  return dict(init_params=init_params, loss_fn=loss_fn, batch_fn=batch_fn, eval_fn=eval_fn)
 
 
 def _lm_setup(cfg):
@@ -210,13 +221,13 @@ def _lm_setup(cfg):
   val_tok = np.asarray(tokens[split:], np.int32)
   ctx = cfg.context
   starts = np.linspace(0, len(val_tok) - ctx - 2, cfg.val_windows).astype(int)
-  val_x = jnp.asarray(np.stack([val_tok[s:s + ctx] for s in starts]))
-  val_y = jnp.asarray(np.stack([val_tok[s + 1:s + ctx + 1] for s in starts]))
+  val_x = jnp.asarray(np.stack([val_tok[s : s + ctx] for s in starts]))
+  val_y = jnp.asarray(np.stack([val_tok[s + 1 : s + ctx + 1] for s in starts]))
 
   def make(key):
-    return models.CharLM(d=cfg.d_model, layers=cfg.num_layers,
-                         heads=cfg.num_heads, context=ctx,
-                         rngs=nnx.Rngs(key))
+    return models.CharLM(
+      d=cfg.d_model, layers=cfg.num_layers, heads=cfg.num_heads, context=ctx, rngs=nnx.Rngs(key)
+    )
 
   graphdef, abstract = nnx.split(nnx.eval_shape(lambda: make(jax.random.key(0))))
 
@@ -239,52 +250,75 @@ def _lm_setup(cfg):
     return nll(params, val_x, val_y) / LN2
 
   num_params = sum(x.size for x in jax.tree.leaves(abstract))
-  return dict(init_params=init_params, loss_fn=loss_fn, batch_fn=batch_fn,
-              eval_fn=eval_fn, hidden_mask=models.hidden_matrix_mask,
-              num_params=num_params, num_chars=len(tokens))
+  return dict(
+    init_params=init_params,
+    loss_fn=loss_fn,
+    batch_fn=batch_fn,
+    eval_fn=eval_fn,
+    hidden_mask=models.hidden_matrix_mask,
+    num_params=num_params,
+    num_chars=len(tokens),
+  )
 
 
 def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
-  setup = _digits_setup(cfg) if task == 'digits' else _lm_setup(cfg)
+  setup = _digits_setup(cfg) if task == "digits" else _lm_setup(cfg)
   grid = family_grid(cfg)
   groups = [g for g, fams in GROUPS.items() if any(f in fams for f, _ in grid)]
   jobs = [(t, g) for g in groups for t in cfg.horizons]
-  out = {'runs': [], 'meta': {k: setup[k] for k in ('num_params', 'num_chars')
-                              if k in setup}}
-  store = core.CellStore(workdir / 'cells')
+  out = {"runs": [], "meta": {k: setup[k] for k in ("num_params", "num_chars") if k in setup}}
+  store = core.CellStore(workdir / "cells")
   engines = {}
-  bar = core.progress(total=len(jobs), desc=f'soda/{task}')
+  bar = core.progress(total=len(jobs), desc=f"soda/{task}")
   for total, group in jobs:
     runs = [(f, h) for f, h in grid if f in GROUPS[group]]
     families = tuple(f for f in GROUPS[group] if any(f == g for g, _ in runs))
     if total % cfg.chunk:
-      raise ValueError(f'horizon {total} must be a multiple of chunk {cfg.chunk}')
+      raise ValueError(f"horizon {total} must be a multiple of chunk {cfg.chunk}")
 
     def compute(ckpt_dir, total=total, group=group, runs=runs, families=families):
       if group not in engines:
         engines[group] = group_sweep(
-            families=families, cfg=cfg, init_params=setup['init_params'],
-            loss_fn=setup['loss_fn'], batch_fn=setup['batch_fn'],
-            eval_fn=setup['eval_fn'], hidden_mask=setup.get('hidden_mask'))
+          families=families,
+          cfg=cfg,
+          init_params=setup["init_params"],
+          loss_fn=setup["loss_fn"],
+          batch_fn=setup["batch_fn"],
+          eval_fn=setup["eval_fn"],
+          hidden_mask=setup.get("hidden_mask"),
+        )
       s = cfg.num_seeds
       hp, keys = group_grid(runs, range(s), seed, total, families)
       t0 = time.time()
-      r = engines[group].run(hp, keys, num_steps=total, chunk_size=cfg.chunk,
-                             checkpoint_dir=ckpt_dir,
-                             checkpoint_every=cfg.get('checkpoint_every', 1),
-                             desc=f'{task} T={total} {group}',
-                             show_progress=total // cfg.chunk > 1)
+      r = engines[group].run(
+        hp,
+        keys,
+        num_steps=total,
+        chunk_size=cfg.chunk,
+        checkpoint_dir=ckpt_dir,
+        checkpoint_every=cfg.get("checkpoint_every", 1),
+        desc=f"{task} T={total} {group}",
+        show_progress=total // cfg.chunk > 1,
+      )
       seconds = time.time() - t0
       curve = r.evals  # [R, E(, 2)]
       train_curve = r.history.reshape(r.history.shape[0], -1, cfg.chunk).mean(-1)  # [R, E]
       steps = [int(x) for x in r.steps]
-      return [{'family': family, 'horizon': total, 'hp': hp_i, 'seeds': s,
-               'curve': curve[i * s:(i + 1) * s].tolist(),
-               'train_curve': train_curve[i * s:(i + 1) * s].tolist(),
-               'steps': steps, 'seconds': seconds / len(runs)}
-              for i, (family, hp_i) in enumerate(runs)]
+      return [
+        {
+          "family": family,
+          "horizon": total,
+          "hp": hp_i,
+          "seeds": s,
+          "curve": curve[i * s : (i + 1) * s].tolist(),
+          "train_curve": train_curve[i * s : (i + 1) * s].tolist(),
+          "steps": steps,
+          "seconds": seconds / len(runs),
+        }
+        for i, (family, hp_i) in enumerate(runs)
+      ]
 
-    out['runs'].extend(store.get_or_compute(f'{task}/T{total}/{group}', compute))
+    out["runs"].extend(store.get_or_compute(f"{task}/T{total}/{group}", compute))
     bar.update(1)
   bar.close()
   return out
@@ -292,129 +326,150 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
 
 # -------------------------------------------------------------- reporting --
 
+
 def _summaries(task_out: dict, task: str) -> list[dict]:
   """One row per (horizon, family, hp): mean/std over seeds of the final eval."""
   rows = []
-  for res in task_out['runs']:
-    curve = np.asarray(res['curve'])  # [S, E] or [S, E, 2]
+  for res in task_out["runs"]:
+    curve = np.asarray(res["curve"])  # [S, E] or [S, E, 2]
     fin = curve[:, -1]
-    row = {'horizon': res['horizon'], 'family': res['family'], **res['hp'],
-           'steps': res['steps']}
-    if task == 'digits':
+    row = {"horizon": res["horizon"], "family": res["family"], **res["hp"], "steps": res["steps"]}
+    if task == "digits":
       acc, nll = fin[:, 0], fin[:, 1]
-      row.update(metric=float(acc.mean()), metric_std=float(acc.std()),
-                 nll=float(nll.mean()), per_seed=acc.tolist(),
-                 curve=curve[:, :, 1].mean(0).tolist())
+      row.update(
+        metric=float(acc.mean()),
+        metric_std=float(acc.std()),
+        nll=float(nll.mean()),
+        per_seed=acc.tolist(),
+        curve=curve[:, :, 1].mean(0).tolist(),
+      )
     else:
-      row.update(metric=float(fin.mean()), metric_std=float(fin.std()),
-                 per_seed=fin.tolist(), curve=curve.mean(0).tolist())
+      row.update(
+        metric=float(fin.mean()),
+        metric_std=float(fin.std()),
+        per_seed=fin.tolist(),
+        curve=curve.mean(0).tolist(),
+      )
     rows.append(row)
   return rows
 
 
 def _best(rows, horizon, family, higher_is_better, **fixed):
-  cand = [r for r in rows if r['horizon'] == horizon and r['family'] == family
-          and all(r.get(k) == v for k, v in fixed.items())]
+  cand = [
+    r
+    for r in rows
+    if r["horizon"] == horizon
+    and r["family"] == family
+    and all(r.get(k) == v for k, v in fixed.items())
+  ]
   if not cand:
     return None
-  return (max if higher_is_better else min)(cand, key=lambda r: r['metric'])
+  return (max if higher_is_better else min)(cand, key=lambda r: r["metric"])
 
 
-def _fmt(r, pct=False, extra=''):
+def _fmt(r, pct=False, extra=""):
   if r is None:
-    return '-'
+    return "-"
   if pct:
     return f"{100 * r['metric']:.2f}±{100 * r['metric_std']:.2f}%{extra}"
   return f"{r['metric']:.4f}±{r['metric_std']:.4f}{extra}"
 
 
 def _digits_table(rows, cfg) -> str:
-  lines = ['| T | lr | AdamW wd=0 | best AdamW (wd) | SODA(AdamW) | SODA, zero anchor |',
-           '|---|---|---|---|---|---|']
+  lines = [
+    "| T | lr | AdamW wd=0 | best AdamW (wd) | SODA(AdamW) | SODA, zero anchor |",
+    "|---|---|---|---|---|---|",
+  ]
   lrs = sorted(set(cfg.adamw_lrs) | set(cfg.soda_adamw_lrs))
   for t in cfg.horizons:
     for lr in lrs:
-      a0 = _best(rows, t, 'adamw', True, lr=lr, wd=0.0)
-      ab = _best(rows, t, 'adamw', True, lr=lr)
-      s = _best(rows, t, 'soda_adamw', True, lr=lr)
-      z = _best(rows, t, 'soda_adamw_zero', True, lr=lr)
-      lines.append(f"| {t} | {lr:g} | {_fmt(a0, True)} | "
-                   f"{_fmt(ab, True, ' ({:g})'.format(ab['wd']) if ab else '')} | "
-                   f"{_fmt(s, True)} | {_fmt(z, True)} |")
-    ab = _best(rows, t, 'adamw', True)
-    s = _best(rows, t, 'soda_adamw', True)
-    lines.append(f"| {t} | best of grid | | "
-                 f"{_fmt(ab, True, ' (lr {:g}, wd {:g})'.format(ab['lr'], ab['wd']) if ab else '')} | "
-                 f"{_fmt(s, True, ' (lr {:g})'.format(s['lr']) if s else '')} | |")
-  return '\n'.join(lines)
+      a0 = _best(rows, t, "adamw", True, lr=lr, wd=0.0)
+      ab = _best(rows, t, "adamw", True, lr=lr)
+      s = _best(rows, t, "soda_adamw", True, lr=lr)
+      z = _best(rows, t, "soda_adamw_zero", True, lr=lr)
+      lines.append(
+        f"| {t} | {lr:g} | {_fmt(a0, True)} | "
+        f"{_fmt(ab, True, ' ({:g})'.format(ab['wd']) if ab else '')} | "
+        f"{_fmt(s, True)} | {_fmt(z, True)} |"
+      )
+    ab = _best(rows, t, "adamw", True)
+    s = _best(rows, t, "soda_adamw", True)
+    lines.append(
+      f"| {t} | best of grid | | "
+      f"{_fmt(ab, True, ' (lr {:g}, wd {:g})'.format(ab['lr'], ab['wd']) if ab else '')} | "
+      f"{_fmt(s, True, ' (lr {:g})'.format(s['lr']) if s else '')} | |"
+    )
+  return "\n".join(lines)
 
 
 def _lm_table(rows, cfg) -> str:
-  lines = ['| T | AdamW wd=0 | best AdamW (wd) | SODA(AdamW) (lr) | '
-           'Muon wd=0 | best Muon (wd) | SODA(Muon) (lr) |',
-           '|---|---|---|---|---|---|---|']
+  lines = [
+    "| T | AdamW wd=0 | best AdamW (wd) | SODA(AdamW) (lr) | "
+    "Muon wd=0 | best Muon (wd) | SODA(Muon) (lr) |",
+    "|---|---|---|---|---|---|---|",
+  ]
   for t in cfg.horizons:
-    a0 = _best(rows, t, 'adamw', False, wd=0.0)
-    ab = _best(rows, t, 'adamw', False)
-    s = _best(rows, t, 'soda_adamw', False)
-    m0 = _best(rows, t, 'muon', False, wd=0.0)
-    mb = _best(rows, t, 'muon', False)
-    sm = _best(rows, t, 'soda_muon', False)
-    tag = lambda r, k: f' ({r[k]:g})' if r else ''
-    lines.append(f"| {t} | {_fmt(a0)} | {_fmt(ab, extra=tag(ab, 'wd'))} | "
-                 f"{_fmt(s, extra=tag(s, 'lr'))} | {_fmt(m0)} | "
-                 f"{_fmt(mb, extra=tag(mb, 'wd'))} | {_fmt(sm, extra=tag(sm, 'lr'))} |")
-  return '\n'.join(lines)
+    a0 = _best(rows, t, "adamw", False, wd=0.0)
+    ab = _best(rows, t, "adamw", False)
+    s = _best(rows, t, "soda_adamw", False)
+    m0 = _best(rows, t, "muon", False, wd=0.0)
+    mb = _best(rows, t, "muon", False)
+    sm = _best(rows, t, "soda_muon", False)
+    tag = lambda r, k: f" ({r[k]:g})" if r else ""
+    lines.append(
+      f"| {t} | {_fmt(a0)} | {_fmt(ab, extra=tag(ab, 'wd'))} | "
+      f"{_fmt(s, extra=tag(s, 'lr'))} | {_fmt(m0)} | "
+      f"{_fmt(mb, extra=tag(mb, 'wd'))} | {_fmt(sm, extra=tag(sm, 'lr'))} |"
+    )
+  return "\n".join(lines)
 
 
 def _wd_plot(rows, cfg, task, workdir, higher_is_better):
-  fams = [('adamw', 'soda_adamw', 'C0', 'AdamW')]
-  if cfg.get('muon_lrs', ()):
-    fams.append(('muon', 'soda_muon', 'C3', 'Muon'))
-  fig, axes = plt.subplots(1, len(cfg.horizons), figsize=(4.2 * len(cfg.horizons), 3.4),
-                           squeeze=False)
+  fams = [("adamw", "soda_adamw", "C0", "AdamW")]
+  if cfg.get("muon_lrs", ()):
+    fams.append(("muon", "soda_muon", "C3", "Muon"))
+  fig, axes = plt.subplots(
+    1, len(cfg.horizons), figsize=(4.2 * len(cfg.horizons), 3.4), squeeze=False
+  )
   for ax, t in zip(axes[0], cfg.horizons):
     for base, wrapped, color, name in fams:
-      wds = sorted({r['wd'] for r in rows if r['family'] == base})
+      wds = sorted({r["wd"] for r in rows if r["family"] == base})
       xs = [max(w, min([v for v in wds if v > 0] or [1.0]) / 10) for w in wds]
       ys = []
       for w in wds:
         b = _best(rows, t, base, higher_is_better, wd=w)
-        ys.append(b['metric'])
-      ax.plot(xs, ys, 'o-', color=color, label=f'{name} (best lr per wd)')
+        ys.append(b["metric"])
+      ax.plot(xs, ys, "o-", color=color, label=f"{name} (best lr per wd)")
       s = _best(rows, t, wrapped, higher_is_better)
       if s is not None:
-        ax.axhline(s['metric'], color=color, ls='--',
-                   label=f'SODA({name}), no wd (lr {s["lr"]:g})')
-    ax.set_xscale('log')
-    ax.set_title(f'{task}: T = {t} steps (wd=0 drawn at left)')
-    ax.set_xlabel('weight decay (optax units)')
-    ax.set_ylabel('test accuracy' if higher_is_better else 'val bits/char')
+        ax.axhline(s["metric"], color=color, ls="--", label=f"SODA({name}), no wd (lr {s['lr']:g})")
+    ax.set_xscale("log")
+    ax.set_title(f"{task}: T = {t} steps (wd=0 drawn at left)")
+    ax.set_xlabel("weight decay (optax units)")
+    ax.set_ylabel("test accuracy" if higher_is_better else "val bits/char")
   axes[0][0].legend(fontsize=7)
-  core.save_figure(fig, workdir, f'{task}_wd_sweep')
+  core.save_figure(fig, workdir, f"{task}_wd_sweep")
 
 
 def _curve_plot(rows, cfg, task, workdir, higher_is_better):
   t = max(cfg.horizons)
   fig, ax = plt.subplots(figsize=(5.5, 3.6))
-  fams = ['adamw', 'soda_adamw', 'soda_adamw_zero', 'muon', 'soda_muon']
+  fams = ["adamw", "soda_adamw", "soda_adamw_zero", "muon", "soda_muon"]
   for i, fam in enumerate(fams):
     best = _best(rows, t, fam, higher_is_better)
     if best is None:
       continue
-    hp = ', '.join(f'{k} {best[k]:g}' for k in ('lr', 'wd') if k in best)
-    ax.plot(best['steps'], best['curve'], '-o', ms=3, color=f'C{i}',
-            label=f'{fam} ({hp})')
-    if fam in ('adamw', 'muon'):
+    hp = ", ".join(f"{k} {best[k]:g}" for k in ("lr", "wd") if k in best)
+    ax.plot(best["steps"], best["curve"], "-o", ms=3, color=f"C{i}", label=f"{fam} ({hp})")
+    if fam in ("adamw", "muon"):
       w0 = _best(rows, t, fam, higher_is_better, wd=0.0)
       if w0 is not None and w0 is not best:
-        ax.plot(w0['steps'], w0['curve'], ':', color=f'C{i}',
-                label=f'{fam} wd=0 (lr {w0["lr"]:g})')
-  ax.set_xlabel('step')
-  ax.set_ylabel('test NLL (nats)' if task == 'digits' else 'val bits/char')
-  ax.set_title(f'{task}: curves of the best run per family, T = {t}')
+        ax.plot(w0["steps"], w0["curve"], ":", color=f"C{i}", label=f"{fam} wd=0 (lr {w0['lr']:g})")
+  ax.set_xlabel("step")
+  ax.set_ylabel("test NLL (nats)" if task == "digits" else "val bits/char")
+  ax.set_title(f"{task}: curves of the best run per family, T = {t}")
   ax.legend(fontsize=7)
-  core.save_figure(fig, workdir, f'{task}_curves')
+  core.save_figure(fig, workdir, f"{task}_curves")
 
 
 def _claims(rows, cfg, higher_is_better, base, wrapped) -> list[dict]:
@@ -427,17 +482,28 @@ def _claims(rows, cfg, higher_is_better, base, wrapped) -> list[dict]:
     if b is None or s is None:
       continue
     sign = 1 if higher_is_better else -1
-    gap = sign * (s['metric'] - b['metric'])  # > 0: SODA better
-    noise = math.sqrt(b['metric_std'] ** 2 + s['metric_std'] ** 2) + 1e-12
-    out.append({'horizon': t, 'base': base, 'best_wd': b['wd'], 'best_lr': b['lr'],
-                'best_base': b['metric'], 'base_wd0': b0['metric'] if b0 else None,
-                'soda': s['metric'], 'soda_lr': s['lr'],
-                'soda_minus_best_base': gap, 'gap_in_seed_std': gap / noise,
-                'soda_beats_wd0': (sign * (s['metric'] - b0['metric']) > 0) if b0 else None})
+    gap = sign * (s["metric"] - b["metric"])  # > 0: SODA better
+    noise = math.sqrt(b["metric_std"] ** 2 + s["metric_std"] ** 2) + 1e-12
+    out.append(
+      {
+        "horizon": t,
+        "base": base,
+        "best_wd": b["wd"],
+        "best_lr": b["lr"],
+        "best_base": b["metric"],
+        "base_wd0": b0["metric"] if b0 else None,
+        "soda": s["metric"],
+        "soda_lr": s["lr"],
+        "soda_minus_best_base": gap,
+        "gap_in_seed_std": gap / noise,
+        "soda_beats_wd0": (sign * (s["metric"] - b0["metric"]) > 0) if b0 else None,
+      }
+    )
   return out
 
 
 # ------------------------------------------------------------------- main --
+
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   """Runs the enabled tasks, writes results.json and the plots."""
@@ -445,36 +511,48 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   metrics: dict[str, Any] = {}
-  tables, notes = [], []
-  for task in ('digits', 'lm'):
+  tables, _notes = [], []
+  for task in ("digits", "lm"):
     tcfg = config[task]
     if not tcfg.enabled:
       continue
-    hib = task == 'digits'
+    hib = task == "digits"
     out = _run_task(task, tcfg, workdir, config.seed)
     rows = _summaries(out, task)
     _wd_plot(rows, tcfg, task, workdir, hib)
     _curve_plot(rows, tcfg, task, workdir, hib)
-    claims = _claims(rows, tcfg, hib, 'adamw', 'soda_adamw')
-    if task == 'lm':
-      claims += _claims(rows, tcfg, hib, 'muon', 'soda_muon')
-    metrics[task] = {'rows': [{k: v for k, v in r.items() if k != 'curve'} for r in rows],
-                     'claims': claims, **out['meta'],
-                     'seconds': sum(r['seconds'] for r in out['runs'])}
-    table = _digits_table(rows, tcfg) if task == 'digits' else _lm_table(rows, tcfg)
-    unit = ('test accuracy, mean±std over seeds' if task == 'digits'
-            else 'validation bits per character, mean±std over seeds')
-    tables.append(f'**{task}** ({unit}; horizons {list(tcfg.horizons)}, '
-                  f'{tcfg.num_seeds} seeds)\n\n{table}')
+    claims = _claims(rows, tcfg, hib, "adamw", "soda_adamw")
+    if task == "lm":
+      claims += _claims(rows, tcfg, hib, "muon", "soda_muon")
+    metrics[task] = {
+      "rows": [{k: v for k, v in r.items() if k != "curve"} for r in rows],
+      "claims": claims,
+      **out["meta"],
+      "seconds": sum(r["seconds"] for r in out["runs"]),
+    }
+    table = _digits_table(rows, tcfg) if task == "digits" else _lm_table(rows, tcfg)
+    unit = (
+      "test accuracy, mean±std over seeds"
+      if task == "digits"
+      else "validation bits per character, mean±std over seeds"
+    )
+    tables.append(
+      f"**{task}** ({unit}; horizons {list(tcfg.horizons)}, {tcfg.num_seeds} seeds)\n\n{table}"
+    )
   wall = time.time() - t0
-  metrics['derived'] = derived_metrics(metrics)
+  metrics["derived"] = derived_metrics(metrics)
   core.write_results(
-      workdir, metrics=metrics, config=config,
-      table_markdown='\n\n'.join(tables),
-      notes=('CPU-scale reproduction of the SODA wrapper claim (arXiv:2605.11172): '
-             'best SODA (no weight decay, lr grid) vs best-tuned weight decay. '
-             'Runs of one optimizer family are trained side by side with jax.vmap.'),
-      wall_time_s=wall)
+    workdir,
+    metrics=metrics,
+    config=config,
+    table_markdown="\n\n".join(tables),
+    notes=(
+      "CPU-scale reproduction of the SODA wrapper claim (arXiv:2605.11172): "
+      "best SODA (no weight decay, lr grid) vs best-tuned weight decay. "
+      "Runs of one optimizer family are trained side by side with jax.vmap."
+    ),
+    wall_time_s=wall,
+  )
   return metrics
 
 
@@ -487,11 +565,11 @@ def derived_metrics(metrics) -> dict:
   """
   out = {}
   for task, m in metrics.items():
-    if not isinstance(m, dict) or 'claims' not in m:
+    if not isinstance(m, dict) or "claims" not in m:
       continue
-    for base in sorted({c['base'] for c in m['claims']}):
-      cs = [c for c in m['claims'] if c['base'] == base]
-      out[f'{task}_{base}_worst_gap_in_std'] = min(c['gap_in_seed_std'] for c in cs)
-      beats = [c['soda_beats_wd0'] for c in cs if c['soda_beats_wd0'] is not None]
-      out[f'{task}_{base}_beats_wd0_fraction'] = (sum(beats) / len(beats)) if beats else None
+    for base in sorted({c["base"] for c in m["claims"]}):
+      cs = [c for c in m["claims"] if c["base"] == base]
+      out[f"{task}_{base}_worst_gap_in_std"] = min(c["gap_in_seed_std"] for c in cs)
+      beats = [c["soda_beats_wd0"] for c in cs if c["soda_beats_wd0"] is not None]
+      out[f"{task}_{base}_beats_wd0_fraction"] = (sum(beats) / len(beats)) if beats else None
   return out

@@ -31,46 +31,114 @@ from jaxpapers.core import app
 from jaxpapers.core.checkpoint import Checkpointer, abstract_like
 from jaxpapers.core.claims import VERDICTS, Claim, Verdict, judge, judge_all, parse_claims
 from jaxpapers.core.config import config_to_dataclass, validate_choice, validate_positive
-from jaxpapers.core.data import ENV_VAR as DATA_DIR_ENV_VAR, resolve_data_dir
+from jaxpapers.core.data import ENV_VAR as DATA_DIR_ENV_VAR
+from jaxpapers.core.data import resolve_data_dir
 from jaxpapers.core.data_parallel import (
-    host_local_batch_to_global, load_global_batch, process_batch_indices, process_batch_slice,
+  host_local_batch_to_global,
+  load_global_batch,
+  process_batch_indices,
+  process_batch_slice,
 )
 from jaxpapers.core.distributed import is_main_process, maybe_initialize_distributed
 from jaxpapers.core.mesh import (
-    DATA_AXIS, data_sharding, make_mesh, replicate, replicated_sharding, shard_batch,
+  DATA_AXIS,
+  data_sharding,
+  make_mesh,
+  replicate,
+  replicated_sharding,
+  shard_batch,
 )
 from jaxpapers.core.metric_writer import MetricWriter, read_metrics
 from jaxpapers.core.progress import progress
 from jaxpapers.core.report import (
-    MeanStd, claims_table, curves_plot, fit_power_law, grouped_bars, markdown_table, scaling_plot,
+  MeanStd,
+  claims_table,
+  curves_plot,
+  fit_power_law,
+  grouped_bars,
+  markdown_table,
+  scaling_plot,
 )
 from jaxpapers.core.results import (
-    command_line, environment_info, git_info, read_results, save_figure, write_results,
+  command_line,
+  environment_info,
+  git_info,
+  read_results,
+  save_figure,
+  write_results,
 )
 from jaxpapers.core.sweep import CellStore, Sweep, SweepResult, run_sweep, runs_mesh
 from jaxpapers.core.train import TrainState, train_loop
 from jaxpapers.core.validation import (
-    check_array, check_float, check_int, check_path, check_values, is_concrete, poison,
+  check_array,
+  check_float,
+  check_int,
+  check_path,
+  check_values,
+  is_concrete,
+  poison,
 )
 
 __all__ = [
-    # training state, loop, checkpoints
-    "TrainState", "train_loop", "Checkpointer", "abstract_like",
-    # the experiment harness: app entry, sweep engine, metric and results writers
-    "app", "is_main_process", "maybe_initialize_distributed", "MetricWriter", "read_metrics",
-    "Sweep", "SweepResult", "run_sweep", "runs_mesh", "CellStore",
-    "write_results", "read_results", "save_figure", "environment_info", "command_line",
-    "git_info", "progress",
-    # claims as data, tables and plots
-    "Claim", "Verdict", "VERDICTS", "judge", "judge_all", "parse_claims",
-    "MeanStd", "markdown_table", "claims_table", "curves_plot", "grouped_bars", "scaling_plot",
-    "fit_power_law",
-    # devices
-    "DATA_AXIS", "make_mesh", "data_sharding", "replicated_sharding", "shard_batch", "replicate",
-    "host_local_batch_to_global", "load_global_batch", "process_batch_indices",
-    "process_batch_slice",
-    # configs, data, validation
-    "config_to_dataclass", "validate_choice", "validate_positive", "DATA_DIR_ENV_VAR",
-    "resolve_data_dir", "check_array", "check_float", "check_int", "check_path", "check_values",
-    "is_concrete", "poison",
+  # training state, loop, checkpoints
+  "TrainState",
+  "train_loop",
+  "Checkpointer",
+  "abstract_like",
+  # the experiment harness: app entry, sweep engine, metric and results writers
+  "app",
+  "is_main_process",
+  "maybe_initialize_distributed",
+  "MetricWriter",
+  "read_metrics",
+  "Sweep",
+  "SweepResult",
+  "run_sweep",
+  "runs_mesh",
+  "CellStore",
+  "write_results",
+  "read_results",
+  "save_figure",
+  "environment_info",
+  "command_line",
+  "git_info",
+  "progress",
+  # claims as data, tables and plots
+  "Claim",
+  "Verdict",
+  "VERDICTS",
+  "judge",
+  "judge_all",
+  "parse_claims",
+  "MeanStd",
+  "markdown_table",
+  "claims_table",
+  "curves_plot",
+  "grouped_bars",
+  "scaling_plot",
+  "fit_power_law",
+  # devices
+  "DATA_AXIS",
+  "make_mesh",
+  "data_sharding",
+  "replicated_sharding",
+  "shard_batch",
+  "replicate",
+  "host_local_batch_to_global",
+  "load_global_batch",
+  "process_batch_indices",
+  "process_batch_slice",
+  # configs, data, validation
+  "config_to_dataclass",
+  "validate_choice",
+  "validate_positive",
+  "DATA_DIR_ENV_VAR",
+  "resolve_data_dir",
+  "check_array",
+  "check_float",
+  "check_int",
+  "check_path",
+  "check_values",
+  "is_concrete",
+  "poison",
 ]

@@ -53,7 +53,8 @@ import os
 import re
 import socket
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 from absl import app as absl_app
@@ -71,8 +72,7 @@ Target = TrainAndEvaluate | str
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
-def define_flags(flag_values: flags.FlagValues = FLAGS,
-                 argv: Sequence[str] | None = None) -> None:
+def define_flags(flag_values: flags.FlagValues = FLAGS, argv: Sequence[str] | None = None) -> None:
   """Defines ``--config`` (locked), ``--workdir`` and ``--distributed`` once.
 
   Args:
@@ -86,18 +86,31 @@ def define_flags(flag_values: flags.FlagValues = FLAGS,
   """
   if "config" not in flag_values:
     config_flags.DEFINE_config_file(
-        "config", None, "Experiment config file (e.g. experiments/<paper>/configs/smoke.py); "
-        "override fields with --config.<field>=<value>.", flag_values=flag_values,
-        lock_config=True, sys_argv=None if argv is None else list(argv))
+      "config",
+      None,
+      "Experiment config file (e.g. experiments/<paper>/configs/smoke.py); "
+      "override fields with --config.<field>=<value>.",
+      flag_values=flag_values,
+      lock_config=True,
+      sys_argv=None if argv is None else list(argv),
+    )
     flags.mark_flag_as_required("config", flag_values=flag_values)
   if "workdir" not in flag_values:
-    flags.DEFINE_string("workdir", None, "Output directory: results.json, plots, metrics, "
-                        "checkpoints.", flag_values=flag_values)
+    flags.DEFINE_string(
+      "workdir",
+      None,
+      "Output directory: results.json, plots, metrics, checkpoints.",
+      flag_values=flag_values,
+    )
     flags.mark_flag_as_required("workdir", flag_values=flag_values)
   if "distributed" not in flag_values:
-    flags.DEFINE_enum("distributed", None, list(distributed.MODES),
-                      f"Multi-host start-up; unset: ${distributed.ENV_VAR}, else auto.",
-                      flag_values=flag_values)
+    flags.DEFINE_enum(
+      "distributed",
+      None,
+      list(distributed.MODES),
+      f"Multi-host start-up; unset: ${distributed.ENV_VAR}, else auto.",
+      flag_values=flag_values,
+    )
 
 
 def is_remote(path: str | os.PathLike[str]) -> bool:
@@ -128,17 +141,20 @@ def resolve_workdir(workdir: str | os.PathLike[str], *, remote_ok: bool = False)
   if is_remote(value):
     if not remote_ok:
       raise ValueError(
-          f"--workdir={value} is a remote path, but this experiment writes through local "
-          "file APIs (pathlib/open), which would create a local folder named like the URI. "
-          "Give a local or mounted path (e.g. a gcsfuse mount) and copy the results there "
-          "afterwards.")
+        f"--workdir={value} is a remote path, but this experiment writes through local "
+        "file APIs (pathlib/open), which would create a local folder named like the URI. "
+        "Give a local or mounted path (e.g. a gcsfuse mount) and copy the results there "
+        "afterwards."
+      )
     try:
       return epath.Path(value)
     except KeyError:
-      raise ValueError(f"--workdir={value}: etils.epath supports no such scheme "
-                       "(it supports gs://, s3://, az://, hf://)") from None
+      raise ValueError(
+        f"--workdir={value}: etils.epath supports no such scheme "
+        "(it supports gs://, s3://, az://, hf://)"
+      ) from None
   if value.startswith("file://"):
-    value = value[len("file://"):]
+    value = value[len("file://") :]
   return epath.Path(os.path.expanduser(value))
 
 
@@ -157,18 +173,20 @@ def resolve_target(target: Target) -> TrainAndEvaluate:
   if callable(target):
     return target
   if not isinstance(target, str) or not target:
-    raise TypeError("target must be a callable (config, workdir) -> results or a module "
-                    f"name like 'experiments.soda.train', got {target!r}")
+    raise TypeError(
+      "target must be a callable (config, workdir) -> results or a module "
+      f"name like 'experiments.soda.train', got {target!r}"
+    )
   module_name, _, attr = target.partition(":")
   fn = getattr(importlib.import_module(module_name), attr or "train_and_evaluate", None)
   if not callable(fn):
-    raise TypeError(f"{target!r} names no callable {attr or 'train_and_evaluate'}(config, "
-                    "workdir)")
+    raise TypeError(f"{target!r} names no callable {attr or 'train_and_evaluate'}(config, workdir)")
   return fn
 
 
-def startup_info(config: Any = None, workdir: Any = None, *,
-                 config_file: str | None = None) -> dict[str, Any]:
+def startup_info(
+  config: Any = None, workdir: Any = None, *, config_file: str | None = None
+) -> dict[str, Any]:
   """What a run starts on: host, processes, devices, backend, mesh, versions.
 
   Asking for devices starts the JAX backend, so call this only after
@@ -184,39 +202,55 @@ def startup_info(config: Any = None, workdir: Any = None, *,
   if config is not None and hasattr(config, "get"):
     name = config.get("name", None)
   return {
-      "host": socket.gethostname(),
-      "process_index": jax.process_index(),
-      "process_count": jax.process_count(),
-      "backend": jax.default_backend(),
-      "local_devices": {"count": len(local), "kinds": sorted({d.device_kind for d in local})},
-      "global_devices": {"count": len(devices), "kinds": sorted({d.device_kind for d in devices})},
-      "mesh": {"shape": dict(mesh.shape),
-               "axis_types": [str(t) for t in getattr(mesh, "axis_types", ())]},
-      "versions": {"jax": jax.__version__, "flax": flax.__version__,
-                   "optax": optax.__version__},
-      "workdir": None if workdir is None else str(workdir),
-      "config_file": config_file,
-      "config_name": name,
+    "host": socket.gethostname(),
+    "process_index": jax.process_index(),
+    "process_count": jax.process_count(),
+    "backend": jax.default_backend(),
+    "local_devices": {"count": len(local), "kinds": sorted({d.device_kind for d in local})},
+    "global_devices": {"count": len(devices), "kinds": sorted({d.device_kind for d in devices})},
+    "mesh": {
+      "shape": dict(mesh.shape),
+      "axis_types": [str(t) for t in getattr(mesh, "axis_types", ())],
+    },
+    "versions": {"jax": jax.__version__, "flax": flax.__version__, "optax": optax.__version__},
+    "workdir": None if workdir is None else str(workdir),
+    "config_file": config_file,
+    "config_name": name,
   }
 
 
 def log_startup(info: dict[str, Any]) -> None:
   """Logs :func:`startup_info` with absl logging, one fact per line."""
-  logging.info("host %s, process %d of %d, backend %s", info["host"], info["process_index"],
-               info["process_count"], info["backend"])
+  logging.info(
+    "host %s, process %d of %d, backend %s",
+    info["host"],
+    info["process_index"],
+    info["process_count"],
+    info["backend"],
+  )
   for key in ("local_devices", "global_devices"):
-    logging.info("%s: %d x %s", key.replace("_", " "), info[key]["count"],
-                 ", ".join(info[key]["kinds"]))
-  logging.info("mesh %s (axis types %s)", info["mesh"]["shape"],
-               ", ".join(info["mesh"]["axis_types"]))
+    logging.info(
+      "%s: %d x %s", key.replace("_", " "), info[key]["count"], ", ".join(info[key]["kinds"])
+    )
+  logging.info(
+    "mesh %s (axis types %s)", info["mesh"]["shape"], ", ".join(info["mesh"]["axis_types"])
+  )
   logging.info("versions: %s", ", ".join(f"{k} {v}" for k, v in info["versions"].items()))
   logging.info("workdir %s", info["workdir"])
-  logging.info("config %s%s", info["config_file"],
-               f" (name {info['config_name']})" if info["config_name"] else "")
+  logging.info(
+    "config %s%s",
+    info["config_file"],
+    f" (name {info['config_name']})" if info["config_name"] else "",
+  )
 
 
-def main(argv: Sequence[str], target: Target, *, remote_workdir: bool = False,
-         flag_values: flags.FlagValues = FLAGS) -> None:
+def main(
+  argv: Sequence[str],
+  target: Target,
+  *,
+  remote_workdir: bool = False,
+  flag_values: flags.FlagValues = FLAGS,
+) -> None:
   """Runs one experiment from parsed flags (what :func:`run` calls).
 
   Args:
@@ -239,14 +273,14 @@ def main(argv: Sequence[str], target: Target, *, remote_workdir: bool = False,
   train_and_evaluate = resolve_target(target)
   config = flag_values.config
   config_file = config_flags.get_config_filename(flag_values["config"])
-  logging.info("distributed: mode %s, cluster %s, initialised %s", dist.mode, dist.cluster,
-               dist.initialized)
+  logging.info(
+    "distributed: mode %s, cluster %s, initialised %s", dist.mode, dist.cluster, dist.initialized
+  )
   log_startup(startup_info(config, workdir, config_file=config_file))
   train_and_evaluate(config, workdir)
 
 
-def run(target: Target, *, remote_workdir: bool = False,
-        argv: Sequence[str] | None = None) -> None:
+def run(target: Target, *, remote_workdir: bool = False, argv: Sequence[str] | None = None) -> None:
   """Defines the flags, parses ``argv`` (``sys.argv`` by default) and runs :func:`main`.
 
   Args:
@@ -258,5 +292,7 @@ def run(target: Target, *, remote_workdir: bool = False,
     argv: command line, program name first.
   """
   define_flags(argv=argv)
-  absl_app.run(lambda args: main(args, target, remote_workdir=remote_workdir),
-               argv=list(sys.argv if argv is None else argv))
+  absl_app.run(
+    lambda args: main(args, target, remote_workdir=remote_workdir),
+    argv=list(sys.argv if argv is None else argv),
+  )

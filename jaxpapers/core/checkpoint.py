@@ -57,12 +57,12 @@ class Checkpointer:
   """
 
   def __init__(
-      self,
-      directory: str | os.PathLike[str] | epath.PathLike,
-      *,
-      max_to_keep: int = 2,
-      save_interval_steps: int = 1,
-      async_save: bool = True,
+    self,
+    directory: str | os.PathLike[str] | epath.PathLike,
+    *,
+    max_to_keep: int = 2,
+    save_interval_steps: int = 1,
+    async_save: bool = True,
   ):
     if max_to_keep < 1:
       raise ValueError(f"max_to_keep must be >= 1, got {max_to_keep}")
@@ -71,10 +71,10 @@ class Checkpointer:
     self.directory = _as_path(directory)
     self.directory.mkdir(parents=True, exist_ok=True)
     options = ocp.CheckpointManagerOptions(
-        max_to_keep=max_to_keep,
-        save_interval_steps=save_interval_steps,
-        enable_async_checkpointing=async_save,
-        create=True,
+      max_to_keep=max_to_keep,
+      save_interval_steps=save_interval_steps,
+      enable_async_checkpointing=async_save,
+      create=True,
     )
     self._manager = ocp.CheckpointManager(self.directory, options=options)
 
@@ -111,16 +111,18 @@ class Checkpointer:
     self._manager.reload()
     if step not in self._manager.all_steps():
       raise FileNotFoundError(
-          f"no checkpoint for step {step} in {self.directory}; saved steps: "
-          f"{sorted(self._manager.all_steps())}")
+        f"no checkpoint for step {step} in {self.directory}; saved steps: "
+        f"{sorted(self._manager.all_steps())}"
+      )
     target = abstract_like(abstract_tree)
     try:
       return self._manager.restore(step, args=ocp.args.StandardRestore(target))
     except Exception as e:  # pylint: disable=broad-except  (orbax/tensorstore raise many types)
       raise ValueError(
-          f"could not restore checkpoint step {step} from {self.directory / str(step)}: it is "
-          f"corrupt, incomplete, or does not match the structure of abstract_tree "
-          f"({type(e).__name__}: {str(e)[:500]})") from e
+        f"could not restore checkpoint step {step} from {self.directory / str(step)}: it is "
+        f"corrupt, incomplete, or does not match the structure of abstract_tree "
+        f"({type(e).__name__}: {str(e)[:500]})"
+      ) from e
 
   def wait(self) -> None:
     """Blocks until pending asynchronous saves are finished."""
@@ -130,7 +132,7 @@ class Checkpointer:
     self.wait()
     self._manager.close()
 
-  def __enter__(self) -> "Checkpointer":
+  def __enter__(self) -> Checkpointer:
     return self
 
   def __exit__(self, *exc) -> None:

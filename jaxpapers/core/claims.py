@@ -41,7 +41,8 @@ import json
 import math
 import numbers
 import sys
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 HELD = "held"
 PARTLY = "partly"
@@ -114,17 +115,22 @@ class Claim:
     if not isinstance(self.statement, str) or not self.statement:
       raise ValueError(f"Claim {self.id!r}: statement must be a non-empty string")
     if self.direction not in _DIRECTIONS:
-      raise ValueError(f"Claim {self.id!r}: direction must be one of {list(_DIRECTIONS)}, "
-                       f"got {self.direction!r}")
+      raise ValueError(
+        f"Claim {self.id!r}: direction must be one of {list(_DIRECTIONS)}, got {self.direction!r}"
+      )
     if self.held_when not in _HELD_WHEN:
-      raise ValueError(f"Claim {self.id!r}: held_when must be one of {list(_HELD_WHEN)}, "
-                       f"got {self.held_when!r}")
+      raise ValueError(
+        f"Claim {self.id!r}: held_when must be one of {list(_HELD_WHEN)}, got {self.held_when!r}"
+      )
     if self.comparison not in _COMPARISONS:
-      raise ValueError(f"Claim {self.id!r}: comparison must be one of {list(_COMPARISONS)}, "
-                       f"got {self.comparison!r}")
+      raise ValueError(
+        f"Claim {self.id!r}: comparison must be one of {list(_COMPARISONS)}, "
+        f"got {self.comparison!r}"
+      )
     if self.metric is not None and (not isinstance(self.metric, str) or not self.metric):
-      raise ValueError(f"Claim {self.id!r}: metric must be a non-empty dotted path or None, "
-                       f"got {self.metric!r}")
+      raise ValueError(
+        f"Claim {self.id!r}: metric must be a non-empty dotted path or None, got {self.metric!r}"
+      )
     if self.metric is not None:
       held = _check_number(self.held, f"Claim {self.id!r}: held")
       partly = _check_number(self.partly, f"Claim {self.id!r}: partly", optional=True)
@@ -132,8 +138,9 @@ class Claim:
         weaker = partly <= held if self.direction == "higher" else partly >= held
         if not weaker:
           raise ValueError(
-              f"Claim {self.id!r}: partly ({partly:g}) must be on the weaker side of held "
-              f"({held:g}) for direction={self.direction!r}")
+            f"Claim {self.id!r}: partly ({partly:g}) must be on the weaker side of held "
+            f"({held:g}) for direction={self.direction!r}"
+          )
     _check_number(self.paper_value, f"Claim {self.id!r}: paper_value", optional=True)
     if self.noise is not None and not isinstance(self.noise, str):
       if _check_number(self.noise, f"Claim {self.id!r}: noise") < 0:
@@ -143,7 +150,7 @@ class Claim:
     object.__setattr__(self, "baselines", dict(self.baselines))
 
   @classmethod
-  def from_dict(cls, d: Mapping[str, Any]) -> "Claim":
+  def from_dict(cls, d: Mapping[str, Any]) -> Claim:
     """Builds a claim from a plain dict (or ConfigDict), rejecting unknown keys."""
     if hasattr(d, "to_dict") and callable(d.to_dict):
       d = d.to_dict()
@@ -152,8 +159,10 @@ class Claim:
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(d) - names)
     if unknown:
-      raise ValueError(f"Unknown claim field(s) {unknown} in claim {d.get('id')!r}; "
-                       f"allowed fields are {sorted(names)}.")
+      raise ValueError(
+        f"Unknown claim field(s) {unknown} in claim {d.get('id')!r}; "
+        f"allowed fields are {sorted(names)}."
+      )
     return cls(**d)
 
   def to_dict(self) -> dict[str, Any]:
@@ -165,10 +174,18 @@ class Claim:
       return "not tested by this experiment"
     op = ">=" if self.direction == "higher" else "<="
     miss = "<" if self.direction == "higher" else ">"
-    what = self.metric if self.compare_to is None else (
-        f"{self.metric} {'-' if self.comparison == 'difference' else '/'} {self.compare_to}")
-    end = "" if self.noise is None else (
-        " by the whole interval" if self.held_when == "clears" else " by the interval's best end")
+    what = (
+      self.metric
+      if self.compare_to is None
+      else (f"{self.metric} {'-' if self.comparison == 'difference' else '/'} {self.compare_to}")
+    )
+    end = (
+      ""
+      if self.noise is None
+      else (
+        " by the whole interval" if self.held_when == "clears" else " by the interval's best end"
+      )
+    )
     parts = [f"{what}: held if {op} {self.held:g}{end}"]
     if self.partly is not None:
       parts.append(f"partly if {op} {self.partly:g}")
@@ -234,7 +251,7 @@ def lookup(metrics: Any, path: str) -> Any:
         raise KeyError(f"{path!r}: {key!r} is not an index of a list of {len(cur)}")
       cur = cur[int(key)]
       walked.append(key)
-      rest = rest[len(key) + 1:]
+      rest = rest[len(key) + 1 :]
       if not rest:
         return cur
       continue
@@ -242,7 +259,7 @@ def lookup(metrics: Any, path: str) -> Any:
       raise KeyError(f"{path!r}: {'.'.join(walked)} is a {type(cur).__name__}, not a mapping")
     cur = cur[key]
     walked.append(key)
-    rest = rest[len(key) + 1:]
+    rest = rest[len(key) + 1 :]
     if not rest:
       return cur
 
@@ -336,15 +353,19 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
     ok = lo >= held if claim.held_when == "clears" else hi >= held
     if ok:
       verdict = HELD
-      why = (f"{sh} {op} {claim.held:g}" if claim.held_when == "clears" or h == 0
-             else f"{sh} reaches {claim.held:g}")
+      why = (
+        f"{sh} {op} {claim.held:g}"
+        if claim.held_when == "clears" or h == 0
+        else f"{sh} reaches {claim.held:g}"
+      )
     elif claim.held_when == "reaches" and h > 0:
       verdict = PARTLY
       why = f"{sh} clears {claim.partly:g} but does not reach {claim.held:g}"
     else:
       verdict = PARTLY
       why = f"{sh} {op} {claim.partly:g} but not {op} {claim.held:g}" + (
-          " by the whole interval" if h > 0 else "")
+        " by the whole interval" if h > 0 else ""
+      )
   return Verdict(claim.id, verdict, x, h, why, base)
 
 
@@ -362,8 +383,9 @@ def parse_claims(claims: Any) -> list[Claim]:
   return out
 
 
-def judge_all(claims: Any, metrics: Mapping[str, Any], *,
-              issue_verdicts: bool = True) -> list[dict[str, Any]]:
+def judge_all(
+  claims: Any, metrics: Mapping[str, Any], *, issue_verdicts: bool = True
+) -> list[dict[str, Any]]:
   """The ``claims`` block of results.json: each claim, its rule and its verdict.
 
   With ``issue_verdicts=False`` (smoke runs) the measured values are recorded but the verdict
@@ -393,6 +415,7 @@ def format_value(value: Any, fmt: str = ".3g", unit: str = "") -> str:
 
 def _main(argv: Sequence[str]) -> int:
   from jaxpapers.core.report import claims_table  # pylint: disable=import-outside-toplevel
+
   if len(argv) < 2:
     print(__doc__)
     return 2

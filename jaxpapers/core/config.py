@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from typing import Any, Iterable, Mapping, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 import ml_collections
 import numpy as np
@@ -23,7 +24,7 @@ def _as_dict(cfg: Any) -> dict[str, Any]:
   if isinstance(cfg, Mapping):
     return dict(cfg)
   raise TypeError(
-      f"cfg must be an ml_collections.ConfigDict or a mapping, got {type(cfg).__name__}"
+    f"cfg must be an ml_collections.ConfigDict or a mapping, got {type(cfg).__name__}"
   )
 
 
@@ -51,8 +52,7 @@ def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
   unknown = sorted(set(values) - set(fields))
   if unknown:
     raise ValueError(
-        f"Unknown config field(s) {unknown} for {cls.__name__}; allowed fields are "
-        f"{sorted(fields)}."
+      f"Unknown config field(s) {unknown} for {cls.__name__}; allowed fields are {sorted(fields)}."
     )
   kwargs = {}
   for name, value in values.items():
@@ -62,13 +62,16 @@ def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
       value = config_to_dataclass(value, target)
     elif not _matches(value, target):
       raise TypeError(
-          f"config field {cls.__name__}.{name} must be {_describe(target)}, got "
-          f"{type(value).__name__} {value!r}")
+        f"config field {cls.__name__}.{name} must be {_describe(target)}, got "
+        f"{type(value).__name__} {value!r}"
+      )
     kwargs[name] = value
   missing = [
-      n for n, f in fields.items()
-      if n not in kwargs and f.default is dataclasses.MISSING
-      and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
+    n
+    for n, f in fields.items()
+    if n not in kwargs
+    and f.default is dataclasses.MISSING
+    and f.default_factory is dataclasses.MISSING  # type: ignore[misc]
   ]
   if missing:
     raise ValueError(f"Missing required config field(s) {missing} for {cls.__name__}.")
@@ -78,6 +81,7 @@ def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
 def _resolve_type(cls: type, name: str, ftype: Any) -> Any:
   if isinstance(ftype, str):
     import typing
+
     try:
       hints = typing.get_type_hints(cls)
       return hints.get(name, ftype)
@@ -93,6 +97,7 @@ def _matches(value: Any, target: Any) -> bool:
   """Whether ``value`` fits the annotation ``target`` (True for annotations not understood)."""
   import types
   import typing
+
   if target is Any or isinstance(target, str) or isinstance(target, typing.TypeVar):
     return True
   origin = typing.get_origin(target)
@@ -117,16 +122,18 @@ def _matches(value: Any, target: Any) -> bool:
 
 def _describe(target: Any) -> str:
   name = getattr(target, "__name__", None)
-  return f"of type {name}" if name and not getattr(target, "__args__", None) else \
-      f"of type {target}"
+  return (
+    f"of type {name}" if name and not getattr(target, "__args__", None) else f"of type {target}"
+  )
 
 
 def validate_choice(value: Any, *, name: str, allowed: Iterable[Any]) -> Any:
   """Returns ``value`` if it is one of ``allowed``, else raises a ValueError naming both."""
   allowed = list(allowed)
   try:
-    ok = any(value is a or (value == a and isinstance(value, bool) == isinstance(a, bool))
-             for a in allowed)
+    ok = any(
+      value is a or (value == a and isinstance(value, bool) == isinstance(a, bool)) for a in allowed
+    )
   except Exception:  # pylint: disable=broad-except  (e.g. arrays: ambiguous truth value)
     ok = False
   if not ok:

@@ -26,16 +26,16 @@ def default_data_dirs() -> list[tuple[str, pathlib.Path | None]]:
   """Returns the candidate (source, path) pairs in resolution order (no argument)."""
   env = os.environ.get(ENV_VAR)
   return [
-      (f"${ENV_VAR}", pathlib.Path(env).expanduser() if env else None),
-      ("../shared/data beside the checkout", _SIBLING_SHARED),
+    (f"${ENV_VAR}", pathlib.Path(env).expanduser() if env else None),
+    ("../shared/data beside the checkout", _SIBLING_SHARED),
   ]
 
 
 def resolve_data_dir(
-    data_dir: str | os.PathLike[str] | None = None,
-    *,
-    subdir: str = "",
-    required: bool = True,
+  data_dir: str | os.PathLike[str] | None = None,
+  *,
+  subdir: str = "",
+  required: bool = True,
 ) -> pathlib.Path | None:
   """Resolves the directory holding a real dataset.
 
@@ -61,16 +61,18 @@ def resolve_data_dir(
   if data_dir not in (None, ""):
     if not isinstance(data_dir, (str, os.PathLike)):
       raise TypeError(
-          f"data_dir must be a path (str or os.PathLike) or None, got {type(data_dir).__name__} "
-          f"{data_dir!r}")
+        f"data_dir must be a path (str or os.PathLike) or None, got {type(data_dir).__name__} "
+        f"{data_dir!r}"
+      )
     path = pathlib.Path(data_dir).expanduser().resolve() / subdir
     if path.exists():
       return path
     raise FileNotFoundError(
-        f"the data_dir argument {str(data_dir)!r} was given but {path} does not exist. An "
-        f"explicit data_dir "
-        f"is never replaced by ${ENV_VAR} or ../shared/data: fix the path, or leave data_dir "
-        "unset to search those.")
+      f"the data_dir argument {str(data_dir)!r} was given but {path} does not exist. An "
+      f"explicit data_dir "
+      f"is never replaced by ${ENV_VAR} or ../shared/data: fix the path, or leave data_dir "
+      "unset to search those."
+    )
   else:
     tried.append("  data_dir argument: not set")
   for source, base in default_data_dirs():
@@ -84,8 +86,8 @@ def resolve_data_dir(
   if not required:
     return None
   raise FileNotFoundError(
-      f"Could not find the dataset directory {subdir!r}. Looked in, in order:\n"
-      + "\n".join(tried)
-      + f"\nPass data_dir=..., set {ENV_VAR}, or place the data in ../shared/data "
-      "beside the checkout. Nothing is downloaded at run time."
+    f"Could not find the dataset directory {subdir!r}. Looked in, in order:\n"
+    + "\n".join(tried)
+    + f"\nPass data_dir=..., set {ENV_VAR}, or place the data in ../shared/data "
+    "beside the checkout. Nothing is downloaded at run time."
   )

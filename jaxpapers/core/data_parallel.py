@@ -66,10 +66,16 @@ def process_batch_indices(global_batch_size: int, mesh: Mesh | NamedSharding) ->
   """
   sharding = _data_sharding(mesh)
   n = _data_axis_size(sharding)
-  if (not isinstance(global_batch_size, (int, np.integer)) or isinstance(global_batch_size, bool)
-      or global_batch_size < 1 or global_batch_size % n):
-    raise ValueError(f"global_batch_size must be a positive int divisible by the {n} devices "
-                     f"of the data axis, got {global_batch_size!r}")
+  if (
+    not isinstance(global_batch_size, (int, np.integer))
+    or isinstance(global_batch_size, bool)
+    or global_batch_size < 1
+    or global_batch_size % n
+  ):
+    raise ValueError(
+      f"global_batch_size must be a positive int divisible by the {n} devices "
+      f"of the data axis, got {global_batch_size!r}"
+    )
   rows = set()
   for index in sharding.addressable_devices_indices_map((int(global_batch_size),)).values():
     rows.update(range(*index[0].indices(int(global_batch_size))))
@@ -87,13 +93,16 @@ def process_batch_slice(global_batch_size: int, mesh: Mesh | NamedSharding) -> s
   rows = process_batch_indices(global_batch_size, mesh)
   start, stop = int(rows[0]), int(rows[-1]) + 1
   if stop - start != len(rows):
-    raise ValueError("this process's rows of the batch are not contiguous on this mesh; "
-                     "read them with process_batch_indices")
+    raise ValueError(
+      "this process's rows of the batch are not contiguous on this mesh; "
+      "read them with process_batch_indices"
+    )
   return slice(start, stop)
 
 
-def host_local_batch_to_global(local_batch: Any, mesh: Mesh | NamedSharding,
-                               global_batch_size: int | None = None) -> Any:
+def host_local_batch_to_global(
+  local_batch: Any, mesh: Mesh | NamedSharding, global_batch_size: int | None = None
+) -> Any:
   """Assembles each process's rows into one global batch sharded over the mesh.
 
   Args:
@@ -131,15 +140,17 @@ def host_local_batch_to_global(local_batch: Any, mesh: Mesh | NamedSharding,
     x = np.asarray(x)
     if x.ndim == 0 or x.shape[0] != expected:
       raise ValueError(
-          f"local_batch leaf {jax.tree_util.keystr(path)} has shape {x.shape}; its leading axis "
-          f"must hold this process's {expected} rows of the global batch of {global_batch_size}")
+        f"local_batch leaf {jax.tree_util.keystr(path)} has shape {x.shape}; its leading axis "
+        f"must hold this process's {expected} rows of the global batch of {global_batch_size}"
+      )
     return jax.make_array_from_process_local_data(sharding, x, (global_batch_size,) + x.shape[1:])
 
   return jax.tree_util.tree_map_with_path(put, local_batch)
 
 
-def load_global_batch(read_rows: Callable[[np.ndarray], Any], global_batch_size: int,
-                      mesh: Mesh | NamedSharding) -> Any:
+def load_global_batch(
+  read_rows: Callable[[np.ndarray], Any], global_batch_size: int, mesh: Mesh | NamedSharding
+) -> Any:
   """Reads this process's rows with ``read_rows`` and assembles the global batch.
 
   Args:

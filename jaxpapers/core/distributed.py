@@ -32,7 +32,8 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import jax
 from absl import logging
@@ -44,12 +45,24 @@ PROCESS_ID_ENV = "JAX_PROCESS_ID"
 MODES = ("auto", "on", "off")
 
 _ALIASES = {
-    "": "auto", "auto": "auto",
-    "1": "on", "on": "on", "true": "on", "yes": "on",
-    "0": "off", "off": "off", "false": "off", "no": "off",
+  "": "auto",
+  "auto": "auto",
+  "1": "on",
+  "on": "on",
+  "true": "on",
+  "yes": "on",
+  "0": "off",
+  "off": "off",
+  "false": "off",
+  "no": "off",
 }
-_SLURM_VARS = ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID",
-               "SLURM_LOCALID")
+_SLURM_VARS = (
+  "SLURM_JOB_ID",
+  "SLURM_STEP_NODELIST",
+  "SLURM_NTASKS",
+  "SLURM_PROCID",
+  "SLURM_LOCALID",
+)
 _initialized = False
 
 
@@ -141,8 +154,11 @@ def detect_cluster(environ: Mapping[str, str] | None = None) -> str | None:
     except ValueError:
       return 1
 
-  explicit = (environ.get(COORDINATOR_ADDRESS_ENV) and environ.get(PROCESS_ID_ENV)
-              and environ.get(NUM_PROCESSES_ENV))
+  explicit = (
+    environ.get(COORDINATOR_ADDRESS_ENV)
+    and environ.get(PROCESS_ID_ENV)
+    and environ.get(NUM_PROCESSES_ENV)
+  )
   if explicit and count(NUM_PROCESSES_ENV) > 1:
     return "explicit"
   if all(v in environ for v in _SLURM_VARS) and count("SLURM_NTASKS") > 1:
@@ -152,8 +168,11 @@ def detect_cluster(environ: Mapping[str, str] | None = None) -> str | None:
   hosts = environ.get("TPU_PROCESS_ADDRESSES") or environ.get("TPU_WORKER_HOSTNAMES") or ""
   if len([h for h in hosts.split(",") if h.strip()]) > 1:
     return "gketpu"
-  if ("KUBERNETES_SERVICE_HOST" in environ and "JOB_COMPLETION_INDEX" in environ
-      and importlib.util.find_spec("kubernetes") is not None):
+  if (
+    "KUBERNETES_SERVICE_HOST" in environ
+    and "JOB_COMPLETION_INDEX" in environ
+    and importlib.util.find_spec("kubernetes") is not None
+  ):
     return "k8s"
   return None
 
@@ -176,7 +195,7 @@ class DistributedInfo:
 
 
 def maybe_initialize_distributed(
-    mode: str | None = None, *, environ: Mapping[str, str] | None = None
+  mode: str | None = None, *, environ: Mapping[str, str] | None = None
 ) -> bool:
   """Calls ``jax.distributed.initialize()`` once, when the mode asks for it.
 
@@ -194,8 +213,9 @@ def maybe_initialize_distributed(
   return initialize(mode, environ=environ).initialized
 
 
-def initialize(mode: str | None = None, *,
-               environ: Mapping[str, str] | None = None) -> DistributedInfo:
+def initialize(
+  mode: str | None = None, *, environ: Mapping[str, str] | None = None
+) -> DistributedInfo:
   """Like :func:`maybe_initialize_distributed`, returning what was decided."""
   global _initialized
   environ = os.environ if environ is None else environ
@@ -213,17 +233,24 @@ def initialize(mode: str | None = None, *,
       jax.config.update("jax_cpu_collectives_implementation", "gloo")
   except AttributeError:  # pragma: no cover - option absent in this JAX
     pass
-  logging.info("jax.distributed.initialize(%s) (mode=%s, cluster=%s)",
-               ", ".join(f"{k}={v!r}" for k, v in kwargs.items()), mode, cluster)
+  logging.info(
+    "jax.distributed.initialize(%s) (mode=%s, cluster=%s)",
+    ", ".join(f"{k}={v!r}" for k, v in kwargs.items()),
+    mode,
+    cluster,
+  )
   try:
     jax.distributed.initialize(**kwargs)
   except Exception as e:
     if mode == "auto":
-      hint = (f" (detected a {cluster} job; run with --distributed=off or "
-              f"{ENV_VAR}=off for one process)")
+      hint = (
+        f" (detected a {cluster} job; run with --distributed=off or {ENV_VAR}=off for one process)"
+      )
     else:
-      hint = (f" (outside a cluster JAX detects, set ${COORDINATOR_ADDRESS_ENV}, "
-              f"${NUM_PROCESSES_ENV} and ${PROCESS_ID_ENV})")
+      hint = (
+        f" (outside a cluster JAX detects, set ${COORDINATOR_ADDRESS_ENV}, "
+        f"${NUM_PROCESSES_ENV} and ${PROCESS_ID_ENV})"
+      )
     raise RuntimeError(f"jax.distributed.initialize failed{hint}: {e}") from e
   _initialized = True
   return DistributedInfo(mode, True, cluster, kwargs)

@@ -12,16 +12,17 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import AxisType, Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 DATA_AXIS = "data"
 
 
 def make_mesh(
-    num_devices: int | None = None,
-    axis_name: str = DATA_AXIS,
-    *,
-    axis_type: AxisType = AxisType.Explicit,
+  num_devices: int | None = None,
+  axis_name: str = DATA_AXIS,
+  *,
+  axis_type: AxisType = AxisType.Explicit,
 ) -> Mesh:
   """A 1-D mesh over the first ``num_devices`` devices (all by default).
 
@@ -46,10 +47,14 @@ def make_mesh(
   available = jax.device_count()
   if num_devices is None:
     num_devices = available
-  if (not isinstance(num_devices, int) or isinstance(num_devices, bool) or num_devices < 1
-      or num_devices > available):
+  if (
+    not isinstance(num_devices, int)
+    or isinstance(num_devices, bool)
+    or num_devices < 1
+    or num_devices > available
+  ):
     raise ValueError(
-        f"num_devices must be an int in [1, {available}] (devices available), got {num_devices!r}"
+      f"num_devices must be an int in [1, {available}] (devices available), got {num_devices!r}"
     )
   if not isinstance(axis_type, AxisType):
     raise TypeError(f"axis_type must be a jax.sharding.AxisType, got {axis_type!r}")
@@ -86,8 +91,8 @@ def shard_batch(batch: Any, mesh: Mesh) -> Any:
     x = np.asarray(x) if not isinstance(x, jax.Array) else x
     if x.ndim == 0 or x.shape[0] % n:
       raise ValueError(
-          f"batch leaf {jax.tree_util.keystr(path)} has shape {x.shape}; its leading "
-          f"(batch) axis must be divisible by the {n} devices of the data axis"
+        f"batch leaf {jax.tree_util.keystr(path)} has shape {x.shape}; its leading "
+        f"(batch) axis must be divisible by the {n} devices of the data axis"
       )
     return jax.device_put(x, sharding)
 

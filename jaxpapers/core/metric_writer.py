@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from absl import logging
@@ -44,8 +45,9 @@ def _is_remote(path: epath.Path) -> bool:
   return "://" in str(path)
 
 
-def read_metrics(logdir: str | os.PathLike[str], filename: str = METRICS_FILE
-                 ) -> list[dict[str, Any]]:
+def read_metrics(
+  logdir: str | os.PathLike[str], filename: str = METRICS_FILE
+) -> list[dict[str, Any]]:
   """The records of ``<logdir>/<filename>`` in file order; ``[]`` if it does not exist.
 
   Reading is allowed on every process (only writing is process 0's).
@@ -63,8 +65,9 @@ def read_metrics(logdir: str | os.PathLike[str], filename: str = METRICS_FILE
     try:
       records.append(json.loads(line))
     except json.JSONDecodeError as e:
-      raise ValueError(f"{path}: line {i} is not a JSON record ({e.msg}); the file is corrupt "
-                       "or was cut off") from e
+      raise ValueError(
+        f"{path}: line {i} is not a JSON record ({e.msg}); the file is corrupt or was cut off"
+      ) from e
   return records
 
 
@@ -88,9 +91,15 @@ class MetricWriter:
     ValueError: if ``filename`` is not a bare file name.
   """
 
-  def __init__(self, logdir: str | os.PathLike[str], *, filename: str = METRICS_FILE,
-               tensorboard: bool | None = None, resume_step: int | None = None,
-               enabled: bool | None = None):
+  def __init__(
+    self,
+    logdir: str | os.PathLike[str],
+    *,
+    filename: str = METRICS_FILE,
+    tensorboard: bool | None = None,
+    resume_step: int | None = None,
+    enabled: bool | None = None,
+  ):
     if not filename or "/" in filename:
       raise ValueError(f"filename must be a bare file name like 'metrics.jsonl', got {filename!r}")
     self.logdir = epath.Path(logdir)
@@ -124,15 +133,18 @@ class MetricWriter:
       import tensorboardX  # optional extra
     except ImportError:
       if tensorboard:
-        raise ImportError("tensorboard=True needs tensorboardX: pip install "
-                          "'jaxpapers[tensorboard]'") from None
+        raise ImportError(
+          "tensorboard=True needs tensorboardX: pip install 'jaxpapers[tensorboard]'"
+        ) from None
       return None
     scheme = str(self.logdir).split("://")[0] if _is_remote(self.logdir) else None
     if scheme not in (None, "gs", "s3"):  # tensorboardX would make a local folder of the URI
       if tensorboard:
         raise ValueError(f"tensorboardX cannot write to {scheme}:// paths (only gs://, s3://)")
-      logging.warning("TensorBoard events disabled for %s: tensorboardX writes local, gs:// "
-                      "and s3:// paths only", self.logdir)
+      logging.warning(
+        "TensorBoard events disabled for %s: tensorboardX writes local, gs:// and s3:// paths only",
+        self.logdir,
+      )
       return None
     purge = None if resume_step is None else resume_step + 1
     try:
@@ -201,7 +213,7 @@ class MetricWriter:
       self._tb.close()
     self._closed = True
 
-  def __enter__(self) -> "MetricWriter":
+  def __enter__(self) -> MetricWriter:
     return self
 
   def __exit__(self, *exc: Any) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Iterable, TypeVar
+from collections.abc import Iterable
+from typing import TypeVar
 
 import tqdm.auto as _tqdm
 
@@ -14,13 +15,13 @@ T = TypeVar("T")
 
 
 def progress(
-    iterable: Iterable[T] | None = None,
-    *,
-    total: int | None = None,
-    desc: str | None = None,
-    initial: int = 0,
-    disable: bool | None = None,
-) -> "_tqdm.tqdm[T]":
+  iterable: Iterable[T] | None = None,
+  *,
+  total: int | None = None,
+  desc: str | None = None,
+  initial: int = 0,
+  disable: bool | None = None,
+) -> _tqdm.tqdm[T]:
   """A tqdm progress bar showing count, rate and ETA.
 
   Only process 0 draws bars: on the other processes of a multi-host job the bar
@@ -31,12 +32,12 @@ def progress(
     disable = os.environ.get("JAXPAPERS_NO_PROGRESS", "") not in ("", "0")
   disable = bool(disable) or not distributed.is_main_process()
   return _tqdm.tqdm(
-      iterable,
-      total=total,
-      desc=desc,
-      initial=initial,
-      disable=disable,
-      dynamic_ncols=True,
-      mininterval=0.5,
-      file=sys.stderr,
+    iterable,
+    total=total,
+    desc=desc,
+    initial=initial,
+    disable=disable,
+    dynamic_ncols=True,
+    mininterval=0.5,
+    file=sys.stderr,
   )

@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,8 +46,11 @@ class MeanStd:
       v = getattr(self, name)
       if v is None:
         continue
-      if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.generic)) \
-          or np.ndim(v) != 0:
+      if (
+        isinstance(v, (bool, np.bool_))
+        or not isinstance(v, (numbers.Real, np.generic))
+        or np.ndim(v) != 0
+      ):
         raise TypeError(f"MeanStd.{name} must be a real scalar or None, got {v!r}")
     if self.std is not None and float(self.std) < 0:
       raise ValueError(f"MeanStd.std must be >= 0 (a spread), got {self.std!r}")
@@ -74,8 +78,9 @@ def format_cell(value: Any, fmt: str = ".3g") -> str:
   return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
-                   fmt: str | Sequence[str] = ".3g") -> str:
+def markdown_table(
+  headers: Sequence[str], rows: Sequence[Sequence[Any]], *, fmt: str | Sequence[str] = ".3g"
+) -> str:
   """A GitHub markdown table.
 
   Args:
@@ -93,8 +98,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *,
   fmts = [fmt] * len(headers) if isinstance(fmt, str) else list(fmt)
   if len(fmts) != len(headers):
     raise ValueError(f"fmt must be one spec or one per column ({len(headers)}), got {len(fmts)}")
-  lines = ["| " + " | ".join(str(h) for h in headers) + " |",
-           "|" + "---|" * len(headers)]
+  lines = ["| " + " | ".join(str(h) for h in headers) + " |", "|" + "---|" * len(headers)]
   for i, row in enumerate(rows):
     row = list(row)
     if len(row) != len(headers):
@@ -132,8 +136,13 @@ def verdict_text(rec: Mapping[str, Any]) -> str:
   return "no verdict (smoke)" if v is None else f"**{v}**"
 
 
-def claims_table(records: Sequence[Mapping[str, Any]], *, paper: str | None = None,
-                 measured_in: str | None = None, reasons: bool = True) -> str:
+def claims_table(
+  records: Sequence[Mapping[str, Any]],
+  *,
+  paper: str | None = None,
+  measured_in: str | None = None,
+  reasons: bool = True,
+) -> str:
   """Claim -> paper -> measured -> verdict, from the ``claims`` block of a results.json.
 
   Args:
@@ -149,8 +158,12 @@ def claims_table(records: Sequence[Mapping[str, Any]], *, paper: str | None = No
   """
   if not records:
     return ""
-  headers = (["paper"] if paper is not None else []) + ["claim", "paper's number", "measured",
-                                                          "verdict"]
+  headers = (["paper"] if paper is not None else []) + [
+    "claim",
+    "paper's number",
+    "measured",
+    "verdict",
+  ]
   if reasons:
     headers.append("why")
   with_baselines = any(rec.get("baselines") for rec in records)
@@ -161,24 +174,31 @@ def claims_table(records: Sequence[Mapping[str, Any]], *, paper: str | None = No
   rows = []
   for i, rec in enumerate(records):
     if not isinstance(rec, Mapping) or not (
-        "error" in rec or isinstance(rec.get("claim"), Mapping)):
-      raise ValueError(f"records[{i}] must be a judged claim (a mapping with 'claim', as "
-                       f"write_results writes it) or an 'error' record, got {rec!r}"[:300])
+      "error" in rec or isinstance(rec.get("claim"), Mapping)
+    ):
+      raise ValueError(
+        f"records[{i}] must be a judged claim (a mapping with 'claim', as "
+        f"write_results writes it) or an 'error' record, got {rec!r}"[:300]
+      )
     if "error" in rec:
       row = ([paper] if paper is not None else []) + [rec["error"]]
       rows.append(row + ["-"] * (len(headers) - len(row)))
       continue
     claim = rec.get("claim", {})
     row = ([paper] if paper is not None else []) + [
-        f"{claim.get('statement', '')} (`{claim.get('id', '')}`)", paper_cell(claim),
-        measured_cell(rec),
-        verdict_text(rec)]
+      f"{claim.get('statement', '')} (`{claim.get('id', '')}`)",
+      paper_cell(claim),
+      measured_cell(rec),
+      verdict_text(rec),
+    ]
     if reasons:
       row.append(rec.get("reason", ""))
     if with_baselines:
       fmt = claim.get("fmt", ".3g").replace("+", "")
-      row.append("; ".join(f"{k}: {format_value(v, fmt)}"
-                           for k, v in (rec.get("baselines") or {}).items()) or "-")
+      row.append(
+        "; ".join(f"{k}: {format_value(v, fmt)}" for k, v in (rec.get("baselines") or {}).items())
+        or "-"
+      )
     if measured_in is not None:
       row.append(measured_in)
     rows.append(row)
@@ -215,8 +235,10 @@ def fit_power_law(x: Any, y: Any) -> tuple[float, float, float]:
   for name, v in (("x", x), ("y", y)):
     bad = finite & (v <= 0)
     if bad.any():
-      raise ValueError(f"{name} must be > 0 for a log-log fit, got {v[bad][:3].tolist()} at "
-                       f"indices {np.flatnonzero(bad)[:3].tolist()}")
+      raise ValueError(
+        f"{name} must be > 0 for a log-log fit, got {v[bad][:3].tolist()} at "
+        f"indices {np.flatnonzero(bad)[:3].tolist()}"
+      )
   ok = finite
   lx, ly = np.log(x[ok]), np.log(y[ok])
   if lx.size < 2 or np.ptp(lx) == 0:
@@ -236,6 +258,7 @@ def fit_power_law(x: Any, y: Any) -> tuple[float, float, float]:
 
 def _pyplot():
   import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+
   return plt
 
 
@@ -248,9 +271,17 @@ def _axes(ax, figsize):
   return fig, ax
 
 
-def curves_plot(curves: Mapping[str, tuple[Any, Any]], *, xlabel: str = "", ylabel: str = "",
-                title: str = "", band: str = "std", logy: bool = False, ax=None,
-                figsize=(6, 4)):
+def curves_plot(
+  curves: Mapping[str, tuple[Any, Any]],
+  *,
+  xlabel: str = "",
+  ylabel: str = "",
+  title: str = "",
+  band: str = "std",
+  logy: bool = False,
+  ax=None,
+  figsize=(6, 4),
+):
   """Mean curves with a band over seeds.
 
   Args:
@@ -275,7 +306,7 @@ def curves_plot(curves: Mapping[str, tuple[Any, Any]], *, xlabel: str = "", ylab
     seeds = f" ({y.shape[0]} seeds)" if y.shape[0] > 1 else ""
     ax.plot(x, mean, color=color, label=label + seeds)
     if y.shape[0] > 1:
-      lo, hi = ((mean - y.std(0), mean + y.std(0)) if band == "std" else (y.min(0), y.max(0)))
+      lo, hi = (mean - y.std(0), mean + y.std(0)) if band == "std" else (y.min(0), y.max(0))
       ax.fill_between(x, lo, hi, color=color, alpha=0.2, lw=0)
   if logy:
     ax.set_yscale("log")
@@ -284,9 +315,16 @@ def curves_plot(curves: Mapping[str, tuple[Any, Any]], *, xlabel: str = "", ylab
   return fig
 
 
-def grouped_bars(groups: Sequence[str], series: Mapping[str, tuple[Any, Any]], *,
-                 ylabel: str = "", title: str = "", horizontal_line: float | None = None,
-                 ax=None, figsize=None):
+def grouped_bars(
+  groups: Sequence[str],
+  series: Mapping[str, tuple[Any, Any]],
+  *,
+  ylabel: str = "",
+  title: str = "",
+  horizontal_line: float | None = None,
+  ax=None,
+  figsize=None,
+):
   """Grouped bars with error bars.
 
   Args:
@@ -306,25 +344,38 @@ def grouped_bars(groups: Sequence[str], series: Mapping[str, tuple[Any, Any]], *
   for j, (label, (means, errs)) in enumerate(series.items()):
     means = np.asarray(means, np.float64)
     if means.shape != (len(groups),):
-      raise ValueError(f"series[{label!r}]: means must have one value per group "
-                       f"({len(groups)}), got shape {means.shape}")
+      raise ValueError(
+        f"series[{label!r}]: means must have one value per group "
+        f"({len(groups)}), got shape {means.shape}"
+      )
     errs = None if errs is None else np.asarray(errs, np.float64)
     if errs is not None and errs.shape != means.shape:
-      raise ValueError(f"series[{label!r}]: errors must have one value per group "
-                       f"({len(groups)}) or be None, got shape {errs.shape}")
+      raise ValueError(
+        f"series[{label!r}]: errors must have one value per group "
+        f"({len(groups)}) or be None, got shape {errs.shape}"
+      )
     ax.bar(xs + (j - (n - 1) / 2) * w, np.nan_to_num(means), w, yerr=errs, capsize=2, label=label)
   if horizontal_line is not None:
     ax.axhline(horizontal_line, color="k", lw=0.8)
   ax.set_xticks(xs)
-  ax.set_xticklabels(groups, rotation=30 if len(groups) > 4 else 0,
-                     ha="right" if len(groups) > 4 else "center")
+  ax.set_xticklabels(
+    groups, rotation=30 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center"
+  )
   ax.set(ylabel=ylabel, title=title)
   ax.legend(fontsize=7)
   return fig
 
 
-def scaling_plot(series: Mapping[str, tuple[Any, Any]], *, fit_min_x: float | None = None,
-                 xlabel: str = "", ylabel: str = "", title: str = "", ax=None, figsize=(5, 4)):
+def scaling_plot(
+  series: Mapping[str, tuple[Any, Any]],
+  *,
+  fit_min_x: float | None = None,
+  xlabel: str = "",
+  ylabel: str = "",
+  title: str = "",
+  ax=None,
+  figsize=(5, 4),
+):
   """Log-log scaling plot with the fitted exponent (± its standard error) in the legend.
 
   Args:
@@ -340,8 +391,9 @@ def scaling_plot(series: Mapping[str, tuple[Any, Any]], *, fit_min_x: float | No
     x = np.asarray(x, np.float64).ravel()
     y = np.asarray(y, np.float64).ravel()
     if x.shape != y.shape:
-      raise ValueError(f"series[{label!r}]: x and y must have the same length, got {x.shape} "
-                       f"and {y.shape}")
+      raise ValueError(
+        f"series[{label!r}]: x and y must have the same length, got {x.shape} and {y.shape}"
+      )
     keep = np.isfinite(y)
     color = f"C{i % 10}"
     sel = keep & (x >= (fit_min_x if fit_min_x is not None else -np.inf))
@@ -351,7 +403,7 @@ def scaling_plot(series: Mapping[str, tuple[Any, Any]], *, fit_min_x: float | No
       fits[label] = (a, se, b)
       text += f" (slope {a:.2f}" + ("" if math.isnan(se) else f" ± {se:.2f}") + ")"
       xf = x[sel]
-      ax.plot(xf, np.exp(b) * xf ** a, ls=":", color=color, lw=1)
+      ax.plot(xf, np.exp(b) * xf**a, ls=":", color=color, lw=1)
     except ValueError:
       text += " (no fit)"
     ax.plot(x[keep], y[keep], "o-", color=color, label=text)

@@ -17,7 +17,8 @@ import platform
 import shlex
 import subprocess
 import sys
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -28,8 +29,16 @@ from jaxpapers.core import claims as claims_lib
 
 RESULTS_FILE = "results.json"
 _PACKAGES = (
-    "jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "chex", "numpy",
-    "ml-collections", "tensorflow-datasets", "jaxpapers",
+  "jax",
+  "jaxlib",
+  "flax",
+  "optax",
+  "orbax-checkpoint",
+  "chex",
+  "numpy",
+  "ml-collections",
+  "tensorflow-datasets",
+  "jaxpapers",
 )
 
 
@@ -43,16 +52,16 @@ def environment_info() -> dict[str, Any]:
       versions[name] = None
   devices = jax.devices()
   return {
-      "versions": versions,
-      "python": platform.python_version(),
-      "platform": platform.platform(),
-      "processor": platform.processor() or platform.machine(),
-      "cpu_count": os.cpu_count(),
-      "backend": jax.default_backend(),
-      "device_kind": devices[0].device_kind,
-      "device_count": jax.device_count(),
-      "local_device_count": jax.local_device_count(),
-      "process_count": jax.process_count(),
+    "versions": versions,
+    "python": platform.python_version(),
+    "platform": platform.platform(),
+    "processor": platform.processor() or platform.machine(),
+    "cpu_count": os.cpu_count(),
+    "backend": jax.default_backend(),
+    "device_kind": devices[0].device_kind,
+    "device_count": jax.device_count(),
+    "local_device_count": jax.local_device_count(),
+    "process_count": jax.process_count(),
   }
 
 
@@ -96,9 +105,12 @@ def git_info(path: str | os.PathLike[str] | None = None) -> dict[str, Any] | Non
   if where.is_file():
     where = where.parent
   try:
+
     def git(*args):
-      return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True,
-                            timeout=10, check=True).stdout
+      return subprocess.run(
+        ["git", *args], cwd=where, capture_output=True, text=True, timeout=10, check=True
+      ).stdout
+
     commit = git("rev-parse", "HEAD").strip()
     dirty = bool(git("status", "--porcelain", "--untracked-files=no").strip())
   except Exception:  # pylint: disable=broad-except
@@ -114,8 +126,11 @@ def command_line(argv: Sequence[str] | None = None) -> str:
   A module run with ``python -m pkg.mod`` is written as such (``sys.argv[0]`` then holds the
   module's file path); a script as ``python <argv[0]> ...``.
   """
-  if argv is not None and (isinstance(argv, (str, bytes)) or not isinstance(argv, Sequence)
-                          or not all(isinstance(a, str) for a in argv)):
+  if argv is not None and (
+    isinstance(argv, (str, bytes))
+    or not isinstance(argv, Sequence)
+    or not all(isinstance(a, str) for a in argv)
+  ):
     raise TypeError(f"argv must be a sequence of str (like sys.argv), got {argv!r}")
   argv = list(sys.argv if argv is None else argv)
   spec = getattr(sys.modules.get("__main__"), "__spec__", None)
@@ -134,16 +149,16 @@ def _is_writer() -> bool:
 
 
 def write_results(
-    workdir: str | os.PathLike[str],
-    *,
-    metrics: Mapping[str, Any],
-    config: Any,
-    table_markdown: str | None = None,
-    notes: str | None = None,
-    wall_time_s: float | None = None,
-    extra: Mapping[str, Any] | None = None,
-    claims: Any = None,
-    issue_verdicts: bool | None = None,
+  workdir: str | os.PathLike[str],
+  *,
+  metrics: Mapping[str, Any],
+  config: Any,
+  table_markdown: str | None = None,
+  notes: str | None = None,
+  wall_time_s: float | None = None,
+  extra: Mapping[str, Any] | None = None,
+  claims: Any = None,
+  issue_verdicts: bool | None = None,
 ) -> epath.Path | None:
   """Writes ``<workdir>/results.json`` and returns its path (None on processes other than 0).
 
@@ -183,17 +198,17 @@ def write_results(
   workdir = epath.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   record = {
-      "claims": verdicts,
-      "metrics": jmetrics,
-      "config": _to_jsonable(config),
-      "table_markdown": table_markdown,
-      "notes": notes,
-      "wall_time_s": wall_time_s,
-      "command": command_line(),
-      "git": git_info(),
-      "plots": sorted(p.name for p in workdir.glob("*.png")),
-      "environment": environment_info(),
-      "written_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    "claims": verdicts,
+    "metrics": jmetrics,
+    "config": _to_jsonable(config),
+    "table_markdown": table_markdown,
+    "notes": notes,
+    "wall_time_s": wall_time_s,
+    "command": command_line(),
+    "git": git_info(),
+    "plots": sorted(p.name for p in workdir.glob("*.png")),
+    "environment": environment_info(),
+    "written_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
   }
   if extra:
     record["extra"] = _to_jsonable(extra)
@@ -224,8 +239,9 @@ def read_results(workdir: str | os.PathLike[str]) -> dict[str, Any]:
   return json.loads((epath.Path(workdir) / RESULTS_FILE).read_text())
 
 
-def save_figure(fig: Any, workdir: str | os.PathLike[str], name: str, *,
-                dpi: int = 120) -> epath.Path | None:
+def save_figure(
+  fig: Any, workdir: str | os.PathLike[str], name: str, *, dpi: int = 120
+) -> epath.Path | None:
   """Saves a matplotlib figure as ``<workdir>/<name>.png`` and closes it.
 
   Only process 0 writes; other processes close the figure and return None.

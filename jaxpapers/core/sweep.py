@@ -57,7 +57,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from etils import epath
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from jaxpapers.core.checkpoint import Checkpointer
 from jaxpapers.core.progress import progress as _progress
@@ -76,6 +77,7 @@ def _is_writer() -> bool:
 
 
 # ------------------------------------------------------------------ mesh --
+
 
 def runs_mesh(num_runs: int, devices=None) -> Mesh:
   """A 1-D ``jax.make_mesh`` mesh (axis ``'runs'``) sized for ``num_runs`` runs.
@@ -101,13 +103,15 @@ def runs_mesh(num_runs: int, devices=None) -> Mesh:
   else:
     load = math.ceil(num_runs / len(devices))
     d = math.ceil(num_runs / load)
-  return jax.make_mesh((d,), (RUNS_AXIS,), axis_types=(jax.sharding.AxisType.Auto,),
-                       devices=devices[:d])
+  return jax.make_mesh(
+    (d,), (RUNS_AXIS,), axis_types=(jax.sharding.AxisType.Auto,), devices=devices[:d]
+  )
 
 
 def _to_host(x: jax.Array) -> np.ndarray:
   if isinstance(x, jax.Array) and not x.is_fully_addressable:
     from jax.experimental import multihost_utils
+
     return np.asarray(multihost_utils.process_allgather(x, tiled=True))
   return np.asarray(x)
 
@@ -139,6 +143,7 @@ def _ckpt_tree(state, history, evals, fingerprint) -> dict:
 
 # ---------------------------------------------------------------- engine --
 
+
 class SweepResult(NamedTuple):
   """What :meth:`Sweep.run` returns (padding runs removed).
 
@@ -153,6 +158,7 @@ class SweepResult(NamedTuple):
     steps_done: how many steps are done (``T`` unless stopped by ``max_chunks``).
     resumed_from: the step the run resumed from (0 when it started afresh).
   """
+
   state: Any
   history: Any
   evals: Any
@@ -194,9 +200,16 @@ class Sweep:
     compiler_options: passed to ``jax.jit`` (e.g. XLA flags on CPU).
   """
 
-  def __init__(self, init_fn: InitFn, step_fn: StepFn, eval_fn: EvalFn | None = None, *,
-               mesh: Mesh | None = None, donate: bool = True,
-               compiler_options: dict[str, Any] | None = None):
+  def __init__(
+    self,
+    init_fn: InitFn,
+    step_fn: StepFn,
+    eval_fn: EvalFn | None = None,
+    *,
+    mesh: Mesh | None = None,
+    donate: bool = True,
+    compiler_options: dict[str, Any] | None = None,
+  ):
     for name, fn in (("init_fn", init_fn), ("step_fn", step_fn)):
       if not callable(fn):
         raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
@@ -224,27 +237,40 @@ class Sweep:
       def one(s, hp, k):
         def body(carry, i):
           return step_fn(carry, hp, k, i, data)
+
         steps = start + jnp.arange(chunk_size, dtype=jnp.int32)
         s, metrics = jax.lax.scan(body, s, steps)
         ev = None if eval_fn is None else eval_fn(s, hp, k, data)
         return s, metrics, ev
+
       return jax.vmap(one)(state, hparams, keys)
 
     def first_all(hparams, keys, data, start):
       return chunk_all(init_all(hparams, keys, data), hparams, keys, data, start)
 
     kw = dict(compiler_options=self.compiler_options) if self.compiler_options else {}
-    progs = (jax.jit(init_all, out_shardings=shard, **kw),
-             jax.jit(chunk_all, out_shardings=shard,
-                     donate_argnums=(0,) if self.donate else (), **kw),
-             jax.jit(first_all, out_shardings=shard, **kw))
+    progs = (
+      jax.jit(init_all, out_shardings=shard, **kw),
+      jax.jit(chunk_all, out_shardings=shard, donate_argnums=(0,) if self.donate else (), **kw),
+      jax.jit(first_all, out_shardings=shard, **kw),
+    )
     self._compiled[cache_key] = (mesh, progs)
     return self._compiled[cache_key]
 
-  def run(self, hparams: Any, keys: jax.Array, *, num_steps: int, chunk_size: int | None = None,
-          data: Any = None, checkpoint_dir: str | epath.PathLike | None = None,
-          checkpoint_every: int = 1, max_chunks: int | None = None,
-          desc: str | None = None, show_progress: bool = True) -> SweepResult:
+  def run(
+    self,
+    hparams: Any,
+    keys: jax.Array,
+    *,
+    num_steps: int,
+    chunk_size: int | None = None,
+    data: Any = None,
+    checkpoint_dir: str | epath.PathLike | None = None,
+    checkpoint_every: int = 1,
+    max_chunks: int | None = None,
+    desc: str | None = None,
+    show_progress: bool = True,
+  ) -> SweepResult:
     """Trains ``R`` runs for ``num_steps`` steps in chunks of ``chunk_size``.
 
     Args:
@@ -277,8 +303,9 @@ class Sweep:
       raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
     chunk_size = int(num_steps if chunk_size is None else chunk_size)
     if chunk_size < 1 or num_steps % chunk_size:
-      raise ValueError(f"chunk_size must be a positive divisor of num_steps={num_steps}, "
-                       f"got {chunk_size}")
+      raise ValueError(
+        f"chunk_size must be a positive divisor of num_steps={num_steps}, got {chunk_size}"
+      )
     if not isinstance(checkpoint_every, (int, np.integer)) or checkpoint_every < 1:
       raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
     num_steps = int(num_steps)
@@ -290,6 +317,7 @@ class Sweep:
     mesh, (init_p, chunk_p, first_p) = self._programs(mesh, chunk_size)
     shard = NamedSharding(mesh, P(mesh.axis_names[0]))
     rep = NamedSharding(mesh, P())
+
     def put(x):
       # Host values (every process holds the same): device_put onto a sharding
       # spanning other processes' devices accepts numpy, not local jax.Arrays.
@@ -300,6 +328,7 @@ class Sweep:
       if r_pad > r:
         x = np.concatenate([x, np.repeat(x[-1:], r_pad - r, axis=0)], axis=0)
       return jax.device_put(x, shard)
+
     hp_dev = jax.tree.map(put, hparams)
     keys_dev = put(keys)
     if data is not None and jax.process_count() > 1:  # same reason as put: go through numpy
@@ -317,13 +346,10 @@ class Sweep:
       _, m_shape, e_shape = jax.eval_shape(first_p, hp_dev, keys_dev, data_dev, start0)
     else:
       state_shape = jax.eval_shape(init_p, hp_dev, keys_dev, data_dev)
-      _, m_shape, e_shape = jax.eval_shape(chunk_p, state_shape, hp_dev, keys_dev, data_dev,
-                                           start0)
+      _, m_shape, e_shape = jax.eval_shape(chunk_p, state_shape, hp_dev, keys_dev, data_dev, start0)
     # Host buffers for every step's / chunk's metrics (fixed shapes: checkpointable).
-    history = jax.tree.map(
-        lambda s: np.zeros((r_pad, num_steps) + s.shape[2:], s.dtype), m_shape)
-    evals = jax.tree.map(
-        lambda s: np.zeros((r_pad, num_chunks) + s.shape[1:], s.dtype), e_shape)
+    history = jax.tree.map(lambda s: np.zeros((r_pad, num_steps) + s.shape[2:], s.dtype), m_shape)
+    evals = jax.tree.map(lambda s: np.zeros((r_pad, num_chunks) + s.shape[1:], s.dtype), e_shape)
 
     start_chunk = 0
     state = None
@@ -332,8 +358,9 @@ class Sweep:
       if not np.array_equal(np.asarray(restored["fingerprint"]), fingerprint):
         ckpt.close()
         raise ValueError(
-            f"checkpoint_dir {checkpoint_dir} holds a different sweep (hyperparameters, keys, "
-            f"num_steps or chunk_size differ); use another directory or delete it")
+          f"checkpoint_dir {checkpoint_dir} holds a different sweep (hyperparameters, keys, "
+          f"num_steps or chunk_size differ); use another directory or delete it"
+        )
       state = restored["state"]
       history = jax.tree.map(np.array, restored["history"])
       evals = jax.tree.map(np.array, restored.get("evals", evals))
@@ -342,8 +369,12 @@ class Sweep:
       state = init_p(hp_dev, keys_dev, data_dev)
 
     stop = num_chunks if max_chunks is None else min(num_chunks, start_chunk + int(max_chunks))
-    bar = _progress(total=num_chunks, initial=start_chunk, desc=desc,
-                    disable=None if (show_progress and _is_writer()) else True)
+    bar = _progress(
+      total=num_chunks,
+      initial=start_chunk,
+      desc=desc,
+      disable=None if (show_progress and _is_writer()) else True,
+    )
     try:
       for c in range(start_chunk, stop):
         start = jnp.asarray(c * chunk_size, jnp.int32)
@@ -352,7 +383,7 @@ class Sweep:
         else:
           state, metrics, ev = chunk_p(state, hp_dev, keys_dev, data_dev, start)
         for buf, m in zip(jax.tree.leaves(history), jax.tree.leaves(metrics)):
-          buf[:, c * chunk_size:(c + 1) * chunk_size] = _to_host(m)
+          buf[:, c * chunk_size : (c + 1) * chunk_size] = _to_host(m)
         for buf, m in zip(jax.tree.leaves(evals), jax.tree.leaves(ev)):
           buf[:, c] = _to_host(m)
         bar.update(1)
@@ -368,17 +399,21 @@ class Sweep:
       state = init_p(hp_dev, keys_dev, data_dev)
     unpad = lambda x: x[:r]
     return SweepResult(
-        state=jax.tree.map(unpad, state), history=jax.tree.map(unpad, history),
-        evals=None if self.eval_fn is None else jax.tree.map(unpad, evals),
-        steps=chunk_size * np.arange(1, num_chunks + 1), steps_done=stop * chunk_size,
-        resumed_from=start_chunk * chunk_size)
+      state=jax.tree.map(unpad, state),
+      history=jax.tree.map(unpad, history),
+      evals=None if self.eval_fn is None else jax.tree.map(unpad, evals),
+      steps=chunk_size * np.arange(1, num_chunks + 1),
+      steps_done=stop * chunk_size,
+      resumed_from=start_chunk * chunk_size,
+    )
 
   @staticmethod
   def _check_inputs(hparams, keys):
-    if not (isinstance(keys, jax.Array) and jax.dtypes.issubdtype(keys.dtype,
-                                                                   jax.dtypes.prng_key)):
-      raise TypeError("keys must be a [R] array of typed PRNG keys (jax.random.key / "
-                      f"jax.random.split), got {getattr(keys, 'dtype', type(keys))}")
+    if not (isinstance(keys, jax.Array) and jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)):
+      raise TypeError(
+        "keys must be a [R] array of typed PRNG keys (jax.random.key / "
+        f"jax.random.split), got {getattr(keys, 'dtype', type(keys))}"
+      )
     if keys.ndim != 1 or keys.shape[0] < 1:
       raise ValueError(f"keys must have shape [R] with R >= 1, got {keys.shape}")
     r = keys.shape[0]
@@ -386,22 +421,34 @@ class Sweep:
     def check(path, x):
       x = jnp.asarray(x)
       if x.ndim == 0 or x.shape[0] != r:
-        raise ValueError(f"hparams leaf {jax.tree_util.keystr(path)} has shape {x.shape}; "
-                         f"every leaf needs the leading runs axis [R={r}, ...]")
+        raise ValueError(
+          f"hparams leaf {jax.tree_util.keystr(path)} has shape {x.shape}; "
+          f"every leaf needs the leading runs axis [R={r}, ...]"
+        )
       return x
 
     return keys, jax.tree_util.tree_map_with_path(check, hparams), r
 
 
-def run_sweep(init_fn: InitFn, step_fn: StepFn, hparams: Any, keys: jax.Array, *,
-              num_steps: int, eval_fn: EvalFn | None = None, mesh: Mesh | None = None,
-              **run_kwargs) -> SweepResult:
+def run_sweep(
+  init_fn: InitFn,
+  step_fn: StepFn,
+  hparams: Any,
+  keys: jax.Array,
+  *,
+  num_steps: int,
+  eval_fn: EvalFn | None = None,
+  mesh: Mesh | None = None,
+  **run_kwargs,
+) -> SweepResult:
   """One-off :class:`Sweep` (``Sweep(init_fn, step_fn, eval_fn, mesh=mesh).run(...)``)."""
-  return Sweep(init_fn, step_fn, eval_fn, mesh=mesh).run(hparams, keys, num_steps=num_steps,
-                                                         **run_kwargs)
+  return Sweep(init_fn, step_fn, eval_fn, mesh=mesh).run(
+    hparams, keys, num_steps=num_steps, **run_kwargs
+  )
 
 
 # ------------------------------------------------------------ cell store --
+
 
 class CellStore:
   """Finished cells of an experiment, one JSON file per cell, written atomically.
@@ -435,11 +482,13 @@ class CellStore:
 
   SUFFIX = ".json"
 
-  def __init__(self, directory: str | epath.PathLike,
-               checkpoint_root: str | epath.PathLike | None = None):
+  def __init__(
+    self, directory: str | epath.PathLike, checkpoint_root: str | epath.PathLike | None = None
+  ):
     self.directory = epath.Path(directory)
     self.checkpoint_root = epath.Path(
-        self.directory / "_checkpoints" if checkpoint_root is None else checkpoint_root)
+      self.directory / "_checkpoints" if checkpoint_root is None else checkpoint_root
+    )
     self._cells: dict[str, Any] = {}
     if self.directory.exists():
       for f in self.directory.iterdir():
@@ -484,7 +533,7 @@ class CellStore:
 
   def checkpoint_dir(self, name: str) -> epath.Path:
     """The checkpoint directory :meth:`get_or_compute` gives cell ``name``."""
-    return self.checkpoint_root / self._filename(name)[:-len(self.SUFFIX)]
+    return self.checkpoint_root / self._filename(name)[: -len(self.SUFFIX)]
 
   def get_or_compute(self, name: str, compute: Callable[[epath.Path], Any]) -> Any:
     """The stored value of ``name``, or ``compute(checkpoint_dir)`` stored and returned.

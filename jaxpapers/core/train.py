@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import flax.struct
 import jax
@@ -45,15 +46,15 @@ class TrainState(flax.struct.PyTreeNode):
   tx: optax.GradientTransformation = flax.struct.field(pytree_node=False)
 
   @classmethod
-  def create(cls, model: nnx.Module, tx: optax.GradientTransformation) -> "TrainState":
+  def create(cls, model: nnx.Module, tx: optax.GradientTransformation) -> TrainState:
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     return cls(
-        step=jnp.zeros((), jnp.int32),
-        params=params,
-        rest=rest,
-        opt_state=tx.init(params),
-        graphdef=graphdef,
-        tx=tx,
+      step=jnp.zeros((), jnp.int32),
+      params=params,
+      rest=rest,
+      opt_state=tx.init(params),
+      graphdef=graphdef,
+      tx=tx,
     )
 
   def model(self) -> nnx.Module:
@@ -61,7 +62,7 @@ class TrainState(flax.struct.PyTreeNode):
     return nnx.merge(self.graphdef, self.params, self.rest)
 
   def value_and_grad(
-      self, loss_fn: Callable[..., Any], *args: Any, has_aux: bool = False
+    self, loss_fn: Callable[..., Any], *args: Any, has_aux: bool = False
   ) -> tuple[Any, Any, Any]:
     """Differentiates ``loss_fn(model, *args)`` with respect to the parameters.
 
@@ -80,7 +81,7 @@ class TrainState(flax.struct.PyTreeNode):
     _, _, rest = nnx.split(model, nnx.Param, ...)
     return value, grads, rest
 
-  def apply_gradients(self, grads: Any, *, rest: Any = None, **extra_args: Any) -> "TrainState":
+  def apply_gradients(self, grads: Any, *, rest: Any = None, **extra_args: Any) -> TrainState:
     """One optax update; ``extra_args`` reach ``GradientTransformationExtraArgs``."""
     if extra_args:
       updates, opt_state = self.tx.update(grads, self.opt_state, self.params, **extra_args)
@@ -88,20 +89,25 @@ class TrainState(flax.struct.PyTreeNode):
       updates, opt_state = self.tx.update(grads, self.opt_state, self.params)
     params = optax.apply_updates(self.params, updates)
     return self.replace(
-        step=optax.safe_increment(self.step),
-        params=params,
-        opt_state=opt_state,
-        rest=self.rest if rest is None else rest,
+      step=optax.safe_increment(self.step),
+      params=params,
+      opt_state=opt_state,
+      rest=self.rest if rest is None else rest,
     )
 
   def checkpoint_tree(self) -> dict[str, Any]:
     """The arrays to save (everything but the static parts)."""
-    return {"step": self.step, "params": self.params, "rest": self.rest,
-            "opt_state": self.opt_state}
+    return {
+      "step": self.step,
+      "params": self.params,
+      "rest": self.rest,
+      "opt_state": self.opt_state,
+    }
 
-  def restore_from(self, tree: dict[str, Any]) -> "TrainState":
-    return self.replace(step=tree["step"], params=tree["params"], rest=tree["rest"],
-                        opt_state=tree["opt_state"])
+  def restore_from(self, tree: dict[str, Any]) -> TrainState:
+    return self.replace(
+      step=tree["step"], params=tree["params"], rest=tree["rest"], opt_state=tree["opt_state"]
+    )
 
 
 _HISTORY_FILE = "history.jsonl"
@@ -125,18 +131,18 @@ def _scalarize(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 def train_loop(
-    state: TrainState,
-    step_fn: Callable[[TrainState, Any], tuple[TrainState, dict[str, Any]]],
-    batch_fn: Callable[[int], Any],
-    *,
-    num_steps: int,
-    workdir: str | os.PathLike[str] | None = None,
-    checkpoint_every: int = 0,
-    eval_fn: Callable[[TrainState], dict[str, Any]] | None = None,
-    eval_every: int = 0,
-    log_every: int = 100,
-    desc: str = "train",
-    max_to_keep: int = 2,
+  state: TrainState,
+  step_fn: Callable[[TrainState, Any], tuple[TrainState, dict[str, Any]]],
+  batch_fn: Callable[[int], Any],
+  *,
+  num_steps: int,
+  workdir: str | os.PathLike[str] | None = None,
+  checkpoint_every: int = 0,
+  eval_fn: Callable[[TrainState], dict[str, Any]] | None = None,
+  eval_every: int = 0,
+  log_every: int = 100,
+  desc: str = "train",
+  max_to_keep: int = 2,
 ) -> tuple[TrainState, list[dict[str, Any]]]:
   """Runs ``step_fn`` until ``state.step == num_steps``, resumably.
 
@@ -179,10 +185,14 @@ def train_loop(
       start = resume_step = int(state.step)
       # Every process reads the history back (so all return the same list);
       # only process 0 rewrites the file (MetricWriter is a no-op elsewhere).
-      history = [_history_record(r) for r in metric_writer_lib.read_metrics(workdir, _HISTORY_FILE)
-                 if r["step"] <= start]
-    writer = metric_writer_lib.MetricWriter(workdir, filename=_HISTORY_FILE,
-                                            resume_step=resume_step)
+      history = [
+        _history_record(r)
+        for r in metric_writer_lib.read_metrics(workdir, _HISTORY_FILE)
+        if r["step"] <= start
+      ]
+    writer = metric_writer_lib.MetricWriter(
+      workdir, filename=_HISTORY_FILE, resume_step=resume_step
+    )
 
   def record(rec: dict[str, Any]) -> None:
     history.append(rec)
@@ -198,8 +208,9 @@ def train_loop(
       rec: dict[str, Any] = {}
       if log_every and (done % log_every == 0 or done == num_steps):
         rec.update({f"train/{k}": v for k, v in _scalarize(metrics).items()})
-        bar.set_postfix({k: f"{v:.4g}" for k, v in rec.items() if isinstance(v, float)},
-                        refresh=False)
+        bar.set_postfix(
+          {k: f"{v:.4g}" for k, v in rec.items() if isinstance(v, float)}, refresh=False
+        )
       if eval_fn is not None and ((eval_every and done % eval_every == 0) or done == num_steps):
         rec.update({f"eval/{k}": v for k, v in _scalarize(eval_fn(state)).items()})
       if rec:

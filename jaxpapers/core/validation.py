@@ -42,25 +42,32 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
-    "is_concrete", "check_array", "check_int", "check_float", "check_values", "poison",
-    "check_path",
+  "is_concrete",
+  "check_array",
+  "check_int",
+  "check_float",
+  "check_values",
+  "poison",
+  "check_path",
 ]
 
 _KINDS = {
-    "int": ("integer", lambda dt: np.issubdtype(dt, np.integer)),
-    "float": ("floating", lambda dt: np.issubdtype(dt, np.floating)),
-    "bool": ("bool", lambda dt: dt == np.bool_),
-    "intbool": ("integer or bool", lambda dt: np.issubdtype(dt, np.integer) or dt == np.bool_),
-    "real": ("real (integer, bool or floating)",
-             lambda dt: np.issubdtype(dt, np.integer) or np.issubdtype(dt, np.floating)
-             or dt == np.bool_),
+  "int": ("integer", lambda dt: np.issubdtype(dt, np.integer)),
+  "float": ("floating", lambda dt: np.issubdtype(dt, np.floating)),
+  "bool": ("bool", lambda dt: dt == np.bool_),
+  "intbool": ("integer or bool", lambda dt: np.issubdtype(dt, np.integer) or dt == np.bool_),
+  "real": (
+    "real (integer, bool or floating)",
+    lambda dt: np.issubdtype(dt, np.integer) or np.issubdtype(dt, np.floating) or dt == np.bool_,
+  ),
 }
 
 
@@ -76,9 +83,15 @@ def _dtype_of(x: Any) -> np.dtype:
   return np.asarray(x).dtype
 
 
-def check_array(x: Any, name: str, *, ndim: int | Iterable[int] | None = None,
-                shape: tuple | None = None, dtype: str | None = None,
-                nonempty: bool = False) -> jax.Array:
+def check_array(
+  x: Any,
+  name: str,
+  *,
+  ndim: int | Iterable[int] | None = None,
+  shape: tuple | None = None,
+  dtype: str | None = None,
+  nonempty: bool = False,
+) -> jax.Array:
   """Checks an array argument at trace time and returns it as a JAX array.
 
   Args:
@@ -122,8 +135,9 @@ def check_array(x: Any, name: str, *, ndim: int | Iterable[int] | None = None,
   return arr
 
 
-def check_int(value: Any, name: str, *, min_value: int | None = None,
-              max_value: int | None = None) -> int:
+def check_int(
+  value: Any, name: str, *, min_value: int | None = None, max_value: int | None = None
+) -> int:
   """A static integer argument (Python or numpy int, not bool) as a Python int.
 
   Raises:
@@ -139,9 +153,16 @@ def check_int(value: Any, name: str, *, min_value: int | None = None,
   return value
 
 
-def check_float(value: Any, name: str, *, min_value: float | None = None,
-                max_value: float | None = None, min_inclusive: bool = True,
-                max_inclusive: bool = True, allow_inf: bool = False) -> float:
+def check_float(
+  value: Any,
+  name: str,
+  *,
+  min_value: float | None = None,
+  max_value: float | None = None,
+  min_inclusive: bool = True,
+  max_inclusive: bool = True,
+  allow_inf: bool = False,
+) -> float:
   """A static real argument as a Python float: finite (NaN never passes) and in range.
 
   Raises:
@@ -209,6 +230,7 @@ def poison(tree: Any, ok: Any, *, int_fill: int = -1) -> Any:
 def check_path(value: Any, name: str) -> os.PathLike | str:
   """A filesystem path argument (str or ``os.PathLike``); raises TypeError otherwise."""
   if not isinstance(value, (str, os.PathLike)):
-    raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(value).__name__} "
-                    f"{value!r}")
+    raise TypeError(
+      f"{name} must be a path (str or os.PathLike), got {type(value).__name__} {value!r}"
+    )
   return value

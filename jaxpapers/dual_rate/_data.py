@@ -20,10 +20,14 @@ SHAPE_CLASSES = ("disc", "square", "triangle", "cross")
 def digits(*, num_test: int = 500, seed: int = 0) -> dict:
   """sklearn ``load_digits`` (1797 images of 8x8, values 0..16) scaled to [-1, 1], split in a
   fixed random train/test split. Returns dict(train_images, train_labels, test_images, test_labels)."""
-  if isinstance(num_test, bool) or not isinstance(num_test, (int, np.integer)) \
-      or not 1 <= num_test < 1797:
+  if (
+    isinstance(num_test, bool)
+    or not isinstance(num_test, (int, np.integer))
+    or not 1 <= num_test < 1797
+  ):
     raise ValueError(f"num_test must be an int in [1, 1797), got {num_test!r}")
   from sklearn.datasets import load_digits  # noqa: PLC0415
+
   d = load_digits()
   x = (d.images.astype(np.float32) / 8.0 - 1.0)[..., None]
   y = d.target.astype(np.int32)
@@ -39,10 +43,13 @@ def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) ->
   if labels.ndim != 1 or not (np.issubdtype(labels.dtype, np.integer) or labels.size == 0):
     raise ValueError(f"labels must be a 1-D integer array, got {labels.dtype}{labels.shape}")
   if labels.size and (labels.min() < 0 or labels.max() >= len(SHAPE_CLASSES)):
-    raise ValueError(f"labels must lie in [0, {len(SHAPE_CLASSES)}) ({SHAPE_CLASSES}), got range "
-                     f"[{labels.min()}, {labels.max()}]")
-  if isinstance(image_size, bool) or not isinstance(image_size, (int, np.integer)) \
-      or image_size < 4:
+    raise ValueError(
+      f"labels must lie in [0, {len(SHAPE_CLASSES)}) ({SHAPE_CLASSES}), got range "
+      f"[{labels.min()}, {labels.max()}]"
+    )
+  if (
+    isinstance(image_size, bool) or not isinstance(image_size, (int, np.integer)) or image_size < 4
+  ):
     raise ValueError(f"image_size must be an int >= 4, got {image_size!r}")
   rng = np.random.default_rng(seed)
   n, s = labels.shape[0], image_size
@@ -65,13 +72,17 @@ def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) ->
       sd = np.sqrt(u**2 + v**2) - r * k
     else:
       w = 0.3 * r
-      sd = np.minimum(np.maximum(np.abs(u) - r, np.abs(v) - w), np.maximum(np.abs(u) - w, np.abs(v) - r))
+      sd = np.minimum(
+        np.maximum(np.abs(u) - r, np.abs(v) - w), np.maximum(np.abs(u) - w, np.abs(v) - r)
+      )
     img = np.clip(0.5 - sd, 0.0, 1.0) * rng.uniform(0.6, 1.0)
     out[i] = 2.0 * img - 1.0
   return out[..., None]
 
 
-def shapes(*, num_train: int = 2000, num_test: int = 400, image_size: int = 16, seed: int = 0) -> dict:
+def shapes(
+  *, num_train: int = 2000, num_test: int = 400, image_size: int = 16, seed: int = 0
+) -> dict:
   """Procedurally generated shapes (4 classes), deterministic in ``seed``; same dict as :func:`digits`."""
   for name, v in (("num_train", num_train), ("num_test", num_test)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -79,8 +90,12 @@ def shapes(*, num_train: int = 2000, num_test: int = 400, image_size: int = 16, 
   rng = np.random.default_rng(seed)
   ytr = rng.integers(0, len(SHAPE_CLASSES), num_train).astype(np.int32)
   yte = rng.integers(0, len(SHAPE_CLASSES), num_test).astype(np.int32)
-  return {"train_images": render_shapes(ytr, image_size=image_size, seed=seed + 1), "train_labels": ytr,
-          "test_images": render_shapes(yte, image_size=image_size, seed=seed + 2), "test_labels": yte}
+  return {
+    "train_images": render_shapes(ytr, image_size=image_size, seed=seed + 1),
+    "train_labels": ytr,
+    "test_images": render_shapes(yte, image_size=image_size, seed=seed + 2),
+    "test_labels": yte,
+  }
 
 
 def load_numpy(name: str, **kwargs) -> dict:
@@ -116,18 +131,24 @@ def _builders():
 
     def _info(self):
       return tfds.core.DatasetInfo(
-          builder=self,
-          features=tfds.features.FeaturesDict({
-              "image": tfds.features.Tensor(shape=(self._SIZE, self._SIZE, 1), dtype=np.float32),
-              "label": tfds.features.ClassLabel(num_classes=self._CLASSES),
-              "index": tfds.features.Scalar(dtype=np.int64)}),
-          supervised_keys=("image", "label"))
+        builder=self,
+        features=tfds.features.FeaturesDict(
+          {
+            "image": tfds.features.Tensor(shape=(self._SIZE, self._SIZE, 1), dtype=np.float32),
+            "label": tfds.features.ClassLabel(num_classes=self._CLASSES),
+            "index": tfds.features.Scalar(dtype=np.int64),
+          }
+        ),
+        supervised_keys=("image", "label"),
+      )
 
     def _split_generators(self, dl_manager):
       del dl_manager  # nothing to download
       data = load_numpy(self._SOURCE)
-      return {"train": self._generate_examples(data["train_images"], data["train_labels"]),
-              "test": self._generate_examples(data["test_images"], data["test_labels"])}
+      return {
+        "train": self._generate_examples(data["train_images"], data["train_labels"]),
+        "test": self._generate_examples(data["test_images"], data["test_labels"]),
+      }
 
     def _generate_examples(self, images, labels):
       for i in range(images.shape[0]):
@@ -135,10 +156,12 @@ def _builders():
 
   class DigitsImages(_Base):
     """sklearn digits, 8x8 in [-1, 1], 10 classes (train 1297 / test 500)."""
+
     name = "jaxpapers_digits"
 
   class ShapesImages(_Base):
     """Procedural shapes, 16x16 in [-1, 1], 4 classes (train 2000 / test 400)."""
+
     name = "jaxpapers_shapes"
     _SOURCE, _SIZE, _CLASSES = "shapes", 16, len(SHAPE_CLASSES)
 

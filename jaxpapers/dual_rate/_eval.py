@@ -24,8 +24,15 @@ class FeatureClassifier(nnx.Module):
   ``features(x)`` returns the penultimate ``feature_dim`` activations used for FD/KID.
   """
 
-  def __init__(self, *, image_size: int = 8, channels: int = 1, num_classes: int = 10,
-               feature_dim: int = 64, rngs: nnx.Rngs):
+  def __init__(
+    self,
+    *,
+    image_size: int = 8,
+    channels: int = 1,
+    num_classes: int = 10,
+    feature_dim: int = 64,
+    rngs: nnx.Rngs,
+  ):
     self.c1 = nnx.Conv(channels, 32, kernel_size=(3, 3), rngs=rngs)
     self.c2 = nnx.Conv(32, 64, kernel_size=(3, 3), strides=(2, 2), rngs=rngs)
     side = -(-image_size // 2)
@@ -42,25 +49,44 @@ class FeatureClassifier(nnx.Module):
     return self.head(self.features(x))
 
 
-def train_classifier(images: np.ndarray, labels: np.ndarray, *, num_classes: int, steps: int = 400,
-                     batch_size: int = 128, learning_rate: float = 2e-3, seed: int = 0,
-                     noise_std: float = 0.1) -> FeatureClassifier:
+def train_classifier(
+  images: np.ndarray,
+  labels: np.ndarray,
+  *,
+  num_classes: int,
+  steps: int = 400,
+  batch_size: int = 128,
+  learning_rate: float = 2e-3,
+  seed: int = 0,
+  noise_std: float = 0.1,
+) -> FeatureClassifier:
   """Train a FeatureClassifier with Adam on [N, H, W, C] images (small Gaussian-noise augmentation)."""
   images = np.asarray(images, np.float32)
   labels = np.asarray(labels)
   if images.ndim != 4 or labels.shape != (images.shape[0],):
-    raise ValueError(f"images must be [N, H, W, C] and labels [N], got {images.shape} and {labels.shape}")
+    raise ValueError(
+      f"images must be [N, H, W, C] and labels [N], got {images.shape} and {labels.shape}"
+    )
   if not np.issubdtype(labels.dtype, np.integer):
     raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
-  if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)) \
-      or num_classes < 1:
+  if (
+    isinstance(num_classes, bool)
+    or not isinstance(num_classes, (int, np.integer))
+    or num_classes < 1
+  ):
     raise ValueError(f"num_classes must be an int >= 1, got {num_classes!r}")
   if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
-    raise ValueError(f"labels must lie in [0, num_classes={num_classes}), got range "
-                     f"[{labels.min()}, {labels.max()}]")
+    raise ValueError(
+      f"labels must lie in [0, num_classes={num_classes}), got range "
+      f"[{labels.min()}, {labels.max()}]"
+    )
   labels = labels.astype(np.int32)
-  model = FeatureClassifier(image_size=images.shape[1], channels=images.shape[3], num_classes=num_classes,
-                            rngs=nnx.Rngs(seed))
+  model = FeatureClassifier(
+    image_size=images.shape[1],
+    channels=images.shape[3],
+    num_classes=num_classes,
+    rngs=nnx.Rngs(seed),
+  )
   graphdef, params = nnx.split(model)
   tx = optax.adam(learning_rate)
   opt = tx.init(params)
@@ -97,7 +123,9 @@ def extract_features(classifier: FeatureClassifier, images, *, batch_size: int =
   n = images.shape[0]
   pad = (-n) % batch_size  # one compiled shape for every call
   images = np.concatenate([images, np.zeros((pad,) + images.shape[1:], np.float32)])
-  out = [np.asarray(f(state, images[i:i + batch_size])) for i in range(0, images.shape[0], batch_size)]
+  out = [
+    np.asarray(f(state, images[i : i + batch_size])) for i in range(0, images.shape[0], batch_size)
+  ]
   return np.concatenate(out)[:n].astype(np.float64)
 
 
@@ -106,12 +134,15 @@ def classifier_accuracy(classifier: FeatureClassifier, images, labels) -> float:
   if not isinstance(classifier, FeatureClassifier):
     raise TypeError(f"classifier must be a FeatureClassifier, got {type(classifier).__name__}")
   if np.ndim(images) != 4 or np.shape(labels) != (np.shape(images)[0],):
-    raise ValueError(f"images must be [N, H, W, C] and labels [N], got {np.shape(images)} and "
-                     f"{np.shape(labels)}")
+    raise ValueError(
+      f"images must be [N, H, W, C] and labels [N], got {np.shape(images)} and {np.shape(labels)}"
+    )
   if not np.issubdtype(np.asarray(labels).dtype, np.integer):
     raise TypeError(f"labels must be integer class ids, got dtype {np.asarray(labels).dtype}")
   graphdef, state = nnx.split(classifier)
-  logits = jax.jit(lambda st, x: nnx.merge(graphdef, st)(x))(state, jnp.asarray(images, jnp.float32))
+  logits = jax.jit(lambda st, x: nnx.merge(graphdef, st)(x))(
+    state, jnp.asarray(images, jnp.float32)
+  )
   return float(np.mean(np.asarray(jnp.argmax(logits, -1)) == np.asarray(labels)))
 
 
@@ -146,8 +177,9 @@ def frechet_distance(f_real, f_gen) -> float:
   return float(np.sum((mu1 - mu2) ** 2) + np.trace(s1) + np.trace(s2) - 2 * np.sum(np.sqrt(w)))
 
 
-def kernel_inception_distance(f_real, f_gen, *, degree: int = 3, subsets: int = 10, subset_size: int = 500,
-                              seed: int = 0) -> float:
+def kernel_inception_distance(
+  f_real, f_gen, *, degree: int = 3, subsets: int = 10, subset_size: int = 500, seed: int = 0
+) -> float:
   """Unbiased MMD^2 with the polynomial kernel k(x, y) = (x.y / d + 1)^degree, averaged over
   random subsets of size min(subset_size, N, M)."""
   a, b = _check_feats(f_real, f_gen)
@@ -162,8 +194,11 @@ def kernel_inception_distance(f_real, f_gen, *, degree: int = 3, subsets: int = 
     x = a[rng.choice(a.shape[0], m, replace=False)]
     y = b[rng.choice(b.shape[0], m, replace=False)]
     kxx, kyy, kxy = ((p @ q.T / d + 1) ** degree for p, q in ((x, x), (y, y), (x, y)))
-    vals.append((kxx.sum() - np.trace(kxx)) / (m * (m - 1)) + (kyy.sum() - np.trace(kyy)) / (m * (m - 1))
-                - 2 * kxy.mean())
+    vals.append(
+      (kxx.sum() - np.trace(kxx)) / (m * (m - 1))
+      + (kyy.sum() - np.trace(kyy)) / (m * (m - 1))
+      - 2 * kxy.mean()
+    )
   return float(np.mean(vals))
 
 
@@ -190,6 +225,7 @@ def precision_recall_knn(f_real, f_gen, *, k: int = 3) -> tuple[float, float]:
 def fd_metric(f_real, f_gen) -> float:
   """Frechet distance via ``jaxpapers.metrics.frechet_distance`` evaluated in float64."""
   from jaxpapers import metrics  # noqa: PLC0415
+
   a, b = _check_feats(f_real, f_gen)
   with jax.enable_x64(True):
     return float(metrics.frechet_distance(jnp.asarray(a, jnp.float64), jnp.asarray(b, jnp.float64)))
@@ -198,6 +234,9 @@ def fd_metric(f_real, f_gen) -> float:
 def kid_metric(f_real, f_gen) -> float:
   """KID (all samples, cubic polynomial kernel) via ``jaxpapers.metrics`` evaluated in float64."""
   from jaxpapers import metrics  # noqa: PLC0415
+
   a, b = _check_feats(f_real, f_gen)
   with jax.enable_x64(True):
-    return float(metrics.kernel_inception_distance(jnp.asarray(a, jnp.float64), jnp.asarray(b, jnp.float64)))
+    return float(
+      metrics.kernel_inception_distance(jnp.asarray(a, jnp.float64), jnp.asarray(b, jnp.float64))
+    )

@@ -31,8 +31,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers.dual_rate._networks import DualRateModel, SingleNetwork
-from jaxpapers.dual_rate._schedule import (NoiseSchedule, ancestral_step, loss_weight, output_to_x, posterior,
-                                           q_sample)
+from jaxpapers.dual_rate._schedule import (
+  NoiseSchedule,
+  ancestral_step,
+  loss_weight,
+  output_to_x,
+  posterior,
+  q_sample,
+)
 
 
 def _x_hat(model, z, t, cond, schedule):
@@ -49,8 +55,19 @@ def last_refresh_index(refresh) -> np.ndarray:
   return np.maximum.accumulate(idx)
 
 
-def mmd_losses(student, aux_denoiser, teacher, x, cond, key, *, schedule: NoiseSchedule = NoiseSchedule(),
-               num_student_steps: int = 4, refresh=None, aux_weighting: str = "v"):
+def mmd_losses(
+  student,
+  aux_denoiser,
+  teacher,
+  x,
+  cond,
+  key,
+  *,
+  schedule: NoiseSchedule = NoiseSchedule(),
+  num_student_steps: int = 4,
+  refresh=None,
+  aux_weighting: str = "v",
+):
   """Student and auxiliary losses of one MMD step (alternating algorithm).
 
   Args:
@@ -108,7 +125,9 @@ def mmd_losses(student, aux_denoiser, teacher, x, cond, key, *, schedule: NoiseS
     z_t = q_sample(x, t_i, eps, schedule)
     x_tilde = _x_hat(student, z_t, t_i, cond, schedule)
   else:
-    raise TypeError(f"student must be a DualRateModel or SingleNetwork, got {type(student).__name__}")
+    raise TypeError(
+      f"student must be a DualRateModel or SingleNetwork, got {type(student).__name__}"
+    )
 
   s = jax.random.uniform(k_s, (b,)) * t_i
   mean, var = posterior(z_t, jax.lax.stop_gradient(x_tilde), t_i, s, schedule)

@@ -50,7 +50,9 @@ def timestep_embedding(t, dim: int, *, scale: float = 1000.0) -> jax.Array:
 
 def _check_image(z, name="z"):
   if not hasattr(z, "ndim") or z.ndim != 4:
-    raise ValueError(f"{name} must be an image batch [B, H, W, C], got shape {getattr(z, 'shape', None)}")
+    raise ValueError(
+      f"{name} must be an image batch [B, H, W, C], got shape {getattr(z, 'shape', None)}"
+    )
 
 
 def _as_cond(cond, batch: int, num_classes: int):
@@ -62,8 +64,10 @@ def _as_cond(cond, batch: int, num_classes: int):
   """
   if num_classes == 0:
     if cond is not None:
-      raise ValueError("cond was given but the model is unconditional (num_classes=0); pass "
-                       "cond=None or build the model with num_classes > 0")
+      raise ValueError(
+        "cond was given but the model is unconditional (num_classes=0); pass "
+        "cond=None or build the model with num_classes > 0"
+      )
     return None
   if cond is None:
     return jnp.full((batch,), num_classes, jnp.int32)
@@ -73,9 +77,11 @@ def _as_cond(cond, batch: int, num_classes: int):
     raise TypeError(f"cond must be integer class labels, got dtype {cond.dtype}")
   if cond.shape != (batch,):
     raise ValueError(f"cond must be int labels of shape [{batch}], got {cond.shape}")
-  val.check((cond >= 0) & (cond <= num_classes),
-            f"cond must be class labels in [0, {num_classes}) or {num_classes} for 'no label' "
-            f"(num_classes={num_classes})")
+  val.check(
+    (cond >= 0) & (cond <= num_classes),
+    f"cond must be class labels in [0, {num_classes}) or {num_classes} for 'no label' "
+    f"(num_classes={num_classes})",
+  )
   return jnp.asarray(cond, jnp.int32)
 
 
@@ -93,7 +99,9 @@ class _ViTBlock(nnx.Module):
 
   def __init__(self, width: int, num_heads: int, mlp_ratio: int, *, rngs: nnx.Rngs):
     self.ln1 = nnx.LayerNorm(width, rngs=rngs)
-    self.attn = nnx.MultiHeadAttention(num_heads=num_heads, in_features=width, decode=False, rngs=rngs)
+    self.attn = nnx.MultiHeadAttention(
+      num_heads=num_heads, in_features=width, decode=False, rngs=rngs
+    )
     self.ln2 = nnx.LayerNorm(width, rngs=rngs)
     self.mlp1 = nnx.Linear(width, mlp_ratio * width, rngs=rngs)
     self.mlp2 = nnx.Linear(mlp_ratio * width, width, rngs=rngs)
@@ -106,8 +114,19 @@ class _ViTBlock(nnx.Module):
 class _ViTTrunk(nnx.Module):
   """Patchify -> tokens (+ position, time and class embeddings) -> transformer blocks."""
 
-  def __init__(self, *, image_size: int, channels: int, patch_size: int, width: int, depth: int,
-               num_heads: int, mlp_ratio: int, num_classes: int, rngs: nnx.Rngs):
+  def __init__(
+    self,
+    *,
+    image_size: int,
+    channels: int,
+    patch_size: int,
+    width: int,
+    depth: int,
+    num_heads: int,
+    mlp_ratio: int,
+    num_classes: int,
+    rngs: nnx.Rngs,
+  ):
     if image_size % patch_size:
       raise ValueError(f"image_size ({image_size}) must be divisible by patch_size ({patch_size})")
     self.image_size, self.channels, self.patch_size = image_size, channels, patch_size
@@ -119,7 +138,9 @@ class _ViTTrunk(nnx.Module):
     self.t_mlp2 = nnx.Linear(width, width, rngs=rngs)
     # Index num_classes is the "no label" token (unconditional / classifier-free dropout).
     self.class_embed = nnx.Embed(num_classes + 1, width, rngs=rngs) if num_classes > 0 else None
-    self.blocks = nnx.List([_ViTBlock(width, num_heads, mlp_ratio, rngs=rngs) for _ in range(depth)])
+    self.blocks = nnx.List(
+      [_ViTBlock(width, num_heads, mlp_ratio, rngs=rngs) for _ in range(depth)]
+    )
     self.ln = nnx.LayerNorm(width, rngs=rngs)
     self.width = width
 
@@ -127,7 +148,9 @@ class _ViTTrunk(nnx.Module):
     _check_image(z)
     b, h, w, c = z.shape
     if (h, w, c) != (self.image_size, self.image_size, self.channels):
-      raise ValueError(f"z must be [B, {self.image_size}, {self.image_size}, {self.channels}], got {z.shape}")
+      raise ValueError(
+        f"z must be [B, {self.image_size}, {self.image_size}, {self.channels}], got {z.shape}"
+      )
     t = _as_time(t, b)
     cond = _as_cond(cond, b, self.num_classes)
     p, g = self.patch_size, self.grid
@@ -145,12 +168,31 @@ class _ViTTrunk(nnx.Module):
 class ContextEncoder(nnx.Module):
   """Heavy context encoder ``E_phi(z_tau, tau, c) -> h [B, H/p, W/p, C_E]`` (ViT) [reconstruction]."""
 
-  def __init__(self, *, image_size: int = 8, channels: int = 1, patch_size: int = 2, width: int = 128,
-               depth: int = 4, num_heads: int = 4, mlp_ratio: int = 4, feature_dim: int = 128,
-               num_classes: int = 0, rngs: nnx.Rngs):
-    self.trunk = _ViTTrunk(image_size=image_size, channels=channels, patch_size=patch_size, width=width,
-                           depth=depth, num_heads=num_heads, mlp_ratio=mlp_ratio,
-                           num_classes=num_classes, rngs=rngs)
+  def __init__(
+    self,
+    *,
+    image_size: int = 8,
+    channels: int = 1,
+    patch_size: int = 2,
+    width: int = 128,
+    depth: int = 4,
+    num_heads: int = 4,
+    mlp_ratio: int = 4,
+    feature_dim: int = 128,
+    num_classes: int = 0,
+    rngs: nnx.Rngs,
+  ):
+    self.trunk = _ViTTrunk(
+      image_size=image_size,
+      channels=channels,
+      patch_size=patch_size,
+      width=width,
+      depth=depth,
+      num_heads=num_heads,
+      mlp_ratio=mlp_ratio,
+      num_classes=num_classes,
+      rngs=rngs,
+    )
     self.out = nnx.Linear(width, feature_dim, rngs=rngs)
     self.feature_dim = feature_dim
 
@@ -165,17 +207,39 @@ class SingleNetwork(nnx.Module):
   """Standard single-network denoiser of the heavy model's size: the encoder's ViT trunk plus an
   unpatchify head. ``__call__(z, t, cond) -> output`` in ``parametrization``."""
 
-  def __init__(self, *, image_size: int = 8, channels: int = 1, patch_size: int = 2, width: int = 128,
-               depth: int = 4, num_heads: int = 4, mlp_ratio: int = 4, num_classes: int = 0,
-               parametrization: str = "v", rngs: nnx.Rngs):
+  def __init__(
+    self,
+    *,
+    image_size: int = 8,
+    channels: int = 1,
+    patch_size: int = 2,
+    width: int = 128,
+    depth: int = 4,
+    num_heads: int = 4,
+    mlp_ratio: int = 4,
+    num_classes: int = 0,
+    parametrization: str = "v",
+    rngs: nnx.Rngs,
+  ):
     if parametrization not in PARAMETRIZATIONS:
-      raise ValueError(f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}")
+      raise ValueError(
+        f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}"
+      )
     self.parametrization = parametrization
-    self.trunk = _ViTTrunk(image_size=image_size, channels=channels, patch_size=patch_size, width=width,
-                           depth=depth, num_heads=num_heads, mlp_ratio=mlp_ratio,
-                           num_classes=num_classes, rngs=rngs)
-    self.head = nnx.Linear(width, patch_size * patch_size * channels,
-                           kernel_init=nnx.initializers.zeros, rngs=rngs)
+    self.trunk = _ViTTrunk(
+      image_size=image_size,
+      channels=channels,
+      patch_size=patch_size,
+      width=width,
+      depth=depth,
+      num_heads=num_heads,
+      mlp_ratio=mlp_ratio,
+      num_classes=num_classes,
+      rngs=rngs,
+    )
+    self.head = nnx.Linear(
+      width, patch_size * patch_size * channels, kernel_init=nnx.initializers.zeros, rngs=rngs
+    )
 
   def __call__(self, z, t, cond=None):
     b = z.shape[0]
@@ -185,7 +249,6 @@ class SingleNetwork(nnx.Module):
 
 
 class _FiLMResBlock(nnx.Module):
-
   def __init__(self, ch: int, emb_dim: int, *, rngs: nnx.Rngs):
     self.norm1 = nnx.GroupNorm(ch, num_groups=min(8, ch), rngs=rngs)
     self.conv1 = nnx.Conv(ch, ch, kernel_size=(3, 3), rngs=rngs)
@@ -209,11 +272,23 @@ class LightDenoiser(nnx.Module):
   through ``delta_logsnr``) plus an optional class embedding.
   """
 
-  def __init__(self, *, channels: int = 1, feature_dim: int = 128, width: int = 24, num_blocks: int = 2,
-               context_channels: int = 16, emb_dim: int = 64, num_classes: int = 0,
-               parametrization: str = "v", rngs: nnx.Rngs):
+  def __init__(
+    self,
+    *,
+    channels: int = 1,
+    feature_dim: int = 128,
+    width: int = 24,
+    num_blocks: int = 2,
+    context_channels: int = 16,
+    emb_dim: int = 64,
+    num_classes: int = 0,
+    parametrization: str = "v",
+    rngs: nnx.Rngs,
+  ):
     if parametrization not in PARAMETRIZATIONS:
-      raise ValueError(f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}")
+      raise ValueError(
+        f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}"
+      )
     self.parametrization = parametrization
     self.emb_dim, self.num_classes = emb_dim, num_classes
     self.ctx = nnx.Conv(feature_dim, context_channels, kernel_size=(1, 1), rngs=rngs)
@@ -223,7 +298,9 @@ class LightDenoiser(nnx.Module):
     self.class_embed = nnx.Embed(num_classes + 1, emb_dim, rngs=rngs) if num_classes > 0 else None
     self.blocks = nnx.List([_FiLMResBlock(width, emb_dim, rngs=rngs) for _ in range(num_blocks)])
     self.norm = nnx.GroupNorm(width, num_groups=min(8, width), rngs=rngs)
-    self.out = nnx.Conv(width, channels, kernel_size=(3, 3), kernel_init=nnx.initializers.zeros, rngs=rngs)
+    self.out = nnx.Conv(
+      width, channels, kernel_size=(3, 3), kernel_init=nnx.initializers.zeros, rngs=rngs
+    )
 
   def __call__(self, z, t, h, tau, cond=None, delta_logsnr=None):
     _check_image(z)
@@ -232,13 +309,23 @@ class LightDenoiser(nnx.Module):
     t, tau = _as_time(t, b), _as_time(tau, b, "tau")
     cond = _as_cond(cond, b, self.num_classes)
     if h.shape[0] != b or hh % h.shape[1] or ww % h.shape[2]:
-      raise ValueError(f"h {h.shape} must have batch {b} and a grid dividing the image {z.shape[1:3]}")
+      raise ValueError(
+        f"h {h.shape} must have batch {b} and a grid dividing the image {z.shape[1:3]}"
+      )
     c = self.ctx(h)
     c = jnp.repeat(jnp.repeat(c, hh // h.shape[1], axis=1), ww // h.shape[2], axis=2)
     x = self.inp(jnp.concatenate([z, c], axis=-1))
-    dl = jnp.zeros((b,), jnp.float32) if delta_logsnr is None else jnp.broadcast_to(delta_logsnr, (b,))
-    e = jnp.concatenate([timestep_embedding(t, self.emb_dim), timestep_embedding(tau, self.emb_dim),
-                         0.1 * dl[:, None]], axis=-1)
+    dl = (
+      jnp.zeros((b,), jnp.float32) if delta_logsnr is None else jnp.broadcast_to(delta_logsnr, (b,))
+    )
+    e = jnp.concatenate(
+      [
+        timestep_embedding(t, self.emb_dim),
+        timestep_embedding(tau, self.emb_dim),
+        0.1 * dl[:, None],
+      ],
+      axis=-1,
+    )
     e = self.e2(jax.nn.silu(self.e1(e)))
     if self.class_embed is not None:
       e = e + self.class_embed(cond)
@@ -255,22 +342,53 @@ class DualRateModel(nnx.Module):
   model's schedule-free convention: callers pass it (samplers and the loss do) or it is zero.
   """
 
-  def __init__(self, *, image_size: int = 8, channels: int = 1, patch_size: int = 2,
-               encoder_width: int = 128, encoder_depth: int = 4, num_heads: int = 4, mlp_ratio: int = 4,
-               feature_dim: int = 128, denoiser_width: int = 24, denoiser_blocks: int = 2,
-               context_channels: int = 16, denoiser_emb_dim: int = 64, num_classes: int = 0,
-               parametrization: str = "v", rngs: nnx.Rngs):
+  def __init__(
+    self,
+    *,
+    image_size: int = 8,
+    channels: int = 1,
+    patch_size: int = 2,
+    encoder_width: int = 128,
+    encoder_depth: int = 4,
+    num_heads: int = 4,
+    mlp_ratio: int = 4,
+    feature_dim: int = 128,
+    denoiser_width: int = 24,
+    denoiser_blocks: int = 2,
+    context_channels: int = 16,
+    denoiser_emb_dim: int = 64,
+    num_classes: int = 0,
+    parametrization: str = "v",
+    rngs: nnx.Rngs,
+  ):
     if parametrization not in PARAMETRIZATIONS:
       raise ValueError(
-          f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}")
+        f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}"
+      )
     self.parametrization = parametrization
-    self.encoder = ContextEncoder(image_size=image_size, channels=channels, patch_size=patch_size,
-                                  width=encoder_width, depth=encoder_depth, num_heads=num_heads,
-                                  mlp_ratio=mlp_ratio, feature_dim=feature_dim, num_classes=num_classes,
-                                  rngs=rngs)
-    self.denoiser = LightDenoiser(channels=channels, feature_dim=feature_dim, width=denoiser_width,
-                                  num_blocks=denoiser_blocks, context_channels=context_channels,
-                                  emb_dim=denoiser_emb_dim, num_classes=num_classes, parametrization=parametrization, rngs=rngs)
+    self.encoder = ContextEncoder(
+      image_size=image_size,
+      channels=channels,
+      patch_size=patch_size,
+      width=encoder_width,
+      depth=encoder_depth,
+      num_heads=num_heads,
+      mlp_ratio=mlp_ratio,
+      feature_dim=feature_dim,
+      num_classes=num_classes,
+      rngs=rngs,
+    )
+    self.denoiser = LightDenoiser(
+      channels=channels,
+      feature_dim=feature_dim,
+      width=denoiser_width,
+      num_blocks=denoiser_blocks,
+      context_channels=context_channels,
+      emb_dim=denoiser_emb_dim,
+      num_classes=num_classes,
+      parametrization=parametrization,
+      rngs=rngs,
+    )
 
   def encode(self, z, t, cond=None):
     return self.encoder(z, t, cond)

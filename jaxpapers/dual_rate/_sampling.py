@@ -27,7 +27,6 @@ import math
 import statistics
 import time
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,8 +34,14 @@ from flax import nnx
 
 from jaxpapers.dual_rate import _validation as val
 from jaxpapers.dual_rate._networks import DualRateModel, SingleNetwork
-from jaxpapers.dual_rate._schedule import (NoiseSchedule, ancestral_step, ddim_step, edm_sigma_to_t,
-                                           karras_sigmas, output_to_x)
+from jaxpapers.dual_rate._schedule import (
+  NoiseSchedule,
+  ancestral_step,
+  ddim_step,
+  edm_sigma_to_t,
+  karras_sigmas,
+  output_to_x,
+)
 
 SAMPLERS = ("ddim", "ancestral", "heun")
 REFRESH_KINDS = ("uniform", "front_loaded", "back_loaded")
@@ -71,29 +76,39 @@ def refresh_schedule(num_steps: int, *, interval: int = 4, kind: str = "uniform"
 def _check_refresh(refresh, num_steps):
   refresh = jnp.asarray(refresh)
   if refresh.shape != (num_steps,) or refresh.dtype != jnp.bool_:
-    raise ValueError(f"refresh must be a bool array of shape [{num_steps}], got {refresh.dtype}{refresh.shape}")
+    raise ValueError(
+      f"refresh must be a bool array of shape [{num_steps}], got {refresh.dtype}{refresh.shape}"
+    )
   return refresh
 
 
 def _model_fns(model, schedule):
   """(encode(z, t, cond) | None, denoise(z, t, h, tau, cond) -> x_hat) for either model type."""
   if isinstance(model, DualRateModel):
+
     def enc(z, t, cond):
       return model.encode(z, t, cond)
 
     def den(z, t, h, tau, cond):
       dl = schedule.logsnr(t) - schedule.logsnr(tau)
-      return output_to_x(model.denoise(z, t, h, tau, cond, dl), z, t, schedule, model.parametrization)
+      return output_to_x(
+        model.denoise(z, t, h, tau, cond, dl), z, t, schedule, model.parametrization
+      )
+
     return enc, den
   if isinstance(model, SingleNetwork):
+
     def den1(z, t, h, tau, cond):
       del h, tau
       return output_to_x(model(z, t, cond), z, t, schedule, model.parametrization)
+
     return None, den1
   raise TypeError(f"model must be a DualRateModel or SingleNetwork, got {type(model).__name__}")
 
 
-def _run(model, key, refresh, cond, *, shape, num_steps, sampler, schedule, sigma_min, sigma_max, rho):
+def _run(
+  model, key, refresh, cond, *, shape, num_steps, sampler, schedule, sigma_min, sigma_max, rho
+):
   """Pure sampler body (traced under jit)."""
   enc, den = _model_fns(model, schedule)
   b = shape[0]
@@ -109,7 +124,9 @@ def _run(model, key, refresh, cond, *, shape, num_steps, sampler, schedule, sigm
   def maybe_refresh(i, z, t, h, tau, n_e):
     if enc is None:
       return h, tau, n_e
-    return jax.lax.cond(refresh[i], lambda: (enc(z, bt(t), cond), t, n_e + 1), lambda: (h, tau, n_e))
+    return jax.lax.cond(
+      refresh[i], lambda: (enc(z, bt(t), cond), t, n_e + 1), lambda: (h, tau, n_e)
+    )
 
   if sampler in ("ddim", "ancestral"):
     ts = jnp.linspace(1.0, 0.0, num_steps + 1)
@@ -159,15 +176,38 @@ def _run(model, key, refresh, cond, *, shape, num_steps, sampler, schedule, sigm
   return x, {"encoder_calls": n_e, "denoiser_calls": n_d}
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "shape", "num_steps", "sampler", "schedule",
-                                             "sigma_min", "sigma_max", "rho"))
+@functools.partial(
+  jax.jit,
+  static_argnames=(
+    "graphdef",
+    "shape",
+    "num_steps",
+    "sampler",
+    "schedule",
+    "sigma_min",
+    "sigma_max",
+    "rho",
+  ),
+)
 def _sample_jit(graphdef, state, key, refresh, cond, **kw):
   return _run(nnx.merge(graphdef, state), key, refresh, cond, **kw)
 
 
-def sample(model, key, shape, *, num_steps: int, refresh=None, sampler: str = "ddim",
-           schedule: NoiseSchedule = NoiseSchedule(), cond=None, sigma_min: float = 0.002,
-           sigma_max: float = 80.0, rho: float = 7.0, return_info: bool = False):
+def sample(
+  model,
+  key,
+  shape,
+  *,
+  num_steps: int,
+  refresh=None,
+  sampler: str = "ddim",
+  schedule: NoiseSchedule = NoiseSchedule(),
+  cond=None,
+  sigma_min: float = 0.002,
+  sigma_max: float = 80.0,
+  rho: float = 7.0,
+  return_info: bool = False,
+):
   """Draw samples with the dual-rate (or single-network) sampler.
 
   Args:
@@ -231,9 +271,20 @@ def sample(model, key, shape, *, num_steps: int, refresh=None, sampler: str = "d
       cond_ok = jnp.asarray(in_range)[:, None, None, None]
     cond = jnp.asarray(cond, jnp.int32)
   graphdef, state = nnx.split(model)
-  x, info = _sample_jit(graphdef, state, key, refresh, cond, shape=shape, num_steps=num_steps,
-                        sampler=sampler, schedule=schedule, sigma_min=float(sigma_min),
-                        sigma_max=float(sigma_max), rho=float(rho))
+  x, info = _sample_jit(
+    graphdef,
+    state,
+    key,
+    refresh,
+    cond,
+    shape=shape,
+    num_steps=num_steps,
+    sampler=sampler,
+    schedule=schedule,
+    sigma_min=float(sigma_min),
+    sigma_max=float(sigma_max),
+    rho=float(rho),
+  )
   x = val.poison(val.poison(x, cond_ok), refresh_ok)
   return (x, info) if return_info else x
 
@@ -251,7 +302,9 @@ def xla_flops(fn, *args) -> float:
   return float(ca.get("flops", 0.0))
 
 
-def component_flops(model, example_batch, cond=None, *, schedule: NoiseSchedule = NoiseSchedule()) -> dict:
+def component_flops(
+  model, example_batch, cond=None, *, schedule: NoiseSchedule = NoiseSchedule()
+) -> dict:
   """Per-call FLOPs of each component at the batch size of ``example_batch`` [B, H, W, C].
 
   Returns {'encoder': ..., 'denoiser': ...} for a DualRateModel (the denoiser includes the x_hat
@@ -274,6 +327,7 @@ def component_flops(model, example_batch, cond=None, *, schedule: NoiseSchedule 
       if name == "denoiser":
         h = jax.lax.stop_gradient(h)
       return den(z, t, h, t, cond)
+
     return f
 
   if isinstance(model, DualRateModel):
@@ -285,6 +339,7 @@ def component_flops(model, example_batch, cond=None, *, schedule: NoiseSchedule 
       d = nnx.merge(graphdef_d, st)
       dl = schedule.logsnr(t) - schedule.logsnr(t)
       return output_to_x(d(z, t, h, t, cond, dl), z, t, schedule, model.parametrization)
+
     return {"encoder": enc_f, "denoiser": xla_flops(dfn, st_d, z, t, h, cond)}
   if isinstance(model, SingleNetwork):
     return {"network": xla_flops(call("network"), state, z, t, cond)}
@@ -313,8 +368,10 @@ def sampling_cost(flops: dict, refresh, *, sampler: str = "ddim") -> dict:
 
   ``flops``: the dict of :func:`component_flops` (non-negative numbers)."""
   if not isinstance(flops, dict) or set(flops) not in ({"network"}, {"encoder", "denoiser"}):
-    raise ValueError("flops must be {'encoder': C_E, 'denoiser': C_D} or {'network': C} as from "
-                     f"component_flops, got {flops!r}")
+    raise ValueError(
+      "flops must be {'encoder': C_E, 'denoiser': C_D} or {'network': C} as from "
+      f"component_flops, got {flops!r}"
+    )
   if any(not np.isfinite(v) or v < 0 for v in flops.values()):
     raise ValueError(f"flops must be finite non-negative numbers, got {flops!r}")
   single = "network" in flops
@@ -349,5 +406,3 @@ def wall_time(fn, *args, repeats: int = 5) -> float:
     jax.block_until_ready(fn(*args))
     times.append(time.perf_counter() - t0)
   return statistics.median(times)
-
-

@@ -58,8 +58,7 @@ class NoiseSchedule:
     if self.kind not in _KINDS:
       raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
     if not self.logsnr_min < self.logsnr_max:
-      raise ValueError(
-          f"need logsnr_min < logsnr_max, got {self.logsnr_min} and {self.logsnr_max}")
+      raise ValueError(f"need logsnr_min < logsnr_max, got {self.logsnr_min} and {self.logsnr_max}")
 
   def logsnr(self, t) -> jax.Array:
     """lambda_t for t in [0, 1] (any shape)."""
@@ -133,8 +132,10 @@ def q_sample(x, t, noise, schedule: NoiseSchedule):
   """
   _check_schedule(schedule)
   if not hasattr(x, "shape") or not hasattr(noise, "shape") or x.shape != noise.shape:
-    raise ValueError(f"x and noise must have the same shape, got {getattr(x, 'shape', x)} and "
-                     f"{getattr(noise, 'shape', noise)}")
+    raise ValueError(
+      f"x and noise must have the same shape, got {getattr(x, 'shape', x)} and "
+      f"{getattr(noise, 'shape', noise)}"
+    )
   t = _check_time(t, x, "t")
   ok = _times_ok(x, t)
   a, s = schedule.alpha_sigma(t)
@@ -146,15 +147,18 @@ def q_sample(x, t, noise, schedule: NoiseSchedule):
 # ----------------------------------------------------------------------------------------------
 def _check_same(a, b, na, nb):
   if not hasattr(a, "shape") or not hasattr(b, "shape") or a.shape != b.shape:
-    raise ValueError(f"{na} and {nb} must have the same shape, got {getattr(a, 'shape', type(a))} "
-                     f"and {getattr(b, 'shape', type(b))}")
+    raise ValueError(
+      f"{na} and {nb} must have the same shape, got {getattr(a, 'shape', type(a))} "
+      f"and {getattr(b, 'shape', type(b))}"
+    )
 
 
 def _check_coef(c, like, name):
   c = jnp.asarray(c)
   if not (c.ndim == 0 or (c.ndim == 1 and c.shape[0] == like.shape[0])):
     raise ValueError(
-        f"{name} must be a scalar or shape [B] = [{like.shape[0]}], got shape {c.shape}")
+      f"{name} must be a scalar or shape [B] = [{like.shape[0]}], got shape {c.shape}"
+    )
 
 
 def v_from_x_eps(x, eps, alpha, sigma):
@@ -287,8 +291,9 @@ def ancestral_step(z, x_hat, t, s, schedule: NoiseSchedule, key):
 # EDM (Karras et al. 2022) in VP coordinates: sigma_edm = sigma/alpha = exp(-lambda/2),
 # x_edm = z / alpha.
 # ----------------------------------------------------------------------------------------------
-def karras_sigmas(num_steps: int, *, sigma_min: float = 0.002, sigma_max: float = 80.0,
-                  rho: float = 7.0) -> jax.Array:
+def karras_sigmas(
+  num_steps: int, *, sigma_min: float = 0.002, sigma_max: float = 80.0, rho: float = 7.0
+) -> jax.Array:
   """EDM grid sigma_i = (s_max^{1/rho} + i/(N-1) (s_min^{1/rho} - s_max^{1/rho}))^rho, i < N,
   followed by sigma_N = 0. Returns [num_steps + 1].
 
@@ -303,7 +308,9 @@ def karras_sigmas(num_steps: int, *, sigma_min: float = 0.002, sigma_max: float 
     raise ValueError(f"need sigma_min < sigma_max, got {sigma_min} and {sigma_max}")
   i = jnp.arange(num_steps, dtype=jnp.float32)
   denom = max(num_steps - 1, 1)
-  sig = (sigma_max ** (1 / rho) + i / denom * (sigma_min ** (1 / rho) - sigma_max ** (1 / rho))) ** rho
+  sig = (
+    sigma_max ** (1 / rho) + i / denom * (sigma_min ** (1 / rho) - sigma_max ** (1 / rho))
+  ) ** rho
   return jnp.concatenate([sig, jnp.zeros((1,), jnp.float32)])
 
 

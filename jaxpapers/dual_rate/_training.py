@@ -30,8 +30,14 @@ import optax
 from flax import nnx
 
 from jaxpapers.dual_rate._networks import DualRateModel, SingleNetwork
-from jaxpapers.dual_rate._schedule import (NoiseSchedule, ddim_step, loss_weight, output_to_x, posterior,
-                                           q_sample)
+from jaxpapers.dual_rate._schedule import (
+  NoiseSchedule,
+  ddim_step,
+  loss_weight,
+  output_to_x,
+  posterior,
+  q_sample,
+)
 
 COUPLINGS = ("ddim", "ancestral", "rollout")
 
@@ -61,9 +67,20 @@ def sample_staleness(key, batch: int, *, max_staleness: int, p_fresh: float) -> 
   return jnp.where(jax.random.bernoulli(k2, p_fresh, (batch,)), 0, k).astype(jnp.int32)
 
 
-def dual_rate_loss(model: DualRateModel, x, cond, key, *, schedule: NoiseSchedule = NoiseSchedule(),
-                   num_grid_steps=16, max_staleness: int = 4, p_fresh: float = 0.5,
-                   coupling: str = "ancestral", rollout_frac: float = 0.2, weighting: str = "v"):
+def dual_rate_loss(
+  model: DualRateModel,
+  x,
+  cond,
+  key,
+  *,
+  schedule: NoiseSchedule = NoiseSchedule(),
+  num_grid_steps=16,
+  max_staleness: int = 4,
+  p_fresh: float = 0.5,
+  coupling: str = "ancestral",
+  rollout_frac: float = 0.2,
+  weighting: str = "v",
+):
   """Stale-context loss of spec §3.3 [reconstruction].
 
   Args:
@@ -86,7 +103,9 @@ def dual_rate_loss(model: DualRateModel, x, cond, key, *, schedule: NoiseSchedul
     raise ValueError(f"x must be [B, H, W, C], got {x.shape}")
   grids = tuple(num_grid_steps) if isinstance(num_grid_steps, (tuple, list)) else (num_grid_steps,)
   if max_staleness < 1 or not grids or min(grids) < 1:
-    raise ValueError(f"max_staleness and num_grid_steps must be >= 1, got {max_staleness}, {num_grid_steps}")
+    raise ValueError(
+      f"max_staleness and num_grid_steps must be >= 1, got {max_staleness}, {num_grid_steps}"
+    )
   _check_static(max_staleness=max_staleness, p_fresh=p_fresh, rollout_frac=rollout_frac)
   loss_weight(0.0, weighting)  # checks the weighting name
   b = x.shape[0]
@@ -96,7 +115,9 @@ def dual_rate_loss(model: DualRateModel, x, cond, key, *, schedule: NoiseSchedul
   if len(grids) == 1:
     n_grid = jnp.full((b,), grids[0], jnp.float32)
   else:  # one grid per example, so a single model serves several sampler step counts
-    n_grid = jnp.asarray(grids, jnp.float32)[jax.random.randint(jax.random.fold_in(key, 99), (b,), 0, len(grids))]
+    n_grid = jnp.asarray(grids, jnp.float32)[
+      jax.random.randint(jax.random.fold_in(key, 99), (b,), 0, len(grids))
+    ]
   tau = jnp.minimum(1.0, t + k / n_grid)
   eps = jax.random.normal(k_eps, x.shape)
   z_tau = q_sample(x, tau, eps, schedule)
@@ -116,8 +137,13 @@ def dual_rate_loss(model: DualRateModel, x, cond, key, *, schedule: NoiseSchedul
     def roll(j, z):
       tj = tau - j * (tau - t) / kf
       tn = tau - (j + 1) * (tau - t) / kf
-      x_hat = output_to_x(model.denoise(z, tj, hs, tau, cond, schedule.logsnr(tj) - schedule.logsnr(tau)),
-                          z, tj, schedule, model.parametrization)
+      x_hat = output_to_x(
+        model.denoise(z, tj, hs, tau, cond, schedule.logsnr(tj) - schedule.logsnr(tau)),
+        z,
+        tj,
+        schedule,
+        model.parametrization,
+      )
       z_new = ddim_step(z, x_hat, tj, tn, schedule)
       return jnp.where((j < k)[:, None, None, None], z_new, z)
 
@@ -131,14 +157,23 @@ def dual_rate_loss(model: DualRateModel, x, cond, key, *, schedule: NoiseSchedul
   mse = _per_example_mse(x_hat, x)
   loss = jnp.mean(w * mse)
   fresh = (k == 0).astype(jnp.float32)
-  aux = {"mse_fresh": jnp.sum(fresh * mse) / jnp.maximum(fresh.sum(), 1.0),
-         "mse_stale": jnp.sum((1 - fresh) * mse) / jnp.maximum((1 - fresh).sum(), 1.0),
-         "mean_k": jnp.mean(k.astype(jnp.float32))}
+  aux = {
+    "mse_fresh": jnp.sum(fresh * mse) / jnp.maximum(fresh.sum(), 1.0),
+    "mse_stale": jnp.sum((1 - fresh) * mse) / jnp.maximum((1 - fresh).sum(), 1.0),
+    "mean_k": jnp.mean(k.astype(jnp.float32)),
+  }
   return loss, aux
 
 
-def diffusion_loss(model: SingleNetwork, x, cond, key, *, schedule: NoiseSchedule = NoiseSchedule(),
-                   weighting: str = "v"):
+def diffusion_loss(
+  model: SingleNetwork,
+  x,
+  cond,
+  key,
+  *,
+  schedule: NoiseSchedule = NoiseSchedule(),
+  weighting: str = "v",
+):
   """Standard loss of the single-network baseline: w(lambda_t) ||x_hat(z_t, t) - x||^2."""
   if not isinstance(model, SingleNetwork):
     raise TypeError(f"model must be a SingleNetwork, got {type(model).__name__}")
@@ -153,7 +188,9 @@ def diffusion_loss(model: SingleNetwork, x, cond, key, *, schedule: NoiseSchedul
   return jnp.mean(loss_weight(schedule.logsnr(t), weighting) * mse), {"mse": jnp.mean(mse)}
 
 
-def make_train_step(graphdef, loss_fn, tx: optax.GradientTransformation, *, ema_decay: float = 0.999):
+def make_train_step(
+  graphdef, loss_fn, tx: optax.GradientTransformation, *, ema_decay: float = 0.999
+):
   """A pure jitted step over pytrees (nnx.split state) with an EMA of the parameters.
 
   ``loss_fn(model, x, cond, key) -> (loss, aux)``. The returned
@@ -182,6 +219,7 @@ def make_train_step(graphdef, loss_fn, tx: optax.GradientTransformation, *, ema_
 
 class EmaState(NamedTuple):
   """State of :func:`ema_tracker`: the exponential moving average of the parameters."""
+
   ema: Any
 
 
@@ -209,8 +247,11 @@ def ema_tracker(decay: float) -> optax.GradientTransformation:
 
 def find_ema(opt_state):
   """The EMA parameters from an optimizer state that contains an :func:`ema_tracker` state."""
-  found = [s for s in jax.tree.leaves(opt_state, is_leaf=lambda s: isinstance(s, EmaState))
-           if isinstance(s, EmaState)]
+  found = [
+    s
+    for s in jax.tree.leaves(opt_state, is_leaf=lambda s: isinstance(s, EmaState))
+    if isinstance(s, EmaState)
+  ]
   if len(found) != 1:
     raise ValueError(f"expected exactly one EmaState in the optimizer state, found {len(found)}")
   return found[0].ema

@@ -9,92 +9,129 @@ recipe are **reconstructions** from the paper's abstract (no public code); VGGT'
 losses and metrics follow arXiv:2503.11651 and ``facebookresearch/vggt``.
 """
 
+from jaxpapers.flashssm3d._data import SPLITS, SceneBatch, render_scenes
 from jaxpapers.flashssm3d._geometry import (
-    camera_centers,
-    cameras_to_pose_encoding,
-    compose_extrinsics,
-    intrinsics_from_fov,
-    invert_extrinsics,
-    mat_to_quat,
-    normalize_scene,
-    pose_encoding_to_cameras,
-    project_points,
-    quat_to_mat,
-    unproject_depth,
+  camera_centers,
+  cameras_to_pose_encoding,
+  compose_extrinsics,
+  intrinsics_from_fov,
+  invert_extrinsics,
+  mat_to_quat,
+  normalize_scene,
+  pose_encoding_to_cameras,
+  project_points,
+  quat_to_mat,
+  unproject_depth,
 )
 from jaxpapers.flashssm3d._losses import (
-    DistillTargets,
-    LossWeights,
-    apply_sim3_to_cameras,
-    camera_loss,
-    conf_regression_loss,
-    distillation_loss,
-    gradient_loss,
-    procrustes_loss,
-    reprojection_loss,
-    weighted_umeyama,
+  DistillTargets,
+  LossWeights,
+  apply_sim3_to_cameras,
+  camera_loss,
+  conf_regression_loss,
+  distillation_loss,
+  gradient_loss,
+  procrustes_loss,
+  reprojection_loss,
+  weighted_umeyama,
 )
 from jaxpapers.flashssm3d._metrics import (
-    accuracy_completeness,
-    ate,
-    depth_metrics,
-    pose_auc,
-    relative_pose_errors,
-    rra_rta,
-    umeyama_np,
+  accuracy_completeness,
+  ate,
+  depth_metrics,
+  pose_auc,
+  relative_pose_errors,
+  rra_rta,
+  umeyama_np,
 )
 from jaxpapers.flashssm3d._ssm import SCAN_METHODS, SCAN_ORDERS, BiSSM, scan_order, selective_scan
-from jaxpapers.flashssm3d._data import SPLITS, SceneBatch, render_scenes
 
 
 def build_scene_dataset(data_dir, **kwargs):
-    """Generate and open the TFDS scene dataset (array_record; no TensorFlow needed).
+  """Generate and open the TFDS scene dataset (array_record; no TensorFlow needed).
 
-    See :func:`jaxpapers.flashssm3d._tfds.build_scene_dataset`; imported lazily so that importing
-    the package does not import TFDS.
-    """
-    split = kwargs.get("split", "orbit_easy")
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    from jaxpapers.flashssm3d import _tfds
+  See :func:`jaxpapers.flashssm3d._tfds.build_scene_dataset`; imported lazily so that importing
+  the package does not import TFDS.
+  """
+  split = kwargs.get("split", "orbit_easy")
+  if split not in SPLITS:
+    raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+  from jaxpapers.flashssm3d import _tfds
 
-    return _tfds.build_scene_dataset(data_dir, **kwargs)
+  return _tfds.build_scene_dataset(data_dir, **kwargs)
 
 
 def batch_from_records(records):
-    """Stack TFDS records into a :class:`SceneBatch` (see ``_tfds.batch_from_records``).
+  """Stack TFDS records into a :class:`SceneBatch` (see ``_tfds.batch_from_records``).
 
-    ``records``: a non-empty sequence of dicts with the keys ``images, depth, points, valid,
-    extrinsics, intrinsics`` (``ValueError`` otherwise).
-    """
-    records = list(records)
-    if not records:
-        raise ValueError("records must be a non-empty sequence of dataset records")
-    keys = ("images", "depth", "points", "valid", "extrinsics", "intrinsics")
-    for r in records:
-        missing = [k for k in keys if k not in r]
-        if missing:
-            raise ValueError(f"each record needs the keys {keys}; a record lacks {missing}")
-    from jaxpapers.flashssm3d import _tfds
+  ``records``: a non-empty sequence of dicts with the keys ``images, depth, points, valid,
+  extrinsics, intrinsics`` (``ValueError`` otherwise).
+  """
+  records = list(records)
+  if not records:
+    raise ValueError("records must be a non-empty sequence of dataset records")
+  keys = ("images", "depth", "points", "valid", "extrinsics", "intrinsics")
+  for r in records:
+    missing = [k for k in keys if k not in r]
+    if missing:
+      raise ValueError(f"each record needs the keys {keys}; a record lacks {missing}")
+  from jaxpapers.flashssm3d import _tfds
 
-    return _tfds.batch_from_records(records)
+  return _tfds.batch_from_records(records)
+
+
 from jaxpapers.flashssm3d._models import (
-    AATeacher,
-    FlashSSM3D,
-    FlashSSM3DConfig,
-    Predictions,
-    TeacherConfig,
-    count_params,
+  AATeacher,
+  FlashSSM3D,
+  FlashSSM3DConfig,
+  Predictions,
+  TeacherConfig,
+  count_params,
 )
 
 __all__ = [
-    "camera_centers", "cameras_to_pose_encoding", "compose_extrinsics", "intrinsics_from_fov",
-    "invert_extrinsics", "mat_to_quat", "normalize_scene", "pose_encoding_to_cameras",
-    "project_points", "quat_to_mat", "unproject_depth", "DistillTargets", "LossWeights",
-    "apply_sim3_to_cameras", "camera_loss", "conf_regression_loss", "distillation_loss",
-    "gradient_loss", "procrustes_loss", "reprojection_loss", "weighted_umeyama",
-    "accuracy_completeness", "ate", "depth_metrics", "pose_auc", "relative_pose_errors", "rra_rta",
-    "umeyama_np", "SCAN_METHODS", "SCAN_ORDERS", "BiSSM", "scan_order", "selective_scan", "SPLITS",
-    "SceneBatch", "render_scenes", "build_scene_dataset", "batch_from_records", "AATeacher",
-    "FlashSSM3D", "FlashSSM3DConfig", "Predictions", "TeacherConfig", "count_params",
+  "camera_centers",
+  "cameras_to_pose_encoding",
+  "compose_extrinsics",
+  "intrinsics_from_fov",
+  "invert_extrinsics",
+  "mat_to_quat",
+  "normalize_scene",
+  "pose_encoding_to_cameras",
+  "project_points",
+  "quat_to_mat",
+  "unproject_depth",
+  "DistillTargets",
+  "LossWeights",
+  "apply_sim3_to_cameras",
+  "camera_loss",
+  "conf_regression_loss",
+  "distillation_loss",
+  "gradient_loss",
+  "procrustes_loss",
+  "reprojection_loss",
+  "weighted_umeyama",
+  "accuracy_completeness",
+  "ate",
+  "depth_metrics",
+  "pose_auc",
+  "relative_pose_errors",
+  "rra_rta",
+  "umeyama_np",
+  "SCAN_METHODS",
+  "SCAN_ORDERS",
+  "BiSSM",
+  "scan_order",
+  "selective_scan",
+  "SPLITS",
+  "SceneBatch",
+  "render_scenes",
+  "build_scene_dataset",
+  "batch_from_records",
+  "AATeacher",
+  "FlashSSM3D",
+  "FlashSSM3DConfig",
+  "Predictions",
+  "TeacherConfig",
+  "count_params",
 ]

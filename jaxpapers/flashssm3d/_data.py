@@ -35,233 +35,252 @@ _FAR = 1e6
 
 
 class SceneBatch(NamedTuple):
-    """A batch of rendered scenes.
+  """A batch of rendered scenes.
 
-    Attributes:
-      images: ``[B, S, H, W, 3]`` float32 RGB in [0, 1].
-      depth: ``[B, S, H, W]`` z-depth.
-      points: ``[B, S, H, W, 3]`` world points (first-camera frame if normalised).
-      valid: ``[B, S, H, W]`` bool.
-      extrinsics: ``[B, S, 3, 4]`` camera-from-world.
-      intrinsics: ``[B, S, 3, 3]``.
-      scale: ``[B]`` mean point distance divided out by normalisation (1 if not normalised).
-    """
+  Attributes:
+    images: ``[B, S, H, W, 3]`` float32 RGB in [0, 1].
+    depth: ``[B, S, H, W]`` z-depth.
+    points: ``[B, S, H, W, 3]`` world points (first-camera frame if normalised).
+    valid: ``[B, S, H, W]`` bool.
+    extrinsics: ``[B, S, 3, 4]`` camera-from-world.
+    intrinsics: ``[B, S, 3, 3]``.
+    scale: ``[B]`` mean point distance divided out by normalisation (1 if not normalised).
+  """
 
-    images: jax.Array
-    depth: jax.Array
-    points: jax.Array
-    valid: jax.Array
-    extrinsics: jax.Array
-    intrinsics: jax.Array
-    scale: jax.Array
+  images: jax.Array
+  depth: jax.Array
+  points: jax.Array
+  valid: jax.Array
+  extrinsics: jax.Array
+  intrinsics: jax.Array
+  scale: jax.Array
 
-    @property
-    def pose_enc(self) -> jax.Array:
-        """``[B, S, 9]`` VGGT pose encoding of the cameras."""
-        return geo.cameras_to_pose_encoding(self.extrinsics, self.intrinsics, self.images.shape[2:4])
+  @property
+  def pose_enc(self) -> jax.Array:
+    """``[B, S, 9]`` VGGT pose encoding of the cameras."""
+    return geo.cameras_to_pose_encoding(self.extrinsics, self.intrinsics, self.images.shape[2:4])
 
 
 def _look_at(eye, target, roll):
-    """OpenCV camera-from-world [3,4] looking from eye at target (world y is up)."""
-    up = np.array([0.0, 1.0, 0.0])
-    z = target - eye
-    z = z / np.linalg.norm(z)
-    x = np.cross(-up, z)
-    x = x / np.linalg.norm(x)
-    y = np.cross(z, x)
-    c, s = np.cos(roll), np.sin(roll)
-    x, y = c * x + s * y, -s * x + c * y
-    R = np.stack([x, y, z], 0)  # rows = camera axes in world coordinates
-    return np.concatenate([R, (-R @ eye)[:, None]], -1)
+  """OpenCV camera-from-world [3,4] looking from eye at target (world y is up)."""
+  up = np.array([0.0, 1.0, 0.0])
+  z = target - eye
+  z = z / np.linalg.norm(z)
+  x = np.cross(-up, z)
+  x = x / np.linalg.norm(x)
+  y = np.cross(z, x)
+  c, s = np.cos(roll), np.sin(roll)
+  x, y = c * x + s * y, -s * x + c * y
+  R = np.stack([x, y, z], 0)  # rows = camera axes in world coordinates
+  return np.concatenate([R, (-R @ eye)[:, None]], -1)
 
 
 def _sample_scene(rng: np.random.Generator) -> dict:
-    half = rng.uniform(3.4, 4.4, 2)
-    n_sph = rng.integers(1, _MAX_SPHERES + 1)
-    sph_r = rng.uniform(0.25, 0.6, _MAX_SPHERES)
-    sph_xz = rng.uniform(-1.2, 1.2, (_MAX_SPHERES, 2))
-    sph_y = -1.0 + sph_r + rng.uniform(0.0, 0.8, _MAX_SPHERES)
-    n_box = rng.integers(0, _MAX_BOXES + 1)
-    box_h = rng.uniform(0.2, 0.5, (_MAX_BOXES, 3))
-    box_xz = rng.uniform(-1.2, 1.2, (_MAX_BOXES, 2))
-    box_c = np.stack([box_xz[:, 0], -1.0 + box_h[:, 1], box_xz[:, 1]], -1)
-    out = dict(
-        room_lo=np.array([-half[0], -1.0, -half[1]]), room_hi=np.array([half[0], 2.6, half[1]]),
-        wall_col=rng.uniform(0.25, 0.95, (6, 3)),
-        sph_c=np.stack([sph_xz[:, 0], sph_y, sph_xz[:, 1]], -1), sph_r=sph_r,
-        sph_on=np.arange(_MAX_SPHERES) < n_sph,
-        box_lo=box_c - box_h, box_hi=box_c + box_h, box_on=np.arange(_MAX_BOXES) < n_box,
-        obj_col=rng.uniform(0.15, 1.0, (_MAX_SPHERES + _MAX_BOXES, 3)),
-        freq=rng.uniform(1.5, 4.0, 6 + _MAX_SPHERES + _MAX_BOXES))
-    return {k: (v.astype(np.float32) if v.dtype != bool else v) for k, v in out.items()}
+  half = rng.uniform(3.4, 4.4, 2)
+  n_sph = rng.integers(1, _MAX_SPHERES + 1)
+  sph_r = rng.uniform(0.25, 0.6, _MAX_SPHERES)
+  sph_xz = rng.uniform(-1.2, 1.2, (_MAX_SPHERES, 2))
+  sph_y = -1.0 + sph_r + rng.uniform(0.0, 0.8, _MAX_SPHERES)
+  n_box = rng.integers(0, _MAX_BOXES + 1)
+  box_h = rng.uniform(0.2, 0.5, (_MAX_BOXES, 3))
+  box_xz = rng.uniform(-1.2, 1.2, (_MAX_BOXES, 2))
+  box_c = np.stack([box_xz[:, 0], -1.0 + box_h[:, 1], box_xz[:, 1]], -1)
+  out = dict(
+    room_lo=np.array([-half[0], -1.0, -half[1]]),
+    room_hi=np.array([half[0], 2.6, half[1]]),
+    wall_col=rng.uniform(0.25, 0.95, (6, 3)),
+    sph_c=np.stack([sph_xz[:, 0], sph_y, sph_xz[:, 1]], -1),
+    sph_r=sph_r,
+    sph_on=np.arange(_MAX_SPHERES) < n_sph,
+    box_lo=box_c - box_h,
+    box_hi=box_c + box_h,
+    box_on=np.arange(_MAX_BOXES) < n_box,
+    obj_col=rng.uniform(0.15, 1.0, (_MAX_SPHERES + _MAX_BOXES, 3)),
+    freq=rng.uniform(1.5, 4.0, 6 + _MAX_SPHERES + _MAX_BOXES),
+  )
+  return {k: (v.astype(np.float32) if v.dtype != bool else v) for k, v in out.items()}
 
 
 def _sample_cameras(rng: np.random.Generator, num_views: int, split: str):
-    S = num_views
-    frac = (np.arange(S) / max(S - 1, 1)) - 0.5
-    az0 = rng.uniform(0, 2 * np.pi)
-    if split == "orbit_easy":
-        az = az0 + np.deg2rad(60.0) * frac
-        el = np.deg2rad(rng.uniform(10.0, 25.0)) * np.ones(S)
-        rad = rng.uniform(2.6, 3.0) * np.ones(S)
-        fov = np.deg2rad(rng.uniform(55.0, 65.0)) * np.ones(S)
-        jit_t = np.zeros((S, 3))
-        roll = np.zeros(S)
-    elif split == "orbit":
-        spread = np.deg2rad(rng.uniform(60.0, 180.0))
-        az = az0 + spread * frac + np.deg2rad(5.0) * rng.normal(size=S)
-        el = np.deg2rad(rng.uniform(0.0, 40.0, S))
-        rad = rng.uniform(2.4, 3.2, S)
-        fov = np.deg2rad(rng.uniform(50.0, 75.0, S))
-        jit_t = 0.2 * rng.normal(size=(S, 3))
-        roll = np.zeros(S)
-    elif split == "free":
-        az = rng.uniform(0, 2 * np.pi, S)
-        el = np.deg2rad(rng.uniform(-10.0, 45.0, S))
-        rad = rng.uniform(2.4, 3.2, S)
-        fov = np.deg2rad(rng.uniform(50.0, 75.0, S))
-        jit_t = 0.4 * rng.normal(size=(S, 3))
-        roll = np.deg2rad(15.0) * rng.uniform(-1.0, 1.0, S)
-    else:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    target = np.array([0.0, -0.3, 0.0]) + jit_t
-    eye = np.stack([rad * np.cos(el) * np.cos(az), -0.3 + rad * np.sin(el),
-                    rad * np.cos(el) * np.sin(az)], -1)
-    ext = np.stack([_look_at(eye[i], target[i], roll[i]) for i in range(S)])
-    return ext.astype(np.float32), fov.astype(np.float32)
+  S = num_views
+  frac = (np.arange(S) / max(S - 1, 1)) - 0.5
+  az0 = rng.uniform(0, 2 * np.pi)
+  if split == "orbit_easy":
+    az = az0 + np.deg2rad(60.0) * frac
+    el = np.deg2rad(rng.uniform(10.0, 25.0)) * np.ones(S)
+    rad = rng.uniform(2.6, 3.0) * np.ones(S)
+    fov = np.deg2rad(rng.uniform(55.0, 65.0)) * np.ones(S)
+    jit_t = np.zeros((S, 3))
+    roll = np.zeros(S)
+  elif split == "orbit":
+    spread = np.deg2rad(rng.uniform(60.0, 180.0))
+    az = az0 + spread * frac + np.deg2rad(5.0) * rng.normal(size=S)
+    el = np.deg2rad(rng.uniform(0.0, 40.0, S))
+    rad = rng.uniform(2.4, 3.2, S)
+    fov = np.deg2rad(rng.uniform(50.0, 75.0, S))
+    jit_t = 0.2 * rng.normal(size=(S, 3))
+    roll = np.zeros(S)
+  elif split == "free":
+    az = rng.uniform(0, 2 * np.pi, S)
+    el = np.deg2rad(rng.uniform(-10.0, 45.0, S))
+    rad = rng.uniform(2.4, 3.2, S)
+    fov = np.deg2rad(rng.uniform(50.0, 75.0, S))
+    jit_t = 0.4 * rng.normal(size=(S, 3))
+    roll = np.deg2rad(15.0) * rng.uniform(-1.0, 1.0, S)
+  else:
+    raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+  target = np.array([0.0, -0.3, 0.0]) + jit_t
+  eye = np.stack(
+    [rad * np.cos(el) * np.cos(az), -0.3 + rad * np.sin(el), rad * np.cos(el) * np.sin(az)], -1
+  )
+  ext = np.stack([_look_at(eye[i], target[i], roll[i]) for i in range(S)])
+  return ext.astype(np.float32), fov.astype(np.float32)
 
 
 def _checker(p, f):
-    c = jnp.sum(jnp.floor(p * f), -1)
-    return jnp.mod(c, 2.0)
+  c = jnp.sum(jnp.floor(p * f), -1)
+  return jnp.mod(c, 2.0)
 
 
 def _render_view(scene, ext, K, H, W):
-    uv = geo.pixel_grid((H, W)).reshape(-1, 2)  # [P, 2]
-    d_cam = jnp.stack([(uv[:, 0] - K[0, 2]) / K[0, 0], (uv[:, 1] - K[1, 2]) / K[1, 1],
-                       jnp.ones(uv.shape[0])], -1)
-    R, t = ext[:, :3], ext[:, 3]
-    d = d_cam @ R  # world direction R^T d_cam; its camera z-component is 1, so t_hit = z-depth
-    o = -R.T @ t
-    d_safe = jnp.where(jnp.abs(d) < 1e-9, 1e-9, d)
+  uv = geo.pixel_grid((H, W)).reshape(-1, 2)  # [P, 2]
+  d_cam = jnp.stack(
+    [(uv[:, 0] - K[0, 2]) / K[0, 0], (uv[:, 1] - K[1, 2]) / K[1, 1], jnp.ones(uv.shape[0])], -1
+  )
+  R, t = ext[:, :3], ext[:, 3]
+  d = d_cam @ R  # world direction R^T d_cam; its camera z-component is 1, so t_hit = z-depth
+  o = -R.T @ t
+  d_safe = jnp.where(jnp.abs(d) < 1e-9, 1e-9, d)
 
-    # Room interior: exit distance of the axis-aligned box.
-    ta = (scene["room_lo"] - o) / d_safe
-    tb = (scene["room_hi"] - o) / d_safe
-    tex = jnp.maximum(ta, tb)  # [P, 3]
-    ax = jnp.argmin(tex, -1)
-    t_room = jnp.min(tex, -1)
-    side = (d_safe[jnp.arange(d.shape[0]), ax] > 0).astype(jnp.int32)  # 1 = hits the 'hi' plane
-    room_id = 2 * ax + side  # 0..5
-    n_room = -jax.nn.one_hot(ax, 3) * jnp.sign(d_safe[jnp.arange(d.shape[0]), ax])[:, None]
+  # Room interior: exit distance of the axis-aligned box.
+  ta = (scene["room_lo"] - o) / d_safe
+  tb = (scene["room_hi"] - o) / d_safe
+  tex = jnp.maximum(ta, tb)  # [P, 3]
+  ax = jnp.argmin(tex, -1)
+  t_room = jnp.min(tex, -1)
+  side = (d_safe[jnp.arange(d.shape[0]), ax] > 0).astype(jnp.int32)  # 1 = hits the 'hi' plane
+  room_id = 2 * ax + side  # 0..5
+  n_room = -jax.nn.one_hot(ax, 3) * jnp.sign(d_safe[jnp.arange(d.shape[0]), ax])[:, None]
 
-    # Spheres.
-    oc = o[None, None, :] - scene["sph_c"][None]  # [1, K, 3]
-    a = jnp.sum(d * d, -1)[:, None]
-    b = 2 * jnp.sum(oc * d[:, None], -1)
-    c = jnp.sum(oc * oc, -1) - scene["sph_r"][None] ** 2
-    disc = b * b - 4 * a * c
-    t_s = (-b - jnp.sqrt(jnp.maximum(disc, 0.0))) / (2 * a)
-    hit_s = (disc > 0) & (t_s > 1e-4) & scene["sph_on"][None]
-    t_s = jnp.where(hit_s, t_s, _FAR)  # [P, K]
+  # Spheres.
+  oc = o[None, None, :] - scene["sph_c"][None]  # [1, K, 3]
+  a = jnp.sum(d * d, -1)[:, None]
+  b = 2 * jnp.sum(oc * d[:, None], -1)
+  c = jnp.sum(oc * oc, -1) - scene["sph_r"][None] ** 2
+  disc = b * b - 4 * a * c
+  t_s = (-b - jnp.sqrt(jnp.maximum(disc, 0.0))) / (2 * a)
+  hit_s = (disc > 0) & (t_s > 1e-4) & scene["sph_on"][None]
+  t_s = jnp.where(hit_s, t_s, _FAR)  # [P, K]
 
-    # Boxes (slab test).
-    t1 = (scene["box_lo"][None] - o) / d_safe[:, None]
-    t2 = (scene["box_hi"][None] - o) / d_safe[:, None]  # [P, Kb, 3]
-    tmin_ax = jnp.minimum(t1, t2)
-    tmin = jnp.max(tmin_ax, -1)
-    tmax = jnp.min(jnp.maximum(t1, t2), -1)
-    hit_b = (tmax >= tmin) & (tmin > 1e-4) & scene["box_on"][None]
-    t_b = jnp.where(hit_b, tmin, _FAR)
+  # Boxes (slab test).
+  t1 = (scene["box_lo"][None] - o) / d_safe[:, None]
+  t2 = (scene["box_hi"][None] - o) / d_safe[:, None]  # [P, Kb, 3]
+  tmin_ax = jnp.minimum(t1, t2)
+  tmin = jnp.max(tmin_ax, -1)
+  tmax = jnp.min(jnp.maximum(t1, t2), -1)
+  hit_b = (tmax >= tmin) & (tmin > 1e-4) & scene["box_on"][None]
+  t_b = jnp.where(hit_b, tmin, _FAR)
 
-    t_all = jnp.concatenate([t_room[:, None], t_s, t_b], -1)  # [P, 1 + K + Kb]
-    which = jnp.argmin(t_all, -1)
-    depth = jnp.min(t_all, -1)
-    p = o + depth[:, None] * d
+  t_all = jnp.concatenate([t_room[:, None], t_s, t_b], -1)  # [P, 1 + K + Kb]
+  which = jnp.argmin(t_all, -1)
+  depth = jnp.min(t_all, -1)
+  p = o + depth[:, None] * d
 
-    # Normals.
-    ks = jnp.clip(which - 1, 0, _MAX_SPHERES - 1)
-    n_sph = (p - scene["sph_c"][ks]) / scene["sph_r"][ks][:, None]
-    kb = jnp.clip(which - 1 - _MAX_SPHERES, 0, _MAX_BOXES - 1)
-    bax = jnp.argmax(tmin_ax[jnp.arange(d.shape[0]), kb], -1)
-    n_box = -jax.nn.one_hot(bax, 3) * jnp.sign(d_safe[jnp.arange(d.shape[0]), bax])[:, None]
-    is_room = which == 0
-    is_sph = (which >= 1) & (which <= _MAX_SPHERES)
-    n = jnp.where(is_room[:, None], n_room, jnp.where(is_sph[:, None], n_sph, n_box))
+  # Normals.
+  ks = jnp.clip(which - 1, 0, _MAX_SPHERES - 1)
+  n_sph = (p - scene["sph_c"][ks]) / scene["sph_r"][ks][:, None]
+  kb = jnp.clip(which - 1 - _MAX_SPHERES, 0, _MAX_BOXES - 1)
+  bax = jnp.argmax(tmin_ax[jnp.arange(d.shape[0]), kb], -1)
+  n_box = -jax.nn.one_hot(bax, 3) * jnp.sign(d_safe[jnp.arange(d.shape[0]), bax])[:, None]
+  is_room = which == 0
+  is_sph = (which >= 1) & (which <= _MAX_SPHERES)
+  n = jnp.where(is_room[:, None], n_room, jnp.where(is_sph[:, None], n_sph, n_box))
 
-    # Albedo and 3-D texture.
-    col = jnp.where(is_room[:, None], scene["wall_col"][room_id],
-                    scene["obj_col"][jnp.clip(which - 1, 0, _MAX_SPHERES + _MAX_BOXES - 1)])
-    fid = jnp.where(is_room, room_id, 6 + which - 1)
-    pattern = _checker(p + 0.05, scene["freq"][fid][:, None])
-    light = jnp.array([0.3, 0.85, -0.45])
-    light = light / jnp.linalg.norm(light)
-    shade = 0.55 + 0.45 * jnp.abs(n @ light)
-    rgb = jnp.clip(col * (0.55 + 0.45 * pattern[:, None]) * shade[:, None], 0.0, 1.0)
-    valid = jnp.isfinite(depth) & (depth > 0) & (depth < _FAR / 2)
-    return rgb.reshape(H, W, 3), depth.reshape(H, W), p.reshape(H, W, 3), valid.reshape(H, W)
+  # Albedo and 3-D texture.
+  col = jnp.where(
+    is_room[:, None],
+    scene["wall_col"][room_id],
+    scene["obj_col"][jnp.clip(which - 1, 0, _MAX_SPHERES + _MAX_BOXES - 1)],
+  )
+  fid = jnp.where(is_room, room_id, 6 + which - 1)
+  pattern = _checker(p + 0.05, scene["freq"][fid][:, None])
+  light = jnp.array([0.3, 0.85, -0.45])
+  light = light / jnp.linalg.norm(light)
+  shade = 0.55 + 0.45 * jnp.abs(n @ light)
+  rgb = jnp.clip(col * (0.55 + 0.45 * pattern[:, None]) * shade[:, None], 0.0, 1.0)
+  valid = jnp.isfinite(depth) & (depth > 0) & (depth < _FAR / 2)
+  return rgb.reshape(H, W, 3), depth.reshape(H, W), p.reshape(H, W, 3), valid.reshape(H, W)
 
 
 def _render_batch(scene, ext, fov, H, W, normalize):
-    """Render stacked scenes: scene leaves ``[B, ...]``, ext ``[B, S, 3, 4]``, fov ``[B, S]``."""
-    fov_h = 2 * jnp.arctan(jnp.tan(fov / 2) * H / max(H, W))
-    fov_w = 2 * jnp.arctan(jnp.tan(fov / 2) * W / max(H, W))
-    K = geo.intrinsics_from_fov(fov_h, fov_w, (H, W))
-    per_view = lambda sc, e, k: _render_view(sc, e, k, H, W)
-    rgb, depth, pts, valid = jax.vmap(jax.vmap(per_view, (None, 0, 0)))(scene, ext, K)
-    if normalize:
-        pts, ext, scale, depth = geo.normalize_scene(pts, ext, valid, depth)
-    else:
-        scale = jnp.ones(ext.shape[:1], pts.dtype)
-    return SceneBatch(rgb, depth, pts, valid, ext, K, scale)
+  """Render stacked scenes: scene leaves ``[B, ...]``, ext ``[B, S, 3, 4]``, fov ``[B, S]``."""
+  fov_h = 2 * jnp.arctan(jnp.tan(fov / 2) * H / max(H, W))
+  fov_w = 2 * jnp.arctan(jnp.tan(fov / 2) * W / max(H, W))
+  K = geo.intrinsics_from_fov(fov_h, fov_w, (H, W))
+  per_view = lambda sc, e, k: _render_view(sc, e, k, H, W)
+  rgb, depth, pts, valid = jax.vmap(jax.vmap(per_view, (None, 0, 0)))(scene, ext, K)
+  if normalize:
+    pts, ext, scale, depth = geo.normalize_scene(pts, ext, valid, depth)
+  else:
+    scale = jnp.ones(ext.shape[:1], pts.dtype)
+  return SceneBatch(rgb, depth, pts, valid, ext, K, scale)
 
 
 _render_jit = jax.jit(_render_batch, static_argnums=(3, 4, 5))
 
 
 def _seed_of(key) -> np.random.Generator:
-    if isinstance(key, (int, np.integer)):
-        return np.random.default_rng(int(key))
-    if not (hasattr(key, "dtype") and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)):
-        raise TypeError(f"key must be a typed PRNG key (jax.random.key) or an int seed, got {type(key)}")
-    return np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
+  if isinstance(key, (int, np.integer)):
+    return np.random.default_rng(int(key))
+  if not (hasattr(key, "dtype") and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)):
+    raise TypeError(
+      f"key must be a typed PRNG key (jax.random.key) or an int seed, got {type(key)}"
+    )
+  return np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
 
 
-def render_scenes(key, num_scenes: int, num_views: int, *, image_size=32,
-                  split: str = "orbit_easy", normalize: bool = True) -> SceneBatch:
-    """Render ``num_scenes`` procedural scenes with ``num_views`` views each.
+def render_scenes(
+  key,
+  num_scenes: int,
+  num_views: int,
+  *,
+  image_size=32,
+  split: str = "orbit_easy",
+  normalize: bool = True,
+) -> SceneBatch:
+  """Render ``num_scenes`` procedural scenes with ``num_views`` views each.
 
-    Scene and camera parameters are drawn on the host with NumPy (seeded from ``key``), the
-    ray casting runs in one jitted JAX function.
+  Scene and camera parameters are drawn on the host with NumPy (seeded from ``key``), the
+  ray casting runs in one jitted JAX function.
 
-    Args:
-      key: a typed PRNG key (``jax.random.key``) or an int seed; the batch is a deterministic
-        function of ``(key, split, sizes)``.
-      num_scenes: ``B``.
-      num_views: ``S``.
-      image_size: ``int`` (square) or ``(H, W)``; 16–64 px is the intended range.
-      split: one of ``'orbit_easy'``, ``'orbit'``, ``'free'``.
-      normalize: apply VGGT's normalisation (first camera = identity, mean point distance = 1).
+  Args:
+    key: a typed PRNG key (``jax.random.key``) or an int seed; the batch is a deterministic
+      function of ``(key, split, sizes)``.
+    num_scenes: ``B``.
+    num_views: ``S``.
+    image_size: ``int`` (square) or ``(H, W)``; 16–64 px is the intended range.
+    split: one of ``'orbit_easy'``, ``'orbit'``, ``'free'``.
+    normalize: apply VGGT's normalisation (first camera = identity, mean point distance = 1).
 
-    Returns:
-      :class:`SceneBatch` (float32).
-    """
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    for name, v in (("num_scenes", num_scenes), ("num_views", num_views)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-    H, W = (image_size, image_size) if np.isscalar(image_size) else tuple(image_size)
-    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (H, W)):
-        raise ValueError(f"image_size must be an int or a pair (H, W) of ints, got {image_size!r}")
-    if H < 4 or W < 4:
-        raise ValueError(f"image_size must be at least 4 px, got {(H, W)}")
-    rng = _seed_of(key)
-    scenes, exts, fovs = [], [], []
-    for _ in range(int(num_scenes)):
-        scenes.append(_sample_scene(rng))
-        e, f = _sample_cameras(rng, int(num_views), split)
-        exts.append(e)
-        fovs.append(f)
-    scene = {k: np.stack([sc[k] for sc in scenes]) for k in scenes[0]}
-    return _render_jit(scene, np.stack(exts), np.stack(fovs), int(H), int(W), bool(normalize))
+  Returns:
+    :class:`SceneBatch` (float32).
+  """
+  if split not in SPLITS:
+    raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+  for name, v in (("num_scenes", num_scenes), ("num_views", num_views)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+      raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+  H, W = (image_size, image_size) if np.isscalar(image_size) else tuple(image_size)
+  if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (H, W)):
+    raise ValueError(f"image_size must be an int or a pair (H, W) of ints, got {image_size!r}")
+  if H < 4 or W < 4:
+    raise ValueError(f"image_size must be at least 4 px, got {(H, W)}")
+  rng = _seed_of(key)
+  scenes, exts, fovs = [], [], []
+  for _ in range(int(num_scenes)):
+    scenes.append(_sample_scene(rng))
+    e, f = _sample_cameras(rng, int(num_views), split)
+    exts.append(e)
+    fovs.append(f)
+  scene = {k: np.stack([sc[k] for sc in scenes]) for k in scenes[0]}
+  return _render_jit(scene, np.stack(exts), np.stack(fovs), int(H), int(W), bool(normalize))

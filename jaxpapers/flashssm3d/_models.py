@@ -35,277 +35,292 @@ _POSE_INIT = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0)
 
 
 class Predictions(NamedTuple):
-    """Model outputs (first-camera world frame, normalised scale).
+  """Model outputs (first-camera world frame, normalised scale).
 
-    Attributes:
-      pose_enc: ``[B, S, 9]`` absT_quaR_FoV (final refinement stage).
-      depth: ``[B, S, H, W, 1]``.
-      depth_conf: ``[B, S, H, W]`` (>= 1).
-      points: ``[B, S, H, W, 3]``.
-      point_conf: ``[B, S, H, W]`` (>= 1).
-      pose_stages: ``[n, B, S, 9]`` all refinement stages.
-    """
+  Attributes:
+    pose_enc: ``[B, S, 9]`` absT_quaR_FoV (final refinement stage).
+    depth: ``[B, S, H, W, 1]``.
+    depth_conf: ``[B, S, H, W]`` (>= 1).
+    points: ``[B, S, H, W, 3]``.
+    point_conf: ``[B, S, H, W]`` (>= 1).
+    pose_stages: ``[n, B, S, 9]`` all refinement stages.
+  """
 
-    pose_enc: jax.Array
-    depth: jax.Array
-    depth_conf: jax.Array
-    points: jax.Array
-    point_conf: jax.Array
-    pose_stages: jax.Array
+  pose_enc: jax.Array
+  depth: jax.Array
+  depth_conf: jax.Array
+  points: jax.Array
+  point_conf: jax.Array
+  pose_stages: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
 class FlashSSM3DConfig:
-    """Student hyper-parameters **[reconstruction]**."""
+  """Student hyper-parameters **[reconstruction]**."""
 
-    width: int = 128
-    depth: int = 4
-    state: int = 16
-    expand: int = 1
-    patch: int = 4
-    registers: int = 4
-    image_size: int = 32
-    mlp_ratio: int = 2
-    camera_stages: int = 4
-    method: str = "scan"
-    chunk_size: int = 64
-    global_orders: tuple = ("frame_major", "position_major")
+  width: int = 128
+  depth: int = 4
+  state: int = 16
+  expand: int = 1
+  patch: int = 4
+  registers: int = 4
+  image_size: int = 32
+  mlp_ratio: int = 2
+  camera_stages: int = 4
+  method: str = "scan"
+  chunk_size: int = 64
+  global_orders: tuple = ("frame_major", "position_major")
 
-    def __post_init__(self):
-        for f in ("width", "depth", "state", "expand", "patch", "image_size", "mlp_ratio",
-                  "camera_stages", "chunk_size"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"FlashSSM3DConfig.{f} must be an int >= 1, got {v!r}")
-        if self.registers < 0:
-            raise ValueError(f"FlashSSM3DConfig.registers must be >= 0, got {self.registers}")
-        if isinstance(self.global_orders, str) or not tuple(self.global_orders):
-            raise ValueError(
-                f"global_orders must be a non-empty tuple of orders, got {self.global_orders!r}")
-        if self.image_size % self.patch:
-            raise ValueError(f"image_size {self.image_size} must be divisible by patch {self.patch}")
-        if self.method not in _ssm.SCAN_METHODS:
-            raise ValueError(f"method must be one of {_ssm.SCAN_METHODS}, got {self.method!r}")
-        for o in self.global_orders:
-            if o not in ("frame_major", "position_major"):
-                raise ValueError(f"global_orders entries must be 'frame_major'/'position_major', got {o!r}")
+  def __post_init__(self):
+    for f in (
+      "width",
+      "depth",
+      "state",
+      "expand",
+      "patch",
+      "image_size",
+      "mlp_ratio",
+      "camera_stages",
+      "chunk_size",
+    ):
+      v = getattr(self, f)
+      if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"FlashSSM3DConfig.{f} must be an int >= 1, got {v!r}")
+    if self.registers < 0:
+      raise ValueError(f"FlashSSM3DConfig.registers must be >= 0, got {self.registers}")
+    if isinstance(self.global_orders, str) or not tuple(self.global_orders):
+      raise ValueError(
+        f"global_orders must be a non-empty tuple of orders, got {self.global_orders!r}"
+      )
+    if self.image_size % self.patch:
+      raise ValueError(f"image_size {self.image_size} must be divisible by patch {self.patch}")
+    if self.method not in _ssm.SCAN_METHODS:
+      raise ValueError(f"method must be one of {_ssm.SCAN_METHODS}, got {self.method!r}")
+    for o in self.global_orders:
+      if o not in ("frame_major", "position_major"):
+        raise ValueError(f"global_orders entries must be 'frame_major'/'position_major', got {o!r}")
 
 
 @dataclasses.dataclass(frozen=True)
 class TeacherConfig:
-    """Alternating-attention teacher hyper-parameters (VGGT-like, miniature)."""
+  """Alternating-attention teacher hyper-parameters (VGGT-like, miniature)."""
 
-    width: int = 128
-    depth: int = 4  # number of (frame, global) attention pairs
-    heads: int = 4
-    patch: int = 4
-    registers: int = 4
-    image_size: int = 32
-    mlp_ratio: int = 2
-    camera_stages: int = 4
+  width: int = 128
+  depth: int = 4  # number of (frame, global) attention pairs
+  heads: int = 4
+  patch: int = 4
+  registers: int = 4
+  image_size: int = 32
+  mlp_ratio: int = 2
+  camera_stages: int = 4
 
-    def __post_init__(self):
-        for f in ("width", "depth", "heads", "patch", "image_size", "mlp_ratio", "camera_stages"):
-            v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"TeacherConfig.{f} must be an int >= 1, got {v!r}")
-        if self.registers < 0:
-            raise ValueError(f"TeacherConfig.registers must be >= 0, got {self.registers}")
-        if self.width % self.heads:
-            raise ValueError(f"width {self.width} must be divisible by heads {self.heads}")
-        if self.image_size % self.patch:
-            raise ValueError(f"image_size {self.image_size} must be divisible by patch {self.patch}")
+  def __post_init__(self):
+    for f in ("width", "depth", "heads", "patch", "image_size", "mlp_ratio", "camera_stages"):
+      v = getattr(self, f)
+      if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"TeacherConfig.{f} must be an int >= 1, got {v!r}")
+    if self.registers < 0:
+      raise ValueError(f"TeacherConfig.registers must be >= 0, got {self.registers}")
+    if self.width % self.heads:
+      raise ValueError(f"width {self.width} must be divisible by heads {self.heads}")
+    if self.image_size % self.patch:
+      raise ValueError(f"image_size {self.image_size} must be divisible by patch {self.patch}")
 
 
 class SwiGLU(nnx.Module):
-    def __init__(self, dim, hidden, *, rngs):
-        self.w12 = nnx.Linear(dim, 2 * hidden, rngs=rngs)
-        self.w3 = nnx.Linear(hidden, dim, rngs=rngs)
+  def __init__(self, dim, hidden, *, rngs):
+    self.w12 = nnx.Linear(dim, 2 * hidden, rngs=rngs)
+    self.w3 = nnx.Linear(hidden, dim, rngs=rngs)
 
-    def __call__(self, x):
-        a, b = jnp.split(self.w12(x), 2, -1)
-        return self.w3(jax.nn.silu(a) * b)
+  def __call__(self, x):
+    a, b = jnp.split(self.w12(x), 2, -1)
+    return self.w3(jax.nn.silu(a) * b)
 
 
 class Attention(nnx.Module):
-    """Multi-head softmax self-attention over ``x [M, L, D]``."""
+  """Multi-head softmax self-attention over ``x [M, L, D]``."""
 
-    def __init__(self, dim, heads, *, rngs):
-        self.heads = heads
-        self.qkv = nnx.Linear(dim, 3 * dim, rngs=rngs)
-        self.out = nnx.Linear(dim, dim, rngs=rngs)
+  def __init__(self, dim, heads, *, rngs):
+    self.heads = heads
+    self.qkv = nnx.Linear(dim, 3 * dim, rngs=rngs)
+    self.out = nnx.Linear(dim, dim, rngs=rngs)
 
-    def __call__(self, x):
-        M, L, D = x.shape
-        q, k, v = jnp.split(self.qkv(x).reshape(M, L, 3 * self.heads, D // self.heads), 3, axis=2)
-        y = jax.nn.dot_product_attention(q, k, v)
-        return self.out(y.reshape(M, L, D))
+  def __call__(self, x):
+    M, L, D = x.shape
+    q, k, v = jnp.split(self.qkv(x).reshape(M, L, 3 * self.heads, D // self.heads), 3, axis=2)
+    y = jax.nn.dot_product_attention(q, k, v)
+    return self.out(y.reshape(M, L, D))
 
 
 class _Common(nnx.Module):
-    """Patch embedding, special tokens and VGGT-style heads shared by student and teacher."""
+  """Patch embedding, special tokens and VGGT-style heads shared by student and teacher."""
 
-    def _init_common(self, cfg, *, rngs):
-        D, p, R = cfg.width, cfg.patch, cfg.registers
-        self.cfg = cfg
-        self.grid = (cfg.image_size // p, cfg.image_size // p)
-        P = self.grid[0] * self.grid[1]
-        self.num_special = 1 + R
-        self.patch_embed = nnx.Linear(3 * p * p, D, rngs=rngs)
-        init = nnx.initializers.normal(0.02)
-        self.pos = nnx.Param(init(rngs.params(), (P, D)))
-        self.special = nnx.Param(init(rngs.params(), (2, 1 + R, D)))  # [first/other, cam+regs, D]
-        self.norm_out = nnx.LayerNorm(D, rngs=rngs)
-        # camera head: trunk on the camera token + iterative refinement with shared weights
-        self.cam_trunk = nnx.Linear(D, D, rngs=rngs)
-        self.cam_ref1 = nnx.Linear(D + 9, D, rngs=rngs)
-        self.cam_ref2 = nnx.Linear(D, 9, rngs=rngs, kernel_init=nnx.initializers.zeros_init())
-        # dense head: per-token linear "pixel shuffle" to p*p*6 values
-        self.dense = nnx.Linear(D, p * p * _N_OUT, rngs=rngs)
+  def _init_common(self, cfg, *, rngs):
+    D, p, R = cfg.width, cfg.patch, cfg.registers
+    self.cfg = cfg
+    self.grid = (cfg.image_size // p, cfg.image_size // p)
+    P = self.grid[0] * self.grid[1]
+    self.num_special = 1 + R
+    self.patch_embed = nnx.Linear(3 * p * p, D, rngs=rngs)
+    init = nnx.initializers.normal(0.02)
+    self.pos = nnx.Param(init(rngs.params(), (P, D)))
+    self.special = nnx.Param(init(rngs.params(), (2, 1 + R, D)))  # [first/other, cam+regs, D]
+    self.norm_out = nnx.LayerNorm(D, rngs=rngs)
+    # camera head: trunk on the camera token + iterative refinement with shared weights
+    self.cam_trunk = nnx.Linear(D, D, rngs=rngs)
+    self.cam_ref1 = nnx.Linear(D + 9, D, rngs=rngs)
+    self.cam_ref2 = nnx.Linear(D, 9, rngs=rngs, kernel_init=nnx.initializers.zeros_init())
+    # dense head: per-token linear "pixel shuffle" to p*p*6 values
+    self.dense = nnx.Linear(D, p * p * _N_OUT, rngs=rngs)
 
-    def _tokens(self, images):
-        cfg = self.cfg
-        if images.ndim != 5 or images.shape[-1] != 3:
-            raise ValueError(f"images must be [B, S, H, W, 3], got {images.shape}")
-        if not jnp.issubdtype(images.dtype, jnp.floating):
-            raise TypeError(f"images must be floating point in [0, 1], got {images.dtype}")
-        B, S, H, W, _ = images.shape
-        if (H, W) != (cfg.image_size, cfg.image_size):
-            raise ValueError(f"images must be {cfg.image_size}x{cfg.image_size} (config.image_size), got {H}x{W}")
-        p, (gh, gw) = cfg.patch, self.grid
-        x = images.reshape(B, S, gh, p, gw, p, 3).transpose(0, 1, 2, 4, 3, 5, 6)
-        x = self.patch_embed(x.reshape(B, S, gh * gw, p * p * 3)) + self.pos[...]
-        sp = self.special[...]
-        first = jnp.broadcast_to(sp[0], (B, 1) + sp.shape[1:])
-        rest = jnp.broadcast_to(sp[1], (B, S - 1) + sp.shape[1:])
-        special = jnp.concatenate([first, rest], 1)
-        return jnp.concatenate([special, x], 2)  # [B, S, T, D]
+  def _tokens(self, images):
+    cfg = self.cfg
+    if images.ndim != 5 or images.shape[-1] != 3:
+      raise ValueError(f"images must be [B, S, H, W, 3], got {images.shape}")
+    if not jnp.issubdtype(images.dtype, jnp.floating):
+      raise TypeError(f"images must be floating point in [0, 1], got {images.dtype}")
+    B, S, H, W, _ = images.shape
+    if (H, W) != (cfg.image_size, cfg.image_size):
+      raise ValueError(
+        f"images must be {cfg.image_size}x{cfg.image_size} (config.image_size), got {H}x{W}"
+      )
+    p, (gh, gw) = cfg.patch, self.grid
+    x = images.reshape(B, S, gh, p, gw, p, 3).transpose(0, 1, 2, 4, 3, 5, 6)
+    x = self.patch_embed(x.reshape(B, S, gh * gw, p * p * 3)) + self.pos[...]
+    sp = self.special[...]
+    first = jnp.broadcast_to(sp[0], (B, 1) + sp.shape[1:])
+    rest = jnp.broadcast_to(sp[1], (B, S - 1) + sp.shape[1:])
+    special = jnp.concatenate([first, rest], 1)
+    return jnp.concatenate([special, x], 2)  # [B, S, T, D]
 
-    def _heads(self, tok):
-        cfg = self.cfg
-        tok = self.norm_out(tok)
-        B, S = tok.shape[:2]
-        # camera
-        h = jax.nn.gelu(self.cam_trunk(tok[:, :, 0]))
-        pose = jnp.broadcast_to(jnp.asarray(_POSE_INIT, tok.dtype), (B, S, 9))
-        stages = []
-        for _ in range(cfg.camera_stages):
-            pose = pose + self.cam_ref2(jax.nn.gelu(self.cam_ref1(jnp.concatenate([h, pose], -1))))
-            stages.append(pose)
-        stages = jnp.stack(stages)
-        # dense
-        p, (gh, gw) = cfg.patch, self.grid
-        d = self.dense(tok[:, :, self.num_special:])  # [B, S, P, p*p*6]
-        d = d.reshape(B, S, gh, gw, p, p, _N_OUT).transpose(0, 1, 2, 4, 3, 5, 6)
-        d = d.reshape(B, S, gh * p, gw * p, _N_OUT)
-        depth = jnp.exp(jnp.clip(d[..., 0:1], -10.0, 10.0))
-        depth_conf = 1.0 + jnp.exp(jnp.clip(d[..., 1], -10.0, 10.0))
-        x = d[..., 2:5]
-        points = jnp.sign(x) * jnp.expm1(jnp.minimum(jnp.abs(x), 10.0))  # inv_log
-        point_conf = 1.0 + jnp.exp(jnp.clip(d[..., 5], -10.0, 10.0))
-        return Predictions(stages[-1], depth, depth_conf, points, point_conf, stages)
+  def _heads(self, tok):
+    cfg = self.cfg
+    tok = self.norm_out(tok)
+    B, S = tok.shape[:2]
+    # camera
+    h = jax.nn.gelu(self.cam_trunk(tok[:, :, 0]))
+    pose = jnp.broadcast_to(jnp.asarray(_POSE_INIT, tok.dtype), (B, S, 9))
+    stages = []
+    for _ in range(cfg.camera_stages):
+      pose = pose + self.cam_ref2(jax.nn.gelu(self.cam_ref1(jnp.concatenate([h, pose], -1))))
+      stages.append(pose)
+    stages = jnp.stack(stages)
+    # dense
+    p, (gh, gw) = cfg.patch, self.grid
+    d = self.dense(tok[:, :, self.num_special :])  # [B, S, P, p*p*6]
+    d = d.reshape(B, S, gh, gw, p, p, _N_OUT).transpose(0, 1, 2, 4, 3, 5, 6)
+    d = d.reshape(B, S, gh * p, gw * p, _N_OUT)
+    depth = jnp.exp(jnp.clip(d[..., 0:1], -10.0, 10.0))
+    depth_conf = 1.0 + jnp.exp(jnp.clip(d[..., 1], -10.0, 10.0))
+    x = d[..., 2:5]
+    points = jnp.sign(x) * jnp.expm1(jnp.minimum(jnp.abs(x), 10.0))  # inv_log
+    point_conf = 1.0 + jnp.exp(jnp.clip(d[..., 5], -10.0, 10.0))
+    return Predictions(stages[-1], depth, depth_conf, points, point_conf, stages)
 
-    def __call__(self, images, *, deterministic: bool = True) -> Predictions:
-        """``images [B, S, H, W, 3]`` in [0, 1] -> :class:`Predictions`."""
-        del deterministic  # no dropout
-        tok = self._tokens(images)
-        return self._heads(self.backbone(tok))
+  def __call__(self, images, *, deterministic: bool = True) -> Predictions:
+    """``images [B, S, H, W, 3]`` in [0, 1] -> :class:`Predictions`."""
+    del deterministic  # no dropout
+    tok = self._tokens(images)
+    return self._heads(self.backbone(tok))
 
 
 class _SSMBlock(nnx.Module):
-    def __init__(self, cfg, index, grid, num_special, *, rngs):
-        D = cfg.width
-        kw = dict(state=cfg.state, expand=cfg.expand, method=cfg.method, chunk_size=cfg.chunk_size, rngs=rngs)
-        self.n1, self.n2, self.n3 = (nnx.LayerNorm(D, rngs=rngs) for _ in range(3))
-        self.frame = _ssm.BiSSM(D, **kw)
-        self.glob = _ssm.BiSSM(D, **kw)
-        self.mlp = SwiGLU(D, cfg.mlp_ratio * D, rngs=rngs)
-        self.frame_kind = "row" if index % 2 == 0 else "col"
-        self.global_kind = cfg.global_orders[index % len(cfg.global_orders)]
-        self.grid, self.num_special = grid, num_special
+  def __init__(self, cfg, index, grid, num_special, *, rngs):
+    D = cfg.width
+    kw = dict(
+      state=cfg.state, expand=cfg.expand, method=cfg.method, chunk_size=cfg.chunk_size, rngs=rngs
+    )
+    self.n1, self.n2, self.n3 = (nnx.LayerNorm(D, rngs=rngs) for _ in range(3))
+    self.frame = _ssm.BiSSM(D, **kw)
+    self.glob = _ssm.BiSSM(D, **kw)
+    self.mlp = SwiGLU(D, cfg.mlp_ratio * D, rngs=rngs)
+    self.frame_kind = "row" if index % 2 == 0 else "col"
+    self.global_kind = cfg.global_orders[index % len(cfg.global_orders)]
+    self.grid, self.num_special = grid, num_special
 
-    def __call__(self, x):  # x [B, S, T, D]
-        B, S, T, D = x.shape
-        perm = _ssm.scan_order(S, self.grid, kind=self.frame_kind, num_special=self.num_special)
-        inv = np.argsort(perm)
-        h = self.n1(x)[:, :, perm]
-        x = x + self.frame(h.reshape(B * S, T, D)).reshape(B, S, T, D)[:, :, inv]
-        perm = _ssm.scan_order(S, self.grid, kind=self.global_kind, num_special=self.num_special)
-        inv = np.argsort(perm)
-        h = self.n2(x).reshape(B, S * T, D)[:, perm]
-        x = x + self.glob(h)[:, inv].reshape(B, S, T, D)
-        return x + self.mlp(self.n3(x))
+  def __call__(self, x):  # x [B, S, T, D]
+    B, S, T, D = x.shape
+    perm = _ssm.scan_order(S, self.grid, kind=self.frame_kind, num_special=self.num_special)
+    inv = np.argsort(perm)
+    h = self.n1(x)[:, :, perm]
+    x = x + self.frame(h.reshape(B * S, T, D)).reshape(B, S, T, D)[:, :, inv]
+    perm = _ssm.scan_order(S, self.grid, kind=self.global_kind, num_special=self.num_special)
+    inv = np.argsort(perm)
+    h = self.n2(x).reshape(B, S * T, D)[:, perm]
+    x = x + self.glob(h)[:, inv].reshape(B, S, T, D)
+    return x + self.mlp(self.n3(x))
 
 
 class FlashSSM3D(_Common):
-    """Attention-free student: bidirectional selective-SSM backbone + VGGT heads **[reconstruction]**.
+  """Attention-free student: bidirectional selective-SSM backbone + VGGT heads **[reconstruction]**.
 
-    Args:
-      config: :class:`FlashSSM3DConfig`.
-      rngs: ``nnx.Rngs``.
+  Args:
+    config: :class:`FlashSSM3DConfig`.
+    rngs: ``nnx.Rngs``.
 
-    Call: ``model(images [B, S, H, W, 3]) -> Predictions``. Time and memory are linear in ``S``.
+  Call: ``model(images [B, S, H, W, 3]) -> Predictions``. Time and memory are linear in ``S``.
 
-    References: FlashSSM-3D (NeurIPS 2026; no arXiv id found); Mamba, arXiv:2312.00752;
-    VGGT, arXiv:2503.11651.
-    """
+  References: FlashSSM-3D (NeurIPS 2026; no arXiv id found); Mamba, arXiv:2312.00752;
+  VGGT, arXiv:2503.11651.
+  """
 
-    def __init__(self, config: FlashSSM3DConfig = FlashSSM3DConfig(), *, rngs: nnx.Rngs):
-        if not isinstance(config, FlashSSM3DConfig):
-            raise TypeError(f"config must be a FlashSSM3DConfig, got {type(config)}")
-        self._init_common(config, rngs=rngs)
-        self.blocks = nnx.List([_SSMBlock(config, i, self.grid, self.num_special, rngs=rngs)
-                                for i in range(config.depth)])
+  def __init__(self, config: FlashSSM3DConfig = FlashSSM3DConfig(), *, rngs: nnx.Rngs):
+    if not isinstance(config, FlashSSM3DConfig):
+      raise TypeError(f"config must be a FlashSSM3DConfig, got {type(config)}")
+    self._init_common(config, rngs=rngs)
+    self.blocks = nnx.List(
+      [_SSMBlock(config, i, self.grid, self.num_special, rngs=rngs) for i in range(config.depth)]
+    )
 
-    def backbone(self, x):
-        for blk in self.blocks:
-            x = blk(x)
-        return x
+  def backbone(self, x):
+    for blk in self.blocks:
+      x = blk(x)
+    return x
 
 
 class _AABlock(nnx.Module):
-    def __init__(self, cfg, *, rngs):
-        D = cfg.width
-        self.n1, self.n2, self.n3, self.n4 = (nnx.LayerNorm(D, rngs=rngs) for _ in range(4))
-        self.frame_attn = Attention(D, cfg.heads, rngs=rngs)
-        self.frame_mlp = SwiGLU(D, cfg.mlp_ratio * D, rngs=rngs)
-        self.global_attn = Attention(D, cfg.heads, rngs=rngs)
-        self.global_mlp = SwiGLU(D, cfg.mlp_ratio * D, rngs=rngs)
+  def __init__(self, cfg, *, rngs):
+    D = cfg.width
+    self.n1, self.n2, self.n3, self.n4 = (nnx.LayerNorm(D, rngs=rngs) for _ in range(4))
+    self.frame_attn = Attention(D, cfg.heads, rngs=rngs)
+    self.frame_mlp = SwiGLU(D, cfg.mlp_ratio * D, rngs=rngs)
+    self.global_attn = Attention(D, cfg.heads, rngs=rngs)
+    self.global_mlp = SwiGLU(D, cfg.mlp_ratio * D, rngs=rngs)
 
-    def __call__(self, x):  # [B, S, T, D]
-        B, S, T, D = x.shape
-        x = x + self.frame_attn(self.n1(x).reshape(B * S, T, D)).reshape(B, S, T, D)
-        x = x + self.frame_mlp(self.n2(x))
-        x = x + self.global_attn(self.n3(x).reshape(B, S * T, D)).reshape(B, S, T, D)
-        return x + self.global_mlp(self.n4(x))
+  def __call__(self, x):  # [B, S, T, D]
+    B, S, T, D = x.shape
+    x = x + self.frame_attn(self.n1(x).reshape(B * S, T, D)).reshape(B, S, T, D)
+    x = x + self.frame_mlp(self.n2(x))
+    x = x + self.global_attn(self.n3(x).reshape(B, S * T, D)).reshape(B, S, T, D)
+    return x + self.global_mlp(self.n4(x))
 
 
 class AATeacher(_Common):
-    """Small VGGT-style alternating-attention model (frame attention / global attention pairs).
+  """Small VGGT-style alternating-attention model (frame attention / global attention pairs).
 
-    Args:
-      config: :class:`TeacherConfig`.
-      rngs: ``nnx.Rngs``.
+  Args:
+    config: :class:`TeacherConfig`.
+    rngs: ``nnx.Rngs``.
 
-    Call: ``model(images [B, S, H, W, 3]) -> Predictions``. Global attention is quadratic in ``S``.
+  Call: ``model(images [B, S, H, W, 3]) -> Predictions``. Global attention is quadratic in ``S``.
 
-    References: VGGT, arXiv:2503.11651.
-    """
+  References: VGGT, arXiv:2503.11651.
+  """
 
-    def __init__(self, config: TeacherConfig = TeacherConfig(), *, rngs: nnx.Rngs):
-        if not isinstance(config, TeacherConfig):
-            raise TypeError(f"config must be a TeacherConfig, got {type(config)}")
-        self._init_common(config, rngs=rngs)
-        self.blocks = nnx.List([_AABlock(config, rngs=rngs) for _ in range(config.depth)])
+  def __init__(self, config: TeacherConfig = TeacherConfig(), *, rngs: nnx.Rngs):
+    if not isinstance(config, TeacherConfig):
+      raise TypeError(f"config must be a TeacherConfig, got {type(config)}")
+    self._init_common(config, rngs=rngs)
+    self.blocks = nnx.List([_AABlock(config, rngs=rngs) for _ in range(config.depth)])
 
-    def backbone(self, x):
-        for blk in self.blocks:
-            x = blk(x)
-        return x
+  def backbone(self, x):
+    for blk in self.blocks:
+      x = blk(x)
+    return x
 
 
 def count_params(model: nnx.Module) -> int:
-    """Number of parameters of an NNX module."""
-    if not isinstance(model, nnx.Module):
-        raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
-    return int(sum(np.prod(v.shape) for v in jax.tree.leaves(nnx.state(model, nnx.Param))))
+  """Number of parameters of an NNX module."""
+  if not isinstance(model, nnx.Module):
+    raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
+  return int(sum(np.prod(v.shape) for v in jax.tree.leaves(nnx.state(model, nnx.Param))))

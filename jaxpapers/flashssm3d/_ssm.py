@@ -36,210 +36,226 @@ SCAN_ORDERS = ("row", "col", "frame_major", "position_major")
 
 
 def _combine(c1, c2):
-    a1, b1 = c1
-    a2, b2 = c2
-    return a2 * a1, a2 * b1 + b2
+  a1, b1 = c1
+  a2, b2 = c2
+  return a2 * a1, a2 * b1 + b2
 
 
 def _scan_tm(x, dt, A, B, C, D, reverse, method, chunk_size):
-    """Time-major core: x, dt ``[L, M, E]``; B, C ``[L, M, N]``; A ``[E, N]``; D ``[E]``."""
-    L = x.shape[0]
-    if method == "scan":
-        def step(h, inp):
-            x_t, dt_t, B_t, C_t = inp
-            a = jnp.exp(dt_t[..., None] * A)  # [M, E, N]
-            h = a * h + (dt_t * x_t)[..., None] * B_t[:, None, :]
-            return h, jnp.einsum("men,mn->me", h, C_t)
+  """Time-major core: x, dt ``[L, M, E]``; B, C ``[L, M, N]``; A ``[E, N]``; D ``[E]``."""
+  L = x.shape[0]
+  if method == "scan":
 
-        h0 = jnp.zeros(x.shape[1:] + (A.shape[-1],), x.dtype)
-        _, y = jax.lax.scan(step, h0, (x, dt, B, C), reverse=reverse)
-        return y + D * x
-    a = jnp.exp(dt[..., None] * A)  # [L, M, E, N]
-    b = (dt * x)[..., None] * B[:, :, None, :]
-    if method == "associative":
-        _, h = jax.lax.associative_scan(_combine, (a, b), reverse=reverse, axis=0)
-        return jnp.einsum("lmen,lmn->lme", h, C) + D * x
-    # chunked
-    if reverse:
-        a, b = a[::-1], b[::-1]
-    n_chunks = -(-L // chunk_size)
-    pad = n_chunks * chunk_size - L
-    if pad:
-        a = jnp.concatenate([a, jnp.ones((pad,) + a.shape[1:], a.dtype)], 0)
-        b = jnp.concatenate([b, jnp.zeros((pad,) + b.shape[1:], b.dtype)], 0)
-    a = a.reshape((n_chunks, chunk_size) + a.shape[1:])
-    b = b.reshape((n_chunks, chunk_size) + b.shape[1:])
-    a_cum, h_loc = jax.lax.associative_scan(_combine, (a, b), axis=1)
+    def step(h, inp):
+      x_t, dt_t, B_t, C_t = inp
+      a = jnp.exp(dt_t[..., None] * A)  # [M, E, N]
+      h = a * h + (dt_t * x_t)[..., None] * B_t[:, None, :]
+      return h, jnp.einsum("men,mn->me", h, C_t)
 
-    def chunk_step(h, inp):
-        ac, hl = inp
-        hs = ac * h + hl
-        return hs[-1], hs
-
-    _, h = jax.lax.scan(chunk_step, jnp.zeros(a.shape[2:], a.dtype), (a_cum, h_loc))
-    h = h.reshape((n_chunks * chunk_size,) + h.shape[2:])[:L]
-    if reverse:
-        h = h[::-1]
+    h0 = jnp.zeros(x.shape[1:] + (A.shape[-1],), x.dtype)
+    _, y = jax.lax.scan(step, h0, (x, dt, B, C), reverse=reverse)
+    return y + D * x
+  a = jnp.exp(dt[..., None] * A)  # [L, M, E, N]
+  b = (dt * x)[..., None] * B[:, :, None, :]
+  if method == "associative":
+    _, h = jax.lax.associative_scan(_combine, (a, b), reverse=reverse, axis=0)
     return jnp.einsum("lmen,lmn->lme", h, C) + D * x
+  # chunked
+  if reverse:
+    a, b = a[::-1], b[::-1]
+  n_chunks = -(-L // chunk_size)
+  pad = n_chunks * chunk_size - L
+  if pad:
+    a = jnp.concatenate([a, jnp.ones((pad,) + a.shape[1:], a.dtype)], 0)
+    b = jnp.concatenate([b, jnp.zeros((pad,) + b.shape[1:], b.dtype)], 0)
+  a = a.reshape((n_chunks, chunk_size) + a.shape[1:])
+  b = b.reshape((n_chunks, chunk_size) + b.shape[1:])
+  a_cum, h_loc = jax.lax.associative_scan(_combine, (a, b), axis=1)
+
+  def chunk_step(h, inp):
+    ac, hl = inp
+    hs = ac * h + hl
+    return hs[-1], hs
+
+  _, h = jax.lax.scan(chunk_step, jnp.zeros(a.shape[2:], a.dtype), (a_cum, h_loc))
+  h = h.reshape((n_chunks * chunk_size,) + h.shape[2:])[:L]
+  if reverse:
+    h = h[::-1]
+  return jnp.einsum("lmen,lmn->lme", h, C) + D * x
 
 
-def selective_scan(x, dt, A, B, C, D, *, reverse: bool = False, method: str = "scan",
-                   chunk_size: int = 64):
-    """Selective scan ``y = S6(x)`` along the second-to-last axis.
+def selective_scan(
+  x, dt, A, B, C, D, *, reverse: bool = False, method: str = "scan", chunk_size: int = 64
+):
+  """Selective scan ``y = S6(x)`` along the second-to-last axis.
 
-    Args:
-      x: ``[..., L, E]`` inputs.
-      dt: ``[..., L, E]`` positive step sizes Δ.
-      A: ``[E, N]`` (negative real) state matrix.
-      B: ``[..., L, N]`` input projections.
-      C: ``[..., L, N]`` output projections.
-      D: ``[E]`` skip.
-      reverse: scan from the end (the backward half of a bidirectional SSM).
-      method: ``'scan'`` | ``'associative'`` | ``'chunked'``.
-      chunk_size: chunk length for ``'chunked'``.
+  Args:
+    x: ``[..., L, E]`` inputs.
+    dt: ``[..., L, E]`` positive step sizes Δ.
+    A: ``[E, N]`` (negative real) state matrix.
+    B: ``[..., L, N]`` input projections.
+    C: ``[..., L, N]`` output projections.
+    D: ``[E]`` skip.
+    reverse: scan from the end (the backward half of a bidirectional SSM).
+    method: ``'scan'`` | ``'associative'`` | ``'chunked'``.
+    chunk_size: chunk length for ``'chunked'``.
 
-    Returns:
-      ``y`` with the shape of ``x``; an empty sequence (``L = 0``) gives an empty ``y``.
+  Returns:
+    ``y`` with the shape of ``x``; an empty sequence (``L = 0``) gives an empty ``y``.
 
-    Bad values: ``dt`` must be ``>= 0`` and ``A <= 0`` (otherwise the recurrence grows without
-    bound) and both finite. Eagerly a violation raises ``ValueError``; under ``jax.jit`` ``y`` is
-    NaN (wrap with ``jax.experimental.checkify.checkify`` to get the error).
-    """
-    y = _selective_scan(x, dt, A, B, C, D, reverse=reverse, method=method, chunk_size=chunk_size)
-    ok = val.check(jnp.all(jnp.isfinite(dt) & (dt >= 0)) & jnp.all(jnp.isfinite(A) & (A <= 0)),
-                   "dt must be finite step sizes >= 0 and A a finite (negative) state matrix <= 0")
-    return val.poison(y, ok)
+  Bad values: ``dt`` must be ``>= 0`` and ``A <= 0`` (otherwise the recurrence grows without
+  bound) and both finite. Eagerly a violation raises ``ValueError``; under ``jax.jit`` ``y`` is
+  NaN (wrap with ``jax.experimental.checkify.checkify`` to get the error).
+  """
+  y = _selective_scan(x, dt, A, B, C, D, reverse=reverse, method=method, chunk_size=chunk_size)
+  ok = val.check(
+    jnp.all(jnp.isfinite(dt) & (dt >= 0)) & jnp.all(jnp.isfinite(A) & (A <= 0)),
+    "dt must be finite step sizes >= 0 and A a finite (negative) state matrix <= 0",
+  )
+  return val.poison(y, ok)
 
 
 def _selective_scan(x, dt, A, B, C, D, *, reverse, method, chunk_size):
-    """:func:`selective_scan` with shape checks only (the block's Δ = softplus(·) >= 0)."""
-    if method not in SCAN_METHODS:
-        raise ValueError(f"method must be one of {SCAN_METHODS}, got {method!r}")
-    if x.ndim < 2 or dt.shape != x.shape:
-        raise ValueError(f"x and dt must both be [..., L, E]; got {x.shape} and {dt.shape}")
-    E = x.shape[-1]
-    if A.ndim != 2 or A.shape[0] != E:
-        raise ValueError(f"A must be [E={E}, N], got {A.shape}")
-    N = A.shape[1]
-    if B.shape != x.shape[:-1] + (N,) or C.shape != B.shape:
-        raise ValueError(f"B and C must be {x.shape[:-1] + (N,)}, got {B.shape} and {C.shape}")
-    if D.shape != (E,):
-        raise ValueError(f"D must be [E={E}], got {D.shape}")
-    for name, a in (("x", x), ("dt", dt), ("A", A), ("B", B), ("C", C), ("D", D)):
-        if not jnp.issubdtype(a.dtype, jnp.floating):
-            raise TypeError(f"{name} must be a floating-point array, got {a.dtype}")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
-            or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an int >= 1, got {chunk_size!r}")
-    lead = x.shape[:-2]
-    L = x.shape[-2]
-    if L == 0 or math.prod(lead) == 0:
-        return D * x  # nothing to scan: an empty y of the shape of x
-    tm = lambda a: jnp.moveaxis(a.reshape((-1,) + a.shape[-2:]), 1, 0)  # [L, M, ...]
-    y = _scan_tm(tm(x), tm(dt), A, tm(B), tm(C), D, reverse, method, int(chunk_size))
-    return jnp.moveaxis(y, 0, 1).reshape(lead + (L, E))
+  """:func:`selective_scan` with shape checks only (the block's Δ = softplus(·) >= 0)."""
+  if method not in SCAN_METHODS:
+    raise ValueError(f"method must be one of {SCAN_METHODS}, got {method!r}")
+  if x.ndim < 2 or dt.shape != x.shape:
+    raise ValueError(f"x and dt must both be [..., L, E]; got {x.shape} and {dt.shape}")
+  E = x.shape[-1]
+  if A.ndim != 2 or A.shape[0] != E:
+    raise ValueError(f"A must be [E={E}, N], got {A.shape}")
+  N = A.shape[1]
+  if B.shape != x.shape[:-1] + (N,) or C.shape != B.shape:
+    raise ValueError(f"B and C must be {x.shape[:-1] + (N,)}, got {B.shape} and {C.shape}")
+  if D.shape != (E,):
+    raise ValueError(f"D must be [E={E}], got {D.shape}")
+  for name, a in (("x", x), ("dt", dt), ("A", A), ("B", B), ("C", C), ("D", D)):
+    if not jnp.issubdtype(a.dtype, jnp.floating):
+      raise TypeError(f"{name} must be a floating-point array, got {a.dtype}")
+  if (
+    isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1
+  ):
+    raise ValueError(f"chunk_size must be an int >= 1, got {chunk_size!r}")
+  lead = x.shape[:-2]
+  L = x.shape[-2]
+  if L == 0 or math.prod(lead) == 0:
+    return D * x  # nothing to scan: an empty y of the shape of x
+  tm = lambda a: jnp.moveaxis(a.reshape((-1,) + a.shape[-2:]), 1, 0)  # [L, M, ...]
+  y = _scan_tm(tm(x), tm(dt), A, tm(B), tm(C), D, reverse, method, int(chunk_size))
+  return jnp.moveaxis(y, 0, 1).reshape(lead + (L, E))
 
 
 def scan_order(num_views: int, grid_hw, *, kind: str, num_special: int = 0) -> np.ndarray:
-    """Token permutation for a scan order **[reconstruction]**.
+  """Token permutation for a scan order **[reconstruction]**.
 
-    Tokens of a frame are ``[special (camera + registers), patches (row-major)]``, ``T`` in total;
-    all frames concatenated frame by frame give ``S·T`` tokens.
+  Tokens of a frame are ``[special (camera + registers), patches (row-major)]``, ``T`` in total;
+  all frames concatenated frame by frame give ``S·T`` tokens.
 
-    Args:
-      num_views: ``S``.
-      grid_hw: patch grid ``(gh, gw)``.
-      kind: ``'row'`` / ``'col'`` (within one frame: length ``T``, patches row- or column-major,
-        special tokens first) or ``'frame_major'`` / ``'position_major'`` (all frames: length
-        ``S·T``; position-major visits token slot 0 of every view, then slot 1, ... so that
-        corresponding pixels of different views are adjacent).
-      num_special: number of camera + register tokens per frame.
+  Args:
+    num_views: ``S``.
+    grid_hw: patch grid ``(gh, gw)``.
+    kind: ``'row'`` / ``'col'`` (within one frame: length ``T``, patches row- or column-major,
+      special tokens first) or ``'frame_major'`` / ``'position_major'`` (all frames: length
+      ``S·T``; position-major visits token slot 0 of every view, then slot 1, ... so that
+      corresponding pixels of different views are adjacent).
+    num_special: number of camera + register tokens per frame.
 
-    Returns:
-      int permutation ``perm`` with ``ordered = tokens[perm]``.
-    """
-    if kind not in SCAN_ORDERS:
-        raise ValueError(f"kind must be one of {SCAN_ORDERS}, got {kind!r}")
-    try:
-        gh, gw = (int(v) for v in grid_hw)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"grid_hw must be a pair (gh, gw) of positive ints, got {grid_hw!r}") from None
-    if gh < 1 or gw < 1:
-        raise ValueError(f"grid_hw must be a pair (gh, gw) of positive ints, got {grid_hw!r}")
-    for name, v, lo in (("num_views", num_views, 1), ("num_special", num_special, 0)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
-    P = gh * gw
-    T = num_special + P
-    if kind == "row":
-        return np.arange(T)
-    if kind == "col":
-        patches = num_special + (np.arange(P).reshape(gh, gw).T.ravel())
-        return np.concatenate([np.arange(num_special), patches])
-    if kind == "frame_major":
-        return np.arange(num_views * T)
-    if kind == "position_major":
-        return np.arange(num_views * T).reshape(num_views, T).T.ravel()
+  Returns:
+    int permutation ``perm`` with ``ordered = tokens[perm]``.
+  """
+  if kind not in SCAN_ORDERS:
     raise ValueError(f"kind must be one of {SCAN_ORDERS}, got {kind!r}")
+  try:
+    gh, gw = (int(v) for v in grid_hw)
+  except (TypeError, ValueError):
+    raise ValueError(f"grid_hw must be a pair (gh, gw) of positive ints, got {grid_hw!r}") from None
+  if gh < 1 or gw < 1:
+    raise ValueError(f"grid_hw must be a pair (gh, gw) of positive ints, got {grid_hw!r}")
+  for name, v, lo in (("num_views", num_views, 1), ("num_special", num_special, 0)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+      raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+  P = gh * gw
+  T = num_special + P
+  if kind == "row":
+    return np.arange(T)
+  if kind == "col":
+    patches = num_special + (np.arange(P).reshape(gh, gw).T.ravel())
+    return np.concatenate([np.arange(num_special), patches])
+  if kind == "frame_major":
+    return np.arange(num_views * T)
+  if kind == "position_major":
+    return np.arange(num_views * T).reshape(num_views, T).T.ravel()
+  raise ValueError(f"kind must be one of {SCAN_ORDERS}, got {kind!r}")
 
 
 class _Direction(nnx.Module):
-    """Per-direction selective parameters: Δ, B, C projections, A_log, D."""
+  """Per-direction selective parameters: Δ, B, C projections, A_log, D."""
 
-    def __init__(self, inner: int, state: int, dt_rank: int, *, rngs: nnx.Rngs):
-        self.dt_rank, self.state = dt_rank, state
-        self.x_proj = nnx.Linear(inner, dt_rank + 2 * state, use_bias=False, rngs=rngs)
-        dt = jnp.exp(jax.random.uniform(rngs.params(), (inner,), minval=math.log(1e-3),
-                                        maxval=math.log(1e-1)))
-        self.dt_proj = nnx.Linear(dt_rank, inner, rngs=rngs,
-                                  bias_init=lambda *_: dt + jnp.log(-jnp.expm1(-dt)))
-        self.A_log = nnx.Param(jnp.log(jnp.tile(jnp.arange(1, state + 1, dtype=jnp.float32), (inner, 1))))
-        self.D = nnx.Param(jnp.ones((inner,)))
+  def __init__(self, inner: int, state: int, dt_rank: int, *, rngs: nnx.Rngs):
+    self.dt_rank, self.state = dt_rank, state
+    self.x_proj = nnx.Linear(inner, dt_rank + 2 * state, use_bias=False, rngs=rngs)
+    dt = jnp.exp(
+      jax.random.uniform(rngs.params(), (inner,), minval=math.log(1e-3), maxval=math.log(1e-1))
+    )
+    self.dt_proj = nnx.Linear(
+      dt_rank, inner, rngs=rngs, bias_init=lambda *_: dt + jnp.log(-jnp.expm1(-dt))
+    )
+    self.A_log = nnx.Param(
+      jnp.log(jnp.tile(jnp.arange(1, state + 1, dtype=jnp.float32), (inner, 1)))
+    )
+    self.D = nnx.Param(jnp.ones((inner,)))
 
-    def __call__(self, u, *, reverse, method, chunk_size):
-        xp = self.x_proj(u)
-        r, n = self.dt_rank, self.state
-        dt = jax.nn.softplus(self.dt_proj(xp[..., :r]))
-        Bm, Cm = xp[..., r:r + n], xp[..., r + n:]
-        A = -jnp.exp(self.A_log[...])
-        return _selective_scan(u, dt, A, Bm, Cm, self.D[...], reverse=reverse, method=method,
-                               chunk_size=chunk_size)
+  def __call__(self, u, *, reverse, method, chunk_size):
+    xp = self.x_proj(u)
+    r, n = self.dt_rank, self.state
+    dt = jax.nn.softplus(self.dt_proj(xp[..., :r]))
+    Bm, Cm = xp[..., r : r + n], xp[..., r + n :]
+    A = -jnp.exp(self.A_log[...])
+    return _selective_scan(
+      u, dt, A, Bm, Cm, self.D[...], reverse=reverse, method=method, chunk_size=chunk_size
+    )
 
 
 class BiSSM(nnx.Module):
-    """Bidirectional Mamba-style mixer: ``out = W_o((S6_fwd(u) + S6_bwd(u)) ⊙ SiLU(z))``.
+  """Bidirectional Mamba-style mixer: ``out = W_o((S6_fwd(u) + S6_bwd(u)) ⊙ SiLU(z))``.
 
-    ``[u, z] = W_in x``; each direction has its own Δ/B/C/A/D (as in Vision Mamba). The causal
-    depthwise convolution of Mamba is omitted (a simplification of this reconstruction).
+  ``[u, z] = W_in x``; each direction has its own Δ/B/C/A/D (as in Vision Mamba). The causal
+  depthwise convolution of Mamba is omitted (a simplification of this reconstruction).
 
-    Args:
-      dim: model width ``D``.
-      state: SSM state size ``N``.
-      expand: inner width ``E = expand · D``.
-      method: scan implementation (see :func:`selective_scan`).
+  Args:
+    dim: model width ``D``.
+    state: SSM state size ``N``.
+    expand: inner width ``E = expand · D``.
+    method: scan implementation (see :func:`selective_scan`).
 
-    Call: ``x [..., L, D] -> [..., L, D]``.
-    """
+  Call: ``x [..., L, D] -> [..., L, D]``.
+  """
 
-    def __init__(self, dim: int, *, state: int = 16, expand: int = 1, method: str = "scan",
-                 chunk_size: int = 64, rngs: nnx.Rngs):
-        if method not in SCAN_METHODS:
-            raise ValueError(f"method must be one of {SCAN_METHODS}, got {method!r}")
-        for name, v in (("dim", dim), ("state", state), ("expand", expand),
-                        ("chunk_size", chunk_size)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-        inner = expand * dim
-        dt_rank = max(1, math.ceil(dim / 16))
-        self.method, self.chunk_size = method, chunk_size
-        self.in_proj = nnx.Linear(dim, 2 * inner, use_bias=False, rngs=rngs)
-        self.fwd = _Direction(inner, state, dt_rank, rngs=rngs)
-        self.bwd = _Direction(inner, state, dt_rank, rngs=rngs)
-        self.out_proj = nnx.Linear(inner, dim, use_bias=False, rngs=rngs)
+  def __init__(
+    self,
+    dim: int,
+    *,
+    state: int = 16,
+    expand: int = 1,
+    method: str = "scan",
+    chunk_size: int = 64,
+    rngs: nnx.Rngs,
+  ):
+    if method not in SCAN_METHODS:
+      raise ValueError(f"method must be one of {SCAN_METHODS}, got {method!r}")
+    for name, v in (("dim", dim), ("state", state), ("expand", expand), ("chunk_size", chunk_size)):
+      if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    inner = expand * dim
+    dt_rank = max(1, math.ceil(dim / 16))
+    self.method, self.chunk_size = method, chunk_size
+    self.in_proj = nnx.Linear(dim, 2 * inner, use_bias=False, rngs=rngs)
+    self.fwd = _Direction(inner, state, dt_rank, rngs=rngs)
+    self.bwd = _Direction(inner, state, dt_rank, rngs=rngs)
+    self.out_proj = nnx.Linear(inner, dim, use_bias=False, rngs=rngs)
 
-    def __call__(self, x):
-        u, z = jnp.split(self.in_proj(x), 2, axis=-1)
-        kw = dict(method=self.method, chunk_size=self.chunk_size)
-        y = self.fwd(u, reverse=False, **kw) + self.bwd(u, reverse=True, **kw)
-        return self.out_proj(y * jax.nn.silu(z))
+  def __call__(self, x):
+    u, z = jnp.split(self.in_proj(x), 2, axis=-1)
+    kw = dict(method=self.method, chunk_size=self.chunk_size)
+    y = self.fwd(u, reverse=False, **kw) + self.bwd(u, reverse=True, **kw)
+    return self.out_proj(y * jax.nn.silu(z))

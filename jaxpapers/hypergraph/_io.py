@@ -19,27 +19,44 @@ import numpy as np
 
 from jaxpapers.hypergraph import _structure as st
 
-__all__ = ["RestrictedUnpickler", "safe_load_pickle", "random_splits", "load", "load_mail",
-           "load_cocitation", "load_gedi_synthetic", "load_telegram", "load_heterophilous",
-           "load_planetoid", "DATASETS"]
+__all__ = [
+  "RestrictedUnpickler",
+  "safe_load_pickle",
+  "random_splits",
+  "load",
+  "load_mail",
+  "load_cocitation",
+  "load_gedi_synthetic",
+  "load_telegram",
+  "load_heterophilous",
+  "load_planetoid",
+  "DATASETS",
+]
 
 
 def _allowed():
   import numpy.core.multiarray  # noqa: F401  (numpy 2 keeps it as a shim)
   import scipy.sparse
+
   mp = {
-      ("__builtin__", "set"): set, ("builtins", "set"): set,
-      ("__builtin__", "list"): list, ("builtins", "list"): list,
-      ("collections", "defaultdict"): collections.defaultdict,
-      ("numpy", "dtype"): np.dtype, ("numpy", "ndarray"): np.ndarray,
-      ("scipy.sparse.csr", "csr_matrix"): scipy.sparse.csr_matrix,
-      ("scipy.sparse._csr", "csr_matrix"): scipy.sparse.csr_matrix,
+    ("__builtin__", "set"): set,
+    ("builtins", "set"): set,
+    ("__builtin__", "list"): list,
+    ("builtins", "list"): list,
+    ("collections", "defaultdict"): collections.defaultdict,
+    ("numpy", "dtype"): np.dtype,
+    ("numpy", "ndarray"): np.ndarray,
+    ("scipy.sparse.csr", "csr_matrix"): scipy.sparse.csr_matrix,
+    ("scipy.sparse._csr", "csr_matrix"): scipy.sparse.csr_matrix,
   }
   from numpy.lib import format as _fmt  # noqa: F401
+
   try:
-    from numpy._core import multiarray as ma, numeric as nu
+    from numpy._core import multiarray as ma
+    from numpy._core import numeric as nu
   except ImportError:  # numpy < 2
-    from numpy.core import multiarray as ma, numeric as nu
+    from numpy.core import multiarray as ma
+    from numpy.core import numeric as nu
   for mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
     mp[(mod, "_reconstruct")] = ma._reconstruct
     mp[(mod, "scalar")] = ma.scalar
@@ -54,6 +71,7 @@ class RestrictedUnpickler(pickle.Unpickler):
   Old module paths (``numpy.core``, ``scipy.sparse.csr``, Python 2 ``__builtin__``) are mapped to
   their current homes. Any other global raises ``pickle.UnpicklingError``.
   """
+
   _ALLOWED = None
 
   def find_class(self, module, name):
@@ -62,7 +80,9 @@ class RestrictedUnpickler(pickle.Unpickler):
     try:
       return RestrictedUnpickler._ALLOWED[(module, name)]
     except KeyError:
-      raise pickle.UnpicklingError(f"global {module}.{name} is not allowed in a data pickle") from None
+      raise pickle.UnpicklingError(
+        f"global {module}.{name} is not allowed in a data pickle"
+      ) from None
 
 
 def safe_load_pickle(path) -> object:
@@ -86,22 +106,31 @@ def safe_load_pickle(path) -> object:
     if "is not allowed" in str(e):
       raise pickle.UnpicklingError(f"{path}: {e}") from None
     raise ValueError(f"data pickle {path} is corrupt or truncated ({e})") from e
-  except (EOFError, ValueError, TypeError, IndexError, KeyError, AttributeError,
-          UnicodeDecodeError, MemoryError) as e:
-    raise ValueError(f"data pickle {path} is corrupt or truncated ({type(e).__name__}: "
-                     f"{e})") from e
+  except (
+    EOFError,
+    ValueError,
+    TypeError,
+    IndexError,
+    KeyError,
+    AttributeError,
+    UnicodeDecodeError,
+    MemoryError,
+  ) as e:
+    raise ValueError(f"data pickle {path} is corrupt or truncated ({type(e).__name__}: {e})") from e
 
 
 def _check_dir(value, name):
   if not isinstance(value, (str, os.PathLike)):
-    raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(value).__name__} "
-                    f"{value!r}")
+    raise TypeError(
+      f"{name} must be a path (str or os.PathLike), got {type(value).__name__} {value!r}"
+    )
   return value
 
 
 def _load_array_file(path: pathlib.Path, what: str):
   """``np.load`` / ``scipy.sparse.load_npz`` with the file named in every error."""
   import scipy.sparse
+
   try:
     if what == "sparse":
       return scipy.sparse.load_npz(path)
@@ -109,8 +138,7 @@ def _load_array_file(path: pathlib.Path, what: str):
   except FileNotFoundError:
     raise
   except Exception as e:  # pylint: disable=broad-except  (zipfile, numpy and pickle errors)
-    raise ValueError(f"data file {path} is corrupt or truncated ({type(e).__name__}: "
-                     f"{e})") from e
+    raise ValueError(f"data file {path} is corrupt or truncated ({type(e).__name__}: {e})") from e
 
 
 def _need(path: pathlib.Path) -> pathlib.Path:
@@ -119,8 +147,15 @@ def _need(path: pathlib.Path) -> pathlib.Path:
   return path
 
 
-def random_splits(y, seed: int, *, train: float = 0.5, val: float = 0.25, num_splits: int = 10,
-                  per_class: bool = False):
+def random_splits(
+  y,
+  seed: int,
+  *,
+  train: float = 0.5,
+  val: float = 0.25,
+  num_splits: int = 10,
+  per_class: bool = False,
+):
   """Seeded random train/val/test masks, bool[num_splits, n] each.
 
   ``per_class=True`` draws the fractions inside every class (stratified, e.g. Telegram's
@@ -132,8 +167,11 @@ def random_splits(y, seed: int, *, train: float = 0.5, val: float = 0.25, num_sp
     raise ValueError(f"y must be a non-empty 1-D label array, got shape {y.shape}")
   if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
     raise TypeError(f"seed must be a non-negative int, got {seed!r}")
-  if isinstance(num_splits, (bool, np.bool_)) or not isinstance(num_splits, (int, np.integer)) \
-      or num_splits < 1:
+  if (
+    isinstance(num_splits, (bool, np.bool_))
+    or not isinstance(num_splits, (int, np.integer))
+    or num_splits < 1
+  ):
     raise ValueError(f"num_splits must be a positive int, got {num_splits!r}")
   if not (0 < train < 1 and 0 <= val < 1 and train + val < 1):
     raise ValueError(f"need 0 < train, 0 <= val and train + val < 1, got {train}, {val}")
@@ -156,19 +194,34 @@ def _degree_feature(inc: st.Incidence) -> np.ndarray:
   return np.asarray(inc.deg_node, np.float32)[:, None]
 
 
-def _finish(inc, x, y, name, *, masks=None, split_seed=0, num_splits=10, per_class=True,
-            train=0.6, val=0.2, directed=True):
+def _finish(
+  inc,
+  x,
+  y,
+  name,
+  *,
+  masks=None,
+  split_seed=0,
+  num_splits=10,
+  per_class=True,
+  train=0.6,
+  val=0.2,
+  directed=True,
+):
   y = np.asarray(y, np.int64)
   if masks is None:
-    masks = random_splits(y, split_seed, train=train, val=val, num_splits=num_splits,
-                          per_class=per_class)
-  data = st.make_data(inc, x, y, train_mask=masks[0], val_mask=masks[1], test_mask=masks[2],
-                      name=name)
+    masks = random_splits(
+      y, split_seed, train=train, val=val, num_splits=num_splits, per_class=per_class
+    )
+  data = st.make_data(
+    inc, x, y, train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], name=name
+  )
   return data if directed else st.as_undirected(data)
 
 
-def load_mail(data_dir, name: str = "enroll", *, split_seed=0, num_splits=10, directed=True,
-              q=0.25):
+def load_mail(
+  data_dir, name: str = "enroll", *, split_seed=0, num_splits=10, directed=True, q=0.25
+):
   """email-Enron (``name='enroll'``) or email-EU (``'EU'``): star construction, degree feature.
 
   Note: >99.9% of email-EU edges have ``src < dst``, so its "direction" may be an id-order
@@ -179,12 +232,20 @@ def load_mail(data_dir, name: str = "enroll", *, split_seed=0, num_splits=10, di
   y = np.asarray(safe_load_pickle(_need(root / "weight_label.pickle")), np.int64)
   n = y.shape[0]
   inc = st.from_directed_edges(edges[:, 0], edges[:, 1], n, q=q)
-  return _finish(inc, _degree_feature(inc), y, f"mail/{name}", split_seed=split_seed,
-                 num_splits=num_splits, directed=directed)
+  return _finish(
+    inc,
+    _degree_feature(inc),
+    y,
+    f"mail/{name}",
+    split_seed=split_seed,
+    num_splits=num_splits,
+    directed=directed,
+  )
 
 
-def load_cocitation(data_dir, name: str = "cora", *, split_seed=0, num_splits=10, directed=True,
-                    q=0.25):
+def load_cocitation(
+  data_dir, name: str = "cora", *, split_seed=0, num_splits=10, directed=True, q=0.25
+):
   """Co-citation Cora/Citeseer/Pubmed rebuilt as a directed citation graph [reconstruction].
 
   ``hypergraph.pickle`` maps a citing row to the set of rows it cites; we rebuild the citation
@@ -212,12 +273,28 @@ def load_cocitation(data_dir, name: str = "cora", *, split_seed=0, num_splits=10
     x = np.asarray(safe_load_pickle(feat).todense(), np.float32)
   else:
     x = _degree_feature(inc)
-  return _finish(inc, x, y, f"cocitation/{name}", split_seed=split_seed, num_splits=num_splits,
-                 directed=True if directed else False)
+  return _finish(
+    inc,
+    x,
+    y,
+    f"cocitation/{name}",
+    split_seed=split_seed,
+    num_splits=num_splits,
+    directed=True if directed else False,
+  )
 
 
-def load_gedi_synthetic(data_dir, name: str = "inter10", *, directed=True, features="degree",
-                        split_seed=0, num_splits=10, q=0.25, feature_seed=0):
+def load_gedi_synthetic(
+  data_dir,
+  name: str = "inter10",
+  *,
+  directed=True,
+  features="degree",
+  split_seed=0,
+  num_splits=10,
+  q=0.25,
+  feature_seed=0,
+):
   """GeDi-HNN's 500-node planted-class sets ``synthetic/inter{10,30,50}``.
 
   The directed pickle maps a tail tuple to a head tuple (``[()]`` marks an undirected
@@ -249,8 +326,9 @@ def load_gedi_synthetic(data_dir, name: str = "inter10", *, directed=True, featu
     x = means[y] + rng.normal(size=(n, 16))
   else:
     raise ValueError(f"features must be 'degree' or 'gaussian', got {features!r}")
-  return _finish(inc, x, y, f"synthetic/{name}", split_seed=split_seed, num_splits=num_splits,
-                 directed=directed)
+  return _finish(
+    inc, x, y, f"synthetic/{name}", split_seed=split_seed, num_splits=num_splits, directed=directed
+  )
 
 
 def load_telegram(data_dir, *, split_seed=0, num_splits=10, directed=True, q=0.25):
@@ -259,15 +337,15 @@ def load_telegram(data_dir, *, split_seed=0, num_splits=10, directed=True, q=0.2
   Standard protocol: a 1-d N(0, 1) feature from ``numpy.random.RandomState(0)`` and 10 random
   per-class 60/20/20 splits.
   """
-  import scipy.sparse
   root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "telegram"
   adj = _load_array_file(_need(root / "telegram_adj.npz"), "sparse").tocoo()
   y = _load_array_file(_need(root / "telegram_labels.npy"), "dense").astype(np.int64)
   n = y.shape[0]
   inc = st.from_directed_edges(adj.row, adj.col, n, q=q)
   x = np.random.RandomState(0).normal(size=(n, 1)).astype(np.float32)
-  return _finish(inc, x, y, "telegram", split_seed=split_seed, num_splits=num_splits,
-                 directed=directed)
+  return _finish(
+    inc, x, y, "telegram", split_seed=split_seed, num_splits=num_splits, directed=directed
+  )
 
 
 def load_heterophilous(data_dir, name: str = "texas", *, directed=True, q=0.25, **_):
@@ -284,8 +362,9 @@ def load_heterophilous(data_dir, name: str = "texas", *, directed=True, q=0.25, 
   except ValueError:
     raise
   except Exception as err:  # pylint: disable=broad-except  (truncated zip members, missing keys)
-    raise ValueError(f"data file {path} is corrupt or truncated ({type(err).__name__}: "
-                     f"{err})") from err
+    raise ValueError(
+      f"data file {path} is corrupt or truncated ({type(err).__name__}: {err})"
+    ) from err
   inc = st.from_directed_edges(e[:, 0], e[:, 1], y.shape[0], q=q)
   return _finish(inc, x, y, f"heterophilous/{name}", masks=masks, directed=directed)
 
@@ -298,9 +377,12 @@ def load_planetoid(data_dir, name: str = "cora", **_):
   split. The result is undirected (use with the undirected backbones).
   """
   import scipy.sparse
+
   root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "planetoid"
-  obj = {k: safe_load_pickle(_need(root / f"ind.{name}.{k}"))
-         for k in ("x", "y", "tx", "ty", "allx", "ally", "graph")}
+  obj = {
+    k: safe_load_pickle(_need(root / f"ind.{name}.{k}"))
+    for k in ("x", "y", "tx", "ty", "allx", "ally", "graph")
+  }
   test_idx = np.loadtxt(_need(root / f"ind.{name}.test.index"), dtype=np.int64)
   lo, hi = int(test_idx.min()), int(test_idx.max())
   n = max(len(obj["graph"]), hi + 1, obj["allx"].shape[0] + (hi - lo + 1))
@@ -320,29 +402,30 @@ def load_planetoid(data_dir, name: str = "cora", **_):
   ntr = obj["y"].shape[0]
   tr, va, te = (np.zeros(n, bool) for _ in range(3))
   tr[:ntr] = True
-  va[ntr:ntr + 500] = True
+  va[ntr : ntr + 500] = True
   te[test_idx] = True
-  return st.make_data(inc, feats, y, train_mask=tr, val_mask=va, test_mask=te,
-                      name=f"planetoid/{name}")
+  return st.make_data(
+    inc, feats, y, train_mask=tr, val_mask=va, test_mask=te, name=f"planetoid/{name}"
+  )
 
 
 # name -> (loader, kwargs)
 DATASETS = {
-    "email-Enron": (load_mail, dict(name="enroll")),
-    "email-EU": (load_mail, dict(name="EU")),
-    "cora": (load_cocitation, dict(name="cora")),
-    "citeseer": (load_cocitation, dict(name="citeseer")),
-    "pubmed": (load_cocitation, dict(name="pubmed")),
-    "inter10": (load_gedi_synthetic, dict(name="inter10")),
-    "inter30": (load_gedi_synthetic, dict(name="inter30")),
-    "inter50": (load_gedi_synthetic, dict(name="inter50")),
-    "telegram": (load_telegram, {}),
-    "chameleon": (load_heterophilous, dict(name="chameleon_filtered")),
-    "chameleon-directed": (load_heterophilous, dict(name="chameleon_filtered_directed")),
-    "texas": (load_heterophilous, dict(name="texas")),
-    "cornell": (load_heterophilous, dict(name="cornell")),
-    "planetoid-cora": (load_planetoid, dict(name="cora")),
-    "planetoid-citeseer": (load_planetoid, dict(name="citeseer")),
+  "email-Enron": (load_mail, dict(name="enroll")),
+  "email-EU": (load_mail, dict(name="EU")),
+  "cora": (load_cocitation, dict(name="cora")),
+  "citeseer": (load_cocitation, dict(name="citeseer")),
+  "pubmed": (load_cocitation, dict(name="pubmed")),
+  "inter10": (load_gedi_synthetic, dict(name="inter10")),
+  "inter30": (load_gedi_synthetic, dict(name="inter30")),
+  "inter50": (load_gedi_synthetic, dict(name="inter50")),
+  "telegram": (load_telegram, {}),
+  "chameleon": (load_heterophilous, dict(name="chameleon_filtered")),
+  "chameleon-directed": (load_heterophilous, dict(name="chameleon_filtered_directed")),
+  "texas": (load_heterophilous, dict(name="texas")),
+  "cornell": (load_heterophilous, dict(name="cornell")),
+  "planetoid-cora": (load_planetoid, dict(name="cora")),
+  "planetoid-citeseer": (load_planetoid, dict(name="citeseer")),
 }
 
 

@@ -17,8 +17,15 @@ from flax import nnx
 from jaxpapers.hypergraph import _ops
 from jaxpapers.hypergraph._structure import HypergraphData
 
-__all__ = ["ClassifierHead", "GeDiHNN", "HGNN", "HyperGCN", "PhenomNN", "BACKBONES",
-           "complex_unit_mul"]
+__all__ = [
+  "ClassifierHead",
+  "GeDiHNN",
+  "HGNN",
+  "HyperGCN",
+  "PhenomNN",
+  "BACKBONES",
+  "complex_unit_mul",
+]
 
 
 def _check(data, in_features: int | None = None):
@@ -26,18 +33,23 @@ def _check(data, in_features: int | None = None):
   if not isinstance(data, HypergraphData):
     raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
   if in_features is not None and (data.x.ndim != 2 or data.x.shape[1] != in_features):
-    raise ValueError(f"data.x has shape {tuple(data.x.shape)}, but the model was built for "
-                     f"in_features={in_features} ([num_nodes, {in_features}])")
+    raise ValueError(
+      f"data.x has shape {tuple(data.x.shape)}, but the model was built for "
+      f"in_features={in_features} ([num_nodes, {in_features}])"
+    )
 
 
 def _check_dims(in_features, num_classes, hidden, num_layers, dropout):
   """Constructor arguments shared by every backbone (static config, checked at build time)."""
-  for nm, v, lo in (("in_features", in_features, 1), ("num_classes", num_classes, 1),
-                    ("hidden", hidden, 1), ("num_layers", num_layers, 1)):
+  for nm, v, lo in (
+    ("in_features", in_features, 1),
+    ("num_classes", num_classes, 1),
+    ("hidden", hidden, 1),
+    ("num_layers", num_layers, 1),
+  ):
     if isinstance(v, bool) or not isinstance(v, int) or v < lo:
       raise ValueError(f"{nm} must be an int >= {lo}, got {v!r}")
-  if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) \
-      or not 0.0 <= dropout < 1.0:
+  if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
     raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
 
 
@@ -56,8 +68,15 @@ def complex_unit_mul(re, im, i_complex: bool):
 class ClassifierHead(nnx.Module):
   """``Linear -> LayerNorm -> ReLU -> Dropout -> Linear`` (the PANDA/GeDi 2-layer classifier)."""
 
-  def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64,
-               dropout: float = 0.5, rngs: nnx.Rngs):
+  def __init__(
+    self,
+    in_features: int,
+    num_classes: int,
+    *,
+    hidden: int = 64,
+    dropout: float = 0.5,
+    rngs: nnx.Rngs,
+  ):
     _check_dims(in_features, num_classes, hidden, 1, dropout)
     self.in_features = in_features
     self.fc1 = nnx.Linear(in_features, hidden, rngs=rngs)
@@ -67,8 +86,9 @@ class ClassifierHead(nnx.Module):
 
   def __call__(self, x, *, deterministic: bool, rngs=None):
     if jnp.ndim(x) < 1 or jnp.shape(x)[-1] != self.in_features:
-      raise ValueError(f"x must have {self.in_features} features on its last axis, got shape "
-                       f"{jnp.shape(x)}")
+      raise ValueError(
+        f"x must have {self.in_features} features on its last axis, got shape {jnp.shape(x)}"
+      )
     h = jax.nn.relu(self.norm(self.fc1(x)))
     return self.fc2(self.drop(h, deterministic=deterministic, rngs=rngs))
 
@@ -85,17 +105,31 @@ class GeDiHNN(nnx.Module):
   ``conjugate=True`` applies ``conj(L)`` as PyG's propagation of the reference does.
   """
 
-  def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 1,
-               dropout: float = 0.5, i_complex: bool = True, operator_variant: str = "code",
-               conjugate: bool = False, rngs: nnx.Rngs):
+  def __init__(
+    self,
+    in_features: int,
+    num_classes: int,
+    *,
+    hidden: int = 64,
+    num_layers: int = 1,
+    dropout: float = 0.5,
+    i_complex: bool = True,
+    operator_variant: str = "code",
+    conjugate: bool = False,
+    rngs: nnx.Rngs,
+  ):
     if operator_variant not in ("Q_N", "code"):
       raise ValueError(f"operator_variant must be 'Q_N' or 'code', got {operator_variant!r}")
     _check_dims(in_features, num_classes, hidden, num_layers, dropout)
     self.in_features = in_features
     self.i_complex, self.variant, self.conjugate = i_complex, operator_variant, conjugate
     dims = [in_features] + [hidden] * num_layers
-    self.theta0 = nnx.List([nnx.Linear(a, b, use_bias=False, rngs=rngs) for a, b in zip(dims, dims[1:])])
-    self.theta1 = nnx.List([nnx.Linear(a, b, use_bias=False, rngs=rngs) for a, b in zip(dims, dims[1:])])
+    self.theta0 = nnx.List(
+      [nnx.Linear(a, b, use_bias=False, rngs=rngs) for a, b in zip(dims, dims[1:])]
+    )
+    self.theta1 = nnx.List(
+      [nnx.Linear(a, b, use_bias=False, rngs=rngs) for a, b in zip(dims, dims[1:])]
+    )
     self.bias = nnx.List([nnx.Param(jnp.zeros((hidden,))) for _ in range(num_layers)])
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(2 * hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
@@ -106,8 +140,9 @@ class GeDiHNN(nnx.Module):
     re, im = data.x, None
     for l, (t0, t1, b) in enumerate(zip(self.theta0, self.theta1, self.bias)):
       r0, i0 = complex_unit_mul(t0(re), None if im is None else t0(im), self.i_complex)
-      r1, i1 = _ops.gedi_propagate(inc, t1(re), None if im is None else t1(im),
-                                   variant=self.variant, conjugate=self.conjugate)
+      r1, i1 = _ops.gedi_propagate(
+        inc, t1(re), None if im is None else t1(im), variant=self.variant, conjugate=self.conjugate
+      )
       nr = r0 + r1 + b[...]
       ni = (0.0 if i0 is None else i0) + (jnp.zeros_like(nr) if i1 is None else i1)
       nr, ni = _ops.complex_relu(nr, ni)
@@ -125,8 +160,16 @@ class HGNN(nnx.Module):
   Input dropout per layer, skip connections from layer 2, shared classifier head.
   """
 
-  def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 1,
-               dropout: float = 0.5, rngs: nnx.Rngs):
+  def __init__(
+    self,
+    in_features: int,
+    num_classes: int,
+    *,
+    hidden: int = 64,
+    num_layers: int = 1,
+    dropout: float = 0.5,
+    rngs: nnx.Rngs,
+  ):
     _check_dims(in_features, num_classes, hidden, num_layers, dropout)
     self.in_features = in_features
     dims = [in_features] + [hidden] * num_layers
@@ -153,15 +196,29 @@ class HyperGCN(nnx.Module):
   the input features.
   """
 
-  def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 1,
-               dropout: float = 0.5, mediators: bool = True, fast: bool = False, rngs: nnx.Rngs):
+  def __init__(
+    self,
+    in_features: int,
+    num_classes: int,
+    *,
+    hidden: int = 64,
+    num_layers: int = 1,
+    dropout: float = 0.5,
+    mediators: bool = True,
+    fast: bool = False,
+    rngs: nnx.Rngs,
+  ):
     _check_dims(in_features, num_classes, hidden, num_layers, dropout)
     self.in_features = in_features
     dims = [in_features] + [hidden] * num_layers
     self.mediators, self.fast = mediators, fast
     self.lins = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in zip(dims, dims[1:])])
-    self.r = nnx.List([nnx.Variable(jax.random.normal(rngs.params(), (d,)))
-                       for d in ([in_features] if fast else dims[1:])])
+    self.r = nnx.List(
+      [
+        nnx.Variable(jax.random.normal(rngs.params(), (d,)))
+        for d in ([in_features] if fast else dims[1:])
+      ]
+    )
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
@@ -189,9 +246,19 @@ class PhenomNN(nnx.Module):
   ``phenom_operators``). The propagation has no parameters; ``num_steps`` unrolled steps.
   """
 
-  def __init__(self, in_features: int, num_classes: int, *, hidden: int = 64, num_layers: int = 1,
-               dropout: float = 0.5, lam0: float = 10.0, lam1: float = 10.0, num_steps: int = 4,
-               rngs: nnx.Rngs):
+  def __init__(
+    self,
+    in_features: int,
+    num_classes: int,
+    *,
+    hidden: int = 64,
+    num_layers: int = 1,
+    dropout: float = 0.5,
+    lam0: float = 10.0,
+    lam1: float = 10.0,
+    num_steps: int = 4,
+    rngs: nnx.Rngs,
+  ):
     _check_dims(in_features, num_classes, hidden, num_layers, dropout)
     del num_layers
     for nm, v in (("lam0", lam0), ("lam1", lam1)):
@@ -216,8 +283,11 @@ class PhenomNN(nnx.Module):
     a = 1.0 / (1.0 + self.lam0 + self.lam1)
     y = y0
     for _ in range(self.num_steps):
-      t = (self.lam0 * _ops.phenom_propagate(inc, y, which="beta")
-           + self.lam1 * _ops.phenom_propagate(inc, y, which="gamma") + y0)
+      t = (
+        self.lam0 * _ops.phenom_propagate(inc, y, which="beta")
+        + self.lam1 * _ops.phenom_propagate(inc, y, which="gamma")
+        + y0
+      )
       y = (1 - a) * y + a * qinv[:, None] * t
     return self.head(y, deterministic=deterministic, rngs=rngs)
 

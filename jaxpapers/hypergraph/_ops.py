@@ -26,13 +26,26 @@ def _check_signal(re, im, rows: int, name: str):
   if im is not None:
     im = V.check_array(im, f"{name} (imaginary part)", dtype="float")
     if im.shape != re.shape:
-      raise ValueError(f"{name}: the imaginary part has shape {im.shape}, the real part "
-                       f"{re.shape}")
+      raise ValueError(f"{name}: the imaginary part has shape {im.shape}, the real part {re.shape}")
   return re, im
 
-__all__ = ["segment_softmax", "complex_relu", "cmul", "inv_sqrt", "node_to_edge", "edge_to_node",
-           "gedi_propagate", "hgnn_propagate", "gedi_operator", "hgnn_operator",
-           "phenom_operators", "phenom_propagate", "hypergcn_graph", "graph_propagate"]
+
+__all__ = [
+  "segment_softmax",
+  "complex_relu",
+  "cmul",
+  "inv_sqrt",
+  "node_to_edge",
+  "edge_to_node",
+  "gedi_propagate",
+  "hgnn_propagate",
+  "gedi_operator",
+  "hgnn_operator",
+  "phenom_operators",
+  "phenom_propagate",
+  "hypergcn_graph",
+  "graph_propagate",
+]
 
 
 def inv_sqrt(d: jax.Array) -> jax.Array:
@@ -51,8 +64,14 @@ def _inv(d):
   return jnp.where(d > 0, 1.0 / jnp.maximum(d, 1e-12), 0.0)
 
 
-def segment_softmax(logits: jax.Array, segment_ids: jax.Array, num_segments: int, *,
-                    mask: jax.Array | None = None, indices_are_sorted: bool = False) -> jax.Array:
+def segment_softmax(
+  logits: jax.Array,
+  segment_ids: jax.Array,
+  num_segments: int,
+  *,
+  mask: jax.Array | None = None,
+  indices_are_sorted: bool = False,
+) -> jax.Array:
   """Softmax of ``logits[P, ...]`` within groups of equal ``segment_ids[P]``.
 
   Entries with ``mask == False`` get weight exactly 0 and do not enter the normaliser. Empty
@@ -64,8 +83,10 @@ def segment_softmax(logits: jax.Array, segment_ids: jax.Array, num_segments: int
   if mask is not None:
     mask = V.check_array(mask, "mask", dtype="bool", shape=(segment_ids.shape[0],))
   if logits.shape[0] != segment_ids.shape[0]:
-    raise ValueError(f"logits and segment_ids must agree on axis 0, got {logits.shape[0]} and "
-                     f"{segment_ids.shape[0]}")
+    raise ValueError(
+      f"logits and segment_ids must agree on axis 0, got {logits.shape[0]} and "
+      f"{segment_ids.shape[0]}"
+    )
   neg = jnp.finfo(logits.dtype).min
   if mask is not None:
     m = mask.reshape(mask.shape + (1,) * (logits.ndim - 1))
@@ -92,8 +113,9 @@ def cmul(ar, ai, br, bi):
   """(ar + i ai)(br + i bi) with ``None`` meaning a zero imaginary part."""
   for nm, re_, im_ in (("a", ar, ai), ("b", br, bi)):
     if im_ is not None and jnp.shape(im_) != jnp.shape(re_):
-      raise ValueError(f"{nm}: the imaginary part has shape {jnp.shape(im_)}, the real part "
-                       f"{jnp.shape(re_)}")
+      raise ValueError(
+        f"{nm}: the imaginary part has shape {jnp.shape(im_)}, the real part {jnp.shape(re_)}"
+      )
   if ai is None and bi is None:
     return ar * br, None
   if ai is None:
@@ -114,14 +136,18 @@ def node_to_edge(inc: Incidence, re, im=None, *, weight=None, conj_phase=True, u
   re, im = _check_signal(re, im, inc.num_nodes, "node signal")
   if weight is not None:
     weight = V.check_array(weight, "weight", dtype="real", shape=(inc.nnz,))
-  wr, wi = (inc.phase_re, (-inc.phase_im if conj_phase else inc.phase_im)) if use_phase else (
-      jnp.ones_like(inc.phase_re), None)
+  wr, wi = (
+    (inc.phase_re, (-inc.phase_im if conj_phase else inc.phase_im))
+    if use_phase
+    else (jnp.ones_like(inc.phase_re), None)
+  )
   if weight is not None:
     wr, wi = wr * weight, (None if wi is None else wi * weight)
   xr, xi = re[inc.node], (None if im is None else im[inc.node])
   mr, mi = cmul(_b(wr, xr), None if wi is None else _b(wi, xr), xr, xi)
-  seg = lambda a: None if a is None else jax.ops.segment_sum(
-      a, inc.edge, inc.num_edges, indices_are_sorted=True)
+  seg = lambda a: (
+    None if a is None else jax.ops.segment_sum(a, inc.edge, inc.num_edges, indices_are_sorted=True)
+  )
   return seg(mr), seg(mi)
 
 
@@ -141,8 +167,9 @@ def edge_to_node(inc: Incidence, re, im=None, *, weight=None, conj_phase=False, 
     wr, wi = wr * weight[p], (None if wi is None else wi * weight[p])
   hr, hi = re[edge], (None if im is None else im[edge])
   mr, mi = cmul(_b(wr, hr), None if wi is None else _b(wi, hr), hr, hi)
-  seg = lambda a: None if a is None else jax.ops.segment_sum(
-      a, node, inc.num_nodes, indices_are_sorted=True)
+  seg = lambda a: (
+    None if a is None else jax.ops.segment_sum(a, node, inc.num_nodes, indices_are_sorted=True)
+  )
   return seg(mr), seg(mi)
 
 
@@ -161,15 +188,17 @@ def gedi_propagate(inc: Incidence, re, im=None, *, variant: str = "Q_N", conjuga
   re, im = _check_signal(re, im, inc.num_nodes, "re/im")
   d = inc.deg_node
   s = inv_sqrt(d) if variant == "Q_N" else inv_sqrt(d + 1.0)
-  hr, hi = node_to_edge(inc, _b(s, re) * re, None if im is None else _b(s, im) * im,
-                        conj_phase=not conjugate)
+  hr, hi = node_to_edge(
+    inc, _b(s, re) * re, None if im is None else _b(s, im) * im, conj_phase=not conjugate
+  )
   de = _inv(inc.deg_edge)
   hr, hi = _b(de, hr) * hr, (None if hi is None else _b(de, hi) * hi)
   yr, yi = edge_to_node(inc, hr, hi, conj_phase=conjugate)
   yr, yi = _b(s, yr) * yr, (None if yi is None else _b(s, yi) * yi)
   if variant == "code":
-    diag_a = jax.ops.segment_sum(de[inc.edge] * (inc.phase_re ** 2 + inc.phase_im ** 2), inc.node,
-                                 inc.num_nodes)
+    diag_a = jax.ops.segment_sum(
+      de[inc.edge] * (inc.phase_re**2 + inc.phase_im**2), inc.node, inc.num_nodes
+    )
     corr = diag_a * (_inv(d) - 1.0 / (d + 1.0))
     yr = yr + _b(corr, re) * re
     yi = yi if im is None else yi + _b(corr, im) * im
@@ -202,12 +231,12 @@ def gedi_operator(inc: Incidence, *, variant: str = "Q_N", conjugate: bool = Fal
   de = np.abs(h).sum(0)
   a = h @ np.diag(np.where(de > 0, 1 / np.maximum(de, 1e-300), 0)) @ h.conj().T
   if variant == "Q_N":
-    s = np.where(d > 0, d ** -0.5, 0)
+    s = np.where(d > 0, d**-0.5, 0)
     q = s[:, None] * a * s[None, :]
   elif variant == "code":
     s1 = (d + 1) ** -0.5
     off = a - np.diag(np.diag(a))
-    s = np.where(d > 0, d ** -0.5, 0)
+    s = np.where(d > 0, d**-0.5, 0)
     q = s1[:, None] * off * s1[None, :] + np.diag(s * np.diag(a) * s)
   else:
     raise ValueError(f"variant must be 'Q_N' or 'code', got {variant!r}")
@@ -219,7 +248,7 @@ def hgnn_operator(inc: Incidence) -> np.ndarray:
   _check_inc(inc)
   h = (np.abs(inc.dense()) > 0).astype(np.float64)
   d, de = h.sum(1), h.sum(0)
-  s = np.where(d > 0, d ** -0.5, 0)
+  s = np.where(d > 0, d**-0.5, 0)
   return s[:, None] * (h @ np.diag(np.where(de > 0, 1 / np.maximum(de, 1e-300), 0)) @ h.T) * s[None]
 
 
@@ -310,9 +339,12 @@ def graph_propagate(src, dst, w, x, num_nodes: int):
   dst = V.check_array(dst, "dst", dtype="int", shape=src.shape)
   w = V.check_array(w, "w", dtype="real", shape=src.shape)
   x, _ = _check_signal(x, None, num_nodes, "x")
-  ok = V.check_values(jnp.all(w >= 0) & jnp.all((src >= 0) & (src < num_nodes))
-                      & jnp.all((dst >= 0) & (dst < num_nodes)),
-                      f"w must be >= 0 and src, dst node ids in [0, {num_nodes})")
+  ok = V.check_values(
+    jnp.all(w >= 0)
+    & jnp.all((src >= 0) & (src < num_nodes))
+    & jnp.all((dst >= 0) & (dst < num_nodes)),
+    f"w must be >= 0 and src, dst node ids in [0, {num_nodes})",
+  )
   return V.poison(_graph_propagate(src, dst, w, x, num_nodes), ok)
 
 
@@ -320,6 +352,7 @@ def _graph_propagate(src, dst, w, x, num_nodes):
   deg = 1.0 + jax.ops.segment_sum(w, src, num_nodes) + jax.ops.segment_sum(w, dst, num_nodes)
   s = jax.lax.rsqrt(deg)
   xs = _b(s, x) * x
-  agg = (jax.ops.segment_sum(_b(w, x) * xs[dst], src, num_nodes)
-         + jax.ops.segment_sum(_b(w, x) * xs[src], dst, num_nodes))
+  agg = jax.ops.segment_sum(_b(w, x) * xs[dst], src, num_nodes) + jax.ops.segment_sum(
+    _b(w, x) * xs[src], dst, num_nodes
+  )
   return _b(s, x) * (agg + xs)

@@ -16,9 +16,16 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = [
-    "Incidence", "HypergraphData", "from_incidence_pairs", "from_hyperedges",
-    "from_directed_hyperedges", "from_directed_edges", "add_self_loop_hyperedges",
-    "as_undirected", "make_data", "pad_incidence",
+  "Incidence",
+  "HypergraphData",
+  "from_incidence_pairs",
+  "from_hyperedges",
+  "from_directed_hyperedges",
+  "from_directed_edges",
+  "add_self_loop_hyperedges",
+  "as_undirected",
+  "make_data",
+  "pad_incidence",
 ]
 
 _CONVENTIONS = ("code", "dshn")
@@ -37,8 +44,9 @@ def _as_index(values, name) -> np.ndarray:
   a = np.asarray(values)
   if a.size == 0:
     return a.astype(np.int64).reshape(-1)
-  if a.dtype == np.bool_ or not (np.issubdtype(a.dtype, np.integer)
-                                 or np.issubdtype(a.dtype, np.floating)):
+  if a.dtype == np.bool_ or not (
+    np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)
+  ):
     raise TypeError(f"{name} must hold integer node ids, got dtype {a.dtype}")
   if np.issubdtype(a.dtype, np.floating):
     if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
@@ -68,6 +76,7 @@ class Incidence:
     num_nodes: static n.
     num_edges: static m, explicit and independent of ``num_nodes``.
   """
+
   node: jax.Array
   edge: jax.Array
   phase_re: jax.Array
@@ -89,8 +98,11 @@ class Incidence:
 
   def to_numpy(self):
     """Returns ``(node, edge, H)`` with ``H`` the complex128 phase per pair (host arrays)."""
-    return (np.asarray(self.node), np.asarray(self.edge),
-            np.asarray(self.phase_re, np.float64) + 1j * np.asarray(self.phase_im, np.float64))
+    return (
+      np.asarray(self.node),
+      np.asarray(self.edge),
+      np.asarray(self.phase_re, np.float64) + 1j * np.asarray(self.phase_im, np.float64),
+    )
 
   def dense(self) -> np.ndarray:
     """Dense complex128 incidence matrix ``H`` of shape [n, m] (for tests and small graphs)."""
@@ -113,6 +125,7 @@ class HypergraphData:
     directed: static, whether the incidence carries complex tail phases.
     name: static dataset name.
   """
+
   incidence: Incidence
   x: jax.Array
   y: jax.Array
@@ -131,20 +144,31 @@ class HypergraphData:
   def num_splits(self) -> int:
     return int(self.train_mask.shape[0])
 
-  def split(self, r: int) -> "HypergraphData":
+  def split(self, r: int) -> HypergraphData:
     """The same data with only split ``r`` (masks of shape [1, n])."""
     if not 0 <= r < self.num_splits:
       raise ValueError(f"split index r must be in [0, {self.num_splits}), got {r}")
-    return self.replace(train_mask=self.train_mask[r:r + 1], val_mask=self.val_mask[r:r + 1],
-                        test_mask=self.test_mask[r:r + 1])
+    return self.replace(
+      train_mask=self.train_mask[r : r + 1],
+      val_mask=self.val_mask[r : r + 1],
+      test_mask=self.test_mask[r : r + 1],
+    )
 
   def summary(self) -> dict:
     inc = self.incidence
     deg = np.asarray(inc.deg_node)
-    return dict(name=self.name, nodes=inc.num_nodes, hyperedges=inc.num_edges, incidences=inc.nnz,
-                max_edge_size=int(np.max(np.asarray(inc.deg_edge))) if inc.num_edges else 0,
-                isolated_nodes=int(np.sum(deg == 0)), features=int(self.x.shape[1]),
-                classes=self.num_classes, splits=self.num_splits, directed=self.directed)
+    return dict(
+      name=self.name,
+      nodes=inc.num_nodes,
+      hyperedges=inc.num_edges,
+      incidences=inc.nnz,
+      max_edge_size=int(np.max(np.asarray(inc.deg_edge))) if inc.num_edges else 0,
+      isolated_nodes=int(np.sum(deg == 0)),
+      features=int(self.x.shape[1]),
+      classes=self.num_classes,
+      splits=self.num_splits,
+      directed=self.directed,
+    )
 
 
 def _check_q(q):
@@ -162,8 +186,9 @@ def _phase(q: float, phase_convention: str) -> complex:
   return complex(np.exp(sign * 2j * np.pi * q))
 
 
-def from_incidence_pairs(node, edge, num_nodes: int, num_edges: int, *, phase=None,
-                         allow_empty_edges: bool = False) -> Incidence:
+def from_incidence_pairs(
+  node, edge, num_nodes: int, num_edges: int, *, phase=None, allow_empty_edges: bool = False
+) -> Incidence:
   """Builds an :class:`Incidence` from explicit pairs (host side, validated).
 
   Args:
@@ -181,17 +206,27 @@ def from_incidence_pairs(node, edge, num_nodes: int, num_edges: int, *, phase=No
   node = np.asarray(node)
   edge = np.asarray(edge)
   if node.ndim != 1 or edge.ndim != 1:
-    raise ValueError(f"node and edge must be 1-D index arrays, got shapes {node.shape}, {edge.shape}")
+    raise ValueError(
+      f"node and edge must be 1-D index arrays, got shapes {node.shape}, {edge.shape}"
+    )
   if node.shape != edge.shape:
-    raise ValueError(f"node and edge must have the same length, got {node.shape[0]} and {edge.shape[0]}")
-  if node.size and not (np.issubdtype(node.dtype, np.integer) and np.issubdtype(edge.dtype, np.integer)):
+    raise ValueError(
+      f"node and edge must have the same length, got {node.shape[0]} and {edge.shape[0]}"
+    )
+  if node.size and not (
+    np.issubdtype(node.dtype, np.integer) and np.issubdtype(edge.dtype, np.integer)
+  ):
     raise TypeError(f"node and edge must be integer arrays, got {node.dtype} and {edge.dtype}")
   num_nodes = _check_count(num_nodes, "num_nodes", 1)
   num_edges = _check_count(num_edges, "num_edges", 0)
   if node.size and (node.min() < 0 or node.max() >= num_nodes):
-    raise ValueError(f"node indices must lie in [0, {num_nodes}), got range [{node.min()}, {node.max()}]")
+    raise ValueError(
+      f"node indices must lie in [0, {num_nodes}), got range [{node.min()}, {node.max()}]"
+    )
   if edge.size and (edge.min() < 0 or edge.max() >= num_edges):
-    raise ValueError(f"edge indices must lie in [0, {num_edges}), got range [{edge.min()}, {edge.max()}]")
+    raise ValueError(
+      f"edge indices must lie in [0, {num_edges}), got range [{edge.min()}, {edge.max()}]"
+    )
   if phase is None:
     phase = np.ones(node.shape, np.complex128)
   phase = np.asarray(phase, np.complex128)
@@ -206,16 +241,24 @@ def from_incidence_pairs(node, edge, num_nodes: int, num_edges: int, *, phase=No
   node, edge, phase = node[order].astype(np.int32), edge[order].astype(np.int32), phase[order]
   deg_edge = np.bincount(edge, minlength=num_edges).astype(np.float32)
   if not allow_empty_edges and num_edges and np.any(deg_edge == 0):
-    raise ValueError(f"hyperedges {np.flatnonzero(deg_edge == 0)[:5].tolist()}... are empty; "
-                     "pass allow_empty_edges=True to keep them")
+    raise ValueError(
+      f"hyperedges {np.flatnonzero(deg_edge == 0)[:5].tolist()}... are empty; "
+      "pass allow_empty_edges=True to keep them"
+    )
   deg_node = np.bincount(node, minlength=num_nodes).astype(np.float32)
   by_node = np.argsort(node, kind="stable").astype(np.int32)
-  return Incidence(node=jnp.asarray(node), edge=jnp.asarray(edge),
-                   phase_re=jnp.asarray(phase.real, jnp.float32),
-                   phase_im=jnp.asarray(phase.imag, jnp.float32),
-                   deg_node=jnp.asarray(deg_node), deg_edge=jnp.asarray(deg_edge),
-                   by_edge=jnp.arange(node.size, dtype=jnp.int32), by_node=jnp.asarray(by_node),
-                   num_nodes=int(num_nodes), num_edges=int(num_edges))
+  return Incidence(
+    node=jnp.asarray(node),
+    edge=jnp.asarray(edge),
+    phase_re=jnp.asarray(phase.real, jnp.float32),
+    phase_im=jnp.asarray(phase.imag, jnp.float32),
+    deg_node=jnp.asarray(deg_node),
+    deg_edge=jnp.asarray(deg_edge),
+    by_edge=jnp.arange(node.size, dtype=jnp.int32),
+    by_node=jnp.asarray(by_node),
+    num_nodes=int(num_nodes),
+    num_edges=int(num_edges),
+  )
 
 
 def from_hyperedges(members: Sequence[Sequence[int]], num_nodes: int) -> Incidence:
@@ -236,16 +279,23 @@ def from_hyperedges(members: Sequence[Sequence[int]], num_nodes: int) -> Inciden
   return from_incidence_pairs(np.concatenate(node), np.concatenate(edge), num_nodes, len(members))
 
 
-def from_directed_hyperedges(tails: Sequence[Sequence[int]], heads: Sequence[Sequence[int]],
-                             num_nodes: int, *, q: float = 0.25,
-                             phase_convention: str = "code") -> Incidence:
+def from_directed_hyperedges(
+  tails: Sequence[Sequence[int]],
+  heads: Sequence[Sequence[int]],
+  num_nodes: int,
+  *,
+  q: float = 0.25,
+  phase_convention: str = "code",
+) -> Incidence:
   """Directed hypergraph: hyperedge e = T(e) u H(e), tails get phase ``exp(+-2 pi i q)``.
 
   A node listed both as tail and head is kept once, as a tail. An empty tail set gives an
   undirected hyperedge.
   """
   if len(tails) != len(heads):
-    raise ValueError(f"tails and heads must have the same length, got {len(tails)} and {len(heads)}")
+    raise ValueError(
+      f"tails and heads must have the same length, got {len(tails)} and {len(heads)}"
+    )
   num_nodes = _check_count(num_nodes, "num_nodes", 1)
   q = _check_q(q)
   tail_phase = _phase(q, phase_convention)
@@ -258,12 +308,14 @@ def from_directed_hyperedges(tails: Sequence[Sequence[int]], heads: Sequence[Seq
     node += [t, h]
     edge.append(np.full(t.size + h.size, e, np.int64))
     ph += [np.full(t.size, tail_phase), np.ones(h.size, np.complex128)]
-  return from_incidence_pairs(np.concatenate(node), np.concatenate(edge), num_nodes, len(tails),
-                              phase=np.concatenate(ph))
+  return from_incidence_pairs(
+    np.concatenate(node), np.concatenate(edge), num_nodes, len(tails), phase=np.concatenate(ph)
+  )
 
 
-def from_directed_edges(src, dst, num_nodes: int, *, q: float = 0.25,
-                        phase_convention: str = "code") -> Incidence:
+def from_directed_edges(
+  src, dst, num_nodes: int, *, q: float = 0.25, phase_convention: str = "code"
+) -> Incidence:
   """GeDi-HNN star construction from a directed graph.
 
   For every node t with out-neighbours, the hyperedge ``e_t = {t} u N_out(t)`` has t as its tail
@@ -295,8 +347,9 @@ def from_directed_edges(src, dst, num_nodes: int, *, q: float = 0.25,
   heads = np.ones(pairs.shape[0], bool)
   node = np.concatenate([anchors, pairs[heads, 1]])
   edge = np.concatenate([np.arange(anchors.size), eid[heads]])
-  ph = np.concatenate([np.full(anchors.size, _phase(q, phase_convention)),
-                       np.ones(int(heads.sum()), np.complex128)])
+  ph = np.concatenate(
+    [np.full(anchors.size, _phase(q, phase_convention)), np.ones(int(heads.sum()), np.complex128)]
+  )
   return from_incidence_pairs(node, edge, num_nodes, anchors.size, phase=ph)
 
 
@@ -309,10 +362,13 @@ def add_self_loop_hyperedges(inc: Incidence) -> Incidence:
   has_loop[node[sizes[edge] == 1]] = True
   new = np.flatnonzero(~has_loop)
   return from_incidence_pairs(
-      np.concatenate([node, new]),
-      np.concatenate([edge, inc.num_edges + np.arange(new.size)]), inc.num_nodes,
-      inc.num_edges + new.size, phase=np.concatenate([ph, np.ones(new.size)]),
-      allow_empty_edges=True)
+    np.concatenate([node, new]),
+    np.concatenate([edge, inc.num_edges + np.arange(new.size)]),
+    inc.num_nodes,
+    inc.num_edges + new.size,
+    phase=np.concatenate([ph, np.ones(new.size)]),
+    allow_empty_edges=True,
+  )
 
 
 def as_undirected(data: HypergraphData, *, self_loops: bool = True) -> HypergraphData:
@@ -320,15 +376,17 @@ def as_undirected(data: HypergraphData, *, self_loops: bool = True) -> Hypergrap
   if not isinstance(data, HypergraphData):
     raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
   node, edge, _ = data.incidence.to_numpy()
-  inc = from_incidence_pairs(node, edge, data.incidence.num_nodes, data.incidence.num_edges,
-                             allow_empty_edges=True)
+  inc = from_incidence_pairs(
+    node, edge, data.incidence.num_nodes, data.incidence.num_edges, allow_empty_edges=True
+  )
   if self_loops:
     inc = add_self_loop_hyperedges(inc)
   return data.replace(incidence=inc, directed=False)
 
 
-def make_data(inc: Incidence, x, y, *, train_mask, val_mask, test_mask, num_classes=None,
-              name="hypergraph") -> HypergraphData:
+def make_data(
+  inc: Incidence, x, y, *, train_mask, val_mask, test_mask, num_classes=None, name="hypergraph"
+) -> HypergraphData:
   """Validated :class:`HypergraphData` constructor (host arrays in, device arrays out).
 
   Raises:
@@ -369,10 +427,17 @@ def make_data(inc: Incidence, x, y, *, train_mask, val_mask, test_mask, num_clas
     masks.append(m)
   if not masks[0].shape[0] == masks[1].shape[0] == masks[2].shape[0]:
     raise ValueError("train/val/test masks must have the same number of splits")
-  return HypergraphData(incidence=inc, x=jnp.asarray(x), y=jnp.asarray(y, jnp.int32),
-                        train_mask=jnp.asarray(masks[0]), val_mask=jnp.asarray(masks[1]),
-                        test_mask=jnp.asarray(masks[2]), num_classes=int(num_classes),
-                        directed=bool(np.any(np.asarray(inc.phase_im) != 0)), name=name)
+  return HypergraphData(
+    incidence=inc,
+    x=jnp.asarray(x),
+    y=jnp.asarray(y, jnp.int32),
+    train_mask=jnp.asarray(masks[0]),
+    val_mask=jnp.asarray(masks[1]),
+    test_mask=jnp.asarray(masks[2]),
+    num_classes=int(num_classes),
+    directed=bool(np.any(np.asarray(inc.phase_im) != 0)),
+    name=name,
+  )
 
 
 def pad_incidence(inc: Incidence, nnz: int) -> tuple[Incidence, jax.Array]:
@@ -391,8 +456,12 @@ def pad_incidence(inc: Incidence, nnz: int) -> tuple[Incidence, jax.Array]:
   pad = nnz - k
   f = lambda a, v: jnp.concatenate([a, jnp.full((pad,), v, a.dtype)])
   valid = jnp.arange(nnz) < k
-  padded = inc.replace(node=f(inc.node, inc.num_nodes), edge=f(inc.edge, inc.num_edges),
-                       phase_re=f(inc.phase_re, 0.0), phase_im=f(inc.phase_im, 0.0),
-                       by_edge=jnp.arange(nnz, dtype=jnp.int32),
-                       by_node=jnp.concatenate([inc.by_node, jnp.arange(k, nnz, dtype=jnp.int32)]))
+  padded = inc.replace(
+    node=f(inc.node, inc.num_nodes),
+    edge=f(inc.edge, inc.num_edges),
+    phase_re=f(inc.phase_re, 0.0),
+    phase_im=f(inc.phase_im, 0.0),
+    by_edge=jnp.arange(nnz, dtype=jnp.int32),
+    by_node=jnp.concatenate([inc.by_node, jnp.arange(k, nnz, dtype=jnp.int32)]),
+  )
   return padded, valid

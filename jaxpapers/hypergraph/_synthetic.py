@@ -4,16 +4,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxpapers.hypergraph import _io, _structure as st
+from jaxpapers.hypergraph import _io
+from jaxpapers.hypergraph import _structure as st
 
 __all__ = ["make_synthetic"]
 
 
-def make_synthetic(seed: int, *, num_classes: int = 5, nodes_per_class: int = 100,
-                   n_intra: int = 30, n_inter: int = 10, size_range=(3, 10), directed: bool = True,
-                   features: str = "degree", feature_dim: int = 16, feature_noise: float = 1.0,
-                   direction_noise: float = 0.0, q: float = 0.25, num_splits: int = 10,
-                   name: str | None = None) -> st.HypergraphData:
+def make_synthetic(
+  seed: int,
+  *,
+  num_classes: int = 5,
+  nodes_per_class: int = 100,
+  n_intra: int = 30,
+  n_inter: int = 10,
+  size_range=(3, 10),
+  directed: bool = True,
+  features: str = "degree",
+  feature_dim: int = 16,
+  feature_noise: float = 1.0,
+  direction_noise: float = 0.0,
+  q: float = 0.25,
+  num_splits: int = 10,
+  name: str | None = None,
+) -> st.HypergraphData:
   """Planted-class hypergraph following GeDi-HNN's synthetic recipe (as observed in its files).
 
   * labels in contiguous blocks of ``nodes_per_class``;
@@ -27,16 +40,27 @@ def make_synthetic(seed: int, *, num_classes: int = 5, nodes_per_class: int = 10
   feature, as for GeDi's sets) or ``'gaussian'`` (class means + ``feature_noise`` noise).
   Splits: per-class 60/20/20, ``num_splits`` seeded draws.
   """
-  for nm, v, low in (("seed", seed, 0), ("num_classes", num_classes, 1),
-                     ("nodes_per_class", nodes_per_class, 1), ("n_intra", n_intra, 0),
-                     ("n_inter", n_inter, 0), ("feature_dim", feature_dim, 1),
-                     ("num_splits", num_splits, 1)):
+  for nm, v, low in (
+    ("seed", seed, 0),
+    ("num_classes", num_classes, 1),
+    ("nodes_per_class", nodes_per_class, 1),
+    ("n_intra", n_intra, 0),
+    ("n_inter", n_inter, 0),
+    ("feature_dim", feature_dim, 1),
+    ("num_splits", num_splits, 1),
+  ):
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < low:
       raise ValueError(f"{nm} must be an int >= {low}, got {v!r}")
-  for nm, v, upper in (("direction_noise", direction_noise, 1.0),
-                       ("feature_noise", feature_noise, np.inf)):
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) \
-        or not 0.0 <= v <= upper or not np.isfinite(v):
+  for nm, v, upper in (
+    ("direction_noise", direction_noise, 1.0),
+    ("feature_noise", feature_noise, np.inf),
+  ):
+    if (
+      isinstance(v, bool)
+      or not isinstance(v, (int, float, np.floating))
+      or not 0.0 <= v <= upper
+      or not np.isfinite(v)
+    ):
       raise ValueError(f"{nm} must be a finite float in [0, {upper}], got {v!r}")
   if len(size_range) != 2:
     raise ValueError(f"size_range must be (lo, hi), got {size_range!r}")
@@ -77,6 +101,13 @@ def make_synthetic(seed: int, *, num_classes: int = 5, nodes_per_class: int = 10
     means = rng.normal(size=(num_classes, feature_dim))
     x = means[y] + feature_noise * rng.normal(size=(n, feature_dim))
   masks = _io.random_splits(y, seed, train=0.6, val=0.2, num_splits=num_splits, per_class=True)
-  return st.make_data(inc, x, y, train_mask=masks[0], val_mask=masks[1], test_mask=masks[2],
-                      num_classes=num_classes,
-                      name=name or f"synthetic(seed={seed},inter={n_inter})")
+  return st.make_data(
+    inc,
+    x,
+    y,
+    train_mask=masks[0],
+    val_mask=masks[1],
+    test_mask=masks[2],
+    num_classes=num_classes,
+    name=name or f"synthetic(seed={seed},inter={n_inter})",
+  )

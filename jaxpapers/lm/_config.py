@@ -71,15 +71,22 @@ class LMConfig:
   eos_ids: tuple[int, ...] = ()
 
   def __post_init__(self):
-    for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads",
-                 "head_dim", "ffn_dim"):
+    for name in (
+      "vocab_size",
+      "d_model",
+      "n_layers",
+      "n_heads",
+      "n_kv_heads",
+      "head_dim",
+      "ffn_dim",
+    ):
       v = getattr(self, name)
       if not isinstance(v, int) or v <= 0:
         raise ValueError(f"LMConfig.{name} must be a positive int, got {v!r}")
     if self.n_heads % self.n_kv_heads:
       raise ValueError(
-          f"LMConfig.n_heads ({self.n_heads}) must be a multiple of n_kv_heads "
-          f"({self.n_kv_heads})")
+        f"LMConfig.n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})"
+      )
     if self.head_dim % 2:
       raise ValueError(f"LMConfig.head_dim must be even for RoPE, got {self.head_dim}")
     if self.arch not in _ARCHS:
@@ -88,11 +95,13 @@ class LMConfig:
       raise ValueError(f"LMConfig.act must be one of {_ACTS}, got {self.act!r}")
     if self.rope_layout not in _ROPE_LAYOUTS:
       raise ValueError(
-          f"LMConfig.rope_layout must be one of {_ROPE_LAYOUTS}, got {self.rope_layout!r}")
+        f"LMConfig.rope_layout must be one of {_ROPE_LAYOUTS}, got {self.rope_layout!r}"
+      )
     if self.layer_is_global and len(self.layer_is_global) != self.n_layers:
       raise ValueError(
-          f"LMConfig.layer_is_global must have n_layers={self.n_layers} entries, "
-          f"got {len(self.layer_is_global)}")
+        f"LMConfig.layer_is_global must have n_layers={self.n_layers} entries, "
+        f"got {len(self.layer_is_global)}"
+      )
     object.__setattr__(self, "layer_is_global", tuple(bool(b) for b in self.layer_is_global))
     object.__setattr__(self, "eos_ids", tuple(int(i) for i in self.eos_ids))
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -11,8 +12,16 @@ import numpy as np
 
 from jaxpapers.core import validation as V
 from jaxpapers.lm._config import LMConfig
-from jaxpapers.lm._model import (Capture, HeadAblation, KVCache, Params, _check_ablation,
-                                 _check_tokens, _forward, init_cache, validate_params)
+from jaxpapers.lm._model import (
+  Capture,
+  HeadAblation,
+  Params,
+  _check_ablation,
+  _check_tokens,
+  _forward,
+  init_cache,
+  validate_params,
+)
 
 
 class Generation(NamedTuple):
@@ -37,18 +46,39 @@ class Generation(NamedTuple):
   key_valid: jax.Array
 
 
-@functools.partial(jax.jit, static_argnames=("config", "max_new_tokens", "capture_attn",
-                                             "capture_values"))
-def _generate_jit(params, prompt, mask, stop_ids, temperature, key, ablation, row_ok, *, config,
-                  max_new_tokens, capture_attn, capture_values):
+@functools.partial(
+  jax.jit, static_argnames=("config", "max_new_tokens", "capture_attn", "capture_values")
+)
+def _generate_jit(
+  params,
+  prompt,
+  mask,
+  stop_ids,
+  temperature,
+  key,
+  ablation,
+  row_ok,
+  *,
+  config,
+  max_new_tokens,
+  capture_attn,
+  capture_values,
+):
   B, P = prompt.shape
   N = max_new_tokens
   S = P + N
   dtype = params["wk"].dtype
   cache = init_cache(config, B, S, dtype)
   if P > 1:
-    _, cache, _ = _forward(params, prompt[:, :-1], config=config, mask=mask[:, :-1],
-                           cache=cache, ablation=ablation, logits_mode="none")
+    _, cache, _ = _forward(
+      params,
+      prompt[:, :-1],
+      config=config,
+      mask=mask[:, :-1],
+      cache=cache,
+      ablation=ablation,
+      logits_mode="none",
+    )
   step_capture = Capture(attn="last" if capture_attn else "none")
   L, H = config.n_layers, config.n_heads
   attn_buf = jnp.zeros((N, B, L, H, S), jnp.float32) if capture_attn else None
@@ -59,8 +89,15 @@ def _generate_jit(params, prompt, mask, stop_ids, temperature, key, ablation, ro
 
   def body(state):
     step, cur, cache, done, toks, nsteps, attn_buf = state
-    logits, cache, cap = _forward(params, cur[:, None], config=config, cache=cache,
-                                  capture=step_capture, ablation=ablation, logits_mode="last")
+    logits, cache, cap = _forward(
+      params,
+      cur[:, None],
+      config=config,
+      cache=cache,
+      capture=step_capture,
+      ablation=ablation,
+      logits_mode="last",
+    )
     greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
     t = jnp.maximum(temperature, 1e-6)
     sampled = jax.random.categorical(jax.random.fold_in(key, step), logits / t).astype(jnp.int32)
@@ -74,19 +111,37 @@ def _generate_jit(params, prompt, mask, stop_ids, temperature, key, ablation, ro
       attn_buf = attn_buf.at[step].set(cap["attn"])
     return step + 1, nxt, cache, now_done, toks, nsteps, attn_buf
 
-  state = (jnp.zeros((), jnp.int32), prompt[:, -1], cache, ~row_ok,
-           jnp.full((B, N), -1, jnp.int32), jnp.zeros((B,), jnp.int32), attn_buf)
+  state = (
+    jnp.zeros((), jnp.int32),
+    prompt[:, -1],
+    cache,
+    ~row_ok,
+    jnp.full((B, N), -1, jnp.int32),
+    jnp.zeros((B,), jnp.int32),
+    attn_buf,
+  )
   _, _, cache, _, toks, nsteps, attn_buf = jax.lax.while_loop(cond, body, state)
-  values = jnp.moveaxis(jnp.swapaxes(cache.v, 2, 3), 0, 1).astype(jnp.float32) \
-      if capture_values else None  # [B, L, KV, S, dh]
+  values = (
+    jnp.moveaxis(jnp.swapaxes(cache.v, 2, 3), 0, 1).astype(jnp.float32) if capture_values else None
+  )  # [B, L, KV, S, dh]
   attn = jnp.moveaxis(attn_buf, 0, 1) if capture_attn else None
   return Generation(toks, nsteps, attn, values, cache.pos, cache.valid)
 
 
-def generate(params: Params, prompt_ids, *, config: LMConfig, max_new_tokens: int,
-             prompt_mask=None, stop_ids: Sequence[int] = (), temperature: float = 0.0,
-             key: jax.Array | None = None, capture_attn: bool = False,
-             capture_values: bool = False, ablation: HeadAblation | None = None) -> Generation:
+def generate(
+  params: Params,
+  prompt_ids,
+  *,
+  config: LMConfig,
+  max_new_tokens: int,
+  prompt_mask=None,
+  stop_ids: Sequence[int] = (),
+  temperature: float = 0.0,
+  key: jax.Array | None = None,
+  capture_attn: bool = False,
+  capture_values: bool = False,
+  ablation: HeadAblation | None = None,
+) -> Generation:
   """Greedy or temperature sampling with a KV cache, as one jitted while-loop.
 
   The prompt minus its last token is prefilled; then every step feeds one token
@@ -131,16 +186,20 @@ def generate(params: Params, prompt_ids, *, config: LMConfig, max_new_tokens: in
     prompt = prompt[None]
   if prompt.shape[1] == 0 or prompt.shape[0] == 0:
     raise ValueError(f"prompt_ids must be int [B, P] with B, P >= 1, got shape {prompt.shape}")
-  mask = (jnp.ones(prompt.shape, bool) if prompt_mask is None
-          else V.check_array(prompt_mask, "prompt_mask", dtype="intbool").astype(bool))
+  mask = (
+    jnp.ones(prompt.shape, bool)
+    if prompt_mask is None
+    else V.check_array(prompt_mask, "prompt_mask", dtype="intbool").astype(bool)
+  )
   if mask.ndim == 1:
     mask = mask[None]
   if mask.shape != prompt.shape:
     raise ValueError(f"prompt_mask must have shape {prompt.shape}, got {mask.shape}")
   prompt, ids_ok = _check_tokens(prompt, config, mask, name="prompt_ids")
   row_ok = jnp.all((prompt >= 0) & (prompt < config.vocab_size) | ~mask, axis=1)
-  last_ok = V.check_values(mask[:, -1],
-                           "prompt_mask[:, -1] must be True for every row: left-pad the prompts")
+  last_ok = V.check_values(
+    mask[:, -1], "prompt_mask[:, -1] must be True for every row: left-pad the prompts"
+  )
   row_ok = row_ok & mask[:, -1]
   del ids_ok, last_ok  # checked eagerly above; under jit row_ok carries them
   if V.is_concrete(temperature):
@@ -163,29 +222,44 @@ def generate(params: Params, prompt_ids, *, config: LMConfig, max_new_tokens: in
   stops = jnp.asarray(list(stop_ids) or [-2], jnp.int32)
   if key is None:
     key = jax.random.key(0)
-  return _generate_jit(params, prompt.astype(jnp.int32), mask, stops, jnp.float32(temperature),
-                       key, ablation, row_ok, config=config, max_new_tokens=max_new_tokens,
-                       capture_attn=capture_attn, capture_values=capture_values)
+  return _generate_jit(
+    params,
+    prompt.astype(jnp.int32),
+    mask,
+    stops,
+    jnp.float32(temperature),
+    key,
+    ablation,
+    row_ok,
+    config=config,
+    max_new_tokens=max_new_tokens,
+    capture_attn=capture_attn,
+    capture_values=capture_values,
+  )
 
 
-def greedy_generate(params: Params, prompt_ids, *, config: LMConfig, max_new_tokens: int,
-                    **kwargs) -> Generation:
+def greedy_generate(
+  params: Params, prompt_ids, *, config: LMConfig, max_new_tokens: int, **kwargs
+) -> Generation:
   """`generate` with temperature 0."""
-  return generate(params, prompt_ids, config=config, max_new_tokens=max_new_tokens,
-                  temperature=0.0, **kwargs)
+  return generate(
+    params, prompt_ids, config=config, max_new_tokens=max_new_tokens, temperature=0.0, **kwargs
+  )
 
 
 @functools.partial(jax.jit, static_argnames=("config",))
 def _query_sums(params, tokens, mask, *, config):
-  _, _, cap = _forward(params, tokens, config=config, mask=mask,
-                       capture=Capture(queries=True), logits_mode="none")
+  _, _, cap = _forward(
+    params, tokens, config=config, mask=mask, capture=Capture(queries=True), logits_mode="none"
+  )
   q = cap["queries"]  # [B, L, T, H, dh]
   w = mask.astype(jnp.float32)[:, None, :, None, None]
   return jnp.sum(q * w, axis=(0, 2)), jnp.sum(mask)
 
 
-def mean_queries(params: Params, prompts, *, config: LMConfig, batch_size: int = 8,
-                 pad_id: int = 0) -> jax.Array:
+def mean_queries(
+  params: Params, prompts, *, config: LMConfig, batch_size: int = 8, pad_id: int = 0
+) -> jax.Array:
   """Per-(layer, head) mean query vector over every real token of `prompts`.
 
   The queries are the q-projection outputs before QK-norm and RoPE, the site
@@ -202,6 +276,7 @@ def mean_queries(params: Params, prompts, *, config: LMConfig, batch_size: int =
     f32 [L, H, dh].
   """
   from jaxpapers.lm._model import left_pad
+
   if not isinstance(config, LMConfig):
     raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
   batch_size = V.check_int(batch_size, "batch_size", min_value=1)
@@ -212,13 +287,15 @@ def mean_queries(params: Params, prompts, *, config: LMConfig, batch_size: int =
   left_pad(prompts, pad_id=pad_id)  # type checks of every id
   bad = [t for p in prompts for t in p if not 0 <= int(t) < config.vocab_size]
   if bad or not 0 <= pad_id < config.vocab_size:
-    raise ValueError(f"prompts and pad_id must be token ids in [0, vocab_size="
-                     f"{config.vocab_size}), got {(bad or [pad_id])[:5]}")
+    raise ValueError(
+      f"prompts and pad_id must be token ids in [0, vocab_size="
+      f"{config.vocab_size}), got {(bad or [pad_id])[:5]}"
+    )
   total = jnp.zeros((config.n_layers, config.n_heads, config.head_dim), jnp.float32)
   count = 0
   length = max(len(p) for p in prompts)
   for i in range(0, len(prompts), batch_size):
-    chunk = prompts[i:i + batch_size]
+    chunk = prompts[i : i + batch_size]
     chunk = chunk + [chunk[-1]] * (batch_size - len(chunk))  # static batch shape
     ids, m = left_pad(chunk, pad_id=pad_id, length=length)
     n_real = min(batch_size, len(prompts) - i)

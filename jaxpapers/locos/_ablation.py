@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -14,16 +14,20 @@ from jaxpapers.locos._scores import Trial, random_heads, rouge1_recall, rouge_l,
 _METRICS = ("rougeL", "rouge1_recall", "exact")
 
 
-def bootstrap_ci(values, *, num_resamples: int = 1000, alpha: float = 0.05,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+  values, *, num_resamples: int = 1000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float]:
   """Percentile bootstrap (1 − alpha) interval of the mean of `values`.
 
   Empty `values`: (nan, nan) (nothing measured). NaN values raise ValueError.
   """
   if not 0.0 < alpha < 1.0:
     raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-  if isinstance(num_resamples, bool) or not isinstance(num_resamples, (int, np.integer)) \
-          or num_resamples < 1:
+  if (
+    isinstance(num_resamples, bool)
+    or not isinstance(num_resamples, (int, np.integer))
+    or num_resamples < 1
+  ):
     raise ValueError(f"num_resamples must be an int >= 1, got {num_resamples!r}")
   v = np.asarray(values, np.float64).ravel()
   if v.size == 0:
@@ -38,8 +42,10 @@ def bootstrap_ci(values, *, num_resamples: int = 1000, alpha: float = 0.05,
 def score_text(answer: str, generation: str, metric: str) -> float:
   """ROUGE-L F1, ROUGE-1 recall, or exact match (lower-cased, stripped)."""
   if not isinstance(answer, str) or not isinstance(generation, str):
-    raise TypeError(f"answer and generation must be str, got {type(answer).__name__} and "
-                    f"{type(generation).__name__}")
+    raise TypeError(
+      f"answer and generation must be str, got {type(answer).__name__} and "
+      f"{type(generation).__name__}"
+    )
   if metric == "rougeL":
     return rouge_l(answer, generation)
   if metric == "rouge1_recall":
@@ -49,42 +55,73 @@ def score_text(answer: str, generation: str, metric: str) -> float:
   raise ValueError(f"metric must be one of {_METRICS}, got {metric!r}")
 
 
-def evaluate_probes(params, config, probes: Sequence[Trial], tokenizer, *,
-                    ablation: lm.HeadAblation | None = None, max_new_tokens: int = 20,
-                    stop_ids=None, metric: str = "rougeL", batch_size: int = 8,
-                    pad_to: int | None = None) -> np.ndarray:
+def evaluate_probes(
+  params,
+  config,
+  probes: Sequence[Trial],
+  tokenizer,
+  *,
+  ablation: lm.HeadAblation | None = None,
+  max_new_tokens: int = 20,
+  stop_ids=None,
+  metric: str = "rougeL",
+  batch_size: int = 8,
+  pad_to: int | None = None,
+) -> np.ndarray:
   """Greedy-decode every probe (optionally ablated) and score it: f32 [num_probes]."""
   if metric not in _METRICS:
     raise ValueError(f"metric must be one of {_METRICS}, got {metric!r}")
   probes = list(probes)
   if not probes or not all(isinstance(p, Trial) for p in probes):
     raise ValueError("probes must be a non-empty sequence of Trial")
-  if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-      or batch_size < 1:
+  if (
+    isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1
+  ):
     raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
   if stop_ids is None:
     stop_ids = tokenizer.stop_ids()
   length = pad_to or max(len(p.prompt_ids) for p in probes)
   out = []
   for i in range(0, len(probes), batch_size):
-    chunk = probes[i:i + batch_size]
+    chunk = probes[i : i + batch_size]
     rows = [p.prompt_ids for p in chunk]
     rows = rows + [rows[-1]] * (batch_size - len(rows))
     ids, mask = lm.left_pad(rows, length=length)
-    g = lm.generate(params, ids, config=config, prompt_mask=mask, max_new_tokens=max_new_tokens,
-                    stop_ids=stop_ids, ablation=ablation)
+    g = lm.generate(
+      params,
+      ids,
+      config=config,
+      prompt_mask=mask,
+      max_new_tokens=max_new_tokens,
+      stop_ids=stop_ids,
+      ablation=ablation,
+    )
     toks, n = np.asarray(g.tokens), np.asarray(g.num_steps)
     for b, p in enumerate(chunk):
-      out.append(score_text(p.answer, tokenizer.decode(toks[b, :n[b]].tolist()), metric))
+      out.append(score_text(p.answer, tokenizer.decode(toks[b, : n[b]].tolist()), metric))
   return np.asarray(out)
 
 
-def ablation_curve(params, config, probes: Sequence[Trial],
-                   head_rankings: Mapping[str, np.ndarray], ks: Sequence[int], *, tokenizer,
-                   mode: str = "mean_q", mean=None, calibration_prompts=None,
-                   metric: str = "rougeL", num_random: int = 5, key=None,
-                   max_new_tokens: int = 20, stop_ids=None, batch_size: int = 8,
-                   pad_to: int | None = None, num_resamples: int = 1000) -> dict:
+def ablation_curve(
+  params,
+  config,
+  probes: Sequence[Trial],
+  head_rankings: Mapping[str, np.ndarray],
+  ks: Sequence[int],
+  *,
+  tokenizer,
+  mode: str = "mean_q",
+  mean=None,
+  calibration_prompts=None,
+  metric: str = "rougeL",
+  num_random: int = 5,
+  key=None,
+  max_new_tokens: int = 20,
+  stop_ids=None,
+  batch_size: int = 8,
+  pad_to: int | None = None,
+  num_resamples: int = 1000,
+) -> dict:
   """Task score vs number of ablated heads for each detector and for random heads.
 
   For every detector and k, the top-k heads of its ranking are ablated (query
@@ -126,8 +163,13 @@ def ablation_curve(params, config, probes: Sequence[Trial],
   if mean is None:
     mean = jnp.zeros((L, H, config.head_dim), jnp.float32)
   key = jax.random.key(0) if key is None else key
-  kw = dict(max_new_tokens=max_new_tokens, stop_ids=stop_ids, metric=metric,
-            batch_size=batch_size, pad_to=pad_to)
+  kw = dict(
+    max_new_tokens=max_new_tokens,
+    stop_ids=stop_ids,
+    metric=metric,
+    batch_size=batch_size,
+    pad_to=pad_to,
+  )
 
   def run(mask):
     abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=jnp.asarray(mean), mode=mode)
@@ -135,21 +177,28 @@ def ablation_curve(params, config, probes: Sequence[Trial],
 
   def summary(vals_per_k):
     cis = [bootstrap_ci(v, num_resamples=num_resamples, seed=i) for i, v in enumerate(vals_per_k)]
-    return {"mean": [float(np.mean(v)) for v in vals_per_k], "lo": [c[0] for c in cis],
-            "hi": [c[1] for c in cis]}
+    return {
+      "mean": [float(np.mean(v)) for v in vals_per_k],
+      "lo": [c[0] for c in cis],
+      "hi": [c[1] for c in cis],
+    }
 
   base = run(np.zeros((L, H), bool))
   lo, hi = bootstrap_ci(base, num_resamples=num_resamples)
-  result = {"ks": ks, "baseline": {"mean": float(base.mean()), "lo": lo, "hi": hi},
-            "per_probe": {"baseline": base.tolist()}}
+  result = {
+    "ks": ks,
+    "baseline": {"mean": float(base.mean()), "lo": lo, "hi": hi},
+    "per_probe": {"baseline": base.tolist()},
+  }
   for name, scores in head_rankings.items():
     vals = [run(top_heads(scores, k)) for k in ks]
     result[name] = summary(vals)
     result["per_probe"][name] = [v.tolist() for v in vals]
   rand = []
   for k in ks:
-    seeds = [run(random_heads(jax.random.fold_in(key, 1000 * k + s), L, H, k))
-             for s in range(num_random)]
+    seeds = [
+      run(random_heads(jax.random.fold_in(key, 1000 * k + s), L, H, k)) for s in range(num_random)
+    ]
     rand.append(np.concatenate(seeds))
   result["random"] = summary(rand)
   return result

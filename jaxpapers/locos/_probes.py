@@ -16,15 +16,23 @@ import numpy as np
 
 from jaxpapers.locos._scores import Trial
 
-NAMES = ("Yuki", "Stuart", "Mandy", "Diana", "Caleb", "Megan", "Veronica", "Gary", "Oscar",
-         "Priya")
+NAMES = ("Yuki", "Stuart", "Mandy", "Diana", "Caleb", "Megan", "Veronica", "Gary", "Oscar", "Priya")
 LANDMARKS = (
-    ("Eiffel Tower", "Paris"), ("Colosseum", "Rome"), ("Big Ben", "London"),
-    ("Statue of Liberty", "New York"), ("Brandenburg Gate", "Berlin"),
-    ("Sagrada Familia", "Barcelona"), ("Kremlin", "Moscow"),
-    ("Golden Gate Bridge", "San Francisco"), ("Acropolis", "Athens"),
-    ("Sydney Opera House", "Sydney"), ("Space Needle", "Seattle"), ("Burj Khalifa", "Dubai"),
-    ("Forbidden City", "Beijing"), ("CN Tower", "Toronto"), ("Hagia Sophia", "Istanbul"),
+  ("Eiffel Tower", "Paris"),
+  ("Colosseum", "Rome"),
+  ("Big Ben", "London"),
+  ("Statue of Liberty", "New York"),
+  ("Brandenburg Gate", "Berlin"),
+  ("Sagrada Familia", "Barcelona"),
+  ("Kremlin", "Moscow"),
+  ("Golden Gate Bridge", "San Francisco"),
+  ("Acropolis", "Athens"),
+  ("Sydney Opera House", "Sydney"),
+  ("Space Needle", "Seattle"),
+  ("Burj Khalifa", "Dubai"),
+  ("Forbidden City", "Beijing"),
+  ("CN Tower", "Toronto"),
+  ("Hagia Sophia", "Istanbul"),
 )
 
 _SENTENCES: list[str] | None = None
@@ -35,17 +43,29 @@ def haystack_sentences() -> list[str]:
   global _SENTENCES
   if _SENTENCES is None:
     from pydoc_data import topics
+
     text = " ".join(topics.topics.values())
     sents = re.split(r"(?<=[.!?])\s+", re.sub(r"\s+", " ", text))
-    _SENTENCES = [s for s in sents
-                  if 40 <= len(s) <= 200 and re.fullmatch(r"[A-Za-z0-9 ,;:()'\"\-.!?]+", s)
-                  and s[0].isupper()]
+    _SENTENCES = [
+      s
+      for s in sents
+      if 40 <= len(s) <= 200 and re.fullmatch(r"[A-Za-z0-9 ,;:()'\"\-.!?]+", s) and s[0].isupper()
+    ]
   return _SENTENCES
 
 
-def make_probes(rng: np.random.Generator, *, tokenizer, num: int, kind: str,
-                filler_sentences: int = 4, num_needles: int = 1, answer_prefix: bool = True,
-                landmarks=LANDMARKS, names=NAMES) -> list[Trial]:
+def make_probes(
+  rng: np.random.Generator,
+  *,
+  tokenizer,
+  num: int,
+  kind: str,
+  filler_sentences: int = 4,
+  num_needles: int = 1,
+  answer_prefix: bool = True,
+  landmarks=LANDMARKS,
+  names=NAMES,
+) -> list[Trial]:
   """NoLiMa-style probes rendered with the tokenizer's chat template.
 
   Args:
@@ -69,13 +89,18 @@ def make_probes(rng: np.random.Generator, *, tokenizer, num: int, kind: str,
     raise ValueError(f"kind must be 'literal', 'nonliteral' or 'parametric', got {kind!r}")
   if not isinstance(rng, np.random.Generator):
     raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-  for name, v, lo in (("num", num, 0), ("filler_sentences", filler_sentences, 0),
-                      ("num_needles", num_needles, 1)):
+  for name, v, lo in (
+    ("num", num, 0),
+    ("filler_sentences", filler_sentences, 0),
+    ("num_needles", num_needles, 1),
+  ):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
       raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
   if num_needles > min(len(landmarks), len(names)):
-    raise ValueError(f"num_needles must be <= {min(len(landmarks), len(names))} (distinct names "
-                     f"and landmarks), got {num_needles}")
+    raise ValueError(
+      f"num_needles must be <= {min(len(landmarks), len(names))} (distinct names "
+      f"and landmarks), got {num_needles}"
+    )
   sents = haystack_sentences()
   out = []
   for _ in range(num):
@@ -91,8 +116,7 @@ def make_probes(rng: np.random.Generator, *, tokenizer, num: int, kind: str,
       out.append(Trial(tokenizer.encode(text), (0, 0), city, kind))
       continue
     hay = [sents[i] for i in rng.integers(0, len(sents), filler_sentences)]
-    needles = [f"Actually, {names[n]} lives next to the {landmarks[l][0]}."
-               for n, l in zip(ni, li)]
+    needles = [f"Actually, {names[n]} lives next to the {landmarks[l][0]}." for n, l in zip(ni, li)]
     slots = np.sort(rng.integers(0, filler_sentences + 1, num_needles))
     parts, k = [], 0
     for i in range(filler_sentences + 1):
@@ -101,13 +125,19 @@ def make_probes(rng: np.random.Generator, *, tokenizer, num: int, kind: str,
         k += 1
       if i < filler_sentences:
         parts.append(hay[i])
-    question = (f"Which character has been to {city}?" if kind == "nonliteral"
-                else f"Which character lives next to the {land}?")
+    question = (
+      f"Which character has been to {city}?"
+      if kind == "nonliteral"
+      else f"Which character lives next to the {land}?"
+    )
     msg = " ".join(parts) + f"\n\nQuestion: {question} Answer with the name only."
     text = tokenizer.apply_chat_template([{"role": "user", "content": msg}])
     if answer_prefix:
-      text += (f"The character who has been to {city} is" if kind == "nonliteral"
-               else f"The character who lives next to the {land} is")
+      text += (
+        f"The character who has been to {city} is"
+        if kind == "nonliteral"
+        else f"The character who lives next to the {land} is"
+      )
     ids, spans = tokenizer.encode_with_offsets(text)
     c0 = text.index(needles[target])
     c1 = c0 + len(needles[target])

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -50,8 +50,10 @@ class Trial:
     object.__setattr__(self, "prompt_ids", tuple(int(i) for i in self.prompt_ids))
     s, e = self.needle_span
     if not (0 <= s <= e <= len(self.prompt_ids)):
-      raise ValueError(f"needle_span {self.needle_span} must satisfy 0 <= s <= e <= "
-                       f"len(prompt_ids) = {len(self.prompt_ids)}")
+      raise ValueError(
+        f"needle_span {self.needle_span} must satisfy 0 <= s <= e <= "
+        f"len(prompt_ids) = {len(self.prompt_ids)}"
+      )
     object.__setattr__(self, "needle_span", (int(s), int(e)))
 
 
@@ -79,6 +81,7 @@ class TrialScore:
 
 # ---------------------------------------------------------------------------
 # text metrics
+
 
 def _words(text: str, name: str = "text") -> list[str]:
   if not isinstance(text, str):
@@ -124,6 +127,7 @@ def rouge_l(reference: str, candidate: str) -> float:
 # ---------------------------------------------------------------------------
 # answer steps
 
+
 def answer_steps(generated_ids: Sequence[int], answer: str, tokenizer) -> list[int]:
   """Indices of the generated tokens that spell the answer.
 
@@ -142,7 +146,7 @@ def answer_steps(generated_ids: Sequence[int], answer: str, tokenizer) -> list[i
   n = len(target)
   if n:
     for s in range(len(gen) - n + 1):
-      if gen[s:s + n] == target:
+      if gen[s : s + n] == target:
         return list(range(s, s + n))
   pieces = [tokenizer.decode([i]) for i in gen]
   text = "".join(pieces).lower()
@@ -160,6 +164,7 @@ def answer_steps(generated_ids: Sequence[int], answer: str, tokenizer) -> list[i
 
 # ---------------------------------------------------------------------------
 # the pure LOCOS core
+
 
 def phi_per_position(attn_row, values, wo, u, kv_map) -> jax.Array:
   """φ_j = α_j · (v_{kv(h), j} · W_O^{(h)} u) for every query head of one layer.
@@ -181,17 +186,23 @@ def phi_per_position(attn_row, values, wo, u, kv_map) -> jax.Array:
   attn_row, values, wo, u = (jnp.asarray(a) for a in (attn_row, values, wo, u))
   kv_map = kv_map if isinstance(kv_map, jax.Array) else np.asarray(kv_map)
   if attn_row.ndim != 2 or values.ndim != 3 or wo.ndim != 3 or u.ndim != 1:
-    raise ValueError(f"need attn_row [H, K], values [KV, K, dh], wo [H, dh, d], u [d]; got "
-                     f"{attn_row.shape}, {values.shape}, {wo.shape}, {u.shape}")
+    raise ValueError(
+      f"need attn_row [H, K], values [KV, K, dh], wo [H, dh, d], u [d]; got "
+      f"{attn_row.shape}, {values.shape}, {wo.shape}, {u.shape}"
+    )
   H, K = attn_row.shape
   if values.shape[1] != K or wo.shape[:2] != (H, values.shape[2]) or wo.shape[2] != u.shape[0]:
-    raise ValueError(f"shapes disagree: attn_row [H={H}, K={K}], values [KV, K, dh] = "
-                     f"{values.shape}, wo [H, dh, d] = {wo.shape}, u [d] = {u.shape}")
+    raise ValueError(
+      f"shapes disagree: attn_row [H={H}, K={K}], values [KV, K, dh] = "
+      f"{values.shape}, wo [H, dh, d] = {wo.shape}, u [d] = {u.shape}"
+    )
   if kv_map.shape != (H,) or not jnp.issubdtype(kv_map.dtype, jnp.integer):
     raise ValueError(f"kv_map must be int [H={H}], got {kv_map.dtype}{kv_map.shape}")
-  ok = val.check((kv_map >= 0) & (kv_map < values.shape[0]),
-                 f"kv_map entries must be KV head indices in [0, {values.shape[0]})")
-  u_hat = jnp.einsum("hkd,d->hk", wo, u)                       # [H, dh]
+  ok = val.check(
+    (kv_map >= 0) & (kv_map < values.shape[0]),
+    f"kv_map entries must be KV head indices in [0, {values.shape[0]})",
+  )
+  u_hat = jnp.einsum("hkd,d->hk", wo, u)  # [H, dh]
   c = jnp.einsum("hjk,hk->hj", values[jnp.asarray(kv_map)], u_hat)  # [H, K]
   return val.poison(attn_row * c, ok)
 
@@ -212,8 +223,10 @@ def contrast(weights: np.ndarray, needle: np.ndarray, valid: np.ndarray):
   if needle.dtype != np.bool_ or valid.dtype != np.bool_:
     raise TypeError(f"needle and valid must be bool masks, got {needle.dtype} and {valid.dtype}")
   if needle.shape != valid.shape or needle.ndim != 1 or np.shape(weights)[-1:] != needle.shape:
-    raise ValueError(f"needle and valid must be [K] matching weights [..., K]; got "
-                     f"{needle.shape}, {valid.shape}, {np.shape(weights)}")
+    raise ValueError(
+      f"needle and valid must be [K] matching weights [..., K]; got "
+      f"{needle.shape}, {valid.shape}, {np.shape(weights)}"
+    )
   n = needle.sum()
   k_t = valid.sum()
   lp = (weights * needle).sum(-1)
@@ -225,9 +238,23 @@ def contrast(weights: np.ndarray, needle: np.ndarray, valid: np.ndarray):
 # ---------------------------------------------------------------------------
 # scoring one generation
 
-def _score_generation(*, params, config, trial: Trial, tokenizer, gen_ids, attn, values,
-                      key_pos, key_valid, prompt_len, rouge_threshold, post_norm="ignore",
-                      contrastive_top_k=10):
+
+def _score_generation(
+  *,
+  params,
+  config,
+  trial: Trial,
+  tokenizer,
+  gen_ids,
+  attn,
+  values,
+  key_pos,
+  key_valid,
+  prompt_len,
+  rouge_threshold,
+  post_norm="ignore",
+  contrastive_top_k=10,
+):
   """All detectors from one recorded generation (numpy; attn [N, L, H, S])."""
   L, H = config.n_layers, config.n_heads
   kv_map = np.arange(H) // config.group_size
@@ -255,8 +282,11 @@ def _score_generation(*, params, config, trial: Trial, tokenizer, gen_ids, attn,
     j = a.argmax(-1)  # [L, H]
     hit = needle_all[j] & (slot_token[j] == gen_ids[t])
     det["wu"] += hit / n_needle
-    mass_per_step.append(a[..., needle_all & valid_t].sum(-1) if contrastive_top_k is None else
-                         _topk_overlap(a, needle_all & valid_t, valid_t, contrastive_top_k))
+    mass_per_step.append(
+      a[..., needle_all & valid_t].sum(-1)
+      if contrastive_top_k is None
+      else _topk_overlap(a, needle_all & valid_t, valid_t, contrastive_top_k)
+    )
   for t in steps:
     q_pos = prompt_len - 1 + t
     valid_t = key_valid & (key_pos <= q_pos)
@@ -286,8 +316,15 @@ def _score_generation(*, params, config, trial: Trial, tokenizer, gen_ids, attn,
     else:
       det["contrastive"] = np.maximum(a_plus, 0.0)
   del post_norm
-  return TrialScore(S=det["locos"], L_plus=Lp, L_minus=Lm, accepted=bool(accepted),
-                    generation=generation, answer_steps=steps, detectors=det)
+  return TrialScore(
+    S=det["locos"],
+    L_plus=Lp,
+    L_minus=Lm,
+    accepted=bool(accepted),
+    generation=generation,
+    answer_steps=steps,
+    detectors=det,
+  )
 
 
 def _topk_overlap(a, needle, valid, k):
@@ -299,13 +336,24 @@ def _topk_overlap(a, needle, valid, k):
 
 def _batches(seq, n):
   for i in range(0, len(seq), n):
-    yield seq[i:i + n]
+    yield seq[i : i + n]
 
 
-def detect_heads(params, config, trials: Sequence[Trial], tokenizer, *, max_steps: int = 50,
-                 stop_ids: Sequence[int] | None = None, rouge_threshold: float = 0.5,
-                 batch_size: int = 4, pad_to: int | None = None, post_norm: str = "ignore",
-                 contrastive: str = "mass", contrastive_top_k: int = 10):
+def detect_heads(
+  params,
+  config,
+  trials: Sequence[Trial],
+  tokenizer,
+  *,
+  max_steps: int = 50,
+  stop_ids: Sequence[int] | None = None,
+  rouge_threshold: float = 0.5,
+  batch_size: int = 4,
+  pad_to: int | None = None,
+  post_norm: str = "ignore",
+  contrastive: str = "mass",
+  contrastive_top_k: int = 10,
+):
   """Run every trial once (greedy, recording last-row attention and values) and
   score all heads with LOCOS and the baselines.
 
@@ -334,8 +382,10 @@ def detect_heads(params, config, trials: Sequence[Trial], tokenizer, *, max_step
      per_trial: list[TrialScore]).
   """
   if post_norm != "ignore":
-    raise NotImplementedError("post_norm='freeze' is only meaningful for models with a "
-                              "post-attention norm, which this loader does not expose yet")
+    raise NotImplementedError(
+      "post_norm='freeze' is only meaningful for models with a "
+      "post-attention norm, which this loader does not expose yet"
+    )
   if contrastive not in ("mass", "topk"):
     raise ValueError(f"contrastive must be 'mass' or 'topk', got {contrastive!r}")
   trials = list(trials)
@@ -343,8 +393,11 @@ def detect_heads(params, config, trials: Sequence[Trial], tokenizer, *, max_step
     raise ValueError("trials must be a non-empty sequence of Trial")
   if not all(isinstance(t, Trial) for t in trials):
     raise TypeError("trials must be Trial objects")
-  for name, v in (("max_steps", max_steps), ("batch_size", batch_size),
-                  ("contrastive_top_k", contrastive_top_k)):
+  for name, v in (
+    ("max_steps", max_steps),
+    ("batch_size", batch_size),
+    ("contrastive_top_k", contrastive_top_k),
+  ):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
       raise ValueError(f"{name} must be an int >= 1, got {v!r}")
   if not 0.0 <= rouge_threshold <= 1.0:
@@ -358,17 +411,35 @@ def detect_heads(params, config, trials: Sequence[Trial], tokenizer, *, max_step
     rows = [t.prompt_ids for t in chunk]
     rows = rows + [rows[-1]] * (batch_size - len(rows))
     ids, mask = lm.left_pad(rows, length=length)
-    g = lm.generate(params, ids, config=config, prompt_mask=mask, max_new_tokens=max_steps,
-                    stop_ids=stop_ids, capture_attn=True, capture_values=True)
+    g = lm.generate(
+      params,
+      ids,
+      config=config,
+      prompt_mask=mask,
+      max_new_tokens=max_steps,
+      stop_ids=stop_ids,
+      capture_attn=True,
+      capture_values=True,
+    )
     g = jax.tree.map(np.asarray, g)
     for b, trial in enumerate(chunk):
       n = int(g.num_steps[b])
-      per_trial.append(_score_generation(
-          params=params, config=config, trial=trial, tokenizer=tokenizer,
-          gen_ids=[int(i) for i in g.tokens[b, :n]], attn=g.attn[b, :n].astype(np.float64),
-          values=g.values[b], key_pos=g.key_pos[b], key_valid=g.key_valid[b],
-          prompt_len=len(trial.prompt_ids), rouge_threshold=rouge_threshold,
-          contrastive_top_k=None if contrastive == "mass" else contrastive_top_k))
+      per_trial.append(
+        _score_generation(
+          params=params,
+          config=config,
+          trial=trial,
+          tokenizer=tokenizer,
+          gen_ids=[int(i) for i in g.tokens[b, :n]],
+          attn=g.attn[b, :n].astype(np.float64),
+          values=g.values[b],
+          key_pos=g.key_pos[b],
+          key_valid=g.key_valid[b],
+          prompt_len=len(trial.prompt_ids),
+          rouge_threshold=rouge_threshold,
+          contrastive_top_k=None if contrastive == "mass" else contrastive_top_k,
+        )
+      )
   return aggregate(per_trial, config), per_trial
 
 
@@ -378,8 +449,10 @@ def _check_prompt_ids(trials, config):
     if not t.prompt_ids:
       raise ValueError("every trial needs a non-empty prompt_ids")
     if min(t.prompt_ids) < 0 or max(t.prompt_ids) >= vocab:
-      raise ValueError(f"prompt_ids must be token ids in [0, vocab_size={vocab}), got range "
-                       f"[{min(t.prompt_ids)}, {max(t.prompt_ids)}]")
+      raise ValueError(
+        f"prompt_ids must be token ids in [0, vocab_size={vocab}), got range "
+        f"[{min(t.prompt_ids)}, {max(t.prompt_ids)}]"
+      )
 
 
 def aggregate(per_trial: Sequence[TrialScore], config) -> dict[str, np.ndarray]:
@@ -398,32 +471,54 @@ def aggregate(per_trial: Sequence[TrialScore], config) -> dict[str, np.ndarray]:
   return {k: np.mean([t.detectors[k] for t in acc], axis=0) for k in names}
 
 
-def locos_trial(params, config, trial: Trial, tokenizer, *, max_steps: int = 50,
-                post_norm: str = "ignore", stop_ids=None, rouge_threshold: float = 0.5
-                ) -> TrialScore:
+def locos_trial(
+  params,
+  config,
+  trial: Trial,
+  tokenizer,
+  *,
+  max_steps: int = 50,
+  post_norm: str = "ignore",
+  stop_ids=None,
+  rouge_threshold: float = 0.5,
+) -> TrialScore:
   """LOCOS (and baselines) for one trial; see `detect_heads`."""
-  _, per = detect_heads(params, config, [trial], tokenizer, max_steps=max_steps,
-                        stop_ids=stop_ids, rouge_threshold=rouge_threshold, batch_size=1,
-                        post_norm=post_norm)
+  _, per = detect_heads(
+    params,
+    config,
+    [trial],
+    tokenizer,
+    max_steps=max_steps,
+    stop_ids=stop_ids,
+    rouge_threshold=rouge_threshold,
+    batch_size=1,
+    post_norm=post_norm,
+  )
   return per[0]
 
 
-def locos_scores(params, config, trials, tokenizer, *, rouge_threshold: float = 0.5,
-                 **kwargs) -> np.ndarray:
+def locos_scores(
+  params, config, trials, tokenizer, *, rouge_threshold: float = 0.5, **kwargs
+) -> np.ndarray:
   """S_{l,h}: LOCOS averaged over accepted trials, [L, H]."""
-  scores, _ = detect_heads(params, config, trials, tokenizer, rouge_threshold=rouge_threshold,
-                           **kwargs)
+  scores, _ = detect_heads(
+    params, config, trials, tokenizer, rouge_threshold=rouge_threshold, **kwargs
+  )
   return scores["locos"]
 
 
 # ---------------------------------------------------------------------------
 # head selection
 
+
 def top_heads(scores, k: int) -> np.ndarray:
   """bool [L, H] marking the k highest-scoring heads (ties broken by index)."""
   scores = _check_scores(scores)
-  if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) \
-          or not 0 <= k <= scores.size:
+  if (
+    isinstance(k, (bool, np.bool_))
+    or not isinstance(k, (int, np.integer))
+    or not 0 <= k <= scores.size
+  ):
     raise ValueError(f"k must be in [0, {scores.size}], got {k}")
   order = np.argsort(-scores.ravel(), kind="stable")[:k]
   mask = np.zeros(scores.size, bool)
@@ -466,8 +561,8 @@ def jaccard_top_k(a, b, k: int) -> float:
   """|top_k(a) ∩ top_k(b)| / |top_k(a) ∪ top_k(b)| (1.0 for k = 0); a and b are [L, H]."""
   if np.shape(a) != np.shape(b):
     raise ValueError(
-        f"a and b must have the same shape [L, H], got {np.shape(a)} and {np.shape(b)}")
+      f"a and b must have the same shape [L, H], got {np.shape(a)} and {np.shape(b)}"
+    )
   ma, mb = top_heads(a, k), top_heads(b, k)
   union = (ma | mb).sum()
   return float((ma & mb).sum() / union) if union else 1.0
-

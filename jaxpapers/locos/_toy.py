@@ -53,10 +53,13 @@ class ToyTask:
   @property
   def vocab(self) -> list[str]:
     special = ["<pad>", "<bos>", "<eos>", "near", "in", "who", "visited", "?", "|"]
-    return (special + [f"f{i}" for i in range(self.num_fillers)]
-            + [f"N{i}" for i in range(self.num_names)]
-            + [f"L{i}" for i in range(self.num_landmarks)]
-            + [f"C{i}" for i in range(self.num_landmarks)])
+    return (
+      special
+      + [f"f{i}" for i in range(self.num_fillers)]
+      + [f"N{i}" for i in range(self.num_names)]
+      + [f"L{i}" for i in range(self.num_landmarks)]
+      + [f"C{i}" for i in range(self.num_landmarks)]
+    )
 
   @property
   def seq_len(self) -> int:
@@ -66,7 +69,7 @@ class ToyTask:
   def city_of(self) -> np.ndarray:
     return np.random.default_rng(self.seed).permutation(self.num_landmarks)
 
-  def tokenizer(self) -> "ToyTokenizer":
+  def tokenizer(self) -> ToyTokenizer:
     return ToyTokenizer(self.vocab)
 
 
@@ -103,16 +106,24 @@ class ToyTokenizer:
     return () if self.eos_id is None else (self.eos_id,)
 
 
-def _episode(task: ToyTask, rng: np.random.Generator, kind: str, city_of: np.ndarray,
-             num_needles: int | None = None):
+def _episode(
+  task: ToyTask,
+  rng: np.random.Generator,
+  kind: str,
+  city_of: np.ndarray,
+  num_needles: int | None = None,
+):
   tok = task.tokenizer()
   t = tok.token_to_id
   n = num_needles or int(rng.integers(1, task.max_needles + 1))
   names = rng.choice(task.num_names, n, replace=False)
   lands = rng.choice(task.num_landmarks, n, replace=False)
   target = int(rng.integers(n))
-  question = ([t("|"), t("who"), t("near"), t(f"L{lands[target]}"), t("?")] if kind == "literal"
-              else [t("|"), t("who"), t("visited"), t(f"C{city_of[lands[target]]}"), t("?")])
+  question = (
+    [t("|"), t("who"), t("near"), t(f"L{lands[target]}"), t("?")]
+    if kind == "literal"
+    else [t("|"), t("who"), t("visited"), t(f"C{city_of[lands[target]]}"), t("?")]
+  )
   hay_len = task.prompt_len - 1 - len(question)
   n_fill = hay_len - 3 * n
   fill = list(t(f"f{i}") for i in rng.integers(0, task.num_fillers, n_fill))
@@ -131,8 +142,9 @@ def _episode(task: ToyTask, rng: np.random.Generator, kind: str, city_of: np.nda
   return prompt, spans[target], f"N{names[target]}"
 
 
-def make_toy_trials(task: ToyTask, rng: np.random.Generator, num: int, kind: str,
-                    num_needles: int | None = None) -> list[Trial]:
+def make_toy_trials(
+  task: ToyTask, rng: np.random.Generator, num: int, kind: str, num_needles: int | None = None
+) -> list[Trial]:
   """`num` episodes of kind 'literal' / 'nonliteral', or 'parametric' recall probes."""
   if kind not in ("literal", "nonliteral", "parametric"):
     raise ValueError(f"kind must be 'literal', 'nonliteral' or 'parametric', got {kind!r}")
@@ -140,7 +152,8 @@ def make_toy_trials(task: ToyTask, rng: np.random.Generator, num: int, kind: str
     raise ValueError(f"num must be an int >= 0, got {num!r}")
   if num_needles is not None and not 1 <= num_needles <= task.max_needles:
     raise ValueError(
-        f"num_needles must be in [1, max_needles={task.max_needles}], got {num_needles!r}")
+      f"num_needles must be in [1, max_needles={task.max_needles}], got {num_needles!r}"
+    )
   city_of = task.city_of()
   tok = task.tokenizer()
   out = []
@@ -155,15 +168,22 @@ def make_toy_trials(task: ToyTask, rng: np.random.Generator, num: int, kind: str
   return out
 
 
-def toy_batch(task: ToyTask, rng: np.random.Generator, batch_size: int, *,
-              parametric_frac: float = 0.25, literal_frac: float = 0.5):
+def toy_batch(
+  task: ToyTask,
+  rng: np.random.Generator,
+  batch_size: int,
+  *,
+  parametric_frac: float = 0.25,
+  literal_frac: float = 0.5,
+):
   """Training batch: (tokens int32 [B, seq_len], loss_mask f32 [B, seq_len]).
 
   loss_mask marks the positions whose *next* token is supervised (answer and
   <eos> of episodes, city and <eos> of parametric sequences).
   """
-  if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-      or batch_size < 1:
+  if (
+    isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1
+  ):
     raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
   for name, v in (("parametric_frac", parametric_frac), ("literal_frac", literal_frac)):
     if not 0.0 <= v <= 1.0:
@@ -177,14 +197,19 @@ def toy_batch(task: ToyTask, rng: np.random.Generator, batch_size: int, *,
     r = rng.random()
     if r < parametric_frac:
       land = int(rng.integers(task.num_landmarks))
-      seq = [tok.bos_id, tok.token_to_id(f"L{land}"), tok.token_to_id("in"),
-             tok.token_to_id(f"C{city_of[land]}"), tok.eos_id]
-      tokens[b, :len(seq)] = seq
+      seq = [
+        tok.bos_id,
+        tok.token_to_id(f"L{land}"),
+        tok.token_to_id("in"),
+        tok.token_to_id(f"C{city_of[land]}"),
+        tok.eos_id,
+      ]
+      tokens[b, : len(seq)] = seq
       mask[b, 2:4] = 1.0
     else:
       kind = "literal" if rng.random() < literal_frac else "nonliteral"
       prompt, _, ans = _episode(task, rng, kind, city_of)
       seq = prompt + [tok.token_to_id(ans), tok.eos_id]
       tokens[b] = seq
-      mask[b, len(prompt) - 1:len(prompt) + 1] = 1.0
+      mask[b, len(prompt) - 1 : len(prompt) + 1] = 1.0
   return tokens, mask

@@ -29,12 +29,12 @@ from jaxpapers.logstop import _engine
 from jaxpapers.logstop import _formula as F
 from jaxpapers.logstop._logstop import _evaluate
 
-__all__ = ["boolean_ltlf", "robustness", "exact_probability", "mean_score",
-           "build_reverse_dfa"]
+__all__ = ["boolean_ltlf", "robustness", "exact_probability", "mean_score", "build_reverse_dfa"]
 
 
-def boolean_ltlf(formula, props, *, threshold: float = 0.5, window: int = 1,
-                 length=None) -> jax.Array:
+def boolean_ltlf(
+  formula, props, *, threshold: float = 0.5, window: int = 1, length=None
+) -> jax.Array:
   """Boolean LTLf truth at t = 0 of `formula` on thresholded scores; bool[...].
 
   An atom holds at t iff its window mean is >= `threshold`. Scores outside
@@ -44,8 +44,9 @@ def boolean_ltlf(formula, props, *, threshold: float = 0.5, window: int = 1,
   return _evaluate(formula, props, window, length, "bool", threshold)[..., 0]
 
 
-def robustness(formula, props, *, threshold: float = 0.5, window: int = 1,
-               length=None) -> jax.Array:
+def robustness(
+  formula, props, *, threshold: float = 0.5, window: int = 1, length=None
+) -> jax.Array:
   """STL-style robustness at t = 0 of `formula` on `p - threshold`; f32[...].
 
   Positive means satisfied. Beyond the end of the trace the robustness is -inf
@@ -76,6 +77,7 @@ def mean_score(formula, props, *, length=None) -> jax.Array:
 
 
 # ----------------------------------------------------------------- exact probability
+
 
 def _temporal_entries(formula):
   """State entries: ('next', phi) for X-operands, ('rec', node) for U/F/G nodes."""
@@ -149,8 +151,9 @@ def build_reverse_dfa(formula):
 
   init = tuple(kind == "rec" and isinstance(node, F.Always) for kind, node in entries)
   # Letter index: bit j of the index is atom names[j] (little-endian).
-  letters = [dict(zip(names, [(i >> j) & 1 == 1 for j in range(len(names))]))
-             for i in range(2 ** len(names))]
+  letters = [
+    dict(zip(names, [(i >> j) & 1 == 1 for j in range(len(names))])) for i in range(2 ** len(names))
+  ]
   states = {init: 0}
   order = [init]
   trans = []
@@ -189,12 +192,12 @@ def exact_probability(formula, props, *, length=None) -> jax.Array:
   length = _engine.prepare_length(length, shape)
   ok = _engine.traced_ok(arrays, length, shape)
   names, trans, accept, init = build_reverse_dfa(formula)
-  if len(trans) * 2 ** len(names) > 2 ** 22:
+  if len(trans) * 2 ** len(names) > 2**22:
     raise ValueError(
-        f"formula {formula} needs {len(trans)} automaton states x {2 ** len(names)} "
-        f"letters; too large for the exact baseline")
-  out = _exact_jit(arrays, length, names=names, trans=_Hashable(trans),
-                   accept=_Hashable(accept))
+      f"formula {formula} needs {len(trans)} automaton states x {2 ** len(names)} "
+      f"letters; too large for the exact baseline"
+    )
+  out = _exact_jit(arrays, length, names=names, trans=_Hashable(trans), accept=_Hashable(accept))
   return out if ok is None else jnp.where(ok, out, jnp.nan)
 
 
@@ -209,8 +212,11 @@ class _Hashable:
     return self._h
 
   def __eq__(self, other):
-    return (isinstance(other, _Hashable) and self.a.shape == other.a.shape
-            and np.array_equal(self.a, other.a))
+    return (
+      isinstance(other, _Hashable)
+      and self.a.shape == other.a.shape
+      and np.array_equal(self.a, other.a)
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("names", "trans", "accept"))
@@ -223,14 +229,13 @@ def _exact_jit(arrays, length, *, names, trans, accept):
   batch = shape[:-1]
   # Letter probabilities [..., T, K]: prod_j p_j or (1 - p_j) by bit j.
   letter_p = jnp.ones(shape + (K,), dtype)
-  bits = (np.arange(K)[:, None] >> np.arange(len(names))[None, :]) & 1   # [K, k]
+  bits = (np.arange(K)[:, None] >> np.arange(len(names))[None, :]) & 1  # [K, k]
   for j, n in enumerate(names):
     p = arrays[n][..., None]
     letter_p = letter_p * jnp.where(bits[:, j] == 1, p, 1 - p)
-  onehot = jnp.asarray(np.eye(S, dtype=np.float64)[trans], dtype)   # [S, K, S']
+  onehot = jnp.asarray(np.eye(S, dtype=np.float64)[trans], dtype)  # [S, K, S']
   dist0 = jnp.zeros(batch + (S,), dtype).at[..., 0].set(1.0)
-  valid = (jnp.ones(shape, bool) if length is None
-           else jnp.arange(T) < length[..., None])
+  valid = jnp.ones(shape, bool) if length is None else jnp.arange(T) < length[..., None]
   xs = (jnp.moveaxis(letter_p, -2, 0), jnp.moveaxis(valid, -1, 0))
 
   def body(dist, x):

@@ -16,7 +16,7 @@ Every subformula becomes an array of shape [..., T]. Atoms are window means,
 from __future__ import annotations
 
 import functools
-from typing import Mapping
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
@@ -39,8 +39,9 @@ def log1mexp(x):
   if not jnp.issubdtype(x.dtype, jnp.floating):
     x = x.astype(jnp.float32)
   val.check(~(x > 0), "log1mexp needs x <= 0 (a log-probability); got x > 0")
-  return jnp.where(x > -jnp.log(2.0).astype(x.dtype),
-                   jnp.log(-jnp.expm1(x)), jnp.log1p(-jnp.exp(x)))
+  return jnp.where(
+    x > -jnp.log(2.0).astype(x.dtype), jnp.log(-jnp.expm1(x)), jnp.log1p(-jnp.exp(x))
+  )
 
 
 def _bottom(algebra, dtype):
@@ -69,8 +70,9 @@ def _window_mean(p, window: int, valid):
     shifted = shifted[..., :T]
     ok = jnp.arange(T) + k < T
     if valid is not None:
-      ok_valid = jnp.pad(valid[..., k:], [(0, 0)] * (p.ndim - 1) + [(0, min(k, T))],
-                         constant_values=False)[..., :T]
+      ok_valid = jnp.pad(
+        valid[..., k:], [(0, 0)] * (p.ndim - 1) + [(0, min(k, T))], constant_values=False
+      )[..., :T]
       ok = ok & ok_valid
     total = total + jnp.where(ok, shifted, 0)
     count = count + ok.astype(p.dtype)
@@ -96,7 +98,7 @@ def _reverse_strided_scan(step, init, operands, window: int):
   for a, pad in operands:
     a = jnp.pad(a, [(0, 0)] * len(batch) + [(0, Tp - T)], constant_values=pad)
     a = a.reshape(*batch, Tp // window, window)
-    xs.append(jnp.moveaxis(a, -2, 0))                      # [T/w, ..., w]
+    xs.append(jnp.moveaxis(a, -2, 0))  # [T/w, ..., w]
   carry0 = jnp.full(batch + (window,), init, dtype=xs[0].dtype)
 
   def body(nxt, x):
@@ -112,12 +114,12 @@ def _shift(a, window: int, fill):
   """y[t] = a[t + w], `fill` beyond the end."""
   T = a.shape[-1]
   k = min(window, T)
-  return jnp.pad(a[..., k:], [(0, 0)] * (a.ndim - 1) + [(0, k)],
-                 constant_values=fill)
+  return jnp.pad(a[..., k:], [(0, 0)] * (a.ndim - 1) + [(0, k)], constant_values=fill)
 
 
-def evaluate(formula, props: Mapping[str, jax.Array], window: int, length,
-             algebra: str, threshold: float = 0.5):
+def evaluate(
+  formula, props: Mapping[str, jax.Array], window: int, length, algebra: str, threshold: float = 0.5
+):
   """Suffix values of `formula` for every start t; shape [..., T].
 
   `props` must already be validated arrays of one float dtype and shape [..., T];
@@ -148,8 +150,7 @@ def evaluate(formula, props: Mapping[str, jax.Array], window: int, length,
     conj = jnp.add
     disj = lambda x, y: log1mexp(log1mexp(x) + log1mexp(y))
     # Clamp at 0: exp(b) + exp(rest) <= 1 exactly, but rounding may exceed it.
-    until_step = lambda n, a, b: jnp.minimum(
-        jnp.logaddexp(b, a + log1mexp(b) + n), 0.0)
+    until_step = lambda n, a, b: jnp.minimum(jnp.logaddexp(b, a + log1mexp(b) + n), 0.0)
     always_step = lambda n, a: a + n
   elif algebra == "bool":
     neg = jnp.logical_not
@@ -167,8 +168,7 @@ def evaluate(formula, props: Mapping[str, jax.Array], window: int, length,
     raise ValueError(f"algebra must be one of {ALGEBRAS}, got {algebra!r}")
 
   def until(a, b):
-    return _reverse_strided_scan(until_step, bottom, [(a, bottom), (b, bottom)],
-                                 window)
+    return _reverse_strided_scan(until_step, bottom, [(a, bottom), (b, bottom)], window)
 
   memo = {}
 
@@ -213,16 +213,17 @@ def evaluate(formula, props: Mapping[str, jax.Array], window: int, length,
   return ev(formula)
 
 
-@functools.partial(jax.jit, static_argnames=("formula", "window", "algebra",
-                                              "threshold", "clip_eps"))
-def evaluate_jit(props, length, *, formula, window, algebra, threshold=0.5,
-                 clip_eps=None):
+@functools.partial(
+  jax.jit, static_argnames=("formula", "window", "algebra", "threshold", "clip_eps")
+)
+def evaluate_jit(props, length, *, formula, window, algebra, threshold=0.5, clip_eps=None):
   if clip_eps is not None:
     props = {k: jnp.clip(v, clip_eps, 1.0 - clip_eps) for k, v in props.items()}
   return evaluate(formula, props, window, length, algebra, threshold)
 
 
 # ------------------------------------------------------------------ validation
+
 
 def _is_concrete(x) -> bool:
   return not isinstance(x, jax.core.Tracer)
@@ -240,27 +241,33 @@ def prepare_props(formula, props, *, check_range=True):
   """Validates `props` for `formula`; returns (dict of float arrays, shape)."""
   if not isinstance(props, Mapping):
     raise TypeError(
-        f"props must be a mapping from proposition name to an array of scores "
-        f"[..., T], got {type(props).__name__}")
+      f"props must be a mapping from proposition name to an array of scores "
+      f"[..., T], got {type(props).__name__}"
+    )
   names = F.atoms(formula)
   missing = [n for n in names if n not in props]
   if missing:
     raise ValueError(
-        f"props is missing scores for proposition(s) {missing} of formula "
-        f"{formula}; got propositions {sorted(props)}")
+      f"props is missing scores for proposition(s) {missing} of formula "
+      f"{formula}; got propositions {sorted(props)}"
+    )
   if not names:
     if not props:
       raise ValueError(
-          f"formula {formula} has no propositions, so props must contain at "
-          f"least one array to fix the shape [..., T]")
+        f"formula {formula} has no propositions, so props must contain at "
+        f"least one array to fix the shape [..., T]"
+      )
     names = (sorted(props)[0],)
   arrays = {}
   for n in names:
     v = props[n]
     if not hasattr(v, "dtype"):
       v = np.asarray(v)
-    if not (jnp.issubdtype(v.dtype, jnp.floating) or jnp.issubdtype(v.dtype, jnp.integer)
-            or v.dtype == np.bool_):
+    if not (
+      jnp.issubdtype(v.dtype, jnp.floating)
+      or jnp.issubdtype(v.dtype, jnp.integer)
+      or v.dtype == np.bool_
+    ):
       raise TypeError(f"scores of proposition {n!r} must be numeric, got dtype {v.dtype}")
     arrays[n] = v
   dtype = np.result_type(*[np.dtype(a.dtype) for a in arrays.values()], np.float32)
@@ -271,13 +278,15 @@ def prepare_props(formula, props, *, check_range=True):
   for n, v in arrays.items():
     if v.ndim < 1:
       raise ValueError(
-          f"scores of proposition {n!r} must have shape [..., T] with T >= 1, got a scalar")
+        f"scores of proposition {n!r} must have shape [..., T] with T >= 1, got a scalar"
+      )
     if shape is None:
       shape, first = tuple(v.shape), n
     elif tuple(v.shape) != shape:
       raise ValueError(
-          f"scores of proposition {n!r} have shape {tuple(v.shape)} but those of "
-          f"{first!r} have shape {shape}; all propositions need the same [..., T]")
+        f"scores of proposition {n!r} have shape {tuple(v.shape)} but those of "
+        f"{first!r} have shape {shape}; all propositions need the same [..., T]"
+      )
   if shape[-1] < 1:
     raise ValueError(f"traces must have length T >= 1, got shape {shape}")
   for n, v in arrays.items():
@@ -287,7 +296,8 @@ def prepare_props(formula, props, *, check_range=True):
       if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ValueError(
-            f"scores of proposition {n!r} must lie in [0, 1]; found {a[idx]!r} at index {idx}")
+          f"scores of proposition {n!r} must lie in [0, 1]; found {a[idx]!r} at index {idx}"
+        )
     arrays[n] = jnp.asarray(v, dtype=dtype)
   return arrays, shape
 
@@ -300,7 +310,7 @@ def traced_ok(arrays, length, shape, *, check_range=True):
   """
   oks = []
   if check_range:
-    for n, v in arrays.items():
+    for _n, v in arrays.items():
       if not _is_concrete(v):
         oks.append(jnp.all((v >= 0) & (v <= 1), axis=-1))
   if length is not None and not _is_concrete(length):
@@ -327,8 +337,9 @@ def prepare_length(length, shape):
       raise ValueError
   except ValueError:
     raise ValueError(
-        f"length must be a scalar or broadcast to the batch shape {batch}, got "
-        f"shape {tuple(length_arr.shape)}") from None
+      f"length must be a scalar or broadcast to the batch shape {batch}, got "
+      f"shape {tuple(length_arr.shape)}"
+    ) from None
   if _is_concrete(length_arr):
     a = np.asarray(length_arr)
     if (a < 0).any() or (a > shape[-1]).any():

@@ -32,24 +32,42 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from typing import Union
 
 __all__ = [
-    "Formula", "Atom", "Const", "Not", "And", "Or", "Implies", "Next", "Until",
-    "Always", "Eventually", "parse", "atoms", "size", "as_formula",
+  "Formula",
+  "Atom",
+  "Const",
+  "Not",
+  "And",
+  "Or",
+  "Implies",
+  "Next",
+  "Until",
+  "Always",
+  "Eventually",
+  "parse",
+  "atoms",
+  "size",
+  "as_formula",
 ]
 
 _WORD_KEYWORDS = {
-    "not": "NOT", "and": "AND", "or": "OR", "next": "X", "eventually": "F",
-    "always": "G", "until": "U", "true": "TRUE", "false": "FALSE",
+  "not": "NOT",
+  "and": "AND",
+  "or": "OR",
+  "next": "X",
+  "eventually": "F",
+  "always": "G",
+  "until": "U",
+  "true": "TRUE",
+  "false": "FALSE",
 }
 _LETTER_KEYWORDS = {"X": "X", "F": "F", "G": "G", "U": "U"}
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _needs_quotes(name: str) -> bool:
-  return (not _IDENT_RE.fullmatch(name) or name.lower() in _WORD_KEYWORDS
-          or name in _LETTER_KEYWORDS)
+  return not _IDENT_RE.fullmatch(name) or name.lower() in _WORD_KEYWORDS or name in _LETTER_KEYWORDS
 
 
 class _Base:
@@ -64,6 +82,7 @@ class _Base:
 @dataclasses.dataclass(frozen=True)
 class Atom(_Base):
   """An atomic proposition, scored by a local predictor p_name[t] in [0, 1]."""
+
   name: str
 
   def __post_init__(self):
@@ -76,6 +95,7 @@ class Atom(_Base):
 @dataclasses.dataclass(frozen=True)
 class Const(_Base):
   """The constants `true` (log-score 0) and `false` (log-score -inf)."""
+
   value: bool
 
   def __post_init__(self):
@@ -88,8 +108,9 @@ def _check_children(node):
     v = getattr(node, f.name)
     if not isinstance(v, _FORMULA_TYPES):
       raise TypeError(
-          f"{type(node).__name__}.{f.name} must be a Formula node (use parse() for strings), "
-          f"got {type(v).__name__}")
+        f"{type(node).__name__}.{f.name} must be a Formula node (use parse() for strings), "
+        f"got {type(v).__name__}"
+      )
 
 
 class _Op(_Base):
@@ -101,49 +122,49 @@ class _Op(_Base):
 
 @dataclasses.dataclass(frozen=True)
 class Not(_Op):
-  arg: "Formula"
+  arg: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class And(_Op):
-  left: "Formula"
-  right: "Formula"
+  left: Formula
+  right: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Or(_Op):
-  left: "Formula"
-  right: "Formula"
+  left: Formula
+  right: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Implies(_Op):
-  left: "Formula"
-  right: "Formula"
+  left: Formula
+  right: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Next(_Op):
-  arg: "Formula"
+  arg: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Until(_Op):
-  left: "Formula"
-  right: "Formula"
+  left: Formula
+  right: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Always(_Op):
-  arg: "Formula"
+  arg: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Eventually(_Op):
-  arg: "Formula"
+  arg: Formula
 
 
-Formula = Union[Atom, Const, Not, And, Or, Implies, Next, Until, Always, Eventually]
+Formula = Atom | Const | Not | And | Or | Implies | Next | Until | Always | Eventually
 _FORMULA_TYPES = (Atom, Const, Not, And, Or, Implies, Next, Until, Always, Eventually)
 
 _UNARY_SYMBOL = {Not: "!", Next: "X", Always: "G", Eventually: "F"}
@@ -191,23 +212,33 @@ def size(formula) -> int:
 
 # ----------------------------------------------------------------------------- lexer
 
+
 @dataclasses.dataclass(frozen=True)
 class _Token:
-  kind: str   # IDENT, NAME (quoted), op kinds, LPAREN, RPAREN, EOF
+  kind: str  # IDENT, NAME (quoted), op kinds, LPAREN, RPAREN, EOF
   text: str
-  pos: int    # 0-based offset
+  pos: int  # 0-based offset
 
 
-_SYMBOLS = [("->", "IMPLIES"), ("&&", "AND"), ("||", "OR"), ("!", "NOT"),
-            ("~", "NOT"), ("&", "AND"), ("|", "OR"), ("(", "LPAREN"),
-            (")", "RPAREN")]
+_SYMBOLS = [
+  ("->", "IMPLIES"),
+  ("&&", "AND"),
+  ("||", "OR"),
+  ("!", "NOT"),
+  ("~", "NOT"),
+  ("&", "AND"),
+  ("|", "OR"),
+  ("(", "LPAREN"),
+  (")", "RPAREN"),
+]
 
 
 def _error(text: str, pos: int, expected: str, found: str) -> ValueError:
   caret = " " * pos + "^"
   return ValueError(
-      f"Cannot parse formula at column {pos + 1}: expected {expected}, found "
-      f"{found}.\n  {text}\n  {caret}")
+    f"Cannot parse formula at column {pos + 1}: expected {expected}, found "
+    f"{found}.\n  {text}\n  {caret}"
+  )
 
 
 def _tokenize(text: str) -> list[_Token]:
@@ -227,17 +258,17 @@ def _tokenize(text: str) -> list[_Token]:
       if c == '"':
         j = text.find('"', i + 1)
         if j < 0:
-          raise _error(text, i, "a closing '\"' for the quoted proposition",
-                       "end of input")
+          raise _error(text, i, "a closing '\"' for the quoted proposition", "end of input")
         if j == i + 1:
           raise _error(text, i, "a non-empty quoted proposition name", "'\"\"'")
-        tokens.append(_Token("NAME", text[i + 1:j], i))
+        tokens.append(_Token("NAME", text[i + 1 : j], i))
         i = j + 1
         continue
       m = _IDENT_RE.match(text, i)
       if m is None:
-        raise _error(text, i, "a proposition, constant, operator or parenthesis",
-                     f"character {c!r}")
+        raise _error(
+          text, i, "a proposition, constant, operator or parenthesis", f"character {c!r}"
+        )
       word = m.group(0)
       if word in _LETTER_KEYWORDS:
         kind = _LETTER_KEYWORDS[word]
@@ -250,12 +281,10 @@ def _tokenize(text: str) -> list[_Token]:
 
 
 _UNARY_KINDS = {"NOT": Not, "X": Next, "F": Eventually, "G": Always}
-_PRIMARY_EXPECTED = ("a formula (a proposition, 'true', 'false', '(' or a unary "
-                     "operator !, X, F, G)")
+_PRIMARY_EXPECTED = "a formula (a proposition, 'true', 'false', '(' or a unary operator !, X, F, G)"
 
 
 class _Parser:
-
   def __init__(self, text: str):
     self.text = text
     self.tokens = _tokenize(text)
@@ -276,9 +305,9 @@ class _Parser:
     f = self.implies()
     tok = self.peek()
     if tok.kind != "EOF":
-      raise _error(self.text, tok.pos,
-                   "a binary operator (->, |, &, U) or end of input",
-                   self.found(tok))
+      raise _error(
+        self.text, tok.pos, "a binary operator (->, |, &, U) or end of input", self.found(tok)
+      )
     return f
 
   def implies(self):
@@ -322,9 +351,9 @@ class _Parser:
       f = self.implies()
       close = self.peek()
       if close.kind != "RPAREN":
-        raise _error(self.text, close.pos,
-                     f"')' to close the '(' at column {tok.pos + 1}",
-                     self.found(close))
+        raise _error(
+          self.text, close.pos, f"')' to close the '(' at column {tok.pos + 1}", self.found(close)
+        )
       self.advance()
       return f
     if tok.kind == "TRUE":
@@ -373,5 +402,5 @@ def as_formula(formula):
   if isinstance(formula, _FORMULA_TYPES):
     return formula
   raise TypeError(
-      f"formula must be a str or a jaxpapers.logstop Formula, got "
-      f"{type(formula).__name__}")
+    f"formula must be a str or a jaxpapers.logstop Formula, got {type(formula).__name__}"
+  )

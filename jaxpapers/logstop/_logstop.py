@@ -20,7 +20,7 @@ formulas before scoring. Cost: O(T |phi|) work and one scan per temporal operato
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
@@ -29,12 +29,12 @@ import numpy as np
 from jaxpapers.logstop import _engine
 from jaxpapers.logstop import _formula as F
 
-__all__ = ["scores", "score", "adaptive_threshold", "match", "segment_max_score",
-           "segment_pairs"]
+__all__ = ["scores", "score", "adaptive_threshold", "match", "segment_max_score", "segment_pairs"]
 
 
-def _evaluate(formula, props, window, length, algebra, threshold=0.5,
-              clip_eps=None, check_range=True):
+def _evaluate(
+  formula, props, window, length, algebra, threshold=0.5, clip_eps=None, check_range=True
+):
   formula = F.as_formula(formula)
   window = _engine.validate_window(window)
   arrays, shape = _engine.prepare_props(formula, props, check_range=check_range)
@@ -50,9 +50,15 @@ def _evaluate(formula, props, window, length, algebra, threshold=0.5,
   if not np.isfinite(threshold):
     raise ValueError(f"threshold must be a finite number, got {threshold!r}")
   ok = _engine.traced_ok(arrays, length, shape, check_range=check_range)
-  out = _engine.evaluate_jit(arrays, length, formula=formula, window=window,
-                             algebra=algebra, threshold=float(threshold),
-                             clip_eps=clip_eps)
+  out = _engine.evaluate_jit(
+    arrays,
+    length,
+    formula=formula,
+    window=window,
+    algebra=algebra,
+    threshold=float(threshold),
+    clip_eps=clip_eps,
+  )
   return out if ok is None else _poison(out, ok[..., None])
 
 
@@ -63,8 +69,14 @@ def _poison(out, ok):
   return out
 
 
-def scores(formula, props: Mapping[str, jax.Array], *, window: int = 1,
-           length=None, clip_eps: float | None = None) -> jax.Array:
+def scores(
+  formula,
+  props: Mapping[str, jax.Array],
+  *,
+  window: int = 1,
+  length=None,
+  clip_eps: float | None = None,
+) -> jax.Array:
   """LogSTOP suffix log-scores l_phi(t) for every start t.
 
   Args:
@@ -97,8 +109,14 @@ def scores(formula, props: Mapping[str, jax.Array], *, window: int = 1,
   return _evaluate(formula, props, window, length, "log", clip_eps=clip_eps)
 
 
-def score(formula, props: Mapping[str, jax.Array], *, window: int = 1,
-          length=None, clip_eps: float | None = None) -> jax.Array:
+def score(
+  formula,
+  props: Mapping[str, jax.Array],
+  *,
+  window: int = 1,
+  length=None,
+  clip_eps: float | None = None,
+) -> jax.Array:
   """LogSTOP log-score l_phi(0) of each whole trace; shape [...].
 
   See `scores` for the arguments. Works under `jax.jit` (the formula is static
@@ -110,12 +128,10 @@ def score(formula, props: Mapping[str, jax.Array], *, window: int = 1,
     >>> p = {"car": jnp.array([0.1, 0.9, 0.8]), "ped": jnp.array([0.0, 0.2, 0.9])}
     >>> float(jnp.exp(logstop.score("car U ped", p)))  # doctest: +SKIP
   """
-  return scores(formula, props, window=window, length=length,
-                clip_eps=clip_eps)[..., 0]
+  return scores(formula, props, window=window, length=length, clip_eps=clip_eps)[..., 0]
 
 
-def adaptive_threshold(formula, T, *, window: int = 1, length=None,
-                       dtype=jnp.float32) -> jax.Array:
+def adaptive_threshold(formula, T, *, window: int = 1, length=None, dtype=jnp.float32) -> jax.Array:
   """Adaptive matching threshold tau_phi = min(l_phi(0) on all-0.5 scores, log 0.5).
 
   Args:
@@ -151,8 +167,9 @@ def match(formula, props, *, window: int = 1, length=None) -> jax.Array:
   with `jax.experimental.checkify.checkify` to get the error.
   """
   s = score(formula, props, window=window, length=length)
-  tau = adaptive_threshold(formula, _trace_len(formula, props), window=window,
-                           length=length, dtype=s.dtype)
+  tau = adaptive_threshold(
+    formula, _trace_len(formula, props), window=window, length=length, dtype=s.dtype
+  )
   return s > tau
 
 
@@ -190,9 +207,15 @@ def segment_pairs(T: int, min_len: int, max_len: int, window: int = 1):
   return ends, np.stack([mask[e] for e in ends])
 
 
-def segment_max_score(formula, props, *, window: int = 1, min_len: int = 1,
-                      max_len: int | None = None,
-                      semantics: str = "logstop") -> jax.Array:
+def segment_max_score(
+  formula,
+  props,
+  *,
+  window: int = 1,
+  min_len: int = 1,
+  max_len: int | None = None,
+  semantics: str = "logstop",
+) -> jax.Array:
   """Retrieval score: the best score over segments of bounded length.
 
   score = max over candidate segments [s, e] (min_len <= e - s + 1 <= max_len,
@@ -214,7 +237,8 @@ def segment_max_score(formula, props, *, window: int = 1, min_len: int = 1,
   algebra = {"logstop": "log", "boolean": "bool", "robustness": "robust"}.get(semantics)
   if algebra is None:
     raise ValueError(
-        f"semantics must be one of 'logstop', 'boolean', 'robustness', got {semantics!r}")
+      f"semantics must be one of 'logstop', 'boolean', 'robustness', got {semantics!r}"
+    )
   formula = F.as_formula(formula)
   window = _engine.validate_window(window)
   arrays, shape = _engine.prepare_props(formula, props)
@@ -226,8 +250,9 @@ def segment_max_score(formula, props, *, window: int = 1, min_len: int = 1,
   if len(ends) == 0:
     out = jnp.full(shape[:-1], -jnp.inf, dtype)
   else:
-    out = _segment_max_jit(arrays, jnp.asarray(ends), jnp.asarray(mask),
-                           formula=formula, window=window, algebra=algebra)
+    out = _segment_max_jit(
+      arrays, jnp.asarray(ends), jnp.asarray(mask), formula=formula, window=window, algebra=algebra
+    )
   return out if ok is None else _poison(out, ok)
 
 
@@ -237,13 +262,12 @@ def _segment_max_impl(arrays, ends, mask, *, formula, window, algebra):
   def one_end(e):
     length = jnp.full(batch, e + 1, jnp.int32)
     v = _engine.evaluate(formula, arrays, window, length, algebra)
-    return v.astype(next(iter(arrays.values())).dtype)   # [..., T]
+    return v.astype(next(iter(arrays.values())).dtype)  # [..., T]
 
-  vals = jax.lax.map(one_end, ends)                        # [E, ..., T]
+  vals = jax.lax.map(one_end, ends)  # [E, ..., T]
   m = mask.reshape((mask.shape[0],) + (1,) * len(batch) + (mask.shape[1],))
   vals = jnp.where(m, vals, -jnp.inf)
   return jnp.max(vals, axis=(0, vals.ndim - 1))
 
 
-_segment_max_jit = jax.jit(_segment_max_impl,
-                           static_argnames=("formula", "window", "algebra"))
+_segment_max_jit = jax.jit(_segment_max_impl, static_argnames=("formula", "window", "algebra"))

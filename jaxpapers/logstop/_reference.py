@@ -58,7 +58,7 @@ def reference_scores(formula, props, *, window: int = 1) -> list[float]:
   e = T - 1
   w = int(window)
   memo = {}
-  node_ids = {}   # formula hashing is O(|phi|); key the memo by a node index instead
+  node_ids = {}  # formula hashing is O(|phi|); key the memo by a node index instead
 
   def ls(f, t):
     if t > e:
@@ -71,7 +71,7 @@ def reference_scores(formula, props, *, window: int = 1) -> list[float]:
       return memo[key]
     if isinstance(f, F.Atom):
       k = min(w, e - t + 1)
-      r = _log(sum(trace[f.name][t:t + k]) / k)
+      r = _log(sum(trace[f.name][t : t + k]) / k)
     elif isinstance(f, F.Const):
       r = 0.0 if f.value else _NEG_INF
     elif isinstance(f, F.Not):

@@ -23,9 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxpapers.margins import _margins
-from jaxpapers.margins import _optimum
-from jaxpapers.margins import _relevance
+from jaxpapers.margins import _optimum, _relevance
 from jaxpapers.margins import _validation as val
 
 
@@ -39,6 +37,7 @@ class Construction(NamedTuple):
     bound: the construction's stated guarantee, a lower bound on ``certificate``
       computable from the instance (``-1.0`` when the guarantee is vacuous).
   """
+
   U: jax.Array
   V: jax.Array
   certificate: float
@@ -72,10 +71,15 @@ def orthogonal_construction(n: int, k: int) -> Construction:
   sin_t = math.sqrt(1.0 - m)
   cos_p, sin_p = sin_t, cos_t  # phi = pi/2 - theta
   V = np.concatenate([cos_p * np.eye(n), np.full((n, 1), sin_p)], axis=1)
-  U = np.concatenate([sin_t * A.astype(np.float64) / math.sqrt(k),
-                      np.full((A.shape[0], 1), -cos_t)], axis=1)
-  return Construction(U=jnp.asarray(U, jnp.float32), V=jnp.asarray(V, jnp.float32),
-                      certificate=_m0_float64(U, V, A), bound=m)
+  U = np.concatenate(
+    [sin_t * A.astype(np.float64) / math.sqrt(k), np.full((A.shape[0], 1), -cos_t)], axis=1
+  )
+  return Construction(
+    U=jnp.asarray(U, jnp.float32),
+    V=jnp.asarray(V, jnp.float32),
+    certificate=_m0_float64(U, V, A),
+    bound=m,
+  )
 
 
 def coherence(Phi) -> float:
@@ -95,8 +99,17 @@ def coherence(Phi) -> float:
   return float(G.max())
 
 
-def cs_construction(key, n: int, k: int, d: int, *, A=None, queries: str = "svm",
-                    sin_phi: float = 0.5, steps: int = 500) -> Construction:
+def cs_construction(
+  key,
+  n: int,
+  k: int,
+  d: int,
+  *,
+  A=None,
+  queries: str = "svm",
+  sin_phi: float = 0.5,
+  steps: int = 500,
+) -> Construction:
   r"""Random-sign (RIP) documents plus a bias coordinate [reconstruction].
 
   ``Phi in {+-1/sqrt(d')}^{d' x n}`` with ``d' = d - 1``; documents
@@ -144,7 +157,7 @@ def cs_construction(key, n: int, k: int, d: int, *, A=None, queries: str = "svm"
   # Signs from the key through numpy: an eager jax draw would compile per shape.
   seed = np.asarray(jax.random.key_data(key)).ravel().tolist()
   Phi = np.random.default_rng(seed).choice([-1.0, 1.0], size=(dp, n)) / math.sqrt(dp)
-  cos_phi = math.sqrt(1.0 - sin_phi ** 2)
+  cos_phi = math.sqrt(1.0 - sin_phi**2)
   c = 0.5 * cos_phi / sin_phi
   V = np.concatenate([cos_phi * Phi.T, np.full((n, 1), sin_phi)], axis=1)  # unit rows
   U = np.concatenate([A.astype(np.float64) @ Phi.T, np.full((A.shape[0], 1), -c)], axis=1)
@@ -155,12 +168,14 @@ def cs_construction(key, n: int, k: int, d: int, *, A=None, queries: str = "svm"
   bound = float(np.min(cos_phi * num / np.sqrt(kj * (1.0 + (kj - 1.0) * mu) + c * c)))
   bound = bound if (num > 0).all() else -1.0
   if queries == "svm":
-    res = _optimum.max_margin_queries(jnp.asarray(V, jnp.float32), jnp.asarray(A), steps=steps,
-                                      init=jnp.asarray(U, jnp.float32))
+    res = _optimum.max_margin_queries(
+      jnp.asarray(V, jnp.float32), jnp.asarray(A), steps=steps, init=jnp.asarray(U, jnp.float32)
+    )
     U = np.asarray(res.U, np.float64)
   cert = _m0_float64(U, V, A)
-  return Construction(U=jnp.asarray(U, jnp.float32), V=jnp.asarray(V, jnp.float32),
-                      certificate=cert, bound=bound)
+  return Construction(
+    U=jnp.asarray(U, jnp.float32), V=jnp.asarray(V, jnp.float32), certificate=cert, bound=bound
+  )
 
 
 def jl_bound(source_margin: float, N: int, n: int, d: int, delta: float = 0.01) -> float:
@@ -197,12 +212,15 @@ def jl_bound(source_margin: float, N: int, n: int, d: int, delta: float = 0.01) 
 @functools.partial(jax.jit, static_argnames=("d",))
 def _gaussian_projection(key, U, V, d):
   G = jax.random.normal(key, (U.shape[1], d), jnp.float32) / math.sqrt(d)
-  return (val.normalize_rows(val.normalize_rows(U) @ G),
-          val.normalize_rows(val.normalize_rows(V) @ G))
+  return (
+    val.normalize_rows(val.normalize_rows(U) @ G),
+    val.normalize_rows(val.normalize_rows(V) @ G),
+  )
 
 
-def jl_project(key, U, V, A, d: int, *, reoptimize_queries: bool = False, delta: float = 0.01,
-               steps: int = 500) -> Construction:
+def jl_project(
+  key, U, V, A, d: int, *, reoptimize_queries: bool = False, delta: float = 0.01, steps: int = 500
+) -> Construction:
   """Random Gaussian projection of unit embeddings ``U [N, D]``, ``V [n, D]`` to ``R^d``.
 
   ``U' = normalize(U G)``, ``V' = normalize(V G)`` with ``G [D, d]`` i.i.d. ``N(0, 1/d)``.
@@ -224,12 +242,24 @@ def jl_project(key, U, V, A, d: int, *, reoptimize_queries: bool = False, delta:
   Up, Vp = _gaussian_projection(key, U.astype(jnp.float32), V.astype(jnp.float32), int(d))
   if reoptimize_queries:
     Up = _optimum.max_margin_queries(Vp, A, steps=steps, init=Up).U
-  return Construction(U=Up, V=Vp, certificate=_m0_float64(Up, Vp, A),
-                      bound=jl_bound(src, A.shape[0], A.shape[1], d, delta))
+  return Construction(
+    U=Up,
+    V=Vp,
+    certificate=_m0_float64(Up, Vp, A),
+    bound=jl_bound(src, A.shape[0], A.shape[1], d, delta),
+  )
 
 
-def dimension_reduction_construction(key, A, d: int, *, source=None, reoptimize_queries: bool = True,
-                                     sdp_steps: int = 3000, steps: int = 500) -> Construction:
+def dimension_reduction_construction(
+  key,
+  A,
+  d: int,
+  *,
+  source=None,
+  reoptimize_queries: bool = True,
+  sdp_steps: int = 3000,
+  steps: int = 500,
+) -> Construction:
   """The main theorem's route: a near-optimal unrestricted solution projected to ``R^d``.
 
   ``source=(U, V)`` gives the high-dimensional solution; by default it is the

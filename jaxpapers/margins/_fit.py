@@ -11,9 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxpapers.margins import _losses
-from jaxpapers.margins import _margins
-from jaxpapers.margins import _relevance
+from jaxpapers.margins import _losses, _relevance
 from jaxpapers.margins import _validation as val
 
 LOSSES = ("sigmoid", "infonce", "margin")
@@ -31,6 +29,7 @@ class FitResult(NamedTuple):
     b: final sigmoid bias (0 for the other losses).
     history: ``[steps]`` loss value at every step.
   """
+
   U: jax.Array
   V: jax.Array
   log_t: jax.Array
@@ -61,9 +60,12 @@ def _run_fns(*, loss, steps, learn_temperature, learn_bias, variant):
     return _losses.margin_loss(p["U"], p["V"], A, beta=beta)
 
   def init_fn(hp, key, data):
-    p = {"U": hp["U0"] * hp["mask"], "V": hp["V0"] * hp["mask"],
-         "log_t": jnp.asarray(data["log_t0"], jnp.float32),
-         "b": jnp.asarray(data["b0"], jnp.float32)}
+    p = {
+      "U": hp["U0"] * hp["mask"],
+      "V": hp["V0"] * hp["mask"],
+      "log_t": jnp.asarray(data["log_t0"], jnp.float32),
+      "b": jnp.asarray(data["b0"], jnp.float32),
+    }
     return p, optax.adam(data["lr"]).init(p)
 
   def step_fn(state, hp, key, t, data):
@@ -73,28 +75,58 @@ def _run_fns(*, loss, steps, learn_temperature, learn_bias, variant):
     return (optax.apply_updates(p, upd), opt), value
 
   def finish(p, history):
-    return FitResult(U=val.normalize_rows(p["U"]), V=val.normalize_rows(p["V"]),
-                     log_t=p["log_t"], b=p["b"], history=history)
+    return FitResult(
+      U=val.normalize_rows(p["U"]),
+      V=val.normalize_rows(p["V"]),
+      log_t=p["log_t"],
+      b=p["b"],
+      history=history,
+    )
 
   return init_fn, step_fn, finish
 
 
-@functools.partial(jax.jit, static_argnames=(
-    "N", "n", "d", "loss", "steps", "learn_temperature", "learn_bias", "variant"))
-def _fit(inits, A, masks, *, N, n, d, loss, steps, lr, learn_temperature, learn_bias, log_t0, b0,
-         beta0, beta1, variant):
+@functools.partial(
+  jax.jit,
+  static_argnames=("N", "n", "d", "loss", "steps", "learn_temperature", "learn_bias", "variant"),
+)
+def _fit(
+  inits,
+  A,
+  masks,
+  *,
+  N,
+  n,
+  d,
+  loss,
+  steps,
+  lr,
+  learn_temperature,
+  learn_bias,
+  log_t0,
+  b0,
+  beta0,
+  beta1,
+  variant,
+):
   # inits = (U0 [S, N, d], V0 [S, n, d]) standard normal, masks [D, d] (1 on the coordinates
   # in use). (The initial draws are made on the host: random number generation inside this
   # vmapped program multiplies its compile time.)
-  init_fn, step_fn, finish = _run_fns(loss=loss, steps=steps, learn_temperature=learn_temperature,
-                                      learn_bias=learn_bias, variant=variant)
+  init_fn, step_fn, finish = _run_fns(
+    loss=loss,
+    steps=steps,
+    learn_temperature=learn_temperature,
+    learn_bias=learn_bias,
+    variant=variant,
+  )
   data = dict(A=A, lr=lr, log_t0=log_t0, b0=b0, beta0=beta0, beta1=beta1)
 
   def one_seed(uv, mask):
     hp = {"U0": uv[0], "V0": uv[1], "mask": mask}
     state = init_fn(hp, None, data)
-    (p, _), hist = jax.lax.scan(lambda s, t: step_fn(s, hp, None, t, data), state,
-                                jnp.arange(steps, dtype=jnp.int32))
+    (p, _), hist = jax.lax.scan(
+      lambda s, t: step_fn(s, hp, None, t, data), state, jnp.arange(steps, dtype=jnp.int32)
+    )
     return finish(p, hist)
 
   per_dim = jax.vmap(one_seed, in_axes=(0, None))  # over seeds
@@ -116,23 +148,44 @@ def _fit_on_sweep(keys, inits, A, masks, *, chunk_size, checkpoint_dir, statics)
   engine, finish = _ENGINES[cache_key]
   num_d, num_s = masks.shape[0], inits[0].shape[0]
   # runs: dimension major, seed minor (R = D * S)
-  hp = {"U0": jnp.tile(inits[0], (num_d, 1, 1)), "V0": jnp.tile(inits[1], (num_d, 1, 1)),
-        "mask": jnp.repeat(masks, num_s, axis=0)}
+  hp = {
+    "U0": jnp.tile(inits[0], (num_d, 1, 1)),
+    "V0": jnp.tile(inits[1], (num_d, 1, 1)),
+    "mask": jnp.repeat(masks, num_s, axis=0),
+  }
   run_keys = jnp.tile(keys, num_d)
-  data = dict(A=A, **{k: jnp.float32(statics[k])
-                      for k in ("lr", "log_t0", "b0", "beta0", "beta1")})
-  res = engine.run(hp, run_keys, num_steps=statics["steps"], chunk_size=chunk_size, data=data,
-                   checkpoint_dir=checkpoint_dir, show_progress=False)
+  data = dict(A=A, **{k: jnp.float32(statics[k]) for k in ("lr", "log_t0", "b0", "beta0", "beta1")})
+  res = engine.run(
+    hp,
+    run_keys,
+    num_steps=statics["steps"],
+    chunk_size=chunk_size,
+    data=data,
+    checkpoint_dir=checkpoint_dir,
+    show_progress=False,
+  )
   out = finish(res.state[0], jnp.asarray(res.history))
   return jax.tree.map(lambda x: x.reshape((num_d, num_s) + x.shape[1:]), out)
 
 
-def fit_free_embeddings(key, A, d, *, loss: str = "sigmoid", steps: int = 3000,
-                        lr: float = 1e-2, learn_temperature: bool = True,
-                        learn_bias: bool = True, init_log_temperature: float = math.log(10.0),
-                        init_bias: float | str = "prior", beta: tuple[float, float] = (10.0, 100.0),
-                        infonce_variant: str = "all", sweep: bool = False,
-                        chunk_size: int | None = None, checkpoint_dir=None) -> FitResult:
+def fit_free_embeddings(
+  key,
+  A,
+  d,
+  *,
+  loss: str = "sigmoid",
+  steps: int = 3000,
+  lr: float = 1e-2,
+  learn_temperature: bool = True,
+  learn_bias: bool = True,
+  init_log_temperature: float = math.log(10.0),
+  init_bias: float | str = "prior",
+  beta: tuple[float, float] = (10.0, 100.0),
+  infonce_variant: str = "all",
+  sweep: bool = False,
+  chunk_size: int | None = None,
+  checkpoint_dir=None,
+) -> FitResult:
   r"""Optimises unconstrained ``U [N, d]``, ``V [n, d]`` (full batch, Adam) on a loss.
 
   The free-embedding model of WBNL25 and arXiv:2605.23556: every query and document
@@ -166,11 +219,15 @@ def fit_free_embeddings(key, A, d, *, loss: str = "sigmoid", steps: int = 3000,
   if loss not in LOSSES:
     raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
   if infonce_variant not in _losses.INFONCE_VARIANTS:
-    raise ValueError(f"infonce_variant must be one of {_losses.INFONCE_VARIANTS}, got {infonce_variant!r}.")
+    raise ValueError(
+      f"infonce_variant must be one of {_losses.INFONCE_VARIANTS}, got {infonce_variant!r}."
+    )
   dims = [d] if isinstance(d, (int, np.integer)) else list(d)
   for name, v in [("d", x) for x in dims] + [("steps", steps)]:
     if not isinstance(v, (int, np.integer)) or v <= 0:
-      raise ValueError(f"{name} must be a positive int (d may also be a sequence of them), got {v!r}.")
+      raise ValueError(
+        f"{name} must be a positive int (d may also be a sequence of them), got {v!r}."
+      )
   if not dims:
     raise ValueError("d must be a positive int or a non-empty sequence of them.")
   if not lr > 0:
@@ -198,14 +255,22 @@ def fit_free_embeddings(key, A, d, *, loss: str = "sigmoid", steps: int = 3000,
     U0.append(rng.standard_normal((N, d_max), dtype=np.float32))
     V0.append(rng.standard_normal((n, d_max), dtype=np.float32))
   inits = (jnp.asarray(np.stack(U0)), jnp.asarray(np.stack(V0)))
-  statics = dict(loss=loss, steps=int(steps), lr=float(lr),
-                 learn_temperature=bool(learn_temperature),
-                 learn_bias=bool(learn_bias) and loss == "sigmoid",
-                 log_t0=float(init_log_temperature), b0=b0, beta0=float(beta[0]),
-                 beta1=float(beta[1]), variant=infonce_variant)
+  statics = dict(
+    loss=loss,
+    steps=int(steps),
+    lr=float(lr),
+    learn_temperature=bool(learn_temperature),
+    learn_bias=bool(learn_bias) and loss == "sigmoid",
+    log_t0=float(init_log_temperature),
+    b0=b0,
+    beta0=float(beta[0]),
+    beta1=float(beta[1]),
+    variant=infonce_variant,
+  )
   if sweep:
-    res = _fit_on_sweep(keys, inits, A, masks, chunk_size=chunk_size,
-                        checkpoint_dir=checkpoint_dir, statics=statics)
+    res = _fit_on_sweep(
+      keys, inits, A, masks, chunk_size=chunk_size, checkpoint_dir=checkpoint_dir, statics=statics
+    )
   else:
     res = _fit(inits, A, masks, N=N, n=n, d=d_max, **statics)
   if single:
@@ -215,9 +280,20 @@ def fit_free_embeddings(key, A, d, *, loss: str = "sigmoid", steps: int = 3000,
   return res
 
 
-def critical_n(key, d, k: int = 2, *, n_max: int = 64, n_min: int | None = None,
-               n_grid=None, restarts: int = 3, steps: int = 1000, loss: str = "infonce",
-               lr: float = 5e-2, return_trace: bool = False):
+def critical_n(
+  key,
+  d,
+  k: int = 2,
+  *,
+  n_max: int = 64,
+  n_min: int | None = None,
+  n_grid=None,
+  restarts: int = 3,
+  steps: int = 1000,
+  loss: str = "infonce",
+  lr: float = 5e-2,
+  return_trace: bool = False,
+):
   """Largest n for which free embeddings in R^d retrieve every k-subset exactly (WBNL25).
 
   For a candidate n the all-k-subsets matrix is fitted (``restarts`` seeds, vmapped,

@@ -13,10 +13,16 @@ References:
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
 from jaxpapers.margins import _validation as val
+
+# The default log-temperature: a learned scale initialised at t = 10 (a Python float, so importing
+# this module starts no JAX backend).
+LOG_10 = math.log(10.0)
 
 INFONCE_VARIANTS = ("all", "exclude_other_positives")
 
@@ -25,7 +31,7 @@ def _scores(U, V):
   return val.safe_normalize_rows(U) @ val.safe_normalize_rows(V).T  # [N, n]
 
 
-def sigmoid_loss(U, V, A, *, log_temperature=jnp.log(10.0), bias=0.0) -> jax.Array:
+def sigmoid_loss(U, V, A, *, log_temperature=LOG_10, bias=0.0) -> jax.Array:
   r"""Pairwise sigmoid loss.
 
   .. math:: L = \frac{1}{N n} \sum_{j, i} \operatorname{softplus}\big(-Y_{ji} (t S_{ji} + b)\big),
@@ -69,8 +75,9 @@ def _infonce_rows(logits, A, variant):
   return jnp.sum(jnp.where(has_pos, per_row, 0.0)) / jnp.maximum(jnp.sum(has_pos), 1)
 
 
-def infonce_loss(U, V, A, *, log_temperature=jnp.log(10.0), variant: str = "all",
-                 symmetric: bool = False) -> jax.Array:
+def infonce_loss(
+  U, V, A, *, log_temperature=LOG_10, variant: str = "all", symmetric: bool = False
+) -> jax.Array:
   r"""Multi-positive InfoNCE.
 
   ``variant='all'`` (each positive competes with every document):

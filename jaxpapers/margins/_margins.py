@@ -82,8 +82,9 @@ def global_threshold_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
   """
   U, V, A, ok = _prepare(U, V, A, normalize)
   S = U @ V.T
-  return val.poison(0.5 * (jnp.min(jnp.where(A, S, jnp.inf)) - jnp.max(jnp.where(A, -jnp.inf, S))),
-                    ok)
+  return val.poison(
+    0.5 * (jnp.min(jnp.where(A, S, jnp.inf)) - jnp.max(jnp.where(A, -jnp.inf, S))), ok
+  )
 
 
 def per_query_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
@@ -138,10 +139,10 @@ def _all_margins_chunked(U, V, A, chunk_size):
   init = (inf, inf, -inf, inf, jnp.zeros((), jnp.int32))
   (m0, pmin, nmax, mq, correct), _ = jax.lax.scan(body, init, (Up, Ap, valid))
   return {
-      "m0": m0,
-      "mg": 0.5 * (pmin - nmax),
-      "mq": mq,
-      "topk_accuracy": jnp.where(correct == N, 1.0, correct / N).astype(U.dtype),
+    "m0": m0,
+    "mg": 0.5 * (pmin - nmax),
+    "mq": mq,
+    "topk_accuracy": jnp.where(correct == N, 1.0, correct / N).astype(U.dtype),
   }
 
 
@@ -156,8 +157,9 @@ def all_margins(U, V, A, *, normalize: bool = False, chunk_size: int = 65536) ->
     definitions of :func:`margin`, :func:`global_threshold_margin`,
     :func:`per_query_margin` and :func:`topk_accuracy`.
   """
-  if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
-      or chunk_size <= 0:
+  if (
+    isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size <= 0
+  ):
     raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}.")
   U, V, A, ok = _prepare(U, V, A, normalize)
   chunk_size = int(min(chunk_size, U.shape[0]))

@@ -29,10 +29,10 @@ from scipy import optimize as sp_optimize
 
 from jaxpapers.margins import _validation as val
 
-
 # ----------------------------------------------------------------------------------------
 # Per-query hard margin with fixed documents.
 # ----------------------------------------------------------------------------------------
+
 
 def _project_simplex(v, iters: int = 30):
   """Euclidean projection of each row of ``v [B, n]`` onto the probability simplex.
@@ -53,7 +53,8 @@ def _project_simplex(v, iters: int = 30):
   lo, hi = jax.lax.fori_loop(0, iters, body, (lo, hi))
   support = v > lo
   theta = (jnp.sum(jnp.where(support, v, 0.0), axis=-1, keepdims=True) - 1.0) / jnp.maximum(
-      jnp.sum(support, axis=-1, keepdims=True), 1)
+    jnp.sum(support, axis=-1, keepdims=True), 1
+  )
   return jnp.maximum(v - theta, 0.0)
 
 
@@ -114,6 +115,7 @@ class QueryResult(NamedTuple):
     row_upper: ``[N]`` certified upper bound ``||sum_i alpha_i Y_ji V_i||`` on the
       best achievable row margin (meaningful when positive).
   """
+
   U: jax.Array
   row_margin: jax.Array
   row_upper: jax.Array
@@ -162,6 +164,7 @@ def max_margin_queries(V, A, *, steps: int = 500, init=None) -> QueryResult:
 # m^rd(inf, A): Burer–Monteiro primal and a parametrised dual.
 # ----------------------------------------------------------------------------------------
 
+
 class MaxMarginResult(NamedTuple):
   """Bracket on the unrestricted-dimension optimum ``m^rd(inf, A)``.
 
@@ -171,6 +174,7 @@ class MaxMarginResult(NamedTuple):
     U: ``[N, r]`` query embeddings achieving ``lower``.
     V: ``[n, r]`` document embeddings achieving ``lower``.
   """
+
   lower: float
   upper: float
   U: jax.Array
@@ -198,19 +202,22 @@ def dual_upper_bound(A, lam, d_query, d_doc) -> float:
   A = A.astype(bool)
   lam = np.abs(np.asarray(lam, np.float64))
   if lam.shape != A.shape or not np.all(np.isfinite(lam)) or not lam.sum() > 0:
-    raise ValueError(f"lam must be finite [N, n] = {A.shape} weights with a nonzero sum, got "
-                     f"shape {lam.shape}.")
+    raise ValueError(
+      f"lam must be finite [N, n] = {A.shape} weights with a nonzero sum, got shape {lam.shape}."
+    )
   lam = lam / lam.sum()
   dq = np.asarray(d_query, np.float64)
   dv = np.asarray(d_doc, np.float64)
   if dq.shape != (A.shape[0],) or dv.shape != (A.shape[1],):
-    raise ValueError(f"d_query and d_doc must have shapes [N] = [{A.shape[0]}] and [n] = "
-                     f"[{A.shape[1]}], got {dq.shape} and {dv.shape}.")
+    raise ValueError(
+      f"d_query and d_doc must have shapes [N] = [{A.shape[0]}] and [n] = "
+      f"[{A.shape[1]}], got {dq.shape} and {dv.shape}."
+    )
   if not ((dq > 0).all() and (dv > 0).all() and np.isfinite(dq).all() and np.isfinite(dv).all()):
     raise ValueError("d_query and d_doc must be positive.")
   Y = np.where(A, 1.0, -1.0)
   B = 0.5 * (Y * lam) / dq[:, None] / dv[None, :]
-  return float(np.linalg.norm(B, 2) * (np.sum(dq ** 2) + np.sum(dv ** 2)))
+  return float(np.linalg.norm(B, 2) * (np.sum(dq**2) + np.sum(dv**2)))
 
 
 def _softmin(x, beta):
@@ -254,7 +261,7 @@ def _dual_descent(Y, steps, lr):
     lam = jax.nn.softmax(logits.reshape(-1)).reshape(N, n)
     dq, dv = jnp.exp(logd[:N]), jnp.exp(logd[N:])
     B = 0.5 * (Y * lam) / dq[:, None] / dv[None, :]
-    return jnp.linalg.norm(B, ord=2) * (jnp.sum(dq ** 2) + jnp.sum(dv ** 2))
+    return jnp.linalg.norm(B, ord=2) * (jnp.sum(dq**2) + jnp.sum(dv**2))
 
   tx = optax.adam(lr)
   params0 = (jnp.zeros((N, n), jnp.float32), jnp.zeros((N + n,), jnp.float32))
@@ -274,8 +281,15 @@ def _dual_descent(Y, steps, lr):
   return jax.nn.softmax(logits.reshape(-1)).reshape(N, n), jnp.exp(logd)
 
 
-def sdp_max_margin(A, *, key, steps: int = 3000, dual_steps: int = 2000, lr: float = 0.02,
-                   beta: tuple[float, float] = (10.0, 400.0)) -> MaxMarginResult:
+def sdp_max_margin(
+  A,
+  *,
+  key,
+  steps: int = 3000,
+  dual_steps: int = 2000,
+  lr: float = 0.02,
+  beta: tuple[float, float] = (10.0, 400.0),
+) -> MaxMarginResult:
   r"""Brackets ``m^rd(inf, A)``, the best margin without a dimension limit.
 
   .. math:: m^{rd}(\infty, A) = \max\{ m : G \succeq 0,\ G_{aa} = 1,\
@@ -314,12 +328,19 @@ def sdp_max_margin(A, *, key, steps: int = 3000, dual_steps: int = 2000, lr: flo
   best_m, W = _bm_primal(W0, Y, N, int(steps), lr, float(beta[0]), float(beta[1]))
   U, V = W[:N], W[N:]
   # Re-measure in float64 so the certificate is exactly the returned embeddings' margin.
-  lower = float(np.min(np.where(A, 1.0, -1.0) * (np.asarray(U, np.float64) @ np.asarray(V, np.float64).T)
-                       / np.linalg.norm(np.asarray(U, np.float64), axis=1)[:, None]
-                       / np.linalg.norm(np.asarray(V, np.float64), axis=1)[None, :]))
+  lower = float(
+    np.min(
+      np.where(A, 1.0, -1.0)
+      * (np.asarray(U, np.float64) @ np.asarray(V, np.float64).T)
+      / np.linalg.norm(np.asarray(U, np.float64), axis=1)[:, None]
+      / np.linalg.norm(np.asarray(V, np.float64), axis=1)[None, :]
+    )
+  )
   lam, d = _dual_descent(Y, int(dual_steps), lr * 2.5)
   upper = dual_upper_bound(A, lam, np.asarray(d[:N]), np.asarray(d[N:]))
-  forster = dual_upper_bound(A, np.ones((N, n)), np.full(N, (n / N) ** 0.25), np.full(n, (N / n) ** 0.25))
+  forster = dual_upper_bound(
+    A, np.ones((N, n)), np.full(N, (n / N) ** 0.25), np.full(n, (N / n) ** 0.25)
+  )
   upper = min(upper, forster)
   return MaxMarginResult(lower=lower, upper=upper, U=U, V=V)
 
@@ -351,10 +372,16 @@ def k_sparse_optimal_margin(n: int, k: int) -> float:
   scipy to ~1e-10. For ``k = 1`` the value is ``n / (3n - 4)`` (-> 1/3). Does not build A,
   so any ``n`` works. Theory: ``Theta(k^{-1/2})``.
   """
-  if not isinstance(n, (int, np.integer)) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n:
+  if (
+    not isinstance(n, (int, np.integer)) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n
+  ):
     raise ValueError(f"need ints 1 <= k <= n, got n={n!r}, k={k!r}.")
   if k == n:
     return 1.0
-  res = sp_optimize.minimize_scalar(lambda p: _k_sparse_dual_value(p, n, k), bounds=(0.0, 1.0),
-                                    method="bounded", options={"xatol": 1e-12})
+  res = sp_optimize.minimize_scalar(
+    lambda p: _k_sparse_dual_value(p, n, k),
+    bounds=(0.0, 1.0),
+    method="bounded",
+    options={"xatol": 1e-12},
+  )
   return float(res.fun)

@@ -23,8 +23,9 @@ def _check_nk(n, k):
 @functools.lru_cache(maxsize=16)
 def _k_sparse_cached(n: int, k: int) -> np.ndarray:
   N = math.comb(n, k)
-  idx = np.fromiter(itertools.chain.from_iterable(itertools.combinations(range(n), k)),
-                    dtype=np.int32, count=N * k).reshape(N, k)
+  idx = np.fromiter(
+    itertools.chain.from_iterable(itertools.combinations(range(n), k)), dtype=np.int32, count=N * k
+  ).reshape(N, k)
   A = np.zeros((N, n), dtype=bool)
   A[np.arange(N)[:, None], idx] = True
   A.setflags(write=False)
@@ -49,8 +50,9 @@ def k_sparse_relevance(n: int, k: int, *, max_rows: int = 1_000_000) -> np.ndarr
   N = math.comb(n, k)
   if N > max_rows:
     raise ValueError(
-        f"k_sparse_relevance(n={n}, k={k}) has C(n, k) = {N:,} rows, more than max_rows="
-        f"{max_rows:,}; raise max_rows or sample rows with random_k_sparse_relevance.")
+      f"k_sparse_relevance(n={n}, k={k}) has C(n, k) = {N:,} rows, more than max_rows="
+      f"{max_rows:,}; raise max_rows or sample rows with random_k_sparse_relevance."
+    )
   return _k_sparse_cached(int(n), int(k))
 
 
@@ -79,8 +81,11 @@ def sample_k_subsets(seed: int, num_queries: int, n: int, k: int) -> np.ndarray:
   Falls back to all subsets when ``num_queries >= C(n, k)``.
   """
   _check_nk(n, k)
-  if isinstance(num_queries, bool) or not isinstance(num_queries, (int, np.integer)) \
-      or num_queries <= 0:
+  if (
+    isinstance(num_queries, bool)
+    or not isinstance(num_queries, (int, np.integer))
+    or num_queries <= 0
+  ):
     raise ValueError(f"num_queries must be a positive int, got {num_queries!r}.")
   N = math.comb(n, k)
   if num_queries >= N:
@@ -98,8 +103,14 @@ def sample_k_subsets(seed: int, num_queries: int, n: int, k: int) -> np.ndarray:
   return A
 
 
-def limit_relevance(num_core: int = 46, k: int = 2, *, num_queries: int | None = 1000,
-                    num_docs: int | None = None, seed: int | None = 0) -> np.ndarray:
+def limit_relevance(
+  num_core: int = 46,
+  k: int = 2,
+  *,
+  num_queries: int | None = 1000,
+  num_docs: int | None = None,
+  seed: int | None = 0,
+) -> np.ndarray:
   """A LIMIT-style relevance matrix [reconstruction of WBNL25's LIMIT qrels].
 
   WBNL25 (arXiv:2508.21038) build LIMIT from ``num_core = 46`` documents whose
@@ -119,7 +130,8 @@ def limit_relevance(num_core: int = 46, k: int = 2, *, num_queries: int | None =
     num_queries = total
   if not isinstance(num_queries, (int, np.integer)) or not 1 <= num_queries <= total:
     raise ValueError(
-        f"num_queries must be an int in [1, C(num_core, k) = {total}], got {num_queries!r}.")
+      f"num_queries must be an int in [1, C(num_core, k) = {total}], got {num_queries!r}."
+    )
   num_docs = num_core if num_docs is None else num_docs
   if not isinstance(num_docs, (int, np.integer)) or num_docs < num_core:
     raise ValueError(f"num_docs must be an int >= num_core={num_core}, got {num_docs!r}.")

@@ -73,23 +73,28 @@ def check_embeddings_ok(U, V, A, *, names=("U", "V", "A")):
   if U.ndim != 2:
     raise ValueError(f"{un} must be a 2-D array [N, d] of query embeddings, got shape {U.shape}.")
   if V.ndim != 2:
-    raise ValueError(f"{vn} must be a 2-D array [n, d] of document embeddings, got shape {V.shape}.")
+    raise ValueError(
+      f"{vn} must be a 2-D array [n, d] of document embeddings, got shape {V.shape}."
+    )
   if A.ndim != 2:
     raise ValueError(f"{an} must be a 2-D binary relevance matrix [N, n], got shape {A.shape}.")
   if U.shape[1] != V.shape[1]:
     raise ValueError(
-        f"{un} and {vn} must share the embedding dimension d: {un} has shape {U.shape}, "
-        f"{vn} has shape {V.shape}.")
+      f"{un} and {vn} must share the embedding dimension d: {un} has shape {U.shape}, "
+      f"{vn} has shape {V.shape}."
+    )
   if A.shape != (U.shape[0], V.shape[0]):
     raise ValueError(
-        f"{an} must have shape [N, n] = [{U.shape[0]}, {V.shape[0]}] (rows of {un} x rows of "
-        f"{vn}), got {A.shape}.")
+      f"{an} must have shape [N, n] = [{U.shape[0]}, {V.shape[0]}] (rows of {un} x rows of "
+      f"{vn}), got {A.shape}."
+    )
   if not (jnp.issubdtype(U.dtype, jnp.floating) and jnp.issubdtype(V.dtype, jnp.floating)):
     raise TypeError(f"{un} and {vn} must be floating point arrays, got {U.dtype} and {V.dtype}.")
   if 0 in U.shape or V.shape[0] == 0:
     raise ValueError(
-        f"need at least one query, one document and one dimension: {un} has shape {U.shape}, "
-        f"{vn} has shape {V.shape}.")
+      f"need at least one query, one document and one dimension: {un} has shape {U.shape}, "
+      f"{vn} has shape {V.shape}."
+    )
   return U, V, A, check_binary(A, name=an)
 
 
@@ -109,11 +114,13 @@ def check_binary(A, *, name="A"):
     if bad.any():
       vals = np.unique(a[bad])[:5]
       raise ValueError(
-          f"{name} must be a binary relevance matrix with entries in {{0, 1}}; found other "
-          f"values such as {vals.tolist()}.")
+        f"{name} must be a binary relevance matrix with entries in {{0, 1}}; found other "
+        f"values such as {vals.tolist()}."
+      )
     return None
-  return traced_check((A == 0) | (A == 1),
-                      f"{name} must be a binary relevance matrix with entries in {{0, 1}}")
+  return traced_check(
+    (A == 0) | (A == 1), f"{name} must be a binary relevance matrix with entries in {{0, 1}}"
+  )
 
 
 def check_unit_rows(X, *, name):
@@ -123,15 +130,17 @@ def check_unit_rows(X, *, name):
   """
   if not is_concrete(X):
     norms = jnp.linalg.norm(X, axis=-1)
-    return traced_check(jnp.abs(norms - 1.0) <= _UNIT_TOL,
-                        f"{name} must have unit-norm rows (tolerance {_UNIT_TOL})")
+    return traced_check(
+      jnp.abs(norms - 1.0) <= _UNIT_TOL, f"{name} must have unit-norm rows (tolerance {_UNIT_TOL})"
+    )
   norms = np.linalg.norm(np.asarray(X, dtype=np.float64), axis=-1)
   bad = ~(np.abs(norms - 1.0) <= _UNIT_TOL)
   if bad.any():
     i = int(np.argmax(bad))
     raise ValueError(
-        f"{name} must have unit-norm rows (the margin is defined for unit embeddings); row {i} "
-        f"has norm {norms[i]:.6g}. Pass normalize=True to normalise the rows first.")
+      f"{name} must have unit-norm rows (the margin is defined for unit embeddings); row {i} "
+      f"has norm {norms[i]:.6g}. Pass normalize=True to normalise the rows first."
+    )
   return None
 
 
@@ -139,13 +148,16 @@ def check_nonzero_rows(X, *, name):
   """Rows of ``X`` must be finite and nonzero (flag under jit, ``ValueError`` eagerly)."""
   if not is_concrete(X):
     norms = jnp.linalg.norm(X, axis=-1)
-    return traced_check(jnp.isfinite(norms) & (norms > 0),
-                        f"{name} must have finite, nonzero rows to be normalised")
+    return traced_check(
+      jnp.isfinite(norms) & (norms > 0), f"{name} must have finite, nonzero rows to be normalised"
+    )
   norms = np.linalg.norm(np.asarray(X, dtype=np.float64), axis=-1)
   if not (np.isfinite(norms) & (norms > 0)).all():
     i = int(np.argmax(~(np.isfinite(norms) & (norms > 0))))
-    raise ValueError(f"{name} has an all-zero row or a non-finite row ({i}), which cannot be "
-                     f"normalised to unit norm.")
+    raise ValueError(
+      f"{name} has an all-zero row or a non-finite row ({i}), which cannot be "
+      f"normalised to unit norm."
+    )
   return None
 
 

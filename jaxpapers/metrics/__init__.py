@@ -10,15 +10,31 @@ Distributions: :func:`frechet_distance`, :func:`frechet_distance_from_moments`,
 
 from jaxpapers.metrics._classification import accuracy, balanced_accuracy
 from jaxpapers.metrics._distribution import (
-    frechet_distance, frechet_distance_from_moments, kernel_inception_distance,
+  frechet_distance,
+  frechet_distance_from_moments,
+  kernel_inception_distance,
 )
 from jaxpapers.metrics._ranking import (
-    average_precision, hit_rate_at_k, mean_average_precision, mrr, ndcg_at_k, precision_at_k,
-    recall_at_k,
+  average_precision,
+  hit_rate_at_k,
+  mean_average_precision,
+  mrr,
+  ndcg_at_k,
+  precision_at_k,
+  recall_at_k,
 )
 
 __all__ = [
-    "accuracy", "balanced_accuracy", "frechet_distance", "frechet_distance_from_moments",
-    "kernel_inception_distance", "average_precision", "hit_rate_at_k", "mean_average_precision",
-    "mrr", "ndcg_at_k", "precision_at_k", "recall_at_k",
+  "accuracy",
+  "balanced_accuracy",
+  "frechet_distance",
+  "frechet_distance_from_moments",
+  "kernel_inception_distance",
+  "average_precision",
+  "hit_rate_at_k",
+  "mean_average_precision",
+  "mrr",
+  "ndcg_at_k",
+  "precision_at_k",
+  "recall_at_k",
 ]

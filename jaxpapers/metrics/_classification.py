@@ -21,42 +21,48 @@ def _predicted_labels(predictions, labels, num_classes: int | None = None):
   predictions = V.check_array(predictions, "predictions", dtype="real")
   if predictions.ndim == labels.ndim + 1:
     if not jnp.issubdtype(predictions.dtype, jnp.floating):
-      raise TypeError(f"predictions of shape labels.shape + (num_classes,) must be float "
-                      f"logits or scores, got {predictions.dtype}")
+      raise TypeError(
+        f"predictions of shape labels.shape + (num_classes,) must be float "
+        f"logits or scores, got {predictions.dtype}"
+      )
     if predictions.shape[:-1] != labels.shape:
       raise ValueError(
-          "predictions must be labels of shape labels.shape or logits of shape labels.shape + "
-          f"(num_classes,); got predictions {predictions.shape}, labels {labels.shape}")
+        "predictions must be labels of shape labels.shape or logits of shape labels.shape + "
+        f"(num_classes,); got predictions {predictions.shape}, labels {labels.shape}"
+      )
     c = predictions.shape[-1]
     if num_classes is not None and c != num_classes:
-      raise ValueError(f"predictions has {c} classes on its last axis, but num_classes is "
-                       f"{num_classes}")
+      raise ValueError(
+        f"predictions has {c} classes on its last axis, but num_classes is {num_classes}"
+      )
     if c < 2:
       raise ValueError(
-          f"logits need at least 2 classes on the last axis, got shape {predictions.shape}; "
-          "for a binary classifier with one score per example, pass "
-          "(score > threshold).astype(int) as predictions")
+        f"logits need at least 2 classes on the last axis, got shape {predictions.shape}; "
+        "for a binary classifier with one score per example, pass "
+        "(score > threshold).astype(int) as predictions"
+      )
     ok = V.check_values(~jnp.any(jnp.isnan(predictions)), "predictions must not contain NaN")
     return jnp.argmax(predictions, axis=-1), labels, c, ok
   if predictions.shape != labels.shape:
     raise ValueError(
-        "predictions must be labels of shape labels.shape or logits of shape "
-        f"labels.shape + (num_classes,); got predictions {predictions.shape}, labels {labels.shape}")
+      "predictions must be labels of shape labels.shape or logits of shape "
+      f"labels.shape + (num_classes,); got predictions {predictions.shape}, labels {labels.shape}"
+    )
   if predictions.dtype == jnp.bool_:
     predictions = predictions.astype(jnp.int32)
   if not jnp.issubdtype(predictions.dtype, jnp.integer):
     raise TypeError(
-        f"predictions with the shape of labels must be integer class labels, got "
-        f"{predictions.dtype}. Binary probabilities: pass (p > 0.5).astype(int); one-hot labels "
-        "with logits: pass labels.argmax(-1) as labels")
+      f"predictions with the shape of labels must be integer class labels, got "
+      f"{predictions.dtype}. Binary probabilities: pass (p > 0.5).astype(int); one-hot labels "
+      "with logits: pass labels.argmax(-1) as labels"
+    )
   return predictions, labels, num_classes, True
 
 
 def _check_label_range(name, x, c):
   if c is None:
     return V.check_values(jnp.all(x >= 0), f"{name} must be class indices >= 0")
-  return V.check_values(jnp.all((x >= 0) & (x < c)),
-                        f"{name} must be class indices in [0, {c})")
+  return V.check_values(jnp.all((x >= 0) & (x < c)), f"{name} must be class indices in [0, {c})")
 
 
 def accuracy(predictions: jax.Array, labels: jax.Array) -> jax.Array:

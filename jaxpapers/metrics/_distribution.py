@@ -14,8 +14,10 @@ from jaxpapers.core import validation as V
 
 
 def _finite(name, *xs):
-  return V.check_values(jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in xs])),
-                        f"{name} must be finite (no NaN or inf)")
+  return V.check_values(
+    jnp.all(jnp.asarray([jnp.all(jnp.isfinite(x)) for x in xs])),
+    f"{name} must be finite (no NaN or inf)",
+  )
 
 
 def _check_features(a: jax.Array, b: jax.Array):
@@ -23,11 +25,13 @@ def _check_features(a: jax.Array, b: jax.Array):
   b = V.check_array(b, "feats_b", dtype="real")
   if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
     raise ValueError(
-        "feats_a and feats_b must have shapes [N, D] and [M, D] with the same D; got "
-        f"{a.shape} and {b.shape}"
+      "feats_a and feats_b must have shapes [N, D] and [M, D] with the same D; got "
+      f"{a.shape} and {b.shape}"
     )
   if a.shape[0] < 2 or b.shape[0] < 2:
-    raise ValueError(f"need at least 2 samples per set for a covariance; got {a.shape[0]}, {b.shape[0]}")
+    raise ValueError(
+      f"need at least 2 samples per set for a covariance; got {a.shape[0]}, {b.shape[0]}"
+    )
   return a, b
 
 
@@ -48,21 +52,28 @@ def frechet_distance_from_moments(mu1, sigma1, mu2, sigma2) -> jax.Array:
   never produces complex values from round-off. Use float64
   (``jax.experimental.enable_x64``) for features of high dimension.
   """
-  mu1, mu2, sigma1, sigma2 = (V.check_array(x, n, dtype="real") for x, n in (
-      (mu1, "mu1"), (mu2, "mu2"), (sigma1, "sigma1"), (sigma2, "sigma2")))
+  mu1, mu2, sigma1, sigma2 = (
+    V.check_array(x, n, dtype="real")
+    for x, n in ((mu1, "mu1"), (mu2, "mu2"), (sigma1, "sigma1"), (sigma2, "sigma2"))
+  )
   if mu1.shape != mu2.shape or mu1.ndim != 1:
-    raise ValueError(f"mu1 and mu2 must be vectors of the same length; got {mu1.shape}, {mu2.shape}")
+    raise ValueError(
+      f"mu1 and mu2 must be vectors of the same length; got {mu1.shape}, {mu2.shape}"
+    )
   d = mu1.shape[0]
   if sigma1.shape != (d, d) or sigma2.shape != (d, d):
-    raise ValueError(f"sigma1 and sigma2 must have shape {(d, d)}; got {sigma1.shape}, {sigma2.shape}")
+    raise ValueError(
+      f"sigma1 and sigma2 must have shape {(d, d)}; got {sigma1.shape}, {sigma2.shape}"
+    )
   if d == 0:
     raise ValueError("mu1 and mu2 must have at least one dimension")
   ok = _finite("mu1, mu2, sigma1 and sigma2", mu1, mu2, sigma1, sigma2)
   s1_half = _sqrt_psd(sigma1)
   cross = _sqrt_psd(s1_half @ sigma2 @ s1_half)
   diff = mu1 - mu2
-  return V.poison(jnp.maximum(
-      diff @ diff + jnp.trace(sigma1) + jnp.trace(sigma2) - 2 * jnp.trace(cross), 0.0), ok)
+  return V.poison(
+    jnp.maximum(diff @ diff + jnp.trace(sigma1) + jnp.trace(sigma2) - 2 * jnp.trace(cross), 0.0), ok
+  )
 
 
 def frechet_distance(feats_a: jax.Array, feats_b: jax.Array) -> jax.Array:
@@ -74,8 +85,9 @@ def frechet_distance(feats_a: jax.Array, feats_b: jax.Array) -> jax.Array:
   a, b = _check_features(feats_a, feats_b)
   ok = _finite("feats_a and feats_b", a, b)
   a, b = V.poison((a, b), ok)
-  return frechet_distance_from_moments(a.mean(0), jnp.cov(a, rowvar=False),
-                                       b.mean(0), jnp.cov(b, rowvar=False))
+  return frechet_distance_from_moments(
+    a.mean(0), jnp.cov(a, rowvar=False), b.mean(0), jnp.cov(b, rowvar=False)
+  )
 
 
 def _unbiased_mmd2(x: jax.Array, y: jax.Array, degree: int, coef0: float) -> jax.Array:
@@ -89,14 +101,14 @@ def _unbiased_mmd2(x: jax.Array, y: jax.Array, degree: int, coef0: float) -> jax
 
 
 def kernel_inception_distance(
-    feats_a: jax.Array,
-    feats_b: jax.Array,
-    *,
-    degree: int = 3,
-    coef0: float = 1.0,
-    num_subsets: int = 0,
-    subset_size: int = 100,
-    key: jax.Array | None = None,
+  feats_a: jax.Array,
+  feats_b: jax.Array,
+  *,
+  degree: int = 3,
+  coef0: float = 1.0,
+  num_subsets: int = 0,
+  subset_size: int = 100,
+  key: jax.Array | None = None,
 ) -> jax.Array:
   """KID: the unbiased MMD² with the polynomial kernel ``k(x, y) = (xᵀy / D + coef0)^degree``.
 

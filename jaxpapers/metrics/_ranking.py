@@ -33,8 +33,8 @@ def _check(scores: jax.Array, relevance: jax.Array, k: int | None = None):
   relevance = V.check_array(relevance, "relevance", dtype="real")
   if scores.ndim != 2 or scores.shape != relevance.shape:
     raise ValueError(
-        "scores and relevance must both have shape [num_queries, num_candidates]; got "
-        f"scores {scores.shape}, relevance {relevance.shape}"
+      "scores and relevance must both have shape [num_queries, num_candidates]; got "
+      f"scores {scores.shape}, relevance {relevance.shape}"
     )
   if scores.shape[1] == 0:
     raise ValueError(f"scores must have at least one candidate, got shape {scores.shape}")
@@ -65,9 +65,12 @@ def _metric(core):
 
 def _finish(out, rel_ok, score_ok):
   """Raises on concrete bad values; poisons ``out`` with NaN when they are traced."""
-  ok = V.check_values(rel_ok, "relevance must be finite and >= 0 (binary 0/1 or graded gains); "
-                      "got negative or non-finite entries (for labels in {-1, +1} pass "
-                      "relevance > 0)")
+  ok = V.check_values(
+    rel_ok,
+    "relevance must be finite and >= 0 (binary 0/1 or graded gains); "
+    "got negative or non-finite entries (for labels in {-1, +1} pass "
+    "relevance > 0)",
+  )
   ok = ok & V.check_values(score_ok, "scores must not contain NaN (a NaN would rank silently)")
   return V.poison(out, ok)
 

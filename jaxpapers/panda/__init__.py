@@ -10,14 +10,44 @@ References: PANDA (NeurIPS 2026; official code jainris/panda; arXiv id not yet a
 GeDi-HNN, Fiorini et al., "Let There Be Direction in Hypergraph Neural Networks", TMLR 2024.
 """
 
-from jaxpapers.panda._models import (ABLATIONS, PandaGeDi, PandaHGNN, PandaHyperGCN,
-                                     PandaPhenomNN, make_model)
+from jaxpapers.panda._models import (
+  ABLATIONS,
+  PandaGeDi,
+  PandaHGNN,
+  PandaHyperGCN,
+  PandaPhenomNN,
+  make_model,
+)
 from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, StageAux, stage_priors
-from jaxpapers.panda._train import (FAST_COMPILE, best_val_test, eval_step, fit, init, make_trainer,
-                                    sweep_fns, train_step)
+from jaxpapers.panda._train import (
+  FAST_COMPILE,
+  best_val_test,
+  eval_step,
+  fit,
+  init,
+  make_trainer,
+  sweep_fns,
+  train_step,
+)
 
 __all__ = [
-    "ABLATIONS", "PandaGeDi", "PandaHGNN", "PandaHyperGCN", "PandaPhenomNN", "make_model",
-    "PandaConfig", "PandaLayer", "PandaStage", "StageAux", "stage_priors", "FAST_COMPILE",
-    "best_val_test", "eval_step", "fit", "init", "make_trainer", "sweep_fns", "train_step",
+  "ABLATIONS",
+  "PandaGeDi",
+  "PandaHGNN",
+  "PandaHyperGCN",
+  "PandaPhenomNN",
+  "make_model",
+  "PandaConfig",
+  "PandaLayer",
+  "PandaStage",
+  "StageAux",
+  "stage_priors",
+  "FAST_COMPILE",
+  "best_val_test",
+  "eval_step",
+  "fit",
+  "init",
+  "make_trainer",
+  "sweep_fns",
+  "train_step",
 ]

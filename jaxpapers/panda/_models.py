@@ -18,32 +18,38 @@ from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, stage_pr
 
 __all__ = ["PandaGeDi", "PandaHGNN", "PandaHyperGCN", "PandaPhenomNN", "make_model", "ABLATIONS"]
 
+
 def _check_data(data, in_features: int):
   """``data`` is a HypergraphData with ``in_features`` node features (trace-time check)."""
   if not isinstance(data, hg.HypergraphData):
     raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
   if data.x.ndim != 2 or data.x.shape[1] != in_features:
-    raise ValueError(f"data.x has shape {tuple(data.x.shape)}, but the model was built for "
-                     f"in_features={in_features} ([num_nodes, {in_features}])")
+    raise ValueError(
+      f"data.x has shape {tuple(data.x.shape)}, but the model was built for "
+      f"in_features={in_features} ([num_nodes, {in_features}])"
+    )
 
 
 def _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout):
   if not isinstance(cfg, PandaConfig):
     raise TypeError(f"cfg must be a PandaConfig, got {type(cfg).__name__}")
-  for nm, v in (("in_features", in_features), ("num_classes", num_classes), ("hidden", hidden),
-                ("num_layers", num_layers)):
+  for nm, v in (
+    ("in_features", in_features),
+    ("num_classes", num_classes),
+    ("hidden", hidden),
+    ("num_layers", num_layers),
+  ):
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
       raise ValueError(f"{nm} must be an int >= 1, got {v!r}")
-  if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) \
-      or not 0.0 <= dropout < 1.0:
+  if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
     raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
 
 
 # ablation name -> PandaConfig overrides [code]
 ABLATIONS = {
-    "panda": {},
-    "without_aux": dict(aux=None),
-    "without_prior_aux": dict(aux=None, mix="att"),
+  "panda": {},
+  "without_aux": dict(aux=None),
+  "without_prior_aux": dict(aux=None, mix="att"),
 }
 
 
@@ -54,19 +60,40 @@ class PandaGeDi(nnx.Module):
   ``c = d_v^{-1/2} delta_e^{-1/2}`` per stage, classifier on ``[Re || Im]``.
   """
 
-  def __init__(self, in_features: int, num_classes: int, cfg: PandaConfig = PandaConfig(), *,
-               hidden: int = 64, num_layers: int = 1, dropout: float = 0.5, i_complex: bool = True,
-               rngs: nnx.Rngs):
+  def __init__(
+    self,
+    in_features: int,
+    num_classes: int,
+    cfg: PandaConfig = PandaConfig(),
+    *,
+    hidden: int = 64,
+    num_layers: int = 1,
+    dropout: float = 0.5,
+    i_complex: bool = True,
+    rngs: nnx.Rngs,
+  ):
     _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
     self.in_features = in_features
     dims = [in_features] + [hidden] * num_layers
-    self.layers = nnx.List([PandaLayer(a, b, cfg, complex_features=True, i_complex=i_complex,
-                                       rngs=rngs) for a, b in zip(dims, dims[1:])])
+    self.layers = nnx.List(
+      [
+        PandaLayer(a, b, cfg, complex_features=True, i_complex=i_complex, rngs=rngs)
+        for a, b in zip(dims, dims[1:])
+      ]
+    )
     self.drop = nnx.Dropout(dropout)
-    self.head = hg.ClassifierHead(2 * hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
+    self.head = hg.ClassifierHead(
+      2 * hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs
+    )
 
-  def __call__(self, data: hg.HypergraphData, *, deterministic: bool = True, rngs=None,
-               return_aux: bool = False):
+  def __call__(
+    self,
+    data: hg.HypergraphData,
+    *,
+    deterministic: bool = True,
+    rngs=None,
+    return_aux: bool = False,
+  ):
     _check_data(data, self.in_features)
     inc = data.incidence
     priors = stage_priors(inc, "sym")
@@ -86,8 +113,17 @@ class PandaGeDi(nnx.Module):
 class PandaHGNN(nnx.Module):
   """HGNN with PANDA layers (real, phases ignored): ``X' = ReLU(PANDA(X) + X W_res + b)``."""
 
-  def __init__(self, in_features: int, num_classes: int, cfg: PandaConfig = PandaConfig(), *,
-               hidden: int = 64, num_layers: int = 1, dropout: float = 0.5, rngs: nnx.Rngs):
+  def __init__(
+    self,
+    in_features: int,
+    num_classes: int,
+    cfg: PandaConfig = PandaConfig(),
+    *,
+    hidden: int = 64,
+    num_layers: int = 1,
+    dropout: float = 0.5,
+    rngs: nnx.Rngs,
+  ):
     _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
     self.in_features = in_features
     dims = [in_features] + [hidden] * num_layers
@@ -95,16 +131,23 @@ class PandaHGNN(nnx.Module):
     self.drop = nnx.Dropout(dropout)
     self.head = hg.ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
-  def __call__(self, data: hg.HypergraphData, *, deterministic: bool = True, rngs=None,
-               return_aux: bool = False):
+  def __call__(
+    self,
+    data: hg.HypergraphData,
+    *,
+    deterministic: bool = True,
+    rngs=None,
+    return_aux: bool = False,
+  ):
     _check_data(data, self.in_features)
     inc = data.incidence
     priors = stage_priors(inc, "sym")
     x, hyp, auxes = data.x, None, []
     for l, layer in enumerate(self.layers):
       h = self.drop(x, deterministic=deterministic, rngs=rngs)
-      (y, _), hyp, aux = layer((h, None), hyp, inc, priors, use_phase=False,
-                               deterministic=deterministic, rngs=rngs)
+      (y, _), hyp, aux = layer(
+        (h, None), hyp, inc, priors, use_phase=False, deterministic=deterministic, rngs=rngs
+      )
       y = jax.nn.relu(y)
       x = y + x if l > 0 else y
       auxes.append(aux)
@@ -120,9 +163,18 @@ class PandaHyperGCN(nnx.Module):
   only); the auxiliary transform is linear. ``X' = ReLU(Stage(X W_u) + X W_res + b)``.
   """
 
-  def __init__(self, in_features: int, num_classes: int, cfg: PandaConfig = PandaConfig(), *,
-               hidden: int = 64, num_layers: int = 1, dropout: float = 0.5, mediators: bool = True,
-               rngs: nnx.Rngs):
+  def __init__(
+    self,
+    in_features: int,
+    num_classes: int,
+    cfg: PandaConfig = PandaConfig(),
+    *,
+    hidden: int = 64,
+    num_layers: int = 1,
+    dropout: float = 0.5,
+    mediators: bool = True,
+    rngs: nnx.Rngs,
+  ):
     _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
     self.in_features = in_features
     if hidden % cfg.heads:
@@ -130,17 +182,27 @@ class PandaHyperGCN(nnx.Module):
     cfg = dataclasses.replace(cfg, att_version="v1")
     self.heads, self.mediators = cfg.heads, mediators
     dims = [in_features] + [hidden] * num_layers
-    self.w_u = nnx.List([nnx.Linear(a, b, use_bias=False, rngs=rngs) for a, b in zip(dims, dims[1:])])
+    self.w_u = nnx.List(
+      [nnx.Linear(a, b, use_bias=False, rngs=rngs) for a, b in zip(dims, dims[1:])]
+    )
     self.w_res = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in zip(dims, dims[1:])])
-    self.stages = nnx.List([PandaStage(hidden // cfg.heads, cfg, aux_linear=True, rngs=rngs)
-                            for _ in range(num_layers)])
-    self.r = nnx.List([nnx.Variable(jax.random.normal(rngs.params(), (hidden,)))
-                       for _ in range(num_layers)])
+    self.stages = nnx.List(
+      [PandaStage(hidden // cfg.heads, cfg, aux_linear=True, rngs=rngs) for _ in range(num_layers)]
+    )
+    self.r = nnx.List(
+      [nnx.Variable(jax.random.normal(rngs.params(), (hidden,))) for _ in range(num_layers)]
+    )
     self.drop = nnx.Dropout(dropout)
     self.head = hg.ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
-  def __call__(self, data: hg.HypergraphData, *, deterministic: bool = True, rngs=None,
-               return_aux: bool = False):
+  def __call__(
+    self,
+    data: hg.HypergraphData,
+    *,
+    deterministic: bool = True,
+    rngs=None,
+    return_aux: bool = False,
+  ):
     _check_data(data, self.in_features)
     inc, n = data.incidence, data.num_nodes
     x, auxes = data.x, []
@@ -156,9 +218,19 @@ class PandaHyperGCN(nnx.Module):
       ww = jnp.concatenate([w, w, jnp.ones((n,))])
       prior = ww * isq[snd] * isq[rcv]
       sh = s.reshape(n, self.heads, -1)
-      (y, _), aux = self.stages[l]((sh, None), (sh, None), snd, rcv, prior, None, n,
-                                   conj_phase=False, deterministic=deterministic, rngs=rngs,
-                                   mask=ww > 0)
+      (y, _), aux = self.stages[l](
+        (sh, None),
+        (sh, None),
+        snd,
+        rcv,
+        prior,
+        None,
+        n,
+        conj_phase=False,
+        deterministic=deterministic,
+        rngs=rngs,
+        mask=ww > 0,
+      )
       y = jax.nn.relu(y.reshape(n, -1) + self.w_res[l](h))
       x = y + x if l > 0 else y
       auxes.append(aux)
@@ -176,21 +248,39 @@ class PandaPhenomNN(nnx.Module):
   With ``mix='prior'``, ``aux=None`` and ``W_u = I`` this is vanilla PhenomNN.
   """
 
-  def __init__(self, in_features: int, num_classes: int, cfg: PandaConfig = PandaConfig(), *,
-               hidden: int = 64, num_layers: int = 1, dropout: float = 0.5, lam0: float = 10.0,
-               lam1: float = 10.0, num_steps: int = 4, rngs: nnx.Rngs):
+  def __init__(
+    self,
+    in_features: int,
+    num_classes: int,
+    cfg: PandaConfig = PandaConfig(),
+    *,
+    hidden: int = 64,
+    num_layers: int = 1,
+    dropout: float = 0.5,
+    lam0: float = 10.0,
+    lam1: float = 10.0,
+    num_steps: int = 4,
+    rngs: nnx.Rngs,
+  ):
     _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
     self.in_features = in_features
     del num_layers
     self.lam0, self.lam1, self.heads = float(lam0), float(lam1), cfg.heads
     self.inp = nnx.Linear(in_features, hidden, rngs=rngs)
-    self.layers = nnx.List([PandaLayer(hidden, hidden, cfg, use_res=False, rngs=rngs)
-                            for _ in range(num_steps)])
+    self.layers = nnx.List(
+      [PandaLayer(hidden, hidden, cfg, use_res=False, rngs=rngs) for _ in range(num_steps)]
+    )
     self.drop = nnx.Dropout(dropout)
     self.head = hg.ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
-  def __call__(self, data: hg.HypergraphData, *, deterministic: bool = True, rngs=None,
-               return_aux: bool = False):
+  def __call__(
+    self,
+    data: hg.HypergraphData,
+    *,
+    deterministic: bool = True,
+    rngs=None,
+    return_aux: bool = False,
+  ):
     _check_data(data, self.in_features)
     inc, n = data.incidence, data.num_nodes
     y0 = jax.nn.relu(self.inp(self.drop(data.x, deterministic=deterministic, rngs=rngs)))
@@ -200,28 +290,46 @@ class PandaPhenomNN(nnx.Module):
     a = 1.0 / (1.0 + self.lam0 + self.lam1)
     y, hyp, auxes = y0, None, []
     for layer in self.layers:
-      (p, _), hyp, (a1, a2) = layer((y, None), hyp, inc, priors, use_phase=False,
-                                    deterministic=deterministic, rngs=rngs)
-      e_deg = jax.ops.segment_sum(a1.alpha, inc.edge, inc.num_edges,
-                                  indices_are_sorted=True)  # [m, H]
+      (p, _), hyp, (a1, a2) = layer(
+        (y, None), hyp, inc, priors, use_phase=False, deterministic=deterministic, rngs=rngs
+      )
+      e_deg = jax.ops.segment_sum(
+        a1.alpha, inc.edge, inc.num_edges, indices_are_sorted=True
+      )  # [m, H]
       perm = inc.by_node
-      d_p = jax.ops.segment_sum(a2.alpha * e_deg[inc.edge[perm]], inc.node[perm], n,
-                                indices_are_sorted=True)  # [n, H]
+      d_p = jax.ops.segment_sum(
+        a2.alpha * e_deg[inc.edge[perm]], inc.node[perm], n, indices_are_sorted=True
+      )  # [n, H]
       d_p = jnp.repeat(d_p, y.shape[1] // self.heads, axis=1) + inv_dh[:, None]
       qinv = 1.0 / (self.lam0 * d_b[:, None] + self.lam1 * d_p + 1.0)
-      t = (self.lam0 * hg.phenom_propagate(inc, y, which="beta")
-           + self.lam1 * (p + inv_dh[:, None] * y) + y0)
+      t = (
+        self.lam0 * hg.phenom_propagate(inc, y, which="beta")
+        + self.lam1 * (p + inv_dh[:, None] * y)
+        + y0
+      )
       y = (1 - a) * y + a * qinv * t
       auxes.append((a1, a2))
     out = self.head(y, deterministic=deterministic, rngs=rngs)
     return (out, auxes) if return_aux else out
 
 
-_PANDA = {"gedi": PandaGeDi, "hgnn": PandaHGNN, "hypergcn": PandaHyperGCN, "phenomnn": PandaPhenomNN}
+_PANDA = {
+  "gedi": PandaGeDi,
+  "hgnn": PandaHGNN,
+  "hypergcn": PandaHyperGCN,
+  "phenomnn": PandaPhenomNN,
+}
 
 
-def make_model(backbone: str, cfg: PandaConfig | None, *, in_features: int, num_classes: int,
-               rngs: nnx.Rngs, **kwargs) -> nnx.Module:
+def make_model(
+  backbone: str,
+  cfg: PandaConfig | None,
+  *,
+  in_features: int,
+  num_classes: int,
+  rngs: nnx.Rngs,
+  **kwargs,
+) -> nnx.Module:
   """Builds a backbone, vanilla (``cfg=None``) or with PANDA (``cfg`` a :class:`PandaConfig`).
 
   ``backbone`` is one of ``'gedi'``, ``'hgnn'``, ``'hypergcn'``, ``'phenomnn'``; ``kwargs`` go to

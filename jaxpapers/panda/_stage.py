@@ -52,6 +52,7 @@ class PandaConfig:
     shared_alphas: reuse layer 1's coefficients in later layers (not implemented: must be False).
     recv_init: ``'prior'``: featureless receivers are the prior aggregation of their senders.
   """
+
   heads: int = 4
   mix: str = "learned"
   att_version: str = "v2"
@@ -71,15 +72,19 @@ class PandaConfig:
         raise ValueError(f"{nm} must be a positive int, got {v!r}")
     if not isinstance(self.mix, str) or not (self.mix in _MIX or self.mix.startswith("fixed:")):
       raise ValueError(f"mix must be one of {_MIX} or 'fixed:<w_prior>', got {self.mix!r}")
-    if isinstance(self.att_dropout, bool) or not isinstance(self.att_dropout, (int, float)) \
-        or not 0.0 <= self.att_dropout < 1.0:
+    if (
+      isinstance(self.att_dropout, bool)
+      or not isinstance(self.att_dropout, (int, float))
+      or not 0.0 <= self.att_dropout < 1.0
+    ):
       raise ValueError(f"att_dropout must be a float in [0, 1), got {self.att_dropout!r}")
     if self.mix.startswith("fixed:"):
       try:
         w = float(self.mix.split(":", 1)[1])
       except ValueError:
-        raise ValueError(f"mix='fixed:<w_prior>' needs a number in [0, 1] after 'fixed:', got "
-                         f"{self.mix!r}") from None
+        raise ValueError(
+          f"mix='fixed:<w_prior>' needs a number in [0, 1] after 'fixed:', got {self.mix!r}"
+        ) from None
       if not 0.0 <= w <= 1.0:
         raise ValueError(f"fixed prior weight must lie in [0, 1], got {w}")
     if self.att_version not in ("v1", "v2"):
@@ -94,6 +99,7 @@ class PandaConfig:
 
 class StageAux(NamedTuple):
   """Per-incidence coefficients of one stage, ``[P, H]`` (``pi``: ``[P, H, 2]`` or None)."""
+
   alpha: jax.Array
   pi: jax.Array | None
   gate: jax.Array | None
@@ -125,8 +131,15 @@ class PandaStage(nnx.Module):
     aux_linear: HyperGCN's auxiliary transform ``W_aux x`` (no ReLU, no bias).
   """
 
-  def __init__(self, channels: int, cfg: PandaConfig, *, complex_features: bool = False,
-               aux_linear: bool = False, rngs: nnx.Rngs):
+  def __init__(
+    self,
+    channels: int,
+    cfg: PandaConfig,
+    *,
+    complex_features: bool = False,
+    aux_linear: bool = False,
+    rngs: nnx.Rngs,
+  ):
     if not isinstance(cfg, PandaConfig):
       raise TypeError(f"cfg must be a PandaConfig, got {type(cfg).__name__}")
     if isinstance(channels, bool) or not isinstance(channels, int) or channels <= 0:
@@ -137,8 +150,11 @@ class PandaStage(nnx.Module):
     self.cfg, self.complex, self.aux_linear = cfg, complex_features, aux_linear
     k = lambda: rngs.params()
     self.w_att = nnx.Param(_glorot(k(), (h, a_in, c)))
-    self.w_att_r = None if (cfg.shared_att_weights or cfg.att_version == "v1") else nnx.Param(
-        _glorot(k(), (h, a_in, c)))
+    self.w_att_r = (
+      None
+      if (cfg.shared_att_weights or cfg.att_version == "v1")
+      else nnx.Param(_glorot(k(), (h, a_in, c)))
+    )
     self.att = nnx.Param(_glorot(k(), (h, c, 1))[..., 0])
     self.att_r = nnx.Param(_glorot(k(), (h, c, 1))[..., 0]) if cfg.att_version == "v1" else None
     if cfg.mix == "learned":
@@ -155,9 +171,22 @@ class PandaStage(nnx.Module):
         self.b_aux = None if aux_linear else nnx.Param(jnp.zeros((h, c)))
     self.drop = nnx.Dropout(cfg.att_dropout)
 
-  def __call__(self, x_send, z_recv, send_idx, recv_idx, prior, phase, num_recv: int, *,
-               conj_phase: bool, deterministic: bool = True, rngs=None, mask=None,
-               recv_sorted: bool = False):
+  def __call__(
+    self,
+    x_send,
+    z_recv,
+    send_idx,
+    recv_idx,
+    prior,
+    phase,
+    num_recv: int,
+    *,
+    conj_phase: bool,
+    deterministic: bool = True,
+    rngs=None,
+    mask=None,
+    recv_sorted: bool = False,
+  ):
     """Runs the stage.
 
     Args:
@@ -179,16 +208,21 @@ class PandaStage(nnx.Module):
       raise TypeError("x_send must be a pair (re, im) (im None for real features)")
     xr, xi = x_send
     if (xi is not None) != self.complex:
-      raise ValueError(f"x_send must be {'complex (re, im)' if self.complex else 'real (re, None)'}")
+      raise ValueError(
+        f"x_send must be {'complex (re, im)' if self.complex else 'real (re, None)'}"
+      )
     want = (cfg.heads, self.channels)
     for nm, a in (("x_send", xr), ("z_recv", None if z_recv is None else z_recv[0])):
       if a is not None and (jnp.ndim(a) != 3 or tuple(jnp.shape(a)[1:]) != want):
-        raise ValueError(f"{nm} must have shape [N, heads={want[0]}, channels={want[1]}], got "
-                         f"{jnp.shape(a)}")
+        raise ValueError(
+          f"{nm} must have shape [N, heads={want[0]}, channels={want[1]}], got {jnp.shape(a)}"
+        )
     p_len = jnp.shape(send_idx)[0] if jnp.ndim(send_idx) == 1 else None
     if p_len is None or jnp.shape(recv_idx) != (p_len,) or jnp.shape(prior) != (p_len,):
-      raise ValueError(f"send_idx, recv_idx and prior must be 1-D of one length P, got "
-                       f"{jnp.shape(send_idx)}, {jnp.shape(recv_idx)}, {jnp.shape(prior)}")
+      raise ValueError(
+        f"send_idx, recv_idx and prior must be 1-D of one length P, got "
+        f"{jnp.shape(send_idx)}, {jnp.shape(recv_idx)}, {jnp.shape(prior)}"
+      )
     if isinstance(num_recv, bool) or not isinstance(num_recv, int) or num_recv < 1:
       raise ValueError(f"num_recv must be a positive int, got {num_recv!r}")
     seg = lambda a: jax.ops.segment_sum(a, recv_idx, num_recv, indices_are_sorted=recv_sorted)
@@ -211,11 +245,16 @@ class PandaStage(nnx.Module):
     if cfg.att_version == "v2":
       hs = _hd(fs, self.w_att[...])
       hr = _hd(fr, self.w_att[...] if self.w_att_r is None else self.w_att_r[...])
-      e = jnp.einsum("phc,hc->ph", jax.nn.leaky_relu(hs[send_idx] + hr[recv_idx], 0.2), self.att[...])
+      e = jnp.einsum(
+        "phc,hc->ph", jax.nn.leaky_relu(hs[send_idx] + hr[recv_idx], 0.2), self.att[...]
+      )
     else:
       hs, hr = _hd(fs, self.w_att[...]), _hd(fr, self.w_att[...])
-      e = jax.nn.leaky_relu(jnp.einsum("nhc,hc->nh", hs, self.att[...])[send_idx]
-                            + jnp.einsum("nhc,hc->nh", hr, self.att_r[...])[recv_idx], 0.2)
+      e = jax.nn.leaky_relu(
+        jnp.einsum("nhc,hc->nh", hs, self.att[...])[send_idx]
+        + jnp.einsum("nhc,hc->nh", hr, self.att_r[...])[recv_idx],
+        0.2,
+      )
     att = hg.segment_softmax(e, recv_idx, num_recv, mask=mask, indices_are_sorted=recv_sorted)
     if cfg.att_dropout > 0:
       att = self.drop(att, deterministic=deterministic, rngs=rngs)
@@ -223,8 +262,10 @@ class PandaStage(nnx.Module):
     cb = c[:, None]
     pi_mix = None
     if cfg.mix == "learned":
-      logits = jnp.einsum("nhk,hkt->nht", jax.nn.leaky_relu(_hd(fs, self.w1[...]), 0.01),
-                          self.w2[...]) + self.b2[...]
+      logits = (
+        jnp.einsum("nhk,hkt->nht", jax.nn.leaky_relu(_hd(fs, self.w1[...]), 0.01), self.w2[...])
+        + self.b2[...]
+      )
       pi_mix = jax.nn.softmax(logits, -1)[send_idx]  # [P, H, 2] = (prior, att)
       alpha = pi_mix[..., 1] * att + pi_mix[..., 0] * cb
     elif cfg.mix == "prior":
@@ -243,8 +284,9 @@ class PandaStage(nnx.Module):
     mr, mi = a3 * gr, (None if gi is None else a3 * gi)
     if cfg.aux is not None:
       us, ur = _hd(fs, self.u_s[...]), _hd(fr, self.u_r[...])
-      g = jnp.einsum("phk,hk->ph", jax.nn.relu(us[send_idx] + ur[recv_idx] + self.b_g[...]),
-                     self.w_o[...])
+      g = jnp.einsum(
+        "phk,hk->ph", jax.nn.relu(us[send_idx] + ur[recv_idx] + self.b_g[...]), self.w_o[...]
+      )
       gate = jnp.tanh(g) if cfg.symmetric_aux else jax.nn.sigmoid(g)
       if mask is not None:
         gate = jnp.where(mask[:, None], gate, 0.0)
@@ -308,9 +350,17 @@ class PandaLayer(nnx.Module):
     i_complex: ``c_I = 1 + i`` on the residual (GeDi) instead of 1.
   """
 
-  def __init__(self, in_features: int, out_features: int, cfg: PandaConfig, *,
-               complex_features: bool = False, use_res: bool = True, i_complex: bool = False,
-               rngs: nnx.Rngs):
+  def __init__(
+    self,
+    in_features: int,
+    out_features: int,
+    cfg: PandaConfig,
+    *,
+    complex_features: bool = False,
+    use_res: bool = True,
+    i_complex: bool = False,
+    rngs: nnx.Rngs,
+  ):
     if not isinstance(cfg, PandaConfig):
       raise TypeError(f"cfg must be a PandaConfig, got {type(cfg).__name__}")
     for nm, v in (("in_features", in_features), ("out_features", out_features)):
@@ -322,14 +372,25 @@ class PandaLayer(nnx.Module):
     self.cfg, self.complex, self.i_complex = cfg, complex_features, i_complex
     self.out = out_features
     self.w_u = nnx.Linear(in_features, out_features, use_bias=False, rngs=rngs)
-    self.w_res = nnx.Linear(in_features, out_features, use_bias=False, rngs=rngs) if use_res else None
+    self.w_res = (
+      nnx.Linear(in_features, out_features, use_bias=False, rngs=rngs) if use_res else None
+    )
     self.bias = nnx.Param(jnp.zeros((out_features,))) if use_res else None
     ch = out_features // cfg.heads
     self.stage1 = PandaStage(ch, cfg, complex_features=complex_features, rngs=rngs)
     self.stage2 = PandaStage(ch, cfg, complex_features=complex_features, rngs=rngs)
 
-  def __call__(self, x, hyp_prev, inc: hg.Incidence, priors, *, use_phase: bool = True,
-               deterministic: bool = True, rngs=None):
+  def __call__(
+    self,
+    x,
+    hyp_prev,
+    inc: hg.Incidence,
+    priors,
+    *,
+    use_phase: bool = True,
+    deterministic: bool = True,
+    rngs=None,
+  ):
     """x: ``(re, im)`` [n, F]; hyp_prev: ``(re, im)`` [m, H, C] or None; priors: ``(c1, c2)``.
 
     Returns ``((re, im) [n, out], hyp (re, im) [m, H, C], (aux1, aux2))``.
@@ -342,8 +403,9 @@ class PandaLayer(nnx.Module):
     want = (inc.num_nodes, self.in_features)
     for nm, a in (("x re", xr), ("x im", xi)):
       if a is not None and tuple(jnp.shape(a)) != want:
-        raise ValueError(f"{nm} must have shape [num_nodes, in_features] = {want}, got "
-                         f"{tuple(jnp.shape(a))}")
+        raise ValueError(
+          f"{nm} must have shape [num_nodes, in_features] = {want}, got {tuple(jnp.shape(a))}"
+        )
     n, m, h = inc.num_nodes, inc.num_edges, self.cfg.heads
     shp = lambda a: None if a is None else a.reshape(a.shape[0], h, -1)
     ur, ui = self.w_u(xr), (None if xi is None else self.w_u(xi))
@@ -352,12 +414,34 @@ class PandaLayer(nnx.Module):
     xu = (shp(ur), shp(ui))
     c1, c2 = priors
     ph = (inc.phase_re, inc.phase_im if self.complex else None) if use_phase else None
-    hyp, aux1 = self.stage1(xu, hyp_prev, inc.node, inc.edge, c1, ph, m, conj_phase=True,
-                            deterministic=deterministic, rngs=rngs, recv_sorted=True)
+    hyp, aux1 = self.stage1(
+      xu,
+      hyp_prev,
+      inc.node,
+      inc.edge,
+      c1,
+      ph,
+      m,
+      conj_phase=True,
+      deterministic=deterministic,
+      rngs=rngs,
+      recv_sorted=True,
+    )
     p = inc.by_node
     ph2 = None if ph is None else (ph[0][p], None if ph[1] is None else ph[1][p])
-    y, aux2 = self.stage2(hyp, xu, inc.edge[p], inc.node[p], c2[p], ph2, n, conj_phase=False,
-                          deterministic=deterministic, rngs=rngs, recv_sorted=True)
+    y, aux2 = self.stage2(
+      hyp,
+      xu,
+      inc.edge[p],
+      inc.node[p],
+      c2[p],
+      ph2,
+      n,
+      conj_phase=False,
+      deterministic=deterministic,
+      rngs=rngs,
+      recv_sorted=True,
+    )
     yr = y[0].reshape(n, self.out)
     yi = None if y[1] is None else y[1].reshape(n, self.out)
     if self.w_res is not None:

@@ -25,8 +25,16 @@ from flax import nnx
 from jaxpapers import core
 from jaxpapers import hypergraph as hg
 
-__all__ = ["init", "train_step", "eval_step", "sweep_fns", "make_trainer", "fit", "best_val_test",
-           "FAST_COMPILE"]
+__all__ = [
+  "init",
+  "train_step",
+  "eval_step",
+  "sweep_fns",
+  "make_trainer",
+  "fit",
+  "best_val_test",
+  "FAST_COMPILE",
+]
 
 ModelFn = Callable[[nnx.Rngs], nnx.Module]
 _ADAM = optax.scale_by_adam()
@@ -75,8 +83,10 @@ def sweep_fns(model_fn: ModelFn):
   The state is ``(params, rest, opt_state)``.
   """
   if not callable(model_fn):
-    raise TypeError("model_fn must be a callable rngs -> model (e.g. a functools.partial of "
-                    f"panda.make_model), got {type(model_fn).__name__} {model_fn!r}")
+    raise TypeError(
+      "model_fn must be a callable rngs -> model (e.g. a functools.partial of "
+      f"panda.make_model), got {type(model_fn).__name__} {model_fn!r}"
+    )
 
   def graphdef():  # at trace time: the module structure (no parameters computed)
     return nnx.split(nnx.eval_shape(lambda: model_fn(nnx.Rngs(params=0))), nnx.Param, ...)[0]
@@ -88,14 +98,20 @@ def sweep_fns(model_fn: ModelFn):
   def step_fn(state, hp, key, epoch, data):
     params, rest, opt_state = state
     gd = graphdef()
-    tr, va, te = (m[hp["split"]].astype(jnp.float32)
-                  for m in (data.train_mask, data.val_mask, data.test_mask))
+    tr, va, te = (
+      m[hp["split"]].astype(jnp.float32) for m in (data.train_mask, data.val_mask, data.test_mask)
+    )
     dkey = jax.random.split(key)[1]
-    params, opt_state, loss = train_step(gd, params, rest, opt_state, data, tr,
-                                         jax.random.fold_in(dkey, epoch), hp["lr"], hp["wd"])
+    params, opt_state, loss = train_step(
+      gd, params, rest, opt_state, data, tr, jax.random.fold_in(dkey, epoch), hp["lr"], hp["wd"]
+    )
     logits = eval_step(gd, params, rest, data)
-    out = dict(loss=loss, train_acc=_acc(logits, data.y, tr), val_acc=_acc(logits, data.y, va),
-               test_acc=_acc(logits, data.y, te))
+    out = dict(
+      loss=loss,
+      train_acc=_acc(logits, data.y, tr),
+      val_acc=_acc(logits, data.y, va),
+      test_acc=_acc(logits, data.y, te),
+    )
     return (params, rest, opt_state), out
 
   return init_fn, step_fn
@@ -107,8 +123,14 @@ def sweep_fns(model_fn: ModelFn):
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
-def make_trainer(model_fn: ModelFn, epochs: int, *, fast_compile: bool = True,
-                 chunk_size: int | None = None, mesh=None):
+def make_trainer(
+  model_fn: ModelFn,
+  epochs: int,
+  *,
+  fast_compile: bool = True,
+  chunk_size: int | None = None,
+  mesh=None,
+):
   """Returns ``run(data, keys[B], lrs[B], wds[B], splits[B]) -> dict of [B, epochs] arrays``.
 
   The B runs train on a :class:`jaxpapers.core.Sweep` (vmapped, sharded over the devices, in
@@ -124,10 +146,20 @@ def make_trainer(model_fn: ModelFn, epochs: int, *, fast_compile: bool = True,
   engine = core.Sweep(*sweep_fns(model_fn), mesh=mesh, compiler_options=opts)
 
   def run(data, keys, lrs, wds, splits, *, checkpoint_dir=None):
-    hp = {"lr": jnp.asarray(lrs, jnp.float32), "wd": jnp.asarray(wds, jnp.float32),
-          "split": jnp.asarray(splits, jnp.int32)}
-    res = engine.run(hp, keys, num_steps=int(epochs), chunk_size=chunk_size, data=data,
-                     checkpoint_dir=checkpoint_dir, show_progress=False)
+    hp = {
+      "lr": jnp.asarray(lrs, jnp.float32),
+      "wd": jnp.asarray(wds, jnp.float32),
+      "split": jnp.asarray(splits, jnp.int32),
+    }
+    res = engine.run(
+      hp,
+      keys,
+      num_steps=int(epochs),
+      chunk_size=chunk_size,
+      data=data,
+      checkpoint_dir=checkpoint_dir,
+      show_progress=False,
+    )
     return res.history
 
   return run
@@ -141,8 +173,16 @@ def best_val_test(hist) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
   return va[idx, ep], te[idx, ep], ep
 
 
-def fit(data: hg.HypergraphData, model_fn: ModelFn, *, epochs: int = 200, lr: float = 5e-3,
-        weight_decay: float = 5e-4, seed: int = 0, split: int = 0) -> dict:
+def fit(
+  data: hg.HypergraphData,
+  model_fn: ModelFn,
+  *,
+  epochs: int = 200,
+  lr: float = 5e-3,
+  weight_decay: float = 5e-4,
+  seed: int = 0,
+  split: int = 0,
+) -> dict:
   """Trains one model on one split; returns test accuracy at the best-validation epoch.
 
   Returns a dict with ``test_acc``, ``val_acc``, ``best_epoch``, ``history`` (per-epoch arrays)
@@ -152,9 +192,15 @@ def fit(data: hg.HypergraphData, model_fn: ModelFn, *, epochs: int = 200, lr: fl
     raise ValueError(f"split must be in [0, {data.num_splits}), got {split}")
   t0 = time.perf_counter()
   run = make_trainer(model_fn, epochs)
-  hist = run(data, jax.random.key(seed)[None], jnp.array([lr]), jnp.array([weight_decay]),
-             jnp.array([split]))
+  hist = run(
+    data, jax.random.key(seed)[None], jnp.array([lr]), jnp.array([weight_decay]), jnp.array([split])
+  )
   hist = jax.tree.map(np.asarray, hist)
   va, te, ep = best_val_test(hist)
-  return dict(test_acc=float(te[0]), val_acc=float(va[0]), best_epoch=int(ep[0]),
-              history={k: v[0] for k, v in hist.items()}, wall_s=time.perf_counter() - t0)
+  return dict(
+    test_acc=float(te[0]),
+    val_acc=float(va[0]),
+    best_epoch=int(ep[0]),
+    history={k: v[0] for k, v in hist.items()},
+    wall_s=time.perf_counter() - t0,
+  )

@@ -7,38 +7,41 @@ optimizers of the paper (:func:`moda`, :func:`soda_lmo`) and their building
 blocks are also exported.
 """
 
-from jaxpapers.soda._lmo import LmoDimensionNumbers
-from jaxpapers.soda._lmo import lmo_direction
-from jaxpapers.soda._lmo import newton_schulz
-from jaxpapers.soda._lmo import OptimisticMomentumState
-from jaxpapers.soda._lmo import scale_by_lmo
-from jaxpapers.soda._lmo import scale_by_optimistic_momentum
-from jaxpapers.soda._standalone import moda
-from jaxpapers.soda._standalone import soda_adamw
-from jaxpapers.soda._standalone import soda_eval_params
-from jaxpapers.soda._standalone import soda_lion
-from jaxpapers.soda._standalone import soda_lmo
-from jaxpapers.soda._standalone import soda_muon
-from jaxpapers.soda._standalone import soda_nadam
-from jaxpapers.soda._standalone import SodaLmoState
-from jaxpapers.soda._wrapper import soda
-from jaxpapers.soda._wrapper import SodaState
+from jaxpapers.soda._lmo import (
+  LmoDimensionNumbers,
+  OptimisticMomentumState,
+  lmo_direction,
+  newton_schulz,
+  scale_by_lmo,
+  scale_by_optimistic_momentum,
+)
+from jaxpapers.soda._standalone import (
+  SodaLmoState,
+  moda,
+  soda_adamw,
+  soda_eval_params,
+  soda_lion,
+  soda_lmo,
+  soda_muon,
+  soda_nadam,
+)
+from jaxpapers.soda._wrapper import SodaState, soda
 
 __all__ = (
-    "LmoDimensionNumbers",
-    "OptimisticMomentumState",
-    "SodaLmoState",
-    "SodaState",
-    "lmo_direction",
-    "moda",
-    "newton_schulz",
-    "scale_by_lmo",
-    "scale_by_optimistic_momentum",
-    "soda",
-    "soda_adamw",
-    "soda_eval_params",
-    "soda_lion",
-    "soda_lmo",
-    "soda_muon",
-    "soda_nadam",
+  "LmoDimensionNumbers",
+  "OptimisticMomentumState",
+  "SodaLmoState",
+  "SodaState",
+  "lmo_direction",
+  "moda",
+  "newton_schulz",
+  "scale_by_lmo",
+  "scale_by_optimistic_momentum",
+  "soda",
+  "soda_adamw",
+  "soda_eval_params",
+  "soda_lion",
+  "soda_lmo",
+  "soda_muon",
+  "soda_nadam",
 )

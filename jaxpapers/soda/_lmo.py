@@ -16,13 +16,14 @@ References:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Literal, NamedTuple, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
-NORMS = ('spectral', 'sign', 'colnorm', 'rownorm', 'bias_rms')
+NORMS = ("spectral", "sign", "colnorm", "rownorm", "bias_rms")
 
 # Quintic Newton-Schulz coefficients of Muon (Jordan et al., 2024).
 NS_COEFFS = (3.4445, -4.7750, 2.0315)
@@ -37,12 +38,13 @@ class LmoDimensionNumbers(NamedTuple):
   PyTorch-layout ``[d_out, d_in]`` weights.
   """
 
-  reduction_axis: Union[int, Sequence[int]] = 0
-  output_axis: Union[int, Sequence[int]] = 1
+  reduction_axis: int | Sequence[int] = 0
+  output_axis: int | Sequence[int] = 1
 
 
-def newton_schulz(x: jax.Array, ns_steps: int = 5, eps: float = 1e-7,
-                  coeffs: tuple[float, float, float] = NS_COEFFS) -> jax.Array:
+def newton_schulz(
+  x: jax.Array, ns_steps: int = 5, eps: float = 1e-7, coeffs: tuple[float, float, float] = NS_COEFFS
+) -> jax.Array:
   r"""Approximate polar factor ``U V^T`` of a matrix by Newton-Schulz.
 
   ``X_0 = G / (||G||_F + eps)``; tall matrices are transposed so that
@@ -66,13 +68,13 @@ def newton_schulz(x: jax.Array, ns_steps: int = 5, eps: float = 1e-7,
   """
   x = jnp.asarray(x)
   if x.ndim < 2:
-    raise ValueError(f'newton_schulz needs a matrix; got shape {x.shape}.')
+    raise ValueError(f"newton_schulz needs a matrix; got shape {x.shape}.")
   if not jnp.issubdtype(x.dtype, jnp.floating):
-    raise TypeError(f'newton_schulz needs a floating-point x; got {x.dtype}.')
+    raise TypeError(f"newton_schulz needs a floating-point x; got {x.dtype}.")
   if isinstance(ns_steps, bool) or not isinstance(ns_steps, int) or ns_steps < 0:
-    raise ValueError(f'`ns_steps` must be a non-negative int; got {ns_steps!r}.')
+    raise ValueError(f"`ns_steps` must be a non-negative int; got {ns_steps!r}.")
   if len(coeffs) != 3:
-    raise ValueError(f'`coeffs` must be (a, b, c); got {coeffs!r}.')
+    raise ValueError(f"`coeffs` must be (a, b, c); got {coeffs!r}.")
   a, b, c = coeffs
   dtype = x.dtype
   x = x.astype(jnp.promote_types(dtype, jnp.float32))
@@ -101,11 +103,11 @@ def _to_matrix(x: jax.Array, dn: LmoDimensionNumbers):
   """Reshapes ``x`` to ``[batch, d_in, d_out]``; returns it and an inverse."""
   for a in _as_tuple(dn.reduction_axis) + _as_tuple(dn.output_axis):
     if not -x.ndim <= a < x.ndim:
-      raise ValueError(f'axis {a} of {dn} is out of range for a leaf of shape {x.shape}.')
+      raise ValueError(f"axis {a} of {dn} is out of range for a leaf of shape {x.shape}.")
   red = tuple(a % x.ndim for a in _as_tuple(dn.reduction_axis))
   out = tuple(a % x.ndim for a in _as_tuple(dn.output_axis))
   if set(red) & set(out):
-    raise ValueError(f'reduction and output axes overlap: {dn}.')
+    raise ValueError(f"reduction and output axes overlap: {dn}.")
   batch = tuple(a for a in range(x.ndim) if a not in red + out)
   perm = batch + red + out
   xt = jnp.transpose(x, perm)
@@ -121,9 +123,14 @@ def _to_matrix(x: jax.Array, dn: LmoDimensionNumbers):
   return mat, back
 
 
-def lmo_direction(g: jax.Array, norm: str, *, ns_steps: int = 5,
-                  dimension_numbers: Optional[LmoDimensionNumbers] = None,
-                  eps: float = 1e-8) -> jax.Array:
+def lmo_direction(
+  g: jax.Array,
+  norm: str,
+  *,
+  ns_steps: int = 5,
+  dimension_numbers: LmoDimensionNumbers | None = None,
+  eps: float = 1e-8,
+) -> jax.Array:
   r"""The ascent direction ``s(g) = argmax_{||s|| <= 1} <g, s>`` for one leaf.
 
   Norms (``d_in``, ``d_out`` from ``dimension_numbers``, default
@@ -142,30 +149,31 @@ def lmo_direction(g: jax.Array, norm: str, *, ns_steps: int = 5,
   code was read only for spectral and sign).
   """
   if norm not in NORMS:
-    raise ValueError(f'`norm` must be one of {NORMS}; got {norm!r}.')
+    raise ValueError(f"`norm` must be one of {NORMS}; got {norm!r}.")
   g = jnp.asarray(g)
   if not jnp.issubdtype(g.dtype, jnp.floating):
-    raise TypeError(f'`g` must be a floating-point gradient; got {g.dtype}.')
-  if norm == 'bias_rms':
+    raise TypeError(f"`g` must be a floating-point gradient; got {g.dtype}.")
+  if norm == "bias_rms":
     gf = g.astype(jnp.promote_types(g.dtype, jnp.float32))
     rms = jnp.sqrt(jnp.mean(jnp.square(gf)))
     return (gf / (rms + eps)).astype(g.dtype)
   if g.ndim < 2:
-    if norm == 'sign':
+    if norm == "sign":
       return jnp.sign(g)
     raise ValueError(
-        f"norm {norm!r} needs a leaf with >= 2 dimensions; got shape {g.shape}. "
-        "Use 'sign' or 'bias_rms' for vectors (a pytree of norms is accepted).")
+      f"norm {norm!r} needs a leaf with >= 2 dimensions; got shape {g.shape}. "
+      "Use 'sign' or 'bias_rms' for vectors (a pytree of norms is accepted)."
+    )
   dn = dimension_numbers or LmoDimensionNumbers()
   mat, back = _to_matrix(g, dn)  # [B, d_in, d_out]
   d_in, d_out = mat.shape[-2], mat.shape[-1]
   cd = jnp.promote_types(g.dtype, jnp.float32)
   mat = mat.astype(cd)
-  if norm == 'spectral':
+  if norm == "spectral":
     s = newton_schulz(mat, ns_steps) * math.sqrt(d_out / d_in)
-  elif norm == 'sign':
+  elif norm == "sign":
     s = jnp.sign(mat) / d_in
-  elif norm == 'colnorm':
+  elif norm == "colnorm":
     n = jnp.sqrt(jnp.sum(jnp.square(mat), axis=-1, keepdims=True))
     s = mat / (n + eps) * math.sqrt(d_out)
   else:  # rownorm
@@ -174,7 +182,7 @@ def lmo_direction(g: jax.Array, norm: str, *, ns_steps: int = 5,
   return back(s).astype(g.dtype)
 
 
-NormSpec = Union[str, Any, Callable[[optax.Params], Any]]
+NormSpec = str | Any | Callable[[optax.Params], Any]
 
 
 def _expand_per_leaf(spec, params, name, is_valid):
@@ -184,19 +192,20 @@ def _expand_per_leaf(spec, params, name, is_valid):
     return jax.tree.map(lambda _: spec, params)
   try:
     return jax.tree.map(
-        lambda s, sub: jax.tree.map(lambda _: s, sub), spec, params,
-        is_leaf=is_valid)
+      lambda s, sub: jax.tree.map(lambda _: s, sub), spec, params, is_leaf=is_valid
+    )
   except ValueError as e:
     raise ValueError(
-        f'`{name}` must be a single value or a pytree whose structure is a '
-        f'prefix of the parameters; got {spec!r}.') from e
+      f"`{name}` must be a single value or a pytree whose structure is a "
+      f"prefix of the parameters; got {spec!r}."
+    ) from e
 
 
 def scale_by_lmo(
-    norm: NormSpec = 'spectral',
-    *,
-    ns_steps: int = 5,
-    dimension_numbers: Any = None,
+  norm: NormSpec = "spectral",
+  *,
+  ns_steps: int = 5,
+  dimension_numbers: Any = None,
 ) -> optax.GradientTransformation:
   r"""Replaces each update leaf by the LMO ascent direction ``s(g)``.
 
@@ -217,9 +226,9 @@ def scale_by_lmo(
     A stateless :class:`optax.GradientTransformation`.
   """
   if isinstance(norm, str) and norm not in NORMS:
-    raise ValueError(f'`norm` must be one of {NORMS}; got {norm!r}.')
+    raise ValueError(f"`norm` must be one of {NORMS}; got {norm!r}.")
   if isinstance(ns_steps, bool) or not isinstance(ns_steps, int) or ns_steps < 1:
-    raise ValueError(f'`ns_steps` must be a positive int; got {ns_steps!r}.')
+    raise ValueError(f"`ns_steps` must be a positive int; got {ns_steps!r}.")
 
   def init_fn(params):
     del params
@@ -227,20 +236,20 @@ def scale_by_lmo(
 
   def update_fn(updates, state, params=None):
     del params
-    norms = _expand_per_leaf(norm, updates, 'norm',
-                             lambda s: isinstance(s, str))
+    norms = _expand_per_leaf(norm, updates, "norm", lambda s: isinstance(s, str))
     is_dn = lambda d: d is None or isinstance(d, LmoDimensionNumbers)
     if dimension_numbers is None:
       dns = jax.tree.map(lambda _: None, updates)
     else:
-      dns = _expand_per_leaf(dimension_numbers, updates, 'dimension_numbers',
-                             is_dn)
+      dns = _expand_per_leaf(dimension_numbers, updates, "dimension_numbers", is_dn)
     treedef = jax.tree.structure(updates)
     flat_g = treedef.flatten_up_to(updates)
     flat_n = treedef.flatten_up_to(norms)
     flat_d = treedef.flatten_up_to(dns)
-    out = [lmo_direction(g, n, ns_steps=ns_steps, dimension_numbers=d)
-           for g, n, d in zip(flat_g, flat_n, flat_d)]
+    out = [
+      lmo_direction(g, n, ns_steps=ns_steps, dimension_numbers=d)
+      for g, n, d in zip(flat_g, flat_n, flat_d)
+    ]
     return treedef.unflatten(out), state
 
   return optax.GradientTransformation(init_fn, update_fn)
@@ -259,11 +268,11 @@ class OptimisticMomentumState(NamedTuple):
 
 
 def scale_by_optimistic_momentum(
-    dual_momentum1: float = 0.05,
-    dual_momentum2: float = 0.05,
-    *,
-    init: Literal['grad', 'zeros'] = 'grad',
-    mu_dtype: Optional[Any] = None,
+  dual_momentum1: float = 0.05,
+  dual_momentum2: float = 0.05,
+  *,
+  init: Literal["grad", "zeros"] = "grad",
+  mu_dtype: Any | None = None,
 ) -> optax.GradientTransformation:
   r"""Optimistic momentum: an EMA of gradients plus extra weight on the newest.
 
@@ -294,16 +303,14 @@ def scale_by_optimistic_momentum(
   References:
     Pethick et al., arXiv:2605.11172, 2026 (SODA, eq. for the dual side).
   """
-  if init not in ('grad', 'zeros'):
+  if init not in ("grad", "zeros"):
     raise ValueError(f"`init` must be 'grad' or 'zeros'; got {init!r}.")
-  for name, v in (('dual_momentum1', dual_momentum1),
-                  ('dual_momentum2', dual_momentum2)):
+  for name, v in (("dual_momentum1", dual_momentum1), ("dual_momentum2", dual_momentum2)):
     if isinstance(v, (int, float)) and not 0.0 <= v <= 1.0:
-      raise ValueError(f'`{name}` must be in [0, 1]; got {v!r}.')
+      raise ValueError(f"`{name}` must be in [0, 1]; got {v!r}.")
 
   def init_fn(params):
-    mu = jax.tree.map(
-        lambda p: jnp.zeros_like(p, dtype=mu_dtype or p.dtype), params)
+    mu = jax.tree.map(lambda p: jnp.zeros_like(p, dtype=mu_dtype or p.dtype), params)
     return OptimisticMomentumState(count=jnp.zeros([], jnp.int32), mu=mu)
 
   def update_fn(updates, state, params=None):
@@ -312,13 +319,13 @@ def scale_by_optimistic_momentum(
     first = state.count == 0
 
     def leaf(g, m):
-      if init == 'grad':
+      if init == "grad":
         m_prev = jnp.where(first, g.astype(m.dtype), m)
       else:
         m_prev = m
       m_new = ((1 - a) * m_prev + a * g).astype(m.dtype)
       m_hat = m_new
-      if init == 'zeros':
+      if init == "zeros":
         bc = 1 - (1 - a) ** (state.count.astype(jnp.float32) + 1)
         m_hat = m_new / bc.astype(m_new.dtype)
       mbar = (1 - abar) * m_hat + abar * g
@@ -329,7 +336,6 @@ def scale_by_optimistic_momentum(
     flat = treedef.flatten_up_to(pairs)
     mbar = treedef.unflatten([p[0] for p in flat])
     mu = treedef.unflatten([p[1] for p in flat])
-    return mbar, OptimisticMomentumState(
-        count=optax.safe_increment(state.count), mu=mu)
+    return mbar, OptimisticMomentumState(count=optax.safe_increment(state.count), mu=mu)
 
   return optax.GradientTransformation(init_fn, update_fn)

@@ -9,31 +9,32 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Callable, NamedTuple, Optional, Union
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxpapers.soda import _lmo
-from jaxpapers.soda import _wrapper
+from jaxpapers.soda import _lmo, _wrapper
 
-ScalarOrSchedule = Union[float, jax.Array, Callable[[jax.Array], jax.Array]]
+ScalarOrSchedule = float | jax.Array | Callable[[jax.Array], jax.Array]
 
 
-def _check_lr(learning_rate, name='learning_rate'):
+def _check_lr(learning_rate, name="learning_rate"):
   """A static learning rate must be a finite number >= 0 (schedules are not checked)."""
   if callable(learning_rate) or isinstance(learning_rate, jax.core.Tracer):
     return
   if isinstance(learning_rate, bool) or not isinstance(
-      learning_rate, (numbers.Real, jax.Array, np.ndarray)):
-    raise TypeError(f'`{name}` must be a float or a schedule; got {learning_rate!r}.')
+    learning_rate, (numbers.Real, jax.Array, np.ndarray)
+  ):
+    raise TypeError(f"`{name}` must be a float or a schedule; got {learning_rate!r}.")
   if np.ndim(learning_rate) != 0:
-    raise ValueError(f'`{name}` must be a scalar; got shape {np.shape(learning_rate)}.')
+    raise ValueError(f"`{name}` must be a scalar; got shape {np.shape(learning_rate)}.")
   v = float(learning_rate)
   if not math.isfinite(v) or v < 0:
-    raise ValueError(f'`{name}` must be a finite number >= 0; got {learning_rate!r}.')
+    raise ValueError(f"`{name}` must be a finite number >= 0; got {learning_rate!r}.")
 
 
 def _value(v: ScalarOrSchedule, count: jax.Array) -> jax.Array:
@@ -41,14 +42,14 @@ def _value(v: ScalarOrSchedule, count: jax.Array) -> jax.Array:
 
 
 def moda(
-    learning_rate: ScalarOrSchedule,
-    *,
-    dual_momentum1: float = 0.05,
-    dual_momentum2: float = 0.05,
-    norm: _lmo.NormSpec = 'spectral',
-    ns_steps: int = 5,
-    dimension_numbers: Any = None,
-    mask: _wrapper.MaskOrFn = None,
+  learning_rate: ScalarOrSchedule,
+  *,
+  dual_momentum1: float = 0.05,
+  dual_momentum2: float = 0.05,
+  norm: _lmo.NormSpec = "spectral",
+  ns_steps: int = 5,
+  dimension_numbers: Any = None,
+  mask: _wrapper.MaskOrFn = None,
 ) -> optax.GradientTransformationExtraArgs:
   r"""MODA: SODA without primal extrapolation (``lambda_bar = 0``).
 
@@ -83,10 +84,9 @@ def moda(
   """
   _check_lr(learning_rate)
   base = optax.chain(
-      _lmo.scale_by_optimistic_momentum(dual_momentum1, dual_momentum2),
-      _lmo.scale_by_lmo(norm, ns_steps=ns_steps,
-                        dimension_numbers=dimension_numbers),
-      optax.scale_by_learning_rate(learning_rate),
+    _lmo.scale_by_optimistic_momentum(dual_momentum1, dual_momentum2),
+    _lmo.scale_by_lmo(norm, ns_steps=ns_steps, dimension_numbers=dimension_numbers),
+    optax.scale_by_learning_rate(learning_rate),
   )
   return _wrapper.soda(base, mask=mask)
 
@@ -105,18 +105,18 @@ class SodaLmoState(NamedTuple):
   count: jax.Array
   anchor: optax.Params
   mu: optax.Updates
-  x: Optional[optax.Params]
+  x: optax.Params | None
 
 
 def soda_lmo(
-    learning_rate: ScalarOrSchedule,
-    *,
-    dual_momentum1: float = 0.05,
-    dual_momentum2: float = 0.05,
-    norm: _lmo.NormSpec = 'spectral',
-    primal_extrapolation: ScalarOrSchedule = 0.0,
-    ns_steps: int = 5,
-    dimension_numbers: Any = None,
+  learning_rate: ScalarOrSchedule,
+  *,
+  dual_momentum1: float = 0.05,
+  dual_momentum2: float = 0.05,
+  norm: _lmo.NormSpec = "spectral",
+  primal_extrapolation: ScalarOrSchedule = 0.0,
+  ns_steps: int = 5,
+  dimension_numbers: Any = None,
 ) -> optax.GradientTransformation:
   r"""General (standalone) SODA with primal extrapolation.
 
@@ -156,22 +156,24 @@ def soda_lmo(
     Pethick et al., arXiv:2605.11172, 2026.
   """
   _check_lr(learning_rate)
-  if (not callable(primal_extrapolation)
-      and not 0.0 <= float(primal_extrapolation) <= 1.0):
-    raise ValueError('`primal_extrapolation` must be in [0, 1] or a schedule; '
-                     f'got {primal_extrapolation!r}.')
+  if not callable(primal_extrapolation) and not 0.0 <= float(primal_extrapolation) <= 1.0:
+    raise ValueError(
+      f"`primal_extrapolation` must be in [0, 1] or a schedule; got {primal_extrapolation!r}."
+    )
   store_x = callable(primal_extrapolation) or float(primal_extrapolation) != 0
   momentum = _lmo.scale_by_optimistic_momentum(dual_momentum1, dual_momentum2)
-  lmo = _lmo.scale_by_lmo(norm, ns_steps=ns_steps,
-                          dimension_numbers=dimension_numbers)
+  lmo = _lmo.scale_by_lmo(norm, ns_steps=ns_steps, dimension_numbers=dimension_numbers)
 
   def init_fn(params):
     _wrapper.check_params(params)
     copy = lambda t: jax.tree.map(lambda p: jnp.array(p, copy=True), t)
     mstate = momentum.init(params)
     return SodaLmoState(
-        count=jnp.zeros([], jnp.int32), anchor=copy(params), mu=mstate.mu,
-        x=copy(params) if store_x else None)
+      count=jnp.zeros([], jnp.int32),
+      anchor=copy(params),
+      mu=mstate.mu,
+      x=copy(params) if store_x else None,
+    )
 
   def update_fn(updates, state, params=None):
     if params is None:
@@ -180,8 +182,7 @@ def soda_lmo(
     _wrapper.check_same_tree(updates, params)
     k = state.count
     first = k == 0
-    mbar, mstate = momentum.update(
-        updates, _lmo.OptimisticMomentumState(k, state.mu))
+    mbar, mstate = momentum.update(updates, _lmo.OptimisticMomentumState(k, state.mu))
     s, _ = lmo.update(mbar, optax.EmptyState())
     kf = k.astype(jnp.float32)
     eta = _value(learning_rate, k)
@@ -194,7 +195,7 @@ def soda_lmo(
       x_prev = p if x_i is None else jnp.where(first, p, x_i)
       z0c, xc = z0.astype(cd), x_prev.astype(cd)
       step = (eta * (kf + 2.0)).astype(cd) * s_i.astype(cd)
-      z = z0c - step                                  # lmo = -s
+      z = z0c - step  # lmo = -s
       x_new = xc - lam.astype(cd) * (xc - z0c) - eta.astype(cd) * s_i.astype(cd)
       y_new = x_new + lbar.astype(cd) * (z - x_new)
       delta = (y_new - p.astype(cd)).astype(p.dtype)
@@ -204,14 +205,14 @@ def soda_lmo(
     flat_p = treedef.flatten_up_to(params)
     flat_a = treedef.flatten_up_to(state.anchor)
     flat_s = treedef.flatten_up_to(s)
-    flat_x = (treedef.flatten_up_to(state.x) if store_x
-              else [None] * len(flat_p))
+    flat_x = treedef.flatten_up_to(state.x) if store_x else [None] * len(flat_p)
     out = [leaf(*args) for args in zip(flat_p, flat_a, flat_s, flat_x)]
     new_updates = treedef.unflatten([o[0] for o in out])
     anchor = treedef.unflatten([o[1] for o in out])
     x = treedef.unflatten([o[2] for o in out]) if store_x else None
     return new_updates, SodaLmoState(
-        count=optax.safe_increment(k), anchor=anchor, mu=mstate.mu, x=x)
+      count=optax.safe_increment(k), anchor=anchor, mu=mstate.mu, x=x
+    )
 
   return optax.GradientTransformation(init_fn, update_fn)
 
@@ -235,83 +236,131 @@ def soda_eval_params(state: optax.OptState, params: optax.Params):
   found = [s for s in jax.tree.leaves(state, is_leaf=is_soda) if is_soda(s)]
   if not found:
     raise ValueError(
-        'soda_eval_params requires an optimizer state containing a SodaState '
-        'or SodaLmoState (from soda, moda or soda_lmo).')
+      "soda_eval_params requires an optimizer state containing a SodaState "
+      "or SodaLmoState (from soda, moda or soda_lmo)."
+    )
   out = params
   for s in found:
     if isinstance(s, SodaLmoState) and s.x is not None:
       out = jax.tree.map(
-          lambda p, xi: p if isinstance(xi, optax.MaskedNode) else xi,
-          out, s.x, is_leaf=lambda v: isinstance(v, optax.MaskedNode))
+        lambda p, xi: p if isinstance(xi, optax.MaskedNode) else xi,
+        out,
+        s.x,
+        is_leaf=lambda v: isinstance(v, optax.MaskedNode),
+      )
   return out
 
 
 # ----------------------------------------------------------------- aliases ---
 
+
 def _wrap_doc(name: str, base: str) -> str:
   return (
-      f'``soda({base}(..., weight_decay=0))``: {name} whose weight decay is '
-      'replaced by SODA\'s anchored 1/(k+2) average (see :func:`soda` for the '
-      'update equation, ``anchor``, ``mask`` and ``start_step``).\n\n'
-      'References:\n  Pethick et al., arXiv:2605.11172, 2026.\n')
+    f"``soda({base}(..., weight_decay=0))``: {name} whose weight decay is "
+    "replaced by SODA's anchored 1/(k+2) average (see :func:`soda` for the "
+    "update equation, ``anchor``, ``mask`` and ``start_step``).\n\n"
+    "References:\n  Pethick et al., arXiv:2605.11172, 2026.\n"
+  )
 
 
-def soda_adamw(learning_rate: ScalarOrSchedule, b1: float = 0.9,
-               b2: float = 0.999, eps: float = 1e-8, *,
-               mu_dtype: Any = None, anchor: str = 'init',
-               mask: _wrapper.MaskOrFn = None, start_step: int = 0
-               ) -> optax.GradientTransformationExtraArgs:
+def soda_adamw(
+  learning_rate: ScalarOrSchedule,
+  b1: float = 0.9,
+  b2: float = 0.999,
+  eps: float = 1e-8,
+  *,
+  mu_dtype: Any = None,
+  anchor: str = "init",
+  mask: _wrapper.MaskOrFn = None,
+  start_step: int = 0,
+) -> optax.GradientTransformationExtraArgs:
   _check_lr(learning_rate)
   return _wrapper.soda(
-      optax.adamw(learning_rate, b1, b2, eps, mu_dtype=mu_dtype,
-                  weight_decay=0.0),
-      anchor=anchor, mask=mask, start_step=start_step)
+    optax.adamw(learning_rate, b1, b2, eps, mu_dtype=mu_dtype, weight_decay=0.0),
+    anchor=anchor,
+    mask=mask,
+    start_step=start_step,
+  )
 
 
-def soda_nadam(learning_rate: ScalarOrSchedule, b1: float = 0.9,
-               b2: float = 0.999, eps: float = 1e-8, *,
-               mu_dtype: Any = None, anchor: str = 'init',
-               mask: _wrapper.MaskOrFn = None, start_step: int = 0
-               ) -> optax.GradientTransformationExtraArgs:
+def soda_nadam(
+  learning_rate: ScalarOrSchedule,
+  b1: float = 0.9,
+  b2: float = 0.999,
+  eps: float = 1e-8,
+  *,
+  mu_dtype: Any = None,
+  anchor: str = "init",
+  mask: _wrapper.MaskOrFn = None,
+  start_step: int = 0,
+) -> optax.GradientTransformationExtraArgs:
   _check_lr(learning_rate)
   return _wrapper.soda(
-      optax.nadamw(learning_rate, b1, b2, eps, mu_dtype=mu_dtype,
-                   weight_decay=0.0),
-      anchor=anchor, mask=mask, start_step=start_step)
+    optax.nadamw(learning_rate, b1, b2, eps, mu_dtype=mu_dtype, weight_decay=0.0),
+    anchor=anchor,
+    mask=mask,
+    start_step=start_step,
+  )
 
 
-def soda_lion(learning_rate: ScalarOrSchedule, b1: float = 0.9,
-              b2: float = 0.99, *, mu_dtype: Any = None, anchor: str = 'init',
-              mask: _wrapper.MaskOrFn = None, start_step: int = 0
-              ) -> optax.GradientTransformationExtraArgs:
+def soda_lion(
+  learning_rate: ScalarOrSchedule,
+  b1: float = 0.9,
+  b2: float = 0.99,
+  *,
+  mu_dtype: Any = None,
+  anchor: str = "init",
+  mask: _wrapper.MaskOrFn = None,
+  start_step: int = 0,
+) -> optax.GradientTransformationExtraArgs:
   _check_lr(learning_rate)
   return _wrapper.soda(
-      optax.lion(learning_rate, b1, b2, mu_dtype=mu_dtype, weight_decay=0.0),
-      anchor=anchor, mask=mask, start_step=start_step)
+    optax.lion(learning_rate, b1, b2, mu_dtype=mu_dtype, weight_decay=0.0),
+    anchor=anchor,
+    mask=mask,
+    start_step=start_step,
+  )
 
 
-def soda_muon(learning_rate: ScalarOrSchedule, *, beta: float = 0.95,
-              ns_steps: int = 5, adam_learning_rate: Optional[
-                  ScalarOrSchedule] = None,
-              adam_b1: float = 0.9, adam_b2: float = 0.999,
-              muon_weight_dimension_numbers: Any = None,
-              anchor: str = 'init', mask: _wrapper.MaskOrFn = None,
-              start_step: int = 0) -> optax.GradientTransformationExtraArgs:
+def soda_muon(
+  learning_rate: ScalarOrSchedule,
+  *,
+  beta: float = 0.95,
+  ns_steps: int = 5,
+  adam_learning_rate: ScalarOrSchedule | None = None,
+  adam_b1: float = 0.9,
+  adam_b2: float = 0.999,
+  muon_weight_dimension_numbers: Any = None,
+  anchor: str = "init",
+  mask: _wrapper.MaskOrFn = None,
+  start_step: int = 0,
+) -> optax.GradientTransformationExtraArgs:
   _check_lr(learning_rate)
   return _wrapper.soda(
-      optax.contrib.muon(
-          learning_rate, ns_steps=ns_steps, beta=beta, weight_decay=0.0,
-          adam_b1=adam_b1, adam_b2=adam_b2, adam_weight_decay=0.0,
-          adam_learning_rate=adam_learning_rate,
-          muon_weight_dimension_numbers=muon_weight_dimension_numbers),
-      anchor=anchor, mask=mask, start_step=start_step)
+    optax.contrib.muon(
+      learning_rate,
+      ns_steps=ns_steps,
+      beta=beta,
+      weight_decay=0.0,
+      adam_b1=adam_b1,
+      adam_b2=adam_b2,
+      adam_weight_decay=0.0,
+      adam_learning_rate=adam_learning_rate,
+      muon_weight_dimension_numbers=muon_weight_dimension_numbers,
+    ),
+    anchor=anchor,
+    mask=mask,
+    start_step=start_step,
+  )
 
 
-soda_adamw.__doc__ = _wrap_doc('AdamW', 'optax.adamw')
-soda_nadam.__doc__ = _wrap_doc('NAdamW', 'optax.nadamw')
-soda_lion.__doc__ = _wrap_doc('Lion', 'optax.lion')
-soda_muon.__doc__ = _wrap_doc('Muon (optax.contrib.muon; non-matrix leaves '
-                              'use its Adam branch)', 'optax.contrib.muon') + (
-    '\nTo wrap only the hidden matrices (as the reference Muon run does), pass '
-    '``mask=lambda p: jax.tree.map(lambda x: x.ndim == 2, p)`` and exclude '
-    'the embedding and head in that mask.\n')
+soda_adamw.__doc__ = _wrap_doc("AdamW", "optax.adamw")
+soda_nadam.__doc__ = _wrap_doc("NAdamW", "optax.nadamw")
+soda_lion.__doc__ = _wrap_doc("Lion", "optax.lion")
+soda_muon.__doc__ = _wrap_doc(
+  "Muon (optax.contrib.muon; non-matrix leaves use its Adam branch)", "optax.contrib.muon"
+) + (
+  "\nTo wrap only the hidden matrices (as the reference Muon run does), pass "
+  "``mask=lambda p: jax.tree.map(lambda x: x.ndim == 2, p)`` and exclude "
+  "the embedding and head in that mask.\n"
+)

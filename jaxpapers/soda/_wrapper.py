@@ -7,7 +7,8 @@ References:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, NamedTuple, Union
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -16,13 +17,13 @@ import optax
 # Same message optax uses when a transformation needs `params` (kept verbatim so
 # users searching for it find the usual explanation).
 NO_PARAMS_MSG = (
-    'You are using a transformation that requires the current value of '
-    'parameters, but you are not passing `params` when calling `update`.'
+  "You are using a transformation that requires the current value of "
+  "parameters, but you are not passing `params` when calling `update`."
 )
 
-_ANCHORS = ('init', 'zero')
+_ANCHORS = ("init", "zero")
 
-MaskOrFn = Union[Any, Callable[[optax.Params], Any], None]
+MaskOrFn = Any | Callable[[optax.Params], Any] | None
 
 
 class SodaState(NamedTuple):
@@ -61,22 +62,23 @@ def expand_mask(mask: MaskOrFn, params: optax.Params) -> Any:
   if callable(mask):
     mask = mask(params)
   try:
-    expanded = jax.tree.map(
-        lambda m, sub: jax.tree.map(lambda _: m, sub), mask, params)
+    expanded = jax.tree.map(lambda m, sub: jax.tree.map(lambda _: m, sub), mask, params)
   except ValueError as e:
     raise ValueError(
-        '`mask` must be a pytree of booleans whose structure is a prefix of '
-        f'the parameters (or a callable returning one); got {mask!r}.') from e
+      "`mask` must be a pytree of booleans whose structure is a prefix of "
+      f"the parameters (or a callable returning one); got {mask!r}."
+    ) from e
   for m in jax.tree.leaves(expanded):
     if not isinstance(m, (bool, jnp.bool_)) and not (
-        hasattr(m, 'dtype') and m.shape == () and m.dtype == bool):
+      hasattr(m, "dtype") and m.shape == () and m.dtype == bool
+    ):
       raise TypeError(
-          '`mask` leaves must be booleans (True: apply SODA to the leaf); got '
-          f'a leaf {m!r}.')
+        f"`mask` leaves must be booleans (True: apply SODA to the leaf); got a leaf {m!r}."
+      )
   return jax.tree.map(bool, expanded)
 
 
-def check_params(params: Any, name: str = 'params') -> None:
+def check_params(params: Any, name: str = "params") -> None:
   """Every array leaf of ``params`` must be floating point (integer weights cannot train)."""
   for path, p in jax.tree_util.tree_leaves_with_path(params, is_leaf=_is_masked_node):
     if _is_masked_node(p):
@@ -84,8 +86,9 @@ def check_params(params: Any, name: str = 'params') -> None:
     dt = jnp.result_type(p)
     if not jnp.issubdtype(dt, jnp.floating):
       raise TypeError(
-          f'{name}{jax.tree_util.keystr(path)} has dtype {dt}; SODA needs floating-point '
-          'parameters (integer parameters would get all-zero updates).')
+        f"{name}{jax.tree_util.keystr(path)} has dtype {dt}; SODA needs floating-point "
+        "parameters (integer parameters would get all-zero updates)."
+      )
 
 
 def check_same_tree(updates: Any, params: Any) -> None:
@@ -94,16 +97,20 @@ def check_same_tree(updates: Any, params: Any) -> None:
   t_p = jax.tree.structure(params, is_leaf=_is_masked_node)
   if t_u != t_p:
     raise ValueError(
-        'updates (gradients) and params must have the same pytree structure; got '
-        f'updates {t_u} and params {t_p}.')
-  for (path, u), p in zip(jax.tree_util.tree_leaves_with_path(updates, is_leaf=_is_masked_node),
-                          jax.tree.leaves(params, is_leaf=_is_masked_node)):
+      "updates (gradients) and params must have the same pytree structure; got "
+      f"updates {t_u} and params {t_p}."
+    )
+  for (path, u), p in zip(
+    jax.tree_util.tree_leaves_with_path(updates, is_leaf=_is_masked_node),
+    jax.tree.leaves(params, is_leaf=_is_masked_node),
+  ):
     if _is_masked_node(u) or _is_masked_node(p):
       continue
     if jnp.shape(u) != jnp.shape(p):
       raise ValueError(
-          f'updates{jax.tree_util.keystr(path)} has shape {jnp.shape(u)} but the parameter '
-          f'has shape {jnp.shape(p)}.')
+        f"updates{jax.tree_util.keystr(path)} has shape {jnp.shape(u)} but the parameter "
+        f"has shape {jnp.shape(p)}."
+      )
 
 
 def _compute_dtype(dtype) -> jnp.dtype:
@@ -112,11 +119,11 @@ def _compute_dtype(dtype) -> jnp.dtype:
 
 
 def soda(
-    base_optimizer: optax.GradientTransformation,
-    *,
-    anchor: Literal['init', 'zero'] = 'init',
-    mask: MaskOrFn = None,
-    start_step: int = 0,
+  base_optimizer: optax.GradientTransformation,
+  *,
+  anchor: Literal["init", "zero"] = "init",
+  mask: MaskOrFn = None,
+  start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
   r"""SODA wrapper: replaces weight decay by an anchored ``1/(k+2)`` average.
 
@@ -203,19 +210,19 @@ def soda(
   """
   if anchor not in _ANCHORS:
     raise ValueError(f"`anchor` must be one of {_ANCHORS}; got {anchor!r}.")
-  if (isinstance(start_step, bool) or not isinstance(start_step, int)
-      or start_step < 0):
+  if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
     raise ValueError(
-        '`start_step` must be a non-negative Python int (it is static); got '
-        f'{start_step!r}.')
+      f"`start_step` must be a non-negative Python int (it is static); got {start_step!r}."
+    )
   if not isinstance(base_optimizer, optax.GradientTransformation):
     raise TypeError(
-        '`base_optimizer` must be an optax.GradientTransformation; got '
-        f'{type(base_optimizer).__name__}.')
+      "`base_optimizer` must be an optax.GradientTransformation; got "
+      f"{type(base_optimizer).__name__}."
+    )
   base = optax.with_extra_args_support(base_optimizer)
 
   def anchored(params) -> Any:
-    if anchor == 'zero':
+    if anchor == "zero":
       return jax.tree.map(lambda _: False, params)
     return expand_mask(mask, params)
 
@@ -224,28 +231,24 @@ def soda(
     if not jax.tree.leaves(params):
       # No array leaves (e.g. the placeholder of optax.tree.map_params): keep
       # the params structure so that the anchor is recognised as params-like.
-      return SodaState(count=jnp.zeros([], jnp.int32), anchor=params,
-                       inner_state=base.init(params))
+      return SodaState(count=jnp.zeros([], jnp.int32), anchor=params, inner_state=base.init(params))
     wrapped = anchored(params)
     # A copy (not an alias) so that params and state can both be donated.
     anchor_tree = jax.tree.map(
-        lambda w, p: jnp.array(p, copy=True) if w else optax.MaskedNode(),
-        wrapped, params)
+      lambda w, p: jnp.array(p, copy=True) if w else optax.MaskedNode(), wrapped, params
+    )
     return SodaState(
-        count=jnp.zeros([], jnp.int32),
-        anchor=anchor_tree,
-        inner_state=base.init(params))
+      count=jnp.zeros([], jnp.int32), anchor=anchor_tree, inner_state=base.init(params)
+    )
 
   def update_fn(updates, state, params=None, **extra_args):
     if params is None:
       raise ValueError(NO_PARAMS_MSG)
     check_params(params)
     check_same_tree(updates, params)
-    u, inner_state = base.update(
-        updates, state.inner_state, params, **extra_args)
+    u, inner_state = base.update(updates, state.inner_state, params, **extra_args)
     count = state.count
-    c = jnp.where(count >= start_step,
-                  1.0 / (count.astype(jnp.float32) + 2.0), 0.0)
+    c = jnp.where(count >= start_step, 1.0 / (count.astype(jnp.float32) + 2.0), 0.0)
     capture = count == start_step
     apply_mask = expand_mask(mask, params)
 
@@ -265,16 +268,13 @@ def soda(
       delta = u_i.astype(cd) - c.astype(cd) * disp
       return delta.astype(out_dtype), (a if z0 is None else z0)
 
-    pairs = jax.tree.map(
-        leaf, apply_mask, u, params, state.anchor,
-        is_leaf=_is_masked_node)
+    pairs = jax.tree.map(leaf, apply_mask, u, params, state.anchor, is_leaf=_is_masked_node)
     treedef = jax.tree.structure(params, is_leaf=_is_masked_node)
     flat = treedef.flatten_up_to(pairs)
     new_updates = treedef.unflatten([d for d, _ in flat])
     new_anchor = treedef.unflatten([a for _, a in flat])
     return new_updates, SodaState(
-        count=optax.safe_increment(count),
-        anchor=new_anchor,
-        inner_state=inner_state)
+      count=optax.safe_increment(count), anchor=new_anchor, inner_state=inner_state
+    )
 
   return optax.GradientTransformationExtraArgs(init_fn, update_fn)

@@ -21,24 +21,42 @@ from tests import multiprocess_util
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 _CLUSTER_VARS = (
-    "JAXPAPERS_DISTRIBUTED", "JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID",
-    "SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_LOCALID",
-    "OMPI_MCA_orte_hnp_uri", "OMPI_COMM_WORLD_SIZE", "TPU_PROCESS_ADDRESSES",
-    "TPU_WORKER_HOSTNAMES", "KUBERNETES_SERVICE_HOST", "JOB_COMPLETION_INDEX",
+  "JAXPAPERS_DISTRIBUTED",
+  "JAX_COORDINATOR_ADDRESS",
+  "JAX_NUM_PROCESSES",
+  "JAX_PROCESS_ID",
+  "SLURM_JOB_ID",
+  "SLURM_STEP_NODELIST",
+  "SLURM_NTASKS",
+  "SLURM_PROCID",
+  "SLURM_LOCALID",
+  "OMPI_MCA_orte_hnp_uri",
+  "OMPI_COMM_WORLD_SIZE",
+  "TPU_PROCESS_ADDRESSES",
+  "TPU_WORKER_HOSTNAMES",
+  "KUBERNETES_SERVICE_HOST",
+  "JOB_COMPLETION_INDEX",
 )
-SLURM_2 = {"SLURM_JOB_ID": "7", "SLURM_STEP_NODELIST": "node[1-2]", "SLURM_NTASKS": "2",
-           "SLURM_PROCID": "1", "SLURM_LOCALID": "0"}
+SLURM_2 = {
+  "SLURM_JOB_ID": "7",
+  "SLURM_STEP_NODELIST": "node[1-2]",
+  "SLURM_NTASKS": "2",
+  "SLURM_PROCID": "1",
+  "SLURM_LOCALID": "0",
+}
 
 
 @pytest.fixture
 def config_file(tmp_path):
   path = tmp_path / "tiny_config.py"
-  path.write_text(textwrap.dedent("""
+  path.write_text(
+    textwrap.dedent("""
       import ml_collections
 
       def get_config():
         return ml_collections.ConfigDict({"name": "tiny", "seed": 0, "steps": 3})
-  """))
+  """)
+  )
   return str(path)
 
 
@@ -64,8 +82,9 @@ def parse(config_file, *args):
 
 def run_main(fv, target=None):
   seen = []
-  app.main(["prog"], target or (lambda config, workdir: seen.append((config, workdir))),
-           flag_values=fv)
+  app.main(
+    ["prog"], target or (lambda config, workdir: seen.append((config, workdir))), flag_values=fv
+  )
   return seen
 
 
@@ -94,24 +113,26 @@ def test_main_passes_config_and_an_epath_workdir(config_file, tmp_path, clean_en
     app.main(["prog", "extra"], lambda c, w: None, flag_values=fv)
 
 
-def test_module_name_target_is_imported_inside_main(config_file, tmp_path, clean_env,
-                                                    monkeypatch):
-  (tmp_path / "tiny_experiment_mod.py").write_text(textwrap.dedent("""
+def test_module_name_target_is_imported_inside_main(config_file, tmp_path, clean_env, monkeypatch):
+  (tmp_path / "tiny_experiment_mod.py").write_text(
+    textwrap.dedent("""
       import jax
       CALLS = []
 
       def train_and_evaluate(config, workdir):
         CALLS.append((config.seed, str(workdir)))
         return {"ignored": 1}  # absl must not see this as an exit status
-  """))
+  """)
+  )
   monkeypatch.syspath_prepend(str(tmp_path))
   monkeypatch.delitem(sys.modules, "tiny_experiment_mod", raising=False)
   fv = parse(config_file, f"--workdir={tmp_path}", "--distributed=on")
   order = []
   monkeypatch.setattr(jax.distributed, "initialize", lambda **kw: order.append("init"))
   real_import = app.importlib.import_module
-  monkeypatch.setattr(app.importlib, "import_module",
-                      lambda name: order.append(name) or real_import(name))
+  monkeypatch.setattr(
+    app.importlib, "import_module", lambda name: order.append(name) or real_import(name)
+  )
   assert app.main(["prog"], "tiny_experiment_mod", flag_values=fv) is None
   assert order == ["init", "tiny_experiment_mod"]  # imported after the distributed start-up
   assert sys.modules["tiny_experiment_mod"].CALLS == [(0, str(tmp_path))]
@@ -122,23 +143,29 @@ def test_module_name_target_is_imported_inside_main(config_file, tmp_path, clean
     app.resolve_target(3)
 
 
-@pytest.mark.parametrize("args, env, expected", [
-    ((), {}, None),                                   # laptop: auto finds nothing
-    (("--distributed=on",), {}, {}),                  # asked: JAX detects the rest
-    (("--distributed=off",), SLURM_2, None),          # off beats a detected job
-    ((), SLURM_2, {}),                                # auto inside a 2-task srun
-    ((), dict(SLURM_2, SLURM_NTASKS="1"), None),      # a one-task job needs no runtime
-    ((), {"JAXPAPERS_DISTRIBUTED": "1"}, {}),         # the env var still works
+@pytest.mark.parametrize(
+  "args, env, expected",
+  [
+    ((), {}, None),  # laptop: auto finds nothing
+    (("--distributed=on",), {}, {}),  # asked: JAX detects the rest
+    (("--distributed=off",), SLURM_2, None),  # off beats a detected job
+    ((), SLURM_2, {}),  # auto inside a 2-task srun
+    ((), dict(SLURM_2, SLURM_NTASKS="1"), None),  # a one-task job needs no runtime
+    ((), {"JAXPAPERS_DISTRIBUTED": "1"}, {}),  # the env var still works
     (("--distributed=off",), {"JAXPAPERS_DISTRIBUTED": "1"}, None),  # the flag wins
-    ((), {"JAX_COORDINATOR_ADDRESS": "10.0.0.1:1234", "JAX_NUM_PROCESSES": "2",
-          "JAX_PROCESS_ID": "1"},
-     {"coordinator_address": "10.0.0.1:1234", "num_processes": 2, "process_id": 1}),
+    (
+      (),
+      {"JAX_COORDINATOR_ADDRESS": "10.0.0.1:1234", "JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1"},
+      {"coordinator_address": "10.0.0.1:1234", "num_processes": 2, "process_id": 1},
+    ),
     ((), {"OMPI_MCA_orte_hnp_uri": "1.0;tcp://10.0.0.1:1", "OMPI_COMM_WORLD_SIZE": "4"}, {}),
     ((), {"TPU_WORKER_HOSTNAMES": "t0,t1"}, {}),
     ((), {"TPU_WORKER_HOSTNAMES": "t0"}, None),
-])
-def test_main_initialises_distributed_only_when_asked(config_file, tmp_path, clean_env,
-                                                      monkeypatch, args, env, expected):
+  ],
+)
+def test_main_initialises_distributed_only_when_asked(
+  config_file, tmp_path, clean_env, monkeypatch, args, env, expected
+):
   for k, v in env.items():
     monkeypatch.setenv(k, v)
   run_main(parse(config_file, f"--workdir={tmp_path}", *args))
@@ -192,8 +219,9 @@ def test_binaries_import_without_starting_a_backend():
       jax.distributed.shutdown()
   """)
   env = dict(os.environ, JAXPAPERS_DISTRIBUTED="1", JAX_PLATFORMS="cpu")
-  proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                        text=True, timeout=120)
+  proc = subprocess.run(
+    [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+  )
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "devices" in proc.stdout
 
@@ -223,8 +251,7 @@ def test_local_workdir_forms(tmp_path, monkeypatch):
       app.resolve_workdir(bad)
 
 
-def test_startup_log_names_host_process_devices_mesh(config_file, tmp_path, clean_env,
-                                                     caplog):
+def test_startup_log_names_host_process_devices_mesh(config_file, tmp_path, clean_env, caplog):
   fv = parse(config_file, f"--workdir={tmp_path}")
   with caplog.at_level(logging.INFO, logger="absl"):
     run_main(fv)
@@ -237,8 +264,9 @@ def test_startup_log_names_host_process_devices_mesh(config_file, tmp_path, clea
   assert f"workdir {tmp_path}" in text and "tiny_config.py (name tiny)" in text
 
 
-def test_process_other_than_zero_writes_nothing(config_file, tmp_path, clean_env, monkeypatch,
-                                                capsys):
+def test_process_other_than_zero_writes_nothing(
+  config_file, tmp_path, clean_env, monkeypatch, capsys
+):
   monkeypatch.setattr(jax, "process_index", lambda *a, **k: 1)
   monkeypatch.delenv("JAXPAPERS_NO_PROGRESS", raising=False)
   assert not core.is_main_process()
@@ -260,11 +288,18 @@ def test_process_other_than_zero_writes_nothing(config_file, tmp_path, clean_env
 def test_smoke_binary_end_to_end_through_the_app(tmp_path):
   """The cheapest real binary (logstop smoke, shrunk further by config overrides)."""
   workdir = tmp_path / "logstop"
-  cmd = [sys.executable, "-m", "experiments.logstop.main",
-         "--config=experiments/logstop/configs/smoke.py", f"--workdir={workdir}",
-         "--config.detector_steps=10", "--config.num_templates=1",
-         "--config.sequences_per_template=8", "--config.retrieval_templates=1",
-         "--config.db_size=16"]
+  cmd = [
+    sys.executable,
+    "-m",
+    "experiments.logstop.main",
+    "--config=experiments/logstop/configs/smoke.py",
+    f"--workdir={workdir}",
+    "--config.detector_steps=10",
+    "--config.num_templates=1",
+    "--config.sequences_per_template=8",
+    "--config.retrieval_templates=1",
+    "--config.db_size=16",
+  ]
   env = dict(os.environ, JAX_PLATFORMS="cpu", JAXPAPERS_NO_PROGRESS="1")
   env.pop("JAXPAPERS_DISTRIBUTED", None)
   proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -277,7 +312,8 @@ def test_smoke_binary_end_to_end_through_the_app(tmp_path):
 
 def test_two_processes_form_one_job_and_only_process_0_writes(tmp_path):
   """Two local processes started by the app from JAX_* variables share one 4-device mesh."""
-  (tmp_path / "two_proc_experiment.py").write_text(textwrap.dedent("""
+  (tmp_path / "two_proc_experiment.py").write_text(
+    textwrap.dedent("""
       import jax, jax.numpy as jnp, numpy as np
       from jaxpapers import core
 
@@ -290,15 +326,28 @@ def test_two_processes_form_one_job_and_only_process_0_writes(tmp_path):
           for step in core.progress(range(2), desc="bar-of-process"):
             writer.write(step, {"total": total})
         print("RESULT", jax.process_index(), jax.device_count(), total, flush=True)
-  """))
+  """)
+  )
   (tmp_path / "cfg.py").write_text(
-      "import ml_collections\n\ndef get_config():\n  return ml_collections.ConfigDict()\n")
+    "import ml_collections\n\ndef get_config():\n  return ml_collections.ConfigDict()\n"
+  )
   workdir = tmp_path / "run"
-  outs = [(r.stdout, r.stderr) for r in multiprocess_util.launch(
-      [sys.executable, "-c", "from jaxpapers.core import app; app.run('two_proc_experiment')",
-       f"--config={tmp_path / 'cfg.py'}", f"--workdir={workdir}"],
-      num_processes=2, devices_per_process=2, timeout=120,
-      env={"PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}", "JAXPAPERS_NO_PROGRESS": None})]
+  outs = [
+    (r.stdout, r.stderr)
+    for r in multiprocess_util.launch(
+      [
+        sys.executable,
+        "-c",
+        "from jaxpapers.core import app; app.run('two_proc_experiment')",
+        f"--config={tmp_path / 'cfg.py'}",
+        f"--workdir={workdir}",
+      ],
+      num_processes=2,
+      devices_per_process=2,
+      timeout=120,
+      env={"PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}", "JAXPAPERS_NO_PROGRESS": None},
+    )
+  ]
   # process i holds 2 devices of value i + 1: 2 * 1 + 2 * 2 = 6 on both
   assert [o.split("RESULT ")[1].split() for o, _ in outs] == [["0", "4", "6.0"], ["1", "4", "6.0"]]
   assert "process 1 of 2" in outs[1][1] and "global devices: 4 x cpu" in outs[1][1]

@@ -19,19 +19,26 @@ def _c(**kw):
 
 
 # higher is better, held >= 2, partly >= 1, no noise: the three regions and both boundaries.
-@pytest.mark.parametrize("x,want", [
-    (3.0, H), (2.0, H),            # at the held threshold: held (inclusive)
-    (1.999, P), (1.0, P),          # at the partly threshold: partly (inclusive)
-    (0.999, N), (-5.0, N),
-])
+@pytest.mark.parametrize(
+  "x,want",
+  [
+    (3.0, H),
+    (2.0, H),  # at the held threshold: held (inclusive)
+    (1.999, P),
+    (1.0, P),  # at the partly threshold: partly (inclusive)
+    (0.999, N),
+    (-5.0, N),
+  ],
+)
 def test_higher_without_noise(x, want):
   v = core.judge(_c(held=2.0, partly=1.0), {"m": x})
   assert v.verdict == want
   assert v.measured == x and v.noise == 0.0
 
 
-@pytest.mark.parametrize("x,want", [
-    (0.1, H), (0.2, H), (0.2001, P), (0.5, P), (0.5001, N), (3.0, N)])
+@pytest.mark.parametrize(
+  "x,want", [(0.1, H), (0.2, H), (0.2001, P), (0.5, P), (0.5001, N), (3.0, N)]
+)
 def test_lower_without_noise(x, want):
   v = core.judge(_c(direction="lower", held=0.2, partly=0.5), {"m": x})
   assert v.verdict == want
@@ -44,15 +51,18 @@ def test_without_partly_threshold():
 
 
 # noise: interval [x - h, x + h]; held >= 2 (clears), partly >= 1.
-@pytest.mark.parametrize("x,h,want", [
-    (3.0, 0.5, H),    # [2.5, 3.5] clears 2
-    (2.5, 0.5, H),    # [2.0, 3.0]: low end exactly 2 -> held
-    (2.2, 0.5, P),    # [1.7, 2.7] straddles held: conservative -> partly
-    (1.5, 0.5, P),    # [1.0, 2.0]: low end exactly at partly
-    (1.2, 0.5, I),    # [0.7, 1.7] straddles partly (the lowest bar) -> inconclusive
-    (0.5, 0.5, I),    # [0.0, 1.0]: high end exactly at partly: not a miss
-    (0.4, 0.5, N),    # [-0.1, 0.9] misses partly
-])
+@pytest.mark.parametrize(
+  "x,h,want",
+  [
+    (3.0, 0.5, H),  # [2.5, 3.5] clears 2
+    (2.5, 0.5, H),  # [2.0, 3.0]: low end exactly 2 -> held
+    (2.2, 0.5, P),  # [1.7, 2.7] straddles held: conservative -> partly
+    (1.5, 0.5, P),  # [1.0, 2.0]: low end exactly at partly
+    (1.2, 0.5, I),  # [0.7, 1.7] straddles partly (the lowest bar) -> inconclusive
+    (0.5, 0.5, I),  # [0.0, 1.0]: high end exactly at partly: not a miss
+    (0.4, 0.5, N),  # [-0.1, 0.9] misses partly
+  ],
+)
 def test_noise_interval_clears(x, h, want):
   c = _c(held=2.0, partly=1.0, noise="h")
   v = core.judge(c, {"m": x, "h": h})
@@ -62,39 +72,42 @@ def test_noise_interval_clears(x, h, want):
 
 def test_noise_straddling_held_without_partly_is_inconclusive():
   c = _c(held=0.0, noise=0.3)  # literal noise
-  assert core.judge(c, {"m": 0.2}).verdict == I    # [-0.1, 0.5] straddles 0
-  assert core.judge(c, {"m": 0.3}).verdict == H    # [0, 0.6]
+  assert core.judge(c, {"m": 0.2}).verdict == I  # [-0.1, 0.5] straddles 0
+  assert core.judge(c, {"m": 0.3}).verdict == H  # [0, 0.6]
   assert core.judge(c, {"m": -0.31}).verdict == N  # [-0.61, -0.01]
 
 
 def test_reaches_the_paper_number():
   # "gain of +5.18 reproduced": held if the interval reaches 5.18 and its low end clears 0.
   c = _c(held=5.18, partly=0.0, held_when="reaches", noise="ci")
-  assert core.judge(c, {"m": 4.0, "ci": 1.5}).verdict == H    # [2.5, 5.5] reaches 5.18
-  assert core.judge(c, {"m": 3.68, "ci": 1.5}).verdict == H   # high end exactly 5.18
-  assert core.judge(c, {"m": 2.93, "ci": 2.0}).verdict == P   # [0.93, 4.93]
-  assert core.judge(c, {"m": 1.0, "ci": 2.0}).verdict == I    # [-1, 3] contains 0
-  assert core.judge(c, {"m": -3.0, "ci": 2.0}).verdict == N   # [-5, -1]
+  assert core.judge(c, {"m": 4.0, "ci": 1.5}).verdict == H  # [2.5, 5.5] reaches 5.18
+  assert core.judge(c, {"m": 3.68, "ci": 1.5}).verdict == H  # high end exactly 5.18
+  assert core.judge(c, {"m": 2.93, "ci": 2.0}).verdict == P  # [0.93, 4.93]
+  assert core.judge(c, {"m": 1.0, "ci": 2.0}).verdict == I  # [-1, 3] contains 0
+  assert core.judge(c, {"m": -3.0, "ci": 2.0}).verdict == N  # [-5, -1]
 
 
 def test_reaches_lower_direction():
   c = _c(direction="lower", held=1.0, partly=3.0, held_when="reaches", noise=0.5)
-  assert core.judge(c, {"m": 1.4}).verdict == H   # [0.9, 1.9] reaches 1.0 from above
-  assert core.judge(c, {"m": 1.6}).verdict == P   # [1.1, 2.1]: below 3, short of 1
-  assert core.judge(c, {"m": 3.2}).verdict == I   # [2.7, 3.7] straddles 3
-  assert core.judge(c, {"m": 3.6}).verdict == N   # [3.1, 4.1]
+  assert core.judge(c, {"m": 1.4}).verdict == H  # [0.9, 1.9] reaches 1.0 from above
+  assert core.judge(c, {"m": 1.6}).verdict == P  # [1.1, 2.1]: below 3, short of 1
+  assert core.judge(c, {"m": 3.2}).verdict == I  # [2.7, 3.7] straddles 3
+  assert core.judge(c, {"m": 3.6}).verdict == N  # [3.1, 4.1]
 
 
-@pytest.mark.parametrize("metrics,fragment", [
+@pytest.mark.parametrize(
+  "metrics,fragment",
+  [
     ({}, "missing"),
     ({"m": float("nan")}, "NaN"),
-    ({"m": "nan"}, "NaN"),             # results.json stores NaN as a string
+    ({"m": "nan"}, "NaN"),  # results.json stores NaN as a string
     ({"m": None}, "None"),
     ({"m": "abc"}, "not a number"),
     ({"m": [1, 2]}, "not a number"),
-    ({"m": 1.0}, "noise missing"),     # declared noise metric absent
+    ({"m": 1.0}, "noise missing"),  # declared noise metric absent
     ({"m": 1.0, "h": float("nan")}, "NaN"),
-])
+  ],
+)
 def test_missing_or_nan_is_inconclusive(metrics, fragment):
   v = core.judge(_c(held=0.0, noise="h"), metrics)
   assert v.verdict == I and fragment in v.reason
@@ -123,8 +136,13 @@ def test_compare_to_difference_and_ratio():
 
 
 def test_lookup_keys_with_dots_lists_and_errors():
-  m = {"student/vs_gt/depth_delta1.25": 0.9, "student": {"x": 1},
-       "rows": [{"fd": 3.0}, {"fd": 4.0}], "a.b": {"c": 5}, "a": {"b": {"c": 6}}}
+  m = {
+    "student/vs_gt/depth_delta1.25": 0.9,
+    "student": {"x": 1},
+    "rows": [{"fd": 3.0}, {"fd": 4.0}],
+    "a.b": {"c": 5},
+    "a": {"b": {"c": 6}},
+  }
   assert cl.lookup(m, "student/vs_gt/depth_delta1.25") == 0.9
   assert cl.lookup(m, "rows.1.fd") == 4.0
   assert cl.lookup(m, "rows.-1.fd") == 4.0
@@ -169,8 +187,10 @@ def test_claim_validation():
 
 def test_claims_live_in_a_config_and_judge_all():
   cfg = ml_collections.ConfigDict()
-  cfg.claims = (dict(id="gain", statement="s", metric="g", held=1.0, partly=0.0),
-                dict(id="untested", statement="t"))
+  cfg.claims = (
+    dict(id="gain", statement="s", metric="g", held=1.0, partly=0.0),
+    dict(id="untested", statement="t"),
+  )
   recs = core.judge_all(cfg.claims, {"g": np.float64(0.5)})
   assert [r["verdict"] for r in recs] == [P, I]
   assert recs[0]["claim"]["id"] == "gain" and "held if >= 1" in recs[0]["rule"]
@@ -182,8 +202,10 @@ def test_claims_live_in_a_config_and_judge_all():
 
 def test_describe_rule():
   c = _c(held=5.18, partly=0.0, held_when="reaches", noise="ci")
-  assert c.describe_rule() == ("m: held if >= 5.18 by the interval's best end; partly if >= 0; "
-                               "not reproduced if < 0; noise ± ci; straddling 0 is inconclusive")
+  assert c.describe_rule() == (
+    "m: held if >= 5.18 by the interval's best end; partly if >= 0; "
+    "not reproduced if < 0; noise ± ci; straddling 0 is inconclusive"
+  )
   c = _c(metric="a", compare_to="b", direction="lower", held=0.0)
   assert c.describe_rule() == "a - b: held if <= 0; not reproduced if > 0"
 

@@ -58,7 +58,10 @@ def test_fresh_writer_replaces_and_resume_keeps_earlier_steps(tmp_path):
   with core.MetricWriter(tmp_path, tensorboard=False, resume_step=2) as w:
     w.write(3, {"v": 30.0})
   assert read_lines(tmp_path / "metrics.jsonl") == [
-      {"step": 1, "v": 1.0}, {"step": 2, "v": 2.0}, {"step": 3, "v": 30.0}]
+    {"step": 1, "v": 1.0},
+    {"step": 2, "v": 2.0},
+    {"step": 3, "v": 30.0},
+  ]
   with core.MetricWriter(tmp_path, tensorboard=False) as w:
     w.write(9, {"v": 9.0})
   assert read_lines(tmp_path / "metrics.jsonl") == [{"step": 9, "v": 9.0}]
@@ -78,8 +81,8 @@ def _tfrecords(path):
   """Decodes a TFRecord file by hand: length, crc, payload, crc."""
   data, records, i = path.read_bytes(), [], 0
   while i < len(data):
-    (n,) = struct.unpack("<Q", data[i:i + 8])
-    records.append(data[i + 12:i + 12 + n])
+    (n,) = struct.unpack("<Q", data[i : i + 8])
+    records.append(data[i + 12 : i + 12 + n])
     i += 12 + n + 4
   return records
 
@@ -127,14 +130,17 @@ def test_remote_path_goes_through_epath(tmp_path, monkeypatch):
   def two(fn, path, dst, *a, **k):
     return fn(local(path), local(dst), *a, **k)
 
-  with epath.testing.mock_epath(open=one, exists=one, makedirs=one, mkdir=one, replace=two,
-                                rename=two, isdir=one):
+  with epath.testing.mock_epath(
+    open=one, exists=one, makedirs=one, mkdir=one, replace=two, rename=two, isdir=one
+  ):
     with mw.MetricWriter("gs://bucket/run", tensorboard=False) as writer:
       writer.write(1, {"loss": 2.0})
       writer.flush()
       writer.write(2, {"loss": 1.0})
-    assert mw.read_metrics("gs://bucket/run") == [{"step": 1, "loss": 2.0},
-                                                  {"step": 2, "loss": 1.0}]
+    assert mw.read_metrics("gs://bucket/run") == [
+      {"step": 1, "loss": 2.0},
+      {"step": 2, "loss": 1.0},
+    ]
   assert read_lines(bucket / "run" / "metrics.jsonl")[1] == {"step": 2, "loss": 1.0}
   assert "gs://bucket/run/metrics.jsonl" in seen
   assert sorted(p.name for p in tmp_path.iterdir()) == ["bucket"]  # no local ./gs: folder

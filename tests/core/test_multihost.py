@@ -27,9 +27,9 @@ from tests import multiprocess_util
 
 NUM_PROCESSES = 2
 DEVICES_PER_PROCESS = 2
-BATCH = 8            # global batch: 2 rows per device of the 4-device mesh
+BATCH = 8  # global batch: 2 rows per device of the 4-device mesh
 FEATURES = 3
-STEPS = 6            # train_loop runs; the interrupted one stops after INTERRUPT_AT
+STEPS = 6  # train_loop runs; the interrupted one stops after INTERRUPT_AT
 INTERRUPT_AT = 3
 LR = 0.1
 WORKER = "tests.core.test_multihost"
@@ -42,7 +42,7 @@ def dataset(num_rows: int) -> dict[str, np.ndarray]:
   """A regression data set, the same in every process (float32 rows)."""
   rng = np.random.default_rng(0)
   x = rng.normal(size=(num_rows, FEATURES)).astype(np.float32)
-  y = (x @ np.array([1.0, -2.0, 0.5]) + 0.3 + 0.1 * rng.normal(size=num_rows))
+  y = x @ np.array([1.0, -2.0, 0.5]) + 0.3 + 0.1 * rng.normal(size=num_rows)
   return {"x": x, "y": y.astype(np.float32)}
 
 
@@ -76,8 +76,10 @@ def model_state(mesh):
 
 
 def params_of(state) -> dict[str, list]:
-  return {k: np.asarray(v).tolist() for k, v in
-          (("kernel", state.params["kernel"][...]), ("bias", state.params["bias"][...]))}
+  return {
+    k: np.asarray(v).tolist()
+    for k, v in (("kernel", state.params["kernel"][...]), ("bias", state.params["bias"][...]))
+  }
 
 
 def run_train_loop(workdir, num_steps, mesh, read_log=None, desc="train"):
@@ -88,19 +90,25 @@ def run_train_loop(workdir, num_steps, mesh, read_log=None, desc="train"):
       if read_log is not None:
         read_log.append([step * BATCH + int(i) for i in r])
       return {k: v[step * BATCH + r] for k, v in data.items()}
+
     return rows
 
   state, history = core.train_loop(
-      model_state(mesh), model_step,
-      lambda step: core.load_global_batch(read(step), BATCH, mesh),
-      num_steps=num_steps, workdir=workdir, checkpoint_every=0 if workdir is None else INTERRUPT_AT,
-      log_every=1, desc=desc)
+    model_state(mesh),
+    model_step,
+    lambda step: core.load_global_batch(read(step), BATCH, mesh),
+    num_steps=num_steps,
+    workdir=workdir,
+    checkpoint_every=0 if workdir is None else INTERRUPT_AT,
+    log_every=1,
+    desc=desc,
+  )
   return state, [{k: v for k, v in r.items() if k != "elapsed_s"} for r in history]
 
 
 # ---------------------------------------------------------------- a core.sweep grid over both processes
 
-SWEEP_RUNS = 8       # 2 runs on each of the 4 devices: the runs axis spans both processes
+SWEEP_RUNS = 8  # 2 runs on each of the 4 devices: the runs axis spans both processes
 SWEEP_STEPS = 4
 SWEEP_CHUNK = 2
 
@@ -126,16 +134,28 @@ def run_sweep_grid(checkpoint_dir=None, max_chunks=None) -> dict:
 
   hp, keys, data = sweep_inputs()
   res = core.Sweep(sweep_init, sweep_step).run(
-      hp, keys, num_steps=SWEEP_STEPS, chunk_size=SWEEP_CHUNK, data=data,
-      checkpoint_dir=checkpoint_dir, max_chunks=max_chunks, show_progress=False)
+    hp,
+    keys,
+    num_steps=SWEEP_STEPS,
+    chunk_size=SWEEP_CHUNK,
+    data=data,
+    checkpoint_dir=checkpoint_dir,
+    max_chunks=max_chunks,
+    show_progress=False,
+  )
   w = res.state["w"]
-  gather = (lambda x: multihost_utils.process_allgather(x, tiled=True)
-            if not x.is_fully_addressable else x)
-  return {"loss": np.asarray(res.history["loss"]).tolist(),
-          "w": np.asarray(gather(w)).tolist(), "b": np.asarray(gather(res.state["b"])).tolist(),
-          "steps_done": res.steps_done, "resumed_from": res.resumed_from,
-          "mesh": dict(w.sharding.mesh.shape),
-          "processes": sorted({d.process_index for d in w.sharding.device_set})}
+  gather = lambda x: (
+    multihost_utils.process_allgather(x, tiled=True) if not x.is_fully_addressable else x
+  )
+  return {
+    "loss": np.asarray(res.history["loss"]).tolist(),
+    "w": np.asarray(gather(w)).tolist(),
+    "b": np.asarray(gather(res.state["b"])).tolist(),
+    "steps_done": res.steps_done,
+    "resumed_from": res.resumed_from,
+    "mesh": dict(w.sharding.mesh.shape),
+    "processes": sorted({d.process_index for d in w.sharding.device_set}),
+  }
 
 
 def _guarded(fn):
@@ -155,25 +175,34 @@ def _first(base: str) -> dict:
   base = pathlib.Path(base)
   pid = jax.process_index()
   mesh = core.make_mesh()
-  out = {"process": pid, "processes": jax.process_count(), "devices": jax.device_count(),
-         "local_devices": jax.local_device_count(), "mesh": dict(mesh.shape)}
+  out = {
+    "process": pid,
+    "processes": jax.process_count(),
+    "devices": jax.device_count(),
+    "local_devices": jax.local_device_count(),
+    "mesh": dict(mesh.shape),
+  }
 
   # Data loading: each process reads its own rows only.
   data = dataset(BATCH)
   touched = []
   batch = core.load_global_batch(
-      lambda rows: touched.append(rows.tolist()) or {k: v[rows] for k, v in data.items()},
-      BATCH, mesh)
+    lambda rows: touched.append(rows.tolist()) or {k: v[rows] for k, v in data.items()}, BATCH, mesh
+  )
   out["rows_read"] = touched
-  out["slice"] = [core.process_batch_slice(BATCH, mesh).start,
-                  core.process_batch_slice(BATCH, mesh).stop]
+  out["slice"] = [
+    core.process_batch_slice(BATCH, mesh).start,
+    core.process_batch_slice(BATCH, mesh).stop,
+  ]
   out["global_shape"] = list(batch["x"].shape)
   rows = core.process_batch_indices(BATCH, mesh)
   inferred = core.host_local_batch_to_global(data["x"][rows], mesh)  # size from the processes
   out["inferred_equal"] = bool(jnp.array_equal(inferred, batch["x"]))
   out["gathered_x"] = np.asarray(multihost_utils.process_allgather(batch["x"], tiled=True)).tolist()
-  out["local_shards"] = sorted([s.index[0].start, s.index[0].stop, np.asarray(s.data).tolist()]
-                               for s in batch["x"].addressable_shards)
+  out["local_shards"] = sorted(
+    [s.index[0].start, s.index[0].stop, np.asarray(s.data).tolist()]
+    for s in batch["x"].addressable_shards
+  )
 
   # A data-parallel step on the global mesh (params replicated, batch sharded).
   params = core.replicate(linear_init(), mesh)
@@ -181,16 +210,22 @@ def _first(base: str) -> dict:
   rows = dataset(3 * BATCH)
   for step in range(3):
     batch = core.load_global_batch(
-        lambda r, step=step: {k: v[step * BATCH + r] for k, v in rows.items()}, BATCH, mesh)
+      lambda r, step=step: {k: v[step * BATCH + r] for k, v in rows.items()}, BATCH, mesh
+    )
     params, loss = linear_step(params, batch)
     losses.append(float(loss))
-  out["linear"] = {"w": np.asarray(params["w"]).tolist(), "b": float(params["b"]),
-                   "losses": losses, "replicated": params["w"].sharding.is_fully_replicated,
-                   "devices": len(params["w"].sharding.device_set)}
+  out["linear"] = {
+    "w": np.asarray(params["w"]).tolist(),
+    "b": float(params["b"]),
+    "losses": losses,
+    "replicated": params["w"].sharding.is_fully_replicated,
+    "devices": len(params["w"].sharding.device_set),
+  }
 
   # train_loop with orbax checkpoints: uninterrupted, and interrupted at INTERRUPT_AT.
-  state, history = run_train_loop(base / "uninterrupted" / f"p{pid}", STEPS, mesh,
-                                  desc="multihost-train-bar")
+  state, history = run_train_loop(
+    base / "uninterrupted" / f"p{pid}", STEPS, mesh, desc="multihost-train-bar"
+  )
   out["uninterrupted"] = {"params": params_of(state), "history": history}
   _, history = run_train_loop(base / "resumed" / f"p{pid}", INTERRUPT_AT, mesh)
   out["interrupted_history"] = history
@@ -201,6 +236,7 @@ def _first(base: str) -> dict:
       writer.write(step, {"loss": 1.0 / (step + 1)})
   # results.json and plots (process-0 aware once core.results is).
   import matplotlib
+
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 
@@ -208,8 +244,9 @@ def _first(base: str) -> dict:
   core.write_results(base / "results" / f"p{pid}", metrics={"loss": 1.0}, config={"a": 1})
 
   # A core.sweep grid over both processes: whole, and stopped after its first chunk.
-  out["sweep"] = _guarded(lambda: {"full": run_sweep_grid(),
-                                   "part": run_sweep_grid(base / "sweep", max_chunks=1)})
+  out["sweep"] = _guarded(
+    lambda: {"full": run_sweep_grid(), "part": run_sweep_grid(base / "sweep", max_chunks=1)}
+  )
   return out
 
 
@@ -223,11 +260,16 @@ def _resumed(base: str) -> dict:
   with core.Checkpointer(base / "uninterrupted" / "ckpt") as ckpt:
     steps = ckpt.all_steps()
     restored = state.restore_from(ckpt.restore(None, model_state(mesh).checkpoint_tree()))
-  return {"params": params_of(state), "history": history, "read_log": read_log,
-          "checkpoint_steps": steps, "restored": params_of(restored),
-          "restored_step": int(restored.step),
-          "restored_sharding": str(restored.params["kernel"][...].sharding),
-          "sweep": _guarded(lambda: {"resumed": run_sweep_grid(base / "sweep")})}
+  return {
+    "params": params_of(state),
+    "history": history,
+    "read_log": read_log,
+    "checkpoint_steps": steps,
+    "restored": params_of(restored),
+    "restored_step": int(restored.step),
+    "restored_sharding": str(restored.params["kernel"][...].sharding),
+    "sweep": _guarded(lambda: {"resumed": run_sweep_grid(base / "sweep")}),
+  }
 
 
 # ---------------------------------------------------------------- the jobs (once per module)
@@ -251,22 +293,33 @@ def base(tmp_path_factory):
 @pytest.fixture(scope="module")
 def first_job(base):
   return multiprocess_util.run_function(
-      f"{WORKER}:_first", {"base": str(base)}, num_processes=NUM_PROCESSES,
-      devices_per_process=DEVICES_PER_PROCESS, env={"JAXPAPERS_NO_PROGRESS": None})
+    f"{WORKER}:_first",
+    {"base": str(base)},
+    num_processes=NUM_PROCESSES,
+    devices_per_process=DEVICES_PER_PROCESS,
+    env={"JAXPAPERS_NO_PROGRESS": None},
+  )
 
 
 @pytest.fixture(scope="module")
 def resumed_job(base, first_job):
   return multiprocess_util.run_function(
-      f"{WORKER}:_resumed", {"base": str(base)}, num_processes=NUM_PROCESSES,
-      devices_per_process=DEVICES_PER_PROCESS)
+    f"{WORKER}:_resumed",
+    {"base": str(base)},
+    num_processes=NUM_PROCESSES,
+    devices_per_process=DEVICES_PER_PROCESS,
+  )
 
 
 def test_the_processes_form_one_job_of_four_devices(first_job):
   for pid, run in enumerate(first_job):
     out = run.output
     assert (out["process"], out["processes"], out["devices"], out["local_devices"]) == (
-        pid, 2, 4, 2)
+      pid,
+      2,
+      4,
+      2,
+    )
     assert out["mesh"] == {"data": 4}
 
 
@@ -280,8 +333,10 @@ def test_each_process_reads_only_its_own_rows_of_the_batch(first_job):
     assert out["global_shape"] == [BATCH, FEATURES] and out["inferred_equal"]
     np.testing.assert_array_equal(np.asarray(out["gathered_x"], np.float32), x)
     # its two devices hold two rows each, its own rows only
-    assert [s[:2] for s in out["local_shards"]] == [[mine[0], mine[0] + 2],
-                                                   [mine[0] + 2, mine[0] + 4]]
+    assert [s[:2] for s in out["local_shards"]] == [
+      [mine[0], mine[0] + 2],
+      [mine[0] + 2, mine[0] + 4],
+    ]
     for start, stop, values in out["local_shards"]:
       np.testing.assert_array_equal(np.asarray(values, np.float32), x[start:stop])
 
@@ -291,16 +346,17 @@ def test_data_parallel_step_equals_single_process_step(first_job):
   rows = dataset(3 * BATCH)
   w, b = np.zeros(FEATURES), 0.0
   for step in range(3):
-    x = rows["x"][step * BATCH:(step + 1) * BATCH].astype(np.float64)
-    r = x @ w + b - rows["y"][step * BATCH:(step + 1) * BATCH]
+    x = rows["x"][step * BATCH : (step + 1) * BATCH].astype(np.float64)
+    r = x @ w + b - rows["y"][step * BATCH : (step + 1) * BATCH]
     w, b = w - LR * 2 * x.T @ r / BATCH, b - LR * 2 * r.mean()
   # the same jitted step on a 4-device mesh of this one process
   mesh = core.make_mesh(4)
   params = core.replicate(linear_init(), mesh)
   losses = []
   for step in range(3):
-    batch = core.shard_batch({k: v[step * BATCH:(step + 1) * BATCH] for k, v in rows.items()},
-                             mesh)
+    batch = core.shard_batch(
+      {k: v[step * BATCH : (step + 1) * BATCH] for k, v in rows.items()}, mesh
+    )
     params, loss = linear_step(params, batch)
     losses.append(float(loss))
   for run in first_job:
@@ -320,13 +376,15 @@ def test_train_loop_equals_single_process_run(first_job):
     for k, v in params_of(state).items():
       np.testing.assert_allclose(out["params"][k], v, rtol=1e-5, atol=1e-6)
     assert [r["step"] for r in out["history"]] == list(range(1, STEPS + 1))
-    np.testing.assert_allclose([r["train/loss"] for r in out["history"]],
-                               [r["train/loss"] for r in history], rtol=1e-5)
+    np.testing.assert_allclose(
+      [r["train/loss"] for r in out["history"]], [r["train/loss"] for r in history], rtol=1e-5
+    )
 
 
 def test_checkpoints_restore_into_a_new_two_process_job(base, first_job, resumed_job):
-  assert sorted(p.name for p in (base / "uninterrupted" / "ckpt").iterdir()
-                if p.name.isdigit()) == ["3", "6"]  # written once, collectively
+  assert sorted(
+    p.name for p in (base / "uninterrupted" / "ckpt").iterdir() if p.name.isdigit()
+  ) == ["3", "6"]  # written once, collectively
   expected = first_job[0].output["uninterrupted"]["params"]
   for run in resumed_job:
     out = run.output
@@ -348,21 +406,28 @@ def test_interrupted_then_resumed_run_equals_uninterrupted(first_job, resumed_jo
     assert first_job[pid].output["interrupted_history"] == uninterrupted["history"][:INTERRUPT_AT]
     # the resumed job read only steps 3..5, each process only its half of each batch
     half = BATCH // 2
-    assert out["read_log"] == [list(range(s * BATCH + pid * half, s * BATCH + (pid + 1) * half))
-                               for s in range(INTERRUPT_AT, STEPS)]
+    assert out["read_log"] == [
+      list(range(s * BATCH + pid * half, s * BATCH + (pid + 1) * half))
+      for s in range(INTERRUPT_AT, STEPS)
+    ]
 
 
 def _files(path: pathlib.Path) -> list[str]:
   if not path.exists():
     return []
-  return sorted(str(p.relative_to(path)) for p in path.rglob("*")
-                if not str(p.relative_to(path)).startswith("checkpoints/"))
+  return sorted(
+    str(p.relative_to(path))
+    for p in path.rglob("*")
+    if not str(p.relative_to(path)).startswith("checkpoints/")
+  )
 
 
 def test_only_process_0_writes_metrics_history_and_progress(base, first_job, resumed_job):
   assert _files(base / "writes" / "p0") == ["metrics.jsonl"]
-  assert core.read_metrics(base / "writes" / "p0") == [{"step": 0, "loss": 1.0},
-                                                       {"step": 1, "loss": 0.5}]
+  assert core.read_metrics(base / "writes" / "p0") == [
+    {"step": 0, "loss": 1.0},
+    {"step": 1, "loss": 0.5},
+  ]
   assert not (base / "writes" / "p1").exists()
   for run in ("uninterrupted", "resumed"):
     assert "history.jsonl" in _files(base / run / "p0")
@@ -382,6 +447,7 @@ def _results_writers_are_process_0_aware(tmp_path, monkeypatch) -> bool:
   check below must hold too (and is then a real test, not an expected failure).
   """
   import matplotlib
+
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 
@@ -414,7 +480,7 @@ def test_sweep_over_both_processes_equals_single_process_sweep(first_job, resume
     b = 0.0
     for t in range(SWEEP_STEPS):
       r = x @ w + b - y
-      ref_loss[i, t] = np.mean(r ** 2)
+      ref_loss[i, t] = np.mean(r**2)
       w, b = w - hp["lr"][i] * 2 * x.T @ r / BATCH, b - hp["lr"][i] * 2 * r.mean()
     ref_w[i] = w
   single = run_sweep_grid()  # this process's sweep: a runs mesh of its own devices
@@ -439,8 +505,9 @@ def test_one_process_reads_the_whole_batch_on_the_same_code_path():
   mesh = core.make_mesh()  # the 8 devices of this test process
   data = dataset(16)
   asked = []
-  batch = core.load_global_batch(lambda r: asked.append(r) or {k: v[r] for k, v in data.items()},
-                                 16, mesh)
+  batch = core.load_global_batch(
+    lambda r: asked.append(r) or {k: v[r] for k, v in data.items()}, 16, mesh
+  )
   np.testing.assert_array_equal(asked[0], np.arange(16))
   assert core.process_batch_slice(16, mesh) == slice(0, 16)
   expected = core.shard_batch(data, mesh)
@@ -462,7 +529,9 @@ def test_data_helpers_reject_bad_input():
   with pytest.raises(ValueError, match="got a scalar"):
     core.host_local_batch_to_global({"x": np.zeros(())}, mesh)
   # another process's rows are never requested: the reader sees this process's only
-  assert core.load_global_batch(lambda r: {"n": np.full(len(r), len(r))}, 8, mesh)["n"].shape == (8,)
+  assert core.load_global_batch(lambda r: {"n": np.full(len(r), len(r))}, 8, mesh)["n"].shape == (
+    8,
+  )
 
 
 # ---------------------------------------------------------------- the launcher itself
@@ -481,26 +550,31 @@ def _alive(pid: int) -> bool:
 
 def _child_then(action: str, tmp_path: pathlib.Path) -> list[str]:
   """A process that starts a long-lived child, records its pid, then does ``action``."""
-  code = ("import os, subprocess, sys, time\n"
-          "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
-          f"open(os.path.join({str(tmp_path)!r}, 'child_' + os.environ['JAX_PROCESS_ID']), 'w')"
-          ".write(str(child.pid))\n"
-          "print('process', os.environ['JAX_PROCESS_ID'], 'of', os.environ['JAX_NUM_PROCESSES'],"
-          " 'at', os.environ['JAX_COORDINATOR_ADDRESS'], flush=True)\n"
-          f"{action}\n")
+  code = (
+    "import os, subprocess, sys, time\n"
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+    f"open(os.path.join({str(tmp_path)!r}, 'child_' + os.environ['JAX_PROCESS_ID']), 'w')"
+    ".write(str(child.pid))\n"
+    "print('process', os.environ['JAX_PROCESS_ID'], 'of', os.environ['JAX_NUM_PROCESSES'],"
+    " 'at', os.environ['JAX_COORDINATOR_ADDRESS'], flush=True)\n"
+    f"{action}\n"
+  )
   return [sys.executable, "-c", code]
 
 
 def _wait_for_files(paths, seconds=30.0):
   import time
+
   deadline = time.monotonic() + seconds
   while not all(p.exists() and p.read_text() for p in paths) and time.monotonic() < deadline:
     time.sleep(0.05)
 
 
 def test_launcher_kills_every_process_group_when_one_fails(tmp_path):
-  action = ("time.sleep(120) if os.environ['JAX_PROCESS_ID'] == '0' else "
-            "(time.sleep(1), sys.exit('process 1 gives up'))")
+  action = (
+    "time.sleep(120) if os.environ['JAX_PROCESS_ID'] == '0' else "
+    "(time.sleep(1), sys.exit('process 1 gives up'))"
+  )
   with pytest.raises(multiprocess_util.MultiprocessError) as err:
     multiprocess_util.launch(_child_then(action, tmp_path), num_processes=2, timeout=60)
   text = str(err.value)
@@ -514,8 +588,7 @@ def test_launcher_kills_every_process_group_when_one_fails(tmp_path):
 
 def test_launcher_times_out_and_leaves_nothing_running(tmp_path):
   with pytest.raises(multiprocess_util.MultiprocessError, match="timed out after 2 s"):
-    multiprocess_util.launch(_child_then("time.sleep(120)", tmp_path), num_processes=2,
-                             timeout=2)
+    multiprocess_util.launch(_child_then("time.sleep(120)", tmp_path), num_processes=2, timeout=2)
   pids = [int((tmp_path / f"child_{i}").read_text()) for i in range(2)]
   assert not any(_alive(pid) for pid in pids)
   with pytest.raises(ValueError, match="num_processes"):
@@ -526,10 +599,16 @@ def test_launcher_times_out_and_leaves_nothing_running(tmp_path):
 
 # ---------------------------------------------------------------- a real binary through core.app
 
-LOGSTOP = ["-m", "experiments.logstop.main", "--config=experiments/logstop/configs/smoke.py",
-           "--config.detector_steps=10", "--config.num_templates=1",
-           "--config.sequences_per_template=8", "--config.retrieval_templates=1",
-           "--config.db_size=16"]
+LOGSTOP = [
+  "-m",
+  "experiments.logstop.main",
+  "--config=experiments/logstop/configs/smoke.py",
+  "--config.detector_steps=10",
+  "--config.num_templates=1",
+  "--config.sequences_per_template=8",
+  "--config.retrieval_templates=1",
+  "--config.db_size=16",
+]
 
 
 @pytest.mark.slow
@@ -539,8 +618,11 @@ def test_smoke_binary_on_two_processes_matches_one_process(tmp_path):
 
   def run(n):  # the two jobs at once: three processes keep two cores busy
     return multiprocess_util.launch(
-        [sys.executable, *LOGSTOP, f"--workdir={tmp_path / f'{n}proc'}"], num_processes=n,
-        devices_per_process=4 // n, timeout=600)
+      [sys.executable, *LOGSTOP, f"--workdir={tmp_path / f'{n}proc'}"],
+      num_processes=n,
+      devices_per_process=4 // n,
+      timeout=600,
+    )
 
   with ThreadPoolExecutor(2) as pool:
     jobs = dict(zip((1, 2), pool.map(run, (1, 2))))

@@ -16,18 +16,26 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def test_markdown_table_literal():
   t = core.markdown_table(
-      ["method", "acc", "steps", "note"],
-      [["sgd", 0.91234, 100, None],
-       ["adam", core.MeanStd(0.5, 0.0123), 200, "a|b"],
-       ["soda", core.MeanStd(0.97321, 0.00412, fmt=".2f", scale=100, suffix="%"), True,
-        float("nan")]],
-      fmt=[".3g", ".3f", "d", ".3g"])
+    ["method", "acc", "steps", "note"],
+    [
+      ["sgd", 0.91234, 100, None],
+      ["adam", core.MeanStd(0.5, 0.0123), 200, "a|b"],
+      [
+        "soda",
+        core.MeanStd(0.97321, 0.00412, fmt=".2f", scale=100, suffix="%"),
+        True,
+        float("nan"),
+      ],
+    ],
+    fmt=[".3g", ".3f", "d", ".3g"],
+  )
   assert t == (
-      "| method | acc | steps | note |\n"
-      "|---|---|---|---|\n"
-      "| sgd | 0.912 | 100 | - |\n"
-      "| adam | 0.500 ± 0.012 | 200 | a\\|b |\n"
-      "| soda | 97.32 ± 0.41% | True | - |")
+    "| method | acc | steps | note |\n"
+    "|---|---|---|---|\n"
+    "| sgd | 0.912 | 100 | - |\n"
+    "| adam | 0.500 ± 0.012 | 200 | a\\|b |\n"
+    "| soda | 97.32 ± 0.41% | True | - |"
+  )
 
 
 def test_markdown_table_errors():
@@ -41,39 +49,70 @@ def test_markdown_table_errors():
 
 def test_claims_table_literal():
   claims = (
-      dict(id="gain", statement="PANDA improves accuracy", metric="g", held=5.18, partly=0.0,
-           held_when="reaches", noise="ci", paper_value=5.18, paper_text="+5.18 pp", unit="pp",
-           fmt="+.2f"),
-      dict(id="fd", statement="matches the best FD", metric="fd", direction="lower", held=7.34,
-           paper_value=1.0, fmt=".1f"),
-      dict(id="lvlm", statement="beats LVLMs", paper_text="16%"),
+    dict(
+      id="gain",
+      statement="PANDA improves accuracy",
+      metric="g",
+      held=5.18,
+      partly=0.0,
+      held_when="reaches",
+      noise="ci",
+      paper_value=5.18,
+      paper_text="+5.18 pp",
+      unit="pp",
+      fmt="+.2f",
+    ),
+    dict(
+      id="fd",
+      statement="matches the best FD",
+      metric="fd",
+      direction="lower",
+      held=7.34,
+      paper_value=1.0,
+      fmt=".1f",
+    ),
+    dict(id="lvlm", statement="beats LVLMs", paper_text="16%"),
   )
   recs = core.judge_all(claims, {"g": 2.93, "ci": 1.0, "fd": 10.6})
   t = core.claims_table(recs, paper="panda", measured_in="abc1234", reasons=False)
   assert t == (
-      "| paper | claim | paper's number | measured | verdict | measured in |\n"
-      "|---|---|---|---|---|---|\n"
-      "| panda | PANDA improves accuracy (`gain`) | +5.18 pp | +2.93 ± 1.00 pp | **partly** "
-      "| abc1234 |\n"
-      "| panda | matches the best FD (`fd`) | 1.0 | 10.6 | **not reproduced** | abc1234 |\n"
-      "| panda | beats LVLMs (`lvlm`) | 16% | – | **inconclusive** | abc1234 |")
+    "| paper | claim | paper's number | measured | verdict | measured in |\n"
+    "|---|---|---|---|---|---|\n"
+    "| panda | PANDA improves accuracy (`gain`) | +5.18 pp | +2.93 ± 1.00 pp | **partly** "
+    "| abc1234 |\n"
+    "| panda | matches the best FD (`fd`) | 1.0 | 10.6 | **not reproduced** | abc1234 |\n"
+    "| panda | beats LVLMs (`lvlm`) | 16% | – | **inconclusive** | abc1234 |"
+  )
   t = core.claims_table(core.judge_all(claims[1:2], {"fd": 7.0}, issue_verdicts=False))
-  assert t.splitlines()[2] == ("| matches the best FD (`fd`) | 1.0 | 7.0 | no verdict (smoke) | "
-                               "no verdict: this config does not test the claim (smoke setting) |")
+  assert t.splitlines()[2] == (
+    "| matches the best FD (`fd`) | 1.0 | 7.0 | no verdict (smoke) | "
+    "no verdict: this config does not test the claim (smoke setting) |"
+  )
   assert core.claims_table([]) == ""
-  recs = core.judge_all([dict(id="a", statement="s", metric="m", held=0.5, fmt=".2f",
-                              baselines={"majority": "maj", "random": "rnd"})],
-                        {"m": 0.7, "maj": 0.61})
+  recs = core.judge_all(
+    [
+      dict(
+        id="a",
+        statement="s",
+        metric="m",
+        held=0.5,
+        fmt=".2f",
+        baselines={"majority": "maj", "random": "rnd"},
+      )
+    ],
+    {"m": 0.7, "maj": 0.61},
+  )
   assert core.claims_table(recs, reasons=False).splitlines() == [
-      "| claim | paper's number | measured | verdict | baselines |",
-      "|---|---|---|---|---|",
-      "| s (`a`) | - | 0.70 | **held** | majority: 0.61; random: – |"]
+    "| claim | paper's number | measured | verdict | baselines |",
+    "|---|---|---|---|---|",
+    "| s (`a`) | - | 0.70 | **held** | majority: 0.61; random: – |",
+  ]
 
 
 @pytest.mark.parametrize("a,c", [(1.0, 3.0), (2.0, 0.5), (-0.5, 10.0), (2.4, 1e-3)])
 def test_fit_power_law_exact(a, c):
   x = np.array([8, 32, 64, 128, 512], np.float64)
-  slope, se, icpt = core.fit_power_law(x, c * x ** a)
+  slope, se, icpt = core.fit_power_law(x, c * x**a)
   assert slope == pytest.approx(a, abs=1e-12)
   assert icpt == pytest.approx(math.log(c), abs=1e-10)
   assert se == pytest.approx(0.0, abs=1e-10)
@@ -89,7 +128,7 @@ def test_fit_power_law_standard_error_against_closed_form():
   beta = 1.5 + d * float(((lx - 1.5) * np.array([1, -1, 1, -1])).sum()) / sxx  # = 1.5 - 0.04
   assert slope == pytest.approx(beta, abs=1e-12)
   resid = ly - (beta * lx + (ly.mean() - beta * lx.mean()))
-  assert se == pytest.approx(math.sqrt((resid ** 2).sum() / 2 / sxx), abs=1e-12)
+  assert se == pytest.approx(math.sqrt((resid**2).sum() / 2 / sxx), abs=1e-12)
   assert icpt == pytest.approx(ly.mean() - beta * 1.5, abs=1e-12)
 
 
@@ -107,17 +146,24 @@ def test_fit_power_law_edge_cases():
 def test_plots_write_png(tmp_path):
   x = np.arange(10)
   rng = np.random.default_rng(0)
-  fig = core.curves_plot({"adam": (x, rng.random((3, 10))), "sgd": (x, rng.random(10))},
-                         xlabel="step", ylabel="loss")
+  fig = core.curves_plot(
+    {"adam": (x, rng.random((3, 10))), "sgd": (x, rng.random(10))}, xlabel="step", ylabel="loss"
+  )
   assert core.save_figure(fig, tmp_path, "curves").read_bytes()[:8] == PNG
-  fig = core.grouped_bars(["a", "b", "c"], {"vanilla": ([1, 2, 3], [0.1, 0.2, 0.1]),
-                                            "panda": ([2, float("nan"), 1], None)},
-                          horizontal_line=0.0)
+  fig = core.grouped_bars(
+    ["a", "b", "c"],
+    {"vanilla": ([1, 2, 3], [0.1, 0.2, 0.1]), "panda": ([2, float("nan"), 1], None)},
+    horizontal_line=0.0,
+  )
   assert core.save_figure(fig, tmp_path, "bars").read_bytes()[:8] == PNG
   views = np.array([8, 32, 64, 128, 256])
-  fig = core.scaling_plot({"ssm": (views, 0.01 * views ** 1.0),
-                           "attention": (views, np.array([1e-3, 1e-2, 4e-2, np.nan, np.nan]))},
-                          fit_min_x=32)
+  fig = core.scaling_plot(
+    {
+      "ssm": (views, 0.01 * views**1.0),
+      "attention": (views, np.array([1e-3, 1e-2, 4e-2, np.nan, np.nan])),
+    },
+    fit_min_x=32,
+  )
   assert fig.scaling_fits["ssm"][0] == pytest.approx(1.0)
   assert "slope 1.00 ± 0.00" in fig.axes[0].get_legend().get_texts()[0].get_text()
   assert core.save_figure(fig, tmp_path, "scaling").read_bytes()[:8] == PNG

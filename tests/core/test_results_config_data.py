@@ -22,8 +22,13 @@ def test_results_json_contents(tmp_path):
   png = core.save_figure(fig, tmp_path, "curve")
   assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
   cfg = ml_collections.ConfigDict({"lr": 1e-3, "model": {"width": 8}})
-  path = core.write_results(tmp_path, metrics={"loss": jnp.float32(0.5), "acc": np.array([1, 2])},
-                            config=cfg, table_markdown="| a |\n|---|\n| 1 |", wall_time_s=1.5)
+  path = core.write_results(
+    tmp_path,
+    metrics={"loss": jnp.float32(0.5), "acc": np.array([1, 2])},
+    config=cfg,
+    table_markdown="| a |\n|---|\n| 1 |",
+    wall_time_s=1.5,
+  )
   rec = json.loads(path.read_text())
   assert rec["metrics"] == {"loss": 0.5, "acc": [1, 2]}
   assert rec["config"] == {"lr": 1e-3, "model": {"width": 8}}
@@ -57,7 +62,9 @@ class Cfg:
 def test_config_to_dataclass_and_unknown_fields():
   cfg = core.config_to_dataclass(ml_collections.ConfigDict({"lr": 0.1, "model": {"width": 4}}), Cfg)
   assert cfg == Cfg(lr=0.1, model=Model(width=4))
-  with pytest.raises(ValueError, match=r"Unknown config field\(s\) \['lrr'\].*allowed fields are \['lr', 'model'\]"):
+  with pytest.raises(
+    ValueError, match=r"Unknown config field\(s\) \['lrr'\].*allowed fields are \['lr', 'model'\]"
+  ):
     core.config_to_dataclass({"lrr": 0.1}, Cfg)
   with pytest.raises(ValueError, match=r"Unknown config field\(s\) \['depth'\] for Model"):
     core.config_to_dataclass({"lr": 0.1, "model": {"depth": 2}}, Cfg)
@@ -92,10 +99,15 @@ def test_resolve_data_dir_order(tmp_path, monkeypatch):
 
 
 def test_results_claims_commit_and_command(tmp_path, monkeypatch):
-  cfg = ml_collections.ConfigDict({"lr": 0.1, "claims": (
-      dict(id="acc", statement="accuracy above 0.8", metric="acc", held=0.8, partly=0.5),
-      dict(id="loss", statement="loss below 0.1", metric="loss", direction="lower", held=0.1),
-  )})
+  cfg = ml_collections.ConfigDict(
+    {
+      "lr": 0.1,
+      "claims": (
+        dict(id="acc", statement="accuracy above 0.8", metric="acc", held=0.8, partly=0.5),
+        dict(id="loss", statement="loss below 0.1", metric="loss", direction="lower", held=0.1),
+      ),
+    }
+  )
   monkeypatch.setattr("sys.argv", ["/x/experiments/demo/main.py", "--config=c.py", "--workdir=w d"])
   path = core.write_results(tmp_path, metrics={"acc": np.float32(0.75)}, config=cfg)
   rec = json.loads(path.read_text())
@@ -107,15 +119,20 @@ def test_results_claims_commit_and_command(tmp_path, monkeypatch):
   git = rec["git"]
   assert git is None or (len(git["commit"]) == 40 and isinstance(git["dirty"], bool))
   # claims passed explicitly win; issue_verdicts=False records values without verdicts
-  path = core.write_results(tmp_path, metrics={"acc": 0.9}, config={"lr": 0.1},
-                            claims=cfg.claims[:1], issue_verdicts=False)
+  path = core.write_results(
+    tmp_path, metrics={"acc": 0.9}, config={"lr": 0.1}, claims=cfg.claims[:1], issue_verdicts=False
+  )
   rec = json.loads(path.read_text())
   assert rec["claims"][0]["verdict"] is None and rec["claims"][0]["measured"] == 0.9
   path = core.write_results(tmp_path, metrics={}, config={"issue_verdicts": False, "claims": ()})
   assert json.loads(path.read_text())["claims"] == []
   # a malformed claim is recorded as an error; the finished run's results are still written
-  path = core.write_results(tmp_path, metrics={"acc": 1.0}, config={},
-                            claims=[dict(id="x", statement="s", metric="acc", held="high")])
+  path = core.write_results(
+    tmp_path,
+    metrics={"acc": 1.0},
+    config={},
+    claims=[dict(id="x", statement="s", metric="acc", held="high")],
+  )
   rec = json.loads(path.read_text())
   assert rec["metrics"] == {"acc": 1.0}
   assert "held must be a real number" in rec["claims"][0]["error"]
@@ -124,12 +141,14 @@ def test_results_claims_commit_and_command(tmp_path, monkeypatch):
 
 def test_command_line_script_and_module(monkeypatch):
   import types
+
   monkeypatch.setitem(__import__("sys").modules, "__main__", types.SimpleNamespace(__spec__=None))
   assert core.command_line(["bench.py", "--n=3"]) == "python bench.py --n=3"
   spec = types.SimpleNamespace(name="experiments.soda.main")
   monkeypatch.setitem(__import__("sys").modules, "__main__", types.SimpleNamespace(__spec__=spec))
   assert core.command_line(["/abs/experiments/soda/main.py", "--workdir=x"]) == (
-      "python -m experiments.soda.main --workdir=x")
+    "python -m experiments.soda.main --workdir=x"
+  )
 
 
 def test_git_info_outside_a_checkout(tmp_path):
@@ -148,6 +167,7 @@ def test_only_process_zero_writes(tmp_path, monkeypatch):
 
 def test_results_through_epath(tmp_path):
   from etils import epath
+
   wd = epath.Path(tmp_path) / "nested" / "run"
   fig, ax = plt.subplots()
   ax.plot([0, 1])

@@ -19,7 +19,8 @@ def _data():
   rng = np.random.default_rng(0)
   x = rng.standard_normal((32, 3)).astype(np.float32)
   y = (x @ np.array([1.0, -2.0, 0.5], np.float32) + 0.1 * rng.standard_normal(32)).astype(
-      np.float32)
+    np.float32
+  )
   return {"x": jnp.asarray(x), "y": jnp.asarray(y)}
 
 
@@ -71,12 +72,15 @@ def test_sharded_equals_single_device_and_shapes():
   hp, keys = _grid()
   data = _data()
   mesh8 = jax.make_mesh((8,), ("runs",), axis_types=(jax.sharding.AxisType.Auto,))
-  mesh1 = jax.make_mesh((1,), ("runs",), axis_types=(jax.sharding.AxisType.Auto,),
-                        devices=jax.devices()[:1])
+  mesh1 = jax.make_mesh(
+    (1,), ("runs",), axis_types=(jax.sharding.AxisType.Auto,), devices=jax.devices()[:1]
+  )
   sharded = core.Sweep(init_fn, step_fn, eval_fn, mesh=mesh8).run(
-      hp, keys, num_steps=T, chunk_size=C, data=data)
+    hp, keys, num_steps=T, chunk_size=C, data=data
+  )
   single = core.Sweep(init_fn, step_fn, eval_fn, mesh=mesh1).run(
-      hp, keys, num_steps=T, chunk_size=C, data=data)
+    hp, keys, num_steps=T, chunk_size=C, data=data
+  )
   chex.assert_shape(sharded.history["loss"], (R, T))
   chex.assert_shape(sharded.evals, (R, T // C))
   chex.assert_shape(sharded.state["w"], (R, 3))
@@ -115,29 +119,38 @@ def test_each_run_equals_a_plain_python_loop(engine):
         evals.append(float(one_eval(state, hp_i, keys[i], data)))
     np.testing.assert_allclose(res.history["loss"][i], losses, rtol=2e-5, atol=1e-6)
     np.testing.assert_allclose(res.evals[i], evals, rtol=2e-5, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(res.state["w"][i]), np.asarray(state["w"]),
-                               rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(
+      np.asarray(res.state["w"][i]), np.asarray(state["w"]), rtol=2e-5, atol=1e-6
+    )
 
 
 def test_interrupted_then_resumed_equals_uninterrupted(tmp_path, engine):
   hp, keys = _grid()
   data = _data()
   full = engine.run(hp, keys, num_steps=T, chunk_size=C, data=data)
-  part = engine.run(hp, keys, num_steps=T, chunk_size=C, data=data,
-                    checkpoint_dir=tmp_path / "ck", max_chunks=2)
+  part = engine.run(
+    hp, keys, num_steps=T, chunk_size=C, data=data, checkpoint_dir=tmp_path / "ck", max_chunks=2
+  )
   assert not part.complete and part.steps_done == 2 * C
-  np.testing.assert_array_equal(part.history["loss"][:, 2 * C:], 0.0)
+  np.testing.assert_array_equal(part.history["loss"][:, 2 * C :], 0.0)
   # A rerun resumes from the checkpoint saved after chunk 2.
   resumed = engine.run(
-      hp, keys, num_steps=T, chunk_size=C, data=data, checkpoint_dir=tmp_path / "ck")
+    hp, keys, num_steps=T, chunk_size=C, data=data, checkpoint_dir=tmp_path / "ck"
+  )
   assert resumed.resumed_from == 2 * C and resumed.complete
   _assert_trees(resumed.history, full.history)
   _assert_trees(resumed.evals, full.evals)
   _assert_trees(resumed.state, full.state)
   # Another grid on the same checkpoint directory is refused, not silently resumed.
   with pytest.raises(ValueError, match="different sweep"):
-    engine.run(jax.tree.map(lambda x: 2 * x, hp), keys, num_steps=T, chunk_size=C, data=data,
-               checkpoint_dir=tmp_path / "ck")
+    engine.run(
+      jax.tree.map(lambda x: 2 * x, hp),
+      keys,
+      num_steps=T,
+      chunk_size=C,
+      data=data,
+      checkpoint_dir=tmp_path / "ck",
+    )
 
 
 def test_no_recompilation_across_chunks_and_grids():
@@ -173,8 +186,10 @@ def test_cell_store_roundtrip_reopen_and_atomic_write(tmp_path, monkeypatch):
   store.put("z", [1.0])
   assert store["a/b|c"] == {"acc": 0.5, "curve": [0, 1, 2], "t": [1, 2]}
   reopened = core.CellStore(tmp_path / "cells")
-  assert reopened.items() == [("a/b|c", {"acc": 0.5, "curve": [0, 1, 2], "t": [1, 2]}),
-                              ("z", [1.0])]
+  assert reopened.items() == [
+    ("a/b|c", {"acc": 0.5, "curve": [0, 1, 2], "t": [1, 2]}),
+    ("z", [1.0]),
+  ]
   # A serialiser failing halfway through (json.dump streams into the file) leaves the old
   # value in place and no partial or temporary file behind.
   with pytest.raises(TypeError, match="JSON-serialisable"):
@@ -182,7 +197,9 @@ def test_cell_store_roundtrip_reopen_and_atomic_write(tmp_path, monkeypatch):
   with pytest.raises(TypeError, match="JSON-serialisable"):
     store.put("new", {"first": list(range(1000)), "bad": object()})
   assert sorted(p.name for p in (tmp_path / "cells").iterdir()) == [
-      store.path("a/b|c").name, store.path("z").name]
+    store.path("a/b|c").name,
+    store.path("z").name,
+  ]
   assert json.loads(store.path("z").read_text())["value"] == [1.0]
   assert core.CellStore(tmp_path / "cells").get("z") == [1.0]
   assert "new" not in core.CellStore(tmp_path / "cells")

@@ -14,7 +14,6 @@ from tests.jit_util import count_traces
 
 
 class MLP(nnx.Module):
-
   def __init__(self, din, dhidden, dout, *, rngs):
     # No bias before BatchNorm: its gradient is zero analytically, and Adam would
     # amplify float round-off in it into +-lr steps.
@@ -45,8 +44,10 @@ def train_step(state, batch):
 def batch_fn(step, batch_size=32):
   key = jax.random.fold_in(jax.random.key(123), step)
   kx, ky = jax.random.split(key)
-  return {"x": jax.random.normal(kx, (batch_size, 4)),
-          "y": jax.random.randint(ky, (batch_size,), 0, 3)}
+  return {
+    "x": jax.random.normal(kx, (batch_size, 4)),
+    "y": jax.random.randint(ky, (batch_size,), 0, 3),
+  }
 
 
 def assert_trees_close(a, b, **kw):
@@ -128,16 +129,23 @@ def test_trace_counter_sees_each_retrace():
 
 
 def test_resume_equals_uninterrupted(tmp_path):
-  full, full_hist = core.train_loop(make_state(), train_step, batch_fn, num_steps=12,
-                                    log_every=3)
+  full, full_hist = core.train_loop(make_state(), train_step, batch_fn, num_steps=12, log_every=3)
   # Interrupted run: stops after 7 steps (checkpoints at 5 and 7) ...
-  part, _ = core.train_loop(make_state(), train_step, batch_fn, num_steps=7,
-                            workdir=tmp_path, checkpoint_every=5, log_every=3)
+  part, _ = core.train_loop(
+    make_state(),
+    train_step,
+    batch_fn,
+    num_steps=7,
+    workdir=tmp_path,
+    checkpoint_every=5,
+    log_every=3,
+  )
   assert int(part.step) == 7
   # ... and is resumed by a fresh process-like call from a fresh initial state.
   fresh = make_state(seed=0)
-  resumed, hist = core.train_loop(fresh, train_step, batch_fn, num_steps=12,
-                                  workdir=tmp_path, checkpoint_every=5, log_every=3)
+  resumed, hist = core.train_loop(
+    fresh, train_step, batch_fn, num_steps=12, workdir=tmp_path, checkpoint_every=5, log_every=3
+  )
   assert int(resumed.step) == 12
   assert_trees_close(full.params, resumed.params, rtol=0, atol=0)
   assert_trees_close(full.opt_state, resumed.opt_state, rtol=0, atol=0)
@@ -147,8 +155,9 @@ def test_resume_equals_uninterrupted(tmp_path):
   assert [h["step"] for h in full_hist] == [3, 6, 9, 12]
   # A different seed would not match: the test can fail.
   other, _ = core.train_loop(make_state(seed=1), train_step, batch_fn, num_steps=12)
-  assert not np.allclose(np.asarray(jax.tree.leaves(other.params)[0]),
-                         np.asarray(jax.tree.leaves(full.params)[0]))
+  assert not np.allclose(
+    np.asarray(jax.tree.leaves(other.params)[0]), np.asarray(jax.tree.leaves(full.params)[0])
+  )
 
 
 def test_train_loop_runs_eval_and_logs(tmp_path):
@@ -158,8 +167,9 @@ def test_train_loop_runs_eval_and_logs(tmp_path):
     calls.append(int(state.step))
     return {"step_seen": state.step}
 
-  _, hist = core.train_loop(make_state(), train_step, batch_fn, num_steps=4, eval_fn=eval_fn,
-                            eval_every=2, log_every=2)
+  _, hist = core.train_loop(
+    make_state(), train_step, batch_fn, num_steps=4, eval_fn=eval_fn, eval_every=2, log_every=2
+  )
   assert calls == [2, 4]
   assert [h["eval/step_seen"] for h in hist] == [2, 4]
   assert all(np.isfinite(h["train/loss"]) for h in hist)
@@ -168,12 +178,26 @@ def test_train_loop_runs_eval_and_logs(tmp_path):
 def test_history_is_written_by_process_0_only(tmp_path, monkeypatch):
   from jaxpapers.core import distributed
 
-  _, hist0 = core.train_loop(make_state(), train_step, batch_fn, num_steps=4,
-                             workdir=tmp_path / "p0", checkpoint_every=2, log_every=2)
+  _, hist0 = core.train_loop(
+    make_state(),
+    train_step,
+    batch_fn,
+    num_steps=4,
+    workdir=tmp_path / "p0",
+    checkpoint_every=2,
+    log_every=2,
+  )
   assert [r["step"] for r in core.read_metrics(tmp_path / "p0", "history.jsonl")] == [2, 4]
   monkeypatch.setattr(distributed, "is_main_process", lambda: False)
-  _, hist1 = core.train_loop(make_state(), train_step, batch_fn, num_steps=4,
-                             workdir=tmp_path / "p1", checkpoint_every=2, log_every=2)
+  _, hist1 = core.train_loop(
+    make_state(),
+    train_step,
+    batch_fn,
+    num_steps=4,
+    workdir=tmp_path / "p1",
+    checkpoint_every=2,
+    log_every=2,
+  )
   assert not (tmp_path / "p1" / "history.jsonl").exists()
   assert not list((tmp_path / "p1").glob("events.out.*"))
   assert [r["step"] for r in hist1] == [r["step"] for r in hist0] == [2, 4]  # same history

@@ -9,9 +9,19 @@ TINY = dict(image_size=8, channels=1, patch_size=4, num_heads=2, mlp_ratio=2)
 
 
 def tiny_dual(seed=0, num_classes=0, parametrization="v"):
-  return dr.DualRateModel(**TINY, encoder_width=16, encoder_depth=1, feature_dim=8, denoiser_width=8,
-                          denoiser_blocks=1, context_channels=4, denoiser_emb_dim=8, num_classes=num_classes,
-                          parametrization=parametrization, rngs=nnx.Rngs(seed))
+  return dr.DualRateModel(
+    **TINY,
+    encoder_width=16,
+    encoder_depth=1,
+    feature_dim=8,
+    denoiser_width=8,
+    denoiser_blocks=1,
+    context_channels=4,
+    denoiser_emb_dim=8,
+    num_classes=num_classes,
+    parametrization=parametrization,
+    rngs=nnx.Rngs(seed),
+  )
 
 
 def tiny_single(seed=0, num_classes=0):

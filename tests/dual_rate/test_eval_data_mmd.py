@@ -39,8 +39,11 @@ def test_kid_matches_brute_force():
   kxy = np.mean([k(x[i], y[j]) for i in range(40) for j in range(30)])
   ref = kxx + kyy - 2 * kxy
   np.testing.assert_allclose(dr.kid_metric(x, y), ref, rtol=1e-8)
-  np.testing.assert_allclose(dr.kernel_inception_distance(x[:30], y, subsets=1, subset_size=30),
-                             dr.kid_metric(x[:30], y), rtol=1e-8)
+  np.testing.assert_allclose(
+    dr.kernel_inception_distance(x[:30], y, subsets=1, subset_size=30),
+    dr.kid_metric(x[:30], y),
+    rtol=1e-8,
+  )
 
 
 def test_precision_recall_knn():
@@ -67,7 +70,12 @@ def test_numpy_sources():
   s = dr.shapes(num_train=40, num_test=8)
   s2 = dr.shapes(num_train=40, num_test=8)
   np.testing.assert_array_equal(s["train_images"], s2["train_images"])
-  assert s["train_images"].shape == (40, 16, 16, 1) and set(np.unique(s["train_labels"])) <= {0, 1, 2, 3}
+  assert s["train_images"].shape == (40, 16, 16, 1) and set(np.unique(s["train_labels"])) <= {
+    0,
+    1,
+    2,
+    3,
+  }
   imgs = dr.render_shapes(np.array([0, 1, 2, 3]), image_size=16)
   assert imgs.min() >= -1 and imgs.max() <= 1 and all((im > 0).sum() > 5 for im in imgs)
   with pytest.raises(ValueError, match="name"):
@@ -83,7 +91,9 @@ def test_tfds_builder_without_tensorflow(tmp_path):
 
 
 def test_last_refresh_index():
-  np.testing.assert_array_equal(dr.last_refresh_index([True, False, True, False, False]), [0, 0, 2, 2, 2])
+  np.testing.assert_array_equal(
+    dr.last_refresh_index([True, False, True, False, False]), [0, 0, 2, 2, 2]
+  )
   with pytest.raises(ValueError):
     dr.last_refresh_index([False, True])
 
@@ -107,14 +117,25 @@ def test_mmd_gradients_are_separated(dual):
   @jax.jit
   def grads(ps, pa):
     def f(ps, pa, which):
-      sl, al, _ = dr.mmd_losses(nnx.merge(gs, ps), nnx.merge(ga, pa), nnx.merge(tg, ts), x, None,
-                                jax.random.key(3), num_student_steps=4, refresh=refresh)
+      sl, al, _ = dr.mmd_losses(
+        nnx.merge(gs, ps),
+        nnx.merge(ga, pa),
+        nnx.merge(tg, ts),
+        x,
+        None,
+        jax.random.key(3),
+        num_student_steps=4,
+        refresh=refresh,
+      )
       return sl if which == 0 else al
+
     return jax.grad(f, argnums=(0, 1))(ps, pa, 0), jax.grad(f, argnums=(0, 1))(ps, pa, 1)
 
   (s_s, s_a), (a_s, a_a) = grads(gsd, gad)
   norm = lambda t: float(sum(jnp.sum(l**2) for l in jax.tree.leaves(t)))  # noqa: E731
   assert norm(s_a) == 0.0 and norm(a_s) == 0.0 and norm(a_a) > 0.0
-  assert norm(s_s) < 1e-9  # aux is a copy of the teacher: no moment gap, no student update (up to fusion round-off)
+  assert (
+    norm(s_s) < 1e-9
+  )  # aux is a copy of the teacher: no moment gap, no student update (up to fusion round-off)
   (s_s, _), _ = grads(gsd, gad2)
   assert norm(s_s) > 1e-6

@@ -10,7 +10,6 @@ from flax import nnx
 from jaxpapers import dual_rate as dr
 from tests.dual_rate._util import randomize, tiny_dual, tiny_single
 
-
 _randomize_zero_inits = randomize
 
 
@@ -37,8 +36,11 @@ def test_denoiser_uses_features_and_staleness():
   g, st = nnx.split(m)
   z = jax.random.normal(jax.random.key(0), (2, 8, 8, 1))
   h = jax.jit(lambda z: nnx.merge(g, st).encode(z, 0.5))(z)
-  den = jax.jit(lambda h, tau, dl: nnx.merge(g, st).denoise(z, jnp.full((2,), 0.4), h, jnp.full((2,), tau),
-                                                              None, dl))
+  den = jax.jit(
+    lambda h, tau, dl: nnx.merge(g, st).denoise(
+      z, jnp.full((2,), 0.4), h, jnp.full((2,), tau), None, dl
+    )
+  )
   a = den(h, 0.5, 1.0)
   assert not np.allclose(a, den(h + 1.0, 0.5, 1.0))
   assert not np.allclose(a, den(h, 0.7, 1.0))
@@ -50,7 +52,9 @@ def test_staleness_distribution():
   assert set(np.unique(k)) == {0, 1, 2, 3}
   np.testing.assert_allclose((k == 0).mean(), 0.4, atol=0.02)
   np.testing.assert_allclose([(k == j).mean() for j in (1, 2, 3)], 0.2, atol=0.02)
-  assert np.all(np.asarray(dr.sample_staleness(jax.random.key(0), 10, max_staleness=1, p_fresh=0.0)) == 0)
+  assert np.all(
+    np.asarray(dr.sample_staleness(jax.random.key(0), 10, max_staleness=1, p_fresh=0.0)) == 0
+  )
 
 
 def test_fresh_only_loss_equals_composite_diffusion_loss():
@@ -66,12 +70,17 @@ def test_fresh_only_loss_equals_composite_diffusion_loss():
   a, s = (np.asarray(u, np.float64)[:, None, None, None] for u in sched.alpha_sigma(t))
   z = a * np.asarray(x, np.float64) + s * np.asarray(eps, np.float64)
   g, st = nnx.split(m)
-  v_hat = np.asarray(jax.jit(lambda z, t: nnx.merge(g, st)(z, t))(jnp.asarray(z, jnp.float32), t), np.float64)
+  v_hat = np.asarray(
+    jax.jit(lambda z, t: nnx.merge(g, st)(z, t))(jnp.asarray(z, jnp.float32), t), np.float64
+  )
   v = a * np.asarray(eps, np.float64) - s * np.asarray(x, np.float64)
   ref = np.mean(np.mean((v_hat - v) ** 2, axis=(1, 2, 3)))
   for coupling in dr.COUPLINGS:
-    loss, _ = jax.jit(lambda st, x: dr.dual_rate_loss(nnx.merge(g, st), x, None, key, schedule=sched, max_staleness=1,
-                                                      coupling=coupling))(st, x)
+    loss, _ = jax.jit(
+      lambda st, x: dr.dual_rate_loss(
+        nnx.merge(g, st), x, None, key, schedule=sched, max_staleness=1, coupling=coupling
+      )
+    )(st, x)
     np.testing.assert_allclose(float(loss), ref, rtol=2e-3)
 
 
@@ -97,8 +106,16 @@ def test_joint_gradients_reach_encoder_and_denoiser(coupling):
   graphdef, params = nnx.split(m)
 
   def lf(p):
-    return dr.dual_rate_loss(nnx.merge(graphdef, p), x, jnp.arange(8) % 2, jax.random.key(2),
-                             max_staleness=4, p_fresh=0.25, coupling=coupling, rollout_frac=0.5)[0]
+    return dr.dual_rate_loss(
+      nnx.merge(graphdef, p),
+      x,
+      jnp.arange(8) % 2,
+      jax.random.key(2),
+      max_staleness=4,
+      p_fresh=0.25,
+      coupling=coupling,
+      rollout_frac=0.5,
+    )[0]
 
   g = jax.jit(jax.grad(lf))(params)
   g_enc = optax.global_norm(nnx.state(nnx.merge(graphdef, g).encoder))
@@ -111,7 +128,9 @@ def test_train_step_reduces_loss():
   x = 0.5 * jnp.sign(jax.random.normal(jax.random.key(0), (1, 8, 8, 1))) * jnp.ones((16, 1, 1, 1))
   tx = optax.adam(3e-3)
   graphdef, p = nnx.split(m)
-  step = dr.make_train_step(graphdef, lambda mm, x, c, k: dr.dual_rate_loss(mm, x, c, k, max_staleness=2), tx)
+  step = dr.make_train_step(
+    graphdef, lambda mm, x, c, k: dr.dual_rate_loss(mm, x, c, k, max_staleness=2), tx
+  )
   o, e = tx.init(p), jax.tree.map(jnp.copy, p)
   losses = []
   for i in range(40):

@@ -16,7 +16,9 @@ SCHED = dr.NoiseSchedule()
 def _model():
   m = tiny_dual(seed=1)
   # give the zero-initialised output layer weights so the model is not trivial
-  m.denoiser.out.kernel.value = 0.05 * jax.random.normal(jax.random.key(5), m.denoiser.out.kernel.value.shape)
+  m.denoiser.out.kernel.value = 0.05 * jax.random.normal(
+    jax.random.key(5), m.denoiser.out.kernel.value.shape
+  )
   return m
 
 
@@ -25,7 +27,9 @@ def _jitted(m):
   g, st = nnx.split(m)
   b = lambda t, z: jnp.full((z.shape[0],), t, jnp.float32)  # noqa: E731
   enc = jax.jit(lambda z, t: nnx.merge(g, st).encode(z, b(t, z)))
-  den = jax.jit(lambda z, t, h, tau, dl: nnx.merge(g, st).denoise(z, b(t, z), h, b(tau, z), None, dl))
+  den = jax.jit(
+    lambda z, t, h, tau, dl: nnx.merge(g, st).denoise(z, b(t, z), h, b(tau, z), None, dl)
+  )
   return enc, den
 
 
@@ -64,7 +68,15 @@ def _reference_sampler(m, key, shape, n, sampler):
 def test_k1_fresh_features_equals_ordinary_sampler(sampler):
   m = _model()
   shape, n = (3, 8, 8, 1), 6
-  got = dr.sample(m, jax.random.key(0), shape, num_steps=n, refresh=np.ones(n, bool), sampler=sampler, schedule=SCHED)
+  got = dr.sample(
+    m,
+    jax.random.key(0),
+    shape,
+    num_steps=n,
+    refresh=np.ones(n, bool),
+    sampler=sampler,
+    schedule=SCHED,
+  )
   ref = _reference_sampler(m, jax.random.key(0), shape, n, sampler)
   np.testing.assert_allclose(np.asarray(got), ref, atol=2e-3, rtol=1e-3)
 
@@ -76,13 +88,18 @@ def test_heun_k1_matches_reference():
   shape, n = (2, 8, 8, 1), 3
   got = dr.sample(m, jax.random.key(1), shape, num_steps=n, sampler="heun", schedule=SCHED)
   sig = np.asarray(dr.karras_sigmas(n), np.float64)
-  x = sig[0] * np.asarray(jax.random.normal(jax.random.split(jax.random.key(1))[0], shape), np.float64)
+  x = sig[0] * np.asarray(
+    jax.random.normal(jax.random.split(jax.random.key(1))[0], shape), np.float64
+  )
   enc, den = _jitted(m)
 
   def D(x, s, h, t_h):
     t = float(dr.edm_sigma_to_t(jnp.float32(s), SCHED))
     z = x / np.sqrt(1 + s**2)
-    v = np.asarray(den(jnp.asarray(z, jnp.float32), t, h, t_h, float(SCHED.logsnr(t) - SCHED.logsnr(t_h))), np.float64)
+    v = np.asarray(
+      den(jnp.asarray(z, jnp.float32), t, h, t_h, float(SCHED.logsnr(t) - SCHED.logsnr(t_h))),
+      np.float64,
+    )
     a_t, s_t = (float(u) for u in SCHED.alpha_sigma(t))
     return a_t * z - s_t * v
 
@@ -99,11 +116,17 @@ def test_heun_k1_matches_reference():
 
 def test_reuse_changes_samples_and_first_refresh_required():
   m = _model()
-  a = dr.sample(m, jax.random.key(0), (2, 8, 8, 1), num_steps=8, refresh=dr.refresh_schedule(8, interval=1))
-  b = dr.sample(m, jax.random.key(0), (2, 8, 8, 1), num_steps=8, refresh=dr.refresh_schedule(8, interval=4))
+  a = dr.sample(
+    m, jax.random.key(0), (2, 8, 8, 1), num_steps=8, refresh=dr.refresh_schedule(8, interval=1)
+  )
+  b = dr.sample(
+    m, jax.random.key(0), (2, 8, 8, 1), num_steps=8, refresh=dr.refresh_schedule(8, interval=4)
+  )
   assert not np.allclose(a, b)
   with pytest.raises(ValueError, match="refresh\\[0\\]"):
-    dr.sample(m, jax.random.key(0), (2, 8, 8, 1), num_steps=4, refresh=np.array([False, True, True, True]))
+    dr.sample(
+      m, jax.random.key(0), (2, 8, 8, 1), num_steps=4, refresh=np.array([False, True, True, True])
+    )
   with pytest.raises(ValueError, match="refresh must be"):
     dr.sample(m, jax.random.key(0), (2, 8, 8, 1), num_steps=4, refresh=np.ones(5, bool))
   with pytest.raises(ValueError, match="sampler"):
@@ -115,7 +138,12 @@ def test_refresh_schedules():
     for n, k in [(16, 4), (8, 2), (7, 3), (5, 8)]:
       r = dr.refresh_schedule(n, interval=k, kind=kind)
       assert r.dtype == bool and r.shape == (n,) and r[0] and r.sum() == -(-n // k)
-  assert list(np.nonzero(dr.refresh_schedule(16, interval=4, kind="front_loaded"))[0]) == [0, 1, 4, 9]
+  assert list(np.nonzero(dr.refresh_schedule(16, interval=4, kind="front_loaded"))[0]) == [
+    0,
+    1,
+    4,
+    9,
+  ]
   assert list(np.nonzero(dr.refresh_schedule(16, interval=4))[0]) == [0, 4, 8, 12]
 
 
@@ -126,15 +154,27 @@ def test_call_counts_match_hand_count_and_compile_once(sampler):
   with count_traces() as traces:
     for interval, kind in [(1, "uniform"), (4, "uniform"), (3, "front_loaded"), (8, "back_loaded")]:
       r = dr.refresh_schedule(n, interval=interval, kind=kind)
-      _, info = dr.sample(m, jax.random.key(0), (2, 8, 8, 1), num_steps=n, refresh=r,
-                          sampler=sampler, return_info=True)
-      hand = {"encoder_calls": int(r.sum()),
-              "denoiser_calls": 2 * n - 1 if sampler == "heun" else n}
+      _, info = dr.sample(
+        m,
+        jax.random.key(0),
+        (2, 8, 8, 1),
+        num_steps=n,
+        refresh=r,
+        sampler=sampler,
+        return_info=True,
+      )
+      hand = {
+        "encoder_calls": int(r.sum()),
+        "denoiser_calls": 2 * n - 1 if sampler == "heun" else n,
+      }
       assert {k: int(v) for k, v in info.items()} == hand == dr.call_counts(r, sampler=sampler)
   assert traces["_sample_jit"] <= 1  # one compile serves every refresh schedule
-  _, info = dr.sample(tiny_single(), jax.random.key(0), (2, 8, 8, 1), num_steps=n, sampler=sampler,
-                      return_info=True)
-  assert int(info["encoder_calls"]) == 0 and int(info["denoiser_calls"]) == (2 * n - 1 if sampler == "heun" else n)
+  _, info = dr.sample(
+    tiny_single(), jax.random.key(0), (2, 8, 8, 1), num_steps=n, sampler=sampler, return_info=True
+  )
+  assert int(info["encoder_calls"]) == 0 and int(info["denoiser_calls"]) == (
+    2 * n - 1 if sampler == "heun" else n
+  )
 
 
 def test_xla_flops_hand_count_and_sampling_cost():

@@ -25,7 +25,9 @@ def test_cosine_logsnr_closed_form_and_vp():
   np.testing.assert_allclose(np.asarray(a) ** 2 + np.asarray(s) ** 2, 1.0, atol=1e-6)
   # alpha^2/sigma^2 = e^lambda away from the clip.
   mid = slice(10, 90)
-  np.testing.assert_allclose(np.log(np.asarray(a)[mid] ** 2 / np.asarray(s)[mid] ** 2), ref[mid], atol=1e-4)
+  np.testing.assert_allclose(
+    np.log(np.asarray(a)[mid] ** 2 / np.asarray(s)[mid] ** 2), ref[mid], atol=1e-4
+  )
   # cosine: alpha_t = cos(pi t/2) exactly in the interior.
   np.testing.assert_allclose(np.asarray(a)[mid], np.cos(np.pi * t[mid] / 2), atol=1e-6)
   # Finite gradient at the ends.
@@ -33,7 +35,9 @@ def test_cosine_logsnr_closed_form_and_vp():
   assert np.all(np.isfinite(np.asarray(g)))
 
 
-@pytest.mark.parametrize("kind,shift", [("cosine", 0.0), ("cosine", 2 * math.log(0.5)), ("linear", 1.0)])
+@pytest.mark.parametrize(
+  "kind,shift", [("cosine", 0.0), ("cosine", 2 * math.log(0.5)), ("linear", 1.0)]
+)
 def test_t_from_logsnr_inverts(kind, shift):
   sched = dr.NoiseSchedule(kind=kind, shift=shift)
   t = jnp.linspace(0.05, 0.95, 19)
@@ -62,14 +66,18 @@ def test_parametrisation_conversions_roundtrip():
   ab, sb = a[:, None, None, None], s[:, None, None, None]
   z = ab * x + sb * eps
   v = ab * eps - sb * x
-  np.testing.assert_allclose(dr.q_sample(jnp.asarray(x, jnp.float32), t, jnp.asarray(eps, jnp.float32), sched), z, atol=1e-5)
+  np.testing.assert_allclose(
+    dr.q_sample(jnp.asarray(x, jnp.float32), t, jnp.asarray(eps, jnp.float32), sched), z, atol=1e-5
+  )
   np.testing.assert_allclose(dr.v_from_x_eps(x, eps, a, s), v, atol=1e-6)
   np.testing.assert_allclose(dr.x_from_v(z, v, a, s), x, atol=1e-6)
   np.testing.assert_allclose(dr.eps_from_x(z, x, a, s), eps, atol=1e-6)
   np.testing.assert_allclose(dr.x_from_eps(z, eps, a, s), x, atol=1e-6)
   zf = jnp.asarray(z, jnp.float32)
   for p, out in (("x", x), ("v", v), ("eps", eps)):
-    np.testing.assert_allclose(dr.output_to_x(jnp.asarray(out, jnp.float32), zf, t, sched, p), x, atol=1e-4)
+    np.testing.assert_allclose(
+      dr.output_to_x(jnp.asarray(out, jnp.float32), zf, t, sched, p), x, atol=1e-4
+    )
   with pytest.raises(ValueError, match="parametrization"):
     dr.output_to_x(zf, zf, t, sched, "score")
 
@@ -83,8 +91,12 @@ def test_loss_weights_match_parametrisation_losses():
   eh = (z - a * xh) / s
   vh, v = a * eh - s * xh, a * eps - s * x
   base = np.sum((xh - x) ** 2)
-  np.testing.assert_allclose(float(dr.loss_weight(lam, "v")) * base, np.sum((vh - v) ** 2), rtol=1e-5)
-  np.testing.assert_allclose(float(dr.loss_weight(lam, "eps")) * base, np.sum((eh - eps) ** 2), rtol=1e-5)
+  np.testing.assert_allclose(
+    float(dr.loss_weight(lam, "v")) * base, np.sum((vh - v) ** 2), rtol=1e-5
+  )
+  np.testing.assert_allclose(
+    float(dr.loss_weight(lam, "eps")) * base, np.sum((eh - eps) ** 2), rtol=1e-5
+  )
   assert float(dr.loss_weight(lam, "x")) == 1.0
 
 
@@ -118,11 +130,15 @@ def test_ddim_and_ancestral_steps():
   t, s = 0.9, 0.35
   zt = dr.q_sample(x, t, eps, sched)
   # With the true x, DDIM moves along the same-eps trajectory exactly.
-  np.testing.assert_allclose(dr.ddim_step(zt, x, t, s, sched), dr.q_sample(x, s, eps, sched), atol=1e-5)
+  np.testing.assert_allclose(
+    dr.ddim_step(zt, x, t, s, sched), dr.q_sample(x, s, eps, sched), atol=1e-5
+  )
   key = jax.random.key(0)
   mean, var = dr.posterior(zt, x, t, s, sched)
   xi = jax.random.normal(key, zt.shape)
-  np.testing.assert_allclose(dr.ancestral_step(zt, x, t, s, sched, key), mean + jnp.sqrt(var) * xi, atol=1e-6)
+  np.testing.assert_allclose(
+    dr.ancestral_step(zt, x, t, s, sched, key), mean + jnp.sqrt(var) * xi, atol=1e-6
+  )
 
 
 def test_karras_grid_and_edm_preconditioning():

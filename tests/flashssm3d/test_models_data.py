@@ -14,107 +14,125 @@ from tests.jit_util import count_traces
 
 
 def _fwd(model):
-    graphdef, state = nnx.split(model)
+  graphdef, state = nnx.split(model)
 
-    def forward(s, x):
-        return nnx.merge(graphdef, s)(x)
+  def forward(s, x):
+    return nnx.merge(graphdef, s)(x)
 
-    return jax.jit(forward), state
+  return jax.jit(forward), state
 
 
 @pytest.fixture(scope="module")
 def scenes():
-    return fs.render_scenes(jax.random.key(0), 2, 3, image_size=16)
+  return fs.render_scenes(jax.random.key(0), 2, 3, image_size=16)
 
 
 def test_render_scenes_consistent_and_deterministic(scenes):
-    b = scenes
-    assert b.images.shape == (2, 3, 16, 16, 3) and b.depth.shape == (2, 3, 16, 16)
-    assert float(b.images.min()) >= 0 and float(b.images.max()) <= 1
-    # exact geometry: unprojected depth equals the rendered points; normalised gauge
-    p = fs.unproject_depth(b.depth, b.extrinsics, b.intrinsics)
-    np.testing.assert_allclose(np.asarray(p), np.asarray(b.points), atol=1e-4)
-    np.testing.assert_allclose(np.asarray(b.extrinsics[:, 0]), np.broadcast_to(np.eye(3, 4), (2, 3, 4)), atol=1e-5)
-    d = np.linalg.norm(np.asarray(b.points), axis=-1)[np.asarray(b.valid)]
-    np.testing.assert_allclose(d.mean(), 1.0, rtol=1e-3)
-    b2 = fs.render_scenes(jax.random.key(0), 2, 3, image_size=16)
-    np.testing.assert_array_equal(np.asarray(b2.images), np.asarray(b.images))
-    b3 = fs.render_scenes(jax.random.key(1), 2, 3, image_size=16)
-    assert not np.allclose(np.asarray(b3.images), np.asarray(b.images))
-    with pytest.raises(ValueError, match="split"):
-        fs.render_scenes(0, 1, 2, split="spiral")
+  b = scenes
+  assert b.images.shape == (2, 3, 16, 16, 3) and b.depth.shape == (2, 3, 16, 16)
+  assert float(b.images.min()) >= 0 and float(b.images.max()) <= 1
+  # exact geometry: unprojected depth equals the rendered points; normalised gauge
+  p = fs.unproject_depth(b.depth, b.extrinsics, b.intrinsics)
+  np.testing.assert_allclose(np.asarray(p), np.asarray(b.points), atol=1e-4)
+  np.testing.assert_allclose(
+    np.asarray(b.extrinsics[:, 0]), np.broadcast_to(np.eye(3, 4), (2, 3, 4)), atol=1e-5
+  )
+  d = np.linalg.norm(np.asarray(b.points), axis=-1)[np.asarray(b.valid)]
+  np.testing.assert_allclose(d.mean(), 1.0, rtol=1e-3)
+  b2 = fs.render_scenes(jax.random.key(0), 2, 3, image_size=16)
+  np.testing.assert_array_equal(np.asarray(b2.images), np.asarray(b.images))
+  b3 = fs.render_scenes(jax.random.key(1), 2, 3, image_size=16)
+  assert not np.allclose(np.asarray(b3.images), np.asarray(b.images))
+  with pytest.raises(ValueError, match="split"):
+    fs.render_scenes(0, 1, 2, split="spiral")
 
 
 def test_tfds_builder_offline_without_tensorflow(tmp_path):
-    src = fs.build_scene_dataset(tmp_path, num_train=4, num_test=4, num_views=2, image_size=8)
-    assert len(src["train"]) == 4 and len(src["test"]) == 4
-    ex = src["train"][1]
-    assert ex["images"].shape == (2, 8, 8, 3) and ex["images"].dtype == np.uint8
-    assert ex["extrinsics"].shape == (2, 3, 4)
-    assert not np.array_equal(src["train"][0]["images"], src["test"][0]["images"])  # disjoint seeds
-    assert "tensorflow" not in sys.modules
-    batch = fs.batch_from_records([src["train"][i] for i in range(2)])
-    assert batch.images.shape == (2, 2, 8, 8, 3)
+  src = fs.build_scene_dataset(tmp_path, num_train=4, num_test=4, num_views=2, image_size=8)
+  assert len(src["train"]) == 4 and len(src["test"]) == 4
+  ex = src["train"][1]
+  assert ex["images"].shape == (2, 8, 8, 3) and ex["images"].dtype == np.uint8
+  assert ex["extrinsics"].shape == (2, 3, 4)
+  assert not np.array_equal(src["train"][0]["images"], src["test"][0]["images"])  # disjoint seeds
+  assert "tensorflow" not in sys.modules
+  batch = fs.batch_from_records([src["train"][i] for i in range(2)])
+  assert batch.images.shape == (2, 2, 8, 8, 3)
 
 
 def test_student_and_teacher_forward_shapes_no_recompile(scenes):
-    x = scenes.images
-    st = fs.FlashSSM3D(fs.FlashSSM3DConfig(width=16, depth=2, state=4, image_size=16, camera_stages=2),
-                       rngs=nnx.Rngs(0))
-    te = fs.AATeacher(fs.TeacherConfig(width=16, depth=1, heads=2, image_size=16, camera_stages=2),
-                      rngs=nnx.Rngs(0))
-    for m in (st, te):
-        f, s = _fwd(m)
-        p = f(s, x)
-        chex.assert_shape([p.pose_enc, p.pose_stages, p.depth, p.points],
-                          [(2, 3, 9), (2, 2, 3, 9), (2, 3, 16, 16, 1), (2, 3, 16, 16, 3)])
-        assert float(p.depth.min()) > 0 and float(p.depth_conf.min()) >= 1 and float(p.point_conf.min()) >= 1
-        x2 = x + 0.1
-        with count_traces() as traces:
-            f(s, x2)
-        assert traces["forward"] == 0  # same shapes: no second trace
-    with pytest.raises(ValueError, match="images"):
-        st(jnp.zeros((1, 2, 8, 8, 3)))
-    with pytest.raises(ValueError, match="method"):
-        fs.FlashSSM3DConfig(method="fft")
+  x = scenes.images
+  st = fs.FlashSSM3D(
+    fs.FlashSSM3DConfig(width=16, depth=2, state=4, image_size=16, camera_stages=2),
+    rngs=nnx.Rngs(0),
+  )
+  te = fs.AATeacher(
+    fs.TeacherConfig(width=16, depth=1, heads=2, image_size=16, camera_stages=2), rngs=nnx.Rngs(0)
+  )
+  for m in (st, te):
+    f, s = _fwd(m)
+    p = f(s, x)
+    chex.assert_shape(
+      [p.pose_enc, p.pose_stages, p.depth, p.points],
+      [(2, 3, 9), (2, 2, 3, 9), (2, 3, 16, 16, 1), (2, 3, 16, 16, 3)],
+    )
+    assert (
+      float(p.depth.min()) > 0 and float(p.depth_conf.min()) >= 1 and float(p.point_conf.min()) >= 1
+    )
+    x2 = x + 0.1
+    with count_traces() as traces:
+      f(s, x2)
+    assert traces["forward"] == 0  # same shapes: no second trace
+  with pytest.raises(ValueError, match="images"):
+    st(jnp.zeros((1, 2, 8, 8, 3)))
+  with pytest.raises(ValueError, match="method"):
+    fs.FlashSSM3DConfig(method="fft")
 
 
 def test_student_frames_communicate(scenes):
-    """Every frame's camera token depends on every other frame (bidirectional global scan)."""
-    st = fs.FlashSSM3D(fs.FlashSSM3DConfig(width=16, depth=1, state=4, image_size=16, camera_stages=1),
-                       rngs=nnx.Rngs(0))
-    graphdef, state = nnx.split(st)
-    x = scenes.images[:1]
+  """Every frame's camera token depends on every other frame (bidirectional global scan)."""
+  st = fs.FlashSSM3D(
+    fs.FlashSSM3DConfig(width=16, depth=1, state=4, image_size=16, camera_stages=1),
+    rngs=nnx.Rngs(0),
+  )
+  graphdef, state = nnx.split(st)
+  x = scenes.images[:1]
 
-    def cam_tokens(x):
-        m = nnx.merge(graphdef, state)
-        return m.backbone(m._tokens(x))[0, :, 0].sum(-1)  # [S]
+  def cam_tokens(x):
+    m = nnx.merge(graphdef, state)
+    return m.backbone(m._tokens(x))[0, :, 0].sum(-1)  # [S]
 
-    jac = jax.jit(jax.jacrev(cam_tokens))(x)  # [S, 1, S, H, W, 3]
-    per_frame = np.asarray(jnp.abs(jac).sum((1, 3, 4, 5)))  # [S_out, S_in]
-    assert np.all(per_frame > 0)
+  jac = jax.jit(jax.jacrev(cam_tokens))(x)  # [S, 1, S, H, W, 3]
+  per_frame = np.asarray(jnp.abs(jac).sum((1, 3, 4, 5)))  # [S_out, S_in]
+  assert np.all(per_frame > 0)
 
 
 def test_distillation_loss_runs_and_new_terms_are_active(scenes):
-    st = fs.FlashSSM3D(fs.FlashSSM3DConfig(width=16, depth=1, state=4, image_size=16, camera_stages=2),
-                       rngs=nnx.Rngs(0))
-    b = scenes
-    ones = jnp.ones(b.valid.shape)
-    tgt = fs.DistillTargets(b.pose_enc, b.depth[..., None], ones, b.points, ones, b.valid)
-    w = fs.LossWeights(procrustes=1.0, reprojection=0.5, num_points=64)
-    graphdef, state = nnx.split(st)
+  st = fs.FlashSSM3D(
+    fs.FlashSSM3DConfig(width=16, depth=1, state=4, image_size=16, camera_stages=2),
+    rngs=nnx.Rngs(0),
+  )
+  b = scenes
+  ones = jnp.ones(b.valid.shape)
+  tgt = fs.DistillTargets(b.pose_enc, b.depth[..., None], ones, b.points, ones, b.valid)
+  w = fs.LossWeights(procrustes=1.0, reprojection=0.5, num_points=64)
+  graphdef, state = nnx.split(st)
 
-    @jax.jit
-    def f(state):
-        def loss(s):
-            p = nnx.merge(graphdef, s)(b.images)
-            return fs.distillation_loss(p, tgt, w, pose_stages=p.pose_stages)
-        return jax.value_and_grad(loss, has_aux=True)(state)
+  @jax.jit
+  def f(state):
+    def loss(s):
+      p = nnx.merge(graphdef, s)(b.images)
+      return fs.distillation_loss(p, tgt, w, pose_stages=p.pose_stages)
 
-    (l, aux), g = f(state)
-    assert np.isfinite(float(l)) and float(aux["procrustes"]) > 0 and float(aux["reprojection"]) >= 0
-    assert all(np.all(np.isfinite(np.asarray(v))) for v in jax.tree.leaves(g))
-    # GT targets against themselves: all distillation terms vanish except the confidence penalty
-    pred = fs.Predictions(b.pose_enc, b.depth[..., None], ones, b.points, ones, b.pose_enc[None])
-    l0, aux0 = jax.jit(lambda: fs.distillation_loss(pred, tgt, w))()
-    assert float(aux0["cam"]) < 1e-6 and float(aux0["procrustes"]) < 1e-3 and float(aux0["reprojection"]) < 1e-9
+    return jax.value_and_grad(loss, has_aux=True)(state)
+
+  (l, aux), g = f(state)
+  assert np.isfinite(float(l)) and float(aux["procrustes"]) > 0 and float(aux["reprojection"]) >= 0
+  assert all(np.all(np.isfinite(np.asarray(v))) for v in jax.tree.leaves(g))
+  # GT targets against themselves: all distillation terms vanish except the confidence penalty
+  pred = fs.Predictions(b.pose_enc, b.depth[..., None], ones, b.points, ones, b.pose_enc[None])
+  l0, aux0 = jax.jit(lambda: fs.distillation_loss(pred, tgt, w))()
+  assert (
+    float(aux0["cam"]) < 1e-6
+    and float(aux0["procrustes"]) < 1e-3
+    and float(aux0["reprojection"]) < 1e-9
+  )

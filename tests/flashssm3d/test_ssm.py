@@ -10,73 +10,77 @@ from jaxpapers import flashssm3d as fs
 
 
 def _inputs(rng, lead, L, E, N):
-    x = rng.normal(size=lead + (L, E))
-    dt = np.log1p(np.exp(rng.normal(size=lead + (L, E)) - 1.0))
-    A = -np.exp(rng.normal(size=(E, N)) * 0.5)
-    B = rng.normal(size=lead + (L, N))
-    C = rng.normal(size=lead + (L, N))
-    D = rng.normal(size=(E,))
-    return x, dt, A, B, C, D
+  x = rng.normal(size=lead + (L, E))
+  dt = np.log1p(np.exp(rng.normal(size=lead + (L, E)) - 1.0))
+  A = -np.exp(rng.normal(size=(E, N)) * 0.5)
+  B = rng.normal(size=lead + (L, N))
+  C = rng.normal(size=lead + (L, N))
+  D = rng.normal(size=(E,))
+  return x, dt, A, B, C, D
 
 
 def _naive(x, dt, A, B, C, D, reverse=False):
-    L, E = x.shape
-    h = np.zeros((E, A.shape[1]))
-    y = np.zeros_like(x)
-    order = range(L - 1, -1, -1) if reverse else range(L)
-    for t in order:
-        h = np.exp(dt[t][:, None] * A) * h + (dt[t] * x[t])[:, None] * B[t][None, :]
-        y[t] = h @ C[t] + D * x[t]
-    return y
+  L, E = x.shape
+  h = np.zeros((E, A.shape[1]))
+  y = np.zeros_like(x)
+  order = range(L - 1, -1, -1) if reverse else range(L)
+  for t in order:
+    h = np.exp(dt[t][:, None] * A) * h + (dt[t] * x[t])[:, None] * B[t][None, :]
+    y[t] = h @ C[t] + D * x[t]
+  return y
 
 
 @pytest.mark.parametrize("reverse", [False, True])
 def test_scan_equals_naive_recurrence(reverse):
-    rng = np.random.default_rng(0)
-    args = _inputs(rng, (), 13, 4, 3)
-    with jax.enable_x64(True):
-        y = fs.selective_scan(*map(jnp.asarray, args), reverse=reverse)
-    np.testing.assert_allclose(np.asarray(y), _naive(*args, reverse=reverse), atol=1e-12)
+  rng = np.random.default_rng(0)
+  args = _inputs(rng, (), 13, 4, 3)
+  with jax.enable_x64(True):
+    y = fs.selective_scan(*map(jnp.asarray, args), reverse=reverse)
+  np.testing.assert_allclose(np.asarray(y), _naive(*args, reverse=reverse), atol=1e-12)
 
 
 @pytest.mark.parametrize("method", ["associative", "chunked"])
 def test_parallel_methods_equal_lax_scan(method):
-    rng = np.random.default_rng(1)
-    args = [jnp.asarray(a, jnp.float32) for a in _inputs(rng, (2,), 37, 8, 4)]
-    f = jax.jit(fs.selective_scan, static_argnames=("reverse", "method", "chunk_size"))
-    for reverse in (False, True):
-        ref = f(*args, reverse=reverse, method="scan")
-        y = f(*args, reverse=reverse, method=method, chunk_size=8)  # 37 is not a multiple of 8
-        np.testing.assert_allclose(np.asarray(y), np.asarray(ref), atol=1e-5, rtol=1e-5)
-    with pytest.raises(ValueError, match="method"):
-        fs.selective_scan(*args, method="fft")
+  rng = np.random.default_rng(1)
+  args = [jnp.asarray(a, jnp.float32) for a in _inputs(rng, (2,), 37, 8, 4)]
+  f = jax.jit(fs.selective_scan, static_argnames=("reverse", "method", "chunk_size"))
+  for reverse in (False, True):
+    ref = f(*args, reverse=reverse, method="scan")
+    y = f(*args, reverse=reverse, method=method, chunk_size=8)  # 37 is not a multiple of 8
+    np.testing.assert_allclose(np.asarray(y), np.asarray(ref), atol=1e-5, rtol=1e-5)
+  with pytest.raises(ValueError, match="method"):
+    fs.selective_scan(*args, method="fft")
 
 
 def test_scan_order_permutations():
-    S, gh, gw, ns = 3, 2, 3, 2
-    T = ns + gh * gw
-    col = fs.scan_order(S, (gh, gw), kind="col", num_special=ns)
-    np.testing.assert_array_equal(col, [0, 1, 2, 5, 3, 6, 4, 7])  # (0,0),(1,0),(0,1),(1,1),(0,2),(1,2)
-    pm = fs.scan_order(S, (gh, gw), kind="position_major", num_special=ns)
-    assert sorted(pm.tolist()) == list(range(S * T))
-    np.testing.assert_array_equal(pm[:S], [0, T, 2 * T])  # camera token of every view first
-    np.testing.assert_array_equal(fs.scan_order(S, (gh, gw), kind="frame_major", num_special=ns), np.arange(S * T))
-    with pytest.raises(ValueError, match="kind"):
-        fs.scan_order(S, (gh, gw), kind="diag")
+  S, gh, gw, ns = 3, 2, 3, 2
+  T = ns + gh * gw
+  col = fs.scan_order(S, (gh, gw), kind="col", num_special=ns)
+  np.testing.assert_array_equal(
+    col, [0, 1, 2, 5, 3, 6, 4, 7]
+  )  # (0,0),(1,0),(0,1),(1,1),(0,2),(1,2)
+  pm = fs.scan_order(S, (gh, gw), kind="position_major", num_special=ns)
+  assert sorted(pm.tolist()) == list(range(S * T))
+  np.testing.assert_array_equal(pm[:S], [0, T, 2 * T])  # camera token of every view first
+  np.testing.assert_array_equal(
+    fs.scan_order(S, (gh, gw), kind="frame_major", num_special=ns), np.arange(S * T)
+  )
+  with pytest.raises(ValueError, match="kind"):
+    fs.scan_order(S, (gh, gw), kind="diag")
 
 
 def test_bissm_methods_agree_and_bidirectional():
-    m = fs.BiSSM(8, state=4, rngs=nnx.Rngs(0))
-    x = jax.random.normal(jax.random.key(1), (2, 21, 8))
-    graphdef, state = nnx.split(m)
-    f = jax.jit(lambda s, v: nnx.merge(graphdef, s)(v))
-    y = f(state, x)
-    assert y.shape == x.shape
-    m.method = "associative"
-    graphdef2, state2 = nnx.split(m)
-    y2 = jax.jit(lambda s, v: nnx.merge(graphdef2, s)(v))(state2, x)
-    np.testing.assert_allclose(np.asarray(y2), np.asarray(y), atol=1e-5)
-    # bidirectional: the first output depends on the last input, the last output on the first
-    jac = jax.jit(jax.jacrev(lambda v: f(state, v)[0, :, 0]))(x)  # [21, 2, 21, 8]
-    assert float(jnp.abs(jac[0, 0, -1]).sum()) > 0 and float(jnp.abs(jac[-1, 0, 0]).sum()) > 0
-    assert float(jnp.abs(jac[:, 1]).sum()) == 0  # batch elements are independent
+  m = fs.BiSSM(8, state=4, rngs=nnx.Rngs(0))
+  x = jax.random.normal(jax.random.key(1), (2, 21, 8))
+  graphdef, state = nnx.split(m)
+  f = jax.jit(lambda s, v: nnx.merge(graphdef, s)(v))
+  y = f(state, x)
+  assert y.shape == x.shape
+  m.method = "associative"
+  graphdef2, state2 = nnx.split(m)
+  y2 = jax.jit(lambda s, v: nnx.merge(graphdef2, s)(v))(state2, x)
+  np.testing.assert_allclose(np.asarray(y2), np.asarray(y), atol=1e-5)
+  # bidirectional: the first output depends on the last input, the last output on the first
+  jac = jax.jit(jax.jacrev(lambda v: f(state, v)[0, :, 0]))(x)  # [21, 2, 21, 8]
+  assert float(jnp.abs(jac[0, 0, -1]).sum()) > 0 and float(jnp.abs(jac[-1, 0, 0]).sum()) > 0
+  assert float(jnp.abs(jac[:, 1]).sum()) == 0  # batch elements are independent

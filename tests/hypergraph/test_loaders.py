@@ -24,16 +24,16 @@ needs_data = pytest.mark.usefixtures("_hypergraph_data")
 
 # name -> (nodes, hyperedges, incidences, max size or None, classes, class counts or None)
 EXPECTED = {
-    "email-Enron": (143, 139, 2722, 78, 7, None),
-    "email-EU": (986, 787, 34123, 294, 10, None),
-    "telegram": (245, 183, 9095, 148, 4, None),
-    "chameleon": (890, 797, 9651, None, 5, [242, 134, 209, 164, 141]),
-    "chameleon-directed": (890, 888, 14422, None, 5, [242, 134, 209, 164, 141]),
-    "texas": (183, 102, 381, None, 5, [33, 1, 18, 101, 30]),
-    "cornell": (183, 102, 379, None, 5, [38, 16, 30, 82, 17]),
-    "inter10": (500, 250, None, None, 5, [100] * 5),
-    "inter30": (500, 450, None, None, 5, [100] * 5),
-    "inter50": (500, 650, None, None, 5, [100] * 5),
+  "email-Enron": (143, 139, 2722, 78, 7, None),
+  "email-EU": (986, 787, 34123, 294, 10, None),
+  "telegram": (245, 183, 9095, 148, 4, None),
+  "chameleon": (890, 797, 9651, None, 5, [242, 134, 209, 164, 141]),
+  "chameleon-directed": (890, 888, 14422, None, 5, [242, 134, 209, 164, 141]),
+  "texas": (183, 102, 381, None, 5, [33, 1, 18, 101, 30]),
+  "cornell": (183, 102, 379, None, 5, [38, 16, 30, 82, 17]),
+  "inter10": (500, 250, None, None, 5, [100] * 5),
+  "inter30": (500, 450, None, None, 5, [100] * 5),
+  "inter50": (500, 650, None, None, 5, [100] * 5),
 }
 
 
@@ -63,9 +63,14 @@ def test_mail_raw_edge_counts():
 
 
 @needs_data
-@pytest.mark.parametrize("name,n,sets,pairs,feats,k", [
-    ("cora", 2708, 1579, 4786, 1433, 7), ("citeseer", 3312, 1079, 3453, 3703, 6),
-    ("pubmed", 19717, 7963, 34629, 1, 3)])
+@pytest.mark.parametrize(
+  "name,n,sets,pairs,feats,k",
+  [
+    ("cora", 2708, 1579, 4786, 1433, 7),
+    ("citeseer", 3312, 1079, 3453, 3703, 6),
+    ("pubmed", 19717, 7963, 34629, 1, 3),
+  ],
+)
 def test_cocitation(name, n, sets, pairs, feats, k):
   hyp = hg.safe_load_pickle(DATA / "cocitation" / name / "hypergraph.pickle")
   assert len(hyp) == sets and sum(len(v) for v in hyp.values()) == pairs
@@ -74,7 +79,9 @@ def test_cocitation(name, n, sets, pairs, feats, k):
   # star construction: nnz = number of non-self citation edges + one tail per anchor
   non_self = sum(int(c) != int(k) for k, v in hyp.items() for c in v)
   assert d.incidence.nnz == non_self + d.incidence.num_edges
-  assert d.incidence.num_edges == len({int(c) for k, v in hyp.items() for c in v if int(c) != int(k)})
+  assert d.incidence.num_edges == len(
+    {int(c) for k, v in hyp.items() for c in v if int(c) != int(k)}
+  )
 
 
 @needs_data
@@ -89,8 +96,10 @@ def test_synthetic_files_directed_undirected_agree():
 
 
 @needs_data
-@pytest.mark.parametrize("name,n,k,tr,va,te", [("planetoid-cora", 2708, 7, 140, 500, 1000),
-                                               ("planetoid-citeseer", 3327, 6, 120, 500, 1000)])
+@pytest.mark.parametrize(
+  "name,n,k,tr,va,te",
+  [("planetoid-cora", 2708, 7, 140, 500, 1000), ("planetoid-citeseer", 3327, 6, 120, 500, 1000)],
+)
 def test_planetoid(name, n, k, tr, va, te):
   d = hg.load(name, DATA)
   assert d.num_nodes == n and d.num_classes == k and not d.directed

@@ -11,7 +11,7 @@ from jaxpapers import hypergraph as hg
 def _rand_directed(seed=0, n=12, m=7):
   rng = np.random.default_rng(seed)
   tails, heads = [], []
-  for e in range(m):
+  for _e in range(m):
     mem = rng.choice(n, size=rng.integers(2, 6), replace=False)
     k = rng.integers(0, 2)
     tails.append(mem[:k].tolist())
@@ -21,7 +21,9 @@ def _rand_directed(seed=0, n=12, m=7):
 
 def _dense_h(inc):
   h = np.zeros((inc.num_nodes, inc.num_edges), complex)
-  for v, e, pr, pi in zip(*(np.asarray(a) for a in (inc.node, inc.edge, inc.phase_re, inc.phase_im))):
+  for v, e, pr, pi in zip(
+    *(np.asarray(a) for a in (inc.node, inc.edge, inc.phase_re, inc.phase_im))
+  ):
     h[v, e] = pr + 1j * pi
   return h
 
@@ -55,7 +57,7 @@ def test_code_variant_l2():
   a = h @ np.diag(1 / np.abs(h).sum(0)) @ h.conj().T
   s1 = 1 / np.sqrt(d + 1)
   s = np.where(d > 0, 1 / np.sqrt(np.maximum(d, 1e-30)), 0)
-  l2 = np.diag(s1) @ (a - np.diag(np.diag(a))) @ np.diag(s1) + np.diag(s ** 2 * np.diag(a))
+  l2 = np.diag(s1) @ (a - np.diag(np.diag(a))) @ np.diag(s1) + np.diag(s**2 * np.diag(a))
   re, im = hg.gedi_operator(inc, variant="code")
   np.testing.assert_allclose(re + 1j * im, l2, atol=1e-12)
   x = np.random.default_rng(1).normal(size=(inc.num_nodes, 2))
@@ -65,8 +67,9 @@ def test_code_variant_l2():
 
 def test_all_phases_one_gives_hgnn():
   inc = _rand_directed(4)
-  und = hg.from_incidence_pairs(np.asarray(inc.node), np.asarray(inc.edge), inc.num_nodes,
-                                inc.num_edges)
+  und = hg.from_incidence_pairs(
+    np.asarray(inc.node), np.asarray(inc.edge), inc.num_nodes, inc.num_edges
+  )
   h = np.abs(_dense_h(inc))
   re, im = hg.gedi_operator(und, variant="Q_N")
   np.testing.assert_allclose(im, 0, atol=1e-12)
@@ -119,15 +122,20 @@ def test_hypergcn_graph_brute_force():
       mem = node[edge == e]
       i, j = mem[np.argmax(p[mem])], mem[np.argmin(p[mem])]
       wt = 1 / (2 * len(mem) - 3) if mediators else 1.0
-      pairs = [(i, j)] + ([(i, k) for k in mem if k not in (i, j)] + [(j, k) for k in mem if k not in (i, j)]
-                          if mediators else [])
+      pairs = [(i, j)] + (
+        [(i, k) for k in mem if k not in (i, j)] + [(j, k) for k in mem if k not in (i, j)]
+        if mediators
+        else []
+      )
       for u, v in pairs:
         a[u, v] += wt
         a[v, u] += wt
     ai = a + np.eye(10)
     dd = ai.sum(1)
     abar = ai / np.sqrt(np.outer(dd, dd))
-    np.testing.assert_allclose(hg.graph_propagate(src, dst, w, jnp.asarray(s), 10), abar @ s, atol=1e-5)
+    np.testing.assert_allclose(
+      hg.graph_propagate(src, dst, w, jnp.asarray(s), 10), abar @ s, atol=1e-5
+    )
 
 
 def test_padding_path_dummy_segment():

@@ -19,13 +19,16 @@ def test_from_incidence_pairs_sorts_and_counts():
   assert inc.num_nodes == 3 and inc.num_edges == 2
 
 
-@pytest.mark.parametrize("kw,msg", [
+@pytest.mark.parametrize(
+  "kw,msg",
+  [
     (dict(node=[0, 3], edge=[0, 0], n=3, m=1), "node indices"),
     (dict(node=[0, 1], edge=[0, 2], n=3, m=2), "edge indices"),
     (dict(node=[0, 1, 2], edge=[0, 0], n=3, m=1), "same length"),
     (dict(node=[0, 0], edge=[0, 0], n=3, m=1), "duplicate"),
     (dict(node=[0, 1], edge=[0, 0], n=3, m=2), "empty"),
-])
+  ],
+)
 def test_validation_errors(kw, msg):
   with pytest.raises(ValueError, match=msg):
     hg.from_incidence_pairs(np.array(kw["node"]), np.array(kw["edge"]), kw["n"], kw["m"])
@@ -65,8 +68,15 @@ def test_make_data_validation():
   with pytest.raises(ValueError, match="x must have shape"):
     hg.make_data(inc, np.ones((2, 1)), np.zeros(3, int), train_mask=m, val_mask=m, test_mask=m)
   with pytest.raises(ValueError, match="labels"):
-    hg.make_data(inc, np.ones((3, 1)), np.array([0, 1, 5]), train_mask=m, val_mask=m,
-                 test_mask=m, num_classes=2)
+    hg.make_data(
+      inc,
+      np.ones((3, 1)),
+      np.array([0, 1, 5]),
+      train_mask=m,
+      val_mask=m,
+      test_mask=m,
+      num_classes=2,
+    )
   d = hg.make_data(inc, np.ones((3, 1)), np.array([0, 1, 1]), train_mask=m, val_mask=m, test_mask=m)
   assert d.train_mask.shape == (1, 3) and d.num_classes == 2 and not d.directed
 

@@ -15,6 +15,7 @@ def hf_weights_from_params(params, config, *, unpermute=False):
   order to the rotate-half order (used to check the interleaved RoPE path).
   """
   from jaxpapers.lm import unpermute_qk
+
   p = {k: np.asarray(v, np.float64) for k, v in params.items()}
   L, d = config.n_layers, config.d_model
   layers = []
@@ -24,9 +25,17 @@ def hf_weights_from_params(params, config, *, unpermute=False):
     if unpermute:
       wq = unpermute_qk(wq, config.n_heads)
       wk = unpermute_qk(wk, config.n_kv_heads)
-    lay = dict(q=wq, k=wk, v=p["wv"][l].reshape(d, -1).T, o=p["wo"][l].reshape(-1, d).T,
-               gate=p["w_gate"][l].T, up=p["w_up"][l].T, down=p["w_down"][l].T,
-               attn_norm=p["attn_norm"][l], ffn_norm=p["ffn_norm"][l])
+    lay = dict(
+      q=wq,
+      k=wk,
+      v=p["wv"][l].reshape(d, -1).T,
+      o=p["wo"][l].reshape(-1, d).T,
+      gate=p["w_gate"][l].T,
+      up=p["w_up"][l].T,
+      down=p["w_down"][l].T,
+      attn_norm=p["attn_norm"][l],
+      ffn_norm=p["ffn_norm"][l],
+    )
     for k in ("q_norm", "k_norm", "post_attn_norm", "post_ffn_norm"):
       if k in p:
         lay[k] = p[k][l]
@@ -45,7 +54,7 @@ def _rope_half(x, pos, base):
   inv = base ** (-np.arange(0, dh, 2, dtype=np.float64) / dh)
   ang = pos[:, None] * inv[None]
   c, s = np.cos(ang), np.sin(ang)
-  x1, x2 = x[:, :dh // 2], x[:, dh // 2:]
+  x1, x2 = x[:, : dh // 2], x[:, dh // 2 :]
   return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
 
 
@@ -66,7 +75,11 @@ def np_forward(w, config, tokens):
     out = np.zeros((T, H * dh))
     for hh in range(H):
       g = hh // (H // KV)
-      qh, kh, vh = q[:, hh * dh:(hh + 1) * dh], k[:, g * dh:(g + 1) * dh], v[:, g * dh:(g + 1) * dh]
+      qh, kh, vh = (
+        q[:, hh * dh : (hh + 1) * dh],
+        k[:, g * dh : (g + 1) * dh],
+        v[:, g * dh : (g + 1) * dh],
+      )
       if cfg.qk_norm:
         qh, kh = _rms(qh, lay["q_norm"], cfg.norm_eps), _rms(kh, lay["k_norm"], cfg.norm_eps)
       qh, kh = _rope_half(qh, pos, base), _rope_half(kh, pos, base)
@@ -77,7 +90,7 @@ def np_forward(w, config, tokens):
       s = np.where(allowed, s, -np.inf)
       a = np.exp(s - s.max(-1, keepdims=True))
       a /= a.sum(-1, keepdims=True)
-      out[:, hh * dh:(hh + 1) * dh] = a @ vh
+      out[:, hh * dh : (hh + 1) * dh] = a @ vh
     att = out @ lay["o"].T
     if cfg.post_norms:
       att = _rms(att, lay["post_attn_norm"], cfg.norm_eps)
@@ -87,7 +100,7 @@ def np_forward(w, config, tokens):
     if cfg.act == "silu":
       act = gt / (1 + np.exp(-gt))
     else:
-      act = 0.5 * gt * (1 + np.tanh(np.sqrt(2 / np.pi) * (gt + 0.044715 * gt ** 3)))
+      act = 0.5 * gt * (1 + np.tanh(np.sqrt(2 / np.pi) * (gt + 0.044715 * gt**3)))
     m = (act * (h @ lay["up"].T)) @ lay["down"].T
     if cfg.post_norms:
       m = _rms(m, lay["post_ffn_norm"], cfg.norm_eps)

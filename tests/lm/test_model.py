@@ -12,13 +12,36 @@ from jaxpapers import lm
 from tests.jit_util import count_traces
 from tests.lm.numpy_ref import hf_weights_from_params, np_forward
 
-TINY = lm.LMConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
-                   head_dim=8, ffn_dim=48, rope_base=100.0)
-GEMMA_LIKE = lm.LMConfig(arch="gemma3", vocab_size=53, d_model=24, n_layers=3, n_heads=2,
-                         n_kv_heads=1, head_dim=12, ffn_dim=40, act="gelu_tanh",
-                         norm_eps=1e-6, rope_base=1e4, rope_base_local=50.0,
-                         sliding_window=3, layer_is_global=(False, False, True), qk_norm=True,
-                         post_norms=True, embed_scale=24 ** 0.5, query_scale=0.3)
+TINY = lm.LMConfig(
+  vocab_size=61,
+  d_model=32,
+  n_layers=2,
+  n_heads=4,
+  n_kv_heads=2,
+  head_dim=8,
+  ffn_dim=48,
+  rope_base=100.0,
+)
+GEMMA_LIKE = lm.LMConfig(
+  arch="gemma3",
+  vocab_size=53,
+  d_model=24,
+  n_layers=3,
+  n_heads=2,
+  n_kv_heads=1,
+  head_dim=12,
+  ffn_dim=40,
+  act="gelu_tanh",
+  norm_eps=1e-6,
+  rope_base=1e4,
+  rope_base_local=50.0,
+  sliding_window=3,
+  layer_is_global=(False, False, True),
+  qk_norm=True,
+  post_norms=True,
+  embed_scale=24**0.5,
+  query_scale=0.3,
+)
 
 
 def _params(config, seed=0, std=0.3):
@@ -35,14 +58,17 @@ def _params(config, seed=0, std=0.3):
 TOKENS = np.array([3, 17, 5, 42, 8, 1, 29, 11, 7])
 
 
-@pytest.mark.parametrize("config", [GEMMA_LIKE,
-                                    dataclasses.replace(TINY, rope_layout="interleaved")])
+@pytest.mark.parametrize(
+  "config", [GEMMA_LIKE, dataclasses.replace(TINY, rope_layout="interleaved")]
+)
 def test_forward_matches_float64_numpy(config):
   params = _params(config)
   logits, _, _ = lm.forward(params, TOKENS[None], config=config)
-  ref = np_forward(hf_weights_from_params(params, config,
-                                          unpermute=config.rope_layout == "interleaved"),
-                   config, TOKENS)
+  ref = np_forward(
+    hf_weights_from_params(params, config, unpermute=config.rope_layout == "interleaved"),
+    config,
+    TOKENS,
+  )
   np.testing.assert_allclose(np.asarray(logits[0]), ref, rtol=2e-4, atol=2e-4)
 
 
@@ -51,13 +77,16 @@ def test_interleaved_rope_on_permuted_weights_equals_rotate_half():
   base, _, _ = lm.forward(params, TOKENS[None], config=TINY)
   d, H, KV, dh = TINY.d_model, TINY.n_heads, TINY.n_kv_heads, TINY.head_dim
   perm = dict(params)
-  perm["wq"] = jnp.stack([lm.permute_qk(np.asarray(w).reshape(d, -1).T, H).T.reshape(d, H, dh)
-                          for w in params["wq"]])
-  perm["wk"] = jnp.stack([lm.permute_qk(np.asarray(w).reshape(d, -1).T, KV).T.reshape(d, KV, dh)
-                          for w in params["wk"]])
+  perm["wq"] = jnp.stack(
+    [lm.permute_qk(np.asarray(w).reshape(d, -1).T, H).T.reshape(d, H, dh) for w in params["wq"]]
+  )
+  perm["wk"] = jnp.stack(
+    [lm.permute_qk(np.asarray(w).reshape(d, -1).T, KV).T.reshape(d, KV, dh) for w in params["wk"]]
+  )
   assert not np.allclose(perm["wq"], params["wq"])
-  inter, _, _ = lm.forward(perm, TOKENS[None], config=dataclasses.replace(
-      TINY, rope_layout="interleaved"))
+  inter, _, _ = lm.forward(
+    perm, TOKENS[None], config=dataclasses.replace(TINY, rope_layout="interleaved")
+  )
   np.testing.assert_allclose(inter, base, rtol=1e-5, atol=1e-5)
   w = np.random.default_rng(0).normal(size=(KV * dh, 5))
   np.testing.assert_array_equal(lm.unpermute_qk(lm.permute_qk(w, KV), KV), w)
@@ -82,8 +111,9 @@ def test_kv_cached_decode_equals_full_forward(config):
   logits, cache, _ = lm.forward(params, TOKENS[None, :4], config=config, cache=cache)
   np.testing.assert_allclose(logits[0], full[0, :4], rtol=1e-4, atol=1e-4)
   for t in range(4, len(TOKENS)):
-    logits, cache, _ = lm.forward(params, TOKENS[None, t:t + 1], config=config, cache=cache,
-                                  logits_at="last")
+    logits, cache, _ = lm.forward(
+      params, TOKENS[None, t : t + 1], config=config, cache=cache, logits_at="last"
+    )
     np.testing.assert_allclose(logits[0], full[0, t], rtol=1e-4, atol=1e-4)
   assert int(cache.index) == len(TOKENS)
 
@@ -118,8 +148,9 @@ def test_captures_do_not_change_logits_and_are_consistent():
   np.testing.assert_allclose(c["head_outputs"][0], z, rtol=1e-4, atol=1e-5)
   # queries are the raw projections of the normed residual
   h0 = lm.rms_norm(c["residual"][0, 0], params["attn_norm"][0], TINY.norm_eps)
-  np.testing.assert_allclose(c["queries"][0, 0], jnp.einsum("td,dhk->thk", h0, params["wq"][0]),
-                             rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(
+    c["queries"][0, 0], jnp.einsum("td,dhk->thk", h0, params["wq"][0]), rtol=1e-4, atol=1e-5
+  )
   last, _, cl = lm.forward(params, TOKENS[None], config=TINY, capture=lm.Capture(attn="last"))
   np.testing.assert_allclose(cl["attn"][0], c["attn"][0, :, :, -1], rtol=1e-6)
 
@@ -136,8 +167,9 @@ def test_zero_q_ablation_gives_uniform_causal_attention_only_for_masked_heads():
   uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
   np.testing.assert_allclose(c["attn"][0, 1, 2], uniform, rtol=1e-5, atol=1e-6)
   keep = ~mask
-  np.testing.assert_allclose(np.asarray(c["attn"][0])[keep], np.asarray(base["attn"][0])[keep],
-                             rtol=1e-6)
+  np.testing.assert_allclose(
+    np.asarray(c["attn"][0])[keep], np.asarray(base["attn"][0])[keep], rtol=1e-6
+  )
   none = lm.HeadAblation(mask=jnp.zeros_like(mask), mode="zero_q")
   a, _, _ = lm.forward(params, TOKENS[None], config=TINY, ablation=none)
   b, _, _ = lm.forward(params, TOKENS[None], config=TINY)
@@ -157,8 +189,7 @@ def test_zero_out_ablation_equals_removing_the_head_from_wo():
 
 def test_mean_q_ablation_of_a_whole_layer_equals_replaced_queries():
   params = _params(TINY)
-  mean = lm.mean_queries(params, [TOKENS.tolist(), TOKENS[:4].tolist()], config=TINY,
-                         batch_size=2)
+  mean = lm.mean_queries(params, [TOKENS.tolist(), TOKENS[:4].tolist()], config=TINY, batch_size=2)
   _, _, c = lm.forward(params, TOKENS[None], config=TINY, capture=lm.Capture(queries=True))
   q = np.asarray(c["queries"][0])  # [L, T, H, dh]
   ref = (q.sum(1) + q[:, :4].sum(1)) / (len(TOKENS) + 4)
@@ -172,6 +203,7 @@ def test_mean_q_ablation_of_a_whole_layer_equals_replaced_queries():
   # numpy forward with fixed queries.
   w = hf_weights_from_params(params, TINY)
   from tests.lm import numpy_ref
+
   orig = numpy_ref._rms
   T = len(TOKENS)
   x = np.asarray(params["embed"], np.float64)[TOKENS]
@@ -182,13 +214,14 @@ def test_mean_q_ablation_of_a_whole_layer_equals_replaced_queries():
   pos = np.arange(T, dtype=np.float64)
   for hh in range(TINY.n_heads):
     g = hh // TINY.group_size
-    qh = numpy_ref._rope_half(np.tile(np.asarray(mean[0, hh], np.float64), (T, 1)), pos,
-                              TINY.rope_base)
-    kh = numpy_ref._rope_half(k[:, g * dh:(g + 1) * dh], pos, TINY.rope_base)
+    qh = numpy_ref._rope_half(
+      np.tile(np.asarray(mean[0, hh], np.float64), (T, 1)), pos, TINY.rope_base
+    )
+    kh = numpy_ref._rope_half(k[:, g * dh : (g + 1) * dh], pos, TINY.rope_base)
     s = np.where(np.tril(np.ones((T, T), bool)), qh @ kh.T * TINY.scale, -np.inf)
     al = np.exp(s - s.max(-1, keepdims=True))
     al /= al.sum(-1, keepdims=True)
-    out[:, hh * dh:(hh + 1) * dh] = al @ v[:, g * dh:(g + 1) * dh]
+    out[:, hh * dh : (hh + 1) * dh] = al @ v[:, g * dh : (g + 1) * dh]
   x = x + out @ w["layers"][0]["o"].T
   hf = orig(x, w["layers"][0]["ffn_norm"], TINY.norm_eps)
   gt = hf @ w["layers"][0]["gate"].T
@@ -220,8 +253,9 @@ def test_decoder_module_equals_functional_forward():
 def test_greedy_generate_matches_repeated_full_forward_and_batches():
   params = _params(TINY, std=0.5)
   prompt = TOKENS[:5].tolist()
-  g = lm.greedy_generate(params, np.array(prompt), config=TINY, max_new_tokens=6,
-                         capture_attn=True, capture_values=True)
+  g = lm.greedy_generate(
+    params, np.array(prompt), config=TINY, max_new_tokens=6, capture_attn=True, capture_values=True
+  )
   seq = list(prompt)
   for _ in range(6):
     logits, _, _ = lm.forward(params, np.array([seq]), config=TINY, logits_at="last")
@@ -232,15 +266,14 @@ def test_greedy_generate_matches_repeated_full_forward_and_batches():
   assert g.attn.shape == (1, 6, TINY.n_layers, TINY.n_heads, 5 + 6)
   _, _, c = lm.forward(params, np.array([seq[:-1]]), config=TINY, capture=lm.Capture(attn="all"))
   for t in range(6):
-    row = c["attn"][0, :, :, 4 + t, :5 + t]
-    np.testing.assert_allclose(g.attn[0, t, :, :, :5 + t], row, rtol=1e-4, atol=1e-6)
+    row = c["attn"][0, :, :, 4 + t, : 5 + t]
+    np.testing.assert_allclose(g.attn[0, t, :, :, : 5 + t], row, rtol=1e-4, atol=1e-6)
   # stop ids: stop at the third generated token, which is not recorded
   stop = seq[7]
-  g2 = lm.greedy_generate(params, np.array(prompt), config=TINY, max_new_tokens=6,
-                          stop_ids=(stop,))
+  g2 = lm.greedy_generate(params, np.array(prompt), config=TINY, max_new_tokens=6, stop_ids=(stop,))
   first = seq[5:].index(stop)
   assert int(g2.num_steps[0]) == first
-  assert g2.tokens[0, :first].tolist() == seq[5:5 + first]
+  assert g2.tokens[0, :first].tolist() == seq[5 : 5 + first]
   assert np.all(np.asarray(g2.tokens[0, first:]) == -1)
   # batch with left padding gives the same tokens as the single row
   ids, mask = lm.left_pad([prompt, TOKENS[:3].tolist()])
@@ -259,13 +292,16 @@ def test_ablation_mask_is_data_no_recompile_and_sampling():
       mask = np.zeros((TINY.n_layers, TINY.n_heads), bool)
       mask.flat[i] = True
       abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean, mode="mean_q")
-      outs.append(lm.greedy_generate(params, TOKENS[:4], config=TINY, max_new_tokens=4,
-                                     ablation=abl))
+      outs.append(
+        lm.greedy_generate(params, TOKENS[:4], config=TINY, max_new_tokens=4, ablation=abl)
+      )
   assert traces["_generate_jit"] <= 1  # a new mask is data: at most the first call traces
-  s1 = lm.generate(params, TOKENS[:4], config=TINY, max_new_tokens=5, temperature=1.0,
-                   key=jax.random.key(1))
-  s2 = lm.generate(params, TOKENS[:4], config=TINY, max_new_tokens=5, temperature=1.0,
-                   key=jax.random.key(1))
+  s1 = lm.generate(
+    params, TOKENS[:4], config=TINY, max_new_tokens=5, temperature=1.0, key=jax.random.key(1)
+  )
+  s2 = lm.generate(
+    params, TOKENS[:4], config=TINY, max_new_tokens=5, temperature=1.0, key=jax.random.key(1)
+  )
   assert s1.tokens.tolist() == s2.tokens.tolist()
   assert np.all(np.asarray(s1.tokens) >= 0)
 
@@ -275,16 +311,30 @@ def test_bad_inputs_raise_clear_errors():
   with pytest.raises(ValueError, match="tokens"):
     lm.forward(params, np.zeros((3,), np.int32), config=TINY)
   with pytest.raises(ValueError, match="ablation.mask"):
-    lm.forward(params, TOKENS[None], config=TINY,
-               ablation=lm.HeadAblation(mask=jnp.zeros((3, 3), bool), mode="zero_q"))
+    lm.forward(
+      params,
+      TOKENS[None],
+      config=TINY,
+      ablation=lm.HeadAblation(mask=jnp.zeros((3, 3), bool), mode="zero_q"),
+    )
   with pytest.raises(ValueError, match="mean"):
-    lm.forward(params, TOKENS[None], config=TINY,
-               ablation=lm.HeadAblation(mask=jnp.zeros((2, 4), bool), mode="mean_q"))
+    lm.forward(
+      params,
+      TOKENS[None],
+      config=TINY,
+      ablation=lm.HeadAblation(mask=jnp.zeros((2, 4), bool), mode="mean_q"),
+    )
   with pytest.raises(ValueError, match="n_kv_heads"):
-    lm.LMConfig(vocab_size=10, d_model=8, n_layers=1, n_heads=3, n_kv_heads=2, head_dim=4,
-                ffn_dim=8)
+    lm.LMConfig(
+      vocab_size=10, d_model=8, n_layers=1, n_heads=3, n_kv_heads=2, head_dim=4, ffn_dim=8
+    )
   with pytest.raises(ValueError, match="left-pad"):
-    lm.greedy_generate(params, np.array([[1, 2, 0]]), config=TINY, max_new_tokens=2,
-                       prompt_mask=np.array([[True, True, False]]))
+    lm.greedy_generate(
+      params,
+      np.array([[1, 2, 0]]),
+      config=TINY,
+      max_new_tokens=2,
+      prompt_mask=np.array([[True, True, False]]),
+    )
   with pytest.raises(ValueError, match="params"):
     lm.validate_params({k: v for k, v in params.items() if k != "wq"}, TINY)

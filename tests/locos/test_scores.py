@@ -10,8 +10,16 @@ import pytest
 from jaxpapers import lm, locos
 from jaxpapers.locos import _toy
 
-TINY = lm.LMConfig(vocab_size=37, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
-                   head_dim=8, ffn_dim=48, rope_base=100.0)
+TINY = lm.LMConfig(
+  vocab_size=37,
+  d_model=32,
+  n_layers=2,
+  n_heads=4,
+  n_kv_heads=2,
+  head_dim=8,
+  ffn_dim=48,
+  rope_base=100.0,
+)
 TOKENS = np.array([3, 17, 5, 22, 8, 1, 29, 11, 7, 30])
 
 
@@ -21,6 +29,7 @@ def _params(config=TINY, seed=0):
 
 # --------------------------------------------------------------------------- formulas
 
+
 def test_phi_sums_to_the_heads_direct_logit_attribution():
   params = _params()
   cap = lm.Capture(attn="all", values=True, head_outputs=True)
@@ -29,11 +38,12 @@ def test_phi_sums_to_the_heads_direct_logit_attribution():
   u = np.asarray(params["embed"][13])
   t = len(TOKENS) - 1
   for l in range(TINY.n_layers):
-    phi = locos.phi_per_position(c["attn"][0, l, :, t], c["values"][0, l], params["wo"][l], u,
-                                 kv_map)
+    phi = locos.phi_per_position(
+      c["attn"][0, l, :, t], c["values"][0, l], params["wo"][l], u, kv_map
+    )
     # DLA of head h: u · (z_t W_O^{(h)}), from the captured head output z (float64)
-    z = np.asarray(c["head_outputs"][0, l, t], np.float64)       # [H, dh]
-    wo = np.asarray(params["wo"][l], np.float64)                  # [H, dh, d]
+    z = np.asarray(c["head_outputs"][0, l, t], np.float64)  # [H, dh]
+    wo = np.asarray(params["wo"][l], np.float64)  # [H, dh, d]
     dla = np.einsum("hk,hkd,d->h", z, wo, u.astype(np.float64))
     np.testing.assert_allclose(np.asarray(phi).sum(-1), dla, rtol=1e-4, atol=1e-6)
 
@@ -50,15 +60,17 @@ def test_gqa_path_equals_repeated_kv_path():
   rep = locos.phi_per_position(attn, np.repeat(values, H // KV, axis=0), wo, u, np.arange(H))
   np.testing.assert_allclose(gqa, rep, rtol=1e-6)
   # float64 brute force
-  ref = np.array([[attn[h, j] * values[h // 3, j] @ (wo[h] @ u) for j in range(K)]
-                  for h in range(H)])
+  ref = np.array(
+    [[attn[h, j] * values[h // 3, j] @ (wo[h] @ u) for j in range(K)] for h in range(H)]
+  )
   np.testing.assert_allclose(gqa, ref, rtol=1e-5, atol=1e-6)
   # the whole detector on a GQA model equals the detector on its repeated-KV twin
   params = _params()
   full = dataclasses.replace(TINY, n_kv_heads=TINY.n_heads)
   G = TINY.group_size
-  rep_params = dict(params, wk=jnp.repeat(params["wk"], G, axis=2),
-                    wv=jnp.repeat(params["wv"], G, axis=2))
+  rep_params = dict(
+    params, wk=jnp.repeat(params["wk"], G, axis=2), wv=jnp.repeat(params["wv"], G, axis=2)
+  )
   tok = _toy.ToyTokenizer([f"t{i}" for i in range(TINY.vocab_size)])
   g = lm.greedy_generate(params, TOKENS, config=TINY, max_new_tokens=3)
   answer = tok.decode(g.tokens[0, :2].tolist())
@@ -74,7 +86,7 @@ def test_off_needle_rescaling_balances_uniform_attention_for_every_haystack_leng
   for K in (5, 20, 200):
     for n in (1, 3):
       needle = np.zeros(K, bool)
-      needle[2:2 + n] = True
+      needle[2 : 2 + n] = True
       w = np.full(K, 1.0 / K)
       lp, lm_ = locos.contrast(w, needle, np.ones(K, bool))
       np.testing.assert_allclose(lp, lm_)  # S = 0 under uniform attention
@@ -127,6 +139,7 @@ def test_top_random_heads_and_bootstrap():
 
 # --------------------------------------------------------------------------- planted copy head
 
+
 def copy_model():
   """One layer, two query heads sharing one KV head (GQA).
 
@@ -138,22 +151,37 @@ def copy_model():
   vocab = ["<bos>", "<eos>", "?"] + [f"f{i}" for i in range(5)] + [f"N{i}" for i in range(4)]
   V, d, dh = len(vocab), 16, 16
   names = [vocab.index(f"N{i}") for i in range(4)]
-  cfg = lm.LMConfig(vocab_size=V, d_model=d, n_layers=1, n_heads=2, n_kv_heads=1, head_dim=dh,
-                    ffn_dim=4, rope_base=1e12, eos_ids=(1,))
+  cfg = lm.LMConfig(
+    vocab_size=V,
+    d_model=d,
+    n_layers=1,
+    n_heads=2,
+    n_kv_heads=1,
+    head_dim=dh,
+    ffn_dim=4,
+    rope_base=1e12,
+    eos_ids=(1,),
+  )
   p = lm.init_params(jax.random.key(0), cfg)
   emb = np.zeros((V, d), np.float32)
   emb[np.arange(V), np.arange(V)] = 1.0
   wq = np.zeros((1, d, 2, dh), np.float32)
-  wq[0, :, 0, 7] = 5.0                 # every token queries the "is a name" coordinate
+  wq[0, :, 0, 7] = 5.0  # every token queries the "is a name" coordinate
   wk = np.zeros((1, d, 1, dh), np.float32)
-  wk[0, names, 0, 7] = 1.0             # names carry the key feature
+  wk[0, names, 0, 7] = 1.0  # names carry the key feature
   wv = np.zeros((1, d, 1, dh), np.float32)
   wv[0, np.arange(d), 0, np.arange(d)] = 1.0
   wo = np.zeros((1, 2, dh, d), np.float32)
   wo[0, 0] = 10.0 * np.eye(dh, d)
   wo[0, 1] = 0.3 * np.random.default_rng(0).normal(size=(dh, d))
-  p.update(embed=jnp.asarray(emb), wq=jnp.asarray(wq), wk=jnp.asarray(wk), wv=jnp.asarray(wv),
-           wo=jnp.asarray(wo), w_down=jnp.zeros_like(p["w_down"]))
+  p.update(
+    embed=jnp.asarray(emb),
+    wq=jnp.asarray(wq),
+    wk=jnp.asarray(wk),
+    wv=jnp.asarray(wv),
+    wo=jnp.asarray(wo),
+    w_down=jnp.zeros_like(p["w_down"]),
+  )
   return cfg, p, _toy.ToyTokenizer(vocab)
 
 
@@ -161,30 +189,42 @@ def test_planted_copy_head_ranks_first_under_locos_and_wu():
   cfg, params, tok = copy_model()
   rng = np.random.default_rng(0)
   trials = []
-  for i in range(6):
+  for _i in range(6):
     fill = [f"f{j}" for j in rng.integers(0, 5, 8)]
     pos = int(rng.integers(1, 8))
     name = f"N{rng.integers(4)}"
     words = ["<bos>"] + fill[:pos] + [name] + fill[pos:] + ["?"]
     trials.append(locos.Trial(tok.encode(" ".join(words)), (1 + pos, 2 + pos), name))
-  scores, per = locos.detect_heads(params, cfg, trials, tok, max_steps=2, stop_ids=(1,),
-                                   batch_size=3)
+  scores, per = locos.detect_heads(
+    params, cfg, trials, tok, max_steps=2, stop_ids=(1,), batch_size=3
+  )
   assert all(t.accepted for t in per) and all(t.answer_steps == [0] for t in per)
   for name in ("locos", "wu", "contrastive", "attention_spatial", "dla"):
     assert locos.rank_heads(scores[name])[0] == (0, 0), name
   assert scores["wu"][0, 0] >= 1.0  # the answer step copies from the needle (|needle| = 1)
   assert scores["locos"][0, 0] > 5.0 and abs(scores["locos"][0, 1]) < 1.0
   # ablating the copy head (LOCOS top-1) destroys retrieval; the other head does not
-  curve = locos.ablation_curve(params, cfg, trials, {"locos": scores["locos"],
-                                                     "anti": -scores["locos"]}, [1],
-                               tokenizer=tok, mode="zero_q", metric="exact", num_random=2,
-                               max_new_tokens=1, stop_ids=(1,), batch_size=3,
-                               num_resamples=100)
+  curve = locos.ablation_curve(
+    params,
+    cfg,
+    trials,
+    {"locos": scores["locos"], "anti": -scores["locos"]},
+    [1],
+    tokenizer=tok,
+    mode="zero_q",
+    metric="exact",
+    num_random=2,
+    max_new_tokens=1,
+    stop_ids=(1,),
+    batch_size=3,
+    num_resamples=100,
+  )
   assert curve["baseline"]["mean"] == 1.0
   assert curve["locos"]["mean"] == [0.0] and curve["anti"]["mean"] == [1.0]
 
 
 # --------------------------------------------------------------------------- ablation
+
 
 def test_query_mean_ablation_changes_only_that_heads_attention():
   params = _params()
@@ -196,8 +236,8 @@ def test_query_mean_ablation_changes_only_that_heads_attention():
   _, _, base = lm.forward(params, TOKENS[None], config=TINY, capture=cap)
   _, _, ab = lm.forward(params, TOKENS[None], config=TINY, capture=cap, ablation=abl)
   a0, a1 = np.asarray(base["attn"][0]), np.asarray(ab["attn"][0])
-  np.testing.assert_array_equal(a0[0], a1[0])               # earlier layer untouched
+  np.testing.assert_array_equal(a0[0], a1[0])  # earlier layer untouched
   np.testing.assert_allclose(a0[1, [0, 1, 3]], a1[1, [0, 1, 3]], rtol=1e-6)  # other heads
-  assert np.abs(a0[1, 2] - a1[1, 2]).max() > 1e-3           # the ablated head changed
+  assert np.abs(a0[1, 2] - a1[1, 2]).max() > 1e-3  # the ablated head changed
   # and its attention is that of the constant mean query
   np.testing.assert_allclose(ab["queries"][0], base["queries"][0])  # capture is pre-ablation

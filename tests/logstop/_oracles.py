@@ -52,7 +52,7 @@ def _logstop_rec(f, trace, t, e, w, memo):
     return NEG_INF
   if isinstance(f, F.Atom):
     k = min(w, e - t + 1)
-    return _log(sum(trace[f.name][t:t + k]) / k)
+    return _log(sum(trace[f.name][t : t + k]) / k)
   if isinstance(f, F.Const):
     return 0.0 if f.value else NEG_INF
   if isinstance(f, F.Not):
@@ -71,7 +71,7 @@ def _logstop_rec(f, trace, t, e, w, memo):
     b = rec(f.right, t)
     a = rec(f.left, t)
     nxt = rec(f, t + w) if t + w <= e else NEG_INF
-    return min(_logaddexp(b, a + _log1mexp(b) + nxt), 0.0)   # a log-probability
+    return min(_logaddexp(b, a + _log1mexp(b) + nxt), 0.0)  # a log-probability
   if isinstance(f, F.Always):
     a = rec(f.arg, t)
     if t + w > e:

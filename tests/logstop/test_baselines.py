@@ -1,7 +1,5 @@
 """Baselines and retrieval scoring against plain-Python oracles."""
 
-import itertools
-
 import jax
 import numpy as np
 import pytest
@@ -9,8 +7,15 @@ import pytest
 from jaxpapers import logstop as L
 from tests.logstop import _oracles
 
-FORMULAS = ["a U b", "G(a -> F b)", "F(a & X b) | !c", "G F a", "a U (G b)",
-            "X X c & (b U a)", "(a -> b) U (c & X !a)"]
+FORMULAS = [
+  "a U b",
+  "G(a -> F b)",
+  "F(a & X b) | !c",
+  "G F a",
+  "a U (G b)",
+  "X X c & (b U a)",
+  "(a -> b) U (c & X !a)",
+]
 
 
 def test_boolean_ltlf_matches_plain_evaluator_on_thresholded_scores():
@@ -20,8 +25,9 @@ def test_boolean_ltlf_matches_plain_evaluator_on_thresholded_scores():
   for text in FORMULAS:
     f = L.parse(text)
     got = np.asarray(L.boolean_ltlf(f, props, threshold=0.6))
-    want = [_oracles.bool_rec(f, {k: v[i] >= 0.6 for k, v in props.items()}, 0, T - 1)
-            for i in range(n)]
+    want = [
+      _oracles.bool_rec(f, {k: v[i] >= 0.6 for k, v in props.items()}, 0, T - 1) for i in range(n)
+    ]
     np.testing.assert_array_equal(got, want)
 
 
@@ -47,9 +53,8 @@ def _robust_rec(f, p, t, e):
     return max(r(f.arg, s) for s in range(t, e + 1))
   if isinstance(f, L.Always):
     return min(r(f.arg, s) for s in range(t, e + 1))
-  if isinstance(f, L.Until):   # max over s of min(psi(s), min_{t<=u<s} phi(u))
-    return max(min([r(f.right, s)] + [r(f.left, u) for u in range(t, s)])
-               for s in range(t, e + 1))
+  if isinstance(f, L.Until):  # max over s of min(psi(s), min_{t<=u<s} phi(u))
+    return max(min([r(f.right, s)] + [r(f.left, u) for u in range(t, s)]) for s in range(t, e + 1))
   raise TypeError(f)
 
 
@@ -74,8 +79,9 @@ def test_exact_probability_equals_brute_force(text):
   props = {k: rng.uniform(size=(2, T)) for k in L.atoms(f)}
   with jax.enable_x64(True):
     got = np.asarray(L.exact_probability(f, props))
-  want = [_oracles.brute_force_probability(f, {k: v[i] for k, v in props.items()})
-          for i in range(2)]
+  want = [
+    _oracles.brute_force_probability(f, {k: v[i] for k, v in props.items()}) for i in range(2)
+  ]
   np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-14)
 
 
@@ -87,8 +93,10 @@ def test_exact_probability_on_boolean_traces_is_boolean_truth_and_length_works()
   np.testing.assert_array_equal(got, np.asarray(L.boolean_ltlf(f, props)).astype(float))
   lengths = rng.integers(0, 9, size=20)
   got_l = np.asarray(L.exact_probability(f, props, length=lengths))
-  want_l = [float(Li > 0 and _oracles.bool_rec(f, {k: v[i] for k, v in props.items()}, 0, Li - 1))
-            for i, Li in enumerate(lengths)]
+  want_l = [
+    float(Li > 0 and _oracles.bool_rec(f, {k: v[i] for k, v in props.items()}, 0, Li - 1))
+    for i, Li in enumerate(lengths)
+  ]
   np.testing.assert_array_equal(got_l, want_l)
 
 
@@ -118,8 +126,10 @@ def test_segment_max_matches_reference_enumeration(w, min_len, max_len):
   props = {k: rng.uniform(size=(3, T)) for k in "abc"}
   with jax.enable_x64(True):
     got = np.asarray(L.segment_max_score(f, props, window=w, min_len=min_len, max_len=max_len))
-  want = [_reference_segment_max(f, {k: v[i] for k, v in props.items()}, w, min_len, max_len)
-          for i in range(3)]
+  want = [
+    _reference_segment_max(f, {k: v[i] for k, v in props.items()}, w, min_len, max_len)
+    for i in range(3)
+  ]
   np.testing.assert_allclose(got, want, rtol=1e-10)
 
 
@@ -131,7 +141,9 @@ def test_segment_pairs_fixture_and_baseline_semantics():
   p = {"a": np.array([[0.0, 0.0, 1.0, 1.0, 1.0, 0.0]])}
   assert float(L.segment_max_score("G a", p, min_len=3, max_len=3, semantics="boolean")[0]) == 1.0
   assert float(L.segment_max_score("G a", p, min_len=4, max_len=4, semantics="boolean")[0]) == 0.0
-  assert float(L.segment_max_score("G a", p, min_len=3, max_len=3, semantics="robustness")[0]) == 0.5
+  assert (
+    float(L.segment_max_score("G a", p, min_len=3, max_len=3, semantics="robustness")[0]) == 0.5
+  )
   with pytest.raises(ValueError, match="semantics"):
     L.segment_max_score("G a", p, min_len=3, semantics="fuzzy")
   with pytest.raises(ValueError, match="min_len"):

@@ -21,8 +21,9 @@ def test_balanced_sampling_labels_are_true_ltl_truth():
   f = L.parse("d1 U (d4 & X d7)")
   x, y = train.sample_balanced(rng, f, ["d1", "d4", "d7"], 6, 10)
   assert y.sum() == len(y) // 2 and len(y) >= 8
-  assert (x.sum(1) <= 2).all()   # at most two visible digits per frame
+  assert (x.sum(1) <= 2).all()  # at most two visible digits per frame
   from tests.logstop import _oracles
+
   for xi, yi in zip(x, y):
     trace = {"d1": xi[0], "d4": xi[1], "d7": xi[2]}
     assert _oracles.bool_rec(f, trace, 0, 9) == bool(yi)

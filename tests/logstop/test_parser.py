@@ -1,17 +1,31 @@
 """Parser: precedence, keywords, round trips, error messages."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from jaxpapers import logstop as L
-from jaxpapers.logstop._formula import (Always, And, Atom, Const, Eventually, Implies,
-                                        Next, Not, Or, Until)
+from jaxpapers.logstop._formula import (
+  Always,
+  And,
+  Atom,
+  Const,
+  Eventually,
+  Implies,
+  Next,
+  Not,
+  Or,
+  Until,
+)
 from tests.logstop import _oracles
 
 a, b, c = Atom("a"), Atom("b"), Atom("c")
 
 
-@pytest.mark.parametrize("text,expected", [
+@pytest.mark.parametrize(
+  "text,expected",
+  [
     ("a U b U c", Until(a, Until(b, c))),
     ("!a & b", And(Not(a), b)),
     ("a -> b -> c", Implies(a, Implies(b, c))),
@@ -29,9 +43,10 @@ a, b, c = Atom("a"), Atom("b"), Atom("c")
     ("a & b & c", And(And(a, b), c)),
     ("True -> FALSE", Implies(Const(True), Const(False))),
     ('F("traffic light" & X stop)', Eventually(And(Atom("traffic light"), Next(Atom("stop"))))),
-    ("x U u", Until(Atom("x"), Atom("u"))),   # lower-case single letters are atoms
+    ("x U u", Until(Atom("x"), Atom("u"))),  # lower-case single letters are atoms
     ("G(person -> F car)", Always(Implies(Atom("person"), Eventually(Atom("car"))))),
-])
+  ],
+)
 def test_parse_precedence(text, expected):
   assert L.parse(text) == expected
 
@@ -53,11 +68,13 @@ def test_round_trip_quoted_names():
 def test_formula_is_hashable_and_immutable():
   f = L.parse("a U b")
   assert {f: 1}[L.parse("a  U  b")] == 1
-  with pytest.raises(Exception):
+  with pytest.raises(dataclasses.FrozenInstanceError):
     f.left = Atom("z")
 
 
-@pytest.mark.parametrize("text,column,expected", [
+@pytest.mark.parametrize(
+  "text,column,expected",
+  [
     ("a U", 4, "expected a formula"),
     ("(a & b", 7, "')' to close the '(' at column 1"),
     ("a b", 3, "binary operator"),
@@ -65,7 +82,8 @@ def test_formula_is_hashable_and_immutable():
     ("a $ b", 3, "expected a proposition"),
     ('"abc', 1, "closing"),
     ("", 1, "expected a formula"),
-])
+  ],
+)
 def test_parse_errors_name_position_and_expectation(text, column, expected):
   with pytest.raises(ValueError) as err:
     L.parse(text)

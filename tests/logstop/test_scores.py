@@ -48,8 +48,16 @@ def test_agrees_with_recursive_reference_float64():
         _assert_same(L.reference_scores(f, props, window=w), want)
 
 
-EXACT_CLASS = ["a U b", "G a", "G a & F b", "F(a & X b)", "!(a U b)", "F a | G b",
-               "F(a & X(b | c))", "(a & X b) U c"]
+EXACT_CLASS = [
+  "a U b",
+  "G a",
+  "G a & F b",
+  "F(a & X b)",
+  "!(a U b)",
+  "F a | G b",
+  "F(a & X(b | c))",
+  "(a & X b) U c",
+]
 
 
 @pytest.mark.parametrize("text", EXACT_CLASS)
@@ -58,10 +66,11 @@ def test_exact_class_equals_brute_force_probability(text):
   f = L.parse(text)
   k = len(L.atoms(f))
   with jax.enable_x64(True):
-    for T in sorted({9 // k} | ({1} if text in ('a U b', 'G a & F b') else set())):
+    for T in sorted({9 // k} | ({1} if text in ("a U b", "G a & F b") else set())):
       props = {n: rng.uniform(size=(3, T)) for n in L.atoms(f)}
-      want = [_oracles.brute_force_probability(f, {n: v[i] for n, v in props.items()})
-              for i in range(3)]
+      want = [
+        _oracles.brute_force_probability(f, {n: v[i] for n, v in props.items()}) for i in range(3)
+      ]
       np.testing.assert_allclose(np.exp(L.score(f, props)), want, rtol=1e-10, atol=1e-13)
       np.testing.assert_allclose(L.exact_probability(f, props), want, rtol=1e-10, atol=1e-13)
 
@@ -97,8 +106,9 @@ def test_window_equals_downsampled_per_frame_semantics():
       f = _oracles.random_formula(rng, 3)
       T, w = int(rng.integers(1, 20)), int(rng.integers(1, 5))
       props = _random_trace(rng, T)
-      blocks = {n: np.array([v[i:i + w].mean() for i in range(0, T, w)])
-                for n, v in props.items()}
+      blocks = {
+        n: np.array([v[i : i + w].mean() for i in range(0, T, w)]) for n, v in props.items()
+      }
       _assert_same(L.score(f, props, window=w), L.score(f, blocks, window=1))
 
 
@@ -150,7 +160,7 @@ def test_one_compile_per_formula_length_window():
   with count_traces() as traces:
     for _ in range(3):
       props = {n: rng.uniform(size=(3, 11)).astype(np.float32) for n in _oracles.ATOMS}
-      props["unused"] = rng.uniform(size=(7,))   # extra names are ignored
+      props["unused"] = rng.uniform(size=(7,))  # extra names are ignored
       L.score(text, props, window=3)
       L.score(L.parse(text.replace(" ", "  ")), props, window=3)
   assert traces["evaluate_jit"] == 1
@@ -179,7 +189,7 @@ def test_float32_close_to_float64():
     with jax.enable_x64(True):
       s64 = np.asarray(L.scores(f, props, window=w))
     np.testing.assert_allclose(np.exp(s32), np.exp(s64), atol=1e-5)
-    assert np.all(np.isneginf(s32) >= np.isneginf(s64))   # f64 -inf stays -inf
+    assert np.all(np.isneginf(s32) >= np.isneginf(s64))  # f64 -inf stays -inf
     ok = s64 > -8
     np.testing.assert_allclose(s32[ok], s64[ok], rtol=1e-3, atol=1e-4)
 
@@ -195,21 +205,26 @@ def test_adaptive_threshold_and_match():
   half = np.full(4, 0.5)
   want = min(_oracles.logstop_rec(L.parse("a U b"), {"a": half, "b": half}, 0, 3, 1), np.log(0.5))
   np.testing.assert_allclose(float(tau), want, rtol=1e-6)
-  props = {"a": np.array([[0.9, 0.9, 0.1, 0.1], [0.1, 0.1, 0.1, 0.1]]),
-           "b": np.array([[0.1, 0.1, 0.9, 0.1], [0.1, 0.1, 0.1, 0.1]])}
+  props = {
+    "a": np.array([[0.9, 0.9, 0.1, 0.1], [0.1, 0.1, 0.1, 0.1]]),
+    "b": np.array([[0.1, 0.1, 0.9, 0.1], [0.1, 0.1, 0.1, 0.1]]),
+  }
   np.testing.assert_array_equal(np.asarray(L.match("a U b", props)), [True, False])
   # G a on all-0.5 scores is far below log 0.5, so tau is that value, not log 0.5.
   assert float(L.adaptive_threshold("G a", 10)) < np.log(0.5) - 1
 
 
-@pytest.mark.parametrize("bad,err,msg", [
+@pytest.mark.parametrize(
+  "bad,err,msg",
+  [
     ({"a": np.ones(4)}, ValueError, "missing scores for proposition(s) ['b']"),
     ({"a": np.ones(4), "b": np.ones(5)}, ValueError, "same [..., T]"),
     ({"a": np.ones(4), "b": np.full(4, 1.5)}, ValueError, "must lie in [0, 1]"),
     ({"a": np.ones(4), "b": np.array([0.1, np.nan, 0.2, 0.3])}, ValueError, "must lie in [0, 1]"),
     ({"a": np.ones(()), "b": np.ones(())}, ValueError, "shape [..., T]"),
     ([0.1, 0.2], TypeError, "mapping"),
-])
+  ],
+)
 def test_input_validation(bad, err, msg):
   with pytest.raises(err) as e:
     L.scores("a U b", bad)

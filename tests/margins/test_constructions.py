@@ -17,7 +17,8 @@ def test_cs_sum_queries_meet_coherence_bound(seed):
   assert c.bound > 0
   assert c.certificate >= c.bound - 1e-6
   np.testing.assert_allclose(
-      float(M.margin(c.U, c.V, M.k_sparse_relevance(n, k))), c.certificate, atol=1e-5)
+    float(M.margin(c.U, c.V, M.k_sparse_relevance(n, k))), c.certificate, atol=1e-5
+  )
 
 
 def test_cs_svm_queries_beat_sum_and_reach_positive_margin_at_8_k_log():
@@ -42,11 +43,18 @@ def test_max_margin_queries_match_scipy_svm():
   for j in range(A.shape[0]):
     y = np.where(A[j], 1.0, -1.0)
     # Hard-margin SVM through the origin: min ||w||^2 s.t. y_i <w, v_i> >= 1; margin 1/||w||.
-    sol = sp_optimize.minimize(lambda w: w @ w, np.asarray(res.U[j], np.float64) * 10,
-                               jac=lambda w: 2 * w, method="SLSQP",
-                               constraints=[{"type": "ineq", "fun": lambda w: y * (V @ w) - 1,
-                                             "jac": lambda w: y[:, None] * V}])
-    best = 1.0 / np.linalg.norm(sol.x) if sol.success and (y * (V @ sol.x) >= 1 - 1e-6).all() else None
+    sol = sp_optimize.minimize(
+      lambda w: w @ w,
+      np.asarray(res.U[j], np.float64) * 10,
+      jac=lambda w: 2 * w,
+      method="SLSQP",
+      constraints=[
+        {"type": "ineq", "fun": lambda w: y * (V @ w) - 1, "jac": lambda w: y[:, None] * V}
+      ],
+    )
+    best = (
+      1.0 / np.linalg.norm(sol.x) if sol.success and (y * (V @ sol.x) >= 1 - 1e-6).all() else None
+    )
     assert res.row_margin[j] <= res.row_upper[j] + 1e-6
     if best is not None:
       np.testing.assert_allclose(float(res.row_margin[j]), best, atol=2e-4)
@@ -92,8 +100,11 @@ def test_dual_bound_forster_and_k_sparse_theta():
   Y = np.where(A, 1.0, -1.0)
   forster = np.linalg.norm(Y, 2) / math.sqrt(A.size)
   np.testing.assert_allclose(
-      M.dual_upper_bound(A, np.ones(A.shape), np.full(9, (6 / 9) ** 0.25), np.full(6, (9 / 6) ** 0.25)),
-      forster)
+    M.dual_upper_bound(
+      A, np.ones(A.shape), np.full(9, (6 / 9) ** 0.25), np.full(6, (9 / 6) ** 0.25)
+    ),
+    forster,
+  )
   # Any other dual point is still a valid bound, just not smaller than the optimum.
   assert M.dual_upper_bound(A, rng.random(A.shape), rng.random(9) + 0.1, rng.random(6) + 0.1) > 0
   # k-sparse optimum: Theta(k^{-1/2}); for n = 3, k = 1 the value 3/5.

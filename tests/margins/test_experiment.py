@@ -1,7 +1,6 @@
 """The smoke experiment end to end (with resume) and the notebook."""
 
 import json
-import math
 
 import pytest
 
@@ -32,7 +31,9 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   # d = 2, k = 2: only pairs adjacent on the circle can be a top-2, so n = 4 is impossible.
   assert metrics["critical_n"][0]["critical_n"] <= 3
   # Resume: a rerun on the same workdir reads every cell back instead of fitting again.
-  monkeypatch.setattr(train.M, "fit_free_embeddings", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+  monkeypatch.setattr(
+    train.M, "fit_free_embeddings", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
+  )
   monkeypatch.setattr(train.M, "critical_n", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
   again = train.train_and_evaluate(cfg, tmp_path)
   assert again["threshold"] == metrics["threshold"]
@@ -42,11 +43,13 @@ def test_sweep_path_equals_single_program_fit(tmp_path):
   """The experiment's grid (core.Sweep: sharded, chunked, checkpointed) == the one-program fit."""
   import jax
   import numpy as np
+
   A = M.k_sparse_relevance(6, 2)
   keys = jax.random.split(jax.random.key(0), 2)
   ref = M.fit_free_embeddings(keys, A, [2, 4], loss="sigmoid", steps=30, lr=0.05)
-  kw = dict(loss="sigmoid", steps=30, lr=0.05, sweep=True, chunk_size=10,
-            checkpoint_dir=tmp_path / "ck")
+  kw = dict(
+    loss="sigmoid", steps=30, lr=0.05, sweep=True, chunk_size=10, checkpoint_dir=tmp_path / "ck"
+  )
   got = M.fit_free_embeddings(keys, A, [2, 4], **kw)
   for a, b in zip(ref, got, strict=True):
     assert a.shape == b.shape

@@ -13,8 +13,8 @@ from tests.jit_util import count_traces
 
 
 def _np_scores(U, V):
-  U = U / np.sqrt((U ** 2).sum(1, keepdims=True) + 1e-12)
-  V = V / np.sqrt((V ** 2).sum(1, keepdims=True) + 1e-12)
+  U = U / np.sqrt((U**2).sum(1, keepdims=True) + 1e-12)
+  V = V / np.sqrt((V**2).sum(1, keepdims=True) + 1e-12)
   return U @ V.T
 
 
@@ -56,7 +56,9 @@ def test_sigmoid_loss_float64(problem):
   S, Y = _np_scores(U, V), np.where(A, 1.0, -1.0)
   t, b = 7.0, -1.3
   ref = np.mean(np.logaddexp(0.0, -Y * (t * S + b)))
-  got = M.sigmoid_loss(U.astype(np.float32), V.astype(np.float32), A, log_temperature=math.log(t), bias=b)
+  got = M.sigmoid_loss(
+    U.astype(np.float32), V.astype(np.float32), A, log_temperature=math.log(t), bias=b
+  )
   np.testing.assert_allclose(float(got), ref, rtol=1e-5)
 
 
@@ -65,11 +67,18 @@ def test_infonce_loss_float64(problem, variant):
   U, V, A = problem
   S, t = _np_scores(U, V), 5.0
   ref = _np_infonce(S, A, t, variant)
-  got = M.infonce_loss(U.astype(np.float32), V.astype(np.float32), A,
-                       log_temperature=math.log(t), variant=variant)
+  got = M.infonce_loss(
+    U.astype(np.float32), V.astype(np.float32), A, log_temperature=math.log(t), variant=variant
+  )
   np.testing.assert_allclose(float(got), ref, rtol=1e-5)
-  sym = M.infonce_loss(U.astype(np.float32), V.astype(np.float32), A, log_temperature=math.log(t),
-                       variant=variant, symmetric=True)
+  sym = M.infonce_loss(
+    U.astype(np.float32),
+    V.astype(np.float32),
+    A,
+    log_temperature=math.log(t),
+    variant=variant,
+    symmetric=True,
+  )
   ref_sym = 0.5 * (ref + _np_infonce(S.T, A.T, t, variant))
   np.testing.assert_allclose(float(sym), ref_sym, rtol=1e-5)
 
@@ -101,8 +110,11 @@ def test_infonce_invariant_to_row_shifts_of_scores(problem):
 def test_gradients_finite_at_zero_rows(problem):
   _, V, A = problem
   U = jnp.zeros((6, 4))
-  for f in (lambda U: M.sigmoid_loss(U, V, A), lambda U: M.infonce_loss(U, V, A),
-            lambda U: M.margin_loss(U, V, A)):
+  for f in (
+    lambda U: M.sigmoid_loss(U, V, A),
+    lambda U: M.infonce_loss(U, V, A),
+    lambda U: M.margin_loss(U, V, A),
+  ):
     g = jax.grad(f)(U)
     assert bool(jnp.all(jnp.isfinite(g)))
 
@@ -125,8 +137,9 @@ def test_fit_free_embeddings_margin_and_seeds_no_retrace():
     assert m > 0.25  # exact optimum 0.4096; orthogonal construction 0.261
     assert m <= M.k_sparse_optimal_margin(6, 2) + 1e-5
   with count_traces() as traces:
-    M.fit_free_embeddings(jax.random.split(jax.random.key(5), 2), A, 8, loss="margin", steps=400,
-                          lr=3e-2)
+    M.fit_free_embeddings(
+      jax.random.split(jax.random.key(5), 2), A, 8, loss="margin", steps=400, lr=3e-2
+    )
   assert traces["_fit"] == 0  # new seeds and values: no recompilation
 
 
@@ -137,8 +150,9 @@ def test_fit_sigmoid_learns_bias_and_single_key():
   p = A.mean()
   assert float(res.b) != pytest.approx(math.log(p / (1 - p)))
   assert float(M.topk_accuracy(res.U, res.V, A)) == 1.0
-  fixed = M.fit_free_embeddings(jax.random.key(1), A, 8, loss="sigmoid", steps=50,
-                                learn_bias=False, init_bias=0.0)
+  fixed = M.fit_free_embeddings(
+    jax.random.key(1), A, 8, loss="sigmoid", steps=50, learn_bias=False, init_bias=0.0
+  )
   assert float(fixed.b) == 0.0
   with pytest.raises(ValueError, match="loss"):
     M.fit_free_embeddings(jax.random.key(1), A, 8, loss="hinge")
@@ -147,6 +161,7 @@ def test_fit_sigmoid_learns_bias_and_single_key():
 def test_critical_n_small():
   # d = 2, k = 1: n unit vectors on a circle are always exactly retrievable (top-1),
   # so the search must reach n_max.
-  n_star, trace = M.critical_n(jax.random.key(0), 2, 1, n_max=6, restarts=2, steps=300,
-                               return_trace=True)
+  n_star, trace = M.critical_n(
+    jax.random.key(0), 2, 1, n_max=6, restarts=2, steps=300, return_trace=True
+  )
   assert n_star == 6 and trace[6] == 1.0

@@ -22,8 +22,11 @@ def _ref_margins(U, V, A):
   S = U @ V.T
   m0 = min(S[j, i] if A[j, i] else -S[j, i] for j in range(A.shape[0]) for i in range(A.shape[1]))
   mg = 0.5 * (S[A].min() - S[~A].max())
-  gaps = [0.5 * (S[j, A[j]].min() - S[j, ~A[j]].max())
-          for j in range(A.shape[0]) if A[j].any() and (~A[j]).any()]
+  gaps = [
+    0.5 * (S[j, A[j]].min() - S[j, ~A[j]].max())
+    for j in range(A.shape[0])
+    if A[j].any() and (~A[j]).any()
+  ]
   return m0, mg, min(gaps)
 
 
@@ -92,7 +95,7 @@ def test_k1_case_identity_and_simplex():
 
 def test_random_inputs_match_float64_reference_and_order():
   rng = np.random.default_rng(0)
-  for trial in range(4):
+  for _trial in range(4):
     N, n, d = 7, 6, 4
     U, V = rng.normal(size=(N, d)), rng.normal(size=(n, d))
     A = rng.random((N, n)) < 0.4
@@ -100,8 +103,9 @@ def test_random_inputs_match_float64_reference_and_order():
     A[:, 1] = False
     m0, mg, mq = _ref_margins(U, V, A)
     out = M.all_margins(U.astype(np.float32), V.astype(np.float32), A, normalize=True, chunk_size=3)
-    np.testing.assert_allclose([float(out["m0"]), float(out["mg"]), float(out["mq"])],
-                               [m0, mg, mq], atol=2e-6)
+    np.testing.assert_allclose(
+      [float(out["m0"]), float(out["mg"]), float(out["mq"])], [m0, mg, mq], atol=2e-6
+    )
     assert m0 <= mg + 1e-7 and mg <= mq + 1e-7
 
 
@@ -115,7 +119,9 @@ def test_invariance_rotation_and_row_scaling():
   for f in (M.margin, M.global_threshold_margin, M.per_query_margin):
     base = float(f(U, V, A, normalize=True))
     np.testing.assert_allclose(float(f(U @ Q, V @ Q, A, normalize=True)), base, atol=1e-6)
-    np.testing.assert_allclose(float(f(U * scale_u, V * scale_v, A, normalize=True)), base, atol=1e-6)
+    np.testing.assert_allclose(
+      float(f(U * scale_u, V * scale_v, A, normalize=True)), base, atol=1e-6
+    )
 
 
 def test_margin_under_jit_and_dtype():

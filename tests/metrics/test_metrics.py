@@ -30,7 +30,9 @@ def test_hand_computed_ranking_case():
   scores = np.array([[0.9, 0.8, 0.7, 0.6, 0.5]])
   rel = np.array([[0, 1, 0, 1, 1]])
   # relevant at ranks 2, 4, 5
-  np.testing.assert_allclose(metrics.average_precision(scores, rel), [(1 / 2 + 2 / 4 + 3 / 5) / 3], rtol=1e-6)
+  np.testing.assert_allclose(
+    metrics.average_precision(scores, rel), [(1 / 2 + 2 / 4 + 3 / 5) / 3], rtol=1e-6
+  )
   np.testing.assert_allclose(metrics.mrr(scores, rel), [0.5])
   np.testing.assert_allclose(metrics.precision_at_k(scores, rel, 2), [0.5])
   np.testing.assert_allclose(metrics.recall_at_k(scores, rel, 2), [1 / 3], rtol=1e-6)
@@ -64,8 +66,10 @@ def test_at_k_metrics_against_numpy(seed, k):
 def test_ndcg_against_sklearn(k):
   scores, rel = _random_ranking(3, graded=True)
   ours = np.asarray(metrics.ndcg_at_k(scores, rel, k))
-  ref = [skm.ndcg_score(rel[i:i + 1], scores[i:i + 1], k=k) if rel[i].sum() else 0.0
-         for i in range(len(rel))]
+  ref = [
+    skm.ndcg_score(rel[i : i + 1], scores[i : i + 1], k=k) if rel[i].sum() else 0.0
+    for i in range(len(rel))
+  ]
   np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-6)
 
 
@@ -105,8 +109,11 @@ def test_classification_metrics():
   np.testing.assert_allclose(metrics.accuracy(pred, labels), (pred == labels).mean(), rtol=1e-6)
   # Class 3 absent from the labels: sklearn averages over present classes only.
   labels2 = np.where(labels == 3, 0, labels)
-  np.testing.assert_allclose(metrics.balanced_accuracy(logits, labels2, 4),
-                             skm.balanced_accuracy_score(labels2, pred), rtol=1e-6)
+  np.testing.assert_allclose(
+    metrics.balanced_accuracy(logits, labels2, 4),
+    skm.balanced_accuracy_score(labels2, pred),
+    rtol=1e-6,
+  )
   with pytest.raises(ValueError, match="predictions must be labels"):
     metrics.accuracy(np.zeros((3, 2, 2)), np.zeros(4, int))
 
@@ -134,7 +141,9 @@ def test_frechet_distance_closed_form_and_singular_covariance():
   mu1, mu2 = np.array([0.0, 1.0, 2.0]), np.array([1.0, 1.0, 0.0])
   s1, s2 = np.diag([1.0, 4.0, 0.0]), np.diag([9.0, 1.0, 0.0])  # singular (rank 2)
   expected = 1 + 4 + (1 - 3) ** 2 + (2 - 1) ** 2
-  np.testing.assert_allclose(metrics.frechet_distance_from_moments(mu1, s1, mu2, s2), expected, rtol=1e-5)
+  np.testing.assert_allclose(
+    metrics.frechet_distance_from_moments(mu1, s1, mu2, s2), expected, rtol=1e-5
+  )
   with pytest.raises(ValueError, match="same D"):
     metrics.frechet_distance(np.zeros((4, 2)), np.zeros((4, 3)))
 
@@ -144,11 +153,16 @@ def test_kid_against_numpy_reference():
   a, b = rng.normal(size=(60, 5)), rng.normal(size=(50, 5)) + 0.3
   k = lambda x, y: (x @ y.T / 5 + 1) ** 3
   m, n = len(a), len(b)
-  ref = ((k(a, a).sum() - np.trace(k(a, a))) / (m * (m - 1))
-         + (k(b, b).sum() - np.trace(k(b, b))) / (n * (n - 1)) - 2 * k(a, b).mean())
+  ref = (
+    (k(a, a).sum() - np.trace(k(a, a))) / (m * (m - 1))
+    + (k(b, b).sum() - np.trace(k(b, b))) / (n * (n - 1))
+    - 2 * k(a, b).mean()
+  )
   with jax.enable_x64(True):
     np.testing.assert_allclose(float(metrics.kernel_inception_distance(a, b)), ref, rtol=1e-9)
-  sub = metrics.kernel_inception_distance(a, b, num_subsets=10, subset_size=20, key=jax.random.key(0))
+  sub = metrics.kernel_inception_distance(
+    a, b, num_subsets=10, subset_size=20, key=jax.random.key(0)
+  )
   assert np.isfinite(float(sub))
   with pytest.raises(ValueError, match="key is required"):
     metrics.kernel_inception_distance(a, b, num_subsets=2)

@@ -20,8 +20,9 @@ X2 = np.ones((4, 2), f32)  # 2 features for models built for 3
 
 
 def _model(backbone, in_features=3):
-  return panda.make_model(backbone, CFG, in_features=in_features, num_classes=2, hidden=4,
-                          rngs=nnx.Rngs(0))
+  return panda.make_model(
+    backbone, CFG, in_features=in_features, num_classes=2, hidden=4, rngs=nnx.Rngs(0)
+  )
 
 
 MODELS = {b: _model(b) for b in ("gedi", "hgnn", "hypergcn", "phenomnn")}
@@ -45,76 +46,181 @@ def _eval_step(x):
 
 def _train_step(x):
   gd, params, rest, opt = panda.init(_hgnn_fn(3), jax.random.key(0))
-  return panda.train_step(gd, params, rest, opt, UNDIR.replace(x=x), MASK.astype(f32),
-                          jax.random.key(1), 1e-2, 0.0)[2]
+  return panda.train_step(
+    gd, params, rest, opt, UNDIR.replace(x=x), MASK.astype(f32), jax.random.key(1), 1e-2, 0.0
+  )[2]
 
 
 def _stage_call(xs):
   p = INC.nnz
-  return STAGE((xs, None), None, INC.node, INC.edge, np.ones(p, f32), None, INC.num_edges,
-               conj_phase=True)[0][0]
+  return STAGE(
+    (xs, None), None, INC.node, INC.edge, np.ones(p, f32), None, INC.num_edges, conj_phase=True
+  )[0][0]
 
 
 CASES = [
-    Case("panda.PandaGeDi", lambda x: _fed("gedi", x), (X2,),
-         match=r"data.x has shape \(4, 2\), but the model was built for in_features=3",
-         id="gedi-features"),
-    Case("panda.PandaHGNN", lambda x: _fed("hgnn", x), (X2,), match="built for in_features=3",
-         id="hgnn-features"),
-    Case("panda.PandaHyperGCN", lambda x: _fed("hypergcn", x), (X2,),
-         match="built for in_features=3", id="hypergcn-features"),
-    Case("panda.PandaPhenomNN", lambda x: _fed("phenomnn", x), (X2,),
-         match="built for in_features=3", id="phenomnn-features"),
-    Case("panda.PandaHyperGCN", lambda: panda.PandaHyperGCN(3, 2, CFG, hidden=5,
-                                                            rngs=nnx.Rngs(0)),
-         match="hidden=5 must be divisible by heads=2", id="hypergcn-heads"),
-    Case("panda.PandaGeDi", lambda: panda.PandaGeDi(3, 2, "panda", rngs=nnx.Rngs(0)),
-         error=TypeError, match="cfg must be a PandaConfig", id="gedi-cfg-type"),
-    Case("panda.make_model", lambda: _model("gat"), match="backbone must be one of",
-         id="make-model-backbone"),
-    Case("panda.make_model", lambda: _model("hgnn", in_features=0),
-         match="in_features must be an int >= 1", id="make-model-features"),
-    Case("panda.make_model", lambda: panda.make_model("hgnn", {"heads": 2}, in_features=3,
-                                                      num_classes=2, rngs=nnx.Rngs(0)),
-         error=TypeError, match="cfg must be a PandaConfig or None", id="make-model-cfg"),
-    Case("panda.PandaConfig", lambda: panda.PandaConfig(mix="fixed:half"),
-         match="needs a number in .0, 1. after 'fixed:'", id="config-fixed-mix"),
-    Case("panda.PandaConfig", lambda: panda.PandaConfig(heads=0),
-         match="heads must be a positive int", id="config-heads"),
-    Case("panda.PandaConfig", lambda: panda.PandaConfig(att_dropout=1.5),
-         match=r"att_dropout must be a float in \[0, 1\)", id="config-dropout"),
-    Case("panda.PandaLayer", lambda x: LAYER((x, None), None, INC, panda.stage_priors(INC))[0][0],
-         (X2,), match=r"x re must have shape \[num_nodes, in_features\] = \(4, 3\)",
-         id="layer-features"),
-    Case("panda.PandaLayer", lambda: panda.PandaLayer(3, 5, CFG, rngs=nnx.Rngs(0)),
-         match="out_features=5 must be divisible by heads=2", id="layer-heads"),
-    Case("panda.PandaStage", _stage_call, (np.ones((4, 2, 3), f32),),
-         match=r"x_send must have shape \[N, heads=2, channels=2\]", id="stage-shape"),
-    Case("panda.PandaStage", lambda: panda.PandaStage(0, CFG, rngs=nnx.Rngs(0)),
-         match="channels must be a positive int", id="stage-channels"),
-    Case("panda.stage_priors", lambda: panda.stage_priors(INC, "rw"),
-         match="kind must be 'sym' or 'phenom'", id="priors-kind"),
-    Case("panda.stage_priors", lambda: panda.stage_priors(DATA), error=TypeError,
-         match="inc must be an Incidence", id="priors-type"),
-    Case("panda.init", lambda: panda.init(_hgnn_fn(0), jax.random.key(0)),
-         match="in_features must be an int >= 1", id="init-bad-model"),
-    Case("panda.eval_step", _eval_step, (X2,), match="built for in_features=3",
-         id="eval-step-features"),
-    Case("panda.train_step", _train_step, (X2,), match="built for in_features=3",
-         id="train-step-features"),
-    Case("panda.make_trainer", lambda: panda.make_trainer(_hgnn_fn(3), 0),
-         match="epochs must be a positive int", id="trainer-epochs"),
-    Case("panda.sweep_fns", panda.sweep_fns, ("hgnn",), error=TypeError,
-         match="model_fn must be a callable", jit=None,
-         jit_reason="builds the per-run functions on the host", id="sweep-fns-model-fn"),
-    Case("panda.fit", lambda: panda.fit(DATA, _hgnn_fn(3), epochs=1, split=3),
-         match=r"split must be in \[0, 1\)", jit=None,
-         jit_reason="a host-side driver (runs its own jitted trainer)", id="fit-split"),
+  Case(
+    "panda.PandaGeDi",
+    lambda x: _fed("gedi", x),
+    (X2,),
+    match=r"data.x has shape \(4, 2\), but the model was built for in_features=3",
+    id="gedi-features",
+  ),
+  Case(
+    "panda.PandaHGNN",
+    lambda x: _fed("hgnn", x),
+    (X2,),
+    match="built for in_features=3",
+    id="hgnn-features",
+  ),
+  Case(
+    "panda.PandaHyperGCN",
+    lambda x: _fed("hypergcn", x),
+    (X2,),
+    match="built for in_features=3",
+    id="hypergcn-features",
+  ),
+  Case(
+    "panda.PandaPhenomNN",
+    lambda x: _fed("phenomnn", x),
+    (X2,),
+    match="built for in_features=3",
+    id="phenomnn-features",
+  ),
+  Case(
+    "panda.PandaHyperGCN",
+    lambda: panda.PandaHyperGCN(3, 2, CFG, hidden=5, rngs=nnx.Rngs(0)),
+    match="hidden=5 must be divisible by heads=2",
+    id="hypergcn-heads",
+  ),
+  Case(
+    "panda.PandaGeDi",
+    lambda: panda.PandaGeDi(3, 2, "panda", rngs=nnx.Rngs(0)),
+    error=TypeError,
+    match="cfg must be a PandaConfig",
+    id="gedi-cfg-type",
+  ),
+  Case(
+    "panda.make_model",
+    lambda: _model("gat"),
+    match="backbone must be one of",
+    id="make-model-backbone",
+  ),
+  Case(
+    "panda.make_model",
+    lambda: _model("hgnn", in_features=0),
+    match="in_features must be an int >= 1",
+    id="make-model-features",
+  ),
+  Case(
+    "panda.make_model",
+    lambda: panda.make_model("hgnn", {"heads": 2}, in_features=3, num_classes=2, rngs=nnx.Rngs(0)),
+    error=TypeError,
+    match="cfg must be a PandaConfig or None",
+    id="make-model-cfg",
+  ),
+  Case(
+    "panda.PandaConfig",
+    lambda: panda.PandaConfig(mix="fixed:half"),
+    match="needs a number in .0, 1. after 'fixed:'",
+    id="config-fixed-mix",
+  ),
+  Case(
+    "panda.PandaConfig",
+    lambda: panda.PandaConfig(heads=0),
+    match="heads must be a positive int",
+    id="config-heads",
+  ),
+  Case(
+    "panda.PandaConfig",
+    lambda: panda.PandaConfig(att_dropout=1.5),
+    match=r"att_dropout must be a float in \[0, 1\)",
+    id="config-dropout",
+  ),
+  Case(
+    "panda.PandaLayer",
+    lambda x: LAYER((x, None), None, INC, panda.stage_priors(INC))[0][0],
+    (X2,),
+    match=r"x re must have shape \[num_nodes, in_features\] = \(4, 3\)",
+    id="layer-features",
+  ),
+  Case(
+    "panda.PandaLayer",
+    lambda: panda.PandaLayer(3, 5, CFG, rngs=nnx.Rngs(0)),
+    match="out_features=5 must be divisible by heads=2",
+    id="layer-heads",
+  ),
+  Case(
+    "panda.PandaStage",
+    _stage_call,
+    (np.ones((4, 2, 3), f32),),
+    match=r"x_send must have shape \[N, heads=2, channels=2\]",
+    id="stage-shape",
+  ),
+  Case(
+    "panda.PandaStage",
+    lambda: panda.PandaStage(0, CFG, rngs=nnx.Rngs(0)),
+    match="channels must be a positive int",
+    id="stage-channels",
+  ),
+  Case(
+    "panda.stage_priors",
+    lambda: panda.stage_priors(INC, "rw"),
+    match="kind must be 'sym' or 'phenom'",
+    id="priors-kind",
+  ),
+  Case(
+    "panda.stage_priors",
+    lambda: panda.stage_priors(DATA),
+    error=TypeError,
+    match="inc must be an Incidence",
+    id="priors-type",
+  ),
+  Case(
+    "panda.init",
+    lambda: panda.init(_hgnn_fn(0), jax.random.key(0)),
+    match="in_features must be an int >= 1",
+    id="init-bad-model",
+  ),
+  Case(
+    "panda.eval_step", _eval_step, (X2,), match="built for in_features=3", id="eval-step-features"
+  ),
+  Case(
+    "panda.train_step",
+    _train_step,
+    (X2,),
+    match="built for in_features=3",
+    id="train-step-features",
+  ),
+  Case(
+    "panda.make_trainer",
+    lambda: panda.make_trainer(_hgnn_fn(3), 0),
+    match="epochs must be a positive int",
+    id="trainer-epochs",
+  ),
+  Case(
+    "panda.sweep_fns",
+    panda.sweep_fns,
+    ("hgnn",),
+    error=TypeError,
+    match="model_fn must be a callable",
+    jit=None,
+    jit_reason="builds the per-run functions on the host",
+    id="sweep-fns-model-fn",
+  ),
+  Case(
+    "panda.fit",
+    lambda: panda.fit(DATA, _hgnn_fn(3), epochs=1, split=3),
+    match=r"split must be in \[0, 1\)",
+    jit=None,
+    jit_reason="a host-side driver (runs its own jitted trainer)",
+    id="fit-split",
+  ),
 ]
 
 EXEMPT = {
-    "StageAux": "a result container (per-incidence coefficients returned by a stage)",
-    "best_val_test": "reads the history dict that make_trainer's run returns (not user input)",
+  "StageAux": "a result container (per-incidence coefficients returned by a stage)",
+  "best_val_test": "reads the history dict that make_trainer's run returns (not user input)",
 }
 
 

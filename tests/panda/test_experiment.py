@@ -58,6 +58,7 @@ def test_cell_timing_separates_compile_from_run():
   assert compile_s == pytest.approx(7.0)
   assert ms_per_epoch == pytest.approx(30.0)
   assert train._timing(dict(sweep=[{}], first_call_s=5.0, wall_s=5.0), epochs=10) is None
-  table = train._perf_table({"d|hgnn|vanilla": cell, "d|hgnn|panda": dict(cell, wall_s=22.0)},
-                            ["d"], ["hgnn"], 100)
+  table = train._perf_table(
+    {"d|hgnn|vanilla": cell, "d|hgnn|panda": dict(cell, wall_s=22.0)}, ["d"], ["hgnn"], 100
+  )
   assert "| d | hgnn | 7.0 | 4.0 | 30 | 60 | 2.0x |" in table

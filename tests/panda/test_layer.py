@@ -26,8 +26,9 @@ def _rand_directed(seed=0, n=11, m=6):
 def _dense_qn(inc, phases=True):
   """Q_N = D_v^{-1/2} H D_e^{-1} H^* D_v^{-1/2} from the definition (complex128)."""
   h = np.zeros((inc.num_nodes, inc.num_edges), complex)
-  for v, e, pr, pi in zip(*(np.asarray(a, np.float64) for a in
-                            (inc.node, inc.edge, inc.phase_re, inc.phase_im))):
+  for v, e, pr, pi in zip(
+    *(np.asarray(a, np.float64) for a in (inc.node, inc.edge, inc.phase_re, inc.phase_im))
+  ):
     h[int(v), int(e)] = (pr + 1j * pi) if phases else 1.0
   d, de = np.abs(h).sum(1), np.abs(h).sum(0)
   s = np.where(d > 0, 1 / np.sqrt(np.maximum(d, 1e-30)), 0)
@@ -40,6 +41,7 @@ def _layer_forward(layer, x, inc, priors, use_phase):
   def f(st, x, inc, priors):
     (yr, yi), hyp, aux = nnx.merge(gd, st)((x, None), None, inc, priors, use_phase=use_phase)
     return yr, yi, aux
+
   out = jax.jit(f, compiler_options=FAST)(st, x, inc, priors)
   return jax.tree.map(np.asarray, out)
 
@@ -54,16 +56,25 @@ def test_reduction_gedi_layer_equals_qn_filter():
   yr, yi, _ = _layer_forward(layer, jnp.asarray(x), inc, panda.stage_priors(inc), True)
   wu = np.asarray(layer.w_u.kernel[...], np.float64)
   wr = np.asarray(layer.w_res.kernel[...], np.float64)
-  ref = x.astype(np.float64) @ wr + _dense_qn(inc) @ (x.astype(np.float64) @ wu) + 0.1 * np.arange(4)
+  ref = (
+    x.astype(np.float64) @ wr + _dense_qn(inc) @ (x.astype(np.float64) @ wu) + 0.1 * np.arange(4)
+  )
   np.testing.assert_allclose(np.asarray(yr), ref.real, atol=2e-6)
   np.testing.assert_allclose(np.asarray(yi), ref.imag, atol=2e-6)
   assert np.abs(ref.imag).max() > 1e-2  # the directed part is really exercised
 
 
 def test_reduction_hgnn_layer_equals_hgnn_operator():
-  inc = hg.as_undirected(hg.make_data(
-      _rand_directed(2), np.zeros((11, 1)), np.zeros(11, int), train_mask=np.ones(11, bool),
-      val_mask=np.ones(11, bool), test_mask=np.ones(11, bool))).incidence
+  inc = hg.as_undirected(
+    hg.make_data(
+      _rand_directed(2),
+      np.zeros((11, 1)),
+      np.zeros(11, int),
+      train_mask=np.ones(11, bool),
+      val_mask=np.ones(11, bool),
+      test_mask=np.ones(11, bool),
+    )
+  ).incidence
   cfg = panda.PandaConfig(heads=1, mix="prior", aux=None)
   layer = panda.PandaLayer(3, 5, cfg, rngs=nnx.Rngs(1))
   x = np.random.default_rng(2).normal(size=(inc.num_nodes, 3)).astype(np.float32)
@@ -83,7 +94,9 @@ def test_attention_normalised_aux_not():
   x = jnp.asarray(np.random.default_rng(3).normal(size=(inc.num_nodes, 3)), jnp.float32)
   _, _, (a1, a2) = _layer_forward(layer, x, inc, panda.stage_priors(inc), True)
   edge, node, perm = (np.asarray(a) for a in (inc.edge, inc.node, inc.by_node))
-  seg = lambda v, ids, k: np.stack([np.bincount(ids, v[:, h], minlength=k) for h in range(v.shape[1])], 1)
+  seg = lambda v, ids, k: np.stack(
+    [np.bincount(ids, v[:, h], minlength=k) for h in range(v.shape[1])], 1
+  )
   np.testing.assert_allclose(seg(a1.att, edge, inc.num_edges), 1.0, rtol=1e-5)
   has = np.asarray(inc.deg_node) > 0
   s2 = seg(a2.att, node[perm], inc.num_nodes)
@@ -95,9 +108,16 @@ def test_attention_normalised_aux_not():
     assert np.all((np.asarray(a.alpha) >= 0) & (np.asarray(a.alpha) <= 1 + 1e-6))
     np.testing.assert_allclose(np.asarray(a.pi).sum(-1), 1.0, rtol=1e-5)
     np.testing.assert_allclose(  # alpha = pi_att * att + pi_prior * c
-        a.alpha, a.pi[..., 1] * a.att + a.pi[..., 0] *
-        (np.asarray(panda.stage_priors(inc)[0])[:, None] if a is a1 else
-         np.asarray(panda.stage_priors(inc)[1])[np.asarray(inc.by_node)][:, None]), rtol=1e-5)
+      a.alpha,
+      a.pi[..., 1] * a.att
+      + a.pi[..., 0]
+      * (
+        np.asarray(panda.stage_priors(inc)[0])[:, None]
+        if a is a1
+        else np.asarray(panda.stage_priors(inc)[1])[np.asarray(inc.by_node)][:, None]
+      ),
+      rtol=1e-5,
+    )
 
 
 def test_stage_prior_aggregation_receivers_and_mask():
@@ -108,8 +128,12 @@ def test_stage_prior_aggregation_receivers_and_mask():
   send, recv = jnp.array([0, 1, 2]), jnp.array([0, 0, 1])
   prior = jnp.array([0.5, 0.25, 1.0])
   gd, st = nnx.split(stage)
-  f = jax.jit(lambda st, x, m: nnx.merge(gd, st)((x, None), None, send, recv, prior, None, 2,
-                                                 conj_phase=True, mask=m), compiler_options=FAST)
+  f = jax.jit(
+    lambda st, x, m: nnx.merge(gd, st)(
+      (x, None), None, send, recv, prior, None, 2, conj_phase=True, mask=m
+    ),
+    compiler_options=FAST,
+  )
   (y, _), aux = f(st, x, jnp.array([True, True, False]))
   np.testing.assert_allclose(y[0, 0], 0.5 * np.array([1, 2]) + 0.25 * np.array([3, -1]), rtol=1e-6)
   np.testing.assert_allclose(y[1, 0], 0.0)
@@ -119,8 +143,9 @@ def test_stage_prior_aggregation_receivers_and_mask():
 def _permute(data, pn, pe):
   inc = data.incidence
   node, edge, ph = inc.to_numpy()
-  inc2 = hg.from_incidence_pairs(pn[node], pe[edge], inc.num_nodes, inc.num_edges, phase=ph,
-                                 allow_empty_edges=True)
+  inc2 = hg.from_incidence_pairs(
+    pn[node], pe[edge], inc.num_nodes, inc.num_edges, phase=ph, allow_empty_edges=True
+  )
   inv = np.argsort(pn)
   x2 = np.asarray(data.x)[inv]
   return data.replace(incidence=inc2, x=jnp.asarray(x2), y=data.y[inv])
@@ -128,15 +153,30 @@ def _permute(data, pn, pe):
 
 @pytest.mark.parametrize("backbone", ["gedi", "hgnn"])
 def test_equivariance_under_relabelling(backbone):
-  d = hg.make_synthetic(0, num_classes=3, nodes_per_class=8, n_intra=2, n_inter=2, size_range=(2, 4),
-                        features="gaussian", feature_dim=3, num_splits=1)
+  d = hg.make_synthetic(
+    0,
+    num_classes=3,
+    nodes_per_class=8,
+    n_intra=2,
+    n_inter=2,
+    size_range=(2, 4),
+    features="gaussian",
+    feature_dim=3,
+    num_splits=1,
+  )
   if backbone != "gedi":
     d = hg.as_undirected(d)
-  model = panda.make_model(backbone, panda.PandaConfig(heads=2), in_features=3, num_classes=3,
-                           hidden=4, num_layers=2, rngs=nnx.Rngs(0))
+  model = panda.make_model(
+    backbone,
+    panda.PandaConfig(heads=2),
+    in_features=3,
+    num_classes=3,
+    hidden=4,
+    num_layers=2,
+    rngs=nnx.Rngs(0),
+  )
   gd, st = nnx.split(model)
-  f = jax.jit(lambda st, data: nnx.merge(gd, st)(data, deterministic=True),
-              compiler_options=FAST)
+  f = jax.jit(lambda st, data: nnx.merge(gd, st)(data, deterministic=True), compiler_options=FAST)
   rng = np.random.default_rng(0)
   pn, pe = rng.permutation(d.num_nodes), rng.permutation(d.incidence.num_edges)
   out = np.asarray(f(st, d))

@@ -2,12 +2,12 @@
 
 import functools
 
-from absl.testing import parameterized
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from absl.testing import parameterized
 
 from jaxpapers import soda as soda_lib
 
@@ -43,15 +43,15 @@ class NpAdam:
     self.t += 1
     self.m = self.b1 * self.m + (1 - self.b1) * g
     self.v = self.b2 * self.v + (1 - self.b2) * g * g
-    mh = self.m / (1 - self.b1 ** self.t)
-    vh = self.v / (1 - self.b2 ** self.t)
+    mh = self.m / (1 - self.b1**self.t)
+    vh = self.v / (1 - self.b2**self.t)
     return -self.lr * mh / (np.sqrt(vh) + self.eps)
 
 
 BASES = {
-    'sgd': (lambda: optax.sgd(0.05), lambda: NpSGD(0.05)),
-    'momentum': (lambda: optax.sgd(0.02, momentum=0.9), lambda: NpMomentum(0.02)),
-    'adam': (lambda: optax.adam(0.05), lambda: NpAdam(0.05)),
+  "sgd": (lambda: optax.sgd(0.05), lambda: NpSGD(0.05)),
+  "momentum": (lambda: optax.sgd(0.02, momentum=0.9), lambda: NpMomentum(0.02)),
+  "adam": (lambda: optax.adam(0.05), lambda: NpAdam(0.05)),
 }
 
 
@@ -64,13 +64,13 @@ def _quadratic(seed=0, n=6):
   return h, b, x0
 
 
-def np_soda_recurrence(base, grad_fn, x0, steps, *, anchor='init', start_step=0):
+def np_soda_recurrence(base, grad_fn, x0, steps, *, anchor="init", start_step=0):
   """x_{k+1} = x_k + u_k - c_k (x_k - z0), c_k = 1/(k+2) for k >= start_step."""
   x = np.array(x0, np.float64)
-  z0 = x.copy() if anchor == 'init' else np.zeros_like(x)
+  z0 = x.copy() if anchor == "init" else np.zeros_like(x)
   us, xs = [], [x.copy()]
   for k in range(steps):
-    if k == start_step and anchor == 'init':
+    if k == start_step and anchor == "init":
       z0 = x.copy()
     u = base(grad_fn(x))
     us.append(u)
@@ -81,15 +81,13 @@ def np_soda_recurrence(base, grad_fn, x0, steps, *, anchor='init', start_step=0)
 
 
 class RecurrenceParityTest(parameterized.TestCase):
-
-  @parameterized.product(base=tuple(BASES), anchor=('init', 'zero'))
+  @parameterized.product(base=tuple(BASES), anchor=("init", "zero"))
   def test_matches_numpy_recurrence(self, base, anchor):
     h, b, x0 = _quadratic()
     steps = 20
     tx = soda_lib.soda(BASES[base][0](), anchor=anchor)
     grad_fn = lambda x: h @ x - b
-    xs_ref, _ = np_soda_recurrence(BASES[base][1](), grad_fn, x0, steps,
-                                   anchor=anchor)
+    xs_ref, _ = np_soda_recurrence(BASES[base][1](), grad_fn, x0, steps, anchor=anchor)
     params = jnp.asarray(x0, jnp.float32)
     state = tx.init(params)
     hj, bj = jnp.asarray(h, jnp.float32), jnp.asarray(b, jnp.float32)
@@ -102,9 +100,10 @@ class RecurrenceParityTest(parameterized.TestCase):
     for k in range(steps):
       params, state = step(params, state)
       # Adam divides by sqrt(v): float32 round-off is amplified slightly.
-      atol = 2e-5 if base == 'adam' else 1e-6
-      np.testing.assert_allclose(params, xs_ref[k + 1], rtol=1e-6, atol=atol,
-                                 err_msg=f'step {k + 1}')
+      atol = 2e-5 if base == "adam" else 1e-6
+      np.testing.assert_allclose(
+        params, xs_ref[k + 1], rtol=1e-6, atol=atol, err_msg=f"step {k + 1}"
+      )
     self.assertEqual(int(state.count), steps)
 
   def test_numpy_forms_agree(self):
@@ -119,7 +118,7 @@ class RecurrenceParityTest(parameterized.TestCase):
     unrolled = x0 + sum((j + 2) / (kk + 1) * u for j, u in enumerate(us))
     np.testing.assert_allclose(unrolled, xs[-1], rtol=1e-12, atol=1e-12)
 
-  @parameterized.parameters('init', 'zero')
+  @parameterized.parameters("init", "zero")
   def test_unrolled_form_with_given_updates(self, anchor):
     """Identity base: the updates u_j are the inputs; x_K has a closed form."""
     rng = np.random.default_rng(3)
@@ -133,14 +132,13 @@ class RecurrenceParityTest(parameterized.TestCase):
       delta, state = update(jnp.asarray(u, jnp.float32), state, params)
       params = optax.apply_updates(params, delta)
     kk = len(us)
-    z0 = x0 if anchor == 'init' else np.zeros_like(x0)
+    z0 = x0 if anchor == "init" else np.zeros_like(x0)
     # Unrolled: x_K = z0 + (x_0 - z0)/(K+1) + sum_j (j+2)/(K+1) u_j.
-    expected = (z0 + (x0 - z0) / (kk + 1)
-                + sum((j + 2) / (kk + 1) * u for j, u in enumerate(us)))
+    expected = z0 + (x0 - z0) / (kk + 1) + sum((j + 2) / (kk + 1) * u for j, u in enumerate(us))
     np.testing.assert_allclose(params, expected, rtol=1e-5, atol=1e-6)
 
   def test_first_step_equals_base_step(self):
-    params = {'w': jnp.arange(4.0), 'b': jnp.ones(2)}
+    params = {"w": jnp.arange(4.0), "b": jnp.ones(2)}
     grads = jax.tree.map(lambda p: 0.3 * p + 1.0, params)
     base = optax.adam(0.1)
     u_base, _ = jax.jit(base.update)(grads, base.init(params), params)
@@ -151,7 +149,6 @@ class RecurrenceParityTest(parameterized.TestCase):
 
 
 class SemanticsTest(parameterized.TestCase):
-
   def test_zero_lr_contracts_displacement(self):
     tx = soda_lib.soda(optax.sgd(0.0))
     z0 = jnp.array([1.0, -2.0, 3.0])
@@ -164,8 +161,7 @@ class SemanticsTest(parameterized.TestCase):
       d_before = x - z0
       u, state = tx.update(jnp.ones(3), state, x)
       x = x + u
-      np.testing.assert_allclose(x - z0, d_before * (k + 1) / (k + 2),
-                                 rtol=1e-6)
+      np.testing.assert_allclose(x - z0, d_before * (k + 1) / (k + 2), rtol=1e-6)
 
   def test_anchor_captured_lazily(self):
     """Params loaded after init become the anchor (fine-tuning)."""
@@ -181,14 +177,16 @@ class SemanticsTest(parameterized.TestCase):
   def test_start_step(self, start_step):
     h, b, x0 = _quadratic(2)
     steps = 12
-    xs_ref, _ = np_soda_recurrence(NpAdam(0.05), lambda x: h @ x - b, x0,
-                                   steps, start_step=start_step)
+    xs_ref, _ = np_soda_recurrence(
+      NpAdam(0.05), lambda x: h @ x - b, x0, steps, start_step=start_step
+    )
     tx = soda_lib.soda(optax.adam(0.05), start_step=start_step)
     params = jnp.asarray(x0, jnp.float32)
     state = tx.init(params)
     for k in range(steps):
-      u, state = tx.update(jnp.asarray(h, jnp.float32) @ params
-                           - jnp.asarray(b, jnp.float32), state, params)
+      u, state = tx.update(
+        jnp.asarray(h, jnp.float32) @ params - jnp.asarray(b, jnp.float32), state, params
+      )
       params = params + u
       np.testing.assert_allclose(params, xs_ref[k + 1], rtol=1e-5, atol=2e-5)
     # Pass-through steps equal the base exactly.
@@ -202,26 +200,29 @@ class SemanticsTest(parameterized.TestCase):
       np.testing.assert_array_equal(ub, us)
       p = p + ub
 
-  @parameterized.parameters('tree', 'prefix', 'callable')
+  @parameterized.parameters("tree", "prefix", "callable")
   def test_mask(self, kind):
-    params = {'dense': {'kernel': jnp.ones((2, 3)), 'bias': jnp.ones(3)},
-              'emb': jnp.ones((4, 2))}
-    full = {'dense': {'kernel': True, 'bias': False}, 'emb': False}
-    mask = {'tree': full,
-            'prefix': {'dense': {'kernel': True, 'bias': False}, 'emb': False},
-            'callable': lambda p: jax.tree.map(lambda x: x.ndim == 2 and x.shape[0] == 2, p)}[kind]
-    if kind == 'prefix':
-      mask = {'dense': True, 'emb': False}
-      full = {'dense': {'kernel': True, 'bias': True}, 'emb': False}
+    params = {"dense": {"kernel": jnp.ones((2, 3)), "bias": jnp.ones(3)}, "emb": jnp.ones((4, 2))}
+    full = {"dense": {"kernel": True, "bias": False}, "emb": False}
+    mask = {
+      "tree": full,
+      "prefix": {"dense": {"kernel": True, "bias": False}, "emb": False},
+      "callable": lambda p: jax.tree.map(lambda x: x.ndim == 2 and x.shape[0] == 2, p),
+    }[kind]
+    if kind == "prefix":
+      mask = {"dense": True, "emb": False}
+      full = {"dense": {"kernel": True, "bias": True}, "emb": False}
     base = optax.sgd(0.1)
     tx = soda_lib.soda(base, mask=mask)
     state = tx.init(params)
     # Anchor only on masked-in leaves.
-    leaves = jax.tree.map(lambda m, a: isinstance(a, optax.MaskedNode),
-                          full, state.anchor,
-                          is_leaf=lambda v: isinstance(v, optax.MaskedNode))
-    jax.tree.map(lambda m, is_masked: self.assertEqual(m, not is_masked),
-                 full, leaves)
+    leaves = jax.tree.map(
+      lambda m, a: isinstance(a, optax.MaskedNode),
+      full,
+      state.anchor,
+      is_leaf=lambda v: isinstance(v, optax.MaskedNode),
+    )
+    jax.tree.map(lambda m, is_masked: self.assertEqual(m, not is_masked), full, leaves)
     grads = jax.tree.map(jnp.ones_like, params)
     _, state = tx.update(grads, state, params)
     moved = jax.tree.map(lambda p: p + 1.0, params)
@@ -231,41 +232,41 @@ class SemanticsTest(parameterized.TestCase):
       np.testing.assert_allclose(uu, expected, rtol=1e-6)
 
   def test_zero_anchor_stores_nothing(self):
-    params = {'a': jnp.ones((3, 3)), 'b': jnp.ones(3)}
-    tx = soda_lib.soda(optax.sgd(0.1), anchor='zero')
+    params = {"a": jnp.ones((3, 3)), "b": jnp.ones(3)}
+    tx = soda_lib.soda(optax.sgd(0.1), anchor="zero")
     shapes = jax.eval_shape(tx.init, params)
     self.assertEmpty(jax.tree.leaves(shapes.anchor))
 
   def test_state_memory_is_one_param_buffer(self):
-    params = {'a': jnp.ones((30, 20), jnp.bfloat16), 'b': jnp.ones(20)}
+    params = {"a": jnp.ones((30, 20), jnp.bfloat16), "b": jnp.ones(20)}
     sds = jax.tree.map(lambda p: jax.ShapeDtypeStruct(p.shape, p.dtype), params)
     base = optax.adam(1e-3)
     nbytes = lambda t: sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(t))
     extra = nbytes(jax.eval_shape(soda_lib.soda(base).init, sds)) - nbytes(
-        jax.eval_shape(base.init, sds))
+      jax.eval_shape(base.init, sds)
+    )
     self.assertEqual(extra, nbytes(params) + 4)  # anchor + int32 count
 
   def test_validation(self):
-    with self.assertRaisesRegex(ValueError, 'anchor'):
-      soda_lib.soda(optax.sgd(0.1), anchor='origin')
+    with self.assertRaisesRegex(ValueError, "anchor"):
+      soda_lib.soda(optax.sgd(0.1), anchor="origin")
     for bad in (-1, 1.5, True):
-      with self.assertRaisesRegex(ValueError, 'start_step'):
+      with self.assertRaisesRegex(ValueError, "start_step"):
         soda_lib.soda(optax.sgd(0.1), start_step=bad)
-    with self.assertRaisesRegex(TypeError, 'base_optimizer'):
+    with self.assertRaisesRegex(TypeError, "base_optimizer"):
       soda_lib.soda(lambda x: x)
     tx = soda_lib.soda(optax.sgd(0.1))
     state = tx.init(jnp.ones(2))
-    with self.assertRaisesRegex(ValueError, 'params'):
+    with self.assertRaisesRegex(ValueError, "params"):
       tx.update(jnp.ones(2), state)
-    with self.assertRaisesRegex(ValueError, 'mask'):
-      soda_lib.soda(optax.sgd(0.1), mask={'x': True}).init({'a': jnp.ones(2)})
+    with self.assertRaisesRegex(ValueError, "mask"):
+      soda_lib.soda(optax.sgd(0.1), mask={"x": True}).init({"a": jnp.ones(2)})
 
 
 class OptaxCitizenTest(parameterized.TestCase):
-
   @parameterized.parameters(jnp.bfloat16, jnp.float16, jnp.float32)
   def test_dtype_preserved_and_state_stable_under_cond(self, dtype):
-    params = {'w': jnp.ones((3, 2), dtype), 'b': jnp.zeros(2, dtype)}
+    params = {"w": jnp.ones((3, 2), dtype), "b": jnp.zeros(2, dtype)}
     tx = soda_lib.soda(optax.adamw(1e-2, weight_decay=0.0))
     state = tx.init(params)
     grads = jax.tree.map(lambda p: jnp.full_like(p, 0.5), params)
@@ -276,11 +277,11 @@ class OptaxCitizenTest(parameterized.TestCase):
 
     u, new_state = step(state, params)
     jax.tree.map(lambda uu, p: self.assertEqual(uu.dtype, p.dtype), u, params)
-    jax.tree.map(lambda a, b: self.assertEqual(a.dtype, b.dtype), state,
-                 new_state)
+    jax.tree.map(lambda a, b: self.assertEqual(a.dtype, b.dtype), state, new_state)
     # The same state type on both branches of a cond (MultiSteps pattern).
-    out = jax.jit(lambda st: jax.lax.cond(
-        True, lambda s: step(s, params)[1], lambda s: s, st))(state)
+    out = jax.jit(lambda st: jax.lax.cond(True, lambda s: step(s, params)[1], lambda s: s, st))(
+      state
+    )
     jax.tree.map(lambda a, b: self.assertEqual(a.dtype, b.dtype), out, state)
 
   def test_float64(self):
@@ -290,14 +291,12 @@ class OptaxCitizenTest(parameterized.TestCase):
       state = tx.init(params)
       u, state2 = tx.update(jnp.ones(3, jnp.float64), state, params)
       self.assertEqual(u.dtype, jnp.float64)
-      out = jax.lax.cond(True, lambda s: tx.update(jnp.ones(3), s, params)[1],
-                         lambda s: s, state)
+      out = jax.lax.cond(True, lambda s: tx.update(jnp.ones(3), s, params)[1], lambda s: s, state)
       jax.tree.map(lambda a, b: self.assertEqual(a.dtype, b.dtype), out, state)
 
   def test_chain_extra_args_and_no_recompile(self):
-    tx = optax.chain(optax.clip_by_global_norm(1.0),
-                     soda_lib.soda(optax.adam(1e-2)))
-    params = {'w': jnp.ones((4, 4))}
+    tx = optax.chain(optax.clip_by_global_norm(1.0), soda_lib.soda(optax.adam(1e-2)))
+    params = {"w": jnp.ones((4, 4))}
     state = tx.init(params)
     traces = []
 
@@ -308,7 +307,7 @@ class OptaxCitizenTest(parameterized.TestCase):
       return optax.apply_updates(params, u), state
 
     for i in range(3):  # call 0 captures the anchor; later calls must reuse
-      params, state = step(params, state, {'w': jnp.full((4, 4), float(i))})
+      params, state = step(params, state, {"w": jnp.full((4, 4), float(i))})
     self.assertLen(traces, 1)
 
   def test_extra_args_forwarded(self):
@@ -318,21 +317,20 @@ class OptaxCitizenTest(parameterized.TestCase):
     seen = {}
 
     def upd(updates, state, params=None, *, value=None):
-      seen['value'] = value
+      seen["value"] = value
       return updates, state
 
     base = optax.GradientTransformationExtraArgs(lambda p: optax.EmptyState(), upd)
     tx = soda_lib.soda(base)
     tx.update(params, tx.init(params), params, value=7.0)
-    self.assertEqual(seen['value'], 7.0)
+    self.assertEqual(seen["value"], 7.0)
 
   def test_inject_hyperparams(self):
-    base = optax.inject_hyperparams(optax.adamw)(learning_rate=0.1,
-                                                 weight_decay=0.0)
+    base = optax.inject_hyperparams(optax.adamw)(learning_rate=0.1, weight_decay=0.0)
     tx = soda_lib.soda(base)
     params = jnp.ones(3)
     state = tx.init(params)
-    self.assertAlmostEqual(float(optax.tree.get(state, 'learning_rate')), 0.1)
+    self.assertAlmostEqual(float(optax.tree.get(state, "learning_rate")), 0.1)
     state = optax.tree.set(state, learning_rate=0.0)
     u, state = tx.update(jnp.ones(3), state, params)
     np.testing.assert_array_equal(u, 0.0)
@@ -347,7 +345,7 @@ class OptaxCitizenTest(parameterized.TestCase):
     state, rstate = tx.init(params), ref.init(p_ref)
     step = jax.jit(tx.update)
     rng = np.random.default_rng(0)
-    for outer in range(3):
+    for _outer in range(3):
       gs = [jnp.asarray(rng.normal(size=3), jnp.float32) for _ in range(k)]
       for i, g in enumerate(gs):
         u, state = step(g, state, params)
@@ -369,11 +367,15 @@ class OptaxCitizenTest(parameterized.TestCase):
       params = optax.apply_updates(params, u)
 
   def test_map_params_and_partition_with_muon(self):
-    params = {'w': jnp.ones((8, 4)), 'emb': jnp.ones((5, 4)), 'b': jnp.ones(4)}
-    labels = {'w': 'muon', 'emb': 'adam', 'b': 'adam'}
+    params = {"w": jnp.ones((8, 4)), "emb": jnp.ones((5, 4)), "b": jnp.ones(4)}
+    labels = {"w": "muon", "emb": "adam", "b": "adam"}
     tx = optax.partition(
-        {'muon': soda_lib.soda(optax.contrib.muon(0.02)),
-         'adam': optax.adamw(1e-3, weight_decay=0.1)}, labels)
+      {
+        "muon": soda_lib.soda(optax.contrib.muon(0.02)),
+        "adam": optax.adamw(1e-3, weight_decay=0.1),
+      },
+      labels,
+    )
     state = tx.init(params)
     step = jax.jit(tx.update)
     grads = jax.tree.map(jnp.ones_like, params)
@@ -383,31 +385,31 @@ class OptaxCitizenTest(parameterized.TestCase):
     self.assertTrue(all(np.isfinite(x).all() for x in jax.tree.leaves(params)))
 
   def test_map_params_reaches_anchor(self):
-    params = {'w': jnp.ones((3, 2)), 'b': jnp.ones(2)}
-    tx = soda_lib.soda(optax.adam(1e-3), mask={'w': True, 'b': False})
+    params = {"w": jnp.ones((3, 2)), "b": jnp.ones(2)}
+    tx = soda_lib.soda(optax.adam(1e-3), mask={"w": True, "b": False})
     state = tx.init(params)
     mapped = optax.tree.map_params(
-        tx.init,
-        lambda p: p if isinstance(p, optax.MaskedNode) else p.astype(jnp.bfloat16),
-        state, transform_non_params=lambda v: v,
-        is_leaf=lambda v: isinstance(v, optax.MaskedNode))
-    self.assertEqual(mapped.anchor['w'].dtype, jnp.bfloat16)
-    self.assertIsInstance(mapped.anchor['b'], optax.MaskedNode)
-    self.assertEqual(mapped.inner_state[0].mu['w'].dtype, jnp.bfloat16)
+      tx.init,
+      lambda p: p if isinstance(p, optax.MaskedNode) else p.astype(jnp.bfloat16),
+      state,
+      transform_non_params=lambda v: v,
+      is_leaf=lambda v: isinstance(v, optax.MaskedNode),
+    )
+    self.assertEqual(mapped.anchor["w"].dtype, jnp.bfloat16)
+    self.assertIsInstance(mapped.anchor["b"], optax.MaskedNode)
+    self.assertEqual(mapped.inner_state[0].mu["w"].dtype, jnp.bfloat16)
 
   def test_soda_muon_with_mask_masked_node_states(self):
-    params = {'w': jnp.ones((8, 4)) * 0.1, 'b': jnp.ones(4)}
-    tx = soda_lib.soda_muon(0.02, mask=lambda p: jax.tree.map(
-        lambda x: x.ndim == 2, p))
+    params = {"w": jnp.ones((8, 4)) * 0.1, "b": jnp.ones(4)}
+    tx = soda_lib.soda_muon(0.02, mask=lambda p: jax.tree.map(lambda x: x.ndim == 2, p))
     state = tx.init(params)
-    self.assertIsInstance(state.anchor['b'], optax.MaskedNode)
-    u, state = jax.jit(tx.update)(jax.tree.map(jnp.ones_like, params), state,
-                                  params)
-    self.assertEqual(u['w'].shape, (8, 4))
+    self.assertIsInstance(state.anchor["b"], optax.MaskedNode)
+    u, state = jax.jit(tx.update)(jax.tree.map(jnp.ones_like, params), state, params)
+    self.assertEqual(u["w"].shape, (8, 4))
 
   def test_donation(self):
     tx = soda_lib.soda(optax.adam(1e-2))
-    params = {'w': jnp.ones((16, 8))}
+    params = {"w": jnp.ones((16, 8))}
     state = tx.init(params)  # eager init must copy, not alias, params
 
     @functools.partial(jax.jit, donate_argnums=(0, 1))
@@ -422,21 +424,23 @@ class OptaxCitizenTest(parameterized.TestCase):
     jax.tree.map(np.testing.assert_array_equal, new_p, ref_p)
     jax.tree.map(np.testing.assert_array_equal, new_s, ref_s)
     new_p, new_s = step(new_p, new_s)  # donated buffers can be reused
-    self.assertTrue(np.isfinite(np.asarray(new_p['w'])).all())
+    self.assertTrue(np.isfinite(np.asarray(new_p["w"])).all())
 
   def test_sharding_preserved_and_matches_single_device(self):
     n = jax.device_count()
     if n < 8:
-      pytest.fail('tests/conftest.py should provide 8 fake CPU devices')
-    mesh = jax.make_mesh((8,), ('data',))
-    sh = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec('data'))
+      pytest.fail("tests/conftest.py should provide 8 fake CPU devices")
+    mesh = jax.make_mesh((8,), ("data",))
+    sh = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
     rep = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     rng = np.random.default_rng(0)
-    params = {'w': jnp.asarray(rng.normal(size=(16, 8)), jnp.float32),
-              'b': jnp.asarray(rng.normal(size=(8,)), jnp.float32)}
+    params = {
+      "w": jnp.asarray(rng.normal(size=(16, 8)), jnp.float32),
+      "b": jnp.asarray(rng.normal(size=(8,)), jnp.float32),
+    }
     grads = jax.tree.map(lambda p: 0.5 * p + 0.1, params)
     tx = soda_lib.soda(optax.adam(1e-2))
-    shard = {'w': sh, 'b': rep}
+    shard = {"w": sh, "b": rep}
     p_sh = jax.device_put(params, shard)
     g_sh = jax.device_put(grads, shard)
     s_sh = tx.init(p_sh)
@@ -444,8 +448,7 @@ class OptaxCitizenTest(parameterized.TestCase):
     ref_u, ref_s = step(grads, tx.init(params), params)
     for _ in range(2):
       u, s_sh = step(g_sh, s_sh, p_sh)
-    self.assertTrue(u['w'].sharding.is_equivalent_to(sh, 2))
-    self.assertTrue(s_sh.anchor['w'].sharding.is_equivalent_to(sh, 2))
+    self.assertTrue(u["w"].sharding.is_equivalent_to(sh, 2))
+    self.assertTrue(s_sh.anchor["w"].sharding.is_equivalent_to(sh, 2))
     u1, _ = step(g_sh, tx.init(p_sh), p_sh)
-    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6),
-                 u1, ref_u)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6), u1, ref_u)

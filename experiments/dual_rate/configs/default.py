@@ -65,24 +65,36 @@ def get_config():
 
 
 CLAIMS = (
-    dict(id="matched_quality_less_compute",
-         statement="dual-rate sampling matches the single network's best quality at 2-4x less "
-                   "compute",
-         paper_value=2.0, paper_text="2-4x lower cost at matched quality (abstract; no FID "
-                                     "values public)",
-         metric="derived.matched_quality_flop_reduction", direction="higher", held=2.0,
-         partly=1.0, unit="x", fmt=".2f",
-         baselines={"best baseline FD": "headline.baseline_best.fd_mean",
-                    "real-vs-real floor FD": "floor.fd"},
-         note="matched quality: FD-proxy <= the best baseline's mean + its seed std; the "
-              "measured value is the baseline's cheapest FLOPs at that quality over the "
-              "dual-rate (K > 1) cheapest, 0 when no dual-rate setting reaches it"),
-    dict(id="combines_with_mmd",
-         statement="dual-rate combines with moment matching distillation for few-step sampling",
-         paper_text="qualitative (abstract)",
-         metric="derived.mmd_dual_minus_dual_fd_in_std", direction="lower", held=1.0,
-         unit="std", fmt="+.2f",
-         note="best MMD dual-rate student's FD minus the undistilled dual-rate sampler's best "
-              "FD, in combined seed std; held when the student is not worse by more than one "
-              "std"),
+  dict(
+    id="matched_quality_less_compute",
+    statement="dual-rate sampling matches the single network's best quality at 2-4x less compute",
+    paper_value=2.0,
+    paper_text="2-4x lower cost at matched quality (abstract; no FID values public)",
+    metric="derived.matched_quality_flop_reduction",
+    direction="higher",
+    held=2.0,
+    partly=1.0,
+    unit="x",
+    fmt=".2f",
+    baselines={
+      "best baseline FD": "headline.baseline_best.fd_mean",
+      "real-vs-real floor FD": "floor.fd",
+    },
+    note="matched quality: FD-proxy <= the best baseline's mean + its seed std; the "
+    "measured value is the baseline's cheapest FLOPs at that quality over the "
+    "dual-rate (K > 1) cheapest, 0 when no dual-rate setting reaches it",
+  ),
+  dict(
+    id="combines_with_mmd",
+    statement="dual-rate combines with moment matching distillation for few-step sampling",
+    paper_text="qualitative (abstract)",
+    metric="derived.mmd_dual_minus_dual_fd_in_std",
+    direction="lower",
+    held=1.0,
+    unit="std",
+    fmt="+.2f",
+    note="best MMD dual-rate student's FD minus the undistilled dual-rate sampler's best "
+    "FD, in combined seed std; held when the student is not worse by more than one "
+    "std",
+  ),
 )

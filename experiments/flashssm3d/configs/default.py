@@ -13,61 +13,138 @@ import ml_collections
 
 
 def get_config():
-    c = ml_collections.ConfigDict()
-    c.seed = 0
-    c.data = ml_collections.ConfigDict(dict(
-        image_size=32, num_views=4, split="orbit_easy", pool_scenes=128, test_scenes=16, render_chunk=16, eval_batch=8,
-        student_fraction=0.25))
-    c.teacher = ml_collections.ConfigDict(dict(
-        width=64, depth=2, heads=4, patch=4, registers=4, mlp_ratio=2, camera_stages=4,
-        steps=200, batch_size=8, learning_rate=1e-3, warmup=20))
-    c.student = ml_collections.ConfigDict(dict(
-        width=48, depth=2, state=16, expand=1, patch=4, registers=4, mlp_ratio=2, camera_stages=4,
-        method="scan", batch_size=8, learning_rate=1e-3, warmup=20, flops_fraction=0.1,
-        max_steps=2000, min_steps=10))
-    c.loss = ml_collections.ConfigDict(dict(
-        camera=5.0, depth=1.0, points=1.0, grad=1.0, procrustes=1.0, reprojection=0.5,
-        num_points=1024, reproj_delta=0.02))
-    # "gt" (the same student trained on ground truth at the same budget) is also available.
-    c.variants = ("regression", "procrustes", "reprojection")
-    c.scaling = ml_collections.ConfigDict(dict(
-        enabled=True, views=(8, 32, 64, 128, 256, 512), width=64, depth=2, state=16, heads=4,
-        image_size=32, patch=4, time_cap_s=12.0, memory_cap_gb=4.0, repeats=1, fit_min_views=32))
-    c.checkpoint_every = 200
-    c.log_every = 50
-    # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
-    c.claims = CLAIMS
-    return c
+  c = ml_collections.ConfigDict()
+  c.seed = 0
+  c.data = ml_collections.ConfigDict(
+    dict(
+      image_size=32,
+      num_views=4,
+      split="orbit_easy",
+      pool_scenes=128,
+      test_scenes=16,
+      render_chunk=16,
+      eval_batch=8,
+      student_fraction=0.25,
+    )
+  )
+  c.teacher = ml_collections.ConfigDict(
+    dict(
+      width=64,
+      depth=2,
+      heads=4,
+      patch=4,
+      registers=4,
+      mlp_ratio=2,
+      camera_stages=4,
+      steps=200,
+      batch_size=8,
+      learning_rate=1e-3,
+      warmup=20,
+    )
+  )
+  c.student = ml_collections.ConfigDict(
+    dict(
+      width=48,
+      depth=2,
+      state=16,
+      expand=1,
+      patch=4,
+      registers=4,
+      mlp_ratio=2,
+      camera_stages=4,
+      method="scan",
+      batch_size=8,
+      learning_rate=1e-3,
+      warmup=20,
+      flops_fraction=0.1,
+      max_steps=2000,
+      min_steps=10,
+    )
+  )
+  c.loss = ml_collections.ConfigDict(
+    dict(
+      camera=5.0,
+      depth=1.0,
+      points=1.0,
+      grad=1.0,
+      procrustes=1.0,
+      reprojection=0.5,
+      num_points=1024,
+      reproj_delta=0.02,
+    )
+  )
+  # "gt" (the same student trained on ground truth at the same budget) is also available.
+  c.variants = ("regression", "procrustes", "reprojection")
+  c.scaling = ml_collections.ConfigDict(
+    dict(
+      enabled=True,
+      views=(8, 32, 64, 128, 256, 512),
+      width=64,
+      depth=2,
+      state=16,
+      heads=4,
+      image_size=32,
+      patch=4,
+      time_cap_s=12.0,
+      memory_cap_gb=4.0,
+      repeats=1,
+      fit_min_views=32,
+    )
+  )
+  c.checkpoint_every = 200
+  c.log_every = 50
+  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
+  c.claims = CLAIMS
+  return c
 
 
 CLAIMS = (
-    dict(id="distilled_student_matches_teacher",
-         statement="an SSM student distilled on 25% of the teacher's scenes within 10% of its "
-                   "training FLOPs matches the teacher",
-         paper_text="matches VGGT at a fraction of its cost (abstract; synthetic proxy here)",
-         metric="student_regression/vs_teacher/depth_delta1.25", direction="higher", held=0.9,
-         partly=0.75, fmt=".3f",
-         baselines={"teacher AUC@30 vs GT": "teacher_T1/vs_gt/AUC@30",
-                    "mean-pose predictor AUC@30 vs GT": "mean_pose_baseline/vs_gt/AUC@30"},
-         note="agreement with the teacher: fraction of depths within 1.25x of the teacher's "
-              "(plain regression student); the trivial mean-pose predictor is listed beside it"),
-    dict(id="geometry_losses_improve_cameras",
-         statement="Procrustes alignment + camera reprojection losses improve the distilled "
-                   "student's cameras over plain regression",
-         paper_text="geometry-aware distillation losses help (abstract; no numbers public)",
-         metric="student_reprojection/vs_gt/AUC@30",
-         compare_to="student_regression/vs_gt/AUC@30", direction="higher", held=0.01,
-         fmt="+.3f", note="AUC@30 against ground truth, difference of one point or more"),
-    dict(id="linear_in_views",
-         statement="the SSM's forward time grows linearly with the number of views",
-         paper_text="linear-time in the number of views",
-         metric="scaling/student_ssm/time_exponent", direction="lower", held=1.2, partly=1.5,
-         fmt=".2f",
-         baselines={"attention teacher time exponent": "scaling/teacher_attention/time_exponent"},
-         note="log-log slope of forward time over views >= fit_min_views"),
-    dict(id="views_in_10s",
-         statement="500+ views reconstructed in under 10 s",
-         paper_text="500+ views in < 10 s (accelerator)",
-         note="an accelerator claim at the paper's model size; the CPU study measures small "
-              "models (scaling/student_ssm/views_in_10s_measured)"),
+  dict(
+    id="distilled_student_matches_teacher",
+    statement="an SSM student distilled on 25% of the teacher's scenes within 10% of its "
+    "training FLOPs matches the teacher",
+    paper_text="matches VGGT at a fraction of its cost (abstract; synthetic proxy here)",
+    metric="student_regression/vs_teacher/depth_delta1.25",
+    direction="higher",
+    held=0.9,
+    partly=0.75,
+    fmt=".3f",
+    baselines={
+      "teacher AUC@30 vs GT": "teacher_T1/vs_gt/AUC@30",
+      "mean-pose predictor AUC@30 vs GT": "mean_pose_baseline/vs_gt/AUC@30",
+    },
+    note="agreement with the teacher: fraction of depths within 1.25x of the teacher's "
+    "(plain regression student); the trivial mean-pose predictor is listed beside it",
+  ),
+  dict(
+    id="geometry_losses_improve_cameras",
+    statement="Procrustes alignment + camera reprojection losses improve the distilled "
+    "student's cameras over plain regression",
+    paper_text="geometry-aware distillation losses help (abstract; no numbers public)",
+    metric="student_reprojection/vs_gt/AUC@30",
+    compare_to="student_regression/vs_gt/AUC@30",
+    direction="higher",
+    held=0.01,
+    fmt="+.3f",
+    note="AUC@30 against ground truth, difference of one point or more",
+  ),
+  dict(
+    id="linear_in_views",
+    statement="the SSM's forward time grows linearly with the number of views",
+    paper_text="linear-time in the number of views",
+    metric="scaling/student_ssm/time_exponent",
+    direction="lower",
+    held=1.2,
+    partly=1.5,
+    fmt=".2f",
+    baselines={"attention teacher time exponent": "scaling/teacher_attention/time_exponent"},
+    note="log-log slope of forward time over views >= fit_min_views",
+  ),
+  dict(
+    id="views_in_10s",
+    statement="500+ views reconstructed in under 10 s",
+    paper_text="500+ views in < 10 s (accelerator)",
+    note="an accelerator claim at the paper's model size; the CPU study measures small "
+    "models (scaling/student_ssm/views_in_10s_measured)",
+  ),
 )

@@ -11,20 +11,37 @@ from experiments.flashssm3d.configs import default
 
 
 def get_config():
-    c = default.get_config()
-    c.data.update(dict(image_size=16, num_views=2, pool_scenes=8, test_scenes=4, render_chunk=4,
-                       eval_batch=4))
-    c.teacher.update(dict(width=16, depth=1, heads=2, registers=1, steps=4, batch_size=2, warmup=1,
-                          camera_stages=1))
-    c.student.update(dict(width=16, depth=1, state=4, registers=1, batch_size=2, warmup=1,
-                          camera_stages=1, max_steps=2, min_steps=2, flops_fraction=1.0))
-    c.loss.num_points = 32
-    # "reprojection" runs every loss term (regression, Procrustes, reprojection) on teacher
-    # targets; each further variant costs one more train-step compilation (~1/4 of the run).
-    c.variants = ("reprojection",)
-    c.scaling.update(dict(views=(2, 4), width=16, depth=1, state=4, heads=2, image_size=16,
-                          repeats=1, fit_min_views=2))
-    c.checkpoint_every = 4  # one checkpoint per phase (at its last step)
-    c.log_every = 2
-    c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
-    return c
+  c = default.get_config()
+  c.data.update(
+    dict(image_size=16, num_views=2, pool_scenes=8, test_scenes=4, render_chunk=4, eval_batch=4)
+  )
+  c.teacher.update(
+    dict(width=16, depth=1, heads=2, registers=1, steps=4, batch_size=2, warmup=1, camera_stages=1)
+  )
+  c.student.update(
+    dict(
+      width=16,
+      depth=1,
+      state=4,
+      registers=1,
+      batch_size=2,
+      warmup=1,
+      camera_stages=1,
+      max_steps=2,
+      min_steps=2,
+      flops_fraction=1.0,
+    )
+  )
+  c.loss.num_points = 32
+  # "reprojection" runs every loss term (regression, Procrustes, reprojection) on teacher
+  # targets; each further variant costs one more train-step compilation (~1/4 of the run).
+  c.variants = ("reprojection",)
+  c.scaling.update(
+    dict(
+      views=(2, 4), width=16, depth=1, state=4, heads=2, image_size=16, repeats=1, fit_min_views=2
+    )
+  )
+  c.checkpoint_every = 4  # one checkpoint per phase (at its last step)
+  c.log_every = 2
+  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  return c

@@ -40,24 +40,33 @@ def get_config():
 
 def _sigmoid_wins(notion, what):
   return dict(
-      id=f"sigmoid_beats_infonce_{notion}",
-      statement=f"the sigmoid loss gives larger margins than InfoNCE ({what})",
-      paper_text="a clear advantage of the sigmoid loss over InfoNCE for large margins",
-      metric=f"derived.sigmoid_win_fraction_{notion}", direction="higher", held=0.75, fmt=".2f",
-      note="fraction of the (k, d) cells at n = loss_n where the seed-mean margin of sigmoid "
-           "exceeds InfoNCE's by > 0.005; 0.75 is what a one-sided sign test at 5% needs over "
-           "20 cells (15 wins)")
+    id=f"sigmoid_beats_infonce_{notion}",
+    statement=f"the sigmoid loss gives larger margins than InfoNCE ({what})",
+    paper_text="a clear advantage of the sigmoid loss over InfoNCE for large margins",
+    metric=f"derived.sigmoid_win_fraction_{notion}",
+    direction="higher",
+    held=0.75,
+    fmt=".2f",
+    note="fraction of the (k, d) cells at n = loss_n where the seed-mean margin of sigmoid "
+    "exceeds InfoNCE's by > 0.005; 0.75 is what a one-sided sign test at 5% needs over "
+    "20 cells (15 wins)",
+  )
 
 
 CLAIMS = (
-    _sigmoid_wins("m0", "the paper's margin m_0, threshold 0"),
-    _sigmoid_wins("mg", "best common threshold m_g"),
-    _sigmoid_wins("mq", "per-query margin m_q"),
-    dict(id="dimension_threshold",
-         statement="d = Theta(k ln(n/k)) dimensions suffice to reach the optimal margin's order",
-         paper_text="d = Theta(k log(n/k)) necessary and sufficient (theorem)",
-         metric="derived.threshold_C_spread", direction="lower", held=2.0, fmt=".2f",
-         note="C = (first grid d reaching half the exact optimum) / (k ln(n/k)) per (n, k); the "
-              "measured value is max C / min C (inf when some (n, k) never reaches half); on a "
-              "powers-of-two d grid a constant C shows a spread below 2"),
+  _sigmoid_wins("m0", "the paper's margin m_0, threshold 0"),
+  _sigmoid_wins("mg", "best common threshold m_g"),
+  _sigmoid_wins("mq", "per-query margin m_q"),
+  dict(
+    id="dimension_threshold",
+    statement="d = Theta(k ln(n/k)) dimensions suffice to reach the optimal margin's order",
+    paper_text="d = Theta(k log(n/k)) necessary and sufficient (theorem)",
+    metric="derived.threshold_C_spread",
+    direction="lower",
+    held=2.0,
+    fmt=".2f",
+    note="C = (first grid d reaching half the exact optimum) / (k ln(n/k)) per (n, k); the "
+    "measured value is max C / min C (inf when some (n, k) never reaches half); on a "
+    "powers-of-two d grid a constant C shows a spread below 2",
+  ),
 )

@@ -1,6 +1,6 @@
 """Seconds-long smoke setting (tests, notebook, ``reproduce --quick``).
 
-  python -m experiments.margins.main --config=experiments/margins/configs/smoke.py --workdir=runs/margins_smoke
+python -m experiments.margins.main --config=experiments/margins/configs/smoke.py --workdir=runs/margins_smoke
 """
 
 from experiments.margins.configs import default

@@ -18,39 +18,57 @@ import ml_collections
 
 def get_config():
   c = ml_collections.ConfigDict()
-  c.data_dir = ''  # '' -> core.resolve_data_dir(subdir='hypergraph'); synthetic if missing
-  c.datasets = ('texas', 'cornell', 'email-Enron', 'telegram', 'chameleon', 'chameleon-directed',
-                'email-EU', 'cora', 'citeseer')
-  c.synthetic_fallback = ('synthetic-inter10', 'synthetic-inter50')
-  c.backbones = ('gedi', 'hgnn', 'hypergcn', 'phenomnn')
-  c.arms = ('vanilla', 'panda')  # also: 'without_aux', 'without_prior_aux'
+  c.data_dir = ""  # '' -> core.resolve_data_dir(subdir='hypergraph'); synthetic if missing
+  c.datasets = (
+    "texas",
+    "cornell",
+    "email-Enron",
+    "telegram",
+    "chameleon",
+    "chameleon-directed",
+    "email-EU",
+    "cora",
+    "citeseer",
+  )
+  c.synthetic_fallback = ("synthetic-inter10", "synthetic-inter50")
+  c.backbones = ("gedi", "hgnn", "hypergcn", "phenomnn")
+  c.arms = ("vanilla", "panda")  # also: 'without_aux', 'without_prior_aux'
   c.num_splits = 10
   c.epochs = 100
-  c.lrs = (5e-3, 1e-2)          # the sweep (equal for every arm)
+  c.lrs = (5e-3, 1e-2)  # the sweep (equal for every arm)
   c.weight_decays = (5e-4,)
   c.hidden = 32
   c.heads = 4
   c.num_layers = 1
   c.dropout = 0.5
   c.phenom_steps = 2
-  c.max_features = 256          # 0 = keep raw features
+  c.max_features = 256  # 0 = keep raw features
   c.seed = 0
-  c.fast_compile = False        # XLA -O0 halves compile time but slows the 100-epoch runs
-  c.chunk = 0                   # epochs per compiled chunk and checkpoint (0 = the whole run)
-  c.report_only = False         # True: only tabulate the cells already in <workdir>/cells/
-  c.merge_cells_from = ()       # other workdirs whose finished cells are merged in (parallel runs)
+  c.fast_compile = False  # XLA -O0 halves compile time but slows the 100-epoch runs
+  c.chunk = 0  # epochs per compiled chunk and checkpoint (0 = the whole run)
+  c.report_only = False  # True: only tabulate the cells already in <workdir>/cells/
+  c.merge_cells_from = ()  # other workdirs whose finished cells are merged in (parallel runs)
   # The claim and the rule that decides it (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   return c
 
 
 CLAIMS = (
-    dict(id="mean_gain",
-         statement="plugging PANDA into hypergraph backbones improves test accuracy on average",
-         paper_value=5.18, paper_text="+5.18 pp mean over 8 datasets x 4 backbones",
-         metric="mean_improvement_pp", noise="derived.mean_improvement_ci95_pp",
-         direction="higher", held=5.18, partly=0.0, held_when="reaches", unit="pp", fmt="+.2f",
-         note="mean over (dataset, backbone) pairs of PANDA - vanilla; noise = 95% CI half-width "
-              "of that mean (1.96 x std / sqrt(pairs)); held when the interval clears 0 and "
-              "reaches +5.18, partly when it clears 0 but stays below +5.18"),
+  dict(
+    id="mean_gain",
+    statement="plugging PANDA into hypergraph backbones improves test accuracy on average",
+    paper_value=5.18,
+    paper_text="+5.18 pp mean over 8 datasets x 4 backbones",
+    metric="mean_improvement_pp",
+    noise="derived.mean_improvement_ci95_pp",
+    direction="higher",
+    held=5.18,
+    partly=0.0,
+    held_when="reaches",
+    unit="pp",
+    fmt="+.2f",
+    note="mean over (dataset, backbone) pairs of PANDA - vanilla; noise = 95% CI half-width "
+    "of that mean (1.96 x std / sqrt(pairs)); held when the interval clears 0 and "
+    "reaches +5.18, partly when it clears 0 but stays below +5.18",
+  ),
 )

@@ -14,13 +14,13 @@ from experiments.panda.configs import default
 
 def get_config():
   c = default.get_config()
-  c.datasets = default.get_config().datasets + ('pubmed', 'inter10', 'inter30', 'inter50')
-  c.arms = ('vanilla', 'panda', 'without_aux', 'without_prior_aux')
+  c.datasets = default.get_config().datasets + ("pubmed", "inter10", "inter30", "inter50")
+  c.arms = ("vanilla", "panda", "without_aux", "without_prior_aux")
   c.epochs = 500
   c.lrs = (1e-3, 5e-3, 1e-2)
   c.weight_decays = (0.0, 5e-4, 5e-3)
   c.hidden = 64
   c.max_features = 0
   c.fast_compile = False
-  c.chunk = 100                 # an orbax checkpoint every 100 epochs inside each cell
+  c.chunk = 100  # an orbax checkpoint every 100 epochs inside each cell
   return c

@@ -12,9 +12,9 @@ from experiments.panda.configs import default
 
 def get_config():
   c = default.get_config()
-  c.data_dir = 'none'
-  c.synthetic_fallback = ('synthetic-small',)
-  c.backbones = ('gedi',)
+  c.data_dir = "none"
+  c.synthetic_fallback = ("synthetic-small",)
+  c.backbones = ("gedi",)
   c.num_splits = 2
   c.epochs = 15
   c.lrs = (1e-2,)

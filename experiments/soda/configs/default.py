@@ -32,12 +32,12 @@ def get_config():
   d.b1, d.b2 = 0.9, 0.999
   d.warmup_frac = 0.0
   d.cooldown_frac = 0.3
-  d.chunk = 100              # steps per compiled chunk (an eval after each)
-  d.checkpoint_every = 10    # chunks between orbax checkpoints inside a cell
+  d.chunk = 100  # steps per compiled chunk (an eval after each)
+  d.checkpoint_every = 10  # chunks between orbax checkpoints inside a cell
 
   lm = config.lm = ml_collections.ConfigDict()
   lm.enabled = True
-  lm.text_path = ''          # '' = pydoc_data.topics (bundled with CPython)
+  lm.text_path = ""  # '' = pydoc_data.topics (bundled with CPython)
   lm.d_model = 32
   lm.num_layers = 2
   lm.num_heads = 2
@@ -65,21 +65,26 @@ def get_config():
 
 def _match_or_beat(task, base, name, what):
   return dict(
-      id=f"{task}_{base}_matches_tuned_wd",
-      statement=f"SODA({name}) without weight decay matches or beats {name} with a tuned weight "
-                f"decay at every horizon ({what})",
-      paper_text="matches or beats a tuned weight decay at every horizon, no decay "
-                 "hyperparameter (abstract; tables not available)",
-      metric=f"derived.{task}_{base}_worst_gap_in_std", direction="higher", held=-1.0,
-      unit="std", fmt="+.2f",
-      baselines={f"horizons where SODA beats {name} wd=0 (fraction)":
-                 f"derived.{task}_{base}_beats_wd0_fraction"},
-      note="worst horizon's (best SODA - best tuned base), signed so > 0 favours SODA, in "
-           "combined seed std; held when SODA is nowhere worse by more than one std")
+    id=f"{task}_{base}_matches_tuned_wd",
+    statement=f"SODA({name}) without weight decay matches or beats {name} with a tuned weight "
+    f"decay at every horizon ({what})",
+    paper_text="matches or beats a tuned weight decay at every horizon, no decay "
+    "hyperparameter (abstract; tables not available)",
+    metric=f"derived.{task}_{base}_worst_gap_in_std",
+    direction="higher",
+    held=-1.0,
+    unit="std",
+    fmt="+.2f",
+    baselines={
+      f"horizons where SODA beats {name} wd=0 (fraction)": f"derived.{task}_{base}_beats_wd0_fraction"
+    },
+    note="worst horizon's (best SODA - best tuned base), signed so > 0 favours SODA, in "
+    "combined seed std; held when SODA is nowhere worse by more than one std",
+  )
 
 
 CLAIMS = (
-    _match_or_beat("lm", "muon", "Muon", "byte-level LM, bits/char"),
-    _match_or_beat("lm", "adamw", "AdamW", "byte-level LM, bits/char"),
-    _match_or_beat("digits", "adamw", "AdamW", "digits MLP, test accuracy"),
+  _match_or_beat("lm", "muon", "Muon", "byte-level LM, bits/char"),
+  _match_or_beat("lm", "adamw", "AdamW", "byte-level LM, bits/char"),
+  _match_or_beat("digits", "adamw", "AdamW", "digits MLP, test accuracy"),
 )

@@ -44,5 +44,5 @@ def get_config():
   lm.cooldown_frac = 0.28
   lm.val_windows = 512
   lm.chunk = 500
-  lm.checkpoint_every = 4    # an orbax checkpoint every 2000 steps inside each cell
+  lm.checkpoint_every = 4  # an orbax checkpoint every 2000 steps inside each cell
   return config

@@ -1,6 +1,6 @@
 """Smoke setting of the SODA experiment: seconds; used by tests and the notebook.
 
-  python -m experiments.soda.main --config=experiments/soda/configs/smoke.py --workdir=/tmp/soda_smoke
+python -m experiments.soda.main --config=experiments/soda/configs/smoke.py --workdir=/tmp/soda_smoke
 """
 
 from experiments.soda.configs import default
