@@ -32,7 +32,9 @@ except ImportError:  # no safe sharing between processes: no cache
 if _cache not in ("", "0") and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
   # Environment variables, so that the notebook kernels the tests start share the cache.
   os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache
-  os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+  # Only programs that took >= 1 s to compile: the size cap makes JAX stat every entry on each
+  # write, so caching the thousands of tiny test programs would cost more than it saves.
+  os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "1"
   os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(4 * 2**30)
 
 import jax  # noqa: E402  (must come after the environment is set)

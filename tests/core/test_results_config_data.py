@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -114,8 +115,14 @@ def test_results_claims_commit_and_command(tmp_path, monkeypatch):
   assert [c["verdict"] for c in rec["claims"]] == ["partly", "inconclusive"]
   assert rec["claims"][0]["measured"] == 0.75 and "missing" in rec["claims"][1]["reason"]
   assert rec["config"]["claims"][0]["id"] == "acc"
-  # Run under pytest: __main__ is pytest's module, so the command is 'python -m pytest ...'.
-  assert rec["command"] == "python -m pytest --config=c.py '--workdir=w d'"
+  # The module that __main__ was run as (pytest's, or an xdist worker's), then the arguments.
+  spec = getattr(sys.modules["__main__"], "__spec__", None)
+  head = (
+    f"python -m {spec.name.removesuffix('.__main__')}"
+    if spec
+    else "python /x/experiments/demo/main.py"
+  )
+  assert rec["command"] == f"{head} --config=c.py '--workdir=w d'"
   git = rec["git"]
   assert git is None or (len(git["commit"]) == 40 and isinstance(git["dirty"], bool))
   # claims passed explicitly win; issue_verdicts=False records values without verdicts
