@@ -27,9 +27,9 @@ Flags (defined by :func:`run`, never on import):
 
 ``main`` then, in this order: checks the workdir, initialises the distributed
 runtime if asked (before anything touches a JAX backend), imports the
-experiment, logs the host,
-process index/count, local and global devices, backend, the mesh, package
-versions, workdir and config, and calls ``train_and_evaluate(config, workdir)``.
+experiment, logs the host, process index/count, local and global devices,
+backend, the mesh, package versions, workdir and config, and calls
+``train_and_evaluate(config, workdir)``.
 
 **Workdir type.** ``train_and_evaluate`` receives an ``etils.epath.Path``. For a
 local path it is ``os.PathLike`` and ``pathlib.Path(workdir)`` gives the same
