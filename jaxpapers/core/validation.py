@@ -48,6 +48,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import checkify
 
 __all__ = [
   "is_concrete",
@@ -234,3 +235,53 @@ def check_path(value: Any, name: str) -> os.PathLike | str:
       f"{name} must be a path (str or os.PathLike), got {type(value).__name__} {value!r}"
     )
   return value
+
+
+# The variant used by flashssm3d, dual_rate, logstop, locos and margins: the same eager rule,
+# plus a ``checkify.debug_check`` under a trace (a no-op under a plain ``jax.jit``; wrapping the
+# jitted function in ``checkify.checkify`` turns it into the error message). Its flags are
+# ``None`` for "checked eagerly, fine", and poisoning touches float leaves only.
+
+
+def traced_flag(ok: Any, message: str) -> jax.Array:
+  """Registers a checkify ``debug_check`` that all of the traced ``ok`` holds; returns ``all(ok)``."""
+  ok = jnp.all(ok)
+  checkify.debug_check(ok, message.replace("{", "{{").replace("}", "}}"))
+  return ok
+
+
+def debug_check_values(ok: Any, message: str) -> jax.Array | None:
+  """Value check of the boolean array ``ok`` (all entries must hold).
+
+  Concrete ``ok``: raises ``ValueError(message)`` when an entry is False, else returns None.
+  Traced ``ok``: registers a checkify ``debug_check`` and returns the traced scalar ``all(ok)``
+  for :func:`poison_floats`.
+  """
+  if is_concrete(ok):
+    check_values(ok, message)
+    return None
+  return traced_flag(ok, message)
+
+
+def all_flags(*oks: Any) -> jax.Array | None:
+  """Conjunction of flags from :func:`debug_check_values` (None: checked eagerly, fine)."""
+  oks = [o for o in oks if o is not None]
+  if not oks:
+    return None
+  out = oks[0]
+  for o in oks[1:]:
+    out = jnp.logical_and(out, o)
+  return out
+
+
+def poison_floats(tree: Any, ok: Any) -> Any:
+  """Every float leaf of ``tree`` replaced by NaN where ``ok`` is False (None: unchanged)."""
+  if ok is None:
+    return tree
+
+  def leaf(x):
+    if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.inexact):
+      return jnp.where(ok, x, jnp.asarray(jnp.nan, x.dtype))
+    return x
+
+  return jax.tree.map(leaf, tree)

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxpapers.dual_rate import _validation as val
+from jaxpapers.core import validation as val
 from jaxpapers.dual_rate._schedule import PARAMETRIZATIONS
 
 
@@ -77,7 +77,7 @@ def _as_cond(cond, batch: int, num_classes: int):
     raise TypeError(f"cond must be integer class labels, got dtype {cond.dtype}")
   if cond.shape != (batch,):
     raise ValueError(f"cond must be int labels of shape [{batch}], got {cond.shape}")
-  val.check(
+  val.debug_check_values(
     (cond >= 0) & (cond <= num_classes),
     f"cond must be class labels in [0, {num_classes}) or {num_classes} for 'no label' "
     f"(num_classes={num_classes})",

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxpapers.dual_rate import _validation as val
+from jaxpapers.core import validation as val
 from jaxpapers.dual_rate._networks import DualRateModel, SingleNetwork
 from jaxpapers.dual_rate._schedule import (
   NoiseSchedule,
@@ -251,7 +251,9 @@ def sample(
   refresh_ok = None
   if isinstance(model, DualRateModel) and getattr(refresh, "ndim", 1) == 1 and len(refresh):
     msg = "refresh[0] must be True: the first step needs the encoder's features"
-    refresh_ok = val.check(refresh[0] if val.is_concrete(refresh) else jnp.asarray(refresh)[0], msg)
+    refresh_ok = val.debug_check_values(
+      refresh[0] if val.is_concrete(refresh) else jnp.asarray(refresh)[0], msg
+    )
   refresh = _check_refresh(refresh, num_steps)
   trunk = model.encoder.trunk if isinstance(model, DualRateModel) else model.trunk
   nc = trunk.num_classes
@@ -267,7 +269,7 @@ def sample(
       raise ValueError(f"cond must be int labels of shape [{shape[0]}], got {cond.shape}")
     in_range = (cond >= 0) & (cond < nc)
     msg = f"cond must be class labels in [0, {nc}) (num_classes={nc})"
-    if val.check(in_range, msg) is not None:
+    if val.debug_check_values(in_range, msg) is not None:
       cond_ok = jnp.asarray(in_range)[:, None, None, None]
     cond = jnp.asarray(cond, jnp.int32)
   graphdef, state = nnx.split(model)
@@ -285,7 +287,7 @@ def sample(
     sigma_max=float(sigma_max),
     rho=float(rho),
   )
-  x = val.poison(val.poison(x, cond_ok), refresh_ok)
+  x = val.poison_floats(val.poison_floats(x, cond_ok), refresh_ok)
   return (x, info) if return_info else x
 
 

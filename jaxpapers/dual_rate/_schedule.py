@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxpapers.dual_rate import _validation as val
+from jaxpapers.core import validation as val
 
 _KINDS = ("cosine", "linear")
 PARAMETRIZATIONS = ("x", "v", "eps")
@@ -118,7 +118,7 @@ def _times_ok(like, t, s=None):
   if s is not None:
     ok = ok & (s >= 0) & (s <= 1) & (s <= t)
     msg = "t and s must lie in [0, 1] with s <= t (a step moves from noise toward data)"
-  if val.check(ok, msg) is None:
+  if val.debug_check_values(ok, msg) is None:
     return None
   return _bcast(ok, like) if jnp.ndim(ok) else ok
 
@@ -139,7 +139,7 @@ def q_sample(x, t, noise, schedule: NoiseSchedule):
   t = _check_time(t, x, "t")
   ok = _times_ok(x, t)
   a, s = schedule.alpha_sigma(t)
-  return val.poison(_bcast(a, x) * x + _bcast(s, x) * noise, ok)
+  return val.poison_floats(_bcast(a, x) * x + _bcast(s, x) * noise, ok)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -258,7 +258,7 @@ def posterior(z_t, x_hat, t, s, schedule: NoiseSchedule):
   var = _bcast(var, z_t)
   if ok is not None:
     var = jnp.where(ok, var, jnp.nan)
-  return val.poison(mean, ok), var
+  return val.poison_floats(mean, ok), var
 
 
 def ddim_step(z, x_hat, t, s, schedule: NoiseSchedule):
@@ -275,7 +275,7 @@ def ddim_step(z, x_hat, t, s, schedule: NoiseSchedule):
   a_t, s_t = schedule.alpha_sigma(t)
   a_s, s_s = schedule.alpha_sigma(s)
   eps_hat = eps_from_x(z, x_hat, a_t, s_t)
-  return val.poison(_bcast(a_s, z) * x_hat + _bcast(s_s, z) * eps_hat, ok)
+  return val.poison_floats(_bcast(a_s, z) * x_hat + _bcast(s_s, z) * eps_hat, ok)
 
 
 def ancestral_step(z, x_hat, t, s, schedule: NoiseSchedule, key):
@@ -321,7 +321,7 @@ def edm_sigma_to_t(sigma_edm, schedule: NoiseSchedule):
   ``ValueError`` eagerly and gives NaN under ``jax.jit`` (``checkify.checkify`` surfaces it)."""
   _check_schedule(schedule)
   sigma_edm = jnp.asarray(sigma_edm)
-  ok = val.check(sigma_edm >= 0, "sigma_edm must be >= 0 (an EDM noise level)")
+  ok = val.debug_check_values(sigma_edm >= 0, "sigma_edm must be >= 0 (an EDM noise level)")
   t = schedule.t_from_logsnr(-2.0 * jnp.log(sigma_edm))
   return t if ok is None else jnp.where(sigma_edm >= 0, t, jnp.nan)
 
@@ -339,7 +339,7 @@ def edm_preconditioning(sigma, sigma_data: float = 0.5):
   if not isinstance(sigma_data, (int, float, np.floating)) or not sigma_data > 0:
     raise ValueError(f"sigma_data must be a number > 0, got {sigma_data!r}")
   sigma = jnp.asarray(sigma)
-  if val.check(sigma > 0, "sigma must be > 0 (an EDM noise level)") is not None:
+  if val.debug_check_values(sigma > 0, "sigma must be > 0 (an EDM noise level)") is not None:
     sigma = jnp.where(sigma > 0, sigma, jnp.nan)
   r = jnp.sqrt(sigma**2 + sigma_data**2)
   return sigma_data**2 / r**2, sigma * sigma_data / r, 1.0 / r, 0.25 * jnp.log(sigma)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxpapers.flashssm3d import _validation as val
+from jaxpapers.core import validation as val
 
 __all__ = [
   "quat_to_mat",
@@ -88,7 +88,7 @@ def quat_to_mat(q: jax.Array) -> jax.Array:
   """
   _check_last(q, 4, "q")
   n2 = jnp.sum(q * q, axis=-1, keepdims=True)
-  ok = val.check(
+  ok = val.debug_check_values(
     jnp.isfinite(n2) & (n2 > 1e-12),
     "q must be finite quaternions [x, y, z, w] with norm > 1e-6 (a zero quaternion is no rotation)",
   )
@@ -108,7 +108,7 @@ def quat_to_mat(q: jax.Array) -> jax.Array:
     ],
     axis=-1,
   )
-  return val.poison(r.reshape(q.shape[:-1] + (3, 3)), ok)
+  return val.poison_floats(r.reshape(q.shape[:-1] + (3, 3)), ok)
 
 
 def _rotation_ok(R):
@@ -128,7 +128,7 @@ def mat_to_quat(R: jax.Array) -> jax.Array:
   ``jax.experimental.checkify.checkify`` to get the error).
   """
   _check_mat(R, (3,), 3, "R")
-  ok = val.check(
+  ok = val.debug_check_values(
     _rotation_ok(R),
     "R must be rotation matrices (orthonormal, det = +1, "
     f"tolerance {_ROT_TOL}); got a matrix that is not",
@@ -190,7 +190,7 @@ def mat_to_quat(R: jax.Array) -> jax.Array:
   pivot = jnp.argmax(jnp.stack([tr, m00, m11, m22], -1), axis=-1)
   q = jnp.take_along_axis(cands, pivot[..., None, None], axis=-2)[..., 0, :]
   q = q / jnp.linalg.norm(q, axis=-1, keepdims=True)
-  return val.poison(jnp.where(q[..., 3:4] < 0, -q, q), ok)
+  return val.poison_floats(jnp.where(q[..., 3:4] < 0, -q, q), ok)
 
 
 def intrinsics_from_fov(fov_h: jax.Array, fov_w: jax.Array, image_hw) -> jax.Array:
@@ -207,7 +207,7 @@ def intrinsics_from_fov(fov_h: jax.Array, fov_w: jax.Array, image_hw) -> jax.Arr
     )
   _check_float(fov_h, "fov_h")
   _check_float(fov_w, "fov_w")
-  ok = val.check(
+  ok = val.debug_check_values(
     (fov_h > 0) & (fov_h < jnp.pi) & (fov_w > 0) & (fov_w < jnp.pi),
     "fov_h and fov_w must be fields of view in radians in (0, pi)",
   )
@@ -216,7 +216,7 @@ def intrinsics_from_fov(fov_h: jax.Array, fov_w: jax.Array, image_hw) -> jax.Arr
   z = jnp.zeros_like(fx)
   o = jnp.ones_like(fx)
   K = jnp.stack([fx, z, z + W / 2.0, z, fy, z + H / 2.0, z, z, o], -1)
-  return val.poison(K.reshape(fx.shape + (3, 3)), ok)
+  return val.poison_floats(K.reshape(fx.shape + (3, 3)), ok)
 
 
 def pose_encoding_to_cameras(pose_enc: jax.Array, image_hw) -> tuple[jax.Array, jax.Array]:
@@ -237,11 +237,11 @@ def pose_encoding_to_cameras(pose_enc: jax.Array, image_hw) -> tuple[jax.Array, 
   _check_hw(image_hw)
   q, fov = pose_enc[..., 3:7], pose_enc[..., 7:]
   n2 = jnp.sum(q * q, axis=-1)
-  ok = val.check(
+  ok = val.debug_check_values(
     jnp.isfinite(pose_enc).all(-1) & (n2 > 1e-12) & (fov > 0).all(-1) & (fov < jnp.pi).all(-1),
     "pose_enc must be finite with a quaternion of norm > 1e-6 and fields of view in (0, pi)",
   )
-  return val.poison(decode_pose_unchecked(pose_enc, image_hw), ok)
+  return val.poison_floats(decode_pose_unchecked(pose_enc, image_hw), ok)
 
 
 def decode_pose_unchecked(pose_enc: jax.Array, image_hw) -> tuple[jax.Array, jax.Array]:
@@ -291,7 +291,7 @@ def cameras_to_pose_encoding(extrinsics: jax.Array, intrinsics: jax.Array, image
       f"dims, got {extrinsics.shape} and {intrinsics.shape}"
     )
   H, W = _check_hw(image_hw)
-  ok = val.check(
+  ok = val.debug_check_values(
     (intrinsics[..., 0, 0] > 0) & (intrinsics[..., 1, 1] > 0),
     "intrinsics must have positive focal lengths K[0, 0] and K[1, 1]",
   )
@@ -299,7 +299,7 @@ def cameras_to_pose_encoding(extrinsics: jax.Array, intrinsics: jax.Array, image
   fov_h = 2.0 * jnp.arctan((H / 2.0) / intrinsics[..., 1, 1])
   fov_w = 2.0 * jnp.arctan((W / 2.0) / intrinsics[..., 0, 0])
   out = jnp.concatenate([extrinsics[..., :3, 3], q, fov_h[..., None], fov_w[..., None]], -1)
-  return val.poison(out, ok)
+  return val.poison_floats(out, ok)
 
 
 def invert_extrinsics(extrinsics: jax.Array) -> jax.Array:

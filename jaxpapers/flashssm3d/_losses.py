@@ -16,8 +16,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxpapers.core import validation as val
 from jaxpapers.flashssm3d import _geometry as geo
-from jaxpapers.flashssm3d import _validation as val
 
 __all__ = [
   "weighted_umeyama",
@@ -71,7 +71,7 @@ def weighted_umeyama(
   ok = _check_umeyama(X, Y, w)
   if w is None:
     w = jnp.ones(X.shape[:-1], X.dtype)
-  return val.poison(_umeyama(X, Y, w, with_scale=with_scale, eps=eps), ok)
+  return val.poison_floats(_umeyama(X, Y, w, with_scale=with_scale, eps=eps), ok)
 
 
 def _check_umeyama(X, Y, w):
@@ -88,17 +88,19 @@ def _check_umeyama(X, Y, w):
     raise ValueError(f"X and Y need at least one point (M >= 1), got {X.shape}")
   geo._check_float(X, "X")
   geo._check_float(Y, "Y")
-  oks = [val.check(jnp.isfinite(X).all() & jnp.isfinite(Y).all(), "X and Y must be finite")]
+  oks = [
+    val.debug_check_values(jnp.isfinite(X).all() & jnp.isfinite(Y).all(), "X and Y must be finite")
+  ]
   if w is not None:
     if not hasattr(w, "shape") or w.shape != X.shape[:-1]:
       raise ValueError(f"w must be [..., M] = {X.shape[:-1]}, got {getattr(w, 'shape', w)}")
     oks.append(
-      val.check(
+      val.debug_check_values(
         jnp.all(jnp.isfinite(w) & (w >= 0)) & jnp.all(jnp.sum(w, -1) > 0),
         "w must be finite, non-negative weights with a positive sum for every point set",
       )
     )
-  return val.both(*oks)
+  return val.all_flags(*oks)
 
 
 def _umeyama(X, Y, w, *, with_scale, eps):
@@ -185,11 +187,13 @@ def procrustes_loss(
   if w is not None:
     if not hasattr(w, "shape") or w.shape != X_s.shape[:-1]:
       raise ValueError(f"w must be [..., M] = {X_s.shape[:-1]}, got {getattr(w, 'shape', w)}")
-    ok = val.check(jnp.all(jnp.isfinite(w) & (w >= 0)), "w must be finite, non-negative weights")
+    ok = val.debug_check_values(
+      jnp.all(jnp.isfinite(w) & (w >= 0)), "w must be finite, non-negative weights"
+    )
   else:
     ok = None
     w = jnp.ones(X_s.shape[:-1], X_s.dtype)
-  ok = val.both(ok, val.check(jnp.isfinite(Y_t).all(), "Y_t must be finite"))
+  ok = val.all_flags(ok, val.debug_check_values(jnp.isfinite(Y_t).all(), "Y_t must be finite"))
   Y_t = jax.lax.stop_gradient(Y_t)
   w = jax.lax.stop_gradient(w)
   s, R, t = _umeyama(X_s, Y_t, w, with_scale=with_scale, eps=eps)
@@ -201,7 +205,7 @@ def procrustes_loss(
   denom = jnp.sum(wn * _safe_norm(Y_t - mu_y, eps=eps), -1)
   denom = jnp.maximum(denom, 1e-6)
   r = _safe_norm(aligned - Y_t, eps=eps) / denom[..., None]
-  return val.poison(jnp.mean(jnp.sum(wn * _robust(r, robust, delta), -1)), ok)
+  return val.poison_floats(jnp.mean(jnp.sum(wn * _robust(r, robust, delta), -1)), ok)
 
 
 def apply_sim3_to_cameras(extrinsics: jax.Array, s, R, t) -> jax.Array:
@@ -396,11 +400,13 @@ def conf_regression_loss(
     raise ValueError(f"conf must be {pred.shape[:-1]}, got {conf.shape}")
   if valid is not None and valid.shape != conf.shape:
     raise ValueError(f"valid must be {conf.shape}, got {valid.shape}")
-  ok = val.check(jnp.all(conf > 0), "conf must be > 0 (a confidence; VGGT uses C >= 1)")
+  ok = val.debug_check_values(
+    jnp.all(conf > 0), "conf must be > 0 (a confidence; VGGT uses C >= 1)"
+  )
   v = jnp.ones(conf.shape, pred.dtype) if valid is None else valid.astype(pred.dtype)
   err = _safe_norm(pred - jax.lax.stop_gradient(target), eps=1e-12)
   l = err * conf - alpha * jnp.log(conf)
-  return val.poison(jnp.sum(l * v) / jnp.maximum(jnp.sum(v), 1.0), ok)
+  return val.poison_floats(jnp.sum(l * v) / jnp.maximum(jnp.sum(v), 1.0), ok)
 
 
 def gradient_loss(

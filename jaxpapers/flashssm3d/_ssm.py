@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxpapers.flashssm3d import _validation as val
+from jaxpapers.core import validation as val
 
 __all__ = ["selective_scan", "BiSSM", "scan_order", "SCAN_METHODS", "SCAN_ORDERS"]
 
@@ -108,11 +108,11 @@ def selective_scan(
   NaN (wrap with ``jax.experimental.checkify.checkify`` to get the error).
   """
   y = _selective_scan(x, dt, A, B, C, D, reverse=reverse, method=method, chunk_size=chunk_size)
-  ok = val.check(
+  ok = val.debug_check_values(
     jnp.all(jnp.isfinite(dt) & (dt >= 0)) & jnp.all(jnp.isfinite(A) & (A <= 0)),
     "dt must be finite step sizes >= 0 and A a finite (negative) state matrix <= 0",
   )
-  return val.poison(y, ok)
+  return val.poison_floats(y, ok)
 
 
 def _selective_scan(x, dt, A, B, C, D, *, reverse, method, chunk_size):

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import lm
-from jaxpapers.locos import _validation as val
+from jaxpapers.core import validation as val
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,13 +198,13 @@ def phi_per_position(attn_row, values, wo, u, kv_map) -> jax.Array:
     )
   if kv_map.shape != (H,) or not jnp.issubdtype(kv_map.dtype, jnp.integer):
     raise ValueError(f"kv_map must be int [H={H}], got {kv_map.dtype}{kv_map.shape}")
-  ok = val.check(
+  ok = val.debug_check_values(
     (kv_map >= 0) & (kv_map < values.shape[0]),
     f"kv_map entries must be KV head indices in [0, {values.shape[0]})",
   )
   u_hat = jnp.einsum("hkd,d->hk", wo, u)  # [H, dh]
   c = jnp.einsum("hjk,hk->hj", values[jnp.asarray(kv_map)], u_hat)  # [H, K]
-  return val.poison(attn_row * c, ok)
+  return val.poison_floats(attn_row * c, ok)
 
 
 @jax.jit

@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxpapers.core import validation as val
 from jaxpapers.logstop import _formula as F
-from jaxpapers.logstop import _validation as val
 
 ALGEBRAS = ("log", "bool", "robust")
 
@@ -38,7 +38,7 @@ def log1mexp(x):
   x = jnp.asarray(x)
   if not jnp.issubdtype(x.dtype, jnp.floating):
     x = x.astype(jnp.float32)
-  val.check(~(x > 0), "log1mexp needs x <= 0 (a log-probability); got x > 0")
+  val.debug_check_values(~(x > 0), "log1mexp needs x <= 0 (a log-probability); got x > 0")
   return jnp.where(
     x > -jnp.log(2.0).astype(x.dtype), jnp.log(-jnp.expm1(x)), jnp.log1p(-jnp.exp(x))
   )
@@ -318,7 +318,7 @@ def traced_ok(arrays, length, shape, *, check_range=True):
   if not oks:
     return None
   ok = functools.reduce(jnp.logical_and, oks)
-  val.check(ok, f"scores must lie in [0, 1] (no NaN) and length in [0, T={shape[-1]}]")
+  val.debug_check_values(ok, f"scores must lie in [0, 1] (no NaN) and length in [0, T={shape[-1]}]")
   return ok
 
 

@@ -13,45 +13,17 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import checkify
+
+from jaxpapers.core import validation as _core_validation
 
 _UNIT_TOL = 1e-3
 
 
-def is_concrete(x) -> bool:
-  """True when ``x`` holds values on the host side (not a tracer under jit)."""
-  return not isinstance(x, jax.core.Tracer)
-
-
-def traced_check(ok, message):
-  """Registers a checkify ``debug_check`` of the traced ``ok``; returns ``all(ok)``."""
-  ok = jnp.all(ok)
-  checkify.debug_check(ok, message.replace("{", "{{").replace("}", "}}"))
-  return ok
-
-
-def both(*oks):
-  """Conjunction of check flags (None: checked eagerly and fine)."""
-  oks = [o for o in oks if o is not None]
-  if not oks:
-    return None
-  out = oks[0]
-  for o in oks[1:]:
-    out = jnp.logical_and(out, o)
-  return out
-
-
-def poison(tree, ok):
-  """Float leaves of ``tree`` replaced by NaN when the flag ``ok`` is False (None: unchanged)."""
-  if ok is None:
-    return tree
-
-  def leaf(x):
-    if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.inexact):
-      return jnp.where(ok, x, jnp.asarray(jnp.nan, x.dtype))
-    return x
-
-  return jax.tree.map(leaf, tree)
+# The shared helpers of the policy (jaxpapers.core.validation), under the names this package uses.
+is_concrete = _core_validation.is_concrete
+traced_check = _core_validation.traced_flag
+both = _core_validation.all_flags
+poison = _core_validation.poison_floats
 
 
 def check_embeddings(U, V, A, *, names=("U", "V", "A")):
