@@ -34,8 +34,13 @@ def run_notebook(path: str | os.PathLike[str], timeout: int = 300) -> nbformat.N
   os.environ["JAXPAPERS_SMOKE"] = "1"
   os.environ["JAXPAPERS_NO_PROGRESS"] = "1"
   os.environ["MPLBACKEND"] = "Agg"
-  # A single device in the kernel, whatever the test process uses.
-  os.environ.pop("XLA_FLAGS", None)
+  # A single device in the kernel, whatever the test process uses; other XLA flags carry over.
+  xla_flags = [
+    f
+    for f in os.environ.get("XLA_FLAGS", "").split()
+    if not f.startswith("--xla_force_host_platform_device_count")
+  ]
+  os.environ["XLA_FLAGS"] = " ".join(xla_flags)
   try:
     client = NotebookClient(
       nb,
