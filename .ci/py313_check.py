@@ -20,6 +20,7 @@ import argparse
 import concurrent.futures
 import importlib
 import importlib.util
+import os
 import pathlib
 import pkgutil
 import subprocess
@@ -100,6 +101,10 @@ def check_notebooks() -> None:
   sys.path.insert(0, str(ROOT))
   from tests.notebook_util import run_notebook
 
+  # As in the test suite (tests/conftest.py): the smoke settings are compile-bound.
+  flags = os.environ.get("XLA_FLAGS", "")
+  if "xla_backend_optimization_level" not in flags:
+    os.environ["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=0".strip()
   notebooks = sorted((ROOT / "colab").glob("*.ipynb"))
   if not notebooks:
     raise SystemExit("no notebooks found in colab/")
