@@ -454,5 +454,6 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     "trained on a disjoint half of sklearn digits.",
     wall_time_s=time.time() - t0,
   )
-  print(table)
+  if core.is_main_process():
+    print(table)
   return results
