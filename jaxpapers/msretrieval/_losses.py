@@ -16,6 +16,8 @@ Bad input: shapes, dtypes and static values at trace time; non-binary targets ea
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -30,8 +32,49 @@ def _check_fp(logits, fp):
   fp = V.check_array(fp, "fp", shape=logits.shape, dtype="real")
   if logits.shape[1] == 0:
     raise ValueError(f"logits must have at least one bit, got shape {logits.shape}")
-  ok = V.check_values((fp == 0) | (fp == 1), "fp must be binary (entries in {0, 1})")
-  return logits, fp.astype(logits.dtype), ok
+  return logits, fp
+
+
+def _fp_loss(impl):
+  """Jits ``impl(logits, fp float, **static) -> scalar`` together with the binary check."""
+
+  @functools.partial(jax.jit, static_argnames=("gamma",))
+  def run(logits, fp, **static):
+    ok = jnp.all((fp == 0) | (fp == 1))
+    return impl(logits, fp.astype(logits.dtype), **static), ok
+
+  def call(logits, fp, **static):
+    logits, fp = _check_fp(logits, fp)
+    out, ok = run(logits, fp, **static)
+    return V.poison(out, V.check_values(ok, "fp must be binary (entries in {0, 1})"))
+
+  return call
+
+
+@_fp_loss
+def _bce(logits, fp):
+  return optax.sigmoid_binary_cross_entropy(logits, fp).mean()
+
+
+@_fp_loss
+def _focal(logits, fp, gamma):
+  ce = optax.sigmoid_binary_cross_entropy(logits, fp)
+  pt = jnp.exp(-ce)
+  return ((1.0 - pt) ** gamma * ce).mean()
+
+
+@_fp_loss
+def _cosine(logits, fp):
+  p = jax.nn.sigmoid(logits)
+  cos = (p * fp).sum(-1) / jnp.sqrt(((p * p).sum(-1) + _COS_EPS) * ((fp * fp).sum(-1) + _COS_EPS))
+  return (1.0 - cos).mean()
+
+
+@_fp_loss
+def _iou(logits, fp):
+  p = jax.nn.sigmoid(logits)
+  inter = (p * fp).sum(-1)
+  return 1.0 - (inter / (p.sum(-1) + fp.sum(-1) - inter)).mean()  # sigmoid is never exactly 0
 
 
 def bce_loss(logits: jax.Array, fp: jax.Array) -> jax.Array:
@@ -44,8 +87,7 @@ def bce_loss(logits: jax.Array, fp: jax.Array) -> jax.Array:
   Returns:
     Scalar. Under jit a non-binary target gives NaN.
   """
-  logits, fp, ok = _check_fp(logits, fp)
-  return V.poison(optax.sigmoid_binary_cross_entropy(logits, fp).mean(), ok)
+  return _bce(logits, fp)
 
 
 def focal_loss(logits: jax.Array, fp: jax.Array, *, gamma: float = 2.0) -> jax.Array:
@@ -62,10 +104,7 @@ def focal_loss(logits: jax.Array, fp: jax.Array, *, gamma: float = 2.0) -> jax.A
     Scalar. Under jit a non-binary target gives NaN.
   """
   gamma = V.check_float(gamma, "gamma", min_value=0.0)
-  logits, fp, ok = _check_fp(logits, fp)
-  ce = optax.sigmoid_binary_cross_entropy(logits, fp)
-  pt = jnp.exp(-ce)
-  return V.poison(((1.0 - pt) ** gamma * ce).mean(), ok)
+  return _focal(logits, fp, gamma=gamma)
 
 
 def cosine_loss(logits: jax.Array, fp: jax.Array) -> jax.Array:
@@ -80,10 +119,7 @@ def cosine_loss(logits: jax.Array, fp: jax.Array) -> jax.Array:
   Returns:
     Scalar. Under jit a non-binary target gives NaN.
   """
-  logits, fp, ok = _check_fp(logits, fp)
-  p = jax.nn.sigmoid(logits)
-  cos = (p * fp).sum(-1) / jnp.sqrt(((p * p).sum(-1) + _COS_EPS) * ((fp * fp).sum(-1) + _COS_EPS))
-  return V.poison((1.0 - cos).mean(), ok)
+  return _cosine(logits, fp)
 
 
 def soft_iou_loss(logits: jax.Array, fp: jax.Array) -> jax.Array:
@@ -96,11 +132,7 @@ def soft_iou_loss(logits: jax.Array, fp: jax.Array) -> jax.Array:
   Returns:
     Scalar. Under jit a non-binary target gives NaN.
   """
-  logits, fp, ok = _check_fp(logits, fp)
-  p = jax.nn.sigmoid(logits)
-  inter = (p * fp).sum(-1)
-  iou = inter / (p.sum(-1) + fp.sum(-1) - inter)  # > 0: sigmoid is never exactly 0
-  return V.poison(1.0 - iou.mean(), ok)
+  return _iou(logits, fp)
 
 
 def _check_contrastive(scores, labels, cand_mask, temperature):
@@ -110,19 +142,44 @@ def _check_contrastive(scores, labels, cand_mask, temperature):
   cand_mask = V.check_array(cand_mask, "cand_mask", shape=scores.shape, dtype="bool")
   if scores.shape[1] == 0:
     raise ValueError(f"scores must hold at least one candidate slot, got shape {scores.shape}")
-  ok = V.check_values(~jnp.isnan(scores), "scores must not contain NaN")
+  return scores, labels, cand_mask, temperature
+
+
+def _positives(scores, labels, cand_mask, temperature):
   pos = labels & cand_mask
   # The first positive (reference: torch.where(l)[0][[0]]); the other positives are excluded.
   first = jnp.argmax(pos, axis=-1)  # [B]
   s_pos = jnp.take_along_axis(scores, first[:, None], axis=-1)[:, 0] / temperature
   neg = cand_mask & ~labels
-  has_pos = pos.any(-1)
-  return scores / temperature, s_pos, neg, has_pos, ok
+  return scores / temperature, s_pos, neg, pos.any(-1)
 
 
 def _mean_over(values, valid):
   n = valid.sum()
   return jnp.where(n > 0, jnp.where(valid, values, 0.0).sum() / jnp.maximum(n, 1), 0.0)
+
+
+@functools.partial(jax.jit, static_argnames=("temperature",))
+def _listwise(scores, labels, cand_mask, temperature):
+  s, s_pos, neg, has_pos = _positives(scores, labels, cand_mask, temperature)
+  s_neg = jnp.where(neg, s, -jnp.inf)
+  lse = jnp.logaddexp(s_pos, jax.nn.logsumexp(s_neg, axis=-1))
+  return _mean_over(lse - s_pos, has_pos), ~jnp.any(jnp.isnan(scores))
+
+
+@functools.partial(jax.jit, static_argnames=("temperature",))
+def _pairwise(scores, labels, cand_mask, temperature):
+  s, s_pos, neg, has_pos = _positives(scores, labels, cand_mask, temperature)
+  pair = jax.nn.softplus(jnp.where(neg, s - s_pos[:, None], 0.0))
+  n_neg = neg.sum(-1)
+  per_q = jnp.where(neg, pair, 0.0).sum(-1) / jnp.maximum(n_neg, 1)
+  return _mean_over(per_q, has_pos & (n_neg > 0)), ~jnp.any(jnp.isnan(scores))
+
+
+def _contrastive(impl, scores, labels, cand_mask, temperature):
+  args = _check_contrastive(scores, labels, cand_mask, temperature)
+  out, ok = impl(*args[:3], temperature=args[3])
+  return V.poison(out, V.check_values(ok, "scores must not contain NaN"))
 
 
 def listwise_contrastive_loss(
@@ -143,10 +200,7 @@ def listwise_contrastive_loss(
   Returns:
     Scalar. Under jit a NaN score gives NaN.
   """
-  s, s_pos, neg, has_pos, ok = _check_contrastive(scores, labels, cand_mask, temperature)
-  s_neg = jnp.where(neg, s, -jnp.inf)
-  lse = jnp.logaddexp(s_pos, jax.nn.logsumexp(s_neg, axis=-1))
-  return V.poison(_mean_over(lse - s_pos, has_pos), ok)
+  return _contrastive(_listwise, scores, labels, cand_mask, temperature)
 
 
 def pairwise_contrastive_loss(
@@ -166,11 +220,7 @@ def pairwise_contrastive_loss(
   Returns:
     Scalar. Under jit a NaN score gives NaN.
   """
-  s, s_pos, neg, has_pos, ok = _check_contrastive(scores, labels, cand_mask, temperature)
-  pair = jax.nn.softplus(jnp.where(neg, s - s_pos[:, None], 0.0))
-  n_neg = neg.sum(-1)
-  per_q = jnp.where(neg, pair, 0.0).sum(-1) / jnp.maximum(n_neg, 1)
-  return V.poison(_mean_over(per_q, has_pos & (n_neg > 0)), ok)
+  return _contrastive(_pairwise, scores, labels, cand_mask, temperature)
 
 
 def combined_loss(

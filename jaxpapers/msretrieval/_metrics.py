@@ -6,6 +6,7 @@ Reference: gdewael/ms-mole ``ms_mole/models.py`` (``evaluate_retrieval_step``,
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import jax
@@ -13,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers.core import validation as V
-from jaxpapers.msretrieval._similarity import _ratio, continuous_tanimoto, cosine_similarity
+from jaxpapers.msretrieval._similarity import _ratio
 
 TIES = ("noise", "pessimistic", "optimistic")
 CLOSE_MATCH = 0.675  # reference: "close match" Tanimoto threshold
@@ -66,7 +67,15 @@ def hit_rate_at_k(
       raise ValueError("key is required for ties='noise' (the reference's random tie-breaking)")
     if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
       raise TypeError(f"key must be a typed PRNG key (jax.random.key), got {key!r}")
-  ok = V.check_values(~jnp.isnan(scores), "scores must not contain NaN")
+  if key is None:
+    key = jax.random.key(0)  # unused by the deterministic conventions
+  out, ok = _hit_rate(scores, labels, cand_mask, key, k=k, ties=ties)
+  return V.poison(out, V.check_values(ok, "scores must not contain NaN"))
+
+
+@functools.partial(jax.jit, static_argnames=("k", "ties"))
+def _hit_rate(scores, labels, cand_mask, key, *, k, ties):
+  ok = ~jnp.any(jnp.isnan(scores))
   pos = labels & cand_mask
   neg = cand_mask & ~labels
   if ties == "noise":
@@ -83,7 +92,7 @@ def hit_rate_at_k(
     u_best = jnp.max(jnp.where(pos & (scores == best), u, -1.0), axis=-1, keepdims=True)
     above = (neg & ((scores > best) | ((scores == best) & (u > u_best)))).sum(-1)
   hit = pos.any(-1) & (above < k)
-  return V.poison(hit.astype(jnp.float32), ok)
+  return hit.astype(jnp.float32), ok
 
 
 def bit_f1(pred_bits: jax.Array, fp: jax.Array) -> jax.Array:
@@ -98,12 +107,18 @@ def bit_f1(pred_bits: jax.Array, fp: jax.Array) -> jax.Array:
   """
   pred_bits = V.check_array(pred_bits, "pred_bits", ndim=2, dtype="real")
   fp = V.check_array(fp, "fp", shape=pred_bits.shape, dtype="real")
-  ok = V.check_values((pred_bits == 0) | (pred_bits == 1), "pred_bits must be binary")
-  ok = ok & V.check_values((fp == 0) | (fp == 1), "fp must be binary (entries in {0, 1})")
+  out, ok1, ok2 = _bit_f1(pred_bits, fp)
+  ok = V.check_values(ok1, "pred_bits must be binary")
+  ok = ok & V.check_values(ok2, "fp must be binary (entries in {0, 1})")
+  return V.poison(out, ok)
+
+
+@jax.jit
+def _bit_f1(pred_bits, fp):
   p, y = pred_bits.astype(jnp.float32), fp.astype(jnp.float32)
   tp = (p * y).sum(0)
   den = p.sum(0) + y.sum(0)
-  return V.poison(_ratio(2.0 * tp, den), ok)
+  return _ratio(2.0 * tp, den), jnp.all((p == 0) | (p == 1)), jnp.all((y == 0) | (y == 1))
 
 
 def fingerprint_metrics(probs: jax.Array, fp: jax.Array, *, threshold: float = 0.5) -> dict:
@@ -125,24 +140,34 @@ def fingerprint_metrics(probs: jax.Array, fp: jax.Array, *, threshold: float = 0
   threshold = V.check_float(threshold, "threshold")
   probs = V.check_array(probs, "probs", ndim=2, dtype="float")
   fp = V.check_array(fp, "fp", shape=probs.shape, dtype="real")
-  ok = V.check_values((probs >= 0) & (probs <= 1), "probs must be probabilities in [0, 1]")
-  ok = ok & V.check_values((fp == 0) | (fp == 1), "fp must be binary (entries in {0, 1})")
+  out, ok1, ok2 = _fingerprint_metrics(probs, fp, threshold=threshold)
+  ok = V.check_values(ok1, "probs must be probabilities in [0, 1]")
+  ok = ok & V.check_values(ok2, "fp must be binary (entries in {0, 1})")
+  return V.poison(out, ok)
+
+
+@functools.partial(jax.jit, static_argnames=("threshold",))
+def _fingerprint_metrics(probs, fp, *, threshold):
+  ok1 = jnp.all((probs >= 0) & (probs <= 1))
+  ok2 = jnp.all((fp == 0) | (fp == 1))
   y = fp.astype(jnp.float32)
-  b = (probs > threshold).astype(jnp.float32)
+  p = jnp.clip(probs.astype(jnp.float32), 0.0, 1.0)
+  b = (p > threshold).astype(jnp.float32)
   inter = (b * y).sum(-1)
   tan = _ratio(inter, b.sum(-1) + y.sum(-1) - inter)
-  tp = inter.sum()
-  den = b.sum() + y.sum()
+  total = (p + y).sum(-1)
+  diff = jnp.abs(p - y).sum(-1)
+  norm = jnp.sqrt((p * p).sum(-1) * y.sum(-1))
   out = {
     "tanimoto": tan,
     "close_match": (tan > CLOSE_MATCH).astype(jnp.float32),
     "meaningful_match": (tan > MEANINGFUL_MATCH).astype(jnp.float32),
-    "cont_iou": continuous_tanimoto(jnp.clip(probs, 0, 1), y),
-    "cosine": cosine_similarity(probs, y),
-    "micro_f1": _ratio(2.0 * tp, den),
+    "cont_iou": _ratio(total - diff, total + diff),
+    "cosine": (p * y).sum(-1) / jnp.maximum(norm, 1e-8),
+    "micro_f1": _ratio(2.0 * inter.sum(), b.sum() + y.sum()),
     "macro_f1": _ratio(2.0 * (b * y).sum(0), b.sum(0) + y.sum(0)).mean(),
   }
-  return V.poison(out, ok)
+  return out, ok1, ok2
 
 
 def pareto_front(points) -> np.ndarray:

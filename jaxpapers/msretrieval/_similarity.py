@@ -12,6 +12,7 @@ turns every float output into NaN (policy in :mod:`jaxpapers.core.validation`).
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import jax
@@ -21,6 +22,14 @@ from jaxpapers.core import validation as V
 
 SIMILARITIES = ("cosine", "tanimoto", "cont_iou")
 _EPS = 1e-8  # torch.nn.functional.cosine_similarity's eps
+
+
+def _finish(out, flags, messages):
+  """Raises on concrete bad flags; poisons ``out`` with NaN when the flags are traced."""
+  ok = True
+  for flag, msg in zip(flags, messages):
+    ok = ok & V.check_values(flag, msg)
+  return V.poison(out, ok)
 
 
 def _binary_ok(x: jax.Array) -> jax.Array:
@@ -70,12 +79,18 @@ def tanimoto(a: jax.Array, b: jax.Array) -> jax.Array:
   Under jit: a non-binary entry makes every output NaN.
   """
   a, b = _check_pair(a, b, "a", "b")
-  ok = V.check_values(_binary_ok(a), "a must be binary (entries in {0, 1})")
-  ok = ok & V.check_values(_binary_ok(b), "b must be binary (entries in {0, 1})")
+  return _finish(
+    *_tanimoto(a, b),
+    ("a must be binary (entries in {0, 1})", "b must be binary (entries in {0, 1})"),
+  )
+
+
+@jax.jit
+def _tanimoto(a, b):
   af, bf = a.astype(jnp.float32), b.astype(jnp.float32)
   inter = (af * bf).sum(-1)
   union = af.sum(-1) + bf.sum(-1) - inter
-  return V.poison(_ratio(inter, union), ok)
+  return _ratio(inter, union), (jnp.all(_binary_ok(a)), jnp.all(_binary_ok(b)))
 
 
 def thresholded_tanimoto(pred: jax.Array, fp: jax.Array, *, threshold: float = 0.5) -> jax.Array:
@@ -112,15 +127,21 @@ def pack_bits(bits: jax.Array) -> jax.Array:
   bits = V.check_array(bits, "bits", dtype="real")
   if bits.ndim < 1 or bits.shape[-1] == 0:
     raise ValueError(f"bits must be a [..., F] array with F >= 1, got shape {bits.shape}")
-  ok = V.check_values(_binary_ok(bits), "bits must be binary (entries in {0, 1})")
+  words, ok = _pack(bits)
+  ok = V.check_values(ok, "bits must be binary (entries in {0, 1})")
+  if ok is True:
+    return words
+  return jnp.where(ok, words, jnp.uint32(0xFFFFFFFF))
+
+
+@jax.jit
+def _pack(bits):
   f = bits.shape[-1]
   w = -(-f // 32)
   b = jnp.pad(bits.astype(jnp.uint32), [(0, 0)] * (bits.ndim - 1) + [(0, 32 * w - f)])
   b = b.reshape(*bits.shape[:-1], w, 32)
   words = (b << jnp.arange(32, dtype=jnp.uint32)).sum(-1, dtype=jnp.uint32)
-  if ok is True:
-    return words
-  return jnp.where(ok, words, jnp.uint32(0xFFFFFFFF))
+  return words, jnp.all(_binary_ok(bits))
 
 
 def packed_tanimoto(a_words: jax.Array, b_words: jax.Array) -> jax.Array:
@@ -141,6 +162,11 @@ def packed_tanimoto(a_words: jax.Array, b_words: jax.Array) -> jax.Array:
     if dt is None or not jnp.issubdtype(dt, jnp.unsignedinteger):
       raise TypeError(f"{name} must be unsigned-integer words from pack_bits, got dtype {dt}")
   a_words, b_words = _check_pair(a_words, b_words, "a_words", "b_words")
+  return _packed_tanimoto(a_words, b_words)
+
+
+@jax.jit
+def _packed_tanimoto(a_words, b_words):
   inter = jax.lax.population_count(a_words & b_words).astype(jnp.int32).sum(-1)
   union = jax.lax.population_count(a_words | b_words).astype(jnp.int32).sum(-1)
   return _ratio(inter.astype(jnp.float32), union.astype(jnp.float32))
@@ -162,12 +188,17 @@ def continuous_tanimoto(p: jax.Array, y: jax.Array) -> jax.Array:
   Under jit: an entry outside [0, 1] makes every output NaN.
   """
   p, y = _check_pair(p, y, "p", "y")
-  ok = V.check_values(_prob_ok(p), "p must have entries in [0, 1]")
-  ok = ok & V.check_values(_prob_ok(y), "y must have entries in [0, 1]")
+  return _finish(
+    *_continuous(p, y), ("p must have entries in [0, 1]", "y must have entries in [0, 1]")
+  )
+
+
+@jax.jit
+def _continuous(p, y):
   pf, yf = p.astype(jnp.float32), y.astype(jnp.float32)
   total = (pf + yf).sum(-1)
   diff = jnp.abs(pf - yf).sum(-1)
-  return V.poison(_ratio(total - diff, total + diff), ok)
+  return _ratio(total - diff, total + diff), (jnp.all(_prob_ok(p)), jnp.all(_prob_ok(y)))
 
 
 def cosine_similarity(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -181,6 +212,11 @@ def cosine_similarity(a: jax.Array, b: jax.Array) -> jax.Array:
     ``[...]`` float32 in [-1, 1] (in [0, 1] for non-negative inputs).
   """
   a, b = _check_pair(a, b, "a", "b")
+  return _cosine(a, b)
+
+
+@jax.jit
+def _cosine(a, b):
   af, bf = a.astype(jnp.float32), b.astype(jnp.float32)
   na = jnp.sqrt((af * af).sum(-1))
   nb = jnp.sqrt((bf * bf).sum(-1))
@@ -223,8 +259,14 @@ def candidate_scores(
   cand_mask = V.check_array(cand_mask, "cand_mask", shape=cand_fp.shape[:2], dtype="bool")
   if cand_fp.shape[1] == 0:
     raise ValueError(f"cand_fp must hold at least one candidate slot, got shape {cand_fp.shape}")
-  ok = V.check_values(_prob_ok(pred), "pred must be probabilities in [0, 1]")
-  ok = ok & V.check_values(_binary_ok(cand_fp), "cand_fp must be binary (entries in {0, 1})")
+  return _finish(
+    *_candidate_scores(pred, cand_fp, cand_mask, sim=sim, threshold=threshold),
+    ("pred must be probabilities in [0, 1]", "cand_fp must be binary (entries in {0, 1})"),
+  )
+
+
+@functools.partial(jax.jit, static_argnames=("sim", "threshold"))
+def _candidate_scores(pred, cand_fp, cand_mask, *, sim, threshold):
   p = pred.astype(jnp.float32)
   if sim == "tanimoto":
     p = (p > threshold).astype(jnp.float32)
@@ -236,4 +278,4 @@ def candidate_scores(
   else:
     s = _ratio(py, p.sum(-1)[:, None] + sy - py)
   s = jnp.where(cand_mask, s, -jnp.inf)
-  return V.poison(s, ok)
+  return s, (jnp.all(_prob_ok(pred)), jnp.all(_binary_ok(cand_fp)))

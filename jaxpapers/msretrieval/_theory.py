@@ -55,12 +55,27 @@ def _check_problem(posterior, cands):
     raise ValueError(f"cands must have 1 <= F <= {MAX_BITS} bits for exact enumeration, got {f}")
   if posterior.shape[-1] < 1:
     raise ValueError(f"posterior must have at least one candidate, got {posterior.shape}")
-  ok = V.check_values(
-    (posterior >= 0).all(-1) & (jnp.abs(posterior.sum(-1) - 1.0) < 1e-4),
-    "posterior must be non-negative and sum to 1 over candidates",
+  return posterior.astype(jnp.float32), cands
+
+
+def _problem_flags(posterior, cands):
+  return (
+    jnp.all((posterior >= 0).all(-1) & (jnp.abs(posterior.sum(-1) - 1.0) < 1e-4)),
+    jnp.all((cands == 0) | (cands == 1)),
   )
-  ok = ok & V.check_values((cands == 0) | (cands == 1), "cands must be binary (entries in {0, 1})")
-  return posterior.astype(jnp.float32), cands, ok
+
+
+_PROBLEM_MESSAGES = (
+  "posterior must be non-negative and sum to 1 over candidates",
+  "cands must be binary (entries in {0, 1})",
+)
+
+
+def _finish(out, flags, messages=_PROBLEM_MESSAGES):
+  ok = True
+  for flag, msg in zip(flags, messages):
+    ok = ok & V.check_values(flag, msg)
+  return V.poison(out, ok)
 
 
 @functools.partial(jax.jit, static_argnames=("f", "batch_size"))
@@ -73,7 +88,9 @@ def _enumerate(posterior, codes, f, batch_size):
     best = jnp.argmax(e)  # the first maximiser (lowest code)
     return best, e[best]
 
-  return jax.lax.map(one, (posterior, codes), batch_size=batch_size)
+  best, val = jax.lax.map(one, (posterior, codes), batch_size=batch_size)
+  bits = ((best[:, None] >> jnp.arange(f, dtype=jnp.int32)) & 1).astype(jnp.uint8)
+  return bits, val
 
 
 def enumerate_bayes_fingerprint(
@@ -95,16 +112,18 @@ def enumerate_bayes_fingerprint(
     Under jit a bad posterior or non-binary candidate makes ``value`` NaN.
   """
   batch_size = V.check_int(batch_size, "batch_size", min_value=1)
-  posterior, cands, ok = _check_problem(posterior, cands)
+  posterior, cands = _check_problem(posterior, cands)
   f = cands.shape[-1]
   single = posterior.ndim == 1
   pi = posterior[None] if single else posterior
-  codes = _codes(cands[None] if single else cands)
-  best, val = _enumerate(pi, codes, f, batch_size)
-  bits = ((best[:, None] >> jnp.arange(f, dtype=jnp.int32)) & 1).astype(jnp.uint8)
+  c = cands[None] if single else cands
+  bits, val = _enumerate(pi, _codes(c), f, batch_size)
   if single:
     bits, val = bits[0], val[0]
-  return bits, V.poison(val, ok)
+  return bits, _finish(val, _flags(pi, c))
+
+
+_flags = jax.jit(_problem_flags)
 
 
 def marginal_fingerprint(posterior: jax.Array, cands: jax.Array) -> jax.Array:
@@ -117,8 +136,14 @@ def marginal_fingerprint(posterior: jax.Array, cands: jax.Array) -> jax.Array:
   Returns:
     ``[..., F]`` float32 probabilities. Under jit bad input gives NaN.
   """
-  posterior, cands, ok = _check_problem(posterior, cands)
-  return V.poison(jnp.einsum("...n,...nf->...f", posterior, cands.astype(jnp.float32)), ok)
+  posterior, cands = _check_problem(posterior, cands)
+  return _finish(*_marginal(posterior, cands))
+
+
+@jax.jit
+def _marginal(posterior, cands):
+  out = jnp.einsum("...n,...nf->...f", posterior, cands.astype(jnp.float32))
+  return out, _problem_flags(posterior, cands)
 
 
 def hr1_regret(
@@ -145,12 +170,19 @@ def hr1_regret(
   """
   if sim not in ("jaccard", "cosine"):
     raise ValueError(f"sim must be 'jaccard' or 'cosine', got {sim!r}")
-  posterior, cands, ok = _check_problem(posterior, cands)
+  posterior, cands = _check_problem(posterior, cands)
   decision = V.check_array(decision, "decision", shape=cands.shape[:-2] + cands.shape[-1:])
+  out, flags, dec_ok = _regret(posterior, cands, decision, sim=sim)
+  if sim == "jaccard":
+    return _finish(out, (*flags, dec_ok), (*_PROBLEM_MESSAGES, "decision must be binary"))
+  return _finish(out, flags)
+
+
+@functools.partial(jax.jit, static_argnames=("sim",))
+def _regret(posterior, cands, decision, *, sim):
   y = cands.astype(jnp.float32)
   d = decision.astype(jnp.float32)[..., None, :]
   if sim == "jaccard":
-    ok = ok & V.check_values((decision == 0) | (decision == 1), "decision must be binary")
     inter = (d * y).sum(-1)
     union = d.sum(-1) + y.sum(-1) - inter
     s = jnp.where(union > 0, inter / jnp.where(union > 0, union, 1.0), 0.0)
@@ -158,7 +190,8 @@ def hr1_regret(
     s = (d * y).sum(-1) / jnp.maximum(jnp.sqrt((d * d).sum(-1) * y.sum(-1)), 1e-8)
   top = s >= s.max(-1, keepdims=True) - _TIE_TOL
   got = (posterior * top).sum(-1) / top.sum(-1)
-  return V.poison(posterior.max(-1) - got, ok)
+  dec_ok = jnp.all((decision == 0) | (decision == 1))
+  return posterior.max(-1) - got, _problem_flags(posterior, cands), dec_ok
 
 
 def similarity_band(cands: jax.Array, mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
@@ -175,11 +208,16 @@ def similarity_band(cands: jax.Array, mask: jax.Array | None = None) -> tuple[ja
   cands = V.check_array(cands, "cands", dtype="real")
   if cands.ndim < 2:
     raise ValueError(f"cands must have shape [..., n, F], got {cands.shape}")
-  n = cands.shape[-2]
   if mask is None:
     mask = jnp.ones(cands.shape[:-1], bool)
   mask = V.check_array(mask, "mask", shape=cands.shape[:-1], dtype="bool")
-  ok = V.check_values((cands == 0) | (cands == 1), "cands must be binary (entries in {0, 1})")
+  out, ok = _band(cands, mask)
+  return _finish(out, (ok,), ("cands must be binary (entries in {0, 1})",))
+
+
+@jax.jit
+def _band(cands, mask):
+  n = cands.shape[-2]
   y = cands.astype(jnp.float32)
   inter = jnp.einsum("...if,...jf->...ij", y, y)
   cnt = y.sum(-1)
@@ -189,4 +227,5 @@ def similarity_band(cands: jax.Array, mask: jax.Array | None = None) -> tuple[ja
   lo = jnp.where(pair, j, jnp.inf).min((-2, -1))
   hi = jnp.where(pair, j, -jnp.inf).max((-2, -1))
   has = pair.any((-2, -1))
-  return V.poison((jnp.where(has, lo, 1.0), jnp.where(has, hi, 0.0)), ok)
+  out = (jnp.where(has, lo, 1.0), jnp.where(has, hi, 0.0))
+  return out, jnp.all((cands == 0) | (cands == 1))

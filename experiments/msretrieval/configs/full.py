@@ -16,6 +16,7 @@ from experiments.msretrieval.configs import default
 
 def get_config():
   c = default.get_config()
+  c.n_molecules = 0  # every bundled molecule (~15.9k)
   c.n_bits = 4096
   c.n_bins = 10050
   c.max_mz = 1005.0
