@@ -195,12 +195,13 @@ def _evaluate(cfg: Config, d: dict, names, graphdef, params) -> dict:
   x = jnp.asarray(d["spectra"])[test]
   fp = fps[test]
 
+  # Arrays go in as arguments, not closed-over constants (XLA would constant-fold them).
   @jax.jit
-  def predict(p):
+  def predict(p, x):
     return jax.nn.sigmoid(nnx.merge(graphdef, p)(x))
 
   @jax.jit
-  def metrics(probs, pool, labels, key):
+  def metrics(probs, fps, fp, pool, labels, key):
     cand = fps[pool]
     mask = jnp.ones(labels.shape, bool)
     out = M.retrieval_metrics(probs, fp, cand, labels, mask, key=key, ks=KS)
@@ -216,10 +217,13 @@ def _evaluate(cfg: Config, d: dict, names, graphdef, params) -> dict:
     }
 
   def pools_of(probs, key):
+    probs = jnp.asarray(np.asarray(probs, np.float32))  # one layout for every caller: one compile
     return {
       mode: _floats(
         metrics(
           probs,
+          fps,
+          fp,
           jnp.asarray(d[f"{mode}_pool"]),
           jnp.asarray(d[f"{mode}_labels"]),
           jax.random.fold_in(key, i),
@@ -232,15 +236,15 @@ def _evaluate(cfg: Config, d: dict, names, graphdef, params) -> dict:
   runs = []
   for r, (loss, s) in enumerate(names):
     p = jax.tree.map(lambda a, r=r: a[r], params)
-    runs.append({"loss": loss, "seed": s, **pools_of(predict(p), jax.random.fold_in(key, r))})
+    runs.append({"loss": loss, "seed": s, **pools_of(predict(p, x), jax.random.fold_in(key, r))})
   # Trivial baselines on the same pools.
   train = d["train"]
-  prior = jnp.broadcast_to(jnp.asarray(d["fps"][train].mean(0), jnp.float32), fp.shape)
+  prior = np.broadcast_to(d["fps"][train].mean(0).astype(np.float32), fp.shape)
   xs = d["spectra"]
   a = xs[d["test"]] / np.maximum(np.linalg.norm(xs[d["test"]], axis=1, keepdims=True), 1e-8)
   b = xs[train] / np.maximum(np.linalg.norm(xs[train], axis=1, keepdims=True), 1e-8)
   nn = np.argsort(-(a @ b.T), axis=1)[:, : cfg.nn_k]
-  nn_probs = jnp.asarray(d["fps"][train][nn].mean(1), jnp.float32)
+  nn_probs = d["fps"][train][nn].mean(1).astype(np.float32)
   base = {"prior": pools_of(prior, jax.random.fold_in(key, 10_001))}
   base["nn_lookup"] = pools_of(nn_probs, jax.random.fold_in(key, 10_002))
   base["random"] = {
