@@ -27,7 +27,7 @@ def setup():
   tx = M.make_optimizer(1e-2, warmup_steps=2)
 
   @jax.jit
-  def step(params, opt, w, key):
+  def step_(params, opt, w, key, x, fp, cand, labels, mask):  # data as arguments, not constants
     def loss_fn(p):
       logits = nnx.merge(graphdef, p)(x, key=key)
       return M.weighted_loss(logits, fp, cand, labels, mask, w)
@@ -35,6 +35,11 @@ def setup():
     (loss, parts), g = jax.value_and_grad(loss_fn, has_aux=True)(params)
     upd, opt = tx.update(g, opt, params)
     return optax.apply_updates(params, upd), opt, loss
+
+  def step(params, opt, w, key):
+    return step_(params, opt, w, key, x, fp, cand, labels, mask)
+
+  step._cache_size = step_._cache_size
 
   return dict(
     x=x, fp=fp, cand=cand, labels=labels, mask=mask, model=model, step=step, params=params, tx=tx
@@ -64,9 +69,8 @@ def test_every_objective_trains_in_one_program(setup):
 
 def test_retrieval_metrics_keys_and_perfect_prediction(setup):
   probs = setup["fp"].astype(np.float32)
-  out = M.retrieval_metrics(
-    probs, setup["fp"], setup["cand"], setup["labels"], setup["mask"], key=jax.random.key(0)
-  )
+  run = jax.jit(lambda *a: M.retrieval_metrics(*a, key=jax.random.key(0)))  # one program
+  out = run(probs, setup["fp"], setup["cand"], setup["labels"], setup["mask"])
   assert {f"hr/{s}@{k}" for s in M.SIMILARITIES for k in (1, 5, 20)} <= set(out)
   np.testing.assert_allclose(np.asarray(out["fp/tanimoto"]), 1.0)
   # The true fingerprint is a candidate: it scores 1 under every similarity (ties by noise).
