@@ -1,0 +1,118 @@
+"""CPU-scale reproduction (about 10 minutes on 2 busy CPU cores).
+
+  python -m experiments.msretrieval.main --config=experiments/msretrieval/configs/default.py \
+      --workdir=runs/msretrieval
+
+The first 5,000 unique molecules shipped with RDKit, 1024-bit Morgan fingerprints (radius 2),
+simulated spectra binned at 1 Da up to 1000 m/z, an 80/20 split by molecule, 600 test queries
+with 64-candidate pools (mass, hard, random) drawn from the whole library. Seven objectives
+(bce, fl, cosine, iou, list_fp_cos, pair_fp_cos, combined) x 3 seeds, 1200 Adam steps of batch
+32 on 32-candidate mass pools, MLP 2 x 128 + embedding 128. Toy regret: F in {8, 12, 16},
+n in {4, 8}, 5 flip rates x 200 posteriors.
+"""
+
+import ml_collections
+
+from jaxpapers import msretrieval as M
+
+
+def get_config():
+  c = ml_collections.ConfigDict()
+  c.n_molecules = 5000
+  c.n_bits = 1024
+  c.radius = 2
+  c.n_bins = 1000
+  c.max_mz = 1000.0
+  c.test_fraction = 0.2
+  c.max_test_queries = 600
+  c.train_pool = "mass"
+  c.train_cands = 32
+  c.eval_cands = 64
+  c.losses = M.LOSSES
+  c.comb_weight = 0.5
+  c.focal_gamma = 5.0
+  c.temperature = 1.0
+  c.seeds = 3
+  c.steps = 1200
+  c.chunk = 400
+  c.batch = 32
+  c.lr = 5e-4
+  c.warmup = 100
+  c.hidden = (128, 128)
+  c.embed_dim = 128
+  c.dropout = 0.25
+  c.nn_k = 5
+  c.toy_bits = (8, 12, 16)
+  c.toy_cands = (4, 8)
+  c.toy_flip = (0.03, 0.08, 0.15, 0.25, 0.4)
+  c.toy_problems = 200
+  c.toy_density = 0.3
+  c.seed = 0
+  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
+  c.claims = CLAIMS
+  return c
+
+
+def _misaligned(pool):
+  return dict(
+    id=f"misalignment_{pool}",
+    statement=(
+      f"the objective that wins on fingerprint similarity loses on retrieval ({pool} pools)"
+    ),
+    paper_text="optimizing standard similarity-based losses can provably degrade retrieval "
+    "performance; a Pareto frontier between fingerprint accuracy and retrieval metrics",
+    metric=f"derived.misalignment_z_{pool}",
+    direction="higher",
+    held=2.0,
+    partly=1.0,
+    fmt=".2f",
+    baselines={
+      "best HR@1": f"derived.best_hr1_{pool}",
+      "trivial HR@1": f"derived.best_trivial_hr1_{pool}",
+      "NN lookup HR@1": f"derived.nn_lookup_hr1_{pool}",
+    },
+    note="L_T = best seed-mean Tanimoto, L_H = best seed-mean HR@1 (cosine); the value is "
+    "min over the two metric families of (gap / standard error of the gap from 3 seed stds): "
+    "both gaps beyond 2 SE -> held, beyond 1 SE -> partly; L_T = L_H gives 0 (not reproduced)",
+  )
+
+
+CLAIMS = (
+  _misaligned("mass"),
+  _misaligned("hard"),
+  dict(
+    id="toy_regret_positive",
+    statement="the Jaccard-Bayes fingerprint has positive HR@1 regret on the toy distribution",
+    paper_text="Bayes-optimal predictors for fingerprint similarity diverge from those for "
+    "molecular retrieval (regret bounds)",
+    metric="derived.toy_mean_regret_jaccard",
+    direction="higher",
+    held=0.001,
+    fmt=".4f",
+    note="exact enumeration over all 2^F fingerprints; mean HR@1 regret over every toy "
+    "problem; 0.001 separates a real gap from float round-off",
+  ),
+  dict(
+    id="toy_regret_grows_with_sigma_max",
+    statement="the regret is larger for pools of similar candidates (high σ_max)",
+    paper_text="the extent of this mismatch depends on the similarity structure of candidate sets",
+    metric="derived.toy_regret_high_minus_low",
+    direction="higher",
+    held=0.005,
+    fmt=".4f",
+    note="mean regret over problems with σ_max >= 0.75 minus over σ_max < 0.5 (exact)",
+  ),
+  dict(
+    id="beats_trivial_baselines",
+    statement="the trained encoder retrieves better than the trivial predictors (mass pools)",
+    paper_text="(a sanity check the study needs: trivial predictors are not competitive)",
+    metric="derived.method_minus_trivial_hr1_mass",
+    direction="higher",
+    held=0.05,
+    noise="derived.best_hr1_std_mass",
+    fmt=".3f",
+    baselines={"NN lookup HR@1": "derived.nn_lookup_hr1_mass"},
+    note="best objective's seed-mean HR@1 minus max(random ranking, bit-frequency prior); "
+    "noise = that objective's seed std",
+  ),
+)

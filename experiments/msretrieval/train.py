@@ -1,0 +1,638 @@
+"""Fingerprint accuracy vs retrieval: every training objective, the same encoder and pools.
+
+``train_and_evaluate(config, workdir)`` runs two measurements and writes ``results.json`` and
+PNG plots into ``workdir``; finished parts are kept in ``<workdir>/cells/`` (``core.CellStore``)
+and the training grid checkpoints inside itself (``core.Sweep``), so a rerun resumes.
+
+1. **Objectives** (real molecules shipped with RDKit, *simulated* spectra: a proxy for MS/MS).
+   One spectrum encoder is trained with every objective of ``config.losses`` x ``seeds``
+   as one vmapped grid on ``core.Sweep`` (each objective is a weighting of the six base
+   losses, a traced hyperparameter, so one program trains them all). Test queries are
+   evaluated on three candidate pools (mass, hard = Tanimoto neighbours, random): mean
+   thresholded Tanimoto, cont-IoU, cosine, and HR@{1,5,20} under cosine / Tanimoto /
+   cont-IoU retrieval (reference tie-breaking: eps-noise). Trivial baselines on the same
+   pools: random ranking, the input-independent bit-frequency prior, and a nearest-neighbour
+   spectrum lookup (mean fingerprint of the 5 most cosine-similar training spectra).
+2. **Toy regret (exact).** Small fingerprints (F bits), ``n`` candidates made by flipping bits
+   of a random base vector, Dirichlet(1) posteriors: the Jaccard-Bayes fingerprint found by
+   enumerating all 2^F vectors and the BCE-Bayes marginals with cosine retrieval, their HR@1
+   regret against the Bayes retrieval decision, binned by the pool's σ_max.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+import jaxpapers.msretrieval as M
+from jaxpapers import core
+
+POOLS = ("mass", "hard", "random")
+KS = (1, 5, 20)
+
+
+@dataclasses.dataclass
+class Config:
+  n_molecules: int = 0  # 0 = every bundled molecule
+  n_bits: int = 1024
+  radius: int = 2
+  n_bins: int = 1000
+  max_mz: float = 1000.0
+  test_fraction: float = 0.2
+  max_test_queries: int = 1000
+  train_pool: str = "mass"
+  train_cands: int = 32
+  eval_cands: int = 64
+  losses: tuple = M.LOSSES
+  comb_weight: float = 0.5
+  focal_gamma: float = 5.0
+  temperature: float = 1.0
+  seeds: int = 3
+  steps: int = 1500
+  chunk: int = 500
+  batch: int = 32
+  lr: float = 5e-4
+  warmup: int = 100
+  hidden: tuple = (256, 256)
+  embed_dim: int = 256
+  dropout: float = 0.25
+  nn_k: int = 5
+  toy_bits: tuple = (8, 12, 16)
+  toy_cands: tuple = (4, 8)
+  toy_flip: tuple = (0.03, 0.08, 0.15, 0.25, 0.4)
+  toy_problems: int = 200
+  toy_density: float = 0.3
+  seed: int = 0
+
+
+# ----------------------------------------------------------------------------- data --
+
+
+def _prepare_data(cfg: Config, workdir: pathlib.Path) -> dict:
+  """Molecules -> fingerprints, masses, simulated spectra, split, pools; cached as .npz."""
+  path = workdir / "data.npz"
+  if path.exists():
+    z = np.load(path, allow_pickle=False)
+    return {k: z[k] for k in z.files}
+  t0 = time.time()
+  smiles = M.load_bundled_molecules(cfg.n_molecules or None)
+  fps = M.morgan_fingerprints(smiles, n_bits=cfg.n_bits, radius=cfg.radius)
+  masses = M.monoisotopic_masses(smiles)
+  spectra = M.simulate_spectra(smiles, seed=cfg.seed, n_bins=cfg.n_bins, max_mz=cfg.max_mz)
+  n = len(smiles)
+  rng = np.random.default_rng(cfg.seed)
+  perm = rng.permutation(n)
+  n_test = int(round(cfg.test_fraction * n))
+  test, train = np.sort(perm[:n_test]), np.sort(perm[n_test:])
+  test_q = test[: cfg.max_test_queries]
+  # Candidates come from the whole library (as MassSpecGym's come from PubChem).
+  out = {
+    "fps": fps,
+    "masses": masses,
+    "spectra": spectra,
+    "train": train.astype(np.int32),
+    "test": test_q.astype(np.int32),
+    "prep_s": np.float64(time.time() - t0),
+  }
+  tr = M.build_candidates(
+    fps, masses, train, mode=cfg.train_pool, size=cfg.train_cands, seed=cfg.seed + 1
+  )
+  out["train_pool"], out["train_labels"] = tr.index, tr.labels
+  for i, mode in enumerate(POOLS):
+    cs = M.build_candidates(
+      fps, masses, test_q, mode=mode, size=cfg.eval_cands, seed=cfg.seed + 2 + i
+    )
+    out[f"{mode}_pool"], out[f"{mode}_labels"] = cs.index, cs.labels
+    out[f"{mode}_smin"], out[f"{mode}_smax"] = cs.sigma_min, cs.sigma_max
+  np.savez_compressed(path, **out)
+  return out
+
+
+# ------------------------------------------------------------------------- training --
+
+
+def _model(cfg: Config, key) -> M.FingerprintMLP:
+  return M.FingerprintMLP(
+    cfg.n_bins,
+    cfg.n_bits,
+    hidden=tuple(cfg.hidden),
+    embed_dim=cfg.embed_dim,
+    dropout=cfg.dropout,
+    rngs=nnx.Rngs(params=key),
+  )
+
+
+def _train(cfg: Config, d: dict, cells: core.CellStore):
+  """All objectives x seeds as one core.Sweep grid; returns the [R] params and the history."""
+  names = [(loss, s) for loss in cfg.losses for s in range(cfg.seeds)]
+  weights = np.stack([M.loss_weights(loss, comb_weight=cfg.comb_weight) for loss, _ in names])
+  keys = jnp.stack([jax.random.key(1000 * cfg.seed + s) for _, s in names])
+  graphdef, _ = nnx.split(jax.eval_shape(lambda: _model(cfg, jax.random.key(0))))
+  tx = M.make_optimizer(cfg.lr, warmup_steps=cfg.warmup, clip_norm=1.0)
+
+  def init_fn(hp, key, data):
+    del hp, data
+    params = nnx.state(_model(cfg, jax.random.fold_in(key, 0)))
+    return params, tx.init(params)
+
+  def step_fn(state, hp, key, step, data):
+    params, opt = state
+    k = jax.random.fold_in(jax.random.fold_in(key, 1), step)
+    rows = jax.random.randint(k, (cfg.batch,), 0, data["train"].shape[0])
+    lib = data["train"][rows]
+    x = data["spectra"][lib]
+    fp = data["fps"][lib]
+    pool = data["train_pool"][rows]
+    cand = data["fps"][pool]  # [B, C, F] uint8
+    labels = data["train_labels"][rows]
+    mask = jnp.ones(labels.shape, bool)
+
+    def loss_fn(p):
+      logits = nnx.merge(graphdef, p)(x, key=jax.random.fold_in(k, 7))
+      return M.weighted_loss(
+        logits,
+        fp,
+        cand,
+        labels,
+        mask,
+        hp["w"],
+        gamma=cfg.focal_gamma,
+        temperature=cfg.temperature,
+      )
+
+    (loss, parts), g = jax.value_and_grad(loss_fn, has_aux=True)(params)
+    upd, opt = tx.update(g, opt, params)
+    return (optax.apply_updates(params, upd), opt), {"loss": loss, "parts": parts}
+
+  data = {k: jnp.asarray(d[k]) for k in ("train", "spectra", "fps", "train_pool", "train_labels")}
+  sweep = core.Sweep(init_fn, step_fn)
+  ckpt = cells.checkpoint_dir("train")
+  res = sweep.run(
+    {"w": weights},
+    keys,
+    num_steps=cfg.steps,
+    chunk_size=cfg.chunk or cfg.steps,
+    data=data,
+    checkpoint_dir=ckpt,
+    desc="objectives x seeds",
+  )
+  if ckpt.exists():
+    ckpt.rmtree()
+  return names, graphdef, res
+
+
+def _evaluate(cfg: Config, d: dict, names, graphdef, params) -> dict:
+  """Per run, per pool: fingerprint metrics and HR@k (seed-averaged later)."""
+  fps = jnp.asarray(d["fps"])
+  test = jnp.asarray(d["test"])
+  x = jnp.asarray(d["spectra"])[test]
+  fp = fps[test]
+
+  # Arrays go in as arguments, not closed-over constants (XLA would constant-fold them).
+  @jax.jit
+  def predict(p, x):
+    return jax.nn.sigmoid(nnx.merge(graphdef, p)(x))
+
+  @jax.jit
+  def metrics(probs, fps, fp, pool, labels, key):
+    cand = fps[pool]
+    mask = jnp.ones(labels.shape, bool)
+    out = M.retrieval_metrics(probs, fp, cand, labels, mask, key=key, ks=KS)
+    return {k: v.mean() for k, v in out.items()}
+
+  @jax.jit
+  def random_hr(pool_labels, key):
+    s = jax.random.uniform(key, pool_labels.shape)
+    mask = jnp.ones(pool_labels.shape, bool)
+    return {
+      f"hr/random@{k}": M.hit_rate_at_k(s, pool_labels, mask, k, ties="optimistic").mean()
+      for k in KS
+    }
+
+  def pools_of(probs, key):
+    probs = jnp.asarray(np.asarray(probs, np.float32))  # one layout for every caller: one compile
+    return {
+      mode: _floats(
+        metrics(
+          probs,
+          fps,
+          fp,
+          jnp.asarray(d[f"{mode}_pool"]),
+          jnp.asarray(d[f"{mode}_labels"]),
+          jax.random.fold_in(key, i),
+        )
+      )
+      for i, mode in enumerate(POOLS)
+    }
+
+  key = jax.random.key(cfg.seed + 77)
+  runs = []
+  for r, (loss, s) in enumerate(names):
+    p = jax.tree.map(lambda a, r=r: a[r], params)
+    runs.append({"loss": loss, "seed": s, **pools_of(predict(p, x), jax.random.fold_in(key, r))})
+  # Trivial baselines on the same pools.
+  train = d["train"]
+  prior = np.broadcast_to(d["fps"][train].mean(0).astype(np.float32), fp.shape)
+  xs = d["spectra"]
+  a = xs[d["test"]] / np.maximum(np.linalg.norm(xs[d["test"]], axis=1, keepdims=True), 1e-8)
+  b = xs[train] / np.maximum(np.linalg.norm(xs[train], axis=1, keepdims=True), 1e-8)
+  nn = np.argsort(-(a @ b.T), axis=1)[:, : cfg.nn_k]
+  nn_probs = d["fps"][train][nn].mean(1).astype(np.float32)
+  base = {"prior": pools_of(prior, jax.random.fold_in(key, 10_001))}
+  base["nn_lookup"] = pools_of(nn_probs, jax.random.fold_in(key, 10_002))
+  base["random"] = {
+    mode: _floats(random_hr(jnp.asarray(d[f"{mode}_labels"]), jax.random.fold_in(key, 20_000 + i)))
+    for i, mode in enumerate(POOLS)
+  }
+  return {"runs": runs, "baselines": base}
+
+
+def _floats(tree):
+  return {k: float(v) for k, v in tree.items()}
+
+
+def _summarise(cfg: Config, ev: dict) -> dict:
+  """Seed mean and std per (objective, pool, metric)."""
+  out = {}
+  for loss in cfg.losses:
+    rs = [r for r in ev["runs"] if r["loss"] == loss]
+    out[loss] = {}
+    for mode in POOLS:
+      keys = rs[0][mode].keys()
+      out[loss][mode] = {
+        k: {
+          "mean": float(np.mean([r[mode][k] for r in rs])),
+          "std": float(np.std([r[mode][k] for r in rs], ddof=1)) if len(rs) > 1 else 0.0,
+        }
+        for k in keys
+      }
+  return out
+
+
+# ------------------------------------------------------------------------ toy regret --
+
+
+def _toy(cfg: Config) -> dict:
+  rows = []
+  rng = np.random.default_rng(cfg.seed + 5)
+  for f in cfg.toy_bits:
+    for n in cfg.toy_cands:
+      for q in cfg.toy_flip:
+        p = cfg.toy_problems
+        base = rng.random((p, 1, f)) < cfg.toy_density
+        flips = rng.random((p, n, f)) < q
+        cands = (base ^ flips).astype(np.uint8)
+        pi = rng.dirichlet(np.ones(n), size=p).astype(np.float32)
+        pi = pi / pi.sum(1, keepdims=True)
+        yj, ej = M.enumerate_bayes_fingerprint(pi, cands)
+        rj = np.asarray(M.hr1_regret(pi, cands, yj, sim="jaccard"))
+        marg = M.marginal_fingerprint(pi, cands)
+        rc = np.asarray(M.hr1_regret(pi, cands, marg, sim="cosine"))
+        _, smax = M.similarity_band(cands)
+        smax = np.asarray(smax)
+        # Lemma check: a decision within (1 + σ_max)/2 of some candidate ranks it alone first.
+        yj = np.asarray(yj, np.float32)
+        c32 = cands.astype(np.float32)
+        inter = np.einsum("pf,pnf->pn", yj, c32)
+        union = yj.sum(-1)[:, None] + c32.sum(-1) - inter
+        jac = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+        prem = jac.max(1) > (1 + smax) / 2
+        unique_top = (jac >= jac.max(1, keepdims=True) - 1e-6).sum(1) == 1
+        rows.append(
+          {
+            "F": f,
+            "n": n,
+            "flip": q,
+            "regret_jaccard": rj.tolist(),
+            "regret_bce_cosine": rc.tolist(),
+            "sigma_max": smax.tolist(),
+            "lemma_premise": int(prem.sum()),
+            "lemma_violations": int((prem & ~unique_top).sum()),
+          }
+        )
+  return rows
+
+
+def _toy_summary(rows) -> dict:
+  rj = np.concatenate([r["regret_jaccard"] for r in rows])
+  rc = np.concatenate([r["regret_bce_cosine"] for r in rows])
+  sm = np.concatenate([r["sigma_max"] for r in rows])
+  edges = (0.0, 0.25, 0.5, 0.75, 1.0001)
+  bins = []
+  for lo, hi in zip(edges[:-1], edges[1:]):
+    sel = (sm >= lo) & (sm < hi)
+    bins.append(
+      {
+        "lo": lo,
+        "hi": min(hi, 1.0),
+        "count": int(sel.sum()),
+        "regret_jaccard": float(rj[sel].mean()) if sel.any() else None,
+        "regret_bce_cosine": float(rc[sel].mean()) if sel.any() else None,
+        "frac_positive_jaccard": float((rj[sel] > 1e-6).mean()) if sel.any() else None,
+      }
+    )
+  low = sm < 0.5
+  high = sm >= 0.75
+  return {
+    "problems": int(rj.size),
+    "mean_regret_jaccard": float(rj.mean()),
+    "mean_regret_bce_cosine": float(rc.mean()),
+    "frac_positive_jaccard": float((rj > 1e-6).mean()),
+    "max_regret_jaccard": float(rj.max()),
+    "regret_high_minus_low": (
+      float(rj[high].mean() - rj[low].mean()) if high.any() and low.any() else None
+    ),
+    "lemma_premise": int(sum(r["lemma_premise"] for r in rows)),
+    "lemma_violations": int(sum(r["lemma_violations"] for r in rows)),
+    "bins": bins,
+  }
+
+
+# ------------------------------------------------------------------------- derived --
+
+
+def derived_metrics(metrics: dict) -> dict:
+  """The values the claims in ``configs/default.py`` are judged on (pure; JSON in/out).
+
+  For pool P: ``L_T`` = the objective with the best seed-mean Tanimoto, ``L_H`` = the best
+  seed-mean HR@1 (cosine retrieval, the reference's score for every objective here).
+  ``misalignment_z_P = min(gap_H / se_H, gap_T / se_T)`` with ``gap_H = HR@1(L_H) - HR@1(L_T)``,
+  ``gap_T = T(L_T) - T(L_H)`` and ``se`` the standard error of each difference from the seed
+  stds (0 when ``L_T = L_H``: the two metric families agree).
+  """
+  out = {}
+  summ = metrics["objectives"]
+  n = metrics["seeds"]
+  for pool in ("mass", "hard"):
+    tan = {k: v[pool]["fp/tanimoto"] for k, v in summ.items()}
+    hr = {k: v[pool]["hr/cosine@1"] for k, v in summ.items()}
+    lt = max(tan, key=lambda k: tan[k]["mean"])
+    lh = max(hr, key=lambda k: hr[k]["mean"])
+    out[f"best_tanimoto_loss_{pool}"] = lt
+    out[f"best_hr1_loss_{pool}"] = lh
+    if lt == lh:
+      z = 0.0
+      gh = gt = 0.0
+    else:
+      gh = hr[lh]["mean"] - hr[lt]["mean"]
+      gt = tan[lt]["mean"] - tan[lh]["mean"]
+      se_h = np.sqrt((hr[lh]["std"] ** 2 + hr[lt]["std"] ** 2) / n)
+      se_t = np.sqrt((tan[lt]["std"] ** 2 + tan[lh]["std"] ** 2) / n)
+      zh = gh / se_h if se_h > 0 else np.inf
+      zt = gt / se_t if se_t > 0 else np.inf
+      z = float(min(zh, zt))
+    out[f"hr1_gap_{pool}"] = float(gh)
+    out[f"tanimoto_gap_{pool}"] = float(gt)
+    out[f"misalignment_z_{pool}"] = z
+    order_t = sorted(tan, key=lambda k: -tan[k]["mean"])
+    order_h = sorted(hr, key=lambda k: -hr[k]["mean"])
+    out[f"kendall_tau_{pool}"] = _kendall(order_t, order_h)
+    out[f"best_hr1_{pool}"] = hr[lh]["mean"]
+    out[f"best_hr1_std_{pool}"] = hr[lh]["std"]
+  base = metrics["baselines"]
+  for pool in ("mass", "hard"):
+    trivial = max(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])
+    out[f"best_trivial_hr1_{pool}"] = trivial
+    out[f"method_minus_trivial_hr1_{pool}"] = out[f"best_hr1_{pool}"] - trivial
+    out[f"nn_lookup_hr1_{pool}"] = base["nn_lookup"][pool]["hr/cosine@1"]
+  toy = metrics["toy"]
+  out["toy_mean_regret_jaccard"] = toy["mean_regret_jaccard"]
+  out["toy_mean_regret_bce_cosine"] = toy["mean_regret_bce_cosine"]
+  out["toy_regret_high_minus_low"] = toy["regret_high_minus_low"]
+  out["toy_lemma_violations"] = toy["lemma_violations"]
+  return out
+
+
+def _kendall(a: list, b: list) -> float:
+  pos = {k: i for i, k in enumerate(b)}
+  conc = disc = 0
+  for i in range(len(a)):
+    for j in range(i + 1, len(a)):
+      s = pos[a[i]] < pos[a[j]]
+      conc += s
+      disc += not s
+  tot = conc + disc
+  return float((conc - disc) / tot) if tot else 0.0
+
+
+# -------------------------------------------------------------------- tables, plots --
+
+
+def _table(cfg: Config, metrics: dict) -> str:
+  rows = []
+  ms = lambda c: core.MeanStd(c["mean"], c["std"], fmt=".3f")
+  for loss in cfg.losses:
+    o = metrics["objectives"][loss]
+    rows.append(
+      [
+        loss,
+        ms(o["mass"]["fp/tanimoto"]),
+        ms(o["mass"]["fp/cont_iou"]),
+        ms(o["mass"]["hr/cosine@1"]),
+        ms(o["mass"]["hr/cosine@5"]),
+        ms(o["mass"]["hr/tanimoto@1"]),
+        ms(o["hard"]["hr/cosine@1"]),
+        ms(o["random"]["hr/cosine@1"]),
+      ]
+    )
+  base = metrics["baselines"]
+  for name in ("prior", "nn_lookup"):
+    b = base[name]
+    rows.append(
+      [
+        f"baseline: {name}",
+        b["mass"]["fp/tanimoto"],
+        b["mass"]["fp/cont_iou"],
+        b["mass"]["hr/cosine@1"],
+        b["mass"]["hr/cosine@5"],
+        b["mass"]["hr/tanimoto@1"],
+        b["hard"]["hr/cosine@1"],
+        b["random"]["hr/cosine@1"],
+      ]
+    )
+  r = base["random"]
+  rows.append(
+    [
+      "baseline: random ranking",
+      None,
+      None,
+      r["mass"]["hr/random@1"],
+      r["mass"]["hr/random@5"],
+      None,
+      r["hard"]["hr/random@1"],
+      r["random"]["hr/random@1"],
+    ]
+  )
+  head = [
+    "objective",
+    "Tanimoto",
+    "cont-IoU",
+    "HR@1 cos (mass)",
+    "HR@5 cos (mass)",
+    "HR@1 Tanimoto (mass)",
+    "HR@1 cos (hard)",
+    "HR@1 cos (random)",
+  ]
+  lines = [
+    f"**Objectives** (test queries, {cfg.eval_cands} candidates per pool, mean ± std over "
+    f"{cfg.seeds} seeds; simulated spectra)",
+    "",
+    core.markdown_table(head, rows, fmt=".3f"),
+    "",
+    "**Toy regret (exact enumeration)**: mean HR@1 regret by σ_max band",
+    "",
+  ]
+  toy = metrics["toy"]
+  lines.append(
+    core.markdown_table(
+      ["σ_max band", "problems", "Jaccard-Bayes regret", "BCE marginals + cosine", "share > 0"],
+      [
+        [
+          f"[{b['lo']:.2f}, {b['hi']:.2f})",
+          b["count"],
+          b["regret_jaccard"],
+          b["regret_bce_cosine"],
+          b["frac_positive_jaccard"],
+        ]
+        for b in toy["bins"]
+      ],
+      fmt=".4f",
+    )
+  )
+  return "\n".join(lines)
+
+
+def _plots(cfg: Config, metrics: dict, workdir):
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+  for ax, pool in zip(axes, ("mass", "hard")):
+    pts = []
+    for i, loss in enumerate(cfg.losses):
+      o = metrics["objectives"][loss][pool]
+      t, h = o["fp/tanimoto"], o["hr/cosine@1"]
+      ax.errorbar(
+        t["mean"],
+        h["mean"],
+        xerr=t["std"],
+        yerr=h["std"],
+        fmt="o",
+        color=f"C{i}",
+        label=loss,
+        capsize=2,
+      )
+      pts.append((t["mean"], h["mean"]))
+    front = M.pareto_front(np.array(pts))
+    fp_ = sorted(np.array(pts)[front].tolist())
+    ax.plot([p[0] for p in fp_], [p[1] for p in fp_], "k--", lw=1, label="Pareto front")
+    base = metrics["baselines"]
+    for name, mk in (("prior", "x"), ("nn_lookup", "s")):
+      b = base[name][pool]
+      ax.plot(b["fp/tanimoto"], b["hr/cosine@1"], mk, color="gray", label=f"baseline {name}")
+    ax.axhline(base["random"][pool]["hr/random@1"], color="gray", ls=":", label="random ranking")
+    ax.set_xlabel("mean Tanimoto (thresholded prediction)")
+    ax.set_ylabel("HR@1 (cosine retrieval)")
+    ax.set_title(f"{pool} candidates (simulated spectra)")
+  axes[0].legend(fontsize=7)
+  core.save_figure(fig, workdir, "frontier")
+
+  fig, ax = plt.subplots(figsize=(5, 3.5))
+  bins = [b for b in metrics["toy"]["bins"] if b["count"]]
+  mids = [(b["lo"] + b["hi"]) / 2 for b in bins]
+  ax.plot(mids, [b["regret_jaccard"] for b in bins], "o-", label="Jaccard-Bayes fingerprint")
+  ax.plot(mids, [b["regret_bce_cosine"] for b in bins], "s--", label="BCE marginals + cosine")
+  ax.set_xlabel("σ_max of the candidate pool")
+  ax.set_ylabel("mean HR@1 regret")
+  ax.set_title("exact toy regret")
+  ax.legend(fontsize=8)
+  core.save_figure(fig, workdir, "toy_regret")
+
+
+# ---------------------------------------------------------------------------- main --
+
+
+def train_and_evaluate(config, workdir) -> dict:
+  """Runs both measurements; writes results.json, table.md and plots into ``workdir``."""
+  cfg = core.config_to_dataclass(config, Config)
+  for loss in cfg.losses:
+    core.validate_choice(loss, name="losses", allowed=M.LOSSES)
+  core.validate_choice(cfg.train_pool, name="train_pool", allowed=POOLS)
+  cfg.losses, cfg.hidden = tuple(cfg.losses), tuple(cfg.hidden)
+  cfg.toy_bits, cfg.toy_cands, cfg.toy_flip = (
+    tuple(cfg.toy_bits),
+    tuple(cfg.toy_cands),
+    tuple(cfg.toy_flip),
+  )
+  if cfg.seeds < 2:
+    raise ValueError(f"seeds must be >= 2 (the claims need a seed spread), got {cfg.seeds}")
+  workdir = pathlib.Path(workdir)
+  workdir.mkdir(parents=True, exist_ok=True)
+  t0 = time.time()
+  cells = core.CellStore(workdir / "cells")
+  d = _prepare_data(cfg, workdir)
+
+  def run_objectives(_):
+    names, graphdef, res = _train(cfg, d, cells)
+    ev = _evaluate(cfg, d, names, graphdef, res.state[0])
+    hist = np.asarray(res.history["loss"])
+    ev["final_train_loss"] = {
+      f"{l}/{s}": float(hist[i, -50:].mean()) for i, (l, s) in enumerate(names)
+    }
+    return ev
+
+  ev = cells.get_or_compute("objectives", run_objectives)
+  toy_rows = cells.get_or_compute("toy", lambda _: _toy(cfg))
+  metrics = {
+    "data": {
+      "molecules": int(d["fps"].shape[0]),
+      "train": int(d["train"].shape[0]),
+      "test_queries": int(d["test"].shape[0]),
+      "bit_density": float(d["fps"].mean()),
+      "sigma_max_mean": {m: float(d[f"{m}_smax"].mean()) for m in POOLS},
+      "sigma_min_mean": {m: float(d[f"{m}_smin"].mean()) for m in POOLS},
+      "duplicate_fp_rate": {
+        m: float(
+          (d["fps"][d[f"{m}_pool"]] == d["fps"][d["test"]][:, None]).all(-1).sum(-1).mean() - 1.0
+        )
+        for m in POOLS
+      },
+      "spectra": "simulated (proxy for MS/MS)",
+    },
+    "seeds": cfg.seeds,
+    "objectives": _summarise(cfg, ev),
+    "runs": ev["runs"],
+    "baselines": ev["baselines"],
+    "final_train_loss": ev["final_train_loss"],
+    "toy": _toy_summary(toy_rows),
+  }
+  metrics["derived"] = derived_metrics(metrics)
+  _plots(cfg, metrics, workdir)
+  table = _table(cfg, metrics)
+  core.write_results(
+    workdir,
+    metrics=metrics,
+    config=dataclasses.asdict(cfg),
+    table_markdown=table,
+    wall_time_s=time.time() - t0,
+    claims=config.get("claims"),
+    issue_verdicts=config.get("issue_verdicts", True),
+    notes=(
+      "Real molecules shipped with RDKit (unique InChIKey skeletons), folded Morgan "
+      "fingerprints, SIMULATED fragmentation spectra (a proxy for MS/MS, not measurements). "
+      "One encoder per objective x seed trained as one vmapped grid; final checkpoint (no "
+      "per-metric selection). HR@k ties broken by eps-noise as the reference. Absolute numbers "
+      "are not comparable with MassSpecGym."
+    ),
+  )
+  (workdir / "table.md").write_text(table + "\n")
+  return metrics
