@@ -164,10 +164,13 @@ class SparseFaninMLP(nnx.Module):
   def __call__(self, x: jax.Array) -> jax.Array:
     h = _check_input(x, self.sizes[0])
     for l in range(self.num_layers - 1):
-      idx = getattr(self, f"idx{l}")[...]
-      g = h[:, idx]  # [batch, n_out, k]
-      pre = jnp.einsum("bok,ok->bo", g, getattr(self, f"w{l}")[...])
-      h = jax.nn.relu(pre + getattr(self, f"b{l}")[...])
+      idx = getattr(self, f"idx{l}")[...]  # [n_out, k]
+      w = getattr(self, f"w{l}")[...]  # [n_out, k]
+      # sum_r w[i, r] h[:, idx[i, r]], as h @ K with K [n_in, n_out] scattered from w: the
+      # scatter touches n_out * k parameters, not the batch (a batched gather is slow on CPU).
+      rows = jnp.broadcast_to(jnp.arange(idx.shape[0])[:, None], idx.shape)
+      kernel = jnp.zeros((h.shape[1], idx.shape[0]), w.dtype).at[idx, rows].add(w)
+      h = jax.nn.relu(h @ kernel + getattr(self, f"b{l}")[...])
     last = self.num_layers - 1
     return h @ getattr(self, f"w{last}")[...] + getattr(self, f"b{last}")[...]
 
