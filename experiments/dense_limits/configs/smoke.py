@@ -21,7 +21,7 @@ def get_config():
   c.n_train = 128
   c.n_test = 64
   c.compress_ks = (1, 4)
-  c.compress_min_width = 8
+  c.compress_min_width = 16  # the widest only: each width compiles its own factorisations
   c.compress_restarts = 4
   c.compress_iters = 3
   c.fk_size = 16
