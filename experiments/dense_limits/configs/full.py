@@ -1,0 +1,27 @@
+"""Paper-scale setting for a GPU/TPU host (not run in CI).
+
+  python -m experiments.dense_limits.main --config=experiments/dense_limits/configs/full.py \
+      --workdir=runs/dense_limits_full
+
+Widths up to 4096, three learning rates, 3000 steps; the runs of each cell are vmapped and
+sharded over all devices by the sweep engine, and every finished cell is stored, so a rerun
+resumes cell by cell.
+"""
+
+from experiments.dense_limits.configs import default
+
+
+def get_config():
+  c = default.get_config()
+  c.widths = (16, 64, 256, 1024, 4096)
+  c.lrs = (1e-3, 3e-3, 1e-2)
+  c.steps = 3000
+  c.batch = 256
+  c.bump_d = 8
+  c.bump_grid = 2
+  c.n_train = 8192
+  c.n_test = 2048
+  c.compress_ks = (1, 2, 4, 8, 16, 32, 64)
+  c.fk_size = 1024
+  c.fk_k = 64
+  return c
