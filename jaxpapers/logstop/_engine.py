@@ -310,6 +310,16 @@ def validate_window(window) -> int:
   return int(window)
 
 
+@jax.jit
+def _all_in_unit_jit(v):
+  return jnp.all((v >= 0) & (v <= 1))
+
+
+def _all_in_unit(v) -> bool:
+  """All entries in [0, 1] (NaN fails), reduced on the array's device."""
+  return bool(_all_in_unit_jit(v))
+
+
 def prepare_props(formula, props, *, check_range=True):
   """Validates `props` for `formula`; returns (dict of float arrays, shape)."""
   if not isinstance(props, Mapping):
@@ -363,7 +373,9 @@ def prepare_props(formula, props, *, check_range=True):
   if shape[-1] < 1:
     raise ValueError(f"traces must have length T >= 1, got shape {shape}")
   for n, v in arrays.items():
-    if check_range and _is_concrete(v):
+    # A concrete JAX array is checked on its device (one boolean comes back); the whole array
+    # is copied to the host only to name the first bad entry. Host data is checked in numpy.
+    if check_range and _is_concrete(v) and (not isinstance(v, jax.Array) or not _all_in_unit(v)):
       a = np.asarray(v)
       bad = ~((a >= 0) & (a <= 1))
       if bad.any():
