@@ -6,16 +6,19 @@ One engine serves three semantics, selected by a static `algebra` name:
 * ``"bool"``: Boolean LTLf on thresholded window means (baseline);
 * ``"robust"``: STL-style min/max robustness of ``mean - threshold`` (baseline).
 
-Every subformula becomes an array of shape [..., T]. Atoms are window means,
-`X` is a shift by the window `w`, and `U`/`G` are reverse `lax.scan`s with stride
-`w` over `w` interleaved chains (pad T to a multiple of w, reshape to
-[T/w, w]). Positions t >= length are "beyond the end" and hold the bottom value
+Every subformula becomes an array of shape [..., T]. Atoms are window means (O(T) block
+prefix sums), `X` is a shift by the window `w`, and `U`/`G` are reverse associative scans
+with stride `w` over `w` interleaved chains (pad T to a multiple of w, reshape to [T/w, w]):
+each step of `U` is an affine map ``y -> b (+) m (x) y`` in the algebra's semiring, and
+composing those maps in blocks keeps float32 sums over long traces accurate (O(sqrt T)
+roundings instead of O(T)). Positions t >= length are "beyond the end" and hold the bottom value
 (-inf / False), which gives the end-of-trace rules of the paper.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 
 import jax
@@ -59,55 +62,119 @@ def _top(algebra, dtype):
 
 
 def _window_mean(p, window: int, valid):
-  """mean(p[t : t + min(w, L - t)]) for every t (garbage where t >= L)."""
+  """mean(p[t : t + min(w, L - t)]) for every t (garbage where t >= L); O(T) work.
+
+  The window sums come from block prefix sums, not from one running cumulative sum: with
+  blocks of w frames, the window starting at t = q w + r is the suffix of block q from r plus
+  the first r frames of block q + 1, so every sum adds at most w numbers of the window's own
+  magnitude (a float32 cumulative sum over T = 1e5 frames would lose the small windows to
+  cancellation).
+  """
   T = p.shape[-1]
   if window == 1:
     return p
-  total = jnp.zeros_like(p)
-  count = jnp.zeros_like(p)
-  for k in range(window):
-    shifted = jnp.pad(p[..., k:], [(0, 0)] * (p.ndim - 1) + [(0, min(k, T))])
-    shifted = shifted[..., :T]
-    ok = jnp.arange(T) + k < T
-    if valid is not None:
-      ok_valid = jnp.pad(
-        valid[..., k:], [(0, 0)] * (p.ndim - 1) + [(0, min(k, T))], constant_values=False
-      )[..., :T]
-      ok = ok & ok_valid
-    total = total + jnp.where(ok, shifted, 0)
-    count = count + ok.astype(p.dtype)
-  return total / jnp.maximum(count, 1)
+  batch = p.shape[:-1]
+  x = p if valid is None else jnp.where(valid, p, 0)
+  nb = -(-T // window) + 1  # one extra block of zeros for the windows that run off the end
+  x = jnp.pad(x, [(0, 0)] * len(batch) + [(0, nb * window - T)])
+  x = x.reshape(*batch, nb, window)
+  prefix = jnp.cumsum(x, axis=-1)  # prefix[q, r] = sum of block q up to r (inclusive)
+  block = prefix[..., -1:]
+  suffix = block - prefix + x  # suffix[q, r] = sum of block q from r
+  head = jnp.pad(prefix[..., 1:, :-1], [(0, 0)] * len(batch) + [(0, 1), (1, 0)])
+  total = (suffix + head).reshape(*batch, nb * window)[..., :T]
+  t = jnp.arange(T)
+  end = T if valid is None else jnp.minimum(jnp.sum(valid, axis=-1, keepdims=True), T)
+  count = jnp.clip(jnp.minimum(t + window, end) - t, 1, window).astype(p.dtype)
+  return total / count
 
 
-def _reverse_strided_scan(step, init, operands, window: int):
-  """y[t] = step(y[t + w], *x[t]) for t = T-1..0, y[t + w] = init beyond T.
+def _affine_combine(algebra):
+  """Composition of the maps y -> c (+) m (x) y of one semiring, for an associative scan.
+
+  ``later`` holds the composed map of the positions after those of ``earlier``; the result is
+  ``earlier o later``. Log algebra: (+) is logaddexp and (x) is +; bool: or / and; robust:
+  max / min.
+  """
+  if algebra == "log":
+    plus, times = jnp.logaddexp, jnp.add
+  elif algebra == "bool":
+    plus, times = jnp.logical_or, jnp.logical_and
+  else:
+    plus, times = jnp.maximum, jnp.minimum
+
+  def combine(later, earlier):
+    (m_l, c_l), (m_e, c_e) = later, earlier
+    return times(m_e, m_l), plus(c_e, times(m_e, c_l))
+
+  return combine
+
+
+# Chains up to this many elements use one sequential scan (at most this many roundings).
+_SEQUENTIAL_MAX = 1024
+
+
+def _reverse_strided_assoc(combine, operands, window: int):
+  """Reverse scan with stride w: out[t] = x[t] o x[t + w] o ... over w interleaved chains.
+
+  Chains of n = ceil(T / w) <= 1024 elements use one sequential scan. Longer ones use a
+  two-level (blocked) scan: each chain is cut into blocks of
+  B = ceil(sqrt(n)); a sequential scan composes the suffixes inside every block (all blocks
+  at once), a second one composes the block totals, and one more composition joins them. A
+  float32 sum over n terms then carries O(sqrt(n)) roundings instead of O(n) (relative error
+  about 1e-6 instead of 6e-4 for ``G a`` at T = 1e5), while compiling two small ``lax.scan``s
+  (a full pairwise ``lax.associative_scan`` compiles log2(n) levels: seconds at T = 1e5).
 
   Args:
-    step: elementwise function (next, *operands) -> value.
-    init: carry value beyond the last position (per chain).
-    operands: list of (array [..., T], pad value).
-    window: stride w; the w residues mod w are independent chains.
+    combine: associative ``combine(later, earlier)`` on tuples of arrays.
+    operands: list of (array [..., T], identity value); the identity values form the
+      identity element of the composition (used for padding and as the initial carry).
+    window: stride w.
 
   Returns:
-    y with shape [..., T].
+    The last component of the composed suffix at every t, an array [..., T] (for an affine
+    map ``y -> c (+) m (x) y`` this is the map applied to bottom).
   """
   T = operands[0][0].shape[-1]
-  Tp = -(-T // window) * window
   batch = operands[0][0].shape[:-1]
-  xs = []
-  for a, pad in operands:
-    a = jnp.pad(a, [(0, 0)] * len(batch) + [(0, Tp - T)], constant_values=pad)
-    a = a.reshape(*batch, Tp // window, window)
-    xs.append(jnp.moveaxis(a, -2, 0))  # [T/w, ..., w]
-  carry0 = jnp.full(batch + (window,), init, dtype=xs[0].dtype)
+  n = -(-T // window)
+  if n <= _SEQUENTIAL_MAX:  # short chains: one sequential scan (cheaper to compile)
+    xs = []
+    for a, ident in operands:
+      a = jnp.pad(a, [(0, 0)] * len(batch) + [(0, n * window - T)], constant_values=ident)
+      xs.append(jnp.moveaxis(a.reshape(*batch, n, window), -2, 0))  # [n, ..., w]
+    ids = tuple(jnp.full(x.shape[1:], ident, x.dtype) for x, (_, ident) in zip(xs, operands))
 
-  def body(nxt, x):
-    out = step(nxt, *x)
+    def body(later, earlier):
+      out = combine(later, earlier)
+      return out, out[-1]
+
+    _, ys = jax.lax.scan(body, ids, tuple(xs), reverse=True)
+    return jnp.moveaxis(ys, 0, -2).reshape(*batch, n * window)[..., :T]
+  B = math.isqrt(n - 1) + 1  # ceil(sqrt(n))
+  nb = -(-n // B)
+  Tp = nb * B * window
+  xs, ids = [], []
+  for a, ident in operands:
+    a = jnp.pad(a, [(0, 0)] * len(batch) + [(0, Tp - T)], constant_values=ident)
+    # [..., nb, B, w] -> [B, nb, ..., w]: scan over positions in a block, all blocks at once.
+    a = jnp.moveaxis(a.reshape(*batch, nb, B, window), (-3, -2), (1, 0))
+    xs.append(a)
+    ids.append(jnp.full(a.shape[1:], ident, a.dtype))
+
+  def step(later, earlier):
+    out = combine(later, earlier)
     return out, out
 
-  _, ys = jax.lax.scan(body, carry0, tuple(xs), reverse=True)
-  ys = jnp.moveaxis(ys, 0, -2).reshape(*batch, Tp)
-  return ys[..., :T]
+  _, suffix = jax.lax.scan(step, tuple(ids), tuple(xs), reverse=True)  # each [B, nb, ..., w]
+  totals = tuple(x[0] for x in suffix)  # [nb, ..., w]
+  ids_b = tuple(i[0] for i in ids)  # [..., w]
+  _, after = jax.lax.scan(step, ids_b, totals, reverse=True)  # after[j] = block j onward
+  # The composition of the blocks after block j: after[j + 1], identity for the last block.
+  rest = tuple(jnp.concatenate([a[1:], i[None]], axis=0) for a, i in zip(after, ids_b))
+  out = combine(tuple(r[None] for r in rest), suffix)[-1]  # [B, nb, ..., w]
+  out = jnp.moveaxis(out, (0, 1), (-2, -3)).reshape(*batch, Tp)
+  return out[..., :T]
 
 
 def _shift(a, window: int, fill):
@@ -149,26 +216,29 @@ def evaluate(
     neg = log1mexp
     conj = jnp.add
     disj = lambda x, y: log1mexp(log1mexp(x) + log1mexp(y))
-    # Clamp at 0: exp(b) + exp(rest) <= 1 exactly, but rounding may exceed it.
-    until_step = lambda n, a, b: jnp.minimum(jnp.logaddexp(b, a + log1mexp(b) + n), 0.0)
     always_step = lambda n, a: a + n
   elif algebra == "bool":
     neg = jnp.logical_not
     conj = jnp.logical_and
     disj = jnp.logical_or
-    until_step = lambda n, a, b: b | (a & n)
     always_step = lambda n, a: a & n
   elif algebra == "robust":
     neg = jnp.negative
     conj = jnp.minimum
     disj = jnp.maximum
-    until_step = lambda n, a, b: jnp.maximum(b, jnp.minimum(a, n))
     always_step = lambda n, a: jnp.minimum(a, n)
   else:
     raise ValueError(f"algebra must be one of {ALGEBRAS}, got {algebra!r}")
 
+  combine = _affine_combine(algebra)
+
   def until(a, b):
-    return _reverse_strided_scan(until_step, bottom, [(a, bottom), (b, bottom)], window)
+    # y(t) = b(t) (+) [a(t) (x) !b(t)] (x) y(t + w) (log; bool and robust drop the !b), an
+    # affine map of y(t + w): composed by a blocked scan, applied to bottom.
+    m = a + log1mexp(b) if algebra == "log" else a
+    one = _top(algebra, dtype)
+    c = _reverse_strided_assoc(combine, [(m, one), (b, bottom)], window)
+    return jnp.minimum(c, 0.0) if algebra == "log" else c
 
   memo = {}
 
@@ -203,7 +273,10 @@ def evaluate(
       a = ev(f.arg)
       if valid is not None:
         a = jnp.where(valid, a, top)
-      out = _reverse_strided_scan(always_step, top, [(a, top)], window)
+      # y(t) = a(t) (x) y(t + w) with y = top beyond the end: a reverse blocked product.
+      out = _reverse_strided_assoc(
+        lambda later, earlier: (always_step(later[0], earlier[0]),), [(a, top)], window
+      )
     else:
       raise TypeError(f"Not a formula: {f!r}")
     out = mask(out.astype(out_dtype))
@@ -235,6 +308,16 @@ def validate_window(window) -> int:
   if window < 1:
     raise ValueError(f"window must be >= 1, got {window}")
   return int(window)
+
+
+@jax.jit
+def _all_in_unit_jit(v):
+  return jnp.all((v >= 0) & (v <= 1))
+
+
+def _all_in_unit(v) -> bool:
+  """All entries in [0, 1] (NaN fails), reduced on the array's device."""
+  return bool(_all_in_unit_jit(v))
 
 
 def prepare_props(formula, props, *, check_range=True):
@@ -290,7 +373,9 @@ def prepare_props(formula, props, *, check_range=True):
   if shape[-1] < 1:
     raise ValueError(f"traces must have length T >= 1, got shape {shape}")
   for n, v in arrays.items():
-    if check_range and _is_concrete(v):
+    # A concrete JAX array is checked on its device (one boolean comes back); the whole array
+    # is copied to the host only to name the first bad entry. Host data is checked in numpy.
+    if check_range and _is_concrete(v) and (not isinstance(v, jax.Array) or not _all_in_unit(v)):
       a = np.asarray(v)
       bad = ~((a >= 0) & (a <= 1))
       if bad.any():

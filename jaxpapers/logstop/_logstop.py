@@ -103,6 +103,16 @@ def scores(
       traced length outside [0, T]) are NaN, never a plausible number; wrap the
       jitted function with `jax.experimental.checkify.checkify` to get the error.
 
+  Validation under jit: the value checks are registered as checkify debug checks, so::
+
+    from jax.experimental import checkify
+    f = checkify.checkify(jax.jit(lambda p: logstop.score("G a", {"a": p})))
+    err, out = f(p)
+    err.throw()  # ValueError-like JaxRuntimeError naming "[0, 1]" for bad scores
+
+  Eagerly, a JAX array is range-checked on its device (only a boolean is read back; the
+  array is copied to the host only to report the first bad entry), numpy input on the host.
+
   References:
     arXiv:2510.06512, Sec. 3 (LogSTOP).
   """

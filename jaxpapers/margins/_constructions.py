@@ -99,6 +99,63 @@ def coherence(Phi) -> float:
   return float(G.max())
 
 
+def _check_key(key, name="key"):
+  """A JAX PRNG key (typed ``jax.random.key`` or a raw ``uint32[2]`` key), checked at trace time."""
+  dt = getattr(key, "dtype", None)
+  if dt is None or not (
+    jax.dtypes.issubdtype(dt, jax.dtypes.prng_key) or (dt == jnp.uint32 and key.shape[-1:] == (2,))
+  ):
+    raise TypeError(f"{name} must be a jax.random.key, got {type(key).__name__} {key!r}.")
+
+
+def _cs_signs(key, dp: int, n: int) -> jax.Array:
+  """``Phi sqrt(d')``: a ``[d', n]`` matrix of independent signs drawn from ``key`` (float32)."""
+  return jax.random.rademacher(key, (dp, n), dtype=jnp.float32)
+
+
+def cs_embeddings(key, A, d: int, *, sin_phi: float = 0.5) -> tuple[jax.Array, jax.Array]:
+  r"""The sum-query embeddings of :func:`cs_construction`, in pure JAX.
+
+  ``Phi in {+-1/sqrt(d')}^{d' x n}`` (``d' = d - 1``) drawn from ``key``; documents
+  ``V_i = (cos(phi) Phi e_i, sin(phi))`` and queries ``U_j propto (Phi A_j, -c)`` with
+  ``c = cos(phi) / (2 sin(phi))`` (see :func:`cs_construction` for the margin bound).
+
+  Jittable and vmappable over keys (``jax.vmap(lambda k: cs_embeddings(k, A, d))(keys)``);
+  the same key gives the same signs as :func:`cs_construction`.
+
+  Args:
+    key: a ``jax.random.key``.
+    A: ``[N, n]`` binary relevance (bool or numbers in {0, 1}).
+    d: total dimension (static int ``>= 2``).
+    sin_phi: weight of the bias coordinate (static float in (0, 1)).
+
+  Returns:
+    ``(U [N, d], V [n, d])`` float32 with unit rows.
+
+  Bad values: a non-binary ``A`` raises ``ValueError`` eagerly; under ``jax.jit`` the
+  embeddings are NaN (wrap with ``jax.experimental.checkify.checkify`` for the error).
+  """
+  _check_key(key)
+  if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 2:
+    raise ValueError(f"d must be an int >= 2 (one bias coordinate plus d - 1), got {d!r}.")
+  if not isinstance(sin_phi, (int, float)) or not 0.0 < sin_phi < 1.0:
+    raise ValueError(f"sin_phi must be in (0, 1), got {sin_phi!r}.")
+  A = jnp.asarray(A)
+  if A.ndim != 2 or 0 in A.shape:
+    raise ValueError(f"A must be a non-empty 2-D binary matrix [N, n], got shape {A.shape}.")
+  ok = val.check_binary(A)
+  n, dp = A.shape[1], int(d) - 1
+  phi = _cs_signs(key, dp, n) / math.sqrt(dp)
+  cos_phi = math.sqrt(1.0 - sin_phi**2)
+  c = 0.5 * cos_phi / sin_phi
+  V = jnp.concatenate([cos_phi * phi.T, jnp.full((n, 1), sin_phi, jnp.float32)], axis=1)
+  U = jnp.concatenate(
+    [A.astype(jnp.float32) @ phi.T, jnp.full((A.shape[0], 1), -c, jnp.float32)], axis=1
+  )
+  U = val.normalize_rows(U)  # the bias coordinate -c keeps every row nonzero
+  return val.poison((U, V), ok)
+
+
 def cs_construction(
   key,
   n: int,
@@ -130,6 +187,10 @@ def cs_construction(
     better one per row), so the sum-query bound still holds. This is our reconstruction
     of the compressed-sensing idea that reaches ``d = O(k log(n/k))``.
 
+  Not jittable (it returns host floats: ``certificate`` is re-measured in float64 and the
+  coherence bound is a host computation); :func:`cs_embeddings` is its pure-JAX core for
+  ``jit``/``vmap`` over keys (the same key gives the same ``Phi``).
+
   Args:
     key: ``jax.random.key`` for ``Phi``.
     n, k: documents and subset size; ``A`` defaults to ``k_sparse_relevance(n, k)``.
@@ -154,9 +215,11 @@ def cs_construction(
   val.check_binary(jnp.asarray(A))
   A = A.astype(bool)
   dp = d - 1
-  # Signs from the key through numpy: an eager jax draw would compile per shape.
-  seed = np.asarray(jax.random.key_data(key)).ravel().tolist()
-  Phi = np.random.default_rng(seed).choice([-1.0, 1.0], size=(dp, n)) / math.sqrt(dp)
+  # The signs are a pure JAX draw (cs_embeddings is the jittable, vmappable core); the rest
+  # runs in float64 on the host because the certificate and bound are exact host floats and
+  # the 'svm' queries keep the better of two solutions per row.
+  _check_key(key)
+  Phi = np.asarray(_cs_signs(key, dp, n), np.float64) / math.sqrt(dp)
   cos_phi = math.sqrt(1.0 - sin_phi**2)
   c = 0.5 * cos_phi / sin_phi
   V = np.concatenate([cos_phi * Phi.T, np.full((n, 1), sin_phi)], axis=1)  # unit rows

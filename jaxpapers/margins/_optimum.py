@@ -313,6 +313,10 @@ def sdp_max_margin(
 
   Returns:
     :class:`MaxMarginResult` with ``lower <= m^rd(inf, A) <= upper``.
+
+  Not jittable as a whole, by design: ``lower`` is re-measured in float64 and ``upper`` is a
+  float64 eigenvalue bound on the host, so both are exact certificates (Python floats). The
+  initialisation is a pure JAX draw from ``key`` and the two descents are jitted programs.
   """
   A = np.asarray(A)
   if A.ndim != 2:
@@ -323,8 +327,7 @@ def sdp_max_margin(
   if N + n > 2000:
     raise ValueError(f"sdp_max_margin is for small instances (N + n <= 2000), got N + n = {N + n}.")
   Y = jnp.where(jnp.asarray(A), 1.0, -1.0).astype(jnp.float32)
-  rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
-  W0 = jnp.asarray(rng.standard_normal((N + n, N + n), dtype=np.float32))  # full rank N + n
+  W0 = jax.random.normal(key, (N + n, N + n), jnp.float32)  # full rank N + n (a.s.)
   best_m, W = _bm_primal(W0, Y, N, int(steps), lr, float(beta[0]), float(beta[1]))
   U, V = W[:N], W[N:]
   # Re-measure in float64 so the certificate is exactly the returned embeddings' margin.

@@ -293,7 +293,8 @@ def scale_by_optimistic_momentum(
     init: ``'grad'`` (reference behaviour): ``m^0 = g^0``, so the first output
       is exactly ``g^0``; no bias correction. ``'zeros'``: ``m^0 = 0`` with
       Adam-style bias correction ``m^{k+1} / (1 - (1-alpha)^{k+1})`` before
-      the optimistic mix.
+      the optimistic mix; it needs ``alpha > 0`` (``alpha = 0`` is a ``ValueError``; a
+      traced ``alpha = 0`` gives NaN outputs, never a plausible number).
     mu_dtype: optional dtype of ``m``.
 
   Returns:
@@ -308,6 +309,12 @@ def scale_by_optimistic_momentum(
   for name, v in (("dual_momentum1", dual_momentum1), ("dual_momentum2", dual_momentum2)):
     if isinstance(v, (int, float)) and not 0.0 <= v <= 1.0:
       raise ValueError(f"`{name}` must be in [0, 1]; got {v!r}.")
+  if init == "zeros" and isinstance(dual_momentum1, (int, float)) and dual_momentum1 == 0:
+    # m stays 0 and the bias correction 1 - (1 - alpha)^k is 0: every output would be 0/0.
+    raise ValueError(
+      "`dual_momentum1` must be > 0 with init='zeros' (m would stay 0 and its bias "
+      "correction 1 - (1 - alpha)^k is 0); got 0. Use init='grad' to keep m = g^0."
+    )
 
   def init_fn(params):
     mu = jax.tree.map(lambda p: jnp.zeros_like(p, dtype=mu_dtype or p.dtype), params)

@@ -322,6 +322,39 @@ def soda_lion(
   )
 
 
+# Path components that name an embedding, positional table or output head (compared lowercased).
+_UNDECAYED_NAMES = ("wte", "wpe", "pos", "head", "lm_head", "unembed", "logits", "output")
+
+
+def _is_embedding_or_head(path) -> bool:
+  for entry in path:
+    name = str(getattr(entry, "key", getattr(entry, "name", getattr(entry, "idx", entry)))).lower()
+    if "embed" in name or name in _UNDECAYED_NAMES or name.endswith("_head"):
+      return True
+  return False
+
+
+def muon_hidden_mask(params, muon_weight_dimension_numbers=None):
+  """``soda_muon``'s default mask: True on the leaves Muon orthogonalises, minus embeddings/head.
+
+  A leaf is wrapped when Muon treats it as a matrix (``ndim == 2``, or a non-None entry of
+  ``muon_weight_dimension_numbers``) and no component of its path names an embedding or the
+  output head: a name containing ``embed`` (``embed``, ``embedding``, ``tok_embeddings``,
+  ``unembed``), ending in ``_head`` (``lm_head``), or one of ``wte``, ``wpe``, ``pos``,
+  ``head``, ``logits``, ``output``.
+  """
+  dims = muon_weight_dimension_numbers
+  if callable(dims):
+    dims = dims(params)
+  if dims is None:
+    matrix = jax.tree.map(lambda p: jnp.ndim(p) == 2, params)
+  else:
+    matrix = jax.tree.map(lambda d, p: d is not None, dims, params, is_leaf=lambda d: d is None)
+  return jax.tree_util.tree_map_with_path(
+    lambda path, m: bool(m) and not _is_embedding_or_head(path), matrix
+  )
+
+
 def soda_muon(
   learning_rate: ScalarOrSchedule,
   *,
@@ -336,6 +369,8 @@ def soda_muon(
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
   _check_lr(learning_rate)
+  if mask is None:
+    mask = lambda p: muon_hidden_mask(p, muon_weight_dimension_numbers)  # noqa: E731
   return _wrapper.soda(
     optax.contrib.muon(
       learning_rate,
@@ -360,7 +395,11 @@ soda_lion.__doc__ = _wrap_doc("Lion", "optax.lion")
 soda_muon.__doc__ = _wrap_doc(
   "Muon (optax.contrib.muon; non-matrix leaves use its Adam branch)", "optax.contrib.muon"
 ) + (
-  "\nTo wrap only the hidden matrices (as the reference Muon run does), pass "
-  "``mask=lambda p: jax.tree.map(lambda x: x.ndim == 2, p)`` and exclude "
-  "the embedding and head in that mask.\n"
+  "\n**Default partition** (``mask=None``), as in the reference Muon run: SODA wraps only the "
+  "hidden matrices, i.e. the leaves Muon orthogonalises (2-D, or those given by "
+  "``muon_weight_dimension_numbers``) whose path does not name an embedding or the output "
+  "head (a path component containing ``embed``, ending in ``_head``, or one of ``wte``, "
+  "``wpe``, ``pos``, ``head``, ``logits``, ``output``). Embeddings, the head, biases and "
+  "norm scales get the plain (undecayed) base update. Pass ``mask`` to choose otherwise, "
+  "e.g. ``mask=lambda p: jax.tree.map(lambda _: True, p)`` to wrap every leaf.\n"
 )

@@ -12,6 +12,7 @@ from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 # Same message optax uses when a transformation needs `params` (kept verbatim so
@@ -39,11 +40,16 @@ class SodaState(NamedTuple):
       ``count == start_step``. Masked-out leaves (and every leaf when
       ``anchor='zero'``) hold :class:`optax.MaskedNode` and use no memory.
     inner_state: state of the base optimizer.
+    residual: the compensation ``x - params`` of low-precision leaves, in float32: the exact
+      (float32) iterate ``x`` minus the rounded parameters the training loop holds. A pytree
+      with the structure of the parameters; :class:`optax.MaskedNode` on leaves that are not
+      compensated (see ``compensate`` in :func:`soda`).
   """
 
   count: jax.Array
   anchor: optax.Params
   inner_state: optax.OptState
+  residual: optax.Params = None
 
 
 def _is_masked_node(x: Any) -> bool:
@@ -118,12 +124,39 @@ def _compute_dtype(dtype) -> jnp.dtype:
   return jnp.promote_types(dtype, jnp.float32)
 
 
+def _is_low_precision(dtype) -> bool:
+  """bfloat16, float16 and narrower floats: an update of ``x/(k+2)`` rounds away after ~2^8 steps."""
+  return jnp.finfo(dtype).bits < 32
+
+
+def _check_start_step(start_step) -> None:
+  """A Python int >= 0, or an integer JAX array (``optax.inject_hyperparams`` passes one)."""
+  if isinstance(start_step, bool):
+    raise ValueError(f"`start_step` must be a non-negative int; got {start_step!r}.")
+  if isinstance(start_step, int):
+    if start_step < 0:
+      raise ValueError(f"`start_step` must be a non-negative int; got {start_step!r}.")
+    return
+  if isinstance(start_step, (jax.Array, np.ndarray)) and jnp.issubdtype(
+    jnp.result_type(start_step), jnp.integer
+  ):
+    if jnp.ndim(start_step) != 0:
+      raise ValueError(f"`start_step` must be a scalar; got shape {jnp.shape(start_step)}.")
+    if not isinstance(start_step, jax.core.Tracer) and int(start_step) < 0:
+      raise ValueError(f"`start_step` must be a non-negative int; got {start_step!r}.")
+    return
+  raise ValueError(
+    f"`start_step` must be a non-negative int (or an integer scalar array); got {start_step!r}."
+  )
+
+
 def soda(
   base_optimizer: optax.GradientTransformation,
   *,
   anchor: Literal["init", "zero"] = "init",
   mask: MaskOrFn = None,
-  start_step: int = 0,
+  start_step: int | jax.Array = 0,
+  compensate: bool | None = None,
 ) -> optax.GradientTransformationExtraArgs:
   r"""SODA wrapper: replaces weight decay by an anchored ``1/(k+2)`` average.
 
@@ -182,6 +215,19 @@ def soda(
     start_step: the first ``start_step`` calls return ``u_k`` unchanged (e.g.
       during a warmup); the count keeps running, so the first wrapped step
       uses the coefficient ``1/(start_step+2)``, as in the reference code.
+      A Python int, or an integer scalar array (``optax.inject_hyperparams`` turns a
+      numeric argument into one, so it may also be set through the injected state).
+    compensate: keep, for each wrapped leaf, the float32 difference between the exact
+      iterate ``x`` and the rounded parameters, and fold it into the next step (compensated,
+      Kahan-style, summation). ``None`` (default): on for parameters narrower than 32 bits
+      (bfloat16, float16), off otherwise. Without it, bfloat16 parameters stall: the pull
+      ``(x - z_0)/(k+2)`` falls below half a unit in the last place of ``x`` after a few
+      hundred steps and rounds to zero (a displacement of 0.5 from ``z_0 = 10`` stays at
+      0.5 instead of shrinking to 0.005 in 199 steps at learning rate 0). With it the
+      parameters are the exact float32 iterate rounded to the parameter dtype, at the
+      memory cost of one float32 buffer per compensated leaf. Small base updates ``u_k``
+      (e.g. a low learning rate in bf16) are compensated too. The compensation assumes the
+      updates are applied by ``optax.apply_updates`` (a rounded ``params + updates``).
 
   Bad input: ``init`` and ``update`` raise ``TypeError`` for integer
   parameters and ``update`` raises ``ValueError`` when the gradients'
@@ -191,8 +237,8 @@ def soda(
   Returns:
     An :class:`optax.GradientTransformationExtraArgs` with state
     :class:`SodaState`. ``update`` requires ``params`` and returns updates
-    in the parameter dtype (bf16 parameters stay bf16; the decay is computed
-    in float32, or float64 for float64 parameters).
+    in the parameter dtype (bf16 parameters stay bf16; the decay, including its
+    coefficient ``1/(k+2)``, is computed in float32, or float64 for float64 parameters).
 
   Example:
     >>> import jax.numpy as jnp, optax
@@ -210,10 +256,9 @@ def soda(
   """
   if anchor not in _ANCHORS:
     raise ValueError(f"`anchor` must be one of {_ANCHORS}; got {anchor!r}.")
-  if isinstance(start_step, bool) or not isinstance(start_step, int) or start_step < 0:
-    raise ValueError(
-      f"`start_step` must be a non-negative Python int (it is static); got {start_step!r}."
-    )
+  _check_start_step(start_step)
+  if compensate is not None and not isinstance(compensate, bool):
+    raise TypeError(f"`compensate` must be None, True or False; got {compensate!r}.")
   if not isinstance(base_optimizer, optax.GradientTransformation):
     raise TypeError(
       "`base_optimizer` must be an optax.GradientTransformation; got "
@@ -226,19 +271,42 @@ def soda(
       return jax.tree.map(lambda _: False, params)
     return expand_mask(mask, params)
 
+  def compensated(params) -> Any:
+    """True on the wrapped leaves that keep a float32 residual."""
+
+    def leaf(m, p):
+      if not m or _is_masked_node(p):
+        return False
+      return _is_low_precision(jnp.result_type(p)) if compensate is None else compensate
+
+    return jax.tree.map(leaf, expand_mask(mask, params), params, is_leaf=_is_masked_node)
+
   def init_fn(params):
     check_params(params)
     if not jax.tree.leaves(params):
       # No array leaves (e.g. the placeholder of optax.tree.map_params): keep
       # the params structure so that the anchor is recognised as params-like.
-      return SodaState(count=jnp.zeros([], jnp.int32), anchor=params, inner_state=base.init(params))
+      return SodaState(
+        count=jnp.zeros([], jnp.int32),
+        anchor=params,
+        inner_state=base.init(params),
+        residual=params,
+      )
     wrapped = anchored(params)
     # A copy (not an alias) so that params and state can both be donated.
     anchor_tree = jax.tree.map(
       lambda w, p: jnp.array(p, copy=True) if w else optax.MaskedNode(), wrapped, params
     )
+    residual = jax.tree.map(
+      lambda r, p: jnp.zeros(jnp.shape(p), _compute_dtype(p.dtype)) if r else optax.MaskedNode(),
+      compensated(params),
+      params,
+    )
     return SodaState(
-      count=jnp.zeros([], jnp.int32), anchor=anchor_tree, inner_state=base.init(params)
+      count=jnp.zeros([], jnp.int32),
+      anchor=anchor_tree,
+      inner_state=base.init(params),
+      residual=residual,
     )
 
   def update_fn(updates, state, params=None, **extra_args):
@@ -248,33 +316,59 @@ def soda(
     check_same_tree(updates, params)
     u, inner_state = base.update(updates, state.inner_state, params, **extra_args)
     count = state.count
-    c = jnp.where(count >= start_step, 1.0 / (count.astype(jnp.float32) + 2.0), 0.0)
+    decaying = count >= start_step
     capture = count == start_step
     apply_mask = expand_mask(mask, params)
+    residual = state.residual
+    if residual is None:  # a state built before the residual existed
+      residual = jax.tree.map(lambda _: optax.MaskedNode(), params, is_leaf=_is_masked_node)
 
-    def leaf(m, u_i, p, a):
+    def leaf(m, u_i, p, a, r):
       if _is_masked_node(p):  # e.g. leaves of another optax.partition group
-        return u_i, a
+        return u_i, a, r
       out_dtype = p.dtype
       if not m:
-        return u_i.astype(out_dtype), a
+        return u_i.astype(out_dtype), a, r
       cd = _compute_dtype(p.dtype)
+      # The coefficient in the compute dtype: exact 1/(k+2) for float64 parameters.
+      c = jnp.where(decaying, 1.0 / (count.astype(cd) + 2.0), 0.0).astype(cd)
+      comp = not _is_masked_node(r)
+      x = p.astype(cd) + r if comp else p.astype(cd)  # the exact iterate
       if _is_masked_node(a):  # anchor='zero'
         z0 = None
-        disp = p.astype(cd)
+        disp = x
       else:
         z0 = jnp.where(capture, p, a)
-        disp = p.astype(cd) - z0.astype(cd)
-      delta = u_i.astype(cd) - c.astype(cd) * disp
-      return delta.astype(out_dtype), (a if z0 is None else z0)
+        disp = x - z0.astype(cd)
+      exact = u_i.astype(cd) - c * disp  # x_{k+1} - x_k
+      if comp:
+        exact = exact + r  # x_{k+1} - params
+      delta = exact.astype(out_dtype)
+      if comp:
+        # optax.apply_updates holds params + delta rounded to the parameter dtype; the
+        # residual is what that rounding (and the rounding of delta) left out.
+        # reduce_precision, not a cast pair: XLA may drop a float32 -> bf16 -> float32 round
+        # trip (excess precision), which would hide the rounding from the residual.
+        fi = jnp.finfo(out_dtype)
+        p_next = jax.lax.reduce_precision(p.astype(cd) + delta.astype(cd), fi.nexp, fi.nmant)
+        r = exact - (p_next - p.astype(cd))
+      return delta, (a if z0 is None else z0), r
 
-    pairs = jax.tree.map(leaf, apply_mask, u, params, state.anchor, is_leaf=_is_masked_node)
+    triples = jax.tree.map(
+      leaf, apply_mask, u, params, state.anchor, residual, is_leaf=_is_masked_node
+    )
     treedef = jax.tree.structure(params, is_leaf=_is_masked_node)
-    flat = treedef.flatten_up_to(pairs)
-    new_updates = treedef.unflatten([d for d, _ in flat])
-    new_anchor = treedef.unflatten([a for _, a in flat])
+    flat = treedef.flatten_up_to(triples)
+    new_updates = treedef.unflatten([d for d, _, _ in flat])
+    new_anchor = treedef.unflatten([a for _, a, _ in flat])
+    new_residual = treedef.unflatten([r for _, _, r in flat])
+    if state.residual is None:
+      new_residual = None
     return new_updates, SodaState(
-      count=optax.safe_increment(count), anchor=new_anchor, inner_state=inner_state
+      count=optax.safe_increment(count),
+      anchor=new_anchor,
+      inner_state=inner_state,
+      residual=new_residual,
     )
 
   return optax.GradientTransformationExtraArgs(init_fn, update_fn)

@@ -4,6 +4,7 @@ import math
 
 import jax
 import numpy as np
+import pytest
 
 from jaxpapers import logstop as ls
 from tests.bad_input_util import Case, assert_covers, parametrize, run_case
@@ -277,3 +278,33 @@ def test_bad_trace_is_poisoned_alone_under_jit():
 
 def test_log1mexp_endpoints():
   assert float(ls.log1mexp(0.0)) == -math.inf and float(ls.log1mexp(-math.inf)) == 0.0
+
+
+def test_checkify_reports_bad_scores_under_jit():
+  """The documented jit path: checkify turns the registered check into an error."""
+  from jax.experimental import checkify
+
+  f = checkify.checkify(jax.jit(lambda p: ls.score("G a", {"a": p})))
+  for bad in (BAD, F32([0.2, np.nan, 0.4]), F32([-0.1, 0.5, 0.5])):
+    err, out = f(bad)
+    assert np.isnan(np.asarray(out))
+    with pytest.raises(Exception, match=RANGE):
+      err.throw()
+  err, out = f(GOOD)
+  err.throw()  # no error for valid scores
+  assert np.isfinite(np.asarray(out))
+
+
+def test_eager_jax_array_checked_without_host_copy(monkeypatch):
+  """A valid JAX array is range-checked on its device: numpy never sees the scores."""
+  import jax.numpy as jnp
+
+  p = jnp.asarray(GOOD)
+  seen = []
+  real = np.asarray
+  monkeypatch.setattr(np, "asarray", lambda a, *x, **k: seen.append(a is p) or real(a, *x, **k))
+  ls.score("G a", {"a": p})
+  monkeypatch.undo()
+  assert not any(seen)
+  with pytest.raises(ValueError, match=r"found .*1\.7.* at index \(1,\)"):
+    ls.score("G a", {"a": jnp.asarray(BAD)})

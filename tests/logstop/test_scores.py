@@ -243,3 +243,69 @@ def test_window_and_length_validation():
     L.score("a", p, length=np.array([1, 2]))
   with pytest.raises(TypeError, match="formula"):
     L.score(3, p)
+
+
+def _np_window_mean(p, w, length):
+  """float64 loop: mean(p[t : t + min(w, L - t)]) for t < L."""
+  out = np.full(p.shape, np.nan)
+  for t in range(length):
+    out[t] = np.mean(np.asarray(p[t : min(t + w, length)], np.float64))
+  return out
+
+
+@pytest.mark.parametrize("w", [2, 3, 7, 40])
+def test_window_mean_matches_float64_loop(w):
+  """The O(T) block-prefix window mean (an atom's score is log of it) vs a float64 loop."""
+  rng = np.random.default_rng(w)
+  T = 37
+  p = rng.uniform(size=(3, T)).astype(np.float32)
+  p[1, ::3] = 1e-6  # small windows beside large ones: no cancellation allowed
+  lengths = np.array([T, 23, 1])
+  got = np.asarray(L.scores("a", {"a": p}, window=w, length=lengths))
+  for i, n in enumerate(lengths):
+    want = np.log(_np_window_mean(p[i], w, n))
+    np.testing.assert_allclose(got[i, :n], want[:n], rtol=1e-6, atol=1e-6)
+    assert np.all(np.isneginf(got[i, n:]))
+
+
+def test_float32_long_trace_accuracy():
+  """Pairwise accumulation: relative error <= 1e-4 at T = 1e5 in float32 (closed forms)."""
+  T = 100_000
+  p32 = np.float32(0.999)
+  ga = np.asarray(L.score("G a", {"a": np.full(T, p32)}))
+  want = T * np.log(np.float64(p32))  # -100.05
+  assert abs(float(ga) - want) <= 1e-4 * abs(want), (float(ga), want)
+  # a U b with constant a, b: b * sum_k r^k, r = a (1 - b), a geometric series over T terms.
+  a, b = np.float64(np.float32(0.9999)), np.float64(np.float32(1e-7))
+  r = a * (1 - b)
+  aub = np.asarray(
+    L.score("a U b", {"a": np.full(T, np.float32(a)), "b": np.full(T, np.float32(b))})
+  )
+  want = np.log(b * (1 - r**T) / (1 - r))
+  assert abs(float(aub) - want) <= 1e-4 * abs(want), (float(aub), want)
+  # A window of 5 strides through T / 5 terms per chain.
+  g5 = np.asarray(L.score("G a", {"a": np.full(T, p32)}, window=5))
+  want = (T // 5) * np.log(np.float64(p32))
+  assert abs(float(g5) - want) <= 1e-4 * abs(want), (float(g5), want)
+
+
+def test_blocked_scan_agrees_with_recursive_reference(monkeypatch):
+  """The two-level scan of long traces, forced on short ones, vs the float64 recursion."""
+  from jaxpapers.logstop import _engine
+
+  monkeypatch.setattr(_engine, "_SEQUENTIAL_MAX", 2)
+  rng = np.random.default_rng(1)
+  with jax.enable_x64(True):
+    for case, text in enumerate(["a U (b & G c)", "G(a -> F b)", "(a U b) U c", "!(F(a & X b))"]):
+      T, w = 23, 1 + case % 3
+      traces = [_random_trace(rng, T) for _ in range(2)]
+      batch = {n: np.stack([tr[n] for tr in traces]) for n in _oracles.ATOMS}
+      f = L.parse(text)
+      # A fresh jit: the cached evaluator was compiled with the sequential scan.
+      got = jax.jit(lambda b, ln, f=f, w=w: _engine.evaluate(f, b, w, ln, "log"))(
+        batch, np.array([T, 17])
+      )
+      for i, props in enumerate(traces):
+        e = (T, 17)[i] - 1
+        want = [_oracles.logstop_rec(f, props, t, e, w, {}) for t in range(e + 1)]
+        _assert_same(got[i, : e + 1], want)

@@ -117,6 +117,22 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
+  Case("cs_embeddings", mg.cs_embeddings, (jax.random.key(0), SOFT, 4), match=BINARY, jit="nan"),
+  Case(
+    "cs_embeddings",
+    lambda A: mg.cs_embeddings(jax.random.key(0), A, 1),
+    (A,),
+    match="d must be an int",
+    id="cs-embeddings-d",
+  ),
+  Case(
+    "cs_embeddings",
+    lambda A: mg.cs_embeddings(0, A, 4),
+    (A,),
+    error=TypeError,
+    match="key must be a jax.random.key",
+    id="cs-embeddings-key",
+  ),
   Case(
     "jl_bound",
     mg.jl_bound,

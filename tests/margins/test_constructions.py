@@ -21,6 +21,35 @@ def test_cs_sum_queries_meet_coherence_bound(seed):
   )
 
 
+def test_cs_embeddings_jit_vmap_over_keys_match_numpy():
+  """Pure JAX: jit(vmap) over typed keys equals the eager call and a float64 transcription."""
+  n, k, d, sin_phi = 6, 2, 9, 0.5
+  A = M.k_sparse_relevance(n, k)
+  keys = jax.random.split(jax.random.key(3), 3)
+  U, V = jax.jit(jax.vmap(lambda key: M.cs_embeddings(key, A, d, sin_phi=sin_phi)))(keys)
+  assert U.shape == (3, len(A), d) and V.shape == (3, n, d)
+  assert not np.allclose(V[0], V[1])  # different keys, different signs
+  cos_phi = math.sqrt(1 - sin_phi**2)
+  for i, key in enumerate(keys):
+    Ue, Ve = M.cs_embeddings(key, A, d, sin_phi=sin_phi)
+    np.testing.assert_allclose(U[i], Ue, atol=1e-6)
+    np.testing.assert_allclose(V[i], Ve, atol=1e-6)
+    # float64 transcription of the definition from the same signs.
+    signs = np.asarray(V[i][:, :-1], np.float64).T / cos_phi * math.sqrt(d - 1)
+    np.testing.assert_allclose(np.abs(signs), 1.0, atol=1e-5)
+    signs = np.sign(signs)
+    phi = signs / math.sqrt(d - 1)
+    v_ref = np.concatenate([cos_phi * phi.T, np.full((n, 1), sin_phi)], axis=1)
+    u_ref = np.concatenate([A @ phi.T, np.full((len(A), 1), -0.5 * cos_phi / sin_phi)], axis=1)
+    u_ref /= np.linalg.norm(u_ref, axis=1, keepdims=True)
+    np.testing.assert_allclose(V[i], v_ref, atol=1e-6)
+    np.testing.assert_allclose(U[i], u_ref, atol=1e-6)
+  # cs_construction draws the same signs from the same key.
+  c = M.cs_construction(keys[0], n, k, d, queries="sum", sin_phi=sin_phi)
+  np.testing.assert_allclose(c.V, V[0], atol=1e-6)
+  np.testing.assert_allclose(c.U, U[0], atol=1e-6)
+
+
 def test_cs_svm_queries_beat_sum_and_reach_positive_margin_at_8_k_log():
   n, k = 20, 2
   d = int(round(8 * k * math.log(n / k))) + 1  # d' = C k log(n/k), C = 8

@@ -191,6 +191,12 @@ CASES = [
   ),
   Case(
     "soda.scale_by_optimistic_momentum",
+    lambda: soda.scale_by_optimistic_momentum(0.0, init="zeros"),
+    match="dual_momentum1. must be > 0 with init='zeros'",
+    id="momentum-zeros-alpha0",
+  ),
+  Case(
+    "soda.scale_by_optimistic_momentum",
     lambda: soda.scale_by_optimistic_momentum(init="ones"),
     match="init. must be 'grad'",
     id="momentum-init",

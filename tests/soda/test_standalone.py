@@ -190,7 +190,10 @@ class StandaloneTest(parameterized.TestCase):
       (soda_lib.soda_adamw(0.1), soda_lib.soda(optax.adamw(0.1, weight_decay=0.0))),
       (soda_lib.soda_nadam(0.1), soda_lib.soda(optax.nadamw(0.1, weight_decay=0.0))),
       (soda_lib.soda_lion(0.1), soda_lib.soda(optax.lion(0.1, weight_decay=0.0))),
-      (soda_lib.soda_muon(0.1), soda_lib.soda(optax.contrib.muon(0.1))),
+      (
+        soda_lib.soda_muon(0.1),
+        soda_lib.soda(optax.contrib.muon(0.1), mask={"w": True, "b": False}),
+      ),
     ]
     for alias, ref in pairs:
       sa, sr = alias.init(params), ref.init(params)
@@ -259,3 +262,60 @@ class ConvergenceTest(parameterized.TestCase):
 
     w = run(jnp.zeros((6, 4)))
     self.assertLess(float(f(w)), 0.05 * float(f(jnp.zeros((6, 4)))))
+
+
+class AliasCompositionTest(parameterized.TestCase):
+  @parameterized.parameters("soda_adamw", "soda_muon")
+  def test_inject_hyperparams_without_static_args(self, name):
+    """As with optax's own aliases: numeric arguments become injected hyperparameters."""
+    alias = getattr(soda_lib, name)
+    params = {"w": jnp.ones((4, 3)) * 0.5, "b": jnp.ones(3)}
+    grads = jax.tree.map(lambda p: p - 0.2, params)
+    tx = optax.inject_hyperparams(alias)(learning_rate=0.1)
+    self.assertEqual(int(optax.tree.get(tx.init(params), "start_step")), 0)
+
+    def two_steps(tx, lr=None):
+      s, p = tx.init(params), params
+      if lr is not None:
+        s = optax.tree.set(s, learning_rate=lr)
+      for _ in range(2):
+        u, s = tx.update(grads, s, p)
+        p = optax.apply_updates(p, u)
+      return p
+
+    p, pr, p0 = jax.jit(lambda: (two_steps(tx), two_steps(alias(0.1)), two_steps(tx, 0.0)))()
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), p, pr)
+    # lr 0 set through the injected state: the parameters never leave the anchor.
+    jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b), p0, params)
+
+  def test_muon_default_partition_skips_embedding_head_and_vectors(self):
+    params = {
+      "embed": {"embedding": jnp.ones((5, 4))},
+      "blocks": [{"attn": jnp.ones((4, 4)), "mlp": jnp.ones((4, 8)), "bias": jnp.ones(8)}],
+      "lm_head": jnp.ones((4, 5)),
+      "norm": {"scale": jnp.ones(4)},
+    }
+    state = soda_lib.soda_muon(0.1).init(params)
+    soda_state = [s for s in jax.tree.leaves(state, is_leaf=_is_soda) if _is_soda(s)][0]
+    wrapped = jax.tree.map(
+      lambda a: not isinstance(a, optax.MaskedNode),
+      soda_state.anchor,
+      is_leaf=lambda a: isinstance(a, optax.MaskedNode),
+    )
+    self.assertEqual(
+      wrapped,
+      {
+        "embed": {"embedding": False},
+        "blocks": [{"attn": True, "mlp": True, "bias": False}],
+        "lm_head": False,
+        "norm": {"scale": False},
+      },
+    )
+    # (The wrapper gives masked-out leaves the plain base update: MaskTest in test_wrapper.)
+    everything = soda_lib.soda_muon(0.1, mask=lambda p: jax.tree.map(lambda _: True, p))
+    anchor = everything.init(params).anchor
+    self.assertFalse(any(isinstance(a, optax.MaskedNode) for a in jax.tree.leaves(anchor)))
+
+
+def _is_soda(s):
+  return isinstance(s, soda_lib.SodaState)

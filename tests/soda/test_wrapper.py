@@ -245,6 +245,11 @@ class SemanticsTest(parameterized.TestCase):
     extra = nbytes(jax.eval_shape(soda_lib.soda(base).init, sds)) - nbytes(
       jax.eval_shape(base.init, sds)
     )
+    # anchor + int32 count + the float32 residual of the bf16 leaf (the compensation)
+    self.assertEqual(extra, nbytes(params) + 4 + 4 * params["a"].size)
+    extra = nbytes(jax.eval_shape(soda_lib.soda(base, compensate=False).init, sds)) - nbytes(
+      jax.eval_shape(base.init, sds)
+    )
     self.assertEqual(extra, nbytes(params) + 4)  # anchor + int32 count
 
   def test_validation(self):
@@ -261,6 +266,96 @@ class SemanticsTest(parameterized.TestCase):
       tx.update(jnp.ones(2), state)
     with self.assertRaisesRegex(ValueError, "mask"):
       soda_lib.soda(optax.sgd(0.1), mask={"x": True}).init({"a": jnp.ones(2)})
+
+
+def _zero_lr_displacement_run(params_dtype, z0, steps, **kw):
+  """Anchor at z0, displace by 0.5, then ``steps`` zero-lr SODA steps (jitted, apply_updates)."""
+  tx = soda_lib.soda(optax.sgd(0.0), **kw)
+  z0 = jnp.asarray(z0, params_dtype)
+  g = jnp.ones_like(z0)
+  state = tx.init(z0)
+  step = jax.jit(tx.update)
+  _, state = step(g, state, z0)  # k = 0 captures the anchor
+  x = (z0 + 0.5).astype(params_dtype)
+  for _ in range(steps):
+    u, state = step(g, state, x)
+    x = optax.apply_updates(x, u)
+  return x, state
+
+
+class PrecisionTest(parameterized.TestCase):
+  """The decay in the dtypes users run: bf16 parameters and exact float64."""
+
+  Z0 = np.array([0.0, 1.0, 3.0, 10.0, -7.0, 100.0])
+
+  def _ref(self, steps):
+    d = 0.5  # float64 recurrence d_{k+1} = d_k (k+1)/(k+2) from k = 1
+    for k in range(1, steps + 1):
+      d = d * (k + 1) / (k + 2)
+    return self.Z0 + d
+
+  def test_bf16_pull_does_not_stall(self):
+    ref = self._ref(199)
+    self.assertAlmostEqual(ref[0], 0.00498, places=5)  # the documented number
+    x, state = _zero_lr_displacement_run(jnp.bfloat16, self.Z0, 199)
+    self.assertEqual(x.dtype, jnp.bfloat16)
+    self.assertEqual(state.residual.dtype, jnp.float32)
+    # The held bf16 parameters are the float64 iterate rounded to bf16 ...
+    np.testing.assert_array_equal(
+      np.asarray(x, np.float64), np.asarray(jnp.asarray(ref, jnp.bfloat16), np.float64)
+    )
+    # ... and params + residual is the iterate itself, to float32 accuracy.
+    exact = np.asarray(x, np.float64) + np.asarray(state.residual, np.float64)
+    np.testing.assert_allclose(exact - self.Z0, ref - self.Z0, rtol=1e-4, atol=1e-5)
+
+  def test_bf16_without_compensation_stalls(self):
+    """The failure the compensation fixes (so the test above can fail)."""
+    x, state = _zero_lr_displacement_run(jnp.bfloat16, self.Z0, 199, compensate=False)
+    self.assertIsInstance(state.residual, optax.MaskedNode)
+    self.assertGreater(float(x[3]) - 10.0, 0.06)  # stuck far above 10.005
+
+  def test_compensation_defaults(self):
+    for dtype, on in ((jnp.bfloat16, True), (jnp.float16, True), (jnp.float32, False)):
+      state = soda_lib.soda(optax.sgd(0.1)).init({"w": jnp.ones(2, dtype)})
+      self.assertEqual(not isinstance(state.residual["w"], optax.MaskedNode), on)
+    state = soda_lib.soda(optax.sgd(0.1), compensate=True).init(jnp.ones(2))
+    self.assertEqual(state.residual.dtype, jnp.float32)
+    state = soda_lib.soda(optax.sgd(0.1), mask={"a": False, "b": True}).init(
+      {"a": jnp.ones(2, jnp.bfloat16), "b": jnp.ones(2, jnp.bfloat16)}
+    )
+    self.assertIsInstance(state.residual["a"], optax.MaskedNode)
+    with self.assertRaisesRegex(TypeError, "compensate"):
+      soda_lib.soda(optax.sgd(0.1), compensate="yes")
+
+  def test_bf16_small_base_updates_accumulate(self):
+    """u_k below half an ulp of x is not lost either (compensated summation)."""
+    tx = soda_lib.soda(optax.sgd(1e-4), mask=lambda p: jax.tree.map(lambda _: True, p))
+    x = jnp.full(3, 4.0, jnp.bfloat16)  # ulp(4) = 2^-5; each step moves by 1e-4
+    state = tx.init(x)
+    step = jax.jit(tx.update)
+    ref, z0 = 4.0, 4.0
+    u_base = float(jnp.asarray(1e-4, jnp.bfloat16))  # sgd computes u_k in bf16
+    for k in range(300):
+      u, state = step(-jnp.ones(3, jnp.bfloat16), state, x)
+      x = optax.apply_updates(x, u)
+      ref = ref + u_base - (ref - z0) / (k + 2)
+    exact = np.asarray(x, np.float64) + np.asarray(state.residual, np.float64)
+    np.testing.assert_allclose(exact, ref, rtol=1e-6)
+
+  def test_float64_coefficient_exact(self):
+    """1/(k+2) in float64 for float64 parameters (float32 would give 0.33333334)."""
+    with jax.enable_x64(True):
+      z0 = jnp.zeros(2, jnp.float64)
+      tx = soda_lib.soda(optax.sgd(0.0))
+      state = tx.init(z0)
+      _, state = tx.update(z0, state, z0)
+      x = jnp.ones(2, jnp.float64)
+      u, state = jax.jit(tx.update)(z0, state, x)
+      self.assertEqual(u.dtype, jnp.float64)
+      self.assertEqual(float(u[0]), -1.0 / 3.0)
+      ref = self._ref(60)
+      x, _ = _zero_lr_displacement_run(jnp.float64, self.Z0, 60)
+      np.testing.assert_allclose(np.asarray(x), ref, rtol=1e-15, atol=1e-13)
 
 
 class OptaxCitizenTest(parameterized.TestCase):
