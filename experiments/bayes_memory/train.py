@@ -50,7 +50,14 @@ def load_model(c):
   cfg = lm.LMConfig(
     vocab_size=257, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, ffn_dim=32
   )
-  params = lm.init_params(jax.random.key(c.seed), cfg, std=0.3)
+  # NumPy init: no per-shape random-number programs to compile in the smoke setting.
+  rng = np.random.default_rng(c.seed)
+  params = {
+    k: jnp.asarray(
+      np.ones(shp, np.float32) if "norm" in k else 0.3 * rng.normal(size=shp).astype(np.float32)
+    )
+    for k, shp in lm.param_shapes(cfg).items()
+  }
   return cfg, params, bm.WordTokenizer(cfg.vocab_size)
 
 
@@ -69,8 +76,8 @@ def _score_rows(fn, rows, c):
     if b is None:
       raise ValueError(f"a row has {n} tokens > the largest bucket {buckets[-1]}")
     groups.setdefault(b, []).append(r)
-  B = c.batch_rows
   for b, idx in sorted(groups.items()):
+    B = max(1, c.batch_tokens // b)  # rows per batch: fixed per bucket (one compile each)
     for s in range(0, len(idx), B):
       chunk = idx[s : s + B]
       take = chunk + [chunk[0]] * (B - len(chunk))  # fixed batch shape: one compile per bucket
@@ -172,8 +179,8 @@ def choose_contexts(q, u, g_logit, c, rng) -> dict[str, np.ndarray]:
   pos = np.arange(N)
   lbf = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]
   tie = 1e-6 * pos[None]  # ties go to the newest turn
-  sim = np.asarray(bm.cosine_scores(q["f_turn"], q["f_query"], valid))
-  access_bf, _, _ = bm.access_and_select(jnp.asarray(lbf, jnp.float32), valid, tau=c.tau, k=1)
+  sim = np.asarray(jax.jit(bm.cosine_scores)(q["f_turn"], q["f_query"], valid))
+  access_bf = np.asarray(lbf > c.tau).any(1)  # = access_and_select(lbf, valid, tau)[0]
   col = {
     "no_memory": np.zeros(Q, int),
     "all_memory": np.full(Q, N + 2),
@@ -214,8 +221,8 @@ def fit_distilled(q_all, c):
       tau=c.tau,
       hidden=c.hidden,
     )
-    u[te] = np.asarray(model(ft[te], fq[te], pos[te]))
-    g[te] = np.asarray(gate(ft[te], fq[te], valid[te]))
+    ut, gt = bm.predict_utilities(model, gate, ft[te], fq[te], pos[te], valid[te])
+    u[te], g[te] = np.asarray(ut), np.asarray(gt)
     losses[int(s)] = [float(loss[0]), float(loss[-1])]
   return u, g, losses
 
@@ -245,8 +252,7 @@ def derived_metrics(q, col, g_logit, c) -> dict:
     m: _boot_ci(lambda i, m=m: correct[m][P][i].mean(), len(P), c.n_boot, rng) for m in col
   }
   out["accuracy_per_seed"] = {
-    m: [float(correct[m][P][q["seed"][P] == s].mean()) for s in np.unique(q["seed"])]
-    for m in col
+    m: [float(correct[m][P][q["seed"][P] == s].mean()) for s in np.unique(q["seed"])] for m in col
   }
   out["loglik_per_token"] = {m: float(ll[m].mean()) for m in col}
   out["loglik_per_token_pref"] = {m: float(ll[m][P].mean()) for m in col}
@@ -271,10 +277,11 @@ def derived_metrics(q, col, g_logit, c) -> dict:
   }
   lbf = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]
   plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]
+  auroc = jax.jit(bm.gate_auroc)
   out["gate_auroc"] = {
-    "distilled": float(bm.gate_auroc(g_logit.astype(np.float32), need)),
-    "oracle_bf_max": float(bm.gate_auroc(lbf.max(1).astype(np.float32), need)),
-    "placebo_bf_max": float(bm.gate_auroc(plc.max(1).astype(np.float32), need)),
+    "distilled": float(auroc(g_logit.astype(np.float32), need)),
+    "oracle_bf_max": float(auroc(lbf.max(1).astype(np.float32), need)),
+    "placebo_bf_max": float(auroc(plc.max(1).astype(np.float32), need)),
   }
   out["mean_max_lbf"] = {"need_memory": float(lbf[need].max(1).mean())}
   out["mean_max_lbf"]["memory_free"] = float(lbf[~need].max(1).mean()) if (~need).any() else None
@@ -347,10 +354,10 @@ def train_and_evaluate(config, workdir) -> dict:
   cfg, params, _ = model
   fn = bm.make_logprob_fn(params, cfg, max_targets=c.max_targets)
   store = core.CellStore(f"{workdir}/cells")
-  parts, lm_s = [], 0.0
+  lm_s = 0.0
   cost = {"padded_tokens": 0, "oracle_tokens": 0, "distilled_tokens": 0}
-  for s in c.seeds:
-    ds = bm.make_preference_dialogues(
+  dialogues = {
+    s: bm.make_preference_dialogues(
       int(s),
       n_dialogues=c.n_dialogues,
       n_turns=c.n_turns,
@@ -360,17 +367,25 @@ def train_and_evaluate(config, workdir) -> dict:
       density=c.density,
       memory_free_rate=c.memory_free_rate,
     )
-    cells = []
-    for i, d in enumerate(core.progress(ds, desc=f"seed {s}: LM scoring")):
-      t1 = time.time()
-      cell = store.get_or_compute(
-        f"{c.model}/seed={s}/dialogue={i}", lambda _, d=d: score_dialogue(d, model, fn, c)
-      )
-      lm_s += time.time() - t1
-      cells.append({k: (np.asarray(v) if isinstance(v, list) else v) for k, v in cell.items()})
-      for k in cost:
-        cost[k] += cell[k]
-    parts.append(_questions(ds, cells, c, int(s)))
+    for s in c.seeds
+  }
+  # Dialogue-major order over seeds, so that a partial (resumable) run covers every seed.
+  order = [(s, i) for i in range(c.n_dialogues) for s in c.seeds]
+  cells = {}
+  for s, i in core.progress(order, desc="LM scoring (dialogue x seed)"):
+    d = dialogues[s][i]
+    t1 = time.time()
+    cell = store.get_or_compute(
+      f"{c.model}/seed={s}/dialogue={i}", lambda _, d=d: score_dialogue(d, model, fn, c)
+    )
+    lm_s += time.time() - t1
+    cells[s, i] = {k: (np.asarray(v) if isinstance(v, list) else v) for k, v in cell.items()}
+    for k in cost:
+      cost[k] += cell[k]
+  parts = [
+    _questions(dialogues[s], [cells[s, i] for i in range(c.n_dialogues)], c, int(s))
+    for s in c.seeds
+  ]
   q = _concat(parts)
   u, g_logit, losses = fit_distilled(q, c)
   col = choose_contexts(q, u, g_logit, c, np.random.default_rng(c.seed))

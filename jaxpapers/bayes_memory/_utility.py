@@ -223,7 +223,8 @@ def train_utility_model(
   pair = _Pair(
     UtilityModel(d, hidden=hidden, rngs=rngs), AccessGate(d, hidden=max(hidden // 2, 1), rngs=rngs)
   )
-  graph, params = nnx.split(pair)
+  _, params = nnx.split(pair)
+  graph = _graph(d, hidden)  # one static graph object per shape: refits reuse the compilation
   params, losses = _fit(
     graph,
     params,
@@ -242,6 +243,42 @@ def train_utility_model(
   )
   pair = nnx.merge(graph, params)
   return pair.u, pair.g, losses
+
+
+def predict_utilities(model: UtilityModel, gate: AccessGate, f_turn, f_query, position, valid):
+  """Utilities u [..., N] and gate logits [...] in one jitted call (one compile per shape).
+
+  Args:
+    model, gate: from :func:`train_utility_model`; f_turn: float [..., N, d]; f_query: float
+      [..., d]; position: float [..., N]; valid: bool [..., N].
+
+  Returns:
+    (u float [..., N] with -inf at invalid turns, gate logits float [...]).
+  """
+  if not isinstance(model, UtilityModel) or not isinstance(gate, AccessGate):
+    raise TypeError("model must be a UtilityModel and gate an AccessGate")
+  f_turn = V.check_array(f_turn, "f_turn", dtype="float", ndim=range(2, 8))
+  valid = V.check_array(valid, "valid", dtype="bool", shape=f_turn.shape[:-1])
+  graph, state = nnx.split(_Pair(model, gate))
+  if graph == _graph(model.d_feat, model.l1.out_features):
+    graph = _graph(model.d_feat, model.l1.out_features)
+  return _predict(graph, state, f_turn, f_query, position, valid)
+
+
+@functools.partial(jax.jit, static_argnames=("graph",))
+def _predict(graph, state, f_turn, f_query, position, valid):
+  pair = nnx.merge(graph, state)
+  u = pair.u(f_turn, f_query, position)
+  return jnp.where(valid, u, -jnp.inf), pair.g(f_turn, f_query, valid)
+
+
+@functools.lru_cache(maxsize=None)
+def _graph(d: int, hidden: int):
+  rngs = nnx.Rngs(0)
+  pair = _Pair(
+    UtilityModel(d, hidden=hidden, rngs=rngs), AccessGate(d, hidden=max(hidden // 2, 1), rngs=rngs)
+  )
+  return nnx.split(pair)[0]
 
 
 class _Pair(nnx.Module):

@@ -18,6 +18,6 @@ def get_config():
   c.n_turns = 12
   c.n_queries = 3
   c.buckets = (64, 96, 128, 192, 256, 320)
-  c.batch_rows = 32
+  c.batch_tokens = 8192
   c.steps = 1000
   return c
