@@ -331,6 +331,7 @@ CASES = [
   ),
 ]
 EXEMPT = {
+  "LogprobFn": "a type alias (Callable), not a function",
   "ScoringBatch": "a plain container; its fields are checked by every function taking a batch",
   "Dialogue": "a plain frozen dataclass built by make_preference_dialogues",
   "Query": "a plain frozen dataclass built by make_preference_dialogues",

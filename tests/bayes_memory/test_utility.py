@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from flax import nnx
 from sklearn.metrics import log_loss
 
 from jaxpapers import bayes_memory as bm
@@ -75,5 +74,3 @@ def test_pair_features_layout():
   fq = np.array([[1.0, 2.0, 3.0]], np.float32)
   z = np.asarray(bm.pair_features(ft, fq, np.array([[0.0, 1.0]], np.float32)))
   np.testing.assert_allclose(z[0, 1], np.r_[ft[0, 1], fq[0], ft[0, 1] * fq[0], 1.0])
-  m = bm.UtilityModel(3, hidden=4, rngs=nnx.Rngs(0))
-  assert m(ft, fq, np.zeros((1, 2), np.float32)).shape == (1, 2)
