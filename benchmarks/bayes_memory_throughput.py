@@ -65,11 +65,12 @@ def main():
   t_f = _best(lambda: bm.log_bayes_factors(fn_f, b), a.repeats)
   from jaxpapers.bayes_memory._scoring import _logprobs_jit
 
+  # params are an argument (not a closed-over constant XLA would try to fold)
   fl_g = _flops(
-    lambda *x: _logprobs_jit(params, *x, config=cfg, max_targets=24, gather=True), *args
+    lambda p, *x: _logprobs_jit(p, *x, config=cfg, max_targets=24, gather=True), params, *args
   )
   fl_f = _flops(
-    lambda *x: _logprobs_jit(params, *x, config=cfg, max_targets=24, gather=False), *args
+    lambda p, *x: _logprobs_jit(p, *x, config=cfg, max_targets=24, gather=False), params, *args
   )
 
   def looped():

@@ -75,7 +75,7 @@ def test_batched_and_looped_agree(fn, batch):
     float(fn(batch.ids[r : r + 1], batch.attn_mask[r : r + 1], batch.target_mask[r : r + 1])[0])
     for r in range(len(TURNS) + 1)
   ]
-  np.testing.assert_allclose(lbf[:3], np.array(rows[1:]) - rows[0], atol=1e-5)
+  np.testing.assert_allclose(lbf[:3], np.array(rows[1:]) - rows[0], rtol=1e-5, atol=1e-5)
 
 
 def test_permuting_turns_permutes_their_factors(tiny, fn, batch):

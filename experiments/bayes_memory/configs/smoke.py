@@ -12,7 +12,8 @@ def get_config():
   c.model = "tiny"
   c.seeds = (0, 1)
   c.n_dialogues = 2
-  c.buckets = (64, 128)
+  c.buckets = (128,)  # one LM compilation
+  c.batch_tokens = 1024
   c.feature_len = 24
   c.steps = 20
   c.hidden = 16
