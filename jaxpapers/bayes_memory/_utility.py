@@ -272,7 +272,7 @@ def _predict(graph, state, f_turn, f_query, position, valid):
   return jnp.where(valid, u, -jnp.inf), pair.g(f_turn, f_query, valid)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _graph(d: int, hidden: int):
   rngs = nnx.Rngs(0)
   pair = _Pair(
