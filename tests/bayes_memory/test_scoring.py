@@ -136,3 +136,24 @@ def test_access_and_select_against_brute_force():
       assert acc[q] == bool(keep)
       assert list(idx[q][iv[q]]) == order
       assert iv[q].sum() == len(order)
+
+
+def test_rows_sharded_over_a_mesh_equal_the_single_device_call(tiny, fn):
+  """A question's rows split over the devices of a mesh give the same factors."""
+  import jax
+  from jax.sharding import NamedSharding
+  from jax.sharding import PartitionSpec as PS
+
+  n_dev = len(jax.devices())
+  b = bm.build_scoring_batch(tiny[2], TURNS * 3, X, Y, max_len=L, n_max=n_dev * 2 - 1)
+  ref = np.asarray(bm.log_bayes_factors(fn, b))
+  mesh = jax.make_mesh((n_dev,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+  rows = NamedSharding(mesh, PS("data"))
+  sharded = bm.ScoringBatch(
+    jax.device_put(b.ids, rows),
+    jax.device_put(b.attn_mask, rows),
+    jax.device_put(b.target_mask, rows),
+    b.turn_valid,
+  )
+  got = np.asarray(bm.log_bayes_factors(fn, sharded))
+  np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
