@@ -1,0 +1,23 @@
+"""Larger setting for an accelerator host (not run in CI; not measured here).
+
+  python -m experiments.bayes_memory.main --config=experiments/bayes_memory/configs/full.py \
+      --workdir=runs/bayes_memory_full
+
+5 seeds x 200 dialogues x 3 questions over 12-turn histories with SmolLM2-135M-Instruct
+(about 36k scored rows); every dialogue's scores are a cell of the on-disk store, so an
+interrupted run resumes where it stopped. The paper's own benchmarks are not public.
+"""
+
+from experiments.bayes_memory.configs import default
+
+
+def get_config():
+  c = default.get_config()
+  c.seeds = (0, 1, 2, 3, 4)
+  c.n_dialogues = 200
+  c.n_turns = 12
+  c.n_queries = 3
+  c.buckets = (64, 96, 128, 192, 256, 320)
+  c.batch_tokens = 8192
+  c.steps = 1000
+  return c

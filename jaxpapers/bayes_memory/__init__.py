@@ -1,0 +1,94 @@
+"""Bayes-factor memory access and selection for long dialogues.
+
+A reimplementation of "Memory Retrieval for Changing Preferences" (arXiv 2606.02976): the
+utility of a history turn is the log Bayes factor log p(y | m_i, x) - log p(y | x) of the
+reference response under a frozen LM (`jaxpapers.lm`), one signal for both memory access (does
+any turn help?) and selection (which turns?). A small utility model distilled from these
+factors selects turns at inference, when y is unknown, without extra LM passes. Only the
+abstract is public: everything beyond the scoring rule is a reconstruction (see the module
+docstrings and experiments/bayes_memory/README.md).
+"""
+
+from jaxpapers.bayes_memory._baselines import (
+  RETRIEVERS,
+  bm25_scores,
+  cosine_scores,
+  evidence_recall_at_k,
+  gate_auroc,
+  mean_pooled_features,
+  random_scores,
+  recency_scores,
+  retrieval_scores,
+  stale_retrieval_rate,
+)
+from jaxpapers.bayes_memory._data import (
+  PLACEBO_TURN,
+  SLOT_NAMES,
+  Dialogue,
+  Query,
+  WordTokenizer,
+  make_preference_dialogues,
+)
+from jaxpapers.bayes_memory._scoring import (
+  CHATML_TEMPLATE,
+  LogprobFn,
+  ScoringBatch,
+  access_and_select,
+  build_loo_batch,
+  build_scoring_batch,
+  encode_rows,
+  log_bayes_factors,
+  loo_log_bayes_factors,
+  make_logprob_fn,
+  memory_block,
+  sequence_logprobs,
+)
+from jaxpapers.bayes_memory._utility import (
+  AccessGate,
+  UtilityModel,
+  gate_loss,
+  pair_features,
+  predict_utilities,
+  train_utility_model,
+  utility_distillation_loss,
+  utility_regression_loss,
+)
+
+__all__ = [
+  "RETRIEVERS",
+  "bm25_scores",
+  "cosine_scores",
+  "evidence_recall_at_k",
+  "gate_auroc",
+  "mean_pooled_features",
+  "random_scores",
+  "recency_scores",
+  "retrieval_scores",
+  "stale_retrieval_rate",
+  "PLACEBO_TURN",
+  "SLOT_NAMES",
+  "Dialogue",
+  "Query",
+  "WordTokenizer",
+  "make_preference_dialogues",
+  "CHATML_TEMPLATE",
+  "LogprobFn",
+  "ScoringBatch",
+  "access_and_select",
+  "build_loo_batch",
+  "build_scoring_batch",
+  "encode_rows",
+  "log_bayes_factors",
+  "loo_log_bayes_factors",
+  "make_logprob_fn",
+  "memory_block",
+  "sequence_logprobs",
+  "AccessGate",
+  "UtilityModel",
+  "gate_loss",
+  "pair_features",
+  "predict_utilities",
+  "train_utility_model",
+  "utility_distillation_loss",
+  "utility_regression_loss",
+]

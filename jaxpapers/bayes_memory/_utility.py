@@ -1,0 +1,312 @@
+"""A learned utility model distilled from Bayes factors, and an access gate (reconstruction).
+
+The abstract says the model "learns to identify salient turns and regulate memory usage based on
+expected utility"; architecture and loss are not public. Here u_φ(m_i, x) is a 2-layer MLP on
+turn and query features [f_m, f_x, f_m ⊙ f_x, r_i] (r_i = the turn's relative position, a
+recency feature), trained with
+
+  L = λ_kd KL(softmax(LBF / β) || softmax(u)) + λ_reg Huber(u - LBF)
+
+over each question's valid turns (listwise distillation as in REPLUG / LLM-R), and the gate
+g_φ(x, H) is a logistic MLP on [f_x, max_i f_m_i ⊙ f_x] trained with BCE on 1[max_i LBF_i > τ].
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from jaxpapers.core import validation as V
+
+
+def _check_uv(u, lbf, valid):
+  u = V.check_array(u, "u", dtype="float", ndim=2)
+  lbf = V.check_array(lbf, "lbf", dtype="float", shape=u.shape)
+  valid = V.check_array(valid, "valid", dtype="bool", shape=u.shape)
+  ok = V.check_values(
+    jnp.all(jnp.isfinite(jnp.where(valid, lbf, 0.0))), "lbf must be finite at valid turns"
+  )
+  ok2 = V.check_values(jnp.all(jnp.any(valid, axis=1)), "valid must hold a turn in every row")
+  return u, lbf, valid, ok, ok2
+
+
+def _ok(*flags):
+  fl = [f for f in flags if f is not True]
+  return True if not fl else functools.reduce(jnp.logical_and, fl)
+
+
+def utility_distillation_loss(u, lbf, valid, *, beta: float = 1.0) -> jax.Array:
+  """Listwise distillation KL(softmax(LBF / β) || softmax(u)) over valid turns, mean over rows.
+
+  Args:
+    u: float [Q, N] predicted utilities (logits).
+    lbf: float [Q, N] teacher log Bayes factors.
+    valid: bool [Q, N]; each row needs at least one valid turn.
+    beta: teacher temperature (> 0, static).
+
+  Returns:
+    float32 [] (>= 0; 0 iff softmax(u) equals the teacher on every row).
+
+  Raises:
+    ValueError: bad shapes or beta; eagerly, non-finite lbf at a valid turn or a row with no
+      valid turn. Under jit those make the loss NaN.
+  """
+  u, lbf, valid, ok, ok2 = _check_uv(u, lbf, valid)
+  beta = V.check_float(beta, "beta", min_value=0.0, min_inclusive=False)
+  t = jnp.where(valid, lbf / beta, -jnp.inf)
+  logp_t = jax.nn.log_softmax(t, axis=1)
+  logp_s = jax.nn.log_softmax(jnp.where(valid, u, -jnp.inf), axis=1)
+  kl = jnp.sum(jnp.where(valid, jnp.exp(logp_t) * (logp_t - logp_s), 0.0), axis=1)
+  return V.poison(jnp.mean(kl), _ok(ok, ok2))
+
+
+def utility_regression_loss(u, lbf, valid, *, delta: float = 1.0) -> jax.Array:
+  """Huber(u - LBF) averaged over valid turns.
+
+  Args:
+    u, lbf: float [Q, N]; valid: bool [Q, N]; delta: the Huber knee (> 0, static).
+
+  Returns:
+    float32 [].
+
+  Raises:
+    Same as :func:`utility_distillation_loss`.
+  """
+  u, lbf, valid, ok, ok2 = _check_uv(u, lbf, valid)
+  delta = V.check_float(delta, "delta", min_value=0.0, min_inclusive=False)
+  h = optax.huber_loss(u, jnp.where(valid, lbf, 0.0), delta=delta)
+  out = jnp.sum(jnp.where(valid, h, 0.0)) / jnp.sum(valid)
+  return V.poison(out, _ok(ok, ok2))
+
+
+def gate_loss(g_logit, lbf, valid, *, tau: float = 0.0) -> jax.Array:
+  """BCE of the gate logit against the access label 1[max_{valid i} LBF_i > tau].
+
+  Args:
+    g_logit: float [Q]; lbf: float [Q, N]; valid: bool [Q, N]; tau: static float.
+
+  Returns:
+    float32 [] mean binary cross-entropy.
+
+  Raises:
+    Same as :func:`utility_distillation_loss`.
+  """
+  g_logit = V.check_array(g_logit, "g_logit", dtype="float", ndim=1)
+  _, lbf, valid, ok, ok2 = _check_uv(jnp.zeros(jnp.shape(lbf), jnp.float32), lbf, valid)
+  if lbf.shape[0] != g_logit.shape[0]:
+    raise ValueError(f"g_logit must have shape [Q] = ({lbf.shape[0]},), got {g_logit.shape}")
+  tau = V.check_float(tau, "tau")
+  label = jnp.any(valid & (lbf > tau), axis=1).astype(jnp.float32)
+  out = jnp.mean(optax.sigmoid_binary_cross_entropy(g_logit, label))
+  return V.poison(out, _ok(ok, ok2))
+
+
+def pair_features(f_turn, f_query, position) -> jax.Array:
+  """[f_m, f_x, f_m ⊙ f_x, r] per turn.
+
+  Args:
+    f_turn: float [..., N, d] turn features; f_query: float [..., d]; position: float [..., N]
+      relative turn position in [0, 1] (1 = newest).
+
+  Returns:
+    float [..., N, 3d + 1].
+  """
+  f_turn = V.check_array(f_turn, "f_turn", dtype="float", ndim=range(2, 8))
+  d = f_turn.shape[-1]
+  f_query = V.check_array(f_query, "f_query", dtype="float", shape=f_turn.shape[:-2] + (d,))
+  position = V.check_array(position, "position", dtype="real", shape=f_turn.shape[:-1])
+  fx = jnp.broadcast_to(f_query[..., None, :], f_turn.shape)
+  return jnp.concatenate(
+    [f_turn, fx, f_turn * fx, position[..., None].astype(f_turn.dtype)], axis=-1
+  )
+
+
+class UtilityModel(nnx.Module):
+  """u_φ(m_i, x): a 2-layer MLP on :func:`pair_features` (layer-normalised inputs).
+
+  Args:
+    d_feat: d, the feature width of f_turn and f_query.
+    hidden: MLP width.
+    rngs: ``nnx.Rngs``.
+  """
+
+  def __init__(self, d_feat: int, *, hidden: int = 128, rngs: nnx.Rngs):
+    d_feat = V.check_int(d_feat, "d_feat", min_value=1)
+    hidden = V.check_int(hidden, "hidden", min_value=1)
+    self.d_feat = d_feat
+    self.norm = nnx.LayerNorm(3 * d_feat + 1, rngs=rngs)
+    self.l1 = nnx.Linear(3 * d_feat + 1, hidden, rngs=rngs)
+    self.l2 = nnx.Linear(hidden, 1, rngs=rngs)
+
+  def __call__(self, f_turn, f_query, position) -> jax.Array:
+    """Utilities float [..., N] for turns [..., N, d], queries [..., d], positions [..., N]."""
+    z = pair_features(f_turn, f_query, position)
+    if z.shape[-1] != 3 * self.d_feat + 1:
+      raise ValueError(f"f_turn must have d_feat={self.d_feat} features, got {f_turn.shape[-1]}")
+    return self.l2(jax.nn.gelu(self.l1(self.norm(z))))[..., 0]
+
+
+class AccessGate(nnx.Module):
+  """g_φ(x, H): logit of "memory helps", from [f_x, max_i (f_m_i ⊙ f_x)] (valid turns only).
+
+  Args:
+    d_feat: d; hidden: MLP width; rngs: ``nnx.Rngs``.
+  """
+
+  def __init__(self, d_feat: int, *, hidden: int = 64, rngs: nnx.Rngs):
+    d_feat = V.check_int(d_feat, "d_feat", min_value=1)
+    hidden = V.check_int(hidden, "hidden", min_value=1)
+    self.d_feat = d_feat
+    self.norm = nnx.LayerNorm(2 * d_feat, rngs=rngs)
+    self.l1 = nnx.Linear(2 * d_feat, hidden, rngs=rngs)
+    self.l2 = nnx.Linear(hidden, 1, rngs=rngs)
+
+  def __call__(self, f_turn, f_query, valid) -> jax.Array:
+    """Gate logits float [...] for f_turn [..., N, d], f_query [..., d], valid bool [..., N]."""
+    f_turn = V.check_array(f_turn, "f_turn", dtype="float", ndim=range(2, 8))
+    if f_turn.shape[-1] != self.d_feat:
+      raise ValueError(f"f_turn must have d_feat={self.d_feat} features, got {f_turn.shape[-1]}")
+    f_query = V.check_array(
+      f_query, "f_query", dtype="float", shape=f_turn.shape[:-2] + (self.d_feat,)
+    )
+    valid = V.check_array(valid, "valid", dtype="bool", shape=f_turn.shape[:-1])
+    inter = jnp.where(valid[..., None], f_turn * f_query[..., None, :], -1e9).max(-2)
+    z = jnp.concatenate([f_query, inter], axis=-1)
+    return self.l2(jax.nn.gelu(self.l1(self.norm(z))))[..., 0]
+
+
+def train_utility_model(
+  f_turn,
+  f_query,
+  position,
+  valid,
+  lbf,
+  *,
+  seed: int = 0,
+  steps: int = 300,
+  lr: float = 3e-3,
+  beta: float = 1.0,
+  tau: float = 0.0,
+  lambda_kd: float = 1.0,
+  lambda_reg: float = 0.1,
+  hidden: int = 128,
+  weight_decay: float = 1e-3,
+):
+  """Fit :class:`UtilityModel` and :class:`AccessGate` to Bayes-factor labels (full batch).
+
+  Args:
+    f_turn: float [Q, N, d]; f_query: float [Q, d]; position: float [Q, N]; valid: bool [Q, N];
+    lbf: float [Q, N] teacher labels (finite at valid turns).
+    seed: init seed; steps: AdamW steps (one jitted ``lax.scan``); lr, weight_decay: AdamW.
+    beta: teacher temperature; tau: gate threshold; lambda_kd, lambda_reg: loss weights.
+    hidden: MLP width.
+
+  Returns:
+    (utility_model, gate, losses float [steps]).
+  """
+  f_turn = V.check_array(f_turn, "f_turn", dtype="float", ndim=3)
+  Q, N, d = f_turn.shape
+  f_query = V.check_array(f_query, "f_query", dtype="float", shape=(Q, d))
+  position = V.check_array(position, "position", dtype="real", shape=(Q, N))
+  valid = V.check_array(valid, "valid", dtype="bool", shape=(Q, N))
+  lbf = V.check_array(lbf, "lbf", dtype="float", shape=(Q, N))
+  steps = V.check_int(steps, "steps", min_value=1)
+  V.check_values(
+    jnp.all(jnp.isfinite(jnp.where(valid, lbf, 0.0))), "lbf must be finite at valid turns"
+  )
+  lbf = jnp.where(valid, lbf, 0.0)
+  rngs = nnx.Rngs(V.check_int(seed, "seed", min_value=0))
+  pair = _Pair(
+    UtilityModel(d, hidden=hidden, rngs=rngs), AccessGate(d, hidden=max(hidden // 2, 1), rngs=rngs)
+  )
+  _, params = nnx.split(pair)
+  graph = _graph(d, hidden)  # one static graph object per shape: refits reuse the compilation
+  params, losses = _fit(
+    graph,
+    params,
+    f_turn,
+    f_query,
+    position.astype(jnp.float32),
+    valid,
+    lbf,
+    steps=steps,
+    beta=V.check_float(beta, "beta", min_value=0.0, min_inclusive=False),
+    tau=V.check_float(tau, "tau"),
+    lkd=float(lambda_kd),
+    lreg=float(lambda_reg),
+    lr=V.check_float(lr, "lr", min_value=0.0, min_inclusive=False),
+    wd=V.check_float(weight_decay, "weight_decay", min_value=0.0),
+  )
+  pair = nnx.merge(graph, params)
+  return pair.u, pair.g, losses
+
+
+def predict_utilities(model: UtilityModel, gate: AccessGate, f_turn, f_query, position, valid):
+  """Utilities u [..., N] and gate logits [...] in one jitted call (one compile per shape).
+
+  Args:
+    model, gate: from :func:`train_utility_model`; f_turn: float [..., N, d]; f_query: float
+      [..., d]; position: float [..., N]; valid: bool [..., N].
+
+  Returns:
+    (u float [..., N] with -inf at invalid turns, gate logits float [...]).
+  """
+  if not isinstance(model, UtilityModel) or not isinstance(gate, AccessGate):
+    raise TypeError("model must be a UtilityModel and gate an AccessGate")
+  f_turn = V.check_array(f_turn, "f_turn", dtype="float", ndim=range(2, 8))
+  valid = V.check_array(valid, "valid", dtype="bool", shape=f_turn.shape[:-1])
+  graph, state = nnx.split(_Pair(model, gate))
+  if graph == _graph(model.d_feat, model.l1.out_features):
+    graph = _graph(model.d_feat, model.l1.out_features)
+  return _predict(graph, state, f_turn, f_query, position, valid)
+
+
+@functools.partial(jax.jit, static_argnames=("graph",))
+def _predict(graph, state, f_turn, f_query, position, valid):
+  pair = nnx.merge(graph, state)
+  u = pair.u(f_turn, f_query, position)
+  return jnp.where(valid, u, -jnp.inf), pair.g(f_turn, f_query, valid)
+
+
+@functools.cache
+def _graph(d: int, hidden: int):
+  rngs = nnx.Rngs(0)
+  pair = _Pair(
+    UtilityModel(d, hidden=hidden, rngs=rngs), AccessGate(d, hidden=max(hidden // 2, 1), rngs=rngs)
+  )
+  return nnx.split(pair)[0]
+
+
+class _Pair(nnx.Module):
+  def __init__(self, u, g):
+    self.u, self.g = u, g
+
+
+@functools.partial(
+  jax.jit, static_argnames=("graph", "steps", "beta", "tau", "lkd", "lreg", "lr", "wd")
+)
+def _fit(
+  graph, params, f_turn, f_query, position, valid, lbf, *, steps, beta, tau, lkd, lreg, lr, wd
+):
+  tx = optax.adamw(lr, weight_decay=wd)
+
+  def loss_fn(p):
+    pair = nnx.merge(graph, p)
+    u = pair.u(f_turn, f_query, position)
+    g = pair.g(f_turn, f_query, valid)
+    total = lkd * utility_distillation_loss(u, lbf, valid, beta=beta)
+    total = total + lreg * utility_regression_loss(u, lbf, valid)
+    return total + gate_loss(g, lbf, valid, tau=tau)
+
+  def step(carry, _):
+    p, o = carry
+    loss, grads = jax.value_and_grad(loss_fn)(p)
+    upd, o = tx.update(grads, o, p)
+    return (optax.apply_updates(p, upd), o), loss
+
+  (params, _), losses = jax.lax.scan(step, (params, tx.init(params)), None, length=steps)
+  return params, losses

@@ -1,0 +1,43 @@
+"""The smoke experiment end to end (with resume from the cell store), and the notebook."""
+
+import json
+
+import numpy as np
+
+from experiments.bayes_memory import train
+from experiments.bayes_memory.configs import smoke
+from tests import notebook_util
+
+
+def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
+  cfg = smoke.get_config()
+  metrics = train.train_and_evaluate(cfg, tmp_path)
+  rec = json.loads((tmp_path / "results.json").read_text())
+  assert {"accuracy.png", "reads_vs_accuracy.png"} <= set(rec["plots"])
+  assert "| distilled_gated |" in rec["table_markdown"]
+  assert all(c["verdict"] is None for c in rec["claims"])  # smoke: measured, not judged
+  d = metrics["derived"]
+  assert set(d["accuracy"]) == set(train.METHODS)
+  for m, a in d["accuracy"].items():
+    assert 0.0 <= a <= 1.0, m
+  # structural facts that hold for any model
+  assert d["read_fraction"]["no_memory"] == 0.0 and d["read_fraction"]["all_memory"] == 1.0
+  assert d["turns_read_fraction"]["recency"] == 1.0 / cfg.n_turns
+  assert d["read_fraction"]["oracle_bf_gated"] <= d["read_fraction"]["oracle_bf"]
+  # the oracle picks the turn with the largest answer likelihood: none of the single-turn
+  # selectors can have a higher mean log-likelihood
+  ll = d["loglik_per_token"]
+  for m in ("random", "recency", "bm25", "similarity", "distilled"):
+    assert ll["oracle_bf"] >= ll[m] - 1e-9, m
+  n_cells = len(list((tmp_path / "cells").iterdir()))
+  assert n_cells == len(cfg.seeds) * cfg.n_dialogues
+  # Resume: a rerun reads every dialogue's LM scores back instead of scoring again.
+  monkeypatch.setattr(
+    train, "score_dialogue", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
+  )
+  again = train.train_and_evaluate(cfg, tmp_path)
+  np.testing.assert_equal(again["derived"]["accuracy"], d["accuracy"])
+
+
+def test_notebook_runs():
+  notebook_util.run_notebook("colab/bayes_memory.ipynb", timeout=300)
