@@ -3,8 +3,8 @@
   python -m experiments.cs_clip.main --config=experiments/cs_clip/configs/full.py --workdir=runs/cs_clip_full
 
 48,000 training scenes with one unmentioned distractor object and above/below layouts, 4,000
-test scenes, 10 seeds, 4,000 + 2,000 steps at batch 256, chunks of 500 steps (an orbax
-checkpoint after each, so a preempted grid resumes). The runs (2 encoders x 10 seeds x 3 arms)
+test scenes, 10 seeds, 4,000 + 2,000 steps at batch 256, finished grids stored per cell so a
+rerun resumes after the last finished grid. The runs (2 encoders x 10 seeds, then 2 x 10 x 3 arms)
 are sharded over all devices by ``core.Sweep``. The paper-scale run (ViT-B/32 on COCO with
 LLM-generated units) is out of scope: no weights or COCO data are available offline.
 """
@@ -22,4 +22,5 @@ def get_config():
   c.pretrain_steps = 4000
   c.finetune_steps = 2000
   c.seeds = 10
+  c.finetune_encoders = ("weak_order", "bow")
   return c

@@ -14,7 +14,6 @@ def get_config():
   c.batch = 16
   c.pretrain_steps = 4
   c.finetune_steps = 4
-  c.chunk = 4
   c.seeds = 2
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
