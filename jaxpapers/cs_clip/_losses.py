@@ -477,6 +477,8 @@ def cs_clip_loss(
   """
   if not isinstance(cfg, CSLossConfig):
     raise TypeError(f"cfg must be a CSLossConfig, got {type(cfg).__name__}")
+  if cfg.lambda_para > 0 and paraphrase is None:
+    raise ValueError("paraphrase must be given ([B, D]) when cfg.lambda_para > 0")
   img, units, foils, m, flags = _unit_inputs(img, units, foils, unit_mask)
   full = _emb(full, "full")
   B = img.shape[0]
@@ -506,8 +508,6 @@ def cs_clip_loss(
   if cfg.lambda_text > 0:
     terms["text"] = _text_margin(full, units, foils, m, cfg.text_margin)
   if cfg.lambda_para > 0:
-    if paraphrase is None:
-      raise ValueError("paraphrase must be given ([B, D]) when cfg.lambda_para > 0")
     p = _emb(paraphrase, "paraphrase")
     _check_batch(img, [("paraphrase", p, (B,))])
     pm = jnp.ones(B, bool) if paraphrase_mask is None else jnp.asarray(paraphrase_mask, bool)

@@ -38,7 +38,17 @@ def relation_text(subj: tuple, rel: int, obj: tuple) -> str:
 
 
 def _entities(scene: Scene) -> list[tuple]:
+  if not isinstance(scene, Scene):
+    raise TypeError(
+      f"scene must be a Scene (colours, shapes, relation), got {type(scene).__name__}"
+    )
   return list(zip(scene.colours, scene.shapes))
+
+
+def _check_rel(rel) -> int:
+  return V.check_int(
+    rel, "rel (an index into RELATIONS)", min_value=0, max_value=len(RELATIONS) - 1
+  )
 
 
 def _rel_of(scene: Scene, i: int) -> int:
@@ -48,6 +58,7 @@ def _rel_of(scene: Scene, i: int) -> int:
 
 def relation_holds(scene: Scene, subj: tuple, rel: int, obj: tuple) -> bool:
   """Whether "subj rel obj" is true of the scene's two mentioned objects."""
+  rel = _check_rel(rel)
   ents = _entities(scene)[:2]
   if subj not in ents or obj not in ents or subj == obj:
     return False
@@ -57,6 +68,7 @@ def relation_holds(scene: Scene, subj: tuple, rel: int, obj: tuple) -> bool:
 def entity_foil(scene: Scene, i: int, rng: np.random.Generator) -> tuple:
   """Object ``i`` with its colour or its shape changed to an (colour, shape) absent from the image."""
   present = set(_entities(scene))
+  i = V.check_int(i, "i (a mentioned object: 0 or 1)", min_value=0, max_value=1)
   c, s = scene.colours[i], scene.shapes[i]
   options = [
     [(c2, s) for c2 in range(len(COLOURS)) if c2 != c and (c2, s) not in present],
@@ -69,6 +81,7 @@ def entity_foil(scene: Scene, i: int, rng: np.random.Generator) -> tuple:
 
 def relation_foil(subj: tuple, rel: int, obj: tuple, rng: np.random.Generator) -> str:
   """Swap the arguments or flip the predicate (one edit; both together would be a paraphrase)."""
+  rel = _check_rel(rel)
   if rng.random() < 0.5:
     return relation_text(obj, rel, subj)
   return relation_text(subj, INVERSE[rel], obj)
