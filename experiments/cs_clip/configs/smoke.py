@@ -1,0 +1,19 @@
+"""Seconds-long smoke setting (tests, notebook, ``reproduce --quick``).
+
+python -m experiments.cs_clip.main --config=experiments/cs_clip/configs/smoke.py --workdir=runs/cs_clip_smoke
+"""
+
+from experiments.cs_clip.configs import default
+
+
+def get_config():
+  c = default.get_config()
+  c.n_train = 128
+  c.n_test = 32
+  c.dim = 16
+  c.batch = 16
+  c.pretrain_steps = 4
+  c.finetune_steps = 4
+  c.seeds = 2
+  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  return c

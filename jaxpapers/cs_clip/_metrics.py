@@ -1,0 +1,95 @@
+"""Half-truth accuracy and pairwise caption accuracy on dual-encoder embeddings.
+
+Half-truth (the authors' ``experiments/half_truth_vulnerability.py``): for an image I, a correct
+short description c and a longer description c' = c + one wrong detail, a *half-truth win* is
+s(I, c') > s(I, c) (strict), and
+
+  HT-acc = 1 − mean 1[s(I, c') > s(I, c)],
+
+the share of triples where the dual encoder does not prefer the half-true caption. Ties count
+as not preferring it (as in the reference); ``ties`` reports how many there were, since a
+constant encoder ties everywhere.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxpapers.core import validation as V
+
+
+def _normalise(x):
+  x = x.astype(jnp.float32)
+  return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+def _triple(img, a, b, names):
+  img = V.check_array(img, names[0], ndim=2, dtype="float", nonempty=True)
+  a = V.check_array(a, names[1], ndim=2, dtype="float")
+  b = V.check_array(b, names[2], ndim=2, dtype="float")
+  for name, x in zip(names[1:], (a, b)):
+    if x.shape != img.shape:
+      raise ValueError(f"{name} must have shape [N, D] = {list(img.shape)} like img, got {x.shape}")
+  ok = V.debug_check_values(
+    jnp.isfinite(img).all() & jnp.isfinite(a).all() & jnp.isfinite(b).all(),
+    f"{', '.join(names)} must be finite (no NaN or inf)",
+  )
+  img, a, b = _normalise(img), _normalise(a), _normalise(b)
+  return jnp.sum(img * a, -1), jnp.sum(img * b, -1), ok
+
+
+def half_truth_accuracy(
+  img: jax.Array, short: jax.Array, long: jax.Array, kind: jax.Array
+) -> dict[str, jax.Array]:
+  """Half-truth accuracy, overall and per added detail (entity / relation).
+
+  HT-acc = mean 1[s(I, c) >= s(I, c')] with cosine s (embeddings are L2-normalised here).
+
+  Args:
+    img: ``[N, D]`` image embeddings.
+    short: ``[N, D]`` embeddings of the correct short captions c.
+    long: ``[N, D]`` embeddings of the half-true captions c' (c + one wrong detail).
+    kind: ``[N]`` int, 0 = a wrong entity was added, 1 = a wrong relation.
+
+  Returns:
+    ``{'all', 'entity', 'relation', 'ties', 'n_entity', 'n_relation'}``: the three
+    accuracies in [0, 1] (NaN for a kind with no triple), the fraction of exact ties
+    s(I, c) = s(I, c'), and the counts.
+
+  Under jit: non-finite embeddings or a ``kind`` outside {0, 1} give NaN.
+
+  Example:
+    >>> half_truth_accuracy(I, E_short, E_long, kinds)['relation']
+  """
+  s_short, s_long, ok = _triple(img, short, long, ("img", "short", "long"))
+  kind = V.check_array(kind, "kind", ndim=1, dtype="intbool")
+  if kind.shape != (img.shape[0],):
+    raise ValueError(f"kind must have shape [N] = [{img.shape[0]}], got {kind.shape}")
+  ok_k = V.debug_check_values(
+    (kind == 0) | (kind == 1), "kind must hold 0 (entity) or 1 (relation)"
+  )
+  correct = (s_long <= s_short).astype(jnp.float32)  # not a half-truth win
+  out = {"all": correct.mean()}
+  for name, k in (("entity", 0), ("relation", 1)):
+    sel = kind == k
+    n = sel.sum()
+    out[name] = jnp.where(n > 0, jnp.sum(jnp.where(sel, correct, 0.0)) / jnp.maximum(n, 1), jnp.nan)
+    out[f"n_{name}"] = n
+  out["ties"] = (s_long == s_short).astype(jnp.float32).mean()
+  return V.poison_floats(out, V.all_flags(ok, ok_k))
+
+
+def pairwise_caption_accuracy(img: jax.Array, pos: jax.Array, neg: jax.Array) -> jax.Array:
+  """SugarCrepe-style accuracy: mean 1[s(I, pos) > s(I, neg)] (strict; ties are errors).
+
+  Args:
+    img: ``[N, D]``; pos: ``[N, D]`` correct captions; neg: ``[N, D]`` hard negatives.
+
+  Returns:
+    Scalar accuracy in [0, 1].
+
+  Under jit: non-finite embeddings give NaN.
+  """
+  s_pos, s_neg, ok = _triple(img, pos, neg, ("img", "pos", "neg"))
+  return V.poison_floats((s_pos > s_neg).astype(jnp.float32).mean(), ok)
