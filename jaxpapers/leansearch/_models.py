@@ -120,6 +120,26 @@ def encode(model: DualEncoder, ids: np.ndarray, *, chunk: int = 512) -> np.ndarr
   return np.concatenate(out)
 
 
+@functools.partial(jax.jit, static_argnames=("graphdef", "steps", "batch", "lr", "tau"))
+def _train(graphdef, state, qj, dj, n_pairs, key, *, steps, batch, lr, tau):
+  """Adam on in-batch InfoNCE, all steps in one ``lax.scan`` (one compiled program)."""
+  tx = optax.adam(lr)
+
+  def loss_fn(st, idx):
+    m = nnx.merge(graphdef, st)
+    return info_nce(m(qj[idx]), m(dj[idx]), tau=tau)
+
+  def step(carry, k):
+    st, o = carry
+    idx = jax.random.randint(k, (batch,), 0, n_pairs)  # rows >= n_pairs are padding
+    loss, g = jax.value_and_grad(loss_fn)(st, idx)
+    upd, o = tx.update(g, o, st)
+    return (optax.apply_updates(st, upd), o), loss
+
+  (state, _), losses = jax.lax.scan(step, (state, tx.init(state)), jax.random.split(key, steps))
+  return state, losses
+
+
 def train_dual_encoder(
   key: jax.Array,
   q_ids: np.ndarray,
@@ -157,27 +177,20 @@ def train_dual_encoder(
   k_init, k_data = jax.random.split(key)
   model = DualEncoder(n_buckets=n_buckets, dim=dim, hidden=hidden, rngs=nnx.Rngs(params=k_init))
   graphdef, state = nnx.split(model)
-  tx = optax.adam(lr)
-  opt = tx.init(state)
-  qj, dj = jnp.asarray(q_ids), jnp.asarray(d_ids)
-
-  def loss_fn(st, idx):
-    m = nnx.merge(graphdef, st)
-    return info_nce(m(qj[idx]), m(dj[idx]), tau=tau)
-
-  @jax.jit
-  def run(state, opt, key):
-    def step(carry, k):
-      st, o = carry
-      idx = jax.random.randint(k, (batch,), 0, qj.shape[0])
-      loss, g = jax.value_and_grad(loss_fn)(st, idx)
-      upd, o = tx.update(g, o, st)
-      return (optax.apply_updates(st, upd), o), loss
-
-    (state, opt), losses = jax.lax.scan(step, (state, opt), jax.random.split(key, steps))
-    return state, losses
-
-  state, losses = run(state, opt, k_data)
+  n_pairs = q_ids.shape[0]
+  rows = 1 << (n_pairs - 1).bit_length()  # pad to a power of two: few compiled shapes
+  state, losses = _train(
+    graphdef,
+    state,
+    jnp.asarray(np.pad(q_ids, ((0, rows - n_pairs), (0, 0)))),
+    jnp.asarray(np.pad(d_ids, ((0, rows - n_pairs), (0, 0)))),
+    jnp.asarray(n_pairs, jnp.int32),
+    k_data,
+    steps=steps,
+    batch=batch,
+    lr=lr,
+    tau=tau,
+  )
   return nnx.merge(graphdef, state), np.asarray(losses)
 
 

@@ -119,6 +119,8 @@ class IterativeRetrieval:
         kept = row[k]
         kept_lists.append(np.pad(kept, (0, self.search_top_k - kept.size), constant_values=-1))
       lists = np.stack(kept_lists)
+      rows = max(8, 1 << (lists.shape[0] - 1).bit_length())  # few compiled shapes
+      lists = np.pad(lists, ((0, rows - lists.shape[0]), (0, 0)), constant_values=-1)
       f_ids, f_scores = discounted_fusion(lists, lists >= 0, self.n_docs, self.output_top_k)
       ids, scores = np.asarray(f_ids), np.asarray(f_scores)
       good, reason = self.judge(statement, ids, history)

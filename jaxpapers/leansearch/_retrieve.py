@@ -177,6 +177,7 @@ class TwoStageRetriever:
       )
     V.check_int(self.k, "k", min_value=1, max_value=self.doc_emb.shape[0])
     V.check_float(self.min_cosine, "min_cosine", min_value=-1.0, max_value=1.0)
+    object.__setattr__(self, "_doc_emb_dev", jnp.asarray(self.doc_emb, jnp.float32))
 
   @property
   def m(self) -> int:
@@ -193,8 +194,16 @@ class TwoStageRetriever:
     k = self.k if k is None else V.check_int(k, "k", min_value=1, max_value=self.doc_emb.shape[0])
     m = max(self.m, k)
     q = np.asarray(self.embed_fn(list(queries)), np.float32)
-    cos, cand = dense_topk(q, self.doc_emb, m, valid=valid)
-    cos, cand = np.asarray(cos), np.asarray(cand)
+    n_q, n_docs = len(queries), self.doc_emb.shape[0]
+    # Pad the batch to a power of two (>= 8): few distinct compiled shapes across calls.
+    n_pad = max(8, 1 << (max(n_q, 1) - 1).bit_length())
+    qp = np.zeros((n_pad, q.shape[1]), np.float32)
+    qp[:n_q] = q
+    vp = np.ones((n_pad, n_docs), bool)
+    if valid is not None:
+      vp[:n_q] = np.asarray(valid, bool)
+    cos, cand = dense_topk(qp, self._doc_emb_dev, m, valid=vp)
+    cos, cand = np.asarray(cos)[:n_q], np.asarray(cand)[:n_q]
     ids = np.empty((len(queries), k), np.int32)
     scores = np.empty((len(queries), k), np.float32)
     for r, query in enumerate(queries):

@@ -265,7 +265,7 @@ CASES = [
     L.split_statement,
     (None,),
     error=TypeError,
-    match="",
+    match="statement must be a str",
     jit=None,
     jit_reason=HOST,
   ),
