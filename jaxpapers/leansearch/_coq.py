@@ -369,7 +369,7 @@ def fetch_coq_stdlib(cache_dir: str | os.PathLike) -> pathlib.Path:
     FileNotFoundError: the tree is absent and ``apt-get``/``dpkg`` are unavailable or fail.
   """
   V.check_path(cache_dir, "cache_dir")
-  cache = pathlib.Path(cache_dir)
+  cache = pathlib.Path(cache_dir).expanduser()
   theories = cache / "unpacked" / COQ_THEORIES
   if theories.is_dir():
     return theories
