@@ -1,0 +1,109 @@
+"""LeanSearch v2: global premise retrieval (standard mode, reasoning mode, metrics).
+
+Standard mode (:class:`TwoStageRetriever`): dense top-M candidates (:func:`dense_topk`,
+``M = max(2k, 50)``) reranked by a pluggable scorer (the shared small LM via
+:func:`lm_yes_no_scores`, BM25 via :func:`bm25_reranker`). Reasoning mode
+(:class:`IterativeRetrieval`): sketch -> retrieve -> filter -> judge rounds fused by
+:func:`discounted_fusion`. The reference's metrics: :func:`ndcg_single`, :func:`recall_single`,
+:func:`premise_group_recall`, :func:`covered_at_k`. The offline corpus is the Coq standard
+library (:func:`fetch_coq_stdlib`, :func:`parse_coq_tree`, :func:`premise_queries`) with a
+hierarchy-informalisation proxy (:func:`informalize_proxy`).
+"""
+
+from jaxpapers.leansearch._coq import (
+  Declaration,
+  PremiseQuery,
+  fetch_coq_stdlib,
+  identifiers,
+  load_jsonl,
+  parse_coq_source,
+  parse_coq_tree,
+  premise_queries,
+  save_jsonl,
+)
+from jaxpapers.leansearch._informal import (
+  dependencies,
+  dependency_levels,
+  doc_text,
+  informal_name,
+  informalize_proxy,
+  split_identifier,
+)
+from jaxpapers.leansearch._metrics import (
+  covered_at_k,
+  discounted_fusion,
+  ndcg_single,
+  premise_group_recall,
+  recall_single,
+  target_positions,
+)
+from jaxpapers.leansearch._models import (
+  DualEncoder,
+  dual_encoder_embedder,
+  e5_embedder,
+  encode,
+  hash_features,
+  info_nce,
+  lm_reranker,
+  lm_yes_no_scores,
+  train_dual_encoder,
+)
+from jaxpapers.leansearch._reasoning import (
+  IterativeRetrieval,
+  ProxyFilter,
+  ProxyPlanner,
+  ReasoningTrace,
+  StableTopJudge,
+  split_statement,
+)
+from jaxpapers.leansearch._retrieve import (
+  BM25Index,
+  TwoStageRetriever,
+  bm25_reranker,
+  dense_topk,
+  tokenize,
+)
+
+__all__ = [
+  "Declaration",
+  "PremiseQuery",
+  "fetch_coq_stdlib",
+  "identifiers",
+  "load_jsonl",
+  "parse_coq_source",
+  "parse_coq_tree",
+  "premise_queries",
+  "save_jsonl",
+  "dependencies",
+  "dependency_levels",
+  "doc_text",
+  "informal_name",
+  "informalize_proxy",
+  "split_identifier",
+  "covered_at_k",
+  "discounted_fusion",
+  "ndcg_single",
+  "premise_group_recall",
+  "recall_single",
+  "target_positions",
+  "DualEncoder",
+  "dual_encoder_embedder",
+  "e5_embedder",
+  "encode",
+  "hash_features",
+  "info_nce",
+  "lm_reranker",
+  "lm_yes_no_scores",
+  "train_dual_encoder",
+  "IterativeRetrieval",
+  "ProxyFilter",
+  "ProxyPlanner",
+  "ReasoningTrace",
+  "StableTopJudge",
+  "split_statement",
+  "BM25Index",
+  "TwoStageRetriever",
+  "bm25_reranker",
+  "dense_topk",
+  "tokenize",
+]
