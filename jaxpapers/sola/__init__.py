@@ -31,7 +31,7 @@ from jaxpapers.sola._losses import (
   uld_loss,
 )
 from jaxpapers.sola._mcc import AlignedTexts, MCCAlignment, align_texts, mcc_blocks
-from jaxpapers.sola._ot import entropic_ot_cost, pad_with_dummy_bucket
+from jaxpapers.sola._ot import entropic_ot_cost, entropic_ot_plan, pad_with_dummy_bucket
 from jaxpapers.sola._student import StudentConfig, init_student, student_logits
 from jaxpapers.sola._tokenize import BPETokenizer, token_strings, train_bpe
 
@@ -48,6 +48,7 @@ __all__ = [
   "bits_per_byte",
   "cache_teacher",
   "entropic_ot_cost",
+  "entropic_ot_plan",
   "estimate_correspondence",
   "gather_cache",
   "init_student",

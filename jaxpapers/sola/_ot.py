@@ -7,9 +7,9 @@ import jax.numpy as jnp
 
 from jaxpapers.core import validation as V
 
-__all__ = ["pad_with_dummy_bucket", "entropic_ot_cost"]
+__all__ = ["pad_with_dummy_bucket", "entropic_ot_cost", "entropic_ot_plan"]
 
-_VALUES = ("transport", "regularized")
+_VALUES = ("transport", "regularized", "plan")
 
 
 def _require_ott():
@@ -134,6 +134,8 @@ def entropic_ot_cost(
     out = solver(linear_problem.LinearProblem(geom, a=ai, b=bi))
     if value == "regularized":
       return out.reg_ot_cost
+    if value == "plan":
+      return out.matrix
     return jnp.sum(out.matrix * ci)
 
   lead = a.shape[:-1]
@@ -141,3 +143,8 @@ def entropic_ot_cost(
   for _ in lead:
     fn = jax.vmap(fn)
   return V.poison_floats(fn(a, b, cost), ok)
+
+
+def entropic_ot_plan(a, b, cost, *, epsilon: float = 0.05, iters: int = 30):
+  """The Sinkhorn plan ``P_eps`` [..., n, m] of :func:`entropic_ot_cost` (same arguments)."""
+  return entropic_ot_cost(a, b, cost, epsilon=epsilon, iters=iters, value="plan")
