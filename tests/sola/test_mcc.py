@@ -114,6 +114,7 @@ TEXTS = ["Café  au lait, naïve 日本 x", "def f(x):\n    return x  # ok", "a 
 
 def test_real_tokenizers_blocks_decode_to_the_same_text(tokenizers):
   t_tok, s_tok = tokenizers
+  s_str = S.token_strings(s_tok)
   for text in TEXTS:
     t_ids, t_off = t_tok.encode_with_offsets(text)
     s_ids, s_off = s_tok.encode_with_offsets(text)
@@ -122,16 +123,14 @@ def test_real_tokenizers_blocks_decode_to_the_same_text(tokenizers):
     for k in range(len(al.bounds) - 1):
       span = text[al.bounds[k] : al.bounds[k + 1]]
       t_blk = [i for i, b in zip(t_ids, al.t_block) if b == k]
-      assert t_tok.decode(t_blk) == span
-      s_blk = [i for i, b in zip(s_ids, al.s_block) if b == k]
-      assert (
-        s_tok.decode(s_blk).replace("<unk>", "?")
-        == "".join("?" if s_tok.encode(ch) == [1] else ch for ch in span)
-        or k == 0
-        or s_tok.decode(s_blk).strip() == span.strip()
-      )
+      assert t_tok.decode(t_blk) == span  # byte tokens of é, 日 reassemble inside one block
+      s_blk = "".join(s_str[i] for i, b in zip(s_ids, al.s_block) if b == k)
+      # characters the student never saw come back as <unk>, one per character
+      want = "".join(ch if s_tok.encode(ch) != [1] else "<unk>" for ch in span)
+      assert s_blk == want, (span, s_blk)
     # the multi-byte characters split into byte tokens stay inside one block
-    assert len(al.t_block) > len(al.bounds) - 1
+    if any(ord(ch) > 127 for ch in text):
+      assert len(al.t_block) > len(al.bounds) - 1
 
 
 def test_align_texts_teacher_sees_its_own_tokenization(tokenizers):
