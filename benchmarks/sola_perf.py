@@ -99,12 +99,12 @@ def main():
   s_logits = jnp.asarray(rng.normal(size=(p, v_s)).astype(np.float32))
   out = {}
   for support in ("bidirectional", "none"):
-    f = jax.jit(
-      jax.grad(
-        lambda x, sp=support: S.sola_loss(t_ids, t_logp, x, table, k=k, iters=30, support=sp)[0]
-      )
-    )
-    out[support] = _time(lambda f=f: f(s_logits))
+
+    def loss(x, ti, tl, tb, sp=support):
+      return S.sola_loss(ti, tl, x, tb, k=k, iters=30, support=sp)[0]
+
+    f = jax.jit(jax.grad(loss))
+    out[support] = _time(lambda f=f: f(s_logits, t_ids, t_logp, table))
   res["sola_fwd_bwd_1024_s"] = out["bidirectional"]
   res["sola_vs_topk_only_support"] = out["bidirectional"] / out["none"]
   print(
@@ -122,7 +122,7 @@ def main():
   b_ids, b_lp = t_ids[:192].reshape(8, 24, kc), t_logp[:192].reshape(8, 24, kc)
 
   def make_step(kd):
-    def loss(pr):
+    def loss(pr, tokens, pos, b_ids, b_lp, small):
       lg = S.student_logits(pr, tokens, cfg)
       ce = -S.token_logp(lg, tokens, jnp.full(8, 64)).mean()
       if not kd:
@@ -131,16 +131,18 @@ def main():
       return ce + S.sola_loss(b_ids, b_lp, sl, small, k=k, iters=20)[0]
 
     @jax.jit
-    def step(pr, o):
-      g = jax.grad(loss)(pr)
+    def step(pr, o, *batch):
+      g = jax.grad(loss)(pr, *batch)
       u, o = tx.update(g, o, pr)
       return optax.apply_updates(pr, u), o
 
     return step
 
-  t_ce = _time(lambda: make_step(False)(params, opt)[0]["embed"])
+  batch = (tokens, pos, b_ids, b_lp, small)
+  st_ce = make_step(False)
+  t_ce = _time(lambda: st_ce(params, opt, *batch)[0]["embed"])
   st = make_step(True)
-  t_sola = _time(lambda: st(params, opt)[0]["embed"])
+  t_sola = _time(lambda: st(params, opt, *batch)[0]["embed"])
   res["ce_step_s"], res["sola_step_s"], res["sola_over_ce_step"] = t_ce, t_sola, t_sola / t_ce
   print(
     f"student step: CE {t_ce * 1e3:.1f} ms, SOLA {t_sola * 1e3:.1f} ms "
