@@ -1,0 +1,161 @@
+"""Performance targets of jaxpapers.sola (spec §7), measured side by side in one process.
+
+  python benchmarks/sola_perf.py [--out=sola_perf.json]
+
+(1) ``mcc_blocks`` throughput (tokens/s) against a pure-Python two-pointer merge of the same
+offsets; (2) ``sola_loss`` forward + backward for 1,024 aligned positions, M = 41 (k = 8,
+R = 4), 30 unrolled Sinkhorn iterations, against the same call on the top-k x top-k support only
+(no neighbours, the cheapest OT); (3) one student training step with SOLA against a CE-only step
+at the experiment's shapes (batch 8 x 64, 1,024-token vocabulary, 24 distilled blocks per
+window); (4) teacher-cache bytes per token at K_c = 64. Warm-up excluded; best of the repeats.
+Times on shared CPU cores are noisy; read the ratios.
+"""
+
+import argparse
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import jaxpapers.sola as S
+
+
+def _time(fn, repeats=5):
+  jax.block_until_ready(fn())
+  ts = []
+  for _ in range(repeats):
+    t = time.perf_counter()
+    jax.block_until_ready(fn())
+    ts.append(time.perf_counter() - t)
+  return min(ts)
+
+
+def random_offsets(rng, n):
+  lens = rng.integers(1, 6, n)
+  ends = np.cumsum(lens)
+  return np.stack([ends - lens, ends], 1)
+
+
+def python_merge(t, s):
+  """Reference: walk both end lists and keep the equal ends (no partial-token handling)."""
+  i = j = 0
+  out = []
+  while i < len(t) and j < len(s):
+    if t[i][1] == s[j][1]:
+      out.append(t[i][1])
+      i += 1
+      j += 1
+    elif t[i][1] < s[j][1]:
+      i += 1
+    else:
+      j += 1
+  return out
+
+
+def random_table(rng, v_t, v_s, r):
+  j = jnp.asarray
+  chars_t = rng.integers(97, 100, (v_t, 8)).astype(np.int32)
+  chars_s = rng.integers(97, 100, (v_s, 8)).astype(np.int32)
+  return S.CorrespondenceTable(
+    j(rng.integers(0, v_s, (v_t, r)).astype(np.int32)),
+    j(rng.random((v_t, r)), jnp.float32),
+    j(rng.integers(0, v_t, (v_s, r)).astype(np.int32)),
+    j(rng.random((v_s, r)), jnp.float32),
+    j(chars_t),
+    j(np.full(v_t, 8, np.int32)),
+    j(chars_s),
+    j(np.full(v_s, 8, np.int32)),
+  )
+
+
+def main():
+  ap = argparse.ArgumentParser()
+  ap.add_argument("--out", default="sola_perf.json")
+  args = ap.parse_args()
+  rng = np.random.default_rng(0)
+  res = {"devices": str(jax.devices())}
+
+  n = 200_000
+  t, s = random_offsets(rng, n), random_offsets(rng, int(n * 0.8))
+  s[-1, 1] = t[-1, 1]
+  t_mcc = _time(lambda: S.mcc_blocks(t, s), repeats=3)
+  tl, sl = t.tolist(), s.tolist()
+  t_py = _time(lambda: python_merge(tl, sl), repeats=1)
+  res["mcc_tokens_per_s"] = (len(t) + len(s)) / t_mcc
+  res["mcc_vs_python_merge"] = t_py / t_mcc
+  print(
+    f"mcc_blocks: {res['mcc_tokens_per_s']:.3g} tokens/s, {res['mcc_vs_python_merge']:.1f}x "
+    "a Python two-pointer merge"
+  )
+
+  v_t, v_s, kc, k, r, p = 49152, 1024, 32, 8, 4, 1024
+  table = random_table(rng, v_t, v_s, r)
+  t_logits = rng.normal(size=(p, kc)).astype(np.float32)
+  t_ids = jnp.asarray(rng.integers(0, v_t, (p, kc)).astype(np.int32))
+  t_logp = jnp.asarray(jax.nn.log_softmax(t_logits) - 1.0)
+  s_logits = jnp.asarray(rng.normal(size=(p, v_s)).astype(np.float32))
+  out = {}
+  for support in ("bidirectional", "none"):
+
+    def loss(x, ti, tl, tb, sp=support):
+      return S.sola_loss(ti, tl, x, tb, k=k, iters=30, support=sp)[0]
+
+    f = jax.jit(jax.grad(loss))
+    out[support] = _time(lambda f=f: f(s_logits, t_ids, t_logp, table))
+  res["sola_fwd_bwd_1024_s"] = out["bidirectional"]
+  res["sola_vs_topk_only_support"] = out["bidirectional"] / out["none"]
+  print(
+    f"sola_loss fwd+bwd, 1024 positions, M={k + k * r + 1}, 30 iters: "
+    f"{out['bidirectional']:.3f} s ({res['sola_vs_topk_only_support']:.2f}x the top-k-only OT)"
+  )
+
+  cfg = S.StudentConfig(vocab_size=v_s, d_model=128, n_layers=2, n_heads=4, ffn_dim=384, max_len=64)
+  params = S.init_student(jax.random.key(0), cfg)
+  tx = optax.adamw(1e-3)
+  opt = tx.init(params)
+  tokens = jnp.asarray(rng.integers(0, v_s, (8, 64)).astype(np.int32))
+  pos = jnp.asarray(np.sort(rng.choice(63, (8, 24)), 1).astype(np.int32))
+  small = random_table(rng, v_t, v_s, r)
+  b_ids, b_lp = t_ids[:192].reshape(8, 24, kc), t_logp[:192].reshape(8, 24, kc)
+
+  def make_step(kd):
+    def loss(pr, tokens, pos, b_ids, b_lp, small):
+      lg = S.student_logits(pr, tokens, cfg)
+      ce = -S.token_logp(lg, tokens, jnp.full(8, 64)).mean()
+      if not kd:
+        return ce
+      sl = jnp.take_along_axis(lg, pos[..., None], 1)
+      return ce + S.sola_loss(b_ids, b_lp, sl, small, k=k, iters=20)[0]
+
+    @jax.jit
+    def step(pr, o, *batch):
+      g = jax.grad(loss)(pr, *batch)
+      u, o = tx.update(g, o, pr)
+      return optax.apply_updates(pr, u), o
+
+    return step
+
+  batch = (tokens, pos, b_ids, b_lp, small)
+  st_ce = make_step(False)
+  t_ce = _time(lambda: st_ce(params, opt, *batch)[0]["embed"])
+  st = make_step(True)
+  t_sola = _time(lambda: st(params, opt, *batch)[0]["embed"])
+  res["ce_step_s"], res["sola_step_s"], res["sola_over_ce_step"] = t_ce, t_sola, t_sola / t_ce
+  print(
+    f"student step: CE {t_ce * 1e3:.1f} ms, SOLA {t_sola * 1e3:.1f} ms "
+    f"({res['sola_over_ce_step']:.2f}x)"
+  )
+  cache = S.TeacherCache(
+    np.zeros((1, 1, 64), np.int32), np.zeros((1, 1, 64), np.float16), np.zeros((1, 1), np.float32)
+  )
+  res["cache_bytes_per_token_kc64"] = cache.bytes_per_token
+  with open(args.out, "w") as fh:
+    json.dump(res, fh, indent=2)
+  print(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,37 @@
+"""The smoke experiment end to end (with resume) and the notebook."""
+
+import json
+
+import numpy as np
+
+from experiments.sola import train
+from experiments.sola.configs import smoke
+from tests import notebook_util
+
+
+def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
+  cfg = smoke.get_config()
+  metrics = train.train_and_evaluate(cfg, tmp_path)
+  rec = json.loads((tmp_path / "results.json").read_text())
+  assert {"bpb.png", "curves.png"} <= set(rec["plots"])
+  assert all(c["verdict"] is None for c in rec["claims"])  # a smoke run judges nothing
+  for m in cfg.methods:
+    r = metrics["methods"][m]
+    assert len(r["bpb_eval"]["per_seed"]) == cfg.seeds
+    assert np.isfinite(r["bpb_eval"]["mean"]) and 0 < r["bpb_eval"]["mean"] < 20
+  d = metrics["derived"]
+  want = metrics["methods"]["sola"]["bpb_eval"]["mean"] - min(
+    metrics["methods"][m]["bpb_eval"]["mean"] for m in ("uld", "mined")
+  )
+  assert abs(d["sola_minus_best_ctkd_bpb"] - want) < 1e-9
+  assert metrics["data"]["teacher_tokens_cached"] > 0
+  # Resume: the teacher cache and every finished group are read back, nothing is retrained.
+  monkeypatch.setattr(
+    train, "make_sweep", lambda *a, **k: (_ for _ in ()).throw(AssertionError("retrained"))
+  )
+  again = train.train_and_evaluate(cfg, tmp_path)
+  assert again["derived"] == metrics["derived"]
+
+
+def test_notebook_runs():
+  notebook_util.run_notebook("colab/sola.ipynb", timeout=300)

@@ -1,0 +1,93 @@
+"""Entropic OT against a float64 numpy log-domain Sinkhorn; the dummy-bucket padding."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+import jaxpapers.sola as S
+
+
+def sinkhorn_ref(a, b, c, eps, iters=3000):
+  """Float64 log-domain Sinkhorn; returns the plan."""
+  f, g = np.zeros(len(a)), np.zeros(len(b))
+  for _ in range(iters):
+    f = eps * np.log(a) - eps * logsumexp((g[None, :] - c) / eps, axis=1)
+    g = eps * np.log(b) - eps * logsumexp((f[:, None] - c) / eps, axis=0)
+  return np.exp((f[:, None] + g[None, :] - c) / eps)
+
+
+@pytest.fixture(scope="module")
+def problems():
+  rng = np.random.default_rng(0)
+  a = rng.dirichlet(np.ones(6), 3)
+  b = rng.dirichlet(np.ones(5), 3)
+  c = rng.random((3, 6, 5))
+  return a, b, c
+
+
+def test_transport_and_regularized_values_match_reference(problems):
+  a, b, c = problems
+  eps = 0.1
+  got_t = S.entropic_ot_cost(*(x.astype(np.float32) for x in problems), epsilon=eps, iters=100)
+  got_r = S.entropic_ot_cost(
+    *(x.astype(np.float32) for x in problems), epsilon=eps, iters=100, value="regularized"
+  )
+  for i in range(3):
+    p = sinkhorn_ref(a[i], b[i], c[i], eps)
+    kl = (p * np.log(p / np.outer(a[i], b[i]))).sum()
+    assert got_t[i] == pytest.approx((p * c[i]).sum(), abs=2e-5)
+    assert got_r[i] == pytest.approx((p * c[i]).sum() + eps * kl, abs=2e-5)
+
+
+def test_plan_marginals(problems):
+  a, b, c = (x.astype(np.float32) for x in problems)
+  plan = np.asarray(S.entropic_ot_plan(a, b, c, epsilon=0.1, iters=100))
+  np.testing.assert_allclose(plan.sum(-1), a, atol=1e-5)
+  np.testing.assert_allclose(plan.sum(-2), b, atol=1e-5)
+  ref = sinkhorn_ref(problems[0][0], problems[1][0], problems[2][0], 0.1)
+  np.testing.assert_allclose(plan[0], ref, atol=1e-5)
+
+
+def test_dummy_bucket_keeps_the_value_and_gives_finite_gradients():
+  rng = np.random.default_rng(1)
+  p = rng.dirichlet(np.ones(4)).astype(np.float32)
+  logits = rng.normal(size=3).astype(np.float32)
+  c = rng.random((4, 3)).astype(np.float32)
+  ref = S.entropic_ot_cost(p, np.asarray(jax.nn.softmax(logits)), c, epsilon=0.1, iters=30)
+
+  @jax.jit
+  @jax.value_and_grad
+  def padded(lg):
+    lg6 = jnp.concatenate([lg, jnp.full(3, -jnp.inf)])  # padded student logits
+    q = jax.nn.softmax(lg6)
+    pm, qm = np.arange(7) < 4, np.arange(6) < 3
+    pp = jnp.concatenate([p, jnp.zeros(3)])
+    cc = jnp.zeros((7, 6)).at[:4, :3].set(c)
+    a, b, c2 = S.pad_with_dummy_bucket(pp, pm, q, qm, cc, delta=1e-6)
+    return S.entropic_ot_cost(a, b, c2, epsilon=0.1, iters=30)
+
+  value, g = padded(jnp.asarray(logits))
+  assert float(value) == pytest.approx(float(ref), abs=5e-6)
+  assert np.all(np.isfinite(g))
+  g_ref = jax.jit(
+    jax.grad(lambda lg: S.entropic_ot_cost(p, jax.nn.softmax(lg), c, epsilon=0.1, iters=30))
+  )(jnp.asarray(logits))
+  np.testing.assert_allclose(g, g_ref, atol=1e-5)
+
+
+def test_dummy_bucket_masses():
+  p = np.array([[2.0, 1.0, 5.0]], np.float32)
+  q = np.array([[1.0, 3.0]], np.float32)
+  a, b, c = S.pad_with_dummy_bucket(
+    p,
+    np.array([[True, True, False]]),
+    q,
+    np.array([[True, True]]),
+    np.zeros((1, 3, 2), np.float32),
+    delta=0.01,
+  )
+  np.testing.assert_allclose(a, [[0.99 * 2 / 3, 0.99 / 3, 0.01]], rtol=1e-6)
+  np.testing.assert_allclose(b, [[0.99 / 4, 0.99 * 3 / 4]], rtol=1e-6)  # no pad: sums to 0.99
+  np.testing.assert_allclose(c[0, 2], [1.0, 1.0])
