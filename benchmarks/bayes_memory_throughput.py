@@ -12,23 +12,13 @@ memory of the batch is not measured here (CPU). ``--tiny`` uses a random 2-layer
 
 import argparse
 import json
-import time
 
 import jax
 import numpy as np
 
 from jaxpapers import bayes_memory as bm
 from jaxpapers import lm
-
-
-def _best(fn, repeats):
-  jax.block_until_ready(fn())
-  ts = []
-  for _ in range(repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(fn())
-    ts.append(time.perf_counter() - t)
-  return min(ts)
+from jaxpapers.core.timing import best_time
 
 
 def _flops(fn, *args):
@@ -61,8 +51,8 @@ def main():
   R, L = b.ids.shape
   fn_g = bm.make_logprob_fn(params, cfg, max_targets=24)
   fn_f = bm.make_logprob_fn(params, cfg, max_targets=24, gather=False)
-  t_g = _best(lambda: bm.log_bayes_factors(fn_g, b), a.repeats)
-  t_f = _best(lambda: bm.log_bayes_factors(fn_f, b), a.repeats)
+  t_g = best_time(lambda: bm.log_bayes_factors(fn_g, b), a.repeats)
+  t_f = best_time(lambda: bm.log_bayes_factors(fn_f, b), a.repeats)
   from jaxpapers.bayes_memory._scoring import _logprobs_jit
 
   # params are an argument (not a closed-over constant XLA would try to fold)
@@ -78,7 +68,7 @@ def main():
       fn_g(b.ids[r : r + 1], b.attn_mask[r : r + 1], b.target_mask[r : r + 1]) for r in range(R)
     ]
 
-  t_loop = _best(looped, a.repeats)
+  t_loop = best_time(looped, a.repeats)
   from tests.jit_util import count_traces
 
   with count_traces() as tr:

@@ -18,24 +18,14 @@ Times on shared CPU cores are noisy; read the ratios.
 
 import argparse
 import json
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jaxpapers.cs_clip as C
+from jaxpapers.core.timing import best_time
 from jaxpapers.cs_clip import _losses
-
-
-def _time(fn, repeats):
-  jax.block_until_ready(fn())
-  ts = []
-  for _ in range(repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(fn())
-    ts.append(time.perf_counter() - t)
-  return min(ts)
 
 
 def _unit(x):
@@ -55,7 +45,7 @@ def main():
   scale = np.float32(1 / 0.07)
   cfg = C.CSLossConfig()
   fused = jax.jit(lambda *a: C.cs_clip_loss(*a, scale, cfg, validate=False)[0])
-  t_fused = _time(lambda: fused(img, full, ffoil, units, foils, mask), args.repeats)
+  t_fused = best_time(lambda: fused(img, full, ffoil, units, foils, mask), args.repeats)
 
   # reference structure: one jitted (Neg)CLIP per slot on its valid rows, Python loop over U
   slot_fn = jax.jit(
@@ -84,7 +74,7 @@ def main():
       full_fn(img, full, ffoil) + cfg.lambda_comp * comp / U + rest(img, full, units, foils, mask)
     )
 
-  t_loop = _time(loop, args.repeats)
+  t_loop = best_time(loop, args.repeats)
   np.testing.assert_allclose(
     float(loop()), float(fused(img, full, ffoil, units, foils, mask)), rtol=1e-4
   )
@@ -93,20 +83,20 @@ def main():
       lambda i: C.cs_clip_loss(i, full, ffoil, units, foils, mask, scale, cfg, validate=False)[0]
     )
   )
-  t_grad = _time(lambda: grad(img), args.repeats)
+  t_grad = best_time(lambda: grad(img), args.repeats)
 
   N = 2000
   I, S, L = (rng.normal(size=(N, D)).astype(np.float32) for _ in range(3))
   kind = (rng.random(N) < 0.5).astype(np.int32)
   ht = jax.jit(C.half_truth_accuracy)
-  t_ht = _time(lambda: ht(I, S, L, kind)["all"], args.repeats)
+  t_ht = best_time(lambda: ht(I, S, L, kind)["all"], args.repeats)
 
   def np_ht():
     n = lambda x: x.astype(np.float64) / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
     i, s, lg = n(I), n(S), n(L)
     return 1 - ((i * lg).sum(-1) > (i * s).sum(-1)).mean()
 
-  t_np = _time(np_ht, args.repeats)
+  t_np = best_time(np_ht, args.repeats)
   res = {
     "device": str(jax.devices()[0]),
     "cs_clip_loss_fused_ms": 1e3 * t_fused,

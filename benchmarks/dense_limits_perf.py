@@ -23,16 +23,7 @@ import numpy as np
 from flax import nnx
 
 import jaxpapers.dense_limits as D
-
-
-def _time(fn, repeats=3):
-  jax.block_until_ready(fn())  # compile / warm up
-  ts = []
-  for _ in range(repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(fn())
-    ts.append(time.perf_counter() - t)
-  return min(ts)
+from jaxpapers.core.timing import best_time
 
 
 def np_local_search(m, rng, restarts, iters):
@@ -71,31 +62,31 @@ def main():
 
   m = rng.uniform(-1, 1, (n, n)).astype(np.float32)
   mj = jnp.asarray(m)
-  t_lb = _time(lambda: D.cut_norm_lb(mj, key, restarts=64, iters=20)[0])
+  t_lb = best_time(lambda: D.cut_norm_lb(mj, key, restarts=64, iters=20)[0])
   t0 = time.perf_counter()
   np_local_search(m.astype(np.float64), rng, 64, 20)
   t_lb_np = time.perf_counter() - t0
   out["cut_norm_lb"] = {"jax_s": t_lb, "numpy_s": t_lb_np, "speedup": t_lb_np / t_lb}
 
   s16 = rng.uniform(-1, 1, (16, 16)).astype(np.float32)
-  t_ex = _time(lambda: D.cut_norm_exact(jnp.asarray(s16)))
+  t_ex = best_time(lambda: D.cut_norm_exact(jnp.asarray(s16)))
   t0 = time.perf_counter()
   np_exact(s16.astype(np.float64))
   t_ex_np = time.perf_counter() - t0
   out["cut_norm_exact_16"] = {"jax_s": t_ex, "numpy_s": t_ex_np, "speedup": t_ex_np / t_ex}
 
-  t_fk = _time(lambda: D.fk_decompose(mj, 64, key, restarts=64, iters=20)[1].frob_sq, repeats=1)
+  t_fk = best_time(lambda: D.fk_decompose(mj, 64, key, restarts=64, iters=20)[1].frob_sq, repeats=1)
   out["fk_decompose_k64"] = {"jax_s": t_fk}
 
   net = D.StronglyDenseMLP(8, 1, widths=(n, n), bound=1.0, rngs=nnx.Rngs(0))
   x = jax.random.uniform(key, (256, 8))
   dense = nnx.jit(lambda mod, x: mod(x))
-  t_dense = _time(lambda: dense(net, x))
+  t_dense = best_time(lambda: dense(net, x))
   apply = jax.jit(D.apply_compressed)
   out["apply_compressed"] = {}
   for k in (8, 32, 64):
     c = D.compress_mlp(net, k, key, restarts=16, iters=5)
-    t_c = _time(lambda c=c: apply(c, x))
+    t_c = best_time(lambda c=c: apply(c, x))
     flops_dense = 2 * n * n
     flops_c = 2 * k * (2 * n)
     out["apply_compressed"][f"K={k}"] = {

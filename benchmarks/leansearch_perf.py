@@ -13,22 +13,12 @@ shared CPU cores are noisy; read the ratios.
 
 import argparse
 import json
-import time
 
 import jax
 import numpy as np
 
 import jaxpapers.leansearch as L
-
-
-def _time(fn, repeats=3):
-  jax.block_until_ready(fn())  # compile / warm up
-  ts = []
-  for _ in range(repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(fn())
-    ts.append(time.perf_counter() - t)
-  return min(ts)
+from jaxpapers.core.timing import best_time
 
 
 def bench_topk(out):
@@ -38,7 +28,7 @@ def bench_topk(out):
   q /= np.linalg.norm(q, axis=1, keepdims=True)
   d /= np.linalg.norm(d, axis=1, keepdims=True)
   qj, dj = jax.device_put(q), jax.device_put(d)
-  t_jax = _time(lambda: L.dense_topk(qj, dj, 50))
+  t_jax = best_time(lambda: L.dense_topk(qj, dj, 50))
 
   def np_topk():
     s = q @ d.T
@@ -46,7 +36,7 @@ def bench_topk(out):
     order = np.argsort(-np.take_along_axis(s, part, 1), axis=1)
     return np.take_along_axis(part, order, 1)
 
-  t_np = _time(np_topk, repeats=2)
+  t_np = best_time(np_topk, repeats=2)
   out["dense_topk"] = {"jax_s": t_jax, "numpy_s": t_np, "ratio": t_np / t_jax, "target_s": 0.5}
 
 
@@ -60,7 +50,7 @@ def bench_groups(out):
   ret = np.stack([rng.permutation(2000)[:K] for _ in range(Q)]).astype(np.int32)
   ra, rm, rr = jax.device_put(alias), jax.device_put(mask), jax.device_put(ret)
   alt = jax.device_put(np.zeros((Q, G), bool))
-  t_jax = _time(
+  t_jax = best_time(
     lambda: (L.premise_group_recall(rr, ra, rm, 10), L.covered_at_k(rr, ra, rm, alt, 10)),
     repeats=5,
   )
@@ -74,7 +64,7 @@ def bench_groups(out):
       cov.append(all(hits))
     return np.asarray(rec)
 
-  t_ref = _time(ref, repeats=1)
+  t_ref = best_time(ref, repeats=1)
   out["group_metrics"] = {
     "jax_s": t_jax,
     "python_s": t_ref,
@@ -89,7 +79,7 @@ def bench_train(out):
   qi = rng.integers(1, 1 << 15, size=(P, Lf)).astype(np.int32)
   di = rng.integers(1, 1 << 15, size=(P, Lf)).astype(np.int32)
   steps, batch = 300, 256
-  t = _time(
+  t = best_time(
     lambda: L.train_dual_encoder(jax.random.key(0), qi, di, steps=steps, batch=batch)[1],
     repeats=1,
   )
@@ -105,7 +95,7 @@ def bench_lm(out):
     f"Lemma add_comm_{i} : forall n m : nat, n + m = m + n. Commutativity of addition."
     for i in range(16)
   ]
-  t_shared = _time(lambda: L.lm_yes_no_scores(params, cfg, tok, query, docs), repeats=2)
+  t_shared = best_time(lambda: L.lm_yes_no_scores(params, cfg, tok, query, docs), repeats=2)
   prompts = [
     tok.encode(
       f"{L._models.RERANK_INSTRUCTION}\nQuery: {query}\nDocument: {d}\nRelevant (yes or no):"
@@ -113,7 +103,7 @@ def bench_lm(out):
     for d in docs
   ]
   ids, mask = lm.left_pad(prompts)
-  t_full = _time(
+  t_full = best_time(
     lambda: lm.forward(params, ids, config=cfg, mask=mask, logits_at="last")[0], repeats=2
   )
   out["lm_rerank"] = {

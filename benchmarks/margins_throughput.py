@@ -9,22 +9,11 @@ five dimensions batched in one program against five separate fits. Times on shar
 cores are noisy; the ratios measured side by side are what to read.
 """
 
-import time
-
 import jax
 import numpy as np
 
 import jaxpapers.margins as M
-
-
-def _time(fn, repeats=3):
-  fn()  # compile / warm up
-  ts = []
-  for _ in range(repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(fn())
-    ts.append(time.perf_counter() - t)
-  return min(ts)
+from jaxpapers.core.timing import best_time
 
 
 def main():
@@ -35,7 +24,7 @@ def main():
   U /= np.linalg.norm(U, axis=1, keepdims=True)
   V /= np.linalg.norm(V, axis=1, keepdims=True)
   Uj, Vj, Aj = jax.device_put(U), jax.device_put(V), jax.device_put(A)
-  t_jax = _time(lambda: M.all_margins(Uj, Vj, Aj, chunk_size=65536)["m0"])
+  t_jax = best_time(lambda: M.all_margins(Uj, Vj, Aj, chunk_size=65536)["m0"])
 
   def np_pass():
     m0 = np.inf
@@ -44,7 +33,7 @@ def main():
       m0 = min(m0, np.where(A[s : s + 65536], S, -S).min())
     return m0
 
-  t_np = _time(np_pass, repeats=1)
+  t_np = best_time(np_pass, repeats=1)
   print(
     f"all_margins C(64,4) x 64, d=64: jax {t_jax:.3f} s, numpy float64 {t_np:.3f} s, ratio {t_np / t_jax:.1f}x"
   )
@@ -52,14 +41,18 @@ def main():
   A = M.k_sparse_relevance(20, 3)
   steps = 1000
   key = jax.random.key(0)
-  t_one = _time(lambda: M.fit_free_embeddings(key, A, 32, loss="sigmoid", steps=steps).U, repeats=2)
+  t_one = best_time(
+    lambda: M.fit_free_embeddings(key, A, 32, loss="sigmoid", steps=steps).U, repeats=2
+  )
   print(f"fit N={A.shape[0]}, n=20, d=32, sigmoid: {steps / t_one:.0f} steps/s after compile")
   ds = [4, 8, 16, 32, 64]
-  t_batched = _time(
+  t_batched = best_time(
     lambda: M.fit_free_embeddings(key, A, ds, loss="sigmoid", steps=steps).U, repeats=1
   )
   t_separate = sum(
-    _time(lambda d=d: M.fit_free_embeddings(key, A, d, loss="sigmoid", steps=steps).U, repeats=1)
+    best_time(
+      lambda d=d: M.fit_free_embeddings(key, A, d, loss="sigmoid", steps=steps).U, repeats=1
+    )
     for d in ds
   )
   print(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import jax
 import jax.numpy as jnp
@@ -30,16 +29,7 @@ import optax
 from flax import nnx
 
 import jaxpapers.msretrieval as M
-
-
-def _time(fn, repeats=5):
-  jax.block_until_ready(fn())  # compile / warm up
-  ts = []
-  for _ in range(repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(fn())
-    ts.append(time.perf_counter() - t)
-  return min(ts)
+from jaxpapers.core.timing import best_time
 
 
 def main(argv=None):
@@ -65,7 +55,10 @@ def main(argv=None):
     return jnp.where(m, num / jnp.maximum(den, 1e-8), -jnp.inf)
 
   np.testing.assert_allclose(ours(p, cand, mask), direct(p, cand, mask), rtol=1e-4, atol=1e-6)
-  t_ours, t_direct = _time(lambda: ours(p, cand, mask)), _time(lambda: direct(p, cand, mask))
+  t_ours, t_direct = (
+    best_time(lambda: ours(p, cand, mask)),
+    best_time(lambda: direct(p, cand, mask)),
+  )
   out["candidate_scores_cosine"] = {
     "shape": [b, c, f],
     "ms": 1e3 * t_ours,
@@ -79,7 +72,10 @@ def main(argv=None):
   packed = jax.jit(lambda a, w: M.packed_tanimoto(a[:, None, :], w))
   floatv = jax.jit(lambda p, y, m: M.candidate_scores(p, y, m, sim="tanimoto"))
   np.testing.assert_allclose(packed(words_p, words_c), floatv(p, cand, mask), rtol=1e-6)
-  t_packed, t_float = _time(lambda: packed(words_p, words_c)), _time(lambda: floatv(p, cand, mask))
+  t_packed, t_float = (
+    best_time(lambda: packed(words_p, words_c)),
+    best_time(lambda: floatv(p, cand, mask)),
+  )
   out["tanimoto_packed_vs_float"] = {
     "shape": [b, c, f],
     "packed_ms": 1e3 * t_packed,
@@ -90,7 +86,7 @@ def main(argv=None):
   fb, n, probs = (12, 8, 100) if q else (16, 8, 1000)
   cands = (rng.random((probs, n, fb)) < 0.3).astype(np.uint8)
   pi = rng.dirichlet(np.ones(n), size=probs).astype(np.float32)
-  t_enum = _time(lambda: M.enumerate_bayes_fingerprint(pi, cands)[1], repeats=2)
+  t_enum = best_time(lambda: M.enumerate_bayes_fingerprint(pi, cands)[1], repeats=2)
   allv = ((np.arange(2**fb)[:, None] >> np.arange(fb)) & 1).astype(np.float64)  # [2^F, F]
   np_probs = max(4, probs // 50)
 
@@ -106,7 +102,7 @@ def main(argv=None):
 
   got = np.asarray(M.enumerate_bayes_fingerprint(pi[:np_probs], cands[:np_probs])[1])
   np.testing.assert_allclose(got, np_enum(), rtol=1e-5)
-  t_np = _time(np_enum, repeats=1) * probs / np_probs
+  t_np = best_time(np_enum, repeats=1) * probs / np_probs
   out["bayes_enumeration"] = {
     "F": fb,
     "n": n,
@@ -150,7 +146,7 @@ def main(argv=None):
     state[0], state[1], loss = step(state[0], state[1], key, x, fp, cf, lab, m, w)
     return loss
 
-  t_step = _time(run_step)
+  t_step = best_time(run_step)
   out["train_step"] = {
     "shape": {"B": bb, "C": cc, "F": ff, "bins": bins, "hidden": h},
     "ms": 1e3 * t_step,

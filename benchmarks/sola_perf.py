@@ -13,7 +13,6 @@ Times on shared CPU cores are noisy; read the ratios.
 
 import argparse
 import json
-import time
 
 import jax
 import jax.numpy as jnp
@@ -21,16 +20,7 @@ import numpy as np
 import optax
 
 import jaxpapers.sola as S
-
-
-def _time(fn, repeats=5):
-  jax.block_until_ready(fn())
-  ts = []
-  for _ in range(repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(fn())
-    ts.append(time.perf_counter() - t)
-  return min(ts)
+from jaxpapers.core.timing import best_time
 
 
 def random_offsets(rng, n):
@@ -81,9 +71,9 @@ def main():
   n = 200_000
   t, s = random_offsets(rng, n), random_offsets(rng, int(n * 0.8))
   s[-1, 1] = t[-1, 1]
-  t_mcc = _time(lambda: S.mcc_blocks(t, s), repeats=3)
+  t_mcc = best_time(lambda: S.mcc_blocks(t, s), repeats=3)
   tl, sl = t.tolist(), s.tolist()
-  t_py = _time(lambda: python_merge(tl, sl), repeats=1)
+  t_py = best_time(lambda: python_merge(tl, sl), repeats=1)
   res["mcc_tokens_per_s"] = (len(t) + len(s)) / t_mcc
   res["mcc_vs_python_merge"] = t_py / t_mcc
   print(
@@ -104,7 +94,7 @@ def main():
       return S.sola_loss(ti, tl, x, tb, k=k, iters=30, support=sp)[0]
 
     f = jax.jit(jax.grad(loss))
-    out[support] = _time(lambda f=f: f(s_logits, t_ids, t_logp, table))
+    out[support] = best_time(lambda f=f: f(s_logits, t_ids, t_logp, table))
   res["sola_fwd_bwd_1024_s"] = out["bidirectional"]
   res["sola_vs_topk_only_support"] = out["bidirectional"] / out["none"]
   print(
@@ -140,9 +130,9 @@ def main():
 
   batch = (tokens, pos, b_ids, b_lp, small)
   st_ce = make_step(False)
-  t_ce = _time(lambda: st_ce(params, opt, *batch)[0]["embed"])
+  t_ce = best_time(lambda: st_ce(params, opt, *batch)[0]["embed"])
   st = make_step(True)
-  t_sola = _time(lambda: st(params, opt, *batch)[0]["embed"])
+  t_sola = best_time(lambda: st(params, opt, *batch)[0]["embed"])
   res["ce_step_s"], res["sola_step_s"], res["sola_over_ce_step"] = t_ce, t_sola, t_sola / t_ce
   print(
     f"student step: CE {t_ce * 1e3:.1f} ms, SOLA {t_sola * 1e3:.1f} ms "
