@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import pathlib
 import time
 
@@ -303,14 +302,6 @@ def _train(cfg: Config, cells: core.CellStore, data) -> dict:
   return {"pretrain": pre["runs"], "finetune": ft["runs"]}
 
 
-def _ci95(x) -> float:
-  x = np.asarray(x, float)
-  if len(x) < 2:
-    return float("nan")
-  t = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306, 10: 2.262}
-  return float(t.get(len(x), 1.96) * x.std(ddof=1) / math.sqrt(len(x)))
-
-
 METRICS = ("ht_entity", "ht_relation", "ht_all", "r1", "relation_foil_acc", "ht_ties")
 
 
@@ -341,7 +332,7 @@ def derived_metrics(summary: dict, chance: dict) -> dict:
 
   base = w["clip"]["ht_relation"]
   out["baseline_ht_relation"] = mean(base)
-  out["baseline_ht_relation_ci"] = _ci95(base)
+  out["baseline_ht_relation_ci"] = core.ci95_halfwidth(base)
   out["baseline_ht_entity"] = mean(w["clip"]["ht_entity"])
   if "bow" in summary:
     out["bow_baseline_ht_relation"] = mean(summary["bow"]["clip"]["ht_relation"])
@@ -351,7 +342,7 @@ def derived_metrics(summary: dict, chance: dict) -> dict:
       for m, name in (("ht_relation", "ht_relation"), ("r1", "r1"), ("ht_entity", "ht_entity")):
         d = np.asarray(w["cs_ft"][m]) - np.asarray(w[ref][m])
         out[f"cs_minus_{ref}_{name}"] = mean(d)
-        out[f"cs_minus_{ref}_{name}_ci"] = _ci95(d)
+        out[f"cs_minus_{ref}_{name}_ci"] = core.ci95_halfwidth(d)
   return out
 
 

@@ -26,9 +26,6 @@ from flax import nnx
 import jaxpapers.dense_limits as D
 from jaxpapers import core
 
-T975 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776}  # Student t, two-sided 95%, by sample size
-
-
 # ----------------------------------------------------------------------------- data
 
 
@@ -219,13 +216,6 @@ def _slopes(cells, cfg, task, cls):
   return np.array([np.polyfit(lw, ys[:, s], 1)[0] for s in range(cfg.seeds)])  # [seeds]
 
 
-def _ci(x):
-  x = np.asarray(x, np.float64)
-  if len(x) < 2:
-    return float("nan")
-  return float(T975.get(len(x), 1.96) * x.std(ddof=1) / math.sqrt(len(x)))
-
-
 # ----------------------------------------------------------------------------- E3
 
 
@@ -315,12 +305,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     for cls, s in slopes.items():
       d[f"slope_{cls}"] = float(s.mean())
       d[f"slope_{cls}_std"] = float(s.std(ddof=1)) if len(s) > 1 else 0.0
-      d[f"slope_{cls}_ci95"] = _ci(s)
+      d[f"slope_{cls}_ci95"] = core.ci95_halfwidth(s)
     others = [slopes[c] for c in ("sparse", "plain") if c in slopes]
     if "dense" in slopes and others:
       gap = slopes["dense"] - np.min(np.stack(others), axis=0)
       d["slope_gap"] = float(gap.mean())
-      d["slope_gap_ci95"] = _ci(gap)
+      d["slope_gap_ci95"] = core.ci95_halfwidth(gap)
     d["widest_train"] = {
       cls: float(np.mean(cells[(task, cls, cfg.widths[-1])]["best_train"])) for cls in cfg.classes
     }

@@ -52,6 +52,7 @@ from jaxpapers.core.metric_writer import MetricWriter, read_metrics
 from jaxpapers.core.progress import progress
 from jaxpapers.core.report import (
   MeanStd,
+  ci95_halfwidth,
   claims_table,
   curves_plot,
   fit_power_law,
@@ -117,6 +118,7 @@ __all__ = [
   "grouped_bars",
   "scaling_plot",
   "fit_power_law",
+  "ci95_halfwidth",
   # devices
   "DATA_AXIS",
   "make_mesh",

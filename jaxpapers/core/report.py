@@ -205,6 +205,31 @@ def claims_table(
   return markdown_table(headers, rows)
 
 
+# Two-sided 95% Student-t quantiles t_{0.975, n-1} by sample size n; larger samples use 1.96.
+_T975 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306, 10: 2.262}
+
+
+def ci95_halfwidth(x: Any) -> float:
+  """Half-width of the two-sided 95% t-interval of the mean: ``t_{0.975, n-1} · s / √n``.
+
+  ``s`` is the sample standard deviation (``ddof=1``); for n > 10 the normal quantile 1.96
+  stands in for ``t``. Use it for a mean over seeds or splits (``mean ± ci95_halfwidth``).
+
+  Args:
+    x: ``[n]`` real values (one per seed, split or paired difference).
+
+  Returns:
+    The half-width; NaN when n < 2 (no spread can be estimated).
+  """
+  a = np.asarray(x, np.float64)
+  if a.ndim != 1:
+    raise ValueError(f"x must be 1-D (one value per seed or split), got shape {a.shape}")
+  n = a.shape[0]
+  if n < 2:
+    return float("nan")
+  return float(_T975.get(n, 1.96) * a.std(ddof=1) / math.sqrt(n))
+
+
 # ------------------------------------------------------------------------------------- plots
 
 

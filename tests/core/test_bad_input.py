@@ -525,6 +525,15 @@ CASES = [
     id="power-law-length",
   ),
   Case(
+    "core.ci95_halfwidth",
+    core.ci95_halfwidth,
+    (np.zeros((3, 2)),),
+    match=r"x must be 1-D \(one value per seed or split\), got shape \(3, 2\)",
+    jit=None,
+    jit_reason=HOST,
+    id="ci95-2d",
+  ),
+  Case(
     "core.scaling_plot",
     core.scaling_plot,
     ({"ssm": ([1, 2, 4], [1.0, 2.0])},),

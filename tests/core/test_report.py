@@ -180,3 +180,17 @@ def test_format_cell():
   assert report.format_cell(np.float32(0.5), ".2f") == "0.50"
   assert report.format_cell(np.int64(3)) == "3"
   assert report.format_cell("x\ny") == "x y"
+
+
+def test_ci95_halfwidth_is_the_student_t_interval():
+  scipy_stats = pytest.importorskip("scipy.stats")
+  rng = np.random.default_rng(0)
+  for n in (2, 3, 5, 10):
+    x = rng.normal(size=n)
+    t = scipy_stats.t.ppf(0.975, n - 1)
+    want = t * np.std(x, ddof=1) / math.sqrt(n)
+    assert core.ci95_halfwidth(x) == pytest.approx(want, rel=1e-3)
+  x = rng.normal(size=40)  # large samples: the normal quantile
+  assert core.ci95_halfwidth(x) == pytest.approx(1.96 * np.std(x, ddof=1) / math.sqrt(40))
+  assert math.isnan(core.ci95_halfwidth([1.0]))
+  assert core.ci95_halfwidth([2.0, 2.0, 2.0]) == 0.0
