@@ -100,11 +100,10 @@ def check_imports() -> None:
 def check_notebooks() -> None:
   sys.path.insert(0, str(ROOT))
   from tests.notebook_util import run_notebook
+  from tests.xla_flags import fast_compile
 
   # As in the test suite (tests/conftest.py): the smoke settings are compile-bound.
-  flags = os.environ.get("XLA_FLAGS", "")
-  if "xla_backend_optimization_level" not in flags:
-    os.environ["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=0".strip()
+  os.environ["XLA_FLAGS"] = fast_compile(os.environ.get("XLA_FLAGS", ""))
   notebooks = sorted((ROOT / "colab").glob("*.ipynb"))
   if not notebooks:
     raise SystemExit("no notebooks found in colab/")

@@ -16,19 +16,14 @@ workers never see half-written entries; without ``filelock`` the cache stays off
 import os
 import pathlib
 
+from tests import xla_flags
+
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
   _flags += " --xla_force_host_platform_device_count=8"
-# The tests run tiny shapes, so XLA's compile time is most of the suite's time and the speed of
-# the generated code hardly matters: without LLVM's optimisation passes the FlashSSM-3D smoke
-# run compiles in half the time (42 s -> 21 s). Results may differ in the last bits (no fused
-# multiply-adds), which the tests' tolerances allow. JAXPAPERS_TEST_XLA_OPT=1 keeps the default.
-if os.environ.get("JAXPAPERS_TEST_XLA_OPT", "0") in ("", "0") and (
-  "xla_backend_optimization_level" not in _flags
-):
-  _flags += " --xla_backend_optimization_level=0"
-os.environ["XLA_FLAGS"] = _flags.strip()
+# Compile-bound tiny programs: no LLVM optimisation passes (see tests/xla_flags.py).
+os.environ["XLA_FLAGS"] = xla_flags.fast_compile(_flags.strip())
 
 _cache = os.environ.get(
   "JAXPAPERS_TEST_JAX_CACHE",
