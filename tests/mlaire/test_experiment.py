@@ -1,0 +1,96 @@
+"""The smoke experiment end to end (with resume), the claim rules and the notebook."""
+
+import json
+
+import numpy as np
+import pytest
+
+from experiments.mlaire import train
+from experiments.mlaire.configs import default, smoke
+from jaxpapers import core
+from tests import notebook_util
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+  workdir = tmp_path_factory.mktemp("mlaire_smoke")
+  cfg = smoke.get_config()
+  return cfg, workdir, train.train_and_evaluate(cfg, workdir)
+
+
+def test_smoke_experiment_writes_results(smoke_run):
+  cfg, workdir, metrics = smoke_run
+  rec = json.loads((workdir / "results.json").read_text())
+  assert "Pool C (query-language traps)" in rec["table_markdown"]
+  assert {"tradeoff.png", "four_way_C.png"} <= set(rec["plots"])
+  assert all(c["verdict"] is None for c in rec["claims"])
+  summ = metrics["summary"]
+  assert set(summ) == {"A", "B", "C"}
+  for pool in summ.values():
+    assert set(pool) == {"bm25", "char_ngram", *train.TRIVIAL}
+    for cell in pool.values():
+      fw = sum(cell[f"four_way_{k}"]["mean"] for k in ("SpLp", "SpLm", "SmLp", "SmLm"))
+      assert fw == pytest.approx(1.0, abs=1e-5)
+      assert len(cell["ndcg"]["values"]) == cfg.seeds
+  # Undefined LPR on pool B (no query-language positive), defined on A.
+  assert np.isnan(summ["B"]["bm25"]["lpr_strict"]["mean"])
+  assert summ["A"]["lang_only"]["lpr_strict"]["mean"] == 1.0
+  assert summ["A"]["blind_oracle"]["ndcg"]["mean"] == pytest.approx(1.0)
+  for c in default.CLAIMS:
+    assert c["metric"].split(".", 1)[1] in metrics["derived"] or "e5" in c["note"]
+
+
+def test_rerun_resumes_from_the_stored_cells(smoke_run, monkeypatch):
+  cfg, workdir, metrics = smoke_run
+  monkeypatch.setattr(
+    train, "run_seed", lambda *a, **k: (_ for _ in ()).throw(AssertionError("recomputed"))
+  )
+  again = train.train_and_evaluate(cfg, workdir)
+  assert json.dumps(again["derived"]) == json.dumps(metrics["derived"])
+
+
+def _cell(**means):
+  out = {}
+  for key in (*train.M.REPORT_KEYS, "n_lpr_strict"):
+    v = means.get(key, 0.5)
+    out[key] = {"mean": v, "std": 0.0, "ci": 0.0, "values": [v, v, v]}
+  for lab in ("SpLp", "SpLm", "SmLp", "SmLm"):
+    v = means.get(lab, 0.25)
+    out[f"four_way_{lab}"] = {"mean": v, "std": 0.0, "ci": 0.01, "values": [v] * 3}
+  return out
+
+
+def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
+  A = {
+    "e5": _cell(ndcg=0.80, lpr_strict=0.90, sem_at_1=0.95, SpLm=0.10),
+    "e5_offset": _cell(ndcg=0.81, lpr_strict=0.40, sem_at_1=0.90),
+    "bm25": _cell(ndcg=0.60, lpr_strict=0.95, sem_at_1=0.7),
+    "char_ngram": _cell(ndcg=0.70, lpr_strict=0.99, sem_at_1=0.8),
+    "e5_prior_0p05": _cell(ndcg=0.75, lpr_strict=0.97, sem_at_1=0.85),
+  }
+  A.update({r: _cell() for r in train.TRIVIAL})
+  C = {r: _cell() for r in A}
+  for r, v in (("e5_offset", 0.05), ("e5", 0.1), ("bm25", 0.2), ("e5_prior_0p05", 0.3)):
+    C[r]["four_way_SmLp"]["mean"] = v
+  C["char_ngram"]["four_way_SmLp"]["mean"] = 0.4
+  B = {r: _cell() for r in A}
+  B["e5_offset"]["sem_at_1"]["values"] = [0.7, 0.7, 0.7]
+  d = train.derived_metrics({"A": A, "B": B, "C": C})
+  assert d["lpr_gap_at_ndcg_tie"] == pytest.approx(0.5) and d["lpr_gap_pair"] == "e5 vs e5_offset"
+  assert d["strongest_semantic"] == "e5" and d["strongest_SpLm_at_1"] == pytest.approx(0.1)
+  assert d["spearman_lpr_A_vs_SmLp_C"] == pytest.approx(1.0)
+  assert d["offset_lpr_drop"] == pytest.approx(0.5)
+  assert d["offset_sem_at_1_gain_B"] == pytest.approx(0.2)
+  verdicts = {c["id"]: core.judge(c, {"derived": d}).verdict for c in default.CLAIMS}
+  assert verdicts == {
+    "standard_metrics_obscure": "held",
+    "semantic_strength_wrong_language": "held",
+    "preference_costs_semantics": "held",
+    "offset_removal_lowers_preference": "held",
+  }
+  d["lpr_gap_at_ndcg_tie"] = 0.15
+  assert core.judge(default.CLAIMS[0], {"derived": d}).verdict == "partly"
+
+
+def test_notebook_runs():
+  notebook_util.run_notebook("colab/mlaire.ipynb", timeout=300)
