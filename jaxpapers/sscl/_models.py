@@ -131,9 +131,17 @@ class TinyViT(nnx.Module):
 
   def dense(self, images, readout: str = "maskclip", affinity=None):
     """Patch features ``[B, N, E]`` with one of :data:`READOUTS` (see module doc)."""
+    return self._dense(self.tokens(images), readout, affinity)
+
+  def encode(self, images, readout: str = "maskclip", affinity=None):
+    """``(global [B, E] unit-norm, dense [B, N, E])`` sharing the first blocks' computation."""
+    x = self.tokens(images)
+    g = _l2(self.proj(self.ln_post(self.blocks[-1](x)[:, 0])))
+    return g, self._dense(x, readout, affinity)
+
+  def _dense(self, x, readout, affinity):
     if readout not in READOUTS:
       raise ValueError(f"readout must be one of {list(READOUTS)}, got {readout!r}")
-    x = self.tokens(images)
     last = self.blocks[-1]
     if readout == "plain":
       y = last(x)[:, 1:]
