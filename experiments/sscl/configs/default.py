@@ -2,10 +2,11 @@
 
   python -m experiments.sscl.main --config=experiments/sscl/configs/default.py --workdir=runs/sscl
 
-2,000 training and 256 test images (32 x 32, 2-4 objects on textured backgrounds). Per seed (3):
-a tiny CLIP (ViT patch 4, width 64, 3 blocks; 2-block text transformer) trained with the global
-CLIP loss only; then 5 same-budget fine-tuning arms from it (keep-only control, CLIPSelf-style
-control, CISC only, SGSR only, SSCL), training the last image block. Frozen "VFM": the
+2,000 training and 128 test images (32 x 32, 2-4 objects on textured backgrounds). Per seed (3):
+a tiny CLIP (ViT patch 4, width 32, 2 blocks; 1-block text transformer) trained for 400 steps
+(batch 32) with the global CLIP loss only; then 5 same-budget fine-tuning arms from it (120
+steps, 8 anchors x 2 context views: keep-only control, CLIPSelf-style control, CISC only, SGSR
+only, SSCL), training the last image block. Sized for a shared, heavily loaded 2-core CPU. Frozen "VFM": the
 handcrafted colour / edge patch features. Evaluation protocol: MaskCLIP readout, logit scale
 40, bilinear upsampling to 32 x 32, no sliding window, no PAMR, foreground pixels only (no
 background threshold), region classification with GT boxes.
@@ -19,24 +20,24 @@ T_CI = "95% t-interval half-width of the paired per-seed difference over the 3 s
 def get_config():
   c = ml_collections.ConfigDict()
   c.n_train = 2000
-  c.n_test = 256
+  c.n_test = 128
   c.size = 32
   c.patch = 4
-  c.width = 64
-  c.depth = 3
-  c.text_depth = 2
-  c.heads = 4
-  c.embed_dim = 64
-  c.pretrain_steps = 1500
-  c.pretrain_chunk = 250
-  c.pretrain_batch = 64
-  c.lr = 1e-3
-  c.finetune_steps = 300
-  c.finetune_chunk = 100
-  c.finetune_batch = 16
-  c.n_views = 4
+  c.width = 32
+  c.depth = 2
+  c.text_depth = 1
+  c.heads = 2
+  c.embed_dim = 32
+  c.pretrain_steps = 400
+  c.pretrain_chunk = 100
+  c.pretrain_batch = 32
+  c.lr = 2e-3
+  c.finetune_steps = 120
+  c.finetune_chunk = 40
+  c.finetune_batch = 8
+  c.n_views = 2
   c.view_scales = (1.5, 3.0)
-  c.lr_finetune = 3e-4
+  c.lr_finetune = 1e-3
   c.seeds = 3
   c.arms = ("keep_only", "clipself", "cisc_only", "sgsr_only", "sscl")
   c.gamma = 3.0
