@@ -12,7 +12,7 @@ def get_config():
   c.n_test = 8
   c.width = 16
   c.embed_dim = 16
-  c.depth = 2
+  c.depth = 1
   c.text_depth = 1
   c.heads = 2
   c.pretrain_steps = 4
