@@ -81,13 +81,15 @@ def test_context_views_keep_the_anchor_region():
   yy, xx = np.mgrid[0:S_, 0:S_] + 0.5
   img = np.stack([xx / S_, yy / S_, 0.5 + 0 * xx], -1).astype(F32)  # linear: resampling exact
   box = np.array([10.0, 12.0, 18.0, 17.0], F32)
-  views, boxes = S.make_context_views(jax.random.key(3), img, box, n_views=5, scales=(1.2, 2.5))
+  mk = jax.jit(S.make_context_views, static_argnames=("n_views", "scales"))
+  views, boxes = mk(jax.random.key(3), img, box, n_views=5, scales=(1.2, 2.5))
   views, boxes = np.asarray(views), np.asarray(boxes)
-  ref = S.roi_align(img, box, out_size=(3, 3), coords="patch")
+  roi = jax.jit(lambda f, b: S.roi_align(f, b, out_size=(3, 3), coords="patch"))
+  ref = roi(img, box)
   w = box[2] - box[0]
   for k in range(5):
     assert np.all(boxes[k] >= -1e-4) and np.all(boxes[k] <= S_ + 1e-4)
-    got = S.roi_align(views[k], boxes[k], out_size=(3, 3), coords="patch")
+    got = roi(views[k], boxes[k])
     np.testing.assert_allclose(got, ref, atol=2e-3)
     ratio = (boxes[k, 2] - boxes[k, 0]) / w  # = S / side, side in [1.2, 2.5] x 8
     assert S_ / (2.5 * 8) - 1e-4 <= ratio <= S_ / (1.2 * 8) + 1e-4

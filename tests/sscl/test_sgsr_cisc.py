@@ -160,7 +160,7 @@ def test_sgsr_targets_compose_the_numpy_steps():
 def test_sscl_loss_is_the_weighted_sum_of_its_terms():
   B, N, C, A, Vn, D = 2, 4, 3, 3, 2, 5
   logits = RNG.normal(size=(B, N, C)).astype(F32)
-  tg = S.sgsr_targets(
+  tg = jax.jit(S.sgsr_targets)(
     RNG.normal(size=(B, N, D)).astype(F32),
     RNG.normal(size=(B, N, 2)).astype(F32),
     RNG.normal(size=(C, D)).astype(F32),
@@ -169,7 +169,8 @@ def test_sscl_loss_is_the_weighted_sum_of_its_terms():
   tr = RNG.normal(size=(A, D)).astype(F32)
   sc, tc = RNG.normal(size=(B, D)).astype(F32), RNG.normal(size=(B, D)).astype(F32)
   cfg = S.SSCLConfig(lambda_cisc=0.7, lambda_sgsr=1.3, lambda_keep=0.2, cisc_center=0.25)
-  total, terms = S.sscl_loss(logits, tg, z, tr, sc, tc, cfg)
+  loss = jax.jit(S.sscl_loss, static_argnums=6)
+  total, terms = loss(logits, tg, z, tr, sc, tc, cfg)
   keep = np.mean(1 - (_unit(sc.astype(np.float64)) * _unit(tc.astype(np.float64))).sum(-1))
   np.testing.assert_allclose(terms["keep"], keep, rtol=1e-5)
   np.testing.assert_allclose(
@@ -178,7 +179,7 @@ def test_sscl_loss_is_the_weighted_sum_of_its_terms():
   cisc = terms["cisc_teacher"] + 0.5 * terms["cisc_infonce"] + 0.25 * terms["cisc_center"]
   ref = 0.7 * cisc + 1.3 * terms["sgsr"] + 0.2 * keep
   np.testing.assert_allclose(total, ref, rtol=1e-5)
-  _, soft = S.sscl_loss(logits, tg, z, tr, sc, tc, S.SSCLConfig(soft_sgsr=True))
+  _, soft = loss(logits, tg, z, tr, sc, tc, S.SSCLConfig(soft_sgsr=True))
   np.testing.assert_allclose(soft["sgsr"], S.dense_kl(logits, tg.probs, tg.weights), rtol=1e-6)
 
 
