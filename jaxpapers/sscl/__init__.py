@@ -1,0 +1,101 @@
+"""SSCL: semantic spatial consistency learning for dense CLIP adaptation.
+
+"Semantic Spatial Consistency Learning" (NeurIPS 2026; no public paper text or code beyond the
+abstract). Two objectives adapt CLIP's dense features: **CISC** (Context-Invariant
+Spatiotemporal Consistency) makes the same anchor region embed alike under varying context,
+and **SGSR** (Structure-Guided Semantic Refinement) refines CLIP text-patch responses with a
+frozen vision foundation model's patch affinities into text-conditioned dense pseudo-labels.
+Everything beyond the abstract is a reconstruction (see each module docstring).
+
+* SGSR: :func:`vfm_affinity`, :func:`refine_logits`, :func:`proxy_attention`,
+  :func:`patch_text_logits`, :func:`dense_pseudolabels`, :func:`sgsr_targets`,
+  :func:`dense_pseudolabel_ce`, :func:`dense_kl`;
+* CISC: :func:`roi_align`, :func:`make_context_views`, :func:`region_consistency_loss`;
+* the objective: :func:`sscl_loss`, :func:`keep_loss`, :class:`SSCLConfig`;
+* evaluation: :func:`segment`, :func:`upsample_logits`, :func:`segmentation_miou`,
+  :func:`region_embeddings`, :func:`feature_drift`;
+* tiny models and data: :class:`TinyCLIP`, :class:`TinyViT`, :class:`TinyTextEncoder`,
+  :func:`dense_features`, :func:`handcrafted_vfm`, :func:`render_shapes_world`,
+  :func:`tokenize`, :func:`class_prompts`.
+"""
+
+from jaxpapers.sscl._affinity import proxy_attention, refine_logits, vfm_affinity
+from jaxpapers.sscl._eval import (
+  feature_drift,
+  region_embeddings,
+  segment,
+  segmentation_miou,
+  upsample_logits,
+)
+from jaxpapers.sscl._losses import (
+  CISC_MODES,
+  SGSRTargets,
+  SSCLConfig,
+  dense_kl,
+  dense_pseudolabel_ce,
+  dense_pseudolabels,
+  keep_loss,
+  patch_text_logits,
+  region_consistency_loss,
+  sgsr_targets,
+  sscl_loss,
+)
+from jaxpapers.sscl._models import (
+  READOUTS,
+  TinyCLIP,
+  TinyTextEncoder,
+  TinyViT,
+  dense_features,
+  handcrafted_vfm,
+)
+from jaxpapers.sscl._roi import make_context_views, roi_align
+from jaxpapers.sscl._shapes import (
+  COLOURS,
+  MAX_LEN,
+  MAX_OBJECTS,
+  SHAPES,
+  VOCAB,
+  ShapesData,
+  class_prompts,
+  render_shapes_world,
+  tokenize,
+)
+
+__all__ = [
+  "CISC_MODES",
+  "COLOURS",
+  "MAX_LEN",
+  "MAX_OBJECTS",
+  "READOUTS",
+  "SHAPES",
+  "SGSRTargets",
+  "SSCLConfig",
+  "ShapesData",
+  "TinyCLIP",
+  "TinyTextEncoder",
+  "TinyViT",
+  "VOCAB",
+  "class_prompts",
+  "dense_features",
+  "dense_kl",
+  "dense_pseudolabel_ce",
+  "dense_pseudolabels",
+  "feature_drift",
+  "handcrafted_vfm",
+  "keep_loss",
+  "make_context_views",
+  "patch_text_logits",
+  "proxy_attention",
+  "refine_logits",
+  "region_consistency_loss",
+  "region_embeddings",
+  "render_shapes_world",
+  "roi_align",
+  "segment",
+  "segmentation_miou",
+  "sgsr_targets",
+  "sscl_loss",
+  "tokenize",
+  "upsample_logits",
+  "vfm_affinity",
+]
