@@ -198,6 +198,9 @@ class WordTokenizer:
   SPECIAL = ("<pad>", "<unk>", "[PRED]", "[DOC]")
 
   def __init__(self, texts: Sequence[str]):
+    texts = list(texts)
+    if not texts or not all(isinstance(t, str) for t in texts):
+      raise TypeError("texts must be a non-empty sequence of strings")
     words = sorted({w for t in texts for w in _WORD.findall(t)})
     self.vocab = list(self.SPECIAL) + words
     self._id = {w: i for i, w in enumerate(self.vocab)}

@@ -28,8 +28,17 @@ def _check_key(key):
 
 
 def standardise(x: jax.Array) -> jax.Array:
-  """LN without gain: (x − mean(x)) / sqrt(var(x) + 1e-6) over the last axis, in float32+."""
-  x = jnp.asarray(x)
+  """LN without gain: (x − mean(x)) / sqrt(var(x) + 1e-6) over the last axis, in float32+.
+
+  Args:
+    x: float [..., H] with H >= 1.
+
+  Returns:
+    [..., H], float32 (float64 for float64 input).
+  """
+  x = V.check_array(x, "x", dtype="float")
+  if x.ndim < 1 or x.shape[-1] < 1:
+    raise ValueError(f"x must have shape [..., H] with H >= 1, got {x.shape}")
   x = x.astype(jnp.promote_types(x.dtype, jnp.float32))
   mu = x.mean(-1, keepdims=True)
   var = ((x - mu) ** 2).mean(-1, keepdims=True)
@@ -99,12 +108,14 @@ def _embed(p, x):
 
 def query_embedding(heads: dict, z: jax.Array) -> jax.Array:
   """e_q = normalise(P_qᵀ LN(z)) for [PRED] hidden states z [..., H] -> [..., D_r]."""
-  return _embed(heads["p_q"], _check_proj(heads, "p_q", z, "z"))
+  z = _check_proj(heads, "p_q", z, "z")
+  return _embed(heads["p_q"], z)
 
 
 def doc_embedding(heads: dict, h: jax.Array) -> jax.Array:
   """e_d = normalise(P_dᵀ LN(h)) for [DOC] hidden states h [..., H] -> [..., D_r]."""
-  return _embed(heads["p_d"], _check_proj(heads, "p_d", h, "h"))
+  h = _check_proj(heads, "p_d", h, "h")
+  return _embed(heads["p_d"], h)
 
 
 def control_logits(control: dict, z: jax.Array) -> jax.Array:

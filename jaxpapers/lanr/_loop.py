@@ -81,6 +81,15 @@ def append_tokens(buf: jax.Array, length: jax.Array, tokens: jax.Array, n: jax.A
   Returns:
     (int [B, L], int [B]).
   """
+  buf = V.check_array(buf, "buf", ndim=2, dtype="int")
+  B = buf.shape[0]
+  length = V.check_array(length, "length", shape=(B,), dtype="int")
+  tokens = V.check_array(tokens, "tokens", ndim=2, dtype="int")
+  if tokens.shape[0] != B or tokens.shape[1] > buf.shape[1]:
+    raise ValueError(
+      f"tokens must have shape [B={B}, T_tok <= L={buf.shape[1]}], got {tokens.shape}"
+    )
+  n = V.check_array(n, "n", shape=(B,), dtype="int")
   upd = jax.vmap(lambda b, t, i: jax.lax.dynamic_update_slice(b, t, (i,)))
   return upd(buf, tokens.astype(buf.dtype), length), length + n
 
@@ -110,8 +119,17 @@ def read_context(
     answer token is the argmax given the gold prefix, i.e. greedy decoding reproduces it;
     False when answer_len = 0); logp [B] (log p of the answer).
   """
+  ids = V.check_array(ids, "ids", ndim=2, dtype="int")
   B, L = ids.shape
+  length = V.check_array(length, "length", shape=(B,), dtype="int")
+  pred_ids = V.check_array(pred_ids, "pred_ids", ndim=1, dtype="int", nonempty=True)
+  answer_ids = V.check_array(answer_ids, "answer_ids", ndim=2, dtype="int")
+  if answer_ids.shape[0] != B or answer_ids.shape[1] < 1:
+    raise ValueError(f"answer_ids must have shape [B={B}, A>=1], got {answer_ids.shape}")
+  answer_len = V.check_array(answer_len, "answer_len", shape=(B,), dtype="int")
   P, A = pred_ids.shape[0], answer_ids.shape[1]
+  if P + A > L:
+    raise ValueError(f"ids width L={L} cannot hold [PRED] ({P}) and the answer ({A})")
   suffix = jnp.concatenate([jnp.broadcast_to(pred_ids, (B, P)), answer_ids], axis=1)
   seq, end = append_tokens(ids, length, suffix, P + answer_len)
   mask = jnp.arange(L)[None, :] < end[:, None]
