@@ -7,7 +7,6 @@ import pytest
 
 from jaxpapers import lanr as L
 
-jax.config.update("jax_enable_x64", False)
 RNG = np.random.default_rng(0)
 
 
