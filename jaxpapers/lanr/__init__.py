@@ -1,0 +1,86 @@
+"""LAnR: latent abstraction for retrieval-augmented generation.
+
+One LM encodes documents, produces retrieval vectors from the hidden state of a [PRED] token,
+and decides with a small MLP over the same hidden states when enough evidence has been
+retrieved. This package implements the heads, the objectives (multi-positive InfoNCE,
+answer-entropy and oracle control labels), the jitted multi-hop loop with adaptive stopping,
+the synthetic multi-hop QA world of the experiment, and the pipeline and stopping baselines.
+The paper has no public code: everything beyond the abstract is a reconstruction (marked in
+each docstring).
+"""
+
+from jaxpapers.lanr._config import LAnRConfig
+from jaxpapers.lanr._data import (
+  KB,
+  QA,
+  WordTokenizer,
+  bm25_scores,
+  make_kb,
+  make_questions,
+  pad_tokens,
+  question_as_query_retrieve,
+  support_recall,
+)
+from jaxpapers.lanr._heads import (
+  control_logits,
+  doc_embedding,
+  init_control_head,
+  init_retrieval_heads,
+  query_embedding,
+  standardise,
+)
+from jaxpapers.lanr._loop import (
+  LMFn,
+  RetrievalTrace,
+  append_tokens,
+  at_hop,
+  encode_documents,
+  lm_hidden_fn,
+  multihop_retrieve,
+  read_context,
+  stop_hops,
+)
+from jaxpapers.lanr._losses import (
+  answer_entropy,
+  auroc,
+  control_loss,
+  entropy_labels,
+  entropy_threshold_stop,
+  info_nce,
+)
+from jaxpapers.lanr._train import lanr_loss
+
+__all__ = [
+  "LAnRConfig",
+  "KB",
+  "QA",
+  "WordTokenizer",
+  "bm25_scores",
+  "make_kb",
+  "make_questions",
+  "pad_tokens",
+  "question_as_query_retrieve",
+  "support_recall",
+  "control_logits",
+  "doc_embedding",
+  "init_control_head",
+  "init_retrieval_heads",
+  "query_embedding",
+  "standardise",
+  "LMFn",
+  "RetrievalTrace",
+  "append_tokens",
+  "at_hop",
+  "encode_documents",
+  "lm_hidden_fn",
+  "multihop_retrieve",
+  "read_context",
+  "stop_hops",
+  "answer_entropy",
+  "auroc",
+  "control_loss",
+  "entropy_labels",
+  "entropy_threshold_stop",
+  "info_nce",
+  "lanr_loss",
+]

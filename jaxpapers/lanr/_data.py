@@ -1,0 +1,305 @@
+"""A synthetic multi-hop QA world (spec §5): a knowledge base of one-fact documents and 1-, 2-
+and 3-hop questions whose bridge entities appear only in the retrieved documents, a word-level
+tokenizer for tiny models, and the question-as-query BM25 pipeline baseline.
+
+Entities have invented names (so a pretrained LM cannot answer from memory); people share
+first and last names (hard negatives with similar names), and every relation has many facts
+(hard negatives with the same relation about other entities).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from jaxpapers.core import validation as V
+
+_FIRST = (
+  "Ada Bruno Clara Dario Elsa Felix Greta Hugo Ines Jonas Kira Lucas Mara Nils Olga Pablo "
+  "Rosa Sven Tania Umar Vera Willa Xavi Yara Zeno"
+).split()
+_LAST = (
+  "Moreau Castell Varga Lindqvist Okafor Rinaldi Sato Novak Brandt Ferreira Kowal Duarte "
+  "Halvorsen Quint Abara"
+).split()
+_SYL = "ka lo ri ven dor mi sa tel bru an os vi ne gar pol zu fen ra".split()
+
+_TEMPLATES = {
+  "born_in": ("{s} was born in {o}.", "The birthplace of {s} is {o}."),
+  "works_at": ("{s} works at {o}.", "{o} employs {s}."),
+  "located_in": ("{s} is a city in {o}.", "The city of {s} lies in {o}."),
+  "hq_in": ("{s} has its headquarters in {o}.", "The head office of {s} is in {o}."),
+}
+_QUESTIONS = {
+  ("born_in",): "Where was {p} born?",
+  ("works_at",): "Which company does {p} work at?",
+  ("born_in", "located_in"): "In which country was {p} born?",
+  ("works_at", "hq_in"): "In which city is the head office of the company {p} works at?",
+  ("works_at", "hq_in", "located_in"): (
+    "In which country is the head office of the company {p} works at?"
+  ),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class KB:
+  """The knowledge base: one templated sentence per fact.
+
+  Attributes:
+    people, cities, countries, companies: entity names.
+    docs: the document texts, [N].
+    facts: (relation, subject, object) per document, [N].
+    index: {(relation, subject): document id}.
+  """
+
+  people: tuple[str, ...]
+  cities: tuple[str, ...]
+  countries: tuple[str, ...]
+  companies: tuple[str, ...]
+  docs: tuple[str, ...]
+  facts: tuple[tuple[str, str, str], ...]
+  index: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class QA:
+  """A question, its answer and its gold chain of documents (in hop order)."""
+
+  question: str
+  answer: str
+  gold: tuple[int, ...]
+  person: str
+
+  @property
+  def hops(self) -> int:
+    return len(self.gold)
+
+
+def _names(rng, n, syl, suffix=""):
+  out = set()
+  while len(out) < n:
+    k = rng.integers(2, 4)
+    out.add("".join(rng.choice(syl, k)).capitalize() + suffix)
+  return sorted(out)
+
+
+def make_kb(
+  seed: int, *, n_people: int = 200, n_cities: int = 50, n_countries: int = 15, n_companies=40
+) -> KB:
+  """A random knowledge base (host-side, numpy; deterministic in ``seed``).
+
+  Facts: born_in(person, city), works_at(person, company), located_in(city, country),
+  hq_in(company, city); each fact is one document written with one of two paraphrase
+  templates (chosen at random).
+
+  Args:
+    seed: int seed.
+    n_people: at most len(first names) × len(last names) = 375.
+    n_cities, n_countries, n_companies: entity counts (>= 2 each).
+
+  Returns:
+    `KB`.
+  """
+  seed = V.check_int(seed, "seed", min_value=0)
+  n_p = V.check_int(n_people, "n_people", min_value=2, max_value=len(_FIRST) * len(_LAST))
+  n_ci = V.check_int(n_cities, "n_cities", min_value=2)
+  n_co = V.check_int(n_countries, "n_countries", min_value=2)
+  n_cp = V.check_int(n_companies, "n_companies", min_value=2)
+  rng = np.random.default_rng(seed)
+  full = [f"{f} {last}" for f in _FIRST for last in _LAST]
+  people = [full[i] for i in sorted(rng.choice(len(full), n_p, replace=False))]
+  cities = _names(rng, n_ci, _SYL)
+  countries = _names(rng, n_co, _SYL, "ia")
+  companies = _names(rng, n_cp, _SYL, " Corp")
+  facts = []
+  for p in people:
+    facts.append(("born_in", p, cities[rng.integers(n_ci)]))
+    facts.append(("works_at", p, companies[rng.integers(n_cp)]))
+  for c in cities:
+    facts.append(("located_in", c, countries[rng.integers(n_co)]))
+  for c in companies:
+    facts.append(("hq_in", c, cities[rng.integers(n_ci)]))
+  order = rng.permutation(len(facts))
+  facts = [facts[i] for i in order]
+  docs = [_TEMPLATES[r][rng.integers(2)].format(s=s, o=o) for r, s, o in facts]
+  index = {(r, s): i for i, (r, s, _) in enumerate(facts)}
+  return KB(
+    tuple(people),
+    tuple(cities),
+    tuple(countries),
+    tuple(companies),
+    tuple(docs),
+    tuple(facts),
+    index,
+  )
+
+
+def make_questions(
+  kb: KB, people: Sequence[str], *, hops: Sequence[int] = (1, 2, 3), n_per_hop: int, seed: int
+) -> list[QA]:
+  """Questions about ``people`` with their gold document chains (host-side).
+
+  1-hop: "Where was P born?" / "Which company does P work at?"; 2-hop: "In which country was P
+  born?" (born_in → located_in) / "In which city is the head office of the company P works
+  at?" (works_at → hq_in); 3-hop: "In which country is the head office of the company P works
+  at?" (works_at → hq_in → located_in). Split train and test by person to avoid leakage.
+
+  Args:
+    kb: the `KB`.
+    people: the people to ask about (a subset of ``kb.people``).
+    hops: hop counts to draw, each in {1, 2, 3}.
+    n_per_hop: questions per hop count (<= 2 · len(people) for 1 and 2 hops, len(people) for 3).
+    seed: int seed.
+
+  Returns:
+    list of `QA`, grouped by hop count.
+  """
+  if not isinstance(kb, KB):
+    raise TypeError(f"kb must be a KB (make_kb), got {type(kb).__name__}")
+  people = list(people)
+  if not people or any(p not in kb.people for p in people):
+    raise ValueError("people must be a non-empty list of names from kb.people")
+  n = V.check_int(n_per_hop, "n_per_hop", min_value=1)
+  seed = V.check_int(seed, "seed", min_value=0)
+  rng = np.random.default_rng(seed)
+  out = []
+  for h in hops:
+    h = V.check_int(h, "hops", min_value=1, max_value=3)
+    chains = [c for c in _QUESTIONS if len(c) == h]
+    pool = [(c, p) for c in chains for p in people]
+    if n > len(pool):
+      raise ValueError(f"n_per_hop={n} exceeds the {len(pool)} {h}-hop questions available")
+    for i in rng.choice(len(pool), n, replace=False):
+      chain, p = pool[i]
+      subj, gold = p, []
+      for rel in chain:
+        d = kb.index[(rel, subj)]
+        gold.append(d)
+        subj = kb.facts[d][2]
+      out.append(QA(_QUESTIONS[chain].format(p=p), subj, tuple(gold), p))
+  return out
+
+
+_WORD = re.compile(r"\w+|[^\w\s]")
+
+
+class WordTokenizer:
+  """A word-level tokenizer over a fixed vocabulary (for tiny models and tests).
+
+  Ids 0..3 are <pad>, <unk>, [PRED], [DOC]; words are split on ``\\w+|[^\\w\\s]``.
+  ``encode(text, add_bos=False)`` matches the ``jaxpapers.lm.Tokenizer`` call.
+  """
+
+  SPECIAL = ("<pad>", "<unk>", "[PRED]", "[DOC]")
+
+  def __init__(self, texts: Sequence[str]):
+    texts = list(texts)
+    if not texts or not all(isinstance(t, str) for t in texts):
+      raise TypeError("texts must be a non-empty sequence of strings")
+    words = sorted({w for t in texts for w in _WORD.findall(t)})
+    self.vocab = list(self.SPECIAL) + words
+    self._id = {w: i for i, w in enumerate(self.vocab)}
+    self.vocab_size = len(self.vocab)
+
+  def token_to_id(self, token: str) -> int:
+    return self._id.get(token, 1)
+
+  def encode(self, text: str, add_bos: bool = False) -> list[int]:
+    del add_bos
+    return [self._id.get(w, 1) for w in _WORD.findall(text)]
+
+  def decode(self, ids) -> str:
+    return " ".join(self.vocab[i] for i in ids)
+
+
+def pad_tokens(seqs: Sequence[Sequence[int]], *, width: int | None = None, pad_id: int = 0):
+  """Right-pad token lists: (int32 [B, W], lengths int32 [B]); raises if one is longer than W."""
+  seqs = [list(s) for s in seqs]
+  if not seqs:
+    raise ValueError("seqs must be a non-empty list of token lists")
+  w = max(len(s) for s in seqs) if width is None else V.check_int(width, "width", min_value=1)
+  if any(len(s) > w for s in seqs):
+    raise ValueError(f"a sequence is longer than width={w}")
+  out = np.full((len(seqs), max(w, 1)), pad_id, np.int32)
+  for i, s in enumerate(seqs):
+    out[i, : len(s)] = s
+  return out, np.asarray([len(s) for s in seqs], np.int32)
+
+
+def bm25_scores(
+  queries: Sequence[str], docs: Sequence[str], *, k1: float = 1.5, b: float = 0.75
+) -> np.ndarray:
+  r"""Okapi BM25 with the Lucene idf, on lower-cased word tokens (host-side, float64).
+
+    score(q, d) = Σ_{w∈q} idf(w) · f(w,d)(k1+1) / (f(w,d) + k1(1 − b + b|d|/avgdl)),
+    idf(w) = log(1 + (N − n(w) + 0.5)/(n(w) + 0.5)).
+
+  A word repeated in the query counts once per occurrence.
+
+  Args:
+    queries: [B] texts; docs: [N] texts.
+
+  Returns:
+    float64 [B, N].
+  """
+  k1 = V.check_float(k1, "k1", min_value=0.0)
+  b = V.check_float(b, "b", min_value=0.0, max_value=1.0)
+  if not docs or not queries:
+    raise ValueError("queries and docs must be non-empty lists of strings")
+
+  def tok(t):
+    if not isinstance(t, str):
+      raise TypeError(f"queries and docs must hold strings, got {type(t).__name__}")
+    return [w.lower() for w in re.findall(r"\w+", t)]
+
+  dt = [Counter(tok(d)) for d in docs]
+  dl = np.asarray([sum(c.values()) for c in dt], np.float64)
+  avg = dl.mean() if dl.mean() > 0 else 1.0
+  df = Counter(w for c in dt for w in c)
+  N = len(docs)
+  out = np.zeros((len(queries), N))
+  for i, q in enumerate(queries):
+    for w in tok(q):
+      if w not in df:
+        continue
+      idf = math.log(1 + (N - df[w] + 0.5) / (df[w] + 0.5))
+      f = np.asarray([c.get(w, 0) for c in dt], np.float64)
+      out[i] += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avg))
+  return out
+
+
+def question_as_query_retrieve(
+  q_texts: Sequence[str], doc_texts: Sequence[str], *, hops: int
+) -> np.ndarray:
+  """The pipeline baseline: BM25 with the question text as the only query, top-``hops`` documents.
+
+  Args:
+    q_texts: [B] questions; doc_texts: [N] documents.
+    hops: documents retrieved (fixed; 1 <= hops <= N).
+
+  Returns:
+    int64 [B, hops] document ids, best first (ties broken by the lower id).
+  """
+  hops = V.check_int(hops, "hops", min_value=1, max_value=max(len(doc_texts), 1))
+  s = bm25_scores(q_texts, doc_texts)
+  return np.argsort(-s, axis=1, kind="stable")[:, :hops]
+
+
+def support_recall(retrieved: np.ndarray, gold: Sequence[Sequence[int]]) -> np.ndarray:
+  """1 when every gold document is among the row's retrieved ids (−1 entries ignored), else 0.
+
+  Args:
+    retrieved: int [B, K]; gold: B sequences of gold ids.
+
+  Returns:
+    float64 [B].
+  """
+  r = np.asarray(retrieved)
+  if r.ndim != 2 or len(gold) != r.shape[0]:
+    raise ValueError(f"retrieved must be [B, K] with B = len(gold) = {len(gold)}, got {r.shape}")
+  return np.asarray([float(set(g) <= set(row.tolist())) for row, g in zip(r, gold)])
