@@ -124,9 +124,23 @@ def _multipliers(mult: Any) -> tuple[Any, Any, Any]:
   return tuple(out)
 
 
+def _check_float(x: Any, name: str, **kw) -> jax.Array:
+  """``check_array`` for a floating array, bfloat16 included."""
+  try:
+    dtype = jnp.result_type(x)
+  except Exception as e:  # pylint: disable=broad-except
+    raise TypeError(f"{name} must be an array, got {type(x).__name__}") from e
+  if not jnp.issubdtype(dtype, jnp.floating):
+    raise TypeError(f"{name} must have a floating dtype (float32, bfloat16, ...), got {dtype}")
+  arr = V.check_array(x, name, **kw)
+  if not jnp.issubdtype(arr.dtype, jnp.floating):
+    raise TypeError(f"{name} must have a floating dtype (float32, bfloat16, ...), got {arr.dtype}")
+  return arr
+
+
 def _check_state(xi: Any, x: Any, name: str = "x") -> tuple[jax.Array, jax.Array]:
-  xi = V.check_array(xi, "xi", ndim=2, dtype="float", nonempty=True)
-  x = V.check_array(x, name, ndim=2, dtype="float")
+  xi = _check_float(xi, "xi", ndim=2, nonempty=True)
+  x = _check_float(x, name, ndim=2)
   if x.shape[-1] != xi.shape[1]:
     raise ValueError(
       f"{name} must have shape [B, N] with N = xi.shape[1] = {xi.shape[1]}, got {x.shape}"
@@ -296,7 +310,7 @@ def loss_fn(
       (y >= 0) & (y < cfg.num_classes), f"batch.y must hold labels in [0, {cfg.num_classes})"
     )
   else:
-    y = V.check_array(batch.y, "batch.y (clean patterns)", shape=(b, n_vis), dtype="float")
+    y = _check_float(batch.y, "batch.y (clean patterns)", shape=(b, n_vis))
     ok = True
   x_t, e = _dynamics(xi, x0, clamp, cfg, *_multipliers(mult))
   aux = {"energy_drop": jnp.mean(e[0] - e[-1])}

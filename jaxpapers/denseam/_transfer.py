@@ -8,7 +8,6 @@ final training loss, and ask whether ``eta*`` stays put as K grows.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from jaxpapers.denseam._model import (
   DenseAMConfig,
   _check_config,
   _dynamics,
+  _energy_grad,
   _g,
   loss_fn,
 )
@@ -41,7 +41,8 @@ def _check_widths(widths: Any) -> tuple[int, ...]:
 
 
 def _check_lrs(lrs: Any) -> np.ndarray:
-  lrs = np.asarray(V.check_array(lrs, "lrs", ndim=1, dtype="float", nonempty=True))
+  V.check_array(lrs, "lrs", ndim=1, dtype="float", nonempty=True)
+  lrs = np.asarray(lrs, np.float64)
   if not np.all(np.isfinite(lrs) & (lrs > 0)):
     raise ValueError(f"lrs must be finite learning rates > 0, got {lrs}")
   return lrs
@@ -293,8 +294,6 @@ def optimal_lr(losses: Any, lrs: Any) -> np.ndarray:
 
 @functools.lru_cache(maxsize=64)
 def _coord_program(cfg: DenseAMConfig, k: int, steps: int):
-  one_step = dataclasses.replace(cfg, steps=1)
-
   def run(xi, batch, hp):
     opt = _optimizer(hp)
     mult = _mult(hp)
@@ -310,9 +309,9 @@ def _coord_program(cfg: DenseAMConfig, k: int, steps: int):
       xi, state = carry
       h = hp["alpha"] * gx0 @ xi.T
       x_t, _ = _dynamics(xi, batch.x0, batch.clamp, cfg, hp["alpha"], hp["gamma"], hp["beta_scale"])
-      x_1, _ = _dynamics(
-        xi, batch.x0, batch.clamp, one_step, hp["alpha"], hp["gamma"], hp["beta_scale"]
-      )
+      # The first Euler step, x_1 = P(x_0 - dt grad E(x_0)).
+      grad_e = _energy_grad(xi, batch.x0, cfg, hp["alpha"], hp["gamma"], hp["beta_scale"])
+      x_1 = jnp.where(batch.clamp, batch.x0, batch.x0 - cfg.dt * grad_e)
       grad = jax.grad(lambda w: loss_fn(w, batch, cfg, mult)[0])(xi)
       upd, state = opt.update(grad, state, xi)
       xi_new = optax.apply_updates(xi, upd)

@@ -31,6 +31,7 @@ def get_config():
   c.coord_widths = (16, 64, 256, 1024)
   c.coord_steps = 10
   c.coord_lr = 0.01
+  c.logreg_baseline = True
   c.data_seed = 0
   c.seed = 0
   c.chunk = 0

@@ -18,5 +18,6 @@ def get_config():
   c.dyn_steps = 2
   c.coord_widths = (8, 32)
   c.coord_steps = 2
+  c.logreg_baseline = False
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
