@@ -23,6 +23,7 @@ The same ``Xi`` is used in every step (shared across layers) and in both the up 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
@@ -203,7 +204,7 @@ def energy(xi: Any, x: Any, cfg: DenseAMConfig, mult: Mapping[str, Any] | None =
   """
   cfg = _check_config(cfg)
   xi, x = _check_state(xi, x)
-  return _energy(xi, x, cfg, *_multipliers(mult))
+  return _energy_jit(xi, x, cfg, *_multipliers(mult))
 
 
 def energy_grad(xi: Any, x: Any, cfg: DenseAMConfig, mult: Mapping[str, Any] | None = None):
@@ -223,7 +224,13 @@ def energy_grad(xi: Any, x: Any, cfg: DenseAMConfig, mult: Mapping[str, Any] | N
   """
   cfg = _check_config(cfg)
   xi, x = _check_state(xi, x)
-  return _energy_grad(xi, x, cfg, *_multipliers(mult))
+  return _energy_grad_jit(xi, x, cfg, *_multipliers(mult))
+
+
+# One compiled program per static config and shapes, shared by every eager call (and inlined
+# when called under an outer jit).
+_energy_jit = jax.jit(_energy, static_argnums=(2,))
+_energy_grad_jit = jax.jit(_energy_grad, static_argnums=(2,))
 
 
 def _check_clamp(clamp: Any, x0: jax.Array) -> jax.Array:
@@ -245,6 +252,9 @@ def _dynamics(xi, x0, clamp, cfg, alpha, gamma, beta_scale):
   x_t, e = jax.lax.scan(jax.checkpoint(step), x0, None, length=cfg.steps)
   e0 = _energy(xi, x0, cfg, alpha, gamma, beta_scale)
   return x_t, jnp.concatenate([e0[None], e], axis=0)
+
+
+_dynamics_jit = jax.jit(_dynamics, static_argnums=(3,))
 
 
 def run_dynamics(
@@ -271,7 +281,7 @@ def run_dynamics(
   cfg = _check_config(cfg)
   xi, x0 = _check_state(xi, x0, "x0")
   clamp = _check_clamp(clamp, x0)
-  return _dynamics(xi, x0, clamp, cfg, *_multipliers(mult))
+  return _dynamics_jit(xi, x0, clamp, cfg, *_multipliers(mult))
 
 
 def loss_fn(
@@ -312,7 +322,16 @@ def loss_fn(
   else:
     y = _check_float(batch.y, "batch.y (clean patterns)", shape=(b, n_vis))
     ok = True
-  x_t, e = _dynamics(xi, x0, clamp, cfg, *_multipliers(mult))
+  loss, aux = _task_loss(xi, x0, clamp, y, cfg, *_multipliers(mult))
+  if ok is not True:
+    loss, aux = V.poison((loss, aux), ok)
+  return loss, aux
+
+
+@functools.partial(jax.jit, static_argnums=(4,))
+def _task_loss(xi, x0, clamp, y, cfg, alpha, gamma, beta_scale):
+  n_vis = x0.shape[1]
+  x_t, e = _dynamics(xi, x0, clamp, cfg, alpha, gamma, beta_scale)
   aux = {"energy_drop": jnp.mean(e[0] - e[-1])}
   if cfg.task == "classify":
     logits = cfg.readout_scale * x_t[:, n_vis - cfg.num_classes :]
@@ -322,6 +341,4 @@ def loss_fn(
   else:
     loss = jnp.mean((x_t - y) ** 2)
     aux["bit_error"] = jnp.mean(jnp.sign(x_t) != jnp.sign(y))
-  if ok is not True:
-    loss, aux = V.poison((loss, aux), ok)
   return loss, aux
