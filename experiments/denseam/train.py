@@ -419,7 +419,11 @@ def train_and_evaluate(config, workdir) -> dict:
   }
   coord = {s: _coord(cfg, cells, s, train, jax.random.fold_in(key, 1)) for s in cfg.settings}
   metrics = {
-    "grid": grid,
+    # Per-cell results without the per-step curves (those stay in the cell store).
+    "grid": {
+      s: {k: {n: v for n, v in c.items() if n != "history_mean"} for k, c in g.items()}
+      for s, g in grid.items()
+    },
     "coord": coord,
     "summary": {s: _setting_summary(cfg, grid[s]) for s in cfg.settings},
     "baselines": _baselines(train, test, cfg.logreg_baseline),
