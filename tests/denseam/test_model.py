@@ -130,3 +130,16 @@ def test_bfloat16_states_run_and_stay_finite():
   cfg = D.DenseAMConfig(energy="lse", steps=2)
   x_t, e = D.run_dynamics(XI.astype(jnp.bfloat16), X.astype(jnp.bfloat16), np.zeros(N, bool), cfg)
   assert x_t.dtype == jnp.bfloat16 and np.all(np.isfinite(np.asarray(e, np.float32)))
+
+
+def test_repeated_calls_do_not_recompile():
+  """Eager calls with the same config and shapes reuse one compiled program, whatever the
+  multiplier values (they are traced arguments, not constants)."""
+  from jaxpapers.denseam import _model
+
+  cfg = D.DenseAMConfig(energy="lse", steps=3, dt=0.25)
+  D.run_dynamics(XI, X, np.zeros(N, bool), cfg, {"alpha": 1.0})
+  before = _model._dynamics_jit._cache_size()
+  for a in (0.5, 2.0):
+    D.run_dynamics(XI + a, X, np.zeros(N, bool), cfg, {"alpha": a, "gamma": a})
+  assert _model._dynamics_jit._cache_size() == before
