@@ -1,0 +1,197 @@
+"""Width parametrisations of the DenseAM ("abc"-style exponents) and the Adam optimiser.
+
+For K memories and a base width ``K0`` (where every multiplier is 1):
+
+* init ``Xi_ij ~ N(0, sigma0^2 N^-1 (K/K0)^(-2b))``;
+* input role ``alpha = alpha0 (K/K0)^(-a)``; output role ``gamma = gamma0 (K/K0)^(-g)``;
+* inverse temperature ``beta = beta0 s(K)`` with ``s = 1`` (``'const'``), ``(K/K0)^e``
+  (``'power'``) or ``sqrt(log K / log K0)`` (``'sqrtlog'``);
+* Adam learning rate ``eta (K/K0)^(-c)`` and epsilon ``eps0 (K/K0)^(-d)``.
+
+The paper (arXiv 2605.10164) derives explicit exponents, but its tables were not available
+to us: every preset except :meth:`Parametrization.standard` is a **hypothesis**
+(reconstruction), and :meth:`Parametrization.from_paper` raises until the paper's table is
+entered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Literal
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxpapers.core import validation as V
+
+BETA_RULES = ("const", "power", "sqrtlog")
+
+
+@dataclasses.dataclass(frozen=True)
+class Parametrization:
+  """Exponents that say how each hyperparameter scales with the number of memories K.
+
+  Attributes:
+    base_width: ``K0`` (>= 2), the width at which every multiplier equals its base value.
+    sigma0: base init scale (> 0). alpha0, gamma0: base role multipliers (> 0).
+    a: input-role exponent, ``alpha = alpha0 (K/K0)^-a``.
+    b: init exponent, ``std = sigma0 N^-1/2 (K/K0)^-b``.
+    c: learning-rate exponent, ``lr = eta (K/K0)^-c``.
+    d: Adam-epsilon exponent, ``eps = eps0 (K/K0)^-d``.
+    g: output-role exponent, ``gamma = gamma0 (K/K0)^-g``.
+    e: inverse-temperature exponent for ``beta_rule='power'``.
+    beta_rule: ``'const'``, ``'power'`` or ``'sqrtlog'``.
+    eps0: base Adam epsilon (> 0).
+    name: a label for tables and plots.
+  """
+
+  base_width: int = 64
+  sigma0: float = 1.0
+  alpha0: float = 1.0
+  gamma0: float = 1.0
+  a: float = 0.0
+  b: float = 0.0
+  c: float = 0.0
+  d: float = 0.0
+  g: float = 0.0
+  e: float = 0.0
+  beta_rule: Literal["const", "power", "sqrtlog"] = "const"
+  eps0: float = 1e-8
+  name: str = "custom"
+
+  def __post_init__(self):
+    V.check_int(self.base_width, "base_width", min_value=2)
+    for f in ("sigma0", "alpha0", "gamma0", "eps0"):
+      V.check_float(getattr(self, f), f, min_value=0.0, min_inclusive=False)
+    for f in ("a", "b", "c", "d", "g", "e"):
+      V.check_float(getattr(self, f), f"exponent {f}")
+    if self.beta_rule not in BETA_RULES:
+      raise ValueError(f"beta_rule must be one of {list(BETA_RULES)}, got {self.beta_rule!r}")
+
+  def multipliers(self, k: int) -> dict[str, float]:
+    """The width-dependent values at ``K = k`` memories.
+
+    Args:
+      k: number of memories (int >= 1).
+
+    Returns:
+      ``{'alpha', 'gamma', 'beta_scale', 'init_std', 'lr_scale', 'eps_scale'}`` as Python
+      floats; ``init_std`` is the factor ``sigma0 (K/K0)^-b`` (the ``N^-1/2`` is applied by
+      :func:`init_memories`), ``eps_scale`` multiplies ``eps0``.
+    """
+    k = V.check_int(k, "k (number of memories)", min_value=1)
+    r = k / self.base_width
+    if self.beta_rule == "const":
+      beta_scale = 1.0
+    elif self.beta_rule == "power":
+      beta_scale = r**self.e
+    else:
+      beta_scale = math.sqrt(math.log(max(k, 2)) / math.log(self.base_width))
+    return {
+      "alpha": self.alpha0 * r ** (-self.a),
+      "gamma": self.gamma0 * r ** (-self.g),
+      "beta_scale": beta_scale,
+      "init_std": self.sigma0 * r ** (-self.b),
+      "lr_scale": r ** (-self.c),
+      "eps_scale": r ** (-self.d),
+    }
+
+  def replace(self, **changes) -> Parametrization:
+    return dataclasses.replace(self, **changes)
+
+  @classmethod
+  def standard(cls, base_width: int = 64) -> Parametrization:
+    """Standard parametrisation: no exponent, every hyperparameter independent of K."""
+    return cls(base_width=base_width, name="standard")
+
+  @classmethod
+  def hypothesis_lse(cls, base_width: int = 64) -> Parametrization:
+    """Hypothesis H1 for the LSE energy (ours, not the paper's table): all exponents 0.
+
+    ``Xi^T softmax(beta h)`` is a convex combination of memories, so the down map needs no
+    ``1/K``; with Adam the per-entry update is ``O(eta)`` and so is the readout change
+    ``sum_mu f_mu Delta xi_mu``. H1 therefore coincides with :meth:`standard` and predicts
+    that standard parametrisation already transfers the learning rate in K.
+    """
+    return cls(base_width=base_width, name="hypothesis_lse")
+
+  @classmethod
+  def hypothesis_poly(cls, n: int = 3, base_width: int = 64) -> Parametrization:
+    """Hypothesis H1 for the polynomial energy (ours, not the paper's table): ``g = d = 1``.
+
+    ``E[xi_mu ReLU(xi_mu . x)^(n-1)]`` is parallel to ``x``, so the down map
+    ``sum_mu xi_mu f_mu`` adds K coherent terms at init: ``gamma ∝ 1/K`` keeps the Euler
+    increment ``O(1)``. Gradients with respect to ``Xi`` then shrink like ``1/K`` too, so
+    Adam's epsilon is scaled the same way (``d = g``) to keep the update sign-like.
+
+    Args:
+      n: the polynomial degree (recorded in the name; the exponents do not depend on it).
+      base_width: ``K0``.
+    """
+    V.check_int(n, "n (polynomial degree)", min_value=2)
+    return cls(base_width=base_width, g=1.0, d=1.0, name=f"hypothesis_poly{n}")
+
+  @classmethod
+  def from_paper(cls, *args: Any, **kwargs: Any) -> Parametrization:
+    """The paper's prescription (arXiv 2605.10164, §3–4): not available to us yet.
+
+    Raises:
+      NotImplementedError: always, until the paper's exponents are entered here.
+    """
+    raise NotImplementedError(
+      "from_paper: the exponents of arXiv 2605.10164 were not available when this was written; "
+      "use Parametrization(a=..., b=..., c=..., d=..., g=..., e=...) with the paper's table"
+    )
+
+
+def init_memories(key: jax.Array, k: int, n_visible: int, p: Parametrization) -> jax.Array:
+  """Draws ``Xi_ij ~ N(0, sigma0^2 N^-1 (K/K0)^(-2b))``.
+
+  Args:
+    key: a typed PRNG key (``jax.random.key``).
+    k: number of memories K (>= 1).
+    n_visible: number of visible units N (>= 1).
+    p: the parametrisation.
+
+  Returns:
+    ``[K, N]`` float32 memories.
+  """
+  if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
+    raise TypeError("key must be a typed PRNG key from jax.random.key(seed)")
+  if key.shape != ():
+    raise ValueError(f"key must be a single key (shape ()), got shape {key.shape}")
+  k = V.check_int(k, "k (number of memories)", min_value=1)
+  n_visible = V.check_int(n_visible, "n_visible", min_value=1)
+  if not isinstance(p, Parametrization):
+    raise TypeError(f"p must be a Parametrization, got {type(p).__name__}")
+  std = p.multipliers(k)["init_std"] / math.sqrt(n_visible)
+  return std * jax.random.normal(key, (k, n_visible), jnp.float32)
+
+
+def make_optimizer(p: Parametrization, k: int, base_lr: Any) -> optax.GradientTransformation:
+  """Adam for the memories with the width-scaled learning rate and epsilon.
+
+  ``optax.inject_hyperparams(optax.adam)(learning_rate=eta (K/K0)^-c, eps=eps0 (K/K0)^-d)``:
+  the learning rate lives in the optimiser state, so it may be a traced scalar (a vmapped
+  grid of learning rates compiles once).
+
+  Args:
+    p: the parametrisation.
+    k: number of memories K.
+    base_lr: ``eta``, the base learning rate (Python float >= 0 or a traced scalar).
+
+  Returns:
+    An ``optax.GradientTransformation`` (state holds ``hyperparams['learning_rate']``).
+  """
+  if not isinstance(p, Parametrization):
+    raise TypeError(f"p must be a Parametrization, got {type(p).__name__}")
+  m = p.multipliers(k)
+  if isinstance(base_lr, (int, float)) and not isinstance(base_lr, bool):
+    base_lr = V.check_float(base_lr, "base_lr", min_value=0.0)
+  else:
+    V.check_array(base_lr, "base_lr", ndim=0, dtype="float")
+  return optax.inject_hyperparams(optax.adam)(
+    learning_rate=base_lr * m["lr_scale"], eps=p.eps0 * m["eps_scale"]
+  )
