@@ -37,7 +37,7 @@ class Config:
   tau_w: float = 0.1
   noise: float = 0.1
   n_pool: int = 10000
-  n_dev: int = 500
+  n_dev: int = 250
   n_test: int = 500
   ks: tuple = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
   s_x: tuple = (0.0, 1.0, 2.0)

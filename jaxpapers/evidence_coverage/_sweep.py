@@ -40,6 +40,11 @@ def _sweep_body(reader, ks, q_x, idx, y_override, valid, pool_x, pool_y, w0):
   return jax.vmap(one_k)(jnp.asarray(ks))  # [n_k, Q]
 
 
+@jax.jit
+def _gather_y(pool_y, idx):
+  return pool_y[jnp.clip(idx, 0, pool_y.shape[0] - 1)]
+
+
 @functools.partial(jax.jit, static_argnames=("reader", "ks"))
 def _sweep(reader, data, idx, ks, y_override, valid):
   return _sweep_body(
@@ -117,6 +122,11 @@ def k_sweep(
   idx, ok = check_idx(idx, data)
   ks = check_ks(ks, k_max=idx.shape[1])
   y_override, valid = _check_extras(idx, y_override, valid)
+  # Materialise the defaults: one compiled program per reader, whichever extras are given.
+  if y_override is None:
+    y_override = _gather_y(data.pool_y, idx)
+  if valid is None:
+    valid = jnp.ones(idx.shape, bool)
   if mesh is None:
     return V.poison(_sweep(reader, data, idx, ks, y_override, valid), ok)
   if not isinstance(mesh, jax.sharding.Mesh):

@@ -3,8 +3,8 @@
   python -m experiments.evidence_coverage.main \
       --config=experiments/evidence_coverage/configs/default.py --workdir=runs/evidence_coverage
 
-Shifted local linear ICL (d = 16, J = 64 task clusters, a pool of 10k examples), 1000 queries
-per cell (500 dev queries calibrate the threshold controller, 500 test queries give every
+Shifted local linear ICL (d = 16, J = 64 task clusters, a pool of 10k examples), 750 queries
+per cell (250 dev queries calibrate the threshold controller, 500 test queries give every
 curve), top-k in {1, 2, 4, ..., 512} from one dense retrieval, shift grid
 (s_x, s_w) in {0, 1, 2}^2, 3 seeds. Readers: one-step GD (fixed eta), ridge (fixed lambda),
 prior-only. Contexts: retrieved, oracle, labels-shuffled, other-query, random.
@@ -21,7 +21,7 @@ def get_config():
   c.tau_w = 0.1
   c.noise = 0.1
   c.n_pool = 10000
-  c.n_dev = 500
+  c.n_dev = 250
   c.n_test = 500
   c.ks = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
   c.s_x = (0.0, 1.0, 2.0)
