@@ -192,6 +192,11 @@ def threshold_controller(sims: jax.Array, tau: float, ks: Sequence[int]) -> jax.
   s = V.check_array(sims, "sims", ndim=2, dtype="float", nonempty=True)
   ks = check_ks(ks, k_max=s.shape[1])
   tau = V.check_float(tau, "tau", allow_inf=True)
+  return _controller(s, jnp.float32(tau), ks)
+
+
+@functools.partial(jax.jit, static_argnames=("ks",))
+def _controller(s, tau, ks):
   at = s[:, jnp.asarray(ks) - 1] >= tau  # [Q, n_k]; prefixes: monotone in k
   return jnp.maximum(at.sum(-1) - 1, 0).astype(jnp.int32)
 

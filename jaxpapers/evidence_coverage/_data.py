@@ -119,22 +119,30 @@ def check_data(data) -> ICLData:
 def _generate(key, scal, d, n_clusters, n_pool, n_queries) -> ICLData:
   r, tau_w, noise, s_x, s_w, is_cls = scal  # traced: one compile for every shift and task
   J = n_clusters
-  ks = jax.random.split(key, 12)
-  wbar = jax.random.normal(ks[0], (J, d)) / jnp.sqrt(d)  # [J, d]
-  m = r * jax.random.normal(ks[1], (J, d))  # [J, d]
-  u = jax.random.normal(ks[2], (d,))
-  u = u / jnp.linalg.norm(u)
-
-  def side(k_task, k_xi, k_x, k_eps, n, dx, dw):
-    task_id = jax.random.randint(k_task, (n,), 0, J)
-    w = wbar[task_id] + dw + tau_w * jax.random.normal(k_xi, (n, d)) / jnp.sqrt(d)
-    x = m[task_id] + dx + jax.random.normal(k_x, (n, d))
-    f = jnp.einsum("nd,nd->n", w, x) + noise * jax.random.normal(k_eps, (n,))
-    y = jnp.where(is_cls > 0, jnp.where(f >= 0, 1.0, -1.0), f)
-    return x, y, task_id.astype(jnp.int32), w
-
-  px, py, pt, pw = side(*ks[3:7], n_pool, 0.0, 0.0)
-  qx, qy, qt, qw = side(*ks[7:11], n_queries, s_x * u, s_w * u / jnp.sqrt(d))
+  n = n_pool + n_queries
+  # Two random draws in all (one normal blob, one uniform vector), sliced into the model's
+  # variables: compiling many separate threefry calls dominates small runs.
+  k_norm, k_unif = jax.random.split(key)
+  sizes = (J * d, J * d, d, n * d, n * d, n)
+  z = jax.random.normal(k_norm, (sum(sizes),))
+  parts = []
+  start = 0
+  for size in sizes:
+    parts.append(z[start : start + size])
+    start += size
+  z_wbar, z_m, z_u, z_xi, z_x, z_eps = parts
+  wbar = z_wbar.reshape(J, d) / jnp.sqrt(d)  # [J, d]
+  m = r * z_m.reshape(J, d)  # [J, d]
+  u = z_u / jnp.linalg.norm(z_u)
+  task_id = jnp.minimum(jnp.floor(jax.random.uniform(k_unif, (n,)) * J), J - 1).astype(jnp.int32)
+  is_q = (jnp.arange(n) >= n_pool)[:, None]  # [n, 1]
+  w = wbar[task_id] + tau_w * z_xi.reshape(n, d) / jnp.sqrt(d)
+  w = w + jnp.where(is_q, s_w * u / jnp.sqrt(d), 0.0)
+  x = m[task_id] + z_x.reshape(n, d) + jnp.where(is_q, s_x * u, 0.0)
+  f = jnp.einsum("nd,nd->n", w, x) + noise * z_eps
+  y = jnp.where(is_cls > 0, jnp.where(f >= 0, 1.0, -1.0), f)
+  px, py, pt, pw = x[:n_pool], y[:n_pool], task_id[:n_pool], w[:n_pool]
+  qx, qy, qt, qw = x[n_pool:], y[n_pool:], task_id[n_pool:], w[n_pool:]
   return ICLData(px, py, pt, pw, qx, qy, qt, qw, wbar.mean(0))
 
 
