@@ -1,6 +1,6 @@
 """Performance of the top-k sweep and the retrieval (jaxpapers.evidence_coverage).
 
-  python benchmarks/evidence_coverage_perf.py [--out evidence_coverage_perf.json] [--queries 1000]
+  PYTHONPATH=. python benchmarks/evidence_coverage_perf.py [--out evidence_coverage_perf.json] [--queries 1000]
 
 Measures side by side, warm-up excluded, best of 3, on the spec's E1 shapes (d = 16, pool 10k,
 k in {1, 2, 4, ..., 512}):
