@@ -23,8 +23,6 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
     assert np.all(np.diff(c["recall"]) >= -1e-6)  # nested prefixes: recall never falls
     assert c["k_star"] in cfg.ks
     for r in train.READERS:
-      # the oracle list holds only relevant items; a per-query budget of the best fixed k
-      # cannot beat the best fixed k by more than the dev/test split noise
       assert 0.0 <= c[r]["controller"]["acc"] <= 1.0
       assert c[r]["regime"] in (
         "interference-limited",
