@@ -1,0 +1,23 @@
+"""Seconds-long smoke setting (tests, notebook, ``reproduce --quick``).
+
+python -m experiments.evidence_coverage.main \
+    --config=experiments/evidence_coverage/configs/smoke.py --workdir=runs/evidence_coverage_smoke
+"""
+
+from experiments.evidence_coverage.configs import default
+
+
+def get_config():
+  c = default.get_config()
+  c.d = 4
+  c.n_clusters = 8
+  c.n_pool = 400
+  c.n_dev = 16
+  c.n_test = 16
+  c.ks = (1, 2, 4, 8, 16, 32, 64)
+  c.s_x = (2.0,)
+  c.s_w = (0.0, 2.0)
+  c.seeds = 2
+  c.use_mesh = False  # the sharded sweep is tested on its own (tests/evidence_coverage)
+  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  return c

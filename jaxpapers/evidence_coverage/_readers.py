@@ -1,0 +1,121 @@
+"""Finite in-context readers of a masked demonstration list (one query; vmap for many).
+
+Every reader maps ``(x [k, d], y [k], mask [k], x_q [d], w0 [d]) -> yhat`` (a scalar), where
+``mask`` marks the demonstrations the reader sees (a prefix of the retrieved list). The
+readers are frozen dataclasses so that :func:`k_sweep` compiles one program per reader
+configuration; the functions ``gd_reader``, ``ridge_reader`` and ``prior_reader`` are the same
+maps with explicit keyword arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+
+from jaxpapers.core import validation as V
+
+
+def _check(x, y, mask, x_q, w0):
+  x = V.check_array(x, "x", ndim=2, dtype="float")
+  k, d = x.shape
+  y = V.check_array(y, "y", shape=(k,), dtype="real")
+  mask = V.check_array(mask, "mask", shape=(k,), dtype="bool")
+  x_q = V.check_array(x_q, "x_q", shape=(d,), dtype="float")
+  w0 = V.check_array(w0, "w0", shape=(d,), dtype="float")
+  return x, y.astype(x.dtype), mask, x_q, w0
+
+
+def gd_reader(x, y, mask, x_q, *, w0, eta: float) -> jax.Array:
+  """One gradient step of least squares from the prior (the linear-attention reader).
+
+  ``w_hat = w0 + (eta / k) sum_{i: mask_i} (y_i - w0^T x_i) x_i``,  ``yhat = w_hat^T x_q``,
+  with ``k = max(1, sum mask)``. The fixed step ``eta`` and the ``1/k`` make the reader finite:
+  irrelevant demonstrations dilute the relevant ones (von Oswald et al. 2023 show that one
+  linear self-attention layer implements this step).
+
+  Args:
+    x: float [k, d] demonstrations; y: float [k] labels; mask: bool [k] visible items.
+    x_q: float [d] query; w0: float [d] prior; eta: step size (static, finite).
+
+  Returns:
+    float scalar ``yhat``; with an empty mask, the prior prediction ``w0^T x_q``.
+  """
+  x, y, mask, x_q, w0 = _check(x, y, mask, x_q, w0)
+  eta = V.check_float(eta, "eta")
+  m = mask.astype(x.dtype)
+  k = jnp.maximum(m.sum(), 1.0)
+  r = (y - x @ w0) * m  # [k]
+  w = w0 + (eta / k) * (r @ x)
+  return w @ x_q
+
+
+def ridge_reader(x, y, mask, x_q, *, w0, lam: float) -> jax.Array:
+  """Ridge regression on the visible demonstrations, shrunk towards the prior ``w0``.
+
+  ``w_hat = w0 + (X^T M X + lam I)^{-1} X^T M (y - X w0)``,  ``yhat = w_hat^T x_q``, with
+  ``M = diag(mask)``. With ``w0 = 0`` this is the spec's ``(X^T X + lam I)^{-1} X^T y``. It has no
+  1/k dilution: the capacity-unlimited reference reader.
+
+  Args:
+    x: float [k, d]; y: float [k]; mask: bool [k]; x_q: float [d]; w0: float [d];
+    lam: ridge strength (static, > 0).
+
+  Returns:
+    float scalar ``yhat``.
+  """
+  x, y, mask, x_q, w0 = _check(x, y, mask, x_q, w0)
+  lam = V.check_float(lam, "lam", min_value=0.0, min_inclusive=False)
+  m = mask.astype(x.dtype)
+  xm = x * m[:, None]
+  g = xm.T @ x + lam * jnp.eye(x.shape[1], dtype=x.dtype)
+  w = w0 + jnp.linalg.solve(g, xm.T @ (y - x @ w0))
+  return w @ x_q
+
+
+def prior_reader(x, y, mask, x_q, *, w0) -> jax.Array:
+  """The input-independent-context baseline: ``yhat = w0^T x_q`` (ignores the demonstrations).
+
+  Args:
+    x, y, mask: ignored (shape-checked); x_q: float [d]; w0: float [d].
+
+  Returns:
+    float scalar.
+  """
+  x, y, mask, x_q, w0 = _check(x, y, mask, x_q, w0)
+  return w0 @ x_q
+
+
+@dataclasses.dataclass(frozen=True)
+class GDReader:
+  """:func:`gd_reader` with a fixed step ``eta`` (hashable: one compile per ``eta``)."""
+
+  eta: float
+
+  def __post_init__(self):
+    V.check_float(self.eta, "GDReader.eta")
+
+  def __call__(self, x, y, mask, x_q, w0):
+    return gd_reader(x, y, mask, x_q, w0=w0, eta=self.eta)
+
+
+@dataclasses.dataclass(frozen=True)
+class RidgeReader:
+  """:func:`ridge_reader` with a fixed ``lam`` (hashable)."""
+
+  lam: float
+
+  def __post_init__(self):
+    V.check_float(self.lam, "RidgeReader.lam", min_value=0.0, min_inclusive=False)
+
+  def __call__(self, x, y, mask, x_q, w0):
+    return ridge_reader(x, y, mask, x_q, w0=w0, lam=self.lam)
+
+
+@dataclasses.dataclass(frozen=True)
+class PriorReader:
+  """:func:`prior_reader` (hashable)."""
+
+  def __call__(self, x, y, mask, x_q, w0):
+    return prior_reader(x, y, mask, x_q, w0=w0)
