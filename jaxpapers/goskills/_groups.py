@@ -87,12 +87,10 @@ def _squash(scores):
   return jnp.arctan(jnp.where(jnp.isfinite(scores), scores, 0.0)) / jnp.pi + 0.5
 
 
-def _flagged(g: G.SkillGraph, use_avoid: bool) -> jax.Array:
+def _flagged(g: G.SkillGraph, use_avoid) -> jax.Array:
   n = g.n
-  if not use_avoid:
-    return jnp.zeros((n,), bool)
   e = g.emask & (g.etype == G.CONFLICTS) & (g.kind[jnp.clip(g.src, 0, n - 1)] == G.NOTE)
-  return jnp.zeros((n,), bool).at[jnp.clip(g.dst, 0, n - 1)].max(e)
+  return jnp.zeros((n,), bool).at[jnp.clip(g.dst, 0, n - 1)].max(e) & use_avoid
 
 
 def _dense(g: G.SkillGraph, depth: int):
@@ -110,8 +108,8 @@ def _dense(g: G.SkillGraph, depth: int):
   return {"flow": flow, "hops": hops, "validates": adj[G.VALIDATES], "alt": alt | alt.T}
 
 
-def _one_group(x, g, mats, sq, visible, flagged, *, depth, max_support, max_check, max_avoid,
-               start):  # fmt: skip
+def _one_group(x, g, mats, sq, visible, flagged, root_start, *, depth, max_support, max_check,
+               max_avoid):  # fmt: skip
   n = g.n
   ids = jnp.arange(n)
   # dist = hops to reach from x over flow edges (either direction); depth + 1 = unreached.
@@ -123,11 +121,11 @@ def _one_group(x, g, mats, sq, visible, flagged, *, depth, max_support, max_chec
   core = jnp.concatenate([jnp.where(x_ok, x, -1)[None], support])  # [1 + S]
   cvalid = core >= 0
   cid = jnp.clip(core, 0, n - 1)
-  if start == "anchor":
-    s_pos = jnp.where(x_ok, 0, _first_k(-jnp.arange(core.shape[0]), cvalid, 1)[0])
-  else:  # fewest flow predecessors inside the core, then score, then id
-    preds = (mats["flow"][cid[:, None], cid[None, :]] & cvalid[:, None]).sum(0)
-    s_pos = _first_k(sq[cid] - 2.0 * preds, cvalid, 1)[0]
+  s_anchor = jnp.where(x_ok, 0, _first_k(-jnp.arange(core.shape[0]), cvalid, 1)[0])
+  # root: fewest flow predecessors inside the core, then score, then id
+  preds = (mats["flow"][cid[:, None], cid[None, :]] & cvalid[:, None]).sum(0)
+  s_root = _first_k(sq[cid] - 2.0 * preds, cvalid, 1)[0]
+  s_pos = jnp.where(root_start, s_root, s_anchor)
   s_id = jnp.where(s_pos >= 0, core[jnp.clip(s_pos, 0)], -1)
   rest = jnp.where(jnp.arange(core.shape[0]) == s_pos, -1, core)
   keep = _first_k(-jnp.arange(rest.shape[0]), rest >= 0, max_support)  # compact, in order
@@ -191,8 +189,8 @@ def build_groups(
   if not isinstance(use_avoid, bool):
     raise TypeError(f"use_avoid must be a bool, got {use_avoid!r}")
   members, flag = _build(
-    g, anchors, visible, scores, depth=depth, max_support=max_support, max_check=max_check,
-    max_avoid=max_avoid, start=start, use_avoid=use_avoid,
+    g, anchors, visible, scores, jnp.asarray(use_avoid), jnp.asarray(start == "root"),
+    depth=depth, max_support=max_support, max_check=max_check, max_avoid=max_avoid,
   )  # fmt: skip
   members = V.poison(members, V.check_values(flag, f"anchors must lie in [0, n={n})"))
   roles = jnp.broadcast_to(slot_roles(max_support, max_check, max_avoid), members.shape)
@@ -200,11 +198,11 @@ def build_groups(
   return Groups(members=members, roles=jnp.where(mask, roles, NO_ROLE), mask=mask)
 
 
-@functools.partial(
-  jax.jit, static_argnames=("depth", "max_support", "max_check", "max_avoid", "start", "use_avoid")
-)
-def _build(g, anchors, visible, scores, *, depth, max_support, max_check, max_avoid, start,
-           use_avoid):  # fmt: skip
+@functools.partial(jax.jit, static_argnames=("depth", "max_support", "max_check", "max_avoid"))
+def _build(g, anchors, visible, scores, use_avoid, root_start, *, depth, max_support, max_check,
+           max_avoid):  # fmt: skip
+  """Groups of every anchor; ``use_avoid`` and ``root_start`` are traced (one program serves
+  the ablations)."""
   n = g.n
   flag = ((anchors >= 0) & (anchors < n)).all()
   flagged = _flagged(g, use_avoid)
@@ -217,11 +215,11 @@ def _build(g, anchors, visible, scores, *, depth, max_support, max_check, max_av
     sq,
     visible,
     flagged,
+    root_start,
     depth=depth,
     max_support=max_support,
     max_check=max_check,
     max_avoid=max_avoid,
-    start=start,
   )
   return jax.vmap(one)(anchors), flag
 

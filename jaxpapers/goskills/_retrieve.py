@@ -36,7 +36,7 @@ import jax.numpy as jnp
 from jaxpapers.core import validation as V
 from jaxpapers.goskills import _graph as G
 from jaxpapers.goskills._bottleneck import AVOID, NO_ROLE, START, SUPPORT, budgeted_coverage
-from jaxpapers.goskills._groups import STARTS, build_groups, group_graph
+from jaxpapers.goskills._groups import STARTS, Groups, _build, group_graph, slot_roles
 from jaxpapers.goskills._ppr import personalized_pagerank, rank_seed_weights
 
 
@@ -125,30 +125,24 @@ def _check_scores(scores, n):
   return s.astype(jnp.float32), ok
 
 
-def _one_task(scores, visible, g, w, cfg: GoSkillsConfig):
+def _one_task(scores, visible, flags, g, w, cfg: GoSkillsConfig):
   n = g.n
+  use_graph, use_avoid, root_start = flags
   _, anchors = jax.lax.top_k(scores, cfg.n_groups)
-  groups = build_groups(
-    g,
-    anchors,
-    visible,
-    scores,
-    depth=cfg.depth,
-    max_support=cfg.max_support,
-    max_check=cfg.max_check,
-    max_avoid=cfg.max_avoid,
-    start=cfg.start,
-    use_avoid=cfg.use_avoid,
+  members, _ = _build(
+    g, anchors, visible, scores, use_avoid, root_start, depth=cfg.depth,
+    max_support=cfg.max_support, max_check=cfg.max_check, max_avoid=cfg.max_avoid,
+  )  # fmt: skip
+  mask = members >= 0
+  slots = jnp.broadcast_to(slot_roles(cfg.max_support, cfg.max_check, cfg.max_avoid), members.shape)
+  groups = Groups(members=members, roles=jnp.where(mask, slots, NO_ROLE), mask=mask)
+  tg = G.row_normalize(group_graph(groups, w), dangling=cfg.dangling)
+  p = jnp.zeros((cfg.n_groups,)).at[: cfg.n_anchors].set(rank_seed_weights(cfg.n_anchors))
+  pi = personalized_pagerank(
+    tg, p, teleport=cfg.teleport, iters=cfg.iters, tol=cfg.tol, validate=False
   )
-  if cfg.use_group_graph:
-    tg = G.row_normalize(group_graph(groups, w), dangling=cfg.dangling)
-    p = jnp.zeros((cfg.n_groups,)).at[: cfg.n_anchors].set(rank_seed_weights(cfg.n_anchors))
-    pi = personalized_pagerank(
-      tg, p, teleport=cfg.teleport, iters=cfg.iters, tol=cfg.tol, validate=False
-    )
-    pi = jnp.round(pi, 6)  # ties up to float noise (identical groups) go to the better anchor
-  else:
-    pi = -jnp.arange(cfg.n_groups, dtype=jnp.float32)
+  pi = jnp.round(pi, 6)  # ties up to float noise (identical groups) go to the better anchor
+  pi = jnp.where(use_graph, pi, -jnp.arange(cfg.n_groups, dtype=jnp.float32))
   # A group whose member set repeats an earlier group's is not planned again.
   use = groups.mask & (groups.roles != AVOID)
   onehot = jnp.zeros((cfg.n_groups, n), bool)
@@ -187,10 +181,16 @@ def _one_task(scores, visible, g, w, cfg: GoSkillsConfig):
 
 
 @functools.partial(jax.jit, static_argnames=("cfg",))
-def _retrieve(g, s, vis, *, cfg):
+def _retrieve(g, s, vis, flags, *, cfg):
   w = G.transition_weights(g, cfg.rev_factor)
-  fn = functools.partial(_one_task, g=g, w=w, cfg=cfg)
+  fn = functools.partial(_one_task, flags=flags, g=g, w=w, cfg=cfg)
   return fn(s, vis) if s.ndim == 1 else jax.vmap(fn)(s, vis)
+
+
+def _static_part(cfg: GoSkillsConfig) -> GoSkillsConfig:
+  """The config with the ablation switches reset: they travel as traced flags, so the
+  variants share one compiled program."""
+  return dataclasses.replace(cfg, use_group_graph=True, use_avoid=True, start="root")
 
 
 def goskills_retrieve(g: G.SkillGraph, scores, visible, cfg: GoSkillsConfig = GoSkillsConfig()):
@@ -223,7 +223,9 @@ def goskills_retrieve(g: G.SkillGraph, scores, visible, cfg: GoSkillsConfig = Go
   s, ok = _check_scores(scores, n)
   vis = V.check_array(visible, "visible", shape=s.shape[:-1] + (r,), dtype="intbool")
   ok = ok & G.graph_value_flag(g)
-  sel, role, avoid, plan = V.poison(_retrieve(g, s, vis.astype(bool), cfg=cfg), ok)
+  flags = jnp.asarray([cfg.use_group_graph, cfg.use_avoid, cfg.start == "root"])
+  out = _retrieve(g, s, vis.astype(bool), flags, cfg=_static_part(cfg))
+  sel, role, avoid, plan = V.poison(out, ok)
   return Contract(ids=sel, roles=jnp.where(sel >= 0, role, NO_ROLE), avoid=avoid), plan
 
 

@@ -142,7 +142,8 @@ def make_skill_library(
     reuse, decoy_rate, tag_rate, validator_rate, semantic_rate: probabilities in [0, 1].
 
   Returns:
-    :class:`SkillLibrary`.
+    :class:`SkillLibrary` (edges padded to ``4 * n_skills`` with ``emask``, so that libraries
+    of one size share compiled programs).
   """
   seed = V.check_int(seed, "seed", min_value=0)
   n_skills = V.check_int(n_skills, "n_skills", min_value=20, max_value=4000)
@@ -234,11 +235,18 @@ def make_skill_library(
     if rng.random() < semantic_rate:
       edges.append((s, int(rng.integers(n_real, n)) if n > n_real else s, G.SEMANTIC))
   edges = [e for e in edges if e[0] != e[1]]
-  e = np.asarray(edges, np.int32).reshape(-1, 3)
+  cap = 4 * n_skills  # a fixed edge capacity: every library of one size has the same shapes
+  if len(edges) > cap:
+    raise ValueError(f"{len(edges)} edges exceed the capacity 4 * n_skills = {cap}")
+  emask = np.arange(cap) < len(edges)
+  e = np.zeros((cap, 3), np.int32)
+  e[: len(edges)] = np.asarray(edges, np.int32).reshape(-1, 3)
   req = np.zeros((n, r), bool)
   tg = np.asarray(tags)
   req[np.nonzero(tg >= 0)[0], tg[tg >= 0]] = True
-  graph = G.skill_graph(e[:, 0], e[:, 1], e[:, 2], req, np.asarray(kind), np.asarray(cost))
+  graph = G.skill_graph(
+    e[:, 0], e[:, 1], e[:, 2], req, np.asarray(kind), np.asarray(cost), emask=emask
+  )
   return SkillLibrary(graph, texts, np.asarray(decoy), workflows, decoys_of)
 
 
@@ -266,7 +274,7 @@ def make_tasks(seed: int, lib: SkillLibrary, *, n: int, visible_per_task=(2, 4))
   kind = np.asarray(lib.graph.kind)
   g = G.numpy_graph(lib.graph)
   has_val = np.zeros(req.shape[1], bool)
-  vmask = g["etype"] == G.VALIDATES
+  vmask = (g["etype"] == G.VALIDATES) & g["emask"]
   step_tag_val = {}  # step -> tags with a validator attached to it
   for v, s in zip(g["src"][vmask], g["dst"][vmask]):
     if kind[v] == G.VALIDATOR:

@@ -9,6 +9,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import jaxpapers.goskills as S
+from jaxpapers.goskills._retrieve import _retrieve
 from tests.goskills import reference as ref
 from tests.goskills.conftest import edges_of
 
@@ -24,8 +25,7 @@ def world(small_world):
     kind=np.asarray(g.kind),
     req=np.asarray(g.req),
   )
-  run = jax.jit(S.goskills_retrieve, static_argnames="cfg")
-  return lib, tasks, scores, arr, run
+  return lib, tasks, scores, arr, S.goskills_retrieve
 
 
 def test_build_groups_matches_reference(world):
@@ -94,7 +94,7 @@ def test_goskills_matches_reference_pipeline(world, variant):
     "no_graph": S.GoSkillsConfig(budget=6, use_group_graph=False),
     "no_avoid": S.GoSkillsConfig(budget=6, use_avoid=False),
   }[variant]
-  contract, plan = run(lib.graph, scores, tasks.visible, cfg=cfg)
+  contract, plan = run(lib.graph, scores, tasks.visible, cfg)
   ids, roles, avoid, plan = map(np.asarray, (contract.ids, contract.roles, contract.avoid, plan))
   for i in range(scores.shape[0]):
     w_ids, w_roles, w_avoid, w_plan = ref.goskills(
@@ -113,7 +113,7 @@ def test_goskills_matches_reference_pipeline(world, variant):
 
 def test_batched_equals_single_and_sharded_equals_single(world):
   lib, tasks, scores, _, run = world
-  batched, _ = run(lib.graph, scores, tasks.visible, cfg=CFG)
+  batched, _ = run(lib.graph, scores, tasks.visible, CFG)
   one, _ = S.goskills_retrieve(lib.graph, scores[3], tasks.visible[3], CFG)
   np.testing.assert_array_equal(np.asarray(one.ids), np.asarray(batched.ids[3]))
   mesh = jax.make_mesh((jax.device_count(),), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
@@ -121,11 +121,11 @@ def test_batched_equals_single_and_sharded_equals_single(world):
   sh = NamedSharding(mesh, P("data"))
   sc = jax.device_put(jnp.asarray(scores[:t]), sh)
   vis = jax.device_put(jnp.asarray(tasks.visible[:t]), sh)
-  sharded, _ = run(lib.graph, sc, vis, cfg=CFG)
+  sharded, _ = run(lib.graph, sc, vis, CFG)
   np.testing.assert_array_equal(np.asarray(sharded.ids), np.asarray(batched.ids[:t]))
-  n0 = run._cache_size()
-  run(lib.graph, scores + 0.0, tasks.visible, cfg=CFG)
-  assert run._cache_size() == n0  # a second call does not recompile
+  n0 = _retrieve._cache_size()
+  run(lib.graph, scores + 0.0, tasks.visible, S.GoSkillsConfig(budget=6, use_avoid=False))
+  assert _retrieve._cache_size() == n0  # neither a second call nor an ablation recompiles
 
 
 def test_flat_and_gos_bundle_match_numpy(world):
