@@ -237,8 +237,15 @@ def transition_matrix(
 
 
 def typed_adjacency(g: SkillGraph) -> jax.Array:
-  """``[6, n, n]`` bool: ``A[tau, s, t]`` is True when an unmasked edge ``s -> t`` of type tau
-  exists (edges with out-of-range values are dropped; :func:`transition_weights` checks them)."""
+  """Dense typed adjacency: ``A[tau, s, t] = 1`` iff an unmasked edge ``s -> t`` of type tau exists.
+
+  Args:
+    g: the skill graph (edges with out-of-range values are dropped; :func:`transition_weights`
+      reports them).
+
+  Returns:
+    ``[6, n, n]`` bool, types in :data:`EDGE_TYPES` order.
+  """
   g = _check_graph_struct(g)
   n, k = g.n, len(EDGE_TYPES)
   ok = g.emask & (g.src >= 0) & (g.src < n) & (g.dst >= 0) & (g.dst < n)

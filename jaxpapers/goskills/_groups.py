@@ -20,6 +20,9 @@ The group graph sums the GoS transition weights between the non-AVOID members of
 
     W_G[g, g'] = sum_{s in g, s' in g'} W[s, s']      (g != g'),   W_G[g, g] = 0          (7)
 
+Ties inside an integer tier (hops, predecessors) go to the higher score, then the lower id;
+scores closer than float32 resolution after a monotone squashing count as ties.
+
 Group members come in fixed slots ``[START | SUPPORT x max_support | CHECK x max_check |
 AVOID x max_avoid]`` (``M`` in all), -1 padded, so shapes are static.
 

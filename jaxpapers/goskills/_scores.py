@@ -35,7 +35,14 @@ _TOKEN = re.compile(r"[a-z0-9]+")
 
 
 def tokenize(text: str) -> list[str]:
-  """Lower-cased alphanumeric tokens."""
+  """Lower-cased alphanumeric tokens (the BM25 and vocabulary tokenizer).
+
+  Args:
+    text: a string.
+
+  Returns:
+    The list of ``[a-z0-9]+`` tokens of ``text.lower()``.
+  """
   if not isinstance(text, str):
     raise TypeError(f"text must be a str, got {type(text).__name__}")
   return _TOKEN.findall(text.lower())
@@ -73,7 +80,14 @@ def term_counts(texts: Sequence[str], vocab: dict[str, int]) -> np.ndarray:
 
 
 def build_vocab(texts: Sequence[str]) -> dict[str, int]:
-  """Token -> index over ``texts``, in sorted token order (deterministic)."""
+  """Token -> column index over ``texts``, in sorted token order (deterministic).
+
+  Args:
+    texts: the corpus (e.g. skill names and descriptions).
+
+  Returns:
+    ``{token: index}`` with indices ``0 .. V - 1``.
+  """
   texts = _texts(texts)
   words = sorted({w for t in texts for w in tokenize(t)})
   if not words:
