@@ -166,7 +166,9 @@ def _run_cell(cfg: Config, n: int, reuse: float, decoy: float, seed: int, embed)
       else:
         ids, roles, avoid = con[m][0][:, :b], con[m][1][:, :b], con[m][2]
       ex = S.simulate_execution(ids, roles, avoid, tasks, lib, rng, p_decoy=cfg.p_decoy)
-      cov = np.asarray(S.visible_requirement_coverage(jnp.asarray(ids), req, tasks.visible))
+      padded = np.full((t, lib.n), -1, np.int32)  # one shape per library size: one compile
+      padded[:, : ids.shape[1]] = ids
+      cov = np.asarray(S.visible_requirement_coverage(padded, req, tasks.visible))
       vals = {"coverage": cov, **{k: ex[k] for k in METRICS if k != "coverage"}}
       res[m][str(b)] = {k: float(np.mean(v)) for k, v in vals.items()}
       if m == "load_all":  # budget-free: identical for every B
