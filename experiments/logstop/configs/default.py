@@ -39,6 +39,11 @@ def get_config():
   c.max_len = 12
   c.plant_prob = 0.6
   c.retrieval_windows = (1, 2)
+  # The paper's QMTP-video benchmark from per-frame scores on disk (experiments/logstop/qmtp.py):
+  # when set, the run scores it instead of the digit videos.
+  c.qmtp_dir = ""
+  c.qmtp_smoothing_radius = 0
+  c.qmtp_baselines = True  # Boolean LTLf and robustness at the same windows
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   return c
