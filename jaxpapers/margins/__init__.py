@@ -17,7 +17,13 @@ from jaxpapers.margins._constructions import (
   jl_project,
   orthogonal_construction,
 )
-from jaxpapers.margins._fit import LOSSES, FitResult, critical_n, fit_free_embeddings
+from jaxpapers.margins._fit import (
+  LOSSES,
+  FitResult,
+  critical_n,
+  fit_free_embeddings,
+  fit_free_embeddings_minibatch,
+)
 from jaxpapers.margins._losses import infonce_loss, margin_loss, sigmoid_loss
 from jaxpapers.margins._margins import (
   all_margins,
@@ -55,6 +61,7 @@ __all__ = [
   "dimension_reduction_construction",
   "dual_upper_bound",
   "fit_free_embeddings",
+  "fit_free_embeddings_minibatch",
   "global_threshold_margin",
   "infonce_loss",
   "jl_bound",

@@ -365,3 +365,164 @@ def critical_n(
       break
   out = best[dims[0]] if scalar else best
   return (out, trace) if return_trace else out
+
+
+def fit_free_embeddings_minibatch(
+  key,
+  A,
+  d: int,
+  *,
+  batch_size: int,
+  mesh=None,
+  axis: str | None = None,
+  loss: str = "sigmoid",
+  steps: int = 3000,
+  lr: float = 1e-2,
+  learn_temperature: bool = True,
+  learn_bias: bool = True,
+  init_log_temperature: float = math.log(10.0),
+  init_bias: float | str = "prior",
+  beta: tuple[float, float] = (10.0, 100.0),
+  infonce_variant: str = "all",
+) -> FitResult:
+  r"""Free-embedding fit on minibatches of query rows, sharded over a device mesh.
+
+  For N much larger than 1e4 queries, where a full-batch step over ``[N, n]`` scores is
+  too large: every Adam step evaluates the loss of :func:`fit_free_embeddings` on
+  ``batch_size`` query rows drawn uniformly with replacement (``jax.random.randint`` on
+  ``fold_in(key, step)``), against all n documents, and updates every parameter (dense
+  Adam: rows outside the batch get a zero gradient, their moments decay). With
+  ``batch_size == N`` the batch is all rows in order and the fit is the full-batch fit of
+  :func:`fit_free_embeddings` (same initial draws, same steps).
+
+  The sigmoid and InfoNCE losses are means over query rows, so a minibatch gives an unbiased
+  gradient. The margin loss :math:`\frac{1}{\beta}\log\sum e^{-\beta Y S}` is a soft-min over
+  all pairs: on a minibatch it is the soft-min over the batch's pairs (a biased estimate,
+  exact in the full-batch limit).
+
+  Sharding: ``U``, ``A``, their Adam moments and every batch are split by rows over
+  ``axis`` of ``mesh`` (``NamedSharding(mesh, P(axis))``); ``V``, ``log t`` and ``b`` are
+  replicated. The result does not depend on the mesh (up to float reduction order).
+
+  Args:
+    key: a ``jax.random.key`` (initial draws and batch sampling).
+    A: ``[N, n]`` binary relevance; N must be divisible by the mesh axis size.
+    d: embedding dimension.
+    batch_size: query rows per step, ``1 <= batch_size <= N``, divisible by the axis size.
+    mesh: a ``jax.sharding.Mesh`` (e.g. ``jax.make_mesh((8,), ('data',))``), or None for the
+      default device.
+    axis: the mesh axis to shard rows over (default: the mesh's first axis).
+    loss, steps, lr, learn_temperature, learn_bias, init_log_temperature, init_bias, beta,
+      infonce_variant: as in :func:`fit_free_embeddings`.
+
+  Returns:
+    :class:`FitResult` with ``U [N, d]``, ``V [n, d]`` (unit rows) and ``history [steps]``
+    (the minibatch loss of every step).
+  """
+  from jax.sharding import NamedSharding
+  from jax.sharding import PartitionSpec as P
+
+  if loss not in LOSSES:
+    raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
+  if infonce_variant not in _losses.INFONCE_VARIANTS:
+    raise ValueError(
+      f"infonce_variant must be one of {_losses.INFONCE_VARIANTS}, got {infonce_variant!r}."
+    )
+  for name, v in (("d", d), ("steps", steps), ("batch_size", batch_size)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+      raise ValueError(f"{name} must be a positive int, got {v!r}.")
+  if not lr > 0:
+    raise ValueError(f"lr must be positive, got {lr!r}.")
+  if jnp.ndim(key) != 0:
+    raise ValueError("key must be a single jax.random.key (fit seeds one call each).")
+  A = jnp.asarray(A)
+  if A.ndim != 2:
+    raise ValueError(f"A must be a 2-D binary matrix [N, n], got shape {A.shape}.")
+  val.check_binary(A)
+  A = A.astype(bool)
+  N, n = A.shape
+  if batch_size > N:
+    raise ValueError(f"batch_size must be <= N = {N}, got {batch_size}.")
+  if mesh is not None:
+    axis = mesh.axis_names[0] if axis is None else axis
+    if axis not in mesh.axis_names:
+      raise ValueError(f"axis must be one of the mesh axes {mesh.axis_names}, got {axis!r}.")
+    size = mesh.shape[axis]
+    if N % size or batch_size % size:
+      raise ValueError(
+        f"N ({N}) and batch_size ({batch_size}) must be divisible by the size of mesh axis "
+        f"{axis!r} ({size})."
+      )
+  if init_bias == "prior":
+    p = float(np.clip(np.mean(np.asarray(A)), 1e-6, 1 - 1e-6))
+    b0 = math.log(p / (1 - p))
+  else:
+    b0 = float(init_bias)
+  if loss != "sigmoid":
+    b0 = 0.0
+  learn_bias = bool(learn_bias) and loss == "sigmoid"
+  # The same host-side draws as fit_free_embeddings (so the full-batch limit is that fit).
+  rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
+  U0 = rng.standard_normal((N, d), dtype=np.float32)
+  V0 = rng.standard_normal((n, d), dtype=np.float32)
+  params = {
+    "U": jnp.asarray(U0),
+    "V": jnp.asarray(V0),
+    "log_t": jnp.float32(init_log_temperature),
+    "b": jnp.float32(b0),
+  }
+  if mesh is not None:
+    rows, rep = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P())
+    params = {k: jax.device_put(v, rows if k == "U" else rep) for k, v in params.items()}
+    A = jax.device_put(A, rows)
+    batch_spec = rows
+  else:
+    batch_spec = None
+  opt = optax.adam(lr)
+  full = batch_size == N
+
+  def objective(p, U_b, A_b, t):
+    q = dict(p, U=U_b)
+    log_t = q["log_t"] if learn_temperature else jax.lax.stop_gradient(q["log_t"])
+    b = q["b"] if learn_bias else jax.lax.stop_gradient(q["b"])
+    if loss == "sigmoid":
+      return _losses.sigmoid_loss(q["U"], q["V"], A_b, log_temperature=log_t, bias=b)
+    if loss == "infonce":
+      return _losses.infonce_loss(
+        q["U"], q["V"], A_b, log_temperature=log_t, variant=infonce_variant
+      )
+    b_t = beta[0] * (beta[1] / beta[0]) ** (t / max(steps - 1, 1))
+    return _losses.margin_loss(q["U"], q["V"], A_b, beta=b_t)
+
+  def step(state, t):
+    p, o = state
+    if full:
+      idx = jnp.arange(N)
+    else:
+      idx = jax.random.randint(jax.random.fold_in(key, t), (batch_size,), 0, N)
+
+    def batch_loss(p):
+      if batch_spec is None:
+        U_b, A_b = p["U"][idx], A[idx]
+      else:  # the gathered batch is split by rows like U (explicit output sharding)
+        U_b = p["U"].at[idx].get(out_sharding=batch_spec)
+        A_b = A.at[idx].get(out_sharding=batch_spec)
+      return objective(p, U_b, A_b, t.astype(jnp.float32))
+
+    value, g = jax.value_and_grad(batch_loss)(p)
+    upd, o = opt.update(g, o, p)
+    return (optax.apply_updates(p, upd), o), value
+
+  @jax.jit
+  def run(params):
+    (p, _), hist = jax.lax.scan(step, (params, opt.init(params)), jnp.arange(steps))
+    return p, hist
+
+  p, hist = run(params)
+  return FitResult(
+    U=val.normalize_rows(p["U"]),
+    V=val.normalize_rows(p["V"]),
+    log_t=p["log_t"],
+    b=p["b"],
+    history=hist,
+  )

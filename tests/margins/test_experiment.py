@@ -39,6 +39,57 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   assert again["threshold"] == metrics["threshold"]
 
 
+def test_threshold_bisection_finds_each_seeds_integer_crossing(tmp_path, monkeypatch):
+  """The integer-grid threshold: bisection inside the powers-of-two bracket, per seed.
+
+  A fake fit whose margin reaches half the optimum exactly from d = d_true[seed] on: the
+  bisection must return d_true per seed (an off-by-one returns d_true +- 1), C must divide by
+  k ln(n/k) (not log2, not k log n), a seed reaching half at the first grid point is bisected
+  down from d = 0, and the pooled C and its interval follow their definitions.
+  """
+  import jax
+  import numpy as np
+
+  from jaxpapers import core
+
+  d_true = {16: [11, 9, 3], 64: [24, 17, 16]}  # n -> per seed
+  cfg = train.Config(ns=(16, 64), ks=(2,), ds=(4, 8, 16, 32), seeds=3, steps=5, max_rows=200)
+
+  def fake_fit(keys, A, dims, **kw):  # U[a, s] = s + 1 on the first dims[a] columns
+    S, cap = len(keys), max(dims)
+    U = np.zeros((len(dims), S, A.shape[0], cap))
+    for a, d in enumerate(dims):
+      for s in range(S):
+        U[a, s, :, :d] = s + 1
+    return M.FitResult(U=U, V=np.ones((len(dims), S, A.shape[1], cap)), log_t=0, b=0, history=0)
+
+  def fake_margins(U, V, A):
+    s, d = int(U[0, 0]) - 1, U.shape[1]
+    assert (U[:, :d] == s + 1).all()  # the slice is the seed's own run at its own midpoint
+    return {"m0": 1.0 if d >= d_true[A.shape[1]][s] else 0.0}
+
+  monkeypatch.setattr(train.M, "fit_free_embeddings", fake_fit)
+  monkeypatch.setattr(train, "_np_margins", fake_margins)
+  rows = []
+  for n in (16, 64):
+    for d in cfg.ds:
+      per_seed = [{"m0": 1.0 if d >= t else 0.0} for t in d_true[n]]
+      rows.append({"n": n, "k": 2, "d": d, "m_inf": 1.0, "margin": {"per_seed": per_seed}})
+  out = train._refined_constants(rows, cfg, core.CellStore(tmp_path), jax.random.key(0))
+  C = {n: np.array(d_true[n]) / (2 * np.log(n / 2)) for n in (16, 64)}
+  for q in out["per_nk"]:
+    assert q["d_half_per_seed"] == d_true[q["n"]], q
+    np.testing.assert_allclose(q["C_per_seed"], C[q["n"]])
+    assert q["C_ci95"] == pytest.approx(core.ci95_halfwidth(C[q["n"]]))
+  means = [C[n].mean() for n in (16, 64)]
+  assert out["C_min"] == pytest.approx(min(means)) and out["C_max"] == pytest.approx(max(means))
+  pooled = (C[16] + C[64]) / 2
+  assert out["C_pooled_mean"] == pytest.approx(pooled.mean())
+  assert out["C_pooled_ci95"] == pytest.approx(core.ci95_halfwidth(pooled))
+  derived = train.derived_metrics({"loss_wins": {}, "threshold": [], "threshold_refined": out})
+  assert derived["threshold_C_fine_spread"] == pytest.approx(max(means) / min(means))
+
+
 def test_sweep_path_equals_single_program_fit(tmp_path):
   """The experiment's grid (core.Sweep: sharded, chunked, checkpointed) == the one-program fit."""
   import jax

@@ -20,6 +20,7 @@ def get_config():
   c.sequences_per_template = 12
   c.T = 16
   c.windows = (2,)
+  c.seeds = (0,)
   c.retrieval_templates = 2
   c.mappings_per_template = 1
   c.db_size = 24

@@ -20,5 +20,6 @@ def get_config():
   c.critical_n_max = 4
   c.critical_restarts = 1
   c.critical_steps = 200
+  c.refine_threshold = False  # the bisection is tested on its own (test_experiment.py)
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
