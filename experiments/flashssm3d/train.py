@@ -332,10 +332,14 @@ CLAIM_METRICS = (
 
 
 def _gain(x, ref, direction):
-  """How much better ``x`` is than ``ref`` (absolute for 'higher', relative for 'lower')."""
+  """How much better ``x`` is than ``ref`` (absolute for 'higher', relative for 'lower').
+
+  The relative gain is clipped to [-10, 10] (a reference error of ~0 would otherwise give an
+  unbounded number; the pass / partly thresholds at 0 and -1 margins are far inside the clip).
+  """
   if direction == "higher":
     return x - ref
-  return (ref - x) / max(abs(ref), 1e-12)
+  return float(np.clip((ref - x) / max(abs(ref), 1e-12), -10.0, 10.0))
 
 
 def _slack_over_trivial(model_eval: dict, evals: dict, ref: str) -> float:
