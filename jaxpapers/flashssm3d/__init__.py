@@ -10,6 +10,7 @@ losses and metrics follow arXiv:2503.11651 and ``facebookresearch/vggt``.
 """
 
 from jaxpapers.flashssm3d._data import SPLITS, SceneBatch, render_scenes
+from jaxpapers.flashssm3d._flops import count_flops, xla_flops
 from jaxpapers.flashssm3d._geometry import (
   camera_centers,
   cameras_to_pose_encoding,
@@ -22,6 +23,11 @@ from jaxpapers.flashssm3d._geometry import (
   project_points,
   quat_to_mat,
   unproject_depth,
+)
+from jaxpapers.flashssm3d._io import (
+  load_multiview_scenes,
+  load_teacher_predictions,
+  save_teacher_predictions,
 )
 from jaxpapers.flashssm3d._losses import (
   DistillTargets,
@@ -90,6 +96,11 @@ from jaxpapers.flashssm3d._models import (
 )
 
 __all__ = [
+  "count_flops",
+  "xla_flops",
+  "load_multiview_scenes",
+  "load_teacher_predictions",
+  "save_teacher_predictions",
   "camera_centers",
   "cameras_to_pose_encoding",
   "compose_extrinsics",

@@ -31,6 +31,7 @@ from jaxpapers.flashssm3d import _ssm
 __all__ = ["Predictions", "FlashSSM3DConfig", "TeacherConfig", "FlashSSM3D", "AATeacher"]
 
 _N_OUT = 6  # depth, depth_conf, points(3), point_conf
+_DTYPES = ("float32", "bfloat16")
 _POSE_INIT = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0)
 
 
@@ -70,6 +71,8 @@ class FlashSSM3DConfig:
   method: str = "scan"
   chunk_size: int = 64
   global_orders: tuple = ("frame_major", "position_major")
+  remat: bool = False  # jax.checkpoint each block (recompute activations in the backward pass)
+  dtype: str = "float32"  # compute dtype of the backbone; 'bfloat16' keeps f32 params/state/heads
 
   def __post_init__(self):
     for f in (
@@ -96,6 +99,10 @@ class FlashSSM3DConfig:
       raise ValueError(f"image_size {self.image_size} must be divisible by patch {self.patch}")
     if self.method not in _ssm.SCAN_METHODS:
       raise ValueError(f"method must be one of {_ssm.SCAN_METHODS}, got {self.method!r}")
+    if self.dtype not in _DTYPES:
+      raise ValueError(f"FlashSSM3DConfig.dtype must be one of {_DTYPES}, got {self.dtype!r}")
+    if not isinstance(self.remat, bool):
+      raise ValueError(f"FlashSSM3DConfig.remat must be a bool, got {self.remat!r}")
     for o in self.global_orders:
       if o not in ("frame_major", "position_major"):
         raise ValueError(f"global_orders entries must be 'frame_major'/'position_major', got {o!r}")
@@ -128,9 +135,9 @@ class TeacherConfig:
 
 
 class SwiGLU(nnx.Module):
-  def __init__(self, dim, hidden, *, rngs):
-    self.w12 = nnx.Linear(dim, 2 * hidden, rngs=rngs)
-    self.w3 = nnx.Linear(hidden, dim, rngs=rngs)
+  def __init__(self, dim, hidden, *, dtype=None, rngs):
+    self.w12 = nnx.Linear(dim, 2 * hidden, dtype=dtype, rngs=rngs)
+    self.w3 = nnx.Linear(hidden, dim, dtype=dtype, rngs=rngs)
 
   def __call__(self, x):
     a, b = jnp.split(self.w12(x), 2, -1)
@@ -158,10 +165,11 @@ class _Common(nnx.Module):
   def _init_common(self, cfg, *, rngs):
     D, p, R = cfg.width, cfg.patch, cfg.registers
     self.cfg = cfg
+    self.compute_dtype = jnp.dtype(getattr(cfg, "dtype", "float32"))
     self.grid = (cfg.image_size // p, cfg.image_size // p)
     P = self.grid[0] * self.grid[1]
     self.num_special = 1 + R
-    self.patch_embed = nnx.Linear(3 * p * p, D, rngs=rngs)
+    self.patch_embed = nnx.Linear(3 * p * p, D, dtype=self.compute_dtype, rngs=rngs)
     init = nnx.initializers.normal(0.02)
     self.pos = nnx.Param(init(rngs.params(), (P, D)))
     self.special = nnx.Param(init(rngs.params(), (2, 1 + R, D)))  # [first/other, cam+regs, D]
@@ -186,8 +194,9 @@ class _Common(nnx.Module):
       )
     p, (gh, gw) = cfg.patch, self.grid
     x = images.reshape(B, S, gh, p, gw, p, 3).transpose(0, 1, 2, 4, 3, 5, 6)
-    x = self.patch_embed(x.reshape(B, S, gh * gw, p * p * 3)) + self.pos[...]
-    sp = self.special[...]
+    cdt = self.compute_dtype
+    x = self.patch_embed(x.reshape(B, S, gh * gw, p * p * 3)) + self.pos[...].astype(cdt)
+    sp = self.special[...].astype(cdt)
     first = jnp.broadcast_to(sp[0], (B, 1) + sp.shape[1:])
     rest = jnp.broadcast_to(sp[1], (B, S - 1) + sp.shape[1:])
     special = jnp.concatenate([first, rest], 1)
@@ -195,7 +204,7 @@ class _Common(nnx.Module):
 
   def _heads(self, tok):
     cfg = self.cfg
-    tok = self.norm_out(tok)
+    tok = self.norm_out(tok.astype(jnp.float32))  # heads in float32 (exp activations)
     B, S = tok.shape[:2]
     # camera
     h = jax.nn.gelu(self.cam_trunk(tok[:, :, 0]))
@@ -227,13 +236,19 @@ class _Common(nnx.Module):
 class _SSMBlock(nnx.Module):
   def __init__(self, cfg, index, grid, num_special, *, rngs):
     D = cfg.width
+    dtype = jnp.dtype(cfg.dtype)
     kw = dict(
-      state=cfg.state, expand=cfg.expand, method=cfg.method, chunk_size=cfg.chunk_size, rngs=rngs
+      state=cfg.state,
+      expand=cfg.expand,
+      method=cfg.method,
+      chunk_size=cfg.chunk_size,
+      dtype=dtype,
+      rngs=rngs,
     )
-    self.n1, self.n2, self.n3 = (nnx.LayerNorm(D, rngs=rngs) for _ in range(3))
+    self.n1, self.n2, self.n3 = (nnx.LayerNorm(D, dtype=dtype, rngs=rngs) for _ in range(3))
     self.frame = _ssm.BiSSM(D, **kw)
     self.glob = _ssm.BiSSM(D, **kw)
-    self.mlp = SwiGLU(D, cfg.mlp_ratio * D, rngs=rngs)
+    self.mlp = SwiGLU(D, cfg.mlp_ratio * D, dtype=dtype, rngs=rngs)
     self.frame_kind = "row" if index % 2 == 0 else "col"
     self.global_kind = cfg.global_orders[index % len(cfg.global_orders)]
     self.grid, self.num_special = grid, num_special
@@ -260,6 +275,11 @@ class FlashSSM3D(_Common):
 
   Call: ``model(images [B, S, H, W, 3]) -> Predictions``. Time and memory are linear in ``S``.
 
+  Accelerator settings (``FlashSSM3DConfig``): ``method='chunked'`` (``L / chunk_size``
+  sequential steps, one chunk's state in memory), ``remat=True`` (``jax.checkpoint`` per block),
+  ``dtype='bfloat16'`` (bf16 backbone; float32 parameters, scan state, Δ and heads). The batch
+  axis is independent, so sharding it over a ``jax.make_mesh`` mesh needs no model change.
+
   References: FlashSSM-3D (NeurIPS 2026; no arXiv id found); Mamba, arXiv:2312.00752;
   VGGT, arXiv:2503.11651.
   """
@@ -274,7 +294,10 @@ class FlashSSM3D(_Common):
 
   def backbone(self, x):
     for blk in self.blocks:
-      x = blk(x)
+      if self.cfg.remat:  # activations of the block are recomputed in the backward pass
+        x = nnx.remat(lambda b, v: b(v))(blk, x)
+      else:
+        x = blk(x)
     return x
 
 

@@ -12,7 +12,11 @@ Euler on B)::
 
 * ``'scan'``: ``lax.scan`` over time, O(L) work, O(E·N) live state: the default, fastest on CPU;
 * ``'associative'``: ``lax.associative_scan``, O(log L) depth, materialises ``[L, E, N]``;
-* ``'chunked'``: associative scan inside chunks of ``chunk_size``, ``lax.scan`` across chunks.
+* ``'chunked'``: ``lax.scan`` across chunks of ``chunk_size`` steps, an associative scan inside
+  each; only one chunk's ``[chunk, M, E, N]`` state is materialised at a time (the accelerator
+  path: ``L / chunk_size`` sequential steps instead of ``L``).
+
+The state is always accumulated in float32 or wider (bfloat16 inputs give a bfloat16 ``y``).
 
 A is kept real (complex associative scans compile very slowly on CPU, jax-ml/jax#18221).
 How the block is used in FlashSSM-3D (scan orders, bidirectionality) is a **reconstruction**.
@@ -42,7 +46,15 @@ def _combine(c1, c2):
 
 
 def _scan_tm(x, dt, A, B, C, D, reverse, method, chunk_size):
-  """Time-major core: x, dt ``[L, M, E]``; B, C ``[L, M, N]``; A ``[E, N]``; D ``[E]``."""
+  """Time-major core: x, dt ``[L, M, E]``; B, C ``[L, M, N]``; A ``[E, N]``; D ``[E]``.
+
+  The state is accumulated in float32 (float64 for float64 input) whatever the input dtype, so
+  bfloat16 activations do not lose the small increments of a slowly decaying state; ``y`` is cast
+  back to the dtype of ``x``.
+  """
+  out_dtype = x.dtype
+  acc = jnp.promote_types(x.dtype, jnp.float32)
+  x, dt, A, B, C, D = (v.astype(acc) for v in (x, dt, A, B, C, D))
   L = x.shape[0]
   if method == "scan":
 
@@ -52,36 +64,40 @@ def _scan_tm(x, dt, A, B, C, D, reverse, method, chunk_size):
       h = a * h + (dt_t * x_t)[..., None] * B_t[:, None, :]
       return h, jnp.einsum("men,mn->me", h, C_t)
 
-    h0 = jnp.zeros(x.shape[1:] + (A.shape[-1],), x.dtype)
+    h0 = jnp.zeros(x.shape[1:] + (A.shape[-1],), acc)
     _, y = jax.lax.scan(step, h0, (x, dt, B, C), reverse=reverse)
-    return y + D * x
-  a = jnp.exp(dt[..., None] * A)  # [L, M, E, N]
-  b = (dt * x)[..., None] * B[:, :, None, :]
+    return (y + D * x).astype(out_dtype)
   if method == "associative":
+    a = jnp.exp(dt[..., None] * A)  # [L, M, E, N]
+    b = (dt * x)[..., None] * B[:, :, None, :]
     _, h = jax.lax.associative_scan(_combine, (a, b), reverse=reverse, axis=0)
-    return jnp.einsum("lmen,lmn->lme", h, C) + D * x
-  # chunked
+    return (jnp.einsum("lmen,lmn->lme", h, C) + D * x).astype(out_dtype)
+  # chunked: lax.scan over chunks of ``chunk_size`` steps, an associative scan inside a chunk.
+  # The decay a and input b are formed inside the chunk step, so only one chunk's
+  # [chunk, M, E, N] state is live at a time (O(chunk·M·E·N) memory, L / chunk loop steps).
+  xs = (x, dt, B, C)
   if reverse:
-    a, b = a[::-1], b[::-1]
+    xs = tuple(v[::-1] for v in xs)
   n_chunks = -(-L // chunk_size)
   pad = n_chunks * chunk_size - L
-  if pad:
-    a = jnp.concatenate([a, jnp.ones((pad,) + a.shape[1:], a.dtype)], 0)
-    b = jnp.concatenate([b, jnp.zeros((pad,) + b.shape[1:], b.dtype)], 0)
-  a = a.reshape((n_chunks, chunk_size) + a.shape[1:])
-  b = b.reshape((n_chunks, chunk_size) + b.shape[1:])
-  a_cum, h_loc = jax.lax.associative_scan(_combine, (a, b), axis=1)
+  if pad:  # dt = 0 appended after the sequence: a = 1, b = 0 (identity steps, outputs dropped)
+    xs = tuple(jnp.concatenate([v, jnp.zeros((pad,) + v.shape[1:], acc)], 0) for v in xs)
+  xs = tuple(v.reshape((n_chunks, chunk_size) + v.shape[1:]) for v in xs)
 
   def chunk_step(h, inp):
-    ac, hl = inp
-    hs = ac * h + hl
-    return hs[-1], hs
+    xc, dtc, Bc, Cc = inp
+    a = jnp.exp(dtc[..., None] * A)  # [chunk, M, E, N]
+    b = (dtc * xc)[..., None] * Bc[:, :, None, :]
+    a_cum, h_loc = jax.lax.associative_scan(_combine, (a, b), axis=0)
+    hs = a_cum * h + h_loc
+    return hs[-1], jnp.einsum("lmen,lmn->lme", hs, Cc)
 
-  _, h = jax.lax.scan(chunk_step, jnp.zeros(a.shape[2:], a.dtype), (a_cum, h_loc))
-  h = h.reshape((n_chunks * chunk_size,) + h.shape[2:])[:L]
+  h0 = jnp.zeros(x.shape[1:] + (A.shape[-1],), acc)
+  _, y = jax.lax.scan(chunk_step, h0, xs)
+  y = y.reshape((n_chunks * chunk_size,) + y.shape[2:])[:L]
   if reverse:
-    h = h[::-1]
-  return jnp.einsum("lmen,lmn->lme", h, C) + D * x
+    y = y[::-1]
+  return (y + D * x).astype(out_dtype)
 
 
 def selective_scan(
@@ -191,12 +207,13 @@ def scan_order(num_views: int, grid_hw, *, kind: str, num_special: int = 0) -> n
 class _Direction(nnx.Module):
   """Per-direction selective parameters: Δ, B, C projections, A_log, D."""
 
-  def __init__(self, inner: int, state: int, dt_rank: int, *, rngs: nnx.Rngs):
+  def __init__(self, inner: int, state: int, dt_rank: int, *, dtype=None, rngs: nnx.Rngs):
     self.dt_rank, self.state = dt_rank, state
-    self.x_proj = nnx.Linear(inner, dt_rank + 2 * state, use_bias=False, rngs=rngs)
+    self.x_proj = nnx.Linear(inner, dt_rank + 2 * state, use_bias=False, dtype=dtype, rngs=rngs)
     dt = jnp.exp(
       jax.random.uniform(rngs.params(), (inner,), minval=math.log(1e-3), maxval=math.log(1e-1))
     )
+    # Δ stays float32 (exp(Δ·A) compounds over the sequence)
     self.dt_proj = nnx.Linear(
       dt_rank, inner, rngs=rngs, bias_init=lambda *_: dt + jnp.log(-jnp.expm1(-dt))
     )
@@ -208,7 +225,8 @@ class _Direction(nnx.Module):
   def __call__(self, u, *, reverse, method, chunk_size):
     xp = self.x_proj(u)
     r, n = self.dt_rank, self.state
-    dt = jax.nn.softplus(self.dt_proj(xp[..., :r]))
+    r_in = xp[..., :r]
+    dt = jax.nn.softplus(self.dt_proj(r_in.astype(jnp.promote_types(r_in.dtype, jnp.float32))))
     Bm, Cm = xp[..., r : r + n], xp[..., r + n :]
     A = -jnp.exp(self.A_log[...])
     return _selective_scan(
@@ -227,6 +245,9 @@ class BiSSM(nnx.Module):
     state: SSM state size ``N``.
     expand: inner width ``E = expand · D``.
     method: scan implementation (see :func:`selective_scan`).
+    chunk_size: chunk length of ``method='chunked'``.
+    dtype: compute dtype of the projections (e.g. ``jnp.bfloat16``; parameters stay float32,
+      Δ and the scan state are float32). ``None``: the input's dtype.
 
   Call: ``x [..., L, D] -> [..., L, D]``.
   """
@@ -239,6 +260,7 @@ class BiSSM(nnx.Module):
     expand: int = 1,
     method: str = "scan",
     chunk_size: int = 64,
+    dtype=None,
     rngs: nnx.Rngs,
   ):
     if method not in SCAN_METHODS:
@@ -249,10 +271,10 @@ class BiSSM(nnx.Module):
     inner = expand * dim
     dt_rank = max(1, math.ceil(dim / 16))
     self.method, self.chunk_size = method, chunk_size
-    self.in_proj = nnx.Linear(dim, 2 * inner, use_bias=False, rngs=rngs)
-    self.fwd = _Direction(inner, state, dt_rank, rngs=rngs)
-    self.bwd = _Direction(inner, state, dt_rank, rngs=rngs)
-    self.out_proj = nnx.Linear(inner, dim, use_bias=False, rngs=rngs)
+    self.in_proj = nnx.Linear(dim, 2 * inner, use_bias=False, dtype=dtype, rngs=rngs)
+    self.fwd = _Direction(inner, state, dt_rank, dtype=dtype, rngs=rngs)
+    self.bwd = _Direction(inner, state, dt_rank, dtype=dtype, rngs=rngs)
+    self.out_proj = nnx.Linear(inner, dim, use_bias=False, dtype=dtype, rngs=rngs)
 
   def __call__(self, x):
     u, z = jnp.split(self.in_proj(x), 2, axis=-1)

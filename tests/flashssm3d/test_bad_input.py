@@ -12,6 +12,8 @@ from tests.bad_input_util import Case, assert_covers, parametrize, run_case
 
 F32 = np.float32
 HOST = "NumPy float64 evaluation metric (host side, not traced)"
+TRACE = "host-side: traces and lowers the function it is given"
+FILES = "host-side file reading and writing"
 EYE34 = np.concatenate([np.eye(3, dtype=F32), np.zeros((3, 1), F32)], -1)
 EXT = np.stack([EYE34, EYE34])  # [2, 3, 4]
 K = np.stack([np.array([[8, 0, 4], [0, 8, 4], [0, 0, 1]], F32)] * 2)  # [2, 3, 3]
@@ -553,6 +555,58 @@ CASES = [
     match="no valid point",
     jit=None,
     jit_reason=HOST,
+  ),
+  # FLOP counting and files: host side
+  Case(
+    "count_flops",
+    fs.count_flops,
+    ("not a function", PTS),
+    error=TypeError,
+    match="fn must be callable",
+    jit=None,
+    jit_reason=TRACE,
+  ),
+  Case(
+    "xla_flops",
+    fs.xla_flops,
+    (PTS,),
+    error=TypeError,
+    match="lowered_or_compiled must be",
+    jit=None,
+    jit_reason=TRACE,
+  ),
+  Case(
+    "load_multiview_scenes",
+    fs.load_multiview_scenes,
+    ("/nonexistent/scenes",),
+    {"num_views": 2, "image_size": 8},
+    match="data_dir must be an existing folder",
+    jit=None,
+    jit_reason=FILES,
+  ),
+  Case(
+    "load_teacher_predictions",
+    fs.load_teacher_predictions,
+    ("/nonexistent/teacher.npz",),
+    match="path must be an existing .npz",
+    jit=None,
+    jit_reason=FILES,
+  ),
+  Case(
+    "save_teacher_predictions",
+    fs.save_teacher_predictions,
+    ("/tmp/never_written.npz",),
+    {
+      "pose_enc": np.zeros((1, 2, 9)),
+      "depth": np.ones((1, 2, 4, 4)),
+      "depth_conf": np.ones((1, 2, 4, 4)),
+      "points": np.zeros((1, 2, 4, 4, 3)),
+      "point_conf": np.zeros((1, 2, 4, 4)),  # confidences must be >= 1
+    },
+    match="depth_conf and point_conf must be >= 1",
+    jit=None,
+    jit_reason=FILES,
+    id="save_teacher_predictions-conf",
   ),
 ]
 

@@ -80,7 +80,66 @@ def test_bissm_methods_agree_and_bidirectional():
   graphdef2, state2 = nnx.split(m)
   y2 = jax.jit(lambda s, v: nnx.merge(graphdef2, s)(v))(state2, x)
   np.testing.assert_allclose(np.asarray(y2), np.asarray(y), atol=1e-5)
-  # bidirectional: the first output depends on the last input, the last output on the first
-  jac = jax.jit(jax.jacrev(lambda v: f(state, v)[0, :, 0]))(x)  # [21, 2, 21, 8]
-  assert float(jnp.abs(jac[0, 0, -1]).sum()) > 0 and float(jnp.abs(jac[-1, 0, 0]).sum()) > 0
-  assert float(jnp.abs(jac[:, 1]).sum()) == 0  # batch elements are independent
+  # bidirectional: the first output depends on the last input, the last output on the first;
+  # batch elements are independent (forward mode: one compilation, two tangents)
+  jvp = jax.jit(lambda t: jax.jvp(lambda v: f(state, v), (x,), (t,))[1])
+  last = np.asarray(jvp(jnp.zeros_like(x).at[0, -1].set(1.0)))
+  first = np.asarray(jvp(jnp.zeros_like(x).at[0, 0].set(1.0)))
+  assert np.abs(last[0, 0]).sum() > 0 and np.abs(first[0, -1]).sum() > 0
+  assert np.abs(last[1]).sum() == 0 and np.abs(first[1]).sum() == 0
+
+
+def _max_intermediate(closed):
+  """Largest array (elements) produced by any equation, sub-programs included."""
+  sizes = [0]
+  for eqn in closed.jaxpr.eqns:
+    sizes += [int(np.prod(v.aval.shape)) for v in eqn.outvars if hasattr(v.aval, "shape")]
+    for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+      sizes.append(_max_intermediate(jax.extend.core.ClosedJaxpr(sub, ())))
+  return max(sizes)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_chunked_equals_sequential_float64_and_holds_one_chunk(reverse):
+  rng = np.random.default_rng(2)
+  L, E, N, cs = 45, 4, 16, 8  # 45 is not a multiple of the chunk
+  args = _inputs(rng, (2,), L, E, N)
+  with jax.enable_x64(True):
+    a64 = [jnp.asarray(a) for a in args]
+    y = fs.selective_scan(*a64, reverse=reverse, method="chunked", chunk_size=cs)
+    assert y.dtype == jnp.float64
+    closed = jax.make_jaxpr(
+      lambda *a: fs.selective_scan(*a, reverse=reverse, method="chunked", chunk_size=cs)
+    )(*a64)
+    closed_assoc = jax.make_jaxpr(lambda *a: fs.selective_scan(*a, method="associative"))(*a64)
+  ref = np.stack(
+    [
+      _naive(args[0][i], args[1][i], args[2], args[3][i], args[4][i], args[5], reverse=reverse)
+      for i in (0, 1)
+    ]
+  )
+  np.testing.assert_allclose(np.asarray(y), ref, atol=1e-12)
+  full_state = L * 2 * E * N
+  # nothing larger than one chunk's [chunk, M, E, N] state or the (padded) [L, M, N] inputs
+  padded_inputs = 48 * 2 * max(E, N)
+  assert _max_intermediate(closed) <= max(cs * 2 * E * N, padded_inputs) < full_state / 2
+  assert _max_intermediate(closed_assoc) >= full_state  # the associative scan holds all of it
+
+
+def test_bfloat16_inputs_accumulate_the_state_in_float32():
+  """A slowly decaying state summing many small increments: a bf16 state would drop them."""
+  L, E, N = 512, 2, 2
+  x = np.ones((L, E))
+  dt = np.full((L, E), 0.01)
+  A = np.full((E, N), -0.01)
+  B = np.ones((L, N))
+  C = np.ones((L, N))
+  D = np.zeros((E,))
+  ref = _naive(x, dt, A, B, C, D)
+  bf = [jnp.asarray(a, jnp.bfloat16) for a in (x, dt, A, B, C, D)]
+  for method in fs.SCAN_METHODS:
+    y = jax.jit(fs.selective_scan, static_argnames=("method", "chunk_size"))(
+      *bf, method=method, chunk_size=64
+    )
+    assert y.dtype == jnp.bfloat16
+    np.testing.assert_allclose(np.asarray(y, np.float64), ref, rtol=1e-2)

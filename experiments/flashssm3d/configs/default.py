@@ -25,6 +25,10 @@ def get_config():
       render_chunk=16,
       eval_batch=8,
       student_fraction=0.25,
+      # 'disk': scene folders <data_dir>/train and <data_dir>/test in the format of
+      # jaxpapers.flashssm3d.load_multiview_scenes instead of procedural renders
+      source="procedural",
+      data_dir="",
     )
   )
   c.teacher = ml_collections.ConfigDict(
@@ -40,6 +44,14 @@ def get_config():
       batch_size=8,
       learning_rate=1e-3,
       warmup=20,
+      # A teacher run elsewhere (e.g. VGGT): its outputs on the training pool as an .npz
+      # (jaxpapers.flashssm3d.load_teacher_predictions) replace training the teacher here;
+      # train_flops (its training FLOPs) then sets the student's budget, and an optional
+      # cached_test_predictions file scores everything against the teacher on the test scenes.
+      cached_predictions="",
+      cached_test_predictions="",
+      train_flops=0.0,
+      infer_flops_per_scene=0.0,
     )
   )
   c.student = ml_collections.ConfigDict(
@@ -53,6 +65,9 @@ def get_config():
       mlp_ratio=2,
       camera_stages=4,
       method="scan",
+      chunk_size=64,
+      remat=False,
+      dtype="float32",
       batch_size=8,
       learning_rate=1e-3,
       warmup=20,
@@ -91,6 +106,7 @@ def get_config():
       fit_min_views=32,
     )
   )
+  c.shard_batch = False  # True: split every batch over all devices (configs/full.py)
   c.checkpoint_every = 200
   c.log_every = 50
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
@@ -101,20 +117,34 @@ def get_config():
 CLAIMS = (
   dict(
     id="distilled_student_matches_teacher",
-    statement="an SSM student distilled on 25% of the teacher's scenes within 10% of its "
-    "training FLOPs matches the teacher",
-    paper_text="matches VGGT at a fraction of its cost (abstract; synthetic proxy here)",
-    metric="student_regression/vs_teacher/depth_delta1.25",
+    statement="an SSM student distilled with the Procrustes and reprojection losses on 25% of "
+    "the teacher's scenes within 10% of its training FLOPs (every lax.scan body counted once per "
+    "step) matches the teacher, and both beat input-independent predictors",
+    paper_text="competitive with VGGT at ~25% of its data and < 10% of its training compute "
+    "(abstract; synthetic proxy here)",
+    metric="derived/student_reprojection/distill_score",
     direction="higher",
-    held=0.9,
-    partly=0.75,
-    fmt=".3f",
+    held=0.0,
+    partly=-1.0,
+    fmt="+.2f",
     baselines={
-      "teacher AUC@30 vs GT": "teacher_T1/vs_gt/AUC@30",
-      "mean-pose predictor AUC@30 vs GT": "mean_pose_baseline/vs_gt/AUC@30",
+      "teacher over trivial vs GT (slack)": "derived/teacher_T1/over_trivial_vs_gt",
+      "student over trivial vs GT (slack)": "derived/student_reprojection/over_trivial_vs_gt",
+      "student over trivial vs teacher (slack)": (
+        "derived/student_reprojection/over_trivial_vs_teacher"
+      ),
+      "student vs teacher gap (slack)": "derived/student_reprojection/vs_teacher_gap",
+      "student FLOPs / teacher training FLOPs": "student_reprojection/flops_vs_teacher",
     },
-    note="agreement with the teacher: fraction of depths within 1.25x of the teacher's "
-    "(plain regression student); the trivial mean-pose predictor is listed beside it",
+    note="score = the smallest of three slacks, each taken over AUC@30, depth delta<1.25 and "
+    "point-head Overall in units of a margin m fixed before the run (m = 0.05 for AUC@30 and "
+    "delta<1.25, 10% relative for Overall): (a) against ground truth the student beats the best "
+    "trivial predictor (constant depth per view, mean pose, dataset-mean output, all fitted on "
+    "the student's scenes) by at least m: gain/m - 1; (b) against the teacher it beats the best "
+    "trivial predictor fitted on the teacher's outputs by at least m: gain/m - 1; (c) against "
+    "ground truth it is within m of the teacher or better: gain/m + 1. Held if every slack is "
+    ">= 0, partly if none misses by more than one margin (>= -1), not reproduced otherwise. One "
+    "seed, so no noise interval.",
   ),
   dict(
     id="geometry_losses_improve_cameras",

@@ -6,10 +6,17 @@
 Expected hardware: one 80 GB GPU (H100/A100) or a TPU v4/v5 slice; teacher training is the bulk
 (~1-2 GPU-days at these sizes), the distillation runs use <= 10% of the teacher's FLOPs by
 construction. 64x64 renders, 8 views for training, all camera splits mixed via `data.split`.
+The student runs the chunked scan (one chunk's state in memory), rematerialises each block and
+computes its backbone in bfloat16 (float32 parameters, scan state and heads); every batch is
+sharded over all devices (batch sizes must divide by the device count).
 The scaling study goes to 1024 views (the paper's "500+ views in under 10 s" claim is an
 accelerator claim; compare `scaling/views_in_10s_student` with it).
-Note: with real data the teacher should be a VGGT checkpoint the user holds (e.g. through a JAX
-port) whose outputs are cached to disk; this repository ships only the procedural proxy.
+Real data and a real teacher: set ``data.source='disk'`` and ``data.data_dir`` (scene folders
+``train/`` and ``test/``, format in ``jaxpapers.flashssm3d.load_multiview_scenes``), run VGGT
+wherever its weights are and save its outputs on the training scenes with
+``jaxpapers.flashssm3d.save_teacher_predictions``, then set ``teacher.cached_predictions`` (and
+``teacher.cached_test_predictions``, ``teacher.train_flops``: VGGT's training FLOPs, which set the
+student's 10% budget). This repository ships no data and no weights.
 """
 
 from experiments.flashssm3d.configs import default
@@ -43,9 +50,15 @@ def get_config():
       warmup=1000,
       max_steps=100_000,
       min_steps=1000,
-      method="scan",
+      # accelerator path: L / chunk_size sequential steps with one chunk's state in memory,
+      # jax.checkpoint per block, bf16 backbone with float32 parameters, state and heads
+      method="chunked",
+      chunk_size=256,
+      remat=True,
+      dtype="bfloat16",
     )
   )
+  c.shard_batch = True  # batch split over jax.make_mesh((device_count,), ("data",))
   c.loss.num_points = 8192
   c.scaling.update(
     dict(
