@@ -44,6 +44,16 @@ class MLP(nnx.Module):
     return self.out(x)
 
 
+def mlp_hidden_mask(params) -> object:
+  """True on the MLP's 2-D kernels other than the output layer (Muon's matrices)."""
+
+  def is_hidden(path, x):
+    names = [str(getattr(p, "key", getattr(p, "name", p))) for p in path]
+    return x.ndim == 2 and "out" not in names
+
+  return jax.tree_util.tree_map_with_path(is_hidden, params)
+
+
 # ---------------------------------------------------------------- char LM --
 
 

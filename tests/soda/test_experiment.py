@@ -20,11 +20,17 @@ def test_smoke_run_writes_results_and_resumes(tmp_path):
     "lm_wd_sweep.png",
     "digits_curves.png",
     "lm_curves.png",
+    "digits_horizons.png",
   }
   digits = {(r["family"], r.get("wd")): r for r in record["metrics"]["digits"]["rows"]}
   assert ("soda_adamw", None) in digits and ("adamw", 1.0) in digits
   for r in digits.values():
-    assert 0.0 <= r["metric"] <= 1.0
+    assert 0.0 <= r["accuracy"] <= 1.0
+    assert r["metric"] == r["nll"] and 0.0 < r["nll"] < 5.0  # the claims' metric: test NLL
+  trivial = record["metrics"]["digits"]["trivial"]
+  np.testing.assert_allclose(trivial["class_prior_nll"], np.log(10.0), atol=0.01)
+  # One horizon: the same weight decay is best at both ends, so moving it costs nothing.
+  assert record["metrics"]["derived"]["digits_adamw_wd_transfer_penalty_in_std"] == 0.0
   lm_rows = record["metrics"]["lm"]["rows"]
   assert all(np.isfinite(r["metric"]) and r["metric"] < 9.0 for r in lm_rows)
   # Every (task, horizon, group) is a stored cell; a rerun on the same workdir reads them back.
@@ -34,6 +40,40 @@ def test_smoke_run_writes_results_and_resumes(tmp_path):
   ]
   again = train.train_and_evaluate(config, str(tmp_path))
   assert again["digits"]["rows"] == metrics["digits"]["rows"]
+
+
+def test_wd_transfer_penalty_and_gap_by_hand():
+  """The claim metrics on a hand-made grid (lower is better, two horizons, two lrs)."""
+  from ml_collections import ConfigDict
+
+  def row(t, fam, lr, m, s, wd=None):
+    r = {"horizon": t, "family": fam, "lr": lr, "metric": m, "metric_std": s}
+    return r if wd is None else {**r, "wd": wd}
+
+  rows = [
+    row(100, "adamw", 0.1, 1.0, 0.3, 0.0),  # best at T=100: wd 0
+    row(100, "adamw", 0.1, 1.5, 0.4, 1.0),
+    row(100, "adamw", 0.2, 1.2, 0.1, 1.0),  # best lr for wd 1 at T=100
+    row(1000, "adamw", 0.1, 0.9, 0.6, 0.0),  # wd 0 at T=1000 (its best lr)
+    row(1000, "adamw", 0.2, 2.0, 0.1, 0.0),
+    row(1000, "adamw", 0.2, 0.5, 0.8, 1.0),  # best at T=1000: wd 1
+    row(100, "soda_adamw", 0.1, 1.1, 0.0),
+    row(1000, "soda_adamw", 0.1, 0.6, 0.0),
+  ]
+  cfg = ConfigDict({"horizons": (100, 1000)})
+  tr = train._wd_transfer(rows, cfg, False, "adamw")
+  assert tr["best_wd_by_horizon"] == {"100": 0.0, "1000": 1.0}
+  # At T=1000 with T=100's wd 0: 0.9 vs the best 0.5, over sqrt(0.8^2 + 0.6^2) = 1.
+  np.testing.assert_allclose(tr["penalty_at_longest_in_std"], 0.4)
+  # At T=100 with T=1000's wd 1: 1.2 vs 1.0, over sqrt(0.3^2 + 0.1^2).
+  np.testing.assert_allclose(tr["penalty_at_shortest_in_std"], 0.2 / np.sqrt(0.1))
+  claims = train._claims(rows, cfg, False, "adamw", "soda_adamw")
+  # SODA - best base, signed so > 0 favours SODA: -0.1/0.3 at T=100, -0.1/0.8 at T=1000.
+  np.testing.assert_allclose([c["gap_in_seed_std"] for c in claims], [-1 / 3, -0.125])
+  derived = train.derived_metrics({"digits": {"claims": claims, "wd_transfer": [tr]}})
+  np.testing.assert_allclose(derived["digits_adamw_worst_gap_in_std"], -1 / 3)
+  np.testing.assert_allclose(derived["digits_adamw_wd_transfer_penalty_in_std"], 0.2 / np.sqrt(0.1))
+  assert derived["digits_adamw_beats_wd0_fraction"] == 0.5  # 1.1 > 1.0 but 0.6 < 0.9
 
 
 def test_arm_selection_matches_standalone_optimizer():
