@@ -228,18 +228,33 @@ def _digits_setup(cfg):
 
 
 def _lm_setup(cfg):
-  tokens = models.load_text(cfg.text_path)
-  split = int(0.9 * len(tokens))
-  train_tok = jnp.asarray(tokens[:split], jnp.int32)
-  val_tok = np.asarray(tokens[split:], np.int32)
+  if cfg.get("data_dir", ""):
+    # Tokenised shards (GPT-2 ids) from data_dir; kept as uint16 on the device.
+    train_np = models.load_token_shards(cfg.data_dir, "train", cfg.max_train_tokens)
+    val_tok = np.asarray(models.load_token_shards(cfg.data_dir, "val", cfg.max_val_tokens))
+    vocab, num_chars = cfg.vocab, int(train_np.shape[0] + val_tok.shape[0])
+  else:
+    tokens = models.load_text(cfg.text_path)
+    split = int(0.9 * len(tokens))
+    train_np, val_tok = tokens[:split], np.asarray(tokens[split:], np.int32)
+    vocab, num_chars = 256, len(tokens)
+  train_tok = jnp.asarray(train_np)  # uint8 bytes or uint16 token ids; windows cast to int32
+  # Input-independent predictor: add-one-smoothed train unigram frequencies, in bits/token.
+  freq = np.bincount(train_np, minlength=vocab).astype(np.float64) + 1.0
+  trivial = {"unigram_bits": float(-np.mean(np.log2(freq[val_tok] / freq.sum())))}
   ctx = cfg.context
   starts = np.linspace(0, len(val_tok) - ctx - 2, cfg.val_windows).astype(int)
-  val_x = jnp.asarray(np.stack([val_tok[s : s + ctx] for s in starts]))
-  val_y = jnp.asarray(np.stack([val_tok[s + 1 : s + ctx + 1] for s in starts]))
+  val_x = jnp.asarray(np.stack([val_tok[s : s + ctx] for s in starts]), jnp.int32)
+  val_y = jnp.asarray(np.stack([val_tok[s + 1 : s + ctx + 1] for s in starts]), jnp.int32)
 
   def make(key):
     return models.CharLM(
-      d=cfg.d_model, layers=cfg.num_layers, heads=cfg.num_heads, context=ctx, rngs=nnx.Rngs(key)
+      vocab=vocab,
+      d=cfg.d_model,
+      layers=cfg.num_layers,
+      heads=cfg.num_heads,
+      context=ctx,
+      rngs=nnx.Rngs(key),
     )
 
   graphdef, abstract = nnx.split(nnx.eval_shape(lambda: make(jax.random.key(0))))
@@ -257,9 +272,10 @@ def _lm_setup(cfg):
   def batch_fn(key):
     s = jax.random.randint(key, (cfg.batch_size,), 0, train_tok.shape[0] - ctx - 1)
     win = jax.vmap(lambda i: jax.lax.dynamic_slice(train_tok, (i,), (ctx + 1,)))(s)
+    win = win.astype(jnp.int32)
     return win[:, :-1], win[:, 1:]
 
-  def eval_fn(params):  # bits per character
+  def eval_fn(params):  # bits per token (per byte for the byte-level text)
     return nll(params, val_x, val_y) / LN2
 
   num_params = sum(x.size for x in jax.tree.leaves(abstract))
@@ -270,7 +286,8 @@ def _lm_setup(cfg):
     eval_fn=eval_fn,
     hidden_mask=models.hidden_matrix_mask,
     num_params=num_params,
-    num_chars=len(tokens),
+    num_chars=num_chars,
+    trivial=trivial,
   )
 
 

@@ -2,6 +2,7 @@
 
 import json
 
+import jax
 import numpy as np
 import optax
 
@@ -78,7 +79,6 @@ def test_wd_transfer_penalty_and_gap_by_hand():
 
 def test_arm_selection_matches_standalone_optimizer():
   """A grouped run that selects an arm follows that arm's own optimizer."""
-  import jax
   import jax.numpy as jnp
 
   cfg = smoke.get_config().digits
@@ -103,8 +103,45 @@ def test_arm_selection_matches_standalone_optimizer():
     [1.0, 1.0, 1.0, 0.5, 1 / 30, 0.0],
     atol=1e-6,
   )
-  del jax
 
 
 def test_notebook_runs():
   notebook_util.run_notebook("colab/soda.ipynb", timeout=300)
+
+
+def test_token_shards_read_back_and_feed_the_lm(tmp_path):
+  """The shard layout (256-int32 header, uint16 ids), its errors, and the LM reading it."""
+  import pytest
+
+  from experiments.soda import models
+
+  rng = np.random.default_rng(0)
+  train_ids = [rng.integers(0, 300, n) for n in (500, 400)]
+  for i, t in enumerate(train_ids):
+    models.write_token_shard(tmp_path / f"toy_train_{i:06d}.bin", t)
+  models.write_token_shard(tmp_path / "toy_val_000000.bin", rng.integers(0, 300, 200))
+  raw = (tmp_path / "toy_train_000000.bin").read_bytes()
+  assert np.frombuffer(raw[:12], "<i4").tolist() == [20240520, 1, 500]
+  assert len(raw) == 1024 + 2 * 500
+  joined = models.load_token_shards(tmp_path, "train")
+  np.testing.assert_array_equal(joined, np.concatenate(train_ids))
+  np.testing.assert_array_equal(models.load_token_shards(tmp_path, "train", 600), joined[:600])
+  (tmp_path / "bad_val_000001.bin").write_bytes(np.zeros(256, "<i4").tobytes())
+  with pytest.raises(ValueError, match="magic"):
+    models.load_token_shards(tmp_path, "val")
+  with pytest.raises(FileNotFoundError, match="test"):
+    models.load_token_shards(tmp_path, "test")
+  (tmp_path / "bad_val_000001.bin").unlink()
+
+  cfg = smoke.get_config().lm
+  cfg.data_dir, cfg.vocab, cfg.max_train_tokens, cfg.max_val_tokens = str(tmp_path), 384, 0, 0
+  setup = train._lm_setup(cfg)
+  assert setup["num_chars"] == 1100
+  params = setup["init_params"](jax.random.key(0))
+  assert params["embed"]["embedding"][...].shape == (384, cfg.d_model)
+  # The unigram predictor: add-one-smoothed train frequencies, in bits per val token.
+  freq = np.bincount(np.concatenate(train_ids), minlength=384) + 1.0
+  val = models.load_token_shards(tmp_path, "val")
+  np.testing.assert_allclose(
+    setup["trivial"]["unigram_bits"], -np.mean(np.log2(freq[val] / freq.sum())), rtol=1e-9
+  )
