@@ -4,15 +4,15 @@ base at every horizon?
 
   python -m experiments.soda.main --config=experiments/soda/configs/default.py --workdir=runs/soda
 
-About 25 minutes on a busy 2-core CPU. The task is sklearn's bundled 8x8 digits (1000 train /
+About 16 minutes on a busy 2-core CPU. The task is sklearn's bundled 8x8 digits (1000 train /
 797 test) with an MLP 64-128-128-10: small enough for horizons spanning 32x (250 to 8000 steps,
 8 to 256 epochs, i.e. from under-trained to strongly over-fitted) with full grids and 5 seeds.
 The metric is the test NLL (the training objective; the paper reports validation loss);
 accuracy is recorded beside it. Grids: AdamW lr {1e-3, 3e-3, 1e-2} x wd {0, 0.1, 1, 10};
-Muon (fc1/fc2 kernels; its AdamW branch at lr 3e-3, no decay, on biases and the output layer)
-lr {0.01, 0.03, 0.1} x wd {0, 0.03, 0.3, 3}; SODA(AdamW) and SODA(Muon) over the same
-learning rates only (weight decay 0 inside). Trivial baselines: each base at wd = 0 (lr tuned)
-and the class-prior predictor.
+SODA(AdamW) over the same learning rates only (weight decay 0 inside). Trivial baselines:
+AdamW at wd = 0 (lr tuned) and the class-prior predictor. Muon arms (fc1/fc2 kernels; lr x wd
+grid against SODA(Muon)) are wired in but off (``d.muon_lrs``): too slow for this grid on CPU;
+their claims are declared and reported as not tested.
 
 The byte-level LM task (``lm``) is disabled here: on this machine one vmapped LM step of a
 45-run grid took about a second, so horizons spanning 10x with lr x wd grids do not fit; the
@@ -39,10 +39,14 @@ def get_config():
   d.adamw_wds = (0.0, 0.1, 1.0, 10.0)
   d.soda_adamw_lrs = (1e-3, 3e-3, 1e-2)
   d.soda_zero_lrs = ()
-  d.muon_lrs = (0.01, 0.03, 0.1)
+  # Muon arms: off in the default run. Planned as lr {0.01, 0.03, 0.1} x wd {0, 0.03, 0.3, 3}
+  # and SODA(Muon) over the same lrs, but one Muon-group step (Newton-Schulz for both
+  # families in each of 75 vmapped runs) cost about 10x an AdamW-group step here, so the
+  # 250-8000-step grid would take hours on the shared CPU. Set these to run it.
+  d.muon_lrs = ()
   d.muon_adam_lr = 3e-3
   d.muon_wds = (0.0, 0.03, 0.3, 3.0)
-  d.soda_muon_lrs = (0.01, 0.03, 0.1)
+  d.soda_muon_lrs = ()
   d.b1, d.b2 = 0.9, 0.999
   d.warmup_frac = 0.0
   d.cooldown_frac = 0.3
@@ -125,9 +129,13 @@ def _match_or_beat(task, base, name, what, trivial="class-prior predictor, test 
 
 TRIVIAL_KEY = {"digits": "class_prior_nll", "lm": "unigram_bits"}
 WHAT = "digits MLP, test NLL"
+MUON_NOT_RUN = (
+  "not tested: the Muon arms of the default run were dropped before any result was seen "
+  "(one Muon-group step cost about 10x an AdamW-group step on the shared CPU; see d.muon_lrs)"
+)
 CLAIMS = (
   _wd_moves("digits", "adamw", "AdamW", WHAT),
-  _wd_moves("digits", "muon", "Muon", WHAT),
+  dict(_wd_moves("digits", "muon", "Muon", WHAT), metric=None, note=MUON_NOT_RUN),
   _match_or_beat("digits", "adamw", "AdamW", WHAT),
-  _match_or_beat("digits", "muon", "Muon", WHAT),
+  dict(_match_or_beat("digits", "muon", "Muon", WHAT), metric=None, note=MUON_NOT_RUN),
 )
