@@ -130,7 +130,7 @@ def _match_or_beat(task, base, name, what, trivial="class-prior predictor, test 
 TRIVIAL_KEY = {"digits": "class_prior_nll", "lm": "unigram_bits"}
 WHAT = "digits MLP, test NLL"
 MUON_NOT_RUN = (
-  "not tested: the Muon arms of the default run were dropped before any result was seen "
+  "the Muon arms of the default run were dropped before any result was seen "
   "(one Muon-group step cost about 10x an AdamW-group step on the shared CPU; see d.muon_lrs)"
 )
 CLAIMS = (
