@@ -487,6 +487,9 @@ def _horizon_plot(rows, cfg, task, workdir, hib):
   ax0.set_title(f"{task}: tuned weight decay vs horizon")
   ax0.legend(fontsize=7)
   ax1.set_xscale("log")
+  for ax in (ax0, ax1):
+    ax.set_xticks(ts, [str(t) for t in ts], minor=False)
+    ax.set_xticks([], minor=True)
   ax1.set_xlabel("horizon T (steps)")
   ax1.set_ylabel(_metric_label(task, cfg) + " (mean ± seed std)")
   ax1.set_title(f"{task}: best run per method")
