@@ -501,10 +501,13 @@ def _wd_plot(rows, cfg, task, workdir, higher_is_better):
   fams = [("adamw", "soda_adamw", "C0", "AdamW")]
   if cfg.get("muon_lrs", ()):
     fams.append(("muon", "soda_muon", "C3", "Muon"))
-  fig, axes = plt.subplots(
-    1, len(cfg.horizons), figsize=(4.2 * len(cfg.horizons), 3.4), squeeze=False
-  )
-  for ax, t in zip(axes[0], cfg.horizons):
+  n = len(cfg.horizons)
+  ncols = min(3, n)
+  nrows = -(-n // ncols)
+  fig, axes = plt.subplots(nrows, ncols, figsize=(4.4 * ncols, 3.4 * nrows), squeeze=False)
+  for ax in axes.flat[n:]:
+    ax.axis("off")
+  for ax, t in zip(axes.flat, cfg.horizons):
     for base, wrapped, color, name in fams:
       wds = sorted({r["wd"] for r in rows if r["family"] == base})
       xs = [max(w, min([v for v in wds if v > 0] or [1.0]) / 10) for w in wds]
@@ -517,10 +520,11 @@ def _wd_plot(rows, cfg, task, workdir, higher_is_better):
       if s is not None:
         ax.axhline(s["metric"], color=color, ls="--", label=f"SODA({name}), no wd (lr {s['lr']:g})")
     ax.set_xscale("log")
-    ax.set_title(f"{task}: T = {t} steps (wd=0 drawn at left)")
+    ax.set_title(f"{task}: T = {t} (wd = 0 drawn at left)", fontsize=9)
     ax.set_xlabel("weight decay (optax units)")
     ax.set_ylabel(_metric_label(task, cfg))
   axes[0][0].legend(fontsize=7)
+  fig.tight_layout()
   core.save_figure(fig, workdir, f"{task}_wd_sweep")
 
 

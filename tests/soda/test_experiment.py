@@ -77,6 +77,28 @@ def test_wd_transfer_penalty_and_gap_by_hand():
   assert derived["digits_adamw_beats_wd0_fraction"] == 0.5  # 1.1 > 1.0 but 0.6 < 0.9
 
 
+def test_digits_muon_mask_is_the_hidden_kernels():
+  """Muon (and SODA(Muon)) act on fc1/fc2 kernels, not on the output layer or biases."""
+  from flax import nnx
+
+  from experiments.soda import models
+
+  params = nnx.split(models.MLP(8, rngs=nnx.Rngs(0)))[1]
+  mask = models.mlp_hidden_mask(params)
+  flat = {
+    "/".join(str(k.key) for k in path if hasattr(k, "key")): m
+    for path, m in jax.tree_util.tree_leaves_with_path(mask)
+  }
+  assert flat == {
+    "fc1/bias": False,
+    "fc1/kernel": True,
+    "fc2/bias": False,
+    "fc2/kernel": True,
+    "out/bias": False,
+    "out/kernel": False,
+  }
+
+
 def test_arm_selection_matches_standalone_optimizer():
   """A grouped run that selects an arm follows that arm's own optimizer."""
   import jax.numpy as jnp
