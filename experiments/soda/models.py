@@ -44,6 +44,16 @@ class MLP(nnx.Module):
     return self.out(x)
 
 
+def mlp_hidden_mask(params) -> object:
+  """True on the MLP's 2-D kernels other than the output layer (Muon's matrices)."""
+
+  def is_hidden(path, x):
+    names = [str(getattr(p, "key", getattr(p, "name", p))) for p in path]
+    return x.ndim == 2 and "out" not in names
+
+  return jax.tree_util.tree_map_with_path(is_hidden, params)
+
+
 # ---------------------------------------------------------------- char LM --
 
 
@@ -59,6 +69,69 @@ def load_text(text_path: str = "") -> np.ndarray:
 
   text = "\n\n".join(topics.topics[k] for k in sorted(topics.topics))
   return np.frombuffer(text.encode("utf-8"), np.uint8)
+
+
+# Tokenised shards as written by the reference run's FineWeb preprocessing (the llm.c layout):
+# a header of 256 little-endian int32 (magic, version, number of tokens, then zeros) followed by
+# that many little-endian uint16 GPT-2 token ids.
+SHARD_MAGIC, SHARD_VERSION, SHARD_HEADER_INTS = 20240520, 1, 256
+
+
+def read_token_shard(path) -> np.ndarray:
+  """One tokenised shard as a read-only ``uint16[n]`` memory map (nothing is copied).
+
+  Raises:
+    ValueError: if the header's magic or version is wrong, or the file is shorter than the
+      header says.
+  """
+  path = pathlib.Path(path)
+  header = np.fromfile(path, dtype="<i4", count=SHARD_HEADER_INTS)
+  if header.size < 3 or header[0] != SHARD_MAGIC or header[1] != SHARD_VERSION:
+    raise ValueError(
+      f"{path}: not a token shard (expected a 256-int32 header starting with magic "
+      f"{SHARD_MAGIC} and version {SHARD_VERSION}; got {header[:3].tolist()})."
+    )
+  n = int(header[2])
+  offset = 4 * SHARD_HEADER_INTS
+  if path.stat().st_size < offset + 2 * n:
+    raise ValueError(f"{path}: header says {n} tokens but the file is shorter.")
+  return np.memmap(path, dtype="<u2", mode="r", offset=offset, shape=(n,))
+
+
+def load_token_shards(data_dir, split: str, max_tokens: int = 0) -> np.ndarray:
+  """The tokens of every ``*{split}*.bin`` shard under ``data_dir`` (sorted by name), joined.
+
+  E.g. ``fineweb_train_000001.bin ...`` and ``fineweb_val_000000.bin``. ``max_tokens > 0``
+  keeps only the first ``max_tokens`` tokens (shards past them are not read).
+
+  Returns:
+    ``uint16[n]`` token ids.
+  """
+  files = sorted(pathlib.Path(data_dir).glob(f"*{split}*.bin"))
+  if not files:
+    raise FileNotFoundError(f"no '*{split}*.bin' token shards under {data_dir}.")
+  parts, n = [], 0
+  for f in files:
+    tok = read_token_shard(f)
+    if max_tokens:
+      tok = tok[: max_tokens - n]
+    parts.append(np.asarray(tok))
+    n += len(tok)
+    if max_tokens and n >= max_tokens:
+      break
+  return np.concatenate(parts)
+
+
+def write_token_shard(path, tokens) -> None:
+  """Writes ``tokens`` (ids < 65536) in the shard layout read by :func:`read_token_shard`."""
+  tokens = np.asarray(tokens)
+  if tokens.ndim != 1 or tokens.size and (tokens.min() < 0 or tokens.max() >= 2**16):
+    raise ValueError("tokens must be a 1-D array of ids in [0, 65536).")
+  header = np.zeros(SHARD_HEADER_INTS, "<i4")
+  header[:3] = SHARD_MAGIC, SHARD_VERSION, tokens.size
+  with open(path, "wb") as fh:
+    fh.write(header.tobytes())
+    fh.write(tokens.astype("<u2").tobytes())
 
 
 class Block(nnx.Module):

@@ -211,22 +211,50 @@ def _digits_setup(cfg):
     nll = optax.softmax_cross_entropy_with_integer_labels(logits, yte).mean()
     return jnp.stack([jnp.mean(jnp.argmax(logits, -1) == yte), nll])
 
-  return dict(init_params=init_params, loss_fn=loss_fn, batch_fn=batch_fn, eval_fn=eval_fn)
+  # Input-independent predictors: the training class frequencies (NLL) and the majority class.
+  prior = np.bincount(np.asarray(ytr), minlength=10) / ytr.shape[0]
+  trivial = {
+    "class_prior_nll": float(-np.mean(np.log(prior[np.asarray(yte)]))),
+    "majority_accuracy": float(np.mean(np.asarray(yte) == np.argmax(prior))),
+  }
+  return dict(
+    init_params=init_params,
+    loss_fn=loss_fn,
+    batch_fn=batch_fn,
+    eval_fn=eval_fn,
+    hidden_mask=models.mlp_hidden_mask,
+    trivial=trivial,
+  )
 
 
 def _lm_setup(cfg):
-  tokens = models.load_text(cfg.text_path)
-  split = int(0.9 * len(tokens))
-  train_tok = jnp.asarray(tokens[:split], jnp.int32)
-  val_tok = np.asarray(tokens[split:], np.int32)
+  if cfg.get("data_dir", ""):
+    # Tokenised shards (GPT-2 ids) from data_dir; kept as uint16 on the device.
+    train_np = models.load_token_shards(cfg.data_dir, "train", cfg.max_train_tokens)
+    val_tok = np.asarray(models.load_token_shards(cfg.data_dir, "val", cfg.max_val_tokens))
+    vocab, num_chars = cfg.vocab, int(train_np.shape[0] + val_tok.shape[0])
+  else:
+    tokens = models.load_text(cfg.text_path)
+    split = int(0.9 * len(tokens))
+    train_np, val_tok = tokens[:split], np.asarray(tokens[split:], np.int32)
+    vocab, num_chars = 256, len(tokens)
+  train_tok = jnp.asarray(train_np)  # uint8 bytes or uint16 token ids; windows cast to int32
+  # Input-independent predictor: add-one-smoothed train unigram frequencies, in bits/token.
+  freq = np.bincount(train_np, minlength=vocab).astype(np.float64) + 1.0
+  trivial = {"unigram_bits": float(-np.mean(np.log2(freq[val_tok] / freq.sum())))}
   ctx = cfg.context
   starts = np.linspace(0, len(val_tok) - ctx - 2, cfg.val_windows).astype(int)
-  val_x = jnp.asarray(np.stack([val_tok[s : s + ctx] for s in starts]))
-  val_y = jnp.asarray(np.stack([val_tok[s + 1 : s + ctx + 1] for s in starts]))
+  val_x = jnp.asarray(np.stack([val_tok[s : s + ctx] for s in starts]), jnp.int32)
+  val_y = jnp.asarray(np.stack([val_tok[s + 1 : s + ctx + 1] for s in starts]), jnp.int32)
 
   def make(key):
     return models.CharLM(
-      d=cfg.d_model, layers=cfg.num_layers, heads=cfg.num_heads, context=ctx, rngs=nnx.Rngs(key)
+      vocab=vocab,
+      d=cfg.d_model,
+      layers=cfg.num_layers,
+      heads=cfg.num_heads,
+      context=ctx,
+      rngs=nnx.Rngs(key),
     )
 
   graphdef, abstract = nnx.split(nnx.eval_shape(lambda: make(jax.random.key(0))))
@@ -244,9 +272,10 @@ def _lm_setup(cfg):
   def batch_fn(key):
     s = jax.random.randint(key, (cfg.batch_size,), 0, train_tok.shape[0] - ctx - 1)
     win = jax.vmap(lambda i: jax.lax.dynamic_slice(train_tok, (i,), (ctx + 1,)))(s)
+    win = win.astype(jnp.int32)
     return win[:, :-1], win[:, 1:]
 
-  def eval_fn(params):  # bits per character
+  def eval_fn(params):  # bits per token (per byte for the byte-level text)
     return nll(params, val_x, val_y) / LN2
 
   num_params = sum(x.size for x in jax.tree.leaves(abstract))
@@ -257,7 +286,8 @@ def _lm_setup(cfg):
     eval_fn=eval_fn,
     hidden_mask=models.hidden_matrix_mask,
     num_params=num_params,
-    num_chars=len(tokens),
+    num_chars=num_chars,
+    trivial=trivial,
   )
 
 
@@ -266,7 +296,8 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
   grid = family_grid(cfg)
   groups = [g for g, fams in GROUPS.items() if any(f in fams for f, _ in grid)]
   jobs = [(t, g) for g in groups for t in cfg.horizons]
-  out = {"runs": [], "meta": {k: setup[k] for k in ("num_params", "num_chars") if k in setup}}
+  meta_keys = ("num_params", "num_chars", "trivial")
+  out = {"runs": [], "meta": {k: setup[k] for k in meta_keys if k in setup}}
   store = core.CellStore(workdir / "cells")
   engines = {}
   bar = core.progress(total=len(jobs), desc=f"soda/{task}")
@@ -327,8 +358,18 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
 # -------------------------------------------------------------- reporting --
 
 
-def _summaries(task_out: dict, task: str) -> list[dict]:
-  """One row per (horizon, family, hp): mean/std over seeds of the final eval."""
+def higher_is_better(task: str, tcfg) -> bool:
+  """digits: test accuracy (higher) or test NLL (lower, ``metric='nll'``); lm: bits/char."""
+  return task == "digits" and tcfg.get("metric", "accuracy") == "accuracy"
+
+
+def _summaries(task_out: dict, task: str, tcfg=None) -> list[dict]:
+  """One row per (horizon, family, hp): mean/std over seeds of the final eval.
+
+  ``metric`` is the claims' metric (see :func:`higher_is_better`); digits rows also carry
+  ``accuracy`` and ``nll`` (means) and their seed std.
+  """
+  use_nll = task == "digits" and tcfg is not None and tcfg.get("metric", "accuracy") == "nll"
   rows = []
   for res in task_out["runs"]:
     curve = np.asarray(res["curve"])  # [S, E] or [S, E, 2]
@@ -336,11 +377,15 @@ def _summaries(task_out: dict, task: str) -> list[dict]:
     row = {"horizon": res["horizon"], "family": res["family"], **res["hp"], "steps": res["steps"]}
     if task == "digits":
       acc, nll = fin[:, 0], fin[:, 1]
+      main = nll if use_nll else acc
       row.update(
-        metric=float(acc.mean()),
-        metric_std=float(acc.std()),
+        metric=float(main.mean()),
+        metric_std=float(main.std()),
+        accuracy=float(acc.mean()),
+        accuracy_std=float(acc.std()),
         nll=float(nll.mean()),
-        per_seed=acc.tolist(),
+        nll_std=float(nll.std()),
+        per_seed=main.tolist(),
         curve=curve[:, :, 1].mean(0).tolist(),
       )
     else:
@@ -375,63 +420,94 @@ def _fmt(r, pct=False, extra=""):
   return f"{r['metric']:.4f}±{r['metric_std']:.4f}{extra}"
 
 
-def _digits_table(rows, cfg) -> str:
-  lines = [
-    "| T | lr | AdamW wd=0 | best AdamW (wd) | SODA(AdamW) | SODA, zero anchor |",
-    "|---|---|---|---|---|---|",
-  ]
-  lrs = sorted(set(cfg.adamw_lrs) | set(cfg.soda_adamw_lrs))
+def _horizon_table(rows, cfg, hib) -> str:
+  """Per horizon: each base at wd = 0 and tuned over lr x wd, and SODA tuned over lr."""
+  pairs = [("adamw", "soda_adamw", "AdamW")]
+  if cfg.get("muon_lrs", ()):
+    pairs.append(("muon", "soda_muon", "Muon"))
+  head, rule = "| T |", "|---|"
+  for _, _, name in pairs:
+    head += f" {name} wd=0 (lr) | best {name} (lr, wd) | SODA({name}) (lr) |"
+    rule += "---|---|---|"
+  lines = [head, rule]
   for t in cfg.horizons:
-    for lr in lrs:
-      a0 = _best(rows, t, "adamw", True, lr=lr, wd=0.0)
-      ab = _best(rows, t, "adamw", True, lr=lr)
-      s = _best(rows, t, "soda_adamw", True, lr=lr)
-      z = _best(rows, t, "soda_adamw_zero", True, lr=lr)
-      lines.append(
-        f"| {t} | {lr:g} | {_fmt(a0, True)} | "
-        f"{_fmt(ab, True, ' ({:g})'.format(ab['wd']) if ab else '')} | "
-        f"{_fmt(s, True)} | {_fmt(z, True)} |"
+    line = f"| {t} |"
+    for base, wrapped, _ in pairs:
+      b0 = _best(rows, t, base, hib, wd=0.0)
+      bb = _best(rows, t, base, hib)
+      sw = _best(rows, t, wrapped, hib)
+      tag = lambda r, *ks: " (" + ", ".join(f"{r[k]:g}" for k in ks) + ")" if r else ""
+      line += (
+        f" {_fmt(b0, extra=tag(b0, 'lr'))} | {_fmt(bb, extra=tag(bb, 'lr', 'wd'))} |"
+        f" {_fmt(sw, extra=tag(sw, 'lr'))} |"
       )
-    ab = _best(rows, t, "adamw", True)
-    s = _best(rows, t, "soda_adamw", True)
-    lines.append(
-      f"| {t} | best of grid | | "
-      f"{_fmt(ab, True, ' (lr {:g}, wd {:g})'.format(ab['lr'], ab['wd']) if ab else '')} | "
-      f"{_fmt(s, True, ' (lr {:g})'.format(s['lr']) if s else '')} | |"
-    )
+    lines.append(line)
   return "\n".join(lines)
 
 
-def _lm_table(rows, cfg) -> str:
-  lines = [
-    "| T | AdamW wd=0 | best AdamW (wd) | SODA(AdamW) (lr) | "
-    "Muon wd=0 | best Muon (wd) | SODA(Muon) (lr) |",
-    "|---|---|---|---|---|---|---|",
-  ]
-  for t in cfg.horizons:
-    a0 = _best(rows, t, "adamw", False, wd=0.0)
-    ab = _best(rows, t, "adamw", False)
-    s = _best(rows, t, "soda_adamw", False)
-    m0 = _best(rows, t, "muon", False, wd=0.0)
-    mb = _best(rows, t, "muon", False)
-    sm = _best(rows, t, "soda_muon", False)
-    tag = lambda r, k: f" ({r[k]:g})" if r else ""
-    lines.append(
-      f"| {t} | {_fmt(a0)} | {_fmt(ab, extra=tag(ab, 'wd'))} | "
-      f"{_fmt(s, extra=tag(s, 'lr'))} | {_fmt(m0)} | "
-      f"{_fmt(mb, extra=tag(mb, 'wd'))} | {_fmt(sm, extra=tag(sm, 'lr'))} |"
-    )
-  return "\n".join(lines)
+def _metric_label(task, cfg) -> str:
+  if task == "lm":
+    return "val bits/char"
+  return "test NLL (nats)" if cfg.get("metric", "accuracy") == "nll" else "test accuracy"
+
+
+def _horizon_plot(rows, cfg, task, workdir, hib):
+  """Left: the tuned base's best weight decay per horizon. Right: best metric per method."""
+  pairs = [("adamw", "soda_adamw", "C0", "AdamW")]
+  if cfg.get("muon_lrs", ()):
+    pairs.append(("muon", "soda_muon", "C3", "Muon"))
+  ts = list(cfg.horizons)
+  fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.8))
+  for base, wrapped, color, name in pairs:
+    wds = sorted({r["wd"] for r in rows if r["family"] == base})
+    floor = min([w for w in wds if w > 0] or [1.0]) / 10
+    best = [_best(rows, t, base, hib) for t in ts]
+    ax0.plot(ts, [max(b["wd"], floor) for b in best], "o-", color=color, label=f"{name}")
+    for label, fam, fixed, ls in (
+      (f"{name}, lr x wd tuned", base, {}, "-"),
+      (f"{name}, wd = 0, lr tuned", base, {"wd": 0.0}, ":"),
+      (f"SODA({name}), lr tuned", wrapped, {}, "--"),
+    ):
+      bs = [_best(rows, t, fam, hib, **fixed) for t in ts]
+      if any(b is None for b in bs):
+        continue
+      ax1.errorbar(
+        ts,
+        [b["metric"] for b in bs],
+        yerr=[b["metric_std"] for b in bs],
+        fmt="o" + ls,
+        color=color,
+        capsize=3,
+        label=label,
+      )
+  ax0.set_xscale("log")
+  ax0.set_yscale("log")
+  ax0.set_xlabel("horizon T (steps)")
+  ax0.set_ylabel("best weight decay (optax units; 0 drawn at the bottom)")
+  ax0.set_title(f"{task}: tuned weight decay vs horizon")
+  ax0.legend(fontsize=7)
+  ax1.set_xscale("log")
+  for ax in (ax0, ax1):
+    ax.set_xticks(ts, [str(t) for t in ts], minor=False)
+    ax.set_xticks([], minor=True)
+  ax1.set_xlabel("horizon T (steps)")
+  ax1.set_ylabel(_metric_label(task, cfg) + " (mean ± seed std)")
+  ax1.set_title(f"{task}: best run per method")
+  ax1.legend(fontsize=7)
+  core.save_figure(fig, workdir, f"{task}_horizons")
 
 
 def _wd_plot(rows, cfg, task, workdir, higher_is_better):
   fams = [("adamw", "soda_adamw", "C0", "AdamW")]
   if cfg.get("muon_lrs", ()):
     fams.append(("muon", "soda_muon", "C3", "Muon"))
-  fig, axes = plt.subplots(
-    1, len(cfg.horizons), figsize=(4.2 * len(cfg.horizons), 3.4), squeeze=False
-  )
-  for ax, t in zip(axes[0], cfg.horizons):
+  n = len(cfg.horizons)
+  ncols = min(3, n)
+  nrows = -(-n // ncols)
+  fig, axes = plt.subplots(nrows, ncols, figsize=(4.4 * ncols, 3.4 * nrows), squeeze=False)
+  for ax in axes.flat[n:]:
+    ax.axis("off")
+  for ax, t in zip(axes.flat, cfg.horizons):
     for base, wrapped, color, name in fams:
       wds = sorted({r["wd"] for r in rows if r["family"] == base})
       xs = [max(w, min([v for v in wds if v > 0] or [1.0]) / 10) for w in wds]
@@ -444,10 +520,11 @@ def _wd_plot(rows, cfg, task, workdir, higher_is_better):
       if s is not None:
         ax.axhline(s["metric"], color=color, ls="--", label=f"SODA({name}), no wd (lr {s['lr']:g})")
     ax.set_xscale("log")
-    ax.set_title(f"{task}: T = {t} steps (wd=0 drawn at left)")
+    ax.set_title(f"{task}: T = {t} (wd = 0 drawn at left)", fontsize=9)
     ax.set_xlabel("weight decay (optax units)")
-    ax.set_ylabel("test accuracy" if higher_is_better else "val bits/char")
+    ax.set_ylabel(_metric_label(task, cfg))
   axes[0][0].legend(fontsize=7)
+  fig.tight_layout()
   core.save_figure(fig, workdir, f"{task}_wd_sweep")
 
 
@@ -466,7 +543,7 @@ def _curve_plot(rows, cfg, task, workdir, higher_is_better):
       if w0 is not None and w0 is not best:
         ax.plot(w0["steps"], w0["curve"], ":", color=f"C{i}", label=f"{fam} wd=0 (lr {w0['lr']:g})")
   ax.set_xlabel("step")
-  ax.set_ylabel("test NLL (nats)" if task == "digits" else "val bits/char")
+  ax.set_ylabel(_metric_label(task, cfg) if task == "lm" else "test NLL (nats)")
   ax.set_title(f"{task}: curves of the best run per family, T = {t}")
   ax.legend(fontsize=7)
   core.save_figure(fig, workdir, f"{task}_curves")
@@ -502,6 +579,39 @@ def _claims(rows, cfg, higher_is_better, base, wrapped) -> list[dict]:
   return out
 
 
+def _wd_transfer(rows, cfg, higher_is_better, base) -> dict | None:
+  """How much a weight decay tuned at one end of the horizon range costs at the other end.
+
+  With ``wd_s`` / ``wd_l`` the best weight decay (lr x wd grid) at the shortest / longest
+  horizon, the penalty at the longest horizon is (best run) - (best run over lr with
+  ``wd = wd_s``), signed so >= 0, in combined seed std; likewise at the shortest horizon with
+  ``wd_l``. The larger of the two says whether the tuned weight decay must move with the
+  horizon (0 when the same weight decay is best at both ends).
+  """
+  t_s, t_l = min(cfg.horizons), max(cfg.horizons)
+  bs, bl = _best(rows, t_s, base, higher_is_better), _best(rows, t_l, base, higher_is_better)
+  if bs is None or bl is None:
+    return None
+  sign = 1 if higher_is_better else -1
+
+  def penalty(t, best, wd):
+    other = _best(rows, t, base, higher_is_better, wd=wd)
+    gap = sign * (best["metric"] - other["metric"])
+    return gap / (math.sqrt(best["metric_std"] ** 2 + other["metric_std"] ** 2) + 1e-12)
+
+  return {
+    "base": base,
+    "best_wd_by_horizon": {
+      str(t): _best(rows, t, base, higher_is_better)["wd"] for t in cfg.horizons
+    },
+    "best_lr_by_horizon": {
+      str(t): _best(rows, t, base, higher_is_better)["lr"] for t in cfg.horizons
+    },
+    "penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),
+    "penalty_at_shortest_in_std": penalty(t_s, bs, bl["wd"]),
+  }
+
+
 # ------------------------------------------------------------------- main --
 
 
@@ -516,26 +626,31 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     tcfg = config[task]
     if not tcfg.enabled:
       continue
-    hib = task == "digits"
+    hib = higher_is_better(task, tcfg)
     out = _run_task(task, tcfg, workdir, config.seed)
-    rows = _summaries(out, task)
+    rows = _summaries(out, task, tcfg)
     _wd_plot(rows, tcfg, task, workdir, hib)
     _curve_plot(rows, tcfg, task, workdir, hib)
-    claims = _claims(rows, tcfg, hib, "adamw", "soda_adamw")
-    if task == "lm":
-      claims += _claims(rows, tcfg, hib, "muon", "soda_muon")
+    _horizon_plot(rows, tcfg, task, workdir, hib)
+    bases = [("adamw", "soda_adamw")]
+    if tcfg.get("muon_lrs", ()):
+      bases.append(("muon", "soda_muon"))
+    claims, transfer = [], []
+    for base, wrapped in bases:
+      claims += _claims(rows, tcfg, hib, base, wrapped)
+      tr = _wd_transfer(rows, tcfg, hib, base)
+      if tr is not None:
+        transfer.append(tr)
     metrics[task] = {
       "rows": [{k: v for k, v in r.items() if k != "curve"} for r in rows],
       "claims": claims,
+      "wd_transfer": transfer,
+      "metric": _metric_label(task, tcfg),
       **out["meta"],
       "seconds": sum(r["seconds"] for r in out["runs"]),
     }
-    table = _digits_table(rows, tcfg) if task == "digits" else _lm_table(rows, tcfg)
-    unit = (
-      "test accuracy, mean±std over seeds"
-      if task == "digits"
-      else "validation bits per character, mean±std over seeds"
-    )
+    table = _horizon_table(rows, tcfg, hib)
+    unit = _metric_label(task, tcfg) + ", mean±std over seeds; (lr, wd) of the best cell"
     tables.append(
       f"**{task}** ({unit}; horizons {list(tcfg.horizons)}, {tcfg.num_seeds} seeds)\n\n{table}"
     )
@@ -572,4 +687,8 @@ def derived_metrics(metrics) -> dict:
       out[f"{task}_{base}_worst_gap_in_std"] = min(c["gap_in_seed_std"] for c in cs)
       beats = [c["soda_beats_wd0"] for c in cs if c["soda_beats_wd0"] is not None]
       out[f"{task}_{base}_beats_wd0_fraction"] = (sum(beats) / len(beats)) if beats else None
+    for tr in m.get("wd_transfer", ()):
+      out[f"{task}_{tr['base']}_wd_transfer_penalty_in_std"] = max(
+        tr["penalty_at_longest_in_std"], tr["penalty_at_shortest_in_std"]
+      )
   return out

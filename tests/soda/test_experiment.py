@@ -2,6 +2,7 @@
 
 import json
 
+import jax
 import numpy as np
 import optax
 
@@ -20,11 +21,17 @@ def test_smoke_run_writes_results_and_resumes(tmp_path):
     "lm_wd_sweep.png",
     "digits_curves.png",
     "lm_curves.png",
+    "digits_horizons.png",
   }
   digits = {(r["family"], r.get("wd")): r for r in record["metrics"]["digits"]["rows"]}
   assert ("soda_adamw", None) in digits and ("adamw", 1.0) in digits
   for r in digits.values():
-    assert 0.0 <= r["metric"] <= 1.0
+    assert 0.0 <= r["accuracy"] <= 1.0
+    assert r["metric"] == r["nll"] and 0.0 < r["nll"] < 5.0  # the claims' metric: test NLL
+  trivial = record["metrics"]["digits"]["trivial"]
+  np.testing.assert_allclose(trivial["class_prior_nll"], np.log(10.0), atol=0.01)
+  # One horizon: the same weight decay is best at both ends, so moving it costs nothing.
+  assert record["metrics"]["derived"]["digits_adamw_wd_transfer_penalty_in_std"] == 0.0
   lm_rows = record["metrics"]["lm"]["rows"]
   assert all(np.isfinite(r["metric"]) and r["metric"] < 9.0 for r in lm_rows)
   # Every (task, horizon, group) is a stored cell; a rerun on the same workdir reads them back.
@@ -36,9 +43,64 @@ def test_smoke_run_writes_results_and_resumes(tmp_path):
   assert again["digits"]["rows"] == metrics["digits"]["rows"]
 
 
+def test_wd_transfer_penalty_and_gap_by_hand():
+  """The claim metrics on a hand-made grid (lower is better, two horizons, two lrs)."""
+  from ml_collections import ConfigDict
+
+  def row(t, fam, lr, m, s, wd=None):
+    r = {"horizon": t, "family": fam, "lr": lr, "metric": m, "metric_std": s}
+    return r if wd is None else {**r, "wd": wd}
+
+  rows = [
+    row(100, "adamw", 0.1, 1.0, 0.3, 0.0),  # best at T=100: wd 0
+    row(100, "adamw", 0.1, 1.5, 0.4, 1.0),
+    row(100, "adamw", 0.2, 1.2, 0.1, 1.0),  # best lr for wd 1 at T=100
+    row(1000, "adamw", 0.1, 0.9, 0.6, 0.0),  # wd 0 at T=1000 (its best lr)
+    row(1000, "adamw", 0.2, 2.0, 0.1, 0.0),
+    row(1000, "adamw", 0.2, 0.5, 0.8, 1.0),  # best at T=1000: wd 1
+    row(100, "soda_adamw", 0.1, 1.1, 0.0),
+    row(1000, "soda_adamw", 0.1, 0.6, 0.0),
+  ]
+  cfg = ConfigDict({"horizons": (100, 1000)})
+  tr = train._wd_transfer(rows, cfg, False, "adamw")
+  assert tr["best_wd_by_horizon"] == {"100": 0.0, "1000": 1.0}
+  # At T=1000 with T=100's wd 0: 0.9 vs the best 0.5, over sqrt(0.8^2 + 0.6^2) = 1.
+  np.testing.assert_allclose(tr["penalty_at_longest_in_std"], 0.4)
+  # At T=100 with T=1000's wd 1: 1.2 vs 1.0, over sqrt(0.3^2 + 0.1^2).
+  np.testing.assert_allclose(tr["penalty_at_shortest_in_std"], 0.2 / np.sqrt(0.1))
+  claims = train._claims(rows, cfg, False, "adamw", "soda_adamw")
+  # SODA - best base, signed so > 0 favours SODA: -0.1/0.3 at T=100, -0.1/0.8 at T=1000.
+  np.testing.assert_allclose([c["gap_in_seed_std"] for c in claims], [-1 / 3, -0.125])
+  derived = train.derived_metrics({"digits": {"claims": claims, "wd_transfer": [tr]}})
+  np.testing.assert_allclose(derived["digits_adamw_worst_gap_in_std"], -1 / 3)
+  np.testing.assert_allclose(derived["digits_adamw_wd_transfer_penalty_in_std"], 0.2 / np.sqrt(0.1))
+  assert derived["digits_adamw_beats_wd0_fraction"] == 0.5  # 1.1 > 1.0 but 0.6 < 0.9
+
+
+def test_digits_muon_mask_is_the_hidden_kernels():
+  """Muon (and SODA(Muon)) act on fc1/fc2 kernels, not on the output layer or biases."""
+  from flax import nnx
+
+  from experiments.soda import models
+
+  params = nnx.split(models.MLP(8, rngs=nnx.Rngs(0)))[1]
+  mask = models.mlp_hidden_mask(params)
+  flat = {
+    "/".join(str(k.key) for k in path if hasattr(k, "key")): m
+    for path, m in jax.tree_util.tree_leaves_with_path(mask)
+  }
+  assert flat == {
+    "fc1/bias": False,
+    "fc1/kernel": True,
+    "fc2/bias": False,
+    "fc2/kernel": True,
+    "out/bias": False,
+    "out/kernel": False,
+  }
+
+
 def test_arm_selection_matches_standalone_optimizer():
   """A grouped run that selects an arm follows that arm's own optimizer."""
-  import jax
   import jax.numpy as jnp
 
   cfg = smoke.get_config().digits
@@ -63,8 +125,45 @@ def test_arm_selection_matches_standalone_optimizer():
     [1.0, 1.0, 1.0, 0.5, 1 / 30, 0.0],
     atol=1e-6,
   )
-  del jax
 
 
 def test_notebook_runs():
   notebook_util.run_notebook("colab/soda.ipynb", timeout=300)
+
+
+def test_token_shards_read_back_and_feed_the_lm(tmp_path):
+  """The shard layout (256-int32 header, uint16 ids), its errors, and the LM reading it."""
+  import pytest
+
+  from experiments.soda import models
+
+  rng = np.random.default_rng(0)
+  train_ids = [rng.integers(0, 300, n) for n in (500, 400)]
+  for i, t in enumerate(train_ids):
+    models.write_token_shard(tmp_path / f"toy_train_{i:06d}.bin", t)
+  models.write_token_shard(tmp_path / "toy_val_000000.bin", rng.integers(0, 300, 200))
+  raw = (tmp_path / "toy_train_000000.bin").read_bytes()
+  assert np.frombuffer(raw[:12], "<i4").tolist() == [20240520, 1, 500]
+  assert len(raw) == 1024 + 2 * 500
+  joined = models.load_token_shards(tmp_path, "train")
+  np.testing.assert_array_equal(joined, np.concatenate(train_ids))
+  np.testing.assert_array_equal(models.load_token_shards(tmp_path, "train", 600), joined[:600])
+  (tmp_path / "bad_val_000001.bin").write_bytes(np.zeros(256, "<i4").tobytes())
+  with pytest.raises(ValueError, match="magic"):
+    models.load_token_shards(tmp_path, "val")
+  with pytest.raises(FileNotFoundError, match="test"):
+    models.load_token_shards(tmp_path, "test")
+  (tmp_path / "bad_val_000001.bin").unlink()
+
+  cfg = smoke.get_config().lm
+  cfg.data_dir, cfg.vocab, cfg.max_train_tokens, cfg.max_val_tokens = str(tmp_path), 384, 0, 0
+  setup = train._lm_setup(cfg)
+  assert setup["num_chars"] == 1100
+  params = setup["init_params"](jax.random.key(0))
+  assert params["embed"]["embedding"][...].shape == (384, cfg.d_model)
+  # The unigram predictor: add-one-smoothed train frequencies, in bits per val token.
+  freq = np.bincount(np.concatenate(train_ids), minlength=384) + 1.0
+  val = models.load_token_shards(tmp_path, "val")
+  np.testing.assert_allclose(
+    setup["trivial"]["unigram_bits"], -np.mean(np.log2(freq[val] / freq.sum())), rtol=1e-9
+  )

@@ -15,9 +15,12 @@ def get_config():
   d.adamw_wds = (0.0, 1.0)
   d.soda_adamw_lrs = (3e-3,)
   d.soda_zero_lrs = (3e-3,)
+  d.muon_lrs = ()  # Muon arms are covered by the unit tests
+  d.soda_muon_lrs = ()
   d.hidden = 32
   d.chunk = 60
   lm = config.lm
+  lm.enabled = True
   lm.horizons = (20,)
   lm.num_seeds = 1
   lm.d_model, lm.num_layers, lm.num_heads, lm.context = 16, 1, 2, 16
@@ -25,7 +28,7 @@ def get_config():
   lm.adamw_lrs = (3e-3,)
   lm.adamw_wds = (0.0, 1.0)
   lm.soda_adamw_lrs = (3e-3,)
-  lm.muon_lrs = ()  # Muon arms are covered by the unit tests
+  lm.muon_lrs = ()
   lm.muon_wds = (0.0,)
   lm.soda_muon_lrs = ()
   lm.val_windows = 8
