@@ -34,6 +34,7 @@ class GemmaRef:
     self.base_global = float(_field(r, a + "rope.freq_base"))
     self.base_local = 10000.0
     self.is_global = [(l + 1) % 6 == 0 for l in range(self.L)]
+    self.softcap = _field(r, a + "final_logit_softcapping")
     self.types = {t.name: t.tensor_type for t in r.tensors}
     self.w = {}
     for t in r.tensors:
@@ -92,6 +93,8 @@ class GemmaRef:
     logits = np.concatenate(
       [h @ emb[i : i + 32768].astype(np.float64).T for i in range(0, emb.shape[0], 32768)], axis=1
     )
+    if self.softcap:
+      logits = self.softcap * np.tanh(logits / self.softcap)
     return logits, np.stack(zs), np.stack(res)
 
 
