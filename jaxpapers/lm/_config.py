@@ -33,6 +33,8 @@ class LMConfig:
     norm_eps: RMSNorm epsilon.
     rope_base: RoPE base of global layers.
     rope_base_local: RoPE base of local (sliding-window) layers, or None.
+    rope_scale: linear RoPE scaling factor of global layers (positions are
+      divided by it; llama.cpp's `rope.scaling.type = linear`); 1 means none.
     rope_layout: 'interleaved' rotates pairs (0,1), (2,3), ... (the layout of
       llama.cpp's permuted Q/K rows); 'neox' rotates (i, i + dh/2)
       ("rotate-half", the Hugging Face layout).
@@ -43,6 +45,7 @@ class LMConfig:
     embed_scale: multiply token embeddings by this (Gemma: sqrt(d)), or None.
     query_scale: attention logit scale; None means 1/sqrt(head_dim).
     tie_embeddings: the unembedding is the embedding matrix.
+    final_logit_softcap: c in logits := c · tanh(logits / c), or None (off).
     bos_id: beginning-of-sequence id, if the model uses one.
     eos_ids: ids that end generation.
   """
@@ -59,6 +62,7 @@ class LMConfig:
   norm_eps: float = 1e-5
   rope_base: float = 10000.0
   rope_base_local: float | None = None
+  rope_scale: float = 1.0
   rope_layout: str = "neox"
   sliding_window: int | None = None
   layer_is_global: tuple[bool, ...] = ()
@@ -67,6 +71,7 @@ class LMConfig:
   embed_scale: float | None = None
   query_scale: float | None = None
   tie_embeddings: bool = True
+  final_logit_softcap: float | None = None
   bos_id: int | None = None
   eos_ids: tuple[int, ...] = ()
 
@@ -101,6 +106,21 @@ class LMConfig:
       raise ValueError(
         f"LMConfig.layer_is_global must have n_layers={self.n_layers} entries, "
         f"got {len(self.layer_is_global)}"
+      )
+    if not (isinstance(self.rope_scale, (int, float)) and self.rope_scale > 0):
+      raise ValueError(f"LMConfig.rope_scale must be a positive number, got {self.rope_scale!r}")
+    if self.final_logit_softcap is not None and not (
+      isinstance(self.final_logit_softcap, (int, float)) and self.final_logit_softcap > 0
+    ):
+      raise ValueError(
+        f"LMConfig.final_logit_softcap must be None or a positive number, "
+        f"got {self.final_logit_softcap!r}"
+      )
+    if self.sliding_window is not None and not (
+      isinstance(self.sliding_window, int) and self.sliding_window >= 1
+    ):
+      raise ValueError(
+        f"LMConfig.sliding_window must be None or an int >= 1, got {self.sliding_window!r}"
       )
     object.__setattr__(self, "layer_is_global", tuple(bool(b) for b in self.layer_is_global))
     object.__setattr__(self, "eos_ids", tuple(int(i) for i in self.eos_ids))

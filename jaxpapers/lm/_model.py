@@ -248,11 +248,12 @@ def rms_norm(x: jax.Array, gain: jax.Array, eps: float) -> jax.Array:
   return y * gain.astype(jnp.float32)
 
 
-def apply_rope(x: jax.Array, positions: jax.Array, base, layout: str) -> jax.Array:
+def apply_rope(x: jax.Array, positions: jax.Array, base, layout: str, scale=1.0) -> jax.Array:
   """Rotary embedding of x [B, T, N, dh] at integer positions [B, T].
 
-  Pair i (0 <= i < dh/2) is rotated by angle pos · base^(-2i/dh). 'neox' pairs
-  coordinates (i, i + dh/2); 'interleaved' pairs (2i, 2i + 1).
+  Pair i (0 <= i < dh/2) is rotated by angle (pos / scale) · base^(-2i/dh)
+  (scale > 1 is linear RoPE scaling). 'neox' pairs coordinates (i, i + dh/2);
+  'interleaved' pairs (2i, 2i + 1).
   """
   if layout not in ("neox", "interleaved"):
     raise ValueError(f"layout must be 'neox' or 'interleaved', got {layout!r}")
@@ -267,7 +268,8 @@ def apply_rope(x: jax.Array, positions: jax.Array, base, layout: str) -> jax.Arr
     raise TypeError(f"positions must be integers, got {jnp.result_type(positions)}")
   dh = x.shape[-1]
   inv_freq = jnp.asarray(base, jnp.float32) ** (-jnp.arange(0, dh, 2, dtype=jnp.float32) / dh)
-  ang = positions.astype(jnp.float32)[:, :, None, None] * inv_freq  # [B, T, 1, dh/2]
+  pos = positions.astype(jnp.float32) / jnp.asarray(scale, jnp.float32)
+  ang = pos[:, :, None, None] * inv_freq  # [B, T, 1, dh/2]
   cos, sin = jnp.cos(ang), jnp.sin(ang)
   x = x.astype(jnp.float32)
   if layout == "neox":
@@ -299,7 +301,7 @@ def _layer(
   ablation_mode: str | None,
 ):
   """One transformer block. x: [B, T, d]; xs: this layer's params and extras."""
-  lp, rope_base, is_global, abl_mask, abl_mean, ck, cv = xs
+  lp, (rope_base, rope_scale), is_global, abl_mask, abl_mean, ck, cv = xs
   B, T, _ = x.shape
   H, KV, dh, G = config.n_heads, config.n_kv_heads, config.head_dim, config.group_size
   out = {}
@@ -318,8 +320,8 @@ def _layer(
   if config.qk_norm:
     q = rms_norm(q, lp["q_norm"], config.norm_eps)
     k = rms_norm(k, lp["k_norm"], config.norm_eps)
-  q = apply_rope(q, positions, rope_base, config.rope_layout)
-  k = apply_rope(k, positions, rope_base, config.rope_layout)
+  q = apply_rope(q, positions, rope_base, config.rope_layout, rope_scale)
+  k = apply_rope(k, positions, rope_base, config.rope_layout, rope_scale)
 
   if ck is None:  # no cache: the keys are this call's tokens
     k_all, v_all = k, v
@@ -421,6 +423,10 @@ def _forward(
     ],
     jnp.float32,
   )
+  rope_scales = jnp.asarray(
+    [config.rope_scale if g or config.rope_base_local is None else 1.0 for g in flags],
+    jnp.float32,
+  )
   is_global = jnp.asarray(flags, bool)
   if ablation is not None:
     abl_mask = ablation.mask.astype(bool)
@@ -455,7 +461,15 @@ def _forward(
     capture=capture,
     ablation_mode=mode,
   )
-  xs = (layer_params, rope_bases, is_global, abl_mask, abl_mean.astype(jnp.float32), ck, cv)
+  xs = (
+    layer_params,
+    (rope_bases, rope_scales),
+    is_global,
+    abl_mask,
+    abl_mean.astype(jnp.float32),
+    ck,
+    cv,
+  )
   x, outs = jax.lax.scan(body, x, xs)
 
   new_cache = None
@@ -482,6 +496,9 @@ def _forward(
   h = rms_norm(x, params["final_norm"], config.norm_eps)
   w_u = unembedding(params, config)
   logits = jnp.einsum("...d,vd->...v", h.astype(w_u.dtype), w_u, preferred_element_type=jnp.float32)
+  if config.final_logit_softcap is not None:
+    c = config.final_logit_softcap
+    logits = c * jnp.tanh(logits / c)
   return logits, new_cache, captured
 
 

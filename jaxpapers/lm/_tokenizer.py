@@ -24,7 +24,7 @@ def _require_tokenizers():
 
 
 class Tokenizer:
-  """A byte-level BPE tokenizer with special tokens and a chat template.
+  """A GGUF model's tokenizer (byte-level BPE or SentencePiece) with special tokens.
 
   Protocol used across jaxpapers: `encode(text, add_bos=...)`,
   `encode_with_offsets(text)`, `decode(ids)`, `token_to_id(str)`,
@@ -52,14 +52,24 @@ class Tokenizer:
 
   @classmethod
   def from_gguf_fields(cls, fields: dict) -> Tokenizer:
-    """Build from GGUF `tokenizer.ggml.*` metadata (only the 'gpt2' BPE model)."""
+    """Build from GGUF `tokenizer.ggml.*` metadata.
+
+    Supported models: 'gpt2' (byte-level BPE with merges; SmolLM2) and
+    'llama' (SentencePiece BPE with scores and byte fallback; Gemma-3), see
+    `_sentencepiece_from_fields`.
+    """
     tk = _require_tokenizers()
     from tokenizers import decoders, models, pre_tokenizers
 
+    if not isinstance(fields, dict):
+      raise TypeError(f"fields must be the GGUF metadata dict, got {type(fields).__name__}")
     model = fields.get("tokenizer.ggml.model")
+    if model == "llama":
+      return cls._sentencepiece_from_fields(fields)
     if model != "gpt2":
       raise NotImplementedError(
-        f"tokenizer.ggml.model={model!r}: only byte-level BPE ('gpt2') is supported"
+        f"tokenizer.ggml.model={model!r}: only byte-level BPE ('gpt2') and SentencePiece "
+        "('llama') are supported"
       )
     tokens = list(fields["tokenizer.ggml.tokens"])
     types = list(fields.get("tokenizer.ggml.token_type", [1] * len(tokens)))
@@ -86,6 +96,71 @@ class Tokenizer:
       bos_id=fields.get("tokenizer.ggml.bos_token_id"),
       eos_id=fields.get("tokenizer.ggml.eos_token_id"),
       add_bos=bool(fields.get("tokenizer.ggml.add_bos_token", False)),
+      chat_template=fields.get("tokenizer.chat_template"),
+      special_tokens=special,
+    )
+
+  @classmethod
+  def _sentencepiece_from_fields(cls, fields: dict) -> Tokenizer:
+    """SentencePiece BPE (GGUF 'llama' tokenizer model) as a `tokenizers` BPE.
+
+    llama.cpp's SentencePiece tokenizer, which the GGUF file is written for:
+    user-defined pieces (type 4, e.g. "\\n", runs of spaces or tabs, HTML
+    tags) are cut out of the raw text first, control pieces (type 3, e.g.
+    <start_of_turn>) too; spaces become "▁" (no dummy prefix unless
+    `tokenizer.ggml.add_space_prefix`); then, starting from single characters,
+    the adjacent pair whose concatenation is a normal piece with the highest
+    score is merged until none is left; a character outside the vocabulary
+    becomes its UTF-8 byte pieces <0xXX>. As BPE: one merge (a, b) per split
+    of every normal piece into two normal pieces, ranked by the merged piece's
+    score (descending; ties by piece id, then split position).
+    """
+    tk = _require_tokenizers()
+    from tokenizers import decoders, models, normalizers
+
+    try:
+      tokens = list(fields["tokenizer.ggml.tokens"])
+      scores = list(fields["tokenizer.ggml.scores"])
+    except KeyError as e:
+      raise ValueError(f"GGUF metadata lacks the tokenizer field {e.args[0]!r}") from None
+    types = list(fields.get("tokenizer.ggml.token_type", [1] * len(tokens)))
+    if not (len(tokens) == len(scores) == len(types)):
+      raise ValueError(
+        f"tokenizer.ggml.tokens/scores/token_type have different lengths "
+        f"({len(tokens)}, {len(scores)}, {len(types)})"
+      )
+    vocab = {}
+    for i, t in enumerate(tokens):
+      vocab.setdefault(t, i)
+    normal = {t: i for i, (t, ty) in enumerate(zip(tokens, types)) if ty == 1}
+    ranked = []
+    for t, i in normal.items():
+      for k in range(1, len(t)):
+        if t[:k] in normal and t[k:] in normal:
+          ranked.append((-float(scores[i]), i, k))
+    ranked.sort()
+    merges = [(tokens[i][:k], tokens[i][k:]) for _, i, k in ranked]
+    unk_id = fields.get("tokenizer.ggml.unknown_token_id")
+    unk = tokens[unk_id] if unk_id is not None and 0 <= unk_id < len(tokens) else None
+    bpe = models.BPE(vocab=vocab, merges=merges, unk_token=unk, fuse_unk=True, byte_fallback=True)
+    tok = tk.Tokenizer(bpe)
+    norm = [normalizers.Replace(" ", "\u2581")]
+    if fields.get("tokenizer.ggml.add_space_prefix", False):
+      norm.insert(0, normalizers.Prepend("\u2581"))
+    tok.normalizer = normalizers.Sequence(norm)
+    dec = [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
+    if fields.get("tokenizer.ggml.add_space_prefix", False):
+      dec.append(decoders.Strip(" ", 1, 0))
+    tok.decoder = decoders.Sequence(dec)
+    special = [t for t, ty in zip(tokens, types) if ty == 3]  # CONTROL
+    user = [t for t, ty in zip(tokens, types) if ty == 4]  # USER_DEFINED
+    tok.add_special_tokens([tk.AddedToken(t, special=True, normalized=False) for t in special])
+    tok.add_tokens([tk.AddedToken(t, special=False, normalized=False) for t in user])
+    return cls(
+      tok,
+      bos_id=fields.get("tokenizer.ggml.bos_token_id"),
+      eos_id=fields.get("tokenizer.ggml.eos_token_id"),
+      add_bos=bool(fields.get("tokenizer.ggml.add_bos_token", True)),
       chat_template=fields.get("tokenizer.chat_template"),
       special_tokens=special,
     )
@@ -162,15 +237,23 @@ class Tokenizer:
     """Render `messages` ([{'role', 'content'}]) with the model's template.
 
     Implemented for ChatML templates (`<|im_start|>role\\ncontent<|im_end|>\\n`),
-    including SmolLM2's default system message when none is given.
+    including SmolLM2's default system message when none is given, and for
+    Gemma turns (`<start_of_turn>user\\ncontent<end_of_turn>\\n`, role
+    'assistant' written as 'model', a system message prefixed to the first
+    user turn) when the vocabulary has <start_of_turn>. The rendered text
+    has no BOS: `encode` adds it.
     """
     tmpl = self.chat_template or ""
-    if "<|im_start|>" not in tmpl:
-      raise NotImplementedError("only ChatML chat templates are implemented")
     if not messages or any(
       not isinstance(m, dict) or "role" not in m or "content" not in m for m in messages
     ):
       raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts")
+    if "<|im_start|>" not in tmpl:
+      if self.token_to_id("<start_of_turn>") is not None and (
+        not tmpl or "<start_of_turn>" in tmpl
+      ):
+        return _gemma_turns(messages, add_generation_prompt)
+      raise NotImplementedError("only ChatML and Gemma chat templates are implemented")
     out = []
     if messages[0]["role"] != "system" and _CHATML_DEFAULT_SYSTEM in tmpl:
       out.append(f"<|im_start|>system\n{_CHATML_DEFAULT_SYSTEM}<|im_end|>\n")
@@ -179,3 +262,20 @@ class Tokenizer:
     if add_generation_prompt:
       out.append("<|im_start|>assistant\n")
     return "".join(out)
+
+
+def _gemma_turns(messages: Sequence[dict], add_generation_prompt: bool) -> str:
+  msgs = list(messages)
+  system = None
+  if msgs[0]["role"] == "system":
+    system, msgs = msgs[0]["content"], msgs[1:]
+  out = []
+  for i, m in enumerate(msgs):
+    role = "model" if m["role"] == "assistant" else m["role"]
+    content = m["content"]
+    if i == 0 and system is not None:
+      content = f"{system}\n\n{content}"
+    out.append(f"<start_of_turn>{role}\n{content}<end_of_turn>\n")
+  if add_generation_prompt:
+    out.append("<start_of_turn>model\n")
+  return "".join(out)

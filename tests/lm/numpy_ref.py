@@ -69,7 +69,9 @@ def np_forward(w, config, tokens):
   dh, H, KV = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
   flags = cfg.global_flags()
   for l, lay in enumerate(w["layers"]):
-    base = cfg.rope_base if (flags[l] or cfg.rope_base_local is None) else cfg.rope_base_local
+    is_global_base = flags[l] or cfg.rope_base_local is None
+    base = cfg.rope_base if is_global_base else cfg.rope_base_local
+    rpos = pos / cfg.rope_scale if is_global_base else pos  # linear RoPE scaling
     h = _rms(x, lay["attn_norm"], cfg.norm_eps)
     q, k, v = h @ lay["q"].T, h @ lay["k"].T, h @ lay["v"].T
     out = np.zeros((T, H * dh))
@@ -82,7 +84,7 @@ def np_forward(w, config, tokens):
       )
       if cfg.qk_norm:
         qh, kh = _rms(qh, lay["q_norm"], cfg.norm_eps), _rms(kh, lay["k_norm"], cfg.norm_eps)
-      qh, kh = _rope_half(qh, pos, base), _rope_half(kh, pos, base)
+      qh, kh = _rope_half(qh, rpos, base), _rope_half(kh, rpos, base)
       s = qh @ kh.T * cfg.scale
       allowed = np.tril(np.ones((T, T), bool))
       if cfg.sliding_window is not None and not flags[l]:
