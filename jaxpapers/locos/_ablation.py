@@ -9,7 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import lm
-from jaxpapers.locos._scores import Trial, random_heads, rouge1_recall, rouge_l, top_heads
+from jaxpapers.locos._scores import (
+  Trial,
+  bucket_indices,
+  random_heads,
+  rouge1_recall,
+  rouge_l,
+  top_heads,
+)
 
 _METRICS = ("rougeL", "rouge1_recall", "exact")
 
@@ -55,6 +62,55 @@ def score_text(answer: str, generation: str, metric: str) -> float:
   raise ValueError(f"metric must be one of {_METRICS}, got {metric!r}")
 
 
+def generate_texts(
+  params,
+  config,
+  probes: Sequence[Trial],
+  tokenizer,
+  *,
+  ablation: lm.HeadAblation | None = None,
+  max_new_tokens: int = 20,
+  stop_ids=None,
+  batch_size: int = 8,
+  pad_to=None,
+) -> list[str]:
+  """Greedy generations of every probe (optionally ablated), in the order of `probes`.
+
+  Prompts are left-padded per length bucket (see `bucket_indices`), so a list of bucket
+  lengths compiles the decoder once per bucket whatever the prompt lengths are (the
+  ablation mask is data: every head set reuses the program).
+  """
+  probes = list(probes)
+  if not probes or not all(isinstance(p, Trial) for p in probes):
+    raise ValueError("probes must be a non-empty sequence of Trial")
+  if (
+    isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1
+  ):
+    raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+  if stop_ids is None:
+    stop_ids = tokenizer.stop_ids()
+  out: list[str] = [""] * len(probes)
+  for length, idx in bucket_indices([len(p.prompt_ids) for p in probes], pad_to):
+    for i in range(0, len(idx), batch_size):
+      chunk = [probes[j] for j in idx[i : i + batch_size]]
+      rows = [p.prompt_ids for p in chunk]
+      rows = rows + [rows[-1]] * (batch_size - len(rows))
+      ids, mask = lm.left_pad(rows, length=length)
+      g = lm.generate(
+        params,
+        ids,
+        config=config,
+        prompt_mask=mask,
+        max_new_tokens=max_new_tokens,
+        stop_ids=stop_ids,
+        ablation=ablation,
+      )
+      toks, n = np.asarray(g.tokens), np.asarray(g.num_steps)
+      for b, j in enumerate(idx[i : i + batch_size]):
+        out[j] = tokenizer.decode(toks[b, : n[b]].tolist())
+  return out
+
+
 def evaluate_probes(
   params,
   config,
@@ -66,40 +122,27 @@ def evaluate_probes(
   stop_ids=None,
   metric: str = "rougeL",
   batch_size: int = 8,
-  pad_to: int | None = None,
+  pad_to=None,
 ) -> np.ndarray:
-  """Greedy-decode every probe (optionally ablated) and score it: f32 [num_probes]."""
+  """Greedy-decode every probe (optionally ablated, see `generate_texts`) and score it.
+
+  Returns:
+    f64 [num_probes], in the order of `probes`.
+  """
   if metric not in _METRICS:
     raise ValueError(f"metric must be one of {_METRICS}, got {metric!r}")
-  probes = list(probes)
-  if not probes or not all(isinstance(p, Trial) for p in probes):
-    raise ValueError("probes must be a non-empty sequence of Trial")
-  if (
-    isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1
-  ):
-    raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-  if stop_ids is None:
-    stop_ids = tokenizer.stop_ids()
-  length = pad_to or max(len(p.prompt_ids) for p in probes)
-  out = []
-  for i in range(0, len(probes), batch_size):
-    chunk = probes[i : i + batch_size]
-    rows = [p.prompt_ids for p in chunk]
-    rows = rows + [rows[-1]] * (batch_size - len(rows))
-    ids, mask = lm.left_pad(rows, length=length)
-    g = lm.generate(
-      params,
-      ids,
-      config=config,
-      prompt_mask=mask,
-      max_new_tokens=max_new_tokens,
-      stop_ids=stop_ids,
-      ablation=ablation,
-    )
-    toks, n = np.asarray(g.tokens), np.asarray(g.num_steps)
-    for b, p in enumerate(chunk):
-      out.append(score_text(p.answer, tokenizer.decode(toks[b, : n[b]].tolist()), metric))
-  return np.asarray(out)
+  texts = generate_texts(
+    params,
+    config,
+    probes,
+    tokenizer,
+    ablation=ablation,
+    max_new_tokens=max_new_tokens,
+    stop_ids=stop_ids,
+    batch_size=batch_size,
+    pad_to=pad_to,
+  )
+  return np.asarray([score_text(p.answer, t, metric) for p, t in zip(probes, texts)])
 
 
 def ablation_curve(
@@ -119,7 +162,7 @@ def ablation_curve(
   max_new_tokens: int = 20,
   stop_ids=None,
   batch_size: int = 8,
-  pad_to: int | None = None,
+  pad_to=None,
   num_resamples: int = 1000,
 ) -> dict:
   """Task score vs number of ablated heads for each detector and for random heads.

@@ -2,10 +2,12 @@
 
 NoLiMa's data is not available offline, so probes are generated: a haystack of
 sentences from the standard library's `pydoc_data.topics`, one or more needles
-"Actually, {name} lives next to the {landmark}." and a question that either
-repeats the landmark (literal) or names only its city (non-literal; the model
-must know landmark -> city). Parametric-recall controls ask for the city of a
-landmark with no context.
+relating a name to a landmark (`RELATIONS`, e.g. "Actually, {name} lives next to
+the {landmark}.") and a question that either repeats the landmark (literal) or
+names only its city (non-literal; the model must know landmark -> city), from
+`QUESTIONS`. Parametric-recall controls ask for the city of a landmark with no
+context. `split_entities` partitions names and cities so that heads detected on
+one half are evaluated on probes that share no entity with it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,18 @@ import numpy as np
 
 from jaxpapers.locos._scores import Trial
 
-NAMES = ("Yuki", "Stuart", "Mandy", "Diana", "Caleb", "Megan", "Veronica", "Gary", "Oscar", "Priya")
+NAMES = (
+  "Yuki", "Stuart", "Mandy", "Diana", "Caleb", "Megan", "Veronica", "Gary", "Oscar", "Priya",
+  "Aaron", "Abigail", "Adrian", "Alice", "Amber", "Andre", "Angela", "Arthur", "Barbara",
+  "Boris", "Brenda", "Bruno", "Camila", "Carlos", "Chloe", "Clara", "Colin", "Daniel", "Dmitri",
+  "Edgar", "Elena", "Elliot", "Emma", "Felix", "Fiona", "Frank", "Gloria", "Grace", "Hannah",
+  "Harold", "Hector", "Helen", "Hugo", "Ian", "Irene", "Isaac", "Ivan", "Jack", "Jasmine",
+  "Javier", "Julia", "Karen", "Kevin", "Laura", "Leon", "Linda", "Lucas", "Maria", "Martin",
+  "Nadia", "Nathan", "Nina", "Olga", "Oliver", "Pablo", "Paula", "Peter", "Rachel", "Rafael",
+  "Rita", "Robert", "Rosa", "Samuel", "Sara", "Simon", "Sofia", "Steven", "Tanya", "Thomas",
+  "Tina", "Victor", "Walter", "Wendy", "Xavier", "Zoe", "Bianca", "Derek", "Ingrid", "Kenji",
+  "Lars", "Mei", "Omar", "Quentin", "Ravi", "Sven", "Ursula", "Vera", "Wanda", "Yusuf", "Zara",
+)  # fmt: skip
 LANDMARKS = (
   ("Eiffel Tower", "Paris"),
   ("Colosseum", "Rome"),
@@ -33,7 +46,102 @@ LANDMARKS = (
   ("Forbidden City", "Beijing"),
   ("CN Tower", "Toronto"),
   ("Hagia Sophia", "Istanbul"),
+  ("Louvre", "Paris"),
+  ("Tower of London", "London"),
+  ("Buckingham Palace", "London"),
+  ("Trevi Fountain", "Rome"),
+  ("Vatican Museums", "Rome"),
+  ("Leaning Tower", "Pisa"),
+  ("Rialto Bridge", "Venice"),
+  ("Duomo", "Florence"),
+  ("Prado Museum", "Madrid"),
+  ("Alhambra", "Granada"),
+  ("Empire State Building", "New York"),
+  ("Central Park", "New York"),
+  ("White House", "Washington"),
+  ("Lincoln Memorial", "Washington"),
+  ("Hollywood Sign", "Los Angeles"),
+  ("Willis Tower", "Chicago"),
+  ("Alamo", "San Antonio"),
+  ("Red Square", "Moscow"),
+  ("Hermitage Museum", "Saint Petersburg"),
+  ("Charles Bridge", "Prague"),
+  ("Atomium", "Brussels"),
+  ("Little Mermaid statue", "Copenhagen"),
+  ("Rijksmuseum", "Amsterdam"),
+  ("Tokyo Tower", "Tokyo"),
+  ("Shibuya Crossing", "Tokyo"),
+  ("Petronas Towers", "Kuala Lumpur"),
+  ("Marina Bay Sands", "Singapore"),
+  ("Gateway of India", "Mumbai"),
+  ("Taj Mahal", "Agra"),
+  ("Christ the Redeemer", "Rio de Janeiro"),
+  ("Blue Mosque", "Istanbul"),
+  ("Wailing Wall", "Jerusalem"),
+  ("Pyramids of Giza", "Cairo"),
+  ("Table Mountain", "Cape Town"),
+  ("Brooklyn Bridge", "New York"),
+  ("Reichstag", "Berlin"),
+  ("Arc de Triomphe", "Paris"),
+  ("Notre Dame Cathedral", "Paris"),
+  ("Tiananmen Square", "Beijing"),
+  ("Oriental Pearl Tower", "Shanghai"),
+  ("Harbour Bridge", "Sydney"),
+  ("Parthenon", "Athens"),
+  ("Westminster Abbey", "London"),
+  ("Pantheon", "Rome"),
+  ("Schönbrunn Palace", "Vienna"),
 )
+# needle templates: how a character relates to a landmark (the relation never names the city)
+RELATIONS = (
+  "Actually, {name} lives next to the {landmark}.",
+  "By the way, {name} works right beside the {landmark}.",
+  "In fact, {name} has an apartment facing the {landmark}.",
+  "Incidentally, {name} once had lunch beside the {landmark}.",
+  "As it happens, {name} took a photo in front of the {landmark}.",
+)
+# non-literal questions name only the city; literal ones repeat the landmark
+QUESTIONS = {
+  "nonliteral": (
+    ("Which character has been to {city}?", "The character who has been to {city} is"),
+    ("Who has visited {city}?", "The person who has visited {city} is"),
+    ("Which character knows {city}?", "The character who knows {city} is"),
+  ),
+  "literal": (
+    (
+      "Which character is connected to the {landmark}?",
+      "The character connected to the {landmark} is",
+    ),
+  ),
+}
+
+
+def split_entities(seed: int, *, names=NAMES, landmarks=LANDMARKS, frac: float = 0.5):
+  """Disjoint (detection, evaluation) entity sets [reconstruction].
+
+  Names are split at random; landmarks are split by *city*, so that no city (the
+  non-literal question's only content word) appears in both halves.
+
+  Returns:
+    ((names_a, landmarks_a), (names_b, landmarks_b)); the two halves share no name,
+    landmark or city.
+  """
+  if not 0.0 < frac < 1.0:
+    raise ValueError(f"frac must be in (0, 1), got {frac!r}")
+  rng = np.random.default_rng(seed)
+  names = list(names)
+  perm = rng.permutation(len(names))
+  cut = max(1, min(len(names) - 1, round(frac * len(names))))
+  na = tuple(names[i] for i in perm[:cut])
+  nb = tuple(names[i] for i in perm[cut:])
+  cities = sorted({c for _, c in landmarks})
+  cperm = rng.permutation(len(cities))
+  ccut = max(1, min(len(cities) - 1, round(frac * len(cities))))
+  ca = {cities[i] for i in cperm[:ccut]}
+  la = tuple(x for x in landmarks if x[1] in ca)
+  lb = tuple(x for x in landmarks if x[1] not in ca)
+  return (na, la), (nb, lb)
+
 
 _SENTENCES: list[str] | None = None
 
@@ -65,6 +173,8 @@ def make_probes(
   answer_prefix: bool = True,
   landmarks=LANDMARKS,
   names=NAMES,
+  relations=RELATIONS,
+  system_prompt: bool = True,
 ) -> list[Trial]:
   """NoLiMa-style probes rendered with the tokenizer's chat template.
 
@@ -72,15 +182,19 @@ def make_probes(
     rng: numpy generator.
     tokenizer: a `jaxpapers.lm.Tokenizer` (encode_with_offsets, apply_chat_template).
     num: number of probes.
-    kind: 'nonliteral' ("Which character has been to {city}?"), 'literal'
-      ("Which character lives next to the {landmark}?") or 'parametric'
-      ("In which city is the {landmark}?", no context; the needle span is empty).
+    kind: 'nonliteral' (the question names only the city, e.g. "Which character has been to
+      {city}?"; one of `QUESTIONS['nonliteral']`), 'literal' (it repeats the landmark) or
+      'parametric' ("In which city is the {landmark}?", no context; empty needle span).
     filler_sentences: haystack sentences around the needles.
     num_needles: needles per probe (distinct names and landmarks); the question
       targets one of them.
     answer_prefix: start the assistant turn with a sentence stem ("The character
       who has been to Paris is"), so that a small model answers in its first
       tokens instead of rambling [reconstruction; NoLiMa asks the question only].
+    landmarks, names: the entity pools ((landmark, city) pairs; names).
+    relations: needle templates with {name} and {landmark}; one drawn per needle.
+    system_prompt: keep the chat template's default system message; False renders the
+      ChatML turns without it (shorter prompts) [reconstruction].
 
   Returns:
     Trials whose needle span covers the target needle's tokens.
@@ -101,22 +215,35 @@ def make_probes(
       f"num_needles must be <= {min(len(landmarks), len(names))} (distinct names "
       f"and landmarks), got {num_needles}"
     )
+  if kind != "parametric" and len({c for _, c in landmarks}) < num_needles:
+    raise ValueError(f"num_needles={num_needles} needs that many distinct cities in landmarks")
+  if not relations or any("{name}" not in r or "{landmark}" not in r for r in relations):
+    raise ValueError("relations must be non-empty templates containing {name} and {landmark}")
   sents = haystack_sentences()
+
+  def chat(msg):
+    if system_prompt:
+      return tokenizer.apply_chat_template([{"role": "user", "content": msg}])
+    return f"<|im_start|>user\n{msg}<|im_end|>\n<|im_start|>assistant\n"
+
   out = []
   for _ in range(num):
-    li = rng.choice(len(landmarks), num_needles, replace=False)
+    while True:  # distinct cities, so a non-literal question has one answer
+      li = rng.choice(len(landmarks), num_needles, replace=False)
+      if len({landmarks[i][1] for i in li}) == num_needles:
+        break
     ni = rng.choice(len(names), num_needles, replace=False)
     target = int(rng.integers(num_needles))
     land, city = landmarks[li[target]]
     if kind == "parametric":
-      msg = f"In which city is the {land}? Answer with the city name only."
-      text = tokenizer.apply_chat_template([{"role": "user", "content": msg}])
+      text = chat(f"In which city is the {land}? Answer with the city name only.")
       if answer_prefix:
         text += f"The {land} is in the city of"
       out.append(Trial(tokenizer.encode(text), (0, 0), city, kind))
       continue
     hay = [sents[i] for i in rng.integers(0, len(sents), filler_sentences)]
-    needles = [f"Actually, {names[n]} lives next to the {landmarks[l][0]}." for n, l in zip(ni, li)]
+    rel = [relations[i] for i in rng.integers(0, len(relations), num_needles)]
+    needles = [r.format(name=names[n], landmark=landmarks[l][0]) for r, n, l in zip(rel, ni, li)]
     slots = np.sort(rng.integers(0, filler_sentences + 1, num_needles))
     parts, k = [], 0
     for i in range(filler_sentences + 1):
@@ -125,19 +252,12 @@ def make_probes(
         k += 1
       if i < filler_sentences:
         parts.append(hay[i])
-    question = (
-      f"Which character has been to {city}?"
-      if kind == "nonliteral"
-      else f"Which character lives next to the {land}?"
-    )
-    msg = " ".join(parts) + f"\n\nQuestion: {question} Answer with the name only."
-    text = tokenizer.apply_chat_template([{"role": "user", "content": msg}])
+    templates = QUESTIONS[kind]
+    question, stem = templates[int(rng.integers(len(templates)))]
+    question, stem = (x.format(city=city, landmark=land) for x in (question, stem))
+    text = chat(" ".join(parts) + f"\n\nQuestion: {question} Answer with the name only.")
     if answer_prefix:
-      text += (
-        f"The character who has been to {city} is"
-        if kind == "nonliteral"
-        else f"The character who lives next to the {land} is"
-      )
+      text += stem
     ids, spans = tokenizer.encode_with_offsets(text)
     c0 = text.index(needles[target])
     c1 = c0 + len(needles[target])

@@ -64,7 +64,8 @@ class TrialScore:
   Attributes:
     S: LOCOS S_τ [L, H] (zeros when no answer step was found).
     L_plus, L_minus: [L, H], the two LOCOS terms averaged over answer steps.
-    accepted: ROUGE-1 recall of the answer in the generation >= the threshold.
+    accepted: ROUGE-1 recall of the answer in the generation > the threshold, and at least
+      one answer step found (the reference's trial filter).
     generation: the decoded generation.
     answer_steps: indices of the answer steps in the generation.
     detectors: {'locos', 'wu', 'contrastive', 'attention_spatial', 'dla'} -> [L, H].
@@ -259,8 +260,9 @@ def _score_generation(
   L, H = config.n_layers, config.n_heads
   kv_map = np.arange(H) // config.group_size
   generation = tokenizer.decode(gen_ids)
-  accepted = rouge1_recall(trial.answer, generation) >= rouge_threshold
   steps = answer_steps(gen_ids, trial.answer, tokenizer)
+  # the reference's filter: recall strictly above the threshold, and answer steps found
+  accepted = rouge1_recall(trial.answer, generation) > rouge_threshold and bool(steps)
   s, e = trial.needle_span
   needle_all = key_valid & (key_pos >= s) & (key_pos < e)
   slot_token = np.full(key_pos.shape, -1, np.int64)
@@ -272,7 +274,7 @@ def _score_generation(
   det = {k: zeros.copy() for k in ("locos", "wu", "contrastive", "attention_spatial", "dla")}
   Lp, Lm = zeros.copy(), zeros.copy()
   n_steps = len(gen_ids)
-  w_u = np.asarray(lm.unembedding(params, config))
+  w_u = lm.unembedding(params, config)  # stays on device: one row is read per answer step
   mass_per_step = []
   for t in range(n_steps):
     q_pos = prompt_len - 1 + t
@@ -334,9 +336,35 @@ def _topk_overlap(a, needle, valid, k):
   return needle[top].sum(-1) / kk
 
 
-def _batches(seq, n):
-  for i in range(0, len(seq), n):
-    yield seq[i : i + n]
+def bucket_indices(lengths: Sequence[int], pad_to=None) -> list[tuple[int, list[int]]]:
+  """Group prompt indices by padded length, so a few compiled programs serve every prompt.
+
+  Args:
+    lengths: prompt lengths.
+    pad_to: None (one group padded to the longest prompt), an int (every prompt padded to
+      it), or a sequence of bucket lengths (each prompt goes to the smallest bucket that holds
+      it).
+
+  Returns:
+    [(padded length, [indices])] in increasing length, indices in input order.
+  """
+  lengths = [int(n) for n in lengths]
+  longest = max(lengths)
+  if pad_to is None or isinstance(pad_to, (int, np.integer)):
+    length = longest if pad_to is None else int(pad_to)
+    if length < longest:
+      raise ValueError(f"pad_to={length} is shorter than the longest prompt ({longest} tokens)")
+    return [(length, list(range(len(lengths))))]
+  buckets = sorted(int(b) for b in pad_to)
+  if not buckets or buckets[-1] < longest:
+    raise ValueError(
+      f"pad_to buckets {tuple(buckets)} must include a length >= the longest prompt "
+      f"({longest} tokens)"
+    )
+  groups: dict[int, list[int]] = {}
+  for i, n in enumerate(lengths):
+    groups.setdefault(next(b for b in buckets if b >= n), []).append(i)
+  return sorted(groups.items())
 
 
 def detect_heads(
@@ -349,7 +377,7 @@ def detect_heads(
   stop_ids: Sequence[int] | None = None,
   rouge_threshold: float = 0.5,
   batch_size: int = 4,
-  pad_to: int | None = None,
+  pad_to=None,
   post_norm: str = "ignore",
   contrastive: str = "mass",
   contrastive_top_k: int = 10,
@@ -367,10 +395,12 @@ def detect_heads(
     tokenizer: the model's tokenizer (encode/decode).
     max_steps: maximum content steps.
     stop_ids: ids that end decoding; default: `tokenizer.stop_ids()`.
-    rouge_threshold: accept a trial when ROUGE-1 recall of the answer >= this.
+    rouge_threshold: accept a trial when ROUGE-1 recall of the answer is > this and
+      answer steps were found (as the reference does); only accepted trials are averaged.
     batch_size: trials per generation call (left-padded to a common length).
-    pad_to: pad every prompt to this length (one compilation for all batches);
-      default: the longest prompt.
+    pad_to: an int (every prompt padded to it: one compilation for all batches), a
+      sequence of bucket lengths (each prompt padded to the smallest bucket holding it;
+      one compilation per bucket), or None (the longest prompt).
     post_norm: 'ignore' (reference parity). Models with a post-attention norm
       would need 'freeze'; not implemented for the supported architectures,
       which have no post-attention norm.
@@ -405,27 +435,28 @@ def detect_heads(
   _check_prompt_ids(trials, config)
   if stop_ids is None:
     stop_ids = tokenizer.stop_ids()
-  length = pad_to or max(len(t.prompt_ids) for t in trials)
-  per_trial = []
-  for chunk in _batches(trials, batch_size):
-    rows = [t.prompt_ids for t in chunk]
-    rows = rows + [rows[-1]] * (batch_size - len(rows))
-    ids, mask = lm.left_pad(rows, length=length)
-    g = lm.generate(
-      params,
-      ids,
-      config=config,
-      prompt_mask=mask,
-      max_new_tokens=max_steps,
-      stop_ids=stop_ids,
-      capture_attn=True,
-      capture_values=True,
-    )
-    g = jax.tree.map(np.asarray, g)
-    for b, trial in enumerate(chunk):
-      n = int(g.num_steps[b])
-      per_trial.append(
-        _score_generation(
+  per_trial: list[TrialScore | None] = [None] * len(trials)
+  for length, idx in bucket_indices([len(t.prompt_ids) for t in trials], pad_to):
+    for i in range(0, len(idx), batch_size):
+      chunk_idx = idx[i : i + batch_size]
+      rows = [trials[j].prompt_ids for j in chunk_idx]
+      rows = rows + [rows[-1]] * (batch_size - len(rows))
+      ids, mask = lm.left_pad(rows, length=length)
+      g = lm.generate(
+        params,
+        ids,
+        config=config,
+        prompt_mask=mask,
+        max_new_tokens=max_steps,
+        stop_ids=stop_ids,
+        capture_attn=True,
+        capture_values=True,
+      )
+      g = jax.tree.map(np.asarray, g)
+      for b, j in enumerate(chunk_idx):
+        trial = trials[j]
+        n = int(g.num_steps[b])
+        per_trial[j] = _score_generation(
           params=params,
           config=config,
           trial=trial,
@@ -439,7 +470,6 @@ def detect_heads(
           rouge_threshold=rouge_threshold,
           contrastive_top_k=None if contrastive == "mass" else contrastive_top_k,
         )
-      )
   return aggregate(per_trial, config), per_trial
 
 

@@ -1,6 +1,7 @@
 """Offline NoLiMa-style probes and the synthetic toy task."""
 
 import numpy as np
+import pytest
 
 from jaxpapers import lm, locos
 from tests import resources
@@ -31,13 +32,40 @@ def test_toy_trials_and_batches_are_consistent():
 
 def test_probe_needle_span_covers_the_needle():
   resources.require(resources.smollm2_missing())
-  _, _, tok = lm.load_smollm2()
+  cfg, _, tok = lm.load_smollm2()
+  # RMSNorm eps: SmolLM2-135M's published config (rms_norm_eps = 1e-5), stored as float32
+  assert cfg.norm_eps == pytest.approx(1e-5, rel=1e-6)
   rng = np.random.default_rng(0)
   for kind in ("nonliteral", "literal"):
     for t in locos.make_probes(rng, tokenizer=tok, num=3, kind=kind, filler_sentences=2):
       s, e = t.needle_span
       text = tok.decode(t.prompt_ids[s:e])
-      assert f"Actually, {t.answer} lives next to the" in text
+      assert any(
+        text.strip() == r.format(name=t.answer, landmark=land)
+        for r in locos.RELATIONS
+        for land, _ in locos.LANDMARKS
+      ), text
       assert tok.decode(t.prompt_ids).startswith("<|im_start|>system")
+  # disjoint entity halves, every relation template, no system message
+  (na, la), (nb, lb) = locos.split_entities(0)
+  assert not set(na) & set(nb) and not {c for _, c in la} & {c for _, c in lb}
+  assert len(na) + len(nb) == len(locos.NAMES) and len(la) + len(lb) == len(locos.LANDMARKS)
+  probes = locos.make_probes(
+    rng, tokenizer=tok, num=12, kind="nonliteral", names=nb, landmarks=lb, system_prompt=False
+  )
+  for t in probes:
+    text = tok.decode(t.prompt_ids)
+    assert text.startswith("<|im_start|>user") and t.answer in nb
+    needle = tok.decode(t.prompt_ids[slice(*t.needle_span)]).strip()
+    land = next(x for x, _ in lb if x in needle)
+    assert needle in {r.format(name=t.answer, landmark=land) for r in locos.RELATIONS}
+    assert not any(c in text for _, c in la if c not in {c2 for _, c2 in lb})
   (p,) = locos.make_probes(rng, tokenizer=tok, num=1, kind="parametric")
   assert p.needle_span == (0, 0) and p.answer in dict(locos.LANDMARKS).values()
+
+
+def test_bucket_indices_groups_by_smallest_holding_bucket():
+  got = locos.bucket_indices([5, 17, 16, 40, 1], (16, 48, 32))
+  assert got == [(16, [0, 2, 4]), (32, [1]), (48, [3])]
+  assert locos.bucket_indices([3, 9], None) == [(9, [0, 1])]
+  assert locos.bucket_indices([3, 9], 12) == [(12, [0, 1])]

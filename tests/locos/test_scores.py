@@ -1,4 +1,4 @@
-"""LOCOS formulas, GQA handling, a planted copy head, and query-mean ablation."""
+"""LOCOS formulas, GQA handling and query-mean ablation (planted heads: test_pin_locos.py)."""
 
 import dataclasses
 
@@ -135,92 +135,6 @@ def test_top_random_heads_and_bootstrap():
   assert 0.35 < lo < 0.5 < hi < 0.65
   with pytest.raises(ValueError, match="k must"):
     locos.top_heads(s, 7)
-
-
-# --------------------------------------------------------------------------- planted copy head
-
-
-def copy_model():
-  """One layer, two query heads sharing one KV head (GQA).
-
-  Head 0 is a copy head: its query matches a key feature carried only by name
-  tokens, and its OV circuit writes the attended token's identity (×10) into the
-  residual. Head 1 has a zero query (uniform attention) and a small random OV.
-  RoPE base 1e12 on the feature coordinate (the slowest pair) makes positions irrelevant.
-  """
-  vocab = ["<bos>", "<eos>", "?"] + [f"f{i}" for i in range(5)] + [f"N{i}" for i in range(4)]
-  V, d, dh = len(vocab), 16, 16
-  names = [vocab.index(f"N{i}") for i in range(4)]
-  cfg = lm.LMConfig(
-    vocab_size=V,
-    d_model=d,
-    n_layers=1,
-    n_heads=2,
-    n_kv_heads=1,
-    head_dim=dh,
-    ffn_dim=4,
-    rope_base=1e12,
-    eos_ids=(1,),
-  )
-  p = lm.init_params(jax.random.key(0), cfg)
-  emb = np.zeros((V, d), np.float32)
-  emb[np.arange(V), np.arange(V)] = 1.0
-  wq = np.zeros((1, d, 2, dh), np.float32)
-  wq[0, :, 0, 7] = 5.0  # every token queries the "is a name" coordinate
-  wk = np.zeros((1, d, 1, dh), np.float32)
-  wk[0, names, 0, 7] = 1.0  # names carry the key feature
-  wv = np.zeros((1, d, 1, dh), np.float32)
-  wv[0, np.arange(d), 0, np.arange(d)] = 1.0
-  wo = np.zeros((1, 2, dh, d), np.float32)
-  wo[0, 0] = 10.0 * np.eye(dh, d)
-  wo[0, 1] = 0.3 * np.random.default_rng(0).normal(size=(dh, d))
-  p.update(
-    embed=jnp.asarray(emb),
-    wq=jnp.asarray(wq),
-    wk=jnp.asarray(wk),
-    wv=jnp.asarray(wv),
-    wo=jnp.asarray(wo),
-    w_down=jnp.zeros_like(p["w_down"]),
-  )
-  return cfg, p, _toy.ToyTokenizer(vocab)
-
-
-def test_planted_copy_head_ranks_first_under_locos_and_wu():
-  cfg, params, tok = copy_model()
-  rng = np.random.default_rng(0)
-  trials = []
-  for _i in range(6):
-    fill = [f"f{j}" for j in rng.integers(0, 5, 8)]
-    pos = int(rng.integers(1, 8))
-    name = f"N{rng.integers(4)}"
-    words = ["<bos>"] + fill[:pos] + [name] + fill[pos:] + ["?"]
-    trials.append(locos.Trial(tok.encode(" ".join(words)), (1 + pos, 2 + pos), name))
-  scores, per = locos.detect_heads(
-    params, cfg, trials, tok, max_steps=2, stop_ids=(1,), batch_size=3
-  )
-  assert all(t.accepted for t in per) and all(t.answer_steps == [0] for t in per)
-  for name in ("locos", "wu", "contrastive", "attention_spatial", "dla"):
-    assert locos.rank_heads(scores[name])[0] == (0, 0), name
-  assert scores["wu"][0, 0] >= 1.0  # the answer step copies from the needle (|needle| = 1)
-  assert scores["locos"][0, 0] > 5.0 and abs(scores["locos"][0, 1]) < 1.0
-  # ablating the copy head (LOCOS top-1) destroys retrieval; the other head does not
-  curve = locos.ablation_curve(
-    params,
-    cfg,
-    trials,
-    {"locos": scores["locos"], "anti": -scores["locos"]},
-    [1],
-    tokenizer=tok,
-    mode="zero_q",
-    metric="exact",
-    num_random=2,
-    max_new_tokens=1,
-    stop_ids=(1,),
-    batch_size=3,
-    num_resamples=100,
-  )
-  assert curve["baseline"]["mean"] == 1.0
-  assert curve["locos"]["mean"] == [0.0] and curve["anti"]["mean"] == [1.0]
 
 
 # --------------------------------------------------------------------------- ablation

@@ -8,8 +8,8 @@ repository:
   python -m experiments.locos.main --config=experiments/locos/configs/full.py --workdir=runs/locos_full
 
 * toy track at 5k steps, d = 128, 4 layers (≈ 20-40 min on 2 CPU cores, seconds on a GPU);
-* SmolLM2-135M on 1,000 NoLiMa-style probes with 8k-character contexts and the
-  paper's k grid {1, 5, 10, 20, 50, 100} (one GPU/TPU, about an hour).
+* SmolLM2-135M on 1,000 NoLiMa-style evaluation probes with ~1-4k-token contexts, the
+  paper's decode length and k grid (one GPU/TPU, about an hour).
 
 Qwen3-8B itself needs (a) its weights as a llama-family GGUF the user supplies
 (`jaxpapers.lm.load_gguf(path)`; nothing is downloaded here), and (b) a 'qwen3'
@@ -37,11 +37,17 @@ def get_config():
   c.toy.num_eval = 512
   c.toy.ks = (1, 2, 4, 8, 12, 16)
   c.toy.num_random = 5
-  c.real.num_trials = 1000
-  c.real.num_eval = 500
+  c.tracks = ("toy", "smollm2")
+  c.claims = default.CLAIMS + default.TOY_CLAIMS
+  c.real.num_detect = 500
+  c.real.num_eval = 1000
   c.real.filler_sentences = 60
+  c.real.buckets = (1024, 2048, 4096)
   c.real.max_steps = 50
-  c.real.ks = (1, 5, 10, 20, 50, 100)
+  c.real.paper_max_steps = 100
+  c.real.detectors = ("locos", "contrastive", "wu")
+  c.real.ks = (1, 2, 5, 10, 20, 50, 100)
+  c.real.paper_ks = (1, 2, 5, 10, 20, 50, 100)
   c.real.num_random = 5
   c.real.batch_size = 16
   return c

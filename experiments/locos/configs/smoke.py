@@ -21,12 +21,5 @@ def get_config():
   c.toy.num_eval = 16
   c.toy.ks = (1, 2)
   c.toy.num_random = 1
-  c.real.num_trials = 4
-  c.real.num_eval = 4
-  c.real.filler_sentences = 1
-  c.real.max_steps = 6
-  c.real.ks = (1, 5)
-  c.real.num_random = 1
-  c.real.batch_size = 4
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
