@@ -30,7 +30,34 @@ from absl import logging
 from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
 
-ARMS = ("vanilla", "panda", "without_aux", "without_prior_aux")
+ARMS = ("vanilla", "panda", "without_aux", "without_prior_aux", "vanilla_matched")
+
+
+def count_params(model_fn) -> int:
+  """Trainable parameters of ``model_fn(rngs)`` (abstract init, no compute)."""
+  from flax import nnx
+
+  state = nnx.state(nnx.eval_shape(lambda: model_fn(nnx.Rngs(0))), nnx.Param)
+  return int(sum(np.prod(x.shape) for x in jax.tree.leaves(state)))
+
+
+def matched_hidden(config, backbone, data) -> int:
+  """The smallest vanilla ``hidden`` whose parameter count reaches the PANDA arm's.
+
+  The capacity control: PANDA adds stage weights (and ``heads`` widens its layers), so the
+  ``vanilla_matched`` arm gives the vanilla backbone at least as many parameters.
+  """
+  target = count_params(_model_fn(config, backbone, "panda", data))
+  lo, hi = config.hidden, config.hidden
+  while count_params(_model_fn(config, backbone, "vanilla", data, hidden=hi)) < target:
+    lo, hi = hi, 2 * hi
+  while lo < hi:
+    mid = (lo + hi) // 2
+    if count_params(_model_fn(config, backbone, "vanilla", data, hidden=mid)) >= target:
+      hi = mid
+    else:
+      lo = mid + 1
+  return hi
 
 
 def _reduce_features(data: hg.HypergraphData, k: int, seed: int) -> hg.HypergraphData:
@@ -74,8 +101,10 @@ def load_datasets(config) -> tuple[dict, str]:
   return out, "synthetic (make_synthetic)"
 
 
-def _model_fn(config, backbone, arm, data):
-  kw = dict(hidden=config.hidden, dropout=config.dropout)
+def _model_fn(config, backbone, arm, data, hidden=None):
+  if arm == "vanilla_matched":
+    arm, hidden = "vanilla", matched_hidden(config, backbone, data)
+  kw = dict(hidden=config.hidden if hidden is None else hidden, dropout=config.dropout)
   if backbone == "phenomnn":
     kw["num_steps"] = config.phenom_steps
   else:
@@ -96,8 +125,9 @@ def run_cell(config, data, backbone, arm, checkpoint_dir=None) -> dict:
   chunk = config.get("chunk", 0) or config.epochs
   if config.epochs % chunk:
     raise ValueError(f"epochs ({config.epochs}) must be a multiple of chunk ({chunk})")
+  model_fn = _model_fn(config, backbone, arm, d)
   run = panda.make_trainer(
-    _model_fn(config, backbone, arm, d),
+    model_fn,
     config.epochs,
     fast_compile=config.fast_compile,
     chunk_size=chunk,
@@ -132,6 +162,7 @@ def run_cell(config, data, backbone, arm, checkpoint_dir=None) -> dict:
     best_lr=best["lr"],
     best_wd=best["wd"],
     splits=r,
+    params=count_params(model_fn),
     sweep=res,
     first_call_s=compile_s,
     wall_s=time.perf_counter() - t0,
@@ -285,7 +316,9 @@ def train_and_evaluate(config, workdir) -> dict:
           "best_wd",
           "first_call_s",
           "wall_s",
+          "params",
         )
+        if kk in v
       }
       for k, v in cells.items()
     },
@@ -334,4 +367,25 @@ def derived_metrics(metrics) -> dict:
   ]
   n = len(deltas)
   ci = 1.96 * float(np.std(deltas, ddof=1)) / np.sqrt(n) if n >= 2 else None
-  return {"mean_improvement_ci95_pp": None if ci is None else float(ci), "pairs": n}
+  out = {"mean_improvement_ci95_pp": None if ci is None else float(ci), "pairs": n}
+  # capacity control: PANDA against the vanilla arm with at least PANDA's parameter count
+  vm = [
+    cells[p + "|panda"]["test_mean"] - cells[p + "|vanilla_matched"]["test_mean"]
+    for p in pairs
+    if p + "|panda" in cells and p + "|vanilla_matched" in cells
+  ]
+  gain_vm = [
+    cells[p + "|vanilla_matched"]["test_mean"] - cells[p + "|vanilla"]["test_mean"]
+    for p in pairs
+    if p + "|vanilla_matched" in cells
+  ]
+  out["mean_improvement_vs_matched_pp"] = float(np.mean(vm)) if vm else None
+  out["mean_matched_minus_vanilla_pp"] = float(np.mean(gain_vm)) if gain_vm else None
+  out["matched_pairs"] = len(vm)
+  no_tg = [
+    cells[p + "|panda"]["test_mean"] - cells[p + "|vanilla"]["test_mean"]
+    for p in pairs
+    if p + "|panda" in cells and not p.startswith("telegram|")
+  ]
+  out["mean_improvement_without_telegram_pp"] = float(np.mean(no_tg)) if no_tg else None
+  return out
