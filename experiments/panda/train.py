@@ -179,6 +179,15 @@ def _read_cells(folder) -> dict:
   raise FileNotFoundError(f"merge_cells_from: {folder} holds no cells/ store or cells.json")
 
 
+def majority_baseline(data: hg.HypergraphData, num_splits: int) -> dict:
+  """Test accuracy (%) of predicting each split's most frequent training label (trivial arm)."""
+  y = np.asarray(data.y)
+  tr, te = np.asarray(data.train_mask), np.asarray(data.test_mask)
+  r = min(num_splits, tr.shape[0])
+  acc = [100 * np.mean(y[te[i]] == np.bincount(y[tr[i]]).argmax()) for i in range(r)]
+  return {"mean": float(np.mean(acc)), "std": float(np.std(acc))}
+
+
 def _table(cells, datasets, backbones, arms) -> tuple[str, dict]:
   head = "| dataset | " + " | ".join(f"{b} {a}" for b in backbones for a in arms) + " |"
   lines = [head, "|" + "---|" * (1 + len(backbones) * len(arms))]
@@ -296,6 +305,7 @@ def train_and_evaluate(config, workdir) -> dict:
     logging.info("%s: %.2f +- %.2f (%.0fs)", key, c["test_mean"], c["test_std"], c["wall_s"])
   cells = store.to_dict()
   names = list(data)
+  majority = {ds: majority_baseline(data[ds], config.num_splits) for ds in names}
   table, summary = _table(cells, names, config.backbones, config.arms)
   _plot(cells, names, config.backbones, workdir)
   stats = {ds: data[ds].summary() for ds in names}
@@ -305,6 +315,13 @@ def train_and_evaluate(config, workdir) -> dict:
     cells_improved=summary["cells_improved"],
     cells=summary["cells"],
     data_source=source,
+    majority_test_acc=majority,
+    cells_at_majority=sorted(
+      k
+      for k, v in cells.items()
+      if k.split("|")[0] in majority
+      and abs(v["test_mean"] - majority[k.split("|")[0]]["mean"]) < 0.5
+    ),
     per_cell={
       k: {
         kk: v[kk]
@@ -329,6 +346,12 @@ def train_and_evaluate(config, workdir) -> dict:
     f"{tuple(config.weight_decays)} identical for every arm, selected by mean validation "
     f"accuracy; {config.epochs} epochs, hidden {config.hidden}, {config.heads} heads."
   )
+  notes += " Majority class (train-split majority label, test accuracy %): " + ", ".join(
+    f"{ds} {m['mean']:.1f} ± {m['std']:.1f}" for ds, m in majority.items()
+  )
+  if metrics["cells_at_majority"]:
+    notes += "; cells within 0.5 pp of it: " + ", ".join(metrics["cells_at_majority"])
+  notes += "."
   parts = [table, notes]
   perf = _perf_table(cells, names, config.backbones, config.epochs)
   if perf:
