@@ -81,7 +81,7 @@ def main():
   ap.add_argument("--backbones", default="gedi,hgnn,hypergcn,phenomnn")
   ap.add_argument("--epochs", type=int, default=40)
   ap.add_argument("--hidden", type=int, default=64)
-  ap.add_argument("--heads", type=int, default=4)
+  ap.add_argument("--heads", type=int, default=1)  # the reference default; width heads x hidden
   ap.add_argument("--smoke", action="store_true")
   ap.add_argument("--compare-opt", action="store_true")
   ap.add_argument("--out", default="")

@@ -30,7 +30,34 @@ from absl import logging
 from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
 
-ARMS = ("vanilla", "panda", "without_aux", "without_prior_aux")
+ARMS = ("vanilla", "panda", "without_aux", "without_prior_aux", "vanilla_matched")
+
+
+def count_params(model_fn) -> int:
+  """Trainable parameters of ``model_fn(rngs)`` (abstract init, no compute)."""
+  from flax import nnx
+
+  state = nnx.state(nnx.eval_shape(lambda: model_fn(nnx.Rngs(0))), nnx.Param)
+  return int(sum(np.prod(x.shape) for x in jax.tree.leaves(state)))
+
+
+def matched_hidden(config, backbone, data) -> int:
+  """The smallest vanilla ``hidden`` whose parameter count reaches the PANDA arm's.
+
+  The capacity control: PANDA adds stage weights (and ``heads`` widens its layers), so the
+  ``vanilla_matched`` arm gives the vanilla backbone at least as many parameters.
+  """
+  target = count_params(_model_fn(config, backbone, "panda", data))
+  lo, hi = config.hidden, config.hidden
+  while count_params(_model_fn(config, backbone, "vanilla", data, hidden=hi)) < target:
+    lo, hi = hi, 2 * hi
+  while lo < hi:
+    mid = (lo + hi) // 2
+    if count_params(_model_fn(config, backbone, "vanilla", data, hidden=mid)) >= target:
+      hi = mid
+    else:
+      lo = mid + 1
+  return hi
 
 
 def _reduce_features(data: hg.HypergraphData, k: int, seed: int) -> hg.HypergraphData:
@@ -74,8 +101,10 @@ def load_datasets(config) -> tuple[dict, str]:
   return out, "synthetic (make_synthetic)"
 
 
-def _model_fn(config, backbone, arm, data):
-  kw = dict(hidden=config.hidden, dropout=config.dropout)
+def _model_fn(config, backbone, arm, data, hidden=None):
+  if arm == "vanilla_matched":
+    arm, hidden = "vanilla", matched_hidden(config, backbone, data)
+  kw = dict(hidden=config.hidden if hidden is None else hidden, dropout=config.dropout)
   if backbone == "phenomnn":
     kw["num_steps"] = config.phenom_steps
   else:
@@ -96,8 +125,9 @@ def run_cell(config, data, backbone, arm, checkpoint_dir=None) -> dict:
   chunk = config.get("chunk", 0) or config.epochs
   if config.epochs % chunk:
     raise ValueError(f"epochs ({config.epochs}) must be a multiple of chunk ({chunk})")
+  model_fn = _model_fn(config, backbone, arm, d)
   run = panda.make_trainer(
-    _model_fn(config, backbone, arm, d),
+    model_fn,
     config.epochs,
     fast_compile=config.fast_compile,
     chunk_size=chunk,
@@ -132,6 +162,7 @@ def run_cell(config, data, backbone, arm, checkpoint_dir=None) -> dict:
     best_lr=best["lr"],
     best_wd=best["wd"],
     splits=r,
+    params=count_params(model_fn),
     sweep=res,
     first_call_s=compile_s,
     wall_s=time.perf_counter() - t0,
@@ -146,6 +177,15 @@ def _read_cells(folder) -> dict:
   if (folder / "cells.json").exists():
     return json.loads((folder / "cells.json").read_text())
   raise FileNotFoundError(f"merge_cells_from: {folder} holds no cells/ store or cells.json")
+
+
+def majority_baseline(data: hg.HypergraphData, num_splits: int) -> dict:
+  """Test accuracy (%) of predicting each split's most frequent training label (trivial arm)."""
+  y = np.asarray(data.y)
+  tr, te = np.asarray(data.train_mask), np.asarray(data.test_mask)
+  r = min(num_splits, tr.shape[0])
+  acc = [100 * np.mean(y[te[i]] == np.bincount(y[tr[i]]).argmax()) for i in range(r)]
+  return {"mean": float(np.mean(acc)), "std": float(np.std(acc))}
 
 
 def _table(cells, datasets, backbones, arms) -> tuple[str, dict]:
@@ -265,6 +305,7 @@ def train_and_evaluate(config, workdir) -> dict:
     logging.info("%s: %.2f +- %.2f (%.0fs)", key, c["test_mean"], c["test_std"], c["wall_s"])
   cells = store.to_dict()
   names = list(data)
+  majority = {ds: majority_baseline(data[ds], config.num_splits) for ds in names}
   table, summary = _table(cells, names, config.backbones, config.arms)
   _plot(cells, names, config.backbones, workdir)
   stats = {ds: data[ds].summary() for ds in names}
@@ -274,6 +315,13 @@ def train_and_evaluate(config, workdir) -> dict:
     cells_improved=summary["cells_improved"],
     cells=summary["cells"],
     data_source=source,
+    majority_test_acc=majority,
+    cells_at_majority=sorted(
+      k
+      for k, v in cells.items()
+      if k.split("|")[0] in majority
+      and abs(v["test_mean"] - majority[k.split("|")[0]]["mean"]) < 0.5
+    ),
     per_cell={
       k: {
         kk: v[kk]
@@ -285,7 +333,9 @@ def train_and_evaluate(config, workdir) -> dict:
           "best_wd",
           "first_call_s",
           "wall_s",
+          "params",
         )
+        if kk in v
       }
       for k, v in cells.items()
     },
@@ -296,6 +346,12 @@ def train_and_evaluate(config, workdir) -> dict:
     f"{tuple(config.weight_decays)} identical for every arm, selected by mean validation "
     f"accuracy; {config.epochs} epochs, hidden {config.hidden}, {config.heads} heads."
   )
+  notes += " Majority class (train-split majority label, test accuracy %): " + ", ".join(
+    f"{ds} {m['mean']:.1f} ± {m['std']:.1f}" for ds, m in majority.items()
+  )
+  if metrics["cells_at_majority"]:
+    notes += "; cells within 0.5 pp of it: " + ", ".join(metrics["cells_at_majority"])
+  notes += "."
   parts = [table, notes]
   perf = _perf_table(cells, names, config.backbones, config.epochs)
   if perf:
@@ -334,4 +390,25 @@ def derived_metrics(metrics) -> dict:
   ]
   n = len(deltas)
   ci = 1.96 * float(np.std(deltas, ddof=1)) / np.sqrt(n) if n >= 2 else None
-  return {"mean_improvement_ci95_pp": None if ci is None else float(ci), "pairs": n}
+  out = {"mean_improvement_ci95_pp": None if ci is None else float(ci), "pairs": n}
+  # capacity control: PANDA against the vanilla arm with at least PANDA's parameter count
+  vm = [
+    cells[p + "|panda"]["test_mean"] - cells[p + "|vanilla_matched"]["test_mean"]
+    for p in pairs
+    if p + "|panda" in cells and p + "|vanilla_matched" in cells
+  ]
+  gain_vm = [
+    cells[p + "|vanilla_matched"]["test_mean"] - cells[p + "|vanilla"]["test_mean"]
+    for p in pairs
+    if p + "|vanilla_matched" in cells
+  ]
+  out["mean_improvement_vs_matched_pp"] = float(np.mean(vm)) if vm else None
+  out["mean_matched_minus_vanilla_pp"] = float(np.mean(gain_vm)) if gain_vm else None
+  out["matched_pairs"] = len(vm)
+  no_tg = [
+    cells[p + "|panda"]["test_mean"] - cells[p + "|vanilla"]["test_mean"]
+    for p in pairs
+    if p + "|panda" in cells and not p.startswith("telegram|")
+  ]
+  out["mean_improvement_without_telegram_pp"] = float(np.mean(no_tg)) if no_tg else None
+  return out

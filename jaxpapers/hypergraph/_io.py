@@ -190,6 +190,10 @@ def random_splits(
   return out[0], out[1], out[2]
 
 
+# The reference's random-split protocol for mail and co-citation: 50/25/25 over all nodes.
+_RANDOM_50_25_25 = dict(per_class=False, train=0.5, val=0.25)
+
+
 def _degree_feature(inc: st.Incidence) -> np.ndarray:
   return np.asarray(inc.deg_node, np.float32)[:, None]
 
@@ -225,7 +229,8 @@ def load_mail(
   """email-Enron (``name='enroll'``) or email-EU (``'EU'``): star construction, degree feature.
 
   Note: >99.9% of email-EU edges have ``src < dst``, so its "direction" may be an id-order
-  artefact of the released file; we reproduce the file as is.
+  artefact of the released file; we reproduce the file as is. Splits: seeded 50/25/25 over all
+  nodes (not stratified), the reference's protocol.
   """
   root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "mail" / name
   edges = np.asarray(safe_load_pickle(_need(root / "weight_graph.pickle")), np.int64)
@@ -240,6 +245,7 @@ def load_mail(
     split_seed=split_seed,
     num_splits=num_splits,
     directed=directed,
+    **_RANDOM_50_25_25,
   )
 
 
@@ -253,7 +259,8 @@ def load_cocitation(
   (as ``.cites`` rows are ``cited<TAB>citing``). Papers that cite only one in-set paper are
   missing from the pickle, so e.g. Cora has 4,786 instead of 5,429 citations. Pubmed has no
   feature matrix: the degree feature is used. ``directed=False`` instead returns the AllSet
-  undirected co-citation hypergraph ``{citing} u cited(citing)`` plus self-loops.
+  undirected co-citation hypergraph ``{citing} u cited(citing)`` plus self-loops. Splits:
+  seeded 50/25/25 over all nodes (not stratified), the reference's protocol.
   """
   root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "cocitation" / name
   hyp = safe_load_pickle(_need(root / "hypergraph.pickle"))
@@ -281,6 +288,7 @@ def load_cocitation(
     split_seed=split_seed,
     num_splits=num_splits,
     directed=True if directed else False,
+    **_RANDOM_50_25_25,
   )
 
 

@@ -100,7 +100,9 @@ class GeDiHNN(nnx.Module):
   if ``i_complex``; ``L = Q_N = D_v^{-1/2} H D_e^{-1} H^* D_v^{-1/2}`` (``operator_variant='Q_N'``)
   or the reference's ``L2`` (``'code'``, default, see ``gedi_propagate``). The real ``Theta`` acts
   on Re and Im separately; the input imaginary part is 0; the activation is the complex ReLU
-  (``Re >= 0`` mask on both parts); the real bias b is added to Re; skip connections from layer 2; final dropout; the classifier
+  (``Re >= 0`` mask on both parts); the real bias b is added to Re and Im (as in the
+  reference); ``i_complex`` defaults to False (the reference's training script passes False);
+  skip connections from layer 2; final dropout; the classifier
   reads ``[Re || Im]``. Phase convention: ``H_ve = i`` on tails (q = 1/4, ``'code'``);
   ``conjugate=True`` applies ``conj(L)`` as PyG's propagation of the reference does.
   """
@@ -113,7 +115,7 @@ class GeDiHNN(nnx.Module):
     hidden: int = 64,
     num_layers: int = 1,
     dropout: float = 0.5,
-    i_complex: bool = True,
+    i_complex: bool = False,
     operator_variant: str = "code",
     conjugate: bool = False,
     rngs: nnx.Rngs,
@@ -144,7 +146,7 @@ class GeDiHNN(nnx.Module):
         inc, t1(re), None if im is None else t1(im), variant=self.variant, conjugate=self.conjugate
       )
       nr = r0 + r1 + b[...]
-      ni = (0.0 if i0 is None else i0) + (jnp.zeros_like(nr) if i1 is None else i1)
+      ni = (0.0 if i0 is None else i0) + (jnp.zeros_like(nr) if i1 is None else i1) + b[...]
       nr, ni = _ops.complex_relu(nr, ni)
       if l > 0:
         nr, ni = nr + re, ni + im
@@ -243,7 +245,9 @@ class PhenomNN(nnx.Module):
 
   ``Y^0 = MLP(X)``; ``Y^{k+1} = (1 - a) Y^k + a Q~^{-1}(lam0 A_beta Y^k + lam1 A_gamma Y^k + Y^0)``
   with ``Q~ = lam0 D_beta + lam1 D_gamma + I`` and ``a = 1/(1 + lam0 + lam1)`` (see
-  ``phenom_operators``). The propagation has no parameters; ``num_steps`` unrolled steps.
+  ``phenom_operators``). The propagation has no parameters; ``num_steps`` unrolled steps. As
+  in the reference's block: dropout on the input and on ``Y^0``, ReLU and dropout after the
+  propagation, then the classifier.
   """
 
   def __init__(
@@ -275,7 +279,8 @@ class PhenomNN(nnx.Module):
   def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
     _check(data, self.in_features)
     inc = data.incidence
-    y0 = jax.nn.relu(self.inp(self.drop(data.x, deterministic=deterministic, rngs=rngs)))
+    kw = dict(deterministic=deterministic, rngs=rngs)
+    y0 = self.drop(jax.nn.relu(self.inp(self.drop(data.x, **kw))), **kw)
     ones = jnp.ones((inc.num_nodes,), y0.dtype)
     d_b = _ops.phenom_propagate(inc, ones, which="beta")
     d_g = _ops.phenom_propagate(inc, ones, which="gamma")
@@ -289,7 +294,8 @@ class PhenomNN(nnx.Module):
         + y0
       )
       y = (1 - a) * y + a * qinv[:, None] * t
-    return self.head(y, deterministic=deterministic, rngs=rngs)
+    y = self.drop(jax.nn.relu(y), **kw)
+    return self.head(y, **kw)
 
 
 BACKBONES = {"gedi": GeDiHNN, "hgnn": HGNN, "hypergcn": HyperGCN, "phenomnn": PhenomNN}

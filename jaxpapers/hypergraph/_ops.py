@@ -297,7 +297,8 @@ def hypergcn_graph(inc: Incidence, p: jax.Array, *, mediators: bool = True):
 
   In each hyperedge take ``i_e = argmax p``, ``j_e = argmin p`` (ties: lowest index). With
   mediators, add (i_e, j_e) and (i_e, k), (j_e, k) for every other member k, each with weight
-  ``1/(2|e| - 3)``; without, only (i_e, j_e) with weight 1. Returns a static-size undirected edge
+  ``1/(2|e| - 3)``; without, only (i_e, j_e) with weight ``1/|e|`` (as the reference's
+  ``Laplacian``). Returns a static-size undirected edge
   list ``(src, dst, w)`` of length ``2 nnz + m`` (unused slots have w = 0).
 
   A NaN in ``p`` raises ``ValueError`` eagerly; under jit every weight ``w`` is NaN.
@@ -325,7 +326,7 @@ def hypergcn_graph(inc: Incidence, p: jax.Array, *, mediators: bool = True):
     dst = jnp.concatenate([inc.node, inc.node, j_e])
     w = jnp.concatenate([wm, wm, jnp.where(pair_ok, w_e, 0.0)])
   else:
-    src, dst, w = i_e, j_e, jnp.where(pair_ok, 1.0, 0.0)
+    src, dst, w = i_e, j_e, jnp.where(pair_ok, 1.0 / jnp.maximum(size, 1.0), 0.0)
   return src.astype(jnp.int32), dst.astype(jnp.int32), V.poison(w, ok)
 
 

@@ -16,6 +16,7 @@ from jaxpapers.panda._models import (
   PandaHGNN,
   PandaHyperGCN,
   PandaPhenomNN,
+  coalesced_graph,
   make_model,
 )
 from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, StageAux, stage_priors
@@ -37,6 +38,7 @@ __all__ = [
   "PandaHyperGCN",
   "PandaPhenomNN",
   "make_model",
+  "coalesced_graph",
   "PandaConfig",
   "PandaLayer",
   "PandaStage",

@@ -7,8 +7,6 @@ whose structural prior is the backbone's own normalisation.
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 from flax import nnx
@@ -16,7 +14,15 @@ from flax import nnx
 from jaxpapers import hypergraph as hg
 from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, stage_priors
 
-__all__ = ["PandaGeDi", "PandaHGNN", "PandaHyperGCN", "PandaPhenomNN", "make_model", "ABLATIONS"]
+__all__ = [
+  "PandaGeDi",
+  "PandaHGNN",
+  "PandaHyperGCN",
+  "PandaPhenomNN",
+  "make_model",
+  "ABLATIONS",
+  "coalesced_graph",
+]
 
 
 def _check_data(data, in_features: int):
@@ -57,7 +63,8 @@ class PandaGeDi(nnx.Module):
   """GeDi-HNN with PANDA layers: complex features, phases ``H_ve`` (tail = i), complex ReLU.
 
   Layer: ``X' = CReLU(Stage2(Stage1(X W_u)) + X W_res c_I + b)`` (+ skip from layer 2), priors
-  ``c = d_v^{-1/2} delta_e^{-1/2}`` per stage, classifier on ``[Re || Im]``.
+  ``c = d_v^{-1/2} delta_e^{-1/2}`` per stage, classifier on ``[Re || Im]``. ``hidden`` is the
+  per-head width: layers are ``cfg.heads * hidden`` wide, as in the reference.
   """
 
   def __init__(
@@ -69,22 +76,22 @@ class PandaGeDi(nnx.Module):
     hidden: int = 64,
     num_layers: int = 1,
     dropout: float = 0.5,
-    i_complex: bool = True,
+    i_complex: bool = False,
     rngs: nnx.Rngs,
   ):
     _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
+    cfg = cfg.with_dropout(dropout)
     self.in_features = in_features
-    dims = [in_features] + [hidden] * num_layers
+    width = cfg.heads * hidden
+    dims = [in_features] + [width] * num_layers
     self.layers = nnx.List(
       [
-        PandaLayer(a, b, cfg, complex_features=True, i_complex=i_complex, rngs=rngs)
-        for a, b in zip(dims, dims[1:])
+        PandaLayer(a, hidden, cfg, complex_features=True, i_complex=i_complex, rngs=rngs)
+        for a in dims[:-1]
       ]
     )
     self.drop = nnx.Dropout(dropout)
-    self.head = hg.ClassifierHead(
-      2 * hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs
-    )
+    self.head = hg.ClassifierHead(2 * width, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
   def __call__(
     self,
@@ -111,7 +118,11 @@ class PandaGeDi(nnx.Module):
 
 
 class PandaHGNN(nnx.Module):
-  """HGNN with PANDA layers (real, phases ignored): ``X' = ReLU(PANDA(X) + X W_res + b)``."""
+  """HGNN with PANDA layers (real, phases ignored): ``X' = ReLU(PANDA(X) + X W_res + b)``.
+
+  As in the reference: no dropout between layers, dropout before the classifier; layers are
+  ``cfg.heads * hidden`` wide.
+  """
 
   def __init__(
     self,
@@ -125,11 +136,13 @@ class PandaHGNN(nnx.Module):
     rngs: nnx.Rngs,
   ):
     _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
+    cfg = cfg.with_dropout(dropout)
     self.in_features = in_features
-    dims = [in_features] + [hidden] * num_layers
-    self.layers = nnx.List([PandaLayer(a, b, cfg, rngs=rngs) for a, b in zip(dims, dims[1:])])
+    width = cfg.heads * hidden
+    dims = [in_features] + [width] * num_layers
+    self.layers = nnx.List([PandaLayer(a, hidden, cfg, rngs=rngs) for a in dims[:-1]])
     self.drop = nnx.Dropout(dropout)
-    self.head = hg.ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
+    self.head = hg.ClassifierHead(width, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
   def __call__(
     self,
@@ -144,23 +157,64 @@ class PandaHGNN(nnx.Module):
     priors = stage_priors(inc, "sym")
     x, hyp, auxes = data.x, None, []
     for l, layer in enumerate(self.layers):
-      h = self.drop(x, deterministic=deterministic, rngs=rngs)
       (y, _), hyp, aux = layer(
-        (h, None), hyp, inc, priors, use_phase=False, deterministic=deterministic, rngs=rngs
+        (x, None), hyp, inc, priors, use_phase=False, deterministic=deterministic, rngs=rngs
       )
       y = jax.nn.relu(y)
       x = y + x if l > 0 else y
       auxes.append(aux)
+    x = self.drop(x, deterministic=deterministic, rngs=rngs)
     out = self.head(x, deterministic=deterministic, rngs=rngs)
     return (out, auxes) if return_aux else out
 
 
-class PandaHyperGCN(nnx.Module):
-  """HyperGCN with a single node -> node PANDA stage per layer over its rebuilt graph.
+def coalesced_graph(inc: hg.Incidence, p: jax.Array, *, mediators: bool = True):
+  """HyperGCN's rebuilt graph as the reference hands it to PANDA: ``A_bar`` entries per pair.
 
-  Pairs are the graph's edges in both directions plus self-loops; the prior is the entry of
-  ``A_bar = D~^{-1/2}(A + I)D~^{-1/2}``; attention is GAT v1 (the reference allows type 1
-  only); the auxiliary transform is linear. ``X' = ReLU(Stage(X W_u) + X W_res + b)``.
+  The pairs of :func:`jaxpapers.hypergraph.hypergcn_graph` in both directions plus one self-loop
+  per node are coalesced (weights of repeated pairs summed, as the reference's weight dictionary
+  and ``+ I`` do) and normalised, ``A_bar = D~^{-1/2}(A + I)D~^{-1/2}``. Static size: duplicates
+  and unused slots stay in the list with ``mask = False``.
+
+  Args:
+    inc: the (undirected) incidence.
+    p: f32[n] projections of the node features on HyperGCN's random vector.
+    mediators: HyperGCN's mediator edges (weight ``1/(2|e|-3)``), else ``1/|e|`` per pair.
+
+  Returns:
+    ``(send, recv, prior, mask)``, each of length ``2 * L + n`` (L = length of the
+    ``hypergcn_graph`` list), sorted by ``(recv, send)``.
+  """
+  n = inc.num_nodes
+  src, dst, w = hg.hypergcn_graph(inc, p, mediators=mediators)
+  loops = jnp.arange(n, dtype=jnp.int32)
+  snd = jnp.concatenate([src, dst, loops])
+  rcv = jnp.concatenate([dst, src, loops])
+  ww = jnp.concatenate([w, w, jnp.ones((n,), w.dtype)])
+  key = jnp.where(ww > 0, rcv * n + snd, n * n)  # unused slots sort last
+  order = jnp.argsort(key)
+  key, snd, rcv, ww = key[order], snd[order], rcv[order], ww[order]
+  first = jnp.concatenate([jnp.ones((1,), bool), key[1:] != key[:-1]])
+  grp = jnp.cumsum(first) - 1
+  wsum = jax.ops.segment_sum(ww, grp, key.shape[0], indices_are_sorted=True)[grp]
+  mask = first & (key < n * n)
+  rcv = jnp.where(key < n * n, rcv, n - 1)  # unused slots last: recv stays sorted
+  snd = jnp.where(key < n * n, snd, n - 1)
+  wsum = jnp.where(mask, wsum, 0.0)
+  deg = jax.ops.segment_sum(wsum, rcv, n)
+  isq = jax.lax.rsqrt(jnp.maximum(deg, 1e-12))
+  return snd, rcv, wsum * isq[snd] * isq[rcv], mask
+
+
+class PandaHyperGCN(nnx.Module):
+  """HyperGCN with one node -> node PANDA stage per layer over its rebuilt graph.
+
+  As in the reference: ``S = X W`` (``W: F -> heads * hidden``), the graph rebuilt from ``S``
+  and coalesced (:func:`coalesced_graph`), prior = the entry of ``A_bar``, GATv2 attention by
+  default, linear auxiliary transform, ``X' = ReLU(Stage(S) + b)``, dropout between layers, no
+  residual weight. ``flow='code'`` (default) normalises the attention over the pairs that share
+  a sender and reads the mixture from the receiver, as the reference's target-to-source
+  message passing does; ``flow='receiver'`` normalises over each receiver's senders.
   """
 
   def __init__(
@@ -173,27 +227,25 @@ class PandaHyperGCN(nnx.Module):
     num_layers: int = 1,
     dropout: float = 0.5,
     mediators: bool = True,
+    flow: str = "code",
     rngs: nnx.Rngs,
   ):
     _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
+    if flow not in ("code", "receiver"):
+      raise ValueError(f"flow must be 'code' or 'receiver', got {flow!r}")
+    cfg = cfg.with_dropout(dropout)
     self.in_features = in_features
-    if hidden % cfg.heads:
-      raise ValueError(f"hidden={hidden} must be divisible by heads={cfg.heads}")
-    cfg = dataclasses.replace(cfg, att_version="v1")
-    self.heads, self.mediators = cfg.heads, mediators
-    dims = [in_features] + [hidden] * num_layers
-    self.w_u = nnx.List(
-      [nnx.Linear(a, b, use_bias=False, rngs=rngs) for a, b in zip(dims, dims[1:])]
-    )
-    self.w_res = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in zip(dims, dims[1:])])
-    self.stages = nnx.List(
-      [PandaStage(hidden // cfg.heads, cfg, aux_linear=True, rngs=rngs) for _ in range(num_layers)]
-    )
+    self.heads, self.mediators, self.flow = cfg.heads, mediators, flow
+    width = cfg.heads * hidden
+    dims = [in_features] + [width] * num_layers
+    self.w_u = nnx.List([nnx.Linear(a, width, use_bias=False, rngs=rngs) for a in dims[:-1]])
+    self.bias = nnx.List([nnx.Param(jnp.zeros((width,))) for _ in range(num_layers)])
+    self.stages = nnx.List([PandaStage(hidden, cfg, rngs=rngs) for _ in range(num_layers)])
     self.r = nnx.List(
-      [nnx.Variable(jax.random.normal(rngs.params(), (hidden,))) for _ in range(num_layers)]
+      [nnx.Variable(jax.random.normal(rngs.params(), (width,))) for _ in range(num_layers)]
     )
     self.drop = nnx.Dropout(dropout)
-    self.head = hg.ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
+    self.head = hg.ClassifierHead(width, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
   def __call__(
     self,
@@ -207,16 +259,10 @@ class PandaHyperGCN(nnx.Module):
     inc, n = data.incidence, data.num_nodes
     x, auxes = data.x, []
     for l in range(len(self.stages)):
-      h = self.drop(x, deterministic=deterministic, rngs=rngs)
-      s = self.w_u[l](h)
-      src, dst, w = hg.hypergcn_graph(inc, s @ self.r[l][...], mediators=self.mediators)
-      deg = 1.0 + jax.ops.segment_sum(w, src, n) + jax.ops.segment_sum(w, dst, n)
-      isq = jax.lax.rsqrt(deg)
-      loops = jnp.arange(n, dtype=jnp.int32)
-      snd = jnp.concatenate([src, dst, loops])
-      rcv = jnp.concatenate([dst, src, loops])
-      ww = jnp.concatenate([w, w, jnp.ones((n,))])
-      prior = ww * isq[snd] * isq[rcv]
+      if l > 0:
+        x = self.drop(x, deterministic=deterministic, rngs=rngs)
+      s = self.w_u[l](x)
+      snd, rcv, prior, mask = coalesced_graph(inc, s @ self.r[l][...], mediators=self.mediators)
       sh = s.reshape(n, self.heads, -1)
       (y, _), aux = self.stages[l](
         (sh, None),
@@ -229,23 +275,31 @@ class PandaHyperGCN(nnx.Module):
         conj_phase=False,
         deterministic=deterministic,
         rngs=rngs,
-        mask=ww > 0,
+        mask=mask,
+        recv_sorted=True,
+        sender_softmax=self.flow == "code",
       )
-      y = jax.nn.relu(y.reshape(n, -1) + self.w_res[l](h))
-      x = y + x if l > 0 else y
+      x = jax.nn.relu(y.reshape(n, -1) + self.bias[l][...])
       auxes.append(aux)
     out = self.head(x, deterministic=deterministic, rngs=rngs)
     return (out, auxes) if return_aux else out
 
 
 class PandaPhenomNN(nnx.Module):
-  """PhenomNN whose ``A_gamma`` propagation is a PANDA two-stage layer per unrolled step.
+  """PhenomNN whose ``A_beta`` and ``A_gamma`` products are PANDA stage pairs, as in the reference.
 
-  ``Y^{k+1} = (1 - a) Y^k + a Q~^{-1}(lam0 A_beta Y^k + lam1 (P_k(Y^k) + D^^{-1} Y^k) + Y^0)``
-  where ``P_k`` is PANDA with PhenomNN's prior ``c = d^_v^{-1/2} delta_e^{-1/2}`` (``d^ = d + 1``),
-  and ``Q~ = lam0 D_beta + lam1 D_P + I`` with ``D_P`` the ones vector propagated through the same
-  main-path coefficients (per head) [reconstruction of the reference's degree propagation].
-  With ``mix='prior'``, ``aux=None`` and ``W_u = I`` this is vanilla PhenomNN.
+  ``Y^0 = Drop(ReLU(W_in Drop(X)))`` (width ``heads * hidden``); per unrolled step
+  ``A_beta Y`` and ``A_gamma Y`` go through one shared pair of stages (node -> hyperedge ->
+  node; no ``W_u``; stage-2 receivers = ``Y``; stage-1 receivers = the previous step's
+  hyperedge states of the same operator, the prior aggregation at step 0; the gate reads the
+  prior aggregation), with priors ``stage_priors(inc, 'phenom_beta' | 'phenom_gamma')``. The
+  degrees ``D_beta, D_gamma`` are the ones vector propagated with the same coefficients
+  (auxiliary path included), averaged over heads:
+
+  ``Y^{k+1} = (1 - a) Y^k + a (lam0 P_beta(Y^k) + lam1 P_gamma(Y^k) + Y^0) / (lam0 D_beta +
+  lam1 D_gamma + 1)``, ``a = 1/(1 + lam0 + lam1)``, then ReLU and the classifier.
+  With ``mix='prior'`` and ``aux=None``, ``P`` is the dense operator
+  ``D^{-1/2} B W_E B^T D^{-1/2}`` of each prior (see the tests).
   """
 
   def __init__(
@@ -260,18 +314,60 @@ class PandaPhenomNN(nnx.Module):
     lam0: float = 10.0,
     lam1: float = 10.0,
     num_steps: int = 4,
+    gamma_edge: str = "code",
     rngs: nnx.Rngs,
   ):
     _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
+      raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
+    if gamma_edge not in ("code", "inverse"):
+      raise ValueError(f"gamma_edge must be 'code' or 'inverse', got {gamma_edge!r}")
+    cfg = cfg.with_dropout(dropout)
     self.in_features = in_features
     del num_layers
     self.lam0, self.lam1, self.heads = float(lam0), float(lam1), cfg.heads
-    self.inp = nnx.Linear(in_features, hidden, rngs=rngs)
-    self.layers = nnx.List(
-      [PandaLayer(hidden, hidden, cfg, use_res=False, rngs=rngs) for _ in range(num_steps)]
-    )
+    self.num_steps, self.gamma_edge = num_steps, gamma_edge
+    width = cfg.heads * hidden
+    self.inp = nnx.Linear(in_features, width, rngs=rngs)
+    self.stage1 = PandaStage(hidden, cfg, rngs=rngs)
+    self.stage2 = PandaStage(hidden, cfg, rngs=rngs)
     self.drop = nnx.Dropout(dropout)
-    self.head = hg.ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
+    self.head = hg.ClassifierHead(width, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
+
+  def _apply(self, y, hyp, inc, c, **kw):
+    """One stage pair: ``(P(y) [n, H, C], hyperedge states, degrees [n], (aux1, aux2))``."""
+    n, m, perm = inc.num_nodes, inc.num_edges, inc.by_node
+    hyp, a1 = self.stage1(
+      (y, None),
+      hyp,
+      inc.node,
+      inc.edge,
+      c,
+      None,
+      m,
+      conj_phase=True,
+      recv_sorted=True,
+      gate_recv="prior",
+      **kw,
+    )
+    (out, _), a2 = self.stage2(
+      hyp,
+      (y, None),
+      inc.edge[perm],
+      inc.node[perm],
+      c[perm],
+      None,
+      n,
+      conj_phase=False,
+      recv_sorted=True,
+      gate_recv="prior",
+      **kw,
+    )
+    d1 = jax.ops.segment_sum(a1.coef, inc.edge, m, indices_are_sorted=True)  # [m, H]
+    d2 = jax.ops.segment_sum(
+      a2.coef * d1[inc.edge[perm]], inc.node[perm], n, indices_are_sorted=True
+    )
+    return out, hyp, d2.mean(-1), (a1, a2)
 
   def __call__(
     self,
@@ -283,33 +379,21 @@ class PandaPhenomNN(nnx.Module):
   ):
     _check_data(data, self.in_features)
     inc, n = data.incidence, data.num_nodes
-    y0 = jax.nn.relu(self.inp(self.drop(data.x, deterministic=deterministic, rngs=rngs)))
-    priors = stage_priors(inc, "phenom")
-    d_b = hg.phenom_propagate(inc, jnp.ones((n,)), which="beta")
-    inv_dh = 1.0 / (inc.deg_node + 1.0)
+    kw = dict(deterministic=deterministic, rngs=rngs)
+    x = self.drop(data.x, **kw)
+    y0 = self.drop(jax.nn.relu(self.inp(x)), **kw).reshape(n, self.heads, -1)
+    cb, _ = stage_priors(inc, "phenom_beta")
+    cg, _ = stage_priors(inc, "phenom_gamma", gamma_edge=self.gamma_edge)
     a = 1.0 / (1.0 + self.lam0 + self.lam1)
-    y, hyp, auxes = y0, None, []
-    for layer in self.layers:
-      (p, _), hyp, (a1, a2) = layer(
-        (y, None), hyp, inc, priors, use_phase=False, deterministic=deterministic, rngs=rngs
-      )
-      e_deg = jax.ops.segment_sum(
-        a1.alpha, inc.edge, inc.num_edges, indices_are_sorted=True
-      )  # [m, H]
-      perm = inc.by_node
-      d_p = jax.ops.segment_sum(
-        a2.alpha * e_deg[inc.edge[perm]], inc.node[perm], n, indices_are_sorted=True
-      )  # [n, H]
-      d_p = jnp.repeat(d_p, y.shape[1] // self.heads, axis=1) + inv_dh[:, None]
-      qinv = 1.0 / (self.lam0 * d_b[:, None] + self.lam1 * d_p + 1.0)
-      t = (
-        self.lam0 * hg.phenom_propagate(inc, y, which="beta")
-        + self.lam1 * (p + inv_dh[:, None] * y)
-        + y0
-      )
-      y = (1 - a) * y + a * qinv * t
-      auxes.append((a1, a2))
-    out = self.head(y, deterministic=deterministic, rngs=rngs)
+    y, hb, hgm, auxes = y0, None, None, []
+    for _ in range(self.num_steps):
+      pb, hb, db, ab = self._apply(y, hb, inc, cb, **kw)
+      pg, hgm, dg, ag = self._apply(y, hgm, inc, cg, **kw)
+      q = (self.lam0 * db + self.lam1 * dg + 1.0)[:, None, None]
+      y = (1 - a) * y + a * (self.lam0 * pb + self.lam1 * pg + y0) / q
+      auxes.append(ab + ag)
+    y = jax.nn.relu(y.reshape(n, -1))
+    out = self.head(self.drop(y, **kw), **kw)
     return (out, auxes) if return_aux else out
 
 

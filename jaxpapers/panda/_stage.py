@@ -4,16 +4,17 @@ One stage sends from senders S to receivers R over incidence pairs (s, r):
 
   receiver init  z_r = sum_{s in N(r)} c_sr conj(phi_sr) x_s           (featureless receivers)
   attention      a_sr,h = softmax_{s in N(r)} a_h^T LeakyReLU_0.2(W_a [x_s] + W_a [z_r])   (GATv2)
-  mixture        [pi^prior, pi^att]_sr,h = softmax(W_2 LeakyReLU(W_1 x_s))   (sender-only)
+  mixture        [pi^prior, pi^att]_sr,h = softmax(W_2 LeakyReLU_0.2(W_1 x_s))  (sender-only)
                  alpha_sr,h = pi^att a_sr,h + pi^prior c_sr               (not normalised)
-  aux gate       g_sr,h = sigmoid(w_o^T ReLU(U_s x_s + U_r z_r + b))       (non-competitive)
-  aux transform  x~_s = W_aux ReLU(x_s) + b_aux                            ('diff-mlp')
+  aux gate       g_sr,h = sigmoid(w_o^T ReLU(U_s x_s + U_r z_r + b) + b_o)  (non-competitive)
+  aux transform  x~_s = W_aux ReLU(x_s) + b_aux (GeDi), W_aux x_s + b_aux (real backbones)
   message        y_r = sum_s phi~_sr [alpha_sr x_s + (1 - alpha_sr) g_sr x~_s]
 
 with ``phi~ = conj(phi)`` in stage 1 (V -> E) and ``phi`` in stage 2 (E -> V). Complex features
 are ``(re, im)`` pairs of real arrays of shape ``[N, H, C]``; attention, gates and the mixture
 read ``[Re || Im]``; real transforms act on Re and Im separately (the ``b_aux`` bias is added to
-both parts [inferred]). References: PANDA (NeurIPS 2026, official code jainris/panda; no arXiv id
+both parts, as in the reference). All weights are shared across heads except the attention
+vectors ``a_h``; each head carries C channels, so a layer is ``H * C`` wide. References: PANDA (NeurIPS 2026, official code jainris/panda; no arXiv id
 yet); GeDi-HNN (Fiorini et al., TMLR 2024); GATv2 (Brody et al., arXiv:2105.14491).
 """
 
@@ -35,25 +36,33 @@ _MIX = ("learned", "prior", "att", "mul")
 
 @dataclasses.dataclass(frozen=True)
 class PandaConfig:
-  """PANDA options (defaults of the official code).
+  """PANDA options; the defaults are those of the official code (``training_args.py``).
 
   Attributes:
-    heads: attention heads H; hidden channels are split as ``hidden // heads`` per head.
+    heads: attention heads H. Every head has ``channels`` features, so a layer is
+      ``heads * channels`` wide; all weights except the attention vector ``a_h`` are shared
+      across heads (as in the reference).
     mix: ``'learned'`` (per-incidence, per-head gate), ``'prior'`` (alpha = c, the reduction),
       ``'att'`` (alpha = a, used by WithoutPriorAux), ``'fixed:<w_prior>'`` or ``'mul'``
-      (alpha = a * c, auxiliary share ``c - alpha``) [reconstruction of the product mode].
+      (alpha = a * c, auxiliary message ``(c - alpha) g x``).
     att_version: ``'v2'`` (GATv2) or ``'v1'`` (GAT).
-    shared_att_weights: share ``W_a`` between sender and receiver (v2).
-    mix_hidden: width of ``W_1`` in the mixture MLP.
+    shared_att_weights: share ``W_a`` (v2) or the attention vector (v1) between sender and
+      receiver.
+    mix_hidden: width of ``W_1`` in the mixture MLP (no biases, LeakyReLU slope 0.2).
     aux: ``None`` (no auxiliary path), ``'diff-mlp'`` or ``'same-mlp'`` (``x~ = -x``).
     aux_dim: hidden width of the auxiliary gate.
     symmetric_aux: gate ``tanh`` and message ``alpha (ReLU(g) x + ReLU(-g) x~)``.
-    att_dropout: dropout on the attention coefficients.
+    att_dropout: dropout on the attention coefficients; ``None`` (the reference's default) means
+      the model's feature dropout.
     shared_alphas: reuse layer 1's coefficients in later layers (not implemented: must be False).
     recv_init: ``'prior'``: featureless receivers are the prior aggregation of their senders.
+    complex_layout: how complex features enter attention, mixture and gate: ``'code'`` (the
+      reference: ``[Re || Im]`` of the whole layer cut into H pieces, so with H >= 2 a head sees
+      the real or the imaginary parts of several heads) or ``'per_head'`` (head h sees
+      ``[Re_h || Im_h]``).
   """
 
-  heads: int = 4
+  heads: int = 1
   mix: str = "learned"
   att_version: str = "v2"
   shared_att_weights: bool = True
@@ -61,9 +70,10 @@ class PandaConfig:
   aux: str | None = "diff-mlp"
   aux_dim: int = 16
   symmetric_aux: bool = False
-  att_dropout: float = 0.0
+  att_dropout: float | None = None
   shared_alphas: bool = False
   recv_init: str = "prior"
+  complex_layout: str = "code"
 
   def __post_init__(self):
     for nm in ("heads", "mix_hidden", "aux_dim"):
@@ -72,12 +82,12 @@ class PandaConfig:
         raise ValueError(f"{nm} must be a positive int, got {v!r}")
     if not isinstance(self.mix, str) or not (self.mix in _MIX or self.mix.startswith("fixed:")):
       raise ValueError(f"mix must be one of {_MIX} or 'fixed:<w_prior>', got {self.mix!r}")
-    if (
+    if self.att_dropout is not None and (
       isinstance(self.att_dropout, bool)
       or not isinstance(self.att_dropout, (int, float))
       or not 0.0 <= self.att_dropout < 1.0
     ):
-      raise ValueError(f"att_dropout must be a float in [0, 1), got {self.att_dropout!r}")
+      raise ValueError(f"att_dropout must be None or a float in [0, 1), got {self.att_dropout!r}")
     if self.mix.startswith("fixed:"):
       try:
         w = float(self.mix.split(":", 1)[1])
@@ -95,15 +105,30 @@ class PandaConfig:
       raise ValueError("shared_alphas=True is not supported")
     if self.recv_init != "prior":
       raise ValueError(f"recv_init must be 'prior', got {self.recv_init!r}")
+    if self.complex_layout not in ("code", "per_head"):
+      raise ValueError(f"complex_layout must be 'code' or 'per_head', got {self.complex_layout!r}")
+
+  def with_dropout(self, dropout: float) -> PandaConfig:
+    """This config with ``att_dropout=None`` resolved to the model's feature ``dropout``."""
+    if self.att_dropout is not None:
+      return self
+    return dataclasses.replace(self, att_dropout=float(dropout))
 
 
 class StageAux(NamedTuple):
-  """Per-incidence coefficients of one stage, ``[P, H]`` (``pi``: ``[P, H, 2]`` or None)."""
+  """Per-incidence coefficients of one stage, ``[P, H]`` (``pi``: ``[P, H, 2]`` or None).
+
+  ``coef`` is the total weight a sender's signal gets when the auxiliary transform maps it to
+  itself (``'diff-mlp'``) or to its negative (``'same-mlp'``): ``alpha + (1 - alpha) g`` (resp.
+  ``alpha - (1 - alpha) g``), ``alpha`` without auxiliary path. PhenomNN propagates its degree
+  vector with it, as the reference does.
+  """
 
   alpha: jax.Array
   pi: jax.Array | None
   gate: jax.Array | None
   att: jax.Array
+  coef: jax.Array | None = None
 
 
 def _glorot(key, shape):
@@ -112,23 +137,29 @@ def _glorot(key, shape):
   return jax.random.uniform(key, shape, jnp.float32, -lim, lim)
 
 
-def _feat(re, im):
-  return re if im is None else jnp.concatenate([re, im], -1)
-
-
-def _hd(x, w):
-  """[N, H, A] x [H, A, B] -> [N, H, B]."""
-  return jnp.einsum("nha,hab->nhb", x, w)
+def _feat(re, im, layout="per_head"):
+  """``[Re || Im]`` per head ``[N, H, 2C]`` (``'per_head'``) or the reference's cut (``'code'``)."""
+  if im is None:
+    return re
+  if layout == "per_head":
+    return jnp.concatenate([re, im], -1)
+  n, h, c = re.shape
+  return jnp.concatenate([re.reshape(n, h * c), im.reshape(n, h * c)], -1).reshape(n, h, 2 * c)
 
 
 class PandaStage(nnx.Module):
   """One PANDA message-passing stage (see the module docstring for the equations).
 
+  Weights are shared across heads (``W_a``, ``W_1``, ``W_2``, ``U_s``, ``U_r``, ``w_o``,
+  ``W_aux``); only the attention vector ``a_h`` is per head, as in the reference.
+
   Args:
     channels: per-head channels C of the sender/receiver features.
     cfg: the :class:`PandaConfig`.
     complex_features: whether features are complex ``(re, im)`` (GeDi) or real.
-    aux_linear: HyperGCN's auxiliary transform ``W_aux x`` (no ReLU, no bias).
+    aux_relu: ``'diff-mlp'`` transform ``W_aux ReLU(x) + b`` (True) or ``W_aux x + b`` (False);
+      None: True for complex features (the reference's GeDi), False otherwise (its HGNN,
+      HyperGCN and PhenomNN).
   """
 
   def __init__(
@@ -137,7 +168,7 @@ class PandaStage(nnx.Module):
     cfg: PandaConfig,
     *,
     complex_features: bool = False,
-    aux_linear: bool = False,
+    aux_relu: bool | None = None,
     rngs: nnx.Rngs,
   ):
     if not isinstance(cfg, PandaConfig):
@@ -147,29 +178,28 @@ class PandaStage(nnx.Module):
     self.channels = channels
     h, c = cfg.heads, channels
     a_in = 2 * c if complex_features else c
-    self.cfg, self.complex, self.aux_linear = cfg, complex_features, aux_linear
+    self.cfg, self.complex = cfg, complex_features
+    self.aux_relu = complex_features if aux_relu is None else bool(aux_relu)
     k = lambda: rngs.params()
-    self.w_att = nnx.Param(_glorot(k(), (h, a_in, c)))
-    self.w_att_r = (
-      None
-      if (cfg.shared_att_weights or cfg.att_version == "v1")
-      else nnx.Param(_glorot(k(), (h, a_in, c)))
-    )
-    self.att = nnx.Param(_glorot(k(), (h, c, 1))[..., 0])
-    self.att_r = nnx.Param(_glorot(k(), (h, c, 1))[..., 0]) if cfg.att_version == "v1" else None
+    two_w = cfg.att_version == "v2" and not cfg.shared_att_weights
+    two_a = cfg.att_version == "v1" and not cfg.shared_att_weights
+    self.w_att = nnx.Param(_glorot(k(), (a_in, a_in)))
+    self.w_att_r = nnx.Param(_glorot(k(), (a_in, a_in))) if two_w else None
+    self.att = nnx.Param(_glorot(k(), (h, a_in)))
+    self.att_r = nnx.Param(_glorot(k(), (h, a_in))) if two_a else None
     if cfg.mix == "learned":
-      self.w1 = nnx.Param(_glorot(k(), (h, a_in, cfg.mix_hidden)))
-      self.w2 = nnx.Param(_glorot(k(), (h, cfg.mix_hidden, 2)))
-      self.b2 = nnx.Param(jnp.zeros((h, 2)))
+      self.w1 = nnx.Param(_glorot(k(), (a_in, cfg.mix_hidden)))
+      self.w2 = nnx.Param(_glorot(k(), (cfg.mix_hidden, 2)))
     if cfg.aux is not None:
-      self.u_s = nnx.Param(_glorot(k(), (h, a_in, cfg.aux_dim)))
-      self.u_r = nnx.Param(_glorot(k(), (h, a_in, cfg.aux_dim)))
-      self.b_g = nnx.Param(jnp.zeros((h, cfg.aux_dim)))
-      self.w_o = nnx.Param(_glorot(k(), (h, cfg.aux_dim, 1))[..., 0])
+      self.u_s = nnx.Param(_glorot(k(), (a_in, cfg.aux_dim)))
+      self.u_r = nnx.Param(_glorot(k(), (a_in, cfg.aux_dim)))
+      self.b_g = nnx.Param(jnp.zeros((cfg.aux_dim,)))
+      self.w_o = nnx.Param(_glorot(k(), (cfg.aux_dim, 1))[:, 0])
+      self.b_o = nnx.Param(jnp.zeros(()))
       if cfg.aux == "diff-mlp":
-        self.w_aux = nnx.Param(_glorot(k(), (h, c, c)))
-        self.b_aux = None if aux_linear else nnx.Param(jnp.zeros((h, c)))
-    self.drop = nnx.Dropout(cfg.att_dropout)
+        self.w_aux = nnx.Param(_glorot(k(), (c, c)))
+        self.b_aux = nnx.Param(jnp.zeros((c,)))
+    self.drop = nnx.Dropout(cfg.att_dropout or 0.0)
 
   def __call__(
     self,
@@ -186,6 +216,8 @@ class PandaStage(nnx.Module):
     rngs=None,
     mask=None,
     recv_sorted: bool = False,
+    gate_recv=None,
+    sender_softmax: bool = False,
   ):
     """Runs the stage.
 
@@ -199,6 +231,11 @@ class PandaStage(nnx.Module):
       conj_phase: use ``conj(phi)`` (stage 1) or ``phi`` (stage 2).
       mask: optional bool[P]; masked pairs carry no message and no attention mass.
       recv_sorted: ``recv_idx`` is non-decreasing (sorted segment sums).
+      gate_recv: ``'prior'`` to feed the gate the prior aggregation instead of ``z_recv``
+        (the reference's PhenomNN), else None.
+      sender_softmax: normalise the attention over the pairs that share a sender and read the
+        mixture from the receiver (the reference's HyperGCN, whose messages flow target to
+        source over a symmetric graph); False: over the pairs that share a receiver.
 
     Returns:
       ``(y, StageAux)`` with ``y = (re, im)`` of shape ``[R, H, C]``.
@@ -225,6 +262,8 @@ class PandaStage(nnx.Module):
       )
     if isinstance(num_recv, bool) or not isinstance(num_recv, int) or num_recv < 1:
       raise ValueError(f"num_recv must be a positive int, got {num_recv!r}")
+    if gate_recv not in (None, "prior"):
+      raise ValueError(f"gate_recv must be None or 'prior', got {gate_recv!r}")
     seg = lambda a: jax.ops.segment_sum(a, recv_idx, num_recv, indices_are_sorted=recv_sorted)
     if phase is None:
       pr, pi = jnp.ones_like(prior), None
@@ -234,39 +273,51 @@ class PandaStage(nnx.Module):
     c = prior if mask is None else jnp.where(mask, prior, 0.0)
     c_ph = c[:, None, None]
     gr, gi = xr[send_idx], (None if xi is None else xi[send_idx])  # [P, H, C]
-    if z_recv is None:  # prior aggregation z_r = sum c conj(phi) x_s (stage 1 conjugation)
+
+    def prior_agg():  # z_r = sum c conj(phi) x_s (stage 1 conjugation)
       qi = None if phase is None or phase[1] is None else -phase[1]
       zr_, zi_ = hg.cmul(pr[:, None, None], None if qi is None else qi[:, None, None], gr, gi)
-      z_recv = (seg(c_ph * zr_), None if zi_ is None else seg(c_ph * zi_))
-      if self.complex and z_recv[1] is None:
-        z_recv = (z_recv[0], jnp.zeros_like(z_recv[0]))
-    fs, fr = _feat(*x_send), _feat(*z_recv)  # [S, H, A], [R, H, A]
-    # attention
+      z = (seg(c_ph * zr_), None if zi_ is None else seg(c_ph * zi_))
+      if self.complex and z[1] is None:
+        z = (z[0], jnp.zeros_like(z[0]))
+      return z
+
+    if z_recv is None:
+      z_recv = prior_agg()
+    lay = cfg.complex_layout
+    fs, fr = _feat(*x_send, lay), _feat(*z_recv, lay)  # [S, H, A], [R, H, A]
+    # attention (W_a shared over heads, a_h per head)
+    grp = send_idx if sender_softmax else recv_idx
     if cfg.att_version == "v2":
-      hs = _hd(fs, self.w_att[...])
-      hr = _hd(fr, self.w_att[...] if self.w_att_r is None else self.w_att_r[...])
+      hs = fs @ self.w_att[...]
+      hr = fr @ (self.w_att[...] if self.w_att_r is None else self.w_att_r[...])
       e = jnp.einsum(
-        "phc,hc->ph", jax.nn.leaky_relu(hs[send_idx] + hr[recv_idx], 0.2), self.att[...]
+        "pha,ha->ph", jax.nn.leaky_relu(hs[send_idx] + hr[recv_idx], 0.2), self.att[...]
       )
     else:
-      hs, hr = _hd(fs, self.w_att[...]), _hd(fr, self.w_att[...])
+      hs, hr = fs @ self.w_att[...], fr @ self.w_att[...]
+      ar = self.att[...] if self.att_r is None else self.att_r[...]
       e = jax.nn.leaky_relu(
-        jnp.einsum("nhc,hc->nh", hs, self.att[...])[send_idx]
-        + jnp.einsum("nhc,hc->nh", hr, self.att_r[...])[recv_idx],
+        jnp.einsum("nha,ha->nh", hs, self.att[...])[send_idx]
+        + jnp.einsum("nha,ha->nh", hr, ar)[recv_idx],
         0.2,
       )
-    att = hg.segment_softmax(e, recv_idx, num_recv, mask=mask, indices_are_sorted=recv_sorted)
-    if cfg.att_dropout > 0:
+    att = hg.segment_softmax(
+      e,
+      grp,
+      num_recv if not sender_softmax else fs.shape[0],
+      mask=mask,
+      indices_are_sorted=recv_sorted and not sender_softmax,
+    )
+    if cfg.att_dropout:
       att = self.drop(att, deterministic=deterministic, rngs=rngs)
-    # main-path mixture
+    # main-path mixture (sender-only: 'only-src')
     cb = c[:, None]
     pi_mix = None
     if cfg.mix == "learned":
-      logits = (
-        jnp.einsum("nhk,hkt->nht", jax.nn.leaky_relu(_hd(fs, self.w1[...]), 0.01), self.w2[...])
-        + self.b2[...]
-      )
-      pi_mix = jax.nn.softmax(logits, -1)[send_idx]  # [P, H, 2] = (prior, att)
+      src_feat, src_idx = (fr, recv_idx) if sender_softmax else (fs, send_idx)
+      logits = jax.nn.leaky_relu(src_feat @ self.w1[...], 0.2) @ self.w2[...]
+      pi_mix = jax.nn.softmax(logits, -1)[src_idx]  # [P, H, 2] = (prior, att)
       alpha = pi_mix[..., 1] * att + pi_mix[..., 0] * cb
     elif cfg.mix == "prior":
       alpha = jnp.broadcast_to(cb, att.shape)
@@ -280,53 +331,79 @@ class PandaStage(nnx.Module):
     if mask is not None:
       alpha = jnp.where(mask[:, None], alpha, 0.0)
     a3 = alpha[..., None]
-    gate = None
+    gate, coef = None, alpha
     mr, mi = a3 * gr, (None if gi is None else a3 * gi)
     if cfg.aux is not None:
-      us, ur = _hd(fs, self.u_s[...]), _hd(fr, self.u_r[...])
-      g = jnp.einsum(
-        "phk,hk->ph", jax.nn.relu(us[send_idx] + ur[recv_idx] + self.b_g[...]), self.w_o[...]
+      fg = fr if gate_recv is None else _feat(*prior_agg(), lay)
+      us, ur = fs @ self.u_s[...], fg @ self.u_r[...]
+      g = (
+        jnp.einsum(
+          "phk,k->ph", jax.nn.relu(us[send_idx] + ur[recv_idx] + self.b_g[...]), self.w_o[...]
+        )
+        + self.b_o[...]
       )
       gate = jnp.tanh(g) if cfg.symmetric_aux else jax.nn.sigmoid(g)
       if mask is not None:
         gate = jnp.where(mask[:, None], gate, 0.0)
-      if cfg.aux == "same-mlp":
-        tr_, ti_ = -gr, (None if gi is None else -gi)
+      sgn = -1.0 if cfg.aux == "same-mlp" else 1.0
+      if cfg.aux == "same-mlp" or (cfg.mix == "mul" and not cfg.symmetric_aux):
+        tr_, ti_ = sgn * gr, (None if gi is None else sgn * gi)
+        if cfg.mix == "mul":  # the reference's product mode sends x, not x~
+          tr_, ti_ = gr, gi
       else:
-        act = (lambda v: v) if self.aux_linear else jax.nn.relu
-        b = 0.0 if self.b_aux is None else self.b_aux[...]
-        tr_ = _hd(act(xr), self.w_aux[...])[send_idx] + b
-        ti_ = None if xi is None else _hd(act(xi), self.w_aux[...])[send_idx] + b
+        act = jax.nn.relu if self.aux_relu else (lambda v: v)
+        b = self.b_aux[...]
+        tr_ = (act(xr) @ self.w_aux[...] + b)[send_idx]
+        ti_ = None if xi is None else (act(xi) @ self.w_aux[...] + b)[send_idx]
       g3 = gate[..., None]
       if cfg.symmetric_aux:
         pos, neg = jax.nn.relu(g3), jax.nn.relu(-g3)
         mr = a3 * (pos * gr + neg * tr_)
         mi = None if gi is None else a3 * (pos * gi + neg * ti_)
+        coef = alpha * (jax.nn.relu(gate) + sgn * jax.nn.relu(-gate))
       else:
-        share = (c_ph[:, :, 0][..., None] - a3) if cfg.mix == "mul" else (1.0 - a3)
-        mr = mr + share * g3 * tr_
-        mi = None if gi is None else mi + share * g3 * ti_
+        if cfg.mix == "mul":
+          share, sg = cb - alpha, 1.0
+        else:
+          share, sg = 1.0 - alpha, sgn
+        mr = mr + share[..., None] * g3 * tr_
+        mi = None if gi is None else mi + share[..., None] * g3 * ti_
+        coef = alpha + sg * share * gate
     if phase is not None:
       mr, mi = hg.cmul(pr[:, None, None], None if pi is None else pi[:, None, None], mr, mi)
     y = (seg(mr), None if mi is None else seg(mi))
     if self.complex and y[1] is None:
       y = (y[0], jnp.zeros_like(y[0]))
-    return y, StageAux(alpha=alpha, pi=pi_mix, gate=gate, att=att)
+    return y, StageAux(alpha=alpha, pi=pi_mix, gate=gate, att=att, coef=coef)
 
 
-def stage_priors(inc: hg.Incidence, kind: str = "sym"):
+def stage_priors(inc: hg.Incidence, kind: str = "sym", *, gamma_edge: str = "code"):
   """Structural priors ``(c1, c2)`` per incidence pair (edge-sorted order) for the two stages.
 
   ``'sym'`` (GeDi, HGNN): ``c = d_v^{-1/2} delta_e^{-1/2}`` in both stages, whose product gives
-  ``d_u^{-1/2} delta_e^{-1} d_v^{-1/2}``. ``'phenom'``: PhenomNN's ``A_gamma`` normalisation with
-  ``d^_v = d_v + 1`` (its self-loop term is kept outside the stages).
+  ``d_u^{-1/2} delta_e^{-1} d_v^{-1/2}``. PhenomNN (the reference's ``_normalized_operator``):
+  ``'phenom_beta'``: ``c = d^b_v^{-1/2}`` with ``d^b_v = sum_{e ni v} |e| + 1`` (the row sums of
+  ``B B^T + I``); ``'phenom_gamma'``: ``c = (d_v + 1)^{-1/2} |e|^{s}`` with ``s = +1/2``
+  (``gamma_edge='code'``: the reference raises its edge norm ``1/|e|`` to the power -1/2, so the
+  two stages multiply to ``|e|``) or ``s = -1/2`` (``'inverse'``: ``B D_E^{-1} B^T`` as in
+  PhenomNN's definition).
   """
-  if kind not in ("sym", "phenom"):
-    raise ValueError(f"kind must be 'sym' or 'phenom', got {kind!r}")
+  kinds = ("sym", "phenom_beta", "phenom_gamma")
+  if kind not in kinds:
+    raise ValueError(f"kind must be one of {kinds}, got {kind!r}")
+  if gamma_edge not in ("code", "inverse"):
+    raise ValueError(f"gamma_edge must be 'code' or 'inverse', got {gamma_edge!r}")
   if not isinstance(inc, hg.Incidence):
     raise TypeError(f"inc must be an Incidence, got {type(inc).__name__}")
-  dv = inc.deg_node + (1.0 if kind == "phenom" else 0.0)
-  c = hg.inv_sqrt(dv)[inc.node] * hg.inv_sqrt(inc.deg_edge)[inc.edge]
+  if kind == "sym":
+    c = hg.inv_sqrt(inc.deg_node)[inc.node] * hg.inv_sqrt(inc.deg_edge)[inc.edge]
+  elif kind == "phenom_beta":
+    db = jax.ops.segment_sum(inc.deg_edge[inc.edge], inc.node, inc.num_nodes) + 1.0
+    c = hg.inv_sqrt(db)[inc.node]
+  else:
+    de = inc.deg_edge[inc.edge]
+    ew = jnp.sqrt(de) if gamma_edge == "code" else hg.inv_sqrt(de)
+    c = hg.inv_sqrt(inc.deg_node + 1.0)[inc.node] * ew
   return c, c
 
 
@@ -335,50 +412,50 @@ class PandaLayer(nnx.Module):
 
   ::
 
-    X_u = X W_u ; X_res = X W_res
+    X_u = X W_u ; X_res = X W_res                      (W_u, W_res: in -> heads * channels)
     Hyp = Stage1(send=X_u, recv=Hyp_prev or prior aggregation, pairs v->e, conj(phi))
-    X'  = Stage2(send=Hyp, recv=X_u, pairs e->v, phi) + X_res c_I + b
+    X'  = Stage2(send=Hyp, recv=X_u, pairs e->v, phi) + X_res c_I + b     (b on Re and Im)
 
   The caller applies the activation (ReLU / complex ReLU) and the skip connection. With
   ``mix='prior'``, ``aux=None``, one head and ``c_I = 1`` this is exactly
-  ``X W_res + Q_N X W_u + b`` (the paper's reduction to GeDi's complex convolution).
+  ``X W_res + Q_N X W_u + b (1 + i)`` (the paper's reduction to GeDi's complex convolution).
 
   Args:
-    in_features, out_features: ``out_features`` must be divisible by ``cfg.heads``.
+    in_features: input width F.
+    channels: per-head width C; the output is ``heads * channels`` wide (the reference's
+      ``lin_update: F -> heads * hidden``).
     complex_features: GeDi (complex) or a real backbone.
-    use_res: include ``X W_res c_I`` (PhenomNN uses the stages only).
-    i_complex: ``c_I = 1 + i`` on the residual (GeDi) instead of 1.
+    use_res: include ``X W_res c_I + b`` (PhenomNN uses the stages only).
+    i_complex: ``c_I = 1 + i`` on the residual instead of 1 (the reference passes False).
+    aux_relu: see :class:`PandaStage`.
   """
 
   def __init__(
     self,
     in_features: int,
-    out_features: int,
+    channels: int,
     cfg: PandaConfig,
     *,
     complex_features: bool = False,
     use_res: bool = True,
     i_complex: bool = False,
+    aux_relu: bool | None = None,
     rngs: nnx.Rngs,
   ):
     if not isinstance(cfg, PandaConfig):
       raise TypeError(f"cfg must be a PandaConfig, got {type(cfg).__name__}")
-    for nm, v in (("in_features", in_features), ("out_features", out_features)):
+    for nm, v in (("in_features", in_features), ("channels", channels)):
       if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
         raise ValueError(f"{nm} must be a positive int, got {v!r}")
-    if out_features % cfg.heads:
-      raise ValueError(f"out_features={out_features} must be divisible by heads={cfg.heads}")
     self.in_features = in_features
     self.cfg, self.complex, self.i_complex = cfg, complex_features, i_complex
-    self.out = out_features
-    self.w_u = nnx.Linear(in_features, out_features, use_bias=False, rngs=rngs)
-    self.w_res = (
-      nnx.Linear(in_features, out_features, use_bias=False, rngs=rngs) if use_res else None
-    )
-    self.bias = nnx.Param(jnp.zeros((out_features,))) if use_res else None
-    ch = out_features // cfg.heads
-    self.stage1 = PandaStage(ch, cfg, complex_features=complex_features, rngs=rngs)
-    self.stage2 = PandaStage(ch, cfg, complex_features=complex_features, rngs=rngs)
+    self.out = cfg.heads * channels
+    self.w_u = nnx.Linear(in_features, self.out, use_bias=False, rngs=rngs)
+    self.w_res = nnx.Linear(in_features, self.out, use_bias=False, rngs=rngs) if use_res else None
+    self.bias = nnx.Param(jnp.zeros((self.out,))) if use_res else None
+    kw = dict(complex_features=complex_features, aux_relu=aux_relu, rngs=rngs)
+    self.stage1 = PandaStage(channels, cfg, **kw)
+    self.stage2 = PandaStage(channels, cfg, **kw)
 
   def __call__(
     self,
@@ -393,7 +470,7 @@ class PandaLayer(nnx.Module):
   ):
     """x: ``(re, im)`` [n, F]; hyp_prev: ``(re, im)`` [m, H, C] or None; priors: ``(c1, c2)``.
 
-    Returns ``((re, im) [n, out], hyp (re, im) [m, H, C], (aux1, aux2))``.
+    Returns ``((re, im) [n, H * C], hyp (re, im) [m, H, C], (aux1, aux2))``.
     """
     if not isinstance(x, tuple) or len(x) != 2:
       raise TypeError("x must be a pair (re, im) (im None for real features)")
@@ -449,5 +526,5 @@ class PandaLayer(nnx.Module):
       rr, ri = hg.complex_unit_mul(rr, ri, self.i_complex)
       yr = yr + rr + self.bias[...]
       if yi is not None:
-        yi = yi + (0.0 if ri is None else ri)
+        yi = yi + (0.0 if ri is None else ri) + self.bias[...]
     return (yr, yi), hyp, (aux1, aux2)

@@ -56,6 +56,17 @@ def test_loader_statistics(name):
 
 
 @needs_data
+def test_mail_splits_are_random_50_25_25():
+  """Mail (and co-citation) use the reference's 50/25/25 over all nodes, not stratified."""
+  d = hg.load("email-Enron", DATA, split_seed=0, num_splits=2)
+  y = np.asarray(d.y)
+  want = hg.random_splits(y, 0, train=0.5, val=0.25, num_splits=2, per_class=False)
+  for got, ref in zip((d.train_mask, d.val_mask, d.test_mask), want):
+    np.testing.assert_array_equal(np.asarray(got), ref)
+  assert np.asarray(d.train_mask).sum(1).tolist() == [72, 72]
+
+
+@needs_data
 def test_mail_raw_edge_counts():
   e = np.asarray(hg.safe_load_pickle(DATA / "mail" / "EU" / "weight_graph.pickle"))
   assert e.shape == (33336, 2) and np.mean(e[:, 0] < e[:, 1]) > 0.999

@@ -121,7 +121,7 @@ def test_hypergcn_graph_brute_force():
     for e in range(6):
       mem = node[edge == e]
       i, j = mem[np.argmax(p[mem])], mem[np.argmin(p[mem])]
-      wt = 1 / (2 * len(mem) - 3) if mediators else 1.0
+      wt = 1 / (2 * len(mem) - 3) if mediators else 1 / len(mem)  # the reference Laplacian
       pairs = [(i, j)] + (
         [(i, k) for k in mem if k not in (i, j)] + [(j, k) for k in mem if k not in (i, j)]
         if mediators

@@ -89,9 +89,9 @@ CASES = [
   ),
   Case(
     "panda.PandaHyperGCN",
-    lambda: panda.PandaHyperGCN(3, 2, CFG, hidden=5, rngs=nnx.Rngs(0)),
-    match="hidden=5 must be divisible by heads=2",
-    id="hypergcn-heads",
+    lambda: panda.PandaHyperGCN(3, 2, CFG, hidden=4, flow="target", rngs=nnx.Rngs(0)),
+    match="flow must be 'code' or 'receiver'",
+    id="hypergcn-flow",
   ),
   Case(
     "panda.PandaGeDi",
@@ -134,7 +134,7 @@ CASES = [
   Case(
     "panda.PandaConfig",
     lambda: panda.PandaConfig(att_dropout=1.5),
-    match=r"att_dropout must be a float in \[0, 1\)",
+    match=r"att_dropout must be None or a float in \[0, 1\)",
     id="config-dropout",
   ),
   Case(
@@ -145,10 +145,17 @@ CASES = [
     id="layer-features",
   ),
   Case(
+    "panda.coalesced_graph",
+    lambda p: panda.coalesced_graph(UNDIR.incidence, p),
+    (np.ones(3, f32),),
+    match=r"p must have shape \(4,\)",
+    id="coalesced-graph-shape",
+  ),
+  Case(
     "panda.PandaLayer",
-    lambda: panda.PandaLayer(3, 5, CFG, rngs=nnx.Rngs(0)),
-    match="out_features=5 must be divisible by heads=2",
-    id="layer-heads",
+    lambda: panda.PandaLayer(3, 0, CFG, rngs=nnx.Rngs(0)),
+    match="channels must be a positive int",
+    id="layer-channels",
   ),
   Case(
     "panda.PandaStage",
@@ -166,7 +173,7 @@ CASES = [
   Case(
     "panda.stage_priors",
     lambda: panda.stage_priors(INC, "rw"),
-    match="kind must be 'sym' or 'phenom'",
+    match="kind must be one of",
     id="priors-kind",
   ),
   Case(

@@ -62,3 +62,25 @@ def test_cell_timing_separates_compile_from_run():
     {"d|hgnn|vanilla": cell, "d|hgnn|panda": dict(cell, wall_s=22.0)}, ["d"], ["hgnn"], 100
   )
   assert "| d | hgnn | 7.0 | 4.0 | 30 | 60 | 2.0x |" in table
+
+
+def test_matched_arm_reaches_panda_parameter_count():
+  """The capacity control: the widened vanilla arm has at least PANDA's parameters, minimally."""
+  from jaxpapers import hypergraph as hg
+
+  cfg = smoke.get_config()
+  d = hg.as_undirected(
+    hg.make_synthetic(0, num_classes=3, nodes_per_class=10, n_intra=2, n_inter=1)
+  )
+  n = lambda arm, **kw: train.count_params(train._model_fn(cfg, "hgnn", arm, d, **kw))
+  h = train.matched_hidden(cfg, "hgnn", d)
+  assert n("vanilla", hidden=h) >= n("panda") > n("vanilla", hidden=h - 1) > n("vanilla")
+  assert n("vanilla_matched") == n("vanilla", hidden=h)
+  cells = {
+    f"d|hgnn|{a}": dict(test_mean=v)
+    for a, v in (("vanilla", 50.0), ("panda", 56.0), ("vanilla_matched", 53.0))
+  }
+  der = train.derived_metrics(dict(per_cell=cells))
+  assert der["mean_improvement_vs_matched_pp"] == pytest.approx(3.0)
+  assert der["mean_matched_minus_vanilla_pp"] == pytest.approx(3.0)
+  assert der["mean_improvement_without_telegram_pp"] == pytest.approx(6.0)

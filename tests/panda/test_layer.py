@@ -47,7 +47,10 @@ def _layer_forward(layer, x, inc, priors, use_phase):
 
 
 def test_reduction_gedi_layer_equals_qn_filter():
-  """mix='prior', aux=None, 1 head, c_I = 1: X W_res + Q_N X W_u + b exactly (the paper's claim)."""
+  """mix='prior', aux=None, 1 head, c_I = 1: X W_res + Q_N X W_u + b(1 + i) (the paper's claim).
+
+  The bias enters Re and Im, as in the reference's GeDi+PANDA layer.
+  """
   inc = _rand_directed()
   cfg = panda.PandaConfig(heads=1, mix="prior", aux=None)
   layer = panda.PandaLayer(3, 4, cfg, complex_features=True, i_complex=False, rngs=nnx.Rngs(0))
@@ -57,7 +60,9 @@ def test_reduction_gedi_layer_equals_qn_filter():
   wu = np.asarray(layer.w_u.kernel[...], np.float64)
   wr = np.asarray(layer.w_res.kernel[...], np.float64)
   ref = (
-    x.astype(np.float64) @ wr + _dense_qn(inc) @ (x.astype(np.float64) @ wu) + 0.1 * np.arange(4)
+    x.astype(np.float64) @ wr
+    + _dense_qn(inc) @ (x.astype(np.float64) @ wu)
+    + 0.1 * np.arange(4) * (1 + 1j)
   )
   np.testing.assert_allclose(np.asarray(yr), ref.real, atol=2e-6)
   np.testing.assert_allclose(np.asarray(yi), ref.imag, atol=2e-6)
@@ -191,8 +196,8 @@ def test_config_validation():
     panda.PandaConfig(aux="x")
   with pytest.raises(ValueError, match="fixed"):
     panda.PandaConfig(mix="fixed:2")
-  with pytest.raises(ValueError, match="divisible"):
-    panda.PandaLayer(3, 5, panda.PandaConfig(heads=2), rngs=nnx.Rngs(0))
+  with pytest.raises(ValueError, match="channels"):
+    panda.PandaLayer(3, 0, panda.PandaConfig(heads=2), rngs=nnx.Rngs(0))
   with pytest.raises(ValueError, match="backbone"):
     panda.make_model("gat", None, in_features=1, num_classes=2, rngs=nnx.Rngs(0))
   with pytest.raises(TypeError, match="PandaConfig"):

@@ -14,8 +14,20 @@ from experiments.panda.configs import default
 
 def get_config():
   c = default.get_config()
-  c.datasets = default.get_config().datasets + ("pubmed", "inter10", "inter30", "inter50")
-  c.arms = ("vanilla", "panda", "without_aux", "without_prior_aux")
+  c.datasets = default.get_config().datasets + (
+    "chameleon",
+    "chameleon-directed",
+    "email-EU",
+    "cora",
+    "citeseer",
+    "pubmed",
+    "inter10",
+    "inter30",
+    "inter50",
+  )
+  c.arms = ("vanilla", "panda", "vanilla_matched", "without_aux", "without_prior_aux")
+  c.num_splits = 10
+  c.phenom_steps = 8
   c.epochs = 500
   c.lrs = (1e-3, 5e-3, 1e-2)
   c.weight_decays = (0.0, 5e-4, 5e-3)

@@ -20,6 +20,7 @@ def get_config():
   c.lrs = (1e-2,)
   c.hidden = 8
   c.heads = 2
+  c.arms = ("vanilla", "panda")
   c.fast_compile = True  # compile-dominated at this size
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
