@@ -48,4 +48,6 @@ def get_config():
   c.mmd_train_steps = 50_000
   c.mmd_learning_rate = 1e-5
   c.grid_samples = 64
+  c.no_feature_steps = (64, 128, 256, 512)
+  c.time_methods = ()  # every row
   return c

@@ -30,5 +30,9 @@ def get_config():
   c.mmd_dual_steps = (2,)
   c.mmd_train_steps = 3
   c.grid_samples = 8
+  # Controls: only those that reuse compiled programs (the refresh kinds share the sampler).
+  c.control_no_features = False
+  c.control_fresh_only = False
+  c.heun_steps = ()
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
