@@ -14,6 +14,7 @@ Phases (each training phase checkpoints under <workdir>/<phase>/checkpoints and 
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import json
 import pathlib
@@ -103,21 +104,36 @@ def _fit(model, loss_fn, *, name, steps, lr, cfg, data, workdir, ema_decay, cons
   )
   state = core.TrainState.create(model, tx)
   graphdef = state.graphdef
+  mesh = None
+  if cfg.get("data_parallel", False):
+    # Data parallel over every device: parameters (and the teacher) replicated, the batch
+    # sharded on its leading axis; the compiler inserts the gradient all-reduce.
+    mesh = core.make_mesh()
+    n_dev = mesh.shape[mesh.axis_names[0]]
+    if cfg.batch_size % n_dev:
+      raise ValueError(f"batch_size {cfg.batch_size} must be divisible by the {n_dev} devices")
+    state = core.replicate(state, mesh)
+    consts = None if consts is None else core.replicate(consts, mesh)
   step_fn = functools.partial(_make_step(graphdef, loss_fn), consts=consts)
 
   xs, ys = data["train_images"], data["train_labels"]
   base_key = jax.random.key(cfg.seed)
   salt = sum(ord(ch) for ch in name)
 
-  def batch_fn(step):
+  def host_batch(step):
     rng = np.random.default_rng([cfg.seed, salt, step])
     idx = rng.integers(0, xs.shape[0], cfg.batch_size)
-    return (
-      jnp.asarray(xs[idx]),
-      jnp.asarray(ys[idx]),
-      jax.random.fold_in(jax.random.fold_in(base_key, salt), step),
-    )
+    return xs[idx], ys[idx]
 
+  def batch_fn(step):
+    x, y = prefetch(step)
+    key = jax.random.fold_in(jax.random.fold_in(base_key, salt), step)
+    if mesh is not None:
+      x, y = core.shard_batch((x, y), mesh)
+      return x, y, core.replicate(key, mesh)
+    return jnp.asarray(x), jnp.asarray(y), key
+
+  prefetch = _Prefetch(host_batch, depth=cfg.get("prefetch", 0))
   t0 = time.perf_counter()
   state, history = core.train_loop(
     state,
@@ -129,9 +145,35 @@ def _fit(model, loss_fn, *, name, steps, lr, cfg, data, workdir, ema_decay, cons
     log_every=max(steps // 10, 1),
     desc=name,
   )
+  prefetch.close()
   seconds = time.perf_counter() - t0
   ema_model = nnx.merge(graphdef, dr.find_ema(state.opt_state), state.rest)
   return ema_model, history, seconds
+
+
+class _Prefetch:
+  """``fn(step)`` read ahead by ``depth`` steps on a background thread (0: no read-ahead).
+
+  Host-side input reading (e.g. records of a TFDS data source) overlaps the device step; the
+  batch of a step depends on ``step`` only, so the result is the same with or without it."""
+
+  def __init__(self, fn, depth: int = 0):
+    self.fn, self.depth, self.futures = fn, int(depth), {}
+    self.pool = concurrent.futures.ThreadPoolExecutor(1) if self.depth > 0 else None
+
+  def __call__(self, step):
+    if self.pool is None:
+      return self.fn(step)
+    for s in range(step, step + self.depth + 1):
+      if s not in self.futures:
+        self.futures[s] = self.pool.submit(self.fn, s)
+    for s in [s for s in self.futures if s < step]:
+      self.futures.pop(s).cancel()
+    return self.futures.pop(step).result()
+
+  def close(self):
+    if self.pool is not None:
+      self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _grid_image(samples, cols):
@@ -157,7 +199,11 @@ class _SourceImages:
 
   def __getitem__(self, idx):
     idx = np.atleast_1d(np.asarray(idx))
-    x = np.stack([np.asarray(self.source[int(i)][self.key]) for i in idx])
+    if hasattr(self.source, "__getitems__"):  # one batched read (ArrayRecord data sources)
+      recs = self.source.__getitems__([int(i) for i in idx])
+    else:
+      recs = [self.source[int(i)] for i in idx]
+    x = np.stack([np.asarray(r[self.key]) for r in recs])
     return (x.astype(np.float32) / 127.5 - 1.0) if self.key == "image" else x.astype(np.int32)
 
 
@@ -527,8 +573,8 @@ def train_and_evaluate(config, workdir) -> dict:
   show = [
     ("baseline", max(cfg.baseline_steps), 1),
     ("dual-rate", max(cfg.dual_steps), max(cfg.dual_intervals)),
-    ("mmd-baseline", max(cfg.mmd_steps), 1),
-    ("mmd-dual-rate", max(cfg.mmd_dual_steps), cfg.mmd_dual_interval),
+    ("mmd-baseline", max(cfg.mmd_steps, default=0), 1),
+    ("mmd-dual-rate", max(cfg.mmd_dual_steps, default=0), cfg.mmd_dual_interval),
   ]
   show = [s for s in show if s in grids]
   fig, axes = plt.subplots(1, len(show) + 1, figsize=(3.2 * (len(show) + 1), 3.4), squeeze=False)

@@ -145,7 +145,7 @@ def dual_rate_loss(
     h = jnp.zeros(jax.eval_shape(model.encode, z_tau, tau, cond).shape, x.dtype)
   dl = schedule.logsnr(t) - schedule.logsnr(tau)
 
-  if coupling == "rollout" and max_staleness > 1:
+  if coupling == "rollout" and max_staleness > 1 and rollout_frac > 0:
     hs = jax.lax.stop_gradient(h)
     kf = jnp.maximum(k, 1).astype(jnp.float32)
 

@@ -146,22 +146,22 @@ def test_mmd_student_loss_sign_moves_student_toward_teacher():
   copy whose output bias is shifted by c), L = c * sum(x~) per example, so the gradient of the
   student loss w.r.t. the student's output bias is +c * (patches per image) in every entry:
   gradient descent lowers x~ when the student's mean (the aux) lies above the teacher. A sign
-  flip gives -c * patches; a dropped stop-gradient changes nothing here but the aux check
-  below (aux gradients must not come from the student loss)."""
+  flip gives -c * patches (the separation of the two losses' gradients is checked by the slow
+  test above)."""
   c = 0.3
   mk = lambda seed: dr.SingleNetwork(  # noqa: E731
     **TINY, width=16, depth=1, parametrization="x", rngs=nnx.Rngs(seed)
   )
   teacher = randomize(mk(0), seed=0)
   aux = randomize(mk(0), seed=0)
-  aux.head.bias.value = aux.head.bias.value + c
+  aux.head.bias[...] = aux.head.bias[...] + c
   student = randomize(mk(1), seed=1)
   x = jax.random.normal(jax.random.key(0), (4, 8, 8, 1))
   (gs, ps), (ga, pa), (tg, ts) = nnx.split(student), nnx.split(aux), nnx.split(teacher)
 
   @jax.jit
   def grads(ps, pa, ts):
-    def f(ps, pa):
+    def f(ps):
       return dr.mmd_losses(
         nnx.merge(gs, ps),
         nnx.merge(ga, pa),
@@ -172,11 +172,10 @@ def test_mmd_student_loss_sign_moves_student_toward_teacher():
         num_student_steps=2,
       )[0]
 
-    return jax.grad(f, argnums=(0, 1))(ps, pa)
+    return jax.grad(f)(ps)
 
-  g_student, g_aux = grads(ps, pa, ts)
+  g_student = grads(ps, pa, ts)
   patches = (8 // TINY["patch_size"]) ** 2
   np.testing.assert_allclose(
     np.asarray(jax.tree.leaves(g_student["head"]["bias"])[0]), c * patches, rtol=1e-4
   )
-  assert all(float(jnp.abs(v).max()) == 0.0 for v in jax.tree.leaves(g_aux))
