@@ -108,7 +108,7 @@ def _fit(model, loss_fn, *, name, steps, lr, cfg, data, workdir, ema_decay, cons
   if cfg.get("data_parallel", False):
     # Data parallel over every device: parameters (and the teacher) replicated, the batch
     # sharded on its leading axis; the compiler inserts the gradient all-reduce.
-    mesh = core.make_mesh()
+    mesh = core.make_mesh(axis_type=jax.sharding.AxisType.Auto)  # compiler-chosen layouts
     n_dev = mesh.shape[mesh.axis_names[0]]
     if cfg.batch_size % n_dev:
       raise ValueError(f"batch_size {cfg.batch_size} must be divisible by the {n_dev} devices")

