@@ -107,7 +107,19 @@ def _model_fns(model, schedule):
 
 
 def _run(
-  model, key, refresh, cond, *, shape, num_steps, sampler, schedule, sigma_min, sigma_max, rho
+  model,
+  key,
+  refresh,
+  cond,
+  *,
+  shape,
+  num_steps,
+  sampler,
+  schedule,
+  sigma_min,
+  sigma_max,
+  rho,
+  use_features=True,
 ):
   """Pure sampler body (traced under jit)."""
   enc, den = _model_fns(model, schedule)
@@ -119,6 +131,9 @@ def _run(
     h0 = jnp.zeros(jax.eval_shape(enc, eps, bt(1.0), cond).shape, jnp.float32)
   else:
     h0 = jnp.zeros((b, 1, 1, 1), jnp.float32)
+  if not use_features:  # the no-feature control: h = 0 and tau = t at every step, no encoder
+    enc, den0 = None, den
+    den = lambda z, t, h, tau, cond: den0(z, t, h, t, cond)  # noqa: E731
   zero = jnp.zeros((), jnp.int32)
 
   def maybe_refresh(i, z, t, h, tau, n_e):
@@ -187,6 +202,7 @@ def _run(
     "sigma_min",
     "sigma_max",
     "rho",
+    "use_features",
   ),
 )
 def _sample_jit(graphdef, state, key, refresh, cond, **kw):
@@ -207,6 +223,7 @@ def sample(
   sigma_max: float = 80.0,
   rho: float = 7.0,
   return_info: bool = False,
+  use_features: bool = True,
 ):
   """Draw samples with the dual-rate (or single-network) sampler.
 
@@ -224,6 +241,9 @@ def sample(
     cond: optional int labels [B] in [0, num_classes) of a class-conditional model (None for
       unconditional sampling).
     return_info: also return exact call counts {'encoder_calls', 'denoiser_calls'}.
+    use_features: False samples a DualRateModel as the no-feature control (trained with
+      ``dual_rate_loss(..., use_features=False)``): the encoder is never called, the denoiser
+      reads h = 0 with tau = t, and ``refresh`` is ignored (cost: N * C_D).
 
   Returns:
     samples [B, H, W, C] (the x_hat of the last step), and the call counts if requested.
@@ -238,6 +258,8 @@ def sample(
     raise TypeError(f"schedule must be a NoiseSchedule, got {type(schedule).__name__}")
   if sampler not in SAMPLERS:
     raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+  if not isinstance(use_features, bool):
+    raise TypeError(f"use_features must be a bool, got {use_features!r}")
   if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
     raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
   shape = tuple(shape)
@@ -286,6 +308,7 @@ def sample(
     sigma_min=float(sigma_min),
     sigma_max=float(sigma_max),
     rho=float(rho),
+    use_features=use_features,
   )
   x = val.poison_floats(val.poison_floats(x, cond_ok), refresh_ok)
   return (x, info) if return_info else x

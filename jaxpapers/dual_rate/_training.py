@@ -14,10 +14,15 @@ Stale-context training (spec §3.3, a reconstruction: the paper's objective is n
        the fresh ones' (0.026 vs 0.105; with 'ancestral' 0.101 vs 0.100) and sampling quality
        was far worse (FD-proxy 19.3 vs 10.6 at 16 steps with fresh features; see
        experiments/dual_rate/README.md). Kept for comparison;
-   (c) 'rollout': like (b), but for a fraction ``rollout_frac`` of the batch z_t is produced by
+   (c) 'rollout': like (a), but for a fraction ``rollout_frac`` of the batch z_t is produced by
        running the light denoiser from z_tau for k DDIM steps with h = sg(E(z_tau, tau)),
-       under stop-gradient (removes the exposure bias of (a) and (b));
+       under stop-gradient (removes the exposure bias of (a) and (b)). The rest of the batch
+       uses the ancestral draw of (a), never the shared-eps pair of (b), so it has no shortcut;
 4. L = w(lambda_t) || D_psi(z_t, t, E_phi(z_tau, tau), tau) - x ||^2, gradients into E and D.
+
+Control: ``use_features=False`` trains the light denoiser alone with constant (zero) context
+features and tau = t: the encoder is never called and gets no gradient. It isolates what the
+encoder's features add at the light denoiser's cost.
 """
 
 from __future__ import annotations
@@ -80,6 +85,7 @@ def dual_rate_loss(
   coupling: str = "ancestral",
   rollout_frac: float = 0.2,
   weighting: str = "v",
+  use_features: bool = True,
 ):
   """Stale-context loss of spec §3.3 [reconstruction].
 
@@ -91,6 +97,8 @@ def dual_rate_loss(
     max_staleness: K_max; k in {0..K_max-1}. p_fresh: P(k = 0).
     coupling: 'ddim' | 'ancestral' | 'rollout'. rollout_frac: batch fraction rolled out.
     weighting: 'v' | 'x' | 'eps' loss weight w(lambda_t) on ||x_hat - x||^2.
+    use_features: False trains the no-feature control: D(z_t, t, h = 0, tau = t), no encoder
+      call (staleness and coupling are then irrelevant: k = 0 for every example).
 
   Returns:
     (loss scalar, aux dict with 'mse_fresh', 'mse_stale', 'mean_k').
@@ -107,7 +115,11 @@ def dual_rate_loss(
       f"max_staleness and num_grid_steps must be >= 1, got {max_staleness}, {num_grid_steps}"
     )
   _check_static(max_staleness=max_staleness, p_fresh=p_fresh, rollout_frac=rollout_frac)
+  if not isinstance(use_features, bool):
+    raise TypeError(f"use_features must be a bool, got {use_features!r}")
   loss_weight(0.0, weighting)  # checks the weighting name
+  if not use_features:
+    max_staleness, p_fresh = 1, 1.0
   b = x.shape[0]
   k_t, k_k, k_eps, k_post, k_sel = jax.random.split(key, 5)
   t = jax.random.uniform(k_t, (b,))
@@ -121,16 +133,19 @@ def dual_rate_loss(
   tau = jnp.minimum(1.0, t + k / n_grid)
   eps = jax.random.normal(k_eps, x.shape)
   z_tau = q_sample(x, tau, eps, schedule)
-  if coupling == "ancestral":
+  if coupling == "ddim":  # shared eps: leaks x for tau > t (kept for comparison)
+    z_t = q_sample(x, t, eps, schedule)
+  else:  # 'ancestral', and the part of a 'rollout' batch that is not rolled out
     mean, var = posterior(z_tau, x, tau, t, schedule)  # q(z_t | z_tau, x), t <= tau
     z_t = mean + jnp.sqrt(var) * jax.random.normal(k_post, x.shape)
-  else:
-    z_t = q_sample(x, t, eps, schedule)
 
-  h = model.encode(z_tau, tau, cond)
+  if use_features:
+    h = model.encode(z_tau, tau, cond)
+  else:
+    h = jnp.zeros(jax.eval_shape(model.encode, z_tau, tau, cond).shape, x.dtype)
   dl = schedule.logsnr(t) - schedule.logsnr(tau)
 
-  if coupling == "rollout" and max_staleness > 1:
+  if coupling == "rollout" and max_staleness > 1 and rollout_frac > 0:
     hs = jax.lax.stop_gradient(h)
     kf = jnp.maximum(k, 1).astype(jnp.float32)
 

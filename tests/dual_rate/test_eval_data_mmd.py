@@ -8,7 +8,7 @@ import scipy.linalg
 from flax import nnx
 
 from jaxpapers import dual_rate as dr
-from tests.dual_rate._util import randomize, tiny_dual, tiny_single
+from tests.dual_rate._util import TINY, randomize, tiny_dual, tiny_single
 
 
 def _fd_reference(a, b):
@@ -139,3 +139,43 @@ def test_mmd_gradients_are_separated(dual):
   )  # aux is a copy of the teacher: no moment gap, no student update (up to fusion round-off)
   (s_s, _), _ = grads(gsd, gad2)
   assert norm(s_s) > 1e-6
+
+
+def test_mmd_student_loss_sign_moves_student_toward_teacher():
+  """L(eta) = sg[x_aux - x_teacher]^T x~. With aux = teacher + c in x-space (an x-parametrised
+  copy whose output bias is shifted by c), L = c * sum(x~) per example, so the gradient of the
+  student loss w.r.t. the student's output bias is +c * (patches per image) in every entry:
+  gradient descent lowers x~ when the student's mean (the aux) lies above the teacher. A sign
+  flip gives -c * patches (the separation of the two losses' gradients is checked by the slow
+  test above)."""
+  c = 0.3
+  mk = lambda seed: dr.SingleNetwork(  # noqa: E731
+    **TINY, width=16, depth=1, parametrization="x", rngs=nnx.Rngs(seed)
+  )
+  teacher = randomize(mk(0), seed=0)
+  aux = randomize(mk(0), seed=0)
+  aux.head.bias[...] = aux.head.bias[...] + c
+  student = randomize(mk(1), seed=1)
+  x = jax.random.normal(jax.random.key(0), (4, 8, 8, 1))
+  (gs, ps), (ga, pa), (tg, ts) = nnx.split(student), nnx.split(aux), nnx.split(teacher)
+
+  @jax.jit
+  def grads(ps, pa, ts):
+    def f(ps):
+      return dr.mmd_losses(
+        nnx.merge(gs, ps),
+        nnx.merge(ga, pa),
+        nnx.merge(tg, ts),
+        x,
+        None,
+        jax.random.key(3),
+        num_student_steps=2,
+      )[0]
+
+    return jax.grad(f)(ps)
+
+  g_student = grads(ps, pa, ts)
+  patches = (8 // TINY["patch_size"]) ** 2
+  np.testing.assert_allclose(
+    np.asarray(jax.tree.leaves(g_student["head"]["bias"])[0]), c * patches, rtol=1e-4
+  )

@@ -1,9 +1,23 @@
-"""The smoke experiment end to end, and the notebook on its smoke setting."""
+"""The smoke experiment end to end, the notebook on its smoke setting, and the experiment's
+jitted MMD step and claim metrics."""
 
+import inspect
 import json
+import re
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+import pytest
+from flax import nnx
 
 from experiments.dual_rate import train
 from experiments.dual_rate.configs import smoke
+from jaxpapers import core
+from jaxpapers import dual_rate as dr
+from tests.dual_rate._util import tiny_single
 from tests.notebook_util import run_notebook
 
 
@@ -13,7 +27,13 @@ def test_smoke_experiment(tmp_path):
   assert "table_markdown" in res and "dual-rate" in res["table_markdown"]
   assert (tmp_path / "quality_vs_cost.png").exists() and (tmp_path / "samples.png").exists()
   methods = {r["method"] for r in metrics["rows"]}
-  assert methods == {"baseline", "dual-rate", "mmd-baseline", "mmd-dual-rate"}
+  assert methods == {
+    "baseline",
+    "dual-rate",
+    "dual-rate/front_loaded",
+    "dual-rate/back_loaded",
+    "mmd-dual-rate",
+  }
   for r in metrics["rows"]:
     assert r["fd_mean"] == r["fd_mean"] and r["mflops_per_sample"] > 0  # finite, counted
   dual = {r["interval_K"]: r for r in metrics["rows"] if r["method"] == "dual-rate"}
@@ -22,5 +42,101 @@ def test_smoke_experiment(tmp_path):
   assert metrics["floor"]["fd"] >= 0
 
 
+def test_mmd_teacher_is_an_argument_not_an_hlo_constant():
+  """A closed-over teacher would be baked into the step's program as constants (fatal for a
+  full-size teacher); the step must take it as an argument."""
+  teacher = tiny_single(seed=2)
+  tg, tstate = nnx.split(teacher)
+  pair = train._Pair(tiny_single(seed=0), tiny_single(seed=1))
+  state = core.TrainState.create(pair, optax.adam(1e-3))
+  step = train._make_step(state.graphdef, train.mmd_loss_fn(tg, dr.NoiseSchedule(), 2, None))
+  batch = (jnp.zeros((2, 8, 8, 1)), None, jax.random.key(0))
+  text = step.lower(state, batch, tstate).as_text()
+  largest = max(v.size for v in jax.tree.leaves(tstate))
+  sizes = [
+    int(np.prod([int(d) for d in shape.split("x")]))
+    for shape in re.findall(r"dense<\"0x[0-9A-Fa-f]+\"> : tensor<([0-9x]+)x[a-z0-9]+>", text)
+  ]
+  assert max(sizes, default=0) < largest, (max(sizes, default=0), largest)
+
+
+def test_derived_control_metrics_against_hand_values():
+  def row(method, n, k, mflops, fd, std=1.0):
+    return dict(
+      method=method, steps=n, interval_K=k, mflops_per_sample=mflops, fd_mean=fd, fd_std=std
+    )
+
+  s2 = np.sqrt(2.0)
+  rows = [
+    row("baseline", 8, None, 100.0, 5.0),
+    row("dual-rate", 8, 1, 120.0, 6.0),
+    row("dual-rate", 8, 4, 40.0, 6.0),
+    row("dual-rate", 8, 8, 25.0, 7.0),
+    row("no-features", 16, None, 23.0, 9.0),
+    row("no-features", 32, None, 45.0, 8.0),  # dearer than every K > 1 row: never compared
+    row("fresh-only", 8, 4, 40.0, 10.0),
+    row("fresh-only", 8, 8, 25.0, 7.0),
+    row("dual-rate/front_loaded", 8, 4, 40.0, 5.0),
+  ]
+  d = train.derived_metrics(
+    {"rows": rows, "headline": {"flop_reduction_at_matched_quality": None}, "floor": {"fd": 2.5}}
+  )
+  # K=4 (40): best no-feature at <= 40 is 9.0 -> +3/s2; K=8 (25): 9.0 -> +2/s2; median 2.5/s2.
+  np.testing.assert_allclose(d["features_gain_in_std"], 2.5 / s2, rtol=1e-9)
+  np.testing.assert_allclose(d["stale_training_gain_in_std"], 2.0 / s2, rtol=1e-9)
+  np.testing.assert_allclose(d["front_vs_uniform_gain_in_std"], 1.0 / s2, rtol=1e-9)
+  assert d["vs_mmd_baseline_gain_in_std"] is None and d["matched_quality_flop_reduction"] == 0.0
+  assert d["baseline_best_fd_over_floor"] == 2.0
+
+
+def test_notebook_describes_the_default_coupling():
+  nb = json.loads(open("colab/dual_rate.ipynb").read())
+  text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+  default = inspect.signature(dr.dual_rate_loss).parameters["coupling"].default
+  assert default == "ancestral" and "ancestral" in text
+  assert "same DDIM trajectory" not in text
+
+
 def test_notebook_runs():
   run_notebook("colab/dual_rate.ipynb", timeout=300)
+
+
+# Slow: two compilations of a training step (about 20 s on 2 idle cores).
+@pytest.mark.slow
+def test_data_parallel_fit_equals_single_device(tmp_path):
+  """configs/full.py trains data-parallel over the mesh (8 fake CPU devices here) with a
+  prefetching input pipeline; the result must equal the single-device, unprefetched run."""
+  assert jax.device_count() == 8
+  rng = np.random.default_rng(0)
+  data = {
+    "train_images": rng.uniform(-1, 1, (32, 8, 8, 1)).astype(np.float32),
+    "train_labels": np.zeros((32,), np.int32),
+  }
+
+  def loss(m, x, c, k, consts):
+    del c, consts
+    return dr.diffusion_loss(m, x, None, k)
+
+  out = []
+  for dp in (False, True):
+    cfg = ml_collections.ConfigDict(
+      dict(seed=0, warmup_steps=1, batch_size=16, checkpoint_every=0, data_parallel=dp)
+    )
+    cfg.prefetch = 2 if dp else 0
+    model, _, _ = train._fit(
+      tiny_single(seed=0),
+      loss,
+      name="dp",
+      steps=3,
+      lr=1e-2,
+      cfg=cfg,
+      data=data,
+      workdir=tmp_path / str(dp),
+      ema_decay=0.5,
+    )
+    out.append(nnx.state(model, nnx.Param))
+  sharding = jax.tree.leaves(out[1])[0].sharding
+  assert len(sharding.device_set) == 8
+  for a, b in zip(jax.tree.leaves(out[0]), jax.tree.leaves(out[1])):
+    # Adam steps of size ~lr; reduction-order round-off moves near-zero weights by ~1e-6.
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=5e-5)

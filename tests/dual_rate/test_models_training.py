@@ -137,3 +137,32 @@ def test_train_step_reduces_loss():
     p, o, e, met = step(p, o, e, x, None, jax.random.key(i % 4))
     losses.append(float(met["loss"]))
   assert np.mean(losses[-8:]) < 0.8 * np.mean(losses[:8])
+
+
+def test_rollout_coupling_has_no_shared_eps_leak_and_no_feature_control():
+  """'rollout' with rollout_frac = 0 rolls nothing out, so it must be the ancestral coupling
+  (same draws), not the shared-eps DDIM pair that leaks x. And the no-feature control ignores
+  the encoder entirely: its loss does not change when the encoder's parameters do."""
+  m = _randomize_zero_inits(tiny_dual())
+  g, st = nnx.split(m)
+  x = jax.random.normal(jax.random.key(4), (8, 8, 8, 1))
+  key = jax.random.key(5)
+
+  @jax.jit
+  def losses(st):
+    def lf(**k):
+      return dr.dual_rate_loss(nnx.merge(g, st), x, None, key, max_staleness=4, p_fresh=0.0, **k)
+
+    return [
+      lf(coupling="rollout", rollout_frac=0.0)[0],
+      lf(coupling="ancestral")[0],
+      lf(coupling="ddim")[0],
+      lf(use_features=False)[0],
+    ]
+
+  roll0, anc, ddim, nofeat = (float(v) for v in losses(st))
+  np.testing.assert_allclose(roll0, anc, rtol=1e-6)
+  assert abs(roll0 - ddim) > 1e-3 * abs(ddim) and abs(nofeat - anc) > 1e-3 * abs(anc)
+  other = nnx.split(_randomize_zero_inits(tiny_dual(), seed=9))[1]
+  other["denoiser"] = st["denoiser"]  # same denoiser, another encoder
+  assert float(losses(other)[3]) == nofeat

@@ -34,7 +34,9 @@ def get_config():
   c.learning_rate = 1e-4
   c.warmup_steps = 10_000
   c.ema_decay = 0.9999
-  c.checkpoint_every = 5_000
+  c.checkpoint_every = 5_000  # inside every training phase; a rerun resumes
+  c.data_parallel = True  # batch sharded over all devices, parameters replicated
+  c.prefetch = 4  # host batches read ahead on a background thread
   c.train_grid_steps = (16, 32, 64, 128)
   c.classifier_steps = 20_000
   c.num_eval_samples = 10_000
@@ -48,4 +50,6 @@ def get_config():
   c.mmd_train_steps = 50_000
   c.mmd_learning_rate = 1e-5
   c.grid_samples = 64
+  c.no_feature_steps = (64, 128, 256, 512)
+  c.time_methods = ()  # every row
   return c

@@ -26,9 +26,13 @@ def get_config():
   c.dual_steps = (4,)
   c.dual_intervals = (1, 2)
   c.time_repeats = 1
-  c.mmd_steps = (2,)
+  c.mmd_steps = ()  # the single-network MMD step is traced by a unit test instead
   c.mmd_dual_steps = (2,)
   c.mmd_train_steps = 3
   c.grid_samples = 8
+  # Controls: only those that reuse compiled programs (the refresh kinds share the sampler).
+  c.control_no_features = False
+  c.control_fresh_only = False
+  c.heun_steps = ()
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
