@@ -143,14 +143,15 @@ def _optimizer(c, steps):
   return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=1e-4))
 
 
-def compile_step(step_fn, state, batch):
-  """AOT-compile a train step once; returns ``(compiled, FLOPs per step)``.
+def compile_step(step_fn, state, batch, *, count=True):
+  """AOT-compile a train step once; returns ``(compiled, FLOPs per step or None)``.
 
   FLOPs come from :func:`jaxpapers.flashssm3d.count_flops`, which counts every ``lax.scan``
-  body once per step of the scan (XLA's own ``cost_analysis`` counts it once in total).
+  body once per step of the scan (XLA's own ``cost_analysis`` counts it once in total);
+  ``count=False`` skips the count (a caller that already has it).
   """
   traced = jax.jit(step_fn, donate_argnums=0).trace(state, batch)
-  return traced.lower().compile(), fs.count_flops(traced)
+  return traced.lower().compile(), (fs.count_flops(traced) if count else None)
 
 
 _to_cameras = jax.jit(fs.pose_encoding_to_cameras, static_argnums=1)
@@ -594,7 +595,7 @@ def run_seed(config, seed: int, workdir) -> dict:
     )
     sstate = core.TrainState.create(student, _optimizer(sc, steps))
     t0 = time.perf_counter()
-    sstep_c, _ = compile_step(sstep, sstate, s_batch(0))
+    sstep_c, _ = compile_step(sstep, sstate, s_batch(0), count=False)  # counted above
     sstate, shist = core.train_loop(
       sstate,
       sstep_c,
