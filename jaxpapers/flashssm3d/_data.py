@@ -38,8 +38,14 @@ __all__ = ["SceneBatch", "render_scenes", "SPLITS"]
 SPLITS = ("orbit_easy", "orbit", "free", "orbit_cues")
 # Wall colours of ``orbit_cues`` by wall (-x, +x, -y, +y, -z, +z): distinct hues
 _CUE_WALLS = np.array(
-  [[0.9, 0.25, 0.2], [0.2, 0.75, 0.3], [0.35, 0.3, 0.3], [0.9, 0.9, 0.85], [0.25, 0.35, 0.9],
-   [0.9, 0.8, 0.2]],
+  [
+    [0.9, 0.25, 0.2],
+    [0.2, 0.75, 0.3],
+    [0.35, 0.3, 0.3],
+    [0.9, 0.9, 0.85],
+    [0.25, 0.35, 0.9],
+    [0.9, 0.8, 0.2],
+  ],
   np.float32,
 )
 _FOG = np.array([0.75, 0.8, 0.95], np.float32)

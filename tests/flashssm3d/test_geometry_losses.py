@@ -197,11 +197,12 @@ def test_procrustes_gradients_finite_on_degenerate_sets():
     ).astype(jnp.float32),
     "equal": Y,
   }
+  grad = jax.jit(jax.grad(lambda x, w: _proc(x, Y, w)))  # one compilation for every case
   for name, X in degenerate.items():
-    g = jax.jit(jax.grad(lambda x: _proc(x, Y)))(X)
+    g = grad(X, jnp.ones(16))
     assert np.all(np.isfinite(np.asarray(g))), name
   # zero weights everywhere
-  g = jax.grad(lambda x: _proc(x, Y, jnp.zeros(16)))(Y + 1.0)
+  g = grad(Y + 1.0, jnp.zeros(16))
   assert np.all(np.isfinite(np.asarray(g)))
 
 
@@ -211,8 +212,12 @@ def test_procrustes_stop_gradient_exact_for_squared():
   Yn, Xn = rng.normal(size=(40, 3)), rng.normal(size=(40, 3))
   with jax.enable_x64(True):
     Y, X = jnp.asarray(Yn), jnp.asarray(Xn)
-    g1 = jax.grad(lambda x: _proc(x, Y, robust="squared"))(X)
-    g2 = jax.grad(lambda x: _proc(x, Y, robust="squared", stop_alignment_grad=False))(X)
+    g1, g2 = jax.jit(
+      lambda x: (
+        jax.grad(lambda x: _proc(x, Y, robust="squared"))(x),
+        jax.grad(lambda x: _proc(x, Y, robust="squared", stop_alignment_grad=False))(x),
+      )
+    )(X)
   np.testing.assert_allclose(np.asarray(g1), np.asarray(g2), atol=1e-9)
 
 
@@ -293,12 +298,13 @@ def test_reprojection_gauge_invariance():
 def test_camera_loss_hand_computed():
   tgt = jnp.array([[[0.0, 0, 0, 0, 0, 0, 1, 1.0, 1.0]]])
   pred = jnp.array([[[1.0, -1, 0, 0, 0, 0, -1, 1.5, 1.0]]])  # -q is the same rotation
-  l, aux = fs.camera_loss(pred, tgt)
+  cam = jax.jit(fs.camera_loss)
+  l, aux = cam(pred, tgt)
   np.testing.assert_allclose(float(aux["cam_t"]), 2.0)
   np.testing.assert_allclose(float(aux["cam_q"]), 0.0)
   np.testing.assert_allclose(float(l), 2.0 + 0.5 * 0.5)
   stages = jnp.stack([pred, tgt])  # two stages: weights 0.6 and 1, divided by n=2
-  l2, _ = fs.camera_loss(stages, tgt)
+  l2, _ = cam(stages, tgt)
   np.testing.assert_allclose(float(l2), 0.6 * 2.25 / 2)
 
 
@@ -308,20 +314,21 @@ def test_conf_regression_and_gradient_loss():
   tgt = rng.normal(size=pred.shape)
   conf = 1 + rng.uniform(size=(1, 2, 4, 4))
   valid = rng.uniform(size=(1, 2, 4, 4)) > 0.3
-  with jax.enable_x64(True):
-    l = float(
-      fs.conf_regression_loss(
-        jnp.asarray(pred), jnp.asarray(tgt), jnp.asarray(conf), jnp.asarray(valid)
-      )
+  one = np.ones((1, 2, 4, 4))
+
+  def losses(p, t, c, v):  # one compilation for the three evaluations
+    return (
+      fs.conf_regression_loss(p, t, c, v),
+      fs.gradient_loss(t + 3.0, t, one),  # a constant offset has no gradient
+      fs.gradient_loss(p, t, one, scales=1, clamp=1e9),
     )
-    ref = ((np.linalg.norm(pred - tgt, axis=-1) * conf - 0.2 * np.log(conf))[valid]).mean()
-    np.testing.assert_allclose(l, ref, rtol=1e-9)
-    one = jnp.ones((1, 2, 4, 4))
-    assert (
-      float(fs.gradient_loss(jnp.asarray(tgt + 3.0), jnp.asarray(tgt), one)) < 1e-12
-    )  # constant offset
-    g = float(fs.gradient_loss(jnp.asarray(pred), jnp.asarray(tgt), one, scales=1, clamp=1e9))
-    d = (pred - tgt)[0]
-    gx = np.abs(d[:, :, 1:] - d[:, :, :-1]).sum(-1)
-    gy = np.abs(d[:, 1:] - d[:, :-1]).sum(-1)
-    np.testing.assert_allclose(g, (gx.sum() + gy.sum()) / (gx.size + gy.size), rtol=1e-9)
+
+  with jax.enable_x64(True):
+    l, g_off, g = map(float, jax.jit(losses)(*map(jnp.asarray, (pred, tgt, conf, valid))))
+  ref = ((np.linalg.norm(pred - tgt, axis=-1) * conf - 0.2 * np.log(conf))[valid]).mean()
+  np.testing.assert_allclose(l, ref, rtol=1e-9)
+  assert g_off < 1e-12
+  d = (pred - tgt)[0]
+  gx = np.abs(d[:, :, 1:] - d[:, :, :-1]).sum(-1)
+  gy = np.abs(d[:, 1:] - d[:, :-1]).sum(-1)
+  np.testing.assert_allclose(g, (gx.sum() + gy.sum()) / (gx.size + gy.size), rtol=1e-9)

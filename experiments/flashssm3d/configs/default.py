@@ -108,7 +108,7 @@ def get_config():
   c.scaling = ml_collections.ConfigDict(
     dict(
       enabled=False,
-      views=(8, 32, 64, 128, 256, 512),
+      views=(8, 16, 32, 64, 128, 256, 512),
       width=64,
       depth=2,
       state=16,
@@ -117,7 +117,7 @@ def get_config():
       patch=4,
       time_cap_s=12.0,
       memory_cap_gb=4.0,
-      repeats=1,
+      repeats=3,
       fit_min_views=32,
     )
   )
