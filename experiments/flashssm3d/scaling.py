@@ -37,14 +37,27 @@ def _memory_bytes(compiled):
     return -1
 
 
-def fit_exponent(views, values, min_views):
+def fit_exponent(views, values, min_views, *, with_error=False):
+  """Least-squares slope and intercept of ``log(values)`` on ``log(views)`` for views >= min_views.
+
+  With ``with_error`` also the slope's standard error ``sqrt(SSR / (n - 2) / Sxx)`` (NaN with
+  fewer than 3 points).
+  """
   v = np.asarray(views, float)
   y = np.asarray(values, float)
   m = (v >= min_views) & np.isfinite(y) & (y > 0)
   if m.sum() < 2:
-    return float("nan"), float("nan")
-  slope, icpt = np.polyfit(np.log(v[m]), np.log(y[m]), 1)
-  return float(slope), float(icpt)
+    return (float("nan"),) * (3 if with_error else 2)
+  lx, ly = np.log(v[m]), np.log(y[m])
+  slope, icpt = np.polyfit(lx, ly, 1)
+  if not with_error:
+    return float(slope), float(icpt)
+  n = int(m.sum())
+  if n < 3:
+    return float(slope), float(icpt), float("nan")
+  ssr = float(np.sum((ly - (slope * lx + icpt)) ** 2))
+  sxx = float(np.sum((lx - lx.mean()) ** 2))
+  return float(slope), float(icpt), float(np.sqrt(ssr / (n - 2) / sxx))
 
 
 def views_within(budget_s, views, times, slope, icpt):
@@ -93,13 +106,14 @@ def run_scaling(cfg, *, log=print) -> dict:
   for name, model in models.items():
     graphdef, state = nnx.split(model)
     fwd = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
-    times, mems, compiles = [], [], []
+    times, mems, compiles, all_times = [], [], [], []
     stopped = False
     for S in g("views"):
       if stopped:
         times.append(float("nan"))
         mems.append(float("nan"))
         compiles.append(float("nan"))
+        all_times.append([])
         continue
       x = jax.random.uniform(jax.random.key(S), (1, S, H, H, 3))
       t0 = time.perf_counter()
@@ -110,6 +124,7 @@ def run_scaling(cfg, *, log=print) -> dict:
         log(f"[scaling] {name} S={S}: estimated {mem / 2**30:.1f} GiB > cap, stopping")
         times.append(float("nan"))
         mems.append(mem / 2**20)
+        all_times.append([])
         stopped = True
         continue
       jax.block_until_ready(compiled(state, x))  # warm-up
@@ -118,20 +133,23 @@ def run_scaling(cfg, *, log=print) -> dict:
         t0 = time.perf_counter()
         jax.block_until_ready(compiled(state, x))
         ts.append(time.perf_counter() - t0)
-      t = float(min(ts))
+      t = float(np.median(ts))  # median of the timed repeats (the warm-up call excluded)
       times.append(t)
+      all_times.append(ts)
       mems.append(mem / 2**20)
       log(f"[scaling] {name} S={S}: {t * 1e3:.1f} ms, {mem / 2**20:.1f} MiB")
       if t > g("time_cap_s"):
         stopped = True
-    slope, icpt = fit_exponent(g("views"), times, g("fit_min_views"))
+    slope, icpt, slope_se = fit_exponent(g("views"), times, g("fit_min_views"), with_error=True)
     mslope, _ = fit_exponent(g("views"), mems, g("fit_min_views"))
     measured, est = views_within(10.0, g("views"), times, slope, icpt)
     out[name] = {
       "time_s": times,
       "memory_mib": mems,
       "compile_s": compiles,
+      "time_s_repeats": all_times,
       "time_exponent": slope,
+      "time_exponent_stderr": slope_se,
       "memory_exponent": mslope,
       "views_in_10s_measured": measured,
       "views_in_10s_fit": est,
@@ -167,7 +185,10 @@ def plot_scaling(res):
   for name, style in (("student_ssm", "o-"), ("teacher_attention", "s--")):
     r = res[name]
     axes[0].loglog(
-      res["views"], r["time_s"], style, label=f"{name} (slope {r['time_exponent']:.2f})"
+      res["views"],
+      r["time_s"],
+      style,
+      label=f"{name} (slope {r['time_exponent']:.2f} ± {r.get('time_exponent_stderr', float('nan')):.2f})",
     )
     axes[1].loglog(
       res["views"], r["memory_mib"], style, label=f"{name} (slope {r['memory_exponent']:.2f})"

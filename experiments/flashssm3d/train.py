@@ -22,10 +22,14 @@ from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 
 _VARIANTS = {
-  "regression": dict(procrustes=False, reprojection=False, targets="teacher"),
-  "procrustes": dict(procrustes=True, reprojection=False, targets="teacher"),
-  "reprojection": dict(procrustes=True, reprojection=True, targets="teacher"),
-  "gt": dict(procrustes=False, reprojection=False, targets="gt"),
+  "regression": dict(procrustes=False, reprojection=False, targets="teacher", arch="ssm"),
+  "procrustes": dict(procrustes=True, reprojection=False, targets="teacher", arch="ssm"),
+  "reprojection": dict(procrustes=True, reprojection=True, targets="teacher", arch="ssm"),
+  # the same SSM student trained on ground truth at the same FLOP budget (E2's control)
+  "gt": dict(procrustes=False, reprojection=False, targets="gt", arch="ssm"),
+  # an alternating-attention model of about the student's size trained on ground truth at the
+  # same FLOP budget (E1: SSM vs attention from ground truth)
+  "attention_gt": dict(procrustes=False, reprojection=False, targets="gt", arch="attention"),
 }
 
 
@@ -139,14 +143,15 @@ def _optimizer(c, steps):
   return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=1e-4))
 
 
-def compile_step(step_fn, state, batch):
-  """AOT-compile a train step once; returns ``(compiled, FLOPs per step)``.
+def compile_step(step_fn, state, batch, *, count=True):
+  """AOT-compile a train step once; returns ``(compiled, FLOPs per step or None)``.
 
   FLOPs come from :func:`jaxpapers.flashssm3d.count_flops`, which counts every ``lax.scan``
-  body once per step of the scan (XLA's own ``cost_analysis`` counts it once in total).
+  body once per step of the scan (XLA's own ``cost_analysis`` counts it once in total);
+  ``count=False`` skips the count (a caller that already has it).
   """
   traced = jax.jit(step_fn, donate_argnums=0).trace(state, batch)
-  return traced.lower().compile(), fs.count_flops(traced)
+  return traced.lower().compile(), (fs.count_flops(traced) if count else None)
 
 
 _to_cameras = jax.jit(fs.pose_encoding_to_cameras, static_argnums=1)
@@ -354,15 +359,27 @@ def _slack_over_trivial(model_eval: dict, evals: dict, ref: str) -> float:
   return float(min(out))
 
 
-def derived_metrics(evals: dict) -> dict:
-  """Slacks (in units of the stated margins) that decide the distillation claim.
+def _mean_gain(a: dict, b: dict) -> float:
+  """Mean over :data:`CLAIM_METRICS` of the gain of ``a`` over ``b`` in units of the margins."""
+  return float(np.mean([_gain(a[k], b[k], d) / m for k, d, m in CLAIM_METRICS]))
+
+
+def derived_metrics(evals: dict, extrapolation: dict | None = None, num_views: int = 0) -> dict:
+  """Per-seed quantities that decide the claims (slacks in units of the stated margins).
 
   For each model with ``vs_gt`` (and ``vs_teacher``) rows: ``.../over_trivial_vs_gt`` (and
   ``_vs_teacher``) = min over :data:`CLAIM_METRICS` of (gain over the best trivial predictor
   against that reference) / m − 1, so >= 0 means every metric beats every trivial predictor by at
-  least its margin. For students: ``.../vs_teacher_gap`` = min over the metrics of (gain of the
-  student over the teacher, both against GT) / m + 1 (>= 0: within one margin of the teacher or
-  better), and ``.../distill_score`` = the min of the three (the claim's metric).
+  least its margin. For distilled students: ``.../vs_teacher_gap`` = min over the metrics of (gain
+  of the student over the teacher, both against GT) / m + 1 (>= 0: within one margin of the
+  teacher or better), and ``.../distill_score`` = the min of the three (the claim's metric).
+
+  Paired comparisons (same seed, same test scenes, against GT): ``distill_vs_gt`` = mean gain of
+  the Procrustes + reprojection student over the GT-trained student, in margins;
+  ``ssm_vs_attention_gt`` = min gain of the GT-trained SSM over the GT-trained attention model / m
+  + 1; ``geometry_minus_regression_AUC`` = AUC@30 difference of the two distilled students.
+  With ``extrapolation``: ``.../extrap_retained_<S'>`` = min over AUC@30 and δ<1.25 of the value
+  at ``S'`` views divided by the value at the training ``num_views``.
   """
   d = {}
   for name, ev in evals.items():
@@ -371,23 +388,63 @@ def derived_metrics(evals: dict) -> dict:
     d[f"derived/{name}/over_trivial_vs_gt"] = _slack_over_trivial(ev, evals, "vs_gt")
     if "vs_teacher" in ev:
       d[f"derived/{name}/over_trivial_vs_teacher"] = _slack_over_trivial(ev, evals, "vs_teacher")
-    if name.startswith("student_") and "teacher_T1" in evals:
+    if name.startswith("student_") and "teacher_T1" in evals and "vs_teacher" in ev:
       t = evals["teacher_T1"]["vs_gt"]
       gap = min(_gain(ev["vs_gt"][k], t[k], dr) / m + 1.0 for k, dr, m in CLAIM_METRICS)
       d[f"derived/{name}/vs_teacher_gap"] = float(gap)
       parts = [gap, d[f"derived/{name}/over_trivial_vs_gt"]]
-      if "vs_teacher" in ev:
-        parts.append(d[f"derived/{name}/over_trivial_vs_teacher"])
+      parts.append(d[f"derived/{name}/over_trivial_vs_teacher"])
       d[f"derived/{name}/distill_score"] = float(min(parts))
+  g = lambda n: evals.get(f"student_{n}", {}).get("vs_gt")
+  if g("reprojection") and g("gt"):
+    d["derived/distill_vs_gt"] = _mean_gain(g("reprojection"), g("gt"))
+  if g("gt") and g("attention_gt"):
+    d["derived/ssm_vs_attention_gt"] = float(
+      min(_gain(g("gt")[k], g("attention_gt")[k], dr) / m + 1.0 for k, dr, m in CLAIM_METRICS)
+    )
+  if g("reprojection") and g("regression"):
+    d["derived/geometry_minus_regression_AUC"] = (
+      g("reprojection")["AUC@30"] - g("regression")["AUC@30"]
+    )
+  for name, per_s in (extrapolation or {}).items():
+    base = evals[name]["vs_gt"]
+    for s_views, ev in per_s.items():
+      d[f"derived/{name}/extrap_retained_{s_views}"] = float(
+        min(ev[k] / max(base[k], 1e-12) for k in ("AUC@30", "depth_delta1.25"))
+      )
   return d
 
 
-def train_and_evaluate(config, workdir) -> dict:
-  t_start = time.perf_counter()
+def _model_for(var, config, scfg, seed):
+  """The model a variant trains: the SSM student, or the attention model of ``config.attention``."""
+  if var["arch"] == "ssm":
+    return fs.FlashSSM3D(scfg, rngs=nnx.Rngs(seed + 1))
+  ac, sc = config.attention, config.student
+  acfg = fs.TeacherConfig(
+    width=ac.width,
+    depth=ac.depth,
+    heads=ac.heads,
+    patch=sc.patch,
+    registers=sc.registers,
+    image_size=config.data.image_size,
+    mlp_ratio=sc.mlp_ratio,
+    camera_stages=sc.camera_stages,
+  )
+  return fs.AATeacher(acfg, rngs=nnx.Rngs(seed + 1))
+
+
+def run_seed(config, seed: int, workdir) -> dict:
+  """One seed of the whole pipeline (data, teacher, students, evaluation); JSON-able dict.
+
+  Returns ``{"data", "teacher", "students", "eval", "extrapolation", "histories"}``: ``eval`` maps
+  model name -> ``{"vs_gt": metrics[, "vs_teacher": metrics]}`` (trivial predictors included),
+  ``extrapolation`` maps model name -> ``{str(S'): metrics vs GT}`` on test scenes with more
+  views than the models were trained on (procedural data only).
+  """
+  config = config.copy_and_resolve_references()
+  config.seed = int(seed)
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
-  for v in config.variants:
-    core.validate_choice(v, name="variants", allowed=tuple(_VARIANTS))
   dc = config.data
   hw = (dc.image_size, dc.image_size)
   sharding = batch_sharding(config)
@@ -402,6 +459,7 @@ def train_and_evaluate(config, workdir) -> dict:
   tc = config.teacher
   cached = tc.get("cached_predictions", "")
   teacher_test = None
+  tfwd = None
   if cached:
     teacher_flops = float(tc.get("train_flops", 0.0))
     if not teacher_flops > 0:
@@ -511,9 +569,10 @@ def train_and_evaluate(config, workdir) -> dict:
       evals[name]["vs_teacher"] = evaluate(triv_t[name], teacher_test, hw)
   student_info = {}
   histories = {"teacher": thist}
+  forwards = {} if tfwd is None else {"teacher_T1": tfwd}
   for name in config.variants:
     var = _VARIANTS[name]
-    student = fs.FlashSSM3D(scfg, rngs=nnx.Rngs(config.seed + 1))
+    student = _model_for(var, config, scfg, config.seed)
     w = _weights(config.loss, var["procrustes"], var["reprojection"])
     sstep = make_step(w)
     targets = t_targets if var["targets"] == "teacher" else gt_targets(sub)
@@ -536,7 +595,7 @@ def train_and_evaluate(config, workdir) -> dict:
     )
     sstate = core.TrainState.create(student, _optimizer(sc, steps))
     t0 = time.perf_counter()
-    sstep_c, _ = compile_step(sstep, sstate, s_batch(0))
+    sstep_c, _ = compile_step(sstep, sstate, s_batch(0), count=False)  # counted above
     sstate, shist = core.train_loop(
       sstate,
       sstep_c,
@@ -559,38 +618,115 @@ def train_and_evaluate(config, workdir) -> dict:
       "flops_vs_teacher": used / teacher_flops,
       "scenes_vs_teacher": n_student / n_pool,
     }
-    sp = Forward(student, batch_size=dc.eval_batch, sharding=sharding)(test["images"])
+    sfwd = Forward(student, batch_size=dc.eval_batch, sharding=sharding)
+    sp = sfwd(test["images"])
     evals[f"student_{name}"] = {"vs_gt": evaluate(sp, test, hw)}
     if teacher_test is not None:
       evals[f"student_{name}"]["vs_teacher"] = evaluate(sp, teacher_test, hw)
+    forwards[f"student_{name}"] = sfwd
   results["students"] = student_info
   results["eval"] = evals
 
-  # ---- scaling study
+  # ---- view extrapolation (E3): every model on test scenes with k times the training views
+  extrap = {}
+  if dc.get("source", "procedural") == "procedural":
+    for k in config.get("extrapolation_factors", ()):
+      ecfg = dc.copy_and_resolve_references()
+      ecfg.num_views = int(k * dc.num_views)
+      n_ext = config.get("extrapolation_scenes", dc.test_scenes)
+      ext_test = render_set(
+        900_000 + 1000 * config.seed, n_ext, ecfg, chunk=min(dc.render_chunk, n_ext)
+      )
+      for mname, fwd in forwards.items():
+        extrap.setdefault(mname, {})[str(ecfg.num_views)] = evaluate(
+          fwd(ext_test["images"]), ext_test, hw
+        )
+  results["extrapolation"] = extrap
+  results["histories"] = histories
+  return results
+
+
+def _seed_list(config):
+  return [int(config.seed) + i for i in range(int(config.get("seeds", 1)))]
+
+
+def train_and_evaluate(config, workdir) -> dict:
+  """Every seed of :func:`run_seed` (resumable per seed), aggregated over seeds, and written.
+
+  Metrics are the means over seeds; ``<metric>/ci95`` is the 95% t-interval half-width of the
+  mean and ``<metric>/std`` the sample std (with >= 2 seeds). Derived metrics (slacks, paired
+  differences, extrapolation retention) are computed per seed first, then aggregated.
+  """
+  t_start = time.perf_counter()
+  workdir = pathlib.Path(workdir)
+  workdir.mkdir(parents=True, exist_ok=True)
+  for v in config.variants:
+    core.validate_choice(v, name="variants", allowed=tuple(_VARIANTS))
+  store = core.CellStore(workdir / "seeds")
+  runs = {}
+  for seed in _seed_list(config):
+    runs[seed] = store.get_or_compute(
+      f"seed{seed}", lambda _, s=seed: run_seed(config, s, workdir / f"seed{s}")
+    )
+  first = runs[min(runs)]
+  per_seed = {}
+  for seed, r in runs.items():
+    flat = _flat_metrics(r)
+    flat.update(derived_metrics(r["eval"], r.get("extrapolation", {}), config.data.num_views))
+    per_seed[seed] = flat
+  metrics = _aggregate(list(per_seed.values()))
+  results = {
+    "data": first["data"],
+    "teacher": first["teacher"],
+    "students": first["students"],
+    "seeds": sorted(runs),
+    "per_seed": {str(k): v for k, v in per_seed.items()},
+  }
   if config.scaling.enabled:
     # resumable: a finished sweep (e.g. from benchmarks/flashssm3d_scaling.py --out=<workdir>
     # with the same settings) is reused
     res = scaling.cached_scaling(config.scaling, workdir)
     results["scaling"] = res
     core.save_figure(scaling.plot_scaling(res), workdir, "scaling")
-  core.save_figure(_loss_plot(histories), workdir, "training_loss")
-
-  results["derived"] = derived_metrics(evals)
-  table = _table(results)
-  metrics = _flat_metrics(results)
-  metrics.update(results["derived"])
+    for name in ("student_ssm", "teacher_attention"):
+      r = res[name]
+      for k in ("time_exponent", "memory_exponent", "views_in_10s_measured", "views_in_10s_fit"):
+        metrics[f"scaling/{name}/{k}"] = r[k]
+  core.save_figure(_loss_plot(first["histories"]), workdir, "training_loss")
+  if first.get("extrapolation"):
+    core.save_figure(_extrap_plot(metrics, first, config.data.num_views), workdir, "extrapolation")
+  table = _table(results, metrics)
   core.write_results(
     workdir,
     metrics=metrics,
     config=config,
     table_markdown=table,
-    notes="Synthetic procedural proxy (orbit scenes), CPU scale; not comparable with VGGT's "
-    "CO3D/RealEstate10K numbers. Timings are on shared CPU cores (noisy).",
+    notes="Synthetic procedural proxy (split "
+    + str(config.data.split)
+    + "), CPU scale; not comparable with VGGT's CO3D/RealEstate10K numbers. Means over "
+    f"{len(runs)} seed(s) with 95% CI half-widths. Timings are on shared CPU cores (noisy).",
     wall_time_s=time.perf_counter() - t_start,
+    extra={
+      "per_seed": results["per_seed"],
+      "teacher": results["teacher"],
+      "students": results["students"],
+    },
   )
   results["metrics"] = metrics
   results["table_markdown"] = table
   return results
+
+
+def _aggregate(flats: list[dict]) -> dict:
+  """Mean over seeds of every metric, with ``/ci95`` and ``/std`` beside it (>= 2 seeds)."""
+  out = {}
+  for k in flats[0]:
+    vals = np.array([f.get(k, np.nan) for f in flats], np.float64)
+    out[k] = float(np.mean(vals))
+    if len(vals) >= 2:
+      out[f"{k}/ci95"] = float(core.ci95_halfwidth(vals))
+      out[f"{k}/std"] = float(np.std(vals, ddof=1))
+  return out
 
 
 def _loss_plot(histories):
@@ -614,62 +750,122 @@ def _loss_plot(histories):
 
 
 def _flat_metrics(results) -> dict:
+  """One seed's metrics as ``{model/ref/metric: value}`` plus step and FLOP counts."""
   m = {}
   for model, ev in results["eval"].items():
     for ref, vals in ev.items():
       for k, v in vals.items():
         m[f"{model}/{ref}/{k}"] = v
+  for model, per_s in results.get("extrapolation", {}).items():
+    for s_views, vals in per_s.items():
+      for k, v in vals.items():
+        m[f"{model}/views{s_views}/{k}"] = v
   for name, info in results["students"].items():
     m[f"student_{name}/flops_vs_teacher"] = info["flops_vs_teacher"]
     m[f"student_{name}/steps"] = info["steps"]
   if "steps" in results["teacher"]:
     m["teacher/steps"] = results["teacher"]["steps"]
-  if "scaling" in results:
-    for name in ("student_ssm", "teacher_attention"):
-      r = results["scaling"][name]
-      for k in ("time_exponent", "memory_exponent", "views_in_10s_measured", "views_in_10s_fit"):
-        m[f"scaling/{name}/{k}"] = r[k]
   return m
 
 
-def _table(results) -> str:
-  cols = [
-    "AUC@30",
-    "RRA@15",
-    "RTA@15",
-    "ATE",
-    "depth_AbsRel",
-    "depth_delta1.25",
-    "points_overall",
-    "points_overall_depthcam",
-  ]
-  evals = [
-    [model, ref] + [vals.get(c) for c in cols]
-    for model, ev in results["eval"].items()
-    for ref, vals in ev.items()
-  ]
-  parts = [core.markdown_table(["model", "ref"] + cols, evals, fmt=".3f")]
+_COLS = (
+  "AUC@30",
+  "RRA@15",
+  "RTA@15",
+  "ATE",
+  "depth_AbsRel",
+  "depth_delta1.25",
+  "points_overall",
+  "points_overall_depthcam",
+)
+
+
+def _pm(metrics, key, fmt=".3f"):
+  """``mean ± ci95`` of a metric, ``–`` when absent."""
+  if key not in metrics or not np.isfinite(metrics[key]):
+    return "–"
+  ci = metrics.get(f"{key}/ci95")
+  out = format(metrics[key], fmt)
+  return out if ci is None or not np.isfinite(ci) else f"{out} ± {format(ci, fmt).lstrip('+')}"
+
+
+def _table(results, metrics) -> str:
+  """Markdown tables of the aggregated metrics (means ± 95% CI over seeds)."""
+  pairs = []
+  for k in metrics:
+    p = k.split("/")
+    if len(p) == 3 and p[1] in ("vs_gt", "vs_teacher") and (p[0], p[1]) not in pairs:
+      pairs.append((p[0], p[1]))
+  order = sorted(pairs, key=lambda mr: (mr[1], not mr[0].startswith("trivial_"), mr[0]))
+  rows = [[m, r] + [_pm(metrics, f"{m}/{r}/{c}") for c in _COLS] for m, r in order]
+  parts = [core.markdown_table(["model", "ref"] + list(_COLS), rows)]
   slack_cols = ("over_trivial_vs_gt", "over_trivial_vs_teacher", "vs_teacher_gap", "distill_score")
-  der = results.get("derived", {})
-  models = sorted({k.split("/")[1] for k in der}, key=list(results["eval"]).index)
+  dmodels = []
+  for k in metrics:
+    p = k.split("/")
+    if p[0] == "derived" and len(p) == 3 and p[2] in slack_cols and p[1] not in dmodels:
+      dmodels.append(p[1])
   parts.append(
     "Slacks in units of the stated margins ("
     + ", ".join(f"{k} {m:g}{' relative' if d == 'lower' else ''}" for k, d, m in CLAIM_METRICS)
     + "); >= 0 passes.\n\n"
     + core.markdown_table(
       ["model"] + list(slack_cols),
-      [[m] + [der.get(f"derived/{m}/{c}") for c in slack_cols] for m in models],
-      fmt="+.2f",
+      [[m] + [_pm(metrics, f"derived/{m}/{c}", "+.2f") for c in slack_cols] for m in dmodels],
     )
   )
+  paired = [
+    ("distill_vs_gt", "Procrustes+reprojection student vs GT-trained student (mean gain, margins)"),
+    ("ssm_vs_attention_gt", "GT-trained SSM vs GT-trained attention, same FLOPs (min gain + 1)"),
+    ("geometry_minus_regression_AUC", "AUC@30: Procrustes+reprojection minus regression"),
+  ]
+  rows = [
+    [desc, _pm(metrics, f"derived/{k}", "+.3f")] for k, desc in paired if f"derived/{k}" in metrics
+  ]
+  if rows:
+    parts.append(core.markdown_table(["paired comparison (per seed, then mean)", "value"], rows))
+  ext = sorted({k.split("/")[1] for k in metrics if "/views" in k and k.endswith("/AUC@30")})
+  if ext:
+    emodels = sorted({k.split("/")[0] for k in metrics if "/views" in k and k.endswith("/AUC@30")})
+    rows = []
+    for m in emodels:
+      for v in ext:
+        rows.append(
+          [m, v[len("views") :]]
+          + [_pm(metrics, f"{m}/{v}/{c}") for c in ("AUC@30", "depth_delta1.25", "points_overall")]
+          + [_pm(metrics, f"derived/{m}/extrap_retained_{v[len('views') :]}")]
+        )
+    parts.append(
+      "View extrapolation (trained on "
+      + str(results["data"]["views"])
+      + " views; against ground truth):\n\n"
+      + core.markdown_table(
+        ["model", "views", "AUC@30", "depth_delta1.25", "points_overall", "retained (min ratio)"],
+        rows,
+      )
+    )
   parts.append(
     core.markdown_table(
-      ["student", "steps", "FLOPs / teacher training", "scenes / teacher's"],
+      ["model", "params", "steps", "FLOPs / teacher training", "scenes / teacher's"],
       [
-        [name, info["steps"], info["flops_vs_teacher"], f"{info['scenes_vs_teacher']:.2f}"]
+        [
+          "teacher_T1",
+          results["teacher"].get("params", "–"),
+          results["teacher"].get("steps", "–"),
+          "1",
+          "1",
+        ]
+      ]
+      + [
+        [
+          f"student_{name}",
+          info["params"],
+          info["steps"],
+          f"{info['flops_vs_teacher']:.3f}",
+          f"{info['scenes_vs_teacher']:.2f}",
+        ]
         for name, info in results["students"].items()
       ],
-      fmt=".3f",
     )
   )
   if "scaling" in results:
@@ -693,3 +889,24 @@ def _table(results) -> str:
       core.markdown_table(head + ["time exponent", "views in 10 s (measured / fit)"], rows)
     )
   return "\n\n".join(parts)
+
+
+def _extrap_plot(metrics, first, num_views):
+  import matplotlib
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+  for model, per_s in first["extrapolation"].items():
+    views = [num_views] + sorted(int(v) for v in per_s)
+    for ax, k in zip(axes, ("AUC@30", "depth_delta1.25")):
+      keys = [f"{model}/vs_gt/{k}"] + [f"{model}/views{v}/{k}" for v in views[1:]]
+      ys = [metrics[q] for q in keys]
+      es = [metrics.get(f"{q}/ci95", 0.0) for q in keys]
+      ax.errorbar(views, ys, yerr=es, marker="o", capsize=3, label=model)
+      ax.set(xscale="log", xlabel="views at test time", ylabel=k + " (vs GT)")
+  axes[0].legend(fontsize=7)
+  fig.suptitle(f"view extrapolation (trained on {num_views} views; mean ± 95% CI over seeds)")
+  fig.tight_layout()
+  return fig

@@ -10,7 +10,14 @@ Cameras orbit the scene centre and look at it (OpenCV axes, camera-from-world ex
 
 * ``orbit_easy``: azimuth spread 60°, elevation 10–25°, radius 2.6–3.0, FoV 55–65°, no roll;
 * ``orbit``: azimuth spread up to 180°, elevation 0–40°, radius 2.4–3.2, FoV 50–75°, jitter;
-* ``free``: random azimuths, elevation −10–45°, look-at jitter, roll ±15°.
+* ``free``: random azimuths, elevation −10–45°, look-at jitter, roll ±15°;
+* ``orbit_cues``: the split that is learnable at CPU scale. The orbit turns either way by 20–60°
+  (so the mean pose is a poor guess), elevation 5–30°, radius 2.4–3.2 and FoV 55–65° per scene;
+  each wall's colour is fixed by its world orientation (up to a small jitter), so the visible
+  walls tell the camera's heading, and distance fog (``rgb·f + fog·(1 − f)``,
+  ``f = exp(−0.35·depth)``) makes depth visible per pixel. In ``orbit_easy`` every scene has the
+  same relative poses up to a few degrees of elevation, so an input-independent mean pose is
+  nearly exact there, and depth has only monocular shading and texture-scale cues.
 
 Outputs are normalised like VGGT's targets by default (first camera = identity, mean valid point
 distance = 1). Rendering is deterministic for a fixed key; use disjoint keys for disjoint splits.
@@ -28,7 +35,20 @@ from jaxpapers.flashssm3d import _geometry as geo
 
 __all__ = ["SceneBatch", "render_scenes", "SPLITS"]
 
-SPLITS = ("orbit_easy", "orbit", "free")
+SPLITS = ("orbit_easy", "orbit", "free", "orbit_cues")
+# Wall colours of ``orbit_cues`` by wall (-x, +x, -y, +y, -z, +z): distinct hues
+_CUE_WALLS = np.array(
+  [
+    [0.9, 0.25, 0.2],
+    [0.2, 0.75, 0.3],
+    [0.35, 0.3, 0.3],
+    [0.9, 0.9, 0.85],
+    [0.25, 0.35, 0.9],
+    [0.9, 0.8, 0.2],
+  ],
+  np.float32,
+)
+_FOG = np.array([0.75, 0.8, 0.95], np.float32)
 _MAX_SPHERES = 4
 _MAX_BOXES = 2
 _FAR = 1e6
@@ -75,7 +95,7 @@ def _look_at(eye, target, roll):
   return np.concatenate([R, (-R @ eye)[:, None]], -1)
 
 
-def _sample_scene(rng: np.random.Generator) -> dict:
+def _sample_scene(rng: np.random.Generator, split: str = "orbit_easy") -> dict:
   half = rng.uniform(3.4, 4.4, 2)
   n_sph = rng.integers(1, _MAX_SPHERES + 1)
   sph_r = rng.uniform(0.25, 0.6, _MAX_SPHERES)
@@ -97,7 +117,11 @@ def _sample_scene(rng: np.random.Generator) -> dict:
     box_on=np.arange(_MAX_BOXES) < n_box,
     obj_col=rng.uniform(0.15, 1.0, (_MAX_SPHERES + _MAX_BOXES, 3)),
     freq=rng.uniform(1.5, 4.0, 6 + _MAX_SPHERES + _MAX_BOXES),
+    fog=np.float32(0.0),
   )
+  if split == "orbit_cues":
+    out["wall_col"] = np.clip(_CUE_WALLS + rng.uniform(-0.05, 0.05, (6, 3)), 0.0, 1.0)
+    out["fog"] = np.float32(0.35)
   return {k: (v.astype(np.float32) if v.dtype != bool else v) for k, v in out.items()}
 
 
@@ -109,6 +133,14 @@ def _sample_cameras(rng: np.random.Generator, num_views: int, split: str):
     az = az0 + np.deg2rad(60.0) * frac
     el = np.deg2rad(rng.uniform(10.0, 25.0)) * np.ones(S)
     rad = rng.uniform(2.6, 3.0) * np.ones(S)
+    fov = np.deg2rad(rng.uniform(55.0, 65.0)) * np.ones(S)
+    jit_t = np.zeros((S, 3))
+    roll = np.zeros(S)
+  elif split == "orbit_cues":
+    spread = np.deg2rad(rng.uniform(20.0, 60.0)) * rng.choice([-1.0, 1.0])
+    az = az0 + spread * frac
+    el = np.deg2rad(rng.uniform(5.0, 30.0)) * np.ones(S)
+    rad = rng.uniform(2.4, 3.2) * np.ones(S)
     fov = np.deg2rad(rng.uniform(55.0, 65.0)) * np.ones(S)
     jit_t = np.zeros((S, 3))
     roll = np.zeros(S)
@@ -208,6 +240,8 @@ def _render_view(scene, ext, K, H, W):
   light = light / jnp.linalg.norm(light)
   shade = 0.55 + 0.45 * jnp.abs(n @ light)
   rgb = jnp.clip(col * (0.55 + 0.45 * pattern[:, None]) * shade[:, None], 0.0, 1.0)
+  f = jnp.exp(-scene["fog"] * depth)[:, None]  # distance fog (orbit_cues only; fog = 0 elsewhere)
+  rgb = rgb * f + jnp.asarray(_FOG) * (1.0 - f)
   valid = jnp.isfinite(depth) & (depth > 0) & (depth < _FAR / 2)
   return rgb.reshape(H, W, 3), depth.reshape(H, W), p.reshape(H, W, 3), valid.reshape(H, W)
 
@@ -259,7 +293,8 @@ def render_scenes(
     num_scenes: ``B``.
     num_views: ``S``.
     image_size: ``int`` (square) or ``(H, W)``; 16–64 px is the intended range.
-    split: one of ``'orbit_easy'``, ``'orbit'``, ``'free'``.
+    split: one of ``'orbit_easy'``, ``'orbit'``, ``'free'``, ``'orbit_cues'`` (see the module
+      docstring).
     normalize: apply VGGT's normalisation (first camera = identity, mean point distance = 1).
 
   Returns:
@@ -278,7 +313,7 @@ def render_scenes(
   rng = _seed_of(key)
   scenes, exts, fovs = [], [], []
   for _ in range(int(num_scenes)):
-    scenes.append(_sample_scene(rng))
+    scenes.append(_sample_scene(rng, split))
     e, f = _sample_cameras(rng, int(num_views), split)
     exts.append(e)
     fovs.append(f)

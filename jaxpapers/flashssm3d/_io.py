@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import pathlib
 
+import jax
 import numpy as np
 
 from jaxpapers.flashssm3d import _geometry as geo
@@ -157,17 +158,24 @@ def load_multiview_scenes(
   parts = [_load_scene(root / n, int(num_views), int(image_size)) for n in names]
   images, depth, ext, K = (np.stack(x) for x in zip(*parts))
   valid = depth > 0
-  pts = np.asarray(geo.unproject_depth(depth, ext, K), np.float64)
+  pts, n_pts, n_ext, n_scale, n_depth = (
+    np.asarray(a, np.float64) for a in _unproject_normalize(depth, ext, K, valid)
+  )
   if normalize:
-    pts, ext, scale, depth = (
-      np.asarray(a, np.float64) for a in geo.normalize_scene(pts, ext, valid, depth)
-    )
+    pts, ext, scale, depth = n_pts, n_ext, n_scale, n_depth
   else:
     scale = np.ones(len(names))
   pts = np.where(valid[..., None], pts, 0.0)
   f32 = lambda a: np.asarray(a, np.float32)
   batch = SceneBatch(f32(images), f32(depth), f32(pts), valid, f32(ext), f32(K), f32(scale))
   return batch, names
+
+
+@jax.jit
+def _unproject_normalize(depth, ext, K, valid):
+  """World points of the depth maps, and the VGGT-normalised scene (one compiled program)."""
+  pts = geo.unproject_depth(depth, ext, K)
+  return (pts,) + tuple(geo.normalize_scene(pts, ext, valid, depth))
 
 
 def save_teacher_predictions(

@@ -42,19 +42,30 @@ def test_smoke_experiment_end_to_end(smoke_run):
       assert np.isfinite(m[f"{triv}/{ref}/{key}"])
       assert f"| {triv} | {ref} |" in out["table_markdown"]
   assert "| model | ref |" in out["table_markdown"]
-  assert (workdir / "scaling.png").exists() and (workdir / "training_loss.png").exists()
-  sc = res["scaling"]
-  assert all(np.isfinite(sc["student_ssm"]["time_s"]))
+  assert (workdir / "training_loss.png").exists() and (workdir / "extrapolation.png").exists()
+  # view extrapolation: every model on test scenes with twice the training views
+  S2 = 2 * cfg.data.num_views
+  for model in ("teacher_T1", "student_reprojection"):
+    assert 0.0 <= m[f"{model}/views{S2}/AUC@30"] <= 1.0
+    assert np.isfinite(m[f"derived/{model}/extrap_retained_{S2}"])
+  assert set(out["extra"]["per_seed"]) == {str(cfg.seed)}
   # the FLOP budget counts scan bodies once per step: above XLA's own count (bodies once)
   info = res["students"]["reprojection"]
   assert info["step_flops"] > 1.05 * info["step_flops_xla_scan_once"]
+  # a rerun on the same workdir reads the finished seed back instead of training again
+  again = train.train_and_evaluate(cfg, workdir)
+  assert again["metrics"]["teacher_T1/vs_gt/AUC@30"] == m["teacher_T1/vs_gt/AUC@30"]
 
 
 def test_smoke_distillation_trains_every_loss_term(smoke_run):
   """The student step differentiates every term (Procrustes and reprojection active, finite)."""
   cfg, workdir, _ = smoke_run
   assert "reprojection" in cfg.variants and cfg.loss.procrustes > 0 and cfg.loss.reprojection > 0
-  lines = (workdir / "student_reprojection" / "history.jsonl").read_text().splitlines()
+  lines = (
+    (workdir / f"seed{cfg.seed}" / "student_reprojection" / "history.jsonl")
+    .read_text()
+    .splitlines()
+  )
   recs = [json.loads(r) for r in lines if r.strip()]
   assert recs and all(np.isfinite(r["train/total"]) for r in recs)
   assert all(r["train/procrustes"] > 0 and r["train/reprojection"] >= 0 for r in recs)
@@ -104,6 +115,28 @@ def test_derived_slacks_follow_the_stated_rule():
   np.testing.assert_allclose(d["derived/student_x/distill_score"], 0.0, atol=1e-12)
   # teacher: AUC 0.3/0.05-1 = 5, delta 5, points 0.5/0.1-1 = 4
   np.testing.assert_allclose(d["derived/teacher_T1/over_trivial_vs_gt"], 4.0)
+  # paired comparisons and extrapolation retention
+  evals["student_reprojection"] = {"vs_gt": row(0.7, 0.8, 0.1)}
+  evals["student_gt"] = {"vs_gt": row(0.6, 0.9, 0.2)}
+  evals["student_attention_gt"] = {"vs_gt": row(0.5, 0.95, 0.1)}
+  evals["student_regression"] = {"vs_gt": row(0.72, 0.8, 0.1)}
+  ext = {"student_gt": {"8": row(0.3, 0.81, 0.3)}}
+  d = train.derived_metrics(evals, ext, 4)
+  # distill vs gt: mean of AUC +0.1/0.05 = 2, delta -0.1/0.05 = -2, points 0.5/0.1 = 5 -> 5/3
+  np.testing.assert_allclose(d["derived/distill_vs_gt"], 5.0 / 3.0)
+  # ssm (gt) vs attention: AUC 2+1, delta -1+1 = 0, points -1/0.1+1 = -9 -> min -9
+  np.testing.assert_allclose(d["derived/ssm_vs_attention_gt"], -9.0)
+  np.testing.assert_allclose(d["derived/geometry_minus_regression_AUC"], -0.02, atol=1e-12)
+  # retention: min(0.3/0.6, 0.81/0.9) = 0.5
+  np.testing.assert_allclose(d["derived/student_gt/extrap_retained_8"], 0.5)
+
+
+def test_aggregate_over_seeds():
+  out = train._aggregate([{"a": 1.0}, {"a": 3.0}, {"a": 2.0}])
+  assert out["a"] == 2.0 and np.isclose(out["a/std"], 1.0)
+  # t_{0.975, 2} = 4.303: the 95% t-interval half-width of a mean over 3 seeds
+  np.testing.assert_allclose(out["a/ci95"], 4.302652729911275 / np.sqrt(3), rtol=1e-3)
+  assert train._aggregate([{"a": 1.0}]) == {"a": 1.0}
 
 
 def test_notebook_runs(smoke_run, monkeypatch):
@@ -140,3 +173,26 @@ def test_disk_data_and_the_accelerator_config(tmp_path):
     fcfg.student.batch_size = n + 1
     with pytest.raises(ValueError, match="divisible"):
       train.batch_sharding(fcfg)
+
+
+def test_scaling_fit_recovers_power_law_and_its_error():
+  """The benchmark's log-log fit: exact exponent on a power law, a standard error under noise."""
+  from experiments.flashssm3d import scaling
+
+  views = np.array([8, 16, 32, 64, 128, 256])
+  slope, icpt, se = scaling.fit_exponent(views, 2e-3 * views**1.5, 8, with_error=True)
+  np.testing.assert_allclose([slope, np.exp(icpt)], [1.5, 2e-3], rtol=1e-9)
+  assert se < 1e-9
+  noisy = 2e-3 * views**1.5 * np.exp(np.random.default_rng(0).normal(0, 0.1, len(views)))
+  s2, i2, se2 = scaling.fit_exponent(views, noisy, 8, with_error=True)
+  # reference: ordinary least squares by hand on (log v, log t)
+  X = np.stack([np.log(views), np.ones(len(views))], 1)
+  beta, res, *_ = np.linalg.lstsq(X, np.log(noisy), rcond=None)
+  se_ref = np.sqrt(res[0] / (len(views) - 2) * np.linalg.inv(X.T @ X)[0, 0])
+  np.testing.assert_allclose([s2, i2, se2], [beta[0], beta[1], se_ref], rtol=1e-9)
+  # views below min_views and missing (NaN) times are left out of the fit
+  t = 2e-3 * views**2.0
+  t[0], t[-1] = 10.0, np.nan
+  np.testing.assert_allclose(scaling.fit_exponent(views, t, 16)[0], 2.0, rtol=1e-9)
+  measured, fit = scaling.views_within(10.0, views, 1e-2 * views, 1.0, np.log(1e-2))
+  assert measured == 256 and np.isclose(fit, 1000.0)

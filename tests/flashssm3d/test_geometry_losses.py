@@ -35,35 +35,38 @@ def _cams(rng, S, hw=(24, 32)):
 
 def test_quaternion_matches_scipy_and_round_trips():
   rng = np.random.default_rng(0)
-  R = _rand_rot(rng, 50)
-  with jax.enable_x64(True):
-    q = np.asarray(fs.mat_to_quat(jnp.asarray(R)))
-    q_ref = Rotation.from_matrix(R).as_quat()  # scipy is scalar-last too
-    q_ref = np.where(q_ref[:, 3:] < 0, -q_ref, q_ref)
-    np.testing.assert_allclose(q, q_ref, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(fs.quat_to_mat(jnp.asarray(q))), R, atol=1e-12)
-  # Near-180-degree rotations exercise the non-w pivots.
+  # random rotations, then near-180-degree ones (they exercise the non-w pivots)
   R2 = Rotation.from_rotvec(
     np.array([[np.pi - 1e-3, 0, 0], [0, np.pi, 0], [0, 0, -np.pi]])
   ).as_matrix()
+  R = np.concatenate([_rand_rot(rng, 50), R2])
   with jax.enable_x64(True):
-    np.testing.assert_allclose(
-      np.asarray(fs.quat_to_mat(fs.mat_to_quat(jnp.asarray(R2)))), R2, atol=1e-10
+    q, R_back = jax.jit(lambda r: (fs.mat_to_quat(r), fs.quat_to_mat(fs.mat_to_quat(r))))(
+      jnp.asarray(R)
     )
+  q_ref = Rotation.from_matrix(R[:50]).as_quat()  # scipy is scalar-last too
+  q_ref = np.where(q_ref[:, 3:] < 0, -q_ref, q_ref)
+  np.testing.assert_allclose(np.asarray(q)[:50], q_ref, atol=1e-12)
+  np.testing.assert_allclose(np.asarray(R_back)[:50], R[:50], atol=1e-12)
+  np.testing.assert_allclose(np.asarray(R_back)[50:], R2, atol=1e-10)
 
 
 def test_pose_encoding_round_trip():
   rng = np.random.default_rng(1)
   hw = (24, 32)
   ext, K = _cams(rng, 7, hw)
-  with jax.enable_x64(True):
-    enc = fs.cameras_to_pose_encoding(jnp.asarray(ext), jnp.asarray(K), hw)
-    assert enc.shape == (7, 9)
+
+  def chain(e, k):
+    enc = fs.cameras_to_pose_encoding(e, k, hw)
     e2, K2 = fs.pose_encoding_to_cameras(enc, hw)
-    np.testing.assert_allclose(np.asarray(e2), ext, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(K2), K, atol=1e-10)
-    enc2 = fs.cameras_to_pose_encoding(e2, K2, hw)
-    np.testing.assert_allclose(np.asarray(enc2), np.asarray(enc), atol=1e-12)
+    return enc, e2, K2, fs.cameras_to_pose_encoding(e2, K2, hw)
+
+  with jax.enable_x64(True):
+    enc, e2, K2, enc2 = jax.jit(chain)(jnp.asarray(ext), jnp.asarray(K))
+  assert enc.shape == (7, 9)
+  np.testing.assert_allclose(np.asarray(e2), ext, atol=1e-12)
+  np.testing.assert_allclose(np.asarray(K2), K, atol=1e-10)
+  np.testing.assert_allclose(np.asarray(enc2), np.asarray(enc), atol=1e-12)
   # fov definition: fov_h = 2 atan(H/2 / f_y)
   np.testing.assert_allclose(np.asarray(enc[:, 7]), 2 * np.arctan(12 / K[:, 1, 1]), rtol=1e-6)
   with pytest.raises(ValueError, match="pose_enc"):
@@ -75,9 +78,13 @@ def test_project_unproject_inverse():
   hw = (6, 8)
   ext, K = _cams(rng, 3, hw)
   depth = rng.uniform(1.0, 3.0, size=(3, 6, 8))
+
+  def roundtrip(d, e, k):
+    pts = fs.unproject_depth(d, e, k)
+    return (pts,) + tuple(fs.project_points(pts.reshape(3, -1, 3), e, k))
+
   with jax.enable_x64(True):
-    pts = fs.unproject_depth(jnp.asarray(depth), jnp.asarray(ext), jnp.asarray(K))
-    uv, z = fs.project_points(pts.reshape(3, -1, 3), jnp.asarray(ext), jnp.asarray(K))
+    pts, uv, z = jax.jit(roundtrip)(jnp.asarray(depth), jnp.asarray(ext), jnp.asarray(K))
   v, u = np.meshgrid(np.arange(6) + 0.5, np.arange(8) + 0.5, indexing="ij")
   np.testing.assert_allclose(np.asarray(z).reshape(3, 6, 8), depth, atol=1e-12)
   np.testing.assert_allclose(
@@ -98,16 +105,23 @@ def test_normalize_scene():
   hw = (4, 5)
   ext, K = _cams(rng, 3, hw)
   depth = rng.uniform(1.0, 3.0, size=(1, 3) + hw)
-  with jax.enable_x64(True):
-    pts = fs.unproject_depth(jnp.asarray(depth), jnp.asarray(ext[None]), jnp.asarray(K[None]))
-    valid = jnp.ones((1, 3) + hw, bool).at[0, 1, 0, 0].set(False)
-    p, e, scale, d = fs.normalize_scene(pts, jnp.asarray(ext[None]), valid, jnp.asarray(depth))
-    np.testing.assert_allclose(np.asarray(e[0, 0]), np.eye(3, 4), atol=1e-12)
-    dist = np.linalg.norm(np.asarray(p), axis=-1)[np.asarray(valid)]
-    np.testing.assert_allclose(dist.mean(), 1.0, atol=1e-12)
+  valid = np.ones((1, 3) + hw, bool)
+  valid[0, 1, 0, 0] = False
+
+  def chain(dep, e, k, v):
+    pts = fs.unproject_depth(dep, e, k)
+    p, e_n, _, d = fs.normalize_scene(pts, e, v, dep)
     # normalised cameras still see normalised points at normalised depth
-    p2 = fs.unproject_depth(d, e, jnp.asarray(K[None]))
-    np.testing.assert_allclose(np.asarray(p2), np.asarray(p), atol=1e-10)
+    return p, e_n, fs.unproject_depth(d, e_n, k)
+
+  with jax.enable_x64(True):
+    p, e, p2 = jax.jit(chain)(
+      jnp.asarray(depth), jnp.asarray(ext[None]), jnp.asarray(K[None]), jnp.asarray(valid)
+    )
+  np.testing.assert_allclose(np.asarray(e[0, 0]), np.eye(3, 4), atol=1e-12)
+  dist = np.linalg.norm(np.asarray(p), axis=-1)[valid]
+  np.testing.assert_allclose(dist.mean(), 1.0, atol=1e-12)
+  np.testing.assert_allclose(np.asarray(p2), np.asarray(p), atol=1e-10)
 
 
 def _sim3(rng, X):
@@ -183,11 +197,12 @@ def test_procrustes_gradients_finite_on_degenerate_sets():
     ).astype(jnp.float32),
     "equal": Y,
   }
+  grad = jax.jit(jax.grad(lambda x, w: _proc(x, Y, w)))  # one compilation for every case
   for name, X in degenerate.items():
-    g = jax.jit(jax.grad(lambda x: _proc(x, Y)))(X)
+    g = grad(X, jnp.ones(16))
     assert np.all(np.isfinite(np.asarray(g))), name
   # zero weights everywhere
-  g = jax.grad(lambda x: _proc(x, Y, jnp.zeros(16)))(Y + 1.0)
+  g = grad(Y + 1.0, jnp.zeros(16))
   assert np.all(np.isfinite(np.asarray(g)))
 
 
@@ -197,8 +212,12 @@ def test_procrustes_stop_gradient_exact_for_squared():
   Yn, Xn = rng.normal(size=(40, 3)), rng.normal(size=(40, 3))
   with jax.enable_x64(True):
     Y, X = jnp.asarray(Yn), jnp.asarray(Xn)
-    g1 = jax.grad(lambda x: _proc(x, Y, robust="squared"))(X)
-    g2 = jax.grad(lambda x: _proc(x, Y, robust="squared", stop_alignment_grad=False))(X)
+    g1, g2 = jax.jit(
+      lambda x: (
+        jax.grad(lambda x: _proc(x, Y, robust="squared"))(x),
+        jax.grad(lambda x: _proc(x, Y, robust="squared", stop_alignment_grad=False))(x),
+      )
+    )(X)
   np.testing.assert_allclose(np.asarray(g1), np.asarray(g2), atol=1e-9)
 
 
@@ -279,12 +298,13 @@ def test_reprojection_gauge_invariance():
 def test_camera_loss_hand_computed():
   tgt = jnp.array([[[0.0, 0, 0, 0, 0, 0, 1, 1.0, 1.0]]])
   pred = jnp.array([[[1.0, -1, 0, 0, 0, 0, -1, 1.5, 1.0]]])  # -q is the same rotation
-  l, aux = fs.camera_loss(pred, tgt)
+  cam = jax.jit(fs.camera_loss)
+  l, aux = cam(pred, tgt)
   np.testing.assert_allclose(float(aux["cam_t"]), 2.0)
   np.testing.assert_allclose(float(aux["cam_q"]), 0.0)
   np.testing.assert_allclose(float(l), 2.0 + 0.5 * 0.5)
   stages = jnp.stack([pred, tgt])  # two stages: weights 0.6 and 1, divided by n=2
-  l2, _ = fs.camera_loss(stages, tgt)
+  l2, _ = cam(stages, tgt)
   np.testing.assert_allclose(float(l2), 0.6 * 2.25 / 2)
 
 
@@ -294,20 +314,21 @@ def test_conf_regression_and_gradient_loss():
   tgt = rng.normal(size=pred.shape)
   conf = 1 + rng.uniform(size=(1, 2, 4, 4))
   valid = rng.uniform(size=(1, 2, 4, 4)) > 0.3
-  with jax.enable_x64(True):
-    l = float(
-      fs.conf_regression_loss(
-        jnp.asarray(pred), jnp.asarray(tgt), jnp.asarray(conf), jnp.asarray(valid)
-      )
+  one = np.ones((1, 2, 4, 4))
+
+  def losses(p, t, c, v):  # one compilation for the three evaluations
+    return (
+      fs.conf_regression_loss(p, t, c, v),
+      fs.gradient_loss(t + 3.0, t, one),  # a constant offset has no gradient
+      fs.gradient_loss(p, t, one, scales=1, clamp=1e9),
     )
-    ref = ((np.linalg.norm(pred - tgt, axis=-1) * conf - 0.2 * np.log(conf))[valid]).mean()
-    np.testing.assert_allclose(l, ref, rtol=1e-9)
-    one = jnp.ones((1, 2, 4, 4))
-    assert (
-      float(fs.gradient_loss(jnp.asarray(tgt + 3.0), jnp.asarray(tgt), one)) < 1e-12
-    )  # constant offset
-    g = float(fs.gradient_loss(jnp.asarray(pred), jnp.asarray(tgt), one, scales=1, clamp=1e9))
-    d = (pred - tgt)[0]
-    gx = np.abs(d[:, :, 1:] - d[:, :, :-1]).sum(-1)
-    gy = np.abs(d[:, 1:] - d[:, :-1]).sum(-1)
-    np.testing.assert_allclose(g, (gx.sum() + gy.sum()) / (gx.size + gy.size), rtol=1e-9)
+
+  with jax.enable_x64(True):
+    l, g_off, g = map(float, jax.jit(losses)(*map(jnp.asarray, (pred, tgt, conf, valid))))
+  ref = ((np.linalg.norm(pred - tgt, axis=-1) * conf - 0.2 * np.log(conf))[valid]).mean()
+  np.testing.assert_allclose(l, ref, rtol=1e-9)
+  assert g_off < 1e-12
+  d = (pred - tgt)[0]
+  gx = np.abs(d[:, :, 1:] - d[:, :, :-1]).sum(-1)
+  gy = np.abs(d[:, 1:] - d[:, :-1]).sum(-1)
+  np.testing.assert_allclose(g, (gx.sum() + gy.sum()) / (gx.size + gy.size), rtol=1e-9)

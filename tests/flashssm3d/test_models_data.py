@@ -59,17 +59,22 @@ def test_tfds_builder_offline_without_tensorflow(tmp_path):
   assert batch.images.shape == (2, 2, 8, 8, 3)
 
 
-def test_student_and_teacher_forward_shapes_no_recompile(scenes):
+_SMALL = dict(width=16, depth=2, state=4, image_size=16, camera_stages=2, chunk_size=8)
+
+
+@pytest.fixture(scope="module")
+def student_forward():
+  """One small student and its jitted forward, shared by the tests below (one compilation)."""
+  st = fs.FlashSSM3D(fs.FlashSSM3DConfig(**_SMALL), rngs=nnx.Rngs(0))
+  return _fwd(st) + (st,)
+
+
+def test_student_and_teacher_forward_shapes_no_recompile(scenes, student_forward):
   x = scenes.images
-  st = fs.FlashSSM3D(
-    fs.FlashSSM3DConfig(width=16, depth=2, state=4, image_size=16, camera_stages=2),
-    rngs=nnx.Rngs(0),
-  )
   te = fs.AATeacher(
     fs.TeacherConfig(width=16, depth=1, heads=2, image_size=16, camera_stages=2), rngs=nnx.Rngs(0)
   )
-  for m in (st, te):
-    f, s = _fwd(m)
+  for f, s in (student_forward[:2], _fwd(te)):
     p = f(s, x)
     chex.assert_shape(
       [p.pose_enc, p.pose_stages, p.depth, p.points],
@@ -83,18 +88,14 @@ def test_student_and_teacher_forward_shapes_no_recompile(scenes):
       f(s, x2)
     assert traces["forward"] == 0  # same shapes: no second trace
   with pytest.raises(ValueError, match="images"):
-    st(jnp.zeros((1, 2, 8, 8, 3)))
+    student_forward[2](jnp.zeros((1, 2, 8, 8, 3)))
   with pytest.raises(ValueError, match="method"):
     fs.FlashSSM3DConfig(method="fft")
 
 
-def test_student_frames_communicate(scenes):
+def test_student_frames_communicate(scenes, student_forward):
   """Every frame's camera token depends on every other frame (bidirectional global scan)."""
-  st = fs.FlashSSM3D(
-    fs.FlashSSM3DConfig(width=16, depth=1, state=4, image_size=16, camera_stages=1),
-    rngs=nnx.Rngs(0),
-  )
-  graphdef, state = nnx.split(st)
+  graphdef, state = nnx.split(student_forward[2])
   x = scenes.images[:1]
 
   def cam_tokens(x):
@@ -129,18 +130,9 @@ def test_distillation_loss_vanishes_on_its_own_targets(scenes):
   )
 
 
-_SMALL = dict(width=16, depth=2, state=4, image_size=16, camera_stages=1, chunk_size=8)
-
-
-@pytest.fixture(scope="module")
-def student_forward():
-  st = fs.FlashSSM3D(fs.FlashSSM3DConfig(**_SMALL), rngs=nnx.Rngs(0))
-  return _fwd(st)
-
-
 def test_sharded_forward_equals_single_device(student_forward, num_devices):
   """The batch sharded over an 8-device mesh gives the single-device outputs."""
-  f, s = student_forward
+  f, s, _ = student_forward
   x = jax.random.uniform(jax.random.key(5), (num_devices, 2, 16, 16, 3))
   ref = f(s, x)
   mesh = jax.make_mesh((num_devices,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
@@ -153,7 +145,7 @@ def test_sharded_forward_equals_single_device(student_forward, num_devices):
 
 def test_accelerator_settings_match_the_default_forward(student_forward, scenes):
   """chunked scan + remat + bf16 backbone: same parameters, the float32 outputs within bf16 error."""
-  f, s = student_forward
+  f, s, _ = student_forward
   cfg = fs.FlashSSM3DConfig(**_SMALL, method="chunked", remat=True, dtype="bfloat16")
   g, s2 = _fwd(fs.FlashSSM3D(cfg, rngs=nnx.Rngs(0)))
   x = scenes.images

@@ -39,15 +39,23 @@ def test_scan_equals_naive_recurrence(reverse):
   np.testing.assert_allclose(np.asarray(y), _naive(*args, reverse=reverse), atol=1e-12)
 
 
-@pytest.mark.parametrize("method", ["associative", "chunked"])
-def test_parallel_methods_equal_lax_scan(method):
+def test_parallel_methods_equal_lax_scan():
   rng = np.random.default_rng(1)
   args = [jnp.asarray(a, jnp.float32) for a in _inputs(rng, (2,), 37, 8, 4)]
-  f = jax.jit(fs.selective_scan, static_argnames=("reverse", "method", "chunk_size"))
-  for reverse in (False, True):
-    ref = f(*args, reverse=reverse, method="scan")
-    y = f(*args, reverse=reverse, method=method, chunk_size=8)  # 37 is not a multiple of 8
-    np.testing.assert_allclose(np.asarray(y), np.asarray(ref), atol=1e-5, rtol=1e-5)
+
+  @jax.jit
+  def all_methods(*a):  # one compilation for every method and direction
+    return {
+      (m, r): fs.selective_scan(*a, reverse=r, method=m, chunk_size=8)  # 37 = 4 * 8 + 5
+      for m in fs.SCAN_METHODS
+      for r in (False, True)
+    }
+
+  ys = all_methods(*args)
+  for (method, reverse), y in ys.items():
+    np.testing.assert_allclose(
+      np.asarray(y), np.asarray(ys["scan", reverse]), atol=1e-5, rtol=1e-5, err_msg=method
+    )
   with pytest.raises(ValueError, match="method"):
     fs.selective_scan(*args, method="fft")
 
@@ -69,6 +77,8 @@ def test_scan_order_permutations():
     fs.scan_order(S, (gh, gw), kind="diag")
 
 
+@pytest.mark.slow  # module level of what test_parallel_methods_equal_lax_scan and
+# test_models_data.py::test_student_frames_communicate check on the scan and the whole model
 def test_bissm_methods_agree_and_bidirectional():
   m = fs.BiSSM(8, state=4, rngs=nnx.Rngs(0))
   x = jax.random.normal(jax.random.key(1), (2, 21, 8))
@@ -99,7 +109,8 @@ def _max_intermediate(closed):
   return max(sizes)
 
 
-@pytest.mark.parametrize("reverse", [False, True])
+# the reverse direction of the chunked scan is also checked against lax.scan (float32) above
+@pytest.mark.parametrize("reverse", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_chunked_equals_sequential_float64_and_holds_one_chunk(reverse):
   rng = np.random.default_rng(2)
   L, E, N, cs = 45, 4, 16, 8  # 45 is not a multiple of the chunk
@@ -137,9 +148,9 @@ def test_bfloat16_inputs_accumulate_the_state_in_float32():
   D = np.zeros((E,))
   ref = _naive(x, dt, A, B, C, D)
   bf = [jnp.asarray(a, jnp.bfloat16) for a in (x, dt, A, B, C, D)]
-  for method in fs.SCAN_METHODS:
-    y = jax.jit(fs.selective_scan, static_argnames=("method", "chunk_size"))(
-      *bf, method=method, chunk_size=64
-    )
-    assert y.dtype == jnp.bfloat16
-    np.testing.assert_allclose(np.asarray(y, np.float64), ref, rtol=1e-2)
+  ys = jax.jit(
+    lambda *a: [fs.selective_scan(*a, method=m, chunk_size=64) for m in fs.SCAN_METHODS]
+  )(*bf)  # one compilation for the three methods
+  for method, y in zip(fs.SCAN_METHODS, ys):
+    assert y.dtype == jnp.bfloat16, method
+    np.testing.assert_allclose(np.asarray(y, np.float64), ref, rtol=1e-2, err_msg=method)

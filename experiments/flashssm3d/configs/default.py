@@ -1,12 +1,15 @@
-"""Default CPU-scale reproduction of FlashSSM-3D (synthetic proxy, a few minutes on 2 cores).
+"""Default CPU-scale reproduction of FlashSSM-3D (synthetic proxy; ~30 min on 2 busy cores).
 
     python -m experiments.flashssm3d.main --config=experiments/flashssm3d/configs/default.py \
         --workdir=runs/flashssm3d
 
-Trains a small alternating-attention teacher on procedural ``orbit_easy`` scenes (4 views,
-32x32 px), distils SSM students from it on 25% of the teacher's scenes within 10% of its training
-FLOPs ((a) regression, (b) + Procrustes, (c) + reprojection, plus a GT-trained student at the same
-budget), evaluates all against GT and the teacher, and runs the view-scaling study (8..512 views).
+Per seed (3 seeds): trains a small alternating-attention teacher on ground truth on procedural
+``orbit_cues`` scenes (4 views, 16x16 px; the split where cameras and depth are learnable at CPU
+scale), distils SSM students from it on 25% of the teacher's scenes within 10% of its training
+FLOPs ((a) regression, (b) + Procrustes + reprojection), trains the same student on ground truth
+and an attention model of about its size on ground truth at the same budget, evaluates all
+against ground truth, the teacher and input-independent predictors, and evaluates every model on
+16 views (view extrapolation). The timing sweep is benchmarks/flashssm3d_scaling.py.
 """
 
 import ml_collections
@@ -15,13 +18,16 @@ import ml_collections
 def get_config():
   c = ml_collections.ConfigDict()
   c.seed = 0
+  c.seeds = 3  # seeds seed, seed + 1, ...: the whole pipeline (data, teacher, students) per seed
   c.data = ml_collections.ConfigDict(
     dict(
-      image_size=32,
+      image_size=16,
       num_views=4,
-      split="orbit_easy",
-      pool_scenes=128,
-      test_scenes=16,
+      # orbit_cues: orbits turning either way by 20-60 degrees (the mean pose is a poor guess),
+      # walls coloured by orientation and distance fog (pose and depth visible at CPU scale)
+      split="orbit_cues",
+      pool_scenes=256,
+      test_scenes=32,
       render_chunk=16,
       eval_batch=8,
       student_fraction=0.25,
@@ -40,7 +46,7 @@ def get_config():
       registers=4,
       mlp_ratio=2,
       camera_stages=4,
-      steps=200,
+      steps=600,
       batch_size=8,
       learning_rate=1e-3,
       warmup=20,
@@ -88,12 +94,21 @@ def get_config():
       reproj_delta=0.02,
     )
   )
-  # "gt" (the same student trained on ground truth at the same budget) is also available.
-  c.variants = ("regression", "procrustes", "reprojection")
+  # E2: distilled with regression only / + Procrustes + reprojection, and the same student trained
+  # on ground truth at the same FLOP budget ("gt"); E1: an attention model of about the student's
+  # size trained on ground truth at that budget ("attention_gt"). "procrustes" (Procrustes
+  # without reprojection) is also available.
+  c.variants = ("regression", "reprojection", "gt", "attention_gt")
+  c.attention = ml_collections.ConfigDict(dict(width=48, depth=2, heads=4))
+  # E3: every model also evaluated on test scenes with 4x the training views
+  c.extrapolation_factors = (4,)
+  c.extrapolation_scenes = 8
+  # The timing sweep (E4) runs in benchmarks/flashssm3d_scaling.py, not in this run: timings on
+  # the shared CPU of the default run would be noise.
   c.scaling = ml_collections.ConfigDict(
     dict(
-      enabled=True,
-      views=(8, 32, 64, 128, 256, 512),
+      enabled=False,
+      views=(8, 16, 32, 64, 128, 256, 512),
       width=64,
       depth=2,
       state=16,
@@ -102,7 +117,7 @@ def get_config():
       patch=4,
       time_cap_s=12.0,
       memory_cap_gb=4.0,
-      repeats=1,
+      repeats=3,
       fit_min_views=32,
     )
   )
@@ -114,18 +129,39 @@ def get_config():
   return c
 
 
+_SLACK_NOTE = (
+  "slacks over AUC@30, depth delta<1.25 and point-head Overall in units of a margin m fixed "
+  "before the run (m = 0.05 for AUC@30 and delta<1.25, 10% relative for Overall); "
+)
+
 CLAIMS = (
+  dict(
+    id="teacher_beats_trivial",
+    statement="the alternating-attention teacher trained on ground truth beats every "
+    "input-independent predictor (constant depth per view, mean pose, dataset-mean output) on "
+    "ground truth by the stated margins: a teacher worth distilling",
+    paper_text="precondition of distilling VGGT (VGGT sees its input)",
+    metric="derived/teacher_T1/over_trivial_vs_gt",
+    direction="higher",
+    held=0.0,
+    partly=-1.0,
+    noise="derived/teacher_T1/over_trivial_vs_gt/ci95",
+    fmt="+.2f",
+    note=_SLACK_NOTE + "min over the three of gain over the best trivial predictor / m - 1; "
+    "mean over seeds with its 95% CI",
+  ),
   dict(
     id="distilled_student_matches_teacher",
     statement="an SSM student distilled with the Procrustes and reprojection losses on 25% of "
-    "the teacher's scenes within 10% of its training FLOPs (every lax.scan body counted once per "
-    "step) matches the teacher, and both beat input-independent predictors",
+    "the teacher's scenes within 10% of its training FLOPs (every lax.scan step counted) matches "
+    "the teacher, and beats input-independent predictors against ground truth and the teacher",
     paper_text="competitive with VGGT at ~25% of its data and < 10% of its training compute "
     "(abstract; synthetic proxy here)",
     metric="derived/student_reprojection/distill_score",
     direction="higher",
     held=0.0,
     partly=-1.0,
+    noise="derived/student_reprojection/distill_score/ci95",
     fmt="+.2f",
     baselines={
       "teacher over trivial vs GT (slack)": "derived/teacher_T1/over_trivial_vs_gt",
@@ -136,45 +172,84 @@ CLAIMS = (
       "student vs teacher gap (slack)": "derived/student_reprojection/vs_teacher_gap",
       "student FLOPs / teacher training FLOPs": "student_reprojection/flops_vs_teacher",
     },
-    note="score = the smallest of three slacks, each taken over AUC@30, depth delta<1.25 and "
-    "point-head Overall in units of a margin m fixed before the run (m = 0.05 for AUC@30 and "
-    "delta<1.25, 10% relative for Overall): (a) against ground truth the student beats the best "
-    "trivial predictor (constant depth per view, mean pose, dataset-mean output, all fitted on "
-    "the student's scenes) by at least m: gain/m - 1; (b) against the teacher it beats the best "
-    "trivial predictor fitted on the teacher's outputs by at least m: gain/m - 1; (c) against "
-    "ground truth it is within m of the teacher or better: gain/m + 1. Held if every slack is "
-    ">= 0, partly if none misses by more than one margin (>= -1), not reproduced otherwise. One "
-    "seed, so no noise interval.",
+    note=_SLACK_NOTE + "score = the smallest of (a) gain over the best trivial predictor "
+    "against ground truth / m - 1, (b) the same against the teacher (trivial predictors fitted on "
+    "the teacher's outputs), (c) gain over the teacher against ground truth / m + 1 (within one "
+    "margin of the teacher). Held if >= 0, partly if >= -1; mean over seeds with its 95% CI "
+    "(an interval straddling a bar is inconclusive)",
+  ),
+  dict(
+    id="distillation_beats_gt_training",
+    statement="at the same FLOP budget and scenes, distillation from the teacher beats training "
+    "the same student on ground truth",
+    paper_text="distilling avoids learning 3D priors from scratch under academic compute "
+    "(abstract)",
+    metric="derived/distill_vs_gt",
+    direction="higher",
+    held=0.0,
+    noise="derived/distill_vs_gt/ci95",
+    fmt="+.2f",
+    baselines={
+      "distilled student AUC@30 vs GT": "student_reprojection/vs_gt/AUC@30",
+      "GT-trained student AUC@30 vs GT": "student_gt/vs_gt/AUC@30",
+    },
+    note=_SLACK_NOTE + "per seed the mean over the three of (gain of the Procrustes + "
+    "reprojection student over the GT-trained student, both against ground truth) / m; held if "
+    "the whole 95% CI over seeds is above 0",
+  ),
+  dict(
+    id="ssm_competitive_with_attention_from_gt",
+    statement="trained from ground truth at equal FLOPs, the SSM student is within one margin of "
+    "an alternating-attention model of about its size on every metric",
+    paper_text="an attention-free SSM for dense 3D understanding (abstract)",
+    metric="derived/ssm_vs_attention_gt",
+    direction="higher",
+    held=0.0,
+    partly=-1.0,
+    noise="derived/ssm_vs_attention_gt/ci95",
+    fmt="+.2f",
+    note=_SLACK_NOTE + "per seed min over the three of (gain of the GT-trained SSM over the "
+    "GT-trained attention model) / m + 1",
   ),
   dict(
     id="geometry_losses_improve_cameras",
     statement="Procrustes alignment + camera reprojection losses improve the distilled "
     "student's cameras over plain regression",
     paper_text="geometry-aware distillation losses help (abstract; no numbers public)",
-    metric="student_reprojection/vs_gt/AUC@30",
-    compare_to="student_regression/vs_gt/AUC@30",
+    metric="derived/geometry_minus_regression_AUC",
     direction="higher",
     held=0.01,
+    noise="derived/geometry_minus_regression_AUC/ci95",
     fmt="+.3f",
-    note="AUC@30 against ground truth, difference of one point or more",
+    note="paired AUC@30 difference against ground truth (same seed and test scenes), one point "
+    "or more with the whole 95% CI over seeds",
+  ),
+  dict(
+    id="graceful_view_extrapolation",
+    statement="trained on S views, the distilled SSM student keeps most of its accuracy on 4S "
+    "views",
+    paper_text="reconstructs scenes from 500+ views (abstract)",
+    metric="derived/student_reprojection/extrap_retained_16",
+    direction="higher",
+    held=0.8,
+    partly=0.5,
+    noise="derived/student_reprojection/extrap_retained_16/ci95",
+    fmt=".2f",
+    baselines={"attention teacher": "derived/teacher_T1/extrap_retained_16"},
+    note="min over AUC@30 and depth delta<1.25 of (value on 16 views) / (value on the 4 "
+    "training views), against ground truth",
   ),
   dict(
     id="linear_in_views",
     statement="the SSM's forward time grows linearly with the number of views",
-    paper_text="linear-time in the number of views",
-    metric="scaling/student_ssm/time_exponent",
-    direction="lower",
-    held=1.2,
-    partly=1.5,
-    fmt=".2f",
-    baselines={"attention teacher time exponent": "scaling/teacher_attention/time_exponent"},
-    note="log-log slope of forward time over views >= fit_min_views",
+    paper_text="linear computational complexity (abstract)",
+    note="measured by benchmarks/flashssm3d_scaling.py (its JSON is written beside it when run), not "
+    "by this run",
   ),
   dict(
     id="views_in_10s",
     statement="500+ views reconstructed in under 10 s",
     paper_text="500+ views in < 10 s (accelerator)",
-    note="an accelerator claim at the paper's model size; the CPU study measures small "
-    "models (scaling/student_ssm/views_in_10s_measured)",
+    note="an accelerator claim at the paper's model size; not testable on this CPU",
   ),
 )

@@ -62,6 +62,7 @@ def get_config():
   c.loss.num_points = 8192
   c.scaling.update(
     dict(
+      enabled=True,
       views=(8, 16, 32, 64, 128, 256, 512, 1024),
       width=384,
       depth=12,

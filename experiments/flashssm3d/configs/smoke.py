@@ -1,7 +1,7 @@
 """Smoke configuration, used by the tests and the notebook (JAXPAPERS_SMOKE=1).
 
 Every phase of the experiment runs (rendering, teacher training, teacher targets, distillation,
-evaluation against GT and the teacher, checkpointing, the view-scaling study, plots) on the
+evaluation against GT and the teacher, checkpointing, view extrapolation, plots) on the
 smallest shapes: seconds of compute. The rest is XLA compiling each phase's program (about a
 minute on 2 cores, seconds with a warm compilation cache), so the models have one block and one
 camera stage (Python loops, unrolled into the compiled programs) and one distillation variant.
@@ -36,9 +36,21 @@ def get_config():
   # "reprojection" runs every loss term (regression, Procrustes, reprojection) on teacher
   # targets; each further variant costs one more train-step compilation (~1/4 of the run).
   c.variants = ("reprojection",)
+  c.seeds = 1
+  c.extrapolation_factors = (2,)  # one extrapolated view count (two more forward compilations)
+  c.extrapolation_scenes = 4
+  # the timing sweep is a benchmark (benchmarks/flashssm3d_scaling.py), not part of the smoke run
   c.scaling.update(
     dict(
-      views=(2, 4), width=16, depth=1, state=4, heads=2, image_size=16, repeats=1, fit_min_views=2
+      enabled=False,
+      views=(2, 4),
+      width=16,
+      depth=1,
+      state=4,
+      heads=2,
+      image_size=16,
+      repeats=1,
+      fit_min_views=2,
     )
   )
   c.checkpoint_every = 4  # one checkpoint per phase (at its last step)
