@@ -78,9 +78,18 @@ def load_datasets(config) -> tuple[dict, str]:
   if config.data_dir != "none":
     root = core.resolve_data_dir(config.data_dir or None, subdir="hypergraph", required=False)
   out = {}
+  names = tuple(config.datasets) if root is not None else tuple(config.synthetic_fallback)
+  if not names:
+    field = "datasets" if root is not None else "synthetic_fallback"
+    raise ValueError(
+      f"config.{field} is empty: name at least one dataset (a key of hypergraph.DATASETS or "
+      f"'<format>/<name>'; synthetic: 'synthetic-small' or 'synthetic-inter<k>')"
+    )
   if root is not None:
     for name in config.datasets:
-      d = hg.load(name, root, split_seed=config.seed, num_splits=config.num_splits)
+      # Shipped splits: the first num_splits of them; otherwise seeded generated splits.
+      seed = None if hg.ships_splits(name) else config.seed
+      d = hg.load(name, root, split_seed=seed, num_splits=config.num_splits)
       out[name] = _reduce_features(d, config.max_features, config.seed)
     return out, str(root)
   for name in config.synthetic_fallback:

@@ -8,6 +8,7 @@ is the conjugate); degrees count incidences; ``num_edges`` is explicit.
 
 from jaxpapers.hypergraph._io import (
   DATASETS,
+  FORMATS,
   RestrictedUnpickler,
   load,
   load_cocitation,
@@ -18,6 +19,7 @@ from jaxpapers.hypergraph._io import (
   load_telegram,
   random_splits,
   safe_load_pickle,
+  ships_splits,
 )
 from jaxpapers.hypergraph._models import (
   BACKBONES,
@@ -60,6 +62,7 @@ from jaxpapers.hypergraph._synthetic import make_synthetic
 
 __all__ = [
   "DATASETS",
+  "FORMATS",
   "RestrictedUnpickler",
   "load",
   "load_cocitation",
@@ -70,6 +73,7 @@ __all__ = [
   "load_telegram",
   "random_splits",
   "safe_load_pickle",
+  "ships_splits",
   "BACKBONES",
   "ClassifierHead",
   "GeDiHNN",

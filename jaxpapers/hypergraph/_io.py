@@ -30,7 +30,9 @@ __all__ = [
   "load_telegram",
   "load_heterophilous",
   "load_planetoid",
+  "ships_splits",
   "DATASETS",
+  "FORMATS",
 ]
 
 
@@ -356,34 +358,93 @@ def load_telegram(data_dir, *, split_seed=0, num_splits=10, directed=True, q=0.2
   )
 
 
-def load_heterophilous(data_dir, name: str = "texas", *, directed=True, q=0.25, **_):
-  """yandex-research ``.npz`` sets (chameleon_filtered[_directed], texas, cornell).
+def _fixed_split_count(name: str, available: int, num_splits, split_seed) -> int:
+  """How many of a dataset's shipped splits to keep (all for ``num_splits=None``)."""
+  if split_seed is not None:
+    raise ValueError(
+      f"{name} ships {available} fixed split(s), so split_seed={split_seed!r} does not apply "
+      "(it seeds generated splits); pass split_seed=None and choose the first splits with "
+      "num_splits"
+    )
+  if num_splits is None:
+    return available
+  if (
+    isinstance(num_splits, (bool, np.bool_))
+    or not isinstance(num_splits, (int, np.integer))
+    or not 1 <= num_splits <= available
+  ):
+    raise ValueError(
+      f"num_splits must be an int in [1, {available}] for {name}, which ships {available} "
+      f"fixed split(s), or None for all of them; got {num_splits!r}"
+    )
+  return int(num_splits)
 
-  Edge list rows are ``(src, dst)``; star construction with ``src`` as tail. The 10 fixed
-  splits shipped in the file are used.
+
+def load_heterophilous(
+  data_dir,
+  name: str = "texas",
+  *,
+  num_splits: int | None = None,
+  split_seed: None = None,
+  directed=True,
+  q=0.25,
+):
+  """yandex-research ``.npz`` sets (chameleon_filtered[_directed], texas, cornell, ...).
+
+  Edge list rows are ``(src, dst)``; star construction with ``src`` as tail. The splits shipped
+  in the file are used: all of them (``num_splits=None``) or the first ``num_splits``; asking
+  for more than the file has, or for a ``split_seed``, raises ``ValueError``. A file that lacks
+  one of the keys ``node_features``, ``node_labels``, ``edges``, ``train_masks``,
+  ``val_masks``, ``test_masks`` raises ``ValueError`` naming the file and the key.
   """
   path = _need(pathlib.Path(_check_dir(data_dir, "data_dir")) / "heterophilous" / f"{name}.npz")
-  try:
-    with _load_array_file(path, "dense") as z:
-      x, y, e = z["node_features"], z["node_labels"], z["edges"]
-      masks = (z["train_masks"], z["val_masks"], z["test_masks"])
-  except ValueError:
-    raise
-  except Exception as err:  # pylint: disable=broad-except  (truncated zip members, missing keys)
-    raise ValueError(
-      f"data file {path} is corrupt or truncated ({type(err).__name__}: {err})"
-    ) from err
+  keys = ("node_features", "node_labels", "edges", "train_masks", "val_masks", "test_masks")
+  with _load_array_file(path, "dense") as z:
+    missing = [k for k in keys if k not in z.files]
+    if missing:
+      raise ValueError(
+        f"data file {path} lacks the key(s) {missing} (it has {sorted(z.files)}); expected "
+        f"{list(keys)}"
+      )
+    arrays = {}
+    for k in keys:
+      try:
+        arrays[k] = z[k]
+      except Exception as err:  # pylint: disable=broad-except  (truncated zip members)
+        raise ValueError(
+          f"data file {path} is corrupt or truncated at key {k!r} ({type(err).__name__}: {err})"
+        ) from err
+  x, y, e = arrays["node_features"], arrays["node_labels"], arrays["edges"]
+  masks = np.stack([np.asarray(arrays[k], bool) for k in keys[3:]])
+  if masks.ndim == 2:  # a single split stored as [n] masks
+    masks = masks[:, None]
+  if masks.ndim != 3 or masks.shape[2] != y.shape[0]:
+    if masks.ndim == 3 and masks.shape[1] == y.shape[0]:  # stored as [n, num_splits]
+      masks = masks.transpose(0, 2, 1)
+    else:
+      raise ValueError(
+        f"data file {path}: the split masks have shape {masks.shape[1:]}, expected "
+        f"[num_splits, {y.shape[0]}] for {y.shape[0]} labelled nodes"
+      )
+  r = _fixed_split_count(f"heterophilous/{name}", masks.shape[1], num_splits, split_seed)
+  e = np.asarray(e)
+  if e.ndim != 2 or e.shape[1] != 2:
+    raise ValueError(f"data file {path}: 'edges' must be [num_edges, 2], got {e.shape}")
   inc = st.from_directed_edges(e[:, 0], e[:, 1], y.shape[0], q=q)
-  return _finish(inc, x, y, f"heterophilous/{name}", masks=masks, directed=directed)
+  return _finish(inc, x, y, f"heterophilous/{name}", masks=masks[:, :r], directed=directed)
 
 
-def load_planetoid(data_dir, name: str = "cora", **_):
+def load_planetoid(
+  data_dir, name: str = "cora", *, num_splits: int | None = None, split_seed: None = None
+):
   """Planetoid Cora/Citeseer (undirected): one neighbourhood hyperedge ``{v} u N(v)`` per node.
 
-  Standard split (train = the first ``len(y)`` rows, val = the next 500, test = ``test.index``).
-  Citeseer's 15 test ids without a feature row get zero features and label 0 and belong to no
-  split. The result is undirected (use with the undirected backbones).
+  Standard split (train = the first ``len(y)`` rows, val = the next 500, test = ``test.index``),
+  the only one: ``num_splits`` other than None or 1, or any ``split_seed``, raises
+  ``ValueError``. Citeseer's 15 test ids without a feature row get zero features and label 0
+  and belong to no split. The result is undirected (use with the undirected backbones).
   """
+  _fixed_split_count(f"planetoid/{name}", 1, num_splits, split_seed)
   import scipy.sparse
 
   root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "planetoid"
@@ -437,15 +498,72 @@ DATASETS = {
 }
 
 
-def load(name: str, data_dir, *, split_seed: int = 0, num_splits: int = 10, directed=None):
-  """Loads a dataset by name (see ``DATASETS``); ``directed=None`` keeps the loader default."""
-  if not isinstance(name, str) or name not in DATASETS:
-    raise ValueError(f"unknown dataset {name!r}; known: {sorted(DATASETS)}")
+# Folder under data_dir -> loader, for names of the form "<folder>/<file stem>".
+FORMATS = {
+  "mail": load_mail,
+  "cocitation": load_cocitation,
+  "synthetic": load_gedi_synthetic,
+  "heterophilous": load_heterophilous,
+  "planetoid": load_planetoid,
+}
+
+
+def _resolve(name):
+  if isinstance(name, str) and name in DATASETS:
+    fn, kw = DATASETS[name]
+    return fn, dict(kw)
+  if isinstance(name, str) and name.count("/") == 1:
+    fmt, stem = name.split("/")
+    if fmt in FORMATS and stem and stem not in (".", ".."):
+      return FORMATS[fmt], dict(name=stem)
+  raise ValueError(
+    f"unknown dataset {name!r}; expected one of {sorted(DATASETS)} or '<format>/<name>' with "
+    f"format in {sorted(FORMATS)} (the folder under data_dir and the dataset's file or folder "
+    "name, e.g. 'heterophilous/roman_empire')"
+  )
+
+
+def ships_splits(name: str) -> bool:
+  """Whether dataset ``name`` (as for :func:`load`) comes with fixed splits (no ``split_seed``)."""
+  fn, _ = _resolve(name)
+  return fn in (load_heterophilous, load_planetoid)
+
+
+def load(
+  name: str,
+  data_dir,
+  *,
+  split_seed: int | None = None,
+  num_splits: int | None = None,
+  directed=None,
+):
+  """Loads a dataset by name from ``data_dir``.
+
+  Args:
+    name: a key of ``DATASETS`` (the shared benchmark sets) or ``'<format>/<name>'`` for any
+      other dataset in a supported format: ``format`` is the folder under ``data_dir``
+      (``FORMATS``: mail, cocitation, synthetic, heterophilous, planetoid) and ``name`` the
+      dataset's folder or file stem there, e.g. ``'heterophilous/roman_empire'`` reads
+      ``<data_dir>/heterophilous/roman_empire.npz``.
+    data_dir: the folder holding the format folders.
+    split_seed: seed of the generated splits (default 0); datasets that ship fixed splits
+      (:func:`ships_splits`) raise ``ValueError`` when it is given.
+    num_splits: how many splits: generated ones (default 10), or the first ``num_splits`` of
+      the shipped ones (default all; more than the file has raises ``ValueError``).
+    directed: None keeps the loader's default; False gives the undirected version.
+
+  Returns:
+    A :class:`HypergraphData` with ``[num_splits, n]`` masks.
+  """
+  fn, kw = _resolve(name)
   _check_dir(data_dir, "data_dir")
-  fn, kw = DATASETS[name]
-  kw = dict(kw)
-  if fn is not load_planetoid and fn is not load_heterophilous:
+  if fn in (load_heterophilous, load_planetoid):
     kw.update(split_seed=split_seed, num_splits=num_splits)
+  else:
+    kw.update(
+      split_seed=0 if split_seed is None else split_seed,
+      num_splits=10 if num_splits is None else num_splits,
+    )
   if directed is not None and fn is not load_planetoid:
     kw["directed"] = directed
   return fn(data_dir, **kw)

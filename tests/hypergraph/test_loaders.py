@@ -124,3 +124,47 @@ def test_missing_file_is_named(tmp_path):
     hg.load("email-Enron", tmp_path)
   with pytest.raises(ValueError, match="unknown dataset"):
     hg.load("nope", tmp_path)
+
+
+@needs_data
+def test_shipped_splits_select_the_first_ones_or_raise():
+  """num_splits picks the file's first splits; more than it has, or a split_seed, raise."""
+  with np.load(DATA / "heterophilous" / "texas.npz") as z:
+    want = np.asarray(z["train_masks"], bool)
+  assert want.shape == (10, 183)
+  d = hg.load("texas", DATA, num_splits=3)
+  assert d.num_splits == 3
+  np.testing.assert_array_equal(np.asarray(d.train_mask), want[:3])
+  assert hg.load("texas", DATA).num_splits == 10
+  with pytest.raises(ValueError, match=r"num_splits must be an int in \[1, 10\]"):
+    hg.load("texas", DATA, num_splits=11)
+  with pytest.raises(ValueError, match="ships 10 fixed split"):
+    hg.load("texas", DATA, split_seed=3)
+  assert hg.ships_splits("texas") and hg.ships_splits("planetoid-cora")
+  assert not hg.ships_splits("telegram") and not hg.ships_splits("mail/EU")
+
+
+@needs_data
+def test_any_dataset_in_a_supported_format_loads_by_format_and_name(tmp_path):
+  """'<format>/<name>' reads a file that is not among the named sets, by the same loader."""
+  (tmp_path / "heterophilous").mkdir()
+  (tmp_path / "heterophilous" / "my_graph.npz").write_bytes(
+    (DATA / "heterophilous" / "cornell.npz").read_bytes()
+  )
+  a = hg.load("heterophilous/my_graph", tmp_path, num_splits=2)
+  b = hg.load("cornell", DATA, num_splits=2)
+  assert a.summary() == {**b.summary(), "name": a.summary()["name"]}
+  np.testing.assert_array_equal(np.asarray(a.test_mask), np.asarray(b.test_mask))
+  e = hg.load("mail/enroll", DATA, split_seed=1, num_splits=2)
+  f = hg.load("email-Enron", DATA, split_seed=1, num_splits=2)
+  np.testing.assert_array_equal(np.asarray(e.train_mask), np.asarray(f.train_mask))
+
+
+@needs_data
+def test_npz_without_a_key_names_the_file_and_the_key(tmp_path):
+  (tmp_path / "heterophilous").mkdir()
+  with np.load(DATA / "heterophilous" / "texas.npz") as z:
+    arrays = {k: z[k] for k in z.files if k != "val_masks"}
+  np.savez(tmp_path / "heterophilous" / "texas.npz", **arrays)
+  with pytest.raises(ValueError, match=r"texas.npz lacks the key\(s\) \['val_masks'\]"):
+    hg.load("texas", tmp_path)

@@ -84,3 +84,11 @@ def test_matched_arm_reaches_panda_parameter_count():
   assert der["mean_improvement_vs_matched_pp"] == pytest.approx(3.0)
   assert der["mean_matched_minus_vanilla_pp"] == pytest.approx(3.0)
   assert der["mean_improvement_without_telegram_pp"] == pytest.approx(6.0)
+
+
+def test_empty_dataset_list_is_an_error_not_an_empty_result(tmp_path):
+  config = smoke.get_config()
+  config.synthetic_fallback = ()
+  with pytest.raises(ValueError, match="config.synthetic_fallback is empty"):
+    train.train_and_evaluate(config, str(tmp_path))
+  assert not (tmp_path / "results.json").exists()
