@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from experiments.panda import train
@@ -92,3 +93,47 @@ def test_empty_dataset_list_is_an_error_not_an_empty_result(tmp_path):
   with pytest.raises(ValueError, match="config.synthetic_fallback is empty"):
     train.train_and_evaluate(config, str(tmp_path))
   assert not (tmp_path / "results.json").exists()
+
+
+def test_pair_statistics_against_hand_computed_paired_values():
+  """Split-wise paired differences of the selected sweep points, t interval and sign flips."""
+  import itertools
+
+  def cell(best_lr, tests_by_lr):
+    return dict(
+      best_lr=best_lr,
+      best_wd=0.0,
+      sweep=[dict(lr=lr, wd=0.0, val=[0.5] * 3, test=t) for lr, t in tests_by_lr.items()],
+    )
+
+  cells = {
+    "a|gedi|vanilla": cell(0.1, {0.1: [0.50, 0.60, 0.70], 0.2: [0.9, 0.9, 0.9]}),
+    "a|gedi|panda": cell(0.2, {0.1: [0.0, 0.0, 0.0], 0.2: [0.60, 0.71, 0.82]}),
+    "b|hgnn|vanilla": cell(0.1, {0.1: [0.50, 0.50, 0.50]}),
+    "b|hgnn|panda": cell(0.1, {0.1: [0.40, 0.60, 0.50]}),
+    "c|hgnn|vanilla": cell(0.1, {0.1: [0.5, 0.5, 0.5]}),  # no PANDA cell: not a pair
+  }
+  st = train.pair_statistics(cells)
+  assert sorted(st) == ["a|gedi", "b|hgnn"]
+  d = np.array([10.0, 11.0, 12.0])  # 0.60-0.50, 0.71-0.60, 0.82-0.70, in pp
+  a = st["a|gedi"]
+  np.testing.assert_allclose(a["diffs_pp"], d, atol=1e-9)
+  np.testing.assert_allclose(a["diff_pp"], d.mean())
+  np.testing.assert_allclose(a["t95_pp"], 4.302652729911275 * d.std(ddof=1) / np.sqrt(3))
+  flips = [abs(np.dot(s, d)) / 3 for s in itertools.product((1, -1), repeat=3)]
+  assert a["sign_flip_p"] == np.mean(np.array(flips) >= d.mean() - 1e-9) == 0.25
+  assert a["outcome"] == "better"  # 11 > 4.30 * 1 / sqrt(3) = 2.48
+  assert st["b|hgnn"]["outcome"] == "tie" and st["b|hgnn"]["diff_pp"] == pytest.approx(0.0)
+  der = train.derived_metrics(
+    dict(
+      per_cell={k: dict(test_mean=float(np.mean(_selected(v)))) for k, v in cells.items()},
+      per_pair=st,
+    )
+  )
+  assert (der["pairs_better"], der["pairs_worse"], der["pairs_tie"]) == (1, 0, 1)
+  lo, hi = der["mean_improvement_boot95_pp"]
+  assert 0.0 <= lo <= hi <= d.mean() + 1e-9
+
+
+def _selected(cell):
+  return [100 * t for z in cell["sweep"] if z["lr"] == cell["best_lr"] for t in z["test"]]
