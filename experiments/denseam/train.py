@@ -434,11 +434,9 @@ def train_and_evaluate(config, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=dataclasses.asdict(cfg),
+    config=config,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
     table_markdown=table,
     wall_time_s=time.time() - t0,
-    claims=config.get("claims"),
-    issue_verdicts=config.get("issue_verdicts", True),
     notes=(
       "scikit-learn digits (1,438 train / 359 test), DenseAM classifier with clamped pixels and "
       "10 label units read out after T Euler steps; Adam, fixed horizon and batch size, no "

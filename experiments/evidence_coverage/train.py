@@ -369,11 +369,9 @@ def train_and_evaluate(config, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=dataclasses.asdict(cfg),
+    config=config,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
     table_markdown=table,
     wall_time_s=time.time() - t0,
-    claims=config.get("claims"),
-    issue_verdicts=config.get("issue_verdicts", True),
     notes=(
       "Synthetic shifted local linear ICL (a reconstruction: the paper's model, coverage "
       "formulas and regime rule are not public). Readers: one-step GD (fixed eta), ridge "
