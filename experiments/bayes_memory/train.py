@@ -516,6 +516,15 @@ def _plots(d, workdir):
   core.save_figure(fig, workdir, "reads_vs_accuracy")
 
 
+def scored_dialogues(store, key, c) -> list[int]:
+  """Dialogue indices whose cells exist for every seed (``score_missing=False``: analyse those).
+
+  Which dialogues get scored by a deadline depends only on their position in the scoring order,
+  never on their scores.
+  """
+  return [i for i in range(c.n_dialogues) if all(key(s, i) in store for s in c.seeds)]
+
+
 def train_and_evaluate(config, workdir) -> dict:
   """Score (or resume) every dialogue, derive every method's metrics, write results.json."""
   c = config
@@ -544,8 +553,9 @@ def train_and_evaluate(config, workdir) -> dict:
   # Dialogue-major order over seeds, so that a partial (resumable) run covers every seed.
   # Dialogues missing from the store are scored in groups of c.group_dialogues (shared batches);
   # each dialogue is still its own cell, stored as soon as its group is done.
-  order = [(s, i) for i in range(c.n_dialogues) for s in c.seeds]
   key = lambda s, i: f"{c.model}/greedy={c.greedy_k}/seed={s}/dialogue={i}"  # noqa: E731
+  keep = scored_dialogues(store, key, c) if not c.score_missing else list(range(c.n_dialogues))
+  order = [(s, i) for i in keep for s in c.seeds]
   todo = [(s, i) for s, i in order if key(s, i) not in store]
   groups = [todo[j : j + c.group_dialogues] for j in range(0, len(todo), c.group_dialogues)]
   for grp in core.progress(groups, desc=f"LM scoring ({len(todo)} dialogues, grouped)"):
@@ -560,7 +570,7 @@ def train_and_evaluate(config, workdir) -> dict:
     for k in cost:
       cost[k] += cell[k]
   parts = [
-    _questions(dialogues[s], [cells[s, i] for i in range(c.n_dialogues)], c, int(s))
+    _questions([dialogues[s][i] for i in keep], [cells[s, i] for i in keep], c, int(s))
     for s in c.seeds
   ]
   q = _concat(parts)
@@ -575,6 +585,8 @@ def train_and_evaluate(config, workdir) -> dict:
   }
   if c.greedy_k > 0:
     d["lm_tokens_per_question"]["oracle_bf_greedy"] = cost["greedy_tokens"] / nq
+  d["n_dialogues_analysed"] = len(keep)
+  d["dialogue_indices"] = keep if len(keep) < c.n_dialogues else "all"
   d["lm_token_saving"] = cost["oracle_tokens"] / max(cost["distilled_tokens"], 1)
   metrics = {"derived": d, "distill_loss_first_last": losses, "lm_scoring_s": lm_s}
   _plots(d, workdir)

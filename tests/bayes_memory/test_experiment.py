@@ -38,8 +38,17 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   monkeypatch.setattr(
     train, "score_dialogues", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
   )
+  cfg.score_missing = False  # analyse the stored cells only: here all of them
   again = train.train_and_evaluate(cfg, tmp_path)
+  assert again["derived"]["n_dialogues_analysed"] == cfg.n_dialogues
   np.testing.assert_equal(again["derived"]["accuracy"], d["accuracy"])
+
+
+def test_scored_dialogues_keeps_indices_complete_for_every_seed():
+  cfg = smoke.get_config()
+  cfg.n_dialogues = 4
+  store = {"s0-d0", "s1-d0", "s0-d1", "s1-d2", "s0-d3", "s1-d3"}
+  assert train.scored_dialogues(store, lambda s, i: f"s{s}-d{i}", cfg) == [0, 3]
 
 
 def test_notebook_runs():
