@@ -1,4 +1,4 @@
-"""CPU-scale run with the real SmolLM2-135M-Instruct (about 40 minutes on 2 busy CPU cores).
+"""CPU-scale run with the real SmolLM2-135M-Instruct (about an hour of LM scoring on 2 busy cores).
 
   python -m experiments.bayes_memory.main --config=experiments/bayes_memory/configs/default.py \
       --workdir=runs/bayes_memory
