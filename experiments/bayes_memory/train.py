@@ -35,7 +35,10 @@ METHODS = (
   "distilled_gated",
   "oracle_bf",
   "oracle_bf_gated",
+  "distilled_placebo_gated",
+  "oracle_bf_placebo_gated",
 )
+GREEDY_METHODS = ("oracle_bf_greedy",)
 RETRIEVERS = ("similarity", "bm25", "recency")
 
 
@@ -100,12 +103,12 @@ def _pool(params, cfg, tok, texts, c):
   return np.asarray(bm.mean_pooled_features(params, ids, mask, config=cfg))
 
 
-def score_dialogue(d: bm.Dialogue, model, fn, c) -> dict:
-  """The LM evidence of one dialogue (JSON-able): log-probs per context, features, costs.
+def _dialogue_rows(d: bm.Dialogue, tok, c):
+  """Rows [(ids, attn, tgt)] of one dialogue and where each goes: (question, 'y'/'alt', column).
 
-  Context columns: 0 no memory, 1 placebo turn, 2 + i turn i alone, N + 2 the whole history.
+  Context columns: 0 no memory, 1 placebo turn, 2 + i turn i alone, N + 2 the whole history
+  (no contrast row for the placebo column).
   """
-  cfg, params, tok = model
   turns = list(d.turns)
   contexts = [[], [bm.PLACEBO_TURN]] + [[t] for t in turns] + [turns]
   rows, where = [], []
@@ -119,29 +122,120 @@ def score_dialogue(d: bm.Dialogue, model, fn, c) -> dict:
       for r, col in enumerate(cols):
         rows.append((ids[r], attn[r], tgt[r]))
         where.append((qi, kind, col))
+  return rows, where
+
+
+def _subset_rows(d: bm.Dialogue, tok, c, requests):
+  """Rows of (question, kind, sorted turn subset) requests of one dialogue."""
+  big = max(c.buckets)
+  rows = []
+  for qi, kind, sub in requests:
+    q = d.queries[qi]
+    y = q.y if kind == "y" else q.y_alt
+    ids, attn, tgt = bm.encode_rows(tok, [[d.turns[i] for i in sub]], q.x, y, max_len=big)
+    rows.append((ids[0], attn[0], tgt[0]))
+  return rows
+
+
+def _greedy_sets(ds, cells, fn, tok, c):
+  """Greedy Bayes-factor turn sets (bm.greedy_select) of every question of ``ds``, in place.
+
+  Sets of at most one turn are read from the cells' single-turn columns; larger ones are
+  scored in one bucketed batch per greedy step over all questions of the group. Adds to each
+  cell: greedy_sel (padded with -1), lp_y_greedy, lp_alt_greedy, greedy_tokens.
+  """
+  qs = [(g, qi) for g, d in enumerate(ds) for qi in range(len(d.queries))]
+  extra_tokens = np.zeros(len(ds), np.int64)
+  padded = [0]
+
+  def lookup(g, qi, kind, sub):
+    lp = cells[g]["lp_y" if kind == "y" else "lp_alt"][qi]
+    return lp[0] if not sub else lp[2 + sub[0]]
+
+  def score_requests(reqs):  # [(g, qi, kind, sub)]
+    out = np.full(len(reqs), np.nan)
+    todo = []
+    for r, (g, qi, kind, sub) in enumerate(reqs):
+      if len(sub) <= 1:
+        out[r] = lookup(g, qi, kind, sub)
+      elif kind == "y" or ds[g].queries[qi].y_alt is not None:
+        todo.append(r)
+    if todo:
+      rows = [_subset_rows(ds[reqs[r][0]], tok, c, [reqs[r][1:]])[0] for r in todo]
+      lp, pad = _score_rows(fn, rows, c)
+      out[todo] = lp
+      padded[0] += pad
+      for r, row in zip(todo, rows):
+        extra_tokens[reqs[r][0]] += int(row[1].sum())
+    return out
+
+  def score(requests):  # greedy_select's interface: (question, subset)
+    return score_requests([(*qs[q], "y", sub) for q, sub in requests])
+
+  k = c.greedy_k
+  sel = bm.greedy_select(score, [len(ds[g].turns) for g, _ in qs], k_max=k, tau=c.tau)
+  alt = score_requests([(g, qi, "alt", tuple(sorted(s.selected))) for (g, qi), s in zip(qs, sel)])
+  n_rows = np.bincount([g for g, _ in qs], minlength=len(ds))
+  for g, cell in enumerate(cells):
+    mine = [i for i, (h, _) in enumerate(qs) if h == g]
+    cell["greedy_sel"] = [list(sel[i].selected) + [-1] * (k - len(sel[i].selected)) for i in mine]
+    cell["lp_y_greedy"] = [sel[i].logprob for i in mine]
+    cell["lp_alt_greedy"] = [float(alt[i]) for i in mine]
+    cell["greedy_tokens"] = cell["oracle_tokens"] + int(extra_tokens[g])
+    cell["padded_tokens"] += int(padded[0] * n_rows[g] // max(n_rows.sum(), 1))
+
+
+def score_dialogues(ds: list[bm.Dialogue], model, fn, c) -> list[dict]:
+  """The LM evidence (JSON-able cells) of a group of dialogues, scored in shared batches.
+
+  Rows of all dialogues of the group go through the length buckets together, so the fixed
+  batch of a bucket is padded once per group rather than once per dialogue.
+  """
+  cfg, params, tok = model
+  rows, where, owner = [], [], []
+  for g, d in enumerate(ds):
+    r, w = _dialogue_rows(d, tok, c)
+    rows += r
+    where += w
+    owner += [g] * len(r)
   lp, padded = _score_rows(fn, rows, c)
-  ncol = len(contexts)
-  lp_y = np.full((len(d.queries), ncol), np.nan)
-  lp_alt = np.full((len(d.queries), ncol), np.nan)
-  real_oracle = 0
-  for (qi, kind, col), v, (_, attn, _) in zip(where, lp, rows):
-    (lp_y if kind == "y" else lp_alt)[qi, col] = v
-    if kind == "y" and col != 1 and col != ncol - 1:
-      real_oracle += int(attn.sum())  # what the oracle needs: baseline + one row per turn
-  feats = _pool(params, cfg, tok, turns + [q.x for q in d.queries], c)
-  n_y = [len(tok.encode(q.y, add_bos=False)) for q in d.queries]
-  feat_tokens = sum(min(len(tok.encode(t, add_bos=False)), c.feature_len) for t in turns)
-  q_tokens = sum(min(len(tok.encode(q.x, add_bos=False)), c.feature_len) for q in d.queries)
-  return dict(
-    lp_y=lp_y,
-    lp_alt=lp_alt,
-    n_y=n_y,
-    f_turn=feats[: len(turns)],
-    f_query=feats[len(turns) :],
-    padded_tokens=padded,
-    oracle_tokens=real_oracle,
-    distilled_tokens=feat_tokens + q_tokens,
-  )
+  cells = []
+  for g, d in enumerate(ds):
+    turns = list(d.turns)
+    ncol = len(turns) + 3
+    lp_y = np.full((len(d.queries), ncol), np.nan)
+    lp_alt = np.full((len(d.queries), ncol), np.nan)
+    real_oracle = 0
+    mine = [i for i, o in enumerate(owner) if o == g]
+    for i in mine:
+      (qi, kind, col), v, attn = where[i], lp[i], rows[i][1]
+      (lp_y if kind == "y" else lp_alt)[qi, col] = v
+      if kind == "y" and col != 1 and col != ncol - 1:
+        real_oracle += int(attn.sum())  # what the oracle needs: baseline + one row per turn
+    feats = _pool(params, cfg, tok, turns + [q.x for q in d.queries], c)
+    n_y = [len(tok.encode(q.y, add_bos=False)) for q in d.queries]
+    feat_tokens = sum(min(len(tok.encode(t, add_bos=False)), c.feature_len) for t in turns)
+    q_tokens = sum(min(len(tok.encode(q.x, add_bos=False)), c.feature_len) for q in d.queries)
+    cells.append(
+      dict(
+        lp_y=lp_y,
+        lp_alt=lp_alt,
+        n_y=n_y,
+        f_turn=feats[: len(turns)],
+        f_query=feats[len(turns) :],
+        padded_tokens=padded * len(mine) // len(rows),
+        oracle_tokens=real_oracle,
+        distilled_tokens=feat_tokens + q_tokens,
+      )
+    )
+  if c.greedy_k > 0:
+    _greedy_sets(ds, cells, fn, tok, c)
+  return cells
+
+
+def score_dialogue(d: bm.Dialogue, model, fn, c) -> dict:
+  """The LM evidence of one dialogue (see :func:`score_dialogues`)."""
+  return score_dialogues([d], model, fn, c)[0]
 
 
 # --------------------------------------------------------------------------- analysis
@@ -151,6 +245,9 @@ def _questions(dialogues, cells, c, seed):
   """Flatten one seed's questions into arrays."""
   out = {k: [] for k in ("lp_y", "lp_alt", "n_y", "f_turn", "f_query", "gold", "stale", "need")}
   out["bm25"], out["seed"] = [], []
+  greedy = c.greedy_k > 0
+  if greedy:
+    out.update(greedy_sel=[], lp_y_greedy=[], lp_alt_greedy=[])
   for d, cell in zip(dialogues, cells):
     for qi, q in enumerate(d.queries):
       out["lp_y"].append(cell["lp_y"][qi])
@@ -165,6 +262,10 @@ def _questions(dialogues, cells, c, seed):
       out["need"].append(q.need_memory)
       out["bm25"].append(bm.bm25_scores(list(d.turns), q.x))
       out["seed"].append(seed)
+      if greedy:
+        out["greedy_sel"].append(cell["greedy_sel"][qi])
+        out["lp_y_greedy"].append(cell["lp_y_greedy"][qi])
+        out["lp_alt_greedy"].append(cell["lp_alt_greedy"][qi])
   return {k: np.asarray(v, np.float64 if k.startswith("lp") else None) for k, v in out.items()}
 
 
@@ -172,8 +273,11 @@ def _concat(parts):
   return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
-def choose_contexts(q, u, g_logit, c, rng) -> dict[str, np.ndarray]:
-  """Context column chosen by every method for every question (see `score_dialogue`)."""
+def choose_contexts(q, u, g_logit, c, rng, g_plc=None) -> dict[str, np.ndarray]:
+  """Context column chosen by every method for every question (see `_dialogue_rows`).
+
+  ``g_plc``: the gate logits of the placebo-controlled distilled gate (None: not run).
+  """
   Q, N = q["f_turn"].shape[:2]
   valid = np.ones((Q, N), bool)
   pos = np.arange(N)
@@ -193,16 +297,28 @@ def choose_contexts(q, u, g_logit, c, rng) -> dict[str, np.ndarray]:
   }
   col["distilled_gated"] = np.where(g_logit > 0, col["distilled"], 0)
   col["oracle_bf_gated"] = np.where(np.asarray(access_bf), col["oracle_bf"], 0)
+  # Placebo-controlled access: the best turn must beat a content-free note by tau_placebo.
+  plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]
+  col["oracle_bf_placebo_gated"] = np.where(plc.max(1) > c.tau_placebo, col["oracle_bf"], 0)
+  if g_plc is not None:
+    col["distilled_placebo_gated"] = np.where(g_plc > 0, col["distilled"], 0)
   return col
 
 
 def fit_distilled(q_all, c):
-  """Leave-one-seed-out distilled utilities u and gate logits for every question."""
+  """Leave-one-seed-out distilled utilities u, gate logits g and placebo-gate logits g_plc.
+
+  The placebo-controlled gate is the gate of a second model trained on LBF - LBF(placebo) -
+  tau_placebo with threshold 0 (the same compiled program as the first), i.e. on the label
+  1[max_i log p(y | m_i, x) - log p(y | placebo, x) > tau_placebo].
+  """
   Q, N, _ = q_all["f_turn"].shape
   u = np.zeros((Q, N))
   g = np.zeros(Q)
+  g_plc = np.zeros(Q)
   pos = np.tile(np.linspace(0.0, 1.0, N), (Q, 1)).astype(np.float32)
   lbf = (q_all["lp_y"][:, 2 : 2 + N] - q_all["lp_y"][:, :1]).astype(np.float32)
+  plc = (q_all["lp_y"][:, 2 : 2 + N] - q_all["lp_y"][:, 1:2] - c.tau_placebo).astype(np.float32)
   valid = np.ones((Q, N), bool)
   ft, fq = q_all["f_turn"].astype(np.float32), q_all["f_query"].astype(np.float32)
   losses = {}
@@ -224,7 +340,23 @@ def fit_distilled(q_all, c):
     ut, gt = bm.predict_utilities(model, gate, ft[te], fq[te], pos[te], valid[te])
     u[te], g[te] = np.asarray(ut), np.asarray(gt)
     losses[int(s)] = [float(loss[0]), float(loss[-1])]
-  return u, g, losses
+    model2, gate2, _ = bm.train_utility_model(
+      ft[tr],
+      fq[tr],
+      pos[tr],
+      valid[tr],
+      plc[tr],
+      seed=int(c.seed),
+      steps=c.steps,
+      lr=c.lr,
+      beta=c.beta,
+      tau=c.tau,
+      hidden=c.hidden,
+    )
+    g_plc[te] = np.asarray(
+      bm.predict_utilities(model2, gate2, ft[te], fq[te], pos[te], valid[te])[1]
+    )
+  return u, g, g_plc, losses
 
 
 def _boot_ci(stat, n, n_boot, rng):
@@ -237,7 +369,7 @@ def _boot_ci(stat, n, n_boot, rng):
   return float((hi - lo) / 2)
 
 
-def derived_metrics(q, col, g_logit, c) -> dict:
+def derived_metrics(q, col, g_logit, c, g_plc=None) -> dict:
   """Accuracy, likelihood, recall, reads and the claims' derived values (pure given inputs)."""
   rng = np.random.default_rng(c.seed + 99)
   Q, N = q["f_turn"].shape[:2]
@@ -245,17 +377,24 @@ def derived_metrics(q, col, g_logit, c) -> dict:
   ar = np.arange(Q)
   correct = {m: q["lp_y"][ar, k] > q["lp_alt"][ar, k] for m, k in col.items()}
   ll = {m: q["lp_y"][ar, k] / q["n_y"] for m, k in col.items()}
+  greedy = "lp_y_greedy" in q
+  if greedy:  # the greedy set is not one of the scored columns: its own rows
+    sel = q["greedy_sel"].astype(int)
+    n_sel = (sel >= 0).sum(1)
+    correct["oracle_bf_greedy"] = q["lp_y_greedy"] > q["lp_alt_greedy"]
+    ll["oracle_bf_greedy"] = q["lp_y_greedy"] / q["n_y"]
   P = np.flatnonzero(need)
   out = {"n_questions": int(Q), "n_preference_questions": int(len(P))}
-  out["accuracy"] = {m: float(correct[m][P].mean()) for m in col}
+  out["accuracy"] = {m: float(correct[m][P].mean()) for m in correct}
   out["accuracy_ci"] = {
-    m: _boot_ci(lambda i, m=m: correct[m][P][i].mean(), len(P), c.n_boot, rng) for m in col
+    m: _boot_ci(lambda i, m=m: correct[m][P][i].mean(), len(P), c.n_boot, rng) for m in correct
   }
   out["accuracy_per_seed"] = {
-    m: [float(correct[m][P][q["seed"][P] == s].mean()) for s in np.unique(q["seed"])] for m in col
+    m: [float(correct[m][P][q["seed"][P] == s].mean()) for s in np.unique(q["seed"])]
+    for m in correct
   }
-  out["loglik_per_token"] = {m: float(ll[m].mean()) for m in col}
-  out["loglik_per_token_pref"] = {m: float(ll[m][P].mean()) for m in col}
+  out["loglik_per_token"] = {m: float(ll[m].mean()) for m in correct}
+  out["loglik_per_token_pref"] = {m: float(ll[m][P].mean()) for m in correct}
   gold = q["gold"].astype(int)
   out["evidence_recall_at_1"] = {
     m: float(np.mean(col[m][P] - 2 == gold[P])) for m in col if m not in ("all_memory",)
@@ -275,6 +414,22 @@ def derived_metrics(q, col, g_logit, c) -> dict:
   out["turns_read_fraction"] = {
     m: float(np.mean(np.where(col[m] == N + 2, N, (col[m] != 0).astype(int))) / N) for m in col
   }
+  if greedy:  # recall / stale of the greedy SET (any chosen turn), its reads and set size
+    m = "oracle_bf_greedy"
+    out["evidence_recall_at_1"][m] = float(np.mean([gold[i] in sel[i] for i in P]))
+    if len(has_stale):
+      out["stale_rate_at_1"][m] = float(
+        np.mean([stale[i, sel[i][sel[i] >= 0]].any() for i in has_stale])
+      )
+    out["read_fraction"][m] = float(np.mean(n_sel > 0))
+    out["turns_read_fraction"][m] = float(np.mean(n_sel) / N)
+    out["greedy_set_size"] = {
+      "mean": float(np.mean(n_sel)),
+      "histogram": [int(np.sum(n_sel == k)) for k in range(c.greedy_k + 1)],
+    }
+    f = lambda i: correct[m][P][i].mean() - correct["oracle_bf"][P][i].mean()  # noqa: E731
+    out["acc_gain_greedy_vs_top1"] = float(f(np.arange(len(P))))
+    out["acc_gain_greedy_vs_top1_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
   lbf = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]
   plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]
   auroc = jax.jit(bm.gate_auroc)
@@ -283,6 +438,12 @@ def derived_metrics(q, col, g_logit, c) -> dict:
     "oracle_bf_max": float(auroc(lbf.max(1).astype(np.float32), need)),
     "placebo_bf_max": float(auroc(plc.max(1).astype(np.float32), need)),
   }
+  if g_plc is not None:
+    out["gate_auroc"]["distilled_placebo"] = float(auroc(g_plc.astype(np.float32), need))
+  out["mean_max_placebo_lbf"] = {"need_memory": float(plc[need].max(1).mean())}
+  out["mean_max_placebo_lbf"]["memory_free"] = (
+    float(plc[~need].max(1).mean()) if (~need).any() else None
+  )
   out["mean_max_lbf"] = {"need_memory": float(lbf[need].max(1).mean())}
   out["mean_max_lbf"]["memory_free"] = float(lbf[~need].max(1).mean()) if (~need).any() else None
   out["placebo_shift_mean"] = float(np.mean(q["lp_y"][:, 1] - q["lp_y"][:, 0]))
@@ -302,6 +463,15 @@ def derived_metrics(q, col, g_logit, c) -> dict:
   g = lambda i: correct["distilled_gated"][P][i].mean() - correct["distilled"][P][i].mean()
   out["acc_gain_gated_vs_ungated"] = float(g(full))
   out["acc_gain_gated_vs_ungated_ci"] = _boot_ci(g, len(P), c.n_boot, rng)
+  for gated, name in (
+    ("distilled_placebo_gated", "placebo"),
+    ("oracle_bf_placebo_gated", "oracle_placebo"),
+  ):
+    base = "distilled" if gated.startswith("distilled") else "oracle_bf"
+    if gated in correct:
+      f = lambda i, a=gated, b=base: correct[a][P][i].mean() - correct[b][P][i].mean()  # noqa: E731
+      out[f"acc_gain_{name}_gated_vs_ungated"] = float(f(full))
+      out[f"acc_gain_{name}_gated_vs_ungated_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
 
   def ratio(i):
     den = correct["oracle_bf"][P][i].mean() - correct["no_memory"][P][i].mean()
@@ -346,6 +516,15 @@ def _plots(d, workdir):
   core.save_figure(fig, workdir, "reads_vs_accuracy")
 
 
+def scored_dialogues(store, key, c) -> list[int]:
+  """Dialogue indices whose cells exist for every seed (``score_missing=False``: analyse those).
+
+  Which dialogues get scored by a deadline depends only on their position in the scoring order,
+  never on their scores.
+  """
+  return [i for i in range(c.n_dialogues) if all(key(s, i) in store for s in c.seeds)]
+
+
 def train_and_evaluate(config, workdir) -> dict:
   """Score (or resume) every dialogue, derive every method's metrics, write results.json."""
   c = config
@@ -356,6 +535,8 @@ def train_and_evaluate(config, workdir) -> dict:
   store = core.CellStore(f"{workdir}/cells")
   lm_s = 0.0
   cost = {"padded_tokens": 0, "oracle_tokens": 0, "distilled_tokens": 0}
+  if c.greedy_k > 0:
+    cost["greedy_tokens"] = 0
   dialogues = {
     s: bm.make_preference_dialogues(
       int(s),
@@ -370,32 +551,42 @@ def train_and_evaluate(config, workdir) -> dict:
     for s in c.seeds
   }
   # Dialogue-major order over seeds, so that a partial (resumable) run covers every seed.
-  order = [(s, i) for i in range(c.n_dialogues) for s in c.seeds]
-  cells = {}
-  for s, i in core.progress(order, desc="LM scoring (dialogue x seed)"):
-    d = dialogues[s][i]
+  # Dialogues missing from the store are scored in groups of c.group_dialogues (shared batches);
+  # each dialogue is still its own cell, stored as soon as its group is done.
+  key = lambda s, i: f"{c.model}/greedy={c.greedy_k}/seed={s}/dialogue={i}"  # noqa: E731
+  keep = scored_dialogues(store, key, c) if not c.score_missing else list(range(c.n_dialogues))
+  order = [(s, i) for i in keep for s in c.seeds]
+  todo = [(s, i) for s, i in order if key(s, i) not in store]
+  groups = [todo[j : j + c.group_dialogues] for j in range(0, len(todo), c.group_dialogues)]
+  for grp in core.progress(groups, desc=f"LM scoring ({len(todo)} dialogues, grouped)"):
     t1 = time.time()
-    cell = store.get_or_compute(
-      f"{c.model}/seed={s}/dialogue={i}", lambda _, d=d: score_dialogue(d, model, fn, c)
-    )
+    for (s, i), cell in zip(grp, score_dialogues([dialogues[s][i] for s, i in grp], model, fn, c)):
+      store.put(key(s, i), cell)
     lm_s += time.time() - t1
+  cells = {}
+  for s, i in order:
+    cell = store[key(s, i)]
     cells[s, i] = {k: (np.asarray(v) if isinstance(v, list) else v) for k, v in cell.items()}
     for k in cost:
       cost[k] += cell[k]
   parts = [
-    _questions(dialogues[s], [cells[s, i] for i in range(c.n_dialogues)], c, int(s))
+    _questions([dialogues[s][i] for i in keep], [cells[s, i] for i in keep], c, int(s))
     for s in c.seeds
   ]
   q = _concat(parts)
-  u, g_logit, losses = fit_distilled(q, c)
-  col = choose_contexts(q, u, g_logit, c, np.random.default_rng(c.seed))
-  d = derived_metrics(q, col, g_logit, c)
+  u, g_logit, g_plc, losses = fit_distilled(q, c)
+  col = choose_contexts(q, u, g_logit, c, np.random.default_rng(c.seed), g_plc=g_plc)
+  d = derived_metrics(q, col, g_logit, c, g_plc=g_plc)
   nq = len(q["seed"])
   d["lm_tokens_per_question"] = {
     "oracle_bf": cost["oracle_tokens"] / nq,
     "distilled": cost["distilled_tokens"] / nq,
     "all_rows_padded": cost["padded_tokens"] / nq,
   }
+  if c.greedy_k > 0:
+    d["lm_tokens_per_question"]["oracle_bf_greedy"] = cost["greedy_tokens"] / nq
+  d["n_dialogues_analysed"] = len(keep)
+  d["dialogue_indices"] = keep if len(keep) < c.n_dialogues else "all"
   d["lm_token_saving"] = cost["oracle_tokens"] / max(cost["distilled_tokens"], 1)
   metrics = {"derived": d, "distill_loss_first_last": losses, "lm_scoring_s": lm_s}
   _plots(d, workdir)
@@ -412,7 +603,7 @@ def train_and_evaluate(config, workdir) -> dict:
       d["read_fraction"][m],
       d["turns_read_fraction"][m],
     ]
-    for m in METHODS
+    for m in METHODS + (GREEDY_METHODS if c.greedy_k > 0 else ())
   ]
   table = core.markdown_table(
     [

@@ -43,6 +43,12 @@ from jaxpapers.bayes_memory._scoring import (
   memory_block,
   sequence_logprobs,
 )
+from jaxpapers.bayes_memory._selection import (
+  GreedySelection,
+  SetScorer,
+  greedy_select,
+  make_set_scorer,
+)
 from jaxpapers.bayes_memory._utility import (
   AccessGate,
   UtilityModel,
@@ -83,6 +89,10 @@ __all__ = [
   "make_logprob_fn",
   "memory_block",
   "sequence_logprobs",
+  "GreedySelection",
+  "SetScorer",
+  "greedy_select",
+  "make_set_scorer",
   "AccessGate",
   "UtilityModel",
   "gate_loss",

@@ -17,7 +17,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   assert "| distilled_gated |" in rec["table_markdown"]
   assert all(c["verdict"] is None for c in rec["claims"])  # smoke: measured, not judged
   d = metrics["derived"]
-  assert set(d["accuracy"]) == set(train.METHODS)
+  assert set(d["accuracy"]) == set(train.METHODS + train.GREEDY_METHODS)
   for m, a in d["accuracy"].items():
     assert 0.0 <= a <= 1.0, m
   # structural facts that hold for any model
@@ -29,14 +29,26 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   ll = d["loglik_per_token"]
   for m in ("random", "recency", "bm25", "similarity", "distilled"):
     assert ll["oracle_bf"] >= ll[m] - 1e-9, m
+  # the greedy set only adds turns that raise log p(y): at least the top-1 turn's likelihood
+  assert ll["oracle_bf_greedy"] >= ll["oracle_bf"] - 1e-6
+  assert sum(d["greedy_set_size"]["histogram"]) == d["n_questions"]
   n_cells = len(list((tmp_path / "cells").iterdir()))
   assert n_cells == len(cfg.seeds) * cfg.n_dialogues
   # Resume: a rerun reads every dialogue's LM scores back instead of scoring again.
   monkeypatch.setattr(
-    train, "score_dialogue", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
+    train, "score_dialogues", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
   )
+  cfg.score_missing = False  # analyse the stored cells only: here all of them
   again = train.train_and_evaluate(cfg, tmp_path)
+  assert again["derived"]["n_dialogues_analysed"] == cfg.n_dialogues
   np.testing.assert_equal(again["derived"]["accuracy"], d["accuracy"])
+
+
+def test_scored_dialogues_keeps_indices_complete_for_every_seed():
+  cfg = smoke.get_config()
+  cfg.n_dialogues = 4
+  store = {"s0-d0", "s1-d0", "s0-d1", "s1-d2", "s0-d3", "s1-d3"}
+  assert train.scored_dialogues(store, lambda s, i: f"s{s}-d{i}", cfg) == [0, 3]
 
 
 def test_notebook_runs():

@@ -20,4 +20,6 @@ def get_config():
   c.buckets = (64, 96, 128, 192, 256, 320)
   c.batch_tokens = 8192
   c.steps = 1000
+  c.greedy_k = 3
+  c.group_dialogues = 16
   return c

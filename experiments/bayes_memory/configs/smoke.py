@@ -18,5 +18,7 @@ def get_config():
   c.steps = 20
   c.hidden = 16
   c.n_boot = 100
+  c.greedy_k = 2  # exercises greedy set selection (off in default.py)
+  c.group_dialogues = 4
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c

@@ -1,0 +1,66 @@
+"""Padded LM tokens of the bayes_memory experiment: per-dialogue batches vs shared batches.
+
+  PYTHONPATH=. python benchmarks/bayes_memory_padding.py [--tiny] [--out=bayes_memory_padding.json]
+
+The LM cost of the experiment is one forward per padded token, so the padded-token count is
+its cost model (measured wall times on the shared machine are too noisy to compare). Counts the
+rows of the default config's first 12 dialogues of seed 0 (host-side: tokenisation and
+bucketing only, no forward pass) under (a) the first run's scheme: buckets
+(48, 64, 96, 128, 160), each dialogue its own batches; (b) the current one: buckets
+(56, 80, 128, 160), the rows of 6 dialogues sharing their batches.
+"""
+
+import argparse
+import json
+
+import numpy as np
+
+from experiments.bayes_memory import train
+from experiments.bayes_memory.configs import default
+from jaxpapers import bayes_memory as bm
+from jaxpapers import lm
+
+
+def main():
+  ap = argparse.ArgumentParser()
+  ap.add_argument("--tiny", action="store_true", help="WordTokenizer instead of SmolLM2's")
+  ap.add_argument("--out", default="bayes_memory_padding.json")
+  a = ap.parse_args()
+  c = default.get_config()
+  tok = bm.WordTokenizer(257) if a.tiny else lm.load_smollm2()[2]
+  ds = bm.make_preference_dialogues(
+    0,
+    n_dialogues=12,
+    n_turns=c.n_turns,
+    n_queries=c.n_queries,
+    change_rate=c.change_rate,
+    distractor_rate=c.distractor_rate,
+    density=c.density,
+    memory_free_rate=c.memory_free_rate,
+  )
+  old = default.get_config()
+  old.buckets = (48, 64, 96, 128, 160)
+
+  def count(rows, cfg):  # padded tokens of _score_rows, without running the LM
+    return train._score_rows(lambda ids, *_: np.zeros(len(ids)), rows, cfg)[1]
+
+  rows = [train._dialogue_rows(d, tok, c)[0] for d in ds]
+  real = sum(int(r[1].sum()) for rr in rows for r in rr)
+  per_dialogue = sum(count(rr, old) for rr in rows)
+  g = c.group_dialogues
+  grouped = sum(count(sum(rows[i : i + g], []), c) for i in range(0, len(rows), g))
+  out = dict(
+    dialogues=len(ds),
+    rows=sum(len(rr) for rr in rows),
+    real_tokens=real,
+    padded_per_dialogue_old_buckets=per_dialogue,
+    padded_grouped_new_buckets=grouped,
+    ratio=per_dialogue / grouped,
+  )
+  print(json.dumps(out, indent=1))
+  with open(a.out, "w") as f:
+    json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+  main()
