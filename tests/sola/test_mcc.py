@@ -41,7 +41,7 @@ def random_tokenization(rng, length, *, partial=True, gaps=True):
   return np.array(out, np.int64)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(3))
 def test_matches_brute_force_on_random_tokenizations(seed):
   rng = np.random.default_rng(seed)
   for _ in range(60):
@@ -96,19 +96,18 @@ def with_oddities(rng, off, shift):
   return np.array(rows, np.int64)
 
 
-@pytest.mark.parametrize("seed", range(2))
-def test_matches_sort_based_and_brute_force_on_long_and_odd_spans(seed):
+def test_matches_sort_based_and_brute_force_on_long_and_odd_spans():
   """Long texts against the earlier sort-based code; shifted starts and zero-length tokens
   against the brute-force definition."""
-  rng = np.random.default_rng(100 + seed)
-  for _ in range(20):
-    length = int(rng.integers(50, 3000))
+  rng = np.random.default_rng(100)
+  for _ in range(8):
+    length = int(rng.integers(50, 1500))
     t = random_tokenization(rng, length)
     s = random_tokenization(rng, length)
     al = S.mcc_blocks(t, s)
     for got, want in zip(al, sort_based_blocks(t, s)):
       np.testing.assert_array_equal(got, want)
-  for _ in range(60):
+  for _ in range(40):
     length = int(rng.integers(1, 20))
     shift = int(rng.integers(0, 4))
     t = with_oddities(rng, random_tokenization(rng, length), shift)
