@@ -27,14 +27,30 @@ import optax
 from jaxpapers import core, lm
 from jaxpapers import sola as S
 
-METHODS = ("ce", "uld", "mined", "sola", "sola_lexical")
+METHODS = (
+  "ce",
+  "uld",
+  "mined",
+  "sola",
+  "sola_lexical",
+  "sola_hard",
+  "sola_none",
+  "same_tok_ce",
+  "same_tok_kd",
+)
 LABELS = {
   "ce": "CE only (no teacher)",
   "uld": "ULD",
   "mined": "MinED-style KL",
   "sola": "SOLA",
   "sola_lexical": "SOLA, lexical cost only",
+  "sola_hard": "SOLA, hard counts only",
+  "sola_none": "SOLA, no local support (K_T x K_S)",
+  "same_tok_ce": "teacher's tokenizer, CE only",
+  "same_tok_kd": "teacher's tokenizer, top-k KL (upper reference)",
 }
+# Methods whose student uses the teacher's own tokenizer (a student with the teacher's vocabulary).
+SAME_TOK = ("same_tok_ce", "same_tok_kd")
 
 
 # ------------------------------------------------------------------------------------ data
@@ -144,6 +160,18 @@ def prepare(c, workdir):
     ca.blk_t_id[v], ca.blk_s_id[v], cid[v], clp[v], t_strings=t_str, s_strings=s_str, r=c.r
   )
   table_lex = S.lexical_table(t_str, s_str, r=c.r)
+  table_hard = None
+  if "sola_hard" in c.methods:
+    table_hard = S.estimate_correspondence(
+      ca.blk_t_id[v],
+      ca.blk_s_id[v],
+      cid[v],
+      clp[v],
+      t_strings=t_str,
+      s_strings=s_str,
+      r=c.r,
+      soft_counts=False,
+    )
   # the training arrays
   tr = al["train"]
   tid, tlp = S.gather_cache(caches["train"], tr.blk_t_pos)
@@ -170,6 +198,26 @@ def prepare(c, workdir):
     "table": table,
     "table_lex": table_lex,
   }
+  if table_hard is not None:
+    data["table_hard"] = table_hard
+  if any(m in c.methods for m in SAME_TOK):
+    # The same-tokenizer reference: the student reads the teacher's tokens; every teacher
+    # position is an aligned pair (one MCC block per token), distilled on the cached top-k.
+    t_len = tr.t_len
+    n_pos = tr.t_tokens.shape[1] - 1
+    pos = np.broadcast_to(np.arange(n_pos, dtype=np.int32), (len(t_len), n_pos))
+    ct = caches["train"]
+    data["train_tt"] = {
+      "tokens": tr.t_tokens,
+      "len": t_len,
+      "blk_pos": pos,
+      "valid": pos < (t_len[:, None] - 1),
+      "t_ids": ct.ids[:, :n_pos],
+      "t_logp": ct.logp[:, :n_pos].astype(np.float32),
+    }
+    data["eval_tt"] = {"tokens": ev.t_tokens, "len": ev.t_len, "n_bytes": ev.n_bytes}
+    cd = al["code"]
+    data["code_tt"] = {"tokens": cd.t_tokens, "len": cd.t_len, "n_bytes": cd.n_bytes}
   data = jax.tree.map(jnp.asarray, data)
   stats = {
     "teacher": t_desc,
@@ -213,11 +261,17 @@ def _bpb(params, cfg, d):
   return S.bits_per_byte(tl.sum(1), d["n_bytes"])
 
 
-GROUPS = {"baselines": ("ce", "uld", "mined"), "sola": ("sola", "sola_lexical")}
+GROUPS = {
+  "baselines": ("ce", "uld", "mined"),
+  "sola": ("sola", "sola_lexical", "sola_hard"),
+  "sola_none": ("sola_none",),
+  "same_tok": SAME_TOK,
+}
 
 
 def make_sweep(c, group: str, cfg):
   """One program per group; the methods of a group differ only in hyperparameters (vmapped)."""
+  sfx = "_tt" if group == "same_tok" else ""  # the teacher-tokenizer student's data
   sched = optax.warmup_cosine_decay_schedule(0.0, 1.0, max(c.steps // 10, 1), c.steps, 0.1)
 
   def tx(hp):
@@ -247,12 +301,28 @@ def make_sweep(c, group: str, cfg):
       mined = S.mined_kl_loss(mapped, t_logp[..., : c.k], s_logits, mask=mask)
       kd = hp["w_uld"] * uld + hp["w_mined"] * mined
       aux["coverage"] = jnp.float32(0.0)
+    elif group == "same_tok":
+      # plain KL(teacher top-k || student) with the identity map: the MinED-style loss when
+      # both sides share one vocabulary
+      kl = S.mined_kl_loss(t_ids[..., : c.k], t_logp[..., : c.k], s_logits, mask=mask)
+      kd = hp["w_kd"] * kl
+      aux["coverage"] = jnp.float32(0.0)
     else:
-      table = jax.tree.map(
-        lambda a, b: jnp.where(hp["lexical"], a, b), data["table_lex"], data["table"]
-      )
+      table = data["table"]
+      if "table_hard" in data:
+        table = jax.tree.map(lambda a, b: jnp.where(hp["hard"], a, b), data["table_hard"], table)
+      table = jax.tree.map(lambda a, b: jnp.where(hp["lexical"], a, b), data["table_lex"], table)
+      support = "none" if group == "sola_none" else "bidirectional"
       kd, a = S.sola_loss(
-        t_ids, t_logp, s_logits, table, mask=mask, k=c.k, epsilon=c.epsilon, iters=c.iters
+        t_ids,
+        t_logp,
+        s_logits,
+        table,
+        mask=mask,
+        k=c.k,
+        epsilon=c.epsilon,
+        iters=c.iters,
+        support=support,
       )
       aux["coverage"] = a["coverage"]
     aux["kd"] = kd
@@ -261,9 +331,9 @@ def make_sweep(c, group: str, cfg):
   def step_fn(state, hp, key, step, data):
     params, opt = state
     k1, k2 = jax.random.split(jax.random.fold_in(key, step))
-    n = data["train"]["tokens"].shape[0]
+    n = data["train" + sfx]["tokens"].shape[0]
     idx = jax.random.choice(k1, n, (c.batch_size,), replace=False)
-    batch = jax.tree.map(lambda a: a[idx], data["train"])
+    batch = jax.tree.map(lambda a: a[idx], data["train" + sfx])
     (loss, aux), g = jax.value_and_grad(loss_fn, has_aux=True)(params, hp, batch, k2, data)
     upd, opt = tx(hp).update(g, opt, params)
     return (optax.apply_updates(params, upd), opt), {"loss": loss, **aux}
@@ -271,8 +341,8 @@ def make_sweep(c, group: str, cfg):
   def eval_fn(state, hp, key, data):
     params = state[0]
     return {
-      "bpb_eval": _bpb(params, cfg, data["eval"]),
-      "bpb_code": _bpb(params, cfg, data["code"]),
+      "bpb_eval": _bpb(params, cfg, data["eval" + sfx]),
+      "bpb_code": _bpb(params, cfg, data["code" + sfx]),
     }
 
   return core.Sweep(init_fn, step_fn, eval_fn)
@@ -280,14 +350,17 @@ def make_sweep(c, group: str, cfg):
 
 def _group_hparams(c, methods):
   r = len(methods) * c.seeds
-  hp = {k: np.zeros(r, np.float32) for k in ("w_uld", "w_mined")}
+  hp = {k: np.zeros(r, np.float32) for k in ("w_uld", "w_mined", "w_kd")}
   hp["lexical"] = np.zeros(r, bool)
+  hp["hard"] = np.zeros(r, bool)
   hp["lr"] = np.full(r, c.lr, np.float32)
   for i, m in enumerate(methods):
     sl = slice(i * c.seeds, (i + 1) * c.seeds)
     hp["w_uld"][sl] = m == "uld"
     hp["w_mined"][sl] = m == "mined"
+    hp["w_kd"][sl] = m == "same_tok_kd"
     hp["lexical"][sl] = m == "sola_lexical"
+    hp["hard"][sl] = m == "sola_hard"
   return hp
 
 
@@ -320,6 +393,22 @@ def derived_metrics(methods: dict, n_seeds: int) -> dict:
   if "ce" in methods:
     d, h = diff(methods["ce"]["bpb_eval"])
     out.update(sola_minus_ce_bpb=d, sola_vs_ce_noise=h)
+  # the ablations and the same-tokenizer reference (SOLA minus each)
+  for m, name in (
+    ("sola_none", "none"),
+    ("sola_hard", "hard"),
+    ("sola_lexical", "lexical"),
+    ("same_tok_kd", "same_tok_kd"),
+    ("same_tok_ce", "same_tok_ce"),
+  ):
+    if m in methods:
+      d, h = diff(methods[m]["bpb_eval"])
+      out[f"sola_minus_{name}_bpb"] = d
+      out[f"sola_vs_{name}_noise"] = h
+  if "same_tok_kd" in methods and "same_tok_ce" in methods:
+    a, b = methods["same_tok_kd"]["bpb_eval"], methods["same_tok_ce"]["bpb_eval"]
+    out["same_tok_kd_minus_ce_bpb"] = a["mean"] - b["mean"]
+    out["same_tok_kd_vs_ce_noise"] = 2.0 * float(np.sqrt((a["std"] ** 2 + b["std"] ** 2) / n_seeds))
   return out
 
 
@@ -330,6 +419,7 @@ def train_and_evaluate(config, workdir) -> dict:
     core.validate_choice(m, name="methods", allowed=METHODS)
   data, stats = prepare(c, workdir)
   cfg = student_config(c, stats["student_vocab"])
+  cfg_tt = student_config(c, stats["teacher_vocab"])
   store = core.CellStore(f"{workdir}/cells")
   chunk = c.steps // c.num_evals
   methods, curves = {}, {}
@@ -342,7 +432,7 @@ def train_and_evaluate(config, workdir) -> dict:
 
     def compute(ckpt_dir, group=group, members=members, keys=keys):
       ts = time.time()
-      res = make_sweep(c, group, cfg).run(
+      res = make_sweep(c, group, cfg_tt if group == "same_tok" else cfg).run(
         _group_hparams(c, members),
         keys,
         num_steps=c.steps,

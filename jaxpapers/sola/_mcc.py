@@ -60,17 +60,28 @@ def _offsets(x, name: str) -> np.ndarray:
   return a
 
 
-def _cuts(a: np.ndarray) -> np.ndarray:
-  """Ends that are cuts: the next token starts at or after them (sorted, unique, > 0)."""
+def _cut_marks(a: np.ndarray, base: int, size: int) -> np.ndarray:
+  """bool [size]: ``marks[p - base]`` is True where ``p > 0`` is a cut of the tokenization.
+
+  A token end is a cut when the next token starts at or after it: starts and ends are
+  non-decreasing, so no later token can straddle it either. One pass, no sort.
+  """
   ends = a[:, 1]
   ok = np.ones(len(a), bool)
   ok[:-1] = a[1:, 0] >= ends[:-1]
-  c = np.unique(ends[ok])
-  return c[c > 0]
+  ok &= ends > 0
+  marks = np.zeros(size, bool)
+  marks[ends[ok] - base] = True
+  return marks
 
 
 def mcc_blocks(t_offsets, s_offsets) -> MCCAlignment:
-  """The MCC block partition of two tokenizations of the same text (host, O((n + m) log)).
+  """The MCC block partition of two tokenizations of the same text (host, linear time).
+
+  Both cut sets are marked on boolean arrays over the covered character range and intersected
+  elementwise; the block of a token is the number of common cuts before its end (a running
+  count over the tokens, no sort or binary search): O(n + m + L) for a text span of L
+  characters.
 
   Args:
     t_offsets: int [n, 2], teacher token character spans ``(start, end)`` in text order.
@@ -89,21 +100,43 @@ def mcc_blocks(t_offsets, s_offsets) -> MCCAlignment:
   """
   t = _offsets(t_offsets, "t_offsets")
   s = _offsets(s_offsets, "s_offsets")
-  common = np.intersect1d(_cuts(t), _cuts(s), assume_unique=True)
-  end = max(t[-1, 1], s[-1, 1])
+  # offsets relative to the first covered character keep the marker arrays text-sized
+  base = int(min(t[0, 0], s[0, 0]))
+  end = int(max(t[-1, 1], s[-1, 1]))
+  size = end - base + 1
+  common_mark = _cut_marks(t, base, size) & _cut_marks(s, base, size)
+  common = np.flatnonzero(common_mark) + base
   if common.size == 0:
     common = np.array([end], np.int64)
+    common_mark[end - base] = True
   elif common[-1] != end:
     common[-1] = end  # the tail after the last common cut joins the last block
-  t_block = np.searchsorted(common, t[:, 1], side="left")
-  s_block = np.searchsorted(common, s[:, 1], side="left")
-  k = np.arange(len(common))
+  n_blocks = len(common)
+
+  def blocks(ends):
+    # the block of a token = the number of common cuts before its end: a running count of
+    # the tokens that are the last to end at a common cut (each cut counted once)
+    last = np.ones(len(ends), bool)
+    last[:-1] = ends[1:] != ends[:-1]
+    hit = common_mark[ends - base] & last
+    b = np.cumsum(hit) - hit
+    np.minimum(b, n_blocks - 1, out=b)  # the tail joins the last block
+    return b
+
+  def firsts(block):
+    # every block holds at least one token of each side (the one ending at its cut), and
+    # blocks are non-decreasing in token order: a block starts where the index changes
+    change = np.flatnonzero(block[1:] != block[:-1]) + 1
+    return np.concatenate([[0], change]).astype(np.int64)
+
+  t_block = blocks(t[:, 1])
+  s_block = blocks(s[:, 1])
   return MCCAlignment(
     bounds=np.concatenate([[0], common]).astype(np.int64),
-    t_block=t_block.astype(np.int64),
-    s_block=s_block.astype(np.int64),
-    t_first=np.searchsorted(t_block, k, side="left").astype(np.int64),
-    s_first=np.searchsorted(s_block, k, side="left").astype(np.int64),
+    t_block=t_block,
+    s_block=s_block,
+    t_first=firsts(t_block),
+    s_first=firsts(s_block),
   )
 
 

@@ -35,3 +35,24 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
 
 def test_notebook_runs():
   notebook_util.run_notebook("colab/sola.ipynb", timeout=300)
+
+
+def test_ablation_claim_reads_sola_minus_no_support():
+  """The ablations config's claim metric: SOLA minus the no-local-support row, noise 2 SE."""
+  from experiments.sola.configs import ablations
+
+  ms = lambda m, s: {"bpb_eval": {"mean": m, "std": s}}
+  methods = {
+    "sola": ms(3.0, 0.03),
+    "sola_none": ms(3.1, 0.04),
+    "same_tok_ce": ms(2.9, 0.0),
+    "same_tok_kd": ms(2.5, 0.0),
+  }
+  d = train.derived_metrics(methods, 3)
+  assert abs(d["sola_minus_none_bpb"] - (3.0 - 3.1)) < 1e-12
+  assert abs(d["sola_vs_none_noise"] - 2 * np.sqrt((0.03**2 + 0.04**2) / 3)) < 1e-12
+  assert abs(d["same_tok_kd_minus_ce_bpb"] - (2.5 - 2.9)) < 1e-12
+  assert "sola_minus_best_ctkd_bpb" not in d  # no ULD / MinED rows in that run
+  cfg = ablations.get_config()
+  assert [c["metric"] for c in cfg.claims] == ["derived.sola_minus_none_bpb"]
+  assert set(cfg.methods) <= set(train.METHODS)
