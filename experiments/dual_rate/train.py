@@ -15,6 +15,7 @@ Phases (each training phase checkpoints under <workdir>/<phase>/checkpoints and 
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import functools
 import json
 import pathlib
@@ -259,271 +260,284 @@ def train_and_evaluate(config, workdir) -> dict:
 
   _log(f"classifier trained, floor {floor}", t_start)
 
-  # 2. Models and their training.
-  vit = dict(
-    image_size=img,
-    channels=chans,
-    patch_size=cfg.patch_size,
-    num_heads=cfg.num_heads,
-    mlp_ratio=cfg.mlp_ratio,
-    num_classes=ncls,
-  )
-  baseline = dr.SingleNetwork(
-    **vit,
-    width=cfg.encoder_width,
-    depth=cfg.encoder_depth,
-    parametrization=cfg.parametrization,
-    rngs=nnx.Rngs(cfg.seed),
-  )
-  dual = dr.DualRateModel(
-    **vit,
-    encoder_width=cfg.encoder_width,
-    encoder_depth=cfg.encoder_depth,
-    feature_dim=cfg.feature_dim,
-    denoiser_width=cfg.denoiser_width,
-    denoiser_blocks=cfg.denoiser_blocks,
-    context_channels=cfg.context_channels,
-    denoiser_emb_dim=cfg.denoiser_emb_dim,
-    parametrization=cfg.parametrization,
-    rngs=nnx.Rngs(cfg.seed + 1),
-  )
-  one = jnp.zeros((1, img, img, chans))
-  c1 = jnp.zeros((1,), jnp.int32)
-  flops = {
-    "baseline": dr.component_flops(baseline, one, c1, schedule=sched),
-    "dual": dr.component_flops(dual, one, c1, schedule=sched),
-  }
-  params = {
-    "baseline": dr.count_params(baseline),
-    "encoder": dr.count_params(dual.encoder),
-    "denoiser": dr.count_params(dual.denoiser),
-  }
+  def run_seed(seed, sub_dir):
+    """Phases 2-4 for one training seed: trains every network from ``seed`` under
+    ``sub_dir`` and samples every setting; returns the JSON-able rows and training records."""
+    scfg = copy.deepcopy(cfg)
+    scfg.seed = seed
+    sub_dir.mkdir(parents=True, exist_ok=True)
+    # The couplings (d) and EDM-Heun (f) for the seeds in extra_control_seeds (default: all).
+    extra = seed in tuple(cfg.get("extra_control_seeds", None) or (seed,))
+    couplings = tuple(cfg.get("control_couplings", ())) if extra else ()
+    heun_steps = tuple(cfg.get("heun_steps", ())) if extra else ()
+    # 2. Models and their training.
+    vit = dict(
+      image_size=img,
+      channels=chans,
+      patch_size=cfg.patch_size,
+      num_heads=cfg.num_heads,
+      mlp_ratio=cfg.mlp_ratio,
+      num_classes=ncls,
+    )
+    baseline = dr.SingleNetwork(
+      **vit,
+      width=cfg.encoder_width,
+      depth=cfg.encoder_depth,
+      parametrization=cfg.parametrization,
+      rngs=nnx.Rngs(seed),
+    )
+    dual = dr.DualRateModel(
+      **vit,
+      encoder_width=cfg.encoder_width,
+      encoder_depth=cfg.encoder_depth,
+      feature_dim=cfg.feature_dim,
+      denoiser_width=cfg.denoiser_width,
+      denoiser_blocks=cfg.denoiser_blocks,
+      context_channels=cfg.context_channels,
+      denoiser_emb_dim=cfg.denoiser_emb_dim,
+      parametrization=cfg.parametrization,
+      rngs=nnx.Rngs(seed + 1),
+    )
+    one = jnp.zeros((1, img, img, chans))
+    c1 = jnp.zeros((1,), jnp.int32)
+    flops = {
+      "baseline": dr.component_flops(baseline, one, c1, schedule=sched),
+      "dual": dr.component_flops(dual, one, c1, schedule=sched),
+    }
+    params = {
+      "baseline": dr.count_params(baseline),
+      "encoder": dr.count_params(dual.encoder),
+      "denoiser": dr.count_params(dual.denoiser),
+    }
 
-  def base_loss(m, x, c, k, consts):
-    del consts
-    return dr.diffusion_loss(m, x, c, k, schedule=sched, weighting=cfg.weighting)
-
-  def dual_loss_fn(coupling=cfg.coupling, max_staleness=cfg.max_staleness, use_features=True):
-    def loss(m, x, c, k, consts):
+    def base_loss(m, x, c, k, consts):
       del consts
-      return dr.dual_rate_loss(
-        m,
-        x,
-        c,
-        k,
+      return dr.diffusion_loss(m, x, c, k, schedule=sched, weighting=cfg.weighting)
+
+    def dual_loss_fn(coupling=cfg.coupling, max_staleness=cfg.max_staleness, use_features=True):
+      def loss(m, x, c, k, consts):
+        del consts
+        return dr.dual_rate_loss(
+          m,
+          x,
+          c,
+          k,
+          schedule=sched,
+          num_grid_steps=tuple(cfg.train_grid_steps),
+          max_staleness=max_staleness,
+          p_fresh=cfg.p_fresh,
+          coupling=coupling,
+          rollout_frac=cfg.rollout_frac,
+          weighting=cfg.weighting,
+          use_features=use_features,
+        )
+
+      return loss
+
+    def fit(model, loss, name):
+      return _fit(
+        model,
+        loss,
+        name=name,
+        steps=cfg.train_steps,
+        lr=cfg.learning_rate,
+        cfg=scfg,
+        data=data,
+        workdir=sub_dir,
+        ema_decay=cfg.ema_decay,
+      )
+
+    baseline, hist_b, sec_b = fit(baseline, base_loss, "baseline")
+    dual_init = _copy(dual)
+    dual, hist_d, sec_d = fit(dual, dual_loss_fn(), "dual_rate")
+    train_seconds = {"baseline": sec_b, "dual_rate": sec_d}
+    _log(f"trained baseline ({sec_b:.0f}s) and dual-rate ({sec_d:.0f}s)", t_start)
+    # Controls, each from the dual-rate pair's initialisation and for the same number of steps:
+    # (a) the light denoiser alone with constant (zero) features; (b) fresh context only
+    # (K_max = 1); (d) other couplings of the stale-context objective.
+    controls = {}
+    if cfg.get("control_no_features", False):
+      controls["no-features"] = fit(
+        _copy(dual_init), dual_loss_fn(use_features=False), "no_features"
+      )
+    if cfg.get("control_fresh_only", False):
+      controls["fresh-only"] = fit(_copy(dual_init), dual_loss_fn(max_staleness=1), "fresh_only")
+    for coupling in couplings:
+      controls[f"dual-rate/{coupling}"] = fit(
+        _copy(dual_init), dual_loss_fn(coupling=coupling), f"dual_rate_{coupling}"
+      )
+    for name, (_, _, sec) in controls.items():
+      train_seconds[name] = sec
+    _log(f"trained controls {list(controls)}", t_start)
+
+    # 3. Sampling and evaluation.
+    labels = jnp.asarray(np.arange(n_eval) % ncls, jnp.int32)
+    shape = (n_eval, img, img, chans)
+    rows, grids = [], {}
+    flops["no_features"] = {"network": flops["dual"]["denoiser"]}
+
+    # Finished rows are cached in the workdir, so a resumed run (or one with more settings) does
+    # not re-sample them.
+    cache_path = sub_dir / "rows_cache.json"
+    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    timed = tuple(cfg.get("time_methods", ())) or None
+
+    def evaluate(method, model, num_steps, interval, sampler, flops_key, kind="uniform"):
+      cache_key = f"{method}|{num_steps}|{interval}|{sampler}|{kind}|{len(cfg.eval_seeds)}|{n_eval}"
+      if cache_key in cache:
+        rows.append(cache[cache_key])
+        return cache[cache_key]
+      use_features = flops_key != "no_features"
+      if use_features and flops_key == "dual":
+        refresh = dr.refresh_schedule(num_steps, interval=interval, kind=kind)
+      else:
+        refresh = np.ones(num_steps, bool)
+      fds, kids, accs = [], [], []
+      kw = dict(
+        num_steps=num_steps,
+        refresh=refresh,
+        sampler=sampler,
         schedule=sched,
-        num_grid_steps=tuple(cfg.train_grid_steps),
-        max_staleness=max_staleness,
-        p_fresh=cfg.p_fresh,
-        coupling=coupling,
-        rollout_frac=cfg.rollout_frac,
-        weighting=cfg.weighting,
+        cond=labels,
         use_features=use_features,
       )
-
-    return loss
-
-  def fit(model, loss, name):
-    return _fit(
-      model,
-      loss,
-      name=name,
-      steps=cfg.train_steps,
-      lr=cfg.learning_rate,
-      cfg=cfg,
-      data=data,
-      workdir=workdir,
-      ema_decay=cfg.ema_decay,
-    )
-
-  baseline, hist_b, sec_b = fit(baseline, base_loss, "baseline")
-  dual_init = _copy(dual)
-  dual, hist_d, sec_d = fit(dual, dual_loss_fn(), "dual_rate")
-  train_seconds = {"baseline": sec_b, "dual_rate": sec_d}
-  _log(f"trained baseline ({sec_b:.0f}s) and dual-rate ({sec_d:.0f}s)", t_start)
-  # Controls, each from the dual-rate pair's initialisation and for the same number of steps:
-  # (a) the light denoiser alone with constant (zero) features; (b) fresh context only
-  # (K_max = 1); (d) other couplings of the stale-context objective.
-  controls = {}
-  if cfg.get("control_no_features", False):
-    controls["no-features"] = fit(_copy(dual_init), dual_loss_fn(use_features=False), "no_features")
-  if cfg.get("control_fresh_only", False):
-    controls["fresh-only"] = fit(_copy(dual_init), dual_loss_fn(max_staleness=1), "fresh_only")
-  for coupling in cfg.get("control_couplings", ()):
-    controls[f"dual-rate/{coupling}"] = fit(
-      _copy(dual_init), dual_loss_fn(coupling=coupling), f"dual_rate_{coupling}"
-    )
-  for name, (_, _, sec) in controls.items():
-    train_seconds[name] = sec
-  _log(f"trained controls {list(controls)}", t_start)
-
-  # 3. Sampling and evaluation.
-  labels = jnp.asarray(np.arange(n_eval) % ncls, jnp.int32)
-  shape = (n_eval, img, img, chans)
-  rows, grids = [], {}
-  flops["no_features"] = {"network": flops["dual"]["denoiser"]}
-
-  # Finished rows are cached in the workdir, so a resumed run (or one with more settings) does
-  # not re-sample them.
-  cache_path = workdir / "rows_cache.json"
-  cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
-  timed = tuple(cfg.get("time_methods", ())) or None
-
-  def evaluate(method, model, num_steps, interval, sampler, flops_key, kind="uniform"):
-    cache_key = f"{method}|{num_steps}|{interval}|{sampler}|{kind}|{len(cfg.eval_seeds)}|{n_eval}"
-    if cache_key in cache:
-      rows.append(cache[cache_key])
-      return cache[cache_key]
-    use_features = flops_key != "no_features"
-    if use_features and flops_key == "dual":
-      refresh = dr.refresh_schedule(num_steps, interval=interval, kind=kind)
-    else:
-      refresh = np.ones(num_steps, bool)
-    fds, kids, accs = [], [], []
-    kw = dict(
-      num_steps=num_steps,
-      refresh=refresh,
-      sampler=sampler,
-      schedule=sched,
-      cond=labels,
-      use_features=use_features,
-    )
-    for s in cfg.eval_seeds:
-      x, info = dr.sample(model, jax.random.key(10_000 + s), shape, return_info=True, **kw)
-      x = np.clip(np.asarray(x), -1.0, 1.0)
-      f = dr.extract_features(clf, x)
-      fds.append(dr.fd_metric(ref_feats, f))
-      kids.append(dr.kid_metric(ref_feats, f))
-      accs.append(dr.classifier_accuracy(clf, x, labels))
-      grids.setdefault((method, num_steps, interval), x[: cfg.grid_samples])
-    counts = {k: int(v) for k, v in info.items()}
-    cost = dr.sampling_cost(flops[flops_key], refresh, sampler=sampler)
-    assert counts == {k: cost[k] for k in counts}, (counts, cost)
-    wall = None
-    if timed is None or method in timed:
-      wall = dr.wall_time(
-        lambda: dr.sample(model, jax.random.key(1), shape, **kw), repeats=cfg.time_repeats
+      for s in cfg.eval_seeds:
+        x, info = dr.sample(model, jax.random.key(10_000 + s), shape, return_info=True, **kw)
+        x = np.clip(np.asarray(x), -1.0, 1.0)
+        f = dr.extract_features(clf, x)
+        fds.append(dr.fd_metric(ref_feats, f))
+        kids.append(dr.kid_metric(ref_feats, f))
+        accs.append(dr.classifier_accuracy(clf, x, labels))
+        grids.setdefault((method, num_steps, interval), x[: cfg.grid_samples])
+      counts = {k: int(v) for k, v in info.items()}
+      cost = dr.sampling_cost(flops[flops_key], refresh, sampler=sampler)
+      assert counts == {k: cost[k] for k in counts}, (counts, cost)
+      wall = None
+      if timed is None or method in timed:
+        wall = dr.wall_time(
+          lambda: dr.sample(model, jax.random.key(1), shape, **kw), repeats=cfg.time_repeats
+        )
+      row = {
+        "method": method,
+        "steps": num_steps,
+        "interval_K": interval if flops_key == "dual" else None,
+        "refresh_kind": kind if flops_key == "dual" else None,
+        "sampler": sampler,
+        **counts,
+        "mflops_per_sample": cost["flops"] / 1e6,
+        "fd_mean": float(np.mean(fds)),
+        "fd_std": float(np.std(fds)),
+        "fd_ci95": core.ci95_halfwidth(fds) if len(fds) > 1 else None,
+        "fd_seeds": [float(v) for v in fds],
+        "kid_mean": float(np.mean(kids)),
+        "kid_std": float(np.std(kids)),
+        "class_acc": float(np.mean(accs)),
+        "wall_s": wall,
+      }
+      rows.append(row)
+      cache[cache_key] = row
+      cache_path.write_text(json.dumps(cache))
+      _log(
+        f"{method} N={num_steps} K={interval} {kind} {sampler}: FD {row['fd_mean']:.3f} "
+        f"at {row['mflops_per_sample']:.2f} MFLOPs",
+        t_start,
       )
-    row = {
-      "method": method,
-      "steps": num_steps,
-      "interval_K": interval if flops_key == "dual" else None,
-      "refresh_kind": kind if flops_key == "dual" else None,
-      "sampler": sampler,
-      **counts,
-      "mflops_per_sample": cost["flops"] / 1e6,
-      "fd_mean": float(np.mean(fds)),
-      "fd_std": float(np.std(fds)),
-      "fd_ci95": core.ci95_halfwidth(fds) if len(fds) > 1 else None,
-      "fd_seeds": [float(v) for v in fds],
-      "kid_mean": float(np.mean(kids)),
-      "kid_std": float(np.std(kids)),
-      "class_acc": float(np.mean(accs)),
-      "wall_s": wall,
-    }
-    rows.append(row)
-    cache[cache_key] = row
-    cache_path.write_text(json.dumps(cache))
-    _log(
-      f"{method} N={num_steps} K={interval} {kind} {sampler}: FD {row['fd_mean']:.3f} "
-      f"at {row['mflops_per_sample']:.2f} MFLOPs",
-      t_start,
-    )
-    return row
+      return row
 
-  # Reuse each trained network across every sampler setting (one compile per N and sampler).
-  for n in cfg.baseline_steps:
-    evaluate("baseline", baseline, n, 1, cfg.sampler, "baseline")
-  for n in cfg.dual_steps:
-    for k in cfg.dual_intervals:
-      evaluate("dual-rate", dual, n, k, cfg.sampler, "dual")
-  if "no-features" in controls:
-    for n in cfg.no_feature_steps:
-      evaluate("no-features", controls["no-features"][0], n, 1, cfg.sampler, "no_features")
-  if "fresh-only" in controls:
-    for n in cfg.dual_steps:
-      for k in cfg.get("fresh_only_intervals", cfg.dual_intervals):
-        evaluate("fresh-only", controls["fresh-only"][0], n, k, cfg.sampler, "dual")
-  for coupling in cfg.get("control_couplings", ()):
-    m = controls[f"dual-rate/{coupling}"][0]
+    # Reuse each trained network across every sampler setting (one compile per N and sampler).
+    for n in cfg.baseline_steps:
+      evaluate("baseline", baseline, n, 1, cfg.sampler, "baseline")
     for n in cfg.dual_steps:
       for k in cfg.dual_intervals:
-        if k > 1:
-          evaluate(f"dual-rate/{coupling}", m, n, k, cfg.sampler, "dual")
-  for kind in cfg.get("refresh_kinds", ()):
-    for n in cfg.dual_steps:
-      evaluate(f"dual-rate/{kind}", dual, n, cfg.refresh_kind_interval, cfg.sampler, "dual", kind)
-  for n in cfg.get("heun_steps", ()):
-    evaluate("baseline/heun", baseline, n, 1, "heun", "baseline")
-    for k in cfg.heun_intervals:
-      evaluate("dual-rate/heun", dual, n, k, "heun", "dual")
+        evaluate("dual-rate", dual, n, k, cfg.sampler, "dual")
+    if "no-features" in controls:
+      for n in cfg.no_feature_steps:
+        evaluate("no-features", controls["no-features"][0], n, 1, cfg.sampler, "no_features")
+    if "fresh-only" in controls:
+      for n in cfg.dual_steps:
+        for k in cfg.get("fresh_only_intervals", cfg.dual_intervals):
+          evaluate("fresh-only", controls["fresh-only"][0], n, k, cfg.sampler, "dual")
+    for coupling in couplings:
+      m = controls[f"dual-rate/{coupling}"][0]
+      for n in cfg.dual_steps:
+        for k in cfg.dual_intervals:
+          if k > 1:
+            evaluate(f"dual-rate/{coupling}", m, n, k, cfg.sampler, "dual")
+    for kind in cfg.get("refresh_kinds", ()):
+      for n in cfg.dual_steps:
+        evaluate(f"dual-rate/{kind}", dual, n, cfg.refresh_kind_interval, cfg.sampler, "dual", kind)
+    for n in heun_steps:
+      evaluate("baseline/heun", baseline, n, 1, "heun", "baseline")
+      for k in cfg.heun_intervals:
+        evaluate("dual-rate/heun", dual, n, k, "heun", "dual")
 
-  # 4. Moment matching distillation. The frozen teacher's parameters are an argument of the
-  # jitted step (consts), not a closure.
-  mmd_time = {}
+    # 4. Moment matching distillation. The frozen teacher's parameters are an argument of the
+    # jitted step (consts), not a closure.
+    mmd_time = {}
 
-  def distill(teacher, k, is_dual):
-    tg, tstate = nnx.split(teacher)
-    refresh = dr.refresh_schedule(k, interval=cfg.mmd_dual_interval) if is_dual else None
-    name = f"mmd_{'dual' if is_dual else 'baseline'}_{k}"
-    pair, _, sec = _fit(
-      _Pair(_copy(teacher), _copy(teacher)),
-      mmd_loss_fn(tg, sched, k, refresh),
-      name=name,
-      steps=cfg.mmd_train_steps,
-      lr=cfg.mmd_learning_rate,
-      cfg=cfg,
-      data=data,
-      workdir=workdir,
-      ema_decay=0.0,
-      consts=tstate,
-    )
-    mmd_time[name] = sec
-    return pair.student
+    def distill(teacher, k, is_dual):
+      tg, tstate = nnx.split(teacher)
+      refresh = dr.refresh_schedule(k, interval=cfg.mmd_dual_interval) if is_dual else None
+      name = f"mmd_{'dual' if is_dual else 'baseline'}_{k}"
+      pair, _, sec = _fit(
+        _Pair(_copy(teacher), _copy(teacher)),
+        mmd_loss_fn(tg, sched, k, refresh),
+        name=name,
+        steps=cfg.mmd_train_steps,
+        lr=cfg.mmd_learning_rate,
+        cfg=scfg,
+        data=data,
+        workdir=sub_dir,
+        ema_decay=0.0,
+        consts=tstate,
+      )
+      mmd_time[name] = sec
+      return pair.student
 
-  for k in cfg.mmd_steps:
-    evaluate("mmd-baseline", distill(baseline, k, False), k, 1, "ancestral", "baseline")
-  for k in cfg.mmd_dual_steps:
-    evaluate("mmd-dual-rate", distill(dual, k, True), k, cfg.mmd_dual_interval, "ancestral", "dual")
+    for k in cfg.mmd_steps:
+      evaluate("mmd-baseline", distill(baseline, k, False), k, 1, "ancestral", "baseline")
+    for k in cfg.mmd_dual_steps:
+      evaluate(
+        "mmd-dual-rate", distill(dual, k, True), k, cfg.mmd_dual_interval, "ancestral", "dual"
+      )
+
+    return {
+      "rows": rows,
+      "flops": flops,
+      "params": params,
+      "train_seconds": {**train_seconds, **mmd_time},
+      "train_final_loss": {
+        "baseline": hist_b[-1].get("train/loss") if hist_b else None,
+        "dual_rate": hist_d[-1].get("train/loss") if hist_d else None,
+        **{k: (v[1][-1].get("train/loss") if v[1] else None) for k, v in controls.items()},
+      },
+      "grids": {"|".join(map(str, k)): np.asarray(v).tolist() for k, v in grids.items()},
+    }
+
+  # Training seeds are the outer axis: one resumable cell per seed (the classifier, the floor
+  # and the sampling keys are shared, so rows of different training seeds are comparable).
+  seeds = tuple(cfg.get("train_seeds", ()))
+  if seeds:
+    store = core.CellStore(workdir / "cells")
+    per_seed = {}
+    for s in seeds:
+      per_seed[s] = store.get_or_compute(
+        f"train_seed={s}", lambda _ckpt, s=s: run_seed(s, workdir / f"train_seed{s}")
+      )
+      _log(f"training seed {s} done", t_start)
+  else:
+    per_seed = {cfg.seed: json.loads(json.dumps(run_seed(cfg.seed, workdir)))}
+  first = per_seed[next(iter(per_seed))]
+  flops, params = first["flops"], first["params"]
+  rows = aggregate_rows([per_seed[s]["rows"] for s in per_seed])
+  grids = {
+    tuple(int(v) if v.isdigit() else v for v in k.split("|")): np.asarray(g)
+    for k, g in first["grids"].items()
+  }
 
   # 5. Headline: cheapest configuration of each family that reaches the baseline's best quality.
-  base_rows = [r for r in rows if r["method"] == "baseline"]
-  best = min(base_rows, key=lambda r: r["fd_mean"])
-  target = best["fd_mean"] + best["fd_std"]
-
-  def cheapest(pred):
-    ok = [r for r in rows if pred(r) and r["fd_mean"] <= target]
-    return min(ok, key=lambda r: r["mflops_per_sample"]) if ok else None
-
-  cb = cheapest(lambda r: r["method"] == "baseline")
-  cd = cheapest(lambda r: r["method"] == "dual-rate" and r["interval_K"] > 1)
-  headline = {
-    "target_fd": target,
-    "baseline_best": best,
-    "baseline_cheapest_at_target": cb,
-    "dual_rate_cheapest_at_target": cd,
-    "flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"])
-    if cd
-    else None,
-    "wall_reduction_at_matched_quality": (cb["wall_s"] / cd["wall_s"])
-    if cd and cb["wall_s"] and cd["wall_s"]
-    else None,
-    "cost_ratio_light_over_heavy": flops["dual"]["denoiser"] / flops["dual"]["encoder"],
-  }
-  # Measured wall-time ratio beside the FLOP ratio: dual-rate K > 1 against K = 1 at the same N.
-  by_nk = {(r["steps"], r["interval_K"]): r for r in rows if r["method"] == "dual-rate"}
-  headline["wall_vs_flop_ratio_vs_k1"] = [
-    {
-      "steps": n,
-      "K": k,
-      "flop_ratio": by_nk[(n, 1)]["mflops_per_sample"] / r["mflops_per_sample"],
-      "wall_ratio": by_nk[(n, 1)]["wall_s"] / r["wall_s"]
-      if r["wall_s"] and by_nk[(n, 1)]["wall_s"]
-      else None,
-    }
-    for (n, k), r in sorted(by_nk.items())
-    if k > 1 and (n, 1) in by_nk
-  ]
+  headline = _headline(rows, flops)
+  target = headline["target_fd"]
 
   # Plots.
   fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -537,6 +551,10 @@ def train_and_evaluate(config, workdir) -> dict:
     ("fresh-only", 4, "C8:v"),
     ("mmd-baseline", None, "C4--o"),
     ("mmd-dual-rate", None, "C5--s"),
+    ("dual-rate/rollout", None, "C9:^"),
+    ("dual-rate/ddim", None, "C6:<"),
+    ("baseline/heun", None, "k--x"),
+    ("dual-rate/heun", None, "C0--x"),
   ]
   for method, k, style in fam:
     rr = sorted(
@@ -642,7 +660,9 @@ def train_and_evaluate(config, workdir) -> dict:
   fr = headline["flop_reduction_at_matched_quality"]
   notes = (
     f"FD-proxy = Frechet distance on {dr.FeatureClassifier.__name__} penultimate features (not FID), "
-    f"N={n_eval} samples per seed, seeds={list(cfg.eval_seeds)}, reference = train set features; "
+    f"N={n_eval} samples per seed, sampling seeds={list(cfg.eval_seeds)}, training seeds="
+    f"{list(per_seed)} (with several, mean +- std over training seeds of each network's "
+    "sampling-seed mean), reference = train set features; "
     f"class-conditional with balanced labels; sampler {cfg.sampler} (MMD students: ancestral). "
     f"Matched-quality target FD <= {target:.3f} (best baseline + its seed std). "
     + (
@@ -658,17 +678,27 @@ def train_and_evaluate(config, workdir) -> dict:
     "floor": floor,
     "flops_per_call": flops,
     "params": params,
-    "train_seconds": {**train_seconds, **mmd_time},
-    "train_final_loss": {
-      "baseline": hist_b[-1].get("train/loss") if hist_b else None,
-      "dual_rate": hist_d[-1].get("train/loss") if hist_d else None,
-      **{k: (v[1][-1].get("train/loss") if v[1] else None) for k, v in controls.items()},
-    },
+    "train_seconds": first["train_seconds"]
+    if len(per_seed) == 1
+    else {str(s): v["train_seconds"] for s, v in per_seed.items()},
+    "train_final_loss": first["train_final_loss"]
+    if len(per_seed) == 1
+    else {str(s): v["train_final_loss"] for s, v in per_seed.items()},
     "num_eval_samples": n_eval,
     "eval_seeds": list(cfg.eval_seeds),
+    "train_seeds": list(per_seed),
     "ema_decay": cfg.ema_decay,
   }
   metrics["derived"] = derived_metrics(metrics)
+  if len(per_seed) > 1:
+    # The claims are decided on the rows aggregated over training seeds (above); beside them,
+    # every derived value per training seed and its spread.
+    per = {}
+    for s, v in per_seed.items():
+      m = {"rows": v["rows"], "headline": _headline(v["rows"], flops), "floor": floor}
+      per[str(s)] = derived_metrics(m)
+    metrics["derived_per_train_seed"] = per
+    metrics["derived_spread"] = _spread(per)
   core.write_results(
     workdir,
     metrics=metrics,
@@ -678,6 +708,115 @@ def train_and_evaluate(config, workdir) -> dict:
     wall_time_s=time.perf_counter() - t_start,
   )
   return metrics
+
+
+_ROW_KEY = ("method", "steps", "interval_K", "refresh_kind", "sampler")
+
+
+def aggregate_rows(per_seed_rows):
+  """Rows of several training seeds -> one row per setting, the spread over training seeds.
+
+  Args:
+    per_seed_rows: one list of rows per training seed (each row's ``fd_mean`` already averaged
+      over that network's sampling seeds).
+
+  Returns:
+    The rows of the first seed's order. With one seed they are returned unchanged; with several,
+    ``fd_mean`` / ``kid_mean`` / ``class_acc`` / ``wall_s`` are means over the training seeds,
+    ``fd_std`` is the standard deviation over training seeds of the per-seed ``fd_mean`` (the
+    same ``np.std`` estimator as the sampling-seed std of a single seed), ``fd_ci95`` its 95%
+    half-width, ``fd_train_seeds`` the per-seed values and ``fd_sampling_std`` the mean
+    sampling-seed std. Settings missing from some seed are kept over the seeds that have them.
+  """
+  if len(per_seed_rows) == 1:
+    return list(per_seed_rows[0])
+  # A setting run for one training seed only keeps its row (its std over sampling seeds).
+  groups = {}
+  for seed_rows in per_seed_rows:
+    for r in seed_rows:
+      groups.setdefault(tuple(r[k] for k in _ROW_KEY), []).append(r)
+  out = []
+  for rs in groups.values():
+    if len(rs) == 1:
+      out.append({**rs[0], "num_train_seeds": 1})
+      continue
+    fds = [r["fd_mean"] for r in rs]
+    walls = [r["wall_s"] for r in rs if r.get("wall_s")]
+    row = dict(rs[0])
+    row.update(
+      fd_mean=float(np.mean(fds)),
+      fd_std=float(np.std(fds)),
+      fd_ci95=core.ci95_halfwidth(fds) if len(fds) > 1 else None,
+      fd_train_seeds=[float(v) for v in fds],
+      fd_sampling_std=float(np.mean([r["fd_std"] for r in rs])),
+      fd_seeds=None,
+      kid_mean=float(np.mean([r["kid_mean"] for r in rs])),
+      kid_std=float(np.std([r["kid_mean"] for r in rs])),
+      class_acc=float(np.mean([r["class_acc"] for r in rs])),
+      wall_s=float(np.mean(walls)) if walls else None,
+      num_train_seeds=len(rs),
+    )
+    out.append(row)
+  return out
+
+
+def _spread(per_seed_derived):
+  """{name: {mean, std, min, max, values}} over training seeds of each derived value."""
+  out = {}
+  for name in next(iter(per_seed_derived.values())):
+    vals = [d[name] for d in per_seed_derived.values() if d.get(name) is not None]
+    if vals:
+      out[name] = {
+        "mean": float(np.mean(vals)),
+        "std": float(np.std(vals)),
+        "min": float(np.min(vals)),
+        "max": float(np.max(vals)),
+        "values": [float(v) for v in vals],
+      }
+  return out
+
+
+def _headline(rows, flops) -> dict:
+  """Matched quality (FD <= best baseline mean + its std): the cheapest baseline and dual-rate
+  (K > 1) rows reaching it, their FLOP and wall-time ratios, and dual-rate K > 1 vs K = 1."""
+  base_rows = [r for r in rows if r["method"] == "baseline"]
+  best = min(base_rows, key=lambda r: r["fd_mean"])
+  target = best["fd_mean"] + best["fd_std"]
+
+  def cheapest(pred):
+    ok = [r for r in rows if pred(r) and r["fd_mean"] <= target]
+    return min(ok, key=lambda r: r["mflops_per_sample"]) if ok else None
+
+  cb = cheapest(lambda r: r["method"] == "baseline")
+  cd = cheapest(lambda r: r["method"] == "dual-rate" and r["interval_K"] > 1)
+  headline = {
+    "target_fd": target,
+    "baseline_best": best,
+    "baseline_cheapest_at_target": cb,
+    "dual_rate_cheapest_at_target": cd,
+    "flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"])
+    if cd
+    else None,
+    "wall_reduction_at_matched_quality": (cb["wall_s"] / cd["wall_s"])
+    if cd and cb["wall_s"] and cd["wall_s"]
+    else None,
+    "cost_ratio_light_over_heavy": flops["dual"]["denoiser"] / flops["dual"]["encoder"],
+  }
+  # Measured wall-time ratio beside the FLOP ratio: dual-rate K > 1 against K = 1 at the same N.
+  by_nk = {(r["steps"], r["interval_K"]): r for r in rows if r["method"] == "dual-rate"}
+  headline["wall_vs_flop_ratio_vs_k1"] = [
+    {
+      "steps": n,
+      "K": k,
+      "flop_ratio": by_nk[(n, 1)]["mflops_per_sample"] / r["mflops_per_sample"],
+      "wall_ratio": by_nk[(n, 1)]["wall_s"] / r["wall_s"]
+      if r["wall_s"] and by_nk[(n, 1)]["wall_s"]
+      else None,
+    }
+    for (n, k), r in sorted(by_nk.items())
+    if k > 1 and (n, 1) in by_nk
+  ]
+  return headline
 
 
 def _gain_in_std(worse, better):

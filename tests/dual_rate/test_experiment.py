@@ -32,7 +32,6 @@ def test_smoke_experiment(tmp_path):
     "dual-rate",
     "dual-rate/front_loaded",
     "dual-rate/back_loaded",
-    "mmd-dual-rate",
   }
   for r in metrics["rows"]:
     assert r["fd_mean"] == r["fd_mean"] and r["mflops_per_sample"] > 0  # finite, counted
@@ -40,6 +39,48 @@ def test_smoke_experiment(tmp_path):
   assert dual[2]["encoder_calls"] < dual[1]["encoder_calls"]
   assert dual[2]["mflops_per_sample"] < dual[1]["mflops_per_sample"]
   assert metrics["floor"]["fd"] >= 0
+  # The training seed is a resumable cell: a second call reads it back instead of training.
+  cell = core.CellStore(tmp_path / "cells")
+  assert list(cell) == ["train_seed=0"]
+  assert [r["fd_mean"] for r in cell["train_seed=0"]["rows"]] == [
+    r["fd_mean"] for r in metrics["rows"]
+  ]
+
+
+def test_rows_aggregate_over_training_seeds_against_hand_values():
+  def row(method, k, fd, std, wall=None):
+    return dict(
+      method=method,
+      steps=8,
+      interval_K=k,
+      refresh_kind="uniform" if k else None,
+      sampler="ddim",
+      mflops_per_sample=10.0,
+      fd_mean=fd,
+      fd_std=std,
+      kid_mean=fd / 10,
+      class_acc=0.5,
+      wall_s=wall,
+    )
+
+  seed0 = [
+    row("baseline", None, 10.0, 1.0, 2.0),
+    row("dual-rate", 4, 4.0, 0.5),
+    row("x", 2, 7.0, 0.3),
+  ]
+  seed1 = [row("baseline", None, 14.0, 3.0, 4.0), row("dual-rate", 4, 6.0, 1.5)]
+  out = {r["method"]: r for r in train.aggregate_rows([seed0, seed1])}
+  b = out["baseline"]
+  assert (b["fd_mean"], b["fd_std"], b["fd_sampling_std"]) == (12.0, 2.0, 2.0)  # np.std: ddof 0
+  assert b["fd_train_seeds"] == [10.0, 14.0] and b["wall_s"] == 3.0 and b["num_train_seeds"] == 2
+  np.testing.assert_allclose(b["fd_ci95"], core.ci95_halfwidth([10.0, 14.0]))
+  assert out["dual-rate"]["fd_std"] == 1.0 and out["dual-rate"]["kid_mean"] == 0.5
+  # A setting of one training seed keeps its sampling-seed std.
+  assert out["x"]["fd_std"] == 0.3 and out["x"]["num_train_seeds"] == 1
+  assert train.aggregate_rows([seed0]) == seed0
+  spread = train._spread({"0": {"a": 1.0, "b": None}, "1": {"a": 3.0, "b": 2.0}})
+  assert spread["a"] == {"mean": 2.0, "std": 1.0, "min": 1.0, "max": 3.0, "values": [1.0, 3.0]}
+  assert spread["b"]["values"] == [2.0]
 
 
 def test_mmd_teacher_is_an_argument_not_an_hlo_constant():

@@ -19,6 +19,10 @@ def get_config():
   c = ml_collections.ConfigDict()
   c.dataset = "digits"
   c.seed = 0
+  # Training seeds: () trains every network once from `seed`; (s1, s2, ...) trains every network
+  # once per seed (one resumable cell each) and decides the claims on the mean over them, the
+  # spread over training seeds as the std (configs/seeds.py).
+  c.train_seeds = ()
   # Networks (the encoder and the baseline share the ViT shape).
   c.patch_size = 2
   c.encoder_width = 128
@@ -74,6 +78,7 @@ def get_config():
   c.control_couplings = ()  # (d) e.g. ("rollout", "ddim"): one more training each
   c.heun_steps = (8,)  # (f) EDM-Heun: 2N - 1 denoiser calls
   c.heun_intervals = (1, 4)
+  c.extra_control_seeds = ()  # training seeds that get (d) and (f); () -> every seed
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   return c
