@@ -3,7 +3,9 @@
 Pipeline: render a training pool and a disjoint test set; train the alternating-attention teacher
 on ground truth (T1); precompute its outputs on the student's 25% subset; distil students with
 (a) regression, (b) + Procrustes, (c) + Procrustes + reprojection, and a GT-trained student at the
-same budget; evaluate all against GT and the teacher; run the view-scaling study.
+same budget; evaluate all against GT and the teacher. ``config.experiment = "scan_order"``
+(configs/scan_order.py) runs the scan-order ablation instead (:func:`scan_order_and_evaluate`);
+the view-scaling study is benchmarks/flashssm3d_scaling.py (scaling.py).
 """
 
 from __future__ import annotations
@@ -804,6 +806,9 @@ def _seed_list(config):
 
 def train_and_evaluate(config, workdir) -> dict:
   """Every seed of :func:`run_seed` (resumable per seed), aggregated over seeds, and written.
+
+  With ``config.experiment == "scan_order"`` the scan-order ablation
+  (:func:`scan_order_and_evaluate`) instead.
 
   Metrics are the means over seeds; ``<metric>/ci95`` is the 95% t-interval half-width of the
   mean and ``<metric>/std`` the sample std (with >= 2 seeds). Derived metrics (slacks, paired
