@@ -3,7 +3,9 @@
 Pipeline: render a training pool and a disjoint test set; train the alternating-attention teacher
 on ground truth (T1); precompute its outputs on the student's 25% subset; distil students with
 (a) regression, (b) + Procrustes, (c) + Procrustes + reprojection, and a GT-trained student at the
-same budget; evaluate all against GT and the teacher; run the view-scaling study.
+same budget; evaluate all against GT and the teacher. ``config.experiment = "scan_order"``
+(configs/scan_order.py) runs the scan-order ablation instead (:func:`scan_order_and_evaluate`);
+the view-scaling study is benchmarks/flashssm3d_scaling.py (scaling.py).
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ def student_config(config) -> fs.FlashSSM3DConfig:
     camera_stages=sc.camera_stages,
     method=sc.method,
     chunk_size=sc.get("chunk_size", 64),
+    global_orders=tuple(sc.get("global_orders", ("frame_major", "position_major"))),
     remat=sc.get("remat", False),
     dtype=sc.get("dtype", "float32"),
   )
@@ -646,6 +649,157 @@ def run_seed(config, seed: int, workdir) -> dict:
   return results
 
 
+# Global scan orders of the scan-order ablation: the order of block i is orders[i % len(orders)]
+SCAN_ORDERS = {
+  "alternating": ("frame_major", "position_major"),
+  "frame_major": ("frame_major",),
+  "position_major": ("position_major",),
+}
+
+
+def run_scan_order_seed(config, seed: int, workdir) -> dict:
+  """One seed of the scan-order ablation (E2's scan-order arm) **[reconstruction]**.
+
+  The same SSM student (same initial parameters, same batches; the scan order has no
+  parameters) is trained on ground truth with each global scan order of ``config.scan_orders``
+  (keys of :data:`SCAN_ORDERS`) for ``student.max_steps`` steps and evaluated on the test scenes
+  against ground truth, beside the input-independent predictors fitted on the training scenes.
+  No teacher is trained: the order is a property of the architecture, so the ablation runs from
+  ground truth, where the paired differences are not mixed with the teacher's errors.
+
+  Returns:
+    ``{"data", "students", "eval", "histories"}`` as in :func:`run_seed`.
+  """
+  import dataclasses
+
+  config = config.copy_and_resolve_references()
+  config.seed = int(seed)
+  workdir = pathlib.Path(workdir)
+  workdir.mkdir(parents=True, exist_ok=True)
+  dc, sc = config.data, config.student
+  hw = (dc.image_size, dc.image_size)
+  pool, test, _ = load_data(config)
+  n_train = max(1, int(round(dc.student_fraction * len(pool["images"]))))
+  sub = {k: v[:n_train] for k, v in pool.items()}
+  n_test = len(test["images"])
+  evals = {
+    name: {"vs_gt": evaluate(pred, test, hw)}
+    for name, pred in trivial_predictors(sub, n_test, hw).items()
+  }
+  step = make_step(_weights(config.loss, False, False))
+  batches = _batch_fn((sub["images"], gt_targets(sub)), n_train, sc.batch_size, config.seed + 7)
+  info, histories = {}, {}
+  for name in config.scan_orders:
+    core.validate_choice(name, name="scan_orders", allowed=tuple(SCAN_ORDERS))
+    scfg = dataclasses.replace(student_config(config), global_orders=SCAN_ORDERS[name])
+    model = fs.FlashSSM3D(scfg, rngs=nnx.Rngs(config.seed + 1))
+    state = core.TrainState.create(model, _optimizer(sc, sc.max_steps))
+    t0 = time.perf_counter()
+    compiled, flops = compile_step(step, state, batches(0))
+    state, hist = core.train_loop(
+      state,
+      compiled,
+      batches,
+      num_steps=sc.max_steps,
+      workdir=workdir / f"student_{name}",
+      checkpoint_every=config.checkpoint_every,
+      log_every=config.log_every,
+      desc=f"student[{name}]",
+    )
+    histories[name] = hist
+    info[name] = {
+      "params": fs.count_params(model),
+      "steps": sc.max_steps,
+      "step_flops": flops,
+      "train_time_s": time.perf_counter() - t0,
+      "global_orders": list(SCAN_ORDERS[name]),
+    }
+    fwd = Forward(state.model(), batch_size=dc.eval_batch)
+    evals[f"student_{name}"] = {"vs_gt": evaluate(fwd(test["images"]), test, hw)}
+  data = {"train_scenes": n_train, "test_scenes": n_test, "views": dc.num_views, "split": dc.split}
+  return {"data": data, "students": info, "eval": evals, "histories": histories}
+
+
+def scan_order_derived(evals: dict) -> dict:
+  """Per-seed quantities of the scan-order ablation (units of the margins of CLAIM_METRICS).
+
+  ``derived/student_<order>/over_trivial_vs_gt`` as in :func:`derived_metrics`;
+  ``derived/alternating_vs_<order>`` = mean gain of the alternating order over a single order
+  (against ground truth, same seed and test scenes); ``derived/alternating_vs_best_single`` =
+  the smaller of the two.
+  """
+  d = {}
+  for name, ev in evals.items():
+    if name.startswith("student_"):
+      d[f"derived/{name}/over_trivial_vs_gt"] = _slack_over_trivial(ev, evals, "vs_gt")
+  alt = evals.get("student_alternating", {}).get("vs_gt")
+  vs = []
+  for single in ("frame_major", "position_major"):
+    other = evals.get(f"student_{single}", {}).get("vs_gt")
+    if alt and other:
+      d[f"derived/alternating_vs_{single}"] = _mean_gain(alt, other)
+      vs.append(d[f"derived/alternating_vs_{single}"])
+  if len(vs) == 2:
+    d["derived/alternating_vs_best_single"] = float(min(vs))
+  return d
+
+
+def scan_order_and_evaluate(config, workdir) -> dict:
+  """Every seed of :func:`run_scan_order_seed` (resumable per seed), aggregated and written."""
+  t_start = time.perf_counter()
+  workdir = pathlib.Path(workdir)
+  workdir.mkdir(parents=True, exist_ok=True)
+  store = core.CellStore(workdir / "seeds")
+  runs = {
+    seed: store.get_or_compute(
+      f"seed{seed}", lambda _, s=seed: run_scan_order_seed(config, s, workdir / f"seed{s}")
+    )
+    for seed in _seed_list(config)
+  }
+  per_seed = {}
+  for seed, r in runs.items():
+    flat = {
+      f"{model}/{ref}/{k}": v
+      for model, ev in r["eval"].items()
+      for ref, vals in ev.items()
+      for k, v in vals.items()
+    }
+    flat.update(scan_order_derived(r["eval"]))
+    per_seed[seed] = flat
+  metrics = _aggregate(list(per_seed.values()))
+  first = runs[min(runs)]
+  models = [m for m in first["eval"] if m.startswith("trivial_")] + [
+    f"student_{n}" for n in config.scan_orders
+  ]
+  rows = [[m] + [_pm(metrics, f"{m}/vs_gt/{c}") for c in _COLS] for m in models]
+  parts = [core.markdown_table(["model (vs ground truth)"] + list(_COLS), rows)]
+  drows = [
+    [k[len("derived/") :], _pm(metrics, k, "+.2f")]
+    for k in metrics
+    if k.startswith("derived/") and not k.endswith(("/ci95", "/std"))
+  ]
+  parts.append(core.markdown_table(["derived (margins; per seed, then mean)", "value"], drows))
+  table = "\n\n".join(parts)
+  core.save_figure(_loss_plot(first["histories"]), workdir, "training_loss")
+  core.write_results(
+    workdir,
+    metrics=metrics,
+    config=config,
+    table_markdown=table,
+    notes="Scan-order ablation on the synthetic procedural proxy (split "
+    + str(config.data.split)
+    + "), students trained on ground truth, CPU scale. Means over "
+    f"{len(runs)} seed(s) with 95% CI half-widths.",
+    wall_time_s=time.perf_counter() - t_start,
+    extra={
+      "per_seed": {str(k): v for k, v in per_seed.items()},
+      "students": first["students"],
+      "data": first["data"],
+    },
+  )
+  return {"metrics": metrics, "table_markdown": table, "runs": runs}
+
+
 def _seed_list(config):
   return [int(config.seed) + i for i in range(int(config.get("seeds", 1)))]
 
@@ -653,10 +807,15 @@ def _seed_list(config):
 def train_and_evaluate(config, workdir) -> dict:
   """Every seed of :func:`run_seed` (resumable per seed), aggregated over seeds, and written.
 
+  With ``config.experiment == "scan_order"`` the scan-order ablation
+  (:func:`scan_order_and_evaluate`) instead.
+
   Metrics are the means over seeds; ``<metric>/ci95`` is the 95% t-interval half-width of the
   mean and ``<metric>/std`` the sample std (with >= 2 seeds). Derived metrics (slacks, paired
   differences, extrapolation retention) are computed per seed first, then aggregated.
   """
+  if config.get("experiment", "distillation") == "scan_order":
+    return scan_order_and_evaluate(config, workdir)
   t_start = time.perf_counter()
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
