@@ -22,5 +22,6 @@ def get_config():
   r.num_detect = 32
   r.num_eval = 200
   r.buckets = (40, 64, 80, 112)
+  r.time_budget_s = 1800
   c.claims = default.real_claims("gemma3", "Gemma-3-270M")
   return c
