@@ -457,6 +457,55 @@ def _curves(res, detectors, ks, keep, num_resamples, seed, claim_ks=None, claim_
   return out
 
 
+def _wait_for_cell(store, cell, workdir, deadline):
+  """The store once `cell` is on disk (re-read every 20 s), or None past `deadline`."""
+  while cell not in store:
+    if deadline is not None and time.time() > deadline:
+      return None
+    time.sleep(20)
+    store = core.CellStore(f"{workdir}/cells")
+  return store
+
+
+def _help(c, workdir, store, params, cfg, tok, ev_stem, ev_paper, conds, mean_q, gen, deadline):
+  """A helper process (`real.helper`): computes cells into the shared store, writes nothing else.
+
+  The paper protocol (baseline, then k = 50 for LOCOS, contrastive, random and Wu), then, once
+  the main process has stored the unablated filtered generations, the claim's filtered cells
+  in reverse order (the main process runs them forward) and random heads at the largest k.
+  Cells already on disk are read, not recomputed. Rerunning the main process on the same
+  workdir assembles every stored cell into results.json.
+  """
+  r = c.real
+  order = {"baseline": 0, "locos": 1, **{d: 2 + i for i, d in enumerate(r.claim_baselines)}}
+  order.update(random=8, wu=9)
+  paper = sorted(
+    [cd for cd in conds if cd[1] in (0, *r.paper_ks)], key=lambda cd: order.get(cd[0], 10)
+  )
+  gen_paper = dict(gen, max_new_tokens=r.paper_max_steps)
+  tag = f"paper/n={len(ev_paper)}"
+  for cd in paper:
+    store = core.CellStore(f"{workdir}/cells")
+    _run_conditions(
+      params, cfg, tok, ev_paper, [cd], mean_q, gen_paper, store, tag, deadline=deadline
+    )
+  tag = f"stem/n={r.num_eval}"
+  store = _wait_for_cell(store, f"{tag}/baseline/k=0", workdir, deadline)
+  if store is None:
+    return
+  texts = store[f"{tag}/baseline/k=0"]
+  correct = np.flatnonzero(
+    [locos.rouge1_recall(p.answer, t) >= 0.5 for p, t in zip(ev_stem, texts)]
+  )
+  first = [cd for cd in conds if cd[0] in ("locos", *r.claim_baselines) and cd[1] in r.claim_ks]
+  more = [cd for cd in conds if cd[0] == "random" and cd[1] == max(r.ks)]
+  for cd in [*reversed(first), *more]:
+    store = core.CellStore(f"{workdir}/cells")
+    _run_conditions(
+      params, cfg, tok, ev_stem, [cd], mean_q, gen, store, tag, only=correct, deadline=deadline
+    )
+
+
 def run_real_track(c, workdir, track) -> tuple[dict, str]:
   """Detection and ablation on a real model (`REAL_MODELS[track]`); metrics under `track/`."""
   r = c.real
@@ -517,6 +566,13 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
       "generations": [p.generation for p in per],
     }
 
+  helper = r.get("helper", False)
+  budget = r.get("time_budget_s", 0)
+  deadline = t_start + budget if budget else None
+  if helper:  # a second process sharing the cells: the main process detects
+    store = _wait_for_cell(store, f"detection/n={r.num_detect}", workdir, deadline)
+    if store is None:
+      return {}, ""
   det = store.get_or_compute(f"detection/n={r.num_detect}", detect)
   scores = {d: np.asarray(v) for d, v in det["scores"].items()}
   timings["detection_s"] = time.time() - t0
@@ -533,6 +589,10 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
   ks = list(r.ks)
   dets = tuple(r.detectors)
   conds = _conditions(scores, dets, ks, L, H, r.num_random, key)
+  ev_paper = ev_paper[: r.get("paper_num_eval", r.num_eval)]
+  if helper:
+    _help(c, workdir, store, params, cfg, tok, ev_stem, ev_paper, conds, mean_q, gen, deadline)
+    return {}, ""
   # filtered protocol: the unablated model on every probe, ablations on the probes it answers
   base_only = [cd for cd in conds if cd[0] == "baseline"]
   res_base = _run_conditions(
@@ -542,8 +602,6 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
     [locos.rouge1_recall(p.answer, t) for p, t in zip(ev_stem, res_base[("baseline", 0, "texts")])]
   )
   correct = np.flatnonzero(base_r1 >= 0.5)
-  budget = r.get("time_budget_s", 0)
-  deadline = t_start + budget if budget else None
   claim_ks = tuple(r.claim_ks)
   first = [cd for cd in conds if cd[0] in ("locos", *r.claim_baselines) and cd[1] in claim_ks]
   rest = [cd for cd in conds if cd[0] != "baseline" and cd not in first]
@@ -576,7 +634,6 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
   timings["parametric_s"] = time.time() - t0
   t0 = time.time()
   # the paper's protocol: every probe (the first `paper_num_eval`), no stem, its decode length
-  ev_paper = ev_paper[: r.get("paper_num_eval", r.num_eval)]
   paper_conds = [cd for cd in conds if cd[1] in (0, *r.paper_ks)]
   gen_paper = dict(gen, max_new_tokens=r.paper_max_steps)
   res_paper = _run_conditions(
@@ -713,6 +770,8 @@ def train_and_evaluate(config, workdir) -> dict:
       m, tab = run_real_track(config, workdir, track)
       metrics.update(m)
       tables.append(tab)
+  if "real" in config and config.real.get("helper", False):
+    return metrics  # a helper process only fills the shared cell store
   metrics["derived"] = derived_metrics(metrics)
   core.write_results(
     workdir,
