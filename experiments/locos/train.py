@@ -306,6 +306,8 @@ def _run_conditions(
   n_seeds = max(len(m) for _, _, m in conds)
   for name, k, masks in conds:
     cell = f"{tag}/{name}/k={k}"
+    if cell not in store:  # another process on this workdir may have stored it (real.helper)
+      store = core.CellStore(store.directory)
     late = deadline is not None and cell not in store and time.time() > deadline
     if late and name != "baseline":
       res[(name, k)] = np.full(len(probes), np.nan)
