@@ -626,6 +626,7 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
   # priority when a time budget is set: the claim's cells, the parametric control at the
   # claim's k, the paper's protocol, then random heads, Wu and the other k values
   res_stem = _run_conditions(params, cfg, tok, ev_stem, first, mean_q, gen, store, tag, **stem_kw)
+  res_stem.update({key: v for key, v in res_base.items() if key != "skipped"})
   timings["filtered_claim_cells_s"] = time.time() - t0
   t0 = time.time()
   par_ev = [p for p, lc in zip(par_probes, locos.LANDMARKS) if lc in ev_lands]
