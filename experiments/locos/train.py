@@ -764,7 +764,12 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
     for i, k in enumerate(cv["ks"]):
       rows.append(
         [track, n, cv["num_probes"], k, f"{cv['baseline']['mean']:.2f}"]
-        + [f"{cv[d]['mean'][i]:.2f} [{cv[d]['lo'][i]:.2f}, {cv[d]['hi'][i]:.2f}]" for d in dets]
+        + [
+          "not run"
+          if cv[d]["mean"][i] is None
+          else f"{cv[d]['mean'][i]:.2f} [{cv[d]['lo'][i]:.2f}, {cv[d]['hi'][i]:.2f}]"
+          for d in dets
+        ]
       )
   table = core.markdown_table(
     ["model", "protocol", "probes", "k", "no ablation"] + [f"{d} [95% CI]" for d in dets], rows
