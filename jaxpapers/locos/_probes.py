@@ -262,5 +262,10 @@ def make_probes(
     c0 = text.index(needles[target])
     c1 = c0 + len(needles[target])
     tok_idx = [i for i, (a, b) in enumerate(spans) if a < c1 and b > c0]
-    out.append(Trial(ids, (tok_idx[0], tok_idx[-1] + 1), names[ni[target]], kind))
+    lo, hi = tok_idx[0], tok_idx[-1] + 1
+    bos = getattr(tokenizer, "bos_id", None)
+    if getattr(tokenizer, "add_bos_default", False) and bos is not None:
+      # a model trained with BOS (Gemma) gets it here too, as `encode` would add it
+      ids, lo, hi = [bos, *ids], lo + 1, hi + 1
+    out.append(Trial(ids, (lo, hi), names[ni[target]], kind))
   return out

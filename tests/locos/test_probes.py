@@ -69,3 +69,35 @@ def test_bucket_indices_groups_by_smallest_holding_bucket():
   assert got == [(16, [0, 2, 4]), (32, [1]), (48, [3])]
   assert locos.bucket_indices([3, 9], None) == [(9, [0, 1])]
   assert locos.bucket_indices([3, 9], 12) == [(12, [0, 1])]
+
+
+class _WordTokenizer:
+  """Whitespace tokens with character offsets; BOS (id 1) added by default, like Gemma's."""
+
+  add_bos_default = True
+  bos_id = 1
+
+  def __init__(self):
+    self.words = {}
+
+  def encode_with_offsets(self, text):
+    import re
+
+    spans = [m.span() for m in re.finditer(r"\S+", text)]
+    ids = [self.words.setdefault(text[a:b], len(self.words) + 2) for a, b in spans]
+    return ids, spans
+
+  def decode(self, ids):
+    inv = {v: k for k, v in self.words.items()}
+    return " ".join(inv[i] for i in ids if i != self.bos_id)
+
+
+def test_probes_start_with_bos_and_keep_the_needle_span_when_the_tokenizer_adds_it():
+  tok = _WordTokenizer()
+  for t in locos.make_probes(
+    np.random.default_rng(0), tokenizer=tok, num=4, kind="nonliteral", system_prompt=False
+  ):
+    assert t.prompt_ids[0] == tok.bos_id and tok.bos_id not in t.prompt_ids[1:]
+    s, e = t.needle_span
+    needle = tok.decode(t.prompt_ids[s:e])
+    assert t.answer in needle and needle.endswith(".") and "Question:" not in needle

