@@ -83,3 +83,23 @@ def test_needle_probes_with_the_smollm2_tokenizer_at_4k():
     s, e = p.needle_span
     assert p.answer in tok.decode(p.prompt_ids[s:e])
     assert 0.4 < s / len(p.prompt_ids) < 0.6
+
+
+@pytest.mark.slow
+def test_needle_experiment_runs_at_4k_tokens(tmp_path):
+  """configs/needle.py shrunk to one 4k-token probe per split: detection, mean-query ablation
+  and results.json (minutes on a CPU: prefill of 4k tokens through 30 layers)."""
+  resources.require(resources.smollm2_missing())
+  from experiments.locos import train
+  from experiments.locos.configs import needle
+
+  c = needle.get_config()
+  c.needle.context_tokens = (4096,)
+  c.needle.num_detect = c.needle.num_eval = 1
+  c.needle.detectors, c.needle.ks = ("locos",), (5,)
+  c.needle.max_steps, c.needle.batch_size = 2, 1
+  m = train.train_and_evaluate(c, str(tmp_path))
+  rec = m["needle/T=4096"]
+  assert rec["padded_to"] == 4096 and 3900 < rec["prompt_tokens"][0] <= 4096
+  assert set(rec["rougeL"]) == {"baseline@0", "locos@5"}
+  assert (tmp_path / "results.json").exists()
