@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers.core import validation as V
+from jaxpapers.lm._attention import DEFAULT_BLOCK_SIZE, bucket_length, resolve_impl
 from jaxpapers.lm._config import LMConfig
 from jaxpapers.lm._model import (
   Capture,
@@ -47,7 +48,15 @@ class Generation(NamedTuple):
 
 
 @functools.partial(
-  jax.jit, static_argnames=("config", "max_new_tokens", "capture_attn", "capture_values")
+  jax.jit,
+  static_argnames=(
+    "config",
+    "max_new_tokens",
+    "capture_attn",
+    "capture_values",
+    "attention",
+    "block_size",
+  ),
 )
 def _generate_jit(
   params,
@@ -63,6 +72,8 @@ def _generate_jit(
   max_new_tokens,
   capture_attn,
   capture_values,
+  attention="auto",
+  block_size=DEFAULT_BLOCK_SIZE,
 ):
   B, P = prompt.shape
   N = max_new_tokens
@@ -78,6 +89,8 @@ def _generate_jit(
       cache=cache,
       ablation=ablation,
       logits_mode="none",
+      attention=attention,
+      block_size=block_size,
     )
   step_capture = Capture(attn="last" if capture_attn else "none")
   L, H = config.n_layers, config.n_heads
@@ -141,6 +154,9 @@ def generate(
   capture_attn: bool = False,
   capture_values: bool = False,
   ablation: HeadAblation | None = None,
+  attention: str = "auto",
+  block_size: int = DEFAULT_BLOCK_SIZE,
+  pad_to=None,
 ) -> Generation:
   """Greedy or temperature sampling with a KV cache, as one jitted while-loop.
 
@@ -162,6 +178,15 @@ def generate(
     capture_attn: record the last-row attention of every layer and head per step.
     capture_values: return the value vectors of every cache slot.
     ablation: optional HeadAblation applied at every position.
+    attention: 'auto', 'dense' or 'blockwise' attention for the prefill (static; see
+      `forward`: 'auto' is blockwise from 1024 prompt tokens on). Decode steps have one
+      query row, whose dense scores [B, H, 1, S] are already linear in S.
+    block_size: tile size of the blockwise prefill (static).
+    pad_to: None (no padding), an int P' >= P, or 'bucket' (P' = `bucket_length(P)`):
+      the prompts are left-padded to P' columns (masked out) before the jitted call, so
+      every prompt length in a bucket reuses one compiled program. The results are those
+      of the unpadded call up to round-off, but the S = P' + N cache slots then include
+      the padding (key_valid False there; read slots through key_pos/key_valid).
 
   Returns:
     A `Generation`. A row whose logits become non-finite stops there (its
@@ -219,6 +244,20 @@ def generate(
       raise ValueError(f"temperature must be a scalar, got shape {temperature.shape}")
     row_ok = row_ok & jnp.isfinite(temperature) & (temperature >= 0)
   _check_ablation(ablation, config)
+  resolve_impl(attention, prompt.shape[1], False)
+  block_size = V.check_int(block_size, "block_size", min_value=1)
+  if pad_to is not None:
+    P = prompt.shape[1]
+    if isinstance(pad_to, str):
+      if pad_to != "bucket":
+        raise ValueError(f"pad_to must be None, an int or 'bucket', got {pad_to!r}")
+      target = bucket_length(P)
+    else:
+      target = V.check_int(pad_to, "pad_to", min_value=P)
+    if target > P:
+      widths = ((0, 0), (target - P, 0))
+      prompt = jnp.pad(prompt, widths)
+      mask = jnp.pad(mask, widths)
   stops = jnp.asarray(list(stop_ids) or [-2], jnp.int32)
   if key is None:
     key = jax.random.key(0)
@@ -235,6 +274,8 @@ def generate(
     max_new_tokens=max_new_tokens,
     capture_attn=capture_attn,
     capture_values=capture_values,
+    attention=attention,
+    block_size=block_size,
   )
 
 

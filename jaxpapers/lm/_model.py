@@ -17,6 +17,10 @@ Per layer l, with x the residual stream [B, T, d]:
   z_h = Σ_j α_{h,j} v_{kv(h), j}                        head output before o_proj  [B, T, H, dh]
   x += PostNorm(Σ_h z_h wo_h);   x += PostNorm(W_down(act(h W_gate) ⊙ h W_up))
 
+α and z are computed densely ([B, H, T, S] scores) or blockwise with an online softmax
+(`jaxpapers.lm._attention`: memory linear in T, tiles outside the causal/sliding-window mask
+skipped); `forward(..., attention='auto')` switches to blockwise from 1024 query rows on.
+
 The hooks (`Capture`) only read intermediate values; `HeadAblation` replaces
 chosen heads' query vectors (before QK-norm and RoPE) or head outputs (before
 o_proj) and is data, so one compilation serves every head set.
@@ -34,21 +38,30 @@ import numpy as np
 from flax import nnx, struct
 
 from jaxpapers.core import validation as V
+from jaxpapers.lm._attention import (
+  DEFAULT_BLOCK_SIZE,
+  _blockwise,
+  attention_rows,
+  dense_attention,
+  resolve_impl,
+)
 from jaxpapers.lm._config import LMConfig
 
 Params = dict[str, jax.Array]
 
-_NEG = -1e30
 _ABLATION_MODES = ("mean_q", "zero_q", "mean_out", "zero_out")
-_ATTN_CAPTURE = ("none", "last", "all")
+_ATTN_CAPTURE = ("none", "last", "rows", "all")
 
 
 class Capture(NamedTuple):
   """What `forward` records besides logits (all off by default).
 
   Attributes:
-    attn: 'none', 'last' (the last query row: [B, L, H, S]) or 'all'
-      ([B, L, H, T, S]); S is the number of key slots (T, or the cache size).
+    attn: 'none', 'last' (the last query row: [B, L, H, S]), 'rows' (the query rows
+      given to `forward` as attn_rows int [B, R]: [B, L, H, R, S]) or 'all'
+      ([B, L, H, T, S], dense only); S is the number of key slots (T, or the cache
+      size). 'last' and 'rows' are computed for those rows only, so they keep the
+      blockwise path's memory linear in T.
     values: V per layer, [B, L, KV, S, dh] (after the cache update).
     queries: q before QK-norm and RoPE (for mean-query statistics), [B, L, T, H, dh].
     head_outputs: z = Σ_j α_j v_j before o_proj, [B, L, T, H, dh].
@@ -299,11 +312,13 @@ def _layer(
   index,
   capture: Capture,
   ablation_mode: str | None,
+  attn_impl: str = "dense",
+  block_size: int = DEFAULT_BLOCK_SIZE,
+  attn_rows=None,
 ):
   """One transformer block. x: [B, T, d]; xs: this layer's params and extras."""
   lp, (rope_base, rope_scale), is_global, abl_mask, abl_mean, ck, cv = xs
   B, T, _ = x.shape
-  H, KV, dh, G = config.n_heads, config.n_kv_heads, config.head_dim, config.group_size
   out = {}
   if capture.residual:
     out["residual"] = x
@@ -331,28 +346,55 @@ def _layer(
     v_all = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (0, index, 0, 0))
     key_pos, key_valid = cache_pos, cache_valid
     out["k_cache"], out["v_cache"] = k_all, v_all
-  S = k_all.shape[1]
 
-  qg = q.reshape(B, T, KV, G, dh)
-  scores = jnp.einsum("btkgd,bskd->bkgts", qg, k_all.astype(jnp.float32)) * config.scale
-  scores = scores.reshape(B, H, T, S)
-  qp = positions[:, None, :, None]
-  kp = key_pos[:, None, None, :]
-  allowed = key_valid[:, None, None, :] & (kp <= qp)
-  if config.sliding_window is not None:
-    allowed = allowed & (is_global | (qp - kp < config.sliding_window))
-  scores = jnp.where(allowed, scores, _NEG)
-  probs = jax.nn.softmax(scores, axis=-1)  # [B, H, T, S]
-  z = jnp.einsum(
-    "bkgts,bskd->btkgd", probs.reshape(B, KV, G, T, S), v_all.astype(jnp.float32)
-  ).reshape(B, T, H, dh)
+  window = config.sliding_window
+  if attn_impl == "blockwise":
+    z = _blockwise(
+      q,
+      k_all,
+      v_all,
+      positions,
+      key_pos,
+      key_valid,
+      scale=config.scale,
+      window=window,
+      is_global=is_global,
+      block_size=block_size,
+    )
+    probs = None
+  else:
+    z, probs = dense_attention(
+      q,
+      k_all,
+      v_all,
+      positions,
+      key_pos,
+      key_valid,
+      scale=config.scale,
+      window=window,
+      is_global=is_global,
+    )
   if ablation_mode in ("mean_out", "zero_out"):
     repl = abl_mean if ablation_mode == "mean_out" else jnp.zeros_like(abl_mean)
     z = jnp.where(abl_mask[None, None, :, None], repl[None, None].astype(z.dtype), z)
-  if capture.attn == "last":
-    out["attn"] = probs[:, :, -1, :]
-  elif capture.attn == "all":
+  if capture.attn == "all":
     out["attn"] = probs
+  elif capture.attn in ("last", "rows"):
+    rows = jnp.full((B, 1), T - 1, jnp.int32) if capture.attn == "last" else attn_rows
+    if probs is not None:
+      sel = jnp.take_along_axis(probs, rows[:, None, :, None], axis=2)  # [B, H, R, S]
+    else:
+      sel = attention_rows(
+        jnp.take_along_axis(q, rows[:, :, None, None], axis=1),
+        k_all,
+        jnp.take_along_axis(positions, rows, axis=1),
+        key_pos,
+        key_valid,
+        scale=config.scale,
+        window=window,
+        is_global=is_global,
+      )
+    out["attn"] = sel[:, :, 0] if capture.attn == "last" else sel
   if capture.values:
     out["values"] = jnp.swapaxes(v_all, 1, 2).astype(jnp.float32)  # [B, KV, S, dh]
   if capture.head_outputs:
@@ -399,9 +441,17 @@ def _forward(
   ablation: HeadAblation | None = None,
   logits_mode: str = "all",
   logits_idx=None,
+  attention: str = "auto",
+  block_size: int = DEFAULT_BLOCK_SIZE,
+  attn_rows=None,
 ):
   """Unvalidated, un-jitted forward (see `forward`). logits_mode: all|last|index|none."""
   B, T = tokens.shape
+  attn_impl = resolve_impl(attention, T, capture.attn == "all")
+  if capture.attn == "rows":
+    if attn_rows is None:
+      raise ValueError("Capture(attn='rows') needs attn_rows, int [B, R] query indices")
+    attn_rows = jnp.clip(jnp.asarray(attn_rows, jnp.int32), 0, T - 1)
   L = config.n_layers
   if mask is None:
     mask = jnp.ones((B, T), bool)
@@ -460,6 +510,9 @@ def _forward(
     index=index,
     capture=capture,
     ablation_mode=mode,
+    attn_impl=attn_impl,
+    block_size=block_size,
+    attn_rows=attn_rows,
   )
   xs = (
     layer_params,
@@ -502,9 +555,24 @@ def _forward(
   return logits, new_cache, captured
 
 
-@functools.partial(jax.jit, static_argnames=("config", "capture", "logits_mode"))
+@functools.partial(
+  jax.jit, static_argnames=("config", "capture", "logits_mode", "attention", "block_size")
+)
 def _forward_jit(
-  params, tokens, positions, mask, cache, ablation, logits_idx, *, config, capture, logits_mode
+  params,
+  tokens,
+  positions,
+  mask,
+  cache,
+  ablation,
+  logits_idx,
+  attn_rows,
+  *,
+  config,
+  capture,
+  logits_mode,
+  attention,
+  block_size,
 ):
   return _forward(
     params,
@@ -517,6 +585,9 @@ def _forward_jit(
     ablation=ablation,
     logits_mode=logits_mode,
     logits_idx=logits_idx,
+    attention=attention,
+    block_size=block_size,
+    attn_rows=attn_rows,
   )
 
 
@@ -537,6 +608,20 @@ def _check_ablation(ablation, config):
       raise ValueError(
         f"ablation mode {ablation.mode!r} needs mean of shape [L, H, dh] = {(L, H, dh)}"
       )
+
+
+def _check_attn_rows(attn_rows, capture: Capture, batch: int):
+  """int32 [B, R] rows for Capture(attn='rows'), else None (trace-time shape checks)."""
+  if capture.attn != "rows":
+    if attn_rows is not None:
+      raise ValueError("attn_rows is only used with Capture(attn='rows')")
+    return None
+  if attn_rows is None:
+    raise ValueError("Capture(attn='rows') needs attn_rows, int [B, R] query indices")
+  rows = V.check_array(attn_rows, "attn_rows", dtype="int", ndim=2)
+  if rows.shape[0] != batch or rows.shape[1] == 0:
+    raise ValueError(f"attn_rows must be int [B={batch}, R >= 1], got shape {rows.shape}")
+  return rows.astype(jnp.int32)
 
 
 def _check_tokens(tokens, config: LMConfig, mask=None, name: str = "tokens"):
@@ -578,8 +663,16 @@ def forward(
   capture: Capture = Capture(),
   ablation: HeadAblation | None = None,
   logits_at: Any = None,
+  attention: str = "auto",
+  block_size: int = DEFAULT_BLOCK_SIZE,
+  attn_rows: Any = None,
 ):
   """Jitted decoder forward pass with optional cache, hooks and head ablation.
+
+  Attention is dense (scores [B, H, T, S]) or blockwise (online softmax over tiles of
+  `block_size` queries × keys, memory linear in T; see `blockwise_attention`); both give the
+  same result to float32 round-off. 'auto' picks blockwise for calls with at least
+  `BLOCKWISE_MIN_QUERIES` (1024) tokens, unless every attention row is captured.
 
   Args:
     params: parameter dict (see the module docstring for the layout).
@@ -594,6 +687,11 @@ def forward(
     ablation: optional `HeadAblation`.
     logits_at: None (every position, [B, T, V]), 'last' ([B, V]), 'none' (no
       logits) or int [B, P] positions ([B, P, V]).
+    attention: 'auto', 'dense' or 'blockwise' (static). 'blockwise' cannot capture
+      every row (Capture(attn='all')); use Capture(attn='rows') for chosen rows.
+    block_size: tile size of the blockwise path (static).
+    attn_rows: int [B, R] query indices (into the T axis) whose attention rows
+      Capture(attn='rows') records, [B, L, H, R, S]; computed for those rows only.
 
   Returns:
     (logits, new_cache or None, captured dict with the layer axis at position 1,
@@ -615,6 +713,9 @@ def forward(
   if capture.attn not in _ATTN_CAPTURE:
     raise ValueError(f"capture.attn must be one of {_ATTN_CAPTURE}, got {capture.attn!r}")
   _check_ablation(ablation, config)
+  resolve_impl(attention, tokens.shape[1], capture.attn == "all")
+  block_size = V.check_int(block_size, "block_size", min_value=1)
+  attn_rows = _check_attn_rows(attn_rows, capture, tokens.shape[0])
   for name, a in (("positions", positions), ("mask", mask)):
     if a is not None and tuple(jnp.shape(a)) != tuple(tokens.shape):
       raise ValueError(f"{name} must have the shape of tokens {tokens.shape}, got {jnp.shape(a)}")
@@ -639,9 +740,12 @@ def forward(
       cache,
       ablation,
       logits_idx,
+      attn_rows,
       config=config,
       capture=capture,
       logits_mode=mode,
+      attention=attention,
+      block_size=block_size,
     ),
     ok,
   )
@@ -690,11 +794,17 @@ class Decoder(nnx.Module):
     capture=Capture(),
     ablation=None,
     logits_at=None,
+    attention="auto",
+    block_size=DEFAULT_BLOCK_SIZE,
+    attn_rows=None,
   ):
     """Same arguments and bad-input behaviour as `forward` (NaN outputs for bad ids under jit)."""
     tokens, ok = _check_tokens(tokens, self.config, mask)
     _check_cache(cache, self.config, tokens.shape[0])
     _check_ablation(ablation, self.config)
+    resolve_impl(attention, tokens.shape[1], capture.attn == "all")
+    block_size = V.check_int(block_size, "block_size", min_value=1)
+    attn_rows = _check_attn_rows(attn_rows, capture, tokens.shape[0])
     mode, idx = "all", None
     if isinstance(logits_at, str):
       mode = logits_at
@@ -712,6 +822,9 @@ class Decoder(nnx.Module):
         ablation=ablation,
         logits_mode=mode,
         logits_idx=idx,
+        attention=attention,
+        block_size=block_size,
+        attn_rows=attn_rows,
       ),
       ok,
     )

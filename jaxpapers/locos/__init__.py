@@ -15,6 +15,7 @@ from jaxpapers.locos._ablation import (
   generate_texts,
   score_text,
 )
+from jaxpapers.locos._needle import make_needle_probes
 from jaxpapers.locos._probes import (
   LANDMARKS,
   NAMES,
@@ -45,6 +46,7 @@ from jaxpapers.locos._scores import (
 from jaxpapers.locos._toy import ToyTask, ToyTokenizer, make_toy_trials, toy_batch
 
 __all__ = [
+  "make_needle_probes",
   "ablation_curve",
   "bootstrap_ci",
   "evaluate_probes",

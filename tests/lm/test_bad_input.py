@@ -195,6 +195,89 @@ CASES = [
     id="forward-missing-params",
   ),
   Case(
+    "lm.forward",
+    lambda t: lm.forward(PARAMS, t, config=CFG, attention="flash")[0],
+    (PROMPT,),
+    match=r"attention must be one of \('auto', 'dense', 'blockwise'\)",
+    id="forward-attention-kind",
+  ),
+  Case(
+    "lm.forward",
+    lambda t: lm.forward(
+      PARAMS, t, config=CFG, attention="blockwise", capture=lm.Capture(attn="all")
+    )[0],
+    (PROMPT,),
+    match=r"attention='blockwise' cannot capture every attention row",
+    id="forward-blockwise-capture-all",
+  ),
+  Case(
+    "lm.forward",
+    lambda t: lm.forward(PARAMS, t, config=CFG, capture=lm.Capture(attn="rows"))[0],
+    (PROMPT,),
+    match=r"Capture\(attn='rows'\) needs attn_rows",
+    id="forward-rows-without-attn-rows",
+  ),
+  Case(
+    "lm.forward",
+    lambda t: lm.forward(
+      PARAMS, t, config=CFG, capture=lm.Capture(attn="rows"), attn_rows=np.zeros((3, 1), int)
+    )[0],
+    (PROMPT,),
+    match=r"attn_rows must be int \[B=2, R >= 1\]",
+    id="forward-attn-rows-batch",
+  ),
+  Case(
+    "lm.blockwise_attention",
+    lambda q, k: lm.blockwise_attention(
+      q, k, k, np.zeros((1, 3), int), np.zeros((1, 5), int), np.ones((1, 5), bool)
+    ),
+    (np.zeros((1, 3, 3, 4), np.float32), np.zeros((1, 5, 2, 4), np.float32)),
+    match=r"q's heads H=3 must be a multiple of k's KV heads 2",
+    id="blockwise-gqa-heads",
+  ),
+  Case(
+    "lm.blockwise_attention",
+    lambda q, k: lm.blockwise_attention(
+      q, k, k, np.zeros((1, 3), int), np.zeros((1, 4), int), np.ones((1, 4), bool)
+    ),
+    (np.zeros((1, 3, 2, 4), np.float32), np.zeros((1, 5, 2, 4), np.float32)),
+    match=r"key_pos must have shape",
+    id="blockwise-key-pos-shape",
+  ),
+  Case(
+    "lm.blockwise_attention",
+    lambda q, k: lm.blockwise_attention(
+      q, k, k, np.zeros((1, 3), int), np.zeros((1, 5), int), np.ones((1, 5), bool), block_size=0
+    ),
+    (np.zeros((1, 3, 2, 4), np.float32), np.zeros((1, 5, 2, 4), np.float32)),
+    match=r"block_size must be >= 1",
+    id="blockwise-block-size",
+  ),
+  Case(
+    "lm.bucket_length",
+    lambda: lm.bucket_length(0),
+    match=r"n must be >= 1",
+    jit=None,
+    jit_reason="a static length (Python int), never traced",
+    id="bucket-length-zero",
+  ),
+  Case(
+    "lm.generate",
+    _gen,
+    (PROMPT,),
+    kwargs=dict(pad_to=2),
+    match=r"pad_to must be >= 3",
+    id="generate-pad-to-short",
+  ),
+  Case(
+    "lm.generate",
+    _gen,
+    (PROMPT,),
+    kwargs=dict(pad_to="pow2"),
+    match=r"pad_to must be None, an int or 'bucket'",
+    id="generate-pad-to-kind",
+  ),
+  Case(
     "lm.Decoder",
     lambda t: DEC(t)[0],
     (BAD_IDS,),

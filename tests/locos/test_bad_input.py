@@ -275,6 +275,16 @@ CASES = [
     jit_reason=HOST,
   ),
   Case(
+    "make_needle_probes",
+    lambda: locos.make_needle_probes(
+      np.random.default_rng(0), tokenizer=TOK, num=1, context_tokens=512, depths=(1.5,)
+    ),
+    match=r"depths must be a non-empty sequence of numbers in \[0, 1\]",
+    jit=None,
+    jit_reason=HOST,
+    id="make_needle_probes-depth",
+  ),
+  Case(
     "make_probes",
     lambda: locos.make_probes(None, tokenizer=TOK, num=1, kind="literal"),
     error=TypeError,

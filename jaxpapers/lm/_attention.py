@@ -1,0 +1,296 @@
+"""Masked multi-head attention, dense or blockwise (online softmax), for `jaxpapers.lm`.
+
+Both paths compute, for query row t (position p_t) of query head h and the key slots j
+(position p_j, valid flag m_j) of its KV head kv(h) = h // G,
+
+  s_tj = scale · q_t · k_j,      allowed_tj = m_j ∧ p_j ≤ p_t ∧ (global ∨ p_t − p_j < W)
+  α_tj = exp(s_tj − max_j s_tj) / Σ_j exp(s_tj − max_j s_tj)   over allowed j
+  z_t  = Σ_j α_tj v_j
+
+**Dense** materialises s and α as [B, H, T, S] float32 tensors: memory O(B·H·T·S), i.e.
+quadratic in the context length at prefill (T = S).
+
+**Blockwise** (flash-style) splits queries into blocks Q_a and keys into blocks K_b of
+`block_size` rows and never forms more than one [B, H, bq, bk] tile. For each query block it
+runs over the key blocks keeping, per row, the running maximum m, the running normaliser ℓ
+and the running unnormalised output o (the online softmax):
+
+  m' = max(m, max_{j∈K_b} s_tj)
+  ℓ' = ℓ · e^{m − m'} + Σ_{j∈K_b} e^{s_tj − m'}
+  o' = o · e^{m − m'} + Σ_{j∈K_b} e^{s_tj − m'} v_j
+  z_t = o / ℓ  after the last block,
+
+which equals the dense result exactly in exact arithmetic (the rescaling by e^{m − m'} makes
+every term relative to the final maximum). Disallowed pairs get the finite score −1e30, so a
+row whose first tiles are fully masked accumulates garbage that the factor e^{−1e30 − m'} = 0
+erases once an allowed key arrives. A tile is skipped (a `lax.cond`, so it costs no FLOPs)
+when no query of the block can attend any key of the tile: min valid key position > max query
+position (causal), or, on sliding-window layers, min query position − max valid key position
+≥ W. The test is on positions, not slots, so it is exact for any positions and padding.
+
+Memory: the live intermediates are one tile [B, H, bq, bk] plus the carries
+[B, H, bq] (m, ℓ) and [B, H, bq, dh] (o) and the output [B, T, H, dh]: O(B·H·(T·dh + bq·bk)),
+linear in T. FLOPs: causal prefill touches about half of the T×S tiles (the ones above the
+diagonal are skipped), a sliding-window layer about T·(W + 2·block)/block² tiles.
+
+Attention probabilities for a few query rows (what LOCOS-style detectors read: the last row,
+or the answer positions) are computed separately by `attention_rows`, one dense softmax per
+requested row: O(B·H·R·S) memory for R rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+
+from jaxpapers.core import validation as V
+
+NEG = -1e30
+ATTENTION_IMPLS = ("auto", "dense", "blockwise")
+#: `attention='auto'` uses the blockwise path when a call has at least this many query rows.
+BLOCKWISE_MIN_QUERIES = 1024
+DEFAULT_BLOCK_SIZE = 256
+
+
+def resolve_impl(impl: str, num_queries: int, capture_all: bool) -> str:
+  """'dense' or 'blockwise' for a call with `num_queries` rows ('auto' picks by length).
+
+  'auto' stays dense when every attention row is to be captured (the dense [T, S]
+  probabilities are the output then) and below `BLOCKWISE_MIN_QUERIES` rows.
+  """
+  if impl not in ATTENTION_IMPLS:
+    raise ValueError(f"attention must be one of {ATTENTION_IMPLS}, got {impl!r}")
+  if impl == "auto":
+    return "blockwise" if (num_queries >= BLOCKWISE_MIN_QUERIES and not capture_all) else "dense"
+  if impl == "blockwise" and capture_all:
+    raise ValueError(
+      "attention='blockwise' cannot capture every attention row (Capture(attn='all') needs the "
+      "dense [T, S] probabilities): use Capture(attn='rows') with attn_rows, or attention='dense'"
+    )
+  return impl
+
+
+def _allowed(q_pos, key_pos, key_valid, window, is_global):
+  """bool [B, 1, Tq, S] (broadcasts over heads)."""
+  qp = q_pos[:, None, :, None]
+  kp = key_pos[:, None, None, :]
+  ok = key_valid[:, None, None, :] & (kp <= qp)
+  if window is not None:
+    ok = ok & (is_global | (qp - kp < window))
+  return ok
+
+
+def _scores(q, k, scale):
+  """q [B, Tq, H, dh], k [B, S, KV, dh] -> scale · q kᵀ as [B, H, Tq, S] (GQA grouping)."""
+  B, T, H, dh = q.shape
+  KV = k.shape[2]
+  qg = q.reshape(B, T, KV, H // KV, dh)
+  s = jnp.einsum("btkgd,bskd->bkgts", qg, k.astype(jnp.float32)) * scale
+  return s.reshape(B, H, T, k.shape[1])
+
+
+def dense_attention(q, k, v, q_pos, key_pos, key_valid, *, scale, window=None, is_global=True):
+  """Dense masked attention: (z [B, T, H, dh], probabilities [B, H, T, S])."""
+  B, T, H, dh = q.shape
+  KV, S = k.shape[2], k.shape[1]
+  s = jnp.where(_allowed(q_pos, key_pos, key_valid, window, is_global), _scores(q, k, scale), NEG)
+  probs = jax.nn.softmax(s, axis=-1)
+  z = jnp.einsum(
+    "bkgts,bskd->btkgd", probs.reshape(B, KV, H // KV, T, S), v.astype(jnp.float32)
+  ).reshape(B, T, H, dh)
+  return z, probs
+
+
+def attention_rows(
+  q_rows, k, q_pos_rows, key_pos, key_valid, *, scale, window=None, is_global=True
+):
+  """Attention probabilities of selected query rows only: [B, H, R, S].
+
+  Args:
+    q_rows: f32 [B, R, H, dh], the (RoPE'd) queries of the R requested rows.
+    k: [B, S, KV, dh] keys.
+    q_pos_rows: int [B, R] their positions.
+    key_pos, key_valid: [B, S].
+  """
+  s = _scores(q_rows, k, scale)
+  s = jnp.where(_allowed(q_pos_rows, key_pos, key_valid, window, is_global), s, NEG)
+  return jax.nn.softmax(s, axis=-1)
+
+
+def _pad_axis(x, axis, n, *, value=None):
+  if n == 0:
+    return x
+  widths = [(0, 0)] * x.ndim
+  widths[axis] = (0, n)
+  if value is None:
+    return jnp.pad(x, widths, mode="edge")
+  return jnp.pad(x, widths, constant_values=value)
+
+
+def _blockwise(q, k, v, q_pos, key_pos, key_valid, *, scale, window, is_global, block_size):
+  B, T, H, dh = q.shape
+  S, KV = k.shape[1], k.shape[2]
+  G = H // KV
+  bq, bk = min(block_size, T), min(block_size, S)
+  nq, nk = -(-T // bq), -(-S // bk)
+  # padded query rows repeat the last position (they never widen a block's range) and are cut;
+  # padded key slots are invalid.
+  q = _pad_axis(q.astype(jnp.float32), 1, nq * bq - T, value=0.0)
+  q_pos = _pad_axis(q_pos, 1, nq * bq - T)
+  k = _pad_axis(k, 1, nk * bk - S, value=0)
+  v = _pad_axis(v, 1, nk * bk - S, value=0)
+  key_pos = _pad_axis(key_pos, 1, nk * bk - S)
+  key_valid = _pad_axis(key_valid, 1, nk * bk - S, value=False)
+
+  qb = q.reshape(B, nq, bq, KV, G, dh).transpose(1, 0, 3, 4, 2, 5)  # [nq, B, KV, G, bq, dh]
+  qpb = q_pos.reshape(B, nq, bq).transpose(1, 0, 2)  # [nq, B, bq]
+  kb = k.reshape(B, nk, bk, KV, dh).transpose(1, 0, 3, 2, 4)  # [nk, B, KV, bk, dh]
+  vb = v.reshape(B, nk, bk, KV, dh).transpose(1, 0, 3, 2, 4)
+  kpb = key_pos.reshape(B, nk, bk).transpose(1, 0, 2)  # [nk, B, bk]
+  kvb = key_valid.reshape(B, nk, bk).transpose(1, 0, 2)
+  big = jnp.int32(2**30)
+  kmin = jnp.min(jnp.where(kvb, kpb, big), axis=(1, 2))  # [nk]; big when no valid key
+  kmax = jnp.max(jnp.where(kvb, kpb, -big), axis=(1, 2))
+  qmin, qmax = jnp.min(qpb, axis=(1, 2)), jnp.max(qpb, axis=(1, 2))  # [nq]
+
+  def query_block(args):
+    qi, qp, qlo, qhi = args  # [B, KV, G, bq, dh], [B, bq], [], []
+
+    def key_block(carry, kargs):
+      kj, vj, kp, kvalid, klo, khi = kargs
+      needed = klo <= qhi
+      if window is not None:
+        needed = needed & (is_global | (qlo - khi < window))
+
+      def tile(carry):
+        m, l, o = carry
+        s = jnp.einsum("bkgqd,bksd->bkgqs", qi, kj.astype(jnp.float32)) * scale
+        ok = kvalid[:, None, None, None, :] & (
+          kp[:, None, None, None, :] <= qp[:, None, None, :, None]
+        )
+        if window is not None:
+          ok = ok & (is_global | (qp[:, None, None, :, None] - kp[:, None, None, None, :] < window))
+        s = jnp.where(ok, s, NEG)
+        m_new = jnp.maximum(m, jnp.max(s, axis=-1))
+        p = jnp.exp(s - m_new[..., None])
+        corr = jnp.exp(m - m_new)
+        l = l * corr + jnp.sum(p, axis=-1)
+        o = o * corr[..., None] + jnp.einsum("bkgqs,bksd->bkgqd", p, vj.astype(jnp.float32))
+        return m_new, l, o
+
+      return jax.lax.cond(needed, tile, lambda c: c, carry), None
+
+    init = (
+      jnp.full((B, KV, G, bq), NEG, jnp.float32),
+      jnp.zeros((B, KV, G, bq), jnp.float32),
+      jnp.zeros((B, KV, G, bq, dh), jnp.float32),
+    )
+    (_, l, o), _ = jax.lax.scan(key_block, init, (kb, vb, kpb, kvb, kmin, kmax))
+    return o / jnp.where(l > 0, l, 1.0)[..., None]  # l == 0 only when every tile was skipped
+
+  z = jax.lax.map(query_block, (qb, qpb, qmin, qmax))  # [nq, B, KV, G, bq, dh]
+  z = z.transpose(1, 0, 4, 2, 3, 5).reshape(B, nq * bq, H, dh)
+  return z[:, :T]
+
+
+def blockwise_attention(
+  q,
+  k,
+  v,
+  q_pos,
+  key_pos,
+  key_valid,
+  *,
+  scale: float | None = None,
+  window: int | None = None,
+  is_global=True,
+  block_size: int = DEFAULT_BLOCK_SIZE,
+):
+  """Masked GQA attention with memory linear in the context length (online softmax).
+
+  Computes z_t = Σ_j softmax_j(scale · q_t·k_j | allowed_tj) v_j tile by tile (see the
+  module docstring for the update equations and the tile-skipping rule), where a key slot j
+  is allowed for query t iff key_valid[j], key_pos[j] <= q_pos[t] and, unless `is_global`,
+  q_pos[t] - key_pos[j] < window. Equals the dense softmax attention to float32 round-off
+  for every query row with at least one allowed key; a row with none (e.g. a padding query
+  before any real token) gets a finite, meaningless output, as in the dense path.
+
+  Args:
+    q: float [B, T, H, dh] queries (after RoPE).
+    k, v: float [B, S, KV, dh]; H must be a multiple of KV (query head h reads KV head
+      h // (H // KV)).
+    q_pos: int [B, T] absolute positions of the queries.
+    key_pos: int [B, S] absolute positions of the key slots.
+    key_valid: bool [B, S]; False marks padding or unwritten cache slots.
+    scale: logit scale; default 1/sqrt(dh).
+    window: sliding window W (keys with q_pos - key_pos < W), or None.
+    is_global: bool (may be traced); True disables the window.
+    block_size: rows per query block and per key block (static).
+
+  Returns:
+    f32 [B, T, H, dh], the head outputs z before the output projection.
+
+  Raises:
+    ValueError, TypeError: wrong ranks, mismatched shapes, H not a multiple of KV,
+      non-integer positions, a bad block_size or window (at trace time, also under jit).
+
+  Example:
+    >>> z = blockwise_attention(q, k, v, pos, pos, jnp.ones(pos.shape, bool), block_size=128)
+  """
+  q = V.check_array(q, "q", dtype="float", ndim=4)
+  k = V.check_array(k, "k", dtype="float", ndim=4)
+  v = V.check_array(v, "v", dtype="float", ndim=4)
+  B, T, H, dh = q.shape
+  if k.shape[0] != B or k.shape[3] != dh or v.shape != k.shape:
+    raise ValueError(
+      f"k and v must have shape [B, S, KV, dh] = [{B}, S, KV, {dh}], got {k.shape} and {v.shape}"
+    )
+  if H % k.shape[2]:
+    raise ValueError(f"q's heads H={H} must be a multiple of k's KV heads {k.shape[2]}")
+  q_pos = V.check_array(q_pos, "q_pos", dtype="int", shape=(B, T))
+  key_pos = V.check_array(key_pos, "key_pos", dtype="int", shape=(B, k.shape[1]))
+  key_valid = V.check_array(key_valid, "key_valid", dtype="intbool", shape=(B, k.shape[1]))
+  block_size = V.check_int(block_size, "block_size", min_value=1)
+  if window is not None:
+    window = V.check_int(window, "window", min_value=1)
+  scale = 1.0 / math.sqrt(dh) if scale is None else V.check_float(scale, "scale")
+  return _blockwise(
+    q,
+    k,
+    v,
+    q_pos.astype(jnp.int32),
+    key_pos.astype(jnp.int32),
+    key_valid.astype(bool),
+    scale=scale,
+    window=window,
+    is_global=jnp.asarray(is_global, bool),
+    block_size=block_size,
+  )
+
+
+def bucket_length(n: int, *, min_length: int = 16, steps_per_octave: int = 4) -> int:
+  """The padded length of an n-token prompt: few distinct lengths, at most 1/steps waste.
+
+  Buckets are `min_length` and then, in each octave [2^e, 2^(e+1)), the multiples of
+  2^e / steps_per_octave (16, 20, 24, 28, 32, 40, 48, 56, 64, 80, ..., 1024, 1280, ...), so a
+  prompt is padded by less than 1/steps_per_octave of its length and a model compiles at most
+  steps_per_octave programs per doubling of the prompt length.
+
+  Args:
+    n: prompt length (>= 1).
+    min_length: the smallest bucket.
+    steps_per_octave: buckets per doubling.
+
+  Returns:
+    An int >= n.
+  """
+  n = V.check_int(n, "n", min_value=1)
+  min_length = V.check_int(min_length, "min_length", min_value=1)
+  steps_per_octave = V.check_int(steps_per_octave, "steps_per_octave", min_value=1)
+  if n <= min_length:
+    return min_length
+  e = n.bit_length() - 1  # 2^e <= n < 2^(e+1)
+  step = max(1, (1 << e) // steps_per_octave)
+  return -(-n // step) * step
