@@ -322,14 +322,15 @@ def fit_distilled(q_all, c):
   valid = np.ones((Q, N), bool)
   ft, fq = q_all["f_turn"].astype(np.float32), q_all["f_query"].astype(np.float32)
   losses = {}
-  for s in np.unique(q_all["seed"]):
-    tr, te = q_all["seed"] != s, q_all["seed"] == s
+
+  def fit_predict(target, tr, te):
+    """Trains on the ``tr`` questions against ``target``; predicts the ``te`` questions."""
     model, gate, loss = bm.train_utility_model(
       ft[tr],
       fq[tr],
       pos[tr],
       valid[tr],
-      lbf[tr],
+      target[tr],
       seed=int(c.seed),
       steps=c.steps,
       lr=c.lr,
@@ -338,24 +339,13 @@ def fit_distilled(q_all, c):
       hidden=c.hidden,
     )
     ut, gt = bm.predict_utilities(model, gate, ft[te], fq[te], pos[te], valid[te])
-    u[te], g[te] = np.asarray(ut), np.asarray(gt)
+    return np.asarray(ut), np.asarray(gt), loss
+
+  for s in np.unique(q_all["seed"]):  # leave one seed out
+    tr, te = q_all["seed"] != s, q_all["seed"] == s
+    u[te], g[te], loss = fit_predict(lbf, tr, te)
     losses[int(s)] = [float(loss[0]), float(loss[-1])]
-    model2, gate2, _ = bm.train_utility_model(
-      ft[tr],
-      fq[tr],
-      pos[tr],
-      valid[tr],
-      plc[tr],
-      seed=int(c.seed),
-      steps=c.steps,
-      lr=c.lr,
-      beta=c.beta,
-      tau=c.tau,
-      hidden=c.hidden,
-    )
-    g_plc[te] = np.asarray(
-      bm.predict_utilities(model2, gate2, ft[te], fq[te], pos[te], valid[te])[1]
-    )
+    g_plc[te] = fit_predict(plc, tr, te)[1]
   return u, g, g_plc, losses
 
 
