@@ -7,7 +7,11 @@
   paper's compressed-sensing construction; the exact one is in its appendix].
 * :func:`jl_project` / :func:`dimension_reduction_construction`: the main theorem's route,
   a random Gaussian projection of a high-dimensional (near-)optimal solution, optionally
-  re-solving the queries for the projected documents [reconstruction].
+  re-solving the queries for the projected documents [reconstruction]; guarantee
+  :func:`jl_bound` (``log(N n)``).
+* :func:`project_documents`: the documents-only reduction, every query re-solved for the
+  projected documents (pure JAX); guarantee :func:`documents_only_bound` (``log n``,
+  whatever ``N``) [derived from Gordon's escape theorem].
 
 References:
   arXiv:2605.23556 (main theorem, Theorem 1.5, compressed-sensing constructions).
@@ -276,8 +280,13 @@ def gaussian_map(key, D: int, d: int, dtype=jnp.float32) -> jax.Array:
   """The projection ``G [D, d]`` with i.i.d. ``N(0, 1/d)`` entries (so ``E ||x G||^2 = ||x||^2``).
 
   :func:`jl_project` and :func:`project_documents` draw exactly this matrix from their key,
-  so the same key projects the documents identically in both.
+  so the same key projects the documents identically in both. ``D`` and ``d`` are static
+  positive ints (``ValueError`` otherwise).
   """
+  _check_key(key)
+  for name, v in (("D", D), ("d", d)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+      raise ValueError(f"{name} must be a positive int, got {v!r}.")
   return jax.random.normal(key, (D, d), dtype) / math.sqrt(d)
 
 
