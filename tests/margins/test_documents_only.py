@@ -112,7 +112,6 @@ def test_bound_closed_form_and_independent_of_N():
       M.documents_only_bound(**kw)
 
 
-@pytest.mark.slow
 def test_measured_margin_meets_bound():
   """The guarantee holds on every seed (it fails with probability <= delta per draw)."""
   n, k, d = 6, 1, 400
