@@ -9,13 +9,17 @@ with the sigmoid, InfoNCE and direct margin losses.
 
 from jaxpapers.margins._constructions import (
   Construction,
+  DocumentProjection,
   coherence,
   cs_construction,
   cs_embeddings,
   dimension_reduction_construction,
+  documents_only_bound,
+  gaussian_map,
   jl_bound,
   jl_project,
   orthogonal_construction,
+  project_documents,
 )
 from jaxpapers.margins._fit import (
   LOSSES,
@@ -49,6 +53,7 @@ from jaxpapers.margins._relevance import (
 
 __all__ = [
   "Construction",
+  "DocumentProjection",
   "FitResult",
   "LOSSES",
   "MaxMarginResult",
@@ -59,9 +64,11 @@ __all__ = [
   "cs_construction",
   "cs_embeddings",
   "dimension_reduction_construction",
+  "documents_only_bound",
   "dual_upper_bound",
   "fit_free_embeddings",
   "fit_free_embeddings_minibatch",
+  "gaussian_map",
   "global_threshold_margin",
   "infonce_loss",
   "jl_bound",
@@ -74,6 +81,7 @@ __all__ = [
   "max_margin_queries",
   "orthogonal_construction",
   "per_query_margin",
+  "project_documents",
   "random_k_sparse_relevance",
   "sample_k_subsets",
   "sdp_max_margin",

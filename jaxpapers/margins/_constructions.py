@@ -7,7 +7,11 @@
   paper's compressed-sensing construction; the exact one is in its appendix].
 * :func:`jl_project` / :func:`dimension_reduction_construction`: the main theorem's route,
   a random Gaussian projection of a high-dimensional (near-)optimal solution, optionally
-  re-solving the queries for the projected documents [reconstruction].
+  re-solving the queries for the projected documents [reconstruction]; guarantee
+  :func:`jl_bound` (``log(N n)``).
+* :func:`project_documents`: the documents-only reduction, every query re-solved for the
+  projected documents (pure JAX); guarantee :func:`documents_only_bound` (``log n``,
+  whatever ``N``) [derived from Gordon's escape theorem].
 
 References:
   arXiv:2605.23556 (main theorem, Theorem 1.5, compressed-sensing constructions).
@@ -272,9 +276,23 @@ def jl_bound(source_margin: float, N: int, n: int, d: int, delta: float = 0.01) 
   return (source_margin - t) / (1.0 + t)
 
 
+def gaussian_map(key, D: int, d: int, dtype=jnp.float32) -> jax.Array:
+  """The projection ``G [D, d]`` with i.i.d. ``N(0, 1/d)`` entries (so ``E ||x G||^2 = ||x||^2``).
+
+  :func:`jl_project` and :func:`project_documents` draw exactly this matrix from their key,
+  so the same key projects the documents identically in both. ``D`` and ``d`` are static
+  positive ints (``ValueError`` otherwise).
+  """
+  _check_key(key)
+  for name, v in (("D", D), ("d", d)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v <= 0:
+      raise ValueError(f"{name} must be a positive int, got {v!r}.")
+  return jax.random.normal(key, (D, d), dtype) / math.sqrt(d)
+
+
 @functools.partial(jax.jit, static_argnames=("d",))
 def _gaussian_projection(key, U, V, d):
-  G = jax.random.normal(key, (U.shape[1], d), jnp.float32) / math.sqrt(d)
+  G = gaussian_map(key, U.shape[1], d, jnp.float32)
   return (
     val.normalize_rows(val.normalize_rows(U) @ G),
     val.normalize_rows(val.normalize_rows(V) @ G),
@@ -311,6 +329,160 @@ def jl_project(
     certificate=_m0_float64(Up, Vp, A),
     bound=jl_bound(src, A.shape[0], A.shape[1], d, delta),
   )
+
+
+def _mean_chi(d: int) -> float:
+  """``a_d = E ||g||`` for ``g ~ N(0, I_d)``: ``sqrt(2) Gamma((d + 1) / 2) / Gamma(d / 2)``."""
+  return math.exp(0.5 * math.log(2.0) + math.lgamma((d + 1) / 2.0) - math.lgamma(d / 2.0))
+
+
+def documents_only_bound(source_margin: float, n: int, d: int, delta: float = 0.01) -> float:
+  r"""Guaranteed margin of :func:`project_documents` (prob. >= 1 - delta), free of ``N``.
+
+  Let unit documents ``v_i`` and queries realise ``A`` with margin ``m = source_margin > 0``
+  in any dimension ``D``. For row ``j`` the best query for fixed documents has margin
+  ``dist(0, K_j)`` with ``K_j = conv{Y_ji v_i}`` (hard-margin duality), and ``m <= ||x||``
+  on every ``K_j``. Project with ``G = g / sqrt(d)``, ``g`` a ``d x D`` standard Gaussian:
+
+  * the radial image ``T`` of ``union_j K_j`` is a subset of the sphere with Gaussian width
+    ``w(T) <= E max_i |<h, v_i>| / m <= sqrt(2 ln(2n)) / m``, **whatever** ``N`` is;
+  * Gordon's escape theorem gives ``E min_{t in T} ||g t|| >= a_d - w(T)``
+    (``a_d = E||N(0, I_d)||``); the minimum is 1-Lipschitz in ``g``, so with
+    ``s_1 = sqrt(2 ln(2/delta))`` it is ``>= a_d - w(T) - s_1`` w.p. ``>= 1 - delta/2``;
+  * every projected document has ``||g v_i|| <= sqrt(d) + s_2``,
+    ``s_2 = sqrt(2 ln(2n/delta))``, w.p. ``>= 1 - delta/2`` (union over ``n``).
+
+  The re-solved queries against the renormalised projected documents then have
+
+  .. math:: m^{rd}(d, A) \ge m_0(U', V') \ge
+            \frac{m\,a_d - \sqrt{2\ln(2n)} - m\sqrt{2\ln(2/\delta)}}
+                 {\sqrt{d} + \sqrt{2\ln(2n/\delta)}}
+
+  (returned; ``-1`` when the numerator is not positive). The loss is
+  ``~ sqrt(2 ln(2n) / d)``: ``d = O(m^{-2} log n)`` keeps a constant fraction of ``m``, the
+  paper's main-theorem rate, against the ``log(N n)`` of :func:`jl_bound` [derived; the
+  paper's own proof and constants are not reproduced]. ``ValueError`` for sizes < 1,
+  ``delta`` outside (0, 1) or a margin outside [-1, 1] (e.g. NaN).
+  """
+  for name, v in (("n", n), ("d", d)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+      raise ValueError(f"{name} must be a positive int, got {v!r}.")
+  if not 0.0 < delta < 1.0:
+    raise ValueError(f"delta must be a probability in (0, 1), got {delta!r}.")
+  if not -1.0 <= source_margin <= 1.0:
+    raise ValueError(f"source_margin must be a margin in [-1, 1], got {source_margin!r}.")
+  if source_margin <= 0.0:
+    return -1.0
+  m = float(source_margin)
+  num = (
+    m * _mean_chi(int(d))
+    - math.sqrt(2.0 * math.log(2.0 * n))
+    - m * math.sqrt(2.0 * math.log(2.0 / delta))
+  )
+  if num <= 0.0:
+    return -1.0
+  return num / (math.sqrt(d) + math.sqrt(2.0 * math.log(2.0 * n / delta)))
+
+
+class DocumentProjection(NamedTuple):
+  """Documents projected to ``R^d`` and every query re-solved for them.
+
+  Attributes:
+    U: ``[N, d]`` unit queries, each the max-margin direction for its row.
+    V: ``[n, d]`` unit projected documents ``normalize(normalize(V) G)``.
+    row_margin: ``[N]`` achieved ``min_i Y_ji <U_j, V_i>`` (a certified lower bound).
+    row_upper: ``[N]`` certified upper bound on each row's best margin (the FISTA hull
+      point's norm); ``row_upper - row_margin`` is the optimisation gap.
+    margin: ``min_j row_margin``, the paper's ``m_0(U, V, A)``.
+  """
+
+  U: jax.Array
+  V: jax.Array
+  row_margin: jax.Array
+  row_upper: jax.Array
+  margin: jax.Array
+
+
+@functools.partial(jax.jit, static_argnames=("d", "steps"))
+def _project_documents(key, V, A, d, steps):
+  n = V.shape[0]
+  Vp = val.normalize_rows(val.normalize_rows(V) @ gaussian_map(key, V.shape[1], d, V.dtype))
+  Y = jnp.where(A.astype(bool), 1.0, -1.0).astype(V.dtype)
+  if d > n:
+    # The per-row problem only sees the Gram matrix of the documents: solve it in the
+    # n coordinates of their span (Vp^T = Q R, Vp = R^T Q^T) and map the answer back.
+    Q, R = jnp.linalg.qr(Vp.T)
+    coords = R.T
+  else:
+    Q, coords = None, Vp
+  z = _optimum._min_norm_rows(coords, Y, steps)
+  upper = jnp.linalg.norm(z, axis=1)
+  U = val.safe_normalize_rows(z)
+  if Q is not None:
+    U = U @ Q.T
+  # A row whose signed hull holds the origin has no separating direction: use e_1.
+  e1 = jnp.zeros((A.shape[0], d), V.dtype).at[:, 0].set(1.0)
+  U = jnp.where((upper < 1e-7)[:, None], e1, U)
+  row = jnp.min(Y * (U @ Vp.T), axis=1)
+  return DocumentProjection(U=U, V=Vp, row_margin=row, row_upper=upper, margin=jnp.min(row))
+
+
+def project_documents(key, V, A, d: int, *, steps: int = 500) -> DocumentProjection:
+  r"""Documents-only dimension reduction: project the documents, re-solve every query.
+
+    With ``G [D, d]`` i.i.d. ``N(0, 1/d)`` (:func:`gaussian_map`, drawn from ``key``) the
+    documents become ``V'_i = normalize(normalize(V_i) G)`` and each query ``j`` is the
+    hard-margin direction through the origin for them,
+
+    .. math:: U'_j = rg\max_{\|u\| \le 1} \min_i Y_{ji} \langle u, V'_i
+  angle,
+              \qquad \max_{\|u\| \le 1} \min_i Y_{ji} \langle u, V'_i
+  angle
+              = \min_{lpha \in \Delta_n} \Big\| \sum_i lpha_i Y_{ji} V'_i \Big\|,
+
+    a convex problem per row (FISTA on the simplex, ``jax.vmap`` over the rows; for
+    ``d > n`` it is solved in the ``n``-dimensional span of the projected documents, which is
+    exact). The source queries are not needed: only the documents are projected, which is
+    why the guarantee (:func:`documents_only_bound`) depends on ``log n`` and not on
+    ``log(N n)`` as for projecting queries too (:func:`jl_project`) [reconstruction of the
+    paper's main theorem, ``d = O(m^{rd}(\infty, A)^{-2} \log n)``].
+
+    Pure JAX: jittable (``d`` and ``steps`` static) and vmappable over keys. The same key
+    gives the same projected documents as :func:`jl_project`.
+
+    Args:
+      key: a ``jax.random.key``.
+      V: ``[n, D]`` documents (finite, nonzero rows; normalised inside).
+      A: ``[N, n]`` binary relevance (bool or numbers in {0, 1}), ``N >= 1``.
+      d: target dimension (positive int).
+      steps: FISTA iterations per row.
+
+    Returns:
+      :class:`DocumentProjection`. A non-binary ``A`` or a zero / non-finite row of ``V``
+      raises ``ValueError`` eagerly; under ``jax.jit`` every float field is NaN instead (wrap
+      in ``jax.experimental.checkify.checkify`` for the message).
+  """
+  _check_key(key)
+  V = jnp.asarray(V)
+  A = jnp.asarray(A)
+  if V.ndim != 2 or 0 in V.shape:
+    raise ValueError(f"V must be a non-empty 2-D array [n, D] of documents, got shape {V.shape}.")
+  if not jnp.issubdtype(V.dtype, jnp.floating):
+    raise TypeError(f"V must be a floating point array, got {V.dtype}.")
+  if A.ndim != 2 or A.shape[0] == 0 or A.shape[1] != V.shape[0]:
+    raise ValueError(
+      f"A must be a 2-D binary matrix [N, n] with N >= 1 and n = {V.shape[0]} (rows of V), "
+      f"got shape {A.shape}."
+    )
+  if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d <= 0:
+    raise ValueError(f"d must be a positive int, got {d!r}.")
+  if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps <= 0:
+    raise ValueError(f"steps must be a positive int, got {steps!r}.")
+  ok = val.both(val.check_binary(A), val.check_nonzero_rows(V, name="V"))
+  if V.dtype not in (jnp.float32, jnp.float64):
+    V = V.astype(jnp.float32)  # low-precision documents: solve in float32
+  out = _project_documents(key, V, A, int(d), int(steps))
+  return val.poison(out, ok)
 
 
 def dimension_reduction_construction(

@@ -150,6 +150,32 @@ CASES = [
     jit_reason=HOST,
   ),
   Case(
+    "project_documents",
+    mg.project_documents,
+    (jax.random.key(0), V, SOFT, 3),
+    {"steps": 5},
+    match=BINARY,
+    jit="nan",
+  ),
+  Case(
+    "project_documents",
+    mg.project_documents,
+    (jax.random.key(0), 0 * V, A, 3),
+    {"steps": 5},
+    match="V has an all-zero row",
+    jit="nan",
+    id="project_documents-zero-row",
+  ),
+  Case(
+    "documents_only_bound",
+    mg.documents_only_bound,
+    (0.3, 0, 8),
+    match="n must be a positive int",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case("gaussian_map", mg.gaussian_map, (jax.random.key(0), 4, 0), match="d must be a positive"),
+  Case(
     "dimension_reduction_construction",
     mg.dimension_reduction_construction,
     (jax.random.key(0), SOFT, 3),
@@ -222,6 +248,7 @@ CASES = [
 
 EXEMPT = {
   "Construction": "a NamedTuple result container",
+  "DocumentProjection": "a NamedTuple result container",
   "FitResult": "a NamedTuple result container",
   "MaxMarginResult": "a NamedTuple result container",
   "QueryResult": "a NamedTuple result container",

@@ -1,0 +1,98 @@
+"""E4, dimension reduction: documents-only projection vs projecting queries too.
+
+  python -m experiments.margins.main_e4 --config=experiments/margins/configs/e4.py --workdir=runs/margins_e4
+
+n = 32 documents, k = 3: the source is the exact unrestricted optimum m^rd(inf, A) of the
+all-3-subsets matrix (documents with a common coordinate, queries solved per row), fixed for
+every N. Nested families of N random 3-subsets (prefixes of a random order, per seed),
+N in {40, ..., 4960 = C(32, 3)}. For each d and seed one Gaussian map G projects
+(a) queries and documents, (b) documents only, queries re-solved, and (c) a random unit query
+per row against the projected documents (the trivial baseline). d_f = the smallest d (log-linear
+interpolation on the grid, from which on the grid the retained fraction m_0(d) / m_src stays
+>= f) for f = 0.5 (claims) and f in {0.25, 0.75} (reported).
+"""
+
+import ml_collections
+
+
+def get_config():
+  c = ml_collections.ConfigDict()
+  c.n = 32
+  c.k = 3
+  c.Ns = (40, 125, 400, 1250, 4960)
+  # ~2^(j/2): a half-octave grid from 16 to 4096.
+  c.ds = (16, 23, 32, 45, 64, 91, 128, 181, 256, 362, 512, 724, 1024, 1448, 2048, 2896, 4096)
+  c.fractions = (0.25, 0.5, 0.75)
+  c.f_claim = 0.5
+  c.seeds = 5
+  c.steps = 500  # FISTA steps per row (the per-row gap is recorded)
+  c.source_steps = 3000
+  c.delta = 0.01  # failure probability of the two bounds
+  c.seed = 0
+  c.claims = CLAIMS
+  return c
+
+
+CLAIMS = (
+  dict(
+    id="documents_only_flat_in_N",
+    statement="with the documents projected and the queries re-solved, the dimension needed to "
+    "keep half of the unrestricted margin does not grow with the number of queries N",
+    paper_text="m^rd(inf, A) is nearly achieved in d = O(m^rd(inf, A)^-2 log n), n documents "
+    "(main theorem; independent of N)",
+    metric="derived.slope_resolved_ci_high",
+    direction="lower",
+    held=0.05,
+    partly=0.10,
+    fmt=".3f",
+    baselines={
+      "slope, queries projected (mean)": "derived.slope_projected_mean",
+      "slope, re-solved (mean)": "derived.slope_resolved_mean",
+    },
+    note="slope = OLS slope of ln d_0.5 on log10 N per seed (fractional growth of the needed "
+    "dimension per decade of N); measured = upper end of its 95% t-interval over seeds; held "
+    "if <= 0.05 (at most ~5% more dimensions per decade of N, practically flat), partly if "
+    "<= 0.10",
+  ),
+  dict(
+    id="projected_queries_grow_with_N",
+    statement="projecting queries and documents together needs more dimensions as N grows "
+    "(the log(N n) rate of the classical JL argument)",
+    paper_text="[BDES02]: d = O(m^-2 log(N n)), improved by the paper to log n",
+    metric="derived.slope_projected_ci_low",
+    direction="higher",
+    held=0.0,
+    fmt=".3f",
+    note="measured = lower end of the 95% t-interval of the per-seed slope of ln d_0.5 on "
+    "log10 N with projected queries; held if > 0",
+  ),
+  dict(
+    id="resolved_grows_slower",
+    statement="re-solving the queries makes the needed dimension grow more slowly with N than "
+    "projecting them",
+    paper_text="log n (main theorem) instead of log(N n) (BDES02)",
+    metric="derived.slope_gap_ci_low",
+    direction="higher",
+    held=0.0,
+    fmt=".3f",
+    baselines={"slope gap (mean)": "derived.slope_gap_mean"},
+    note="per seed: slope(projected) - slope(re-solved), same projections; measured = lower "
+    "end of its 95% t-interval; held if > 0",
+  ),
+  dict(
+    id="resolved_needs_fewer_dims",
+    statement="at the largest N, re-solving the queries keeps half the margin in fewer "
+    "dimensions than projecting them",
+    paper_text="log n instead of log(N n)",
+    metric="derived.dim_ratio_ci_low",
+    direction="higher",
+    held=1.0,
+    fmt=".2f",
+    baselines={
+      "d_0.5 ratio projected / re-solved (mean)": "derived.dim_ratio_mean",
+      "random queries: retained fraction at the largest d (mean)": "derived.random_retained_max_d",
+    },
+    note="per seed d_0.5(projected) / d_0.5(re-solved) at N = max; measured = lower end of the "
+    "95% t-interval; held if > 1",
+  ),
+)
