@@ -6,7 +6,9 @@ and horizon):
 
 * ``digits``: an MLP on sklearn's bundled 8x8 digits. AdamW over a
   learning-rate x weight-decay grid vs SODA(AdamW) (and the ``anchor='zero'``
-  ablation) over the learning-rate grid only.
+  ablation) over the learning-rate grid only; Muon (fc1/fc2 kernels, Adam on the
+  rest) over a learning-rate x weight-decay grid vs SODA(Muon) over the learning
+  rates, on their own horizons and seeds (``muon_horizons``, ``muon_num_seeds``).
 * ``lm``: a byte-level transformer LM on the text of ``pydoc_data.topics``.
   AdamW and Muon (hidden matrices; AdamW on embedding/head/vectors) over a
   weight-decay grid vs SODA(AdamW) and SODA(Muon) (hidden matrices wrapped,
