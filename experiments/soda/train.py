@@ -6,7 +6,9 @@ and horizon):
 
 * ``digits``: an MLP on sklearn's bundled 8x8 digits. AdamW over a
   learning-rate x weight-decay grid vs SODA(AdamW) (and the ``anchor='zero'``
-  ablation) over the learning-rate grid only.
+  ablation) over the learning-rate grid only; Muon (fc1/fc2 kernels, Adam on the
+  rest) over a learning-rate x weight-decay grid vs SODA(Muon) over the learning
+  rates, on their own horizons and seeds (``muon_horizons``, ``muon_num_seeds``).
 * ``lm``: a byte-level transformer LM on the text of ``pydoc_data.topics``.
   AdamW and Muon (hidden matrices; AdamW on embedding/head/vectors) over a
   weight-decay grid vs SODA(AdamW) and SODA(Muon) (hidden matrices wrapped,
@@ -72,10 +74,38 @@ def wsd(
 
 # Optimizer families trained in one compiled program ("group"): every run of a
 # group carries the states of all the group's optimizers and applies the update
-# of its own family (selected by a traced arm index). This shares one compiled
-# model across families and horizons, which matters more than the small extra
-# optimizer arithmetic at this scale.
-GROUPS = {"adam": ("adamw", "soda_adamw", "soda_adamw_zero"), "muon": ("muon", "soda_muon")}
+# of its own family (selected by a traced arm index; under ``vmap`` every family's
+# update is computed for every run). For the Adam families this shares one
+# compiled model across families and horizons at a small extra optimizer cost.
+# Muon and SODA(Muon) are separate groups: a Muon update (Newton-Schulz, five
+# iterations of three matrix products per hidden kernel) costs several times the
+# whole forward/backward pass of the digits MLP, so computing both Muon families
+# for every run nearly doubled the step (``benchmarks/soda_muon_step.py``).
+GROUPS = {
+  "muon": ("muon",),
+  "soda_muon": ("soda_muon",),
+  "adam": ("adamw", "soda_adamw", "soda_adamw_zero"),
+}
+MUON_GROUPS = ("muon", "soda_muon")
+
+
+def group_horizons(task_cfg, group: str) -> tuple[int, ...]:
+  """The horizons of a group: ``muon_horizons`` for the Muon groups when set, else ``horizons``."""
+  if group in MUON_GROUPS and task_cfg.get("muon_horizons", ()):
+    return tuple(task_cfg.muon_horizons)
+  return tuple(task_cfg.horizons)
+
+
+def group_seeds(task_cfg, group: str) -> int:
+  """Seeds per grid point: ``muon_num_seeds`` for the Muon groups when > 0, else ``num_seeds``."""
+  if group in MUON_GROUPS and task_cfg.get("muon_num_seeds", 0):
+    return int(task_cfg.muon_num_seeds)
+  return int(task_cfg.num_seeds)
+
+
+def base_horizons(task_cfg, base: str) -> tuple[int, ...]:
+  """The horizons at which ``base`` and its SODA arm were both run."""
+  return group_horizons(task_cfg, "muon" if base == "muon" else "adam")
 
 
 def make_tx(
@@ -295,7 +325,7 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
   setup = _digits_setup(cfg) if task == "digits" else _lm_setup(cfg)
   grid = family_grid(cfg)
   groups = [g for g, fams in GROUPS.items() if any(f in fams for f, _ in grid)]
-  jobs = [(t, g) for g in groups for t in cfg.horizons]
+  jobs = [(t, g) for g in groups for t in group_horizons(cfg, g)]
   meta_keys = ("num_params", "num_chars", "trivial")
   out = {"runs": [], "meta": {k: setup[k] for k in meta_keys if k in setup}}
   store = core.CellStore(workdir / "cells")
@@ -318,7 +348,7 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
           eval_fn=setup["eval_fn"],
           hidden_mask=setup.get("hidden_mask"),
         )
-      s = cfg.num_seeds
+      s = group_seeds(cfg, group)
       hp, keys = group_grid(runs, range(s), seed, total, families)
       t0 = time.time()
       r = engines[group].run(
@@ -430,7 +460,7 @@ def _horizon_table(rows, cfg, hib) -> str:
     head += f" {name} wd=0 (lr) | best {name} (lr, wd) | SODA({name}) (lr) |"
     rule += "---|---|---|"
   lines = [head, rule]
-  for t in cfg.horizons:
+  for t in sorted({t for base, _, _ in pairs for t in base_horizons(cfg, base)}):
     line = f"| {t} |"
     for base, wrapped, _ in pairs:
       b0 = _best(rows, t, base, hib, wd=0.0)
@@ -456,9 +486,10 @@ def _horizon_plot(rows, cfg, task, workdir, hib):
   pairs = [("adamw", "soda_adamw", "C0", "AdamW")]
   if cfg.get("muon_lrs", ()):
     pairs.append(("muon", "soda_muon", "C3", "Muon"))
-  ts = list(cfg.horizons)
+  all_ts = sorted({t for base, _, _, _ in pairs for t in base_horizons(cfg, base)})
   fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.8))
   for base, wrapped, color, name in pairs:
+    ts = list(base_horizons(cfg, base))
     wds = sorted({r["wd"] for r in rows if r["family"] == base})
     floor = min([w for w in wds if w > 0] or [1.0]) / 10
     best = [_best(rows, t, base, hib) for t in ts]
@@ -488,7 +519,7 @@ def _horizon_plot(rows, cfg, task, workdir, hib):
   ax0.legend(fontsize=7)
   ax1.set_xscale("log")
   for ax in (ax0, ax1):
-    ax.set_xticks(ts, [str(t) for t in ts], minor=False)
+    ax.set_xticks(all_ts, [str(t) for t in all_ts], minor=False)
     ax.set_xticks([], minor=True)
   ax1.set_xlabel("horizon T (steps)")
   ax1.set_ylabel(_metric_label(task, cfg) + " (mean ± seed std)")
@@ -501,14 +532,17 @@ def _wd_plot(rows, cfg, task, workdir, higher_is_better):
   fams = [("adamw", "soda_adamw", "C0", "AdamW")]
   if cfg.get("muon_lrs", ()):
     fams.append(("muon", "soda_muon", "C3", "Muon"))
-  n = len(cfg.horizons)
+  all_ts = sorted({t for base, _, _, _ in fams for t in base_horizons(cfg, base)})
+  n = len(all_ts)
   ncols = min(3, n)
   nrows = -(-n // ncols)
   fig, axes = plt.subplots(nrows, ncols, figsize=(4.4 * ncols, 3.4 * nrows), squeeze=False)
   for ax in axes.flat[n:]:
     ax.axis("off")
-  for ax, t in zip(axes.flat, cfg.horizons):
+  for ax, t in zip(axes.flat, all_ts):
     for base, wrapped, color, name in fams:
+      if t not in base_horizons(cfg, base):
+        continue
       wds = sorted({r["wd"] for r in rows if r["family"] == base})
       xs = [max(w, min([v for v in wds if v > 0] or [1.0]) / 10) for w in wds]
       ys = []
@@ -552,7 +586,7 @@ def _curve_plot(rows, cfg, task, workdir, higher_is_better):
 def _claims(rows, cfg, higher_is_better, base, wrapped) -> list[dict]:
   """Per horizon: best tuned wd, best SODA, and the gap in seed-std units."""
   out = []
-  for t in cfg.horizons:
+  for t in base_horizons(cfg, base):
     b = _best(rows, t, base, higher_is_better)
     s = _best(rows, t, wrapped, higher_is_better)
     b0 = _best(rows, t, base, higher_is_better, wd=0.0)
@@ -588,7 +622,8 @@ def _wd_transfer(rows, cfg, higher_is_better, base) -> dict | None:
   ``wd_l``. The larger of the two says whether the tuned weight decay must move with the
   horizon (0 when the same weight decay is best at both ends).
   """
-  t_s, t_l = min(cfg.horizons), max(cfg.horizons)
+  hs = base_horizons(cfg, base)
+  t_s, t_l = min(hs), max(hs)
   bs, bl = _best(rows, t_s, base, higher_is_better), _best(rows, t_l, base, higher_is_better)
   if bs is None or bl is None:
     return None
@@ -601,12 +636,8 @@ def _wd_transfer(rows, cfg, higher_is_better, base) -> dict | None:
 
   return {
     "base": base,
-    "best_wd_by_horizon": {
-      str(t): _best(rows, t, base, higher_is_better)["wd"] for t in cfg.horizons
-    },
-    "best_lr_by_horizon": {
-      str(t): _best(rows, t, base, higher_is_better)["lr"] for t in cfg.horizons
-    },
+    "best_wd_by_horizon": {str(t): _best(rows, t, base, higher_is_better)["wd"] for t in hs},
+    "best_lr_by_horizon": {str(t): _best(rows, t, base, higher_is_better)["lr"] for t in hs},
     "penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),
     "penalty_at_shortest_in_std": penalty(t_s, bs, bl["wd"]),
   }
@@ -652,7 +683,14 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     table = _horizon_table(rows, tcfg, hib)
     unit = _metric_label(task, tcfg) + ", mean±std over seeds; (lr, wd) of the best cell"
     tables.append(
-      f"**{task}** ({unit}; horizons {list(tcfg.horizons)}, {tcfg.num_seeds} seeds)\n\n{table}"
+      f"**{task}** ({unit}; horizons {list(tcfg.horizons)}, {tcfg.num_seeds} seeds"
+      + (
+        f"; Muon arms: horizons {list(group_horizons(tcfg, 'muon'))},"
+        f" {group_seeds(tcfg, 'muon')} seeds"
+        if tcfg.get("muon_lrs", ())
+        else ""
+      )
+      + f")\n\n{table}"
     )
   wall = time.time() - t0
   metrics["derived"] = derived_metrics(metrics)

@@ -3,6 +3,7 @@
 import json
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -167,3 +168,88 @@ def test_token_shards_read_back_and_feed_the_lm(tmp_path):
   np.testing.assert_allclose(
     setup["trivial"]["unigram_bits"], -np.mean(np.log2(freq[val] / freq.sum())), rtol=1e-9
   )
+
+
+def test_split_muon_groups_follow_their_own_optimizer():
+  """A run of the Muon group and of the SODA(Muon) group (one family each) follows
+  ``optax.contrib.muon`` and ``soda(muon, mask=hidden kernels)`` built directly."""
+  from experiments.soda import models
+  from jaxpapers import soda as soda_lib
+
+  cfg = smoke.get_config().digits
+  setup = train._digits_setup(cfg)
+  sched = lambda peak: train.wsd(peak, 60.0, cfg.warmup_frac, cfg.cooldown_frac)
+  dims = lambda p: jax.tree.map(
+    lambda h: optax.contrib.MuonDimensionNumbers() if h else None, models.mlp_hidden_mask(p)
+  )
+
+  def muon(wd):
+    return optax.contrib.muon(
+      sched(0.03),
+      weight_decay=wd,
+      adam_learning_rate=sched(3e-3),
+      adam_b1=cfg.b1,
+      adam_b2=cfg.b2,
+      adam_weight_decay=0.0,
+      muon_weight_dimension_numbers=dims,
+    )
+
+  refs = {"muon": muon(0.3), "soda_muon": soda_lib.soda(muon(0.0), mask=models.mlp_hidden_mask)}
+  for family, ref in refs.items():
+    assert train.GROUPS[family] == (family,)
+    hp = {"lr": 0.03, "adam_lr": 3e-3, **({"wd": 0.3} if family == "muon" else {})}
+    hps, keys = train.group_grid([(family, hp)], [0], 0, 60, (family,))
+    sweep = train.group_sweep(
+      families=(family,),
+      cfg=cfg,
+      init_params=setup["init_params"],
+      loss_fn=setup["loss_fn"],
+      batch_fn=setup["batch_fn"],
+      eval_fn=setup["eval_fn"],
+      hidden_mask=setup["hidden_mask"],
+    )
+    one = jax.tree.map(lambda x: x[0], hps)
+    state = sweep.init_fn(one, keys[0], None)
+    params = setup["init_params"](jax.random.fold_in(keys[0], 0))
+    opt = ref.init(params)
+
+    @jax.jit
+    def ref_step(params, opt, i, key=keys[0], ref=ref):
+      batch = setup["batch_fn"](jax.random.fold_in(jax.random.fold_in(key, 1), i))
+      upd, opt = ref.update(jax.grad(setup["loss_fn"])(params, batch), opt, params)
+      return optax.apply_updates(params, upd), opt
+
+    step = jax.jit(lambda s, i, one=one, sweep=sweep: sweep.step_fn(s, one, keys[0], i, None)[0])
+    for i in range(3):
+      state = step(state, jnp.int32(i))
+      params, opt = ref_step(params, opt, jnp.int32(i))
+    for a, b in zip(jax.tree.leaves(state[0]), jax.tree.leaves(params)):
+      np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_muon_claims_use_the_muon_horizons():
+  """With ``muon_horizons`` set, the Muon claims compare the ends of those horizons."""
+  from ml_collections import ConfigDict
+
+  cfg = ConfigDict({"horizons": (100, 300, 1000), "muon_horizons": (100, 1000), "num_seeds": 5})
+  cfg.muon_num_seeds = 3
+  assert train.group_horizons(cfg, "adam") == (100, 300, 1000)
+  assert train.group_horizons(cfg, "soda_muon") == (100, 1000)
+  assert (train.group_seeds(cfg, "adam"), train.group_seeds(cfg, "muon")) == (5, 3)
+  rows = [
+    {"horizon": t, "family": f, "lr": 0.1, "metric": m, "metric_std": 0.1, "wd": wd}
+    for t, f, m, wd in (
+      (100, "muon", 1.0, 0.0),
+      (100, "muon", 1.2, 1.0),
+      (1000, "muon", 0.9, 0.0),
+      (1000, "muon", 0.5, 1.0),
+    )
+  ] + [
+    {"horizon": t, "family": "soda_muon", "lr": 0.1, "metric": m, "metric_std": 0.1}
+    for t, m in ((100, 1.1), (1000, 0.5))
+  ]
+  tr = train._wd_transfer(rows, cfg, False, "muon")
+  assert tr["best_wd_by_horizon"] == {"100": 0.0, "1000": 1.0}
+  np.testing.assert_allclose(tr["penalty_at_longest_in_std"], 0.4 / np.sqrt(0.02))
+  claims = train._claims(rows, cfg, False, "muon", "soda_muon")
+  assert [c["horizon"] for c in claims] == [100, 1000]
