@@ -202,3 +202,34 @@ def test_config_validation():
     panda.make_model("gat", None, in_features=1, num_classes=2, rngs=nnx.Rngs(0))
   with pytest.raises(TypeError, match="PandaConfig"):
     panda.make_model("hgnn", {"heads": 2}, in_features=1, num_classes=2, rngs=nnx.Rngs(0))
+
+
+def test_fast_products_match_their_definitions_and_gradients():
+  """``_scale`` (custom backward) and ``_head_dot`` against the plain formulas, float64."""
+  from jax import test_util as jtu
+
+  from jaxpapers.panda import _stage
+
+  rng = np.random.default_rng(3)
+  p, h, c = 7, 3, 5
+  s = rng.normal(size=(p, h))
+  x = rng.normal(size=(p, h, c))
+  w_h = rng.normal(size=(h, c))
+  w_1 = rng.normal(size=(c,))
+  with jax.enable_x64(True):
+    sj, xj = jnp.asarray(s), jnp.asarray(x)
+    np.testing.assert_allclose(_stage._scale(sj, xj), s[..., None] * x, rtol=1e-12)
+    np.testing.assert_allclose(
+      _stage._head_dot(xj, jnp.asarray(w_h)), np.einsum("pha,ha->ph", x, w_h), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+      _stage._head_dot(xj, jnp.asarray(w_1)), np.einsum("pha,a->ph", x, w_1), rtol=1e-12
+    )
+    # The hand-written backward equals the derivative of the plain broadcast product: a
+    # cotangent g gives ds = sum_c g x and dx = s g.
+    g = rng.normal(size=(p, h, c))
+    _, vjp = jax.vjp(_stage._scale, sj, xj)
+    ds, dx = vjp(jnp.asarray(g))
+    np.testing.assert_allclose(ds, (g * x).sum(-1), rtol=1e-12)
+    np.testing.assert_allclose(dx, s[..., None] * g, rtol=1e-12)
+    jtu.check_grads(lambda w: _stage._head_dot(xj, w), (jnp.asarray(w_h),), order=1, modes=["rev"])
