@@ -21,7 +21,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
     assert np.isfinite(r["bpb_eval"]["mean"]) and 0 < r["bpb_eval"]["mean"] < 20
   d = metrics["derived"]
   want = metrics["methods"]["sola"]["bpb_eval"]["mean"] - min(
-    metrics["methods"][m]["bpb_eval"]["mean"] for m in ("uld", "mined")
+    metrics["methods"][m]["bpb_eval"]["mean"] for m in ("uld", "mined", "alm")
   )
   assert abs(d["sola_minus_best_ctkd_bpb"] - want) < 1e-9
   assert metrics["data"]["teacher_tokens_cached"] > 0

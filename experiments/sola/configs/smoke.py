@@ -33,6 +33,6 @@ def get_config():
   c.num_evals = 1
   c.batch_size = 4
   c.seeds = 2
-  c.methods = ("ce", "uld", "mined", "sola")
+  c.methods = ("ce", "uld", "mined", "alm", "sola")
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
