@@ -474,6 +474,7 @@ def train_and_evaluate(config, workdir) -> dict:
           "curve_steps": res.steps.tolist(),
           "curve_bpb_eval": np.asarray(res.evals["bpb_eval"][sl]).tolist(),
           "final_train_ce": _ms(res.history["ce"][sl, -10:].mean(1)),
+          "final_train_kd": _ms(res.history["kd"][sl, -10:].mean(1)),
           "coverage": _ms(res.history["coverage"][sl].mean(1)),
           "group_wall_s": time.time() - ts,
           "group_runs": len(members) * c.seeds,

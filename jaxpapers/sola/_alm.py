@@ -83,7 +83,14 @@ def binary_kl_from_logp(l_t, l_s, *, clip: float = 1e-6):
 
   Both are first clipped to at most ``-clip`` (float32 cannot represent :math:`1 - e^\ell` for
   :math:`\ell` closer to 0).
+
+  Args:
+    l_t, l_s: float [...] log-probabilities (<= 0) of the same shape.
+    clip: > 0.
   """
+  l_t = V.check_array(l_t, "l_t", dtype="float")
+  l_s = V.check_array(l_s, "l_s", dtype="float", shape=l_t.shape)
+  clip = V.check_float(clip, "clip", min_value=0.0, min_inclusive=False)
   l_t = jnp.minimum(l_t.astype(jnp.float32), -clip)
   l_s = jnp.minimum(l_s.astype(jnp.float32), -clip)
   a = jnp.exp(l_t)
@@ -116,6 +123,9 @@ def alm_chunk_loss(
   Returns:
     ``(loss, aux)``: the mean over the masked blocks, and ``{'l_t': [..., K], 'l_s': [..., K],
     'per_block': [..., K]}``.
+
+  Under jit: a block index outside ``[-1, n_blocks)`` makes every output NaN (eagerly:
+  ValueError).
   """
   t_tok_logp = V.check_array(t_tok_logp, "t_tok_logp", dtype="float", nonempty=True)
   s_tok_logp = V.check_array(s_tok_logp, "s_tok_logp", dtype="float", nonempty=True)
@@ -125,10 +135,19 @@ def alm_chunk_loss(
       f"got {s_tok_logp.shape}"
     )
   clip = V.check_float(clip, "clip", min_value=0.0, min_inclusive=False)
+  n_blocks = V.check_int(n_blocks, "n_blocks", min_value=1)
+  t_block = V.check_array(t_block, "t_block", dtype="int", shape=t_tok_logp.shape)
+  s_block = V.check_array(s_block, "s_block", dtype="int", shape=s_tok_logp.shape)
+  ok = V.all_flags(
+    V.debug_check_values(
+      (t_block >= -1) & (t_block < n_blocks), f"t_block must hold indices in [-1, {n_blocks})"
+    ),
+    V.debug_check_values(
+      (s_block >= -1) & (s_block < n_blocks), f"s_block must hold indices in [-1, {n_blocks})"
+    ),
+  )
   l_t = chunk_logliks(jax.lax.stop_gradient(t_tok_logp), t_block, n_blocks)
   l_s = chunk_logliks(s_tok_logp, s_block, n_blocks)
-  t_block = jnp.asarray(t_block)
-  s_block = jnp.asarray(s_block)
   ar = jnp.arange(n_blocks)
   has_t = jnp.any(t_block[..., :, None] == ar, -2)
   has_s = jnp.any(s_block[..., :, None] == ar, -2)
@@ -139,4 +158,4 @@ def alm_chunk_loss(
   per = jnp.where(m, binary_kl_from_logp(l_t, l_s, clip=clip), 0.0)
   mf = m.astype(jnp.float32)
   loss = per.sum() / jnp.maximum(mf.sum(), 1.0)
-  return loss, {"l_t": l_t, "l_s": l_s, "per_block": per}
+  return V.poison_floats((loss, {"l_t": l_t, "l_s": l_s, "per_block": per}), ok)
