@@ -105,6 +105,14 @@ def load_teacher(c, split):
     cfg, params, tok = lm.load_smollm2()
     f = jax.jit(lambda p, x: lm.forward(p, x, config=cfg)[0])
     return (lambda x: f(params, x)), tok, "SmolLM2-135M-Instruct (Q4_1 GGUF), byte-level BPE 49,152"
+  if c.teacher == "gemma3":
+    cfg, params, tok = lm.load_gemma3()
+    f = jax.jit(lambda p, x: lm.forward(p, x, config=cfg)[0])
+    return (
+      (lambda x: f(params, x)),
+      tok,
+      "Gemma-3-270M (Q4_K_M GGUF), SentencePiece 262,144",
+    )
   if c.teacher == "random":
     tok = S.train_bpe(split["train"], vocab_size=c.random_teacher.vocab, style="bytelevel")
     t = c.random_teacher
@@ -125,7 +133,7 @@ def load_teacher(c, split):
       tok,
       f"random-init {t.n_layers}-layer teacher, byte-level BPE {tok.vocab_size}",
     )
-  raise ValueError(f"teacher must be 'smollm2' or 'random', got {c.teacher!r}")
+  raise ValueError(f"teacher must be 'smollm2', 'gemma3' or 'random', got {c.teacher!r}")
 
 
 def prepare(c, workdir):

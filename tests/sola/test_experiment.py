@@ -97,3 +97,18 @@ def test_alm_config_claims_read_sola_minus_alm_and_best_of_three():
     "derived.sola_minus_ce_bpb",
   ]
   assert set(cfg.methods) == {"ce", "uld", "mined", "alm", "sola"} and cfg.steps == 100
+
+
+def test_gemma3_config_swaps_only_the_teacher_and_unknown_teachers_fail():
+  import pytest
+
+  from experiments.sola.configs import alm, gemma3
+
+  g, a = gemma3.get_config(), alm.get_config()
+  assert g.teacher == "gemma3" and a.teacher == "smollm2"
+  g.teacher = a.teacher
+  assert g.to_dict() == a.to_dict()
+  bad = alm.get_config()
+  bad.teacher = "gpt2"
+  with pytest.raises(ValueError, match="teacher must be 'smollm2', 'gemma3' or 'random'"):
+    train.load_teacher(bad, {"train": ["x"]})
