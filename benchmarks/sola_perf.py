@@ -3,11 +3,14 @@
   python benchmarks/sola_perf.py [--out=sola_perf.json]
 
 (1) ``mcc_blocks`` throughput (tokens/s) against a pure-Python two-pointer merge of the same
-offsets and against the earlier sort-based (``np.unique`` / ``intersect1d``) partition; (2) ``sola_loss`` forward + backward for 1,024 aligned positions, M = 41 (k = 8,
-R = 4), 30 unrolled Sinkhorn iterations, against the same call on the top-k x top-k support only
-(no neighbours, the cheapest OT); (3) one student training step with SOLA against a CE-only step
-at the experiment's shapes (batch 8 x 64, 1,024-token vocabulary, 24 distilled blocks per
-window); (4) teacher-cache bytes per token at K_c = 64. Warm-up excluded; best of the repeats.
+offsets and against the earlier sort-based (``np.unique`` / ``intersect1d``) partition;
+(2) ``sola_loss`` forward + backward for 1,024 aligned positions, M = 41 (k = 8, R = 4), 30
+unrolled Sinkhorn iterations, against the same call on the top-k x top-k support only (no
+neighbours, the cheapest OT), and the same call with the cost levers of §7 (fewer iterations,
+k = 4, implicit instead of unrolled differentiation); (3) one student training step with SOLA
+against a CE-only step at the experiment's shapes (batch 8 x 64, 1,024-token vocabulary, 24
+distilled blocks per window), and an ALM-style chunk-loss step; (4) teacher-cache bytes per
+token at K_c = 64. Warm-up excluded; best of the repeats.
 Times on shared CPU cores are noisy; read the ratios.
 """
 
@@ -111,13 +114,39 @@ def main():
       return S.sola_loss(ti, tl, x, tb, k=k, iters=30, support=sp)[0]
 
     f = jax.jit(jax.grad(loss))
-    out[support] = best_time(lambda f=f: f(s_logits, t_ids, t_logp, table))
+    out[support] = best_time(lambda f=f: f(s_logits, t_ids, t_logp, table), repeats=5)
   res["sola_fwd_bwd_1024_s"] = out["bidirectional"]
   res["sola_vs_topk_only_support"] = out["bidirectional"] / out["none"]
   print(
     f"sola_loss fwd+bwd, 1024 positions, M={k + k * r + 1}, 30 iters: "
     f"{out['bidirectional']:.3f} s ({res['sola_vs_topk_only_support']:.2f}x the top-k-only OT)"
   )
+
+  # The levers spec §7 names for a missed OT target: fewer Sinkhorn iterations, a smaller
+  # support (k), and differentiating without unrolling the loop (ott's implicit / Danskin
+  # gradients). Each: fwd + bwd time for the same 1,024 positions, and its ratio to the default.
+  levers = {
+    "iters=10": dict(k=k, iters=10, unroll=True),
+    "iters=20": dict(k=k, iters=20, unroll=True),
+    "iters=30, implicit diff": dict(k=k, iters=30, unroll=False),
+    "k=4 (M=21), iters=30": dict(k=4, iters=30, unroll=True),
+  }
+  res["sola_levers"] = {}
+  for name, kw in levers.items():
+
+    def loss(x, ti, tl, tb, kw=kw):
+      return S.sola_loss(ti, tl, x, tb, **kw)[0]
+
+    f = jax.jit(jax.grad(loss))
+    try:
+      tm = best_time(lambda f=f: f(s_logits, t_ids, t_logp, table), repeats=5)
+    except Exception as e:  # noqa: BLE001 - a lever that fails is recorded, not fatal
+      msg = str(e).strip().splitlines()
+      res["sola_levers"][name] = {"failed": next((m for m in msg if "solver" in m), msg[0])}
+      print(f"  lever {name}: failed ({res['sola_levers'][name]['failed']})")
+      continue
+    res["sola_levers"][name] = {"s": tm, "vs_default": tm / out["bidirectional"]}
+    print(f"  lever {name}: {tm:.3f} s ({tm / out['bidirectional']:.2f}x)")
 
   cfg = S.StudentConfig(vocab_size=v_s, d_model=128, n_layers=2, n_heads=4, ffn_dim=384, max_len=64)
   params = S.init_student(jax.random.key(0), cfg)
@@ -128,12 +157,19 @@ def main():
   small = random_table(rng, v_t, v_s, r)
   b_ids, b_lp = t_ids[:192].reshape(8, 24, kc), t_logp[:192].reshape(8, 24, kc)
 
+  # ALM-style chunk loss inputs: 24 blocks per window, block ids non-decreasing over tokens
+  blk = jnp.asarray(np.sort(rng.integers(0, 24, (8, 64)), 1).astype(np.int32))
+  t_tok_lp = jnp.asarray(np.log(rng.uniform(0.05, 0.95, (8, 64))).astype(np.float32))
+
   def make_step(kd):
     def loss(pr, tokens, pos, b_ids, b_lp, small):
       lg = S.student_logits(pr, tokens, cfg)
-      ce = -S.token_logp(lg, tokens, jnp.full(8, 64)).mean()
+      tl = S.token_logp(lg, tokens, jnp.full(8, 64))
+      ce = -tl.mean()
       if not kd:
         return ce
+      if kd == "alm":
+        return ce + S.alm_chunk_loss(t_tok_lp, blk, tl, blk, n_blocks=24)[0]
       sl = jnp.take_along_axis(lg, pos[..., None], 1)
       return ce + S.sola_loss(b_ids, b_lp, sl, small, k=k, iters=20)[0]
 
@@ -147,13 +183,17 @@ def main():
 
   batch = (tokens, pos, b_ids, b_lp, small)
   st_ce = make_step(False)
-  t_ce = best_time(lambda: st_ce(params, opt, *batch)[0]["embed"])
+  t_ce = best_time(lambda: st_ce(params, opt, *batch)[0]["embed"], repeats=10)
   st = make_step(True)
-  t_sola = best_time(lambda: st(params, opt, *batch)[0]["embed"])
+  t_sola = best_time(lambda: st(params, opt, *batch)[0]["embed"], repeats=10)
   res["ce_step_s"], res["sola_step_s"], res["sola_over_ce_step"] = t_ce, t_sola, t_sola / t_ce
+  st_alm = make_step("alm")
+  t_alm = best_time(lambda: st_alm(params, opt, *batch)[0]["embed"], repeats=10)
+  res["alm_step_s"], res["alm_over_ce_step"] = t_alm, t_alm / t_ce
   print(
     f"student step: CE {t_ce * 1e3:.1f} ms, SOLA {t_sola * 1e3:.1f} ms "
-    f"({res['sola_over_ce_step']:.2f}x)"
+    f"({res['sola_over_ce_step']:.2f}x), ALM-style {t_alm * 1e3:.1f} ms "
+    f"({res['alm_over_ce_step']:.2f}x)"
   )
   cache = S.TeacherCache(
     np.zeros((1, 1, 64), np.int32), np.zeros((1, 1, 64), np.float16), np.zeros((1, 1), np.float32)

@@ -31,6 +31,7 @@ METHODS = (
   "ce",
   "uld",
   "mined",
+  "alm",
   "sola",
   "sola_lexical",
   "sola_hard",
@@ -42,6 +43,7 @@ LABELS = {
   "ce": "CE only (no teacher)",
   "uld": "ULD",
   "mined": "MinED-style KL",
+  "alm": "ALM-style chunk likelihood",
   "sola": "SOLA",
   "sola_lexical": "SOLA, lexical cost only",
   "sola_hard": "SOLA, hard counts only",
@@ -103,6 +105,14 @@ def load_teacher(c, split):
     cfg, params, tok = lm.load_smollm2()
     f = jax.jit(lambda p, x: lm.forward(p, x, config=cfg)[0])
     return (lambda x: f(params, x)), tok, "SmolLM2-135M-Instruct (Q4_1 GGUF), byte-level BPE 49,152"
+  if c.teacher == "gemma3":
+    cfg, params, tok = lm.load_gemma3()
+    f = jax.jit(lambda p, x: lm.forward(p, x, config=cfg)[0])
+    return (
+      (lambda x: f(params, x)),
+      tok,
+      "Gemma-3-270M (Q4_K_M GGUF), SentencePiece 262,144",
+    )
   if c.teacher == "random":
     tok = S.train_bpe(split["train"], vocab_size=c.random_teacher.vocab, style="bytelevel")
     t = c.random_teacher
@@ -123,7 +133,7 @@ def load_teacher(c, split):
       tok,
       f"random-init {t.n_layers}-layer teacher, byte-level BPE {tok.vocab_size}",
     )
-  raise ValueError(f"teacher must be 'smollm2' or 'random', got {c.teacher!r}")
+  raise ValueError(f"teacher must be 'smollm2', 'gemma3' or 'random', got {c.teacher!r}")
 
 
 def prepare(c, workdir):
@@ -192,6 +202,10 @@ def prepare(c, workdir):
       "t_ids": tid,
       "t_logp": tlp,
       "mined": lut[tid[..., : c.k]],
+      # ALM-style chunk loss: token -> block maps and the teacher's realised-token log-probs
+      "s_block": tr.s_block,
+      "t_block": tr.t_block,
+      "t_tok_logp": caches["train"].tok_logp,
     },
     "eval": {"tokens": ev.s_tokens, "len": ev.s_len, "n_bytes": ev.n_bytes},
     "code": {"tokens": al["code"].s_tokens, "len": al["code"].s_len, "n_bytes": al["code"].n_bytes},
@@ -262,7 +276,7 @@ def _bpb(params, cfg, d):
 
 
 GROUPS = {
-  "baselines": ("ce", "uld", "mined"),
+  "baselines": ("ce", "uld", "mined", "alm"),
   "sola": ("sola", "sola_lexical", "sola_hard"),
   "sola_none": ("sola_none",),
   "same_tok": SAME_TOK,
@@ -299,7 +313,19 @@ def make_sweep(c, group: str, cfg):
       uld = S.uld_loss(t_logp, s_logits, mask=mask)
       mapped = jnp.take_along_axis(batch["mined"], sel[..., None], 1)
       mined = S.mined_kl_loss(mapped, t_logp[..., : c.k], s_logits, mask=mask)
-      kd = hp["w_uld"] * uld + hp["w_mined"] * mined
+      # ALM-style: binarised KL of chunk likelihoods on the same selected blocks
+      n_blk = batch["valid"].shape[1]
+      rows = jnp.arange(mask.shape[0])[:, None]
+      blk_mask = jnp.zeros(batch["valid"].shape, bool).at[rows, sel].set(mask)
+      alm, _ = S.alm_chunk_loss(
+        batch["t_tok_logp"],
+        batch["t_block"],
+        tl,
+        batch["s_block"],
+        n_blocks=n_blk,
+        mask=blk_mask,
+      )
+      kd = hp["w_uld"] * uld + hp["w_mined"] * mined + hp["w_alm"] * alm
       aux["coverage"] = jnp.float32(0.0)
     elif group == "same_tok":
       # plain KL(teacher top-k || student) with the identity map: the MinED-style loss when
@@ -350,7 +376,7 @@ def make_sweep(c, group: str, cfg):
 
 def _group_hparams(c, methods):
   r = len(methods) * c.seeds
-  hp = {k: np.zeros(r, np.float32) for k in ("w_uld", "w_mined", "w_kd")}
+  hp = {k: np.zeros(r, np.float32) for k in ("w_uld", "w_mined", "w_alm", "w_kd")}
   hp["lexical"] = np.zeros(r, bool)
   hp["hard"] = np.zeros(r, bool)
   hp["lr"] = np.full(r, c.lr, np.float32)
@@ -358,6 +384,7 @@ def _group_hparams(c, methods):
     sl = slice(i * c.seeds, (i + 1) * c.seeds)
     hp["w_uld"][sl] = m == "uld"
     hp["w_mined"][sl] = m == "mined"
+    hp["w_alm"][sl] = m == "alm"
     hp["w_kd"][sl] = m == "same_tok_kd"
     hp["lexical"][sl] = m == "sola_lexical"
     hp["hard"][sl] = m == "sola_hard"
@@ -379,7 +406,7 @@ def derived_metrics(methods: dict, n_seeds: int) -> dict:
   if "sola" not in methods:
     return out
   sola = methods["sola"]["bpb_eval"]
-  base = [m for m in ("uld", "mined") if m in methods]
+  base = [m for m in ("uld", "mined", "alm") if m in methods]
 
   def diff(ref):
     d = sola["mean"] - ref["mean"]
@@ -395,6 +422,7 @@ def derived_metrics(methods: dict, n_seeds: int) -> dict:
     out.update(sola_minus_ce_bpb=d, sola_vs_ce_noise=h)
   # the ablations and the same-tokenizer reference (SOLA minus each)
   for m, name in (
+    ("alm", "alm"),
     ("sola_none", "none"),
     ("sola_hard", "hard"),
     ("sola_lexical", "lexical"),
@@ -405,6 +433,10 @@ def derived_metrics(methods: dict, n_seeds: int) -> dict:
       d, h = diff(methods[m]["bpb_eval"])
       out[f"sola_minus_{name}_bpb"] = d
       out[f"sola_vs_{name}_noise"] = h
+  if "alm" in methods and "ce" in methods:
+    a, b = methods["alm"]["bpb_eval"], methods["ce"]["bpb_eval"]
+    out["alm_minus_ce_bpb"] = a["mean"] - b["mean"]
+    out["alm_vs_ce_noise"] = 2.0 * float(np.sqrt((a["std"] ** 2 + b["std"] ** 2) / n_seeds))
   if "same_tok_kd" in methods and "same_tok_ce" in methods:
     a, b = methods["same_tok_kd"]["bpb_eval"], methods["same_tok_ce"]["bpb_eval"]
     out["same_tok_kd_minus_ce_bpb"] = a["mean"] - b["mean"]
@@ -450,6 +482,7 @@ def train_and_evaluate(config, workdir) -> dict:
           "curve_steps": res.steps.tolist(),
           "curve_bpb_eval": np.asarray(res.evals["bpb_eval"][sl]).tolist(),
           "final_train_ce": _ms(res.history["ce"][sl, -10:].mean(1)),
+          "final_train_kd": _ms(res.history["kd"][sl, -10:].mean(1)),
           "coverage": _ms(res.history["coverage"][sl].mean(1)),
           "group_wall_s": time.time() - ts,
           "group_runs": len(members) * c.seeds,

@@ -9,9 +9,10 @@ Everything beyond the abstract is a reconstruction and marked as such in the doc
 Pieces: :func:`mcc_blocks` / :func:`align_texts` (host alignment), :func:`cache_teacher`
 (resumable top-K_c cache), :func:`estimate_correspondence` (calibrated cost tables),
 :func:`local_support`, :func:`entropic_ot_cost`, :func:`sola_loss`, the baselines
-:func:`uld_loss` and :func:`mined_kl_loss`, and :func:`bits_per_byte`.
+:func:`uld_loss`, :func:`mined_kl_loss` and :func:`alm_chunk_loss`, and :func:`bits_per_byte`.
 """
 
+from jaxpapers.sola._alm import alm_chunk_loss, binary_kl_from_logp, chunk_logliks
 from jaxpapers.sola._cache import TeacherCache, cache_teacher, gather_cache
 from jaxpapers.sola._cost import (
   CorrespondenceTable,
@@ -45,8 +46,11 @@ __all__ = [
   "Support",
   "TeacherCache",
   "align_texts",
+  "alm_chunk_loss",
+  "binary_kl_from_logp",
   "bits_per_byte",
   "cache_teacher",
+  "chunk_logliks",
   "entropic_ot_cost",
   "entropic_ot_plan",
   "estimate_correspondence",

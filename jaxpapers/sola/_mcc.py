@@ -153,6 +153,9 @@ class AlignedTexts(NamedTuple):
     blk_s_pos: int32 [N, K], the student's.
     blk_t_id: int32 [N, K], that teacher token's id; blk_s_id: int32 [N, K], the student's.
     blk_valid: bool [N, K].
+    t_block: int32 [N, T_t], the block of the teacher token predicted at each logit position
+      (position ``p`` predicts token ``p + 1``, the text's ``p``-th token); -1 past the end.
+    s_block: int32 [N, T_s], the student's.
     n_bytes: int32 [N], UTF-8 bytes of the kept text (the bits-per-byte denominator).
     texts: the kept texts.
   """
@@ -166,6 +169,8 @@ class AlignedTexts(NamedTuple):
   blk_t_id: np.ndarray
   blk_s_id: np.ndarray
   blk_valid: np.ndarray
+  t_block: np.ndarray
+  s_block: np.ndarray
   n_bytes: np.ndarray
   texts: tuple
 
@@ -206,6 +211,8 @@ def align_texts(
     blk_t_id=np.zeros((n, max_blocks), np.int32),
     blk_s_id=np.zeros((n, max_blocks), np.int32),
     blk_valid=np.zeros((n, max_blocks), bool),
+    t_block=np.full((n, max_len), -1, np.int32),
+    s_block=np.full((n, max_len), -1, np.int32),
     n_bytes=np.zeros(n, np.int32),
   )
   kept = []
@@ -235,6 +242,8 @@ def align_texts(
     out["blk_t_id"][b, :nk] = np.asarray(t_ids)[al.t_first[:nk]]
     out["blk_s_id"][b, :nk] = np.asarray(s_ids)[al.s_first[:nk]]
     out["blk_valid"][b, :nk] = True
+    out["t_block"][b, :nt] = al.t_block[:nt]
+    out["s_block"][b, :ns] = al.s_block[:ns]
     keep = text[: int(al.bounds[nk])]
     kept.append(keep)
     out["n_bytes"][b] = len(keep.encode("utf-8"))

@@ -118,16 +118,18 @@ def entropic_ot_cost(
     & (jnp.abs(b.sum(-1) - 1) < 1e-3).all(),
     "a and b must be non-negative masses summing to 1 and cost must be finite",
   )
+  # ott runs the iterations in blocks of ``inner_iterations`` (default 10) and only whole
+  # blocks: with the default, iters < 10 would run no iteration at all (the plan of the zero
+  # potentials, constant in a and b) and iters = 25 would run 20. The largest divisor of iters
+  # up to 10 runs exactly ``iters`` (and keeps blocks of 10 when iters is a multiple of 10).
+  inner = max(d for d in range(1, min(10, iters) + 1) if iters % d == 0)
+  kw = dict(min_iterations=iters, max_iterations=iters, inner_iterations=inner)
   if unroll:
-    solver = sinkhorn.Sinkhorn(min_iterations=iters, max_iterations=iters, implicit_diff=None)
+    solver = sinkhorn.Sinkhorn(**kw, implicit_diff=None)
   else:
     from ott.solvers.linear import implicit_differentiation
 
-    solver = sinkhorn.Sinkhorn(
-      min_iterations=iters,
-      max_iterations=iters,
-      implicit_diff=implicit_differentiation.ImplicitDiff(),
-    )
+    solver = sinkhorn.Sinkhorn(**kw, implicit_diff=implicit_differentiation.ImplicitDiff())
 
   def one(ai, bi, ci):
     geom = geometry.Geometry(cost_matrix=ci, epsilon=epsilon)

@@ -33,6 +33,19 @@ def get_config():
   c.num_evals = 1
   c.batch_size = 4
   c.seeds = 2
-  c.methods = ("ce", "uld", "mined", "sola")
+  # every arm of every config (the default run's methods, the ablations, the same-tokenizer
+  # reference and the ALM-style loss), so each training path runs in the test suite
+  c.methods = (
+    "ce",
+    "uld",
+    "mined",
+    "alm",
+    "sola",
+    "sola_lexical",
+    "sola_hard",
+    "sola_none",
+    "same_tok_ce",
+    "same_tok_kd",
+  )
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
