@@ -420,6 +420,10 @@ def derived_metrics(q, col, g_logit, c, g_plc=None) -> dict:
     f = lambda i: correct[m][P][i].mean() - correct["oracle_bf"][P][i].mean()  # noqa: E731
     out["acc_gain_greedy_vs_top1"] = float(f(np.arange(len(P))))
     out["acc_gain_greedy_vs_top1_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
+    for other in ("distilled", "recency"):
+      f = lambda i, o=other: correct[m][P][i].mean() - correct[o][P][i].mean()  # noqa: E731
+      out[f"acc_gain_greedy_vs_{other}"] = float(f(np.arange(len(P))))
+      out[f"acc_gain_greedy_vs_{other}_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
   lbf = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]
   plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]
   auroc = jax.jit(bm.gate_auroc)
