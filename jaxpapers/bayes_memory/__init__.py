@@ -29,6 +29,13 @@ from jaxpapers.bayes_memory._data import (
   WordTokenizer,
   make_preference_dialogues,
 )
+from jaxpapers.bayes_memory._prefix import (
+  PrefixTree,
+  build_prefix_tree,
+  row_tokens,
+  score_rows_shared,
+  tree_logprobs,
+)
 from jaxpapers.bayes_memory._scoring import (
   CHATML_TEMPLATE,
   LogprobFn,
@@ -61,6 +68,11 @@ from jaxpapers.bayes_memory._utility import (
 )
 
 __all__ = [
+  "PrefixTree",
+  "build_prefix_tree",
+  "row_tokens",
+  "score_rows_shared",
+  "tree_logprobs",
   "RETRIEVERS",
   "bm25_scores",
   "cosine_scores",
