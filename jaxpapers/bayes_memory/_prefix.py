@@ -51,6 +51,7 @@ class PrefixTree:
     parent: tuple over levels of int32 [N_l], the parent node in level l - 1 (zeros at level 0).
     target_mask: bool [N_D, L_D], the response tokens of each leaf (scored).
     n_rows: the number of real rows R; leaves R .. N_D - 1 are padding copies (static).
+    real_tokens: tokens of the real nodes (padding and padding copies excluded; static).
   """
 
   ids: tuple
@@ -58,11 +59,7 @@ class PrefixTree:
   parent: tuple
   target_mask: jax.Array
   n_rows: int = struct.field(pytree_node=False)
-
-  @property
-  def real_tokens(self) -> int:
-    """Tokens the LM runs over, padding excluded."""
-    return int(sum(np.asarray(m).sum() for m in self.mask))
+  real_tokens: int = struct.field(pytree_node=False, default=0)
 
   @property
   def padded_tokens(self) -> int:
@@ -201,6 +198,7 @@ def build_prefix_tree(
     parent=tuple(jnp.asarray(a) for a in par_l),
     target_mask=jnp.asarray(tgt),
     n_rows=R,
+    real_tokens=int(sum(e - s for level_segs in segs for _, _, s, e in level_segs)),
   )
 
 
@@ -332,14 +330,15 @@ def score_rows_shared(
   config,
   max_targets: int,
   buckets: Sequence[int],
-  row_multiple: int = 16,
-  len_multiple: int = 16,
+  row_multiple: int = 8,
+  len_multiple: int = 8,
 ) -> tuple[np.ndarray, dict]:
   """Summed response log-probs of ``rows``, one prefix tree per length bucket.
 
-  Rows are first split by the smallest bucket holding their real length (as the row path
-  pads them), so that a long row (the whole history) does not set the segment length of short
-  ones; within a bucket, rows are shared by ``keys`` (:func:`build_prefix_tree`).
+  The level-0 groups of ``keys`` are first split by the smallest bucket holding their longest
+  row, so that long rows (the whole history) do not set the segment lengths of short ones and
+  a group's rows stay in one tree; within a bucket, rows are shared by ``keys``
+  (:func:`build_prefix_tree`).
 
   Args:
     params, config, max_targets: see :func:`tree_logprobs`.
@@ -355,13 +354,16 @@ def score_rows_shared(
   bounds = sorted(V.check_int(b, "buckets[i]", min_value=2) for b in buckets)
   if len(keys) != len(rows):
     raise ValueError(f"keys must hold one key tuple per row ({len(rows)}), got {len(keys)}")
-  groups: dict[int, list[int]] = {}
+  top: dict[Hashable, list[int]] = {}  # level-0 groups stay whole (their rows share a prefix)
   for r, row in enumerate(rows):
     n = int(np.asarray(row[1]).sum())
-    b = next((b for b in bounds if b >= n), None)
-    if b is None:
+    if n > bounds[-1]:
       raise ValueError(f"rows[{r}] has {n} tokens > the largest bucket {bounds[-1]}")
-    groups.setdefault(b, []).append(r)
+    top.setdefault(tuple(keys[r])[:1], []).append(r)
+  groups: dict[int, list[int]] = {}
+  for members in top.values():
+    n = max(int(np.asarray(rows[r][1]).sum()) for r in members)
+    groups.setdefault(next(b for b in bounds if b >= n), []).extend(members)
   out = np.zeros(len(rows), np.float64)
   stats = {"real_tokens": 0, "padded_tokens": 0}
   for _, idx in sorted(groups.items()):
