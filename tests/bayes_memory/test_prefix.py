@@ -81,7 +81,8 @@ def test_keys_decide_sharing_not_the_scores(tiny, data):
     params, rows, [(0,)] * len(rows), config=cfg, max_targets=P, buckets=(96, BIG)
   )
   np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
-  assert stats["real_tokens"] > 0.9 * sum(int(r[1].sum()) for r in rows)
+  total = sum(int(r[1].sum()) for r in rows)
+  assert 0.8 * total < stats["real_tokens"] < total  # only the template header is shared
 
 
 def test_bad_input_names_the_argument(tiny, data):
