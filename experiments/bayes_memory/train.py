@@ -198,7 +198,16 @@ def score_dialogues(ds: list[bm.Dialogue], model, fn, c) -> list[dict]:
     rows += r
     where += w
     owner += [g] * len(r)
-  lp, padded = _score_rows(fn, rows, c)
+  scoring = c.get("scoring", "rows")
+  core.validate_choice(scoring, name="scoring", allowed=("rows", "shared"))
+  if scoring == "shared":  # each common token prefix run once; same log-probs to round-off
+    keys = [((o, col), qi) for o, (qi, _, col) in zip(owner, where)]
+    lp, stats = bm.score_rows_shared(
+      params, rows, keys, config=cfg, max_targets=c.max_targets, buckets=c.buckets
+    )
+    padded = stats["padded_tokens"]
+  else:
+    lp, padded = _score_rows(fn, rows, c)
   cells = []
   for g, d in enumerate(ds):
     turns = list(d.turns)
