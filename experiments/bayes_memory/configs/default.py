@@ -39,7 +39,7 @@ def get_config():
   c.max_targets = 24
   # 'rows': every row run in full (the committed runs); 'shared': bm.score_rows_shared runs each
   # common token prefix once (y and y' share their prompt, the questions the memory block): the
-  # same log-probs to float32 round-off, 1.59x faster in benchmarks/bayes_memory_shared_prompt.py
+  # same log-probs to float32 round-off, 1.71x faster in benchmarks/bayes_memory_shared_prompt.py
   c.scoring = "rows"
   c.tau = 0.0  # access threshold on the log Bayes factor (nats)
   # Placebo-controlled access threshold: read memory iff the best turn beats a content-free note
