@@ -198,7 +198,16 @@ def score_dialogues(ds: list[bm.Dialogue], model, fn, c) -> list[dict]:
     rows += r
     where += w
     owner += [g] * len(r)
-  lp, padded = _score_rows(fn, rows, c)
+  scoring = c.get("scoring", "rows")
+  core.validate_choice(scoring, name="scoring", allowed=("rows", "shared"))
+  if scoring == "shared":  # each common token prefix run once; same log-probs to round-off
+    keys = [((o, col), qi) for o, (qi, _, col) in zip(owner, where)]
+    lp, stats = bm.score_rows_shared(
+      params, rows, keys, config=cfg, max_targets=c.max_targets, buckets=c.buckets
+    )
+    padded = stats["padded_tokens"]
+  else:
+    lp, padded = _score_rows(fn, rows, c)
   cells = []
   for g, d in enumerate(ds):
     turns = list(d.turns)
@@ -420,6 +429,10 @@ def derived_metrics(q, col, g_logit, c, g_plc=None) -> dict:
     f = lambda i: correct[m][P][i].mean() - correct["oracle_bf"][P][i].mean()  # noqa: E731
     out["acc_gain_greedy_vs_top1"] = float(f(np.arange(len(P))))
     out["acc_gain_greedy_vs_top1_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
+    for other in ("distilled", "recency"):
+      f = lambda i, o=other: correct[m][P][i].mean() - correct[o][P][i].mean()  # noqa: E731
+      out[f"acc_gain_greedy_vs_{other}"] = float(f(np.arange(len(P))))
+      out[f"acc_gain_greedy_vs_{other}_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
   lbf = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]
   plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]
   auroc = jax.jit(bm.gate_auroc)

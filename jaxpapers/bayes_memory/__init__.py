@@ -4,7 +4,10 @@ A reimplementation of "Memory Retrieval for Changing Preferences" (arXiv 2606.02
 utility of a history turn is the log Bayes factor log p(y | m_i, x) - log p(y | x) of the
 reference response under a frozen LM (`jaxpapers.lm`), one signal for both memory access (does
 any turn help?) and selection (which turns?). A small utility model distilled from these
-factors selects turns at inference, when y is unknown, without extra LM passes. Only the
+factors selects turns at inference, when y is unknown, without extra LM passes. The factors of
+one dialogue share most of their tokens (y and the contrast y' share their prompt, the questions
+share the memory block); `score_rows_shared` runs each shared token prefix once and scores the
+rows against its cached keys and values (a prefix tree, `build_prefix_tree`). Only the
 abstract is public: everything beyond the scoring rule is a reconstruction (see the module
 docstrings and experiments/bayes_memory/README.md).
 """
@@ -28,6 +31,13 @@ from jaxpapers.bayes_memory._data import (
   Query,
   WordTokenizer,
   make_preference_dialogues,
+)
+from jaxpapers.bayes_memory._prefix import (
+  PrefixTree,
+  build_prefix_tree,
+  row_tokens,
+  score_rows_shared,
+  tree_logprobs,
 )
 from jaxpapers.bayes_memory._scoring import (
   CHATML_TEMPLATE,
@@ -61,6 +71,11 @@ from jaxpapers.bayes_memory._utility import (
 )
 
 __all__ = [
+  "PrefixTree",
+  "build_prefix_tree",
+  "row_tokens",
+  "score_rows_shared",
+  "tree_logprobs",
   "RETRIEVERS",
   "bm25_scores",
   "cosine_scores",

@@ -39,6 +39,8 @@ NOVALID[1] = False
 FT = np.ones((2, 3, 4), np.float32)
 FQ = np.ones((2, 4), np.float32)
 POS = np.zeros((2, 3), np.float32)
+ROWS = [(IDS[r], ATT[r], TGT[r]) for r in range(2)]
+TREE = bm.build_prefix_tree(ROWS, [(0,), (0,)])
 
 
 def _check_idx_poisoned(out):
@@ -359,6 +361,59 @@ CASES = [
     jit_reason=HOST,
   ),
   Case(
+    "build_prefix_tree",
+    bm.build_prefix_tree,
+    (ROWS, [(0,), (0, 1)]),
+    match="keys must be tuples of one common depth",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "build_prefix_tree",
+    bm.build_prefix_tree,
+    ([(IDS[0], ATT[0], TGT0[0])], [(0,)]),
+    match="target at position 0",
+    jit=None,
+    jit_reason=HOST,
+    id="build_prefix_tree-target0",
+  ),
+  Case(
+    "tree_logprobs",
+    lambda: bm.tree_logprobs(PARAMS, TREE, config=CFG, max_targets=1),
+    match="max_targets=1",
+    jit=None,
+    jit_reason="the tree is a static structure built on the host; its values are checked eagerly",
+  ),
+  Case(
+    "tree_logprobs",
+    bm.tree_logprobs,
+    (PARAMS, ROWS),
+    {"config": CFG, "max_targets": 4},
+    error=TypeError,
+    match="tree must be a PrefixTree",
+    jit=None,
+    jit_reason=HOST,
+    id="tree_logprobs-type",
+  ),
+  Case(
+    "row_tokens",
+    bm.row_tokens,
+    (ROWS,),
+    error=TypeError,
+    match="tree must be a PrefixTree",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "score_rows_shared",
+    bm.score_rows_shared,
+    (PARAMS, ROWS, [(0,), (0,)]),
+    {"config": CFG, "max_targets": 4, "buckets": (3,)},
+    match="largest bucket 3",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
     "WordTokenizer",
     lambda: bm.WordTokenizer(4),
     match="vocab_size must be >= 16",
@@ -370,6 +425,7 @@ EXEMPT = {
   "LogprobFn": "a type alias (Callable), not a function",
   "SetScorer": "a type alias (Callable), not a function",
   "GreedySelection": "a plain frozen dataclass returned by greedy_select",
+  "PrefixTree": "a plain container built by build_prefix_tree; checked by tree_logprobs",
   "ScoringBatch": "a plain container; its fields are checked by every function taking a batch",
   "Dialogue": "a plain frozen dataclass built by make_preference_dialogues",
   "Query": "a plain frozen dataclass built by make_preference_dialogues",

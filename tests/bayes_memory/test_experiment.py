@@ -3,9 +3,11 @@
 import json
 
 import numpy as np
+import pytest
 
 from experiments.bayes_memory import train
 from experiments.bayes_memory.configs import smoke
+from jaxpapers import bayes_memory as bm
 from tests import notebook_util
 
 
@@ -53,3 +55,19 @@ def test_scored_dialogues_keeps_indices_complete_for_every_seed():
 
 def test_notebook_runs():
   notebook_util.run_notebook("colab/bayes_memory.ipynb", timeout=300)
+
+
+@pytest.mark.slow
+def test_shared_prompt_scoring_gives_the_row_path_scores():
+  cfg = smoke.get_config()
+  model = train.load_model(cfg)
+  fn = bm.make_logprob_fn(model[1], model[0], max_targets=cfg.max_targets)
+  ds = bm.make_preference_dialogues(0, n_dialogues=2, n_turns=cfg.n_turns, n_queries=2)
+  cfg.greedy_k = 0
+  rows = train.score_dialogues(ds, model, fn, cfg)
+  cfg.scoring = "shared"
+  shared = train.score_dialogues(ds, model, fn, cfg)
+  for a, b in zip(rows, shared):
+    for k in ("lp_y", "lp_alt"):
+      np.testing.assert_allclose(b[k], a[k], rtol=1e-5, atol=1e-5)
+    assert b["padded_tokens"] < a["padded_tokens"]
