@@ -35,7 +35,14 @@ _VARIANTS = {
 }
 
 
+# one compiled program instead of dozens of eager ops per rendered chunk
+_pose_encoding = jax.jit(fs.cameras_to_pose_encoding, static_argnums=2)
+
+
 def _np_batch(b: fs.SceneBatch) -> dict:
+  pose_enc = np.asarray(_pose_encoding(b.extrinsics, b.intrinsics, tuple(b.images.shape[2:4])))
+  if not np.isfinite(pose_enc).all():  # under jit a non-rotation gives NaN instead of raising
+    raise ValueError("rendered cameras gave a non-finite pose encoding (not rotations?)")
   return {
     "images": np.asarray(b.images),
     "depth": np.asarray(b.depth),
@@ -43,7 +50,7 @@ def _np_batch(b: fs.SceneBatch) -> dict:
     "valid": np.asarray(b.valid),
     "extrinsics": np.asarray(b.extrinsics),
     "intrinsics": np.asarray(b.intrinsics),
-    "pose_enc": np.asarray(b.pose_enc),
+    "pose_enc": pose_enc,
   }
 
 
@@ -582,10 +589,12 @@ def run_seed(config, seed: int, workdir) -> dict:
     s_batch = _batch_fn(
       (sub["images"], targets), n_student, sc.batch_size, config.seed + 7, sharding
     )
-    # FLOPs per step from the lowered (uncompiled) step: the step count, and hence the
-    # learning-rate schedule compiled into the real step, depends on it.
+    # FLOPs per step from the traced (uncompiled) step: the step count, and hence the
+    # learning-rate schedule compiled into the real step, depends on it. With a fixed step count
+    # (min_steps == max_steps) the real step is traced once and counted and compiled from that.
     probe = core.TrainState.create(student, _optimizer(sc, sc.max_steps))
-    sflops, sflops_xla = fs.count_flops(sstep, probe, s_batch(0), with_xla=True)
+    traced = jax.jit(sstep, donate_argnums=0).trace(probe, s_batch(0))
+    sflops, sflops_xla = fs.count_flops(traced, with_xla=True)
     budget = sc.flops_fraction * teacher_flops - (
       teacher_infer_flops if var["targets"] == "teacher" else 0.0
     )
@@ -596,9 +605,12 @@ def run_seed(config, seed: int, workdir) -> dict:
         sc.max_steps,
       )
     )
-    sstate = core.TrainState.create(student, _optimizer(sc, steps))
     t0 = time.perf_counter()
-    sstep_c, _ = compile_step(sstep, sstate, s_batch(0), count=False)  # counted above
+    if steps == sc.max_steps:  # the probe's schedule is the real one
+      sstate, sstep_c = probe, traced.lower().compile()
+    else:
+      sstate = core.TrainState.create(student, _optimizer(sc, steps))
+      sstep_c, _ = compile_step(sstep, sstate, s_batch(0), count=False)  # counted above
     sstate, shist = core.train_loop(
       sstate,
       sstep_c,

@@ -13,6 +13,7 @@ import pytest
 
 from experiments.flashssm3d import train
 from experiments.flashssm3d.configs import smoke
+from jaxpapers import flashssm3d as fs
 
 
 @pytest.fixture(scope="module")
@@ -255,3 +256,62 @@ def test_scaling_fit_recovers_power_law_and_its_error():
   np.testing.assert_allclose(scaling.fit_exponent(views, t, 16)[0], 2.0, rtol=1e-9)
   measured, fit = scaling.views_within(10.0, views, 1e-2 * views, 1.0, np.log(1e-2))
   assert measured == 256 and np.isclose(fit, 1000.0)
+
+
+@pytest.mark.slow
+def test_cached_teacher_predictions_drive_the_distillation(tmp_path):
+  """Disk scenes + a cached teacher (.npz, scenes stored in reverse order): no teacher is trained,
+  the students' budget comes from ``teacher.train_flops`` and the cached test predictions are
+  scored as the teacher (here the ground truth itself, so its errors vanish)."""
+  from tests.flashssm3d.test_io import _write_scene
+
+  for split in ("train", "test"):
+    for i in range(2):
+      _write_scene(tmp_path / "data" / split / f"s{i}", seed=i + 10 * (split == "test"))
+  cfg = smoke.get_config()
+  cfg.data.update(
+    dict(source="disk", data_dir=str(tmp_path / "data"), num_views=2, image_size=8, eval_batch=2)
+  )
+  cfg.data.student_fraction = 1.0
+  cfg.variants = ("regression",)
+  pool, test, names = train.load_data(cfg)
+
+  def save(path, d, order, scene_names=None):
+    fs.save_teacher_predictions(
+      path,
+      pose_enc=d["pose_enc"][order],
+      depth=d["depth"][order],
+      depth_conf=np.ones_like(d["depth"][order]),
+      points=d["points"][order],
+      point_conf=np.ones_like(d["depth"][order]),
+      valid=d["valid"][order],
+      scene_names=scene_names,
+    )
+
+  save(tmp_path / "teacher_train.npz", pool, [1, 0], [names[1], names[0]])
+  save(tmp_path / "teacher_test.npz", test, [0, 1])
+  cfg.teacher.update(
+    dict(
+      cached_predictions=str(tmp_path / "teacher_train.npz"),
+      cached_test_predictions=str(tmp_path / "teacher_test.npz"),
+      train_flops=1e9,
+    )
+  )
+  r = train.run_seed(cfg, 0, tmp_path / "run")
+  assert r["teacher"] == {
+    "cached_predictions": str(tmp_path / "teacher_train.npz"),
+    "train_flops": 1e9,
+  }
+  assert not (tmp_path / "run" / "teacher").exists()  # nothing trained for the teacher
+  info = r["students"]["regression"]
+  # the students' FLOPs are measured against the cached teacher's stated training FLOPs
+  assert info["steps"] == cfg.student.max_steps
+  np.testing.assert_allclose(info["flops_vs_teacher"], info["step_flops"] * info["steps"] / 1e9)
+  t = r["eval"]["teacher_T1"]["vs_gt"]
+  assert t["AUC@30"] == 1.0 and t["depth_AbsRel"] < 1e-6 and t["points_overall"] < 1e-5
+  assert "vs_teacher" in r["eval"]["student_regression"]
+  # a cached file without the student's scenes is refused by name
+  save(tmp_path / "other.npz", pool, [0, 1], ["a", "b"])
+  cfg.teacher.cached_predictions = str(tmp_path / "other.npz")
+  with pytest.raises(ValueError, match="no predictions for scenes"):
+    train.run_seed(cfg, 0, tmp_path / "run2")

@@ -133,8 +133,15 @@ def test_distillation_loss_vanishes_on_its_own_targets(scenes):
 def test_sharded_forward_equals_single_device(student_forward, num_devices):
   """The batch sharded over an 8-device mesh gives the single-device outputs."""
   f, s, _ = student_forward
-  x = jax.random.uniform(jax.random.key(5), (num_devices, 2, 16, 16, 3))
-  ref = f(s, x)
+  x = jax.random.uniform(jax.random.key(5), (2 * num_devices, 3, 16, 16, 3))
+  # single-device reference in batches of 2 scenes of 3 views (the shapes compiled above)
+  parts = [f(s, x[i : i + 2]) for i in range(0, len(x), 2)]
+  ref = type(parts[0])(
+    *[
+      jnp.concatenate([getattr(p, k) for p in parts], axis=1 if k == "pose_stages" else 0)
+      for k in parts[0]._fields
+    ]
+  )
   mesh = jax.make_mesh((num_devices,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
   xs = jax.device_put(x, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data")))
   out = f(s, xs)

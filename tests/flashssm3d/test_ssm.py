@@ -89,7 +89,8 @@ def test_bissm_methods_agree_and_bidirectional():
   m.method = "associative"
   graphdef2, state2 = nnx.split(m)
   y2 = jax.jit(lambda s, v: nnx.merge(graphdef2, s)(v))(state2, x)
-  np.testing.assert_allclose(np.asarray(y2), np.asarray(y), atol=1e-5)
+  # float32: outputs reach ~1e2, so the two summation orders differ by ~1e-7 relative
+  np.testing.assert_allclose(np.asarray(y2), np.asarray(y), rtol=1e-5, atol=1e-5)
   # bidirectional: the first output depends on the last input, the last output on the first;
   # batch elements are independent (forward mode: one compilation, two tangents)
   jvp = jax.jit(lambda t: jax.jvp(lambda v: f(state, v), (x,), (t,))[1])
