@@ -276,19 +276,32 @@ def _conditions(scores, detectors, ks, L, H, num_random, key):
 def _texts(params, cfg, tok, probes, mask, mean_q, gen):
   # the unablated model is an all-False mask: the same compiled program as every ablation
   abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean_q, mode="mean_q")
-  return locos.generate_texts(params, cfg, probes, tok, ablation=abl, **gen)
+  kw = {k: v for k, v in gen.items() if k != "seed_block"}
+  return locos.generate_texts(params, cfg, probes, tok, ablation=abl, **kw)
 
 
 def _seed_blocks(probes, gen, num_seeds):
-  """Random-head seed of every probe: seeds cycle over the batches of each length bucket."""
+  """Random-head seed of every probe: seeds cycle over blocks of each length bucket.
+
+  A block is `gen['seed_block']` probes (default: `gen['batch_size']`), so the assignment
+  does not depend on how many rows a generation call holds.
+  """
+  block_size = gen.get("seed_block", gen["batch_size"])
   seed_of = np.zeros(len(probes), int)
   block = 0
   for _, idx in locos.bucket_indices([len(p.prompt_ids) for p in probes], gen["pad_to"]):
-    for j0 in range(0, len(idx), gen["batch_size"]):
-      for i in idx[j0 : j0 + gen["batch_size"]]:
+    for j0 in range(0, len(idx), block_size):
+      for i in idx[j0 : j0 + block_size]:
         seed_of[i] = block % num_seeds
       block += 1
   return seed_of
+
+
+def _batched_texts(params, cfg, tok, probes, masks, mean_q, gen):
+  """Generations of (probe, head set) pairs in one batched pass: `masks` is [N, L, H]."""
+  abl = lm.HeadAblation(mask=jnp.asarray(masks), mean=mean_q, mode="mean_q")
+  kw = {k: v for k, v in gen.items() if k != "seed_block"}
+  return locos.generate_texts(params, cfg, probes, tok, ablation=abl, **kw)
 
 
 def _run_conditions(
@@ -304,47 +317,69 @@ def _run_conditions(
   only=None,
   deadline=None,
   exempt_baseline=True,
+  group_rows=None,
 ):
   """Generations per probe for every condition (resumable cells).
 
-  Random masks cycle over the batches of probes (each batch uses the next seed, across
-  length buckets), so one random curve costs one detector's. `only` (indices) restricts a
-  condition other than the baseline to those probes; the others get NaN scores. A cell not
-  yet stored is skipped (NaN scores, listed in `res['skipped']`) once `time.time()` passes
-  `deadline`: conditions run in the order given, so the most important come first. The
-  unablated baseline runs whatever the time when `exempt_baseline`.
+  Random masks cycle over blocks of probes (each block uses the next seed, across length
+  buckets), so one random curve costs one detector's. `only` (indices) restricts a
+  condition other than the baseline to those probes; the others get NaN scores.
+
+  Cells not yet stored are computed together: their (probe, head set) rows are
+  concatenated, up to `group_rows` rows per group (default: one cell per group), and
+  generated in full batches with per-row ablation masks (`locos.generate_texts`), then
+  stored cell by cell. A group not yet started is skipped (its cells get NaN scores and are
+  listed in `res['skipped']`) once `time.time()` passes `deadline`: conditions run in the
+  order given, so the most important come first. The unablated baseline runs whatever the
+  time when `exempt_baseline`.
   """
   res = {"skipped": []}
   n_seeds = max(len(m) for _, _, m in conds)
+  plan = []  # (name, k, cell, sub, seed_of, per-row masks)
   for name, k, masks in conds:
-    cell = f"{tag}/{name}/k={k}"
-    if cell not in store:  # another process on this workdir may have stored it (real.helper)
-      store = core.CellStore(store.directory)
-    late = deadline is not None and cell not in store and time.time() > deadline
-    if late and (name != "baseline" or not exempt_baseline):
+    sub = np.arange(len(probes)) if only is None or name == "baseline" else np.asarray(only)
+    seed_of = _seed_blocks([probes[i] for i in sub], gen, n_seeds)
+    rows = np.stack([masks[s % len(masks)] for s in seed_of]) if sub.size else None
+    plan.append((name, k, f"{tag}/{name}/k={k}", sub, seed_of, rows))
+  store = core.CellStore(store.directory)  # another process may have stored cells
+  pending = [p for p in plan if p[2] not in store and p[3].size]
+  groups, cur, n_cur = [], [], 0
+  for p in pending:
+    if cur and group_rows and n_cur + p[3].size > group_rows or cur and not group_rows:
+      groups.append(cur)
+      cur, n_cur = [], 0
+    cur.append(p)
+    n_cur += p[3].size
+  if cur:
+    groups.append(cur)
+  skipped = set()
+  for group in groups:
+    late = deadline is not None and time.time() > deadline
+    if late and not (exempt_baseline and all(p[0] == "baseline" for p in group)):
+      skipped.update(p[2] for p in group if not (exempt_baseline and p[0] == "baseline"))
+      group = [p for p in group if exempt_baseline and p[0] == "baseline"]
+      if not group:
+        continue
+    t0 = time.time()
+    rows = [probes[i] for p in group for i in p[3]]
+    masks = np.concatenate([p[5] for p in group])
+    texts = _batched_texts(params, cfg, tok, rows, masks, mean_q, gen)
+    j = 0
+    for p in group:
+      store.put(p[2], texts[j : j + p[3].size])
+      j += p[3].size
+    logging.info(
+      "%d cells (%d rows) in %.1fs: %s", len(group), len(rows), time.time() - t0,
+      ", ".join(p[2] for p in group),
+    )  # fmt: skip
+  for name, k, cell, sub, seed_of, _ in plan:
+    if cell in skipped:
       res[(name, k)] = np.full(len(probes), np.nan)
       res[(name, k, "texts")] = [""] * len(probes)
       res["skipped"].append(cell)
       logging.info("%s skipped (time budget)", cell)
       continue
-    sub = np.arange(len(probes)) if only is None or name == "baseline" else np.asarray(only)
-    sub_probes = [probes[i] for i in sub]
-    seed_of = _seed_blocks(sub_probes, gen, n_seeds)
-
-    def compute(_, masks=masks, sub_probes=sub_probes, seed_of=seed_of):
-      texts = [""] * len(sub_probes)
-      for s, m in enumerate(masks):
-        idx = [i for i in range(len(sub_probes)) if seed_of[i] % len(masks) == s]
-        if not idx:
-          continue
-        for i, t in zip(
-          idx, _texts(params, cfg, tok, [sub_probes[i] for i in idx], m, mean_q, gen)
-        ):
-          texts[i] = t
-      return texts
-
-    t0 = time.time()
-    texts = store.get_or_compute(cell, compute) if sub.size else []
+    texts = store[cell] if sub.size else []
     scores = np.full(len(probes), np.nan)
     scores[sub] = [locos.rouge_l(probes[i].answer, t) for i, t in zip(sub, texts)]
     full = [""] * len(probes)
@@ -354,9 +389,7 @@ def _run_conditions(
     res[(name, k, "texts")] = full
     if name == "random":
       res[("random", k, "seeds")] = int(len(set(seed_of.tolist()))) if sub.size else 0
-    logging.info(
-      "%s %.1fs ROUGE-L %.3f (%d probes)", cell, time.time() - t0, np.nanmean(scores), sub.size
-    )
+    logging.info("%s ROUGE-L %.3f (%d probes)", cell, np.nanmean(scores), sub.size)
   return res
 
 
@@ -535,7 +568,15 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
   (det_names, det_lands), (ev_names, ev_lands) = locos.split_entities(
     c.seed, names=locos.NAMES, landmarks=locos.LANDMARKS
   )
-  gen = dict(max_new_tokens=r.max_steps, stop_ids=stop, batch_size=r.batch_size, pad_to=r.buckets)
+  # generation calls hold `gen_batch_size` rows; random seeds cycle over blocks of
+  # `batch_size` probes (as in the committed runs, whatever the generation batch)
+  gen = dict(
+    max_new_tokens=r.max_steps,
+    stop_ids=stop,
+    batch_size=r.get("gen_batch_size", r.batch_size),
+    seed_block=r.batch_size,
+    pad_to=r.buckets,
+  )
   no_mean = jnp.zeros((L, H, cfg.head_dim), jnp.float32)
   no_abl = np.zeros((L, H), bool)
   timings = {}
@@ -621,10 +662,11 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
   rest = [cd for cd in conds if cd[0] != "baseline" and cd not in first]
   rank = {d: i for i, d in enumerate(("locos", *r.claim_baselines, "random", *dets))}
   rest.sort(key=lambda cd: (cd[1] not in claim_ks, rank[cd[0]], cd[1]))
-  stem_kw = dict(only=correct, deadline=deadline)
+  stem_kw = dict(only=correct, deadline=deadline, group_rows=r.get("group_rows", 0) or None)
   tag = f"stem/n={r.num_eval}"
   # priority when a time budget is set: the claim's cells, the parametric control at the
-  # claim's k, the paper's protocol, then random heads, Wu and the other k values
+  # claim's k, random heads and Wu at the claim's k, the other k values, then the paper's
+  # protocol (its 100-step decodes cost the most per probe)
   res_stem = _run_conditions(params, cfg, tok, ev_stem, first, mean_q, gen, store, tag, **stem_kw)
   res_stem.update({key: v for key, v in res_base.items() if key != "skipped"})
   timings["filtered_claim_cells_s"] = time.time() - t0
@@ -648,6 +690,15 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
   run_parametric((0, *claim_ks))
   timings["parametric_s"] = time.time() - t0
   t0 = time.time()
+  more = _run_conditions(params, cfg, tok, ev_stem, rest, mean_q, gen, store, tag, **stem_kw)
+  res_stem["skipped"] += more.pop("skipped")
+  res_stem.update(more)
+  timings["filtered_other_cells_s"] = time.time() - t0
+  # 4. parametric control at the other k: the evaluation-half landmarks, LOCOS heads ablated
+  t0 = time.time()
+  run_parametric(ks)
+  timings["parametric_s"] += time.time() - t0
+  t0 = time.time()
   # the paper's protocol: every probe (the first `paper_num_eval`), no stem, its decode length
   paper_conds = [cd for cd in conds if cd[1] in (0, *r.paper_ks)]
   gen_paper = dict(gen, max_new_tokens=r.paper_max_steps)
@@ -663,19 +714,11 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
     f"paper/n={len(ev_paper)}",
     deadline=deadline,
     exempt_baseline=False,
+    group_rows=r.get("group_rows", 0) or None,
   )
   timings["paper_s"] = time.time() - t0
   paper_run = not np.isnan(res_paper[("baseline", 0)]).any()
   paper_texts = res_paper[("baseline", 0, "texts")] if paper_run else [""]
-  t0 = time.time()
-  more = _run_conditions(params, cfg, tok, ev_stem, rest, mean_q, gen, store, tag, **stem_kw)
-  res_stem["skipped"] += more.pop("skipped")
-  res_stem.update(more)
-  timings["filtered_other_cells_s"] = time.time() - t0
-  # 4. parametric control at the other k: the evaluation-half landmarks, LOCOS heads ablated
-  t0 = time.time()
-  run_parametric(ks)
-  timings["parametric_s"] += time.time() - t0
   curve_kw = dict(claim_ks=tuple(r.claim_ks), claim_baselines=tuple(r.claim_baselines))
   paper_ks = list(r.paper_ks)
   curves = {

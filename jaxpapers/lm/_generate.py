@@ -243,7 +243,7 @@ def generate(
     if temperature.ndim != 0:
       raise ValueError(f"temperature must be a scalar, got shape {temperature.shape}")
     row_ok = row_ok & jnp.isfinite(temperature) & (temperature >= 0)
-  _check_ablation(ablation, config)
+  _check_ablation(ablation, config, prompt.shape[0])
   resolve_impl(attention, prompt.shape[1], False)
   block_size = V.check_int(block_size, "block_size", min_value=1)
   if pad_to is not None:

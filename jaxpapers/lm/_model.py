@@ -80,7 +80,9 @@ class HeadAblation:
   """Replace chosen heads' query vectors or outputs.
 
   Attributes:
-    mask: bool [L, H]; True marks an ablated (layer, query head).
+    mask: bool [L, H], True marks an ablated (layer, query head); or bool [B, L, H], one
+      head set per batch row (rows are independent, so B probes under B different head
+      sets cost one batched call: the same result as B calls with the rows' [L, H] masks).
     mean: f32 [L, H, dh], the replacement for the 'mean_*' modes.
     mode: 'mean_q' (query := mean, before QK-norm and RoPE), 'zero_q' (q := 0,
       i.e. uniform causal attention), 'mean_out' / 'zero_out' (the head output
@@ -300,6 +302,11 @@ def _act(x: jax.Array, act: str) -> jax.Array:
   return jax.nn.silu(x) if act == "silu" else jax.nn.gelu(x, approximate=True)
 
 
+def _row_mask(abl_mask):
+  """One layer's ablation mask, [H] or per row [B, H], broadcast against [B, T, H, dh]."""
+  return abl_mask[None, None, :, None] if abl_mask.ndim == 1 else abl_mask[:, None, :, None]
+
+
 def _layer(
   x,
   xs,
@@ -331,7 +338,7 @@ def _layer(
     out["queries"] = q
   if ablation_mode in ("mean_q", "zero_q"):
     repl = abl_mean if ablation_mode == "mean_q" else jnp.zeros_like(abl_mean)
-    q = jnp.where(abl_mask[None, None, :, None], repl[None, None].astype(q.dtype), q)
+    q = jnp.where(_row_mask(abl_mask), repl[None, None].astype(q.dtype), q)
   if config.qk_norm:
     q = rms_norm(q, lp["q_norm"], config.norm_eps)
     k = rms_norm(k, lp["k_norm"], config.norm_eps)
@@ -376,7 +383,7 @@ def _layer(
     )
   if ablation_mode in ("mean_out", "zero_out"):
     repl = abl_mean if ablation_mode == "mean_out" else jnp.zeros_like(abl_mean)
-    z = jnp.where(abl_mask[None, None, :, None], repl[None, None].astype(z.dtype), z)
+    z = jnp.where(_row_mask(abl_mask), repl[None, None].astype(z.dtype), z)
   if capture.attn == "all":
     out["attn"] = probs
   elif capture.attn in ("last", "rows"):
@@ -480,6 +487,8 @@ def _forward(
   is_global = jnp.asarray(flags, bool)
   if ablation is not None:
     abl_mask = ablation.mask.astype(bool)
+    if abl_mask.ndim == 3:  # per-row head sets [B, L, H]: scanned over layers as [L, B, H]
+      abl_mask = jnp.moveaxis(abl_mask, 1, 0)
     abl_mean = (
       ablation.mean
       if ablation.mean is not None
@@ -591,7 +600,7 @@ def _forward_jit(
   )
 
 
-def _check_ablation(ablation, config):
+def _check_ablation(ablation, config, batch=None):
   if ablation is None:
     return
   if not isinstance(ablation, HeadAblation):
@@ -599,9 +608,12 @@ def _check_ablation(ablation, config):
   if ablation.mode not in _ABLATION_MODES:
     raise ValueError(f"ablation.mode must be one of {_ABLATION_MODES}, got {ablation.mode!r}")
   L, H, dh = config.n_layers, config.n_heads, config.head_dim
-  if tuple(ablation.mask.shape) != (L, H):
+  shape = tuple(ablation.mask.shape)
+  if shape != (L, H) and not (len(shape) == 3 and shape[1:] == (L, H)):
+    raise ValueError(f"ablation.mask must have shape [L, H] = {(L, H)} or [B, L, H], got {shape}")
+  if len(shape) == 3 and batch is not None and shape[0] != batch:
     raise ValueError(
-      f"ablation.mask must have shape [L, H] = {(L, H)}, got {tuple(ablation.mask.shape)}"
+      f"a per-row ablation.mask [B, L, H] needs B = the batch size {batch}, got {shape}"
     )
   if ablation.mode.startswith("mean"):
     if ablation.mean is None or tuple(ablation.mean.shape) != (L, H, dh):
@@ -712,7 +724,7 @@ def forward(
   _check_cache(cache, config, tokens.shape[0])
   if capture.attn not in _ATTN_CAPTURE:
     raise ValueError(f"capture.attn must be one of {_ATTN_CAPTURE}, got {capture.attn!r}")
-  _check_ablation(ablation, config)
+  _check_ablation(ablation, config, tokens.shape[0])
   resolve_impl(attention, tokens.shape[1], capture.attn == "all")
   block_size = V.check_int(block_size, "block_size", min_value=1)
   attn_rows = _check_attn_rows(attn_rows, capture, tokens.shape[0])
@@ -801,7 +813,7 @@ class Decoder(nnx.Module):
     """Same arguments and bad-input behaviour as `forward` (NaN outputs for bad ids under jit)."""
     tokens, ok = _check_tokens(tokens, self.config, mask)
     _check_cache(cache, self.config, tokens.shape[0])
-    _check_ablation(ablation, self.config)
+    _check_ablation(ablation, self.config, tokens.shape[0])
     resolve_impl(attention, tokens.shape[1], capture.attn == "all")
     block_size = V.check_int(block_size, "block_size", min_value=1)
     attn_rows = _check_attn_rows(attn_rows, capture, tokens.shape[0])

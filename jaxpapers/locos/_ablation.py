@@ -79,10 +79,22 @@ def generate_texts(
   Prompts are left-padded per length bucket (see `bucket_indices`), so a list of bucket
   lengths compiles the decoder once per bucket whatever the prompt lengths are (the
   ablation mask is data: every head set reuses the program).
+
+  `ablation.mask` is either one head set [L, H] for every probe or one per probe
+  [len(probes), L, H]. Per-probe masks let one call evaluate many (probe, head set) pairs,
+  e.g. several ablation conditions or random seeds, in full batches on device; the result
+  equals calling this function once per head set (rows never interact).
   """
   probes = list(probes)
   if not probes or not all(isinstance(p, Trial) for p in probes):
     raise ValueError("probes must be a non-empty sequence of Trial")
+  per_row = ablation is not None and np.ndim(ablation.mask) == 3
+  if per_row and np.shape(ablation.mask)[0] != len(probes):
+    raise ValueError(
+      f"a per-probe ablation.mask must be [len(probes)={len(probes)}, L, H], got "
+      f"{tuple(np.shape(ablation.mask))}"
+    )
+  masks = np.asarray(ablation.mask, bool) if per_row else None
   if (
     isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1
   ):
@@ -94,8 +106,17 @@ def generate_texts(
     for i in range(0, len(idx), batch_size):
       chunk = [probes[j] for j in idx[i : i + batch_size]]
       rows = [p.prompt_ids for p in chunk]
-      rows = rows + [rows[-1]] * (batch_size - len(rows))
+      # a last, partial chunk is padded to a multiple of min(8, batch_size) rows, not to
+      # batch_size: a few more compiled shapes instead of up to batch_size - 1 wasted rows
+      step = min(8, batch_size)
+      width = min(batch_size, -(-len(rows) // step) * step)
+      rows = rows + [rows[-1]] * (width - len(rows))
       ids, mask = lm.left_pad(rows, length=length)
+      abl = ablation
+      if per_row:  # the chunk's head sets; filler rows repeat the last one
+        sel = idx[i : i + batch_size]
+        sel = sel + [sel[-1]] * (width - len(sel))
+        abl = lm.HeadAblation(mask=jnp.asarray(masks[sel]), mean=ablation.mean, mode=ablation.mode)
       g = lm.generate(
         params,
         ids,
@@ -103,7 +124,7 @@ def generate_texts(
         prompt_mask=mask,
         max_new_tokens=max_new_tokens,
         stop_ids=stop_ids,
-        ablation=ablation,
+        ablation=abl,
       )
       toks, n = np.asarray(g.tokens), np.asarray(g.num_steps)
       for b, j in enumerate(idx[i : i + batch_size]):

