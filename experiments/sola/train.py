@@ -101,18 +101,15 @@ def load_texts(c):
 
 def load_teacher(c, split):
   """(logits_fn, tokenizer, description)."""
-  if c.teacher == "smollm2":
-    cfg, params, tok = lm.load_smollm2()
+  real = {
+    "smollm2": (lm.load_smollm2, "SmolLM2-135M-Instruct (Q4_1 GGUF), byte-level BPE 49,152"),
+    "gemma3": (lm.load_gemma3, "Gemma-3-270M (Q4_K_M GGUF), SentencePiece 262,144"),
+  }
+  if c.teacher in real:
+    load, desc = real[c.teacher]
+    cfg, params, tok = load()
     f = jax.jit(lambda p, x: lm.forward(p, x, config=cfg)[0])
-    return (lambda x: f(params, x)), tok, "SmolLM2-135M-Instruct (Q4_1 GGUF), byte-level BPE 49,152"
-  if c.teacher == "gemma3":
-    cfg, params, tok = lm.load_gemma3()
-    f = jax.jit(lambda p, x: lm.forward(p, x, config=cfg)[0])
-    return (
-      (lambda x: f(params, x)),
-      tok,
-      "Gemma-3-270M (Q4_K_M GGUF), SentencePiece 262,144",
-    )
+    return (lambda x: f(params, x)), tok, desc
   if c.teacher == "random":
     tok = S.train_bpe(split["train"], vocab_size=c.random_teacher.vocab, style="bytelevel")
     t = c.random_teacher
@@ -408,17 +405,18 @@ def derived_metrics(methods: dict, n_seeds: int) -> dict:
   sola = methods["sola"]["bpb_eval"]
   base = [m for m in ("uld", "mined", "alm") if m in methods]
 
-  def diff(ref):
-    d = sola["mean"] - ref["mean"]
-    noise = 2.0 * float(np.sqrt((sola["std"] ** 2 + ref["std"] ** 2) / n_seeds))
+  def diff(a, b):  # seed-mean difference a - b and its 95% noise half-width
+    d = a["mean"] - b["mean"]
+    noise = 2.0 * float(np.sqrt((a["std"] ** 2 + b["std"] ** 2) / n_seeds))
     return d, noise
 
+  bpb = lambda m: methods[m]["bpb_eval"]
   if base:
-    best = min(base, key=lambda m: methods[m]["bpb_eval"]["mean"])
-    d, h = diff(methods[best]["bpb_eval"])
+    best = min(base, key=lambda m: bpb(m)["mean"])
+    d, h = diff(sola, bpb(best))
     out.update(best_ctkd_baseline=best, sola_minus_best_ctkd_bpb=d, sola_vs_best_ctkd_noise=h)
   if "ce" in methods:
-    d, h = diff(methods["ce"]["bpb_eval"])
+    d, h = diff(sola, bpb("ce"))
     out.update(sola_minus_ce_bpb=d, sola_vs_ce_noise=h)
   # the ablations and the same-tokenizer reference (SOLA minus each)
   for m, name in (
@@ -430,17 +428,14 @@ def derived_metrics(methods: dict, n_seeds: int) -> dict:
     ("same_tok_ce", "same_tok_ce"),
   ):
     if m in methods:
-      d, h = diff(methods[m]["bpb_eval"])
+      d, h = diff(sola, bpb(m))
       out[f"sola_minus_{name}_bpb"] = d
       out[f"sola_vs_{name}_noise"] = h
-  if "alm" in methods and "ce" in methods:
-    a, b = methods["alm"]["bpb_eval"], methods["ce"]["bpb_eval"]
-    out["alm_minus_ce_bpb"] = a["mean"] - b["mean"]
-    out["alm_vs_ce_noise"] = 2.0 * float(np.sqrt((a["std"] ** 2 + b["std"] ** 2) / n_seeds))
-  if "same_tok_kd" in methods and "same_tok_ce" in methods:
-    a, b = methods["same_tok_kd"]["bpb_eval"], methods["same_tok_ce"]["bpb_eval"]
-    out["same_tok_kd_minus_ce_bpb"] = a["mean"] - b["mean"]
-    out["same_tok_kd_vs_ce_noise"] = 2.0 * float(np.sqrt((a["std"] ** 2 + b["std"] ** 2) / n_seeds))
+  for a, b, name in (("alm", "ce", "alm"), ("same_tok_kd", "same_tok_ce", "same_tok_kd")):
+    if a in methods and b in methods:
+      d, h = diff(bpb(a), bpb(b))
+      out[f"{name}_minus_ce_bpb"] = d
+      out[f"{name}_vs_ce_noise"] = h
   return out
 
 
