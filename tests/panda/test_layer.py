@@ -233,3 +233,39 @@ def test_fast_products_match_their_definitions_and_gradients():
     np.testing.assert_allclose(ds, (g * x).sum(-1), rtol=1e-12)
     np.testing.assert_allclose(dx, s[..., None] * g, rtol=1e-12)
     jtu.check_grads(lambda w: _stage._head_dot(xj, w), (jnp.asarray(w_h),), order=1, modes=["rev"])
+
+
+@pytest.mark.parametrize("aux", ["diff-mlp", "same-mlp"])
+@pytest.mark.parametrize("symmetric", [False, True])
+def test_stage_messages_and_coef_match_their_formulas(aux, symmetric):
+  """y_r = sum_s m_sr against a float64 transcription from the returned alpha and gate.
+
+  Non-symmetric: m = alpha x + (1 - alpha) g x~, coef = alpha + s (1 - alpha) g; symmetric:
+  m = alpha (ReLU(g) x + ReLU(-g) x~), coef = alpha (ReLU(g) + s ReLU(-g)); x~ = W_aux x + b
+  ('diff-mlp', real features) or -x ('same-mlp', s = -1).
+  """
+  rng = np.random.default_rng(7)
+  s_n, r_n, p_n, h, c = 6, 4, 14, 2, 3
+  send = jnp.asarray(rng.integers(0, s_n, p_n), jnp.int32)
+  recv = jnp.asarray(np.sort(rng.integers(0, r_n, p_n)), jnp.int32)
+  prior = jnp.asarray(rng.random(p_n), jnp.float32)
+  x = jnp.asarray(rng.normal(size=(s_n, h, c)), jnp.float32)
+  cfg = panda.PandaConfig(heads=h, aux=aux, symmetric_aux=symmetric, att_dropout=0.0)
+  stage = panda.PandaStage(c, cfg, rngs=nnx.Rngs(1))
+  (y, _), a = stage((x, None), None, send, recv, prior, None, r_n, conj_phase=True)
+  xs = np.asarray(x, np.float64)[np.asarray(send)]
+  alpha, gate = (np.asarray(v, np.float64)[..., None] for v in (a.alpha, a.gate))
+  if aux == "same-mlp":
+    xt, sgn = -xs, -1.0
+  else:
+    w, b = (np.asarray(v[...], np.float64) for v in (stage.w_aux, stage.b_aux))
+    xt, sgn = (np.asarray(x, np.float64) @ w + b)[np.asarray(send)], 1.0
+  if symmetric:
+    pos, neg = np.maximum(gate, 0.0), np.maximum(-gate, 0.0)
+    m, coef = alpha * (pos * xs + neg * xt), alpha * (pos + sgn * neg)
+  else:
+    m, coef = alpha * xs + (1.0 - alpha) * gate * xt, alpha + sgn * (1.0 - alpha) * gate
+  want = np.zeros((r_n, h, c))
+  np.add.at(want, np.asarray(recv), m)
+  np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(a.coef, coef[..., 0], rtol=1e-5, atol=1e-6)
