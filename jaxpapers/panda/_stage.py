@@ -391,7 +391,7 @@ class PandaStage(nnx.Module):
         pos, neg = alpha * jax.nn.relu(gate), alpha * jax.nn.relu(-gate)
         mr = _scale(pos, gr) + _scale(neg, tr_)
         mi = None if gi is None else _scale(pos, gi) + _scale(neg, ti_)
-        coef = alpha * (jax.nn.relu(gate) + sgn * jax.nn.relu(-gate))
+        coef = pos + sgn * neg
       else:
         if cfg.mix == "mul":
           share, sg = cb - alpha, 1.0
