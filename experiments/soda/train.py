@@ -114,14 +114,20 @@ def data_constraint(mesh: Mesh | None, leading: int = 0) -> Callable[[Any], Any]
   """Shards axis ``leading`` of every leaf over the mesh's ``data`` axis (identity without one).
 
   Used inside the per-run (vmapped) functions: ``jax.vmap`` leaves the runs axis unconstrained,
-  so a ``[B, ...]`` batch becomes ``[R, B, ...]`` split over ``(runs, data)``.
+  so a ``[B, ...]`` batch becomes ``[R, B, ...]`` split over ``(runs, data)``. A leaf whose axis
+  is not a multiple of the data axis (e.g. a test set of 797 rows) is left to the compiler.
   """
   if mesh is None or DATA_AXIS not in mesh.axis_names:
     return lambda tree: tree
   spec = P(*([None] * leading), DATA_AXIS)
-  return lambda tree: jax.tree.map(
-    lambda x: jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec)), tree
-  )
+  size = mesh.shape[DATA_AXIS]
+
+  def constrain(x):
+    if x.ndim <= leading or x.shape[leading] % size:
+      return x
+    return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+
+  return lambda tree: jax.tree.map(constrain, tree)
 
 
 # -------------------------------------------------------------- schedules --

@@ -279,6 +279,11 @@ def test_choose_data_parallel_and_grid_mesh():
   # 8 fake devices: 3 runs -> 2 devices each, on 3 of the 4 runs-axis rows (no padded run).
   assert dict(train.grid_mesh(3, 0, 8).shape) == {"runs": 3, "data": 2}
   assert dict(train.grid_mesh(3, 4, 8).shape) == {"runs": 2, "data": 4}
+  # The batch constraint: split over 'data' when the axis divides, else left to the compiler.
+  mesh = train.grid_mesh(2, 4, 8)
+  split = jax.jit(train.data_constraint(mesh))
+  assert split(jnp.ones((8, 3))).sharding.spec[0] == "data"
+  assert split(jnp.ones((6, 3))).shape == (6, 3)
   with pytest.raises(ValueError, match="data_parallel=3 must divide"):
     train.grid_mesh(3, 3, 8)
   with pytest.raises(ValueError, match="data_parallel must be an int"):
