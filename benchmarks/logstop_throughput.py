@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import jax
@@ -69,6 +70,7 @@ def main():
   ap.add_argument("--quick", action="store_true")
   ap.add_argument("--out", default=None, help="optional JSON output path")
   args = ap.parse_args()
+  t_start = time.perf_counter()
   Ts = (30, 300, 3000) if args.quick else (30, 100, 300, 1000, 3000, 10000)
   windows = (1,) if args.quick else (1, 5)
   min_time = 0.05 if args.quick else 0.5
@@ -117,8 +119,21 @@ def main():
     )
     print(f"| {L.size(L.parse(formula))} | {1 / tj:,.0f} | {1 / tp:,.1f} |", flush=True)
   if args.out:
+    from jaxpapers.core import results as results_lib
+
+    record = dict(
+      command=results_lib.command_line(),
+      git=results_lib.git_info(),
+      environment=results_lib.environment_info(),
+      xla_flags=os.environ.get("XLA_FLAGS", ""),
+      load_average=os.getloadavg(),  # the host is shared: the ratios are the meaningful part
+      wall_time_s=time.perf_counter() - t_start,
+      rows=rows,
+      growth=growth,
+      sizes=size_rows,
+    )
     with open(args.out, "w") as fh:
-      json.dump(dict(rows=rows, growth=growth, sizes=size_rows), fh, indent=1)
+      json.dump(results_lib.to_jsonable(record), fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,11 @@ class Config:
   source_steps: int = 3000
   delta: float = 0.01
   seed: int = 0
+  # True: every cell solves all C(n, k) rows and reads each seed's prefixes from them (the
+  # n = 32 run). False: each seed solves only its own max(Ns) rows and the source only their
+  # union: the same margins for the rows used (rows are independent problems), a cost in
+  # max(Ns) instead of C(n, k); the random-query baseline then draws one query per used row.
+  all_rows: bool = True
 
 
 def _documents(n: int, s: float) -> np.ndarray:
@@ -58,17 +63,20 @@ def _documents(n: int, s: float) -> np.ndarray:
   return np.concatenate([math.sqrt(1.0 - s * s) * np.eye(n), np.full((n, 1), s)], axis=1)
 
 
-def source_solution(n: int, k: int, steps: int) -> dict:
+def source_solution(n: int, k: int, steps: int, rows=None) -> dict:
   """The unrestricted optimum for all k-subsets, as explicit embeddings in ``R^{n+1}``.
 
   By the symmetry of the SDP over document permutations, an optimal document Gram matrix
   is ``(1 - c) I + c J``; with ``c = s^2 >= 0`` these are the documents of
   :func:`_documents`, and every row then has the same best query margin. ``s`` maximises
   that margin (one row, FISTA, scipy's bounded scalar search); the queries of all rows are
-  then solved for these documents. The result is compared with the exact optimum
+  then solved for these documents (only ``rows``, indices into the rows of
+  ``k_sparse_relevance(n, k)``, when given; ``U`` then has zeros elsewhere and ``m_src`` is
+  their minimum). The result is compared with the exact optimum
   :func:`jaxpapers.margins.k_sparse_optimal_margin`.
   """
   A = np.asarray(M.k_sparse_relevance(n, k))
+  solved = np.arange(A.shape[0]) if rows is None else np.unique(np.asarray(rows))
 
   def neg_margin(s):
     V = jnp.asarray(_documents(n, s), jnp.float32)
@@ -80,10 +88,11 @@ def source_solution(n: int, k: int, steps: int) -> dict:
     ).x
   )
   V = _documents(n, s)
-  q = M.max_margin_queries(jnp.asarray(V, jnp.float32), jnp.asarray(A), steps=steps)
-  U = np.asarray(q.U, np.float64)
-  U /= np.linalg.norm(U, axis=1, keepdims=True)
-  m_src = float(np.min(np.where(A, 1.0, -1.0) * (U @ V.T)))
+  q = M.max_margin_queries(jnp.asarray(V, jnp.float32), jnp.asarray(A[solved]), steps=steps)
+  U = np.zeros((A.shape[0], n + 1))
+  U[solved] = np.asarray(q.U, np.float64)
+  U[solved] /= np.linalg.norm(U[solved], axis=1, keepdims=True)
+  m_src = float(np.min(np.where(A[solved], 1.0, -1.0) * (U[solved] @ V.T)))
   return {"A": A, "U": U, "V": V, "s": s, "m_src": m_src, "m_inf": M.k_sparse_optimal_margin(n, k)}
 
 
@@ -111,18 +120,21 @@ def _cell(cfg: Config, src: dict, perms, key, d: int) -> dict:
   out = {m: [] for m in METHODS}
   gaps = []
   for s in range(cfg.seeds):
+    # All rows, each seed reading its prefixes; or only this seed's rows, in prefix order.
+    used = slice(None) if cfg.all_rows else perms[s][: max(cfg.Ns)]
+    order = perms[s] if cfg.all_rows else np.arange(max(cfg.Ns))
     rows = _row_margins(
       jax.random.fold_in(jax.random.fold_in(key, s), d),
-      src["U"],
+      src["U"][used],
       jnp.asarray(src["V"], jnp.float32),
-      jnp.asarray(src["A"]),
-      Y,
+      jnp.asarray(src["A"][used]),
+      Y[used],
       d,
       cfg.steps,
     )
     gaps.append(rows["gap"])
     for m in METHODS:
-      out[m].append([float(np.min(rows[m][perms[s][:N]])) for N in cfg.Ns])
+      out[m].append([float(np.min(rows[m][order[:N]])) for N in cfg.Ns])
   out["fista_gap_max"] = max(gaps)
   return out
 
@@ -366,12 +378,13 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
   store = core.CellStore(workdir / "cells")
-  src = source_solution(cfg.n, cfg.k, cfg.source_steps)
   key = jax.random.key(cfg.seed)
   perms = [
     np.asarray(jax.random.permutation(jax.random.fold_in(jax.random.fold_in(key, 0), s), total))
     for s in range(cfg.seeds)
   ]
+  used = None if cfg.all_rows else np.concatenate([p[: max(cfg.Ns)] for p in perms])
+  src = source_solution(cfg.n, cfg.k, cfg.source_steps, rows=used)
   kproj = jax.random.fold_in(key, 1)
   bar = core.progress(total=len(cfg.ds), desc="E4 d grid")
   cells = {}

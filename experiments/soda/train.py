@@ -16,7 +16,13 @@ and horizon):
 
 The grids run on the shared sweep engine (``core.Sweep``: runs vmapped and
 sharded over the devices, ``lax.scan`` chunks, an orbax checkpoint every
-``checkpoint_every`` chunks under ``<workdir>/cells/_checkpoints/``). Every
+``checkpoint_every`` chunks under ``<workdir>/cells/_checkpoints/``). With
+``data_parallel`` > 1 (or 0: chosen per grid, see :func:`choose_data_parallel`)
+the mesh is ``runs x data``: each run's batch is split over the ``data`` axis
+and its parameters and optimizer state are replicated there (XLA all-reduces
+the gradients), so a grid with fewer runs than devices still uses them all;
+``microbatches`` > 1 accumulates each step's gradient over that many slices of
+the batch (same update, less activation memory). Every
 finished (task, horizon, group) is stored in ``<workdir>/cells/`` (one JSON
 file each); a rerun on the same workdir skips finished cells and resumes an
 unfinished one from its latest checkpoint.
@@ -34,6 +40,8 @@ import jax
 import jax.numpy as jnp
 import matplotlib
 from flax import nnx
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -44,8 +52,82 @@ import optax  # noqa: E402
 from experiments.soda import models  # noqa: E402
 from jaxpapers import core  # noqa: E402
 from jaxpapers import soda as soda_lib  # noqa: E402
+from jaxpapers.core.sweep import RUNS_AXIS  # noqa: E402
 
 LN2 = math.log(2.0)
+DATA_AXIS = "data"
+
+
+# ------------------------------------------------------------------- mesh --
+
+
+def choose_data_parallel(num_runs: int, num_devices: int, batch_size: int) -> int:
+  """Devices per run (``p``) for a grid of ``num_runs`` runs on ``num_devices`` devices.
+
+  Data parallelism spends the devices that sharding whole runs leaves idle and never puts
+  more than one run's parameters and optimizer state on a device where runs-only sharding
+  would not: ``p`` is the largest divisor of ``num_devices`` (and of ``batch_size``) with
+  ``p <= num_devices // num_runs``; ``p = 1`` when there are at least as many runs as devices.
+  """
+  for name, v in (("num_runs", num_runs), ("num_devices", num_devices), ("batch_size", batch_size)):
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+      raise ValueError(f"{name} must be a positive int, got {v!r}")
+  cap = max(1, num_devices // num_runs)
+  return max(p for p in range(1, cap + 1) if num_devices % p == 0 and batch_size % p == 0)
+
+
+def grid_mesh(num_runs: int, data_parallel: int, batch_size: int, devices=None) -> Mesh | None:
+  """The ``(runs, data)`` mesh of one grid, or ``None`` for the runs-only default.
+
+  Args:
+    num_runs: ``R``, runs in the grid.
+    data_parallel: devices per run on the ``data`` axis; 1 = none (each device trains whole
+      runs, ``core.runs_mesh``); 0 = :func:`choose_data_parallel`.
+    batch_size: the per-run batch, which the ``data`` axis splits (a multiple of it).
+    devices: default ``jax.devices()``.
+
+  Returns:
+    ``None`` when ``p = 1``, else a mesh with axes ``(RUNS_AXIS, 'data')`` of shape
+    ``(r, p)``: the fewest runs-axis devices that keep the load ``ceil(R / r)`` minimal (all of
+    them with several processes, as ``core.runs_mesh``).
+  """
+  devices = list(jax.devices() if devices is None else devices)
+  if not isinstance(data_parallel, (int, np.integer)) or data_parallel < 0:
+    raise ValueError(f"data_parallel must be an int >= 0 (0 = automatic), got {data_parallel!r}")
+  p = int(data_parallel) or choose_data_parallel(num_runs, len(devices), batch_size)
+  if p == 1:
+    return None
+  if len(devices) % p or batch_size % p:
+    raise ValueError(
+      f"data_parallel={p} must divide the number of devices ({len(devices)}) and the batch "
+      f"size ({batch_size})"
+    )
+  r = len(devices) // p
+  if jax.process_count() == 1:
+    r = math.ceil(num_runs / math.ceil(num_runs / r))
+  auto = (jax.sharding.AxisType.Auto,) * 2
+  grid = np.asarray(devices[: r * p]).reshape(r, p)
+  return Mesh(grid, (RUNS_AXIS, DATA_AXIS), axis_types=auto)
+
+
+def data_constraint(mesh: Mesh | None, leading: int = 0) -> Callable[[Any], Any]:
+  """Shards axis ``leading`` of every leaf over the mesh's ``data`` axis (identity without one).
+
+  Used inside the per-run (vmapped) functions: ``jax.vmap`` leaves the runs axis unconstrained,
+  so a ``[B, ...]`` batch becomes ``[R, B, ...]`` split over ``(runs, data)``. A leaf whose axis
+  is not a multiple of the data axis (e.g. a test set of 797 rows) is left to the compiler.
+  """
+  if mesh is None or DATA_AXIS not in mesh.axis_names:
+    return lambda tree: tree
+  spec = P(*([None] * leading), DATA_AXIS)
+  size = mesh.shape[DATA_AXIS]
+
+  def constrain(x):
+    if x.ndim <= leading or x.shape[leading] % size:
+      return x
+    return jax.lax.with_sharding_constraint(x, NamedSharding(mesh, spec))
+
+  return lambda tree: jax.tree.map(constrain, tree)
 
 
 # -------------------------------------------------------------- schedules --
@@ -164,7 +246,16 @@ def family_grid(task_cfg) -> list[tuple[str, dict[str, float]]]:
 
 
 def group_sweep(
-  *, families, cfg, init_params, loss_fn, batch_fn, eval_fn, hidden_mask=None
+  *,
+  families,
+  cfg,
+  init_params,
+  loss_fn,
+  batch_fn,
+  eval_fn,
+  hidden_mask=None,
+  mesh: Mesh | None = None,
+  microbatches: int = 1,
 ) -> core.Sweep:
   """The per-run functions of one optimizer group on the shared sweep engine.
 
@@ -173,7 +264,34 @@ def group_sweep(
   (``hparams['arm']``, an index into ``families``). The hyperparameters, the
   horizon (``hparams['total']``) included, are traced: one compiled chunk
   serves every grid and horizon of the group.
+
+  ``mesh``: the grid's mesh (default ``core.runs_mesh``); with a ``data`` axis
+  (:func:`grid_mesh`) each run's batch is split over it. ``microbatches = m``:
+  the batch (leading axis ``B``, a multiple of ``m``) is cut into ``m`` slices
+  of ``B / m`` rows and the gradient is their mean, accumulated in a
+  ``lax.scan`` (equal to the full-batch gradient of a mean loss).
   """
+  if not isinstance(microbatches, (int, np.integer)) or microbatches < 1:
+    raise ValueError(f"microbatches must be a positive int, got {microbatches!r}")
+  m = int(microbatches)
+  shard = data_constraint(mesh, leading=1 if m > 1 else 0)
+
+  def value_and_grad(params, batch):
+    if m == 1:
+      return jax.value_and_grad(loss_fn)(params, shard(batch))
+
+    def split(x):
+      if x.shape[0] % m:
+        raise ValueError(f"the batch ({x.shape[0]} rows) must be a multiple of microbatches={m}")
+      return x.reshape(m, x.shape[0] // m, *x.shape[1:])
+
+    def body(acc, mb):
+      loss, g = jax.value_and_grad(loss_fn)(params, mb)
+      return jax.tree.map(jnp.add, acc, (loss, g)), None
+
+    zero = (jnp.zeros((), jnp.float32), jax.tree.map(jnp.zeros_like, params))
+    (loss, grads), _ = jax.lax.scan(body, zero, shard(jax.tree.map(split, batch)))
+    return loss / m, jax.tree.map(lambda g: g / m, grads)
 
   def txs(hp):
     return [make_tx(f, hp, cfg, hidden_mask) for f in families]
@@ -185,7 +303,7 @@ def group_sweep(
   def step_fn(state, hp, key, i, data):
     params, states = state
     batch = batch_fn(jax.random.fold_in(jax.random.fold_in(key, 1), i))
-    loss, grads = jax.value_and_grad(loss_fn)(params, batch)
+    loss, grads = value_and_grad(params, batch)
     outs = [tx.update(grads, s, params) for tx, s in zip(txs(hp), states)]
     updates = jax.tree.map(
       lambda *us: jnp.select([hp["arm"] == j for j in range(len(us))], us), *[o[0] for o in outs]
@@ -193,9 +311,9 @@ def group_sweep(
     return (optax.apply_updates(params, updates), tuple(o[1] for o in outs)), loss
 
   def eval_run(state, hp, key, data):
-    return eval_fn(state[0])
+    return eval_fn(state[0], shard=data_constraint(mesh))
 
-  return core.Sweep(init_fn, step_fn, eval_run)
+  return core.Sweep(init_fn, step_fn, eval_run, mesh=mesh)
 
 
 def group_grid(runs, seeds, base_seed, total, families):
@@ -236,8 +354,8 @@ def _digits_setup(cfg):
     idx = jax.random.randint(key, (cfg.batch_size,), 0, xtr.shape[0])
     return xtr[idx], ytr[idx]
 
-  def eval_fn(params):  # [2]: accuracy, NLL
-    logits = nnx.merge(graphdef, params)(xte)
+  def eval_fn(params, shard=lambda t: t):  # [2]: accuracy, NLL
+    logits = nnx.merge(graphdef, params)(shard(xte))
     nll = optax.softmax_cross_entropy_with_integer_labels(logits, yte).mean()
     return jnp.stack([jnp.mean(jnp.argmax(logits, -1) == yte), nll])
 
@@ -299,14 +417,28 @@ def _lm_setup(cfg):
   def loss_fn(params, batch):
     return nll(params, *batch)
 
+  # Validation in chunks of eval_batch windows (0 = all at once): the activations of one chunk.
+  eval_batch = int(cfg.get("eval_batch", 0)) or cfg.val_windows
+  if cfg.val_windows % eval_batch:
+    raise ValueError(
+      f"eval_batch ({eval_batch}) must divide val_windows ({cfg.val_windows}), or be 0"
+    )
+  val_chunks = (
+    val_x.reshape(-1, eval_batch, ctx),
+    val_y.reshape(-1, eval_batch, ctx),
+  )
+
   def batch_fn(key):
     s = jax.random.randint(key, (cfg.batch_size,), 0, train_tok.shape[0] - ctx - 1)
     win = jax.vmap(lambda i: jax.lax.dynamic_slice(train_tok, (i,), (ctx + 1,)))(s)
     win = win.astype(jnp.int32)
     return win[:, :-1], win[:, 1:]
 
-  def eval_fn(params):  # bits per token (per byte for the byte-level text)
-    return nll(params, val_x, val_y) / LN2
+  def eval_fn(params, shard=lambda t: t):  # bits per token (per byte for the byte-level text)
+    if val_chunks[0].shape[0] == 1:
+      return nll(params, *shard((val_x, val_y))) / LN2
+    per_chunk = jax.lax.map(lambda xy: nll(params, *shard(xy)), val_chunks)
+    return per_chunk.mean() / LN2  # equal chunks: the mean over every window and position
 
   num_params = sum(x.size for x in jax.tree.leaves(abstract))
   return dict(
@@ -338,7 +470,9 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
       raise ValueError(f"horizon {total} must be a multiple of chunk {cfg.chunk}")
 
     def compute(ckpt_dir, total=total, group=group, runs=runs, families=families):
+      s = group_seeds(cfg, group)
       if group not in engines:
+        mesh = grid_mesh(len(runs) * s, int(cfg.get("data_parallel", 1)), int(cfg.batch_size))
         engines[group] = group_sweep(
           families=families,
           cfg=cfg,
@@ -347,8 +481,9 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
           batch_fn=setup["batch_fn"],
           eval_fn=setup["eval_fn"],
           hidden_mask=setup.get("hidden_mask"),
+          mesh=mesh,
+          microbatches=int(cfg.get("microbatches", 1)),
         )
-      s = group_seeds(cfg, group)
       hp, keys = group_grid(runs, range(s), seed, total, families)
       t0 = time.time()
       r = engines[group].run(

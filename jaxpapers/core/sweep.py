@@ -193,8 +193,11 @@ class Sweep:
       run and one step; ``step`` is the int32 global step index.
     eval_fn: optional ``(state, hparams, key, data) -> metrics``, run after
       every chunk.
-    mesh: a mesh whose first axis shards the runs; default
-      :func:`runs_mesh` for each grid's size.
+    mesh: a mesh whose first axis shards the runs (runs are padded to a
+      multiple of its size); further axes are free for the per-run functions
+      (e.g. a ``data`` axis that a ``with_sharding_constraint`` in ``step_fn``
+      splits each run's batch over); default :func:`runs_mesh` for each
+      grid's size.
     donate: donate the state buffers to each chunk (saves memory; safe
       because checkpoints copy device arrays to the host before returning).
     compiler_options: passed to ``jax.jit`` (e.g. XLA flags on CPU).
@@ -312,7 +315,9 @@ class Sweep:
     num_chunks = num_steps // chunk_size
 
     mesh = self.mesh if self.mesh is not None else runs_mesh(r)
-    n_dev = mesh.devices.size
+    # Pad to a multiple of the runs axis only: on a 2-D (runs x data) mesh the other axes hold
+    # shares of each run, so padding to every device would add runs that only cost time.
+    n_dev = mesh.shape[mesh.axis_names[0]]
     r_pad = -(-r // n_dev) * n_dev
     mesh, (init_p, chunk_p, first_p) = self._programs(mesh, chunk_size)
     shard = NamedSharding(mesh, P(mesh.axis_names[0]))

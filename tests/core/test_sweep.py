@@ -90,6 +90,21 @@ def test_sharded_equals_single_device_and_shapes():
   _assert_trees(sharded, single, rtol=1e-6, atol=1e-7)
 
 
+def test_two_axis_mesh_pads_runs_to_the_runs_axis_only(engine):
+  """On a (runs=2, data=4) mesh the 5 runs are padded to 6 (a multiple of the runs axis), not
+  to 8 (every device); the extra axis replicates each run and the results are unchanged."""
+  hp, keys = _grid()
+  data = _data()
+  auto = (jax.sharding.AxisType.Auto,) * 2
+  mesh = jax.make_mesh((2, 4), ("runs", "data"), axis_types=auto)
+  res = core.Sweep(init_fn, step_fn, eval_fn, mesh=mesh).run(
+    hp, keys, num_steps=T, chunk_size=C, data=data
+  )
+  assert res.history["loss"].base.shape[0] == 6  # the host buffer holds the padded runs
+  ref = engine.run(hp, keys, num_steps=T, chunk_size=C, data=data)
+  _assert_trees(res, ref, rtol=1e-6, atol=1e-7)
+
+
 def test_runs_mesh_minimises_load_then_padding():
   # The default mesh: e.g. 5 runs on 8 devices use 5 devices (one run each, no padding).
   sizes = {r: sweep_lib.runs_mesh(r).devices.size for r in (1, 3, 8, 10, 13, 17)}

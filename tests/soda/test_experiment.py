@@ -253,3 +253,132 @@ def test_muon_claims_use_the_muon_horizons():
   np.testing.assert_allclose(tr["penalty_at_longest_in_std"], 0.4 / np.sqrt(0.02))
   claims = train._claims(rows, cfg, False, "muon", "soda_muon")
   assert [c["horizon"] for c in claims] == [100, 1000]
+
+
+def test_choose_data_parallel_and_grid_mesh():
+  """Devices per run: the idle devices of runs-only sharding, never two runs' state per device."""
+  import pytest
+
+  got = [
+    train.choose_data_parallel(r, d, b)
+    for r, d, b in [
+      (30, 8, 64),
+      (8, 8, 64),
+      (6, 8, 64),
+      (3, 8, 64),
+      (2, 8, 64),
+      (1, 8, 64),
+      (1, 8, 4),
+      (2, 6, 48),
+      (2, 6, 64),  # 3 does not divide the batch
+      (1, 6, 4),
+    ]
+  ]
+  assert got == [1, 1, 1, 2, 4, 8, 4, 3, 2, 2]
+  assert train.grid_mesh(30, 1, 64) is None  # runs-only: core.runs_mesh
+  # 8 fake devices: 3 runs -> 2 devices each, on 3 of the 4 runs-axis rows (no padded run).
+  assert dict(train.grid_mesh(3, 0, 8).shape) == {"runs": 3, "data": 2}
+  assert dict(train.grid_mesh(3, 4, 8).shape) == {"runs": 2, "data": 4}
+  # The batch constraint: split over 'data' when the axis divides, else left to the compiler.
+  mesh = train.grid_mesh(2, 4, 8)
+  split = jax.jit(train.data_constraint(mesh))
+  assert split(jnp.ones((8, 3))).sharding.spec[0] == "data"
+  assert split(jnp.ones((6, 3))).shape == (6, 3)
+  with pytest.raises(ValueError, match="data_parallel=3 must divide"):
+    train.grid_mesh(3, 3, 8)
+  with pytest.raises(ValueError, match="data_parallel must be an int"):
+    train.grid_mesh(3, -1, 8)
+
+
+def test_data_parallel_grid_equals_single_device():
+  """Two SODA(AdamW) LM runs on a (2 runs x 4 data) mesh of the 8 fake devices, with gradient
+  accumulation over two microbatches, train like the same runs on one device with the whole
+  batch; the data-parallel step all-reduces its gradients (each device holds a quarter of the
+  batch) and the runs-only step communicates nothing."""
+  from jax.sharding import NamedSharding
+  from jax.sharding import PartitionSpec as P
+
+  from jaxpapers import core
+
+  cfg = smoke.get_config().lm
+  cfg.batch_size, cfg.val_windows, cfg.eval_batch = 8, 8, 4
+  setup = train._lm_setup(cfg)
+  families = ("soda_adamw",)
+  hp, keys = train.group_grid(
+    [(f, {"lr": lr}) for f in families for lr in (1e-2, 3e-3)], [0], 0, 6, families
+  )
+
+  def sweep(mesh, microbatches=1):
+    return train.group_sweep(
+      families=families,
+      cfg=cfg,
+      init_params=setup["init_params"],
+      loss_fn=setup["loss_fn"],
+      batch_fn=setup["batch_fn"],
+      eval_fn=setup["eval_fn"],
+      hidden_mask=setup["hidden_mask"],
+      mesh=mesh,
+      microbatches=microbatches,
+    )
+
+  dp_mesh = train.grid_mesh(2, 4, cfg.batch_size)
+  single = core.runs_mesh(2, devices=jax.devices()[:1])
+  ref = sweep(single).run(hp, keys, num_steps=6, show_progress=False)
+  got = sweep(dp_mesh, microbatches=2).run(hp, keys, num_steps=6, show_progress=False)
+  np.testing.assert_allclose(got.history, ref.history, rtol=2e-5, atol=1e-6)
+  np.testing.assert_allclose(got.evals, ref.evals, rtol=2e-5, atol=1e-6)
+  for a, b in zip(jax.tree.leaves(got.state[0]), jax.tree.leaves(ref.state[0])):
+    np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
+  assert np.ptp(ref.history[:, -1]) > 0  # the two runs differ: the comparison is per run
+
+  def compiled_step(mesh):
+    eng = sweep(mesh)
+    step = jax.vmap(lambda st, h, k: eng.step_fn(st, h, k, jnp.int32(0), None))
+    state = jax.eval_shape(jax.vmap(lambda h, k: eng.init_fn(h, k, None)), hp, keys)
+    shard = NamedSharding(mesh, P(mesh.axis_names[0]))
+    return jax.jit(step, in_shardings=shard).lower(state, hp, keys).compile().as_text()
+
+  assert "all-reduce" in compiled_step(dp_mesh)
+  assert "all-reduce" not in compiled_step(core.runs_mesh(2))
+
+
+def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
+  """``configs/full.py`` as written (GPT-2 small, batch 64 x 1024 in 16 microbatches, chunked
+  validation) traces one data-parallel step of its AdamW group on the 8 fake devices: shapes
+  and the batch split are consistent (abstract evaluation only, nothing is computed)."""
+  from experiments.soda import models
+  from experiments.soda.configs import full
+
+  config = full.get_config()
+  cfg = config.lm
+  for t in cfg.horizons:
+    assert t % cfg.chunk == 0
+  assert cfg.batch_size % cfg.microbatches == 0 and cfg.val_windows % cfg.eval_batch == 0
+  rng = np.random.default_rng(0)
+  models.write_token_shard(tmp_path / "x_train_000001.bin", rng.integers(0, 50257, 4096))
+  models.write_token_shard(tmp_path / "x_val_000000.bin", rng.integers(0, 50257, 2048))
+  cfg.data_dir = str(tmp_path)
+  setup = train._lm_setup(cfg)
+  assert 1.62e8 < setup["num_params"] < 1.64e8  # GPT-2 small (124M) + an untied 50304 x 768 head
+  families = train.GROUPS["adam"][:2]
+  runs = [r for r in train.family_grid(cfg) if r[0] in families][:2]
+  hp, keys = train.group_grid(runs, [0], 0, cfg.horizons[0], families)
+  mesh = train.grid_mesh(2, cfg.data_parallel, cfg.batch_size)
+  assert dict(mesh.shape) == {"runs": 2, "data": 4}
+  eng = train.group_sweep(
+    families=families,
+    cfg=cfg,
+    init_params=setup["init_params"],
+    loss_fn=setup["loss_fn"],
+    batch_fn=setup["batch_fn"],
+    eval_fn=setup["eval_fn"],
+    hidden_mask=setup["hidden_mask"],
+    mesh=mesh,
+    microbatches=cfg.microbatches,
+  )
+  state = jax.eval_shape(jax.vmap(lambda h, k: eng.init_fn(h, k, None)), hp, keys)
+  step = jax.vmap(lambda st, h, k: eng.step_fn(st, h, k, jnp.int32(0), None))
+  _, loss = jax.eval_shape(step, state, hp, keys)
+  assert loss.shape == (2,)
+  ev = jax.eval_shape(jax.vmap(lambda st, h, k: eng.eval_fn(st, h, k, None)), state, hp, keys)
+  assert ev.shape == (2,)

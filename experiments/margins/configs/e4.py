@@ -29,6 +29,7 @@ def get_config():
   c.source_steps = 3000
   c.delta = 0.01  # failure probability of the two bounds
   c.seed = 0
+  c.all_rows = True  # every cell solves all C(n, k) rows (see e4.Config.all_rows)
   c.claims = CLAIMS
   return c
 

@@ -90,6 +90,11 @@ def get_config():
   lm.val_windows = 256
   lm.chunk = 100
   lm.checkpoint_every = 4
+  # Devices per run on a 'data' mesh axis (batch split, parameters replicated); 1 = whole runs
+  # per device, 0 = the devices runs-only sharding leaves idle (train.choose_data_parallel).
+  lm.data_parallel = 1
+  lm.microbatches = 1  # gradient accumulation over this many slices of each step's batch
+  lm.eval_batch = 0  # validation windows per evaluated chunk (0 = all at once)
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   config.claims = CLAIMS
   return config

@@ -13,14 +13,25 @@ AdamW and Muon over lr x wd grids against SODA(AdamW) and SODA(Muon) over lr onl
 and head unwrapped on AdamW, as in the reference Muon run), 2 seeds.
 
 How it runs: every (horizon, optimizer group) is one ``core.Sweep`` grid whose runs are vmapped
-and sharded over all devices of the host along the runs axis (each device trains whole runs;
-there is no data parallelism inside a run), with an orbax checkpoint every 1000 steps inside a
-run (``lm.chunk`` x ``lm.checkpoint_every``) and one finished-cell file per grid, so a
-preempted job resumes where it stopped. The train shards are held on the device as uint16
-(``lm.max_train_tokens`` caps them; 2.7e9 tokens are 5.4 GB). A grid of R runs needs roughly
-R x (16 bytes per parameter of optimizer state for two families + activations of a 64 x 1024
-batch): shrink the grids (e.g. ``--config.lm.adamw_lrs='(1.8e-3,)'``) or ``lm.batch_size`` to
-fit fewer devices. Expected cost: about 2e19 FLOPs for the whole grid (GPU-days). Not run by us.
+and sharded over all devices of the host along the runs axis, with an orbax checkpoint every
+1000 steps inside a run (``lm.chunk`` x ``lm.checkpoint_every``) and one finished-cell file per
+grid, so a preempted job resumes where it stopped. ``lm.data_parallel = 0``: a grid with at most
+half as many runs as devices splits each run's batch over the devices the runs would leave idle
+(a ``runs x data`` mesh, parameters replicated on the data axis, gradients all-reduced;
+``train.choose_data_parallel``), e.g. SODA(Muon) at one learning rate
+(``--config.lm.soda_muon_lrs='(0.02,)'``: 2 runs, 4 devices each on 8) or any grid on a
+multi-host slice; larger grids train whole runs per device (the smallest grid here, SODA(Muon)'s
+3 lr x 2 seeds, on one 8-device host). ``lm.microbatches = 16`` accumulates each step's gradient over 16
+slices of 4 sequences (the same update as the 64-sequence batch, a sixteenth of the
+activations), and validation runs in chunks of ``lm.eval_batch`` windows. The train shards are
+held on the device as uint16 (``lm.max_train_tokens`` caps them; 2.7e9 tokens are 5.4 GB).
+Memory per device, estimated (not measured): ``ceil(R / devices)`` runs of optimizer state
+(163M parameters with the untied head; about 36 bytes per parameter for the AdamW group, which
+carries AdamW and SODA(AdamW) states per run: 5.9 GB per run) plus their activations of one
+4 x 1024 microbatch (about 2 GB per sequence in float32 without rematerialisation): about 55 GB
+for the 30-run AdamW grid on 8 devices; shrink the grids (e.g. ``--config.lm.adamw_lrs='(1.8e-3,)'``) or raise
+``lm.microbatches`` to fit smaller devices. Expected cost: about 2e19 FLOPs for the whole grid
+(GPU-days). Not run by us.
 """
 
 from experiments.soda.configs import default
@@ -53,6 +64,9 @@ def get_config():
   lm.val_windows = 512
   lm.chunk = 10  # divides every horizon
   lm.checkpoint_every = 100  # an orbax checkpoint every 1000 steps inside each run
+  lm.data_parallel = 0  # split the batch over the devices a small grid leaves idle
+  lm.microbatches = 16  # 4 sequences per accumulated slice
+  lm.eval_batch = 8  # validation windows per chunk (512 windows: 64 chunks)
   # The default config's claims, re-declared for the LM (bits per token, lower is better).
   config.claims = tuple(
     c
