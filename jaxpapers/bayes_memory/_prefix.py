@@ -45,6 +45,9 @@ from jaxpapers.core import validation as V
 class PrefixTree:
   """Token segments of a prefix tree (see the module docstring); all arrays right-padded.
 
+  :func:`build_prefix_tree` fills it with NumPy arrays (host-built, passed to the jitted
+  forward as they are); jax arrays and tracers are accepted too.
+
   Attributes:
     ids: tuple over levels of int32 [N_l, L_l] segment tokens (0 in padding).
     mask: tuple over levels of bool [N_l, L_l], True on real tokens.
@@ -57,7 +60,7 @@ class PrefixTree:
   ids: tuple
   mask: tuple
   parent: tuple
-  target_mask: jax.Array
+  target_mask: np.ndarray | jax.Array
   n_rows: int = struct.field(pytree_node=False)
   real_tokens: int = struct.field(pytree_node=False, default=0)
 
@@ -193,29 +196,52 @@ def build_prefix_tree(
     mask_l.append(mask)
     par_l.append(par)
   return PrefixTree(
-    ids=tuple(jnp.asarray(a) for a in ids_l),
-    mask=tuple(jnp.asarray(a) for a in mask_l),
-    parent=tuple(jnp.asarray(a) for a in par_l),
-    target_mask=jnp.asarray(tgt),
+    # NumPy, not device arrays: converting a host array of a new shape compiles a small
+    # program, and the level sizes change from tree to tree (jit takes NumPy arguments as is).
+    ids=tuple(ids_l),
+    mask=tuple(mask_l),
+    parent=tuple(par_l),
+    target_mask=tgt,
     n_rows=R,
     real_tokens=int(sum(e - s for level_segs in segs for _, _, s, e in level_segs)),
   )
 
 
+def _check_level(x, name, kind, *, ndim=None, shape=None):
+  """check_array without the device round trip for concrete arrays (returns NumPy then)."""
+  if not V.is_concrete(x):
+    return V.check_array(x, name, dtype=kind, ndim=ndim, shape=shape)
+  a = np.asarray(x)
+  ok = np.issubdtype(a.dtype, np.integer) if kind == "int" else a.dtype == np.bool_
+  if not ok:
+    raise TypeError(
+      f"{name} must have a{'n integer' if kind == 'int' else ' bool'} dtype, got {a.dtype}"
+    )
+  if ndim is not None and a.ndim != ndim:
+    raise ValueError(f"{name} must have rank {ndim}, got shape {a.shape}")
+  if shape is not None and a.shape != tuple(shape):
+    raise ValueError(f"{name} must have shape {tuple(shape)}, got {a.shape}")
+  return a
+
+
 def _check_tree(tree):
+  """The tree's arrays, checked; NumPy when concrete (no per-shape device programs)."""
   if not isinstance(tree, PrefixTree):
     raise TypeError(f"tree must be a PrefixTree (build_prefix_tree), got {type(tree).__name__}")
   n = len(tree.ids)
   if n < 2 or len(tree.mask) != n or len(tree.parent) != n:
     raise ValueError("tree must have at least 2 levels with ids, mask and parent for each")
+  ids, mask, par = [], [], []
   for level in range(n):
-    ids = V.check_array(tree.ids[level], f"tree.ids[{level}]", dtype="int", ndim=2)
-    V.check_array(tree.mask[level], f"tree.mask[{level}]", dtype="bool", shape=ids.shape)
-    V.check_array(tree.parent[level], f"tree.parent[{level}]", dtype="int", shape=ids.shape[:1])
-  V.check_array(tree.target_mask, "tree.target_mask", dtype="bool", shape=tree.ids[-1].shape)
+    a = _check_level(tree.ids[level], f"tree.ids[{level}]", "int", ndim=2)
+    ids.append(a)
+    mask.append(_check_level(tree.mask[level], f"tree.mask[{level}]", "bool", shape=a.shape))
+    par.append(_check_level(tree.parent[level], f"tree.parent[{level}]", "int", shape=a.shape[:1]))
+  tgt = _check_level(tree.target_mask, "tree.target_mask", "bool", shape=ids[-1].shape)
+  return tuple(ids), tuple(mask), tuple(par), tgt
 
 
-def tree_logprobs(params, tree: PrefixTree, *, config, max_targets: int) -> jax.Array:
+def tree_logprobs(params, tree: PrefixTree, *, config, max_targets: int):
   """Σ_t log p(y_t | prefix, y_<t) of every row of ``tree``, each shared prefix run once.
 
   Equals :func:`sequence_logprobs` on the rows the tree was built from (to float32 round-off).
@@ -227,7 +253,8 @@ def tree_logprobs(params, tree: PrefixTree, *, config, max_targets: int) -> jax.
     max_targets: P >= the number of targets in any row (static).
 
   Returns:
-    float32 [R], in the order of the rows given to :func:`build_prefix_tree`.
+    float32 [R], in the order of the rows given to :func:`build_prefix_tree` (a NumPy array
+    when the tree is concrete, i.e. called outside a trace).
 
   Raises:
     TypeError, ValueError: a non-tree or inconsistent shapes; eagerly, a row with more than
@@ -236,39 +263,38 @@ def tree_logprobs(params, tree: PrefixTree, *, config, max_targets: int) -> jax.
 
   Under jit: those value errors make the whole output NaN.
   """
-  _check_tree(tree)
+  ids, mask, parent, target_mask = _check_tree(tree)
   max_targets = V.check_int(max_targets, "max_targets", min_value=1)
-  ok = V.check_values(
-    jnp.all(tree.target_mask.sum(1) <= max_targets),
-    f"tree.target_mask has a row with more than max_targets={max_targets} targets",
-  )
-  oks = [ok]
-  for level in range(1, len(tree.ids)):
-    n_up = tree.ids[level - 1].shape[0]
-    p = tree.parent[level]
+  # A concrete tree (the usual case: built on the host) is checked in NumPy: the level shapes
+  # change from tree to tree, and each jnp check would compile a small program per shape.
+  concrete = V.is_concrete(ids, mask, parent, target_mask)
+  xp = np if concrete else jnp
+  oks = [
+    V.check_values(
+      xp.all(target_mask.sum(1) <= max_targets),
+      f"tree.target_mask has a row with more than max_targets={max_targets} targets",
+    )
+  ]
+  for level in range(1, len(ids)):
+    n_up = ids[level - 1].shape[0]
+    p = parent[level]
     oks.append(
       V.check_values(
-        jnp.all((p >= 0) & (p < n_up)), f"tree.parent[{level}] must index level {level - 1}"
+        xp.all((p >= 0) & (p < n_up)), f"tree.parent[{level}] must index level {level - 1}"
       )
     )
-  for level, a in enumerate(tree.ids):
+  for level, a in enumerate(ids):
     oks.append(
       V.check_values(
-        jnp.all((a >= 0) & (a < config.vocab_size)),
+        xp.all((a >= 0) & (a < config.vocab_size)),
         f"tree.ids[{level}] must be token ids in [0, vocab_size={config.vocab_size})",
       )
     )
-  out = _tree_jit(
-    params,
-    tree.ids,
-    tree.mask,
-    tree.parent,
-    tree.target_mask,
-    config=config,
-    max_targets=max_targets,
-  )[: tree.n_rows]
-  flags = [o for o in oks if o is not True]
-  for f in flags:
+  out = _tree_jit(params, ids, mask, parent, target_mask, config=config, max_targets=max_targets)
+  if concrete:  # eager checks raised already; slicing on the host compiles nothing per R
+    return np.asarray(out)[: tree.n_rows]
+  out = out[: tree.n_rows]
+  for f in (o for o in oks if o is not True):
     out = V.poison(out, f)
   return out
 

@@ -1,9 +1,11 @@
 """Shared-prompt (prefix-tree) scoring against the row path and a float64 NumPy forward."""
 
+import jax
 import numpy as np
 import pytest
 
 from jaxpapers import bayes_memory as bm
+from tests.jit_util import count_traces
 from tests.lm.numpy_ref import hf_weights_from_params, np_forward
 
 P = 24
@@ -70,6 +72,30 @@ def test_tree_equals_row_path_and_float64_numpy(tiny, data):
     logp = logp - np.log(np.exp(logp).sum(-1, keepdims=True))
     t = np.flatnonzero(tgt[:n])
     np.testing.assert_allclose(out[r], logp[t - 1, ids[t]].sum(), atol=2e-4)
+
+
+def test_new_tree_shape_compiles_only_the_forward(tiny, data):
+  """Eager checks run in NumPy: a tree of a new shape traces the forward and nothing else (no
+  per-shape check, transfer or slicing programs), with the row path's scores."""
+  cfg, params, _ = tiny
+  rows, keys, ref = data
+  tree = bm.build_prefix_tree(rows[:9], keys[:9])  # not the shape of the whole-data tree
+  with count_traces() as traces:
+    out = bm.tree_logprobs(params, tree, config=cfg, max_targets=P)
+  assert set(traces) <= {"_tree_jit"}, traces
+  assert isinstance(out, np.ndarray) and out.shape == (9,)
+  np.testing.assert_allclose(out, ref[:9], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_traced_tree_gives_the_eager_scores(tiny, data):
+  """Under jit the checks run in jnp and the output is sliced on the device: same scores."""
+  cfg, params, _ = tiny
+  rows, keys, _ = data
+  tree = bm.build_prefix_tree(rows, keys)
+  eager = bm.tree_logprobs(params, tree, config=cfg, max_targets=P)
+  traced = jax.jit(lambda t: bm.tree_logprobs(params, t, config=cfg, max_targets=P))(tree)
+  np.testing.assert_allclose(eager, np.asarray(traced), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.slow

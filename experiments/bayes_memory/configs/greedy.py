@@ -3,6 +3,12 @@
   python -m experiments.bayes_memory.main --config=experiments/bayes_memory/configs/greedy.py \
       --workdir=runs/bayes_memory_greedy
 
+The 204-question run (all 34 dialogues of each seed of the default run; the claims below
+unchanged, the dialogue count and the scoring path set on the command line):
+
+  python -m experiments.bayes_memory.main --config=experiments/bayes_memory/configs/greedy.py \
+      --config.n_dialogues=34 --config.scoring=shared --workdir=runs/bayes_memory_greedy
+
 The default setting (same generator, same seeds: these are the first dialogues of each seed of
 the default run) with greedy set selection on: up to ``greedy_k = 3`` turns, added while the
 conditional factor LBF(j | S) = log p(y | S ∪ {j}, x) - log p(y | S, x) is > tau = 0 nats
