@@ -10,6 +10,7 @@ the view-scaling study is benchmarks/flashssm3d_scaling.py (scaling.py).
 
 from __future__ import annotations
 
+import json
 import pathlib
 import time
 
@@ -816,6 +817,46 @@ def _seed_list(config):
   return [int(config.seed) + i for i in range(int(config.get("seeds", 1)))]
 
 
+def seeds_from_results(path, seeds, num_views: int) -> tuple[dict, dict]:
+  """Per-seed metrics of ``seeds`` read from an earlier ``results.json`` of this experiment.
+
+  A finished run keeps every seed's metrics in ``extra.per_seed`` (what :func:`_flat_metrics`
+  returned for it, plus its derived quantities). Seeds found there are returned as
+  ``{seed: flat metrics}`` with the derived quantities recomputed by :func:`derived_metrics` from
+  the seed's own ``vs_gt`` / ``vs_teacher`` / ``views<S'>`` metrics (so they follow this code's
+  rule, not the file's); seeds absent from the file are left out. Also returns the file's
+  provenance (``path``, ``command``, ``git``, ``seeds`` taken).
+  """
+  data = json.loads(pathlib.Path(path).read_text())
+  per_seed = data.get("extra", {}).get("per_seed")
+  if not isinstance(per_seed, dict):
+    raise ValueError(f"seeds_from={path!r}: no extra.per_seed in that results.json")
+  out = {}
+  for seed in seeds:
+    if str(seed) not in per_seed:
+      continue
+    flat = {k: v for k, v in per_seed[str(seed)].items() if not k.startswith("derived/")}
+    evals, extrap = {}, {}
+    for k, v in flat.items():
+      parts = k.split("/")
+      if len(parts) != 3:
+        continue
+      model, ref, metric = parts
+      if ref in ("vs_gt", "vs_teacher"):
+        evals.setdefault(model, {}).setdefault(ref, {})[metric] = v
+      elif ref.startswith("views"):
+        extrap.setdefault(model, {}).setdefault(ref[len("views") :], {})[metric] = v
+    flat.update(derived_metrics(evals, extrap, num_views))
+    out[int(seed)] = flat
+  prov = {
+    "path": str(path),
+    "command": data.get("command"),
+    "git": data.get("git"),
+    "seeds": sorted(out),
+  }
+  return out, prov
+
+
 def train_and_evaluate(config, workdir) -> dict:
   """Every seed of :func:`run_seed` (resumable per seed), aggregated over seeds, and written.
 
@@ -825,6 +866,12 @@ def train_and_evaluate(config, workdir) -> dict:
   Metrics are the means over seeds; ``<metric>/ci95`` is the 95% t-interval half-width of the
   mean and ``<metric>/std`` the sample std (with >= 2 seeds). Derived metrics (slacks, paired
   differences, extrapolation retention) are computed per seed first, then aggregated.
+
+  ``config.seeds_from`` (a path to an earlier ``results.json`` of this experiment, e.g. the
+  committed one) supplies the per-seed metrics of seeds whose cell is not in this workdir (see
+  :func:`seeds_from_results`): extending a finished run with more seeds does not recompute its
+  seeds. Which seeds came from where is recorded in ``extra.seeds_from``; the tables, plots and
+  the teacher / student info come from the seeds computed here.
   """
   if config.get("experiment", "distillation") == "scan_order":
     return scan_order_and_evaluate(config, workdir)
@@ -834,14 +881,26 @@ def train_and_evaluate(config, workdir) -> dict:
   for v in config.variants:
     core.validate_choice(v, name="variants", allowed=tuple(_VARIANTS))
   store = core.CellStore(workdir / "seeds")
+  seeds = _seed_list(config)
+  imported, provenance = {}, None
+  if config.get("seeds_from", ""):
+    missing = [s for s in seeds if f"seed{s}" not in store]
+    imported, provenance = seeds_from_results(config.seeds_from, missing, config.data.num_views)
   runs = {}
-  for seed in _seed_list(config):
-    runs[seed] = store.get_or_compute(
-      f"seed{seed}", lambda _, s=seed: run_seed(config, s, workdir / f"seed{s}")
-    )
+  for seed in seeds:
+    if seed not in imported:
+      runs[seed] = store.get_or_compute(
+        f"seed{seed}", lambda _, s=seed: run_seed(config, s, workdir / f"seed{s}")
+      )
+  if not runs:
+    raise ValueError("at least one seed must be computed here (all were in config.seeds_from)")
   first = runs[min(runs)]
   per_seed = {}
-  for seed, r in runs.items():
+  for seed in seeds:
+    if seed in imported:
+      per_seed[seed] = imported[seed]
+      continue
+    r = runs[seed]
     flat = _flat_metrics(r)
     flat.update(derived_metrics(r["eval"], r.get("extrapolation", {}), config.data.num_views))
     per_seed[seed] = flat
@@ -850,7 +909,7 @@ def train_and_evaluate(config, workdir) -> dict:
     "data": first["data"],
     "teacher": first["teacher"],
     "students": first["students"],
-    "seeds": sorted(runs),
+    "seeds": seeds,
     "per_seed": {str(k): v for k, v in per_seed.items()},
   }
   if config.scaling.enabled:
@@ -875,12 +934,22 @@ def train_and_evaluate(config, workdir) -> dict:
     notes="Synthetic procedural proxy (split "
     + str(config.data.split)
     + "), CPU scale; not comparable with VGGT's CO3D/RealEstate10K numbers. Means over "
-    f"{len(runs)} seed(s) with 95% CI half-widths. Timings are on shared CPU cores (noisy).",
+    f"{len(seeds)} seed(s) with 95% CI half-widths"
+    + (
+      f" (seeds {sorted(imported)} read from an earlier run's per-seed metrics, see "
+      "extra.seeds_from; the tables' model info and the plots' curves are from seed "
+      f"{min(runs)})"
+      if imported
+      else ""
+    )
+    + ". Timings are on shared CPU cores (noisy).",
     wall_time_s=time.perf_counter() - t_start,
     extra={
       "per_seed": results["per_seed"],
       "teacher": results["teacher"],
       "students": results["students"],
+      "seeds_computed": sorted(runs),
+      "seeds_from": provenance if imported else None,
     },
   )
   results["metrics"] = metrics

@@ -315,3 +315,41 @@ def test_cached_teacher_predictions_drive_the_distillation(tmp_path):
   cfg.teacher.cached_predictions = str(tmp_path / "other.npz")
   with pytest.raises(ValueError, match="no predictions for scenes"):
     train.run_seed(cfg, 0, tmp_path / "run2")
+
+
+def test_more_seeds_on_top_of_an_earlier_run(smoke_run, tmp_path):
+  """``seeds_from``: seeds without a cell in the workdir come from an earlier results.json's
+  per-seed metrics (derived quantities recomputed); seeds with a cell are not read from it."""
+  import shutil
+
+  cfg, workdir, _ = smoke_run
+  earlier = json.loads((workdir / "results.json").read_text())
+  flat0 = earlier["extra"]["per_seed"]["0"]
+  imported, prov = train.seeds_from_results(workdir / "results.json", [0, 1], 2)
+  assert set(imported) == {0} and prov["seeds"] == [0]
+  # the derived slacks recomputed from the seed's metrics equal those of the run itself
+  assert imported[0] == pytest.approx(flat0, nan_ok=True)
+  # an earlier run holding seeds 0 and 1: seed 1 = seed 0's metrics + 1, its stored derived
+  # values a sentinel; seed 0's cell is in the workdir, so only seed 1 is taken from the file
+  earlier["extra"]["per_seed"] = {
+    "0": {k: -5.0 for k in flat0},
+    "1": {k: 1e6 if k.startswith("derived/") else v + 1.0 for k, v in flat0.items()},
+  }
+  src = tmp_path / "earlier.json"
+  src.write_text(json.dumps(earlier))
+  wd = tmp_path / "wd"
+  shutil.copytree(workdir, wd)
+  cfg = cfg.copy_and_resolve_references()
+  cfg.seeds, cfg.seeds_from = 2, str(src)
+  m = train.train_and_evaluate(cfg, wd)["metrics"]
+  key = "student_reprojection/vs_gt/depth_AbsRel"
+  assert m[key] == pytest.approx(flat0[key] + 0.5)  # mean of seed 0 (its cell) and seed 1 (file)
+  assert m[key + "/std"] == pytest.approx(np.sqrt(0.5))
+  out = json.loads((wd / "results.json").read_text())
+  assert out["extra"]["seeds_computed"] == [0] and out["extra"]["seeds_from"]["seeds"] == [1]
+  d1 = out["extra"]["per_seed"]["1"]
+  derived = [k for k in flat0 if k.startswith("derived/")]
+  assert derived and all(abs(d1[k]) < 1e6 for k in derived)  # recomputed, not the file's
+  (tmp_path / "bad.json").write_text("{}")
+  with pytest.raises(ValueError, match="per_seed"):
+    train.seeds_from_results(tmp_path / "bad.json", [0], 2)

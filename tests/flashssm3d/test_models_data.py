@@ -166,3 +166,54 @@ def test_accelerator_settings_match_the_default_forward(student_forward, scenes)
   assert np.median(err) < 0.05 * np.median(np.abs(np.asarray(ref.points))) + 1e-3
   with pytest.raises(ValueError, match="dtype"):
     fs.FlashSSM3DConfig(dtype="float16")
+
+
+def test_sharded_train_step_equals_single_device(num_devices):
+  """Two train steps of the experiment with the batch sharded over 8 devices = unsharded steps.
+
+  The experiment's own step (``train.make_step`` with every loss term: regression, Procrustes,
+  reprojection), optimizer, batches (``train._batch_fn``) and ahead-of-time compilation
+  (``train.compile_step``), once with ``batch_sharding`` of a ``shard_batch=True`` config and
+  once without: same losses, same updated parameters and optimizer state. The compiled sharded
+  step is called again on its own output state (as ``core.train_loop`` does).
+  """
+  from experiments.flashssm3d import train
+  from experiments.flashssm3d.configs import smoke
+  from jaxpapers import core
+
+  cfg = smoke.get_config()
+  bs = num_devices
+  cfg.student.update(dict(batch_size=bs, learning_rate=1e-2))
+  cfg.teacher.batch_size = cfg.data.eval_batch = bs
+  cfg.shard_batch = True
+  sh = train.batch_sharding(cfg)
+  d = train._np_batch(fs.render_scenes(jax.random.key(3), bs + 2, 2, image_size=8))
+  data = (d["images"], train.gt_targets(d))
+  scfg = fs.FlashSSM3DConfig(width=8, depth=1, state=2, image_size=8, registers=1, camera_stages=1)
+  tx = train._optimizer(cfg.student, 4)
+  step = train.make_step(train._weights(cfg.loss, True, True))
+  p0 = core.TrainState.create(fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0)), tx).params
+  out = []
+  for sharding in (None, sh):
+    state = core.TrainState.create(fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0)), tx)
+    batches = train._batch_fn(data, bs + 2, bs, 0, sharding)
+    compiled, _ = train.compile_step(step, state, batches(0), count=False)
+    auxes = []
+    for i in range(2):
+      images, targets = batches(i)
+      state, aux = compiled(state, (images, targets))
+      auxes.append(jax.device_get(aux))
+    out.append((jax.device_get((state.params, state.opt_state)), auxes, images))
+  (s1, a1, _), (s8, a8, x8) = out
+  assert len(x8.sharding.device_set) == num_devices  # the sharded run really was sharded
+  assert a1[1]["procrustes"] > 0 and a1[1]["reprojection"] > 0
+  for u, v in zip(a1, a8):
+    for k in u:
+      np.testing.assert_allclose(v[k], u[k], rtol=2e-4, atol=1e-6, err_msg=k)
+  moved = max(
+    float(np.abs(a - np.asarray(b)).max())
+    for a, b in zip(jax.tree.leaves(s1[0]), jax.tree.leaves(p0))
+  )
+  assert moved > 1e-3  # the steps changed the parameters: the comparison below is not vacuous
+  for a, b in zip(jax.tree.leaves(s8), jax.tree.leaves(s1)):
+    np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5)

@@ -19,6 +19,10 @@ def get_config():
   c = ml_collections.ConfigDict()
   c.seed = 0
   c.seeds = 3  # seeds seed, seed + 1, ...: the whole pipeline (data, teacher, students) per seed
+  # An earlier results.json of this experiment: seeds of the list without a cell in the workdir
+  # take their per-seed metrics from its extra.per_seed instead of being recomputed (adding
+  # seeds to a finished run; train.seeds_from_results)
+  c.seeds_from = ""
   c.data = ml_collections.ConfigDict(
     dict(
       image_size=16,
