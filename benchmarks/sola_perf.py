@@ -10,7 +10,11 @@ neighbours, the cheapest OT), and the same call with the cost levers of §7 (few
 k = 4, implicit instead of unrolled differentiation); (3) one student training step with SOLA
 against a CE-only step at the experiment's shapes (batch 8 x 64, 1,024-token vocabulary, 24
 distilled blocks per window), and an ALM-style chunk-loss step; (4) teacher-cache bytes per
-token at K_c = 64. Warm-up excluded; best of the repeats.
+token at K_c = 64; (5) the direct baselines' training step, vmapped over runs as the
+experiment trains them: one program of 4 methods x 3 seeds in which every run computes ULD,
+MinED-style and ALM-style and weights two by 0, against one program per method (3 seeds each)
+computing only its own loss (``--only_baselines`` runs this part alone). Warm-up excluded;
+best of the repeats.
 Times on shared CPU cores are noisy; read the ratios.
 """
 
@@ -79,12 +83,83 @@ def random_table(rng, v_t, v_s, r):
   )
 
 
+def baselines_group(res, rng, seeds=3):
+  """The experiment's baseline step, vmapped over runs: joint program vs one per loss."""
+  v_s, v_t, kc, k, b, t, kd = 1024, 49152, 32, 8, 8, 64, 24
+  cfg = S.StudentConfig(vocab_size=v_s, d_model=128, n_layers=2, n_heads=4, ffn_dim=384, max_len=t)
+  tx = optax.adamw(1e-3)
+  j = jnp.asarray
+  tokens = j(rng.integers(0, v_s, (b, t)).astype(np.int32))
+  pos = j(np.sort(rng.choice(t - 1, (b, kd)), 1).astype(np.int32))
+  t_logp = j(np.sort(np.log(rng.dirichlet(np.ones(kc), (b, kd))), -1)[..., ::-1].astype(np.float32))
+  mapped = j(rng.integers(0, v_s, (b, kd, k)).astype(np.int32))
+  blk = j(np.sort(rng.integers(0, t, (b, t)), 1).astype(np.int32))
+  t_tok_lp = j(np.log(rng.uniform(0.05, 0.95, (b, t))).astype(np.float32))
+  blk_mask = j(np.zeros((b, t), bool)).at[jnp.arange(b)[:, None], pos].set(True)
+  del v_t
+
+  def make(need):
+    def loss(pr, w):
+      lg = S.student_logits(pr, tokens, cfg)
+      tl = S.token_logp(lg, tokens, jnp.full(b, t))
+      sl = jnp.take_along_axis(lg, pos[..., None], 1)
+      out = -tl.mean()
+      if "uld" in need:
+        out = out + w[0] * S.uld_loss(t_logp, sl)
+      if "mined" in need:
+        out = out + w[1] * S.mined_kl_loss(mapped, t_logp[..., :k], sl)
+      if "alm" in need:
+        out = out + w[2] * S.alm_chunk_loss(t_tok_lp, blk, tl, blk, n_blocks=t, mask=blk_mask)[0]
+      return out
+
+    def step(pr, o, w):
+      g = jax.grad(loss)(pr, w)
+      u, o = tx.update(g, o, pr)
+      return optax.apply_updates(pr, u), o
+
+    return jax.jit(jax.vmap(step))
+
+  def runs(r):
+    keys = jax.random.split(jax.random.key(0), r)
+    pr = jax.vmap(lambda kk: S.init_student(kk, cfg))(keys)
+    return pr, jax.vmap(tx.init)(pr)
+
+  methods = {"ce": (), "uld": ("uld",), "mined": ("mined",), "alm": ("alm",)}
+  onehot = {m: np.eye(4, 3, -1, dtype=np.float32)[i] for i, m in enumerate(methods)}
+  pr, o = runs(4 * seeds)
+  w = j(np.repeat(np.stack(list(onehot.values())), seeds, 0))
+  st = make(("uld", "mined", "alm"))
+  t_joint = best_time(lambda: st(pr, o, w)[0]["embed"], repeats=5)
+  pr, o = runs(seeds)
+  t_own = {}
+  for m, need in methods.items():
+    st = make(need)
+    wm = j(np.repeat(onehot[m][None], seeds, 0))
+    t_own[m] = best_time(lambda st=st, wm=wm: st(pr, o, wm)[0]["embed"], repeats=5)
+  res["baselines_joint_step_s"] = t_joint
+  res["baselines_own_loss_step_s"] = t_own
+  res["baselines_own_over_joint"] = sum(t_own.values()) / t_joint
+  print(
+    f"baselines, 4 methods x {seeds} seeds per step: joint program {t_joint * 1e3:.1f} ms, "
+    f"one per loss {sum(t_own.values()) * 1e3:.1f} ms "
+    f"({res['baselines_own_over_joint']:.2f}x; "
+    + ", ".join(f"{m} {v * 1e3:.1f}" for m, v in t_own.items())
+    + ")"
+  )
+
+
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument("--out", default="sola_perf.json")
+  ap.add_argument("--only_baselines", action="store_true")
   args = ap.parse_args()
   rng = np.random.default_rng(0)
   res = {"devices": str(jax.devices())}
+  if args.only_baselines:
+    baselines_group(res, rng)
+    with open(args.out, "w") as fh:
+      json.dump(res, fh, indent=2)
+    return
 
   n = 200_000
   t, s = random_offsets(rng, n), random_offsets(rng, int(n * 0.8))
@@ -199,6 +274,7 @@ def main():
     np.zeros((1, 1, 64), np.int32), np.zeros((1, 1, 64), np.float16), np.zeros((1, 1), np.float32)
   )
   res["cache_bytes_per_token_kc64"] = cache.bytes_per_token
+  baselines_group(res, rng)
   with open(args.out, "w") as fh:
     json.dump(res, fh, indent=2)
   print(json.dumps(res, indent=2))

@@ -12,6 +12,57 @@ __all__ = ["pad_with_dummy_bucket", "entropic_ot_cost", "entropic_ot_plan"]
 _VALUES = ("transport", "regularized", "plan")
 
 
+def _implicit_transport(potentials, epsilon):
+  r"""``(a, b, C) -> <C, P>`` with P the Sinkhorn plan, differentiated implicitly.
+
+  ``potentials(a, b, C)`` returns the dual potentials (f, g); the plan is
+  :math:`P = \exp((f \oplus g - C)/\varepsilon)` and the value :math:`V = \langle C, P\rangle`.
+  At the solution the first-order conditions :math:`P\mathbf 1 = a`, :math:`P^\top\mathbf 1 = b`
+  hold; their Jacobian in (f, g) is :math:`H/\varepsilon` with
+  :math:`H = [\mathrm{diag}(r), P; P^\top, \mathrm{diag}(s)]` (r, s the plan's marginals), positive
+  semi-definite with kernel (1, -1) (shifting f up and g down leaves P unchanged). With
+  :math:`\lambda = H^{+} [(P \circ C)\mathbf 1; (P \circ C)^\top \mathbf 1]` the derivatives of V
+  at the solution are :math:`\partial V/\partial a = \lambda_f`, :math:`\partial V/\partial b =
+  \lambda_g` and :math:`\partial V/\partial C = P + P \circ (\lambda_f \oplus \lambda_g - C)/\varepsilon`.
+  The system is solved densely after the symmetric scaling :math:`D^{-1/2} H D^{-1/2}`,
+  :math:`D = \mathrm{diag}(r, s)` (unit diagonal, eigenvalues in [0, 2], whatever the 1e-6 dummy
+  masses), plus the rank-one term :math:`v v^\top` on its unit kernel vector
+  :math:`v \propto (\sqrt r, -\sqrt s)`: the right-hand side is orthogonal to the kernel, so the
+  term changes nothing but the solvability. The potentials come from a finite number of
+  iterations, so this is the converged problem's derivative evaluated at the last iterate.
+  """
+
+  def plan(a, b, c):
+    f, g = potentials(a, b, c)
+    return jnp.exp((f[:, None] + g[None, :] - c) / epsilon)
+
+  @jax.custom_vjp
+  def value(a, b, c):
+    return jnp.sum(plan(a, b, c) * c)
+
+  def fwd(a, b, c):
+    p = plan(a, b, c)
+    return jnp.sum(p * c), (p, c)
+
+  def bwd(res, gbar):
+    p, c = res
+    n = p.shape[0]
+    r, s = p.sum(1), p.sum(0)
+    pc = p * c
+    d = jnp.sqrt(jnp.concatenate([r, s]))
+    h = jnp.block([[jnp.diag(r), p], [p.T, jnp.diag(s)]]) / (d[:, None] * d[None, :])
+    v = d * jnp.concatenate([jnp.ones_like(r), -jnp.ones_like(s)])
+    v = v / jnp.linalg.norm(v)
+    y = jnp.linalg.solve(h + v[:, None] * v[None, :], jnp.concatenate([pc.sum(1), pc.sum(0)]) / d)
+    lam = y / d
+    lf, lg = lam[:n], lam[n:]
+    dc = p + p * (lf[:, None] + lg[None, :] - c) / epsilon
+    return gbar * lf, gbar * lg, gbar * dc
+
+  value.defvjp(fwd, bwd)
+  return value
+
+
 def _require_ott():
   try:
     from ott.geometry import geometry
@@ -87,8 +138,11 @@ def entropic_ot_cost(
     cost: float [..., n, m].
     epsilon: entropic regularisation on the cost's scale (> 0).
     iters: Sinkhorn iterations (>= 1).
-    unroll: differentiate by unrolling the iterations (True) or by ott's implicit
-      differentiation (False; Danskin's theorem for the regularized value).
+    unroll: differentiate by unrolling the iterations (True: the exact derivative of the
+      ``iters`` iterations) or by implicit differentiation of the optimality conditions
+      (False: the derivative at the converged solution, evaluated at the final potentials;
+      a symmetric linear solve per problem, see the comment in the code; Danskin's theorem
+      for the regularized value).
     value: ``'transport'`` or ``'regularized'``.
 
   Returns:
@@ -123,13 +177,48 @@ def entropic_ot_cost(
   # potentials, constant in a and b) and iters = 25 would run 20. The largest divisor of iters
   # up to 10 runs exactly ``iters`` (and keeps blocks of 10 when iters is a multiple of 10).
   inner = max(d for d in range(1, min(10, iters) + 1) if iters % d == 0)
-  kw = dict(min_iterations=iters, max_iterations=iters, inner_iterations=inner)
   if unroll:
-    solver = sinkhorn.Sinkhorn(**kw, implicit_diff=None)
+    # min_iterations < max_iterations with a threshold no error can reach: exactly ``iters``
+    # iterations, as with min = max, but through ott's while-loop path. With min = max
+    # (``force_scan``) ott 0.6.0's backward pass of the checkpointed loop restarts its
+    # block counter at 0 and reads the checkpoints in the wrong order (the initial
+    # potentials, then never-written zeros, then the last ones), so the unrolled gradient was
+    # not the derivative of the iterations: 15-20% off a float64 finite difference on small
+    # problems (tested).
+    solver = sinkhorn.Sinkhorn(
+      min_iterations=0,
+      max_iterations=iters,
+      inner_iterations=inner,
+      threshold=-1.0,
+      implicit_diff=None,
+    )
+  elif value == "transport":
+    # Implicit differentiation of <C, P> by a dense solve (see ``_implicit_transport``); ott's
+    # own implicit system (eps*log-preconditioned, non-symmetric, lineax NormalCG, no ridge)
+    # returned non-finite output on float32 problems with the 1e-6 dummy masses, and its
+    # symmetric CG variant still missed its tolerance on some.
+    solver = sinkhorn.Sinkhorn(
+      min_iterations=iters, max_iterations=iters, inner_iterations=inner, implicit_diff=None
+    )
+
+    def potentials(ai, bi, ci):
+      geom = geometry.Geometry(cost_matrix=ci, epsilon=epsilon)
+      out = solver(linear_problem.LinearProblem(geom, a=ai, b=bi))
+      return out.f, out.g
+
+    fn = _implicit_transport(potentials, epsilon)
+    for _ in a.shape[:-1]:
+      fn = jax.vmap(fn)
+    return V.poison_floats(fn(a, b, cost), ok)
   else:
     from ott.solvers.linear import implicit_differentiation
 
-    solver = sinkhorn.Sinkhorn(**kw, implicit_diff=implicit_differentiation.ImplicitDiff())
+    solver = sinkhorn.Sinkhorn(
+      min_iterations=iters,
+      max_iterations=iters,
+      inner_iterations=inner,
+      implicit_diff=implicit_differentiation.ImplicitDiff(),
+    )
 
   def one(ai, bi, ci):
     geom = geometry.Geometry(cost_matrix=ci, epsilon=epsilon)

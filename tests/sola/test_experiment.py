@@ -39,6 +39,19 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   for name in ("alm", "none", "hard", "lexical", "same_tok_kd", "same_tok_ce"):
     assert np.isfinite(d[f"sola_minus_{name}_bpb"]) and d[f"sola_vs_{name}_noise"] >= 0
   assert metrics["data"]["teacher_tokens_cached"] > 0
+  # The baselines trained in one vmapped program, every run computing every baseline loss (the
+  # earlier layout), give the same students as one program per loss (teacher cache reused).
+  joint = cfg.copy_and_resolve_references()
+  joint.joint_baselines, joint.methods = True, train.BASELINES
+  got = train.train_and_evaluate(joint, tmp_path / "joint_run")
+  for m in train.BASELINES:
+    for key in ("bpb_eval", "bpb_code", "final_train_kd"):
+      np.testing.assert_allclose(
+        got["methods"][m][key]["per_seed"],
+        metrics["methods"][m][key]["per_seed"],
+        rtol=1e-5,
+        err_msg=f"{m} {key}",
+      )
   # Resume: the teacher cache and every finished group are read back, nothing is retrained.
   monkeypatch.setattr(
     train, "make_sweep", lambda *a, **k: (_ for _ in ()).throw(AssertionError("retrained"))

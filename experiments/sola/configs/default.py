@@ -42,6 +42,9 @@ def get_config():
   c.seeds = 3
   c.seed = 0
   c.methods = ("ce", "uld", "mined", "sola", "sola_lexical")
+  # True: the direct baselines in one vmapped program, every run computing every baseline
+  # loss (the layout of the committed SmolLM2 runs; the same students).
+  c.joint_baselines = False
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   return c
