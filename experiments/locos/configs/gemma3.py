@@ -21,7 +21,7 @@ def get_config():
   r.system_prompt = True  # the tokenizer's chat template: Gemma turns (no default system text)
   r.num_detect = 32
   r.num_eval = 200
-  r.buckets = (40, 64, 80, 112)
+  r.buckets = (40, 64, 80, 112, 160, 192, 224, 256, 320)  # up to 2 solved examples
   r.time_budget_s = 1800
   c.claims = default.real_claims("gemma3", "Gemma-3-270M")
   return c
