@@ -21,6 +21,7 @@ from experiments.locos.configs import gemma3
 
 def get_config():
   c = gemma3.get_config()
+  c.real.prompt_format, c.real.shots = "chat", 0  # as before the pilot; the forms are below
   c.pilot = ml_collections.ConfigDict()
   c.pilot.num_probes = 40
   c.pilot.forms = (("chat", 0), ("completion", 0), ("chat", 2), ("completion", 2))
