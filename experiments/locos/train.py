@@ -761,13 +761,18 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
     [locos.rouge1_recall(p.answer, t) for p, t in zip(ev_stem, res_base[("baseline", 0, "texts")])]
   )
   correct = np.flatnonzero(base_r1 >= 0.5)
+  # CPU time: the ablations may use only the answered probes among the first
+  # `real.ablation_num_eval` items (0: all); the unablated model still runs on every probe
+  n_abl = int(r.get("ablation_num_eval", 0) or 0)
+  if n_abl:
+    correct = correct[correct < n_abl]
   claim_ks = tuple(r.claim_ks)
   first = [cd for cd in conds if cd[0] in ("locos", *r.claim_baselines) and cd[1] in claim_ks]
   rest = [cd for cd in conds if cd[0] != "baseline" and cd not in first]
   rank = {d: i for i, d in enumerate(("locos", *r.claim_baselines, "random", *dets))}
   rest.sort(key=lambda cd: (cd[1] not in claim_ks, rank[cd[0]], cd[1]))
   stem_kw = dict(only=correct, deadline=deadline, group_rows=r.get("group_rows", 0) or None)
-  tag = f"stem/n={r.num_eval}"
+  tag = f"stem/n={r.num_eval}" + (f"/first={n_abl}" if n_abl else "")
   # priority when a time budget is set: the claim's cells, the parametric control at the
   # claim's k, random heads and Wu at the claim's k, the other k values, then the paper's
   # protocol (its 100-step decodes cost the most per probe)
@@ -871,7 +876,9 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
     f"{track}/accepted_detection_trials": int(sum(det["accepted"])),
     f"{track}/num_eval_probes": len(ev_stem),
     f"{track}/num_paper_probes": len(ev_paper),
-    f"{track}/eval_correct_fraction": float(correct.size / len(ev_stem)),
+    f"{track}/eval_correct_fraction": float(np.mean(base_r1 >= 0.5)),
+    f"{track}/ablation_items": n_abl or len(ev_stem),
+    f"{track}/ablated_probes": int(correct.size),
     f"{track}/random_seeds_used": seeds,
     f"{track}/examples": {
       "stem_baseline": res_base[("baseline", 0, "texts")][:5],

@@ -58,6 +58,9 @@ def get_config():
   c.real.max_steps = 8  # our protocol: answer stem, short decode
   c.real.detect_max_steps = 8
   c.real.paper_max_steps = 100  # the paper's protocol: no stem, its decode length, every probe
+  # the filtered protocol's ablations use the answered probes among the first this many
+  # evaluation items (0: all of them); the unablated model runs on every item
+  c.real.ablation_num_eval = 0
   c.real.paper_num_eval = 60  # the first 60 evaluation items (CPU time)
   c.real.detectors = ("locos", "contrastive", "wu")  # ranked and ablated
   c.real.ks = (1, 2, 5, 10, 20, 50)
