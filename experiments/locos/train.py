@@ -260,6 +260,117 @@ def _parametric_probes(tok, landmarks, system_prompt=False):
   ]
 
 
+def _prompt_kw(r):
+  """The probes' prompt form (`real.prompt_format`, `real.shots`; default: chat, no examples)."""
+  return dict(
+    prompt_format=r.get("prompt_format", "chat"),
+    shots=r.get("shots", 0),
+    shot_seed=r.get("shot_seed", 0),
+  )
+
+
+def _known_landmarks(params, cfg, tok, r, store, gen):
+  """The landmarks whose city the model names with no context (the `parametric/known` cell)."""
+  no_mean = jnp.zeros((cfg.n_layers, cfg.n_heads, cfg.head_dim), jnp.float32)
+  no_abl = np.zeros((cfg.n_layers, cfg.n_heads), bool)
+  par_probes = _parametric_probes(tok, locos.LANDMARKS, r.system_prompt)
+  par_texts = store.get_or_compute(
+    "parametric/known",
+    lambda _: _texts(params, cfg, tok, par_probes, no_abl, no_mean, gen),
+  )
+  par_got = [locos.rouge1_recall(p.answer, t) for p, t in zip(par_probes, par_texts)]
+  return par_probes, {lc for lc, g in zip(locos.LANDMARKS, par_got) if g >= 0.5}
+
+
+def run_prompt_pilot(c, workdir) -> dict:
+  """Answered rate of each prompt form on pilot probes, and the form the rule picks.
+
+  The pilot probes are non-literal probes over the *detection* half of the entities (their
+  own generator), so no evaluation item takes part in the choice. Every form in
+  `c.pilot.forms` ((prompt_format, shots) pairs) renders the same items with the answer
+  stem; the unablated model generates `real.max_steps` tokens; a probe is answered when
+  ROUGE-1 recall of the name is >= 0.5 (the filtered protocol's filter). The rule, fixed
+  before the pilot: the highest answered rate wins; a tie goes to the shorter mean prompt.
+  No ablation is run.
+  """
+  r, pc = c.real, c.pilot
+  t0 = time.time()
+  track = c.tracks[0]
+  loader, label = REAL_MODELS[track]
+  try:
+    cfg, params, tok = loader()
+  except lm.ModelNotAvailable as e:
+    metrics = {"pilot/skipped": str(e)}
+    core.write_results(workdir, metrics=metrics, config=c, notes=str(e), issue_verdicts=False)
+    return metrics
+  store = core.CellStore(f"{workdir}/cells")
+  gen = dict(
+    max_new_tokens=r.max_steps,
+    stop_ids=tok.stop_ids(),
+    batch_size=r.get("gen_batch_size", r.batch_size),
+    pad_to=r.buckets,
+  )
+  (det_names, det_lands), _ = locos.split_entities(c.seed)
+  _, known = _known_landmarks(params, cfg, tok, r, store, gen)
+  det_lands = tuple(x for x in det_lands if x in known)
+  no_mean = jnp.zeros((cfg.n_layers, cfg.n_heads, cfg.head_dim), jnp.float32)
+  no_abl = np.zeros((cfg.n_layers, cfg.n_heads), bool)
+  forms, rows = {}, []
+  for fmt, shots in pc.forms:
+    probes = make_probes(
+      np.random.default_rng([c.seed, 3]),
+      tokenizer=tok,
+      num=pc.num_probes,
+      kind="nonliteral",
+      names=det_names,
+      landmarks=det_lands,
+      filler_sentences=r.filler_sentences,
+      system_prompt=r.system_prompt,
+      prompt_format=fmt,
+      shots=int(shots),
+      shot_seed=r.get("shot_seed", 0),
+    )
+    t1 = time.time()
+    texts = store.get_or_compute(
+      f"pilot/{fmt}/shots={shots}",
+      lambda _, p=probes: _texts(params, cfg, tok, p, no_abl, no_mean, gen),
+    )
+    ok = [locos.rouge1_recall(p.answer, t) >= 0.5 for p, t in zip(probes, texts)]
+    key = f"{fmt}/shots={shots}"
+    forms[key] = {
+      "prompt_format": fmt,
+      "shots": int(shots),
+      "answered": int(sum(ok)),
+      "answered_rate": float(np.mean(ok)),
+      "mean_prompt_tokens": float(np.mean([len(p.prompt_ids) for p in probes])),
+      "examples": texts[:6],
+      "time_s": time.time() - t1,
+    }
+    rows.append([key, f"{sum(ok)}/{len(ok)}", forms[key]["mean_prompt_tokens"]])
+    logging.info("pilot %s: %d/%d answered", key, sum(ok), len(ok))
+  chosen = max(forms, key=lambda k: (forms[k]["answered_rate"], -forms[k]["mean_prompt_tokens"]))
+  metrics = {
+    "pilot/model": label,
+    "pilot/num_probes": pc.num_probes,
+    "pilot/rule": "highest answered rate (ROUGE-1 recall >= 0.5, answer stem); ties: shorter "
+    "mean prompt",
+    "pilot/forms": forms,
+    "pilot/chosen": chosen,
+    "pilot/known_landmarks": f"{len(known)}/{len(locos.LANDMARKS)}",
+    "pilot/time_s": time.time() - t0,
+  }
+  core.write_results(
+    workdir,
+    metrics=metrics,
+    config=c,
+    table_markdown=core.markdown_table(["form", "answered", "mean prompt tokens"], rows),
+    notes="Prompt-form pilot on detection-half entities; no ablation, no claims.",
+    wall_time_s=time.time() - t0,
+    issue_verdicts=False,
+  )
+  return metrics
+
+
 def _conditions(scores, detectors, ks, L, H, num_random, key):
   """(name, k, per-block masks): detector top-k, and random heads with one seed per probe block."""
   out = [("baseline", 0, [np.zeros((L, H), bool)])]
@@ -577,22 +688,15 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
     seed_block=r.batch_size,
     pad_to=r.buckets,
   )
-  no_mean = jnp.zeros((L, H, cfg.head_dim), jnp.float32)
-  no_abl = np.zeros((L, H), bool)
   timings = {}
   # 1. the landmarks the model knows (both halves); probes use only those
   t0 = time.time()
-  par_probes = _parametric_probes(tok, locos.LANDMARKS, r.system_prompt)
-  par_texts = store.get_or_compute(
-    "parametric/known",
-    lambda _: _texts(params, cfg, tok, par_probes, no_abl, no_mean, gen),
-  )
-  par_got = [locos.rouge1_recall(p.answer, t) for p, t in zip(par_probes, par_texts)]
-  known = {lc for lc, g in zip(locos.LANDMARKS, par_got) if g >= 0.5}
+  par_probes, known = _known_landmarks(params, cfg, tok, r, store, gen)
   det_lands = tuple(x for x in det_lands if x in known)
   ev_lands = tuple(x for x in ev_lands if x in known)
   timings["known_landmarks_s"] = time.time() - t0
   probe_kw = dict(tokenizer=tok, filler_sentences=r.filler_sentences, system_prompt=r.system_prompt)
+  probe_kw.update(_prompt_kw(r))
   # 2. detection on the first half of the entities
   det_probes = make_probes(
     np.random.default_rng([c.seed, 1]),
@@ -657,13 +761,18 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
     [locos.rouge1_recall(p.answer, t) for p, t in zip(ev_stem, res_base[("baseline", 0, "texts")])]
   )
   correct = np.flatnonzero(base_r1 >= 0.5)
+  # CPU time: the ablations may use only the answered probes among the first
+  # `real.ablation_num_eval` items (0: all); the unablated model still runs on every probe
+  n_abl = int(r.get("ablation_num_eval", 0) or 0)
+  if n_abl:
+    correct = correct[correct < n_abl]
   claim_ks = tuple(r.claim_ks)
   first = [cd for cd in conds if cd[0] in ("locos", *r.claim_baselines) and cd[1] in claim_ks]
   rest = [cd for cd in conds if cd[0] != "baseline" and cd not in first]
   rank = {d: i for i, d in enumerate(("locos", *r.claim_baselines, "random", *dets))}
   rest.sort(key=lambda cd: (cd[1] not in claim_ks, rank[cd[0]], cd[1]))
   stem_kw = dict(only=correct, deadline=deadline, group_rows=r.get("group_rows", 0) or None)
-  tag = f"stem/n={r.num_eval}"
+  tag = f"stem/n={r.num_eval}" + (f"/first={n_abl}" if n_abl else "")
   # priority when a time budget is set: the claim's cells, the parametric control at the
   # claim's k, random heads and Wu at the claim's k, the other k values, then the paper's
   # protocol (its 100-step decodes cost the most per probe)
@@ -767,7 +876,9 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
     f"{track}/accepted_detection_trials": int(sum(det["accepted"])),
     f"{track}/num_eval_probes": len(ev_stem),
     f"{track}/num_paper_probes": len(ev_paper),
-    f"{track}/eval_correct_fraction": float(correct.size / len(ev_stem)),
+    f"{track}/eval_correct_fraction": float(np.mean(base_r1 >= 0.5)),
+    f"{track}/ablation_items": n_abl or len(ev_stem),
+    f"{track}/ablated_probes": int(correct.size),
     f"{track}/random_seeds_used": seeds,
     f"{track}/examples": {
       "stem_baseline": res_base[("baseline", 0, "texts")][:5],
@@ -824,6 +935,8 @@ def train_and_evaluate(config, workdir) -> dict:
   """Run the configured tracks; write results.json and plots into `workdir`."""
   if config.get("needle") is not None:  # long-context needle probes (configs/needle.py)
     return run_needle(config, workdir)
+  if config.get("pilot") is not None:  # prompt-form pilot (configs/gemma3_pilot.py)
+    return run_prompt_pilot(config, workdir)
   t0 = time.time()
   for tr in config.tracks:
     core.validate_choice(tr, name="tracks", allowed=("toy", *REAL_MODELS))

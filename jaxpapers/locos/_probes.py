@@ -92,6 +92,24 @@ LANDMARKS = (
   ("Pantheon", "Rome"),
   ("Schönbrunn Palace", "Vienna"),
 )
+# entities of the solved examples that few-shot prompts put before a probe ("shots"): no name,
+# landmark or city of these pools occurs in NAMES / LANDMARKS, so an example never names a
+# probe's answer or its city
+SHOT_NAMES = (
+  "Beatrice", "Desmond", "Fabian", "Henrietta", "Imogen", "Jonas", "Klaus", "Lorenzo",
+  "Matilda", "Norbert", "Ophelia", "Phoebe", "Reuben", "Sebastian", "Theodora", "Winston",
+)  # fmt: skip
+SHOT_LANDMARKS = (
+  ("Liberty Bell", "Philadelphia"),
+  ("Gateway Arch", "St. Louis"),
+  ("Fenway Park", "Boston"),
+  ("Belem Tower", "Lisbon"),
+  ("Casa Rosada", "Buenos Aires"),
+  ("Vasa Museum", "Stockholm"),
+  ("Grand Palace", "Bangkok"),
+  ("Fushimi Inari Shrine", "Kyoto"),
+)
+PROMPT_FORMATS = ("chat", "completion")
 # needle templates: how a character relates to a landmark (the relation never names the city)
 RELATIONS = (
   "Actually, {name} lives next to the {landmark}.",
@@ -162,6 +180,30 @@ def haystack_sentences() -> list[str]:
   return _SENTENCES
 
 
+def _render(tokenizer, turns, *, system_prompt: bool, prompt_format: str) -> str:
+  """Text of solved examples and the probe: `turns` = [(user, answer), ..., (user, stem)].
+
+  'chat': one user turn and one assistant turn per example, then the probe's user turn and
+  the start of the assistant turn with the stem ('' for none): the tokenizer's template with
+  `system_prompt`, else ChatML turns without a system message. 'completion' (for pretrained
+  models): plain text, each item "{context}\n\nQuestion: {question}\nAnswer: {answer}"
+  with a blank line between items; the probe's item ends "Answer:" or "Answer: {stem}".
+  """
+  *solved, (last, stem) = turns
+  if prompt_format == "completion":
+    items = [f"{u}\nAnswer: {a}\n\n" for u, a in solved]
+    return "".join(items) + f"{last}\nAnswer:" + (f" {stem}" if stem else "")
+  if system_prompt:
+    msgs = []
+    for u, a in solved:
+      msgs += [{"role": "user", "content": u}, {"role": "assistant", "content": a}]
+    return tokenizer.apply_chat_template([*msgs, {"role": "user", "content": last}]) + stem
+  text = "".join(
+    f"<|im_start|>user\n{u}<|im_end|>\n<|im_start|>assistant\n{a}<|im_end|>\n" for u, a in solved
+  )
+  return text + f"<|im_start|>user\n{last}<|im_end|>\n<|im_start|>assistant\n{stem}"
+
+
 def make_probes(
   rng: np.random.Generator,
   *,
@@ -175,8 +217,11 @@ def make_probes(
   names=NAMES,
   relations=RELATIONS,
   system_prompt: bool = True,
+  prompt_format: str = "chat",
+  shots: int = 0,
+  shot_seed: int = 0,
 ) -> list[Trial]:
-  """NoLiMa-style probes rendered with the tokenizer's chat template.
+  """NoLiMa-style probes rendered with the tokenizer's chat template or as plain text.
 
   Args:
     rng: numpy generator.
@@ -194,7 +239,16 @@ def make_probes(
     landmarks, names: the entity pools ((landmark, city) pairs; names).
     relations: needle templates with {name} and {landmark}; one drawn per needle.
     system_prompt: keep the chat template's default system message; False renders the
-      ChatML turns without it (shorter prompts) [reconstruction].
+      ChatML turns without it (shorter prompts) [reconstruction]. Chat format only.
+    prompt_format: 'chat' (user / assistant turns) or 'completion' (plain text with
+      "Question:" / "Answer:" lines, for pretrained models) [reconstruction].
+    shots: solved examples of the same task before each probe (few-shot prompting of a
+      pretrained model) [reconstruction]: each has its own haystack, one needle and a
+      non-literal question over `SHOT_NAMES` / `SHOT_LANDMARKS` (disjoint from `NAMES` /
+      `LANDMARKS`), answered with the stem and the name ("The character who has been to
+      Boston is Jonas.") when `answer_prefix`, else with the name ("Jonas.").
+    shot_seed: seed of the examples' own generator, so that `rng` draws the same probe
+      items whatever `shots` is.
 
   Returns:
     Trials whose needle span covers the target needle's tokens.
@@ -203,13 +257,18 @@ def make_probes(
     raise ValueError(f"kind must be 'literal', 'nonliteral' or 'parametric', got {kind!r}")
   if not isinstance(rng, np.random.Generator):
     raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+  if prompt_format not in PROMPT_FORMATS:
+    raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {prompt_format!r}")
   for name, v, lo in (
     ("num", num, 0),
     ("filler_sentences", filler_sentences, 0),
     ("num_needles", num_needles, 1),
+    ("shots", shots, 0),
   ):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
       raise ValueError(f"{name} must be an int >= {lo}, got {v!r}")
+  if shots and kind == "parametric":
+    raise ValueError("shots must be 0 for kind='parametric' (no context to solve)")
   if num_needles > min(len(landmarks), len(names)):
     raise ValueError(
       f"num_needles must be <= {min(len(landmarks), len(names))} (distinct names "
@@ -220,11 +279,30 @@ def make_probes(
   if not relations or any("{name}" not in r or "{landmark}" not in r for r in relations):
     raise ValueError("relations must be non-empty templates containing {name} and {landmark}")
   sents = haystack_sentences()
+  srng = np.random.default_rng(shot_seed)
 
-  def chat(msg):
-    if system_prompt:
-      return tokenizer.apply_chat_template([{"role": "user", "content": msg}])
-    return f"<|im_start|>user\n{msg}<|im_end|>\n<|im_start|>assistant\n"
+  def context(hay, slots, needles):
+    """Haystack sentences with the needles at the given slots (in order)."""
+    parts, k = [], 0
+    for i in range(filler_sentences + 1):
+      while k < len(needles) and slots[k] == i:
+        parts.append(needles[k])
+        k += 1
+      if i < filler_sentences:
+        parts.append(hay[i])
+    return " ".join(parts)
+
+  def solved_example():
+    land, city = SHOT_LANDMARKS[int(srng.integers(len(SHOT_LANDMARKS)))]
+    who = SHOT_NAMES[int(srng.integers(len(SHOT_NAMES)))]
+    rel = relations[int(srng.integers(len(relations)))]
+    question, stem = QUESTIONS["nonliteral"][int(srng.integers(len(QUESTIONS["nonliteral"])))]
+    hay = [sents[i] for i in srng.integers(0, len(sents), filler_sentences)]
+    slots = np.sort(srng.integers(0, filler_sentences + 1, 1))
+    ctx = context(hay, slots, [rel.format(name=who, landmark=land)])
+    user = f"{ctx}\n\nQuestion: {question.format(city=city)} Answer with the name only."
+    answer = f"{stem.format(city=city)} {who}." if answer_prefix else f"{who}."
+    return user, answer
 
   out = []
   for _ in range(num):
@@ -236,30 +314,30 @@ def make_probes(
     target = int(rng.integers(num_needles))
     land, city = landmarks[li[target]]
     if kind == "parametric":
-      text = chat(f"In which city is the {land}? Answer with the city name only.")
-      if answer_prefix:
-        text += f"The {land} is in the city of"
+      msg = f"In which city is the {land}? Answer with the city name only."
+      stem = f"The {land} is in the city of" if answer_prefix else ""
+      text = _render(
+        tokenizer, [(msg, stem)], system_prompt=system_prompt, prompt_format=prompt_format
+      )
       out.append(Trial(tokenizer.encode(text), (0, 0), city, kind))
       continue
+    # the draws in this order (haystack, relations, slots, question) keep the items of
+    # earlier versions for the same rng
     hay = [sents[i] for i in rng.integers(0, len(sents), filler_sentences)]
     rel = [relations[i] for i in rng.integers(0, len(relations), num_needles)]
     needles = [r.format(name=names[n], landmark=landmarks[l][0]) for r, n, l in zip(rel, ni, li)]
     slots = np.sort(rng.integers(0, filler_sentences + 1, num_needles))
-    parts, k = [], 0
-    for i in range(filler_sentences + 1):
-      while k < num_needles and slots[k] == i:
-        parts.append(needles[k])
-        k += 1
-      if i < filler_sentences:
-        parts.append(hay[i])
+    ctx = context(hay, slots, needles)
     templates = QUESTIONS[kind]
     question, stem = templates[int(rng.integers(len(templates)))]
     question, stem = (x.format(city=city, landmark=land) for x in (question, stem))
-    text = chat(" ".join(parts) + f"\n\nQuestion: {question} Answer with the name only.")
-    if answer_prefix:
-      text += stem
+    turns = [solved_example() for _ in range(shots)]
+    turns.append(
+      (f"{ctx}\n\nQuestion: {question} Answer with the name only.", stem if answer_prefix else "")
+    )
+    text = _render(tokenizer, turns, system_prompt=system_prompt, prompt_format=prompt_format)
     ids, spans = tokenizer.encode_with_offsets(text)
-    c0 = text.index(needles[target])
+    c0 = text.rindex(needles[target])  # the probe's context comes after every example
     c1 = c0 + len(needles[target])
     tok_idx = [i for i, (a, b) in enumerate(spans) if a < c1 and b > c0]
     lo, hi = tok_idx[0], tok_idx[-1] + 1

@@ -286,6 +286,26 @@ CASES = [
   ),
   Case(
     "make_probes",
+    lambda: locos.make_probes(
+      np.random.default_rng(0), tokenizer=TOK, num=1, kind="literal", prompt_format="plain"
+    ),
+    match=r"prompt_format must be one of \('chat', 'completion'\)",
+    jit=None,
+    jit_reason=HOST,
+    id="make_probes-format",
+  ),
+  Case(
+    "make_probes",
+    lambda: locos.make_probes(
+      np.random.default_rng(0), tokenizer=TOK, num=1, kind="literal", shots=-1
+    ),
+    match="shots must be an int >= 0",
+    jit=None,
+    jit_reason=HOST,
+    id="make_probes-shots",
+  ),
+  Case(
+    "make_probes",
     lambda: locos.make_probes(None, tokenizer=TOK, num=1, kind="literal"),
     error=TypeError,
     match="rng must be a numpy",

@@ -101,3 +101,49 @@ def test_probes_start_with_bos_and_keep_the_needle_span_when_the_tokenizer_adds_
     s, e = t.needle_span
     needle = tok.decode(t.prompt_ids[s:e])
     assert t.answer in needle and needle.endswith(".") and "Question:" not in needle
+
+
+def b_stem(trial, tok):
+  """The stem's words at the end of a stemmed probe's text (from its question template)."""
+  text = tok.decode(trial.prompt_ids)
+  for _, stem in locos.QUESTIONS["nonliteral"]:
+    for _, city in locos.LANDMARKS:
+      words = stem.format(city=city).split()
+      if text.split()[-len(words) :] == words:
+        return words
+  raise AssertionError("no stem at the end of the probe")
+
+
+def test_solved_examples_leave_the_items_alone_and_never_name_a_probe_entity():
+  tok = _WordTokenizer()
+  kw = dict(tokenizer=tok, num=6, kind="nonliteral", filler_sentences=1, system_prompt=False)
+  plain = locos.make_probes(np.random.default_rng(3), **kw)
+  for fmt in locos.PROMPT_FORMATS:
+    for stem in (True, False):
+      shot = locos.make_probes(
+        np.random.default_rng(3), prompt_format=fmt, shots=2, answer_prefix=stem, **kw
+      )
+      for a, b in zip(plain, shot):
+        assert a.answer == b.answer
+        text = tok.decode(b.prompt_ids)
+        # the probe's needle is the last needle: after both solved examples
+        needle = tok.decode(b.prompt_ids[slice(*b.needle_span)])
+        assert needle == tok.decode(a.prompt_ids[slice(*a.needle_span)])
+        assert text.rindex(needle) > max(text.rfind(n) for n in locos.SHOT_NAMES)
+        # two solved examples, each answered with one of the examples' names
+        sep = "Answer:" if fmt == "completion" else "assistant"
+        answers = [x.replace("<|im_end|>", " ").split() for x in text.split(sep)[1:]]
+        assert len(answers) == 3
+        names = {f"{n}." for n in locos.SHOT_NAMES}
+        for ans in answers[:2]:
+          if stem:
+            assert ans[0] == "The" and ans[ans.index("is") + 1] in names
+          else:
+            assert ans[0] in names
+        # the probe ends with its stem (or with the assistant turn / "Answer:")
+        assert answers[2] == ([*b_stem(a, tok)] if stem else [])
+        if fmt == "completion":
+          assert "<|im_start|>" not in text
+  # the example pools share no name, landmark or city with the probes' pools
+  assert not set(locos.SHOT_NAMES) & set(locos.NAMES)
+  assert not {x for p in locos.SHOT_LANDMARKS for x in p} & {x for p in locos.LANDMARKS for x in p}

