@@ -196,3 +196,31 @@ def test_resume_from_committed_cells_file_computes_only_the_missing_cells(tmp_pa
   cfg.merge_cells_from = ()
   train.train_and_evaluate(cfg, workdir)
   assert calls == []
+
+
+def test_ablation_differences_against_hand_computed_values():
+  """PANDA - ablation per pair, its mean and 1.96 std / sqrt(n) over the pairs that have both."""
+  cells = {
+    "a|gedi|panda": dict(test_mean=60.0),
+    "a|gedi|without_aux": dict(test_mean=55.0),
+    "a|gedi|prior_only": dict(test_mean=62.0),
+    "b|hgnn|panda": dict(test_mean=50.0),
+    "b|hgnn|without_aux": dict(test_mean=49.0),
+    "b|hgnn|vanilla": dict(test_mean=40.0),
+    "c|hgnn|without_aux": dict(test_mean=10.0),  # no PANDA cell: not a pair
+  }
+  abl = train.derived_metrics(dict(per_cell=cells))["ablations"]
+  assert sorted(abl) == ["prior_only", "without_aux"]
+  d = np.array([5.0, 1.0])
+  assert abl["without_aux"]["panda_minus_ablation_pp"] == pytest.approx(3.0)
+  assert abl["without_aux"]["ci95_pp"] == pytest.approx(1.96 * d.std(ddof=1) / np.sqrt(2))
+  assert (abl["without_aux"]["pairs"], abl["without_aux"]["pairs_panda_higher"]) == (2, 2)
+  assert abl["prior_only"]["panda_minus_ablation_pp"] == pytest.approx(-2.0)
+  assert abl["prior_only"]["ci95_pp"] is None  # one pair: no interval, the claim is inconclusive
+  from experiments.panda.configs import ablations
+  from jaxpapers.core import claims
+
+  metrics = dict(derived=dict(ablations=abl))
+  verdicts = {c["id"]: claims.judge(c, metrics).verdict for c in ablations.get_config().claims}
+  assert verdicts["needs_aux"] == claims.INCONCLUSIVE  # 3.0 +- 7.8 straddles 0
+  assert verdicts["needs_gate"] == claims.INCONCLUSIVE  # not run: missing
