@@ -18,7 +18,9 @@ default run. Four arms remove one part of PANDA each (``panda.ABLATIONS``):
 The rule, fixed before the run: for each ablation, the mean over (dataset, backbone) pairs of
 PANDA - ablation with the 95% CI half-width 1.96 std / sqrt(pairs). The part *matters* (held)
 when the whole interval lies above 0, *not reproduced* when it lies below 0 (the ablated model is
-measurably better), *inconclusive* when it contains 0.
+measurably better), *inconclusive* when it contains 0. Run order on the CPU, cheapest first (a
+run cut short is reported over the pairs it finished): Texas with every backbone, then Telegram
+with GeDi, HGNN, HyperGCN and PhenomNN.
 """
 
 from experiments.panda.configs import default
