@@ -30,7 +30,17 @@ from absl import logging
 from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
 
-ARMS = ("vanilla", "panda", "without_aux", "without_prior_aux", "vanilla_matched")
+ARMS = (
+  "vanilla",
+  "panda",
+  "without_aux",
+  "without_prior_aux",
+  "without_gate",
+  "prior_only",
+  "vanilla_matched",
+)
+# PANDA with one component removed (``panda.ABLATIONS``), compared with the full PANDA arm
+ABLATION_ARMS = ("without_gate", "without_aux", "without_prior_aux", "prior_only")
 
 
 def count_params(model_fn) -> int:
@@ -314,8 +324,14 @@ def train_and_evaluate(config, workdir) -> dict:
       key, lambda ckpt, ds=ds, b=b, a=a: run_cell(config, data[ds], b, a, ckpt)
     )
     logging.info("%s: %.2f +- %.2f (%.0fs)", key, c["test_mean"], c["test_std"], c["wall_s"])
-  cells = store.to_dict()
   names = list(data)
+  # the config's grid only (a merged source may hold cells of other datasets or arms)
+  cells = {
+    k: v
+    for k, v in store.to_dict().items()
+    if tuple(k.split("|")[1:]) in {(b, a) for b in config.backbones for a in config.arms}
+    and k.split("|")[0] in names
+  }
   majority = {ds: majority_baseline(data[ds], config.num_splits) for ds in names}
   table, summary = _table(cells, names, config.backbones, config.arms)
   _plot(cells, names, config.backbones, workdir)
@@ -373,6 +389,11 @@ def train_and_evaluate(config, workdir) -> dict:
       f"sweep call minus a later one.",
     ]
   metrics["per_pair"] = pair_statistics(cells)
+  abl_pairs = {
+    arm: pair_statistics(cells, baseline=arm) for arm in ABLATION_ARMS if arm in config.arms
+  }
+  if abl_pairs:  # paired per-split PANDA - ablation for every pair (as for PANDA - vanilla)
+    metrics["ablation_per_pair"] = abl_pairs
   metrics["derived"] = derived_metrics(metrics)
   core.write_results(
     workdir,
@@ -492,4 +513,26 @@ def derived_metrics(metrics) -> dict:
   per_pair = metrics.get("per_pair") or {}
   for outcome in ("better", "worse", "tie"):
     out[f"pairs_{outcome}"] = sum(v["outcome"] == outcome for v in per_pair.values())
+  # ablations: PANDA minus PANDA-without-a-component, over the pairs that have both
+  abl = {}
+  for arm in ABLATION_ARMS:
+    d = [
+      cells[p + "|panda"]["test_mean"] - cells[f"{p}|{arm}"]["test_mean"]
+      for p in _pairs(cells)
+      if p + "|panda" in cells and f"{p}|{arm}" in cells
+    ]
+    if d:
+      abl[arm] = dict(
+        panda_minus_ablation_pp=float(np.mean(d)),
+        ci95_pp=1.96 * float(np.std(d, ddof=1)) / np.sqrt(len(d)) if len(d) >= 2 else None,
+        pairs=len(d),
+        pairs_panda_higher=int(sum(x > 0 for x in d)),
+      )
+  if abl:
+    out["ablations"] = abl
   return out
+
+
+def _pairs(cells) -> list[str]:
+  """The (dataset, backbone) prefixes of every cell key ``'<dataset>|<backbone>|<arm>'``."""
+  return sorted({k.rsplit("|", 1)[0] for k in cells})

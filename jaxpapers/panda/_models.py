@@ -51,11 +51,17 @@ def _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout):
     raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
 
 
-# ablation name -> PandaConfig overrides [code]
+# ablation name -> PandaConfig overrides. The reference's two ([code]: WithoutAux,
+# WithoutPriorAux = attention only) and two more: ``without_gate`` replaces the learned
+# prior/attention mixture pi by the constant 1/2 (alpha = (c + a) / 2, auxiliary path kept);
+# ``prior_only`` keeps only the structural prior (alpha = c, no auxiliary path: the reduction
+# of §3.4, the vanilla operator inside the PANDA layer).
 ABLATIONS = {
   "panda": {},
   "without_aux": dict(aux=None),
   "without_prior_aux": dict(aux=None, mix="att"),
+  "without_gate": dict(mix="fixed:0.5"),
+  "prior_only": dict(aux=None, mix="prior"),
 }
 
 

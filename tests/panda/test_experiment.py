@@ -137,3 +137,90 @@ def test_pair_statistics_against_hand_computed_paired_values():
 
 def _selected(cell):
   return [100 * t for z in cell["sweep"] if z["lr"] == cell["best_lr"] for t in z["test"]]
+
+
+def test_resume_from_committed_cells_file_computes_only_the_missing_cells(tmp_path, monkeypatch):
+  """A run seeded from a committed ``cells.json`` keeps those cells bit for bit, runs the rest."""
+  cfg = smoke.get_config()
+  cfg.backbones = ("gedi", "hgnn")
+  ds = cfg.synthetic_fallback[0]
+
+  def fake_cell(key, value):
+    sweep = [dict(lr=0.01, wd=5e-4, val=[value, value / 3], test=[value / 7, 0.1 + 0.2])]
+    return dict(
+      dataset=ds,
+      backbone=key.split("|")[1],
+      arm=key.split("|")[2],
+      test_mean=100 * value,
+      test_std=1 / 3,
+      val_mean=2 / 3,
+      best_lr=0.01,
+      best_wd=5e-4,
+      splits=2,
+      params=7,
+      sweep=sweep,
+      first_call_s=1e-300,
+      wall_s=1.7976931348623157e308,
+    )
+
+  seeded = {f"{ds}|gedi|vanilla": fake_cell(f"{ds}|gedi|vanilla", 0.4123456789012345)}
+  seeded[f"{ds}|gedi|panda"] = fake_cell(f"{ds}|gedi|panda", 0.5987654321098765)
+  committed = tmp_path / "results"
+  committed.mkdir()
+  (committed / "cells.json").write_text(json.dumps(seeded, indent=1))
+  calls = []
+
+  def run_cell(config, data, backbone, arm, checkpoint_dir=None):
+    calls.append(f"{data.name}|{backbone}|{arm}")
+    return fake_cell(calls[-1], 0.25)
+
+  monkeypatch.setattr(train, "run_cell", run_cell)
+  cfg.merge_cells_from = (str(committed),)
+  workdir = tmp_path / "run"
+  metrics = train.train_and_evaluate(cfg, workdir)
+  assert sorted(calls) == [f"{ds}|hgnn|panda", f"{ds}|hgnn|vanilla"]  # seeded ones not rerun
+
+  def floats(x):  # every number as its exact bit pattern
+    if isinstance(x, dict):
+      return {k: floats(v) for k, v in x.items()}
+    if isinstance(x, list):
+      return [floats(v) for v in x]
+    return float(x).hex() if isinstance(x, float) else x
+
+  on_disk = core.CellStore(workdir / "cells").to_dict()  # read back from the cell files
+  for k, v in seeded.items():
+    assert floats(on_disk[k]) == floats(v), k
+  assert metrics["per_cell"][f"{ds}|gedi|panda"]["test_mean"] == 100 * 0.5987654321098765
+  # a second, unseeded run over the same workdir computes nothing
+  calls.clear()
+  cfg.merge_cells_from = ()
+  train.train_and_evaluate(cfg, workdir)
+  assert calls == []
+
+
+def test_ablation_differences_against_hand_computed_values():
+  """PANDA - ablation per pair, its mean and 1.96 std / sqrt(n) over the pairs that have both."""
+  cells = {
+    "a|gedi|panda": dict(test_mean=60.0),
+    "a|gedi|without_aux": dict(test_mean=55.0),
+    "a|gedi|prior_only": dict(test_mean=62.0),
+    "b|hgnn|panda": dict(test_mean=50.0),
+    "b|hgnn|without_aux": dict(test_mean=49.0),
+    "b|hgnn|vanilla": dict(test_mean=40.0),
+    "c|hgnn|without_aux": dict(test_mean=10.0),  # no PANDA cell: not a pair
+  }
+  abl = train.derived_metrics(dict(per_cell=cells))["ablations"]
+  assert sorted(abl) == ["prior_only", "without_aux"]
+  d = np.array([5.0, 1.0])
+  assert abl["without_aux"]["panda_minus_ablation_pp"] == pytest.approx(3.0)
+  assert abl["without_aux"]["ci95_pp"] == pytest.approx(1.96 * d.std(ddof=1) / np.sqrt(2))
+  assert (abl["without_aux"]["pairs"], abl["without_aux"]["pairs_panda_higher"]) == (2, 2)
+  assert abl["prior_only"]["panda_minus_ablation_pp"] == pytest.approx(-2.0)
+  assert abl["prior_only"]["ci95_pp"] is None  # one pair: no interval, the claim is inconclusive
+  from experiments.panda.configs import ablations
+  from jaxpapers.core import claims
+
+  metrics = dict(derived=dict(ablations=abl))
+  verdicts = {c["id"]: claims.judge(c, metrics).verdict for c in ablations.get_config().claims}
+  assert verdicts["needs_aux"] == claims.INCONCLUSIVE  # 3.0 +- 7.8 straddles 0
+  assert verdicts["needs_gate"] == claims.INCONCLUSIVE  # not run: missing
