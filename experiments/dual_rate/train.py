@@ -52,12 +52,18 @@ def _copy(model):
   return nnx.merge(*nnx.split(model))
 
 
+@functools.cache
 def _make_step(graphdef, loss_fn):
   """Jitted ``step(state, batch, consts) -> (state, metrics)``.
 
   ``loss_fn(model, x, cond, key, consts)``. ``consts`` (e.g. a frozen MMD teacher's nnx state)
   is an argument of the jitted step, not a closure: closed-over arrays would be baked into the
   program as HLO constants, which breaks compilation for a full-size teacher.
+
+  Memoised on (graphdef, loss_fn): networks of every training seed share their structure
+  (equal graphdefs) and :func:`train_and_evaluate` builds each loss once, so seeds after the
+  first reuse the compiled step (XLA compile: 7-12 s of single-thread CPU per network, about
+  100-160 steps' worth; benchmarks/dual_rate_step.py).
   """
 
   @jax.jit
@@ -260,6 +266,35 @@ def train_and_evaluate(config, workdir) -> dict:
 
   _log(f"classifier trained, floor {floor}", t_start)
 
+  # Losses are built once per run (not per training seed): with _make_step memoised on
+  # (graphdef, loss_fn), every seed after the first reuses the compiled training steps.
+  def base_loss(m, x, c, k, consts):
+    del consts
+    return dr.diffusion_loss(m, x, c, k, schedule=sched, weighting=cfg.weighting)
+
+  @functools.cache
+  def dual_loss_fn(coupling=cfg.coupling, max_staleness=cfg.max_staleness, use_features=True):
+    def loss(m, x, c, k, consts):
+      del consts
+      return dr.dual_rate_loss(
+        m,
+        x,
+        c,
+        k,
+        schedule=sched,
+        num_grid_steps=tuple(cfg.train_grid_steps),
+        max_staleness=max_staleness,
+        p_fresh=cfg.p_fresh,
+        coupling=coupling,
+        rollout_frac=cfg.rollout_frac,
+        weighting=cfg.weighting,
+        use_features=use_features,
+      )
+
+    return loss
+
+  mmd_losses = {}  # (teacher graphdef, student steps, dual?) -> MMD loss
+
   def run_seed(seed, sub_dir):
     """Phases 2-4 for one training seed: trains every network from ``seed`` under
     ``sub_dir`` and samples every setting; returns the JSON-able rows and training records."""
@@ -309,30 +344,6 @@ def train_and_evaluate(config, workdir) -> dict:
       "encoder": dr.count_params(dual.encoder),
       "denoiser": dr.count_params(dual.denoiser),
     }
-
-    def base_loss(m, x, c, k, consts):
-      del consts
-      return dr.diffusion_loss(m, x, c, k, schedule=sched, weighting=cfg.weighting)
-
-    def dual_loss_fn(coupling=cfg.coupling, max_staleness=cfg.max_staleness, use_features=True):
-      def loss(m, x, c, k, consts):
-        del consts
-        return dr.dual_rate_loss(
-          m,
-          x,
-          c,
-          k,
-          schedule=sched,
-          num_grid_steps=tuple(cfg.train_grid_steps),
-          max_staleness=max_staleness,
-          p_fresh=cfg.p_fresh,
-          coupling=coupling,
-          rollout_frac=cfg.rollout_frac,
-          weighting=cfg.weighting,
-          use_features=use_features,
-        )
-
-      return loss
 
     def fit(model, loss, name):
       return _fit(
@@ -477,11 +488,13 @@ def train_and_evaluate(config, workdir) -> dict:
 
     def distill(teacher, k, is_dual):
       tg, tstate = nnx.split(teacher)
-      refresh = dr.refresh_schedule(k, interval=cfg.mmd_dual_interval) if is_dual else None
+      if (tg, k, is_dual) not in mmd_losses:
+        refresh = dr.refresh_schedule(k, interval=cfg.mmd_dual_interval) if is_dual else None
+        mmd_losses[tg, k, is_dual] = mmd_loss_fn(tg, sched, k, refresh)
       name = f"mmd_{'dual' if is_dual else 'baseline'}_{k}"
       pair, _, sec = _fit(
         _Pair(_copy(teacher), _copy(teacher)),
-        mmd_loss_fn(tg, sched, k, refresh),
+        mmd_losses[tg, k, is_dual],
         name=name,
         steps=cfg.mmd_train_steps,
         lr=cfg.mmd_learning_rate,
