@@ -61,8 +61,8 @@ def _make_step(graphdef, loss_fn):
   program as HLO constants, which breaks compilation for a full-size teacher.
 
   Memoised on (graphdef, loss_fn): networks of every training seed share their structure
-  (equal graphdefs) and :func:`train_and_evaluate` builds each loss once, so seeds after the
-  first reuse the compiled step (XLA compile: 7-12 s of single-thread CPU per network, about
+  (equal graphdefs), :func:`train_and_evaluate` builds each loss once and :func:`_optimizer`
+  each optimizer once, so seeds after the first reuse the compiled step (XLA compile: 7-12 s of single-thread CPU per network, about
   100-160 steps' worth; benchmarks/dual_rate_step.py).
   """
 
@@ -99,16 +99,24 @@ def mmd_loss_fn(teacher_graphdef, schedule, num_student_steps, refresh):
   return loss
 
 
+@functools.cache
+def _optimizer(lr, steps, warmup_steps, ema_decay):
+  """Adam(W) with warmup + cosine decay, clipping and the EMA tracker, one object per setting:
+  the optimizer is a static field of the train state, so a fresh one per network would make the
+  memoised step of :func:`_make_step` recompile anyway."""
+  sched = optax.warmup_cosine_decay_schedule(
+    0.0, lr, min(warmup_steps, max(steps - 1, 1)), max(steps, 2)
+  )
+  return optax.chain(
+    optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.0), dr.ema_tracker(ema_decay)
+  )
+
+
 def _fit(model, loss_fn, *, name, steps, lr, cfg, data, workdir, ema_decay, consts=None):
   """Train ``model`` with ``loss_fn(model, x, cond, key, consts)``.
 
   Returns (EMA model, history, seconds)."""
-  sched = optax.warmup_cosine_decay_schedule(
-    0.0, lr, min(cfg.warmup_steps, max(steps - 1, 1)), max(steps, 2)
-  )
-  tx = optax.chain(
-    optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.0), dr.ema_tracker(ema_decay)
-  )
+  tx = _optimizer(lr, steps, cfg.warmup_steps, ema_decay)
   state = core.TrainState.create(model, tx)
   graphdef = state.graphdef
   mesh = None
