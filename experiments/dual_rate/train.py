@@ -52,12 +52,18 @@ def _copy(model):
   return nnx.merge(*nnx.split(model))
 
 
+@functools.cache
 def _make_step(graphdef, loss_fn):
   """Jitted ``step(state, batch, consts) -> (state, metrics)``.
 
   ``loss_fn(model, x, cond, key, consts)``. ``consts`` (e.g. a frozen MMD teacher's nnx state)
   is an argument of the jitted step, not a closure: closed-over arrays would be baked into the
   program as HLO constants, which breaks compilation for a full-size teacher.
+
+  Memoised on (graphdef, loss_fn): networks of every training seed share their structure
+  (equal graphdefs), :func:`train_and_evaluate` builds each loss once and :func:`_optimizer`
+  each optimizer once, so seeds after the first reuse the compiled step (XLA compile: 7-12 s of single-thread CPU per network, about
+  100-160 steps' worth; benchmarks/dual_rate_step.py).
   """
 
   @jax.jit
@@ -93,16 +99,24 @@ def mmd_loss_fn(teacher_graphdef, schedule, num_student_steps, refresh):
   return loss
 
 
+@functools.cache
+def _optimizer(lr, steps, warmup_steps, ema_decay):
+  """Adam(W) with warmup + cosine decay, clipping and the EMA tracker, one object per setting:
+  the optimizer is a static field of the train state, so a fresh one per network would make the
+  memoised step of :func:`_make_step` recompile anyway."""
+  sched = optax.warmup_cosine_decay_schedule(
+    0.0, lr, min(warmup_steps, max(steps - 1, 1)), max(steps, 2)
+  )
+  return optax.chain(
+    optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.0), dr.ema_tracker(ema_decay)
+  )
+
+
 def _fit(model, loss_fn, *, name, steps, lr, cfg, data, workdir, ema_decay, consts=None):
   """Train ``model`` with ``loss_fn(model, x, cond, key, consts)``.
 
   Returns (EMA model, history, seconds)."""
-  sched = optax.warmup_cosine_decay_schedule(
-    0.0, lr, min(cfg.warmup_steps, max(steps - 1, 1)), max(steps, 2)
-  )
-  tx = optax.chain(
-    optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.0), dr.ema_tracker(ema_decay)
-  )
+  tx = _optimizer(lr, steps, cfg.warmup_steps, ema_decay)
   state = core.TrainState.create(model, tx)
   graphdef = state.graphdef
   mesh = None
@@ -260,6 +274,35 @@ def train_and_evaluate(config, workdir) -> dict:
 
   _log(f"classifier trained, floor {floor}", t_start)
 
+  # Losses are built once per run (not per training seed): with _make_step memoised on
+  # (graphdef, loss_fn), every seed after the first reuses the compiled training steps.
+  def base_loss(m, x, c, k, consts):
+    del consts
+    return dr.diffusion_loss(m, x, c, k, schedule=sched, weighting=cfg.weighting)
+
+  @functools.cache
+  def dual_loss_fn(coupling=cfg.coupling, max_staleness=cfg.max_staleness, use_features=True):
+    def loss(m, x, c, k, consts):
+      del consts
+      return dr.dual_rate_loss(
+        m,
+        x,
+        c,
+        k,
+        schedule=sched,
+        num_grid_steps=tuple(cfg.train_grid_steps),
+        max_staleness=max_staleness,
+        p_fresh=cfg.p_fresh,
+        coupling=coupling,
+        rollout_frac=cfg.rollout_frac,
+        weighting=cfg.weighting,
+        use_features=use_features,
+      )
+
+    return loss
+
+  mmd_losses = {}  # (teacher graphdef, student steps, dual?) -> MMD loss
+
   def run_seed(seed, sub_dir):
     """Phases 2-4 for one training seed: trains every network from ``seed`` under
     ``sub_dir`` and samples every setting; returns the JSON-able rows and training records."""
@@ -309,30 +352,6 @@ def train_and_evaluate(config, workdir) -> dict:
       "encoder": dr.count_params(dual.encoder),
       "denoiser": dr.count_params(dual.denoiser),
     }
-
-    def base_loss(m, x, c, k, consts):
-      del consts
-      return dr.diffusion_loss(m, x, c, k, schedule=sched, weighting=cfg.weighting)
-
-    def dual_loss_fn(coupling=cfg.coupling, max_staleness=cfg.max_staleness, use_features=True):
-      def loss(m, x, c, k, consts):
-        del consts
-        return dr.dual_rate_loss(
-          m,
-          x,
-          c,
-          k,
-          schedule=sched,
-          num_grid_steps=tuple(cfg.train_grid_steps),
-          max_staleness=max_staleness,
-          p_fresh=cfg.p_fresh,
-          coupling=coupling,
-          rollout_frac=cfg.rollout_frac,
-          weighting=cfg.weighting,
-          use_features=use_features,
-        )
-
-      return loss
 
     def fit(model, loss, name):
       return _fit(
@@ -477,11 +496,13 @@ def train_and_evaluate(config, workdir) -> dict:
 
     def distill(teacher, k, is_dual):
       tg, tstate = nnx.split(teacher)
-      refresh = dr.refresh_schedule(k, interval=cfg.mmd_dual_interval) if is_dual else None
+      if (tg, k, is_dual) not in mmd_losses:
+        refresh = dr.refresh_schedule(k, interval=cfg.mmd_dual_interval) if is_dual else None
+        mmd_losses[tg, k, is_dual] = mmd_loss_fn(tg, sched, k, refresh)
       name = f"mmd_{'dual' if is_dual else 'baseline'}_{k}"
       pair, _, sec = _fit(
         _Pair(_copy(teacher), _copy(teacher)),
-        mmd_loss_fn(tg, sched, k, refresh),
+        mmd_losses[tg, k, is_dual],
         name=name,
         steps=cfg.mmd_train_steps,
         lr=cfg.mmd_learning_rate,

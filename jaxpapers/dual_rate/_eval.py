@@ -11,6 +11,8 @@ Kynkaanniemi et al., improved precision/recall, arXiv:1904.06991.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -111,6 +113,18 @@ def train_classifier(
   return nnx.merge(graphdef, params)
 
 
+# One compiled program per (classifier structure, batch shape), shared by every call: a jit of a
+# fresh lambda per call would retrace and recompile each time (every sampled setting and seed).
+@functools.partial(jax.jit, static_argnums=0)
+def _features_jit(graphdef, state, x):
+  return nnx.merge(graphdef, state).features(x)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _logits_jit(graphdef, state, x):
+  return nnx.merge(graphdef, state)(x)
+
+
 def extract_features(classifier: FeatureClassifier, images, *, batch_size: int = 256) -> np.ndarray:
   """Penultimate features [N, feature_dim] as float64 numpy (images [N, H, W, C])."""
   if not isinstance(classifier, FeatureClassifier):
@@ -118,13 +132,13 @@ def extract_features(classifier: FeatureClassifier, images, *, batch_size: int =
   if np.ndim(images) != 4:
     raise ValueError(f"images must be [N, H, W, C], got shape {np.shape(images)}")
   graphdef, state = nnx.split(classifier)
-  f = jax.jit(lambda st, x: nnx.merge(graphdef, st).features(x))
   images = np.asarray(images, np.float32)
   n = images.shape[0]
   pad = (-n) % batch_size  # one compiled shape for every call
   images = np.concatenate([images, np.zeros((pad,) + images.shape[1:], np.float32)])
   out = [
-    np.asarray(f(state, images[i : i + batch_size])) for i in range(0, images.shape[0], batch_size)
+    np.asarray(_features_jit(graphdef, state, images[i : i + batch_size]))
+    for i in range(0, images.shape[0], batch_size)
   ]
   return np.concatenate(out)[:n].astype(np.float64)
 
@@ -140,9 +154,7 @@ def classifier_accuracy(classifier: FeatureClassifier, images, labels) -> float:
   if not np.issubdtype(np.asarray(labels).dtype, np.integer):
     raise TypeError(f"labels must be integer class ids, got dtype {np.asarray(labels).dtype}")
   graphdef, state = nnx.split(classifier)
-  logits = jax.jit(lambda st, x: nnx.merge(graphdef, st)(x))(
-    state, jnp.asarray(images, jnp.float32)
-  )
+  logits = _logits_jit(graphdef, state, jnp.asarray(images, jnp.float32))
   return float(np.mean(np.asarray(jnp.argmax(logits, -1)) == np.asarray(labels)))
 
 

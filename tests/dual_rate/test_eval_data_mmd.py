@@ -63,6 +63,48 @@ def test_classifier_features_separate_classes():
   assert f.shape == (50, 64) and f.dtype == np.float64
 
 
+def test_features_and_accuracy_reuse_one_program_and_match_a_float64_forward():
+  """extract_features / classifier_accuracy compile once per (classifier, shape) and give the
+  classifier's own forward pass: a float64 numpy transcription of the CNN and its argmax."""
+  from jaxpapers.dual_rate import _eval
+
+  d = dr.digits()
+  clf = dr.train_classifier(d["train_images"], d["train_labels"], num_classes=10, steps=5, seed=1)
+  x = np.asarray(d["test_images"][:40], np.float64)
+  y = np.asarray(d["test_labels"][:40])
+
+  def conv(v, k, b, stride):  # SAME padding, NHWC, float64
+    kh, kw = k.shape[:2]
+    h, w = v.shape[1:3]
+    oh, ow = -(-h // stride), -(-w // stride)
+    ph = max((oh - 1) * stride + kh - h, 0)
+    pw = max((ow - 1) * stride + kw - w, 0)
+    v = np.pad(v, ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)))
+    out = np.zeros((v.shape[0], oh, ow, k.shape[3]))
+    for i in range(kh):
+      for j in range(kw):
+        patch = v[:, i : i + stride * oh : stride, j : j + stride * ow : stride]
+        out += patch @ k[i, j]
+    return out + b
+
+  def p(m):
+    return np.asarray(m.kernel[...], np.float64), np.asarray(m.bias[...], np.float64)
+
+  h = np.maximum(conv(x, *p(clf.c1), 1), 0)
+  h = np.maximum(conv(h, *p(clf.c2), 2), 0)
+  k, b = p(clf.fc)
+  ref = np.maximum(h.reshape(len(h), -1) @ k + b, 0)
+  kh, bh = p(clf.head)
+  ref_acc = np.mean(np.argmax(ref @ kh + bh, -1) == y)
+  n0 = _eval._features_jit._cache_size() + _eval._logits_jit._cache_size()
+  for _ in range(3):
+    f = dr.extract_features(clf, x)
+    acc = dr.classifier_accuracy(clf, x, y)
+    np.testing.assert_allclose(f, ref, rtol=1e-4, atol=1e-4)
+    assert acc == pytest.approx(ref_acc)
+  assert _eval._features_jit._cache_size() + _eval._logits_jit._cache_size() - n0 <= 2
+
+
 def test_numpy_sources():
   d = dr.digits()
   assert d["train_images"].shape == (1297, 8, 8, 1) and d["test_images"].shape == (500, 8, 8, 1)

@@ -181,3 +181,33 @@ def test_data_parallel_fit_equals_single_device(tmp_path):
   for a, b in zip(jax.tree.leaves(out[0]), jax.tree.leaves(out[1])):
     # Adam steps of size ~lr; reduction-order round-off moves near-zero weights by ~1e-6.
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=5e-5)
+
+
+def test_training_step_compiles_once_across_training_seeds():
+  """Networks of two training seeds share one compiled step (same structure, the run's single
+  loss and optimizer objects), and the reused program gives the values of a freshly compiled
+  step (the factory without memoisation, a fresh optimizer object)."""
+
+  def loss(m, x, c, k, consts):
+    del consts
+    return dr.diffusion_loss(m, x, c, k)
+
+  tx = train._optimizer(1e-3, 10, 2, 0.9)
+  assert train._optimizer(1e-3, 10, 2, 0.9) is tx
+  batch = (
+    jax.random.normal(jax.random.key(0), (4, 8, 8, 1)),
+    jnp.zeros((4,), jnp.int32),
+    jax.random.key(1),
+  )
+  states = [core.TrainState.create(tiny_single(seed=s, num_classes=3), tx) for s in (0, 1)]
+  step = train._make_step(states[0].graphdef, loss)
+  assert train._make_step(states[1].graphdef, loss) is step
+  outs = [step(s, batch, None) for s in states]
+  assert step._cache_size() == 1
+  fresh_tx = train._optimizer.__wrapped__(1e-3, 10, 2, 0.9)
+  fresh = core.TrainState.create(tiny_single(seed=1, num_classes=3), fresh_tx)
+  ref = train._make_step.__wrapped__(fresh.graphdef, lambda *a: loss(*a))(fresh, batch, None)
+  for a, b in zip(
+    jax.tree.leaves((outs[1][0].params, outs[1][1])), jax.tree.leaves((ref[0].params, ref[1]))
+  ):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

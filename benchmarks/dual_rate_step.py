@@ -1,0 +1,311 @@
+"""Where a Dual-Rate training seed spends its CPU time: step, compile, evaluation.
+
+  XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
+    python benchmarks/dual_rate_step.py [--steps 10 --out step_benchmark.json]
+
+Networks of ``experiments/dual_rate/configs/default.py`` (digits, batch 64): the single-network
+baseline (ViT), the dual-rate pair (ViT encoder + conv denoiser, stale-context loss), the
+no-feature control (conv denoiser alone) and the MMD step of a 2-step baseline student (student,
+auxiliary denoiser and the frozen teacher passed as an argument). For each, with
+``time.process_time()`` (CPU seconds of this process, so the numbers do not depend on how many
+other processes share the host; wall seconds beside them):
+
+* ``step_cpu_s``: one training step once compiled (median of ``--steps`` steps; the experiment's
+  ``_make_step`` jitted step and its host batch);
+* ``host_batch_cpu_s``: the host part of a step (index draw, ``jnp.asarray``, key folding);
+* ``compile_cpu_s_first_seed``: the first call of a fresh jitted step, minus one step (XLA
+  compile dominates: tracing and lowering take well under a second);
+* ``first_call_cpu_s_next_seed_before`` / ``_after``: the first step of the same network for
+  another training seed, before (a fresh loss closure per seed and an unmemoised step: a full
+  recompile for every network of every seed) and after (the run's single loss object and the
+  memoised ``_make_step`` and ``_optimizer``: the compiled program is reused), with the two steps' outputs
+  checked bitwise equal. (A persistent XLA compilation cache does not help here: the cache key
+  of identical steps built from different closures differed, so every lookup missed.)
+
+Evaluation: ``extract_features`` + ``classifier_accuracy`` per sampled setting and seed, before
+(a ``jax.jit`` of a fresh lambda per call: a retrace and recompile every call) and after (one
+module-level jitted program), checked equal; and the sampler's compile count over the refresh
+intervals (the refresh set is traced: one program per N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import pathlib
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from experiments.dual_rate import train as T
+from experiments.dual_rate.configs import default
+from jaxpapers import core
+from jaxpapers import dual_rate as dr
+from jaxpapers.dual_rate import _eval
+
+
+def _clock():
+  return time.process_time(), time.perf_counter()
+
+
+def _since(c):
+  return time.process_time() - c[0], time.perf_counter() - c[1]
+
+
+def _networks(cfg, ncls, seed=0):
+  vit = dict(
+    image_size=8,
+    channels=1,
+    patch_size=cfg.patch_size,
+    num_heads=cfg.num_heads,
+    mlp_ratio=cfg.mlp_ratio,
+    num_classes=ncls,
+  )
+  base = dr.SingleNetwork(**vit, width=cfg.encoder_width, depth=cfg.encoder_depth, rngs=nnx.Rngs(0))
+  pair = dr.DualRateModel(
+    **vit,
+    encoder_width=cfg.encoder_width,
+    encoder_depth=cfg.encoder_depth,
+    feature_dim=cfg.feature_dim,
+    denoiser_width=cfg.denoiser_width,
+    denoiser_blocks=cfg.denoiser_blocks,
+    context_channels=cfg.context_channels,
+    denoiser_emb_dim=cfg.denoiser_emb_dim,
+    rngs=nnx.Rngs(seed + 1),
+  )
+  return base, pair
+
+
+def _cases(cfg, base, pair):
+  """(name, model factory, loss factory, consts) for each network; factories give fresh
+  closures, as each training seed of the experiment does."""
+  sched = dr.NoiseSchedule()
+
+  def base_loss():
+    return lambda m, x, c, k, consts: dr.diffusion_loss(m, x, c, k, schedule=sched)
+
+  def dual_loss(use_features):
+    def make():
+      def loss(m, x, c, k, consts):
+        return dr.dual_rate_loss(
+          m,
+          x,
+          c,
+          k,
+          schedule=sched,
+          num_grid_steps=tuple(cfg.train_grid_steps),
+          max_staleness=cfg.max_staleness,
+          p_fresh=cfg.p_fresh,
+          coupling=cfg.coupling,
+          rollout_frac=cfg.rollout_frac,
+          use_features=use_features,
+        )
+
+      return loss
+
+    return make
+
+  tg, tstate = nnx.split(base)
+  return [
+    ("baseline", lambda: T._copy(base), base_loss, None),
+    ("dual-rate pair", lambda: T._copy(pair), dual_loss(True), None),
+    ("no-features", lambda: T._copy(pair), dual_loss(False), None),
+    (
+      "mmd-baseline (2 steps)",
+      lambda: T._Pair(T._copy(base), T._copy(base)),
+      lambda: T.mmd_loss_fn(tg, sched, 2, None),
+      tstate,
+    ),
+  ]
+
+
+def _make(model, loss, consts, step_factory, fresh_tx=False):
+  if fresh_tx:  # as before: a new optimizer object (a static field of the state) per network
+    tx = T._optimizer.__wrapped__(1e-3, 1000, 100, 0.995)
+  else:
+    tx = T._optimizer(1e-3, 1000, 100, 0.995)
+  state = core.TrainState.create(model, tx)
+  return state, functools.partial(step_factory(state.graphdef, loss), consts=consts)
+
+
+def _batch_fn(xs, ys, batch):
+  def fn(step):
+    rng = np.random.default_rng([0, 1, step])
+    idx = rng.integers(0, xs.shape[0], batch)
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.key(0), 1), step)
+    return jnp.asarray(xs[idx]), jnp.asarray(ys[idx]), key
+
+  return fn
+
+
+def _first_call(state, step, batch):
+  c = _clock()
+  out = jax.block_until_ready(step(state, batch))
+  return _since(c), out
+
+
+def _same(a, b):
+  la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+  return len(la) == len(lb) and all(
+    np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(la, lb)
+  )
+
+
+def bench_steps(cfg, data, ncls, steps):
+  """Seed A: a fresh step (compile) and its steady-state cost. Seed B (other initial values,
+  same structure): before, a fresh step per seed (``_make_step`` unmemoised: what every seed
+  paid); after, the memoised ``_make_step`` with the run's single loss object (the compiled
+  program of seed A), checked equal to the fresh one."""
+  batch_fn = _batch_fn(data["train_images"], data["train_labels"], cfg.batch_size)
+  b0 = batch_fn(0)
+  seed_a, seed_b = _cases(cfg, *_networks(cfg, ncls, 0)), _cases(cfg, *_networks(cfg, ncls, 10))
+  fresh_step = T._make_step.__wrapped__  # the step factory without memoisation (as before)
+  out = {}
+  for (name, model_a, loss_fn, consts_a), (_, model_b, _, consts_b) in zip(seed_a, seed_b):
+    loss = loss_fn()  # one loss object per run, as train_and_evaluate builds it
+    state, step = _make(model_a(), loss, consts_a, T._make_step)
+    (cpu0, wall0), _ = _first_call(state, step, b0)
+    state, step = _make(model_a(), loss, consts_a, T._make_step)
+    state, _ = step(state, b0)
+    cpus, walls, host = [], [], []
+    for s in range(1, steps + 1):
+      c = _clock()
+      b = batch_fn(s)
+      host.append(_since(c)[0])
+      state, m = step(state, b)
+      jax.block_until_ready(m)
+      cc, ww = _since(c)
+      cpus.append(cc)
+      walls.append(ww)
+    step_cpu, step_wall = statistics.median(cpus), statistics.median(walls)
+    # Seed B: before (fresh jit of a fresh loss closure) and after (memoised).
+    state_b, step_before = _make(model_b(), loss_fn(), consts_b, fresh_step, fresh_tx=True)
+    (cpu_before, wall_before), res_before = _first_call(state_b, step_before, b0)
+    state_b, step_after = _make(model_b(), loss, consts_b, T._make_step)
+    (cpu_after, wall_after), res_after = _first_call(state_b, step_after, b0)
+    out[name] = {
+      "step_cpu_s": step_cpu,
+      "step_wall_s": step_wall,
+      "host_batch_cpu_s": statistics.median(host),
+      "compile_cpu_s_first_seed": cpu0 - step_cpu,
+      "first_call_cpu_s_next_seed_before": cpu_before,
+      "first_call_cpu_s_next_seed_after": cpu_after,
+      "first_call_wall_s_next_seed_before": wall_before,
+      "first_call_wall_s_next_seed_after": wall_after,
+      "same_structure_across_seeds": bool(nnx.graphdef(model_a()) == nnx.graphdef(model_b())),
+      "reused_step_gives_same_values": _same(res_before, res_after),
+    }
+    print(name, out[name], flush=True)
+  return out
+
+
+def _old_extract_features(classifier, images, batch_size=256):
+  """extract_features as it was: a jit of a fresh lambda per call."""
+  graphdef, state = nnx.split(classifier)
+  f = jax.jit(lambda st, x: nnx.merge(graphdef, st).features(x))
+  images = np.asarray(images, np.float32)
+  n = images.shape[0]
+  images = np.concatenate([images, np.zeros(((-n) % batch_size,) + images.shape[1:], np.float32)])
+  out = [
+    np.asarray(f(state, images[i : i + batch_size])) for i in range(0, len(images), batch_size)
+  ]
+  return np.concatenate(out)[:n].astype(np.float64)
+
+
+def _old_accuracy(classifier, images, labels):
+  graphdef, state = nnx.split(classifier)
+  logits = jax.jit(lambda st, x: nnx.merge(graphdef, st)(x))(state, jnp.asarray(images))
+  return float(np.mean(np.asarray(jnp.argmax(logits, -1)) == np.asarray(labels)))
+
+
+def bench_eval(cfg, data, ncls, calls=5):
+  clf = dr.train_classifier(
+    data["train_images"], data["train_labels"], num_classes=ncls, steps=20, seed=0
+  )
+  x = np.asarray(data["test_images"][:300], np.float32)
+  y = np.asarray(data["test_labels"][:300])
+  res = {}
+  for label, feat, acc in [
+    ("before", _old_extract_features, _old_accuracy),
+    ("after", dr.extract_features, dr.classifier_accuracy),
+  ]:
+    times = []
+    for _ in range(calls):
+      c = _clock()
+      f = feat(clf, x)
+      a = acc(clf, x, y)
+      times.append(_since(c)[0])
+    res[label] = {"cpu_s_per_call": statistics.median(times), "features": f, "accuracy": a}
+  same = np.array_equal(res["before"]["features"], res["after"]["features"]) and (
+    res["before"]["accuracy"] == res["after"]["accuracy"]
+  )
+  out = {
+    "features_and_accuracy_cpu_s_per_call_before": res["before"]["cpu_s_per_call"],
+    "features_and_accuracy_cpu_s_per_call_after": res["after"]["cpu_s_per_call"],
+    "same_values": bool(same),
+    "programs_cached_after": int(
+      _eval._features_jit._cache_size() + _eval._logits_jit._cache_size()
+    ),
+  }
+  # The sampler: the refresh set is traced, so one program per N over every K.
+  base, pair = _networks(cfg, ncls)
+  labels = jnp.asarray(np.arange(64) % ncls, jnp.int32)
+  from jaxpapers.dual_rate import _sampling  # noqa: PLC0415
+
+  n0 = _sampling._sample_jit._cache_size()
+  for k in (1, 2, 4, 8):
+    dr.sample(
+      pair,
+      jax.random.key(0),
+      (64, 8, 8, 1),
+      num_steps=16,
+      refresh=dr.refresh_schedule(16, interval=k),
+      cond=labels,
+    )
+  out["sampler_programs_for_K_1_2_4_8_at_N16"] = int(_sampling._sample_jit._cache_size() - n0)
+  print(out, flush=True)
+  return out
+
+
+def main():
+  ap = argparse.ArgumentParser()
+  ap.add_argument("--steps", type=int, default=10)
+  ap.add_argument("--out", default="experiments/dual_rate/results/step_benchmark.json")
+  args = ap.parse_args()
+  cfg = default.get_config()
+  data, ncls = T._load_data(cfg)
+  t0 = time.process_time()
+  steps = bench_steps(cfg, data, ncls, args.steps)
+  ev = bench_eval(cfg, data, ncls)
+  # What one training seed of configs/seeds.py pays for its four networks' step programs.
+  nets = ["baseline", "dual-rate pair", "no-features", "dual-rate pair"]  # fresh-only ~ pair
+  train_cpu = sum(steps[n]["step_cpu_s"] for n in nets) * cfg.train_steps
+  compile_before = sum(steps[n]["first_call_cpu_s_next_seed_before"] for n in nets)
+  compile_after = sum(steps[n]["first_call_cpu_s_next_seed_after"] for n in nets)
+  result = {
+    "command": "python benchmarks/dual_rate_step.py "
+    + " ".join(f"--{k}={v}" for k, v in vars(args).items() if k != "out"),
+    "xla_flags": os.environ.get("XLA_FLAGS", ""),
+    "jax": jax.__version__,
+    "load_average_at_end": os.getloadavg()[0],
+    "benchmark_cpu_s": time.process_time() - t0,
+    "train_steps": steps,
+    "evaluation": ev,
+    "per_seed_training_estimate_cpu_s": {
+      "steps": train_cpu,
+      "first_calls_per_seed_before": compile_before,
+      "first_calls_per_seed_after_first_seed": compile_after,
+    },
+  }
+  pathlib.Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+  print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+  main()
