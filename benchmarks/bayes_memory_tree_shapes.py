@@ -43,19 +43,7 @@ def main():
   c = greedy.get_config()
   n = 34
   cfg, params, tok = lm.load_smollm2()
-  ds = {
-    s: bm.make_preference_dialogues(
-      int(s),
-      n_dialogues=n,
-      n_turns=c.n_turns,
-      n_queries=c.n_queries,
-      change_rate=c.change_rate,
-      distractor_rate=c.distractor_rate,
-      density=c.density,
-      memory_free_rate=c.memory_free_rate,
-    )
-    for s in c.seeds
-  }
+  ds = train.make_dialogues(c, n_dialogues=n)
   order = [(s, i) for i in range(a.first, n) for s in c.seeds]
   G = c.group_dialogues
   groups = []

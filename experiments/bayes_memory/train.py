@@ -528,6 +528,23 @@ def scored_dialogues(store, key, c) -> list[int]:
   return [i for i in range(c.n_dialogues) if all(key(s, i) in store for s in c.seeds)]
 
 
+def make_dialogues(c, n_dialogues=None):
+  """Every seed's generated dialogues for config ``c`` (``n_dialogues`` overrides the config's)."""
+  return {
+    s: bm.make_preference_dialogues(
+      int(s),
+      n_dialogues=c.n_dialogues if n_dialogues is None else n_dialogues,
+      n_turns=c.n_turns,
+      n_queries=c.n_queries,
+      change_rate=c.change_rate,
+      distractor_rate=c.distractor_rate,
+      density=c.density,
+      memory_free_rate=c.memory_free_rate,
+    )
+    for s in c.seeds
+  }
+
+
 def train_and_evaluate(config, workdir) -> dict:
   """Score (or resume) every dialogue, derive every method's metrics, write results.json."""
   c = config
@@ -540,19 +557,7 @@ def train_and_evaluate(config, workdir) -> dict:
   cost = {"padded_tokens": 0, "oracle_tokens": 0, "distilled_tokens": 0}
   if c.greedy_k > 0:
     cost["greedy_tokens"] = 0
-  dialogues = {
-    s: bm.make_preference_dialogues(
-      int(s),
-      n_dialogues=c.n_dialogues,
-      n_turns=c.n_turns,
-      n_queries=c.n_queries,
-      change_rate=c.change_rate,
-      distractor_rate=c.distractor_rate,
-      density=c.density,
-      memory_free_rate=c.memory_free_rate,
-    )
-    for s in c.seeds
-  }
+  dialogues = make_dialogues(c)
   # Dialogue-major order over seeds, so that a partial (resumable) run covers every seed.
   # Dialogues missing from the store are scored in groups of c.group_dialogues (shared batches);
   # each dialogue is still its own cell, stored as soon as its group is done.
