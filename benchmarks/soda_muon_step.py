@@ -39,14 +39,10 @@ from experiments.soda.configs import default
 
 def build(families, runs, seeds, steps, cfg, setup):
   """A jitted chunk of ``steps`` vmapped steps for one group and its initial state."""
-  sweep = train.group_sweep(
+  sweep = train.setup_sweep(
+    setup,
     families=families,
     cfg=cfg,
-    init_params=setup["init_params"],
-    loss_fn=setup["loss_fn"],
-    batch_fn=setup["batch_fn"],
-    eval_fn=setup["eval_fn"],
-    hidden_mask=setup["hidden_mask"],
   )
   hp, keys = train.group_grid(runs, range(seeds), 0, 1000, families)
   state = jax.jit(jax.vmap(lambda h, k: sweep.init_fn(h, k, None)))(hp, keys)

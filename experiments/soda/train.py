@@ -316,6 +316,22 @@ def group_sweep(
   return core.Sweep(init_fn, step_fn, eval_run, mesh=mesh)
 
 
+def setup_sweep(setup, *, families, cfg, **kwargs) -> core.Sweep:
+  """:func:`group_sweep` with the per-run functions of a task setup (``_lm_setup`` / the
+  digits setup: ``init_params``, ``loss_fn``, ``batch_fn``, ``eval_fn``, ``hidden_mask``);
+  ``kwargs`` (``mesh``, ``microbatches``) pass through."""
+  return group_sweep(
+    families=families,
+    cfg=cfg,
+    init_params=setup["init_params"],
+    loss_fn=setup["loss_fn"],
+    batch_fn=setup["batch_fn"],
+    eval_fn=setup["eval_fn"],
+    hidden_mask=setup.get("hidden_mask"),
+    **kwargs,
+  )
+
+
 def group_grid(runs, seeds, base_seed, total, families):
   """Hyperparameters ``{arm, lr, wd, adam_lr, total}`` (each ``[R]``) and keys ``[R]``.
 
@@ -473,14 +489,10 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
       s = group_seeds(cfg, group)
       if group not in engines:
         mesh = grid_mesh(len(runs) * s, int(cfg.get("data_parallel", 1)), int(cfg.batch_size))
-        engines[group] = group_sweep(
+        engines[group] = setup_sweep(
+          setup,
           families=families,
           cfg=cfg,
-          init_params=setup["init_params"],
-          loss_fn=setup["loss_fn"],
-          batch_fn=setup["batch_fn"],
-          eval_fn=setup["eval_fn"],
-          hidden_mask=setup.get("hidden_mask"),
           mesh=mesh,
           microbatches=int(cfg.get("microbatches", 1)),
         )

@@ -199,14 +199,10 @@ def test_split_muon_groups_follow_their_own_optimizer():
     assert train.GROUPS[family] == (family,)
     hp = {"lr": 0.03, "adam_lr": 3e-3, **({"wd": 0.3} if family == "muon" else {})}
     hps, keys = train.group_grid([(family, hp)], [0], 0, 60, (family,))
-    sweep = train.group_sweep(
+    sweep = train.setup_sweep(
+      setup,
       families=(family,),
       cfg=cfg,
-      init_params=setup["init_params"],
-      loss_fn=setup["loss_fn"],
-      batch_fn=setup["batch_fn"],
-      eval_fn=setup["eval_fn"],
-      hidden_mask=setup["hidden_mask"],
     )
     one = jax.tree.map(lambda x: x[0], hps)
     state = sweep.init_fn(one, keys[0], None)
@@ -309,14 +305,10 @@ def test_data_parallel_grid_equals_single_device():
   )
 
   def sweep(mesh, microbatches=1):
-    return train.group_sweep(
+    return train.setup_sweep(
+      setup,
       families=families,
       cfg=cfg,
-      init_params=setup["init_params"],
-      loss_fn=setup["loss_fn"],
-      batch_fn=setup["batch_fn"],
-      eval_fn=setup["eval_fn"],
-      hidden_mask=setup["hidden_mask"],
       mesh=mesh,
       microbatches=microbatches,
     )
@@ -365,14 +357,10 @@ def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
   hp, keys = train.group_grid(runs, [0], 0, cfg.horizons[0], families)
   mesh = train.grid_mesh(2, cfg.data_parallel, cfg.batch_size)
   assert dict(mesh.shape) == {"runs": 2, "data": 4}
-  eng = train.group_sweep(
+  eng = train.setup_sweep(
+    setup,
     families=families,
     cfg=cfg,
-    init_params=setup["init_params"],
-    loss_fn=setup["loss_fn"],
-    batch_fn=setup["batch_fn"],
-    eval_fn=setup["eval_fn"],
-    hidden_mask=setup["hidden_mask"],
     mesh=mesh,
     microbatches=cfg.microbatches,
   )
