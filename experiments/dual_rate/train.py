@@ -249,6 +249,83 @@ def _load_data(cfg):
   return data, 1000
 
 
+def build_networks(cfg, *, image_size, channels, num_classes, seed):
+  """The single-network baseline and the dual-rate pair of config ``cfg`` for training seed ``seed``.
+
+  The baseline is the heavy ViT alone (initialised from ``seed``); the pair is the same ViT shape
+  as context encoder plus the light conv denoiser (initialised from ``seed + 1``). Both use
+  ``cfg.parametrization``. Returns ``(baseline, pair)``. The experiment and
+  ``benchmarks/dual_rate_step.py`` both build their networks here.
+  """
+  vit = dict(
+    image_size=image_size,
+    channels=channels,
+    patch_size=cfg.patch_size,
+    num_heads=cfg.num_heads,
+    mlp_ratio=cfg.mlp_ratio,
+    num_classes=num_classes,
+  )
+  baseline = dr.SingleNetwork(
+    **vit,
+    width=cfg.encoder_width,
+    depth=cfg.encoder_depth,
+    parametrization=cfg.parametrization,
+    rngs=nnx.Rngs(seed),
+  )
+  pair = dr.DualRateModel(
+    **vit,
+    encoder_width=cfg.encoder_width,
+    encoder_depth=cfg.encoder_depth,
+    feature_dim=cfg.feature_dim,
+    denoiser_width=cfg.denoiser_width,
+    denoiser_blocks=cfg.denoiser_blocks,
+    context_channels=cfg.context_channels,
+    denoiser_emb_dim=cfg.denoiser_emb_dim,
+    parametrization=cfg.parametrization,
+    rngs=nnx.Rngs(seed + 1),
+  )
+  return baseline, pair
+
+
+def build_losses(cfg, schedule):
+  """The training losses of config ``cfg``: ``(base_loss, dual_loss_fn)``.
+
+  ``base_loss(model, x, cond, key, consts)`` is the baseline's diffusion loss
+  ``w(lambda_t) ||x_hat(z_t) - x||^2``; ``dual_loss_fn(coupling=, max_staleness=, use_features=)``
+  (memoised, so equal arguments give the same loss object and the memoised training step is
+  reused) returns the pair's stale-context loss
+  ``w(lambda_t) ||D(z_t, t, E(z_tau, tau), tau) - x||^2`` with those settings. Each call of
+  this function gives fresh loss objects.
+  """
+
+  def base_loss(m, x, c, k, consts):
+    del consts
+    return dr.diffusion_loss(m, x, c, k, schedule=schedule, weighting=cfg.weighting)
+
+  @functools.cache
+  def dual_loss_fn(coupling=cfg.coupling, max_staleness=cfg.max_staleness, use_features=True):
+    def loss(m, x, c, k, consts):
+      del consts
+      return dr.dual_rate_loss(
+        m,
+        x,
+        c,
+        k,
+        schedule=schedule,
+        num_grid_steps=tuple(cfg.train_grid_steps),
+        max_staleness=max_staleness,
+        p_fresh=cfg.p_fresh,
+        coupling=coupling,
+        rollout_frac=cfg.rollout_frac,
+        weighting=cfg.weighting,
+        use_features=use_features,
+      )
+
+    return loss
+
+  return base_loss, dual_loss_fn
+
+
 def train_and_evaluate(config, workdir) -> dict:
   cfg = config
   t_start = time.perf_counter()
@@ -276,30 +353,7 @@ def train_and_evaluate(config, workdir) -> dict:
 
   # Losses are built once per run (not per training seed): with _make_step memoised on
   # (graphdef, loss_fn), every seed after the first reuses the compiled training steps.
-  def base_loss(m, x, c, k, consts):
-    del consts
-    return dr.diffusion_loss(m, x, c, k, schedule=sched, weighting=cfg.weighting)
-
-  @functools.cache
-  def dual_loss_fn(coupling=cfg.coupling, max_staleness=cfg.max_staleness, use_features=True):
-    def loss(m, x, c, k, consts):
-      del consts
-      return dr.dual_rate_loss(
-        m,
-        x,
-        c,
-        k,
-        schedule=sched,
-        num_grid_steps=tuple(cfg.train_grid_steps),
-        max_staleness=max_staleness,
-        p_fresh=cfg.p_fresh,
-        coupling=coupling,
-        rollout_frac=cfg.rollout_frac,
-        weighting=cfg.weighting,
-        use_features=use_features,
-      )
-
-    return loss
+  base_loss, dual_loss_fn = build_losses(cfg, sched)
 
   mmd_losses = {}  # (teacher graphdef, student steps, dual?) -> MMD loss
 
@@ -314,32 +368,8 @@ def train_and_evaluate(config, workdir) -> dict:
     couplings = tuple(cfg.get("control_couplings", ())) if extra else ()
     heun_steps = tuple(cfg.get("heun_steps", ())) if extra else ()
     # 2. Models and their training.
-    vit = dict(
-      image_size=img,
-      channels=chans,
-      patch_size=cfg.patch_size,
-      num_heads=cfg.num_heads,
-      mlp_ratio=cfg.mlp_ratio,
-      num_classes=ncls,
-    )
-    baseline = dr.SingleNetwork(
-      **vit,
-      width=cfg.encoder_width,
-      depth=cfg.encoder_depth,
-      parametrization=cfg.parametrization,
-      rngs=nnx.Rngs(seed),
-    )
-    dual = dr.DualRateModel(
-      **vit,
-      encoder_width=cfg.encoder_width,
-      encoder_depth=cfg.encoder_depth,
-      feature_dim=cfg.feature_dim,
-      denoiser_width=cfg.denoiser_width,
-      denoiser_blocks=cfg.denoiser_blocks,
-      context_channels=cfg.context_channels,
-      denoiser_emb_dim=cfg.denoiser_emb_dim,
-      parametrization=cfg.parametrization,
-      rngs=nnx.Rngs(seed + 1),
+    baseline, dual = build_networks(
+      cfg, image_size=img, channels=chans, num_classes=ncls, seed=seed
     )
     one = jnp.zeros((1, img, img, chans))
     c1 = jnp.zeros((1,), jnp.int32)

@@ -211,3 +211,31 @@ def test_training_step_compiles_once_across_training_seeds():
     jax.tree.leaves((outs[1][0].params, outs[1][1])), jax.tree.leaves((ref[0].params, ref[1]))
   ):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_benchmark_builds_the_experiments_networks():
+  """The step benchmark trains the experiment's networks: same structure, parameters and
+  parametrisation as ``train.build_networks`` (which honours ``cfg.parametrization``)."""
+  import importlib.util  # noqa: PLC0415
+  import pathlib  # noqa: PLC0415
+
+  path = pathlib.Path(__file__).parents[2] / "benchmarks" / "dual_rate_step.py"
+  spec = importlib.util.spec_from_file_location("dual_rate_step", path)
+  bench = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(bench)
+  cfg = smoke.get_config()
+  cfg.parametrization = "x"
+  ours = train.build_networks(cfg, image_size=8, channels=1, num_classes=10, seed=3)
+  theirs = bench._networks(cfg, 10, seed=3)
+  for a, b in zip(ours, theirs):
+    assert nnx.graphdef(a) == nnx.graphdef(b)
+    la, lb = jax.tree.leaves(nnx.state(a)), jax.tree.leaves(nnx.state(b))
+    assert len(la) == len(lb) and all(np.array_equal(x, y) for x, y in zip(la, lb))
+  base, pair = ours
+  assert base.parametrization == "x" and pair.parametrization == "x"
+  # The baseline is initialised from the seed, the pair from seed + 1.
+  other = train.build_networks(cfg, image_size=8, channels=1, num_classes=10, seed=4)[0]
+  assert not all(
+    np.array_equal(x, y)
+    for x, y in zip(jax.tree.leaves(nnx.state(base)), jax.tree.leaves(nnx.state(other)))
+  )
