@@ -59,27 +59,8 @@ def _since(c):
 
 
 def _networks(cfg, ncls, seed=0):
-  vit = dict(
-    image_size=8,
-    channels=1,
-    patch_size=cfg.patch_size,
-    num_heads=cfg.num_heads,
-    mlp_ratio=cfg.mlp_ratio,
-    num_classes=ncls,
-  )
-  base = dr.SingleNetwork(**vit, width=cfg.encoder_width, depth=cfg.encoder_depth, rngs=nnx.Rngs(0))
-  pair = dr.DualRateModel(
-    **vit,
-    encoder_width=cfg.encoder_width,
-    encoder_depth=cfg.encoder_depth,
-    feature_dim=cfg.feature_dim,
-    denoiser_width=cfg.denoiser_width,
-    denoiser_blocks=cfg.denoiser_blocks,
-    context_channels=cfg.context_channels,
-    denoiser_emb_dim=cfg.denoiser_emb_dim,
-    rngs=nnx.Rngs(seed + 1),
-  )
-  return base, pair
+  """The experiment's baseline and dual-rate pair (``train.build_networks``) on digits 8x8."""
+  return T.build_networks(cfg, image_size=8, channels=1, num_classes=ncls, seed=seed)
 
 
 def _cases(cfg, base, pair):
@@ -88,28 +69,10 @@ def _cases(cfg, base, pair):
   sched = dr.NoiseSchedule()
 
   def base_loss():
-    return lambda m, x, c, k, consts: dr.diffusion_loss(m, x, c, k, schedule=sched)
+    return T.build_losses(cfg, sched)[0]  # a fresh loss object per call
 
   def dual_loss(use_features):
-    def make():
-      def loss(m, x, c, k, consts):
-        return dr.dual_rate_loss(
-          m,
-          x,
-          c,
-          k,
-          schedule=sched,
-          num_grid_steps=tuple(cfg.train_grid_steps),
-          max_staleness=cfg.max_staleness,
-          p_fresh=cfg.p_fresh,
-          coupling=cfg.coupling,
-          rollout_frac=cfg.rollout_frac,
-          use_features=use_features,
-        )
-
-      return loss
-
-    return make
+    return lambda: T.build_losses(cfg, sched)[1](use_features=use_features)
 
   tg, tstate = nnx.split(base)
   return [

@@ -39,12 +39,15 @@ def test_smoke_experiment(tmp_path):
   assert dual[2]["encoder_calls"] < dual[1]["encoder_calls"]
   assert dual[2]["mflops_per_sample"] < dual[1]["mflops_per_sample"]
   assert metrics["floor"]["fd"] >= 0
-  # The training seed is a resumable cell: a second call reads it back instead of training.
+  # Every phase of the training seed is a resumable cell (a second call reads it back instead
+  # of training), in PHASES order; the rows are theirs in that order.
   cell = core.CellStore(tmp_path / "cells")
-  assert list(cell) == ["train_seed=0"]
-  assert [r["fd_mean"] for r in cell["train_seed=0"]["rows"]] == [
+  names = [f"train_seed=0/{ph}" for ph in train.PHASES]
+  assert sorted(cell) == sorted(names) == metrics["cells_done"] and metrics["cells_missing"] == []
+  assert [r["fd_mean"] for n in names for r in cell[n]["rows"]] == [
     r["fd_mean"] for r in metrics["rows"]
   ]
+  assert res["metrics"]["cells_missing"] == []
 
 
 def test_rows_aggregate_over_training_seeds_against_hand_values():
@@ -127,7 +130,44 @@ def test_derived_control_metrics_against_hand_values():
   np.testing.assert_allclose(d["stale_training_gain_in_std"], 2.0 / s2, rtol=1e-9)
   np.testing.assert_allclose(d["front_vs_uniform_gain_in_std"], 1.0 / s2, rtol=1e-9)
   assert d["vs_mmd_baseline_gain_in_std"] is None and d["matched_quality_flop_reduction"] == 0.0
-  assert d["baseline_best_fd_over_floor"] == 2.0
+  assert d["baseline_best_fd_over_floor"] == 2.0 and d["quality_regime_reached"] is None
+
+
+def test_matched_quality_target_over_the_baselines_samplers_against_hand_values():
+  def row(method, k, mflops, fd, std=0.0):
+    return dict(
+      method=method,
+      steps=8,
+      interval_K=k,
+      mflops_per_sample=mflops,
+      fd_mean=fd,
+      fd_std=std,
+      wall_s=None,
+    )
+
+  rows = [
+    row("baseline", None, 100.0, 5.0, 1.0),
+    row("baseline/heun", None, 190.0, 3.0, 0.5),
+    row("dual-rate", 1, 120.0, 3.3),
+    row("dual-rate", 4, 40.0, 3.6),
+    row("dual-rate/heun", 2, 60.0, 3.2),
+    row("dual-rate/heun", 8, 20.0, 3.9),
+  ]
+  flops = {"dual": {"encoder": 10.0, "denoiser": 1.0}}
+  # DDIM baseline only: target 5 + 1; cheapest baseline 100, cheapest dual-rate K > 1 40.
+  h = train._headline(rows, flops)
+  assert h["target_fd"] == 6.0 and h["flop_reduction_at_matched_quality"] == 100.0 / 40.0
+  # With Heun on both sides: target 3.0 + 0.5; the baseline meets it only with Heun (190), the
+  # pair with Heun at K = 2 (60); K = 1 rows never count.
+  h = train._headline(rows, flops, ("baseline", "baseline/heun"), ("dual-rate", "dual-rate/heun"))
+  assert h["target_fd"] == 3.5 and h["flop_reduction_at_matched_quality"] == 190.0 / 60.0
+  for floor, bar, reached in ((2.5, 1.2, True), (2.0, 1.2, False), (2.0, None, None)):
+    d = train.derived_metrics(
+      {"rows": rows, "headline": h, "floor": {"fd": floor}, "quality_regime_bar": bar}
+    )
+    assert (
+      d["baseline_best_fd_over_floor"] == 3.0 / floor and d["quality_regime_reached"] is reached
+    )
 
 
 def test_notebook_describes_the_default_coupling():
@@ -211,3 +251,31 @@ def test_training_step_compiles_once_across_training_seeds():
     jax.tree.leaves((outs[1][0].params, outs[1][1])), jax.tree.leaves((ref[0].params, ref[1]))
   ):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_benchmark_builds_the_experiments_networks():
+  """The step benchmark trains the experiment's networks: same structure, parameters and
+  parametrisation as ``train.build_networks`` (which honours ``cfg.parametrization``)."""
+  import importlib.util  # noqa: PLC0415
+  import pathlib  # noqa: PLC0415
+
+  path = pathlib.Path(__file__).parents[2] / "benchmarks" / "dual_rate_step.py"
+  spec = importlib.util.spec_from_file_location("dual_rate_step", path)
+  bench = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(bench)
+  cfg = smoke.get_config()
+  cfg.parametrization = "x"
+  ours = train.build_networks(cfg, image_size=8, channels=1, num_classes=10, seed=3)
+  theirs = bench._networks(cfg, 10, seed=3)
+  for a, b in zip(ours, theirs):
+    assert nnx.graphdef(a) == nnx.graphdef(b)
+    la, lb = jax.tree.leaves(nnx.state(a)), jax.tree.leaves(nnx.state(b))
+    assert len(la) == len(lb) and all(np.array_equal(x, y) for x, y in zip(la, lb))
+  base, pair = ours
+  assert base.parametrization == "x" and pair.parametrization == "x"
+  # The baseline is initialised from the seed, the pair from seed + 1.
+  other = train.build_networks(cfg, image_size=8, channels=1, num_classes=10, seed=4)[0]
+  assert not all(
+    np.array_equal(x, y)
+    for x, y in zip(jax.tree.leaves(nnx.state(base)), jax.tree.leaves(nnx.state(other)))
+  )

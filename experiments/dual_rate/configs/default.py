@@ -23,6 +23,9 @@ def get_config():
   # once per seed (one resumable cell each) and decides the claims on the mean over them, the
   # spread over training seeds as the std (configs/seeds.py).
   c.train_seeds = ()
+  # With train_seeds: one cell per (seed, phase) instead of one per seed, results.json rewritten
+  # after every cell (train.PHASES; configs/quality.py).
+  c.phase_cells = False
   # Networks (the encoder and the baseline share the ViT shape).
   c.patch_size = 2
   c.encoder_width = 128
@@ -50,6 +53,7 @@ def get_config():
   c.coupling = "ancestral"  # "ddim" shares eps between z_tau and z_t: see the README
   c.rollout_frac = 0.2
   # Evaluation.
+  c.num_test = 0  # held-out split size (0: the dataset's default, 500 for digits)
   c.classifier_steps = 200
   c.num_eval_samples = 500
   c.eval_seeds = (0, 1, 2)
@@ -58,6 +62,13 @@ def get_config():
   c.dual_steps = (8, 16)
   c.dual_intervals = (1, 2, 4, 8)
   c.time_repeats = 1
+  # The matched-quality target: the best row of these baseline methods + its std, met by the
+  # cheapest K > 1 row of these dual-rate methods (configs/quality.py adds the EDM-Heun rows).
+  c.matched_quality_baseline_methods = ("baseline",)
+  c.matched_quality_dual_methods = ("dual-rate",)
+  # Declared regime check: the best baseline FD within this factor of the real-vs-real floor
+  # (derived.quality_regime_reached); 0: no check.
+  c.quality_regime_bar = 0.0
   # Wall time is measured for these methods only (each costs two more sampling runs).
   c.time_methods = ("baseline", "dual-rate", "no-features", "mmd-baseline", "mmd-dual-rate")
   # Moment matching distillation.

@@ -17,7 +17,8 @@ def get_config():
   c.denoiser_blocks = 1
   c.context_channels = 4
   c.denoiser_emb_dim = 8
-  c.train_seeds = (0,)  # the per-training-seed cell path of configs/seeds.py, one seed
+  c.train_seeds = (0,)  # the training-seed cell path of configs/seeds.py, one seed,
+  c.phase_cells = True  # one cell per phase as in configs/quality.py
   c.train_steps = 10
   c.batch_size = 32
   c.warmup_steps = 5
