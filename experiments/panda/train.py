@@ -297,7 +297,15 @@ def _plot(cells, datasets, backbones, workdir):
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  """Runs the benchmark and writes ``results.json``, the ``cells/`` store and a bar plot."""
+  """Runs the benchmark and writes ``results.json``, the ``cells/`` store and a bar plot.
+
+  A config with a ``space`` field (``configs/search.py``) runs the equal-budget random search
+  of :mod:`experiments.panda.search` instead of the fixed sweep.
+  """
+  if "space" in config:
+    from experiments.panda import search
+
+    return search.train_and_evaluate(config, workdir)
   t0 = time.time()
   for a in config.arms:
     core.validate_choice(a, name="arms", allowed=ARMS)
@@ -417,7 +425,9 @@ def _selected_tests(cell) -> np.ndarray | None:
   return np.asarray(best["test"], np.float64) * 100
 
 
-def pair_statistics(cells, arm: str = "panda", baseline: str = "vanilla") -> dict:
+def pair_statistics(
+  cells, arm: str = "panda", baseline: str = "vanilla", tests=_selected_tests
+) -> dict:
   """Paired per-split comparison of ``arm`` against ``baseline`` for every (dataset, backbone).
 
   Both arms of a pair run on the same splits (split ``s`` is the same mask in both), so the
@@ -425,7 +435,8 @@ def pair_statistics(cells, arm: str = "panda", baseline: str = "vanilla") -> dic
   the 95% paired t half-width t_{0.975, r-1} sd(d) / sqrt(r), the exact two-sided sign-flip
   permutation p-value over all 2^r sign patterns (with r = 3 splits its smallest value is 0.25,
   so no single pair can be significant at 5% by that test), and ``outcome``: 'better' / 'worse'
-  when the t interval excludes 0, else 'tie'.
+  when the t interval excludes 0, else 'tie'. ``tests(cell)`` gives a cell's per-split test
+  accuracies in % (default: those of its selected sweep point).
   """
   import itertools
 
@@ -438,7 +449,7 @@ def pair_statistics(cells, arm: str = "panda", baseline: str = "vanilla") -> dic
     pair = key[: -len(baseline) - 1]
     if f"{pair}|{arm}" not in cells:
       continue
-    a, b = _selected_tests(cells[f"{pair}|{arm}"]), _selected_tests(cells[key])
+    a, b = tests(cells[f"{pair}|{arm}"]), tests(cells[key])
     if a is None or b is None or a.shape != b.shape:
       continue
     d = a - b

@@ -1,0 +1,429 @@
+"""Equal-budget random search for the PANDA benchmark (``configs/search.py``).
+
+Both arms of a (dataset, backbone) pair get the same tuning budget: ``config.trials`` trials
+drawn by a seeded random sampler over ``config.space`` (depth, hidden width, dropout, learning
+rate, weight decay, PANDA's heads, PhenomNN's lambdas and unrolled steps). Trial ``t`` is drawn
+from ``numpy.random.default_rng([config.seed, t])`` with exactly one uniform number per
+parameter, in the fixed order :data:`SPACE_ORDER`, whatever the backbone or arm. So every cell
+sees the same trial list, and a parameter the arm does not have (``heads`` for vanilla, the
+PhenomNN parameters for the other backbones, ``num_layers`` for PhenomNN, whose depth is its
+unrolled steps) is drawn and then left out, without shifting the other draws.
+
+A trial is one run of the sweep engine (``panda.make_trainer``, i.e. ``core.Sweep``): its
+``search_splits`` splits are vmapped runs of one compiled program (lr and wd traced), trained
+for ``config.epochs`` epochs; each run reports test accuracy at its best-validation epoch. The
+trial with the highest mean validation accuracy over its splits is selected (first one on a
+tie, :func:`select`), and that configuration is trained again on ``num_splits`` splits x
+``final_inits`` fresh initialisations (keys disjoint from the search's); those runs give the
+cell's mean +- std. A pair's paired test compares the two arms split by split (each split's
+test accuracy averaged over the initialisations).
+
+Resumable: every trial and every final re-run is a cell of ``core.CellStore`` under
+``<workdir>/cells`` (``'<dataset>|<backbone>|<arm>|trial<t>'`` and ``'<dataset>|<backbone>|<arm>'``);
+a rerun reads finished cells back and computes only the missing ones. ``max_cpu_s`` stops
+starting new trials once the process has used that much CPU time (the partial run is reported
+over the pairs it finished). Trials are run arm by arm inside each trial index, so a stopped run
+leaves both arms of a pair with the same number of trials (or one more on one arm).
+"""
+
+from __future__ import annotations
+
+import math
+import pathlib
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import logging
+
+from experiments.panda import train
+from jaxpapers import core, panda
+from jaxpapers import hypergraph as hg
+
+# The order in which a trial's parameters are drawn (one uniform number each).
+SPACE_ORDER = (
+  "num_layers",
+  "hidden",
+  "dropout",
+  "lr",
+  "wd",
+  "heads",
+  "lam0",
+  "lam1",
+  "phenom_steps",
+)
+_KINDS = ("choice", "uniform", "loguniform")
+SEARCH_ARMS = ("vanilla", "panda")
+
+
+def check_space(space) -> None:
+  """Raises a ValueError naming the parameter when ``space`` is not a valid search space.
+
+  ``space`` maps every name of :data:`SPACE_ORDER` to ``('choice', (v0, v1, ...))``,
+  ``('uniform', lo, hi)`` or ``('loguniform', lo, hi)`` (``0 < lo`` for log-uniform).
+  """
+  missing = [k for k in SPACE_ORDER if k not in space]
+  if missing:
+    raise ValueError(f"config.space lacks {missing}; it needs every one of {SPACE_ORDER}")
+  for name in SPACE_ORDER:
+    spec = tuple(space[name])
+    kind = spec[0] if spec else None
+    if kind not in _KINDS:
+      raise ValueError(
+        f"config.space[{name!r}] must start with one of {_KINDS}, got {spec!r} "
+        "(e.g. ('choice', (64, 128)), ('loguniform', 1e-3, 1e-1))"
+      )
+    if kind == "choice":
+      if len(spec) != 2 or not isinstance(spec[1], (tuple, list)) or not spec[1]:
+        raise ValueError(f"config.space[{name!r}] must be ('choice', (v0, ...)), got {spec!r}")
+    else:
+      if len(spec) != 3 or not all(isinstance(v, (int, float)) for v in spec[1:]):
+        raise ValueError(f"config.space[{name!r}] must be ({kind!r}, lo, hi), got {spec!r}")
+      lo, hi = spec[1], spec[2]
+      if not lo <= hi or (kind == "loguniform" and lo <= 0):
+        raise ValueError(
+          f"config.space[{name!r}]: need {'0 < ' if kind == 'loguniform' else ''}lo <= hi, "
+          f"got lo={lo}, hi={hi}"
+        )
+
+
+def draw(space, seed: int, trial: int) -> dict:
+  """Trial ``trial``'s values of every parameter in :data:`SPACE_ORDER` (seeded, arm-free).
+
+  One ``u ~ U[0, 1)`` per parameter from ``default_rng([seed, trial])``:
+  ``choice`` takes option ``floor(u k)``, ``uniform`` ``lo + u (hi - lo)``, ``loguniform``
+  ``exp(log lo + u (log hi - log lo))``.
+  """
+  check_space(space)
+  for nm, v in (("seed", seed), ("trial", trial)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+      raise ValueError(f"{nm} must be an int >= 0, got {v!r}")
+  u = np.random.default_rng([int(seed), int(trial)]).random(len(SPACE_ORDER))
+  out = {}
+  for name, ui in zip(SPACE_ORDER, u):
+    spec = tuple(space[name])
+    if spec[0] == "choice":
+      opts = tuple(spec[1])
+      v = opts[min(int(ui * len(opts)), len(opts) - 1)]
+      out[name] = v.item() if isinstance(v, np.generic) else v
+    elif spec[0] == "uniform":
+      out[name] = float(spec[1] + ui * (spec[2] - spec[1]))
+    else:
+      lo, hi = math.log(spec[1]), math.log(spec[2])
+      out[name] = float(math.exp(lo + ui * (hi - lo)))
+  return out
+
+
+def applicable(values: dict, backbone: str, arm: str) -> dict:
+  """The drawn values that a (backbone, arm) model has (see the module docstring)."""
+  out = dict(values)
+  if arm == "vanilla":
+    out.pop("heads")
+  if backbone == "phenomnn":
+    out.pop("num_layers")
+  else:
+    for k in ("lam0", "lam1", "phenom_steps"):
+      out.pop(k)
+  return out
+
+
+def select(trials) -> int:
+  """Index of the trial with the highest mean validation accuracy (the first one on a tie).
+
+  Means within 1e-9 of the best count as ties (accuracies are ratios of counts, and a float
+  mean of equal counts in another order can differ in its last bit).
+  """
+  if not trials:
+    raise ValueError("select: no trials")
+  means = np.array([float(np.mean(t["val"])) for t in trials])
+  return int(np.flatnonzero(means >= means.max() - 1e-9)[0])
+
+
+def model_fn(data, backbone: str, arm: str, hp: dict):
+  """``rngs -> model`` for one trial's values ``hp`` (as returned by :func:`applicable`)."""
+  kw = dict(hidden=int(hp["hidden"]), dropout=float(hp["dropout"]))
+  if backbone == "phenomnn":
+    kw.update(num_steps=int(hp["phenom_steps"]), lam0=float(hp["lam0"]), lam1=float(hp["lam1"]))
+  else:
+    kw["num_layers"] = int(hp["num_layers"])
+  cfg = None if arm == "vanilla" else panda.PandaConfig(heads=int(hp["heads"]))
+  f, k = int(data.x.shape[1]), data.num_classes
+  return lambda rngs: panda.make_model(backbone, cfg, in_features=f, num_classes=k, rngs=rngs, **kw)
+
+
+def _keys(seed: int, phase: int, index: int, runs: int):
+  """Run keys: phase 0 = search (index = trial), phase 1 = final (index = initialisation)."""
+  base = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), phase), index)
+  return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(runs))
+
+
+def _train(config, data, backbone, arm, hp, runs, keys, cache) -> dict:
+  """``runs`` vmapped runs (splits 0..runs-1) of one configuration; per-run best-val results."""
+  static = tuple(sorted((k, v) for k, v in hp.items() if k not in ("lr", "wd")))
+  if static not in cache:
+    cache[static] = (
+      panda.make_trainer(
+        model_fn(data, backbone, arm, hp), config.epochs, fast_compile=config.fast_compile
+      ),
+      train.count_params(model_fn(data, backbone, arm, hp)),
+    )
+  run, params = cache[static]
+  hist = run(
+    data,
+    keys,
+    jnp.full((runs,), hp["lr"]),
+    jnp.full((runs,), hp["wd"]),
+    jnp.arange(runs),
+  )
+  va, te, ep = panda.best_val_test(jax.tree.map(np.asarray, hist))
+  return dict(val=va.tolist(), test=te.tolist(), epoch=ep.tolist(), params=params)
+
+
+def run_trial(config, data, backbone, arm, trial, cache) -> dict:
+  """Trial ``trial`` of one (dataset, backbone, arm) cell on the first ``search_splits`` splits."""
+  hp = applicable(draw(config.space, config.seed, trial), backbone, arm)
+  r = min(config.search_splits, data.num_splits)
+  c0, t0 = time.process_time(), time.perf_counter()
+  out = _train(config, data, backbone, arm, hp, r, _keys(config.seed, 0, trial, r), cache)
+  return dict(
+    trial=trial,
+    hp=hp,
+    **out,
+    cpu_s=time.process_time() - c0,
+    wall_s=time.perf_counter() - t0,
+  )
+
+
+def run_final(config, data, backbone, arm, trials, cache) -> dict:
+  """The selected trial's configuration on ``num_splits`` splits x ``final_inits`` inits."""
+  best = select(trials)
+  hp = trials[best]["hp"]
+  r = min(config.num_splits, data.num_splits)
+  c0, t0 = time.process_time(), time.perf_counter()
+  runs = []
+  for j in range(config.final_inits):
+    o = _train(config, data, backbone, arm, hp, r, _keys(config.seed, 1, j, r), cache)
+    runs.append(o)
+  test = np.array([o["test"] for o in runs]) * 100  # [inits, splits]
+  val = np.array([o["val"] for o in runs]) * 100
+  epoch = np.array([o["epoch"] for o in runs])
+  return dict(
+    dataset=data.name,
+    backbone=backbone,
+    arm=arm,
+    selected_trial=best,
+    hp=hp,
+    test_mean=float(test.mean()),
+    test_std=float(test.std()),
+    val_mean=float(val.mean()),
+    split_test=(test.mean(0) / 100).tolist(),  # per split, averaged over the inits
+    test_runs=test.tolist(),
+    val_runs=val.tolist(),
+    best_epoch_runs=epoch.tolist(),
+    splits=r,
+    inits=config.final_inits,
+    params=runs[0]["params"],
+    trials=len(trials),
+    trial_val_means=[float(np.mean(t["val"]) * 100) for t in trials],
+    search_cpu_s=float(sum(t["cpu_s"] for t in trials)),
+    cpu_s=time.process_time() - c0,
+    wall_s=time.perf_counter() - t0,
+  )
+
+
+def _split_tests(cell):
+  """Per-split test accuracy (%) of a final cell, averaged over its initialisations."""
+  st = cell.get("split_test")
+  return None if st is None else np.asarray(st, np.float64) * 100
+
+
+def _table(cells, datasets, backbones, per_pair) -> str:
+  lines = [
+    "| dataset | backbone | vanilla | PANDA | PANDA - vanilla (pp) | paired t 95% | sign-flip p | "
+    "vanilla selected | PANDA selected |",
+    "|---|---|---|---|---|---|---|---|---|",
+  ]
+
+  def hp_text(c):
+    h = dict(c["hp"])
+    parts = [f"{k}={h[k]:.3g}" if isinstance(h[k], float) else f"{k}={h[k]}" for k in sorted(h)]
+    return f"t{c['selected_trial']}: " + ", ".join(parts)
+
+  for ds in datasets:
+    for b in backbones:
+      v, p = cells.get(f"{ds}|{b}|vanilla"), cells.get(f"{ds}|{b}|panda")
+      if v is None and p is None:
+        continue
+      f = lambda c: "-" if c is None else f"{c['test_mean']:.1f} ± {c['test_std']:.1f}"
+      st = per_pair.get(f"{ds}|{b}")
+      diff = "-" if st is None else f"{st['diff_pp']:+.1f}"
+      t95 = "-" if st is None or st["t95_pp"] is None else f"± {st['t95_pp']:.1f} ({st['outcome']})"
+      pv = "-" if st is None else f"{st['sign_flip_p']:.3f}"
+      hv = "-" if v is None else hp_text(v)
+      hpnd = "-" if p is None else hp_text(p)
+      lines.append(f"| {ds} | {b} | {f(v)} | {f(p)} | {diff} | {t95} | {pv} | {hv} | {hpnd} |")
+  return "\n".join(lines)
+
+
+def train_and_evaluate(config, workdir) -> dict:
+  """Runs the search (resumable) and writes ``results.json``, ``cells/`` and a bar plot."""
+  t0, cpu0 = time.time(), time.process_time()
+  check_space(config.space)
+  for a in config.arms:
+    core.validate_choice(a, name="arms", allowed=SEARCH_ARMS)
+  for b in config.backbones:
+    core.validate_choice(b, name="backbones", allowed=tuple(hg.BACKBONES))
+  for nm in ("epochs", "trials", "search_splits", "final_inits", "num_splits"):
+    core.validate_positive(config[nm], name=nm)
+  workdir = pathlib.Path(workdir)
+  workdir.mkdir(parents=True, exist_ok=True)
+  data, source = train.load_datasets(config)
+  store = core.CellStore(workdir / "cells")
+  for other in config.get("merge_cells_from", ()):
+    for k, v in train._read_cells(other).items():
+      if k not in store:
+        store.put(k, v)
+  budget = float(config.get("max_cpu_s", 0) or 0)
+  stopped = False
+  for ds in data:
+    for b in config.backbones:
+      d = data[ds] if b == "gedi" else hg.as_undirected(data[ds])
+      cache: dict = {}
+      for t in range(config.trials):
+        for a in config.arms:
+          key = f"{ds}|{b}|{a}|trial{t:03d}"
+          if key in store or config.get("report_only", False):
+            continue
+          if budget and time.process_time() - cpu0 > budget:
+            stopped = True
+            continue
+          c = store.get_or_compute(
+            key, lambda _ckpt, a=a, t=t: run_trial(config, d, b, a, t, cache)
+          )
+          logging.info(
+            "%s: val %.1f test %.1f (%.0f CPU s)",
+            key,
+            100 * np.mean(c["val"]),
+            100 * np.mean(c["test"]),
+            c["cpu_s"],
+          )
+      for a in config.arms:
+        key = f"{ds}|{b}|{a}"
+        trials = [store.get(f"{key}|trial{t:03d}") for t in range(config.trials)]
+        if key in store or config.get("report_only", False) or any(x is None for x in trials):
+          continue
+        if budget and time.process_time() - cpu0 > budget:
+          stopped = True
+          continue
+        c = store.get_or_compute(
+          key, lambda _ckpt, a=a, trials=trials: run_final(config, d, b, a, trials, cache)
+        )
+        logging.info(
+          "%s: %.2f +- %.2f (trial %d)", key, c["test_mean"], c["test_std"], c["selected_trial"]
+        )
+  return report(config, workdir, store, data, source, stopped, t0)
+
+
+def report(config, workdir, store, data, source, stopped, t0) -> dict:
+  names = list(data)
+  arms = tuple(config.arms)
+  finals = {
+    k: v
+    for k, v in store.to_dict().items()
+    if k.count("|") == 2
+    and k.split("|")[0] in names
+    and k.split("|")[1] in config.backbones
+    and k.split("|")[2] in arms
+  }
+  # a pair counts only when both arms' finals exist
+  pairs = sorted(
+    {k.rsplit("|", 1)[0] for k in finals}
+    & {k.rsplit("|", 1)[0] for k in finals if k.endswith("|panda")}
+    & {k.rsplit("|", 1)[0] for k in finals if k.endswith("|vanilla")}
+  )
+  per_pair = train.pair_statistics(finals, tests=_split_tests)
+  majority = {ds: train.majority_baseline(data[ds], config.num_splits) for ds in names}
+  per_cell = {
+    k: dict(
+      test_mean=v["test_mean"],
+      test_std=v["test_std"],
+      val_mean=v["val_mean"],
+      selected_trial=v["selected_trial"],
+      hp=v["hp"],
+      params=v["params"],
+      median_best_epoch=float(np.median(v["best_epoch_runs"])),
+      search_cpu_s=v["search_cpu_s"],
+      final_cpu_s=v["cpu_s"],
+    )
+    for k, v in finals.items()
+  }
+  deltas = {
+    p: finals[p + "|panda"]["test_mean"] - finals[p + "|vanilla"]["test_mean"] for p in pairs
+  }
+  covered = sorted({p.split("|")[0] for p in pairs}, key=names.index)
+  trial_cells = [k for k in store.keys() if "|trial" in k and k.split("|")[0] in names]
+  metrics = dict(
+    mean_improvement_pp=float(np.mean(list(deltas.values()))) if deltas else None,
+    per_backbone_improvement_pp={
+      b: float(np.mean([v for p, v in deltas.items() if p.endswith("|" + b)]))
+      for b in config.backbones
+      if any(p.endswith("|" + b) for p in deltas)
+    },
+    cells=len(deltas),
+    cells_improved=int(sum(v > 0 for v in deltas.values())),
+    coverage=dict(
+      datasets_covered=covered,
+      datasets_configured=names,
+      pairs=pairs,
+      pairs_configured=len(names) * len(config.backbones),
+      trials_per_cell=int(config.trials),
+      trial_cells_done=len(trial_cells),
+      stopped_by_cpu_budget=bool(stopped),
+      search_cpu_s=float(sum(store[k]["cpu_s"] for k in trial_cells)),
+      final_cpu_s=float(sum(v["cpu_s"] for v in finals.values())),
+    ),
+    data_source=source,
+    majority_test_acc=majority,
+    cells_at_majority=sorted(
+      k for k, v in finals.items() if abs(v["test_mean"] - majority[k.split("|")[0]]["mean"]) < 0.5
+    ),
+    cells_early_best_epoch=sorted(k for k, v in per_cell.items() if v["median_best_epoch"] <= 5),
+    per_cell=per_cell,
+    per_pair=per_pair,
+  )
+  metrics["derived"] = train.derived_metrics(metrics)
+  table = _table(finals, names, config.backbones, per_pair)
+  notes = (
+    f"Data: {source}. Equal-budget random search: {config.trials} trials per (dataset, "
+    f"backbone, arm), the same seeded draws for both arms, each trial on the first "
+    f"{config.search_splits} splits, {config.epochs} epochs, selected by mean validation "
+    f"accuracy; the selected configuration re-trained on {config.num_splits} splits x "
+    f"{config.final_inits} initialisations; test accuracy (%) at each run's best-validation "
+    f"epoch, mean ± std over the {config.num_splits * config.final_inits} runs. Paired test per "
+    f"pair over the splits (each averaged over the initialisations). Coverage: "
+    f"{len(pairs)} of {metrics['coverage']['pairs_configured']} configured pairs, datasets "
+    f"{', '.join(covered) or 'none'}."
+  )
+  notes += " Majority class (train-split majority label, test accuracy %): " + ", ".join(
+    f"{ds} {m['mean']:.1f} ± {m['std']:.1f}" for ds, m in majority.items()
+  )
+  if metrics["cells_at_majority"]:
+    notes += "; cells within 0.5 pp of it: " + ", ".join(metrics["cells_at_majority"])
+  if metrics["cells_early_best_epoch"]:
+    notes += "; cells whose median best-validation epoch is <= 5: " + ", ".join(
+      metrics["cells_early_best_epoch"]
+    )
+  notes += "."
+  if finals:
+    train._plot(finals, covered or names, config.backbones, workdir)
+  core.write_results(
+    workdir,
+    metrics=metrics,
+    config=config,
+    table_markdown=table + "\n\n" + notes,
+    notes=notes,
+    wall_time_s=time.time() - t0,
+    extra=dict(datasets={ds: data[ds].summary() for ds in names}),
+  )
+  return metrics

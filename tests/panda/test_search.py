@@ -1,0 +1,177 @@
+"""The equal-budget random search: seeded draws equal across arms, selection, resume."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from experiments.panda import search, train
+from experiments.panda.configs import default
+from experiments.panda.configs import search as search_config
+
+
+def _space():
+  return dict(search_config.get_config().space)
+
+
+def test_draws_are_seeded_and_match_a_hand_transcription():
+  sp = _space()
+  for t in range(5):
+    a, b = search.draw(sp, 7, t), search.draw(sp, 7, t)
+    assert a == b
+    u = np.random.default_rng([7, t]).random(9)  # one uniform per parameter, in SPACE_ORDER
+    assert a["num_layers"] == (1, 2, 3)[int(u[0] * 3)]
+    assert a["hidden"] == (64, 128, 256)[int(u[1] * 3)]
+    assert a["dropout"] == pytest.approx(0.7 * u[2], rel=1e-12)
+    assert a["lr"] == pytest.approx(1e-3 * (30.0 ** u[3]), rel=1e-12)
+    assert a["wd"] == pytest.approx(1e-6 * (1e4 ** u[4]), rel=1e-12)
+    assert a["heads"] == (1, 2, 4)[int(u[5] * 3)]
+    assert a["phenom_steps"] == (2, 4, 8)[int(u[8] * 3)]
+  assert search.draw(sp, 7, 0) != search.draw(sp, 8, 0) != search.draw(sp, 7, 1)
+  lrs = [search.draw(sp, 0, t)["lr"] for t in range(200)]
+  assert 1e-3 <= min(lrs) and max(lrs) <= 3e-2
+  # log-uniform: about half the draws below the geometric midpoint
+  assert 0.4 < np.mean(np.array(lrs) < math.sqrt(3e-5)) < 0.6
+
+
+def test_shared_parameters_are_drawn_identically_for_both_arms():
+  sp = _space()
+  for backbone in ("gedi", "hgnn", "hypergcn", "phenomnn"):
+    for t in range(6):
+      v = search.applicable(search.draw(sp, 0, t), backbone, "vanilla")
+      p = search.applicable(search.draw(sp, 0, t), backbone, "panda")
+      assert "heads" in p and "heads" not in v
+      assert {k: p[k] for k in v} == v
+      assert set(p) - set(v) == {"heads"}
+      assert ("lam0" in v) == (backbone == "phenomnn") != ("num_layers" in v)
+  # the PANDA-only option's range does not shift any shared draw
+  other = dict(sp, heads=("choice", (8,)))
+  for t in range(6):
+    a, b = search.draw(sp, 0, t), search.draw(other, 0, t)
+    assert b["heads"] == 8 and {k: v for k, v in a.items() if k != "heads"} == {
+      k: v for k, v in b.items() if k != "heads"
+    }
+
+
+def test_bad_space_names_the_parameter():
+  sp = _space()
+  with pytest.raises(ValueError, match="lacks.*heads"):
+    search.draw({k: v for k, v in sp.items() if k != "heads"}, 0, 0)
+  with pytest.raises(ValueError, match=r"space\['lr'\].*0 < lo"):
+    search.draw(dict(sp, lr=("loguniform", 0.0, 1.0)), 0, 0)
+  with pytest.raises(ValueError, match=r"space\['hidden'\] must start with"):
+    search.draw(dict(sp, hidden=("grid", (1, 2))), 0, 0)
+  with pytest.raises(ValueError, match="trial must be an int >= 0"):
+    search.draw(sp, 0, -1)
+
+
+def test_selection_picks_the_best_mean_validation_trial():
+  trials = [
+    dict(val=[0.50, 0.70], test=[0.9, 0.9]),  # mean 0.60 (best test: not what is selected)
+    dict(val=[0.60, 0.70], test=[0.1, 0.1]),  # mean 0.65, first of the tie
+    dict(val=[0.65, 0.65], test=[0.2, 0.2]),  # mean 0.65
+    dict(val=[0.80, 0.40], test=[0.3, 0.3]),  # mean 0.60
+  ]
+  assert search.select(trials) == 1
+  assert search.select(trials[2:]) == 0
+  with pytest.raises(ValueError, match="no trials"):
+    search.select([])
+
+
+def _tiny_config():
+  c = search_config.get_config()
+  c.data_dir = "none"
+  c.synthetic_fallback = ("synthetic-small",)
+  c.backbones = ("hgnn",)
+  c.num_splits = 2
+  c.search_splits = 2
+  c.final_inits = 2
+  c.trials = 2
+  c.epochs = 4
+  c.fast_compile = True
+  c.issue_verdicts = False
+  c.space = dict(
+    c.space,
+    num_layers=("choice", (1,)),
+    hidden=("choice", (4,)),
+    dropout=("choice", (0.0, 0.5)),
+    heads=("choice", (1,)),
+  )
+  return c
+
+
+def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_path, monkeypatch):
+  """The search's bookkeeping with the training replaced by a deterministic fake."""
+  calls = []
+
+  def fake_train(config, data, backbone, arm, hp, runs, keys, cache):
+    calls.append((arm, hp["dropout"], runs))
+    v = 0.5 + hp["dropout"] / 2 + (0.01 if arm == "panda" else 0.0)  # the larger dropout wins
+    return dict(val=[v] * runs, test=[v - 0.1 * s for s in range(runs)], epoch=[3] * runs, params=9)
+
+  monkeypatch.setattr(search, "_train", fake_train)
+  cfg = _tiny_config()
+  cfg.trials = 3
+  drops = [search.draw(cfg.space, cfg.seed, t)["dropout"] for t in range(3)]
+  best = int(np.argmax(drops))
+  metrics = search.train_and_evaluate(cfg, tmp_path)
+  # 3 trials x 2 arms on 2 search splits, then 2 inits x 2 splits per arm for the final
+  assert sorted(c for c in calls if c[2] == 2) == sorted(
+    [(a, d, 2) for a in ("vanilla", "panda") for d in drops]
+    + [(a, drops[best], 2) for a in ("vanilla", "panda") for _ in range(2)]
+  )
+  ds = "synthetic-small"
+  for a in ("vanilla", "panda"):
+    assert metrics["per_cell"][f"{ds}|hgnn|{a}"]["selected_trial"] == best
+  v = 100 * (0.5 + drops[best] / 2)
+  assert metrics["per_cell"][f"{ds}|hgnn|vanilla"]["test_mean"] == pytest.approx(v - 5.0)
+  assert metrics["mean_improvement_pp"] == pytest.approx(1.0)
+  assert metrics["per_pair"][f"{ds}|hgnn"]["diffs_pp"] == pytest.approx([1.0, 1.0])
+  n = len(calls)
+  again = search.train_and_evaluate(cfg, tmp_path)
+  assert len(calls) == n and again["per_cell"] == metrics["per_cell"]
+  # a CPU budget already spent starts nothing new and reports what is there
+  cfg.trials = 4
+  cfg.max_cpu_s = 1e-9
+  part = search.train_and_evaluate(cfg, tmp_path / "other")
+  assert len(calls) == n and part["cells"] == 0 and part["coverage"]["stopped_by_cpu_budget"]
+
+
+@pytest.mark.slow
+def test_search_end_to_end_and_resume_recomputes_nothing(tmp_path, monkeypatch):
+  cfg = _tiny_config()
+  metrics = search.train_and_evaluate(cfg, tmp_path)
+  cells = json.loads(json.dumps(train._read_cells(tmp_path)))
+  ds = "synthetic-small"
+  assert sorted(cells) == sorted(
+    [f"{ds}|hgnn|{a}|trial{t:03d}" for a in ("vanilla", "panda") for t in range(2)]
+    + [f"{ds}|hgnn|vanilla", f"{ds}|hgnn|panda"]
+  )
+  for a in ("vanilla", "panda"):
+    final = cells[f"{ds}|hgnn|{a}"]
+    trials = [cells[f"{ds}|hgnn|{a}|trial{t:03d}"] for t in range(2)]
+    assert final["hp"] == trials[search.select(trials)]["hp"]
+    assert np.asarray(final["test_runs"]).shape == (2, 2)  # inits x splits
+    assert final["test_mean"] == pytest.approx(np.mean(final["test_runs"]))
+  assert metrics["coverage"]["pairs"] == [f"{ds}|hgnn"]
+  assert metrics["mean_improvement_pp"] == pytest.approx(
+    cells[f"{ds}|hgnn|panda"]["test_mean"] - cells[f"{ds}|hgnn|vanilla"]["test_mean"]
+  )
+  assert metrics["per_pair"][f"{ds}|hgnn"]["splits"] == 2
+  res = json.loads((tmp_path / "results.json").read_text())
+  assert "PANDA - vanilla" in res["table_markdown"]
+
+  def boom(*a, **k):
+    raise AssertionError("a finished cell was recomputed")
+
+  monkeypatch.setattr(search, "run_trial", boom)
+  monkeypatch.setattr(search, "run_final", boom)
+  again = search.train_and_evaluate(cfg, tmp_path)
+  assert again["per_cell"] == metrics["per_cell"]
+  # the default entry point dispatches a config with a search space to the search
+  assert train.train_and_evaluate(cfg, tmp_path)["per_cell"] == metrics["per_cell"]
+
+
+def test_search_config_keeps_the_default_claim_rule():
+  assert search_config.get_config().claims == default.get_config().claims
