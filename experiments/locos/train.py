@@ -429,6 +429,7 @@ def _run_conditions(
   deadline=None,
   exempt_baseline=True,
   group_rows=None,
+  reuse=(),
 ):
   """Generations per probe for every condition (resumable cells).
 
@@ -443,6 +444,14 @@ def _run_conditions(
   listed in `res['skipped']`) once `time.time()` passes `deadline`: conditions run in the
   order given, so the most important come first. The unablated baseline runs whatever the
   time when `exempt_baseline`.
+
+  `reuse`: cells of earlier runs over a prefix of the same probe list, as (baseline tag,
+  baseline probe indices, ablation tag, ablation probe indices) -- e.g. a run with fewer
+  evaluation items from the same generator (its items are the first ones of this list). A
+  row (probe, head set) of a cell not yet stored is read from the earlier cell of the same
+  condition when that cell covered the probe with the same head set (random heads: the same
+  seed's mask); only the other rows are generated. Rows never interact, so this equals
+  generating them again.
   """
   res = {"skipped": []}
   n_seeds = max(len(m) for _, _, m in conds)
@@ -454,13 +463,16 @@ def _run_conditions(
     plan.append((name, k, f"{tag}/{name}/k={k}", sub, seed_of, rows))
   store = core.CellStore(store.directory)  # another process may have stored cells
   pending = [p for p in plan if p[2] not in store and p[3].size]
+  have = {p[2]: _reused_rows(p, probes, conds, gen, n_seeds, store, reuse) for p in pending}
+  todo = {p[2]: [j for j in range(p[3].size) if j not in have[p[2]]] for p in pending}
   groups, cur, n_cur = [], [], 0
   for p in pending:
-    if cur and group_rows and n_cur + p[3].size > group_rows or cur and not group_rows:
+    n = len(todo[p[2]])
+    if cur and group_rows and n_cur + n > group_rows or cur and not group_rows:
       groups.append(cur)
       cur, n_cur = [], 0
     cur.append(p)
-    n_cur += p[3].size
+    n_cur += n
   if cur:
     groups.append(cur)
   skipped = set()
@@ -472,16 +484,21 @@ def _run_conditions(
       if not group:
         continue
     t0 = time.time()
-    rows = [probes[i] for p in group for i in p[3]]
-    masks = np.concatenate([p[5] for p in group])
-    texts = _batched_texts(params, cfg, tok, rows, masks, mean_q, gen)
+    rows = [probes[p[3][j]] for p in group for j in todo[p[2]]]
+    texts = []
+    if rows:
+      masks = np.concatenate([p[5][todo[p[2]]] for p in group])
+      texts = _batched_texts(params, cfg, tok, rows, masks, mean_q, gen)
     j = 0
     for p in group:
-      store.put(p[2], texts[j : j + p[3].size])
-      j += p[3].size
+      got = dict(have[p[2]])
+      for r in todo[p[2]]:
+        got[r] = texts[j]
+        j += 1
+      store.put(p[2], [got[r] for r in range(p[3].size)])
     logging.info(
-      "%d cells (%d rows) in %.1fs: %s", len(group), len(rows), time.time() - t0,
-      ", ".join(p[2] for p in group),
+      "%d cells (%d rows generated, %d reused) in %.1fs: %s", len(group), len(rows),
+      sum(len(have[p[2]]) for p in group), time.time() - t0, ", ".join(p[2] for p in group),
     )  # fmt: skip
   for name, k, cell, sub, seed_of, _ in plan:
     if cell in skipped:
@@ -502,6 +519,55 @@ def _run_conditions(
       res[("random", k, "seeds")] = int(len(set(seed_of.tolist()))) if sub.size else 0
     logging.info("%s ROUGE-L %.3f (%d probes)", cell, np.nanmean(scores), sub.size)
   return res
+
+
+def _reused_rows(plan_row, probes, conds, gen, n_seeds, store, reuse):
+  """{row: text} of one pending cell's rows found in earlier runs' cells (see `_run_conditions`)."""
+  name, k, _, sub, _, rows = plan_row
+  masks = next(m for n, kk, m in conds if (n, kk) == (name, k))
+  got = {}
+  for base_tag, base_sub, abl_tag, abl_sub in reuse:
+    old_tag, old_sub = (base_tag, base_sub) if name == "baseline" else (abl_tag, abl_sub)
+    old = f"{old_tag}/{name}/k={k}"
+    if old_sub is None or old not in store:
+      continue
+    old_sub = np.asarray(old_sub)
+    texts = store[old]
+    if len(texts) != old_sub.size:
+      raise ValueError(f"reuse: cell {old!r} holds {len(texts)} rows, expected {old_sub.size}")
+    if old_sub.size and old_sub.max() >= len(probes):
+      raise ValueError(f"reuse: cell {old!r} covers probe {old_sub.max()} of {len(probes)}")
+    old_seed = _seed_blocks([probes[i] for i in old_sub], gen, n_seeds)
+    pos = {int(i): j for j, i in enumerate(old_sub)}
+    for r, i in enumerate(sub):
+      j = pos.get(int(i))
+      if (
+        r not in got and j is not None and np.array_equal(masks[old_seed[j] % len(masks)], rows[r])
+      ):
+        got[r] = texts[j]
+  return got
+
+
+def _stem_tag(num_eval, ablation_num_eval=0):
+  """Cell-name prefix of the filtered protocol's ablation cells (the baseline's: no `first=`)."""
+  return f"stem/n={num_eval}" + (f"/first={ablation_num_eval}" if ablation_num_eval else "")
+
+
+def _ablated_probes(answers, texts, ablation_num_eval=0):
+  """Indices of the probes the filtered protocol ablates: answered among the first n items.
+
+  A probe is answered when ROUGE-1 recall of its answer in the unablated generation is
+  >= 0.5; with `ablation_num_eval` = n > 0 only items 0 .. n-1 are kept (0: every item).
+  """
+  n = int(ablation_num_eval or 0)
+  if n < 0 or n > len(answers):
+    raise ValueError(f"ablation_num_eval must be in [0, {len(answers)}], got {ablation_num_eval!r}")
+  if len(texts) != len(answers):
+    raise ValueError(
+      f"texts must hold one generation per answer, got {len(texts)} for {len(answers)}"
+    )
+  ok = np.flatnonzero([locos.rouge1_recall(a, t) >= 0.5 for a, t in zip(answers, texts)])
+  return ok[ok < n] if n else ok
 
 
 def _collapse_index(curve, b):
@@ -752,30 +818,48 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
   if helper:
     _help(c, workdir, store, params, cfg, tok, ev_stem, ev_paper, conds, mean_q, gen, deadline)
     return {}, ""
-  # filtered protocol: the unablated model on every probe, ablations on the probes it answers
+  # filtered protocol: the unablated model on every probe, ablations on the probes it answers;
+  # rows of earlier runs over fewer items of the same generator (`real.reuse_from`: their
+  # (num_eval, ablation_num_eval)) are read back, not generated again
+  reuse_from = [(int(n), int(a)) for n, a in r.get("reuse_from", ())]
+  for n, a in reuse_from:
+    if not 0 < n <= r.num_eval or not 0 <= a <= n:
+      raise ValueError(
+        f"real.reuse_from entries must be (num_eval, ablation_num_eval) with 0 < num_eval <= "
+        f"{r.num_eval} and 0 <= ablation_num_eval <= num_eval, got {(n, a)}"
+      )
+  base_reuse = [(f"stem/n={n}", np.arange(n), _stem_tag(n, a), None) for n, a in reuse_from]
   base_only = [cd for cd in conds if cd[0] == "baseline"]
   res_base = _run_conditions(
-    params, cfg, tok, ev_stem, base_only, mean_q, gen, store, f"stem/n={r.num_eval}"
-  )
-  base_r1 = np.asarray(
-    [locos.rouge1_recall(p.answer, t) for p, t in zip(ev_stem, res_base[("baseline", 0, "texts")])]
-  )
-  correct = np.flatnonzero(base_r1 >= 0.5)
+    params, cfg, tok, ev_stem, base_only, mean_q, gen, store, f"stem/n={r.num_eval}",
+    reuse=base_reuse,
+  )  # fmt: skip
+  base_texts = res_base[("baseline", 0, "texts")]
+  answers = [p.answer for p in ev_stem]
+  base_r1 = np.asarray([locos.rouge1_recall(a, t) for a, t in zip(answers, base_texts)])
   # CPU time: the ablations may use only the answered probes among the first
   # `real.ablation_num_eval` items (0: all); the unablated model still runs on every probe
   n_abl = int(r.get("ablation_num_eval", 0) or 0)
-  if n_abl:
-    correct = correct[correct < n_abl]
+  correct = _ablated_probes(answers, base_texts, n_abl)
+  reuse = [
+    (bt, bs, at, _ablated_probes(answers[:n], base_texts[:n], a))
+    for (bt, bs, at, _), (n, a) in zip(base_reuse, reuse_from)
+  ]
   claim_ks = tuple(r.claim_ks)
   first = [cd for cd in conds if cd[0] in ("locos", *r.claim_baselines) and cd[1] in claim_ks]
   rest = [cd for cd in conds if cd[0] != "baseline" and cd not in first]
   rank = {d: i for i, d in enumerate(("locos", *r.claim_baselines, "random", *dets))}
-  rest.sort(key=lambda cd: (cd[1] not in claim_ks, rank[cd[0]], cd[1]))
-  stem_kw = dict(only=correct, deadline=deadline, group_rows=r.get("group_rows", 0) or None)
-  tag = f"stem/n={r.num_eval}" + (f"/first={n_abl}" if n_abl else "")
+  # random heads at the largest k (the random-heads claim) first, then the claim grid's k
+  rest.sort(
+    key=lambda cd: (cd[1] not in claim_ks, cd[:2] != ("random", max(ks)), rank[cd[0]], cd[1])
+  )
+  stem_kw = dict(
+    only=correct, deadline=deadline, group_rows=r.get("group_rows", 0) or None, reuse=reuse
+  )
+  tag = _stem_tag(r.num_eval, n_abl)
   # priority when a time budget is set: the claim's cells, the parametric control at the
-  # claim's k, random heads and Wu at the claim's k, the other k values, then the paper's
-  # protocol (its 100-step decodes cost the most per probe)
+  # claim's k, random heads at the largest k, random heads and Wu at the claim's k, the other
+  # k values, then the paper's protocol (its 100-step decodes cost the most per probe)
   res_stem = _run_conditions(params, cfg, tok, ev_stem, first, mean_q, gen, store, tag, **stem_kw)
   res_stem.update({key: v for key, v in res_base.items() if key != "skipped"})
   timings["filtered_claim_cells_s"] = time.time() - t0
@@ -878,6 +962,7 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
     f"{track}/num_paper_probes": len(ev_paper),
     f"{track}/eval_correct_fraction": float(np.mean(base_r1 >= 0.5)),
     f"{track}/ablation_items": n_abl or len(ev_stem),
+    f"{track}/reused_from": [{"num_eval": n, "ablation_num_eval": a} for n, a in reuse_from],
     f"{track}/ablated_probes": int(correct.size),
     f"{track}/random_seeds_used": seeds,
     f"{track}/examples": {

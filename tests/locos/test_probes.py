@@ -147,3 +147,19 @@ def test_solved_examples_leave_the_items_alone_and_never_name_a_probe_entity():
   # the example pools share no name, landmark or city with the probes' pools
   assert not set(locos.SHOT_NAMES) & set(locos.NAMES)
   assert not {x for p in locos.SHOT_LANDMARKS for x in p} & {x for p in locos.LANDMARKS for x in p}
+
+
+def test_more_probes_from_the_same_generator_keep_the_first_items():
+  # a run with more evaluation items reuses the cells of a run with fewer: its first items
+  # (prompts with their solved examples, needle spans, answers) must be the same
+  tok = _WordTokenizer()
+  kw = dict(tokenizer=tok, kind="nonliteral", system_prompt=False, prompt_format="completion")
+  for stem in (True, False):
+    few = locos.make_probes(np.random.default_rng([0, 2]), num=5, shots=2, answer_prefix=stem, **kw)
+    more = locos.make_probes(
+      np.random.default_rng([0, 2]), num=9, shots=2, answer_prefix=stem, **kw
+    )
+    assert [(t.prompt_ids, t.needle_span, t.answer) for t in more[:5]] == [
+      (t.prompt_ids, t.needle_span, t.answer) for t in few
+    ]
+    assert len({tuple(t.prompt_ids) for t in more}) == 9

@@ -61,6 +61,10 @@ def get_config():
   # the filtered protocol's ablations use the answered probes among the first this many
   # evaluation items (0: all of them); the unablated model runs on every item
   c.real.ablation_num_eval = 0
+  # earlier runs of this config over fewer evaluation items of the same generator, as
+  # (num_eval, ablation_num_eval): their cells' rows are read back (same probe, same head set),
+  # not generated again; the generator draws items in order, so theirs are the first ones
+  c.real.reuse_from = ()
   c.real.paper_num_eval = 60  # the first 60 evaluation items (CPU time)
   c.real.detectors = ("locos", "contrastive", "wu")  # ranked and ablated
   c.real.ks = (1, 2, 5, 10, 20, 50)
