@@ -405,11 +405,7 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
     f"{len(pairs)} of {metrics['coverage']['pairs_configured']} configured pairs, datasets "
     f"{', '.join(covered) or 'none'}."
   )
-  notes += " Majority class (train-split majority label, test accuracy %): " + ", ".join(
-    f"{ds} {m['mean']:.1f} ± {m['std']:.1f}" for ds, m in majority.items()
-  )
-  if metrics["cells_at_majority"]:
-    notes += "; cells within 0.5 pp of it: " + ", ".join(metrics["cells_at_majority"])
+  notes += train.majority_note(majority, metrics["cells_at_majority"])
   if metrics["cells_early_best_epoch"]:
     notes += "; cells whose median best-validation epoch is <= 5: " + ", ".join(
       metrics["cells_early_best_epoch"]

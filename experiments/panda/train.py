@@ -296,6 +296,16 @@ def _plot(cells, datasets, backbones, workdir):
   core.save_figure(fig, workdir, "panda_improvement")
 
 
+def majority_note(majority, cells_at_majority) -> str:
+  """The results notes' sentence on the majority-class baseline and the cells that sit at it."""
+  note = " Majority class (train-split majority label, test accuracy %): " + ", ".join(
+    f"{ds} {m['mean']:.1f} ± {m['std']:.1f}" for ds, m in majority.items()
+  )
+  if cells_at_majority:
+    note += "; cells within 0.5 pp of it: " + ", ".join(cells_at_majority)
+  return note
+
+
 def train_and_evaluate(config, workdir) -> dict:
   """Runs the benchmark and writes ``results.json``, the ``cells/`` store and a bar plot.
 
@@ -381,12 +391,7 @@ def train_and_evaluate(config, workdir) -> dict:
     f"{tuple(config.weight_decays)} identical for every arm, selected by mean validation "
     f"accuracy; {config.epochs} epochs, hidden {config.hidden}, {config.heads} heads."
   )
-  notes += " Majority class (train-split majority label, test accuracy %): " + ", ".join(
-    f"{ds} {m['mean']:.1f} ± {m['std']:.1f}" for ds, m in majority.items()
-  )
-  if metrics["cells_at_majority"]:
-    notes += "; cells within 0.5 pp of it: " + ", ".join(metrics["cells_at_majority"])
-  notes += "."
+  notes += majority_note(majority, metrics["cells_at_majority"]) + "."
   parts = [table, notes]
   perf = _perf_table(cells, names, config.backbones, config.epochs)
   if perf:
