@@ -28,16 +28,7 @@ def main():
   a = ap.parse_args()
   c = default.get_config()
   tok = bm.WordTokenizer(257) if a.tiny else lm.load_smollm2()[2]
-  ds = bm.make_preference_dialogues(
-    0,
-    n_dialogues=12,
-    n_turns=c.n_turns,
-    n_queries=c.n_queries,
-    change_rate=c.change_rate,
-    distractor_rate=c.distractor_rate,
-    density=c.density,
-    memory_free_rate=c.memory_free_rate,
-  )
+  ds = train.seed_dialogues(c, 0, n_dialogues=12)
   old = default.get_config()
   old.buckets = (48, 64, 96, 128, 160)
 

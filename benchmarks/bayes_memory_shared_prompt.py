@@ -42,16 +42,7 @@ def main():
   cfg, params, tok = train.load_model(c)
   c.buckets = default.get_config().buckets
   c.batch_tokens = default.get_config().batch_tokens
-  ds = bm.make_preference_dialogues(
-    0,
-    n_dialogues=a.dialogues,
-    n_turns=c.n_turns,
-    n_queries=c.n_queries,
-    change_rate=c.change_rate,
-    distractor_rate=c.distractor_rate,
-    density=c.density,
-    memory_free_rate=c.memory_free_rate,
-  )
+  ds = train.seed_dialogues(c, 0, n_dialogues=a.dialogues)
   rows, keys = [], []
   for g, d in enumerate(ds):
     r, where = train._dialogue_rows(d, tok, c)

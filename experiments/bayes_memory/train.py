@@ -528,21 +528,23 @@ def scored_dialogues(store, key, c) -> list[int]:
   return [i for i in range(c.n_dialogues) if all(key(s, i) in store for s in c.seeds)]
 
 
+def seed_dialogues(c, seed, n_dialogues=None):
+  """Seed ``seed``'s generated dialogues for config ``c`` (``n_dialogues`` overrides the config's)."""
+  return bm.make_preference_dialogues(
+    int(seed),
+    n_dialogues=c.n_dialogues if n_dialogues is None else n_dialogues,
+    n_turns=c.n_turns,
+    n_queries=c.n_queries,
+    change_rate=c.change_rate,
+    distractor_rate=c.distractor_rate,
+    density=c.density,
+    memory_free_rate=c.memory_free_rate,
+  )
+
+
 def make_dialogues(c, n_dialogues=None):
   """Every seed's generated dialogues for config ``c`` (``n_dialogues`` overrides the config's)."""
-  return {
-    s: bm.make_preference_dialogues(
-      int(s),
-      n_dialogues=c.n_dialogues if n_dialogues is None else n_dialogues,
-      n_turns=c.n_turns,
-      n_queries=c.n_queries,
-      change_rate=c.change_rate,
-      distractor_rate=c.distractor_rate,
-      density=c.density,
-      memory_free_rate=c.memory_free_rate,
-    )
-    for s in c.seeds
-  }
+  return {s: seed_dialogues(c, s, n_dialogues) for s in c.seeds}
 
 
 def train_and_evaluate(config, workdir) -> dict:
