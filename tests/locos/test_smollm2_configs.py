@@ -33,7 +33,10 @@ def test_200_config_uses_the_pilots_choice_and_item_count():
     forms[best]["prompt_format"],
     forms[best]["shots"],
   )
-  assert c.real.num_eval == math.ceil(210 / forms[best]["answered_rate"])
+  # the first launch's items: 210 / the pilot's rate; then 210 / the answered rate it found
+  ((first, first_abl),) = c.real.reuse_from
+  assert first == math.ceil(210 / forms[best]["answered_rate"]) and first_abl == 0
+  assert c.real.num_eval == math.ceil(210 * first / 179)
   assert c.real.ablation_num_eval == 0
   # everything the claims depend on is the default run's
   d = default.get_config()
