@@ -848,7 +848,11 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
   claim_ks = tuple(r.claim_ks)
   first = [cd for cd in conds if cd[0] in ("locos", *r.claim_baselines) and cd[1] in claim_ks]
   rest = [cd for cd in conds if cd[0] != "baseline" and cd not in first]
-  rank = {d: i for i, d in enumerate(("locos", *r.claim_baselines, "random", *dets))}
+  # the first place of each detector (a dict comprehension would keep the last: LOCOS and
+  # the claim's baselines, listed again in `dets`, would fall behind random heads)
+  rank = {}
+  for d in ("locos", *r.claim_baselines, "random", *dets):
+    rank.setdefault(d, len(rank))
   # random heads at the largest k (the random-heads claim) first, then the claim grid's k
   rest.sort(
     key=lambda cd: (cd[1] not in claim_ks, cd[:2] != ("random", max(ks)), rank[cd[0]], cd[1])

@@ -45,6 +45,12 @@ def get_config():
   # the first run's cells (200 items; ablations on the answered ones among the first 100) are
   # read back row by row: its unablated generations of items 0-199 and its detector rows
   r.reuse_from = ((200, 100),)
+  # the paper's protocol (every probe, no stem, up to `paper_max_steps` = 100 new tokens),
+  # fixed before its first Gemma-3 cell ran: the first 60 evaluation items, as SmolLM2's run,
+  # at k = 50 only, unablated vs LOCOS, contrastive, Wu and random heads (5 seeds); its claim
+  # is `lower_k_collapse_gemma3_paper` of `default.real_claims` (the SmolLM2 rule unchanged)
+  r.paper_num_eval = 60
+  r.paper_ks = (50,)
   r.group_rows = 96  # about one cell per generation group
   r.time_budget_s = 2400
   c.claims = default.real_claims("gemma3", "Gemma-3-270M")
