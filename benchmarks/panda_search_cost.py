@@ -108,9 +108,9 @@ def main():
       row["after_fast_compile"] = _after(fc, d, backbone, arm, trials)
     print(json.dumps(row), flush=True)
     res["rows"].append(row)
-  if a.out:
-    with open(a.out, "w") as f:
-      json.dump(res, f, indent=1)
+    if a.out:  # after every row: a stopped run keeps the rows it finished
+      with open(a.out, "w") as f:
+        json.dump(res, f, indent=1)
 
 
 if __name__ == "__main__":
