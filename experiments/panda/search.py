@@ -10,20 +10,26 @@ PhenomNN parameters for the other backbones, ``num_layers`` for PhenomNN, whose 
 unrolled steps) is drawn and then left out, without shifting the other draws.
 
 A trial is one run of the sweep engine (``panda.make_trainer``, i.e. ``core.Sweep``): its
-``search_splits`` splits are vmapped runs of one compiled program (lr and wd traced), trained
-for ``config.epochs`` epochs; each run reports test accuracy at its best-validation epoch. The
-trial with the highest mean validation accuracy over its splits is selected (first one on a
-tie, :func:`select`), and that configuration is trained again on ``num_splits`` splits x
-``final_inits`` fresh initialisations (keys disjoint from the search's); those runs give the
-cell's mean +- std. A pair's paired test compares the two arms split by split (each split's
-test accuracy averaged over the initialisations).
+``search_splits`` splits are vmapped runs trained for ``config.epochs`` epochs; each run reports
+test accuracy at its best-validation epoch. lr, weight decay, dropout and PhenomNN's lambdas are
+traced (:data:`TRACED`), so all trials of a (dataset, backbone, arm) with the same static
+structure (layers, hidden, heads, PhenomNN's steps: :func:`structure`) run on one compiled
+program. The trial with the highest mean validation accuracy over its splits is selected (first
+one on a tie, :func:`select`), and that configuration is trained again on ``num_splits`` splits
+x ``final_inits`` fresh initialisations (keys disjoint from the search's), in batches of the
+trial's size so that it reuses the trial's program; those runs give the cell's mean +- std. A
+pair's paired test compares the two arms split by split (each split's test accuracy averaged
+over the initialisations).
 
 Resumable: every trial and every final re-run is a cell of ``core.CellStore`` under
-``<workdir>/cells`` (``'<dataset>|<backbone>|<arm>|trial<t>'`` and ``'<dataset>|<backbone>|<arm>'``);
-a rerun reads finished cells back and computes only the missing ones. ``max_cpu_s`` stops
-starting new trials once the process has used that much CPU time (the partial run is reported
-over the pairs it finished). Trials are run arm by arm inside each trial index, so a stopped run
-leaves both arms of a pair with the same number of trials (or one more on one arm).
+``<workdir>/cells`` (``'<dataset>|<backbone>|<arm>|trial<t>'`` and, for the selected trial,
+``'<dataset>|<backbone>|<arm>|final<t>'``), computed by one runner (:class:`_Runner`); a rerun
+reads finished cells back and computes only the missing ones. Since the draws are prefix-stable,
+a run with more trials reuses the trials of a run with fewer, and its final too when the
+selection does not move. ``max_cpu_s`` stops starting new cells once the process has used that
+much CPU time (the partial run is reported over the pairs it finished). Trials are run arm by
+arm inside each trial index, so a stopped run leaves both arms of a pair with the same number
+of trials (or one more on one arm).
 """
 
 from __future__ import annotations
@@ -140,6 +146,21 @@ def select(trials) -> int:
   return int(np.flatnonzero(means >= means.max() - 1e-9)[0])
 
 
+# Trial values that are traced (one compiled program serves them all); the rest are static.
+TRACED = ("lr", "wd", "dropout", "lam0", "lam1")
+# The values a structure's model is built with; the traced ones replace them at run time
+# (a non-zero dropout, so that every dropout layer exists: see ``panda.with_hparams``).
+_NOMINAL = dict(dropout=0.5, lam0=1.0, lam1=1.0)
+
+
+def structure(hp: dict) -> tuple:
+  """The static part of a trial's values (layers, hidden, heads, PhenomNN steps), sorted.
+
+  Trials of one (dataset, backbone, arm) with equal structures share one compiled program.
+  """
+  return tuple(sorted((k, v) for k, v in hp.items() if k not in TRACED))
+
+
 def model_fn(data, backbone: str, arm: str, hp: dict):
   """``rngs -> model`` for one trial's values ``hp`` (as returned by :func:`applicable`)."""
   kw = dict(hidden=int(hp["hidden"]), dropout=float(hp["dropout"]))
@@ -158,78 +179,147 @@ def _keys(seed: int, phase: int, index: int, runs: int):
   return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(runs))
 
 
-def _train(config, data, backbone, arm, hp, runs, keys, cache) -> dict:
-  """``runs`` vmapped runs (splits 0..runs-1) of one configuration; per-run best-val results."""
-  static = tuple(sorted((k, v) for k, v in hp.items() if k not in ("lr", "wd")))
-  if static not in cache:
-    cache[static] = (
-      panda.make_trainer(
-        model_fn(data, backbone, arm, hp), config.epochs, fast_compile=config.fast_compile
-      ),
-      train.count_params(model_fn(data, backbone, arm, hp)),
+def _program(config, data, backbone, arm, hp, cache):
+  """The compiled trainer and parameter count of ``hp``'s structure (built once, cached)."""
+  key = structure(hp)
+  if key not in cache:
+    nominal = dict(hp, **{k: v for k, v in _NOMINAL.items() if k in hp})
+    fn = model_fn(data, backbone, arm, nominal)
+    cache[key] = (
+      panda.make_trainer(fn, config.epochs, fast_compile=config.fast_compile),
+      train.count_params(fn),
     )
-  run, params = cache[static]
-  hist = run(
-    data,
-    keys,
-    jnp.full((runs,), hp["lr"]),
-    jnp.full((runs,), hp["wd"]),
-    jnp.arange(runs),
-  )
-  va, te, ep = panda.best_val_test(jax.tree.map(np.asarray, hist))
-  return dict(val=va.tolist(), test=te.tolist(), epoch=ep.tolist(), params=params)
+  return cache[key]
+
+
+def _train(config, data, backbone, arm, hp, keys, splits, cache) -> dict:
+  """Runs ``hp`` on ``splits[i]`` with ``keys[i]``; per-run best-validation results.
+
+  The runs go through the structure's program in batches of ``search_splits`` runs (the last
+  one padded by repeating its last run), the batch a search trial uses: a final re-run reuses
+  its trial's compiled program, and a run's result does not depend on the other runs.
+  """
+  run, params = _program(config, data, backbone, arm, hp, cache)
+  n, b = len(splits), min(config.search_splits, data.num_splits)
+  traced = {k: float(hp[k]) for k in TRACED if k in hp and k not in ("lr", "wd")}
+  va, te, ep = [], [], []
+  for i in range(0, n, b):
+    idx = np.minimum(np.arange(i, i + b), n - 1)
+    hist = run(
+      data,
+      keys[idx],
+      np.full(b, hp["lr"]),
+      np.full(b, hp["wd"]),
+      np.asarray(splits)[idx],
+      **{k: np.full(b, v) for k, v in traced.items()},
+    )
+    v, t, e = panda.best_val_test(jax.tree.map(np.asarray, hist))
+    m = min(b, n - i)
+    va += v[:m].tolist()
+    te += t[:m].tolist()
+    ep += e[:m].tolist()
+  return dict(val=va, test=te, epoch=ep, params=params)
 
 
 def run_trial(config, data, backbone, arm, trial, cache) -> dict:
   """Trial ``trial`` of one (dataset, backbone, arm) cell on the first ``search_splits`` splits."""
   hp = applicable(draw(config.space, config.seed, trial), backbone, arm)
   r = min(config.search_splits, data.num_splits)
-  c0, t0 = time.process_time(), time.perf_counter()
-  out = _train(config, data, backbone, arm, hp, r, _keys(config.seed, 0, trial, r), cache)
+  out = _train(
+    config, data, backbone, arm, hp, _keys(config.seed, 0, trial, r), np.arange(r), cache
+  )
+  return dict(trial=trial, hp=hp, **out)
+
+
+def run_final(config, data, backbone, arm, trial, cache) -> dict:
+  """Trial ``trial``'s configuration on ``num_splits`` splits x ``final_inits`` inits."""
+  hp = applicable(draw(config.space, config.seed, trial), backbone, arm)
+  r, inits = min(config.num_splits, data.num_splits), config.final_inits
+  keys = jnp.concatenate([_keys(config.seed, 1, j, r) for j in range(inits)])
+  o = _train(config, data, backbone, arm, hp, keys, np.tile(np.arange(r), inits), cache)
+  shape = lambda x, s=1: (np.asarray(x) * s).reshape(inits, r).tolist()  # [inits, splits]
   return dict(
     trial=trial,
     hp=hp,
-    **out,
-    cpu_s=time.process_time() - c0,
-    wall_s=time.perf_counter() - t0,
+    test_runs=shape(o["test"], 100),
+    val_runs=shape(o["val"], 100),
+    best_epoch_runs=shape(o["epoch"]),
+    splits=r,
+    inits=inits,
+    params=o["params"],
   )
 
 
-def run_final(config, data, backbone, arm, trials, cache) -> dict:
-  """The selected trial's configuration on ``num_splits`` splits x ``final_inits`` inits."""
-  best = select(trials)
-  hp = trials[best]["hp"]
-  r = min(config.num_splits, data.num_splits)
-  c0, t0 = time.process_time(), time.perf_counter()
-  runs = []
-  for j in range(config.final_inits):
-    o = _train(config, data, backbone, arm, hp, r, _keys(config.seed, 1, j, r), cache)
-    runs.append(o)
-  test = np.array([o["test"] for o in runs]) * 100  # [inits, splits]
-  val = np.array([o["val"] for o in runs]) * 100
-  epoch = np.array([o["epoch"] for o in runs])
+def final_cell(key: str, trials: list, final: dict) -> dict:
+  """A (dataset, backbone, arm) cell's summary from its trials and the selected trial's final."""
+  test, val = np.array(final["test_runs"]), np.array(final["val_runs"])  # [inits, splits], %
+  ds, b, a = key.split("|")
   return dict(
-    dataset=data.name,
-    backbone=backbone,
-    arm=arm,
-    selected_trial=best,
-    hp=hp,
+    dataset=ds,
+    backbone=b,
+    arm=a,
+    selected_trial=select(trials),
+    hp=final["hp"],
     test_mean=float(test.mean()),
     test_std=float(test.std()),
     val_mean=float(val.mean()),
     split_test=(test.mean(0) / 100).tolist(),  # per split, averaged over the inits
     test_runs=test.tolist(),
     val_runs=val.tolist(),
-    best_epoch_runs=epoch.tolist(),
-    splits=r,
-    inits=config.final_inits,
-    params=runs[0]["params"],
+    best_epoch_runs=final["best_epoch_runs"],
+    splits=final["splits"],
+    inits=final["inits"],
+    params=final["params"],
     trials=len(trials),
     trial_val_means=[float(np.mean(t["val"]) * 100) for t in trials],
     search_cpu_s=float(sum(t["cpu_s"] for t in trials)),
-    cpu_s=time.process_time() - c0,
-    wall_s=time.perf_counter() - t0,
+    cpu_s=final["cpu_s"],
   )
+
+
+def _migrate(key: str, cell: dict):
+  """A cell of the earlier layout as ``(key, cell)`` of this one (or unchanged).
+
+  Earlier stores kept a cell's final under ``'<dataset>|<backbone>|<arm>'`` with its summary;
+  the same runs (keys, splits, values) are now ``'...|<arm>|final<t>'`` of the selected trial.
+  """
+  if key.count("|") != 2 or "selected_trial" not in cell:
+    return key, cell
+  t = int(cell["selected_trial"])
+  keep = ("hp", "test_runs", "val_runs", "best_epoch_runs", "splits", "inits", "params", "cpu_s")
+  return f"{key}|final{t:03d}", dict(trial=t, **{k: cell[k] for k in keep}, wall_s=cell["wall_s"])
+
+
+class _Runner:
+  """Computes missing cells of the store in order, within a process-CPU budget.
+
+  :meth:`cell` returns a stored cell, or computes it (``compute() -> dict``, stored with its
+  ``cpu_s`` and ``wall_s``), or returns None when ``report_only`` is set or the budget is spent
+  (then :attr:`stopped` is set).
+  """
+
+  def __init__(self, store, budget_s: float, report_only: bool):
+    self.store, self.budget_s, self.report_only = store, budget_s, report_only
+    self.cpu0, self.stopped = time.process_time(), False
+
+  def cell(self, key: str, compute):
+    if key in self.store:
+      return self.store.get(key)
+    if self.report_only:
+      return None
+    if self.budget_s and time.process_time() - self.cpu0 > self.budget_s:
+      self.stopped = True
+      return None
+
+    def timed(_ckpt):
+      c0, t0 = time.process_time(), time.perf_counter()
+      out = compute()
+      return dict(out, cpu_s=time.process_time() - c0, wall_s=time.perf_counter() - t0)
+
+    c = self.store.get_or_compute(key, timed)
+    val = c["val"] if "val" in c else np.asarray(c["val_runs"]) / 100
+    logging.info("%s: val %.1f (%.0f CPU s)", key, 100 * np.mean(val), c["cpu_s"])
+    return c
 
 
 def _split_tests(cell):
@@ -268,7 +358,7 @@ def _table(cells, datasets, backbones, per_pair) -> str:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs the search (resumable) and writes ``results.json``, ``cells/`` and a bar plot."""
-  t0, cpu0 = time.time(), time.process_time()
+  t0 = time.time()
   check_space(config.space)
   for a in config.arms:
     core.validate_choice(a, name="arms", allowed=SEARCH_ARMS)
@@ -282,60 +372,53 @@ def train_and_evaluate(config, workdir) -> dict:
   store = core.CellStore(workdir / "cells")
   for other in config.get("merge_cells_from", ()):
     for k, v in train._read_cells(other).items():
+      k, v = _migrate(k, v)
       if k not in store:
         store.put(k, v)
-  budget = float(config.get("max_cpu_s", 0) or 0)
-  stopped = False
+  runner = _Runner(
+    store, float(config.get("max_cpu_s", 0) or 0), bool(config.get("report_only", False))
+  )
   for ds in data:
     for b in config.backbones:
       d = data[ds] if b == "gedi" else hg.as_undirected(data[ds])
-      cache: dict = {}
+      cache: dict = {}  # structure -> compiled program, per (dataset, backbone); arms differ
       for t in range(config.trials):
         for a in config.arms:
-          key = f"{ds}|{b}|{a}|trial{t:03d}"
-          if key in store or config.get("report_only", False):
-            continue
-          if budget and time.process_time() - cpu0 > budget:
-            stopped = True
-            continue
-          c = store.get_or_compute(
-            key, lambda _ckpt, a=a, t=t: run_trial(config, d, b, a, t, cache)
+          runner.cell(
+            f"{ds}|{b}|{a}|trial{t:03d}",
+            lambda a=a, t=t: run_trial(config, d, b, a, t, cache),
           )
-          logging.info(
-            "%s: val %.1f test %.1f (%.0f CPU s)",
-            key,
-            100 * np.mean(c["val"]),
-            100 * np.mean(c["test"]),
-            c["cpu_s"],
-          )
+      for a in config.arms:
+        trials = [store.get(f"{ds}|{b}|{a}|trial{t:03d}") for t in range(config.trials)]
+        if any(x is None for x in trials):
+          continue
+        best = select(trials)
+        runner.cell(
+          f"{ds}|{b}|{a}|final{best:03d}",
+          lambda a=a, best=best: run_final(config, d, b, a, best, cache),
+        )
+  return report(config, workdir, store, data, source, runner.stopped, t0)
+
+
+def _finals(config, store, names) -> dict:
+  """``'<dataset>|<backbone>|<arm>' -> summary`` of every cell whose trials and final are done."""
+  out = {}
+  for ds in names:
+    for b in config.backbones:
       for a in config.arms:
         key = f"{ds}|{b}|{a}"
         trials = [store.get(f"{key}|trial{t:03d}") for t in range(config.trials)]
-        if key in store or config.get("report_only", False) or any(x is None for x in trials):
+        if any(x is None for x in trials):
           continue
-        if budget and time.process_time() - cpu0 > budget:
-          stopped = True
-          continue
-        c = store.get_or_compute(
-          key, lambda _ckpt, a=a, trials=trials: run_final(config, d, b, a, trials, cache)
-        )
-        logging.info(
-          "%s: %.2f +- %.2f (trial %d)", key, c["test_mean"], c["test_std"], c["selected_trial"]
-        )
-  return report(config, workdir, store, data, source, stopped, t0)
+        final = store.get(f"{key}|final{select(trials):03d}")
+        if final is not None:
+          out[key] = final_cell(key, trials, final)
+  return out
 
 
 def report(config, workdir, store, data, source, stopped, t0) -> dict:
   names = list(data)
-  arms = tuple(config.arms)
-  finals = {
-    k: v
-    for k, v in store.to_dict().items()
-    if k.count("|") == 2
-    and k.split("|")[0] in names
-    and k.split("|")[1] in config.backbones
-    and k.split("|")[2] in arms
-  }
+  finals = _finals(config, store, names)
   # a pair counts only when both arms' finals exist
   pairs = sorted(
     {k.rsplit("|", 1)[0] for k in finals}

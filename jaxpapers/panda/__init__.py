@@ -22,6 +22,7 @@ from jaxpapers.panda._models import (
 from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, StageAux, stage_priors
 from jaxpapers.panda._train import (
   FAST_COMPILE,
+  TRACED_MODEL_HPARAMS,
   best_val_test,
   eval_step,
   fit,
@@ -29,6 +30,7 @@ from jaxpapers.panda._train import (
   make_trainer,
   sweep_fns,
   train_step,
+  with_hparams,
 )
 
 __all__ = [
@@ -52,4 +54,6 @@ __all__ = [
   "make_trainer",
   "sweep_fns",
   "train_step",
+  "with_hparams",
+  "TRACED_MODEL_HPARAMS",
 ]

@@ -6,7 +6,11 @@ Grids of runs (splits x seeds x sweep points) train on the shared sweep engine
 
 Optimiser: Adam with *coupled* L2 weight decay as in PyTorch ``Adam(weight_decay=wd)``:
 ``g <- g + wd * theta`` before Adam (``optax.chain(add_decayed_weights(wd), adam(lr))``, not
-AdamW); ``lr`` and ``wd`` are traced, so a sweep over them reuses one compilation. The whole
+AdamW); ``lr`` and ``wd`` are traced, so a sweep over them reuses one compilation. So can be
+the model's dropout rate and PhenomNN's ``lam0``/``lam1`` (:data:`TRACED_MODEL_HPARAMS`): given
+per run, they replace the values the model was built with, and every configuration that shares
+the static structure (layers, hidden width, heads, unrolled steps) runs on one compiled program.
+The whole
 run (``epochs`` steps, each followed by a deterministic evaluation) is one ``lax.scan``; the
 reported test accuracy is the one at the best-validation epoch (first maximum).
 """
@@ -34,10 +38,74 @@ __all__ = [
   "fit",
   "best_val_test",
   "FAST_COMPILE",
+  "TRACED_MODEL_HPARAMS",
 ]
 
 ModelFn = Callable[[nnx.Rngs], nnx.Module]
 _ADAM = optax.scale_by_adam()
+
+# Model hyperparameters that may be given per run as traced values (see :func:`with_hparams`).
+TRACED_MODEL_HPARAMS = ("dropout", "lam0", "lam1")
+
+
+class _TracedDropout(nnx.Dropout):
+  """``nnx.Dropout`` whose ``rate`` may be a traced scalar.
+
+  ``nnx.Dropout`` branches in Python on its rate (``rate == 0`` returns the input), which a
+  traced rate cannot do; this one always draws the mask, ``m_i ~ Bernoulli(1 - p)``,
+  ``y = m * x / (1 - p)`` (inverted dropout, the same computation as ``nnx.Dropout`` for
+  ``0 < p < 1``; ``p = 0`` keeps every unit since a uniform draw is always below 1).
+  """
+
+  def __call__(self, inputs, *, deterministic=None, rngs=None):
+    deterministic = self.deterministic if deterministic is None else deterministic
+    if deterministic:
+      return inputs
+    rngs = self.rngs if rngs is None else rngs
+    if isinstance(rngs, nnx.Rngs):
+      key = rngs[self.rng_collection]()
+    elif isinstance(rngs, nnx.RngStream):
+      key = rngs()
+    else:
+      key = rngs
+    keep = 1.0 - jnp.asarray(self.rate, inputs.dtype)
+    shape = [1 if d in self.broadcast_dims else s for d, s in enumerate(inputs.shape)]
+    mask = jnp.broadcast_to(jax.random.bernoulli(key, p=keep, shape=shape), inputs.shape)
+    return jax.lax.select(mask, inputs / keep, jnp.zeros_like(inputs))
+
+
+def with_hparams(model: nnx.Module, hparams: dict | None) -> nnx.Module:
+  """Sets traced model hyperparameters on a (freshly merged) ``model``, in place; returns it.
+
+  ``hparams`` maps names of :data:`TRACED_MODEL_HPARAMS` to scalars (traced or not):
+  ``dropout`` becomes the rate of every dropout layer (feature, classifier and PANDA's
+  attention dropout, which share the model's ``dropout``), ``lam0``/``lam1`` PhenomNN's
+  weights. The model must have been built with a non-zero dropout so that every dropout layer
+  exists (PANDA skips its attention dropout when the rate is 0). Raises a ValueError naming a
+  hyperparameter that no module of the model has.
+  """
+  if not hparams:
+    return model
+  bad = sorted(set(hparams) - set(TRACED_MODEL_HPARAMS))
+  if bad:
+    raise ValueError(f"traced hyperparameters must be among {TRACED_MODEL_HPARAMS}, got {bad}")
+  used = set()
+  for _, m in nnx.iter_graph(model):
+    if "dropout" in hparams and isinstance(m, nnx.Dropout):
+      m.__class__ = _TracedDropout  # same fields; only __call__ differs
+      m.rate = hparams["dropout"]
+      used.add("dropout")
+    for k in ("lam0", "lam1"):
+      if k in hparams and isinstance(m, nnx.Module) and hasattr(m, k):
+        setattr(m, k, hparams[k])
+        used.add(k)
+  missing = sorted(set(hparams) - used)
+  if missing:
+    raise ValueError(
+      f"traced hyperparameters {missing} are not used by the {type(model).__name__} model "
+      "(dropout needs a model built with dropout > 0; lam0/lam1 a PhenomNN backbone)"
+    )
+  return model
 
 
 def init(model_fn: ModelFn, key):
@@ -47,25 +115,28 @@ def init(model_fn: ModelFn, key):
   return graphdef, params, rest, _ADAM.init(params)
 
 
-def _loss(graphdef, params, rest, data, mask, key):
-  model = nnx.merge(graphdef, params, rest)
+def _loss(graphdef, params, rest, data, mask, key, hparams=None):
+  model = with_hparams(nnx.merge(graphdef, params, rest), hparams)
   logits = model(data, deterministic=False, rngs=nnx.Rngs(dropout=key))
   ce = optax.softmax_cross_entropy_with_integer_labels(logits, data.y)
   return jnp.sum(ce * mask) / jnp.maximum(mask.sum(), 1)
 
 
-def train_step(graphdef, params, rest, opt_state, data, mask, key, lr, wd):
-  """One full-batch Adam step with coupled L2; returns ``(params, opt_state, loss)``."""
-  loss, g = jax.value_and_grad(_loss, argnums=1)(graphdef, params, rest, data, mask, key)
+def train_step(graphdef, params, rest, opt_state, data, mask, key, lr, wd, hparams=None):
+  """One full-batch Adam step with coupled L2; returns ``(params, opt_state, loss)``.
+
+  ``hparams``: traced model hyperparameters (:func:`with_hparams`), or None.
+  """
+  loss, g = jax.value_and_grad(_loss, argnums=1)(graphdef, params, rest, data, mask, key, hparams)
   g = jax.tree.map(lambda gi, p: gi + wd * p, g, params)
   u, opt_state = _ADAM.update(g, opt_state, params)
   params = jax.tree.map(lambda p, ui: p - lr * ui, params, u)
   return params, opt_state, loss
 
 
-def eval_step(graphdef, params, rest, data):
-  """Deterministic logits ``[n, K]``."""
-  return nnx.merge(graphdef, params, rest)(data, deterministic=True)
+def eval_step(graphdef, params, rest, data, hparams=None):
+  """Deterministic logits ``[n, K]`` (``hparams`` as in :func:`train_step`)."""
+  return with_hparams(nnx.merge(graphdef, params, rest), hparams)(data, deterministic=True)
 
 
 def _acc(logits, y, mask):
@@ -75,7 +146,8 @@ def _acc(logits, y, mask):
 def sweep_fns(model_fn: ModelFn):
   """Per-run ``(init_fn, step_fn)`` of one training run for :class:`jaxpapers.core.Sweep`.
 
-  A run's hyperparameters are ``{'lr': [], 'wd': [], 'split': [] int}``; the
+  A run's hyperparameters are ``{'lr': [], 'wd': [], 'split': [] int}`` plus any of
+  :data:`TRACED_MODEL_HPARAMS` (scalars that replace the built model's values); the
   shared ``data`` is the :class:`~jaxpapers.hypergraph.HypergraphData`. The run
   key is split into a parameter key and a dropout key (folded with the epoch).
   Each step is one full-batch epoch followed by a deterministic evaluation; its
@@ -102,10 +174,20 @@ def sweep_fns(model_fn: ModelFn):
       m[hp["split"]].astype(jnp.float32) for m in (data.train_mask, data.val_mask, data.test_mask)
     )
     dkey = jax.random.split(key)[1]
+    mhp = {k: hp[k] for k in TRACED_MODEL_HPARAMS if k in hp}
     params, opt_state, loss = train_step(
-      gd, params, rest, opt_state, data, tr, jax.random.fold_in(dkey, epoch), hp["lr"], hp["wd"]
+      gd,
+      params,
+      rest,
+      opt_state,
+      data,
+      tr,
+      jax.random.fold_in(dkey, epoch),
+      hp["lr"],
+      hp["wd"],
+      mhp,
     )
-    logits = eval_step(gd, params, rest, data)
+    logits = eval_step(gd, params, rest, data, mhp)
     out = dict(
       loss=loss,
       train_acc=_acc(logits, data.y, tr),
@@ -131,13 +213,15 @@ def make_trainer(
   chunk_size: int | None = None,
   mesh=None,
 ):
-  """Returns ``run(data, keys[B], lrs[B], wds[B], splits[B]) -> dict of [B, epochs] arrays``.
+  """Returns ``run(data, keys[B], lrs[B], wds[B], splits[B], **model_hp) -> dict of [B, epochs]``.
 
   The B runs train on a :class:`jaxpapers.core.Sweep` (vmapped, sharded over the devices, in
   ``lax.scan`` chunks of ``chunk_size`` epochs, default all); ``lr``, ``wd`` and ``split`` are
   traced, so later calls with the same shapes reuse the compiled program. The dict holds
   ``loss``, ``train_acc``, ``val_acc`` and ``test_acc`` per epoch (numpy). ``run`` also takes
-  ``checkpoint_dir=`` (an orbax checkpoint per chunk; a rerun resumes there).
+  ``checkpoint_dir=`` (an orbax checkpoint per chunk; a rerun resumes there), and ``[B]``
+  arrays of any of :data:`TRACED_MODEL_HPARAMS` by name (``dropout=...``), traced too: one
+  compiled program then serves every value (the model must be built with ``dropout > 0``).
   ``fast_compile`` passes :data:`FAST_COMPILE` to XLA (only meaningful on CPU).
   """
   if not isinstance(epochs, (int, np.integer)) or epochs <= 0:
@@ -145,11 +229,15 @@ def make_trainer(
   opts = FAST_COMPILE if (fast_compile and jax.default_backend() == "cpu") else None
   engine = core.Sweep(*sweep_fns(model_fn), mesh=mesh, compiler_options=opts)
 
-  def run(data, keys, lrs, wds, splits, *, checkpoint_dir=None):
+  def run(data, keys, lrs, wds, splits, *, checkpoint_dir=None, **model_hp):
+    bad = sorted(set(model_hp) - set(TRACED_MODEL_HPARAMS))
+    if bad:
+      raise ValueError(f"run: unknown traced hyperparameters {bad}; use {TRACED_MODEL_HPARAMS}")
     hp = {
       "lr": jnp.asarray(lrs, jnp.float32),
       "wd": jnp.asarray(wds, jnp.float32),
       "split": jnp.asarray(splits, jnp.int32),
+      **{k: jnp.asarray(v, jnp.float32) for k, v in model_hp.items()},
     }
     res = engine.run(
       hp,

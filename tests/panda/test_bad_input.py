@@ -216,6 +216,22 @@ CASES = [
     id="sweep-fns-model-fn",
   ),
   Case(
+    "panda.with_hparams",
+    lambda: panda.with_hparams(_hgnn_fn(3)(nnx.Rngs(params=0)), {"lam0": 1.0}),
+    match=r"\['lam0'\] are not used by the PandaHGNN",
+    jit=None,
+    jit_reason="mutates a host-side module (its values may be traced; the names are static)",
+    id="with-hparams-unused",
+  ),
+  Case(
+    "panda.with_hparams",
+    lambda: panda.with_hparams(_hgnn_fn(3)(nnx.Rngs(params=0)), {"heads": 2}),
+    match=r"traced hyperparameters must be among .*got \['heads'\]",
+    jit=None,
+    jit_reason="mutates a host-side module (its values may be traced; the names are static)",
+    id="with-hparams-name",
+  ),
+  Case(
     "panda.fit",
     lambda: panda.fit(DATA, _hgnn_fn(3), epochs=1, split=3),
     match=r"split must be in \[0, 1\)",

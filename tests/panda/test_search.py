@@ -105,10 +105,12 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
   """The search's bookkeeping with the training replaced by a deterministic fake."""
   calls = []
 
-  def fake_train(config, data, backbone, arm, hp, runs, keys, cache):
+  def fake_train(config, data, backbone, arm, hp, keys, splits, cache):
+    runs = len(splits)
+    assert len(keys) == runs
     calls.append((arm, hp["dropout"], runs))
     v = 0.5 + hp["dropout"] / 2 + (0.01 if arm == "panda" else 0.0)  # the larger dropout wins
-    return dict(val=[v] * runs, test=[v - 0.1 * s for s in range(runs)], epoch=[3] * runs, params=9)
+    return dict(val=[v] * runs, test=[v - 0.1 * s for s in splits], epoch=[3] * runs, params=9)
 
   monkeypatch.setattr(search, "_train", fake_train)
   cfg = _tiny_config()
@@ -117,9 +119,9 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
   best = int(np.argmax(drops))
   metrics = search.train_and_evaluate(cfg, tmp_path)
   # 3 trials x 2 arms on 2 search splits, then 2 inits x 2 splits per arm for the final
-  assert sorted(c for c in calls if c[2] == 2) == sorted(
+  assert sorted(calls) == sorted(
     [(a, d, 2) for a in ("vanilla", "panda") for d in drops]
-    + [(a, drops[best], 2) for a in ("vanilla", "panda") for _ in range(2)]
+    + [(a, drops[best], 4) for a in ("vanilla", "panda")]
   )
   ds = "synthetic-small"
   for a in ("vanilla", "panda"):
@@ -136,6 +138,66 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
   cfg.max_cpu_s = 1e-9
   part = search.train_and_evaluate(cfg, tmp_path / "other")
   assert len(calls) == n and part["cells"] == 0 and part["coverage"]["stopped_by_cpu_budget"]
+  # more trials on the same store: only the new trial runs (and a final if the selection moves)
+  cfg.max_cpu_s = 0.0
+  more = search.train_and_evaluate(cfg, tmp_path)
+  d3 = search.draw(cfg.space, cfg.seed, 3)["dropout"]
+  new = [(a, d3, 2) for a in ("vanilla", "panda")]
+  if d3 > drops[best]:
+    new += [(a, d3, 4) for a in ("vanilla", "panda")]
+  assert sorted(calls[n:]) == sorted(new)
+  assert more["per_cell"][f"{ds}|hgnn|panda"]["selected_trial"] == (3 if d3 > drops[best] else best)
+
+
+def test_an_earlier_store_layout_is_read_without_recomputing(tmp_path, monkeypatch):
+  """A final stored as '<ds>|<backbone>|<arm>' with its summary becomes '...|final<t>'."""
+  key, cell = search._migrate(
+    "texas|gedi|panda",
+    dict(
+      selected_trial=1,
+      hp={"a": 1},
+      test_runs=[[50.0]],
+      val_runs=[[60.0]],
+      best_epoch_runs=[[3]],
+      splits=1,
+      inits=1,
+      params=7,
+      cpu_s=2.0,
+      wall_s=3.0,
+      test_mean=50.0,
+    ),
+  )
+  assert key == "texas|gedi|panda|final001" and cell["trial"] == 1 and "test_mean" not in cell
+  assert search._migrate("texas|gedi|panda|trial000", {"x": 1}) == (
+    "texas|gedi|panda|trial000",
+    {"x": 1},
+  )
+
+
+def test_a_trial_is_the_same_alone_or_after_others_sharing_its_program(monkeypatch):
+  """Trials of one structure reuse one compiled program, and reuse does not change a result."""
+  cfg = _tiny_config()  # every trial: 1 layer, hidden 4, 1 head; lr, wd, dropout differ
+  data, _ = train.load_datasets(cfg)
+  d = search.hg.as_undirected(data["synthetic-small"])
+  alone = search.run_trial(cfg, d, "hgnn", "panda", 1, {})
+  builds = []  # a model is built when a program is traced (and once to count parameters)
+  model_fn = search.model_fn
+
+  def counting(*a):
+    fn = model_fn(*a)
+    return lambda rngs: builds.append(1) or fn(rngs)
+
+  monkeypatch.setattr(search, "model_fn", counting)
+  cache = {}
+  first = search.run_trial(cfg, d, "hgnn", "panda", 0, cache)
+  n = len(builds)
+  after = search.run_trial(cfg, d, "hgnn", "panda", 1, cache)
+  final = search.run_final(cfg, d, "hgnn", "panda", 1, cache)
+  assert n > 0 and len(builds) == n and len(cache) == 1  # nothing traced after the first trial
+  assert first["hp"]["dropout"] != after["hp"]["dropout"]
+  for k in ("val", "test", "epoch", "params", "hp"):
+    assert after[k] == alone[k], k
+  assert np.asarray(final["test_runs"]).shape == (cfg.final_inits, cfg.num_splits)
 
 
 @pytest.mark.slow
@@ -146,17 +208,23 @@ def test_search_end_to_end_and_resume_recomputes_nothing(tmp_path, monkeypatch):
   ds = "synthetic-small"
   assert sorted(cells) == sorted(
     [f"{ds}|hgnn|{a}|trial{t:03d}" for a in ("vanilla", "panda") for t in range(2)]
-    + [f"{ds}|hgnn|vanilla", f"{ds}|hgnn|panda"]
+    + [
+      f"{ds}|hgnn|{a}|final{metrics['per_cell'][f'{ds}|hgnn|{a}']['selected_trial']:03d}"
+      for a in ("vanilla", "panda")
+    ]
   )
   for a in ("vanilla", "panda"):
-    final = cells[f"{ds}|hgnn|{a}"]
     trials = [cells[f"{ds}|hgnn|{a}|trial{t:03d}"] for t in range(2)]
+    final = cells[f"{ds}|hgnn|{a}|final{search.select(trials):03d}"]
     assert final["hp"] == trials[search.select(trials)]["hp"]
     assert np.asarray(final["test_runs"]).shape == (2, 2)  # inits x splits
-    assert final["test_mean"] == pytest.approx(np.mean(final["test_runs"]))
+    assert metrics["per_cell"][f"{ds}|hgnn|{a}"]["test_mean"] == pytest.approx(
+      np.mean(final["test_runs"])
+    )
   assert metrics["coverage"]["pairs"] == [f"{ds}|hgnn"]
+  pc = metrics["per_cell"]
   assert metrics["mean_improvement_pp"] == pytest.approx(
-    cells[f"{ds}|hgnn|panda"]["test_mean"] - cells[f"{ds}|hgnn|vanilla"]["test_mean"]
+    pc[f"{ds}|hgnn|panda"]["test_mean"] - pc[f"{ds}|hgnn|vanilla"]["test_mean"]
   )
   assert metrics["per_pair"][f"{ds}|hgnn"]["splits"] == 2
   res = json.loads((tmp_path / "results.json").read_text())

@@ -4,6 +4,8 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
+from flax import nnx
 
 from jaxpapers import hypergraph as hg
 from jaxpapers import panda
@@ -46,3 +48,44 @@ def test_trainer_compiles_once_and_learns():
   assert np.all(loss[:, -1] < loss[:, 0])
   va, te, ep = panda.best_val_test(jax.tree.map(np.asarray, h2))
   assert np.all(va >= np.asarray(h2["val_acc"])[:, -1]) and te.shape == (2,)
+
+
+def test_traced_dropout_and_lambdas_act_as_the_built_values():
+  """A model built with nominal values, given traced ones, computes as one built with them."""
+  d = hg.as_undirected(
+    hg.make_synthetic(0, num_classes=3, nodes_per_class=10, n_intra=6, n_inter=3, num_splits=2)
+  )
+
+  def build(dropout, lam0, lam1):
+    return panda.make_model(
+      "phenomnn",
+      panda.PandaConfig(heads=2),  # feature, classifier and attention dropout
+      in_features=d.x.shape[1],
+      num_classes=d.num_classes,
+      hidden=4,
+      num_steps=1,
+      dropout=dropout,
+      lam0=lam0,
+      lam1=lam1,
+      rngs=nnx.Rngs(params=0),
+    )
+
+  gd_b, params, rest_b = nnx.split(build(0.3, 10.0, 0.1), nnx.Param, ...)
+  gd_n, _, rest_n = nnx.split(build(0.5, 1.0, 1.0), nnx.Param, ...)
+  key = jax.random.key(1)
+
+  @jax.jit
+  def forward(hp):
+    built = nnx.merge(gd_b, params, rest_b)(d, deterministic=False, rngs=nnx.Rngs(dropout=key))
+    m = panda.with_hparams(nnx.merge(gd_n, params, rest_n), hp)
+    return built, m(d, deterministic=False, rngs=nnx.Rngs(dropout=key))
+
+  built, traced = forward(dict(dropout=0.3, lam0=10.0, lam1=0.1))
+  np.testing.assert_allclose(traced, built, rtol=1e-5, atol=1e-6)
+  _, other = forward(dict(dropout=0.5, lam0=1.0, lam1=1.0))  # the nominal values: not the same
+  assert np.abs(np.asarray(other) - np.asarray(built)).max() > 1e-3
+  with pytest.raises(ValueError, match="lam0"):
+    m = panda.make_model("hgnn", None, in_features=3, num_classes=2, rngs=nnx.Rngs(params=0))
+    panda.with_hparams(m, {"lam0": 1.0})
+  with pytest.raises(ValueError, match="unknown traced hyperparameters"):
+    panda.make_trainer(lambda rngs: m, 2)(d, None, None, None, None, heads=jnp.ones(2))

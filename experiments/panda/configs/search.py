@@ -2,7 +2,8 @@
 
   XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \\
   python -m experiments.panda.main --config=experiments/panda/configs/search.py \\
-      --workdir=runs/panda_search --config.data_dir=../shared/data
+      --workdir=runs/panda_search --config.data_dir=../shared/data \\
+      '--config.merge_cells_from=("experiments/panda/results/search",)'
 
 Both arms get the same budget: ``trials`` seeded random draws over ``space`` per (dataset,
 backbone, arm), identical for both arms in every shared parameter (PANDA also draws its heads;
@@ -11,14 +12,25 @@ first ``search_splits`` fixed splits for ``epochs`` epochs with best-validation-
 the trial with the best mean validation accuracy is re-trained on ``num_splits`` splits x
 ``final_inits`` fresh initialisations, which give the cell's mean +- std.
 
-CPU-sized run (measured before it was fixed, single-threaded XLA on the shared host: trial 0 on
-Texas, 3 splits x 200 epochs, cost 12.7 CPU s for vanilla GeDi and 58.8 CPU s for GeDi+PANDA
-with 4 heads and 2 layers, about 35 s of it compilation; so 2 trials per cell and 100 epochs
-fit about 40 CPU-minutes for Texas and Cornell): the cheapest shared sets first, Texas and
-Cornell, then chameleon; ``max_cpu_s`` stops starting new work when the budget is spent, and the
-run resumes from its cell store. The paper-scale setting is the same config with
-``--config.trials=100 --config.epochs=500 --config.search_splits=10`` and all datasets
-(``full.py``'s list) on an accelerator.
+How this run was sized (decided before it started, from costs measured on this host with
+single-threaded XLA). A trial on Texas is compile-bound: ``benchmarks/panda_search_cost.py``
+timed vanilla GeDi trials at 10.8 CPU s when they compile their program and 0.65 s when they
+reuse one, and the earlier 2-trial run spent about 226 CPU s per trial index on one dataset's
+eight cells (vanilla 11-16 s, PANDA 26-72 s per trial) and about 650 s on its finals (about 420 s
+expected now that a final reuses its trial's program). Reuse within a cell is rare at small
+trial counts: among the first 8 seeded draws a cell has 7-8 distinct structures. With about 23
+CPU-minutes left for the run (``max_cpu_s``), 3 trials per cell (the smallest count above the
+committed 2) costs about 450 s to extend Texas and Cornell plus the finals whose selection moves,
+and about 1100 s per further small set, so it covers Texas, Cornell and part or all of
+email-Enron; 4 trials would spend the budget on Texas and Cornell alone and add no pair. The
+epochs (100), search splits (3), finals (10 splits x 2 inits) and XLA options stay those of the
+committed run, whose trials 0-1 and finals are reused (the draws are prefix-stable; the
+committed runs had dropout and lambdas built in rather than traced: the same computation up to
+float rounding). Datasets in order of measured cost: Texas and Cornell, email-Enron (per-epoch
+cost within 2x of Texas in ``results/perf/perf.json``), then chameleon, Telegram, the other mail
+and co-citation sets, the synthetic sets, Pubmed last; the run covers a prefix. The paper-scale
+setting is the same config with ``--config.trials=100 --config.epochs=500
+--config.search_splits=10`` on an accelerator.
 
 The claim and its rule are ``default.py``'s, unchanged: the mean over (dataset, backbone) pairs
 of PANDA - vanilla with the 95% half-width 1.96 std / sqrt(pairs); held when the interval reaches
@@ -31,15 +43,30 @@ from experiments.panda.configs import default
 
 def get_config():
   c = default.get_config()
-  c.datasets = ("texas", "cornell", "chameleon")  # cheapest first; the run covers a prefix
+  c.datasets = (  # cheapest first; the run covers a prefix (13 sets x 4 backbones = 52 pairs)
+    "texas",
+    "cornell",
+    "email-Enron",
+    "chameleon",
+    "telegram",
+    "chameleon-directed",
+    "email-EU",
+    "cora",
+    "citeseer",
+    "inter10",
+    "inter30",
+    "inter50",
+    "pubmed",
+  )
   c.arms = ("vanilla", "panda")  # capacity is searched for both arms (hidden, depth, heads)
   c.num_splits = 10  # the fixed splits of the heterophilous sets
   c.final_inits = 2
   c.search_splits = 3
-  c.trials = 2
+  c.trials = 3  # the same for both arms; trials 0-1 are the committed run's
   c.epochs = 100
-  c.fast_compile = False  # the epochs, not the compile, dominate at this length
-  c.max_cpu_s = 2300.0  # stop starting new trials/finals after this much process CPU time
+  # XLA -O0 compiles a Texas trial ~20% faster but runs 4-5x slower (a final: 22.6 vs 5.2 CPU s)
+  c.fast_compile = False
+  c.max_cpu_s = 1400.0  # stop starting new trials/finals after this much process CPU time
   c.space = dict(
     num_layers=("choice", (1, 2, 3)),
     hidden=("choice", (64, 128, 256)),
