@@ -226,10 +226,24 @@ def run_toy_track(c, workdir) -> tuple[dict, str]:
 
 # --------------------------------------------------------------------------- real models
 
-# track name -> (loader, label for plots and notes)
+
+def _load_checkpoint(r):
+  """The 'checkpoint' track's model: a Hugging Face checkpoint directory on disk."""
+  path = r.get("checkpoint_dir", "")
+  if not path:
+    raise ValueError(
+      "the 'checkpoint' track needs --config.real.checkpoint_dir=<a Hugging Face checkpoint "
+      "directory: config.json, *.safetensors, tokenizer.json>"
+    )
+  dtype = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[r.get("checkpoint_dtype", "float32")]
+  return lm.load_safetensors(path, dtype=dtype)
+
+
+# track name -> (loader of the real-model config block, label for plots and notes)
 REAL_MODELS = {
-  "smollm2": (lambda: lm.load_smollm2(), "SmolLM2-135M-Instruct (Q4_1)"),
-  "gemma3": (lambda: lm.load_gemma3(), "Gemma-3-270M (pretrained, Q4_K_M)"),
+  "smollm2": (lambda r: lm.load_smollm2(), "SmolLM2-135M-Instruct (Q4_1)"),
+  "gemma3": (lambda r: lm.load_gemma3(), "Gemma-3-270M (pretrained, Q4_K_M)"),
+  "checkpoint": (_load_checkpoint, "Hugging Face checkpoint (real.checkpoint_dir)"),
 }
 
 
@@ -298,7 +312,7 @@ def run_prompt_pilot(c, workdir) -> dict:
   track = c.tracks[0]
   loader, label = REAL_MODELS[track]
   try:
-    cfg, params, tok = loader()
+    cfg, params, tok = loader(r)
   except lm.ModelNotAvailable as e:
     metrics = {"pilot/skipped": str(e)}
     core.write_results(workdir, metrics=metrics, config=c, notes=str(e), issue_verdicts=False)
@@ -735,7 +749,7 @@ def run_real_track(c, workdir, track) -> tuple[dict, str]:
   r = c.real
   loader, label = REAL_MODELS[track]
   try:
-    cfg, params, tok = loader()
+    cfg, params, tok = loader(r)
   except lm.ModelNotAvailable as e:
     return {f"{track}/skipped": str(e)}, f"{label} track skipped: {e}"
   t_start = time.time()
@@ -1029,6 +1043,14 @@ def train_and_evaluate(config, workdir) -> dict:
   t0 = time.time()
   for tr in config.tracks:
     core.validate_choice(tr, name="tracks", allowed=("toy", *REAL_MODELS))
+  if "checkpoint" in config.tracks:  # fail before any track runs
+    if not config.real.get("checkpoint_dir", ""):
+      _load_checkpoint(config.real)  # raises, naming the flag
+    core.validate_choice(
+      config.real.get("checkpoint_dtype", "float32"),
+      name="real.checkpoint_dtype",
+      allowed=("float32", "bfloat16"),
+    )
   metrics, tables = {}, []
   if "toy" in config.tracks:
     m, tab = run_toy_track(config, workdir)

