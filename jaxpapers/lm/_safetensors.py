@@ -109,14 +109,21 @@ def read_safetensors(path) -> dict[str, np.ndarray]:
   return out
 
 
-def _text_config(cfg: dict) -> tuple[dict, tuple[str, ...]]:
-  """The language model's config and the tensor-name prefixes to try."""
+# the image half of a multimodal Gemma-3 checkpoint, which a text model does not use
+_VISION_PREFIXES = (
+  "vision_tower.",
+  "multi_modal_projector.",
+  "model.vision_tower.",
+  "model.multi_modal_projector.",
+)
+
+
+def _text_config(cfg: dict) -> tuple[dict, tuple[str, ...], tuple[str, ...]]:
+  """The language model's config, its tensor-name prefixes, and prefixes to skip."""
   if cfg.get("model_type") == "gemma3" and "text_config" in cfg:
-    return dict(cfg["text_config"], model_type="gemma3_text"), (
-      "language_model.model.",
-      "model.language_model.",
-    )
-  return cfg, ("model.",)
+    text = dict(cfg["text_config"], model_type="gemma3_text")
+    return text, ("language_model.model.", "model.language_model."), _VISION_PREFIXES
+  return cfg, ("model.",), ()
 
 
 def _rope_scale_hf(rs, model_type: str) -> float:
@@ -150,7 +157,7 @@ def config_from_hf(cfg: dict) -> LMConfig:
   """
   if not isinstance(cfg, dict):
     raise TypeError(f"cfg must be the dict of a config.json, got {type(cfg).__name__}")
-  cfg, _ = _text_config(cfg)
+  cfg = _text_config(cfg)[0]
   mt = cfg.get("model_type")
   if mt not in ("llama", "qwen3", "gemma3_text"):
     raise NotImplementedError(
@@ -248,12 +255,18 @@ _IGNORED = ("rotary_emb.inv_freq",)
 
 
 def params_from_hf_tensors(
-  tensors: dict[str, np.ndarray], config: LMConfig, *, dtype=jnp.float32, prefixes=("model.",)
+  tensors: dict[str, np.ndarray],
+  config: LMConfig,
+  *,
+  dtype=jnp.float32,
+  prefixes=("model.",),
+  skip_prefixes=(),
 ) -> Params:
   """Convert Hugging Face tensors (names under one of `prefixes`, plus `lm_head.weight`).
 
-  Every tensor must be used: one this loader does not know (a bias, a vision tower of a
-  text config) raises instead of being dropped silently.
+  Every tensor must be used or fall under `skip_prefixes` (`load_safetensors` skips the
+  vision tower and projector of a multimodal Gemma-3 checkpoint): one this loader does not
+  know (a bias, a vision tower in a text-only checkpoint) raises instead of being dropped.
   """
   if not isinstance(config, LMConfig):
     raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
@@ -261,7 +274,7 @@ def params_from_hf_tensors(
   layer_names = _LAYER_NAMES | (_GEMMA_NORMS if gemma else _LLAMA_NORMS)
   out, unused = {}, []
   for name, a in tensors.items():
-    if name.endswith(_IGNORED):
+    if name.endswith(_IGNORED) or name.startswith(tuple(skip_prefixes)):
       continue
     if name == "lm_head.weight":
       out["output.weight"] = a
@@ -337,7 +350,8 @@ def load_safetensors(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Toke
 
   `path` holds `config.json`, `model.safetensors` (or the shards listed in
   `model.safetensors.index.json`), `tokenizer.json` and optionally `tokenizer_config.json`
-  (BOS/EOS, `add_bos_token`, chat template). Architectures: see `config_from_hf`. With
+  (BOS/EOS, `add_bos_token`, chat template). Architectures: see `config_from_hf`; of a
+  multimodal Gemma-3 checkpoint only the language model is loaded. With
   `dtype=jnp.bfloat16` an 8B model takes about 16 GB of device memory.
   """
   path = pathlib.Path(V.check_path(path, "path"))
@@ -349,7 +363,7 @@ def load_safetensors(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Toke
     raise FileNotFoundError(f"no config.json in {path}")
   raw = json.loads((path / "config.json").read_text())
   config = config_from_hf(raw)
-  text_cfg, prefixes = _text_config(raw)
+  text_cfg, prefixes, skip = _text_config(raw)
   index = path / "model.safetensors.index.json"
   if index.is_file():
     files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
@@ -360,7 +374,9 @@ def load_safetensors(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Toke
   tensors = {}
   for f in files:
     tensors.update(read_safetensors(path / f))
-  params = params_from_hf_tensors(tensors, config, dtype=dtype, prefixes=prefixes)
+  params = params_from_hf_tensors(
+    tensors, config, dtype=dtype, prefixes=prefixes, skip_prefixes=skip
+  )
   tok = _tokenizer_from_dir(path, text_cfg)
   if config.bos_id is None and tok.bos_id is not None:
     config = dataclasses.replace(config, bos_id=tok.bos_id)

@@ -178,18 +178,25 @@ def test_gemma3_text_checkpoint_matches_the_float64_forward(tmp_path):
   np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
   assert tok.encode("w3 w4") == [1, 3, 4] and (tok.bos_id, tok.eos_id) == (1, 2)
   # the multimodal layout: the text config nested, tensors under language_model.model.
+  # (its image half is skipped; any other unknown tensor is never dropped silently)
   t2 = _hf_tensors(np.random.default_rng(0), 6, "gemma", prefix="language_model.model.")
   t2["vision_tower.patch_embedding.weight"] = np.zeros((2, 2), np.float32)
+  t2["multi_modal_projector.mm_input_projection_weight"] = np.zeros((2, 2), np.float32)
   wrapped = {
     "model_type": "gemma3",
     "text_config": {k: v for k, v in GEMMA_CFG.items() if k != "model_type"},
   }
   _checkpoint(tmp_path / "mm", wrapped, t2)
-  with pytest.raises(NotImplementedError, match="vision_tower"):  # never dropped silently
-    lm.load_safetensors(tmp_path / "mm")
-  del t2["vision_tower.patch_embedding.weight"]
-  write_safetensors(tmp_path / "mm" / "model.safetensors", t2)
   np.testing.assert_allclose(_logits(tmp_path / "mm")[1], want, rtol=2e-4, atol=2e-4)
+  t2["language_model.model.layers.0.self_attn.q_proj.bias"] = np.zeros(H * DH, np.float32)
+  write_safetensors(tmp_path / "mm" / "model.safetensors", t2)
+  with pytest.raises(NotImplementedError, match="q_proj.bias"):
+    lm.load_safetensors(tmp_path / "mm")
+  # a text-only checkpoint with a vision tower is not what its config says
+  t["vision_tower.patch_embedding.weight"] = np.zeros((2, 2), np.float32)
+  write_safetensors(tmp_path / "model.safetensors", t)
+  with pytest.raises(NotImplementedError, match="vision_tower"):
+    lm.load_safetensors(tmp_path)
 
 
 def test_qwen3_checkpoint_untied_with_qk_norm(tmp_path):
