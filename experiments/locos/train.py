@@ -227,15 +227,25 @@ def run_toy_track(c, workdir) -> tuple[dict, str]:
 # --------------------------------------------------------------------------- real models
 
 
-def _load_checkpoint(r):
-  """The 'checkpoint' track's model: a Hugging Face checkpoint directory on disk."""
+_CHECKPOINT_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+def _checkpoint_args(r):
+  """``(directory, dtype)`` of the 'checkpoint' track from the real-model config block, checked."""
   path = r.get("checkpoint_dir", "")
   if not path:
     raise ValueError(
       "the 'checkpoint' track needs --config.real.checkpoint_dir=<a Hugging Face checkpoint "
       "directory: config.json, *.safetensors, tokenizer.json>"
     )
-  dtype = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[r.get("checkpoint_dtype", "float32")]
+  name = r.get("checkpoint_dtype", "float32")
+  core.validate_choice(name, name="real.checkpoint_dtype", allowed=tuple(_CHECKPOINT_DTYPES))
+  return path, _CHECKPOINT_DTYPES[name]
+
+
+def _load_checkpoint(r):
+  """The 'checkpoint' track's model: a Hugging Face checkpoint directory on disk."""
+  path, dtype = _checkpoint_args(r)
   return lm.load_safetensors(path, dtype=dtype)
 
 
@@ -1043,14 +1053,8 @@ def train_and_evaluate(config, workdir) -> dict:
   t0 = time.time()
   for tr in config.tracks:
     core.validate_choice(tr, name="tracks", allowed=("toy", *REAL_MODELS))
-  if "checkpoint" in config.tracks:  # fail before any track runs
-    if not config.real.get("checkpoint_dir", ""):
-      _load_checkpoint(config.real)  # raises, naming the flag
-    core.validate_choice(
-      config.real.get("checkpoint_dtype", "float32"),
-      name="real.checkpoint_dtype",
-      allowed=("float32", "bfloat16"),
-    )
+  if "checkpoint" in config.tracks:
+    _checkpoint_args(config.real)  # fail before any track runs, naming the flag
   metrics, tables = {}, []
   if "toy" in config.tracks:
     m, tab = run_toy_track(config, workdir)

@@ -147,7 +147,7 @@ def select(trials) -> int:
 
 
 # Trial values that are traced (one compiled program serves them all); the rest are static.
-TRACED = ("lr", "wd", "dropout", "lam0", "lam1")
+TRACED = ("lr", "wd", *panda.TRACED_MODEL_HPARAMS)
 # The values a structure's model is built with; the traced ones replace them at run time
 # (a non-zero dropout, so that every dropout layer exists: see ``panda.with_hparams``).
 _NOMINAL = dict(dropout=0.5, lam0=1.0, lam1=1.0)
@@ -201,7 +201,7 @@ def _train(config, data, backbone, arm, hp, keys, splits, cache) -> dict:
   """
   run, params = _program(config, data, backbone, arm, hp, cache)
   n, b = len(splits), min(config.search_splits, data.num_splits)
-  traced = {k: float(hp[k]) for k in TRACED if k in hp and k not in ("lr", "wd")}
+  traced = {k: float(hp[k]) for k in panda.TRACED_MODEL_HPARAMS if k in hp}
   va, te, ep = [], [], []
   for i in range(0, n, b):
     idx = np.minimum(np.arange(i, i + b), n - 1)
@@ -275,6 +275,12 @@ def final_cell(key: str, trials: list, final: dict) -> dict:
     search_cpu_s=float(sum(t["cpu_s"] for t in trials)),
     cpu_s=final["cpu_s"],
   )
+
+
+def _trials(store, cell: str, n: int):
+  """The ``n`` trial cells of ``'<dataset>|<backbone>|<arm>'``, or None while any is missing."""
+  trials = [store.get(f"{cell}|trial{t:03d}") for t in range(n)]
+  return None if any(x is None for x in trials) else trials
 
 
 def _migrate(key: str, cell: dict):
@@ -389,8 +395,8 @@ def train_and_evaluate(config, workdir) -> dict:
             lambda a=a, t=t: run_trial(config, d, b, a, t, cache),
           )
       for a in config.arms:
-        trials = [store.get(f"{ds}|{b}|{a}|trial{t:03d}") for t in range(config.trials)]
-        if any(x is None for x in trials):
+        trials = _trials(store, f"{ds}|{b}|{a}", config.trials)
+        if trials is None:
           continue
         best = select(trials)
         runner.cell(
@@ -407,8 +413,8 @@ def _finals(config, store, names) -> dict:
     for b in config.backbones:
       for a in config.arms:
         key = f"{ds}|{b}|{a}"
-        trials = [store.get(f"{key}|trial{t:03d}") for t in range(config.trials)]
-        if any(x is None for x in trials):
+        trials = _trials(store, key, config.trials)
+        if trials is None:
           continue
         final = store.get(f"{key}|final{select(trials):03d}")
         if final is not None:

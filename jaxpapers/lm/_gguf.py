@@ -241,14 +241,27 @@ _GEMMA3_SWA_PERIOD = 6  # llama.cpp: set_swa_pattern(6) for gemma3
 _GEMMA3_LOCAL_ROPE_BASE = 10000.0  # llama.cpp: rope_freq_base_train_swa for gemma3
 
 
-def _rope_scale(fields: dict, p: str) -> float:
-  kind = fields.get(p + "rope.scaling.type", "none")
-  factor = float(fields.get(p + "rope.scaling.factor", 1.0) or 1.0)
-  if kind in ("none", "") or factor == 1.0:
+def linear_rope_scale(kind: str, factor: float, where: str) -> float:
+  """The linear RoPE scaling factor (1: none); another scaling type raises, naming `where`."""
+  factor = float(factor or 1.0)
+  if kind in ("none", "default", "") or factor == 1.0:
     return 1.0
   if kind != "linear":
-    raise NotImplementedError(f"{p}rope.scaling.type={kind!r} is not supported (only 'linear')")
+    raise NotImplementedError(f"{where}={kind!r} is not supported (only 'linear')")
   return factor
+
+
+def periodic_global_layers(period: int, n_layers: int) -> tuple[bool, ...]:
+  """Gemma-3's layer pattern: every `period`-th layer global, the others local (0: all local)."""
+  return tuple(period > 0 and i % period == period - 1 for i in range(n_layers))
+
+
+def _rope_scale(fields: dict, p: str) -> float:
+  return linear_rope_scale(
+    fields.get(p + "rope.scaling.type", "none"),
+    fields.get(p + "rope.scaling.factor", 1.0),
+    f"{p}rope.scaling.type",
+  )
 
 
 def _config_from_gguf(fields: dict) -> LMConfig:
@@ -298,8 +311,7 @@ def _config_from_gguf(fields: dict) -> LMConfig:
       raise ValueError(f"{p}attention.sliding_window_pattern has {len(pattern)} entries, not {L}")
     is_global = tuple(not bool(b) for b in pattern)
   else:
-    period = int(pattern)
-    is_global = tuple(period > 0 and i % period == period - 1 for i in range(L))
+    is_global = periodic_global_layers(int(pattern), L)
   softcap = fields.get(p + "final_logit_softcapping")
   return LMConfig(
     **common,

@@ -33,7 +33,7 @@ import numpy as np
 
 from jaxpapers.core import validation as V
 from jaxpapers.lm._config import LMConfig
-from jaxpapers.lm._gguf import params_from_gguf_tensors
+from jaxpapers.lm._gguf import linear_rope_scale, params_from_gguf_tensors, periodic_global_layers
 from jaxpapers.lm._model import Params
 from jaxpapers.lm._tokenizer import Tokenizer, _require_tokenizers
 
@@ -127,17 +127,9 @@ def _text_config(cfg: dict) -> tuple[dict, tuple[str, ...], tuple[str, ...]]:
 
 
 def _rope_scale_hf(rs, model_type: str) -> float:
-  if not rs:
-    return 1.0
+  rs = rs or {}
   kind = rs.get("rope_type", rs.get("type", "default"))
-  factor = float(rs.get("factor", 1.0))
-  if kind == "default" or factor == 1.0:
-    return 1.0
-  if kind != "linear":
-    raise NotImplementedError(
-      f"rope_scaling type {kind!r} of a {model_type!r} checkpoint is not supported (only 'linear')"
-    )
-  return factor
+  return linear_rope_scale(kind, rs.get("factor", 1.0), f"{model_type} rope_scaling type")
 
 
 def config_from_hf(cfg: dict) -> LMConfig:
@@ -214,8 +206,7 @@ def config_from_hf(cfg: dict) -> LMConfig:
       )
     is_global = tuple(t == "full_attention" for t in types)
   else:
-    period = int(cfg.get("sliding_window_pattern", 6))
-    is_global = tuple(period > 0 and i % period == period - 1 for i in range(L))
+    is_global = periodic_global_layers(int(cfg.get("sliding_window_pattern", 6)), L)
   softcap = cfg.get("final_logit_softcapping")
   return LMConfig(
     **common,
