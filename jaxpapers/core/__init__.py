@@ -40,6 +40,7 @@ from jaxpapers.core.data_parallel import (
   process_batch_slice,
 )
 from jaxpapers.core.distributed import is_main_process, maybe_initialize_distributed
+from jaxpapers.core.host_memory import HostMemory, reuse_host_memory
 from jaxpapers.core.mesh import (
   DATA_AXIS,
   data_sharding,
@@ -90,6 +91,8 @@ __all__ = [
   "app",
   "is_main_process",
   "maybe_initialize_distributed",
+  "reuse_host_memory",
+  "HostMemory",
   "MetricWriter",
   "read_metrics",
   "Sweep",

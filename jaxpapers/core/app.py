@@ -24,8 +24,11 @@ Flags (defined by :func:`run`, never on import):
   default ``auto`` (initialise only inside a detected multi-process job: SLURM,
   Open MPI, GKE TPU slices, Kubernetes indexed Jobs, or plain hosts given
   ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID``).
+* ``--reuse_host_memory`` (default on): keep freed host memory in the process so
+  XLA:CPU reuses its temporary buffers instead of page-faulting fresh ones every
+  step (:mod:`jaxpapers.core.host_memory`; glibc only, numerics unchanged).
 
-``main`` then, in this order: checks the workdir, initialises the distributed
+``main`` then, in this order: applies the host-memory setting, checks the workdir, initialises the distributed
 runtime if asked (before anything touches a JAX backend), imports the
 experiment, logs the host, process index/count, local and global devices,
 backend, the mesh, package versions, workdir and config, and calls
@@ -62,7 +65,7 @@ from absl import flags, logging
 from etils import epath
 from ml_collections import config_flags
 
-from jaxpapers.core import distributed
+from jaxpapers.core import distributed, host_memory
 from jaxpapers.core import mesh as mesh_lib
 
 FLAGS = flags.FLAGS
@@ -73,7 +76,7 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
 def define_flags(flag_values: flags.FlagValues = FLAGS, argv: Sequence[str] | None = None) -> None:
-  """Defines ``--config`` (locked), ``--workdir`` and ``--distributed`` once.
+  """Defines ``--config`` (locked), ``--workdir``, ``--distributed`` and ``--reuse_host_memory`` once.
 
   Args:
     flag_values: where to define them (the global ``FLAGS`` by default).
@@ -109,6 +112,14 @@ def define_flags(flag_values: flags.FlagValues = FLAGS, argv: Sequence[str] | No
       None,
       list(distributed.MODES),
       f"Multi-host start-up; unset: ${distributed.ENV_VAR}, else auto.",
+      flag_values=flag_values,
+    )
+  if "reuse_host_memory" not in flag_values:
+    flags.DEFINE_bool(
+      "reuse_host_memory",
+      True,
+      "Keep freed host memory (glibc mallopt) so XLA:CPU reuses its temporary buffers "
+      "across steps; see jaxpapers.core.host_memory.",
       flag_values=flag_values,
     )
 
@@ -265,6 +276,11 @@ def main(
   """
   if len(argv) > 1:
     raise absl_app.UsageError(f"unexpected positional arguments: {list(argv[1:])}")
+  memory = (
+    host_memory.reuse_host_memory()
+    if flag_values.reuse_host_memory
+    else host_memory.HostMemory(False, "--noreuse_host_memory")
+  )
   try:
     workdir = resolve_workdir(flag_values.workdir, remote_ok=remote_workdir)
   except ValueError as e:
@@ -276,6 +292,7 @@ def main(
   logging.info(
     "distributed: mode %s, cluster %s, initialised %s", dist.mode, dist.cluster, dist.initialized
   )
+  logging.info("host memory reuse: %s (%s)", "on" if memory.applied else "off", memory.reason)
   log_startup(startup_info(config, workdir, config_file=config_file))
   train_and_evaluate(config, workdir)
 
