@@ -12,13 +12,24 @@ CPU clock instead of the wall clock: with XLA's CPU runtime held to one thread
 (``XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"``) this is
 the work one epoch needs, and it stays meaningful on a host shared with other jobs, where the wall
 clock also counts the time the process waits for a core.
+
+``--host-memory`` chooses glibc's allocator behaviour: ``system`` (its defaults: XLA:CPU's
+per-step temporary buffer is mmapped afresh and page-faulted in every epoch), ``reuse``
+(:func:`jaxpapers.core.reuse_host_memory`, what the experiment binaries apply) or ``both``: each
+dataset runs in two child processes, one per setting, in alternating order, and the table puts
+the two side by side. Each row also records the minor page faults per epoch.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import jax
@@ -57,14 +68,16 @@ def bench_one(data, backbone, use_panda, *, epochs, hidden, heads, fast_compile,
   compiled = jstep.lower(params, opt_state, d, key).compile()
   compile_s = time.perf_counter() - t0
   clock = time.process_time if cpu_time else time.perf_counter
-  times = []
+  times, faults = [], []
   for e in range(epochs):
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t = clock()
     params, opt_state, loss = (jstep if e % 2 else compiled)(
       params, opt_state, d, jax.random.fold_in(key, e)
     )
     jax.block_until_ready(loss)
     times.append(clock() - t)
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
   del compiled
   assert traces[0] == 1, f"recompiled: {traces[0]} traces"
   warm = times[min(10, epochs - 1) :]
@@ -75,6 +88,7 @@ def bench_one(data, backbone, use_panda, *, epochs, hidden, heads, fast_compile,
     nnz=d.incidence.nnz,
     compile_s=compile_s,
     epoch_ms=1e3 * statistics.median(warm),
+    minor_faults_per_epoch=statistics.median(faults[min(10, epochs - 1) :]),
     traces=traces[0],
     fast_compile=fast_compile,
     clock="process_cpu" if cpu_time else "wall",
@@ -89,9 +103,16 @@ def main():
   ap.add_argument("--hidden", type=int, default=64)
   ap.add_argument("--heads", type=int, default=1)  # the reference default; width heads x hidden
   ap.add_argument("--smoke", action="store_true")
-  ap.add_argument("--compare-opt", action="store_true")
+  ap.add_argument("--compare-opt", action="store_true", help="same as --opt=both")
+  ap.add_argument(
+    "--opt",
+    choices=("fast", "default", "both"),
+    default="fast",
+    help="XLA level: the fast-compile options (-O0), XLA's default (what the search uses), or both",
+  )
   ap.add_argument("--cpu-time", action="store_true", help="time epochs with the process CPU clock")
   ap.add_argument("--out", default="")
+  ap.add_argument("--host-memory", choices=("system", "reuse", "both"), default="system")
   ap.add_argument(
     "--data-dir",
     default="",
@@ -101,9 +122,17 @@ def main():
   a = ap.parse_args()
   if a.smoke:
     a.datasets, a.backbones, a.epochs, a.hidden, a.heads = "synthetic-small", "gedi,hgnn", 12, 8, 2
+  if a.host_memory == "both":
+    return _both(a)
+  if a.host_memory == "reuse":
+    status = core.reuse_host_memory()  # before anything starts the backend
+    if not status.applied:
+      raise SystemExit(f"--host-memory=reuse could not be applied: {status.reason}")
   real = [n for n in a.datasets.split(",") if not n.startswith("synthetic")]
   # An explicit --data-dir must exist; real datasets need a data folder (never a silent skip).
   root = core.resolve_data_dir(a.data_dir or None, subdir="hypergraph", required=bool(real))
+  opt = "both" if a.compare_opt else a.opt
+  levels = {"fast": (True,), "default": (False,), "both": (True, False)}[opt]
   rows = []
   print(f"devices: {jax.devices()}")
   for name in a.datasets.split(","):
@@ -120,7 +149,7 @@ def main():
       data = hg.load(name, root, num_splits=1)
     for b in a.backbones.split(","):
       for use in (False, True):
-        for fc in (True, False) if a.compare_opt else (True,):
+        for fc in levels:
           r = bench_one(
             data,
             b,
@@ -131,10 +160,12 @@ def main():
             fast_compile=fc,
             cpu_time=a.cpu_time,
           )
+          r["host_memory"] = a.host_memory
           rows.append(r)
           print(
             f"{r['dataset']:40s} {b:9s} {r['arm']:8s} fast={fc!s:5s} nnz={r['nnz']:6d} "
-            f"compile {r['compile_s']:6.1f} s  epoch {r['epoch_ms']:8.2f} ms",
+            f"compile {r['compile_s']:6.1f} s  epoch {r['epoch_ms']:8.2f} ms  "
+            f"faults/epoch {r['minor_faults_per_epoch']:.0f}",
             flush=True,
           )
   print(
@@ -157,6 +188,47 @@ def main():
     print(
       f"| {r['dataset']} | {r['backbone']} | {opt} | {r['epoch_ms']:.1f} | {p['epoch_ms']:.1f} | "
       f"{p['epoch_ms'] / r['epoch_ms']:.2f} | {r['compile_s']:.1f} | {p['compile_s']:.1f} |"
+    )
+  if a.out:
+    with open(a.out, "w") as f:
+      json.dump(dict(rows=rows, env=core.environment_info()), f, indent=1, default=str)
+
+
+def _both(a):
+  """Runs every dataset under both settings in child processes, alternating which goes first."""
+  rows = []
+  passthrough = [f"--backbones={a.backbones}", f"--epochs={a.epochs}", f"--hidden={a.hidden}"]
+  passthrough += [f"--heads={a.heads}"] + (["--cpu-time"] if a.cpu_time else [])
+  passthrough += ["--opt=both" if a.compare_opt else f"--opt={a.opt}"]
+  passthrough += [f"--data-dir={a.data_dir}"] if a.data_dir else []
+  with tempfile.TemporaryDirectory() as tmp:
+    for i, name in enumerate(a.datasets.split(",")):
+      for mode in ("system", "reuse") if i % 2 == 0 else ("reuse", "system"):
+        out = os.path.join(tmp, f"{i}_{mode}.json")
+        cmd = [
+          sys.executable,
+          __file__,
+          f"--datasets={name}",
+          f"--host-memory={mode}",
+          f"--out={out}",
+        ]
+        subprocess.run(cmd + passthrough, check=True)
+        with open(out) as f:
+          rows += json.load(f)["rows"]
+  print(
+    "\n| dataset | backbone | XLA opt | host memory | vanilla ms | PANDA ms | PANDA / vanilla "
+    "| PANDA faults/epoch |"
+  )
+  print("|---|---|---|---|---|---|---|---|")
+  for r in rows:
+    if r["arm"] != "vanilla":
+      continue
+    key = lambda x: (x["dataset"], x["backbone"], x["fast_compile"], x["host_memory"])
+    p = next(x for x in rows if x["arm"] == "panda" and key(x) == key(r))
+    print(
+      f"| {r['dataset']} | {r['backbone']} | {'-O0' if r['fast_compile'] else 'default'} "
+      f"| {r['host_memory']} | {r['epoch_ms']:.1f} | {p['epoch_ms']:.1f} "
+      f"| {p['epoch_ms'] / r['epoch_ms']:.2f} | {p['minor_faults_per_epoch']:.0f} |"
     )
   if a.out:
     with open(a.out, "w") as f:

@@ -6,17 +6,19 @@ and frees it when the execution ends. glibc serves a block above its mmap thresh
 ``mmap`` and returns it with ``munmap`` on ``free``. The next execution then touches new pages,
 and the kernel zero-fills every one of them: a page fault per 4 KiB of temporary buffer, every
 step. For a program whose temporaries are large next to its arithmetic (a message-passing step
-over many incidence pairs) this dominates the step. Measured on a 2-core x86 host, one thread:
-PANDA-HGNN's training step on email-EU has an 82 MB temporary buffer, takes 20,007 minor page
-faults per step and about 95 ms; with the settings below it takes none and about 40 ms
-(``benchmarks/panda_perf.py --host-memory=both`` records the comparison).
+over many incidence pairs) this dominates the step. Measured on a 2-core x86 host with XLA on one
+thread (``benchmarks/panda_perf.py --host-memory=both``, committed as
+``experiments/panda/results/perf/perf_host_memory.json``): PANDA-HGNN's training step on email-EU
+takes 20,007 minor page faults and 81 ms of CPU time per step with glibc's defaults, none and
+37 ms with the settings below; steps whose temporaries stay below the threshold do not change.
 
 :func:`reuse_host_memory` sets three ``mallopt`` parameters: one arena for all threads
 (``M_ARENA_MAX=1``, so XLA's worker threads allocate from the main heap, which can grow
 without bound), no ``mmap`` for large blocks (``M_MMAP_MAX=0``) and no trimming of the heap's
 top (``M_TRIM_THRESHOLD`` at its maximum, 2 GiB). Freed temporaries then stay in the heap and
-the next step gets the same, already-mapped pages. The price is that the process keeps its peak
-host memory until it exits, which is what a training process does anyway.
+the next step mostly gets the same, already-mapped pages (a small allocation can take a bite out
+of a freed block, and then one step grows the heap once more). The price is that the process
+keeps its peak host memory until it exits, which is what a training process does anyway.
 
 The arena setting only reaches threads that have not allocated yet, so the call must come before
 anything starts a JAX backend (the first array or computation): :mod:`jaxpapers.core.app` makes
