@@ -690,6 +690,8 @@ EXEMPT = {
   "is_concrete": "a predicate defined for every pytree",
   "is_main_process": "takes no arguments",
   "SweepResult": "a container returned by Sweep.run, not built by users",
+  "reuse_host_memory": "takes no arguments; reports (not raises) when it cannot apply",
+  "HostMemory": "the status NamedTuple returned by reuse_host_memory, not built by users",
 }
 
 
