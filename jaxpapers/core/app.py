@@ -28,8 +28,9 @@ Flags (defined by :func:`run`, never on import):
   XLA:CPU reuses its temporary buffers instead of page-faulting fresh ones every
   step (:mod:`jaxpapers.core.host_memory`; glibc only, numerics unchanged).
 
-``main`` then, in this order: applies the host-memory setting, checks the workdir, initialises the distributed
-runtime if asked (before anything touches a JAX backend), imports the
+``main`` then, in this order: applies the host-memory setting, checks the
+workdir, initialises the distributed runtime if asked (before anything touches
+a JAX backend), imports the
 experiment, logs the host, process index/count, local and global devices,
 backend, the mesh, package versions, workdir and config, and calls
 ``train_and_evaluate(config, workdir)``.
@@ -76,7 +77,7 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
 def define_flags(flag_values: flags.FlagValues = FLAGS, argv: Sequence[str] | None = None) -> None:
-  """Defines ``--config`` (locked), ``--workdir``, ``--distributed`` and ``--reuse_host_memory`` once.
+  """Defines ``--config`` (locked), ``--workdir``, ``--distributed``, ``--reuse_host_memory`` once.
 
   Args:
     flag_values: where to define them (the global ``FLAGS`` by default).

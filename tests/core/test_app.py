@@ -4,6 +4,7 @@ import json
 import logging
 import os
 import pathlib
+import platform
 import socket
 import subprocess
 import sys
@@ -305,6 +306,9 @@ def test_smoke_binary_end_to_end_through_the_app(tmp_path):
   proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "process 0 of 1" in proc.stderr
+  if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+    # applied before anything started a backend (an import-time array would make it refuse)
+    assert "host memory reuse: on" in proc.stderr
   results = json.loads((workdir / "results.json").read_text())
   assert results["config"]["detector_steps"] == 10  # the override reached the locked config
   assert "matching/overall" in results["metrics"]
