@@ -122,6 +122,8 @@ def main():
   a = ap.parse_args()
   if a.smoke:
     a.datasets, a.backbones, a.epochs, a.hidden, a.heads = "synthetic-small", "gedi,hgnn", 12, 8, 2
+  if a.compare_opt:
+    a.opt = "both"
   if a.host_memory == "both":
     return _both(a)
   if a.host_memory == "reuse":
@@ -131,8 +133,7 @@ def main():
   real = [n for n in a.datasets.split(",") if not n.startswith("synthetic")]
   # An explicit --data-dir must exist; real datasets need a data folder (never a silent skip).
   root = core.resolve_data_dir(a.data_dir or None, subdir="hypergraph", required=bool(real))
-  opt = "both" if a.compare_opt else a.opt
-  levels = {"fast": (True,), "default": (False,), "both": (True, False)}[opt]
+  levels = {"fast": (True,), "default": (False,), "both": (True, False)}[a.opt]
   rows = []
   print(f"devices: {jax.devices()}")
   for name in a.datasets.split(","):
@@ -173,24 +174,26 @@ def main():
     "| vanilla compile s | PANDA compile s |"
   )
   print("|---|---|---|---|---|---|---|---|")
-  for r in rows:
-    if r["arm"] != "vanilla":
-      continue
-    p = next(
-      x
-      for x in rows
-      if x["dataset"] == r["dataset"]
-      and x["backbone"] == r["backbone"]
-      and x["arm"] == "panda"
-      and x["fast_compile"] == r["fast_compile"]
-    )
+  for r, p in _pairs(rows):
     opt = "-O0" if r["fast_compile"] else "default"
     print(
       f"| {r['dataset']} | {r['backbone']} | {opt} | {r['epoch_ms']:.1f} | {p['epoch_ms']:.1f} | "
       f"{p['epoch_ms'] / r['epoch_ms']:.2f} | {r['compile_s']:.1f} | {p['compile_s']:.1f} |"
     )
-  if a.out:
-    with open(a.out, "w") as f:
+  _write(a.out, rows)
+
+
+def _pairs(rows):
+  """``(vanilla, panda)`` rows of one dataset, backbone, XLA level and host-memory setting."""
+  key = lambda x: (x["dataset"], x["backbone"], x["fast_compile"], x["host_memory"])
+  for r in rows:
+    if r["arm"] == "vanilla":
+      yield r, next(x for x in rows if x["arm"] == "panda" and key(x) == key(r))
+
+
+def _write(path, rows):
+  if path:
+    with open(path, "w") as f:
       json.dump(dict(rows=rows, env=core.environment_info()), f, indent=1, default=str)
 
 
@@ -199,7 +202,7 @@ def _both(a):
   rows = []
   passthrough = [f"--backbones={a.backbones}", f"--epochs={a.epochs}", f"--hidden={a.hidden}"]
   passthrough += [f"--heads={a.heads}"] + (["--cpu-time"] if a.cpu_time else [])
-  passthrough += ["--opt=both" if a.compare_opt else f"--opt={a.opt}"]
+  passthrough += [f"--opt={a.opt}"]
   passthrough += [f"--data-dir={a.data_dir}"] if a.data_dir else []
   with tempfile.TemporaryDirectory() as tmp:
     for i, name in enumerate(a.datasets.split(",")):
@@ -220,19 +223,13 @@ def _both(a):
     "| PANDA faults/epoch |"
   )
   print("|---|---|---|---|---|---|---|---|")
-  for r in rows:
-    if r["arm"] != "vanilla":
-      continue
-    key = lambda x: (x["dataset"], x["backbone"], x["fast_compile"], x["host_memory"])
-    p = next(x for x in rows if x["arm"] == "panda" and key(x) == key(r))
+  for r, p in _pairs(rows):
     print(
       f"| {r['dataset']} | {r['backbone']} | {'-O0' if r['fast_compile'] else 'default'} "
       f"| {r['host_memory']} | {r['epoch_ms']:.1f} | {p['epoch_ms']:.1f} "
       f"| {p['epoch_ms'] / r['epoch_ms']:.2f} | {p['minor_faults_per_epoch']:.0f} |"
     )
-  if a.out:
-    with open(a.out, "w") as f:
-      json.dump(dict(rows=rows, env=core.environment_info()), f, indent=1, default=str)
+  _write(a.out, rows)
 
 
 if __name__ == "__main__":

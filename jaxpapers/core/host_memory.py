@@ -51,6 +51,11 @@ class HostMemory(NamedTuple):
   reason: str
 
 
+def glibc_linux() -> bool:
+  """Whether this process runs on Linux with glibc, the only place the setting exists."""
+  return sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+
+
 def _backend_started() -> bool:
   try:
     from jax._src import xla_bridge
@@ -73,7 +78,7 @@ def reuse_host_memory() -> HostMemory:
   global _applied
   if _applied:
     return HostMemory(True, "already applied")
-  if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
+  if not glibc_linux():
     return HostMemory(False, f"not glibc on Linux ({sys.platform}, {platform.libc_ver()[0]!r})")
   if _backend_started():
     return HostMemory(

@@ -4,7 +4,6 @@ import json
 import logging
 import os
 import pathlib
-import platform
 import socket
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from absl import flags
 from etils import epath
 
 from jaxpapers import core
-from jaxpapers.core import app, distributed
+from jaxpapers.core import app, distributed, host_memory
 from tests import multiprocess_util
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -306,7 +305,7 @@ def test_smoke_binary_end_to_end_through_the_app(tmp_path):
   proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "process 0 of 1" in proc.stderr
-  if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+  if host_memory.glibc_linux():
     # applied before anything started a backend (an import-time array would make it refuse)
     assert "host memory reuse: on" in proc.stderr
   results = json.loads((workdir / "results.json").read_text())

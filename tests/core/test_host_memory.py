@@ -1,7 +1,6 @@
 """reuse_host_memory: XLA:CPU's temporary buffers are reused instead of page-faulted in each step."""
 
 import json
-import platform
 import subprocess
 import sys
 
@@ -11,7 +10,7 @@ import pytest
 from jaxpapers import core
 from jaxpapers.core import host_memory
 
-_GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+_GLIBC = host_memory.glibc_linux()
 
 # One process per setting: the arena setting only reaches threads that have not allocated yet,
 # so it cannot be toggled inside the test process. The program's temporary buffer (checked below)
