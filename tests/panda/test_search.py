@@ -241,5 +241,23 @@ def test_search_end_to_end_and_resume_recomputes_nothing(tmp_path, monkeypatch):
   assert train.train_and_evaluate(cfg, tmp_path)["per_cell"] == metrics["per_cell"]
 
 
+def test_prior_flags_split_cells_at_and_below_the_majority_predictor():
+  majority = {"a": {"mean": 30.0, "std": 1.0}, "b": {"mean": 20.0, "std": 0.0}}
+  finals = {
+    "a|hgnn|vanilla": {"test_mean": 29.1},  # 0.9 below: below, not "at"
+    "a|hgnn|panda": {"test_mean": 30.4},  # within 0.5 above: at
+    "a|gedi|vanilla": {"test_mean": 29.6},  # within 0.5 below: at
+    "a|gedi|panda": {"test_mean": 35.0},  # above the prior: neither
+    "b|hgnn|vanilla": {"test_mean": 19.5},  # exactly 0.5 below: below
+    "b|hgnn|panda": {"test_mean": 20.5},  # exactly 0.5 above: neither
+  }
+  flags = search.prior_flags(finals, majority)
+  assert flags["cells_at_majority"] == ["a|gedi|vanilla", "a|hgnn|panda"]
+  assert flags["cells_below_majority"] == ["a|hgnn|vanilla", "b|hgnn|vanilla"]
+  narrow = search.prior_flags(finals, majority, band=0.2)
+  assert narrow["cells_at_majority"] == []
+  assert narrow["cells_below_majority"] == ["a|gedi|vanilla", "a|hgnn|vanilla", "b|hgnn|vanilla"]
+
+
 def test_search_config_keeps_the_default_claim_rule():
   assert search_config.get_config().claims == default.get_config().claims
