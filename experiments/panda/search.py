@@ -422,24 +422,6 @@ def _finals(config, store, names) -> dict:
   return out
 
 
-def prior_flags(finals, majority, band: float = 0.5) -> dict:
-  """The cells that do not beat the train-majority predictor, in two lists.
-
-  ``cells_at_majority``: test mean within ``band`` pp of the predictor's (either side);
-  ``cells_below_majority``: more than ``band`` pp below it. A cell in either list has not
-  learned more than the class prior, so a PANDA - vanilla difference involving it measures a
-  model leaving (or falling to) the prior rather than one model beating another.
-  """
-  at, below = [], []
-  for k, v in finals.items():
-    gap = v["test_mean"] - majority[k.split("|")[0]]["mean"]
-    if abs(gap) < band:
-      at.append(k)
-    elif gap <= -band:
-      below.append(k)
-  return dict(cells_at_majority=sorted(at), cells_below_majority=sorted(below))
-
-
 def report(config, workdir, store, data, source, stopped, t0) -> dict:
   names = list(data)
   finals = _finals(config, store, names)
@@ -492,7 +474,7 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
     ),
     data_source=source,
     majority_test_acc=majority,
-    **prior_flags(finals, majority),
+    **train.prior_flags(finals, majority),
     cells_early_best_epoch=sorted(k for k, v in per_cell.items() if v["median_best_epoch"] <= 5),
     per_cell=per_cell,
     per_pair=per_pair,
@@ -510,9 +492,9 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
     f"{len(pairs)} of {metrics['coverage']['pairs_configured']} configured pairs, datasets "
     f"{', '.join(covered) or 'none'}."
   )
-  notes += train.majority_note(majority, metrics["cells_at_majority"])
-  if metrics["cells_below_majority"]:
-    notes += "; cells more than 0.5 pp below it: " + ", ".join(metrics["cells_below_majority"])
+  notes += train.majority_note(
+    majority, metrics["cells_at_majority"], metrics["cells_below_majority"]
+  )
   if metrics["cells_early_best_epoch"]:
     notes += "; cells whose median best-validation epoch is <= 5: " + ", ".join(
       metrics["cells_early_best_epoch"]

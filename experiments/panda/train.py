@@ -296,13 +296,36 @@ def _plot(cells, datasets, backbones, workdir):
   core.save_figure(fig, workdir, "panda_improvement")
 
 
-def majority_note(majority, cells_at_majority) -> str:
-  """The results notes' sentence on the majority-class baseline and the cells that sit at it."""
+def prior_flags(finals, majority, band: float = 0.5) -> dict:
+  """The cells that do not beat the train-majority predictor, in two lists.
+
+  ``cells_at_majority``: test mean within ``band`` pp of the predictor's (either side);
+  ``cells_below_majority``: more than ``band`` pp below it. A cell in either list has not
+  learned more than the class prior, so a PANDA - vanilla difference involving it measures a
+  model leaving (or falling to) the prior rather than one model beating another.
+  """
+  at, below = [], []
+  for k, v in finals.items():
+    ds = k.split("|")[0]
+    if ds not in majority:  # a set without a baseline is not judged
+      continue
+    gap = v["test_mean"] - majority[ds]["mean"]
+    if abs(gap) < band:
+      at.append(k)
+    elif gap <= -band:
+      below.append(k)
+  return dict(cells_at_majority=sorted(at), cells_below_majority=sorted(below))
+
+
+def majority_note(majority, cells_at_majority, cells_below_majority=()) -> str:
+  """The results notes' sentence on the majority-class baseline and the cells at or below it."""
   note = " Majority class (train-split majority label, test accuracy %): " + ", ".join(
     f"{ds} {m['mean']:.1f} ± {m['std']:.1f}" for ds, m in majority.items()
   )
   if cells_at_majority:
     note += "; cells within 0.5 pp of it: " + ", ".join(cells_at_majority)
+  if cells_below_majority:
+    note += "; cells more than 0.5 pp below it: " + ", ".join(cells_below_majority)
   return note
 
 
@@ -361,12 +384,7 @@ def train_and_evaluate(config, workdir) -> dict:
     cells=summary["cells"],
     data_source=source,
     majority_test_acc=majority,
-    cells_at_majority=sorted(
-      k
-      for k, v in cells.items()
-      if k.split("|")[0] in majority
-      and abs(v["test_mean"] - majority[k.split("|")[0]]["mean"]) < 0.5
-    ),
+    cells_at_majority=prior_flags(cells, majority)["cells_at_majority"],
     per_cell={
       k: {
         kk: v[kk]

@@ -250,11 +250,12 @@ def test_prior_flags_split_cells_at_and_below_the_majority_predictor():
     "a|gedi|panda": {"test_mean": 35.0},  # above the prior: neither
     "b|hgnn|vanilla": {"test_mean": 19.5},  # exactly 0.5 below: below
     "b|hgnn|panda": {"test_mean": 20.5},  # exactly 0.5 above: neither
+    "c|hgnn|vanilla": {"test_mean": 0.0},  # no baseline for set c: neither
   }
-  flags = search.prior_flags(finals, majority)
+  flags = train.prior_flags(finals, majority)
   assert flags["cells_at_majority"] == ["a|gedi|vanilla", "a|hgnn|panda"]
   assert flags["cells_below_majority"] == ["a|hgnn|vanilla", "b|hgnn|vanilla"]
-  narrow = search.prior_flags(finals, majority, band=0.2)
+  narrow = train.prior_flags(finals, majority, band=0.2)
   assert narrow["cells_at_majority"] == []
   assert narrow["cells_below_majority"] == ["a|gedi|vanilla", "a|hgnn|vanilla", "b|hgnn|vanilla"]
 
