@@ -21,15 +21,24 @@ trial's size so that it reuses the trial's program; those runs give the cell's m
 pair's paired test compares the two arms split by split (each split's test accuracy averaged
 over the initialisations).
 
-Resumable: every trial and every final re-run is a cell of ``core.CellStore`` under
+Resumable: every trial and every batch of a final is a cell of ``core.CellStore`` under
 ``<workdir>/cells`` (``'<dataset>|<backbone>|<arm>|trial<t>'`` and, for the selected trial,
-``'<dataset>|<backbone>|<arm>|final<t>'``), computed by one runner (:class:`_Runner`); a rerun
-reads finished cells back and computes only the missing ones. Since the draws are prefix-stable,
-a run with more trials reuses the trials of a run with fewer, and its final too when the
-selection does not move. ``max_cpu_s`` stops starting new cells once the process has used that
-much CPU time (the partial run is reported over the pairs it finished). Trials are run arm by
-arm inside each trial index, so a stopped run leaves both arms of a pair with the same number
-of trials (or one more on one arm).
+``'<dataset>|<backbone>|<arm>|final<t>|batch<k>'``), computed by one runner (:class:`_Runner`);
+once all batches of a final are there, they are joined into the final's cell
+``'<dataset>|<backbone>|<arm>|final<t>'`` (:func:`join_final`; the report reads only that one,
+and a store that holds it needs no batch cells). A rerun reads finished cells back and computes
+only the missing ones, so a stopped final resumes at its first missing batch. Since the draws are
+prefix-stable, a run with more trials reuses the trials of a run with fewer, and its final too
+when the selection does not move. ``max_cpu_s`` stops starting new cells once the process has
+used that much CPU time (the partial run is reported over the pairs it finished). Trials are run
+arm by arm inside each trial index, so a stopped run leaves both arms of a pair with the same
+number of trials (or one more on one arm).
+
+``final_shard = (i, n)`` (default ``(0, 1)``) lets ``n`` processes share the finals: this one
+computes only the batches ``k`` with ``k % n == i``. A run whose store then holds every batch
+(its own and those merged from the others' workdirs with ``merge_cells_from``, also with
+``report_only``) joins the final. A batch's result does not depend on which process ran it or on
+the other batches: it is the same computation on the same keys and splits, padded the same way.
 """
 
 from __future__ import annotations
@@ -231,23 +240,69 @@ def run_trial(config, data, backbone, arm, trial, cache) -> dict:
   return dict(trial=trial, hp=hp, **out)
 
 
-def run_final(config, data, backbone, arm, trial, cache) -> dict:
-  """Trial ``trial``'s configuration on ``num_splits`` splits x ``final_inits`` inits."""
+def final_batches(config, data) -> int:
+  """How many batches (of ``search_splits`` runs, as a trial) a final's runs take."""
+  r, b = min(config.num_splits, data.num_splits), min(config.search_splits, data.num_splits)
+  return -(-(r * config.final_inits) // b)
+
+
+def run_final_batch(config, data, backbone, arm, trial, batch, cache) -> dict:
+  """Batch ``batch`` of trial ``trial``'s final: runs ``[batch * b, (batch + 1) * b)``.
+
+  A final's runs are its ``final_inits`` initialisations x ``num_splits`` splits, init-major;
+  ``b = search_splits``. The batch is exactly the one :func:`run_final` trains at that offset
+  (the last one padded by repeating its last run).
+  """
+  n = final_batches(config, data)
+  if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < n:
+    raise ValueError(f"batch must be an int in [0, {n}), got {batch!r}")
   hp = applicable(draw(config.space, config.seed, trial), backbone, arm)
   r, inits = min(config.num_splits, data.num_splits), config.final_inits
+  b = min(config.search_splits, data.num_splits)
   keys = jnp.concatenate([_keys(config.seed, 1, j, r) for j in range(inits)])
-  o = _train(config, data, backbone, arm, hp, keys, np.tile(np.arange(r), inits), cache)
-  shape = lambda x, s=1: (np.asarray(x) * s).reshape(inits, r).tolist()  # [inits, splits]
-  return dict(
-    trial=trial,
-    hp=hp,
-    test_runs=shape(o["test"], 100),
-    val_runs=shape(o["val"], 100),
-    best_epoch_runs=shape(o["epoch"]),
+  lo, hi = batch * b, min((batch + 1) * b, r * inits)
+  splits = np.tile(np.arange(r), inits)[lo:hi]
+  o = _train(config, data, backbone, arm, hp, keys[lo:hi], splits, cache)
+  return dict(trial=trial, batch=batch, hp=hp, **o)
+
+
+def join_final(config, data, parts) -> dict:
+  """The final of one trial from all its batches (:func:`run_final_batch`), in batch order.
+
+  ``cpu_s`` and ``wall_s`` (when the batches carry them, as stored cells do) are the sums.
+  """
+  n = final_batches(config, data)
+  if [p.get("batch") for p in parts] != list(range(n)):
+    raise ValueError(
+      f"join_final needs batches 0..{n - 1} in order, got {[p.get('batch') for p in parts]}"
+    )
+  if len({p["trial"] for p in parts}) != 1:
+    raise ValueError("join_final: the batches come from different trials")
+  r, inits = min(config.num_splits, data.num_splits), config.final_inits
+  cat = lambda k, s=1: (np.concatenate([p[k] for p in parts]) * s).reshape(inits, r).tolist()
+  out = dict(
+    trial=parts[0]["trial"],
+    hp=parts[0]["hp"],
+    test_runs=cat("test", 100),  # [inits, splits], %
+    val_runs=cat("val", 100),
+    best_epoch_runs=cat("epoch"),
     splits=r,
     inits=inits,
-    params=o["params"],
+    params=parts[0]["params"],
   )
+  for k in ("cpu_s", "wall_s"):
+    if all(k in p for p in parts):
+      out[k] = float(sum(p[k] for p in parts))
+  return out
+
+
+def run_final(config, data, backbone, arm, trial, cache) -> dict:
+  """Trial ``trial``'s configuration on ``num_splits`` splits x ``final_inits`` inits."""
+  parts = [
+    run_final_batch(config, data, backbone, arm, trial, k, cache)
+    for k in range(final_batches(config, data))
+  ]
+  return join_final(config, data, parts)
 
 
 def final_cell(key: str, trials: list, final: dict) -> dict:
@@ -372,6 +427,7 @@ def train_and_evaluate(config, workdir) -> dict:
     core.validate_choice(b, name="backbones", allowed=tuple(hg.BACKBONES))
   for nm in ("epochs", "trials", "search_splits", "final_inits", "num_splits"):
     core.validate_positive(config[nm], name=nm)
+  shard = _shard(config)
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   data, source = train.load_datasets(config)
@@ -399,11 +455,30 @@ def train_and_evaluate(config, workdir) -> dict:
         if trials is None:
           continue
         best = select(trials)
-        runner.cell(
-          f"{ds}|{b}|{a}|final{best:03d}",
-          lambda a=a, best=best: run_final(config, d, b, a, best, cache),
-        )
+        key = f"{ds}|{b}|{a}|final{best:03d}"
+        if key in store:
+          continue
+        parts = []
+        for k in range(final_batches(config, d)):
+          name = f"{key}|batch{k:02d}"
+          if k % shard[1] == shard[0]:
+            runner.cell(
+              name, lambda a=a, best=best, k=k: run_final_batch(config, d, b, a, best, k, cache)
+            )
+          parts.append(store.get(name))
+        if all(p is not None for p in parts):
+          store.put(key, join_final(config, d, parts))
   return report(config, workdir, store, data, source, runner.stopped, t0)
+
+
+def _shard(config) -> tuple[int, int]:
+  """``config.final_shard`` as ``(i, n)`` with ``0 <= i < n`` (default ``(0, 1)``)."""
+  v = config.get("final_shard", (0, 1))
+  ok = isinstance(v, (tuple, list)) and len(v) == 2
+  ok = ok and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+  if not ok or not 0 <= v[0] < v[1]:
+    raise ValueError(f"final_shard must be (i, n) with ints 0 <= i < n, got {v!r}")
+  return int(v[0]), int(v[1])
 
 
 def _finals(config, store, names) -> dict:

@@ -3,6 +3,7 @@
 import json
 import math
 
+import jax
 import numpy as np
 import pytest
 
@@ -118,10 +119,11 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
   drops = [search.draw(cfg.space, cfg.seed, t)["dropout"] for t in range(3)]
   best = int(np.argmax(drops))
   metrics = search.train_and_evaluate(cfg, tmp_path)
-  # 3 trials x 2 arms on 2 search splits, then 2 inits x 2 splits per arm for the final
+  # 3 trials x 2 arms on 2 search splits, then 2 inits x 2 splits per arm for the final, in
+  # two batches of a trial's size
   assert sorted(calls) == sorted(
     [(a, d, 2) for a in ("vanilla", "panda") for d in drops]
-    + [(a, drops[best], 4) for a in ("vanilla", "panda")]
+    + [(a, drops[best], 2) for a in ("vanilla", "panda") for _ in range(2)]
   )
   ds = "synthetic-small"
   for a in ("vanilla", "panda"):
@@ -144,9 +146,70 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
   d3 = search.draw(cfg.space, cfg.seed, 3)["dropout"]
   new = [(a, d3, 2) for a in ("vanilla", "panda")]
   if d3 > drops[best]:
-    new += [(a, d3, 4) for a in ("vanilla", "panda")]
+    new += [(a, d3, 2) for a in ("vanilla", "panda") for _ in range(2)]
   assert sorted(calls[n:]) == sorted(new)
   assert more["per_cell"][f"{ds}|hgnn|panda"]["selected_trial"] == (3 if d3 > drops[best] else best)
+
+
+def test_finals_shared_by_two_processes_join_to_the_unshared_final(tmp_path, monkeypatch):
+  """``final_shard``: two workdirs compute alternate final batches; a merged run joins them."""
+  calls = []
+
+  def fake_train(config, data, backbone, arm, hp, keys, splits, cache):
+    calls.append((arm, tuple(int(s) for s in splits)))
+    v = 0.5 + hp["dropout"] / 2 + (0.01 if arm == "panda" else 0.0)
+    key_bits = [float(jax.random.key_data(k).sum() % 97) for k in keys]  # which keys it got
+    return dict(val=[v] * len(splits), test=key_bits, epoch=list(splits), params=9)
+
+  monkeypatch.setattr(search, "_train", fake_train)
+  cfg = _tiny_config()
+  cfg.num_splits, cfg.final_inits = 2, 3  # 6 runs in batches of 2: batches 0, 1, 2
+  whole = search.train_and_evaluate(cfg, tmp_path / "whole")
+  finals = {k: v for k, v in train._read_cells(tmp_path / "whole").items() if k.count("|") == 3}
+  assert len(finals) == 2 * 2 + 2  # per arm: two trials and a final (batch keys have 4 bars)
+  calls.clear()
+  for i in (0, 1):
+    cfg.final_shard = (i, 2)
+    part = search.train_and_evaluate(cfg, tmp_path / f"shard{i}")
+    assert part["cells"] == 0  # neither process holds every batch of a final
+  # each process ran both arms' 2 trials; each of a final's 3 batches ran once in all, per arm
+  assert len(calls) == 2 * 2 * 2 + 3 * 2
+  cfg.final_shard = (0, 1)
+  cfg.report_only = True
+  cfg.merge_cells_from = (str(tmp_path / "shard0"), str(tmp_path / "shard1"))
+  n = len(calls)
+  joined = search.train_and_evaluate(cfg, tmp_path / "joined")
+  assert len(calls) == n  # joining trains nothing
+  timing = ("cpu_s", "search_cpu_s", "final_cpu_s", "wall_s")
+  untimed = lambda pc: {c: {k: v for k, v in x.items() if k not in timing} for c, x in pc.items()}
+  assert untimed(joined["per_cell"]) == untimed(whole["per_cell"])
+  got = train._read_cells(tmp_path / "joined")
+  for k, v in finals.items():
+    assert {x: got[k][x] for x in v if x not in timing} == {x: v[x] for x in v if x not in timing}
+  cfg.final_shard = (2, 2)
+  with pytest.raises(ValueError, match="final_shard"):
+    search.train_and_evaluate(cfg, tmp_path / "bad")
+
+
+def test_a_final_in_batches_equals_one_pass_over_all_its_runs():
+  """The batches (the last one padded) give what one ``_train`` over every run gives."""
+  cfg = _tiny_config()
+  cfg.num_splits, cfg.final_inits = 2, 3  # 6 runs: batches of 2
+  data, _ = train.load_datasets(cfg)
+  d = search.hg.as_undirected(data["synthetic-small"])
+  cache = {}
+  final = search.run_final(cfg, d, "hgnn", "panda", 1, cache)
+  hp = search.applicable(search.draw(cfg.space, cfg.seed, 1), "hgnn", "panda")
+  keys = jax.numpy.concatenate([search._keys(cfg.seed, 1, j, 2) for j in range(3)])
+  one = search._train(cfg, d, "hgnn", "panda", hp, keys, np.tile(np.arange(2), 3), cache)
+  assert final["test_runs"] == (np.asarray(one["test"]) * 100).reshape(3, 2).tolist()
+  assert final["best_epoch_runs"] == np.asarray(one["epoch"]).reshape(3, 2).tolist()
+  cfg.search_splits = 1  # 6 batches of one run: still the same runs
+  cfg.final_inits = 3
+  single = search.run_final(cfg, d, "hgnn", "panda", 1, {})  # another program (batch of 1)
+  np.testing.assert_allclose(single["test_runs"], final["test_runs"], atol=1e-3)
+  with pytest.raises(ValueError, match="batch must be an int in \\[0, 6\\)"):
+    search.run_final_batch(cfg, d, "hgnn", "panda", 1, 6, {})
 
 
 def test_an_earlier_store_layout_is_read_without_recomputing(tmp_path, monkeypatch):
@@ -206,12 +269,14 @@ def test_search_end_to_end_and_resume_recomputes_nothing(tmp_path, monkeypatch):
   metrics = search.train_and_evaluate(cfg, tmp_path)
   cells = json.loads(json.dumps(train._read_cells(tmp_path)))
   ds = "synthetic-small"
+  finals = [
+    f"{ds}|hgnn|{a}|final{metrics['per_cell'][f'{ds}|hgnn|{a}']['selected_trial']:03d}"
+    for a in ("vanilla", "panda")
+  ]
   assert sorted(cells) == sorted(
     [f"{ds}|hgnn|{a}|trial{t:03d}" for a in ("vanilla", "panda") for t in range(2)]
-    + [
-      f"{ds}|hgnn|{a}|final{metrics['per_cell'][f'{ds}|hgnn|{a}']['selected_trial']:03d}"
-      for a in ("vanilla", "panda")
-    ]
+    + finals
+    + [f"{f}|batch{k:02d}" for f in finals for k in range(2)]  # 2 inits x 2 splits, by 2
   )
   for a in ("vanilla", "panda"):
     trials = [cells[f"{ds}|hgnn|{a}|trial{t:03d}"] for t in range(2)]
@@ -235,6 +300,7 @@ def test_search_end_to_end_and_resume_recomputes_nothing(tmp_path, monkeypatch):
 
   monkeypatch.setattr(search, "run_trial", boom)
   monkeypatch.setattr(search, "run_final", boom)
+  monkeypatch.setattr(search, "run_final_batch", boom)
   again = search.train_and_evaluate(cfg, tmp_path)
   assert again["per_cell"] == metrics["per_cell"]
   # the default entry point dispatches a config with a search space to the search
