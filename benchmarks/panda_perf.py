@@ -18,6 +18,14 @@ per-step temporary buffer is mmapped afresh and page-faulted in every epoch), ``
 (:func:`jaxpapers.core.reuse_host_memory`, what the experiment binaries apply) or ``both``: each
 dataset runs in two child processes, one per setting, in alternating order, and the table puts
 the two side by side. Each row also records the minor page faults per epoch.
+
+Each row also records XLA's static cost analysis of the compiled step (``bytes_accessed``: the
+bytes every top-level operation of the program reads and writes, ``flops``). It does not depend on
+the host's load, and on a CPU the epoch time follows it: a PANDA step on the larger graphs is
+memory-bound. ``--traffic`` compiles (does not time) the vanilla step, PANDA and each of
+``panda.ABLATIONS`` per (dataset, backbone) and prints the megabytes per step, so the difference
+between two arms is the traffic of the part one of them removes (the auxiliary path, the
+attention and its mixture gate).
 """
 
 from __future__ import annotations
@@ -39,9 +47,16 @@ from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
 
 
-def bench_one(data, backbone, use_panda, *, epochs, hidden, heads, fast_compile, cpu_time=False):
+def _cost(compiled) -> dict:
+  """``bytes_accessed`` and ``flops`` of XLA's cost analysis of one compiled program."""
+  ca = compiled.cost_analysis()
+  ca = (ca[0] if ca else {}) if isinstance(ca, (list, tuple)) else (ca or {})
+  return dict(bytes_accessed=ca.get("bytes accessed"), flops=ca.get("flops"))
+
+
+def _program(data, backbone, cfg, *, hidden, fast_compile):
+  """``(jitted step, its first arguments, trace counter)`` of one full-batch train step."""
   d = data if backbone == "gedi" else hg.as_undirected(data)
-  cfg = panda.PandaConfig(heads=heads) if use_panda else None
   kw = dict(num_steps=2) if backbone == "phenomnn" else {}
   mf = lambda rngs: panda.make_model(
     backbone,
@@ -62,11 +77,28 @@ def bench_one(data, backbone, use_panda, *, epochs, hidden, heads, fast_compile,
     return p, o, loss
 
   opts = panda.FAST_COMPILE if fast_compile else None
-  jstep = jax.jit(step, compiler_options=opts)
+  return jax.jit(step, compiler_options=opts), (params, opt_state, d), traces
+
+
+def traffic_one(data, backbone, arm, *, hidden, heads, fast_compile):
+  """XLA's cost analysis of one arm's step: ``'vanilla'``, ``'panda'`` or an ablation."""
+  cfg = None if arm == "vanilla" else panda.PandaConfig(heads=heads, **panda.ABLATIONS[arm])
+  jstep, args, _ = _program(data, backbone, cfg, hidden=hidden, fast_compile=fast_compile)
+  d = args[2]
+  compiled = jstep.lower(*args, jax.random.key(1)).compile()
+  return dict(dataset=d.name, backbone=backbone, arm=arm, nnz=d.incidence.nnz, **_cost(compiled))
+
+
+def bench_one(data, backbone, use_panda, *, epochs, hidden, heads, fast_compile, cpu_time=False):
+  cfg = panda.PandaConfig(heads=heads) if use_panda else None
+  jstep, (params, opt_state, d), traces = _program(
+    data, backbone, cfg, hidden=hidden, fast_compile=fast_compile
+  )
   key = jax.random.key(1)
   t0 = time.perf_counter()
   compiled = jstep.lower(params, opt_state, d, key).compile()
   compile_s = time.perf_counter() - t0
+  cost = _cost(compiled)
   clock = time.process_time if cpu_time else time.perf_counter
   times, faults = [], []
   for e in range(epochs):
@@ -92,6 +124,7 @@ def bench_one(data, backbone, use_panda, *, epochs, hidden, heads, fast_compile,
     traces=traces[0],
     fast_compile=fast_compile,
     clock="process_cpu" if cpu_time else "wall",
+    **cost,
   )
 
 
@@ -114,6 +147,11 @@ def main():
   ap.add_argument("--out", default="")
   ap.add_argument("--host-memory", choices=("system", "reuse", "both"), default="system")
   ap.add_argument(
+    "--traffic",
+    action="store_true",
+    help="compile only: megabytes per step of vanilla, PANDA and each ablation (no timing)",
+  )
+  ap.add_argument(
     "--data-dir",
     default="",
     help="folder holding hypergraph/ (default: $JAXPAPERS_DATA_DIR or "
@@ -124,6 +162,8 @@ def main():
     a.datasets, a.backbones, a.epochs, a.hidden, a.heads = "synthetic-small", "gedi,hgnn", 12, 8, 2
   if a.compare_opt:
     a.opt = "both"
+  if a.traffic and a.host_memory == "both":
+    raise SystemExit("--traffic compiles without timing: --host-memory=both has nothing to compare")
   if a.host_memory == "both":
     return _both(a)
   if a.host_memory == "reuse":
@@ -148,6 +188,9 @@ def main():
       )
     else:
       data = hg.load(name, root, num_splits=1)
+    if a.traffic:
+      rows += _traffic(data, a, levels)
+      continue
     for b in a.backbones.split(","):
       for use in (False, True):
         for fc in levels:
@@ -169,18 +212,50 @@ def main():
             f"faults/epoch {r['minor_faults_per_epoch']:.0f}",
             flush=True,
           )
+  if a.traffic:
+    _write(a.out, rows)
+    return
   print(
     "\n| dataset | backbone | XLA opt | vanilla ms/epoch | PANDA ms/epoch | ratio "
-    "| vanilla compile s | PANDA compile s |"
+    "| vanilla MB/step | PANDA MB/step | ratio | vanilla compile s | PANDA compile s |"
   )
-  print("|---|---|---|---|---|---|---|---|")
+  print("|---|---|---|---|---|---|---|---|---|---|---|")
   for r, p in _pairs(rows):
     opt = "-O0" if r["fast_compile"] else "default"
     print(
       f"| {r['dataset']} | {r['backbone']} | {opt} | {r['epoch_ms']:.1f} | {p['epoch_ms']:.1f} | "
-      f"{p['epoch_ms'] / r['epoch_ms']:.2f} | {r['compile_s']:.1f} | {p['compile_s']:.1f} |"
+      f"{p['epoch_ms'] / r['epoch_ms']:.2f} | {_mb(r)} | {_mb(p)} | {_ratio(p, r)} | "
+      f"{r['compile_s']:.1f} | {p['compile_s']:.1f} |"
     )
   _write(a.out, rows)
+
+
+def _mb(row) -> str:
+  b = row.get("bytes_accessed")
+  return "n/a" if b is None else f"{b / 1e6:.1f}"
+
+
+def _ratio(row, base) -> str:
+  b, b0 = row.get("bytes_accessed"), base.get("bytes_accessed")
+  return "n/a" if b is None or not b0 else f"{b / b0:.2f}"
+
+
+def _traffic(data, a, levels):
+  """Megabytes per step of vanilla, PANDA and every ablation, one row per compiled program."""
+  arms = ("vanilla", *panda.ABLATIONS)
+  rows = []
+  for b in a.backbones.split(","):
+    for fc in levels:
+      got = {}
+      for arm in arms:
+        got[arm] = traffic_one(data, b, arm, hidden=a.hidden, heads=a.heads, fast_compile=fc)
+        got[arm]["fast_compile"] = fc
+      rows += list(got.values())
+      v = got["vanilla"]
+      parts = " ".join(f"{arm} {_mb(got[arm])} ({_ratio(got[arm], v)}x)" for arm in arms[1:])
+      opt = "-O0" if fc else "default"
+      print(f"{v['dataset']:40s} {b:9s} {opt:7s} MB/step: vanilla {_mb(v)}; {parts}", flush=True)
+  return rows
 
 
 def _pairs(rows):
