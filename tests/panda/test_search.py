@@ -191,27 +191,6 @@ def test_finals_shared_by_two_processes_join_to_the_unshared_final(tmp_path, mon
     search.train_and_evaluate(cfg, tmp_path / "bad")
 
 
-def test_a_final_in_batches_equals_one_pass_over_all_its_runs():
-  """The batches (the last one padded) give what one ``_train`` over every run gives."""
-  cfg = _tiny_config()
-  cfg.num_splits, cfg.final_inits = 2, 3  # 6 runs: batches of 2
-  data, _ = train.load_datasets(cfg)
-  d = search.hg.as_undirected(data["synthetic-small"])
-  cache = {}
-  final = search.run_final(cfg, d, "hgnn", "panda", 1, cache)
-  hp = search.applicable(search.draw(cfg.space, cfg.seed, 1), "hgnn", "panda")
-  keys = jax.numpy.concatenate([search._keys(cfg.seed, 1, j, 2) for j in range(3)])
-  one = search._train(cfg, d, "hgnn", "panda", hp, keys, np.tile(np.arange(2), 3), cache)
-  assert final["test_runs"] == (np.asarray(one["test"]) * 100).reshape(3, 2).tolist()
-  assert final["best_epoch_runs"] == np.asarray(one["epoch"]).reshape(3, 2).tolist()
-  cfg.search_splits = 1  # 6 batches of one run: still the same runs
-  cfg.final_inits = 3
-  single = search.run_final(cfg, d, "hgnn", "panda", 1, {})  # another program (batch of 1)
-  np.testing.assert_allclose(single["test_runs"], final["test_runs"], atol=1e-3)
-  with pytest.raises(ValueError, match="batch must be an int in \\[0, 6\\)"):
-    search.run_final_batch(cfg, d, "hgnn", "panda", 1, 6, {})
-
-
 def test_an_earlier_store_layout_is_read_without_recomputing(tmp_path, monkeypatch):
   """A final stored as '<ds>|<backbone>|<arm>' with its summary becomes '...|final<t>'."""
   key, cell = search._migrate(
@@ -261,6 +240,19 @@ def test_a_trial_is_the_same_alone_or_after_others_sharing_its_program(monkeypat
   for k in ("val", "test", "epoch", "params", "hp"):
     assert after[k] == alone[k], k
   assert np.asarray(final["test_runs"]).shape == (cfg.final_inits, cfg.num_splits)
+  # A final joined from its batch cells equals one _train pass over all its runs, also when the
+  # last batch is padded (3 runs in batches of 2), on the same compiled program.
+  cfg.num_splits, cfg.final_inits = 1, 3
+  joined = search.run_final(cfg, d, "hgnn", "panda", 1, cache)
+  hp = search.applicable(search.draw(cfg.space, cfg.seed, 1), "hgnn", "panda")
+  keys = jax.numpy.concatenate([search._keys(cfg.seed, 1, j, 1) for j in range(3)])
+  one = search._train(cfg, d, "hgnn", "panda", hp, keys, np.zeros(3, int), cache)
+  assert joined["test_runs"] == (np.asarray(one["test"]) * 100).reshape(3, 1).tolist()
+  assert joined["best_epoch_runs"] == np.asarray(one["epoch"]).reshape(3, 1).tolist()
+  assert joined["test_runs"][0] == final["test_runs"][0][:1]  # init 0, split 0: same run
+  assert len(builds) == n  # still nothing traced
+  with pytest.raises(ValueError, match=r"batch must be an int in \[0, 2\)"):
+    search.run_final_batch(cfg, d, "hgnn", "panda", 1, 2, cache)
 
 
 @pytest.mark.slow
