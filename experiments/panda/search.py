@@ -240,10 +240,16 @@ def run_trial(config, data, backbone, arm, trial, cache) -> dict:
   return dict(trial=trial, hp=hp, **out)
 
 
+def _final_layout(config, data) -> tuple[int, int, int]:
+  """``(splits r, inits, batch size b)`` of a final: ``inits x r`` runs, in batches of ``b``."""
+  r, b = min(config.num_splits, data.num_splits), min(config.search_splits, data.num_splits)
+  return r, config.final_inits, b
+
+
 def final_batches(config, data) -> int:
   """How many batches (of ``search_splits`` runs, as a trial) a final's runs take."""
-  r, b = min(config.num_splits, data.num_splits), min(config.search_splits, data.num_splits)
-  return -(-(r * config.final_inits) // b)
+  r, inits, b = _final_layout(config, data)
+  return -(-(r * inits) // b)
 
 
 def run_final_batch(config, data, backbone, arm, trial, batch, cache) -> dict:
@@ -257,8 +263,7 @@ def run_final_batch(config, data, backbone, arm, trial, batch, cache) -> dict:
   if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < n:
     raise ValueError(f"batch must be an int in [0, {n}), got {batch!r}")
   hp = applicable(draw(config.space, config.seed, trial), backbone, arm)
-  r, inits = min(config.num_splits, data.num_splits), config.final_inits
-  b = min(config.search_splits, data.num_splits)
+  r, inits, b = _final_layout(config, data)
   keys = jnp.concatenate([_keys(config.seed, 1, j, r) for j in range(inits)])
   lo, hi = batch * b, min((batch + 1) * b, r * inits)
   splits = np.tile(np.arange(r), inits)[lo:hi]
@@ -278,7 +283,7 @@ def join_final(config, data, parts) -> dict:
     )
   if len({p["trial"] for p in parts}) != 1:
     raise ValueError("join_final: the batches come from different trials")
-  r, inits = min(config.num_splits, data.num_splits), config.final_inits
+  r, inits, _ = _final_layout(config, data)
   cat = lambda k, s=1: (np.concatenate([p[k] for p in parts]) * s).reshape(inits, r).tolist()
   out = dict(
     trial=parts[0]["trial"],
@@ -461,11 +466,13 @@ def train_and_evaluate(config, workdir) -> dict:
         parts = []
         for k in range(final_batches(config, d)):
           name = f"{key}|batch{k:02d}"
-          if k % shard[1] == shard[0]:
-            runner.cell(
+          if k % shard[1] == shard[0]:  # this process's batch: the runner reads or computes it
+            part = runner.cell(
               name, lambda a=a, best=best, k=k: run_final_batch(config, d, b, a, best, k, cache)
             )
-          parts.append(store.get(name))
+          else:  # another process's: present only once merged in
+            part = store.get(name)
+          parts.append(part)
         if all(p is not None for p in parts):
           store.put(key, join_final(config, d, parts))
   return report(config, workdir, store, data, source, runner.stopped, t0)
