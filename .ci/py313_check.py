@@ -9,7 +9,10 @@ virtual environment made by .ci/run):
    modules that define absl flags (the experiment binaries) each get a fresh
    process, since their flags would collide in one.
 2. Executes every notebook in ``colab/`` on its smoke setting with this
-   interpreter as the kernel (``tests/notebook_util.py``).
+   interpreter as the kernel (``tests/notebook_util.py``), two at a time, each in
+   its own process. This is where CI runs the notebooks: the default test command
+   leaves them out (they are its ``notebook``-marked tests), so each runs once,
+   on Colab's Python.
 
 Exits non-zero on the first failure, naming what failed.
 """
@@ -97,25 +100,43 @@ def check_imports() -> None:
   )
 
 
-def check_notebooks() -> None:
+def _run_one_notebook(path: pathlib.Path) -> tuple[pathlib.Path, float, str | None]:
+  """Executes one notebook in its own process; returns (path, seconds, error or None)."""
+  start = time.perf_counter()
+  code = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from tests.notebook_util import run_notebook; run_notebook(sys.argv[2], timeout=600)"
+  )
+  result = subprocess.run(
+    [sys.executable, "-c", code, str(ROOT), str(path)], cwd=ROOT, capture_output=True, text=True
+  )
+  error = None if result.returncode == 0 else (result.stderr or result.stdout)[-20000:]
+  return path, time.perf_counter() - start, error
+
+
+def check_notebooks(workers: int = 2) -> None:
+  # As in the test suite (tests/conftest.py): the smoke settings are compile-bound. The
+  # environment carries the flag into each notebook's process and its kernel.
   sys.path.insert(0, str(ROOT))
-  from tests.notebook_util import run_notebook
   from tests.xla_flags import fast_compile
 
-  # As in the test suite (tests/conftest.py): the smoke settings are compile-bound.
   os.environ["XLA_FLAGS"] = fast_compile(os.environ.get("XLA_FLAGS", ""))
   notebooks = sorted((ROOT / "colab").glob("*.ipynb"))
   if not notebooks:
     raise SystemExit("no notebooks found in colab/")
-  for path in notebooks:
-    start = time.perf_counter()
-    try:
-      run_notebook(path, timeout=600)
-    except Exception as e:  # a cell's traceback is in the message
-      raise SystemExit(f"notebook {path.relative_to(ROOT)} failed:\n{e}") from e
-    print(
-      f"notebook {path.relative_to(ROOT)}: ok in {time.perf_counter() - start:.1f} s", flush=True
-    )
+  start = time.perf_counter()
+  # One process per notebook (a kernel each), `workers` at a time: the notebooks are independent
+  # and each is mostly one core's worth of XLA compilation.
+  with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+    for path, seconds, error in pool.map(_run_one_notebook, notebooks):
+      name = path.relative_to(ROOT)
+      if error is not None:  # a cell's traceback is in the message
+        raise SystemExit(f"notebook {name} failed:\n{error}")
+      print(f"notebook {name}: ok in {seconds:.1f} s", flush=True)
+  print(
+    f"notebooks: {len(notebooks)} in {time.perf_counter() - start:.1f} s ({workers} at a time)",
+    flush=True,
+  )
 
 
 def main() -> None:

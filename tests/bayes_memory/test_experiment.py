@@ -53,6 +53,7 @@ def test_scored_dialogues_keeps_indices_complete_for_every_seed():
   assert train.scored_dialogues(store, lambda s, i: f"s{s}-d{i}", cfg) == [0, 3]
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/bayes_memory.ipynb", timeout=300)
 

@@ -68,5 +68,6 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
   }
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/cs_clip.ipynb", timeout=300)

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from experiments.dense_limits import train
 from experiments.dense_limits.configs import smoke
 from tests import notebook_util
@@ -28,5 +30,6 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   assert again["derived"]["bumps"]["slope_dense"] == d["bumps"]["slope_dense"]
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/dense_limits.ipynb", timeout=300)

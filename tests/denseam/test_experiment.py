@@ -62,5 +62,6 @@ def test_default_claims_are_well_formed_and_judge_the_derived_metrics():
   }
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/denseam.ipynb", timeout=300)

@@ -178,6 +178,7 @@ def test_notebook_describes_the_default_coupling():
   assert "same DDIM trajectory" not in text
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   run_notebook("colab/dual_rate.ipynb", timeout=300)
 

@@ -87,5 +87,6 @@ def test_default_claims_parse_and_name_derived_metrics():
   assert all(c.metric.startswith("derived.") for c in parsed)
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/evidence_coverage.ipynb", timeout=300)

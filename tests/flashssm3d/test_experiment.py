@@ -199,6 +199,7 @@ def test_aggregate_over_seeds():
   assert train._aggregate([{"a": 1.0}]) == {"a": 1.0}
 
 
+@pytest.mark.notebook
 def test_notebook_runs(smoke_run, monkeypatch):
   from tests.notebook_util import run_notebook
 

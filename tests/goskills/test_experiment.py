@@ -69,5 +69,6 @@ def test_claim_rules_decide_as_written():
 @pytest.mark.skipif(
   not (notebook_util.ROOT / "colab" / "goskills.ipynb").exists(), reason="notebook not written"
 )
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/goskills.ipynb", timeout=300)

@@ -63,5 +63,6 @@ def test_smollm2_reads_contexts_and_documents():
   assert r["h_answer"][1] < r["h_answer"][0]  # the gold evidence makes SmolLM2 surer of the answer
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/lanr.ipynb", timeout=300)

@@ -79,5 +79,6 @@ def test_doc_query_drops_the_name_and_leakage_mask():
   np.testing.assert_array_equal(train._valid_matrix(decls, [0, 1], by_file), [[0, 0, 1], [1, 0, 1]])
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/leansearch.ipynb", timeout=300)

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from experiments.locos import train
 from experiments.locos.configs import smoke
 from tests.notebook_util import run_notebook
@@ -19,5 +21,6 @@ def test_smoke_config_writes_results(tmp_path):
   assert (tmp_path / "toy_ablation.png").exists()
 
 
+@pytest.mark.notebook
 def test_notebook_runs_on_smoke_setting():
   run_notebook("colab/locos.ipynb", timeout=300)

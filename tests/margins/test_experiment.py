@@ -107,5 +107,6 @@ def test_sweep_path_equals_single_program_fit(tmp_path):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/margins.ipynb", timeout=300)

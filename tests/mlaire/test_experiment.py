@@ -92,5 +92,6 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
   assert core.judge(default.CLAIMS[0], {"derived": d}).verdict == "partly"
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/mlaire.ipynb", timeout=300)

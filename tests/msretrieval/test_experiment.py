@@ -73,5 +73,6 @@ def test_derived_metrics_and_claims_decide_as_written():
   assert verdicts2["misalignment_mass"] == "not reproduced"
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/msretrieval.ipynb", timeout=300)

@@ -48,6 +48,7 @@ def test_smoke_experiment_writes_results(tmp_path):
     train.train_and_evaluate(cfg, merged_dir)
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   run_notebook("colab/panda.ipynb", timeout=300)
 

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 
 from experiments.soda import train
 from experiments.soda.configs import smoke
@@ -128,6 +129,7 @@ def test_arm_selection_matches_standalone_optimizer():
   )
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/soda.ipynb", timeout=300)
 

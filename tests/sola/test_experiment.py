@@ -69,6 +69,7 @@ def test_joint_baselines_program_gives_the_same_students(tmp_path):
       )
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/sola.ipynb", timeout=300)
 

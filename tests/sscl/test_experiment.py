@@ -89,5 +89,6 @@ def test_trivial_baselines_are_input_independent_predictors():
   assert t["majority_region_acc"] == pytest.approx(2 / 3)
 
 
+@pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/sscl.ipynb", timeout=300)
