@@ -12,6 +12,11 @@ from tests import notebook_util
 
 def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   cfg = smoke.get_config()
+  # The four baselines in one program instead of four (a third of this test's compilation);
+  # test_joint_baselines_program_gives_the_same_students (slow) checks that both layouts give
+  # the same students, and the smoke config itself (notebook, reproduce --quick) keeps one
+  # program per baseline, as the default run does.
+  cfg.joint_baselines = True
   metrics = train.train_and_evaluate(cfg, tmp_path)
   rec = json.loads((tmp_path / "results.json").read_text())
   assert {"bpb.png", "curves.png"} <= set(rec["plots"])

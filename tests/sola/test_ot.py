@@ -131,27 +131,30 @@ def _padded_value(lg, p, c, *, eps, iters, unroll):
 
 
 def _oracle_value(lg, p, c, *, eps, iters):
-  """Float64 numpy: the same padding, ``iters`` log-domain iterations (g, then f), <C, P>."""
-  m, n_s = c.shape[1], len(lg)
+  """Float64 numpy: the same padding, ``iters`` log-domain iterations (g, then f), <C, P>.
+
+  ``lg`` may carry leading batch axes (one independent problem per row, same ``p`` and ``c``).
+  """
+  lg = np.asarray(lg, np.float64)
+  m, n_s = c.shape[1], lg.shape[-1]
   pm, qm = p > 0, np.arange(m) < n_s
-  q = np.exp(lg - logsumexp(lg))
+  q = np.exp(lg - logsumexp(lg, axis=-1, keepdims=True))
   a = np.where(pm, (1 - 1e-6) * p / p.sum(), 1e-6 / (~pm).sum())
-  b = np.concatenate([(1 - 1e-6) * q, np.full(m - n_s, 1e-6 / (m - n_s))])
+  pad = np.full(lg.shape[:-1] + (m - n_s,), 1e-6 / (m - n_s))
+  b = np.concatenate([(1 - 1e-6) * q, pad], axis=-1)
   cc = np.where(pm[:, None] & qm[None, :], c, np.where(~pm[:, None] & ~qm[None, :], 0.0, 1.0))
-  f, g = np.zeros(len(a)), np.zeros(len(b))
+  f, g = np.zeros(lg.shape[:-1] + a.shape), np.zeros(b.shape)
   for _ in range(iters):
-    g = eps * np.log(b) - eps * logsumexp((f[:, None] - cc) / eps, axis=0)
-    f = eps * np.log(a) - eps * logsumexp((g[None, :] - cc) / eps, axis=1)
-  return (np.exp((f[:, None] + g[None, :] - cc) / eps) * cc).sum()
+    g = eps * np.log(b) - eps * logsumexp((f[..., :, None] - cc) / eps, axis=-2)
+    f = eps * np.log(a) - eps * logsumexp((g[..., None, :] - cc) / eps, axis=-1)
+  return (np.exp((f[..., :, None] + g[..., None, :] - cc) / eps) * cc).sum((-2, -1))
 
 
 def _oracle_grad(lg, *args, h=1e-6, **kw):
-  return np.array(
-    [
-      (_oracle_value(lg + h * e, *args, **kw) - _oracle_value(lg - h * e, *args, **kw)) / (2 * h)
-      for e in np.eye(len(lg))
-    ]
-  )
+  """Central differences of :func:`_oracle_value`, all 2n perturbed problems as one batch."""
+  e = h * np.eye(len(lg))
+  v = _oracle_value(np.concatenate([lg + e, lg - e]), *args, **kw)
+  return (v[: len(lg)] - v[len(lg) :]) / (2 * h)
 
 
 @pytest.mark.parametrize("iters", [20, 30])
@@ -201,7 +204,8 @@ def test_implicit_gradient_matches_the_converged_derivative():
   bgrad = jax.jit(jax.grad(total), static_argnums=(3, 4))
   got = np.asarray(bgrad(*(jnp.asarray(x, jnp.float32) for x in (lg, p, c)), 300, False))
   with jax.enable_x64(True):
-    ref = np.asarray(bgrad(jnp.asarray(lg), jnp.asarray(p), jnp.asarray(c), 2000, True))
+    # 500 iterations are converged here: 2000 move these gradients by less than 1e-9
+    ref = np.asarray(bgrad(jnp.asarray(lg), jnp.asarray(p), jnp.asarray(c), 500, True))
   real = np.isfinite(lg)
   assert np.all(np.isfinite(got[real]))
   np.testing.assert_allclose(got[real], ref[real], atol=1e-6)
