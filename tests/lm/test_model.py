@@ -256,21 +256,32 @@ def test_greedy_generate_matches_repeated_full_forward_and_batches():
   g = lm.greedy_generate(
     params, np.array(prompt), config=TINY, max_new_tokens=6, capture_attn=True, capture_values=True
   )
+  # The reference: a full forward pass per generated token, always at the final length 11 (one
+  # compiled program); the right padding cannot reach the position read, the decoder is causal.
   seq = list(prompt)
   for _ in range(6):
-    logits, _, _ = lm.forward(params, np.array([seq]), config=TINY, logits_at="last")
-    seq.append(int(jnp.argmax(logits[0])))
+    padded = np.array([seq + [0] * (11 - len(seq))])
+    logits, _, c = lm.forward(params, padded, config=TINY, capture=lm.Capture(attn="all"))
+    seq.append(int(jnp.argmax(logits[0, len(seq) - 1])))
   assert g.tokens[0].tolist() == seq[5:]
   assert int(g.num_steps[0]) == 6
-  # attention rows: step t attends over prompt + t generated tokens
+  # attention rows: step t attends over prompt + t generated tokens (the last pass above saw
+  # the first 10 tokens, so its rows 4 .. 9 are the ones generation computed)
   assert g.attn.shape == (1, 6, TINY.n_layers, TINY.n_heads, 5 + 6)
-  _, _, c = lm.forward(params, np.array([seq[:-1]]), config=TINY, capture=lm.Capture(attn="all"))
   for t in range(6):
     row = c["attn"][0, :, :, 4 + t, : 5 + t]
     np.testing.assert_allclose(g.attn[0, t, :, :, : 5 + t], row, rtol=1e-4, atol=1e-6)
   # stop ids: stop at the third generated token, which is not recorded
   stop = seq[7]
-  g2 = lm.greedy_generate(params, np.array(prompt), config=TINY, max_new_tokens=6, stop_ids=(stop,))
+  g2 = lm.greedy_generate(  # the captures of `g`, so its compiled program (stop ids are data)
+    params,
+    np.array(prompt),
+    config=TINY,
+    max_new_tokens=6,
+    stop_ids=(stop,),
+    capture_attn=True,
+    capture_values=True,
+  )
   first = seq[5:].index(stop)
   assert int(g2.num_steps[0]) == first
   assert g2.tokens[0, :first].tolist() == seq[5 : 5 + first]
