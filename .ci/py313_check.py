@@ -127,12 +127,16 @@ def check_notebooks(workers: int = 2) -> None:
   start = time.perf_counter()
   # One process per notebook (a kernel each), `workers` at a time: the notebooks are independent
   # and each is mostly one core's worth of XLA compilation.
-  with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-    for path, seconds, error in pool.map(_run_one_notebook, notebooks):
+  pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
+  try:
+    for future in [pool.submit(_run_one_notebook, path) for path in notebooks]:
+      path, seconds, error = future.result()
       name = path.relative_to(ROOT)
       if error is not None:  # a cell's traceback is in the message
         raise SystemExit(f"notebook {name} failed:\n{error}")
       print(f"notebook {name}: ok in {seconds:.1f} s", flush=True)
+  finally:  # on a failure, the notebooks not yet started are not started
+    pool.shutdown(wait=True, cancel_futures=True)
   print(
     f"notebooks: {len(notebooks)} in {time.perf_counter() - start:.1f} s ({workers} at a time)",
     flush=True,
