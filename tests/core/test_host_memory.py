@@ -44,6 +44,11 @@ def _probe(setting):
   return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# Slow (two processes that each import JAX and run a >64 MiB program, about 20 s on 2 cores): the
+# effect on page faults is a performance property, also measured side by side by
+# benchmarks/panda_perf.py --host-memory=both; the default suite checks that the setting is
+# applied (tests/core/test_app.py) and when it refuses (below).
+@pytest.mark.slow
 @pytest.mark.skipif(not _GLIBC, reason="the setting is glibc's; elsewhere it reports not applied")
 def test_reuse_removes_the_per_step_page_faults():
   off, on = _probe("off"), _probe("on")
