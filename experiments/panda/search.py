@@ -207,9 +207,13 @@ def _train(config, data, backbone, arm, hp, keys, splits, cache) -> dict:
   The runs go through the structure's program in batches of ``search_splits`` runs (the last
   one padded by repeating its last run), the batch a search trial uses: a final re-run reuses
   its trial's compiled program, and a run's result does not depend on the other runs.
+  ``config.runs_per_program`` (default ``search_splits``) makes the program's batch smaller:
+  the same runs, keys and splits then go through it a few at a time, which divides the memory
+  one call holds (every run's temporaries) at no extra arithmetic; results agree up to float
+  rounding, since a vmapped matrix product may sum in another order.
   """
   run, params = _program(config, data, backbone, arm, hp, cache)
-  n, b = len(splits), min(config.search_splits, data.num_splits)
+  n, b = len(splits), _runs_per_program(config, data)
   traced = {k: float(hp[k]) for k in panda.TRACED_MODEL_HPARAMS if k in hp}
   va, te, ep = [], [], []
   for i in range(0, n, b):
@@ -228,6 +232,21 @@ def _train(config, data, backbone, arm, hp, keys, splits, cache) -> dict:
     te += t[:m].tolist()
     ep += e[:m].tolist()
   return dict(val=va, test=te, epoch=ep, params=params)
+
+
+def _check_runs_per_program(config) -> int | None:
+  """``config.runs_per_program``: None (the search batch) or a positive int."""
+  v = config.get("runs_per_program", None)
+  if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+    raise ValueError(f"runs_per_program must be None or a positive int, got {v!r}")
+  return None if v is None else int(v)
+
+
+def _runs_per_program(config, data) -> int:
+  """Runs per call of a structure's program: ``config.runs_per_program`` or the search batch."""
+  b = min(config.search_splits, data.num_splits)
+  v = _check_runs_per_program(config)
+  return b if v is None else min(v, b)
 
 
 def run_trial(config, data, backbone, arm, trial, cache) -> dict:
@@ -433,6 +452,7 @@ def train_and_evaluate(config, workdir) -> dict:
   for nm in ("epochs", "trials", "search_splits", "final_inits", "num_splits"):
     core.validate_positive(config[nm], name=nm)
   shard = _shard(config)
+  _check_runs_per_program(config)
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   data, source = train.load_datasets(config)

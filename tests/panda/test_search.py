@@ -255,6 +255,53 @@ def test_a_trial_is_the_same_alone_or_after_others_sharing_its_program(monkeypat
     search.run_final_batch(cfg, d, "hgnn", "panda", 1, 2, cache)
 
 
+def test_fewer_runs_per_program_give_the_same_runs(tmp_path, monkeypatch):
+  """``runs_per_program``: the same runs, keys and splits through a smaller program batch."""
+  cfg = _tiny_config()
+  cfg.num_splits = cfg.search_splits = 3
+  data, _ = train.load_datasets(cfg)
+  d = search.hg.as_undirected(data["synthetic-small"])
+  hp = search.applicable(search.draw(cfg.space, cfg.seed, 1), "hgnn", "vanilla")
+  hp["dropout"] = 0.5  # the keys matter: a run given another run's key has other losses
+  keys = jax.numpy.concatenate([search._keys(cfg.seed, 1, j, 3) for j in range(2)])
+  splits = np.tile(np.arange(3), 2)  # 6 runs: two batches of 3
+  sizes, losses = [], []
+  program = search._program
+
+  def recording(*a):
+    run, params = program(*a)
+
+    def rec(data, keys, *r, **k):
+      hist = run(data, keys, *r, **k)
+      sizes.append(len(keys))
+      losses.append(np.asarray(hist["loss"], np.float64))
+      return hist
+
+    return rec, params
+
+  monkeypatch.setattr(search, "_program", recording)
+  whole = search._train(cfg, d, "hgnn", "vanilla", hp, keys, splits, {})
+  assert sizes == [3, 3]
+  ref = np.concatenate(losses)  # [6 runs, epochs]
+  assert len({tuple(np.round(x, 4)) for x in ref}) == 6  # every run differs from the others
+  for rpp, want in ((1, [1] * 6), (5, [3, 3])):
+    sizes.clear()
+    losses.clear()
+    cfg.runs_per_program = rpp
+    got = search._train(cfg, d, "hgnn", "vanilla", hp, keys, splits, {})
+    assert sizes == want, rpp
+    np.testing.assert_allclose(np.concatenate(losses), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["val"], whole["val"], atol=1e-6)
+    np.testing.assert_allclose(got["test"], whole["test"], atol=1e-6)
+    assert got["epoch"] == whole["epoch"] and got["params"] == whole["params"]
+  for bad in (0, -1, 1.5, True, "2"):
+    with pytest.raises(ValueError, match="runs_per_program must be None or a positive int"):
+      search._check_runs_per_program({"runs_per_program": bad})
+  cfg.runs_per_program = 0
+  with pytest.raises(ValueError, match="runs_per_program must be None or a positive int, got 0"):
+    search.train_and_evaluate(cfg, tmp_path)
+
+
 @pytest.mark.slow
 def test_search_end_to_end_and_resume_recomputes_nothing(tmp_path, monkeypatch):
   cfg = _tiny_config()

@@ -38,6 +38,8 @@ of PANDA - vanilla with the 95% half-width 1.96 std / sqrt(pairs); held when the
 straddles 0. It is judged over the pairs the run covers (``metrics.coverage`` says which).
 """
 
+from ml_collections import config_dict
+
 from experiments.panda.configs import default
 
 
@@ -69,6 +71,9 @@ def get_config():
   c.max_cpu_s = 1400.0  # stop starting new trials/finals after this much process CPU time
   # (i, n): this process computes the final batches k with k % n == i (n processes share finals)
   c.final_shard = (0, 1)
+  # runs per call of a trial's compiled program (None: search_splits, all of a batch vmapped);
+  # 1 runs them one at a time, for sets where one run's step temporaries are GBs (Pubmed)
+  c.runs_per_program = config_dict.placeholder(int)
   c.space = dict(
     num_layers=("choice", (1, 2, 3)),
     hidden=("choice", (64, 128, 256)),
