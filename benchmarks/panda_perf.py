@@ -56,7 +56,7 @@ def _cost(compiled) -> dict:
 
 def _program(data, backbone, cfg, *, hidden, fast_compile):
   """``(jitted step, its first arguments, trace counter)`` of one full-batch train step."""
-  d = data if backbone == "gedi" else hg.as_undirected(data)
+  d = hg.backbone_input(backbone, data)
   kw = dict(num_steps=2) if backbone == "phenomnn" else {}
   mf = lambda rngs: panda.make_model(
     backbone,

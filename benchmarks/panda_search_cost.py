@@ -97,7 +97,7 @@ def main():
   res["rows"] = []
   for cell in a.cells.split(","):
     backbone, arm = cell.split(":")
-    d = data[a.dataset] if backbone == "gedi" else hg.as_undirected(data[a.dataset])
+    d = hg.backbone_input(backbone, data[a.dataset])
     trials = _pair(config, backbone, arm)
     row = dict(backbone=backbone, arm=arm, trials=list(trials))
     row["before"] = _before(config, d, backbone, arm, trials)

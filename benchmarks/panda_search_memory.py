@@ -77,7 +77,7 @@ def main():
   )
   for cell in a.cells.split(","):
     backbone, arm, trial = cell.split(":")
-    d = data[a.dataset] if backbone == "gedi" else hg.as_undirected(data[a.dataset])
+    d = hg.backbone_input(backbone, data[a.dataset])
     row = dict(backbone=backbone, arm=arm, trial=int(trial))
     for n in sorted({1, runs}):
       hp, m = step_memory(config, d, backbone, arm, int(trial), n)

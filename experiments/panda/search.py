@@ -467,7 +467,7 @@ def train_and_evaluate(config, workdir) -> dict:
   )
   for ds in data:
     for b in config.backbones:
-      d = data[ds] if b == "gedi" else hg.as_undirected(data[ds])
+      d = hg.backbone_input(b, data[ds])
       cache: dict = {}  # structure -> compiled program, per (dataset, backbone); arms differ
       for t in range(config.trials):
         for a in config.arms:

@@ -141,7 +141,7 @@ def run_cell(config, data, backbone, arm, checkpoint_dir=None) -> dict:
   With ``checkpoint_dir``, sweep point ``i`` checkpoints every ``config.chunk`` epochs under
   ``<checkpoint_dir>/point<i>`` and resumes from there when rerun.
   """
-  d = data if backbone == "gedi" else hg.as_undirected(data)
+  d = hg.backbone_input(backbone, data)
   r = min(config.num_splits, d.num_splits)
   chunk = config.get("chunk", 0) or config.epochs
   if config.epochs % chunk:

@@ -28,6 +28,7 @@ from jaxpapers.hypergraph._models import (
   GeDiHNN,
   HyperGCN,
   PhenomNN,
+  backbone_input,
   complex_unit_mul,
 )
 from jaxpapers.hypergraph._ops import (
@@ -80,6 +81,7 @@ __all__ = [
   "HGNN",
   "HyperGCN",
   "PhenomNN",
+  "backbone_input",
   "complex_unit_mul",
   "cmul",
   "complex_relu",

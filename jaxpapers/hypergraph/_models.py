@@ -15,7 +15,7 @@ import numpy as np
 from flax import nnx
 
 from jaxpapers.hypergraph import _ops
-from jaxpapers.hypergraph._structure import HypergraphData
+from jaxpapers.hypergraph._structure import HypergraphData, as_undirected
 
 __all__ = [
   "ClassifierHead",
@@ -24,6 +24,7 @@ __all__ = [
   "HyperGCN",
   "PhenomNN",
   "BACKBONES",
+  "backbone_input",
   "complex_unit_mul",
 ]
 
@@ -299,3 +300,17 @@ class PhenomNN(nnx.Module):
 
 
 BACKBONES = {"gedi": GeDiHNN, "hgnn": HGNN, "hypergcn": HyperGCN, "phenomnn": PhenomNN}
+
+
+def backbone_input(backbone: str, data: HypergraphData) -> HypergraphData:
+  """The hypergraph that ``backbone`` (vanilla or with PANDA) is trained on.
+
+  GeDi-HNN reads the directed incidence (phases ``exp(2 pi i q)`` on tails) and takes ``data``
+  as it is; HGNN, HyperGCN and PhenomNN ignore phases and take ``as_undirected(data)`` (all
+  ``H_ve = 1`` plus one self-loop hyperedge per node), as the reference code feeds them.
+  """
+  if not isinstance(backbone, str) or backbone not in BACKBONES:
+    raise ValueError(f"backbone must be one of {sorted(BACKBONES)}, got {backbone!r}")
+  if not isinstance(data, HypergraphData):
+    raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
+  return data if backbone == "gedi" else as_undirected(data)

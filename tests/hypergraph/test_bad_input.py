@@ -345,6 +345,23 @@ CASES = [
     id="self-loops-type",
   ),
   Case(
+    "hypergraph.backbone_input",
+    lambda: hg.backbone_input("GeDi", DATA),
+    match=r"backbone must be one of \['gedi', 'hgnn', 'hypergcn', 'phenomnn'\], got 'GeDi'",
+    jit=None,
+    jit_reason=HOST,
+    id="backbone-input-name",
+  ),
+  Case(
+    "hypergraph.backbone_input",
+    lambda: hg.backbone_input("hgnn", INC),
+    error=TypeError,
+    match="data must be a HypergraphData, got Incidence",
+    jit=None,
+    jit_reason=HOST,
+    id="backbone-input-type",
+  ),
+  Case(
     "hypergraph.as_undirected",
     lambda: hg.as_undirected(INC),
     error=TypeError,

@@ -116,6 +116,24 @@ def test_make_synthetic_recipe():
     hg.make_synthetic(0, nodes_per_class=5, size_range=(3, 10))
 
 
+def test_backbone_input_keeps_direction_for_gedi_only():
+  d = hg.make_synthetic(2, num_classes=3, nodes_per_class=10, n_intra=3, n_inter=3, num_splits=1)
+  node, edge, ph = d.incidence.to_numpy()
+  assert d.directed and np.abs(ph.imag).max() > 0.5  # the input carries tail phases
+  assert hg.backbone_input("gedi", d) is d
+  n, m = d.incidence.num_nodes, d.incidence.num_edges
+  for b in ("hgnn", "hypergcn", "phenomnn"):
+    u = hg.backbone_input(b, d)
+    un, ue, up = u.incidence.to_numpy()
+    assert not u.directed and np.allclose(up, 1)
+    # the same memberships on the original hyperedges, then one self-loop hyperedge per node
+    assert u.incidence.num_edges == m + n
+    keep = ue < m
+    assert sorted(zip(un[keep], ue[keep])) == sorted(zip(node, edge))
+    assert sorted(zip(un[~keep], ue[~keep] - m)) == [(v, v) for v in range(n)]
+    np.testing.assert_array_equal(u.x, d.x)
+
+
 class _Evil:
   def __reduce__(self):
     return (print, ("pwned",))
