@@ -32,9 +32,8 @@ from jaxpapers import panda
 def step_memory(config, d, backbone, arm, trial, runs):
   """XLA's memory analysis of ``runs`` vmapped training steps of ``trial`` (bytes)."""
   hp = search.applicable(search.draw(config.space, config.seed, trial), backbone, arm)
-  nominal = dict(hp, **{k: v for k, v in search._NOMINAL.items() if k in hp})
   graphdef, params, rest, opt = panda.init(
-    search.model_fn(d, backbone, arm, nominal), jax.random.key(0)
+    search.structure_model_fn(d, backbone, arm, hp), jax.random.key(0)
   )
   mask = jnp.asarray(d.train_mask[0], jnp.float32)
 

@@ -182,6 +182,16 @@ def model_fn(data, backbone: str, arm: str, hp: dict):
   return lambda rngs: panda.make_model(backbone, cfg, in_features=f, num_classes=k, rngs=rngs, **kw)
 
 
+def structure_model_fn(data, backbone: str, arm: str, hp: dict):
+  """``rngs -> model`` of ``hp``'s structure, the one its trials' compiled program trains.
+
+  The traced values (dropout, PhenomNN's lam0 and lam1) are set to nominal ones: every trial of
+  the structure passes its own at run time, so the program does not depend on which trial built
+  it.
+  """
+  return model_fn(data, backbone, arm, dict(hp, **{k: v for k, v in _NOMINAL.items() if k in hp}))
+
+
 def _keys(seed: int, phase: int, index: int, runs: int):
   """Run keys: phase 0 = search (index = trial), phase 1 = final (index = initialisation)."""
   base = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), phase), index)
@@ -192,8 +202,7 @@ def _program(config, data, backbone, arm, hp, cache):
   """The compiled trainer and parameter count of ``hp``'s structure (built once, cached)."""
   key = structure(hp)
   if key not in cache:
-    nominal = dict(hp, **{k: v for k, v in _NOMINAL.items() if k in hp})
-    fn = model_fn(data, backbone, arm, nominal)
+    fn = structure_model_fn(data, backbone, arm, hp)
     cache[key] = (
       panda.make_trainer(fn, config.epochs, fast_compile=config.fast_compile),
       train.count_params(fn),

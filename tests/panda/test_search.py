@@ -6,10 +6,12 @@ import math
 import jax
 import numpy as np
 import pytest
+from flax import nnx
 
 from experiments.panda import search, train
 from experiments.panda.configs import default
 from experiments.panda.configs import search as search_config
+from jaxpapers import panda
 
 
 def _space():
@@ -253,6 +255,29 @@ def test_a_trial_is_the_same_alone_or_after_others_sharing_its_program(monkeypat
   assert len(builds) == n  # still nothing traced
   with pytest.raises(ValueError, match=r"batch must be an int in \[0, 2\)"):
     search.run_final_batch(cfg, d, "hgnn", "panda", 1, 2, cache)
+
+
+def test_a_structure_model_depends_on_the_structure_only():
+  """Trials that differ only in traced values build one model, with every dropout layer."""
+  cfg = _tiny_config()
+  data, _ = train.load_datasets(cfg)
+  d = search.hg.backbone_input("phenomnn", data["synthetic-small"])
+  base = dict(hidden=4, phenom_steps=2, heads=1, lr=0.01, wd=0.0)
+  a = dict(base, dropout=0.0, lam0=0.3, lam1=2.0)
+  b = dict(base, dropout=0.2, lam0=1.7, lam1=0.1)
+  assert search.structure(a) == search.structure(b)
+  built = [search.structure_model_fn(d, "phenomnn", "panda", hp)(nnx.Rngs(0)) for hp in (a, b)]
+  own = search.model_fn(d, "phenomnn", "panda", a)(nnx.Rngs(0))
+  for m in (*built, own):
+    assert isinstance(m, panda.PandaPhenomNN)
+  for m in built:  # the nominal values, whatever the trial's
+    assert (m.drop.rate, m.lam0, m.lam1) == (0.5, 1.0, 1.0)
+  assert (own.drop.rate, own.lam0, own.lam1) == (0.0, 0.3, 2.0)
+  sa, sb = (jax.tree.map(np.asarray, nnx.state(m, nnx.Param)) for m in built)
+  jax.tree.map(np.testing.assert_array_equal, sa, sb)
+  wider = search.structure_model_fn(d, "phenomnn", "panda", dict(a, hidden=8))(nnx.Rngs(0))
+  size = lambda m: sum(x.size for x in jax.tree.leaves(nnx.state(m, nnx.Param)))
+  assert size(wider) > size(built[0])
 
 
 def test_fewer_runs_per_program_give_the_same_runs(tmp_path, monkeypatch):
