@@ -3,8 +3,9 @@
 Every model maps ``data: HypergraphData`` to logits ``[n, K]`` with
 ``__call__(data, *, deterministic, rngs)``. Undirected backbones (HGNN, HyperGCN, PhenomNN)
 ignore phases; feed them ``as_undirected(data)`` (phases 1 and self-loop hyperedges), as the
-reference does. All share :class:`ClassifierHead` (2 layers with LayerNorm), so PANDA variants
-differ from their vanilla counterparts only in the propagation.
+reference does; :func:`backbone_input` picks the form a backbone takes by its name. All share
+:class:`ClassifierHead` (2 layers with LayerNorm), so PANDA variants differ from their vanilla
+counterparts only in the propagation.
 """
 
 from __future__ import annotations
