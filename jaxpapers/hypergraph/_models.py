@@ -312,6 +312,5 @@ def backbone_input(backbone: str, data: HypergraphData) -> HypergraphData:
   """
   if not isinstance(backbone, str) or backbone not in BACKBONES:
     raise ValueError(f"backbone must be one of {sorted(BACKBONES)}, got {backbone!r}")
-  if not isinstance(data, HypergraphData):
-    raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
+  _check(data)
   return data if backbone == "gedi" else as_undirected(data)
