@@ -19,9 +19,11 @@ claims table shows the verdicts of the *committed* default runs
 (``experiments/<paper>/results/results.json``), with the commit that measured them, or "no
 committed run". Without ``--quick`` the verdicts come from the fresh default runs.
 
-``--rejudge`` applies the claims declared in ``configs/default.py`` (and the experiment's
-``train.derived_metrics``, if any) to the committed ``results/results.json`` and writes the
-claims block back into that file; no measured number changes.
+``--rejudge`` applies the claims of the committed ``claims.lock.json`` (the entry of the
+config that produced each file; and the experiment's one-argument ``train.derived_metrics``,
+if any) to every committed ``results/**/results.json`` with a claims block, and writes the
+claims block and the registration status (*rejudged* unless the run was registered under the
+same rules) back into the file; no measured number changes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import datetime
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -51,8 +54,8 @@ _TIMEOUT = flags.DEFINE_integer(
 _REJUDGE = flags.DEFINE_list(
   "rejudge",
   [],
-  "Re-judge these papers' committed results/results.json with the claims of "
-  "their configs/default.py, then exit (runs nothing).",
+  "Re-judge these papers' committed results files (all: every paper) under their "
+  "committed claims.lock.json, then exit (runs nothing).",
 )
 _PACKAGE = flags.DEFINE_string("package", "experiments", "The package holding the paper folders.")
 _PACKAGE_DIR = flags.DEFINE_string("package_dir", "", "Its folder (default: next to this file).")
@@ -171,7 +174,14 @@ def _short(git: dict | None) -> str | None:
 
 def measured_in(results: dict) -> str:
   """The commit that measured a results.json (recorded by write_results or by --rejudge)."""
-  return _short(results.get("git")) or _short(results.get("measured_in")) or "unrecorded commit"
+  git = results.get("git") or {}
+  commit = git.get("start_commit") or git.get("end_commit") or git.get("commit")
+  dirty = git.get("dirty")
+  return (
+    _short({"commit": commit, "dirty": dirty})
+    or _short(results.get("measured_in"))
+    or "unrecorded commit"
+  )
 
 
 def _git_last_commit(path: pathlib.Path) -> str | None:
@@ -189,54 +199,186 @@ def _git_last_commit(path: pathlib.Path) -> str | None:
   return out or None
 
 
-def rejudge(
-  name: str, *, package: str = "experiments", package_dir: pathlib.Path | None = None
-) -> pathlib.Path:
-  """Writes the verdicts of the declared claims into the committed ``results/results.json``.
+_CONFIG_IN_COMMAND = re.compile(r"--config=(?:\S*/)?configs/(\w+)\.py")
 
-  The claims come from ``configs/default.py``; values the claims need that the run did not
-  write are computed by the experiment's ``train.derived_metrics(metrics)`` (if it has one) and
-  stored under ``metrics['derived']``. Every other field of the file is kept as it is. A file
-  without a recorded commit gets ``measured_in``: the last commit that touched it.
+
+def results_files(name: str, package_dir: pathlib.Path) -> list[pathlib.Path]:
+  """Every committed ``results.json`` under ``<paper>/results/`` that has a claims block."""
+  out = []
+  for path in sorted((package_dir / name / "results").rglob("results.json")):
+    rec = json.loads(path.read_text())
+    if isinstance(rec, dict) and rec.get("claims"):
+      out.append(path)
+  main = committed_results_path(name, package_dir)
+  if main.exists() and main not in out:
+    out.insert(0, main)
+  return out
+
+
+def config_of(rec: dict) -> str | None:
+  """The config a results record was produced by (from its registration or its command)."""
+  reg = rec.get("registration") or {}
+  if reg.get("config"):
+    return reg["config"]
+  match = _CONFIG_IN_COMMAND.search(rec.get("command") or "")
+  return match.group(1) if match else None
+
+
+def _derive(train, measured: dict) -> tuple[dict | None, str | None]:
+  """``train.derived_metrics(measured)`` when the experiment has a one-argument version."""
+  import inspect  # pylint: disable=import-outside-toplevel
+
+  fn = getattr(train, "derived_metrics", None)
+  if fn is None:
+    return None, None
+  params = [
+    p
+    for p in inspect.signature(fn).parameters.values()
+    if p.default is inspect.Parameter.empty
+    and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+  ]
+  if len(params) != 1:
+    return None, None
+  return fn(measured), f"{train.__name__}.derived_metrics"
+
+
+def _honest_git(rec: dict) -> dict:
+  """The record's git block in the current form (start/end commits, honest dirty flag)."""
+  git = rec.get("git") or {}
+  if "end_commit" in git or "start_commit" in git:
+    return git
+  old_commit = git.get("commit") or (rec.get("measured_in") or {}).get("commit")
+  dirty = True if git.get("dirty") else None
+  out = {"start_commit": None, "end_commit": old_commit, "dirty": dirty}
+  out["note"] = (
+    "recorded before start commits and untracked files were recorded: the commit is the one "
+    "checked out when the run ended"
+    + ("" if dirty else "; whether untracked code files were present is unknown")
+  )
+  return out
+
+
+def rejudge_file(
+  path: pathlib.Path, name: str, *, package: str = "experiments", package_dir: pathlib.Path
+) -> dict:
+  """Re-judges one committed results file under the paper's committed claims lock.
+
+  The claims come from the lock entry of the config that produced the file (its
+  registration, else the ``--config=.../configs/<name>.py`` of its command); a file that no
+  registered config produced keeps its own recorded claims and is marked post-hoc. The
+  registration status is *registered* only if the run was registered under the same lock
+  entry; otherwise *rejudged* (the rules were declared after the run), or *post-hoc* if it
+  was. Every measured number is kept.
 
   Returns:
-    The path of the rewritten file.
+    The new record (also written to ``path``).
   """
+  from jaxpapers.core import registration  # pylint: disable=import-outside-toplevel
   from jaxpapers.core import results as results_lib  # pylint: disable=import-outside-toplevel
 
-  package_dir = package_dir or ROOT / package
-  path = committed_results_path(name, package_dir)
-  if not path.exists():
-    raise FileNotFoundError(f"rejudge: {name} has no committed results ({path} does not exist)")
   rec = json.loads(path.read_text())
-  metrics = dict(rec["metrics"])
+  lock_file = package_dir / name / registration.LOCK_FILE
+  lock = registration.committed_lock(lock_file) if lock_file.exists() else None
+  if lock is None:
+    raise FileNotFoundError(
+      f"rejudge: {name} has no committed {registration.LOCK_FILE}; register the claims "
+      f"(python -m experiments.register {name}) and commit the lock first"
+    )
+  metrics = dict(rec.get("metrics") or {})
   measured = {k: v for k, v in metrics.items() if k != "derived"}
   train = _import(package, package_dir, f"{name}.train")
-  derived_by = None
-  if train is not None and hasattr(train, "derived_metrics"):
-    metrics["derived"] = results_lib.to_jsonable(train.derived_metrics(measured))
-    derived_by = (
-      f"metrics.derived computed from the committed metrics by "
-      f"{package}.{name}.train.derived_metrics"
-    )
-  claims = declared_claims(name, package=package, package_dir=package_dir)
+  derived, derived_by = _derive(train, measured) if train is not None else (None, None)
+  if derived is not None:
+    metrics["derived"] = results_lib.to_jsonable(derived)
+    derived_by = f"metrics.derived computed from the committed metrics by {derived_by}"
+  config = config_of(rec)
+  entry = lock.record["configs"].get(config) if config else None
+  prev = rec.get("registration") or {}
+  if entry is None:
+    claims = [c["claim"] for c in rec.get("claims", []) if isinstance(c.get("claim"), dict)]
+    reg = {
+      "status": registration.POST_HOC,
+      "config": config,
+      "why": f"no entry {config!r} in the committed lock: the file's own claims are judged",
+    }
+  else:
+    claims = entry["claims"]
+    same = prev.get("lock_sha256") == entry["sha256"]
+    if prev.get("status") == registration.REGISTERED and same:
+      status, why = registration.REGISTERED, "registered before the run; re-judged, same rules"
+    elif prev.get("status") == registration.POST_HOC:
+      status, why = registration.POST_HOC, prev.get("why") or "the run was post-hoc"
+    else:
+      status, why = registration.REJUDGED, "the rules were committed after the run started"
+    reg = {
+      "status": status,
+      "config": config,
+      "lock_sha256": entry["sha256"],
+      "lock_commit": lock.commit,
+      "lock_date": lock.date,
+      "lock_path": lock.path,
+      "why": why,
+    }
   out = {"claims": claims_lib.judge_all(claims, metrics)}
-  out.update({k: metrics if k == "metrics" else v for k, v in rec.items() if k != "claims"})
-  if not rec.get("git") and not rec.get("measured_in"):
-    commit = _git_last_commit(path)
+  for k, v in rec.items():
+    if k not in ("claims", "registration", "git", "verdict_changes"):
+      out[k] = metrics if k == "metrics" else v
+  now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+  was = {c.get("claim_id"): c.get("verdict") for c in rec.get("claims", [])}
+  changes = list(rec.get("verdict_changes") or [])
+  for c in out["claims"]:
+    if c.get("claim_id") in was and was[c["claim_id"]] == c.get("verdict"):
+      continue
+    changes.append(
+      {
+        "claim": c.get("claim_id"),
+        "from": was.get(c.get("claim_id")),
+        "to": c.get("verdict"),
+        "at": now,
+        "reason": c.get("reason", ""),
+      }
+    )
+  if changes:
+    out["verdict_changes"] = changes
+  out["registration"] = reg
+  out["git"] = _honest_git(rec)
+  if not out["git"].get("end_commit") and not rec.get("measured_in"):
     out["measured_in"] = {
-      "commit": commit,
+      "commit": _git_last_commit(path),
       "how": "the last commit of this file before its claims "
       "were judged (the run predates commit recording)",
     }
   out["claims_judged"] = {
     "command": f"python -m experiments.reproduce --rejudge={name}",
     "git": results_lib.git_info(),
-    "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    "at": now,
     "derived_metrics": derived_by,
   }
   results_lib.write_json_atomic(path, out)
-  return path
+  return out
+
+
+def rejudge(
+  name: str, *, package: str = "experiments", package_dir: pathlib.Path | None = None
+) -> list[pathlib.Path]:
+  """Re-judges every committed results file of a paper (see :func:`rejudge_file`).
+
+  Returns:
+    The paths rewritten.
+
+  Raises:
+    FileNotFoundError: if the paper has no committed results or no committed lock.
+  """
+  package_dir = package_dir or ROOT / package
+  paths = results_files(name, package_dir)
+  if not paths:
+    raise FileNotFoundError(
+      f"rejudge: {name} has no committed results "
+      f"({committed_results_path(name, package_dir)} does not exist)"
+    )
+  for path in paths:
+    rejudge_file(path, name, package=package, package_dir=package_dir)
+  return paths
 
 
 def claims_rows(
@@ -264,14 +406,19 @@ def claims_rows(
       try:
         declared = declared_claims(name, package=package, package_dir=package_dir)
       except Exception as e:  # pylint: disable=broad-except
-        rows.append([name, f"claims could not be read: {e}", "-", "–", "-", "-"])
+        rows.append([name, f"claims could not be read: {e}", "-", "–", "-", "-", "-", "-"])
         continue
       if not declared:
-        rows.append([name, "no claims declared", "-", "–", "-", "-"])
+        rows.append([name, "no claims declared", "-", "–", "-", "-", "-", "-"])
       for c in declared:
         cd = c.to_dict()
-        rows.append([name, f"{c.statement} (`{c.id}`)", report.paper_cell(cd), "–", missing, "-"])
+        rows.append(
+          [name, f"{c.statement} (`{c.id}`)", report.paper_cell(cd), "–", missing, "-", "-", "-"]
+        )
       continue
+    from jaxpapers.core import registration  # pylint: disable=import-outside-toplevel
+
+    desc = registration.describe(res)
     for rec in recs:
       cd = rec.get("claim", {})
       rows.append(
@@ -279,8 +426,10 @@ def claims_rows(
           name,
           f"{cd.get('statement', '')} (`{cd.get('id', '')}`)",
           report.paper_cell(cd),
-          report.measured_cell(rec),
+          report.measured_cell(rec) + (" (upper bound)" if cd.get("oracle") else ""),
           report.verdict_text(rec),
+          desc["status"],
+          desc["registered_at"],
           where,
         ]
       )
@@ -347,7 +496,17 @@ def write_report(
     rows = claims_rows(records, quick=quick, package=package, package_dir=package_dir)
     lines += [
       markdown_table(
-        ["paper", "claim", "paper's number", "measured", "verdict", "measured in"], rows
+        [
+          "paper",
+          "claim",
+          "paper's number",
+          "measured",
+          "verdict",
+          "rules",
+          "registered at",
+          "measured in",
+        ],
+        rows,
       ),
       "",
     ]
@@ -380,9 +539,12 @@ def write_report(
       continue
     res = r["results"]
     if res.get("claims") and not quick:  # a smoke run's own values are no verdict
-      from jaxpapers.core import claims_table  # pylint: disable=import-outside-toplevel
+      from jaxpapers.core import (
+        claims_table,  # pylint: disable=import-outside-toplevel
+        registration,  # pylint: disable=import-outside-toplevel
+      )
 
-      lines += [claims_table(res["claims"]), ""]
+      lines += [claims_table(res["claims"], registration=registration.describe(res)), ""]
     wall = res.get("wall_time_s")
     lines.append(f"Run wall time: {wall:.1f} s." if isinstance(wall, (int, float)) else "")
     lines.append("")
@@ -484,8 +646,12 @@ def main(argv: Sequence[str]) -> None:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   package_dir = pathlib.Path(_PACKAGE_DIR.value) if _PACKAGE_DIR.value else None
   if _REJUDGE.value:
-    for name in _REJUDGE.value:
-      print(f"Re-judged {name}: {rejudge(name, package=_PACKAGE.value, package_dir=package_dir)}")
+    names = _REJUDGE.value
+    if names == ["all"]:
+      names = discover(package_dir or ROOT / _PACKAGE.value)
+    for name in names:
+      for path in rejudge(name, package=_PACKAGE.value, package_dir=package_dir):
+        print(f"Re-judged {name}: {path}")
     return
   out = reproduce(
     quick=_QUICK.value,

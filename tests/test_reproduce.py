@@ -101,13 +101,15 @@ def test_quick_report_shows_committed_verdicts_and_the_failure(tmp_path):
   assert reproduce.discover(pkg) == ["alpha", "beta"]
   # The report opens with the claims table: committed verdicts, never the smoke run's own.
   head = text[: text.index("## Runs")]
-  assert "| paper | claim | paper's number | measured | verdict | measured in |" in head
   assert (
-    "| alpha | accuracy is high (`acc`) | 0.95 | 0.60 ± 0.05 | **partly** | "
+    "| paper | claim | paper's number | measured | verdict | rules | registered at | measured in |"
+  ) in head
+  assert (
+    "| alpha | accuracy is high (`acc`) | 0.95 | 0.60 ± 0.05 | **partly** | unregistered | – | "
     "abcdef0 (committed default run) |"
   ) in head
-  assert "| beta | accuracy is high (`acc`) | 0.95 | – | no committed run | - |" in head
-  assert "| beta | beta gains (`gain`) | 2 | – | no committed run | - |" in head
+  assert "| beta | accuracy is high (`acc`) | 0.95 | – | no committed run | - | - | - |" in head
+  assert "| beta | beta gains (`gain`) | 2 | – | no committed run | - | - | - |" in head
   assert "**held**" not in text and "Failed to run: beta" in head
   assert "| [alpha](#alpha) | ok |" in text
   assert "| [beta](#beta) | failed |" in text
@@ -123,9 +125,13 @@ def test_default_report_takes_verdicts_from_the_fresh_run(tmp_path):
   text = out.report.read_text()
   assert out.failed == ()
   assert (
-    "| alpha | accuracy is high (`acc`) | 0.95 | 0.90 | **held** | fffffff (this run) |" in text
+    "| alpha | accuracy is high (`acc`) | 0.95 | 0.90 | **held** | unregistered | – | "
+    "fffffff (this run) |"
+  ) in text
+  assert (
+    "| accuracy is high (`acc`) | 0.95 | 0.90 | **held** | fresh | unregistered | – | "
+    "fffffff (" in text
   )
-  assert "| accuracy is high (`acc`) | 0.95 | 0.90 | **held** | fresh |" in text  # per paper
   assert "beta" not in text and "config default.py" in text
   with pytest.raises(ValueError, match=r"unknown paper\(s\) \['gamma'\]"):
     _run(pkg, tmp_path / "o2", quick=True, only=["gamma"])
@@ -153,15 +159,46 @@ def test_exits_nonzero_and_names_the_failed_paper(tmp_path):
   )
   assert proc.returncode == 1, proc.stderr[-2000:]
   assert "FAILED to run: beta" in proc.stderr
-  assert "| alpha | accuracy is high (`acc`) | 0.95 | – | no committed run | - |" in proc.stdout
+  assert (
+    "| alpha | accuracy is high (`acc`) | 0.95 | – | no committed run | - | - | - |" in proc.stdout
+  )
+
+
+def _git(cwd, *args):
+  env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t")
+  env["GIT_COMMITTER_EMAIL"] = "t@t"
+  return subprocess.run(
+    ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
+  ).stdout.strip()
+
+
+def _commit_lock(pkg, name):
+  from jaxpapers.core import registration
+
+  mod = reproduce._import("fakeexp", pkg, f"{name}.configs.default")
+  record = registration.lock_record(name, {"default": mod.get_config()["claims"]})
+  registration.write_lock(pkg / name / registration.LOCK_FILE, record)
+  _git(pkg, "add", "-A")
+  _git(pkg, "commit", "-qm", f"register {name}")
+  return _git(pkg, "rev-parse", "HEAD"), record
 
 
 def test_rejudge_adds_verdicts_and_keeps_the_measurements(tmp_path):
   pkg = _make_package(tmp_path, committed=False)
+  _git(pkg, "init", "-q")
   path = pkg / "alpha" / "results" / "results.json"
   path.parent.mkdir()
-  committed = {"metrics": {"acc": 0.85, "rows": [1, 2]}, "config": {"x": 1}, "notes": "n"}
+  committed = {
+    "metrics": {"acc": 0.85, "rows": [1, 2]},
+    "config": {"x": 1},
+    "notes": "n",
+    "command": "python -m fakeexp.alpha.main --config=fakeexp/alpha/configs/default.py",
+    "git": {"commit": "a" * 40, "dirty": False},
+  }
   path.write_text(json.dumps(committed, indent=2))
+  with pytest.raises(FileNotFoundError, match="no committed claims.lock.json"):
+    reproduce.rejudge("alpha", package="fakeexp", package_dir=pkg)
+  lock_commit, record = _commit_lock(pkg, "alpha")
   reproduce.rejudge("alpha", package="fakeexp", package_dir=pkg)
   rec = json.loads(path.read_text())
   assert list(rec)[:4] == ["claims", "metrics", "config", "notes"]  # order kept, claims first
@@ -172,9 +209,50 @@ def test_rejudge_adds_verdicts_and_keeps_the_measurements(tmp_path):
   assert rec["metrics"] == {"acc": 0.85, "rows": [1, 2], "derived": {"gain": 1.7}}
   assert rec["config"] == committed["config"] and rec["notes"] == "n"
   assert rec["claims_judged"]["command"] == "python -m experiments.reproduce --rejudge=alpha"
-  assert rec["measured_in"]["commit"] is None  # not in a git checkout: recorded as unknown
+  # The rules were committed after the run: rejudged, never registered.
+  reg = rec["registration"]
+  assert reg["status"] == "rejudged" and reg["config"] == "default"
+  assert reg["lock_commit"] == lock_commit
+  assert reg["lock_sha256"] == record["configs"]["default"]["sha256"]
+  # The old record counted tracked files only: its clean flag is unknown, not False.
+  assert rec["git"]["end_commit"] == "a" * 40 and rec["git"]["dirty"] is None
   with pytest.raises(FileNotFoundError, match="beta has no committed results"):
     reproduce.rejudge("beta", package="fakeexp", package_dir=pkg)
+
+
+def test_rejudge_keeps_registered_only_under_the_same_rules(tmp_path):
+  pkg = _make_package(tmp_path, committed=False)
+  _git(pkg, "init", "-q")
+  lock_commit, record = _commit_lock(pkg, "alpha")
+  path = pkg / "alpha" / "results" / "results.json"
+  path.parent.mkdir()
+  sha = record["configs"]["default"]["sha256"]
+  run = {
+    "metrics": {"acc": 0.6},
+    "registration": {"status": "registered", "config": "default", "lock_sha256": sha},
+    "git": {"start_commit": lock_commit, "end_commit": lock_commit, "dirty": False},
+  }
+  path.write_text(json.dumps(run))
+  reproduce.rejudge("alpha", package="fakeexp", package_dir=pkg)
+  rec = json.loads(path.read_text())
+  assert rec["registration"]["status"] == "registered"
+  assert rec["claims"][0]["verdict"] == "partly"
+  # The rule changes after the run: the same measurements are now only rejudged.
+  default = pkg / "alpha" / "configs" / "default.py"
+  default.write_text(default.read_text().replace("held=0.8", "held=0.55"))
+  reproduce._import("fakeexp", pkg, "alpha.configs.default")  # package cache
+  import importlib
+
+  importlib.reload(sys.modules["fakeexp.alpha.configs.default"])
+  _commit_lock(pkg, "alpha")
+  path.write_text(json.dumps(run))
+  reproduce.rejudge("alpha", package="fakeexp", package_dir=pkg)
+  rec = json.loads(path.read_text())
+  assert rec["registration"]["status"] == "rejudged"
+  assert rec["claims"][0]["verdict"] == "held"
+  assert rec["git"] == run["git"]
+  changed = [(c["claim"], c["from"], c["to"]) for c in rec["verdict_changes"]]
+  assert ("acc", None, "held") in changed  # the file had no claims block before
 
 
 def test_report_without_papers(tmp_path):

@@ -28,11 +28,17 @@ Flags (defined by :func:`run`, never on import):
   XLA:CPU reuses its temporary buffers instead of page-faulting fresh ones every
   step (:mod:`jaxpapers.core.host_memory`; glibc only, numerics unchanged).
 
+* ``--post_hoc``: run a config whose claims are not registered (not in the
+  committed ``claims.lock.json`` of the experiment); its verdicts are marked
+  post-hoc. Without it such a run refuses to start (smoke runs, which issue no
+  verdicts, need no registration); see :mod:`jaxpapers.core.registration`.
+
 ``main`` then, in this order: applies the host-memory setting, checks the
 workdir, initialises the distributed runtime if asked (before anything touches
 a JAX backend), imports the
 experiment, logs the host, process index/count, local and global devices,
-backend, the mesh, package versions, workdir and config, and calls
+backend, the mesh, package versions, workdir and config, checks the claims'
+registration and records the run's start commit, and calls
 ``train_and_evaluate(config, workdir)``.
 
 **Workdir type.** ``train_and_evaluate`` receives an ``etils.epath.Path``. For a
@@ -54,6 +60,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import pathlib
 import re
 import socket
 import sys
@@ -66,7 +73,7 @@ from absl import flags, logging
 from etils import epath
 from ml_collections import config_flags
 
-from jaxpapers.core import distributed, host_memory
+from jaxpapers.core import distributed, host_memory, registration
 from jaxpapers.core import mesh as mesh_lib
 
 FLAGS = flags.FLAGS
@@ -113,6 +120,14 @@ def define_flags(flag_values: flags.FlagValues = FLAGS, argv: Sequence[str] | No
       None,
       list(distributed.MODES),
       f"Multi-host start-up; unset: ${distributed.ENV_VAR}, else auto.",
+      flag_values=flag_values,
+    )
+  if "post_hoc" not in flag_values:
+    flags.DEFINE_bool(
+      "post_hoc",
+      False,
+      "Run even though the config's claims are not in the committed claims.lock.json; the "
+      "run's verdicts are then marked post-hoc (see jaxpapers.core.registration).",
       flag_values=flag_values,
     )
   if "reuse_host_memory" not in flag_values:
@@ -256,6 +271,14 @@ def log_startup(info: dict[str, Any]) -> None:
   )
 
 
+def experiment_dir(target: Target, fn: TrainAndEvaluate) -> pathlib.Path | None:
+  """The folder of the experiment's module (where its ``claims.lock.json`` lives)."""
+  name = target.partition(":")[0] if isinstance(target, str) else getattr(fn, "__module__", None)
+  module = sys.modules.get(name) if name else None
+  path = getattr(module, "__file__", None)
+  return pathlib.Path(path).resolve().parent if path else None
+
+
 def main(
   argv: Sequence[str],
   target: Target,
@@ -295,7 +318,19 @@ def main(
   )
   logging.info("host memory reuse: %s (%s)", "on" if memory.applied else "off", memory.reason)
   log_startup(startup_info(config, workdir, config_file=config_file))
-  train_and_evaluate(config, workdir)
+  try:
+    start = registration.begin_run(
+      config, experiment_dir(target, train_and_evaluate), post_hoc=flag_values.post_hoc
+    )
+  except registration.RegistrationError as e:
+    raise absl_app.UsageError(str(e)) from None
+  logging.info(
+    "claims: %s (%s)", start["registration"]["status"], start["registration"].get("why", "")
+  )
+  try:
+    train_and_evaluate(config, workdir)
+  finally:
+    registration.end_run()
 
 
 def run(target: Target, *, remote_workdir: bool = False, argv: Sequence[str] | None = None) -> None:

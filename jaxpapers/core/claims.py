@@ -27,20 +27,47 @@ All comparisons with a threshold are inclusive (``x >= held`` holds at equality;
 ``direction='lower'``, ``x <= held``). A claim with ``metric=None`` is declared but not tested by
 the experiment: its verdict is inconclusive, with ``note`` as the reason.
 
-Command line (re-judging committed results lives in ``experiments.reproduce --rejudge``)::
+The guards
+----------
+The rule judges the method's number alone. Three guards stop it from issuing a verdict that
+the setup cannot support; each is declared on the claim, before the run, and the verdict's
+``guard`` field names the one that decided (``'rule'`` when none did):
 
-  python -m jaxpapers.core.claims <results.json> [<results.json> ...]
+6. ``requires`` (preconditions): ``[{"metric": path, "op": ">=" | "<=" | ">" | "<", "value":
+   number, "why": text}, ...]``: what must be true for the experiment to be able to test the
+   claim at all (the reader answers from the gold evidence, the teacher beats the mean pose).
+   If one fails, or its metric is missing, the verdict is **inconclusive** with the reason
+   ``precondition failed: <why> (<metric> = <value>)``, whatever the rule said: a setup that
+   cannot test a claim yields neither *held* nor *not reproduced*.
+7. ``controls``: ``{name: path}`` or ``{name: {"metric": path, "noise": path | number}}`` of
+   trivial, placebo, shuffled or oracle-free variants. Each is judged by the claim's own rule
+   (the same ``compare_to``, ``comparison``, ``direction``, ``held``, ``partly``,
+   ``held_when``); a control given as a bare path is judged on its point value (no noise
+   interval), which is the stricter test for the claim. When the claim would be *held* or
+   *partly* and a control reaches the same level or a better one, or cannot be read, the
+   verdict is **inconclusive**: ``vacuous: control <name> also clears the rule``. Each
+   control's own verdict and value are recorded beside the claim's.
+8. ``chance``: a *held* or *partly* verdict needs the whole noise interval beyond the chance
+   level, strictly, on the side the claim's ``direction`` favours; otherwise **inconclusive**
+   (``at chance``). ``chance`` is a number, compared with the claim's measured interval, or
+   ``{"value": number, "metric": path, "noise": path | number}``, compared with another
+   metric's interval (e.g. the method's own accuracy when the claim reads a difference).
 
-prints the verdicts stored in results files as a markdown table.
+Guards are applied in this order; the first that fails decides. ``oracle=True`` marks a claim
+whose metric uses information a user does not have: it is judged the same way, but reports
+show its value as an upper bound, never as a paper's headline. ``baselines`` are for display
+only and decide nothing.
+
+The verdicts stored in results files are printed as a markdown table by
+``python -m jaxpapers.core.report <results.json> ...``; re-judging committed results lives in
+``experiments.reproduce --rejudge``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import numbers
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -66,6 +93,122 @@ def _check_number(value: Any, name: str, *, optional: bool = False) -> float | N
   return value
 
 
+_OPS = {
+  ">=": lambda a, b: a >= b,
+  "<=": lambda a, b: a <= b,
+  ">": lambda a, b: a > b,
+  "<": lambda a, b: a < b,
+}
+_REQUIRE_KEYS = ("metric", "op", "value", "why")
+_CONTROL_KEYS = ("metric", "noise")
+_CHANCE_KEYS = ("value", "metric", "noise")
+_RANK = {HELD: 2, PARTLY: 1}
+
+
+def _check_path(value: Any, name: str) -> str:
+  if not isinstance(value, str) or not value:
+    raise ValueError(f"{name} must be a non-empty dotted metric path, got {value!r}")
+  return value
+
+
+def _check_noise(value: Any, name: str) -> str | float | None:
+  if value is None or isinstance(value, str):
+    return _check_path(value, name) if value is not None else None
+  v = _check_number(value, name)
+  if v < 0:
+    raise ValueError(f"{name} must be >= 0, got {value!r}")
+  return v
+
+
+def _plain(d: Any, name: str) -> Mapping[str, Any]:
+  if hasattr(d, "to_dict") and callable(d.to_dict):
+    d = d.to_dict()
+  if not isinstance(d, Mapping):
+    raise TypeError(f"{name} must be a mapping, got {type(d).__name__}: {d!r}")
+  return d
+
+
+def _only_keys(d: Mapping[str, Any], allowed: Sequence[str], name: str) -> None:
+  unknown = sorted(set(d) - set(allowed))
+  if unknown:
+    raise ValueError(f"{name}: unknown key(s) {unknown}; allowed keys are {list(allowed)}")
+
+
+def _normalise_requires(requires: Any, cid: str) -> tuple[dict[str, Any], ...]:
+  if requires is None:
+    return ()
+  if isinstance(requires, Mapping) or hasattr(requires, "to_dict"):
+    requires = [requires]
+  if isinstance(requires, (str, bytes)) or not isinstance(requires, Sequence):
+    raise TypeError(
+      f"Claim {cid!r}: requires must be a list of {{metric, op, value, why}} mappings, "
+      f"got {requires!r}"
+    )
+  out = []
+  for i, r in enumerate(requires):
+    where = f"Claim {cid!r}: requires[{i}]"
+    r = _plain(r, where)
+    _only_keys(r, _REQUIRE_KEYS, where)
+    missing = [k for k in _REQUIRE_KEYS if k not in r]
+    if missing:
+      raise ValueError(
+        f"{where}: missing key(s) {missing}; each precondition needs {_REQUIRE_KEYS}"
+      )
+    if r["op"] not in _OPS:
+      raise ValueError(f"{where}: op must be one of {list(_OPS)}, got {r['op']!r}")
+    if not isinstance(r["why"], str) or not r["why"].strip():
+      raise ValueError(f"{where}: why must say in words what the precondition shows")
+    out.append(
+      {
+        "metric": _check_path(r["metric"], f"{where}.metric"),
+        "op": r["op"],
+        "value": _check_number(r["value"], f"{where}.value"),
+        "why": r["why"],
+      }
+    )
+  return tuple(out)
+
+
+def _normalise_controls(controls: Any, cid: str) -> dict[str, dict[str, Any]]:
+  if controls is None:
+    return {}
+  controls = _plain(controls, f"Claim {cid!r}: controls")
+  out = {}
+  for name, spec in controls.items():
+    where = f"Claim {cid!r}: controls[{name!r}]"
+    if not isinstance(name, str) or not name:
+      raise ValueError(f"Claim {cid!r}: control names must be non-empty strings, got {name!r}")
+    if isinstance(spec, str):
+      spec = {"metric": spec}
+    spec = _plain(spec, where)
+    _only_keys(spec, _CONTROL_KEYS, where)
+    if "metric" not in spec:
+      raise ValueError(f"{where}: needs a 'metric' path")
+    out[name] = {
+      "metric": _check_path(spec["metric"], f"{where}.metric"),
+      "noise": _check_noise(spec.get("noise"), f"{where}.noise"),
+    }
+  return out
+
+
+def _normalise_chance(chance: Any, cid: str) -> dict[str, Any] | None:
+  if chance is None:
+    return None
+  where = f"Claim {cid!r}: chance"
+  if isinstance(chance, numbers.Real) and not isinstance(chance, bool):
+    chance = {"value": chance}
+  chance = _plain(chance, where)
+  _only_keys(chance, _CHANCE_KEYS, where)
+  if "value" not in chance:
+    raise ValueError(f"{where}: needs a 'value' (the chance level)")
+  metric = chance.get("metric")
+  return {
+    "value": _check_number(chance["value"], f"{where}.value"),
+    "metric": None if metric is None else _check_path(metric, f"{where}.metric"),
+    "noise": _check_noise(chance.get("noise"), f"{where}.noise"),
+  }
+
+
 @dataclasses.dataclass(frozen=True)
 class Claim:
   """One claim of a paper and the rule that decides it (see the module docstring).
@@ -86,7 +229,15 @@ class Claim:
     noise: half-width of the noise interval: a metric path, a number, or None.
     compare_to: optional metric path of a reference value.
     comparison: ``'difference'`` (metric - reference) or ``'ratio'`` (metric / reference).
-    baselines: ``{name: metric path}`` of trivial baselines reported beside the verdict.
+    requires: preconditions ``{metric, op, value, why}`` that show the setup can test the
+      claim; one that fails or is missing makes the verdict inconclusive.
+    controls: ``{name: path | {metric, noise}}``: variants judged by the same rule; one that
+      clears it makes a held or partly verdict inconclusive (vacuous).
+    chance: the chance level (a number, or ``{value, metric, noise}``): a held or partly
+      verdict needs the whole interval beyond it.
+    oracle: True when the metric uses information a user does not have (an upper bound).
+    baselines: ``{name: metric path}`` of trivial baselines reported beside the verdict
+      (display only).
     unit: unit of the measured value, for display.
     fmt: format spec of the measured value (``'.3g'``).
     note: scale caveats, or why the claim is not tested.
@@ -104,6 +255,10 @@ class Claim:
   noise: str | float | None = None
   compare_to: str | None = None
   comparison: str = "difference"
+  requires: Sequence[Mapping[str, Any]] = ()
+  controls: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  chance: Any = None
+  oracle: bool = False
   baselines: Mapping[str, str] = dataclasses.field(default_factory=dict)
   unit: str = ""
   fmt: str = ".3g"
@@ -142,12 +297,20 @@ class Claim:
             f"({held:g}) for direction={self.direction!r}"
           )
     _check_number(self.paper_value, f"Claim {self.id!r}: paper_value", optional=True)
-    if self.noise is not None and not isinstance(self.noise, str):
-      if _check_number(self.noise, f"Claim {self.id!r}: noise") < 0:
-        raise ValueError(f"Claim {self.id!r}: noise must be >= 0, got {self.noise!r}")
+    _check_noise(self.noise, f"Claim {self.id!r}: noise")
+    if not isinstance(self.oracle, bool):
+      raise TypeError(f"Claim {self.id!r}: oracle must be True or False, got {self.oracle!r}")
     if not isinstance(self.baselines, Mapping):
       raise TypeError(f"Claim {self.id!r}: baselines must be a mapping name -> metric path")
     object.__setattr__(self, "baselines", dict(self.baselines))
+    object.__setattr__(self, "requires", _normalise_requires(self.requires, self.id))
+    object.__setattr__(self, "controls", _normalise_controls(self.controls, self.id))
+    object.__setattr__(self, "chance", _normalise_chance(self.chance, self.id))
+    if self.metric is None and (self.requires or self.controls or self.chance):
+      raise ValueError(
+        f"Claim {self.id!r}: a claim without a metric is not tested, so it cannot have "
+        "requires, controls or chance"
+      )
 
   @classmethod
   def from_dict(cls, d: Mapping[str, Any]) -> Claim:
@@ -166,7 +329,10 @@ class Claim:
     return cls(**d)
 
   def to_dict(self) -> dict[str, Any]:
-    return dataclasses.asdict(self)
+    """The claim as plain JSON-able data (lists for sequences); ``from_dict`` inverts it."""
+    d = dataclasses.asdict(self)
+    d["requires"] = [dict(r) for r in self.requires]
+    return d
 
   def describe_rule(self) -> str:
     """The decision rule in one line, e.g. ``'held if >= 5.18 (reached by the interval) ...'``."""
@@ -193,6 +359,16 @@ class Claim:
     parts.append(f"not reproduced if {miss} {floor:g}")
     if self.noise is not None:
       parts.append(f"noise ± {self.noise}; straddling {floor:g} is inconclusive")
+    for r in self.requires:
+      parts.append(f"requires {r['metric']} {r['op']} {r['value']:g}")
+    if self.controls:
+      parts.append(f"controls judged by the same rule: {', '.join(self.controls)}")
+    if self.chance is not None:
+      beyond = ">" if self.direction == "higher" else "<"
+      on = self.chance["metric"] or "the interval"
+      parts.append(f"chance: {on} {beyond} {self.chance['value']:g} throughout")
+    if self.oracle:
+      parts.append("oracle: an upper bound, never a headline")
     return "; ".join(parts)
 
 
@@ -205,8 +381,17 @@ class Verdict:
     verdict: one of :data:`VERDICTS`.
     measured: the measured value (after ``compare_to``), or None when missing.
     noise: the noise half-width used (0.0 without noise), or None when unavailable.
-    reason: one line saying why.
+    reason: one line saying why (naming the guard that decided, if one did).
     baselines: ``{name: value or None}`` for the claim's trivial baselines.
+    guard: what decided: ``'rule'``, ``'requires'``, ``'controls'``, ``'chance'``,
+      ``'missing'`` (the value could not be read) or ``'untested'`` (no metric).
+    rule_verdict: the verdict of the rule alone, before the guards (None when untested or
+      missing).
+    requires: each precondition with its measured value and ``ok``.
+    controls: ``{name: {metric, verdict, measured, noise, reason}}``: each control judged by
+      the claim's rule.
+    chance: ``{value, metric, lo, hi, ok}`` when a chance level is declared.
+    oracle: the claim's ``oracle`` flag.
   """
 
   claim_id: str
@@ -215,13 +400,21 @@ class Verdict:
   noise: float | None
   reason: str
   baselines: Mapping[str, float | None] = dataclasses.field(default_factory=dict)
+  guard: str = "rule"
+  rule_verdict: str | None = None
+  requires: Sequence[Mapping[str, Any]] = ()
+  controls: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+  chance: Mapping[str, Any] | None = None
+  oracle: bool = False
 
   def __post_init__(self):
     if self.verdict not in VERDICTS:
       raise ValueError(f"Verdict.verdict must be one of {list(VERDICTS)}, got {self.verdict!r}")
 
   def to_dict(self) -> dict[str, Any]:
-    return dataclasses.asdict(self)
+    d = dataclasses.asdict(self)
+    d["requires"] = [dict(r) for r in self.requires]
+    return d
 
 
 class _Missing(Exception):
@@ -288,52 +481,33 @@ def _fmt(x: float, spec: str) -> str:
   return format(x, spec)
 
 
-def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdict:
-  """Decides ``claim`` on ``metrics`` (pure; see the module docstring for the rule).
+def _half_width(metrics: Mapping[str, Any], noise: str | float | None) -> float:
+  if noise is None:
+    return 0.0
+  h = _number(metrics, noise, "noise") if isinstance(noise, str) else float(noise)
+  if h < 0:
+    raise _Missing(f"noise {noise!r} is negative ({h:g})")
+  return h
 
-  Args:
-    claim: a :class:`Claim` or its dict form.
-    metrics: the run's metrics (nested mappings / lists of JSON values).
 
-  Returns:
-    The :class:`Verdict`.
-  """
-  if not isinstance(claim, Claim):
-    claim = Claim.from_dict(claim)
-  base = {}
-  for name, path in claim.baselines.items():
-    try:
-      base[name] = _number(metrics, path, "baseline")
-    except _Missing:
-      base[name] = None
-  if claim.metric is None:
-    why = "not tested by this experiment" + (f": {claim.note}" if claim.note else "")
-    return Verdict(claim.id, INCONCLUSIVE, None, None, why, base)
-  x = None
-  try:
-    x0 = _number(metrics, claim.metric, "metric")
-    if claim.compare_to is not None:
-      ref = _number(metrics, claim.compare_to, "reference")
-      if claim.comparison == "difference":
-        x0 = x0 - ref
-      elif ref == 0:
-        raise _Missing(f"reference {claim.compare_to!r} is 0, the ratio is undefined")
-      else:
-        x0 = x0 / ref
-    x = x0  # measured; the noise may still be missing
-    if claim.noise is None:
-      h = 0.0
-    elif isinstance(claim.noise, str):
-      h = _number(metrics, claim.noise, "noise")
+def _value(claim: Claim, metrics: Mapping[str, Any], metric: str) -> float:
+  """The value at ``metric`` after the claim's ``compare_to`` (difference or ratio)."""
+  x = _number(metrics, metric, "metric")
+  if claim.compare_to is not None:
+    ref = _number(metrics, claim.compare_to, "reference")
+    if claim.comparison == "difference":
+      x = x - ref
+    elif ref == 0:
+      raise _Missing(f"reference {claim.compare_to!r} is 0, the ratio is undefined")
     else:
-      h = float(claim.noise)
-    if h < 0:
-      raise _Missing(f"noise {claim.noise!r} is negative ({h:g})")
-  except _Missing as e:
-    return Verdict(claim.id, INCONCLUSIVE, x, None, str(e), base)
+      x = x / ref
   if math.isnan(x):
-    return Verdict(claim.id, INCONCLUSIVE, None, None, "measured value is NaN", base)
+    raise _Missing("measured value is NaN")
+  return x
 
+
+def _rule(claim: Claim, x: float, h: float) -> tuple[str, str]:
+  """The rule of the module docstring (steps 2-5) on the interval ``x ± h``."""
   s = 1.0 if claim.direction == "higher" else -1.0
   lo, hi = sorted((s * (x - h), s * (x + h)))  # oriented: higher is better
   held = s * claim.held
@@ -344,29 +518,150 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
   floor_txt = f"{claim.held if partly is None else claim.partly:g}"
   if hi < floor:
     level = "held" if partly is None else "partly"
-    verdict, why = NOT_REPRODUCED, f"{sh} misses {floor_txt} ({level} needs {op} {floor_txt})"
-  elif lo < floor:
-    verdict, why = INCONCLUSIVE, f"{sh} straddles {floor_txt}: inside the noise"
-  elif partly is None:
-    verdict, why = HELD, f"{sh} {op} {claim.held:g}"
-  else:
-    ok = lo >= held if claim.held_when == "clears" else hi >= held
-    if ok:
-      verdict = HELD
-      why = (
-        f"{sh} {op} {claim.held:g}"
-        if claim.held_when == "clears" or h == 0
-        else f"{sh} reaches {claim.held:g}"
+    return NOT_REPRODUCED, f"{sh} misses {floor_txt} ({level} needs {op} {floor_txt})"
+  if lo < floor:
+    return INCONCLUSIVE, f"{sh} straddles {floor_txt}: inside the noise"
+  if partly is None:
+    return HELD, f"{sh} {op} {claim.held:g}"
+  if (lo >= held) if claim.held_when == "clears" else (hi >= held):
+    if claim.held_when == "clears" or h == 0:
+      return HELD, f"{sh} {op} {claim.held:g}"
+    return HELD, f"{sh} reaches {claim.held:g}"
+  if claim.held_when == "reaches" and h > 0:
+    return PARTLY, f"{sh} clears {claim.partly:g} but does not reach {claim.held:g}"
+  return PARTLY, f"{sh} {op} {claim.partly:g} but not {op} {claim.held:g}" + (
+    " by the whole interval" if h > 0 else ""
+  )
+
+
+def _check_requires(claim: Claim, metrics: Mapping[str, Any]) -> tuple[list[dict], str | None]:
+  """Each precondition with its value and ``ok``; the reason of the first that fails."""
+  out, failed = [], None
+  for r in claim.requires:
+    try:
+      v = _number(metrics, r["metric"], "precondition")
+      ok = bool(_OPS[r["op"]](v, r["value"]))
+      shown = format_value(v, ".4g")
+    except _Missing as e:
+      v, ok, shown = None, False, f"missing: {e}"
+    out.append({**r, "measured": v, "ok": ok})
+    if not ok and failed is None:
+      failed = (
+        f"precondition failed: {r['why']} ({r['metric']} = {shown}; needs {r['op']} {r['value']:g})"
       )
-    elif claim.held_when == "reaches" and h > 0:
-      verdict = PARTLY
-      why = f"{sh} clears {claim.partly:g} but does not reach {claim.held:g}"
+  return out, failed
+
+
+def _judge_controls(
+  claim: Claim, metrics: Mapping[str, Any], level: str | None
+) -> tuple[dict[str, dict], str | None]:
+  """Each control judged by the claim's rule; the reason when one clears ``level``'s rank."""
+  out, vacuous = {}, None
+  for name, spec in claim.controls.items():
+    try:
+      x, h = _value(claim, metrics, spec["metric"]), _half_width(metrics, spec["noise"])
+      verdict, why = _rule(claim, x, h)
+    except _Missing as e:
+      x, h, verdict, why = None, None, None, f"could not be read: {e}"
+    out[name] = {
+      "metric": spec["metric"],
+      "verdict": verdict,
+      "measured": x,
+      "noise": h,
+      "reason": why,
+    }
+    if vacuous is not None or level not in _RANK:
+      continue
+    if verdict is None:
+      vacuous = f"vacuous: control {name} cannot be judged ({why})"
+    elif _RANK.get(verdict, 0) >= _RANK[level]:
+      vacuous = f"vacuous: control {name} also clears the rule ({verdict}: {why})"
+  return out, vacuous
+
+
+def _check_chance(
+  claim: Claim, metrics: Mapping[str, Any], x: float, h: float
+) -> tuple[dict[str, Any], str | None]:
+  c = claim.chance
+  try:
+    if c["metric"] is None:
+      v, hv = x, h
     else:
-      verdict = PARTLY
-      why = f"{sh} {op} {claim.partly:g} but not {op} {claim.held:g}" + (
-        " by the whole interval" if h > 0 else ""
-      )
-  return Verdict(claim.id, verdict, x, h, why, base)
+      v = _number(metrics, c["metric"], "chance metric")
+      hv = _half_width(metrics, c["noise"])
+  except _Missing as e:
+    rec = {**c, "lo": None, "hi": None, "ok": False}
+    return rec, f"at chance: the value to compare with chance {c['value']:g} is missing ({e})"
+  lo, hi = v - hv, v + hv
+  ok = lo > c["value"] if claim.direction == "higher" else hi < c["value"]
+  rec = {**c, "lo": lo, "hi": hi, "ok": ok}
+  if ok:
+    return rec, None
+  what = c["metric"] or "the measured interval"
+  side = "above" if claim.direction == "higher" else "below"
+  return rec, (
+    f"at chance: {what} [{_fmt(lo, '.4g')}, {_fmt(hi, '.4g')}] is not wholly {side} "
+    f"chance {c['value']:g}"
+  )
+
+
+def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdict:
+  """Decides ``claim`` on ``metrics`` (pure; see the module docstring for the rule and guards).
+
+  Args:
+    claim: a :class:`Claim` or its dict form.
+    metrics: the run's metrics (nested mappings / lists of JSON values).
+
+  Returns:
+    The :class:`Verdict`, with each guard's record.
+  """
+  if not isinstance(claim, Claim):
+    claim = Claim.from_dict(claim)
+  base = {}
+  for name, path in claim.baselines.items():
+    try:
+      base[name] = _number(metrics, path, "baseline")
+    except _Missing:
+      base[name] = None
+  common = dict(baselines=base, oracle=claim.oracle)
+  if claim.metric is None:
+    why = "not tested by this experiment" + (f": {claim.note}" if claim.note else "")
+    return Verdict(claim.id, INCONCLUSIVE, None, None, why, guard="untested", **common)
+  requires, failed = _check_requires(claim, metrics)
+  common["requires"] = requires
+  x = None
+  try:
+    x = _value(claim, metrics, claim.metric)  # measured, even if the noise is missing
+    h = _half_width(metrics, claim.noise)
+  except _Missing as e:
+    controls, _ = _judge_controls(claim, metrics, None)
+    why = str(e) if failed is None else f"{failed}; and {e}"
+    guard = "missing" if failed is None else "requires"
+    return Verdict(claim.id, INCONCLUSIVE, x, None, why, guard=guard, controls=controls, **common)
+  rule_verdict, why = _rule(claim, x, h)
+  controls, vacuous = _judge_controls(claim, metrics, rule_verdict)
+  chance, at_chance = (None, None)
+  if claim.chance is not None:
+    chance, at_chance = _check_chance(claim, metrics, x, h)
+    if rule_verdict not in _RANK:
+      at_chance = None
+  verdict, guard = rule_verdict, "rule"
+  for name, blocked in (("requires", failed), ("controls", vacuous), ("chance", at_chance)):
+    if blocked is not None:  # the first guard that fails decides
+      verdict, guard, why = INCONCLUSIVE, name, f"{blocked} (the rule alone: {rule_verdict}, {why})"
+      break
+  return Verdict(
+    claim.id,
+    verdict,
+    x,
+    h,
+    why,
+    guard=guard,
+    rule_verdict=rule_verdict,
+    controls=controls,
+    chance=chance,
+    **common,
+  )
 
 
 def parse_claims(claims: Any) -> list[Claim]:
@@ -411,21 +706,3 @@ def format_value(value: Any, fmt: str = ".3g", unit: str = "") -> str:
   except (TypeError, ValueError):
     return str(value)
   return f"{s} {unit}".rstrip() if unit else s
-
-
-def _main(argv: Sequence[str]) -> int:
-  from jaxpapers.core.report import claims_table  # pylint: disable=import-outside-toplevel
-
-  if len(argv) < 2:
-    print(__doc__)
-    return 2
-  for p in argv[1:]:
-    rec = json.loads(open(p, encoding="utf-8").read())
-    print(f"## {p}\n")
-    print(claims_table(rec.get("claims", [])))
-    print()
-  return 0
-
-
-if __name__ == "__main__":
-  sys.exit(_main(sys.argv))

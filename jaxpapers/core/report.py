@@ -2,7 +2,9 @@ r"""Shared tables and standard plots for the experiments' results.
 
 Tables: :func:`markdown_table` (headers, rows, number formatting, ``mean ± std`` cells via
 :class:`MeanStd`) and :func:`claims_table` (claim -> paper -> measured -> verdict, from the
-``claims`` block that :func:`jaxpapers.core.write_results` writes).
+``claims`` block that :func:`jaxpapers.core.write_results` writes). On the command line,
+``python -m jaxpapers.core.report <results.json> ...`` prints the claims tables of results
+files.
 
 Plots (each returns a matplotlib figure; save it with :func:`jaxpapers.core.save_figure`):
 :func:`curves_plot` (curves with seed bands), :func:`grouped_bars` (grouped bars with error
@@ -131,9 +133,29 @@ def paper_cell(claim: Mapping[str, Any]) -> str:
 
 
 def verdict_text(rec: Mapping[str, Any]) -> str:
-  """The verdict cell: ``**held**`` etc., or ``no verdict (smoke)`` when none was issued."""
+  """The verdict cell: ``**held**`` etc., or ``no verdict (smoke)`` when none was issued.
+
+  A verdict decided by a guard names it: ``**inconclusive** (precondition)``, ``(vacuous)``,
+  ``(at chance)``.
+  """
   v = rec.get("verdict")
-  return "no verdict (smoke)" if v is None else f"**{v}**"
+  if v is None:
+    return "no verdict (smoke)"
+  guard = {"requires": "precondition", "controls": "vacuous", "chance": "at chance"}.get(
+    rec.get("guard") or ""
+  )
+  return f"**{v}**" + (f" ({guard})" if guard else "")
+
+
+def controls_cell(rec: Mapping[str, Any]) -> str:
+  """The controls cell: each control's value and verdict under the claim's rule, or '-'."""
+  claim = rec.get("claim", {})
+  fmt = claim.get("fmt", ".3g")
+  parts = []
+  for name, c in (rec.get("controls") or {}).items():
+    v = "–" if c.get("measured") is None else format_value(c["measured"], fmt)
+    parts.append(f"{name}: {v} ({c.get('verdict') or 'unread'})")
+  return "; ".join(parts) or "-"
 
 
 def claims_table(
@@ -142,6 +164,7 @@ def claims_table(
   paper: str | None = None,
   measured_in: str | None = None,
   reasons: bool = True,
+  registration: Mapping[str, str] | None = None,
 ) -> str:
   """Claim -> paper -> measured -> verdict, from the ``claims`` block of a results.json.
 
@@ -149,29 +172,19 @@ def claims_table(
     records: ``results['claims']`` (as written by ``write_results``).
     paper: if given, a first column with this paper's name.
     measured_in: if given, a last column with the run that measured it (e.g. a commit).
-    reasons: add the verdict's one-line reason.
+    reasons: add the verdict's one-line reason (which names the guard that decided).
+    registration: ``{"status", "registered_at", "run_at"}`` of the results file
+      (:func:`jaxpapers.core.registration.describe`): adds those three columns to every row.
 
-  A ``baselines`` column (trivial baselines' values) is added when any claim lists them.
+  An ``upper bound`` column holds the values of ``oracle`` claims (their ``measured`` cell is
+  left empty: an upper bound is never a measured result); a ``controls`` column is added when
+  any claim declares controls, a ``baselines`` column when any lists baselines.
 
   Returns:
     The markdown table ('' when there are no claims).
   """
   if not records:
     return ""
-  headers = (["paper"] if paper is not None else []) + [
-    "claim",
-    "paper's number",
-    "measured",
-    "verdict",
-  ]
-  if reasons:
-    headers.append("why")
-  with_baselines = any(rec.get("baselines") for rec in records)
-  if with_baselines:
-    headers.append("baselines")
-  if measured_in is not None:
-    headers.append("measured in")
-  rows = []
   for i, rec in enumerate(records):
     if not isinstance(rec, Mapping) or not (
       "error" in rec or isinstance(rec.get("claim"), Mapping)
@@ -180,25 +193,47 @@ def claims_table(
         f"records[{i}] must be a judged claim (a mapping with 'claim', as "
         f"write_results writes it) or an 'error' record, got {rec!r}"[:300]
       )
+  good = [r for r in records if "error" not in r]
+  with_oracle = any(r.get("oracle") or r["claim"].get("oracle") for r in good)
+  with_controls = any(r.get("controls") for r in good)
+  with_baselines = any(r.get("baselines") for r in good)
+  headers = (["paper"] if paper is not None else []) + ["claim", "paper's number", "measured"]
+  headers += (["upper bound (oracle)"] if with_oracle else []) + ["verdict"]
+  headers += (["why"] if reasons else []) + (["controls"] if with_controls else [])
+  headers += ["baselines"] if with_baselines else []
+  if registration is not None:
+    headers += ["rules", "registered at", "run at"]
+  if measured_in is not None:
+    headers.append("measured in")
+  rows = []
+  for rec in records:
     if "error" in rec:
       row = ([paper] if paper is not None else []) + [rec["error"]]
       rows.append(row + ["-"] * (len(headers) - len(row)))
       continue
     claim = rec.get("claim", {})
+    oracle = bool(rec.get("oracle") or claim.get("oracle"))
+    value = measured_cell(rec)
     row = ([paper] if paper is not None else []) + [
       f"{claim.get('statement', '')} (`{claim.get('id', '')}`)",
       paper_cell(claim),
-      measured_cell(rec),
-      verdict_text(rec),
+      "–" if oracle else value,
     ]
+    if with_oracle:
+      row.append(value if oracle else "–")
+    row.append(verdict_text(rec))
     if reasons:
       row.append(rec.get("reason", ""))
+    if with_controls:
+      row.append(controls_cell(rec))
     if with_baselines:
       fmt = claim.get("fmt", ".3g").replace("+", "")
       row.append(
         "; ".join(f"{k}: {format_value(v, fmt)}" for k, v in (rec.get("baselines") or {}).items())
         or "-"
       )
+    if registration is not None:
+      row += [registration["status"], registration["registered_at"], registration["run_at"]]
     if measured_in is not None:
       row.append(measured_in)
     rows.append(row)
@@ -439,3 +474,24 @@ def scaling_plot(
   ax.legend(fontsize=7)
   fig.scaling_fits = fits
   return fig
+
+
+def _main(argv: Sequence[str]) -> int:
+  import json  # pylint: disable=import-outside-toplevel
+
+  if len(argv) < 2:
+    print("usage: python -m jaxpapers.core.report <results.json> [<results.json> ...]")
+    return 2
+  for p in argv[1:]:
+    with open(p, encoding="utf-8") as f:
+      rec = json.load(f)
+    print(f"## {p}\n")
+    print(claims_table(rec.get("claims", [])))
+    print()
+  return 0
+
+
+if __name__ == "__main__":
+  import sys
+
+  sys.exit(_main(sys.argv))

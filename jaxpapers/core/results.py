@@ -15,7 +15,6 @@ import os
 import pathlib
 import platform
 import shlex
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,6 +25,7 @@ from absl import logging
 from etils import epath
 
 from jaxpapers.core import claims as claims_lib
+from jaxpapers.core import registration
 
 RESULTS_FILE = "results.json"
 _PACKAGES = (
@@ -97,27 +97,22 @@ to_jsonable = _to_jsonable  # public name (e.g. for values added to committed re
 def git_info(path: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
   """``{'commit': hash, 'dirty': bool}`` of the git checkout holding ``path``, else None.
 
-  ``path`` defaults to this package's folder. ``dirty`` means tracked files differ from the
-  commit (untracked files are ignored). Never raises: outside a git checkout, without git, or
-  on any error, returns None.
+  ``path`` defaults to this package's folder. ``dirty`` is True when a tracked file differs
+  from the commit or an untracked (not ignored) file lies under ``jaxpapers/`` or
+  ``experiments/`` (see :func:`jaxpapers.core.registration.git_state`). Never raises:
+  outside a git checkout, without git, or on any error, returns None.
   """
-  where = pathlib.Path(path) if path is not None else pathlib.Path(__file__).resolve().parent
-  if where.is_file():
-    where = where.parent
-  try:
-
-    def git(*args):
-      return subprocess.run(
-        ["git", *args], cwd=where, capture_output=True, text=True, timeout=10, check=True
-      ).stdout
-
-    commit = git("rev-parse", "HEAD").strip()
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no").strip())
-  except Exception:  # pylint: disable=broad-except
+  if path is not None:
+    where = pathlib.Path(path)
+    while not where.exists() and where != where.parent:
+      where = where.parent
+    if not where.exists():
+      return None
+    path = where
+  state = registration.git_state(path)
+  if state is None or len(state["commit"]) != 40:
     return None
-  if len(commit) != 40:
-    return None
-  return {"commit": commit, "dirty": dirty}
+  return {"commit": state["commit"], "dirty": state["dirty"]}
 
 
 def command_line(argv: Sequence[str] | None = None) -> str:
@@ -162,8 +157,10 @@ def write_results(
 ) -> epath.Path | None:
   """Writes ``<workdir>/results.json`` and returns its path (None on processes other than 0).
 
-  The file records the metrics, the claims with their verdicts, the full config, the git
-  commit (hash and dirty flag; None outside a git checkout) and the exact command, package
+  The file records the metrics, the claims with their verdicts, the full config, the
+  registration of the claims (:mod:`jaxpapers.core.registration`: registered, post-hoc or not
+  required), git (start and end commits and the start's dirty flag, which counts untracked
+  code files; None outside a git checkout), start and end times, the exact command, package
   versions, the device kind and count, the wall time, the PNG plots present in ``workdir`` and
   an optional markdown table (what ``experiments.reproduce`` puts in REPORT.md).
 
@@ -183,6 +180,11 @@ def write_results(
   Returns:
     The path of results.json, or None on processes other than 0.
   """
+  if not isinstance(metrics, Mapping):
+    raise TypeError(
+      f"metrics must be a mapping of metric names to JSON-able values, got "
+      f"{type(metrics).__name__}: {metrics!r}"[:300]
+    )
   if not _is_writer():
     return None
   if claims is None:
@@ -195,6 +197,11 @@ def write_results(
   except (TypeError, ValueError) as e:  # a malformed claim must not lose a finished run
     logging.error("The claims could not be judged: %s", e)
     verdicts = [{"error": f"the claims could not be judged: {e}"}]
+  try:
+    run = registration.run_record({"claims": claims, "issue_verdicts": issue_verdicts})
+  except (TypeError, ValueError) as e:  # malformed claims: recorded above as an error
+    run = registration.run_record({"claims": (), "issue_verdicts": False})
+    run["registration"] = {"status": registration.POST_HOC, "why": f"malformed claims: {e}"}
   workdir = epath.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   record = {
@@ -205,7 +212,9 @@ def write_results(
     "notes": notes,
     "wall_time_s": wall_time_s,
     "command": command_line(),
-    "git": git_info(),
+    "registration": run["registration"],
+    "git": run["git"],
+    "started_at": run["started_at"],
     "plots": sorted(p.name for p in workdir.glob("*.png")),
     "environment": environment_info(),
     "written_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),

@@ -124,7 +124,12 @@ def test_results_claims_commit_and_command(tmp_path, monkeypatch):
   )
   assert rec["command"] == f"{head} --config=c.py '--workdir=w d'"
   git = rec["git"]
-  assert git is None or (len(git["commit"]) == 40 and isinstance(git["dirty"], bool))
+  assert git["start_commit"] is None  # not started through the app entry
+  assert git["end_commit"] is None or len(git["end_commit"]) == 40
+  assert git["dirty"] is None or isinstance(git["dirty"], bool)
+  # verdicts issued outside the app entry cannot be shown to follow a committed lock
+  assert rec["registration"]["status"] == "post-hoc"
+  assert "started_at" in rec and rec["written_at"]
   # claims passed explicitly win; issue_verdicts=False records values without verdicts
   path = core.write_results(
     tmp_path, metrics={"acc": 0.9}, config={"lr": 0.1}, claims=cfg.claims[:1], issue_verdicts=False

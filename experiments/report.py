@@ -1,0 +1,284 @@
+r"""Regenerates every number-bearing block of the READMEs from the committed results.
+
+Usage::
+
+  python -m experiments.report            # rewrite the generated blocks in place
+  python -m experiments.report --check    # exit 1 (and name them) if any block is stale
+
+A README marks what is generated; everything between the markers is replaced::
+
+  <!-- generated: verdicts -->             one row per paper: headline claim, verdict, counts
+  <!-- /generated -->
+  <!-- generated: claims lanr -->          the claims table of a results file, with the
+  <!-- /generated -->                      registration (rules registered at, run at)
+  <!-- generated: table lanr -->           the run's own results table (``table_markdown``)
+  <!-- generated: figures lanr -->         links to the run's committed plots
+  <!-- generated: changes lanr -->         verdicts changed by re-judging, with the reason
+  <!-- generated: performance -->          the benchmarks' table (benchmarks/results/*.json)
+
+and inline numbers in prose are spans::
+
+  <!--value lanr claims.control_cuts_calls.measured .2f-->1.42<!--/value-->
+
+A source is ``<paper>`` (``experiments/<paper>/results/results.json``), ``<paper>/<sub>``
+(``experiments/<paper>/results/<sub>/results.json``) or a path ending in ``.json``. A value
+path is a dotted path (:func:`jaxpapers.core.claims.lookup`) into the results record, where
+``claims.<id>`` is the judged claim with that id; its format is a Python format spec, or
+``s`` for text. Nothing else in a README is touched, so no number in a block can be edited by
+hand without ``--check`` failing in CI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from absl import app, flags
+
+from jaxpapers.core import claims as claims_lib
+from jaxpapers.core import registration
+from jaxpapers.core import report as report_lib
+
+_CHECK = flags.DEFINE_bool("check", False, "Write nothing; exit 1 if any block is stale.")
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BEGIN = re.compile(r"^<!-- generated: (?P<spec>[^>]*?) -->$", re.M)
+END = "<!-- /generated -->"
+VALUE = re.compile(r"<!--value (?P<spec>[^>]*?)-->(?P<text>.*?)<!--/value-->", re.S)
+
+
+class ReportError(ValueError):
+  """A malformed marker or a source that does not exist."""
+
+
+def readmes(root: pathlib.Path = ROOT) -> list[pathlib.Path]:
+  """The READMEs that may hold generated blocks: the top level and every experiment's."""
+  return [root / "README.md", *sorted((root / "experiments").glob("*/README.md"))]
+
+
+def source_path(source: str, root: pathlib.Path = ROOT) -> pathlib.Path:
+  """The results file named by a block's source (see the module docstring)."""
+  if source.endswith(".json"):
+    path = root / source
+  else:
+    paper, _, sub = source.partition("/")
+    path = root / "experiments" / paper / "results" / sub / "results.json"
+  if not path.exists():
+    raise ReportError(f"source {source!r}: {path.relative_to(root)} does not exist")
+  return path
+
+
+def _load(source: str, root: pathlib.Path) -> dict[str, Any]:
+  return json.loads(source_path(source, root).read_text())
+
+
+def _view(rec: Mapping[str, Any]) -> dict[str, Any]:
+  view = dict(rec)
+  view["claims"] = {c["claim_id"]: c for c in rec.get("claims", []) if "claim_id" in c}
+  return view
+
+
+def format_inline(value: Any, fmt: str) -> str:
+  """An inline value: text as is, numbers with ``fmt``, None as ``–``."""
+  if value is None:
+    return "–"
+  if fmt == "s" or isinstance(value, str):
+    return str(value)
+  return format(float(value), fmt)
+
+
+# ----------------------------------------------------------------------------- renderers
+
+
+def _headline(recs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+  """The paper's headline claim: the first tested claim that is not an oracle."""
+  for r in recs:
+    c = r.get("claim") or {}
+    if c.get("metric") and not c.get("oracle"):
+      return r
+  return None
+
+
+def render_verdicts(root: pathlib.Path) -> str:
+  """One row per paper: headline claim, paper's number, measured, verdict, counts, rules."""
+  rows = []
+  papers = sorted(d.name for d in (root / "experiments").iterdir() if (d / "main.py").exists())
+  for paper in papers:
+    path = root / "experiments" / paper / "results" / "results.json"
+    if not path.exists():
+      rows.append([f"[{paper}](experiments/{paper}/README.md)", "no committed run"] + ["–"] * 5)
+      continue
+    rec = json.loads(path.read_text())
+    recs = [r for r in rec.get("claims", []) if "error" not in r]
+    head = _headline(recs)
+    counts = {v: sum(r.get("verdict") == v for r in recs) for v in claims_lib.VERDICTS}
+    count_text = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    desc = registration.describe(rec)
+    if head is None:
+      cells = ["no tested claim", "–", "–", "–"]
+    else:
+      claim = head["claim"]
+      cells = [
+        f"{claim.get('statement', '')} (`{claim.get('id', '')}`)",
+        report_lib.paper_cell(claim),
+        report_lib.measured_cell(head),
+        report_lib.verdict_text(head),
+      ]
+    rows.append([f"[{paper}](experiments/{paper}/README.md)", *cells, count_text, desc["status"]])
+  return report_lib.markdown_table(
+    ["paper", "headline claim", "paper's number", "measured", "verdict", "all claims", "rules"],
+    rows,
+  )
+
+
+def render_claims(root: pathlib.Path, source: str) -> str:
+  rec = _load(source, root)
+  desc = registration.describe(rec)
+  reg = rec.get("registration") or {}
+  table = report_lib.claims_table(rec.get("claims", []), registration=desc)
+  lines = [table, ""]
+  lines.append(
+    f"Rules: **{desc['status']}** ({reg.get('why', 'no registration recorded')}). "
+    f"Command: `{rec.get('command') or 'not recorded'}`."
+  )
+  return "\n".join(lines)
+
+
+def render_table(root: pathlib.Path, source: str) -> str:
+  rec = _load(source, root)
+  return (rec.get("table_markdown") or "(this run wrote no results table)").rstrip()
+
+
+def render_figures(root: pathlib.Path, source: str, readme: pathlib.Path) -> str:
+  path = source_path(source, root)
+  links = []
+  for plot in json.loads(path.read_text()).get("plots") or []:
+    png = path.parent / plot
+    if png.exists():
+      rel = os.path.relpath(png, readme.parent)
+      links.append(f"![{pathlib.Path(plot).stem}]({pathlib.Path(rel).as_posix()})")
+  return "\n\n".join(links) or "(no committed plots)"
+
+
+def render_changes(root: pathlib.Path, source: str) -> str:
+  rec = _load(source, root)
+  changes = rec.get("verdict_changes") or []
+  if not changes:
+    return "No verdict changed when the claims were last re-judged."
+  rows = [[c["claim"], c["from"] or "–", c["to"], c["at"][:10], c["reason"]] for c in changes]
+  return report_lib.markdown_table(["claim", "was", "now", "re-judged", "why"], rows)
+
+
+def render_performance(root: pathlib.Path) -> str:
+  try:
+    from benchmarks import run_all  # pylint: disable=import-outside-toplevel
+  except ImportError:
+    return "(no benchmark results table yet)"
+  return run_all.performance_table(root / "benchmarks" / "results").rstrip()
+
+
+def render_block(spec: str, readme: pathlib.Path, root: pathlib.Path = ROOT) -> str:
+  """The content of one generated block, from its marker's spec (``kind args...``)."""
+  kind, *args = spec.split()
+  renderers: dict[str, Callable[..., str]] = {
+    "verdicts": lambda: render_verdicts(root),
+    "claims": lambda s: render_claims(root, s),
+    "table": lambda s: render_table(root, s),
+    "figures": lambda s: render_figures(root, s, readme),
+    "changes": lambda s: render_changes(root, s),
+    "performance": lambda: render_performance(root),
+  }
+  if kind not in renderers:
+    raise ReportError(f"{readme.name}: unknown generated block {kind!r}; known: {list(renderers)}")
+  try:
+    return renderers[kind](*args)
+  except TypeError:
+    raise ReportError(f"{readme.name}: block {spec!r} has the wrong number of arguments") from None
+
+
+def render_value(spec: str, root: pathlib.Path = ROOT) -> str:
+  parts = spec.split()
+  if len(parts) != 3:
+    raise ReportError(f"value span {spec!r}: expected '<source> <path> <format>'")
+  source, path, fmt = parts
+  try:
+    value = claims_lib.lookup(_view(_load(source, root)), path)
+  except KeyError as e:
+    raise ReportError(f"value span {spec!r}: {e.args[0]}") from None
+  return format_inline(value, fmt)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stale:
+  """A generated block or span whose text differs from what the results give."""
+
+  readme: pathlib.Path
+  spec: str
+
+
+def regenerate(text: str, readme: pathlib.Path, root: pathlib.Path = ROOT) -> tuple[str, list]:
+  """``text`` with every block and span regenerated, and the specs that changed."""
+  out, stale, pos = [], [], 0
+  for m in BEGIN.finditer(text):
+    if m.start() < pos:
+      continue
+    end = text.find("\n" + END, m.end())
+    if end < 0:
+      raise ReportError(f"{readme}: block {m.group('spec')!r} has no {END} line")
+    old = text[m.end() + 1 : end + 1] if end >= m.end() else ""
+    new = render_block(m.group("spec"), readme, root).rstrip("\n") + "\n"
+    if old != new:
+      stale.append(Stale(readme, m.group("spec")))
+    out.append(text[pos : m.end()] + "\n" + new)
+    pos = end + 1
+  out.append(text[pos:])
+  text = "".join(out)
+
+  def value(m: re.Match) -> str:
+    new = render_value(m.group("spec"), root)
+    if new != m.group("text"):
+      stale.append(Stale(readme, "value " + m.group("spec")))
+    return f"<!--value {m.group('spec')}-->{new}<!--/value-->"
+
+  return VALUE.sub(value, text), stale
+
+
+def run(*, check: bool, root: pathlib.Path = ROOT) -> list[Stale]:
+  """Regenerates (or with ``check``, compares) every README; returns the stale blocks."""
+  stale = []
+  for readme in readmes(root):
+    if not readme.exists():
+      continue
+    text = readme.read_text()
+    new, changed = regenerate(text, readme, root)
+    stale += changed
+    if changed and not check:
+      readme.write_text(new)
+  return stale
+
+
+def main(argv: Sequence[str]) -> None:
+  if len(argv) > 1:
+    raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+  stale = run(check=_CHECK.value)
+  for s in stale:
+    print(f"{s.readme.relative_to(ROOT)}: {'stale' if _CHECK.value else 'regenerated'}: {s.spec}")
+  if _CHECK.value and stale:
+    print(
+      f"{len(stale)} generated block(s) differ from the committed results; "
+      "run python -m experiments.report",
+      file=sys.stderr,
+    )
+    sys.exit(1)
+  if not stale:
+    print("every generated block is up to date")
+
+
+if __name__ == "__main__":
+  app.run(main)
