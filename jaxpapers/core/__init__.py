@@ -20,6 +20,10 @@
   not reproduced / inconclusive), written into results.json by
   :func:`write_results`; :func:`markdown_table`, :func:`claims_table` and the
   standard plots (:func:`curves_plot`, :func:`grouped_bars`, :func:`scaling_plot`).
+* :mod:`stats`: noise that fits the measurement, on results (NumPy/SciPy float64):
+  :func:`t_interval`, :func:`paired_difference`, :func:`log_ratio_interval`,
+  :func:`paired_bootstrap`, :func:`sign_flip_test`, and for planning :func:`seeds_needed` and
+  :func:`half_width_at`.
 * Bad input: the project's policy (trace-time checks always; value checks raise
   eagerly and poison outputs with NaN under jit; documented values for degenerate
   input) is written in :mod:`jaxpapers.core.validation`, with its helpers
@@ -68,6 +72,20 @@ from jaxpapers.core.results import (
   read_results,
   save_figure,
   write_results,
+)
+from jaxpapers.core.stats import (
+  BootstrapInterval,
+  LogRatioInterval,
+  SeedsNeeded,
+  SignFlipResult,
+  TInterval,
+  half_width_at,
+  log_ratio_interval,
+  paired_bootstrap,
+  paired_difference,
+  seeds_needed,
+  sign_flip_test,
+  t_interval,
 )
 from jaxpapers.core.sweep import CellStore, Sweep, SweepResult, run_sweep, runs_mesh
 from jaxpapers.core.train import TrainState, train_loop
@@ -122,6 +140,19 @@ __all__ = [
   "scaling_plot",
   "fit_power_law",
   "ci95_halfwidth",
+  # statistics on results: intervals, paired tests, seed counts
+  "t_interval",
+  "paired_difference",
+  "log_ratio_interval",
+  "paired_bootstrap",
+  "sign_flip_test",
+  "seeds_needed",
+  "half_width_at",
+  "TInterval",
+  "LogRatioInterval",
+  "BootstrapInterval",
+  "SignFlipResult",
+  "SeedsNeeded",
   # devices
   "DATA_AXIS",
   "make_mesh",

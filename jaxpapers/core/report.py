@@ -249,6 +249,9 @@ def ci95_halfwidth(x: Any) -> float:
 
   ``s`` is the sample standard deviation (``ddof=1``); for n > 10 the normal quantile 1.96
   stands in for ``t``. Use it for a mean over seeds or splits (``mean ± ci95_halfwidth``).
+  Committed results were judged with this approximation, so it stays as it is; new code should
+  use :func:`jaxpapers.core.stats.t_interval` (exact t quantile for every n, any confidence) or
+  :func:`jaxpapers.core.stats.paired_difference` for two arms run on the same seeds.
 
   Args:
     x: ``[n]`` real values (one per seed, split or paired difference).

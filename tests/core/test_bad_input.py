@@ -13,6 +13,7 @@ from jaxpapers import core
 from tests.bad_input_util import Case, assert_covers, parametrize, run_case
 
 HOST = "host-side (files, configs or devices), never traced"
+STATS = "NumPy/SciPy statistics on results, off the hot path; never traced"
 
 
 @dataclasses.dataclass
@@ -534,6 +535,70 @@ CASES = [
     id="ci95-2d",
   ),
   Case(
+    "core.t_interval",
+    core.t_interval,
+    (np.array([1.0, np.nan, 2.0]),),
+    match=r"x must be finite, got x\[1\] = nan",
+    jit=None,
+    jit_reason=STATS,
+    id="t-interval-nan",
+  ),
+  Case(
+    "core.paired_difference",
+    core.paired_difference,
+    (np.zeros(3), np.zeros(4)),
+    match=r"a and b must be paired .* got 3 and 4 values",
+    jit=None,
+    jit_reason=STATS,
+    id="paired-difference-lengths",
+  ),
+  Case(
+    "core.log_ratio_interval",
+    core.log_ratio_interval,
+    (np.ones(3), np.array([1.0, 0.0, 2.0])),
+    match=r"b must be > 0 for a log-ratio, got b\[1\] = 0.0",
+    jit=None,
+    jit_reason=STATS,
+    id="log-ratio-nonpositive",
+  ),
+  Case(
+    "core.paired_bootstrap",
+    core.paired_bootstrap,
+    (np.zeros((3, 2)), np.zeros((3, 2))),
+    match=r"a must be 1-D \(\[n\], one value per seed or item\), got shape \(3, 2\)",
+    jit=None,
+    jit_reason=STATS,
+    id="paired-bootstrap-2d",
+  ),
+  Case(
+    "core.sign_flip_test",
+    core.sign_flip_test,
+    (np.ones(3),),
+    {"alternative": "bigger"},
+    match=r"alternative must be one of \('two-sided', 'greater', 'less'\)",
+    jit=None,
+    jit_reason=STATS,
+    id="sign-flip-alternative",
+  ),
+  Case(
+    "core.seeds_needed",
+    core.seeds_needed,
+    (0.5, -1.0),
+    match=r"sd must be a finite number > 0, got -1.0",
+    jit=None,
+    jit_reason=STATS,
+    id="seeds-needed-sd",
+  ),
+  Case(
+    "core.half_width_at",
+    core.half_width_at,
+    (10, 1.0, 1.5),
+    match=r"confidence must be a number in \(0, 1\), e.g. 0.95; got 1.5",
+    jit=None,
+    jit_reason=STATS,
+    id="half-width-confidence",
+  ),
+  Case(
     "core.scaling_plot",
     core.scaling_plot,
     ({"ssm": ([1, 2, 4], [1.0, 2.0])},),
@@ -692,6 +757,11 @@ EXEMPT = {
   "SweepResult": "a container returned by Sweep.run, not built by users",
   "reuse_host_memory": "takes no arguments; reports (not raises) when it cannot apply",
   "HostMemory": "the status NamedTuple returned by reuse_host_memory, not built by users",
+  "TInterval": "the frozen result of t_interval / paired_difference, not built by users",
+  "LogRatioInterval": "the frozen result of log_ratio_interval, not built by users",
+  "BootstrapInterval": "the frozen result of paired_bootstrap, not built by users",
+  "SignFlipResult": "the frozen result of sign_flip_test, not built by users",
+  "SeedsNeeded": "the frozen result of seeds_needed, not built by users",
 }
 
 
