@@ -124,17 +124,26 @@ def render_verdicts(root: pathlib.Path) -> str:
       cells = ["no tested claim", "–", "–", "–"]
     else:
       claim = head["claim"]
+      value = claim.get("paper_value")
+      fmt, unit = claim.get("fmt", ".3g"), claim.get("unit", "")
       cells = [
-        f"{claim.get('statement', '')} (`{claim.get('id', '')}`)",
-        report_lib.paper_cell(claim),
+        f"{shorten(claim.get('statement', ''))} (`{claim.get('id', '')}`)",
         report_lib.measured_cell(head),
+        "–" if value is None else claims_lib.format_value(value, fmt, unit),
         report_lib.verdict_text(head),
       ]
     rows.append([f"[{paper}](experiments/{paper}/README.md)", *cells, count_text, desc["status"]])
   return report_lib.markdown_table(
-    ["paper", "headline claim", "paper's number", "measured", "verdict", "all claims", "rules"],
-    rows,
+    ["paper", "headline claim", "measured", "paper", "verdict", "all claims", "rules"], rows
   )
+
+
+def shorten(text: str, width: int = 90) -> str:
+  """``text`` cut at a word boundary to at most ``width`` characters (with an ellipsis)."""
+  text = " ".join(text.split())
+  if len(text) <= width:
+    return text
+  return text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
 def render_claims(root: pathlib.Path, source: str) -> str:

@@ -20,8 +20,8 @@ claims table shows the verdicts of the *committed* default runs
 committed run". Without ``--quick`` the verdicts come from the fresh default runs.
 
 ``--rejudge`` applies the claims of the committed ``claims.lock.json`` (the entry of the
-config that produced each file; and the experiment's one-argument ``train.derived_metrics``,
-if any) to every committed ``results/**/results.json`` with a claims block, and writes the
+config that produced each file; and the experiment's ``train.rejudge_metrics(metrics,
+config)`` or one-argument ``train.derived_metrics``, if any) to every committed ``results/**/results.json`` with a claims block, and writes the
 claims block and the registration status (*rejudged* unless the run was registered under the
 same rules) back into the file; no measured number changes.
 """
@@ -224,21 +224,24 @@ def config_of(rec: dict) -> str | None:
   return match.group(1) if match else None
 
 
-def _derive(train, measured: dict) -> tuple[dict | None, str | None]:
-  """``train.derived_metrics(measured)`` when the experiment has a one-argument version."""
+def _derive(train, metrics: dict, config: dict) -> tuple[dict | None, str | None]:
+  """The derived block recomputed from a committed record's metrics, if the experiment can.
+
+  ``train.rejudge_metrics(metrics, config)`` wins when the experiment defines it (for
+  experiments whose ``derived_metrics`` needs more than the metrics); otherwise a one-argument
+  ``train.derived_metrics(metrics without 'derived')``; otherwise nothing is recomputed.
+  """
   import inspect  # pylint: disable=import-outside-toplevel
 
+  hook = getattr(train, "rejudge_metrics", None)
+  if hook is not None:
+    return hook(metrics, config), f"{train.__name__}.rejudge_metrics"
   fn = getattr(train, "derived_metrics", None)
   if fn is None:
     return None, None
-  params = [
-    p
-    for p in inspect.signature(fn).parameters.values()
-    if p.default is inspect.Parameter.empty
-    and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-  ]
-  if len(params) != 1:
+  if len(inspect.signature(fn).parameters) != 1:  # it needs more than the metrics
     return None, None
+  measured = {k: v for k, v in metrics.items() if k != "derived"}
   return fn(measured), f"{train.__name__}.derived_metrics"
 
 
@@ -285,9 +288,10 @@ def rejudge_file(
       f"(python -m experiments.register {name}) and commit the lock first"
     )
   metrics = dict(rec.get("metrics") or {})
-  measured = {k: v for k, v in metrics.items() if k != "derived"}
   train = _import(package, package_dir, f"{name}.train")
-  derived, derived_by = _derive(train, measured) if train is not None else (None, None)
+  derived, derived_by = (
+    _derive(train, metrics, rec.get("config") or {}) if train is not None else (None, None)
+  )
   if derived is not None:
     metrics["derived"] = results_lib.to_jsonable(derived)
     derived_by = f"metrics.derived computed from the committed metrics by {derived_by}"

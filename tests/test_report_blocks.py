@@ -83,7 +83,7 @@ def test_blocks_are_generated_and_then_up_to_date(tmp_path):
   assert "![curve](results/curve.png)" in text and "gone" not in text
   assert "| gain | held | inconclusive | 2026-12-04 | precondition failed: x |" in text
   top = (root / "README.md").read_text()
-  assert "| [alpha](experiments/alpha/README.md) | alpha gains (`gain`) | - | 0.25 ± 0.05 |" in top
+  assert "| [alpha](experiments/alpha/README.md) | alpha gains (`gain`) | 0.25 ± 0.05 | – |" in top
   assert "| 2 held | rejudged |" in top  # the oracle claim is counted, never the headline
 
 
@@ -127,3 +127,9 @@ def test_malformed_markers_are_errors(tmp_path):
 def test_the_repositorys_readmes_are_up_to_date():
   stale = report.run(check=True)
   assert stale == [], "run python -m experiments.report: " + ", ".join(s.spec for s in stale)
+
+
+def test_shorten_cuts_at_a_word():
+  assert report.shorten("a b c", 10) == "a b c"
+  assert report.shorten("alpha beta, gamma delta", 14) == "alpha beta…"
+  assert len(report.shorten("x " * 100, 90)) <= 90

@@ -337,6 +337,9 @@ def derived_metrics(summary: dict, chance: dict) -> dict:
   if "bow" in summary:
     out["bow_baseline_ht_relation"] = mean(summary["bow"]["clip"]["ht_relation"])
   out["chance_ht_relation"] = chance["relation"]
+  if "cs_ft" in w:  # the method's own accuracy, for the chance guard of the gain claims
+    out["cs_ht_relation"] = mean(w["cs_ft"]["ht_relation"])
+    out["cs_ht_relation_ci"] = core.ci95_halfwidth(w["cs_ft"]["ht_relation"])
   for ref in ("clip_ft", "negclip_ft"):
     if ref in w and "cs_ft" in w:
       for m, name in (("ht_relation", "ht_relation"), ("r1", "r1"), ("ht_entity", "ht_entity")):
@@ -344,6 +347,12 @@ def derived_metrics(summary: dict, chance: dict) -> dict:
         out[f"cs_minus_{ref}_{name}"] = mean(d)
         out[f"cs_minus_{ref}_{name}_ci"] = core.ci95_halfwidth(d)
   return out
+
+
+def rejudge_metrics(metrics: dict, config: dict) -> dict:
+  """The derived block recomputed from a committed run's metrics (for re-judging)."""
+  del config  # everything derived_metrics needs is in the metrics
+  return derived_metrics(metrics["summary"], metrics["chance"])
 
 
 def _chance(data, seed) -> dict:

@@ -216,6 +216,28 @@ def _slopes(cells, cfg, task, cls):
   return np.array([np.polyfit(lw, ys[:, s], 1)[0] for s in range(cfg.seeds)])  # [seeds]
 
 
+def constant_slope(widths, trivial_train_loss: float) -> float:
+  """The width slope of the constant predictor, fitted like :func:`_slopes` (0 up to rounding).
+
+  The constant predictor has the same loss at every width, so any "does not improve with
+  width" rule that it also clears cannot tell a network that plateaus from one that learns
+  nothing: it is the plateau claims' control.
+  """
+  lw = np.log10(np.asarray(widths, np.float64))
+  ys = np.full(lw.shape, np.log10(max(float(trivial_train_loss), 1e-12)))
+  return float(np.polyfit(lw, ys, 1)[0])
+
+
+def rejudge_metrics(metrics: dict, config: dict) -> dict:
+  """The committed derived block with each task's constant-predictor slope (for re-judging)."""
+  derived = dict(metrics["derived"])
+  for task in config["tasks"]:
+    d = dict(derived[task])
+    d["slope_constant"] = constant_slope(config["widths"], d["trivial_train_loss"])
+    derived[task] = d
+  return derived
+
+
 # ----------------------------------------------------------------------------- E3
 
 
@@ -302,6 +324,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         cells[(task, cls, w)] = run_cell(cfg, task, cls, w, data, kind, store)
     slopes = {cls: _slopes(cells, cfg, task, cls) for cls in cfg.classes}
     d = {"trivial_train_loss": trivial[task]}
+    d["slope_constant"] = constant_slope(cfg.widths, trivial[task])
     for cls, s in slopes.items():
       d[f"slope_{cls}"] = float(s.mean())
       d[f"slope_{cls}_std"] = float(s.std(ddof=1)) if len(s) > 1 else 0.0

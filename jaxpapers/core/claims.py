@@ -34,7 +34,9 @@ the setup cannot support; each is declared on the claim, before the run, and the
 ``guard`` field names the one that decided (``'rule'`` when none did):
 
 6. ``requires`` (preconditions): ``[{"metric": path, "op": ">=" | "<=" | ">" | "<", "value":
-   number, "why": text}, ...]``: what must be true for the experiment to be able to test the
+   number, "why": text}, ...]``, each optionally with ``"minus": path`` (then the tested
+   quantity is ``metric - minus``, e.g. the teacher's accuracy minus the trivial
+   predictor's): what must be true for the experiment to be able to test the
    claim at all (the reader answers from the gold evidence, the teacher beats the mean pose).
    If one fails, or its metric is missing, the verdict is **inconclusive** with the reason
    ``precondition failed: <why> (<metric> = <value>)``, whatever the rule said: a setup that
@@ -100,6 +102,7 @@ _OPS = {
   "<": lambda a, b: a < b,
 }
 _REQUIRE_KEYS = ("metric", "op", "value", "why")
+_REQUIRE_OPTIONAL = ("minus",)
 _CONTROL_KEYS = ("metric", "noise")
 _CHANCE_KEYS = ("value", "metric", "noise")
 _RANK = {HELD: 2, PARTLY: 1}
@@ -148,7 +151,7 @@ def _normalise_requires(requires: Any, cid: str) -> tuple[dict[str, Any], ...]:
   for i, r in enumerate(requires):
     where = f"Claim {cid!r}: requires[{i}]"
     r = _plain(r, where)
-    _only_keys(r, _REQUIRE_KEYS, where)
+    _only_keys(r, _REQUIRE_KEYS + _REQUIRE_OPTIONAL, where)
     missing = [k for k in _REQUIRE_KEYS if k not in r]
     if missing:
       raise ValueError(
@@ -158,14 +161,15 @@ def _normalise_requires(requires: Any, cid: str) -> tuple[dict[str, Any], ...]:
       raise ValueError(f"{where}: op must be one of {list(_OPS)}, got {r['op']!r}")
     if not isinstance(r["why"], str) or not r["why"].strip():
       raise ValueError(f"{where}: why must say in words what the precondition shows")
-    out.append(
-      {
-        "metric": _check_path(r["metric"], f"{where}.metric"),
-        "op": r["op"],
-        "value": _check_number(r["value"], f"{where}.value"),
-        "why": r["why"],
-      }
-    )
+    req = {
+      "metric": _check_path(r["metric"], f"{where}.metric"),
+      "op": r["op"],
+      "value": _check_number(r["value"], f"{where}.value"),
+      "why": r["why"],
+    }
+    if r.get("minus") is not None:
+      req["minus"] = _check_path(r["minus"], f"{where}.minus")
+    out.append(req)
   return tuple(out)
 
 
@@ -229,7 +233,7 @@ class Claim:
     noise: half-width of the noise interval: a metric path, a number, or None.
     compare_to: optional metric path of a reference value.
     comparison: ``'difference'`` (metric - reference) or ``'ratio'`` (metric / reference).
-    requires: preconditions ``{metric, op, value, why}`` that show the setup can test the
+    requires: preconditions ``{metric, op, value, why[, minus]}`` that show the setup can test the
       claim; one that fails or is missing makes the verdict inconclusive.
     controls: ``{name: path | {metric, noise}}``: variants judged by the same rule; one that
       clears it makes a held or partly verdict inconclusive (vacuous).
@@ -360,7 +364,8 @@ class Claim:
     if self.noise is not None:
       parts.append(f"noise ± {self.noise}; straddling {floor:g} is inconclusive")
     for r in self.requires:
-      parts.append(f"requires {r['metric']} {r['op']} {r['value']:g}")
+      minus = f" - {r['minus']}" if "minus" in r else ""
+      parts.append(f"requires {r['metric']}{minus} {r['op']} {r['value']:g}")
     if self.controls:
       parts.append(f"controls judged by the same rule: {', '.join(self.controls)}")
     if self.chance is not None:
@@ -538,17 +543,18 @@ def _check_requires(claim: Claim, metrics: Mapping[str, Any]) -> tuple[list[dict
   """Each precondition with its value and ``ok``; the reason of the first that fails."""
   out, failed = [], None
   for r in claim.requires:
+    what = r["metric"] + (f" - {r['minus']}" if "minus" in r else "")
     try:
       v = _number(metrics, r["metric"], "precondition")
+      if "minus" in r:
+        v -= _number(metrics, r["minus"], "precondition reference")
       ok = bool(_OPS[r["op"]](v, r["value"]))
       shown = format_value(v, ".4g")
     except _Missing as e:
       v, ok, shown = None, False, f"missing: {e}"
     out.append({**r, "measured": v, "ok": ok})
     if not ok and failed is None:
-      failed = (
-        f"precondition failed: {r['why']} ({r['metric']} = {shown}; needs {r['op']} {r['value']:g})"
-      )
+      failed = f"precondition failed: {r['why']} ({what} = {shown}; needs {r['op']} {r['value']:g})"
   return out, failed
 
 

@@ -286,3 +286,29 @@ def test_the_table_shows_guards_controls_upper_bounds_and_registration():
     "| with the oracle (`ub`) | - | – | 0.80 | **held** | - | rejudged | abc1234 (2026-12-04) "
     "| def5678 (x) |"
   )
+
+
+def test_a_precondition_may_compare_two_metrics():
+  metrics = dict(
+    METRICS, teacher={"rra": 0.363, "ate": 0.098}, trivial={"rra": 0.378, "ate": 0.038}
+  )
+  ok = dict(metric="m.acc", minus="gold_em", op=">", value=0.5, why="acc above gold EM")
+  assert _judge(requires=[ok]).verdict == cl.HELD  # 0.80 - 0.0 > 0.5
+  v = cl.judge(
+    dict(
+      BASE,
+      requires=[
+        dict(metric="teacher.rra", minus="trivial.rra", op=">", value=0, why="teacher rotates"),
+        dict(metric="trivial.ate", minus="teacher.ate", op=">", value=0, why="teacher tracks"),
+      ],
+    ),
+    metrics,
+  )
+  assert (v.verdict, v.guard) == (cl.INCONCLUSIVE, "requires")
+  assert v.reason.startswith(
+    "precondition failed: teacher rotates (teacher.rra - trivial.rra = -0.015"
+  )
+  assert v.requires[0]["measured"] == pytest.approx(-0.015)
+  assert v.requires[1]["measured"] == pytest.approx(-0.06) and not v.requires[1]["ok"]
+  missing = dict(metric="m.acc", minus="nowhere", op=">", value=0, why="w")
+  assert _judge(requires=[missing]).guard == "requires"

@@ -73,6 +73,10 @@ CLAIMS = (
     direction="higher",
     held=0.0,
     fmt=".3f",
+    # Two-way forced choice: the selector's own accuracy must clear a coin flip.
+    chance=dict(
+      value=0.5, metric="derived.accuracy.distilled", noise="derived.accuracy_ci.distilled"
+    ),
     baselines={
       "no memory": "derived.accuracy.no_memory",
       "all memory": "derived.accuracy.all_memory",
@@ -94,6 +98,7 @@ CLAIMS = (
     direction="higher",
     held=0.0,
     fmt=".3f",
+    oracle=True,  # scores every turn against the reference answer, which a user does not have
     note=f"accuracy of the top-1 Bayes-factor turn minus the {_BASE}; same interval and rule",
   ),
   dict(
@@ -116,6 +121,15 @@ CLAIMS = (
     direction="higher",
     held=-0.03,
     fmt=".3f",
+    requires=[
+      dict(
+        metric="derived.read_fraction.distilled_gated",
+        op="<=",
+        value=0.9,
+        why="the gate closes on some questions (reads on at most 0.9 of them, the bar of "
+        "access_reads_less), so 'no loss' is measured on a gate that acts",
+      )
+    ],
     note="accuracy on preference questions of the gated minus the always-on distilled "
     "selector; held if the whole 95% interval is above -0.03 (3 points)",
   ),
@@ -158,6 +172,15 @@ CLAIMS = (
     direction="higher",
     held=-0.03,
     fmt=".3f",
+    requires=[
+      dict(
+        metric="derived.read_fraction.distilled_placebo_gated",
+        op="<=",
+        value=0.9,
+        why="the gate closes on some questions (reads on at most 0.9 of them, the bar of "
+        "placebo_access_reads_less), so 'no loss' is measured on a gate that acts",
+      )
+    ],
     note="accuracy on preference questions of the placebo-gated minus the always-on distilled "
     "selector; held if the whole 95% interval is above -0.03; same rule as access_no_loss",
   ),

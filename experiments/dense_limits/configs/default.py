@@ -66,6 +66,15 @@ def _task_claims(task, what):
       held=-0.05,
       partly=-0.15,
       fmt="+.3f",
+      controls={
+        # Flat in width by construction: a plateau it shares is not evidence about dense nets.
+        "constant predictor": f"derived.{task}.slope_constant",
+        # Unbounded weights at the same widths: if they plateau too, the target is the limit.
+        "unconstrained MLP": {
+          "metric": f"derived.{task}.slope_plain",
+          "noise": f"derived.{task}.slope_plain_ci95",
+        },
+      },
       note="held if the train error falls by less than 11% per 10x width; " + _SLOPE,
     ),
     dict(

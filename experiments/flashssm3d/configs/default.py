@@ -138,6 +138,28 @@ _SLACK_NOTE = (
   "before the run (m = 0.05 for AUC@30 and delta<1.25, 10% relative for Overall); "
 )
 
+# A student distilled from a teacher can only be judged against that teacher if the teacher
+# sees the cameras: it must beat the input-independent mean-pose predictor on every camera
+# metric (seed means against ground truth), else every distillation claim is untestable.
+_TEACHER_SEES_CAMERAS = [
+  dict(
+    metric=f"teacher_T1/vs_gt/{m}",
+    minus=f"trivial_mean_pose/vs_gt/{m}",
+    op=">",
+    value=0.0,
+    why=f"the teacher beats the mean-pose predictor on {m} (higher is better)",
+  )
+  for m in ("RRA@15", "RTA@15", "AUC@30")
+] + [
+  dict(
+    metric="trivial_mean_pose/vs_gt/ATE",
+    minus="teacher_T1/vs_gt/ATE",
+    op=">",
+    value=0.0,
+    why="the teacher's trajectory error is below the mean-pose predictor's (ATE)",
+  )
+]
+
 CLAIMS = (
   dict(
     id="teacher_beats_trivial",
@@ -166,6 +188,7 @@ CLAIMS = (
     held=0.0,
     partly=-1.0,
     noise="derived/student_reprojection/distill_score/ci95",
+    requires=_TEACHER_SEES_CAMERAS,
     fmt="+.2f",
     baselines={
       "teacher over trivial vs GT (slack)": "derived/teacher_T1/over_trivial_vs_gt",
@@ -192,6 +215,7 @@ CLAIMS = (
     direction="higher",
     held=0.0,
     noise="derived/distill_vs_gt/ci95",
+    requires=_TEACHER_SEES_CAMERAS,
     fmt="+.2f",
     baselines={
       "distilled student AUC@30 vs GT": "student_reprojection/vs_gt/AUC@30",
@@ -224,6 +248,7 @@ CLAIMS = (
     direction="higher",
     held=0.01,
     noise="derived/geometry_minus_regression_AUC/ci95",
+    requires=_TEACHER_SEES_CAMERAS,
     fmt="+.3f",
     note="paired AUC@30 difference against ground truth (same seed and test scenes), one point "
     "or more with the whole 95% CI over seeds",
@@ -238,6 +263,7 @@ CLAIMS = (
     held=0.8,
     partly=0.5,
     noise="derived/student_reprojection/extrap_retained_16/ci95",
+    requires=_TEACHER_SEES_CAMERAS,
     fmt=".2f",
     baselines={"attention teacher": "derived/teacher_T1/extrap_retained_16"},
     note="min over AUC@30 and depth delta<1.25 of (value on 16 views) / (value on the 4 "

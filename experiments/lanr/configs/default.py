@@ -44,6 +44,26 @@ def get_config():
 
 _CI = "; noise = 95% t-interval half-width over seeds"
 
+# The reader must answer from the gold documents before any accuracy or entropy comparison
+# between retrieval policies can mean anything (a reader that never answers ties every
+# policy at EM 0).
+_READER_ANSWERS = (
+  dict(
+    metric="references.gold_docs.em",
+    op=">=",
+    value=0.5,
+    why="the frozen reader answers from the gold documents (gold-context exact match >= 0.5)",
+  ),
+  dict(
+    metric="references.gold_docs.em",
+    minus="references.closed_book.em",
+    op=">=",
+    value=0.3,
+    why="the answers come from the documents, not from the model's memory (gold-context minus "
+    "closed-book exact match >= 0.3)",
+  ),
+)
+
 CLAIMS = (
   dict(
     id="latent_beats_question_query",
@@ -54,6 +74,15 @@ CLAIMS = (
     noise="derived.lanr_minus_bm25_multihop_recall_ci",
     direction="higher",
     held=0.01,
+    requires=[
+      dict(
+        metric="references.bm25_top3.recall_multihop",
+        op=">",
+        value=0.0,
+        why="the question-as-query baseline can retrieve full multi-hop evidence at all (the "
+        "bridge entities appear only in retrieved documents, so a question-only query cannot)",
+      )
+    ],
     unit="support recall",
     fmt=".3f",
     note="support recall (all gold documents retrieved) on the 2- and 3-hop test questions, "
@@ -70,6 +99,7 @@ CLAIMS = (
     direction="higher",
     held=0.5,
     partly=0.1,
+    requires=list(_READER_ANSWERS),
     unit="calls per question",
     fmt=".2f",
     note="3 minus the mean calls of LAnR + control (entropy labels), all test questions" + _CI,
@@ -83,6 +113,8 @@ CLAIMS = (
     noise="derived.em_entropy_control_minus_fixed_ci",
     direction="higher",
     held=-0.02,
+    requires=list(_READER_ANSWERS),
+    controls={"one retrieval call": "derived.trivial_one_call_em_minus_fixed"},
     unit="EM",
     fmt=".3f",
     note="teacher-forced greedy exact match of the answer after the final context, paired "
@@ -98,6 +130,9 @@ CLAIMS = (
     direction="higher",
     held=0.8,
     partly=0.6,
+    chance=0.5,
+    requires=list(_READER_ANSWERS),
+    controls={"documents in context": "sufficiency.docs_in_context_auroc"},
     unit="AUROC",
     fmt=".3f",
     note="AUROC of -H̄ (mean teacher-forced answer entropy of the frozen LM) for sufficiency, "
