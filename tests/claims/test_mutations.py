@@ -1,0 +1,665 @@
+"""Likely mistakes in the claim code are caught by the claim-code tests.
+
+Each :class:`Mutation` names a module, a source snippet that occurs exactly once in it, the
+snippet's broken replacement (a swapped sign, best <-> worst, ln <-> log10, mean <-> median, an
+off-by-one slice, a swapped operand, ...) and the tests of ``tests/claims/`` that must catch it.
+The test compiles the mutated source into a fresh module object (the real module is left
+untouched), runs the named tests against it and asserts that at least one fails. A snippet that
+no longer occurs exactly once fails loudly, so a refactor of the claim code must update this
+list rather than silently leave a mistake untested.
+
+A test function of ``tests/claims/test_<paper>_claim_code.py`` takes the module it checks as
+its only argument, named by a key of that file's ``MODULES`` (``train``, ``e4``, ...). When a
+test checks a module other than the mutated one (``search`` calls ``train``), that module is
+rebuilt from its source with the mutant in place of its import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import importlib.util
+import inspect
+import pathlib
+import sys
+import types
+import warnings
+
+import pytest
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+  paper: str
+  module: str  # dotted module name
+  old: str  # occurs exactly once in the module's source
+  new: str
+  tests: tuple[str, ...]  # test functions of tests/claims/test_<paper>_claim_code.py
+  what: str
+
+  @property
+  def id(self) -> str:
+    return f"{self.paper}: {self.what}"
+
+
+def M(paper, module, old, new, tests, what):  # noqa: N802  (a table row)
+  return Mutation(paper, f"experiments.{paper}.{module}", old, new, tuple(tests), what)
+
+
+MUTATIONS = (
+  # ---------------------------------------------------------------- bayes_memory
+  M(
+    "bayes_memory",
+    "train",
+    "return max(correct[m][P][i].mean() for m in RETRIEVERS)",
+    "return min(correct[m][P][i].mean() for m in RETRIEVERS)",
+    ["test_gain_against_best_retriever"],
+    "compares against the worst retriever instead of the best",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    'g = lambda i: correct["distilled_gated"][P][i].mean() - correct["distilled"][P][i].mean()',
+    'g = lambda i: correct["distilled"][P][i].mean() - correct["distilled_gated"][P][i].mean()',
+    ["test_gated_minus_ungated"],
+    "gated minus ungated with the operands swapped",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    'out["read_fraction"] = {m: float(reads[m].mean()) for m in col}',
+    'out["read_fraction"] = {m: float(reads[m][P].mean()) for m in col}',
+    ["test_read_fraction_is_over_all_questions"],
+    "read fraction over the preference questions only",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    'den = correct["oracle_bf"][P][i].mean() - correct["no_memory"][P][i].mean()',
+    'den = correct["oracle_bf"][P][i].mean()',
+    ["test_distilled_gain_ratio"],
+    "gain ratio without subtracting the no-memory accuracy",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    "lo, hi = np.percentile(vals, [2.5, 97.5])\n  return float((hi - lo) / 2)",
+    "lo, hi = np.percentile(vals, [2.5, 97.5])\n  return float(hi - lo)",
+    ["test_boot_ci_is_half_the_central_95_percent_range"],
+    "bootstrap interval: full width instead of half-width",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    '"oracle_bf": 2 + np.argmax(lbf, axis=1),',
+    '"oracle_bf": 2 + np.argmin(lbf, axis=1),',
+    ["test_choose_contexts"],
+    "oracle Bayes factor picks the worst turn",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    'plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]\n  col["oracle_bf_placebo_gated"]',
+    'plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]\n  col["oracle_bf_placebo_gated"]',
+    ["test_choose_contexts"],
+    "placebo gate measured against no memory instead of the placebo note",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    "correct[m][P][i].mean() - correct[o][P][i].mean()",
+    "correct[o][P][i].mean() - correct[m][P][i].mean()",
+    ["test_greedy_gains"],
+    "greedy gains with the operands swapped",
+  ),
+  # ---------------------------------------------------------------- dense_limits
+  M(
+    "dense_limits",
+    "train",
+    "lw = np.log10(np.asarray(cfg.widths, np.float64))",
+    "lw = np.log(np.asarray(cfg.widths, np.float64))",
+    ["test_slopes_are_log10_log10", "test_task_derived"],
+    "width slope with ln(width) instead of log10(width)",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    'gap = slopes["dense"] - np.min(np.stack(others), axis=0)',
+    'gap = slopes["dense"] - np.max(np.stack(others), axis=0)',
+    ["test_task_derived"],
+    "slope gap against the flatter (worst) other class instead of the steeper",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    "best = int(np.argmin(np.nan_to_num(train.mean(1), nan=np.inf)))",
+    "best = int(np.argmax(np.nan_to_num(train.mean(1), nan=-np.inf)))",
+    ["test_lr_grid_summary_picks_lowest_seed_mean"],
+    "learning rate with the highest train loss",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    "train = np.asarray(train_final).reshape(len(cfg.lrs), cfg.seeds)",
+    "train = np.asarray(train_final).reshape(cfg.seeds, len(cfg.lrs)).T",
+    ["test_lr_grid_summary_picks_lowest_seed_mean"],
+    "runs read seed-major instead of learning-rate major",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    'cut_k = np.array(errs[wmax]["cut"])[:, -1]',
+    'cut_k = np.array(errs[wmax]["cut"])[:, -2]',
+    ["test_compression_derived"],
+    "cut error at the second-largest K (off by one)",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    'c["cut_over_svd_kmax"] = c["cut_err_kmax"] / max(c["svd_err_kmax"], 1e-12)',
+    'c["cut_over_svd_kmax"] = c["svd_err_kmax"] / max(c["cut_err_kmax"], 1e-12)',
+    ["test_compression_derived"],
+    "cut / SVD ratio inverted",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    "fk_bound = bound / math.sqrt(k)",
+    "fk_bound = bound / k",
+    ["test_regularity_summary"],
+    "weak-regularity bound B / K instead of B / sqrt(K)",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    '"min_found_over_bound": float(found.min() / fk_bound)',
+    '"min_found_over_bound": float(found.max() / fk_bound)',
+    ["test_regularity_summary"],
+    "largest instead of smallest cut found",
+  ),
+  # ---------------------------------------------------------------- cs_clip
+  M(
+    "cs_clip",
+    "train",
+    'd = np.asarray(w["cs_ft"][m]) - np.asarray(w[ref][m])',
+    'd = np.asarray(w[ref][m]) - np.asarray(w["cs_ft"][m])',
+    ["test_derived_metrics"],
+    "reference minus CS instead of CS minus reference",
+  ),
+  M(
+    "cs_clip",
+    "train",
+    'key=lambda r: r["seed"],\n      )',
+    "key=lambda r: 0,\n      )",
+    ["test_summarize_orders_every_model_by_seed", "test_derived_metrics"],
+    "fine-tuning runs not ordered by seed (pairs broken)",
+  ),
+  M(
+    "cs_clip",
+    "train",
+    "def mean(x):\n    return float(np.mean(x))",
+    "def mean(x):\n    return float(np.median(x))",
+    ["test_derived_metrics"],
+    "median over seeds instead of the mean",
+  ),
+  # ---------------------------------------------------------------- denseam
+  M(
+    "denseam",
+    "train",
+    "i0 = int(np.argmin(mean[0])) if np.isfinite(mean[0]).any() else None",
+    "i0 = int(np.argmin(mean[-1])) if np.isfinite(mean[0]).any() else None",
+    ["test_setting_summary"],
+    "learning rate tuned at the largest width instead of the smallest",
+  ),
+  M(
+    "denseam",
+    "train",
+    'return float(e.max() / e.min()) if np.all(np.isfinite(e)) else float("inf")',
+    'return float(e.min() / e.max()) if np.all(np.isfinite(e)) else float("inf")',
+    ["test_setting_summary"],
+    "eta* spread min / max instead of max / min",
+  ),
+  M(
+    "denseam",
+    "train",
+    "regret = float(mean[-1, i0] / mean[-1].min() - 1.0)",
+    "regret = float(mean[-1, i0] / mean[-1].max() - 1.0)",
+    ["test_setting_summary"],
+    "regret against the worst learning rate at K_max",
+  ),
+  M(
+    "denseam",
+    "train",
+    "return _finite(loss).mean(-1)",
+    "return np.nanmean(np.asarray(loss, np.float64), -1)",
+    ["test_a_diverged_seed_never_wins"],
+    "a diverged seed dropped from the seed mean instead of making it inf",
+  ),
+  M(
+    "denseam",
+    "train",
+    '_finite(np.asarray(sp["best_loss_per_seed"])[-1]) / np.asarray(hy["best_loss_per_seed"])[-1]',
+    '_finite(np.asarray(sp["best_loss_per_seed"])[0]) / np.asarray(hy["best_loss_per_seed"])[0]',
+    ["test_derived_metrics"],
+    "best-loss ratio at the smallest width instead of the largest",
+  ),
+  M(
+    "denseam",
+    "train",
+    'out[key] = float(ratio.mean()) if finite else float("inf")',
+    'out[key] = float(np.median(ratio)) if finite else float("inf")',
+    ["test_derived_metrics"],
+    "median of the per-seed ratios instead of the mean",
+  ),
+  # ---------------------------------------------------------------- dual_rate
+  M(
+    "dual_rate",
+    "train",
+    'best = min(base_rows, key=lambda r: r["fd_mean"])',
+    'best = max(base_rows, key=lambda r: r["fd_mean"])',
+    ["test_headline_matched_quality", "test_derived_metrics"],
+    "matched quality set by the worst baseline row",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    'target = best["fd_mean"] + best["fd_std"]',
+    'target = best["fd_mean"] - best["fd_std"]',
+    ["test_headline_matched_quality"],
+    "matched-quality target below the best baseline instead of above",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    '"flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"])',
+    '"flop_reduction_at_matched_quality": (cd["mflops_per_sample"] / cb["mflops_per_sample"])',
+    ["test_headline_matched_quality", "test_derived_metrics"],
+    "FLOP reduction inverted",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) > 1)',
+    'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) >= 1)',
+    ["test_headline_ignores_dual_rate_k1"],
+    "dual-rate K = 1 allowed to meet the target",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    'return (worse["fd_mean"] - better["fd_mean"]) / noise',
+    'return (better["fd_mean"] - worse["fd_mean"]) / noise',
+    ["test_gain_in_std_sign", "test_derived_metrics"],
+    "gain in std with the sign flipped",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    'gains.append(_gain_in_std(min(cand, key=lambda c: c["fd_mean"]), r))',
+    'gains.append(_gain_in_std(max(cand, key=lambda c: c["fd_mean"]), r))',
+    ["test_derived_metrics"],
+    "equal-cost gain against the worst competitor",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    "return float(np.median(values)) if values else None",
+    "return float(np.mean(values)) if values else None",
+    ["test_derived_metrics"],
+    "mean over rows instead of the median",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    "fd_std=float(np.std(fds)),",
+    'fd_std=float(np.mean([r["fd_std"] for r in rs])),',
+    ["test_aggregate_rows_over_training_seeds"],
+    "training-seed std replaced by the mean sampling std",
+  ),
+  # ---------------------------------------------------------------- evidence_coverage
+  M(
+    "evidence_coverage",
+    "train",
+    "acc, recall = np.asarray(acc), np.asarray(recall)\n  p = int(np.argmax(acc))",
+    "acc, recall = np.asarray(acc), np.asarray(recall)\n  p = int(np.argmin(acc))",
+    ["test_decline", "test_derived_metrics"],
+    "recall rise measured from the worst k instead of the peak",
+  ),
+  M(
+    "evidence_coverage",
+    "train",
+    "return int(ks[int(np.argmax(acc))])",
+    "return int(ks[int(np.argmin(acc))])",
+    ["test_k_peak_and_within_2x"],
+    "peak budget at the lowest accuracy",
+  ),
+  M(
+    "evidence_coverage",
+    "train",
+    'out["decoupling_fraction_min"] = min(',
+    'out["decoupling_fraction_min"] = max(',
+    ["test_derived_metrics"],
+    "decoupling over the better reader instead of the worse",
+  ),
+  M(
+    "evidence_coverage",
+    "train",
+    'med = int(2 ** np.round(np.median([np.log2(c[r]["k_peak"]) for c in cells])))',
+    'med = int(2 ** np.round(np.mean([np.log2(c[r]["k_peak"]) for c in cells])))',
+    ["test_derived_metrics"],
+    "constant-k baseline from the mean instead of the median peak",
+  ),
+  M(
+    "evidence_coverage",
+    "train",
+    'kept.append((max(c[r][ctrl]["acc"]) - c["prior"]["acc"]) / gain)',
+    'kept.append(max(c[r][ctrl]["acc"]) / gain)',
+    ["test_derived_metrics"],
+    "control gain without subtracting the prior-only accuracy",
+  ),
+  M(
+    "evidence_coverage",
+    "train",
+    "return abs(np.log2(a) - np.log2(b)) <= 1.0 + 1e-9",
+    "return abs(np.log(a) - np.log(b)) <= 1.0 + 1e-9",
+    ["test_k_peak_and_within_2x", "test_derived_metrics"],
+    "within 2x measured in ln instead of log2",
+  ),
+  # ---------------------------------------------------------------- flashssm3d
+  M(
+    "flashssm3d",
+    "train",
+    'best = max(triv) if direction == "higher" else min(triv)',
+    'best = min(triv) if direction == "higher" else max(triv)',
+    ["test_slack_over_trivial", "test_derived_metrics"],
+    "slack over the worst trivial predictor instead of the best",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    "return float(np.clip((ref - x) / max(abs(ref), 1e-12), -10.0, 10.0))",
+    "return float(np.clip((x - ref) / max(abs(ref), 1e-12), -10.0, 10.0))",
+    ["test_gain", "test_derived_metrics"],
+    "error gain with the sign flipped",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    'gap = min(_gain(ev["vs_gt"][k], t[k], dr) / m + 1.0 for k, dr, m in CLAIM_METRICS)',
+    'gap = min(_gain(t[k], ev["vs_gt"][k], dr) / m + 1.0 for k, dr, m in CLAIM_METRICS)',
+    ["test_derived_metrics"],
+    "teacher over student instead of student over teacher",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    "return float(np.mean([_gain(a[k], b[k], d) / m for k, d, m in CLAIM_METRICS]))",
+    "return float(np.median([_gain(a[k], b[k], d) / m for k, d, m in CLAIM_METRICS]))",
+    ["test_derived_metrics", "test_scan_order_derived"],
+    "median instead of the mean over the metrics",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    'd["derived/alternating_vs_best_single"] = float(min(vs))',
+    'd["derived/alternating_vs_best_single"] = float(max(vs))',
+    ["test_scan_order_derived"],
+    "alternating order against the weaker single order",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    'min(ev[k] / max(base[k], 1e-12) for k in ("AUC@30", "depth_delta1.25"))',
+    'max(ev[k] / max(base[k], 1e-12) for k in ("AUC@30", "depth_delta1.25"))',
+    ["test_derived_metrics"],
+    "extrapolation retains the better metric instead of the worse",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    'out[f"{k}/std"] = float(np.std(vals, ddof=1))',
+    'out[f"{k}/std"] = float(np.std(vals))',
+    ["test_aggregate_over_seeds"],
+    "population std over seeds instead of the sample std",
+  ),
+  M(
+    "flashssm3d",
+    "scaling",
+    "m = (v >= min_views) & np.isfinite(y) & (y > 0)",
+    "m = (v > min_views) & np.isfinite(y) & (y > 0)",
+    ["test_fit_exponent"],
+    "exponent fit drops its first view count (off by one)",
+  ),
+  M(
+    "flashssm3d",
+    "scaling",
+    "lx, ly = np.log(v[m]), np.log(y[m])",
+    "lx, ly = np.log10(v[m]), np.log(y[m])",
+    ["test_fit_exponent"],
+    "exponent slope with log10 views against ln times",
+  ),
+  M(
+    "flashssm3d",
+    "scaling",
+    "return float(slope), float(icpt), float(np.sqrt(ssr / (n - 2) / sxx))",
+    "return float(slope), float(icpt), float(np.sqrt(ssr / n / sxx))",
+    ["test_fit_exponent"],
+    "slope stderr with n instead of n - 2 degrees of freedom",
+  ),
+  M(
+    "flashssm3d",
+    "scaling",
+    'out["derived/ssm_minus_attention_exponent"] = a["time_exponent"] - b["time_exponent"]',
+    'out["derived/ssm_minus_attention_exponent"] = b["time_exponent"] - a["time_exponent"]',
+    ["test_scaling_metrics"],
+    "attention minus SSM exponent",
+  ),
+  # ---------------------------------------------------------------- goskills
+  M(
+    "goskills",
+    "train",
+    "for seed in range(cfg.seed, cfg.seed + cfg.seeds):\n    vals = [",
+    "for seed in range(cfg.seeds):\n    vals = [",
+    ["test_per_seed_means", "test_derived_metrics"],
+    "seeds counted from 0 instead of cfg.seed",
+  ),
+  M(
+    "goskills",
+    "train",
+    'pair(f"steps_saving_vs_gos_B{bh}", "goskills", "gos_bundle", bh, "steps", sign=-1.0)',
+    'pair(f"steps_saving_vs_gos_B{bh}", "goskills", "gos_bundle", bh, "steps")',
+    ["test_derived_metrics"],
+    "steps saved with the sign flipped",
+  ),
+  M(
+    "goskills",
+    "train",
+    "triv = np.maximum(",
+    "triv = np.minimum(",
+    ["test_derived_metrics"],
+    "trivial coverage from the worse of random and popular",
+  ),
+  M(
+    "goskills",
+    "train",
+    "ratio = gs / la",
+    "ratio = la / gs",
+    ["test_derived_metrics"],
+    "coverage ratio inverted",
+  ),
+  M(
+    "goskills",
+    "train",
+    'where=lambda c: c["decoy_rate"] == max(cfg.decoy_rate))',
+    'where=lambda c: c["decoy_rate"] == min(cfg.decoy_rate))',
+    ["test_derived_metrics"],
+    "avoid gain at the smallest decoy rate",
+  ),
+  # ---------------------------------------------------------------- lanr
+  M(
+    "lanr",
+    "train",
+    "return _auroc(-np.asarray(h), sufficient)",
+    "return _auroc(np.asarray(h), sufficient)",
+    ["test_entropy_auroc_rewards_low_entropy"],
+    "sufficiency AUROC of high instead of low entropy",
+  ),
+  M(
+    "lanr",
+    "train",
+    '"recall_multihop": agg(m, "recall", hops >= 2),',
+    '"recall_multihop": agg(m, "recall", hops > 2),',
+    ["test_aggregate_methods", "test_derived_metrics"],
+    "multi-hop recall without the 2-hop questions",
+  ),
+  M(
+    "lanr",
+    "train",
+    'saved = _ms([t_max - np.mean(r["entropy_control"]["calls"]) for r in per_seed])',
+    'saved = _ms([t_max - np.mean(r["fixed"]["calls"]) for r in per_seed])',
+    ["test_derived_metrics"],
+    "calls saved by the fixed method instead of the controlled one",
+  ),
+  M(
+    "lanr",
+    "train",
+    'em_diff = _paired(per_seed, "entropy_control", "fixed", "em")',
+    'em_diff = _paired(per_seed, "fixed", "entropy_control", "em")',
+    ["test_derived_metrics"],
+    "fixed minus controlled accuracy",
+  ),
+  M(
+    "lanr",
+    "train",
+    "rnd = [math.comb(n_docs - h, t_max - h) / math.comb(n_docs, t_max) for h in hops]",
+    "rnd = [math.comb(n_docs - h, t_max - h) / math.comb(n_docs, h) for h in hops]",
+    ["test_reference_metrics"],
+    "random-documents recall with the wrong binomial denominator",
+  ),
+)
+
+# The two mistakes that must be caught (they went unnoticed before this file existed).
+REQUIRED = (
+  ("dense_limits", "slope"),
+  ("bayes_memory", "worst retriever"),
+)
+
+
+# --------------------------------------------------------------------------- machinery
+
+
+def _source(name: str) -> tuple[str, str]:
+  spec = importlib.util.find_spec(name)
+  if spec is None or spec.origin is None:
+    raise ModuleNotFoundError(name)
+  return pathlib.Path(spec.origin).read_text(), spec.origin
+
+
+def _build(name: str, source: str, origin: str, inject: dict[str, types.ModuleType]):
+  """A fresh module ``name`` compiled from ``source``, importing ``inject`` in place of the real
+  modules (by name); neither ``sys.modules`` nor any package is left changed."""
+  mod = types.ModuleType(name)
+  mod.__file__ = origin
+  mod.__package__ = name.rpartition(".")[0]
+  saved = {}
+  patched = {**inject, name: mod}
+  try:
+    for dep, m in patched.items():
+      parent, _, leaf = dep.rpartition(".")
+      pkg = sys.modules.get(parent) if parent else None
+      saved[dep] = (sys.modules.get(dep), pkg, getattr(pkg, leaf, None) if pkg else None)
+      sys.modules[dep] = m
+      if pkg is not None:
+        setattr(pkg, leaf, m)
+    exec(compile(source, origin, "exec"), mod.__dict__)
+  finally:
+    for dep, (old, pkg, attr) in saved.items():
+      if old is None:
+        sys.modules.pop(dep, None)
+      else:
+        sys.modules[dep] = old
+      if pkg is not None:
+        leaf = dep.rpartition(".")[2]
+        if attr is None:
+          delattr(pkg, leaf)
+        else:
+          setattr(pkg, leaf, attr)
+  return mod
+
+
+def _mutant(m: Mutation) -> types.ModuleType:
+  src, origin = _source(m.module)
+  n = src.count(m.old)
+  assert n == 1, (
+    f"{m.id}: the snippet must occur exactly once in {m.module}, found {n} times; update "
+    f"MUTATIONS after a refactor of the claim code:\n{m.old}"
+  )
+  return _build(m.module, src.replace(m.old, m.new), origin, {})
+
+
+def _test_file(paper: str) -> types.ModuleType:
+  return importlib.import_module(f"tests.claims.test_{paper}_claim_code")
+
+
+def _test_fn(paper: str, name: str):
+  tf = _test_file(paper)
+  fn = getattr(tf, name, None)
+  assert fn is not None, f"tests/claims/test_{paper}_claim_code.py has no {name}"
+  params = list(inspect.signature(fn).parameters)
+  assert len(params) == 1 and params[0] in tf.MODULES, (
+    f"{name} must take one argument named by MODULES of its file, got {params}"
+  )
+  marks = [mk.name for mk in getattr(fn, "pytestmark", [])]
+  assert "xfail" not in marks, f"{name} is an expected failure: it cannot catch a mutation"
+  return fn, tf.MODULES[params[0]]
+
+
+def _fails(fn, module) -> BaseException | None:
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # a mutant may well divide by zero
+    try:
+      fn(module)
+    except Exception as e:  # noqa: BLE001  (any error of the mutant counts as caught)
+      return e
+  return None
+
+
+@functools.cache
+def _passes_on_real_code(paper: str, name: str) -> bool:
+  fn, target = _test_fn(paper, name)
+  return _fails(fn, importlib.import_module(target)) is None
+
+
+def _module_for(m: Mutation, mutant: types.ModuleType, target: str) -> types.ModuleType:
+  if target == m.module:
+    return mutant
+  src, origin = _source(target)
+  return _build(target, src, origin, {m.module: mutant})
+
+
+# --------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("m", MUTATIONS, ids=lambda m: m.id)
+def test_mutation_is_caught(m: Mutation):
+  mutant = _mutant(m)
+  caught = []
+  for name in m.tests:
+    fn, target = _test_fn(m.paper, name)
+    assert _passes_on_real_code(m.paper, name), f"{name} fails on the real code"
+    err = _fails(fn, _module_for(m, mutant, target))
+    if err is not None:
+      caught.append(name)
+  assert caught, f"no test caught the mutation {m.id!r} of {m.module}: {m.old!r} -> {m.new!r}"
+
+
+def test_the_list_covers_every_paper():
+  root = pathlib.Path(__file__).resolve().parents[2] / "experiments"
+  papers = sorted(p.name for p in root.iterdir() if (p / "configs").is_dir())
+  per = {p: sum(m.paper == p for m in MUTATIONS) for p in papers}
+  assert {p: n for p, n in per.items() if n < 2} == {}, "every paper needs >= 2 mutations"
+  assert len(MUTATIONS) >= 40
+  assert len({(m.module, m.old) for m in MUTATIONS}) == len(MUTATIONS), "duplicate mutation"
+  for paper, words in REQUIRED:
+    assert any(m.paper == paper and words in m.what for m in MUTATIONS), (paper, words)
