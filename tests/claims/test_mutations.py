@@ -44,7 +44,9 @@ class Mutation:
 
 
 def M(paper, module, old, new, tests, what):  # noqa: N802  (a table row)
-  return Mutation(paper, f"experiments.{paper}.{module}", old, new, tuple(tests), what)
+  """A row; ``module`` is relative to ``experiments.<paper>`` unless it is a dotted name."""
+  name = module if "." in module else f"experiments.{paper}.{module}"
+  return Mutation(paper, name, old, new, tuple(tests), what)
 
 
 MUTATIONS = (
@@ -765,6 +767,309 @@ MUTATIONS = (
     ["test_e4_derived_metrics"],
     "dimension ratio at the smallest N instead of the largest",
   ),
+  # ---------------------------------------------------------------- mlaire
+  M(
+    "mlaire",
+    "train",
+    'if abs(mean(A, a, "ndcg") - mean(A, b, "ndcg")) <= ndcg_tie:',
+    'if abs(mean(A, a, "ndcg") - mean(A, b, "ndcg")) > ndcg_tie:',
+    ["test_derived_metrics", "test_no_tie_gives_zero"],
+    "LPR gap over the pairs that do not tie in nDCG",
+  ),
+  M(
+    "mlaire",
+    "train",
+    'strongest = max(natural, key=lambda r: mean(A, r, "sem_at_1"))',
+    'strongest = min(natural, key=lambda r: mean(A, r, "sem_at_1"))',
+    ["test_derived_metrics"],
+    "semantically weakest retriever instead of the strongest",
+  ),
+  M(
+    "mlaire",
+    "train",
+    "ry = np.argsort(np.argsort(y)).astype(np.float64)",
+    "ry = np.argsort(y).astype(np.float64)",
+    ["test_spearman", "test_derived_metrics"],
+    "Spearman with argsort indices instead of ranks",
+  ),
+  M(
+    "mlaire",
+    "train",
+    'diff = np.array(A["e5"]["lpr_strict"]["values"]) - np.array(\n      A["e5_offset"]["lpr_strict"]["values"]\n    )',
+    'diff = np.array(A["e5_offset"]["lpr_strict"]["values"]) - np.array(\n      A["e5"]["lpr_strict"]["values"]\n    )',
+    ["test_derived_metrics"],
+    "offset LPR drop with the operands swapped",
+  ),
+  M(
+    "mlaire",
+    "train",
+    'for j, lab in enumerate(("SpLp", "SpLm", "SmLp", "SmLm")):',
+    'for j, lab in enumerate(("SpLm", "SpLp", "SmLp", "SmLm")):',
+    ["test_summarize"],
+    "four-way fractions mislabelled",
+  ),
+  M(
+    "mlaire",
+    "train",
+    "finite = vals[np.isfinite(vals)]",
+    "finite = vals",
+    ["test_summarize"],
+    "seeds without a value (NaN) kept in the seed mean",
+  ),
+  # ---------------------------------------------------------------- msretrieval
+  M(
+    "msretrieval",
+    "train",
+    'lh = max(hr, key=lambda k: hr[k]["mean"])',
+    'lh = min(hr, key=lambda k: hr[k]["mean"])',
+    ["test_derived_metrics"],
+    "L_H is the objective with the worst HR@1",
+  ),
+  M(
+    "msretrieval",
+    "train",
+    'se_h = np.sqrt((hr[lh]["std"] ** 2 + hr[lt]["std"] ** 2) / n)',
+    'se_h = np.sqrt(hr[lh]["std"] ** 2 + hr[lt]["std"] ** 2)',
+    ["test_derived_metrics"],
+    "standard error of the HR@1 gap without dividing by the seeds",
+  ),
+  M(
+    "msretrieval",
+    "train",
+    "z = float(min(zh, zt))",
+    "z = float(max(zh, zt))",
+    ["test_derived_metrics"],
+    "misalignment from the stronger of the two families",
+  ),
+  M(
+    "msretrieval",
+    "train",
+    'trivial = max(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])',
+    'trivial = min(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])',
+    ["test_derived_metrics"],
+    "method compared with the weaker trivial predictor",
+  ),
+  M(
+    "msretrieval",
+    "train",
+    "float(rj[high].mean() - rj[low].mean()) if high.any() and low.any() else None",
+    "float(rj[low].mean() - rj[high].mean()) if high.any() and low.any() else None",
+    ["test_toy_summary"],
+    "toy regret low minus high sigma_max",
+  ),
+  M(
+    "msretrieval",
+    "train",
+    "s = pos[a[i]] < pos[a[j]]",
+    "s = pos[a[i]] > pos[a[j]]",
+    ["test_kendall", "test_derived_metrics"],
+    "Kendall tau with concordant and discordant swapped",
+  ),
+  # ---------------------------------------------------------------- panda
+  M(
+    "panda",
+    "train",
+    "ci = 1.96 * float(np.std(deltas, ddof=1)) / np.sqrt(n) if n >= 2 else None",
+    "ci = 1.96 * float(np.std(deltas)) / np.sqrt(n) if n >= 2 else None",
+    ["test_derived_metrics"],
+    "headline interval from the population std",
+  ),
+  M(
+    "panda",
+    "train",
+    'cells[p + "|panda"]["test_mean"] - cells[f"{p}|{arm}"]["test_mean"]',
+    'cells[f"{p}|{arm}"]["test_mean"] - cells[p + "|panda"]["test_mean"]',
+    ["test_derived_metrics"],
+    "ablation minus PANDA",
+  ),
+  M(
+    "panda",
+    "train",
+    'deltas[b].append(p["test_mean"] - v["test_mean"])',
+    'deltas[b].append(v["test_mean"] - p["test_mean"])',
+    ["test_table_summary"],
+    "vanilla minus PANDA in the headline",
+  ),
+  M(
+    "panda",
+    "train",
+    "half = float(sps.t.ppf(0.975, r - 1) * d.std(ddof=1) / np.sqrt(r)) if r >= 2 else None",
+    "half = float(sps.t.ppf(0.975, r) * d.std(ddof=1) / np.sqrt(r)) if r >= 2 else None",
+    ["test_pair_statistics"],
+    "paired t interval with r instead of r - 1 degrees of freedom",
+  ),
+  M(
+    "panda",
+    "train",
+    'return max(sweep, key=lambda z: np.mean(z["val"]))',
+    'return min(sweep, key=lambda z: np.mean(z["val"]))',
+    ["test_best_point_by_validation"],
+    "sweep point with the worst validation accuracy",
+  ),
+  M(
+    "panda",
+    "search",
+    "return int(np.flatnonzero(means >= means.max() - 1e-9)[0])",
+    "return int(np.flatnonzero(means >= means.max() - 1e-9)[-1])",
+    ["test_search_select"],
+    "the last tied trial instead of the first",
+  ),
+  M(
+    "panda",
+    "search",
+    "split_test=(test.mean(0) / 100).tolist(),",
+    "split_test=(test.mean(1) / 100).tolist(),",
+    ["test_search_final_cell"],
+    "per-split accuracy averaged over the wrong axis",
+  ),
+  M(
+    "panda",
+    "search",
+    'p: finals[p + "|panda"]["test_mean"] - finals[p + "|vanilla"]["test_mean"] for p in pairs',
+    'p: finals[p + "|vanilla"]["test_mean"] - finals[p + "|panda"]["test_mean"] for p in pairs',
+    ["test_search_improvement"],
+    "search headline vanilla minus PANDA",
+  ),
+  # ---------------------------------------------------------------- soda
+  M(
+    "soda",
+    "train",
+    'return (max if higher_is_better else min)(cand, key=lambda r: r["metric"])',
+    'return (min if higher_is_better else max)(cand, key=lambda r: r["metric"])',
+    ["test_best", "test_claims_per_horizon"],
+    "best run is the worst",
+  ),
+  M(
+    "soda",
+    "train",
+    'gap = sign * (s["metric"] - b["metric"])  # > 0: SODA better',
+    'gap = s["metric"] - b["metric"]  # > 0: SODA better',
+    ["test_claims_per_horizon", "test_derived_metrics"],
+    "gap not signed by the metric's direction",
+  ),
+  M(
+    "soda",
+    "train",
+    'out[f"{task}_{base}_worst_gap_in_std"] = min(c["gap_in_seed_std"] for c in cs)',
+    'out[f"{task}_{base}_worst_gap_in_std"] = max(c["gap_in_seed_std"] for c in cs)',
+    ["test_derived_metrics"],
+    "best horizon's gap instead of the worst",
+  ),
+  M(
+    "soda",
+    "train",
+    '"penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),',
+    '"penalty_at_longest_in_std": penalty(t_l, bl, bl["wd"]),',
+    ["test_wd_transfer", "test_derived_metrics"],
+    "transfer penalty with the longest horizon's own weight decay",
+  ),
+  M(
+    "soda",
+    "train",
+    "main = nll if use_nll else acc",
+    "main = acc if use_nll else nll",
+    ["test_summaries"],
+    "claim metric NLL and accuracy swapped",
+  ),
+  M(
+    "soda",
+    "train",
+    'return task == "digits" and tcfg.get("metric", "accuracy") == "accuracy"',
+    'return task == "digits"',
+    ["test_higher_is_better"],
+    "digits NLL treated as higher-is-better",
+  ),
+  # ---------------------------------------------------------------- sola
+  M(
+    "sola",
+    "train",
+    'best = min(base, key=lambda m: bpb(m)["mean"])',
+    'best = max(base, key=lambda m: bpb(m)["mean"])',
+    ["test_derived_metrics"],
+    "SOLA compared with the worst cross-tokenizer baseline",
+  ),
+  M(
+    "sola",
+    "train",
+    'noise = 2.0 * float(np.sqrt((a["std"] ** 2 + b["std"] ** 2) / n_seeds))',
+    'noise = 2.0 * float(np.sqrt((a["std"] ** 2 + b["std"] ** 2)))',
+    ["test_derived_metrics"],
+    "noise half-width without dividing by the seeds",
+  ),
+  M(
+    "sola",
+    "train",
+    'd, h = diff(sola, bpb("ce"))',
+    'd, h = diff(bpb("ce"), sola)',
+    ["test_derived_metrics"],
+    "CE-only minus SOLA",
+  ),
+  M(
+    "sola",
+    "train",
+    "return slice(i * seeds, (i + 1) * seeds)",
+    "return slice(i * seeds + 1, (i + 1) * seeds + 1)",
+    ["test_method_rows_and_group_hparams"],
+    "method rows shifted by one seed",
+  ),
+  # ---------------------------------------------------------------- sscl
+  M(
+    "sscl",
+    "train",
+    'singles = np.maximum(summary["cisc_only"]["miou"], summary["sgsr_only"]["miou"])',
+    'singles = np.minimum(summary["cisc_only"]["miou"], summary["sgsr_only"]["miou"])',
+    ["test_derived_metrics"],
+    "SSCL against the worse single objective",
+  ),
+  M(
+    "sscl",
+    "train",
+    "d = np.asarray(summary[a][metric]) - np.asarray(summary[b][metric])",
+    "d = np.asarray(summary[b][metric]) - np.asarray(summary[a][metric])",
+    ["test_derived_metrics"],
+    "paired differences with the operands swapped",
+  ),
+  M(
+    "sscl",
+    "train",
+    'rs = sorted([r for r in grid["finetune"] if r["arm"] == a], key=lambda r: r["seed"])',
+    'rs = [r for r in grid["finetune"] if r["arm"] == a]',
+    ["test_summarize_orders_by_seed", "test_derived_metrics"],
+    "arms not ordered by seed (pairs broken)",
+  ),
+  M(
+    "sscl",
+    "train",
+    '"refine": {"miou": [r["evals"]["miou_refine"] for r in pre]},',
+    '"refine": {"miou": [r["evals"]["miou"] for r in pre]},',
+    ["test_summarize_orders_by_seed", "test_derived_metrics"],
+    "training-free refinement read from the raw readout",
+  ),
+  M(
+    "sscl",
+    "train",
+    'out["majority_miou"] = miou(np.full_like(tgt, counts.argmax()))',
+    'out["majority_miou"] = miou(np.full_like(tgt, counts.argmin()))',
+    ["test_trivial_baselines"],
+    "majority baseline predicts the rarest class",
+  ),
+  # ---------------------------------------------------------------- core (shared noise)
+  M(
+    "core",
+    "jaxpapers.core.report",
+    "return float(_T975.get(n, 1.96) * a.std(ddof=1) / math.sqrt(n))",
+    "return float(_T975.get(n, 1.96) * a.std() / math.sqrt(n))",
+    ["test_ci95_halfwidth"],
+    "95% half-width from the population std",
+  ),
+  M(
+    "core",
+    "jaxpapers.core.report",
+    "return float(_T975.get(n, 1.96) * a.std(ddof=1) / math.sqrt(n))",
+    "return float(_T975.get(n - 1, 1.96) * a.std(ddof=1) / math.sqrt(n))",
+    ["test_ci95_halfwidth"],
+    "t quantile looked up one sample size off",
+  ),
 )
 
 # The two mistakes that must be caught (they went unnoticed before this file existed).
@@ -888,6 +1193,6 @@ def test_the_list_covers_every_paper():
   per = {p: sum(m.paper == p for m in MUTATIONS) for p in papers}
   assert {p: n for p, n in per.items() if n < 2} == {}, "every paper needs >= 2 mutations"
   assert len(MUTATIONS) >= 40
-  assert len({(m.module, m.old) for m in MUTATIONS}) == len(MUTATIONS), "duplicate mutation"
+  assert len({(m.module, m.old, m.new) for m in MUTATIONS}) == len(MUTATIONS), "duplicate"
   for paper, words in REQUIRED:
     assert any(m.paper == paper and words in m.what for m in MUTATIONS), (paper, words)
