@@ -99,6 +99,25 @@ def test_headline_ignores_dual_rate_k1(train):
   assert h["flop_reduction_at_matched_quality"] == pytest.approx(100.0 / 60.0)
 
 
+def test_headline_with_several_samplers(train):
+  # The target is the best row over every named baseline method (here the Heun row, 3.0 +- 0.2),
+  # met by the cheapest K > 1 row of any named dual-rate method.
+  rows = _rows() + [
+    _row("baseline/heun", 20, None, 3.0, 0.2, 300.0),
+    _row("dual-rate/heun", 20, 2, 3.1, 0.2, 120.0),
+  ]
+  h = train._headline(
+    rows,
+    FLOPS,
+    base_methods=("baseline", "baseline/heun"),
+    dual_methods=("dual-rate", "dual-rate/heun"),
+  )
+  assert h["target_fd"] == pytest.approx(3.2)
+  assert h["baseline_cheapest_at_target"]["method"] == "baseline/heun"
+  assert h["dual_rate_cheapest_at_target"]["mflops_per_sample"] == 120.0
+  assert h["flop_reduction_at_matched_quality"] == pytest.approx(300.0 / 120.0)
+
+
 def test_derived_metrics(train):
   rows = _rows()
   m = {

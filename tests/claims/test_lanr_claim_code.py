@@ -62,11 +62,11 @@ def test_reference_metrics(train):
   assert refs["gold_docs"]["em"] == pytest.approx(0.75)
 
 
-def test_derived_metrics(train):
+def test_claim_values(train):
   per_seed = _per_seed(train)
   methods = train.aggregate_methods(per_seed, HOPS)
   refs = train.reference_metrics(_ref(), per_seed, HOPS, 3, 5)
-  d = train.derived_metrics(per_seed, methods, refs, {"entropy_auroc": 0.7}, 3)
+  d = train.claim_values(per_seed, methods, refs, {"entropy_auroc": 0.7}, 3)
   assert d["lanr_minus_bm25_multihop_recall"] == pytest.approx(2 / 3 - 1 / 3)
   assert d["lanr_minus_bm25_multihop_recall_ci"] == pytest.approx(T2 * (2 / 3) / 2)
   # t_max - mean calls per seed: 3 - 2, 3 - 1.5.
@@ -85,3 +85,14 @@ def test_entropy_auroc_rewards_low_entropy(train):
   # 3 of the 4 (sufficient, insufficient) pairs have the lower entropy on the sufficient side.
   got = train._entropy_auroc(np.array([0.1, 0.5, 0.9, 0.6]), np.array([1, 0, 0, 1]))
   assert got == pytest.approx(0.75)
+
+
+def test_rule_outcomes(train):
+  doc_ids = np.array([[3, 1, 2], [0, 4, 5], [7, 8, 9]])
+  gold = [[1, 3], [4, 9], [7]]
+  # EM after k = 0 (closed book), 1, 2, 3 calls.
+  correct = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 1]], bool)
+  out = train._rule_outcomes(np.array([2, 5, 1]), doc_ids, gold, correct, 3)
+  assert out["calls"] == [2.0, 3.0, 1.0]  # 5 calls capped at t_max = 3
+  assert out["recall"] == [1.0, 0.0, 1.0]  # {3, 1} holds {1, 3}; {0, 4, 5} lacks 9
+  assert out["em"] == [1.0, 0.0, 0.0]  # EM after 2, 3 and 1 calls

@@ -14,10 +14,29 @@ def _train():
 
 
 def test_collapse_k(train):
-  curve = {"ks": [1, 2, 4, 8], "baseline": {"mean": 0.8}, "d": {"mean": [0.7, 0.4, 0.3, 0.1]}}
-  assert train._collapse_k(curve, "d") == 4  # first score strictly below 0.4 (0.4 is not)
+  curve = {"ks": [1, 2, 4, 8], "baseline": {"mean": 0.8}, "d": {"mean": [0.7, 0.45, 0.3, 0.1]}}
+  assert train._collapse_k(curve, "d") == 4  # the first score below half the baseline (0.4)
   curve["d"]["mean"] = [0.8, 0.8, 0.5, 0.45]
   assert train._collapse_k(curve, "d") is None
+
+
+@pytest.mark.xfail(
+  strict=True,
+  reason="the toy track's collapse k needs a score strictly below half the baseline, while the "
+  "real tracks' collapse index (and the claims' notes: 'halving', '<= half') count a score "
+  "exactly at half; toy accuracies are fractions of a few probes, so exact halves happen",
+)
+def test_collapse_k_at_exactly_half(train):
+  curve = {"ks": [1, 2, 4, 8], "baseline": {"mean": 0.8}, "d": {"mean": [0.7, 0.4, 0.3, 0.1]}}
+  assert train._collapse_k(curve, "d") == 2
+
+
+def test_ablated_probes(train):
+  # Answered = ROUGE-1 recall of the answer in the unablated generation >= 0.5.
+  answers = ["the eiffel tower", "big ben", "colosseum", "louvre"]
+  texts = ["it is the eiffel tower", "no idea", "the colosseum", "the louvre museum"]
+  np.testing.assert_array_equal(train._ablated_probes(answers, texts), [0, 2, 3])
+  np.testing.assert_array_equal(train._ablated_probes(answers, texts, 3), [0, 2])  # items 0..2
 
 
 def test_collapse_index(train):

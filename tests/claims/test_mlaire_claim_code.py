@@ -48,6 +48,18 @@ def test_spearman(train):
   assert math.isnan(train._spearman([1.0, 2.0], [2.0, 1.0]))
 
 
+@pytest.mark.xfail(
+  strict=True,
+  reason="_spearman ranks by argsort(argsort(.)), which breaks ties by position instead of "
+  "averaging them, so with tied values it is not Spearman's rho and depends on the order of "
+  "the retrievers (the committed run has a tie in (S-, L+) on pool C: 0.750 vs rho = 0.739)",
+)
+def test_spearman_with_ties(train):
+  # Average ranks of (1, 1, 2) are (0.5, 0.5, 2): rho = corr((0, 1, 2), (0.5, 0.5, 2)) = sqrt(3)/2.
+  assert train._spearman([1.0, 2.0, 3.0], [1.0, 1.0, 2.0]) == pytest.approx(math.sqrt(3) / 2)
+  assert train._spearman([2.0, 1.0, 3.0], [1.0, 1.0, 2.0]) == pytest.approx(math.sqrt(3) / 2)
+
+
 def _cell(**means):
   out = {k: {"mean": v} for k, v in means.items()}
   return out

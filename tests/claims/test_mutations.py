@@ -512,7 +512,7 @@ MUTATIONS = (
     "train",
     '"recall_multihop": agg(m, "recall", hops >= 2),',
     '"recall_multihop": agg(m, "recall", hops > 2),',
-    ["test_aggregate_methods", "test_derived_metrics"],
+    ["test_aggregate_methods", "test_claim_values"],
     "multi-hop recall without the 2-hop questions",
   ),
   M(
@@ -520,7 +520,7 @@ MUTATIONS = (
     "train",
     'saved = _ms([t_max - np.mean(r["entropy_control"]["calls"]) for r in per_seed])',
     'saved = _ms([t_max - np.mean(r["fixed"]["calls"]) for r in per_seed])',
-    ["test_derived_metrics"],
+    ["test_claim_values"],
     "calls saved by the fixed method instead of the controlled one",
   ),
   M(
@@ -528,7 +528,7 @@ MUTATIONS = (
     "train",
     'em_diff = _paired(per_seed, "entropy_control", "fixed", "em")',
     'em_diff = _paired(per_seed, "fixed", "entropy_control", "em")',
-    ["test_derived_metrics"],
+    ["test_claim_values"],
     "fixed minus controlled accuracy",
   ),
   M(
@@ -1069,6 +1069,39 @@ MUTATIONS = (
     "return float(_T975.get(n - 1, 1.96) * a.std(ddof=1) / math.sqrt(n))",
     ["test_ci95_halfwidth"],
     "t quantile looked up one sample size off",
+  ),
+  # ---------------------------------------------------------------- more: per-question outcomes
+  M(
+    "lanr",
+    "train",
+    '"em": np.asarray(correct)[np.arange(len(n)), n].astype(float).tolist(),',
+    '"em": np.asarray(correct)[np.arange(len(n)), n - 1].astype(float).tolist(),',
+    ["test_rule_outcomes"],
+    "accuracy read one call early (off by one)",
+  ),
+  M(
+    "lanr",
+    "train",
+    "float(set(g) <= set(d[:k].tolist()))",
+    "float(set(g) <= set(d[: k - 1].tolist()))",
+    ["test_rule_outcomes"],
+    "support recall over one document too few",
+  ),
+  M(
+    "locos",
+    "train",
+    "return ok[ok < n] if n else ok",
+    "return ok[ok <= n] if n else ok",
+    ["test_ablated_probes"],
+    "filtered protocol keeps one item too many",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    'base_rows = [r for r in rows if r["method"] in base_methods]',
+    'base_rows = [r for r in rows if r["method"] == base_methods[0]]',
+    ["test_headline_with_several_samplers"],
+    "matched-quality target from the first baseline sampler only",
   ),
 )
 
