@@ -162,6 +162,31 @@ def compression_errors(model, cfg, xte, key):
 # ----------------------------------------------------------------------------- E1 cells
 
 
+def lr_grid_summary(train_final, test_final, cfg) -> tuple[dict, int]:
+  """The learning rate with the lowest seed-mean final train loss, and its losses per seed.
+
+  Args:
+    train_final: ``[len(cfg.lrs) * cfg.seeds]`` final train losses, learning-rate major (the
+      sweep's run order: every seed of the first learning rate, then of the second, ...).
+    test_final: the same for the test loss.
+    cfg: the config (``lrs``, ``seeds``).
+
+  Returns:
+    ``({"train", "test": [lrs][seeds], "best_lr", "best_train", "best_test": [seeds]}, best)``
+    with ``best`` the chosen learning rate's index (a NaN seed mean never wins).
+  """
+  train = np.asarray(train_final).reshape(len(cfg.lrs), cfg.seeds)
+  test = np.asarray(test_final).reshape(len(cfg.lrs), cfg.seeds)
+  best = int(np.argmin(np.nan_to_num(train.mean(1), nan=np.inf)))
+  return {
+    "train": train.tolist(),
+    "test": test.tolist(),
+    "best_lr": float(cfg.lrs[best]),
+    "best_train": train[best].tolist(),
+    "best_test": test[best].tolist(),
+  }, best
+
+
 def run_cell(cfg, task, cls, width, data, kind, store):
   name = f"{task}/{cls}/w{width}"
 
@@ -183,17 +208,8 @@ def run_cell(cfg, task, cls, width, data, kind, store):
       desc=name,
       show_progress=False,
     )
-    train = np.asarray(res.evals["train"][:, -1]).reshape(len(cfg.lrs), cfg.seeds)
-    test = np.asarray(res.evals["test"][:, -1]).reshape(len(cfg.lrs), cfg.seeds)
-    best = int(np.argmin(np.nan_to_num(train.mean(1), nan=np.inf)))
-    value = {
-      "train": train.tolist(),
-      "test": test.tolist(),
-      "best_lr": float(cfg.lrs[best]),
-      "best_train": train[best].tolist(),
-      "best_test": test[best].tolist(),
-      "seconds": time.time() - t0,
-    }
+    value, best = lr_grid_summary(res.evals["train"][:, -1], res.evals["test"][:, -1], cfg)
+    value["seconds"] = time.time() - t0
     if cls == "dense" and task == "bumps" and cfg.depth >= 2 and width >= cfg.compress_min_width:
       errs = []
       for s in range(cfg.seeds):
@@ -246,8 +262,6 @@ def regularity_checks(cfg, key):
   k1, k2, k3 = jax.random.split(key, 3)
   w = b * jnp.where(jax.random.bernoulli(k1, 0.5, (cfg.fk_size, cfg.fk_size)), 1.0, -1.0)
   _, trace = D.fk_decompose(w, cfg.fk_k, k2, restarts=32, iters=10)
-  found = np.asarray(trace.cut_found)
-  bound = b / math.sqrt(cfg.fk_k)
   rows = []
   for i in range(cfg.exact_trials):
     kk = jax.random.fold_in(k3, i)
@@ -258,11 +272,27 @@ def regularity_checks(cfg, key):
     rows.append(
       {"exact": exact, "lb": lb, "sdp_lower": float(sdp.lower), "sdp_upper": float(sdp.upper)}
     )
+  return regularity_summary(trace.cut_found, trace.frob_sq, b, cfg.fk_k, rows)
+
+
+def regularity_summary(cut_found, frob_sq, bound: float, k: int, rows: list[dict]) -> dict:
+  """E3's numbers from the Frieze-Kannan trace and the cut-norm estimator rows (pure).
+
+  Args:
+    cut_found: ``[k]`` cut norm of the residual found at each step of the decomposition.
+    frob_sq: ``[k]`` squared Frobenius norm of the residual at each step.
+    bound: the entry bound B of the decomposed matrix.
+    k: the number of cut terms; the weak-regularity bound on the residual's cut norm is
+      ``B / sqrt(k)``.
+    rows: per random matrix ``{"exact", "lb", "sdp_lower", "sdp_upper"}`` cut norms.
+  """
+  found = np.asarray(cut_found)
+  fk_bound = bound / math.sqrt(k)
   return {
     "fk_found": found.tolist(),
-    "fk_frob_sq": np.asarray(trace.frob_sq).tolist(),
-    "fk_bound": bound,
-    "min_found_over_bound": float(found.min() / bound),
+    "fk_frob_sq": np.asarray(frob_sq).tolist(),
+    "fk_bound": fk_bound,
+    "min_found_over_bound": float(found.min() / fk_bound),
     "exact_vs_estimators": rows,
     "lb_over_exact_min": float(min(r["lb"] / r["exact"] for r in rows)),
     "sdp_bracket_holds": all(
@@ -270,6 +300,74 @@ def regularity_checks(cfg, key):
     ),
     "sdp_upper_over_lower_max": float(max(r["sdp_upper"] / r["sdp_lower"] for r in rows)),
   }
+
+
+# ----------------------------------------------------------------------------- claims
+
+
+def task_derived(cells, cfg, task: str, trivial: float) -> dict:
+  """E1's claim values of one task from its cells (pure, JSON in/out).
+
+  Per class: the per-seed log10-log10 slopes of train loss against width (:func:`_slopes`),
+  their mean, std and 95% half-width; ``slope_gap`` = per seed, the dense slope minus the
+  smaller (steeper) of the sparse and plain slopes, its mean and 95% half-width;
+  ``widest_train`` = each class's seed-mean train loss at the largest width;
+  ``slope_constant`` = the constant predictor's slope (:func:`constant_slope`, the plateau
+  claims' control).
+
+  Args:
+    cells: ``{(task, class, width): run_cell value}``.
+    cfg: the config (``classes``, ``widths``, ``seeds``).
+    task: the task name.
+    trivial: the constant predictor's train loss (reported beside the slopes).
+  """
+  slopes = {cls: _slopes(cells, cfg, task, cls) for cls in cfg.classes}
+  d = {"trivial_train_loss": trivial, "slope_constant": constant_slope(cfg.widths, trivial)}
+  for cls, s in slopes.items():
+    d[f"slope_{cls}"] = float(s.mean())
+    d[f"slope_{cls}_std"] = float(s.std(ddof=1)) if len(s) > 1 else 0.0
+    d[f"slope_{cls}_ci95"] = core.ci95_halfwidth(s)
+  others = [slopes[c] for c in ("sparse", "plain") if c in slopes]
+  if "dense" in slopes and others:
+    gap = slopes["dense"] - np.min(np.stack(others), axis=0)
+    d["slope_gap"] = float(gap.mean())
+    d["slope_gap_ci95"] = core.ci95_halfwidth(gap)
+  d["widest_train"] = {
+    cls: float(np.mean(cells[(task, cls, cfg.widths[-1])]["best_train"])) for cls in cfg.classes
+  }
+  return d
+
+
+def compression_derived(cells, cfg) -> dict | None:
+  """E2's claim values from the dense bump cells that were compressed (None: none were).
+
+  Errors are each method's relative output error at the largest K (the last column), seed
+  means; ``width_ratio_kmax`` compares the widest with the narrowest compressed width.
+  """
+  comp_widths = [w for w in cfg.widths if "compression" in cells.get(("bumps", "dense", w), {})]
+  if not comp_widths:
+    return None
+  wmax, wmin = comp_widths[-1], comp_widths[0]
+  errs = {w: cells[("bumps", "dense", w)]["compression"] for w in comp_widths}
+  cut_k = np.array(errs[wmax]["cut"])[:, -1]
+  c = {
+    "widths": comp_widths,
+    "ks": list(cfg.compress_ks),
+    "cut_err_kmax": float(cut_k.mean()),
+    "cut_err_kmax_std": float(cut_k.std(ddof=1)) if len(cut_k) > 1 else 0.0,
+    "svd_err_kmax": float(np.mean(np.array(errs[wmax]["svd"])[:, -1])),
+    "random_err_kmax": float(np.mean(np.array(errs[wmax]["random"])[:, -1])),
+    "constant_err": 1.0,
+  }
+  c["random_over_cut_kmax"] = c["random_err_kmax"] / max(c["cut_err_kmax"], 1e-12)
+  c["cut_over_svd_kmax"] = c["cut_err_kmax"] / max(c["svd_err_kmax"], 1e-12)
+  c["width_ratio_kmax"] = c["cut_err_kmax"] / max(
+    float(np.mean(np.array(errs[wmin]["cut"])[:, -1])), 1e-12
+  )
+  c["per_width"] = {
+    str(w): {m: np.mean(np.array(v), 0).tolist() for m, v in errs[w].items()} for w in comp_widths
+  }
+  return c
 
 
 # ----------------------------------------------------------------------------- main
@@ -322,47 +420,14 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     for cls in cfg.classes:
       for w in cfg.widths:
         cells[(task, cls, w)] = run_cell(cfg, task, cls, w, data, kind, store)
-    slopes = {cls: _slopes(cells, cfg, task, cls) for cls in cfg.classes}
-    d = {"trivial_train_loss": trivial[task]}
-    d["slope_constant"] = constant_slope(cfg.widths, trivial[task])
-    for cls, s in slopes.items():
-      d[f"slope_{cls}"] = float(s.mean())
-      d[f"slope_{cls}_std"] = float(s.std(ddof=1)) if len(s) > 1 else 0.0
-      d[f"slope_{cls}_ci95"] = core.ci95_halfwidth(s)
-    others = [slopes[c] for c in ("sparse", "plain") if c in slopes]
-    if "dense" in slopes and others:
-      gap = slopes["dense"] - np.min(np.stack(others), axis=0)
-      d["slope_gap"] = float(gap.mean())
-      d["slope_gap_ci95"] = core.ci95_halfwidth(gap)
-    d["widest_train"] = {
-      cls: float(np.mean(cells[(task, cls, cfg.widths[-1])]["best_train"])) for cls in cfg.classes
-    }
-    derived[task] = d
+    derived[task] = task_derived(cells, cfg, task, trivial[task])
 
   # E2: compression of the dense bump nets.
   comp_curves = {}
-  comp_widths = [w for w in cfg.widths if "compression" in cells.get(("bumps", "dense", w), {})]
-  if comp_widths:
-    wmax, wmin = comp_widths[-1], comp_widths[0]
-    errs = {w: cells[("bumps", "dense", w)]["compression"] for w in comp_widths}
-    cut_k = np.array(errs[wmax]["cut"])[:, -1]
-    c = {
-      "widths": comp_widths,
-      "ks": list(cfg.compress_ks),
-      "cut_err_kmax": float(cut_k.mean()),
-      "cut_err_kmax_std": float(cut_k.std(ddof=1)) if len(cut_k) > 1 else 0.0,
-      "svd_err_kmax": float(np.mean(np.array(errs[wmax]["svd"])[:, -1])),
-      "random_err_kmax": float(np.mean(np.array(errs[wmax]["random"])[:, -1])),
-      "constant_err": 1.0,
-    }
-    c["random_over_cut_kmax"] = c["random_err_kmax"] / max(c["cut_err_kmax"], 1e-12)
-    c["cut_over_svd_kmax"] = c["cut_err_kmax"] / max(c["svd_err_kmax"], 1e-12)
-    c["width_ratio_kmax"] = c["cut_err_kmax"] / max(
-      float(np.mean(np.array(errs[wmin]["cut"])[:, -1])), 1e-12
-    )
-    c["per_width"] = {
-      str(w): {m: np.mean(np.array(v), 0).tolist() for m, v in errs[w].items()} for w in comp_widths
-    }
+  c = compression_derived(cells, cfg)
+  if c is not None:
+    wmax, wmin = c["widths"][-1], c["widths"][0]
+    errs = {w: cells[("bumps", "dense", w)]["compression"] for w in c["widths"]}
     derived["compression"] = c
     for m in ("cut", "svd", "random"):
       comp_curves[f"{m}, width {wmax}"] = (cfg.compress_ks, np.array(errs[wmax][m]))

@@ -132,7 +132,7 @@ def run_cell(cfg: Config, s_x: float, s_w: float, seed: int) -> dict:
           "mse": np.asarray(se).mean(1).tolist(),
         }
       acc = np.asarray(res["retrieved"]["acc"])
-      res["k_peak"] = int(ks[int(np.argmax(acc))])
+      res["k_peak"] = _k_peak(acc, ks)
       res["regime"] = E.classify_regime(
         acc, res["oracle"]["acc"], ks, tol=cfg.regime_tol, ceiling=max(res["oracle"]["acc"])
       )
@@ -148,6 +148,11 @@ def run_cell(cfg: Config, s_x: float, s_w: float, seed: int) -> dict:
       }
       out[r] = res
   return out
+
+
+def _k_peak(acc, ks) -> int:
+  """The budget k of the highest accuracy ``acc[i]`` at ``ks[i]`` (the smallest k on a tie)."""
+  return int(ks[int(np.argmax(acc))])
 
 
 def _decline(acc, recall, ks, cfg: Config) -> bool:

@@ -286,27 +286,42 @@ def _refined_constants(rows, cfg: Config, cells: core.CellStore, key) -> dict:
         f"threshold/{n}/{k}/{kind}",
         lambda _: _refine_cell(cfg, A, fit, rs[0]["m_inf"], jax.random.fold_in(nk_key, 4)),
       )
-      scale = k * math.log(n / k)
-      Cs = [None if d is None else d / scale for d in ref["d_half"]]
-      ok = [c for c in Cs if c is not None]
-      per_nk.append(
-        {
-          "n": n,
-          "k": k,
-          "k_ln_n_over_k": scale,
-          "d_half_per_seed": ref["d_half"],
-          "censored": ref["censored"],
-          "bisection_rounds": ref["rounds"],
-          "C_per_seed": Cs,
-          "C_mean": float(np.mean(ok)) if len(ok) == len(Cs) else None,
-          "C_ci95": core.ci95_halfwidth(ok) if len(ok) == len(Cs) else None,
-        }
-      )
+      per_nk.append(_nk_constants(n, k, ref))
+  return _pooled_constants(per_nk, cfg.seeds)
+
+
+def _nk_constants(n: int, k: int, ref: dict) -> dict:
+  """C = d_half / (k ln(n/k)) per seed of one (n, k) from its bisection cell ``ref``.
+
+  ``C_mean`` and ``C_ci95`` (over seeds) only when every seed reached half the optimum.
+  """
+  scale = k * math.log(n / k)
+  Cs = [None if d is None else d / scale for d in ref["d_half"]]
+  ok = [c for c in Cs if c is not None]
+  return {
+    "n": n,
+    "k": k,
+    "k_ln_n_over_k": scale,
+    "d_half_per_seed": ref["d_half"],
+    "censored": ref["censored"],
+    "bisection_rounds": ref["rounds"],
+    "C_per_seed": Cs,
+    "C_mean": float(np.mean(ok)) if len(ok) == len(Cs) else None,
+    "C_ci95": core.ci95_halfwidth(ok) if len(ok) == len(Cs) else None,
+  }
+
+
+def _pooled_constants(per_nk: list[dict], seeds: int) -> dict:
+  """The spread of the (n, k) constants and the constant pooled over (n, k), per seed.
+
+  With every (n, k) complete: ``C_median`` / ``C_min`` / ``C_max`` over the (n, k) seed means,
+  and per seed the mean of C over the (n, k) (``C_pooled_per_seed``), its mean and 95% CI.
+  """
   means = [q["C_mean"] for q in per_nk]
   out = {"per_nk": per_nk}
   if per_nk and all(c is not None for c in means):
     # Per seed, the mean of C over the (n, k): the seed-to-seed spread of the pooled constant.
-    pooled = [float(np.mean([q["C_per_seed"][s] for q in per_nk])) for s in range(cfg.seeds)]
+    pooled = [float(np.mean([q["C_per_seed"][s] for q in per_nk])) for s in range(seeds)]
     out |= {
       "C_pooled_per_seed": pooled,
       "C_pooled_mean": float(np.mean(pooled)),

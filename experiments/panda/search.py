@@ -533,15 +533,41 @@ def _finals(config, store, names) -> dict:
   return out
 
 
-def report(config, workdir, store, data, source, stopped, t0) -> dict:
-  names = list(data)
-  finals = _finals(config, store, names)
+def improvement(finals: dict, backbones) -> dict:
+  """PANDA minus vanilla test accuracy (pp) of every (dataset, backbone) with both finals.
+
+  Returns:
+    ``{"pairs": sorted "<dataset>|<backbone>", "deltas": {pair: pp}, "mean_improvement_pp"
+    (the claim's number: mean over pairs, None without pairs), "per_backbone_improvement_pp",
+    "cells_improved"}``.
+  """
   # a pair counts only when both arms' finals exist
   pairs = sorted(
     {k.rsplit("|", 1)[0] for k in finals}
     & {k.rsplit("|", 1)[0] for k in finals if k.endswith("|panda")}
     & {k.rsplit("|", 1)[0] for k in finals if k.endswith("|vanilla")}
   )
+  deltas = {
+    p: finals[p + "|panda"]["test_mean"] - finals[p + "|vanilla"]["test_mean"] for p in pairs
+  }
+  return dict(
+    pairs=pairs,
+    deltas=deltas,
+    mean_improvement_pp=float(np.mean(list(deltas.values()))) if deltas else None,
+    per_backbone_improvement_pp={
+      b: float(np.mean([v for p, v in deltas.items() if p.endswith("|" + b)]))
+      for b in backbones
+      if any(p.endswith("|" + b) for p in deltas)
+    },
+    cells_improved=int(sum(v > 0 for v in deltas.values())),
+  )
+
+
+def report(config, workdir, store, data, source, stopped, t0) -> dict:
+  names = list(data)
+  finals = _finals(config, store, names)
+  imp = improvement(finals, config.backbones)
+  pairs, deltas = imp["pairs"], imp["deltas"]
   per_pair = train.pair_statistics(finals, tests=_split_tests)
   majority = {ds: train.majority_baseline(data[ds], config.num_splits) for ds in names}
   per_cell = {
@@ -558,20 +584,13 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
     )
     for k, v in finals.items()
   }
-  deltas = {
-    p: finals[p + "|panda"]["test_mean"] - finals[p + "|vanilla"]["test_mean"] for p in pairs
-  }
   covered = sorted({p.split("|")[0] for p in pairs}, key=names.index)
   trial_cells = [k for k in store.keys() if "|trial" in k and k.split("|")[0] in names]
   metrics = dict(
-    mean_improvement_pp=float(np.mean(list(deltas.values()))) if deltas else None,
-    per_backbone_improvement_pp={
-      b: float(np.mean([v for p, v in deltas.items() if p.endswith("|" + b)]))
-      for b in config.backbones
-      if any(p.endswith("|" + b) for p in deltas)
-    },
+    mean_improvement_pp=imp["mean_improvement_pp"],
+    per_backbone_improvement_pp=imp["per_backbone_improvement_pp"],
     cells=len(deltas),
-    cells_improved=int(sum(v > 0 for v in deltas.values())),
+    cells_improved=imp["cells_improved"],
     coverage=dict(
       datasets_covered=covered,
       datasets_configured=names,

@@ -171,7 +171,7 @@ def run_cell(config, data, backbone, arm, checkpoint_dir=None) -> dict:
       compile_s = time.perf_counter() - ts
     va, te, ep = panda.best_val_test(hist)
     res.append(dict(lr=lr, wd=wd, val=va.tolist(), test=te.tolist(), epoch=ep.tolist()))
-  best = max(res, key=lambda z: np.mean(z["val"]))
+  best = _best_point(res)
   te = np.asarray(best["test"]) * 100
   return dict(
     dataset=d.name,
@@ -438,13 +438,18 @@ def train_and_evaluate(config, workdir) -> dict:
   return metrics
 
 
+def _best_point(sweep: list[dict]) -> dict:
+  """The sweep point with the highest mean validation accuracy (the first one on a tie)."""
+  return max(sweep, key=lambda z: np.mean(z["val"]))
+
+
 def _selected_tests(cell) -> np.ndarray | None:
   """Per-split test accuracy (%) of the cell's selected sweep point (None if not stored)."""
   sweep = cell.get("sweep")
   if not sweep:
     return None
   chosen = [z for z in sweep if z["lr"] == cell["best_lr"] and z["wd"] == cell["best_wd"]]
-  best = chosen[0] if chosen else max(sweep, key=lambda z: np.mean(z["val"]))
+  best = chosen[0] if chosen else _best_point(sweep)
   return np.asarray(best["test"], np.float64) * 100
 
 

@@ -384,6 +384,11 @@ def make_sweep(c, group: str, cfg):
   return core.Sweep(init_fn, step_fn, eval_fn)
 
 
+def _method_rows(i: int, seeds: int) -> slice:
+  """The sweep rows of the ``i``-th method of a group: methods are the outer axis, seeds inner."""
+  return slice(i * seeds, (i + 1) * seeds)
+
+
 def _group_hparams(c, methods):
   r = len(methods) * c.seeds
   hp = {k: np.zeros(r, np.float32) for k in ("w_uld", "w_mined", "w_alm", "w_kd")}
@@ -391,7 +396,7 @@ def _group_hparams(c, methods):
   hp["hard"] = np.zeros(r, bool)
   hp["lr"] = np.full(r, c.lr, np.float32)
   for i, m in enumerate(methods):
-    sl = slice(i * c.seeds, (i + 1) * c.seeds)
+    sl = _method_rows(i, c.seeds)
     hp["w_uld"][sl] = m == "uld"
     hp["w_mined"][sl] = m == "mined"
     hp["w_alm"][sl] = m == "alm"
@@ -486,7 +491,7 @@ def train_and_evaluate(config, workdir) -> dict:
       )
       out = {}
       for i, m in enumerate(members):
-        sl = slice(i * c.seeds, (i + 1) * c.seeds)
+        sl = _method_rows(i, c.seeds)
         out[m] = {
           "bpb_eval": _ms(res.evals["bpb_eval"][sl, -1]),
           "bpb_code": _ms(res.evals["bpb_code"][sl, -1]),

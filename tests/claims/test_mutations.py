@@ -1,0 +1,1231 @@
+"""Likely mistakes in the claim code are caught by the claim-code tests.
+
+Each :class:`Mutation` names a module, a source snippet that occurs exactly once in it, the
+snippet's broken replacement (a swapped sign, best <-> worst, ln <-> log10, mean <-> median, an
+off-by-one slice, a swapped operand, ...) and the tests of ``tests/claims/`` that must catch it.
+The test compiles the mutated source into a fresh module object (the real module is left
+untouched), runs the named tests against it and asserts that at least one fails. A snippet that
+no longer occurs exactly once fails loudly, so a refactor of the claim code must update this
+list rather than silently leave a mistake untested.
+
+A test function of ``tests/claims/test_<paper>_claim_code.py`` takes the module it checks as
+its only argument, named by a key of that file's ``MODULES`` (``train``, ``e4``, ...). When a
+test checks a module other than the mutated one (``search`` calls ``train``), that module is
+rebuilt from its source with the mutant in place of its import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import importlib.util
+import inspect
+import pathlib
+import sys
+import types
+import warnings
+
+import pytest
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+  paper: str
+  module: str  # dotted module name
+  old: str  # occurs exactly once in the module's source
+  new: str
+  tests: tuple[str, ...]  # test functions of tests/claims/test_<paper>_claim_code.py
+  what: str
+
+  @property
+  def id(self) -> str:
+    return f"{self.paper}: {self.what}"
+
+
+def M(paper, module, old, new, tests, what):  # noqa: N802  (a table row)
+  """A row; ``module`` is relative to ``experiments.<paper>`` unless it is a dotted name."""
+  name = module if "." in module else f"experiments.{paper}.{module}"
+  return Mutation(paper, name, old, new, tuple(tests), what)
+
+
+MUTATIONS = (
+  # ---------------------------------------------------------------- bayes_memory
+  M(
+    "bayes_memory",
+    "train",
+    "return max(correct[m][P][i].mean() for m in RETRIEVERS)",
+    "return min(correct[m][P][i].mean() for m in RETRIEVERS)",
+    ["test_gain_against_best_retriever"],
+    "compares against the worst retriever instead of the best",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    'g = lambda i: correct["distilled_gated"][P][i].mean() - correct["distilled"][P][i].mean()',
+    'g = lambda i: correct["distilled"][P][i].mean() - correct["distilled_gated"][P][i].mean()',
+    ["test_gated_minus_ungated"],
+    "gated minus ungated with the operands swapped",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    'out["read_fraction"] = {m: float(reads[m].mean()) for m in col}',
+    'out["read_fraction"] = {m: float(reads[m][P].mean()) for m in col}',
+    ["test_read_fraction_is_over_all_questions"],
+    "read fraction over the preference questions only",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    'den = correct["oracle_bf"][P][i].mean() - correct["no_memory"][P][i].mean()',
+    'den = correct["oracle_bf"][P][i].mean()',
+    ["test_distilled_gain_ratio"],
+    "gain ratio without subtracting the no-memory accuracy",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    "lo, hi = np.percentile(vals, [2.5, 97.5])\n  return float((hi - lo) / 2)",
+    "lo, hi = np.percentile(vals, [2.5, 97.5])\n  return float(hi - lo)",
+    ["test_boot_ci_is_half_the_central_95_percent_range"],
+    "bootstrap interval: full width instead of half-width",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    '"oracle_bf": 2 + np.argmax(lbf, axis=1),',
+    '"oracle_bf": 2 + np.argmin(lbf, axis=1),',
+    ["test_choose_contexts"],
+    "oracle Bayes factor picks the worst turn",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    'plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]\n  col["oracle_bf_placebo_gated"]',
+    'plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]\n  col["oracle_bf_placebo_gated"]',
+    ["test_choose_contexts"],
+    "placebo gate measured against no memory instead of the placebo note",
+  ),
+  M(
+    "bayes_memory",
+    "train",
+    "correct[m][P][i].mean() - correct[o][P][i].mean()",
+    "correct[o][P][i].mean() - correct[m][P][i].mean()",
+    ["test_greedy_gains"],
+    "greedy gains with the operands swapped",
+  ),
+  # ---------------------------------------------------------------- dense_limits
+  M(
+    "dense_limits",
+    "train",
+    "lw = np.log10(np.asarray(cfg.widths, np.float64))",
+    "lw = np.log(np.asarray(cfg.widths, np.float64))",
+    ["test_slopes_are_log10_log10", "test_task_derived"],
+    "width slope with ln(width) instead of log10(width)",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    'gap = slopes["dense"] - np.min(np.stack(others), axis=0)',
+    'gap = slopes["dense"] - np.max(np.stack(others), axis=0)',
+    ["test_task_derived"],
+    "slope gap against the flatter (worst) other class instead of the steeper",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    "best = int(np.argmin(np.nan_to_num(train.mean(1), nan=np.inf)))",
+    "best = int(np.argmax(np.nan_to_num(train.mean(1), nan=-np.inf)))",
+    ["test_lr_grid_summary_picks_lowest_seed_mean"],
+    "learning rate with the highest train loss",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    "train = np.asarray(train_final).reshape(len(cfg.lrs), cfg.seeds)",
+    "train = np.asarray(train_final).reshape(cfg.seeds, len(cfg.lrs)).T",
+    ["test_lr_grid_summary_picks_lowest_seed_mean"],
+    "runs read seed-major instead of learning-rate major",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    'cut_k = np.array(errs[wmax]["cut"])[:, -1]',
+    'cut_k = np.array(errs[wmax]["cut"])[:, -2]',
+    ["test_compression_derived"],
+    "cut error at the second-largest K (off by one)",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    'c["cut_over_svd_kmax"] = c["cut_err_kmax"] / max(c["svd_err_kmax"], 1e-12)',
+    'c["cut_over_svd_kmax"] = c["svd_err_kmax"] / max(c["cut_err_kmax"], 1e-12)',
+    ["test_compression_derived"],
+    "cut / SVD ratio inverted",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    "fk_bound = bound / math.sqrt(k)",
+    "fk_bound = bound / k",
+    ["test_regularity_summary"],
+    "weak-regularity bound B / K instead of B / sqrt(K)",
+  ),
+  M(
+    "dense_limits",
+    "train",
+    '"min_found_over_bound": float(found.min() / fk_bound)',
+    '"min_found_over_bound": float(found.max() / fk_bound)',
+    ["test_regularity_summary"],
+    "largest instead of smallest cut found",
+  ),
+  # ---------------------------------------------------------------- cs_clip
+  M(
+    "cs_clip",
+    "train",
+    'd = np.asarray(w["cs_ft"][m]) - np.asarray(w[ref][m])',
+    'd = np.asarray(w[ref][m]) - np.asarray(w["cs_ft"][m])',
+    ["test_derived_metrics"],
+    "reference minus CS instead of CS minus reference",
+  ),
+  M(
+    "cs_clip",
+    "train",
+    'key=lambda r: r["seed"],\n      )',
+    "key=lambda r: 0,\n      )",
+    ["test_summarize_orders_every_model_by_seed", "test_derived_metrics"],
+    "fine-tuning runs not ordered by seed (pairs broken)",
+  ),
+  M(
+    "cs_clip",
+    "train",
+    "def mean(x):\n    return float(np.mean(x))",
+    "def mean(x):\n    return float(np.median(x))",
+    ["test_derived_metrics"],
+    "median over seeds instead of the mean",
+  ),
+  # ---------------------------------------------------------------- denseam
+  M(
+    "denseam",
+    "train",
+    "i0 = int(np.argmin(mean[0])) if np.isfinite(mean[0]).any() else None",
+    "i0 = int(np.argmin(mean[-1])) if np.isfinite(mean[0]).any() else None",
+    ["test_setting_summary"],
+    "learning rate tuned at the largest width instead of the smallest",
+  ),
+  M(
+    "denseam",
+    "train",
+    'return float(e.max() / e.min()) if np.all(np.isfinite(e)) else float("inf")',
+    'return float(e.min() / e.max()) if np.all(np.isfinite(e)) else float("inf")',
+    ["test_setting_summary"],
+    "eta* spread min / max instead of max / min",
+  ),
+  M(
+    "denseam",
+    "train",
+    "regret = float(mean[-1, i0] / mean[-1].min() - 1.0)",
+    "regret = float(mean[-1, i0] / mean[-1].max() - 1.0)",
+    ["test_setting_summary"],
+    "regret against the worst learning rate at K_max",
+  ),
+  M(
+    "denseam",
+    "train",
+    "return _finite(loss).mean(-1)",
+    "return np.nanmean(np.asarray(loss, np.float64), -1)",
+    ["test_a_diverged_seed_never_wins"],
+    "a diverged seed dropped from the seed mean instead of making it inf",
+  ),
+  M(
+    "denseam",
+    "train",
+    '_finite(np.asarray(sp["best_loss_per_seed"])[-1]) / np.asarray(hy["best_loss_per_seed"])[-1]',
+    '_finite(np.asarray(sp["best_loss_per_seed"])[0]) / np.asarray(hy["best_loss_per_seed"])[0]',
+    ["test_derived_metrics"],
+    "best-loss ratio at the smallest width instead of the largest",
+  ),
+  M(
+    "denseam",
+    "train",
+    'out[key] = float(ratio.mean()) if finite else float("inf")',
+    'out[key] = float(np.median(ratio)) if finite else float("inf")',
+    ["test_derived_metrics"],
+    "median of the per-seed ratios instead of the mean",
+  ),
+  # ---------------------------------------------------------------- dual_rate
+  M(
+    "dual_rate",
+    "train",
+    'best = min(base_rows, key=lambda r: r["fd_mean"])',
+    'best = max(base_rows, key=lambda r: r["fd_mean"])',
+    ["test_headline_matched_quality", "test_derived_metrics"],
+    "matched quality set by the worst baseline row",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    'target = best["fd_mean"] + best["fd_std"]',
+    'target = best["fd_mean"] - best["fd_std"]',
+    ["test_headline_matched_quality"],
+    "matched-quality target below the best baseline instead of above",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    '"flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"])',
+    '"flop_reduction_at_matched_quality": (cd["mflops_per_sample"] / cb["mflops_per_sample"])',
+    ["test_headline_matched_quality", "test_derived_metrics"],
+    "FLOP reduction inverted",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) > 1)',
+    'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) >= 1)',
+    ["test_headline_ignores_dual_rate_k1"],
+    "dual-rate K = 1 allowed to meet the target",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    'return (worse["fd_mean"] - better["fd_mean"]) / noise',
+    'return (better["fd_mean"] - worse["fd_mean"]) / noise',
+    ["test_gain_in_std_sign", "test_derived_metrics"],
+    "gain in std with the sign flipped",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    'gains.append(_gain_in_std(min(cand, key=lambda c: c["fd_mean"]), r))',
+    'gains.append(_gain_in_std(max(cand, key=lambda c: c["fd_mean"]), r))',
+    ["test_derived_metrics"],
+    "equal-cost gain against the worst competitor",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    "return float(np.median(values)) if values else None",
+    "return float(np.mean(values)) if values else None",
+    ["test_derived_metrics"],
+    "mean over rows instead of the median",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    "fd_std=float(np.std(fds)),",
+    'fd_std=float(np.mean([r["fd_std"] for r in rs])),',
+    ["test_aggregate_rows_over_training_seeds"],
+    "training-seed std replaced by the mean sampling std",
+  ),
+  # ---------------------------------------------------------------- evidence_coverage
+  M(
+    "evidence_coverage",
+    "train",
+    "acc, recall = np.asarray(acc), np.asarray(recall)\n  p = int(np.argmax(acc))",
+    "acc, recall = np.asarray(acc), np.asarray(recall)\n  p = int(np.argmin(acc))",
+    ["test_decline", "test_derived_metrics"],
+    "recall rise measured from the worst k instead of the peak",
+  ),
+  M(
+    "evidence_coverage",
+    "train",
+    "return int(ks[int(np.argmax(acc))])",
+    "return int(ks[int(np.argmin(acc))])",
+    ["test_k_peak_and_within_2x"],
+    "peak budget at the lowest accuracy",
+  ),
+  M(
+    "evidence_coverage",
+    "train",
+    'out["decoupling_fraction_min"] = min(',
+    'out["decoupling_fraction_min"] = max(',
+    ["test_derived_metrics"],
+    "decoupling over the better reader instead of the worse",
+  ),
+  M(
+    "evidence_coverage",
+    "train",
+    'med = int(2 ** np.round(np.median([np.log2(c[r]["k_peak"]) for c in cells])))',
+    'med = int(2 ** np.round(np.mean([np.log2(c[r]["k_peak"]) for c in cells])))',
+    ["test_derived_metrics"],
+    "constant-k baseline from the mean instead of the median peak",
+  ),
+  M(
+    "evidence_coverage",
+    "train",
+    'kept.append((max(c[r][ctrl]["acc"]) - c["prior"]["acc"]) / gain)',
+    'kept.append(max(c[r][ctrl]["acc"]) / gain)',
+    ["test_derived_metrics"],
+    "control gain without subtracting the prior-only accuracy",
+  ),
+  M(
+    "evidence_coverage",
+    "train",
+    "return abs(np.log2(a) - np.log2(b)) <= 1.0 + 1e-9",
+    "return abs(np.log(a) - np.log(b)) <= 1.0 + 1e-9",
+    ["test_k_peak_and_within_2x", "test_derived_metrics"],
+    "within 2x measured in ln instead of log2",
+  ),
+  # ---------------------------------------------------------------- flashssm3d
+  M(
+    "flashssm3d",
+    "train",
+    'best = max(triv) if direction == "higher" else min(triv)',
+    'best = min(triv) if direction == "higher" else max(triv)',
+    ["test_slack_over_trivial", "test_derived_metrics"],
+    "slack over the worst trivial predictor instead of the best",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    "return float(np.clip((ref - x) / max(abs(ref), 1e-12), -10.0, 10.0))",
+    "return float(np.clip((x - ref) / max(abs(ref), 1e-12), -10.0, 10.0))",
+    ["test_gain", "test_derived_metrics"],
+    "error gain with the sign flipped",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    'gap = min(_gain(ev["vs_gt"][k], t[k], dr) / m + 1.0 for k, dr, m in CLAIM_METRICS)',
+    'gap = min(_gain(t[k], ev["vs_gt"][k], dr) / m + 1.0 for k, dr, m in CLAIM_METRICS)',
+    ["test_derived_metrics"],
+    "teacher over student instead of student over teacher",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    "return float(np.mean([_gain(a[k], b[k], d) / m for k, d, m in CLAIM_METRICS]))",
+    "return float(np.median([_gain(a[k], b[k], d) / m for k, d, m in CLAIM_METRICS]))",
+    ["test_derived_metrics", "test_scan_order_derived"],
+    "median instead of the mean over the metrics",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    'd["derived/alternating_vs_best_single"] = float(min(vs))',
+    'd["derived/alternating_vs_best_single"] = float(max(vs))',
+    ["test_scan_order_derived"],
+    "alternating order against the weaker single order",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    'min(ev[k] / max(base[k], 1e-12) for k in ("AUC@30", "depth_delta1.25"))',
+    'max(ev[k] / max(base[k], 1e-12) for k in ("AUC@30", "depth_delta1.25"))',
+    ["test_derived_metrics"],
+    "extrapolation retains the better metric instead of the worse",
+  ),
+  M(
+    "flashssm3d",
+    "train",
+    'out[f"{k}/std"] = float(np.std(vals, ddof=1))',
+    'out[f"{k}/std"] = float(np.std(vals))',
+    ["test_aggregate_over_seeds"],
+    "population std over seeds instead of the sample std",
+  ),
+  M(
+    "flashssm3d",
+    "scaling",
+    "m = (v >= min_views) & np.isfinite(y) & (y > 0)",
+    "m = (v > min_views) & np.isfinite(y) & (y > 0)",
+    ["test_fit_exponent"],
+    "exponent fit drops its first view count (off by one)",
+  ),
+  M(
+    "flashssm3d",
+    "scaling",
+    "lx, ly = np.log(v[m]), np.log(y[m])",
+    "lx, ly = np.log10(v[m]), np.log(y[m])",
+    ["test_fit_exponent"],
+    "exponent slope with log10 views against ln times",
+  ),
+  M(
+    "flashssm3d",
+    "scaling",
+    "return float(slope), float(icpt), float(np.sqrt(ssr / (n - 2) / sxx))",
+    "return float(slope), float(icpt), float(np.sqrt(ssr / n / sxx))",
+    ["test_fit_exponent"],
+    "slope stderr with n instead of n - 2 degrees of freedom",
+  ),
+  M(
+    "flashssm3d",
+    "scaling",
+    'out["derived/ssm_minus_attention_exponent"] = a["time_exponent"] - b["time_exponent"]',
+    'out["derived/ssm_minus_attention_exponent"] = b["time_exponent"] - a["time_exponent"]',
+    ["test_scaling_metrics"],
+    "attention minus SSM exponent",
+  ),
+  # ---------------------------------------------------------------- goskills
+  M(
+    "goskills",
+    "train",
+    "for seed in range(cfg.seed, cfg.seed + cfg.seeds):\n    vals = [",
+    "for seed in range(cfg.seeds):\n    vals = [",
+    ["test_per_seed_means", "test_derived_metrics"],
+    "seeds counted from 0 instead of cfg.seed",
+  ),
+  M(
+    "goskills",
+    "train",
+    'pair(f"steps_saving_vs_gos_B{bh}", "goskills", "gos_bundle", bh, "steps", sign=-1.0)',
+    'pair(f"steps_saving_vs_gos_B{bh}", "goskills", "gos_bundle", bh, "steps")',
+    ["test_derived_metrics"],
+    "steps saved with the sign flipped",
+  ),
+  M(
+    "goskills",
+    "train",
+    "triv = np.maximum(",
+    "triv = np.minimum(",
+    ["test_derived_metrics"],
+    "trivial coverage from the worse of random and popular",
+  ),
+  M(
+    "goskills",
+    "train",
+    "ratio = gs / la",
+    "ratio = la / gs",
+    ["test_derived_metrics"],
+    "coverage ratio inverted",
+  ),
+  M(
+    "goskills",
+    "train",
+    'where=lambda c: c["decoy_rate"] == max(cfg.decoy_rate))',
+    'where=lambda c: c["decoy_rate"] == min(cfg.decoy_rate))',
+    ["test_derived_metrics"],
+    "avoid gain at the smallest decoy rate",
+  ),
+  # ---------------------------------------------------------------- lanr
+  M(
+    "lanr",
+    "train",
+    "return _auroc(-np.asarray(h), sufficient)",
+    "return _auroc(np.asarray(h), sufficient)",
+    ["test_entropy_auroc_rewards_low_entropy"],
+    "sufficiency AUROC of high instead of low entropy",
+  ),
+  M(
+    "lanr",
+    "train",
+    '"recall_multihop": agg(m, "recall", hops >= 2),',
+    '"recall_multihop": agg(m, "recall", hops > 2),',
+    ["test_aggregate_methods", "test_claim_values"],
+    "multi-hop recall without the 2-hop questions",
+  ),
+  M(
+    "lanr",
+    "train",
+    'saved = _ms([t_max - np.mean(r["entropy_control"]["calls"]) for r in per_seed])',
+    'saved = _ms([t_max - np.mean(r["fixed"]["calls"]) for r in per_seed])',
+    ["test_claim_values"],
+    "calls saved by the fixed method instead of the controlled one",
+  ),
+  M(
+    "lanr",
+    "train",
+    'em_diff = _paired(per_seed, "entropy_control", "fixed", "em")',
+    'em_diff = _paired(per_seed, "fixed", "entropy_control", "em")',
+    ["test_claim_values"],
+    "fixed minus controlled accuracy",
+  ),
+  M(
+    "lanr",
+    "train",
+    "rnd = [math.comb(n_docs - h, t_max - h) / math.comb(n_docs, t_max) for h in hops]",
+    "rnd = [math.comb(n_docs - h, t_max - h) / math.comb(n_docs, h) for h in hops]",
+    ["test_reference_metrics"],
+    "random-documents recall with the wrong binomial denominator",
+  ),
+  # ---------------------------------------------------------------- leansearch
+  M(
+    "leansearch",
+    "train",
+    "best = max(base, key=lambda b: means[b])",
+    "best = min(base, key=lambda b: means[b])",
+    ["test_derived_metrics"],
+    "reasoning compared with the worst baseline instead of the best",
+  ),
+  M(
+    "leansearch",
+    "train",
+    'np.subtract(c["hier"]["single"]["standard"]["ndcg"], c["flat"]["single"]["standard"]["ndcg"])',
+    'np.subtract(c["flat"]["single"]["standard"]["ndcg"], c["hier"]["single"]["standard"]["ndcg"])',
+    ["test_derived_metrics"],
+    "flat minus hierarchical instead of hierarchical minus flat",
+  ),
+  M(
+    "leansearch",
+    "train",
+    'b: np.mean(np.concatenate([c["hier"]["premise"][b]["recall"] for c in cells])) for b in base',
+    'b: np.mean([np.mean(c["hier"]["premise"][b]["recall"]) for c in cells]) for b in base',
+    ["test_derived_metrics"],
+    "best baseline by the mean of split means instead of over all queries",
+  ),
+  M(
+    "leansearch",
+    "train",
+    'return float(1.96 * x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else float("nan")',
+    'return float(1.96 * x.std(ddof=1) / len(x)) if len(x) > 1 else float("nan")',
+    ["test_ci_is_normal_half_width", "test_derived_metrics"],
+    "interval divided by n instead of sqrt(n)",
+  ),
+  M(
+    "leansearch",
+    "train",
+    's = np.where(valid, scores, -np.inf)\n  return np.argsort(-s, axis=1, kind="stable")',
+    's = np.where(valid, scores, -np.inf)\n  return np.argsort(s, axis=1, kind="stable")',
+    ["test_rank_by_scores_best_first"],
+    "ranking worst-first",
+  ),
+  # ---------------------------------------------------------------- locos
+  M(
+    "locos",
+    "train",
+    'adv = min(point[d] for d in baselines) - point["locos"]',
+    'adv = point["locos"] - min(point[d] for d in baselines)',
+    ["test_advantage", "test_curves_on_the_claim_grid"],
+    "LOCOS minus baseline collapse index instead of baseline minus LOCOS",
+  ),
+  M(
+    "locos",
+    "train",
+    'adv_boot = np.min([ci[d] for d in baselines], axis=0) - ci["locos"]',
+    'adv_boot = np.max([ci[d] for d in baselines], axis=0) - ci["locos"]',
+    ["test_advantage"],
+    "bootstrap advantage over the weakest baseline",
+  ),
+  M(
+    "locos",
+    "train",
+    '"halfwidth": float(max(adv - lo, hi - adv)),',
+    '"halfwidth": float(min(adv - lo, hi - adv)),',
+    ["test_advantage"],
+    "half-width from the nearer end of the interval",
+  ),
+  M(
+    "locos",
+    "train",
+    "below = curve <= 0.5 * b\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
+    "below = curve < 0.5 * b\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
+    ["test_collapse_index", "test_advantage"],
+    "collapse index misses a score exactly at half the baseline",
+  ),
+  M(
+    "locos",
+    "train",
+    "claim_ks = [k for k in (claim_ks or ks) if k in ks]",
+    "claim_ks = list(ks)",
+    ["test_curves_on_the_claim_grid"],
+    "claim statistic on the full grid instead of the claim's k values",
+  ),
+  M(
+    "locos",
+    "train",
+    'rec["collapse_k_advantage"] = min(att) - (ck["locos"] if ck["locos"] is not None else beyond)',
+    'rec["collapse_k_advantage"] = max(att) - (ck["locos"] if ck["locos"] is not None else beyond)',
+    ["test_derived_metrics"],
+    "toy advantage over the weakest attention detector",
+  ),
+  M(
+    "locos",
+    "train",
+    'else cv["baseline"]["mean"] - cv["random"]["mean"][-1],',
+    'else cv["baseline"]["mean"] - cv["random"]["mean"][-2],',
+    ["test_derived_metrics"],
+    "random-heads drop at the second-largest k (off by one)",
+  ),
+  M(
+    "locos",
+    "train",
+    'got = par["locos"][list(par["ks"]).index(filt["claim_grid"][i])]',
+    'got = par["locos"][i]',
+    ["test_derived_metrics"],
+    "parametric recall read at the claim-grid index instead of at its k",
+  ),
+  # ---------------------------------------------------------------- logstop
+  M(
+    "logstop",
+    "train",
+    "return max(cands, key=lambda a: mean[a]) if cands else None",
+    "return min(cands, key=lambda a: mean[a]) if cands else None",
+    ["test_compare_arms"],
+    "worst arm of each side instead of the best",
+  ),
+  M(
+    "logstop",
+    "train",
+    "d = [p[a] - p[b] for p in per_seed]",
+    "d = [p[b] - p[a] for p in per_seed]",
+    ["test_compare_arms"],
+    "baseline minus LogSTOP",
+  ),
+  M(
+    "logstop",
+    "train",
+    "in_w = lambda a, tag=tag: tag in a.split()  # noqa: E731",
+    "in_w = lambda a, tag=tag: True  # noqa: E731",
+    ["test_compare_arms"],
+    "same-window comparison across windows",
+  ),
+  M(
+    "logstop",
+    "train",
+    "counts = np.minimum(w, T - w * np.arange(nb))",
+    "counts = w",
+    ["test_block_and_sliding_means"],
+    "last block divided by the full window",
+  ),
+  M(
+    "logstop",
+    "train",
+    "hi = np.minimum(np.arange(T) + w, T)",
+    "hi = np.minimum(np.arange(T) + w - 1, T)",
+    ["test_block_and_sliding_means"],
+    "sliding window one frame short",
+  ),
+  # ---------------------------------------------------------------- margins
+  M(
+    "margins",
+    "train",
+    'w["sigmoid" if a - b > 0.005 else "infonce" if b - a > 0.005 else "tie"] += 1',
+    'w["infonce" if a - b > 0.005 else "sigmoid" if b - a > 0.005 else "tie"] += 1',
+    ["test_loss_wins"],
+    "sigmoid and InfoNCE wins swapped",
+  ),
+  M(
+    "margins",
+    "train",
+    'total = w["sigmoid"] + w["infonce"] + w["tie"]',
+    'total = w["sigmoid"] + w["infonce"]',
+    ["test_loss_wins"],
+    "win fraction leaves out the ties",
+  ),
+  M(
+    "margins",
+    "train",
+    '"C_half": hit[0] / scale if hit else None,',
+    '"C_half": hit[-1] / scale if hit else None,',
+    ["test_knee_constants_and_spread"],
+    "largest d reaching half the optimum instead of the smallest",
+  ),
+  M(
+    "margins",
+    "train",
+    'out["threshold_C_spread"] = max(cs) / min(cs)',
+    'out["threshold_C_spread"] = min(cs) / max(cs)',
+    ["test_knee_constants_and_spread"],
+    "constant spread min / max",
+  ),
+  M(
+    "margins",
+    "train",
+    '"C_median": float(np.median(means)),',
+    '"C_median": float(np.mean(means)),',
+    ["test_refined_constants"],
+    "mean instead of the median constant",
+  ),
+  M(
+    "margins",
+    "e4",
+    "return float(np.polyfit(np.log10(np.asarray(Ns, np.float64)), np.log(dfs), 1)[0])",
+    "return float(np.polyfit(np.log(np.asarray(Ns, np.float64)), np.log(dfs), 1)[0])",
+    ["test_slope_is_ln_d_on_log10_n", "test_analyse"],
+    "growth slope on ln N instead of log10 N",
+  ),
+  M(
+    "margins",
+    "e4",
+    "while i > 0 and r[i - 1] >= f:",
+    "while i > 0 and r[i] >= f:",
+    ["test_d_needed"],
+    "needed dimension scan off by one",
+  ),
+  M(
+    "margins",
+    "e4",
+    "None if a is None or b is None else a - b",
+    "None if a is None or b is None else b - a",
+    ["test_analyse"],
+    "slope gap re-solved minus projected",
+  ),
+  M(
+    "margins",
+    "e4",
+    'out[f"slope_{name}_ci_high"] = mean + ci if ok else None',
+    'out[f"slope_{name}_ci_high"] = mean - ci if ok else None',
+    ["test_e4_derived_metrics"],
+    "upper end of the interval computed as the lower end",
+  ),
+  M(
+    "margins",
+    "e4",
+    "None if a[-1] is None or b[-1] is None else a[-1] / b[-1]",
+    "None if a[0] is None or b[0] is None else a[0] / b[0]",
+    ["test_e4_derived_metrics"],
+    "dimension ratio at the smallest N instead of the largest",
+  ),
+  # ---------------------------------------------------------------- mlaire
+  M(
+    "mlaire",
+    "train",
+    'if abs(mean(A, a, "ndcg") - mean(A, b, "ndcg")) <= ndcg_tie:',
+    'if abs(mean(A, a, "ndcg") - mean(A, b, "ndcg")) > ndcg_tie:',
+    ["test_derived_metrics", "test_no_tie_gives_zero"],
+    "LPR gap over the pairs that do not tie in nDCG",
+  ),
+  M(
+    "mlaire",
+    "train",
+    'strongest = max(natural, key=lambda r: mean(A, r, "sem_at_1"))',
+    'strongest = min(natural, key=lambda r: mean(A, r, "sem_at_1"))',
+    ["test_derived_metrics"],
+    "semantically weakest retriever instead of the strongest",
+  ),
+  M(
+    "mlaire",
+    "train",
+    "ry = np.argsort(np.argsort(y)).astype(np.float64)",
+    "ry = np.argsort(y).astype(np.float64)",
+    ["test_spearman", "test_derived_metrics"],
+    "Spearman with argsort indices instead of ranks",
+  ),
+  M(
+    "mlaire",
+    "train",
+    'diff = np.array(A["e5"]["lpr_strict"]["values"]) - np.array(\n      A["e5_offset"]["lpr_strict"]["values"]\n    )',
+    'diff = np.array(A["e5_offset"]["lpr_strict"]["values"]) - np.array(\n      A["e5"]["lpr_strict"]["values"]\n    )',
+    ["test_derived_metrics"],
+    "offset LPR drop with the operands swapped",
+  ),
+  M(
+    "mlaire",
+    "train",
+    'for j, lab in enumerate(("SpLp", "SpLm", "SmLp", "SmLm")):',
+    'for j, lab in enumerate(("SpLm", "SpLp", "SmLp", "SmLm")):',
+    ["test_summarize"],
+    "four-way fractions mislabelled",
+  ),
+  M(
+    "mlaire",
+    "train",
+    "finite = vals[np.isfinite(vals)]",
+    "finite = vals",
+    ["test_summarize"],
+    "seeds without a value (NaN) kept in the seed mean",
+  ),
+  # ---------------------------------------------------------------- msretrieval
+  M(
+    "msretrieval",
+    "train",
+    'lh = max(hr, key=lambda k: hr[k]["mean"])',
+    'lh = min(hr, key=lambda k: hr[k]["mean"])',
+    ["test_derived_metrics"],
+    "L_H is the objective with the worst HR@1",
+  ),
+  M(
+    "msretrieval",
+    "train",
+    'se_h = np.sqrt((hr[lh]["std"] ** 2 + hr[lt]["std"] ** 2) / n)',
+    'se_h = np.sqrt(hr[lh]["std"] ** 2 + hr[lt]["std"] ** 2)',
+    ["test_derived_metrics"],
+    "standard error of the HR@1 gap without dividing by the seeds",
+  ),
+  M(
+    "msretrieval",
+    "train",
+    "z = float(min(zh, zt))",
+    "z = float(max(zh, zt))",
+    ["test_derived_metrics"],
+    "misalignment from the stronger of the two families",
+  ),
+  M(
+    "msretrieval",
+    "train",
+    'trivial = max(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])',
+    'trivial = min(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])',
+    ["test_derived_metrics"],
+    "method compared with the weaker trivial predictor",
+  ),
+  M(
+    "msretrieval",
+    "train",
+    "float(rj[high].mean() - rj[low].mean()) if high.any() and low.any() else None",
+    "float(rj[low].mean() - rj[high].mean()) if high.any() and low.any() else None",
+    ["test_toy_summary"],
+    "toy regret low minus high sigma_max",
+  ),
+  M(
+    "msretrieval",
+    "train",
+    "s = pos[a[i]] < pos[a[j]]",
+    "s = pos[a[i]] > pos[a[j]]",
+    ["test_kendall", "test_derived_metrics"],
+    "Kendall tau with concordant and discordant swapped",
+  ),
+  # ---------------------------------------------------------------- panda
+  M(
+    "panda",
+    "train",
+    "ci = 1.96 * float(np.std(deltas, ddof=1)) / np.sqrt(n) if n >= 2 else None",
+    "ci = 1.96 * float(np.std(deltas)) / np.sqrt(n) if n >= 2 else None",
+    ["test_derived_metrics"],
+    "headline interval from the population std",
+  ),
+  M(
+    "panda",
+    "train",
+    'cells[p + "|panda"]["test_mean"] - cells[f"{p}|{arm}"]["test_mean"]',
+    'cells[f"{p}|{arm}"]["test_mean"] - cells[p + "|panda"]["test_mean"]',
+    ["test_derived_metrics"],
+    "ablation minus PANDA",
+  ),
+  M(
+    "panda",
+    "train",
+    'deltas[b].append(p["test_mean"] - v["test_mean"])',
+    'deltas[b].append(v["test_mean"] - p["test_mean"])',
+    ["test_table_summary"],
+    "vanilla minus PANDA in the headline",
+  ),
+  M(
+    "panda",
+    "train",
+    "half = float(sps.t.ppf(0.975, r - 1) * d.std(ddof=1) / np.sqrt(r)) if r >= 2 else None",
+    "half = float(sps.t.ppf(0.975, r) * d.std(ddof=1) / np.sqrt(r)) if r >= 2 else None",
+    ["test_pair_statistics"],
+    "paired t interval with r instead of r - 1 degrees of freedom",
+  ),
+  M(
+    "panda",
+    "train",
+    'return max(sweep, key=lambda z: np.mean(z["val"]))',
+    'return min(sweep, key=lambda z: np.mean(z["val"]))',
+    ["test_best_point_by_validation"],
+    "sweep point with the worst validation accuracy",
+  ),
+  M(
+    "panda",
+    "search",
+    "return int(np.flatnonzero(means >= means.max() - 1e-9)[0])",
+    "return int(np.flatnonzero(means >= means.max() - 1e-9)[-1])",
+    ["test_search_select"],
+    "the last tied trial instead of the first",
+  ),
+  M(
+    "panda",
+    "search",
+    "split_test=(test.mean(0) / 100).tolist(),",
+    "split_test=(test.mean(1) / 100).tolist(),",
+    ["test_search_final_cell"],
+    "per-split accuracy averaged over the wrong axis",
+  ),
+  M(
+    "panda",
+    "search",
+    'p: finals[p + "|panda"]["test_mean"] - finals[p + "|vanilla"]["test_mean"] for p in pairs',
+    'p: finals[p + "|vanilla"]["test_mean"] - finals[p + "|panda"]["test_mean"] for p in pairs',
+    ["test_search_improvement"],
+    "search headline vanilla minus PANDA",
+  ),
+  # ---------------------------------------------------------------- soda
+  M(
+    "soda",
+    "train",
+    'return (max if higher_is_better else min)(cand, key=lambda r: r["metric"])',
+    'return (min if higher_is_better else max)(cand, key=lambda r: r["metric"])',
+    ["test_best", "test_claims_per_horizon"],
+    "best run is the worst",
+  ),
+  M(
+    "soda",
+    "train",
+    'gap = sign * (s["metric"] - b["metric"])  # > 0: SODA better',
+    'gap = s["metric"] - b["metric"]  # > 0: SODA better',
+    ["test_claims_per_horizon", "test_derived_metrics"],
+    "gap not signed by the metric's direction",
+  ),
+  M(
+    "soda",
+    "train",
+    'out[f"{task}_{base}_worst_gap_in_std"] = min(c["gap_in_seed_std"] for c in cs)',
+    'out[f"{task}_{base}_worst_gap_in_std"] = max(c["gap_in_seed_std"] for c in cs)',
+    ["test_derived_metrics"],
+    "best horizon's gap instead of the worst",
+  ),
+  M(
+    "soda",
+    "train",
+    '"penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),',
+    '"penalty_at_longest_in_std": penalty(t_l, bl, bl["wd"]),',
+    ["test_wd_transfer", "test_derived_metrics"],
+    "transfer penalty with the longest horizon's own weight decay",
+  ),
+  M(
+    "soda",
+    "train",
+    "main = nll if use_nll else acc",
+    "main = acc if use_nll else nll",
+    ["test_summaries"],
+    "claim metric NLL and accuracy swapped",
+  ),
+  M(
+    "soda",
+    "train",
+    'return task == "digits" and tcfg.get("metric", "accuracy") == "accuracy"',
+    'return task == "digits"',
+    ["test_higher_is_better"],
+    "digits NLL treated as higher-is-better",
+  ),
+  # ---------------------------------------------------------------- sola
+  M(
+    "sola",
+    "train",
+    'best = min(base, key=lambda m: bpb(m)["mean"])',
+    'best = max(base, key=lambda m: bpb(m)["mean"])',
+    ["test_derived_metrics"],
+    "SOLA compared with the worst cross-tokenizer baseline",
+  ),
+  M(
+    "sola",
+    "train",
+    'noise = 2.0 * float(np.sqrt((a["std"] ** 2 + b["std"] ** 2) / n_seeds))',
+    'noise = 2.0 * float(np.sqrt((a["std"] ** 2 + b["std"] ** 2)))',
+    ["test_derived_metrics"],
+    "noise half-width without dividing by the seeds",
+  ),
+  M(
+    "sola",
+    "train",
+    'd, h = diff(sola, bpb("ce"))',
+    'd, h = diff(bpb("ce"), sola)',
+    ["test_derived_metrics"],
+    "CE-only minus SOLA",
+  ),
+  M(
+    "sola",
+    "train",
+    "return slice(i * seeds, (i + 1) * seeds)",
+    "return slice(i * seeds + 1, (i + 1) * seeds + 1)",
+    ["test_method_rows_and_group_hparams"],
+    "method rows shifted by one seed",
+  ),
+  # ---------------------------------------------------------------- sscl
+  M(
+    "sscl",
+    "train",
+    'singles = np.maximum(summary["cisc_only"]["miou"], summary["sgsr_only"]["miou"])',
+    'singles = np.minimum(summary["cisc_only"]["miou"], summary["sgsr_only"]["miou"])',
+    ["test_derived_metrics"],
+    "SSCL against the worse single objective",
+  ),
+  M(
+    "sscl",
+    "train",
+    "d = np.asarray(summary[a][metric]) - np.asarray(summary[b][metric])",
+    "d = np.asarray(summary[b][metric]) - np.asarray(summary[a][metric])",
+    ["test_derived_metrics"],
+    "paired differences with the operands swapped",
+  ),
+  M(
+    "sscl",
+    "train",
+    'rs = sorted([r for r in grid["finetune"] if r["arm"] == a], key=lambda r: r["seed"])',
+    'rs = [r for r in grid["finetune"] if r["arm"] == a]',
+    ["test_summarize_orders_by_seed", "test_derived_metrics"],
+    "arms not ordered by seed (pairs broken)",
+  ),
+  M(
+    "sscl",
+    "train",
+    '"refine": {"miou": [r["evals"]["miou_refine"] for r in pre]},',
+    '"refine": {"miou": [r["evals"]["miou"] for r in pre]},',
+    ["test_summarize_orders_by_seed", "test_derived_metrics"],
+    "training-free refinement read from the raw readout",
+  ),
+  M(
+    "sscl",
+    "train",
+    'out["majority_miou"] = miou(np.full_like(tgt, counts.argmax()))',
+    'out["majority_miou"] = miou(np.full_like(tgt, counts.argmin()))',
+    ["test_trivial_baselines"],
+    "majority baseline predicts the rarest class",
+  ),
+  # ---------------------------------------------------------------- core (shared noise)
+  M(
+    "core",
+    "jaxpapers.core.report",
+    "return float(_T975.get(n, 1.96) * a.std(ddof=1) / math.sqrt(n))",
+    "return float(_T975.get(n, 1.96) * a.std() / math.sqrt(n))",
+    ["test_ci95_halfwidth"],
+    "95% half-width from the population std",
+  ),
+  M(
+    "core",
+    "jaxpapers.core.report",
+    "return float(_T975.get(n, 1.96) * a.std(ddof=1) / math.sqrt(n))",
+    "return float(_T975.get(n - 1, 1.96) * a.std(ddof=1) / math.sqrt(n))",
+    ["test_ci95_halfwidth"],
+    "t quantile looked up one sample size off",
+  ),
+  # ---------------------------------------------------------------- more: per-question outcomes
+  M(
+    "lanr",
+    "train",
+    '"em": np.asarray(correct)[np.arange(len(n)), n].astype(float).tolist(),',
+    '"em": np.asarray(correct)[np.arange(len(n)), n - 1].astype(float).tolist(),',
+    ["test_rule_outcomes"],
+    "accuracy read one call early (off by one)",
+  ),
+  M(
+    "lanr",
+    "train",
+    "float(set(g) <= set(d[:k].tolist()))",
+    "float(set(g) <= set(d[: k - 1].tolist()))",
+    ["test_rule_outcomes"],
+    "support recall over one document too few",
+  ),
+  M(
+    "locos",
+    "train",
+    "return ok[ok < n] if n else ok",
+    "return ok[ok <= n] if n else ok",
+    ["test_ablated_probes"],
+    "filtered protocol keeps one item too many",
+  ),
+  M(
+    "dual_rate",
+    "train",
+    'base_rows = [r for r in rows if r["method"] in base_methods]',
+    'base_rows = [r for r in rows if r["method"] == base_methods[0]]',
+    ["test_headline_with_several_samplers"],
+    "matched-quality target from the first baseline sampler only",
+  ),
+)
+
+# The two mistakes that must be caught (they went unnoticed before this file existed).
+REQUIRED = (
+  ("dense_limits", "slope"),
+  ("bayes_memory", "worst retriever"),
+)
+
+
+# --------------------------------------------------------------------------- machinery
+
+
+def _source(name: str) -> tuple[str, str]:
+  spec = importlib.util.find_spec(name)
+  if spec is None or spec.origin is None:
+    raise ModuleNotFoundError(name)
+  return pathlib.Path(spec.origin).read_text(), spec.origin
+
+
+def _build(name: str, source: str, origin: str, inject: dict[str, types.ModuleType]):
+  """A fresh module ``name`` compiled from ``source``, importing ``inject`` in place of the real
+  modules (by name); neither ``sys.modules`` nor any package is left changed."""
+  mod = types.ModuleType(name)
+  mod.__file__ = origin
+  mod.__package__ = name.rpartition(".")[0]
+  saved = {}
+  patched = {**inject, name: mod}
+  try:
+    for dep, m in patched.items():
+      parent, _, leaf = dep.rpartition(".")
+      pkg = sys.modules.get(parent) if parent else None
+      saved[dep] = (sys.modules.get(dep), pkg, getattr(pkg, leaf, None) if pkg else None)
+      sys.modules[dep] = m
+      if pkg is not None:
+        setattr(pkg, leaf, m)
+    exec(compile(source, origin, "exec"), mod.__dict__)
+  finally:
+    for dep, (old, pkg, attr) in saved.items():
+      if old is None:
+        sys.modules.pop(dep, None)
+      else:
+        sys.modules[dep] = old
+      if pkg is not None:
+        leaf = dep.rpartition(".")[2]
+        if attr is None:
+          delattr(pkg, leaf)
+        else:
+          setattr(pkg, leaf, attr)
+  return mod
+
+
+def _mutant(m: Mutation) -> types.ModuleType:
+  src, origin = _source(m.module)
+  n = src.count(m.old)
+  assert n == 1, (
+    f"{m.id}: the snippet must occur exactly once in {m.module}, found {n} times; update "
+    f"MUTATIONS after a refactor of the claim code:\n{m.old}"
+  )
+  return _build(m.module, src.replace(m.old, m.new), origin, {})
+
+
+def _test_file(paper: str) -> types.ModuleType:
+  return importlib.import_module(f"tests.claims.test_{paper}_claim_code")
+
+
+def _test_fn(paper: str, name: str):
+  tf = _test_file(paper)
+  fn = getattr(tf, name, None)
+  assert fn is not None, f"tests/claims/test_{paper}_claim_code.py has no {name}"
+  params = list(inspect.signature(fn).parameters)
+  assert len(params) == 1 and params[0] in tf.MODULES, (
+    f"{name} must take one argument named by MODULES of its file, got {params}"
+  )
+  marks = [mk.name for mk in getattr(fn, "pytestmark", [])]
+  assert "xfail" not in marks, f"{name} is an expected failure: it cannot catch a mutation"
+  return fn, tf.MODULES[params[0]]
+
+
+def _fails(fn, module) -> BaseException | None:
+  with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # a mutant may well divide by zero
+    try:
+      fn(module)
+    except Exception as e:  # noqa: BLE001  (any error of the mutant counts as caught)
+      return e
+  return None
+
+
+@functools.cache
+def _passes_on_real_code(paper: str, name: str) -> bool:
+  fn, target = _test_fn(paper, name)
+  return _fails(fn, importlib.import_module(target)) is None
+
+
+def _module_for(m: Mutation, mutant: types.ModuleType, target: str) -> types.ModuleType:
+  if target == m.module:
+    return mutant
+  src, origin = _source(target)
+  return _build(target, src, origin, {m.module: mutant})
+
+
+# --------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("m", MUTATIONS, ids=lambda m: m.id)
+def test_mutation_is_caught(m: Mutation):
+  mutant = _mutant(m)
+  caught = []
+  for name in m.tests:
+    fn, target = _test_fn(m.paper, name)
+    assert _passes_on_real_code(m.paper, name), f"{name} fails on the real code"
+    err = _fails(fn, _module_for(m, mutant, target))
+    if err is not None:
+      caught.append(name)
+  assert caught, f"no test caught the mutation {m.id!r} of {m.module}: {m.old!r} -> {m.new!r}"
+
+
+def test_the_list_covers_every_paper():
+  root = pathlib.Path(__file__).resolve().parents[2] / "experiments"
+  papers = sorted(p.name for p in root.iterdir() if (p / "configs").is_dir())
+  per = {p: sum(m.paper == p for m in MUTATIONS) for p in papers}
+  assert {p: n for p, n in per.items() if n < 2} == {}, "every paper needs >= 2 mutations"
+  assert len(MUTATIONS) >= 40
+  assert len({(m.module, m.old, m.new) for m in MUTATIONS}) == len(MUTATIONS), "duplicate"
+  for paper, words in REQUIRED:
+    assert any(m.paper == paper and words in m.what for m in MUTATIONS), (paper, words)

@@ -1,0 +1,115 @@
+"""Claim code of experiments/soda: best runs per horizon, gaps and weight-decay transfer."""
+
+import importlib
+import math
+
+import ml_collections
+import numpy as np
+import pytest
+
+MODULES = {"train": "experiments.soda.train"}
+
+
+@pytest.fixture(name="train")
+def _train():
+  return importlib.import_module(MODULES["train"])
+
+
+def _tcfg():
+  return ml_collections.ConfigDict({"horizons": (100, 1000), "metric": "nll"})
+
+
+def _r(t, family, lr, wd, metric, std):
+  row = {"horizon": t, "family": family, "lr": lr, "metric": metric, "metric_std": std}
+  if wd is not None:
+    row["wd"] = wd
+  return row
+
+
+def _rows():
+  """Test NLL (lower is better) per (horizon, family, lr, wd)."""
+  return [
+    _r(100, "adamw", 0.1, 0.0, 0.50, 0.02),
+    _r(100, "adamw", 0.01, 0.0, 0.405, 0.02),  # best at wd = 0
+    _r(100, "adamw", 0.1, 0.1, 0.40, 0.02),  # best tuned: wd_s = 0.1
+    _r(100, "adamw", 0.01, 0.1, 0.45, 0.02),
+    _r(100, "adamw", 0.1, 0.01, 0.42, 0.03),
+    _r(100, "soda_adamw", 0.1, None, 0.41, 0.03),  # best SODA
+    _r(100, "soda_adamw", 0.01, None, 0.46, 0.03),
+    _r(1000, "adamw", 0.1, 0.0, 0.30, 0.03),  # best at wd = 0
+    _r(1000, "adamw", 0.1, 0.1, 0.35, 0.04),
+    _r(1000, "adamw", 0.01, 0.1, 0.33, 0.03),  # best at wd = 0.1
+    _r(1000, "adamw", 0.1, 0.01, 0.25, 0.04),  # best tuned: wd_l = 0.01
+    _r(1000, "adamw", 0.01, 0.01, 0.28, 0.04),
+    _r(1000, "soda_adamw", 0.1, None, 0.28, 0.03),
+    _r(1000, "soda_adamw", 0.01, None, 0.27, 0.04),  # best SODA
+  ]
+
+
+def test_higher_is_better(train):
+  assert train.higher_is_better("digits", ml_collections.ConfigDict({"metric": "accuracy"}))
+  assert not train.higher_is_better("digits", _tcfg())
+  assert not train.higher_is_better("lm", ml_collections.ConfigDict({}))
+
+
+def test_summaries(train):
+  curve = np.zeros((3, 2, 2))  # [seeds, evals, (accuracy, NLL)]
+  curve[:, -1] = [[0.9, 0.3], [0.8, 0.5], [0.85, 0.4]]
+  curve[:, 0, 1] = [1.0, 2.0, 3.0]
+  out = {
+    "runs": [
+      {"horizon": 100, "family": "adamw", "hp": {"lr": 0.1}, "steps": [1, 2], "curve": curve}
+    ]
+  }
+  (row,) = train._summaries(out, "digits", _tcfg())
+  assert row["metric"] == pytest.approx(0.4)  # NLL, the configured metric
+  assert row["metric_std"] == pytest.approx(math.sqrt(0.02 / 3))  # population std over seeds
+  assert row["accuracy"] == pytest.approx(0.85)
+  assert row["curve"] == pytest.approx([2.0, 0.4])  # NLL curve, seed mean
+  (row,) = train._summaries(out, "digits", ml_collections.ConfigDict({"metric": "accuracy"}))
+  assert row["metric"] == pytest.approx(0.85)
+
+
+def test_best(train):
+  rows = _rows()
+  assert train._best(rows, 1000, "adamw", False)["metric"] == 0.25
+  assert train._best(rows, 1000, "adamw", True)["metric"] == 0.35
+  assert train._best(rows, 1000, "adamw", False, wd=0.1)["metric"] == 0.33
+  assert train._best(rows, 10, "adamw", False) is None
+
+
+def test_claims_per_horizon(train):
+  cs = train._claims(_rows(), _tcfg(), False, "adamw", "soda_adamw")
+  c100, c1000 = cs
+  # Gap signed so > 0 favours SODA: -(SODA - best tuned) / sqrt(std_b^2 + std_s^2).
+  assert c100["soda_minus_best_base"] == pytest.approx(-0.01)
+  assert c100["gap_in_seed_std"] == pytest.approx(-0.01 / math.hypot(0.02, 0.03), rel=1e-6)
+  assert (c100["best_wd"], c100["best_lr"]) == (0.1, 0.1)
+  assert c100["soda_beats_wd0"] is False  # 0.41 vs 0.405
+  assert c1000["gap_in_seed_std"] == pytest.approx(-0.02 / math.hypot(0.04, 0.04), rel=1e-6)
+  assert c1000["soda_beats_wd0"] is True  # 0.27 vs 0.30
+
+
+def test_wd_transfer(train):
+  tr = train._wd_transfer(_rows(), _tcfg(), False, "adamw")
+  assert tr["best_wd_by_horizon"] == {"100": 0.1, "1000": 0.01}
+  # At T = 1000 with the wd tuned at T = 100 (0.1): best 0.33 +- 0.03 vs 0.25 +- 0.04.
+  assert tr["penalty_at_longest_in_std"] == pytest.approx(0.08 / 0.05, rel=1e-6)
+  # At T = 100 with wd 0.01: 0.42 +- 0.03 vs 0.40 +- 0.02.
+  assert tr["penalty_at_shortest_in_std"] == pytest.approx(0.02 / math.hypot(0.02, 0.03), rel=1e-6)
+
+
+def test_derived_metrics(train):
+  rows = _rows()
+  m = {
+    "digits": {
+      "claims": train._claims(rows, _tcfg(), False, "adamw", "soda_adamw"),
+      "wd_transfer": [train._wd_transfer(rows, _tcfg(), False, "adamw")],
+    }
+  }
+  d = train.derived_metrics(m)
+  assert d["digits_adamw_worst_gap_in_std"] == pytest.approx(
+    -0.02 / math.hypot(0.04, 0.04), rel=1e-6
+  )
+  assert d["digits_adamw_beats_wd0_fraction"] == pytest.approx(0.5)
+  assert d["digits_adamw_wd_transfer_penalty_in_std"] == pytest.approx(1.6, rel=1e-6)
