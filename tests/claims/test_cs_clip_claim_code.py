@@ -78,3 +78,17 @@ def test_derived_metrics(train):
   assert d["cs_minus_negclip_ft_ht_relation"] == pytest.approx(0.1 / 3)
   sd = np.sqrt(((-0.1 - 1 / 30) ** 2 + (1 / 30) ** 2 + (0.2 - 1 / 30) ** 2) / 2)
   assert d["cs_minus_negclip_ft_ht_relation_ci"] == pytest.approx(T3 * sd / np.sqrt(3))
+
+
+def test_the_cs_models_own_accuracy_for_the_chance_guard(train):
+  w = {
+    "clip": {"ht_relation": [0.40, 0.40, 0.38], "ht_entity": [0.8, 0.8, 0.8]},
+    "clip_ft": {"ht_relation": [0.38, 0.42, 0.37], "r1": [0.3] * 3, "ht_entity": [0.8] * 3},
+    "cs_ft": {"ht_relation": [0.52, 0.54, 0.48], "r1": [0.3] * 3, "ht_entity": [0.9] * 3},
+  }
+  out = train.derived_metrics({"weak_order": w}, {"relation": 0.513})
+  assert out["cs_ht_relation"] == pytest.approx((0.52 + 0.54 + 0.48) / 3)
+  sd = np.std([0.52, 0.54, 0.48], ddof=1)
+  assert out["cs_ht_relation_ci"] == pytest.approx(4.303 * sd / np.sqrt(3))
+  again = train.rejudge_metrics({"summary": {"weak_order": w}, "chance": {"relation": 0.5}}, {})
+  assert again["cs_ht_relation"] == out["cs_ht_relation"]

@@ -128,3 +128,16 @@ def test_regularity_summary(train):
   assert r["lb_over_exact_min"] == pytest.approx(0.75)
   assert r["sdp_bracket_holds"] is True
   assert r["sdp_upper_over_lower_max"] == pytest.approx(2.4 / 1.9)
+
+
+def test_the_constant_predictors_width_slope_is_zero(train):
+  for loss in (1.0, 2.302, 1e-3):  # the intercept, log10(loss), is not 0 for the last two
+    assert train.constant_slope((16, 64, 256, 512), loss) == pytest.approx(0, abs=1e-12)
+
+
+def test_rejudge_adds_the_constant_slope_per_task_and_keeps_the_rest(train):
+  metrics = {"derived": {"bumps": {"trivial_train_loss": 2.3, "slope_dense": -0.002}, "x": 1}}
+  out = train.rejudge_metrics(metrics, {"tasks": ["bumps"], "widths": [16, 64]})
+  assert out["bumps"]["slope_dense"] == -0.002 and out["x"] == 1
+  assert out["bumps"]["slope_constant"] == pytest.approx(0.0, abs=1e-12)
+  assert "slope_constant" not in metrics["derived"]["bumps"]  # the input is not modified

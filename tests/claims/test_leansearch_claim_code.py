@@ -61,3 +61,24 @@ def test_rank_by_scores_best_first(train):
   scores = np.array([[0.2, 0.9, 0.5, 0.95], [0.3, 0.3, 0.1, 0.0]])
   valid = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], bool)
   np.testing.assert_array_equal(train._rank_by_scores(scores, valid, 2), [[1, 2], [0, 1]])
+
+
+def _premise(**means):
+  return {f"{k}/recall": {"mean": v, "std": 0.0} for k, v in means.items()}
+
+
+def test_dense_first_stage_gain_is_against_the_best_baseline(train):
+  # best of (standard 0.25, bm25 0.23, frequency 0.07) is standard: 0.34 - 0.25.
+  summary = {"premise": _premise(dense=0.34, standard=0.25, bm25_statements=0.23, frequency=0.07)}
+  assert train.dense_first_stage_gain(summary) == pytest.approx(0.09)
+  summary = {"premise": _premise(dense=0.34, standard=0.10, bm25_statements=0.30, frequency=0.07)}
+  assert train.dense_first_stage_gain(summary) == pytest.approx(0.04)
+
+
+def test_rejudge_adds_the_dense_gain_and_refuses_unequal_splits(train):
+  summary = {"premise": _premise(dense=0.3, standard=0.2, bm25_statements=0.1, frequency=0.0)}
+  metrics = {"summary": summary, "derived": {"a": 1}, "per_split": [{"n_premise": 200}] * 3}
+  assert train.rejudge_metrics(metrics, {}) == {"a": 1, "dense_gain_recall10": pytest.approx(0.1)}
+  metrics["per_split"] = [{"n_premise": 200}, {"n_premise": 100}]
+  with pytest.raises(ValueError, match="different sizes"):
+    train.rejudge_metrics(metrics, {})

@@ -119,6 +119,14 @@ MUTATIONS = (
   M(
     "dense_limits",
     "train",
+    "return float(np.polyfit(lw, ys, 1)[0])",
+    "return float(np.polyfit(lw, ys, 1)[1])",
+    ["test_the_constant_predictors_width_slope_is_zero"],
+    "the constant predictor's intercept taken for its slope",
+  ),
+  M(
+    "dense_limits",
+    "train",
     "lw = np.log10(np.asarray(cfg.widths, np.float64))",
     "lw = np.log(np.asarray(cfg.widths, np.float64))",
     ["test_slopes_are_log10_log10", "test_task_derived"],
@@ -181,6 +189,14 @@ MUTATIONS = (
     "largest instead of smallest cut found",
   ),
   # ---------------------------------------------------------------- cs_clip
+  M(
+    "cs_clip",
+    "train",
+    'out["cs_ht_relation"] = mean(w["cs_ft"]["ht_relation"])',
+    'out["cs_ht_relation"] = mean(w["clip_ft"]["ht_relation"])',
+    ["test_the_cs_models_own_accuracy_for_the_chance_guard"],
+    "the chance guard reads the control's accuracy instead of the CS model's",
+  ),
   M(
     "cs_clip",
     "train",
@@ -540,6 +556,22 @@ MUTATIONS = (
     "random-documents recall with the wrong binomial denominator",
   ),
   # ---------------------------------------------------------------- leansearch
+  M(
+    "leansearch",
+    "train",
+    'base = max(p[f"{b}/recall"]["mean"] for b in ("standard", "bm25_statements", "frequency"))',
+    'base = min(p[f"{b}/recall"]["mean"] for b in ("standard", "bm25_statements", "frequency"))',
+    ["test_dense_first_stage_gain_is_against_the_best_baseline"],
+    "the dense first stage's control compared with the worst baseline",
+  ),
+  M(
+    "leansearch",
+    "train",
+    'return float(p["dense/recall"]["mean"] - base)',
+    'return float(base - p["dense/recall"]["mean"])',
+    ["test_dense_first_stage_gain_is_against_the_best_baseline"],
+    "the dense first stage's gain with its operands swapped",
+  ),
   M(
     "leansearch",
     "train",
