@@ -113,6 +113,17 @@ def _cellstore_name():
   core.CellStore(_tmp()).put("", 1.0)
 
 
+def _data_root() -> pathlib.Path:
+  """A data root holding a symlink to a folder outside it."""
+  d = _tmp()
+  (d / "root").mkdir()
+  (d / "outside").mkdir()
+  (d / "root" / "link_out").symlink_to(d / "outside")
+  return d / "root"
+
+
+_DATA_ROOT = _data_root()
+
 CASES = [
   Case(
     "core.resolve_data_dir",
@@ -145,6 +156,68 @@ CASES = [
     jit=None,
     jit_reason=HOST,
     id="data-dir-int",
+  ),
+  Case(
+    "core.locate_data_dir",
+    core.locate_data_dir,
+    ("/nonexistent/dir",),
+    kwargs=dict(subdir="hypergraph", required=False),
+    error=FileNotFoundError,
+    match="data_dir argument '/nonexistent/dir' was given but .* does not exist",
+    jit=None,
+    jit_reason=HOST,
+    id="locate-data-dir-missing",
+  ),
+  Case(
+    "core.locate_data_dir",
+    core.locate_data_dir,
+    (_DATA_ROOT,),
+    kwargs=dict(subdir="../elsewhere"),
+    match=r"subdir '../elsewhere' must be a relative path inside",
+    jit=None,
+    jit_reason=HOST,
+    id="locate-data-dir-subdir-escape",
+  ),
+  Case(
+    "core.resolve_inside",
+    core.resolve_inside,
+    (_DATA_ROOT, "mail/../../etc"),
+    kwargs=dict(name="dataset name"),
+    match=r"dataset name 'mail/../../etc' must be a relative path inside .* without '..'",
+    jit=None,
+    jit_reason=HOST,
+    id="resolve-inside-dotdot",
+  ),
+  Case(
+    "core.resolve_inside",
+    core.resolve_inside,
+    (_DATA_ROOT, "/etc/passwd"),
+    kwargs=dict(name="file"),
+    match=r"file '/etc/passwd' must be a relative path inside",
+    jit=None,
+    jit_reason=HOST,
+    id="resolve-inside-absolute",
+  ),
+  Case(
+    "core.resolve_inside",
+    core.resolve_inside,
+    (_DATA_ROOT, "link_out/x.npz"),
+    kwargs=dict(name="file"),
+    match=r"file 'link_out/x.npz' leads outside .*\(through a symlink\)",
+    jit=None,
+    jit_reason=HOST,
+    id="resolve-inside-symlink",
+  ),
+  Case(
+    "core.resolve_inside",
+    core.resolve_inside,
+    (_DATA_ROOT, 3),
+    kwargs=dict(name="file"),
+    error=TypeError,
+    match=r"file must be a path \(str or os.PathLike\), got int 3",
+    jit=None,
+    jit_reason=HOST,
+    id="resolve-inside-int",
   ),
   Case(
     "core.config_to_dataclass",
@@ -692,6 +765,7 @@ EXEMPT = {
   "SweepResult": "a container returned by Sweep.run, not built by users",
   "reuse_host_memory": "takes no arguments; reports (not raises) when it cannot apply",
   "HostMemory": "the status NamedTuple returned by reuse_host_memory, not built by users",
+  "DataLocation": "the (path, source) NamedTuple returned by locate_data_dir, not built by users",
 }
 
 
