@@ -329,6 +329,7 @@ LABELS = {
 
 def train_and_evaluate(config, workdir) -> dict:
   c = config
+  core.validate_seeds(c.seeds, name="seeds")
   t0 = time.time()
   world, feats, stats = prepare(c, workdir)
   T, test_q = world["T"], world["test_q"]

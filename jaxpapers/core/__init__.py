@@ -31,7 +31,12 @@
 from jaxpapers.core import app
 from jaxpapers.core.checkpoint import Checkpointer, abstract_like
 from jaxpapers.core.claims import VERDICTS, Claim, Verdict, judge, judge_all, parse_claims
-from jaxpapers.core.config import config_to_dataclass, validate_choice, validate_positive
+from jaxpapers.core.config import (
+  config_to_dataclass,
+  validate_choice,
+  validate_positive,
+  validate_seeds,
+)
 from jaxpapers.core.data import ENV_VAR as DATA_DIR_ENV_VAR
 from jaxpapers.core.data import DataLocation, locate_data_dir, resolve_data_dir, resolve_inside
 from jaxpapers.core.data_parallel import (
@@ -138,6 +143,7 @@ __all__ = [
   "config_to_dataclass",
   "validate_choice",
   "validate_positive",
+  "validate_seeds",
   "DATA_DIR_ENV_VAR",
   "resolve_data_dir",
   "locate_data_dir",

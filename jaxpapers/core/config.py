@@ -156,3 +156,48 @@ def validate_positive(value: Any, *, name: str, allow_zero: bool = False) -> Any
     bound = ">= 0" if allow_zero else "> 0"
     raise ValueError(f"{name} must be {bound}, got {value!r}.")
   return value
+
+
+def validate_seeds(value: Any, *, name: str = "seeds", min_count: int = 1) -> Any:
+  """Returns ``value`` if it is a seed count or a list of seeds with at least ``min_count``.
+
+  Experiments take seeds as a count (``seeds = 3``: seeds 0, 1, 2 or ``seed, seed + 1, ...``)
+  or as explicit seeds (``seeds = (0, 1, 2)``). Zero or a negative count, an empty or repeated
+  list, or a non-integer seed would otherwise surface far from the config, as an error about
+  stacking no arrays or as statistics over no runs.
+
+  Args:
+    value: an int ``>= min_count``, or a tuple / list of ``>= min_count`` distinct ints
+      ``>= 0``.
+    name: the config field, for the error message.
+    min_count: the fewest seeds the experiment can use (2 where a spread is needed).
+
+  Returns:
+    ``value`` unchanged.
+
+  Raises:
+    TypeError: not an int or a sequence of ints. ValueError: too few seeds, a repeated or a
+      negative seed.
+  """
+
+  def is_int(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+
+  if is_int(value):
+    if value < min_count:
+      raise ValueError(
+        f"{name} must be a number of seeds >= {min_count} (or a list of seeds), got {value!r}."
+      )
+    return value
+  if not isinstance(value, (tuple, list)):
+    raise TypeError(
+      f"{name} must be a number of seeds or a tuple of int seeds, got {type(value).__name__} "
+      f"{value!r}."
+    )
+  if not all(is_int(v) and v >= 0 for v in value):
+    raise TypeError(f"{name} must hold int seeds >= 0, got {value!r}.")
+  if len(value) < min_count:
+    raise ValueError(f"{name} must name at least {min_count} seed(s), got {value!r}.")
+  if len(set(value)) != len(value):
+    raise ValueError(f"{name} must not repeat a seed, got {value!r}.")
+  return value

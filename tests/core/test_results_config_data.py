@@ -268,3 +268,10 @@ def test_results_through_epath(tmp_path):
   path = core.write_results(str(wd), metrics={"x": 1}, config={})
   assert core.read_results(wd)["plots"] == ["c.png"]
   assert not list(wd.glob("*.tmp")) and path.name == "results.json"
+
+
+def test_validate_seeds_accepts_counts_and_lists():
+  assert core.validate_seeds(3, name="seeds") == 3
+  assert core.validate_seeds(np.int64(2), name="seeds", min_count=2) == 2
+  assert core.validate_seeds((0, 4, 2), name="seeds") == (0, 4, 2)
+  assert core.validate_seeds([7], name="eval_seeds") == [7]
