@@ -34,6 +34,7 @@ from jaxpapers.core.claims import VERDICTS, Claim, Verdict, judge, judge_all, pa
 from jaxpapers.core.config import (
   config_to_dataclass,
   validate_choice,
+  validate_learning_rates,
   validate_positive,
   validate_seeds,
 )
@@ -144,6 +145,7 @@ __all__ = [
   "validate_choice",
   "validate_positive",
   "validate_seeds",
+  "validate_learning_rates",
   "DATA_DIR_ENV_VAR",
   "resolve_data_dir",
   "locate_data_dir",

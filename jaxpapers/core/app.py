@@ -32,8 +32,9 @@ Flags (defined by :func:`run`, never on import):
 workdir, initialises the distributed runtime if asked (before anything touches
 a JAX backend), imports the
 experiment, logs the host, process index/count, local and global devices,
-backend, the mesh, package versions, workdir and config, and calls
-``train_and_evaluate(config, workdir)``.
+backend, the mesh, package versions, workdir and config, checks that every learning
+rate in the config is a finite number > 0 (:func:`jaxpapers.core.validate_learning_rates`),
+and calls ``train_and_evaluate(config, workdir)``.
 
 **Workdir type.** ``train_and_evaluate`` receives an ``etils.epath.Path``. For a
 local path it is ``os.PathLike`` and ``pathlib.Path(workdir)`` gives the same
@@ -66,6 +67,7 @@ from absl import flags, logging
 from etils import epath
 from ml_collections import config_flags
 
+from jaxpapers.core import config as config_lib
 from jaxpapers.core import distributed, host_memory
 from jaxpapers.core import mesh as mesh_lib
 
@@ -295,6 +297,7 @@ def main(
   )
   logging.info("host memory reuse: %s (%s)", "on" if memory.applied else "off", memory.reason)
   log_startup(startup_info(config, workdir, config_file=config_file))
+  config_lib.validate_learning_rates(config)  # a negative rate would ascend the loss silently
   train_and_evaluate(config, workdir)
 
 

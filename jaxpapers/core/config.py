@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -201,3 +202,49 @@ def validate_seeds(value: Any, *, name: str = "seeds", min_count: int = 1) -> An
   if len(set(value)) != len(value):
     raise ValueError(f"{name} must not repeat a seed, got {value!r}.")
   return value
+
+
+# Config fields that hold learning rates, at any depth: lr, lrs, learning_rate(s), and names
+# ending in _lr, _lrs, _learning_rate(s) (adamw_lrs, detector_lr, mmd_learning_rate, ...).
+_LR_FIELD = re.compile(r"(^|_)(lr|lrs|learning_rate|learning_rates)$")
+
+
+def validate_learning_rates(config: Any, *, name: str = "config") -> None:
+  """Checks that every learning rate in a config is a finite number > 0.
+
+  A field counts as a learning rate by its name (``lr``, ``lrs``, ``learning_rate``,
+  ``learning_rates``, or a name ending in ``_lr``, ``_lrs``, ``_learning_rate``), at any depth
+  of nested ``ConfigDict``s / mappings. It may hold a number or a sequence of numbers (a grid);
+  an empty sequence (an arm switched off) passes. A sequence that holds anything other than
+  numbers, such as a search-space spec ``('loguniform', 1e-3, 3e-2)``, and a string are left
+  to the experiment. A negative, zero, NaN or infinite rate would otherwise train silently
+  (a negative rate ascends the loss).
+
+  Args:
+    config: an ``ml_collections.ConfigDict`` or a mapping.
+    name: the config's name in error messages.
+
+  Raises:
+    ValueError: naming the field (its dotted path) and the bad value.
+  """
+  items = config.items() if isinstance(config, (ml_collections.ConfigDict, Mapping)) else ()
+  for key, value in items:
+    path = f"{name}.{key}"
+    if isinstance(value, (ml_collections.ConfigDict, Mapping)):
+      validate_learning_rates(value, name=path)
+      continue
+    if not isinstance(key, str) or not _LR_FIELD.search(key):
+      continue
+    is_num = lambda v: isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))  # noqa: E731
+    if is_num(value):
+      values = [value]
+    elif isinstance(value, (tuple, list)) and all(is_num(v) for v in value):
+      values = list(value)
+    else:
+      continue
+    bad = [v for v in values if not (math.isfinite(v) and v > 0)]
+    if bad:
+      raise ValueError(
+        f"{path} must be a learning rate (a finite number > 0) or a sequence of them, got "
+        f"{value!r}; {bad[0]!r} is not (a negative rate ascends the loss, zero never moves)."
+      )

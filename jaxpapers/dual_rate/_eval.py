@@ -12,6 +12,7 @@ Kynkaanniemi et al., improved precision/recall, arXiv:1904.06991.
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -82,6 +83,12 @@ def train_classifier(
       f"labels must lie in [0, num_classes={num_classes}), got range "
       f"[{labels.min()}, {labels.max()}]"
     )
+  if (
+    isinstance(learning_rate, bool)
+    or not isinstance(learning_rate, (int, float, np.integer, np.floating))
+    or not (math.isfinite(learning_rate) and learning_rate > 0)
+  ):
+    raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate!r}")
   labels = labels.astype(np.int32)
   model = FeatureClassifier(
     image_size=images.shape[1],

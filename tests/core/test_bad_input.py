@@ -288,6 +288,15 @@ CASES = [
     id="choice-bool-is-not-1",
   ),
   Case(
+    "core.validate_learning_rates",
+    core.validate_learning_rates,
+    ({"opt": {"adamw_lrs": (1e-3, -1e-2)}},),
+    match=r"config.opt.adamw_lrs must be a learning rate \(a finite number > 0\)",
+    jit=None,
+    jit_reason=HOST,
+    id="learning-rates-negative",
+  ),
+  Case(
     "core.validate_seeds",
     core.validate_seeds,
     (0,),

@@ -275,3 +275,32 @@ def test_validate_seeds_accepts_counts_and_lists():
   assert core.validate_seeds(np.int64(2), name="seeds", min_count=2) == 2
   assert core.validate_seeds((0, 4, 2), name="seeds") == (0, 4, 2)
   assert core.validate_seeds([7], name="eval_seeds") == [7]
+
+
+def test_validate_learning_rates_names_the_field():
+  ok = ml_collections.ConfigDict(
+    {
+      "lr": 1e-3,
+      "digits": {"adamw_lrs": (1e-3, 1e-2), "muon_lrs": (), "lr_schedule": "cosine"},
+      "space": {"lr": ("loguniform", 1e-3, 3e-2)},  # a search-space spec: left alone
+      "clip": -1.0,  # not a learning rate
+      "teacher": {"learning_rate": 2e-4},
+    }
+  )
+  core.validate_learning_rates(ok)
+  for path, bad in (
+    ("lr", -1e-3),
+    ("lr", 0.0),
+    ("digits.adamw_lrs", (1e-3, float("nan"))),
+    ("teacher.learning_rate", float("inf")),
+    ("detector_lr", -0.5),
+  ):
+    cfg = ml_collections.ConfigDict(ok.to_dict())
+    *parents, leaf = path.split(".")
+    node = cfg
+    for p in parents:
+      node = node[p]
+    with cfg.unlocked():
+      node[leaf] = bad
+    with pytest.raises(ValueError, match=rf"config\.{path} must be a learning rate"):
+      core.validate_learning_rates(cfg)

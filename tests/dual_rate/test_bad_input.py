@@ -415,6 +415,16 @@ CASES = [
   Case(
     "train_classifier",
     dr.train_classifier,
+    (X, np.array([0, 1])),
+    {"num_classes": 2, "learning_rate": -2e-3},
+    match=r"learning_rate must be a finite number > 0, got -0.002",
+    jit=None,
+    jit_reason=HOST,
+    id="train_classifier-negative-lr",
+  ),
+  Case(
+    "train_classifier",
+    dr.train_classifier,
     (X, np.array([0, 7])),
     {"num_classes": 2},
     match=r"labels must lie in \[0, num_classes=2\)",

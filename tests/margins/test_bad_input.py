@@ -194,6 +194,16 @@ CASES = [
   Case(
     "sdp_max_margin",
     mg.sdp_max_margin,
+    (A.astype(F32),),
+    {"key": jax.random.key(0), "lr": -0.02},
+    match=r"lr must be a finite number > 0 \(the Adam learning rate\), got -0.02",
+    jit=None,
+    jit_reason=HOST,
+    id="sdp_max_margin-negative-lr",
+  ),
+  Case(
+    "sdp_max_margin",
+    mg.sdp_max_margin,
     (SOFT,),
     {"key": jax.random.key(0)},
     match=BINARY,
