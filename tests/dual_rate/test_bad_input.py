@@ -425,6 +425,16 @@ CASES = [
   Case(
     "train_classifier",
     dr.train_classifier,
+    (X, np.array([0, 1])),
+    {"num_classes": 2, "steps": 0},
+    match=r"steps must be an int >= 1, got 0",
+    jit=None,
+    jit_reason=HOST,
+    id="train_classifier-zero-steps",
+  ),
+  Case(
+    "train_classifier",
+    dr.train_classifier,
     (X, np.array([0, 7])),
     {"num_classes": 2},
     match=r"labels must lie in \[0, num_classes=2\)",

@@ -204,6 +204,16 @@ CASES = [
   Case(
     "sdp_max_margin",
     mg.sdp_max_margin,
+    (A.astype(F32),),
+    {"key": jax.random.key(0), "steps": 0},
+    match=r"steps must be an int >= 1 \(Adam steps\), got 0",
+    jit=None,
+    jit_reason=HOST,
+    id="sdp_max_margin-empty-scan",
+  ),
+  Case(
+    "sdp_max_margin",
+    mg.sdp_max_margin,
     (SOFT,),
     {"key": jax.random.key(0)},
     match=BINARY,
