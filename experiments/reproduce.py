@@ -37,6 +37,7 @@ import re
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Sequence
 
 from absl import app, flags, logging
@@ -72,6 +73,58 @@ def discover(package_dir: pathlib.Path) -> list[str]:
   return found
 
 
+RUN_ID_ENV = "JAXPAPERS_RUN_ID"
+"""Environment variable through which :func:`run_paper` gives each child run a fresh id."""
+
+
+def _file_identity(path: pathlib.Path) -> tuple[int, int, int] | None:
+  """(inode, size, mtime in ns) of ``path``, or None if it does not exist."""
+  try:
+    st = path.stat()
+  except FileNotFoundError:
+    return None
+  return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _fresh_results(
+  path: pathlib.Path, *, before: tuple[int, int, int] | None, run_id: str
+) -> tuple[dict | None, str | None]:
+  """Reads the results.json a child run wrote, refusing one it did not write.
+
+  A results file counts as written by this invocation when it did not exist before the child
+  started, or when it was replaced since (another inode, size or modification time), and, if it
+  records a ``run_id``, that id is the one this invocation gave the child.
+
+  Args:
+    path: ``<workdir>/<paper>/results.json``.
+    before: :func:`_file_identity` of ``path`` taken just before the child started.
+    run_id: the id passed to the child in ``$JAXPAPERS_RUN_ID``.
+
+  Returns:
+    ``(results, None)`` for a fresh, readable file, else ``(None, reason)``.
+  """
+  after = _file_identity(path)
+  if after is None:
+    return None, "finished without writing results.json"
+  if before is not None and after == before:
+    return None, (
+      f"stale results.json: exit code 0, but {path} is the file that was there before the run "
+      "started; this run did not write it"
+    )
+  try:
+    results = json.loads(path.read_text())
+  except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    return None, f"unreadable results.json ({path}: {e})"
+  if not isinstance(results, dict):
+    return None, f"unreadable results.json ({path} holds a {type(results).__name__}, not an object)"
+  recorded = results.get("run_id")
+  if recorded is not None and recorded != run_id:
+    return None, (
+      f"stale results.json: {path} records run_id {recorded!r}, not this run's {run_id!r}"
+    )
+  return results, None
+
+
 def run_paper(
   name: str,
   *,
@@ -82,7 +135,13 @@ def run_paper(
   timeout_s: float,
   env: dict[str, str] | None = None,
 ) -> dict:
-  """Runs one paper's binary in a subprocess and returns its record for the report."""
+  """Runs one paper's binary in a subprocess and returns its record for the report.
+
+  The paper is ``ok`` only when the binary exits 0 *and* ``<workdir>/<name>/results.json`` was
+  written by this run: the child gets a fresh id in ``$JAXPAPERS_RUN_ID``, and a file that is
+  unchanged since before the start, or that records another ``run_id``, is reported as
+  ``failed`` with the error "stale results.json".
+  """
   config_name = "smoke" if quick else "default"
   config = package_dir / name / "configs" / f"{config_name}.py"
   paper_dir = workdir / name
@@ -99,7 +158,17 @@ def run_paper(
     f"--workdir={paper_dir}"
   )
   log_path = paper_dir / "log.txt"
-  record = {"name": name, "command": shown, "config": config_name, "log": str(log_path)}
+  results_path = paper_dir / "results.json"
+  run_id = uuid.uuid4().hex
+  child_env = dict(os.environ if env is None else env, **{RUN_ID_ENV: run_id})
+  record = {
+    "name": name,
+    "command": shown,
+    "config": config_name,
+    "log": str(log_path),
+    "run_id": run_id,
+  }
+  before = _file_identity(results_path)
   t0 = time.perf_counter()
   try:
     with log_path.open("w") as log:
@@ -108,7 +177,7 @@ def run_paper(
         stdout=log,
         stderr=subprocess.STDOUT,
         timeout=timeout_s,
-        env=env,
+        env=child_env,
         cwd=package_dir.parent,
       )
     record["returncode"] = proc.returncode
@@ -116,20 +185,18 @@ def run_paper(
     record["returncode"] = None
     record["error"] = f"stopped after the {timeout_s:.0f} s timeout"
   record["wall_time_s"] = time.perf_counter() - t0
-  results_path = paper_dir / "results.json"
-  if record["returncode"] == 0 and results_path.exists():
-    record["status"] = "ok"
-    record["results"] = json.loads(results_path.read_text())
-  else:
-    record["status"] = "failed"
-    tail = log_path.read_text().splitlines()[-25:] if log_path.exists() else []
-    if "error" not in record:
-      record["error"] = (
-        f"exit code {record['returncode']}"
-        if record["returncode"] != 0
-        else "finished without writing results.json"
-      )
-    record["log_tail"] = "\n".join(tail)
+  if record["returncode"] == 0:
+    results, reason = _fresh_results(results_path, before=before, run_id=run_id)
+    if results is not None:
+      record["status"] = "ok"
+      record["results"] = results
+      return record
+    record["error"] = reason
+  elif "error" not in record:
+    record["error"] = f"exit code {record['returncode']}"
+  record["status"] = "failed"
+  tail = log_path.read_text().splitlines()[-25:] if log_path.exists() else []
+  record["log_tail"] = "\n".join(tail)
   return record
 
 

@@ -183,6 +183,71 @@ def _commit_lock(pkg, name):
   return _git(pkg, "rev-parse", "HEAD"), record
 
 
+def test_exit_zero_without_a_new_results_json_is_stale(tmp_path):
+  pkg = _make_package(tmp_path, committed=False)
+  out_dir = tmp_path / "o"
+  assert _run(pkg, out_dir, quick=True, only=["alpha"]).failed == ()
+  old = (out_dir / "alpha" / "results.json").read_text()
+  # A rerun whose binary exits 0 but writes nothing: the old results.json must not pass as new.
+  (pkg / "alpha" / "main.py").write_text("print('did nothing')\n")
+  rec = reproduce.run_paper(
+    "alpha",
+    package="fakeexp",
+    package_dir=pkg,
+    workdir=out_dir,
+    quick=True,
+    timeout_s=120,
+    env=dict(os.environ, PYTHONPATH=str(pkg.parent)),
+  )
+  assert rec["returncode"] == 0
+  assert rec["status"] == "failed" and rec["error"].startswith("stale results.json"), rec
+  assert "results" not in rec and (out_dir / "alpha" / "results.json").read_text() == old
+  out = _run(pkg, out_dir, quick=True, only=["alpha"])
+  assert out.failed == ("alpha",)
+  assert "**Failed**: stale results.json" in out.report.read_text()
+
+
+@pytest.mark.parametrize(
+  ("written_id", "status"), [("os.environ['JAXPAPERS_RUN_ID']", "ok"), ("'an-older-run'", "failed")]
+)
+def test_results_json_recording_another_run_id_is_stale(tmp_path, written_id, status):
+  pkg = _make_package(tmp_path, committed=False)
+  (pkg / "alpha" / "main.py").write_text(
+    textwrap.dedent(f"""
+      import json, os, pathlib, sys
+      args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+      wd = pathlib.Path(args["workdir"])
+      (wd / "results.json").write_text(json.dumps({{"metrics": {{}}, "run_id": {written_id}}}))
+    """)
+  )
+  rec = reproduce.run_paper(
+    "alpha",
+    package="fakeexp",
+    package_dir=pkg,
+    workdir=tmp_path / "o",
+    quick=True,
+    timeout_s=120,
+    env=dict(os.environ, PYTHONPATH=str(pkg.parent)),
+  )
+  assert rec["status"] == status, rec
+  if status == "ok":
+    assert rec["results"]["run_id"] == rec["run_id"]
+  else:
+    assert rec["error"].startswith("stale results.json") and "an-older-run" in rec["error"]
+
+
+def test_unreadable_results_json_is_a_failure_not_a_crash(tmp_path):
+  pkg = _make_package(tmp_path, committed=False)
+  (pkg / "alpha" / "main.py").write_text(
+    "import pathlib, sys\n"
+    "args = dict(a[2:].split('=', 1) for a in sys.argv[1:])\n"
+    "(pathlib.Path(args['workdir']) / 'results.json').write_text('{\"metrics\": {')\n"
+  )
+  out = _run(pkg, tmp_path / "o", quick=True, only=["alpha"])
+  assert out.failed == ("alpha",)
+  assert "unreadable results.json" in out.report.read_text()
+
+
 def test_rejudge_adds_verdicts_and_keeps_the_measurements(tmp_path):
   pkg = _make_package(tmp_path, committed=False)
   _git(pkg, "init", "-q")

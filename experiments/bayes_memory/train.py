@@ -550,6 +550,7 @@ def make_dialogues(c, n_dialogues=None):
 def train_and_evaluate(config, workdir) -> dict:
   """Score (or resume) every dialogue, derive every method's metrics, write results.json."""
   c = config
+  core.validate_seeds(tuple(c.seeds), name="seeds")
   t0 = time.time()
   model = load_model(c)
   cfg, params, _ = model

@@ -405,6 +405,7 @@ def _plots(cfg, summary, workdir):
 def train_and_evaluate(config, workdir) -> dict:
   """Runs the grid; writes results.json, table.md, generated examples and plots."""
   cfg = core.config_to_dataclass(config, Config)
+  core.validate_seeds(cfg.seeds, name="seeds")
   cfg.encoders, cfg.arms = tuple(cfg.encoders), tuple(cfg.arms)
   for e in cfg.encoders:
     core.validate_choice(e, name="encoders", allowed=tuple(ENCODERS))

@@ -408,6 +408,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
   """Runs E1-E3 and writes results.json with the claims' verdicts."""
   t0 = time.time()
   cfg = config
+  core.validate_seeds(cfg.seeds, name="seeds")
   for cls in cfg.classes:
     if cls not in ("dense", "sparse", "plain"):
       raise ValueError(f"config.classes: unknown class {cls!r}")

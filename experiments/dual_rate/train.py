@@ -362,6 +362,9 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir.mkdir(parents=True, exist_ok=True)
   core.validate_choice(cfg.sampler, name="sampler", allowed=dr.SAMPLERS)
   core.validate_choice(cfg.coupling, name="coupling", allowed=dr.COUPLINGS)
+  core.validate_seeds(tuple(cfg.eval_seeds), name="eval_seeds")
+  if cfg.get("train_seeds", ()):  # () = no training-seed axis
+    core.validate_seeds(tuple(cfg.train_seeds), name="train_seeds")
   data, ncls = _load_data(cfg)
   xtr, xte, yte = data["train_images"], data["test_images"], data["test_labels"]
   xsub, ysub = data.get("subset_images", xtr), data.get("subset_labels", data["train_labels"])

@@ -876,6 +876,7 @@ def train_and_evaluate(config, workdir) -> dict:
   if config.get("experiment", "distillation") == "scan_order":
     return scan_order_and_evaluate(config, workdir)
   t_start = time.perf_counter()
+  core.validate_seeds(config.get("seeds", 1), name="seeds")
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   for v in config.variants:

@@ -441,6 +441,7 @@ def claim_values(per_seed, methods, refs, sufficiency, t_max: int) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   c = config
+  core.validate_seeds(c.seeds, name="seeds")
   t0 = time.time()
   world, feats, stats = prepare(c, workdir)
   T, test_q = world["T"], world["test_q"]

@@ -51,6 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import logstop as L
+from jaxpapers.core.data import resolve_inside
 
 _KEYWORDS = ("always", "eventually", "next", "not", "and", "or", "until")
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
@@ -103,8 +104,11 @@ def parse_query(query: str) -> L.Formula:
     raise ValueError(f"query {query!r} is not in the benchmark's syntax: {e}") from None
 
 
-def _read_trace(traces_dir: pathlib.Path, video_id: str) -> dict:
-  js, npz = traces_dir / f"{video_id}.json", traces_dir / f"{video_id}.npz"
+def _read_trace(data_dir: pathlib.Path, traces: str, video_id: str) -> dict:
+  js, npz = (
+    resolve_inside(data_dir, traces, f"{video_id}{ext}", name="video_id")
+    for ext in (".json", ".npz")
+  )
   if js.is_file():
     raw = json.loads(js.read_text())
     if not isinstance(raw, dict):
@@ -123,7 +127,8 @@ def load_qmtp(
   """Reads the QMTP sample table and the clips' per-frame scores (format: module docstring).
 
   Args:
-    data_dir: directory holding ``config`` and the ``traces`` folder.
+    data_dir: directory holding ``config`` and the ``traces`` folder; every file read (the
+      table and each ``video_id``'s scores) must lie inside it (``ValueError`` otherwise).
     config: the sample table's file name inside ``data_dir``.
     traces: the per-clip score folder inside ``data_dir``.
 
@@ -131,7 +136,7 @@ def load_qmtp(
     The samples in table order.
   """
   data_dir = pathlib.Path(data_dir)
-  table = data_dir / config
+  table = resolve_inside(data_dir, config, name="config")
   if not table.is_file():
     raise FileNotFoundError(f"QMTP sample table not found: {table}")
   with table.open(newline="", encoding="utf-8") as fh:
@@ -143,7 +148,7 @@ def load_qmtp(
   for row in rows:
     vid, sid = row["video_id"], row["sample_id"]
     if vid not in cache:
-      cache[vid] = _read_trace(data_dir / traces, vid)
+      cache[vid] = _read_trace(data_dir, traces, vid)
     T = int(row["end_frame"]) - int(row["start_frame"])
     label = row["satisfied"].strip().lower()
     if label not in ("true", "false"):

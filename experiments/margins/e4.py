@@ -366,6 +366,7 @@ def _plot(cfg: Config, src: dict, an: dict, workdir) -> None:
 def train_and_evaluate(config, workdir) -> dict:
   """Runs E4; writes results.json, table.md and the plot into ``workdir``."""
   cfg = core.config_to_dataclass(config, Config)
+  core.validate_seeds(cfg.seeds, name="seeds")
   cfg.Ns, cfg.ds, cfg.fractions = tuple(cfg.Ns), tuple(cfg.ds), tuple(cfg.fractions)
   total = math.comb(cfg.n, cfg.k)
   if not cfg.Ns or list(cfg.Ns) != sorted(set(cfg.Ns)) or cfg.Ns[0] < 2 or cfg.Ns[-1] > total:

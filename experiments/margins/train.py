@@ -642,6 +642,7 @@ def _plots(cfg, rows, knees, crit, crit_fit, workdir):
 def train_and_evaluate(config, workdir) -> dict:
   """Runs the three measurements; writes results.json and plots into ``workdir``."""
   cfg = core.config_to_dataclass(config, Config)
+  core.validate_seeds(cfg.seeds, name="seeds")
   for loss in cfg.losses:
     core.validate_choice(loss, name="losses", allowed=LOSS_CHOICES)
   if "margin" not in cfg.losses:

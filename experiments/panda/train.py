@@ -83,10 +83,20 @@ def _reduce_features(data: hg.HypergraphData, k: int, seed: int) -> hg.Hypergrap
 
 
 def load_datasets(config) -> tuple[dict, str]:
-  """Returns ({name: directed data}, source) with real data if available, else synthetic."""
-  root = None
+  """Returns ({name: directed data}, source): real data if any is found, else synthetic.
+
+  ``config.data_dir`` (or, when it is empty, ``$JAXPAPERS_DATA_DIR``) that is set must hold
+  ``hypergraph/`` and every dataset of ``config.datasets``, or this raises naming it: a
+  directory that was given is never replaced by ``../shared/data`` or by synthetic data. The
+  synthetic sets of ``config.synthetic_fallback`` are used only when nothing was given and
+  ``../shared/data/hypergraph`` does not exist, or with ``data_dir='none'``. ``source`` says
+  which data was used and where it came from (recorded in results.json as ``data_source``).
+  """
+  root, found_in = None, "data_dir='none'"
   if config.data_dir != "none":
-    root = core.resolve_data_dir(config.data_dir or None, subdir="hypergraph", required=False)
+    root, found_in = core.locate_data_dir(
+      config.data_dir or None, subdir="hypergraph", required=False
+    )
   out = {}
   names = tuple(config.datasets) if root is not None else tuple(config.synthetic_fallback)
   if not names:
@@ -101,9 +111,10 @@ def load_datasets(config) -> tuple[dict, str]:
       seed = None if hg.ships_splits(name) else config.seed
       d = hg.load(name, root, split_seed=seed, num_splits=config.num_splits)
       out[name] = _reduce_features(d, config.max_features, config.seed)
-    # As given (a relative data_dir stays relative in results.json), else the resolved folder.
-    shown = f"{config.data_dir.rstrip('/')}/hypergraph" if config.data_dir else str(root)
-    return out, shown
+    # As given (a relative data_dir stays relative in results.json), else the place and folder.
+    if config.data_dir:
+      return out, f"{config.data_dir.rstrip('/')}/hypergraph"
+    return out, f"{root} (from {found_in})"
   for name in config.synthetic_fallback:
     if name == "synthetic-small":
       d = hg.make_synthetic(
@@ -119,7 +130,12 @@ def load_datasets(config) -> tuple[dict, str]:
       inter = int(name.rsplit("inter", 1)[1])
       d = hg.make_synthetic(config.seed, n_inter=inter, num_splits=config.num_splits, name=name)
     out[name] = d
-  return out, "synthetic (make_synthetic)"
+  if config.data_dir == "none":
+    return out, "synthetic (make_synthetic; data_dir='none')"
+  return out, (
+    f"synthetic (make_synthetic; no data_dir or ${core.DATA_DIR_ENV_VAR} given and no "
+    "../shared/data/hypergraph beside the checkout)"
+  )
 
 
 def _model_fn(config, backbone, arm, data, hidden=None):

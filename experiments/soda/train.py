@@ -804,6 +804,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     tcfg = config[task]
     if not tcfg.enabled:
       continue
+    core.validate_seeds(tcfg.num_seeds, name=f"{task}.num_seeds")
+    if tcfg.get("muon_num_seeds", 0):  # 0 = the Muon groups use num_seeds
+      core.validate_seeds(tcfg.muon_num_seeds, name=f"{task}.muon_num_seeds")
     hib = higher_is_better(task, tcfg)
     out = _run_task(task, tcfg, workdir, config.seed)
     rows = _summaries(out, task, tcfg)

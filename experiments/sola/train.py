@@ -459,6 +459,7 @@ def derived_metrics(methods: dict, n_seeds: int) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   c = config
+  core.validate_seeds(c.seeds, name="seeds")
   t0 = time.time()
   for m in c.methods:
     core.validate_choice(m, name="methods", allowed=METHODS)

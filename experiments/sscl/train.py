@@ -523,6 +523,7 @@ def _plots(cfg: Config, summary: dict, workdir):
 def train_and_evaluate(config, workdir) -> dict:
   """Runs both grids; writes results.json, table.md and plots under ``workdir``."""
   cfg = core.config_to_dataclass(config, Config)
+  core.validate_seeds(cfg.seeds, name="seeds")
   cfg.arms = tuple(cfg.arms)
   cfg.view_scales = tuple(cfg.view_scales)
   for a in cfg.arms:

@@ -9,7 +9,8 @@
 * :func:`write_results`, :func:`save_figure`: ``<workdir>/results.json`` and PNGs.
 * :func:`config_to_dataclass`, :func:`validate_choice`: typed configs with
   clear errors.
-* :func:`resolve_data_dir`: the one place that finds real datasets.
+* :func:`resolve_data_dir` / :func:`locate_data_dir`: the one place that finds real datasets
+  (and says where); :func:`resolve_inside`: names joined to a data root stay inside it.
 * :mod:`app`: the entry every experiment binary calls (flags, distributed
   start-up, start-up log); :func:`is_main_process`; :class:`MetricWriter`
   (JSONL + TensorBoard, process 0 only).
@@ -34,9 +35,15 @@
 from jaxpapers.core import app
 from jaxpapers.core.checkpoint import Checkpointer, abstract_like
 from jaxpapers.core.claims import VERDICTS, Claim, Verdict, judge, judge_all, parse_claims
-from jaxpapers.core.config import config_to_dataclass, validate_choice, validate_positive
+from jaxpapers.core.config import (
+  config_to_dataclass,
+  validate_choice,
+  validate_learning_rates,
+  validate_positive,
+  validate_seeds,
+)
 from jaxpapers.core.data import ENV_VAR as DATA_DIR_ENV_VAR
-from jaxpapers.core.data import resolve_data_dir
+from jaxpapers.core.data import DataLocation, locate_data_dir, resolve_data_dir, resolve_inside
 from jaxpapers.core.data_parallel import (
   host_local_batch_to_global,
   load_global_batch,
@@ -168,8 +175,13 @@ __all__ = [
   "config_to_dataclass",
   "validate_choice",
   "validate_positive",
+  "validate_seeds",
+  "validate_learning_rates",
   "DATA_DIR_ENV_VAR",
   "resolve_data_dir",
+  "locate_data_dir",
+  "DataLocation",
+  "resolve_inside",
   "check_array",
   "check_float",
   "check_int",

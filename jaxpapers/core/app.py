@@ -37,8 +37,9 @@ Flags (defined by :func:`run`, never on import):
 workdir, initialises the distributed runtime if asked (before anything touches
 a JAX backend), imports the
 experiment, logs the host, process index/count, local and global devices,
-backend, the mesh, package versions, workdir and config, checks the claims'
-registration and records the run's start commit, and calls
+backend, the mesh, package versions, workdir and config, checks that every learning
+rate in the config is a finite number > 0 (:func:`jaxpapers.core.validate_learning_rates`),
+checks the claims' registration and records the run's start commit, and calls
 ``train_and_evaluate(config, workdir)``.
 
 **Workdir type.** ``train_and_evaluate`` receives an ``etils.epath.Path``. For a
@@ -73,6 +74,7 @@ from absl import flags, logging
 from etils import epath
 from ml_collections import config_flags
 
+from jaxpapers.core import config as config_lib
 from jaxpapers.core import distributed, host_memory, registration
 from jaxpapers.core import mesh as mesh_lib
 
@@ -318,6 +320,7 @@ def main(
   )
   logging.info("host memory reuse: %s (%s)", "on" if memory.applied else "off", memory.reason)
   log_startup(startup_info(config, workdir, config_file=config_file))
+  config_lib.validate_learning_rates(config)  # a negative rate would ascend the loss silently
   try:
     start = registration.begin_run(
       config, experiment_dir(target, train_and_evaluate), post_hoc=flag_values.post_hoc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -156,3 +157,94 @@ def validate_positive(value: Any, *, name: str, allow_zero: bool = False) -> Any
     bound = ">= 0" if allow_zero else "> 0"
     raise ValueError(f"{name} must be {bound}, got {value!r}.")
   return value
+
+
+def validate_seeds(value: Any, *, name: str = "seeds", min_count: int = 1) -> Any:
+  """Returns ``value`` if it is a seed count or a list of seeds with at least ``min_count``.
+
+  Experiments take seeds as a count (``seeds = 3``: seeds 0, 1, 2 or ``seed, seed + 1, ...``)
+  or as explicit seeds (``seeds = (0, 1, 2)``). Zero or a negative count, an empty or repeated
+  list, or a non-integer seed would otherwise surface far from the config, as an error about
+  stacking no arrays or as statistics over no runs.
+
+  Args:
+    value: an int ``>= min_count``, or a tuple / list of ``>= min_count`` distinct ints
+      ``>= 0``.
+    name: the config field, for the error message.
+    min_count: the fewest seeds the experiment can use (2 where a spread is needed).
+
+  Returns:
+    ``value`` unchanged.
+
+  Raises:
+    TypeError: not an int or a sequence of ints. ValueError: too few seeds, a repeated or a
+      negative seed.
+  """
+
+  def is_int(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+
+  if is_int(value):
+    if value < min_count:
+      raise ValueError(
+        f"{name} must be a number of seeds >= {min_count} (or a list of seeds), got {value!r}."
+      )
+    return value
+  if not isinstance(value, (tuple, list)):
+    raise TypeError(
+      f"{name} must be a number of seeds or a tuple of int seeds, got {type(value).__name__} "
+      f"{value!r}."
+    )
+  if not all(is_int(v) and v >= 0 for v in value):
+    raise TypeError(f"{name} must hold int seeds >= 0, got {value!r}.")
+  if len(value) < min_count:
+    raise ValueError(f"{name} must name at least {min_count} seed(s), got {value!r}.")
+  if len(set(value)) != len(value):
+    raise ValueError(f"{name} must not repeat a seed, got {value!r}.")
+  return value
+
+
+# Config fields that hold learning rates, at any depth: lr, lrs, learning_rate(s), and names
+# ending in _lr, _lrs, _learning_rate(s) (adamw_lrs, detector_lr, mmd_learning_rate, ...).
+_LR_FIELD = re.compile(r"(^|_)(lr|lrs|learning_rate|learning_rates)$")
+
+
+def validate_learning_rates(config: Any, *, name: str = "config") -> None:
+  """Checks that every learning rate in a config is a finite number > 0.
+
+  A field counts as a learning rate by its name (``lr``, ``lrs``, ``learning_rate``,
+  ``learning_rates``, or a name ending in ``_lr``, ``_lrs``, ``_learning_rate``), at any depth
+  of nested ``ConfigDict``s / mappings. It may hold a number or a sequence of numbers (a grid);
+  an empty sequence (an arm switched off) passes. A sequence that holds anything other than
+  numbers, such as a search-space spec ``('loguniform', 1e-3, 3e-2)``, and a string are left
+  to the experiment. A negative, zero, NaN or infinite rate would otherwise train silently
+  (a negative rate ascends the loss).
+
+  Args:
+    config: an ``ml_collections.ConfigDict`` or a mapping.
+    name: the config's name in error messages.
+
+  Raises:
+    ValueError: naming the field (its dotted path) and the bad value.
+  """
+  items = config.items() if isinstance(config, (ml_collections.ConfigDict, Mapping)) else ()
+  for key, value in items:
+    path = f"{name}.{key}"
+    if isinstance(value, (ml_collections.ConfigDict, Mapping)):
+      validate_learning_rates(value, name=path)
+      continue
+    if not isinstance(key, str) or not _LR_FIELD.search(key):
+      continue
+    is_num = lambda v: isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))  # noqa: E731
+    if is_num(value):
+      values = [value]
+    elif isinstance(value, (tuple, list)) and all(is_num(v) for v in value):
+      values = list(value)
+    else:
+      continue
+    bad = [v for v in values if not (math.isfinite(v) and v > 0)]
+    if bad:
+      raise ValueError(
+        f"{path} must be a learning rate (a finite number > 0) or a sequence of them, got "
+        f"{value!r}; {bad[0]!r} is not (a negative rate ascends the loss, zero never moves)."
+      )

@@ -212,6 +212,7 @@ def write_results(
     "notes": notes,
     "wall_time_s": wall_time_s,
     "command": command_line(),
+    "run_id": os.environ.get("JAXPAPERS_RUN_ID"),  # set by experiments.reproduce per child
     "registration": run["registration"],
     "git": run["git"],
     "started_at": run["started_at"],

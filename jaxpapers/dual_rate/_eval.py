@@ -12,6 +12,7 @@ Kynkaanniemi et al., improved precision/recall, arXiv:1904.06991.
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -62,7 +63,11 @@ def train_classifier(
   seed: int = 0,
   noise_std: float = 0.1,
 ) -> FeatureClassifier:
-  """Train a FeatureClassifier with Adam on [N, H, W, C] images (small Gaussian-noise augmentation)."""
+  """Train a FeatureClassifier with Adam on [N, H, W, C] images (small Gaussian-noise augmentation).
+
+  ``steps`` and ``batch_size`` must be ints >= 1, ``learning_rate`` a finite number > 0 and
+  ``noise_std`` a finite number >= 0 (``ValueError`` otherwise).
+  """
   images = np.asarray(images, np.float32)
   labels = np.asarray(labels)
   if images.ndim != 4 or labels.shape != (images.shape[0],):
@@ -82,6 +87,22 @@ def train_classifier(
       f"labels must lie in [0, num_classes={num_classes}), got range "
       f"[{labels.min()}, {labels.max()}]"
     )
+  if (
+    isinstance(learning_rate, bool)
+    or not isinstance(learning_rate, (int, float, np.integer, np.floating))
+    or not (math.isfinite(learning_rate) and learning_rate > 0)
+  ):
+    raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate!r}")
+  for name, v in (("steps", steps), ("batch_size", batch_size)):
+    # steps=0 would return the untrained network as the feature classifier
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+      raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+  if isinstance(noise_std, bool) or not (
+    isinstance(noise_std, (int, float, np.integer, np.floating))
+    and math.isfinite(noise_std)
+    and noise_std >= 0
+  ):
+    raise ValueError(f"noise_std must be a finite number >= 0, got {noise_std!r}")
   labels = labels.astype(np.int32)
   model = FeatureClassifier(
     image_size=images.shape[1],

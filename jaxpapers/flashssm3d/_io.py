@@ -41,6 +41,7 @@ import pathlib
 import jax
 import numpy as np
 
+from jaxpapers.core.data import resolve_inside
 from jaxpapers.flashssm3d import _geometry as geo
 from jaxpapers.flashssm3d._data import SceneBatch
 from jaxpapers.flashssm3d._losses import DistillTargets
@@ -139,7 +140,8 @@ def load_multiview_scenes(
     image_size: side of the square frames after centre crop and resize.
     normalize: VGGT's normalisation (first camera = identity, mean valid point distance = 1);
       a scene without depth keeps scale 1.
-    scenes: optional list of scene folder names (default: all, sorted).
+    scenes: optional list of scene folder names (default: all, sorted); each must lie inside
+      ``data_dir`` (``..``, absolute names and symlinks leading outside raise ``ValueError``).
 
   Returns:
     ``(batch, names)``: a float32 NumPy :class:`SceneBatch` (``images [N, S, h, h, 3]`` in
@@ -155,7 +157,8 @@ def load_multiview_scenes(
   names = sorted(p.name for p in root.iterdir() if p.is_dir()) if scenes is None else list(scenes)
   if not names:
     raise ValueError(f"data_dir {data_dir!r} has no scene folders")
-  parts = [_load_scene(root / n, int(num_views), int(image_size)) for n in names]
+  folders = [resolve_inside(root, n, name="scene") for n in names]  # refuse escapes first
+  parts = [_load_scene(f, int(num_views), int(image_size)) for f in folders]
   images, depth, ext, K = (np.stack(x) for x in zip(*parts))
   valid = depth > 0
   pts, n_pts, n_ext, n_scale, n_depth = (

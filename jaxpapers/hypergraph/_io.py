@@ -4,7 +4,10 @@ Every loader takes ``data_dir``, the root folder holding ``mail/``, ``cocitation
 ``synthetic/``, ``telegram/``, ``heterophilous/`` and ``planetoid/`` exactly as published by
 their repositories (Stefa1994/GeDi-HNN, SherylHYX/pytorch_geometric_signed_directed,
 yandex-research/heterophilous-graphs, kimiyoung/planetoid). Pickles are read with
-:class:`RestrictedUnpickler`, which allows only the globals those files reference.
+:class:`RestrictedUnpickler`, which allows only the globals those files reference. Every file
+read must lie inside ``data_dir``: a dataset ``name`` that is absolute or has ``..`` components,
+and a file or folder that is a symlink pointing outside ``data_dir``, raise ``ValueError``
+(``data_dir`` itself may be a symlink).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pickle
 
 import numpy as np
 
+from jaxpapers.core.data import resolve_inside
 from jaxpapers.hypergraph import _structure as st
 
 __all__ = [
@@ -149,6 +153,25 @@ def _need(path: pathlib.Path) -> pathlib.Path:
   return path
 
 
+def _check_name(name, *, separators: bool = True) -> str:
+  """A dataset name: a non-empty str (a folder or file stem under its format folder)."""
+  if not isinstance(name, str) or not name:
+    raise TypeError(f"name must be a non-empty str (a dataset's folder or file stem), got {name!r}")
+  if not separators and ("/" in name or os.sep in name):
+    raise ValueError(f"name must be a file-name stem without '/', got {name!r}")
+  return name
+
+
+def _dataset_dir(data_dir, *parts: str) -> pathlib.Path:
+  """``<data_dir>/<parts>`` resolved; names with '..', absolute names and symlinks out refused."""
+  return resolve_inside(_check_dir(data_dir, "data_dir"), *parts, name="name")
+
+
+def _data_file(data_dir, *parts: str) -> pathlib.Path:
+  """An existing data file ``<data_dir>/<parts>``, refused when a symlink leads outside."""
+  return _need(resolve_inside(data_dir, *parts, name="data file"))
+
+
 def random_splits(
   y,
   seed: int,
@@ -234,9 +257,12 @@ def load_mail(
   artefact of the released file; we reproduce the file as is. Splits: seeded 50/25/25 over all
   nodes (not stratified), the reference's protocol.
   """
-  root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "mail" / name
-  edges = np.asarray(safe_load_pickle(_need(root / "weight_graph.pickle")), np.int64)
-  y = np.asarray(safe_load_pickle(_need(root / "weight_label.pickle")), np.int64)
+  parts = ("mail", _check_name(name))
+  _dataset_dir(data_dir, *parts)
+  edges = np.asarray(
+    safe_load_pickle(_data_file(data_dir, *parts, "weight_graph.pickle")), np.int64
+  )
+  y = np.asarray(safe_load_pickle(_data_file(data_dir, *parts, "weight_label.pickle")), np.int64)
   n = y.shape[0]
   inc = st.from_directed_edges(edges[:, 0], edges[:, 1], n, q=q)
   return _finish(
@@ -264,9 +290,10 @@ def load_cocitation(
   undirected co-citation hypergraph ``{citing} u cited(citing)`` plus self-loops. Splits:
   seeded 50/25/25 over all nodes (not stratified), the reference's protocol.
   """
-  root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "cocitation" / name
-  hyp = safe_load_pickle(_need(root / "hypergraph.pickle"))
-  y = np.asarray(safe_load_pickle(_need(root / "labels.pickle")), np.int64)
+  parts = ("cocitation", _check_name(name))
+  _dataset_dir(data_dir, *parts)
+  hyp = safe_load_pickle(_data_file(data_dir, *parts, "hypergraph.pickle"))
+  y = np.asarray(safe_load_pickle(_data_file(data_dir, *parts, "labels.pickle")), np.int64)
   n = y.shape[0]
   src, dst = [], []
   for citing, cited in hyp.items():
@@ -277,7 +304,7 @@ def load_cocitation(
     inc = st.from_directed_edges(np.asarray(src), np.asarray(dst), n, q=q)
   else:
     inc = st.from_hyperedges([sorted({int(k)} | {int(c) for c in v}) for k, v in hyp.items()], n)
-  feat = root / "features.pickle"
+  feat = resolve_inside(data_dir, *parts, "features.pickle", name="data file")
   if feat.exists():
     x = np.asarray(safe_load_pickle(feat).todense(), np.float32)
   else:
@@ -311,11 +338,12 @@ def load_gedi_synthetic(
   hyperedge). Features are not in the files: ``'degree'`` (default) or ``'gaussian'`` (class
   means plus unit noise, 16-d, seeded by ``feature_seed``) [reconstruction].
   """
-  root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "synthetic" / name
-  y = np.asarray(safe_load_pickle(_need(root / "label.pickle")), np.int64)
+  parts = ("synthetic", _check_name(name))
+  _dataset_dir(data_dir, *parts)
+  y = np.asarray(safe_load_pickle(_data_file(data_dir, *parts, "label.pickle")), np.int64)
   n = y.shape[0]
   if directed:
-    d = safe_load_pickle(_need(root / "hypergraph_directed.pickle"))
+    d = safe_load_pickle(_data_file(data_dir, *parts, "hypergraph_directed.pickle"))
     tails, heads = [], []
     for t, h in d.items():
       if len(h) == 1 and isinstance(h[0], tuple) and len(h[0]) == 0:
@@ -326,7 +354,7 @@ def load_gedi_synthetic(
         heads.append([int(v) for v in h])
     inc = st.from_directed_hyperedges(tails, heads, n, q=q)
   else:
-    d = safe_load_pickle(_need(root / "hypergraph_undirected.pickle"))
+    d = safe_load_pickle(_data_file(data_dir, *parts, "hypergraph_undirected.pickle"))
     inc = st.from_hyperedges([[int(v) for v in d[k]] for k in sorted(d)], n)
   if features == "degree":
     x = _degree_feature(inc)
@@ -347,9 +375,10 @@ def load_telegram(data_dir, *, split_seed=0, num_splits=10, directed=True, q=0.2
   Standard protocol: a 1-d N(0, 1) feature from ``numpy.random.RandomState(0)`` and 10 random
   per-class 60/20/20 splits.
   """
-  root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "telegram"
-  adj = _load_array_file(_need(root / "telegram_adj.npz"), "sparse").tocoo()
-  y = _load_array_file(_need(root / "telegram_labels.npy"), "dense").astype(np.int64)
+  _dataset_dir(data_dir, "telegram")
+  adj = _load_array_file(_data_file(data_dir, "telegram", "telegram_adj.npz"), "sparse").tocoo()
+  y = _load_array_file(_data_file(data_dir, "telegram", "telegram_labels.npy"), "dense")
+  y = y.astype(np.int64)
   n = y.shape[0]
   inc = st.from_directed_edges(adj.row, adj.col, n, q=q)
   x = np.random.RandomState(0).normal(size=(n, 1)).astype(np.float32)
@@ -397,7 +426,8 @@ def load_heterophilous(
   one of the keys ``node_features``, ``node_labels``, ``edges``, ``train_masks``,
   ``val_masks``, ``test_masks`` raises ``ValueError`` naming the file and the key.
   """
-  path = _need(pathlib.Path(_check_dir(data_dir, "data_dir")) / "heterophilous" / f"{name}.npz")
+  _dataset_dir(data_dir, "heterophilous", _check_name(name))
+  path = _data_file(data_dir, "heterophilous", f"{name}.npz")
   keys = ("node_features", "node_labels", "edges", "train_masks", "val_masks", "test_masks")
   with _load_array_file(path, "dense") as z:
     missing = [k for k in keys if k not in z.files]
@@ -447,12 +477,13 @@ def load_planetoid(
   _fixed_split_count(f"planetoid/{name}", 1, num_splits, split_seed)
   import scipy.sparse
 
-  root = pathlib.Path(_check_dir(data_dir, "data_dir")) / "planetoid"
+  _check_name(name, separators=False)
+  _check_dir(data_dir, "data_dir")
   obj = {
-    k: safe_load_pickle(_need(root / f"ind.{name}.{k}"))
+    k: safe_load_pickle(_data_file(data_dir, "planetoid", f"ind.{name}.{k}"))
     for k in ("x", "y", "tx", "ty", "allx", "ally", "graph")
   }
-  test_idx = np.loadtxt(_need(root / f"ind.{name}.test.index"), dtype=np.int64)
+  test_idx = np.loadtxt(_data_file(data_dir, "planetoid", f"ind.{name}.test.index"), dtype=np.int64)
   lo, hi = int(test_idx.min()), int(test_idx.max())
   n = max(len(obj["graph"]), hi + 1, obj["allx"].shape[0] + (hi - lo + 1))
   tx_full = scipy.sparse.lil_matrix((hi - lo + 1, obj["tx"].shape[1]))

@@ -32,6 +32,7 @@ import ml_dtypes
 import numpy as np
 
 from jaxpapers.core import validation as V
+from jaxpapers.core.data import resolve_inside
 from jaxpapers.lm._config import LMConfig
 from jaxpapers.lm._gguf import linear_rope_scale, params_from_gguf_tensors, periodic_global_layers
 from jaxpapers.lm._model import Params
@@ -306,15 +307,34 @@ def params_from_hf_tensors(
   return params_from_gguf_tensors(out, config, dtype=dtype)
 
 
+def _checkpoint_fence(path: pathlib.Path) -> pathlib.Path:
+  """The folder every file of checkpoint ``path`` must resolve into.
+
+  The checkpoint folder itself; for a Hugging Face cache snapshot
+  (``<cache>/models--<org>--<name>/snapshots/<revision>/``), whose files are symlinks to
+  ``../../blobs/<hash>``, the model's cache folder ``models--<org>--<name>`` that holds both.
+  """
+  real = path.resolve()
+  if real.parent.name == "snapshots" and (real.parent.parent / "blobs").is_dir():
+    return real.parent.parent
+  return real
+
+
+def _member(path: pathlib.Path, name, what: str) -> pathlib.Path:
+  """``path / name`` for a file of the checkpoint, refused when it leaves the checkpoint."""
+  return resolve_inside(path, name, name=what, within=_checkpoint_fence(path))
+
+
 def _tokenizer_from_dir(path: pathlib.Path, cfg: dict) -> Tokenizer:
   tk = _require_tokenizers()
-  tj = path / "tokenizer.json"
+  tj = _member(path, "tokenizer.json", "tokenizer.json")
   if not tj.is_file():
     raise FileNotFoundError(f"no tokenizer.json in {path}")
   tok = tk.Tokenizer.from_file(str(tj))
   tc = {}
-  if (path / "tokenizer_config.json").is_file():
-    tc = json.loads((path / "tokenizer_config.json").read_text())
+  tcj = _member(path, "tokenizer_config.json", "tokenizer_config.json")
+  if tcj.is_file():
+    tc = json.loads(tcj.read_text())
 
   def tid(key, fallback):
     t = tc.get(key)
@@ -344,23 +364,40 @@ def load_safetensors(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Toke
   (BOS/EOS, `add_bos_token`, chat template). Architectures: see `config_from_hf`; of a
   multimodal Gemma-3 checkpoint only the language model is loaded. With
   `dtype=jnp.bfloat16` an 8B model takes about 16 GB of device memory.
+
+  Every file read must lie inside `path`: a shard name in the index that is absolute or has
+  `..` components, or a file that is a symlink pointing outside, raises `ValueError`. The one
+  exception is a Hugging Face cache snapshot (`.../models--<org>--<name>/snapshots/<rev>/`),
+  whose files may link to the model's `blobs/` folder beside `snapshots/`.
   """
   path = pathlib.Path(V.check_path(path, "path"))
   if not path.is_dir():
     raise FileNotFoundError(f"path must be a checkpoint directory, got {path}")
   if not jnp.issubdtype(jnp.dtype(dtype), jnp.floating):
     raise TypeError(f"dtype must be a floating dtype, got {jnp.dtype(dtype)}")
-  if not (path / "config.json").is_file():
+  config_json = _member(path, "config.json", "config.json")
+  if not config_json.is_file():
     raise FileNotFoundError(f"no config.json in {path}")
-  raw = json.loads((path / "config.json").read_text())
+  raw = json.loads(config_json.read_text())
   config = config_from_hf(raw)
   text_cfg, prefixes, skip = _text_config(raw)
-  index = path / "model.safetensors.index.json"
+  index = _member(path, "model.safetensors.index.json", "model.safetensors.index.json")
   if index.is_file():
-    files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-  elif (path / "model.safetensors").is_file():
-    files = ["model.safetensors"]
+    weight_map = json.loads(index.read_text()).get("weight_map")
+    if not isinstance(weight_map, dict) or not all(
+      isinstance(f, str) and f for f in weight_map.values()
+    ):
+      raise ValueError(
+        f"{index}: 'weight_map' must map tensor names to shard file names (non-empty "
+        f"strings), got {weight_map!r:.200}"
+      )
+    files = sorted(set(weight_map.values()))
   else:
+    files = ["model.safetensors"]
+  what = f"shard file in {index.name}" if index.is_file() else "model.safetensors"
+  for f in files:  # every shard inside the checkpoint before any is read
+    _member(path, f, what)
+  if not index.is_file() and not (path / files[0]).is_file():
     raise FileNotFoundError(f"no model.safetensors or model.safetensors.index.json in {path}")
   tensors = {}
   for f in files:

@@ -340,6 +340,14 @@ def sdp_max_margin(
   N, n = A.shape
   if N + n > 2000:
     raise ValueError(f"sdp_max_margin is for small instances (N + n <= 2000), got N + n = {N + n}.")
+  if isinstance(lr, bool) or not isinstance(lr, (int, float, np.floating, np.integer)):
+    raise TypeError(f"lr must be a real number, got {type(lr).__name__} {lr!r}.")
+  if not (math.isfinite(lr) and lr > 0):
+    raise ValueError(f"lr must be a finite number > 0 (the Adam learning rate), got {lr!r}.")
+  for name, v in (("steps", steps), ("dual_steps", dual_steps)):
+    # zero steps would scan nothing and return the random start as the "best" bound
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+      raise ValueError(f"{name} must be an int >= 1 (Adam steps), got {v!r}.")
   Y = jnp.where(jnp.asarray(A), 1.0, -1.0).astype(jnp.float32)
   W0 = jax.random.normal(key, (N + n, N + n), jnp.float32)  # full rank N + n (a.s.)
   best_m, W = _bm_primal(W0, Y, N, int(steps), lr, float(beta[0]), float(beta[1]))

@@ -8,7 +8,11 @@ index (lower index ranks first), deterministically. Queries with no relevant
 candidate score 0 in every metric (they have nothing to find).
 
 All functions are jit- and vmap-compatible; ``k`` is static (a Python or numpy
-int >= 1).
+int with ``1 <= k <= N``). A ``k`` larger than the candidate list is a trace-time
+``ValueError``, not a value: the two usual conventions disagree there (precision@k
+divides by ``k``, so a perfect ranking of 3 candidates scores 0.3 at ``k = 10``, while
+nDCG@k and recall@k silently become @N), and ``k > N`` is most often a sign of
+transposed ``[N, Q]`` arrays. Pass ``k = N`` to score the whole list.
 
 Bad input (policy in :mod:`jaxpapers.core.validation`): shapes, dtypes and ``k``
 are checked at trace time (``num_candidates >= 1``); relevance must be
@@ -44,6 +48,13 @@ def _check(scores: jax.Array, relevance: jax.Array, k: int | None = None):
     k = int(k)
     if k < 1:
       raise ValueError(f"k must be a positive int, got {k!r}")
+    if k > scores.shape[1]:
+      raise ValueError(
+        f"k={k} exceeds the number of candidates N={scores.shape[1]} (scores and relevance "
+        f"have shape [num_queries, num_candidates] = {tuple(scores.shape)}): an @k metric "
+        "needs 1 <= k <= N; pass k=N to score the whole list, and check that the arrays are "
+        "not transposed"
+      )
   return scores, relevance, k
 
 
@@ -82,7 +93,7 @@ def _ranked_relevance(scores: jax.Array, relevance: jax.Array) -> jax.Array:
 
 
 def _topk(ranked: jax.Array, k: int) -> jax.Array:
-  return ranked[:, : min(k, ranked.shape[1])]
+  return ranked[:, :k]  # 1 <= k <= N, checked in _check
 
 
 def ndcg_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:

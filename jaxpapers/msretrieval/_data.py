@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxpapers.core import validation as V
+from jaxpapers.core.data import resolve_inside
 
 PROTON = 1.007276
 _MODES = ("mass", "hard", "random")
@@ -419,7 +420,8 @@ def read_massspecgym(data_dir: str | os.PathLike, *, file: str = "MassSpecGym.ts
 
   Args:
     data_dir: the folder holding the file.
-    file: the file name (``.tsv`` or ``.mgf``).
+    file: the file name (``.tsv`` or ``.mgf``), a relative path inside ``data_dir``
+      (``..``, absolute paths and symlinks leading outside raise ``ValueError``).
 
   Returns:
     ``{'identifier', 'smiles', 'fold': list[str], 'mzs', 'intensities': list[np.ndarray],
@@ -429,7 +431,7 @@ def read_massspecgym(data_dir: str | os.PathLike, *, file: str = "MassSpecGym.ts
     FileNotFoundError: naming the path. ValueError: naming the file and the bad record.
   """
   V.check_path(data_dir, "data_dir")
-  path = pathlib.Path(data_dir) / file
+  path = resolve_inside(data_dir, file, name="file")  # no '..', absolute or linked-out file
   if not path.exists():
     raise FileNotFoundError(
       f"{path} not found: download MassSpecGym (Hugging Face roman-bushuiev/MassSpecGym) "

@@ -424,6 +424,12 @@ def make_model(
 
   ``backbone`` is one of ``'gedi'``, ``'hgnn'``, ``'hypergcn'``, ``'phenomnn'``; ``kwargs`` go to
   the model (hidden, num_layers, dropout, backbone-specific options).
+
+  ``hidden`` means two different things, as in the reference code: for a vanilla backbone it is
+  the layer width; with PANDA it is the width of *one head*, so a PANDA layer is
+  ``cfg.heads * hidden`` wide (``hidden`` need not be divisible by ``heads``). To compare at
+  equal width, give the vanilla backbone ``hidden = cfg.heads * hidden``; to compare at equal
+  parameter count, widen it further (the experiment's ``vanilla_matched`` arm).
   """
   if not isinstance(backbone, str) or backbone not in _PANDA:
     raise ValueError(f"backbone must be one of {sorted(_PANDA)}, got {backbone!r}")

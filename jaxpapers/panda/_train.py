@@ -28,6 +28,7 @@ from flax import nnx
 
 from jaxpapers import core
 from jaxpapers import hypergraph as hg
+from jaxpapers.core import validation as V
 
 __all__ = [
   "init",
@@ -205,6 +206,19 @@ def sweep_fns(model_fn: ModelFn):
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
+def _check_rates(values, name: str, *, allow_zero: bool) -> None:
+  """Concrete learning rates (> 0) or weight decays (>= 0), finite; traced values pass."""
+  if not V.is_concrete(values):
+    return
+  v = np.asarray(values, np.float64)
+  ok = np.isfinite(v) & ((v >= 0) if allow_zero else (v > 0))
+  if not ok.all():
+    raise ValueError(
+      f"{name} must hold finite numbers {'>= 0' if allow_zero else '> 0'}, got "
+      f"{v[~ok].tolist()} among {v.tolist()}"
+    )
+
+
 def make_trainer(
   model_fn: ModelFn,
   epochs: int,
@@ -222,7 +236,8 @@ def make_trainer(
   ``checkpoint_dir=`` (an orbax checkpoint per chunk; a rerun resumes there), and ``[B]``
   arrays of any of :data:`TRACED_MODEL_HPARAMS` by name (``dropout=...``), traced too: one
   compiled program then serves every value (the model must be built with ``dropout > 0``).
-  ``fast_compile`` passes :data:`FAST_COMPILE` to XLA (only meaningful on CPU).
+  ``fast_compile`` passes :data:`FAST_COMPILE` to XLA (only meaningful on CPU). Concrete
+  ``lrs`` must be finite and > 0 and ``wds`` finite and >= 0 (``ValueError`` otherwise).
   """
   if not isinstance(epochs, (int, np.integer)) or epochs <= 0:
     raise ValueError(f"epochs must be a positive int, got {epochs!r}")
@@ -233,6 +248,8 @@ def make_trainer(
     bad = sorted(set(model_hp) - set(TRACED_MODEL_HPARAMS))
     if bad:
       raise ValueError(f"run: unknown traced hyperparameters {bad}; use {TRACED_MODEL_HPARAMS}")
+    _check_rates(lrs, "lrs", allow_zero=False)
+    _check_rates(wds, "wds", allow_zero=True)
     hp = {
       "lr": jnp.asarray(lrs, jnp.float32),
       "wd": jnp.asarray(wds, jnp.float32),
@@ -278,6 +295,8 @@ def fit(
   """
   if not 0 <= split < data.num_splits:
     raise ValueError(f"split must be in [0, {data.num_splits}), got {split}")
+  core.validate_positive(lr, name="lr")
+  core.validate_positive(weight_decay, name="weight_decay", allow_zero=True)
   t0 = time.perf_counter()
   run = make_trainer(model_fn, epochs)
   hist = run(

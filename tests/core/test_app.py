@@ -356,3 +356,30 @@ def test_two_processes_form_one_job_and_only_process_0_writes(tmp_path):
   assert "process 1 of 2" in outs[1][1] and "global devices: 4 x cpu" in outs[1][1]
   assert "bar-of-process" in outs[0][1] and "bar-of-process" not in outs[1][1]
   assert core.read_metrics(workdir) == [{"step": 0, "total": 6.0}, {"step": 1, "total": 6.0}]
+
+
+@pytest.mark.parametrize(
+  ("override", "field"),
+  [
+    ("--config.lr=-0.01", "config.lr"),
+    ("--config.opt.adamw_lrs=(0.01,-0.1)", "config.opt.adamw_lrs"),
+  ],
+)
+def test_a_negative_learning_rate_stops_the_run_before_it_starts(
+  tmp_path, clean_env, override, field
+):
+  path = tmp_path / "lr_config.py"
+  path.write_text(
+    textwrap.dedent("""
+      import ml_collections
+
+      def get_config():
+        return ml_collections.ConfigDict(
+          {"lr": 0.01, "opt": {"adamw_lrs": (0.01, 0.1), "muon_lrs": ()}, "space": {"lr": ("loguniform", 1e-3, 3e-2)}}
+        )
+  """)
+  )
+  assert len(run_main(parse(str(path), f"--workdir={tmp_path / 'ok'}"))) == 1  # valid as written
+  fv = parse(str(path), f"--workdir={tmp_path / 'run'}", override)
+  with pytest.raises(ValueError, match=rf"{field} must be a learning rate \(a finite number > 0\)"):
+    run_main(fv, target=lambda c, w: pytest.fail("the experiment must not start"))

@@ -114,6 +114,17 @@ def _cellstore_name():
   core.CellStore(_tmp()).put("", 1.0)
 
 
+def _data_root() -> pathlib.Path:
+  """A data root holding a symlink to a folder outside it."""
+  d = _tmp()
+  (d / "root").mkdir()
+  (d / "outside").mkdir()
+  (d / "root" / "link_out").symlink_to(d / "outside")
+  return d / "root"
+
+
+_DATA_ROOT = _data_root()
+
 CASES = [
   Case(
     "core.resolve_data_dir",
@@ -146,6 +157,68 @@ CASES = [
     jit=None,
     jit_reason=HOST,
     id="data-dir-int",
+  ),
+  Case(
+    "core.locate_data_dir",
+    core.locate_data_dir,
+    ("/nonexistent/dir",),
+    kwargs=dict(subdir="hypergraph", required=False),
+    error=FileNotFoundError,
+    match="data_dir argument '/nonexistent/dir' was given but .* does not exist",
+    jit=None,
+    jit_reason=HOST,
+    id="locate-data-dir-missing",
+  ),
+  Case(
+    "core.locate_data_dir",
+    core.locate_data_dir,
+    (_DATA_ROOT,),
+    kwargs=dict(subdir="../elsewhere"),
+    match=r"subdir '../elsewhere' must be a relative path inside",
+    jit=None,
+    jit_reason=HOST,
+    id="locate-data-dir-subdir-escape",
+  ),
+  Case(
+    "core.resolve_inside",
+    core.resolve_inside,
+    (_DATA_ROOT, "mail/../../etc"),
+    kwargs=dict(name="dataset name"),
+    match=r"dataset name 'mail/../../etc' must be a relative path inside .* without '..'",
+    jit=None,
+    jit_reason=HOST,
+    id="resolve-inside-dotdot",
+  ),
+  Case(
+    "core.resolve_inside",
+    core.resolve_inside,
+    (_DATA_ROOT, "/etc/passwd"),
+    kwargs=dict(name="file"),
+    match=r"file '/etc/passwd' must be a relative path inside",
+    jit=None,
+    jit_reason=HOST,
+    id="resolve-inside-absolute",
+  ),
+  Case(
+    "core.resolve_inside",
+    core.resolve_inside,
+    (_DATA_ROOT, "link_out/x.npz"),
+    kwargs=dict(name="file"),
+    match=r"file 'link_out/x.npz' leads outside .*\(through a symlink\)",
+    jit=None,
+    jit_reason=HOST,
+    id="resolve-inside-symlink",
+  ),
+  Case(
+    "core.resolve_inside",
+    core.resolve_inside,
+    (_DATA_ROOT, 3),
+    kwargs=dict(name="file"),
+    error=TypeError,
+    match=r"file must be a path \(str or os.PathLike\), got int 3",
+    jit=None,
+    jit_reason=HOST,
+    id="resolve-inside-int",
   ),
   Case(
     "core.config_to_dataclass",
@@ -214,6 +287,92 @@ CASES = [
     jit=None,
     jit_reason=HOST,
     id="choice-bool-is-not-1",
+  ),
+  Case(
+    "core.validate_learning_rates",
+    core.validate_learning_rates,
+    ({"opt": {"adamw_lrs": (1e-3, -1e-2)}},),
+    match=r"config.opt.adamw_lrs must be a learning rate \(a finite number > 0\)",
+    jit=None,
+    jit_reason=HOST,
+    id="learning-rates-negative",
+  ),
+  Case(
+    "core.validate_seeds",
+    core.validate_seeds,
+    (0,),
+    kwargs=dict(name="seeds"),
+    error=ValueError,
+    match=r"seeds must be a number of seeds >= 1 \(or a list of seeds\), got 0",
+    jit=None,
+    jit_reason=HOST,
+    id="seeds-zero",
+  ),
+  Case(
+    "core.validate_seeds",
+    core.validate_seeds,
+    (1,),
+    kwargs=dict(name="seeds", min_count=2),
+    error=ValueError,
+    match=r"seeds must be a number of seeds >= 2",
+    jit=None,
+    jit_reason=HOST,
+    id="seeds-below-min",
+  ),
+  Case(
+    "core.validate_seeds",
+    core.validate_seeds,
+    ((),),
+    kwargs=dict(name="seeds"),
+    error=ValueError,
+    match=r"seeds must name at least 1 seed\(s\), got \(\)",
+    jit=None,
+    jit_reason=HOST,
+    id="seeds-empty",
+  ),
+  Case(
+    "core.validate_seeds",
+    core.validate_seeds,
+    ((0, 0),),
+    kwargs=dict(name="seeds"),
+    error=ValueError,
+    match=r"seeds must not repeat a seed",
+    jit=None,
+    jit_reason=HOST,
+    id="seeds-repeated",
+  ),
+  Case(
+    "core.validate_seeds",
+    core.validate_seeds,
+    ((0, -1),),
+    kwargs=dict(name="seeds"),
+    error=TypeError,
+    match=r"seeds must hold int seeds >= 0",
+    jit=None,
+    jit_reason=HOST,
+    id="seeds-negative",
+  ),
+  Case(
+    "core.validate_seeds",
+    core.validate_seeds,
+    (3.0,),
+    kwargs=dict(name="seeds"),
+    error=TypeError,
+    match=r"seeds must be a number of seeds or a tuple of int seeds, got float",
+    jit=None,
+    jit_reason=HOST,
+    id="seeds-float",
+  ),
+  Case(
+    "core.validate_seeds",
+    core.validate_seeds,
+    (True,),
+    kwargs=dict(name="seeds"),
+    error=TypeError,
+    match=r"seeds must be a number of seeds or a tuple",
+    jit=None,
+    jit_reason=HOST,
+    id="seeds-bool",
   ),
   Case(
     "core.validate_positive",
@@ -762,6 +921,7 @@ EXEMPT = {
   "BootstrapInterval": "the frozen result of paired_bootstrap, not built by users",
   "SignFlipResult": "the frozen result of sign_flip_test, not built by users",
   "SeedsNeeded": "the frozen result of seeds_needed, not built by users",
+  "DataLocation": "the (path, source) NamedTuple returned by locate_data_dir, not built by users",
 }
 
 

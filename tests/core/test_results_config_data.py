@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from jaxpapers import core  # noqa: E402
+from jaxpapers.core import data as core_data  # noqa: E402
 
 
 def test_results_json_contents(tmp_path):
@@ -96,7 +97,91 @@ def test_resolve_data_dir_order(tmp_path, monkeypatch):
     core.resolve_data_dir(tmp_path / "nope", subdir="missing_set")
   msg = str(err.value)
   assert "data_dir argument" in msg and "JAXPAPERS_DATA_DIR" in msg and "../shared/data" in msg
+  monkeypatch.delenv(core.DATA_DIR_ENV_VAR)
+  monkeypatch.setattr(core_data, "_SIBLING_SHARED", tmp_path / "no_shared")
   assert core.resolve_data_dir(None, subdir="missing_set", required=False) is None
+
+
+@pytest.fixture
+def places(tmp_path, monkeypatch):
+  """A data_dir argument, an environment directory and a ../shared/data, each holding 'hg'."""
+  out = {}
+  for name in ("arg", "env", "shared"):
+    (tmp_path / name / "hg").mkdir(parents=True)
+    out[name] = tmp_path / name
+  monkeypatch.setattr(core_data, "_SIBLING_SHARED", out["shared"])
+  monkeypatch.delenv(core.DATA_DIR_ENV_VAR, raising=False)
+  return out
+
+
+def test_locate_data_dir_says_which_place_it_used(places, monkeypatch):
+  hg = lambda name: (places[name] / "hg").resolve()  # noqa: E731
+  assert core.locate_data_dir(None, subdir="hg") == (
+    hg("shared"),
+    "../shared/data beside the checkout",
+  )
+  monkeypatch.setenv(core.DATA_DIR_ENV_VAR, str(places["env"]))
+  assert core.locate_data_dir("", subdir="hg") == (hg("env"), "$JAXPAPERS_DATA_DIR")
+  assert core.locate_data_dir(places["arg"], subdir="hg") == (hg("arg"), "data_dir argument")
+  monkeypatch.delenv(core.DATA_DIR_ENV_VAR)
+  assert core.locate_data_dir(subdir="other", required=False) == (None, "none found")
+
+
+@pytest.mark.parametrize("required", [True, False])
+@pytest.mark.parametrize("what", ["missing", "file", "lacks_subdir"])
+def test_a_given_environment_directory_is_never_skipped(places, monkeypatch, what, required):
+  """$JAXPAPERS_DATA_DIR pointing nowhere (or at a folder without the set) is an error naming
+  it, never a silent switch to ../shared/data (which holds 'hg' here) or to synthetic data."""
+  target = {
+    "missing": places["env"] / "nowhere",
+    "file": places["env"] / "hg" / "a_file",
+    "lacks_subdir": places["arg"].parent,  # exists, but has no 'hg'
+  }[what]
+  if what == "file":
+    target.write_text("x")
+  monkeypatch.setenv(core.DATA_DIR_ENV_VAR, str(target))
+  with pytest.raises(FileNotFoundError, match=r"\$JAXPAPERS_DATA_DIR = '.*' was given") as err:
+    core.locate_data_dir(None, subdir="hg", required=required)
+  assert str(target) in str(err.value)
+  assert "never replaced" in str(err.value)
+
+
+@pytest.mark.parametrize("required", [True, False])
+def test_a_given_data_dir_without_the_dataset_is_an_error(places, required):
+  with pytest.raises(FileNotFoundError, match=r"data_dir argument .* has no 'missing_set'"):
+    core.locate_data_dir(places["arg"], subdir="missing_set", required=required)
+
+
+@pytest.mark.parametrize("subdir", ["../env/hg", "/etc", "hg/../../env/hg"])
+def test_subdir_cannot_leave_the_data_dir(places, subdir):
+  with pytest.raises(ValueError, match=r"subdir .* must be a relative path inside"):
+    core.locate_data_dir(places["arg"], subdir=subdir)
+
+
+def test_resolve_inside_refuses_escapes(tmp_path):
+  root = tmp_path / "root"
+  (root / "inside").mkdir(parents=True)
+  (tmp_path / "outside").mkdir()
+  (tmp_path / "outside" / "secret.txt").write_text("s")
+  (root / "out_link").symlink_to(tmp_path / "outside")
+  (root / "file_link.txt").symlink_to(tmp_path / "outside" / "secret.txt")
+  (root / "in_link").symlink_to(root / "inside")
+  for bad in ("../outside", "inside/../../outside", str(tmp_path / "outside")):
+    with pytest.raises(ValueError, match=r"dataset name .* must be a relative path inside"):
+      core.resolve_inside(root, bad, name="dataset name")
+  for bad in ("out_link", "out_link/secret.txt", "file_link.txt"):
+    with pytest.raises(ValueError, match=r"dataset name .* leads outside .*through a symlink"):
+      core.resolve_inside(root, bad, name="dataset name")
+  with pytest.raises(TypeError, match="dataset name must be a path"):
+    core.resolve_inside(root, 3, name="dataset name")
+  # Inside: plain names, a symlink that stays inside, a not-yet-existing file, a linked root.
+  assert core.resolve_inside(root, "inside", "x.npz") == (root / "inside" / "x.npz").resolve()
+  assert core.resolve_inside(root, "in_link") == (root / "inside").resolve()
+  (tmp_path / "root_link").symlink_to(root)
+  assert core.resolve_inside(tmp_path / "root_link", "inside") == (root / "inside").resolve()
+  # A trusted folder above the root (e.g. a model cache whose snapshots link to its blobs).
+  got = core.resolve_inside(root, "out_link", within=tmp_path)
+  assert got == (tmp_path / "outside").resolve()
 
 
 def test_results_claims_commit_and_command(tmp_path, monkeypatch):
@@ -188,3 +273,39 @@ def test_results_through_epath(tmp_path):
   path = core.write_results(str(wd), metrics={"x": 1}, config={})
   assert core.read_results(wd)["plots"] == ["c.png"]
   assert not list(wd.glob("*.tmp")) and path.name == "results.json"
+
+
+def test_validate_seeds_accepts_counts_and_lists():
+  assert core.validate_seeds(3, name="seeds") == 3
+  assert core.validate_seeds(np.int64(2), name="seeds", min_count=2) == 2
+  assert core.validate_seeds((0, 4, 2), name="seeds") == (0, 4, 2)
+  assert core.validate_seeds([7], name="eval_seeds") == [7]
+
+
+def test_validate_learning_rates_names_the_field():
+  ok = ml_collections.ConfigDict(
+    {
+      "lr": 1e-3,
+      "digits": {"adamw_lrs": (1e-3, 1e-2), "muon_lrs": (), "lr_schedule": "cosine"},
+      "space": {"lr": ("loguniform", 1e-3, 3e-2)},  # a search-space spec: left alone
+      "clip": -1.0,  # not a learning rate
+      "teacher": {"learning_rate": 2e-4},
+    }
+  )
+  core.validate_learning_rates(ok)
+  for path, bad in (
+    ("lr", -1e-3),
+    ("lr", 0.0),
+    ("digits.adamw_lrs", (1e-3, float("nan"))),
+    ("teacher.learning_rate", float("inf")),
+    ("detector_lr", -0.5),
+  ):
+    cfg = ml_collections.ConfigDict(ok.to_dict())
+    *parents, leaf = path.split(".")
+    node = cfg
+    for p in parents:
+      node = node[p]
+    with cfg.unlocked():
+      node[leaf] = bad
+    with pytest.raises(ValueError, match=rf"config\.{path} must be a learning rate"):
+      core.validate_learning_rates(cfg)

@@ -108,3 +108,19 @@ def test_teacher_predictions_round_trip_reorder_and_vggt_names(tmp_path):
     fs.load_teacher_predictions(tmp_path / "bad.npz")
   with pytest.raises(ValueError, match="image_hw"):
     fs.load_teacher_predictions(path, image_hw=(8, 8))
+
+
+def test_scene_names_stay_inside_data_dir(tmp_path):
+  """'..' and absolute scene names, and scene folders linked from outside, are refused."""
+  root, outside = tmp_path / "root", tmp_path / "outside"
+  _write_scene(root / "a_scene")
+  _write_scene(outside / "far")
+  kw = dict(num_views=2, image_size=6)
+  assert fs.load_multiview_scenes(outside, **kw)[1] == ["far"]  # a valid scene where it is
+  for scenes in (["../outside/far"], [str(outside / "far")]):
+    with pytest.raises(ValueError, match=r"scene .* must be a relative path inside"):
+      fs.load_multiview_scenes(root, scenes=scenes, **kw)
+  (root / "linked").symlink_to(outside / "far")
+  for scenes in (None, ["linked"]):
+    with pytest.raises(ValueError, match=r"scene 'linked' leads outside"):
+      fs.load_multiview_scenes(root, scenes=scenes, **kw)

@@ -63,6 +63,8 @@ def _setup_files():
   _truncated_npz("heterophilous/texas.npz")
   _write("evil.pickle", pickle.dumps(_Evil()))
   _write("empty.pickle", b"")
+  outside = pathlib.Path(tempfile.mkdtemp(prefix="badinput_hg_outside_"))
+  (_ROOT / "mail" / "linked_out").symlink_to(outside)  # a dataset folder outside data_dir
 
 
 _setup_files()
@@ -159,6 +161,55 @@ CASES = [
     jit=None,
     jit_reason=HOST,
     id="heterophilous-truncated-npz",
+  ),
+  Case(
+    "hypergraph.load_mail",
+    lambda: hg.load_mail(_ROOT, "../../etc"),
+    match=r"name '../../etc' must be a relative path inside .* without '..' components",
+    jit=None,
+    jit_reason=HOST,
+    id="mail-name-dotdot",
+  ),
+  Case(
+    "hypergraph.load_mail",
+    lambda: hg.load_mail(_ROOT, "linked_out"),
+    match=r"name 'mail/linked_out' leads outside .*\(through a symlink\)",
+    jit=None,
+    jit_reason=HOST,
+    id="mail-name-symlink-out",
+  ),
+  Case(
+    "hypergraph.load_cocitation",
+    lambda: hg.load_cocitation(_ROOT, "/etc"),
+    match=r"name '/etc' must be a relative path inside",
+    jit=None,
+    jit_reason=HOST,
+    id="cocitation-name-absolute",
+  ),
+  Case(
+    "hypergraph.load_heterophilous",
+    lambda: hg.load_heterophilous(_ROOT, "../texas"),
+    match=r"name '../texas' must be a relative path inside",
+    jit=None,
+    jit_reason=HOST,
+    id="heterophilous-name-dotdot",
+  ),
+  Case(
+    "hypergraph.load_gedi_synthetic",
+    lambda: hg.load_gedi_synthetic(_ROOT, ""),
+    error=TypeError,
+    match=r"name must be a non-empty str",
+    jit=None,
+    jit_reason=HOST,
+    id="gedi-synthetic-name-empty",
+  ),
+  Case(
+    "hypergraph.load_planetoid",
+    lambda: hg.load_planetoid(_ROOT, "../cora"),
+    match=r"name must be a file-name stem without '/', got '../cora'",
+    jit=None,
+    jit_reason=HOST,
+    id="planetoid-name-dotdot",
   ),
   Case(
     "hypergraph.load_planetoid",

@@ -168,3 +168,76 @@ def test_npz_without_a_key_names_the_file_and_the_key(tmp_path):
   np.savez(tmp_path / "heterophilous" / "texas.npz", **arrays)
   with pytest.raises(ValueError, match=r"texas.npz lacks the key\(s\) \['val_masks'\]"):
     hg.load("texas", tmp_path)
+
+
+def _tiny_sets(root):
+  """Tiny files in the telegram, heterophilous and mail formats under ``root`` (6 nodes)."""
+  import pickle
+
+  import scipy.sparse
+
+  y = np.array([0, 0, 0, 1, 1, 1])
+  (root / "telegram").mkdir(parents=True)
+  adj = scipy.sparse.coo_matrix(([1.0] * 5, ([0, 1, 2, 3, 4], [1, 2, 3, 4, 5])), shape=(6, 6))
+  scipy.sparse.save_npz(root / "telegram" / "telegram_adj.npz", adj.tocsr())
+  np.save(root / "telegram" / "telegram_labels.npy", y)
+  (root / "heterophilous").mkdir()
+  masks = np.zeros((2, 6), bool)
+  np.savez(
+    root / "heterophilous" / "g.npz",
+    node_features=np.eye(6, dtype=np.float32),
+    node_labels=y,
+    edges=np.array([[0, 1], [1, 2], [3, 4], [4, 5]]),
+    train_masks=masks | (np.arange(6) < 2),
+    val_masks=masks | (np.arange(6) == 2),
+    test_masks=masks | (np.arange(6) > 2),
+  )
+  (root / "mail" / "m").mkdir(parents=True)
+  with open(root / "mail" / "m" / "weight_graph.pickle", "wb") as f:
+    pickle.dump(np.array([[0, 1], [1, 2], [3, 4], [4, 5]]), f)
+  with open(root / "mail" / "m" / "weight_label.pickle", "wb") as f:
+    pickle.dump(y, f)
+  return root
+
+
+def test_loaders_read_only_inside_data_dir(tmp_path):
+  """Names with '..', absolute names and symlinks out of data_dir are refused by every loader
+  (the files outside are valid: without the check they would load)."""
+  outside = _tiny_sets(tmp_path / "outside")
+  root = tmp_path / "root"
+  for fmt in ("heterophilous", "mail", "cocitation", "synthetic", "planetoid"):
+    (root / fmt).mkdir(parents=True)  # so that '<fmt>/../..' resolves on every OS
+  assert hg.load_heterophilous(outside, "g").num_nodes == 6  # valid where they are
+  assert hg.load_mail(outside, "m", num_splits=1).num_nodes == 6
+  rel = r"must be a relative path inside .* without '\.\.'"
+  escapes = [
+    (lambda: hg.load_heterophilous(root, "../../outside/heterophilous/g"), rel),
+    (lambda: hg.load_heterophilous(root, str(outside / "heterophilous" / "g")), rel),
+    (lambda: hg.load_mail(root, "../../outside/mail/m"), rel),
+    (lambda: hg.load_mail(root, str(outside / "mail" / "m")), rel),
+    (lambda: hg.load_cocitation(root, "../../outside/mail/m"), rel),
+    (lambda: hg.load_gedi_synthetic(root, "../x"), rel),
+    (lambda: hg.load_planetoid(root, "../../outside/x"), "without '/'"),
+    (lambda: hg.load("heterophilous/..", root), "unknown dataset"),
+  ]
+  for call, pattern in escapes:
+    with pytest.raises(ValueError, match=pattern):
+      call()
+  # Symlinks inside data_dir that point out of it: a format folder, a dataset folder, a file.
+  (root / "telegram").symlink_to(outside / "telegram")
+  (root / "mail" / "m").symlink_to(outside / "mail" / "m")
+  (root / "heterophilous" / "g.npz").symlink_to(outside / "heterophilous" / "g.npz")
+  for call in (
+    lambda: hg.load_telegram(root),
+    lambda: hg.load("telegram", root),
+    lambda: hg.load_mail(root, "m"),
+    lambda: hg.load("mail/m", root),
+    lambda: hg.load_heterophilous(root, "g"),
+    lambda: hg.load("heterophilous/g", root),
+  ):
+    with pytest.raises(ValueError, match=r"leads outside .*\(through a symlink\)"):
+      call()
+  # A data_dir that is itself a symlink is fine (e.g. a shared folder linked into a checkout).
+  (tmp_path / "linked").symlink_to(outside)
+  assert hg.load("heterophilous/g", tmp_path / "linked").num_nodes == 6
+  assert hg.load("telegram", tmp_path / "linked", num_splits=1).num_nodes == 6

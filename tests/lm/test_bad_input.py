@@ -57,6 +57,18 @@ def _truncated_safetensors() -> pathlib.Path:
   return path
 
 
+def _escaping_index(shard: str) -> pathlib.Path:
+  """A checkpoint folder whose model.safetensors.index.json names ``shard``."""
+  d = pathlib.Path(tempfile.mkdtemp(dir=_TMP))
+  cfg = dict(
+    model_type="llama", hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+    num_key_value_heads=1, head_dim=4, intermediate_size=8, vocab_size=16,
+  )  # fmt: skip
+  (d / "config.json").write_text(json.dumps(cfg))
+  (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": shard}}))
+  return d
+
+
 def _all_invalid(out):
   assert np.all(np.asarray(out.tokens) == -1) and np.all(np.asarray(out.num_steps) == 0), out
 
@@ -518,6 +530,23 @@ CASES = [
     jit=None,
     jit_reason=HOST,
     id="load-safetensors-missing",
+  ),
+  Case(
+    "lm.load_safetensors",
+    lambda: lm.load_safetensors(_escaping_index("../../model.safetensors")),
+    match=r"shard file in model.safetensors.index.json '../../model.safetensors' must be a "
+    r"relative path inside .* without '..'",
+    jit=None,
+    jit_reason=HOST,
+    id="load-safetensors-index-dotdot",
+  ),
+  Case(
+    "lm.load_safetensors",
+    lambda: lm.load_safetensors(_escaping_index("/etc/passwd")),
+    match=r"shard file in model.safetensors.index.json '/etc/passwd' must be a relative path",
+    jit=None,
+    jit_reason=HOST,
+    id="load-safetensors-index-absolute",
   ),
   Case(
     "lm.config_from_hf",

@@ -293,3 +293,87 @@ def test_bad_checkpoints_raise_naming_the_problem(tmp_path):
   _checkpoint(tmp_path / "bias", base | {"tie_word_embeddings": True}, t)
   with pytest.raises(NotImplementedError, match="q_proj.bias"):
     lm.load_safetensors(tmp_path / "bias")
+
+
+_TINY_LLAMA = dict(
+  model_type="llama", hidden_size=D, num_hidden_layers=1, num_attention_heads=H,
+  num_key_value_heads=KV, head_dim=DH, intermediate_size=F, vocab_size=V,
+  tie_word_embeddings=True,
+)  # fmt: skip
+
+
+def _sharded(d, shard_dir=None):
+  """A 1-layer Llama checkpoint in ``d`` whose two shards are written to ``shard_dir``.
+
+  Returns the two shard paths; the caller writes the index naming them.
+  """
+  d.mkdir(parents=True, exist_ok=True)
+  (d / "config.json").write_text(json.dumps(_TINY_LLAMA))
+  _write_tokenizer(d)
+  t = _hf_tensors(np.random.default_rng(5), 1, "llama")
+  names = sorted(t)
+  shard_dir = shard_dir or d
+  shard_dir.mkdir(parents=True, exist_ok=True)
+  a = write_safetensors(
+    shard_dir / "model-00001-of-00002.safetensors", {k: t[k] for k in names[::2]}
+  )
+  b = write_safetensors(
+    shard_dir / "model-00002-of-00002.safetensors", {k: t[k] for k in names[1::2]}
+  )
+  return t, names, a, b
+
+
+def _index(d, names, first, second):
+  wm = {k: (first if i % 2 == 0 else second) for i, k in enumerate(names)}
+  (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": wm}))
+
+
+def test_index_shard_names_cannot_leave_the_checkpoint(tmp_path):
+  """'..' and absolute shard names, and shards linked to files outside, are refused."""
+  ckpt, outside = tmp_path / "ckpt", tmp_path / "outside"
+  _, names, a, b = _sharded(ckpt, outside)
+  for first, pattern in (
+    (f"../outside/{a.name}", r"must be a relative path inside .* without '\.\.'"),
+    (str(a), r"must be a relative path inside"),
+  ):
+    _index(ckpt, names, first, f"../outside/{b.name}")
+    with pytest.raises(
+      ValueError, match=r"shard file in model\.safetensors\.index\.json .*" + pattern
+    ):
+      lm.load_safetensors(ckpt)
+  (ckpt / a.name).symlink_to(a)
+  (ckpt / b.name).symlink_to(b)
+  _index(ckpt, names, a.name, b.name)
+  with pytest.raises(ValueError, match=r"leads outside .*\(through a symlink\)"):
+    lm.load_safetensors(ckpt)
+  (ckpt / "config.json").rename(outside / "config.json")
+  (ckpt / "config.json").symlink_to(outside / "config.json")
+  with pytest.raises(ValueError, match=r"config\.json 'config\.json' leads outside"):
+    lm.load_safetensors(ckpt)
+  (ckpt / "model.safetensors.index.json").write_text(json.dumps({"weight_map": [a.name]}))
+  (ckpt / "config.json").unlink()
+  (ckpt / "config.json").write_text(json.dumps(_TINY_LLAMA))
+  with pytest.raises(ValueError, match="'weight_map' must map tensor names to shard file names"):
+    lm.load_safetensors(ckpt)
+
+
+def test_a_hugging_face_cache_snapshot_loads_through_its_blob_links(tmp_path):
+  """snapshots/<rev>/ files link to ../../blobs/<hash>: inside the model's cache folder."""
+  repo = tmp_path / "hub" / "models--org--tiny"
+  snap, blobs = repo / "snapshots" / "0123abc", repo / "blobs"
+  plain = tmp_path / "plain"
+  t, names, a, b = _sharded(plain)
+  _index(plain, names, a.name, b.name)
+  snap.mkdir(parents=True)
+  blobs.mkdir()
+  for i, f in enumerate(sorted(plain.iterdir())):
+    (blobs / f"blob{i}").write_bytes(f.read_bytes())
+    (snap / f.name).symlink_to(f"../../blobs/blob{i}")
+  config, params, _ = lm.load_safetensors(snap)
+  _, want, _ = lm.load_safetensors(plain)
+  np.testing.assert_array_equal(np.asarray(params["embed"]), np.asarray(want["embed"]))
+  # A link out of the model's cache folder is still refused.
+  (snap / a.name).unlink()
+  (snap / a.name).symlink_to(a)
+  with pytest.raises(ValueError, match="leads outside"):
+    lm.load_safetensors(snap)

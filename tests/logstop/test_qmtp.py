@@ -132,3 +132,20 @@ def test_experiment_scores_the_benchmark_from_qmtp_dir(tmp_path):
   pred, labels = np.array(pred), np.array([True, False, True])
   expect = 0.5 * (pred[labels].mean() + (~pred[~labels]).mean())
   assert saved["overall"]["LogSTOP w=1"] == pytest.approx(expect)
+
+
+def test_video_ids_and_the_table_stay_inside_data_dir(tmp_path):
+  """A video_id such as '../../x' (read from the table) cannot pick files outside data_dir."""
+  root, outside = tmp_path / "root", tmp_path / "outside"
+  root.mkdir()
+  outside.mkdir()
+  (outside / "x.json").write_text(json.dumps({"car": [0.1] * 5}))
+  _write(root, [_row(0, "../../outside/x", 0, 5, "Eventually (car)", True, "F")], {})
+  with pytest.raises(ValueError, match=r"video_id .* must be a relative path inside"):
+    qmtp.load_qmtp(root)
+  _write(root, [_row(0, "c", 0, 5, "Eventually (car)", True, "F")], {})
+  (root / "traces" / "c.json").symlink_to(outside / "x.json")
+  with pytest.raises(ValueError, match=r"video_id 'traces/c.json' leads outside"):
+    qmtp.load_qmtp(root)
+  with pytest.raises(ValueError, match=r"config '../outside/t.csv' must be a relative path"):
+    qmtp.load_qmtp(root, config="../outside/t.csv")

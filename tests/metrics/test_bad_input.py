@@ -136,6 +136,38 @@ CASES = [
     id="ndcg-k0",
   ),
   Case(
+    "metrics.ndcg_at_k",
+    M.ndcg_at_k,
+    (SCORES, REL),
+    kwargs=dict(k=4),
+    match=r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the whole list",
+    id="ndcg-k-above-n",
+  ),
+  Case(
+    "metrics.precision_at_k",
+    M.precision_at_k,
+    (SCORES, REL),
+    kwargs=dict(k=4),
+    match=r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the whole list",
+    id="precision-k-above-n",
+  ),
+  Case(
+    "metrics.recall_at_k",
+    M.recall_at_k,
+    (SCORES, REL),
+    kwargs=dict(k=4),
+    match=r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the whole list",
+    id="recall-k-above-n",
+  ),
+  Case(
+    "metrics.hit_rate_at_k",
+    M.hit_rate_at_k,
+    (SCORES, REL),
+    kwargs=dict(k=4),
+    match=r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the whole list",
+    id="hit-k-above-n",
+  ),
+  Case(
     "metrics.hit_rate_at_k",
     M.hit_rate_at_k,
     (SCORES, REL[:, :2]),
@@ -261,14 +293,17 @@ def test_numpy_int_k_is_accepted():
 
 
 def test_degenerate_values():
-  """Documented values: a query with no relevant candidate scores 0 everywhere; k > N is N."""
+  """Documented values: a query with no relevant candidate scores 0 everywhere; k = N is the
+  whole list (k > N is an error, see the battery)."""
   rel = np.array([[0, 0, 0], [0, 1, 0]], f32)
   for fn in (M.ndcg_at_k, M.hit_rate_at_k, M.recall_at_k, M.precision_at_k):
     assert float(fn(SCORES, rel, 2)[0]) == 0.0
   assert float(M.mrr(SCORES, rel)[0]) == 0.0
   assert float(M.average_precision(SCORES, rel)[0]) == 0.0
-  # k larger than N: the whole list (recall 1 for the query that has relevance).
-  assert float(M.recall_at_k(SCORES, rel, 10)[1]) == 1.0
+  # k = N: the whole list (recall 1 and precision 1/3 for the query that has relevance).
+  assert float(M.recall_at_k(SCORES, rel, 3)[1]) == 1.0
+  assert float(M.precision_at_k(SCORES, rel, 3)[1]) == pytest.approx(1 / 3)
+  assert float(M.ndcg_at_k(SCORES, rel, 3)[1]) == 1.0  # relevant candidate ranked first
   # -inf scores are legal (masked candidates rank last).
   s = np.array([[-np.inf, 0.0, 1.0]], f32)
   assert float(M.mrr(s, np.array([[1, 0, 0]], f32))[0]) == pytest.approx(1 / 3)

@@ -50,7 +50,7 @@ def test_ties_are_broken_by_index():
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-@pytest.mark.parametrize("k", [1, 3, 10, 50])
+@pytest.mark.parametrize("k", [1, 3, 10, 20])  # 20 = N, the whole list (k > N raises)
 def test_at_k_metrics_against_numpy(seed, k):
   scores, rel = _random_ranking(seed)
   ranked = _ref_lists(scores, rel)

@@ -114,3 +114,19 @@ def test_missing_rdkit_names_the_extra(monkeypatch):
   monkeypatch.setattr(builtins, "__import__", fake)
   with pytest.raises(ImportError, match=r"jaxpapers\[chem\]"):
     M.morgan_fingerprints(["CCO"])
+
+
+def test_read_massspecgym_reads_only_inside_data_dir(tmp_path):
+  """file='../x.tsv', an absolute file and a symlink out of data_dir are refused (they exist)."""
+  (tmp_path / "outside").mkdir()
+  out = tmp_path / "outside" / "MassSpecGym.tsv"
+  out.write_text("identifier\tmzs\tintensities\tfold\tsmiles\nMSG1\t50.1\t1.0\ttrain\tCCO\n")
+  root = tmp_path / "root"
+  root.mkdir()
+  assert M.read_massspecgym(tmp_path / "outside")["identifier"] == ["MSG1"]
+  for file in ("../outside/MassSpecGym.tsv", str(out)):
+    with pytest.raises(ValueError, match=r"file .* must be a relative path inside"):
+      M.read_massspecgym(root, file=file)
+  (root / "MassSpecGym.tsv").symlink_to(out)
+  with pytest.raises(ValueError, match=r"file 'MassSpecGym.tsv' leads outside"):
+    M.read_massspecgym(root)

@@ -233,6 +233,42 @@ CASES = [
   ),
   Case(
     "panda.fit",
+    lambda: panda.fit(DATA, _hgnn_fn(3), epochs=1, lr=-5e-3),
+    match=r"lr must be > 0, got -0.005",
+    jit=None,
+    jit_reason="a host-side driver (runs its own jitted trainer)",
+    id="fit-negative-lr",
+  ),
+  Case(
+    "panda.fit",
+    lambda: panda.fit(DATA, _hgnn_fn(3), epochs=1, weight_decay=float("nan")),
+    match=r"weight_decay must be a finite number",
+    jit=None,
+    jit_reason="a host-side driver (runs its own jitted trainer)",
+    id="fit-nan-wd",
+  ),
+  Case(
+    "panda.make_trainer",
+    lambda: panda.make_trainer(_hgnn_fn(3), 1)(
+      DATA, jax.random.split(jax.random.key(0), 2), [5e-3, -5e-3], [0.0, 0.0], [0, 0]
+    ),
+    match=r"lrs must hold finite numbers > 0, got \[-0.005",
+    jit=None,
+    jit_reason="run() is a host-side driver of the jitted sweep",
+    id="trainer-run-negative-lr",
+  ),
+  Case(
+    "panda.make_trainer",
+    lambda: panda.make_trainer(_hgnn_fn(3), 1)(
+      DATA, jax.random.split(jax.random.key(0), 1), [5e-3], [-1.0], [0]
+    ),
+    match=r"wds must hold finite numbers >= 0",
+    jit=None,
+    jit_reason="run() is a host-side driver of the jitted sweep",
+    id="trainer-run-negative-wd",
+  ),
+  Case(
+    "panda.fit",
     lambda: panda.fit(DATA, _hgnn_fn(3), epochs=1, split=3),
     match=r"split must be in \[0, 1\)",
     jit=None,

@@ -225,3 +225,54 @@ def test_ablation_differences_against_hand_computed_values():
   verdicts = {c["id"]: claims.judge(c, metrics).verdict for c in ablations.get_config().claims}
   assert verdicts["needs_aux"] == claims.INCONCLUSIVE  # 3.0 +- 7.8 straddles 0
   assert verdicts["needs_gate"] == claims.INCONCLUSIVE  # not run: missing
+
+
+def _telegram_only(root):
+  """A data folder holding a tiny file in Telegram's format (6 nodes, 2 classes)."""
+  import scipy.sparse
+
+  folder = root / "hypergraph" / "telegram"
+  folder.mkdir(parents=True)
+  adj = scipy.sparse.coo_matrix(([1.0] * 5, ([0, 1, 2, 3, 4], [1, 2, 3, 4, 5])), shape=(6, 6))
+  scipy.sparse.save_npz(folder / "telegram_adj.npz", adj.tocsr())
+  np.save(folder / "telegram_labels.npy", np.array([0, 0, 0, 1, 1, 1]))
+  return root
+
+
+@pytest.fixture
+def no_shared_data(tmp_path, monkeypatch):
+  from jaxpapers.core import data as core_data
+
+  monkeypatch.setattr(core_data, "_SIBLING_SHARED", tmp_path / "no_shared")
+  monkeypatch.delenv(core.DATA_DIR_ENV_VAR, raising=False)
+
+
+def test_a_data_dir_in_the_environment_that_does_not_exist_is_an_error(
+  tmp_path, monkeypatch, no_shared_data
+):
+  """Never a silent switch to ../shared/data or to the synthetic sets."""
+  from experiments.panda.configs import default
+
+  monkeypatch.setenv(core.DATA_DIR_ENV_VAR, str(tmp_path / "nowhere"))
+  with pytest.raises(FileNotFoundError, match=r"\$JAXPAPERS_DATA_DIR = '.*nowhere' was given"):
+    train.load_datasets(default.get_config())
+  monkeypatch.setenv(core.DATA_DIR_ENV_VAR, str(_telegram_only(tmp_path / "d")))
+  with pytest.raises(FileNotFoundError, match=r"missing data file: .*texas\.npz"):
+    train.load_datasets(default.get_config())  # the folder lacks the default's datasets
+
+
+def test_the_run_records_which_data_it_used(tmp_path, monkeypatch, no_shared_data):
+  from experiments.panda.configs import default
+
+  config = default.get_config()
+  data, source = train.load_datasets(config)
+  assert list(data) == list(config.synthetic_fallback)
+  assert source.startswith("synthetic (make_synthetic; no data_dir or $JAXPAPERS_DATA_DIR given")
+  config.datasets = ("telegram",)
+  root = _telegram_only(tmp_path / "d")
+  monkeypatch.setenv(core.DATA_DIR_ENV_VAR, str(root))
+  data, source = train.load_datasets(config)
+  assert list(data) == ["telegram"] and data["telegram"].num_nodes == 6
+  assert source == f"{(root / 'hypergraph').resolve()} (from $JAXPAPERS_DATA_DIR)"
+  config.data_dir = str(root)
+  assert train.load_datasets(config)[1] == f"{root}/hypergraph"  # as given

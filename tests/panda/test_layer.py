@@ -269,3 +269,18 @@ def test_stage_messages_and_coef_match_their_formulas(aux, symmetric):
   np.add.at(want, np.asarray(recv), m)
   np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(a.coef, coef[..., 0], rtol=1e-5, atol=1e-6)
+
+
+def test_hidden_is_the_per_head_width_for_any_heads():
+  """With PANDA, hidden is one head's width (the reference's heads * hidden layers): hidden=5 with
+  3 heads gives 15-wide layers, not a 5-wide layer split three ways; vanilla hidden is the width."""
+  for backbone in ("hgnn", "gedi"):
+    m = panda.make_model(
+      backbone, panda.PandaConfig(heads=3), in_features=4, num_classes=2, hidden=5, rngs=nnx.Rngs(0)
+    )
+    assert m.layers[0].out == 15
+  v = panda.make_model("hgnn", None, in_features=4, num_classes=2, hidden=15, rngs=nnx.Rngs(0))
+  w = panda.make_model(
+    "hgnn", panda.PandaConfig(heads=3), in_features=4, num_classes=2, hidden=5, rngs=nnx.Rngs(0)
+  )
+  assert v.head.in_features == w.head.in_features == 15  # equal width: vanilla hidden = 3 * 5

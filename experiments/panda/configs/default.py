@@ -3,9 +3,10 @@
   python -m experiments.panda.main --config=experiments/panda/configs/default.py \
       --workdir=runs/panda
 
-Reads ``<data_dir>/`` (``core.resolve_data_dir(subdir='hypergraph')``); when the folder is
-missing it falls back to the seeded synthetic generator (``make_synthetic``), so it runs
-without data. Reduced budget for CPU: the four small shared sets, 3 splits, 100 epochs, a
+Reads ``<data_dir>/hypergraph`` (``core.locate_data_dir(subdir='hypergraph')``); a
+``data_dir`` or ``$JAXPAPERS_DATA_DIR`` that is given must hold the datasets. Only when neither
+is given and ``../shared/data/hypergraph`` is missing does it fall back to the seeded synthetic
+generator (``make_synthetic``), so it runs without data. Reduced budget for CPU: the four small shared sets, 3 splits, 100 epochs, a
 2-point learning-rate sweep identical for every arm, hidden 32, one head (the reference's
 default), features wider than 256 reduced by a seeded truncated SVD (same input for all arms).
 The third arm is the vanilla backbone widened to at least PANDA's parameter count. The larger
@@ -19,7 +20,7 @@ import ml_collections
 
 def get_config():
   c = ml_collections.ConfigDict()
-  c.data_dir = ""  # '' -> core.resolve_data_dir(subdir='hypergraph'); synthetic if missing
+  c.data_dir = ""  # '' -> $JAXPAPERS_DATA_DIR, else ../shared/data, else synthetic
   # The CPU-sized run: the four small shared sets (the other five, chameleon(-directed),
   # email-EU, cora and citeseer, are in full.py; a CPU run of them takes hours).
   c.datasets = ("texas", "cornell", "email-Enron", "telegram")
