@@ -51,6 +51,11 @@ def test_default_claims_are_well_formed_and_judge_the_derived_metrics():
       "poly_sp_over_hyp_best_loss_ci95": 0.1,
     },
     "baselines": {"uniform_loss": 2.3, "logreg_train_loss": 0.05},
+    # The preconditions: each optimum inside the learning-rate grid, each model learning.
+    "summary": {
+      s: {"best_lr_grid": [cfg.lrs[4]] * len(cfg.widths), "best_loss": [0.1] * len(cfg.widths)}
+      for s in cfg.settings
+    },
   }
   verdicts = {c.id: claims_lib.judge(c, fake).verdict for c in claims_lib.parse_claims(cfg.claims)}
   assert verdicts == {
@@ -59,6 +64,19 @@ def test_default_claims_are_well_formed_and_judge_the_derived_metrics():
     "poly3_hypothesis_eta_transfers": "partly",
     "poly3_hypothesis_tuned_small_works_large": "not reproduced",
     "poly3_standard_needs_rescaling": "held",
+  }
+  # An optimum on the grid's edge, or a width that does not learn, leaves a claim untested:
+  # LSE's optimum on the edge at the largest K (read by its spread and its regret); H1 not
+  # learning at K = 64 (read by its spread only: the regret and the ratio use K = 16 and 1024).
+  fake["summary"]["lse:standard"]["best_lr_grid"][-1] = cfg.lrs[-1]
+  fake["summary"]["poly3:hypothesis"]["best_loss"][1] = 2.5
+  guards = {c.id: claims_lib.judge(c, fake).guard for c in claims_lib.parse_claims(cfg.claims)}
+  assert guards == {
+    "lse_standard_eta_transfers": "requires",
+    "lse_standard_tuned_small_works_large": "requires",
+    "poly3_hypothesis_eta_transfers": "requires",
+    "poly3_hypothesis_tuned_small_works_large": "rule",
+    "poly3_standard_needs_rescaling": "rule",
   }
 
 

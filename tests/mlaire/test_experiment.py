@@ -69,6 +69,7 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
     "e5_prior_0p05": _cell(ndcg=0.75, lpr_strict=0.97, sem_at_1=0.85),
   }
   A.update({r: _cell() for r in train.TRIVIAL})
+  A["random"]["four_way_SpLm"]["mean"] = 0.03  # the random control's S+L-@1: below the 0.05 bar
   C = {r: _cell() for r in A}
   for r, v in (("e5_offset", 0.05), ("e5", 0.1), ("bm25", 0.2), ("e5_prior_0p05", 0.3)):
     C[r]["four_way_SmLp"]["mean"] = v
@@ -81,7 +82,8 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
   assert d["spearman_lpr_A_vs_SmLp_C"] == pytest.approx(1.0)
   assert d["offset_lpr_drop"] == pytest.approx(0.5)
   assert d["offset_sem_at_1_gain_B"] == pytest.approx(0.2)
-  verdicts = {c["id"]: core.judge(c, {"derived": d}).verdict for c in default.CLAIMS}
+  metrics = {"summary": {"A": A, "B": B, "C": C}, "derived": d}
+  verdicts = {c["id"]: core.judge(c, metrics).verdict for c in default.CLAIMS}
   assert verdicts == {
     "standard_metrics_obscure": "held",
     "semantic_strength_wrong_language": "held",
@@ -89,7 +91,13 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
     "offset_removal_lowers_preference": "held",
   }
   d["lpr_gap_at_ndcg_tie"] = 0.15
-  assert core.judge(default.CLAIMS[0], {"derived": d}).verdict == "partly"
+  assert core.judge(default.CLAIMS[0], metrics).verdict == "partly"
+  # A random retriever that clears the 0.05 bar too makes the S+L- claim vacuous.
+  A["random"]["four_way_SpLm"]["mean"] = 0.08
+  assert core.judge(default.CLAIMS[1], metrics).guard == "controls"
+  # Offset removal that stops retrieving does not count as lowering the preference.
+  A["e5_offset"]["sem_at_1"]["mean"] = 0.2
+  assert core.judge(default.CLAIMS[3], metrics).guard == "requires"
 
 
 @pytest.mark.notebook

@@ -391,4 +391,7 @@ def test_prior_flags_split_cells_at_and_below_the_majority_predictor():
 
 
 def test_search_config_keeps_the_default_claim_rule():
-  assert search_config.get_config().claims == default.get_config().claims
+  """The same claim and rule; only the parameter-matched control (no matched arm here) is left out."""
+  (search,), (dflt,) = search_config.get_config().claims, default.get_config().claims
+  assert "controls" not in search and dflt["controls"]
+  assert search == {k: v for k, v in dflt.items() if k != "controls"}

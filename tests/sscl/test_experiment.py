@@ -47,7 +47,12 @@ def test_rerun_resumes_from_the_stored_cells(smoke_run, monkeypatch):
 
 def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
   s = {
-    "raw": {"miou": [0.30, 0.32, 0.31], "drift": [0.2] * 3, "region_acc_ctx": [0.5] * 3},
+    "raw": {
+      "miou": [0.30, 0.32, 0.31],
+      "drift": [0.2] * 3,
+      "region_acc": [0.5] * 3,
+      "region_acc_ctx": [0.5] * 3,
+    },
     "refine": {"miou": [0.40, 0.41, 0.43]},
     "keep_only": {"miou": [0.31] * 3, "drift": [0.20, 0.22, 0.21], "region_acc_ctx": [0.5] * 3},
     "cisc_only": {"miou": [0.35] * 3, "drift": [0.05, 0.06, 0.05], "region_acc_ctx": [0.6] * 3},
@@ -76,6 +81,10 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
   s["sscl"]["miou"] = [0.40, 0.41, 0.43]  # equal to refinement: no gain
   d = train.derived_metrics(s, triv)
   assert core.judge(default.CLAIMS[1], {"derived": d}).verdict == "not reproduced"
+  s["raw"]["region_acc"] = [0.25, 0.26, 0.22]  # a CLIP at chance: nothing can be tested
+  d = train.derived_metrics(s, triv)
+  for c in default.CLAIMS:
+    assert core.judge(c, {"derived": d}).guard == "requires", c["id"]
 
 
 def test_trivial_baselines_are_input_independent_predictors():

@@ -31,4 +31,5 @@ def get_config():
   c.dyn_steps = 8
   c.dt = 0.25  # dt * T fixed at 2, as in the default (T = 4, dt = 0.5)
   c.chunk = 500
+  c.claims = default.claims_for(c)  # the same rules; preconditions on this width and lr grid
   return c

@@ -128,6 +128,29 @@ def _claims(track, what):
   )
 
 
+def _answers(track):
+  """Precondition: the unablated model answers the filtered probes that the ablations judge."""
+  return dict(
+    metric=f"{track}/curves.filtered.baseline.mean",
+    op=">=",
+    value=0.5,
+    why="the unablated model answers the probes it is ablated on (mean ROUGE-L >= 0.5, the "
+    "answered bar of ROUGE-1 recall that selects them), so a drop can be seen",
+  )
+
+
+def _random_intact_at_first_k(track, proto):
+  """Precondition: random heads do not already halve retrieval at the grid's first k."""
+  return dict(
+    metric=f"{track}/curves.{proto}.collapse_index.random",
+    op=">=",
+    value=1.0,
+    why="random heads of the same number do not halve retrieval at the first k of the claim's "
+    "grid; when they do, every detector collapses there at best and the grid can only show a "
+    "tie",
+  )
+
+
 def real_claims(track="smollm2", model="SmolLM2"):
   """The rules of the real-model claims for one track (the same rules for every model)."""
   out = []
@@ -148,6 +171,8 @@ def real_claims(track="smollm2", model="SmolLM2"):
         partly=0.0,
         fmt="+.0f",
         unit="grid steps",
+        requires=([_answers(track)] if proto == "filtered" else [])
+        + [_random_intact_at_first_k(track, proto)],
         baselines={
           "contrastive collapse k": f"derived.{track}.{proto}.collapse_k.contrastive",
           "LOCOS collapse k": f"derived.{track}.{proto}.collapse_k.locos",
@@ -168,6 +193,7 @@ def real_claims(track="smollm2", model="SmolLM2"):
       metric=f"derived.{track}.filtered.random_drop_at_max_k",
       direction="lower",
       held=0.05,
+      requires=[_answers(track)],
       fmt=".2f",
       note="unablated minus random-heads ROUGE-L at k = 50 (5 seeds, one per probe block)",
     )

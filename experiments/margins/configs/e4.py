@@ -30,70 +30,101 @@ def get_config():
   c.delta = 0.01  # failure probability of the two bounds
   c.seed = 0
   c.all_rows = True  # every cell solves all C(n, k) rows (see e4.Config.all_rows)
-  c.claims = CLAIMS
+  c.claims = claims_for(c.ds, c.seeds)
   return c
 
 
-CLAIMS = (
-  dict(
-    id="documents_only_flat_in_N",
-    statement="with the documents projected and the queries re-solved, the dimension needed to "
-    "keep half of the unrestricted margin does not grow with the number of queries N",
-    paper_text="m^rd(inf, A) is nearly achieved in d = O(m^rd(inf, A)^-2 log n), n documents "
-    "(main theorem; independent of N)",
-    metric="derived.slope_resolved_ci_high",
-    direction="lower",
-    held=0.05,
-    partly=0.10,
-    fmt=".3f",
-    baselines={
-      "slope, queries projected (mean)": "derived.slope_projected_mean",
-      "slope, re-solved (mean)": "derived.slope_resolved_mean",
-    },
-    note="slope = OLS slope of ln d_0.5 on log10 N per seed (fractional growth of the needed "
-    "dimension per decade of N); measured = upper end of its 95% t-interval over seeds; held "
-    "if <= 0.05 (at most ~5% more dimensions per decade of N, practically flat), partly if "
-    "<= 0.10",
-  ),
-  dict(
-    id="projected_queries_grow_with_N",
-    statement="projecting queries and documents together needs more dimensions as N grows "
-    "(the log(N n) rate of the classical JL argument)",
-    paper_text="[BDES02]: d = O(m^-2 log(N n)), improved by the paper to log n",
-    metric="derived.slope_projected_ci_low",
-    direction="higher",
-    held=0.0,
-    fmt=".3f",
-    note="measured = lower end of the 95% t-interval of the per-seed slope of ln d_0.5 on "
-    "log10 N with projected queries; held if > 0",
-  ),
-  dict(
-    id="resolved_grows_slower",
-    statement="re-solving the queries makes the needed dimension grow more slowly with N than "
-    "projecting them",
-    paper_text="log n (main theorem) instead of log(N n) (BDES02)",
-    metric="derived.slope_gap_ci_low",
-    direction="higher",
-    held=0.0,
-    fmt=".3f",
-    baselines={"slope gap (mean)": "derived.slope_gap_mean"},
-    note="per seed: slope(projected) - slope(re-solved), same projections; measured = lower "
-    "end of its 95% t-interval; held if > 0",
-  ),
-  dict(
-    id="resolved_needs_fewer_dims",
-    statement="at the largest N, re-solving the queries keeps half the margin in fewer "
-    "dimensions than projecting them",
-    paper_text="log n instead of log(N n)",
-    metric="derived.dim_ratio_ci_low",
-    direction="higher",
-    held=1.0,
-    fmt=".2f",
-    baselines={
-      "d_0.5 ratio projected / re-solved (mean)": "derived.dim_ratio_mean",
-      "random queries: retained fraction at the largest d (mean)": "derived.random_retained_max_d",
-    },
-    note="per seed d_0.5(projected) / d_0.5(re-solved) at N = max; measured = lower end of the "
-    "95% t-interval; held if > 1",
-  ),
-)
+def _bracketed(methods, ds, seeds, f="0.5"):
+  """Preconditions: at the smallest N, every seed's d_f of ``methods`` is above the grid's start.
+
+  ``d_needed`` returns the grid's first d when the fraction is kept there already (the need is
+  at most that: censored), which would flatten a slope; d_f grows with N over the nested row
+  families, so a bracketed smallest N brackets every N. (Above the grid d_f is None and the
+  slope is missing.)
+  """
+  what = {"resolved": "documents projected, queries re-solved", "projected": "queries projected"}
+  return [
+    dict(
+      metric=f"analysis.d_needed.{f}.{m}.{s}.0",
+      op=">",
+      value=float(min(ds)),
+      why=f"the dimension that keeps {f} of the margin ({what[m]}, seed {s}, smallest N) lies "
+      f"above the grid's smallest d = {min(ds)}: it is measured, not censored",
+    )
+    for m in methods
+    for s in range(seeds)
+  ]
+
+
+def claims_for(ds, seeds):
+  """The four claims; the d grid and the seeds decide their preconditions."""
+  return (
+    dict(
+      id="documents_only_flat_in_N",
+      statement="with the documents projected and the queries re-solved, the dimension needed to "
+      "keep half of the unrestricted margin does not grow with the number of queries N",
+      paper_text="m^rd(inf, A) is nearly achieved in d = O(m^rd(inf, A)^-2 log n), n documents "
+      "(main theorem; independent of N)",
+      metric="derived.slope_resolved_ci_high",
+      requires=_bracketed(("resolved",), ds, seeds),
+      direction="lower",
+      held=0.05,
+      partly=0.10,
+      fmt=".3f",
+      baselines={
+        "slope, queries projected (mean)": "derived.slope_projected_mean",
+        "slope, re-solved (mean)": "derived.slope_resolved_mean",
+      },
+      note="slope = OLS slope of ln d_0.5 on log10 N per seed (fractional growth of the needed "
+      "dimension per decade of N); measured = upper end of its 95% t-interval over seeds; held "
+      "if <= 0.05 (at most ~5% more dimensions per decade of N, practically flat), partly if "
+      "<= 0.10",
+    ),
+    dict(
+      id="projected_queries_grow_with_N",
+      statement="projecting queries and documents together needs more dimensions as N grows "
+      "(the log(N n) rate of the classical JL argument)",
+      paper_text="[BDES02]: d = O(m^-2 log(N n)), improved by the paper to log n",
+      metric="derived.slope_projected_ci_low",
+      requires=_bracketed(("projected",), ds, seeds),
+      direction="higher",
+      held=0.0,
+      fmt=".3f",
+      note="measured = lower end of the 95% t-interval of the per-seed slope of ln d_0.5 on "
+      "log10 N with projected queries; held if > 0",
+    ),
+    dict(
+      id="resolved_grows_slower",
+      statement="re-solving the queries makes the needed dimension grow more slowly with N than "
+      "projecting them",
+      paper_text="log n (main theorem) instead of log(N n) (BDES02)",
+      metric="derived.slope_gap_ci_low",
+      requires=_bracketed(("projected", "resolved"), ds, seeds),
+      direction="higher",
+      held=0.0,
+      fmt=".3f",
+      baselines={"slope gap (mean)": "derived.slope_gap_mean"},
+      note="per seed: slope(projected) - slope(re-solved), same projections; measured = lower "
+      "end of its 95% t-interval; held if > 0",
+    ),
+    dict(
+      id="resolved_needs_fewer_dims",
+      statement="at the largest N, re-solving the queries keeps half the margin in fewer "
+      "dimensions than projecting them",
+      paper_text="log n instead of log(N n)",
+      metric="derived.dim_ratio_ci_low",
+      requires=_bracketed(("projected", "resolved"), ds, seeds),
+      direction="higher",
+      held=1.0,
+      fmt=".2f",
+      baselines={
+        "d_0.5 ratio projected / re-solved (mean)": "derived.dim_ratio_mean",
+        "random queries: retained fraction at the largest d (mean)": "derived.random_retained_max_d",
+      },
+      note="per seed d_0.5(projected) / d_0.5(re-solved) at N = max; measured = lower end of the "
+      "95% t-interval; held if > 1",
+    ),
+  )
+
+
+CLAIMS = claims_for(get_config().ds, get_config().seeds)

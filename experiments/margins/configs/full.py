@@ -29,4 +29,5 @@ def get_config():
   c.critical_restarts = 4
   c.critical_steps = 5000
   c.chunk = 1000  # an orbax checkpoint every 1000 steps inside each fitted cell
+  c.claims = default.claims_for(c)  # the same rules; preconditions on this (n, k, d) grid
   return c

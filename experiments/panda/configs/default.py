@@ -62,6 +62,11 @@ CLAIMS = (
     held_when="reaches",
     unit="pp",
     fmt="+.2f",
+    # PANDA adds parameters (several times a 1-layer backbone's): the vanilla backbone widened to
+    # PANDA's parameter count is judged by the same rule, as matched - vanilla (the same kind of
+    # mean over pairs, no interval: its point value). If capacity alone clears the rule, the
+    # gain cannot be credited to PANDA's operator.
+    controls={"vanilla_matched": "derived.mean_matched_minus_vanilla_pp"},
     note="mean over (dataset, backbone) pairs of PANDA - vanilla; noise = 95% CI half-width "
     "of that mean (1.96 x std / sqrt(pairs)); held when the interval clears 0 and "
     "reaches +5.18, partly when it clears 0 but stays below +5.18",

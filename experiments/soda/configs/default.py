@@ -96,11 +96,76 @@ def get_config():
   lm.microbatches = 1  # gradient accumulation over this many slices of each step's batch
   lm.eval_batch = 0  # validation windows per evaluated chunk (0 = all at once)
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
-  config.claims = CLAIMS
+  config.claims = claims_for("digits", d, WHAT)
   return config
 
 
-def _wd_moves(task, base, name, what, span="32x"):
+def _inside(path, grid, what, *, lower=True):
+  """Preconditions that the tuned value at ``path`` lies inside ``grid`` (the optimum is bracketed).
+
+  ``lower=False`` checks the top end only: a weight decay of 0 is a bound of the search space
+  itself, not an edge the optimum could lie beyond.
+  """
+  lo, hi = min(grid), max(grid)
+  out = [
+    dict(
+      metric=path,
+      op="<",
+      value=float(hi),
+      why=f"{what} lies below the largest grid value {hi:g}, so the grid brackets its optimum",
+    )
+  ]
+  if lower:
+    out.append(
+      dict(
+        metric=path,
+        op=">",
+        value=float(lo),
+        why=f"{what} lies above the smallest grid value {lo:g}, so the grid brackets its optimum",
+      )
+    )
+  return out
+
+
+def _grid(task_cfg, base):
+  """The horizons, learning rates and weight decays of ``base`` and its SODA arm."""
+  if base == "muon":
+    horizons = tuple(task_cfg.get("muon_horizons", ()) or task_cfg.horizons)
+    return horizons, task_cfg.muon_lrs, task_cfg.muon_wds, task_cfg.soda_muon_lrs
+  return tuple(task_cfg.horizons), task_cfg.adamw_lrs, task_cfg.adamw_wds, task_cfg.soda_adamw_lrs
+
+
+def _base_tuned(task, base, name, task_cfg, horizons):
+  """The base's best (lr, wd) lies inside its grid at each of ``horizons``."""
+  _, lrs, wds, _ = _grid(task_cfg, base)
+  j = 0 if base == "adamw" else 1  # metrics.<task>.wd_transfer: AdamW first, then Muon
+  out = []
+  for t in horizons:
+    tr = f"{task}.wd_transfer.{j}"
+    out += _inside(f"{tr}.best_lr_by_horizon.{t}", lrs, f"{name}'s tuned learning rate at T = {t}")
+    out += _inside(
+      f"{tr}.best_wd_by_horizon.{t}", wds, f"{name}'s tuned weight decay at T = {t}", lower=False
+    )
+  return out
+
+
+def _soda_tuned(task, base, name, task_cfg):
+  """SODA's best learning rate lies inside its grid at every horizon of ``base``."""
+  horizons, _, _, soda_lrs = _grid(task_cfg, base)
+  # metrics.<task>.claims: one row per horizon, the AdamW rows first, then the Muon rows.
+  first = 0 if base == "adamw" else len(_grid(task_cfg, "adamw")[0])
+  out = []
+  for i, t in enumerate(horizons):
+    out += _inside(
+      f"{task}.claims.{first + i}.soda_lr",
+      soda_lrs,
+      f"SODA({name})'s tuned learning rate at T = {t}",
+    )
+  return out
+
+
+def _wd_moves(task, base, name, what, task_cfg, span="32x"):
+  horizons = _grid(task_cfg, base)[0]
   return dict(
     id=f"{task}_{base}_best_wd_moves_with_horizon",
     statement=f"The best weight decay of {name} tuned over learning rate x weight decay moves "
@@ -112,6 +177,9 @@ def _wd_moves(task, base, name, what, span="32x"):
     held=1.0,
     unit="std",
     fmt="+.2f",
+    # The penalty compares the tuned (lr, wd) of the shortest and the longest horizon: a move
+    # of the optimum can only be seen if the grid brackets it at both ends.
+    requires=_base_tuned(task, base, name, task_cfg, (min(horizons), max(horizons))),
     note="the larger of: the loss at the longest horizon with the weight decay tuned at the "
     "shortest (best lr for it) minus the best loss there, and the same with the ends swapped, "
     "in combined seed std; held when a weight decay tuned at one end costs more than one std "
@@ -119,7 +187,8 @@ def _wd_moves(task, base, name, what, span="32x"):
   )
 
 
-def _match_or_beat(task, base, name, what, trivial="class-prior predictor, test NLL"):
+def _match_or_beat(task, base, name, what, task_cfg, trivial="class-prior predictor, test NLL"):
+  horizons = _grid(task_cfg, base)[0]
   return dict(
     id=f"{task}_{base}_matches_tuned_wd",
     statement=f"SODA({name}) without weight decay (learning rate tuned) matches or beats {name} "
@@ -131,6 +200,10 @@ def _match_or_beat(task, base, name, what, trivial="class-prior predictor, test 
     held=-1.0,
     unit="std",
     fmt="+.2f",
+    # The worst gap is a minimum over horizons, so every horizon's comparison must be one of two
+    # tuned arms: both optima inside their grids.
+    requires=_soda_tuned(task, base, name, task_cfg)
+    + _base_tuned(task, base, name, task_cfg, horizons),
     baselines={
       f"horizons where SODA beats {name} wd=0 (fraction)": f"derived.{task}_{base}_beats_wd0_fraction",
       trivial: f"{task}.trivial.{TRIVIAL_KEY[task]}",
@@ -140,11 +213,16 @@ def _match_or_beat(task, base, name, what, trivial="class-prior predictor, test 
   )
 
 
+def claims_for(task, task_cfg, what, *, spans=("32x", "16x"), trivial=None):
+  """The four claims of one task (AdamW and Muon bases), with the task's grids as preconditions."""
+  kw = {} if trivial is None else {"trivial": trivial}
+  return (
+    _wd_moves(task, "adamw", "AdamW", what, task_cfg, span=spans[0]),
+    _wd_moves(task, "muon", "Muon", what, task_cfg, span=spans[1]),
+    _match_or_beat(task, "adamw", "AdamW", what, task_cfg, **kw),
+    _match_or_beat(task, "muon", "Muon", what, task_cfg, **kw),
+  )
+
+
 TRIVIAL_KEY = {"digits": "class_prior_nll", "lm": "unigram_bits"}
 WHAT = "digits MLP, test NLL"
-CLAIMS = (
-  _wd_moves("digits", "adamw", "AdamW", WHAT),
-  _wd_moves("digits", "muon", "Muon", WHAT, span="16x"),
-  _match_or_beat("digits", "adamw", "AdamW", WHAT),
-  _match_or_beat("digits", "muon", "Muon", WHAT),
-)

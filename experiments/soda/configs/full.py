@@ -72,8 +72,10 @@ def get_config():
     c
     for base, name in (("adamw", "AdamW"), ("muon", "Muon"))
     for c in (
-      default._wd_moves("lm", base, name, WHAT, span="10x"),
-      default._match_or_beat("lm", base, name, WHAT, trivial="unigram predictor, val bits/token"),
+      default._wd_moves("lm", base, name, WHAT, lm, span="10x"),
+      default._match_or_beat(
+        "lm", base, name, WHAT, lm, trivial="unigram predictor, val bits/token"
+      ),
     )
   )
   return config
