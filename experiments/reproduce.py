@@ -356,16 +356,32 @@ def rejudge_file(
     )
   metrics = dict(rec.get("metrics") or {})
   train = _import(package, package_dir, f"{name}.train")
-  derived, derived_by = (
-    _derive(train, metrics, rec.get("config") or {}) if train is not None else (None, None)
-  )
-  if derived is not None:
-    metrics["derived"] = results_lib.to_jsonable(derived)
-    derived_by = f"metrics.derived computed from the committed metrics by {derived_by}"
+  derived_by = None
+  by_main = f"-m {package}.{name}.main " in (rec.get("command") or "") + " "
+  if train is not None and not by_main:
+    derived_by = "not recomputed: the file was not written by the experiment's main binary"
+  elif train is not None:
+    try:
+      derived, by = _derive(train, metrics, rec.get("config") or {})
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:
+      derived, by = None, None
+      derived_by = f"not recomputed: the file's layout predates its derivation ({e!r})"[:300]
+    if derived is not None:
+      metrics["derived"] = results_lib.to_jsonable(derived)
+      derived_by = f"metrics.derived computed from the committed metrics by {by}"
   config = config_of(rec)
   entry = lock.record["configs"].get(config) if config else None
   prev = rec.get("registration") or {}
-  if entry is None:
+  recorded = [c for c in rec.get("claims", []) if isinstance(c.get("claim"), dict)]
+  verdict_free = bool(recorded) and all(c.get("verdict") is None for c in recorded)
+  if verdict_free:  # a smoke or pilot run: its values are kept, no verdict is issued
+    claims = [c["claim"] for c in recorded]
+    reg = {
+      "status": registration.NOT_REQUIRED,
+      "config": config,
+      "why": "the run issued no verdicts",
+    }
+  elif entry is None:
     claims = [c["claim"] for c in rec.get("claims", []) if isinstance(c.get("claim"), dict)]
     reg = {
       "status": registration.POST_HOC,
@@ -390,7 +406,7 @@ def rejudge_file(
       "lock_path": lock.path,
       "why": why,
     }
-  out = {"claims": claims_lib.judge_all(claims, metrics)}
+  out = {"claims": claims_lib.judge_all(claims, metrics, issue_verdicts=not verdict_free)}
   for k, v in rec.items():
     if k not in ("claims", "registration", "git", "verdict_changes"):
       out[k] = metrics if k == "metrics" else v

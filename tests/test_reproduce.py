@@ -355,3 +355,15 @@ def test_committed_results_carry_verdicts(paper):
     c["verdict"] in ("held", "partly", "not reproduced", "inconclusive") for c in rec["claims"]
   )
   assert reproduce.measured_in(rec) != "unrecorded commit"
+
+
+@pytest.mark.parametrize("paper", PAPERS)
+def test_every_claims_lock_matches_its_configs(paper):
+  """The committed claims.lock.json is what `python -m experiments.register` writes now."""
+  from experiments import register
+  from jaxpapers.core import registration
+
+  path, fresh = register.register(paper, check=True)
+  assert path.exists(), f"{paper} has no claims.lock.json: run python -m experiments.register"
+  registration.check_lock(json.loads(path.read_text()), str(path))
+  assert fresh, f"{path} differs from the configs' claims: run python -m experiments.register"

@@ -25,4 +25,5 @@ def get_config():
   c.pilot = ml_collections.ConfigDict()
   c.pilot.num_probes = 40
   c.pilot.forms = (("chat", 0), ("completion", 0), ("chat", 2), ("completion", 2))
+  c.issue_verdicts = False  # a pilot chooses the prompt form; it decides no claim
   return c
