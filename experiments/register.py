@@ -25,10 +25,7 @@ from absl import app, flags
 
 from jaxpapers.core import registration
 
-_ALL = flags.DEFINE_bool("all", False, "Register every experiment that declares claims.")
-_CHECK = flags.DEFINE_bool(
-  "check", False, "Write nothing; exit 1 if a lock is missing or differs from the configs."
-)
+FLAGS = flags.FLAGS
 
 ROOT = pathlib.Path(__file__).resolve().parent
 
@@ -82,7 +79,7 @@ def register(paper: str, *, check: bool = False) -> tuple[pathlib.Path, bool]:
 
 def main(argv: Sequence[str]) -> None:
   names = list(argv[1:])
-  if _ALL.value:
+  if FLAGS["all"].value:
     if names:
       raise app.UsageError("give paper names or --all, not both")
     names = papers()
@@ -93,9 +90,9 @@ def main(argv: Sequence[str]) -> None:
     raise app.UsageError(f"unknown paper(s) {unknown}; available: {papers()}")
   stale = []
   for name in names:
-    path, fresh = register(name, check=_CHECK.value)
+    path, fresh = register(name, check=FLAGS.check)
     rel = path.relative_to(ROOT.parent)
-    if _CHECK.value:
+    if FLAGS.check:
       print(f"{rel}: {'up to date' if fresh else 'STALE (run python -m experiments.register)'}")
       if not fresh:
         stale.append(name)
@@ -106,4 +103,8 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
+  flags.DEFINE_bool("all", False, "Register every experiment that declares claims.")
+  flags.DEFINE_bool(
+    "check", False, "Write nothing; exit 1 if a lock is missing or differs from the configs."
+  )
   app.run(main)

@@ -45,7 +45,7 @@ from jaxpapers.core import claims as claims_lib
 from jaxpapers.core import registration
 from jaxpapers.core import report as report_lib
 
-_CHECK = flags.DEFINE_bool("check", False, "Write nothing; exit 1 if any block is stale.")
+FLAGS = flags.FLAGS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BEGIN = re.compile(r"^<!-- generated: (?P<spec>[^>]*?) -->$", re.M)
@@ -275,10 +275,11 @@ def run(*, check: bool, root: pathlib.Path = ROOT) -> list[Stale]:
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-  stale = run(check=_CHECK.value)
+  check = FLAGS.check
+  stale = run(check=check)
   for s in stale:
-    print(f"{s.readme.relative_to(ROOT)}: {'stale' if _CHECK.value else 'regenerated'}: {s.spec}")
-  if _CHECK.value and stale:
+    print(f"{s.readme.relative_to(ROOT)}: {'stale' if check else 'regenerated'}: {s.spec}")
+  if check and stale:
     print(
       f"{len(stale)} generated block(s) differ from the committed results; "
       "run python -m experiments.report",
@@ -290,4 +291,5 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == "__main__":
+  flags.DEFINE_bool("check", False, "Write nothing; exit 1 if any block is stale.")
   app.run(main)
