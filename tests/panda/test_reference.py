@@ -316,3 +316,55 @@ def test_phenomnn_prior_reduction_matches_dense(gamma_edge):
     y = (1 - a) * y + a * (lam0 * p_beta @ y + lam1 * p_gamma @ y + y0) / q[:, None]
   want = np.asarray(model.head(jnp.asarray(np.maximum(y, 0), jnp.float32), deterministic=True))
   np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- the README table
+
+
+def _difference_rows():
+  """``{what: row text}`` of the README's "Still different" table."""
+  import pathlib
+
+  text = (pathlib.Path(__file__).parents[2] / "experiments" / "panda" / "README.md").read_text()
+  table = text.split("**Still different:**", 1)[1]
+  rows = {}
+  for line in table.splitlines():
+    if line.startswith("| ") and not line.startswith("| what") and "---" not in line:
+      cells = [c.strip() for c in line.strip("|").split("|")]
+      rows[cells[0]] = line
+  return rows
+
+
+def test_differences_table_matches_the_code_defaults():
+  """Each default-value row of the table states the value the code has (and no matched item
+  is still listed as different)."""
+  import inspect
+
+  from experiments.panda.configs import default
+
+  rows = _difference_rows()
+
+  def default_of(cls, name):
+    return inspect.signature(cls.__init__).parameters[name].default
+
+  for cls in (panda.PandaHyperGCN, hg.HyperGCN):
+    assert f"`fast={default_of(cls, 'fast')}`" in rows["HyperGCN fast mode (default)"]
+    assert f"`mediators={default_of(cls, 'mediators')}`" in rows["HyperGCN mediators (default)"]
+  cfg = panda.PandaConfig()
+  row = rows["attention setting"]
+  assert f"`mix='{cfg.mix}'`" in row and f"`stage1_receivers='{cfg.stage1_receivers}'`" in row
+  assert cfg.att_version == "v2" and cfg.shared_att_weights and "GATv2, shared weights" in row
+  c = default.get_config()
+  assert f"{c.phenom_steps} in the default run" in rows["PhenomNN propagation steps"]
+  budget = rows["tuning budget"]
+  assert f"hidden {c.hidden}, {c.num_layers} layer, {c.heads} head, dropout {c.dropout}" in budget
+  assert (
+    f"{c.epochs} epochs" in budget
+    and f"{c.num_splits} splits" in rows["datasets and splits in the default run"]
+  )
+  for matched in ("HyperGCN singleton hyperedges", "PhenomNN `H` matrices (`args.H`)"):
+    assert matched not in rows
+  for cls in (panda.PandaPhenomNN, hg.PhenomNN):  # matched options keep the tuner's first value
+    assert default_of(cls, "alp") == 0.0 and default_of(cls, "h_setting") == 0
+  assert default_of(panda.PandaGeDi, "other_complex") is False
+  assert panda.PandaConfig().init == "reference"
