@@ -180,6 +180,35 @@ class PandaHGNN(nnx.Module):
     return (out, auxes) if return_aux else out
 
 
+def _coalesce(rcv, snd, ww, used, n: int, *, int32_keys: bool):
+  """Pairs sorted by (receiver, sender), weights summed over repeated pairs (static size).
+
+  Returns ``(rcv, snd, wsum, first, valid)``: ``wsum`` is the group's total at every position,
+  ``first`` marks the first pair of each group and ``valid`` the used slots (which sort first).
+  """
+  if int32_keys:
+    # Sort the int32 keys alone (XLA:CPU's fast single-operand sort; an argsort carrying a
+    # permutation is ~5x slower) and find each pair's group by binary search.
+    key = jnp.where(used, rcv * n + snd, n * n)  # unused slots sort last
+    ks = jax.lax.sort(key)
+    first = jnp.concatenate([jnp.ones((1,), bool), ks[1:] != ks[:-1]])
+    grp_sorted = jnp.cumsum(first) - 1
+    grp = grp_sorted[jnp.searchsorted(ks, key, method="scan")]  # first occurrence's group
+    wsum = jax.ops.segment_sum(ww, grp, key.shape[0])[grp_sorted]
+    valid = ks < n * n
+    rcv = jnp.where(valid, ks // n, n - 1)  # unused slots last: recv stays sorted
+    snd = jnp.where(valid, ks % n, n - 1)
+  else:  # keys do not fit in int32: sort by (receiver, sender) with the weights as payload
+    rk, sk, ww = jax.lax.sort((jnp.where(used, rcv, n), jnp.where(used, snd, n), ww), num_keys=2)
+    first = jnp.concatenate([jnp.ones((1,), bool), (rk[1:] != rk[:-1]) | (sk[1:] != sk[:-1])])
+    grp = jnp.cumsum(first) - 1
+    wsum = jax.ops.segment_sum(ww, grp, rk.shape[0], indices_are_sorted=True)[grp]
+    valid = rk < n
+    rcv = jnp.where(valid, rk, n - 1)
+    snd = jnp.where(valid, sk, n - 1)
+  return rcv, snd, wsum, first, valid
+
+
 def coalesced_graph(inc: hg.Incidence, p: jax.Array, *, mediators: bool = True):
   """HyperGCN's rebuilt graph as the reference hands it to PANDA: ``A_bar`` entries per pair.
 
@@ -210,15 +239,8 @@ def coalesced_graph(inc: hg.Incidence, p: jax.Array, *, mediators: bool = True):
   rcv = jnp.concatenate([dst, src, loops])
   ww = jnp.concatenate([w, w, jnp.ones((n,), w.dtype)])
   used = jnp.concatenate([w != 0, w != 0, jnp.ones((n,), bool)])
-  key = jnp.where(used, rcv * n + snd, n * n)  # unused slots sort last
-  order = jnp.argsort(key)
-  key, snd, rcv, ww = key[order], snd[order], rcv[order], ww[order]
-  first = jnp.concatenate([jnp.ones((1,), bool), key[1:] != key[:-1]])
-  grp = jnp.cumsum(first) - 1
-  wsum = jax.ops.segment_sum(ww, grp, key.shape[0], indices_are_sorted=True)[grp]
-  mask = first & (key < n * n)  # (a pair whose normalised weight is 0 is dropped below)
-  rcv = jnp.where(key < n * n, rcv, n - 1)  # unused slots last: recv stays sorted
-  snd = jnp.where(key < n * n, snd, n - 1)
+  rcv, snd, wsum, first, valid = _coalesce(rcv, snd, ww, used, n, int32_keys=n * n < 2**31 - 1)
+  mask = first & valid  # (a pair whose normalised weight is 0 is dropped below)
   wsum = jnp.where(mask, wsum, 0.0)
   deg = jax.ops.segment_sum(wsum, rcv, n)
   isq = jnp.where(deg > 0, jax.lax.rsqrt(jnp.where(deg > 0, deg, 1.0)), 0.0)

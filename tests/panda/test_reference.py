@@ -368,3 +368,28 @@ def test_differences_table_matches_the_code_defaults():
     assert default_of(cls, "alp") == 0.0 and default_of(cls, "h_setting") == 0
   assert default_of(panda.PandaGeDi, "other_complex") is False
   assert panda.PandaConfig().init == "reference"
+
+
+def test_coalescing_paths_agree():
+  """The int32-key path (sort the keys alone, binary search) equals the two-key sort."""
+  from jaxpapers.panda._models import _coalesce
+
+  rng = np.random.default_rng(3)
+  n, p = 7, 40
+  rcv = jnp.asarray(rng.integers(0, n, p), jnp.int32)
+  snd = jnp.asarray(rng.integers(0, n, p), jnp.int32)
+  ww = jnp.asarray(rng.normal(size=p), jnp.float32)
+  used = jnp.asarray(rng.random(p) < 0.8)
+  a = _coalesce(rcv, snd, ww, used, n, int32_keys=True)
+  b = _coalesce(rcv, snd, ww, used, n, int32_keys=False)
+  for x, y in zip(a[:2] + a[3:], b[:2] + b[3:]):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  keep = np.asarray(a[3] & a[4])
+  np.testing.assert_allclose(np.asarray(a[2])[keep], np.asarray(b[2])[keep], rtol=1e-6)
+  want = {}
+  for r, s, w, u in zip(*(np.asarray(v) for v in (rcv, snd, ww, used))):
+    if u:
+      want[(r, s)] = want.get((r, s), 0.0) + w
+  got = {(r, s): w for r, s, w in zip(*(np.asarray(v)[keep] for v in (a[0], a[1], a[2])))}
+  assert set(got) == set(want)
+  np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=1e-5)
