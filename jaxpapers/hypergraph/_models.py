@@ -318,7 +318,10 @@ class HyperGCN(nnx.Module):
   non-trainable; the reference draws the same distribution),
   graph from each hyperedge's ``(argmax p, argmin p)`` (+ mediators), ``X' = ReLU(A_bar S + b)``,
   ``A_bar = D~^{-1/2}(A + I)D~^{-1/2}``. ``fast=True`` (FastHyperGCN) builds the graph once from
-  the input features.
+  the input features. ``mediators`` defaults to False, as in the reference's training script:
+  with mediators, a singleton hyperedge puts -2 on its node's diagonal (the reference's
+  ``1/(2|e| - 3)``, counted twice), so on the undirected data, where every node has one, most
+  rows of ``A + I`` sum to a non-positive number and those nodes are cut off.
   """
 
   def __init__(
@@ -329,7 +332,7 @@ class HyperGCN(nnx.Module):
     hidden: int = 64,
     num_layers: int = 1,
     dropout: float = 0.5,
-    mediators: bool = True,
+    mediators: bool = False,
     fast: bool = False,
     rngs: nnx.Rngs,
   ):

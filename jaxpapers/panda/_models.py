@@ -263,7 +263,8 @@ class PandaHyperGCN(nnx.Module):
   attention over the pairs that share a sender and reads the mixture from the receiver, as the
   reference's target-to-source message passing does; ``flow='receiver'`` normalises over each
   receiver's senders. With ``cfg.init='reference'``, ``W`` and ``b`` start as the reference's
-  ``U(+-1/sqrt(heads * hidden))``.
+  ``U(+-1/sqrt(heads * hidden))``. ``mediators`` defaults to False, as for
+  :class:`jaxpapers.hypergraph.HyperGCN` (see there).
   """
 
   def __init__(
@@ -275,7 +276,7 @@ class PandaHyperGCN(nnx.Module):
     hidden: int = 64,
     num_layers: int = 1,
     dropout: float = 0.5,
-    mediators: bool = True,
+    mediators: bool = False,
     fast: bool = False,
     flow: str = "code",
     rngs: nnx.Rngs,
