@@ -52,11 +52,15 @@ import sys
 import tempfile
 import time
 
-import jax
-import jax.numpy as jnp
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's package, not another installed copy
+  sys.path.insert(0, str(ROOT))
 
-from jaxpapers import core, panda
-from jaxpapers import hypergraph as hg
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+from jaxpapers import core, panda  # noqa: E402
+from jaxpapers import hypergraph as hg  # noqa: E402
 
 
 def _cost(compiled) -> dict:
