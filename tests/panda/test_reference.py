@@ -259,7 +259,8 @@ def test_hypergcn_prior_reduction_and_sender_softmax():
   _, auxes = _run(full, data, return_aux=True)
   xs = x @ np.asarray(full.w_u[0].kernel[...])
   snd, _, _, mk = (
-    np.asarray(a) for a in panda.coalesced_graph(inc, xs @ np.asarray(full.r[0][...]))
+    np.asarray(a)
+    for a in panda.coalesced_graph(inc, xs @ np.asarray(full.r[0][...]), mediators=full.mediators)
   )
   att = np.asarray(auxes[0].att)
   sums = np.stack([np.bincount(snd[mk], att[mk, k], minlength=7) for k in range(2)], 1)
