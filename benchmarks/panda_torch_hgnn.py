@@ -113,6 +113,14 @@ def main():
     help="time with the process CPU clock (all threads' work) instead of the wall clock",
   )
   ap.add_argument(
+    "--torch-threads",
+    type=int,
+    default=0,
+    help="torch.set_num_threads (0: torch's default); with --cpu-time use 1, and run JAX with "
+    "XLA_FLAGS='--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1', so that "
+    "idle threads spinning on a shared host are not counted as work",
+  )
+  ap.add_argument(
     "--out",
     default=str(pathlib.Path(__file__).resolve().parent / "results" / "panda_torch_hgnn.json"),
   )
@@ -130,6 +138,8 @@ def main():
       "(pip install 'jaxpapers[torch]' or pip install torch)."
     )
     return 0
+  if a.torch_threads:
+    torch.set_num_threads(a.torch_threads)
   root = core.resolve_data_dir(subdir="hypergraph", required=False)
   print(
     f"torch {torch.__version__} threads={torch.get_num_threads()}; jax {jax.__version__} "
@@ -172,6 +182,7 @@ def main():
         jax=jax.__version__,
         torch=torch.__version__,
         torch_threads=torch.get_num_threads(),
+        xla_flags=os.environ.get("XLA_FLAGS", ""),
         clock="process_cpu" if a.cpu_time else "wall",
       ),
       rows=rows,
