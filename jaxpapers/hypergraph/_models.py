@@ -401,7 +401,12 @@ class PhenomNN(nnx.Module):
     self.lam0, self.lam1, self.num_steps = float(lam0), float(lam1), int(num_steps)
     self.h_setting = int(h_setting)
     self.h = nnx.Dict(
-      {k: nnx.Param(v) for k, v in phenom_h_init(rngs.params(), hidden, h_setting).items()}
+      {
+        k: nnx.Param(v)
+        for k, v in (
+          phenom_h_init(rngs.params(), hidden, h_setting) if PHENOM_H_SETTINGS[h_setting] else {}
+        ).items()
+      }
     )
     self.inp = nnx.Linear(in_features, hidden, rngs=rngs)
     self.drop = nnx.Dropout(dropout)

@@ -408,7 +408,14 @@ class PandaPhenomNN(nnx.Module):
     else:
       self.inp = nnx.Linear(in_features, width, rngs=rngs)
     self.h = nnx.Dict(
-      {k: nnx.Param(v) for k, v in hg.phenom_h_init(rngs.params(), width, h_setting).items()}
+      {
+        k: nnx.Param(v)
+        for k, v in (
+          hg.phenom_h_init(rngs.params(), width, h_setting)
+          if hg.PHENOM_H_SETTINGS[h_setting]
+          else {}
+        ).items()
+      }
     )
     self.stage1 = PandaStage(hidden, cfg, rngs=rngs)
     self.stage2 = PandaStage(hidden, cfg, rngs=rngs)
