@@ -295,7 +295,10 @@ def main(
   )
   logging.info("host memory reuse: %s (%s)", "on" if memory.applied else "off", memory.reason)
   log_startup(startup_info(config, workdir, config_file=config_file))
-  train_and_evaluate(config, workdir)
+  from jaxpapers.core import workdir_lock  # one run per workdir: a second one refuses
+
+  with workdir_lock.hold(workdir):
+    train_and_evaluate(config, workdir)
 
 
 def run(target: Target, *, remote_workdir: bool = False, argv: Sequence[str] | None = None) -> None:
