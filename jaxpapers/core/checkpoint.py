@@ -173,11 +173,12 @@ class CorruptCheckpointError(ValueError):
   Attributes:
     step: the step.
     path: its directory.
+    reason: what is wrong with it.
   """
 
   def __init__(self, step: int, path: Any, reason: str):
-    self.step, self.path = step, path
-    super().__init__(f"checkpoint step {step} at {path} is corrupt: {reason}")
+    self.step, self.path, self.reason = step, path, reason
+    super().__init__(f"could not restore checkpoint step {step} from {path}: {reason}")
 
 
 def abstract_like(tree: Any) -> Any:
@@ -334,10 +335,10 @@ class Checkpointer:
       return step, tree
     raise CorruptCheckpointError(
       steps[0],
-      self.directory,
-      "no checkpoint in the directory can be restored: "
-      + "; ".join(str(e) for e in failures)
-      + ". Delete the directory to start the run afresh.",
+      self._step_path(steps[0]),
+      "no checkpoint in the directory can be restored ("
+      + "; ".join(f"step {e.step}: {e.reason}" for e in failures)
+      + f"). Delete {self.directory} to start the run afresh.",
     )
 
   def _step_path(self, step: int) -> epath.Path:
@@ -368,7 +369,7 @@ class Checkpointer:
       error = CorruptCheckpointError(
         step,
         path,
-        "it is unreadable, incomplete, or does not match the structure of abstract_tree "
+        "it is corrupt, incomplete, or does not match the structure of abstract_tree "
         f"({type(e).__name__}: {str(e)[:500]})",
       )
     if not _agree(error is None):

@@ -524,7 +524,10 @@ class CellStore:
 
   def put(self, name: str, value: Any) -> None:
     """Stores ``value`` under ``name`` (replacing any previous value, atomically)."""
-    record = cache_lib.write_json(self.path(name), {"name": name, "value": value})
+    try:
+      record = cache_lib.write_json(self.path(name), {"name": name, "value": value})
+    except TypeError as e:
+      raise TypeError(f"cell {e}") from None  # "cell values must be JSON-serialisable, ..."
     # What readers of the file will see (tuples become lists, numpy becomes Python).
     self._cells[name] = record["value"]
 

@@ -643,6 +643,23 @@ CASES = [
     id="cellstore-name",
   ),
   Case(
+    "core.cached_json",
+    lambda: core.cached_json(_tmp() / "c.json", lambda: {"x": object()}),
+    error=TypeError,
+    match="values must be JSON-serialisable, got object",
+    jit=None,
+    jit_reason=HOST,
+    id="cached-json-value",
+  ),
+  Case(
+    "core.cached_arrays",
+    lambda: core.cached_arrays(_tmp() / "c.npz", lambda: {"o": np.array([None, 1])}),
+    match="array 'o' has the object dtype",
+    jit=None,
+    jit_reason=HOST,
+    id="cached-arrays-object",
+  ),
+  Case(
     "core.process_batch_indices",
     lambda: core.process_batch_indices(6, core.make_mesh(4)),
     match="global_batch_size must be a positive int divisible by the 4 devices",
@@ -690,6 +707,8 @@ EXEMPT = {
   "is_concrete": "a predicate defined for every pytree",
   "is_main_process": "takes no arguments",
   "SweepResult": "a container returned by Sweep.run, not built by users",
+  "CorruptCheckpointError": "an exception Checkpointer raises, not called with user data",
+  "CorruptFileError": "an exception the file cache raises, not called with user data",
   "reuse_host_memory": "takes no arguments; reports (not raises) when it cannot apply",
   "HostMemory": "the status NamedTuple returned by reuse_host_memory, not built by users",
 }

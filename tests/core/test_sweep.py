@@ -240,7 +240,8 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_one_before(tmp_path, engi
   with caplog.at_level(logging.WARNING):
     resumed = run(checkpoint_dir=tmp_path / "ck")
   assert (
-    f"checkpoint step {3 * C} at" in caplog.text and f"falling back to step {2 * C}" in caplog.text
+    f"checkpoint step {3 * C} from" in caplog.text
+    and f"falling back to step {2 * C}" in caplog.text
   )
   assert resumed.resumed_from == 2 * C and resumed.complete
   _assert_trees(resumed.history, full.history)

@@ -115,7 +115,7 @@ def test_corrupt_files_are_detected_and_recomputed(reference, tmp_path):
   corruption_util.flip_bit(data, at + rng.randrange(len(x)), rng.randrange(8))
 
   err = binary.run(workdir)
-  assert f"checkpoint step {latest} at" in err and "do not match the digests" in err, (
+  assert f"checkpoint step {latest} from" in err and "do not match the digests" in err, (
     f"{context}:\n{err[-3000:]}"
   )
   assert f"falling back to step {latest - binary.CHECKPOINT_EVERY}" in err, context
