@@ -10,6 +10,7 @@ import textwrap
 
 import jax
 import pytest
+from absl import app as absl_app
 from absl import flags
 
 from jaxpapers.core import app, distributed, workdir_lock
@@ -114,7 +115,7 @@ def test_the_app_refuses_a_second_run_on_a_workdir_before_it_starts(tmp_path, mo
   ran = []
   with WorkdirLock(workdir):
     with pytest.raises(
-      WorkdirLockedError, match=f"workdir {workdir} is in use by pid {os.getpid()}"
+      absl_app.UsageError, match=f"workdir {workdir} is in use by pid {os.getpid()}"
     ):
       app.main(["prog"], lambda c, w: ran.append(w), flag_values=fv)
   assert ran == []
