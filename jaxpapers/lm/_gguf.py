@@ -96,7 +96,9 @@ class _Cursor:
   """Minimal little-endian reader over the GGUF header (metadata + tensor index)."""
 
   def __init__(self, buf):
-    self.buf, self.off = buf, 0
+    # A memoryview, not the memmap: slicing a memmap builds a new ndarray subclass per
+    # slice, which made reading a 262k-entry vocabulary take a minute.
+    self.buf, self.off = memoryview(buf), 0
 
   def scalar(self, fmt):
     (v,) = struct.unpack_from(fmt, self.buf, self.off)
@@ -132,7 +134,8 @@ def read_gguf(path) -> tuple[dict, dict[str, np.ndarray]]:
 
   The header is parsed directly (the GGUF v2/v3 layout: magic, version, counts,
   key/value metadata, tensor index, aligned data); tensors are dequantised with
-  `gguf.quants.dequantize`. Tensors come back in numpy order, i.e. the reverse
+  `gguf.quants.dequantize` (Q8_0 with `dequantize_q8_0`: the same numbers, faster).
+  Tensors come back in numpy order, i.e. the reverse
   of GGUF's listed dimensions: a linear layer is [out, in], the embedding [vocab, d].
   """
   gguf = _require_gguf()
@@ -199,9 +202,44 @@ def _read_gguf(gguf, path, buf):
         f"[{start}, {start + rows * row_bytes}) but the file has {buf.size}"
       )
     raw = np.asarray(buf[start : start + rows * row_bytes]).reshape(rows, row_bytes)
-    a = gguf.quants.dequantize(raw, qt)
-    tensors[name] = np.asarray(a, np.float32).reshape(shape)
+    tensors[name] = _dequantize(gguf, raw, qt).reshape(shape)
   return fields, tensors
+
+
+_Q8_0_BLOCK = 34  # llama.cpp's block_q8_0: one float16 scale d, then 32 int8 quants q
+_DEQUANT_ROWS = 8192  # rows per chunk: bounds the float32 temporaries of a large tensor
+
+
+def dequantize_q8_0(raw: np.ndarray) -> np.ndarray:
+  """Q8_0 rows to float32: x[32 b + i] = d_b * q_b[i] for each 34-byte block b.
+
+  Vectorised over blocks, in chunks of rows. It gives the same numbers as
+  `gguf.quants.dequantize` (checked in the tests), several times faster on the
+  262,144-row embedding of Gemma-3, which dominated loading.
+
+  Args:
+    raw: uint8 [rows, row_bytes], row_bytes a multiple of 34.
+
+  Returns:
+    float32 [rows, 32 * row_bytes / 34].
+  """
+  raw = np.asarray(raw, np.uint8)
+  if raw.ndim != 2 or raw.shape[1] % _Q8_0_BLOCK:
+    raise ValueError(f"raw must be uint8 [rows, k * {_Q8_0_BLOCK}], got shape {raw.shape}")
+  rows, nb = raw.shape[0], raw.shape[1] // _Q8_0_BLOCK
+  out = np.empty((rows, nb * 32), np.float32)
+  for r0 in range(0, rows, _DEQUANT_ROWS):
+    blocks = raw[r0 : r0 + _DEQUANT_ROWS].reshape(-1, nb, _Q8_0_BLOCK)
+    d = np.ascontiguousarray(blocks[..., :2]).view("<f2").astype(np.float32)
+    q = blocks[..., 2:].view(np.int8)
+    np.multiply(d, q, out=out[r0 : r0 + _DEQUANT_ROWS].reshape(-1, nb, 32), dtype=np.float32)
+  return out
+
+
+def _dequantize(gguf, raw: np.ndarray, qt) -> np.ndarray:
+  if qt == gguf.GGMLQuantizationType.Q8_0:
+    return dequantize_q8_0(raw)
+  return np.asarray(gguf.quants.dequantize(raw, qt), np.float32)
 
 
 def config_from_gguf(fields: dict) -> LMConfig:

@@ -98,6 +98,18 @@ class GemmaRef:
     return logits, np.stack(zs), np.stack(res)
 
 
+def greedy(ref: GemmaRef, tokens, steps: int) -> tuple[list[int], list[float]]:
+  """Greedy continuation by repeated full forwards: (new tokens, top-1 minus top-2 logit)."""
+  tokens, out, margins = list(tokens), [], []
+  for _ in range(steps):
+    last = ref.forward(tokens)[0][-1]
+    top2 = np.argsort(last)[-2:]
+    out.append(int(top2[1]))
+    margins.append(float(last[top2[1]] - last[top2[0]]))
+    tokens.append(out[-1])
+  return out, margins
+
+
 def spm_encode(text, tokens, scores, types, *, bos_id=None):
   """llama.cpp's SentencePiece tokenization (control/user-defined pieces cut out first).
 

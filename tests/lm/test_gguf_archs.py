@@ -130,6 +130,27 @@ def test_tiny_gemma3_file_matches_the_float64_reader(tiny_gemma):
   np.testing.assert_array_equal(np.asarray(params["embed"]), ref.w["token_embd.weight"])
 
 
+@pytest.mark.parametrize("rows", [1, 3, 8193])  # 8193: one row past a dequantisation chunk
+def test_q8_0_dequantiser_equals_gguf_on_random_blocks(rows):
+  """Every bit pattern of the int8 quants and a spread of float16 scales (subnormal, negative,
+  zero, large), against gguf's own dequantiser; a wrong block layout, a signed/unsigned mix-up or
+  a chunk seam would all differ."""
+  from jaxpapers.lm._gguf import dequantize_q8_0
+
+  rng = np.random.default_rng(rows)
+  raw = rng.integers(0, 256, size=(rows, 3 * 34), dtype=np.uint8)
+  scales = np.array([1e-7, -0.5, 0.0, 3.0e4, 0.0123], np.float16)
+  raw.reshape(rows, 3, 34)[..., :2] = (
+    rng.choice(scales, size=(rows, 3)).astype("<f2").view(np.uint8).reshape(rows, 3, 2)
+  )
+  want = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType.Q8_0)
+  got = dequantize_q8_0(raw)
+  assert got.dtype == np.float32 and got.shape == (rows, 96)
+  np.testing.assert_array_equal(got, want)
+  with pytest.raises(ValueError, match="raw must be uint8"):
+    dequantize_q8_0(raw[:, :33])
+
+
 def test_sentencepiece_tokenizer_equals_the_merge_loop(tiny_gemma):
   tok = lm.load_gguf(tiny_gemma)[2]
   for text in ["abc", "cab ab", " a abc\nab", "abcab  bc", "é ab∞", "<start_of_turn>ab\n"]:
