@@ -240,7 +240,9 @@ def _load_data(cfg):
   sub = np.sort(
     rng.choice(len(tr), min(cfg.get("classifier_subset", 50_000), len(tr)), replace=False)
   )
-  test_idx = np.arange(min(cfg.num_eval_samples, len(va)))
+  # The held-out images: N for the floor, 2 N with a held-out reference (train.fd_splits).
+  per = 2 if cfg.get("fd_reference", "train") == "heldout" else 1
+  test_idx = np.arange(min(per * cfg.num_eval_samples, len(va)))
   data = {
     "train_images": _SourceImages(tr, "image"),
     "train_labels": _SourceImages(tr, "label"),
