@@ -1,7 +1,8 @@
 """Quality against compute for Dual-Rate Diffusion, the single-network baseline and MMD.
 
 Phases (each training phase checkpoints under <workdir>/<phase>/checkpoints and resumes):
-1. a feature classifier for the FD-proxy / KID, and the real-vs-real floor;
+1. a feature classifier for the FD-proxy / KID, the FD reference and the real-vs-real floor
+   (``fd_reference``: the train split, or a held-out split; see :func:`fd_splits`);
 2. the single-network baseline (the heavy ViT) and the dual-rate pair (the same ViT as context
    encoder + a light conv denoiser, stale-context training) for the same number of steps;
 3. sampling: the baseline at several step counts, dual-rate with refresh interval K at several
@@ -239,7 +240,9 @@ def _load_data(cfg):
   sub = np.sort(
     rng.choice(len(tr), min(cfg.get("classifier_subset", 50_000), len(tr)), replace=False)
   )
-  test_idx = np.arange(min(cfg.num_eval_samples, len(va)))
+  # The held-out images: N for the floor, 2 N with a held-out reference (train.fd_splits).
+  per = 2 if cfg.get("fd_reference", "train") == "heldout" else 1
+  test_idx = np.arange(min(per * cfg.num_eval_samples, len(va)))
   data = {
     "train_images": _SourceImages(tr, "image"),
     "train_labels": _SourceImages(tr, "label"),
@@ -377,6 +380,46 @@ def _row_store(sub_dir: pathlib.Path) -> core.CellStore:
   return store
 
 
+FD_REFERENCES = ("train", "heldout")
+
+
+def fd_splits(num_train: int, num_heldout: int, num_samples: int, reference: str) -> dict:
+  """Which real images are the FD reference and which are compared with it for the floor.
+
+  Args:
+    num_train: images in the train split (the networks' and the feature classifier's data).
+    num_heldout: images in the held-out split.
+    num_samples: generated samples per row (``N``).
+    reference: ``'train'``: every row's reference is the whole train split and the floor compares
+      it with the first ``N`` held-out images (the reference the generators were trained on, so
+      samples close to training images can score below that floor); ``'heldout'``: the reference
+      is the first ``N`` held-out images and the floor compares it with the next ``N``, two
+      disjoint held-out splits of the samples' size, so a row and the floor are measured alike.
+
+  Returns:
+    ``{"reference": (source, start, stop), "compared": (source, start, stop)}`` with ``source``
+    ``'train'`` or ``'heldout'`` and ``[start, stop)`` the images of that split.
+
+  Raises:
+    ValueError: ``reference`` is neither, or the held-out split is too small (it needs ``N``
+      images, ``2 N`` with ``'heldout'``).
+  """
+  core.validate_choice(reference, name="fd_reference", allowed=FD_REFERENCES)
+  need = 2 * num_samples if reference == "heldout" else num_samples
+  if num_samples < 1 or num_heldout < need:
+    raise ValueError(
+      f"fd_reference={reference!r} needs {need} held-out images for num_eval_samples="
+      f"{num_samples}, but the held-out split has {num_heldout}; raise num_test or lower "
+      "num_eval_samples"
+    )
+  if reference == "heldout":
+    return {
+      "reference": ("heldout", 0, num_samples),
+      "compared": ("heldout", num_samples, 2 * num_samples),
+    }
+  return {"reference": ("train", 0, num_train), "compared": ("heldout", 0, num_samples)}
+
+
 def train_and_evaluate(config, workdir) -> dict:
   cfg = config
   t_start = time.perf_counter()
@@ -394,14 +437,26 @@ def train_and_evaluate(config, workdir) -> dict:
   sched = dr.NoiseSchedule()
   n_eval = min(cfg.num_eval_samples, xte.shape[0])
 
-  # 1. Feature classifier and the real-vs-real floor.
+  # 1. Feature classifier, the FD reference and the real-vs-real floor.
   clf = dr.train_classifier(xsub, ysub, num_classes=ncls, steps=cfg.classifier_steps, seed=cfg.seed)
-  ref_feats = dr.extract_features(clf, xsub)
+  fd_reference = cfg.get("fd_reference", "train")
+  splits = fd_splits(xsub.shape[0], xte.shape[0], n_eval, fd_reference)
+  real = {"train": xsub, "heldout": xte}
+  pick = lambda split: real[split[0]][split[1] : split[2]]  # noqa: E731
+  train_feats = dr.extract_features(clf, xsub)
+  ref_feats = dr.extract_features(clf, pick(splits["reference"]))
+  compared = dr.extract_features(clf, pick(splits["compared"]))
   floor = {
-    "fd": dr.fd_metric(ref_feats, dr.extract_features(clf, xte[:n_eval])),
-    "kid": dr.kid_metric(ref_feats, dr.extract_features(clf, xte[:n_eval])),
+    "fd": dr.fd_metric(ref_feats, compared),
+    "kid": dr.kid_metric(ref_feats, compared),
     "classifier_test_accuracy": dr.classifier_accuracy(clf, xte, yte),
+    "reference": fd_reference,
+    "splits": {k: list(v) for k, v in splits.items()},
+    "n_reference": int(ref_feats.shape[0]),
+    "n_compared": int(compared.shape[0]),
   }
+  if fd_reference == "heldout":  # the train-reference floor of the same held-out images
+    floor["fd_train_reference"] = dr.fd_metric(train_feats, compared)
 
   _log(f"classifier trained, floor {floor}", t_start)
 
@@ -487,6 +542,8 @@ def train_and_evaluate(config, workdir) -> dict:
 
     def evaluate(method, model, num_steps, interval, sampler, flops_key, kind="uniform"):
       cache_key = f"{method}|{num_steps}|{interval}|{sampler}|{kind}|{len(cfg.eval_seeds)}|{n_eval}"
+      if fd_reference != "train":  # rows of another reference are other rows
+        cache_key += f"|{fd_reference}"
       if cache_key in row_cache:
         rows.append(row_cache[cache_key])
         return row_cache[cache_key]
@@ -496,7 +553,7 @@ def train_and_evaluate(config, workdir) -> dict:
         refresh = dr.refresh_schedule(num_steps, interval=interval, kind=kind)
       else:
         refresh = np.ones(num_steps, bool)
-      fds, kids, accs = [], [], []
+      fds, kids, accs, fds_train = [], [], [], []
       kw = dict(
         num_steps=num_steps,
         refresh=refresh,
@@ -510,6 +567,8 @@ def train_and_evaluate(config, workdir) -> dict:
         x = np.clip(np.asarray(x), -1.0, 1.0)
         f = dr.extract_features(clf, x)
         fds.append(dr.fd_metric(ref_feats, f))
+        if fd_reference != "train":
+          fds_train.append(dr.fd_metric(train_feats, f))
         kids.append(dr.kid_metric(ref_feats, f))
         accs.append(dr.classifier_accuracy(clf, x, labels))
         grids.setdefault((method, num_steps, interval), x[: cfg.grid_samples])
@@ -538,6 +597,9 @@ def train_and_evaluate(config, workdir) -> dict:
         "class_acc": float(np.mean(accs)),
         "wall_s": wall,
       }
+      if fds_train:  # beside the held-out FD: the FD against the train split, as before
+        row["fd_train_mean"] = float(np.mean(fds_train))
+        row["fd_train_std"] = float(np.std(fds_train))
       rows.append(row)
       row_cache.put(cache_key, row)
       _log(
@@ -704,11 +766,11 @@ def train_and_evaluate(config, workdir) -> dict:
             xytext=(2, 2),
             textcoords="offset points",
           )
-    ax.axhline(floor["fd"], color="gray", ls=":", label="real-vs-real floor")
+    ax.axhline(floor["fd"], color="gray", ls=":", label=f"real-vs-real floor ({fd_reference})")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("MFLOPs per sample (XLA cost analysis x exact call counts)")
-    ax.set_ylabel(f"FD-proxy (classifier features, N={n_eval})")
+    ax.set_ylabel(f"FD-proxy (classifier features, N={n_eval}, {fd_reference} reference)")
     ax.set_title(f"Dual-Rate Diffusion on {cfg.dataset}: quality vs compute (labels = steps)")
     ax.legend(fontsize=7)
     core.save_figure(fig, workdir, "quality_vs_cost")
@@ -763,31 +825,33 @@ def train_and_evaluate(config, workdir) -> dict:
         "-",
       ]
     )
-    table = (
-      core.markdown_table(
-        [
-          "method",
-          "steps",
-          "K",
-          "sampler",
-          "E calls",
-          "D calls",
-          "MFLOPs/sample",
-          "FD-proxy (mean ± std)",
-          "KID",
-          "class acc",
-          "wall s",
-        ],
-        table_rows,
-      )
-      + "\n"
-    )
+    head = [
+      "method",
+      "steps",
+      "K",
+      "sampler",
+      "E calls",
+      "D calls",
+      "MFLOPs/sample",
+      "FD-proxy (mean ± std)",
+      "KID",
+      "class acc",
+      "wall s",
+    ]
+    if fd_reference != "train":  # the held-out FD first, the train-reference FD beside it
+      head[7] = f"FD-proxy, {fd_reference} ref. (mean ± std)"
+      head.insert(8, "FD-proxy, train ref.")
+      for tr, r in zip(table_rows, rows + [None]):
+        value = floor["fd_train_reference"] if r is None else r.get("fd_train_mean")
+        tr.insert(8, "-" if value is None else f"{value:.3f}")
+    table = core.markdown_table(head, table_rows) + "\n"
     fr = headline["flop_reduction_at_matched_quality"]
     notes = (
       f"FD-proxy = Frechet distance on {dr.FeatureClassifier.__name__} penultimate features (not FID), "
       f"N={n_eval} samples per seed, sampling seeds={list(cfg.eval_seeds)}, training seeds="
       f"{list(per_seed)} (with several, mean +- std over training seeds of each network's "
-      "sampling-seed mean), reference = train set features; "
+      f"sampling-seed mean), reference = {fd_reference} features "
+      f"({floor['n_reference']} images; floor: {floor['n_compared']} other real images); "
       f"class-conditional with balanced labels; sampler {cfg.sampler} (MMD students: ancestral). "
       f"Matched-quality target FD <= {target:.3f} (best row of {list(head_methods['base_methods'])} + its seed std). "
       + (
@@ -829,6 +893,7 @@ def train_and_evaluate(config, workdir) -> dict:
           "rows": v["rows"],
           "headline": _headline(v["rows"], flops, **head_methods),
           "floor": floor,
+          "num_eval_samples": n_eval,
         }
         per[str(s)] = derived_metrics(m)
       metrics["derived_per_train_seed"] = per
@@ -924,6 +989,9 @@ def aggregate_rows(per_seed_rows):
       wall_s=float(np.mean(walls)) if walls else None,
       num_train_seeds=len(rs),
     )
+    if all("fd_train_mean" in r for r in rs):
+      row["fd_train_mean"] = float(np.mean([r["fd_train_mean"] for r in rs]))
+      row["fd_train_std"] = float(np.std([r["fd_train_mean"] for r in rs]))
     out.append(row)
   return out
 
@@ -1051,12 +1119,16 @@ def derived_metrics(metrics) -> dict:
     (N, K > 1) (median over pairs).
   * ``front_vs_uniform_gain_in_std`` / ``back_vs_uniform_gain_in_std``: front-/back-loaded
     refresh against uniform refresh at equal encoder calls (median over N).
-  * ``rollout_vs_ancestral_gain_in_std``: the rollout coupling against the ancestral one at the
-    same (N, K >= 4) (median over pairs).
+  * ``rollout_vs_ancestral_gain_in_std`` / ``ddim_vs_ancestral_gain_in_std``: the rollout / DDIM
+    coupling against the ancestral one at the same (N, K >= 4) (median over pairs).
   * ``baseline_best_fd_over_floor``: the best baseline FD (the matched-quality target's
     baseline row) over the real-vs-real floor.
   * ``quality_regime_reached``: that ratio is at most the config's ``quality_regime_bar``
     (None without a bar): whether "matched quality" is matched close to the data.
+  * ``floor_is_heldout``: 1.0 when the floor compares two disjoint held-out splits of exactly
+    ``num_eval_samples`` images each and the rows' reference is the first of them (so a row and
+    the floor are FDs of the same kind and size, and the floor bounds what real data scores),
+    else 0.0.
   """
   head = metrics["headline"]
   rows = metrics["rows"]
@@ -1081,9 +1153,10 @@ def derived_metrics(metrics) -> dict:
     out[f"{kind.split('_')[0]}_vs_uniform_gain_in_std"] = _paired_gain(
       rows, f"dual-rate/{kind}", "dual-rate"
     )
-  out["rollout_vs_ancestral_gain_in_std"] = _paired_gain(
-    rows, "dual-rate/rollout", "dual-rate", pred=lambda r: (r["interval_K"] or 0) >= 4
-  )
+  for coupling in ("rollout", "ddim"):
+    out[f"{coupling}_vs_ancestral_gain_in_std"] = _paired_gain(
+      rows, f"dual-rate/{coupling}", "dual-rate", pred=lambda r: (r["interval_K"] or 0) >= 4
+    )
   # The best baseline row of the matched-quality target (every baseline sampler it includes).
   best_base = (head.get("baseline_best") or {}).get("fd_mean")
   if best_base is None:  # no headline row: the best DDIM baseline row
@@ -1094,4 +1167,7 @@ def derived_metrics(metrics) -> dict:
   bar = metrics.get("quality_regime_bar")
   ratio = out["baseline_best_fd_over_floor"]
   out["quality_regime_reached"] = None if not bar or ratio is None else bool(ratio <= bar)
+  fl, n = metrics.get("floor", {}), metrics.get("num_eval_samples")
+  heldout = {"reference": ["heldout", 0, n], "compared": ["heldout", n, 2 * n]} if n else None
+  out["floor_is_heldout"] = float(heldout is not None and fl.get("splits") == heldout)
   return out

@@ -30,6 +30,7 @@ unfinished one from its latest checkpoint.
 
 from __future__ import annotations
 
+import functools
 import math
 import pathlib
 import time
@@ -487,9 +488,10 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
 
     def compute(ckpt_dir, total=total, group=group, runs=runs, families=families):
       s = group_seeds(cfg, group)
-      if group not in engines:
+      # One engine per (group, number of runs): a group's cells share its families.
+      if (group, len(runs)) not in engines:
         mesh = grid_mesh(len(runs) * s, int(cfg.get("data_parallel", 1)), int(cfg.batch_size))
-        engines[group] = setup_sweep(
+        engines[group, len(runs)] = setup_sweep(
           setup,
           families=families,
           cfg=cfg,
@@ -498,7 +500,7 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
         )
       hp, keys = group_grid(runs, range(s), seed, total, families)
       t0 = time.time()
-      r = engines[group].run(
+      r = engines[group, len(runs)].run(
         hp,
         keys,
         num_steps=total,
@@ -526,10 +528,50 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
         for i, (family, hp_i) in enumerate(runs)
       ]
 
-    out["runs"].extend(store.get_or_compute(f"{task}/T{total}/{group}", compute))
+    for suffix, cell_runs in cell_blocks(cfg, runs):
+      name = f"{task}/T{total}/{group}{suffix}"
+      value = store.get_or_compute(name, functools.partial(compute, runs=cell_runs))
+      _check_cell(name, value, cell_runs, total)
+      out["runs"].extend(value)
     bar.update(1)
   bar.close()
   return out
+
+
+def cell_blocks(task_cfg, runs):
+  """The stored cells of one (horizon, group): ``[(name suffix, runs), ...]``.
+
+  Runs of a family whose learning rate is in ``first_cell_lrs[family]`` (the grid of the first
+  run) form the cell ``''`` (named as that run named it, so its stored cells are reused); the
+  family's other learning rates, added to the grid afterwards, form the cell ``'+ext'``. Without
+  ``first_cell_lrs`` (or for a family it does not name) every run is in the cell ``''``.
+  Empty cells are left out; the order of ``runs`` is kept inside each cell.
+  """
+  first = task_cfg.get("first_cell_lrs", None) or {}
+  base, ext = [], []
+  for family, hp in runs:
+    lrs = first.get(family, None)
+    inside = lrs is None or any(math.isclose(hp["lr"], x) for x in lrs)
+    (base if inside else ext).append((family, hp))
+  return [(suffix, rs) for suffix, rs in (("", base), ("+ext", ext)) if rs]
+
+
+def _check_cell(name, value, runs, total):
+  """Raises ``ValueError`` unless a stored cell holds exactly ``runs`` at horizon ``total``."""
+  got = [(r["family"], r["horizon"], r["hp"]) for r in value]
+  want = [(f, total, hp) for f, hp in runs]
+  same = len(got) == len(want) and all(
+    gf == wf
+    and gt == wt
+    and set(gh) == set(wh)
+    and all(math.isclose(float(gh[k]), float(wh[k])) for k in wh)
+    for (gf, gt, gh), (wf, wt, wh) in zip(got, want)
+  )
+  if not same:
+    raise ValueError(
+      f"stored cell {name!r} holds the runs {got}, but the config asks for {want}: the grid "
+      "changed since the cell was stored; use a fresh workdir or delete that cell"
+    )
 
 
 # -------------------------------------------------------------- reporting --
@@ -790,6 +832,55 @@ def _wd_transfer(rows, cfg, higher_is_better, base) -> dict | None:
   }
 
 
+def _edge(value: float, grid, *, lower: bool = True) -> str:
+  """``'low'`` / ``'high'`` when ``value`` is the smallest / largest of ``grid``, else ``''``.
+
+  With ``lower=False`` only the top end counts (a weight decay of 0 bounds the search space
+  itself). A grid of one value has the value at its edge (``'low'``, or ``'high'`` without
+  ``lower``).
+  """
+  if lower and value <= min(grid):
+    return "low"
+  if value >= max(grid):
+    return "high"
+  return ""
+
+
+def grid_edges(rows, cfg, higher_is_better, base, wrapped) -> dict[str, dict]:
+  """Per horizon of ``base``: does each tuned optimum lie inside the grid that was run?
+
+  At horizon ``T`` the best run of ``base`` over lr x wd gives ``base_lr`` and ``base_wd``, the
+  best run of ``wrapped`` (SODA) over lr gives ``soda_lr``. Each is compared with the values of
+  that hyperparameter run by that family at ``T``: the smallest or the largest is an edge, beyond
+  which the optimum may lie (the arm is then not tuned); for the weight decay only the largest
+  is an edge. Returns ``{str(T): {"base_lr", "base_lr_edge", "base_wd", "base_wd_edge",
+  "soda_lr", "soda_lr_edge", "base_at_edge", "at_edge"}}``: each ``*_edge`` is ``'low'``,
+  ``'high'`` or ``''`` (inside), ``base_at_edge`` counts the base's two edges (0 to 2) and
+  ``at_edge`` all three (0 to 3). Horizons where either arm was not run are left out.
+  """
+  out = {}
+  for t in base_horizons(cfg, base):
+    b = _best(rows, t, base, higher_is_better)
+    s = _best(rows, t, wrapped, higher_is_better)
+    if b is None or s is None:
+      continue
+    grid = lambda fam, key: sorted(
+      {r[key] for r in rows if r["horizon"] == t and r["family"] == fam}
+    )
+    e = {
+      "base_lr": b["lr"],
+      "base_lr_edge": _edge(b["lr"], grid(base, "lr")),
+      "base_wd": b["wd"],
+      "base_wd_edge": _edge(b["wd"], grid(base, "wd"), lower=False),
+      "soda_lr": s["lr"],
+      "soda_lr_edge": _edge(s["lr"], grid(wrapped, "lr")),
+    }
+    e["base_at_edge"] = sum(bool(e[k]) for k in ("base_lr_edge", "base_wd_edge"))
+    e["at_edge"] = e["base_at_edge"] + bool(e["soda_lr_edge"])
+    out[str(t)] = e
+  return out
+
+
 # ------------------------------------------------------------------- main --
 
 
@@ -816,9 +907,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     bases = [("adamw", "soda_adamw")]
     if tcfg.get("muon_lrs", ()):
       bases.append(("muon", "soda_muon"))
-    claims, transfer = [], []
+    claims, transfer, edges = [], [], {}
     for base, wrapped in bases:
       claims += _claims(rows, tcfg, hib, base, wrapped)
+      edges[base] = grid_edges(rows, tcfg, hib, base, wrapped)
       tr = _wd_transfer(rows, tcfg, hib, base)
       if tr is not None:
         transfer.append(tr)
@@ -826,6 +918,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
       "rows": [{k: v for k, v in r.items() if k != "curve"} for r in rows],
       "claims": claims,
       "wd_transfer": transfer,
+      "grid_edges": edges,
       "metric": _metric_label(task, tcfg),
       **out["meta"],
       "seconds": sum(r["seconds"] for r in out["runs"]),
@@ -864,7 +957,10 @@ def derived_metrics(metrics) -> dict:
 
   ``<task>_<base>_worst_gap_in_std``: the smallest over horizons of (best SODA - best tuned
   base) in combined seed std (> 0: SODA better); ``<task>_<base>_beats_wd0_fraction``: the
-  fraction of horizons where SODA beats the base at wd = 0. Pure, JSON in/out.
+  fraction of horizons where SODA beats the base at wd = 0; ``<task>_<base>_horizons_at_edge``:
+  the horizons (ascending) where a tuned optimum (base lr or wd, SODA lr) lies at an edge of its
+  grid (:func:`grid_edges`), and ``<task>_<base>_optima_at_edge`` how many optima do, over all
+  horizons. Pure, JSON in/out.
   """
   out = {}
   for task, m in metrics.items():
@@ -875,6 +971,10 @@ def derived_metrics(metrics) -> dict:
       out[f"{task}_{base}_worst_gap_in_std"] = min(c["gap_in_seed_std"] for c in cs)
       beats = [c["soda_beats_wd0"] for c in cs if c["soda_beats_wd0"] is not None]
       out[f"{task}_{base}_beats_wd0_fraction"] = (sum(beats) / len(beats)) if beats else None
+    for base, by_t in m.get("grid_edges", {}).items():
+      ts = sorted(by_t, key=int)
+      out[f"{task}_{base}_horizons_at_edge"] = [int(t) for t in ts if by_t[t]["at_edge"] > 0]
+      out[f"{task}_{base}_optima_at_edge"] = sum(by_t[t]["at_edge"] for t in ts)
     for tr in m.get("wd_transfer", ()):
       out[f"{task}_{tr['base']}_wd_transfer_penalty_in_std"] = max(
         tr["penalty_at_longest_in_std"], tr["penalty_at_shortest_in_std"]

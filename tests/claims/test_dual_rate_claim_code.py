@@ -166,3 +166,71 @@ def test_aggregate_rows_over_training_seeds(train):
   assert r["num_train_seeds"] == 3
   assert b["fd_mean"] == 5.0 and b["fd_std"] == 0.5 and b["num_train_seeds"] == 1
   assert train.aggregate_rows([seed0]) == seed0
+
+
+def test_fd_splits(train):
+  # Held-out reference: the first N held-out images; the floor compares the next N.
+  assert train.fd_splits(797, 1000, 500, "heldout") == {
+    "reference": ("heldout", 0, 500),
+    "compared": ("heldout", 500, 1000),
+  }
+  # Train reference (the earlier protocol): the whole train split against N held-out images.
+  assert train.fd_splits(797, 1000, 500, "train") == {
+    "reference": ("train", 0, 797),
+    "compared": ("heldout", 0, 500),
+  }
+  # Two disjoint splits of N need 2 N held-out images; one more sample is one too many.
+  assert train.fd_splits(10, 8, 4, "heldout")["compared"] == ("heldout", 4, 8)
+  # (Not pytest.raises: its failure is not an Exception, which tests/claims/test_mutations.py
+  # counts as a caught mutant.)
+  try:
+    train.fd_splits(10, 8, 5, "heldout")
+  except ValueError as e:
+    assert "needs 10 held-out images" in str(e)
+  else:
+    raise AssertionError("8 held-out images accepted for two disjoint splits of 5")
+  with pytest.raises(ValueError, match="fd_reference"):
+    train.fd_splits(10, 8, 4, "test")
+
+
+def _floor(reference="heldout", n=500, n_ref=500, n_cmp=500, start=500):
+  return {
+    "fd": 2.0,
+    "reference": reference,
+    "n_reference": n_ref,
+    "n_compared": n_cmp,
+    "splits": {"reference": [reference, 0, n_ref], "compared": ["heldout", start, start + n_cmp]},
+  }
+
+
+def test_floor_is_heldout(train):
+  rows = _rows()
+  head = train._headline(rows, FLOPS)
+
+  def judged(floor, n=500):
+    m = {"rows": rows, "headline": head, "floor": floor, "num_eval_samples": n}
+    return train.derived_metrics(m)["floor_is_heldout"]
+
+  assert judged(_floor()) == 1.0
+  # The train-split reference of the earlier runs (also: no split record at all).
+  assert judged(_floor(reference="train", n_ref=797)) == 0.0
+  assert judged({"fd": 2.0}) == 0.0
+  # Splits of another size than the samples, or overlapping splits.
+  assert judged(_floor(n_cmp=300, start=500)) == 0.0
+  assert judged(_floor(), n=1000) == 0.0
+  assert judged(_floor(start=0)) == 0.0
+  # The regime ratio is the best baseline's FD over this floor: 3.5 / 2.0.
+  m = {"rows": rows, "headline": head, "floor": _floor(), "num_eval_samples": 500}
+  assert train.derived_metrics(m)["baseline_best_fd_over_floor"] == pytest.approx(1.75)
+
+
+def test_coupling_gains(train):
+  rows = _rows() + [
+    _row("dual-rate/ddim", 20, 4, 5.5, 0.3),  # vs dual-rate (20, 4): 4.5 +- 0.3
+    _row("dual-rate/ddim", 20, 2, 9.9, 0.3),  # K = 2: left out (K >= 4 only)
+    _row("dual-rate/rollout", 20, 4, 4.2, 0.3),
+  ]
+  d = train.derived_metrics({"rows": rows, "headline": train._headline(rows, FLOPS)})
+  # Gain of the coupling over the ancestral pair: (ancestral FD - coupling FD) / S33.
+  assert d["ddim_vs_ancestral_gain_in_std"] == pytest.approx(-1.0 / S33)
+  assert d["rollout_vs_ancestral_gain_in_std"] == pytest.approx(0.3 / S33)

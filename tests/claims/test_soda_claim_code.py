@@ -113,3 +113,99 @@ def test_derived_metrics(train):
   )
   assert d["digits_adamw_beats_wd0_fraction"] == pytest.approx(0.5)
   assert d["digits_adamw_wd_transfer_penalty_in_std"] == pytest.approx(1.6, rel=1e-6)
+
+
+def _edge_rows():
+  """Two horizons; lr grid {0.01, 0.1, 1} for both arms, wd grid {0, 0.1, 1} for AdamW.
+
+  T = 100: AdamW's best is (lr 0.1, wd 0.1), inside; SODA's best lr is 0.1, inside.
+  T = 1000: AdamW's best is (lr 1, wd 1): both at the top edge; SODA's best lr is 0.01: the
+  bottom edge.
+  """
+  rows = []
+  for t, best_base, best_soda in ((100, (0.1, 0.1), 0.1), (1000, (1.0, 1.0), 0.01)):
+    for lr in (0.01, 0.1, 1.0):
+      for wd in (0.0, 0.1, 1.0):
+        m = 0.3 if (lr, wd) == best_base else 0.5 + lr + wd
+        rows.append(_r(t, "adamw", lr, wd, m, 0.01))
+      rows.append(_r(t, "soda_adamw", lr, None, 0.35 if lr == best_soda else 0.6, 0.01))
+  return rows
+
+
+def test_grid_edges(train):
+  e = train.grid_edges(_edge_rows(), _tcfg(), False, "adamw", "soda_adamw")
+  assert e["100"] == {
+    "base_lr": 0.1,
+    "base_lr_edge": "",
+    "base_wd": 0.1,
+    "base_wd_edge": "",
+    "soda_lr": 0.1,
+    "soda_lr_edge": "",
+    "base_at_edge": 0,
+    "at_edge": 0,
+  }
+  assert (e["1000"]["base_lr_edge"], e["1000"]["base_wd_edge"]) == ("high", "high")
+  assert e["1000"]["soda_lr_edge"] == "low"
+  assert (e["1000"]["base_at_edge"], e["1000"]["at_edge"]) == (2, 3)
+
+
+def test_grid_edges_weight_decay_zero_is_not_an_edge(train):
+  rows = [r for r in _edge_rows() if r["horizon"] == 100]
+  for r in rows:  # make (lr 0.1, wd 0) AdamW's best: wd 0 bounds the search space itself
+    if r["family"] == "adamw":
+      r["metric"] = 0.2 if (r["lr"], r["wd"]) == (0.1, 0.0) else 0.6
+  e = train.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")["100"]
+  assert (e["base_wd"], e["base_wd_edge"], e["at_edge"]) == (0.0, "", 0)
+  # The bottom lr is an edge on its own (without the top one being reached).
+  for r in rows:
+    if r["family"] == "soda_adamw":
+      r["metric"] = 0.1 if r["lr"] == 0.01 else 0.6
+  e = train.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")["100"]
+  assert (e["soda_lr_edge"], e["at_edge"], e["base_at_edge"]) == ("low", 1, 0)
+
+
+def test_grid_edges_of_a_one_point_grid(train):
+  """A single learning rate cannot bracket anything: its optimum is at an edge."""
+  rows = [_r(100, "adamw", 0.1, 0.0, 0.3, 0.01), _r(100, "adamw", 0.1, 1.0, 0.4, 0.01)]
+  rows.append(_r(100, "soda_adamw", 0.1, None, 0.3, 0.01))
+  cfg = ml_collections.ConfigDict({"horizons": (100,)})
+  e = train.grid_edges(rows, cfg, False, "adamw", "soda_adamw")["100"]
+  assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("low", "low", 2)
+
+
+def test_derived_edge_horizons(train):
+  rows = _edge_rows()
+  m = {
+    "digits": {
+      "claims": train._claims(rows, _tcfg(), False, "adamw", "soda_adamw"),
+      "grid_edges": {"adamw": train.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")},
+    }
+  }
+  d = train.derived_metrics(m)
+  assert d["digits_adamw_horizons_at_edge"] == [1000]
+  assert d["digits_adamw_optima_at_edge"] == 3
+  for r in rows:  # T = 100: SODA's best lr moves to the top of its grid, one optimum at an edge
+    if r["horizon"] == 100 and r["family"] == "soda_adamw":
+      r["metric"] = 0.1 if r["lr"] == 1.0 else 0.6
+  m["digits"]["grid_edges"]["adamw"] = train.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")
+  d = train.derived_metrics(m)
+  assert d["digits_adamw_horizons_at_edge"] == [100, 1000]
+  assert d["digits_adamw_optima_at_edge"] == 4
+
+
+def test_cell_blocks(train):
+  cfg = ml_collections.ConfigDict(
+    {"first_cell_lrs": ml_collections.ConfigDict({"soda_adamw": (0.01, 0.1)})}
+  )
+  runs = [
+    ("adamw", {"lr": 1.0, "wd": 0.0}),  # a family the first run's grid does not name: base cell
+    ("soda_adamw", {"lr": 0.001}),
+    ("soda_adamw", {"lr": 0.01}),
+    ("soda_adamw", {"lr": 0.1}),
+    ("soda_adamw", {"lr": 1.0}),
+  ]
+  assert train.cell_blocks(cfg, runs) == [
+    ("", [runs[0], runs[2], runs[3]]),
+    ("+ext", [runs[1], runs[4]]),
+  ]
+  assert train.cell_blocks(ml_collections.ConfigDict({}), runs) == [("", runs)]

@@ -40,6 +40,15 @@ def test_smoke_experiment(tmp_path):
   assert dual[2]["encoder_calls"] < dual[1]["encoder_calls"]
   assert dual[2]["mflops_per_sample"] < dual[1]["mflops_per_sample"]
   assert metrics["floor"]["fd"] >= 0
+  # The held-out reference: two disjoint held-out splits of the samples' size; every row also
+  # carries its FD against the train split, as does the floor.
+  assert metrics["floor"]["splits"] == {
+    "reference": ["heldout", 0, 64],
+    "compared": ["heldout", 64, 128],
+  }
+  assert metrics["derived"]["floor_is_heldout"] == 1.0
+  assert all(r["fd_train_mean"] >= 0 for r in metrics["rows"])
+  assert "FD-proxy, train ref." in res["table_markdown"]
   # Every phase of the training seed is a resumable cell (a second call reads it back instead
   # of training), in PHASES order; the rows are theirs in that order.
   cell = core.CellStore(tmp_path / "cells")

@@ -45,6 +45,34 @@ def test_smoke_run_writes_results_and_resumes(tmp_path):
   assert again["digits"]["rows"] == metrics["digits"]["rows"]
 
 
+@pytest.mark.slow
+def test_extended_grid_reuses_the_first_cells_and_refuses_a_changed_one(tmp_path):
+  """Learning rates added to a grid train in ``+ext`` cells; the stored cells are read back."""
+  from ml_collections import ConfigDict
+
+  config = smoke.get_config()
+  config.lm.enabled = False
+  train.train_and_evaluate(config, str(tmp_path / "a"))
+  first = json.loads((tmp_path / "a" / "results.json").read_text())["metrics"]["digits"]["rows"]
+  config.digits.soda_adamw_lrs = (1e-3, 3e-3)
+  config.digits.first_cell_lrs = ConfigDict({"adamw": (3e-3,), "soda_adamw": (3e-3,)})
+  ext = train.train_and_evaluate(config, str(tmp_path / "a"))["digits"]["rows"]
+  assert sorted(p.name for p in (tmp_path / "a" / "cells").glob("*.json")) == [
+    "digits%2FT60%2Fadam%2Bext.json",
+    "digits%2FT60%2Fadam.json",
+  ]
+  assert ext[: len(first)] == first  # the first cell, read back as stored
+  # The added run equals the same run trained in one cell with the whole grid.
+  del config.digits.first_cell_lrs
+  whole = train.train_and_evaluate(config, str(tmp_path / "b"))["digits"]["rows"]
+  (a,) = [r for r in ext if r["family"] == "soda_adamw" and r["lr"] == 1e-3]
+  (b,) = [r for r in whole if r["family"] == "soda_adamw" and r["lr"] == 1e-3]
+  np.testing.assert_allclose(a["per_seed"], b["per_seed"], rtol=1e-4)
+  # A stored cell whose runs differ from the config's is an error naming the cell.
+  with pytest.raises(ValueError, match="digits/T60/adam"):
+    train.train_and_evaluate(config, str(tmp_path / "a"))
+
+
 def test_wd_transfer_penalty_and_gap_by_hand():
   """The claim metrics on a hand-made grid (lower is better, two horizons, two lrs)."""
   from ml_collections import ConfigDict

@@ -54,6 +54,10 @@ def get_config():
   c.rollout_frac = 0.2
   # Evaluation.
   c.num_test = 0  # held-out split size (0: the dataset's default, 500 for digits)
+  # The FD reference of every row and of the floor (train.fd_splits): "train" (the train split;
+  # the floor compares it with N held-out images) or "heldout" (N held-out images; the floor
+  # compares them with N other held-out images, so it needs num_test >= 2 N).
+  c.fd_reference = "train"
   c.classifier_steps = 200
   c.num_eval_samples = 500
   c.eval_seeds = (0, 1, 2)

@@ -6,13 +6,15 @@
 Needs ``imagenet_resized/64x64`` prepared by the user as a TFDS dataset in the array_record
 format under ``data_dir`` (nothing is downloaded). Expected hardware: 8+ modern accelerators
 (the transformer encoder has a few hundred million parameters) for several days; sampling
-evaluation at 10k samples. The FD-proxy here uses a CNN trained on a 50k-image subset; for
+evaluation at 10k samples against a held-out 10k-image reference, the floor between it and
+10k other validation images (``fd_reference = "heldout"``, as in ``configs/heldout.py``), over
+three training seeds with the coupling controls. The FD-proxy here uses a CNN trained on a 50k-image subset; for
 FID proper, compute Inception features of the saved samples with your own Inception network.
 The paper (arXiv:2605.18190) reports matching the baseline at 2-4x lower cost; no FID values
 are public. Everything about the method beyond the abstract is a reconstruction.
 """
 
-from experiments.dual_rate.configs import default
+from experiments.dual_rate.configs import default, heldout
 
 
 def get_config():
@@ -52,4 +54,19 @@ def get_config():
   c.grid_samples = 64
   c.no_feature_steps = (64, 128, 256, 512)
   c.time_methods = ()  # every row
+  # The protocol of configs/heldout.py at scale: every row and the floor against a held-out
+  # reference (two disjoint 10k-image splits of the validation set), three training seeds, the
+  # couplings (d) trained as long as the pair and sampled at its N and K, EDM-Heun in the target.
+  c.fd_reference = "heldout"
+  c.train_seeds = (0, 1, 2)
+  c.phase_cells = True
+  c.quality_regime_bar = 1.2
+  c.control_couplings = ("rollout", "ddim")
+  c.heun_steps = (32, 64)
+  c.heun_intervals = (1, 2, 4, 8)
+  c.matched_quality_baseline_methods = ("baseline", "baseline/heun")
+  c.matched_quality_dual_methods = ("dual-rate", "dual-rate/heun")
+  c.claims = heldout.CLAIMS + tuple(
+    x for x in default.CLAIMS if x["id"] not in {y["id"] for y in heldout.CLAIMS}
+  )
   return c

@@ -25,6 +25,7 @@ def get_config():
   c.checkpoint_every = 0
   c.classifier_steps = 10
   c.num_eval_samples = 64
+  c.fd_reference = "heldout"  # the held-out reference path of configs/heldout.py (needs 128)
   c.eval_seeds = (0,)
   c.baseline_steps = (4,)
   c.dual_steps = (4,)
