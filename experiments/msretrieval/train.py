@@ -381,19 +381,34 @@ def _toy_problem(pi, cands, mask):
   inter = np.einsum("pf,pnf->pn", yj, c64)
   union = yj.sum(-1)[:, None] + c64.sum(-1) - inter
   jac = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
-  jac = np.where(mask, jac, -np.inf)
-  top = jac >= jac.max(1, keepdims=True) - 1e-6
-  prem = jac.max(1) > (1 + smax) / 2
-  unique_top = top.sum(1) == 1
+  prem, unique_top = lemma_check(np.where(mask, jac, -np.inf), smax)
   return {
     "regret_jaccard": rj.tolist(),
     "regret_bce_cosine": rc.tolist(),
     "regret_oracle": ro.tolist(),
     "sigma_max": smax.tolist(),
     "tied_top": (~unique_top).tolist(),
-    "lemma_premise": int(prem.sum()),
-    "lemma_violations": int((prem & ~unique_top).sum()),
+    "lemma_premise": prem.tolist(),
+    "lemma_violation": (prem & ~unique_top).tolist(),
   }
+
+
+def lemma_check(jac: np.ndarray, smax: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """Where the sufficient-margin lemma's premise holds, and where the top is unique.
+
+  Args:
+    jac: ``[P, n]`` float64 Jaccard of the decision to each candidate (``-inf`` on slots that
+      are not candidates).
+    smax: ``[P]`` σ_max of each pool (float32 from :func:`similarity_band`).
+
+  Returns:
+    ``(premise, unique_top)``, ``[P]`` bool: ``max_c J > (1 + σ_max) / 2`` by more than the
+    1e-6 tie tolerance (the premise is strict; a float32 σ_max rounded down must not make an
+    equality pass), and a single candidate within 1e-6 of the top.
+  """
+  top = jac >= jac.max(1, keepdims=True) - 1e-6
+  premise = jac.max(1) > (1.0 + np.asarray(smax, np.float64)) / 2 + 1e-6
+  return premise, top.sum(1) == 1
 
 
 def _toy(cfg: Config) -> list:
@@ -511,8 +526,8 @@ def _toy_set_summary(part: list) -> dict:
     "high_count": int(high.sum()),
     "regret_high_minus_low": None,
     "regret_high_minus_low_ci95": None,
-    "lemma_premise": int(sum(r["lemma_premise"] for r in part)),
-    "lemma_violations": int(sum(r["lemma_violations"] for r in part)),
+    "lemma_premise": int(cat("lemma_premise").sum()),
+    "lemma_violations": int(cat("lemma_violation").sum()),
     "bins": _band_bins(rj, rc, sm),
   }
   if low.sum() >= 2 and high.sum() >= 2:

@@ -157,8 +157,19 @@ def test_kendall(train):
 
 
 def _part(rj, rc, ro, sm, tied, prem, viol):
+  """One set of toy problems; ``prem`` / ``viol`` count the first of them as lemma cases."""
+  flags = lambda k: [i < k for i in range(len(rj))]  # noqa: E731
   return {"regret_jaccard": rj, "regret_bce_cosine": rc, "regret_oracle": ro, "sigma_max": sm,
-          "tied_top": tied, "lemma_premise": prem, "lemma_violations": viol}  # fmt: skip
+          "tied_top": tied, "lemma_premise": flags(prem), "lemma_violation": flags(viol)}  # fmt: skip
+
+
+def test_lemma_check_is_strict_beyond_float32_round_off(train):
+  # J = 0.9 = (1 + 0.8) / 2 exactly: no premise, although float32(0.8) rounds 0.9 down.
+  jac = np.array([[0.9, 0.9, 0.5], [0.95, 0.9, -np.inf], [0.95, 0.95, 0.1], [0.5, 0.4, 0.3]])
+  smax = np.array([0.8, 0.8, 0.8, 0.9], np.float32)
+  premise, unique = train.lemma_check(jac, smax)
+  np.testing.assert_array_equal(premise, [False, True, True, False])
+  np.testing.assert_array_equal(unique, [False, True, False, True])
 
 
 def test_toy_set_summary(train):
