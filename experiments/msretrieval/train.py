@@ -80,10 +80,10 @@ class Config:
 
 def _prepare_data(cfg: Config, workdir: pathlib.Path) -> dict:
   """Molecules -> fingerprints, masses, simulated spectra, split, pools; cached as .npz."""
-  path = workdir / "data.npz"
-  if path.exists():
-    z = np.load(path, allow_pickle=False)
-    return {k: z[k] for k in z.files}
+  return core.cached_arrays(workdir / "data.npz", lambda: _compute_data(cfg), compress=True)
+
+
+def _compute_data(cfg: Config) -> dict:
   t0 = time.time()
   smiles = M.load_bundled_molecules(cfg.n_molecules or None)
   fps = M.morgan_fingerprints(smiles, n_bits=cfg.n_bits, radius=cfg.radius)
@@ -116,7 +116,6 @@ def _prepare_data(cfg: Config, workdir: pathlib.Path) -> dict:
     out[f"{mode}_smin"], out[f"{mode}_smax"] = cs.sigma_min, cs.sigma_max
     if cfg.unique_pools:  # the pools as they were before deduplication: their ties, reported
       out[f"{mode}_raw_pool"] = M.build_candidates(fps, masses, test_q, **kw).index
-  np.savez_compressed(path, **out)
   return out
 
 
