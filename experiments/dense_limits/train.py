@@ -29,13 +29,24 @@ from jaxpapers import core
 # ----------------------------------------------------------------------------- data
 
 
+def _bump_xy(cfg):
+  """Inputs and raw (1-Lipschitz) target values of the bump task, train rows first."""
+  rng = np.random.default_rng(cfg.seed)
+  target = D.bump_target(jax.random.key(cfg.seed), cfg.bump_d, cfg.bump_grid)
+  x = rng.uniform(size=(cfg.n_train + cfg.n_test, cfg.bump_d)).astype(np.float32)
+  return x, np.asarray(D.eval_bumps(target, jnp.asarray(x)))
+
+
+def bump_target_sd(cfg) -> float:
+  """The train-set standard deviation the bump target is divided by (Lip = 1 / sd after)."""
+  _, y = _bump_xy(cfg)
+  return float(y[: cfg.n_train].std())
+
+
 def make_task(cfg, task: str):
   """Train/test arrays and the loss kind of a task."""
-  rng = np.random.default_rng(cfg.seed)
   if task == "bumps":
-    target = D.bump_target(jax.random.key(cfg.seed), cfg.bump_d, cfg.bump_grid)
-    x = rng.uniform(size=(cfg.n_train + cfg.n_test, cfg.bump_d)).astype(np.float32)
-    y = np.asarray(D.eval_bumps(target, jnp.asarray(x)))
+    x, y = _bump_xy(cfg)
     mu, sd = y[: cfg.n_train].mean(), y[: cfg.n_train].std()
     y = ((y - mu) / sd).astype(np.float32)[:, None]  # unit variance: loss = relative MSE
     return dict(
@@ -62,19 +73,62 @@ def trivial_loss(data, kind):
 
 # ----------------------------------------------------------------------------- models
 
+CLASSES = ("dense", "dense_sum", "sparse", "plain")
+SWEPT = ("dense", "dense_sum")  # classes trained at every bound of cfg.bounds
 
-def make_model(cls, cfg, width, d_in, d_out, key):
+
+def bounded(cls: str, bound: float) -> str:
+  """The name of a class at a bound, e.g. ``'dense@4'``."""
+  return f"{cls}@{bound:g}"
+
+
+def split_name(name: str) -> tuple[str, float | None]:
+  """``'dense@4'`` -> ``('dense', 4.0)``; an unswept class -> ``(name, None)``."""
+  cls, _, b = name.partition("@")
+  return cls, (float(b) if b else None)
+
+
+def class_names(cfg) -> list[str]:
+  """Every trained class: the swept ones at each of ``cfg.bounds``, the others once."""
+  out = []
+  for cls in cfg.classes:
+    out += [bounded(cls, b) for b in cfg.bounds] if cls in SWEPT else [cls]
+  return out
+
+
+def make_model(name, cfg, width, d_in, d_out, key):
   widths = (width,) * cfg.depth
   rngs = nnx.Rngs(key)
+  cls, bound = split_name(name)
   if cls == "dense":
-    return D.StronglyDenseMLP(d_in, d_out, widths=widths, bound=cfg.bound, rngs=rngs)
+    return D.StronglyDenseMLP(d_in, d_out, widths=widths, bound=bound, rngs=rngs)
+  if cls == "dense_sum":
+    # The width-unbounded control: the same bounded weights, summed instead of averaged, so
+    # n units of weight B act as one of weight nB (universality returns as the width grows).
+    return D.StronglyDenseMLP(
+      d_in, d_out, widths=widths, bound=bound, normalize="none", init="fan_in", rngs=rngs
+    )
   if cls == "sparse":
     return D.SparseFaninMLP(
       d_in, d_out, widths=widths, bound=cfg.bound, fan_in=cfg.fan_in, rngs=rngs
     )
   if cls == "plain":
     return D.PlainMLP(d_in, d_out, widths=widths, rngs=rngs)
-  raise ValueError(f"unknown class {cls!r}; expected 'dense', 'sparse' or 'plain'")
+  raise ValueError(f"unknown class {name!r}; expected one of {CLASSES} (swept ones as 'dense@B')")
+
+
+def class_bound(name: str, cfg) -> float | None:
+  """The weight bound a class is projected onto (None: unconstrained)."""
+  cls, bound = split_name(name)
+  return None if cls == "plain" else (cfg.bound if bound is None else bound)
+
+
+def lr_grid(name: str, cfg) -> list[float]:
+  """The learning rates a class is tuned over: ``cfg.lrs``, times B for the mean-aggregated
+  dense class when ``cfg.dense_lr_times_bound`` (its weights start and live on ``[-B, B]``)."""
+  cls, bound = split_name(name)
+  scale = bound if (cls == "dense" and cfg.get("dense_lr_times_bound", False)) else 1.0
+  return [float(lr) * scale for lr in cfg.lrs]
 
 
 def _loss(kind, out, y):
@@ -88,10 +142,11 @@ def cell_sweep(cls, cfg, width, d_in, d_out, kind, batch):
   graphdef = nnx.split(make_model(cls, cfg, width, d_in, d_out, jax.random.key(0)), nnx.Param, ...)[
     0
   ]
+  bound = class_bound(cls, cfg)
 
   def tx(hp):
     base = optax.adam(hp["lr"])
-    return base if cls == "plain" else optax.chain(base, D.box_projection(cfg.bound))
+    return base if bound is None else optax.chain(base, D.box_projection(bound))
 
   def init_fn(hp, key, data):
     _, params, rest = nnx.split(make_model(cls, cfg, width, d_in, d_out, key), nnx.Param, ...)
@@ -162,26 +217,28 @@ def compression_errors(model, cfg, xte, key):
 # ----------------------------------------------------------------------------- E1 cells
 
 
-def lr_grid_summary(train_final, test_final, cfg) -> tuple[dict, int]:
+def lr_grid_summary(train_final, test_final, cfg, lrs=None) -> tuple[dict, int]:
   """The learning rate with the lowest seed-mean final train loss, and its losses per seed.
 
   Args:
-    train_final: ``[len(cfg.lrs) * cfg.seeds]`` final train losses, learning-rate major (the
+    train_final: ``[len(lrs) * cfg.seeds]`` final train losses, learning-rate major (the
       sweep's run order: every seed of the first learning rate, then of the second, ...).
     test_final: the same for the test loss.
     cfg: the config (``lrs``, ``seeds``).
+    lrs: the learning rates the runs used (default ``cfg.lrs``).
 
   Returns:
     ``({"train", "test": [lrs][seeds], "best_lr", "best_train", "best_test": [seeds]}, best)``
     with ``best`` the chosen learning rate's index (a NaN seed mean never wins).
   """
-  train = np.asarray(train_final).reshape(len(cfg.lrs), cfg.seeds)
-  test = np.asarray(test_final).reshape(len(cfg.lrs), cfg.seeds)
+  lrs = list(cfg.lrs if lrs is None else lrs)
+  train = np.asarray(train_final).reshape(len(lrs), cfg.seeds)
+  test = np.asarray(test_final).reshape(len(lrs), cfg.seeds)
   best = int(np.argmin(np.nan_to_num(train.mean(1), nan=np.inf)))
   return {
     "train": train.tolist(),
     "test": test.tolist(),
-    "best_lr": float(cfg.lrs[best]),
+    "best_lr": float(lrs[best]),
     "best_train": train[best].tolist(),
     "best_test": test[best].tolist(),
   }, best
@@ -194,10 +251,11 @@ def run_cell(cfg, task, cls, width, data, kind, store):
     d_in = data["xtr"].shape[1]
     d_out = 1 if kind == "mse" else 10
     engine, graphdef = cell_sweep(cls, cfg, width, d_in, d_out, kind, cfg.batch)
-    lrs = [lr for lr in cfg.lrs for _ in range(cfg.seeds)]
+    grid = lr_grid(cls, cfg)
+    lrs = [lr for lr in grid for _ in range(cfg.seeds)]
     hp = {"lr": jnp.asarray(lrs, jnp.float32)}
     keys = jnp.stack(
-      [jax.random.key(cfg.seed * 1000 + 17 * s + 1) for _ in cfg.lrs for s in range(cfg.seeds)]
+      [jax.random.key(cfg.seed * 1000 + 17 * s + 1) for _ in grid for s in range(cfg.seeds)]
     )
     t0 = time.time()
     res = engine.run(
@@ -208,9 +266,10 @@ def run_cell(cfg, task, cls, width, data, kind, store):
       desc=name,
       show_progress=False,
     )
-    value, best = lr_grid_summary(res.evals["train"][:, -1], res.evals["test"][:, -1], cfg)
+    value, best = lr_grid_summary(res.evals["train"][:, -1], res.evals["test"][:, -1], cfg, grid)
     value["seconds"] = time.time() - t0
-    if cls == "dense" and task == "bumps" and cfg.depth >= 2 and width >= cfg.compress_min_width:
+    compress = cls == bounded("dense", cfg.bound) and task == "bumps" and cfg.depth >= 2
+    if compress and width >= cfg.compress_min_width:
       errs = []
       for s in range(cfg.seeds):
         r = best * cfg.seeds + s
@@ -305,37 +364,89 @@ def regularity_summary(cut_found, frob_sq, bound: float, k: int, rows: list[dict
 # ----------------------------------------------------------------------------- claims
 
 
+def _slope_stats(s: np.ndarray) -> dict:
+  return {
+    "": float(s.mean()),
+    "_std": float(s.std(ddof=1)) if len(s) > 1 else 0.0,
+    "_ci95": core.ci95_halfwidth(s),
+  }
+
+
 def task_derived(cells, cfg, task: str, trivial: float) -> dict:
   """E1's claim values of one task from its cells (pure, JSON in/out).
 
   Per class: the per-seed log10-log10 slopes of train loss against width (:func:`_slopes`),
-  their mean, std and 95% half-width; ``slope_gap`` = per seed, the dense slope minus the
-  smaller (steeper) of the sparse and plain slopes, its mean and 95% half-width;
-  ``widest_train`` = each class's seed-mean train loss at the largest width;
-  ``slope_constant`` = the constant predictor's slope (:func:`constant_slope`, the plateau
-  claims' control).
+  their mean, std and 95% half-width. The unswept classes (sparse, plain) sit at the top as
+  ``slope_<class>``; each bound B of ``cfg.bounds`` has a block ``B<b>`` with the dense class's
+  (``slope_dense``) and the width-unbounded control's (``slope_sum``, sum aggregation) slopes,
+  ``slope_gap`` = per seed, the dense slope minus the smaller (steeper) of the sparse and plain
+  slopes, its mean and 95% half-width, ``widest_train`` (seed-mean train loss at the largest
+  width of both), and ``dense_gain_decades`` = log10(constant predictor's loss / the dense
+  net's seed-mean loss at the largest width): how far the dense net gets below the constant
+  predictor (0: not at all). ``slope_constant`` is the constant predictor's slope
+  (:func:`constant_slope`, 0: flat by construction).
 
   Args:
-    cells: ``{(task, class, width): run_cell value}``.
-    cfg: the config (``classes``, ``widths``, ``seeds``).
+    cells: ``{(task, class name, width): run_cell value}``.
+    cfg: the config (``classes``, ``bounds``, ``widths``, ``seeds``).
     task: the task name.
-    trivial: the constant predictor's train loss (reported beside the slopes).
+    trivial: the constant predictor's train loss.
   """
-  slopes = {cls: _slopes(cells, cfg, task, cls) for cls in cfg.classes}
+  names = class_names(cfg)
+  slopes = {n: _slopes(cells, cfg, task, n) for n in names}
+  widest = {n: float(np.mean(cells[(task, n, cfg.widths[-1])]["best_train"])) for n in names}
   d = {"trivial_train_loss": trivial, "slope_constant": constant_slope(cfg.widths, trivial)}
-  for cls, s in slopes.items():
-    d[f"slope_{cls}"] = float(s.mean())
-    d[f"slope_{cls}_std"] = float(s.std(ddof=1)) if len(s) > 1 else 0.0
-    d[f"slope_{cls}_ci95"] = core.ci95_halfwidth(s)
+  for n in ("sparse", "plain"):
+    if n in slopes:
+      d.update({f"slope_{n}{k}": v for k, v in _slope_stats(slopes[n]).items()})
   others = [slopes[c] for c in ("sparse", "plain") if c in slopes]
-  if "dense" in slopes and others:
-    gap = slopes["dense"] - np.min(np.stack(others), axis=0)
-    d["slope_gap"] = float(gap.mean())
-    d["slope_gap_ci95"] = core.ci95_halfwidth(gap)
-  d["widest_train"] = {
-    cls: float(np.mean(cells[(task, cls, cfg.widths[-1])]["best_train"])) for cls in cfg.classes
-  }
+  for b in cfg.bounds:
+    blk = {}
+    dense, total = bounded("dense", b), bounded("dense_sum", b)
+    if dense in slopes:
+      blk.update({f"slope_dense{k}": v for k, v in _slope_stats(slopes[dense]).items()})
+      blk["dense_gain_decades"] = float(np.log10(trivial / max(widest[dense], 1e-12)))
+      if others:
+        gap = slopes[dense] - np.min(np.stack(others), axis=0)
+        blk["slope_gap"] = float(gap.mean())
+        blk["slope_gap_ci95"] = core.ci95_halfwidth(gap)
+    if total in slopes:
+      blk.update({f"slope_sum{k}": v for k, v in _slope_stats(slopes[total]).items()})
+    blk["widest_train"] = {
+      c: widest[n] for c, n in (("dense", dense), ("sum", total)) if n in widest
+    }
+    d[f"B{b:g}"] = blk
+  d["widest_train"] = widest
   return d
+
+
+def lipschitz_summary(target_sd: float, d_in: int, depth: int, bounds) -> dict:
+  """Where the weight bound must bind on the bump target (pure).
+
+  The bump target is a sum of disjoint cones ``relu(r - ||x - c||_2)``: 1-Lipschitz in the
+  ℓ2 norm, with slope exactly 1 inside every cone (``bump_target``). It is divided by its
+  train-set standard deviation, so the normalised target's Lipschitz constant is ``1 / sd``,
+  attained. A strongly dense MLP with ``|w|, |b| <= B``, an unnormalised first layer (``d_in``
+  inputs) and ``depth`` hidden layers of mean aggregation is at most
+  ``sqrt(d_in) · B^(depth + 1)``-Lipschitz in ℓ2: layer one moves each unit by at most
+  ``B ||Δx||_1 <= B sqrt(d_in) ||Δx||_2``, ReLU by at most its input's change, and each of the
+  ``depth`` mean layers by at most ``B`` times the largest change of its inputs. Below
+  ``B* = (Lip(target) / sqrt(d_in))^(1 / (depth + 1))`` no width can fit the target's slopes.
+
+  Returns:
+    ``{"target": Lip(target), "b_star": B*, "dense_bound": {B: sqrt(d_in) B^(depth+1)},
+    "binds": {B: dense_bound < target}}`` (keys of the per-B maps as ``'%g'`` strings).
+  """
+  lip = 1.0 / float(target_sd)
+  p = depth + 1
+  root = float(d_in) ** 0.5
+  bound = {f"{b:g}": float(root * b**p) for b in bounds}
+  return {
+    "target": lip,
+    "b_star": float((lip / root) ** (1.0 / p)),
+    "dense_bound": bound,
+    "binds": {k: v < lip for k, v in bound.items()},
+  }
 
 
 def compression_derived(cells, cfg) -> dict | None:
@@ -344,11 +455,12 @@ def compression_derived(cells, cfg) -> dict | None:
   Errors are each method's relative output error at the largest K (the last column), seed
   means; ``width_ratio_kmax`` compares the widest with the narrowest compressed width.
   """
-  comp_widths = [w for w in cfg.widths if "compression" in cells.get(("bumps", "dense", w), {})]
+  dense = bounded("dense", cfg.bound)
+  comp_widths = [w for w in cfg.widths if "compression" in cells.get(("bumps", dense, w), {})]
   if not comp_widths:
     return None
   wmax, wmin = comp_widths[-1], comp_widths[0]
-  errs = {w: cells[("bumps", "dense", w)]["compression"] for w in comp_widths}
+  errs = {w: cells[("bumps", dense, w)]["compression"] for w in comp_widths}
   cut_k = np.array(errs[wmax]["cut"])[:, -1]
   c = {
     "widths": comp_widths,
@@ -373,23 +485,51 @@ def compression_derived(cells, cfg) -> dict | None:
 # ----------------------------------------------------------------------------- main
 
 
-def _plots(workdir, cfg, cells, trivial, comp_curves):
+def _label(name: str) -> str:
+  cls, b = split_name(name)
+  what = {"dense": "dense", "dense_sum": "width-unbounded (sum)", "sparse": "sparse"}.get(cls, cls)
+  return what if b is None else f"{what}, B={b:g}"
+
+
+def _plots(workdir, cfg, cells, trivial, comp_curves, derived, lipschitz):
   import matplotlib
 
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt
 
-  fig, axes = plt.subplots(1, len(cfg.tasks), figsize=(5.5 * len(cfg.tasks), 3.8), squeeze=False)
+  names = class_names(cfg)
+  fig, axes = plt.subplots(1, len(cfg.tasks), figsize=(6 * len(cfg.tasks), 4.2), squeeze=False)
   for ax, task in zip(axes[0], cfg.tasks):
     curves = {
-      cls: (cfg.widths, np.array([cells[(task, cls, w)]["best_train"] for w in cfg.widths]).T)
-      for cls in cfg.classes
+      _label(n): (cfg.widths, np.array([cells[(task, n, w)]["best_train"] for w in cfg.widths]).T)
+      for n in names
     }
     core.curves_plot(curves, xlabel="width", ylabel="train loss", title=task, logy=True, ax=ax)
     ax.set_xscale("log")
     ax.axhline(trivial[task], color="gray", ls="--", lw=1, label="constant predictor")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6)
   core.save_figure(fig, workdir, "saturation")
+
+  fig, axes = plt.subplots(1, len(cfg.tasks), figsize=(6 * len(cfg.tasks), 4.2), squeeze=False)
+  bs = list(cfg.bounds)
+  for ax, task in zip(axes[0], cfg.tasks):
+    for cls, mk in (("dense", "o-"), ("sum", "s--")):
+      ys = [derived[task][f"B{b:g}"]["widest_train"].get(cls) for b in bs]
+      if all(y is not None for y in ys):
+        label = "dense (mean)" if cls == "dense" else "width-unbounded (sum)"
+        ax.plot(bs, ys, mk, label=f"{label}, width {cfg.widths[-1]}")
+    if "plain" in derived[task]["widest_train"]:
+      ax.axhline(derived[task]["widest_train"]["plain"], color="C2", ls=":", label="unconstrained")
+    ax.axhline(trivial[task], color="gray", ls="--", lw=1, label="constant predictor")
+    if task == "bumps" and lipschitz is not None:
+      ax.axvline(lipschitz["b_star"], color="k", lw=0.8, label="B* (Lipschitz bound = target's)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("weight bound B")
+    ax.set_ylabel("train loss at the widest width")
+    ax.set_title(task)
+    ax.legend(fontsize=7)
+  core.save_figure(fig, workdir, "bound")
   if comp_curves:
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     core.curves_plot(
@@ -410,25 +550,35 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
   cfg = config
   core.validate_seeds(cfg.seeds, name="seeds")
   for cls in cfg.classes:
-    if cls not in ("dense", "sparse", "plain"):
-      raise ValueError(f"config.classes: unknown class {cls!r}")
+    if cls not in CLASSES:
+      raise ValueError(f"config.classes: unknown class {cls!r}; expected some of {CLASSES}")
+  bounds = list(cfg.bounds)
+  if not bounds or any(not isinstance(b, (int, float)) or b <= 0 for b in bounds):
+    raise ValueError(f"config.bounds must be a non-empty sequence of bounds > 0, got {bounds!r}")
+  if cfg.bound not in bounds:
+    raise ValueError(f"config.bound ({cfg.bound:g}) must be one of config.bounds {bounds}")
   workdir = epath.Path(workdir)
   store = core.CellStore(workdir / "cells")
+  names = class_names(cfg)
   cells, trivial, derived = {}, {}, {}
   for task in cfg.tasks:
     data, kind = make_task(cfg, task)
     trivial[task] = trivial_loss(data, kind)
-    for cls in cfg.classes:
+    for n in names:
       for w in cfg.widths:
-        cells[(task, cls, w)] = run_cell(cfg, task, cls, w, data, kind, store)
+        cells[(task, n, w)] = run_cell(cfg, task, n, w, data, kind, store)
     derived[task] = task_derived(cells, cfg, task, trivial[task])
+  lipschitz = None
+  if "bumps" in cfg.tasks:
+    lipschitz = lipschitz_summary(bump_target_sd(cfg), cfg.bump_d, cfg.depth, bounds)
+    derived["lipschitz"] = lipschitz
 
-  # E2: compression of the dense bump nets.
+  # E2: compression of the dense bump nets (at cfg.bound).
   comp_curves = {}
   c = compression_derived(cells, cfg)
   if c is not None:
     wmax, wmin = c["widths"][-1], c["widths"][0]
-    errs = {w: cells[("bumps", "dense", w)]["compression"] for w in c["widths"]}
+    errs = {w: cells[("bumps", bounded("dense", cfg.bound), w)]["compression"] for w in c["widths"]}
     derived["compression"] = c
     for m in ("cut", "svd", "random"):
       comp_curves[f"{m}, width {wmax}"] = (cfg.compress_ks, np.array(errs[wmax][m]))
@@ -436,27 +586,53 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
       comp_curves[f"cut, width {wmin}"] = (cfg.compress_ks, np.array(errs[wmin]["cut"]))
   derived["regularity"] = regularity_checks(cfg, jax.random.key(cfg.seed + 99))
 
-  _plots(workdir, cfg, cells, trivial, comp_curves)
+  _plots(workdir, cfg, cells, trivial, comp_curves, derived, lipschitz)
   rows = []
   for task in cfg.tasks:
-    for cls in cfg.classes:
-      row = [task, cls]
+    for n in names:
+      row = [task, _label(n)]
       for w in cfg.widths:
-        v = np.asarray(cells[(task, cls, w)]["best_train"])
+        v = np.asarray(cells[(task, n, w)]["best_train"])
         row.append(core.MeanStd(float(v.mean()), float(v.std()), fmt=".3g"))
-      row.append(core.MeanStd(derived[task][f"slope_{cls}"], derived[task][f"slope_{cls}_std"]))
+      cls, b = split_name(n)
+      if b is None:
+        blk, key = derived[task], f"slope_{cls}"
+      else:
+        blk, key = derived[task][f"B{b:g}"], "slope_dense" if cls == "dense" else "slope_sum"
+      row.append(core.MeanStd(blk[key], blk[f"{key}_std"]))
       rows.append(row)
     rows.append([task, "constant predictor", *[trivial[task]] * len(cfg.widths), "-"])
   table = core.markdown_table(
     ["task", "class", *[f"train loss, width {w}" for w in cfg.widths], "slope (log-log)"], rows
   )
+  if lipschitz is not None:
+    table += (
+      "\n\nWhere the bound binds on the bump target (normalised target Lipschitz "
+      f"{lipschitz['target']:.3g}; B* = {lipschitz['b_star']:.3g})\n\n"
+    )
+    table += core.markdown_table(
+      ["B", "Lipschitz bound of the dense class", "binds", "dense loss, widest", "sum, widest"],
+      [
+        [
+          f"{b:g}",
+          lipschitz["dense_bound"][f"{b:g}"],
+          "yes" if lipschitz["binds"][f"{b:g}"] else "no",
+          derived["bumps"][f"B{b:g}"]["widest_train"].get("dense"),
+          derived["bumps"][f"B{b:g}"]["widest_train"].get("sum"),
+        ]
+        for b in bounds
+      ],
+    )
   if "compression" in derived:
     c = derived["compression"]
     pw = c["per_width"]
     crow = [
       [f"{m}, width {w}", *pw[str(w)][m]] for w in c["widths"] for m in ("cut", "svd", "random")
     ]
-    table += "\n\nRelative output error of the compressed dense bump nets (seed mean)\n\n"
+    table += (
+      f"\n\nRelative output error of the compressed dense bump nets (B = {cfg.bound:g}, "
+      "seed mean)\n\n"
+    )
     table += core.markdown_table(["method", *[f"K={k}" for k in c["ks"]]], crow)
   metrics = {
     "derived": derived,
@@ -468,7 +644,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
     config=cfg,
     table_markdown=table,
     notes="E1 widths are the hidden width of a 2-hidden-layer MLP; the loss is the full-batch "
-    "train loss after a fixed number of Adam steps (relative MSE on bumps, CE on digits).",
+    "train loss after a fixed number of Adam steps (relative MSE on bumps, CE on digits). "
+    "'dense@B': the strongly dense class at weight bound B; 'dense_sum@B': the same bounded "
+    "weights with sum aggregation (the width-unbounded control).",
     wall_time_s=time.time() - t0,
   )
   return metrics

@@ -35,8 +35,32 @@ from jaxpapers import core
 
 HERE = pathlib.Path(__file__).resolve().parent
 VARIANTS = ("hier", "flat")
-PREMISE_SYSTEMS = ("random", "frequency", "bm25_statements", "dense", "standard", "reasoning")
+PREMISE_SYSTEMS = (
+  "random",
+  "frequency",
+  "bm25_statements",
+  "dense",
+  "standard",
+  "reasoning_first_round",
+  "reasoning_dense",
+  "reasoning",
+)
 SINGLE_SYSTEMS = ("bm25", "dense", "standard")
+# Reasoning mode's claim is judged against the strongest of every other stage of the pipeline
+# and every ablation (hierarchical text unless named _flat): the baselines, the dense first
+# stage alone, standard mode (dense + rerank), the flat-text variants, reasoning mode over the
+# dense stage without the reranker, and reasoning mode stopped after its first round.
+COMPARED = (
+  "random",
+  "frequency",
+  "bm25_statements",
+  "dense",
+  "standard",
+  "dense_flat",
+  "standard_flat",
+  "reasoning_first_round",
+  "reasoning_dense",
+)
 
 
 @dataclasses.dataclass
@@ -269,26 +293,31 @@ def _run_split(cfg: Config, decls, split: int, texts: dict, names: frozenset) ->
       res["premise"]["bm25_statements"] = _premise_metrics(
         bm_s.search(p_queries, k, valid=p_valid)[0], alias, mask, k
       )
-      # Reasoning mode over standard mode.
+      # Reasoning mode over standard mode (the paper's pipeline) and, as an ablation, over
+      # the dense first stage alone (no reranker).
       doc_consts = [frozenset(L.identifiers(d.statement)) & names for d in decls]
-      loop = L.IterativeRetrieval(
-        L.ProxyPlanner([d.statement for d in decls], names=names, prf=cfg.prf),
-        std_p.search,
-        L.ProxyFilter(doc_consts, names=names, keep_top=cfg.keep_top),
-        L.StableTopJudge(k=k),
-        n_docs=n,
-        big_loop=cfg.big_loop,
-        search_top_k=min(cfg.search_top_k, n),
-        output_top_k=min(cfg.output_top_k, n),
-      )
-      traces = [loop.run(pq_text(q), valid=p_valid[r]) for r, q in enumerate(p_test)]
-      per_round = []
-      for rnd in range(cfg.big_loop + 1):
-        ids = np.stack([t.round_ids[rnd][:k] for t in traces])
-        per_round.append(_premise_metrics(ids, alias, mask, k))
-      res["premise"]["reasoning"] = per_round[-1]
-      res["reasoning_rounds"] = [float(np.mean(m["recall"])) for m in per_round]
-      res["reasoning_rounds_used"] = float(np.mean([t.rounds for t in traces]))
+      dense_p = dataclasses.replace(std_p, rerank_fn=None)
+      for name, substrate in (("reasoning", std_p), ("reasoning_dense", dense_p)):
+        loop = L.IterativeRetrieval(
+          L.ProxyPlanner([d.statement for d in decls], names=names, prf=cfg.prf),
+          substrate.search,
+          L.ProxyFilter(doc_consts, names=names, keep_top=cfg.keep_top),
+          L.StableTopJudge(k=k),
+          n_docs=n,
+          big_loop=cfg.big_loop,
+          search_top_k=min(cfg.search_top_k, n),
+          output_top_k=min(cfg.output_top_k, n),
+        )
+        traces = [loop.run(pq_text(q), valid=p_valid[r]) for r, q in enumerate(p_test)]
+        per_round = []
+        for rnd in range(cfg.big_loop + 1):
+          ids = np.stack([t.round_ids[rnd][:k] for t in traces])
+          per_round.append(_premise_metrics(ids, alias, mask, k))
+        res["premise"][name] = per_round[-1]
+        res[f"{name}_rounds"] = [float(np.mean(m["recall"])) for m in per_round]
+        res[f"{name}_rounds_used"] = float(np.mean([t.rounds for t in traces]))
+        if name == "reasoning":  # the loop stopped after its first round: an ablation
+          res["premise"]["reasoning_first_round"] = per_round[0]
     out[variant] = res
   out["wall_s"] = time.time() - t0
   return out
@@ -315,11 +344,13 @@ def summarize(cells: list[dict]) -> dict:
         [np.mean(c[variant]["premise"][sys_][m]) for c in cells]
       )
   for sys_ in ("dense", "standard"):
-    out["premise"][f"{sys_}_flat/recall"] = _mean_std(
-      [np.mean(c["flat"]["premise"][sys_]["recall"]) for c in cells]
-    )
-  out["reasoning_rounds"] = _mean_std_rows([c["hier"]["reasoning_rounds"] for c in cells])
-  out["reasoning_rounds_used"] = float(np.mean([c["hier"]["reasoning_rounds_used"] for c in cells]))
+    for m in ("recall", "covered"):
+      out["premise"][f"{sys_}_flat/{m}"] = _mean_std(
+        [np.mean(c["flat"]["premise"][sys_][m]) for c in cells]
+      )
+  for name in ("reasoning", "reasoning_dense"):
+    out[f"{name}_rounds"] = _mean_std_rows([c["hier"][f"{name}_rounds"] for c in cells])
+    out[f"{name}_rounds_used"] = float(np.mean([c["hier"][f"{name}_rounds_used"] for c in cells]))
   return out
 
 
@@ -328,13 +359,52 @@ def _mean_std_rows(rows):
   return {"mean": a.mean(0).tolist(), "std": a.std(0).tolist()}
 
 
+def premise_recall(cells: list[dict], system: str) -> np.ndarray:
+  """Per-theorem recall_group@10 of a premise system over all splits, in split order.
+
+  ``system`` is a name of :data:`PREMISE_SYSTEMS` (hierarchical text) or ``dense_flat`` /
+  ``standard_flat`` (the same stage over the flat text).
+  """
+  variant, name = (
+    ("flat", system[: -len("_flat")]) if system.endswith("_flat") else ("hier", system)
+  )
+  return np.concatenate(
+    [np.asarray(c[variant]["premise"][name]["recall"], np.float64) for c in cells]
+  )
+
+
+def per_query_values(cell: dict) -> dict:
+  """The per-query values of one split that the claims are computed from (kept in results)."""
+  return {
+    v: {
+      "single": {s: {"ndcg": cell[v]["single"][s]["ndcg"]} for s in SINGLE_SYSTEMS},
+      "premise": {s: {"recall": r["recall"]} for s, r in cell[v]["premise"].items()},
+    }
+    for v in VARIANTS
+  }
+
+
+def rejudge_metrics(metrics: dict, config: dict) -> dict:
+  """The derived block recomputed from the per-query values stored in the results.
+
+  A record written before they were stored (no ``per_query``) keeps its derived block.
+  """
+  del config
+  if "per_query" not in metrics:
+    return dict(metrics["derived"])
+  return derived_metrics(metrics["per_query"])
+
+
 def derived_metrics(cells: list[dict]) -> dict:
   """The values the claims are judged on (paired per-query differences pooled over splits).
 
-  ``hier_gain_ndcg10``: nDCG@10 of standard mode with hierarchical minus flat informal text;
-  ``reasoning_gain_recall10``: recall_group@10 of reasoning mode minus the best (by mean) of
-  standard mode, BM25 over statements and the frequency prior. ``*_ci``: 95% normal CI
-  half-widths of those paired differences over all test queries of all splits.
+  ``hier_gain_ndcg10``: nDCG@10 of standard mode with hierarchical minus flat informal text
+  (``hier_gain_ndcg10_<stage>`` the same for BM25 and the dense stage, for display);
+  ``reasoning_gain_recall10``: recall_group@10 of reasoning mode minus the strongest (by its
+  pooled mean) of every other stage and ablation in :data:`COMPARED`, ``best_baseline`` its
+  name, ``reasoning_minus_<system>`` the paired difference against each of them.
+  ``*_ci``: 95% normal CI half-widths of those paired differences over all test queries of
+  all splits.
   """
   d_h = np.concatenate(
     [
@@ -342,48 +412,34 @@ def derived_metrics(cells: list[dict]) -> dict:
       for c in cells
     ]
   )
-  base = ("standard", "bm25_statements", "frequency")
-  means = {
-    b: np.mean(np.concatenate([c["hier"]["premise"][b]["recall"] for c in cells])) for b in base
-  }
-  best = max(base, key=lambda b: means[b])
-  d_r = np.concatenate(
-    [
-      np.subtract(c["hier"]["premise"]["reasoning"]["recall"], c["hier"]["premise"][best]["recall"])
-      for c in cells
-    ]
+  out = {"hier_gain_ndcg10": float(d_h.mean()), "hier_gain_ndcg10_ci": _ci(d_h)}
+  for stage in ("bm25", "dense"):
+    d = np.concatenate(
+      [
+        np.subtract(c["hier"]["single"][stage]["ndcg"], c["flat"]["single"][stage]["ndcg"])
+        for c in cells
+      ]
+    )
+    out[f"hier_gain_ndcg10_{stage}"] = float(d.mean())
+  method = premise_recall(cells, "reasoning")
+  recall = {b: premise_recall(cells, b) for b in COMPARED}
+  means = {b: float(r.mean()) for b, r in recall.items()}
+  best = max(COMPARED, key=lambda b: means[b])
+  d_r = method - recall[best]
+  out.update(
+    {
+      "reasoning_gain_recall10": float(d_r.mean()),
+      "reasoning_gain_recall10_ci": _ci(d_r),
+      "best_baseline": best,
+      "best_baseline_recall10": means[best],
+      "reasoning_recall10": float(method.mean()),
+      "n_single_queries": int(d_h.size),
+      "n_premise_queries": int(d_r.size),
+    }
   )
-  return {
-    "hier_gain_ndcg10": float(d_h.mean()),
-    "hier_gain_ndcg10_ci": _ci(d_h),
-    "reasoning_gain_recall10": float(d_r.mean()),
-    "reasoning_gain_recall10_ci": _ci(d_r),
-    "best_baseline": best,
-    "n_single_queries": int(d_h.size),
-    "n_premise_queries": int(d_r.size),
-  }
-
-
-def dense_first_stage_gain(summary: dict) -> float:
-  """recall_group@10 of the dense first stage alone minus the best baseline of the claim.
-
-  The same baselines and selection as ``reasoning_gain_recall10`` (the best by mean of
-  standard mode, BM25 over statements and the frequency prior); from the summary's means
-  over splits, which equal the pooled per-query means because every split has the same number
-  of test theorems. A pipeline stage that clears the claim's rule by itself is its control.
-  """
-  p = summary["premise"]
-  base = max(p[f"{b}/recall"]["mean"] for b in ("standard", "bm25_statements", "frequency"))
-  return float(p["dense/recall"]["mean"] - base)
-
-
-def rejudge_metrics(metrics: dict, config: dict) -> dict:
-  """The committed derived block with the dense first stage's gain (for re-judging)."""
-  del config
-  counts = {s["n_premise"] for s in metrics.get("per_split", [])}
-  if len(counts) > 1:
-    raise ValueError(f"splits have different sizes {sorted(counts)}: split means do not pool")
-  return dict(metrics["derived"], dense_gain_recall10=dense_first_stage_gain(metrics["summary"]))
+  for b in COMPARED:
+    out[f"reasoning_minus_{b}"] = float((method - recall[b]).mean())
+  return out
 
 
 def _table(summary, cfg) -> str:
@@ -403,20 +459,40 @@ def _table(summary, cfg) -> str:
     ["system", "nDCG@10 hier", "nDCG@10 flat", "Recall@10 hier", "Recall@10 flat"], rows
   )
   p = summary["premise"]
-  rows = [[sys_, ms(p[f"{sys_}/recall"]), ms(p[f"{sys_}/covered"])] for sys_ in PREMISE_SYSTEMS]
+  order = [*PREMISE_SYSTEMS[:-1], "dense_flat", "standard_flat", PREMISE_SYSTEMS[-1]]
+  rows = [[PREMISE_LABELS.get(x, x), ms(p[f"{x}/recall"]), ms(p[f"{x}/covered"])] for x in order]
   t2 = core.markdown_table(["system", "recall_group@10", "Covered@10"], rows)
-  rr = summary["reasoning_rounds"]
+  rows = []
+  for name, what in (("reasoning", "over standard mode"), ("reasoning_dense", "over dense alone")):
+    rr = summary[f"{name}_rounds"]
+    rows.append(
+      [f"reasoning mode {what}"]
+      + [core.MeanStd(m, s_, fmt=".3f") for m, s_ in zip(rr["mean"], rr["std"])]
+    )
   t3 = core.markdown_table(
-    ["rounds run (big_loop + 1)"] + [str(i + 1) for i in range(len(rr["mean"]))],
-    [
-      ["recall_group@10"] + [core.MeanStd(m, s_, fmt=".3f") for m, s_ in zip(rr["mean"], rr["std"])]
-    ],
+    ["recall_group@10 after round"] + [str(i + 1) for i in range(len(rows[0]) - 1)], rows
   )
   return (
     f"**Single-query search** (mean ± std over {cfg.splits} file splits; k = {cfg.k})\n\n{t1}\n\n"
-    f"**Global premise retrieval** (hierarchical text; mean ± std over splits)\n\n{t2}\n\n"
+    "**Global premise retrieval**: every stage of the pipeline and every ablation (hierarchical "
+    "text unless flat; mean ± std over splits); reasoning mode's claim compares it with the "
+    f"strongest of the others\n\n{t2}\n\n"
     f"**Reasoning mode by round**\n\n{t3}"
   )
+
+
+PREMISE_LABELS = {
+  "random": "random ranking",
+  "frequency": "most-used premises (input-independent)",
+  "bm25_statements": "BM25 over statements (premise selection)",
+  "dense": "dense first stage alone",
+  "standard": "standard mode (dense + BM25 rerank)",
+  "dense_flat": "dense first stage, flat text",
+  "standard_flat": "standard mode, flat text",
+  "reasoning_first_round": "reasoning mode, first round only",
+  "reasoning_dense": "reasoning mode over dense alone (no reranker)",
+  "reasoning": "reasoning mode over standard mode (the claim)",
+}
 
 
 def _plots(summary, cfg, workdir):
@@ -435,26 +511,31 @@ def _plots(summary, cfg, workdir):
   )
   core.save_figure(fig, workdir, "single_query")
   p = summary["premise"]
+  order = [*PREMISE_SYSTEMS[:-1], "dense_flat", "standard_flat", PREMISE_SYSTEMS[-1]]
   fig = core.grouped_bars(
-    list(PREMISE_SYSTEMS),
+    order,
     {
       "recall_group@10": (
-        [p[f"{x}/recall"]["mean"] for x in PREMISE_SYSTEMS],
-        [p[f"{x}/recall"]["std"] for x in PREMISE_SYSTEMS],
+        [p[f"{x}/recall"]["mean"] for x in order],
+        [p[f"{x}/recall"]["std"] for x in order],
       )
     },
     ylabel="recall_group@10",
-    title="global premise retrieval",
+    title="global premise retrieval: every stage and ablation",
   )
+  fig.axes[0].tick_params(axis="x", labelrotation=45, labelsize=7)
   core.save_figure(fig, workdir, "premise")
-  rr = summary["reasoning_rounds"]
-  x = np.arange(1, len(rr["mean"]) + 1)
+  curves = {}
+  for name, what in (("reasoning", "over standard mode"), ("reasoning_dense", "over dense alone")):
+    rr = summary[f"{name}_rounds"]
+    curves[f"reasoning mode {what}"] = (np.arange(1, len(rr["mean"]) + 1), np.asarray(rr["mean"]))
   fig = core.curves_plot(
-    {"reasoning mode": (x, np.asarray(rr["mean"]))},
-    xlabel="rounds run",
-    ylabel="recall_group@10",
-    title="reasoning mode by round",
+    curves, xlabel="rounds run", ylabel="recall_group@10", title="reasoning mode by round"
   )
+  ax = fig.axes[0]
+  for x, ls in (("dense", "--"), ("standard", ":")):
+    ax.axhline(p[f"{x}/recall"]["mean"], color="gray", ls=ls, lw=1, label=PREMISE_LABELS[x])
+  ax.legend(fontsize=7)
   core.save_figure(fig, workdir, "rounds")
 
 
@@ -491,14 +572,15 @@ def train_and_evaluate(config, workdir) -> dict:
     bar.update(1)
   bar.close()
   summary = summarize(cells)
-  derived = derived_metrics(cells)
-  derived["dense_gain_recall10"] = dense_first_stage_gain(summary)
+  per_query = [per_query_values(c) for c in cells]
+  derived = derived_metrics(per_query)
   table = _table(summary, cfg)
   _plots(summary, cfg, workdir)
   metrics = {
     "corpus": {"source": source, "declarations": len(decls), "files": len({d.file for d in decls})},
     "summary": summary,
     "derived": derived,
+    "per_query": per_query,
     "per_split": [
       {
         "n_single": c["n_single"],

@@ -33,6 +33,7 @@ from flax import nnx
 
 import jaxpapers.msretrieval as M
 from jaxpapers import core
+from jaxpapers.core import stats
 
 POOLS = ("mass", "hard", "random")
 KS = (1, 5, 20)
@@ -69,6 +70,8 @@ class Config:
   toy_flip: tuple = (0.03, 0.08, 0.15, 0.25, 0.4)
   toy_problems: int = 200
   toy_density: float = 0.3
+  unique_pools: bool = False  # deduplicate every pool by fingerprint (build_candidates)
+  placebo_shuffles: int = 0  # label shuffles of the shuffled-label control (0: none)
   seed: int = 0
 
 
@@ -101,17 +104,43 @@ def _compute_data(cfg: Config) -> dict:
     "test": test_q.astype(np.int32),
     "prep_s": np.float64(time.time() - t0),
   }
+  uniq = dict(unique_fingerprints=cfg.unique_pools)
   tr = M.build_candidates(
-    fps, masses, train, mode=cfg.train_pool, size=cfg.train_cands, seed=cfg.seed + 1
+    fps, masses, train, mode=cfg.train_pool, size=cfg.train_cands, seed=cfg.seed + 1, **uniq
   )
   out["train_pool"], out["train_labels"] = tr.index, tr.labels
   for i, mode in enumerate(POOLS):
-    cs = M.build_candidates(
-      fps, masses, test_q, mode=mode, size=cfg.eval_cands, seed=cfg.seed + 2 + i
-    )
+    kw = dict(mode=mode, size=cfg.eval_cands, seed=cfg.seed + 2 + i)
+    cs = M.build_candidates(fps, masses, test_q, **kw, **uniq)
     out[f"{mode}_pool"], out[f"{mode}_labels"] = cs.index, cs.labels
     out[f"{mode}_smin"], out[f"{mode}_smax"] = cs.sigma_min, cs.sigma_max
+    if cfg.unique_pools:  # the pools as they were before deduplication: their ties, reported
+      out[f"{mode}_raw_pool"] = M.build_candidates(fps, masses, test_q, **kw).index
   return out
+
+
+def pool_ties(fps: np.ndarray, pool: np.ndarray, query: np.ndarray) -> dict:
+  """How often a pool cannot be ranked by fingerprints alone (host-side numpy).
+
+  Args:
+    fps: ``[N, F]`` library fingerprints.
+    pool: ``[Q, C]`` library indices of each query's candidates (the query's molecule included).
+    query: ``[Q]`` library index of each query's molecule.
+
+  Returns:
+    ``query_tied``: share of pools holding another candidate with the query's fingerprint
+    (the true molecule cannot be ranked first except by tie-breaking); ``any_tied``: share of
+    pools holding any two candidates with one fingerprint; ``extra_copies``: mean number of
+    candidates per pool that repeat a fingerprint already in it.
+  """
+  fp = fps[pool]  # [Q, C, F]
+  same_q = (fp == fps[query][:, None]).all(-1) & (pool != query[:, None])
+  copies = np.array([len(p) - len(np.unique(f, axis=0)) for p, f in zip(pool, fp)])
+  return {
+    "query_tied": float(same_q.any(1).mean()),
+    "any_tied": float((copies > 0).mean()),
+    "extra_copies": float(copies.mean()),
+  }
 
 
 # ------------------------------------------------------------------------- training --
@@ -207,6 +236,19 @@ def _evaluate(cfg: Config, d: dict, names, graphdef, params) -> dict:
     return {k: v.mean() for k, v in out.items()}
 
   @jax.jit
+  def placebo_hr1(probs, fps, pool, shuffled, key):
+    """HR@1 (cosine) against each of ``S`` shuffled label sets ``[S, Q, C]`` -> ``[S]``."""
+    mask = jnp.ones(pool.shape, bool)
+    scores = M.candidate_scores(probs, fps[pool], mask, sim="cosine")
+    keys = jax.random.split(key, shuffled.shape[0])
+    return jax.vmap(lambda lab, k: M.hit_rate_at_k(scores, lab, mask, 1, key=k).mean())(
+      shuffled, keys
+    )
+
+  shuffled = {mode: jnp.asarray(shuffled_labels(d[f"{mode}_labels"], cfg, i)) for i, mode in
+              enumerate(PLACEBO_POOLS)} if cfg.placebo_shuffles else {}  # fmt: skip
+
+  @jax.jit
   def random_hr(pool_labels, key):
     s = jax.random.uniform(key, pool_labels.shape)
     mask = jnp.ones(pool_labels.shape, bool)
@@ -235,7 +277,17 @@ def _evaluate(cfg: Config, d: dict, names, graphdef, params) -> dict:
   runs = []
   for r, (loss, s) in enumerate(names):
     p = jax.tree.map(lambda a, r=r: a[r], params)
-    runs.append({"loss": loss, "seed": s, **pools_of(predict(p, x), jax.random.fold_in(key, r))})
+    probs = predict(p, x)
+    run = {"loss": loss, "seed": s, **pools_of(probs, jax.random.fold_in(key, r))}
+    if shuffled:
+      pk = jax.random.fold_in(key, 50_000 + r)
+      run["placebo_hr1"] = {
+        mode: np.asarray(
+          placebo_hr1(probs, fps, jnp.asarray(d[f"{mode}_pool"]), lab, jax.random.fold_in(pk, i))
+        ).tolist()
+        for i, (mode, lab) in enumerate(shuffled.items())
+      }
+    runs.append(run)
   # Trivial baselines on the same pools.
   train = d["train"]
   prior = np.broadcast_to(d["fps"][train].mean(0).astype(np.float32), fp.shape)
@@ -257,8 +309,23 @@ def _floats(tree):
   return {k: float(v) for k, v in tree.items()}
 
 
+PLACEBO_POOLS = ("mass", "hard")
+
+
+def shuffled_labels(labels: np.ndarray, cfg: Config, pool_index: int) -> np.ndarray:
+  """``[S, Q, C]``: each pool's labels permuted within the pool, ``S = placebo_shuffles`` times.
+
+  The placebo positive lands on a uniformly random slot of the same pool (the true one with
+  probability 1/C), so every model's HR@1 against it is chance in expectation: the labels of
+  the shuffled-label control. Fixed by ``cfg.seed`` (the same shuffles for every objective).
+  """
+  rng = np.random.default_rng([cfg.seed, 300 + pool_index])
+  stack = np.broadcast_to(labels, (cfg.placebo_shuffles, *labels.shape))
+  return rng.permuted(stack, axis=-1)
+
+
 def _summarise(cfg: Config, ev: dict) -> dict:
-  """Seed mean and std per (objective, pool, metric)."""
+  """Seed mean and std per (objective, pool, metric); ``placebo_hr1``: per shuffle."""
   out = {}
   for loss in cfg.losses:
     rs = [r for r in ev["runs"] if r["loss"] == loss]
@@ -272,13 +339,79 @@ def _summarise(cfg: Config, ev: dict) -> dict:
         }
         for k in keys
       }
+    if "placebo_hr1" in rs[0]:
+      out[loss]["placebo_hr1"] = {}
+      for mode in rs[0]["placebo_hr1"]:
+        v = np.array([r["placebo_hr1"][mode] for r in rs])  # [seeds, S]
+        out[loss]["placebo_hr1"][mode] = {
+          "mean": v.mean(0).tolist(),
+          "std": (v.std(0, ddof=1) if len(rs) > 1 else np.zeros(v.shape[1])).tolist(),
+        }
   return out
 
 
 # ------------------------------------------------------------------------ toy regret --
 
 
-def _toy(cfg: Config) -> dict:
+def _toy_problem(pi, cands, mask):
+  """Regrets, σ band, top ties and the lemma check of one batch of toy problems.
+
+  Args:
+    pi: ``[P, n]`` posteriors (zero on masked slots).
+    cands: ``[P, n, F]`` binary candidates.
+    mask: ``[P, n]`` bool, False for slots that are not candidates.
+
+  Returns:
+    Per-problem lists: Jaccard-Bayes regret, BCE-marginals + cosine regret, the regret of the
+    retrieval-optimal fingerprint ``y_{argmax π}`` (the oracle decision), σ_max, whether the
+    Jaccard-Bayes fingerprint ties two candidates at the top, and the lemma counts.
+  """
+  yj, _ = M.enumerate_bayes_fingerprint(pi, cands)
+  rj = np.asarray(M.hr1_regret(pi, cands, yj, sim="jaccard", mask=mask))
+  marg = M.marginal_fingerprint(pi, cands)
+  rc = np.asarray(M.hr1_regret(pi, cands, marg, sim="cosine", mask=mask))
+  best = cands[np.arange(len(pi)), np.where(mask, pi, -1.0).argmax(1)]
+  ro = np.asarray(M.hr1_regret(pi, cands, best, sim="jaccard", mask=mask))
+  _, smax = M.similarity_band(cands, mask)
+  smax = np.asarray(smax)
+  # Lemma check: a decision within (1 + σ_max)/2 of some candidate ranks it alone first.
+  yj = np.asarray(yj, np.float64)
+  c64 = cands.astype(np.float64)
+  inter = np.einsum("pf,pnf->pn", yj, c64)
+  union = yj.sum(-1)[:, None] + c64.sum(-1) - inter
+  jac = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+  prem, unique_top = lemma_check(np.where(mask, jac, -np.inf), smax)
+  return {
+    "regret_jaccard": rj.tolist(),
+    "regret_bce_cosine": rc.tolist(),
+    "regret_oracle": ro.tolist(),
+    "sigma_max": smax.tolist(),
+    "tied_top": (~unique_top).tolist(),
+    "lemma_premise": prem.tolist(),
+    "lemma_violation": (prem & ~unique_top).tolist(),
+  }
+
+
+def lemma_check(jac: np.ndarray, smax: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """Where the sufficient-margin lemma's premise holds, and where the top is unique.
+
+  Args:
+    jac: ``[P, n]`` float64 Jaccard of the decision to each candidate (``-inf`` on slots that
+      are not candidates).
+    smax: ``[P]`` σ_max of each pool (float32 from :func:`similarity_band`).
+
+  Returns:
+    ``(premise, unique_top)``, ``[P]`` bool: ``max_c J > (1 + σ_max) / 2`` by more than the
+    1e-6 tie tolerance (the premise is strict; a float32 σ_max rounded down must not make an
+    equality pass), and a single candidate within 1e-6 of the top.
+  """
+  top = jac >= jac.max(1, keepdims=True) - 1e-6
+  premise = jac.max(1) > (1.0 + np.asarray(smax, np.float64)) / 2 + 1e-6
+  return premise, top.sum(1) == 1
+
+
+def _toy(cfg: Config) -> list:
+  """Toy problems: each raw (as drawn) and deduplicated by fingerprint (empty ones dropped)."""
   rows = []
   rng = np.random.default_rng(cfg.seed + 5)
   for f in cfg.toy_bits:
@@ -290,39 +423,45 @@ def _toy(cfg: Config) -> dict:
         cands = (base ^ flips).astype(np.uint8)
         pi = rng.dirichlet(np.ones(n), size=p).astype(np.float32)
         pi = pi / pi.sum(1, keepdims=True)
-        yj, ej = M.enumerate_bayes_fingerprint(pi, cands)
-        rj = np.asarray(M.hr1_regret(pi, cands, yj, sim="jaccard"))
-        marg = M.marginal_fingerprint(pi, cands)
-        rc = np.asarray(M.hr1_regret(pi, cands, marg, sim="cosine"))
-        _, smax = M.similarity_band(cands)
-        smax = np.asarray(smax)
-        # Lemma check: a decision within (1 + σ_max)/2 of some candidate ranks it alone first.
-        yj = np.asarray(yj, np.float32)
-        c32 = cands.astype(np.float32)
-        inter = np.einsum("pf,pnf->pn", yj, c32)
-        union = yj.sum(-1)[:, None] + c32.sum(-1) - inter
-        jac = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
-        prem = jac.max(1) > (1 + smax) / 2
-        unique_top = (jac >= jac.max(1, keepdims=True) - 1e-6).sum(1) == 1
+        raw = _toy_problem(pi, cands, np.ones(pi.shape, bool))
+        merged, mask = (
+          np.asarray(a) for a in M.merge_duplicate_candidates(pi, cands, drop_empty=True)
+        )
+        real = mask.sum(1)
+        ok = real >= 2  # a retrieval problem needs two distinct (non-empty) candidates
+        # Left-out problems run as their raw selves (static shapes) and are dropped below.
+        dd = _toy_problem(
+          np.where(ok[:, None], merged, pi).astype(np.float32),
+          cands,
+          np.where(ok[:, None], mask, True),
+        )
+        dd = {k: ([x for x, keep in zip(v, ok) if keep] if isinstance(v, list) else v)
+              for k, v in dd.items()}  # fmt: skip
+        # A check of the deduplication: no kept problem holds a fingerprint twice or an empty one.
+        left = sum(
+          len(np.unique(c[m], axis=0)) < m.sum() or not c[m].any(-1).all()
+          for c, m, keep in zip(cands, mask, ok)
+          if keep
+        )
+        raw_dup = [len(np.unique(c, axis=0)) < n for c in cands]
         rows.append(
           {
             "F": f,
             "n": n,
             "flip": q,
-            "regret_jaccard": rj.tolist(),
-            "regret_bce_cosine": rc.tolist(),
-            "sigma_max": smax.tolist(),
-            "lemma_premise": int(prem.sum()),
-            "lemma_violations": int((prem & ~unique_top).sum()),
+            "raw": {**raw, "has_duplicates": raw_dup},
+            "dedup": {
+              **dd,
+              "left_out": int((~ok).sum()),
+              "candidates": real[ok].tolist(),
+              "duplicates_left": int(left),
+            },
           }
         )
   return rows
 
 
-def _toy_summary(rows) -> dict:
-  rj = np.concatenate([r["regret_jaccard"] for r in rows])
-  rc = np.concatenate([r["regret_bce_cosine"] for r in rows])
-  sm = np.concatenate([r["sigma_max"] for r in rows])
+def _band_bins(rj, rc, sm) -> list:
   edges = (0.0, 0.25, 0.5, 0.75, 1.0001)
   bins = []
   for lo, hi in zip(edges[:-1], edges[1:]):
@@ -337,34 +476,121 @@ def _toy_summary(rows) -> dict:
         "frac_positive_jaccard": float((rj[sel] > 1e-6).mean()) if sel.any() else None,
       }
     )
-  low = sm < 0.5
-  high = sm >= 0.75
-  return {
+  return bins
+
+
+def mean_ci(x) -> tuple[float, float]:
+  """Mean and 95% t half-width over independent problems (``core.stats.t_interval``)."""
+  t = stats.t_interval(np.asarray(x, np.float64))
+  return t.mean, t.half_width
+
+
+def diff_of_means_ci(a, b) -> tuple[float, float]:
+  """``mean(a) - mean(b)`` of two independent samples and its 95% half-width.
+
+  The half-width adds the two groups' t half-widths in quadrature, ``sqrt(h_a² + h_b²)``
+  (Welch's interval with each group's own t quantile; for large groups the normal interval).
+  """
+  ma, ha = mean_ci(a)
+  mb, hb = mean_ci(b)
+  return ma - mb, float(np.hypot(ha, hb))
+
+
+def _toy_set_summary(part: list) -> dict:
+  """The summary of one set of toy problems (``part``: per cell, the raw or dedup lists)."""
+  cat = lambda k: np.concatenate([np.asarray(r[k], np.float64) for r in part])  # noqa: E731
+  rj, rc, ro, sm = (
+    cat("regret_jaccard"),
+    cat("regret_bce_cosine"),
+    cat("regret_oracle"),
+    cat("sigma_max"),
+  )
+  tied = cat("tied_top").astype(bool)
+  m, h = mean_ci(rj)
+  mo, ho = mean_ci(ro)
+  low, high = sm < 0.5, sm >= 0.75
+  out = {
     "problems": int(rj.size),
-    "mean_regret_jaccard": float(rj.mean()),
+    "mean_regret_jaccard": m,
+    "mean_regret_jaccard_ci95": h,
     "mean_regret_bce_cosine": float(rc.mean()),
+    "mean_regret_oracle": mo,
+    "mean_regret_oracle_ci95": ho,
     "frac_positive_jaccard": float((rj > 1e-6).mean()),
     "max_regret_jaccard": float(rj.max()),
-    "regret_high_minus_low": (
-      float(rj[high].mean() - rj[low].mean()) if high.any() and low.any() else None
-    ),
-    "lemma_premise": int(sum(r["lemma_premise"] for r in rows)),
-    "lemma_violations": int(sum(r["lemma_violations"] for r in rows)),
-    "bins": bins,
+    "tied_top_share": float(tied.mean()),
+    "regret_tied_top": float(rj[tied].mean()) if tied.any() else None,
+    "regret_untied_top": float(rj[~tied].mean()) if (~tied).any() else None,
+    "low_count": int(low.sum()),
+    "high_count": int(high.sum()),
+    "regret_high_minus_low": None,
+    "regret_high_minus_low_ci95": None,
+    "lemma_premise": int(cat("lemma_premise").sum()),
+    "lemma_violations": int(cat("lemma_violation").sum()),
+    "bins": _band_bins(rj, rc, sm),
   }
+  if low.sum() >= 2 and high.sum() >= 2:
+    d, dh = diff_of_means_ci(rj[high], rj[low])
+    out["regret_high_minus_low"], out["regret_high_minus_low_ci95"] = d, dh
+  return out
+
+
+def _toy_summary(rows) -> dict:
+  """Raw problems (as drawn, ties included) and the deduplicated ones, summarised apart."""
+  raw = _toy_set_summary([r["raw"] for r in rows])
+  dup = np.concatenate([np.asarray(r["raw"]["has_duplicates"], bool) for r in rows])
+  rj = np.concatenate([np.asarray(r["raw"]["regret_jaccard"], np.float64) for r in rows])
+  raw["duplicate_share"] = float(dup.mean())
+  raw["regret_with_duplicates"] = float(rj[dup].mean()) if dup.any() else None
+  raw["regret_without_duplicates"] = float(rj[~dup].mean()) if (~dup).any() else None
+  dedup = _toy_set_summary([r["dedup"] for r in rows])
+  dedup["left_out"] = int(sum(r["dedup"]["left_out"] for r in rows))
+  dedup["duplicates_left"] = int(sum(r["dedup"]["duplicates_left"] for r in rows))
+  dedup["mean_candidates"] = float(
+    np.mean(np.concatenate([r["dedup"]["candidates"] for r in rows]))
+  )
+  return {"raw": raw, "dedup": dedup}
 
 
 # ------------------------------------------------------------------------- derived --
 
 
+def misalignment(tan: dict, hr: dict, n: int) -> dict:
+  """Do the best objective by Tanimoto and the best by HR@1 differ, beyond the seed noise?
+
+  Args:
+    tan: ``{objective: {"mean", "std"}}`` mean thresholded Tanimoto over seeds.
+    hr: ``{objective: {"mean", "std"}}`` HR@1 over seeds.
+    n: seeds per objective.
+
+  Returns:
+    ``L_T`` (best seed-mean Tanimoto), ``L_H`` (best seed-mean HR@1), the gaps
+    ``gap_H = HR@1(L_H) - HR@1(L_T)`` and ``gap_T = T(L_T) - T(L_H)``, and
+    ``z = min(gap_H / se_H, gap_T / se_T)`` with ``se`` the standard error of each difference
+    from the two seed stds; ``z = 0`` when ``L_T = L_H`` (the two metric families agree).
+  """
+  lt = max(tan, key=lambda k: tan[k]["mean"])
+  lh = max(hr, key=lambda k: hr[k]["mean"])
+  if lt == lh:
+    return {"lt": lt, "lh": lh, "gap_h": 0.0, "gap_t": 0.0, "z": 0.0}
+  gh = hr[lh]["mean"] - hr[lt]["mean"]
+  gt = tan[lt]["mean"] - tan[lh]["mean"]
+  se_h = np.sqrt((hr[lh]["std"] ** 2 + hr[lt]["std"] ** 2) / n)
+  se_t = np.sqrt((tan[lt]["std"] ** 2 + tan[lh]["std"] ** 2) / n)
+  zh = gh / se_h if se_h > 0 else np.inf
+  zt = gt / se_t if se_t > 0 else np.inf
+  return {"lt": lt, "lh": lh, "gap_h": float(gh), "gap_t": float(gt), "z": float(min(zh, zt))}
+
+
 def derived_metrics(metrics: dict) -> dict:
   """The values the claims in ``configs/default.py`` are judged on (pure; JSON in/out).
 
-  For pool P: ``L_T`` = the objective with the best seed-mean Tanimoto, ``L_H`` = the best
-  seed-mean HR@1 (cosine retrieval, the reference's score for every objective here).
-  ``misalignment_z_P = min(gap_H / se_H, gap_T / se_T)`` with ``gap_H = HR@1(L_H) - HR@1(L_T)``,
-  ``gap_T = T(L_T) - T(L_H)`` and ``se`` the standard error of each difference from the seed
-  stds (0 when ``L_T = L_H``: the two metric families agree).
+  For pool P: ``misalignment_z_P`` from :func:`misalignment` on the seed-mean Tanimoto and
+  HR@1 (cosine retrieval, the reference's score for every objective here). With placebo
+  shuffles (``objectives[*]["placebo_hr1"]``), ``misalignment_z_P_shuffled`` is the median over
+  the label shuffles of the same statistic with HR@1 measured against the shuffled labels (the
+  shuffled-label control); ``..._shuffled_all`` lists every shuffle's value. The toy values
+  come from the deduplicated problems; ``toy_raw_*`` from the problems as drawn.
   """
   out = {}
   summ = metrics["objectives"]
@@ -372,40 +598,51 @@ def derived_metrics(metrics: dict) -> dict:
   for pool in ("mass", "hard"):
     tan = {k: v[pool]["fp/tanimoto"] for k, v in summ.items()}
     hr = {k: v[pool]["hr/cosine@1"] for k, v in summ.items()}
-    lt = max(tan, key=lambda k: tan[k]["mean"])
-    lh = max(hr, key=lambda k: hr[k]["mean"])
-    out[f"best_tanimoto_loss_{pool}"] = lt
+    mis = misalignment(tan, hr, n)
+    lh = mis["lh"]
+    out[f"best_tanimoto_loss_{pool}"] = mis["lt"]
     out[f"best_hr1_loss_{pool}"] = lh
-    if lt == lh:
-      z = 0.0
-      gh = gt = 0.0
-    else:
-      gh = hr[lh]["mean"] - hr[lt]["mean"]
-      gt = tan[lt]["mean"] - tan[lh]["mean"]
-      se_h = np.sqrt((hr[lh]["std"] ** 2 + hr[lt]["std"] ** 2) / n)
-      se_t = np.sqrt((tan[lt]["std"] ** 2 + tan[lh]["std"] ** 2) / n)
-      zh = gh / se_h if se_h > 0 else np.inf
-      zt = gt / se_t if se_t > 0 else np.inf
-      z = float(min(zh, zt))
-    out[f"hr1_gap_{pool}"] = float(gh)
-    out[f"tanimoto_gap_{pool}"] = float(gt)
-    out[f"misalignment_z_{pool}"] = z
+    out[f"hr1_gap_{pool}"] = mis["gap_h"]
+    out[f"tanimoto_gap_{pool}"] = mis["gap_t"]
+    out[f"misalignment_z_{pool}"] = mis["z"]
     order_t = sorted(tan, key=lambda k: -tan[k]["mean"])
     order_h = sorted(hr, key=lambda k: -hr[k]["mean"])
     out[f"kendall_tau_{pool}"] = _kendall(order_t, order_h)
     out[f"best_hr1_{pool}"] = hr[lh]["mean"]
     out[f"best_hr1_std_{pool}"] = hr[lh]["std"]
+    placebo = [v.get("placebo_hr1", {}).get(pool) for v in summ.values()]
+    if all(p is not None for p in placebo):
+      zs = []
+      for i in range(len(placebo[0]["mean"])):
+        hr_i = {
+          k: {"mean": v["placebo_hr1"][pool]["mean"][i], "std": v["placebo_hr1"][pool]["std"][i]}
+          for k, v in summ.items()
+        }
+        zs.append(misalignment(tan, hr_i, n)["z"])
+      out[f"misalignment_z_{pool}_shuffled"] = float(np.median(zs))
+      out[f"misalignment_z_{pool}_shuffled_all"] = zs
   base = metrics["baselines"]
   for pool in ("mass", "hard"):
     trivial = max(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])
     out[f"best_trivial_hr1_{pool}"] = trivial
     out[f"method_minus_trivial_hr1_{pool}"] = out[f"best_hr1_{pool}"] - trivial
     out[f"nn_lookup_hr1_{pool}"] = base["nn_lookup"][pool]["hr/cosine@1"]
-  toy = metrics["toy"]
+  toy, raw = metrics["toy"]["dedup"], metrics["toy"]["raw"]
   out["toy_mean_regret_jaccard"] = toy["mean_regret_jaccard"]
+  out["toy_mean_regret_jaccard_ci95"] = toy["mean_regret_jaccard_ci95"]
   out["toy_mean_regret_bce_cosine"] = toy["mean_regret_bce_cosine"]
+  out["toy_mean_regret_oracle"] = toy["mean_regret_oracle"]
+  out["toy_mean_regret_oracle_ci95"] = toy["mean_regret_oracle_ci95"]
   out["toy_regret_high_minus_low"] = toy["regret_high_minus_low"]
+  out["toy_regret_high_minus_low_ci95"] = toy["regret_high_minus_low_ci95"]
+  out["toy_low_count"] = toy["low_count"]
+  out["toy_high_count"] = toy["high_count"]
+  out["toy_problems"] = toy["problems"]
+  out["toy_duplicates_left"] = toy["duplicates_left"]
   out["toy_lemma_violations"] = toy["lemma_violations"]
+  out["toy_raw_mean_regret_jaccard"] = raw["mean_regret_jaccard"]
+  out["toy_raw_duplicate_share"] = raw["duplicate_share"]
+  out["toy_raw_regret_high_minus_low"] = raw["regret_high_minus_low"]
   return out
 
 
@@ -485,26 +722,90 @@ def _table(cfg: Config, metrics: dict) -> str:
     "",
     core.markdown_table(head, rows, fmt=".3f"),
     "",
-    "**Toy regret (exact enumeration)**: mean HR@1 regret by σ_max band",
+    "**Toy regret (exact enumeration)**: mean HR@1 regret by σ_max band, on the problems "
+    "deduplicated by fingerprint (identical candidates merged, empty ones dropped) and on the "
+    "problems as drawn (ties included)",
     "",
   ]
   toy = metrics["toy"]
-  lines.append(
-    core.markdown_table(
-      ["σ_max band", "problems", "Jaccard-Bayes regret", "BCE marginals + cosine", "share > 0"],
-      [
+  band_rows = []
+  for part in ("dedup", "raw"):
+    for b in toy[part]["bins"]:
+      band_rows.append(
         [
+          "deduplicated" if part == "dedup" else "as drawn",
           f"[{b['lo']:.2f}, {b['hi']:.2f})",
           b["count"],
           b["regret_jaccard"],
           b["regret_bce_cosine"],
           b["frac_positive_jaccard"],
         ]
-        for b in toy["bins"]
+      )
+  lines.append(
+    core.markdown_table(
+      [
+        "problems",
+        "σ_max band",
+        "count",
+        "Jaccard-Bayes regret",
+        "BCE marginals + cosine",
+        "share > 0",
       ],
+      band_rows,
       fmt=".4f",
     )
   )
+  dd, raw = toy["dedup"], toy["raw"]
+  rows = [
+    [
+      "as drawn",
+      raw["problems"],
+      raw["duplicate_share"],
+      core.MeanStd(raw["mean_regret_jaccard"], raw["mean_regret_jaccard_ci95"], fmt=".4f"),
+      raw["mean_regret_oracle"],
+      raw["tied_top_share"],
+    ],
+    [
+      "deduplicated",
+      dd["problems"],
+      0.0 if dd["duplicates_left"] == 0 else None,
+      core.MeanStd(dd["mean_regret_jaccard"], dd["mean_regret_jaccard_ci95"], fmt=".4f"),
+      dd["mean_regret_oracle"],
+      dd["tied_top_share"],
+    ],
+  ]
+  lines += [
+    "",
+    "**Ties, reported apart**: share of problems with a duplicated candidate, the mean "
+    "Jaccard-Bayes regret (± 95% CI), the regret of the retrieval-optimal fingerprint "
+    "y_argmax π (0 without ties) and the share of problems whose Jaccard-Bayes fingerprint "
+    "ties two candidates at the top",
+    "",
+    core.markdown_table(
+      [
+        "problems",
+        "count",
+        "with duplicates",
+        "Jaccard-Bayes regret",
+        "oracle-decision regret",
+        "tied top",
+      ],
+      rows,
+      fmt=".4f",
+    ),
+  ]
+  if "raw_pool_ties" in metrics["data"]:
+    ties = metrics["data"]["raw_pool_ties"]
+    lines += [
+      "",
+      "**Pool ties removed by deduplication** (test pools before deduplication)",
+      "",
+      core.markdown_table(
+        ["pool", "query's fingerprint repeated", "any fingerprint repeated", "extra copies"],
+        [[m, t["query_tied"], t["any_tied"], t["extra_copies"]] for m, t in ties.items()],
+        fmt=".4f",
+      ),
+    ]
   return "\n".join(lines)
 
 
@@ -545,11 +846,24 @@ def _plots(cfg: Config, metrics: dict, workdir):
   axes[0].legend(fontsize=7)
   core.save_figure(fig, workdir, "frontier")
 
-  fig, ax = plt.subplots(figsize=(5, 3.5))
-  bins = [b for b in metrics["toy"]["bins"] if b["count"]]
-  mids = [(b["lo"] + b["hi"]) / 2 for b in bins]
-  ax.plot(mids, [b["regret_jaccard"] for b in bins], "o-", label="Jaccard-Bayes fingerprint")
-  ax.plot(mids, [b["regret_bce_cosine"] for b in bins], "s--", label="BCE marginals + cosine")
+  fig, ax = plt.subplots(figsize=(5.5, 3.8))
+  for part, style, what in (("dedup", "-", "deduplicated"), ("raw", ":", "as drawn")):
+    bins = [b for b in metrics["toy"][part]["bins"] if b["count"]]
+    mids = [(b["lo"] + b["hi"]) / 2 for b in bins]
+    ax.plot(
+      mids,
+      [b["regret_jaccard"] for b in bins],
+      "o" + style,
+      color="C0",
+      label=f"Jaccard-Bayes, {what}",
+    )
+    ax.plot(
+      mids,
+      [b["regret_bce_cosine"] for b in bins],
+      "s" + style,
+      color="C1",
+      label=f"BCE marginals + cosine, {what}",
+    )
   ax.set_xlabel("σ_max of the candidate pool")
   ax.set_ylabel("mean HR@1 regret")
   ax.set_title("exact toy regret")
@@ -605,6 +919,7 @@ def train_and_evaluate(config, workdir) -> dict:
         )
         for m in POOLS
       },
+      "pool_ties": {m: pool_ties(d["fps"], d[f"{m}_pool"], d["test"]) for m in POOLS},
       "spectra": "simulated (proxy for MS/MS)",
     },
     "seeds": cfg.seeds,
@@ -614,6 +929,10 @@ def train_and_evaluate(config, workdir) -> dict:
     "final_train_loss": ev["final_train_loss"],
     "toy": _toy_summary(toy_rows),
   }
+  if cfg.unique_pools:
+    metrics["data"]["raw_pool_ties"] = {
+      m: pool_ties(d["fps"], d[f"{m}_raw_pool"], d["test"]) for m in POOLS
+    }
   metrics["derived"] = derived_metrics(metrics)
   _plots(cfg, metrics, workdir)
   table = _table(cfg, metrics)
@@ -626,6 +945,8 @@ def train_and_evaluate(config, workdir) -> dict:
     notes=(
       "Real molecules shipped with RDKit (unique InChIKey skeletons), folded Morgan "
       "fingerprints, SIMULATED fragmentation spectra (a proxy for MS/MS, not measurements). "
+      "Pools deduplicated by fingerprint when unique_pools is set; toy problems summarised "
+      "both as drawn and deduplicated (identical candidates merged, empty ones dropped). "
       "One encoder per objective x seed trained as one vmapped grid; final checkpoint (no "
       "per-metric selection). HR@k ties broken by eps-noise as the reference. Absolute numbers "
       "are not comparable with MassSpecGym."

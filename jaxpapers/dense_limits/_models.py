@@ -31,6 +31,7 @@ from jax import lax
 from jaxpapers.core import validation as V
 
 NORMALIZE = ("mean", "none")
+INITS = ("bound", "fan_in")
 
 
 def _check_widths(d_in, d_out, widths):
@@ -61,7 +62,11 @@ class StronglyDenseMLP(nnx.Module):
     normalize: ``'mean'`` (divide by the fan-in ``n_{l-1}``) or ``'none'`` (sum aggregation:
       the bounded-unnormalised control).
     normalize_first: also divide the first layer by ``d_0``.
-    rngs: ``nnx.Rngs``; weights ``~ U[-B, B]``, biases 0.
+    init: ``'bound'`` (weights ``~ U[-B, B]``: the scale of the class under mean aggregation)
+      or ``'fan_in'`` (weights ``~ U[-a, a]`` with ``a = min(B, sqrt(3 / n_{l-1}))``, variance
+      ``1 / n_{l-1}`` where the bound allows: pre-activations start O(1) under sum
+      aggregation, ``normalize='none'``, whatever the width).
+    rngs: ``nnx.Rngs``; weights as ``init`` says, biases 0.
 
   Call: ``x [batch, d_in] -> [batch, d_out]``.
   """
@@ -75,18 +80,22 @@ class StronglyDenseMLP(nnx.Module):
     bound: float,
     normalize: str = "mean",
     normalize_first: bool = False,
+    init: str = "bound",
     rngs: nnx.Rngs,
   ):
     self.sizes = _check_widths(d_in, d_out, widths)
     self.bound = V.check_float(bound, "bound", min_value=0.0, min_inclusive=False)
     if normalize not in NORMALIZE:
       raise ValueError(f"normalize must be one of {NORMALIZE}, got {normalize!r}")
+    if init not in INITS:
+      raise ValueError(f"init must be one of {INITS}, got {init!r}")
     self.normalize = normalize
     self.normalize_first = bool(normalize_first)
     self.num_layers = len(self.sizes) - 1
     for l in range(self.num_layers):
       n_in, n_out = self.sizes[l], self.sizes[l + 1]
-      w = jax.random.uniform(rngs.params(), (n_in, n_out), minval=-self.bound, maxval=self.bound)
+      a = self.bound if init == "bound" else min(self.bound, (3.0 / n_in) ** 0.5)
+      w = jax.random.uniform(rngs.params(), (n_in, n_out), minval=-a, maxval=a)
       setattr(self, f"w{l}", nnx.Param(w))
       setattr(self, f"b{l}", nnx.Param(jnp.zeros((n_out,))))
 

@@ -53,6 +53,7 @@ from jaxpapers.msretrieval._theory import (
   enumerate_bayes_fingerprint,
   hr1_regret,
   marginal_fingerprint,
+  merge_duplicate_candidates,
   similarity_band,
 )
 
@@ -81,6 +82,7 @@ __all__ = [
   "loss_weights",
   "make_optimizer",
   "marginal_fingerprint",
+  "merge_duplicate_candidates",
   "monoisotopic_masses",
   "morgan_fingerprints",
   "pack_bits",

@@ -322,6 +322,44 @@ def _tanimoto_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
   return np.where(union > 0, inter / np.maximum(union, 1), 0.0).astype(np.float32)
 
 
+def _first_unique(order: np.ndarray, group: np.ndarray, size: int) -> np.ndarray:
+  """The first ``size`` entries of ``order`` whose ``group`` has not been taken before."""
+  _, first = np.unique(group[order], return_index=True)
+  keep = np.sort(first)[:size]
+  return order[keep]
+
+
+def _unique_pools(fps, masses, queries, *, mode, size, rng, block):
+  """``[Q, size]`` pools of distinct fingerprints in each mode's order of preference."""
+  n = fps.shape[0]
+  _, group = np.unique(fps, axis=0, return_inverse=True)
+  group = group.reshape(-1)
+  if group.max() + 1 < size:
+    raise ValueError(
+      f"size must be at most the number of distinct fingerprints in fps ({group.max() + 1}) "
+      f"with unique_fingerprints=True, got {size}"
+    )
+  index = np.zeros((len(queries), size), np.int64)
+  if mode == "hard":
+    for s in range(0, len(queries), block):
+      qs = queries[s : s + block]
+      t = _tanimoto_matrix(fps[qs], fps)
+      t[np.arange(len(qs)), qs] = np.inf  # the query itself first
+      order = np.argsort(-t, axis=1, kind="stable")
+      for r, o in enumerate(order):
+        index[s + r] = _first_unique(o, group, size)
+    return index
+  for r, qi in enumerate(queries):
+    if mode == "mass":
+      d = np.abs(masses - masses[qi]) + (np.arange(n) != qi) * 1e-12
+      order = np.argsort(d, kind="stable")
+    else:
+      others = rng.permutation(n - 1)
+      order = np.concatenate([[qi], others + (others >= qi)])
+    index[r] = _first_unique(order, group, size)
+  return index
+
+
 def build_candidates(
   fps: np.ndarray,
   masses: np.ndarray,
@@ -331,6 +369,7 @@ def build_candidates(
   size: int,
   seed: int,
   block: int = 256,
+  unique_fingerprints: bool = False,
 ) -> CandidateSet:
   """One candidate pool of ``size`` library molecules per query, the query's molecule included.
 
@@ -338,6 +377,14 @@ def build_candidates(
   setting, with a fixed count instead of a ppm window); ``'hard'``: the ``size`` nearest by
   Tanimoto (a high σ_max); ``'random'``: ``size - 1`` uniform draws. Each pool is shuffled so
   the true molecule's slot carries no information.
+
+  With ``unique_fingerprints=True`` the pool is deduplicated by structure as a fingerprint sees
+  it: candidates are taken in the same order of preference (nearest mass, nearest Tanimoto,
+  random order), the query's molecule first, and a molecule whose fingerprint equals one already
+  in the pool is skipped. No two candidates then tie under any fingerprint similarity, so HR@k
+  measures retrieval rather than the luck of tie-breaking. (Distinct InChIKeys can share a
+  folded fingerprint; the bundled library is already unique by InChIKey block 1.) The default
+  (False) keeps the pools of earlier versions unchanged.
 
   Args:
     fps: ``[N, F]`` binary library fingerprints.
@@ -347,9 +394,14 @@ def build_candidates(
     size: candidates per pool, ``2 <= size <= N``.
     seed: numpy seed (random draws and shuffles).
     block: queries per block of the Tanimoto computation.
+    unique_fingerprints: skip candidates whose fingerprint is already in the pool (above).
 
   Returns:
     A :class:`CandidateSet`.
+
+  Raises:
+    ValueError: naming the argument; with ``unique_fingerprints`` also when the library holds
+      fewer than ``size`` distinct fingerprints.
   """
   if mode not in _MODES:
     raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
@@ -367,10 +419,14 @@ def build_candidates(
     raise ValueError(f"queries must index the library: 0 <= q < {n}")
   size = V.check_int(size, "size", min_value=2, max_value=n)
   seed = V.check_int(seed, "seed", min_value=0)
+  if not isinstance(unique_fingerprints, bool):
+    raise TypeError(f"unique_fingerprints must be True or False, got {unique_fingerprints!r}")
   rng = np.random.default_rng(seed)
   q = len(queries)
   index = np.zeros((q, size), np.int64)
-  if mode == "mass":
+  if unique_fingerprints:
+    index = _unique_pools(fps, masses, queries, mode=mode, size=size, rng=rng, block=block)
+  elif mode == "mass":
     order = np.argsort(masses, kind="stable")
     pos = np.empty(n, np.int64)
     pos[order] = np.arange(n)

@@ -13,6 +13,9 @@ candidates with fingerprints ``y_c ∈ {0,1}^F`` and a posterior ``π_c = P(y = 
   ``R = max_c π_c - E[π_ĉ]``, ``ĉ`` the top candidate by ``S(d, y_c)`` with ties broken uniformly
   at random (the expectation of the reference's noise tie-breaking).
 * The similarity band of a pool: ``σ_min / σ_max`` = min / max of ``J(y_c, y_c')`` over pairs.
+* Candidates listed twice with the same fingerprint tie under every similarity; deduplicate
+  them by structure (:func:`merge_duplicate_candidates`) before reading a regret as a mismatch
+  between the two Bayes decisions.
 
 Sufficient-margin lemma (our derivation; ``1 - J`` is a metric): if ``J(ŷ, y_true) > (1 + σ_max)/2``
 then ``y_true`` is ranked first by Jaccard.
@@ -152,11 +155,12 @@ def hr1_regret(
   decision: jax.Array,
   *,
   sim: Literal["jaccard", "cosine"] = "jaccard",
+  mask: jax.Array | None = None,
 ) -> jax.Array:
   """HR@1 regret ``max_c π_c - E[π_ĉ]`` of retrieving with ``decision`` under ``sim``.
 
-  ``ĉ`` maximises ``S(decision, y_c)``; candidates within 1e-6 of the top score are tied and
-  averaged uniformly (the expected value under random tie-breaking).
+  ``ĉ`` maximises ``S(decision, y_c)`` over the real candidates; candidates within 1e-6 of the
+  top score are tied and averaged uniformly (the expected value under random tie-breaking).
 
   Args:
     posterior: ``[..., n]`` posteriors.
@@ -164,22 +168,30 @@ def hr1_regret(
     decision: ``[..., F]`` the predicted fingerprint (binary for ``'jaccard'``; any
       non-negative vector for ``'cosine'``).
     sim: ``'jaccard'`` or ``'cosine'``.
+    mask: optional ``[..., n]`` bool, False for slots that are not candidates (padding, or the
+      duplicates removed by :func:`merge_duplicate_candidates`): they are never retrieved and
+      do not count in ``max_c π_c``. Each problem needs at least one real candidate.
 
   Returns:
-    ``[...]`` float32 regret in [0, 1].
+    ``[...]`` float32 regret in [0, 1]. Under jit a problem without a real candidate gives NaN.
   """
   if sim not in ("jaccard", "cosine"):
     raise ValueError(f"sim must be 'jaccard' or 'cosine', got {sim!r}")
   posterior, cands = _check_problem(posterior, cands)
   decision = V.check_array(decision, "decision", shape=cands.shape[:-2] + cands.shape[-1:])
-  out, flags, dec_ok = _regret(posterior, cands, decision, sim=sim)
+  if mask is None:
+    mask = jnp.ones(posterior.shape, bool)
+  mask = V.check_array(mask, "mask", shape=posterior.shape, dtype="bool")
+  out, flags, dec_ok, any_real = _regret(posterior, cands, decision, mask, sim=sim)
+  checks = (*flags, any_real)
+  messages = (*_PROBLEM_MESSAGES, "mask must keep at least one candidate per problem")
   if sim == "jaccard":
-    return _finish(out, (*flags, dec_ok), (*_PROBLEM_MESSAGES, "decision must be binary"))
-  return _finish(out, flags)
+    return _finish(out, (*checks, dec_ok), (*messages, "decision must be binary"))
+  return _finish(out, checks, messages)
 
 
 @functools.partial(jax.jit, static_argnames=("sim",))
-def _regret(posterior, cands, decision, *, sim):
+def _regret(posterior, cands, decision, mask, *, sim):
   y = cands.astype(jnp.float32)
   d = decision.astype(jnp.float32)[..., None, :]
   if sim == "jaccard":
@@ -188,10 +200,70 @@ def _regret(posterior, cands, decision, *, sim):
     s = jnp.where(union > 0, inter / jnp.where(union > 0, union, 1.0), 0.0)
   else:
     s = (d * y).sum(-1) / jnp.maximum(jnp.sqrt((d * d).sum(-1) * y.sum(-1)), 1e-8)
-  top = s >= s.max(-1, keepdims=True) - _TIE_TOL
-  got = (posterior * top).sum(-1) / top.sum(-1)
+  s = jnp.where(mask, s, -jnp.inf)
+  top = mask & (s >= s.max(-1, keepdims=True) - _TIE_TOL)
+  got = (posterior * top).sum(-1) / jnp.maximum(top.sum(-1), 1)
+  best = jnp.where(mask, posterior, -jnp.inf).max(-1)
   dec_ok = jnp.all((decision == 0) | (decision == 1))
-  return posterior.max(-1) - got, _problem_flags(posterior, cands), dec_ok
+  return best - got, _problem_flags(posterior, cands), dec_ok, jnp.all(mask.any(-1))
+
+
+def merge_duplicate_candidates(
+  posterior: jax.Array, cands: jax.Array, *, drop_empty: bool = False
+) -> tuple[jax.Array, jax.Array]:
+  """Deduplicates candidates by structure: identical fingerprints become one candidate.
+
+  A problem that lists the same fingerprint twice asks a fingerprint-based retriever to break
+  a tie no fingerprint can break; its HR@1 regret then measures the tie, not the decision. Here
+  the first occurrence of each distinct fingerprint keeps its slot and receives the summed
+  posterior of all its copies, ``π'_c = Σ_{c': y_c' = y_c} π_c'``; the later copies get
+  ``π' = 0`` and ``mask = False``. Shapes stay static (no compaction), so the result feeds
+  :func:`enumerate_bayes_fingerprint` and :func:`marginal_fingerprint` directly (a zero
+  posterior contributes nothing) and :func:`hr1_regret` / :func:`similarity_band` through
+  ``mask``.
+
+  With ``drop_empty=True`` an all-zero fingerprint is also removed (no molecule has one, and
+  ``J(ŷ, 0) = 0`` for every ``ŷ`` makes it tie with everything) and the posterior of the kept
+  candidates is renormalised to sum to 1; a problem whose candidates are all empty keeps no
+  candidate (its posterior is all zero and its mask all False: leave it out).
+
+  Args:
+    posterior: ``[..., n]`` posteriors.
+    cands: ``[..., n, F]`` binary candidates.
+    drop_empty: also remove empty fingerprints (above).
+
+  Returns:
+    ``(π', mask)``: ``[..., n]`` float32 and ``[..., n]`` bool. Under jit a bad posterior or a
+    non-binary candidate makes ``π'`` NaN.
+  """
+  if not isinstance(drop_empty, bool):
+    raise TypeError(f"drop_empty must be True or False, got {drop_empty!r}")
+  posterior = V.check_array(posterior, "posterior", dtype="float")
+  if posterior.ndim < 1 or posterior.shape[-1] < 1:
+    raise ValueError(f"posterior must have shape [..., n] with n >= 1, got {posterior.shape}")
+  cands = V.check_array(cands, "cands", ndim=posterior.ndim + 1, dtype="real")
+  if cands.shape[:-1] != posterior.shape:
+    raise ValueError(
+      f"cands must have shape posterior.shape + (F,) = {posterior.shape} + (F,), got {cands.shape}"
+    )
+  merged, mask, flags = _merge(posterior.astype(jnp.float32), cands, drop_empty=drop_empty)
+  return _finish(merged, flags), mask
+
+
+@functools.partial(jax.jit, static_argnames=("drop_empty",))
+def _merge(posterior, cands, *, drop_empty):
+  n = cands.shape[-2]
+  same = jnp.all(cands[..., :, None, :] == cands[..., None, :, :], axis=-1)  # [..., n, n]
+  first = jnp.argmax(same, axis=-1)  # the first slot holding the same fingerprint (<= own)
+  mask = first == jnp.arange(n)
+  owner = jax.nn.one_hot(first, n, dtype=posterior.dtype)  # [..., n (copy), n (owner)]
+  merged = jnp.einsum("...c,...co->...o", posterior, owner)
+  if drop_empty:
+    mask = mask & jnp.any(cands != 0, axis=-1)
+    merged = jnp.where(mask, merged, 0.0)
+    total = merged.sum(-1, keepdims=True)
+    merged = jnp.where(total > 0, merged / jnp.where(total > 0, total, 1.0), 0.0)
+  return merged, mask, _problem_flags(posterior, cands)
 
 
 def similarity_band(cands: jax.Array, mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:

@@ -1,12 +1,16 @@
 """Claim code of experiments/dense_limits: hand-computed slopes, gaps, ratios and bounds."""
 
 import importlib
+import math
 
 import ml_collections
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.dense_limits.train"}
+MODULES = {
+  "train": "experiments.dense_limits.train",
+  "config": "experiments.dense_limits.configs.default",
+}
 
 T3 = 4.303  # t_{0.975, 2}: the 95% half-width of a mean of three seeds is T3 * sd / sqrt(3)
 
@@ -14,6 +18,11 @@ T3 = 4.303  # t_{0.975, 2}: the 95% half-width of a mean of three seeds is T3 * 
 @pytest.fixture(name="train")
 def _train():
   return importlib.import_module(MODULES["train"])
+
+
+@pytest.fixture(name="config")
+def _config():
+  return importlib.import_module(MODULES["config"])
 
 
 def _cfg(**kw):
@@ -60,20 +69,122 @@ def test_slope_of_a_zero_loss_uses_the_floor(train):
 
 
 def test_task_derived(train):
-  cfg = _cfg()
-  d = train.task_derived(_cells(cfg), cfg, "bumps", 1.0)
-  assert d["trivial_train_loss"] == 1.0
-  assert d["slope_dense"] == pytest.approx(0.1)
+  cfg = _cfg(classes=("dense", "dense_sum", "sparse", "plain"), bounds=(1.0, 4.0))
+  slopes = {
+    "dense@1": SLOPES["dense"],
+    "dense@4": (-0.3, -0.2, -0.1),
+    "dense_sum@1": (-0.5, -0.5, -0.5),
+    "dense_sum@4": (-0.9, -0.6, -0.3),
+    "sparse": SLOPES["sparse"],
+    "plain": SLOPES["plain"],
+  }
+  d = train.task_derived(_cells(cfg, slopes), cfg, "bumps", 10.0)
+  assert d["trivial_train_loss"] == 10.0 and d["slope_constant"] == pytest.approx(0, abs=1e-12)
+  b1, b4 = d["B1"], d["B4"]
+  assert b1["slope_dense"] == pytest.approx(0.1)
   sd = np.sqrt(((-0.2) ** 2 + 0.1**2 + 0.3**2) / 2)  # sample std of (-0.1, 0.0, 0.4)
-  assert d["slope_dense_std"] == pytest.approx(sd)
-  assert d["slope_dense_ci95"] == pytest.approx(T3 * sd / np.sqrt(3))
+  assert b1["slope_dense_std"] == pytest.approx(sd)
+  assert b1["slope_dense_ci95"] == pytest.approx(T3 * sd / np.sqrt(3))
+  assert b4["slope_dense"] == pytest.approx(-0.2) and b4["slope_sum"] == pytest.approx(-0.6)
+  assert b1["slope_sum"] == pytest.approx(-0.5) and b1["slope_sum_std"] == 0.0
   assert d["slope_sparse"] == pytest.approx(-1.7 / 3)
   assert d["slope_plain"] == pytest.approx(-0.6)
   # Per seed: dense minus the steeper of sparse and plain: (-0.1+1, 0+0.9, 0.4+0.2).
-  assert d["slope_gap"] == pytest.approx((0.9 + 0.9 + 0.6) / 3)
-  assert d["slope_gap_ci95"] == pytest.approx(T3 * np.sqrt(0.03) / np.sqrt(3))
+  assert b1["slope_gap"] == pytest.approx((0.9 + 0.9 + 0.6) / 3)
+  assert b1["slope_gap_ci95"] == pytest.approx(T3 * np.sqrt(0.03) / np.sqrt(3))
+  # B = 4: (-0.3+1, -0.2+0.9, -0.1+0.2); the width-unbounded control is not one of "the others".
+  assert b4["slope_gap"] == pytest.approx((0.7 + 0.7 + 0.1) / 3)
   # Seed-mean train loss at the widest net (log10 width 3): mean of 10 ** (3 a).
-  assert d["widest_train"]["dense"] == pytest.approx(np.mean(10 ** (3 * np.array([-0.1, 0, 0.4]))))
+  widest = np.mean(10 ** (3 * np.array([-0.1, 0, 0.4])))
+  assert b1["widest_train"]["dense"] == pytest.approx(widest)
+  assert d["widest_train"]["dense@1"] == pytest.approx(widest)
+  assert b4["widest_train"]["sum"] == pytest.approx(
+    np.mean(10 ** (3 * np.array([-0.9, -0.6, -0.3])))
+  )
+  # log10 (not ln) of the constant predictor's loss over the dense net's: decades below it.
+  assert b1["dense_gain_decades"] == pytest.approx(np.log10(10.0 / widest))
+  assert b4["dense_gain_decades"] == pytest.approx(
+    np.log10(10.0 / np.mean(10 ** (3 * np.array([-0.3, -0.2, -0.1]))))
+  )
+
+
+def test_lipschitz_summary(train):
+  # sd 0.05 -> Lip 20; d_in 2, two hidden layers: the dense class is <= sqrt(2) B^3 Lipschitz.
+  r = train.lipschitz_summary(0.05, 2, 2, (1.0, 2.0, 4.0))
+  assert r["target"] == pytest.approx(20.0)
+  assert r["dense_bound"] == {
+    "1": pytest.approx(math.sqrt(2)),
+    "2": pytest.approx(8 * math.sqrt(2)),
+    "4": pytest.approx(64 * math.sqrt(2)),
+  }
+  assert r["b_star"] == pytest.approx((20 / math.sqrt(2)) ** (1 / 3))  # sqrt(2) B^3 = 20
+  assert r["binds"] == {"1": True, "2": True, "4": False}
+  # One hidden layer, d_in 4: 2 B^2.
+  assert train.lipschitz_summary(0.1, 4, 1, (2.0,))["dense_bound"]["2"] == pytest.approx(8.0)
+
+
+def test_class_names_bounds_and_learning_rates(train):
+  cfg = _cfg(classes=("dense", "dense_sum", "sparse", "plain"), bounds=(1.0, 4.0), bound=1.0,
+             lrs=(0.001, 0.01), dense_lr_times_bound=True)  # fmt: skip
+  names = train.class_names(cfg)
+  assert names == ["dense@1", "dense@4", "dense_sum@1", "dense_sum@4", "sparse", "plain"]
+  assert train.split_name("dense@4") == ("dense", 4.0) and train.split_name("plain") == (
+    "plain",
+    None,
+  )
+  assert [train.class_bound(n, cfg) for n in names] == [1.0, 4.0, 1.0, 4.0, 1.0, None]
+  # The dense class's weights live on [-B, B]: its learning rates scale with B; no other's do.
+  assert train.lr_grid("dense@4", cfg) == pytest.approx([0.004, 0.04])
+  assert train.lr_grid("dense_sum@4", cfg) == pytest.approx([0.001, 0.01])
+  assert train.lr_grid("plain", cfg) == pytest.approx([0.001, 0.01])
+  cfg.dense_lr_times_bound = False
+  assert train.lr_grid("dense@4", cfg) == pytest.approx([0.001, 0.01])
+
+
+def _derived(b_slopes, learns=1.0, plain=-0.6, plain_ci=0.05):
+  d = {"slope_constant": 0.0, "slope_plain": plain, "slope_plain_ci95": plain_ci}
+  for b, (dense, total) in b_slopes.items():
+    d[f"B{b}"] = {
+      "slope_dense": dense,
+      "slope_dense_ci95": 0.02,
+      "slope_sum": total,
+      "slope_sum_ci95": 0.02,
+      "dense_gain_decades": learns,
+      "slope_gap": dense - plain,
+      "slope_gap_ci95": 0.05,
+    }
+  return d
+
+
+def test_plateau_claims_decide_as_registered(config):
+  from jaxpapers import core
+
+  def verdicts(bumps):
+    claims = [c for c in config.claims((1.0, 4.0)) if "_bumps_" in c["id"]]
+    return {v["claim_id"]: v for v in core.judge_all(claims, {"derived": {"bumps": bumps}})}
+
+  # The dense net learns and is flat; the width-unbounded control keeps improving: held.
+  v = verdicts(_derived({1: (0.0, -0.5), 4: (0.0, -0.5)}))
+  assert v["dense_plateau_bumps_B4"]["verdict"] == "held"
+  assert v["others_keep_improving_bumps_B4"]["verdict"] == "held"
+  # The control plateaus too: the flat curve is not density's (vacuous).
+  v = verdicts(_derived({1: (0.0, 0.0), 4: (0.0, -0.5)}))
+  assert v["dense_plateau_bumps_B1"]["guard"] == "controls"
+  assert v["dense_plateau_bumps_B4"]["verdict"] == "held"
+  # The dense net does not learn (a constant-like flat curve): inconclusive by precondition,
+  # for both claims at that bound; the constant predictor is never a control that always clears.
+  v = verdicts(_derived({1: (0.0, -0.5), 4: (0.0, -0.5)}, learns=0.1))
+  for cid in ("dense_plateau_bumps_B1", "others_keep_improving_bumps_B4"):
+    assert v[cid]["verdict"] == "inconclusive" and v[cid]["guard"] == "requires"
+  # A dense net that keeps improving: not reproduced.
+  v = verdicts(_derived({1: (-0.5, -0.5), 4: (-0.5, -0.5)}))
+  assert v["dense_plateau_bumps_B4"]["verdict"] == "not reproduced"
+
+
+def test_lr_grid_summary_reports_the_learning_rates_used(train):
+  cfg = _cfg(seeds=1, lrs=(0.1, 0.01))
+  value, best = train.lr_grid_summary([0.5, 0.2], [0.0, 0.0], cfg, [0.4, 0.04])
+  assert best == 1 and value["best_lr"] == 0.04  # the scaled grid's, not cfg.lrs's
 
 
 def test_lr_grid_summary_picks_lowest_seed_mean(train):
@@ -91,7 +202,7 @@ def test_lr_grid_summary_picks_lowest_seed_mean(train):
 
 
 def test_compression_derived(train):
-  cfg = _cfg(widths=(32, 64, 128), seeds=2)
+  cfg = _cfg(widths=(32, 64, 128), seeds=2, bound=1.0)
   # Errors [seed][K] of the compressed dense bump nets at widths 64 and 128 (32 not compressed).
   comp = {
     64: {
@@ -105,8 +216,9 @@ def test_compression_derived(train):
       "random": [[1.0, 0.9, 0.8], [1.0, 0.9, 0.6]],
     },
   }
-  cells = {("bumps", "dense", 32): {}}
-  cells.update({("bumps", "dense", w): {"compression": v} for w, v in comp.items()})
+  cells = {("bumps", "dense@1", 32): {}}
+  cells.update({("bumps", "dense@1", w): {"compression": v} for w, v in comp.items()})
+  cells[("bumps", "dense@4", 32)] = {"compression": comp[64]}  # another bound: not compressed
   c = train.compression_derived(cells, cfg)
   assert c["widths"] == [64, 128]
   assert c["cut_err_kmax"] == pytest.approx(0.2)  # mean of (0.1, 0.3) at the largest K
@@ -117,7 +229,7 @@ def test_compression_derived(train):
   assert c["cut_over_svd_kmax"] == pytest.approx(0.2 / 0.1)
   assert c["width_ratio_kmax"] == pytest.approx(0.2 / 0.25)  # widest / narrowest at K = 4
   assert c["per_width"]["128"]["cut"] == pytest.approx([0.8, 0.55, 0.2])
-  assert train.compression_derived({("bumps", "dense", 32): {}}, cfg) is None
+  assert train.compression_derived({("bumps", "dense@1", 32): {}}, cfg) is None
 
 
 def test_regularity_summary(train):

@@ -15,25 +15,41 @@ def _train():
 
 
 def _cells():
-  def split(hier, flat, premise):
+  def split(hier, flat, premise, flat_premise, single_other):
+    single = lambda v: {"standard": {"ndcg": v}, **single_other}  # noqa: E731
     return {
-      "hier": {"single": {"standard": {"ndcg": hier}}, "premise": premise},
-      "flat": {"single": {"standard": {"ndcg": flat}}},
+      "hier": {"single": single(hier), "premise": premise},
+      "flat": {"single": single(flat), "premise": flat_premise},
     }
 
   p0 = {
-    "standard": {"recall": [0.5, 0.5, 0.5]},
-    "bm25_statements": {"recall": [0.9, 0.9, 0.0]},
+    "random": {"recall": [0.0, 0.0, 0.0]},
     "frequency": {"recall": [0.1, 0.1, 0.1]},
+    "bm25_statements": {"recall": [0.9, 0.9, 0.0]},
+    "dense": {"recall": [0.5, 0.5, 0.4]},
+    "standard": {"recall": [0.5, 0.5, 0.5]},
+    "reasoning_first_round": {"recall": [0.2, 0.2, 0.2]},
+    "reasoning_dense": {"recall": [0.3, 0.3, 0.3]},
     "reasoning": {"recall": [1.0, 0.6, 0.5]},
   }
   p1 = {
-    "standard": {"recall": [0.5, 0.5]},
-    "bm25_statements": {"recall": [0.4, 0.4]},
+    "random": {"recall": [0.0, 0.0]},
     "frequency": {"recall": [0.1, 0.1]},
+    "bm25_statements": {"recall": [0.4, 0.4]},
+    "dense": {"recall": [0.5, 0.5]},
+    "standard": {"recall": [0.5, 0.5]},
+    "reasoning_first_round": {"recall": [0.2, 0.2]},
+    "reasoning_dense": {"recall": [0.3, 0.3]},
     "reasoning": {"recall": [0.4, 0.9]},
   }
-  return [split([0.5, 0.7, 0.9], [0.4, 0.8, 0.6], p0), split([0.2, 0.6], [0.2, 0.3], p1)]
+  f0 = {"dense": {"recall": [0.0, 0.0, 0.0]}, "standard": {"recall": [0.0, 0.0, 0.0]}}
+  f1 = {"dense": {"recall": [0.0, 0.0]}, "standard": {"recall": [0.0, 0.0]}}
+  o0 = {"bm25": {"ndcg": [0.3, 0.3, 0.3]}, "dense": {"ndcg": [0.1, 0.2, 0.3]}}
+  o1 = {"bm25": {"ndcg": [0.3, 0.3]}, "dense": {"ndcg": [0.4, 0.5]}}
+  return [
+    split([0.5, 0.7, 0.9], [0.4, 0.8, 0.6], p0, f0, o0),
+    split([0.2, 0.6], [0.2, 0.3], p1, f1, o1),
+  ]
 
 
 def test_ci_is_normal_half_width(train):
@@ -47,38 +63,67 @@ def test_derived_metrics(train):
   # hier - flat nDCG per query over both splits: (0.1, -0.1, 0.3, 0, 0.3).
   assert d["hier_gain_ndcg10"] == pytest.approx(0.12)
   assert d["hier_gain_ndcg10_ci"] == pytest.approx(1.96 * math.sqrt(0.128 / 4) / math.sqrt(5))
-  # Best baseline by its mean over all queries: BM25 0.52 (standard 0.5; the mean of the split
-  # means would tie them at 0.5), so reasoning - BM25 per query: (0.1, -0.3, 0.5, 0, 0.5).
+  assert d["hier_gain_ndcg10_bm25"] == 0.0 and d["hier_gain_ndcg10_dense"] == 0.0
+  # The strongest of every other stage and ablation by its mean over all queries: BM25 0.52
+  # (standard 0.5, dense 0.48; the mean of the split means would make standard and BM25 tie
+  # at 0.5), so reasoning - BM25 per query: (0.1, -0.3, 0.5, 0, 0.5).
   assert d["best_baseline"] == "bm25_statements"
+  assert d["best_baseline_recall10"] == pytest.approx(0.52)
+  assert d["reasoning_recall10"] == pytest.approx(0.68)
   assert d["reasoning_gain_recall10"] == pytest.approx(0.16)
   assert d["reasoning_gain_recall10_ci"] == pytest.approx(
     1.96 * math.sqrt(0.472 / 4) / math.sqrt(5)
   )
+  assert d["reasoning_minus_dense"] == pytest.approx(0.68 - 0.48)
+  assert d["reasoning_minus_reasoning_dense"] == pytest.approx(0.68 - 0.3)
+  assert d["reasoning_minus_standard_flat"] == pytest.approx(0.68)
   assert d["n_single_queries"] == 5 and d["n_premise_queries"] == 5
+
+
+def test_the_strongest_system_may_be_a_stage_or_an_ablation(train):
+  cells = _cells()
+  # The dense first stage alone becomes the strongest (0.9 everywhere): it is the reference.
+  for c in cells:
+    c["hier"]["premise"]["dense"]["recall"] = [0.9] * len(c["hier"]["premise"]["dense"]["recall"])
+  d = train.derived_metrics(cells)
+  assert d["best_baseline"] == "dense"
+  assert d["reasoning_gain_recall10"] == pytest.approx(0.68 - 0.9)
+  # A flat-text ablation or reasoning over dense alone counts as well.
+  for c in cells:
+    n = len(c["flat"]["premise"]["standard"]["recall"])
+    c["flat"]["premise"]["standard"]["recall"] = [1.0] * n
+  assert train.derived_metrics(cells)["best_baseline"] == "standard_flat"
+  for c in cells:
+    n = len(c["hier"]["premise"]["reasoning_dense"]["recall"])
+    c["hier"]["premise"]["reasoning_dense"]["recall"] = [1.0] * n
+    c["flat"]["premise"]["standard"]["recall"] = [0.0] * n
+  assert train.derived_metrics(cells)["best_baseline"] == "reasoning_dense"
+
+
+def test_premise_recall_reads_the_named_variant(train):
+  cells = _cells()
+  np.testing.assert_array_equal(train.premise_recall(cells, "dense"), [0.5, 0.5, 0.4, 0.5, 0.5])
+  np.testing.assert_array_equal(train.premise_recall(cells, "dense_flat"), [0.0] * 5)
+
+
+def test_per_query_values_and_rejudge_recompute_the_derived_block(train):
+  cells = _cells()
+  for c in cells:  # what a split cell holds beyond the per-query values
+    for v in ("hier", "flat"):
+      for s in ("bm25", "dense", "standard"):
+        c[v]["single"][s]["recall"] = [0.0] * len(c[v]["single"]["standard"]["ndcg"])
+      for r in c[v]["premise"].values():
+        r["covered"] = [0.0] * len(r["recall"])
+    c["hier"]["loss_first"] = 1.0
+  kept = [train.per_query_values(c) for c in cells]
+  assert "covered" not in kept[0]["hier"]["premise"]["dense"]
+  assert "recall" not in kept[0]["hier"]["single"]["dense"]
+  metrics = {"per_query": kept, "derived": {"stale": 1}}
+  assert train.rejudge_metrics(metrics, {}) == train.derived_metrics(_cells())
+  assert train.rejudge_metrics({"derived": {"a": 1}}, {}) == {"a": 1}  # an older record
 
 
 def test_rank_by_scores_best_first(train):
   scores = np.array([[0.2, 0.9, 0.5, 0.95], [0.3, 0.3, 0.1, 0.0]])
   valid = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], bool)
   np.testing.assert_array_equal(train._rank_by_scores(scores, valid, 2), [[1, 2], [0, 1]])
-
-
-def _premise(**means):
-  return {f"{k}/recall": {"mean": v, "std": 0.0} for k, v in means.items()}
-
-
-def test_dense_first_stage_gain_is_against_the_best_baseline(train):
-  # best of (standard 0.25, bm25 0.23, frequency 0.07) is standard: 0.34 - 0.25.
-  summary = {"premise": _premise(dense=0.34, standard=0.25, bm25_statements=0.23, frequency=0.07)}
-  assert train.dense_first_stage_gain(summary) == pytest.approx(0.09)
-  summary = {"premise": _premise(dense=0.34, standard=0.10, bm25_statements=0.30, frequency=0.07)}
-  assert train.dense_first_stage_gain(summary) == pytest.approx(0.04)
-
-
-def test_rejudge_adds_the_dense_gain_and_refuses_unequal_splits(train):
-  summary = {"premise": _premise(dense=0.3, standard=0.2, bm25_statements=0.1, frequency=0.0)}
-  metrics = {"summary": summary, "derived": {"a": 1}, "per_split": [{"n_premise": 200}] * 3}
-  assert train.rejudge_metrics(metrics, {}) == {"a": 1, "dense_gain_recall10": pytest.approx(0.1)}
-  metrics["per_split"] = [{"n_premise": 200}, {"n_premise": 100}]
-  with pytest.raises(ValueError, match="different sizes"):
-    train.rejudge_metrics(metrics, {})

@@ -42,6 +42,21 @@ def test_strongly_dense_forward_and_normalisation(normalize_first):
   )
 
 
+def test_fan_in_init_has_variance_one_over_fan_in_within_the_bound():
+  m = D.StronglyDenseMLP(
+    2, 1, widths=(3000, 3000), bound=1.0, normalize="none", init="fan_in", rngs=nnx.Rngs(0)
+  )
+  w0, w1, w2 = (np.asarray(w, np.float64) for w, _ in m.layers())
+  # Layer 0: sqrt(3 / 2) > B = 1, so the bound caps it: U[-1, 1] (max near 1, variance 1/3).
+  assert 0.99 < np.abs(w0).max() <= 1.0 and w0.var() == pytest.approx(1 / 3, rel=0.05)
+  for w in (w1, w2):  # U[-a, a] with a = sqrt(3 / 3000): variance 1 / 3000
+    assert np.abs(w).max() <= np.sqrt(3 / 3000) + 1e-7
+    assert w.var() == pytest.approx(1 / 3000, rel=0.05)
+  # The default keeps the class's own scale U[-B, B].
+  d = D.StronglyDenseMLP(2, 1, widths=(3000,), bound=2.0, rngs=nnx.Rngs(0))
+  assert np.asarray(d.layers()[1][0]).var() == pytest.approx(4 / 3, rel=0.05)
+
+
 def test_sparse_fanin_reads_k_distinct_inputs_and_matches_numpy():
   m = D.SparseFaninMLP(3, 1, widths=(6, 8), bound=1.0, fan_in=4, rngs=nnx.Rngs(1))
   idx0, idx1 = np.asarray(m.idx0[...]), np.asarray(m.idx1[...])

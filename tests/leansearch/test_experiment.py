@@ -22,10 +22,20 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   for key, v in {**s["single"], **s["premise"]}.items():
     assert 0.0 <= v["mean"] <= 1.0, key
   # One recall per round (rounds after an early stop repeat the final ranking).
-  assert len(s["reasoning_rounds"]["mean"]) == cfg.big_loop + 1
+  for name in ("reasoning", "reasoning_dense"):
+    assert len(s[f"{name}_rounds"]["mean"]) == cfg.big_loop + 1
+  assert s["premise"]["reasoning_first_round/recall"]["mean"] == pytest.approx(
+    s["reasoning_rounds"]["mean"][0]
+  )
   d = metrics["derived"]
-  assert d["best_baseline"] in ("standard", "bm25_statements", "frequency")
+  assert d["best_baseline"] in train.COMPARED
   assert {c["claim_id"] for c in rec["claims"]} == {c["id"] for c in default.CLAIMS}
+  # Every stage and ablation sits in the reasoning claim's table.
+  claim = next(c for c in rec["claims"] if c["claim_id"].startswith("reasoning"))
+  assert len(claim["baselines"]) == len(train.COMPARED)
+  assert all(v is not None for v in claim["baselines"].values())
+  # The derived block is recomputed from the per-query values the results keep.
+  assert train.rejudge_metrics(metrics, rec["config"]) == d
   # Resume: a rerun reads every split back instead of training again.
   monkeypatch.setattr(
     train.L, "train_dual_encoder", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
@@ -36,9 +46,13 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
 
 def _cell(h_std, f_std, prem):
   single = lambda v: {s: {"ndcg": v, "recall": v} for s in train.SINGLE_SYSTEMS}  # noqa: E731
+  zeros = [0.0] * len(prem["reasoning"])
+  full = {s: zeros for s in (*train.COMPARED, "reasoning") if not s.endswith("_flat")}
+  full.update(prem)
+  flat = {s: {"recall": zeros} for s in ("dense", "standard")}
   return {
-    "hier": {"single": single(h_std), "premise": {k: {"recall": v} for k, v in prem.items()}},
-    "flat": {"single": single(f_std), "premise": {}},
+    "hier": {"single": single(h_std), "premise": {k: {"recall": v} for k, v in full.items()}},
+    "flat": {"single": single(f_std), "premise": flat},
   }
 
 

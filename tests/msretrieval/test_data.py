@@ -130,3 +130,39 @@ def test_read_massspecgym_reads_only_inside_data_dir(tmp_path):
   (root / "MassSpecGym.tsv").symlink_to(out)
   with pytest.raises(ValueError, match=r"file 'MassSpecGym.tsv' leads outside"):
     M.read_massspecgym(root)
+
+
+@pytest.mark.parametrize("mode", ["mass", "hard", "random"])
+def test_build_candidates_unique_fingerprints(mode):
+  rng = np.random.default_rng(0)
+  # 40 molecules over 12 distinct 5-bit fingerprints: most fingerprints appear several times.
+  codes = rng.choice(np.arange(1, 32), 12, replace=False)
+  kinds = ((codes[:, None] >> np.arange(5)) & 1).astype(np.uint8)  # 12 distinct fingerprints
+  group = np.concatenate([np.arange(12), rng.integers(0, 12, 28)])
+  fps = kinds[group]
+  masses = rng.uniform(100, 200, 40)
+  q = np.array([0, 13, 27, 39])
+  cs = M.build_candidates(fps, masses, q, mode=mode, size=6, seed=1, unique_fingerprints=True)
+  np.testing.assert_array_equal(cs.labels.sum(1), 1)
+  np.testing.assert_array_equal(cs.index[cs.labels], q)
+  for r, qi in enumerate(q):
+    idx = cs.index[r]
+    assert len({tuple(f) for f in fps[idx]}) == 6  # no fingerprint twice in a pool
+    others = [j for j in range(40) if group[j] != group[qi]]
+    if mode == "mass":  # brute force: walk by mass distance, keep the first of each fingerprint
+      seen, want = {group[qi]}, [qi]
+      for j in sorted(others, key=lambda j: (abs(masses[j] - masses[qi]), j)):
+        if group[j] not in seen and len(want) < 6:
+          seen.add(group[j])
+          want.append(j)
+      assert sorted(idx.tolist()) == sorted(want)
+    if mode == "hard":  # the 5 nearest distinct fingerprints by Tanimoto
+      t = lambda a, b: (a & b).sum() / max((a | b).sum(), 1)  # noqa: E731
+      sims = sorted((t(kinds[group[qi]], kinds[g]) for g in set(group[others])), reverse=True)
+      got = sorted((t(fps[qi], fps[j]) for j in idx if j != qi), reverse=True)
+      assert got[-1] >= sims[4] - 1e-9
+  with pytest.raises(ValueError, match="distinct fingerprints"):
+    M.build_candidates(fps, masses, q, mode=mode, size=13, seed=1, unique_fingerprints=True)
+  # The default keeps duplicates (earlier pools unchanged).
+  raw = M.build_candidates(fps, masses, q, mode="hard", size=6, seed=1)
+  assert any(len({tuple(f) for f in fps[i]}) < 6 for i in raw.index)

@@ -3,9 +3,10 @@
   python -m experiments.dense_limits.main --config=experiments/dense_limits/configs/full.py \
       --workdir=runs/dense_limits_full
 
-Widths up to 4096, three learning rates, 3000 steps; the runs of each cell are vmapped and
-sharded over all devices by the sweep engine, and every finished cell is stored, so a rerun
-resumes cell by cell.
+Widths up to 4096, three learning rates, 3000 steps, the weight bound swept over
+B in {1, 2, 4, 8, 16, 64} (the dense class and its width-unbounded control); the runs of each
+cell are vmapped and sharded over all devices by the sweep engine, and every finished cell is
+stored, so a rerun resumes cell by cell.
 """
 
 from experiments.dense_limits.configs import default
@@ -24,4 +25,6 @@ def get_config():
   c.compress_ks = (1, 2, 4, 8, 16, 32, 64)
   c.fk_size = 1024
   c.fk_k = 64
+  c.bounds = (1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
+  c.claims = default.claims(c.bounds)
   return c

@@ -11,7 +11,9 @@ def get_config():
   c = default.get_config()
   c.seeds = 2
   c.widths = (8, 16)
-  c.classes = ("dense", "plain")
+  c.classes = ("dense", "dense_sum", "plain")
+  c.bounds = (1.0,)
+  c.claims = default.claims(c.bounds)
   c.lrs = (1e-2,)
   c.steps = 20
   c.batch = 32

@@ -9,6 +9,13 @@ with 64-candidate pools (mass, hard, random) drawn from the whole library. Seven
 (bce, fl, cosine, iou, list_fp_cos, pair_fp_cos, combined) x 3 seeds, 1200 Adam steps of batch
 32 on 32-candidate mass pools, MLP 2 x 128 + embedding 128. Toy regret: F in {8, 12, 16},
 n in {4, 8}, 5 flip rates x 200 posteriors.
+
+Ties are kept out of every claim: candidate pools hold no fingerprint twice (``unique_pools``)
+and the toy regret claims are judged on the toy problems deduplicated by fingerprint (identical
+candidates merged with their posteriors summed, empty fingerprints dropped); the problems as
+drawn and the pools before deduplication are reported beside them. The misalignment claims
+carry a shuffled-label control (the same statistic against labels permuted within each pool,
+median over 20 shuffles) and the chance level of HR@1.
 """
 
 import ml_collections
@@ -47,6 +54,8 @@ def get_config():
   c.toy_flip = (0.03, 0.08, 0.15, 0.25, 0.4)
   c.toy_problems = 200
   c.toy_density = 0.3
+  c.unique_pools = True
+  c.placebo_shuffles = 20
   c.seed = 0
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
@@ -79,6 +88,9 @@ def _misaligned(pool):
         "so the objectives can be ranked by HR@1 at all",
       )
     ],
+    # The same statistic with HR@1 measured against labels shuffled within each pool (every
+    # model at chance): if it clears the rule too, the rule cannot tell retrieval from noise.
+    controls={"shuffled labels": f"derived.misalignment_z_{pool}_shuffled"},
     chance=dict(
       value=1.0 / EVAL_CANDS,
       metric=f"derived.best_hr1_{pool}",
@@ -92,8 +104,19 @@ def _misaligned(pool):
     note="L_T = best seed-mean Tanimoto, L_H = best seed-mean HR@1 (cosine); the value is "
     "min over the two metric families of (gap / standard error of the gap from 3 seed stds): "
     "both gaps beyond 2 SE -> held, beyond 1 SE -> partly; L_T = L_H gives 0 (not reproduced). "
-    "Chance: HR@1 of a random ranking of the 64 candidates (eval_cands), 1/64",
+    "Chance: HR@1 of a random ranking of the 64 candidates (eval_cands), 1/64. Pools hold no "
+    "fingerprint twice. Control: the median over 20 label shuffles of the same statistic with "
+    "HR@1 against the shuffled labels, judged on its point value",
   )
+
+
+_NO_TIES = dict(
+  metric="derived.toy_duplicates_left",
+  op="<=",
+  value=0,
+  why="the deduplicated toy problems hold no fingerprint twice and no empty one, so no regret "
+  "comes from a tie between identical candidates",
+)
 
 
 CLAIMS = (
@@ -105,21 +128,48 @@ CLAIMS = (
     paper_text="Bayes-optimal predictors for fingerprint similarity diverge from those for "
     "molecular retrieval (regret bounds)",
     metric="derived.toy_mean_regret_jaccard",
+    noise="derived.toy_mean_regret_jaccard_ci95",
     direction="higher",
     held=0.001,
     fmt=".4f",
-    note="exact enumeration over all 2^F fingerprints; mean HR@1 regret over every toy "
-    "problem; 0.001 separates a real gap from float round-off",
+    requires=[_NO_TIES],
+    # The retrieval-optimal fingerprint y_argmax(pi) scored by the same code: its regret is 0
+    # unless the regret counts ties; if it clears the rule, the claim measures ties.
+    controls={"retrieval-optimal fingerprint": "derived.toy_mean_regret_oracle"},
+    baselines={"as drawn, ties included": "derived.toy_raw_mean_regret_jaccard"},
+    note="exact enumeration over all 2^F fingerprints; mean HR@1 regret over the toy problems "
+    "deduplicated by fingerprint (identical candidates merged with their posteriors summed, "
+    "empty fingerprints dropped, problems left with fewer than two candidates left out); "
+    "noise: 95% t half-width over problems; 0.001 separates a real gap from float round-off",
   ),
   dict(
     id="toy_regret_grows_with_sigma_max",
     statement="the regret is larger for pools of similar candidates (high σ_max)",
     paper_text="the extent of this mismatch depends on the similarity structure of candidate sets",
     metric="derived.toy_regret_high_minus_low",
+    noise="derived.toy_regret_high_minus_low_ci95",
     direction="higher",
     held=0.005,
     fmt=".4f",
-    note="mean regret over problems with σ_max >= 0.75 minus over σ_max < 0.5 (exact)",
+    requires=[
+      _NO_TIES,
+      dict(
+        metric="derived.toy_low_count",
+        op=">=",
+        value=30,
+        why="the low band (σ_max < 0.5) holds enough deduplicated problems for a mean",
+      ),
+      dict(
+        metric="derived.toy_high_count",
+        op=">=",
+        value=30,
+        why="the high band (σ_max >= 0.75) holds enough deduplicated problems for a mean",
+      ),
+    ],
+    baselines={"as drawn, ties included": "derived.toy_raw_regret_high_minus_low"},
+    note="mean regret over deduplicated problems with σ_max >= 0.75 minus over σ_max < 0.5 "
+    "(exact; σ_max over the distinct candidates); noise: 95% half-width of the difference of "
+    "two independent means (the groups' t half-widths in quadrature)",
   ),
   dict(
     id="beats_trivial_baselines",

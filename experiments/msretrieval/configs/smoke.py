@@ -25,5 +25,6 @@ def get_config():
   c.toy_cands = (3,)
   c.toy_flip = (0.1, 0.4)
   c.toy_problems = 16
+  c.placebo_shuffles = 3
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
