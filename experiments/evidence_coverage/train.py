@@ -1,16 +1,18 @@
 """Top-k sweeps on shifted local linear ICL: recall vs accuracy, coverage margin, controls.
 
-``train_and_evaluate(config, workdir)`` runs, for every (s_x, s_w) shift cell and seed, one
-dense top-``k_max`` retrieval and evaluates every budget k as a prefix (one jitted program per
-reader and context), writes ``results.json``, a table and PNG plots, and resumes: every
-finished (shift, seed) cell is stored in ``<workdir>/cells/`` (``core.CellStore``) and skipped
-on a rerun.
+``train_and_evaluate(config, workdir)`` runs, for every (pool size P, cluster count J) setting,
+every (s_x, s_w) shift cell and every seed, one dense top-``k_max`` retrieval and evaluates
+every budget k as a prefix (one jitted program per reader and context), writes
+``results.json``, the tables and PNG plots, and resumes: every finished cell is stored in
+``<workdir>/cells/`` (``core.CellStore``) and skipped on a rerun.
 
 Per cell: Recall@k and purity; the coverage margin ``Delta(k) = C_eff(k) - A(k)`` and its
-boundary k*; answer accuracy and MSE of the one-step GD, ridge and prior-only readers with
-retrieved, oracle, labels-shuffled, other-query and random context; the constant-mean
-predictor; the regime label of each reader; and the calibrated threshold controller (tau
-chosen on the dev queries, applied to the test queries).
+boundary k*; answer accuracy and MSE of the one-step GD (fixed step), one-step GD (line-search
+step), ridge and prior-only readers with retrieved, oracle, labels-shuffled, other-query and
+random context; the constant-mean predictor; the regime label of each reader; and the
+calibrated threshold controller (tau chosen on the dev queries, applied to the test queries).
+Varying P and J moves the mean cluster size P / J, which is what pins k* by construction; the
+claims compare k* with a budget read off P / J and with a per-setting constant.
 """
 
 from __future__ import annotations
@@ -25,21 +27,26 @@ import numpy as np
 import jaxpapers.evidence_coverage as E
 from jaxpapers import core
 
-READERS = ("gd", "ridge")
+READERS = ("gd", "gd_ls", "ridge")
+READER_NAMES = {
+  "gd": "one-step GD (fixed step)",
+  "gd_ls": "one-step GD (line search)",
+  "ridge": "ridge",
+}
 CONTEXTS = ("retrieved", "oracle", "shuffled_labels", "other_query", "random")
 
 
 @dataclasses.dataclass
 class Config:
   d: int = 16
-  n_clusters: int = 64
+  settings: tuple = ((10000, 64),)  # (n_pool, n_clusters) pairs: pool size and cluster count
   r: float = 2.0
   tau_w: float = 0.1
   noise: float = 0.1
-  n_pool: int = 10000
   n_dev: int = 250
   n_test: int = 500
-  ks: tuple = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+  query_chunk: int = 125  # queries per k_sweep call (bounds the [n_k, Q, K, d] intermediates)
+  ks: tuple = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
   s_x: tuple = (0.0, 1.0, 2.0)
   s_w: tuple = (0.0, 1.0, 2.0)
   seeds: int = 3
@@ -50,10 +57,12 @@ class Config:
   regime_tol: float = 0.01
   decline_tol: float = 0.02
   recall_rise: float = 0.1
+  min_gain: float = 0.05  # a cell counts for a reader when retrieval lifts its best accuracy
+  n_boot: int = 10000  # bootstrap resamples of the cell-level fractions
   use_mesh: bool = True
 
 
-def _split(data: E.ICLData, lo: int, hi: int) -> E.ICLData:
+def _split(data: E.ICLData, lo: int, hi: int | None) -> E.ICLData:
   return data.replace(
     q_x=data.q_x[lo:hi], q_y=data.q_y[lo:hi], q_task=data.q_task[lo:hi], q_w=data.q_w[lo:hi]
   )
@@ -62,27 +71,82 @@ def _split(data: E.ICLData, lo: int, hi: int) -> E.ICLData:
 def _mesh(cfg: Config):
   n = jax.device_count()
   if cfg.use_mesh and n > 1 and cfg.n_test % n == 0 and cfg.n_dev % n == 0:
-    return core.make_mesh()
+    if cfg.query_chunk % n == 0:
+      return core.make_mesh()
   return None
 
 
-def run_cell(cfg: Config, s_x: float, s_w: float, seed: int) -> dict:
-  """One (shift, seed) cell: every curve on the test queries, the controller on dev -> test."""
+def _sweep(reader, data, idx, ks, chunk, mesh, y_override=None, valid=None):
+  """``E.k_sweep`` over blocks of ``chunk`` queries (one compile when the block divides Q)."""
+  Q = idx.shape[0]
+  if chunk >= Q or Q % chunk:
+    return np.asarray(
+      E.k_sweep(reader, data, idx, ks, y_override=y_override, valid=valid, mesh=mesh)
+    )
+  out = []
+  for lo in range(0, Q, chunk):
+    hi = lo + chunk
+    out.append(
+      np.asarray(
+        E.k_sweep(
+          reader,
+          _split(data, lo, hi),
+          idx[lo:hi],
+          ks,
+          y_override=None if y_override is None else y_override[lo:hi],
+          valid=None if valid is None else valid[lo:hi],
+          mesh=mesh,
+        )
+      )
+    )
+  return np.concatenate(out, axis=1)
+
+
+def setting_name(n_pool: int, n_clusters: int) -> str:
+  return f"P{n_pool}_J{n_clusters}"
+
+
+def cluster_k(n_pool: int, n_clusters: int, ks) -> int:
+  """The grid budget nearest (in log2) to the mean cluster size P / J (ties: the smaller k)."""
+  ks = np.asarray(ks, np.float64)
+  dist = np.abs(np.log2(ks) - np.log2(n_pool / n_clusters))
+  return int(ks[int(np.argmin(dist))])
+
+
+def run_cell(cfg: Config, n_pool: int, n_clusters: int, s_x: float, s_w: float, seed: int) -> dict:
+  """One (setting, shift, seed) cell: every curve on the test queries, the controller on dev.
+
+  The world (clusters, pool, query draws) depends on the seed only, so the shift cells of one
+  (setting, seed) are paired: they differ by the shift alone.
+  """
   ks = tuple(cfg.ks)
   k_max = ks[-1]
   key = jax.random.fold_in(jax.random.key(cfg.seed), seed)
   shift = E.ShiftConfig(
-    d=cfg.d, n_clusters=cfg.n_clusters, r=cfg.r, tau_w=cfg.tau_w, noise=cfg.noise, s_x=s_x, s_w=s_w
+    d=cfg.d, n_clusters=n_clusters, r=cfg.r, tau_w=cfg.tau_w, noise=cfg.noise, s_x=s_x, s_w=s_w
   )
   full = E.make_shifted_linear_icl(
-    jax.random.fold_in(key, 0), shift, cfg.n_pool, cfg.n_dev + cfg.n_test
+    jax.random.fold_in(key, 0), shift, n_pool, cfg.n_dev + cfg.n_test
   )
   pool_x = np.asarray(full.pool_x, np.float64)
   eta = cfg.eta_scale / float(np.mean(np.sum(pool_x**2, 1)))
   tol = cfg.tol_rel * float(np.std(np.asarray(full.pool_y, np.float64)))
-  readers = {"gd": E.GDReader(eta), "ridge": E.RidgeReader(cfg.ridge_lam)}
+  readers = {
+    "gd": E.GDReader(eta),
+    "gd_ls": E.LineSearchGDReader(),
+    "ridge": E.RidgeReader(cfg.ridge_lam),
+  }
   mesh = _mesh(cfg)
-  out = {"s_x": s_x, "s_w": s_w, "seed": seed, "eta": eta, "tol": tol}
+  chunk = cfg.query_chunk
+  out = {
+    "n_pool": n_pool,
+    "n_clusters": n_clusters,
+    "s_x": s_x,
+    "s_w": s_w,
+    "seed": seed,
+    "eta": eta,
+    "tol": tol,
+  }
   splits = {"dev": _split(full, 0, cfg.n_dev), "test": _split(full, cfg.n_dev, None)}
   correct_dev = {}
   for name, data in splits.items():
@@ -90,7 +154,7 @@ def run_cell(cfg: Config, s_x: float, s_w: float, seed: int) -> dict:
     y = data.q_y
     if name == "dev":
       for r, reader in readers.items():
-        pred = E.k_sweep(reader, data, idx, ks, mesh=mesh)
+        pred = _sweep(reader, data, idx, ks, chunk, mesh)
         correct_dev[r] = np.asarray(E.answer_metrics(pred, y, tol=tol)[0])
       dev_sims = np.asarray(sims)
       continue
@@ -123,7 +187,7 @@ def run_cell(cfg: Config, s_x: float, s_w: float, seed: int) -> dict:
       for cname, kw in contexts.items():
         kw = dict(kw)
         cidx = kw.pop("idx")
-        pred = E.k_sweep(reader, data, cidx, ks, mesh=mesh, **kw)
+        pred = _sweep(reader, data, cidx, ks, chunk, mesh, **kw)
         c, se = E.answer_metrics(pred, y, tol=tol)
         if cname == "retrieved":
           correct = np.asarray(c)  # [n_k, Q], for the controller below
@@ -165,33 +229,126 @@ def _within_2x(a: int, b: int) -> bool:
   return abs(np.log2(a) - np.log2(b)) <= 1.0 + 1e-9
 
 
+def _fraction_ci(flags, n_boot: int) -> float | None:
+  """Half-width of the 95% percentile-bootstrap interval of a fraction, over cells (None: n < 2).
+
+  ``core.paired_bootstrap`` of the 0/1 indicators against zeros, the cells resampled with a
+  fixed seed; the half-width is the larger distance from the fraction to a bound.
+  """
+  a = np.asarray(flags, np.float64)
+  if a.size < 2:
+    return None
+  b = core.paired_bootstrap(a, np.zeros_like(a), n_resamples=n_boot, seed=0)
+  if not np.isfinite(b.lo):
+    return None
+  return float(max(b.estimate - b.lo, b.hi - b.estimate))
+
+
+def _mean_or_none(flags) -> float | None:
+  return float(np.mean(flags)) if len(flags) else None
+
+
+def _gain(cell: dict, r: str) -> float:
+  """The reader's retrieval gain: best retrieved accuracy over k minus prior-only accuracy."""
+  return max(cell[r]["retrieved"]["acc"]) - cell["prior"]["acc"]
+
+
+def _median_k(peaks) -> int:
+  """``2 ** round(median log2 k)`` (a grid point when the budgets are powers of two)."""
+  return int(2 ** np.round(np.median([np.log2(k) for k in peaks])))
+
+
+def _setting(cell: dict) -> tuple[int, int]:
+  return int(cell.get("n_pool", 0)), int(cell.get("n_clusters", 0))
+
+
+def _spearman(a, b) -> float | None:
+  """Spearman's rank correlation (average ranks on ties); None when either side is constant."""
+  from scipy import stats as sps
+
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if a.size < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+    return None
+  return float(sps.spearmanr(a, b).statistic)
+
+
+def shift_response(cells: list[dict], cfg: Config) -> dict:
+  """Per setting: does k* (and each reader's accuracy peak) move across the shift grid?
+
+  For each (setting, shift) the seed-median of log2 k* and of log2 k_peak; per setting the
+  range of those medians over the shift cells (in octaves) and their Spearman correlation
+  over the shift cells (None when one of them does not move).
+  """
+  out = {}
+  for n_pool, n_clusters in dict.fromkeys(_setting(c) for c in cells):
+    cs = [c for c in cells if _setting(c) == (n_pool, n_clusters)]
+    shifts = sorted({(c["s_x"], c["s_w"]) for c in cs})
+    med = lambda vals: float(np.median(np.log2(vals)))  # noqa: E731
+    ks_ = [med([c["k_star"] for c in cs if (c["s_x"], c["s_w"]) == sh]) for sh in shifts]
+    rec = {
+      "n_pool": n_pool,
+      "n_clusters": n_clusters,
+      "cluster_k": cluster_k(n_pool, n_clusters, cfg.ks),
+      "shifts": [list(sh) for sh in shifts],
+      "log2_k_star": ks_,
+      "k_star_range_octaves": float(np.ptp(ks_)),
+    }
+    for r in READERS:
+      kp = [med([c[r]["k_peak"] for c in cs if (c["s_x"], c["s_w"]) == sh]) for sh in shifts]
+      rec[f"log2_k_peak_{r}"] = kp
+      rec[f"k_peak_range_octaves_{r}"] = float(np.ptp(kp))
+      rec[f"spearman_k_star_k_peak_{r}"] = _spearman(ks_, kp)
+    out[setting_name(n_pool, n_clusters)] = rec
+  return out
+
+
 def derived_metrics(cells: list[dict], cfg: Config) -> dict:
-  """The values the claims in ``configs/default.py`` are judged on (pure, JSON in/out)."""
+  """The values the claims in ``configs/default.py`` are judged on (pure, JSON in/out).
+
+  Per reader r, the decoupling and budget-boundary fractions are taken over the cells where
+  retrieval helps r (its retrieval gain is >= ``min_gain``), with a bootstrap half-width over
+  those cells. Budget-boundary controls: the in-sample median peak (one k for all cells), the
+  grid budget nearest the mean cluster size P / J (what the construction pins), and the
+  per-setting median peak (one k per (P, J) setting, blind to the shift).
+  """
   ks = tuple(cfg.ks)
+  n_boot = int(getattr(cfg, "n_boot", 10000))
+  min_gain = float(getattr(cfg, "min_gain", 0.05))
   out = {}
   for r in READERS:
-    out[f"decoupling_fraction_{r}"] = float(
-      np.mean([_decline(c[r]["retrieved"]["acc"], c["recall"], ks, cfg) for c in cells])
+    if not all(r in c for c in cells):
+      continue
+    gc = [c for c in cells if _gain(c, r) >= min_gain]
+    out[f"n_gain_cells_{r}"] = len(gc)
+    dec = [_decline(c[r]["retrieved"]["acc"], c["recall"], ks, cfg) for c in gc]
+    dec_o = [_decline(c[r]["oracle"]["acc"], c["recall"], ks, cfg) for c in gc]
+    out[f"decoupling_fraction_{r}"] = _mean_or_none(dec)
+    out[f"decoupling_fraction_{r}_ci"] = _fraction_ci(dec, n_boot)
+    out[f"decoupling_fraction_{r}_oracle"] = _mean_or_none(dec_o)
+    hit = [_within_2x(c["k_star"], c[r]["k_peak"]) for c in gc]
+    out[f"kstar_within_2x_{r}"] = _mean_or_none(hit)
+    out[f"kstar_within_2x_{r}_ci"] = _fraction_ci(hit, n_boot)
+    out[f"kstar_average_within_2x_{r}"] = _mean_or_none(
+      [_within_2x(c["k_star_average"], c[r]["k_peak"]) for c in gc]
     )
-    out[f"decoupling_fraction_{r}_oracle"] = float(
-      np.mean([_decline(c[r]["oracle"]["acc"], c["recall"], ks, cfg) for c in cells])
-    )
-    out[f"kstar_within_2x_{r}"] = float(
-      np.mean([_within_2x(c["k_star"], c[r]["k_peak"]) for c in cells])
-    )
-    med = int(2 ** np.round(np.median([np.log2(c[r]["k_peak"]) for c in cells])))
+    med = _median_k([c[r]["k_peak"] for c in gc]) if gc else None
     out[f"constant_k_{r}"] = med
-    out[f"constant_k_within_2x_{r}"] = float(
-      np.mean([_within_2x(med, c[r]["k_peak"]) for c in cells])
+    out[f"constant_k_within_2x_{r}"] = _mean_or_none([_within_2x(med, c[r]["k_peak"]) for c in gc])
+    out[f"cluster_k_within_2x_{r}"] = _mean_or_none(
+      [_within_2x(cluster_k(*_setting(c), ks), c[r]["k_peak"]) for c in gc]
     )
-    out[f"kstar_average_within_2x_{r}"] = float(
-      np.mean([_within_2x(c["k_star_average"], c[r]["k_peak"]) for c in cells])
+    per_setting = {}
+    for st in {_setting(c) for c in gc}:
+      per_setting[st] = _median_k([c[r]["k_peak"] for c in gc if _setting(c) == st])
+    out[f"setting_k_within_2x_{r}"] = _mean_or_none(
+      [_within_2x(per_setting[_setting(c)], c[r]["k_peak"]) for c in gc]
     )
+    out[f"setting_k_{r}"] = {setting_name(*st): k for st, k in sorted(per_setting.items())}
     for ctrl in ("shuffled_labels", "other_query", "random"):
       kept = []
       for c in cells:
-        gain = max(c[r]["retrieved"]["acc"]) - c["prior"]["acc"]
-        if gain >= 0.05:
+        gain = _gain(c, r)
+        if gain >= min_gain:
           kept.append((max(c[r][ctrl]["acc"]) - c["prior"]["acc"]) / gain)
       out[f"gain_kept_{r}_{ctrl}"] = float(np.mean(kept)) if kept else None
     out[f"controller_minus_best_fixed_{r}"] = float(
@@ -199,18 +356,15 @@ def derived_metrics(cells: list[dict], cfg: Config) -> dict:
     )
     regimes = [c[r]["regime"] for c in cells]
     out[f"regimes_{r}"] = {g: regimes.count(g) for g in E.REGIMES}
-  out["decoupling_fraction_min"] = min(
-    out["decoupling_fraction_gd"], out["decoupling_fraction_ridge"]
-  )
-  out["decoupling_fraction_gd_oracle"] = out["decoupling_fraction_gd_oracle"]
+  readers = [r for r in READERS if f"n_gain_cells_{r}" in out]
   shuf = [
     out[f"gain_kept_{r}_{c}"]
-    for r in READERS
+    for r in readers
     for c in ("shuffled_labels", "other_query")
     if out[f"gain_kept_{r}_{c}"] is not None
   ]
   out["shuffled_gain_kept_max"] = max(shuf) if shuf else None
-  rnd = [out[f"gain_kept_{r}_random"] for r in READERS if out[f"gain_kept_{r}_random"] is not None]
+  rnd = [out[f"gain_kept_{r}_random"] for r in readers if out[f"gain_kept_{r}_random"] is not None]
   out["random_gain_kept_max"] = max(rnd) if rnd else None
   return out
 
@@ -226,151 +380,240 @@ def _agg(cells, path):
 
 
 def summarize(cells: list[dict], cfg: Config) -> list[dict]:
-  """Per shift cell: mean and std over seeds of the headline numbers."""
+  """Per (setting, shift) cell: mean and std over seeds of the headline numbers."""
   rows = []
-  for sx in cfg.s_x:
-    for sw in cfg.s_w:
-      cs = [c for c in cells if c["s_x"] == sx and c["s_w"] == sw]
-      row = {"s_x": sx, "s_w": sw, "rho": sx * sw}
-      for key in ("recall", "purity", "c_eff", "ambiguity", "delta"):
-        a = _agg(cs, (key,))
-        row[key] = {"mean": a.mean(0).tolist(), "std": a.std(0).tolist()}
-      row["k_star"] = [c["k_star"] for c in cs]
-      row["prior_acc"] = float(_agg(cs, ("prior", "acc")).mean())
-      row["constant_mean_acc"] = float(_agg(cs, ("constant_mean", "acc")).mean())
-      for r in READERS:
-        row[r] = {
-          ctx: {
-            "acc_mean": _agg(cs, (r, ctx, "acc")).mean(0).tolist(),
-            "acc_std": _agg(cs, (r, ctx, "acc")).std(0).tolist(),
-            "mse_mean": _agg(cs, (r, ctx, "mse")).mean(0).tolist(),
+  for n_pool, n_clusters in cfg.settings:
+    for sx in cfg.s_x:
+      for sw in cfg.s_w:
+        cs = [
+          c
+          for c in cells
+          if _setting(c) == (n_pool, n_clusters) and c["s_x"] == sx and c["s_w"] == sw
+        ]
+        row = {"n_pool": n_pool, "n_clusters": n_clusters, "s_x": sx, "s_w": sw, "rho": sx * sw}
+        for key in ("recall", "purity", "c_eff", "ambiguity", "delta"):
+          a = _agg(cs, (key,))
+          row[key] = {"mean": a.mean(0).tolist(), "std": a.std(0).tolist()}
+        row["k_star"] = [c["k_star"] for c in cs]
+        row["prior_acc"] = float(_agg(cs, ("prior", "acc")).mean())
+        row["constant_mean_acc"] = float(_agg(cs, ("constant_mean", "acc")).mean())
+        for r in READERS:
+          row[r] = {
+            ctx: {
+              "acc_mean": _agg(cs, (r, ctx, "acc")).mean(0).tolist(),
+              "acc_std": _agg(cs, (r, ctx, "acc")).std(0).tolist(),
+              "mse_mean": _agg(cs, (r, ctx, "mse")).mean(0).tolist(),
+            }
+            for ctx in CONTEXTS
           }
-          for ctx in CONTEXTS
-        }
-        row[r]["k_peak"] = [c[r]["k_peak"] for c in cs]
-        row[r]["regime"] = [c[r]["regime"] for c in cs]
-        row[r]["controller_acc"] = float(_agg(cs, (r, "controller", "acc")).mean())
-        row[r]["controller_k"] = float(_agg(cs, (r, "controller", "k_geomean")).mean())
-      rows.append(row)
+          row[r]["k_peak"] = [c[r]["k_peak"] for c in cs]
+          row[r]["regime"] = [c[r]["regime"] for c in cs]
+          row[r]["controller_acc"] = float(_agg(cs, (r, "controller", "acc")).mean())
+          row[r]["controller_k"] = float(_agg(cs, (r, "controller", "k_geomean")).mean())
+        rows.append(row)
   return rows
 
 
-def _table(rows, cfg: Config) -> str:
-  ks = list(cfg.ks)
-  out = []
+def _slash(vals) -> str:
+  return "/".join(str(v) for v in vals)
+
+
+def _table(rows, derived, cfg: Config) -> str:
   hdr = [
+    "P",
+    "J",
     "s_x",
     "s_w",
     "recall@k_max",
     "k*",
-    "reader",
-    "k_peak",
-    "acc peak",
-    "acc@k_max",
-    "oracle@k_max",
-    "shuffled best",
+    "k_peak ridge",
+    "k_peak GD",
+    "k_peak GD-ls",
+    "ridge acc peak",
+    "ridge acc@k_max",
+    "ridge oracle@k_max",
+    "GD-ls acc peak",
+    "GD-ls oracle@k_max",
     "prior",
-    "const",
-    "regime",
-    "ctrl acc (k)",
   ]
+  out = []
   for row in rows:
-    for r in READERS:
-      a = row[r]["retrieved"]["acc_mean"]
-      s = row[r]["retrieved"]["acc_std"]
-      p = int(np.argmax(a))
-      out.append(
-        [
-          row["s_x"],
-          row["s_w"],
-          core.MeanStd(row["recall"]["mean"][-1], row["recall"]["std"][-1]),
-          "/".join(str(k) for k in row["k_star"]),
-          r,
-          "/".join(str(k) for k in row[r]["k_peak"]),
-          core.MeanStd(a[p], s[p]),
-          core.MeanStd(a[-1], s[-1]),
-          core.MeanStd(row[r]["oracle"]["acc_mean"][-1], row[r]["oracle"]["acc_std"][-1]),
-          max(max(row[r]["shuffled_labels"]["acc_mean"]), max(row[r]["other_query"]["acc_mean"])),
-          row["prior_acc"],
-          row["constant_mean_acc"],
-          "/".join(g.split("-")[0] for g in row[r]["regime"]),
-          f"{row[r]['controller_acc']:.3f} ({row[r]['controller_k']:.0f})",
-        ]
-      )
+    a = row["ridge"]["retrieved"]["acc_mean"]
+    s = row["ridge"]["retrieved"]["acc_std"]
+    p = int(np.argmax(a))
+    ls = row["gd_ls"]["retrieved"]["acc_mean"]
+    q = int(np.argmax(ls))
+    out.append(
+      [
+        row["n_pool"],
+        row["n_clusters"],
+        row["s_x"],
+        row["s_w"],
+        core.MeanStd(row["recall"]["mean"][-1], row["recall"]["std"][-1]),
+        _slash(row["k_star"]),
+        _slash(row["ridge"]["k_peak"]),
+        _slash(row["gd"]["k_peak"]),
+        _slash(row["gd_ls"]["k_peak"]),
+        core.MeanStd(a[p], s[p]),
+        core.MeanStd(a[-1], s[-1]),
+        core.MeanStd(row["ridge"]["oracle"]["acc_mean"][-1], row["ridge"]["oracle"]["acc_std"][-1]),
+        core.MeanStd(ls[q], row["gd_ls"]["retrieved"]["acc_std"][q]),
+        core.MeanStd(row["gd_ls"]["oracle"]["acc_mean"][-1], row["gd_ls"]["oracle"]["acc_std"][-1]),
+        row["prior_acc"],
+      ]
+    )
   note = (
-    f"Budgets k in {ks}; accuracy on {cfg.n_test} test queries, mean ± std over {cfg.seeds} seeds."
+    f"Budgets k in {list(cfg.ks)}; {cfg.n_test} test queries per cell; k* and k_peak per seed "
+    f"(seed 0/1/...), accuracy mean ± std over {cfg.seeds} seeds."
   )
-  return note + "\n\n" + core.markdown_table(hdr, out, fmt=".3g")
+  parts = [note, core.markdown_table(hdr, out, fmt=".3g")]
+  # Per setting: where k* and the accuracy peaks move with the shift.
+  resp = derived.get("shift_response", {})
+  hdr2 = ["P", "J", "k(P/J)", "k* over shifts (octaves)"]
+  hdr2 += [f"{r} peak over shifts (octaves)" for r in READERS]
+  hdr2 += [f"Spearman k*, {r} peak" for r in READERS]
+  out2 = []
+  for rec in resp.values():
+    line = [rec["n_pool"], rec["n_clusters"], rec["cluster_k"], rec["k_star_range_octaves"]]
+    line += [rec[f"k_peak_range_octaves_{r}"] for r in READERS]
+    line += [
+      "-" if rec[f"spearman_k_star_k_peak_{r}"] is None else rec[f"spearman_k_star_k_peak_{r}"]
+      for r in READERS
+    ]
+    out2.append(line)
+  parts.append(
+    "Where k* moves with the shift: per setting, the range over the shift grid of the "
+    "seed-median log2 k* and log2 k_peak (0: does not move), and their Spearman correlation "
+    "over the shift cells ('-': one of them does not move)."
+  )
+  parts.append(core.markdown_table(hdr2, out2, fmt=".2g"))
+  # Per reader: the claim fractions over the cells where retrieval helps the reader.
+  hdr3 = [
+    "reader",
+    "cells with gain",
+    "decoupling (retrieved)",
+    "decoupling (oracle)",
+    "k* within 2x",
+    "k(P/J) within 2x",
+    "per-setting k within 2x",
+    "constant k within 2x",
+  ]
+  out3 = []
+  for r in READERS:
+    g = lambda k: derived.get(f"{k}_{r}") if derived.get(f"{k}_{r}") is not None else "-"  # noqa: E731
+    out3.append(
+      [
+        READER_NAMES[r],
+        derived.get(f"n_gain_cells_{r}", 0),
+        g("decoupling_fraction"),
+        derived.get(f"decoupling_fraction_{r}_oracle", "-"),
+        g("kstar_within_2x"),
+        g("cluster_k_within_2x"),
+        g("setting_k_within_2x"),
+        g("constant_k_within_2x"),
+      ]
+    )
+  parts.append(
+    f"Per reader, over the cells where retrieval lifts its best accuracy by >= {cfg.min_gain} "
+    "over prior-only: the claims' fractions and the budget baselines."
+  )
+  parts.append(core.markdown_table(hdr3, out3, fmt=".2f"))
+  return "\n\n".join(parts)
 
 
-def _plots(rows, cfg: Config, workdir):
+def _plots(rows, cells, cfg: Config, workdir):
   import matplotlib.pyplot as plt
 
   ks = np.asarray(cfg.ks)
-  corners = [rows[0], rows[-1]]
-  fig, axes = plt.subplots(1, len(corners) * 2, figsize=(16, 3.6))
+  mid = cfg.settings[len(cfg.settings) // 2]
+  srows = [r for r in rows if (r["n_pool"], r["n_clusters"]) == tuple(mid)]
+  corners = [srows[0], srows[-1]]
+  fig, axes = plt.subplots(len(corners), len(READERS), figsize=(5 * len(READERS), 3.4 * 2))
+  axes = np.asarray(axes).reshape(len(corners), len(READERS))
   for b, row in enumerate(corners):
     for j, r in enumerate(READERS):
-      ax = axes[2 * b + j]
+      ax = axes[b, j]
       for i, ctx in enumerate(("retrieved", "oracle", "shuffled_labels", "random")):
         m = np.asarray(row[r][ctx]["acc_mean"])
         s = np.asarray(row[r][ctx]["acc_std"])
-        ax.plot(ks, m, "o-", ms=3, color=f"C{i}", label=f"{r} acc, {ctx}")
+        ax.plot(ks, m, "o-", ms=3, color=f"C{i}", label=f"acc, {ctx}")
         ax.fill_between(ks, m - s, m + s, color=f"C{i}", alpha=0.2, lw=0)
       ax.axhline(row["prior_acc"], color="gray", ls=":", label="prior-only acc")
-      rec = np.asarray(row["recall"]["mean"])
-      ax.plot(ks, rec, "k--", label="Recall@k")
+      ax.plot(ks, np.asarray(row["recall"]["mean"]), "k--", label="Recall@k")
       for ksr in set(row["k_star"]):
         ax.axvline(ksr, color="r", lw=0.8, alpha=0.6)
       ax.set_xscale("log", base=2)
       ax.set_ylim(0, 1.02)
       ax.set_xlabel("top-k")
-      ax.set_title(f"{r}: s_x={row['s_x']:g}, s_w={row['s_w']:g} (red: k*)", fontsize=9)
+      ax.set_title(
+        f"{READER_NAMES[r]}: P={row['n_pool']}, J={row['n_clusters']}, "
+        f"s_x={row['s_x']:g}, s_w={row['s_w']:g} (red: k*)",
+        fontsize=8,
+      )
       if b == 0 and j == 0:
         ax.legend(fontsize=6)
+  fig.tight_layout()
   core.save_figure(fig, workdir, "recall_vs_accuracy")
 
-  fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
-  for i, row in enumerate(rows):
-    lab = f"s_x={row['s_x']:g}, s_w={row['s_w']:g}"
-    axes[0].plot(ks, ks * np.asarray(row["delta"]["mean"]), "o-", ms=2, color=f"C{i}", label=lab)
-    axes[1].plot(ks, row["ridge"]["retrieved"]["acc_mean"], "o-", ms=2, color=f"C{i}", label=lab)
-  axes[0].set(xscale="log", xlabel="top-k", ylabel="cumulative margin k·Δ(k)")
-  axes[0].set_xscale("log", base=2)
-  axes[1].set_xscale("log", base=2)
-  axes[1].set(xlabel="top-k", ylabel="ridge accuracy (retrieved)")
-  axes[1].legend(fontsize=6)
+  fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+  rng = np.random.default_rng(0)
+  for i, (n_pool, n_clusters) in enumerate(cfg.settings):
+    cs = [c for c in cells if _setting(c) == (n_pool, n_clusters)]
+    for ax, r in zip(axes, ("ridge", "gd_ls")):
+      x = np.log2([c["k_star"] for c in cs]) + rng.uniform(-0.15, 0.15, len(cs))
+      y = np.log2([c[r]["k_peak"] for c in cs]) + rng.uniform(-0.15, 0.15, len(cs))
+      ax.scatter(x, y, s=8, color=f"C{i}", label=f"P={n_pool}, J={n_clusters}")
+  top = np.log2(ks[-1])
+  for ax, r in zip(axes, ("ridge", "gd_ls")):
+    ax.plot([0, top], [0, top], "k-", lw=0.8)
+    ax.fill_between([0, top], [-1, top - 1], [1, top + 1], color="gray", alpha=0.15, lw=0)
+    ax.set(xlabel="log2 k* (coverage margin)", ylabel=f"log2 k_peak ({READER_NAMES[r]})")
+  axes[0].legend(fontsize=7)
+  fig.tight_layout()
   core.save_figure(fig, workdir, "coverage_margin")
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  """Runs every (shift, seed) cell; writes results.json, table.md and plots into ``workdir``."""
+  """Runs every (setting, shift, seed) cell; writes results.json, table.md and plots."""
   cfg = core.config_to_dataclass(config, Config)
   cfg.ks = E._retrieval.check_ks(tuple(cfg.ks))
   cfg.s_x, cfg.s_w = tuple(cfg.s_x), tuple(cfg.s_w)
+  cfg.settings = tuple((int(p), int(j)) for p, j in cfg.settings)
   core.validate_positive(cfg.seeds, name="seeds")
-  if cfg.ks[-1] > cfg.n_pool:
-    raise ValueError(f"ks must not exceed n_pool = {cfg.n_pool}, got {cfg.ks[-1]}")
+  core.validate_positive(cfg.query_chunk, name="query_chunk")
+  if not cfg.settings:
+    raise ValueError("settings must hold at least one (n_pool, n_clusters) pair")
+  for n_pool, n_clusters in cfg.settings:
+    if cfg.ks[-1] > n_pool:
+      raise ValueError(f"ks must not exceed n_pool = {n_pool}, got {cfg.ks[-1]}")
+    if n_clusters < 1:
+      raise ValueError(f"settings: n_clusters must be >= 1, got {n_clusters}")
   if len(cfg.ks) < 3:
     raise ValueError("ks must hold at least 3 budgets (the regime rule needs them)")
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
   store = core.CellStore(workdir / "cells")
-  jobs = [(sx, sw, s) for sx in cfg.s_x for sw in cfg.s_w for s in range(cfg.seeds)]
-  bar = core.progress(total=len(jobs), desc="shift cells")
+  jobs = [
+    (p, j, sx, sw, s)
+    for p, j in cfg.settings
+    for sx in cfg.s_x
+    for sw in cfg.s_w
+    for s in range(cfg.seeds)
+  ]
+  bar = core.progress(total=len(jobs), desc="cells")
   cells = []
-  for sx, sw, s in jobs:
-    cells.append(
-      store.get_or_compute(f"cell/sx{sx}/sw{sw}/seed{s}", lambda _: run_cell(cfg, sx, sw, s))
-    )
+  for p, j, sx, sw, s in jobs:
+    name = f"cell/P{p}/J{j}/sx{sx}/sw{sw}/seed{s}"
+    cells.append(store.get_or_compute(name, lambda _: run_cell(cfg, p, j, sx, sw, s)))
     bar.update(1)
   bar.close()
   rows = summarize(cells, cfg)
   metrics = {"cells": rows, "per_seed": cells}
   metrics["derived"] = derived_metrics(cells, cfg)
-  table = _table(rows, cfg)
-  _plots(rows, cfg, workdir)
+  metrics["derived"]["shift_response"] = shift_response(cells, cfg)
+  table = _table(rows, metrics["derived"], cfg)
+  _plots(rows, cells, cfg, workdir)
   core.write_results(
     workdir,
     metrics=metrics,
@@ -379,9 +622,10 @@ def train_and_evaluate(config, workdir) -> dict:
     wall_time_s=time.time() - t0,
     notes=(
       "Synthetic shifted local linear ICL (a reconstruction: the paper's model, coverage "
-      "formulas and regime rule are not public). Readers: one-step GD (fixed eta), ridge "
-      "(fixed lambda), prior-only; no trained transformer reader and no real-LM probe in "
-      "this run. Accuracy = 1[|yhat - y| < tol_rel * std(pool y)]."
+      "formulas and regime rule are not public), over pool sizes and cluster counts. Readers: "
+      "one-step GD (fixed eta), one-step GD with the exact line-search step, ridge (fixed "
+      "lambda), prior-only; no trained transformer reader and no real-LM probe in this run. "
+      "Accuracy = 1[|yhat - y| < tol_rel * std(pool y)]."
     ),
   )
   (workdir / "table.md").write_text(table + "\n")

@@ -1,8 +1,8 @@
 """Retrieval-augmented ICL budget under distribution shift: effective evidence coverage.
 
 A diagnostic for choosing the retrieval budget top-k: a shifted local linear-ICL generator,
-dense top-k retrieval evaluated as nested prefixes, finite readers (one-step GD, ridge, prior),
-recall / purity curves, the effective-coverage margin ``Delta(k) = C_eff(k) - A(k)`` and its
+dense top-k retrieval evaluated as nested prefixes, finite readers (one-step GD with a fixed
+or a line-search step, ridge, prior), recall / purity curves, the effective-coverage margin ``Delta(k) = C_eff(k) - A(k)`` and its
 budget boundary k*, oracle / shuffled / random context controls, the regime rule and a
 calibrated similarity-threshold controller. The paper's equations are not public; every
 formula here is a documented reconstruction (see each module's docstring).
@@ -21,9 +21,11 @@ from jaxpapers.evidence_coverage._coverage import budget_boundary, effective_cov
 from jaxpapers.evidence_coverage._data import ICLData, ShiftConfig, make_shifted_linear_icl
 from jaxpapers.evidence_coverage._readers import (
   GDReader,
+  LineSearchGDReader,
   PriorReader,
   RidgeReader,
   gd_reader,
+  linesearch_gd_reader,
   prior_reader,
   ridge_reader,
 )
@@ -34,6 +36,7 @@ __all__ = [
   "REGIMES",
   "GDReader",
   "ICLData",
+  "LineSearchGDReader",
   "PriorReader",
   "RidgeReader",
   "ShiftConfig",
@@ -45,6 +48,7 @@ __all__ = [
   "effective_coverage",
   "gd_reader",
   "k_sweep",
+  "linesearch_gd_reader",
   "make_shifted_linear_icl",
   "oracle_context",
   "predict_at_budget",

@@ -3,8 +3,8 @@
 Every reader maps ``(x [k, d], y [k], mask [k], x_q [d], w0 [d]) -> yhat`` (a scalar), where
 ``mask`` marks the demonstrations the reader sees (a prefix of the retrieved list). The
 readers are frozen dataclasses so that :func:`k_sweep` compiles one program per reader
-configuration; the functions ``gd_reader``, ``ridge_reader`` and ``prior_reader`` are the same
-maps with explicit keyword arguments.
+configuration; the functions ``gd_reader``, ``linesearch_gd_reader``, ``ridge_reader`` and
+``prior_reader`` are the same maps with explicit keyword arguments.
 """
 
 from __future__ import annotations
@@ -49,6 +49,40 @@ def gd_reader(x, y, mask, x_q, *, w0, eta: float) -> jax.Array:
   r = (y - x @ w0) * m  # [k]
   w = w0 + (eta / k) * (r @ x)
   return w @ x_q
+
+
+def linesearch_gd_reader(x, y, mask, x_q, *, w0) -> jax.Array:
+  """One gradient step from the prior with the exact line-search step (no fixed step size).
+
+  With ``S = (1/k) sum_{i: mask_i} x_i x_i^T`` and the averaged gradient
+  ``g = (1/k) sum_{i: mask_i} (y_i - w0^T x_i) x_i``, the step that minimises the context's
+  squared loss along ``g`` is ``eta_k = g^T g / (g^T S g)``, and
+
+  ``w_hat = w0 + eta_k g``,  ``yhat = w_hat^T x_q``.
+
+  ``eta_k`` is invariant to rescaling the context (it carries no ``1/k`` and no step
+  hyper-parameter): this is the one-step reader whose step is normalised by the context it
+  reads, so that a longer context does not shrink or inflate the step. On a context whose
+  second moment is isotropic, ``S = c I``, one step recovers the least-squares solution.
+
+  Args:
+    x: float [k, d] demonstrations; y: float [k] labels; mask: bool [k] visible items.
+    x_q: float [d] query; w0: float [d] prior.
+
+  Returns:
+    float scalar ``yhat``; with an empty mask or a zero gradient, the prior prediction
+    ``w0^T x_q`` (``eta_k`` is taken as 0 where ``g^T S g = 0``).
+  """
+  x, y, mask, x_q, w0 = _check(x, y, mask, x_q, w0)
+  m = mask.astype(x.dtype)
+  k = jnp.maximum(m.sum(), 1.0)
+  r = (y - x @ w0) * m  # [k]
+  g = (r @ x) / k  # [d]
+  xg = x @ g  # [k]
+  curv = (m * xg * xg).sum() / k  # g^T S g
+  safe = jnp.where(curv > 0, curv, 1.0)
+  eta = jnp.where(curv > 0, (g @ g) / safe, 0.0)
+  return (w0 + eta * g) @ x_q
 
 
 def ridge_reader(x, y, mask, x_q, *, w0, lam: float) -> jax.Array:
@@ -98,6 +132,14 @@ class GDReader:
 
   def __call__(self, x, y, mask, x_q, w0):
     return gd_reader(x, y, mask, x_q, w0=w0, eta=self.eta)
+
+
+@dataclasses.dataclass(frozen=True)
+class LineSearchGDReader:
+  """:func:`linesearch_gd_reader` (hashable; no hyper-parameter)."""
+
+  def __call__(self, x, y, mask, x_q, w0):
+    return linesearch_gd_reader(x, y, mask, x_q, w0=w0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -55,6 +55,7 @@ class KB:
     docs: the document texts, [N].
     facts: (relation, subject, object) per document, [N].
     index: {(relation, subject): document id}.
+    groups: {entity name: group id} (all 0 unless ``make_kb(..., n_groups > 1)``).
   """
 
   people: tuple[str, ...]
@@ -64,6 +65,11 @@ class KB:
   docs: tuple[str, ...]
   facts: tuple[tuple[str, str, str], ...]
   index: dict
+  groups: dict = dataclasses.field(default_factory=dict)
+
+  def people_of(self, group: int) -> list[str]:
+    """The people of one group, in ``self.people`` order."""
+    return [p for p in self.people if self.groups.get(p, 0) == group]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +95,13 @@ def _names(rng, n, syl, suffix=""):
 
 
 def make_kb(
-  seed: int, *, n_people: int = 200, n_cities: int = 50, n_countries: int = 15, n_companies=40
+  seed: int,
+  *,
+  n_people: int = 200,
+  n_cities: int = 50,
+  n_countries: int = 15,
+  n_companies=40,
+  n_groups: int = 1,
 ) -> KB:
   """A random knowledge base (host-side, numpy; deterministic in ``seed``).
 
@@ -97,45 +109,65 @@ def make_kb(
   hq_in(company, city); each fact is one document written with one of two paraphrase
   templates (chosen at random).
 
+  With ``n_groups > 1`` the world is ``n_groups`` disconnected sub-worlds: every entity belongs
+  to one group (``KB.groups``), each group has the given numbers of people, cities, countries
+  and companies, and every fact links two entities of the same group. Questions about the
+  people of one group then share no entity (no person, city, country, company, nor document)
+  with questions about another: a split by group is a split by entity.
+
   Args:
     seed: int seed.
-    n_people: at most len(first names) × len(last names) = 375.
-    n_cities, n_countries, n_companies: entity counts (>= 2 each).
+    n_people: people per group; ``n_groups * n_people`` at most len(first names) × len(last
+      names) = 375.
+    n_cities, n_countries, n_companies: entity counts per group (>= 2 each).
+    n_groups: number of disconnected sub-worlds (>= 1).
 
   Returns:
     `KB`.
   """
   seed = V.check_int(seed, "seed", min_value=0)
-  n_p = V.check_int(n_people, "n_people", min_value=2, max_value=len(_FIRST) * len(_LAST))
+  n_g = V.check_int(n_groups, "n_groups", min_value=1)
+  n_p = V.check_int(n_people, "n_people", min_value=2, max_value=len(_FIRST) * len(_LAST) // n_g)
   n_ci = V.check_int(n_cities, "n_cities", min_value=2)
   n_co = V.check_int(n_countries, "n_countries", min_value=2)
   n_cp = V.check_int(n_companies, "n_companies", min_value=2)
   rng = np.random.default_rng(seed)
   full = [f"{f} {last}" for f in _FIRST for last in _LAST]
-  people = [full[i] for i in sorted(rng.choice(len(full), n_p, replace=False))]
-  cities = _names(rng, n_ci, _SYL)
-  countries = _names(rng, n_co, _SYL, "ia")
-  companies = _names(rng, n_cp, _SYL, " Corp")
+  people = [full[i] for i in sorted(rng.choice(len(full), n_g * n_p, replace=False))]
+  cities = _names(rng, n_g * n_ci, _SYL)
+  countries = _names(rng, n_g * n_co, _SYL, "ia")
+  companies = _names(rng, n_g * n_cp, _SYL, " Corp")
+  # group g holds every n_g-th entity of each (sorted or random) list: disjoint groups
+  if n_g > 1:
+    people = [people[i] for i in rng.permutation(len(people))]
+  groups = {}
+  for names in (people, cities, countries, companies):
+    for i, e in enumerate(names):
+      groups[e] = i % n_g
+  by = lambda names, g: [e for e in names if groups[e] == g]  # noqa: E731
   facts = []
-  for p in people:
-    facts.append(("born_in", p, cities[rng.integers(n_ci)]))
-    facts.append(("works_at", p, companies[rng.integers(n_cp)]))
-  for c in cities:
-    facts.append(("located_in", c, countries[rng.integers(n_co)]))
-  for c in companies:
-    facts.append(("hq_in", c, cities[rng.integers(n_ci)]))
+  for g in range(n_g):
+    ci, co, cp = by(cities, g), by(countries, g), by(companies, g)
+    for p in by(people, g):
+      facts.append(("born_in", p, ci[rng.integers(n_ci)]))
+      facts.append(("works_at", p, cp[rng.integers(n_cp)]))
+    for c in ci:
+      facts.append(("located_in", c, co[rng.integers(n_co)]))
+    for c in cp:
+      facts.append(("hq_in", c, ci[rng.integers(n_ci)]))
   order = rng.permutation(len(facts))
   facts = [facts[i] for i in order]
   docs = [_TEMPLATES[r][rng.integers(2)].format(s=s, o=o) for r, s, o in facts]
   index = {(r, s): i for i, (r, s, _) in enumerate(facts)}
   return KB(
-    tuple(people),
+    tuple(sorted(people)),
     tuple(cities),
     tuple(countries),
     tuple(companies),
     tuple(docs),
     tuple(facts),
     index,
+    groups,
   )
 
 
@@ -288,6 +320,58 @@ def question_as_query_retrieve(
   hops = V.check_int(hops, "hops", min_value=1, max_value=max(len(doc_texts), 1))
   s = bm25_scores(q_texts, doc_texts)
   return np.argsort(-s, axis=1, kind="stable")[:, :hops]
+
+
+def iterative_bm25_retrieve(
+  q_texts: Sequence[str],
+  doc_texts: Sequence[str],
+  doc_bridge: Sequence[str],
+  *,
+  hops: int,
+  keep_question: bool = True,
+  k1: float = 1.5,
+  b: float = 0.75,
+) -> np.ndarray:
+  """The iterative lexical pipeline: query, read, re-query with the bridge entity.
+
+  Hop 1 queries BM25 with the question; each later hop t queries with the bridge entity read
+  from the document retrieved at hop t − 1, after the question when ``keep_question``:
+  ``query_t = q ⊕ doc_bridge[d_{t−1}]`` (else ``doc_bridge[d_{t−1}]`` alone); every hop takes
+  the best document not retrieved yet (ties: the lower id). The "read" step is ``doc_bridge``, one string per document (in the
+  experiment, the object entity of the document's fact: a perfect reader of the retrieved
+  document, which a real pipeline would replace by an LM's extraction).
+
+  Args:
+    q_texts: [B] questions; doc_texts: [N] documents; doc_bridge: [N] the entity each
+      document leads to.
+    hops: retrieval calls (fixed; 1 <= hops <= N).
+    keep_question: whether the later queries keep the question's words.
+    k1, b: the BM25 parameters (`bm25_scores`).
+
+  Returns:
+    int64 [B, hops] document ids in retrieval order.
+  """
+  if len(doc_bridge) != len(doc_texts):
+    raise ValueError(
+      f"doc_bridge must hold one string per document ({len(doc_texts)}), got {len(doc_bridge)}"
+    )
+  if not all(isinstance(x, str) for x in doc_bridge):
+    raise TypeError("doc_bridge must hold strings")
+  hops = V.check_int(hops, "hops", min_value=1, max_value=max(len(doc_texts), 1))
+  q_texts = list(q_texts)
+  out = np.zeros((len(q_texts), hops), np.int64)
+  taken = np.zeros((len(q_texts), len(doc_texts)), bool)
+  queries = q_texts
+  for t in range(hops):
+    s = bm25_scores(queries, doc_texts, k1=k1, b=b)
+    s = np.where(taken, -np.inf, s)
+    d = np.argmax(s, axis=1)  # the first maximum: ties go to the lower id
+    out[:, t] = d
+    taken[np.arange(len(q_texts)), d] = True
+    queries = [
+      f"{q} {doc_bridge[i]}" if keep_question else doc_bridge[i] for q, i in zip(q_texts, d)
+    ]
+  return out
 
 
 def support_recall(retrieved: np.ndarray, gold: Sequence[Sequence[int]]) -> np.ndarray:

@@ -69,6 +69,89 @@ def lm_hidden_fn(config: lm.LMConfig, *, layer: int = -1) -> LMFn:
   return fn
 
 
+def prefill_prefix(config: lm.LMConfig, params, prefix_ids) -> dict:
+  """The LM parameters with the KV cache of a fixed prompt prefix, for :func:`lm_prefix_fn`.
+
+  Every context of the experiment starts with the same tokens (a chat template's system turn
+  and worked examples); running them once and reading each context after their cache gives
+  the same states as reading prefix ⊕ context, at the cost of the context alone.
+
+  Args:
+    config: the decoder's `LMConfig`.
+    params: its parameters.
+    prefix_ids: int [P] (P >= 1) the prefix tokens (with BOS where the model wants one).
+
+  Returns:
+    ``{'params': params, 'prefix': KVCache}`` (batch 1, P slots, all valid).
+  """
+  if not isinstance(config, lm.LMConfig):
+    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+  ids = V.check_array(prefix_ids, "prefix_ids", ndim=1, dtype="int", nonempty=True)
+  cache = lm.init_cache(config, 1, ids.shape[0])
+  _, cache, _ = lm.forward(params, ids[None], config=config, cache=cache, logits_at="none")
+  return {"params": params, "prefix": cache}
+
+
+def lm_prefix_fn(config: lm.LMConfig, *, layer: int = -1) -> LMFn:
+  """An `LMFn` that reads every context after a cached prefix (see :func:`prefill_prefix`).
+
+  Its ``lm_params`` is the dict of :func:`prefill_prefix`. For ``ids`` [B, L] (right-padded,
+  ``mask``) it tiles the prefix cache over the batch, adds L empty slots and runs the decoder
+  on ``ids`` alone: hidden states and logits equal those of ``lm_hidden_fn`` on prefix ⊕ ids
+  at the shifted positions (float round-off aside). ``positions`` index ``ids`` (the context
+  without the prefix), as for ``lm_hidden_fn``.
+
+  Args:
+    config: the decoder's `LMConfig`.
+    layer: which layer's input residual stream to return (Python int in [-L, L)).
+
+  Returns:
+    ``fn(lm_params, ids int [B, L], mask bool [B, L], positions int [B, P]) ->
+    (hidden f32 [B, P, d], logits f32 [B, P, V])``.
+  """
+  if not isinstance(config, lm.LMConfig):
+    raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
+  layer = V.check_int(layer, "layer", min_value=-config.n_layers, max_value=config.n_layers - 1)
+
+  def fn(lm_params, ids, mask, positions):
+    if not isinstance(lm_params, dict) or set(lm_params) != {"params", "prefix"}:
+      raise TypeError("lm_params must be the dict of prefill_prefix ({'params', 'prefix'})")
+    pc = lm_params["prefix"]
+    B, L = ids.shape
+
+    def grow(a, fill):  # [1, S, ...] -> [B, S + L, ...] along the slot axis
+      extra = jnp.full(a.shape[:1] + (L,) + a.shape[2:], fill, a.dtype)
+      return jnp.broadcast_to(
+        jnp.concatenate([a, extra], axis=1), (B, a.shape[1] + L) + a.shape[2:]
+      )
+
+    def grow_kv(a):  # [layers, 1, S, KV, dh] -> [layers, B, S + L, KV, dh]
+      return jax.vmap(lambda x: grow(x, 0.0))(a)
+
+    cache = lm.KVCache(
+      k=grow_kv(pc.k),
+      v=grow_kv(pc.v),
+      pos=grow(pc.pos, 0),
+      valid=grow(pc.valid, False),
+      index=pc.index,
+      next_pos=jnp.broadcast_to(pc.next_pos, (B,)),
+    )
+    logits, _, cap = lm.forward(
+      lm_params["params"],
+      ids,
+      config=config,
+      mask=mask,
+      cache=cache,
+      capture=lm.Capture(residual=True),
+      logits_at=positions,
+    )
+    res = cap["residual"][:, layer]  # [B, L, d]
+    hidden = jnp.take_along_axis(res, positions[:, :, None].astype(jnp.int32), axis=1)
+    return hidden, logits
+
+  return fn
+
+
 def append_tokens(buf: jax.Array, length: jax.Array, tokens: jax.Array, n: jax.Array):
   """Write row b's ``tokens[b, :n[b]]`` at ``buf[b, length[b]:]``; returns (buf, length + n).
 
@@ -109,7 +192,8 @@ def read_context(
     lm_fn: see the module docstring.
     lm_params: the LM's parameters (passed to ``lm_fn``).
     ids: int [B, L], contexts right-padded; ``length`` int [B] real tokens. L must hold
-      length + len(pred_ids) + A tokens.
+      every row's length + len(pred_ids) + answer_len tokens (checked: a ValueError when
+      concrete; under jit the outputs are NaN and ``correct`` False).
     pred_ids: int [P], the [PRED] token(s); z is read at the last one.
     answer_ids: int [B, A], the answer tokens (teacher forcing); ``answer_len`` int [B].
 
@@ -130,6 +214,12 @@ def read_context(
   P, A = pred_ids.shape[0], answer_ids.shape[1]
   if P + A > L:
     raise ValueError(f"ids width L={L} cannot hold [PRED] ({P}) and the answer ({A})")
+  # Each row's [PRED] and answer are written after its context: they must fit in the buffer,
+  # or the write would be clamped over the context's end (a silently wrong read).
+  ok = V.check_values(
+    length + P + answer_len <= L,
+    f"ids width L={L} must hold every row's length + [PRED] ({P}) + its answer_len",
+  )
   suffix = jnp.concatenate([jnp.broadcast_to(pred_ids, (B, P)), answer_ids], axis=1)
   seq, end = append_tokens(ids, length, suffix, P + answer_len)
   mask = jnp.arange(L)[None, :] < end[:, None]
@@ -140,13 +230,14 @@ def read_context(
   lp = jax.nn.log_softmax(logits.astype(jnp.float32), -1)
   tok_lp = jnp.take_along_axis(lp, answer_ids[..., None].astype(jnp.int32), -1)[..., 0]
   hit = (jnp.argmax(logits, -1) == answer_ids) | ~amask
-  return {
+  out = {
     "z": hidden[:, 0].astype(jnp.float32),
     "h_answer": answer_entropy(logits, amask),
     "h_pred": answer_entropy(logits[:, :1], jnp.ones((B, 1), bool)),
-    "correct": hit.all(-1) & (answer_len > 0),
+    "correct": hit.all(-1) & (answer_len > 0) & jnp.asarray(ok),
     "logp": jnp.where(amask, tok_lp, 0.0).sum(-1),
   }
+  return V.poison(out, ok)
 
 
 class RetrievalTrace(NamedTuple):

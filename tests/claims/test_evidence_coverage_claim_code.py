@@ -31,9 +31,14 @@ def _reader(retrieved, oracle, k_peak, shuffled, other, random):
 def _cells():
   """Three cells. Accuracy declines past its peak while recall rises by >= 0.1 (decoupling):
   GD in A and C, ridge in C only; ridge's oracle context in A. The control accuracies are
-  given as a single best value (the rest of the curve is lower)."""
+  given as a single best value (the rest of the curve is lower). A and B share the setting
+  P = 64, J = 4 (mean cluster size 16), C has P = 64, J = 16 (cluster size 4)."""
   low = lambda best: [best] + [0.0] * 4  # noqa: E731
   a = {
+    "n_pool": 64,
+    "n_clusters": 4,
+    "s_x": 0.0,
+    "s_w": 0.0,
     "recall": [0.1, 0.2, 0.3, 0.5, 0.6],
     "prior": {"acc": 0.3},
     "k_star": 2,
@@ -46,6 +51,10 @@ def _cells():
     ),
   }
   b = {  # accuracy falls, but recall rises by < 0.1; GD's gain over the prior is < 0.05
+    "n_pool": 64,
+    "n_clusters": 4,
+    "s_x": 1.0,
+    "s_w": 0.0,
     "recall": [0.5, 0.52, 0.55, 0.56, 0.58],
     "prior": {"acc": 0.58},
     "k_star": 16,
@@ -54,6 +63,10 @@ def _cells():
     "ridge": _reader([0.7, 0.6, 0.5, 0.4, 0.3], [0.5] * 5, 1, low(0.6), low(0.58), low(0.64)),
   }
   c = {
+    "n_pool": 64,
+    "n_clusters": 16,
+    "s_x": 0.0,
+    "s_w": 0.0,
     "recall": [0.1, 0.3, 0.5, 0.7, 0.9],
     "prior": {"acc": 0.3},
     "k_star": 4,
@@ -86,22 +99,38 @@ def test_k_peak_and_within_2x(train):
 
 def test_derived_metrics(train):
   d = train.derived_metrics(_cells(), _cfg())
-  assert d["decoupling_fraction_gd"] == pytest.approx(2 / 3)
-  assert d["decoupling_fraction_ridge"] == pytest.approx(1 / 3)
-  assert d["decoupling_fraction_min"] == pytest.approx(1 / 3)
+  # Cells where retrieval helps (best retrieved - prior >= 0.05): GD in A (0.4) and C (0.5),
+  # not B (0.02); ridge in A (0.34), B (0.12) and C (0.3).
+  assert d["n_gain_cells_gd"] == 2 and d["n_gain_cells_ridge"] == 3
+  assert "n_gain_cells_gd_ls" not in d  # a reader absent from the cells is skipped
+  assert d["decoupling_fraction_gd"] == pytest.approx(1.0)  # A and C (B is not a gain cell)
+  assert d["decoupling_fraction_ridge"] == pytest.approx(1 / 3)  # C of A, B, C
   assert d["decoupling_fraction_gd_oracle"] == 0.0
-  assert d["decoupling_fraction_ridge_oracle"] == pytest.approx(1 / 3)
-  # |log2 k* - log2 k_peak| <= 1: GD (2, 2), (16, 2), (4, 4) -> 2/3; ridge (2, 16), (16, 1),
-  # (4, 8) -> 1/3.
-  assert d["kstar_within_2x_gd"] == pytest.approx(2 / 3)
+  assert d["decoupling_fraction_ridge_oracle"] == pytest.approx(1 / 3)  # A's oracle declines
+  assert d["decoupling_fraction_gd_ci"] == 0.0  # every resample of (1, 1) is 1
+  # (0, 0, 1): 1/27 of the resamples are all ones (far more than 2.5%), so the upper bound
+  # is 1 and the lower 0; the reported half-width is the larger side, 1 - 1/3.
+  assert d["decoupling_fraction_ridge_ci"] == pytest.approx(2 / 3)
+  # |log2 k* - log2 k_peak| <= 1 over the gain cells: GD (2, 2), (4, 4) -> 1; ridge (2, 16),
+  # (16, 1), (4, 8) -> 1/3.
+  assert d["kstar_within_2x_gd"] == pytest.approx(1.0)
   assert d["kstar_within_2x_ridge"] == pytest.approx(1 / 3)
   assert d["kstar_average_within_2x_ridge"] == pytest.approx(2 / 3)  # (1, 16), (2, 1), (4, 8)
   # Constant k = 2 ** round(median log2 k_peak): ridge peaks 16, 1, 8 -> median 3 -> k = 8
   # (the mean, 7/3, would round to k = 4), within 2x of 16 and 8.
   assert d["constant_k_ridge"] == 8
   assert d["constant_k_within_2x_ridge"] == pytest.approx(2 / 3)
-  assert d["constant_k_gd"] == 2
+  assert d["constant_k_gd"] == 4  # GD peaks 2, 4: median log2 1.5 rounds (half to even) to 2
   assert d["constant_k_within_2x_gd"] == pytest.approx(1.0)
+  # k(P/J): 16 for A and B, 4 for C. Ridge: 16 vs 16, 16 vs 1, 4 vs 8 -> 2/3; GD: 16 vs 2,
+  # 4 vs 4 -> 1/2.
+  assert d["cluster_k_within_2x_ridge"] == pytest.approx(2 / 3)
+  assert d["cluster_k_within_2x_gd"] == pytest.approx(1 / 2)
+  # Per-setting median peak. Ridge: (64, 4) peaks 16, 1 -> k = 4, misses both; (64, 16) -> 8,
+  # hits C. GD: (64, 4) has A alone (k = 2), (64, 16) has C (k = 4): both hit.
+  assert d["setting_k_ridge"] == {"P64_J16": 8, "P64_J4": 4}
+  assert d["setting_k_within_2x_ridge"] == pytest.approx(1 / 3)
+  assert d["setting_k_within_2x_gd"] == pytest.approx(1.0)
   # (best control - prior) / (best retrieved - prior), over cells with a gain >= 0.05:
   # GD: A (0.5-0.3)/0.4, C (0.4-0.3)/0.5; B's gain is 0.02 (skipped).
   assert d["gain_kept_gd_shuffled_labels"] == pytest.approx((0.5 + 0.2) / 2)
@@ -111,6 +140,61 @@ def test_derived_metrics(train):
   assert d["gain_kept_ridge_shuffled_labels"] == pytest.approx((0.0 + 0.02 / 0.12 + 0.5) / 3)
   assert d["gain_kept_ridge_other_query"] == pytest.approx((0.5 + 0.0 + 0.0) / 3)
   assert d["gain_kept_ridge_random"] == pytest.approx((0.0 + 0.5 + 0.2) / 3)
-  assert d["shuffled_gain_kept_max"] == pytest.approx(0.35)
+  assert d["shuffled_gain_kept_max"] == pytest.approx(0.35)  # max over readers and controls
   assert d["random_gain_kept_max"] == pytest.approx(0.7 / 3)
   assert d["controller_minus_best_fixed_gd"] == pytest.approx(-0.1)
+
+
+def test_cluster_k_is_nearest_in_log2(train):
+  ks = (32, 64, 128, 256, 512, 1024)
+  assert train.cluster_k(10000, 64, ks) == 128  # 156: log2 7.29
+  assert train.cluster_k(2500, 64, ks) == 32  # 39: log2 5.29
+  assert train.cluster_k(10000, 16, ks) == 512  # 625: log2 9.29
+  # 185: log2 7.53 -> 256, although 128 is nearer on the linear scale (57 vs 71).
+  assert train.cluster_k(185, 1, ks) == 256
+  assert train.cluster_k(10**6, 1, ks) == 1024  # beyond the grid: its largest budget
+
+
+def test_fraction_ci(train):
+  assert train._fraction_ci([1.0], 1000) is None  # no spread from one cell
+  assert train._fraction_ci([1.0, 1.0, 1.0], 1000) == 0.0
+  # Half of 400 cells: the bootstrap half-width is near the normal one, 1.96 sqrt(.25 / 400).
+  h = train._fraction_ci([1.0, 0.0] * 200, 4000)
+  assert h == pytest.approx(1.96 * 0.5 / 20, abs=0.006)
+  # Skewed: 1 of 20. The upper side is the wider one (the larger distance is reported).
+  h = train._fraction_ci([1.0] + [0.0] * 19, 4000)
+  assert h >= 0.05 + 1e-9 and h == pytest.approx(0.1, abs=0.03)
+
+
+def test_shift_response(train):
+  cfg = types.SimpleNamespace(ks=(1, 2, 4, 8, 16))
+
+  def cell(sx, sw, seed, k_star, peak):
+    return {
+      "n_pool": 64,
+      "n_clusters": 4,
+      "s_x": sx,
+      "s_w": sw,
+      "seed": seed,
+      "k_star": k_star,
+      **{r: {"k_peak": peak} for r in train.READERS},
+    }
+
+  cells = [
+    cell(0.0, 0.0, 0, 16, 8),
+    cell(0.0, 0.0, 1, 16, 8),
+    cell(0.0, 0.0, 2, 4, 2),  # seed medians: log2 k* = 4, log2 k_peak = 3
+    cell(1.0, 0.0, 0, 4, 4),
+    cell(1.0, 0.0, 1, 2, 4),  # medians of two seeds: log2 k* = 1.5, log2 k_peak = 2
+    cell(2.0, 0.0, 0, 1, 1),
+  ]
+  rec = train.shift_response(cells, cfg)["P64_J4"]
+  assert rec["cluster_k"] == 16
+  assert rec["shifts"] == [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]
+  assert rec["log2_k_star"] == pytest.approx([4.0, 1.5, 0.0])
+  assert rec["log2_k_peak_ridge"] == pytest.approx([3.0, 2.0, 0.0])
+  assert rec["k_star_range_octaves"] == pytest.approx(4.0)
+  assert rec["k_peak_range_octaves_ridge"] == pytest.approx(3.0)
+  assert rec["spearman_k_star_k_peak_ridge"] == pytest.approx(1.0)
+  assert train._spearman([1, 2, 3], [1, 3, 2]) == pytest.approx(0.5)
+  assert train._spearman([1, 1, 1], [1, 3, 2]) is None  # k* does not move: no correlation

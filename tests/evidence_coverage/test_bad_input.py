@@ -138,6 +138,19 @@ CASES = [
     id="ridge-mask-dtype",
   ),
   Case(
+    "linesearch_gd_reader",
+    E.linesearch_gd_reader,
+    (X[:, :3], Y, M, XQ),
+    {"w0": W0},
+    match=r"x_q must have shape \(3,\)",
+  ),
+  Case(
+    "LineSearchGDReader",
+    E.LineSearchGDReader(),
+    (X, Y, M[:4], XQ, W0),
+    match=r"mask must have shape \(5,\)",
+  ),
+  Case(
     "prior_reader",
     E.prior_reader,
     (X, Y, M, XQ[:3]),

@@ -154,8 +154,13 @@ def test_readers_match_closed_forms():
   w = w0 + np.linalg.solve(xm.T @ xm + 0.7 * np.eye(3), xm.T @ (ym - xm @ w0))
   got = E.ridge_reader(f32(x), f32(y), mask, f32(xq), w0=f32(w0), lam=0.7)
   assert float(got) == pytest.approx(w @ xq, rel=1e-4)
+  # Line search: eta = g.g / g^T S g with g, S averaged over the 5 visible items.
+  g = ((ym - xm @ w0) @ xm) / 5
+  eta = (g @ g) / (g @ (xm.T @ xm / 5) @ g)
+  got = E.linesearch_gd_reader(f32(x), f32(y), mask, f32(xq), w0=f32(w0))
+  assert float(got) == pytest.approx((w0 + eta * g) @ xq, rel=1e-4)
   none = np.zeros(7, bool)
-  for r in (E.GDReader(0.3), E.RidgeReader(0.7), E.PriorReader()):
+  for r in (E.GDReader(0.3), E.LineSearchGDReader(), E.RidgeReader(0.7), E.PriorReader()):
     assert float(r(f32(x), f32(y), none, f32(xq), f32(w0))) == pytest.approx(w0 @ xq, rel=1e-5)
 
 
@@ -166,6 +171,28 @@ def test_ridge_recovers_noise_free_task():
   xq = rng.normal(size=3).astype(np.float32)
   got = E.ridge_reader(x, x @ w, np.ones(20, bool), xq, w0=np.zeros(3, np.float32), lam=1e-6)
   assert float(got) == pytest.approx(float(xq @ w), rel=1e-3)
+
+
+def test_linesearch_step_is_exact_on_isotropic_context_and_scale_free():
+  # x_i = sqrt(d) e_i (i < d), shown twice: S = I, so one exact step lands on w; the fixed
+  # step eta = 0.5 lands halfway. Doubling the context (the same items twice) leaves eta_k
+  # unchanged (the 1/k normalisation cancels in g^T g / g^T S g).
+  d = 4
+  rng = np.random.default_rng(5)
+  w, w0, xq = (rng.normal(size=d).astype(np.float32) for _ in range(3))
+  x = np.sqrt(d) * np.eye(d, dtype=np.float32)
+  y = x @ w
+  m = np.ones(d, bool)
+  got = E.linesearch_gd_reader(x, y, m, xq, w0=w0)
+  assert float(got) == pytest.approx(float(xq @ w), rel=1e-5)
+  half = E.gd_reader(x, y, m, xq, w0=w0, eta=0.5)
+  assert float(half) == pytest.approx(float(xq @ (w0 + 0.5 * (w - w0))), rel=1e-5)
+  x2, y2 = np.concatenate([x, x]), np.concatenate([y, y])
+  got2 = E.linesearch_gd_reader(x2, y2, np.ones(2 * d, bool), xq, w0=w0)
+  assert float(got2) == pytest.approx(float(got), rel=1e-5)
+  # A context that already fits the prior (zero gradient) keeps the prior prediction.
+  zero = E.linesearch_gd_reader(x, x @ w0, m, xq, w0=w0)
+  assert float(zero) == pytest.approx(float(xq @ w0), rel=1e-5)
 
 
 # ----------------------------------------------------------------------------- sweep

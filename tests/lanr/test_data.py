@@ -59,3 +59,49 @@ def test_bm25_matches_hand_computation():
   np.testing.assert_array_equal(
     L.support_recall(np.array([[0, 1], [2, -1]]), [(1, 0), (2, 1)]), [1, 0]
   )
+
+
+def test_groups_share_no_entity_or_document():
+  kb = L.make_kb(3, n_people=10, n_cities=4, n_countries=2, n_companies=3, n_groups=2)
+  g = kb.groups
+  assert len(kb.people_of(0)) == len(kb.people_of(1)) == 10
+  assert len(kb.cities) == 8 and len(kb.countries) == 4 and len(kb.companies) == 6
+  for name in (kb.cities, kb.countries, kb.companies):
+    assert sorted(g[e] for e in name) == [0] * (len(name) // 2) + [1] * (len(name) // 2)
+  for _, s, o in kb.facts:  # every fact links two entities of one group
+    assert g[s] == g[o]
+  qa = L.make_questions(kb, kb.people_of(0), n_per_hop=5, seed=0)
+  qb = L.make_questions(kb, kb.people_of(1), n_per_hop=5, seed=1)
+  ents = lambda qs: {e for q in qs for d in q.gold for e in KB_facts(kb, d)}  # noqa: E731
+  assert ents(qa) and ents(qb) and not ents(qa) & ents(qb)
+  assert not {d for q in qa for d in q.gold} & {d for q in qb for d in q.gold}
+  # one group is the old single-group world
+  one = L.make_kb(3, n_people=10, n_cities=4, n_countries=2, n_companies=3)
+  assert set(one.groups.values()) == {0} and len(one.docs) == 2 * 10 + 4 + 3
+
+
+def KB_facts(kb, d):  # noqa: N802
+  return kb.facts[d][1:]
+
+
+def test_iterative_bm25_requeries_with_the_bridge():
+  docs = [
+    "ada was born in rika",  # 0: hop 1 of the question
+    "rika is a city in zolia",  # 1: hop 2, reachable only through the bridge "rika"
+    "ada works at acme",  # 2: shares "ada" with the question
+    "bo was born in tul",  # 3: shares "was born" with the question
+  ]
+  bridge = ["rika", "zolia", "acme", "tul"]
+  q = ["where was ada born"]
+  # The question alone never reaches document 1 (no shared word): top-2 is 0, then 3.
+  np.testing.assert_array_equal(L.question_as_query_retrieve(q, docs, hops=2), [[0, 3]])
+  # Re-query with the bridge alone: "rika" is in documents 0 and 1; 0 is taken.
+  r = L.iterative_bm25_retrieve(q, docs, bridge, hops=2, keep_question=False)
+  np.testing.assert_array_equal(r, [[0, 1]])
+  # Question + bridge (hand BM25, N = 4, avgdl = 5, every df = 2, idf = ln 2): document 3 scores
+  # 2 ln2 (was, born at dl 5), 2 scores 2.5 / 2.275 ln2 (ada), 1 scores 2.5 / 2.725 ln2 (rika).
+  r = L.iterative_bm25_retrieve(q, docs, bridge, hops=3, keep_question=True)
+  np.testing.assert_array_equal(r[:, :2], [[0, 3]])
+  assert r[0, 2] == 2  # hop 3 re-queries with document 3's bridge "tul": only ada's words
+  s = L.bm25_scores(["where was ada born rika"], docs)[0]
+  np.testing.assert_allclose(s[1:], np.log(2) * np.array([2.5 / 2.725, 2.5 / 2.275, 2.0]))

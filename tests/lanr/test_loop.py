@@ -197,3 +197,19 @@ def test_sharded_batch_equals_single_device(doc_h, trace):
   )
   np.testing.assert_array_equal(tr.doc_ids, trace.doc_ids)
   np.testing.assert_allclose(tr.h_answer, trace.h_answer, atol=1e-5)
+
+
+def test_prefix_fn_equals_reading_the_prefix_in_the_context():
+  prefix = np.array([5, 6, 7, 8], np.int32)
+  ids = np.array([[9, 10, 11, 0, 0], [12, 13, 14, 15, 16]], np.int32)
+  mask = np.arange(5)[None] < np.array([3, 5])[:, None]
+  pos = np.array([[0, 2], [1, 4]], np.int32)
+  h, lg = L.lm_prefix_fn(CFG)(L.prefill_prefix(CFG, PARAMS, prefix), ids, mask, pos)
+  full = np.concatenate([np.broadcast_to(prefix, (2, 4)), ids], 1)
+  m2 = np.concatenate([np.ones((2, 4), bool), mask], 1)
+  h2, lg2 = FN(PARAMS, full, m2, pos + 4)
+  np.testing.assert_allclose(np.asarray(h), np.asarray(h2), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(np.asarray(lg), np.asarray(lg2), rtol=1e-4, atol=1e-4)
+  # A prefix that is read must change the states (the cache is attended to).
+  h3, _ = FN(PARAMS, ids, mask, pos)
+  assert np.abs(np.asarray(h3) - np.asarray(h)).max() > 1e-3

@@ -1,29 +1,37 @@
-"""CPU-scale reproduction (a few minutes on 2 CPU cores).
+"""CPU-scale reproduction (about an hour on 2 shared CPU cores).
 
   python -m experiments.evidence_coverage.main \
       --config=experiments/evidence_coverage/configs/default.py --workdir=runs/evidence_coverage
 
-Shifted local linear ICL (d = 16, J = 64 task clusters, a pool of 10k examples), 750 queries
-per cell (250 dev queries calibrate the threshold controller, 500 test queries give every
-curve), top-k in {1, 2, 4, ..., 512} from one dense retrieval, shift grid
-(s_x, s_w) in {0, 1, 2}^2, 3 seeds. Readers: one-step GD (fixed eta), ridge (fixed lambda),
-prior-only. Contexts: retrieved, oracle, labels-shuffled, other-query, random.
+Shifted local linear ICL (d = 16) in five (pool size P, cluster count J) settings whose mean
+cluster size P / J is 39, 156 or 625, each reached at two pool sizes where it can be (so that
+the cluster size, which pins the coverage-margin boundary k* by construction, and the pool size
+vary separately). 750 queries per cell (250 dev queries calibrate the threshold controller, 500
+test queries give every curve), top-k in {1, 2, 4, ..., 1024} from one dense retrieval, shift
+grid (s_x, s_w) in {0, 1, 2}^2, 3 seeds (the worlds are paired across the shift cells of a
+seed). Readers: one-step GD (fixed eta), one-step GD (exact line-search step), ridge (fixed
+lambda), prior-only. Contexts: retrieved, oracle, labels-shuffled, other-query, random.
 """
 
 import ml_collections
+
+# Claim thresholds are the ones registered for the first run of this experiment; what is new
+# here is the guards (per-reader oracle controls, the cluster-size and per-setting budget
+# controls, preconditions on the cells where retrieval helps) and the settings grid.
+MIN_GAIN_CELLS = 20  # cells where retrieval helps a reader: enough for a fraction to mean much
 
 
 def get_config():
   c = ml_collections.ConfigDict()
   c.d = 16
-  c.n_clusters = 64
+  c.settings = ((2500, 64), (10000, 256), (10000, 64), (40000, 64), (10000, 16))
   c.r = 2.0
   c.tau_w = 0.1
   c.noise = 0.1
-  c.n_pool = 10000
   c.n_dev = 250
   c.n_test = 500
-  c.ks = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+  c.query_chunk = 125
+  c.ks = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
   c.s_x = (0.0, 1.0, 2.0)
   c.s_w = (0.0, 1.0, 2.0)
   c.seeds = 3
@@ -34,32 +42,92 @@ def get_config():
   c.regime_tol = 0.01
   c.decline_tol = 0.02  # a drop of accuracy beyond this counts as a decline
   c.recall_rise = 0.1  # recall must rise by at least this after the accuracy peak
-  c.use_mesh = True  # shard queries over all devices when the test split divides
+  c.min_gain = 0.05  # a cell counts for a reader when retrieval lifts its best accuracy this much
+  c.n_boot = 10000
+  c.use_mesh = True  # shard queries over all devices when the query blocks divide
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   return c
 
 
-CLAIMS = (
-  dict(
-    id="recall_accuracy_decoupling",
-    statement="recall keeps rising after answer accuracy has peaked and declined (finite readers)",
-    paper_text="falsifiable prediction: recall can keep rising after answer accuracy has "
-    "saturated or declined (abstract)",
-    metric="derived.decoupling_fraction_min",
+def _enough_cells(reader: str, name: str) -> dict:
+  return dict(
+    metric=f"derived.n_gain_cells_{reader}",
+    op=">=",
+    value=MIN_GAIN_CELLS,
+    why=f"retrieval lifts the {name} reader's accuracy (by >= min_gain over prior-only) in "
+    "enough cells to measure a peak and a decline",
+  )
+
+
+_DECOUPLING_NOTE = (
+  "fraction of the cells where retrieval helps the reader (best retrieved accuracy - prior-only "
+  ">= min_gain) in which accuracy at k_max is below its peak by more than decline_tol while "
+  "Recall@k_max exceeds Recall at the peak k by at least recall_rise; noise: 95% bootstrap "
+  "half-width over those cells. Control: the same fraction with oracle context (only aligned "
+  "evidence, the same cells); a reader whose accuracy also declines on aligned evidence shows "
+  "a decline that off-direction evidence does not explain, and the claim is then inconclusive"
+)
+
+
+def _decoupling(cid: str, reader: str, name: str, paper_text: str) -> dict:
+  return dict(
+    id=cid,
+    statement=f"recall keeps rising after answer accuracy has peaked and declined ({name} reader)",
+    paper_text=paper_text,
+    metric=f"derived.decoupling_fraction_{reader}",
+    noise=f"derived.decoupling_fraction_{reader}_ci",
     direction="higher",
     held=0.75,
     partly=0.5,
     fmt=".2f",
+    requires=[_enough_cells(reader, name)],
+    controls={f"oracle context ({name})": f"derived.decoupling_fraction_{reader}_oracle"},
+    note=_DECOUPLING_NOTE,
+  )
+
+
+_BOUNDARY_NOTE = (
+  "fraction of the cells where retrieval helps the reader with |log2 k* - log2 k_peak| <= 1, "
+  "k* = argmax_k k Delta(k) (reconstruction); noise: 95% bootstrap half-width over those cells. "
+  "Controls judged by the same rule: one constant k for all cells (the in-sample median peak), "
+  "the grid budget nearest the mean cluster size P / J (what the construction pins k* to), and "
+  "one k per (P, J) setting (its in-sample median peak, blind to the shift): a k* no better "
+  "than these adds nothing beyond the cluster size"
+)
+
+
+def _boundary(cid: str, reader: str, name: str, paper_text: str) -> dict:
+  return dict(
+    id=cid,
+    statement=f"the coverage margin's boundary k* predicts the accuracy peak ({name} reader)",
+    paper_text=paper_text,
+    metric=f"derived.kstar_within_2x_{reader}",
+    noise=f"derived.kstar_within_2x_{reader}_ci",
+    direction="higher",
+    held=0.75,
+    partly=0.5,
+    fmt=".2f",
+    requires=[_enough_cells(reader, name)],
     controls={
-      "oracle context (GD)": "derived.decoupling_fraction_gd_oracle",
-      "oracle context (ridge)": "derived.decoupling_fraction_ridge_oracle",
+      "constant k (median peak)": f"derived.constant_k_within_2x_{reader}",
+      "cluster size k(P/J)": f"derived.cluster_k_within_2x_{reader}",
+      "per-setting k (median peak)": f"derived.setting_k_within_2x_{reader}",
     },
-    note="fraction of (shift, seed) cells where accuracy at k_max is below its peak by more "
-    "than decline_tol and Recall@k_max exceeds Recall at the peak k by at least recall_rise; "
-    "the minimum over the GD and ridge readers. Controls: the same fraction with oracle "
-    "context (only aligned evidence) for each reader; a reader whose accuracy also declines "
-    "on aligned evidence shows a decline that off-direction evidence does not explain",
+    note=_BOUNDARY_NOTE,
+  )
+
+
+_PREDICTION = (
+  "falsifiable prediction: recall can keep rising after answer accuracy has saturated or "
+  "declined (abstract)"
+)
+
+CLAIMS = (
+  _decoupling("recall_accuracy_decoupling", "ridge", "ridge", _PREDICTION),
+  _decoupling("recall_accuracy_decoupling_gd", "gd", "one-step GD, fixed step", _PREDICTION),
+  _decoupling(
+    "recall_accuracy_decoupling_gd_linesearch", "gd_ls", "one-step GD, line search", _PREDICTION
   ),
   dict(
     id="shuffled_controls_fall_to_prior",
@@ -73,35 +141,21 @@ CLAIMS = (
     fmt=".2f",
     baselines={"random context": "derived.random_gain_kept_max"},
     note="(best-k accuracy of the control - prior-only accuracy) / (best-k retrieved accuracy - "
-    "prior-only accuracy), averaged over cells whose retrieved gain is >= 0.05; the maximum "
-    "over readers {GD, ridge} and controls {labels shuffled, other query's list}",
+    "prior-only accuracy), averaged over cells whose retrieved gain is >= min_gain; the maximum "
+    "over the readers {GD, GD line search, ridge} and the controls {labels shuffled, other "
+    "query's list}",
   ),
-  dict(
-    id="budget_boundary_ridge",
-    statement="the coverage margin's boundary k* predicts the accuracy peak (ridge reader)",
-    paper_text="retrieval is useful only while aligned evidence grows faster than "
-    "reader-facing ambiguity (abstract)",
-    metric="derived.kstar_within_2x_ridge",
-    direction="higher",
-    held=0.75,
-    partly=0.5,
-    fmt=".2f",
-    controls={"constant k (median peak)": "derived.constant_k_within_2x_ridge"},
-    note="fraction of cells with |log2 k* - log2 k_peak| <= 1, k* = argmax_k k Delta(k) "
-    "(reconstruction); the constant-k baseline uses the median peak over all cells (an "
-    "in-sample oracle constant), so a k* no better than it adds nothing",
+  _boundary(
+    "budget_boundary_ridge",
+    "ridge",
+    "ridge",
+    "retrieval is useful only while aligned evidence grows faster than reader-facing ambiguity "
+    "(abstract)",
   ),
-  dict(
-    id="budget_boundary_gd",
-    statement="the coverage margin's boundary k* predicts the accuracy peak (one-step GD reader)",
-    paper_text="a conditional transfer result extends the same budget boundary to frozen "
-    "readers (abstract)",
-    metric="derived.kstar_within_2x_gd",
-    direction="higher",
-    held=0.75,
-    partly=0.5,
-    fmt=".2f",
-    controls={"constant k (median peak)": "derived.constant_k_within_2x_gd"},
-    note="as budget_boundary_ridge, for the finite one-step GD reader",
+  _boundary(
+    "budget_boundary_gd",
+    "gd",
+    "one-step GD, fixed step",
+    "a conditional transfer result extends the same budget boundary to frozen readers (abstract)",
   ),
 )

@@ -11,11 +11,10 @@ from experiments.lanr.configs import default
 def get_config():
   c = default.get_config()
   c.lm = "random"
-  c.kb.n_people = 12
-  c.kb.n_cities = 4
+  c.kb.n_people = 6
+  c.kb.n_cities = 3
   c.kb.n_countries = 2
-  c.kb.n_companies = 3
-  c.test_fraction = 0.5
+  c.kb.n_companies = 2
   c.n_train_per_hop = 4
   c.n_test_per_hop = 3
   c.rep_dim = 16
@@ -24,5 +23,6 @@ def get_config():
   c.lm_batch = 8
   c.width_bucket = 128  # one width: one compilation of the reader
   c.seeds = 2
+  c.n_boot = 200
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c

@@ -1,0 +1,84 @@
+r"""Retrieval on the frozen hidden states without trained heads (the baselines of the heads).
+
+Two label-free scorers of a [PRED] state z against a [DOC] state h, over the same frozen LM
+states the trained projections read:
+
+* the **untrained cosine** ``cos(z, h) = zᵀh / (|z| |h|)``;
+* the **whitened cosine** ``cos((z − μ_q) W, (h − μ_d) W)`` (whitening as in BERT-whitening,
+  Su et al. 2021): each side is centred with its own mean (queries: states of training
+  contexts; documents: the index), and one PCA whitening ``W = U_k Λ_k^{−1/2}`` (the top k
+  eigenpairs of the pooled centred covariance) maps both into one k-dimensional space where
+  every kept direction has unit variance. Whitening removes the few residual-stream
+  directions of very large variance that dominate a raw cosine; keeping k below the number of
+  states keeps ``W`` finite.
+
+Neither uses a retrieval label: a trained head that does not beat them has learned nothing
+the frozen states do not already give.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxpapers.core import validation as V
+
+
+def cosine_scores(q: jax.Array, d: jax.Array) -> jax.Array:
+  """``cos(q_b, d_n)`` for every pair: q [B, H], d [N, H] -> [B, N] (float32 or wider).
+
+  A zero row has cosine 0 with everything.
+  """
+  q = V.check_array(q, "q", ndim=2, dtype="float", nonempty=True)
+  d = V.check_array(d, "d", ndim=2, dtype="float", nonempty=True)
+  if q.shape[1] != d.shape[1]:
+    raise ValueError(f"q and d must share the feature width H, got {q.shape} and {d.shape}")
+  dt = jnp.promote_types(jnp.promote_types(q.dtype, d.dtype), jnp.float32)
+
+  def unit(x):
+    x = x.astype(dt)
+    n2 = jnp.sum(x * x, -1, keepdims=True)
+    return jnp.where(n2 > 0, x * jax.lax.rsqrt(jnp.where(n2 > 0, n2, 1.0)), 0.0)
+
+  return unit(q) @ unit(d).T
+
+
+def fit_whitening(x: jax.Array, *, dim: int | None = None) -> dict:
+  """PCA whitening of states x [M, H]: their mean and ``W = U_k Λ_k^{−1/2}`` [H, k].
+
+  ``Λ_k``, ``U_k``: the k largest eigenvalues of the covariance ``(1/M) Σ (x − μ)(x − μ)ᵀ`` and
+  their eigenvectors; whitened states ``(x − μ) W`` have identity covariance.
+
+  Args:
+    x: float [M, H], M >= 2 states.
+    dim: k, the directions kept (default ``min(H, M − 1)``, the covariance's largest possible
+      rank); 1 <= k <= min(H, M − 1).
+
+  Returns:
+    ``{'mean': [H], 'w': [H, k]}``, float32 or wider; apply with :func:`whiten`.
+  """
+  x = V.check_array(x, "x", ndim=2, dtype="float")
+  M, H = x.shape
+  if M < 2:
+    raise ValueError(f"x must hold at least 2 states to estimate a covariance, got {x.shape}")
+  k = min(H, M - 1) if dim is None else V.check_int(dim, "dim", min_value=1)
+  if k > min(H, M - 1):
+    raise ValueError(f"dim must be <= min(H, M - 1) = {min(H, M - 1)} for x of shape {x.shape}")
+  x = x.astype(jnp.promote_types(x.dtype, jnp.float32))
+  mu = x.mean(0)
+  xc = x - mu
+  lam, u = jnp.linalg.eigh(xc.T @ xc / M)  # ascending
+  lam, u = lam[::-1][:k], u[:, ::-1][:, :k]
+  floor = jnp.finfo(x.dtype).eps * jnp.maximum(lam[0], 1e-30)
+  return {"mean": mu, "w": u * jax.lax.rsqrt(jnp.maximum(lam, floor))}
+
+
+def whiten(stats: dict, x: jax.Array) -> jax.Array:
+  """``(x − mean) W`` for x [..., H] with the ``stats`` of :func:`fit_whitening` -> [..., k]."""
+  if not isinstance(stats, dict) or "mean" not in stats or "w" not in stats:
+    raise TypeError("stats must be the dict of fit_whitening ({'mean', 'w'})")
+  H = stats["w"].shape[0]
+  x = V.check_array(x, "x", dtype="float")
+  if x.ndim < 1 or x.shape[-1] != H:
+    raise ValueError(f"x must have shape [..., H] with H = {H}, got {x.shape}")
+  return (x.astype(stats["w"].dtype) - stats["mean"]) @ stats["w"]
