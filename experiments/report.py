@@ -90,6 +90,8 @@ def format_inline(value: Any, fmt: str) -> str:
     return "–"
   if fmt == "s" or isinstance(value, str):
     return str(value)
+  if isinstance(value, int) and not isinstance(value, bool):
+    return format(value, fmt)  # 'd' and ',' work on ints; '.2f' too
   return format(float(value), fmt)
 
 

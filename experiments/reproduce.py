@@ -270,11 +270,11 @@ _CONFIG_IN_COMMAND = re.compile(r"--config=(?:\S*/)?configs/(\w+)\.py")
 
 
 def results_files(name: str, package_dir: pathlib.Path) -> list[pathlib.Path]:
-  """Every committed ``results.json`` under ``<paper>/results/`` that has a claims block."""
+  """Every committed ``results.json`` under ``<paper>/results/`` (the main one first)."""
   out = []
   for path in sorted((package_dir / name / "results").rglob("results.json")):
     rec = json.loads(path.read_text())
-    if isinstance(rec, dict) and rec.get("claims"):
+    if isinstance(rec, dict) and "metrics" in rec:
       out.append(path)
   main = committed_results_path(name, package_dir)
   if main.exists() and main not in out:
@@ -373,8 +373,8 @@ def rejudge_file(
   entry = lock.record["configs"].get(config) if config else None
   prev = rec.get("registration") or {}
   recorded = [c for c in rec.get("claims", []) if isinstance(c.get("claim"), dict)]
-  verdict_free = bool(recorded) and all(c.get("verdict") is None for c in recorded)
-  if verdict_free:  # a smoke or pilot run: its values are kept, no verdict is issued
+  verdict_free = all(c.get("verdict") is None for c in recorded) and bool(recorded or entry is None)
+  if verdict_free:  # a smoke or pilot run, or one no registered config wrote: no verdicts
     claims = [c["claim"] for c in recorded]
     reg = {
       "status": registration.NOT_REQUIRED,

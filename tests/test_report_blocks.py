@@ -133,3 +133,10 @@ def test_shorten_cuts_at_a_word():
   assert report.shorten("a b c", 10) == "a b c"
   assert report.shorten("alpha beta, gamma delta", 14) == "alpha beta…"
   assert len(report.shorten("x " * 100, 90)) <= 90
+
+
+def test_inline_formats():
+  assert report.format_inline(87, "d") == "87" and report.format_inline(87, ".1f") == "87.0"
+  assert report.format_inline(9.1e-13, ".1e") == "9.1e-13"
+  assert report.format_inline(None, ".2f") == "–" and report.format_inline("held", "s") == "held"
+  assert report.format_inline(True, "s") == "True"

@@ -355,6 +355,28 @@ def build_losses(cfg, schedule):
   return base_loss, dual_loss_fn
 
 
+def _row_store(sub_dir: pathlib.Path) -> core.CellStore:
+  """The finished rows of ``sub_dir``: ``<sub_dir>/rows/``, one cell per sampler setting.
+
+  A ``core.CellStore``: written atomically by process 0, and a corrupt row is left out with a
+  warning naming its file (so it is sampled again). The rows of a workdir written before the
+  store (one ``rows_cache.json``) are read into it; a corrupt ``rows_cache.json`` is left out
+  with a warning the same way.
+  """
+  store = core.CellStore(sub_dir / "rows")
+  legacy = sub_dir / "rows_cache.json"
+  if legacy.exists():
+    try:
+      rows = core.cache.read_json(legacy)
+    except core.CorruptFileError as e:
+      logging.warning("%s; its rows are sampled again", e)
+      rows = {}
+    for key, row in rows.items():
+      if key not in store:
+        store.put(key, row)
+  return store
+
+
 def train_and_evaluate(config, workdir) -> dict:
   cfg = config
   t_start = time.perf_counter()
@@ -458,17 +480,16 @@ def train_and_evaluate(config, workdir) -> dict:
     shape = (n_eval, img, img, chans)
     rows, grids = [], {}
 
-    # Finished rows are cached in the workdir, so a resumed run (or one with more settings) does
+    # Finished rows are cells in the workdir, so a resumed run (or one with more settings) does
     # not re-sample them.
-    cache_path = sub_dir / "rows_cache.json"
-    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    row_cache = _row_store(sub_dir)
     timed = tuple(cfg.get("time_methods", ())) or None
 
     def evaluate(method, model, num_steps, interval, sampler, flops_key, kind="uniform"):
       cache_key = f"{method}|{num_steps}|{interval}|{sampler}|{kind}|{len(cfg.eval_seeds)}|{n_eval}"
-      if cache_key in cache:
-        rows.append(cache[cache_key])
-        return cache[cache_key]
+      if cache_key in row_cache:
+        rows.append(row_cache[cache_key])
+        return row_cache[cache_key]
       model = model() if callable(model) and not isinstance(model, nnx.Module) else model
       use_features = flops_key != "no_features"
       if use_features and flops_key == "dual":
@@ -518,8 +539,7 @@ def train_and_evaluate(config, workdir) -> dict:
         "wall_s": wall,
       }
       rows.append(row)
-      cache[cache_key] = row
-      cache_path.write_text(json.dumps(cache))
+      row_cache.put(cache_key, row)
       _log(
         f"{method} N={num_steps} K={interval} {kind} {sampler}: FD {row['fd_mean']:.3f} "
         f"at {row['mflops_per_sample']:.2f} MFLOPs",

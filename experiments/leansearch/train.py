@@ -80,17 +80,16 @@ def _cache_dir(cfg: Config) -> pathlib.Path:
 
 
 def load_corpus(cfg: Config) -> tuple[list[L.Declaration], str]:
-  """The declarations and a description of where they came from (parse cached as JSONL)."""
+  """The declarations and a description of where they came from (parse cached as JSON)."""
   if cfg.corpus == "fixture":
     return L.parse_coq_tree(HERE / "fixture"), "fixture (3 hand-written .v files)"
   root = L.fetch_coq_stdlib(_cache_dir(cfg) / "coq")
   tag = "all" if not cfg.subdirs else "+".join(cfg.subdirs)
-  cache = _cache_dir(cfg) / f"decls_{tag}.jsonl"
-  if cache.exists():
-    decls = L.load_jsonl(cache)
-  else:
-    decls = L.parse_coq_tree(root, subdirs=cfg.subdirs or None)
-    L.save_jsonl(decls, cache)
+  records = core.cached_json(
+    _cache_dir(cfg) / f"decls_{tag}.json",
+    lambda: [dataclasses.asdict(d) for d in L.parse_coq_tree(root, subdirs=cfg.subdirs or None)],
+  )
+  decls = [L.Declaration(**{**r, "sections": tuple(r["sections"])}) for r in records]
   return decls, f"Coq {L._coq.COQ_PACKAGE} (Debian), theories/{'' if not cfg.subdirs else tag}"
 
 

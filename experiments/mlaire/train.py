@@ -86,18 +86,20 @@ def _units(cfg: Config) -> list[M.Unit]:
 
 def _embeddings(corpus: M.Corpus, workdir: pathlib.Path) -> dict:
   """e5 query and passage embeddings of the corpus, cached in ``<workdir>/e5_cache.npz``."""
-  path = workdir / "e5_cache.npz"
-  if path.exists():
-    z = np.load(path)
-    if z["qe"].shape[0] == len(corpus.queries) and z["pe"].shape[0] == len(corpus.passages):
-      return {"qe": z["qe"], "pe": z["pe"], "seconds": float(z["seconds"])}
-  t0 = time.time()
-  qe = M.e5_embed(corpus.queries, kind="query")
-  pe = M.e5_embed(corpus.passages, kind="passage")
-  dt = time.time() - t0
-  logging.info("e5: %d texts in %.0f s", len(qe) + len(pe), dt)
-  np.savez(path, qe=qe, pe=pe, seconds=dt)
-  return {"qe": qe, "pe": pe, "seconds": dt}
+
+  def compute():
+    t0 = time.time()
+    qe = M.e5_embed(corpus.queries, kind="query")
+    pe = M.e5_embed(corpus.passages, kind="passage")
+    dt = time.time() - t0
+    logging.info("e5: %d texts in %.0f s", len(qe) + len(pe), dt)
+    return {"qe": qe, "pe": pe, "seconds": dt}
+
+  def valid(z):  # embeddings of this corpus (its sizes), not of another config's
+    return z["qe"].shape[0] == len(corpus.queries) and z["pe"].shape[0] == len(corpus.passages)
+
+  z = core.cached_arrays(workdir / "e5_cache.npz", compute, valid=valid)
+  return {"qe": z["qe"], "pe": z["pe"], "seconds": float(z["seconds"])}
 
 
 def _scores(cfg: Config, corpus: M.Corpus, emb, calib: np.ndarray, pools: dict, rng) -> dict:

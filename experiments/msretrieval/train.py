@@ -77,10 +77,10 @@ class Config:
 
 def _prepare_data(cfg: Config, workdir: pathlib.Path) -> dict:
   """Molecules -> fingerprints, masses, simulated spectra, split, pools; cached as .npz."""
-  path = workdir / "data.npz"
-  if path.exists():
-    z = np.load(path, allow_pickle=False)
-    return {k: z[k] for k in z.files}
+  return core.cached_arrays(workdir / "data.npz", lambda: _compute_data(cfg), compress=True)
+
+
+def _compute_data(cfg: Config) -> dict:
   t0 = time.time()
   smiles = M.load_bundled_molecules(cfg.n_molecules or None)
   fps = M.morgan_fingerprints(smiles, n_bits=cfg.n_bits, radius=cfg.radius)
@@ -111,7 +111,6 @@ def _prepare_data(cfg: Config, workdir: pathlib.Path) -> dict:
     )
     out[f"{mode}_pool"], out[f"{mode}_labels"] = cs.index, cs.labels
     out[f"{mode}_smin"], out[f"{mode}_smax"] = cs.sigma_min, cs.sigma_max
-  np.savez_compressed(path, **out)
   return out
 
 

@@ -3,7 +3,12 @@
 * :class:`TrainState` and :func:`train_loop`: NNX models kept functional, a
   resumable step loop with a progress bar, periodic eval and metric history.
 * :class:`Checkpointer`: orbax ``CheckpointManager`` with async saves and
-  restores against abstract targets.
+  restores against abstract targets, verified against a digest of every array
+  recorded when it was written (a corrupt checkpoint falls back to the one before).
+* :func:`cached_json`, :func:`cached_arrays` (:mod:`jaxpapers.core.cache`): the one
+  file cache of the harness (atomic, process-0 writes, verified reads; a corrupt
+  file is recomputed with a warning); :mod:`jaxpapers.core.workdir_lock`: one run
+  per workdir.
 * :func:`make_mesh`, :func:`shard_batch`, :func:`replicate`: data parallelism
   with ``jax.jit`` over a ``NamedSharding`` mesh.
 * :func:`write_results`, :func:`save_figure`: ``<workdir>/results.json`` and PNGs.
@@ -33,7 +38,8 @@
 """
 
 from jaxpapers.core import app
-from jaxpapers.core.checkpoint import Checkpointer, abstract_like
+from jaxpapers.core.cache import CorruptFileError, cached_arrays, cached_json
+from jaxpapers.core.checkpoint import Checkpointer, CorruptCheckpointError, abstract_like
 from jaxpapers.core.claims import VERDICTS, Claim, Verdict, judge, judge_all, parse_claims
 from jaxpapers.core.config import (
   config_to_dataclass,
@@ -111,7 +117,11 @@ __all__ = [
   "TrainState",
   "train_loop",
   "Checkpointer",
+  "CorruptCheckpointError",
   "abstract_like",
+  "cached_json",
+  "cached_arrays",
+  "CorruptFileError",
   # the experiment harness: app entry, sweep engine, metric and results writers
   "app",
   "is_main_process",

@@ -50,7 +50,9 @@ silently become a local folder under ``pathlib`` (``./gs:/bucket/run``), so the
 app refuses it with a usage error unless the experiment declares that its code
 writes through ``epath``/orbax only: ``app.run(fn, remote_workdir=True)``.
 
-**Writes.** Only process 0 writes: the app itself writes nothing;
+**Writes.** Only process 0 writes: the app itself writes only
+``<workdir>/.jaxpapers.lock`` while the run lasts (removed at exit; see
+:mod:`jaxpapers.core.workdir_lock`);
 :class:`~jaxpapers.core.metric_writer.MetricWriter`, progress bars and
 ``core.train_loop``'s history are no-ops on the other processes, and the
 results writer is process-0 aware. Checkpoints are written collectively by
@@ -75,7 +77,7 @@ from etils import epath
 from ml_collections import config_flags
 
 from jaxpapers.core import config as config_lib
-from jaxpapers.core import distributed, host_memory, registration
+from jaxpapers.core import distributed, host_memory, registration, workdir_lock
 from jaxpapers.core import mesh as mesh_lib
 
 FLAGS = flags.FLAGS
@@ -331,7 +333,10 @@ def main(
     "claims: %s (%s)", start["registration"]["status"], start["registration"].get("why", "")
   )
   try:
-    train_and_evaluate(config, workdir)
+    with workdir_lock.hold(workdir):  # one run per workdir: a second one refuses
+      train_and_evaluate(config, workdir)
+  except workdir_lock.WorkdirLockedError as e:
+    raise absl_app.UsageError(str(e)) from None
   finally:
     registration.end_run()
 

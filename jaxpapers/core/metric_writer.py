@@ -15,6 +15,15 @@ disabled and every method is a no-op (nothing is created). Paths go through
 ``etils.epath``, so a ``gs://`` directory works where epath does; a remote file
 cannot be appended to, so there the whole file is rewritten on each
 :meth:`MetricWriter.flush` (local files are appended to).
+
+**Durability.** A local file gets each record as one ``write`` of one whole line
+to a file opened for appending, unbuffered: a record is in the file as soon as
+``write`` returns, and a process killed at any moment (``kill -9``) leaves whole
+lines. :meth:`MetricWriter.flush` also ``fsync``s, which a training loop calls
+before each checkpoint save, so the records up to a checkpoint survive a machine
+crash too. Should a file still end in a cut-off line (a crash of the machine, an
+older writer), a resumed writer drops that line with a warning
+(``read_metrics(..., allow_torn_tail=True)``).
 """
 
 from __future__ import annotations
@@ -46,11 +55,18 @@ def _is_remote(path: epath.Path) -> bool:
 
 
 def read_metrics(
-  logdir: str | os.PathLike[str], filename: str = METRICS_FILE
+  logdir: str | os.PathLike[str], filename: str = METRICS_FILE, *, allow_torn_tail: bool = False
 ) -> list[dict[str, Any]]:
   """The records of ``<logdir>/<filename>`` in file order; ``[]`` if it does not exist.
 
   Reading is allowed on every process (only writing is process 0's).
+
+  Args:
+    logdir: the directory.
+    filename: the JSONL file inside it.
+    allow_torn_tail: drop, with a warning naming the file, a last line that was cut off
+      while being appended (it has no final newline and is not a JSON record), instead of
+      raising; what a resumed run does. Any other bad line still raises.
 
   Raises:
     ValueError: naming the file and line when a line is not a JSON record.
@@ -58,17 +74,37 @@ def read_metrics(
   path = epath.Path(logdir) / filename
   if not path.exists():
     return []
+  text = path.read_bytes().decode(errors="replace")
+  lines = text.split("\n")
   records = []
-  for i, line in enumerate(path.read_text().splitlines(), start=1):
-    if not line.strip():
+  for i, line in enumerate(lines, start=1):
+    if not line.strip("\0 \t\r"):
       continue
     try:
-      records.append(json.loads(line))
+      record = json.loads(line)
+      if not isinstance(record, dict):
+        raise json.JSONDecodeError("not a JSON object", line, 0)
     except json.JSONDecodeError as e:
+      if allow_torn_tail and i == len(lines):  # the text after the last newline
+        logging.warning(
+          "%s: dropping its last line, cut off while it was written (%d characters, %s)",
+          path,
+          len(line),
+          e.msg,
+        )
+        break
       raise ValueError(
         f"{path}: line {i} is not a JSON record ({e.msg}); the file is corrupt or was cut off"
       ) from e
+    records.append(record)
   return records
+
+
+def _append(fd: int, data: bytes) -> None:
+  """Appends ``data`` with one ``write`` (a regular file takes it whole), looping if short."""
+  view = memoryview(data)
+  while view:
+    view = view[os.write(fd, view) :]
 
 
 class MetricWriter:
@@ -81,8 +117,9 @@ class MetricWriter:
     tensorboard: ``True`` requires ``tensorboardX``; ``False`` writes JSONL
       only; ``None`` (default) uses TensorBoard when ``tensorboardX`` imports.
     resume_step: ``None`` starts afresh (an existing file is replaced); an int
-      keeps the existing records with ``step <= resume_step`` (a resumed run)
-      and TensorBoard drops its events after that step.
+      keeps the existing records with ``step <= resume_step`` (a resumed run;
+      a last line cut off mid-write is dropped with a warning) and TensorBoard
+      drops its events after that step.
     enabled: ``None`` (default) writes on process 0 only; ``True``/``False``
       force it.
 
@@ -107,18 +144,18 @@ class MetricWriter:
     self.enabled = distributed.is_main_process() if enabled is None else bool(enabled)
     self._pending: list[str] = []
     self._lines: list[str] = []  # everything in the file (remote paths rewrite it whole)
-    self._file = None
+    self._fd: int | None = None  # local files: appended to, one os.write per record
     self._tb = None
     self._closed = False
     if not self.enabled:
       return
     self.logdir.mkdir(parents=True, exist_ok=True)
     if resume_step is not None:
-      kept = [r for r in read_metrics(self.logdir, filename) if r.get("step", 0) <= resume_step]
-      self._lines = [json.dumps(r) + "\n" for r in kept]
+      records = read_metrics(self.logdir, filename, allow_torn_tail=True)
+      self._lines = [json.dumps(r) + "\n" for r in records if r.get("step", 0) <= resume_step]
     self._rewrite()
     if not _is_remote(self.path):
-      self._file = self.path.open("a")
+      self._fd = os.open(os.fspath(self.path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     self._tb = self._open_tensorboard(tensorboard, resume_step)
 
   def _rewrite(self) -> None:
@@ -182,20 +219,25 @@ class MetricWriter:
     record = {"step": step, **_scalarize(metrics)}
     line = json.dumps(record) + "\n"
     self._lines.append(line)
-    self._pending.append(line)
-    if self._file is not None:
-      self._file.write(line)
+    if self._fd is not None:
+      _append(self._fd, line.encode())
+    else:
+      self._pending.append(line)
     if self._tb is not None:
       for k, v in record.items():
         if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):
           self._tb.add_scalar(k, v, step)
 
   def flush(self) -> None:
-    """Makes every record so far visible in the files."""
+    """Makes every record so far durable: on disk (``fsync``) or rewritten remotely.
+
+    Local records are visible in the file as soon as :meth:`write` returns; this also
+    survives a crash of the machine. Call it before saving a checkpoint.
+    """
     if not self.enabled or self._closed:
       return
-    if self._file is not None:
-      self._file.flush()
+    if self._fd is not None:
+      os.fsync(self._fd)
     elif self._pending:
       self._rewrite()
     self._pending.clear()
@@ -207,8 +249,9 @@ class MetricWriter:
     if not self.enabled or self._closed:
       return
     self.flush()
-    if self._file is not None:
-      self._file.close()
+    if self._fd is not None:
+      os.close(self._fd)
+      self._fd = None
     if self._tb is not None:
       self._tb.close()
     self._closed = True

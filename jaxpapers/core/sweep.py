@@ -46,20 +46,20 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import urllib.parse
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from absl import logging
 from etils import epath
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jaxpapers.core import cache as cache_lib
 from jaxpapers.core.checkpoint import Checkpointer
 from jaxpapers.core.progress import progress as _progress
 
@@ -286,8 +286,9 @@ class Sweep:
       checkpoint_dir: if given, an orbax checkpoint of the state and metrics
         is saved there after every ``checkpoint_every`` chunks (not after the
         last chunk: the caller stores the result), and a rerun with the same
-        inputs resumes from the latest one. Inputs that differ from the saved
-        run's (hyperparameters, keys, ``T``, ``C``) are an error.
+        inputs resumes from the latest one that verifies (the newest two are
+        kept). Inputs that differ from the saved run's (hyperparameters, keys,
+        ``T``, ``C``) are an error.
       checkpoint_every: chunks between checkpoints (>= 1).
       max_chunks: stop after this many chunks in this call (the result is
         then partial, ``complete`` False); for time-limited jobs and tests.
@@ -342,7 +343,8 @@ class Sweep:
     start0 = jnp.asarray(0, jnp.int32)
     fingerprint = _fingerprint(hparams, keys, num_steps, chunk_size)
 
-    ckpt = Checkpointer(checkpoint_dir, max_to_keep=1) if checkpoint_dir is not None else None
+    # Two kept: should the newest be corrupt, the run falls back to the one before.
+    ckpt = Checkpointer(checkpoint_dir, max_to_keep=2) if checkpoint_dir is not None else None
     latest = None if ckpt is None else ckpt.latest_step()
     # A one-chunk run from scratch uses one program (init fused into the chunk): one compile
     # less, and initialisation (random draws under vmap) is often as slow to compile as a step.
@@ -359,7 +361,8 @@ class Sweep:
     start_chunk = 0
     state = None
     if latest is not None:
-      restored = ckpt.restore(latest, _ckpt_tree(state_shape, history, evals, fingerprint))
+      # The newest checkpoint that matches its digests (a corrupt one is skipped, warned of).
+      latest, restored = ckpt.restore_latest(_ckpt_tree(state_shape, history, evals, fingerprint))
       if not np.array_equal(np.asarray(restored["fingerprint"]), fingerprint):
         ckpt.close()
         raise ValueError(
@@ -460,12 +463,14 @@ class CellStore:
 
   A cell is keyed by a stable name (any string, e.g. ``'digits/T500/adam'``);
   its file is ``<directory>/<percent-encoded name>.json`` holding
-  ``{"name": ..., "value": ...}``. :meth:`put` streams the JSON into a
-  temporary file in the same directory and renames it over the final path, so
-  a crash or a serialisation error mid-write leaves the previous value (or no
-  file), never a partial one. Only process 0 writes; every process sees its
-  own puts. Paths are ``etils.epath`` paths, so remote directories work
-  wherever epath does.
+  ``{"name": ..., "value": ..., "sha256": ...}``, written through
+  :func:`jaxpapers.core.cache.write_json`: into a temporary file in the same
+  directory, renamed over the final path, so a crash or a serialisation error
+  mid-write leaves the previous value (or no file), never a partial one. Only
+  process 0 writes; every process sees its own puts. A cell file that is
+  corrupt (cut off, or not matching its digest) is left out with a warning
+  naming it, so :meth:`get_or_compute` computes that cell again. Paths are
+  ``etils.epath`` paths, so remote directories work wherever epath does.
 
   Values are JSON: dicts, lists, numbers, strings, None; numpy arrays and
   scalars are converted with ``tolist()``/``item()``.
@@ -498,7 +503,13 @@ class CellStore:
     if self.directory.exists():
       for f in self.directory.iterdir():
         if f.name.endswith(self.SUFFIX) and not f.name.startswith("."):
-          rec = json.loads(f.read_text())
+          try:
+            rec = cache_lib.read_json(f)
+            if not isinstance(rec.get("name"), str) or "value" not in rec:
+              raise cache_lib.CorruptFileError(f, 'expected a record {"name": ..., "value": ...}')
+          except cache_lib.CorruptFileError as e:
+            logging.warning("%s; the cell is left out and will be computed again", e)
+            continue
           self._cells[rec["name"]] = rec["value"]
 
   @classmethod
@@ -507,34 +518,18 @@ class CellStore:
       raise TypeError(f"cell name must be a non-empty str, got {name!r}")
     return urllib.parse.quote(name, safe="") + cls.SUFFIX
 
-  @staticmethod
-  def _default(obj):
-    if isinstance(obj, np.ndarray):
-      return obj.tolist()
-    if isinstance(obj, np.generic):
-      return obj.item()
-    raise TypeError(f"cell values must be JSON-serialisable, got {type(obj).__name__}")
-
   def path(self, name: str) -> epath.Path:
     """The file of cell ``name``."""
     return self.directory / self._filename(name)
 
   def put(self, name: str, value: Any) -> None:
     """Stores ``value`` under ``name`` (replacing any previous value, atomically)."""
-    final = self.path(name)
-    if _is_writer():
-      self.directory.mkdir(parents=True, exist_ok=True)
-      tmp = self.directory / f".{final.name}.{uuid.uuid4().hex}.tmp"
-      try:
-        with tmp.open("w") as f:
-          json.dump({"name": name, "value": value}, f, default=self._default)
-        tmp.replace(final)
-      except BaseException:
-        if tmp.exists():
-          tmp.unlink()
-        raise
+    try:
+      record = cache_lib.write_json(self.path(name), {"name": name, "value": value})
+    except TypeError as e:
+      raise TypeError(f"cell {e}") from None  # "cell values must be JSON-serialisable, ..."
     # What readers of the file will see (tuples become lists, numpy becomes Python).
-    self._cells[name] = json.loads(json.dumps(value, default=self._default))
+    self._cells[name] = record["value"]
 
   def checkpoint_dir(self, name: str) -> epath.Path:
     """The checkpoint directory :meth:`get_or_compute` gives cell ``name``."""

@@ -156,7 +156,10 @@ def train_loop(
       ``<workdir>/checkpoints`` and the logged history to
       ``<workdir>/history.jsonl`` (and TensorBoard events when ``tensorboardX``
       is installed) through :class:`~jaxpapers.core.metric_writer.MetricWriter`,
-      written by process 0 only; a rerun resumes from the latest checkpoint.
+      written by process 0 only; a rerun resumes from the latest checkpoint
+      that verifies. The history is flushed before every checkpoint save, so a
+      run killed at any point and rerun logs every step exactly once and ends
+      in the uninterrupted run's state.
     checkpoint_every: save every this many steps (and at the end); 0 disables.
     eval_fn: ``state -> metrics``, run every ``eval_every`` steps and at the end.
     eval_every: 0 disables periodic evaluation (the final one still runs).
@@ -177,17 +180,17 @@ def train_loop(
   if workdir is not None and checkpoint_every > 0:
     workdir = epath.Path(workdir)
     ckpt = checkpoint_lib.Checkpointer(workdir / "checkpoints", max_to_keep=max_to_keep)
-    latest = ckpt.latest_step()
     resume_step = None
-    if latest is not None:
-      tree = ckpt.restore(latest, state.checkpoint_tree())
+    if ckpt.latest_step() is not None:
+      # The newest checkpoint that matches its digests (a corrupt one is skipped, warned of).
+      _, tree = ckpt.restore_latest(state.checkpoint_tree())
       state = state.restore_from(tree)
       start = resume_step = int(state.step)
       # Every process reads the history back (so all return the same list);
       # only process 0 rewrites the file (MetricWriter is a no-op elsewhere).
       history = [
         _history_record(r)
-        for r in metric_writer_lib.read_metrics(workdir, _HISTORY_FILE)
+        for r in metric_writer_lib.read_metrics(workdir, _HISTORY_FILE, allow_torn_tail=True)
         if r["step"] <= start
       ]
     writer = metric_writer_lib.MetricWriter(
@@ -218,6 +221,7 @@ def train_loop(
         rec["elapsed_s"] = time.perf_counter() - t0
         record(rec)
       if ckpt is not None and (done % checkpoint_every == 0 or done == num_steps):
+        writer.flush()  # every record up to `done` is on disk before its checkpoint can be
         ckpt.save(done, state.checkpoint_tree(), force=True)
       bar.update(1)
     if start >= num_steps and eval_fn is not None and not history:

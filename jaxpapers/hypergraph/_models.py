@@ -27,6 +27,12 @@ __all__ = [
   "BACKBONES",
   "backbone_input",
   "complex_unit_mul",
+  "phenom_step",
+  "PHENOM_H_SETTINGS",
+  "phenom_h_init",
+  "uniform_init",
+  "torch_linear",
+  "check_phenom_args",
 ]
 
 
@@ -65,6 +71,114 @@ def complex_unit_mul(re, im, i_complex: bool):
     return re, im
   im0 = jnp.zeros_like(re) if im is None else im
   return re - im0, re + im0
+
+
+def uniform_init(bound: float):
+  """Initializer drawing ``U(-bound, bound)`` (PyTorch's ``nn.Linear`` default uses
+  ``bound = 1/sqrt(fan_in)`` for its weight and bias)."""
+  if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0 <= bound < np.inf:
+    raise ValueError(f"bound must be a finite float >= 0, got {bound!r}")
+  bound = float(bound)
+
+  def init(key, shape, dtype=jnp.float32):
+    return jax.random.uniform(key, shape, dtype, -bound, bound)
+
+  return init
+
+
+def torch_linear(in_features: int, out_features: int, *, use_bias: bool = True, rngs: nnx.Rngs):
+  """``nnx.Linear`` initialised as PyTorch's ``nn.Linear``: weight and bias ``U(+-1/sqrt(in))``."""
+  b = uniform_init(in_features**-0.5)
+  return nnx.Linear(
+    in_features, out_features, use_bias=use_bias, kernel_init=b, bias_init=b, rngs=rngs
+  )
+
+
+# PhenomNN's learned-H settings (the reference tuner's ``H_setting``): which ``H`` matrices the
+# update uses. 0: none (the plain update); 1: ``H_beta``, ``H_gamma``; 2: ``H = I`` in the beta
+# term (no parameters); 3: ``H_beta`` and two gamma matrices, the gamma term halved.
+PHENOM_H_SETTINGS = {0: (), 1: ("beta", "gamma1"), 2: (), 3: ("beta", "gamma1", "gamma2")}
+
+
+def phenom_h_init(key, width: int, h_setting: int) -> dict:
+  """The reference's initial ``H`` matrices ``N(0, (1/width)^2) + I`` ``[width, width]``."""
+  if isinstance(h_setting, bool) or h_setting not in PHENOM_H_SETTINGS:
+    raise ValueError(f"h_setting must be one of {sorted(PHENOM_H_SETTINGS)}, got {h_setting!r}")
+  names = PHENOM_H_SETTINGS[h_setting]
+  keys = jax.random.split(key, max(len(names), 1))
+  return {
+    t: jax.random.normal(k, (width, width)) / width + jnp.eye(width) for t, k in zip(names, keys)
+  }
+
+
+def phenom_step(
+  y, y0, a_beta_y, a_gamma_y, d_beta, d_gamma, *, lam0, lam1, step, h_setting=0, h=None
+):
+  """One unrolled PhenomNN step (Wang et al., ICML 2023, simplified form with diagonal ``D``).
+
+  ``Y' = (1 - step) Y + step Y_hat / (lam0 D_beta + lam1 D_gamma + 1)`` with, by ``h_setting``
+  (the reference's ``H``, ``HisI``, ``twoHgamma`` flags; ``L_gamma Y = D_gamma Y - A_gamma Y``):
+
+  * 0: ``Y_hat = lam0 A_beta Y + lam1 A_gamma Y + Y^0``;
+  * 1: ``lam0 (A_beta Y (H1 + H1^T) - D_beta Y H1 H1^T) + Y^0
+    + lam1 (L_gamma Y + A_gamma Y (H2 + H2^T) - D_gamma Y H2 H2^T)``;
+  * 2: ``lam0 (2 A_beta Y - D_beta Y) + lam1 A_gamma Y + Y^0``;
+  * 3: as 1 with the gamma term ``lam1 / 2 (L_gamma Y + A_gamma Y (H2 + H2^T) - D_gamma Y H2 H2^T
+    + A_gamma Y (H3 + H3^T) - A_gamma Y H3 H3^T)``.
+
+  Args:
+    y, y0, a_beta_y, a_gamma_y: ``[n, W]`` current state, ``Y^0`` and the two propagations.
+    d_beta, d_gamma: ``[n]`` degrees.
+    lam0, lam1, step: floats; ``step`` is the reference's ``alpha``.
+    h_setting: 0..3 (see above).
+    h: dict of ``[W, W]`` matrices ``'beta'``, ``'gamma1'``, ``'gamma2'`` as the setting needs.
+
+  Returns:
+    ``[n, W]`` the next state.
+  """
+  if isinstance(h_setting, bool) or h_setting not in PHENOM_H_SETTINGS:
+    raise ValueError(f"h_setting must be one of {sorted(PHENOM_H_SETTINGS)}, got {h_setting!r}")
+  shp = jnp.shape(y)
+  if len(shp) != 2:
+    raise ValueError(f"y must have shape [n, W], got {shp}")
+  for nm, a in (("y0", y0), ("a_beta_y", a_beta_y), ("a_gamma_y", a_gamma_y)):
+    if jnp.shape(a) != shp:
+      raise ValueError(f"{nm} must have the shape of y {shp}, got {jnp.shape(a)}")
+  for nm, a in (("d_beta", d_beta), ("d_gamma", d_gamma)):
+    if jnp.shape(a) != shp[:1]:
+      raise ValueError(f"{nm} must have shape [n] = {shp[:1]}, got {jnp.shape(a)}")
+  need = PHENOM_H_SETTINGS[h_setting]
+  if need and (not isinstance(h, dict) or any(jnp.shape(h.get(t)) != (shp[1],) * 2 for t in need)):
+    raise ValueError(f"h_setting={h_setting} needs h with [{shp[1]}, {shp[1]}] matrices {need}")
+  db, dg = d_beta[:, None], d_gamma[:, None]
+  if h_setting == 0:
+    y_hat = lam0 * a_beta_y + y0 + lam1 * a_gamma_y
+  elif h_setting == 2:
+    y_hat = lam0 * (2.0 * a_beta_y - db * y) + y0 + lam1 * a_gamma_y
+  else:
+    h1, h2 = h["beta"], h["gamma1"]
+    beta = a_beta_y @ (h1 + h1.T) - ((db * y) @ h1) @ h1.T
+    gamma = dg * y - a_gamma_y + a_gamma_y @ (h2 + h2.T) - ((dg * y) @ h2) @ h2.T
+    if h_setting == 3:
+      h3 = h["gamma2"]
+      gamma = 0.5 * (gamma + a_gamma_y @ (h3 + h3.T) - (a_gamma_y @ h3) @ h3.T)
+    y_hat = lam0 * beta + y0 + lam1 * gamma
+  q = lam0 * d_beta + lam1 * d_gamma + 1.0
+  return (1.0 - step) * y + step * y_hat / q[:, None]
+
+
+def check_phenom_args(lam0, lam1, alp, h_setting) -> float:
+  """Checks PhenomNN's static options and returns ``alp`` as a float.
+
+  The step size is ``alp``, or ``1/(1 + lam0 + lam1)`` for ``alp = 0`` (the reference's rule),
+  computed where the model runs so that traced ``lam0``/``lam1`` enter it.
+  """
+  for nm, v in (("lam0", lam0), ("lam1", lam1), ("alp", alp)):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < float("inf"):
+      raise ValueError(f"{nm} must be a finite float >= 0, got {v!r}")
+  if isinstance(h_setting, bool) or h_setting not in PHENOM_H_SETTINGS:
+    raise ValueError(f"h_setting must be one of {sorted(PHENOM_H_SETTINGS)}, got {h_setting!r}")
+  return float(alp)
 
 
 class ClassifierHead(nnx.Module):
@@ -107,6 +221,8 @@ class GeDiHNN(nnx.Module):
   skip connections from layer 2; final dropout; the classifier
   reads ``[Re || Im]``. Phase convention: ``H_ve = i`` on tails (q = 1/4, ``'code'``);
   ``conjugate=True`` applies ``conj(L)`` as PyG's propagation of the reference does.
+  ``other_complex=True`` feeds the input as ``X + iX`` instead of ``X + 0i`` (the reference's
+  ``other_complex``, which its tuner searches).
   """
 
   def __init__(
@@ -120,8 +236,12 @@ class GeDiHNN(nnx.Module):
     i_complex: bool = False,
     operator_variant: str = "code",
     conjugate: bool = False,
+    other_complex: bool = False,
     rngs: nnx.Rngs,
   ):
+    if not isinstance(other_complex, (bool, np.bool_)):
+      raise TypeError(f"other_complex must be a bool, got {type(other_complex).__name__}")
+    self.other_complex = bool(other_complex)
     if operator_variant not in ("Q_N", "code"):
       raise ValueError(f"operator_variant must be 'Q_N' or 'code', got {operator_variant!r}")
     _check_dims(in_features, num_classes, hidden, num_layers, dropout)
@@ -141,7 +261,7 @@ class GeDiHNN(nnx.Module):
   def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
     _check(data, self.in_features)
     inc = data.incidence
-    re, im = data.x, None
+    re, im = data.x, (data.x if self.other_complex else None)
     for l, (t0, t1, b) in enumerate(zip(self.theta0, self.theta1, self.bias)):
       r0, i0 = complex_unit_mul(t0(re), None if im is None else t0(im), self.i_complex)
       r1, i1 = _ops.gedi_propagate(
@@ -151,7 +271,7 @@ class GeDiHNN(nnx.Module):
       ni = (0.0 if i0 is None else i0) + (jnp.zeros_like(nr) if i1 is None else i1) + b[...]
       nr, ni = _ops.complex_relu(nr, ni)
       if l > 0:
-        nr, ni = nr + re, ni + im
+        nr, ni = nr + re, ni + (jnp.zeros_like(re) if im is None else im)
       re, im = nr, ni
     h = self.drop(jnp.concatenate([re, im], -1), deterministic=deterministic, rngs=rngs)
     return self.head(h, deterministic=deterministic, rngs=rngs)
@@ -194,10 +314,14 @@ class HGNN(nnx.Module):
 class HyperGCN(nnx.Module):
   """HyperGCN (Yadati et al., NeurIPS 2019), rebuilt graph per layer, O(nnz).
 
-  Per layer: ``S = X Theta``, ``p = S r`` with a fixed random ``r`` (drawn at init, non-trainable),
+  Per layer: ``S = X Theta``, ``p = S r`` with a fixed random ``r ~ U[0, 1)`` (drawn at init,
+  non-trainable; the reference draws the same distribution),
   graph from each hyperedge's ``(argmax p, argmin p)`` (+ mediators), ``X' = ReLU(A_bar S + b)``,
   ``A_bar = D~^{-1/2}(A + I)D~^{-1/2}``. ``fast=True`` (FastHyperGCN) builds the graph once from
-  the input features.
+  the input features. ``mediators`` defaults to False, as in the reference's training script:
+  with mediators, a singleton hyperedge puts -2 on its node's diagonal (the reference's
+  ``1/(2|e| - 3)``, counted twice), so on the undirected data, where every node has one, most
+  rows of ``A + I`` sum to a non-positive number and those nodes are cut off.
   """
 
   def __init__(
@@ -208,7 +332,7 @@ class HyperGCN(nnx.Module):
     hidden: int = 64,
     num_layers: int = 1,
     dropout: float = 0.5,
-    mediators: bool = True,
+    mediators: bool = False,
     fast: bool = False,
     rngs: nnx.Rngs,
   ):
@@ -219,7 +343,7 @@ class HyperGCN(nnx.Module):
     self.lins = nnx.List([nnx.Linear(a, b, rngs=rngs) for a, b in zip(dims, dims[1:])])
     self.r = nnx.List(
       [
-        nnx.Variable(jax.random.normal(rngs.params(), (d,)))
+        nnx.Variable(jax.random.uniform(rngs.params(), (d,)))
         for d in ([in_features] if fast else dims[1:])
       ]
     )
@@ -246,9 +370,10 @@ class PhenomNN(nnx.Module):
   """Simplified PhenomNN (Wang et al., ICML 2023), unrolled energy minimisation.
 
   ``Y^0 = MLP(X)``; ``Y^{k+1} = (1 - a) Y^k + a Q~^{-1}(lam0 A_beta Y^k + lam1 A_gamma Y^k + Y^0)``
-  with ``Q~ = lam0 D_beta + lam1 D_gamma + I`` and ``a = 1/(1 + lam0 + lam1)`` (see
-  ``phenom_operators``). The propagation has no parameters; ``num_steps`` unrolled steps. As
-  in the reference's block: dropout on the input and on ``Y^0``, ReLU and dropout after the
+  with ``Q~ = lam0 D_beta + lam1 D_gamma + I`` and ``a = alp`` or, for ``alp = 0`` (default),
+  ``1/(1 + lam0 + lam1)`` (see ``phenom_operators``); ``h_setting`` 1-3 use learned ``H``
+  matrices as the reference's tuner does (:func:`phenom_step`). ``num_steps`` unrolled steps.
+  As in the reference's block: dropout on the input and on ``Y^0``, ReLU and dropout after the
   propagation, then the classifier.
   """
 
@@ -263,17 +388,26 @@ class PhenomNN(nnx.Module):
     lam0: float = 10.0,
     lam1: float = 10.0,
     num_steps: int = 4,
+    alp: float = 0.0,
+    h_setting: int = 0,
     rngs: nnx.Rngs,
   ):
     _check_dims(in_features, num_classes, hidden, num_layers, dropout)
     del num_layers
-    for nm, v in (("lam0", lam0), ("lam1", lam1)):
-      if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < float("inf"):
-        raise ValueError(f"{nm} must be a finite float >= 0, got {v!r}")
+    self.alp = check_phenom_args(lam0, lam1, alp, h_setting)
     if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 0:
       raise ValueError(f"num_steps must be an int >= 0, got {num_steps!r}")
     self.in_features = in_features
     self.lam0, self.lam1, self.num_steps = float(lam0), float(lam1), int(num_steps)
+    self.h_setting = int(h_setting)
+    self.h = nnx.Dict(
+      {
+        k: nnx.Param(v)
+        for k, v in (
+          phenom_h_init(rngs.params(), hidden, h_setting) if PHENOM_H_SETTINGS[h_setting] else {}
+        ).items()
+      }
+    )
     self.inp = nnx.Linear(in_features, hidden, rngs=rngs)
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
@@ -286,16 +420,22 @@ class PhenomNN(nnx.Module):
     ones = jnp.ones((inc.num_nodes,), y0.dtype)
     d_b = _ops.phenom_propagate(inc, ones, which="beta")
     d_g = _ops.phenom_propagate(inc, ones, which="gamma")
-    qinv = 1.0 / (self.lam0 * d_b + self.lam1 * d_g + 1.0)
-    a = 1.0 / (1.0 + self.lam0 + self.lam1)
+    h = {k: v[...] for k, v in self.h.items()}
     y = y0
     for _ in range(self.num_steps):
-      t = (
-        self.lam0 * _ops.phenom_propagate(inc, y, which="beta")
-        + self.lam1 * _ops.phenom_propagate(inc, y, which="gamma")
-        + y0
+      y = phenom_step(
+        y,
+        y0,
+        _ops.phenom_propagate(inc, y, which="beta"),
+        _ops.phenom_propagate(inc, y, which="gamma"),
+        d_b,
+        d_g,
+        lam0=self.lam0,
+        lam1=self.lam1,
+        step=self.alp if self.alp else 1.0 / (1.0 + self.lam0 + self.lam1),
+        h_setting=self.h_setting,
+        h=h,
       )
-      y = (1 - a) * y + a * qinv[:, None] * t
     y = self.drop(jax.nn.relu(y), **kw)
     return self.head(y, **kw)
 

@@ -136,10 +136,11 @@ def node_to_edge(inc: Incidence, re, im=None, *, weight=None, conj_phase=True, u
   re, im = _check_signal(re, im, inc.num_nodes, "node signal")
   if weight is not None:
     weight = V.check_array(weight, "weight", dtype="real", shape=(inc.nnz,))
+  dt = re.dtype
   wr, wi = (
-    (inc.phase_re, (-inc.phase_im if conj_phase else inc.phase_im))
+    (inc.phase_re.astype(dt), (-inc.phase_im if conj_phase else inc.phase_im).astype(dt))
     if use_phase
-    else (jnp.ones_like(inc.phase_re), None)
+    else (jnp.ones(inc.phase_re.shape, dt), None)
   )
   if weight is not None:
     wr, wi = wr * weight, (None if wi is None else wi * weight)
@@ -159,10 +160,12 @@ def edge_to_node(inc: Incidence, re, im=None, *, weight=None, conj_phase=False, 
     weight = V.check_array(weight, "weight", dtype="real", shape=(inc.nnz,))
   p = inc.by_node
   node, edge = inc.node[p], inc.edge[p]
+  dt = re.dtype
   if use_phase:
-    wr, wi = inc.phase_re[p], (-inc.phase_im[p] if conj_phase else inc.phase_im[p])
+    wr = inc.phase_re[p].astype(dt)
+    wi = (-inc.phase_im[p] if conj_phase else inc.phase_im[p]).astype(dt)
   else:
-    wr, wi = jnp.ones_like(inc.phase_re), None
+    wr, wi = jnp.ones(inc.phase_re.shape, dt), None
   if weight is not None:
     wr, wi = wr * weight[p], (None if wi is None else wi * weight[p])
   hr, hi = re[edge], (None if im is None else im[edge])
@@ -186,19 +189,18 @@ def gedi_propagate(inc: Incidence, re, im=None, *, variant: str = "Q_N", conjuga
     raise ValueError(f"variant must be 'Q_N' or 'code', got {variant!r}")
   _check_inc(inc)
   re, im = _check_signal(re, im, inc.num_nodes, "re/im")
-  d = inc.deg_node
+  d = inc.deg_node.astype(re.dtype)  # counts are exact in float32; normalise in the signal dtype
   s = inv_sqrt(d) if variant == "Q_N" else inv_sqrt(d + 1.0)
   hr, hi = node_to_edge(
     inc, _b(s, re) * re, None if im is None else _b(s, im) * im, conj_phase=not conjugate
   )
-  de = _inv(inc.deg_edge)
+  de = _inv(inc.deg_edge.astype(re.dtype))
   hr, hi = _b(de, hr) * hr, (None if hi is None else _b(de, hi) * hi)
   yr, yi = edge_to_node(inc, hr, hi, conj_phase=conjugate)
   yr, yi = _b(s, yr) * yr, (None if yi is None else _b(s, yi) * yi)
   if variant == "code":
-    diag_a = jax.ops.segment_sum(
-      de[inc.edge] * (inc.phase_re**2 + inc.phase_im**2), inc.node, inc.num_nodes
-    )
+    ph2 = (inc.phase_re**2 + inc.phase_im**2).astype(re.dtype)
+    diag_a = jax.ops.segment_sum(de[inc.edge] * ph2, inc.node, inc.num_nodes)
     corr = diag_a * (_inv(d) - 1.0 / (d + 1.0))
     yr = yr + _b(corr, re) * re
     yi = yi if im is None else yi + _b(corr, im) * im
@@ -209,9 +211,9 @@ def hgnn_propagate(inc: Incidence, x):
   """HGNN (Zhou et al. 2006): ``D_v^{-1/2} H D_e^{-1} H^T D_v^{-1/2} x`` with all phases 1."""
   _check_inc(inc)
   x, _ = _check_signal(x, None, inc.num_nodes, "x")
-  s = inv_sqrt(inc.deg_node)
+  s = inv_sqrt(inc.deg_node.astype(x.dtype))
   h, _ = node_to_edge(inc, _b(s, x) * x, use_phase=False)
-  h = _b(_inv(inc.deg_edge), h) * h
+  h = _b(_inv(inc.deg_edge.astype(x.dtype)), h) * h
   y, _ = edge_to_node(inc, h, use_phase=False)
   return _b(s, y) * y
 
@@ -277,7 +279,8 @@ def phenom_propagate(inc: Incidence, y, *, which: str):
   _check_inc(inc)
   y, _ = _check_signal(y, None, inc.num_nodes, "y")
   ones = jnp.ones((inc.num_nodes,), y.dtype)
-  ew = jnp.ones_like(inc.deg_edge) if which == "beta" else _inv(inc.deg_edge)
+  de = inc.deg_edge.astype(y.dtype)
+  ew = jnp.ones_like(de) if which == "beta" else _inv(de)
 
   def core(v):
     h, _ = node_to_edge(inc, v, use_phase=False)
@@ -295,11 +298,14 @@ def phenom_propagate(inc: Incidence, y, *, which: str):
 def hypergcn_graph(inc: Incidence, p: jax.Array, *, mediators: bool = True):
   """HyperGCN's per-layer graph from projections ``p[n]`` in O(nnz) (no pair enumeration).
 
-  In each hyperedge take ``i_e = argmax p``, ``j_e = argmin p`` (ties: lowest index). With
-  mediators, add (i_e, j_e) and (i_e, k), (j_e, k) for every other member k, each with weight
-  ``1/(2|e| - 3)``; without, only (i_e, j_e) with weight ``1/|e|`` (as the reference's
-  ``Laplacian``). Returns a static-size undirected edge
-  list ``(src, dst, w)`` of length ``2 nnz + m`` (unused slots have w = 0).
+  In each hyperedge take ``i_e = argmax p``, ``j_e = argmin p`` (ties: lowest index, as numpy's
+  ``argmax`` over members in node order). With mediators, add (i_e, j_e) and (i_e, k), (j_e, k)
+  for every other member k, each with weight ``1/(2|e| - 3)``; without, only (i_e, j_e) with
+  weight ``1/|e|`` (as the reference's ``Laplacian``). As in the reference, a singleton
+  hyperedge {v} (and a hyperedge whose members all project to one value, ``i_e = j_e``) gives the
+  self pair (v, v), which the symmetric graph counts twice: weight ``2/(2|e| - 3)`` (-2 for a
+  singleton with mediators) or ``2/|e|``. Returns a static-size undirected edge list
+  ``(src, dst, w)`` of length ``2 nnz + m`` (unused slots have w = 0); ``w`` has ``p``'s dtype.
 
   A NaN in ``p`` raises ``ValueError`` eagerly; under jit every weight ``w`` is NaN.
   """
@@ -315,25 +321,29 @@ def hypergcn_graph(inc: Incidence, p: jax.Array, *, mediators: bool = True):
   i_e = jax.ops.segment_min(jnp.where(pv == pmax[inc.edge], inc.node, n), **seg)
   j_e = jax.ops.segment_min(jnp.where(pv == pmin[inc.edge], inc.node, n), **seg)
   i_e, j_e = jnp.minimum(i_e, n - 1), jnp.minimum(j_e, n - 1)
-  size = inc.deg_edge
-  pair_ok = (i_e != j_e) & (size >= 2)
+  size = inc.deg_edge.astype(p.dtype)
+  used = size >= 1
   if mediators:
-    w_e = jnp.where(size >= 2, 1.0 / jnp.maximum(2.0 * size - 3.0, 1.0), 0.0)
+    w_e = jnp.where(used, 1.0 / (2.0 * jnp.maximum(size, 1.0) - 3.0), 0.0)
     ie, je = i_e[inc.edge], j_e[inc.edge]
-    med = (inc.node != ie) & (inc.node != je) & pair_ok[inc.edge]
+    med = (inc.node != ie) & (inc.node != je)
     wm = jnp.where(med, w_e[inc.edge], 0.0)
     src = jnp.concatenate([ie, je, i_e])
     dst = jnp.concatenate([inc.node, inc.node, j_e])
-    w = jnp.concatenate([wm, wm, jnp.where(pair_ok, w_e, 0.0)])
+    w = jnp.concatenate([wm, wm, w_e])
   else:
-    src, dst, w = i_e, j_e, jnp.where(pair_ok, 1.0 / jnp.maximum(size, 1.0), 0.0)
+    src, dst, w = i_e, j_e, jnp.where(used, 1.0 / jnp.maximum(size, 1.0), 0.0)
   return src.astype(jnp.int32), dst.astype(jnp.int32), V.poison(w, ok)
 
 
 def graph_propagate(src, dst, w, x, num_nodes: int):
   """``D~^{-1/2}(A + I)D~^{-1/2} x`` for the symmetric graph given by undirected ``(src, dst, w)``.
 
-  Weights must be >= 0 (``ValueError`` eagerly, NaN output under jit).
+  Each listed pair enters ``A`` in both directions (a self pair (v, v) therefore twice), as the
+  reference's weight dictionary does. Weights may be negative (HyperGCN's singleton hyperedges
+  with mediators); a node whose degree ``D~`` is not positive gets the normaliser 0 (the
+  reference gives 0 where the degree is 0 and NaN where it is negative). Node ids outside
+  ``[0, num_nodes)`` raise ``ValueError`` eagerly and give NaN under jit.
   """
   num_nodes = V.check_int(num_nodes, "num_nodes", min_value=1)
   src = V.check_array(src, "src", dtype="int", ndim=1)
@@ -341,17 +351,20 @@ def graph_propagate(src, dst, w, x, num_nodes: int):
   w = V.check_array(w, "w", dtype="real", shape=src.shape)
   x, _ = _check_signal(x, None, num_nodes, "x")
   ok = V.check_values(
-    jnp.all(w >= 0)
-    & jnp.all((src >= 0) & (src < num_nodes))
-    & jnp.all((dst >= 0) & (dst < num_nodes)),
-    f"w must be >= 0 and src, dst node ids in [0, {num_nodes})",
+    jnp.all((src >= 0) & (src < num_nodes)) & jnp.all((dst >= 0) & (dst < num_nodes)),
+    f"src, dst node ids must lie in [0, {num_nodes})",
   )
-  return V.poison(_graph_propagate(src, dst, w, x, num_nodes), ok)
+  return V.poison(_graph_propagate(src, dst, w.astype(x.dtype), x, num_nodes), ok)
+
+
+def _pos_rsqrt(d):
+  """``d^{-1/2}`` where ``d > 0``, else 0."""
+  return jnp.where(d > 0, jax.lax.rsqrt(jnp.where(d > 0, d, 1.0)), 0.0)
 
 
 def _graph_propagate(src, dst, w, x, num_nodes):
   deg = 1.0 + jax.ops.segment_sum(w, src, num_nodes) + jax.ops.segment_sum(w, dst, num_nodes)
-  s = jax.lax.rsqrt(deg)
+  s = _pos_rsqrt(deg)
   xs = _b(s, x) * x
   agg = jax.ops.segment_sum(_b(w, x) * xs[dst], src, num_nodes) + jax.ops.segment_sum(
     _b(w, x) * xs[src], dst, num_nodes

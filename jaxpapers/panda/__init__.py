@@ -19,6 +19,12 @@ from jaxpapers.panda._models import (
   coalesced_graph,
   make_model,
 )
+from jaxpapers.panda._reference import (
+  REFERENCE_ATTENTION_TYPES,
+  load_reference_weights,
+  reference_config,
+  reference_stage_names,
+)
 from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, StageAux, stage_priors
 from jaxpapers.panda._train import (
   FAST_COMPILE,
@@ -56,4 +62,8 @@ __all__ = [
   "train_step",
   "with_hparams",
   "TRACED_MODEL_HPARAMS",
+  "REFERENCE_ATTENTION_TYPES",
+  "load_reference_weights",
+  "reference_config",
+  "reference_stage_names",
 ]

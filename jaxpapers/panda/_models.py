@@ -71,6 +71,8 @@ class PandaGeDi(nnx.Module):
   Layer: ``X' = CReLU(Stage2(Stage1(X W_u)) + X W_res c_I + b)`` (+ skip from layer 2), priors
   ``c = d_v^{-1/2} delta_e^{-1/2}`` per stage, classifier on ``[Re || Im]``. ``hidden`` is the
   per-head width: layers are ``cfg.heads * hidden`` wide, as in the reference.
+  ``other_complex=True`` feeds the input as ``X + iX`` instead of ``X + 0i`` (the reference's
+  ``other_complex``, which its tuner searches).
   """
 
   def __init__(
@@ -83,9 +85,13 @@ class PandaGeDi(nnx.Module):
     num_layers: int = 1,
     dropout: float = 0.5,
     i_complex: bool = False,
+    other_complex: bool = False,
     rngs: nnx.Rngs,
   ):
     _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
+    if not isinstance(other_complex, bool):
+      raise TypeError(f"other_complex must be a bool, got {type(other_complex).__name__}")
+    self.other_complex = other_complex
     cfg = cfg.with_dropout(dropout)
     self.in_features = in_features
     width = cfg.heads * hidden
@@ -109,8 +115,8 @@ class PandaGeDi(nnx.Module):
   ):
     _check_data(data, self.in_features)
     inc = data.incidence
-    priors = stage_priors(inc, "sym")
-    x, hyp, auxes = (data.x, None), None, []
+    priors = stage_priors(inc, "sym", dtype=data.x.dtype)
+    x, hyp, auxes = (data.x, data.x if self.other_complex else None), None, []
     for l, layer in enumerate(self.layers):
       (yr, yi), hyp, aux = layer(x, hyp, inc, priors, deterministic=deterministic, rngs=rngs)
       yr, yi = hg.complex_relu(yr, yi)
@@ -160,7 +166,7 @@ class PandaHGNN(nnx.Module):
   ):
     _check_data(data, self.in_features)
     inc = data.incidence
-    priors = stage_priors(inc, "sym")
+    priors = stage_priors(inc, "sym", dtype=data.x.dtype)
     x, hyp, auxes = data.x, None, []
     for l, layer in enumerate(self.layers):
       (y, _), hyp, aux = layer(
@@ -174,6 +180,35 @@ class PandaHGNN(nnx.Module):
     return (out, auxes) if return_aux else out
 
 
+def _coalesce(rcv, snd, ww, used, n: int, *, int32_keys: bool):
+  """Pairs sorted by (receiver, sender), weights summed over repeated pairs (static size).
+
+  Returns ``(rcv, snd, wsum, first, valid)``: ``wsum`` is the group's total at every position,
+  ``first`` marks the first pair of each group and ``valid`` the used slots (which sort first).
+  """
+  if int32_keys:
+    # Sort the int32 keys alone (XLA:CPU's fast single-operand sort; an argsort carrying a
+    # permutation is ~5x slower) and find each pair's group by binary search.
+    key = jnp.where(used, rcv * n + snd, n * n)  # unused slots sort last
+    ks = jax.lax.sort(key)
+    first = jnp.concatenate([jnp.ones((1,), bool), ks[1:] != ks[:-1]])
+    grp_sorted = jnp.cumsum(first) - 1
+    grp = grp_sorted[jnp.searchsorted(ks, key, method="scan")]  # first occurrence's group
+    wsum = jax.ops.segment_sum(ww, grp, key.shape[0])[grp_sorted]
+    valid = ks < n * n
+    rcv = jnp.where(valid, ks // n, n - 1)  # unused slots last: recv stays sorted
+    snd = jnp.where(valid, ks % n, n - 1)
+  else:  # keys do not fit in int32: sort by (receiver, sender) with the weights as payload
+    rk, sk, ww = jax.lax.sort((jnp.where(used, rcv, n), jnp.where(used, snd, n), ww), num_keys=2)
+    first = jnp.concatenate([jnp.ones((1,), bool), (rk[1:] != rk[:-1]) | (sk[1:] != sk[:-1])])
+    grp = jnp.cumsum(first) - 1
+    wsum = jax.ops.segment_sum(ww, grp, rk.shape[0], indices_are_sorted=True)[grp]
+    valid = rk < n
+    rcv = jnp.where(valid, rk, n - 1)
+    snd = jnp.where(valid, sk, n - 1)
+  return rcv, snd, wsum, first, valid
+
+
 def coalesced_graph(inc: hg.Incidence, p: jax.Array, *, mediators: bool = True):
   """HyperGCN's rebuilt graph as the reference hands it to PANDA: ``A_bar`` entries per pair.
 
@@ -182,9 +217,15 @@ def coalesced_graph(inc: hg.Incidence, p: jax.Array, *, mediators: bool = True):
   and ``+ I`` do) and normalised, ``A_bar = D~^{-1/2}(A + I)D~^{-1/2}``. Static size: duplicates
   and unused slots stay in the list with ``mask = False``.
 
+  Singleton hyperedges (and hyperedges whose members tie in ``p``) add their self pair twice,
+  as the reference does (see :func:`jaxpapers.hypergraph.hypergcn_graph`): the diagonal of
+  ``A + I`` is then -1 with mediators and 3 without for a singleton. A node whose row sum is
+  not positive gets the normaliser 0 (the reference: 0 for a zero sum, NaN for a negative one).
+
   Args:
     inc: the (undirected) incidence.
-    p: f32[n] projections of the node features on HyperGCN's random vector.
+    p: float[n] projections of the node features on HyperGCN's random vector; the weights
+      take its dtype.
     mediators: HyperGCN's mediator edges (weight ``1/(2|e|-3)``), else ``1/|e|`` per pair.
 
   Returns:
@@ -197,19 +238,16 @@ def coalesced_graph(inc: hg.Incidence, p: jax.Array, *, mediators: bool = True):
   snd = jnp.concatenate([src, dst, loops])
   rcv = jnp.concatenate([dst, src, loops])
   ww = jnp.concatenate([w, w, jnp.ones((n,), w.dtype)])
-  key = jnp.where(ww > 0, rcv * n + snd, n * n)  # unused slots sort last
-  order = jnp.argsort(key)
-  key, snd, rcv, ww = key[order], snd[order], rcv[order], ww[order]
-  first = jnp.concatenate([jnp.ones((1,), bool), key[1:] != key[:-1]])
-  grp = jnp.cumsum(first) - 1
-  wsum = jax.ops.segment_sum(ww, grp, key.shape[0], indices_are_sorted=True)[grp]
-  mask = first & (key < n * n)
-  rcv = jnp.where(key < n * n, rcv, n - 1)  # unused slots last: recv stays sorted
-  snd = jnp.where(key < n * n, snd, n - 1)
+  used = jnp.concatenate([w != 0, w != 0, jnp.ones((n,), bool)])
+  rcv, snd, wsum, first, valid = _coalesce(rcv, snd, ww, used, n, int32_keys=n * n < 2**31 - 1)
+  mask = first & valid  # (a pair whose normalised weight is 0 is dropped below)
   wsum = jnp.where(mask, wsum, 0.0)
   deg = jax.ops.segment_sum(wsum, rcv, n)
-  isq = jax.lax.rsqrt(jnp.maximum(deg, 1e-12))
-  return snd, rcv, wsum * isq[snd] * isq[rcv], mask
+  isq = jnp.where(deg > 0, jax.lax.rsqrt(jnp.where(deg > 0, deg, 1.0)), 0.0)
+  prior = wsum * isq[snd] * isq[rcv]
+  # the reference's sparse matrix keeps no zero entries: such pairs get no attention either
+  mask = mask & (prior != 0)
+  return snd, rcv, jnp.where(mask, prior, 0.0), mask
 
 
 class PandaHyperGCN(nnx.Module):
@@ -218,9 +256,15 @@ class PandaHyperGCN(nnx.Module):
   As in the reference: ``S = X W`` (``W: F -> heads * hidden``), the graph rebuilt from ``S``
   and coalesced (:func:`coalesced_graph`), prior = the entry of ``A_bar``, GATv2 attention by
   default, linear auxiliary transform, ``X' = ReLU(Stage(S) + b)``, dropout between layers, no
-  residual weight. ``flow='code'`` (default) normalises the attention over the pairs that share
-  a sender and reads the mixture from the receiver, as the reference's target-to-source
-  message passing does; ``flow='receiver'`` normalises over each receiver's senders.
+  residual weight. ``fast=True`` (FastHyperGCN, the only value the reference's tuner uses)
+  builds the graph once from the input features, ``p = X r``, and every layer uses it.
+  The random vector ``r ~ U[0, 1)`` is drawn at init (the reference draws the same
+  distribution; with ``fast`` it keeps it too). ``flow='code'`` (default) normalises the
+  attention over the pairs that share a sender and reads the mixture from the receiver, as the
+  reference's target-to-source message passing does; ``flow='receiver'`` normalises over each
+  receiver's senders. With ``cfg.init='reference'``, ``W`` and ``b`` start as the reference's
+  ``U(+-1/sqrt(heads * hidden))``. ``mediators`` defaults to False, as for
+  :class:`jaxpapers.hypergraph.HyperGCN` (see there).
   """
 
   def __init__(
@@ -232,23 +276,37 @@ class PandaHyperGCN(nnx.Module):
     hidden: int = 64,
     num_layers: int = 1,
     dropout: float = 0.5,
-    mediators: bool = True,
+    mediators: bool = False,
+    fast: bool = False,
     flow: str = "code",
     rngs: nnx.Rngs,
   ):
     _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
     if flow not in ("code", "receiver"):
       raise ValueError(f"flow must be 'code' or 'receiver', got {flow!r}")
+    for nm, v in (("mediators", mediators), ("fast", fast)):
+      if not isinstance(v, bool):
+        raise TypeError(f"{nm} must be a bool, got {type(v).__name__}")
     cfg = cfg.with_dropout(dropout)
     self.in_features = in_features
-    self.heads, self.mediators, self.flow = cfg.heads, mediators, flow
+    self.heads, self.mediators, self.flow, self.fast = cfg.heads, mediators, flow, fast
     width = cfg.heads * hidden
     dims = [in_features] + [width] * num_layers
-    self.w_u = nnx.List([nnx.Linear(a, width, use_bias=False, rngs=rngs) for a in dims[:-1]])
-    self.bias = nnx.List([nnx.Param(jnp.zeros((width,))) for _ in range(num_layers)])
+    if cfg.init == "reference":
+      u = hg.uniform_init(width**-0.5)
+      self.w_u = nnx.List(
+        [nnx.Linear(a, width, use_bias=False, kernel_init=u, rngs=rngs) for a in dims[:-1]]
+      )
+      self.bias = nnx.List([nnx.Param(u(rngs.params(), (width,))) for _ in range(num_layers)])
+    else:
+      self.w_u = nnx.List([nnx.Linear(a, width, use_bias=False, rngs=rngs) for a in dims[:-1]])
+      self.bias = nnx.List([nnx.Param(jnp.zeros((width,))) for _ in range(num_layers)])
     self.stages = nnx.List([PandaStage(hidden, cfg, rngs=rngs) for _ in range(num_layers)])
     self.r = nnx.List(
-      [nnx.Variable(jax.random.normal(rngs.params(), (width,))) for _ in range(num_layers)]
+      [
+        nnx.Variable(jax.random.uniform(rngs.params(), (d,)))
+        for d in ([in_features] if fast else [width] * num_layers)
+      ]
     )
     self.drop = nnx.Dropout(dropout)
     self.head = hg.ClassifierHead(width, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
@@ -264,11 +322,14 @@ class PandaHyperGCN(nnx.Module):
     _check_data(data, self.in_features)
     inc, n = data.incidence, data.num_nodes
     x, auxes = data.x, []
+    graph = lambda p: coalesced_graph(inc, p, mediators=self.mediators)
+    if self.fast:
+      fixed = graph(data.x @ self.r[0][...].astype(data.x.dtype))
     for l in range(len(self.stages)):
       if l > 0:
         x = self.drop(x, deterministic=deterministic, rngs=rngs)
       s = self.w_u[l](x)
-      snd, rcv, prior, mask = coalesced_graph(inc, s @ self.r[l][...], mediators=self.mediators)
+      snd, rcv, prior, mask = fixed if self.fast else graph(s @ self.r[l][...].astype(s.dtype))
       sh = s.reshape(n, self.heads, -1)
       (y, _), aux = self.stages[l](
         (sh, None),
@@ -296,15 +357,19 @@ class PandaPhenomNN(nnx.Module):
 
   ``Y^0 = Drop(ReLU(W_in Drop(X)))`` (width ``heads * hidden``); per unrolled step
   ``A_beta Y`` and ``A_gamma Y`` go through one shared pair of stages (node -> hyperedge ->
-  node; no ``W_u``; stage-2 receivers = ``Y``; stage-1 receivers = the previous step's
-  hyperedge states of the same operator, the prior aggregation at step 0; the gate reads the
-  prior aggregation), with priors ``stage_priors(inc, 'phenom_beta' | 'phenom_gamma')``. The
-  degrees ``D_beta, D_gamma`` are the ones vector propagated with the same coefficients
-  (auxiliary path included), averaged over heads:
+  node; no ``W_u``; stage-2 receivers = ``Y``; stage-1 attention reads the prior aggregation
+  (``cfg.stage1_receivers='prior'``, the reference's ``phenom-att``) or, from the second step on,
+  the previous step's hyperedge states of the same operator (``'previous'``, its ``hgat``); the
+  gate reads the prior aggregation), with priors
+  ``stage_priors(inc, 'phenom_beta' | 'phenom_gamma')``. The degrees ``D_beta, D_gamma`` are
+  the ones vector propagated with the same coefficients (auxiliary path included), averaged
+  over heads. Each step is :func:`jaxpapers.hypergraph.phenom_step`:
 
-  ``Y^{k+1} = (1 - a) Y^k + a (lam0 P_beta(Y^k) + lam1 P_gamma(Y^k) + Y^0) / (lam0 D_beta +
-  lam1 D_gamma + 1)``, ``a = 1/(1 + lam0 + lam1)``, then ReLU and the classifier.
-  With ``mix='prior'`` and ``aux=None``, ``P`` is the dense operator
+  ``Y^{k+1} = (1 - a) Y^k + a Y_hat / (lam0 D_beta + lam1 D_gamma + 1)``, with
+  ``Y_hat = lam0 P_beta(Y^k) + lam1 P_gamma(Y^k) + Y^0`` (``h_setting=0``; 1-3 add the learned
+  ``H`` matrices of the reference's tuner, ``[W, W]`` with ``W = heads * hidden``, initialised
+  ``N(0, 1/W^2) + I``) and ``a = alp`` or ``1/(1 + lam0 + lam1)`` for ``alp = 0``; then ReLU
+  and the classifier. With ``mix='prior'`` and ``aux=None``, ``P`` is the dense operator
   ``D^{-1/2} B W_E B^T D^{-1/2}`` of each prior (see the tests).
   """
 
@@ -321,6 +386,8 @@ class PandaPhenomNN(nnx.Module):
     lam1: float = 10.0,
     num_steps: int = 4,
     gamma_edge: str = "code",
+    alp: float = 0.0,
+    h_setting: int = 0,
     rngs: nnx.Rngs,
   ):
     _check_args(cfg, in_features, num_classes, hidden, num_layers, dropout)
@@ -331,10 +398,25 @@ class PandaPhenomNN(nnx.Module):
     cfg = cfg.with_dropout(dropout)
     self.in_features = in_features
     del num_layers
+    self.alp = hg.check_phenom_args(lam0, lam1, alp, h_setting)
     self.lam0, self.lam1, self.heads = float(lam0), float(lam1), cfg.heads
-    self.num_steps, self.gamma_edge = num_steps, gamma_edge
+    self.num_steps, self.gamma_edge, self.h_setting = num_steps, gamma_edge, int(h_setting)
+    self.att_prior = cfg.stage1_receivers == "prior"
     width = cfg.heads * hidden
-    self.inp = nnx.Linear(in_features, width, rngs=rngs)
+    if cfg.init == "reference":
+      self.inp = hg.torch_linear(in_features, width, rngs=rngs)
+    else:
+      self.inp = nnx.Linear(in_features, width, rngs=rngs)
+    self.h = nnx.Dict(
+      {
+        k: nnx.Param(v)
+        for k, v in (
+          hg.phenom_h_init(rngs.params(), width, h_setting)
+          if hg.PHENOM_H_SETTINGS[h_setting]
+          else {}
+        ).items()
+      }
+    )
     self.stage1 = PandaStage(hidden, cfg, rngs=rngs)
     self.stage2 = PandaStage(hidden, cfg, rngs=rngs)
     self.drop = nnx.Dropout(dropout)
@@ -354,6 +436,7 @@ class PandaPhenomNN(nnx.Module):
       conj_phase=True,
       recv_sorted=True,
       gate_recv="prior",
+      att_prior=self.att_prior,
       **kw,
     )
     (out, _), a2 = self.stage2(
@@ -388,15 +471,28 @@ class PandaPhenomNN(nnx.Module):
     kw = dict(deterministic=deterministic, rngs=rngs)
     x = self.drop(data.x, **kw)
     y0 = self.drop(jax.nn.relu(self.inp(x)), **kw).reshape(n, self.heads, -1)
-    cb, _ = stage_priors(inc, "phenom_beta")
-    cg, _ = stage_priors(inc, "phenom_gamma", gamma_edge=self.gamma_edge)
-    a = 1.0 / (1.0 + self.lam0 + self.lam1)
+    dt = y0.dtype
+    cb, _ = stage_priors(inc, "phenom_beta", dtype=dt)
+    cg, _ = stage_priors(inc, "phenom_gamma", gamma_edge=self.gamma_edge, dtype=dt)
+    h = {k: v[...] for k, v in self.h.items()}
     y, hb, hgm, auxes = y0, None, None, []
+    flat = lambda a: a.reshape(n, -1)
     for _ in range(self.num_steps):
       pb, hb, db, ab = self._apply(y, hb, inc, cb, **kw)
       pg, hgm, dg, ag = self._apply(y, hgm, inc, cg, **kw)
-      q = (self.lam0 * db + self.lam1 * dg + 1.0)[:, None, None]
-      y = (1 - a) * y + a * (self.lam0 * pb + self.lam1 * pg + y0) / q
+      y = hg.phenom_step(
+        flat(y),
+        flat(y0),
+        flat(pb),
+        flat(pg),
+        db,
+        dg,
+        lam0=self.lam0,
+        lam1=self.lam1,
+        step=self.alp if self.alp else 1.0 / (1.0 + self.lam0 + self.lam1),
+        h_setting=self.h_setting,
+        h=h,
+      ).reshape(y0.shape)
       auxes.append(ab + ag)
     y = jax.nn.relu(y.reshape(n, -1))
     out = self.head(self.drop(y, **kw), **kw)

@@ -21,6 +21,7 @@ yet); GeDi-HNN (Fiorini et al., TMLR 2024); GATv2 (Brody et al., arXiv:2105.1449
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -29,7 +30,7 @@ from flax import nnx
 
 from jaxpapers import hypergraph as hg
 
-__all__ = ["PandaConfig", "StageAux", "PandaStage", "PandaLayer", "stage_priors"]
+__all__ = ["PandaConfig", "StageAux", "PandaStage", "PandaLayer", "stage_priors", "glorot_linear"]
 
 _MIX = ("learned", "prior", "att", "mul")
 
@@ -56,6 +57,18 @@ class PandaConfig:
       the model's feature dropout.
     shared_alphas: reuse layer 1's coefficients in later layers (not implemented: must be False).
     recv_init: ``'prior'``: featureless receivers are the prior aggregation of their senders.
+    stage1_receivers: what stage 1's attention reads as the hyperedge (receiver) features from
+      layer 2 on (PhenomNN: from the second unrolled step on): ``'prior'`` (default, the
+      reference tuner's ``gedi-att`` / ``phenom-att``): the prior aggregation of the current
+      senders, as in layer 1; ``'previous'`` (the reference's ``hgat``): the previous layer's
+      (step's) hyperedge states. The auxiliary gate reads the previous states in both cases
+      (GeDi, HGNN; PhenomNN's gate always reads the prior aggregation), as the reference does.
+    init: ``'reference'`` (default): the reference's initialisation: glorot-uniform for the
+      attention and mixture weights and for ``W_u``/``W_res``, PyTorch's ``nn.Linear`` default
+      ``U(+-1/sqrt(fan_in))`` for the gate and auxiliary transform (weights and biases; the gate
+      bias ``b`` is the sum of the reference's two biases, so it starts as the sum of two such
+      draws); ``'glorot'``: glorot-uniform stage weights, zero stage biases and Flax's default
+      ``nnx.Linear`` (the earlier behaviour).
     complex_layout: how complex features enter attention, mixture and gate: ``'code'`` (the
       reference: ``[Re || Im]`` of the whole layer cut into H pieces, so with H >= 2 a head sees
       the real or the imaginary parts of several heads) or ``'per_head'`` (head h sees
@@ -74,6 +87,8 @@ class PandaConfig:
   shared_alphas: bool = False
   recv_init: str = "prior"
   complex_layout: str = "code"
+  stage1_receivers: str = "prior"
+  init: str = "reference"
 
   def __post_init__(self):
     for nm in ("heads", "mix_hidden", "aux_dim"):
@@ -107,6 +122,12 @@ class PandaConfig:
       raise ValueError(f"recv_init must be 'prior', got {self.recv_init!r}")
     if self.complex_layout not in ("code", "per_head"):
       raise ValueError(f"complex_layout must be 'code' or 'per_head', got {self.complex_layout!r}")
+    if self.stage1_receivers not in ("prior", "previous"):
+      raise ValueError(
+        f"stage1_receivers must be 'prior' or 'previous', got {self.stage1_receivers!r}"
+      )
+    if self.init not in ("reference", "glorot"):
+      raise ValueError(f"init must be 'reference' or 'glorot', got {self.init!r}")
 
   def with_dropout(self, dropout: float) -> PandaConfig:
     """This config with ``att_dropout=None`` resolved to the model's feature ``dropout``."""
@@ -135,6 +156,23 @@ def _glorot(key, shape):
   fan_in, fan_out = shape[-2], shape[-1]
   lim = jnp.sqrt(6.0 / (fan_in + fan_out))
   return jax.random.uniform(key, shape, jnp.float32, -lim, lim)
+
+
+def _torch_uniform(key, shape, fan_in):
+  """PyTorch's ``nn.Linear`` default for weights and biases: ``U(+-1/sqrt(fan_in))``."""
+  lim = fan_in**-0.5
+  return jax.random.uniform(key, shape, jnp.float32, -lim, lim)
+
+
+def glorot_linear(in_features: int, out_features: int, *, rngs: nnx.Rngs) -> nnx.Linear:
+  """A bias-free ``nnx.Linear`` with glorot-uniform kernel (the reference's ``W_u``, ``W_res``)."""
+  return nnx.Linear(
+    in_features,
+    out_features,
+    use_bias=False,
+    kernel_init=lambda k, shp, dt=jnp.float32: _glorot(k, shp).astype(dt),
+    rngs=rngs,
+  )
 
 
 @jax.custom_vjp
@@ -228,14 +266,26 @@ class PandaStage(nnx.Module):
       self.w1 = nnx.Param(_glorot(k(), (a_in, cfg.mix_hidden)))
       self.w2 = nnx.Param(_glorot(k(), (cfg.mix_hidden, 2)))
     if cfg.aux is not None:
-      self.u_s = nnx.Param(_glorot(k(), (a_in, cfg.aux_dim)))
-      self.u_r = nnx.Param(_glorot(k(), (a_in, cfg.aux_dim)))
-      self.b_g = nnx.Param(jnp.zeros((cfg.aux_dim,)))
-      self.w_o = nnx.Param(_glorot(k(), (cfg.aux_dim, 1))[:, 0])
-      self.b_o = nnx.Param(jnp.zeros(()))
+      d = cfg.aux_dim
+      if cfg.init == "reference":  # PyTorch nn.Linear defaults; b = b_src + b_dst
+        self.u_s = nnx.Param(_torch_uniform(k(), (a_in, d), a_in))
+        self.u_r = nnx.Param(_torch_uniform(k(), (a_in, d), a_in))
+        self.b_g = nnx.Param(_torch_uniform(k(), (d,), a_in) + _torch_uniform(k(), (d,), a_in))
+        self.w_o = nnx.Param(_torch_uniform(k(), (d,), d))
+        self.b_o = nnx.Param(_torch_uniform(k(), (), d))
+      else:
+        self.u_s = nnx.Param(_glorot(k(), (a_in, d)))
+        self.u_r = nnx.Param(_glorot(k(), (a_in, d)))
+        self.b_g = nnx.Param(jnp.zeros((d,)))
+        self.w_o = nnx.Param(_glorot(k(), (d, 1))[:, 0])
+        self.b_o = nnx.Param(jnp.zeros(()))
       if cfg.aux == "diff-mlp":
-        self.w_aux = nnx.Param(_glorot(k(), (c, c)))
-        self.b_aux = nnx.Param(jnp.zeros((c,)))
+        if cfg.init == "reference":
+          self.w_aux = nnx.Param(_torch_uniform(k(), (c, c), c))
+          self.b_aux = nnx.Param(_torch_uniform(k(), (c,), c))
+        else:
+          self.w_aux = nnx.Param(_glorot(k(), (c, c)))
+          self.b_aux = nnx.Param(jnp.zeros((c,)))
     self.drop = nnx.Dropout(cfg.att_dropout or 0.0)
 
   def __call__(
@@ -255,6 +305,7 @@ class PandaStage(nnx.Module):
     recv_sorted: bool = False,
     gate_recv=None,
     sender_softmax: bool = False,
+    att_prior: bool = False,
   ):
     """Runs the stage.
 
@@ -273,6 +324,12 @@ class PandaStage(nnx.Module):
       sender_softmax: normalise the attention over the pairs that share a sender and read the
         mixture from the receiver (the reference's HyperGCN, whose messages flow target to
         source over a symmetric graph); False: over the pairs that share a receiver.
+      att_prior: the attention reads the prior aggregation as receiver features even when
+        ``z_recv`` is given (the reference's ``gedi-att`` / ``phenom-att``); ``z_recv`` then
+        feeds only the gate.
+
+    The prior, the phases and every per-pair coefficient are computed in the features' dtype
+    (float64 under ``jax_enable_x64`` with float64 features).
 
     Returns:
       ``(y, StageAux)`` with ``y = (re, im)`` of shape ``[R, H, C]``.
@@ -302,35 +359,42 @@ class PandaStage(nnx.Module):
     if gate_recv not in (None, "prior"):
       raise ValueError(f"gate_recv must be None or 'prior', got {gate_recv!r}")
     seg = lambda a: jax.ops.segment_sum(a, recv_idx, num_recv, indices_are_sorted=recv_sorted)
+    dt = xr.dtype
+    prior = prior.astype(dt)
     if phase is None:
       pr, pi = jnp.ones_like(prior), None
     else:
       pr, pi = phase
-      pi = None if pi is None else (-pi if conj_phase else pi)
+      pr = pr.astype(dt)
+      pi = None if pi is None else (-pi if conj_phase else pi).astype(dt)
     c = prior if mask is None else jnp.where(mask, prior, 0.0)
     c_ph = c[:, None, None]
     gr, gi = xr[send_idx], (None if xi is None else xi[send_idx])  # [P, H, C]
 
-    def prior_agg():  # z_r = sum c conj(phi) x_s (stage 1 conjugation)
-      qi = None if phase is None or phase[1] is None else -phase[1]
-      zr_, zi_ = hg.cmul(pr[:, None, None], None if qi is None else qi[:, None, None], gr, gi)
+    def prior_agg():  # z_r = sum c phi~ x_s, with this stage's phase direction
+      zr_, zi_ = hg.cmul(pr[:, None, None], None if pi is None else pi[:, None, None], gr, gi)
       z = (seg(c_ph * zr_), None if zi_ is None else seg(c_ph * zi_))
       if self.complex and z[1] is None:
         z = (z[0], jnp.zeros_like(z[0]))
       return z
 
+    z_prior = None
+    if z_recv is None or att_prior or gate_recv == "prior":
+      z_prior = prior_agg()
     if z_recv is None:
-      z_recv = prior_agg()
+      z_recv = z_prior
+    z_att = z_prior if att_prior else z_recv
     lay = cfg.complex_layout
     fs, fr = _feat(*x_send, lay), _feat(*z_recv, lay)  # [S, H, A], [R, H, A]
+    fa = fr if z_att is z_recv else _feat(*z_att, lay)  # receivers as the attention reads them
     # attention (W_a shared over heads, a_h per head)
     grp = send_idx if sender_softmax else recv_idx
     if cfg.att_version == "v2":
       hs = fs @ self.w_att[...]
-      hr = fr @ (self.w_att[...] if self.w_att_r is None else self.w_att_r[...])
+      hr = fa @ (self.w_att[...] if self.w_att_r is None else self.w_att_r[...])
       e = _head_dot(jax.nn.leaky_relu(hs[send_idx] + hr[recv_idx], 0.2), self.att[...])
     else:
-      hs, hr = fs @ self.w_att[...], fr @ self.w_att[...]
+      hs, hr = fs @ self.w_att[...], fa @ self.w_att[...]
       ar = self.att[...] if self.att_r is None else self.att_r[...]
       e = jax.nn.leaky_relu(
         jnp.einsum("nha,ha->nh", hs, self.att[...])[send_idx]
@@ -368,7 +432,7 @@ class PandaStage(nnx.Module):
     gate, coef = None, alpha
     mr, mi = _scale(alpha, gr), (None if gi is None else _scale(alpha, gi))
     if cfg.aux is not None:
-      fg = fr if gate_recv is None else _feat(*prior_agg(), lay)
+      fg = fr if gate_recv is None else _feat(*z_prior, lay)
       us, ur = fs @ self.u_s[...], fg @ self.u_r[...]
       g = (
         _head_dot(jax.nn.relu(us[send_idx] + ur[recv_idx] + self.b_g[...]), self.w_o[...])
@@ -409,7 +473,7 @@ class PandaStage(nnx.Module):
     return y, StageAux(alpha=alpha, pi=pi_mix, gate=gate, att=att, coef=coef)
 
 
-def stage_priors(inc: hg.Incidence, kind: str = "sym", *, gamma_edge: str = "code"):
+def stage_priors(inc: hg.Incidence, kind: str = "sym", *, gamma_edge: str = "code", dtype=None):
   """Structural priors ``(c1, c2)`` per incidence pair (edge-sorted order) for the two stages.
 
   ``'sym'`` (GeDi, HGNN): ``c = d_v^{-1/2} delta_e^{-1/2}`` in both stages, whose product gives
@@ -418,7 +482,9 @@ def stage_priors(inc: hg.Incidence, kind: str = "sym", *, gamma_edge: str = "cod
   ``B B^T + I``); ``'phenom_gamma'``: ``c = (d_v + 1)^{-1/2} |e|^{s}`` with ``s = +1/2``
   (``gamma_edge='code'``: the reference raises its edge norm ``1/|e|`` to the power -1/2, so the
   two stages multiply to ``|e|``) or ``s = -1/2`` (``'inverse'``: ``B D_E^{-1} B^T`` as in
-  PhenomNN's definition).
+  PhenomNN's definition). ``dtype``: the dtype of the priors (default: the default float
+  dtype, float64 under ``jax_enable_x64``); the degrees are cast to it before the inverse
+  square roots, so float64 priors carry no float32 rounding.
   """
   kinds = ("sym", "phenom_beta", "phenom_gamma")
   if kind not in kinds:
@@ -427,15 +493,19 @@ def stage_priors(inc: hg.Incidence, kind: str = "sym", *, gamma_edge: str = "cod
     raise ValueError(f"gamma_edge must be 'code' or 'inverse', got {gamma_edge!r}")
   if not isinstance(inc, hg.Incidence):
     raise TypeError(f"inc must be an Incidence, got {type(inc).__name__}")
+  dt = jnp.dtype(float) if dtype is None else jnp.dtype(dtype)
+  if not jnp.issubdtype(dt, jnp.floating):
+    raise TypeError(f"dtype must be a floating dtype, got {dt}")
+  dn, de_ = inc.deg_node.astype(dt), inc.deg_edge.astype(dt)
   if kind == "sym":
-    c = hg.inv_sqrt(inc.deg_node)[inc.node] * hg.inv_sqrt(inc.deg_edge)[inc.edge]
+    c = hg.inv_sqrt(dn)[inc.node] * hg.inv_sqrt(de_)[inc.edge]
   elif kind == "phenom_beta":
-    db = jax.ops.segment_sum(inc.deg_edge[inc.edge], inc.node, inc.num_nodes) + 1.0
+    db = jax.ops.segment_sum(de_[inc.edge], inc.node, inc.num_nodes) + 1.0
     c = hg.inv_sqrt(db)[inc.node]
   else:
-    de = inc.deg_edge[inc.edge]
+    de = de_[inc.edge]
     ew = jnp.sqrt(de) if gamma_edge == "code" else hg.inv_sqrt(de)
-    c = hg.inv_sqrt(inc.deg_node + 1.0)[inc.node] * ew
+    c = hg.inv_sqrt(dn + 1.0)[inc.node] * ew
   return c, c
 
 
@@ -482,8 +552,9 @@ class PandaLayer(nnx.Module):
     self.in_features = in_features
     self.cfg, self.complex, self.i_complex = cfg, complex_features, i_complex
     self.out = cfg.heads * channels
-    self.w_u = nnx.Linear(in_features, self.out, use_bias=False, rngs=rngs)
-    self.w_res = nnx.Linear(in_features, self.out, use_bias=False, rngs=rngs) if use_res else None
+    lin = glorot_linear if cfg.init == "reference" else partial(nnx.Linear, use_bias=False)
+    self.w_u = lin(in_features, self.out, rngs=rngs)
+    self.w_res = lin(in_features, self.out, rngs=rngs) if use_res else None
     self.bias = nnx.Param(jnp.zeros((self.out,))) if use_res else None
     kw = dict(complex_features=complex_features, aux_relu=aux_relu, rngs=rngs)
     self.stage1 = PandaStage(channels, cfg, **kw)
@@ -535,6 +606,7 @@ class PandaLayer(nnx.Module):
       deterministic=deterministic,
       rngs=rngs,
       recv_sorted=True,
+      att_prior=self.cfg.stage1_receivers == "prior",
     )
     p = inc.by_node
     ph2 = None if ph is None else (ph[0][p], None if ph[1] is None else ph[1][p])

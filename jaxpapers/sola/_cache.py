@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import pathlib
 from collections.abc import Callable
 from typing import NamedTuple
@@ -11,7 +10,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from absl import logging
 
+from jaxpapers.core import cache as cache_lib
 from jaxpapers.core import progress
 
 __all__ = ["TeacherCache", "cache_teacher", "gather_cache"]
@@ -63,8 +64,10 @@ def cache_teacher(
   """Runs the teacher once over ``tokens`` and keeps its top-``top_k`` predictions.
 
   With ``directory``, every batch is saved as ``shard_<i>.npz`` next to a ``meta.json``
-  fingerprint of the inputs; a rerun loads finished shards and computes only the missing ones
-  (resumable). A directory holding another cache is an error.
+  fingerprint of the inputs, both through :mod:`jaxpapers.core.cache` (atomic writes by
+  process 0, a SHA-256 digest checked on read); a rerun loads finished shards and computes only
+  the missing ones (resumable), and a shard that was cut off or altered is computed again with a
+  warning naming it. A directory holding another cache is an error.
 
   Args:
     logits_fn: ``tokens [b, T] -> logits [b, T, V_T]`` (e.g. a jitted ``jaxpapers.lm.forward``).
@@ -97,31 +100,36 @@ def cache_teacher(
     h = hashlib.sha256(tokens.astype(np.int32).tobytes() + lengths.astype(np.int32).tobytes())
     meta = {"fingerprint": h.hexdigest(), "top_k": top_k, "batch_size": batch_size}
     mp = d / "meta.json"
-    if mp.exists():
-      if json.loads(mp.read_text()) != meta:
-        raise ValueError(f"directory {d} holds a teacher cache of other inputs; use another one")
-    else:
-      mp.write_text(json.dumps(meta))
+    try:
+      old = cache_lib.read_json(mp)
+    except FileNotFoundError:
+      old = None
+    except cache_lib.CorruptFileError as e:  # the shards are checked one by one below
+      logging.warning("%s; writing it again", e)
+      old = None
+    if old is not None and old != meta:
+      raise ValueError(f"directory {d} holds a teacher cache of other inputs; use another one")
+    if old is None:
+      cache_lib.write_json(mp, meta)
   f = _topk_fn(top_k)
   ids, logp, tl = [], [], []
   starts = list(range(0, n, batch_size))
   for s0 in progress(starts, desc="teacher cache", disable=None if show_progress else True):
-    shard = None if d is None else d / f"shard_{s0 // batch_size:05d}.npz"
-    if shard is not None and shard.exists():
-      z = np.load(shard)
-      bi, bl, bt = z["ids"], z["logp"], z["tok_logp"]
-    else:
+
+    def compute(s0=s0):
       b = tokens[s0 : s0 + batch_size]
       nb = len(b)
       if nb < batch_size:
         b = np.concatenate([b, np.repeat(b[-1:], batch_size - nb, 0)])
       bj = jnp.asarray(b, jnp.int32)
       out = f(logits_fn(bj), bj)
-      bi, bl, bt = (np.asarray(x)[:nb] for x in out)
-      if shard is not None:
-        tmp = shard.with_suffix(".tmp.npz")
-        np.savez(tmp, ids=bi, logp=bl, tok_logp=bt)
-        tmp.replace(shard)
+      return dict(zip(("ids", "logp", "tok_logp"), (np.asarray(x)[:nb] for x in out)))
+
+    if d is None:
+      z = compute()
+    else:
+      z = cache_lib.cached_arrays(d / f"shard_{s0 // batch_size:05d}.npz", compute)
+    bi, bl, bt = z["ids"], z["logp"], z["tok_logp"]
     ids.append(bi)
     logp.append(bl)
     tl.append(bt)

@@ -1,6 +1,8 @@
 """MetricWriter: JSONL records, TensorBoard events, resume, process-0 guard, epath paths."""
 
 import json
+import logging
+import os
 import struct
 
 import jax
@@ -144,3 +146,37 @@ def test_remote_path_goes_through_epath(tmp_path, monkeypatch):
   assert read_lines(bucket / "run" / "metrics.jsonl")[1] == {"step": 2, "loss": 1.0}
   assert "gs://bucket/run/metrics.jsonl" in seen
   assert sorted(p.name for p in tmp_path.iterdir()) == ["bucket"]  # no local ./gs: folder
+
+
+def test_each_record_is_in_the_file_as_one_whole_line_when_write_returns(tmp_path, monkeypatch):
+  """No buffer: a process killed right after ``write`` has the record; one ``os.write`` per
+  record, so a kill at any moment leaves whole lines."""
+  calls = []
+  real_write = os.write
+  monkeypatch.setattr(
+    os, "write", lambda fd, data: calls.append(bytes(data)) or real_write(fd, data)
+  )
+  writer = core.MetricWriter(tmp_path, tensorboard=False)
+  for step in (1, 2):
+    writer.write(step, {"loss": 1.0 / step, "curve": list(range(300))})
+    assert [r["step"] for r in read_lines(tmp_path / "metrics.jsonl")] == list(range(1, step + 1))
+  assert [json.loads(c)["step"] for c in calls] == [1, 2]
+  assert all(c.endswith(b"\n") and c.count(b"\n") == 1 for c in calls)
+  writer.close()
+
+
+def test_resume_drops_a_cut_off_last_line_with_a_warning(tmp_path, caplog):
+  path = tmp_path / "metrics.jsonl"
+  path.write_text('{"step": 1, "v": 1.0}\n{"step": 2, "v": 2.0}\n{"step": 3, "v"')
+  with pytest.raises(ValueError, match="line 3 is not a JSON record"):
+    core.read_metrics(tmp_path)  # by default a reader is told, not silently given less
+  with caplog.at_level(logging.WARNING):
+    assert [r["step"] for r in core.read_metrics(tmp_path, allow_torn_tail=True)] == [1, 2]
+    with core.MetricWriter(tmp_path, tensorboard=False, resume_step=2) as w:
+      w.write(3, {"v": 3.0})
+  assert f"{path}: dropping its last line" in caplog.text
+  assert read_lines(path) == [{"step": s, "v": float(s)} for s in (1, 2, 3)]
+  # A bad line that is not the last one is corruption, not a cut-off append: it still raises.
+  path.write_text('{"step": 1, "v": 1.0}\n{"step": 2, "v\n{"step": 3, "v": 3.0}\n')
+  with pytest.raises(ValueError, match="line 2 is not a JSON record"):
+    core.MetricWriter(tmp_path, tensorboard=False, resume_step=3)

@@ -1,6 +1,8 @@
 """core.sweep: sharded == unsharded, resume == uninterrupted, atomic cell store, no recompiles."""
 
+import functools
 import json
+import logging
 
 import chex
 import jax
@@ -224,3 +226,42 @@ def test_cell_store_roundtrip_reopen_and_atomic_write(tmp_path, monkeypatch):
   other.put("from_rank1", 3)
   assert other.get("from_rank1") == 3
   assert not store.path("from_rank1").exists()
+
+
+def test_a_corrupt_latest_checkpoint_falls_back_to_the_one_before(tmp_path, engine, caplog):
+  hp, keys = _grid()
+  data = _data()
+  run = functools.partial(engine.run, hp, keys, num_steps=T, chunk_size=C, data=data)
+  full = run()
+  run(checkpoint_dir=tmp_path / "ck", max_chunks=3)  # checkpoints after chunks 2 and 3 kept
+  for f in (tmp_path / "ck" / str(3 * C)).rglob("*"):
+    if f.is_file() and f.parent.name == "d":
+      f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])  # cut off
+  with caplog.at_level(logging.WARNING):
+    resumed = run(checkpoint_dir=tmp_path / "ck")
+  assert (
+    f"checkpoint step {3 * C} from" in caplog.text
+    and f"falling back to step {2 * C}" in caplog.text
+  )
+  assert resumed.resumed_from == 2 * C and resumed.complete
+  _assert_trees(resumed.history, full.history)
+  _assert_trees(resumed.state, full.state)
+
+
+def test_cell_store_recomputes_a_cut_off_or_altered_cell_with_a_warning(tmp_path, caplog):
+  store = core.CellStore(tmp_path / "cells")
+  store.put("a", {"acc": 0.5})
+  store.put("b", {"acc": 0.25})
+  store.put("c", {"acc": 0.125})
+  a, b = store.path("a"), store.path("b")
+  a.write_text(a.read_text()[:15])  # cut off mid-write (by something other than put)
+  b.write_text(b.read_text().replace("0.25", "0.75"))  # valid JSON, another value
+  legacy = tmp_path / "cells" / "old.json"  # a cell written before digests: read as it is
+  legacy.write_text(json.dumps({"name": "old", "value": 1}))
+  with caplog.at_level(logging.WARNING):
+    reopened = core.CellStore(tmp_path / "cells")
+  assert sorted(reopened) == ["c", "old"]
+  assert f"{a} is corrupt" in caplog.text and "not valid JSON" in caplog.text
+  assert f"{b} is corrupt" in caplog.text and "does not match its recorded SHA-256" in caplog.text
+  assert reopened.get_or_compute("a", lambda _: {"acc": 0.5}) == {"acc": 0.5}
+  assert core.CellStore(tmp_path / "cells")["a"] == {"acc": 0.5}  # repaired on disk

@@ -1,6 +1,7 @@
 """TrainState, sharded steps and resume equality."""
 
 import functools
+import logging
 
 import jax
 import jax.numpy as jnp
@@ -201,3 +202,39 @@ def test_history_is_written_by_process_0_only(tmp_path, monkeypatch):
   assert not (tmp_path / "p1" / "history.jsonl").exists()
   assert not list((tmp_path / "p1").glob("events.out.*"))
   assert [r["step"] for r in hist1] == [r["step"] for r in hist0] == [2, 4]  # same history
+
+
+def test_history_is_on_disk_before_each_checkpoint_is_saved(tmp_path, monkeypatch):
+  """What a run killed right after a checkpoint leaves: every record up to that step."""
+  seen = {}
+  real_save = core.Checkpointer.save
+
+  def save(self, step, tree, **kw):
+    seen[int(step)] = [r["step"] for r in core.read_metrics(tmp_path, "history.jsonl")]
+    return real_save(self, step, tree, **kw)
+
+  monkeypatch.setattr(core.Checkpointer, "save", save)
+  core.train_loop(
+    make_state(),
+    train_step,
+    batch_fn,
+    num_steps=6,
+    workdir=tmp_path,
+    checkpoint_every=2,
+    log_every=1,
+  )
+  assert seen == {2: [1, 2], 4: [1, 2, 3, 4], 6: [1, 2, 3, 4, 5, 6]}
+
+
+def test_resume_after_a_cut_off_history_line_logs_every_step_once(tmp_path, caplog):
+  kw = dict(workdir=tmp_path, checkpoint_every=3, log_every=1)
+  core.train_loop(make_state(), train_step, batch_fn, num_steps=4, **kw)
+  with (tmp_path / "history.jsonl").open("a") as f:
+    f.write('{"train/loss": 1.1, "st')  # a record cut off by a crash
+  with caplog.at_level(logging.WARNING):
+    _, hist = core.train_loop(make_state(), train_step, batch_fn, num_steps=6, **kw)
+  assert "dropping its last line" in caplog.text
+  assert [h["step"] for h in hist] == list(range(1, 7))
+  on_disk = core.read_metrics(tmp_path, "history.jsonl")
+  assert [r["step"] for r in on_disk] == list(range(1, 7))
+  assert [r["train/loss"] for r in on_disk] == [h["train/loss"] for h in hist]

@@ -3,6 +3,7 @@ jitted MMD step and claim metrics."""
 
 import inspect
 import json
+import logging
 import re
 
 import jax
@@ -48,6 +49,29 @@ def test_smoke_experiment(tmp_path):
     r["fd_mean"] for r in metrics["rows"]
   ]
   assert res["metrics"]["cells_missing"] == []
+
+
+def test_cached_rows_are_read_back_and_a_corrupt_row_file_is_sampled_again(tmp_path, caplog):
+  """The row cache of a workdir: a core.CellStore under rows/, plus the rows of an older run's
+  rows_cache.json; a cut-off file of either kind is named in a warning and its rows left out
+  (so they are sampled again), never a bare JSONDecodeError."""
+  legacy = tmp_path / "rows_cache.json"
+  rows = {"baseline|4|1|ddim|uniform|1|64": {"fd_mean": 1.5}, "dual|4|2": {"fd_mean": 2.5}}
+  legacy.write_text(json.dumps(rows)[:40])
+  with caplog.at_level(logging.WARNING):
+    assert len(train._row_store(tmp_path)) == 0
+  assert f"{legacy} is corrupt" in caplog.text
+  legacy.write_text(json.dumps(rows))
+  assert train._row_store(tmp_path).to_dict() == rows
+  legacy.unlink()
+  store = train._row_store(tmp_path)
+  cut = store.path("dual|4|2")
+  cut.write_text(cut.read_text()[:20])
+  caplog.clear()
+  with caplog.at_level(logging.WARNING):
+    store = train._row_store(tmp_path)
+  assert store.to_dict() == {"baseline|4|1|ddim|uniform|1|64": {"fd_mean": 1.5}}
+  assert f"{cut} is corrupt" in caplog.text
 
 
 def test_rows_aggregate_over_training_seeds_against_hand_values():

@@ -10,6 +10,7 @@ import pathlib
 import pickle
 import tempfile
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse
@@ -577,10 +578,10 @@ CASES = [
   Case(
     "hypergraph.graph_propagate",
     hg.graph_propagate,
-    (np.array([0, 1]), np.array([1, 2]), np.array([1.0, -1.0], f32), X, 4),
-    match="w must be >= 0",
+    (np.array([0, 1]), np.array([1, 7]), np.array([1.0, -1.0], f32), X, 4),
+    match=r"node ids must lie in \[0, 4\)",
     jit="nan",
-    id="graph-propagate-negative-w",
+    id="graph-propagate-node-range",
   ),
   # models
   Case(
@@ -632,7 +633,55 @@ CASES = [
   ),
 ]
 
+_Y = np.zeros((4, 2), f32)
+_D = np.ones(4, f32)
+CASES += [
+  Case(
+    "hypergraph.phenom_step",
+    lambda y: hg.phenom_step(y, y, y, y, _D, _D, lam0=1.0, lam1=1.0, step=0.5, h_setting=5),
+    (_Y,),
+    match=r"h_setting must be one of \[0, 1, 2, 3\]",
+    id="phenom-step-setting",
+  ),
+  Case(
+    "hypergraph.phenom_step",
+    lambda y: hg.phenom_step(y, y, y, y[:3], _D, _D, lam0=1.0, lam1=1.0, step=0.5),
+    (_Y,),
+    match=r"a_gamma_y must have the shape of y",
+    id="phenom-step-shape",
+  ),
+  Case(
+    "hypergraph.phenom_step",
+    lambda y: hg.phenom_step(y, y, y, y, _D, _D, lam0=1.0, lam1=1.0, step=0.5, h_setting=1),
+    (_Y,),
+    match=r"h_setting=1 needs h with \[2, 2\] matrices",
+    id="phenom-step-h",
+  ),
+  Case(
+    "hypergraph.phenom_h_init",
+    lambda: hg.phenom_h_init(jax.random.key(0), 3, 4),
+    match=r"h_setting must be one of",
+    jit=None,
+    jit_reason="host-side initialisation of parameters, not a traced computation",
+  ),
+  Case(
+    "hypergraph.check_phenom_args",
+    lambda: hg.check_phenom_args(1.0, 1.0, -0.5, 0),
+    match=r"alp must be a finite float >= 0",
+    jit=None,
+    jit_reason="checks static Python options, not arrays",
+  ),
+  Case(
+    "hypergraph.uniform_init",
+    lambda: hg.uniform_init(-1.0),
+    match=r"bound must be a finite float >= 0",
+    jit=None,
+    jit_reason="builds an initializer function, not a traced computation",
+  ),
+]
+
 EXEMPT = {
+  "torch_linear": "an nnx.Linear with uniform_init (validated) for kernel and bias",
   "HypergraphData": "a container; build it with make_data, which validates every field",
   "Incidence": "a container; build it with from_incidence_pairs / from_* (validated)",
 }

@@ -1,6 +1,7 @@
 """The smoke experiment end to end (with resume), the claim inputs, and the notebook."""
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -82,3 +83,21 @@ def test_doc_query_drops_the_name_and_leakage_mask():
 @pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/leansearch.ipynb", timeout=300)
+
+
+def test_the_parse_cache_is_read_back_and_a_corrupt_one_parsed_again(tmp_path, monkeypatch, caplog):
+  """The Coq corpus's parse, cached under cache_dir through core's file cache: the second load
+  reads it (no parse), a cut-off cache is named in a warning and parsed again."""
+  monkeypatch.setattr(train.L, "fetch_coq_stdlib", lambda cache_dir: train.HERE / "fixture")
+  cfg = train.Config(corpus="coq_stdlib", cache_dir=str(tmp_path))
+  decls, _ = train.load_corpus(cfg)
+  assert decls == train.L.parse_coq_tree(train.HERE / "fixture")  # sections stay tuples
+  real_parse = train.L.parse_coq_tree
+  monkeypatch.setattr(train.L, "parse_coq_tree", lambda *a, **k: pytest.fail("parsed again"))
+  assert train.load_corpus(cfg)[0] == decls
+  cache = tmp_path / "decls_all.json"
+  cache.write_bytes(cache.read_bytes()[:-100])
+  monkeypatch.setattr(train.L, "parse_coq_tree", real_parse)
+  with caplog.at_level(logging.WARNING):
+    assert train.load_corpus(cfg)[0] == decls
+  assert f"{cache} is corrupt" in caplog.text

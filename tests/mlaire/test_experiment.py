@@ -1,6 +1,8 @@
 """The smoke experiment end to end (with resume), the claim rules and the notebook."""
 
 import json
+import logging
+import types
 
 import numpy as np
 import pytest
@@ -103,3 +105,29 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
 @pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/mlaire.ipynb", timeout=300)
+
+
+def test_e5_embeddings_are_cached_and_a_corrupt_cache_recomputed(tmp_path, monkeypatch, caplog):
+  """The e5 cache of a workdir (core's file cache; the engine replaced by a counting fake):
+  read back on the second call, recomputed when cut off (warning naming it) or when it holds
+  another corpus's embeddings."""
+  calls = []
+
+  def fake_embed(texts, *, kind):
+    calls.append(kind)
+    return np.arange(len(texts) * 3, dtype=np.float32).reshape(len(texts), 3) + (kind == "query")
+
+  monkeypatch.setattr(train.M, "e5_embed", fake_embed)
+  corpus = types.SimpleNamespace(queries=["q1", "q2"], passages=["p1", "p2", "p3"])
+  first = train._embeddings(corpus, tmp_path)
+  again = train._embeddings(corpus, tmp_path)
+  assert calls == ["query", "passage"]
+  np.testing.assert_array_equal(again["qe"], first["qe"])
+  np.testing.assert_array_equal(again["pe"], np.arange(9, dtype=np.float32).reshape(3, 3))
+  cache = tmp_path / "e5_cache.npz"
+  cache.write_bytes(cache.read_bytes()[:200])
+  with caplog.at_level(logging.WARNING):
+    train._embeddings(corpus, tmp_path)
+  assert f"{cache} is corrupt" in caplog.text and len(calls) == 4
+  bigger = types.SimpleNamespace(queries=["q1", "q2", "q3"], passages=corpus.passages)
+  assert train._embeddings(bigger, tmp_path)["qe"].shape == (3, 3)  # not the cached [2, 3]

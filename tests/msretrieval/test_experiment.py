@@ -1,6 +1,7 @@
 """The smoke experiment end to end (with resume) and the notebook."""
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from jaxpapers import core
 from tests import notebook_util
 
 
-def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
+def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch, caplog):
   cfg = smoke.get_config()
   metrics = train.train_and_evaluate(cfg, tmp_path)
   rec = json.loads((tmp_path / "results.json").read_text())
@@ -32,10 +33,15 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   assert abs(r - 20 / cfg.eval_cands) < 0.3
   assert metrics["toy"]["lemma_violations"] == 0
   assert metrics["derived"]["toy_mean_regret_jaccard"] >= 0
-  # Resume: a rerun reads every cell back instead of training again.
+  # Resume: a rerun reads every cell back instead of training again; the cached data, cut off
+  # (by a crash of the machine, say), is prepared again with a warning naming it.
   monkeypatch.setattr(train, "_train", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
   monkeypatch.setattr(train, "_toy", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
-  again = train.train_and_evaluate(cfg, tmp_path)
+  data = tmp_path / "data.npz"
+  data.write_bytes(data.read_bytes()[:1000])
+  with caplog.at_level(logging.WARNING):
+    again = train.train_and_evaluate(cfg, tmp_path)
+  assert f"{data} is corrupt" in caplog.text
   assert again["derived"] == metrics["derived"]
 
 

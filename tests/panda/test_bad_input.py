@@ -277,7 +277,55 @@ CASES = [
   ),
 ]
 
+
+def _load_bad_shape():
+  model = _model("hgnn")
+  sd = {k: np.zeros(1) for k in ("Chebs.0.lin_update.weight",)}
+  return panda.load_reference_weights(model, sd)
+
+
+CASES += [
+  Case(
+    "panda.load_reference_weights",
+    _load_bad_shape,
+    match=r"state_dict\['Chebs.0.lin_update.weight'\] has shape \(1,\), the model expects \(8, 3\)",
+    jit=None,
+    jit_reason="host-side copy of weights into a model, not a traced computation",
+  ),
+  Case(
+    "panda.load_reference_weights",
+    lambda: panda.load_reference_weights(LAYER, {}),
+    error=TypeError,
+    match=r"model must be a PandaGeDi, PandaHGNN, PandaHyperGCN or PandaPhenomNN, got PandaLayer",
+    jit=None,
+    jit_reason="host-side copy of weights into a model, not a traced computation",
+  ),
+  Case(
+    "panda.reference_config",
+    lambda: panda.reference_config("hgnn", "gedi+gedi-att++att"),
+    match=r"expected 'gedi\+X\+\+gedi\+Y' or 'X\+\+Y'",
+    jit=None,
+    jit_reason="maps static option strings, not arrays",
+  ),
+  Case(
+    "panda.reference_config",
+    lambda: panda.reference_config("hgnn", "gedi+att++gedi+att"),
+    match=r"stage 1 must use 'gedi-att' or 'hgat'",
+    jit=None,
+    jit_reason="maps static option strings, not arrays",
+  ),
+  Case(
+    "panda.reference_stage_names",
+    lambda: panda.reference_stage_names(LAYER),
+    error=TypeError,
+    match=r"stage must be a PandaStage, got PandaLayer",
+    jit=None,
+    jit_reason="names parameters of a built module, not a traced computation",
+  ),
+]
+
 EXEMPT = {
+  "REFERENCE_ATTENTION_TYPES": "a constant: the reference tuner's attention strings",
   "StageAux": "a result container (per-incidence coefficients returned by a stage)",
   "best_val_test": "reads the history dict that make_trainer's run returns (not user input)",
 }

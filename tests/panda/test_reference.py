@@ -242,7 +242,7 @@ def test_hypergcn_prior_reduction_and_sender_softmax():
   m = np.ones(7, bool)
   data = hg.make_data(inc, x, np.zeros(7, int), train_mask=m, val_mask=m, test_mask=m)
   cfg = panda.PandaConfig(heads=1, mix="prior", aux=None)
-  model = panda.PandaHyperGCN(3, 2, cfg, hidden=4, dropout=0.0, rngs=nnx.Rngs(2))
+  model = panda.PandaHyperGCN(3, 2, cfg, hidden=4, dropout=0.0, mediators=True, rngs=nnx.Rngs(2))
   model.bias[0][...] = jnp.asarray(rng.normal(size=4), jnp.float32)
   out = _run(model, data)
   s = x.astype(f64) @ _np(model.w_u[0].kernel)
@@ -259,7 +259,8 @@ def test_hypergcn_prior_reduction_and_sender_softmax():
   _, auxes = _run(full, data, return_aux=True)
   xs = x @ np.asarray(full.w_u[0].kernel[...])
   snd, _, _, mk = (
-    np.asarray(a) for a in panda.coalesced_graph(inc, xs @ np.asarray(full.r[0][...]))
+    np.asarray(a)
+    for a in panda.coalesced_graph(inc, xs @ np.asarray(full.r[0][...]), mediators=full.mediators)
   )
   att = np.asarray(auxes[0].att)
   sums = np.stack([np.bincount(snd[mk], att[mk, k], minlength=7) for k in range(2)], 1)
@@ -316,3 +317,84 @@ def test_phenomnn_prior_reduction_matches_dense(gamma_edge):
     y = (1 - a) * y + a * (lam0 * p_beta @ y + lam1 * p_gamma @ y + y0) / q[:, None]
   want = np.asarray(model.head(jnp.asarray(np.maximum(y, 0), jnp.float32), deterministic=True))
   np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- the README table
+
+
+def _difference_rows():
+  """``{what: row text}`` of the README's "Still different" table."""
+  import pathlib
+
+  text = (pathlib.Path(__file__).parents[2] / "experiments" / "panda" / "README.md").read_text()
+  table = text.split("**Still different:**", 1)[1]
+  rows = {}
+  for line in table.splitlines():
+    if line.startswith("| ") and not line.startswith("| what") and "---" not in line:
+      cells = [c.strip() for c in line.strip("|").split("|")]
+      rows[cells[0]] = line
+  return rows
+
+
+def test_differences_table_matches_the_code_defaults():
+  """Each default-value row of the table states the value the code has (and no matched item
+  is still listed as different)."""
+  import inspect
+
+  from experiments.panda.configs import default
+
+  rows = _difference_rows()
+
+  def default_of(cls, name):
+    return inspect.signature(cls.__init__).parameters[name].default
+
+  for cls in (panda.PandaHyperGCN, hg.HyperGCN):
+    assert f"`fast={default_of(cls, 'fast')}`" in rows["HyperGCN fast mode (default)"]
+    assert default_of(cls, "mediators") is False  # the reference's training-script default
+  cfg = panda.PandaConfig()
+  row = rows["attention setting"]
+  assert f"`mix='{cfg.mix}'`" in row and f"`stage1_receivers='{cfg.stage1_receivers}'`" in row
+  assert cfg.att_version == "v2" and cfg.shared_att_weights and "GATv2, shared weights" in row
+  c = default.get_config()
+  assert f"{c.phenom_steps} in the default run" in rows["PhenomNN propagation steps"]
+  budget = rows["tuning budget"]
+  assert f"hidden {c.hidden}, {c.num_layers} layer, {c.heads} head, dropout {c.dropout}" in budget
+  assert (
+    f"{c.epochs} epochs" in budget
+    and f"{c.num_splits} splits" in rows["datasets and splits in the default run"]
+  )
+  for matched in (
+    "HyperGCN singleton hyperedges",
+    "PhenomNN `H` matrices (`args.H`)",
+    "HyperGCN mediators (default)",
+  ):
+    assert matched not in rows
+  for cls in (panda.PandaPhenomNN, hg.PhenomNN):  # matched options keep the tuner's first value
+    assert default_of(cls, "alp") == 0.0 and default_of(cls, "h_setting") == 0
+  assert default_of(panda.PandaGeDi, "other_complex") is False
+  assert panda.PandaConfig().init == "reference"
+
+
+def test_coalescing_paths_agree():
+  """The int32-key path (sort the keys alone, binary search) equals the two-key sort."""
+  from jaxpapers.panda._models import _coalesce
+
+  rng = np.random.default_rng(3)
+  n, p = 7, 40
+  rcv = jnp.asarray(rng.integers(0, n, p), jnp.int32)
+  snd = jnp.asarray(rng.integers(0, n, p), jnp.int32)
+  ww = jnp.asarray(rng.normal(size=p), jnp.float32)
+  used = jnp.asarray(rng.random(p) < 0.8)
+  a = _coalesce(rcv, snd, ww, used, n, int32_keys=True)
+  b = _coalesce(rcv, snd, ww, used, n, int32_keys=False)
+  for x, y in zip(a[:2] + a[3:], b[:2] + b[3:]):
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+  keep = np.asarray(a[3] & a[4])
+  np.testing.assert_allclose(np.asarray(a[2])[keep], np.asarray(b[2])[keep], rtol=1e-6)
+  want = {}
+  for r, s, w, u in zip(*(np.asarray(v) for v in (rcv, snd, ww, used))):
+    if u:
+      want[(r, s)] = want.get((r, s), 0.0) + w
+  got = {(r, s): w for r, s, w in zip(*(np.asarray(v)[keep] for v in (a[0], a[1], a[2])))}
+  assert set(got) == set(want)
+  np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=1e-5)

@@ -45,6 +45,29 @@ def test_cache_is_exact_and_resumable(tmp_path):
     )
 
 
+def test_a_damaged_shard_is_recomputed_with_a_warning(tmp_path, caplog):
+  rng = np.random.default_rng(3)
+  toks = rng.integers(0, 13, (4, 6)).astype(np.int32)
+  lens = np.full(4, 6, np.int32)
+  cache = S.cache_teacher(logits_fn, toks, lens, top_k=3, batch_size=2, directory=tmp_path)
+  shard = tmp_path / "shard_00001.npz"
+  raw = bytearray(shard.read_bytes())
+  raw[len(raw) // 2] ^= 0x10  # one flipped bit inside the stored arrays or their zip frame
+  shard.write_bytes(bytes(raw))
+  calls = []
+
+  def counting(t):
+    calls.append(t.shape)
+    return logits_fn(t)
+
+  with caplog.at_level("WARNING"):
+    again = S.cache_teacher(counting, toks, lens, top_k=3, batch_size=2, directory=tmp_path)
+  assert calls == [(2, 6)]  # only the damaged shard is computed again
+  assert "shard_00001.npz" in caplog.text
+  np.testing.assert_array_equal(again.ids, cache.ids)
+  np.testing.assert_array_equal(again.logp, cache.logp)
+
+
 def test_token_logp_and_bits_per_byte():
   rng = np.random.default_rng(2)
   logits = rng.normal(size=(2, 4, 5)).astype(np.float32)

@@ -5,7 +5,9 @@
 
 Expected hardware: one 80 GB GPU (H100/A100) or a TPU v4/v5 slice; teacher training is the bulk
 (~1-2 GPU-days at these sizes), the distillation runs use <= 10% of the teacher's FLOPs by
-construction. 64x64 renders, 8 views for training, all camera splits mixed via `data.split`.
+construction. 64x64 renders of the ``orbit`` split (azimuth spread up to 180 degrees,
+elevation 0-40 degrees, FoV 50-75 degrees, jitter; see ``jaxpapers.flashssm3d._data``), 8 views
+for training, 512 test scenes drawn from keys disjoint from the training pool.
 The student runs the chunked scan (one chunk's state in memory), rematerialises each block and
 computes its backbone in bfloat16 (float32 parameters, scan state and heads); every batch is
 sharded over all devices (batch sizes must divide by the device count).
