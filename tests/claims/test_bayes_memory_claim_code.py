@@ -63,10 +63,10 @@ def _questions(greedy=False):
   return q
 
 
-def _derived(train, greedy=False, boot=None):
-  q = _questions(greedy)
+def _derived(train, greedy=False, boot=None, q=None):
+  q = _questions(greedy) if q is None else q
   col = {m: np.asarray(v) for m, v in COLS.items()}
-  c = types.SimpleNamespace(seed=0, n_boot=20, greedy_k=2 if greedy else 0)
+  c = types.SimpleNamespace(seed=0, n_boot=20, greedy_k=2 if greedy else 0, tau_placebo=2.3)
   g_logit = np.array([1.0, -1.0, -1.0, 1.0, -1.0])
   g_plc = np.array([-1.0, 1.0, 1.0, 1.0, 1.0])
   if boot is None:
@@ -98,6 +98,36 @@ def test_gain_against_best_retriever(train):
   assert d["best_retriever"] == "bm25"
   assert d["acc_gain_distilled_vs_best_retriever"] == pytest.approx(1.0 - 0.75)
   assert d["acc_gain_oracle_vs_best_retriever"] == pytest.approx(0.5 - 0.75)
+
+
+def test_best_retriever_accuracy_is_shown_beside_the_gain(train):
+  d = _derived(train)
+  assert d["best_retriever_accuracy"] == pytest.approx(0.75)  # bm25, not recency (0.0)
+
+
+def test_gold_turn_accuracy_reads_the_gold_column_of_preference_questions(train):
+  q = _questions()
+  q["gold"] = np.array([0, 1, 0, 0, 1])
+  # P = q0..q3 with gold columns 2, 3, 2, 2: right (lp_y 1 > 0), wrong (-1), right, right. The
+  # memory-free q4 (gold 1 -> column 3, right) is not counted: 3/4, not 4/5; column 1 + gold
+  # (the placebo and turn 0) would give 0/4 + 1/4.
+  d = _derived(train, q=q)
+  assert d["accuracy_gold_turn"] == pytest.approx(3 / 4)
+  assert d["accuracy_gold_turn_lo"] == pytest.approx(3 / 4 - d["accuracy_gold_turn_ci"])
+  d = _derived(train, q=q, boot=_stat_on_resample)  # (q0, q1, q2, q2, q3): 4 of 5 right
+  assert d["accuracy_gold_turn_ci"] == pytest.approx(4 / 5)
+  q["gold"] = np.array([0, -1, 0, 0, 1])
+  with pytest.raises(ValueError, match="gold turn"):
+    _derived(train, q=q)
+
+
+def test_registered_quantities_are_recorded(train):
+  q = _questions()
+  q["seed"] = np.array([4, 3, 5, 5, 4])
+  d = _derived(train, q=q)
+  assert d["min_seed"] == 3  # the smallest data seed, not the first or the largest
+  assert d["tau_placebo"] == 2.3
+  assert d["n_questions"] == 5
 
 
 def test_gated_minus_ungated(train):

@@ -31,8 +31,12 @@ def test_smoke_experiment_writes_results(smoke_run):
       for k in ("ht_entity", "ht_relation", "r1", "relation_foil_acc"):
         assert len(m[k]) == cfg.seeds and all(0.0 <= v <= 1.0 for v in m[k])
   d = metrics["derived"]
-  for c in default.CLAIMS:
-    assert c["metric"].split(".", 1)[1] in d
+  for c in default.CLAIMS:  # every path a claim reads exists in a real run's output
+    paths = [c["metric"], c["noise"], *[r["metric"] for r in c.get("requires", ())]]
+    paths += list(c.get("controls", {}).values()) + list(c.get("baselines", {}).values())
+    for path in paths:
+      assert path.split(".", 1)[1] in d, (c["id"], path)
+  assert len(metrics["items"]["outcomes"]["positional"]["clip_ft"]["ht_relation"]) == cfg.seeds
   ex = json.loads((workdir / "examples.json").read_text())
   assert ex["train"] and ex["half_truth"]
 
@@ -46,28 +50,66 @@ def test_rerun_resumes_from_the_stored_cells(smoke_run, monkeypatch):
   assert again["summary"] == json.loads(json.dumps(metrics["summary"]))
 
 
-def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
-  summ = {
-    "weak_order": {
-      "clip": {"ht_relation": [0.40, 0.44, 0.42], "r1": [0.5] * 3, "ht_entity": [1.0] * 3},
-      "clip_ft": {"ht_relation": [0.45, 0.47, 0.46], "r1": [0.6, 0.6, 0.6], "ht_entity": [1] * 3},
-      "negclip_ft": {"ht_relation": [0.5, 0.5, 0.5], "r1": [0.6] * 3, "ht_entity": [1.0] * 3},
-      "cs_ft": {"ht_relation": [0.65, 0.66, 0.67], "r1": [0.6, 0.6, 0.605], "ht_entity": [1] * 3},
-    }
+def _decisive_derived(**change):
+  """A derived block on which every claim of the default config holds."""
+  d = {
+    "n_seeds": 5,
+    "n_relation_items": 2000,
+    "baseline_ht_relation": 0.40,
+    "baseline_ht_relation_ci": 0.03,
+    "baseline_relation_foil_acc_lo": 0.70,
+    "cs_ht_relation": 0.60,
+    "cs_ht_relation_ci": 0.03,
+    "cs_minus_clip_ft_ht_relation": 0.15,
+    "cs_minus_clip_ft_ht_relation_ci": 0.03,
+    "cs_minus_negclip_ft_ht_relation": 0.10,
+    "cs_minus_negclip_ft_ht_relation_ci": 0.03,
+    "cs_minus_clip_ft_r1": 0.0,
+    "cs_minus_clip_ft_r1_ci": 0.01,
+    "order_aware_clip_ft_minus_clip_ft_ht_relation": 0.0,
   }
-  d = train.derived_metrics(summ, {"relation": 0.5})
-  assert d["baseline_ht_relation"] == pytest.approx(0.42)
-  assert d["cs_minus_clip_ft_ht_relation"] == pytest.approx(0.2)
-  assert d["cs_minus_clip_ft_ht_relation_ci"] == pytest.approx(4.303 * 0.01 / 3**0.5, rel=1e-3)
-  verdicts = {c["id"]: core.judge(c, {"derived": d}).verdict for c in default.CLAIMS}
-  assert verdicts == {
-    "half_truths": "held",
-    "cs_raises_half_truth_accuracy": "held",
-    "cs_keeps_retrieval": "held",
-    "cs_beats_negclip": "held",
-  }
+  d.update(change)
+  return {"derived": d}
+
+
+def _verdicts(metrics):
+  return {c["id"]: core.judge(c, metrics) for c in default.CLAIMS}
+
+
+def test_the_default_claims_hold_on_a_decisive_setup():
+  v = _verdicts(_decisive_derived())
+  assert {k: x.verdict for k, x in v.items()} == dict.fromkeys(v, "held")
+
+
+def test_an_order_aware_encoder_that_gains_alone_makes_the_cs_gain_inconclusive():
+  v = _verdicts(_decisive_derived(order_aware_clip_ft_minus_clip_ft_ht_relation=0.05))
+  assert v["cs_raises_half_truth_accuracy"].verdict == "inconclusive"
+  assert v["cs_raises_half_truth_accuracy"].guard == "controls"
+  assert v["cs_beats_negclip"].verdict == "held"  # the control belongs to the first gain
+
+
+def test_a_cs_model_at_chance_or_a_relation_blind_encoder_decides_nothing():
+  v = _verdicts(_decisive_derived(cs_ht_relation=0.52))
+  for cid in ("cs_raises_half_truth_accuracy", "cs_beats_negclip"):
+    assert (v[cid].verdict, v[cid].guard) == ("inconclusive", "chance")
+  v = _verdicts(_decisive_derived(baseline_relation_foil_acc_lo=0.55))
+  for cid in ("half_truths", "cs_raises_half_truth_accuracy", "cs_beats_negclip"):
+    assert (v[cid].verdict, v[cid].guard) == ("inconclusive", "requires")
+  assert v["cs_keeps_retrieval"].verdict == "held"
+
+
+def test_fewer_seeds_or_items_than_registered_decide_nothing():
+  for change in ({"n_seeds": 3}, {"n_relation_items": 1000}):
+    v = _verdicts(_decisive_derived(**change))
+    assert all(x.verdict == "inconclusive" and x.guard == "requires" for x in v.values())
 
 
 @pytest.mark.notebook
 def test_notebook_runs():
-  notebook_util.run_notebook("colab/cs_clip.ipynb", timeout=300)
+  nb = notebook_util.run_notebook("colab/cs_clip.ipynb", timeout=300)
+  text = "".join(
+    o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+  )
+  for c in default.CLAIMS:  # the committed verdicts are printed under their claim names
+    assert f"{c['id']}: " in text, c["id"]
+  assert "None ->" not in text

@@ -20,5 +20,6 @@ def get_config():
   c.n_boot = 100
   c.greedy_k = 2  # exercises greedy set selection (off in default.py)
   c.group_dialogues = 4
+  c.scoring = "rows"  # the row path (default.py runs the shared-prefix path)
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c

@@ -3,10 +3,10 @@
   python -m experiments.cs_clip.main --config=experiments/cs_clip/configs/full.py --workdir=runs/cs_clip_full
 
 48,000 training scenes with one unmentioned distractor object and above/below layouts, 4,000
-test scenes, 10 seeds, 4,000 + 2,000 steps at batch 256, finished grids stored per cell so a
-rerun resumes after the last finished grid. The runs (2 encoders x 10 seeds, then 2 x 10 x 3 arms)
-are sharded over all devices by ``core.Sweep``. The paper-scale run (ViT-B/32 on COCO with
-LLM-generated units) is out of scope: no weights or COCO data are available offline.
+test scenes, 10 seeds, 4,000 + 2,000 steps at batch 256, checkpointed every 500 steps and stored
+per cell, so a rerun resumes. The runs (3 encoders x 10 seeds, then every encoder with every arm:
+3 x 10 x 3) are sharded over all devices by ``core.Sweep``. The paper-scale run (ViT-B/32 on
+COCO with LLM-generated units) is out of scope: no weights or COCO data are available offline.
 """
 
 from experiments.cs_clip.configs import default
@@ -21,6 +21,8 @@ def get_config():
   c.batch = 256
   c.pretrain_steps = 4000
   c.finetune_steps = 2000
+  c.chunk_steps = 500
   c.seeds = 10
-  c.finetune_encoders = ("weak_order", "bow")
+  c.finetune_encoders = ("weak_order", "bow", "positional")
+  c.control_arms = ("clip_ft", "negclip_ft", "cs_ft")
   return c

@@ -18,5 +18,7 @@ def get_config():
   c.pretrain_steps = 4
   c.finetune_steps = 4
   c.seeds = 2
+  c.chunk_steps = 4  # one chunk per grid: one fused compilation
+  c.n_boot = 200
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
