@@ -111,10 +111,11 @@ def load_datasets(config) -> tuple[dict, str]:
       seed = None if hg.ships_splits(name) else config.seed
       d = hg.load(name, root, split_seed=seed, num_splits=config.num_splits)
       out[name] = _reduce_features(d, config.max_features, config.seed)
-    # As given (a relative data_dir stays relative in results.json), else the place and folder.
+    # As given (a relative data_dir stays relative in results.json), else the place it was
+    # found by name (never this machine's absolute path).
     if config.data_dir:
       return out, f"{config.data_dir.rstrip('/')}/hypergraph"
-    return out, f"{root} (from {found_in})"
+    return out, f"hypergraph/ in the data folder found as {found_in}"
   for name in config.synthetic_fallback:
     if name == "synthetic-small":
       d = hg.make_synthetic(
