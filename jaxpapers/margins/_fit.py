@@ -108,10 +108,12 @@ def _fit(
 ):
   # inits = (U0 [S, N, d_max], V0 [S, n, d_max]) standard normal; dims: the D dimensions.
   # (The initial draws are made on the host: random number generation inside this vmapped
-  # program multiplies its compile time.) Every dimension runs at its own width in one
-  # lax.scan (its fit is U0[:, :d], V0[:, :d]: the same numbers as a run masked to d of the
-  # d_max columns), so the program does the arithmetic of D separate fits, not D times that
-  # of the widest; the seeds are vmapped. Results are padded with zeros to d_max columns.
+  # program multiplies its compile time.) Each dimension is its own lax.scan at its own width
+  # (from U0[:, :d], V0[:, :d]: the same numbers as a run masked to d of the d_max columns),
+  # with the seeds vmapped; one program holds the D scans, so a sequence of dimensions
+  # compiles once. (Vmapping D masked copies of the widest run instead costs D * d_max
+  # columns of arithmetic, and one scan stepping all D fits measured more CPU time than D
+  # scans: benchmarks/margins_throughput.py.) Results are padded with zeros to d_max columns.
   init_fn, step_fn, finish = _run_fns(
     loss=loss,
     steps=steps,
@@ -122,30 +124,18 @@ def _fit(
   data = dict(A=A, lr=lr, log_t0=log_t0, b0=b0, beta0=beta0, beta1=beta1)
   d_max = max(dims)
 
-  def one_seed(U0, V0):  # [N, d_max], [n, d_max] -> FitResult with a leading [D] axis
-    hps = [{"U0": U0[:, :d], "V0": V0[:, :d], "mask": jnp.ones(d, jnp.float32)} for d in dims]
-    states = [init_fn(hp, None, data) for hp in hps]
-
-    def step_all(states, t):
-      out = [step_fn(state, hp, None, t, data) for state, hp in zip(states, hps)]
-      return [o[0] for o in out], jnp.stack([o[1] for o in out], -1)  # loss values [D]
-
-    states, hist = jax.lax.scan(step_all, states, jnp.arange(steps, dtype=jnp.int32))
-    fits = [finish(state[0], hist[:, i]) for i, state in enumerate(states)]
-
-    def pad(x, d):  # [rows, d] -> [rows, d_max]
-      return jnp.pad(x, ((0, 0), (0, d_max - d)))
-
-    return FitResult(
-      U=jnp.stack([pad(f.U, d) for f, d in zip(fits, dims)]),
-      V=jnp.stack([pad(f.V, d) for f, d in zip(fits, dims)]),
-      log_t=jnp.stack([f.log_t for f in fits]),
-      b=jnp.stack([f.b for f in fits]),
-      history=jnp.stack([f.history for f in fits]),
+  def fit_one(U0, V0, d):  # one seed at width d: [N, d_max], [n, d_max] -> FitResult
+    hp = {"U0": U0[:, :d], "V0": V0[:, :d], "mask": jnp.ones(d, jnp.float32)}
+    state = init_fn(hp, None, data)
+    (p, _), hist = jax.lax.scan(
+      lambda s, t: step_fn(s, hp, None, t, data), state, jnp.arange(steps, dtype=jnp.int32)
     )
+    res = finish(p, hist)
+    pad = lambda x: jnp.pad(x, ((0, 0), (0, d_max - d)))  # [rows, d] -> [rows, d_max]
+    return res._replace(U=pad(res.U), V=pad(res.V))
 
-  per_seed = jax.vmap(one_seed)(*inits)  # [S, D, ...]
-  return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), per_seed)  # [D, S, ...]
+  per_dim = [jax.vmap(functools.partial(fit_one, d=d))(*inits) for d in dims]  # [S, ...] each
+  return jax.tree.map(lambda *xs: jnp.stack(xs), *per_dim)  # [D, S, ...]
 
 
 _ENGINES: dict[tuple, tuple] = {}
@@ -221,8 +211,8 @@ def fit_free_embeddings(
     d: embedding dimension, or a sequence of dimensions fitted together in one compiled
       program: the results then get a leading ``[len(d)]`` axis (before any seed axis)
       and ``U``/``V`` have ``max(d)`` columns, zero beyond each run's own ``d``. Each
-      dimension runs at its own width in one ``lax.scan`` (the arithmetic of separate fits,
-      in one loop), from the first ``d`` columns of ``max(d)``-column initial draws.
+      dimension runs at its own width (the arithmetic of separate fits, one compilation for
+      all), from the first ``d`` columns of ``max(d)``-column initial draws.
     loss: one of ``'sigmoid'``, ``'infonce'``, ``'margin'``.
     steps: Adam steps; lr: learning rate.
     sweep: run the (dimension, seed) grid on :class:`jaxpapers.core.Sweep` (one runs axis
