@@ -269,3 +269,11 @@ def side_by_side(
       cpu[k].append(time.process_time() - c0)
       wall[k].append(time.perf_counter() - w0)
   return {k: Timing(tuple(wall[k]), tuple(cpu[k])) for k in fns}
+
+
+def timing_row(case: str, timings: Mapping[str, Timing], **info: Any) -> dict[str, Any]:
+  """One ``rows`` entry: ``{"case": case, **info, "<name>_best_s": ..., ...}`` for each timing."""
+  row = {"case": case, **info}
+  for name, t in timings.items():
+    row.update({f"{name}_{k}": v for k, v in t.as_dict().items()})
+  return row

@@ -85,3 +85,6 @@ def test_side_by_side_interleaves_and_excludes_warm_up():
   assert len(t["slow"].wall) == 2 and t["slow"].as_dict()["repeats"] == 2
   with pytest.raises(ValueError, match="repeats"):
     bench.side_by_side({"a": lambda: 0}, repeats=0)
+  row = bench.timing_row("c", t, B=4)
+  assert row["case"] == "c" and row["B"] == 4
+  assert row["slow_best_s"] == t["slow"].best and row["fast_repeats"] == 2
