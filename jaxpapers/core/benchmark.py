@@ -34,6 +34,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -44,7 +45,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -277,3 +278,39 @@ def timing_row(case: str, timings: Mapping[str, Timing], **info: Any) -> dict[st
   for name, t in timings.items():
     row.update({f"{name}_{k}": v for k, v in t.as_dict().items()})
   return row
+
+
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+@dataclasses.dataclass
+class CompileCount:
+  """XLA compilations seen inside a :func:`count_compilations` block (``count``, ``seconds``)."""
+
+  count: int = 0
+  seconds: float = 0.0
+
+
+@contextlib.contextmanager
+def count_compilations() -> Iterator[CompileCount]:
+  """Counts the XLA backend compilations of every program run inside the block.
+
+  Example::
+
+    with bench.count_compilations() as c:
+      for batch in fresh_batches:  # same shapes as a call made before the block
+        step(batch)
+    assert c.count == 0  # no recompilation
+  """
+  counter = CompileCount()
+
+  def listener(event: str, seconds: float, **_: Any) -> None:
+    if event == _COMPILE_EVENT:
+      counter.count += 1
+      counter.seconds += seconds
+
+  jax.monitoring.register_event_duration_secs_listener(listener)
+  try:
+    yield counter
+  finally:
+    jax.monitoring.unregister_event_duration_listener(listener)

@@ -3,6 +3,8 @@
 import json
 import time
 
+import jax
+import jax.numpy as jnp
 import pytest
 
 from jaxpapers.core import benchmark as bench
@@ -88,3 +90,17 @@ def test_side_by_side_interleaves_and_excludes_warm_up():
   row = bench.timing_row("c", t, B=4)
   assert row["case"] == "c" and row["B"] == 4
   assert row["slow_best_s"] == t["slow"].best and row["fast_repeats"] == 2
+
+
+def test_count_compilations():
+  f = jax.jit(lambda x: x * 3 + 1)
+  x, y, z = jnp.ones(5), jnp.zeros(5), jnp.ones(7)
+  f(x)
+  with bench.count_compilations() as c:
+    f(y)
+  assert c.count == 0
+  with bench.count_compilations() as c:
+    f(z)  # a new shape
+  assert c.count == 1 and c.seconds > 0
+  f(jnp.ones(9))  # outside the block: not counted
+  assert c.count == 1
