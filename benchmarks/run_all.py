@@ -98,8 +98,9 @@ def performance_table(results_dir: str | os.PathLike = "benchmarks/results") -> 
           raise ValueError(f"a summary entry of {rec['benchmark']!r} has no {key!r}: {item}")
       unit = item.get("unit", "x")
       value = _fmt(float(item["value"]))
-      measured = f"{value}x" if unit == "x" else f"{value} {unit}"
-      target = f"{item['target']}{'x' if unit == 'x' else ' ' + unit}"
+      suffix = "x" if unit == "x" else f" {unit}" if unit else ""
+      measured = f"{value}{suffix}"
+      target = f"{item['target']}{suffix}"
       met = "yes" if item["met"] else "**no**"
       lines.append(
         f"| {_cell(rec['benchmark'])} | {_cell(item['name'])} | {measured} | {_cell(target)} "
