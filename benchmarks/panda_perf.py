@@ -1,7 +1,8 @@
 """PANDA performance: full-batch epoch time and compile time, vanilla vs PANDA, per dataset.
 
-  python benchmarks/panda_perf.py                      # email-EU, chameleon-directed, synthetic
-  python benchmarks/panda_perf.py --smoke              # tiny synthetic only (seconds)
+  python -m benchmarks.panda_perf                      # email-EU, chameleon-directed, synthetic
+  python -m benchmarks.panda_perf --smoke              # tiny synthetic only (seconds)
+  python -m benchmarks.panda_perf --quick              # --smoke with GeDi only
 
 For each (dataset, backbone, arm) one jitted train step (forward + backward + Adam, one split,
 dropout on) is compiled once; the epoch time is the median over epochs 10..N. A trace counter
@@ -26,13 +27,16 @@ memory-bound. ``--traffic`` compiles (does not time) the vanilla step, PANDA and
 ``panda.ABLATIONS`` per (dataset, backbone) and prints the megabytes per step, so the difference
 between two arms is the traffic of the part one of them removes (the auxiliary path, the
 attention and its mixture gate).
+
+The record's summary has PANDA / vanilla epoch time per (dataset, backbone, XLA level, host
+memory) with the spec's target (§7: <= 3x), and the traces of every step (one compile each).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
+import pathlib
 import resource
 import statistics
 import subprocess
@@ -45,6 +49,10 @@ import jax.numpy as jnp
 
 from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
+from jaxpapers.core import benchmark as bench
+
+NAME = "panda_perf"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _cost(compiled) -> dict:
@@ -128,8 +136,8 @@ def bench_one(data, backbone, use_panda, *, epochs, hidden, heads, fast_compile,
   )
 
 
-def main():
-  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def parse_args(argv=None):
+  ap = bench.parser(NAME, __doc__)
   ap.add_argument("--datasets", default="email-EU,chameleon-directed,synthetic-inter50")
   ap.add_argument("--backbones", default="gedi,hgnn,hypergcn,phenomnn")
   ap.add_argument("--epochs", type=int, default=40)
@@ -144,7 +152,6 @@ def main():
     help="XLA level: the fast-compile options (-O0), XLA's default (what the search uses), or both",
   )
   ap.add_argument("--cpu-time", action="store_true", help="time epochs with the process CPU clock")
-  ap.add_argument("--out", default="")
   ap.add_argument("--host-memory", choices=("system", "reuse", "both"), default="system")
   ap.add_argument(
     "--traffic",
@@ -157,9 +164,17 @@ def main():
     help="folder holding hypergraph/ (default: $JAXPAPERS_DATA_DIR or "
     "../shared/data); a real dataset that cannot be found is an error",
   )
-  a = ap.parse_args()
+  return ap.parse_args(argv)
+
+
+def main(argv=None):
+  a = parse_args(argv)
+  a.argv = argv
+  a.host = bench.host_info()
   if a.smoke:
     a.datasets, a.backbones, a.epochs, a.hidden, a.heads = "synthetic-small", "gedi,hgnn", 12, 8, 2
+  if a.quick:  # the smoke setting, one backbone
+    a.datasets, a.backbones, a.epochs, a.hidden, a.heads = "synthetic-small", "gedi", 12, 8, 2
   if a.compare_opt:
     a.opt = "both"
   if a.traffic and a.host_memory == "both":
@@ -213,7 +228,7 @@ def main():
             flush=True,
           )
   if a.traffic:
-    _write(a.out, rows)
+    _write(a, rows)
     return
   print(
     "\n| dataset | backbone | XLA opt | vanilla ms/epoch | PANDA ms/epoch | ratio "
@@ -227,7 +242,7 @@ def main():
       f"{p['epoch_ms'] / r['epoch_ms']:.2f} | {_mb(r)} | {_mb(p)} | {_ratio(p, r)} | "
       f"{r['compile_s']:.1f} | {p['compile_s']:.1f} |"
     )
-  _write(a.out, rows)
+  _write(a, rows)
 
 
 def _mb(row) -> str:
@@ -266,10 +281,36 @@ def _pairs(rows):
       yield r, next(x for x in rows if x["arm"] == "panda" and key(x) == key(r))
 
 
-def _write(path, rows):
-  if path:
-    with open(path, "w") as f:
-      json.dump(dict(rows=rows, env=core.environment_info()), f, indent=1, default=str)
+def _summary(rows):
+  """PANDA / vanilla epoch time per pair of rows (spec: <= 3x) and the traces (one compile)."""
+  out = []
+  for r, p in _pairs(rows):
+    opt = "-O0" if r["fast_compile"] else "default XLA"
+    out.append(
+      bench.summary(
+        f"PANDA / vanilla epoch time, {r['dataset']}, {r['backbone']}, {opt}, "
+        f"{r['host_memory']} host memory",
+        p["epoch_ms"] / r["epoch_ms"],
+        "<= 3",
+        note=f"spec §7; bytes accessed per step: {_ratio(p, r)}x (XLA cost analysis)",
+      )
+    )
+  if rows and "traces" in rows[0]:
+    out.append(
+      bench.summary(
+        "most traces of one step over its epochs",
+        max(r["traces"] for r in rows),
+        "== 1",
+        unit="traces",
+        note="spec §7: one compile per (dataset, config)",
+      )
+    )
+  return out
+
+
+def _write(a, rows):
+  summary = [] if a.traffic else _summary(rows)
+  bench.write(NAME, a, rows=rows, summary=summary, host=a.host, argv=a.argv)
 
 
 def _both(a):
@@ -285,12 +326,13 @@ def _both(a):
         out = os.path.join(tmp, f"{i}_{mode}.json")
         cmd = [
           sys.executable,
-          __file__,
+          "-m",
+          f"benchmarks.{NAME}",
           f"--datasets={name}",
           f"--host-memory={mode}",
           f"--out={out}",
         ]
-        subprocess.run(cmd + passthrough, check=True)
+        subprocess.run(cmd + passthrough, check=True, cwd=ROOT)
         with open(out) as f:
           rows += json.load(f)["rows"]
   print(
@@ -304,7 +346,7 @@ def _both(a):
       f"| {r['host_memory']} | {r['epoch_ms']:.1f} | {p['epoch_ms']:.1f} "
       f"| {p['epoch_ms'] / r['epoch_ms']:.2f} | {p['minor_faults_per_epoch']:.0f} |"
     )
-  _write(a.out, rows)
+  _write(a, rows)
 
 
 if __name__ == "__main__":
