@@ -1,20 +1,20 @@
 """Side-by-side: HGNN training step in JAX (jaxpapers) vs an equivalent PyTorch model, on CPU.
 
-  pip install torch          # optional extra; the script exits cleanly without it
-  python benchmarks/panda_torch_hgnn.py --datasets email-EU,cora
+  pip install torch          # optional extra; the script records that it was skipped without it
+  python -m benchmarks.panda_torch_hgnn [--quick] --datasets email-EU,cora
 
 Both models: Linear(F, h) -> D_v^{-1/2} H D_e^{-1} H^T D_v^{-1/2} (two index-add / segment-sum
 stages over the same incidence pairs) -> ReLU -> Linear -> LayerNorm -> ReLU -> Linear, Adam
 with coupled L2, full batch, dropout off (so both do identical arithmetic). Reports the median
 step time over epochs 10..N of each, measured in one run, and the ratio torch / JAX. The forward
-outputs are checked to agree to 1e-4 after copying the JAX weights into torch.
+outputs are checked to agree to 1e-4 after copying the JAX weights into torch. Without a data
+folder the generated ``synthetic-inter50`` hypergraph stands in for each dataset. ``--quick``:
+the generated ``synthetic-small`` hypergraph, 20 epochs.
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import sys
 import time
 
 import jax
@@ -23,6 +23,9 @@ import numpy as np
 
 from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
+from jaxpapers.core import benchmark as bench
+
+NAME = "panda_torch_hgnn"
 
 
 def _torch_model(torch, params, inc, n, m):
@@ -71,28 +74,41 @@ def _plain(tree):
   return getattr(tree, "value", tree)
 
 
-def main():
-  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-  ap.add_argument("--datasets", default="email-EU,cora")
-  ap.add_argument("--epochs", type=int, default=60)
-  ap.add_argument("--hidden", type=int, default=64)
-  a = ap.parse_args()
+def parse_args(argv=None):
+  p = bench.parser(NAME, __doc__)
+  p.add_argument("--datasets", default="email-EU,cora")
+  p.add_argument("--epochs", type=int, default=60)
+  p.add_argument("--hidden", type=int, default=64)
+  return p.parse_args(argv)
+
+
+def main(argv=None):
+  a = parse_args(argv)
+  host = bench.host_info()
   try:
     import torch
   except (ImportError, OSError) as e:  # absent, or a broken install
-    print(
-      f"torch is not available ({type(e).__name__}): skipping the PyTorch comparison "
-      "(pip install 'jaxpapers[torch]' or pip install torch)."
+    msg = (
+      f"torch is not available ({type(e).__name__}): the PyTorch comparison was skipped "
+      "(pip install 'jaxpapers[torch]' or pip install torch)"
+    )
+    print(msg)
+    bench.write(
+      NAME, a, rows=[{"case": "skipped", "reason": msg}], summary=[], host=host, argv=argv
     )
     return 0
-  root = core.resolve_data_dir(subdir="hypergraph", required=False)
+  root = None if a.quick else core.resolve_data_dir(subdir="hypergraph", required=False)
+  datasets, epochs = (("synthetic-small",), 20) if a.quick else (a.datasets.split(","), a.epochs)
+  rows, summary = [], []
   print(
     f"torch {torch.__version__} threads={torch.get_num_threads()}; jax {jax.__version__} "
     f"{jax.devices()}"
   )
   print("\n| dataset | nnz | JAX ms/step | torch ms/step | torch / JAX |\n|---|---|---|---|---|")
-  for name in a.datasets.split(","):
-    if root is None:
+  for name in datasets:
+    if a.quick:
+      data = hg.make_synthetic(0, nodes_per_class=20, n_inter=3, num_splits=1, name=name)
+    elif root is None:
       data = hg.make_synthetic(0, n_inter=50, num_splits=1, name="synthetic-inter50")
     else:
       data = hg.load(name, root, num_splits=1)
@@ -127,7 +143,7 @@ def main():
     key = jax.random.key(1)
     jt, tt = [], []
     p, o = params, opt
-    for e in range(a.epochs):  # interleaved so both see the same machine load
+    for e in range(epochs):  # interleaved so both see the same machine load
       t = time.perf_counter()
       p, o, loss = step(p, o, d, jax.random.fold_in(key, e))
       jax.block_until_ready(loss)
@@ -140,6 +156,26 @@ def main():
       f"| {d.name} | {d.incidence.nnz} | {1e3 * js:.2f} | {1e3 * ts:.2f} | {ts / js:.2f} |",
       flush=True,
     )
+    rows.append(
+      {
+        "case": d.name,
+        "nnz": d.incidence.nnz,
+        "epochs": epochs,
+        "jax_ms_per_step": 1e3 * js,
+        "torch_ms_per_step": 1e3 * ts,
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+      }
+    )
+    summary.append(
+      bench.summary(
+        f"HGNN training step on {d.name}: PyTorch / JAX",
+        ts / js,
+        ">= 1",
+        note="median over epochs 10..N, interleaved",
+      )
+    )
+  bench.write(NAME, a, rows=rows, summary=summary, host=host, argv=argv)
   return 0
 
 
@@ -148,4 +184,4 @@ def nnx_state_dict(state):
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  main()
