@@ -20,6 +20,8 @@
   not reproduced / inconclusive), written into results.json by
   :func:`write_results`; :func:`markdown_table`, :func:`claims_table` and the
   standard plots (:func:`curves_plot`, :func:`grouped_bars`, :func:`scaling_plot`).
+* :mod:`benchmark` and :mod:`timing`: the JSON record every script in ``benchmarks/``
+  writes (targets, host, raw rows), an interleaved side-by-side timer and a compile counter.
 * Bad input: the project's policy (trace-time checks always; value checks raise
   eagerly and poison outputs with NaN under jit; documented values for degenerate
   input) is written in :mod:`jaxpapers.core.validation`, with its helpers
