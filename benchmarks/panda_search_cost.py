@@ -15,7 +15,7 @@ and times, in one process, with the process CPU clock:
   the first trial compiling, the second and the final reusing it.
 
 ``--fast_compile`` also times the ``after`` path with XLA's fast-compile options. ``--quick``:
-the generated ``synthetic-small`` hypergraph (no data folder), GeDi vanilla, 20 epochs, 2 search
+the generated ``synthetic-small`` hypergraph (no data folder), GeDi vanilla, 5 epochs, 2 search
 splits, a final of 2 splits x 1 initialisation. The
 ``before`` path rebuilds the search's trainer with the private ``search._keys``.
 """
@@ -101,7 +101,7 @@ def main(argv=None):
   config = search_config.get_config()
   if a.quick:
     config.data_dir, dataset, cells = "none", "synthetic-small", "gedi:vanilla"
-    config.synthetic_fallback, config.epochs = (dataset,), 20
+    config.synthetic_fallback, config.epochs = (dataset,), 5
     config.num_splits, config.search_splits, config.final_inits = 2, 2, 1
   else:
     config.data_dir, dataset, cells = a.data_dir, a.dataset, a.cells

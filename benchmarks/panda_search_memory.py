@@ -11,8 +11,8 @@ and keys stacked, as a trial's program holds them). It records XLA's temporary-b
 step's scratch memory, which the whole trial program needs on top of its parameters. A trial
 with ``search_splits`` runs per program holds the vmapped figure; one with
 ``--config.runs_per_program=1`` the single-run one. ``--quick``: the generated
-``synthetic-small`` hypergraph (no data folder), cell ``gedi:panda:0``, XLA's fast-compile
-options. A measurement without a target: the record has no summary entries.
+``synthetic-small`` hypergraph (no data folder), cell ``gedi:vanilla:0`` (a PANDA step takes
+about 15 CPU s to compile). A measurement without a target: the record has no summary entries.
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ def main(argv=None):
   host = bench.host_info()
   config = search_config.get_config()
   if a.quick:
-    config.data_dir, dataset, cells = "none", "synthetic-small", "gedi:panda:0"
-    config.synthetic_fallback, config.fast_compile = (dataset,), True
+    config.data_dir, dataset, cells = "none", "synthetic-small", "gedi:vanilla:0"
+    config.synthetic_fallback = (dataset,)
   else:
     config.data_dir, dataset, cells = a.data_dir, a.dataset, a.cells
     config.datasets = (dataset,)
