@@ -1,0 +1,95 @@
+"""benchmarks.run_all: the performance table from benchmark records, and every benchmark's --quick."""
+
+import ast
+import importlib
+import json
+import pathlib
+
+import pytest
+
+from benchmarks import run_all
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# Benchmarks whose --quick mode and JSON record arrive with changes made beside this one; until
+# they do, they may lack the shared parse_args(argv) entry (the check below then xfails).
+_PENDING = {"logstop_throughput", "soda_overhead", "soda_muon_step", "lm_context"}
+
+
+def _record(name, summary, command=None):
+  return {
+    "benchmark": name,
+    "command": command or f"python -m benchmarks.{name} --quick",
+    "quick": True,
+    "host": {"cpu_count": 2},
+    "rows": [],
+    "summary": summary,
+  }
+
+
+def test_performance_table_renders_sorted_and_formatted(tmp_path):
+  (tmp_path / "zeta.json").write_text(
+    json.dumps(
+      _record(
+        "zeta",
+        [
+          {"name": "b vs a", "value": 1.23456, "unit": "x", "target": ">= 1.5", "met": False},
+          {"name": "time | ms", "value": 12.345, "unit": "ms", "target": "< 5", "met": False},
+        ],
+      )
+    )
+  )
+  (tmp_path / "alpha.json").write_text(
+    json.dumps(
+      _record(
+        "alpha",
+        [{"name": "speed-up", "value": 1234.5, "unit": "x", "target": ">= 100", "met": True}],
+      )
+    )
+  )
+  table = run_all.performance_table(tmp_path)
+  assert table == (
+    "| benchmark | what | measured | target | met | command |\n"
+    "|---|---|---|---|---|---|\n"
+    "| alpha | speed-up | 1,234x | >= 100x | yes | `python -m benchmarks.alpha --quick` |\n"
+    "| zeta | b vs a | 1.23x | >= 1.5x | **no** | `python -m benchmarks.zeta --quick` |\n"
+    "| zeta | time \\| ms | 12.3 ms | < 5 ms | **no** | `python -m benchmarks.zeta --quick` |\n"
+  )
+  assert run_all.performance_table(tmp_path) == table  # deterministic
+
+
+def test_performance_table_names_a_bad_file(tmp_path):
+  (tmp_path / "bad.json").write_text(json.dumps({"benchmark": "bad"}))
+  with pytest.raises(ValueError, match="bad.json.*'command'"):
+    run_all.performance_table(tmp_path)
+  with pytest.raises(FileNotFoundError, match="results_dir"):
+    run_all.performance_table(tmp_path / "missing")
+
+
+def test_run_all_knows_every_benchmark():
+  names = run_all.benchmark_names()
+  on_disk = {p.stem for p in (ROOT / "benchmarks").glob("*.py")} - {"__init__", "run_all"}
+  assert set(names) == {n for n in on_disk if not n.startswith("_")}
+  assert _PENDING <= set(names)
+  assert names == sorted(names)
+
+
+def _declares_quick(path):
+  tree = ast.parse(path.read_text())
+  return any(isinstance(n, ast.Constant) and n.value == "--quick" for n in ast.walk(tree))
+
+
+@pytest.mark.parametrize("name", run_all.benchmark_names())
+def test_every_benchmark_accepts_quick(name):
+  """Argument parsing only: ``parse_args(['--quick'])`` of each module (nothing is measured)."""
+  module = importlib.import_module(f"benchmarks.{name}")
+  if not hasattr(module, "parse_args"):
+    if name in _PENDING and not _declares_quick(ROOT / "benchmarks" / f"{name}.py"):
+      pytest.xfail(f"{name}: --quick and the JSON record are being added beside this change")
+    assert name in _PENDING, f"benchmarks/{name}.py must define parse_args(argv) and main(argv)"
+    assert _declares_quick(ROOT / "benchmarks" / f"{name}.py")
+    return
+  args = module.parse_args(["--quick"])
+  assert args.quick is True
+  assert pathlib.Path(args.out) == pathlib.Path("benchmarks/results") / f"{name}.json"
+  assert module.parse_args([]).quick is False
+  assert callable(module.main)
