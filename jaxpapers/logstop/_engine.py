@@ -35,7 +35,8 @@ through Boolean connectives only) is folded, not scanned.
 
 Negations. In the log algebra, every subformula carries its value and that of its negation
 (log1mexp of it), each computed on first use: an atom's negation is log1p(-p), `!` swaps the
-two, `|` and `->` are sums of negations (De Morgan) and the operand !b of `U` is read off
+two, `|` and `->` are sums of negations (De Morgan), the negation of `F phi` is `G !phi`
+(exactly: 1 - P_F(t) = (1 - p(t)) (1 - P_F(t + w))) and the operand !b of `U` is read off
 directly, so log1mexp is evaluated only where a value has no cheaper form (about half as
 often as by applying the definitions literally, and with fewer roundings).
 """
@@ -452,7 +453,18 @@ def evaluate_many(
         y = _first_value(until_maps, xs)[0] if first else _suffix_values(until_maps, xs)
         return jnp.minimum(y, 0.0) if algebra == "log" else y
 
-      out = both(until)
+      if isinstance(f, F.Until):
+        out = both(until)
+      else:
+        # !F phi = G !phi exactly, in every algebra (log: 1 - P_F(t) = (1 - p(t)) (1 -
+        # P_F(t + w))): a sum of the operand's negations, not log1mexp of a value near 0.
+        def eventually_neg(right=right, first=first):
+          xs = (above(right.neg()),)
+          if first:
+            return _first_value(always_maps, xs)[0]
+          return _suffix_values(always_maps, xs)
+
+        out = both(until, eventually_neg)
     elif isinstance(f, F.Always):
       a = ev(f.arg)
 
