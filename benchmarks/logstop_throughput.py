@@ -84,6 +84,35 @@ def time_python(formula, props, window, n_traces):
   return (time.perf_counter() - t0) / n_traces, (time.process_time() - c0) / n_traces
 
 
+def host_costs(repeats: int = 15) -> dict[str, float]:
+  """CPU nanoseconds per float32 transcendental and per byte moved, on this host.
+
+  From 2^22 floats (16 MiB, beyond the caches): two logs minus a copy, and the copy itself
+  (8 bytes read and written per value).
+  """
+  x = jnp.asarray(np.random.default_rng(1).uniform(0.1, 1.0, 1 << 22).astype(np.float32))
+  fns = {
+    "log": jax.jit(lambda v: jnp.log(v) + jnp.log(v + 1.0)),
+    "copy": jax.jit(lambda v: v + 1.0),
+  }
+  t = time_jax(fns, (x,), repeats)
+  copy = float(np.min(t["copy"][1]))
+  return {
+    "transcendental_cpu_ns": max(float(np.min(t["log"][1])) - copy, 0.0) / 2 / x.size * 1e9,
+    "byte_cpu_ns": copy / (8 * x.size) * 1e9,
+  }
+
+
+def cost_per_frame(formula, B: int, T: int) -> dict[str, float]:
+  """XLA's cost analysis of the compiled score, per frame (loop bodies are counted once)."""
+  p = {n: jax.ShapeDtypeStruct((B, T), jnp.float32) for n in L.atoms(L.parse(formula))}
+  ca = _jitted("score", formula, 1).lower(p).compile().cost_analysis()
+  ca = ca[0] if isinstance(ca, (list, tuple)) else ca
+  return {
+    k: float(ca.get(k, 0.0)) / (B * T) for k in ("transcendentals", "flops", "bytes accessed")
+  }
+
+
 def slope(Ts, secs) -> float:
   return float(np.polyfit(np.log(Ts), np.log(secs), 1)[0])
 
@@ -146,6 +175,21 @@ def run(args) -> tuple[list, list]:
         flush=True,
       )
 
+  # Where the time goes: XLA's count of transcendentals per frame, and their cost here.
+  T_cost = next((T for T in args.Ts if 300 <= T <= 1000), args.Ts[-1])
+  host = host_costs()
+  for formula in FORMULAS:
+    rows.append(
+      {
+        "kind": "cost",
+        "formula": formula,
+        "T": T_cost,
+        "batch": batch_size(T_cost),
+        "per_frame": cost_per_frame(formula, batch_size(T_cost), T_cost),
+        **host,
+      }
+    )
+
   # 2. All formulas in one program vs one program per formula.
   for T in args.many_Ts:
     B = batch_size(T)
@@ -205,10 +249,24 @@ def summarize(rows, args) -> list[dict]:
   if mid:
     worst = min(mid, key=lambda r: r["speedup_wall"])
     cpu_worst = min(r["speedup_cpu"] for r in mid)
-    # Where the time goes: JAX CPU-nanoseconds per frame, against Python's microseconds.
+    # Where the time goes: JAX CPU-nanoseconds per frame, against Python's microseconds, and
+    # the least the transcendentals XLA counts can cost on this host.
     ns = {
       r["formula"]: r["jax_cpu_per_trace_s"] / r["T"] * 1e9 for r in mid if r["T"] == worst["T"]
     }
+    cost = {r["formula"]: r for r in rows if r["kind"] == "cost"}
+    floor = ""
+    if worst["formula"] in cost:
+      c = cost[worst["formula"]]
+      tr, by = c["per_frame"]["transcendentals"], c["per_frame"]["bytes accessed"]
+      py_ns = worst["python_cpu_per_trace_s"] / worst["T"] * 1e9
+      floor = (
+        f"; {worst['formula']}: XLA's cost analysis counts {by:.0f} bytes moved and "
+        f"{tr:.1f} transcendentals per frame (scan bodies once, so lower bounds); at "
+        f"{c['byte_cpu_ns']:.3f} CPU-ns per byte (a copy here) the bytes alone take "
+        f"{by * c['byte_cpu_ns']:.1f} ns per frame (at most {py_ns / (by * c['byte_cpu_ns']):,.0f}x "
+        f"Python), the transcendentals {tr * c['transcendental_cpu_ns']:.1f} ns"
+      )
     summary.append(
       {
         "name": "score traces/s vs the Python recursive scorer, T = 300-1000, w = 1 (min over formulas)",
@@ -222,6 +280,7 @@ def summarize(rows, args) -> list[dict]:
           f"{worst['T']}: "
           + ", ".join(f"{f} {v:.1f} ns" for f, v in ns.items())
           + f"; Python {worst['python_cpu_per_trace_s'] / worst['T'] * 1e6:.1f} us per frame"
+          + floor
         ),
       }
     )
