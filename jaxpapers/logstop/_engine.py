@@ -14,9 +14,9 @@ end" and hold the bottom value (-inf / False), which gives the end-of-trace rule
 Window means come from sums inside blocks of w frames (two sequential scans over the w frames
 of every block), so atoms cost O(T) too.
 
-Layout. Every chain is cut into C = ceil(sqrt(n)) chunks of L = ceil(n / C) steps, and every
-[N, T] input (N traces) becomes one time-major view [L, C, R, N]: entry [l, q, r, i] is step
-q L + l of chain r of trace i. Elementwise operators act on the view as it is (its four axes
+Layout. Every chain is cut into C chunks of L steps, both about sqrt(n) (`_chunking`), and
+every [N, T] input (N traces) becomes one time-major view [L, C, R, N]: entry [l, q, r, i] is
+step q L + l of chain r of trace i. Elementwise operators act on the view as it is (its four axes
 are never merged, which keeps XLA's index arithmetic free of divisions), `X` is a shift by
 one row, and `U` / `G` are
 
@@ -143,7 +143,17 @@ def _always_maps(algebra) -> _Maps:
 
 
 def _chunking(n: int) -> tuple[int, int]:
-  """(L, C): C = ceil(sqrt(n)) chunks of L = ceil(n / C) steps, L C >= n."""
+  """(L, C): C chunks of L steps for a chain of n steps, L C >= n, both about sqrt(n).
+
+  C is a divisor of n between sqrt(n) / 2 and sqrt(n) when there is one: no padded steps, so
+  the view is a plain transpose of the input, which XLA fuses into fewer passes (XLA's cost
+  analysis of score: 44 bytes per frame against 85 for F(a & X b & X X c) at T = 1000).
+  Else C = ceil(sqrt(n)) and L = ceil(n / C).
+  """
+  root = math.isqrt(n)
+  for C in range(root, max(1, root // 2), -1):
+    if n % C == 0:
+      return n // C, C
   C = math.isqrt(n - 1) + 1 if n > 1 else 1
   return -(-n // C), C
 
