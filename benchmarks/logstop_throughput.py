@@ -247,8 +247,11 @@ def summarize(rows, args) -> list[dict]:
   mid = [r for r in score1 if 300 <= r["T"] <= 1000]
   summary = []
   if mid:
-    worst = min(mid, key=lambda r: r["speedup_wall"])
-    cpu_worst = min(r["speedup_cpu"] for r in mid)
+    # CPU time is the value: on a shared host a call's wall time is mostly time spent waiting
+    # for a core. XLA's (up to 2) threads against Python's one: on an idle host the wall-clock
+    # ratio is higher by XLA's parallel speed-up.
+    worst = min(mid, key=lambda r: r["speedup_cpu"])
+    wall_worst = min(r["speedup_wall"] for r in mid)
     # Where the time goes: JAX CPU-nanoseconds per frame, against Python's microseconds, and
     # the least the transcendentals XLA counts can cost on this host.
     ns = {
@@ -269,14 +272,15 @@ def summarize(rows, args) -> list[dict]:
       )
     summary.append(
       {
-        "name": "score traces/s vs the Python recursive scorer, T = 300-1000, w = 1 (min over formulas)",
-        "value": worst["speedup_wall"],
+        "name": "score traces per CPU-second vs the Python recursive scorer, T = 300-1000, w = 1 "
+        "(min over formulas)",
+        "value": worst["speedup_cpu"],
         "unit": "x",
         "target": ">= 1000",
-        "met": bool(worst["speedup_wall"] >= 1000),
+        "met": bool(worst["speedup_cpu"] >= 1000),
         "note": (
-          f"slowest: {worst['formula']} at T = {worst['T']}; CPU-time ratio (XLA's threads "
-          f"against Python's one) min {cpu_worst:,.0f}x; JAX CPU time per frame at T = "
+          f"slowest: {worst['formula']} at T = {worst['T']}; traces/s (wall clock) ratio min "
+          f"{wall_worst:,.0f}x; JAX CPU time per frame at T = "
           f"{worst['T']}: "
           + ", ".join(f"{f} {v:.1f} ns" for f, v in ns.items())
           + f"; Python {worst['python_cpu_per_trace_s'] / worst['T'] * 1e6:.1f} us per frame"

@@ -186,12 +186,21 @@ def _summary(rows, dtypes):
     base_s, soda_s = get("adamw", "step"), get("soda_adamw", "step")
     bytes_ratio = soda_u["bytes_steady"] / base_u["bytes_steady"]
     bytes_ratio_compiled = soda_u["bytes_compiled"] / base_u["bytes_compiled"]
-    upd_wall = soda_u["wall_median_s"] / base_u["wall_median_s"]
-    upd_cpu = soda_u["cpu_median_s"] / base_u["cpu_median_s"]
-    step_wall = soda_s["wall_median_s"] / base_s["wall_median_s"]
-    step_min = soda_s["wall_min_s"] / base_s["wall_min_s"]
+    # CPU time (all of XLA's threads) is the value: on a shared host the wall time of a call
+    # is mostly time spent waiting for a core, for both optimizers alike but not equally.
+    ratio = lambda a, b, key: a[key] / b[key]
+    upd_cpu, upd_wall = (
+      ratio(soda_u, base_u, "cpu_median_s"),
+      ratio(soda_u, base_u, "wall_median_s"),
+    )
+    step_cpu, step_wall = (
+      ratio(soda_s, base_s, "cpu_median_s"),
+      ratio(soda_s, base_s, "wall_median_s"),
+    )
+    step_cpu_min = min(soda_s["cpu_s"]) / min(base_s["cpu_s"])
+    share = base_u["cpu_median_s"] / base_s["cpu_median_s"]  # the update's part of a step
     # What the step ratio cannot go below: the extra update time the bytes force.
-    floor = 1.0 + (bytes_ratio - 1.0) * base_u["wall_median_s"] / base_s["wall_median_s"]
+    floor = 1.0 + (bytes_ratio - 1.0) * share
     # The least SODA must add to the base update: read the anchor, and read and write the
     # float32 residual of compensated (low-precision) leaves.
     must = (
@@ -211,26 +220,37 @@ def _summary(rows, dtypes):
           f"conditional's copy branch counted: {bytes_ratio_compiled:.3f}x; bytes per parameter "
           f"byte: adamw {base_u['bytes_steady'] / base_u['param_bytes']:.2f}, soda(adamw) "
           f"{soda_u['bytes_steady'] / soda_u['param_bytes']:.2f}"
+          + (
+            ""
+            if bytes_ratio <= bytes_floor * 1.0001
+            else "; above the floor because XLA's CPU backend writes each output of the leaf "
+            "update (the parameters through apply_updates, the residual) in its own pass over "
+            "the inputs (no multi-output fusion: adamw itself moves 10 parameter-bytes where 7 "
+            "would do) and copies the donated parameters that both passes read"
+          )
         ),
       },
       {
         "name": f"{dt}: update time ratio / bytes ratio",
-        "value": upd_wall / bytes_ratio,
+        "value": upd_cpu / bytes_ratio,
         "unit": "x",
         "target": "<= 1.05",
-        "met": bool(upd_wall / bytes_ratio <= 1.05),
-        "note": f"update wall ratio {upd_wall:.3f}x, CPU-time ratio {upd_cpu:.3f}x (medians)",
+        "met": bool(upd_cpu / bytes_ratio <= 1.05),
+        "note": (
+          f"update CPU-time ratio {upd_cpu:.3f}x (medians; wall {upd_wall:.3f}x) against "
+          f"bytes {bytes_ratio:.3f}x"
+        ),
       },
       {
         "name": f"{dt}: train step, soda(adamw) / adamw",
-        "value": step_wall,
+        "value": step_cpu,
         "unit": "x",
         "target": "<= 1.01",
-        "met": bool(step_wall <= 1.01),
+        "met": bool(step_cpu <= 1.01),
         "note": (
-          f"ratio of minima {step_min:.3f}x; floor from the bytes {floor:.3f}x (the update is "
-          f"{base_u['wall_median_s'] / base_s['wall_median_s']:.0%} of adamw's step and SODA "
-          f"moves {bytes_ratio:.2f}x its bytes)"
+          f"CPU-time medians (minima {step_cpu_min:.3f}x, wall medians {step_wall:.3f}x); the "
+          f"floor the bytes set is {floor:.3f}x: the update is {share:.0%} of adamw's step and "
+          f"SODA's moves {bytes_ratio:.2f}x its bytes"
         ),
       },
     ]
