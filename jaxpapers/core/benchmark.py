@@ -118,6 +118,7 @@ def host_info() -> dict[str, Any]:
     "backend": jax.default_backend(),
     "device_kind": jax.devices()[0].device_kind,
     "device_count": jax.device_count(),
+    "xla_flags": os.environ.get("XLA_FLAGS", ""),
     "load_average_at_start": load,
     "shared_host": (
       f"1/5/15-minute load average {load} on {usable} usable CPUs when the benchmark started: "
@@ -180,6 +181,7 @@ def write(
   summary: Sequence[Mapping[str, Any]],
   host: Mapping[str, Any] | None = None,
   argv: Sequence[str] | None = None,
+  extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
   """Writes the benchmark's JSON record to ``args.out`` (creating its folder) and prints it.
 
@@ -190,10 +192,20 @@ def write(
     summary: entries made with :func:`summary`.
     host: :func:`host_info` taken when the benchmark started (default: taken now).
     argv: the command's arguments after the program (default ``sys.argv[1:]``).
+    extra: further top-level entries (the benchmark's configuration, its wall time); they may
+      not replace the record's own keys.
 
   Returns:
     The record as written.
+
+  Raises:
+    ValueError: a summary entry lacks a key of :func:`summary`, or ``extra`` names a key of
+      the record.
   """
+  for item in summary:
+    missing = {"name", "value", "unit", "target", "met"} - set(item)
+    if missing:
+      raise ValueError(f"summary entry {item.get('name')!r} lacks {sorted(missing)}")
   host = dict(host_info() if host is None else host)
   host["load_average_at_end"] = _load()
   record = {
@@ -204,6 +216,10 @@ def write(
     "rows": _to_jsonable(list(rows)),
     "summary": _to_jsonable(list(summary)),
   }
+  clash = sorted(set(extra or {}) & set(record))
+  if clash:
+    raise ValueError(f"extra must not replace the record's own keys, got {clash}")
+  record.update(_to_jsonable(dict(extra or {})))
   out = pathlib.Path(args.out)
   out.parent.mkdir(parents=True, exist_ok=True)
   out.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")

@@ -66,8 +66,26 @@ def test_parser_and_record(tmp_path):
   assert set(rec) == {"benchmark", "command", "quick", "host", "rows", "summary"}
   assert rec["benchmark"] == "demo" and rec["quick"] is True
   assert rec["command"].endswith("--quick")
-  for key in ("cpu_count", "platform", "jax", "shared_host", "load_average_at_end"):
+  for key in ("cpu_count", "platform", "jax", "shared_host", "load_average_at_end", "xla_flags"):
     assert key in rec["host"]
+
+
+def test_record_extra_and_bad_summary(tmp_path):
+  args = bench.parser("demo").parse_args(["--out", str(tmp_path / "demo.json")])
+  ok = [bench.summary("x vs y", 3.0, ">= 2")]
+  rec = bench.write("demo", args, rows=[], summary=ok, argv=[], extra={"config": {"T": 5}})
+  assert rec["config"] == {"T": 5}
+  assert json.loads((tmp_path / "demo.json").read_text())["config"] == {"T": 5}
+  with pytest.raises(ValueError, match="replace the record's own keys.*'rows'"):
+    bench.write("demo", args, rows=[], summary=ok, argv=[], extra={"rows": []})
+  with pytest.raises(ValueError, match="lacks \\['met'\\]"):
+    bench.write(
+      "demo",
+      args,
+      rows=[],
+      summary=[{"name": "a", "value": 1, "unit": "x", "target": ">= 1"}],
+      argv=[],
+    )
 
 
 def test_side_by_side_interleaves_and_excludes_warm_up():
