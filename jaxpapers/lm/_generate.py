@@ -224,11 +224,13 @@ def generate(
   if mask.shape != prompt.shape:
     raise ValueError(f"prompt_mask must have shape {prompt.shape}, got {mask.shape}")
   prompt, ids_ok = _check_tokens(prompt, config, mask, name="prompt_ids")
-  row_ok = jnp.all((prompt >= 0) & (prompt < config.vocab_size) | ~mask, axis=1)
+  xp = np if V.is_concrete(prompt, mask) else jnp  # host-side checks for concrete prompts
+  p, m = xp.asarray(prompt), xp.asarray(mask)
+  row_ok = xp.all((p >= 0) & (p < config.vocab_size) | ~m, axis=1)
   last_ok = V.check_values(
-    mask[:, -1], "prompt_mask[:, -1] must be True for every row: left-pad the prompts"
+    m[:, -1], "prompt_mask[:, -1] must be True for every row: left-pad the prompts"
   )
-  row_ok = row_ok & mask[:, -1]
+  row_ok = row_ok & m[:, -1]
   del ids_ok, last_ok  # checked eagerly above; under jit row_ok carries them
   if V.is_concrete(temperature):
     t = temperature

@@ -642,14 +642,18 @@ def _check_attn_rows(attn_rows, capture: Capture, batch: int):
 
 def _check_tokens(tokens, config: LMConfig, mask=None, name: str = "tokens"):
   """Trace-time dtype/rank checks and the id-range value check: ``(tokens, ok)``."""
+  raw = tokens
   tokens = V.check_array(tokens, name, dtype="int", ndim=2)
-  in_range = (tokens >= 0) & (tokens < config.vocab_size)
+  if mask is not None and tuple(jnp.shape(mask)) != tuple(tokens.shape):
+    raise ValueError(f"mask must have the shape of {name} {tokens.shape}, got {jnp.shape(mask)}")
+  # concrete ids are checked on the host: no device program per prompt length
+  xp = np if V.is_concrete(tokens, mask) else jnp
+  ids = np.asarray(raw) if xp is np else tokens
+  in_range = (ids >= 0) & (ids < config.vocab_size)
   if mask is not None:
-    if tuple(jnp.shape(mask)) != tuple(tokens.shape):
-      raise ValueError(f"mask must have the shape of {name} {tokens.shape}, got {jnp.shape(mask)}")
-    in_range = in_range | ~jnp.asarray(mask, bool)
+    in_range = in_range | ~xp.asarray(mask, bool)
   ok = V.check_values(
-    jnp.all(in_range), f"{name} must be token ids in [0, vocab_size={config.vocab_size})"
+    xp.all(in_range), f"{name} must be token ids in [0, vocab_size={config.vocab_size})"
   )
   return tokens, ok
 
@@ -731,6 +735,21 @@ def forward(
   validate_params(params, config)
   if not isinstance(capture, Capture):
     raise TypeError(f"capture must be a Capture, got {type(capture).__name__}")
+  shape = tuple(jnp.shape(tokens))
+  if len(shape) != 2:
+    V.check_array(tokens, "tokens", dtype="int", ndim=2)  # raises, naming the expected form
+  for name, a in (("positions", positions), ("mask", mask)):
+    if a is not None and tuple(jnp.shape(a)) != shape:
+      raise ValueError(f"{name} must have the shape of tokens {shape}, got {jnp.shape(a)}")
+  T = shape[1]
+  pad = pad_target(pad_to, T) - T
+  if pad:  # on the host before any check, so that the device only sees the bucket's shape
+    tokens = _left_pad_columns(tokens, pad, 0)
+    mask = _left_pad_columns(
+      np.ones((tokens.shape[0], T), bool) if mask is None else mask, pad, False
+    )
+    if positions is not None:
+      positions = _left_pad_columns(positions, pad, None)
   tokens, ok = _check_tokens(tokens, config, mask)
   _check_cache(cache, config, tokens.shape[0])
   if capture.attn not in _ATTN_CAPTURE:
@@ -740,9 +759,6 @@ def forward(
   if block_size is not None:
     block_size = V.check_int(block_size, "block_size", min_value=1)
   attn_rows = _check_attn_rows(attn_rows, capture, tokens.shape[0])
-  for name, a in (("positions", positions), ("mask", mask)):
-    if a is not None and tuple(jnp.shape(a)) != tuple(tokens.shape):
-      raise ValueError(f"{name} must have the shape of tokens {tokens.shape}, got {jnp.shape(a)}")
   logits_idx = None
   if logits_at is None:
     mode = "all"
@@ -755,15 +771,7 @@ def forward(
     if logits_idx.ndim != 2 or logits_idx.shape[0] != tokens.shape[0]:
       raise ValueError(f"logits_at must be int [B, P], got shape {logits_idx.shape}")
     mode = "index"
-  T = tokens.shape[1]
-  pad = pad_target(pad_to, T) - T
   if pad:
-    tokens = _left_pad_columns(tokens, pad, 0)
-    mask = _left_pad_columns(
-      jnp.ones((tokens.shape[0], T), bool) if mask is None else mask, pad, False
-    )
-    if positions is not None:
-      positions = _left_pad_columns(positions, pad, None)
     if logits_idx is not None:
       logits_idx = logits_idx + pad
     if attn_rows is not None:

@@ -228,6 +228,31 @@ def test_forward_pad_to_bucket_equals_unpadded_and_compiles_once(config):
   assert longer.shape == (2, 150, config.vocab_size) and c150["attn"].shape[-1] == 150
 
 
+def test_bucketed_prefill_of_a_second_length_compiles_nothing():
+  """forward(logits_at='last', pad_to='bucket') at 133 tokens, then at 150 (bucket 160): the
+  second call runs no new XLA compilation at all (the value checks run on the host and the
+  padding is added there); the logits equal the unpadded call's."""
+  params = _params(TINY)
+  rng = np.random.default_rng(4)
+  ids = rng.integers(0, TINY.vocab_size, size=(1, 150)).astype(np.int32)
+  kw = dict(config=TINY, logits_at="last", pad_to="bucket")
+  jax.block_until_ready(lm.forward(params, ids[:, 17:], **kw))
+  compiles = []
+
+  def listener(event, seconds, **_):
+    if event == "/jax/core/compile/backend_compile_duration":
+      compiles.append(seconds)
+
+  jax.monitoring.register_event_duration_secs_listener(listener)
+  try:
+    got = jax.block_until_ready(lm.forward(params, ids, **kw)[0])
+  finally:
+    jax.monitoring.unregister_event_duration_listener(listener)
+  assert compiles == []
+  want = lm.forward(params, ids, config=TINY, logits_at="last", attention="dense")[0]
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_auto_choice_and_the_capture_rule():
   n = lm.BLOCKWISE_MIN_QUERIES
   assert resolve_impl("auto", n, False) == "blockwise"
