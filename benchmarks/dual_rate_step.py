@@ -305,7 +305,9 @@ def main(argv=None):
       unit="compiles",
     )
   )
-  bench.write(NAME, args, rows=rows, summary=summary, host=host, argv=argv)
+  # train_steps and evaluation keep the layout the dual_rate README reads
+  extra = {"train_steps": steps, "evaluation": ev}
+  bench.write(NAME, args, rows=rows, summary=summary, host=host, argv=argv, extra=extra)
 
 
 if __name__ == "__main__":

@@ -42,14 +42,10 @@ the default adds 4,096 and 8,192 tokens and Gemma-3-270M (its 15 local layers wi
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
-import pathlib
-import platform
 import statistics
-import sys
 import time
 
 import jax
@@ -57,7 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import lm
-from jaxpapers.core.results import command_line
+from jaxpapers.core import benchmark as bench
 
 NAME = "lm_context"
 MATMUL_N = 2048
@@ -197,19 +193,9 @@ def _memory(compiled) -> dict:
 
 
 def _count_compilations(fn) -> int:
-  count = [0]
-
-  def listener(event, seconds, **_):
-    del seconds
-    if event == "/jax/core/compile/backend_compile_duration":
-      count[0] += 1
-
-  jax.monitoring.register_event_duration_secs_listener(listener)
-  try:
+  with bench.count_compilations() as c:
     jax.block_until_ready(fn())
-  finally:
-    jax.monitoring.unregister_event_duration_listener(listener)
-  return count[0]
+  return c.count
 
 
 # ---------------------------------------------------------------------------
@@ -304,30 +290,13 @@ def run_model(name, config, params, lengths, clock, repeats, *, bucket_check):
 
 
 def _host() -> dict:
-  try:
-    usable = len(os.sched_getaffinity(0))
-  except AttributeError:
-    usable = os.cpu_count()
-  load = [round(x, 2) for x in os.getloadavg()]
-  return dict(
-    cpu_count=os.cpu_count(),
-    usable_cpus=usable,
-    platform=platform.platform(),
-    processor=platform.processor() or platform.machine(),
-    python=platform.python_version(),
-    jax=jax.__version__,
-    backend=jax.default_backend(),
-    device_kind=jax.devices()[0].device_kind,
-    xla_flags=os.environ.get("XLA_FLAGS", ""),
-    load_average_at_start=load,
-    shared_host=(
-      f"1/5/15-minute load average {load} on {usable} usable CPUs at the start (and per row "
-      "in rows[].load_average_*): above the CPU count, other processes shared the cores. "
-      "Each fraction pairs a prefill with matmul windows of the same length right before "
-      "and after it; cpu_fraction (process CPU time instead of wall time) is less sensitive "
-      "to time-sharing but not to cache and memory contention."
-    ),
+  host = bench.host_info()
+  host["shared_host"] += (
+    " (and per row in rows[].load_average_*). Each fraction pairs a prefill with matmul windows "
+    "of the same length right before and after it; cpu_fraction (process CPU time instead of "
+    "wall time) is less sensitive to time-sharing but not to cache and memory contention."
   )
+  return host
 
 
 def _why(row) -> str:
@@ -350,33 +319,32 @@ def summarize(rows, model_names) -> list[dict]:
   for r in rows:
     value = 100 * r["fraction_median"]
     met = value >= TARGET_PERCENT
-    entry = dict(
-      name=f"{model_names[r['model']]} prefill, {r['tokens']:,} tokens: fraction of the f32 "
-      f"matmul rate",
-      value=round(value, 1),
-      unit="%",
-      target=f">= {TARGET_PERCENT:g}",
-      met=bool(met),
-    )
     note = (
       f"median of {len(r['rounds'])} rounds; best {100 * r['fraction_max']:.0f}%, "
       f"CPU-time fraction {100 * r['cpu_fraction_median']:.0f}%"
     )
-    entry["note"] = note if met else _why(r)
-    out.append(entry)
+    out.append(
+      bench.summary(
+        f"{model_names[r['model']]} prefill, {r['tokens']:,} tokens: fraction of the f32 "
+        "matmul rate",
+        round(value, 1),
+        f">= {TARGET_PERCENT:g}",
+        unit="%",
+        note=note if met else _why(r),
+      )
+    )
   for model in model_names:
     mine = sorted((r for r in rows if r["model"] == model), key=lambda r: r["tokens"])
     if len(mine) >= 2:
       a, b = mine[0], mine[-1]
       slope = math.log(b["temp_bytes"] / a["temp_bytes"]) / math.log(b["tokens"] / a["tokens"])
       out.append(
-        dict(
-          name=f"{model_names[model]} prefill memory: growth exponent of XLA temporaries, "
+        bench.summary(
+          f"{model_names[model]} prefill memory: growth exponent of XLA temporaries, "
           f"{a['tokens']:,} to {b['tokens']:,} tokens",
-          value=round(slope, 3),
+          round(slope, 3),
+          "<= 1.05",
           unit="exponent",
-          target="<= 1.05",
-          met=bool(slope <= 1.05),
           note=f"{a['temp_bytes'] / 2**20:.0f} MiB to {b['temp_bytes'] / 2**20:.0f} MiB "
           "(1 = linear in T, 2 = quadratic)",
         )
@@ -385,27 +353,20 @@ def summarize(rows, model_names) -> list[dict]:
       if "bucket" in r:
         bk = r["bucket"]
         out.append(
-          dict(
-            name=f"{model_names[model]} prefill of a second prompt length in the same bucket "
+          bench.summary(
+            f"{model_names[model]} prefill of a second prompt length in the same bucket "
             f"({bk['lengths'][0]} then {bk['lengths'][1]} tokens, bucket {bk['bucket']}): "
             "compilations",
-            value=bk["compilations_second_length"],
+            bk["compilations_second_length"],
+            "== 0",
             unit="count",
-            target="== 0",
-            met=bk["compilations_second_length"] == 0,
           )
         )
   return out
 
 
 def parse_args(argv=None):
-  p = argparse.ArgumentParser(
-    prog=f"python -m benchmarks.{NAME}",
-    description=__doc__,
-    formatter_class=argparse.RawDescriptionHelpFormatter,
-  )
-  p.add_argument("--quick", action="store_true", help="SmolLM2 at 256 and 1,024 tokens, 3 rounds")
-  p.add_argument("--out", default=f"benchmarks/results/{NAME}.json")
+  p = bench.parser(NAME, __doc__)
   p.add_argument("--lengths", default=None, help="comma-separated prompt lengths")
   p.add_argument("--models", default=None, help="smollm2 and/or gemma3, comma-separated")
   p.add_argument("--repeats", type=int, default=3)
@@ -445,22 +406,15 @@ def main(argv=None):
     config, params, _ = MODELS[m][1]()
     rows += run_model(m, config, params, lengths, clock, args.repeats, bucket_check=True)
     del params
-  host["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-  host["total_s"] = time.time() - start
-  record = dict(
-    benchmark=NAME,
-    command=command_line(),
-    quick=bool(args.quick),
-    host=host,
+  return bench.write(
+    NAME,
+    args,
     rows=rows,
     summary=summarize(rows, {m: MODELS[m][0] for m in models}),
+    host=host,
+    argv=argv,
+    extra={"total_s": time.time() - start},
   )
-  out = pathlib.Path(args.out)
-  out.parent.mkdir(parents=True, exist_ok=True)
-  out.write_text(json.dumps(record, indent=1) + "\n")
-  print(json.dumps(record["summary"], indent=1))
-  print(f"wrote {out}", file=sys.stderr)
-  return record
 
 
 if __name__ == "__main__":

@@ -1,6 +1,5 @@
 """benchmarks.run_all: the performance table from benchmark records, and every benchmark's --quick."""
 
-import ast
 import importlib
 import json
 import pathlib
@@ -10,9 +9,6 @@ import pytest
 from benchmarks import run_all
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# Benchmarks whose --quick mode and JSON record arrive with changes made beside this one; until
-# they do, they may lack the shared parse_args(argv) entry (the check below then xfails).
-_PENDING = {"soda_muon_step", "lm_context"}
 
 
 def _record(name, summary, command=None, quick=True):
@@ -71,25 +67,14 @@ def test_run_all_knows_every_benchmark():
   names = run_all.benchmark_names()
   on_disk = {p.stem for p in (ROOT / "benchmarks").glob("*.py")} - {"__init__", "run_all"}
   assert set(names) == {n for n in on_disk if not n.startswith("_")}
-  assert _PENDING <= set(names)
   assert names == sorted(names)
-
-
-def _declares_quick(path):
-  tree = ast.parse(path.read_text())
-  return any(isinstance(n, ast.Constant) and n.value == "--quick" for n in ast.walk(tree))
 
 
 @pytest.mark.parametrize("name", run_all.benchmark_names())
 def test_every_benchmark_accepts_quick(name):
   """Argument parsing only: ``parse_args(['--quick'])`` of each module (nothing is measured)."""
   module = importlib.import_module(f"benchmarks.{name}")
-  if not hasattr(module, "parse_args"):
-    if name in _PENDING and not _declares_quick(ROOT / "benchmarks" / f"{name}.py"):
-      pytest.xfail(f"{name}: --quick and the JSON record are being added beside this change")
-    assert name in _PENDING, f"benchmarks/{name}.py must define parse_args(argv) and main(argv)"
-    assert _declares_quick(ROOT / "benchmarks" / f"{name}.py")
-    return
+  assert hasattr(module, "parse_args"), f"benchmarks/{name}.py must define parse_args(argv)"
   args = module.parse_args(["--quick"])
   assert args.quick is True
   assert pathlib.Path(args.out) == pathlib.Path("benchmarks/results") / f"{name}.json"
