@@ -5,8 +5,11 @@
 Measured side by side in one process, warm-up (compilation) excluded, interleaved repeats:
 
 1. ``candidate_scores`` (cosine, uint8 candidates, value checks included) for B=64, C=256,
-   F=4096 (quick: 16, 64, 1024) against the direct form that multiplies the float32 ``[B, C, F]``
-   products and reduces them (spec target: < 20 ms on 2 cores).
+   F=4096, the spec's size, in both modes (a few seconds), against the direct form that
+   multiplies the float32 ``[B, C, F]`` products and reduces them (spec target: < 20 ms on 2
+   cores). At sizes whose float32 copy fits in a core's cache (B=16, C=64, F=1024: 4 MB) the
+   two forms do the same work and the direct one is as fast or faster (0.7x measured); the row
+   loop is for the sizes where the copy does not fit, which is where the target is set.
 2. Thresholded Tanimoto of the same candidates: bit-packed words with ``lax.population_count``
    (candidates packed once, as they would be stored) against the float matmul form.
 3. Exact Bayes-fingerprint enumeration for F=16, n=8 (65,536 fingerprints; quick: F=12):
@@ -62,7 +65,7 @@ def main(argv=None):
   rng = np.random.default_rng(0)
   rows, summary = [], []
 
-  b, c, f = (16, 64, 1024) if q else (64, 256, 4096)
+  b, c, f = 64, 256, 4096  # the spec's size, also in --quick (see the docstring)
   p = jnp.asarray(rng.random((b, f)), jnp.float32)
   cand = jnp.asarray(rng.random((b, c, f)) < 0.05, jnp.uint8)
   mask = jnp.ones((b, c), bool)
@@ -88,16 +91,15 @@ def main(argv=None):
       ">= 1",
     )
   )
-  if not q:
-    summary.append(
-      bench.summary(
-        "candidate_scores cosine B=64, C=256, F=4096",
-        1e3 * t["candidate_scores"].best,
-        "< 20",
-        unit="ms",
-        note="spec §7",
-      )
+  summary.append(
+    bench.summary(
+      "candidate_scores cosine B=64, C=256, F=4096",
+      1e3 * t["candidate_scores"].best,
+      "< 20",
+      unit="ms",
+      note="spec §7",
     )
+  )
 
   pb = (p > 0.5).astype(jnp.uint8)
   words_p, words_c = M.pack_bits(pb), M.pack_bits(cand)
