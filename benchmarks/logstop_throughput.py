@@ -17,6 +17,20 @@ windows w and formulas:
 * **formulas x traces in one program**: ``score_many`` of all formulas against one ``score``
   call per formula.
 
+Where the targets stand and why (single-threaded XLA, CPU time per frame, 2 shared cores):
+``score`` (t = 0) is linear in T and cheaper at w = 64 than at w = 1 (the chains r > 0 are
+never formed). ``scores`` (every t) at w > 1 is not yet window-independent: a bare atom costs
+about 2 ns per frame at w = 1 and 13 ns at w = 8 or 64, so the cost is in moving every frame
+into the [L, C, w, N] view and back, not in the scans. Three changes were measured without a
+gain: window sums by doubling on the [N, T] trace instead of the two scans over the w frames
+of a block, the view's transposes split into a 2-D transpose and a swap of the major axes
+(with optimization barriers so that XLA does not merge them back), and optimization barriers
+around the view. ``lax.associative_scan`` in place of the chunked sequential scans of `U` and
+`G` was 1.5-4x slower, for ``score`` and ``scores`` alike. The
+speed-up over the Python scorer is bounded by the work per frame that remains after that
+(tens of CPU nanoseconds against Python's microseconds); the record's note gives XLA's bytes
+and transcendentals per frame and this host's cost of each.
+
 Timings on a shared CPU are noisy; the ratios measured side by side are the meaningful part,
 and the record keeps every repeat and the load average. Writes
 ``benchmarks/results/logstop_throughput.json`` (``--out`` to change it).
