@@ -1,17 +1,20 @@
 """Padded LM tokens of the bayes_memory experiment: per-dialogue batches vs shared batches.
 
-  PYTHONPATH=. python benchmarks/bayes_memory_padding.py [--tiny] [--out=bayes_memory_padding.json]
+  python -m benchmarks.bayes_memory_padding [--quick] [--tiny]
 
 The LM cost of the experiment is one forward per padded token, so the padded-token count is
 its cost model (measured wall times on the shared machine are too noisy to compare). Counts the
 rows of the default config's first 12 dialogues of seed 0 (host-side: tokenisation and
 bucketing only, no forward pass) under (a) the first run's scheme: buckets
 (48, 64, 96, 128, 160), each dialogue its own batches; (b) the current one: buckets
-(56, 80, 128, 160), the rows of 6 dialogues sharing their batches.
+(56, 80, 128, 160), the rows of 6 dialogues sharing their batches. ``--tiny`` (implied by
+``--quick``) tokenises with a word tokenizer instead of SmolLM2's (no model load).
+
+The rows come from the experiment's private row builders (``train._dialogue_rows``,
+``train._score_rows`` with a stand-in forward): the padding is a property of that code.
 """
 
-import argparse
-import json
+from __future__ import annotations
 
 import numpy as np
 
@@ -19,15 +22,23 @@ from experiments.bayes_memory import train
 from experiments.bayes_memory.configs import default
 from jaxpapers import bayes_memory as bm
 from jaxpapers import lm
+from jaxpapers.core import benchmark as bench
+
+NAME = "bayes_memory_padding"
 
 
-def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--tiny", action="store_true", help="WordTokenizer instead of SmolLM2's")
-  ap.add_argument("--out", default="bayes_memory_padding.json")
-  a = ap.parse_args()
+def parse_args(argv=None):
+  p = bench.parser(NAME, __doc__)
+  p.add_argument("--tiny", action="store_true", help="WordTokenizer instead of SmolLM2's")
+  return p.parse_args(argv)
+
+
+def main(argv=None):
+  a = parse_args(argv)
+  host = bench.host_info()
+  tiny = a.tiny or a.quick
   c = default.get_config()
-  tok = bm.WordTokenizer(257) if a.tiny else lm.load_smollm2()[2]
+  tok = bm.WordTokenizer(257) if tiny else lm.load_smollm2()[2]
   ds = train.seed_dialogues(c, 0, n_dialogues=12)
   old = default.get_config()
   old.buckets = (48, 64, 96, 128, 160)
@@ -40,17 +51,24 @@ def main():
   per_dialogue = sum(count(rr, old) for rr in rows)
   g = c.group_dialogues
   grouped = sum(count(sum(rows[i : i + g], []), c) for i in range(0, len(rows), g))
-  out = dict(
+  record = dict(
+    case="padded_tokens",
+    tokenizer="word (tiny)" if tiny else "SmolLM2",
     dialogues=len(ds),
     rows=sum(len(rr) for rr in rows),
     real_tokens=real,
     padded_per_dialogue_old_buckets=per_dialogue,
     padded_grouped_new_buckets=grouped,
-    ratio=per_dialogue / grouped,
   )
-  print(json.dumps(out, indent=1))
-  with open(a.out, "w") as f:
-    json.dump(out, f, indent=1)
+  summary = [
+    bench.summary(
+      "padded tokens: per-dialogue batches, old buckets / shared batches, new buckets",
+      per_dialogue / grouped,
+      ">= 1",
+      note=f"{record['tokenizer']} tokenizer; the LM's cost is one forward per padded token",
+    )
+  ]
+  bench.write(NAME, a, rows=[record], summary=summary, host=host, argv=argv)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 """Shared-prompt scoring vs the row path on the bayes_memory experiment's rows, side by side.
 
-  PYTHONPATH=. python benchmarks/bayes_memory_shared_prompt.py --dialogues=6 --repeats=2 \
-      --out=experiments/bayes_memory/results/shared_prompt.json
+  python -m benchmarks.bayes_memory_shared_prompt [--quick] [--tiny] --dialogues=6 --repeats=2
 
 The rows are those of the default config's first ``--dialogues`` dialogues of seed 0 (one
 scoring group: every question's reference y and contrast y' in the contexts no memory, placebo,
@@ -16,12 +15,14 @@ each turn alone, all turns). Two ways to get the same log-probs, in one process:
 Each path is called once to compile (timed separately), then the two alternate ``--repeats``
 times (alternating evens out the load of a shared machine); the JSON records the median times,
 the speed-up, the real and padded token counts and the largest difference of the log-probs.
+``--quick`` scores 2 dialogues with the smoke config's tiny random LM (``--tiny``), once.
+
+The rows come from the experiment's private row builders (``train._dialogue_rows``,
+``train._score_rows``): the row path is the experiment's own code.
 """
 
-import argparse
-import json
-import os
-import subprocess
+from __future__ import annotations
+
 import time
 
 import numpy as np
@@ -29,20 +30,29 @@ import numpy as np
 from experiments.bayes_memory import train
 from experiments.bayes_memory.configs import default, smoke
 from jaxpapers import bayes_memory as bm
+from jaxpapers.core import benchmark as bench
+
+NAME = "bayes_memory_shared_prompt"
 
 
-def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--tiny", action="store_true", help="the smoke config's tiny random LM")
-  ap.add_argument("--dialogues", type=int, default=6)
-  ap.add_argument("--repeats", type=int, default=2)
-  ap.add_argument("--out", default="bayes_memory_shared_prompt.json")
-  a = ap.parse_args()
-  c = smoke.get_config() if a.tiny else default.get_config()
+def parse_args(argv=None):
+  p = bench.parser(NAME, __doc__)
+  p.add_argument("--tiny", action="store_true", help="the smoke config's tiny random LM")
+  p.add_argument("--dialogues", type=int, default=6)
+  p.add_argument("--repeats", type=int, default=2)
+  return p.parse_args(argv)
+
+
+def main(argv=None):
+  a = parse_args(argv)
+  host = bench.host_info()
+  tiny = a.tiny or a.quick
+  n_dialogues, repeats = (2, 1) if a.quick else (a.dialogues, a.repeats)
+  c = smoke.get_config() if tiny else default.get_config()
   cfg, params, tok = train.load_model(c)
   c.buckets = default.get_config().buckets
   c.batch_tokens = default.get_config().batch_tokens
-  ds = train.seed_dialogues(c, 0, n_dialogues=a.dialogues)
+  ds = train.seed_dialogues(c, 0, n_dialogues=n_dialogues)
   rows, keys = [], []
   for g, d in enumerate(ds):
     r, where = train._dialogue_rows(d, tok, c)
@@ -64,7 +74,7 @@ def main():
     t = time.perf_counter()
     out[k] = f()
     first[k] = time.perf_counter() - t
-  for _ in range(a.repeats):
+  for _ in range(repeats):
     for k, f in paths.items():
       t = time.perf_counter()
       f()
@@ -73,36 +83,44 @@ def main():
   lp_shared, stats = out["shared"]
   med = {k: float(np.median(v)) for k, v in times.items()}
   real = sum(int(r[1].sum()) for r in rows)
-  res = dict(
-    command="PYTHONPATH=. python benchmarks/bayes_memory_shared_prompt.py "
-    f"--dialogues={a.dialogues} --repeats={a.repeats}" + (" --tiny" if a.tiny else ""),
+  row = dict(
+    case="rows_vs_shared_prefix",
     model=c.model,
-    dialogues=a.dialogues,
+    dialogues=n_dialogues,
     rows=len(rows),
     buckets=list(c.buckets),
     batch_tokens=c.batch_tokens,
-    tokens={
-      "rows_real": real,
-      "rows_padded": int(padded_rows),
-      "shared_real": stats["real_tokens"],
-      "shared_padded": stats["padded_tokens"],
-    },
-    padded_token_ratio=padded_rows / stats["padded_tokens"],
-    real_token_ratio=real / stats["real_tokens"],
+    rows_real_tokens=real,
+    rows_padded_tokens=int(padded_rows),
+    shared_real_tokens=stats["real_tokens"],
+    shared_padded_tokens=stats["padded_tokens"],
     first_call_s=first,
     times_s=times,
     median_s=med,
-    speedup=med["rows"] / med["shared"],
     max_abs_diff_logprob=float(np.abs(lp_rows - lp_shared).max()),
     max_rel_diff_logprob=float(np.max(np.abs(lp_rows - lp_shared) / np.abs(lp_rows))),
-    loadavg_1min_at_end=os.getloadavg()[0],
-    git=subprocess.run(
-      ["git", "describe", "--always", "--dirty"], capture_output=True, text=True
-    ).stdout.strip(),
   )
-  print(json.dumps(res, indent=1))
-  with open(a.out, "w") as f:
-    json.dump(res, f, indent=1)
+  summary = [
+    bench.summary(
+      "shared-prompt scoring vs the row path, median time",
+      med["rows"] / med["shared"],
+      ">= 1",
+      note=f"{c.model}, {n_dialogues} dialogues; warm-up excluded",
+    ),
+    bench.summary(
+      "padded tokens: row path / shared prefix trees",
+      padded_rows / stats["padded_tokens"],
+      ">= 1",
+    ),
+    bench.summary(
+      "largest relative difference of the log-probs, shared vs rows",
+      row["max_rel_diff_logprob"],
+      "<= 1e-4",
+      unit="",
+      note="float32 round-off",
+    ),
+  ]
+  bench.write(NAME, a, rows=[row], summary=summary, host=host, argv=argv)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,6 @@
 """Recompilations and padding of shared-prompt scoring on the greedy run's groups (host only).
 
-  PYTHONPATH=. python benchmarks/bayes_memory_tree_shapes.py \
-      --out=experiments/bayes_memory/results/tree_shapes.json
+  python -m benchmarks.bayes_memory_tree_shapes [--quick]
 
 No forward pass: builds, for the scoring groups of the 204-question greedy run that were scored
 with shared-prompt scoring (dialogues 16-33 of seeds 0-2, 6 per group, dialogue-major), the
@@ -10,11 +9,16 @@ of the tree forward each) and their padded tokens (the forward's cost), with the
 rounded as now (multiples of 8) or to a geometric ladder (steps of a half or a quarter of the
 power of two below the size). Also counts the padding of the greedy steps' rows (every 2- and
 3-turn subset of each question, y) in the configured row buckets and in finer ones.
+``--quick``: 4 dialogues per seed from dialogue 0, with a word tokenizer (no model load).
+
+A what-if study of private code: it replaces ``jaxpapers.bayes_memory._prefix``'s tree forward
+(shapes only) and its size rounding, and builds rows with the experiment's private
+``train._dialogue_rows``. It has no target, so its record has no summary entries.
 """
 
-import argparse
+from __future__ import annotations
+
 import itertools
-import json
 import math
 
 import numpy as np
@@ -24,6 +28,9 @@ from experiments.bayes_memory.configs import greedy
 from jaxpapers import bayes_memory as bm
 from jaxpapers import lm
 from jaxpapers.bayes_memory import _prefix
+from jaxpapers.core import benchmark as bench
+
+NAME = "bayes_memory_tree_shapes"
 
 
 def _ladder(frac_bits):
@@ -35,16 +42,24 @@ def _ladder(frac_bits):
   return round_up
 
 
-def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--first", type=int, default=16)
-  ap.add_argument("--out", default="bayes_memory_tree_shapes.json")
-  a = ap.parse_args()
+def parse_args(argv=None):
+  p = bench.parser(NAME, __doc__)
+  p.add_argument("--first", type=int, default=16)
+  return p.parse_args(argv)
+
+
+def main(argv=None):
+  a = parse_args(argv)
+  host = bench.host_info()
   c = greedy.get_config()
-  n = 34
-  cfg, params, tok = lm.load_smollm2()
+  if a.quick:
+    first, n = 0, 4
+    cfg, params, tok = None, None, bm.WordTokenizer(257)  # no forward pass is run
+  else:
+    first, n = a.first, 34
+    cfg, params, tok = lm.load_smollm2()
   ds = train.make_dialogues(c, n_dialogues=n)
-  order = [(s, i) for i in range(a.first, n) for s in c.seeds]
+  order = [(s, i) for i in range(first, n) for s in c.seeds]
   G = c.group_dialogues
   groups = []
   for j in range(0, len(order), G):
@@ -106,15 +121,12 @@ def main():
       rows_padding[f"{k}_turns@{buckets}"] = dict(
         mean_real=float(ls.mean()), padded_over_real=float(padded.sum() / ls.sum())
       )
-  res = dict(
-    command="PYTHONPATH=. python benchmarks/bayes_memory_tree_shapes.py",
-    groups=len(groups),
-    trees=trees,
-    greedy_rows_padding=rows_padding,
-  )
-  print(json.dumps(res, indent=1))
-  with open(a.out, "w") as f:
-    json.dump(res, f, indent=1)
+  rows = [
+    dict(case=f"trees {name}", groups=len(groups), tokenizer="word" if a.quick else "SmolLM2", **t)
+    for name, t in trees.items()
+  ]
+  rows += [dict(case=f"greedy rows {k}", **v) for k, v in rows_padding.items()]
+  bench.write(NAME, a, rows=rows, summary=[], host=host, argv=argv)
 
 
 if __name__ == "__main__":

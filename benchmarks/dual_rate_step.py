@@ -1,7 +1,7 @@
 """Where a Dual-Rate training seed spends its CPU time: step, compile, evaluation.
 
   XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
-    python benchmarks/dual_rate_step.py [--steps 10 --out step_benchmark.json]
+    python -m benchmarks.dual_rate_step [--quick] [--steps 10]
 
 Networks of ``experiments/dual_rate/configs/default.py`` (digits, batch 64): the single-network
 baseline (ViT), the dual-rate pair (ViT encoder + conv denoiser, stale-context loss), the
@@ -24,17 +24,20 @@ other processes share the host; wall seconds beside them):
 
 Evaluation: ``extract_features`` + ``classifier_accuracy`` per sampled setting and seed, before
 (a ``jax.jit`` of a fresh lambda per call: a retrace and recompile every call) and after (one
-module-level jitted program), checked equal; and the sampler's compile count over the refresh
-intervals (the refresh set is traced: one program per N).
+module-level jitted program), checked equal, and the compilations of the later calls; and the
+sampler's compilations over the refresh intervals K = 2, 4, 8 after K = 1 (the refresh set is
+traced: one program per N).
+
+``--quick``: the evaluation part only, with the networks of ``configs/smoke.py`` and 2 calls
+(each training-step program takes 10-15 CPU s to compile, even at the smoke config's sizes). The study compares the
+experiment's private step factory before and after memoisation (``train._make_step``,
+``train._optimizer`` and their undecorated ``__wrapped__``), so it imports them.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
 import os
-import pathlib
 import statistics
 import time
 
@@ -44,10 +47,12 @@ import numpy as np
 from flax import nnx
 
 from experiments.dual_rate import train as T
-from experiments.dual_rate.configs import default
+from experiments.dual_rate.configs import default, smoke
 from jaxpapers import core
 from jaxpapers import dual_rate as dr
-from jaxpapers.dual_rate import _eval
+from jaxpapers.core import benchmark as bench
+
+NAME = "dual_rate_step"
 
 
 def _clock():
@@ -188,6 +193,7 @@ def _old_accuracy(classifier, images, labels):
 
 
 def bench_eval(cfg, data, ncls, calls=5):
+  """Evaluation before/after one module-level jitted program; the sampler's compilations."""
   clf = dr.train_classifier(
     data["train_images"], data["train_labels"], num_classes=ncls, steps=20, seed=0
   )
@@ -199,12 +205,19 @@ def bench_eval(cfg, data, ncls, calls=5):
     ("after", dr.extract_features, dr.classifier_accuracy),
   ]:
     times = []
-    for _ in range(calls):
-      c = _clock()
-      f = feat(clf, x)
-      a = acc(clf, x, y)
-      times.append(_since(c)[0])
-    res[label] = {"cpu_s_per_call": statistics.median(times), "features": f, "accuracy": a}
+    f, a = feat(clf, x), acc(clf, x, y)  # the first call (compiles in both versions)
+    with bench.count_compilations() as compiles:
+      for _ in range(calls):
+        c = _clock()
+        f = feat(clf, x)
+        a = acc(clf, x, y)
+        times.append(_since(c)[0])
+    res[label] = {
+      "cpu_s_per_call": statistics.median(times),
+      "features": f,
+      "accuracy": a,
+      "compilations_in_later_calls": compiles.count,
+    }
   same = np.array_equal(res["before"]["features"], res["after"]["features"]) and (
     res["before"]["accuracy"] == res["after"]["accuracy"]
   )
@@ -212,62 +225,89 @@ def bench_eval(cfg, data, ncls, calls=5):
     "features_and_accuracy_cpu_s_per_call_before": res["before"]["cpu_s_per_call"],
     "features_and_accuracy_cpu_s_per_call_after": res["after"]["cpu_s_per_call"],
     "same_values": bool(same),
-    "programs_cached_after": int(
-      _eval._features_jit._cache_size() + _eval._logits_jit._cache_size()
-    ),
+    "compilations_in_later_calls_before": res["before"]["compilations_in_later_calls"],
+    "compilations_in_later_calls_after": res["after"]["compilations_in_later_calls"],
   }
   # The sampler: the refresh set is traced, so one program per N over every K.
   base, pair = _networks(cfg, ncls)
   labels = jnp.asarray(np.arange(64) % ncls, jnp.int32)
-  from jaxpapers.dual_rate import _sampling  # noqa: PLC0415
+  key = jax.random.key(0)
+  refresh = {k: dr.refresh_schedule(16, interval=k) for k in (1, 2, 4, 8)}
 
-  n0 = _sampling._sample_jit._cache_size()
-  for k in (1, 2, 4, 8):
-    dr.sample(
-      pair,
-      jax.random.key(0),
-      (64, 8, 8, 1),
-      num_steps=16,
-      refresh=dr.refresh_schedule(16, interval=k),
-      cond=labels,
-    )
-  out["sampler_programs_for_K_1_2_4_8_at_N16"] = int(_sampling._sample_jit._cache_size() - n0)
+  def sample(k):
+    return dr.sample(pair, key, (64, 8, 8, 1), num_steps=16, refresh=refresh[k], cond=labels)
+
+  jax.block_until_ready(sample(1))
+  with bench.count_compilations() as compiles:
+    for k in (2, 4, 8):
+      jax.block_until_ready(sample(k))
+  out["sampler_compilations_for_K_2_4_8_after_K_1_at_N16"] = compiles.count
   print(out, flush=True)
   return out
 
 
-def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--steps", type=int, default=10)
-  ap.add_argument("--out", default="experiments/dual_rate/results/step_benchmark.json")
-  args = ap.parse_args()
-  cfg = default.get_config()
+def parse_args(argv=None):
+  p = bench.parser(NAME, __doc__)
+  p.add_argument("--steps", type=int, default=10)
+  return p.parse_args(argv)
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  host = bench.host_info()
+  cfg = (smoke if args.quick else default).get_config()
   data, ncls = T._load_data(cfg)
   t0 = time.process_time()
-  steps = bench_steps(cfg, data, ncls, args.steps)
-  ev = bench_eval(cfg, data, ncls)
+  steps = {} if args.quick else bench_steps(cfg, data, ncls, args.steps)
+  ev = bench_eval(cfg, data, ncls, calls=2 if args.quick else 5)
+  rows = [{"case": f"train step: {name}", **v} for name, v in steps.items()]
+  rows.append({"case": "evaluation", **ev})
+  summary = []
   # What one training seed of configs/seeds.py pays for its four networks' step programs.
   nets = ["baseline", "dual-rate pair", "no-features", "dual-rate pair"]  # fresh-only ~ pair
-  train_cpu = sum(steps[n]["step_cpu_s"] for n in nets) * cfg.train_steps
-  compile_before = sum(steps[n]["first_call_cpu_s_next_seed_before"] for n in nets)
-  compile_after = sum(steps[n]["first_call_cpu_s_next_seed_after"] for n in nets)
-  result = {
-    "command": "python benchmarks/dual_rate_step.py "
-    + " ".join(f"--{k}={v}" for k, v in vars(args).items() if k != "out"),
-    "xla_flags": os.environ.get("XLA_FLAGS", ""),
-    "jax": jax.__version__,
-    "load_average_at_end": os.getloadavg()[0],
-    "benchmark_cpu_s": time.process_time() - t0,
-    "train_steps": steps,
-    "evaluation": ev,
-    "per_seed_training_estimate_cpu_s": {
-      "steps": train_cpu,
-      "first_calls_per_seed_before": compile_before,
-      "first_calls_per_seed_after_first_seed": compile_after,
-    },
-  }
-  pathlib.Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-  print(json.dumps(result, indent=1))
+  nets = [n for n in nets if n in steps]
+  before = sum(steps[n]["first_call_cpu_s_next_seed_before"] for n in nets)
+  after = sum(steps[n]["first_call_cpu_s_next_seed_after"] for n in nets)
+  rows.append(
+    {
+      "case": "per-seed training estimate (CPU s)",
+      "networks": nets,
+      "steps": sum(steps[n]["step_cpu_s"] for n in nets) * cfg.train_steps,
+      "first_calls_per_seed_before": before,
+      "first_calls_per_seed_after_first_seed": after,
+      "xla_flags": os.environ.get("XLA_FLAGS", ""),
+      "benchmark_cpu_s": time.process_time() - t0,
+    }
+  )
+  if nets:
+    summary.append(
+      bench.summary(
+        f"first step calls of a further seed ({len(nets)} networks): fresh programs / memoised",
+        before / after,
+        ">= 1",
+        note="process CPU time; the memoised step reuses the first seed's compiled program",
+      )
+    )
+  summary.append(
+    bench.summary(
+      "features + accuracy per call: a fresh jit per call / one module-level program",
+      ev["features_and_accuracy_cpu_s_per_call_before"]
+      / ev["features_and_accuracy_cpu_s_per_call_after"],
+      ">= 1",
+      note="process CPU time",
+    )
+  )
+  summary.append(
+    bench.summary(
+      "sampler compilations for refresh intervals K = 2, 4, 8 after K = 1 (N = 16)",
+      ev["sampler_compilations_for_K_2_4_8_after_K_1_at_N16"],
+      "== 0",
+      unit="compiles",
+    )
+  )
+  # train_steps and evaluation keep the layout the dual_rate README reads
+  extra = {"train_steps": steps, "evaluation": ev}
+  bench.write(NAME, args, rows=rows, summary=summary, host=host, argv=argv, extra=extra)
 
 
 if __name__ == "__main__":

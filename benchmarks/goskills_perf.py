@@ -1,8 +1,8 @@
 """Performance targets of jaxpapers.goskills, each as a ratio against the obvious alternative.
 
-  python benchmarks/goskills_perf.py [--quick] [--out=goskills_perf.json]
+  python -m benchmarks.goskills_perf [--quick]
 
-Measured side by side in one process, warm-up (compilation) excluded, best of repeats:
+Measured side by side in one process, warm-up (compilation) excluded, interleaved repeats:
 
 1. ``personalized_pagerank`` on a dense n = 2000 transition matrix, 50 iterations (tol = 0),
    one seed: milliseconds (target < 20 ms) against Graph of Skills' numpy loop (float64).
@@ -11,22 +11,20 @@ Measured side by side in one process, warm-up (compilation) excluded, best of re
 3. ``goskills_retrieve`` for 300 tasks on a generated 2000-skill library: milliseconds per
    task (target < 50 ms), against one PageRank-per-task GoS bundle (the structural reference).
 
-Writes a JSON record; ``--quick`` uses smaller sizes (seconds). Shared CPU cores are noisy: read
-the ratios, not the absolute times.
+``--quick`` uses smaller sizes (n = 500, 50 tasks). Shared CPU cores are noisy: read the ratios,
+not the absolute times.
 """
 
 from __future__ import annotations
-
-import argparse
-import json
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 import jaxpapers.goskills as S
-from jaxpapers.core.timing import best_time
+from jaxpapers.core import benchmark as bench
+
+NAME = "goskills_perf"
 
 
 def _gos_ppr_numpy(t, p, d=0.2, iters=50):
@@ -54,24 +52,17 @@ def _greedy_python(cands, roles, req, vis, budget, mu=0.1):
   return picks
 
 
-def _timed_host(fn, repeats=3):
-  fn()
-  best = np.inf
-  for _ in range(repeats):
-    t0 = time.perf_counter()
-    fn()
-    best = min(best, time.perf_counter() - t0)
-  return best
+def parse_args(argv=None):
+  return bench.parser(NAME, __doc__).parse_args(argv)
 
 
 def main(argv=None):
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--quick", action="store_true")
-  ap.add_argument("--out", default="goskills_perf.json")
-  args = ap.parse_args(argv)
+  args = parse_args(argv)
+  host = bench.host_info()
   q = args.quick
+  repeats = 3 if q else 5
   rng = np.random.default_rng(0)
-  out = {"device": jax.devices()[0].device_kind, "backend": jax.default_backend(), "quick": q}
+  rows, summary = [], []
 
   # 1. PageRank, dense.
   n = 500 if q else 2000
@@ -82,10 +73,27 @@ def main(argv=None):
   ppr = jax.jit(lambda t, p: S.personalized_pagerank(t, p, tol=0.0, validate=False))
   t64 = np.asarray(t, np.float64)
   np.testing.assert_allclose(ppr(t, p), _gos_ppr_numpy(t64, p / p.sum()), atol=1e-5)
-  a = best_time(lambda: ppr(t, p))
-  b = _timed_host(lambda: _gos_ppr_numpy(t64, p / p.sum()))
-  out["ppr"] = {"n": n, "iters": 50, "jax_ms": 1e3 * a, "numpy_gos_ms": 1e3 * b,
-                "speedup": b / a, "target_ms": 20.0}  # fmt: skip
+  tt = bench.side_by_side(
+    {"jax": lambda: ppr(t, p), "numpy_gos": lambda: _gos_ppr_numpy(t64, p / p.sum())}, repeats
+  )
+  rows.append(bench.timing_row("personalized_pagerank", tt, n=n, iters=50))
+  summary.append(
+    bench.summary(
+      f"personalized_pagerank n={n}, 50 iterations, vs the numpy loop (float64)",
+      tt["numpy_gos"].best / tt["jax"].best,
+      ">= 1",
+    )
+  )
+  if not q:
+    summary.append(
+      bench.summary(
+        "personalized_pagerank n=2000, 50 iterations",
+        1e3 * tt["jax"].best,
+        "< 20",
+        unit="ms",
+        note="spec §7",
+      )
+    )
 
   # 2. Budgeted coverage.
   req = rng.random((n, 32)) < 0.1
@@ -97,10 +105,30 @@ def main(argv=None):
   assert np.asarray(bc(cands, roles, mask, vis)).tolist() == _greedy_python(
     cands, roles, req, vis, 8
   )
-  a = best_time(lambda: bc(cands, roles, mask, vis), repeats=10)
-  b = _timed_host(lambda: _greedy_python(cands, roles, req, vis, 8))
-  out["budgeted_coverage"] = {"candidates": 64, "R": 32, "B": 8, "jax_ms": 1e3 * a,
-                              "python_ms": 1e3 * b, "speedup": b / a, "target_ms": 1.0}  # fmt: skip
+  tt = bench.side_by_side(
+    {
+      "jax": lambda: bc(cands, roles, mask, vis),
+      "python": lambda: _greedy_python(cands, roles, req, vis, 8),
+    },
+    10,
+  )
+  rows.append(bench.timing_row("budgeted_coverage", tt, candidates=64, R=32, B=8))
+  summary.append(
+    bench.summary(
+      "budgeted_coverage 64 candidates, R=32, B=8, vs the set-based Python greedy",
+      tt["python"].best / tt["jax"].best,
+      ">= 1",
+    )
+  )
+  summary.append(
+    bench.summary(
+      "budgeted_coverage 64 candidates, R=32, B=8",
+      1e3 * tt["jax"].best,
+      "< 1",
+      unit="ms",
+      note="spec §7",
+    )
+  )
 
   # 3. End to end, batched over tasks.
   nt = 50 if q else 300
@@ -111,19 +139,39 @@ def main(argv=None):
   scores = S.hybrid_scores(S.hashed_embeddings(tasks.texts), S.hashed_embeddings(docs), bm)
   cfg = S.GoSkillsConfig(budget=8)
   vis = jnp.asarray(tasks.visible)
-  a = best_time(lambda: S.goskills_retrieve(lib.graph, scores, vis, cfg)[0].ids)
   bundle = jax.jit(lambda t, s: S.gos_bundle(t, s, budget=8).ids)
-  b = best_time(lambda: bundle(t, scores))
-  c = S.goskills_retrieve(lib.graph, scores[:1], vis[:1], cfg)[0]
-  text_t = _timed_host(
-    lambda: S.render_contract(c.ids[0], c.roles[0], c.avoid[0], lib.texts), repeats=5
+  tt = bench.side_by_side(
+    {
+      "goskills": lambda: S.goskills_retrieve(lib.graph, scores, vis, cfg)[0].ids,
+      "gos_bundle": lambda: bundle(t, scores),
+    },
+    repeats,
   )
-  out["retrieve"] = {"n": n, "tasks": nt, "goskills_ms_per_task": 1e3 * a / nt,
-                     "gos_bundle_ms_per_task": 1e3 * b / nt, "render_ms": 1e3 * text_t,
-                     "ratio_goskills_over_gos_bundle": a / b, "target_ms_per_task": 50.0}  # fmt: skip
-  print(json.dumps(out, indent=1))
-  with open(args.out, "w") as f:
-    json.dump(out, f, indent=1)
+  c = S.goskills_retrieve(lib.graph, scores, vis, cfg)[0]  # compiled above; task 0 rendered
+  render = bench.side_by_side(
+    {"render": lambda: S.render_contract(c.ids[0], c.roles[0], c.avoid[0], lib.texts)}, 5
+  )["render"]
+  rows.append(
+    bench.timing_row(
+      "retrieve",
+      tt,
+      n=n,
+      tasks=nt,
+      goskills_ms_per_task=1e3 * tt["goskills"].best / nt,
+      gos_bundle_ms_per_task=1e3 * tt["gos_bundle"].best / nt,
+      render_ms=1e3 * render.best,
+    )
+  )
+  summary.append(
+    bench.summary(
+      f"goskills_retrieve n={n}: per task, excluding embedding",
+      1e3 * tt["goskills"].best / nt,
+      "< 50",
+      unit="ms",
+      note="spec §7 (end to end + render: add render_ms of the record)",
+    )
+  )
+  bench.write(NAME, args, rows=rows, summary=summary, host=host, argv=argv)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Inference cost of LAnR's adaptive stopping (spec §7), measured side by side in one process.
 
-  python benchmarks/lanr_perf.py [--out=lanr_perf.json] [--questions=24]
+  python -m benchmarks.lanr_perf [--quick] [--questions=24]
 
 On a Track-A-sized random decoder (4 layers, d = 128, word vocabulary of the synthetic world):
 (1) per-question serving with early exit: one jitted `read_context` forward per hop, stopping
@@ -8,12 +8,11 @@ when the (oracle) control fires, i.e. `hops + 1` forwards for an h-hop question,
 fixed T_max = 3 loop (4 forwards) on the same questions; the ratio is the wall-clock speed-up
 per question from fewer retrieval calls; (2) the batched `multihop_retrieve` scan (B questions),
 whose cost does NOT fall with early stopping (the active mask only freezes rows); (3) index
-scoring for 1,000 documents x 256 dims, 32 queries. Warm-up excluded; best of the repeats.
+scoring for 1,000 documents x 256 dims, 32 queries (spec target: < 1 ms). Warm-up excluded;
+interleaved repeats, best kept. ``--quick``: 6 questions, 2 repeats, no (2).
 """
 
-import argparse
-import json
-import time
+from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
@@ -21,17 +20,24 @@ import numpy as np
 
 from jaxpapers import lanr as L
 from jaxpapers import lm
-from jaxpapers.core.timing import best_time
+from jaxpapers.core import benchmark as bench
+
+NAME = "lanr_perf"
 
 
-def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--out", default="lanr_perf.json")
-  ap.add_argument("--questions", type=int, default=24)
-  ap.add_argument("--repeats", type=int, default=3)
-  a = ap.parse_args()
+def parse_args(argv=None):
+  p = bench.parser(NAME, __doc__)
+  p.add_argument("--questions", type=int, default=24)
+  p.add_argument("--repeats", type=int, default=3)
+  return p.parse_args(argv)
+
+
+def main(argv=None):
+  a = parse_args(argv)
+  host = bench.host_info()
+  n_questions, repeats = (6, 2) if a.quick else (a.questions, a.repeats)
   kb = L.make_kb(0, n_people=60, n_cities=12, n_countries=5, n_companies=10)
-  qs = L.make_questions(kb, kb.people[:30], n_per_hop=a.questions // 3, seed=0)
+  qs = L.make_questions(kb, kb.people[:30], n_per_hop=n_questions // 3, seed=0)
   tok = L.WordTokenizer(list(kb.docs) + [q.question for q in qs] + [q.answer for q in qs])
   cfg = lm.LMConfig(
     vocab_size=tok.vocab_size,
@@ -71,35 +77,46 @@ def main():
     return out
 
   hops = np.array([q.hops for q in qs])
-  t_fixed = best_time(lambda: serve([t_max + 1] * len(qs)), a.repeats)
-  t_adapt = best_time(lambda: serve(hops + 1), a.repeats)
-  scan = lambda ctl: L.multihop_retrieve(  # noqa: E731
+  t_serve = bench.side_by_side(
+    {"fixed": lambda: serve([t_max + 1] * len(qs)), "adaptive": lambda: serve(hops + 1)}, repeats
+  )
+  scan = lambda ctl: L.multihop_retrieve(
     fn, params, heads, ctl, qi, ql, emb, dt, dl, pred, ai, al, t_max=t_max, tau_stop=0.5
   )
   ctl = L.init_control_head(jax.random.key(2), cfg.d_model, width=64)
-  t_scan = best_time(lambda: scan(None), a.repeats)
-  t_scan_ctl = best_time(lambda: scan(ctl), a.repeats)
+  scans = {"scan": lambda: scan(None), "scan_with_control": lambda: scan(ctl)}
+  t_scan = {} if a.quick else bench.side_by_side(scans, repeats)
   e_d = jax.random.normal(jax.random.key(3), (1000, 256))
   e_q = jax.random.normal(jax.random.key(4), (32, 256))
   score = jax.jit(lambda q, d: jnp.argmax(q @ d.T, axis=1))
-  t_index = best_time(lambda: score(e_q, e_d), 20)
-  res = {
+  t_index = bench.side_by_side({"index": lambda: score(e_q, e_d)}, 20)
+  info = {
     "model": "random decoder, 4 layers, d=128 (Track A size)",
     "questions": len(qs),
     "mean_calls_adaptive": float(hops.mean()),
-    "serve_fixed_s_per_question": t_fixed / len(qs),
-    "serve_adaptive_s_per_question": t_adapt / len(qs),
-    "speedup_adaptive_vs_fixed": t_fixed / t_adapt,
     "forward_ratio_expected": (t_max + 1) / float((hops + 1).mean()),
-    "scan_batched_s": t_scan,
-    "scan_batched_with_control_s": t_scan_ctl,
-    "index_scoring_1000x256_32q_ms": 1e3 * t_index,
-    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-    "devices": str(jax.devices()),
   }
-  print(json.dumps(res, indent=1))
-  with open(a.out, "w") as f:
-    json.dump(res, f, indent=1)
+  rows = [
+    bench.timing_row("serve_per_question", t_serve, **info),
+    bench.timing_row("multihop_retrieve_batched", t_scan, questions=len(qs)),
+    bench.timing_row("index_scoring", t_index, documents=1000, dims=256, queries=32),
+  ]
+  summary = [
+    bench.summary(
+      f"serving {len(qs)} questions: early exit vs fixed T_max = {t_max}, wall time",
+      t_serve["fixed"].best / t_serve["adaptive"].best,
+      ">= 1",
+      note=f"{info['forward_ratio_expected']:.2f}x fewer forwards (the ideal speed-up)",
+    ),
+    bench.summary(
+      "index scoring 1,000 documents x 256 dims, 32 queries",
+      1e3 * t_index["index"].best,
+      "< 1",
+      unit="ms",
+      note="spec §7",
+    ),
+  ]
+  bench.write(NAME, a, rows=rows, summary=summary, host=host, argv=argv)
 
 
 if __name__ == "__main__":

@@ -1,34 +1,38 @@
 """Performance targets of LeanSearch v2's components (jaxpapers.leansearch), side by side.
 
-  python benchmarks/leansearch_perf.py [--out leansearch_perf.json] [--lm]
+  python -m benchmarks.leansearch_perf [--quick] [--lm]
 
-Measures in one process, warm-up excluded, best of repeats: (1) ``dense_topk`` for 1,000
-queries x 25,000 documents x 384 dims against numpy (matmul + argpartition + sort);
-(2) ``premise_group_recall`` + ``covered_at_k`` on Q = 10,000, G = 16, A = 4, K = 50 against a
-Python loop transcribing the reference's per-query scorer; (3) dual-encoder training
-throughput (pairs/s); (4) with ``--lm`` and SmolLM2 installed: the yes/no reranker with the
-shared-prefix KV cache against scoring full prompts (candidates/s). Writes JSON. Times on
-shared CPU cores are noisy; read the ratios.
+Measures in one process, warm-up excluded, interleaved repeats, best kept: (1) ``dense_topk``
+for 1,000 queries x 25,000 documents x 384 dims (quick: 200 x 5,000) against numpy (matmul +
+argpartition + sort); (2) ``premise_group_recall`` + ``covered_at_k`` on Q = 10,000 (quick:
+2,000), G = 16, A = 4, K = 50 against a Python loop transcribing the reference's per-query
+scorer; (3) dual-encoder training throughput (pairs/s; quick: 30 steps); (4) with ``--lm`` and
+SmolLM2 installed: the yes/no reranker with the shared-prefix KV cache against scoring full
+prompts (candidates/s). Spec targets (§7): (1) < 0.5 s, (2) < 20 ms, (3) >= 2k pairs/s,
+(4) >= 1.5 candidates/s on a 2-core CPU. Times on shared CPU cores are noisy; read the ratios.
 """
 
-import argparse
-import json
+from __future__ import annotations
 
 import jax
 import numpy as np
 
 import jaxpapers.leansearch as L
-from jaxpapers.core.timing import best_time
+from jaxpapers.core import benchmark as bench
+
+NAME = "leansearch_perf"
+# The reranker's instruction, passed explicitly so that the full prompts match the shared ones.
+INSTRUCTION = "Does the library declaration help to prove or answer the query?"
 
 
-def bench_topk(out):
+def bench_topk(rows, summary, quick):
   rng = np.random.default_rng(0)
-  q = rng.normal(size=(1000, 384)).astype(np.float32)
-  d = rng.normal(size=(25_000, 384)).astype(np.float32)
+  nq, nd = (200, 5000) if quick else (1000, 25_000)
+  q = rng.normal(size=(nq, 384)).astype(np.float32)
+  d = rng.normal(size=(nd, 384)).astype(np.float32)
   q /= np.linalg.norm(q, axis=1, keepdims=True)
   d /= np.linalg.norm(d, axis=1, keepdims=True)
   qj, dj = jax.device_put(q), jax.device_put(d)
-  t_jax = best_time(lambda: L.dense_topk(qj, dj, 50))
 
   def np_topk():
     s = q @ d.T
@@ -36,13 +40,22 @@ def bench_topk(out):
     order = np.argsort(-np.take_along_axis(s, part, 1), axis=1)
     return np.take_along_axis(part, order, 1)
 
-  t_np = best_time(np_topk, repeats=2)
-  out["dense_topk"] = {"jax_s": t_jax, "numpy_s": t_np, "ratio": t_np / t_jax, "target_s": 0.5}
+  t = bench.side_by_side({"jax": lambda: L.dense_topk(qj, dj, 50), "numpy": np_topk}, 2)
+  rows.append(bench.timing_row("dense_topk", t, queries=nq, documents=nd, dims=384, k=50))
+  summary.append(
+    bench.summary(
+      f"dense_topk {nq} x {nd} x 384, k=50, vs numpy", t["numpy"].best / t["jax"].best, ">= 1"
+    )
+  )
+  if not quick:
+    summary.append(
+      bench.summary("dense_topk 1k x 25k x 384", t["jax"].best, "< 0.5", unit="s", note="spec §7")
+    )
 
 
-def bench_groups(out):
+def bench_groups(rows, summary, quick):
   rng = np.random.default_rng(1)
-  Q, G, A, K = 10_000, 16, 4, 50
+  Q, G, A, K = (2000 if quick else 10_000), 16, 4, 50
   alias = rng.integers(0, 2000, size=(Q, G, A)).astype(np.int32)
   alias[rng.random((Q, G, A)) < 0.4] = -1
   alias[:, :, 0] = rng.integers(0, 2000, size=(Q, G))
@@ -50,10 +63,6 @@ def bench_groups(out):
   ret = np.stack([rng.permutation(2000)[:K] for _ in range(Q)]).astype(np.int32)
   ra, rm, rr = jax.device_put(alias), jax.device_put(mask), jax.device_put(ret)
   alt = jax.device_put(np.zeros((Q, G), bool))
-  t_jax = best_time(
-    lambda: (L.premise_group_recall(rr, ra, rm, 10), L.covered_at_k(rr, ra, rm, alt, 10)),
-    repeats=5,
-  )
 
   def ref():
     rec, cov = [], []
@@ -64,29 +73,53 @@ def bench_groups(out):
       cov.append(all(hits))
     return np.asarray(rec)
 
-  t_ref = best_time(ref, repeats=1)
-  out["group_metrics"] = {
-    "jax_s": t_jax,
-    "python_s": t_ref,
-    "ratio": t_ref / t_jax,
-    "target_s": 0.02,
-  }
+  jax_fn = lambda: (L.premise_group_recall(rr, ra, rm, 10), L.covered_at_k(rr, ra, rm, alt, 10))
+  jax_fn()  # warm-up (the Python reference needs none)
+  t = bench.side_by_side({"jax": jax_fn, "python": ref}, 1, warm_up=False)
+  t_jax = bench.side_by_side({"jax": jax_fn}, 5, warm_up=False)["jax"]
+  rows.append(bench.timing_row("group_metrics", {**t, "jax": t_jax}, Q=Q, G=G, A=A, K=K))
+  summary.append(
+    bench.summary(
+      f"premise_group_recall + covered_at_k Q={Q} vs the per-query Python scorer",
+      t["python"].best / t_jax.best,
+      ">= 1",
+    )
+  )
+  if not quick:
+    summary.append(
+      bench.summary(
+        "premise_group_recall + covered_at_k Q=10k, G=16, A=4, K=50",
+        1e3 * t_jax.best,
+        "< 20",
+        unit="ms",
+        note="spec §7",
+      )
+    )
 
 
-def bench_train(out):
+def bench_train(rows, summary, quick):
   rng = np.random.default_rng(2)
   P, Lf = 20_000, 64
   qi = rng.integers(1, 1 << 15, size=(P, Lf)).astype(np.int32)
   di = rng.integers(1, 1 << 15, size=(P, Lf)).astype(np.int32)
-  steps, batch = 300, 256
-  t = best_time(
-    lambda: L.train_dual_encoder(jax.random.key(0), qi, di, steps=steps, batch=batch)[1],
-    repeats=1,
+  steps, batch = (30 if quick else 300), 256
+  t = bench.side_by_side(
+    {"train": lambda: L.train_dual_encoder(jax.random.key(0), qi, di, steps=steps, batch=batch)[1]},
+    1,
+  )["train"]
+  rows.append({"case": "dual_encoder_train", "steps": steps, "batch": batch, **t.as_dict()})
+  summary.append(
+    bench.summary(
+      f"dual encoder training, {steps} steps of {batch} pairs",
+      steps * batch / t.best,
+      ">= 2000",
+      unit="pairs/s",
+      note="spec §7 (after compile)",
+    )
   )
-  out["dual_encoder_train"] = {"pairs_per_s": steps * batch / t, "target_pairs_per_s": 2000}
 
 
-def bench_lm(out):
+def bench_lm(rows, summary):
   from jaxpapers import lm
 
   cfg, params, tok = lm.load_smollm2()
@@ -95,39 +128,54 @@ def bench_lm(out):
     f"Lemma add_comm_{i} : forall n m : nat, n + m = m + n. Commutativity of addition."
     for i in range(16)
   ]
-  t_shared = best_time(lambda: L.lm_yes_no_scores(params, cfg, tok, query, docs), repeats=2)
   prompts = [
-    tok.encode(
-      f"{L._models.RERANK_INSTRUCTION}\nQuery: {query}\nDocument: {d}\nRelevant (yes or no):"
-    )
-    for d in docs
+    tok.encode(f"{INSTRUCTION}\nQuery: {query}\nDocument: {d}\nRelevant (yes or no):") for d in docs
   ]
   ids, mask = lm.left_pad(prompts)
-  t_full = best_time(
-    lambda: lm.forward(params, ids, config=cfg, mask=mask, logits_at="last")[0], repeats=2
+  t = bench.side_by_side(
+    {
+      "shared_prefix": lambda: L.lm_yes_no_scores(
+        params, cfg, tok, query, docs, instruction=INSTRUCTION
+      ),
+      "full_prompts": lambda: lm.forward(params, ids, config=cfg, mask=mask, logits_at="last")[0],
+    },
+    2,
   )
-  out["lm_rerank"] = {
-    "shared_prefix_cands_per_s": len(docs) / t_shared,
-    "full_prompt_cands_per_s": len(docs) / t_full,
-    "ratio": t_full / t_shared,
-    "target_cands_per_s": 1.5,
-  }
+  rows.append(bench.timing_row("lm_rerank", t, candidates=len(docs)))
+  summary.append(
+    bench.summary(
+      "SmolLM2 yes/no reranker: shared-prefix KV cache vs full prompts",
+      t["full_prompts"].best / t["shared_prefix"].best,
+      ">= 1",
+    )
+  )
+  summary.append(
+    bench.summary(
+      "SmolLM2 yes/no reranker, shared prefix",
+      len(docs) / t["shared_prefix"].best,
+      ">= 1.5",
+      unit="candidates/s",
+      note="spec §7",
+    )
+  )
 
 
-def main():
-  p = argparse.ArgumentParser()
-  p.add_argument("--out", default="leansearch_perf.json")
+def parse_args(argv=None):
+  p = bench.parser(NAME, __doc__)
   p.add_argument("--lm", action="store_true", help="also time the SmolLM2 reranker")
-  args = p.parse_args()
-  out = {"devices": str(jax.devices())}
-  bench_topk(out)
-  bench_groups(out)
-  bench_train(out)
+  return p.parse_args(argv)
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  host = bench.host_info()
+  rows, summary = [], []
+  bench_topk(rows, summary, args.quick)
+  bench_groups(rows, summary, args.quick)
+  bench_train(rows, summary, args.quick)
   if args.lm:
-    bench_lm(out)
-  print(json.dumps(out, indent=1))
-  with open(args.out, "w") as f:
-    json.dump(out, f, indent=1)
+    bench_lm(rows, summary)
+  bench.write(NAME, args, rows=rows, summary=summary, host=host, argv=argv)
 
 
 if __name__ == "__main__":

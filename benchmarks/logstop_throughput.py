@@ -1,21 +1,44 @@
-"""Throughput of batched, jitted LogSTOP scoring vs a plain-Python recursive scorer.
+"""Throughput of batched, jitted LogSTOP scoring vs the plain-Python recursive scorer.
 
-  python benchmarks/logstop_throughput.py            # full table (a few minutes)
-  python benchmarks/logstop_throughput.py --quick    # seconds
+  python -m benchmarks.logstop_throughput            # full table (several minutes)
+  python -m benchmarks.logstop_throughput --quick    # T = 50, 500, 5000 (about a minute)
 
-Measures scored traces per second for `jaxpapers.logstop.score` under jit on a
-batch of traces (float32) and for `jaxpapers.logstop.reference_scores` (plain
-Python, memoised per (subformula, t), one trace at a time), side by side in one
-run, over trace lengths T and formulas of growing size, and fits the growth of
-time per trace in T (slope of log time vs log T; 1.0 is linear). Timings on a
-shared CPU are noisy; the ratio measured in one run is the meaningful number.
+Measured side by side in one process, warm-up (compilation) excluded, over trace lengths T,
+windows w and formulas:
+
+* **throughput**: scored traces per second of ``jaxpapers.logstop.score`` under ``jax.jit``
+  on a batch of float32 traces (about 300k frames per call) and of
+  ``jaxpapers.logstop.reference_scores`` (plain Python, memoised per (subformula, t), one
+  trace at a time: the authors' recursive scorer transcribed), timed alternately; wall and
+  CPU time (the CPU time of the two threads XLA uses, against Python's one);
+* **growth in T**: the log-log slope of JAX time per trace against T (1 = linear);
+* **cost of the window**: time at w = 64 over w = 1, for ``score`` (t = 0) and ``scores``
+  (every t);
+* **formulas x traces in one program**: ``score_many`` of all formulas against one ``score``
+  call per formula.
+
+Where the targets stand and why (single-threaded XLA, CPU time per frame, 2 shared cores):
+``score`` (t = 0) is linear in T and cheaper at w = 64 than at w = 1 (the chains r > 0 are
+never formed). ``scores`` (every t) at w > 1 is not yet window-independent: a bare atom costs
+about 2 ns per frame at w = 1 and 13 ns at w = 8 or 64, so the cost is in moving every frame
+into the [L, C, w, N] view and back, not in the scans. Three changes were measured without a
+gain: window sums by doubling on the [N, T] trace instead of the two scans over the w frames
+of a block, the view's transposes split into a 2-D transpose and a swap of the major axes
+(with optimization barriers so that XLA does not merge them back), and optimization barriers
+around the view. ``lax.associative_scan`` in place of the chunked sequential scans of `U` and
+`G` was 1.5-4x slower, for ``score`` and ``scores`` alike. The
+speed-up over the Python scorer is bounded by the work per frame that remains after that
+(tens of CPU nanoseconds against Python's microseconds); the record's note gives XLA's bytes
+and transcendentals per frame and this host's cost of each.
+
+Timings on a shared CPU are noisy; the ratios measured side by side are the meaningful part,
+and the record keeps every repeat and the load average. Writes
+``benchmarks/results/logstop_throughput.json`` (``--out`` to change it).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
+import sys
 import time
 
 import jax
@@ -23,6 +46,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import logstop as L
+from jaxpapers.core import benchmark as bench
+
+NAME = "logstop_throughput"
 
 FORMULAS = ("a U b", "G(a -> F b)", "F(a & X b & X X c)")
 GROWING = (
@@ -31,110 +57,355 @@ GROWING = (
   "(a U b) & G(a -> F c) & F(b & X X c)",
   "(a U b) & G(a -> F c) & F(b & X X c) & (!c U (a | G b))",
 )
+FRAMES_PER_CALL = 300_000
 
 
-def _traces(rng, B, T):
+def batch_size(T: int) -> int:
+  """Traces per call: about FRAMES_PER_CALL frames, between 16 and 1024 traces."""
+  return max(16, min(1024, FRAMES_PER_CALL // T))
+
+
+def traces(rng, B: int, T: int) -> dict[str, np.ndarray]:
   return {n: rng.uniform(size=(B, T)).astype(np.float32) for n in "abc"}
 
 
-def time_jax(formula, props, window, min_time):
-  fn = jax.jit(lambda p: L.score(formula, p, window=window))
-  p = {k: jnp.asarray(v) for k, v in props.items()}
-  fn(p).block_until_ready()  # compile
-  reps, start = 0, time.perf_counter()
-  while True:
-    fn(p).block_until_ready()
-    reps += 1
-    el = time.perf_counter() - start
-    if el >= min_time:
-      return el / reps
+def _timed(fn, *args):
+  t0, c0 = time.perf_counter(), time.process_time()
+  jax.block_until_ready(fn(*args))
+  return time.perf_counter() - t0, time.process_time() - c0
 
 
-def time_python(formula, props, window, min_time, max_traces):
-  n, start = 0, time.perf_counter()
+def time_jax(fns: dict, args, repeats: int) -> dict[str, tuple[list, list]]:
+  """Wall and CPU seconds per call of each jitted fn, alternating, after one warm-up call."""
+  for fn in fns.values():
+    jax.block_until_ready(fn(*args))
+  out = {k: ([], []) for k in fns}
+  for _ in range(repeats):
+    for k, fn in fns.items():
+      w, c = _timed(fn, *args)
+      out[k][0].append(w)
+      out[k][1].append(c)
+  return out
+
+
+def time_python(formula, props, window, n_traces):
+  """Wall and CPU seconds per trace of the plain-Python scorer over n_traces traces."""
   B = next(iter(props.values())).shape[0]
-  while True:
-    L.reference_scores(formula, {k: v[n % B].tolist() for k, v in props.items()}, window=window)
-    n += 1
-    el = time.perf_counter() - start
-    if el >= min_time or n >= max_traces:
-      return el / n
+  lists = [{k: v[i % B].tolist() for k, v in props.items()} for i in range(n_traces)]
+  t0, c0 = time.perf_counter(), time.process_time()
+  for p in lists:
+    L.reference_scores(formula, p, window=window)
+  return (time.perf_counter() - t0) / n_traces, (time.process_time() - c0) / n_traces
 
 
-def slope(Ts, secs):
+def host_costs(repeats: int = 15) -> dict[str, float]:
+  """CPU nanoseconds per float32 transcendental and per byte moved, on this host.
+
+  From 2^22 floats (16 MiB, beyond the caches): two logs minus a copy, and the copy itself
+  (8 bytes read and written per value).
+  """
+  x = jnp.asarray(np.random.default_rng(1).uniform(0.1, 1.0, 1 << 22).astype(np.float32))
+  fns = {
+    "log": jax.jit(lambda v: jnp.log(v) + jnp.log(v + 1.0)),
+    "copy": jax.jit(lambda v: v + 1.0),
+  }
+  t = time_jax(fns, (x,), repeats)
+  copy = float(np.min(t["copy"][1]))
+  return {
+    "transcendental_cpu_ns": max(float(np.min(t["log"][1])) - copy, 0.0) / 2 / x.size * 1e9,
+    "byte_cpu_ns": copy / (8 * x.size) * 1e9,
+  }
+
+
+def cost_per_frame(formula, B: int, T: int) -> dict[str, float]:
+  """XLA's cost analysis of the compiled score, per frame (loop bodies are counted once)."""
+  p = {n: jax.ShapeDtypeStruct((B, T), jnp.float32) for n in L.atoms(L.parse(formula))}
+  ca = _jitted("score", formula, 1).lower(p).compile().cost_analysis()
+  ca = ca[0] if isinstance(ca, (list, tuple)) else ca
+  return {
+    k: float(ca.get(k, 0.0)) / (B * T) for k in ("transcendentals", "flops", "bytes accessed")
+  }
+
+
+def slope(Ts, secs) -> float:
   return float(np.polyfit(np.log(Ts), np.log(secs), 1)[0])
 
 
-def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--quick", action="store_true")
-  ap.add_argument("--out", default=None, help="optional JSON output path")
-  args = ap.parse_args()
-  t_start = time.perf_counter()
-  Ts = (30, 300, 3000) if args.quick else (30, 100, 300, 1000, 3000, 10000)
-  windows = (1,) if args.quick else (1, 5)
-  min_time = 0.05 if args.quick else 0.5
+def _jitted(kind, formula, window):
+  if kind == "score":
+    return jax.jit(lambda p: L.score(formula, p, window=window))
+  if kind == "scores":
+    return jax.jit(lambda p: L.scores(formula, p, window=window))
+  return jax.jit(lambda p: L.score_many(formula, p, window=window))
+
+
+def run(args) -> tuple[list, list]:
   rng = np.random.default_rng(0)
   rows = []
-  print(f"devices: {jax.devices()}")
-  print("| formula | w | T | batch | JAX traces/s | Python traces/s | ratio |")
-  print("|---|---|---|---|---|---|---|")
-  for formula in FORMULAS:
-    for w in windows:
-      for T in Ts:
-        B = max(16, min(1024, 300_000 // T))
-        props = _traces(rng, B, T)
-        tj = time_jax(formula, props, w, min_time) / B
-        tp = time_python(formula, props, w, min_time, max_traces=200)
-        rows.append(
-          dict(formula=formula, window=w, T=T, batch=B, jax_per_trace=tj, python_per_trace=tp)
-        )
-        print(
-          f"| `{formula}` | {w} | {T} | {B} | {1 / tj:,.0f} | {1 / tp:,.1f} | {tp / tj:,.0f}x |",
-          flush=True,
-        )
-  print("\nGrowth of time per trace in T (log-log slope; 1 = linear):")
-  growth = {}
-  for formula in FORMULAS:
-    for w in windows:
-      sel = [r for r in rows if r["formula"] == formula and r["window"] == w]
-      big = [r for r in sel if r["T"] >= 300] or sel
-      growth[f"{formula} w={w}"] = {
-        "jax": slope([r["T"] for r in big], [r["jax_per_trace"] for r in big]),
-        "python": slope([r["T"] for r in sel], [r["python_per_trace"] for r in sel]),
-      }
-      g = growth[f"{formula} w={w}"]
-      print(f"  `{formula}` w={w}: JAX (T>=300) {g['jax']:.2f}, Python {g['python']:.2f}")
-  print("\nGrowing formulas (T=1000, w=1):")
-  print("| size | JAX traces/s | Python traces/s |")
-  print("|---|---|---|")
-  size_rows = []
-  T = 300 if args.quick else 1000
-  for formula in GROWING:
-    props = _traces(rng, 256, T)
-    tj = time_jax(formula, props, 1, min_time) / 256
-    tp = time_python(formula, props, 1, min_time, max_traces=100)
-    size_rows.append(
-      dict(formula=formula, size=L.size(L.parse(formula)), jax_per_trace=tj, python_per_trace=tp)
-    )
-    print(f"| {L.size(L.parse(formula))} | {1 / tj:,.0f} | {1 / tp:,.1f} |", flush=True)
-  if args.out:
-    from jaxpapers.core import results as results_lib
+  med = lambda xs: float(np.median(xs))
 
-    record = dict(
-      command=results_lib.command_line(),
-      git=results_lib.git_info(),
-      environment=results_lib.environment_info(),
-      xla_flags=os.environ.get("XLA_FLAGS", ""),
-      load_average=os.getloadavg(),  # the host is shared: the ratios are the meaningful part
-      wall_time_s=time.perf_counter() - t_start,
-      rows=rows,
-      growth=growth,
-      sizes=size_rows,
+  # 1. score vs the Python scorer (w = 1), and the same score at the other windows.
+  for T in args.Ts:
+    B = batch_size(T)
+    props = traces(rng, B, T)
+    pj = {k: jnp.asarray(v) for k, v in props.items()}
+    for formula in FORMULAS:
+      fns = {w: _jitted("score", formula, w) for w in args.windows}
+      if T in args.scores_Ts:
+        fns.update({("scores", w): _jitted("scores", formula, w) for w in (1, max(args.windows))})
+      timings = time_jax(fns, (pj,), args.repeats)
+      # The Python scorer: about args.python_time seconds per repeat, at least 1 trace.
+      one, _ = time_python(formula, props, 1, 1)
+      n_py = max(1, min(B, int(args.python_time / max(one, 1e-6))))
+      py = [time_python(formula, props, 1, n_py) for _ in range(args.repeats)]
+      py_wall, py_cpu = med([p[0] for p in py]), med([p[1] for p in py])
+      for key, (wall, cpu) in timings.items():
+        kind, w = key if isinstance(key, tuple) else ("score", key)
+        row = {
+          "kind": kind,
+          "formula": formula,
+          "window": w,
+          "T": T,
+          "batch": B,
+          "jax_wall_s": wall,
+          "jax_cpu_s": cpu,
+          "jax_wall_per_trace_s": med(wall) / B,
+          "jax_cpu_per_trace_s": med(cpu) / B,
+        }
+        if kind == "score" and w == 1:
+          row.update(
+            python_traces=n_py,
+            python_wall_per_trace_s=py_wall,
+            python_cpu_per_trace_s=py_cpu,
+            speedup_wall=py_wall / row["jax_wall_per_trace_s"],
+            speedup_cpu=py_cpu / row["jax_cpu_per_trace_s"],
+          )
+        rows.append(row)
+      r = next(r for r in rows if r["kind"] == "score" and r["formula"] == formula and r["T"] == T)
+      print(
+        f"T={T:5d} B={B:4d} {formula:20s} JAX {1 / r['jax_wall_per_trace_s']:11,.0f} traces/s"
+        f"  Python {1 / py_wall:8,.1f} traces/s  {r['speedup_wall']:7,.0f}x wall"
+        f"  {r['speedup_cpu']:7,.0f}x CPU",
+        flush=True,
+      )
+
+  # Where the time goes: XLA's count of transcendentals per frame, and their cost here.
+  T_cost = next((T for T in args.Ts if 300 <= T <= 1000), args.Ts[-1])
+  host = host_costs()
+  for formula in FORMULAS:
+    rows.append(
+      {
+        "kind": "cost",
+        "formula": formula,
+        "T": T_cost,
+        "batch": batch_size(T_cost),
+        "per_frame": cost_per_frame(formula, batch_size(T_cost), T_cost),
+        **host,
+      }
     )
-    with open(args.out, "w") as fh:
-      json.dump(results_lib.to_jsonable(record), fh, indent=1)
+
+  # 2. All formulas in one program vs one program per formula.
+  for T in args.many_Ts:
+    B = batch_size(T)
+    pj = {k: jnp.asarray(v) for k, v in traces(rng, B, T).items()}
+    fns = {"many": _jitted("many", FORMULAS, 1)}
+    fns.update({f: _jitted("score", f, 1) for f in FORMULAS})
+    timings = time_jax(fns, (pj,), args.repeats)
+    sep_wall = [sum(ws) for ws in zip(*(timings[f][0] for f in FORMULAS))]
+    sep_cpu = [sum(cs) for cs in zip(*(timings[f][1] for f in FORMULAS))]
+    rows.append(
+      {
+        "kind": "score_many",
+        "formulas": list(FORMULAS),
+        "window": 1,
+        "T": T,
+        "batch": B,
+        "many_wall_s": timings["many"][0],
+        "many_cpu_s": timings["many"][1],
+        "separate_wall_s": sep_wall,
+        "separate_cpu_s": sep_cpu,
+        "speedup_wall": med(sep_wall) / med(timings["many"][0]),
+        "speedup_cpu": med(sep_cpu) / med(timings["many"][1]),
+      }
+    )
+
+  # 3. Growing formulas (full run only).
+  for formula in args.growing:
+    T = 1000
+    B = batch_size(T)
+    props = traces(rng, B, T)
+    timings = time_jax(
+      {"s": _jitted("score", formula, 1)},
+      ({k: jnp.asarray(v) for k, v in props.items()},),
+      args.repeats,
+    )
+    py_wall, py_cpu = time_python(formula, props, 1, 3)
+    rows.append(
+      {
+        "kind": "growing",
+        "formula": formula,
+        "size": L.size(L.parse(formula)),
+        "T": T,
+        "batch": B,
+        "jax_wall_per_trace_s": med(timings["s"][0]) / B,
+        "jax_cpu_per_trace_s": med(timings["s"][1]) / B,
+        "python_wall_per_trace_s": py_wall,
+        "python_cpu_per_trace_s": py_cpu,
+      }
+    )
+  return rows, summarize(rows, args)
+
+
+def summarize(rows, args) -> list[dict]:
+  score1 = [r for r in rows if r["kind"] == "score" and r["window"] == 1]
+  mid = [r for r in score1 if 300 <= r["T"] <= 1000]
+  summary = []
+  if mid:
+    # CPU time is the value: on a shared host a call's wall time is mostly time spent waiting
+    # for a core. XLA's (up to 2) threads against Python's one: on an idle host the wall-clock
+    # ratio is higher by XLA's parallel speed-up.
+    worst = min(mid, key=lambda r: r["speedup_cpu"])
+    wall_worst = min(r["speedup_wall"] for r in mid)
+    # Where the time goes: JAX CPU-nanoseconds per frame, against Python's microseconds, and
+    # the least the transcendentals XLA counts can cost on this host.
+    ns = {
+      r["formula"]: r["jax_cpu_per_trace_s"] / r["T"] * 1e9 for r in mid if r["T"] == worst["T"]
+    }
+    cost = {r["formula"]: r for r in rows if r["kind"] == "cost"}
+    floor = ""
+    if worst["formula"] in cost:
+      c = cost[worst["formula"]]
+      tr, by = c["per_frame"]["transcendentals"], c["per_frame"]["bytes accessed"]
+      py_ns = worst["python_cpu_per_trace_s"] / worst["T"] * 1e9
+      floor = (
+        f"; {worst['formula']}: XLA's cost analysis counts {by:.0f} bytes moved and "
+        f"{tr:.1f} transcendentals per frame (scan bodies once, so lower bounds); at "
+        f"{c['byte_cpu_ns']:.3f} CPU-ns per byte (a copy here) the bytes alone take "
+        f"{by * c['byte_cpu_ns']:.1f} ns per frame (at most {py_ns / (by * c['byte_cpu_ns']):,.0f}x "
+        f"Python), the transcendentals {tr * c['transcendental_cpu_ns']:.1f} ns"
+      )
+    summary.append(
+      bench.summary(
+        name="score traces per CPU-second vs the Python recursive scorer, T = 300-1000, w = 1 "
+        "(min over formulas)",
+        value=worst["speedup_cpu"],
+        unit="x",
+        target=">= 1000",
+        note=(
+          f"slowest: {worst['formula']} at T = {worst['T']}; traces/s (wall clock) ratio min "
+          f"{wall_worst:,.0f}x; JAX CPU time per frame at T = "
+          f"{worst['T']}: "
+          + ", ".join(f"{f} {v:.1f} ns" for f, v in ns.items())
+          + f"; Python {worst['python_cpu_per_trace_s'] / worst['T'] * 1e6:.1f} us per frame"
+          + floor
+        ),
+      )
+    )
+  slopes = {}
+  for f in FORMULAS:
+    sel = sorted((r for r in score1 if r["formula"] == f), key=lambda r: r["T"])
+    if len(sel) >= 2:
+      slopes[f] = (
+        slope([r["T"] for r in sel], [r["jax_cpu_per_trace_s"] for r in sel]),
+        slope([r["T"] for r in sel], [r["jax_wall_per_trace_s"] for r in sel]),
+        slope([r["T"] for r in sel], [r["python_cpu_per_trace_s"] for r in sel]),
+      )
+  if slopes:
+    worst_f = max(slopes, key=lambda f: slopes[f][0])
+    summary.append(
+      bench.summary(
+        name=f"JAX time per trace vs T, log-log slope, T = {min(args.Ts)}-{max(args.Ts)} (max over formulas)",
+        value=slopes[worst_f][0],
+        unit="",
+        target="<= 1.05",
+        note="CPU time; per formula (CPU, wall, Python CPU): "
+        + "; ".join(f"{f}: {a:.2f}, {b:.2f}, {c:.2f}" for f, (a, b, c) in slopes.items()),
+      )
+    )
+  wmax = max(args.windows)
+  for kind in ("score", "scores"):
+    ratios = []
+    for r in rows:
+      if r["kind"] == kind and r["window"] == wmax:
+        base = next(
+          (
+            b
+            for b in rows
+            if b["kind"] == kind
+            and b["window"] == 1
+            and b["formula"] == r["formula"]
+            and b["T"] == r["T"]
+          ),
+          None,
+        )
+        if base is not None:
+          ratios.append(
+            (r["jax_cpu_per_trace_s"] / base["jax_cpu_per_trace_s"], r["formula"], r["T"])
+          )
+    if ratios:
+      worst = max(ratios)
+      summary.append(
+        bench.summary(
+          name=f"{kind}: time at w = {wmax} / w = 1 (max over formulas and T)",
+          value=worst[0],
+          unit="x",
+          target="<= 1.2",
+          note=f"CPU time; worst at {worst[1]}, T = {worst[2]}; all: "
+          + ", ".join(f"{v:.2f}" for v, _, _ in sorted(ratios)),
+        )
+      )
+  many = [r for r in rows if r["kind"] == "score_many"]
+  if many:
+    worst = min(many, key=lambda r: r["speedup_cpu"])
+    summary.append(
+      bench.summary(
+        name=f"{len(FORMULAS)} formulas x traces in one program vs one program per formula",
+        value=worst["speedup_cpu"],
+        unit="x",
+        target=">= 1",
+        note=f"CPU time, min over T ({worst['T']}); wall: "
+        + ", ".join(f"T={r['T']} {r['speedup_wall']:.2f}x" for r in many),
+      )
+    )
+  return summary
+
+
+def parse_args(argv=None):
+  ap = bench.parser(NAME, __doc__)
+  ap.add_argument("--repeats", type=int, default=None, help="timed calls per variant (7; 3)")
+  args = ap.parse_args(argv)
+  if args.quick:
+    args.Ts, args.windows, args.scores_Ts = (50, 500, 5000), (1, 64), (500,)
+    args.many_Ts, args.growing = (500,), ()
+    args.repeats = args.repeats or 3
+    args.python_time = 0.05
+  else:
+    args.Ts, args.windows = (50, 100, 300, 500, 1000, 3000, 5000), (1, 8, 64)
+    args.scores_Ts, args.many_Ts, args.growing = (50, 500, 5000), (50, 500, 5000), GROWING
+    args.repeats = args.repeats or 7
+    args.python_time = 0.3
+  return args
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  start, host = time.perf_counter(), bench.host_info()
+  print(f"devices: {jax.devices()}  load average: {host['load_average_at_start']}")
+  rows, summary = run(args)
+  bench.write(
+    NAME,
+    args,
+    rows=rows,
+    summary=summary,
+    host=host,
+    argv=argv,
+    extra={
+      "config": {k: v for k, v in vars(args).items() if k != "out"},
+      "frames_per_call": FRAMES_PER_CALL,
+      "wall_time_s": time.perf_counter() - start,
+    },
+  )
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())

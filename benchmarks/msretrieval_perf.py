@@ -1,26 +1,35 @@
 """Performance targets of jaxpapers.msretrieval, each as a ratio against the obvious alternative.
 
-  python benchmarks/msretrieval_perf.py [--quick] [--out=msretrieval_perf.json]
+  python -m benchmarks.msretrieval_perf [--quick]
 
-Measured side by side in one process, warm-up (compilation) excluded, best of repeats:
+Measured side by side in one process, warm-up (compilation) excluded, interleaved repeats:
 
-1. ``candidate_scores`` (cosine, by matmul over uint8 candidates) for B=64, C=256, F=4096
-   against the direct form that materialises the float32 ``[B, C, F]`` products.
+1. ``candidate_scores`` (cosine, uint8 candidates, value checks included) for B=64, C=256,
+   F=4096, the spec's size, in both modes (a few seconds), against the direct form that
+   multiplies the float32 ``[B, C, F]`` products and reduces them (spec target: < 20 ms on 2
+   cores). At sizes whose float32 copy fits in a core's cache (B=16, C=64, F=1024: 4 MB) the
+   two forms do the same work and the direct one is as fast or faster (0.7x measured); the row
+   loop is for the sizes where the copy does not fit, which is where the target is set.
 2. Thresholded Tanimoto of the same candidates: bit-packed words with ``lax.population_count``
    (candidates packed once, as they would be stored) against the float matmul form.
-3. Exact Bayes-fingerprint enumeration for F=16, n=8 (65,536 fingerprints): seconds per 1,000
-   posteriors, against a vectorised float64 numpy enumeration of the same problems.
+3. Exact Bayes-fingerprint enumeration for F=16, n=8 (65,536 fingerprints; quick: F=12):
+   seconds per 1,000 posteriors, against a vectorised float64 numpy enumeration.
 4. One training step of the experiment's mixture objective (B=64, C=64, F=2048, 1000 bins,
-   MLP 2 x 512): milliseconds, and the count of traces over 5 calls (must stay 1).
+   MLP 2 x 512; quick: smaller): milliseconds, and the count of traces over the warm-up and
+   the timed calls (must stay 1).
 
-Writes a JSON record; ``--quick`` uses smaller sizes (seconds). Shared CPU cores are noisy: read
-the ratios, not the absolute times.
+Where the time of (1) went when it measured 0.47x the direct form: ``candidate_scores`` made one
+batched ``einsum('bf,bcf->bc')`` over ``cand_fp.astype(float32)``; XLA materialised that float32
+copy of the candidates (4x the uint8 bytes) and read it back for the product, and the binary
+check read the candidates once more: XLA's cost analysis gave 1,078 MB accessed against the
+direct form's 69 MB (one fused multiply-reduce over the uint8 candidates). It now loops over
+chunks of query rows (``lax.map``, about 4 MB of float32 per step, which stays in cache) for the
+matrix-vector products and the check, with bitwise the same scores and gradients; measured on 2
+shared cores (load average 2-9) at the full size: 16-32 ms against 208-345 ms for the direct
+form and 167-656 ms for the batched product.
 """
 
 from __future__ import annotations
-
-import argparse
-import json
 
 import jax
 import jax.numpy as jnp
@@ -29,19 +38,34 @@ import optax
 from flax import nnx
 
 import jaxpapers.msretrieval as M
-from jaxpapers.core.timing import best_time
+from jaxpapers.core import benchmark as bench
+
+NAME = "msretrieval_perf"
+
+
+def parse_args(argv=None):
+  return bench.parser(NAME, __doc__).parse_args(argv)
+
+
+def _pair(rows, case, t, **info):
+  rows.append(
+    {
+      "case": case,
+      **info,
+      **{f"{k}_{m}": v for k, tk in t.items() for m, v in tk.as_dict().items()},
+    }
+  )
 
 
 def main(argv=None):
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--quick", action="store_true")
-  ap.add_argument("--out", default="msretrieval_perf.json")
-  args = ap.parse_args(argv)
+  args = parse_args(argv)
+  host = bench.host_info()
   q = args.quick
+  repeats = 3 if q else 7
   rng = np.random.default_rng(0)
-  out = {"device": jax.devices()[0].device_kind, "backend": jax.default_backend(), "quick": q}
+  rows, summary = [], []
 
-  b, c, f = (16, 64, 1024) if q else (64, 256, 4096)
+  b, c, f = 64, 256, 4096  # the spec's size, also in --quick (see the docstring)
   p = jnp.asarray(rng.random((b, f)), jnp.float32)
   cand = jnp.asarray(rng.random((b, c, f)) < 0.05, jnp.uint8)
   mask = jnp.ones((b, c), bool)
@@ -55,38 +79,52 @@ def main(argv=None):
     return jnp.where(m, num / jnp.maximum(den, 1e-8), -jnp.inf)
 
   np.testing.assert_allclose(ours(p, cand, mask), direct(p, cand, mask), rtol=1e-4, atol=1e-6)
-  t_ours, t_direct = (
-    best_time(lambda: ours(p, cand, mask)),
-    best_time(lambda: direct(p, cand, mask)),
+  t = bench.side_by_side(
+    {"candidate_scores": lambda: ours(p, cand, mask), "direct": lambda: direct(p, cand, mask)},
+    repeats,
   )
-  out["candidate_scores_cosine"] = {
-    "shape": [b, c, f],
-    "ms": 1e3 * t_ours,
-    "direct_ms": 1e3 * t_direct,
-    "speedup": t_direct / t_ours,
-    "target_ms_cpu": 20.0,
-  }
+  _pair(rows, "candidate_scores_cosine", t, shape=[b, c, f])
+  summary.append(
+    bench.summary(
+      f"candidate_scores cosine B={b}, C={c}, F={f} vs direct float32 products",
+      t["direct"].best / t["candidate_scores"].best,
+      ">= 1",
+    )
+  )
+  summary.append(
+    bench.summary(
+      "candidate_scores cosine B=64, C=256, F=4096",
+      1e3 * t["candidate_scores"].best,
+      "< 20",
+      unit="ms",
+      note="spec §7",
+    )
+  )
 
   pb = (p > 0.5).astype(jnp.uint8)
   words_p, words_c = M.pack_bits(pb), M.pack_bits(cand)
   packed = jax.jit(lambda a, w: M.packed_tanimoto(a[:, None, :], w))
   floatv = jax.jit(lambda p, y, m: M.candidate_scores(p, y, m, sim="tanimoto"))
   np.testing.assert_allclose(packed(words_p, words_c), floatv(p, cand, mask), rtol=1e-6)
-  t_packed, t_float = (
-    best_time(lambda: packed(words_p, words_c)),
-    best_time(lambda: floatv(p, cand, mask)),
+  t = bench.side_by_side(
+    {"packed": lambda: packed(words_p, words_c), "float": lambda: floatv(p, cand, mask)}, repeats
   )
-  out["tanimoto_packed_vs_float"] = {
-    "shape": [b, c, f],
-    "packed_ms": 1e3 * t_packed,
-    "float_ms": 1e3 * t_float,
-    "speedup": t_float / t_packed,
-  }
+  _pair(rows, "tanimoto_packed_vs_float", t, shape=[b, c, f])
+  summary.append(
+    bench.summary(
+      f"thresholded Tanimoto B={b}, C={c}, F={f}: popcount words vs float form",
+      t["float"].best / t["packed"].best,
+      ">= 1",
+      note="spec §7: the bit-packed form should win",
+    )
+  )
 
   fb, n, probs = (12, 8, 100) if q else (16, 8, 1000)
   cands = (rng.random((probs, n, fb)) < 0.3).astype(np.uint8)
   pi = rng.dirichlet(np.ones(n), size=probs).astype(np.float32)
-  t_enum = best_time(lambda: M.enumerate_bayes_fingerprint(pi, cands)[1], repeats=2)
+  t_enum = bench.side_by_side({"enum": lambda: M.enumerate_bayes_fingerprint(pi, cands)[1]}, 2)[
+    "enum"
+  ].best
   allv = ((np.arange(2**fb)[:, None] >> np.arange(fb)) & 1).astype(np.float64)  # [2^F, F]
   np_probs = max(4, probs // 50)
 
@@ -102,16 +140,34 @@ def main(argv=None):
 
   got = np.asarray(M.enumerate_bayes_fingerprint(pi[:np_probs], cands[:np_probs])[1])
   np.testing.assert_allclose(got, np_enum(), rtol=1e-5)
-  t_np = best_time(np_enum, repeats=1) * probs / np_probs
-  out["bayes_enumeration"] = {
-    "F": fb,
-    "n": n,
-    "problems": probs,
-    "s_per_1000": 1000 * t_enum / probs,
-    "numpy_float64_s_per_1000": 1000 * t_np / probs,
-    "speedup": t_np / t_enum,
-    "target_s_per_1000": 1.0,
-  }
+  t_np = bench.side_by_side({"np": np_enum}, 1)["np"].best * probs / np_probs
+  rows.append(
+    {
+      "case": "bayes_enumeration",
+      "F": fb,
+      "n": n,
+      "problems": probs,
+      "s_per_1000": 1000 * t_enum / probs,
+      "numpy_float64_s_per_1000": 1000 * t_np / probs,
+    }
+  )
+  summary.append(
+    bench.summary(
+      f"exact Bayes fingerprint F={fb}, n={n} vs numpy float64 enumeration",
+      t_np / t_enum,
+      ">= 1",
+    )
+  )
+  if not q:
+    summary.append(
+      bench.summary(
+        "exact Bayes fingerprint F=16, n=8, per 1,000 posteriors",
+        1000 * t_enum / probs,
+        "< 1",
+        unit="s",
+        note="spec §7",
+      )
+    )
 
   bb, cc, ff, bins, h = (16, 16, 256, 200, 64) if q else (64, 64, 2048, 1000, 512)
   model = M.FingerprintMLP(bins, ff, hidden=(h, h), embed_dim=h, rngs=nnx.Rngs(0))
@@ -146,17 +202,38 @@ def main(argv=None):
     state[0], state[1], loss = step(state[0], state[1], key, x, fp, cf, lab, m, w)
     return loss
 
-  t_step = best_time(run_step)
-  out["train_step"] = {
-    "shape": {"B": bb, "C": cc, "F": ff, "bins": bins, "hidden": h},
-    "ms": 1e3 * t_step,
-    "traces": len(traces),  # over the warm-up and 5 timed calls
-    "target_ms_cpu": 15.0,
-  }
-  print(json.dumps(out, indent=2))
-  with open(args.out, "w") as fh:
-    json.dump(out, fh, indent=2)
-  return out
+  t_step = bench.side_by_side({"step": run_step}, repeats)["step"]
+  rows.append(
+    {
+      "case": "train_step",
+      "B": bb,
+      "C": cc,
+      "F": ff,
+      "bins": bins,
+      "hidden": h,
+      "traces": len(traces),  # over the warm-up and the timed calls
+      **t_step.as_dict(),
+    }
+  )
+  summary.append(
+    bench.summary(
+      "training step: traces over the warm-up and the timed calls",
+      len(traces),
+      "== 1",
+      unit="traces",
+    )
+  )
+  if not q:
+    summary.append(
+      bench.summary(
+        "training step B=64, C=64, F=2048, 1000 bins",
+        1e3 * t_step.best,
+        "<= 15",
+        unit="ms",
+        note="spec §7",
+      )
+    )
+  return bench.write(NAME, args, rows=rows, summary=summary, host=host, argv=argv)
 
 
 if __name__ == "__main__":

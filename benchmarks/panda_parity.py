@@ -46,6 +46,7 @@ from flax import nnx  # noqa: E402
 
 from jaxpapers import hypergraph as hg  # noqa: E402
 from jaxpapers import panda  # noqa: E402
+from jaxpapers.core import benchmark as bench  # noqa: E402
 from tests.panda import parity_cases as pc  # noqa: E402
 from tests.panda import reference_np as ref_np  # noqa: E402
 
@@ -411,12 +412,18 @@ def run(reference_dir, quick: bool):
   return rows
 
 
-def main(argv=None):
+def parse_args(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   ap.add_argument("--reference_dir", default=None, help="a checkout of jainris/panda")
   ap.add_argument("--quick", action="store_true", help="the subset of cases (every option once)")
-  ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "panda_parity.json"))
-  a = ap.parse_args(argv)
+  ap.add_argument("--out", default=str(bench.default_out("panda_parity")))
+  return ap.parse_args(argv)
+
+
+def main(argv=None):
+  a = parse_args(argv)
+  if a.quick and a.out.endswith("panda_parity.json"):  # keep the committed full result
+    a.out = a.out[: -len(".json")] + "_quick.json"
   if a.reference_dir:
     try:
       import torch  # noqa: F401
@@ -455,7 +462,7 @@ def main(argv=None):
         name="max_abs_diff",
         value=worst,
         unit="abs",
-        target=TARGET,
+        target=f"<= {TARGET:g}",
         met=bool(worst <= TARGET),
         note=f"max over {len(rows)} cases of the layer-1 and whole-forward differences",
       ),
@@ -463,7 +470,7 @@ def main(argv=None):
         name="cases_within_target",
         value=met,
         unit="cases",
-        target=len(rows),
+        target=f">= {len(rows)}",
         met=met == len(rows),
         note=f"{nan} cases where the reference is not finite",
       ),

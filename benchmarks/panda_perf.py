@@ -1,9 +1,9 @@
 """PANDA performance: full-batch epoch time and compile time, vanilla vs PANDA, per dataset.
 
   XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
-    python benchmarks/panda_perf.py --cpu-time --repeats 3   # email-EU, chameleon-directed, Pubmed
-  python benchmarks/panda_perf.py --quick             # email-Enron, HGNN and GeDi (about a minute)
-  python benchmarks/panda_perf.py --smoke             # tiny synthetic only (seconds)
+    python -m benchmarks.panda_perf --cpu-time --repeats 3   # email-EU, chameleon-directed, Pubmed
+  python -m benchmarks.panda_perf --quick             # email-Enron, HGNN and GeDi (about a minute)
+  python -m benchmarks.panda_perf --smoke             # tiny synthetic only (seconds)
 
 The headline is PANDA's epoch over its vanilla backbone's, per dataset and backbone, with the
 target <= 3x: both programs are compiled first, then timed in ``--repeats`` alternating blocks
@@ -44,7 +44,6 @@ import argparse
 import json
 import os
 import pathlib
-import platform
 import resource
 import statistics
 import subprocess
@@ -61,6 +60,9 @@ import jax.numpy as jnp  # noqa: E402
 
 from jaxpapers import core, panda  # noqa: E402
 from jaxpapers import hypergraph as hg  # noqa: E402
+from jaxpapers.core import benchmark as bench  # noqa: E402
+
+NAME = "panda_perf"
 
 
 def _cost(compiled) -> dict:
@@ -170,21 +172,12 @@ def bench_pair(data, backbone, *, epochs, repeats, hidden, heads, fast_compile, 
   return rows
 
 
-def _host() -> dict:
-  return {
-    "platform": platform.platform(),
-    "python": platform.python_version(),
-    "cpu_count": os.cpu_count(),
-    "load_avg_1m": round(os.getloadavg()[0], 2),
-    "jax": jax.__version__,
-    "backend": jax.default_backend(),
-    "xla_flags": os.environ.get("XLA_FLAGS", ""),
-  }
-
-
 def write_results(path, rows, *, command, quick, summary, extra=None):
-  """The benchmark JSON: ``{benchmark, command, quick, host, rows, summary}``."""
-  out = dict(benchmark="panda_perf", command=command, quick=quick, host=_host(), rows=rows)
+  """The record of :mod:`jaxpapers.core.benchmark` (``{benchmark, command, quick, host, rows,
+  summary}``), with XLA's flags in ``host``."""
+  host = bench.host_info()
+  host["xla_flags"] = os.environ.get("XLA_FLAGS", "")
+  out = dict(benchmark=NAME, command=command, quick=quick, host=host, rows=rows)
   out["summary"] = summary
   if extra:
     out.update(extra)
@@ -201,12 +194,10 @@ def ratio_summary(rows, target: float = 3.0) -> list[dict]:
     ratio = p["epoch_ms"] / v["epoch_ms"]
     opt = "-O0" if v["fast_compile"] else "default"
     out.append(
-      dict(
-        name=f"{v['dataset']}/{v['backbone']} PANDA/vanilla epoch ({opt})",
-        value=round(ratio, 3),
-        unit="x",
-        target=target,
-        met=bool(ratio <= target),
+      bench.summary(
+        f"{v['dataset']}/{v['backbone']} PANDA/vanilla epoch ({opt})",
+        round(ratio, 3),
+        f"<= {target:g}",
         note=f"vanilla {v['epoch_ms']:.2f} ms, PANDA {p['epoch_ms']:.2f} ms ({v['clock']} clock)"
         + (
           f"; bytes ratio {p['bytes_accessed'] / v['bytes_accessed']:.2f}"
@@ -218,7 +209,7 @@ def ratio_summary(rows, target: float = 3.0) -> list[dict]:
   return out
 
 
-def main():
+def parse_args(argv=None):
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
   ap.add_argument("--datasets", default="email-EU,chameleon-directed,pubmed")
   ap.add_argument("--backbones", default="gedi,hgnn,hypergcn,phenomnn")
@@ -240,7 +231,7 @@ def main():
   ap.add_argument("--cpu-time", action="store_true", help="time epochs with the process CPU clock")
   ap.add_argument(
     "--out",
-    default=str(pathlib.Path(__file__).resolve().parent / "results" / "panda_perf.json"),
+    default=str(bench.default_out(NAME)),
     help="the JSON result ('' to skip)",
   )
   ap.add_argument("--host-memory", choices=("system", "reuse", "both"), default="system")
@@ -255,8 +246,13 @@ def main():
     help="folder holding hypergraph/ (default: $JAXPAPERS_DATA_DIR or "
     "../shared/data); a real dataset that cannot be found is an error",
   )
-  a = ap.parse_args()
-  argv = sys.argv[1:]
+  return ap.parse_args(argv)
+
+
+def main(argv=None):
+  argv = sys.argv[1:] if argv is None else list(argv)
+  a = parse_args(argv)
+  a.argv = argv
   if a.quick:
     a.datasets, a.backbones, a.epochs, a.repeats = "email-Enron", "hgnn,gedi", 8, 2
     if a.out.endswith("panda_perf.json"):  # keep the committed full result
@@ -316,7 +312,7 @@ def main():
             f"faults/epoch {r['minor_faults_per_epoch']:.0f}",
             flush=True,
           )
-  command = "python benchmarks/panda_perf.py " + " ".join(
+  command = "python -m benchmarks.panda_perf " + " ".join(
     x for x in argv if not x.startswith("--out")
   )
   if a.traffic:
@@ -420,8 +416,8 @@ def _both(a):
       f"| {p['epoch_ms'] / r['epoch_ms']:.2f} | {p['minor_faults_per_epoch']:.0f} |"
     )
   if a.out:
-    cmd = "python benchmarks/panda_perf.py " + " ".join(
-      x for x in sys.argv[1:] if not x.startswith("--out")
+    cmd = "python -m benchmarks.panda_perf " + " ".join(
+      x for x in a.argv if not x.startswith("--out")
     )
     write_results(a.out, rows, command=cmd, quick=a.quick, summary=ratio_summary(rows))
 

@@ -1,7 +1,7 @@
 """CPU cost of the equal-budget search's trials: one program per trial vs one per structure.
 
   XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \\
-  python benchmarks/panda_search_cost.py --data_dir=../shared/data --out=cost.json
+  python -m benchmarks.panda_search_cost [--quick] --data_dir=../shared/data
 
 On Texas (``configs/search.py``'s epochs and splits), for each (backbone, arm) it takes two
 trials of the search whose static structure (layers, hidden, heads, PhenomNN steps) is equal
@@ -14,12 +14,14 @@ and times, in one process, with the process CPU clock:
   structure, dropout and lambdas traced; the final re-run in batches of the trial's size),
   the first trial compiling, the second and the final reusing it.
 
-``--fast_compile`` also times the ``after`` path with XLA's fast-compile options.
+``--fast_compile`` also times the ``after`` path with XLA's fast-compile options. ``--quick``:
+the generated ``synthetic-small`` hypergraph (no data folder), GeDi vanilla, 5 epochs, 2 search
+splits, a final of 2 splits x 1 initialisation. The
+``before`` path rebuilds the search's trainer with the private ``search._keys``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
@@ -31,6 +33,9 @@ from experiments.panda import search, train
 from experiments.panda.configs import search as search_config
 from jaxpapers import hypergraph as hg
 from jaxpapers import panda
+from jaxpapers.core import benchmark as bench
+
+NAME = "panda_search_cost"
 
 
 def _pair(config, backbone, arm, limit=64):
@@ -81,25 +86,40 @@ def _after(config, d, backbone, arm, trials):
   return out
 
 
-def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--data_dir", default="../shared/data")
-  ap.add_argument("--dataset", default="texas")
-  ap.add_argument("--cells", default="gedi:vanilla,gedi:panda,phenomnn:panda")
-  ap.add_argument("--fast_compile", action="store_true")
-  ap.add_argument("--out", default="")
-  a = ap.parse_args()
+def parse_args(argv=None):
+  p = bench.parser(NAME, __doc__)
+  p.add_argument("--data_dir", default="../shared/data")
+  p.add_argument("--dataset", default="texas")
+  p.add_argument("--cells", default="gedi:vanilla,gedi:panda,phenomnn:panda")
+  p.add_argument("--fast_compile", action="store_true")
+  return p.parse_args(argv)
+
+
+def main(argv=None):
+  a = parse_args(argv)
+  host = bench.host_info()
   config = search_config.get_config()
-  config.data_dir = a.data_dir
-  config.datasets = (a.dataset,)
+  if a.quick:
+    config.data_dir, dataset, cells = "none", "synthetic-small", "gedi:vanilla"
+    config.synthetic_fallback, config.epochs = (dataset,), 5
+    config.num_splits, config.search_splits, config.final_inits = 2, 2, 1
+  else:
+    config.data_dir, dataset, cells = a.data_dir, a.dataset, a.cells
+    config.datasets = (dataset,)
   data, _ = train.load_datasets(config)
-  res = dict(dataset=a.dataset, epochs=config.epochs, search_splits=config.search_splits)
-  res["rows"] = []
-  for cell in a.cells.split(","):
+  rows, summary = [], []
+  for cell in cells.split(","):
     backbone, arm = cell.split(":")
-    d = hg.backbone_input(backbone, data[a.dataset])
+    d = hg.backbone_input(backbone, data[dataset])
     trials = _pair(config, backbone, arm)
-    row = dict(backbone=backbone, arm=arm, trials=list(trials))
+    row = dict(
+      dataset=dataset,
+      epochs=config.epochs,
+      search_splits=config.search_splits,
+      backbone=backbone,
+      arm=arm,
+      trials=list(trials),
+    )
     row["before"] = _before(config, d, backbone, arm, trials)
     row["after"] = _after(config, d, backbone, arm, trials)
     if a.fast_compile:
@@ -107,10 +127,18 @@ def main():
       fc.fast_compile = True
       row["after_fast_compile"] = _after(fc, d, backbone, arm, trials)
     print(json.dumps(row), flush=True)
-    res["rows"].append(row)
-    if a.out:  # after every row: a stopped run keeps the rows it finished
-      with open(a.out, "w") as f:
-        json.dump(res, f, indent=1)
+    rows.append(row)
+    summary.append(
+      bench.summary(
+        f"{dataset} {backbone} {arm}: two trials of one structure and the final, "
+        "a program per trial / one per structure",
+        sum(row["before"]) / sum(row["after"]),
+        ">= 1",
+        note="process CPU time",
+      )
+    )
+    # after every row: a stopped run keeps the rows it finished
+    bench.write(NAME, a, rows=rows, summary=summary, host=host, argv=argv)
 
 
 if __name__ == "__main__":

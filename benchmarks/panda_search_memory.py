@@ -1,9 +1,8 @@
 """Memory one training step of a search trial needs, by XLA's memory analysis (nothing is run).
 
   XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \\
-  python benchmarks/panda_search_memory.py --data_dir=../shared/data --dataset=pubmed \\
-      --cells=gedi:panda:0,hypergcn:panda:0,phenomnn:panda:0,phenomnn:panda:1,phenomnn:panda:2 \\
-      --out=search_memory.json
+  python -m benchmarks.panda_search_memory --data_dir=../shared/data --dataset=pubmed \\
+      --cells=gedi:panda:0,hypergcn:panda:0,phenomnn:panda:0,phenomnn:panda:1,phenomnn:panda:2
 
 For each ``backbone:arm:trial`` it builds the model at that trial's values (the search's draws,
 ``configs/search.py``) and compiles one full-batch training step (``panda.train_step``) with the
@@ -11,14 +10,14 @@ search's XLA options, for one run and for ``--runs`` runs vmapped (parameters, o
 and keys stacked, as a trial's program holds them). It records XLA's temporary-buffer size: the
 step's scratch memory, which the whole trial program needs on top of its parameters. A trial
 with ``search_splits`` runs per program holds the vmapped figure; one with
-``--config.runs_per_program=1`` the single-run one.
+``--config.runs_per_program=1`` the single-run one. ``--quick``: the generated
+``synthetic-small`` hypergraph (no data folder), cell ``gedi:vanilla:0`` (a PANDA step takes
+about 15 CPU s to compile). A measurement without a target: the record has no summary entries.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +26,9 @@ from experiments.panda import search, train
 from experiments.panda.configs import search as search_config
 from jaxpapers import hypergraph as hg
 from jaxpapers import panda
+from jaxpapers.core import benchmark as bench
+
+NAME = "panda_search_memory"
 
 
 def step_memory(config, d, backbone, arm, trial, runs):
@@ -53,40 +55,46 @@ def step_memory(config, d, backbone, arm, trial, runs):
   )
 
 
-def main():
-  ap = argparse.ArgumentParser()
-  ap.add_argument("--data_dir", default="../shared/data")
-  ap.add_argument("--dataset", default="pubmed")
-  ap.add_argument("--cells", default="phenomnn:panda:0")
-  ap.add_argument("--runs", type=int, default=0, help="vmapped runs (default search_splits)")
-  ap.add_argument("--out", default="")
-  a = ap.parse_args()
+def parse_args(argv=None):
+  p = bench.parser(NAME, __doc__)
+  p.add_argument("--data_dir", default="../shared/data")
+  p.add_argument("--dataset", default="pubmed")
+  p.add_argument("--cells", default="phenomnn:panda:0")
+  p.add_argument("--runs", type=int, default=0, help="vmapped runs (default search_splits)")
+  return p.parse_args(argv)
+
+
+def main(argv=None):
+  a = parse_args(argv)
+  host = bench.host_info()
   config = search_config.get_config()
-  config.data_dir = a.data_dir
-  config.datasets = (a.dataset,)
+  if a.quick:
+    config.data_dir, dataset, cells = "none", "synthetic-small", "gedi:vanilla:0"
+    config.synthetic_fallback = (dataset,)
+  else:
+    config.data_dir, dataset, cells = a.data_dir, a.dataset, a.cells
+    config.datasets = (dataset,)
   data, _ = train.load_datasets(config)
   runs = a.runs or config.search_splits
-  res = dict(
-    command="python benchmarks/panda_search_memory.py " + " ".join(sys.argv[1:]),
-    dataset=a.dataset,
-    fast_compile=bool(config.fast_compile),
-    backend=jax.default_backend(),
-    versions=dict(jax=jax.__version__),
-    rows=[],
-  )
-  for cell in a.cells.split(","):
+  rows = []
+  for cell in cells.split(","):
     backbone, arm, trial = cell.split(":")
-    d = hg.backbone_input(backbone, data[a.dataset])
-    row = dict(backbone=backbone, arm=arm, trial=int(trial))
+    d = hg.backbone_input(backbone, data[dataset])
+    row = dict(
+      dataset=dataset,
+      fast_compile=bool(config.fast_compile),
+      backbone=backbone,
+      arm=arm,
+      trial=int(trial),
+    )
     for n in sorted({1, runs}):
       hp, m = step_memory(config, d, backbone, arm, int(trial), n)
       row["hp"] = hp
       row[f"runs{n}"] = m
     print(json.dumps(row), flush=True)
-    res["rows"].append(row)
-    if a.out:  # after every row: a stopped run keeps the rows it finished
-      with open(a.out, "w") as f:
-        json.dump(res, f, indent=1)
+    rows.append(row)
+    # after every row: a stopped run keeps the rows it finished
+    bench.write(NAME, a, rows=rows, summary=[], host=host, argv=argv)
 
 
 if __name__ == "__main__":

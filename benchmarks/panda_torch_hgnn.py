@@ -1,8 +1,8 @@
 """Side-by-side: HGNN training step in JAX (jaxpapers) vs an equivalent PyTorch model, on CPU.
 
   pip install torch          # optional extra; the script exits cleanly without it
-  python benchmarks/panda_torch_hgnn.py                 # email-Enron, Telegram, cora, email-EU
-  python benchmarks/panda_torch_hgnn.py --quick         # cora only, fewer steps (about a minute)
+  python -m benchmarks.panda_torch_hgnn                 # email-Enron, Telegram, cora, email-EU
+  python -m benchmarks.panda_torch_hgnn --quick         # cora only, fewer steps (about a minute)
 
 Both models: Linear(F, h) -> D_v^{-1/2} H D_e^{-1} H^T D_v^{-1/2} (two index-add / segment-sum
 stages over the same incidence pairs) -> ReLU -> Linear -> LayerNorm -> ReLU -> Linear, Adam
@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import pathlib
-import platform
 import statistics
 import sys
 import time
@@ -40,6 +39,9 @@ import numpy as np  # noqa: E402
 
 from jaxpapers import core, panda  # noqa: E402
 from jaxpapers import hypergraph as hg  # noqa: E402
+from jaxpapers.core import benchmark as bench  # noqa: E402
+
+NAME = "panda_torch_hgnn"
 
 
 def _torch_model(torch, params, inc, n, m):
@@ -101,7 +103,7 @@ def _median_ms(fn, reps, skip):
   return 1e3 * statistics.median(ts[skip:])
 
 
-def main():
+def parse_args(argv=None):
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
   ap.add_argument("--datasets", default="email-Enron,telegram,cora,email-EU")
   ap.add_argument("--epochs", type=int, default=60)
@@ -122,10 +124,15 @@ def main():
   )
   ap.add_argument(
     "--out",
-    default=str(pathlib.Path(__file__).resolve().parent / "results" / "panda_torch_hgnn.json"),
+    default=str(bench.default_out(NAME)),
   )
-  a = ap.parse_args()
-  argv = [x for x in sys.argv[1:] if not x.startswith("--out")]
+  return ap.parse_args(argv)
+
+
+def main(argv=None):
+  argv = sys.argv[1:] if argv is None else list(argv)
+  a = parse_args(argv)
+  argv = [x for x in argv if not x.startswith("--out")]
   if a.quick:
     a.datasets, a.epochs = "cora", 30
     if a.out.endswith("panda_torch_hgnn.json"):  # keep the committed full result
@@ -135,10 +142,13 @@ def main():
   try:
     import torch
   except (ImportError, OSError) as e:  # absent, or a broken install
-    print(
+    why = (
       f"torch is not available ({type(e).__name__}): skipping the PyTorch comparison "
       "(pip install 'jaxpapers[torch]' or pip install torch)."
     )
+    print(why)
+    if a.out:  # a record of the skip, so that the performance table says why there is no number
+      _write(a.out, argv, a.quick, host=bench.host_info(), rows=[], summary=[], skipped=why)
     return 0
   if a.torch_threads:
     torch.set_num_threads(a.torch_threads)
@@ -172,42 +182,45 @@ def main():
       f"{r['torch_step_ms']:.2f} | {r['torch_fixed_ms']:.2f} | {r['torch_over_jax']:.2f} |"
     )
   if a.out:
-    out = dict(
-      benchmark="panda_torch_hgnn",
-      command="python benchmarks/panda_torch_hgnn.py " + " ".join(argv),
-      quick=a.quick,
-      host=dict(
-        platform=platform.platform(),
-        python=platform.python_version(),
-        cpu_count=os.cpu_count(),
-        load_avg_1m=round(os.getloadavg()[0], 2),
-        jax=jax.__version__,
-        torch=torch.__version__,
-        torch_threads=torch.get_num_threads(),
-        xla_flags=os.environ.get("XLA_FLAGS", ""),
-        clock="process_cpu" if a.cpu_time else "wall",
-      ),
-      rows=rows,
-      summary=[
-        dict(
-          name=f"{r['dataset']} torch/JAX HGNN step",
-          value=round(r["torch_over_jax"], 3),
-          unit="x",
-          target=2.0,
-          met=bool(r["torch_over_jax"] >= 2.0),
-          note=(
-            f"JAX {r['jax_step_ms']:.2f} ms of which {r['jax_call_ms']:.2f} ms fixed per call; "
-            f"torch {r['torch_step_ms']:.2f} ms of which {r['torch_fixed_ms']:.2f} ms fixed"
-          ),
-        )
-        for r in rows
-      ],
+    host = bench.host_info()
+    host.update(
+      torch=torch.__version__,
+      torch_threads=torch.get_num_threads(),
+      xla_flags=os.environ.get("XLA_FLAGS", ""),
+      clock="process_cpu" if a.cpu_time else "wall",
     )
-    path = pathlib.Path(a.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=1) + "\n")
-    print(f"wrote {path}")
+    summary = [
+      bench.summary(
+        f"{r['dataset']} torch/JAX HGNN step",
+        round(r["torch_over_jax"], 3),
+        ">= 2",
+        note=(
+          f"JAX {r['jax_step_ms']:.2f} ms of which {r['jax_call_ms']:.2f} ms fixed per call; "
+          f"torch {r['torch_step_ms']:.2f} ms of which {r['torch_fixed_ms']:.2f} ms fixed"
+        ),
+      )
+      for r in rows
+    ]
+    _write(a.out, argv, a.quick, host=host, rows=rows, summary=summary)
   return 0
+
+
+def _write(path, argv, quick, *, host, rows, summary, skipped=None):
+  """The record of :mod:`jaxpapers.core.benchmark`; ``skipped`` says why nothing was measured."""
+  out = dict(
+    benchmark=NAME,
+    command=" ".join(["python -m benchmarks.panda_torch_hgnn", *argv]),
+    quick=quick,
+    host=host,
+    rows=rows,
+    summary=summary,
+  )
+  if skipped:
+    out["skipped"] = skipped
+  path = pathlib.Path(path)
+  path.parent.mkdir(parents=True, exist_ok=True)
+  path.write_text(json.dumps(out, indent=1) + "\n")
+  print(f"wrote {path}")
 
 
 def _bench(torch, d, hidden, epochs):

@@ -179,7 +179,7 @@ def cached_scaling(cfg, workdir, *, log=print) -> dict:
   """``run_scaling(cfg)`` with ``"config"`` added, stored in ``<workdir>/cells/``.
 
   The cell is named by a hash of the settings, so a rerun (or the experiment after
-  ``benchmarks/flashssm3d_scaling.py --out=<workdir>``) with the same settings reads it back
+  ``python -m benchmarks.flashssm3d_scaling --workdir=<workdir>``) with the same settings reads it back
   instead of measuring again; other settings get a cell of their own.
   """
   want = json.loads(json.dumps(dict(cfg)))

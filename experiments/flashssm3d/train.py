@@ -914,7 +914,7 @@ def train_and_evaluate(config, workdir) -> dict:
     "per_seed": {str(k): v for k, v in per_seed.items()},
   }
   if config.scaling.enabled:
-    # resumable: a finished sweep (e.g. from benchmarks/flashssm3d_scaling.py --out=<workdir>
+    # resumable: a finished sweep (e.g. from benchmarks/flashssm3d_scaling.py --workdir=<workdir>
     # with the same settings) is reused
     res = scaling.cached_scaling(config.scaling, workdir)
     results["scaling"] = res

@@ -1152,7 +1152,7 @@ def run_needle(c, workdir) -> dict:
   `detect_heads`, then ROUGE-L of the evaluation generations unablated and with the top-k
   heads of each of `c.needle.detectors` mean-query ablated (means from the evaluation
   prompts, as in the default run). Prompts are padded to `lm.bucket_length(T)`; prefill uses
-  the blockwise attention from 1024 tokens on. Writes results.json; no claims are judged.
+  the blockwise attention (`attention='auto'`). Writes results.json; no claims are judged.
   """
   n = c.needle
   t0 = time.time()

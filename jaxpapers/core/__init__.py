@@ -30,6 +30,8 @@
   :func:`t_interval`, :func:`paired_difference`, :func:`log_ratio_interval`,
   :func:`paired_bootstrap`, :func:`sign_flip_test`, and for planning :func:`seeds_needed` and
   :func:`half_width_at`.
+* :mod:`benchmark` and :mod:`timing`: the JSON record every script in ``benchmarks/``
+  writes (targets, host, raw rows), an interleaved side-by-side timer and a compile counter.
 * Bad input: the project's policy (trace-time checks always; value checks raise
   eagerly and poison outputs with NaN under jit; documented values for degenerate
   input) is written in :mod:`jaxpapers.core.validation`, with its helpers

@@ -17,15 +17,22 @@ batch-parallel and equals the single-device result (tests/lm/test_sharding.py).
 Explicit-axis meshes are not supported yet.
 
 Long context: `forward` and `generate` take `attention='auto'|'dense'|'blockwise'`. The
-blockwise path (`blockwise_attention`: online softmax over query × key tiles, tiles that the
-causal or sliding-window mask empties are skipped) keeps prefill memory linear in the context
-length; 'auto' uses it from `BLOCKWISE_MIN_QUERIES` tokens on. Attention probabilities for
-chosen query rows stay available (`Capture(attn='last')` or `Capture(attn='rows')` with
-`attn_rows`), computed for those rows only. `generate(..., pad_to='bucket')` left-pads the
-prompt to `bucket_length(P)` so that nearby prompt lengths share one compiled program.
+blockwise path (`blockwise_attention`: online softmax over query × key tiles with lazy
+rescaling; tiles that the causal or sliding-window mask empties are never visited) keeps
+prefill memory linear in the context length and runs near the machine's matmul rate
+(`benchmarks/lm_context.py`); 'auto' uses it from `BLOCKWISE_MIN_QUERIES` tokens on, with
+tiles of `auto_block_size(T)`. Attention probabilities for chosen query rows stay available
+(`Capture(attn='last')` or `Capture(attn='rows')` with `attn_rows`), computed for those rows
+only. `forward(..., pad_to='bucket')` and `generate(..., pad_to='bucket')` left-pad the call
+to `bucket_length(T)` so that nearby lengths share one compiled program.
 """
 
-from jaxpapers.lm._attention import BLOCKWISE_MIN_QUERIES, blockwise_attention, bucket_length
+from jaxpapers.lm._attention import (
+  BLOCKWISE_MIN_QUERIES,
+  auto_block_size,
+  blockwise_attention,
+  bucket_length,
+)
 from jaxpapers.lm._config import LMConfig
 from jaxpapers.lm._gemma3 import gemma3_path, load_gemma3
 from jaxpapers.lm._generate import Generation, generate, greedy_generate, mean_queries
@@ -66,6 +73,7 @@ from jaxpapers.lm._tokenizer import ModelNotAvailable, Tokenizer
 
 __all__ = [
   "BLOCKWISE_MIN_QUERIES",
+  "auto_block_size",
   "blockwise_attention",
   "bucket_length",
   "LMConfig",

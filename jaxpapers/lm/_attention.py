@@ -12,7 +12,7 @@ quadratic in the context length at prefill (T = S).
 
 **Blockwise** (flash-style) splits queries into blocks Q_a and keys into blocks K_b of
 `block_size` rows and never forms more than one [B, H, bq, bk] tile. For each query block it
-runs over the key blocks keeping, per row, the running maximum m, the running normaliser ℓ
+runs over the key blocks keeping, per row, a reference maximum m, the running normaliser ℓ
 and the running unnormalised output o (the online softmax):
 
   m' = max(m, max_{j∈K_b} s_tj)
@@ -21,17 +21,31 @@ and the running unnormalised output o (the online softmax):
   z_t = o / ℓ  after the last block,
 
 which equals the dense result exactly in exact arithmetic (the rescaling by e^{m − m'} makes
-every term relative to the final maximum). Disallowed pairs get the finite score −1e30, so a
+every term relative to the final reference). Disallowed pairs get the finite score −1e30, so a
 row whose first tiles are fully masked accumulates garbage that the factor e^{−1e30 − m'} = 0
-erases once an allowed key arrives. A tile is skipped (a `lax.cond`, so it costs no FLOPs)
-when no query of the block can attend any key of the tile: min valid key position > max query
-position (causal), or, on sliding-window layers, min query position − max valid key position
-≥ W. The test is on positions, not slots, so it is exact for any positions and padding.
+erases once an allowed key arrives.
+
+*Lazy rescaling.* Any reference m gives the same z as long as no e^{s − m} overflows, so after
+the first tile of a query block a tile first tries the cheap step m' = m (no row-maximum pass,
+no rescaling of ℓ and o: ℓ' = ℓ + Σ e^{s − m}, o' = o + Σ e^{s − m} v). If any row's tile sum
+Σ_j e^{s_tj − m} exceeds e^{LAZY_RESCALE_LOG} (a new maximum far above m, or a row with no
+allowed key so far), the tile takes the exact step above instead. m is always an exact
+maximum of earlier scores, so the largest term of ℓ is at least 1 (no underflow) and every
+term stays below e^{LAZY_RESCALE_LOG} (no overflow): the result equals the exact-step result to
+float32 round-off.
+
+*Which tiles run.* A tile's kind is judged on positions over the whole batch, so it is exact
+for any positions and padding: *skipped* when no query of the block can attend any valid key
+of the tile (min valid key position > max query position, or, on sliding-window layers, min
+query position − max valid key position ≥ W); *full* (no mask is built) when every key slot is
+valid and every query may attend every key; *masked* otherwise. Each query block loops
+(`lax.fori_loop`) only from its first to its last needed key block and `lax.switch`es on the
+kind, so a causal prefill computes the T(T+1)/2 allowed pairs plus about T·block/2 masked
+ones on the diagonal tiles, and a sliding-window layer about T·(W + 2·block) pairs.
 
 Memory: the live intermediates are one tile [B, H, bq, bk] plus the carries
 [B, H, bq] (m, ℓ) and [B, H, bq, dh] (o) and the output [B, T, H, dh]: O(B·H·(T·dh + bq·bk)),
-linear in T. FLOPs: causal prefill touches about half of the T×S tiles (the ones above the
-diagonal are skipped), a sliding-window layer about T·(W + 2·block)/block² tiles.
+linear in T.
 
 Attention probabilities for a few query rows (what LOCOS-style detectors read: the last row,
 or the answer positions) are computed separately by `attention_rows`, one dense softmax per
@@ -50,8 +64,26 @@ from jaxpapers.core import validation as V
 NEG = -1e30
 ATTENTION_IMPLS = ("auto", "dense", "blockwise")
 #: `attention='auto'` uses the blockwise path when a call has at least this many query rows.
-BLOCKWISE_MIN_QUERIES = 1024
-DEFAULT_BLOCK_SIZE = 256
+BLOCKWISE_MIN_QUERIES = 128
+#: The largest tile side `auto_block_size` picks (and the smallest).
+MAX_BLOCK_SIZE = 256
+MIN_BLOCK_SIZE = 32
+#: A tile keeps the running row maxima while its row sums stay below e^LAZY_RESCALE_LOG.
+LAZY_RESCALE_LOG = 40.0
+_LAZY_LIMIT = float(math.exp(LAZY_RESCALE_LOG))
+
+
+def auto_block_size(num_queries: int) -> int:
+  """The tile side for a call with T = `num_queries` rows: T/4 rounded down to a power of 2,
+  clipped to [MIN_BLOCK_SIZE, MAX_BLOCK_SIZE] (T = 128: 32, 256: 64, 512: 128, >= 1024: 256).
+
+  Small tiles waste less of the diagonal tiles of a causal prefill (about T·block/2 of the
+  T²/2 computed pairs are masked out), large ones amortise the per-tile work; on a 2-core CPU
+  (`benchmarks/lm_context.py`) this choice was within a few percent of the best fixed size at
+  every length from 128 to 4,096 tokens.
+  """
+  t = max(V.check_int(num_queries, "num_queries", min_value=1) // 4, 1)
+  return int(min(MAX_BLOCK_SIZE, max(MIN_BLOCK_SIZE, 1 << (t.bit_length() - 1))))
 
 
 def resolve_impl(impl: str, num_queries: int, capture_all: bool) -> str:
@@ -129,6 +161,31 @@ def _pad_axis(x, axis, n, *, value=None):
   return jnp.pad(x, widths, constant_values=value)
 
 
+def _tile_kinds(q_pos, key_pos, key_valid, *, bq, bk, window, is_global):
+  """Per (query block, key block) tile: 0 skip, 1 every pair allowed, 2 masked: int32 [nq, nk].
+
+  Judged on positions (so exact for any positions and padding), over the whole batch: a tile
+  is skipped when no query of the block may attend any valid key of the tile, and is 'full'
+  when every key slot is valid and every query may attend every key.
+  """
+  B, Tp = q_pos.shape
+  Sp = key_pos.shape[1]
+  qp = q_pos.reshape(B, Tp // bq, bq)
+  kp = key_pos.reshape(B, Sp // bk, bk)
+  kv = key_valid.reshape(B, Sp // bk, bk)
+  big = jnp.int32(2**30)
+  qmin, qmax = jnp.min(qp, axis=(0, 2))[:, None], jnp.max(qp, axis=(0, 2))[:, None]  # [nq, 1]
+  kmin = jnp.min(jnp.where(kv, kp, big), axis=(0, 2))[None]  # [1, nk]; big: no valid key
+  kmax = jnp.max(jnp.where(kv, kp, -big), axis=(0, 2))[None]
+  kall = jnp.all(kv, axis=(0, 2))[None]
+  needed = kmin <= qmax
+  full = kall & (kmax <= qmin)
+  if window is not None:
+    needed = needed & (is_global | (qmin - kmax < window))
+    full = full & (is_global | (qmax - kmin < window))
+  return jnp.where(needed, jnp.where(full, 1, 2), 0).astype(jnp.int32)
+
+
 def _blockwise(q, k, v, q_pos, key_pos, key_valid, *, scale, window, is_global, block_size):
   B, T, H, dh = q.shape
   S, KV = k.shape[1], k.shape[2]
@@ -137,60 +194,89 @@ def _blockwise(q, k, v, q_pos, key_pos, key_valid, *, scale, window, is_global, 
   nq, nk = -(-T // bq), -(-S // bk)
   # padded query rows repeat the last position (they never widen a block's range) and are cut;
   # padded key slots are invalid.
-  q = _pad_axis(q.astype(jnp.float32), 1, nq * bq - T, value=0.0)
+  dt = jnp.promote_types(q.dtype, jnp.float32)  # float32, or float64 for float64 inputs
+  q = _pad_axis(q.astype(dt) * scale, 1, nq * bq - T, value=0.0)
   q_pos = _pad_axis(q_pos, 1, nq * bq - T)
-  k = _pad_axis(k, 1, nk * bk - S, value=0)
-  v = _pad_axis(v, 1, nk * bk - S, value=0)
+  k = _pad_axis(k.astype(dt), 1, nk * bk - S, value=0)
+  v = _pad_axis(v.astype(dt), 1, nk * bk - S, value=0)
   key_pos = _pad_axis(key_pos, 1, nk * bk - S)
   key_valid = _pad_axis(key_valid, 1, nk * bk - S, value=False)
+  kinds = _tile_kinds(q_pos, key_pos, key_valid, bq=bq, bk=bk, window=window, is_global=is_global)
+  needed = kinds > 0  # [nq, nk]
+  j_lo = jnp.argmax(needed, axis=1).astype(jnp.int32)  # first needed key block (0 if none)
+  j_hi = jnp.where(jnp.any(needed, axis=1), nk - jnp.argmax(needed[:, ::-1], axis=1), j_lo)
+  j_hi = j_hi.astype(jnp.int32)
 
   qb = q.reshape(B, nq, bq, KV, G, dh).transpose(1, 0, 3, 4, 2, 5)  # [nq, B, KV, G, bq, dh]
   qpb = q_pos.reshape(B, nq, bq).transpose(1, 0, 2)  # [nq, B, bq]
-  kb = k.reshape(B, nk, bk, KV, dh).transpose(1, 0, 3, 2, 4)  # [nk, B, KV, bk, dh]
-  vb = v.reshape(B, nk, bk, KV, dh).transpose(1, 0, 3, 2, 4)
-  kpb = key_pos.reshape(B, nk, bk).transpose(1, 0, 2)  # [nk, B, bk]
-  kvb = key_valid.reshape(B, nk, bk).transpose(1, 0, 2)
-  big = jnp.int32(2**30)
-  kmin = jnp.min(jnp.where(kvb, kpb, big), axis=(1, 2))  # [nk]; big when no valid key
-  kmax = jnp.max(jnp.where(kvb, kpb, -big), axis=(1, 2))
-  qmin, qmax = jnp.min(qpb, axis=(1, 2)), jnp.max(qpb, axis=(1, 2))  # [nq]
+  kt = k.transpose(0, 2, 1, 3)  # [B, KV, S', dh]
+  vt = v.transpose(0, 2, 1, 3)
 
   def query_block(args):
-    qi, qp, qlo, qhi = args  # [B, KV, G, bq, dh], [B, bq], [], []
+    qi, qp, kind_row, lo, hi = args  # [B, KV, G, bq, dh], [B, bq], [nk], [], []
 
-    def key_block(carry, kargs):
-      kj, vj, kp, kvalid, klo, khi = kargs
-      needed = klo <= qhi
-      if window is not None:
-        needed = needed & (is_global | (qlo - khi < window))
-
-      def tile(carry):
-        m, l, o = carry
-        s = jnp.einsum("bkgqd,bksd->bkgqs", qi, kj.astype(jnp.float32)) * scale
-        ok = kvalid[:, None, None, None, :] & (
-          kp[:, None, None, None, :] <= qp[:, None, None, :, None]
-        )
+    def scores(j, masked):
+      kj = jax.lax.dynamic_slice_in_dim(kt, j * bk, bk, axis=2)  # [B, KV, bk, dh]
+      s = jnp.einsum("bkgqd,bksd->bkgqs", qi, kj)  # [B, KV, G, bq, bk]
+      if masked:
+        kp = jax.lax.dynamic_slice_in_dim(key_pos, j * bk, bk, axis=1)[:, None, None, None, :]
+        kval = jax.lax.dynamic_slice_in_dim(key_valid, j * bk, bk, axis=1)[:, None, None, None]
+        qq = qp[:, None, None, :, None]
+        ok = kval & (kp <= qq)
         if window is not None:
-          ok = ok & (is_global | (qp[:, None, None, :, None] - kp[:, None, None, None, :] < window))
+          ok = ok & (is_global | (qq - kp < window))
         s = jnp.where(ok, s, NEG)
-        m_new = jnp.maximum(m, jnp.max(s, axis=-1))
-        p = jnp.exp(s - m_new[..., None])
-        corr = jnp.exp(m - m_new)
-        l = l * corr + jnp.sum(p, axis=-1)
-        o = o * corr[..., None] + jnp.einsum("bkgqs,bksd->bkgqd", p, vj.astype(jnp.float32))
-        return m_new, l, o
+      return s
 
-      return jax.lax.cond(needed, tile, lambda c: c, carry), None
+    def values(j):
+      return jax.lax.dynamic_slice_in_dim(vt, j * bk, bk, axis=2)  # [B, KV, bk, dh]
+
+    def rescaled(j, s, carry):
+      """The online-softmax step with the tile's exact row maxima."""
+      m, l, o = carry
+      m_new = jnp.maximum(m, jnp.max(s, axis=-1))
+      p = jnp.exp(s - m_new[..., None])
+      corr = jnp.exp(m - m_new)
+      l = l * corr + jnp.sum(p, axis=-1)
+      o = o * corr[..., None] + jnp.einsum("bkgqs,bksd->bkgqd", p, values(j))
+      return m_new, l, o
+
+    def first(j, carry, masked):
+      return rescaled(j, scores(j, masked), carry)
+
+    def later(j, carry, masked):
+      """Reuse the running maxima m while the tile's row sums stay below e^LAZY_RESCALE_LOG."""
+      m, l, o = carry
+      p = jnp.exp(scores(j, masked) - m[..., None])
+      lt = jnp.sum(p, axis=-1)
+      lazy = (m, l + lt, o + jnp.einsum("bkgqs,bksd->bkgqd", p, values(j)))
+      # a row whose sum passes the limit (a maximum far above m, or m still NEG) makes the
+      # whole tile take the exact step instead
+      return jax.lax.cond(jnp.all(lt <= _LAZY_LIMIT), lambda: lazy, lambda: first(j, carry, masked))
+
+    def body(j, carry):
+      branch = jnp.where(kind_row[j] == 0, 0, kind_row[j] + 2 * (j > lo))
+      return jax.lax.switch(
+        branch,
+        (
+          lambda c: c,
+          lambda c: first(j, c, False),
+          lambda c: first(j, c, True),
+          lambda c: later(j, c, False),
+          lambda c: later(j, c, True),
+        ),
+        carry,
+      )
 
     init = (
-      jnp.full((B, KV, G, bq), NEG, jnp.float32),
-      jnp.zeros((B, KV, G, bq), jnp.float32),
-      jnp.zeros((B, KV, G, bq, dh), jnp.float32),
+      jnp.full((B, KV, G, bq), NEG, dt),
+      jnp.zeros((B, KV, G, bq), dt),
+      jnp.zeros((B, KV, G, bq, dh), dt),
     )
-    (_, l, o), _ = jax.lax.scan(key_block, init, (kb, vb, kpb, kvb, kmin, kmax))
+    _, l, o = jax.lax.fori_loop(lo, hi, body, init)
     return o / jnp.where(l > 0, l, 1.0)[..., None]  # l == 0 only when every tile was skipped
 
-  z = jax.lax.map(query_block, (qb, qpb, qmin, qmax))  # [nq, B, KV, G, bq, dh]
+  z = jax.lax.map(query_block, (qb, qpb, kinds, j_lo, j_hi))  # [nq, B, KV, G, bq, dh]
   z = z.transpose(1, 0, 4, 2, 3, 5).reshape(B, nq * bq, H, dh)
   return z[:, :T]
 
@@ -206,7 +292,7 @@ def blockwise_attention(
   scale: float | None = None,
   window: int | None = None,
   is_global=True,
-  block_size: int = DEFAULT_BLOCK_SIZE,
+  block_size: int | None = None,
 ):
   """Masked GQA attention with memory linear in the context length (online softmax).
 
@@ -227,10 +313,11 @@ def blockwise_attention(
     scale: logit scale; default 1/sqrt(dh).
     window: sliding window W (keys with q_pos - key_pos < W), or None.
     is_global: bool (may be traced); True disables the window.
-    block_size: rows per query block and per key block (static).
+    block_size: rows per query block and per key block (static); None: `auto_block_size(T)`.
 
   Returns:
-    f32 [B, T, H, dh], the head outputs z before the output projection.
+    [B, T, H, dh], the head outputs z before the output projection: float32 (float64 for
+    float64 inputs, with `jax.enable_x64`).
 
   Raises:
     ValueError, TypeError: wrong ranks, mismatched shapes, H not a multiple of KV,
@@ -252,6 +339,7 @@ def blockwise_attention(
   q_pos = V.check_array(q_pos, "q_pos", dtype="int", shape=(B, T))
   key_pos = V.check_array(key_pos, "key_pos", dtype="int", shape=(B, k.shape[1]))
   key_valid = V.check_array(key_valid, "key_valid", dtype="intbool", shape=(B, k.shape[1]))
+  block_size = auto_block_size(T) if block_size is None else block_size
   block_size = V.check_int(block_size, "block_size", min_value=1)
   if window is not None:
     window = V.check_int(window, "window", min_value=1)

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers.core import validation as V
-from jaxpapers.lm._attention import DEFAULT_BLOCK_SIZE, bucket_length, resolve_impl
+from jaxpapers.lm._attention import resolve_impl
 from jaxpapers.lm._config import LMConfig
 from jaxpapers.lm._model import (
   Capture,
@@ -20,7 +20,9 @@ from jaxpapers.lm._model import (
   _check_ablation,
   _check_tokens,
   _forward,
+  _left_pad_columns,
   init_cache,
+  pad_target,
   validate_params,
 )
 
@@ -73,7 +75,7 @@ def _generate_jit(
   capture_attn,
   capture_values,
   attention="auto",
-  block_size=DEFAULT_BLOCK_SIZE,
+  block_size=None,
 ):
   B, P = prompt.shape
   N = max_new_tokens
@@ -155,7 +157,7 @@ def generate(
   capture_values: bool = False,
   ablation: HeadAblation | None = None,
   attention: str = "auto",
-  block_size: int = DEFAULT_BLOCK_SIZE,
+  block_size: int | None = None,
   pad_to=None,
 ) -> Generation:
   """Greedy or temperature sampling with a KV cache, as one jitted while-loop.
@@ -179,9 +181,10 @@ def generate(
     capture_values: return the value vectors of every cache slot.
     ablation: optional HeadAblation applied at every position.
     attention: 'auto', 'dense' or 'blockwise' attention for the prefill (static; see
-      `forward`: 'auto' is blockwise from 1024 prompt tokens on). Decode steps have one
-      query row, whose dense scores [B, H, 1, S] are already linear in S.
-    block_size: tile size of the blockwise prefill (static).
+      `forward`: 'auto' is blockwise from `BLOCKWISE_MIN_QUERIES` (128) prompt tokens on).
+      Decode steps have one query row, whose dense scores [B, H, 1, S] are already linear
+      in S.
+    block_size: tile size of the blockwise prefill (static); None: `auto_block_size`.
     pad_to: None (no padding), an int P' >= P, or 'bucket' (P' = `bucket_length(P)`):
       the prompts are left-padded to P' columns (masked out) before the jitted call, so
       every prompt length in a bucket reuses one compiled program. The results are those
@@ -221,11 +224,13 @@ def generate(
   if mask.shape != prompt.shape:
     raise ValueError(f"prompt_mask must have shape {prompt.shape}, got {mask.shape}")
   prompt, ids_ok = _check_tokens(prompt, config, mask, name="prompt_ids")
-  row_ok = jnp.all((prompt >= 0) & (prompt < config.vocab_size) | ~mask, axis=1)
+  xp = np if V.is_concrete(prompt, mask) else jnp  # host-side checks for concrete prompts
+  p, m = xp.asarray(prompt), xp.asarray(mask)
+  row_ok = xp.all((p >= 0) & (p < config.vocab_size) | ~m, axis=1)
   last_ok = V.check_values(
-    mask[:, -1], "prompt_mask[:, -1] must be True for every row: left-pad the prompts"
+    m[:, -1], "prompt_mask[:, -1] must be True for every row: left-pad the prompts"
   )
-  row_ok = row_ok & mask[:, -1]
+  row_ok = row_ok & m[:, -1]
   del ids_ok, last_ok  # checked eagerly above; under jit row_ok carries them
   if V.is_concrete(temperature):
     t = temperature
@@ -245,19 +250,12 @@ def generate(
     row_ok = row_ok & jnp.isfinite(temperature) & (temperature >= 0)
   _check_ablation(ablation, config, prompt.shape[0])
   resolve_impl(attention, prompt.shape[1], False)
-  block_size = V.check_int(block_size, "block_size", min_value=1)
-  if pad_to is not None:
-    P = prompt.shape[1]
-    if isinstance(pad_to, str):
-      if pad_to != "bucket":
-        raise ValueError(f"pad_to must be None, an int or 'bucket', got {pad_to!r}")
-      target = bucket_length(P)
-    else:
-      target = V.check_int(pad_to, "pad_to", min_value=P)
-    if target > P:
-      widths = ((0, 0), (target - P, 0))
-      prompt = jnp.pad(prompt, widths)
-      mask = jnp.pad(mask, widths)
+  if block_size is not None:
+    block_size = V.check_int(block_size, "block_size", min_value=1)
+  pad = pad_target(pad_to, prompt.shape[1]) - prompt.shape[1]
+  if pad:
+    prompt = _left_pad_columns(prompt, pad, 0)
+    mask = _left_pad_columns(mask, pad, False)
   stops = jnp.asarray(list(stop_ids) or [-2], jnp.int32)
   if key is None:
     key = jax.random.key(0)

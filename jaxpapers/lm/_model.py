@@ -19,7 +19,8 @@ Per layer l, with x the residual stream [B, T, d]:
 
 α and z are computed densely ([B, H, T, S] scores) or blockwise with an online softmax
 (`jaxpapers.lm._attention`: memory linear in T, tiles outside the causal/sliding-window mask
-skipped); `forward(..., attention='auto')` switches to blockwise from 1024 query rows on.
+skipped); `forward(..., attention='auto')` switches to blockwise from
+`BLOCKWISE_MIN_QUERIES` (128) query rows on.
 
 The hooks (`Capture`) only read intermediate values; `HeadAblation` replaces
 chosen heads' query vectors (before QK-norm and RoPE) or head outputs (before
@@ -39,9 +40,10 @@ from flax import nnx, struct
 
 from jaxpapers.core import validation as V
 from jaxpapers.lm._attention import (
-  DEFAULT_BLOCK_SIZE,
   _blockwise,
   attention_rows,
+  auto_block_size,
+  bucket_length,
   dense_attention,
   resolve_impl,
 )
@@ -320,7 +322,7 @@ def _layer(
   capture: Capture,
   ablation_mode: str | None,
   attn_impl: str = "dense",
-  block_size: int = DEFAULT_BLOCK_SIZE,
+  block_size: int | None = None,
   attn_rows=None,
 ):
   """One transformer block. x: [B, T, d]; xs: this layer's params and extras."""
@@ -449,12 +451,14 @@ def _forward(
   logits_mode: str = "all",
   logits_idx=None,
   attention: str = "auto",
-  block_size: int = DEFAULT_BLOCK_SIZE,
+  block_size: int | None = None,
   attn_rows=None,
 ):
   """Unvalidated, un-jitted forward (see `forward`). logits_mode: all|last|index|none."""
   B, T = tokens.shape
   attn_impl = resolve_impl(attention, T, capture.attn == "all")
+  if block_size is None:
+    block_size = auto_block_size(T)
   if capture.attn == "rows":
     if attn_rows is None:
       raise ValueError("Capture(attn='rows') needs attn_rows, int [B, R] query indices")
@@ -638,14 +642,18 @@ def _check_attn_rows(attn_rows, capture: Capture, batch: int):
 
 def _check_tokens(tokens, config: LMConfig, mask=None, name: str = "tokens"):
   """Trace-time dtype/rank checks and the id-range value check: ``(tokens, ok)``."""
+  raw = tokens
   tokens = V.check_array(tokens, name, dtype="int", ndim=2)
-  in_range = (tokens >= 0) & (tokens < config.vocab_size)
+  if mask is not None and tuple(jnp.shape(mask)) != tuple(tokens.shape):
+    raise ValueError(f"mask must have the shape of {name} {tokens.shape}, got {jnp.shape(mask)}")
+  # concrete ids are checked on the host: no device program per prompt length
+  xp = np if V.is_concrete(tokens, mask) else jnp
+  ids = np.asarray(raw) if xp is np else tokens
+  in_range = (ids >= 0) & (ids < config.vocab_size)
   if mask is not None:
-    if tuple(jnp.shape(mask)) != tuple(tokens.shape):
-      raise ValueError(f"mask must have the shape of {name} {tokens.shape}, got {jnp.shape(mask)}")
-    in_range = in_range | ~jnp.asarray(mask, bool)
+    in_range = in_range | ~xp.asarray(mask, bool)
   ok = V.check_values(
-    jnp.all(in_range), f"{name} must be token ids in [0, vocab_size={config.vocab_size})"
+    xp.all(in_range), f"{name} must be token ids in [0, vocab_size={config.vocab_size})"
   )
   return tokens, ok
 
@@ -676,15 +684,16 @@ def forward(
   ablation: HeadAblation | None = None,
   logits_at: Any = None,
   attention: str = "auto",
-  block_size: int = DEFAULT_BLOCK_SIZE,
+  block_size: int | None = None,
   attn_rows: Any = None,
+  pad_to: Any = None,
 ):
   """Jitted decoder forward pass with optional cache, hooks and head ablation.
 
   Attention is dense (scores [B, H, T, S]) or blockwise (online softmax over tiles of
   `block_size` queries × keys, memory linear in T; see `blockwise_attention`); both give the
   same result to float32 round-off. 'auto' picks blockwise for calls with at least
-  `BLOCKWISE_MIN_QUERIES` (1024) tokens, unless every attention row is captured.
+  `BLOCKWISE_MIN_QUERIES` (128) tokens, unless every attention row is captured.
 
   Args:
     params: parameter dict (see the module docstring for the layout).
@@ -701,9 +710,15 @@ def forward(
       logits) or int [B, P] positions ([B, P, V]).
     attention: 'auto', 'dense' or 'blockwise' (static). 'blockwise' cannot capture
       every row (Capture(attn='all')); use Capture(attn='rows') for chosen rows.
-    block_size: tile size of the blockwise path (static).
+    block_size: tile size of the blockwise path (static); None: `auto_block_size(T)`.
     attn_rows: int [B, R] query indices (into the T axis) whose attention rows
       Capture(attn='rows') records, [B, L, H, R, S]; computed for those rows only.
+    pad_to: None (no padding), an int T' >= T, or 'bucket' (T' = `bucket_length(T)`): the
+      call is left-padded to T' columns (mask False; positions, when given, repeat the
+      first one) and the T' - T padding columns are cut from the outputs, so every length
+      in a bucket reuses one compiled program and the results equal the unpadded call's up
+      to float32 round-off. Without a cache the key axis S is cut too (S = T); with a
+      cache the padding takes T' - T cache slots (key_valid False there).
 
   Returns:
     (logits, new_cache or None, captured dict with the layer axis at position 1,
@@ -720,17 +735,30 @@ def forward(
   validate_params(params, config)
   if not isinstance(capture, Capture):
     raise TypeError(f"capture must be a Capture, got {type(capture).__name__}")
+  shape = tuple(jnp.shape(tokens))
+  if len(shape) != 2:
+    V.check_array(tokens, "tokens", dtype="int", ndim=2)  # raises, naming the expected form
+  for name, a in (("positions", positions), ("mask", mask)):
+    if a is not None and tuple(jnp.shape(a)) != shape:
+      raise ValueError(f"{name} must have the shape of tokens {shape}, got {jnp.shape(a)}")
+  T = shape[1]
+  pad = pad_target(pad_to, T) - T
+  if pad:  # on the host before any check, so that the device only sees the bucket's shape
+    tokens = _left_pad_columns(tokens, pad, 0)
+    mask = _left_pad_columns(
+      np.ones((tokens.shape[0], T), bool) if mask is None else mask, pad, False
+    )
+    if positions is not None:
+      positions = _left_pad_columns(positions, pad, None)
   tokens, ok = _check_tokens(tokens, config, mask)
   _check_cache(cache, config, tokens.shape[0])
   if capture.attn not in _ATTN_CAPTURE:
     raise ValueError(f"capture.attn must be one of {_ATTN_CAPTURE}, got {capture.attn!r}")
   _check_ablation(ablation, config, tokens.shape[0])
   resolve_impl(attention, tokens.shape[1], capture.attn == "all")
-  block_size = V.check_int(block_size, "block_size", min_value=1)
+  if block_size is not None:
+    block_size = V.check_int(block_size, "block_size", min_value=1)
   attn_rows = _check_attn_rows(attn_rows, capture, tokens.shape[0])
-  for name, a in (("positions", positions), ("mask", mask)):
-    if a is not None and tuple(jnp.shape(a)) != tuple(tokens.shape):
-      raise ValueError(f"{name} must have the shape of tokens {tokens.shape}, got {jnp.shape(a)}")
   logits_idx = None
   if logits_at is None:
     mode = "all"
@@ -743,24 +771,77 @@ def forward(
     if logits_idx.ndim != 2 or logits_idx.shape[0] != tokens.shape[0]:
       raise ValueError(f"logits_at must be int [B, P], got shape {logits_idx.shape}")
     mode = "index"
-  return V.poison(
-    _forward_jit(
-      params,
-      tokens,
-      positions,
-      mask,
-      cache,
-      ablation,
-      logits_idx,
-      attn_rows,
-      config=config,
-      capture=capture,
-      logits_mode=mode,
-      attention=attention,
-      block_size=block_size,
-    ),
-    ok,
+  if pad:
+    if logits_idx is not None:
+      logits_idx = logits_idx + pad
+    if attn_rows is not None:
+      attn_rows = attn_rows + pad
+  logits, new_cache, captured = _forward_jit(
+    params,
+    tokens,
+    positions,
+    mask,
+    cache,
+    ablation,
+    logits_idx,
+    attn_rows,
+    config=config,
+    capture=capture,
+    logits_mode=mode,
+    attention=attention,
+    block_size=block_size,
   )
+  if pad:
+    logits, captured = _cut_padding(logits, captured, pad, mode, capture, cut_keys=cache is None)
+  return V.poison((logits, new_cache, captured), ok)
+
+
+def pad_target(pad_to, length: int) -> int:
+  """The padded length for `pad_to` (None, an int >= length, or 'bucket')."""
+  if pad_to is None:
+    return length
+  if isinstance(pad_to, str):
+    if pad_to != "bucket":
+      raise ValueError(f"pad_to must be None, an int or 'bucket', got {pad_to!r}")
+    return bucket_length(length)
+  return V.check_int(pad_to, "pad_to", min_value=length)
+
+
+def _left_pad_columns(x, n: int, fill):
+  """x [B, T, ...] with n columns put in front: `fill`, or copies of column 0 when None.
+
+  Concrete arrays are padded on the host (no device program per length)."""
+  if V.is_concrete(x):
+    x = np.asarray(x)
+    if fill is None:
+      return np.concatenate([np.repeat(x[:, :1], n, axis=1), x], axis=1)
+    widths = [(0, 0), (n, 0)] + [(0, 0)] * (x.ndim - 2)
+    return np.pad(x, widths, constant_values=fill)
+  if fill is None:
+    return jnp.concatenate([jnp.repeat(x[:, :1], n, axis=1), x], axis=1)
+  widths = [(0, 0), (n, 0)] + [(0, 0)] * (x.ndim - 2)
+  return jnp.pad(x, widths, constant_values=fill)
+
+
+def _cut_padding(logits, captured, pad: int, mode: str, capture: Capture, *, cut_keys: bool):
+  """Drop the first `pad` query columns (and key slots when cut_keys) from forward's outputs."""
+  if mode == "all":
+    logits = logits[:, pad:]
+  out = {}
+  for name, a in captured.items():
+    if name in ("queries", "head_outputs", "residual"):  # [B, L, T, ...]
+      a = a[:, :, pad:]
+    elif name == "attn":  # [B, L, H, S] | [B, L, H, R, S] | [B, L, H, T, S]
+      if capture.attn == "all":
+        a = a[:, :, :, pad:]
+      if cut_keys:
+        a = a[..., pad:]
+    elif name == "values" and cut_keys:  # [B, L, KV, S, dh]
+      a = a[:, :, :, pad:]
+    elif name in ("key_pos", "key_valid") and cut_keys:  # [B, S]
+      a = a[:, pad:]
+    out[name] = a
+  return logits, out
 
 
 # ---------------------------------------------------------------------------
@@ -807,15 +888,17 @@ class Decoder(nnx.Module):
     ablation=None,
     logits_at=None,
     attention="auto",
-    block_size=DEFAULT_BLOCK_SIZE,
+    block_size=None,
     attn_rows=None,
   ):
-    """Same arguments and bad-input behaviour as `forward` (NaN outputs for bad ids under jit)."""
+    """Same arguments (except `pad_to`: this call is traced by the caller's jit) and bad-input
+    behaviour as `forward` (NaN outputs for bad ids under jit)."""
     tokens, ok = _check_tokens(tokens, self.config, mask)
     _check_cache(cache, self.config, tokens.shape[0])
     _check_ablation(ablation, self.config, tokens.shape[0])
     resolve_impl(attention, tokens.shape[1], capture.attn == "all")
-    block_size = V.check_int(block_size, "block_size", min_value=1)
+    if block_size is not None:
+      block_size = V.check_int(block_size, "block_size", min_value=1)
     attn_rows = _check_attn_rows(attn_rows, capture, tokens.shape[0])
     mode, idx = "all", None
     if isinstance(logits_at, str):

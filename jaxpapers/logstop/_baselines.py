@@ -41,7 +41,7 @@ def boolean_ltlf(
   [0, 1] raise ValueError eagerly; the result is boolean, so under `jax.jit`
   wrap with `jax.experimental.checkify.checkify` to get the error.
   """
-  return _evaluate(formula, props, window, length, "bool", threshold)[..., 0]
+  return _evaluate(formula, props, window, length, "bool", threshold, first_only=True)
 
 
 def robustness(
@@ -53,7 +53,7 @@ def robustness(
   (strong next); `true` is +inf. Scores outside [0, 1]: ValueError eagerly,
   NaN under `jax.jit` (checkify surfaces the error).
   """
-  return _evaluate(formula, props, window, length, "robust", threshold)[..., 0]
+  return _evaluate(formula, props, window, length, "robust", threshold, first_only=True)
 
 
 def mean_score(formula, props, *, length=None) -> jax.Array:

@@ -6,20 +6,47 @@ One engine serves three semantics, selected by a static `algebra` name:
 * ``"bool"``: Boolean LTLf on thresholded window means (baseline);
 * ``"robust"``: STL-style min/max robustness of ``mean - threshold`` (baseline).
 
-Every subformula becomes an array of shape [..., T]. Atoms are window means (O(T) block
-prefix sums), `X` is a shift by the window `w`, and `U`/`G` are reverse associative scans
-with stride `w` over `w` interleaved chains (pad T to a multiple of w, reshape to [T/w, w]):
-each step of `U` is an affine map ``y -> b (+) m (x) y`` in the algebra's semiring, and
-composing those maps in blocks keeps float32 sums over long traces accurate (O(sqrt T)
-roundings instead of O(T)). Positions t >= length are "beyond the end" and hold the bottom value
-(-inf / False), which gives the end-of-trace rules of the paper.
+Chains. The temporal operators step by the window w, so the positions t = k w + r
+(r = 0..w-1) form w independent chains of n = ceil(T / w) steps k. `X` moves one step along a
+chain; `U` is the affine recursion ``y(k) = b(k) (+) m(k) (x) y(k + 1)`` in the algebra's
+semiring and `G` a product; atoms are window means. Positions t >= length are "beyond the
+end" and hold the bottom value (-inf / False), which gives the end-of-trace rules of the paper.
+Window means come from sums inside blocks of w frames (two sequential scans over the w frames
+of every block), so atoms cost O(T) too.
+
+Layout. Every chain is cut into C chunks of L steps, both about sqrt(n) (`_chunking`), and
+every [N, T] input (N traces) becomes one time-major view [L, C, R, N]: entry [l, q, r, i] is
+step q L + l of chain r of trace i. Elementwise operators act on the view as it is (its four axes
+are never merged, which keeps XLA's index arithmetic free of divisions), `X` is a shift by
+one row, and `U` / `G` are
+
+1. one sequential ``lax.scan`` down the L rows (chunks, chains and traces are lanes) that
+   composes the maps inside every chunk;
+2. one over the C chunk totals, which gives the value entering every chunk;
+3. one elementwise pass that applies each composed map to that value.
+
+Cost: O(T) work and L + C = O(sqrt(T / w)) sequential steps per call, whatever w is; a float32
+sum carries O(sqrt n) roundings, not O(n).
+
+Scores at t = 0 only (``first_only``, what `score` returns) need chain r = 0 alone: R = 1,
+atoms are block means and the other w - 1 chains are never formed, so a window costs less
+than per-frame scoring; a temporal operator at the top of a formula (reached from the root
+through Boolean connectives only) is folded, not scanned.
+
+Negations. In the log algebra, every subformula carries its value and that of its negation
+(log1mexp of it), each computed on first use: an atom's negation is log1p(-p), `!` swaps the
+two, `|` and `->` are sums of negations (De Morgan), the negation of `F phi` is `G !phi`
+(exactly: 1 - P_F(t) = (1 - p(t)) (1 - P_F(t + w))) and the operand !b of `U` is read off
+directly, so log1mexp is evaluated only where a value has no cheaper form (about half as
+often as by applying the definitions literally, and with fewer roundings).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -42,257 +69,455 @@ def log1mexp(x):
   if not jnp.issubdtype(x.dtype, jnp.floating):
     x = x.astype(jnp.float32)
   val.debug_check_values(~(x > 0), "log1mexp needs x <= 0 (a log-probability); got x > 0")
+  return _log1mexp(x)
+
+
+def _log1mexp(x):
   return jnp.where(
     x > -jnp.log(2.0).astype(x.dtype), jnp.log(-jnp.expm1(x)), jnp.log1p(-jnp.exp(x))
   )
 
 
-def _bottom(algebra, dtype):
-  if algebra == "bool":
-    return False
-  return -jnp.inf
+def _bottom(algebra):
+  return False if algebra == "bool" else -jnp.inf
 
 
-def _top(algebra, dtype):
+def _top(algebra):
   if algebra == "bool":
     return True
-  if algebra == "log":
-    return 0.0
-  return jnp.inf
+  return 0.0 if algebra == "log" else jnp.inf
 
 
-def _window_mean(p, window: int, valid):
-  """mean(p[t : t + min(w, L - t)]) for every t (garbage where t >= L); O(T) work.
+def _semiring(algebra):
+  """(plus, times, negate) of the algebra.
 
-  The window sums come from block prefix sums, not from one running cumulative sum: with
-  blocks of w frames, the window starting at t = q w + r is the suffix of block q from r plus
-  the first r frames of block q + 1, so every sum adds at most w numbers of the window's own
-  magnitude (a float32 cumulative sum over T = 1e5 frames would lose the small windows to
-  cancellation).
-  """
-  T = p.shape[-1]
-  if window == 1:
-    return p
-  batch = p.shape[:-1]
-  x = p if valid is None else jnp.where(valid, p, 0)
-  nb = -(-T // window) + 1  # one extra block of zeros for the windows that run off the end
-  x = jnp.pad(x, [(0, 0)] * len(batch) + [(0, nb * window - T)])
-  x = x.reshape(*batch, nb, window)
-  prefix = jnp.cumsum(x, axis=-1)  # prefix[q, r] = sum of block q up to r (inclusive)
-  block = prefix[..., -1:]
-  suffix = block - prefix + x  # suffix[q, r] = sum of block q from r
-  head = jnp.pad(prefix[..., 1:, :-1], [(0, 0)] * len(batch) + [(0, 1), (1, 0)])
-  total = (suffix + head).reshape(*batch, nb * window)[..., :T]
-  t = jnp.arange(T)
-  end = T if valid is None else jnp.minimum(jnp.sum(valid, axis=-1, keepdims=True), T)
-  count = jnp.clip(jnp.minimum(t + window, end) - t, 1, window).astype(p.dtype)
-  return total / count
-
-
-def _affine_combine(algebra):
-  """Composition of the maps y -> c (+) m (x) y of one semiring, for an associative scan.
-
-  ``later`` holds the composed map of the positions after those of ``earlier``; the result is
-  ``earlier o later``. Log algebra: (+) is logaddexp and (x) is +; bool: or / and; robust:
-  max / min.
+  log: (logaddexp, +, log1mexp); bool: (or, and, not); robust: (max, min, -).
   """
   if algebra == "log":
-    plus, times = jnp.logaddexp, jnp.add
-  elif algebra == "bool":
-    plus, times = jnp.logical_or, jnp.logical_and
-  else:
-    plus, times = jnp.maximum, jnp.minimum
+    return jnp.logaddexp, jnp.add, _log1mexp
+  if algebra == "bool":
+    return jnp.logical_or, jnp.logical_and, jnp.logical_not
+  return jnp.maximum, jnp.minimum, jnp.negative
+
+
+class _Maps(NamedTuple):
+  """A family of maps composed along a chain (see `_suffix_values`).
+
+  Attributes:
+    combine: ``combine(later, earlier) -> earlier o later`` on tuples of arrays.
+    apply: ``apply(maps, y)``: the maps applied to the value y.
+    identity: the identity map, a tuple of scalars.
+    end: the value past the end of the chain.
+  """
+
+  combine: Callable
+  apply: Callable
+  identity: tuple
+  end: object
+
+
+def _until_maps(algebra) -> _Maps:
+  """Affine maps y -> c (+) m (x) y: `U`'s step, (m, c) = (a (x) !b, b) (log) or (a, b)."""
+  plus, times, _ = _semiring(algebra)
 
   def combine(later, earlier):
     (m_l, c_l), (m_e, c_e) = later, earlier
     return times(m_e, m_l), plus(c_e, times(m_e, c_l))
 
-  return combine
+  def apply(maps, y):
+    m, c = maps
+    return plus(c, times(m, y))
+
+  return _Maps(combine, apply, (_top(algebra), _bottom(algebra)), _bottom(algebra))
 
 
-# Chains up to this many elements use one sequential scan (at most this many roundings).
-_SEQUENTIAL_MAX = 1024
+def _always_maps(algebra) -> _Maps:
+  """Product maps y -> a (x) y: `G`'s step; past the end y = top (the empty product)."""
+  _, times, _ = _semiring(algebra)
+  return _Maps(
+    lambda later, earlier: (times(earlier[0], later[0]),),
+    lambda maps, y: times(maps[0], y),
+    (_top(algebra),),
+    _top(algebra),
+  )
 
 
-def _reverse_strided_assoc(combine, operands, window: int):
-  """Reverse scan with stride w: out[t] = x[t] o x[t + w] o ... over w interleaved chains.
+def _chunking(n: int) -> tuple[int, int]:
+  """(L, C): C chunks of L steps for a chain of n steps, L C >= n, both about sqrt(n).
 
-  Chains of n = ceil(T / w) <= 1024 elements use one sequential scan. Longer ones use a
-  two-level (blocked) scan: each chain is cut into blocks of
-  B = ceil(sqrt(n)); a sequential scan composes the suffixes inside every block (all blocks
-  at once), a second one composes the block totals, and one more composition joins them. A
-  float32 sum over n terms then carries O(sqrt(n)) roundings instead of O(n) (relative error
-  about 1e-6 instead of 6e-4 for ``G a`` at T = 1e5), while compiling two small ``lax.scan``s
-  (a full pairwise ``lax.associative_scan`` compiles log2(n) levels: seconds at T = 1e5).
+  C is a divisor of n between sqrt(n) / 2 and sqrt(n) when there is one: no padded steps, so
+  the view is a plain transpose of the input, which XLA fuses into fewer passes (XLA's cost
+  analysis of score: 44 bytes per frame against 85 for F(a & X b & X X c) at T = 1000).
+  Else C = ceil(sqrt(n)) and L = ceil(n / C).
+  """
+  root = math.isqrt(n)
+  for C in range(root, max(1, root // 2), -1):
+    if n % C == 0:
+      return n // C, C
+  C = math.isqrt(n - 1) + 1 if n > 1 else 1
+  return -(-n // C), C
+
+
+def _suffix_values(maps: _Maps, xs):
+  """y(k) = (x(k) o x(k + 1) o ...)(end) at every step of the view.
 
   Args:
-    combine: associative ``combine(later, earlier)`` on tuples of arrays.
-    operands: list of (array [..., T], identity value); the identity values form the
-      identity element of the composition (used for padding and as the initial carry).
-    window: stride w.
+    maps: the map family.
+    xs: tuple of arrays [L, C, R, N], the maps at every step of the view.
 
   Returns:
-    The last component of the composed suffix at every t, an array [..., T] (for an affine
-    map ``y -> c (+) m (x) y`` this is the map applied to bottom).
+    [L, C, R, N].
   """
-  T = operands[0][0].shape[-1]
-  batch = operands[0][0].shape[:-1]
-  n = -(-T // window)
-  if n <= _SEQUENTIAL_MAX:  # short chains: one sequential scan (cheaper to compile)
-    xs = []
-    for a, ident in operands:
-      a = jnp.pad(a, [(0, 0)] * len(batch) + [(0, n * window - T)], constant_values=ident)
-      xs.append(jnp.moveaxis(a.reshape(*batch, n, window), -2, 0))  # [n, ..., w]
-    ids = tuple(jnp.full(x.shape[1:], ident, x.dtype) for x, (_, ident) in zip(xs, operands))
-
-    def body(later, earlier):
-      out = combine(later, earlier)
-      return out, out[-1]
-
-    _, ys = jax.lax.scan(body, ids, tuple(xs), reverse=True)
-    return jnp.moveaxis(ys, 0, -2).reshape(*batch, n * window)[..., :T]
-  B = math.isqrt(n - 1) + 1  # ceil(sqrt(n))
-  nb = -(-n // B)
-  Tp = nb * B * window
-  xs, ids = [], []
-  for a, ident in operands:
-    a = jnp.pad(a, [(0, 0)] * len(batch) + [(0, Tp - T)], constant_values=ident)
-    # [..., nb, B, w] -> [B, nb, ..., w]: scan over positions in a block, all blocks at once.
-    a = jnp.moveaxis(a.reshape(*batch, nb, B, window), (-3, -2), (1, 0))
-    xs.append(a)
-    ids.append(jnp.full(a.shape[1:], ident, a.dtype))
 
   def step(later, earlier):
-    out = combine(later, earlier)
+    out = maps.combine(later, earlier)
     return out, out
 
-  _, suffix = jax.lax.scan(step, tuple(ids), tuple(xs), reverse=True)  # each [B, nb, ..., w]
-  totals = tuple(x[0] for x in suffix)  # [nb, ..., w]
-  ids_b = tuple(i[0] for i in ids)  # [..., w]
-  _, after = jax.lax.scan(step, ids_b, totals, reverse=True)  # after[j] = block j onward
-  # The composition of the blocks after block j: after[j + 1], identity for the last block.
-  rest = tuple(jnp.concatenate([a[1:], i[None]], axis=0) for a, i in zip(after, ids_b))
-  out = combine(tuple(r[None] for r in rest), suffix)[-1]  # [B, nb, ..., w]
-  out = jnp.moveaxis(out, (0, 1), (-2, -3)).reshape(*batch, Tp)
-  return out[..., :T]
+  lanes = xs[0].shape[1:]
+  ident = tuple(jnp.full(lanes, i, x.dtype) for i, x in zip(maps.identity, xs))
+  _, inner = jax.lax.scan(step, ident, xs, reverse=True)  # within every chunk
+
+  def fold(y, total):
+    return maps.apply(total, y), y  # emits the value entering chunk q from the right
+
+  end = jnp.full(lanes[1:], maps.end, xs[-1].dtype)
+  _, entering = jax.lax.scan(fold, end, tuple(x[0] for x in inner), reverse=True)  # [C, R, N]
+  return maps.apply(inner, entering[None])
 
 
-def _shift(a, window: int, fill):
-  """y[t] = a[t + w], `fill` beyond the end."""
-  T = a.shape[-1]
-  k = min(window, T)
-  return jnp.pad(a[..., k:], [(0, 0)] * (a.ndim - 1) + [(0, k)], constant_values=fill)
+def _first_value(maps: _Maps, xs):
+  """y(0) of `_suffix_values` alone (row 0 of chunk 0), by folds: [L, C, R, N] -> [R, N]."""
+
+  def step(later, earlier):
+    return maps.combine(later, earlier), None
+
+  lanes = xs[0].shape[1:]
+  ident = tuple(jnp.full(lanes, i, x.dtype) for i, x in zip(maps.identity, xs))
+  totals, _ = jax.lax.scan(step, ident, xs, reverse=True)  # whole chunks, [C, R, N]
+
+  def fold(y, total):
+    return maps.apply(total, y), None
+
+  y, _ = jax.lax.scan(fold, jnp.full(lanes[1:], maps.end, xs[-1].dtype), totals, reverse=True)
+  return y
+
+
+def _shift(x, fill):
+  """y(k) = x(k + 1) on the view [L, C, R, N]: the next row; row 0 of the next chunk last."""
+  nxt = jnp.concatenate([x[0, 1:], jnp.full((1,) + x.shape[2:], fill, x.dtype)])
+  return jnp.concatenate([x[1:], nxt[None]])
+
+
+def _extend(x, size: int, fill=0):
+  """x [..., T] extended to [..., size] along the last axis with `fill` (a clamped gather).
+
+  The same as ``jnp.pad``, written so that XLA's CPU backend still vectorises the fusions
+  that read the result: a fusion reading its operand through a pad of the minor axis runs
+  element by element (about 7x slower for the transcendentals of this engine).
+  """
+  T = x.shape[-1]
+  if size == T:
+    return x
+  t = np.arange(size)
+  return jnp.where(t < T, x[..., np.minimum(t, T - 1)], jnp.asarray(fill, x.dtype))
+
+
+class _View(NamedTuple):
+  """Shape of the view [L, C, R, N] of chains of n steps (see the module docstring)."""
+
+  n: int
+  L: int
+  C: int
+  R: int
+  N: int
+
+  def to_view(self, x):
+    """[N, T'] (batch-major, frame k R + r; T' <= L C R, zeros past T') -> [L, C, R, N]."""
+    L, C, R, N = self.L, self.C, self.R, self.N
+    return _extend(x, L * C * R).reshape(N, C, L, R).transpose(2, 1, 3, 0)
+
+  def from_view(self, y, T: int):
+    """[L, C, R, N] -> [N, T] (batch-major)."""
+    return y.transpose(3, 1, 0, 2).reshape(self.N, -1)[:, :T]
+
+
+def _block_sums(x):
+  """Sums inside the blocks of w frames of the view [L, C, w, N] (axis 2), both ways.
+
+  Returns (prefix, suffix): prefix[.., r, :] = x[.., 0] + ... + x[.., r] and suffix[.., r, :]
+  = x[.., r] + ... + x[.., w - 1], each accumulated by a sequential ``lax.scan`` over the w
+  frames of a block, all blocks and traces at once: O(T) work, no differences of partial sums
+  (so a window of small scores beside large ones keeps its digits).
+  """
+  xs = jnp.moveaxis(x, 2, 0)  # [w, L, C, N]
+
+  def add(carry, row):
+    carry = carry + row
+    return carry, carry
+
+  zero = jnp.zeros(xs.shape[1:], x.dtype)
+  _, prefix = jax.lax.scan(add, zero, xs)
+  _, suffix = jax.lax.scan(add, zero, xs, reverse=True)
+  return jnp.moveaxis(prefix, 0, 2), jnp.moveaxis(suffix, 0, 2)
+
+
+def _atoms_in_view(props, names, window, lengths, first_only):
+  """Window means of the atoms in the view, the validity mask and the view.
+
+  Every frame goes to the view [L, C, w, N] of blocks of w frames (block k = step k of the
+  chains). The mean of the window starting at frame k w + r is (the suffix of block k from r
+  + the prefix of block k + 1 up to r - 1) / its length, cut at the end of the trace; with
+  ``first_only`` only r = 0 is kept, the mean of block k.
+
+  Args:
+    props: name -> [N, T] array.
+    names: the atoms to convert.
+    window: w.
+    lengths: int32[N] or None (every trace has length T).
+    first_only: chain 0 only (R = 1) instead of every frame (R = w).
+
+  Returns:
+    (name -> means [L, C, R, N], valid bool[L, C, R, N] or None when all are valid, view).
+  """
+  N, T = next(iter(props.values())).shape
+  w = window
+  n = -(-T // w)
+  L, C = _chunking(n)
+  view = _View(n, L, C, 1 if first_only else w, N)
+  frames = _View(n, L, C, w, N)
+  end = jnp.full((N,), T, jnp.int32) if lengths is None else lengths
+  k = jnp.arange(L)[:, None, None, None] + L * jnp.arange(C)[None, :, None, None]
+  frame = k * w + jnp.arange(w)[None, None, :, None]  # [L, C, w, 1]
+  start = k * w if first_only else frame  # first frame of every position of the view
+  end = end[None, None, None, :]
+  count = jnp.clip(jnp.minimum(start + w, end) - start, 1, w)  # frames in its window
+  means = {}
+  for name in names:
+    x = frames.to_view(props[name])  # zeros past T
+    if w > 1:
+      if lengths is not None:
+        x = jnp.where(frame < end, x, 0)
+      if first_only:
+        total = jnp.sum(x, axis=2, keepdims=True)
+      else:
+        prefix, suffix = _block_sums(x)
+        head = jnp.concatenate([jnp.zeros_like(prefix[:, :, :1]), prefix[:, :, :-1]], axis=2)
+        total = suffix + _shift(head, 0)  # + frames kw + w .. kw + w + r - 1 of block k + 1
+      x = total / count.astype(x.dtype)
+    means[name] = x
+  if lengths is None and L * C * w == T:  # every frame of the view is in the trace
+    return means, None, view
+  return means, start < end, view
+
+
+class _Both:
+  """A subformula's value and its negation's, each an array computed on first use.
+
+  ``pos`` / ``neg`` are given as zero-argument functions or left out (None) to be derived
+  from the other by the algebra's negation.
+  """
+
+  def __init__(self, negate, pos=None, neg=None):
+    self._negate = negate
+    self._fn = {"pos": pos, "neg": neg}
+    self._val = {}
+
+  def _get(self, side, other):
+    if side not in self._val:
+      fn = self._fn[side]
+      self._val[side] = fn() if fn is not None else self._negate(self._get(other, side))
+    return self._val[side]
+
+  def pos(self):
+    return self._get("pos", "neg")
+
+  def neg(self):
+    return self._get("neg", "pos")
+
+
+def _full_needed(formulas):
+  """Subformulas needed at every position: the operands of X, U, F, G and below."""
+  need, stack = set(), [(f, False) for f in formulas]
+  while stack:
+    f, full = stack.pop()
+    if full:
+      if f in need:
+        continue
+      need.add(f)
+    below = full or isinstance(f, (F.Next, F.Until, F.Eventually, F.Always))
+    stack.extend((c, below) for c in F.children(f))
+  return need
+
+
+def evaluate_many(
+  formulas: Sequence[F.Formula],
+  props: Mapping[str, jax.Array],
+  window: int,
+  length,
+  algebra: str,
+  threshold: float = 0.5,
+  *,
+  first_only: bool = False,
+):
+  """Values of several formulas on one batch of traces, sharing common subformulas.
+
+  Args:
+    formulas: parsed formulas.
+    props: validated arrays of one float dtype and one shape [..., T].
+    window: w >= 1.
+    length: None or an integer array broadcastable to the batch shape [...].
+    algebra: one of `ALGEBRAS`.
+    threshold: atom threshold of the "bool" and "robust" algebras.
+    first_only: return the values at t = 0 only.
+
+  Returns:
+    A tuple with one array per formula: [..., T], or [...] when `first_only`; bool for the
+    "bool" algebra, the input dtype otherwise.
+  """
+  if algebra not in ALGEBRAS:
+    raise ValueError(f"algebra must be one of {ALGEBRAS}, got {algebra!r}")
+  some = next(iter(props.values()))
+  shape, dtype = some.shape, some.dtype
+  batch, T = shape[:-1], shape[-1]
+  N = math.prod(batch)
+  lengths = None
+  if length is not None:
+    lengths = jnp.broadcast_to(jnp.asarray(length, jnp.int32), batch).reshape(N)
+  names = sorted({a for f in formulas for a in F.atoms(f)})
+  flat = {k: props[k].reshape(N, T) for k in names} or {"": some.reshape(N, T)}
+  means, valid, view = _atoms_in_view(flat, names, window, lengths, first_only)
+  bottom, top = _bottom(algebra), _top(algebra)
+  out_dtype = jnp.bool_ if algebra == "bool" else dtype
+  _, conj, negate = _semiring(algebra)
+  until_maps, always_maps = _until_maps(algebra), _always_maps(algebra)
+  # With first_only, a subformula outside this set is needed at t = 0 alone ("first").
+  full_needed = _full_needed(formulas) if first_only else frozenset()
+
+  # Positions past the end are read by X, U and G (and returned): they must hold bottom
+  # (top for G's operand, the empty product). Elsewhere they may hold anything.
+  def below(x, first=False):
+    if valid is None:
+      return x
+    return jnp.where(valid[0, 0, 0] if first else valid, x, bottom)
+
+  def above(x):
+    return x if valid is None else jnp.where(valid, x, top)
+
+  def full(v, first):
+    return jnp.full((N,) if first else (view.L, view.C, view.R, N), v, out_dtype)
+
+  memo = {}
+
+  def ev(f, first=False) -> _Both:
+    """f on the view [L, C, R, N], or at t = 0 ([N], row 0 of chunk 0) when `first`."""
+    key = (f, first)
+    if key in memo:
+      return memo[key]
+    both = functools.partial(_Both, negate)
+    if first and f in full_needed:
+      a = ev(f)
+      out = both(lambda: a.pos()[0, 0, 0], lambda: a.neg()[0, 0, 0])
+    elif isinstance(f, F.Atom):
+      m = means[f.name][0, 0, 0] if first else means[f.name]
+      if algebra == "log":
+        out = both(lambda: jnp.log(m), lambda: jnp.log1p(-m))
+      elif algebra == "bool":
+        out = both(lambda: m >= threshold)
+      else:
+        out = both(lambda: m - jnp.asarray(threshold, dtype))
+    elif isinstance(f, F.Const):
+      hi, lo = (top, bottom) if f.value else (bottom, top)
+      out = both(lambda: full(hi, first), lambda: full(lo, first))
+    elif isinstance(f, F.Not):
+      a = ev(f.arg, first)
+      out = both(a.neg, a.pos)
+    elif isinstance(f, F.And):
+      a, b = ev(f.left, first), ev(f.right, first)
+      out = both(lambda: conj(a.pos(), b.pos()))
+    elif isinstance(f, F.Or):  # !(!a & !b)
+      a, b = ev(f.left, first), ev(f.right, first)
+      out = both(None, lambda: conj(a.neg(), b.neg()))
+    elif isinstance(f, F.Implies):  # !(a & !b)
+      a, b = ev(f.left, first), ev(f.right, first)
+      out = both(None, lambda: conj(a.pos(), b.neg()))
+    elif isinstance(f, F.Next):
+      a = ev(f.arg)
+      pick = (lambda y: y[0, 0, 0]) if first else (lambda y: y)
+      out = both(
+        lambda: pick(_shift(below(a.pos()), bottom)),
+        lambda: pick(_shift(above(a.neg()), top)),
+      )
+    elif isinstance(f, (F.Until, F.Eventually)):
+      left = ev(f.left) if isinstance(f, F.Until) else None
+      right = ev(f.right if isinstance(f, F.Until) else f.arg)
+
+      def until(left=left, right=right, first=first):
+        # y(t) = b(t) (+) [a(t) (x) !b(t)] (x) y(t + w) (log; bool and robust drop the
+        # !b); F phi = true U phi has a = top.
+        b = right.pos()
+        if algebra == "log":
+          m = right.neg() if left is None else left.pos() + right.neg()
+        else:
+          m = jnp.full_like(b, top) if left is None else left.pos()
+        xs = (m, below(b))
+        y = _first_value(until_maps, xs)[0] if first else _suffix_values(until_maps, xs)
+        return jnp.minimum(y, 0.0) if algebra == "log" else y
+
+      if isinstance(f, F.Until):
+        out = both(until)
+      else:
+        # !F phi = G !phi exactly, in every algebra (log: 1 - P_F(t) = (1 - p(t)) (1 -
+        # P_F(t + w))): a sum of the operand's negations, not log1mexp of a value near 0.
+        def eventually_neg(right=right, first=first):
+          xs = (above(right.neg()),)
+          if first:
+            return _first_value(always_maps, xs)[0]
+          return _suffix_values(always_maps, xs)
+
+        out = both(until, eventually_neg)
+    elif isinstance(f, F.Always):
+      a = ev(f.arg)
+
+      def always(a=a, first=first):
+        xs = (above(a.pos()),)
+        return _first_value(always_maps, xs)[0] if first else _suffix_values(always_maps, xs)
+
+      out = both(always)
+    else:
+      raise TypeError(f"Not a formula: {f!r}")
+    memo[key] = out
+    return out
+
+  results = []
+  for f in formulas:
+    if first_only:
+      y = ev(f, first=True).pos()
+      results.append(below(y.astype(out_dtype), first=True).reshape(batch))
+    else:
+      y = below(ev(f).pos().astype(out_dtype))
+      results.append(view.from_view(y, T).reshape(shape))
+  return tuple(results)
 
 
 def evaluate(
   formula, props: Mapping[str, jax.Array], window: int, length, algebra: str, threshold: float = 0.5
 ):
-  """Suffix values of `formula` for every start t; shape [..., T].
-
-  `props` must already be validated arrays of one float dtype and shape [..., T];
-  `length` is None or an integer array broadcastable to the batch shape.
-  """
-  some = next(iter(props.values()))
-  shape, dtype = some.shape, some.dtype
-  T = shape[-1]
-  if length is None:
-    valid = None
-  else:
-    valid = jnp.arange(T) < jnp.asarray(length)[..., None]
-    valid = jnp.broadcast_to(valid, shape)
-  bottom = _bottom(algebra, dtype)
-  top = _top(algebra, dtype)
-  out_dtype = jnp.bool_ if algebra == "bool" else dtype
-
-  def mask(x):
-    if valid is None:
-      return x
-    return jnp.where(valid, x, bottom)
-
-  def full(v):
-    return jnp.full(shape, v, dtype=out_dtype)
-
-  if algebra == "log":
-    neg = log1mexp
-    conj = jnp.add
-    disj = lambda x, y: log1mexp(log1mexp(x) + log1mexp(y))
-    always_step = lambda n, a: a + n
-  elif algebra == "bool":
-    neg = jnp.logical_not
-    conj = jnp.logical_and
-    disj = jnp.logical_or
-    always_step = lambda n, a: a & n
-  elif algebra == "robust":
-    neg = jnp.negative
-    conj = jnp.minimum
-    disj = jnp.maximum
-    always_step = lambda n, a: jnp.minimum(a, n)
-  else:
-    raise ValueError(f"algebra must be one of {ALGEBRAS}, got {algebra!r}")
-
-  combine = _affine_combine(algebra)
-
-  def until(a, b):
-    # y(t) = b(t) (+) [a(t) (x) !b(t)] (x) y(t + w) (log; bool and robust drop the !b), an
-    # affine map of y(t + w): composed by a blocked scan, applied to bottom.
-    m = a + log1mexp(b) if algebra == "log" else a
-    one = _top(algebra, dtype)
-    c = _reverse_strided_assoc(combine, [(m, one), (b, bottom)], window)
-    return jnp.minimum(c, 0.0) if algebra == "log" else c
-
-  memo = {}
-
-  def ev(f):
-    if f in memo:
-      return memo[f]
-    if isinstance(f, F.Atom):
-      m = _window_mean(props[f.name], window, valid)
-      if algebra == "log":
-        out = jnp.log(m)
-      elif algebra == "bool":
-        out = m >= threshold
-      else:
-        out = m - jnp.asarray(threshold, dtype)
-    elif isinstance(f, F.Const):
-      out = full(top if f.value else bottom)
-    elif isinstance(f, F.Not):
-      out = neg(ev(f.arg))
-    elif isinstance(f, F.And):
-      out = conj(ev(f.left), ev(f.right))
-    elif isinstance(f, F.Or):
-      out = disj(ev(f.left), ev(f.right))
-    elif isinstance(f, F.Implies):
-      out = disj(neg(ev(f.left)), ev(f.right))
-    elif isinstance(f, F.Next):
-      out = _shift(ev(f.arg), window, bottom)
-    elif isinstance(f, F.Until):
-      out = until(ev(f.left), ev(f.right))
-    elif isinstance(f, F.Eventually):
-      out = until(full(top), ev(f.arg))
-    elif isinstance(f, F.Always):
-      a = ev(f.arg)
-      if valid is not None:
-        a = jnp.where(valid, a, top)
-      # y(t) = a(t) (x) y(t + w) with y = top beyond the end: a reverse blocked product.
-      out = _reverse_strided_assoc(
-        lambda later, earlier: (always_step(later[0], earlier[0]),), [(a, top)], window
-      )
-    else:
-      raise TypeError(f"Not a formula: {f!r}")
-    out = mask(out.astype(out_dtype))
-    memo[f] = out
-    return out
-
-  return ev(formula)
+  """Suffix values of `formula` for every start t; shape [..., T] (see `evaluate_many`)."""
+  return evaluate_many((formula,), props, window, length, algebra, threshold)[0]
 
 
 @functools.partial(
-  jax.jit, static_argnames=("formula", "window", "algebra", "threshold", "clip_eps")
+  jax.jit,
+  static_argnames=("formulas", "window", "algebra", "threshold", "clip_eps", "first_only"),
 )
-def evaluate_jit(props, length, *, formula, window, algebra, threshold=0.5, clip_eps=None):
+def evaluate_jit(
+  props, length, *, formulas, window, algebra, threshold=0.5, clip_eps=None, first_only=False
+):
+  """`evaluate_many` compiled once per (formulas, shapes, window, ...); stacked [F, ...]."""
   if clip_eps is not None:
     props = {k: jnp.clip(v, clip_eps, 1.0 - clip_eps) for k, v in props.items()}
-  return evaluate(formula, props, window, length, algebra, threshold)
+  out = evaluate_many(formulas, props, window, length, algebra, threshold, first_only=first_only)
+  return jnp.stack(out)
 
 
 # ------------------------------------------------------------------ validation
@@ -321,24 +546,27 @@ def _all_in_unit(v) -> bool:
 
 
 def prepare_props(formula, props, *, check_range=True):
-  """Validates `props` for `formula`; returns (dict of float arrays, shape)."""
+  """Validates `props` for `formula` (or a tuple of formulas); returns (float arrays, shape)."""
   if not isinstance(props, Mapping):
     raise TypeError(
       f"props must be a mapping from proposition name to an array of scores "
       f"[..., T], got {type(props).__name__}"
     )
-  names = F.atoms(formula)
-  missing = [n for n in names if n not in props]
-  if missing:
-    raise ValueError(
-      f"props is missing scores for proposition(s) {missing} of formula "
-      f"{formula}; got propositions {sorted(props)}"
-    )
+  formulas = formula if isinstance(formula, tuple) else (formula,)
+  for f in formulas:
+    missing = [n for n in F.atoms(f) if n not in props]
+    if missing:
+      raise ValueError(
+        f"props is missing scores for proposition(s) {missing} of formula "
+        f"{f}; got propositions {sorted(props)}"
+      )
+  names = tuple(sorted({n for f in formulas for n in F.atoms(f)}))
   if not names:
     if not props:
+      what = ", ".join(str(f) for f in formulas)
       raise ValueError(
-        f"formula {formula} has no propositions, so props must contain at "
-        f"least one array to fix the shape [..., T]"
+        f"formula {what} has no propositions, so props must contain at least one array to "
+        f"fix the shape [..., T]"
       )
     names = (sorted(props)[0],)
   arrays = {}

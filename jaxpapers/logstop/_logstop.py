@@ -20,7 +20,7 @@ formulas before scoring. Cost: O(T |phi|) work and one scan per temporal operato
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -29,15 +29,57 @@ import numpy as np
 from jaxpapers.logstop import _engine
 from jaxpapers.logstop import _formula as F
 
-__all__ = ["scores", "score", "adaptive_threshold", "match", "segment_max_score", "segment_pairs"]
+__all__ = [
+  "scores",
+  "score",
+  "score_many",
+  "adaptive_threshold",
+  "match",
+  "segment_max_score",
+  "segment_pairs",
+]
 
 
 def _evaluate(
-  formula, props, window, length, algebra, threshold=0.5, clip_eps=None, check_range=True
+  formula,
+  props,
+  window,
+  length,
+  algebra,
+  threshold=0.5,
+  clip_eps=None,
+  check_range=True,
+  first_only=False,
 ):
-  formula = F.as_formula(formula)
+  """One formula's values: [..., T], or [...] at t = 0 when `first_only`."""
+  return _evaluate_many(
+    (formula,),
+    props,
+    window,
+    length,
+    algebra,
+    threshold=threshold,
+    clip_eps=clip_eps,
+    check_range=check_range,
+    first_only=first_only,
+  )[0]
+
+
+def _evaluate_many(
+  formulas,
+  props,
+  window,
+  length,
+  algebra,
+  threshold=0.5,
+  clip_eps=None,
+  check_range=True,
+  first_only=False,
+):
+  """Stacked values of several formulas in one compiled program: [F, ..., T] or [F, ...]."""
+  formulas = tuple(F.as_formula(f) for f in formulas)
   window = _engine.validate_window(window)
-  arrays, shape = _engine.prepare_props(formula, props, check_range=check_range)
+  arrays, shape = _engine.prepare_props(formulas, props, check_range=check_range)
   length = _engine.prepare_length(length, shape)
   if clip_eps is not None:
     clip_eps = float(clip_eps)
@@ -53,13 +95,14 @@ def _evaluate(
   out = _engine.evaluate_jit(
     arrays,
     length,
-    formula=formula,
+    formulas=formulas,
     window=window,
     algebra=algebra,
-    threshold=float(threshold),
+    threshold=threshold,
     clip_eps=clip_eps,
+    first_only=first_only,
   )
-  return out if ok is None else _poison(out, ok[..., None])
+  return out if ok is None else _poison(out, ok if first_only else ok[..., None])
 
 
 def _poison(out, ok):
@@ -138,7 +181,52 @@ def score(
     >>> p = {"car": jnp.array([0.1, 0.9, 0.8]), "ped": jnp.array([0.0, 0.2, 0.9])}
     >>> float(jnp.exp(logstop.score("car U ped", p)))  # doctest: +SKIP
   """
-  return scores(formula, props, window=window, length=length, clip_eps=clip_eps)[..., 0]
+  return _evaluate(formula, props, window, length, "log", clip_eps=clip_eps, first_only=True)
+
+
+def score_many(
+  formulas,
+  props: Mapping[str, jax.Array],
+  *,
+  window: int = 1,
+  length=None,
+  clip_eps: float | None = None,
+) -> jax.Array:
+  """LogSTOP log-scores l_phi(0) of several formulas on a batch of traces; shape [F, ...].
+
+  One compiled program scores every (formula, trace) pair: subformulas that occur in
+  several formulas (atoms above all) are computed once. Equal to stacking `score` per
+  formula.
+
+  Args:
+    formulas: a non-empty sequence of F formula strings or parsed `Formula`s.
+    props: maps each proposition of any of the formulas to scores in [0, 1] of shape
+      [..., T] (see `scores`).
+    window, length, clip_eps: as in `scores`.
+
+  Returns:
+    Log-scores [F, ...]: row i holds `score(formulas[i], props, ...)`.
+
+  Raises:
+    TypeError: `formulas` is a single string or formula, or not a sequence.
+    ValueError: as in `scores`; under `jax.jit` a trace with a score outside [0, 1] gets NaN
+      scores for every formula.
+
+  Example:
+    >>> import numpy as np
+    >>> from jaxpapers import logstop
+    >>> p = {"a": np.random.rand(8, 100), "b": np.random.rand(8, 100)}
+    >>> logstop.score_many(["a U b", "G(a -> F b)"], p).shape
+    (2, 8)
+  """
+  if isinstance(formulas, str | F.Formula) or not isinstance(formulas, Sequence):
+    raise TypeError(
+      f"formulas must be a sequence of formula strings or Formulas (use score for one "
+      f"formula), got {type(formulas).__name__}"
+    )
+  if not formulas:
+    raise ValueError("formulas must contain at least one formula, got an empty sequence")
+  return _evaluate_many(formulas, props, window, length, "log", clip_eps=clip_eps, first_only=True)
 
 
 def adaptive_threshold(formula, T, *, window: int = 1, length=None, dtype=jnp.float32) -> jax.Array:

@@ -88,16 +88,13 @@ def _run_fns(*, loss, steps, learn_temperature, learn_bias, variant):
 
 @functools.partial(
   jax.jit,
-  static_argnames=("N", "n", "d", "loss", "steps", "learn_temperature", "learn_bias", "variant"),
+  static_argnames=("dims", "loss", "steps", "learn_temperature", "learn_bias", "variant"),
 )
 def _fit(
   inits,
   A,
-  masks,
   *,
-  N,
-  n,
-  d,
+  dims,
   loss,
   steps,
   lr,
@@ -109,9 +106,14 @@ def _fit(
   beta1,
   variant,
 ):
-  # inits = (U0 [S, N, d], V0 [S, n, d]) standard normal, masks [D, d] (1 on the coordinates
-  # in use). (The initial draws are made on the host: random number generation inside this
-  # vmapped program multiplies its compile time.)
+  # inits = (U0 [S, N, d_max], V0 [S, n, d_max]) standard normal; dims: the D dimensions.
+  # (The initial draws are made on the host: random number generation inside this vmapped
+  # program multiplies its compile time.) Each dimension is its own lax.scan at its own width
+  # (from U0[:, :d], V0[:, :d]: the same numbers as a run masked to d of the d_max columns),
+  # with the seeds vmapped; one program holds the D scans, so a sequence of dimensions
+  # compiles once. (Vmapping D masked copies of the widest run instead costs D * d_max
+  # columns of arithmetic, and one scan stepping all D fits measured more CPU time than D
+  # scans: benchmarks/margins_throughput.py.) Results are padded with zeros to d_max columns.
   init_fn, step_fn, finish = _run_fns(
     loss=loss,
     steps=steps,
@@ -120,17 +122,20 @@ def _fit(
     variant=variant,
   )
   data = dict(A=A, lr=lr, log_t0=log_t0, b0=b0, beta0=beta0, beta1=beta1)
+  d_max = max(dims)
 
-  def one_seed(uv, mask):
-    hp = {"U0": uv[0], "V0": uv[1], "mask": mask}
+  def fit_one(U0, V0, d):  # one seed at width d: [N, d_max], [n, d_max] -> FitResult
+    hp = {"U0": U0[:, :d], "V0": V0[:, :d], "mask": jnp.ones(d, jnp.float32)}
     state = init_fn(hp, None, data)
     (p, _), hist = jax.lax.scan(
       lambda s, t: step_fn(s, hp, None, t, data), state, jnp.arange(steps, dtype=jnp.int32)
     )
-    return finish(p, hist)
+    res = finish(p, hist)
+    pad = lambda x: jnp.pad(x, ((0, 0), (0, d_max - d)))  # [rows, d] -> [rows, d_max]
+    return res._replace(U=pad(res.U), V=pad(res.V))
 
-  per_dim = jax.vmap(one_seed, in_axes=(0, None))  # over seeds
-  return jax.vmap(per_dim, in_axes=(None, 0))(inits, masks)  # over dimensions
+  per_dim = [jax.vmap(functools.partial(fit_one, d=d))(*inits) for d in dims]  # [S, ...] each
+  return jax.tree.map(lambda *xs: jnp.stack(xs), *per_dim)  # [D, S, ...]
 
 
 _ENGINES: dict[tuple, tuple] = {}
@@ -205,7 +210,9 @@ def fit_free_embeddings(
     A: ``[N, n]`` binary relevance.
     d: embedding dimension, or a sequence of dimensions fitted together in one compiled
       program: the results then get a leading ``[len(d)]`` axis (before any seed axis)
-      and ``U``/``V`` have ``max(d)`` columns, zero beyond each run's own ``d``.
+      and ``U``/``V`` have ``max(d)`` columns, zero beyond each run's own ``d``. Each
+      dimension runs at its own width (the arithmetic of separate fits, one compilation for
+      all), from the first ``d`` columns of ``max(d)``-column initial draws.
     loss: one of ``'sigmoid'``, ``'infonce'``, ``'margin'``.
     steps: Adam steps; lr: learning rate.
     sweep: run the (dimension, seed) grid on :class:`jaxpapers.core.Sweep` (one runs axis
@@ -272,7 +279,7 @@ def fit_free_embeddings(
       keys, inits, A, masks, chunk_size=chunk_size, checkpoint_dir=checkpoint_dir, statics=statics
     )
   else:
-    res = _fit(inits, A, masks, N=N, n=n, d=d_max, **statics)
+    res = _fit(inits, A, dims=tuple(int(x) for x in dims), **statics)
   if single:
     res = jax.tree.map(lambda x: x[:, 0], res)
   if isinstance(d, (int, np.integer)):

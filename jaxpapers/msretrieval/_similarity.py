@@ -236,7 +236,13 @@ def candidate_scores(
   For binary candidates ``y``, every similarity reduces to ``Σ p y``, ``Σ p`` and ``Σ y``:
   cosine ``Σpy / (‖p‖ ‖y‖)``; Tanimoto of ``b = 1[p > threshold]`` ``Σby / (Σb + Σy - Σby)``;
   continuous Tanimoto ``Σpy / (Σp + Σy - Σpy)`` (since ``|p - y| = p + y - 2py`` for binary y).
-  No ``[B, C, F]`` float tensor is formed (``cand_fp`` stays in its own dtype, e.g. uint8).
+  ``cand_fp`` stays in its own dtype (e.g. uint8): a loop over chunks of query rows converts
+  about 4 MB of candidates to float32 at a time for the matrix-vector products ``Σ p y`` (and
+  the value check reads the same chunk), so no float32 copy of all ``[B, C, F]`` candidates is
+  formed; the backward pass re-reads ``cand_fp`` instead of saving the float copy. With the
+  rows split over an explicit mesh axis (``jax.make_mesh`` and ``NamedSharding`` on the first
+  axis), each device loops over its own rows (``jax.shard_map``); the scores are the same
+  numbers on one device or many.
 
   Args:
     pred: ``[B, F]`` predicted probabilities in [0, 1].
@@ -265,17 +271,46 @@ def candidate_scores(
   )
 
 
+# Candidate entries converted to float32 per step of the row loop: 2^20 entries (4 MB) stay in
+# a CPU core's cache between the conversion and the product. One batched product over all rows
+# instead writes and reads a float32 copy of the whole [B, C, F] tensor (4x uint8's bytes).
+_CHUNK_ENTRIES = 1 << 20
+
+
+def _rowwise_sums(p: jax.Array, cand_fp: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """``(Σ_f p y [B, C], Σ_f y [B, C], row binary [B])`` in one pass over ``cand_fp [B, C, F]``."""
+  rows = max(1, min(p.shape[0], _CHUNK_ENTRIES // (cand_fp.shape[1] * cand_fp.shape[2])))
+
+  @jax.checkpoint  # residuals are the uint8 rows, not their float32 copy
+  def one_row(args):
+    p_b, y_b = args  # [F], [C, F]
+    y = y_b.astype(jnp.float32)
+    return y @ p_b, y.sum(-1), jnp.all(_binary_ok(y_b))
+
+  return jax.lax.map(one_row, (p, cand_fp), batch_size=rows)
+
+
+def _sharded_rowwise_sums(p: jax.Array, cand_fp: jax.Array):
+  """:func:`_rowwise_sums`, per device when the rows are split over explicit mesh axes."""
+  sharding = jax.typeof(cand_fp).sharding
+  row_axes = sharding.spec[0] if len(sharding.spec) else None
+  if row_axes is None:
+    return _rowwise_sums(p, cand_fp)
+  rows = jax.sharding.PartitionSpec(row_axes)
+  return jax.shard_map(
+    _rowwise_sums, mesh=sharding.mesh, in_specs=(rows, rows), out_specs=(rows, rows, rows)
+  )(p, cand_fp)
+
+
 @functools.partial(jax.jit, static_argnames=("sim", "threshold"))
 def _candidate_scores(pred, cand_fp, cand_mask, *, sim, threshold):
   p = pred.astype(jnp.float32)
   if sim == "tanimoto":
     p = (p > threshold).astype(jnp.float32)
-  y = cand_fp.astype(p.dtype)  # the matmul operand; XLA fuses the cast
-  py = jnp.einsum("bf,bcf->bc", p, y)  # [B, C]
-  sy = y.sum(-1)  # [B, C]
+  py, sy, binary = _sharded_rowwise_sums(p, cand_fp)  # [B, C], [B, C], [B]
   if sim == "cosine":
     s = py / jnp.maximum(jnp.sqrt((p * p).sum(-1))[:, None] * jnp.sqrt(sy), _EPS)
   else:
     s = _ratio(py, p.sum(-1)[:, None] + sy - py)
   s = jnp.where(cand_mask, s, -jnp.inf)
-  return s, (jnp.all(_prob_ok(pred)), jnp.all(_binary_ok(cand_fp)))
+  return s, (jnp.all(_prob_ok(pred)), jnp.all(binary))

@@ -150,6 +150,48 @@ def _check_start_step(start_step) -> None:
   )
 
 
+def _decayed_update(m, u, p, z0, r, count, decaying):
+  """One leaf of the wrapped update: ``(delta, residual)``.
+
+  delta = u - c (x - z0) with c = 1/(count + 2) while ``decaying`` (0 before), x = p + r the
+  exact iterate; with a float32 residual r (compensated leaves) delta also carries r, and
+  the new residual is what rounding ``p + delta`` to the parameter dtype leaves out. One
+  elementwise expression per leaf, so XLA reads u's inputs, p, z0 and r once per output.
+
+  Args:
+    m: whether SODA applies to the leaf (a static bool).
+    u: the base optimizer's update, shape of p.
+    p: the parameter (or a MaskedNode of another optax.partition group).
+    z0: its anchor, or a MaskedNode (anchor='zero').
+    r: its float32 residual, or a MaskedNode (not compensated).
+    count, decaying: the step k (int32 scalar) and whether k >= start_step.
+  """
+  if _is_masked_node(p):  # e.g. leaves of another optax.partition group
+    return u, r
+  out_dtype = p.dtype
+  if not m:
+    return u.astype(out_dtype), r
+  cd = _compute_dtype(p.dtype)
+  # The coefficient in the compute dtype: exact 1/(k+2) for float64 parameters.
+  c = jnp.where(decaying, 1.0 / (count.astype(cd) + 2.0), 0.0).astype(cd)
+  comp = not _is_masked_node(r)
+  x = p.astype(cd) + r if comp else p.astype(cd)  # the exact iterate
+  disp = x if _is_masked_node(z0) else x - z0.astype(cd)
+  exact = u.astype(cd) - c * disp  # x_{k+1} - x_k
+  if comp:
+    exact = exact + r  # x_{k+1} - params
+  delta = exact.astype(out_dtype)
+  if comp:
+    # optax.apply_updates holds params + delta rounded to the parameter dtype; the
+    # residual is what that rounding (and the rounding of delta) left out.
+    # reduce_precision, not a cast pair: XLA may drop a float32 -> bf16 -> float32 round
+    # trip (excess precision), which would hide the rounding from the residual.
+    fi = jnp.finfo(out_dtype)
+    p_next = jax.lax.reduce_precision(p.astype(cd) + delta.astype(cd), fi.nexp, fi.nmant)
+    r = exact - (p_next - p.astype(cd))
+  return delta, r
+
+
 def soda(
   base_optimizer: optax.GradientTransformation,
   *,
@@ -323,50 +365,39 @@ def soda(
     if residual is None:  # a state built before the residual existed
       residual = jax.tree.map(lambda _: optax.MaskedNode(), params, is_leaf=_is_masked_node)
 
-    def leaf(m, u_i, p, a, r):
-      if _is_masked_node(p):  # e.g. leaves of another optax.partition group
-        return u_i, a, r
-      out_dtype = p.dtype
-      if not m:
-        return u_i.astype(out_dtype), a, r
-      cd = _compute_dtype(p.dtype)
-      # The coefficient in the compute dtype: exact 1/(k+2) for float64 parameters.
-      c = jnp.where(decaying, 1.0 / (count.astype(cd) + 2.0), 0.0).astype(cd)
-      comp = not _is_masked_node(r)
-      x = p.astype(cd) + r if comp else p.astype(cd)  # the exact iterate
-      if _is_masked_node(a):  # anchor='zero'
-        z0 = None
-        disp = x
-      else:
-        z0 = jnp.where(capture, p, a)
-        disp = x - z0.astype(cd)
-      exact = u_i.astype(cd) - c * disp  # x_{k+1} - x_k
-      if comp:
-        exact = exact + r  # x_{k+1} - params
-      delta = exact.astype(out_dtype)
-      if comp:
-        # optax.apply_updates holds params + delta rounded to the parameter dtype; the
-        # residual is what that rounding (and the rounding of delta) left out.
-        # reduce_precision, not a cast pair: XLA may drop a float32 -> bf16 -> float32 round
-        # trip (excess precision), which would hide the rounding from the residual.
-        fi = jnp.finfo(out_dtype)
-        p_next = jax.lax.reduce_precision(p.astype(cd) + delta.astype(cd), fi.nexp, fi.nmant)
-        r = exact - (p_next - p.astype(cd))
-      return delta, (a if z0 is None else z0), r
-
-    triples = jax.tree.map(
-      leaf, apply_mask, u, params, state.anchor, residual, is_leaf=_is_masked_node
-    )
     treedef = jax.tree.structure(params, is_leaf=_is_masked_node)
-    flat = treedef.flatten_up_to(triples)
-    new_updates = treedef.unflatten([d for d, _, _ in flat])
-    new_anchor = treedef.unflatten([a for _, a, _ in flat])
-    new_residual = treedef.unflatten([r for _, _, r in flat])
-    if state.residual is None:
-      new_residual = None
-    return new_updates, SodaState(
+    flat_p = treedef.flatten_up_to(params)
+    flat_m = treedef.flatten_up_to(apply_mask)
+    flat_u = treedef.flatten_up_to(u)
+    flat_a = treedef.flatten_up_to(state.anchor)
+    flat_r = treedef.flatten_up_to(residual)
+    # The anchor is written once, at the capture step: a conditional leaves its buffers in
+    # place on every other step (``where(capture, params, anchor)`` would rewrite all of them
+    # every step, a second parameter-sized write per update).
+    held = [
+      i
+      for i, (p, a) in enumerate(zip(flat_p, flat_a))
+      if not (_is_masked_node(p) or _is_masked_node(a))
+    ]
+    if held:
+      anchors = jax.lax.cond(
+        capture,
+        lambda ps, as_: [jnp.array(p, dtype=a.dtype, copy=True) for p, a in zip(ps, as_)],
+        lambda ps, as_: as_,
+        [flat_p[i] for i in held],
+        [flat_a[i] for i in held],
+      )
+      for i, a in zip(held, anchors):
+        flat_a[i] = a
+    new_updates, new_residual = [], []
+    for m, u_i, p, z0, r in zip(flat_m, flat_u, flat_p, flat_a, flat_r):
+      d, r = _decayed_update(m, u_i, p, z0, r, count, decaying)
+      new_updates.append(d)
+      new_residual.append(r)
+    new_residual = None if state.residual is None else treedef.unflatten(new_residual)
+    return treedef.unflatten(new_updates), SodaState(
       count=optax.safe_increment(count),
-      anchor=new_anchor,
+      anchor=treedef.unflatten(flat_a),
       inner_state=inner_state,
       residual=new_residual,
     )

@@ -284,6 +284,28 @@ CASES = [
     id="bucket-length-zero",
   ),
   Case(
+    "lm.auto_block_size",
+    lambda: lm.auto_block_size(0),
+    match=r"num_queries must be >= 1",
+    jit=None,
+    jit_reason="a static length (Python int), never traced",
+    id="auto-block-size-zero",
+  ),
+  Case(
+    "lm.forward",
+    lambda t: lm.forward(PARAMS, t, config=CFG, pad_to=2)[0],
+    (PROMPT,),
+    match=r"pad_to must be >= 3",
+    id="forward-pad-to-short",
+  ),
+  Case(
+    "lm.forward",
+    lambda t: lm.forward(PARAMS, t, config=CFG, pad_to="pow2")[0],
+    (PROMPT,),
+    match=r"pad_to must be None, an int or 'bucket'",
+    id="forward-pad-to-kind",
+  ),
+  Case(
     "lm.generate",
     _gen,
     (PROMPT,),

@@ -78,6 +78,46 @@ def test_blockwise_attention_matches_float64_reference(window, is_global):
     assert np.abs(glob[has] - ref[has]).max() > 1e-2
 
 
+@pytest.mark.parametrize(
+  "window,block_size",
+  [(None, 8), (None, 16), (5, 8), (20, 8)],
+  ids=["causal-8", "causal-16", "window5-8", "window20-8"],
+)
+def test_blockwise_prefill_equals_float64_softmax_attention(window, block_size):
+  """Self-attention prefill computed in float64 (`jax.enable_x64`): causal or sliding window
+  (W = 5 < block: every tile masked; W = 20: full tiles inside the window), one left-padded row,
+  T = 37 (not a multiple of the block), GQA, and one key whose scores jump far above the
+  running maximum, so the lazy step must fall back to the exact one (without the fallback the
+  sums overflow to inf). Equal to the plain softmax to 1e-12 at every row."""
+  rng = np.random.default_rng(1)
+  B, T, H, KV, dh = 2, 37, 4, 2, 8
+  q = rng.normal(size=(B, T, H, dh))
+  k = rng.normal(size=(B, T, KV, dh))
+  v = rng.normal(size=(B, T, KV, dh))
+  k[:, 26] *= 60.0  # scores of up to ~±200 at key 26, in the fourth key block
+  mask = np.ones((B, T), bool)
+  mask[1, :5] = False
+  pos = np.maximum(np.cumsum(mask, axis=1) - 1, 0)
+  f = jax.jit(
+    lambda *a: lm.blockwise_attention(
+      *a, scale=0.5, window=window, is_global=window is None, block_size=block_size
+    )
+  )
+  with jax.enable_x64(True):
+    z = np.asarray(f(q, k, v, pos, pos, mask))
+  assert z.dtype == np.float64
+  ref, has = _np_attention(q, k, v, pos, pos, mask, 0.5, window, window is None)
+  assert has.all()  # padding queries sit at position 0 and see the first real token
+  spike = 0.5 * np.einsum("bthd,bd->bth", q[:, 27:], k[:, 26, 0])  # rows after the spike
+  assert spike.max() > 60  # far above any earlier score: the exact step is needed
+  np.testing.assert_allclose(z, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_auto_block_size():
+  got = [lm.auto_block_size(t) for t in (1, 100, 128, 255, 256, 640, 1024, 1280, 8192)]
+  assert got == [32, 32, 32, 32, 64, 128, 256, 256, 256]
+
+
 @pytest.mark.parametrize("config", [TINY, GEMMA_LIKE], ids=["smollm2-like", "gemma-like"])
 def test_blockwise_forward_equals_dense(config):
   """Logits, head outputs and captured attention rows of the blockwise forward (block 4; the
@@ -141,6 +181,76 @@ def test_blockwise_bucketed_prefill_into_cache_equals_dense_and_compiles_once():
     g11 = lm.greedy_generate(params, ids[:, 2:], prompt_mask=mask[:, 2:], **blk)
   assert traces["_generate_jit"] == 0
   assert g11.key_pos.shape == gb.key_pos.shape
+
+
+@pytest.mark.parametrize("config", [TINY, GEMMA_LIKE], ids=["smollm2-like", "gemma-like"])
+def test_forward_pad_to_bucket_equals_unpadded_and_compiles_once(config):
+  """forward(pad_to='bucket'): a 130-token call (one row also left-padded by its mask) runs
+  padded to its bucket (160) on the blockwise path ('auto' from 128 tokens); logits, queries,
+  head outputs, captured attention rows, values and key positions equal the unpadded dense
+  call's at every real position; a 150-token call in the same bucket reuses the program."""
+  params = _params(config)
+  rng = np.random.default_rng(3)
+  ids = rng.integers(0, config.vocab_size, size=(2, 150)).astype(np.int32)
+  mask = np.ones((2, 150), bool)
+  mask[1, 20:24] = False  # row 1 of the 130-token call starts with 4 padding columns
+  cap = lm.Capture(attn="rows", queries=True, head_outputs=True, values=True)
+  rows = np.array([[129, 3], [64, 10]])
+  kw = dict(config=config, capture=cap, attn_rows=rows)
+  want, _, cw = lm.forward(params, ids[:, 20:], mask=mask[:, 20:], attention="dense", **kw)
+  got, _, cg = lm.forward(params, ids[:, 20:], mask=mask[:, 20:], pad_to="bucket", **kw)
+  assert lm.bucket_length(130) == 160 and lm.bucket_length(150) == 160
+  m = mask[:, 20:]
+  assert got.shape == want.shape == (2, 130, config.vocab_size)
+  np.testing.assert_allclose(np.asarray(got)[m], np.asarray(want)[m], rtol=1e-5, atol=1e-5)
+  for name in ("queries", "head_outputs"):  # [B, L, T, H, dh]
+    assert cg[name].shape == cw[name].shape
+    np.testing.assert_allclose(
+      np.moveaxis(np.asarray(cg[name]), 1, 2)[m],
+      np.moveaxis(np.asarray(cw[name]), 1, 2)[m],
+      rtol=1e-5,
+      atol=1e-5,
+    )
+  assert cg["attn"].shape == cw["attn"].shape == (2, config.n_layers, config.n_heads, 2, 130)
+  np.testing.assert_allclose(cg["attn"], cw["attn"], rtol=1e-5, atol=1e-6)
+  valid = np.asarray(cw["key_valid"])
+  np.testing.assert_array_equal(cg["key_valid"], valid)
+  np.testing.assert_array_equal(np.asarray(cg["key_pos"])[valid], np.asarray(cw["key_pos"])[valid])
+  np.testing.assert_allclose(
+    np.moveaxis(np.asarray(cg["values"]), 3, 1)[valid],
+    np.moveaxis(np.asarray(cw["values"]), 3, 1)[valid],
+    rtol=1e-5,
+    atol=1e-5,
+  )
+  with count_traces() as traces:
+    longer, _, c150 = lm.forward(params, ids, mask=mask, pad_to="bucket", **kw)
+  assert traces["_forward_jit"] == 0
+  assert longer.shape == (2, 150, config.vocab_size) and c150["attn"].shape[-1] == 150
+
+
+def test_bucketed_prefill_of_a_second_length_compiles_nothing():
+  """forward(logits_at='last', pad_to='bucket') at 133 tokens, then at 150 (bucket 160): the
+  second call runs no new XLA compilation at all (the value checks run on the host and the
+  padding is added there); the logits equal the unpadded call's."""
+  params = _params(TINY)
+  rng = np.random.default_rng(4)
+  ids = rng.integers(0, TINY.vocab_size, size=(1, 150)).astype(np.int32)
+  kw = dict(config=TINY, logits_at="last", pad_to="bucket")
+  jax.block_until_ready(lm.forward(params, ids[:, 17:], **kw))
+  compiles = []
+
+  def listener(event, seconds, **_):
+    if event == "/jax/core/compile/backend_compile_duration":
+      compiles.append(seconds)
+
+  jax.monitoring.register_event_duration_secs_listener(listener)
+  try:
+    got = jax.block_until_ready(lm.forward(params, ids, **kw)[0])
+  finally:
+    jax.monitoring.unregister_event_duration_listener(listener)
+  assert compiles == []
+  want = lm.forward(params, ids, config=TINY, logits_at="last", attention="dense")[0]
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_auto_choice_and_the_capture_rule():

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from jaxpapers import logstop as L
+from jaxpapers.logstop import _engine
 from tests.jit_util import count_traces
 from tests.logstop import _oracles
 
@@ -289,23 +290,69 @@ def test_float32_long_trace_accuracy():
   assert abs(float(g5) - want) <= 1e-4 * abs(want), (float(g5), want)
 
 
-def test_blocked_scan_agrees_with_recursive_reference(monkeypatch):
-  """The two-level scan of long traces, forced on short ones, vs the float64 recursion."""
-  from jaxpapers.logstop import _engine
+def _assert_close(got, want):
+  """-inf in the same places, probabilities to 1e-13 and log-scores to 1e-6 (float64).
 
-  monkeypatch.setattr(_engine, "_SEQUENTIAL_MAX", 2)
+  The scan composes the U-maps in a different order from the recursion, so values near 0
+  (probabilities near 1) differ by rounding (~1e-16 absolute); a negation there, log1mexp(l)
+  with slope -1/|l|, turns that into a larger relative difference of its log-score. The
+  probabilities are well conditioned.
+  """
+  got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+  np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+  np.testing.assert_allclose(np.exp(got), np.exp(want), rtol=1e-9, atol=1e-13)
+  fin = np.isfinite(want)
+  np.testing.assert_allclose(got[fin], want[fin], rtol=1e-6, atol=1e-12)
+
+
+def test_long_chains_agree_with_recursive_reference():
+  """Chains of 1-60 steps (every chunking: 1 to 8 chunks, padded or not) vs the recursion."""
   rng = np.random.default_rng(1)
+  texts = ["a U (b & G c)", "G(a -> F b)", "(a U b) U c", "!(F(a & X b))", "X X a | G !c"]
   with jax.enable_x64(True):
-    for case, text in enumerate(["a U (b & G c)", "G(a -> F b)", "(a U b) U c", "!(F(a & X b))"]):
-      T, w = 23, 1 + case % 3
+    for T, w in [(60, 1), (23, 2), (7, 3)]:
       traces = [_random_trace(rng, T) for _ in range(2)]
       batch = {n: np.stack([tr[n] for tr in traces]) for n in _oracles.ATOMS}
-      f = L.parse(text)
-      # A fresh jit: the cached evaluator was compiled with the sequential scan.
-      got = jax.jit(lambda b, ln, f=f, w=w: _engine.evaluate(f, b, w, ln, "log"))(
-        batch, np.array([T, 17])
+      formulas = tuple(L.parse(t) for t in texts)
+      lengths = np.array([T, T // 2 + 1])
+      # One program for all formulas; every position (t = 0 is checked by test_score_at_0).
+      got = jax.jit(lambda b, ln, w=w: _engine.evaluate_many(formulas, b, w, ln, "log"))(
+        batch, lengths
       )
-      for i, props in enumerate(traces):
-        e = (T, 17)[i] - 1
-        want = [_oracles.logstop_rec(f, props, t, e, w, {}) for t in range(e + 1)]
-        _assert_same(got[i, : e + 1], want)
+      for f, g in zip(formulas, got):
+        for i, props in enumerate(traces):
+          e = lengths[i] - 1
+          want = [_oracles.logstop_rec(f, props, t, e, w, {}) for t in range(e + 1)]
+          _assert_close(g[i, : e + 1], want)
+          assert np.all(np.isneginf(np.asarray(g[i, e + 1 :])))
+
+
+def test_score_at_0_agrees_with_recursive_reference():
+  """`score` evaluates chain 0 alone (block means, top-level U/G folded): vs the recursion."""
+  rng = np.random.default_rng(12)
+  with jax.enable_x64(True):
+    for T, w in [(25, 1), (26, 4)]:
+      formulas = [_oracles.random_formula(rng, 3) for _ in range(4)]
+      formulas += [L.parse("G(a -> F b)"), L.parse("(a U b) | X !c"), L.parse("true U X a")]
+      traces = [_random_trace(rng, T) for _ in range(3)]
+      batch = {n: np.stack([tr[n] for tr in traces]) for n in _oracles.ATOMS}
+      lengths = np.array([T, T - 5, 1])
+      got = np.asarray(L.score_many(formulas, batch, window=w, length=lengths))
+      assert got.shape == (len(formulas), 3)
+      for j, f in enumerate(formulas):
+        want = [
+          _oracles.logstop_rec(f, props, 0, lengths[i] - 1, w, {}) for i, props in enumerate(traces)
+        ]
+        _assert_close(got[j], want)
+
+
+def test_score_many_equals_score_per_formula():
+  rng = np.random.default_rng(13)
+  props = {n: rng.uniform(size=(2, 3, 17)).astype(np.float32) for n in _oracles.ATOMS}
+  texts = ["G(a -> F b)", "true", "F(a & X b & X X c)"]
+  with count_traces() as traces:
+    got = L.score_many(texts, props, window=2)
+  assert traces["evaluate_jit"] == 1  # one program for every formula
+  assert got.shape == (3, 2, 3) and got.dtype == np.float32
+  for j, text in enumerate(texts):
+    np.testing.assert_allclose(got[j], L.score(text, props, window=2), rtol=1e-6, atol=1e-6)

@@ -283,6 +283,75 @@ def _zero_lr_displacement_run(params_dtype, z0, steps, **kw):
   return x, state
 
 
+def _straightforward_soda_update(base, mask, start_step, anchor, comp):
+  """SODA's update written leaf by leaf and literally (the anchor rewritten every step).
+
+  For params {"w", "b"} with static per-leaf ``mask`` and ``comp`` (residual kept); the
+  library's update must give the same numbers while touching the anchor only at capture.
+  """
+
+  def update(g, state, params):
+    u, inner = base.update(g, state.inner_state, params)
+    k = state.count
+    c = jnp.where(k >= start_step, 1.0 / (k.astype(jnp.float32) + 2.0), 0.0)
+    deltas, anchors, residuals = {}, {}, {}
+    for name, p in params.items():
+      a, r = state.anchor[name], state.residual[name]
+      if not mask[name]:
+        deltas[name], anchors[name], residuals[name] = u[name].astype(p.dtype), a, r
+        continue
+      x = p.astype(jnp.float32) + (r if comp[name] else 0.0)
+      z0 = 0.0 if anchor == "zero" else jnp.where(k == start_step, p, a).astype(jnp.float32)
+      exact = u[name].astype(jnp.float32) - c * (x - z0) + (r if comp[name] else 0.0)
+      delta = exact.astype(p.dtype)
+      if comp[name]:
+        fi = jnp.finfo(p.dtype)
+        held = jax.lax.reduce_precision(
+          p.astype(jnp.float32) + delta.astype(jnp.float32), fi.nexp, fi.nmant
+        )
+        r = exact - (held - p.astype(jnp.float32))
+      deltas[name] = delta
+      anchors[name] = a if anchor == "zero" else jnp.where(k == start_step, p, a)
+      residuals[name] = r
+    return deltas, soda_lib.SodaState(k + 1, anchors, inner, residuals)
+
+  return update
+
+
+class FusedUpdateTest(parameterized.TestCase):
+  """The update (anchor written only at capture) equals the literal leaf-by-leaf form."""
+
+  @parameterized.parameters(
+    (jnp.float32, "init", 0),
+    (jnp.float32, "init", 2),
+    (jnp.bfloat16, "init", 1),
+    (jnp.bfloat16, "zero", 0),
+  )
+  def test_equals_straightforward_reference(self, dtype, anchor, start_step):
+    rng = np.random.default_rng(0)
+    params = {
+      "w": jnp.asarray(rng.normal(size=(5, 3)), dtype),
+      "b": jnp.asarray(rng.normal(size=(3,)), dtype),
+    }
+    mask = {"w": True, "b": start_step != 2}  # one unwrapped leaf in one case
+    tx = soda_lib.soda(optax.adam(0.05), anchor=anchor, mask=mask, start_step=start_step)
+    comp = {n: mask[n] and jnp.finfo(dtype).bits < 32 for n in params}
+    ref = jax.jit(_straightforward_soda_update(optax.adam(0.05), mask, start_step, anchor, comp))
+    step = jax.jit(tx.update)
+    state = tx.init(params)
+    ref_state = state
+    x = ref_x = params
+    for k in range(5):  # through the capture step and past it
+      g = {n: jnp.asarray(rng.normal(size=v.shape), dtype) for n, v in params.items()}
+      if k == start_step + 1:  # the anchor is taken at capture, not at init
+        x = ref_x = jax.tree.map(lambda v: v + 1, x)
+      u, state = step(g, state, x)
+      ref_u, ref_state = ref(g, ref_state, ref_x)
+      for a, b in zip(jax.tree.leaves((u, state)), jax.tree.leaves((ref_u, ref_state))):
+        np.testing.assert_array_equal(np.asarray(a, np.float64), np.asarray(b, np.float64))
+      x, ref_x = optax.apply_updates(x, u), optax.apply_updates(ref_x, ref_u)
+
+
 class PrecisionTest(parameterized.TestCase):
   """The decay in the dtypes users run: bf16 parameters and exact float64."""
 

@@ -1,0 +1,67 @@
+"""The prefill FLOP count of benchmarks/lm_context.py against the model's own program."""
+
+import math
+
+import jax
+import jax.extend as jex
+import numpy as np
+import pytest
+
+from benchmarks import lm_context
+from jaxpapers import lm
+from tests.lm.test_model import GEMMA_LIKE, TINY, _params
+
+
+def _dot_flops(jaxpr) -> int:
+  """2 · (output size) · (contracted size) summed over every dot_general of a jaxpr, inner
+  jaxprs included (a scan's body counted `length` times)."""
+  total = 0
+  for eqn in jaxpr.eqns:
+    if eqn.primitive.name == "dot_general":
+      (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+      lhs = eqn.invars[0].aval.shape
+      contracted = math.prod(lhs[i] for i in lhs_contract)
+      total += 2 * math.prod(eqn.outvars[0].aval.shape) * contracted
+      continue
+    if eqn.primitive.name in ("while", "cond"):
+      inner = [j for j in jex.core.jaxprs_in_params(eqn.params)]
+      assert not any(_dot_flops(j) for j in inner), f"a matmul inside {eqn.primitive.name}"
+      continue
+    times = eqn.params["length"] if eqn.primitive.name == "scan" else 1
+    for j in jex.core.jaxprs_in_params(eqn.params):
+      total += times * _dot_flops(j)
+  return total
+
+
+@pytest.mark.parametrize("config", [TINY, GEMMA_LIKE], ids=["smollm2-like", "gemma-like"])
+def test_prefill_flops_equal_the_matmuls_of_the_dense_forward(config):
+  """The dense path multiplies every (query, key) pair, so its matrix products equal the
+  formula with T² pairs per layer; a wrong projection width, head count or layer count, a
+  missing or doubled logits term would change the count."""
+  T = 13
+  params = _params(config)
+  tokens = np.zeros((1, T), np.int32)
+  jaxpr = jax.make_jaxpr(
+    lambda p, t: lm.forward(p, t, config=config, logits_at="last", attention="dense")[0]
+  )(params, tokens)
+  want = lm_context.prefill_flops(config, T, pairs=lambda t, w: t * t)
+  assert _dot_flops(jaxpr.jaxpr) == want["total"]
+  assert want["logits"] == 2 * config.d_model * config.vocab_size
+
+
+@pytest.mark.parametrize("window", [None, 1, 3, 7, 13, 40])
+def test_allowed_pairs_enumerate_the_causal_window_mask(window):
+  T = 13
+  t, j = np.meshgrid(np.arange(T), np.arange(T), indexing="ij")
+  allowed = (j <= t) & ((t - j < window) if window else True)
+  assert lm_context.allowed_pairs(T, window) == int(allowed.sum())
+
+
+def test_prefill_flops_count_local_layers_over_their_window():
+  """Gemma-like: two local layers (window 3) and one global layer."""
+  T = 10
+  f = lm_context.prefill_flops(GEMMA_LIKE, T)
+  H, dh = GEMMA_LIKE.n_heads, GEMMA_LIKE.head_dim
+  local = (1 + 2 + 3) + (T - 3) * 3  # rows 0..2 see 1, 2, 3 keys; rows 3..9 see 3
+  assert local == 27
+  assert f["attention"] == 4 * H * dh * (2 * local + T * (T + 1) // 2)
