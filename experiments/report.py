@@ -58,8 +58,13 @@ class ReportError(ValueError):
 
 
 def readmes(root: pathlib.Path = ROOT) -> list[pathlib.Path]:
-  """The READMEs that may hold generated blocks: the top level and every experiment's."""
-  return [root / "README.md", *sorted((root / "experiments").glob("*/README.md"))]
+  """The READMEs that may hold generated blocks: the top level, the benchmarks' and every
+  experiment's."""
+  return [
+    root / "README.md",
+    root / "benchmarks" / "README.md",
+    *sorted((root / "experiments").glob("*/README.md")),
+  ]
 
 
 def source_path(source: str, root: pathlib.Path = ROOT) -> pathlib.Path:
