@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from absl import logging
 
 from jaxpapers import core, lm
 from jaxpapers import lanr as L
@@ -231,10 +232,14 @@ class ContextStore:
     self.memo: dict[str, dict] = {}
     self.n_read = 0
     if path and os.path.exists(path):
-      z = np.load(path, allow_pickle=False)
-      keys = [str(k) for k in z["keys"]]
-      for i, k in enumerate(keys):
-        self.memo[k] = {f: z[f][i] for f in FIELDS}
+      try:
+        z = core.cache.read_arrays(path)
+      except core.CorruptFileError as e:  # torn or altered: read every context again
+        logging.warning("%s; reading its contexts again", e)
+      else:
+        keys = [str(k) for k in z["keys"]]
+        for i, k in enumerate(keys):
+          self.memo[k] = {f: z[f][i] for f in FIELDS}
 
   def ids(self, key: str) -> list[int]:
     split, qi, docs = key.split("/")
@@ -264,9 +269,9 @@ class ContextStore:
       return
     keys = list(self.memo)
     arrays = {f: np.stack([self.memo[k][f] for k in keys]) for f in FIELDS}
-    tmp = self.path + ".tmp.npz"
-    np.savez(tmp, keys=np.asarray(keys), **arrays)
-    os.replace(tmp, self.path)
+    core.cache.write_arrays(
+      self.path, {"keys": np.asarray(keys), **arrays}
+    )  # atomic, digest-checked
 
 
 def online_trace(store: ContextStore, split: str, n_q: int, score_fn, t_max: int, final=True):
@@ -320,14 +325,14 @@ def prepare(c, workdir):
   store = ContextStore(T, qs, docs_tok, ans, c, os.path.join(workdir, "contexts.npz"))
   doc_path = os.path.join(workdir, "documents.npz")
   tl = time.time()
-  if os.path.exists(doc_path):
-    doc_h = np.load(doc_path)["h"]
-  else:
-    doc_h = np.asarray(
-      L.encode_documents(T.doc_fn, T.doc_params, dt, dl, T.doc_marker, batch_size=c.lm_batch)
-    )
-    np.savez(doc_path + ".tmp.npz", h=doc_h)
-    os.replace(doc_path + ".tmp.npz", doc_path)
+  doc_h = core.cached_arrays(
+    doc_path,
+    lambda: {
+      "h": np.asarray(
+        L.encode_documents(T.doc_fn, T.doc_params, dt, dl, T.doc_marker, batch_size=c.lm_batch)
+      )
+    },
+  )["h"]
   feats = {"doc": {"h": doc_h}}
   for k in ("train", "test"):
     feats[k] = store.read([r["key"] for r in rows[k]])
