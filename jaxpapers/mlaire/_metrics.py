@@ -355,6 +355,38 @@ def semantic_ndcg(
   return _finish(pq["ndcg"][0].mean(), (ok, _NAN_MSG))
 
 
+def ndcg_per_query(
+  b: PoolBatch,
+  k: int,
+  *,
+  w_lang: float = 2.0,
+  w_other: float = 1.0,
+  gain: Literal["linear", "exp"] = "linear",
+  ties: Literal["pessimistic", "index"] = "pessimistic",
+) -> dict[str, jax.Array]:
+  """Standard nDCG@k and Lang-nDCG@k of every query (for intervals over queries).
+
+  The per-query values whose means are :func:`semantic_ndcg` and :func:`lang_ndcg` (0 for a
+  query with no relevant passage, as there).
+
+  Args:
+    b: the pools (``Q`` x ``P``).
+    k: cutoff (int >= 1).
+    w_lang, w_other, gain: Lang-nDCG gains (:func:`lang_ndcg`).
+    ties: tie policy of :func:`ranks`.
+
+  Returns:
+    ``{"ndcg": [Q], "lang_ndcg": [Q]}`` float32 in ``[0, 1]``. Under jit, NaN scores make
+    every entry NaN.
+  """
+  b = _check_batch(b)
+  k = _check_k(k)
+  w_lang, w_other, gain = _check_gains(w_lang, w_other, gain)
+  pq, ok = _per_query_jit(b, k, _check_ties(ties), w_lang, w_other, gain)
+  out = {"ndcg": pq["ndcg"][0], "lang_ndcg": pq["lang_ndcg"][0]}
+  return _finish(out, (ok, _NAN_MSG))
+
+
 @functools.partial(jax.jit, static_argnames=("k", "ties"))
 def _four_way_jit(b, k, ties):
   r = _ranks(b, ties)

@@ -48,16 +48,74 @@ def test_spearman(train):
   assert math.isnan(train._spearman([1.0, 2.0], [2.0, 1.0]))
 
 
-@pytest.mark.xfail(
-  strict=True,
-  reason="_spearman ranks by argsort(argsort(.)), which breaks ties by position instead of "
-  "averaging them, so with tied values it is not Spearman's rho and depends on the order of "
-  "the retrievers (the committed run has a tie in (S-, L+) on pool C: 0.750 vs rho = 0.739)",
-)
 def test_spearman_with_ties(train):
   # Average ranks of (1, 1, 2) are (0.5, 0.5, 2): rho = corr((0, 1, 2), (0.5, 0.5, 2)) = sqrt(3)/2.
   assert train._spearman([1.0, 2.0, 3.0], [1.0, 1.0, 2.0]) == pytest.approx(math.sqrt(3) / 2)
   assert train._spearman([2.0, 1.0, 3.0], [1.0, 1.0, 2.0]) == pytest.approx(math.sqrt(3) / 2)
+
+
+def test_rank_agreement(train):
+  # Means: nDCG (1, 1, 0.5), Lang-nDCG (0.75, 0.5, 0). Average ranks (1.5, 1.5, 0) and (2, 1, 0):
+  # centred (0.5, 0.5, -1) and (1, 0, -1), rho = 1.5 / sqrt(1.5 * 2) = sqrt(3) / 2.
+  ndcg = [[1.0, 1.0], [1.0, 1.0], [0.5, 0.5]]
+  lang = [[1.0, 0.5], [0.5, 0.5], [0.0, 0.0]]
+  ra = train.rank_agreement(ndcg, lang, n_boot=400)
+  assert ra["spearman"] == pytest.approx(math.sqrt(3) / 2)
+  assert (ra["n_retrievers"], ra["n_queries"], ra["n_pairs"]) == (3, 2, 3)
+  # Pair (0, 1) is tied on nDCG and split by Lang-nDCG; no pair is ordered oppositely.
+  assert (ra["n_discordant"], ra["n_ndcg_ties"], ra["n_ndcg_ties_split"]) == (0, 1, 1)
+  # Resampling query 1 alone gives Lang-nDCG (0.5, 0.5, 0): rho = 1; any other resample gives
+  # the full-data order (sqrt(3) / 2). P(rho = 1) = 1/4, so the 95% interval is [sqrt(3)/2, 1].
+  assert ra["lo"] == pytest.approx(math.sqrt(3) / 2)
+  assert ra["hi"] == pytest.approx(1.0)
+  assert ra["ci"] == pytest.approx(1.0 - math.sqrt(3) / 2)
+
+
+def test_rank_agreement_reversal_and_ties(train):
+  # Opposite orders: rho = -1, all three pairs discordant.
+  ra = train.rank_agreement([[0.9], [0.8], [0.7]], [[0.1], [0.2], [0.3]], n_boot=10)
+  assert ra["spearman"] == pytest.approx(-1.0)
+  assert ra["n_discordant"] == 3 and ra["n_ndcg_ties"] == 0
+  assert math.isnan(ra["lo"]) and math.isnan(ra["ci"])  # one query: no interval
+  # Means that differ by float noise (1e-9) are a tie, not an order: nDCG constant -> NaN.
+  ra = train.rank_agreement([[0.5], [0.5 + 1e-9], [0.5]], [[0.1], [0.2], [0.3]], n_boot=10)
+  assert math.isnan(ra["spearman"]) and ra["n_ndcg_ties"] == 3 and ra["n_ndcg_ties_split"] == 3
+  with pytest.raises(ValueError, match="R, N"):
+    train.rank_agreement([0.1, 0.2], [0.1, 0.2])
+
+
+def test_agreement_metrics(train):
+  # Two seeds of 1 and 2 queries; the random retriever (trivial) is left out of the ranking.
+  def run(nd, ln):
+    pq = {r: {"ndcg": nd[r], "lang_ndcg": ln[r]} for r in nd}
+    return {"per_query": {"A": pq, "D": pq}}
+
+  s0 = run(
+    {"e5": [1.0], "bm25": [0.5], "char_ngram": [0.2], "random": [0.0]},
+    {"e5": [0.2], "bm25": [0.5], "char_ngram": [1.0], "random": [0.9]},
+  )
+  s1 = run(
+    {"e5": [1.0, 1.0], "bm25": [0.5, 0.5], "char_ngram": [0.2, 0.2], "random": [0.0, 0.0]},
+    {"e5": [0.2, 0.2], "bm25": [0.5, 0.5], "char_ngram": [1.0, 1.0], "random": [0.9, 0.9]},
+  )
+  d = train.agreement_metrics([s0, s1], n_boot=50)
+  for v in "AD":
+    assert d[f"rank_agreement_{v}_n_retrievers"] == 3
+    assert d[f"rank_agreement_{v}_n_queries"] == 3
+    assert d[f"rank_agreement_{v}_spearman"] == pytest.approx(-1.0)
+    # Every query orders the retrievers the same way: the interval is the point.
+    assert d[f"rank_agreement_{v}_lo"] == pytest.approx(-1.0)
+    assert d[f"rank_agreement_{v}_ci"] == pytest.approx(0.0)
+
+
+def test_lpr_range(train):
+  D = {
+    "e5": {"lpr_strict": {"mean": 0.3}},
+    "e5_prior_0p05": {"lpr_strict": {"mean": 0.9}},
+    "bm25": {"lpr_strict": {"mean": float("nan")}},
+    "random": {"lpr_strict": {"mean": 0.0}},  # trivial: not counted
+  }
+  assert train.lpr_range({"D": D}, "D") == pytest.approx(0.6)
 
 
 def _cell(**means):

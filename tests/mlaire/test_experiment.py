@@ -27,7 +27,15 @@ def test_smoke_experiment_writes_results(smoke_run):
   assert {"tradeoff.png", "four_way_C.png"} <= set(rec["plots"])
   assert all(c["verdict"] is None for c in rec["claims"])
   summ = metrics["summary"]
-  assert set(summ) == {"A", "B", "C"}
+  assert set(summ) == {"A", "B", "C", "D"}
+  assert "Pool D (divergence" in rec["table_markdown"]
+  # Pool D holds the parallel positives and the easy distractors only: the blind oracle puts
+  # every positive first (nDCG 1), and the smoke's two non-trivial retrievers are too few for
+  # a rank correlation (NaN, not a number).
+  assert summ["D"]["blind_oracle"]["ndcg"]["mean"] == pytest.approx(1.0)
+  for v in "AD":
+    assert metrics["derived"][f"rank_agreement_{v}_n_retrievers"] == 2
+    assert np.isnan(metrics["derived"][f"rank_agreement_{v}_spearman"])
   for pool in summ.values():
     assert set(pool) == {"bm25", "char_ngram", *train.TRIVIAL}
     for cell in pool.values():
@@ -91,7 +99,23 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
     "semantic_strength_wrong_language": "held",
     "preference_costs_semantics": "held",
     "offset_removal_lowers_preference": "held",
+    "lang_ndcg_reorders_A": "inconclusive",  # no rank agreement in the constructed metrics
+    "lang_ndcg_reorders_D": "inconclusive",
   }
+  # The rank-agreement claims: rho with its bootstrap half-width, lower is a reordering.
+  claim = {c["id"]: c for c in default.CLAIMS}
+  for v, rho, ci in (("A", 1.0, 0.0), ("D", 0.3, 0.1)):
+    d[f"rank_agreement_{v}_spearman"], d[f"rank_agreement_{v}_ci"] = rho, ci
+    d[f"rank_agreement_{v}_n_retrievers"] = 7
+  d["lpr_range_D"] = 0.5
+  assert core.judge(claim["lang_ndcg_reorders_A"], metrics).verdict == "not reproduced"
+  assert core.judge(claim["lang_ndcg_reorders_D"], metrics).verdict == "held"
+  d["rank_agreement_D_spearman"] = 0.75  # interval [0.65, 0.85] straddles the 0.8 bar
+  assert core.judge(claim["lang_ndcg_reorders_D"], metrics).verdict == "inconclusive"
+  d["rank_agreement_D_spearman"], d["lpr_range_D"] = 0.3, 0.1  # no preference to see
+  assert core.judge(claim["lang_ndcg_reorders_D"], metrics).guard == "requires"
+  d["rank_agreement_D_spearman"] = float("nan")  # every retriever tied on nDCG
+  assert core.judge(claim["lang_ndcg_reorders_D"], metrics).verdict == "inconclusive"
   d["lpr_gap_at_ndcg_tie"] = 0.15
   assert core.judge(default.CLAIMS[0], metrics).verdict == "partly"
   # A random retriever that clears the 0.05 bar too makes the S+L- claim vacuous.

@@ -89,6 +89,15 @@ def test_lang_ndcg_and_semantic_ndcg_match_reference(pools):
     np.testing.assert_allclose(float(got), np.mean([x for x, _ in pq["ndcg"]]), rtol=1e-5)
 
 
+def test_ndcg_per_query_matches_reference(pools):
+  for d in pools:
+    pq = ref.per_query(d, 5, w_lang=3.0, w_other=0.5, gain="exp")
+    got = M.ndcg_per_query(_batch(d), 5, w_lang=3.0, w_other=0.5, gain="exp")
+    for name in ("ndcg", "lang_ndcg"):
+      assert got[name].shape == (Q,)
+      np.testing.assert_allclose(got[name], [x for x, _ in pq[name]], rtol=1e-5, atol=1e-6)
+
+
 def test_semantic_ndcg_equals_the_shared_ndcg_with_index_ties():
   d = _pools(7, tie_levels=3)
   d["mask"][:] = True
