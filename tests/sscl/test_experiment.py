@@ -18,6 +18,7 @@ def smoke_run(tmp_path_factory):
   return cfg, workdir, train.train_and_evaluate(cfg, workdir)
 
 
+@pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_smoke_experiment_writes_results(smoke_run):
   cfg, workdir, metrics = smoke_run
   rec = json.loads((workdir / "results.json").read_text())
@@ -36,6 +37,7 @@ def test_smoke_experiment_writes_results(smoke_run):
   assert np.isfinite(runs[(0, "sscl")]["final_terms"]["sgsr"])
 
 
+@pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_rerun_resumes_from_the_stored_cells(smoke_run, monkeypatch):
   cfg, workdir, metrics = smoke_run
   monkeypatch.setattr(
