@@ -18,9 +18,13 @@
    * ``sscl``: CISC + SGSR + keep (λ_c = λ_s = 1, λ_keep = 0.1);
 
 4. evaluates every model with the same protocol (MaskCLIP readout, s = 40, bilinear upsampling,
-   no post-processing): foreground mIoU over the 4 shape classes, region classification with GT
-   boxes in context and in the context view, and feature drift between the two; the CLIP models
-   also with the training-free readouts (refinement, ProxyCLIP-style, SCLIP-style);
+   no post-processing): foreground mIoU over the evaluation classes (``classes``: the 4 shapes
+   or the 6 colours), region classification with GT boxes in context and in the context view,
+   and feature drift between the two; the CLIP models also with the training-free readouts
+   (refinement, its placebo with another image's affinity, ProxyCLIP-style, SCLIP-style) and a
+   ridge linear probe of their frozen dense features on both class sets (does the encoder
+   carry the class at all?). The "VFM" (``vfm``) is the handcrafted colour / edge proxy or
+   the grouping-only instance proxy (which patches belong together, no class);
 5. reports trivial predictors beside them and decides the claims of ``configs/default.py``.
 """
 
@@ -50,7 +54,7 @@ _ARM_WEIGHTS = {
   "sscl": (1.0, 1.0, 0.5, 0.1, 1.0),
 }
 _W_NAMES = ("sgsr", "teacher", "infonce", "keep", "diverse")
-TRAINING_FREE = ("raw", "refine", "proxy", "sclip")
+TRAINING_FREE = ("raw", "refine", "refine_placebo", "proxy", "sclip")
 
 
 @dataclasses.dataclass
@@ -86,6 +90,9 @@ class Config:
   confidence: float = 0.5
   tau_c: float = 0.07
   seed: int = 0
+  classes: str = "shape"  # the segmentation / region classes: "shape" or "colour"
+  vfm: str = "handcrafted"  # the frozen "VFM" proxy: "handcrafted" or "instance"
+  probe_images: int = 256  # training images whose patches fit the linear probes
 
 
 def _sscl_cfg(cfg: Config) -> S.SSCLConfig:
@@ -122,8 +129,18 @@ def _data(cfg: Config) -> dict:
 
   safe = np.where(te.valid[..., None], te.boxes, np.array([0, 0, 8, 8], np.float32))
   views, vboxes = jax.jit(jax.vmap(views_of))(imgs, bgs, jnp.asarray(safe), keys)
-  fg_target = np.where(te.class_map > 0, te.class_map - 1, -1).astype(np.int32)
+  fg_target, obj_labels = S.label_maps(te, cfg.classes)
+  probe = {}
+  n_probe = min(cfg.probe_images, cfg.n_train)
+  for kind in S.CLASS_SETS:  # patch labels of both class sets for the linear probes
+    probe[f"probe_train_{kind}"] = np.asarray(
+      S.patch_labels(S.label_maps(tr, kind)[0][:n_probe], cfg.patch)
+    )
+    probe[f"probe_test_{kind}"] = np.asarray(S.patch_labels(S.label_maps(te, kind)[0], cfg.patch))
   return {
+    **probe,
+    "train_instance": tr.instance_map.astype(np.int32),
+    "test_instance": te.instance_map.astype(np.int32),
     "train_images": tr.images,
     "train_bg": tr.backgrounds,
     "train_boxes": np.where(tr.valid[..., None], tr.boxes, 0).astype(np.float32),
@@ -133,10 +150,10 @@ def _data(cfg: Config) -> dict:
     "test_target": fg_target,
     "test_boxes": safe.astype(np.float32),
     "test_valid": te.valid,
-    "test_shapes": np.maximum(te.shapes, 0).astype(np.int32),
+    "test_labels": np.maximum(obj_labels, 0).astype(np.int32),
     "test_views": np.round(np.asarray(views) * 255).astype(np.uint8),  # [n, K, S, S, 3]
     "test_view_boxes": np.asarray(vboxes, np.float32),
-    "prompts": S.class_prompts(),
+    "prompts": S.class_prompts(cfg.classes),
   }
 
 
@@ -177,11 +194,22 @@ def _optimizer(lr, mask=None):
   return opt if mask is None else optax.masked(opt, mask)
 
 
+def num_classes(cfg: Config) -> int:
+  return len(S.SHAPES if cfg.classes == "shape" else S.COLOURS)
+
+
+def _vfm(cfg: Config, images, instance):
+  """``[B, N, D']`` frozen "VFM" features of the chosen proxy."""
+  if cfg.vfm == "instance":
+    return S.instance_vfm(instance, cfg.patch, S.MAX_OBJECTS)
+  return S.handcrafted_vfm(images, cfg.patch)
+
+
 def _programs(cfg: Config):
   graphdef, abstract = nnx.split(nnx.eval_shape(lambda: _model(cfg, jax.random.key(0))))
   mask = _trainable_mask(abstract, cfg.depth)
   scfg = _sscl_cfg(cfg)
-  K, Sz = S.MAX_OBJECTS, cfg.size
+  K, Sz, C = S.MAX_OBJECTS, cfg.size, num_classes(cfg)
   img_size = (Sz, Sz)
 
   def f32(x):
@@ -210,14 +238,14 @@ def _programs(cfg: Config):
   # ---- evaluation (any params)
   def evaluate(params, data, training_free: bool):
     m = nnx.merge(graphdef, params)
-    T = m.text(data["prompts"])  # [4, E]
+    T = m.text(data["prompts"])  # [C, E]
     imgs = data["test_images"]
     dense = m.image.dense(imgs, "maskclip")
     tgt = data["test_target"]
 
     def miou(feats):
       return S.segmentation_miou(
-        S.segment(feats, T, img_size, logit_scale=cfg.logit_scale), tgt, 4
+        S.segment(feats, T, img_size, logit_scale=cfg.logit_scale), tgt, C
       )[0]
 
     out = {"miou": miou(dense)}
@@ -230,21 +258,38 @@ def _programs(cfg: Config):
     Tn = T / jnp.linalg.norm(T, axis=-1, keepdims=True)
 
     def acc(z):
-      hit = jnp.argmax(z @ Tn.T, -1) == data["test_shapes"]
+      hit = jnp.argmax(z @ Tn.T, -1) == data["test_labels"]
       return jnp.sum(hit & valid) / jnp.sum(valid)
 
     out["region_acc"] = acc(z_in)
     out["region_acc_ctx"] = acc(z_ctx)
     out["drift"] = S.feature_drift(z_in, z_ctx, valid)
     if training_free:
-      vfm = S.handcrafted_vfm(imgs, cfg.patch)
+      vfm = _vfm(cfg, imgs, data["test_instance"])
       A = S.vfm_affinity(vfm, gamma=cfg.gamma, threshold=cfg.threshold, validate=False)
       L = S.patch_text_logits(dense, T, logit_scale=cfg.logit_scale)
-      R = S.refine_logits(L, A, alpha=cfg.alpha, steps=cfg.refine_steps, validate=False)
-      pred = jnp.argmax(S.upsample_logits(R, img_size), -1)
-      out["miou_refine"] = S.segmentation_miou(pred, tgt, 4)[0]
+
+      def refined_miou(A):
+        R = S.refine_logits(L, A, alpha=cfg.alpha, steps=cfg.refine_steps, validate=False)
+        return S.segmentation_miou(jnp.argmax(S.upsample_logits(R, img_size), -1), tgt, C)[0]
+
+      out["miou_refine"] = refined_miou(A)
+      # placebo: the same refinement with the affinity of the next test image (no structure of
+      # this image)
+      out["miou_refine_placebo"] = refined_miou(jnp.roll(A, 1, axis=0))
       out["miou_proxy"] = miou(m.image.dense(imgs, "proxy", A))
       out["miou_sclip"] = miou(m.image.dense(imgs, "sclip"))
+      # linear probes of the frozen dense features (both class sets): do they carry the class?
+      n_probe = data["probe_train_shape"].shape[0]
+      ftr = m.image.dense(data["train_images"][:n_probe], "maskclip")
+      for kind in S.CLASS_SETS:
+        out[f"probe_acc_{kind}"] = S.linear_probe_accuracy(
+          ftr.reshape(-1, ftr.shape[-1]),
+          data[f"probe_train_{kind}"].reshape(-1),
+          dense.reshape(-1, dense.shape[-1]),
+          data[f"probe_test_{kind}"].reshape(-1),
+          len(S.SHAPES if kind == "shape" else S.COLOURS),
+        )
     return out
 
   def pre_eval(state, hp, key, data):
@@ -291,7 +336,7 @@ def _programs(cfg: Config):
       lambda kk, im, bx: S.make_context_views(kk, im, bx, n_views=1, scales=(1.0, 1.0))
     )(vkeys, fimgs, boxes)
     t_crop = teacher.image(crops[:, 0])
-    vfm = S.handcrafted_vfm(imgs, cfg.patch)
+    vfm = _vfm(cfg, imgs, data["train_instance"][idx])
     targets = S.sgsr_targets(t_dense, vfm, T, scfg)
     teach = jax.lax.stop_gradient((t_cls, t_crop))
 
@@ -403,6 +448,7 @@ def summarize(cfg: Config, grid: dict) -> dict:
   table = {
     "raw": {m: [r["evals"][m] for r in pre] for m in METRICS},
     "refine": {"miou": [r["evals"]["miou_refine"] for r in pre]},
+    "refine_placebo": {"miou": [r["evals"]["miou_refine_placebo"] for r in pre]},
     "proxy": {"miou": [r["evals"]["miou_proxy"] for r in pre]},
     "sclip": {"miou": [r["evals"]["miou_sclip"] for r in pre]},
   }
@@ -412,36 +458,50 @@ def summarize(cfg: Config, grid: dict) -> dict:
   return table
 
 
-def trivial_baselines(data: dict, seed: int) -> dict:
+def probes(grid: dict) -> dict:
+  """Per class set: the pretrained CLIP's linear-probe accuracies, per seed."""
+  pre = sorted(grid["pretrain"], key=lambda r: r["seed"])
+  return {k: [r["evals"][f"probe_acc_{k}"] for r in pre] for k in S.CLASS_SETS}
+
+
+def trivial_baselines(data: dict, seed: int, num_classes: int = 4) -> dict:
   """Input-independent predictors on the same test set and metrics (host-side numpy)."""
+  C = num_classes
   tgt = data["test_target"]
   valid = data["test_valid"]
-  shapes = data["test_shapes"]
+  labels = data["test_labels"]
   keep = tgt >= 0
   out = {}
 
   def miou(pred):  # numpy: the same definition as S.segmentation_miou, host-side
     ious = []
-    for c in range(4):
+    for c in range(C):
       p, g = (pred == c) & keep, (tgt == c) & keep
       if (p | g).any():
         ious.append((p & g).sum() / (p | g).sum())
     return float(np.mean(ious))
 
-  counts = np.bincount(tgt[keep], minlength=4)
+  counts = np.bincount(tgt[keep], minlength=C)
   out["majority_miou"] = miou(np.full_like(tgt, counts.argmax()))
   rng = np.random.default_rng(seed)
-  out["uniform_random_miou"] = miou(rng.integers(0, 4, tgt.shape))
-  obj_counts = np.bincount(shapes[valid], minlength=4)
+  out["uniform_random_miou"] = miou(rng.integers(0, C, tgt.shape))
+  obj_counts = np.bincount(labels[valid], minlength=C)
   out["majority_region_acc"] = float(obj_counts.max() / obj_counts.sum())
-  out["chance_region_acc"] = 0.25
+  out["chance_region_acc"] = 1.0 / C
   out["constant_feature_drift"] = 0.0  # a constant feature map never drifts
   return out
 
 
-def derived_metrics(summary: dict, trivial: dict) -> dict:
-  """The numbers the claims are judged on (pure, JSON in / out); differences are paired."""
+def derived_metrics(summary: dict, trivial: dict, probe: dict | None = None) -> dict:
+  """The numbers the claims are judged on (pure, JSON in / out); differences are paired.
+
+  ``probe`` maps a class set to the pretrained CLIP's per-seed linear-probe accuracies; the
+  claims' precondition reads the lowest seed's (``probe_acc_<set>_min``).
+  """
   out = {}
+  for kind, accs in (probe or {}).items():
+    out[f"probe_acc_{kind}"] = float(np.mean(accs))
+    out[f"probe_acc_{kind}_min"] = float(np.min(accs))
 
   def diff(a, b, metric, name):
     if a in summary and b in summary and metric in summary[a] and metric in summary[b]:
@@ -453,6 +513,11 @@ def derived_metrics(summary: dict, trivial: dict) -> dict:
     for k, v in m.items():
       out[f"{name}_{k}"] = float(np.mean(v))
   diff("refine", "raw", "miou", "refine_minus_raw_miou")
+  diff("refine_placebo", "raw", "miou", "refine_placebo_minus_raw_miou")
+  diff("sclip", "raw", "miou", "sclip_minus_raw_miou")
+  diff("proxy", "raw", "miou", "proxy_minus_raw_miou")
+  diff("keep_only", "refine", "miou", "keep_only_minus_refine_miou")
+  diff("sscl", "sclip", "miou", "sscl_minus_sclip_miou")
   diff("sscl", "refine", "miou", "sscl_minus_refine_miou")
   diff("sscl", "raw", "miou", "sscl_minus_raw_miou")
   diff("cisc_only", "keep_only", "drift", "cisc_minus_keep_drift")
@@ -467,10 +532,20 @@ def derived_metrics(summary: dict, trivial: dict) -> dict:
   return out
 
 
-def _tables(cfg: Config, summary: dict, trivial: dict) -> str:
+def _tables(cfg: Config, summary: dict, trivial: dict, probe: dict) -> str:
+  C = num_classes(cfg)
   lines = [
-    f"**Shapes world, tiny CLIP** (mean ± std over {cfg.seeds} seeds; foreground mIoU over 4 "
-    "shape classes, MaskCLIP readout, s = 40, bilinear upsampling, no post-processing)",
+    f"**Shapes world, tiny CLIP** (mean ± std over {cfg.seeds} seeds; foreground mIoU over {C} "
+    f"{cfg.classes} classes, MaskCLIP readout, s = 40, bilinear upsampling, no post-processing; "
+    f"'{cfg.vfm}' VFM proxy)",
+    "",
+    "Linear probe of the pretrained CLIP's frozen dense features (ridge, patch-centre labels, "
+    "foreground patches): "
+    + ", ".join(
+      f"{k} {core.MeanStd(float(np.mean(v)), float(np.std(v)))} (chance "
+      f"{1 / len(S.SHAPES if k == 'shape' else S.COLOURS):.3f})"
+      for k, v in probe.items()
+    ),
     "",
     "| model | mIoU | region acc (in context) | region acc (context view) | drift (1 - cos) |",
     "|---|---|---|---|---|",
@@ -478,6 +553,7 @@ def _tables(cfg: Config, summary: dict, trivial: dict) -> str:
   names = {
     "raw": "raw dense CLIP (MaskCLIP readout)",
     "refine": "training-free refinement (SGSR step 3)",
+    "refine_placebo": "placebo: refinement with another image's VFM affinity",
     "proxy": "training-free ProxyCLIP-style",
     "sclip": "training-free SCLIP-style",
   }
@@ -491,8 +567,8 @@ def _tables(cfg: Config, summary: dict, trivial: dict) -> str:
     f"{trivial['majority_region_acc']:.3f} | {trivial['majority_region_acc']:.3f} | - |"
   )
   lines.append(
-    f"| uniform random / constant features | {trivial['uniform_random_miou']:.3f} | 0.250 | "
-    "0.250 | 0.000 |"
+    f"| uniform random / constant features | {trivial['uniform_random_miou']:.3f} | "
+    f"{trivial['chance_region_acc']:.3f} | {trivial['chance_region_acc']:.3f} | 0.000 |"
   )
   return "\n".join(lines)
 
@@ -528,6 +604,8 @@ def train_and_evaluate(config, workdir) -> dict:
   cfg.view_scales = tuple(cfg.view_scales)
   for a in cfg.arms:
     core.validate_choice(a, name="arms", allowed=ARMS)
+  core.validate_choice(cfg.classes, name="classes", allowed=S.CLASS_SETS)
+  core.validate_choice(cfg.vfm, name="vfm", allowed=("handcrafted", "instance"))
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
@@ -535,11 +613,12 @@ def train_and_evaluate(config, workdir) -> dict:
   cells = core.CellStore(workdir / "cells")
   grid = _train(cfg, cells, data)
   summary = summarize(cfg, grid)
-  trivial = trivial_baselines(data, cfg.seed + 9)
-  metrics = {"summary": summary, "trivial": trivial, "runs": grid}
-  metrics["derived"] = derived_metrics(summary, trivial)
+  trivial = trivial_baselines(data, cfg.seed + 9, num_classes(cfg))
+  probe = probes(grid)
+  metrics = {"summary": summary, "trivial": trivial, "probe": probe, "runs": grid}
+  metrics["derived"] = derived_metrics(summary, trivial, probe)
   _plots(cfg, summary, workdir)
-  table = _tables(cfg, summary, trivial)
+  table = _tables(cfg, summary, trivial, probe)
   core.write_results(
     workdir,
     metrics=metrics,
@@ -548,9 +627,10 @@ def train_and_evaluate(config, workdir) -> dict:
     wall_time_s=time.time() - t0,
     notes=(
       "Synthetic proxy: procedural 32x32 shapes-world images, a ~0.2M-parameter CLIP-style "
-      "model trained from scratch with the global CLIP loss, a handcrafted colour/edge 'VFM' "
+      f"model trained from scratch with the global CLIP loss, the '{cfg.vfm}' 'VFM' proxy "
       "in place of DINO. Not COCO, not CLIP ViT-B/16, no video. Evaluation: foreground mIoU "
-      "over 4 shape classes (background pixels ignored), MaskCLIP readout, logit scale 40, "
+      f"over the {cfg.classes} classes (background pixels ignored), MaskCLIP readout, logit "
+      "scale 40, "
       "bilinear upsampling, no sliding window, no PAMR, no background threshold."
     ),
   )

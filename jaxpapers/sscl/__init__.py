@@ -13,15 +13,18 @@ Everything beyond the abstract is a reconstruction (see each module docstring).
 * CISC: :func:`roi_align`, :func:`make_context_views`, :func:`region_consistency_loss`;
 * the objective: :func:`sscl_loss`, :func:`keep_loss`, :class:`SSCLConfig`;
 * evaluation: :func:`segment`, :func:`upsample_logits`, :func:`segmentation_miou`,
-  :func:`region_embeddings`, :func:`feature_drift`;
+  :func:`region_embeddings`, :func:`feature_drift`, :func:`patch_labels`,
+  :func:`linear_probe_accuracy`;
 * tiny models and data: :class:`TinyCLIP`, :class:`TinyViT`, :class:`TinyTextEncoder`,
-  :func:`dense_features`, :func:`handcrafted_vfm`, :func:`render_shapes_world`,
-  :func:`tokenize`, :func:`class_prompts`.
+  :func:`dense_features`, :func:`handcrafted_vfm`, :func:`instance_vfm`,
+  :func:`render_shapes_world`, :func:`tokenize`, :func:`class_prompts`, :func:`label_maps`.
 """
 
 from jaxpapers.sscl._affinity import proxy_attention, refine_logits, vfm_affinity
 from jaxpapers.sscl._eval import (
   feature_drift,
+  linear_probe_accuracy,
+  patch_labels,
   region_embeddings,
   segment,
   segmentation_miou,
@@ -47,9 +50,11 @@ from jaxpapers.sscl._models import (
   TinyViT,
   dense_features,
   handcrafted_vfm,
+  instance_vfm,
 )
 from jaxpapers.sscl._roi import make_context_views, roi_align
 from jaxpapers.sscl._shapes import (
+  CLASS_SETS,
   COLOURS,
   MAX_LEN,
   MAX_OBJECTS,
@@ -57,12 +62,14 @@ from jaxpapers.sscl._shapes import (
   VOCAB,
   ShapesData,
   class_prompts,
+  label_maps,
   render_shapes_world,
   tokenize,
 )
 
 __all__ = [
   "CISC_MODES",
+  "CLASS_SETS",
   "COLOURS",
   "MAX_LEN",
   "MAX_OBJECTS",
@@ -82,6 +89,10 @@ __all__ = [
   "dense_pseudolabels",
   "feature_drift",
   "handcrafted_vfm",
+  "instance_vfm",
+  "label_maps",
+  "linear_probe_accuracy",
+  "patch_labels",
   "keep_loss",
   "make_context_views",
   "patch_text_logits",

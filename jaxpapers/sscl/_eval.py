@@ -145,3 +145,63 @@ def feature_drift(z_a: jax.Array, z_b: jax.Array, mask: jax.Array | None = None)
     return d.mean()
   m = V.check_array(mask, "mask", shape=a.shape[:-1], dtype="bool")
   return jnp.sum(jnp.where(m, d, 0.0)) / jnp.where(m.any(), m.sum(), jnp.nan)
+
+
+def patch_labels(label_map: jax.Array, patch: int) -> jax.Array:
+  """The label at each patch's centre pixel (pixel ``(patch // 2, patch // 2)`` of the cell).
+
+  Args:
+    label_map: ``[B, S, S]`` int pixel labels (any value, e.g. -1 for ignored pixels).
+    patch: the patch side (>= 1), dividing S.
+
+  Returns:
+    ``[B, N]`` int32 labels, ``N = (S / patch)²`` row-major.
+  """
+  patch = V.check_int(patch, "patch", min_value=1)
+  m = V.check_array(label_map, "label_map", ndim=3, dtype="int", nonempty=True)
+  if m.shape[1] % patch or m.shape[2] % patch:
+    raise ValueError(
+      f"label_map must have sides divisible by the patch size {patch}, got {m.shape}"
+    )
+  c = patch // 2
+  return m[:, c::patch, c::patch].reshape(m.shape[0], -1).astype(jnp.int32)
+
+
+def linear_probe_accuracy(
+  train_x: jax.Array,
+  train_y: jax.Array,
+  test_x: jax.Array,
+  test_y: jax.Array,
+  num_classes: int,
+  *,
+  ridge: float = 1e-2,
+) -> jax.Array:
+  """Accuracy of a ridge-regression linear probe (one-hot targets, with bias) on frozen features.
+
+  ``W = argmin ||[X 1] W - Y||² + ridge ||W||²`` over the training rows with a label in
+  ``[0, C)`` (rows labelled ``-1`` are left out), then ``argmax [x 1] W`` on the test rows.
+
+  Args:
+    train_x: ``[M, D]`` float features; train_y: ``[M]`` int labels in ``[0, C)`` or -1.
+    test_x: ``[M', D]`` float features; test_y: ``[M']`` int labels in ``[0, C)`` or -1.
+    num_classes: C >= 2.
+    ridge: the L2 penalty (>= 0) on the weights (the bias included).
+
+  Returns:
+    Scalar float32 accuracy over the labelled test rows (NaN when there are none).
+  """
+  C = V.check_int(num_classes, "num_classes", min_value=2)
+  ridge = V.check_float(ridge, "ridge", min_value=0.0)
+  x = V.check_array(train_x, "train_x", ndim=2, dtype="float", nonempty=True)
+  y = V.check_array(train_y, "train_y", shape=(x.shape[0],), dtype="int")
+  xt = V.check_array(test_x, "test_x", shape=(None, x.shape[1]), dtype="float", nonempty=True)
+  yt = V.check_array(test_y, "test_y", shape=(xt.shape[0],), dtype="int")
+  keep = (y >= 0) & (y < C)
+  xb = jnp.concatenate([x, jnp.ones_like(x[:, :1])], 1).astype(jnp.float32) * keep[:, None]
+  Y = jax.nn.one_hot(jnp.where(keep, y, 0), C, dtype=jnp.float32) * keep[:, None]
+  d = xb.shape[1]
+  W = jnp.linalg.solve(xb.T @ xb + ridge * jnp.eye(d, dtype=jnp.float32), xb.T @ Y)
+  pred = jnp.argmax(jnp.concatenate([xt, jnp.ones_like(xt[:, :1])], 1) @ W, -1)
+  test_keep = (yt >= 0) & (yt < C)
+  hits = jnp.sum((pred == yt) & test_keep)
+  return hits / jnp.where(test_keep.any(), test_keep.sum(), jnp.nan)

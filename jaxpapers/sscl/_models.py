@@ -292,3 +292,36 @@ def handcrafted_vfm(images: jax.Array, patch: int) -> jax.Array:
   )  # [B, N, 10]
   feats = feats - feats.mean(1, keepdims=True)
   return feats / (feats.std(1, keepdims=True) + 1e-6)
+
+
+def instance_vfm(instance_map: jax.Array, patch: int, num_slots: int) -> jax.Array:
+  """A grouping-only frozen "VFM": per patch, the fraction of its pixels in each region.
+
+  Reconstruction (stands in for DINO's spatial consistency, without its semantics). Region
+  ``r`` is the background (``r = 0``) or object slot ``r - 1``; the feature of a patch is its
+  ``[num_slots + 1]`` histogram over regions. Two patches of the same object have cosine 1,
+  patches of different objects cosine 0, whatever their class: the features say which patches
+  belong together and nothing about what they are. Built from the rendered instance map, it is
+  a clean upper bound on a real VFM's grouping.
+
+  Args:
+    instance_map: ``[B, S, S]`` int region ids in ``[0, num_slots]`` (0 = background), sides
+      divisible by ``patch``.
+    patch: the patch side (>= 1).
+    num_slots: the number of object slots (>= 1).
+
+  Returns:
+    ``[B, N, num_slots + 1]`` float32 region fractions (rows sum to 1), ``N = (S / patch)²``
+    row-major.
+  """
+  patch = V.check_int(patch, "patch", min_value=1)
+  num_slots = V.check_int(num_slots, "num_slots", min_value=1)
+  m = V.check_array(instance_map, "instance_map", ndim=3, dtype="int", nonempty=True)
+  if m.shape[1] % patch or m.shape[2] % patch:
+    raise ValueError(
+      f"instance_map must have sides divisible by the patch size {patch}, got {m.shape}"
+    )
+  onehot = jax.nn.one_hot(m, num_slots + 1, dtype=jnp.float32)  # [B, S, S, R]
+  cells = _patchify(onehot, patch)  # [B, N, p*p*R]
+  B, N, _ = cells.shape
+  return cells.reshape(B, N, patch * patch, num_slots + 1).mean(2)

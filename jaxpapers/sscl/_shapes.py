@@ -84,9 +84,38 @@ def tokenize(texts: list[str] | tuple[str, ...]) -> np.ndarray:
   return out
 
 
-def class_prompts() -> np.ndarray:
-  """``[4, MAX_LEN]`` token ids of the class prompts ``"a circle"``, ... (order of SHAPES)."""
-  return tokenize([f"a {s}" for s in SHAPES])
+CLASS_SETS = ("shape", "colour")
+
+
+def class_prompts(kind: str = "shape") -> np.ndarray:
+  """Token ids of the class prompts, in the order of SHAPES or COLOURS.
+
+  Args:
+    kind: ``'shape'`` (``"a circle"``, ...: ``[4, MAX_LEN]``) or ``'colour'`` (``"a red"``,
+      ...: ``[6, MAX_LEN]``).
+  """
+  if kind not in CLASS_SETS:
+    raise ValueError(f"kind must be one of {CLASS_SETS}, got {kind!r}")
+  return tokenize([f"a {w}" for w in (SHAPES if kind == "shape" else COLOURS)])
+
+
+def label_maps(data: ShapesData, kind: str) -> tuple[np.ndarray, np.ndarray]:
+  """Per-pixel and per-object labels of one class set, objects only.
+
+  Args:
+    data: rendered images.
+    kind: ``'shape'`` or ``'colour'``.
+
+  Returns:
+    ``(pixel [n, S, S] int32, object [n, K] int32)``: the object's shape or colour index on
+    object pixels and ``-1`` on background pixels; ``-1`` for empty object slots.
+  """
+  if kind not in CLASS_SETS:
+    raise ValueError(f"kind must be one of {CLASS_SETS}, got {kind!r}")
+  obj = (data.shapes if kind == "shape" else data.colours).astype(np.int32)
+  slot = np.maximum(data.instance_map - 1, 0)
+  pix = np.take_along_axis(obj, slot.reshape(len(obj), -1), 1).reshape(slot.shape)
+  return np.where(data.instance_map > 0, pix, -1).astype(np.int32), obj
 
 
 def _shape_mask(kind, u, v):

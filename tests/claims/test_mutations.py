@@ -1525,6 +1525,30 @@ MUTATIONS = (
     ["test_trivial_baselines"],
     "majority baseline predicts the rarest class",
   ),
+  M(
+    "sscl",
+    "train",
+    'out[f"probe_acc_{kind}_min"] = float(np.min(accs))',
+    'out[f"probe_acc_{kind}_min"] = float(np.mean(accs))',
+    ["test_probes_and_placebo_are_read_per_seed"],
+    "probe precondition read from the seed mean, not the worst seed",
+  ),
+  M(
+    "sscl",
+    "train",
+    '"refine_placebo": {"miou": [r["evals"]["miou_refine_placebo"] for r in pre]},',
+    '"refine_placebo": {"miou": [r["evals"]["miou_refine"] for r in pre]},',
+    ["test_probes_and_placebo_are_read_per_seed"],
+    "placebo control read from the real refinement",
+  ),
+  M(
+    "sscl",
+    "train",
+    'out["chance_region_acc"] = 1.0 / C',
+    'out["chance_region_acc"] = 0.25',
+    ["test_trivial_baselines"],
+    "chance region accuracy fixed at four classes",
+  ),
   # ---------------------------------------------------------------- core (shared noise)
   M(
     "core",

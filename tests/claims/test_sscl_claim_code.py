@@ -24,6 +24,8 @@ def _ev(miou=0.0, drift=0.0, ctx=0.0, **extra):
 def _grid():
   raw = (0.30, 0.40, 0.35)
   refine = (0.35, 0.38, 0.45)
+  placebo = (0.31, 0.42, 0.33)
+  probe = (0.9, 0.6, 0.8)
   arms = {
     "sscl": {"miou": (0.50, 0.45, 0.55)},
     "cisc_only": {"miou": (0.40, 0.50, 0.45), "drift": (0.10, 0.15, 0.05), "ctx": (0.7, 0.5, 0.65)},
@@ -32,7 +34,18 @@ def _grid():
   }
   order = (2, 0, 1)  # runs listed out of seed order: only sorting by seed pairs them
   pre = [
-    {"seed": s, "evals": _ev(raw[s], miou_refine=refine[s], miou_proxy=0.0, miou_sclip=0.0)}
+    {
+      "seed": s,
+      "evals": _ev(
+        raw[s],
+        miou_refine=refine[s],
+        miou_refine_placebo=placebo[s],
+        miou_proxy=0.0,
+        miou_sclip=0.0,
+        probe_acc_shape=0.3,
+        probe_acc_colour=probe[s],
+      ),
+    }
     for s in order
   ]
   ft = []
@@ -54,6 +67,18 @@ def test_summarize_orders_by_seed(train):
   assert s["refine"]["miou"] == [0.35, 0.38, 0.45]
   assert s["sscl"]["miou"] == [0.50, 0.45, 0.55]
   assert s["keep_only"]["drift"] == [0.30, 0.20, 0.25]
+
+
+def test_probes_and_placebo_are_read_per_seed(train):
+  g = _grid()
+  p = train.probes(g)
+  assert p["colour"] == [0.9, 0.6, 0.8] and p["shape"] == [0.3] * 3
+  s = _summary(train)
+  assert s["refine_placebo"]["miou"] == [0.31, 0.42, 0.33]
+  d = train.derived_metrics(s, {}, p)
+  assert d["probe_acc_colour_min"] == pytest.approx(0.6)  # the worst seed, not the mean
+  assert d["probe_acc_colour"] == pytest.approx(0.7666667, rel=1e-6)
+  assert d["refine_placebo_minus_raw_miou"] == pytest.approx((0.01 + 0.02 - 0.02) / 3)
 
 
 def test_derived_metrics(train):
@@ -80,9 +105,10 @@ def test_trivial_baselines(train):
   data = {
     "test_target": tgt,
     "test_valid": np.array([[True, True, False]]),
-    "test_shapes": np.array([[2, 2, 3]]),
+    "test_labels": np.array([[2, 2, 3]]),
   }
   out = train.trivial_baselines(data, 0)
   assert out["majority_miou"] == pytest.approx((3 / 6 + 0 + 0) / 3)
-  assert out["majority_region_acc"] == pytest.approx(1.0)  # valid objects: shapes 2, 2
+  assert out["majority_region_acc"] == pytest.approx(1.0)  # valid objects: labels 2, 2
   assert out["chance_region_acc"] == 0.25
+  assert train.trivial_baselines(data, 0, 6)["chance_region_acc"] == pytest.approx(1 / 6)

@@ -19,6 +19,7 @@ L_NAN[1, 1] = np.nan
 LAB = np.array([0, 1, 2, 1], np.int32)
 LAB_BAD = np.array([0, 1, 3, 1], np.int32)
 W = np.ones(4, F32)
+LAB_MAP = np.zeros((1, 4, 4), np.int32)
 Q_BAD = np.full((4, 3), 0.5, F32)
 Z = _rng.normal(size=(2, 3, 5)).astype(F32)
 T5 = _rng.normal(size=(2, 5)).astype(F32)
@@ -256,12 +257,35 @@ CASES = [
     jit_reason=HOST,
   ),
   Case("tokenize", S.tokenize, (["a red dog"],), match="'dog'", jit=None, jit_reason=HOST),
+  Case(
+    "class_prompts",
+    S.class_prompts,
+    ("size",),
+    match="kind must be one of",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "label_maps",
+    S.label_maps,
+    (S.render_shapes_world(0, 1, size=16), "size"),
+    match="kind must be one of",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case("instance_vfm", S.instance_vfm, (LAB_MAP, 3, 4), match="divisible by the patch size 3"),
+  Case("patch_labels", S.patch_labels, (LAB_MAP, 3), match="divisible by the patch size 3"),
+  Case(
+    "linear_probe_accuracy",
+    S.linear_probe_accuracy,
+    (G, LAB, G[:, :2], LAB, 3),
+    match=r"test_x must have shape",
+  ),
 ]
 
 EXEMPT = {
   "SGSRTargets": "a NamedTuple data container",
   "ShapesData": "a NamedTuple data container",
-  "class_prompts": "takes no arguments",
 }
 
 

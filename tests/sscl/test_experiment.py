@@ -18,6 +18,7 @@ def smoke_run(tmp_path_factory):
   return cfg, workdir, train.train_and_evaluate(cfg, workdir)
 
 
+@pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_smoke_experiment_writes_results(smoke_run):
   cfg, workdir, metrics = smoke_run
   rec = json.loads((workdir / "results.json").read_text())
@@ -36,6 +37,7 @@ def test_smoke_experiment_writes_results(smoke_run):
   assert np.isfinite(runs[(0, "sscl")]["final_terms"]["sgsr"])
 
 
+@pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_rerun_resumes_from_the_stored_cells(smoke_run, monkeypatch):
   cfg, workdir, metrics = smoke_run
   monkeypatch.setattr(
@@ -54,6 +56,8 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
       "region_acc_ctx": [0.5] * 3,
     },
     "refine": {"miou": [0.40, 0.41, 0.43]},
+    "refine_placebo": {"miou": [0.30, 0.33, 0.31]},
+    "sclip": {"miou": [0.31, 0.32, 0.31]},
     "keep_only": {"miou": [0.31] * 3, "drift": [0.20, 0.22, 0.21], "region_acc_ctx": [0.5] * 3},
     "cisc_only": {"miou": [0.35] * 3, "drift": [0.05, 0.06, 0.05], "region_acc_ctx": [0.6] * 3},
     "sgsr_only": {"miou": [0.50, 0.52, 0.49], "drift": [0.2] * 3, "region_acc_ctx": [0.5] * 3},
@@ -66,7 +70,9 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
     "chance_region_acc": 0.25,
     "constant_feature_drift": 0.0,
   }
-  d = train.derived_metrics(s, triv)
+  probe = {"colour": [0.8, 0.7, 0.9], "shape": [0.3, 0.3, 0.3]}
+  d = train.derived_metrics(s, triv, probe)
+  assert d["probe_acc_colour_min"] == pytest.approx(0.7)
   assert d["refine_minus_raw_miou"] == pytest.approx(0.1033333, rel=1e-4)
   assert d["sscl_minus_best_single_miou"] == pytest.approx((0.01 + 0.0 + 0.01) / 3)
   assert d["cisc_minus_keep_drift"] == pytest.approx(-0.156667, rel=1e-4)
@@ -79,10 +85,18 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
     "both_objectives_best": "held",
   }
   s["sscl"]["miou"] = [0.40, 0.41, 0.43]  # equal to refinement: no gain
-  d = train.derived_metrics(s, triv)
+  d = train.derived_metrics(s, triv, probe)
   assert core.judge(default.CLAIMS[1], {"derived": d}).verdict == "not reproduced"
-  s["raw"]["region_acc"] = [0.25, 0.26, 0.22]  # a CLIP at chance: nothing can be tested
-  d = train.derived_metrics(s, triv)
+  # a placebo VFM that helps as much makes the refinement claim vacuous
+  s2 = {**s, "refine_placebo": {"miou": [0.40, 0.41, 0.43]}}
+  v = core.judge(default.CLAIMS[0], {"derived": train.derived_metrics(s2, triv, probe)})
+  assert (v.verdict, v.guard) == ("inconclusive", "controls")
+  # dense features that do not separate the classes on one seed: nothing can be tested
+  d = train.derived_metrics(s, triv, {"colour": [0.8, 0.45, 0.9]})
+  for c in default.CLAIMS:
+    assert core.judge(c, {"derived": d}).guard == "requires", c["id"]
+  s["raw"]["region_acc"] = [0.16, 0.17, 0.15]  # a CLIP at chance: nothing can be tested
+  d = train.derived_metrics(s, triv, probe)
   for c in default.CLAIMS:
     assert core.judge(c, {"derived": d}).guard == "requires", c["id"]
 
@@ -91,7 +105,7 @@ def test_trivial_baselines_are_input_independent_predictors():
   data = {
     "test_target": np.array([[0, 0, -1], [1, 2, 0]], np.int32),
     "test_valid": np.array([[True, True], [True, False]]),
-    "test_shapes": np.array([[0, 1], [0, 3]], np.int32),
+    "test_labels": np.array([[0, 1], [0, 3]], np.int32),
   }
   t = train.trivial_baselines(data, 0)
   assert t["majority_miou"] == pytest.approx(3 / 5 / 3)  # class 0 everywhere: IoU 3/5, 3 classes

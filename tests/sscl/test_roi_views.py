@@ -2,6 +2,7 @@
 
 import jax
 import numpy as np
+import pytest
 
 import jaxpapers.sscl as S
 
@@ -51,6 +52,7 @@ def test_roi_align_constant_and_linear_maps_are_analytic():
   np.testing.assert_allclose(out[..., 2], 3.0, rtol=1e-6)
 
 
+@pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_roi_align_matches_brute_force_with_border_clamping_and_pixel_coords():
   feat = RNG.normal(size=(6, 6, 3))
   boxes = np.array([[0.0, 0.0, 6.0, 6.0], [4.5, 0.2, 6.0, 2.0], [2.0, 3.0, 2.5, 3.5]])
@@ -96,6 +98,7 @@ def test_context_views_keep_the_anchor_region():
   assert np.ptp(boxes[:, 2] - boxes[:, 0]) > 0.5  # the scales vary
 
 
+@pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_context_views_paste_the_box_onto_new_backgrounds():
   S_ = 32
   img = np.full((S_, S_, 3), 0.75, F32)

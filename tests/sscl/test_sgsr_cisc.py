@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -115,6 +116,7 @@ def _np_infonce(z, ids, tau):
   return total / (A * Vn)
 
 
+@pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_region_consistency_modes_match_brute_force():
   z = RNG.normal(size=(3, 4, 5))
   t = RNG.normal(size=(3, 5))
@@ -131,6 +133,7 @@ def test_region_consistency_modes_match_brute_force():
     np.testing.assert_allclose(got, _np_infonce(z, ids, 0.2), rtol=1e-4)
 
 
+@pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_targets_are_stop_gradient():
   z = RNG.normal(size=(2, 3, 4)).astype(F32)
   t = RNG.normal(size=(2, 4)).astype(F32)
@@ -142,6 +145,7 @@ def test_targets_are_stop_gradient():
   assert np.abs(np.asarray(g)).max() > 1e-4
 
 
+@pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_sgsr_targets_compose_the_numpy_steps():
   tp, g, txt = RNG.normal(size=(2, 9, 4)), RNG.normal(size=(2, 9, 3)), RNG.normal(size=(3, 4))
   cfg = S.SSCLConfig(gamma=2.0, threshold=0.0, alpha=0.4, steps=2, logit_scale=10.0, tau_p=0.5)
@@ -157,6 +161,7 @@ def test_sgsr_targets_compose_the_numpy_steps():
     np.testing.assert_array_equal(out.weights[b], (q.max(-1) > 0.5).astype(F32))
 
 
+@pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_sscl_loss_is_the_weighted_sum_of_its_terms():
   B, N, C, A, Vn, D = 2, 4, 3, 3, 2, 5
   logits = RNG.normal(size=(B, N, C)).astype(F32)
@@ -183,6 +188,7 @@ def test_sscl_loss_is_the_weighted_sum_of_its_terms():
   np.testing.assert_allclose(soft["sgsr"], S.dense_kl(logits, tg.probs, tg.weights), rtol=1e-6)
 
 
+@pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_sharded_sgsr_targets_equal_single_device_and_do_not_recompile():
   n = jax.device_count()
   tp = jnp.asarray(RNG.normal(size=(n, 16, 4)), jnp.float32)

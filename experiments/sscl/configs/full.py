@@ -11,7 +11,8 @@ patches, 8 heads, embedding 128) and a 2-block text transformer, 20,000 CLIP ste
 pre-training and fine-tuning run is checkpointed in chunks and every finished cell is stored,
 so an interrupted run resumes by rerunning on the same workdir.
 
-This is still the procedural shapes world with a handcrafted "VFM": the paper's CLIP/DINO
+This is still the procedural shapes world with the default's colour classes and grouping-only
+"instance" VFM proxy: the paper's CLIP/DINO
 weights and datasets are not available offline, and none is wired in here.
 """
 
