@@ -14,6 +14,15 @@ BM25); every method retrieves once at the largest budget and is truncated to eac
   ``anchor_start`` (START = the anchor instead of the group's root);
 * ``flat`` (top-B hybrid), ``gos_bundle`` (PPR seeded by the top-3, top-B), ``load_all``
   (every skill; the coverage ceiling and its token cost);
+* the ablation ladder, which gives the baselines GoSkills' START rule, budget and maximiser and
+  then adds GoSkills' structure one piece at a time: ``flat_root`` (START = the dependency root
+  of the top-scoring skill's group, then the flat top-(B-1)); ``flat_bottleneck`` (the flat
+  list through the same bottleneck: the top-P skills by score, P = GoSkills' candidate pool
+  ``plan_size * (1 + max_support + max_check)``, and that START, chosen by the greedy of eq.
+  (6), shown as a list with only the START labelled); ``gos_bottleneck`` (the same, with the
+  GoS bundle's top-P by PageRank as the pool); ``no_graph_start_only`` (the anchors' own groups
+  as the pool, roles other than START dropped); ``start_only`` (GoSkills' own picks, roles
+  other than START and the AVOID notes dropped); ``goskills`` (+ roles);
 * trivial, input-independent: ``random`` (B random skills) and ``popular`` (the B skills with
   the highest global PageRank).
 
@@ -24,6 +33,7 @@ settings of each seed; the claims use per-seed paired differences (mean, Student
 from __future__ import annotations
 
 import dataclasses
+import functools
 import pathlib
 import time
 
@@ -33,9 +43,15 @@ import numpy as np
 
 import jaxpapers.goskills as S
 from jaxpapers import core
+from jaxpapers.goskills import NO_ROLE, START, SUPPORT
 
 METHODS = (
   "goskills",
+  "start_only",
+  "no_graph_start_only",
+  "flat_bottleneck",
+  "gos_bottleneck",
+  "flat_root",
   "no_graph",
   "no_roles",
   "no_avoid",
@@ -107,6 +123,90 @@ _flat = jax.jit(S.flat_topk, static_argnames="k")
 _bundle = jax.jit(S.gos_bundle, static_argnames=("seeds", "budget"))
 _ppr = jax.jit(S.personalized_pagerank)
 
+# The ablation ladder: flat -> + START rule -> + bottleneck -> + groups -> + group graph -> + roles.
+LADDER = ("flat", "flat_root", "flat_bottleneck", "no_graph_start_only", "start_only", "goskills")
+LADDER_STEPS = ("start_rule", "bottleneck", "groups", "group_graph", "roles")
+
+
+def pool_size(cfg: Config) -> int:
+  """GoSkills' largest selectable pool: ``plan_size`` groups of START + SUPPORT + CHECK."""
+  return cfg.plan_size * (1 + cfg.max_support + cfg.max_check)
+
+
+@functools.partial(jax.jit, static_argnames=("depth", "max_support", "max_check", "max_avoid"))
+def _top_root(g, scores, visible, *, depth, max_support, max_check, max_avoid):
+  """[T] the START (dependency root) of the top-scoring skill's group, GoSkills' rule."""
+
+  def one(s, v):
+    anchor = jax.lax.top_k(s, 1)[1]  # ties: lower id, as GoSkills' anchors
+    grp = S.build_groups(
+      g, anchor, v, s, depth=depth, max_support=max_support, max_check=max_check,
+      max_avoid=max_avoid, start="root",
+    )  # fmt: skip
+    return grp.members[0, 0]
+
+  return jax.vmap(one)(scores, visible)
+
+
+@functools.partial(jax.jit, static_argnames=("budget", "mu"))
+def _pool_bottleneck(req, pool, start, visible, *, budget, mu):
+  """A flat pool through GoSkills' bottleneck (eq. (6), forced START, same budget).
+
+  Args:
+    req: ``[n, R]`` bool requirement matrix of the library.
+    pool: ``[T, P]`` candidate skill ids (-1: none), in the baseline's own rank order.
+    start: ``[T]`` the START skill (GoSkills' rule).
+    visible: ``[T, R]`` bool visible requirements.
+    budget: ``B``.
+    mu: the role-priority weight of eq. (6).
+
+  Returns:
+    ``(ids, roles)``, ``[T, budget]`` each: picks in greedy order (START first), roles START
+    for the START skill and -1 (none) for the others, -1 padded.
+
+  Every pool member gets the same SUPPORT priority, so the greedy is coverage first, then the
+  pool's rank order, and it fills the budget as GoSkills' greedy does.
+  """
+
+  def one(p, st, v):
+    cands = jnp.concatenate([st[None], p])
+    roles = jnp.concatenate([jnp.asarray([START], jnp.int32), jnp.full(p.shape, SUPPORT)])
+    mask = jnp.concatenate([jnp.asarray([True]), (p >= 0) & (p != st)])
+    picks = S.budgeted_coverage(cands, roles, mask, req, v, budget=budget, mu=mu, force_start=True)
+    ids = jnp.where(picks >= 0, cands[jnp.clip(picks, 0)], -1)
+    return ids, jnp.where(picks == 0, START, NO_ROLE)
+
+  return jax.vmap(one)(pool, start, visible)
+
+
+def start_only(ids, roles) -> tuple:
+  """The same picks with every role but START dropped and no AVOID notes."""
+  ids, roles = np.asarray(ids), np.asarray(roles)
+  return ids, np.where(roles == START, START, NO_ROLE), np.full((ids.shape[0], 0), -1, np.int32)
+
+
+def root_first(flat_ids, root, bmax: int) -> tuple:
+  """START = ``root`` followed by the flat ranking without it, cut to ``bmax`` (numpy).
+
+  Args:
+    flat_ids: ``[T, K]`` flat ranking, ``K >= bmax``.
+    root: ``[T]`` START skill per task.
+    bmax: list length.
+
+  Returns:
+    ``(ids, roles, avoid)``: ``[T, bmax]`` ids, roles START at position 0 and -1 elsewhere,
+    ``[T, 0]`` avoid.
+  """
+  flat_ids, root = np.asarray(flat_ids), np.asarray(root)
+  t = flat_ids.shape[0]
+  rest = np.where(flat_ids == root[:, None], -1, flat_ids)
+  order = np.argsort(rest < 0, axis=1, kind="stable")  # drop the root, keep rank order
+  rest = np.take_along_axis(rest, order, 1)
+  ids = np.concatenate([root[:, None], rest], 1)[:, :bmax]
+  roles = np.full(ids.shape, NO_ROLE)
+  roles[:, 0] = START
+  return ids, roles, np.full((t, 0), -1, np.int32)
+
 
 def _contracts(lib, tasks, scores, cfg: Config, rng) -> dict:
   """Every method's contract at the largest budget, as numpy (ids, roles, avoid)."""
@@ -131,6 +231,19 @@ def _contracts(lib, tasks, scores, cfg: Config, rng) -> dict:
   tm = S.transition_matrix(g)
   c = _bundle(tm, scores, seeds=cfg.n_anchors, budget=bmax)
   out["gos_bundle"] = tuple(np.asarray(x) for x in (c.ids, c.roles, c.avoid))
+  # The ladder: the baselines with GoSkills' START rule, pool size, budget and maximiser.
+  p = min(pool_size(cfg), lib.n)
+  root = _top_root(g, scores, vis, depth=cfg.depth, max_support=cfg.max_support,
+                   max_check=cfg.max_check, max_avoid=cfg.max_avoid)  # fmt: skip
+  out["flat_root"] = root_first(_flat(scores, k=min(bmax + 1, lib.n)).ids, root, bmax)
+  none_k = np.full((t, 0), -1, np.int32)
+  pools = {"flat_bottleneck": _flat(scores, k=p).ids,
+           "gos_bottleneck": _bundle(tm, scores, seeds=cfg.n_anchors, budget=p).ids}  # fmt: skip
+  for name, pool in pools.items():
+    ids_b, roles_b = _pool_bottleneck(g.req, pool, root, vis, budget=bmax, mu=cfg.mu)
+    out[name] = (np.asarray(ids_b), np.asarray(roles_b), none_k)
+  out["no_graph_start_only"] = start_only(*out["no_graph"][:2])
+  out["start_only"] = start_only(*out["goskills"][:2])
   none = np.full((t, 0), -1, np.int32)
   out["random"] = (np.stack([rng.choice(lib.n, bmax, replace=False) for _ in range(t)]),)
   pr = np.asarray(_ppr(tm, jnp.ones(lib.n)))
@@ -244,12 +357,24 @@ def derived_metrics(cfg: Config, cells: list) -> dict:
   pair(f"root_start_success_gain_B{bh}", "goskills", "anchor_start", bh, "success")
   pair(f"avoid_success_gain_B{bh}_decoy_max", "goskills", "no_avoid", bh, "success",
        where=lambda c: c["decoy_rate"] == max(cfg.decoy_rate))  # fmt: skip
+  # Against the baselines given GoSkills' START rule, pool size, budget and maximiser.
+  pair(f"cov_gain_vs_flat_bottleneck_B{bs}", "goskills", "flat_bottleneck", bs, "coverage")
+  pair(f"success_gain_vs_flat_bottleneck_B{bh}", "goskills", "flat_bottleneck", bh, "success")
+  pair(f"reward_gain_vs_gos_bottleneck_B{bh}", "goskills", "gos_bottleneck", bh, "reward")
+  pair(f"steps_saving_vs_gos_bottleneck_B{bh}", "goskills", "gos_bottleneck", bh, "steps",
+       sign=-1.0)  # fmt: skip
+  pair(f"roles_success_gain_vs_start_only_B{bh}", "goskills", "start_only", bh, "success")
+  pair(f"start_rule_success_gain_B{bh}", "flat_root", "flat", bh, "success")
+  # The ladder: each step's gain over the step before it (same tasks, paired per seed).
+  for k, bud in (("coverage", bs), ("coverage", bh), ("success", bh), ("reward", bh)):
+    for step, (lo, hi) in zip(LADDER_STEPS, zip(LADDER[:-1], LADDER[1:])):
+      pair(f"ladder_{step}_{k}_gain_B{bud}", hi, lo, bud, k)
   for b in (bs, bh):
-    gs = _per_seed(cfg, cells, "goskills", int(b), "coverage")
     la = _per_seed(cfg, cells, "load_all", int(b), "coverage")
-    ratio = gs / la
-    d[f"cov_ratio_vs_load_all_B{b}"] = float(ratio.mean())
-    d[f"cov_ratio_vs_load_all_B{b}_ci"] = core.ci95_halfwidth(ratio)
+    for m, tag in (("goskills", ""), ("flat_bottleneck", "flat_bottleneck_")):
+      ratio = _per_seed(cfg, cells, m, int(b), "coverage") / la
+      d[f"{tag}cov_ratio_vs_load_all_B{b}"] = float(ratio.mean())
+      d[f"{tag}cov_ratio_vs_load_all_B{b}_ci"] = core.ci95_halfwidth(ratio)
   triv = np.maximum(
     _per_seed(cfg, cells, "random", int(bh), "coverage"),
     _per_seed(cfg, cells, "popular", int(bh), "coverage"),
@@ -259,7 +384,7 @@ def derived_metrics(cfg: Config, cells: list) -> dict:
   d[f"cov_gain_vs_trivial_B{bh}_ci"] = core.ci95_halfwidth(diff)
   d[f"trivial_cov_B{bh}"] = float(triv.mean())
   for m in METHODS:
-    for k in ("coverage", "success", "reward", "steps", "tokens"):
+    for k in ("coverage", "success", "reward", "steps", "tokens", "entry_ok"):
       d[f"{m}_{k}_B{bh}"] = float(_per_seed(cfg, cells, m, int(bh), k).mean())
   return d
 
@@ -295,7 +420,33 @@ def _table(cfg: Config, summ: dict) -> str:
       ),
       "",
     ]
+  lines += [_ladder_table(cfg, summ), ""]
   return "\n".join(lines)
+
+
+def _ladder_table(cfg: Config, summ: dict) -> str:
+  """The ablation ladder at the headline budget: structure added one piece at a time."""
+  b = str(cfg.headline_budget)
+  what = {
+    "flat": "flat top-B (score order; entry = first item)",
+    "flat_root": "+ START rule (dependency root of the top skill's group)",
+    "flat_bottleneck": f"+ bottleneck (greedy eq. (6) over the flat top-{pool_size(cfg)})",
+    "no_graph_start_only": "+ groups (the anchors' own groups as the pool)",
+    "start_only": "+ group graph (PageRank plan)",
+    "goskills": "+ roles (SUPPORT/CHECK labels, AVOID notes) = GoSkills",
+  }
+  rows = [[m, what[m]] + [core.MeanStd(summ[m][b][k]["mean"], summ[m][b][k]["std"], fmt=".3f")
+          for k in ("coverage", "entry_ok", "success", "reward")] for m in LADDER]  # fmt: skip
+  s = summ["gos_bottleneck"][b]
+  rows.append(["gos_bottleneck", "GoS bundle pool + START rule + bottleneck"] + [
+    core.MeanStd(s[k]["mean"], s[k]["std"], fmt=".3f")
+    for k in ("coverage", "entry_ok", "success", "reward")])  # fmt: skip
+  return "\n".join([
+    f"**Ablation ladder at B = {b}** (each row adds one piece to the row above; mean ± std "
+    f"over {cfg.seeds} seeds)",
+    "",
+    core.markdown_table(["method", "adds", "coverage", "entry ok", "success", "reward"], rows),
+  ])  # fmt: skip
 
 
 def _plots(cfg: Config, cells: list, workdir):

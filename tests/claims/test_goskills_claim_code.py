@@ -36,6 +36,16 @@ VALUES = {
   ("goskills", "reward", 5): (0.6, 0.6, 0.6, 0.6),
   ("gos_bundle", "reward", 5): (0.4, 0.4, 0.5, 0.5),
   ("no_graph", "reward", 5): (0.55, 0.55, 0.55, 0.55),
+  # The ladder and the matched controls.
+  ("flat_bottleneck", "coverage", 3): (0.5, 0.5, 0.7, 0.7),  # 0.5, 0.7
+  ("flat_bottleneck", "success", 5): (0.4, 0.4, 0.6, 0.6),  # 0.4, 0.6
+  ("gos_bottleneck", "reward", 5): (0.7, 0.7, 0.5, 0.5),  # 0.7, 0.5
+  ("gos_bottleneck", "steps", 5): (5.0, 5.0, 7.0, 7.0),  # 5, 7
+  ("start_only", "success", 5): (0.5, 0.5, 0.5, 0.5),
+  ("flat_root", "success", 5): (0.4, 0.4, 0.2, 0.2),  # 0.4, 0.2
+  ("flat_root", "coverage", 3): (0.45, 0.45, 0.55, 0.55),  # 0.45, 0.55
+  ("no_graph_start_only", "coverage", 3): (0.6, 0.6, 0.8, 0.8),  # 0.6, 0.8
+  ("start_only", "coverage", 3): (0.6, 0.6, 0.7, 0.7),
 }
 
 
@@ -86,4 +96,75 @@ def test_derived_metrics(train):
   # Only the cells at the largest decoy rate: goskills (0.9, 0.7) - no_avoid (0.4, 0.5).
   assert d["avoid_success_gain_B5_decoy_max"] == pytest.approx((0.5 + 0.2) / 2)
   assert d["flat_coverage_B5"] == pytest.approx(0.55)
+  # Matched controls: goskills - flat_bottleneck coverage B3 per seed (0.1, 0.0).
+  assert d["cov_gain_vs_flat_bottleneck_B3"] == pytest.approx(0.05)
+  assert d["cov_gain_vs_flat_bottleneck_B3_ci"] == pytest.approx(ci2(0.1, 0.0))
+  # flat_bottleneck / load_all at B = 3 per seed: 0.5 / 1.0, 0.7 / 0.875 = 0.8.
+  assert d["flat_bottleneck_cov_ratio_vs_load_all_B3"] == pytest.approx(0.65)
+  assert d["flat_bottleneck_cov_ratio_vs_load_all_B3_ci"] == pytest.approx(ci2(0.5, 0.8))
+  # success goskills (0.7, 0.6) - flat_bottleneck (0.4, 0.6) = (0.3, 0.0).
+  assert d["success_gain_vs_flat_bottleneck_B5"] == pytest.approx(0.15)
+  # reward goskills (0.6, 0.6) - gos_bottleneck (0.7, 0.5) = (-0.1, 0.1).
+  assert d["reward_gain_vs_gos_bottleneck_B5"] == pytest.approx(0.0)
+  assert d["reward_gain_vs_gos_bottleneck_B5_ci"] == pytest.approx(ci2(-0.1, 0.1))
+  # steps saved = gos_bottleneck (5, 7) - goskills (4, 4) = (1, 3).
+  assert d["steps_saving_vs_gos_bottleneck_B5"] == pytest.approx(2.0)
+  # roles with START kept: goskills (0.7, 0.6) - start_only (0.5, 0.5).
+  assert d["roles_success_gain_vs_start_only_B5"] == pytest.approx(0.15)
+  # START rule alone: flat_root (0.4, 0.2) - flat (0.3, 0.3).
+  assert d["start_rule_success_gain_B5"] == pytest.approx(0.0)
+  assert d["start_rule_success_gain_B5_ci"] == pytest.approx(ci2(0.1, -0.1))
+  # Ladder at B = 3 (coverage), each step minus the one before it, per seed:
+  # flat (0.4, 0.6) -> flat_root (0.45, 0.55) -> flat_bottleneck (0.5, 0.7)
+  # -> no_graph_start_only (0.6, 0.8) -> start_only (0.6, 0.7) -> goskills (0.6, 0.7).
+  assert d["ladder_start_rule_coverage_gain_B3"] == pytest.approx(0.0)
+  assert d["ladder_start_rule_coverage_gain_B3_ci"] == pytest.approx(ci2(0.05, -0.05))
+  assert d["ladder_bottleneck_coverage_gain_B3"] == pytest.approx(0.1)
+  assert d["ladder_groups_coverage_gain_B3"] == pytest.approx(0.1)
+  assert d["ladder_group_graph_coverage_gain_B3"] == pytest.approx(-0.05)
+  assert d["ladder_roles_coverage_gain_B3"] == pytest.approx(0.0)
+  assert d["flat_bottleneck_entry_ok_B5"] == pytest.approx(0.5)
   assert d["gos_bundle_steps_B5"] == pytest.approx(5.5)
+
+
+def test_root_first(train):
+  """START = the root, then the flat ranking without it, cut to the budget."""
+  flat = np.asarray([[4, 7, 2, 1], [3, 5, 6, 0]])
+  ids, roles, avoid = train.root_first(flat, np.asarray([7, 9]), 3)
+  np.testing.assert_array_equal(ids, [[7, 4, 2], [9, 3, 5]])
+  np.testing.assert_array_equal(roles, [[0, -1, -1], [0, -1, -1]])  # START = 0
+  assert avoid.shape == (2, 0)
+
+
+def test_start_only(train):
+  """Every role but START dropped (START = 0, SUPPORT = 1, CHECK = 2), no AVOID notes."""
+  ids, roles, avoid = train.start_only(np.asarray([[5, 6, 7]]), np.asarray([[0, 1, 2]]))
+  np.testing.assert_array_equal(ids, [[5, 6, 7]])
+  np.testing.assert_array_equal(roles, [[0, -1, -1]])
+  assert avoid.shape == (1, 0)
+
+
+def test_pool_size(train):
+  cfg = types.SimpleNamespace(plan_size=4, max_support=4, max_check=2)
+  assert train.pool_size(cfg) == 4 * (1 + 4 + 2)
+
+
+def test_pool_bottleneck_by_hand(train):
+  """Flat pool through the greedy: START first, then coverage, then pool order; no gain ->
+  still fills the budget in pool order (every pool member has the same priority)."""
+  import jax.numpy as jnp
+
+  req = np.zeros((6, 4), bool)
+  req[0, 0] = True  # the START skill covers r0
+  req[1, 0] = True  # redundant with START
+  req[2, 1] = req[2, 2] = True  # covers two new
+  req[3, 3] = True  # covers one new
+  pool = jnp.asarray([[1, 3, 2, 0, 5]])  # score order; 0 (= START) repeated in the pool
+  vis = jnp.ones((1, 4), bool)
+  ids, roles = train._pool_bottleneck(
+    jnp.asarray(req), pool, jnp.asarray([0]), vis, budget=5, mu=0.1
+  )
+  # START 0; then 2 (two new), 3 (one new), then 1 and 5 (no coverage, pool order; the
+  # repeated START is not a second candidate).
+  np.testing.assert_array_equal(np.asarray(ids), [[0, 2, 3, 1, 5]])
+  np.testing.assert_array_equal(np.asarray(roles), [[0, -1, -1, -1, -1]])

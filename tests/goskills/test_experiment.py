@@ -30,6 +30,11 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
     assert summ[m]["5"]["coverage"]["mean"] <= summ["load_all"]["5"]["coverage"]["mean"] + 1e-9
   # The roles ablation reads the same payloads: same coverage and tokens, no AVOID notes.
   assert summ["no_roles"]["5"]["coverage"] == summ["goskills"]["5"]["coverage"]
+  assert summ["start_only"]["5"]["coverage"] == summ["goskills"]["5"]["coverage"]
+  # Every method given GoSkills' START rule enters where the rule says (the top skill's root).
+  fr, fb = summ["flat_root"]["5"], summ["flat_bottleneck"]["5"]
+  assert fr["entry_ok"] == fb["entry_ok"] == summ["gos_bottleneck"]["5"]["entry_ok"]
+  assert "**Ablation ladder at B = 5**" in rec["table_markdown"]
   # Resume: a rerun reads every cell back instead of computing it again.
   monkeypatch.setattr(train, "_run_cell", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
   again = train.train_and_evaluate(cfg, tmp_path)
@@ -41,29 +46,46 @@ def test_claim_rules_decide_as_written():
   good = {
     "cov_ratio_vs_load_all_B3": 0.95,
     "cov_ratio_vs_load_all_B3_ci": 0.01,
-    "cov_gain_vs_flat_B3": 0.2,
-    "cov_gain_vs_flat_B3_ci": 0.02,
-    "success_gain_vs_flat_B5": 0.1,
-    "success_gain_vs_flat_B5_ci": 0.02,
-    "reward_gain_vs_gos_B5": 0.03,
-    "reward_gain_vs_gos_B5_ci": 0.01,
-    "steps_saving_vs_gos_B5": 1.0,
-    "steps_saving_vs_gos_B5_ci": 0.2,
+    "flat_bottleneck_cov_ratio_vs_load_all_B3": 0.7,
+    "cov_gain_vs_flat_bottleneck_B3": 0.2,
+    "cov_gain_vs_flat_bottleneck_B3_ci": 0.02,
+    "success_gain_vs_flat_bottleneck_B5": 0.1,
+    "success_gain_vs_flat_bottleneck_B5_ci": 0.02,
+    "reward_gain_vs_gos_bottleneck_B5": 0.03,
+    "reward_gain_vs_gos_bottleneck_B5_ci": 0.01,
+    "steps_saving_vs_gos_bottleneck_B5": 1.0,
+    "steps_saving_vs_gos_bottleneck_B5_ci": 0.2,
     "graph_reward_gain_B5": 0.02,
     "graph_reward_gain_B5_ci": 0.005,
-    "roles_success_gain_B5": 0.05,
-    "roles_success_gain_B5_ci": 0.01,
+    "roles_success_gain_vs_start_only_B5": 0.05,
+    "roles_success_gain_vs_start_only_B5_ci": 0.01,
     "cov_gain_vs_trivial_B5": 0.6,
     "cov_gain_vs_trivial_B5_ci": 0.05,
+    "no_graph_entry_ok_B5": 0.4,
+    "flat_bottleneck_entry_ok_B5": 0.4,
+    "gos_bottleneck_entry_ok_B5": 0.39,
   }
-  v = {r["claim_id"]: r["verdict"] for r in core.judge_all(default.CLAIMS, {"derived": good})}
+
+  def judge(values):
+    rows = core.judge_all(default.CLAIMS, {"derived": values})
+    return {r["claim_id"]: r["verdict"] for r in rows}
+
+  v = judge(good)
   assert set(v.values()) == {"held"}, v
-  tie = dict(good, cov_gain_vs_flat_B3=0.01, cov_gain_vs_flat_B3_ci=0.05)
-  v2 = {r["claim_id"]: r["verdict"] for r in core.judge_all(default.CLAIMS, {"derived": tie})}
-  assert v2["coverage_above_flat"] != "held"
-  worse = dict(good, reward_gain_vs_gos_B5=-0.1, reward_gain_vs_gos_B5_ci=0.01)
-  v3 = {r["claim_id"]: r["verdict"] for r in core.judge_all(default.CLAIMS, {"derived": worse})}
-  assert v3["reward_vs_gos_bundle"] == "not reproduced"
+  tie = dict(good, cov_gain_vs_flat_bottleneck_B3=0.01, cov_gain_vs_flat_bottleneck_B3_ci=0.05)
+  assert judge(tie)["coverage_above_flat"] != "held"
+  worse = dict(
+    good, reward_gain_vs_gos_bottleneck_B5=-0.1, reward_gain_vs_gos_bottleneck_B5_ci=0.01
+  )
+  assert judge(worse)["reward_vs_gos_bundle"] == "not reproduced"
+  # The flat list through the same bottleneck also clears the load-all bar: vacuous.
+  vac = dict(good, flat_bottleneck_cov_ratio_vs_load_all_B3=0.92)
+  assert judge(vac)["coverage_near_load_all"] == "inconclusive"
+  # The control enters at the right skill less often than GoSkills: START not matched.
+  unmatched = dict(good, flat_bottleneck_entry_ok_B5=0.3, gos_bottleneck_entry_ok_B5=0.3)
+  v5 = judge(unmatched)
+  assert v5["success_above_flat"] == v5["reward_vs_gos_bundle"] == "inconclusive"
+  assert v5["fewer_steps_than_gos_bundle"] == "inconclusive"
 
 
 @pytest.mark.skipif(
