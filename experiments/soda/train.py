@@ -24,8 +24,9 @@ the gradients), so a grid with fewer runs than devices still uses them all;
 ``microbatches`` > 1 accumulates each step's gradient over that many slices of
 the batch (same update, less activation memory). Every
 finished (task, horizon, group) is stored in ``<workdir>/cells/`` (one JSON
-file each); a rerun on the same workdir skips finished cells and resumes an
-unfinished one from its latest checkpoint.
+file each, or two with ``first_cell_lrs``: see :func:`cell_blocks`); a rerun on
+the same workdir skips finished cells (checked against the config's grid) and
+resumes an unfinished one from its latest checkpoint.
 """
 
 from __future__ import annotations
