@@ -426,8 +426,8 @@ def main(argv=None):
     a.out = a.out[: -len(".json")] + "_quick.json"
   if a.reference_dir:
     try:
-      import torch  # noqa: F401
-      import torch_geometric  # noqa: F401
+      import torch
+      import torch_geometric
     except ImportError as e:
       print(f"--reference_dir needs torch and torch_geometric ({e}); nothing compared")
       return 0

@@ -429,11 +429,11 @@ def derived_metrics(q, col, g_logit, c, g_plc=None) -> dict:
       "mean": float(np.mean(n_sel)),
       "histogram": [int(np.sum(n_sel == k)) for k in range(c.greedy_k + 1)],
     }
-    f = lambda i: correct[m][P][i].mean() - correct["oracle_bf"][P][i].mean()  # noqa: E731
+    f = lambda i: correct[m][P][i].mean() - correct["oracle_bf"][P][i].mean()
     out["acc_gain_greedy_vs_top1"] = float(f(np.arange(len(P))))
     out["acc_gain_greedy_vs_top1_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
     for other in ("distilled", "recency"):
-      f = lambda i, o=other: correct[m][P][i].mean() - correct[o][P][i].mean()  # noqa: E731
+      f = lambda i, o=other: correct[m][P][i].mean() - correct[o][P][i].mean()
       out[f"acc_gain_greedy_vs_{other}"] = float(f(np.arange(len(P))))
       out[f"acc_gain_greedy_vs_{other}_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
   lbf = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]
@@ -475,7 +475,7 @@ def derived_metrics(q, col, g_logit, c, g_plc=None) -> dict:
   ):
     base = "distilled" if gated.startswith("distilled") else "oracle_bf"
     if gated in correct:
-      f = lambda i, a=gated, b=base: correct[a][P][i].mean() - correct[b][P][i].mean()  # noqa: E731
+      f = lambda i, a=gated, b=base: correct[a][P][i].mean() - correct[b][P][i].mean()
       out[f"acc_gain_{name}_gated_vs_ungated"] = float(f(full))
       out[f"acc_gain_{name}_gated_vs_ungated_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
 
@@ -579,7 +579,7 @@ def train_and_evaluate(config, workdir) -> dict:
   # Dialogue-major order over seeds, so that a partial (resumable) run covers every seed.
   # Dialogues missing from the store are scored in groups of c.group_dialogues (shared batches);
   # each dialogue is still its own cell, stored as soon as its group is done.
-  key = lambda s, i: f"{c.model}/greedy={c.greedy_k}/seed={s}/dialogue={i}"  # noqa: E731
+  key = lambda s, i: f"{c.model}/greedy={c.greedy_k}/seed={s}/dialogue={i}"
   keep = scored_dialogues(store, key, c) if not c.score_missing else list(range(c.n_dialogues))
   order = [(s, i) for i in keep for s in c.seeds]
   todo = [(s, i) for s, i in order if key(s, i) not in store]

@@ -214,7 +214,7 @@ def _programs(cfg: Config, kind: str):
   def eval_fn(state, hp, key, data):
     model = nnx.merge(graphdef, state[0])
     img = model.image(data["test_images"])
-    enc = lambda t: model.text(t, order_strength=hp["order"])  # noqa: E731
+    enc = lambda t: model.text(t, order_strength=hp["order"])
     short, long = enc(data["ht_short"]), enc(data["ht_long"])
     img_ht = img[data["ht_image"]]
     ht = C.half_truth_accuracy(img_ht, short, long, data["ht_kind"])
@@ -567,7 +567,7 @@ def _chance(data, seed) -> dict:
   """A random-embedding scorer (input-independent): the chance level of the metric."""
   rng = np.random.default_rng(seed)
   n = len(data["ht_kind"])
-  e = lambda: rng.normal(size=(n, 16)).astype(np.float32)  # noqa: E731
+  e = lambda: rng.normal(size=(n, 16)).astype(np.float32)
   r = C.half_truth_accuracy(e(), e(), e(), data["ht_kind"])
   return {k: float(r[k]) for k in ("all", "entity", "relation")}
 

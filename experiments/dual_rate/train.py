@@ -28,13 +28,13 @@ import matplotlib
 from absl import logging
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import optax  # noqa: E402
-from flax import nnx  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import optax
+from flax import nnx
 
-from jaxpapers import core  # noqa: E402
-from jaxpapers import dual_rate as dr  # noqa: E402
+from jaxpapers import core
+from jaxpapers import dual_rate as dr
 
 
 def _log(msg, t0):
@@ -230,7 +230,7 @@ def _load_data(cfg):
     kw = {"num_test": cfg.num_test} if cfg.get("num_test", 0) else {}
     return dr.load_numpy(cfg.dataset, **kw), dr.num_classes(cfg.dataset)
   core.validate_choice(cfg.dataset, name="dataset", allowed=dr.DATASETS + ("imagenet64",))
-  import tensorflow_datasets as tfds  # noqa: PLC0415
+  import tensorflow_datasets as tfds
 
   src = tfds.data_source(
     "imagenet_resized/64x64", data_dir=str(core.resolve_data_dir(cfg.get("data_dir")))
@@ -442,7 +442,7 @@ def train_and_evaluate(config, workdir) -> dict:
   fd_reference = cfg.get("fd_reference", "train")
   splits = fd_splits(xsub.shape[0], xte.shape[0], n_eval, fd_reference)
   real = {"train": xsub, "heldout": xte}
-  pick = lambda split: real[split[0]][split[1] : split[2]]  # noqa: E731
+  pick = lambda split: real[split[0]][split[1] : split[2]]
   train_feats = dr.extract_features(clf, xsub)
   ref_feats = dr.extract_features(clf, pick(splits["reference"]))
   compared = dr.extract_features(clf, pick(splits["compared"]))
@@ -1147,7 +1147,7 @@ def derived_metrics(metrics) -> dict:
     out["mmd_dual_minus_dual_fd_in_std"] = (m["fd_mean"] - d["fd_mean"]) / noise
   out["features_gain_in_std"] = _gain_at_equal_cost(rows, "no-features")
   out["vs_mmd_baseline_gain_in_std"] = _gain_at_equal_cost(rows, "mmd-baseline")
-  k_gt_1 = lambda r: (r["interval_K"] or 0) > 1  # noqa: E731
+  k_gt_1 = lambda r: (r["interval_K"] or 0) > 1
   out["stale_training_gain_in_std"] = _paired_gain(rows, "dual-rate", "fresh-only", pred=k_gt_1)
   for kind in ("front_loaded", "back_loaded"):
     out[f"{kind.split('_')[0]}_vs_uniform_gain_in_std"] = _paired_gain(

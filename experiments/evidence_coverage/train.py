@@ -283,7 +283,7 @@ def shift_response(cells: list[dict], cfg: Config) -> dict:
   for n_pool, n_clusters in dict.fromkeys(_setting(c) for c in cells):
     cs = [c for c in cells if _setting(c) == (n_pool, n_clusters)]
     shifts = sorted({(c["s_x"], c["s_w"]) for c in cs})
-    med = lambda vals: float(np.median(np.log2(vals)))  # noqa: E731
+    med = lambda vals: float(np.median(np.log2(vals)))
     ks_ = [med([c["k_star"] for c in cs if (c["s_x"], c["s_w"]) == sh]) for sh in shifts]
     rec = {
       "n_pool": n_pool,
@@ -500,7 +500,7 @@ def _table(rows, derived, cfg: Config) -> str:
   ]
   out3 = []
   for r in READERS:
-    g = lambda k: derived.get(f"{k}_{r}") if derived.get(f"{k}_{r}") is not None else "-"  # noqa: E731
+    g = lambda k: derived.get(f"{k}_{r}") if derived.get(f"{k}_{r}") is not None else "-"
     out3.append(
       [
         READER_NAMES[r],

@@ -111,7 +111,7 @@ class Texts:
       else:
         cfg, params, tok = lm.load_gemma3()
         self.desc = "Gemma-3-270M (frozen, Q4_K_M GGUF), chat turns, 2 worked examples"
-      enc = lambda s: tok.encode(s, add_bos=False)  # noqa: E731
+      enc = lambda s: tok.encode(s, add_bos=False)
       before, after = chat_pieces(tok)
       self.prefix_text = before + "Question:"
       prefix = np.asarray(tok.encode(self.prefix_text), np.int32)  # BOS as the model wants
@@ -203,7 +203,7 @@ def read_rows(T: Texts, seqs, answers, width, bs):
   for i in range(0, len(seqs), bs):
     sl = slice(i, i + bs)
     pad = bs - len(ids[sl])
-    pad2 = lambda x: np.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))  # noqa: E731
+    pad2 = lambda x: np.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
     r = f(T.params, pad2(ids[sl]), pad2(n[sl]), T.pred, pad2(ai[sl]), pad2(al[sl]))
     out.append(jax.tree.map(lambda x: np.asarray(x)[: bs - pad], r))
   return {k: np.concatenate([o[k] for o in out]) for k in out[0]}
@@ -443,7 +443,7 @@ def evaluate_seed(c, world, feats, p, eps):
   test_q = world["test_q"]
   heads = jax.tree.map(jnp.asarray, p["heads"])
   emb = L.doc_embedding(heads, jnp.asarray(feats["doc"]["h"]))
-  score = lambda z: L.query_embedding(heads, z) @ emb.T  # noqa: E731
+  score = lambda z: L.query_embedding(heads, z) @ emb.T
   tr = online_trace(world["store"], "test", len(test_q), score, c.t_max, final=True)
   gold = [q.gold for q in test_q]
   d_ids = tr["doc_ids"]
@@ -925,7 +925,7 @@ def train_and_evaluate(config, workdir) -> dict:
 
 def _report(c, workdir, metrics, t0):
   methods, refs = metrics["methods"], metrics["references"]
-  MS = lambda d: core.MeanStd(d["mean"], d["std"])  # noqa: E731
+  MS = lambda d: core.MeanStd(d["mean"], d["std"])
   rows = [
     [
       LABELS[m],

@@ -443,7 +443,7 @@ def derived_metrics(cells: list[dict]) -> dict:
 
 
 def _table(summary, cfg) -> str:
-  ms = lambda r: core.MeanStd(r["mean"], r["std"], fmt=".3f")  # noqa: E731
+  ms = lambda r: core.MeanStd(r["mean"], r["std"], fmt=".3f")
   s = summary["single"]
   rows = [
     [

@@ -17,14 +17,14 @@ import jax.numpy as jnp
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import optax  # noqa: E402
-from flax import nnx  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import optax
+from flax import nnx
 
-from jaxpapers import core, lm, locos  # noqa: E402
-from jaxpapers.locos import _toy  # noqa: E402
-from jaxpapers.locos._probes import make_probes  # noqa: E402
+from jaxpapers import core, lm, locos
+from jaxpapers.locos import _toy
+from jaxpapers.locos._probes import make_probes
 
 DETECTORS = ("locos", "wu", "contrastive", "attention_spatial", "dla")
 

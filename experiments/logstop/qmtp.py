@@ -258,7 +258,7 @@ def evaluate_qmtp(
     return _balanced_accuracy([decisions[arm][i] for i in ids], [labels[i] for i in ids])
 
   ids = [s.sample_id for s in samples]
-  by = lambda key: {  # noqa: E731
+  by = lambda key: {
     v: [s.sample_id for s in samples if getattr(s, key) == v]
     for v in dict.fromkeys(getattr(s, key) for s in samples)
   }

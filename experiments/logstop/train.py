@@ -463,12 +463,12 @@ def compare_arms(per_seed: list[dict], windows) -> dict:
       "diff_per_seed": d,
     }
 
-  is_ls = lambda a: a.startswith("LogSTOP")  # noqa: E731
+  is_ls = lambda a: a.startswith("LogSTOP")
   out = paired(best(is_ls), best(lambda a: not is_ls(a)))
   out["same_window"] = {}
   for w in windows:
     tag = f"w={w}"
-    in_w = lambda a, tag=tag: tag in a.split()  # noqa: E731
+    in_w = lambda a, tag=tag: tag in a.split()
     ls, bl = best(lambda a: is_ls(a) and in_w(a)), best(lambda a: not is_ls(a) and in_w(a))
     if ls and bl:
       out["same_window"][str(w)] = paired(ls, bl)

@@ -498,7 +498,7 @@ def diff_of_means_ci(a, b) -> tuple[float, float]:
 
 def _toy_set_summary(part: list) -> dict:
   """The summary of one set of toy problems (``part``: per cell, the raw or dedup lists)."""
-  cat = lambda k: np.concatenate([np.asarray(r[k], np.float64) for r in part])  # noqa: E731
+  cat = lambda k: np.concatenate([np.asarray(r[k], np.float64) for r in part])
   rj, rc, ro, sm = (
     cat("regret_jaccard"),
     cat("regret_bce_cosine"),

@@ -46,15 +46,15 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import ml_collections  # noqa: E402
-import numpy as np  # noqa: E402
-import optax  # noqa: E402
+import matplotlib.pyplot as plt
+import ml_collections
+import numpy as np
+import optax
 
-from experiments.soda import models  # noqa: E402
-from jaxpapers import core  # noqa: E402
-from jaxpapers import soda as soda_lib  # noqa: E402
-from jaxpapers.core.sweep import RUNS_AXIS  # noqa: E402
+from experiments.soda import models
+from jaxpapers import core
+from jaxpapers import soda as soda_lib
+from jaxpapers.core.sweep import RUNS_AXIS
 
 LN2 = math.log(2.0)
 DATA_AXIS = "data"

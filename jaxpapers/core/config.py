@@ -235,7 +235,7 @@ def validate_learning_rates(config: Any, *, name: str = "config") -> None:
       continue
     if not isinstance(key, str) or not _LR_FIELD.search(key):
       continue
-    is_num = lambda v: isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))  # noqa: E731
+    is_num = lambda v: isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
     if is_num(value):
       values = [value]
     elif isinstance(value, (tuple, list)) and all(is_num(v) for v in value):

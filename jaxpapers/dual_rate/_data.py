@@ -26,7 +26,7 @@ def digits(*, num_test: int = 500, seed: int = 0) -> dict:
     or not 1 <= num_test < 1797
   ):
     raise ValueError(f"num_test must be an int in [1, 1797), got {num_test!r}")
-  from sklearn.datasets import load_digits  # noqa: PLC0415
+  from sklearn.datasets import load_digits
 
   d = load_digits()
   x = (d.images.astype(np.float32) / 8.0 - 1.0)[..., None]
@@ -117,7 +117,7 @@ def num_classes(name: str) -> int:
 # ----------------------------------------------------------------------------------------------
 @functools.cache
 def _builders():
-  import tensorflow_datasets as tfds  # noqa: PLC0415
+  import tensorflow_datasets as tfds
 
   class _Base(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     VERSION = tfds.core.Version("1.0.0")

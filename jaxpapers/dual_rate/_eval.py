@@ -257,7 +257,7 @@ def precision_recall_knn(f_real, f_gen, *, k: int = 3) -> tuple[float, float]:
 
 def fd_metric(f_real, f_gen) -> float:
   """Frechet distance via ``jaxpapers.metrics.frechet_distance`` evaluated in float64."""
-  from jaxpapers import metrics  # noqa: PLC0415
+  from jaxpapers import metrics
 
   a, b = _check_feats(f_real, f_gen)
   with jax.enable_x64(True):
@@ -266,7 +266,7 @@ def fd_metric(f_real, f_gen) -> float:
 
 def kid_metric(f_real, f_gen) -> float:
   """KID (all samples, cubic polynomial kernel) via ``jaxpapers.metrics`` evaluated in float64."""
-  from jaxpapers import metrics  # noqa: PLC0415
+  from jaxpapers import metrics
 
   a, b = _check_feats(f_real, f_gen)
   with jax.enable_x64(True):

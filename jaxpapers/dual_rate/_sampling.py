@@ -126,14 +126,14 @@ def _run(
   b = shape[0]
   k_init, k_loop = jax.random.split(key)
   eps = jax.random.normal(k_init, shape, jnp.float32)
-  bt = lambda t: jnp.full((b,), t, jnp.float32)  # noqa: E731
+  bt = lambda t: jnp.full((b,), t, jnp.float32)
   if enc is not None:
     h0 = jnp.zeros(jax.eval_shape(enc, eps, bt(1.0), cond).shape, jnp.float32)
   else:
     h0 = jnp.zeros((b, 1, 1, 1), jnp.float32)
   if not use_features:  # the no-feature control: h = 0 and tau = t at every step, no encoder
     enc, den0 = None, den
-    den = lambda z, t, h, tau, cond: den0(z, t, h, t, cond)  # noqa: E731
+    den = lambda z, t, h, tau, cond: den0(z, t, h, t, cond)
   zero = jnp.zeros((), jnp.int32)
 
   def maybe_refresh(i, z, t, h, tau, n_e):

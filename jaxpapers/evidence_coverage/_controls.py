@@ -167,7 +167,7 @@ def classify_regime(
     return "interference-limited"
   if a[-1] > a[-2] + tol:
     return "coverage-limited"
-  flat = lambda c: np.ptp(c[-3:]) <= tol  # noqa: E731
+  flat = lambda c: np.ptp(c[-3:]) <= tol
   if flat(a) and flat(o) and (ceiling is None or a.max() < ceiling - tol):
     return "saturation-limited"
   return "unclassified"

@@ -211,7 +211,7 @@ def _build(g, anchors, visible, scores, use_avoid, root_start, *, depth, max_sup
   flagged = _flagged(g, use_avoid)
   sq = _squash(scores)
   mats = _dense(g, depth)
-  one = lambda x: _one_group(  # noqa: E731
+  one = lambda x: _one_group(
     jnp.clip(x, 0, n - 1),
     g,
     mats,

@@ -144,7 +144,7 @@ def make_kb(
   for names in (people, cities, countries, companies):
     for i, e in enumerate(names):
       groups[e] = i % n_g
-  by = lambda names, g: [e for e in names if groups[e] == g]  # noqa: E731
+  by = lambda names, g: [e for e in names if groups[e] == g]
   facts = []
   for g in range(n_g):
     ci, co, cp = by(cities, g), by(countries, g), by(companies, g)

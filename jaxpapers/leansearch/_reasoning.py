@@ -72,7 +72,7 @@ class IterativeRetrieval:
     self,
     planner: Callable,
     retriever: Callable,
-    filter: Callable,  # noqa: A002  (the reference's name for the step)
+    filter: Callable,
     judge: Callable,
     *,
     n_docs: int,

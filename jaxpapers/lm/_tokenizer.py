@@ -15,7 +15,7 @@ class ModelNotAvailable(ImportError):
 
 def _require_tokenizers():
   try:
-    import tokenizers  # noqa: F401
+    import tokenizers
   except ImportError as e:
     raise ModelNotAvailable(
       "jaxpapers.lm needs the 'tokenizers' and 'gguf' packages: pip install 'jaxpapers[lm]'"

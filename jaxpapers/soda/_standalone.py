@@ -370,7 +370,7 @@ def soda_muon(
 ) -> optax.GradientTransformationExtraArgs:
   _check_lr(learning_rate)
   if mask is None:
-    mask = lambda p: muon_hidden_mask(p, muon_weight_dimension_numbers)  # noqa: E731
+    mask = lambda p: muon_hidden_mask(p, muon_weight_dimension_numbers)
   return _wrapper.soda(
     optax.contrib.muon(
       learning_rate,

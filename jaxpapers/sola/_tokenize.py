@@ -125,7 +125,7 @@ def token_strings(tokenizer, *, vocab_size: int | None = None) -> list[str]:
   for i in range(int(v)):
     try:
       out.append(tokenizer.decode([i]))
-    except Exception:  # noqa: BLE001 - ids a tokenizer cannot decode get an empty string
+    except Exception:
       out.append("")
   return out
 

@@ -210,7 +210,7 @@ def render_shapes_world(seed: int, n: int, *, size: int = 32) -> ShapesData:
       fill = "striped " if striped[i, k] else ""
       parts.append(f"a {fill}{COLOURS[colours[i, k]]} {SHAPES[shapes[i, k]]}")
     words.append(" and ".join(parts))
-  to_u8 = lambda a: np.round(a * 255).astype(np.uint8)  # noqa: E731
+  to_u8 = lambda a: np.round(a * 255).astype(np.uint8)
   return ShapesData(
     images=to_u8(img),
     backgrounds=to_u8(bg),

@@ -195,8 +195,8 @@ def test_summarize_and_items_order_every_model_by_seed(train):
 def test_derived_metrics(train):
   d, _ = _derived(train)
   rel = {k: np.array(v, float) for k, v in REL.items()}
-  w = lambda m: rel[("weak_order", m)]  # noqa: E731
-  p = lambda m: rel[("positional", m)]  # noqa: E731
+  w = lambda m: rel[("weak_order", m)]
+  p = lambda m: rel[("positional", m)]
   assert d["n_seeds"] == 3 and d["n_relation_items"] == 6
   # pre-trained weak-order CLIP: 6 of 18 relation triples right
   assert d["baseline_ht_relation"] == pytest.approx(6 / 18)

@@ -33,7 +33,7 @@ def _cells():
   GD in A and C, ridge in C only; ridge's oracle context in A. The control accuracies are
   given as a single best value (the rest of the curve is lower). A and B share the setting
   P = 64, J = 4 (mean cluster size 16), C has P = 64, J = 16 (cluster size 4)."""
-  low = lambda best: [best] + [0.0] * 4  # noqa: E731
+  low = lambda best: [best] + [0.0] * 4
   a = {
     "n_pool": 64,
     "n_clusters": 4,

@@ -73,7 +73,7 @@ def test_per_seed_means(train):
 
 def test_derived_metrics(train):
   d = train.derived_metrics(_cfg(), _cells(train))
-  ci2 = lambda a, b: T2 * abs(a - b) / 2  # noqa: E731  (95% half-width of two values)
+  ci2 = lambda a, b: T2 * abs(a - b) / 2
   # goskills - flat coverage per seed (0.2, 0.3).
   assert d["cov_gain_vs_flat_B5"] == pytest.approx(0.25)
   assert d["cov_gain_vs_flat_B5_ci"] == pytest.approx(ci2(0.2, 0.3))

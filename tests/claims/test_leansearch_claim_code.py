@@ -16,7 +16,7 @@ def _train():
 
 def _cells():
   def split(hier, flat, premise, flat_premise, single_other):
-    single = lambda v: {"standard": {"ndcg": v}, **single_other}  # noqa: E731
+    single = lambda v: {"standard": {"ndcg": v}, **single_other}
     return {
       "hier": {"single": single(hier), "premise": premise},
       "flat": {"single": single(flat), "premise": flat_premise},

@@ -158,7 +158,7 @@ def test_kendall(train):
 
 def _part(rj, rc, ro, sm, tied, prem, viol):
   """One set of toy problems; ``prem`` / ``viol`` count the first of them as lemma cases."""
-  flags = lambda k: [i < k for i in range(len(rj))]  # noqa: E731
+  flags = lambda k: [i < k for i in range(len(rj))]
   return {"regret_jaccard": rj, "regret_bce_cosine": rc, "regret_oracle": ro, "sigma_max": sm,
           "tied_top": tied, "lemma_premise": flags(prem), "lemma_violation": flags(viol)}  # fmt: skip
 

@@ -83,7 +83,7 @@ def test_probes_and_placebo_are_read_per_seed(train):
 
 def test_derived_metrics(train):
   d = train.derived_metrics(_summary(train), {"majority_miou": 0.1})
-  ci = lambda x: T3 * np.std(x, ddof=1) / math.sqrt(3)  # noqa: E731
+  ci = lambda x: T3 * np.std(x, ddof=1) / math.sqrt(3)
   assert d["refine_minus_raw_miou"] == pytest.approx((0.05 - 0.02 + 0.10) / 3)
   assert d["refine_minus_raw_miou_ci"] == pytest.approx(ci([0.05, -0.02, 0.10]))
   assert d["sscl_minus_refine_miou"] == pytest.approx((0.15 + 0.07 + 0.10) / 3)

@@ -198,7 +198,7 @@ def test_importing_experiments_initialises_nothing(clean_env, monkeypatch):
   import importlib
 
   import experiments
-  import experiments.soda.main  # noqa: F401
+  import experiments.soda.main
 
   monkeypatch.setenv("JAXPAPERS_DISTRIBUTED", "1")
   importlib.reload(experiments)

@@ -80,8 +80,8 @@ def _metric_writer_metrics():
 
 
 _CLAIM = dict(id="gain", statement="s", metric="gain", direction="higher", held=1.0)
-_SWEEP_INIT = lambda hp, key, data: {"w": hp["lr"] * 0.0}  # noqa: E731
-_SWEEP_STEP = lambda s, hp, key, i, data: (s, {"w": s["w"]})  # noqa: E731
+_SWEEP_INIT = lambda hp, key, data: {"w": hp["lr"] * 0.0}
+_SWEEP_STEP = lambda s, hp, key, i, data: (s, {"w": s["w"]})
 
 
 def _keys(n):

@@ -8,8 +8,8 @@ import pytest
 
 matplotlib.use("Agg")
 
-from jaxpapers import core  # noqa: E402
-from jaxpapers.core import report  # noqa: E402
+from jaxpapers import core
+from jaxpapers.core import report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

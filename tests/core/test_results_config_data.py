@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from jaxpapers import core  # noqa: E402
-from jaxpapers.core import data as core_data  # noqa: E402
+from jaxpapers import core
+from jaxpapers.core import data as core_data
 
 
 def test_results_json_contents(tmp_path):
@@ -115,7 +115,7 @@ def places(tmp_path, monkeypatch):
 
 
 def test_locate_data_dir_says_which_place_it_used(places, monkeypatch):
-  hg = lambda name: (places[name] / "hg").resolve()  # noqa: E731
+  hg = lambda name: (places[name] / "hg").resolve()
   assert core.locate_data_dir(None, subdir="hg") == (
     hg("shared"),
     "../shared/data beside the checkout",

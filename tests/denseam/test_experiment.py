@@ -33,7 +33,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   assert {"poly3_standard", "poly3_hypothesis", "poly_sp_over_hyp_best_loss"} <= set(d)
   assert metrics["baselines"]["uniform_loss"] == pytest.approx(np.log(10))
   # Resume: a rerun on the same workdir reads every cell back instead of training again.
-  boom = lambda *a, **k: (_ for _ in ()).throw(AssertionError("recomputed"))  # noqa: E731
+  boom = lambda *a, **k: (_ for _ in ()).throw(AssertionError("recomputed"))
   monkeypatch.setattr(train.D, "train_grid", boom)
   monkeypatch.setattr(train.D, "coord_check", boom)
   again = train.train_and_evaluate(cfg, tmp_path)

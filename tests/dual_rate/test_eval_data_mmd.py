@@ -33,7 +33,7 @@ def test_frechet_distance_matches_float64_scipy():
 def test_kid_matches_brute_force():
   rng = np.random.default_rng(1)
   x, y = rng.normal(size=(40, 6)), rng.normal(size=(30, 6)) + 0.3
-  k = lambda p, q: (p @ q / 6 + 1) ** 3  # noqa: E731
+  k = lambda p, q: (p @ q / 6 + 1) ** 3
   kxx = np.mean([k(x[i], x[j]) for i in range(40) for j in range(40) if i != j])
   kyy = np.mean([k(y[i], y[j]) for i in range(30) for j in range(30) if i != j])
   kxy = np.mean([k(x[i], y[j]) for i in range(40) for j in range(30)])
@@ -174,7 +174,7 @@ def test_mmd_gradients_are_separated(dual):
     return jax.grad(f, argnums=(0, 1))(ps, pa, 0), jax.grad(f, argnums=(0, 1))(ps, pa, 1)
 
   (s_s, s_a), (a_s, a_a) = grads(gsd, gad)
-  norm = lambda t: float(sum(jnp.sum(l**2) for l in jax.tree.leaves(t)))  # noqa: E731
+  norm = lambda t: float(sum(jnp.sum(l**2) for l in jax.tree.leaves(t)))
   assert norm(s_a) == 0.0 and norm(a_s) == 0.0 and norm(a_a) > 0.0
   assert (
     norm(s_s) < 1e-9
@@ -191,7 +191,7 @@ def test_mmd_student_loss_sign_moves_student_toward_teacher():
   flip gives -c * patches (the separation of the two losses' gradients is checked by the slow
   test above)."""
   c = 0.3
-  mk = lambda seed: dr.SingleNetwork(  # noqa: E731
+  mk = lambda seed: dr.SingleNetwork(
     **TINY, width=16, depth=1, parametrization="x", rngs=nnx.Rngs(seed)
   )
   teacher = randomize(mk(0), seed=0)

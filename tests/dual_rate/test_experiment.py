@@ -290,8 +290,8 @@ def test_training_step_compiles_once_across_training_seeds():
 def test_benchmark_builds_the_experiments_networks():
   """The step benchmark trains the experiment's networks: same structure, parameters and
   parametrisation as ``train.build_networks`` (which honours ``cfg.parametrization``)."""
-  import importlib.util  # noqa: PLC0415
-  import pathlib  # noqa: PLC0415
+  import importlib.util
+  import pathlib
 
   path = pathlib.Path(__file__).parents[2] / "benchmarks" / "dual_rate_step.py"
   spec = importlib.util.spec_from_file_location("dual_rate_step", path)

@@ -25,7 +25,7 @@ def _model():
 def _jitted(m):
   """Jitted encoder / denoiser / composite of ``m`` (eager NNX calls compile op by op: slow)."""
   g, st = nnx.split(m)
-  b = lambda t, z: jnp.full((z.shape[0],), t, jnp.float32)  # noqa: E731
+  b = lambda t, z: jnp.full((z.shape[0],), t, jnp.float32)
   enc = jax.jit(lambda z, t: nnx.merge(g, st).encode(z, b(t, z)))
   den = jax.jit(
     lambda z, t, h, tau, dl: nnx.merge(g, st).denoise(z, b(t, z), h, b(tau, z), None, dl)
@@ -44,7 +44,7 @@ def _reference_sampler(m, key, shape, n, sampler):
   k_init, k_loop = jax.random.split(key)
   z = np.asarray(jax.random.normal(k_init, shape), np.float64)
   ts = np.linspace(1.0, 0.0, n + 1)
-  lam = lambda t: float(SCHED.logsnr(t))  # noqa: E731
+  lam = lambda t: float(SCHED.logsnr(t))
   f = _composite(m)
   for i in range(n):
     t, s = ts[i], ts[i + 1]

@@ -45,8 +45,8 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
 
 def _cell(acc, recall, k_star, k_peak_gd, k_peak_ridge, prior=0.1, shuffled=0.12, s_x=0.0):
   ks = len(acc)
-  ctx = lambda a: {"acc": list(a), "mse": [0.0] * ks}  # noqa: E731
-  reader = lambda kp: {  # noqa: E731
+  ctx = lambda a: {"acc": list(a), "mse": [0.0] * ks}
+  reader = lambda kp: {
     "retrieved": ctx(acc),
     "oracle": ctx(np.maximum.accumulate(acc)),
     "shuffled_labels": ctx([shuffled] * ks),

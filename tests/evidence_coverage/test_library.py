@@ -146,7 +146,7 @@ def test_readers_match_closed_forms():
   x, y = rng.normal(size=(7, 3)), rng.normal(size=7)
   mask = np.array([1, 1, 0, 1, 1, 0, 1], bool)
   xq, w0 = rng.normal(size=3), rng.normal(size=3)
-  f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
+  f32 = lambda a: np.asarray(a, np.float32)
   xm, ym = x[mask], y[mask]
   gd = (w0 + 0.3 / 5 * ((ym - xm @ w0) @ xm)) @ xq
   got = E.gd_reader(f32(x), f32(y), mask, f32(xq), w0=f32(w0), eta=0.3)

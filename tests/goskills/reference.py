@@ -137,7 +137,7 @@ def group(x, n, edges, kind, req, visible, scores, *, depth=2, S=4, C=2, A=2, st
           dist[v] = k
           nxt.append(v)
     frontier = nxt
-  key = lambda s: (-scores[s], s)  # noqa: E731
+  key = lambda s: (-scores[s], s)
   sup = sorted(
     [s for s, k in dist.items() if 1 <= k <= depth and kind[s] == PROC and s not in flagged],
     key=lambda s: (dist[s],) + key(s),
@@ -150,7 +150,7 @@ def group(x, n, edges, kind, req, visible, scores, *, depth=2, S=4, C=2, A=2, st
   else:
     st = min(core, key=lambda m: (sum((mm, m) in flow_e for mm in core),) + key(m))
   rest = [m for m in core if m != st][:S]
-  touches = lambda s: bool((np.asarray(req[s]) & np.asarray(visible)).any())  # noqa: E731
+  touches = lambda s: bool((np.asarray(req[s]) & np.asarray(visible)).any())
   vals = {s for s, d, t, _ in edges if t == VAL and d in core}
   vals = [s for s in vals if kind[s] == VALIDATOR and s not in flagged]
   checks = sorted(vals, key=lambda s: (not touches(s),) + key(s))[:C]
@@ -162,7 +162,7 @@ def group(x, n, edges, kind, req, visible, scores, *, depth=2, S=4, C=2, A=2, st
       if d in core:
         near.add(s)
   avoid = sorted(s for s in flagged if s in near or s == x)[:A]
-  pad = lambda xs, k: list(xs) + [-1] * (k - len(xs))  # noqa: E731
+  pad = lambda xs, k: list(xs) + [-1] * (k - len(xs))
   return [st] + pad(rest, S) + pad(checks, C) + pad(avoid, A)
 
 

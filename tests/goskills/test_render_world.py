@@ -94,7 +94,7 @@ def test_executor_decoys_and_avoid(small_world):
   sub = _one_task(tasks, 0)
   ids = np.array([[int(sub.entry[0]), decoy]])
   roles = np.array([[S.START, S.SUPPORT]])
-  run = lambda av, p: S.simulate_execution(  # noqa: E731
+  run = lambda av, p: S.simulate_execution(
     ids, roles, np.array([[av]]), sub, lib, np.random.default_rng(0), p_decoy=p
   )
   assert run(-1, 1.0)["decoy_executed"][0] and not run(-1, 0.0)["decoy_executed"][0]

@@ -72,7 +72,7 @@ def test_groups_share_no_entity_or_document():
     assert g[s] == g[o]
   qa = L.make_questions(kb, kb.people_of(0), n_per_hop=5, seed=0)
   qb = L.make_questions(kb, kb.people_of(1), n_per_hop=5, seed=1)
-  ents = lambda qs: {e for q in qs for d in q.gold for e in KB_facts(kb, d)}  # noqa: E731
+  ents = lambda qs: {e for q in qs for d in q.gold for e in KB_facts(kb, d)}
   assert ents(qa) and ents(qb) and not ents(qa) & ents(qb)
   assert not {d for q in qa for d in q.gold} & {d for q in qb for d in q.gold}
   # one group is the old single-group world
@@ -80,7 +80,7 @@ def test_groups_share_no_entity_or_document():
   assert set(one.groups.values()) == {0} and len(one.docs) == 2 * 10 + 4 + 3
 
 
-def KB_facts(kb, d):  # noqa: N802
+def KB_facts(kb, d):
   return kb.facts[d][1:]
 
 

@@ -42,7 +42,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
     (cfg.seeds + 2) * (cfg.t_max + 1) * metrics["data"]["test_questions"]
   )
   # Resume: documents, contexts and every finished seed are read back; the LM reads nothing.
-  boom = lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-read"))  # noqa: E731
+  boom = lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-read"))
   monkeypatch.setattr(train.L, "encode_documents", boom)
   monkeypatch.setattr(train, "read_rows", boom)
   again = train.train_and_evaluate(cfg, tmp_path)

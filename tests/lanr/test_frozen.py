@@ -50,7 +50,7 @@ def test_whitened_cosine_ignores_a_dominant_direction():
   d = base + 0.1 * rng.normal(size=(40, 8))
   q[:, 0] = 50.0 + 20.0 * rng.normal(size=40)
   d[:, 0] = -50.0 + 20.0 * rng.normal(size=40)
-  hit = lambda s: (np.asarray(s).argmax(1) == np.arange(40)).mean()  # noqa: E731
+  hit = lambda s: (np.asarray(s).argmax(1) == np.arange(40)).mean()
   qc, dc = q - q.mean(0), d - d.mean(0)
   st = L.fit_whitening(np.concatenate([qc, dc]))
   white = L.cosine_scores(L.whiten(st, qc), L.whiten(st, dc))

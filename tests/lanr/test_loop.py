@@ -178,7 +178,7 @@ def test_stop_hops_and_at_hop_closed_form():
 def test_sharded_batch_equals_single_device(doc_h, trace):
   mesh = jax.make_mesh((8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
   sh = NamedSharding(mesh, P("data"))
-  put = lambda x: jax.device_put(jnp.asarray(x), sh)  # noqa: E731
+  put = lambda x: jax.device_put(jnp.asarray(x), sh)
   emb = L.doc_embedding(HEADS, doc_h)
   tr = L.multihop_retrieve(
     FN,

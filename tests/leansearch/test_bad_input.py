@@ -27,7 +27,7 @@ def _ret():
 
 
 def _loop(**kw):
-  f = lambda *a, **k: None  # noqa: E731
+  f = lambda *a, **k: None
   return L.IterativeRetrieval(f, f, f, f, n_docs=5, **kw)
 
 

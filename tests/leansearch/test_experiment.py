@@ -45,7 +45,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
 
 
 def _cell(h_std, f_std, prem):
-  single = lambda v: {s: {"ndcg": v, "recall": v} for s in train.SINGLE_SYSTEMS}  # noqa: E731
+  single = lambda v: {s: {"ndcg": v, "recall": v} for s in train.SINGLE_SYSTEMS}
   zeros = [0.0] * len(prem["reasoning"])
   full = {s: zeros for s in (*train.COMPARED, "reasoning") if not s.endswith("_flat")}
   full.update(prem)

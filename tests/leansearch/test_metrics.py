@@ -13,7 +13,7 @@ def _ref_score_one(retrieved, groups, k):
   seen = set(retrieved[:k])
   orig = [g for g in groups if g["kind"] == "original"]
   alt = [g for g in groups if g["kind"] == "alternative"]
-  hit = lambda g: any(d in seen for d in g["docs"])  # noqa: E731
+  hit = lambda g: any(d in seen for d in g["docs"])
   n_hit = sum(map(hit, orig)) + sum(map(hit, alt))
   main_done = all(map(hit, orig)) if orig else True
   alt_all = len(alt) > 0 and all(map(hit, alt))

@@ -58,15 +58,15 @@ def test_rerank_of_a_perfect_ranking_leaves_it_unchanged(emb):
   base = _retriever(d)
   ids0, cos = base.search(["q 3", "q 17"])
   # A reranker that agrees with stage 1 (score = cosine) keeps the order.
-  agree = lambda q, ids, texts: d[int(q.split()[1])] @ d[ids].T  # noqa: E731
+  agree = lambda q, ids, texts: d[int(q.split()[1])] @ d[ids].T
   ids1, _ = _retriever(d, agree).search(["q 3", "q 17"])
   np.testing.assert_array_equal(ids0, ids1)
   assert ids0[0, 0] == 3 and ids0[1, 0] == 17
   # A constant reranker ties everywhere: ties fall back to the stage-1 cosine.
-  const = lambda q, ids, texts: np.zeros(len(ids))  # noqa: E731
+  const = lambda q, ids, texts: np.zeros(len(ids))
   np.testing.assert_array_equal(_retriever(d, const).search(["q 3", "q 17"])[0], ids0)
   # A reranker preferring the highest id reorders the M = max(2k, 50) candidates.
-  hi = lambda q, ids, texts: np.asarray(ids, float)  # noqa: E731
+  hi = lambda q, ids, texts: np.asarray(ids, float)
   ids2, _ = _retriever(d, hi).search(["q 3"])
   cand = np.asarray(L.dense_topk(d[[3]], d, 50)[1])[0]
   np.testing.assert_array_equal(ids2[0], np.sort(cand)[::-1][:5])
@@ -116,14 +116,14 @@ def _loop_parts(n_docs=40):
       out.append(row[:k])
     return np.stack(out), np.zeros((len(queries), k))
 
-  planner = lambda s, inf, h: [s, f"round {len(h)}", f"round {len(h)}"]  # noqa: E731
-  keep = lambda s, qs, ids, sc: ids >= 0  # noqa: E731
+  planner = lambda s, inf, h: [s, f"round {len(h)}", f"round {len(h)}"]
+  keep = lambda s, qs, ids, sc: ids >= 0
   return planner, retriever, keep
 
 
 def test_loop_terminates_no_duplicates_fixed_length_and_valid():
   planner, retriever, keep = _loop_parts()
-  never = lambda s, f, h: (False, "bad")  # noqa: E731
+  never = lambda s, f, h: (False, "bad")
   it = L.IterativeRetrieval(
     planner, retriever, keep, never, n_docs=40, big_loop=3, search_top_k=6, output_top_k=25
   )
@@ -146,7 +146,7 @@ def test_loop_terminates_no_duplicates_fixed_length_and_valid():
 def test_loop_stops_on_good_judge_and_pads_rounds():
   planner, retriever, keep = _loop_parts()
   judge = L.StableTopJudge(k=5)
-  same_planner = lambda s, inf, h: [s]  # noqa: E731
+  same_planner = lambda s, inf, h: [s]
   it = L.IterativeRetrieval(
     same_planner, retriever, keep, judge, n_docs=40, big_loop=3, search_top_k=6, output_top_k=8
   )

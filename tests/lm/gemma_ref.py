@@ -66,7 +66,7 @@ class GemmaRef:
     x = emb[tokens].astype(np.float64) * np.sqrt(self.d)
     zs, res = [], []
     for l in range(self.L):
-      p = lambda n: self._t(f"blk.{l}.{n}.weight")  # noqa: E731
+      p = lambda n: self._t(f"blk.{l}.{n}.weight")
       res.append(x.copy())
       base = self.base_global if self.is_global[l] else self.base_local
       h = self._rms(x, p("attn_norm"))

@@ -124,7 +124,7 @@ def test_head_outputs_match_reference_and_rebuild_the_residual(gemma, jax_out, r
   np.testing.assert_allclose(z, z_ref, atol=1e-3 * scale)
   np.testing.assert_allclose(res, res_ref, atol=1e-3 * np.abs(res_ref).max())
   eps = config.norm_eps
-  rms = lambda x, g: x / np.sqrt(np.mean(x * x, -1, keepdims=True) + eps) * g  # noqa: E731
+  rms = lambda x, g: x / np.sqrt(np.mean(x * x, -1, keepdims=True) + eps) * g
   keys = ("wo", "post_attn_norm", "ffn_norm", "w_gate", "w_up", "w_down", "post_ffn_norm")
   p = {k: np.asarray(params[k], np.float64) for k in keys}  # not the 262k x 640 embedding
   for l in (0, 5, 16):

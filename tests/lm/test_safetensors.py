@@ -62,7 +62,7 @@ def _write_tokenizer(d):
 
 def _hf_tensors(rng, L, kind, prefix="model."):
   """Random checkpoint tensors (float32) with Hugging Face names for `kind`."""
-  n = lambda *s: rng.normal(size=s).astype(np.float32)  # noqa: E731
+  n = lambda *s: rng.normal(size=s).astype(np.float32)
   t = {prefix + "embed_tokens.weight": 0.5 * n(V, D), prefix + "norm.weight": 0.2 * n(D)}
   for l in range(L):
     b = f"{prefix}layers.{l}."
@@ -92,7 +92,7 @@ def _hf_tensors(rng, L, kind, prefix="model."):
 def _reference_weights(t, L, kind, prefix="model.", untied=False):
   """numpy_ref's layout from the checkpoint tensors (float64; Gemma norms as 1 + w)."""
   g = (lambda a: 1.0 + a) if kind == "gemma" else (lambda a: a)
-  f = lambda k: np.asarray(t[prefix + k], np.float64)  # noqa: E731
+  f = lambda k: np.asarray(t[prefix + k], np.float64)
   layers = []
   for l in range(L):
     b = f"layers.{l}."

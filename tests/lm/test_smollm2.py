@@ -71,7 +71,7 @@ def test_forward_matches_float64_numpy_on_gguf_weights(smollm2):
   H, KV = config.n_heads, config.n_kv_heads
   layers = []
   for l in range(config.n_layers):
-    t = lambda n: tensors[f"blk.{l}.{n}.weight"].astype(np.float64)  # noqa: E731
+    t = lambda n: tensors[f"blk.{l}.{n}.weight"].astype(np.float64)
     layers.append(
       dict(
         q=lm.unpermute_qk(t("attn_q"), H),

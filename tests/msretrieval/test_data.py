@@ -157,7 +157,7 @@ def test_build_candidates_unique_fingerprints(mode):
           want.append(j)
       assert sorted(idx.tolist()) == sorted(want)
     if mode == "hard":  # the 5 nearest distinct fingerprints by Tanimoto
-      t = lambda a, b: (a & b).sum() / max((a | b).sum(), 1)  # noqa: E731
+      t = lambda a, b: (a & b).sum() / max((a | b).sum(), 1)
       sims = sorted((t(kinds[group[qi]], kinds[g]) for g in set(group[others])), reverse=True)
       got = sorted((t(fps[qi], fps[j]) for j in idx if j != qi), reverse=True)
       assert got[-1] >= sims[4] - 1e-9
