@@ -8,15 +8,17 @@ rate transfers across the number of memories K: vmapped learning-rate sweeps on 
 sweep engine, the fitted optimum and coordinate checks.
 
 The paper's own exponents were not available to us: :meth:`Parametrization.standard` is
-exact, the ``hypothesis_*`` presets are reconstructions, and
-:meth:`Parametrization.from_paper` raises ``NotImplementedError``.
+exact, :meth:`Parametrization.derived` is a prescription derived here by dimensional analysis
+of the update size (not read from the paper; its docstring has the derivation), the
+``hypothesis_*`` presets are earlier reconstructions, and :meth:`Parametrization.from_paper`
+raises ``NotImplementedError``.
 
 Example::
 
   from jaxpapers import denseam as dam
   train, test = dam.load_digits_task("classify", seed=0)
   cfg = dam.DenseAMConfig(energy="poly", n=3, steps=4)
-  p = dam.Parametrization.hypothesis_poly(3, base_width=16)
+  p = dam.Parametrization.derived("poly", 3, base_width=16)
   losses = dam.lr_sweep(jax.random.key(0), [16, 64, 256], lrs, cfg, p, train, steps=200, seeds=3)
   eta_star = dam.optimal_lr(losses.mean(-1), lrs)          # [3]: flat in K if the rule holds
 """

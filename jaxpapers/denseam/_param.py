@@ -9,9 +9,10 @@ For K memories and a base width ``K0`` (where every multiplier is 1):
 * Adam learning rate ``eta (K/K0)^(-c)`` and epsilon ``eps0 (K/K0)^(-d)``.
 
 The paper (arXiv 2605.10164) derives explicit exponents, but its tables were not available
-to us: every preset except :meth:`Parametrization.standard` is a **hypothesis**
-(reconstruction), and :meth:`Parametrization.from_paper` raises until the paper's table is
-entered.
+to us: :meth:`Parametrization.standard` is exact, :meth:`Parametrization.derived` is a
+prescription *derived here, not read from the paper* (its docstring has the derivation), the
+``hypothesis_*`` presets are earlier reconstructions kept for comparison, and
+:meth:`Parametrization.from_paper` raises until the paper's table is entered.
 """
 
 from __future__ import annotations
@@ -134,14 +135,84 @@ class Parametrization:
     return cls(base_width=base_width, g=1.0, d=1.0, name=f"hypothesis_poly{n}")
 
   @classmethod
+  def derived(
+    cls, energy: Literal["lse", "poly"], n: int = 3, base_width: int = 64
+  ) -> Parametrization:
+    """The width prescription for weight-shared DenseAMs, *derived here, not read from the paper*.
+
+    LSE: ``a = b = c = g = 0``, ``d = 1``; rectified polynomial (any degree ``n``):
+    ``a = b = c = 0``, ``g = 1``, ``d = 1``. That is: one Adam learning rate for every K, the
+    output role ``gamma = gamma0 K0 / K`` for the polynomial energy only, and Adam's epsilon
+    ``eps0 K0 / K`` (it follows the gradient's scale, so the update stays sign-like).
+
+    Derivation (μP-style dimensional analysis, Yang & Hu 2021, of the size of each quantity
+    per step as K -> infinity at fixed N, T, dt; ``x`` and the visible state are ``O(1)`` per
+    coordinate):
+
+    1. *Up map.* ``h_mu = alpha xi_mu . g(x)`` has fan-in N (fixed): with
+       ``Xi_ij ~ N(0, sigma0^2 / N)``, ``h_mu = O(1)`` whatever K, so ``a = b = 0``.
+    2. *Down map at init.* ``gamma alpha sum_mu xi_mu f_mu`` has fan-in K.
+       LSE: ``f = softmax(beta h)`` sums to 1, so the sum is a convex combination of memories;
+       its part along ``x`` (the memories that ``x`` selects) is ``O(1)`` and the rest
+       averages out as ``K^-1/2``: ``gamma = O(1)``, ``g = 0``.
+       Polynomial: ``f_mu = ReLU(h_mu)^(n-1) = O(1)`` for every mu and
+       ``E[xi_mu ReLU(xi_mu . x)^(n-1)]`` is parallel to ``x`` (non-zero), so the K terms add
+       coherently to ``O(K)``: the Euler increment stays ``O(1)`` only with
+       ``gamma ∝ 1/K``, ``g = 1``.
+    3. *Gradient scale.* Every gradient entry ``dL/dXi_{mu j}`` carries ``f_mu`` (down map)
+       or ``gamma f'_mu`` (up map, through ``h_mu``): ``O(1/K)`` for LSE (softmax weights
+       ``~1/K``) and ``O(gamma) = O(1/K)`` for the polynomial under step 2. Adam divides by the
+       gradient's RMS, so its update is ``O(eta)`` per entry at any K provided epsilon is
+       below the gradient scale: ``eps ∝ 1/K``, ``d = 1``.
+    4. *Effect of one update.* With ``|Delta Xi_{mu j}| = O(eta)``:
+       ``Delta h_mu = alpha Delta xi_mu . g(x) = O(eta)`` (fan-in N, fixed); the down map
+       changes by ``gamma alpha sum_mu (Delta xi_mu f_mu + xi_mu f'_mu Delta h_mu)``, and the
+       Adam updates of the memories are correlated (each follows the same back-propagated
+       ``delta x``), so the K terms add coherently: ``O(K eta) * O(1/K) = O(eta)`` for both
+       energies (LSE: ``sum_mu f_mu = 1``; polynomial: ``gamma ∝ 1/K``). Every quantity
+       moves ``O(eta)`` per step at any K, so the learning rate needs no exponent: ``c = 0``.
+       (Under standard parametrisation the polynomial's down map moves ``O(K eta)``, which
+       predicts ``eta*(K) ∝ 1/K``.)
+    5. *Weight sharing.* The same ``Xi`` serves the up and the down map and all T steps, so
+       its gradient is a sum of 2T contributions, each of the scale in step 3 (K enters each
+       the same way). Adam normalises the summed gradient per entry, so sharing changes the
+       update's direction, not its size; the T-step change of ``x_T`` is ``O(T dt eta)``,
+       which depends on T but not on K. With a *single* learning rate for a weight that is
+       both an input (fan-in N) and an output (fan-in K) layer, μP's usual per-layer
+       learning rates are impossible; the output's ``1/K`` is carried by the multiplier
+       (``gamma``, or the softmax's normalisation for LSE) instead.
+
+    ``beta`` stays constant (``beta_rule='const'``): ``max_mu h_mu`` grows like
+    ``sqrt(2 log K)``, a slow drift that this prescription does not correct.
+
+    Args:
+      energy: ``'lse'`` or ``'poly'``.
+      n: the polynomial degree (``>= 2``; recorded in the name, the exponents do not depend
+        on it).
+      base_width: ``K0``.
+
+    Returns:
+      The :class:`Parametrization` named ``'derived_lse'`` or ``'derived_poly<n>'``.
+    """
+    if energy == "lse":
+      return cls(base_width=base_width, d=1.0, name="derived_lse")
+    if energy == "poly":
+      V.check_int(n, "n (polynomial degree)", min_value=2)
+      return cls(base_width=base_width, g=1.0, d=1.0, name=f"derived_poly{n}")
+    raise ValueError(f"energy must be 'lse' or 'poly', got {energy!r}")
+
+  @classmethod
   def from_paper(cls, *args: Any, **kwargs: Any) -> Parametrization:
     """The paper's prescription (arXiv 2605.10164, §3–4): not available to us yet.
+
+    Use :meth:`derived` for the prescription derived here (not read from the paper).
 
     Raises:
       NotImplementedError: always, until the paper's exponents are entered here.
     """
     raise NotImplementedError(
       "from_paper: the exponents of arXiv 2605.10164 were not available when this was written; "
+      "Parametrization.derived(energy) is the prescription derived here (not the paper's); "
       "use Parametrization(a=..., b=..., c=..., d=..., g=..., e=...) with the paper's table"
     )
 

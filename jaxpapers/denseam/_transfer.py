@@ -309,9 +309,13 @@ def _coord_program(cfg: DenseAMConfig, k: int, steps: int):
       xi, state = carry
       h = hp["alpha"] * gx0 @ xi.T
       x_t, _ = _dynamics(xi, batch.x0, batch.clamp, cfg, hp["alpha"], hp["gamma"], hp["beta_scale"])
+
       # The first Euler step, x_1 = P(x_0 - dt grad E(x_0)).
-      grad_e = _energy_grad(xi, batch.x0, cfg, hp["alpha"], hp["gamma"], hp["beta_scale"])
-      x_1 = jnp.where(batch.clamp, batch.x0, batch.x0 - cfg.dt * grad_e)
+      def first_step(w):
+        grad_e = _energy_grad(w, batch.x0, cfg, hp["alpha"], hp["gamma"], hp["beta_scale"])
+        return jnp.where(batch.clamp, batch.x0, batch.x0 - cfg.dt * grad_e)
+
+      x_1 = first_step(xi)
       grad = jax.grad(lambda w: loss_fn(w, batch, cfg, mult)[0])(xi)
       upd, state = opt.update(grad, state, xi)
       xi_new = optax.apply_updates(xi, upd)
@@ -320,6 +324,7 @@ def _coord_program(cfg: DenseAMConfig, k: int, steps: int):
         "dx_rms": rms_free(x_1 - batch.x0),
         "xT_rms": rms_free(x_t),
         "dh_rms": jnp.sqrt(jnp.mean((hp["alpha"] * gx0 @ (xi_new - xi).T) ** 2)),
+        "ddx_rms": rms_free(first_step(xi_new) - x_1),
       }
       return (xi_new, state), rec
 
@@ -348,7 +353,9 @@ def coord_check(
   * ``h_rms``: RMS of the pre-activations ``h = alpha Xi g(x_0)``;
   * ``dx_rms``: RMS over free units of the first Euler increment ``x_1 - x_0``;
   * ``xT_rms``: RMS over free units of ``x_T``;
-  * ``dh_rms``: RMS of ``alpha (Delta Xi) g(x_0)``, the update's effect on pre-activations.
+  * ``dh_rms``: RMS of ``alpha (Delta Xi) g(x_0)``, the update's effect on pre-activations;
+  * ``ddx_rms``: RMS over free units of the change of ``x_1 - x_0`` caused by the update,
+    the update's effect through the down map (up and down map together).
 
   Under a parametrisation that is right for the width, every curve is flat in K.
 
@@ -360,7 +367,7 @@ def coord_check(
     steps: Adam steps recorded. lr: base learning rate ``eta``. batch_size: examples used.
 
   Returns:
-    ``{'h_rms', 'dx_rms', 'xT_rms', 'dh_rms'}`` each ``[len(widths), steps]`` and
+    ``{'h_rms', 'dx_rms', 'xT_rms', 'dh_rms', 'ddx_rms'}`` each ``[len(widths), steps]`` and
     ``'widths'`` ``[len(widths)]``.
   """
   key = _check_key(key)
@@ -378,7 +385,7 @@ def coord_check(
     jnp.asarray(data.x0[:batch_size]), jnp.asarray(data.clamp), jnp.asarray(data.y[:batch_size])
   )
   loss_fn(jnp.zeros((1, batch.x0.shape[1])), Batch(batch.x0[:1], batch.clamp, batch.y[:1]), cfg)
-  out = {name: [] for name in ("h_rms", "dx_rms", "xT_rms", "dh_rms")}
+  out = {name: [] for name in ("h_rms", "dx_rms", "xT_rms", "dh_rms", "ddx_rms")}
   for kk in widths:
     m = p.multipliers(kk)
     hp = {

@@ -8,7 +8,8 @@ import pytest
 
 MODULES = {"train": "experiments.denseam.train"}
 
-T2, T3 = 12.706, 4.303  # t_{0.975, n-1} for n = 2, 3
+T2, T3 = 12.706, 4.303  # t_{0.975, n-1} for n = 2, 3 (core.ci95_halfwidth's table)
+T2X, T3X = 12.706205, 4.302653  # the same quantiles from scipy (core.stats)
 
 
 @pytest.fixture(name="train")
@@ -55,22 +56,72 @@ def test_a_diverged_seed_never_wins(train):
   assert s["diverged_fraction"] == pytest.approx(1 / 12)
 
 
+def test_summary_edges_learning_and_drift(train):
+  s = train._setting_summary(_cfg(), _grid())
+  # Per-seed grid argmins: K8 seeds (1, 1), K32 seeds (2, 1): only seed 0 at K32 sits on the
+  # upper edge -> 1 of 4 (width, seed) optima unbracketed.
+  assert s["edge_fraction"] == pytest.approx(0.25)
+  assert s["learns_at_every_width"] is True  # best seed means 1.0 and 1.5 < ln 10
+  g = _grid()
+  g["K32"]["final_loss"] = [[3.0, 3.0], [2.5, 2.5], [2.4, 2.4]]  # best mean 2.4 > ln 10
+  assert train._setting_summary(_cfg(), g)["learns_at_every_width"] is False
+  # The drift is read from the per-seed optima, largest width over smallest.
+  eta = np.asarray(s["eta_star_per_seed"])
+  want = train.log_drift(eta[-1], eta[0])
+  assert s["log_drift"] == want
+
+
+def test_log_drift(train):
+  # ln ratios ln(4/1) and ln(1/1): mean ln 2, sd ln4/sqrt2, half-width T2 * sd / sqrt 2.
+  d = train.log_drift([4.0, 2.0], [1.0, 2.0])
+  assert d["mean"] == pytest.approx(np.log(2.0))
+  hw = T2X * np.std([np.log(4.0), 0.0], ddof=1) / np.sqrt(2)
+  assert d["hw"] == pytest.approx(hw)
+  assert d["ratio"] == pytest.approx(2.0)
+  assert d["ratio_lo"] == pytest.approx(np.exp(np.log(2.0) - hw))
+  assert d["ratio_hi"] == pytest.approx(np.exp(np.log(2.0) + hw))
+  assert d["n"] == 2
+  # Shrinking optima give a negative drift (large-width optimum first).
+  assert train.log_drift([1.0, 1.0], [8.0, 8.0])["mean"] == pytest.approx(-np.log(8.0))
+  # A seed without an optimum leaves the drift unmeasured, never a number.
+  assert train.log_drift([np.nan, 1.0], [1.0, 1.0])["mean"] is None
+
+
+def _summary(mean, hw, learns, best_per_seed):
+  return {
+    "log_drift": {"mean": mean, "hw": hw},
+    "learns_at_every_width": learns,
+    "best_loss_per_seed": best_per_seed,
+  }
+
+
 def test_derived_metrics(train):
   summary = {
-    "lse:standard": {"eta_spread": 10.0, "transfer_regret": 0.25, "transfer_regret_ci95": 0.5},
-    # best loss per seed [width][seed]; the ratio is taken at the largest width (last row).
-    "poly3:standard": {"best_loss_per_seed": [[9.0, 9.0, 9.0], [2.0, 3.0, 4.0]]},
-    "poly3:hypothesis": {"best_loss_per_seed": [[1.0, 1.0, 1.0], [1.0, 1.0, 2.0]]},
+    "lse:derived": _summary(-0.5, 0.25, True, [[1.0] * 3, [1.0] * 3]),
+    # Standard learns at no width -> no learning rate to transfer: |drift| is +inf.
+    "poly3:standard": _summary(0.1, 0.2, False, [[9.0] * 3, [2.0, 3.0, 4.0]]),
+    "poly3:derived": _summary(0.3, 0.1, True, [[1.0] * 3, [1.0, 1.0, 2.0]]),
   }
-  for k in ("eta_spread", "transfer_regret", "transfer_regret_ci95"):
-    summary["poly3:standard"][k] = summary["poly3:hypothesis"][k] = 1.0
   d = train.derived_metrics({"summary": summary}, None)
-  assert d["lse_standard"] == {
-    "eta_spread": 10.0,
-    "transfer_regret": 0.25,
-    "transfer_regret_ci95": 0.5,
+  assert d["lse_derived"] == {
+    "log_drift": -0.5,
+    "log_drift_hw": 0.25,
+    "abs_log_drift": 0.5,
+    "log_shrink": 0.5,
   }
-  # Per-seed ratios standard / hypothesis (2, 3, 2): mean 7/3 (median 2).
-  assert d["poly_sp_over_hyp_best_loss"] == pytest.approx(7 / 3)
-  sd = np.std([2.0, 3.0, 2.0], ddof=1)
-  assert d["poly_sp_over_hyp_best_loss_ci95"] == pytest.approx(T3 * sd / np.sqrt(3))
+  assert d["poly3_standard"]["abs_log_drift"] == float("inf")
+  assert d["poly3_standard"]["log_shrink"] == -0.1
+  assert d["poly3_derived"]["abs_log_drift"] == pytest.approx(0.3)
+  # Per-seed log ratios at the largest width: ln 2, ln 3, ln 2.
+  r = np.log([2.0, 3.0, 2.0])
+  assert d["poly3_sp_over_derived_log_best_loss"] == pytest.approx(r.mean())
+  hw = T3X * np.std(r, ddof=1) / np.sqrt(3)
+  assert d["poly3_sp_over_derived_log_best_loss_hw"] == pytest.approx(hw)
+  # Standard with no finite loss at the largest width for one seed: +inf, noise 0.
+  summary["poly3:standard"]["best_loss_per_seed"][1][0] = float("nan")
+  d = train.derived_metrics({"summary": summary}, None)
+  assert d["poly3_sp_over_derived_log_best_loss"] == float("inf")
+  assert d["poly3_sp_over_derived_log_best_loss_hw"] == 0.0
+  # A drift that could not be measured, in a setting that learns: None (inconclusive).
+  summary["lse:derived"]["log_drift"] = {"mean": None, "hw": None}
+  assert train.derived_metrics({"summary": summary}, None)["lse_derived"]["abs_log_drift"] is None

@@ -27,10 +27,11 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   # At the base width the two parametrisations are the same model: identical grids.
   np.testing.assert_allclose(
     metrics["grid"]["poly3:standard"]["K8"]["final_loss"],
-    metrics["grid"]["poly3:hypothesis"]["K8"]["final_loss"],
+    metrics["grid"]["poly3:derived"]["K8"]["final_loss"],
   )
   d = metrics["derived"]
-  assert {"poly3_standard", "poly3_hypothesis", "poly_sp_over_hyp_best_loss"} <= set(d)
+  assert {"poly3_standard", "poly3_derived", "poly3_sp_over_derived_log_best_loss"} <= set(d)
+  assert {"log_drift", "log_drift_hw", "abs_log_drift", "log_shrink"} <= set(d["poly3_derived"])
   assert metrics["baselines"]["uniform_loss"] == pytest.approx(np.log(10))
   # Resume: a rerun on the same workdir reads every cell back instead of training again.
   boom = lambda *a, **k: (_ for _ in ()).throw(AssertionError("recomputed"))
@@ -43,40 +44,58 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
 def test_default_claims_are_well_formed_and_judge_the_derived_metrics():
   """The default config's claims parse and every metric path exists in a derived block."""
   cfg = default.get_config()
+
+  def drift(m, hw):
+    return {"log_drift": m, "log_drift_hw": hw, "abs_log_drift": abs(m), "log_shrink": -m}
+
   fake = {
     "derived": {
-      "lse_standard": {"eta_spread": 1.5, "transfer_regret": 0.0, "transfer_regret_ci95": 0.0},
-      "poly3_hypothesis": {"eta_spread": 3.0, "transfer_regret": 0.2, "transfer_regret_ci95": 0},
-      "poly_sp_over_hyp_best_loss": 2.0,
-      "poly_sp_over_hyp_best_loss_ci95": 0.1,
+      "lse_derived": drift(0.2, 0.3),  # interval [-0.1, 0.5] inside +-ln 2: held
+      "poly3_derived": drift(-0.9, 0.2),  # |drift| 0.9 in (ln 2, ln 4]: partly
+      "poly3_standard": drift(-3.0, 0.5),  # shrinks 20x: drifts, and fails as a control
+      "poly3_sp_over_derived_log_best_loss": 1.0,
+      "poly3_sp_over_derived_log_best_loss_hw": 0.2,
     },
     "baselines": {"uniform_loss": 2.3, "logreg_train_loss": 0.05},
-    # The preconditions: each optimum inside the learning-rate grid, each model learning.
+    # The preconditions: each optimum inside the learning-rate grid, each model learning, no
+    # seed's optimum on the grid's edge.
     "summary": {
-      s: {"best_lr_grid": [cfg.lrs[4]] * len(cfg.widths), "best_loss": [0.1] * len(cfg.widths)}
+      s: {
+        "best_lr_grid": [cfg.lrs[4]] * len(cfg.widths),
+        "best_loss": [0.1] * len(cfg.widths),
+        "edge_fraction": 0.0,
+      }
       for s in cfg.settings
     },
   }
-  verdicts = {c.id: claims_lib.judge(c, fake).verdict for c in claims_lib.parse_claims(cfg.claims)}
-  assert verdicts == {
-    "lse_standard_eta_transfers": "held",
-    "lse_standard_tuned_small_works_large": "held",
-    "poly3_hypothesis_eta_transfers": "partly",
-    "poly3_hypothesis_tuned_small_works_large": "not reproduced",
+
+  def judge(what):
+    return {
+      c.id: getattr(claims_lib.judge(c, fake), what) for c in claims_lib.parse_claims(cfg.claims)
+    }
+
+  assert judge("verdict") == {
+    "lse_derived_eta_transfers": "held",
+    "poly3_derived_eta_transfers": "partly",
+    "poly3_standard_eta_drifts": "held",
     "poly3_standard_needs_rescaling": "held",
   }
-  # An optimum on the grid's edge, or a width that does not learn, leaves a claim untested:
-  # LSE's optimum on the edge at the largest K (read by its spread and its regret); H1 not
-  # learning at K = 64 (read by its spread only: the regret and the ratio use K = 16 and 1024).
-  fake["summary"]["lse:standard"]["best_lr_grid"][-1] = cfg.lrs[-1]
-  fake["summary"]["poly3:hypothesis"]["best_loss"][1] = 2.5
-  guards = {c.id: claims_lib.judge(c, fake).guard for c in claims_lib.parse_claims(cfg.claims)}
-  assert guards == {
-    "lse_standard_eta_transfers": "requires",
-    "lse_standard_tuned_small_works_large": "requires",
-    "poly3_hypothesis_eta_transfers": "requires",
-    "poly3_hypothesis_tuned_small_works_large": "rule",
-    "poly3_standard_needs_rescaling": "rule",
+  # Standard parametrisation transferring as well makes the derived claim vacuous.
+  fake["derived"]["poly3_standard"] = drift(0.1, 0.1)
+  assert judge("guard")["poly3_derived_eta_transfers"] == "controls"
+  assert judge("verdict")["poly3_standard_eta_drifts"] == "not reproduced"
+  fake["derived"]["poly3_standard"]["abs_log_drift"] = float("inf")  # does not learn
+  assert judge("verdict")["poly3_derived_eta_transfers"] == "partly"
+  # A seed's optimum on the grid's edge, an optimum on the grid's edge, or a width that does
+  # not learn, leaves a claim untested.
+  fake["summary"]["lse:derived"]["edge_fraction"] = 0.125
+  fake["summary"]["poly3:derived"]["best_lr_grid"][-1] = cfg.lrs[-1]
+  fake["summary"]["poly3:standard"]["best_loss"][1] = 2.5
+  assert judge("guard") == {
+    "lse_derived_eta_transfers": "requires",
+    "poly3_derived_eta_transfers": "requires",
+    "poly3_standard_eta_drifts": "requires",
+    "poly3_standard_needs_rescaling": "requires",
   }
 
 

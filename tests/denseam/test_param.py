@@ -52,6 +52,26 @@ def test_presets():
     D.Parametrization.from_paper()
 
 
+def test_derived_presets():
+  """LSE: only Adam's eps follows 1/K; polynomial: gamma and eps follow 1/K; lr never moves."""
+  lse = D.Parametrization.derived("lse", base_width=16).multipliers(256)
+  assert lse == {
+    "alpha": 1.0,
+    "gamma": 1.0,
+    "beta_scale": 1.0,
+    "init_std": 1.0,
+    "lr_scale": 1.0,
+    "eps_scale": pytest.approx(1 / 16),
+  }
+  poly = D.Parametrization.derived("poly", 10, base_width=16)
+  assert poly.name == "derived_poly10"
+  m = poly.multipliers(64)
+  assert m["gamma"] == pytest.approx(1 / 4) and m["eps_scale"] == pytest.approx(1 / 4)
+  assert (m["alpha"], m["init_std"], m["lr_scale"], m["beta_scale"]) == (1.0, 1.0, 1.0, 1.0)
+  with pytest.raises(ValueError, match="energy must be 'lse' or 'poly'"):
+    D.Parametrization.derived("relu")
+
+
 def test_init_memories_has_the_prescribed_std():
   p = D.Parametrization(base_width=16, sigma0=1.5, b=0.5)
   xi = D.init_memories(jax.random.key(0), 256, 64, p)

@@ -3,7 +3,7 @@
   python -m experiments.denseam.main --config=experiments/denseam/configs/full.py \
       --workdir=runs/denseam_full
 
-K from 16 to 16,384 memories (1024x), 12 learning rates, 5 seeds, 2,000 steps, T = 8, all
+K from 16 to 16,384 memories (1024x), 21 learning rates, 16 seeds, 2,000 steps, T = 8, all
 three settings plus LSE with beta = 4 and the degree-10 polynomial. Each (setting, K) grid of
 learning rates x seeds runs as one program sharded over all devices (``core.Sweep``) and is
 checkpointed every 500 steps, so a preempted cell resumes. Expect about an accelerator hour.
@@ -16,17 +16,17 @@ from experiments.denseam.configs import default
 def get_config():
   c = default.get_config()
   c.settings = (
-    "lse:standard",
+    "lse:derived",
     "poly3:standard",
-    "poly3:hypothesis",
+    "poly3:derived",
     "poly10:standard",
-    "poly10:hypothesis",
+    "poly10:derived",
   )
   c.widths = (16, 64, 256, 1024, 4096, 16384)
   c.coord_widths = c.widths
-  c.lrs = tuple(2.5e-4 * 2.0**i for i in range(12))
+  c.lrs = tuple(1e-3 * 2.0**i for i in range(-12, 9))
   c.steps = 2000
-  c.seeds = 5
+  c.seeds = 16
   c.batch_size = 128
   c.dyn_steps = 8
   c.dt = 0.25  # dt * T fixed at 2, as in the default (T = 4, dt = 0.5)

@@ -8,7 +8,7 @@ from experiments.denseam.configs import default
 
 def get_config():
   c = default.get_config()
-  c.settings = ("poly3:standard", "poly3:hypothesis")
+  c.settings = ("poly3:standard", "poly3:derived")
   c.widths = (8, 32)
   c.base_width = 8
   c.lrs = (3e-3, 1e-2, 3e-2)
