@@ -41,32 +41,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-from flax import nnx  # noqa: E402
 
-from jaxpapers import hypergraph as hg  # noqa: E402
-from jaxpapers import panda  # noqa: E402
 from jaxpapers.core import benchmark as bench  # noqa: E402
 from tests.panda import parity_cases as pc  # noqa: E402
 from tests.panda import reference_np as ref_np  # noqa: E402
 
 TARGET = 1e-10
-
-
-class _Identity(nnx.Module):
-  def __call__(self, x, *, deterministic=True, rngs=None):
-    return x
-
-
-def _data(directed: bool):
-  if directed:
-    inc = hg.from_directed_hyperedges(*pc.DIRECTED, 8)
-  else:
-    inc = hg.from_hyperedges(pc.UNDIRECTED, 9)
-  x = pc.features(0, directed)
-  n = inc.num_nodes
-  m = np.ones(n, bool)
-  return hg.make_data(inc, x, np.zeros(n, int), train_mask=m, val_mask=m, test_mask=m), x
 
 
 def _truncate(case: pc.Case, sd: dict):
@@ -80,20 +60,9 @@ def _truncate(case: pc.Case, sd: dict):
 
 
 def jax_forward(case, sd, data, x, rvs):
+  kw = {"hidden": HYPERGCN_CHANNELS} if case.backbone == "hypergcn" else {}
   with jax.enable_x64(True):
-    d = data.replace(x=jnp.asarray(x, jnp.float64))
-    kw = case.model_kwargs()
-    if case.backbone == "hypergcn":
-      kw["hidden"] = HYPERGCN_CHANNELS
-    model = panda.make_model(
-      case.backbone, case.config(), in_features=pc.FEATURES, num_classes=2, rngs=nnx.Rngs(0), **kw
-    )
-    panda.load_reference_weights(model, sd)
-    if case.backbone == "hypergcn":
-      for r, v in zip(model.r, rvs):
-        r.set_value(jnp.asarray(v))
-    model.head = _Identity()
-    return np.asarray(model(d, deterministic=True))
+    return pc.project_forward(case, sd, data, x, vectors=rvs, **kw)
 
 
 # ----------------------------------------------------------------------------- the reference
@@ -380,7 +349,7 @@ def run(reference_dir, quick: bool):
   mods = _load_reference(reference_dir) if reference_dir else None
   rows = []
   for i, case in enumerate(pc.cases(full=not quick)):
-    data, x = _data(case.backbone == "gedi")
+    data, x = pc.make_data(case.backbone == "gedi")
     sd = _weights(case, seed=i)
     row = dict(
       case=case.name,

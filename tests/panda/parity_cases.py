@@ -11,8 +11,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+import jax.numpy as jnp
 import numpy as np
+from flax import nnx
 
+from jaxpapers import hypergraph as hg
 from jaxpapers import panda
 
 HEADS, CHANNELS, FEATURES, AUX_DIM = 2, 2, 3, 16
@@ -188,3 +191,46 @@ def random_vectors(case: Case, seed: int = 0) -> list[np.ndarray]:
   if case.fast:
     return [rng.uniform(size=FEATURES)]
   return [rng.uniform(size=HEADS * CHANNELS) for _ in range(case.layers)]
+
+
+def make_data(directed: bool):
+  """(data, x): the directed (GeDi) or undirected case hypergraph, every node in every split."""
+  if directed:
+    inc = hg.from_directed_hyperedges(*DIRECTED, 8)
+  else:
+    inc = hg.from_hyperedges(UNDIRECTED, 9)
+  x = features(0, directed)
+  n = inc.num_nodes
+  m = np.ones(n, bool)
+  data = hg.make_data(inc, x, np.zeros(n, int), train_mask=m, val_mask=m, test_mask=m)
+  return data, x
+
+
+class _Identity(nnx.Module):
+  def __call__(self, x, *, deterministic=True, rngs=None):
+    return x
+
+
+def project_forward(case: Case, sd: dict, data, x, vectors=None, **model_kwargs) -> np.ndarray:
+  """The project model's representation before its classifier, with the reference weights
+  `sd` loaded, in float64 (call it with x64 enabled).
+
+  Args:
+    vectors: HyperGCN's projection vectors (default :func:`random_vectors` of the case).
+    **model_kwargs: overrides of ``case.model_kwargs()`` for :func:`panda.make_model`.
+  """
+  data = data.replace(x=jnp.asarray(x, jnp.float64))
+  model = panda.make_model(
+    case.backbone,
+    case.config(),
+    in_features=FEATURES,
+    num_classes=2,
+    rngs=nnx.Rngs(0),
+    **{**case.model_kwargs(), **model_kwargs},
+  )
+  panda.load_reference_weights(model, sd)
+  if case.backbone == "hypergcn":
+    for r, v in zip(model.r, random_vectors(case) if vectors is None else vectors):
+      r.set_value(jnp.asarray(v))
+  model.head = _Identity()
+  return np.asarray(model(data, deterministic=True))

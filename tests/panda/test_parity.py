@@ -11,53 +11,13 @@ eagerly, on hypergraphs of 8-9 nodes. Depth 1 checks layer 1 alone, depth 2 the 
 """
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
-from flax import nnx
 
-from jaxpapers import hypergraph as hg
-from jaxpapers import panda
 from tests.panda import parity_cases as pc
 from tests.panda import reference_np as ref
 
 TOL = 1e-10
-
-
-class _Identity(nnx.Module):
-  def __call__(self, x, *, deterministic=True, rngs=None):
-    return x
-
-
-def _data(directed: bool):
-  if directed:
-    inc = hg.from_directed_hyperedges(*pc.DIRECTED, 8)
-  else:
-    inc = hg.from_hyperedges(pc.UNDIRECTED, 9)
-  x = pc.features(0, directed)
-  n = inc.num_nodes
-  m = np.ones(n, bool)
-  data = hg.make_data(inc, x, np.zeros(n, int), train_mask=m, val_mask=m, test_mask=m)
-  return data, x
-
-
-def project_forward(case: pc.Case, sd: dict, data, x):
-  """The model's representation before its classifier, float64."""
-  data = data.replace(x=jnp.asarray(x, jnp.float64))
-  model = panda.make_model(
-    case.backbone,
-    case.config(),
-    in_features=pc.FEATURES,
-    num_classes=2,
-    rngs=nnx.Rngs(0),
-    **case.model_kwargs(),
-  )
-  panda.load_reference_weights(model, sd)
-  if case.backbone == "hypergcn":
-    for r, v in zip(model.r, pc.random_vectors(case)):
-      r.set_value(jnp.asarray(v))
-  model.head = _Identity()
-  return np.asarray(model(data, deterministic=True))
 
 
 def reference_forward(case: pc.Case, sd: dict, data, x):
@@ -126,10 +86,10 @@ CASES = pc.cases(full=False)
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_forward_matches_reference_transcription(case):
-  data, x = _data(case.backbone == "gedi")
+  data, x = pc.make_data(case.backbone == "gedi")
   sd = pc.reference_weights(case, seed=len(case.name))
   with jax.enable_x64(True):
-    got = project_forward(case, sd, data, x)
+    got = pc.project_forward(case, sd, data, x)
   want = reference_forward(case, sd, data, x)
   assert got.dtype == np.float64 and np.all(np.isfinite(want))
   assert np.abs(want).max() > 1e-2  # the case really propagates something
