@@ -43,38 +43,27 @@ def _exported(module) -> Iterator[tuple[str, object]]:
 
 
 def _functions(module) -> Iterator[tuple[str, Callable, str]]:
-  """(qualified name, function, kind) of each public function and method."""
+  """(qualified name, function, docstring) of each public function and method; a constructor
+  without a docstring of its own is documented by its class's."""
   for name, obj in _exported(module):
     if inspect.isfunction(obj):
-      yield name, obj, "function"
+      yield name, obj, inspect.getdoc(obj) or ""
       continue
     for attr, member in vars(obj).items():
-      if attr.startswith("_") and attr != "__init__":
-        continue
-      if isinstance(member, property):
+      if (attr.startswith("_") and attr != "__init__") or isinstance(member, property):
         continue
       if isinstance(member, staticmethod | classmethod):
         member = member.__func__
       if inspect.isfunction(member) and member.__module__.startswith("jaxpapers"):
-        if attr == "__init__" and (member.__doc__ is None and obj.__doc__ is not None):
-          # a class documents its constructor's arguments in the class docstring
-          member = _with_doc(member, obj.__doc__)
-        yield f"{name}.{attr}", member, "method"
+        if attr == "__init__" and member.__doc__ is None and obj.__doc__ is not None:
+          doc = inspect.cleandoc(obj.__doc__)
+        else:
+          doc = inspect.getdoc(member) or ""  # inherited from a base class where it has none
+        yield f"{name}.{attr}", member, doc
 
 
-def _with_doc(fn: Callable, doc: str) -> Callable:
-  def wrapper(*a, **k):
-    return fn(*a, **k)
-
-  wrapper.__doc__ = doc
-  wrapper.__signature__ = inspect.signature(fn)
-  wrapper.__name__ = fn.__name__
-  return wrapper
-
-
-def _check(fn: Callable) -> dict[str, bool | None]:
+def _check(fn: Callable, doc: str) -> dict[str, bool | None]:
   """Per check: True (met), False (missed), None (does not apply)."""
-  doc = inspect.getdoc(fn) or ""
   try:
     sig = inspect.signature(fn)
   except (TypeError, ValueError):
@@ -117,13 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     counts = {c: [0, 0] for c in CHECKS}
     seen = set()
     n = 0
-    for qual, fn, _ in _functions(module):
+    for qual, fn, doc in _functions(module):
       key = (getattr(fn, "__module__", ""), getattr(fn, "__qualname__", qual))
       if key in seen:
         continue
       seen.add(key)
       n += 1
-      for c, ok in _check(fn).items():
+      for c, ok in _check(fn, doc).items():
         if ok is None:
           continue
         counts[c][1] += 1
