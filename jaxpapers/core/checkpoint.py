@@ -88,7 +88,7 @@ def _np_words(a: np.ndarray) -> np.ndarray:
 
 def _jnp_words(x: jax.Array) -> jax.Array:
   """The bits of ``x`` as uint32, element by element (64-bit types add a minor axis of 2)."""
-  if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+  if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
     x = jax.random.key_data(x)
   dt = np.dtype(x.dtype)
   if dt == np.bool_:

@@ -349,6 +349,7 @@ def _decide(
     if lock is None and problem is None:
       problem = f"{path.name} is not committed in {pathlib.Path(experiment_dir).name}/"
   if problem is None:
+    assert lock is not None and state is not None  # every other path set a problem
     name = matching_config(lock.record, claims)
     if name is None:
       problem = (

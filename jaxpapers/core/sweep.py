@@ -251,7 +251,9 @@ class Sweep:
     def first_all(hparams, keys, data, start):
       return chunk_all(init_all(hparams, keys, data), hparams, keys, data, start)
 
-    kw = dict(compiler_options=self.compiler_options) if self.compiler_options else {}
+    kw: dict[str, Any] = (
+      dict(compiler_options=self.compiler_options) if self.compiler_options else {}
+    )
     progs = (
       jax.jit(init_all, out_shardings=shard, **kw),
       jax.jit(chunk_all, out_shardings=shard, donate_argnums=(0,) if self.donate else (), **kw),
@@ -327,7 +329,7 @@ class Sweep:
     def put(x):
       # Host values (every process holds the same): device_put onto a sharding
       # spanning other processes' devices accepts numpy, not local jax.Arrays.
-      if jax.dtypes.issubdtype(jnp.result_type(x), jax.dtypes.prng_key):
+      if jnp.issubdtype(jnp.result_type(x), jax.dtypes.prng_key):
         data = put(jax.random.key_data(x))
         return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
       x = np.asarray(x)
@@ -417,7 +419,7 @@ class Sweep:
 
   @staticmethod
   def _check_inputs(hparams, keys):
-    if not (isinstance(keys, jax.Array) and jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key)):
+    if not (isinstance(keys, jax.Array) and jnp.issubdtype(keys.dtype, jax.dtypes.prng_key)):
       raise TypeError(
         "keys must be a [R] array of typed PRNG keys (jax.random.key / "
         f"jax.random.split), got {getattr(keys, 'dtype', type(keys))}"

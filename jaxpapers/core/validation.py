@@ -46,6 +46,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify

@@ -24,7 +24,7 @@ def check_key(key, name: str = "key"):
   """A typed PRNG key (``jax.random.key``), scalar."""
   import jax
 
-  if not (hasattr(key, "dtype") and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)):
+  if not (hasattr(key, "dtype") and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
     raise TypeError(f"{name} must be a typed PRNG key (jax.random.key), got {type(key).__name__}")
   if key.ndim != 0:
     raise ValueError(f"{name} must be a single key (shape ()), got shape {key.shape}")

@@ -266,7 +266,7 @@ _render_jit = jax.jit(_render_batch, static_argnums=(3, 4, 5))
 def _seed_of(key) -> np.random.Generator:
   if isinstance(key, (int, np.integer)):
     return np.random.default_rng(int(key))
-  if not (hasattr(key, "dtype") and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)):
+  if not (hasattr(key, "dtype") and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
     raise TypeError(
       f"key must be a typed PRNG key (jax.random.key) or an int seed, got {type(key)}"
     )

@@ -9,6 +9,7 @@ import importlib.util
 import math
 import pathlib
 import struct
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -320,7 +321,7 @@ def _config_from_gguf(fields: dict) -> LMConfig:
   tokens = fields.get("tokenizer.ggml.tokens")
   vocab = int(fields.get(p + "vocab_size", len(tokens) if tokens is not None else 0))
   eos = fields.get("tokenizer.ggml.eos_token_id")
-  common = dict(
+  common: dict[str, Any] = dict(
     arch=arch,
     vocab_size=vocab,
     d_model=d,

@@ -34,6 +34,7 @@ import math
 from typing import Any, NamedTuple
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx, struct

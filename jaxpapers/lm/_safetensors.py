@@ -26,6 +26,7 @@ import json
 import math
 import pathlib
 import struct
+from typing import Any
 
 import jax.numpy as jnp
 import ml_dtypes
@@ -179,7 +180,7 @@ def config_from_hf(cfg: dict) -> LMConfig:
   want = "gelu_pytorch_tanh" if gemma else "silu"
   if act != want:
     raise NotImplementedError(f"{mt} with activation {act!r} is not supported (only {want!r})")
-  common = dict(
+  common: dict[str, Any] = dict(
     arch="gemma3" if gemma else mt,
     vocab_size=V_,
     d_model=d,

@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 

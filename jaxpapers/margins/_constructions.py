@@ -107,7 +107,7 @@ def _check_key(key, name="key"):
   """A JAX PRNG key (typed ``jax.random.key`` or a raw ``uint32[2]`` key), checked at trace time."""
   dt = getattr(key, "dtype", None)
   if dt is None or not (
-    jax.dtypes.issubdtype(dt, jax.dtypes.prng_key) or (dt == jnp.uint32 and key.shape[-1:] == (2,))
+    jnp.issubdtype(dt, jax.dtypes.prng_key) or (dt == jnp.uint32 and key.shape[-1:] == (2,))
   ):
     raise TypeError(f"{name} must be a jax.random.key, got {type(key).__name__} {key!r}.")
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -167,7 +168,7 @@ def soda_lmo(
   def init_fn(params):
     _wrapper.check_params(params)
     copy = lambda t: jax.tree.map(lambda p: jnp.array(p, copy=True), t)
-    mstate = momentum.init(params)
+    mstate = cast(_lmo.OptimisticMomentumState, momentum.init(params))
     return SodaLmoState(
       count=jnp.zeros([], jnp.int32),
       anchor=copy(params),

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 import optax
