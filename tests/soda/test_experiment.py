@@ -1,6 +1,8 @@
 """End-to-end smoke run of the SODA experiment, its resume path, and the notebook."""
 
 import json
+import pathlib
+import urllib.parse
 
 import jax
 import jax.numpy as jnp
@@ -88,6 +90,28 @@ def test_extended_grid_reuses_the_earlier_stages_and_refuses_a_changed_one(tmp_p
   # A stored cell whose runs differ from the config's is an error naming the cell.
   with pytest.raises(ValueError, match="digits/T60/adam"):
     train.train_and_evaluate(config, str(tmp_path / "a"))
+
+
+def test_committed_cells_are_the_default_grid_stage_by_stage():
+  """``results/cells`` holds exactly the default config's cells, each with the runs it names, so
+  the committed command reads every cell back and trains none."""
+  from experiments.soda.configs import default
+
+  cfg = default.get_config().digits
+  cells = pathlib.Path(train.__file__).parent / "results" / "cells"
+  store = train.core.CellStore(cells)
+  grid = train.family_grid(cfg)
+  want = set()
+  for group, families in train.GROUPS.items():
+    runs = [(f, hp) for f, hp in grid if f in families]
+    for t in train.group_horizons(cfg, group):
+      for suffix, cell_runs in train.cell_blocks(cfg, runs):
+        name = f"digits/T{t}/{group}{suffix}"
+        want.add(name)
+        assert name in store, name
+        train._check_cell(name, store.get(name), cell_runs, t)
+  assert {urllib.parse.unquote(p.stem) for p in cells.glob("*.json")} == want
+  assert {n.rsplit("/", 1)[1] for n in want} >= {"muon+ext2", "soda_muon+ext2", "adam+ext"}
 
 
 def test_wd_transfer_penalty_and_gap_by_hand():
