@@ -24,7 +24,7 @@ the gradients), so a grid with fewer runs than devices still uses them all;
 ``microbatches`` > 1 accumulates each step's gradient over that many slices of
 the batch (same update, less activation memory). Every
 finished (task, horizon, group) is stored in ``<workdir>/cells/`` (one JSON
-file each, or two with ``first_cell_lrs``: see :func:`cell_blocks`); a rerun on
+file each, or one per grid stage with ``cell_stages``: see :func:`cell_blocks`); a rerun on
 the same workdir skips finished cells (checked against the config's grid) and
 resumes an unfinished one from its latest checkpoint.
 """
@@ -540,21 +540,55 @@ def _run_task(task: str, cfg, workdir: pathlib.Path, seed: int) -> dict:
 
 
 def cell_blocks(task_cfg, runs):
-  """The stored cells of one (horizon, group): ``[(name suffix, runs), ...]``.
+  """The stored cells of one (horizon, group): ``[(name suffix, runs), ...]``, stage by stage.
 
-  Runs of a family whose learning rate is in ``first_cell_lrs[family]`` (the grid of the first
-  run) form the cell ``''`` (named as that run named it, so its stored cells are reused); the
-  family's other learning rates, added to the grid afterwards, form the cell ``'+ext'``. Without
-  ``first_cell_lrs`` (or for a family it does not name) every run is in the cell ``''``.
-  Empty cells are left out; the order of ``runs`` is kept inside each cell.
+  ``task_cfg.cell_stages`` is the grid's history: an ordered sequence of ``(suffix,
+  {family: learning rates})``, the first the grid of the first run (suffix ``''``), each later
+  one the learning rates a grid extension added (e.g. ``'+ext'``, ``'+ext2'``). A run belongs to
+  the stage that lists its family's learning rate, and the runs of one stage form the cell
+  ``<task>/T<h>/<group><suffix>``, so a stage's stored cells are read back as stored when a later
+  stage is added and only the new stage's runs train. A family that no stage names is wholly in
+  the first stage; without ``cell_stages`` every run is in the cell ``''``. Empty cells are left
+  out; the order of ``runs`` is kept inside each cell.
+
+  Raises:
+    ValueError: if ``cell_stages`` is not a sequence of ``(str, mapping)`` pairs with distinct
+      suffixes, if a learning rate is listed by two stages of one family, or if a run's family
+      is named by a stage but its learning rate by none (its cell would be ambiguous).
   """
-  first = task_cfg.get("first_cell_lrs", None) or {}
-  base, ext = [], []
+  stages = tuple(task_cfg.get("cell_stages", None) or ())
+  if not stages:
+    return [("", list(runs))] if runs else []
+  if not all(
+    isinstance(st, (tuple, list))
+    and len(st) == 2
+    and isinstance(st[0], str)
+    and hasattr(st[1], "get")
+    for st in stages
+  ):
+    raise ValueError(
+      f"cell_stages must be a sequence of (suffix, {{family: learning rates}}) pairs, got {stages!r}"
+    )
+  suffixes = [suffix for suffix, _ in stages]
+  if len(set(suffixes)) != len(suffixes):
+    raise ValueError(f"cell_stages: the suffixes {suffixes} must be distinct")
+  blocks = {suffix: [] for suffix in suffixes}
   for family, hp in runs:
-    lrs = first.get(family, None)
-    inside = lrs is None or any(math.isclose(hp["lr"], x) for x in lrs)
-    (base if inside else ext).append((family, hp))
-  return [(suffix, rs) for suffix, rs in (("", base), ("+ext", ext)) if rs]
+    hits = [
+      suffix
+      for suffix, lrs in stages
+      if any(math.isclose(hp["lr"], x) for x in (lrs.get(family, None) or ()))
+    ]
+    named = any(lrs.get(family, None) is not None for _, lrs in stages)
+    if len(hits) > 1:
+      raise ValueError(f"cell_stages: {family} lr {hp['lr']:g} is listed by the stages {hits}")
+    if not hits and named:
+      raise ValueError(
+        f"cell_stages: {family} lr {hp['lr']:g} is in the grid but in no stage; add it to the "
+        "stage that trains it"
+      )
+    blocks[hits[0] if hits else suffixes[0]].append((family, hp))
+  return [(suffix, blocks[suffix]) for suffix in suffixes if blocks[suffix]]
 
 
 def _check_cell(name, value, runs, total):
@@ -620,6 +654,9 @@ def _summaries(task_out: dict, task: str, tcfg=None) -> list[dict]:
 
 
 def _best(rows, horizon, family, higher_is_better, **fixed):
+  """The row of ``family`` at ``horizon`` (with the ``fixed`` hyperparameters) whose seed-mean
+  metric is best, or ``None`` when there is none. A non-finite mean (a diverged run) ranks last,
+  so it is chosen only when every candidate diverged."""
   cand = [
     r
     for r in rows
@@ -629,7 +666,8 @@ def _best(rows, horizon, family, higher_is_better, **fixed):
   ]
   if not cand:
     return None
-  return (max if higher_is_better else min)(cand, key=lambda r: r["metric"])
+  sign = 1.0 if higher_is_better else -1.0
+  return max(cand, key=lambda r: sign * r["metric"] if math.isfinite(r["metric"]) else -math.inf)
 
 
 def _fmt(r, pct=False, extra=""):

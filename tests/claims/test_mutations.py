@@ -1488,10 +1488,26 @@ MUTATIONS = (
   M(
     "soda",
     "train",
-    'return (max if higher_is_better else min)(cand, key=lambda r: r["metric"])',
-    'return (min if higher_is_better else max)(cand, key=lambda r: r["metric"])',
+    "sign = 1.0 if higher_is_better else -1.0",
+    "sign = -1.0 if higher_is_better else 1.0",
     ["test_best", "test_claims_per_horizon"],
     "best run is the worst",
+  ),
+  M(
+    "soda",
+    "train",
+    'sign * r["metric"] if math.isfinite(r["metric"]) else -math.inf)',
+    'sign * r["metric"] if math.isfinite(r["metric"]) else math.inf)',
+    ["test_best_ranks_a_diverged_run_last"],
+    "a diverged run (NaN metric) chosen as the best",
+  ),
+  M(
+    "soda",
+    "train",
+    "blocks[hits[0] if hits else suffixes[0]].append((family, hp))",
+    "blocks[hits[0] if hits else suffixes[-1]].append((family, hp))",
+    ["test_cell_blocks"],
+    "a family no stage names trained in the last stage's cell, not the first run's",
   ),
   M(
     "soda",

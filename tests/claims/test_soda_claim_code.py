@@ -193,19 +193,88 @@ def test_derived_edge_horizons(train):
   assert d["digits_adamw_optima_at_edge"] == 4
 
 
-def test_cell_blocks(train):
-  cfg = ml_collections.ConfigDict(
-    {"first_cell_lrs": ml_collections.ConfigDict({"soda_adamw": (0.01, 0.1)})}
+def _staged_cfg():
+  """Three stages: the first run's grid, then two extensions of SODA's and one of AdamW's."""
+  return ml_collections.ConfigDict(
+    {
+      "cell_stages": (
+        ("", {"adamw": (0.01, 0.1), "soda_adamw": (0.01, 0.1)}),
+        ("+ext", {"soda_adamw": (0.001, 1.0), "adamw": (1.0,)}),
+        ("+ext2", {"soda_adamw": (1e-4,)}),
+      )
+    }
   )
+
+
+def test_cell_blocks(train):
   runs = [
-    ("adamw", {"lr": 1.0, "wd": 0.0}),  # a family the first run's grid does not name: base cell
+    ("soda_adamw_zero", {"lr": 3.0}),  # a family no stage names: the first run's cell
+    ("adamw", {"lr": 1.0, "wd": 0.0}),
+    ("adamw", {"lr": 0.01, "wd": 1.0}),
+    ("soda_adamw", {"lr": 1e-4}),
     ("soda_adamw", {"lr": 0.001}),
     ("soda_adamw", {"lr": 0.01}),
     ("soda_adamw", {"lr": 0.1}),
     ("soda_adamw", {"lr": 1.0}),
   ]
-  assert train.cell_blocks(cfg, runs) == [
-    ("", [runs[0], runs[2], runs[3]]),
-    ("+ext", [runs[1], runs[4]]),
+  assert train.cell_blocks(_staged_cfg(), runs) == [
+    ("", [runs[0], runs[2], runs[5], runs[6]]),
+    ("+ext", [runs[1], runs[4], runs[7]]),
+    ("+ext2", [runs[3]]),
   ]
+  # Without the last stage's runs its cell is left out (nothing to train or read back).
+  assert [s for s, _ in train.cell_blocks(_staged_cfg(), runs[:3])] == ["", "+ext"]
   assert train.cell_blocks(ml_collections.ConfigDict({}), runs) == [("", runs)]
+  # The order of the stages, not of their names, decides: the first stage is the '' cell.
+  one = ml_collections.ConfigDict({"cell_stages": (("", {"soda_adamw": (1.0,)}),)})
+  assert train.cell_blocks(one, runs[:1] + runs[7:]) == [("", runs[:1] + runs[7:])]
+
+
+def test_cell_blocks_refuses_an_ambiguous_cell(train):
+  runs = [("soda_adamw", {"lr": 0.3})]  # a family the stages name, at a learning rate none lists
+  with pytest.raises(ValueError, match="soda_adamw lr 0.3 is in the grid but in no stage"):
+    train.cell_blocks(_staged_cfg(), runs)
+  twice = ml_collections.ConfigDict(
+    {"cell_stages": (("", {"soda_adamw": (0.3,)}), ("+ext", {"soda_adamw": (0.3,)}))}
+  )
+  with pytest.raises(ValueError, match=r"listed by the stages \['', '\+ext'\]"):
+    train.cell_blocks(twice, runs)
+  same = ml_collections.ConfigDict({"cell_stages": (("", {}), ("", {"soda_adamw": (0.3,)}))})
+  with pytest.raises(ValueError, match="must be distinct"):
+    train.cell_blocks(same, runs)
+  bad = ml_collections.ConfigDict({"cell_stages": ({"soda_adamw": (0.3,)},)})
+  with pytest.raises(ValueError, match="cell_stages must be a sequence"):
+    train.cell_blocks(bad, runs)
+
+
+def test_grid_edges_of_an_extended_grid(train):
+  """Rows of every stage count: a top-edge optimum is inside once the next stage's lr is worse."""
+  cfg = ml_collections.ConfigDict({"horizons": (100,)})
+  first = [
+    _r(100, "muon", lr, wd, m if wd == 0.3 else 0.8, 0.01)
+    for lr, m in ((0.1, 0.5), (0.3, 0.2))
+    for wd in (0.0, 0.3, 3.0)
+  ]
+  soda = [_r(100, "soda_muon", lr, None, m, 0.01) for lr, m in ((1e-3, 0.2), (3e-3, 0.4))]
+  e = train.grid_edges(first + soda, cfg, False, "muon", "soda_muon")["100"]
+  assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("high", "low", 2)
+  ext2 = [_r(100, "muon", lr, 0.3, m, 0.01) for lr, m in ((1.0, 0.3), (3.0, 0.9))]
+  ext2 += [_r(100, "soda_muon", lr, None, m, 0.01) for lr, m in ((1e-4, 0.6), (3e-4, 0.3))]
+  e = train.grid_edges(first + soda + ext2, cfg, False, "muon", "soda_muon")["100"]
+  assert (e["base_lr"], e["soda_lr"]) == (0.3, 1e-3)
+  assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("", "", 0)
+  # If the added point past the edge is better still, the optimum moved with the edge.
+  ext2[0]["metric"], ext2[1]["metric"] = 0.15, 0.1  # lr 3 best: the new top
+  e = train.grid_edges(first + soda + ext2, cfg, False, "muon", "soda_muon")["100"]
+  assert (e["base_lr"], e["base_lr_edge"], e["base_at_edge"]) == (3.0, "high", 1)
+
+
+def test_best_ranks_a_diverged_run_last(train):
+  rows = [
+    _r(100, "soda_adamw", 3.0, None, float("nan"), float("nan")),  # diverged, listed first
+    _r(100, "soda_adamw", 1.0, None, 0.4, 0.01),
+    _r(100, "soda_adamw", 0.1, None, 0.3, 0.01),
+  ]
+  assert train._best(rows, 100, "soda_adamw", False)["lr"] == 0.1
+  assert train._best(rows, 100, "soda_adamw", True)["lr"] == 1.0
+  assert train._best(rows[:1], 100, "soda_adamw", False)["lr"] == 3.0  # all diverged: that one

@@ -1,6 +1,8 @@
 """End-to-end smoke run of the SODA experiment, its resume path, and the notebook."""
 
 import json
+import pathlib
+import urllib.parse
 
 import jax
 import jax.numpy as jnp
@@ -46,31 +48,70 @@ def test_smoke_run_writes_results_and_resumes(tmp_path):
 
 
 @pytest.mark.slow
-def test_extended_grid_reuses_the_first_cells_and_refuses_a_changed_one(tmp_path):
-  """Learning rates added to a grid train in ``+ext`` cells; the stored cells are read back."""
-  from ml_collections import ConfigDict
+def test_extended_grid_reuses_the_earlier_stages_and_refuses_a_changed_one(tmp_path, monkeypatch):
+  """Each grid stage trains in its own cell; the cells of earlier stages are read back."""
+  computed = []
+  get_or_compute = train.core.CellStore.get_or_compute
 
+  def recording(self, name, compute, *args, **kwargs):
+    def wrapped(*a, **k):
+      computed.append(name)
+      return compute(*a, **k)
+
+    return get_or_compute(self, name, wrapped, *args, **kwargs)
+
+  monkeypatch.setattr(train.core.CellStore, "get_or_compute", recording)
   config = smoke.get_config()
   config.lm.enabled = False
-  train.train_and_evaluate(config, str(tmp_path / "a"))
-  first = json.loads((tmp_path / "a" / "results.json").read_text())["metrics"]["digits"]["rows"]
-  config.digits.soda_adamw_lrs = (1e-3, 3e-3)
-  config.digits.first_cell_lrs = ConfigDict({"adamw": (3e-3,), "soda_adamw": (3e-3,)})
+  d = config.digits
+  d.cell_stages = (("", {"adamw": (3e-3,), "soda_adamw": (3e-3,)}),)
+  first = train.train_and_evaluate(config, str(tmp_path / "a"))["digits"]["rows"]
+  d.soda_adamw_lrs = (1e-3, 3e-3)
+  d.cell_stages += (("+ext", {"soda_adamw": (1e-3,)}),)
   ext = train.train_and_evaluate(config, str(tmp_path / "a"))["digits"]["rows"]
+  d.soda_adamw_lrs = (3e-4, 1e-3, 3e-3)
+  d.cell_stages += (("+ext2", {"soda_adamw": (3e-4,)}),)
+  ext2 = train.train_and_evaluate(config, str(tmp_path / "a"))["digits"]["rows"]
+  # Each run trains only the cell of the stage it adds.
+  assert computed == ["digits/T60/adam", "digits/T60/adam+ext", "digits/T60/adam+ext2"]
   assert sorted(p.name for p in (tmp_path / "a" / "cells").glob("*.json")) == [
     "digits%2FT60%2Fadam%2Bext.json",
+    "digits%2FT60%2Fadam%2Bext2.json",
     "digits%2FT60%2Fadam.json",
   ]
-  assert ext[: len(first)] == first  # the first cell, read back as stored
+  assert ext[: len(first)] == first  # the earlier stages' cells, read back as stored
+  assert ext2[: len(ext)] == ext
   # The added run equals the same run trained in one cell with the whole grid.
-  del config.digits.first_cell_lrs
+  del d.cell_stages
   whole = train.train_and_evaluate(config, str(tmp_path / "b"))["digits"]["rows"]
-  (a,) = [r for r in ext if r["family"] == "soda_adamw" and r["lr"] == 1e-3]
-  (b,) = [r for r in whole if r["family"] == "soda_adamw" and r["lr"] == 1e-3]
+  (a,) = [r for r in ext2 if r["family"] == "soda_adamw" and r["lr"] == 3e-4]
+  (b,) = [r for r in whole if r["family"] == "soda_adamw" and r["lr"] == 3e-4]
   np.testing.assert_allclose(a["per_seed"], b["per_seed"], rtol=1e-4)
   # A stored cell whose runs differ from the config's is an error naming the cell.
   with pytest.raises(ValueError, match="digits/T60/adam"):
     train.train_and_evaluate(config, str(tmp_path / "a"))
+
+
+def test_committed_cells_are_the_default_grid_stage_by_stage():
+  """``results/cells`` holds exactly the default config's cells, each with the runs it names, so
+  the committed command reads every cell back and trains none."""
+  from experiments.soda.configs import default
+
+  cfg = default.get_config().digits
+  cells = pathlib.Path(train.__file__).parent / "results" / "cells"
+  store = train.core.CellStore(cells)
+  grid = train.family_grid(cfg)
+  want = set()
+  for group, families in train.GROUPS.items():
+    runs = [(f, hp) for f, hp in grid if f in families]
+    for t in train.group_horizons(cfg, group):
+      for suffix, cell_runs in train.cell_blocks(cfg, runs):
+        name = f"digits/T{t}/{group}{suffix}"
+        want.add(name)
+        assert name in store, name
+        train._check_cell(name, store.get(name), cell_runs, t)
+  assert {urllib.parse.unquote(p.stem) for p in cells.glob("*.json")} == want
+  assert {n.rsplit("/", 1)[1] for n in want} >= {"muon+ext2", "soda_muon+ext2", "adam+ext"}
 
 
 def test_wd_transfer_penalty_and_gap_by_hand():

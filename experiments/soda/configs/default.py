@@ -12,17 +12,20 @@ objective; the paper reports validation loss); accuracy is recorded beside it.
 * AdamW arms (5 seeds, horizons 250-8000): AdamW lr {1e-3, 3e-3, 1e-2} x wd {0, 0.1, 1, 10};
   SODA(AdamW) over lr {1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1} (weight decay 0 inside).
 * Muon arms (Muon on the fc1/fc2 kernels, its Adam branch at lr 3e-3 on biases and the output
-  layer): Muon lr {3e-3, 0.01, 0.03, 0.1, 0.3} x wd {0, 0.03, 0.3, 3} vs SODA(Muon) over lr
-  {1e-3, 3e-3, 0.01, 0.03, 0.1}.
+  layer): Muon lr {3e-3, 0.01, 0.03, 0.1, 0.3, 1, 3} x wd {0, 0.03, 0.3, 3} vs SODA(Muon) over lr
+  {1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1}.
 * The first run had the three middle learning rates of each grid (AdamW's own grid unchanged);
   its optima sat at a grid edge for SODA(AdamW) at 5 of 6 horizons and for Muon and SODA(Muon)
-  at every horizon, so "tuned" was not tuned there. The grids were extended past each edge
-  (``first_cell_lrs`` keeps the first run's cells; the added learning rates train in their own
-  cells with the same seeds), and every claim requires that no tuned optimum it reads lies at an
-  edge of the extended grid (``train.grid_edges``): a horizon where one still does makes the
-  claim inconclusive and is listed in ``derived.<task>_<base>_horizons_at_edge``. One Muon step costs several times an AdamW step on the CPU (Newton-Schulz on the
-  two hidden kernels; ``benchmarks/soda_muon_step.py``), so, fixed before the Muon arms were
-  run, they use 3 seeds and the horizons 250, 1000, 4000 (a 16x span; ``d.muon_horizons``,
+  at every horizon, so "tuned" was not tuned there. The grids were extended past each edge in
+  stages (``cell_stages``: ``+ext`` past every edge, then ``+ext2`` past the two still at an
+  edge at T = 4000, Muon's top lr and SODA(Muon)'s bottom one); every stage's cells are reused
+  as stored and the added learning rates train in their own cells with the same seeds. Every
+  claim requires that no tuned optimum it reads lies at an edge of the extended grid
+  (``train.grid_edges``): a horizon where one still does makes the claim inconclusive and is
+  listed in ``derived.<task>_<base>_horizons_at_edge``.
+* One Muon step costs several times an AdamW step on the CPU (Newton-Schulz on the two hidden
+  kernels; ``benchmarks/soda_muon_step.py``), so, fixed before the Muon arms were run, they use
+  3 seeds and the horizons 250, 1000, 4000 (a 16x span; ``d.muon_horizons``,
   ``d.muon_num_seeds``) instead of the AdamW arms' 5 seeds and six horizons.
 
 Trivial baselines: each base at wd = 0 (lr tuned) and the class-prior predictor. Muon groups run
@@ -56,24 +59,34 @@ def get_config():
   d.soda_zero_lrs = ()
   # Muon arms: planned as below when the AdamW arms were run, switched on (with the reduced
   # horizons and seeds) before any Muon result was seen.
-  d.muon_lrs = (3e-3, 0.01, 0.03, 0.1, 0.3)
+  d.muon_lrs = (3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
   d.muon_adam_lr = 3e-3
   d.muon_wds = (0.0, 0.03, 0.3, 3.0)
-  d.soda_muon_lrs = (1e-3, 3e-3, 0.01, 0.03, 0.1)
-  # The learning rates of the first run, whose optima lay at an edge of the grid for SODA(AdamW)
-  # at 5 of 6 horizons and for Muon and SODA(Muon) at all of theirs. The grids above extend each
-  # edge-bound arm by a factor of 3 to 10 beyond each end (SODA(AdamW) by two points per end,
-  # where its optimum sat at both ends). Runs at these learning rates are the first run's cells
-  # (``<task>/T<h>/<group>``, reused as stored); the added ones train in ``.../<group>+ext``
-  # cells with the same seeds (``train.cell_blocks``). Every claim requires that no tuned optimum
-  # lies at an edge of the extended grid at the horizons it reads (``train.grid_edges``).
-  d.first_cell_lrs = ml_collections.ConfigDict(
-    dict(
-      adamw=(1e-3, 3e-3, 1e-2),
-      soda_adamw=(1e-3, 3e-3, 1e-2),
-      muon=(0.01, 0.03, 0.1),
-      soda_muon=(0.01, 0.03, 0.1),
-    )
+  d.soda_muon_lrs = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1)
+  # The grid's history, stage by stage: the learning rates of each run, whose cells
+  # (``<task>/T<h>/<group><suffix>``) later stages reuse as stored (``train.cell_blocks``); each
+  # stage's runs use the same seeds. The first run's optima lay at an edge of the grid for
+  # SODA(AdamW) at 5 of 6 horizons and for Muon and SODA(Muon) at all of theirs; ``+ext`` extended
+  # each edge-bound arm by a factor of 3 to 10 beyond each end (SODA(AdamW) by two points per end,
+  # where its optimum sat at both ends). After it, at T = 4000 Muon's tuned lr was the new top
+  # (0.3) and SODA(Muon)'s the new bottom (1e-3), all else inside; ``+ext2`` adds two points past
+  # each of those two edges (a factor of 10), on the side the edge was known to be before this
+  # stage ran; Muon's weight decay (0.3, inside) keeps its grid. Choosing the added points from
+  # the known edge changes neither the claims' rules and thresholds nor the seeds and horizons.
+  # Every claim requires that no tuned optimum lies at an edge of the extended grid at the
+  # horizons it reads (``train.grid_edges``); there is no further stage.
+  d.cell_stages = (
+    (
+      "",
+      dict(
+        adamw=(1e-3, 3e-3, 1e-2),
+        soda_adamw=(1e-3, 3e-3, 1e-2),
+        muon=(0.01, 0.03, 0.1),
+        soda_muon=(0.01, 0.03, 0.1),
+      ),
+    ),
+    ("+ext", dict(soda_adamw=(1e-4, 3e-4, 3e-2, 0.1), muon=(3e-3, 0.3), soda_muon=(1e-3, 3e-3))),
+    ("+ext2", dict(muon=(1.0, 3.0), soda_muon=(1e-4, 3e-4))),
   )
   d.muon_horizons = (250, 1000, 4000)
   d.muon_num_seeds = 3
