@@ -65,8 +65,11 @@ _ARRAYS_DIGEST = "__sha256__"
 class CorruptFileError(ValueError):
   """A cache or cell file that cannot be parsed or does not match its recorded digest.
 
-  Attributes:
+  ``path`` is kept as an attribute (an ``etils.epath.Path``).
+
+  Args:
     path: the file.
+    reason: what is wrong with it (part of the message).
   """
 
   def __init__(self, path: Any, reason: str):

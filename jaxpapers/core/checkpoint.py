@@ -170,7 +170,9 @@ def tree_digests(tree: Any) -> np.ndarray:
 class CorruptCheckpointError(ValueError):
   """A checkpoint step that cannot be restored or does not match its recorded digests.
 
-  Attributes:
+  The arguments are kept as attributes of the same names.
+
+  Args:
     step: the step.
     path: its directory.
     reason: what is wrong with it.
@@ -182,7 +184,15 @@ class CorruptCheckpointError(ValueError):
 
 
 def abstract_like(tree: Any) -> Any:
-  """The abstract target (shape, dtype, sharding) of a concrete pytree."""
+  """The abstract target (shape, dtype, sharding) of a concrete pytree.
+
+  Args:
+    tree: a pytree whose ``jax.Array`` leaves are to be described.
+
+  Returns:
+    ``tree`` with every ``jax.Array`` leaf replaced by a ``jax.ShapeDtypeStruct`` of the same
+    shape, dtype and sharding; other leaves are kept as they are.
+  """
 
   def to_abstract(x):
     if isinstance(x, jax.Array):
@@ -255,10 +265,19 @@ class Checkpointer:
     )
 
   def latest_step(self) -> int | None:
-    """The newest saved step, or None."""
+    """The newest saved step.
+
+    Returns:
+      the largest saved step, or None when there is no checkpoint.
+    """
     return self._manager.latest_step()
 
   def all_steps(self) -> list[int]:
+    """Every saved step.
+
+    Returns:
+      the steps the manager knows of (in its order, oldest first).
+    """
     return list(self._manager.all_steps())
 
   def save(self, step: int, tree: Any, *, force: bool = False) -> bool:
@@ -266,6 +285,14 @@ class Checkpointer:
 
     The digests are computed before this returns, so ``tree``'s buffers may be donated
     afterwards.
+
+    Args:
+      step: the step number to save under.
+      tree: the pytree of arrays to save.
+      force: save even when ``step`` is not a multiple of ``save_interval_steps``.
+
+    Returns:
+      True when a save was started, False when the interval skipped it.
     """
     step = int(step)
     if not force and not self._manager.should_save(step):
@@ -280,6 +307,13 @@ class Checkpointer:
     ``ShapeDtypeStruct`` targets keeping their shardings. Restoring into other dtypes
     than the saved ones is not supported (the digests would not match): cast afterwards.
     With ``step=None`` this is :meth:`restore_latest` (with its fallback) without the step.
+
+    Args:
+      step: the step to restore, or None for the newest that verifies.
+      abstract_tree: the target structure: a pytree of ``jax.ShapeDtypeStruct`` or arrays.
+
+    Returns:
+      the restored pytree, of ``abstract_tree``'s structure, shapes, dtypes and shardings.
 
     Raises:
       FileNotFoundError: no checkpoint at all, or none at ``step`` (naming the
@@ -307,6 +341,12 @@ class Checkpointer:
     A newer checkpoint that is corrupt (unreadable, or not matching its digests) is
     skipped with a warning naming it, and moved aside to
     ``<directory>/corrupt/<step>-<id>`` so that the run can save that step again.
+
+    Args:
+      abstract_tree: the target structure: a pytree of ``jax.ShapeDtypeStruct`` or arrays.
+
+    Returns:
+      ``(step, tree)``: the step restored and the pytree, of ``abstract_tree``'s structure.
 
     Raises:
       FileNotFoundError: there is no checkpoint.

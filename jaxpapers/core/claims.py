@@ -217,7 +217,9 @@ def _normalise_chance(chance: Any, cid: str) -> dict[str, Any] | None:
 class Claim:
   """One claim of a paper and the rule that decides it (see the module docstring).
 
-  Attributes:
+  Each argument is kept as the field of the same name.
+
+  Args:
     id: short identifier, unique within an experiment (e.g. ``'mean_gain'``).
     statement: the paper's claim, in words.
     paper_value: the paper's number, if it states one.
@@ -318,7 +320,17 @@ class Claim:
 
   @classmethod
   def from_dict(cls, d: Mapping[str, Any]) -> Claim:
-    """Builds a claim from a plain dict (or ConfigDict), rejecting unknown keys."""
+    """Builds a claim from a plain dict (or ConfigDict), rejecting unknown keys.
+
+    Args:
+      d: a mapping of field name -> value (the form :meth:`to_dict` writes).
+
+    Returns:
+      the validated claim.
+
+    Raises:
+      ValueError: a key is not a field, or a value is invalid.
+    """
     if hasattr(d, "to_dict") and callable(d.to_dict):
       d = d.to_dict()
     if not isinstance(d, Mapping):
@@ -333,13 +345,22 @@ class Claim:
     return cls(**d)
 
   def to_dict(self) -> dict[str, Any]:
-    """The claim as plain JSON-able data (lists for sequences); ``from_dict`` inverts it."""
+    """The claim as plain JSON-able data; ``from_dict`` inverts it.
+
+    Returns:
+      field name -> value, with ``requires`` as a list of dicts.
+    """
     d = dataclasses.asdict(self)
     d["requires"] = [dict(r) for r in self.requires]
     return d
 
   def describe_rule(self) -> str:
-    """The decision rule in one line, e.g. ``'held if >= 5.18 (reached by the interval) ...'``."""
+    """The decision rule in one line.
+
+    Returns:
+      e.g. ``'gain: held if >= 5.18 by the whole interval; not reproduced if < 5.18; ...'``,
+      or ``'not tested by this experiment'`` for a claim without a metric.
+    """
     if self.metric is None:
       return "not tested by this experiment"
     op = ">=" if self.direction == "higher" else "<="
@@ -417,6 +438,11 @@ class Verdict:
       raise ValueError(f"Verdict.verdict must be one of {list(VERDICTS)}, got {self.verdict!r}")
 
   def to_dict(self) -> dict[str, Any]:
+    """The verdict as plain JSON-able data.
+
+    Returns:
+      field name -> value, with ``requires`` as a list of dicts.
+    """
     d = dataclasses.asdict(self)
     d["requires"] = [dict(r) for r in self.requires]
     return d
@@ -671,7 +697,17 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
 
 
 def parse_claims(claims: Any) -> list[Claim]:
-  """A list of :class:`Claim` from claims / dicts (a config's ``claims`` field); None -> []."""
+  """A list of :class:`Claim` from claims / dicts (a config's ``claims`` field).
+
+  Args:
+    claims: a Claim, a mapping, a sequence of them, or None.
+
+  Returns:
+    the claims, in order; ``[]`` for None.
+
+  Raises:
+    ValueError: two claims share an id, or a claim is invalid.
+  """
   if claims is None:
     return []
   if isinstance(claims, (Claim, Mapping)) and not isinstance(claims, (list, tuple)):
@@ -691,6 +727,14 @@ def judge_all(
 
   With ``issue_verdicts=False`` (smoke runs) the measured values are recorded but the verdict
   is None: a run too small to test a claim issues no verdict.
+
+  Args:
+    claims: what :func:`parse_claims` accepts.
+    metrics: the run's metrics (nested mappings / lists of JSON values).
+    issue_verdicts: whether to record the verdicts.
+
+  Returns:
+    one dict per claim: ``{'claim': Claim.to_dict(), 'rule': describe_rule(), **Verdict.to_dict()}``.
   """
   out = []
   for c in parse_claims(claims):

@@ -39,6 +39,13 @@ def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
   field takes a Python or numpy integer (not a bool), a ``float`` field takes any real number
   (not a bool); other annotations are not checked.
 
+  Args:
+    cfg: an ``ml_collections.ConfigDict``, a mapping or a dataclass instance.
+    cls: the dataclass type to build.
+
+  Returns:
+    an instance of ``cls``.
+
   Raises:
     ValueError: naming each unknown field and the allowed field names, or a
       required field that is missing.
@@ -129,7 +136,18 @@ def _describe(target: Any) -> str:
 
 
 def validate_choice(value: Any, *, name: str, allowed: Iterable[Any]) -> Any:
-  """Returns ``value`` if it is one of ``allowed``, else raises a ValueError naming both."""
+  """Returns ``value`` if it is one of ``allowed``, else raises a ValueError naming both.
+
+  A bool never matches an int of equal value (``True`` is not ``1`` here).
+
+  Args:
+    value: the value to check.
+    name: the field's name, for the message.
+    allowed: the allowed values.
+
+  Returns:
+    ``value`` unchanged.
+  """
   allowed = list(allowed)
   try:
     ok = any(
@@ -144,6 +162,14 @@ def validate_choice(value: Any, *, name: str, allowed: Iterable[Any]) -> Any:
 
 def validate_positive(value: Any, *, name: str, allow_zero: bool = False) -> Any:
   """Returns ``value`` if it is a finite positive real number (NaN and inf never pass).
+
+  Args:
+    value: the value to check.
+    name: the field's name, for the message.
+    allow_zero: whether 0 passes.
+
+  Returns:
+    ``value`` unchanged.
 
   Raises:
     TypeError: not a real number. ValueError: NaN, infinite, negative, or zero

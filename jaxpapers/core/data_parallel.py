@@ -85,6 +85,13 @@ def process_batch_indices(global_batch_size: int, mesh: Mesh | NamedSharding) ->
 def process_batch_slice(global_batch_size: int, mesh: Mesh | NamedSharding) -> slice:
   """:func:`process_batch_indices` as a ``slice``, for readers that take a range.
 
+  Args:
+    global_batch_size: ``B``, the batch size over all processes.
+    mesh: the mesh (its first axis shards the batch) or the batch's ``NamedSharding``.
+
+  Returns:
+    ``slice(start, stop)`` of the global rows this process holds.
+
   Raises:
     ValueError: as :func:`process_batch_indices`, or if this process's rows are
       not one contiguous range (a mesh whose device order interleaves

@@ -261,5 +261,8 @@ def is_main_process() -> bool:
 
   True on a single host. Reads ``jax.process_index()`` (which starts the backend
   if nothing has yet).
+
+  Returns:
+    whether ``jax.process_index() == 0``.
   """
   return jax.process_index() == 0

@@ -68,17 +68,38 @@ def make_mesh(
 
 
 def data_sharding(mesh: Mesh) -> NamedSharding:
-  """Shards the leading axis over the mesh's first axis."""
+  """Shards the leading axis over the mesh's first axis.
+
+  Args:
+    mesh: the device mesh.
+
+  Returns:
+    a ``NamedSharding`` with ``PartitionSpec(mesh.axis_names[0])``.
+  """
   return NamedSharding(mesh, P(mesh.axis_names[0]))
 
 
 def replicated_sharding(mesh: Mesh) -> NamedSharding:
-  """Replicates over the whole mesh."""
+  """Replicates over the whole mesh.
+
+  Args:
+    mesh: the device mesh.
+
+  Returns:
+    a ``NamedSharding`` with an empty ``PartitionSpec``.
+  """
   return NamedSharding(mesh, P())
 
 
 def shard_batch(batch: Any, mesh: Mesh) -> Any:
   """Places every leaf of ``batch`` with its leading axis sharded over the mesh.
+
+  Args:
+    batch: a pytree of arrays, each ``[B, ...]`` with ``B`` divisible by the data axis' size.
+    mesh: the device mesh; its first axis is the data axis.
+
+  Returns:
+    ``batch`` with every leaf a ``jax.Array`` sharded by :func:`data_sharding`.
 
   Raises:
     ValueError: if a leaf is a scalar or its leading size is not divisible by
@@ -100,5 +121,13 @@ def shard_batch(batch: Any, mesh: Mesh) -> Any:
 
 
 def replicate(tree: Any, mesh: Mesh) -> Any:
-  """Replicates every leaf of ``tree`` over the mesh."""
+  """Replicates every leaf of ``tree`` over the mesh.
+
+  Args:
+    tree: a pytree of arrays.
+    mesh: the device mesh.
+
+  Returns:
+    ``tree`` with every leaf a ``jax.Array`` replicated on every device of ``mesh``.
+  """
   return jax.device_put(tree, replicated_sharding(mesh))

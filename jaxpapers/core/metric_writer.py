@@ -68,6 +68,9 @@ def read_metrics(
       while being appended (it has no final newline and is not a JSON record), instead of
       raising; what a resumed run does. Any other bad line still raises.
 
+  Returns:
+    one dict per line (``{"step": ..., **metrics}``), in file order.
+
   Raises:
     ValueError: naming the file and line when a line is not a JSON record.
   """
@@ -199,6 +202,12 @@ class MetricWriter:
 
   def write(self, step: int, metrics: Mapping[str, Any]) -> None:
     """Records ``metrics`` at ``step`` (one JSONL line; scalars also to TensorBoard).
+
+    A no-op on processes other than 0.
+
+    Args:
+      step: the integer step.
+      metrics: name -> value; arrays are converted to Python scalars or lists.
 
     Raises:
       TypeError: if ``step`` is not an int or ``metrics`` not a mapping.

@@ -27,6 +27,16 @@ def progress(
   Only process 0 draws bars: on the other processes of a multi-host job the bar
   is always disabled (it still iterates and counts). Set ``JAXPAPERS_NO_PROGRESS=1``
   to silence every bar (e.g. in CI logs); ``disable`` overrides that variable.
+
+  Args:
+    iterable: what to iterate over, or None for a bar updated by hand.
+    total: the expected number of iterations.
+    desc: the bar's label.
+    initial: the count to start from (e.g. a resumed step).
+    disable: hide the bar; None reads ``JAXPAPERS_NO_PROGRESS``.
+
+  Returns:
+    the ``tqdm`` bar (iterate over it, or call ``update``).
   """
   if disable is None:
     disable = os.environ.get("JAXPAPERS_NO_PROGRESS", "") not in ("", "0")

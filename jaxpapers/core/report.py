@@ -18,9 +18,13 @@ import dataclasses
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+  from matplotlib.axes import Axes
+  from matplotlib.figure import Figure
 
 from jaxpapers.core.claims import format_value
 
@@ -29,7 +33,9 @@ from jaxpapers.core.claims import format_value
 class MeanStd:
   """A ``mean ± std`` table cell.
 
-  Attributes:
+  Each argument is kept as the field of the same name.
+
+  Args:
     mean: the mean.
     std: the spread (std over seeds or a CI half-width); None prints the mean alone.
     fmt: format spec of both numbers (e.g. ``'.3f'``).
@@ -342,16 +348,20 @@ def curves_plot(
   title: str = "",
   band: str = "std",
   logy: bool = False,
-  ax=None,
-  figsize=(6, 4),
-):
+  ax: Axes | None = None,
+  figsize: tuple[float, float] = (6, 4),
+) -> Figure:
   """Mean curves with a band over seeds.
 
   Args:
     curves: ``{label: (x [T], y [seeds, T] or [T])}``.
+    xlabel: the x axis label.
+    ylabel: the y axis label.
+    title: the title.
     band: ``'std'`` (mean ± std over seeds) or ``'minmax'``.
     logy: log scale on y.
     ax: an existing axes to draw into (else a new figure).
+    figsize: size in inches of a new figure.
 
   Returns:
     The figure.
@@ -385,16 +395,20 @@ def grouped_bars(
   ylabel: str = "",
   title: str = "",
   horizontal_line: float | None = None,
-  ax=None,
-  figsize=None,
-):
+  ax: Axes | None = None,
+  figsize: tuple[float, float] | None = None,
+) -> Figure:
   """Grouped bars with error bars.
 
   Args:
     groups: the group names on the x axis (e.g. datasets).
     series: ``{label: (means [G], errors [G] or None)}``: one bar per group per series;
       a NaN mean draws no bar.
+    ylabel: the y axis label.
+    title: the title.
     horizontal_line: draw a reference line at this y (e.g. 0 or chance).
+    ax: an existing axes to draw into (else a new figure).
+    figsize: size in inches of a new figure (default: widens with the number of groups).
 
   Returns:
     The figure.
@@ -436,14 +450,19 @@ def scaling_plot(
   xlabel: str = "",
   ylabel: str = "",
   title: str = "",
-  ax=None,
-  figsize=(5, 4),
-):
+  ax: Axes | None = None,
+  figsize: tuple[float, float] = (5, 4),
+) -> Figure:
   """Log-log scaling plot with the fitted exponent (± its standard error) in the legend.
 
   Args:
     series: ``{label: (x [n], y [n])}``; non-finite y (a run that stopped) is skipped.
     fit_min_x: fit only points with ``x >= fit_min_x``.
+    xlabel: the x axis label.
+    ylabel: the y axis label.
+    title: the title.
+    ax: an existing axes to draw into (else a new figure).
+    figsize: size in inches of a new figure.
 
   Returns:
     The figure (the fits are in ``fig.scaling_fits``: ``{label: (slope, se, intercept)}``).

@@ -43,7 +43,13 @@ _PACKAGES = (
 
 
 def environment_info() -> dict[str, Any]:
-  """Package versions, devices and host, for the record of a run."""
+  """Package versions, devices and host, for the record of a run.
+
+  Returns:
+    ``{'versions': {package: version or None}, 'python', 'platform', 'processor',
+    'cpu_count', 'backend', 'device_kind', 'device_count', 'local_device_count',
+    'process_count'}``.
+  """
   versions = {}
   for name in _PACKAGES:
     try:
@@ -101,6 +107,13 @@ def git_info(path: str | os.PathLike[str] | None = None) -> dict[str, Any] | Non
   from the commit or an untracked (not ignored) file lies under ``jaxpapers/`` or
   ``experiments/`` (see :func:`jaxpapers.core.registration.git_state`). Never raises:
   outside a git checkout, without git, or on any error, returns None.
+
+  Args:
+    path: a file or folder inside the checkout (the nearest existing parent is used); None
+      for this package's folder.
+
+  Returns:
+    ``{'commit': 40-hex str, 'dirty': bool}``, or None.
   """
   if path is not None:
     where = pathlib.Path(path)
@@ -120,6 +133,12 @@ def command_line(argv: Sequence[str] | None = None) -> str:
 
   A module run with ``python -m pkg.mod`` is written as such (``sys.argv[0]`` then holds the
   module's file path); a script as ``python <argv[0]> ...``.
+
+  Args:
+    argv: the arguments, like ``sys.argv`` (default ``sys.argv``).
+
+  Returns:
+    the shell-quoted command line.
   """
   if argv is not None and (
     isinstance(argv, (str, bytes))
@@ -245,7 +264,14 @@ def _config_get(config: Any, name: str, default: Any = None) -> Any:
 
 
 def read_results(workdir: str | os.PathLike[str]) -> dict[str, Any]:
-  """Reads ``<workdir>/results.json``."""
+  """Reads ``<workdir>/results.json``.
+
+  Args:
+    workdir: the run's working directory.
+
+  Returns:
+    the parsed JSON record.
+  """
   return json.loads((epath.Path(workdir) / RESULTS_FILE).read_text())
 
 
@@ -255,6 +281,15 @@ def save_figure(
   """Saves a matplotlib figure as ``<workdir>/<name>.png`` and closes it.
 
   Only process 0 writes; other processes close the figure and return None.
+
+  Args:
+    fig: a ``matplotlib.figure.Figure``.
+    workdir: the folder (created if needed).
+    name: a bare file stem such as ``'loss_curves'`` (no ``/``, no ``.png``).
+    dpi: resolution of the PNG.
+
+  Returns:
+    the written file's path on process 0, None elsewhere.
   """
   import matplotlib.pyplot as plt  # local: keep matplotlib off the import path of the library
 

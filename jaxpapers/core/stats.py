@@ -92,11 +92,25 @@ class TInterval:
   confidence: float
 
   def excludes(self, value: float = 0.0) -> bool:
-    """True when ``value`` lies strictly outside ``[lo, hi]`` (False when the bounds are NaN)."""
+    """True when ``value`` lies strictly outside ``[lo, hi]`` (False when the bounds are NaN).
+
+    Args:
+      value: the value to test (0: "is the difference significant").
+
+    Returns:
+      whether the interval excludes ``value``.
+    """
     return bool(self.lo > value or self.hi < value)
 
   def format(self, fmt: str = ".3g") -> str:
-    """``'mean ± half_width'`` with the format spec ``fmt`` (e.g. ``'+.2f'``)."""
+    """The interval as ``'mean ± half_width'``.
+
+    Args:
+      fmt: the format spec of both numbers (e.g. ``'+.2f'``; the half-width drops the sign).
+
+    Returns:
+      the formatted string.
+    """
     return f"{self.mean:{fmt}} ± {self.half_width:{fmt.replace('+', '')}}"
 
 
@@ -122,7 +136,14 @@ class LogRatioInterval:
   confidence: float
 
   def excludes(self, ratio: float = 1.0) -> bool:
-    """True when ``ratio`` lies strictly outside ``[ratio_lo, ratio_hi]``."""
+    """True when ``ratio`` lies strictly outside ``[ratio_lo, ratio_hi]``.
+
+    Args:
+      ratio: the ratio to test (1: "do the two differ").
+
+    Returns:
+      whether the interval excludes ``ratio`` (False when the bounds are NaN).
+    """
     return bool(self.ratio_lo > ratio or self.ratio_hi < ratio)
 
 
@@ -150,7 +171,14 @@ class BootstrapInterval:
   resamples: np.ndarray = dataclasses.field(repr=False, compare=False)
 
   def excludes(self, value: float = 0.0) -> bool:
-    """True when ``value`` lies strictly outside ``[lo, hi]`` (False when the bounds are NaN)."""
+    """True when ``value`` lies strictly outside ``[lo, hi]`` (False when the bounds are NaN).
+
+    Args:
+      value: the value to test (0: "is the difference significant").
+
+    Returns:
+      whether the interval excludes ``value``.
+    """
     return bool(self.lo > value or self.hi < value)
 
 

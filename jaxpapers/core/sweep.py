@@ -48,7 +48,7 @@ from __future__ import annotations
 import hashlib
 import math
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -79,7 +79,7 @@ def _is_writer() -> bool:
 # ------------------------------------------------------------------ mesh --
 
 
-def runs_mesh(num_runs: int, devices=None) -> Mesh:
+def runs_mesh(num_runs: int, devices: Sequence[jax.Device] | None = None) -> Mesh:
   """A 1-D ``jax.make_mesh`` mesh (axis ``'runs'``) sized for ``num_runs`` runs.
 
   With one process it uses the fewest devices that keep the per-device load
@@ -294,7 +294,8 @@ class Sweep:
       checkpoint_every: chunks between checkpoints (>= 1).
       max_chunks: stop after this many chunks in this call (the result is
         then partial, ``complete`` False); for time-limited jobs and tests.
-      desc: progress bar label; show_progress: show it (process 0 only).
+      desc: progress bar label.
+      show_progress: show the progress bar (process 0 only).
 
     Returns:
       A :class:`SweepResult`; ``history`` ``[R, T, ...]`` and ``evals``
@@ -449,9 +450,24 @@ def run_sweep(
   num_steps: int,
   eval_fn: EvalFn | None = None,
   mesh: Mesh | None = None,
-  **run_kwargs,
+  **run_kwargs: Any,
 ) -> SweepResult:
-  """One-off :class:`Sweep` (``Sweep(init_fn, step_fn, eval_fn, mesh=mesh).run(...)``)."""
+  """One-off :class:`Sweep` (``Sweep(init_fn, step_fn, eval_fn, mesh=mesh).run(...)``).
+
+  Args:
+    init_fn: ``(hparams, key, data) -> state`` for one run.
+    step_fn: ``(state, hparams, key, step, data) -> (state, metrics)`` for one run and step.
+    hparams: pytree of arrays, each with leading axis ``[R, ...]``.
+    keys: ``[R]`` typed PRNG keys, one per run.
+    num_steps: ``T``, steps per run.
+    eval_fn: optional ``(state, hparams, key, data) -> metrics``, run after every chunk.
+    mesh: the mesh whose first axis shards the runs (default :func:`runs_mesh`).
+    **run_kwargs: further keyword arguments of :meth:`Sweep.run` (``chunk_size``, ``data``,
+      ``checkpoint_dir``, ...).
+
+  Returns:
+    the :class:`SweepResult` of :meth:`Sweep.run`.
+  """
   return Sweep(init_fn, step_fn, eval_fn, mesh=mesh).run(
     hparams, keys, num_steps=num_steps, **run_kwargs
   )
@@ -521,11 +537,26 @@ class CellStore:
     return urllib.parse.quote(name, safe="") + cls.SUFFIX
 
   def path(self, name: str) -> epath.Path:
-    """The file of cell ``name``."""
+    """The file of cell ``name``.
+
+    Args:
+      name: the cell's name (a non-empty str).
+
+    Returns:
+      ``<directory>/<percent-encoded name>.json``.
+    """
     return self.directory / self._filename(name)
 
   def put(self, name: str, value: Any) -> None:
-    """Stores ``value`` under ``name`` (replacing any previous value, atomically)."""
+    """Stores ``value`` under ``name`` (replacing any previous value, atomically).
+
+    Args:
+      name: the cell's name (a non-empty str).
+      value: a JSON-serialisable value (NumPy arrays and scalars are converted).
+
+    Raises:
+      TypeError: ``value`` is not JSON-serialisable, or ``name`` is not a non-empty str.
+    """
     try:
       record = cache_lib.write_json(self.path(name), {"name": name, "value": value})
     except TypeError as e:
@@ -534,7 +565,14 @@ class CellStore:
     self._cells[name] = record["value"]
 
   def checkpoint_dir(self, name: str) -> epath.Path:
-    """The checkpoint directory :meth:`get_or_compute` gives cell ``name``."""
+    """The checkpoint directory :meth:`get_or_compute` gives cell ``name``.
+
+    Args:
+      name: the cell's name (a non-empty str).
+
+    Returns:
+      ``<checkpoint_root>/<percent-encoded name>``.
+    """
     return self.checkpoint_root / self._filename(name)[: -len(self.SUFFIX)]
 
   def get_or_compute(self, name: str, compute: Callable[[epath.Path], Any]) -> Any:
@@ -542,6 +580,14 @@ class CellStore:
 
     The returned value is what the store holds (JSON types), whether it was
     computed now or read back, so a resumed run sees the same objects.
+
+    Args:
+      name: the cell's name (a non-empty str).
+      compute: ``compute(checkpoint_dir) -> value``, called only when the cell is missing; its
+        checkpoint directory is removed once the value is stored.
+
+    Returns:
+      the cell's value as stored (JSON types).
     """
     if name not in self._cells:
       ckpt_dir = self.checkpoint_dir(name)
@@ -553,6 +599,15 @@ class CellStore:
     return self._cells[name]
 
   def get(self, name: str, default: Any = None) -> Any:
+    """The stored value of ``name``, or ``default``.
+
+    Args:
+      name: the cell's name.
+      default: what to return when the cell is missing.
+
+    Returns:
+      the cell's value (JSON types), or ``default``.
+    """
     return self._cells.get(name, default)
 
   def __getitem__(self, name: str) -> Any:
@@ -568,11 +623,25 @@ class CellStore:
     return iter(sorted(self._cells))
 
   def keys(self) -> list[str]:
+    """The names of the stored cells.
+
+    Returns:
+      the names, sorted.
+    """
     return sorted(self._cells)
 
   def items(self) -> list[tuple[str, Any]]:
-    """``(name, value)`` pairs sorted by name."""
+    """The stored cells.
+
+    Returns:
+      ``(name, value)`` pairs sorted by name.
+    """
     return [(k, self._cells[k]) for k in sorted(self._cells)]
 
   def to_dict(self) -> dict[str, Any]:
+    """The stored cells as a dict.
+
+    Returns:
+      name -> value, in name order.
+    """
     return dict(self.items())

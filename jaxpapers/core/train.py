@@ -29,7 +29,9 @@ from jaxpapers.core.progress import progress
 class TrainState(flax.struct.PyTreeNode):
   """Functional training state of an NNX model.
 
-  Attributes:
+  Build one with :meth:`create`; the constructor's arguments are the fields.
+
+  Args:
     step: int32 scalar, number of updates applied.
     graphdef: the model's static graph definition (not a pytree leaf).
     params: the ``nnx.Param`` variables, as an ``nnx.State`` pytree.
@@ -47,6 +49,15 @@ class TrainState(flax.struct.PyTreeNode):
 
   @classmethod
   def create(cls, model: nnx.Module, tx: optax.GradientTransformation) -> TrainState:
+    """Splits ``model`` into a state at step 0 and initialises the optimizer.
+
+    Args:
+      model: the NNX module; its ``nnx.Param`` variables become ``params``, the rest ``rest``.
+      tx: the optax transformation, initialised over ``params``.
+
+    Returns:
+      the state with ``step = 0`` (an int32 scalar).
+    """
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     return cls(
       step=jnp.zeros((), jnp.int32),
@@ -58,7 +69,11 @@ class TrainState(flax.struct.PyTreeNode):
     )
 
   def model(self) -> nnx.Module:
-    """The NNX module with this state's variables (a fresh object each call)."""
+    """The NNX module with this state's variables.
+
+    Returns:
+      a fresh module each call, merged from ``graphdef``, ``params`` and ``rest``.
+    """
     return nnx.merge(self.graphdef, self.params, self.rest)
 
   def value_and_grad(
@@ -69,6 +84,12 @@ class TrainState(flax.struct.PyTreeNode):
     Merges the model, differentiates with ``nnx.value_and_grad`` (so layers that
     mutate state, such as BatchNorm statistics or dropout RNG counters, work
     under ``jax.jit``), and splits the mutated non-parameter state back out.
+
+    Args:
+      loss_fn: ``loss_fn(model, *args)`` returning a scalar loss, or ``(loss, aux)`` when
+        ``has_aux``.
+      *args: further arguments of ``loss_fn`` (e.g. the batch).
+      has_aux: whether ``loss_fn`` returns ``(loss, aux)``.
 
     Returns:
       ``(value, grads, rest)``: ``value`` is what ``loss_fn`` returns (a
@@ -82,7 +103,17 @@ class TrainState(flax.struct.PyTreeNode):
     return value, grads, rest
 
   def apply_gradients(self, grads: Any, *, rest: Any = None, **extra_args: Any) -> TrainState:
-    """One optax update; ``extra_args`` reach ``GradientTransformationExtraArgs``."""
+    """One optax update.
+
+    Args:
+      grads: gradients, of ``params``' structure.
+      rest: updated non-parameter state (from :meth:`value_and_grad`); None keeps ``rest``.
+      **extra_args: keyword arguments passed to ``tx.update`` (for
+        ``GradientTransformationExtraArgs``, e.g. ``value`` of a line search).
+
+    Returns:
+      the state with ``step + 1``, updated ``params`` and ``opt_state``, and ``rest``.
+    """
     if extra_args:
       updates, opt_state = self.tx.update(grads, self.opt_state, self.params, **extra_args)
     else:
@@ -96,7 +127,11 @@ class TrainState(flax.struct.PyTreeNode):
     )
 
   def checkpoint_tree(self) -> dict[str, Any]:
-    """The arrays to save (everything but the static parts)."""
+    """The arrays to save (everything but the static parts).
+
+    Returns:
+      ``{'step', 'params', 'rest', 'opt_state'}``, the pytree :meth:`restore_from` reads.
+    """
     return {
       "step": self.step,
       "params": self.params,
@@ -105,6 +140,14 @@ class TrainState(flax.struct.PyTreeNode):
     }
 
   def restore_from(self, tree: dict[str, Any]) -> TrainState:
+    """The state with its arrays taken from a restored checkpoint tree.
+
+    Args:
+      tree: a dict of the form returned by :meth:`checkpoint_tree`.
+
+    Returns:
+      this state with ``step``, ``params``, ``rest`` and ``opt_state`` replaced.
+    """
     return self.replace(
       step=tree["step"], params=tree["params"], rest=tree["rest"], opt_state=tree["opt_state"]
     )

@@ -74,7 +74,14 @@ _KINDS = {
 
 
 def is_concrete(*xs: Any) -> bool:
-  """True when no leaf of ``xs`` is a JAX tracer, i.e. its values can be read now."""
+  """True when no leaf of ``xs`` is a JAX tracer, i.e. its values can be read now.
+
+  Args:
+    *xs: pytrees to inspect.
+
+  Returns:
+    False when any leaf is a ``jax.core.Tracer``.
+  """
   return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(xs))
 
 
@@ -142,6 +149,15 @@ def check_int(
 ) -> int:
   """A static integer argument (Python or numpy int, not bool) as a Python int.
 
+  Args:
+    value: the argument.
+    name: its name in the caller's signature (used in the message).
+    min_value: the smallest allowed value, or None.
+    max_value: the largest allowed value, or None.
+
+  Returns:
+    ``int(value)``.
+
   Raises:
     TypeError: not an integer. ValueError: outside ``[min_value, max_value]``.
   """
@@ -167,6 +183,18 @@ def check_float(
 ) -> float:
   """A static real argument as a Python float: finite (NaN never passes) and in range.
 
+  Args:
+    value: the argument.
+    name: its name in the caller's signature (used in the message).
+    min_value: the lower bound, or None.
+    max_value: the upper bound, or None.
+    min_inclusive: whether ``min_value`` itself passes.
+    max_inclusive: whether ``max_value`` itself passes.
+    allow_inf: whether +-inf pass (still subject to the bounds).
+
+  Returns:
+    ``float(value)``.
+
   Raises:
     TypeError: not a real number. ValueError: NaN, infinite (unless ``allow_inf``) or out of
       range.
@@ -183,7 +211,7 @@ def check_float(
   return value
 
 
-def check_values(ok: Any, message: str, *, error: type[Exception] = ValueError):
+def check_values(ok: Any, message: str, *, error: type[Exception] = ValueError) -> bool | jax.Array:
   """A value check following the policy: raise when concrete, else return a traced flag.
 
   Args:
@@ -210,6 +238,14 @@ def poison(tree: Any, ok: Any, *, int_fill: int = -1) -> Any:
 
   ``ok`` is what :func:`check_values` returned (several flags may be combined with ``&``);
   ``True`` returns ``tree`` unchanged. Bool leaves and non-array leaves are left alone.
+
+  Args:
+    tree: a pytree of arrays (and other leaves).
+    ok: ``True``, or a traced boolean scalar.
+    int_fill: the value that replaces integer leaves when ``ok`` is False.
+
+  Returns:
+    ``tree`` of the same structure, shapes and dtypes.
   """
   if ok is True:
     return tree
@@ -230,7 +266,15 @@ def poison(tree: Any, ok: Any, *, int_fill: int = -1) -> Any:
 
 
 def check_path(value: Any, name: str) -> os.PathLike | str:
-  """A filesystem path argument (str or ``os.PathLike``); raises TypeError otherwise."""
+  """A filesystem path argument (str or ``os.PathLike``); raises TypeError otherwise.
+
+  Args:
+    value: the argument.
+    name: its name in the caller's signature (used in the message).
+
+  Returns:
+    ``value`` unchanged.
+  """
   if not isinstance(value, (str, os.PathLike)):
     raise TypeError(
       f"{name} must be a path (str or os.PathLike), got {type(value).__name__} {value!r}"

@@ -104,7 +104,9 @@ def _exact_jit(m):
   return value / (rows * cols), s, t
 
 
-def cut_norm_exact(m: jax.Array, *, return_sets: bool = False):
+def cut_norm_exact(
+  m: jax.Array, *, return_sets: bool = False
+) -> jax.Array | tuple[jax.Array, jax.Array, jax.Array]:
   r"""Exact normalised cut norm by enumerating the subsets of the shorter side.
 
   :math:`\|M\|_\square = \frac{1}{mn}\max_S \max\big(\sum_j (1_S^\top M)_j^+,\ \sum_j
@@ -173,7 +175,9 @@ def _lb_jit(m, key, restarts, iters):
   return v / (m.shape[0] * m.shape[1]), s, t
 
 
-def cut_norm_lb(m: jax.Array, key: jax.Array, *, restarts: int = 64, iters: int = 20):
+def cut_norm_lb(
+  m: jax.Array, key: jax.Array, *, restarts: int = 64, iters: int = 20
+) -> tuple[jax.Array, jax.Array, jax.Array]:
   r"""A witnessed lower bound on the normalised cut norm by alternating maximisation.
 
   From ``restarts`` random column sets :math:`T`, alternate

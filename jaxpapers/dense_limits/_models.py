@@ -100,7 +100,11 @@ class StronglyDenseMLP(nnx.Module):
       setattr(self, f"b{l}", nnx.Param(jnp.zeros((n_out,))))
 
   def scales(self) -> tuple[float, ...]:
-    """The aggregation factor of each layer (``1/n_{l-1}`` or 1)."""
+    """The aggregation factor of each layer (``1/n_{l-1}`` or 1).
+
+    Returns:
+      ``num_layers`` Python floats: ``1/n_in`` of a mean-normalised layer, else 1.
+    """
     out = []
     for l in range(self.num_layers):
       norm = self.normalize == "mean" and (l > 0 or self.normalize_first)
@@ -108,7 +112,11 @@ class StronglyDenseMLP(nnx.Module):
     return tuple(out)
 
   def layers(self) -> list[tuple[jax.Array, jax.Array]]:
-    """``[(kernel [n_in, n_out], bias [n_out]), ...]``."""
+    """The layers' parameters, first layer first.
+
+    Returns:
+      ``[(kernel [n_in, n_out], bias [n_out]), ...]``, one pair of float arrays per layer.
+    """
     return [
       (getattr(self, f"w{l}")[...], getattr(self, f"b{l}")[...]) for l in range(self.num_layers)
     ]

@@ -29,6 +29,7 @@ from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -42,7 +43,9 @@ _LN_EPS = 1e-5
 class DenseAMConfig:
   """Static model configuration (hashable; safe to close over under ``jax.jit``).
 
-  Attributes:
+  Each argument is kept as the field of the same name.
+
+  Args:
     energy: ``'lse'`` (log-sum-exp Lagrangian, softmax activation) or ``'poly'``
       (rectified polynomial of degree ``n``).
     n: degree of the polynomial Lagrangian (``>= 2``; ignored for ``'lse'``).
@@ -184,7 +187,9 @@ def _energy_grad(xi, x, cfg, alpha, gamma, beta_scale):
   return x - (down if cfg.input_norm == "none" else g_vjp(down)[0])
 
 
-def energy(xi: Any, x: Any, cfg: DenseAMConfig, mult: Mapping[str, Any] | None = None):
+def energy(
+  xi: ArrayLike, x: ArrayLike, cfg: DenseAMConfig, mult: Mapping[str, Any] | None = None
+) -> jax.Array:
   """The DenseAM energy ``E(x) = 1/2 ||x||^2 - gamma Phi(alpha Xi g(x))``.
 
   Args:
@@ -207,7 +212,9 @@ def energy(xi: Any, x: Any, cfg: DenseAMConfig, mult: Mapping[str, Any] | None =
   return _energy_jit(xi, x, cfg, *_multipliers(mult))
 
 
-def energy_grad(xi: Any, x: Any, cfg: DenseAMConfig, mult: Mapping[str, Any] | None = None):
+def energy_grad(
+  xi: ArrayLike, x: ArrayLike, cfg: DenseAMConfig, mult: Mapping[str, Any] | None = None
+) -> jax.Array:
   """``grad_x E(x) = x - gamma alpha J_g(x)^T Xi^T f(alpha Xi g(x))`` in closed form.
 
   For ``g = id`` the Jacobian is the identity; for LayerNorm its transpose is applied with a

@@ -34,9 +34,13 @@ BETA_RULES = ("const", "power", "sqrtlog")
 class Parametrization:
   """Exponents that say how each hyperparameter scales with the number of memories K.
 
-  Attributes:
+  Each argument is kept as the field of the same name.
+
+  Args:
     base_width: ``K0`` (>= 2), the width at which every multiplier equals its base value.
-    sigma0: base init scale (> 0). alpha0, gamma0: base role multipliers (> 0).
+    sigma0: base init scale (> 0).
+    alpha0: base input-role multiplier (> 0).
+    gamma0: base output-role multiplier (> 0).
     a: input-role exponent, ``alpha = alpha0 (K/K0)^-a``.
     b: init exponent, ``std = sigma0 N^-1/2 (K/K0)^-b``.
     c: learning-rate exponent, ``lr = eta (K/K0)^-c``.
@@ -99,12 +103,27 @@ class Parametrization:
       "eps_scale": r ** (-self.d),
     }
 
-  def replace(self, **changes) -> Parametrization:
+  def replace(self, **changes: Any) -> Parametrization:
+    """A copy with some fields changed (validated again).
+
+    Args:
+      **changes: field name -> new value.
+
+    Returns:
+      the new parametrisation.
+    """
     return dataclasses.replace(self, **changes)
 
   @classmethod
   def standard(cls, base_width: int = 64) -> Parametrization:
-    """Standard parametrisation: no exponent, every hyperparameter independent of K."""
+    """Standard parametrisation: no exponent, every hyperparameter independent of K.
+
+    Args:
+      base_width: ``K0``.
+
+    Returns:
+      the :class:`Parametrization` named ``'standard'``.
+    """
     return cls(base_width=base_width, name="standard")
 
   @classmethod
@@ -115,6 +134,12 @@ class Parametrization:
     ``1/K``; with Adam the per-entry update is ``O(eta)`` and so is the readout change
     ``sum_mu f_mu Delta xi_mu``. H1 therefore coincides with :meth:`standard` and predicts
     that standard parametrisation already transfers the learning rate in K.
+
+    Args:
+      base_width: ``K0``.
+
+    Returns:
+      the :class:`Parametrization` named ``'hypothesis_lse'``.
     """
     return cls(base_width=base_width, name="hypothesis_lse")
 
@@ -130,6 +155,9 @@ class Parametrization:
     Args:
       n: the polynomial degree (recorded in the name; the exponents do not depend on it).
       base_width: ``K0``.
+
+    Returns:
+      the :class:`Parametrization` named ``'hypothesis_poly<n>'``.
     """
     V.check_int(n, "n (polynomial degree)", min_value=2)
     return cls(base_width=base_width, g=1.0, d=1.0, name=f"hypothesis_poly{n}")
@@ -206,6 +234,14 @@ class Parametrization:
     """The paper's prescription (arXiv 2605.10164, §3–4): not available to us yet.
 
     Use :meth:`derived` for the prescription derived here (not read from the paper).
+
+    Args:
+      *args: reserved for the paper's arguments.
+      **kwargs: reserved for the paper's arguments.
+
+    Returns:
+      the paper's :class:`Parametrization`, once its exponents are entered (until then this
+      raises).
 
     Raises:
       NotImplementedError: always, until the paper's exponents are entered here.

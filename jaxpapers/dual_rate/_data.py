@@ -9,17 +9,31 @@ Images are float32 [N, H, W, 1] in [-1, 1]; labels int32 [N].
 from __future__ import annotations
 
 import functools
+import os
 import pathlib
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+  import tensorflow_datasets as tfds
 
 DATASETS = ("digits", "shapes")
 SHAPE_CLASSES = ("disc", "square", "triangle", "cross")
 
 
-def digits(*, num_test: int = 500, seed: int = 0) -> dict:
+def digits(*, num_test: int = 500, seed: int = 0) -> dict[str, np.ndarray]:
   """sklearn ``load_digits`` (1797 images of 8x8, values 0..16) scaled to [-1, 1], split in a
-  fixed random train/test split. Returns dict(train_images, train_labels, test_images, test_labels)."""
+  fixed random train/test split.
+
+  Args:
+    num_test: size of the test split, an int in [1, 1797).
+    seed: seed of the split's permutation.
+
+  Returns:
+    ``{'train_images': [1797 - num_test, 8, 8, 1] float32, 'train_labels': [1797 - num_test]
+    int32, 'test_images': [num_test, 8, 8, 1] float32, 'test_labels': [num_test] int32}``.
+  """
   if (
     isinstance(num_test, bool)
     or not isinstance(num_test, (int, np.integer))
@@ -38,7 +52,16 @@ def digits(*, num_test: int = 500, seed: int = 0) -> dict:
 
 def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) -> np.ndarray:
   """Render one anti-aliased shape per label (0 disc, 1 square, 2 triangle, 3 cross) with random
-  centre, size, rotation and intensity on a dark background. Returns [N, S, S, 1] in [-1, 1]."""
+  centre, size, rotation and intensity on a dark background.
+
+  Args:
+    labels: [N] int shape classes in [0, 4).
+    image_size: side S of the square images, an int >= 4.
+    seed: seed of the random placement and intensity.
+
+  Returns:
+    [N, S, S, 1] float32 images in [-1, 1].
+  """
   labels = np.asarray(labels)
   if labels.ndim != 1 or not (np.issubdtype(labels.dtype, np.integer) or labels.size == 0):
     raise ValueError(f"labels must be a 1-D integer array, got {labels.dtype}{labels.shape}")
@@ -82,8 +105,19 @@ def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) ->
 
 def shapes(
   *, num_train: int = 2000, num_test: int = 400, image_size: int = 16, seed: int = 0
-) -> dict:
-  """Procedurally generated shapes (4 classes), deterministic in ``seed``; same dict as :func:`digits`."""
+) -> dict[str, np.ndarray]:
+  """Procedurally generated shapes (4 classes), deterministic in ``seed``.
+
+  Args:
+    num_train: size of the training split, an int >= 1.
+    num_test: size of the test split, an int >= 1.
+    image_size: side S of the square images, an int >= 4.
+    seed: seed of the labels and the rendering.
+
+  Returns:
+    the keys of :func:`digits`: [num_train, S, S, 1] / [num_test, S, S, 1] float32 images and
+    [num_train] / [num_test] int32 labels.
+  """
   for name, v in (("num_train", num_train), ("num_test", num_test)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
       raise ValueError(f"{name} must be an int >= 1, got {v!r}")
@@ -98,15 +132,30 @@ def shapes(
   }
 
 
-def load_numpy(name: str, **kwargs) -> dict:
-  """Numpy source by name: 'digits' or 'shapes'."""
+def load_numpy(name: str, **kwargs: Any) -> dict[str, np.ndarray]:
+  """Numpy source by name: 'digits' or 'shapes'.
+
+  Args:
+    name: 'digits' or 'shapes'.
+    **kwargs: keyword arguments of :func:`digits` or :func:`shapes`.
+
+  Returns:
+    the dataset's dict of train/test images and labels.
+  """
   if name not in DATASETS:
     raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
   return digits(**kwargs) if name == "digits" else shapes(**kwargs)
 
 
 def num_classes(name: str) -> int:
-  """Number of classes of the dataset 'digits' (10) or 'shapes' (4)."""
+  """Number of classes of a dataset.
+
+  Args:
+    name: 'digits' or 'shapes'.
+
+  Returns:
+    10 for 'digits', 4 for 'shapes'.
+  """
   if name not in DATASETS:
     raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
   return 10 if name == "digits" else len(SHAPE_CLASSES)
@@ -168,16 +217,31 @@ def _builders():
   return {"digits": DigitsImages, "shapes": ShapesImages}
 
 
-def tfds_builder(name: str, data_dir):
-  """The TFDS builder for 'digits' or 'shapes' writing array_record files under ``data_dir``."""
+def tfds_builder(name: str, data_dir: str | os.PathLike[str]) -> tfds.core.GeneratorBasedBuilder:
+  """The TFDS builder for 'digits' or 'shapes' writing array_record files under ``data_dir``.
+
+  Args:
+    name: 'digits' or 'shapes'.
+    data_dir: the TFDS data directory.
+
+  Returns:
+    an unprepared builder (call ``download_and_prepare``; nothing is downloaded).
+  """
   if name not in DATASETS:
     raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
   return _builders()[name](data_dir=str(data_dir), file_format="array_record")
 
 
-def load_tfds(name: str, data_dir) -> dict:
-  """Prepare (once) and read the TFDS dataset through ``as_data_source``; same dict (and order,
-  restored from the stored ``index`` feature) as the numpy sources."""
+def load_tfds(name: str, data_dir: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+  """Prepare (once) and read the TFDS dataset through ``as_data_source``.
+
+  Args:
+    name: 'digits' or 'shapes'.
+    data_dir: the TFDS data directory; the dataset is built there on first use.
+
+  Returns:
+    the same dict (and order, restored from the stored ``index`` feature) as the NumPy sources.
+  """
   if name not in DATASETS:
     raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
   b = tfds_builder(name, pathlib.Path(data_dir))

@@ -19,12 +19,20 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
+from numpy.typing import ArrayLike
 
 
 class FeatureClassifier(nnx.Module):
   """Small CNN: conv(32) -> conv(64, stride 2) -> dense(feature_dim) -> dense(num_classes).
 
   ``features(x)`` returns the penultimate ``feature_dim`` activations used for FD/KID.
+
+  Args:
+    image_size: side H = W of the square input images.
+    channels: image channels C.
+    num_classes: number of output logits.
+    feature_dim: width of the penultimate (feature) layer.
+    rngs: random streams for the initialisation.
   """
 
   def __init__(
@@ -42,7 +50,15 @@ class FeatureClassifier(nnx.Module):
     self.fc = nnx.Linear(side * side * 64, feature_dim, rngs=rngs)
     self.head = nnx.Linear(feature_dim, num_classes, rngs=rngs)
 
-  def features(self, x):
+  def features(self, x: jax.Array) -> jax.Array:
+    """Penultimate activations, the features of FD/KID.
+
+    Args:
+      x: [B, H, W, C] float images.
+
+    Returns:
+      [B, feature_dim] float array (after ReLU, so non-negative).
+    """
     if x.ndim != 4:
       raise ValueError(f"x must be [B, H, W, C], got {x.shape}")
     y = jax.nn.relu(self.c2(jax.nn.relu(self.c1(x))))
@@ -63,10 +79,23 @@ def train_classifier(
   seed: int = 0,
   noise_std: float = 0.1,
 ) -> FeatureClassifier:
-  """Train a FeatureClassifier with Adam on [N, H, W, C] images (small Gaussian-noise augmentation).
+  """Train a FeatureClassifier with Adam on images (small Gaussian-noise augmentation).
 
   ``steps`` and ``batch_size`` must be ints >= 1, ``learning_rate`` a finite number > 0 and
   ``noise_std`` a finite number >= 0 (``ValueError`` otherwise).
+
+  Args:
+    images: [N, H, W, C] float training images.
+    labels: [N] int class ids in [0, num_classes).
+    num_classes: number of classes (an int >= 1).
+    steps: number of Adam steps.
+    batch_size: examples per step, drawn with replacement.
+    learning_rate: Adam's learning rate.
+    seed: seed of the initialisation, the batches and the augmentation noise.
+    noise_std: standard deviation of the Gaussian noise added to each batch.
+
+  Returns:
+    the trained classifier.
   """
   images = np.asarray(images, np.float32)
   labels = np.asarray(labels)
@@ -146,8 +175,19 @@ def _logits_jit(graphdef, state, x):
   return nnx.merge(graphdef, state)(x)
 
 
-def extract_features(classifier: FeatureClassifier, images, *, batch_size: int = 256) -> np.ndarray:
-  """Penultimate features [N, feature_dim] as float64 numpy (images [N, H, W, C])."""
+def extract_features(
+  classifier: FeatureClassifier, images: ArrayLike, *, batch_size: int = 256
+) -> np.ndarray:
+  """Penultimate features of a classifier, computed in fixed-size batches.
+
+  Args:
+    classifier: the trained feature classifier.
+    images: [N, H, W, C] float images.
+    batch_size: images per compiled call (the last batch is zero-padded).
+
+  Returns:
+    [N, feature_dim] float64 NumPy array.
+  """
   if not isinstance(classifier, FeatureClassifier):
     raise TypeError(f"classifier must be a FeatureClassifier, got {type(classifier).__name__}")
   if np.ndim(images) != 4:
@@ -164,8 +204,19 @@ def extract_features(classifier: FeatureClassifier, images, *, batch_size: int =
   return np.concatenate(out)[:n].astype(np.float64)
 
 
-def classifier_accuracy(classifier: FeatureClassifier, images, labels) -> float:
-  """Top-1 accuracy of ``classifier`` on images [N, H, W, C] with integer labels [N]."""
+def classifier_accuracy(
+  classifier: FeatureClassifier, images: ArrayLike, labels: ArrayLike
+) -> float:
+  """Top-1 accuracy of ``classifier``.
+
+  Args:
+    classifier: the trained feature classifier.
+    images: [N, H, W, C] float images.
+    labels: [N] int class ids.
+
+  Returns:
+    the fraction of images whose argmax logit is the label, in [0, 1].
+  """
   if not isinstance(classifier, FeatureClassifier):
     raise TypeError(f"classifier must be a FeatureClassifier, got {type(classifier).__name__}")
   if np.ndim(images) != 4 or np.shape(labels) != (np.shape(images)[0],):
@@ -195,11 +246,18 @@ def _sqrtm_psd(s):
   return (v * np.sqrt(np.clip(w, 0, None))) @ v.T
 
 
-def frechet_distance(f_real, f_gen) -> float:
+def frechet_distance(f_real: ArrayLike, f_gen: ArrayLike) -> float:
   """||mu_1 - mu_2||^2 + tr(S_1 + S_2 - 2 (S_1^{1/2} S_2 S_1^{1/2})^{1/2}), in float64.
 
   Uses the symmetric form via eigh and clips negative eigenvalues to 0 (PSD-clipped).
   Comparable only at a fixed N, classifier and dataset.
+
+  Args:
+    f_real: [N, D] finite features of real images, N >= 2.
+    f_gen: [M, D] finite features of generated images, M >= 2.
+
+  Returns:
+    the Frechet distance (>= 0 up to rounding).
   """
   a, b = _check_feats(f_real, f_gen)
   mu1, mu2 = a.mean(0), b.mean(0)
@@ -211,10 +269,28 @@ def frechet_distance(f_real, f_gen) -> float:
 
 
 def kernel_inception_distance(
-  f_real, f_gen, *, degree: int = 3, subsets: int = 10, subset_size: int = 500, seed: int = 0
+  f_real: ArrayLike,
+  f_gen: ArrayLike,
+  *,
+  degree: int = 3,
+  subsets: int = 10,
+  subset_size: int = 500,
+  seed: int = 0,
 ) -> float:
   """Unbiased MMD^2 with the polynomial kernel k(x, y) = (x.y / d + 1)^degree, averaged over
-  random subsets of size min(subset_size, N, M)."""
+  random subsets of size min(subset_size, N, M).
+
+  Args:
+    f_real: [N, D] finite features of real images, N >= 2.
+    f_gen: [M, D] finite features of generated images, M >= 2.
+    degree: the kernel's degree.
+    subsets: number of random subsets averaged.
+    subset_size: largest subset size.
+    seed: seed of the subset draws.
+
+  Returns:
+    the mean unbiased MMD^2 estimate (may be slightly negative).
+  """
   a, b = _check_feats(f_real, f_gen)
   for name, v in (("degree", degree), ("subsets", subsets), ("subset_size", subset_size)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -235,10 +311,17 @@ def kernel_inception_distance(
   return float(np.mean(vals))
 
 
-def precision_recall_knn(f_real, f_gen, *, k: int = 3) -> tuple[float, float]:
+def precision_recall_knn(f_real: ArrayLike, f_gen: ArrayLike, *, k: int = 3) -> tuple[float, float]:
   """k-NN precision (fraction of generated inside the real manifold) and recall (vice versa).
 
-  k must be an int in [1, min(N, M) - 1]."""
+  Args:
+    f_real: [N, D] finite features of real images, N >= 2.
+    f_gen: [M, D] finite features of generated images, M >= 2.
+    k: neighbour whose distance sets each point's radius, an int in [1, min(N, M) - 1].
+
+  Returns:
+    ``(precision, recall)``, two fractions in [0, 1].
+  """
   a, b = _check_feats(f_real, f_gen)
   k_max = min(a.shape[0], b.shape[0]) - 1
   if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= k_max:
@@ -255,8 +338,16 @@ def precision_recall_knn(f_real, f_gen, *, k: int = 3) -> tuple[float, float]:
   return inside(b, a, radii(a)), inside(a, b, radii(b))
 
 
-def fd_metric(f_real, f_gen) -> float:
-  """Frechet distance via ``jaxpapers.metrics.frechet_distance`` evaluated in float64."""
+def fd_metric(f_real: ArrayLike, f_gen: ArrayLike) -> float:
+  """Frechet distance via ``jaxpapers.metrics.frechet_distance`` evaluated in float64.
+
+  Args:
+    f_real: [N, D] finite features of real images, N >= 2.
+    f_gen: [M, D] finite features of generated images, M >= 2.
+
+  Returns:
+    the Frechet distance.
+  """
   from jaxpapers import metrics
 
   a, b = _check_feats(f_real, f_gen)
@@ -264,8 +355,16 @@ def fd_metric(f_real, f_gen) -> float:
     return float(metrics.frechet_distance(jnp.asarray(a, jnp.float64), jnp.asarray(b, jnp.float64)))
 
 
-def kid_metric(f_real, f_gen) -> float:
-  """KID (all samples, cubic polynomial kernel) via ``jaxpapers.metrics`` evaluated in float64."""
+def kid_metric(f_real: ArrayLike, f_gen: ArrayLike) -> float:
+  """KID (all samples, cubic polynomial kernel) via ``jaxpapers.metrics`` evaluated in float64.
+
+  Args:
+    f_real: [N, D] finite features of real images, N >= 2.
+    f_gen: [M, D] finite features of generated images, M >= 2.
+
+  Returns:
+    the unbiased MMD^2 estimate.
+  """
   from jaxpapers import metrics
 
   a, b = _check_feats(f_real, f_gen)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.dual_rate._networks import DualRateModel, SingleNetwork
 from jaxpapers.dual_rate._schedule import (
@@ -46,8 +47,15 @@ def _x_hat(model, z, t, cond, schedule):
   return output_to_x(model(z, t, cond), z, t, schedule, model.parametrization)
 
 
-def last_refresh_index(refresh) -> np.ndarray:
-  """j[i] = max{r <= i : refresh[r]} for a bool refresh set with refresh[0] = True."""
+def last_refresh_index(refresh: ArrayLike) -> np.ndarray:
+  """j[i] = max{r <= i : refresh[r]} for a bool refresh set with refresh[0] = True.
+
+  Args:
+    refresh: [k] bool refresh set with ``refresh[0] = True``.
+
+  Returns:
+    [k] int NumPy array, the index of the last refresh at or before each step.
+  """
   refresh = np.asarray(refresh, bool)
   if refresh.ndim != 1 or not refresh[0]:
     raise ValueError("refresh must be a 1-D bool array with refresh[0] = True")
@@ -56,31 +64,36 @@ def last_refresh_index(refresh) -> np.ndarray:
 
 
 def mmd_losses(
-  student,
-  aux_denoiser,
-  teacher,
-  x,
-  cond,
-  key,
+  student: DualRateModel | SingleNetwork,
+  aux_denoiser: DualRateModel | SingleNetwork,
+  teacher: DualRateModel | SingleNetwork,
+  x: jax.Array,
+  cond: ArrayLike | None,
+  key: jax.Array,
   *,
   schedule: NoiseSchedule = NoiseSchedule(),
   num_student_steps: int = 4,
-  refresh=None,
+  refresh: ArrayLike | None = None,
   aux_weighting: str = "v",
-):
+) -> tuple[jax.Array, jax.Array, dict[str, jax.Array]]:
   """Student and auxiliary losses of one MMD step (alternating algorithm).
 
   Args:
     student: SingleNetwork or DualRateModel (the k-step generator).
     aux_denoiser: same type as the teacher; fitted to student samples.
     teacher: the frozen many-step model (SingleNetwork, or DualRateModel used with fresh features).
-    x: data [B, H, W, C]; cond: labels [B] or None; key: typed PRNG key.
+    x: [B, H, W, C] float data.
+    cond: [B] int class labels, or None.
+    key: typed PRNG key.
+    schedule: noise schedule shared by the three models.
     num_student_steps: k.
     refresh: bool [k] refresh pattern of a dual-rate student (default every step); ignored for a
       SingleNetwork student.
+    aux_weighting: 'v' | 'x' | 'eps' weight w(lambda_s) of the auxiliary denoiser's loss.
 
   Returns:
-    (student_loss, aux_loss, metrics). Gradients of ``student_loss`` reach only the student and
+    ``(student_loss, aux_loss, metrics)``: two float scalars and ``{'moment_gap': mean squared
+    gap between the auxiliary and the teacher's predictions}``. Gradients of ``student_loss`` reach only the student and
     those of ``aux_loss`` only the auxiliary denoiser, so their sum can be differentiated jointly.
   """
   if x.ndim != 4:

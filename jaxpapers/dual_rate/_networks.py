@@ -31,13 +31,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as val
 from jaxpapers.dual_rate._schedule import PARAMETRIZATIONS
 
 
-def timestep_embedding(t, dim: int, *, scale: float = 1000.0) -> jax.Array:
-  """Sinusoidal embedding of t [B] -> [B, dim] (Vaswani et al.; as in DDPM); dim even >= 2."""
+def timestep_embedding(t: ArrayLike, dim: int, *, scale: float = 1000.0) -> jax.Array:
+  """Sinusoidal embedding of times (Vaswani et al.; as in DDPM).
+
+  Args:
+    t: [B] float times.
+    dim: embedding width, an even int >= 2.
+    scale: factor applied to ``t`` before the sinusoids (1000 maps t in [0, 1] to DDPM steps).
+
+  Returns:
+    [B, dim] float32 array: ``dim / 2`` sines followed by ``dim / 2`` cosines.
+  """
   if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2 or dim % 2:
     raise ValueError(f"dim must be an even int >= 2, got {dim!r}")
   if jnp.ndim(t) != 1:
@@ -166,7 +176,20 @@ class _ViTTrunk(nnx.Module):
 
 
 class ContextEncoder(nnx.Module):
-  """Heavy context encoder ``E_phi(z_tau, tau, c) -> h [B, H/p, W/p, C_E]`` (ViT) [reconstruction]."""
+  """Heavy context encoder ``E_phi(z_tau, tau, c) -> h [B, H/p, W/p, C_E]`` (ViT) [reconstruction].
+
+  Args:
+    image_size: side H = W of the square input images; divisible by ``patch_size``.
+    channels: image channels C.
+    patch_size: side p of the square patches.
+    width: transformer width.
+    depth: number of transformer blocks.
+    num_heads: attention heads per block.
+    mlp_ratio: hidden width of each MLP as a multiple of ``width``.
+    feature_dim: channels C_E of the context ``h``.
+    num_classes: number of class labels (0: unconditional).
+    rngs: random streams for the initialisation.
+  """
 
   def __init__(
     self,
@@ -205,7 +228,20 @@ class ContextEncoder(nnx.Module):
 
 class SingleNetwork(nnx.Module):
   """Standard single-network denoiser of the heavy model's size: the encoder's ViT trunk plus an
-  unpatchify head. ``__call__(z, t, cond) -> output`` in ``parametrization``."""
+  unpatchify head. ``__call__(z, t, cond) -> output`` in ``parametrization``.
+
+  Args:
+    image_size: side H = W of the square input images; divisible by ``patch_size``.
+    channels: image channels C.
+    patch_size: side p of the square patches.
+    width: transformer width.
+    depth: number of transformer blocks.
+    num_heads: attention heads per block.
+    mlp_ratio: hidden width of each MLP as a multiple of ``width``.
+    num_classes: number of class labels (0: unconditional).
+    parametrization: what the output predicts: 'x', 'v' or 'eps'.
+    rngs: random streams for the initialisation.
+  """
 
   def __init__(
     self,
@@ -270,6 +306,17 @@ class LightDenoiser(nnx.Module):
   upsampled (nearest) to H x W and concatenated with z_t. FiLM embedding: sinusoidal(t),
   sinusoidal(tau) and ``lambda_t - lambda_tau`` (the staleness in log-SNR; passed in by the caller
   through ``delta_logsnr``) plus an optional class embedding.
+
+  Args:
+    channels: image channels C.
+    feature_dim: channels C_E of the context ``h`` it reads.
+    width: channels of the residual blocks.
+    num_blocks: number of FiLM-modulated residual blocks.
+    context_channels: channels of ``h`` after the 1x1 projection.
+    emb_dim: width of the time / class embedding that drives FiLM.
+    num_classes: number of class labels (0: unconditional).
+    parametrization: what the output predicts: 'x', 'v' or 'eps'.
+    rngs: random streams for the initialisation.
   """
 
   def __init__(
@@ -340,6 +387,23 @@ class DualRateModel(nnx.Module):
 
   ``denoise`` feeds the light model the log-SNR gap ``lambda_t - lambda_tau`` computed with the
   model's schedule-free convention: callers pass it (samplers and the loss do) or it is zero.
+
+  Args:
+    image_size: side H = W of the square input images; divisible by ``patch_size``.
+    channels: image channels C.
+    patch_size: the encoder's patch side p.
+    encoder_width: the encoder's transformer width.
+    encoder_depth: the encoder's number of transformer blocks.
+    num_heads: attention heads per encoder block.
+    mlp_ratio: the encoder's MLP hidden width as a multiple of ``encoder_width``.
+    feature_dim: channels C_E of the context ``h``.
+    denoiser_width: channels of the light denoiser's residual blocks.
+    denoiser_blocks: number of residual blocks of the light denoiser.
+    context_channels: channels of ``h`` after the denoiser's 1x1 projection.
+    denoiser_emb_dim: width of the denoiser's FiLM embedding.
+    num_classes: number of class labels (0: unconditional).
+    parametrization: what ``denoise`` predicts: 'x', 'v' or 'eps'.
+    rngs: random streams for the initialisation.
   """
 
   def __init__(
@@ -390,10 +454,41 @@ class DualRateModel(nnx.Module):
       rngs=rngs,
     )
 
-  def encode(self, z, t, cond=None):
+  def encode(self, z: jax.Array, t: ArrayLike, cond: ArrayLike | None = None) -> jax.Array:
+    """Runs the heavy encoder ``E_phi(z, t, c)``.
+
+    Args:
+      z: [B, H, W, C] float image batch, the noisy input at time ``t``.
+      t: scalar or [B] times.
+      cond: [B] int class labels, or None for "no label".
+
+    Returns:
+      the context ``h``, a [B, H/p, W/p, feature_dim] float array.
+    """
     return self.encoder(z, t, cond)
 
-  def denoise(self, z, t, h, tau, cond=None, delta_logsnr=None):
+  def denoise(
+    self,
+    z: jax.Array,
+    t: ArrayLike,
+    h: jax.Array,
+    tau: ArrayLike,
+    cond: ArrayLike | None = None,
+    delta_logsnr: ArrayLike | None = None,
+  ) -> jax.Array:
+    """Runs the light denoiser ``D_psi(z_t, t, h, tau, c)`` on a (possibly stale) context.
+
+    Args:
+      z: [B, H, W, C] float image batch at time ``t``.
+      t: scalar or [B] current times.
+      h: [B, H/p, W/p, feature_dim] context computed by :meth:`encode` at time ``tau``.
+      tau: scalar or [B] times at which ``h`` was computed.
+      cond: [B] int class labels, or None for "no label".
+      delta_logsnr: scalar or [B] staleness ``lambda_t - lambda_tau``; None means zero.
+
+    Returns:
+      [B, H, W, C] float array in the model's ``parametrization``.
+    """
     return self.denoiser(z, t, h, tau, cond, delta_logsnr)
 
   def __call__(self, z, t, cond=None):
@@ -402,7 +497,14 @@ class DualRateModel(nnx.Module):
 
 
 def count_params(model: nnx.Module) -> int:
-  """Number of trainable parameters."""
+  """Number of trainable parameters.
+
+  Args:
+    model: any Flax NNX module.
+
+  Returns:
+    the total size of its ``nnx.Param`` leaves.
+  """
   if not isinstance(model, nnx.Module):
     raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
   return int(sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param))))

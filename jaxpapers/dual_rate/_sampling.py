@@ -26,11 +26,14 @@ import functools
 import math
 import statistics
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as val
 from jaxpapers.dual_rate._networks import DualRateModel, SingleNetwork
@@ -52,6 +55,15 @@ def refresh_schedule(num_steps: int, *, interval: int = 4, kind: str = "uniform"
 
   'uniform': i mod interval == 0. 'front_loaded': refreshes dense at high noise (positions
   floor(N (j/m)^2)); 'back_loaded': dense at low noise (positions floor(N (1 - (1 - j/m)^2))).
+
+  Args:
+    num_steps: N, the number of sampler steps (an int >= 1).
+    interval: average number of steps between refreshes (an int >= 1).
+    kind: 'uniform', 'front_loaded' or 'back_loaded'.
+
+  Returns:
+    [num_steps] bool NumPy array R with ``R[0] = True`` and ``ceil(N / interval)`` True entries
+    (fewer only when the grid has fewer steps than that).
   """
   for name, v in (("num_steps", num_steps), ("interval", interval)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -210,21 +222,21 @@ def _sample_jit(graphdef, state, key, refresh, cond, **kw):
 
 
 def sample(
-  model,
-  key,
-  shape,
+  model: DualRateModel | SingleNetwork,
+  key: jax.Array,
+  shape: Sequence[int],
   *,
   num_steps: int,
-  refresh=None,
+  refresh: ArrayLike | None = None,
   sampler: str = "ddim",
   schedule: NoiseSchedule = NoiseSchedule(),
-  cond=None,
+  cond: ArrayLike | None = None,
   sigma_min: float = 0.002,
   sigma_max: float = 80.0,
   rho: float = 7.0,
   return_info: bool = False,
   use_features: bool = True,
-):
+) -> jax.Array | tuple[jax.Array, dict[str, jax.Array]]:
   """Draw samples with the dual-rate (or single-network) sampler.
 
   Args:
@@ -240,13 +252,18 @@ def sample(
     schedule: the NoiseSchedule the model was trained with.
     cond: optional int labels [B] in [0, num_classes) of a class-conditional model (None for
       unconditional sampling).
+    sigma_min: smallest nonzero EDM noise level of the 'heun' grid.
+    sigma_max: largest EDM noise level of the 'heun' grid.
+    rho: warping exponent of the 'heun' grid.
     return_info: also return exact call counts {'encoder_calls', 'denoiser_calls'}.
     use_features: False samples a DualRateModel as the no-feature control (trained with
       ``dual_rate_loss(..., use_features=False)``): the encoder is never called, the denoiser
       reads h = 0 with tau = t, and ``refresh`` is ignored (cost: N * C_D).
 
   Returns:
-    samples [B, H, W, C] (the x_hat of the last step), and the call counts if requested.
+    samples, a float32 [B, H, W, C] array (the x_hat of the last step); with ``return_info``
+    the pair ``(samples, counts)`` where ``counts`` maps 'encoder_calls' and 'denoiser_calls'
+    to int32 scalars.
 
   Bad values: a label outside [0, num_classes) raises ``ValueError`` when ``cond`` is concrete;
   under an outer ``jax.jit`` the samples of the affected examples are NaN (wrap with
@@ -317,8 +334,16 @@ def sample(
 # ----------------------------------------------------------------------------------------------
 # Cost accounting.
 # ----------------------------------------------------------------------------------------------
-def xla_flops(fn, *args) -> float:
-  """FLOPs of one call of ``fn(*args)`` from XLA's compiled cost analysis."""
+def xla_flops(fn: Callable[..., Any], *args: Any) -> float:
+  """FLOPs of one call of ``fn(*args)`` from XLA's compiled cost analysis.
+
+  Args:
+    fn: a jittable function.
+    *args: its arguments (arrays or pytrees of arrays).
+
+  Returns:
+    the 'flops' entry of the compiled program's cost analysis (0.0 where XLA reports none).
+  """
   if not callable(fn):
     raise TypeError(f"fn must be callable, got {type(fn).__name__}")
   ca = jax.jit(fn).lower(*args).compile().cost_analysis()
@@ -328,12 +353,25 @@ def xla_flops(fn, *args) -> float:
 
 
 def component_flops(
-  model, example_batch, cond=None, *, schedule: NoiseSchedule = NoiseSchedule()
-) -> dict:
-  """Per-call FLOPs of each component at the batch size of ``example_batch`` [B, H, W, C].
+  model: DualRateModel | SingleNetwork,
+  example_batch: ArrayLike,
+  cond: ArrayLike | None = None,
+  *,
+  schedule: NoiseSchedule = NoiseSchedule(),
+) -> dict[str, float]:
+  """Per-call FLOPs of each component at the batch size of ``example_batch``.
 
-  Returns {'encoder': ..., 'denoiser': ...} for a DualRateModel (the denoiser includes the x_hat
-  conversion) and {'network': ...} for a SingleNetwork. Pass B = 1 for per-sample costs.
+  Pass B = 1 for per-sample costs.
+
+  Args:
+    model: a DualRateModel or a SingleNetwork.
+    example_batch: [B, H, W, C] float images of the shape the model is called on.
+    cond: [B] int class labels, or None.
+    schedule: the noise schedule used to convert the output to x_hat.
+
+  Returns:
+    ``{'encoder': C_E, 'denoiser': C_D}`` for a DualRateModel (the denoiser includes the x_hat
+    conversion) and ``{'network': C}`` for a SingleNetwork: FLOPs of one call on the batch.
   """
   if not isinstance(model, (DualRateModel, SingleNetwork)):
     raise TypeError(f"model must be a DualRateModel or SingleNetwork, got {type(model).__name__}")
@@ -378,8 +416,19 @@ def _host_refresh(refresh):
   return r
 
 
-def call_counts(refresh, *, sampler: str = "ddim", single_network: bool = False) -> dict:
-  """Hand count of network evaluations per sample for a refresh set [N] (bool, N >= 1)."""
+def call_counts(
+  refresh: ArrayLike, *, sampler: str = "ddim", single_network: bool = False
+) -> dict[str, int]:
+  """Hand count of network evaluations per sample for a refresh set.
+
+  Args:
+    refresh: [N] bool refresh set, N >= 1.
+    sampler: 'ddim', 'ancestral' or 'heun' (2N - 1 denoiser calls).
+    single_network: count for a SingleNetwork (no encoder calls).
+
+  Returns:
+    ``{'encoder_calls': n_E, 'denoiser_calls': n_D}``, Python ints.
+  """
   if sampler not in SAMPLERS:
     raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
   refresh = _host_refresh(refresh)
@@ -388,10 +437,19 @@ def call_counts(refresh, *, sampler: str = "ddim", single_network: bool = False)
   return {"encoder_calls": 0 if single_network else int(refresh.sum()), "denoiser_calls": d}
 
 
-def sampling_cost(flops: dict, refresh, *, sampler: str = "ddim") -> dict:
+def sampling_cost(
+  flops: dict[str, float], refresh: ArrayLike, *, sampler: str = "ddim"
+) -> dict[str, int | float]:
   """Total FLOPs per sample = n_E * C_E + n_D * C_D (or n * C for a single network).
 
-  ``flops``: the dict of :func:`component_flops` (non-negative numbers)."""
+  Args:
+    flops: the dict of :func:`component_flops` (finite non-negative numbers).
+    refresh: [N] bool refresh set.
+    sampler: 'ddim', 'ancestral' or 'heun'.
+
+  Returns:
+    the counts of :func:`call_counts` plus 'flops', the total as a float.
+  """
   if not isinstance(flops, dict) or set(flops) not in ({"network"}, {"encoder", "denoiser"}):
     raise ValueError(
       "flops must be {'encoder': C_E, 'denoiser': C_D} or {'network': C} as from "
@@ -408,18 +466,34 @@ def sampling_cost(flops: dict, refresh, *, sampler: str = "ddim") -> dict:
   return {**c, "flops": float(total)}
 
 
-def speedup(c_heavy: float, c_light: float, refresh) -> float:
+def speedup(c_heavy: float, c_light: float, refresh: ArrayLike) -> float:
   """Cost-model speed-up over refreshing every step: (C_E + C_D) / (C_D + |R| C_E / N).
 
-  Costs must be finite with c_heavy >= 0 and c_light > 0; refresh a non-empty bool [N]."""
+  Args:
+    c_heavy: cost C_E of one encoder call, finite and >= 0.
+    c_light: cost C_D of one denoiser call, finite and > 0.
+    refresh: [N] bool refresh set, non-empty.
+
+  Returns:
+    the speed-up factor (>= 1).
+  """
   refresh = _host_refresh(refresh)
   if not (np.isfinite(c_heavy) and np.isfinite(c_light) and c_heavy >= 0 and c_light > 0):
     raise ValueError(f"need finite costs c_heavy >= 0 and c_light > 0, got {c_heavy} and {c_light}")
   return float((c_heavy + c_light) / (c_light + refresh.sum() * c_heavy / refresh.shape[0]))
 
 
-def wall_time(fn, *args, repeats: int = 5) -> float:
-  """Median wall time (s) of ``fn(*args)`` after one warm-up call, blocking on the result."""
+def wall_time(fn: Callable[..., Any], *args: Any, repeats: int = 5) -> float:
+  """Median wall time (s) of ``fn(*args)`` after one warm-up call, blocking on the result.
+
+  Args:
+    fn: the function to time.
+    *args: its arguments.
+    repeats: number of timed calls (an int >= 1).
+
+  Returns:
+    the median of the timed calls, in seconds.
+  """
   if not callable(fn):
     raise TypeError(f"fn must be callable, got {type(fn).__name__}")
   if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:

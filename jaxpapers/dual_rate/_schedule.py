@@ -21,6 +21,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as val
 
@@ -42,11 +43,14 @@ class NoiseSchedule:
   does not check t); the public functions that take a time (:func:`q_sample`,
   :func:`posterior`, :func:`ddim_step`, :func:`ancestral_step`) check t in [0, 1] first.
 
-  Attributes:
+  Args:
     kind: 'cosine' or 'linear'.
     logsnr_min: lower clip of lambda (the noise end).
-    logsnr_max: upper clip of lambda (the data end).
+    logsnr_max: upper clip of lambda (the data end); must exceed ``logsnr_min``.
     shift: additive log-SNR shift.
+
+  Raises:
+    ValueError: ``kind`` is not one of the two names, or ``logsnr_min >= logsnr_max``.
   """
 
   kind: str = "cosine"
@@ -60,8 +64,15 @@ class NoiseSchedule:
     if not self.logsnr_min < self.logsnr_max:
       raise ValueError(f"need logsnr_min < logsnr_max, got {self.logsnr_min} and {self.logsnr_max}")
 
-  def logsnr(self, t) -> jax.Array:
-    """lambda_t for t in [0, 1] (any shape)."""
+  def logsnr(self, t: ArrayLike) -> jax.Array:
+    """lambda_t for t in [0, 1].
+
+    Args:
+      t: times of any shape, float; values outside [0, 1] are clipped, not checked.
+
+    Returns:
+      float32 array of ``t``'s shape, in ``[logsnr_min, logsnr_max]``.
+    """
     t = jnp.asarray(t, jnp.float32)
     if self.kind == "cosine":
       # Clip t first so that the gradient is finite at both ends; equivalent to clipping lambda.
@@ -73,16 +84,30 @@ class NoiseSchedule:
       lam = self.logsnr_max + t * (self.logsnr_min - self.logsnr_max) + self.shift
     return jnp.clip(lam, self.logsnr_min, self.logsnr_max)
 
-  def t_from_logsnr(self, logsnr) -> jax.Array:
-    """Inverse of :meth:`logsnr` on the unclipped range."""
+  def t_from_logsnr(self, logsnr: ArrayLike) -> jax.Array:
+    """Inverse of :meth:`logsnr` on the unclipped range.
+
+    Args:
+      logsnr: log-SNR values of any shape; clipped to ``[logsnr_min, logsnr_max]`` first.
+
+    Returns:
+      float32 array of times in [0, 1], of ``logsnr``'s shape.
+    """
     lam = jnp.clip(jnp.asarray(logsnr, jnp.float32), self.logsnr_min, self.logsnr_max)
     lam = lam - self.shift
     if self.kind == "cosine":
       return (2 / math.pi) * jnp.arctan(jnp.exp(-0.5 * lam))
     return (self.logsnr_max - lam) / (self.logsnr_max - self.logsnr_min)
 
-  def alpha_sigma(self, t) -> tuple[jax.Array, jax.Array]:
-    """(alpha_t, sigma_t) with alpha^2 = sigmoid(lambda), sigma^2 = sigmoid(-lambda)."""
+  def alpha_sigma(self, t: ArrayLike) -> tuple[jax.Array, jax.Array]:
+    """(alpha_t, sigma_t) with alpha^2 = sigmoid(lambda), sigma^2 = sigmoid(-lambda).
+
+    Args:
+      t: times of any shape in [0, 1] (clipped as in :meth:`logsnr`).
+
+    Returns:
+      ``(alpha, sigma)``, two float32 arrays of ``t``'s shape with ``alpha^2 + sigma^2 = 1``.
+    """
     lam = self.logsnr(t)
     return jnp.sqrt(jax.nn.sigmoid(lam)), jnp.sqrt(jax.nn.sigmoid(-lam))
 
@@ -123,8 +148,17 @@ def _times_ok(like, t, s=None):
   return _bcast(ok, like) if jnp.ndim(ok) else ok
 
 
-def q_sample(x, t, noise, schedule: NoiseSchedule):
-  """Forward process ``z_t = alpha_t x + sigma_t eps``; x, noise [B, ...], t [B] or scalar.
+def q_sample(x: jax.Array, t: ArrayLike, noise: jax.Array, schedule: NoiseSchedule) -> jax.Array:
+  """Forward process ``z_t = alpha_t x + sigma_t eps``.
+
+  Args:
+    x: [B, ...] float array, clean data.
+    t: scalar or [B] times in [0, 1].
+    noise: [B, ...] float array of ``x``'s shape, the Gaussian ``eps``.
+    schedule: the noise schedule giving ``alpha_t`` and ``sigma_t``.
+
+  Returns:
+    ``z_t``, a [B, ...] float array of ``x``'s shape.
 
   Bad values: ``t`` outside [0, 1] raises ``ValueError`` eagerly; under ``jax.jit`` the
   affected examples of ``z_t`` are NaN (``jax.experimental.checkify.checkify`` surfaces the
@@ -161,40 +195,93 @@ def _check_coef(c, like, name):
     )
 
 
-def v_from_x_eps(x, eps, alpha, sigma):
-  """v = alpha eps - sigma x; x, eps [B, ...], alpha, sigma scalar or [B]."""
+def v_from_x_eps(x: jax.Array, eps: jax.Array, alpha: ArrayLike, sigma: ArrayLike) -> jax.Array:
+  """v = alpha eps - sigma x.
+
+  Args:
+    x: [B, ...] float array, the data.
+    eps: [B, ...] float array of ``x``'s shape, the noise.
+    alpha: scalar or [B] signal coefficient.
+    sigma: scalar or [B] noise coefficient.
+
+  Returns:
+    ``v``, a [B, ...] float array of ``x``'s shape.
+  """
   _check_same(x, eps, "x", "eps")
   _check_coef(alpha, x, "alpha")
   _check_coef(sigma, x, "sigma")
   return _bcast(alpha, x) * eps - _bcast(sigma, x) * x
 
 
-def x_from_v(z, v, alpha, sigma):
-  """x = alpha z - sigma v (inverse of v given z = alpha x + sigma eps)."""
+def x_from_v(z: jax.Array, v: jax.Array, alpha: ArrayLike, sigma: ArrayLike) -> jax.Array:
+  """x = alpha z - sigma v (inverse of v given z = alpha x + sigma eps).
+
+  Args:
+    z: [B, ...] float array, the noisy input ``alpha x + sigma eps``.
+    v: [B, ...] float array of ``z``'s shape, the v-prediction.
+    alpha: scalar or [B] signal coefficient.
+    sigma: scalar or [B] noise coefficient.
+
+  Returns:
+    the data prediction ``x``, a [B, ...] float array of ``z``'s shape.
+  """
   _check_same(z, v, "z", "v")
   _check_coef(alpha, z, "alpha")
   _check_coef(sigma, z, "sigma")
   return _bcast(alpha, z) * z - _bcast(sigma, z) * v
 
 
-def eps_from_x(z, x, alpha, sigma):
-  """eps = (z - alpha x) / sigma (sigma = 0 gives inf: eps is undefined at the data end)."""
+def eps_from_x(z: jax.Array, x: jax.Array, alpha: ArrayLike, sigma: ArrayLike) -> jax.Array:
+  """eps = (z - alpha x) / sigma (sigma = 0 gives inf: eps is undefined at the data end).
+
+  Args:
+    z: [B, ...] float array, the noisy input.
+    x: [B, ...] float array of ``z``'s shape, the data prediction.
+    alpha: scalar or [B] signal coefficient.
+    sigma: scalar or [B] noise coefficient.
+
+  Returns:
+    the noise prediction ``eps``, a [B, ...] float array of ``z``'s shape.
+  """
   _check_same(z, x, "z", "x")
   _check_coef(alpha, z, "alpha")
   _check_coef(sigma, z, "sigma")
   return (z - _bcast(alpha, z) * x) / _bcast(sigma, z)
 
 
-def x_from_eps(z, eps, alpha, sigma):
-  """x = (z - sigma eps) / alpha (alpha = 0 gives inf)."""
+def x_from_eps(z: jax.Array, eps: jax.Array, alpha: ArrayLike, sigma: ArrayLike) -> jax.Array:
+  """x = (z - sigma eps) / alpha (alpha = 0 gives inf).
+
+  Args:
+    z: [B, ...] float array, the noisy input.
+    eps: [B, ...] float array of ``z``'s shape, the noise prediction.
+    alpha: scalar or [B] signal coefficient.
+    sigma: scalar or [B] noise coefficient.
+
+  Returns:
+    the data prediction ``x``, a [B, ...] float array of ``z``'s shape.
+  """
   _check_same(z, eps, "z", "eps")
   _check_coef(alpha, z, "alpha")
   _check_coef(sigma, z, "sigma")
   return (z - _bcast(sigma, z) * eps) / _bcast(alpha, z)
 
 
-def output_to_x(output, z, t, schedule: NoiseSchedule, parametrization: str):
-  """Convert a network output in the given parametrisation into the data prediction x_hat."""
+def output_to_x(
+  output: jax.Array, z: jax.Array, t: ArrayLike, schedule: NoiseSchedule, parametrization: str
+) -> jax.Array:
+  """Convert a network output in the given parametrisation into the data prediction x_hat.
+
+  Args:
+    output: [B, ...] float array, the network output.
+    z: [B, ...] float array of ``output``'s shape, the noisy input the network saw.
+    t: scalar or [B] times of ``z``.
+    schedule: the noise schedule.
+    parametrization: what ``output`` predicts: 'x', 'v' or 'eps'.
+
+  Returns:
+    ``x_hat``, a [B, ...] float array of ``z``'s shape (``output`` itself for 'x').
+  """
   if parametrization not in PARAMETRIZATIONS:
     raise ValueError(f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}")
   _check_schedule(schedule)
@@ -208,11 +295,18 @@ def output_to_x(output, z, t, schedule: NoiseSchedule, parametrization: str):
   return x_from_eps(z, output, a, s)
 
 
-def loss_weight(logsnr, weighting: str):
+def loss_weight(logsnr: ArrayLike, weighting: str) -> jax.Array:
   """w(lambda) that turns ||x_hat - x||^2 into the loss of the named parametrisation.
 
   'x': 1;  'eps': e^lambda  (||eps_hat - eps||^2 = (alpha/sigma)^2 ||x_hat - x||^2);
   'v': 1 + e^lambda         (||v_hat - v||^2 = ||x_hat - x||^2 / sigma^2).
+
+  Args:
+    logsnr: log-SNR values lambda of any shape.
+    weighting: 'x', 'v' or 'eps'.
+
+  Returns:
+    float array of ``logsnr``'s shape, the weights w(lambda).
   """
   if weighting not in WEIGHTINGS:
     raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
@@ -227,15 +321,25 @@ def loss_weight(logsnr, weighting: str):
 # ----------------------------------------------------------------------------------------------
 # Posterior and sampler steps.
 # ----------------------------------------------------------------------------------------------
-def posterior(z_t, x_hat, t, s, schedule: NoiseSchedule):
+def posterior(
+  z_t: jax.Array, x_hat: jax.Array, t: ArrayLike, s: ArrayLike, schedule: NoiseSchedule
+) -> tuple[jax.Array, jax.Array]:
   """q(z_s | z_t, x = x_hat) for s < t.
 
   alpha_{t|s} = alpha_t/alpha_s, sigma_{t|s}^2 = sigma_t^2 - alpha_{t|s}^2 sigma_s^2,
   mean = (alpha_{t|s} sigma_s^2 / sigma_t^2) z_t + (alpha_s sigma_{t|s}^2 / sigma_t^2) x,
   var = sigma_{t|s}^2 sigma_s^2 / sigma_t^2.
 
+  Args:
+    z_t: [B, ...] float array, the noisy sample at time ``t``.
+    x_hat: [B, ...] float array of ``z_t``'s shape, the data prediction.
+    t: scalar or [B] current times in [0, 1].
+    s: scalar or [B] target times in [0, 1], ``s <= t``.
+    schedule: the noise schedule.
+
   Returns:
-    (mean [like z_t], var broadcastable to z_t).
+    ``(mean, var)``: ``mean`` a [B, ...] float array of ``z_t``'s shape; ``var`` the variance,
+    broadcastable to ``z_t`` (a scalar, or [B, 1, ...] when ``t`` or ``s`` is [B]).
 
   Bad values: t, s outside [0, 1] or s > t raise ``ValueError`` eagerly; under ``jax.jit`` the
   affected examples of mean and var are NaN (``checkify.checkify`` surfaces the error).
@@ -261,13 +365,26 @@ def posterior(z_t, x_hat, t, s, schedule: NoiseSchedule):
   return val.poison_floats(mean, ok), var
 
 
-def ddim_step(z, x_hat, t, s, schedule: NoiseSchedule):
+def ddim_step(
+  z: jax.Array, x_hat: jax.Array, t: ArrayLike, s: ArrayLike, schedule: NoiseSchedule
+) -> jax.Array:
   """Deterministic DDIM (eta = 0) step: eps_hat = (z - alpha_t x_hat)/sigma_t,
   z_s = alpha_s x_hat + sigma_s eps_hat (Song et al. 2020, arXiv:2010.02502).
 
-  z, x_hat [B, ...]; t, s scalars or [B]. Bad values: t, s outside [0, 1] or s > t (a step
-  toward noise) raise ``ValueError`` eagerly; under ``jax.jit`` the affected examples are NaN
-  (``jax.experimental.checkify.checkify`` surfaces the error)."""
+  Bad values: t, s outside [0, 1] or s > t (a step toward noise) raise ``ValueError`` eagerly;
+  under ``jax.jit`` the affected examples are NaN (``jax.experimental.checkify.checkify``
+  surfaces the error).
+
+  Args:
+    z: [B, ...] float array, the sample at time ``t``.
+    x_hat: [B, ...] float array of ``z``'s shape, the data prediction.
+    t: scalar or [B] current times in [0, 1].
+    s: scalar or [B] target times in [0, 1], ``s <= t``.
+    schedule: the noise schedule.
+
+  Returns:
+    ``z_s``, a [B, ...] float array of ``z``'s shape.
+  """
   _check_schedule(schedule)
   _check_same(z, x_hat, "z", "x_hat")
   t, s = _check_time(t, z, "t"), _check_time(s, z, "s")
@@ -278,10 +395,29 @@ def ddim_step(z, x_hat, t, s, schedule: NoiseSchedule):
   return val.poison_floats(_bcast(a_s, z) * x_hat + _bcast(s_s, z) * eps_hat, ok)
 
 
-def ancestral_step(z, x_hat, t, s, schedule: NoiseSchedule, key):
+def ancestral_step(
+  z: jax.Array,
+  x_hat: jax.Array,
+  t: ArrayLike,
+  s: ArrayLike,
+  schedule: NoiseSchedule,
+  key: jax.Array,
+) -> jax.Array:
   """Ancestral step z_s ~ q(z_s | z_t, x = x_hat) = mean + sqrt(var) xi.
 
-  Bad values as in :func:`posterior` (NaN under ``jax.jit``, ``ValueError`` eagerly)."""
+  Bad values as in :func:`posterior` (NaN under ``jax.jit``, ``ValueError`` eagerly).
+
+  Args:
+    z: [B, ...] float array, the sample at time ``t``.
+    x_hat: [B, ...] float array of ``z``'s shape, the data prediction.
+    t: scalar or [B] current times in [0, 1].
+    s: scalar or [B] target times in [0, 1], ``s <= t``.
+    schedule: the noise schedule.
+    key: PRNG key for the Gaussian ``xi``.
+
+  Returns:
+    ``z_s``, a [B, ...] array of ``z``'s shape and dtype.
+  """
   mean, var = posterior(z, x_hat, t, s, schedule)
   xi = jax.random.normal(key, z.shape, z.dtype)
   return mean + jnp.sqrt(var) * xi
@@ -295,10 +431,20 @@ def karras_sigmas(
   num_steps: int, *, sigma_min: float = 0.002, sigma_max: float = 80.0, rho: float = 7.0
 ) -> jax.Array:
   """EDM grid sigma_i = (s_max^{1/rho} + i/(N-1) (s_min^{1/rho} - s_max^{1/rho}))^rho, i < N,
-  followed by sigma_N = 0. Returns [num_steps + 1].
+  followed by sigma_N = 0.
 
   Static arguments, checked always: num_steps an int >= 1, 0 < sigma_min < sigma_max (finite),
-  rho > 0."""
+  rho > 0.
+
+  Args:
+    num_steps: number of sampler steps N >= 1.
+    sigma_min: smallest nonzero EDM noise level.
+    sigma_max: largest EDM noise level.
+    rho: the grid's warping exponent (7 in EDM).
+
+  Returns:
+    [num_steps + 1] float32 array, decreasing from ``sigma_max`` to ``sigma_min``, then 0.
+  """
   if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
     raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
   for name, v in (("sigma_min", sigma_min), ("sigma_max", sigma_max), ("rho", rho)):
@@ -314,11 +460,19 @@ def karras_sigmas(
   return jnp.concatenate([sig, jnp.zeros((1,), jnp.float32)])
 
 
-def edm_sigma_to_t(sigma_edm, schedule: NoiseSchedule):
+def edm_sigma_to_t(sigma_edm: ArrayLike, schedule: NoiseSchedule) -> jax.Array:
   """Time t whose VP schedule has sigma_t/alpha_t = sigma_edm, i.e. lambda = -2 log sigma_edm.
 
   sigma_edm = 0 maps to the data end (the clipped t). A negative or NaN sigma raises
-  ``ValueError`` eagerly and gives NaN under ``jax.jit`` (``checkify.checkify`` surfaces it)."""
+  ``ValueError`` eagerly and gives NaN under ``jax.jit`` (``checkify.checkify`` surfaces it).
+
+  Args:
+    sigma_edm: EDM noise levels >= 0, any shape.
+    schedule: the VP noise schedule.
+
+  Returns:
+    float32 times in [0, 1] of ``sigma_edm``'s shape.
+  """
   _check_schedule(schedule)
   sigma_edm = jnp.asarray(sigma_edm)
   ok = val.debug_check_values(sigma_edm >= 0, "sigma_edm must be >= 0 (an EDM noise level)")
@@ -326,7 +480,9 @@ def edm_sigma_to_t(sigma_edm, schedule: NoiseSchedule):
   return t if ok is None else jnp.where(sigma_edm >= 0, t, jnp.nan)
 
 
-def edm_preconditioning(sigma, sigma_data: float = 0.5):
+def edm_preconditioning(
+  sigma: ArrayLike, sigma_data: float = 0.5
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
   """EDM preconditioning (Karras et al. 2022, Table 1), ported by hand.
 
   c_skip = s_d^2/(s^2+s_d^2), c_out = s s_d/sqrt(s^2+s_d^2), c_in = 1/sqrt(s^2+s_d^2),
@@ -335,6 +491,13 @@ def edm_preconditioning(sigma, sigma_data: float = 0.5):
 
   sigma must be > 0 and sigma_data a number > 0: a bad sigma raises ``ValueError`` eagerly and
   gives NaN coefficients under ``jax.jit`` (``checkify.checkify`` surfaces the error).
+
+  Args:
+    sigma: EDM noise levels > 0, any shape.
+    sigma_data: standard deviation of the data, a number > 0.
+
+  Returns:
+    ``(c_skip, c_out, c_in, c_noise)``, four float arrays of ``sigma``'s shape.
   """
   if not isinstance(sigma_data, (int, float, np.floating)) or not sigma_data > 0:
     raise ValueError(f"sigma_data must be a number > 0, got {sigma_data!r}")

@@ -27,12 +27,14 @@ encoder's features add at the light denoiser's cost.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
+from jax.typing import ArrayLike
 
 from jaxpapers.dual_rate._networks import DualRateModel, SingleNetwork
 from jaxpapers.dual_rate._schedule import (
@@ -45,6 +47,8 @@ from jaxpapers.dual_rate._schedule import (
 )
 
 COUPLINGS = ("ddim", "ancestral", "rollout")
+
+PyTree = Any  # a nested structure of arrays (e.g. an nnx.State)
 
 
 def _per_example_mse(a, b):
@@ -60,10 +64,22 @@ def _check_static(**kw):
       raise ValueError(f"{name} must be an int >= 1, got {v!r}")
 
 
-def sample_staleness(key, batch: int, *, max_staleness: int, p_fresh: float) -> jax.Array:
-  """k [B] int32: 0 with probability p_fresh, else uniform on {1..max_staleness-1}.
+def sample_staleness(
+  key: jax.Array, batch: int, *, max_staleness: int, p_fresh: float
+) -> jax.Array:
+  """Staleness k: 0 with probability p_fresh, else uniform on {1..max_staleness-1}.
 
-  Static arguments, checked always: batch and max_staleness ints >= 1, p_fresh in [0, 1]."""
+  Static arguments, checked always: batch and max_staleness ints >= 1, p_fresh in [0, 1].
+
+  Args:
+    key: PRNG key.
+    batch: B, the number of draws.
+    max_staleness: K_max; with K_max = 1 every k is 0.
+    p_fresh: P(k = 0).
+
+  Returns:
+    [B] int32 array of staleness values in {0, ..., K_max - 1}.
+  """
   _check_static(batch=batch, max_staleness=max_staleness, p_fresh=p_fresh)
   if max_staleness <= 1:
     return jnp.zeros((batch,), jnp.int32)
@@ -74,34 +90,41 @@ def sample_staleness(key, batch: int, *, max_staleness: int, p_fresh: float) -> 
 
 def dual_rate_loss(
   model: DualRateModel,
-  x,
-  cond,
-  key,
+  x: jax.Array,
+  cond: ArrayLike | None,
+  key: jax.Array,
   *,
   schedule: NoiseSchedule = NoiseSchedule(),
-  num_grid_steps=16,
+  num_grid_steps: int | Sequence[int] = 16,
   max_staleness: int = 4,
   p_fresh: float = 0.5,
   coupling: str = "ancestral",
   rollout_frac: float = 0.2,
   weighting: str = "v",
   use_features: bool = True,
-):
+) -> tuple[jax.Array, dict[str, jax.Array]]:
   """Stale-context loss of spec §3.3 [reconstruction].
 
   Args:
     model: DualRateModel.
-    x: data [B, H, W, C]. cond: int labels [B] or None. key: typed PRNG key.
-    schedule: noise schedule. num_grid_steps: N of the sampler grid that sets tau = t + k/N, or a
-      sequence of N values (one drawn per example) to cover several sampler step counts.
-    max_staleness: K_max; k in {0..K_max-1}. p_fresh: P(k = 0).
-    coupling: 'ddim' | 'ancestral' | 'rollout'. rollout_frac: batch fraction rolled out.
+    x: [B, H, W, C] float data.
+    cond: [B] int class labels, or None.
+    key: typed PRNG key.
+    schedule: noise schedule.
+    num_grid_steps: N of the sampler grid that sets tau = t + k/N, or a sequence of N values
+      (one drawn per example) to cover several sampler step counts.
+    max_staleness: K_max; k in {0..K_max-1}.
+    p_fresh: P(k = 0).
+    coupling: 'ddim' | 'ancestral' | 'rollout'.
+    rollout_frac: batch fraction rolled out.
     weighting: 'v' | 'x' | 'eps' loss weight w(lambda_t) on ||x_hat - x||^2.
     use_features: False trains the no-feature control: D(z_t, t, h = 0, tau = t), no encoder
       call (staleness and coupling are then irrelevant: k = 0 for every example).
 
   Returns:
-    (loss scalar, aux dict with 'mse_fresh', 'mse_stale', 'mean_k').
+    ``(loss, aux)``: the weighted loss, a float scalar, and a dict of float scalars
+    'mse_fresh' and 'mse_stale' (unweighted MSE of the examples with k = 0 and k > 0) and
+    'mean_k'.
   """
   if not isinstance(model, DualRateModel):
     raise TypeError(f"model must be a DualRateModel, got {type(model).__name__}")
@@ -182,14 +205,26 @@ def dual_rate_loss(
 
 def diffusion_loss(
   model: SingleNetwork,
-  x,
-  cond,
-  key,
+  x: jax.Array,
+  cond: ArrayLike | None,
+  key: jax.Array,
   *,
   schedule: NoiseSchedule = NoiseSchedule(),
   weighting: str = "v",
-):
-  """Standard loss of the single-network baseline: w(lambda_t) ||x_hat(z_t, t) - x||^2."""
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+  """Standard loss of the single-network baseline: w(lambda_t) ||x_hat(z_t, t) - x||^2.
+
+  Args:
+    model: the SingleNetwork.
+    x: [B, H, W, C] float data.
+    cond: [B] int class labels, or None.
+    key: PRNG key for t ~ U(0, 1) and the noise.
+    schedule: noise schedule.
+    weighting: 'v' | 'x' | 'eps' loss weight w(lambda_t) on ||x_hat - x||^2.
+
+  Returns:
+    ``(loss, aux)``: the weighted loss, a float scalar, and ``{'mse': unweighted MSE}``.
+  """
   if not isinstance(model, SingleNetwork):
     raise TypeError(f"model must be a SingleNetwork, got {type(model).__name__}")
   if x.ndim != 4:
@@ -204,13 +239,26 @@ def diffusion_loss(
 
 
 def make_train_step(
-  graphdef, loss_fn, tx: optax.GradientTransformation, *, ema_decay: float = 0.999
-):
+  graphdef: nnx.GraphDef,
+  loss_fn: Callable[..., tuple[jax.Array, dict[str, jax.Array]]],
+  tx: optax.GradientTransformation,
+  *,
+  ema_decay: float = 0.999,
+) -> Callable[..., tuple[PyTree, optax.OptState, PyTree, dict[str, jax.Array]]]:
   """A pure jitted step over pytrees (nnx.split state) with an EMA of the parameters.
 
-  ``loss_fn(model, x, cond, key) -> (loss, aux)``. The returned
-  ``step(params, opt_state, ema, x, cond, key) -> (params, opt_state, ema, metrics)`` merges the
-  module inside the trace (functional at the jit boundary).
+  The returned step merges the module inside the trace (functional at the jit boundary) and
+  donates ``params``, ``opt_state`` and ``ema``.
+
+  Args:
+    graphdef: the model's graph definition from ``nnx.split``.
+    loss_fn: ``loss_fn(model, x, cond, key) -> (loss, aux)``, e.g. :func:`dual_rate_loss`.
+    tx: the optimizer.
+    ema_decay: EMA decay in [0, 1).
+
+  Returns:
+    ``step(params, opt_state, ema, x, cond, key) -> (params, opt_state, ema, metrics)``, where
+    ``metrics`` holds 'loss', 'grad_norm' and the entries of ``aux``.
   """
   if not callable(loss_fn):
     raise TypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
@@ -243,6 +291,13 @@ def ema_tracker(decay: float) -> optax.GradientTransformation:
 
   Chain it last (``optax.chain(..., ema_tracker(0.999))``) so the EMA of the parameters lives in
   the optimizer state and is checkpointed with it; read it back with :func:`find_ema`.
+
+  Args:
+    decay: EMA decay in [0, 1).
+
+  Returns:
+    an optax transformation whose state is an :class:`EmaState`; its ``update`` needs
+    ``params``.
   """
   if not 0.0 <= decay < 1.0:
     raise ValueError(f"decay must be in [0, 1), got {decay}")
@@ -260,8 +315,18 @@ def ema_tracker(decay: float) -> optax.GradientTransformation:
   return optax.GradientTransformation(init, update)
 
 
-def find_ema(opt_state):
-  """The EMA parameters from an optimizer state that contains an :func:`ema_tracker` state."""
+def find_ema(opt_state: optax.OptState) -> PyTree:
+  """The EMA parameters from an optimizer state that contains an :func:`ema_tracker` state.
+
+  Args:
+    opt_state: an optimizer state holding exactly one :class:`EmaState`.
+
+  Returns:
+    the EMA pytree, of the parameters' structure.
+
+  Raises:
+    ValueError: there is no EmaState, or more than one.
+  """
   found = [
     s
     for s in jax.tree.leaves(opt_state, is_leaf=lambda s: isinstance(s, EmaState))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
 
 from jaxpapers.core import validation as V
 from jaxpapers.evidence_coverage._data import ICLData, check_data
@@ -40,7 +41,8 @@ def oracle_context(
   """Oracle context: the top-k by cosine similarity among ``Rel(q)`` only.
 
   Args:
-    q_feat: float [Q, f] query features; pool_feat: float [P, f] pool features.
+    q_feat: float [Q, f] query features.
+    pool_feat: float [P, f] pool features.
     data: the :class:`ICLData` (cluster ids define ``Rel(q)``).
     k_max: largest budget (static).
 
@@ -109,7 +111,9 @@ def random_context(key: jax.Array, data: ICLData, k_max: int) -> jax.Array:
   """Random context: ``k_max`` distinct pool items per query, uniformly at random.
 
   Args:
-    key: typed PRNG key; data: the :class:`ICLData`; k_max: list length (static, ``<= P``).
+    key: typed PRNG key.
+    data: the :class:`ICLData`.
+    k_max: list length (static, ``<= P``).
 
   Returns:
     int32 [Q, k_max] pool indices.
@@ -131,7 +135,12 @@ def _curve(a, name, n):
 
 
 def classify_regime(
-  acc_ret, acc_orc, ks: Sequence[int], *, tol: float = 0.01, ceiling: float | None = None
+  acc_ret: npt.ArrayLike,
+  acc_orc: npt.ArrayLike,
+  ks: Sequence[int],
+  *,
+  tol: float = 0.01,
+  ceiling: float | None = None,
 ) -> str:
   """The regime of a top-k accuracy curve, against its oracle curve (host-side rule).
 
@@ -201,7 +210,9 @@ def _controller(s, tau, ks):
   return jnp.maximum(at.sum(-1) - 1, 0).astype(jnp.int32)
 
 
-def calibrate_threshold(sims_dev, correct_dev, ks: Sequence[int], grid) -> float:
+def calibrate_threshold(
+  sims_dev: npt.ArrayLike, correct_dev: npt.ArrayLike, ks: Sequence[int], grid: npt.ArrayLike
+) -> float:
   """Chooses the controller's tau on a dev split (host-side).
 
   ``tau* = argmax_{tau in grid} mean_q correct_dev[k_index(q; tau), q]`` with ``k_index`` from

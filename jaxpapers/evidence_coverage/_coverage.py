@@ -35,6 +35,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
 
 from jaxpapers.core import validation as V
 from jaxpapers.evidence_coverage._data import ICLData, check_data
@@ -100,7 +101,7 @@ def effective_coverage(
   return V.poison(_coverage(idx, data, ks, l_train, kappa, per_query), ok)
 
 
-def budget_boundary(ks: Sequence[int], delta, *, rule: str = "cumulative") -> int:
+def budget_boundary(ks: Sequence[int], delta: npt.ArrayLike, *, rule: str = "cumulative") -> int:
   """The predicted budget boundary k* on the grid ``ks`` (host-side).
 
   ``rule='cumulative'``: ``k* = argmax_k k Delta(k)`` (the budget where the marginal item stops

@@ -37,7 +37,9 @@ TASKS = ("regression", "classification")
 class ShiftConfig:
   """Static configuration of the shifted local linear-ICL generator.
 
-  Attributes:
+  Each argument is kept as the field of the same name.
+
+  Args:
     d: input dimension.
     n_clusters: number of task clusters J.
     r: scale of the covariate centres, ``m_j ~ N(0, r^2 I)``.
@@ -72,9 +74,11 @@ class ShiftConfig:
 
 @flax.struct.dataclass
 class ICLData:
-  """A retrieval pool and a set of shifted queries.
+  """A retrieval pool and a set of shifted queries (a pytree; see :func:`check_data`).
 
-  Attributes:
+  Each argument is kept as the field of the same name.
+
+  Args:
     pool_x: float [P, d] pool inputs.
     pool_y: float [P] pool labels.
     pool_task: int [P] pool cluster ids.

@@ -13,6 +13,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -27,7 +28,9 @@ def _check(x, y, mask, x_q, w0):
   return x, y.astype(x.dtype), mask, x_q, w0
 
 
-def gd_reader(x, y, mask, x_q, *, w0, eta: float) -> jax.Array:
+def gd_reader(
+  x: ArrayLike, y: ArrayLike, mask: ArrayLike, x_q: ArrayLike, *, w0: ArrayLike, eta: float
+) -> jax.Array:
   """One gradient step of least squares from the prior (the linear-attention reader).
 
   ``w_hat = w0 + (eta / k) sum_{i: mask_i} (y_i - w0^T x_i) x_i``,  ``yhat = w_hat^T x_q``,
@@ -36,8 +39,12 @@ def gd_reader(x, y, mask, x_q, *, w0, eta: float) -> jax.Array:
   linear self-attention layer implements this step).
 
   Args:
-    x: float [k, d] demonstrations; y: float [k] labels; mask: bool [k] visible items.
-    x_q: float [d] query; w0: float [d] prior; eta: step size (static, finite).
+    x: [k, d] float demonstrations.
+    y: [k] real labels.
+    mask: [k] bool, the demonstrations the reader sees.
+    x_q: [d] float query.
+    w0: [d] float prior weights.
+    eta: step size (static, finite).
 
   Returns:
     float scalar ``yhat``; with an empty mask, the prior prediction ``w0^T x_q``.
@@ -51,7 +58,9 @@ def gd_reader(x, y, mask, x_q, *, w0, eta: float) -> jax.Array:
   return w @ x_q
 
 
-def linesearch_gd_reader(x, y, mask, x_q, *, w0) -> jax.Array:
+def linesearch_gd_reader(
+  x: ArrayLike, y: ArrayLike, mask: ArrayLike, x_q: ArrayLike, *, w0: ArrayLike
+) -> jax.Array:
   """One gradient step from the prior with the exact line-search step (no fixed step size).
 
   With ``S = (1/k) sum_{i: mask_i} x_i x_i^T`` and the averaged gradient
@@ -66,8 +75,11 @@ def linesearch_gd_reader(x, y, mask, x_q, *, w0) -> jax.Array:
   second moment is isotropic, ``S = c I``, one step recovers the least-squares solution.
 
   Args:
-    x: float [k, d] demonstrations; y: float [k] labels; mask: bool [k] visible items.
-    x_q: float [d] query; w0: float [d] prior.
+    x: [k, d] float demonstrations.
+    y: [k] real labels.
+    mask: [k] bool, the demonstrations the reader sees.
+    x_q: [d] float query.
+    w0: [d] float prior weights.
 
   Returns:
     float scalar ``yhat``; with an empty mask or a zero gradient, the prior prediction
@@ -85,7 +97,9 @@ def linesearch_gd_reader(x, y, mask, x_q, *, w0) -> jax.Array:
   return (w0 + eta * g) @ x_q
 
 
-def ridge_reader(x, y, mask, x_q, *, w0, lam: float) -> jax.Array:
+def ridge_reader(
+  x: ArrayLike, y: ArrayLike, mask: ArrayLike, x_q: ArrayLike, *, w0: ArrayLike, lam: float
+) -> jax.Array:
   """Ridge regression on the visible demonstrations, shrunk towards the prior ``w0``.
 
   ``w_hat = w0 + (X^T M X + lam I)^{-1} X^T M (y - X w0)``,  ``yhat = w_hat^T x_q``, with
@@ -93,7 +107,11 @@ def ridge_reader(x, y, mask, x_q, *, w0, lam: float) -> jax.Array:
   1/k dilution: the capacity-unlimited reference reader.
 
   Args:
-    x: float [k, d]; y: float [k]; mask: bool [k]; x_q: float [d]; w0: float [d];
+    x: [k, d] float demonstrations.
+    y: [k] real labels.
+    mask: [k] bool, the demonstrations the reader sees.
+    x_q: [d] float query.
+    w0: [d] float prior weights.
     lam: ridge strength (static, > 0).
 
   Returns:
@@ -108,14 +126,20 @@ def ridge_reader(x, y, mask, x_q, *, w0, lam: float) -> jax.Array:
   return w @ x_q
 
 
-def prior_reader(x, y, mask, x_q, *, w0) -> jax.Array:
+def prior_reader(
+  x: ArrayLike, y: ArrayLike, mask: ArrayLike, x_q: ArrayLike, *, w0: ArrayLike
+) -> jax.Array:
   """The input-independent-context baseline: ``yhat = w0^T x_q`` (ignores the demonstrations).
 
   Args:
-    x, y, mask: ignored (shape-checked); x_q: float [d]; w0: float [d].
+    x: [k, d] float demonstrations (ignored; shape-checked).
+    y: [k] real labels (ignored; shape-checked).
+    mask: [k] bool (ignored; shape-checked).
+    x_q: [d] float query.
+    w0: [d] float prior weights.
 
   Returns:
-    float scalar.
+    float scalar ``w0^T x_q``.
   """
   x, y, mask, x_q, w0 = _check(x, y, mask, x_q, w0)
   return w0 @ x_q
@@ -123,7 +147,11 @@ def prior_reader(x, y, mask, x_q, *, w0) -> jax.Array:
 
 @dataclasses.dataclass(frozen=True)
 class GDReader:
-  """:func:`gd_reader` with a fixed step ``eta`` (hashable: one compile per ``eta``)."""
+  """:func:`gd_reader` with a fixed step ``eta`` (hashable: one compile per ``eta``).
+
+  Args:
+    eta: the step size (finite).
+  """
 
   eta: float
 
@@ -144,7 +172,11 @@ class LineSearchGDReader:
 
 @dataclasses.dataclass(frozen=True)
 class RidgeReader:
-  """:func:`ridge_reader` with a fixed ``lam`` (hashable)."""
+  """:func:`ridge_reader` with a fixed ``lam`` (hashable).
+
+  Args:
+    lam: the ridge strength (> 0).
+  """
 
   lam: float
 

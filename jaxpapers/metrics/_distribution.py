@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -41,7 +42,9 @@ def _sqrt_psd(m: jax.Array) -> jax.Array:
   return (v * jnp.sqrt(jnp.clip(w, 0.0))) @ v.T
 
 
-def frechet_distance_from_moments(mu1, sigma1, mu2, sigma2) -> jax.Array:
+def frechet_distance_from_moments(
+  mu1: ArrayLike, sigma1: ArrayLike, mu2: ArrayLike, sigma2: ArrayLike
+) -> jax.Array:
   """Fréchet distance between Gaussians ``N(mu1, sigma1)`` and ``N(mu2, sigma2)``.
 
   ``d² = ||μ1 − μ2||² + tr(Σ1) + tr(Σ2) − 2 tr((Σ1^{1/2} Σ2 Σ1^{1/2})^{1/2})``.
@@ -51,6 +54,15 @@ def frechet_distance_from_moments(mu1, sigma1, mu2, sigma2) -> jax.Array:
   non-symmetric ``sqrtm(Σ1 Σ2)``; the two have the same trace, and this one
   never produces complex values from round-off. Use float64
   (``jax.experimental.enable_x64``) for features of high dimension.
+
+  Args:
+    mu1: [D] real mean of the first Gaussian, D >= 1.
+    sigma1: [D, D] real covariance (symmetric PSD) of the first Gaussian.
+    mu2: [D] real mean of the second Gaussian.
+    sigma2: [D, D] real covariance (symmetric PSD) of the second Gaussian.
+
+  Returns:
+    float scalar ``d²`` (clipped at 0), in the inputs' float dtype.
   """
   mu1, mu2, sigma1, sigma2 = (
     V.check_array(x, n, dtype="real")
@@ -76,11 +88,18 @@ def frechet_distance_from_moments(mu1, sigma1, mu2, sigma2) -> jax.Array:
   )
 
 
-def frechet_distance(feats_a: jax.Array, feats_b: jax.Array) -> jax.Array:
-  """Fréchet distance (FID-style) between two feature sets ``[N, D]`` and ``[M, D]``.
+def frechet_distance(feats_a: ArrayLike, feats_b: ArrayLike) -> jax.Array:
+  """Fréchet distance (FID-style) between two feature sets.
 
   Means and unbiased covariances are estimated from the samples, then
   :func:`frechet_distance_from_moments` is applied.
+
+  Args:
+    feats_a: [N, D] real features, N >= 2, finite.
+    feats_b: [M, D] real features, M >= 2, finite.
+
+  Returns:
+    float scalar, the squared Fréchet distance (>= 0).
   """
   a, b = _check_features(feats_a, feats_b)
   ok = _finite("feats_a and feats_b", a, b)
@@ -101,8 +120,8 @@ def _unbiased_mmd2(x: jax.Array, y: jax.Array, degree: int, coef0: float) -> jax
 
 
 def kernel_inception_distance(
-  feats_a: jax.Array,
-  feats_b: jax.Array,
+  feats_a: ArrayLike,
+  feats_b: ArrayLike,
   *,
   degree: int = 3,
   coef0: float = 1.0,
@@ -116,6 +135,18 @@ def kernel_inception_distance(
   mean over ``num_subsets`` random subsets of ``subset_size`` from each set
   (drawn without replacement with ``key``), as in Bińkowski et al. (2018),
   "Demystifying MMD GANs", arXiv:1801.01401.
+
+  Args:
+    feats_a: [N, D] real features, N >= 2, finite.
+    feats_b: [M, D] real features, M >= 2, finite.
+    degree: the kernel's degree, an int >= 1.
+    coef0: the kernel's constant term.
+    num_subsets: number of random subsets averaged; 0 uses all samples once.
+    subset_size: largest subset size (>= 2; capped at N and M).
+    key: PRNG key for the subsets; required when ``num_subsets > 0``.
+
+  Returns:
+    float scalar, the unbiased MMD² estimate (may be slightly negative).
   """
   a, b = _check_features(feats_a, feats_b)
   degree = V.check_int(degree, "degree", min_value=1)

@@ -27,6 +27,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -96,11 +97,19 @@ def _topk(ranked: jax.Array, k: int) -> jax.Array:
   return ranked[:, :k]  # 1 <= k <= N, checked in _check
 
 
-def ndcg_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
+def ndcg_at_k(scores: ArrayLike, relevance: ArrayLike, k: int) -> jax.Array:
   """Normalised discounted cumulative gain at ``k`` with linear gains.
 
   ``DCG@k = Σ_{i=1}^{k} rel_i / log2(i + 1)`` over the ranked list,
   ``nDCG@k = DCG@k / IDCG@k`` with the ideal ordering in the denominator.
+
+  Args:
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
+    relevance: [Q, N] real array of graded gains, finite and >= 0.
+    k: static cutoff, an int in [1, N].
+
+  Returns:
+    [Q] float32 array in [0, 1] (0 for a query without a relevant candidate).
   """
   scores, relevance, k = _check(scores, relevance, k)
   return _finish(*_ndcg(scores, relevance, k=k))
@@ -116,8 +125,17 @@ def _ndcg(scores, relevance, k):
   return jnp.where(idcg > 0, dcg / jnp.where(idcg > 0, idcg, 1.0), 0.0)
 
 
-def hit_rate_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
-  """HR@k: 1 if any relevant candidate is in the top ``k``, else 0."""
+def hit_rate_at_k(scores: ArrayLike, relevance: ArrayLike, k: int) -> jax.Array:
+  """HR@k: 1 if any relevant candidate is in the top ``k``, else 0.
+
+  Args:
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+    k: static cutoff, an int in [1, N].
+
+  Returns:
+    [Q] float32 array of 0s and 1s.
+  """
   scores, relevance, k = _check(scores, relevance, k)
   return _finish(*_hit_rate(scores, relevance, k=k))
 
@@ -128,8 +146,17 @@ def _hit_rate(scores, relevance, k):
   return ranked.any(-1).astype(jnp.float32)
 
 
-def recall_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
-  """Recall@k: relevant candidates in the top ``k`` over all relevant candidates."""
+def recall_at_k(scores: ArrayLike, relevance: ArrayLike, k: int) -> jax.Array:
+  """Recall@k: relevant candidates in the top ``k`` over all relevant candidates.
+
+  Args:
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+    k: static cutoff, an int in [1, N].
+
+  Returns:
+    [Q] float32 array in [0, 1] (0 for a query without a relevant candidate).
+  """
   scores, relevance, k = _check(scores, relevance, k)
   return _finish(*_recall(scores, relevance, k=k))
 
@@ -142,8 +169,17 @@ def _recall(scores, relevance, k):
   return jnp.where(total > 0, hits / jnp.maximum(total, 1), 0.0)
 
 
-def precision_at_k(scores: jax.Array, relevance: jax.Array, k: int) -> jax.Array:
-  """Precision@k: relevant candidates in the top ``k``, divided by ``k``."""
+def precision_at_k(scores: ArrayLike, relevance: ArrayLike, k: int) -> jax.Array:
+  """Precision@k: relevant candidates in the top ``k``, divided by ``k``.
+
+  Args:
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+    k: static cutoff, an int in [1, N].
+
+  Returns:
+    [Q] float32 array in [0, 1].
+  """
   scores, relevance, k = _check(scores, relevance, k)
   return _finish(*_precision(scores, relevance, k=k))
 
@@ -154,8 +190,16 @@ def _precision(scores, relevance, k):
   return _topk(_ranked_relevance(scores, rel), k).sum(-1) / k
 
 
-def mrr(scores: jax.Array, relevance: jax.Array) -> jax.Array:
-  """Reciprocal rank of the first relevant candidate (0 if none)."""
+def mrr(scores: ArrayLike, relevance: ArrayLike) -> jax.Array:
+  """Reciprocal rank of the first relevant candidate (0 if none).
+
+  Args:
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+
+  Returns:
+    [Q] float32 array in [0, 1].
+  """
   scores, relevance, _ = _check(scores, relevance)
   return _finish(*_mrr(scores, relevance))
 
@@ -168,8 +212,16 @@ def _mrr(scores, relevance, k):
   return jnp.where(ranked.any(-1), 1.0 / (first + 1.0), 0.0)
 
 
-def average_precision(scores: jax.Array, relevance: jax.Array) -> jax.Array:
-  """Average precision: ``AP = (1/R) Σ_{i: rel_i} precision@i`` over the full ranking."""
+def average_precision(scores: ArrayLike, relevance: ArrayLike) -> jax.Array:
+  """Average precision: ``AP = (1/R) Σ_{i: rel_i} precision@i`` over the full ranking.
+
+  Args:
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+
+  Returns:
+    [Q] float32 array in [0, 1] (0 for a query without a relevant candidate).
+  """
   scores, relevance, _ = _check(scores, relevance)
   return _finish(*_average_precision(scores, relevance))
 
@@ -184,6 +236,14 @@ def _average_precision(scores, relevance, k):
   return jnp.where(total > 0, (precision_at_i * ranked).sum(-1) / jnp.maximum(total, 1.0), 0.0)
 
 
-def mean_average_precision(scores: jax.Array, relevance: jax.Array) -> jax.Array:
-  """mAP: the mean of :func:`average_precision` over queries."""
+def mean_average_precision(scores: ArrayLike, relevance: ArrayLike) -> jax.Array:
+  """mAP: the mean of :func:`average_precision` over queries.
+
+  Args:
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+
+  Returns:
+    float32 scalar in [0, 1].
+  """
   return average_precision(scores, relevance).mean()

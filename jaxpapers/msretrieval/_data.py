@@ -154,7 +154,14 @@ def morgan_fingerprints(
 
 
 def monoisotopic_masses(smiles: Sequence[str]) -> np.ndarray:
-  """``[N]`` float64 monoisotopic masses (Da) of neutral molecules."""
+  """Monoisotopic masses of neutral molecules (RDKit's ``ExactMolWt``).
+
+  Args:
+    smiles: ``N`` SMILES strings.
+
+  Returns:
+    ``[N]`` float64 numpy masses in Da.
+  """
   from rdkit.Chem.Descriptors import ExactMolWt
 
   return np.array([ExactMolWt(m) for m in _mols(smiles)], np.float64)
@@ -550,7 +557,18 @@ def read_massspecgym(data_dir: str | os.PathLike, *, file: str = "MassSpecGym.ts
 
 
 def read_candidates(path: str | os.PathLike) -> dict[str, list[str]]:
-  """Reads a MassSpecGym candidates JSON (``{query SMILES: [candidate SMILES, ...]}``)."""
+  """Reads a MassSpecGym candidates JSON.
+
+  Args:
+    path: the JSON file, a mapping ``{query SMILES: [candidate SMILES, ...]}``.
+
+  Returns:
+    the mapping query SMILES -> list of candidate SMILES, as stored.
+
+  Raises:
+    FileNotFoundError: ``path`` does not exist.
+    ValueError: the file is not JSON of that form.
+  """
   V.check_path(path, "path")
   path = pathlib.Path(path)
   if not path.exists():

@@ -12,6 +12,7 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
 
 from jaxpapers.core import validation as V
 from jaxpapers.msretrieval._similarity import _ratio
@@ -170,7 +171,7 @@ def _fingerprint_metrics(probs, fp, *, threshold):
   return out, ok1, ok2
 
 
-def pareto_front(points) -> np.ndarray:
+def pareto_front(points: npt.ArrayLike) -> np.ndarray:
   """Mask of the non-dominated points when both coordinates are maximised (host-side numpy).
 
   A point is dominated if another is ``>=`` in both coordinates and ``>`` in one. Duplicates of

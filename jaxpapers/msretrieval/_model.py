@@ -69,7 +69,15 @@ class FingerprintMLP(nnx.Module):
     self.n_in = n_in
 
   def embed(self, x: jax.Array, *, key: jax.Array | None = None) -> jax.Array:
-    """``[B, n_in]`` spectra -> ``[B, embed_dim]``; dropout is on when ``key`` is given."""
+    """The embedding before the fingerprint head; dropout is on when ``key`` is given.
+
+    Args:
+      x: ``[B, n_in]`` float binned spectra.
+      key: PRNG key of the dropout masks, or None for evaluation (no dropout).
+
+    Returns:
+      ``[B, embed_dim]`` float embeddings.
+    """
     x = V.check_array(x, "x", ndim=2, dtype="float")
     if x.shape[1] != self.n_in:
       raise ValueError(f"x must have shape [B, {self.n_in}] (n_in bins), got {x.shape}")
@@ -123,9 +131,14 @@ def weighted_loss(
   """``Σ_i w_i L_i`` over :data:`BASE_LOSSES` (weights may be traced: one program, any objective).
 
   Args:
-    logits: ``[B, F]``; fp: ``[B, F]`` binary; cand_fp: ``[B, C, F]`` binary;
-    labels, cand_mask: ``[B, C]`` bool; weights: ``[6]`` float (from :func:`loss_weights`).
-    gamma: focal exponent (reference script default 5); temperature: contrastive ``τ``.
+    logits: ``[B, F]`` float fingerprint logits.
+    fp: ``[B, F]`` binary target fingerprints.
+    cand_fp: ``[B, C, F]`` binary candidate fingerprints.
+    labels: ``[B, C]`` bool, True at the candidates equal to the true molecule.
+    cand_mask: ``[B, C]`` bool, True at real (not padded) candidates.
+    weights: ``[6]`` float (from :func:`loss_weights`).
+    gamma: focal exponent (reference script default 5).
+    temperature: contrastive ``τ``.
 
   Returns:
     ``(loss, parts)``: the scalar loss and the ``[6]`` values of the base losses.
@@ -151,7 +164,16 @@ def make_optimizer(
   lr: float = 1e-4, *, warmup_steps: int = 500, clip_norm: float = 1.0
 ) -> optax.GradientTransformation:
   """Adam with linear warm-up over ``warmup_steps`` (``lr · min(1, (t+1)/warmup)``, as the
-  reference's ``optimizer_step``) after clipping the global gradient norm at ``clip_norm``."""
+  reference's ``optimizer_step``) after clipping the global gradient norm at ``clip_norm``.
+
+  Args:
+    lr: the peak learning rate (> 0).
+    warmup_steps: steps of the linear warm-up (>= 1).
+    clip_norm: the global gradient-norm clip (> 0).
+
+  Returns:
+    ``optax.chain(clip_by_global_norm(clip_norm), adam(schedule))``.
+  """
   lr = V.check_float(lr, "lr", min_value=0.0, min_inclusive=False)
   warmup_steps = V.check_int(warmup_steps, "warmup_steps", min_value=1)
   clip_norm = V.check_float(clip_norm, "clip_norm", min_value=0.0, min_inclusive=False)
@@ -175,10 +197,14 @@ def retrieval_metrics(
   One tie-breaking noise draw per similarity, shared by every ``k`` (as the reference).
 
   Args:
-    probs: ``[B, F]`` predicted probabilities; fp: ``[B, F]`` binary targets.
-    cand_fp: ``[B, C, F]`` binary candidates; labels, cand_mask: ``[B, C]`` bool.
+    probs: ``[B, F]`` predicted probabilities.
+    fp: ``[B, F]`` binary targets.
+    cand_fp: ``[B, C, F]`` binary candidates.
+    labels: ``[B, C]`` bool, True at the candidates equal to the true molecule.
+    cand_mask: ``[B, C]`` bool, True at real (not padded) candidates.
     key: typed PRNG key for the tie-breaking noise.
-    ks: cut-offs; sims: similarity names (see :func:`candidate_scores`).
+    ks: cut-offs.
+    sims: similarity names (see :func:`candidate_scores`).
 
   Returns:
     ``{'fp/<metric>': [B] (or scalar F1s), 'hr/<sim>@<k>': [B]}``.

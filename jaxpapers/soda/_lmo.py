@@ -147,6 +147,18 @@ def lmo_direction(
 
   The scalings of ``colnorm``/``rownorm`` are our convention (the reference
   code was read only for spectral and sign).
+
+  Args:
+    g: a float gradient leaf of any shape (at least 2-D for ``'spectral'``, ``'colnorm'``
+      and ``'rownorm'``).
+    norm: one of :data:`NORMS`.
+    ns_steps: Newton-Schulz iterations (``'spectral'``).
+    dimension_numbers: which axes are ``d_in`` and ``d_out`` (the others are batch axes);
+      default ``LmoDimensionNumbers()``: axis 0 is ``d_in``, axis 1 is ``d_out``.
+    eps: added to the norms before dividing.
+
+  Returns:
+    ``s(g)``, an array of ``g``'s shape and dtype (computed in at least float32).
   """
   if norm not in NORMS:
     raise ValueError(f"`norm` must be one of {NORMS}; got {norm!r}.")

@@ -218,7 +218,7 @@ def soda_lmo(
   return optax.GradientTransformation(init_fn, update_fn)
 
 
-def soda_eval_params(state: optax.OptState, params: optax.Params):
+def soda_eval_params(state: optax.OptState, params: optax.Params) -> optax.Params:
   """Parameters at which to evaluate a model trained with SODA.
 
   * :func:`soda` and :func:`moda`: the training parameters *are* the
@@ -229,6 +229,13 @@ def soda_eval_params(state: optax.OptState, params: optax.Params):
 
   The optimizer state is searched recursively (through ``chain``,
   ``partition``, ``inject_hyperparams``, ``MultiSteps`` ...).
+
+  Args:
+    state: an optimizer state containing a :class:`SodaState` or :class:`SodaLmoState`.
+    params: the current training parameters.
+
+  Returns:
+    the evaluation parameters, of ``params``' structure, shapes and dtypes.
 
   Raises:
     ValueError: if no SODA state is found in ``state``.
@@ -255,15 +262,6 @@ def soda_eval_params(state: optax.OptState, params: optax.Params):
 # ----------------------------------------------------------------- aliases ---
 
 
-def _wrap_doc(name: str, base: str) -> str:
-  return (
-    f"``soda({base}(..., weight_decay=0))``: {name} whose weight decay is "
-    "replaced by SODA's anchored 1/(k+2) average (see :func:`soda` for the "
-    "update equation, ``anchor``, ``mask`` and ``start_step``).\n\n"
-    "References:\n  Pethick et al., arXiv:2605.11172, 2026.\n"
-  )
-
-
 def soda_adamw(
   learning_rate: ScalarOrSchedule,
   b1: float = 0.9,
@@ -275,6 +273,26 @@ def soda_adamw(
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
+  """``soda(optax.adamw(..., weight_decay=0))``: AdamW whose weight decay is replaced by SODA's
+  anchored 1/(k+2) average (see :func:`soda` for the update equation).
+
+  Args:
+    learning_rate: a float >= 0 or a schedule ``count -> learning rate``.
+    b1: decay of the first-moment average.
+    b2: decay of the second-moment average.
+    eps: added to the denominator's square root.
+    mu_dtype: dtype of the first moment (None: the parameters').
+    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``; see :func:`soda`.
+    mask: which leaves SODA wraps (a pytree of bools or a function of the params); the others
+      get the plain base update. None wraps every leaf.
+    start_step: the number of first steps that return the base update unchanged.
+
+  Returns:
+    the SODA-wrapped optimizer.
+
+  References:
+    Pethick et al., arXiv:2605.11172, 2026.
+  """
   _check_lr(learning_rate)
   return _wrapper.soda(
     optax.adamw(learning_rate, b1, b2, eps, mu_dtype=mu_dtype, weight_decay=0.0),
@@ -295,6 +313,26 @@ def soda_nadam(
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
+  """``soda(optax.nadamw(..., weight_decay=0))``: NAdamW whose weight decay is replaced by SODA's
+  anchored 1/(k+2) average (see :func:`soda` for the update equation).
+
+  Args:
+    learning_rate: a float >= 0 or a schedule ``count -> learning rate``.
+    b1: decay of the first-moment average (Nesterov momentum).
+    b2: decay of the second-moment average.
+    eps: added to the denominator's square root.
+    mu_dtype: dtype of the first moment (None: the parameters').
+    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``; see :func:`soda`.
+    mask: which leaves SODA wraps (a pytree of bools or a function of the params); the others
+      get the plain base update. None wraps every leaf.
+    start_step: the number of first steps that return the base update unchanged.
+
+  Returns:
+    the SODA-wrapped optimizer.
+
+  References:
+    Pethick et al., arXiv:2605.11172, 2026.
+  """
   _check_lr(learning_rate)
   return _wrapper.soda(
     optax.nadamw(learning_rate, b1, b2, eps, mu_dtype=mu_dtype, weight_decay=0.0),
@@ -314,6 +352,25 @@ def soda_lion(
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
+  """``soda(optax.lion(..., weight_decay=0))``: Lion whose weight decay is replaced by SODA's
+  anchored 1/(k+2) average (see :func:`soda` for the update equation).
+
+  Args:
+    learning_rate: a float >= 0 or a schedule ``count -> learning rate``.
+    b1: interpolation weight of the sign update.
+    b2: decay of the momentum.
+    mu_dtype: dtype of the momentum (None: the parameters').
+    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``; see :func:`soda`.
+    mask: which leaves SODA wraps (a pytree of bools or a function of the params); the others
+      get the plain base update. None wraps every leaf.
+    start_step: the number of first steps that return the base update unchanged.
+
+  Returns:
+    the SODA-wrapped optimizer.
+
+  References:
+    Pethick et al., arXiv:2605.11172, 2026.
+  """
   _check_lr(learning_rate)
   return _wrapper.soda(
     optax.lion(learning_rate, b1, b2, mu_dtype=mu_dtype, weight_decay=0.0),
@@ -369,6 +426,38 @@ def soda_muon(
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
+  """``soda(optax.contrib.muon(..., weight_decay=0))``: Muon (non-matrix leaves use its Adam
+  branch) whose weight decay is replaced by SODA's anchored 1/(k+2) average (see :func:`soda`
+  for the update equation).
+
+  **Default partition** (``mask=None``), as in the reference Muon run: SODA wraps only the
+  hidden matrices, i.e. the leaves Muon orthogonalises (2-D, or those given by
+  ``muon_weight_dimension_numbers``) whose path does not name an embedding or the output
+  head (a path component containing ``embed``, ending in ``_head``, or one of ``wte``,
+  ``wpe``, ``pos``, ``head``, ``logits``, ``output``). Embeddings, the head, biases and
+  norm scales get the plain (undecayed) base update. Pass ``mask`` to choose otherwise,
+  e.g. ``mask=lambda p: jax.tree.map(lambda _: True, p)`` to wrap every leaf.
+
+  Args:
+    learning_rate: a float >= 0 or a schedule ``count -> learning rate`` (Muon branch).
+    beta: Muon's momentum decay.
+    ns_steps: Newton-Schulz iterations of the orthogonalisation.
+    adam_learning_rate: learning rate of the Adam branch (None: ``learning_rate``).
+    adam_b1: first-moment decay of the Adam branch.
+    adam_b2: second-moment decay of the Adam branch.
+    muon_weight_dimension_numbers: which leaves Muon treats as matrices and how (optax's
+      ``MuonDimensionNumbers`` pytree or a function of the params); None: the 2-D leaves.
+    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``; see :func:`soda`.
+    mask: which leaves SODA wraps (a pytree of bools or a function of the params); None: the
+      default partition above.
+    start_step: the number of first steps that return the base update unchanged.
+
+  Returns:
+    the SODA-wrapped optimizer.
+
+  References:
+    Pethick et al., arXiv:2605.11172, 2026.
+  """
   _check_lr(learning_rate)
   if mask is None:
     mask = lambda p: muon_hidden_mask(p, muon_weight_dimension_numbers)
@@ -388,19 +477,3 @@ def soda_muon(
     mask=mask,
     start_step=start_step,
   )
-
-
-soda_adamw.__doc__ = _wrap_doc("AdamW", "optax.adamw")
-soda_nadam.__doc__ = _wrap_doc("NAdamW", "optax.nadamw")
-soda_lion.__doc__ = _wrap_doc("Lion", "optax.lion")
-soda_muon.__doc__ = _wrap_doc(
-  "Muon (optax.contrib.muon; non-matrix leaves use its Adam branch)", "optax.contrib.muon"
-) + (
-  "\n**Default partition** (``mask=None``), as in the reference Muon run: SODA wraps only the "
-  "hidden matrices, i.e. the leaves Muon orthogonalises (2-D, or those given by "
-  "``muon_weight_dimension_numbers``) whose path does not name an embedding or the output "
-  "head (a path component containing ``embed``, ending in ``_head``, or one of ``wte``, "
-  "``wpe``, ``pos``, ``head``, ``logits``, ``output``). Embeddings, the head, biases and "
-  "norm scales get the plain (undecayed) base update. Pass ``mask`` to choose otherwise, "
-  "e.g. ``mask=lambda p: jax.tree.map(lambda _: True, p)`` to wrap every leaf.\n"
-)
