@@ -54,28 +54,33 @@ def test_vfm_affinity_of_orthogonal_or_zero_features_is_identity():
 def test_refine_logits_is_the_closed_form_not_the_iteration():
   A = _np_affinity(RNG.normal(size=(7, 4)), 3.0, -1.0)
   L = RNG.normal(size=(7, 3)) * 5
-  R = np.asarray(S.refine_logits(L.astype(F32), A.astype(F32), alpha=0.3, steps=3))
+  R = np.asarray(
+    jax.jit(lambda L, A: S.refine_logits(L, A, alpha=0.3, steps=3))(L.astype(F32), A.astype(F32))
+  )
   ref = 0.7 * L + 0.3 * np.linalg.matrix_power(A, 3) @ L
   np.testing.assert_allclose(R, ref, rtol=1e-4, atol=1e-4)
   it = L
   for _ in range(3):
     it = 0.7 * it + 0.3 * A @ it
   assert np.abs(R - it).max() > 1e-2
-  np.testing.assert_allclose(S.refine_logits(L.astype(F32), A.astype(F32), steps=0), L, rtol=1e-6)
+  k0 = jax.jit(lambda L, A: S.refine_logits(L, A, steps=0))(L.astype(F32), A.astype(F32))
+  np.testing.assert_allclose(k0, L, rtol=1e-6)
 
 
 def test_proxy_attention_and_patch_text_logits():
   A = _np_affinity(RNG.normal(size=(5, 3)), 3.0, 0.2)
   v = RNG.normal(size=(5, 4))
-  np.testing.assert_allclose(S.proxy_attention(v.astype(F32), A.astype(F32)), A @ v, rtol=1e-5)
+  got = jax.jit(S.proxy_attention)(v.astype(F32), A.astype(F32))
+  np.testing.assert_allclose(got, A @ v, rtol=1e-5)
   f, t = RNG.normal(size=(2, 5, 4)), RNG.normal(size=(3, 4))
   ref = 40 * _unit(f) @ _unit(t).T
-  np.testing.assert_allclose(S.patch_text_logits(f.astype(F32), t.astype(F32)), ref, rtol=1e-4)
+  got = jax.jit(S.patch_text_logits)(f.astype(F32), t.astype(F32))
+  np.testing.assert_allclose(got, ref, rtol=1e-4)
 
 
 def test_dense_pseudolabels_and_strict_confidence():
   R = np.array([[2.0, 0.0], [0.0, 0.0], [0.0, 3.0]], F32)
-  labels, w = S.dense_pseudolabels(R, tau=2.0, confidence=0.5)
+  labels, w = jax.jit(lambda R: S.dense_pseudolabels(R, tau=2.0, confidence=0.5))(R)
   q = _softmax(R.astype(np.float64) / 2.0)
   np.testing.assert_array_equal(labels, q.argmax(-1))
   np.testing.assert_array_equal(w, (q.max(-1) > 0.5).astype(F32))
