@@ -22,6 +22,13 @@ def upsample_logits(patch_logits: jax.Array, image_size: tuple[int, int]) -> jax
   """``[B, N, C]`` patch logits (row-major ``h x w`` grid, square) -> ``[B, H, W, C]`` pixels.
 
   Bilinear, half-pixel centres (``jax.image.resize``).
+
+  Args:
+    patch_logits: ``[B, N, C]`` float logits of ``N = h²`` patches in row-major order.
+    image_size: ``(H, W)``, the output size in pixels (positive ints).
+
+  Returns:
+    ``[B, H, W, C]`` float32 upsampled logits.
   """
   x = V.check_array(patch_logits, "patch_logits", ndim=3, dtype="float", nonempty=True)
   B, N, C = x.shape

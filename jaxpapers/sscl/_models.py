@@ -89,7 +89,17 @@ class Block(nnx.Module):
 
 
 class TinyViT(nnx.Module):
-  """``[B, S, S, 3]`` images (uint8 or float in [0, 1]) -> class and patch features."""
+  """``[B, S, S, 3]`` images (uint8 or float in [0, 1]) -> class and patch features.
+
+  Args:
+    size: ``S``, the image side in pixels (divisible by ``patch``).
+    patch: the patch side in pixels; the image has ``N = (S / patch)²`` patches.
+    width: the token width.
+    depth: the number of transformer blocks (>= 1).
+    heads: attention heads (``width`` divisible by ``heads``).
+    embed_dim: ``E``, the width of the projected class and patch features.
+    rngs: the parameters' random streams.
+  """
 
   def __init__(
     self,
@@ -115,8 +125,15 @@ class TinyViT(nnx.Module):
     self.ln_post = nnx.LayerNorm(width, rngs=rngs)
     self.proj = nnx.Linear(width, embed_dim, use_bias=False, rngs=rngs)
 
-  def tokens(self, images):
-    """Tokens entering the last block, ``[B, 1 + N, width]``."""
+  def tokens(self, images: jax.Array) -> jax.Array:
+    """Tokens entering the last block.
+
+    Args:
+      images: ``[B, S, S, 3]`` uint8 or float images in [0, 1].
+
+    Returns:
+      ``[B, 1 + N, width]`` float tokens (class token first).
+    """
     x = self.embed(_patchify(_images(images, self.patch), self.patch))
     x = jnp.concatenate([jnp.broadcast_to(self.cls[...], (x.shape[0], 1, x.shape[-1])), x], 1)
     x = x + self.pos[...]
@@ -129,12 +146,34 @@ class TinyViT(nnx.Module):
     x = self.blocks[-1](self.tokens(images))
     return _l2(self.proj(self.ln_post(x[:, 0])))
 
-  def dense(self, images, readout: str = "maskclip", affinity=None):
-    """Patch features ``[B, N, E]`` with one of :data:`READOUTS` (see module doc)."""
+  def dense(
+    self, images: jax.Array, readout: str = "maskclip", affinity: jax.Array | None = None
+  ) -> jax.Array:
+    """Patch features with one of :data:`READOUTS` (see module doc).
+
+    Args:
+      images: ``[B, S, S, 3]`` uint8 or float images in [0, 1].
+      readout: one of :data:`READOUTS`.
+      affinity: ``[B, N, N]`` row-stochastic affinity, required for ``readout='proxy'``.
+
+    Returns:
+      ``[B, N, E]`` unnormalised patch features.
+    """
     return self._dense(self.tokens(images), readout, affinity)
 
-  def encode(self, images, readout: str = "maskclip", affinity=None):
-    """``(global [B, E] unit-norm, dense [B, N, E])`` sharing the first blocks' computation."""
+  def encode(
+    self, images: jax.Array, readout: str = "maskclip", affinity: jax.Array | None = None
+  ) -> tuple[jax.Array, jax.Array]:
+    """Global and patch features, sharing the first blocks' computation.
+
+    Args:
+      images: ``[B, S, S, 3]`` uint8 or float images in [0, 1].
+      readout: one of :data:`READOUTS`, for the patch features.
+      affinity: ``[B, N, N]`` row-stochastic affinity, required for ``readout='proxy'``.
+
+    Returns:
+      ``(global [B, E] unit-norm, dense [B, N, E] unnormalised)``.
+    """
     x = self.tokens(images)
     g = _l2(self.proj(self.ln_post(self.blocks[-1](x)[:, 0])))
     return g, self._dense(x, readout, affinity)
@@ -165,7 +204,17 @@ class TinyViT(nnx.Module):
 
 
 class TinyTextEncoder(nnx.Module):
-  """``[B, L]`` int token ids (0 = padding) -> unit-norm ``[B, E]`` embeddings."""
+  """``[B, L]`` int token ids (0 = padding) -> unit-norm ``[B, E]`` embeddings.
+
+  Args:
+    vocab: the vocabulary size (>= 2; id 0 is padding).
+    max_len: the longest token sequence (>= 1).
+    width: the token width.
+    depth: the number of transformer blocks (>= 1).
+    heads: attention heads (``width`` divisible by ``heads``).
+    embed_dim: ``E``, the embedding width.
+    rngs: the parameters' random streams.
+  """
 
   def __init__(
     self,
@@ -202,7 +251,16 @@ class TinyTextEncoder(nnx.Module):
 
 
 class TinyCLIP(nnx.Module):
-  """:class:`TinyViT` + :class:`TinyTextEncoder` + learnable ``log_scale``."""
+  """:class:`TinyViT` + :class:`TinyTextEncoder` + learnable ``log_scale``.
+
+  Args:
+    vocab: the text vocabulary size (>= 2; id 0 is padding).
+    size, patch, width, depth, heads, embed_dim: the image tower's (:class:`TinyViT`); the
+      text tower shares ``width``, ``heads`` and ``embed_dim``.
+    text_depth: the text tower's number of blocks (>= 1).
+    max_len: the longest token sequence.
+    rngs: the parameters' random streams.
+  """
 
   def __init__(
     self,
@@ -233,6 +291,11 @@ class TinyCLIP(nnx.Module):
     self.log_scale = nnx.Param(jnp.asarray(math.log(1 / 0.07), jnp.float32))
 
   def logit_scale(self) -> jax.Array:
+    """The CLIP logit scale ``exp(log_scale)``, clipped to [1, 100].
+
+    Returns:
+      Scalar float32.
+    """
     return jnp.exp(jnp.clip(self.log_scale[...], 0.0, math.log(100.0)))
 
 

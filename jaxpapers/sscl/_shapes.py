@@ -66,6 +66,13 @@ class ShapesData(NamedTuple):
 def tokenize(texts: list[str] | tuple[str, ...]) -> np.ndarray:
   """Words of :data:`VOCAB` -> ``[len(texts), MAX_LEN]`` int32 ids (0-padded).
 
+  Args:
+    texts: a non-empty list (or tuple) of texts, words separated by spaces, each at most
+      :data:`MAX_LEN` words of :data:`VOCAB`.
+
+  Returns:
+    ``[len(texts), MAX_LEN]`` int32 token ids, 0 after each text's last word.
+
   Raises:
     ValueError: an unknown word or a text longer than :data:`MAX_LEN` words.
   """
@@ -91,8 +98,10 @@ def class_prompts(kind: str = "shape") -> np.ndarray:
   """Token ids of the class prompts, in the order of SHAPES or COLOURS.
 
   Args:
-    kind: ``'shape'`` (``"a circle"``, ...: ``[4, MAX_LEN]``) or ``'colour'`` (``"a red"``,
-      ...: ``[6, MAX_LEN]``).
+    kind: ``'shape'`` (``"a circle"``, ...) or ``'colour'`` (``"a red"``, ...).
+
+  Returns:
+    ``[C, MAX_LEN]`` int32 token ids (:func:`tokenize`), ``C = 4`` shapes or ``6`` colours.
   """
   if kind not in CLASS_SETS:
     raise ValueError(f"kind must be one of {CLASS_SETS}, got {kind!r}")

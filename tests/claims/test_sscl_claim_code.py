@@ -17,8 +17,8 @@ def _train():
   return importlib.import_module(MODULES["train"])
 
 
-def _ev(miou=0.0, drift=0.0, ctx=0.0, **extra):
-  return {"miou": miou, "region_acc": 0.5, "region_acc_ctx": ctx, "drift": drift, **extra}
+def _ev(miou=0.0, drift=0.0, ctx=0.0, acc=0.5, **extra):
+  return {"miou": miou, "region_acc": acc, "region_acc_ctx": ctx, "drift": drift, **extra}
 
 
 def _grid():
@@ -30,14 +30,21 @@ def _grid():
     "sscl": {"miou": (0.50, 0.45, 0.55)},
     "cisc_only": {"miou": (0.40, 0.50, 0.45), "drift": (0.10, 0.15, 0.05), "ctx": (0.7, 0.5, 0.65)},
     "sgsr_only": {"miou": (0.48, 0.42, 0.50)},
-    "keep_only": {"drift": (0.30, 0.20, 0.25), "ctx": (0.6, 0.5, 0.55)},
+    "keep_only": {
+      "miou": (0.20, 0.41, 0.30),
+      "drift": (0.30, 0.20, 0.25),
+      "ctx": (0.6, 0.5, 0.55),
+      "acc": (0.38, 0.35, 0.52),
+    },
   }
+  raw_acc = (0.40, 0.45, 0.50)
   order = (2, 0, 1)  # runs listed out of seed order: only sorting by seed pairs them
   pre = [
     {
       "seed": s,
       "evals": _ev(
         raw[s],
+        acc=raw_acc[s],
         miou_refine=refine[s],
         miou_refine_placebo=placebo[s],
         miou_proxy=0.0,
@@ -95,6 +102,12 @@ def test_derived_metrics(train):
   assert d["sscl_minus_best_single_miou"] == pytest.approx((0.02 - 0.05 + 0.05) / 3)
   assert d["sscl_minus_best_single_miou_ci"] == pytest.approx(ci([0.02, -0.05, 0.05]))
   assert d["raw_miou"] == pytest.approx(0.35)
+  # keep-only against the pretrained CLIP, paired by seed: region accuracy differences
+  # (-0.02, -0.10, +0.02); the precondition reads the worst seed, not the mean
+  assert d["keep_only_minus_raw_region_acc"] == pytest.approx(-0.1 / 3)
+  assert d["keep_only_minus_raw_region_acc_min"] == pytest.approx(-0.10)
+  assert d["keep_only_minus_raw_miou"] == pytest.approx((-0.10 + 0.01 - 0.05) / 3)
+  assert d["keep_only_region_acc"] == pytest.approx((0.38 + 0.35 + 0.52) / 3)
   assert d["trivial_majority_miou"] == 0.1
 
 

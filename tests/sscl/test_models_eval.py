@@ -4,9 +4,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from flax import nnx
 
 import jaxpapers.sscl as S
+from tests.sscl import _tiny
+from tests.sscl._tiny import tiny_clip
 
 RNG = np.random.default_rng(2)
 F32 = np.float32
@@ -64,35 +65,44 @@ def _np_vfm(img, p):
 
 
 def test_handcrafted_vfm_matches_numpy(data):
-  got = np.asarray(S.handcrafted_vfm(data.images[:2], 8))
+  got = np.asarray(jax.jit(S.handcrafted_vfm, static_argnums=1)(data.images[:2], 8))
   for b in range(2):
     np.testing.assert_allclose(got[b], _np_vfm(data.images[b], 8), rtol=1e-3, atol=1e-3)
 
 
 @pytest.fixture(scope="module")
 def one_block():
-  return S.TinyCLIP(
-    len(S.VOCAB), size=16, patch=4, width=16, depth=1, text_depth=1, embed_dim=8, rngs=nnx.Rngs(0)
-  )
+  return tiny_clip()
 
 
-def test_maskclip_readout_is_local_and_proxy_with_identity_is_maskclip(one_block):
+@pytest.fixture(scope="module")
+def readouts(one_block):
+  """All four readouts of ``x`` and of ``x`` with patch 0 changed, in one compilation."""
+  x = RNG.random((1, _tiny.SIZE, _tiny.SIZE, 3)).astype(F32)
+  y = x.copy()
+  y[0, : _tiny.PATCH, : _tiny.PATCH] += 0.5  # patch 0 changes
+  n = (_tiny.SIZE // _tiny.PATCH) ** 2
+  eye = np.eye(n, dtype=F32)[None].repeat(2, 0)
+
+  @jax.jit
+  def f(im):
+    return {
+      r: S.dense_features(one_block, im, readout=r) for r in ("maskclip", "plain", "sclip")
+    } | {"proxy": S.dense_features(one_block, im, readout="proxy", affinity=eye)}
+
+  return jax.tree.map(np.asarray, f(np.concatenate([x, y])))
+
+
+def test_maskclip_readout_is_local_and_proxy_with_identity_is_maskclip(readouts):
   # with one block, the tokens entering it are patch embeddings: MaskCLIP's value readout of
   # a patch depends on that patch alone, the plain readout mixes all patches
-  x = RNG.random((1, 16, 16, 3)).astype(F32)
-  y = x.copy()
-  y[0, :4, :4] += 0.5  # patch 0 changes
-  f = jax.jit(lambda im, r: S.dense_features(one_block, im, readout=r), static_argnums=1)
-  mx, my = np.asarray(f(x, "maskclip")), np.asarray(f(y, "maskclip"))
-  assert np.abs(mx[0, 0] - my[0, 0]).max() > 1e-3
-  np.testing.assert_allclose(mx[0, 1:], my[0, 1:], atol=1e-6)
-  px, py = np.asarray(f(x, "plain")), np.asarray(f(y, "plain"))
-  assert np.abs(px[0, 1:] - py[0, 1:]).max() > 1e-4
-  eye = np.eye(16, dtype=F32)[None]
-  prox = S.dense_features(one_block, x, readout="proxy", affinity=eye)
-  np.testing.assert_allclose(prox, mx, rtol=1e-5, atol=1e-6)
-  sc = np.asarray(f(x, "sclip"))
-  assert sc.shape == (1, 16, 8) and np.abs(sc - mx).max() > 1e-4
+  m, p = readouts["maskclip"], readouts["plain"]
+  assert np.abs(m[0, 0] - m[1, 0]).max() > 1e-3
+  np.testing.assert_allclose(m[0, 1:], m[1, 1:], atol=1e-6)
+  assert np.abs(p[0, 1:] - p[1, 1:]).max() > 1e-4
+  np.testing.assert_allclose(readouts["proxy"], m, rtol=1e-5, atol=1e-6)
+  sc = readouts["sclip"]
+  assert sc.shape == (2, 4, _tiny.EMBED) and np.abs(sc - m).max() > 1e-4
 
 
 def test_text_encoder_ignores_padding(one_block):
@@ -118,10 +128,11 @@ def _np_miou(pred, tgt, C, ignore):
 def test_segmentation_miou_matches_brute_force():
   pred = RNG.integers(0, 5, (3, 7, 7))
   tgt = RNG.integers(-1, 4, (3, 7, 7))  # class 4 only predicted; -1 ignored
-  miou, iou = S.segmentation_miou(pred.astype(np.int32), tgt.astype(np.int32), 6)
+  miou_of = jax.jit(S.segmentation_miou, static_argnums=2)
+  miou, iou = miou_of(pred.astype(np.int32), tgt.astype(np.int32), 6)
   np.testing.assert_allclose(miou, _np_miou(pred, tgt, 6, -1), rtol=1e-6)
   assert np.isnan(iou[5]) and float(iou[4]) == 0.0
-  m, _ = S.segmentation_miou(tgt.clip(0).astype(np.int32), tgt.clip(0).astype(np.int32), 4)
+  m, _ = miou_of(tgt.clip(0).astype(np.int32), tgt.clip(0).astype(np.int32), 6)
   assert float(m) == 1.0
 
 
@@ -130,9 +141,9 @@ def test_segment_upsamples_then_argmaxes():
   f = np.zeros((1, 4, 2), F32)
   f[0, [0, 2], 0] = 1.0
   f[0, [1, 3], 1] = 1.0
-  seg = np.asarray(S.segment(f, np.eye(2, dtype=F32), (8, 8)))
+  seg = np.asarray(jax.jit(S.segment, static_argnums=2)(f, np.eye(2, dtype=F32), (8, 8)))
   assert np.all(seg[0, :, :4] == 0) and np.all(seg[0, :, 4:] == 1)
-  up = np.asarray(S.upsample_logits(np.ones((1, 4, 3), F32), (8, 8)))
+  up = np.asarray(jax.jit(S.upsample_logits, static_argnums=1)(np.ones((1, 4, 3), F32), (8, 8)))
   np.testing.assert_allclose(up, 1.0)
 
 
@@ -148,10 +159,9 @@ def test_region_embeddings_and_drift():
       np.testing.assert_allclose(z[b, k], ref / np.linalg.norm(ref), rtol=1e-4, atol=1e-5)
   a, c = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3))
   cos = (a * c).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(c, axis=-1)
-  np.testing.assert_allclose(
-    S.feature_drift(a.astype(F32), c.astype(F32)), np.mean(1 - cos), rtol=1e-5
-  )
+  drift = jax.jit(S.feature_drift)
+  np.testing.assert_allclose(drift(a.astype(F32), c.astype(F32)), np.mean(1 - cos), rtol=1e-5)
   m = np.array([True, False, True, False])
   np.testing.assert_allclose(
-    S.feature_drift(a.astype(F32), c.astype(F32), m), np.mean((1 - cos)[m]), rtol=1e-5
+    drift(a.astype(F32), c.astype(F32), m), np.mean((1 - cos)[m]), rtol=1e-5
   )

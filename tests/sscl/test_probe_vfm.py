@@ -1,5 +1,6 @@
 """The grouping-only VFM proxy, colour labels, patch labels and the linear probe vs NumPy."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -62,8 +63,10 @@ def test_linear_probe_matches_numpy_ridge_and_ignores_unlabelled_rows():
   W = np.linalg.solve(xb.T @ xb + 0.1 * np.eye(6), xb.T @ np.eye(3)[y[keep]])
   pred = np.argmax(np.concatenate([xt, np.ones((40, 1))], 1) @ W, -1)
   want = np.mean(pred[yt >= 0] == yt[yt >= 0])
-  got = float(S.linear_probe_accuracy(x, y, xt, yt, 3, ridge=0.1))
+  # one compilation for both cases (same shapes)
+  probe = jax.jit(lambda a, b, c, d: S.linear_probe_accuracy(a, b, c, d, 3, ridge=0.1))
+  got = float(probe(x, y, xt, yt))
   assert got == pytest.approx(want, abs=1e-6)
-  # separable features: a perfect probe
-  sep = np.eye(3, dtype=np.float32)[np.maximum(y, 0)]
-  assert float(S.linear_probe_accuracy(sep, y, np.eye(3, dtype=np.float32), np.arange(3), 3)) == 1
+  # separable features (the class one-hot in the first 3 of 5 columns): a perfect probe
+  onehot = np.eye(3, 5, dtype=np.float32)
+  assert float(probe(onehot[np.maximum(y, 0)], y, onehot[np.maximum(yt, 0)], yt)) == 1

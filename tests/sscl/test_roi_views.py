@@ -44,7 +44,8 @@ def test_roi_align_constant_and_linear_maps_are_analytic():
   yy, xx = np.mgrid[0:H, 0:W] + 0.5  # cell centres
   lin = np.stack([2 * yy + 1, -xx, np.ones_like(xx) * 3], -1).astype(F32)
   box = np.array([1.3, 2.1, 6.2, 5.7], F32)  # patch units, interior: no clamping
-  out = np.asarray(S.roi_align(lin, box, out_size=(3, 2), sampling=2, coords="patch"))
+  roi = jax.jit(lambda f, b: S.roi_align(f, b, out_size=(3, 2), sampling=2, coords="patch"))
+  out = np.asarray(roi(lin, box))
   cy = 2.1 + (np.arange(3) + 0.5) * (5.7 - 2.1) / 3  # bin centres
   cx = 1.3 + (np.arange(2) + 0.5) * (6.2 - 1.3) / 2
   np.testing.assert_allclose(out[..., 0], 2 * cy[:, None] + 1 + 0 * cx, rtol=1e-5)

@@ -35,7 +35,7 @@ def _unit(x):
 
 def test_vfm_affinity_matches_numpy_and_masks_below_threshold():
   g = RNG.normal(size=(2, 9, 5))
-  A = np.asarray(S.vfm_affinity(g.astype(F32), gamma=2.5, threshold=0.1))
+  A = np.asarray(jax.jit(lambda g: S.vfm_affinity(g, gamma=2.5, threshold=0.1))(g.astype(F32)))
   for b in range(2):
     ref = _np_affinity(g[b], 2.5, 0.1)
     np.testing.assert_allclose(A[b], ref, rtol=1e-5, atol=1e-6)
@@ -44,37 +44,43 @@ def test_vfm_affinity_matches_numpy_and_masks_below_threshold():
 
 
 def test_vfm_affinity_of_orthogonal_or_zero_features_is_identity():
-  A = S.vfm_affinity(np.eye(4, dtype=F32), threshold=0.5)
+  aff = jax.jit(lambda g: S.vfm_affinity(g, threshold=0.5))
+  A = aff(np.eye(4, dtype=F32))
   np.testing.assert_allclose(A, np.eye(4), atol=1e-7)
-  A0 = S.vfm_affinity(np.zeros((3, 2), F32))  # zero features: the diagonal is never masked
+  A0 = aff(np.zeros((4, 2), F32))  # zero features: the diagonal is never masked
   assert np.all(np.isfinite(A0)) and np.allclose(np.asarray(A0).sum(-1), 1)
 
 
 def test_refine_logits_is_the_closed_form_not_the_iteration():
   A = _np_affinity(RNG.normal(size=(7, 4)), 3.0, -1.0)
   L = RNG.normal(size=(7, 3)) * 5
-  R = np.asarray(S.refine_logits(L.astype(F32), A.astype(F32), alpha=0.3, steps=3))
+  R = np.asarray(
+    jax.jit(lambda L, A: S.refine_logits(L, A, alpha=0.3, steps=3))(L.astype(F32), A.astype(F32))
+  )
   ref = 0.7 * L + 0.3 * np.linalg.matrix_power(A, 3) @ L
   np.testing.assert_allclose(R, ref, rtol=1e-4, atol=1e-4)
   it = L
   for _ in range(3):
     it = 0.7 * it + 0.3 * A @ it
   assert np.abs(R - it).max() > 1e-2
-  np.testing.assert_allclose(S.refine_logits(L.astype(F32), A.astype(F32), steps=0), L, rtol=1e-6)
+  k0 = jax.jit(lambda L, A: S.refine_logits(L, A, steps=0))(L.astype(F32), A.astype(F32))
+  np.testing.assert_allclose(k0, L, rtol=1e-6)
 
 
 def test_proxy_attention_and_patch_text_logits():
   A = _np_affinity(RNG.normal(size=(5, 3)), 3.0, 0.2)
   v = RNG.normal(size=(5, 4))
-  np.testing.assert_allclose(S.proxy_attention(v.astype(F32), A.astype(F32)), A @ v, rtol=1e-5)
+  got = jax.jit(S.proxy_attention)(v.astype(F32), A.astype(F32))
+  np.testing.assert_allclose(got, A @ v, rtol=1e-5)
   f, t = RNG.normal(size=(2, 5, 4)), RNG.normal(size=(3, 4))
   ref = 40 * _unit(f) @ _unit(t).T
-  np.testing.assert_allclose(S.patch_text_logits(f.astype(F32), t.astype(F32)), ref, rtol=1e-4)
+  got = jax.jit(S.patch_text_logits)(f.astype(F32), t.astype(F32))
+  np.testing.assert_allclose(got, ref, rtol=1e-4)
 
 
 def test_dense_pseudolabels_and_strict_confidence():
   R = np.array([[2.0, 0.0], [0.0, 0.0], [0.0, 3.0]], F32)
-  labels, w = S.dense_pseudolabels(R, tau=2.0, confidence=0.5)
+  labels, w = jax.jit(lambda R: S.dense_pseudolabels(R, tau=2.0, confidence=0.5))(R)
   q = _softmax(R.astype(np.float64) / 2.0)
   np.testing.assert_array_equal(labels, q.argmax(-1))
   np.testing.assert_array_equal(w, (q.max(-1) > 0.5).astype(F32))
@@ -88,19 +94,19 @@ def test_dense_pseudolabel_ce_and_kl_match_numpy():
   logp = np.log(_softmax(x))
   nll = -np.take_along_axis(logp, y[..., None], -1)[..., 0]
   ref = (w * nll).sum() / max(1.0, w.sum())
-  got = S.dense_pseudolabel_ce(x.astype(F32), y.astype(np.int32), w.astype(F32))
+  ce = jax.jit(S.dense_pseudolabel_ce)  # one compilation for the three weightings
+  got = ce(x.astype(F32), y.astype(np.int32), w.astype(F32))
   np.testing.assert_allclose(got, ref, rtol=1e-5)
   small = np.full((2, 6), 0.05, F32)  # sum of weights 0.6 < 1: divide by 1, not by 0.6
-  got = S.dense_pseudolabel_ce(x.astype(F32), y.astype(np.int32), small)
+  got = ce(x.astype(F32), y.astype(np.int32), small)
   np.testing.assert_allclose(got, (0.05 * nll).sum(), rtol=1e-5)
-  assert float(S.dense_pseudolabel_ce(x.astype(F32), y.astype(np.int32), 0 * small)) == 0.0
+  assert float(ce(x.astype(F32), y.astype(np.int32), 0 * small)) == 0.0
   q = _softmax(RNG.normal(size=(2, 6, 4)))
   q[0, 0] = [1, 0, 0, 0]  # zero entries contribute 0 (0 log 0)
   kl = (q * (np.log(np.where(q > 0, q, 1)) - logp)).sum(-1)
   ref = (w * kl).sum() / max(1.0, w.sum())
-  np.testing.assert_allclose(
-    S.dense_kl(x.astype(F32), q.astype(F32), w.astype(F32)), ref, rtol=1e-5
-  )
+  kl = jax.jit(S.dense_kl)(x.astype(F32), q.astype(F32), w.astype(F32))
+  np.testing.assert_allclose(kl, ref, rtol=1e-5)
 
 
 def _np_infonce(z, ids, tau):
@@ -114,6 +120,67 @@ def _np_infonce(z, ids, tau):
     pos = [j for j in others if fid[j] == fid[i]]
     total += -np.mean([f[i] @ f[p] / tau - den for p in pos])
   return total / (A * Vn)
+
+
+def test_sgsr_targets_cisc_keep_and_sscl_loss_match_numpy_in_one_compilation():
+  # the fast check of sgsr_targets, region_consistency_loss (3 modes), keep_loss and sscl_loss:
+  # tiny inputs, one jitted program; the slow tests below cover more modes, shapes and grads
+  tp, g, txt = RNG.normal(size=(1, 4, 5)), RNG.normal(size=(1, 4, 3)), RNG.normal(size=(3, 5))
+  logits = RNG.normal(size=(1, 4, 3)) * 2
+  z, t = RNG.normal(size=(2, 2, 5)), RNG.normal(size=(2, 5))
+  sc, tc = RNG.normal(size=(2, 5)), RNG.normal(size=(2, 5))
+  cfg = S.SSCLConfig(
+    gamma=2.0,
+    threshold=0.0,
+    alpha=0.4,
+    steps=2,
+    logit_scale=10.0,
+    tau_p=0.5,
+    tau_c=0.2,
+    lambda_cisc=0.7,
+    lambda_sgsr=1.3,
+    lambda_keep=0.2,
+    cisc_center=0.25,
+  )
+
+  @jax.jit
+  def f(tp, g, txt, logits, z, t, sc, tc):
+    tg = S.sgsr_targets(tp, g, txt, cfg)
+    total, terms = S.sscl_loss(logits, tg, z, t, sc, tc, cfg)
+    modes = {
+      "center": S.region_consistency_loss(z, mode="center"),
+      "teacher": S.region_consistency_loss(z, mode="teacher", teacher=t),
+      "infonce": S.region_consistency_loss(z, mode="infonce", tau=0.2),
+      "keep": S.keep_loss(sc, tc),
+    }
+    return tg, total, terms, modes
+
+  args = [a.astype(F32) for a in (tp, g, txt, logits, z, t, sc, tc)]
+  tg, total, terms, modes = jax.tree.map(np.asarray, f(*args))
+  A = _np_affinity(g[0], 2.0, 0.0)
+  L = 10 * _unit(tp[0]) @ _unit(txt).T
+  R = 0.6 * L + 0.4 * A @ A @ L
+  q = _softmax(R / 0.5)
+  np.testing.assert_allclose(tg.refined[0], R, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tg.probs[0], q, rtol=1e-4, atol=1e-5)
+  np.testing.assert_array_equal(tg.labels[0], q.argmax(-1))
+  np.testing.assert_array_equal(tg.weights[0], (q.max(-1) > 0.5).astype(F32))
+  zh = _unit(z)
+  ref = {
+    "center": np.mean(((zh - _unit(zh.mean(1))[:, None]) ** 2).sum(-1)),
+    "teacher": np.mean(1 - np.einsum("avd,ad->av", zh, _unit(t))),
+    "infonce": _np_infonce(z, np.arange(2), 0.2),
+    "keep": np.mean(1 - (_unit(sc) * _unit(tc)).sum(-1)),
+  }
+  for k, v in ref.items():
+    np.testing.assert_allclose(modes[k], v, rtol=1e-4, atol=1e-6, err_msg=k)
+  logp = np.log(_softmax(logits[0]))
+  nll = -logp[np.arange(4), q.argmax(-1)]
+  w = (q.max(-1) > 0.5).astype(np.float64)
+  sgsr = (w * nll).sum() / max(1.0, w.sum())
+  np.testing.assert_allclose(terms["sgsr"], sgsr, rtol=1e-4, atol=1e-6)
+  cisc = ref["teacher"] + 0.5 * ref["infonce"] + 0.25 * ref["center"]
+  np.testing.assert_allclose(total, 0.7 * cisc + 1.3 * sgsr + 0.2 * ref["keep"], rtol=1e-4)
 
 
 @pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
