@@ -1687,6 +1687,14 @@ MUTATIONS = (
     ["test_trivial_baselines"],
     "chance region accuracy fixed at four classes",
   ),
+  M(
+    "sscl",
+    "train",
+    '        out[name + "_min"] = float(d.min())',
+    '        out[name + "_min"] = float(d.mean())',
+    ["test_derived_metrics"],
+    "keep-only precondition read from the seed mean, not the worst seed",
+  ),
   # ---------------------------------------------------------------- core (shared noise)
   M(
     "core",
