@@ -151,8 +151,9 @@ def _run(
   def maybe_refresh(i, z, t, h, tau, n_e):
     if enc is None:
       return h, tau, n_e
+    encode = enc
     return jax.lax.cond(
-      refresh[i], lambda: (enc(z, bt(t), cond), t, n_e + 1), lambda: (h, tau, n_e)
+      refresh[i], lambda: (encode(z, bt(t), cond), t, n_e + 1), lambda: (h, tau, n_e)
     )
 
   if sampler in ("ddim", "ancestral"):
@@ -300,7 +301,7 @@ def sample(
   if cond is not None:
     if nc == 0:
       raise ValueError("cond was given but the model is unconditional (num_classes=0)")
-    if not hasattr(cond, "dtype"):
+    if not isinstance(cond, (jax.Array, np.ndarray)):
       cond = np.asarray(cond)
     if not jnp.issubdtype(cond.dtype, jnp.integer):
       raise TypeError(f"cond must be integer class labels, got dtype {cond.dtype}")
@@ -349,7 +350,7 @@ def xla_flops(fn: Callable[..., Any], *args: Any) -> float:
   ca = jax.jit(fn).lower(*args).compile().cost_analysis()
   if isinstance(ca, (list, tuple)):
     ca = ca[0]
-  return float(ca.get("flops", 0.0))
+  return float(ca.get("flops", 0.0)) if ca else 0.0
 
 
 def component_flops(
@@ -385,6 +386,7 @@ def component_flops(
     def f(st, z, t, cond):
       enc, den = _model_fns(nnx.merge(graphdef, st), schedule)
       if name == "encoder":
+        assert enc is not None, "only a dual-rate model has an encoder to time"
         return enc(z, t, cond)
       h = enc(z, t, cond) if enc is not None else jnp.zeros((z.shape[0], 1, 1, 1))
       if name == "denoiser":

@@ -21,7 +21,7 @@ def _finite(name, *xs):
   )
 
 
-def _check_features(a: jax.Array, b: jax.Array):
+def _check_features(a: ArrayLike, b: ArrayLike) -> tuple[jax.Array, jax.Array]:
   a = V.check_array(a, "feats_a", dtype="real")
   b = V.check_array(b, "feats_b", dtype="real")
   if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:

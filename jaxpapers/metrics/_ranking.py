@@ -24,6 +24,7 @@ data; under ``jax.jit`` a bad value makes every output NaN.
 from __future__ import annotations
 
 import functools
+from typing import overload
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +33,15 @@ from jax.typing import ArrayLike
 from jaxpapers.core import validation as V
 
 
-def _check(scores: jax.Array, relevance: jax.Array, k: int | None = None):
+@overload
+def _check(scores: ArrayLike, relevance: ArrayLike, k: int) -> tuple[jax.Array, jax.Array, int]: ...
+@overload
+def _check(
+  scores: ArrayLike, relevance: ArrayLike, k: None = None
+) -> tuple[jax.Array, jax.Array, None]: ...
+def _check(
+  scores: ArrayLike, relevance: ArrayLike, k: int | None = None
+) -> tuple[jax.Array, jax.Array, int | None]:
   """Trace-time checks; returns ``(scores, relevance, k)`` with ``k`` a Python int or None."""
   scores = V.check_array(scores, "scores", dtype="real")
   relevance = V.check_array(relevance, "relevance", dtype="real")
