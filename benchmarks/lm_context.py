@@ -35,8 +35,9 @@ attention alone and the model's widest projection ([T, d] @ [d, F_ffn]) alone, e
 fraction of the same matmul rate. At the shortest length it checks that a prompt of another
 length in the same bucket (`forward(..., pad_to='bucket')`) compiles nothing new.
 
-`--quick` (SmolLM2-135M at 256 and 1,024 tokens, 3 rounds) takes about a minute on 2 cores;
-the default adds 4,096 and 8,192 tokens and Gemma-3-270M (its 15 local layers with a
+`--quick` (SmolLM2-135M at 256 and 512 tokens, 2 rounds, the matmul rate of the 4,096 dot
+left out of the host record) takes about half a minute on 2 cores; the default runs 256, 1,024,
+4,096 and 8,192 tokens, 3 rounds, and Gemma-3-270M (its 15 local layers with a
 512-token window and 3 global layers run through the same blockwise path).
 """
 
@@ -58,7 +59,7 @@ from jaxpapers.core import benchmark as bench
 NAME = "lm_context"
 MATMUL_N = 2048
 TARGET_PERCENT = 80.0
-QUICK_LENGTHS = (256, 1024)
+QUICK_LENGTHS = (256, 512)
 FULL_LENGTHS = (256, 1024, 4096, 8192)
 
 
@@ -374,7 +375,7 @@ def parse_args(argv=None):
   p = bench.parser(NAME, __doc__)
   p.add_argument("--lengths", default=None, help="comma-separated prompt lengths")
   p.add_argument("--models", default=None, help="smollm2 and/or gemma3, comma-separated")
-  p.add_argument("--repeats", type=int, default=3)
+  p.add_argument("--repeats", type=int, default=None, help="rounds (default 3; quick: 2)")
   return p.parse_args(argv)
 
 
@@ -386,6 +387,7 @@ MODELS = {
 
 def main(argv=None):
   args = parse_args(argv)
+  repeats = args.repeats or (2 if args.quick else 3)
   lengths = (
     [int(x) for x in args.lengths.split(",")]
     if args.lengths
@@ -402,14 +404,14 @@ def main(argv=None):
     n=MATMUL_N,
     best_single_s=clock.single,
     gflops=clock.flops / clock.single / 1e9,
-    gflops_by_size=_matmul_sizes((1024, 2048, 4096)),
+    gflops_by_size=_matmul_sizes((1024, 2048) if args.quick else (1024, 2048, 4096)),
     note="the denominator of every fraction is the 2048 dot measured beside each prefill; "
     "gflops_by_size: best of 3 single dots of other sizes at the start, for context",
   )
   rows = []
   for m in models:
     config, params, _ = MODELS[m][1]()
-    rows += run_model(m, config, params, lengths, clock, args.repeats, bucket_check=True)
+    rows += run_model(m, config, params, lengths, clock, repeats, bucket_check=True)
     del params
   return bench.write(
     NAME,
