@@ -29,7 +29,7 @@ module-level jitted program), checked equal, and the compilations of the later c
 sampler's compilations over the refresh intervals K = 2, 4, 8 after K = 1 (the refresh set is
 traced: one program per N).
 
-``--quick``: the evaluation part only, with the networks of ``configs/smoke.py`` and 2 calls
+``--quick``: the evaluation part only, with the networks of ``configs/smoke.py`` and 1 call
 (each training-step program takes 10-15 CPU s to compile, even at the smoke config's sizes).
 
 The networks, losses and optimizer are the library's (``dr.SingleNetwork``,
@@ -383,7 +383,7 @@ def main(argv=None):
   data, ncls = dr.load_numpy(cfg.dataset, **kw), dr.num_classes(cfg.dataset)
   t0 = time.process_time()
   steps = {} if args.quick else bench_steps(cfg, data, ncls, args.steps)
-  ev = bench_eval(cfg, data, ncls, calls=2 if args.quick else 5)
+  ev = bench_eval(cfg, data, ncls, calls=1 if args.quick else 5)
   rows = [{"case": f"train step: {name}", **v} for name, v in steps.items()]
   rows.append({"case": "evaluation", **ev})
   summary = []

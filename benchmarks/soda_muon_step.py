@@ -1,7 +1,7 @@
 """Cost of a Muon step relative to an AdamW step in the SODA experiment's sweep groups.
 
   python -m benchmarks.soda_muon_step [--seeds 3 --steps 50 --repeats 5 --out muon_step.json]
-  python -m benchmarks.soda_muon_step --quick    # 1 seed, 5 steps per chunk, 3 repeats
+  python -m benchmarks.soda_muon_step --quick    # 1 seed, 2 grid points a family, 5 steps
 
 The digits experiment (``experiments/soda``) trains every run of an optimizer *group* in one
 compiled, vmapped program; each run carries the states of all the group's optimizer families
@@ -202,7 +202,11 @@ def main(argv=None):
   cfg = experiment_config("soda", "default").digits
   data = digits(cfg)
   grid = family_grid(cfg)
-  pick = lambda fams: [(f, h) for f, h in grid if f in fams]
+  per_family = 2 if args.quick else None  # quick: the first 2 grid points of each family
+
+  def pick(fams):
+    return [r for f in fams for r in [(g, h) for g, h in grid if g == f][:per_family]]
+
   variants = {
     "adam": (("adamw", "soda_adamw"), pick(("adamw", "soda_adamw"))),
     "muon+soda_muon": (("muon", "soda_muon"), pick(("muon", "soda_muon"))),
