@@ -50,7 +50,19 @@ def parse_args(argv=None):
     default=None,
     help="stop a model once one forward pass takes longer than this (default: the config's)",
   )
-  return p.parse_args(argv)
+  p.add_argument(
+    "--workdir",
+    default=None,
+    help="not here: python -m experiments.flashssm3d.scaling --workdir=<dir> (same flags) "
+    "writes the judged results.json",
+  )
+  a = p.parse_args(argv)
+  if a.workdir is not None:
+    p.error(
+      "--workdir: the judged results are written by python -m experiments.flashssm3d.scaling "
+      f"--workdir={a.workdir} (same flags); this benchmark writes its record to --out"
+    )
+  return a
 
 
 def models(cfg) -> dict:

@@ -45,14 +45,16 @@ BUCKETS = (40, 64, 80, 112)
 
 
 def _model(tiny):
-  cfg, params, tok = lm.load_smollm2()
-  if tiny:
-    cfg = lm.LMConfig(
-      vocab_size=cfg.vocab_size, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=16,
-      ffn_dim=64, rope_base=10000.0, eos_ids=cfg.eos_ids,
-    )  # fmt: skip
-    params = lm.init_params(jax.random.key(0), cfg)
-  return cfg, params, tok
+  if not tiny:
+    return lm.load_smollm2()
+  # SmolLM2's tokenizer and vocabulary from the GGUF metadata (its weights are not needed)
+  fields, _ = lm.read_gguf(lm.smollm2_path())
+  cfg, tok = lm.config_from_gguf(fields), lm.Tokenizer.from_gguf_fields(fields)
+  cfg = lm.LMConfig(
+    vocab_size=cfg.vocab_size, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=16,
+    ffn_dim=64, rope_base=10000.0, eos_ids=cfg.eos_ids,
+  )  # fmt: skip
+  return cfg, lm.init_params(jax.random.key(0), cfg), tok
 
 
 def _seed_of(probes, seeds, block=8):
