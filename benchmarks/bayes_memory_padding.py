@@ -10,16 +10,16 @@ bucketing only, no forward pass) under (a) the first run's scheme: buckets
 (56, 80, 128, 160), the rows of 6 dialogues sharing their batches. ``--tiny`` (implied by
 ``--quick``) tokenises with a word tokenizer instead of SmolLM2's (no model load).
 
-The rows come from the experiment's private row builders (``train._dialogue_rows``,
-``train._score_rows`` with a stand-in forward): the padding is a property of that code.
+The rows come from the library's row builder (``bm.dialogue_rows``) and are counted by its
+bucketed scorer (``bm.score_rows_bucketed``, with a stand-in forward), the functions the
+experiment scores with.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from experiments.bayes_memory import train
-from experiments.bayes_memory.configs import default
+from benchmarks._setup import bayes_memory_dialogues, experiment_config
 from jaxpapers import bayes_memory as bm
 from jaxpapers import lm
 from jaxpapers.core import benchmark as bench
@@ -37,20 +37,20 @@ def main(argv=None):
   a = parse_args(argv)
   host = bench.host_info()
   tiny = a.tiny or a.quick
-  c = default.get_config()
+  c = experiment_config("bayes_memory", "default")
   tok = bm.WordTokenizer(257) if tiny else lm.load_smollm2()[2]
-  ds = train.seed_dialogues(c, 0, n_dialogues=12)
-  old = default.get_config()
-  old.buckets = (48, 64, 96, 128, 160)
+  ds = bayes_memory_dialogues(c, 0, n_dialogues=12)
+  old_buckets = (48, 64, 96, 128, 160)
 
-  def count(rows, cfg):  # padded tokens of _score_rows, without running the LM
-    return train._score_rows(lambda ids, *_: np.zeros(len(ids)), rows, cfg)[1]
+  def count(rows, buckets):  # padded tokens of the bucketed scorer, without running the LM
+    fn = lambda ids, *_: np.zeros(len(ids))
+    return bm.score_rows_bucketed(fn, rows, buckets=buckets, batch_tokens=c.batch_tokens)[1]
 
-  rows = [train._dialogue_rows(d, tok, c)[0] for d in ds]
+  rows = [bm.dialogue_rows(d, tok, max_len=max(c.buckets))[0] for d in ds]
   real = sum(int(r[1].sum()) for rr in rows for r in rr)
-  per_dialogue = sum(count(rr, old) for rr in rows)
+  per_dialogue = sum(count(rr, old_buckets) for rr in rows)
   g = c.group_dialogues
-  grouped = sum(count(sum(rows[i : i + g], []), c) for i in range(0, len(rows), g))
+  grouped = sum(count(sum(rows[i : i + g], []), c.buckets) for i in range(0, len(rows), g))
   record = dict(
     case="padded_tokens",
     tokenizer="word (tiny)" if tiny else "SmolLM2",

@@ -6,7 +6,7 @@ The rows are those of the default config's first ``--dialogues`` dialogues of se
 scoring group: every question's reference y and contrast y' in the contexts no memory, placebo,
 each turn alone, all turns). Two ways to get the same log-probs, in one process:
 
-* rows: ``train._score_rows`` (the experiment's path): every row run in full, right-padded into
+* rows: ``bm.score_rows_bucketed`` (the experiment's row path): every row run in full, right-padded into
   the length buckets, ``batch_tokens`` per forward;
 * shared: ``bm.score_rows_shared`` with keys ((dialogue, context), question): one prefix tree
   per length bucket, the memory block run once for the dialogue's questions and each prompt
@@ -17,8 +17,7 @@ times (alternating evens out the load of a shared machine); the JSON records the
 the speed-up, the real and padded token counts and the largest difference of the log-probs.
 ``--quick`` scores 2 dialogues with the smoke config's tiny random LM (``--tiny``), once.
 
-The rows come from the experiment's private row builders (``train._dialogue_rows``,
-``train._score_rows``): the row path is the experiment's own code.
+The rows come from ``bm.dialogue_rows``, the row builder the experiment scores with.
 """
 
 from __future__ import annotations
@@ -27,8 +26,7 @@ import time
 
 import numpy as np
 
-from experiments.bayes_memory import train
-from experiments.bayes_memory.configs import default, smoke
+from benchmarks._setup import bayes_memory_dialogues, bayes_memory_lm, experiment_config
 from jaxpapers import bayes_memory as bm
 from jaxpapers.core import benchmark as bench
 
@@ -48,20 +46,20 @@ def main(argv=None):
   host = bench.host_info()
   tiny = a.tiny or a.quick
   n_dialogues, repeats = (2, 1) if a.quick else (a.dialogues, a.repeats)
-  c = smoke.get_config() if tiny else default.get_config()
-  cfg, params, tok = train.load_model(c)
-  c.buckets = default.get_config().buckets
-  c.batch_tokens = default.get_config().batch_tokens
-  ds = train.seed_dialogues(c, 0, n_dialogues=n_dialogues)
+  c = experiment_config("bayes_memory", "smoke" if tiny else "default")
+  cfg, params, tok = bayes_memory_lm(c)
+  default = experiment_config("bayes_memory", "default")
+  c.buckets, c.batch_tokens = default.buckets, default.batch_tokens
+  ds = bayes_memory_dialogues(c, 0, n_dialogues=n_dialogues)
   rows, keys = [], []
   for g, d in enumerate(ds):
-    r, where = train._dialogue_rows(d, tok, c)
+    r, where = bm.dialogue_rows(d, tok, max_len=max(c.buckets))
     rows += r
     keys += [((g, col), qi) for qi, _, col in where]
   fn = bm.make_logprob_fn(params, cfg, max_targets=c.max_targets)
 
   def run_rows():
-    return train._score_rows(fn, rows, c)
+    return bm.score_rows_bucketed(fn, rows, buckets=c.buckets, batch_tokens=c.batch_tokens)
 
   def run_shared():
     return bm.score_rows_shared(

@@ -11,9 +11,11 @@ power of two below the size). Also counts the padding of the greedy steps' rows 
 3-turn subset of each question, y) in the configured row buckets and in finer ones.
 ``--quick``: 4 dialogues per seed from dialogue 0, with a word tokenizer (no model load).
 
-A what-if study of private code: it replaces ``jaxpapers.bayes_memory._prefix``'s tree forward
-(shapes only) and its size rounding, and builds rows with the experiment's private
-``train._dialogue_rows``. It has no target, so its record has no summary entries.
+A what-if study on the public functions: it groups the rows by length bucket as
+``bm.score_rows_shared`` does, builds each bucket's tree with ``bm.build_prefix_tree`` unpadded
+(``row_multiple = len_multiple = 1``: the exact level sizes) and rounds those sizes by each
+rule, which gives the shapes and padding the padded trees would have. Rows come from
+``bm.dialogue_rows``. It has no target, so its record has no summary entries.
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ import math
 
 import numpy as np
 
-from experiments.bayes_memory import train
-from experiments.bayes_memory.configs import greedy
+from benchmarks._setup import bayes_memory_dialogues, experiment_config
 from jaxpapers import bayes_memory as bm
 from jaxpapers import lm
-from jaxpapers.bayes_memory import _prefix
 from jaxpapers.core import benchmark as bench
 
 NAME = "bayes_memory_tree_shapes"
+
+
+def multiples_of(n: int, m: int) -> int:
+  """The library's level padding: the next multiple of m (at least m)."""
+  return max(m, -(-n // m) * m)
 
 
 def _ladder(frac_bits):
@@ -42,6 +47,25 @@ def _ladder(frac_bits):
   return round_up
 
 
+def exact_trees(rows, keys, buckets):
+  """Unpadded prefix trees of ``rows``, one per length bucket, grouped as in
+  ``bm.score_rows_shared`` (level-0 groups stay whole, in the bucket of their longest row)."""
+  bounds = sorted(buckets)
+  top: dict = {}
+  for r in range(len(rows)):
+    top.setdefault(tuple(keys[r])[:1], []).append(r)
+  groups: dict = {}
+  for members in top.values():
+    n = max(int(np.asarray(rows[r][1]).sum()) for r in members)
+    groups.setdefault(next(b for b in bounds if b >= n), []).extend(members)
+  return [
+    bm.build_prefix_tree(
+      [rows[i] for i in idx], [keys[i] for i in idx], row_multiple=1, len_multiple=1
+    )
+    for _, idx in sorted(groups.items())
+  ]
+
+
 def parse_args(argv=None):
   p = bench.parser(NAME, __doc__)
   p.add_argument("--first", type=int, default=16)
@@ -51,59 +75,41 @@ def parse_args(argv=None):
 def main(argv=None):
   a = parse_args(argv)
   host = bench.host_info()
-  c = greedy.get_config()
+  c = experiment_config("bayes_memory", "greedy")
   if a.quick:
     first, n = 0, 4
-    cfg, params, tok = None, None, bm.WordTokenizer(257)  # no forward pass is run
+    tok = bm.WordTokenizer(257)  # no forward pass is run
   else:
     first, n = a.first, 34
-    cfg, params, tok = lm.load_smollm2()
-  ds = train.make_dialogues(c, n_dialogues=n)
+    tok = lm.load_smollm2()[2]
+  ds = {s: bayes_memory_dialogues(c, s, n) for s in c.seeds}
   order = [(s, i) for i in range(first, n) for s in c.seeds]
   G = c.group_dialogues
-  groups = []
+  trees_of_groups = []
   for j in range(0, len(order), G):
     rows, keys = [], []
     for g, (s, i) in enumerate(order[j : j + G]):
-      r, where = train._dialogue_rows(ds[s][i], tok, c)
+      r, where = bm.dialogue_rows(ds[s][i], tok, max_len=max(c.buckets))
       rows += r
       keys += [((g, col), qi) for qi, _, col in where]
-    groups.append((rows, keys))
-
-  shapes: list = []
-
-  def record(params, tree, *, config, max_targets):  # no forward: shapes only
-    del params, config, max_targets
-    shapes.append(tuple(tuple(np.shape(x)) for x in tree.ids))
-    return np.zeros(tree.n_rows, np.float32)
-
-  real_forward, real_round = _prefix.tree_logprobs, _prefix._round_up
-  _prefix.tree_logprobs = record
+    trees_of_groups.append(exact_trees(rows, keys, c.buckets))
+  # Exact (unpadded) level sizes of every tree: [(rows, segment length)] per level.
+  exact = [[np.shape(x) for x in t.ids] for ts in trees_of_groups for t in ts]
+  real = sum(t.real_tokens for ts in trees_of_groups for t in ts)
   trees = {}
-  try:
-    for name, rnd in (
-      ("multiples_of_8", real_round),
-      ("ladder_half", _ladder(1)),
-      ("ladder_quarter", _ladder(2)),
-    ):
-      _prefix._round_up = rnd
-      shapes.clear()
-      padded = real = 0
-      for rows, keys in groups:
-        _, st = _prefix.score_rows_shared(
-          params, rows, keys, config=cfg, max_targets=c.max_targets, buckets=c.buckets
-        )
-        padded += st["padded_tokens"]
-        real += st["real_tokens"]
-      trees[name] = dict(
-        trees=len(shapes),
-        distinct_shapes=len(set(shapes)),
-        padded_tokens=padded,
-        real_tokens=real,
-        shapes=sorted({str(s) for s in shapes}),
-      )
-  finally:
-    _prefix.tree_logprobs, _prefix._round_up = real_forward, real_round
+  for name, rnd in (
+    ("multiples_of_8", multiples_of),
+    ("ladder_half", _ladder(1)),
+    ("ladder_quarter", _ladder(2)),
+  ):
+    shapes = [tuple((rnd(N, 8), rnd(L, 8)) for N, L in levels) for levels in exact]
+    trees[name] = dict(
+      trees=len(shapes),
+      distinct_shapes=len(set(shapes)),
+      padded_tokens=sum(N * L for levels in shapes for N, L in levels),
+      real_tokens=real,
+      shapes=sorted({str(s) for s in shapes}),
+    )
 
   lengths = {2: [], 3: []}
   for s, i in order:
@@ -122,7 +128,12 @@ def main(argv=None):
         mean_real=float(ls.mean()), padded_over_real=float(padded.sum() / ls.sum())
       )
   rows = [
-    dict(case=f"trees {name}", groups=len(groups), tokenizer="word" if a.quick else "SmolLM2", **t)
+    dict(
+      case=f"trees {name}",
+      groups=len(trees_of_groups),
+      tokenizer="word" if a.quick else "SmolLM2",
+      **t,
+    )
     for name, t in trees.items()
   ]
   rows += [dict(case=f"greedy rows {k}", **v) for k, v in rows_padding.items()]

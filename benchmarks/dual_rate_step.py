@@ -10,17 +10,18 @@ auxiliary denoiser and the frozen teacher passed as an argument). For each, with
 ``time.process_time()`` (CPU seconds of this process, so the numbers do not depend on how many
 other processes share the host; wall seconds beside them):
 
-* ``step_cpu_s``: one training step once compiled (median of ``--steps`` steps; the experiment's
-  ``_make_step`` jitted step and its host batch);
+* ``step_cpu_s``: one training step once compiled (median of ``--steps`` steps; the
+  experiment's step, :func:`make_step` here, and its host batch);
 * ``host_batch_cpu_s``: the host part of a step (index draw, ``jnp.asarray``, key folding);
 * ``compile_cpu_s_first_seed``: the first call of a fresh jitted step, minus one step (XLA
   compile dominates: tracing and lowering take well under a second);
 * ``first_call_cpu_s_next_seed_before`` / ``_after``: the first step of the same network for
   another training seed, before (a fresh loss closure per seed and an unmemoised step: a full
   recompile for every network of every seed) and after (the run's single loss object and the
-  memoised ``_make_step`` and ``_optimizer``: the compiled program is reused), with the two steps' outputs
-  checked bitwise equal. (A persistent XLA compilation cache does not help here: the cache key
-  of identical steps built from different closures differed, so every lookup missed.)
+  memoised factories :data:`memoised_step` and :data:`memoised_optimizer`: the compiled
+  program is reused), with the two steps' outputs checked bitwise equal. (A persistent XLA
+  compilation cache does not help here: the cache key of identical steps built from different
+  closures differed, so every lookup missed.)
 
 Evaluation: ``extract_features`` + ``classifier_accuracy`` per sampled setting and seed, before
 (a ``jax.jit`` of a fresh lambda per call: a retrace and recompile every call) and after (one
@@ -28,10 +29,15 @@ module-level jitted program), checked equal, and the compilations of the later c
 sampler's compilations over the refresh intervals K = 2, 4, 8 after K = 1 (the refresh set is
 traced: one program per N).
 
-``--quick``: the evaluation part only, with the networks of ``configs/smoke.py`` and 2 calls
-(each training-step program takes 10-15 CPU s to compile, even at the smoke config's sizes). The study compares the
-experiment's private step factory before and after memoisation (``train._make_step``,
-``train._optimizer`` and their undecorated ``__wrapped__``), so it imports them.
+``--quick``: the evaluation part only, with the networks of ``configs/smoke.py`` and 1 call
+(each training-step program takes 10-15 CPU s to compile, even at the smoke config's sizes).
+
+The networks, losses and optimizer are the library's (``dr.SingleNetwork``,
+``dr.DualRateModel``, ``dr.diffusion_loss``, ``dr.dual_rate_loss``, ``dr.mmd_losses``,
+``dr.ema_tracker``) at the experiment's settings (read from its config files); the step factory
+and optimizer factory below are the experiment's training plumbing (``core.TrainState``, one
+``jax.jit`` per (structure, loss), memoised), written out here so that their before/after can
+be compared.
 """
 
 from __future__ import annotations
@@ -44,10 +50,10 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from flax import nnx
 
-from experiments.dual_rate import train as T
-from experiments.dual_rate.configs import default, smoke
+from benchmarks._setup import experiment_config
 from jaxpapers import core
 from jaxpapers import dual_rate as dr
 from jaxpapers.core import benchmark as bench
@@ -63,31 +69,149 @@ def _since(c):
   return time.process_time() - c[0], time.perf_counter() - c[1]
 
 
+class Pair(nnx.Module):
+  """Student and auxiliary denoiser trained together by MMD."""
+
+  def __init__(self, student, aux):
+    self.student = student
+    self.aux = aux
+
+
+def copy_module(model):
+  return nnx.merge(*nnx.split(model))
+
+
+def make_step(graphdef, loss_fn):
+  """Jitted ``step(state, batch, consts) -> (state, metrics)`` of ``core.TrainState``s.
+
+  ``loss_fn(model, x, cond, key, consts) -> (loss, aux)``; ``consts`` (a frozen teacher's
+  state) is an argument of the program, not a closure. Unmemoised: every call gives a new
+  program; :data:`memoised_step` reuses one per (graphdef, loss_fn).
+  """
+
+  @jax.jit
+  def step_fn(state, batch, consts):
+    x, c, key = batch
+
+    def lf(p):
+      return loss_fn(nnx.merge(graphdef, p, state.rest), x, c, key, consts)
+
+    (loss, aux), grads = jax.value_and_grad(lf, has_aux=True)(state.params)
+    return state.apply_gradients(grads), {"loss": loss, **aux}
+
+  return step_fn
+
+
+memoised_step = functools.cache(make_step)
+
+
+def optimizer(lr, steps, warmup_steps, ema_decay):
+  """AdamW with warmup + cosine decay, clipping and the EMA tracker (a fresh object per call)."""
+  sched = optax.warmup_cosine_decay_schedule(
+    0.0, lr, min(warmup_steps, max(steps - 1, 1)), max(steps, 2)
+  )
+  return optax.chain(
+    optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.0), dr.ema_tracker(ema_decay)
+  )
+
+
+memoised_optimizer = functools.cache(optimizer)
+
+
 def _networks(cfg, ncls, seed=0):
-  """The experiment's baseline and dual-rate pair (``train.build_networks``) on digits 8x8."""
-  return T.build_networks(cfg, image_size=8, channels=1, num_classes=ncls, seed=seed)
+  """The experiment's single-network baseline (ViT) and dual-rate pair on digits 8x8."""
+  vit = dict(
+    image_size=8,
+    channels=1,
+    patch_size=cfg.patch_size,
+    num_heads=cfg.num_heads,
+    mlp_ratio=cfg.mlp_ratio,
+    num_classes=ncls,
+  )
+  baseline = dr.SingleNetwork(
+    **vit,
+    width=cfg.encoder_width,
+    depth=cfg.encoder_depth,
+    parametrization=cfg.parametrization,
+    rngs=nnx.Rngs(seed),
+  )
+  pair = dr.DualRateModel(
+    **vit,
+    encoder_width=cfg.encoder_width,
+    encoder_depth=cfg.encoder_depth,
+    feature_dim=cfg.feature_dim,
+    denoiser_width=cfg.denoiser_width,
+    denoiser_blocks=cfg.denoiser_blocks,
+    context_channels=cfg.context_channels,
+    denoiser_emb_dim=cfg.denoiser_emb_dim,
+    parametrization=cfg.parametrization,
+    rngs=nnx.Rngs(seed + 1),
+  )
+  return baseline, pair
 
 
 def _cases(cfg, base, pair):
   """(name, model factory, loss factory, consts) for each network; factories give fresh
-  closures, as each training seed of the experiment does."""
+  closures, as each training seed of the experiment did before the losses were built once."""
   sched = dr.NoiseSchedule()
 
-  def base_loss():
-    return T.build_losses(cfg, sched)[0]  # a fresh loss object per call
+  def base_loss():  # a fresh loss object per call
+    def loss(m, x, c, k, consts):
+      del consts
+      return dr.diffusion_loss(m, x, c, k, schedule=sched, weighting=cfg.weighting)
+
+    return loss
 
   def dual_loss(use_features):
-    return lambda: T.build_losses(cfg, sched)[1](use_features=use_features)
+    def fresh():
+      def loss(m, x, c, k, consts):
+        del consts
+        return dr.dual_rate_loss(
+          m,
+          x,
+          c,
+          k,
+          schedule=sched,
+          num_grid_steps=tuple(cfg.train_grid_steps),
+          max_staleness=cfg.max_staleness,
+          p_fresh=cfg.p_fresh,
+          coupling=cfg.coupling,
+          rollout_frac=cfg.rollout_frac,
+          weighting=cfg.weighting,
+          use_features=use_features,
+        )
+
+      return loss
+
+    return fresh
 
   tg, tstate = nnx.split(base)
+
+  def mmd_loss():
+    def loss(pair, x, c, key, teacher_state):
+      s_loss, a_loss, met = dr.mmd_losses(
+        pair.student,
+        pair.aux,
+        nnx.merge(tg, teacher_state),
+        x,
+        c,
+        key,
+        schedule=sched,
+        num_student_steps=2,
+        refresh=None,
+      )
+      return s_loss + a_loss, {"student_loss": s_loss, "aux_loss": a_loss, **met}
+
+    return loss
+
   return [
-    ("baseline", lambda: T._copy(base), base_loss, None),
-    ("dual-rate pair", lambda: T._copy(pair), dual_loss(True), None),
-    ("no-features", lambda: T._copy(pair), dual_loss(False), None),
+    ("baseline", lambda: copy_module(base), base_loss, None),
+    ("dual-rate pair", lambda: copy_module(pair), dual_loss(True), None),
+    ("no-features", lambda: copy_module(pair), dual_loss(False), None),
     (
       "mmd-baseline (2 steps)",
-      lambda: T._Pair(T._copy(base), T._copy(base)),
-      lambda: T.mmd_loss_fn(tg, sched, 2, None),
+      lambda: Pair(copy_module(base), copy_module(base)),
+      mmd_loss,
       tstate,
     ),
   ]
@@ -95,9 +219,9 @@ def _cases(cfg, base, pair):
 
 def _make(model, loss, consts, step_factory, fresh_tx=False):
   if fresh_tx:  # as before: a new optimizer object (a static field of the state) per network
-    tx = T._optimizer.__wrapped__(1e-3, 1000, 100, 0.995)
+    tx = optimizer(1e-3, 1000, 100, 0.995)
   else:
-    tx = T._optimizer(1e-3, 1000, 100, 0.995)
+    tx = memoised_optimizer(1e-3, 1000, 100, 0.995)
   state = core.TrainState.create(model, tx)
   return state, functools.partial(step_factory(state.graphdef, loss), consts=consts)
 
@@ -127,19 +251,18 @@ def _same(a, b):
 
 def bench_steps(cfg, data, ncls, steps):
   """Seed A: a fresh step (compile) and its steady-state cost. Seed B (other initial values,
-  same structure): before, a fresh step per seed (``_make_step`` unmemoised: what every seed
-  paid); after, the memoised ``_make_step`` with the run's single loss object (the compiled
-  program of seed A), checked equal to the fresh one."""
+  same structure): before, a fresh step per seed (:func:`make_step`: what every seed paid);
+  after, :data:`memoised_step` with the run's single loss object (the compiled program of seed
+  A), checked equal to the fresh one."""
   batch_fn = _batch_fn(data["train_images"], data["train_labels"], cfg.batch_size)
   b0 = batch_fn(0)
   seed_a, seed_b = _cases(cfg, *_networks(cfg, ncls, 0)), _cases(cfg, *_networks(cfg, ncls, 10))
-  fresh_step = T._make_step.__wrapped__  # the step factory without memoisation (as before)
   out = {}
   for (name, model_a, loss_fn, consts_a), (_, model_b, _, consts_b) in zip(seed_a, seed_b):
     loss = loss_fn()  # one loss object per run, as train_and_evaluate builds it
-    state, step = _make(model_a(), loss, consts_a, T._make_step)
+    state, step = _make(model_a(), loss, consts_a, memoised_step)
     (cpu0, wall0), _ = _first_call(state, step, b0)
-    state, step = _make(model_a(), loss, consts_a, T._make_step)
+    state, step = _make(model_a(), loss, consts_a, memoised_step)
     state, _ = step(state, b0)
     cpus, walls, host = [], [], []
     for s in range(1, steps + 1):
@@ -153,9 +276,9 @@ def bench_steps(cfg, data, ncls, steps):
       walls.append(ww)
     step_cpu, step_wall = statistics.median(cpus), statistics.median(walls)
     # Seed B: before (fresh jit of a fresh loss closure) and after (memoised).
-    state_b, step_before = _make(model_b(), loss_fn(), consts_b, fresh_step, fresh_tx=True)
+    state_b, step_before = _make(model_b(), loss_fn(), consts_b, make_step, fresh_tx=True)
     (cpu_before, wall_before), res_before = _first_call(state_b, step_before, b0)
-    state_b, step_after = _make(model_b(), loss, consts_b, T._make_step)
+    state_b, step_after = _make(model_b(), loss, consts_b, memoised_step)
     (cpu_after, wall_after), res_after = _first_call(state_b, step_after, b0)
     out[name] = {
       "step_cpu_s": step_cpu,
@@ -255,11 +378,12 @@ def parse_args(argv=None):
 def main(argv=None):
   args = parse_args(argv)
   host = bench.host_info()
-  cfg = (smoke if args.quick else default).get_config()
-  data, ncls = T._load_data(cfg)
+  cfg = experiment_config("dual_rate", "smoke" if args.quick else "default")
+  kw = {"num_test": cfg.num_test} if cfg.get("num_test", 0) else {}
+  data, ncls = dr.load_numpy(cfg.dataset, **kw), dr.num_classes(cfg.dataset)
   t0 = time.process_time()
   steps = {} if args.quick else bench_steps(cfg, data, ncls, args.steps)
-  ev = bench_eval(cfg, data, ncls, calls=2 if args.quick else 5)
+  ev = bench_eval(cfg, data, ncls, calls=1 if args.quick else 5)
   rows = [{"case": f"train step: {name}", **v} for name, v in steps.items()]
   rows.append({"case": "evaluation", **ev})
   summary = []

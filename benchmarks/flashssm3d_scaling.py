@@ -1,32 +1,32 @@
 """FlashSSM-3D view-scaling benchmark (E4): SSM student vs attention teacher in one process.
 
-    python -m benchmarks.flashssm3d_scaling [--quick] --workdir=runs/flashssm3d_scaling
+    python -m benchmarks.flashssm3d_scaling [--quick] [--views=8,16,32,...]
 
 Forward time (median of 3 timed calls after a warm-up call) and XLA's buffer estimate per number
 of views at 64 tokens per view, batch 1, for the SSM student with the sequential ``lax.scan``,
-the SSM student with ``lax.associative_scan`` and the alternating-attention teacher; fitted
-log-log exponents with their standard errors and 95% intervals; how many views each model
-processes within 10 s on this machine. Writes ``scaling.json``, ``scaling.png`` and a
-``results.json`` (``jaxpapers.core.write_results``) into ``--workdir``, judging the claims
-declared in ``experiments.flashssm3d.scaling.SCALING_CLAIMS`` (rules fixed before the run), and
-the benchmark record to ``--out``. Rerunning with the same settings and ``--workdir`` reads the
-stored measurement back.
+the SSM student with ``lax.associative_scan`` and the alternating-attention teacher
+(``fs.view_scaling`` on ``fs.FlashSSM3D`` and ``fs.AATeacher`` at the sizes of the experiment's
+``c.scaling`` settings), and the log-log exponents of time in views with their 95% intervals.
+Writes the benchmark record to ``--out``. The same sweep, with the claims of
+``experiments/flashssm3d/scaling.py`` judged into a ``results.json``, is
+``python -m experiments.flashssm3d.scaling --workdir=<dir>`` (same flags).
 
 ``--quick``: views 4 and 16, one timed call each, no associative scan, exponents fitted from
-4 views (below the spec's range, where fixed costs flatten them); nothing is written to the
-workdir (only the record). Spec targets (§7): the SSM's time exponent <= 1.2 and the
-attention's >= 1.8 over 32-512 views; at 128 views the SSM takes <= 0.25x the attention's time.
+4 views (below the spec's range, where fixed costs flatten them). Spec targets (§7): the SSM's
+time exponent <= 1.2 and the attention's >= 1.8 over 32-512 views; at 128 views the SSM takes
+<= 0.25x the attention's time.
 """
 
 from __future__ import annotations
 
-import json
-import pathlib
-import time
+import dataclasses
 
-from experiments.flashssm3d import scaling
-from experiments.flashssm3d.configs import default
-from jaxpapers import core
+import numpy as np
+from flax import nnx
+from scipy import stats
+
+from benchmarks._setup import experiment_config
+from jaxpapers import flashssm3d as fs
 from jaxpapers.core import benchmark as bench
 
 NAME = "flashssm3d_scaling"
@@ -45,15 +45,56 @@ def parse_args(argv=None):
   p.add_argument("--memory_cap_gb", type=float, default=3.0)
   p.add_argument("--no_associative", action="store_true")
   p.add_argument(
-    "--workdir", default="runs/flashssm3d_scaling", help="scaling.json, results.json, the plot"
-  )
-  p.add_argument(
     "--time_cap_s",
     type=float,
     default=None,
     help="stop a model once one forward pass takes longer than this (default: the config's)",
   )
-  return p.parse_args(argv)
+  p.add_argument(
+    "--workdir",
+    default=None,
+    help="not here: python -m experiments.flashssm3d.scaling --workdir=<dir> (same flags) "
+    "writes the judged results.json",
+  )
+  a = p.parse_args(argv)
+  if a.workdir is not None:
+    p.error(
+      "--workdir: the judged results are written by python -m experiments.flashssm3d.scaling "
+      f"--workdir={a.workdir} (same flags); this benchmark writes its record to --out"
+    )
+  return a
+
+
+def models(cfg) -> dict:
+  """The SSM student (sequential scan; and associative where ``cfg["associative"]``) and the
+  attention teacher at the sweep's sizes, camera head of one stage."""
+  H = cfg["image_size"]
+  common = dict(width=cfg["width"], depth=cfg["depth"], patch=cfg["patch"], image_size=H)
+  student = fs.FlashSSM3DConfig(**common, state=cfg["state"], camera_stages=1, method="scan")
+  out = {"student_ssm": fs.FlashSSM3D(student, rngs=nnx.Rngs(0))}
+  if cfg.get("associative", False):
+    assoc = dataclasses.replace(student, method="associative")
+    out["student_ssm_associative"] = fs.FlashSSM3D(assoc, rngs=nnx.Rngs(0))
+  teacher = fs.TeacherConfig(**common, heads=cfg["heads"], camera_stages=1)
+  out["teacher_attention"] = fs.AATeacher(teacher, rngs=nnx.Rngs(0))
+  return out
+
+
+def log_log_fit(views, values, min_views) -> tuple[float, float, int]:
+  """Least-squares slope of log value on log views over the views >= ``min_views`` (finite,
+  positive values), the half-width of its 95% t-interval (NaN with fewer than 3 points) and
+  the number of points (slope NaN with fewer than 2)."""
+  v, y = np.asarray(views, float), np.asarray(values, float)
+  keep = (v >= min_views) & np.isfinite(y) & (y > 0)
+  n = int(keep.sum())
+  if n < 2:
+    return float("nan"), float("nan"), n
+  lx, ly = np.log(v[keep]), np.log(y[keep])
+  slope, icpt = np.polyfit(lx, ly, 1)
+  if n < 3:
+    return float(slope), float("nan"), n
+  se = np.sqrt(np.sum((ly - slope * lx - icpt) ** 2) / (n - 2) / np.sum((lx - lx.mean()) ** 2))
+  return float(slope), float(stats.t.ppf(0.975, n - 2) * se), n
 
 
 def _summary(res, cfg):
@@ -93,8 +134,7 @@ def _summary(res, cfg):
 def main(argv=None):
   a = parse_args(argv)
   host = bench.host_info()
-  t0 = time.perf_counter()
-  cfg = dict(default.get_config().scaling)
+  cfg = dict(experiment_config("flashssm3d", "default").scaling)
   if a.quick:
     cfg.update(views=(4, 16), repeats=1, associative=False, fit_min_views=4)
   else:
@@ -112,67 +152,27 @@ def main(argv=None):
     )
   if a.time_cap_s is not None:
     cfg.update(time_cap_s=a.time_cap_s)
-  if a.quick:  # measured afresh, nothing cached or written in the workdir
-    res = scaling.run_scaling(cfg)
-  else:
-    res = _run_into_workdir(cfg, pathlib.Path(a.workdir), t0)
+  nets = models(cfg)
+  res = fs.view_scaling(
+    nets,
+    cfg["views"],
+    image_size=cfg["image_size"],
+    repeats=cfg["repeats"],
+    memory_cap_gb=cfg["memory_cap_gb"],
+    time_cap_s=cfg["time_cap_s"],
+  )
+  for r in res.values():
+    r["time_exponent"], r["time_exponent_ci95"], r["time_fit_points"] = log_log_fit(
+      cfg["views"], r["time_s"], cfg["fit_min_views"]
+    )
+    r["memory_exponent"] = log_log_fit(cfg["views"], r["memory_mib"], cfg["fit_min_views"])[0]
+  res["params"] = {k: fs.count_params(m) for k, m in nets.items()}
   rows = [
     {"case": name, "params": res["params"].get(name), "views": list(cfg["views"]), **res[name]}
     for name in ("student_ssm", "student_ssm_associative", "teacher_attention")
     if name in res
   ]
   bench.write(NAME, a, rows=rows, summary=_summary(res, cfg), host=host, argv=argv)
-
-
-def _run_into_workdir(cfg, out, t0):
-  res = scaling.cached_scaling(cfg, out)
-  (out / "scaling.json").write_text(json.dumps(res, indent=1))
-  core.save_figure(scaling.plot_scaling(res), out, "scaling")
-  rows = []
-  for name in ("student_ssm", "student_ssm_associative", "teacher_attention"):
-    if name not in res:
-      continue
-    r = res[name]
-    line = (
-      f"{name}: time exponent {r['time_exponent']:.2f} ± {r['time_exponent_ci95']:.2f} "
-      f"(95% CI, {r['time_fit_points']} sizes), memory exponent {r['memory_exponent']:.2f}, "
-      f"views in 10 s: measured {r['views_in_10s_measured']}, fit {r['views_in_10s_fit']:.0f}"
-    )
-    print(line)
-    rows.append(
-      [
-        name,
-        res["params"][name] if name in res["params"] else "–",
-        f"{r['time_exponent']:.2f} ± {r['time_exponent_ci95']:.2f}",
-        r["time_fit_points"],
-        f"{r['memory_exponent']:.2f}",
-        r["views_in_10s_measured"],
-        f"{r['views_in_10s_fit']:.0f}",
-      ]
-    )
-  table = core.markdown_table(
-    [
-      "model",
-      "params",
-      f"time exponent (views >= {cfg['fit_min_views']}, 95% CI)",
-      "sizes in the fit",
-      "memory exponent",
-      "views in 10 s (measured)",
-      "views in 10 s (fit)",
-    ],
-    rows,
-  )
-  core.write_results(
-    out,
-    metrics=scaling.scaling_metrics(res),
-    config=dict(cfg, claims=scaling.SCALING_CLAIMS),
-    table_markdown=table,
-    notes="Forward time on shared CPU cores (other jobs running: noisy), batch 1, "
-    f"{res['tokens_per_view']} patch tokens per view; memory is XLA's compiled buffer estimate.",
-    wall_time_s=time.perf_counter() - t0,
-    extra={"scaling": res},
-  )
-  return res
 
 
 if __name__ == "__main__":

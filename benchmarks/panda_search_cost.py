@@ -16,8 +16,8 @@ and times, in one process, with the process CPU clock:
 
 ``--fast_compile`` also times the ``after`` path with XLA's fast-compile options. ``--quick``:
 the generated ``synthetic-small`` hypergraph (no data folder), GeDi vanilla, 5 epochs, 2 search
-splits, a final of 2 splits x 1 initialisation. The
-``before`` path rebuilds the search's trainer with the private ``search._keys``.
+splits, a final of 2 splits x 1 initialisation. The ``before`` path rebuilds the search's
+trainer with the search's run keys (:func:`run_keys`).
 """
 
 from __future__ import annotations
@@ -50,6 +50,12 @@ def _pair(config, backbone, arm, limit=64):
   raise RuntimeError(f"no two trials share a structure among the first {limit}")
 
 
+def run_keys(seed: int, phase: int, index: int, runs: int):
+  """The search's run keys: phase 0 = search (index = trial), phase 1 = final (initialisation)."""
+  base = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), phase), index)
+  return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(runs))
+
+
 def _before(config, d, backbone, arm, trials):
   """The earlier search: a program per trial (values built in), the final its own batch."""
   out = []
@@ -60,14 +66,14 @@ def _before(config, d, backbone, arm, trials):
     run = panda.make_trainer(
       search.model_fn(d, backbone, arm, hp), config.epochs, fast_compile=config.fast_compile
     )
-    keys = search._keys(config.seed, 0, t, r)
+    keys = run_keys(config.seed, 0, t, r)
     h = run(d, keys, jnp.full(r, hp["lr"]), jnp.full(r, hp["wd"]), jnp.arange(r))
     panda.best_val_test(jax.tree.map(np.asarray, h))
     out.append(time.process_time() - c0)
   c0 = time.process_time()
   r = min(config.num_splits, d.num_splits)
   for j in range(config.final_inits):  # the final of the last trial, reusing its trainer
-    keys = search._keys(config.seed, 1, j, r)
+    keys = run_keys(config.seed, 1, j, r)
     h = run(d, keys, jnp.full(r, hp["lr"]), jnp.full(r, hp["wd"]), jnp.arange(r))
     panda.best_val_test(jax.tree.map(np.asarray, h))
   out.append(time.process_time() - c0)

@@ -1,7 +1,7 @@
 """Cost of a Muon step relative to an AdamW step in the SODA experiment's sweep groups.
 
   python -m benchmarks.soda_muon_step [--seeds 3 --steps 50 --repeats 5 --out muon_step.json]
-  python -m benchmarks.soda_muon_step --quick    # 1 seed, 5 steps per chunk, 3 repeats
+  python -m benchmarks.soda_muon_step --quick    # 1 seed, 2 grid points a family, 5 steps
 
 The digits experiment (``experiments/soda``) trains every run of an optimizer *group* in one
 compiled, vmapped program; each run carries the states of all the group's optimizer families
@@ -23,6 +23,11 @@ per run and step, against about 5 MFLOP for the forward and backward pass at bat
 so the split (one orthogonalisation per run instead of two) is the available saving; the
 arithmetic itself is unchanged.
 
+The optimizers are the library's (``jaxpapers.soda.soda`` over optax's AdamW and Muon) with the
+grid of the experiment's ``configs/default.py`` (read from the file); the group step below (an
+MLP on sklearn's digits, every family's update computed and the run's own selected, the
+experiment's learning-rate schedule) is the experiment's layout, written out here.
+
 The record (:mod:`jaxpapers.core.benchmark`, ``benchmarks/results/soda_muon_step.json`` by
 default) keeps these numbers at its top level (``ms_per_run_step``, ``muon_over_adam_after``,
 ``speedup_of_muon_arms``, ...); its summary is the split's speed-up of a Muon-family run, with
@@ -36,28 +41,141 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
+from flax import nnx
 
-from experiments.soda import train
-from experiments.soda.configs import default
+from benchmarks._setup import experiment_config
+from jaxpapers import soda
 from jaxpapers.core import benchmark as bench
 
 NAME = "soda_muon_step"
 
 
-def build(families, runs, seeds, steps, cfg, setup):
-  """A jitted chunk of ``steps`` vmapped steps for one group and its initial state."""
-  sweep = train.setup_sweep(
-    setup,
-    families=families,
-    cfg=cfg,
+class MLP(nnx.Module):
+  """64 -> hidden -> hidden -> 10 with ReLU (the experiment's digits model)."""
+
+  def __init__(self, hidden: int, *, rngs: nnx.Rngs):
+    self.fc1 = nnx.Linear(64, hidden, rngs=rngs)
+    self.fc2 = nnx.Linear(hidden, hidden, rngs=rngs)
+    self.out = nnx.Linear(hidden, 10, rngs=rngs)
+
+  def __call__(self, x):  # [B, 64] -> [B, 10]
+    return self.out(jax.nn.relu(self.fc2(jax.nn.relu(self.fc1(x)))))
+
+
+def hidden_mask(params):
+  """True on the 2-D kernels but the output layer's (Muon's matrices)."""
+
+  def is_hidden(path, x):
+    names = [str(getattr(p, "key", getattr(p, "name", p))) for p in path]
+    return x.ndim == 2 and "out" not in names
+
+  return jax.tree_util.tree_map_with_path(is_hidden, params)
+
+
+def schedule(peak, total, cfg):
+  """Warmup, constant, linear decay over the last ``cooldown_frac`` (``total`` traced)."""
+  warm = jnp.maximum(1.0, jnp.round(cfg.warmup_frac * total))
+  cool = jnp.maximum(1.0, jnp.round(cfg.cooldown_frac * total))
+
+  def lr(count):
+    c = count.astype(jnp.float32)
+    w = jnp.minimum(1.0, (c + 1.0) / warm) if cfg.warmup_frac > 0 else 1.0
+    return peak * jnp.minimum(w, jnp.clip((total - c) / cool, 0.0, 1.0))
+
+  return lr
+
+
+def make_tx(family, hp, cfg):
+  """One run's optimizer; ``hp`` values are traced (vmapped) scalars."""
+  lr = schedule(hp["lr"], hp["total"], cfg)
+  if family == "adamw":
+    return optax.adamw(lr, b1=cfg.b1, b2=cfg.b2, weight_decay=hp["wd"])
+  if family == "soda_adamw":
+    return soda.soda(optax.adamw(lr, b1=cfg.b1, b2=cfg.b2, weight_decay=0.0))
+  dims = lambda p: jax.tree.map(
+    lambda h: optax.contrib.MuonDimensionNumbers() if h else None, hidden_mask(p)
   )
-  hp, keys = train.group_grid(runs, range(seeds), 0, 1000, families)
-  state = jax.jit(jax.vmap(lambda h, k: sweep.init_fn(h, k, None)))(hp, keys)
+  base = optax.contrib.muon(
+    lr,
+    weight_decay=hp["wd"] if family == "muon" else 0.0,
+    adam_learning_rate=schedule(hp["adam_lr"], hp["total"], cfg),
+    adam_b1=cfg.b1,
+    adam_b2=cfg.b2,
+    adam_weight_decay=0.0,
+    muon_weight_dimension_numbers=dims,
+  )
+  return base if family == "muon" else soda.soda(base, mask=hidden_mask)
+
+
+def family_grid(cfg):
+  """Every (family, hyperparameters) of the experiment's digits grid, in its order."""
+  runs = [("adamw", {"lr": lr, "wd": wd}) for lr in cfg.adamw_lrs for wd in cfg.adamw_wds]
+  runs += [("soda_adamw", {"lr": lr}) for lr in cfg.soda_adamw_lrs]
+  runs += [
+    ("muon", {"lr": lr, "wd": wd, "adam_lr": cfg.muon_adam_lr})
+    for lr in cfg.muon_lrs
+    for wd in cfg.muon_wds
+  ]
+  runs += [("soda_muon", {"lr": lr, "adam_lr": cfg.muon_adam_lr}) for lr in cfg.soda_muon_lrs]
+  return runs
+
+
+def digits(cfg):
+  """sklearn's 8x8 digits, shuffled by ``data_seed``, standardised on the first ``num_train``."""
+  from sklearn.datasets import load_digits
+
+  x, y = load_digits(return_X_y=True)
+  perm = np.random.default_rng(cfg.data_seed).permutation(len(x))
+  x, y = x[perm].astype(np.float32) / 16.0, y[perm].astype(np.int32)
+  x = (x - x[: cfg.num_train].mean(0)) / (x[: cfg.num_train].std(0) + 1e-3)
+  return jnp.asarray(x[: cfg.num_train]), jnp.asarray(y[: cfg.num_train])
+
+
+def build(families, runs, seeds, steps, cfg, data):
+  """A jitted chunk of ``steps`` vmapped steps for one group and its initial state.
+
+  Every run carries the states of all of ``families`` and applies its own family's update
+  (``hp["arm"]``): under ``vmap`` every family's update is computed for every run.
+  """
+  xs, ys = data
+  graphdef, _ = nnx.split(MLP(cfg.hidden, rngs=nnx.Rngs(0)))
+  fams, hps = zip(*runs)
+  per_run = lambda v: jnp.asarray([x for x in v for _ in range(seeds)], jnp.float32)
+  hp = {
+    "arm": jnp.asarray([families.index(f) for f in fams for _ in range(seeds)], jnp.int32),
+    "lr": per_run([h["lr"] for h in hps]),
+    "wd": per_run([h.get("wd", 0.0) for h in hps]),
+    "adam_lr": per_run([h.get("adam_lr", 0.0) for h in hps]),
+  }
+  hp["total"] = jnp.full_like(hp["lr"], 1000.0)
+  keys = jnp.stack([jax.random.key(s) for _ in hps for s in range(seeds)])
+
+  def loss_fn(params, batch):
+    logits = nnx.merge(graphdef, params)(batch[0])
+    return optax.softmax_cross_entropy_with_integer_labels(logits, batch[1]).mean()
+
+  def init(h, key):
+    params = nnx.split(MLP(cfg.hidden, rngs=nnx.Rngs(jax.random.fold_in(key, 0))))[1]
+    return params, tuple(make_tx(f, h, cfg).init(params) for f in families)
+
+  def step(state, h, key, i):
+    params, states = state
+    batch_key = jax.random.fold_in(jax.random.fold_in(key, 1), i)
+    idx = jax.random.randint(batch_key, (cfg.batch_size,), 0, xs.shape[0])
+    loss, grads = jax.value_and_grad(loss_fn)(params, (xs[idx], ys[idx]))
+    outs = [make_tx(f, h, cfg).update(grads, s, params) for f, s in zip(families, states)]
+    updates = jax.tree.map(
+      lambda *us: jnp.select([h["arm"] == j for j in range(len(us))], us), *[o[0] for o in outs]
+    )
+    return (optax.apply_updates(params, updates), tuple(o[1] for o in outs)), loss
+
+  state = jax.jit(jax.vmap(init))(hp, keys)
 
   @jax.jit
   def chunk(state):
     def body(s, i):
-      return jax.vmap(lambda st, h, k: sweep.step_fn(st, h, k, i, None))(s, hp, keys)
+      return jax.vmap(lambda st, h, k: step(st, h, k, i))(s, hp, keys)
 
     return jax.lax.scan(body, state, jnp.arange(steps))
 
@@ -81,17 +199,21 @@ def main(argv=None):
   args = parse_args(argv)
   host = bench.host_info()
 
-  cfg = default.get_config().digits
-  setup = train._digits_setup(cfg)
-  grid = train.family_grid(cfg)
-  pick = lambda fams: [(f, h) for f, h in grid if f in fams]
+  cfg = experiment_config("soda", "default").digits
+  data = digits(cfg)
+  grid = family_grid(cfg)
+  per_family = 2 if args.quick else None  # quick: the first 2 grid points of each family
+
+  def pick(fams):
+    return [r for f in fams for r in [(g, h) for g, h in grid if g == f][:per_family]]
+
   variants = {
     "adam": (("adamw", "soda_adamw"), pick(("adamw", "soda_adamw"))),
     "muon+soda_muon": (("muon", "soda_muon"), pick(("muon", "soda_muon"))),
     "muon": (("muon",), pick(("muon",))),
     "soda_muon": (("soda_muon",), pick(("soda_muon",))),
   }
-  built = {k: build(f, r, args.seeds, args.steps, cfg, setup) for k, (f, r) in variants.items()}
+  built = {k: build(f, r, args.seeds, args.steps, cfg, data) for k, (f, r) in variants.items()}
   times = {k: [] for k in variants}
   for _ in range(args.repeats):  # in turn, so that a change of load hits every variant
     for k, (chunk, state, num_runs) in built.items():

@@ -70,76 +70,6 @@ def load_model(c):
 # --------------------------------------------------------------------------- LM scoring
 
 
-def _score_rows(fn, rows, c):
-  """Summed log-probs of rows [(ids, attn, tgt)] (unpadded-length numpy rows), bucketed."""
-  buckets = sorted(c.buckets)
-  out = np.zeros(len(rows), np.float64)
-  groups: dict[int, list[int]] = {}
-  padded_tokens = 0
-  for r, (_, attn, _) in enumerate(rows):
-    n = int(attn.sum())
-    b = next((b for b in buckets if b >= n), None)
-    if b is None:
-      raise ValueError(f"a row has {n} tokens > the largest bucket {buckets[-1]}")
-    groups.setdefault(b, []).append(r)
-  for b, idx in sorted(groups.items()):
-    B = max(1, c.batch_tokens // b)  # rows per batch: fixed per bucket (one compile each)
-    for s in range(0, len(idx), B):
-      chunk = idx[s : s + B]
-      take = chunk + [chunk[0]] * (B - len(chunk))  # fixed batch shape: one compile per bucket
-      ids = np.stack([rows[i][0][:b] for i in take])
-      attn = np.stack([rows[i][1][:b] for i in take])
-      tgt = np.stack([rows[i][2][:b] for i in take])
-      lp = np.asarray(fn(ids, attn, tgt))
-      out[chunk] = lp[: len(chunk)]
-      padded_tokens += B * b
-  return out, padded_tokens
-
-
-def _pool(params, cfg, tok, texts, c):
-  ids = np.zeros((len(texts), c.feature_len), np.int32)
-  mask = np.zeros_like(ids, bool)
-  for i, t in enumerate(texts):
-    e = tok.encode(t, add_bos=False)[: c.feature_len]
-    ids[i, : len(e)] = e
-    mask[i, : len(e)] = True
-  return np.asarray(bm.mean_pooled_features(params, ids, mask, config=cfg))
-
-
-def _dialogue_rows(d: bm.Dialogue, tok, c):
-  """Rows [(ids, attn, tgt)] of one dialogue and where each goes: (question, 'y'/'alt', column).
-
-  Context columns: 0 no memory, 1 placebo turn, 2 + i turn i alone, N + 2 the whole history
-  (no contrast row for the placebo column).
-  """
-  turns = list(d.turns)
-  contexts = [[], [bm.PLACEBO_TURN]] + [[t] for t in turns] + [turns]
-  rows, where = [], []
-  big = max(c.buckets)
-  for qi, q in enumerate(d.queries):
-    for kind, y, ctxs in (("y", q.y, contexts), ("alt", q.y_alt, [contexts[0]] + contexts[2:])):
-      if y is None:
-        continue
-      ids, attn, tgt = bm.encode_rows(tok, ctxs, q.x, y, max_len=big)
-      cols = list(range(len(contexts))) if kind == "y" else [0] + list(range(2, len(contexts)))
-      for r, col in enumerate(cols):
-        rows.append((ids[r], attn[r], tgt[r]))
-        where.append((qi, kind, col))
-  return rows, where
-
-
-def _subset_rows(d: bm.Dialogue, tok, c, requests):
-  """Rows of (question, kind, sorted turn subset) requests of one dialogue."""
-  big = max(c.buckets)
-  rows = []
-  for qi, kind, sub in requests:
-    q = d.queries[qi]
-    y = q.y if kind == "y" else q.y_alt
-    ids, attn, tgt = bm.encode_rows(tok, [[d.turns[i] for i in sub]], q.x, y, max_len=big)
-    rows.append((ids[0], attn[0], tgt[0]))
-  return rows
-
-
 def _greedy_sets(ds, cells, fn, tok, c):
   """Greedy Bayes-factor turn sets (bm.greedy_select) of every question of ``ds``, in place.
 
@@ -164,8 +94,9 @@ def _greedy_sets(ds, cells, fn, tok, c):
       elif kind == "y" or ds[g].queries[qi].y_alt is not None:
         todo.append(r)
     if todo:
-      rows = [_subset_rows(ds[reqs[r][0]], tok, c, [reqs[r][1:]])[0] for r in todo]
-      lp, pad = _score_rows(fn, rows, c)
+      big = max(c.buckets)
+      rows = [bm.subset_rows(ds[reqs[r][0]], tok, [reqs[r][1:]], max_len=big)[0] for r in todo]
+      lp, pad = bm.score_rows_bucketed(fn, rows, buckets=c.buckets, batch_tokens=c.batch_tokens)
       out[todo] = lp
       padded[0] += pad
       for r, row in zip(todo, rows):
@@ -197,7 +128,7 @@ def score_dialogues(ds: list[bm.Dialogue], model, fn, c) -> list[dict]:
   cfg, params, tok = model
   rows, where, owner = [], [], []
   for g, d in enumerate(ds):
-    r, w = _dialogue_rows(d, tok, c)
+    r, w = bm.dialogue_rows(d, tok, max_len=max(c.buckets))
     rows += r
     where += w
     owner += [g] * len(r)
@@ -210,7 +141,7 @@ def score_dialogues(ds: list[bm.Dialogue], model, fn, c) -> list[dict]:
     )
     padded = stats["padded_tokens"]
   else:
-    lp, padded = _score_rows(fn, rows, c)
+    lp, padded = bm.score_rows_bucketed(fn, rows, buckets=c.buckets, batch_tokens=c.batch_tokens)
   cells = []
   for g, d in enumerate(ds):
     turns = list(d.turns)
@@ -224,7 +155,9 @@ def score_dialogues(ds: list[bm.Dialogue], model, fn, c) -> list[dict]:
       (lp_y if kind == "y" else lp_alt)[qi, col] = v
       if kind == "y" and col != 1 and col != ncol - 1:
         real_oracle += int(attn.sum())  # what the oracle needs: baseline + one row per turn
-    feats = _pool(params, cfg, tok, turns + [q.x for q in d.queries], c)
+    feats = bm.pooled_text_features(
+      params, turns + [q.x for q in d.queries], tok, config=cfg, max_len=c.feature_len
+    )
     n_y = [len(tok.encode(q.y, add_bos=False)) for q in d.queries]
     feat_tokens = sum(min(len(tok.encode(t, add_bos=False)), c.feature_len) for t in turns)
     q_tokens = sum(min(len(tok.encode(q.x, add_bos=False)), c.feature_len) for q in d.queries)
@@ -286,7 +219,7 @@ def _concat(parts):
 
 
 def choose_contexts(q, u, g_logit, c, rng, g_plc=None) -> dict[str, np.ndarray]:
-  """Context column chosen by every method for every question (see `_dialogue_rows`).
+  """Context column chosen by every method for every question (see `bm.dialogue_rows`).
 
   ``g_plc``: the gate logits of the placebo-controlled distilled gate (None: not run).
   """

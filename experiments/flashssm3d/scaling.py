@@ -8,7 +8,15 @@ Peak memory is XLA's compiled buffer estimate (arguments + outputs + temporaries
 attention model is skipped once it would exceed ``memory_cap_gb``. A model also stops once a
 forward pass takes longer than ``time_cap_s``. Times are wall clock on shared CPU cores (noisy).
 A finished sweep is kept in ``<workdir>/cells/`` (``core.CellStore``) keyed by its settings and
-reused by a later run with the same settings (:func:`cached_scaling`).
+reused by a later run with the same settings (:func:`cached_scaling`). The measurement itself is
+``jaxpapers.flashssm3d.view_scaling``; this module adds the fitted exponents and the claims.
+
+  python -m experiments.flashssm3d.scaling --views=8,16,32,64,128,256,512 --no_associative \
+      --workdir=runs/flashssm3d_scaling
+
+writes ``scaling.json``, ``scaling.png`` and a ``results.json`` judging :data:`SCALING_CLAIMS`
+(:func:`write_scaling_results`); ``benchmarks/flashssm3d_scaling.py`` runs the same sweep as a
+benchmark record.
 """
 
 from __future__ import annotations
@@ -16,28 +24,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import pathlib
 import time
 
-import jax
 import numpy as np
 from etils import epath
 from flax import nnx
 
 from jaxpapers import core
 from jaxpapers import flashssm3d as fs
-
-
-def _memory_bytes(compiled):
-  try:
-    m = compiled.memory_analysis()
-    return int(
-      m.argument_size_in_bytes
-      + m.output_size_in_bytes
-      + m.temp_size_in_bytes
-      - getattr(m, "alias_size_in_bytes", 0)
-    )
-  except Exception:  # pragma: no cover - backend without memory analysis
-    return -1
 
 
 def fit_exponent(views, values, min_views, *, with_error=False):
@@ -116,43 +111,17 @@ def run_scaling(cfg, *, log=print) -> dict:
     "tokens_per_view": tokens_per_view,
     "params": {k: fs.count_params(m) for k, m in models.items()},
   }
-  for name, model in models.items():
-    graphdef, state = nnx.split(model)
-    fwd = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
-    times, mems, compiles, all_times = [], [], [], []
-    stopped = False
-    for S in g("views"):
-      if stopped:
-        times.append(float("nan"))
-        mems.append(float("nan"))
-        compiles.append(float("nan"))
-        all_times.append([])
-        continue
-      x = jax.random.uniform(jax.random.key(S), (1, S, H, H, 3))
-      t0 = time.perf_counter()
-      compiled = fwd.lower(state, x).compile()
-      compiles.append(time.perf_counter() - t0)
-      mem = _memory_bytes(compiled)
-      if mem > g("memory_cap_gb") * 2**30:
-        log(f"[scaling] {name} S={S}: estimated {mem / 2**30:.1f} GiB > cap, stopping")
-        times.append(float("nan"))
-        mems.append(mem / 2**20)
-        all_times.append([])
-        stopped = True
-        continue
-      jax.block_until_ready(compiled(state, x))  # warm-up
-      ts = []
-      for _ in range(g("repeats")):
-        t0 = time.perf_counter()
-        jax.block_until_ready(compiled(state, x))
-        ts.append(time.perf_counter() - t0)
-      t = float(np.median(ts))  # median of the timed repeats (the warm-up call excluded)
-      times.append(t)
-      all_times.append(ts)
-      mems.append(mem / 2**20)
-      log(f"[scaling] {name} S={S}: {t * 1e3:.1f} ms, {mem / 2**20:.1f} MiB")
-      if t > g("time_cap_s"):
-        stopped = True
+  sweep = fs.view_scaling(
+    models,
+    g("views"),
+    image_size=H,
+    repeats=g("repeats"),
+    memory_cap_gb=g("memory_cap_gb"),
+    time_cap_s=g("time_cap_s"),
+    log=log,
+  )
+  for name, m in sweep.items():
+    times, mems = m["time_s"], m["memory_mib"]
     slope, icpt, slope_se = fit_exponent(g("views"), times, g("fit_min_views"), with_error=True)
     mslope, _ = fit_exponent(g("views"), mems, g("fit_min_views"))
     n_fit = int(
@@ -162,8 +131,8 @@ def run_scaling(cfg, *, log=print) -> dict:
     out[name] = {
       "time_s": times,
       "memory_mib": mems,
-      "compile_s": compiles,
-      "time_s_repeats": all_times,
+      "compile_s": m["compile_s"],
+      "time_s_repeats": m["time_s_repeats"],
       "time_exponent": slope,
       "time_exponent_stderr": slope_se,
       "time_exponent_ci95": slope_ci95(slope_se, n_fit),
@@ -179,8 +148,8 @@ def cached_scaling(cfg, workdir, *, log=print) -> dict:
   """``run_scaling(cfg)`` with ``"config"`` added, stored in ``<workdir>/cells/``.
 
   The cell is named by a hash of the settings, so a rerun (or the experiment after
-  ``python -m benchmarks.flashssm3d_scaling --workdir=<workdir>``) with the same settings reads it back
-  instead of measuring again; other settings get a cell of their own.
+  ``python -m experiments.flashssm3d.scaling --workdir=<workdir>``) with the same settings reads
+  it back instead of measuring again; other settings get a cell of their own.
   """
   want = json.loads(json.dumps(dict(cfg)))
   digest = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:16]
@@ -292,3 +261,100 @@ def scaling_metrics(res: dict) -> dict:
       np.hypot(a.get("time_exponent_ci95", np.nan), b.get("time_exponent_ci95", np.nan))
     )
   return out
+
+
+VIEWS = (4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+
+
+def write_scaling_results(cfg, out: pathlib.Path, t0: float) -> dict:
+  """Measure (or read back) the sweep of ``cfg`` into ``out`` and judge :data:`SCALING_CLAIMS`.
+
+  Writes ``scaling.json``, ``scaling.png`` and ``results.json`` (``core.write_results``) into
+  ``out``; ``t0`` is the ``time.perf_counter()`` of the start, for the wall time. Returns the
+  :func:`cached_scaling` result.
+  """
+  res = cached_scaling(cfg, out)
+  (out / "scaling.json").write_text(json.dumps(res, indent=1))
+  core.save_figure(plot_scaling(res), out, "scaling")
+  rows = []
+  for name in ("student_ssm", "student_ssm_associative", "teacher_attention"):
+    if name not in res:
+      continue
+    r = res[name]
+    line = (
+      f"{name}: time exponent {r['time_exponent']:.2f} ± {r['time_exponent_ci95']:.2f} "
+      f"(95% CI, {r['time_fit_points']} sizes), memory exponent {r['memory_exponent']:.2f}, "
+      f"views in 10 s: measured {r['views_in_10s_measured']}, fit {r['views_in_10s_fit']:.0f}"
+    )
+    print(line)
+    rows.append(
+      [
+        name,
+        res["params"][name] if name in res["params"] else "–",
+        f"{r['time_exponent']:.2f} ± {r['time_exponent_ci95']:.2f}",
+        r["time_fit_points"],
+        f"{r['memory_exponent']:.2f}",
+        r["views_in_10s_measured"],
+        f"{r['views_in_10s_fit']:.0f}",
+      ]
+    )
+  table = core.markdown_table(
+    [
+      "model",
+      "params",
+      f"time exponent (views >= {cfg['fit_min_views']}, 95% CI)",
+      "sizes in the fit",
+      "memory exponent",
+      "views in 10 s (measured)",
+      "views in 10 s (fit)",
+    ],
+    rows,
+  )
+  core.write_results(
+    out,
+    metrics=scaling_metrics(res),
+    config=dict(cfg, claims=SCALING_CLAIMS),
+    table_markdown=table,
+    notes="Forward time on shared CPU cores (other jobs running: noisy), batch 1, "
+    f"{res['tokens_per_view']} patch tokens per view; memory is XLA's compiled buffer estimate.",
+    wall_time_s=time.perf_counter() - t0,
+    extra={"scaling": res},
+  )
+  return res
+
+
+def main(argv=None) -> dict:
+  """``python -m experiments.flashssm3d.scaling [flags]``: the sweep, judged, into --workdir."""
+  import argparse
+
+  from experiments.flashssm3d.configs import default
+
+  p = argparse.ArgumentParser(prog="python -m experiments.flashssm3d.scaling", description=__doc__)
+  p.add_argument("--max_views", type=int, default=512)
+  p.add_argument("--views", default="", help="comma-separated view counts (default: VIEWS)")
+  p.add_argument("--width", type=int, default=64)
+  p.add_argument("--depth", type=int, default=2)
+  p.add_argument("--repeats", type=int, default=3)
+  p.add_argument("--memory_cap_gb", type=float, default=3.0)
+  p.add_argument("--no_associative", action="store_true")
+  p.add_argument("--time_cap_s", type=float, default=None, help="default: the config's")
+  p.add_argument("--workdir", default="runs/flashssm3d_scaling")
+  a = p.parse_args(argv)
+  t0 = time.perf_counter()
+  views = tuple(int(x) for x in a.views.split(",")) if a.views else VIEWS
+  cfg = dict(default.get_config().scaling)
+  cfg.update(
+    views=tuple(v for v in views if v <= a.max_views),
+    width=a.width,
+    depth=a.depth,
+    repeats=a.repeats,
+    memory_cap_gb=a.memory_cap_gb,
+    associative=not a.no_associative,
+  )
+  if a.time_cap_s is not None:
+    cfg.update(time_cap_s=a.time_cap_s)
+  return write_scaling_results(cfg, pathlib.Path(a.workdir), t0)
+
+
+if __name__ == "__main__":
+  main()

@@ -5,7 +5,7 @@ on ground truth (T1); precompute its outputs on the student's 25% subset; distil
 (a) regression, (b) + Procrustes, (c) + Procrustes + reprojection, and a GT-trained student at the
 same budget; evaluate all against GT and the teacher. ``config.experiment = "scan_order"``
 (configs/scan_order.py) runs the scan-order ablation instead (:func:`scan_order_and_evaluate`);
-the view-scaling study is benchmarks/flashssm3d_scaling.py (scaling.py).
+the view-scaling study is scaling.py (``python -m experiments.flashssm3d.scaling``).
 """
 
 from __future__ import annotations
@@ -914,7 +914,7 @@ def train_and_evaluate(config, workdir) -> dict:
     "per_seed": {str(k): v for k, v in per_seed.items()},
   }
   if config.scaling.enabled:
-    # resumable: a finished sweep (e.g. from benchmarks/flashssm3d_scaling.py --workdir=<workdir>
+    # resumable: a finished sweep (e.g. from python -m experiments.flashssm3d.scaling --workdir=<workdir>
     # with the same settings) is reused
     res = scaling.cached_scaling(config.scaling, workdir)
     results["scaling"] = res

@@ -39,6 +39,13 @@ from jaxpapers.bayes_memory._prefix import (
   score_rows_shared,
   tree_logprobs,
 )
+from jaxpapers.bayes_memory._rows import (
+  Row,
+  dialogue_rows,
+  pooled_text_features,
+  score_rows_bucketed,
+  subset_rows,
+)
 from jaxpapers.bayes_memory._scoring import (
   CHATML_TEMPLATE,
   LogprobFn,
@@ -92,6 +99,11 @@ __all__ = [
   "Query",
   "WordTokenizer",
   "make_preference_dialogues",
+  "Row",
+  "dialogue_rows",
+  "pooled_text_features",
+  "score_rows_bucketed",
+  "subset_rows",
   "CHATML_TEMPLATE",
   "LogprobFn",
   "ScoringBatch",

@@ -50,6 +50,7 @@ from jaxpapers.flashssm3d._metrics import (
   rra_rta,
   umeyama_np,
 )
+from jaxpapers.flashssm3d._scaling import compiled_memory_bytes, view_scaling
 from jaxpapers.flashssm3d._ssm import SCAN_METHODS, SCAN_ORDERS, BiSSM, scan_order, selective_scan
 
 
@@ -129,6 +130,8 @@ __all__ = [
   "relative_pose_errors",
   "rra_rta",
   "umeyama_np",
+  "compiled_memory_bytes",
+  "view_scaling",
   "SCAN_METHODS",
   "SCAN_ORDERS",
   "BiSSM",

@@ -44,6 +44,7 @@ from jaxpapers.locos._scores import (
   rank_heads,
   rouge1_recall,
   rouge_l,
+  score_generation,
   top_heads,
 )
 from jaxpapers.locos._toy import ToyTask, ToyTokenizer, make_toy_trials, toy_batch
@@ -68,6 +69,7 @@ __all__ = [
   "phi_per_position",
   "random_heads",
   "rank_heads",
+  "score_generation",
   "rouge1_recall",
   "rouge_l",
   "top_heads",

@@ -240,7 +240,7 @@ def contrast(weights: np.ndarray, needle: np.ndarray, valid: np.ndarray):
 # scoring one generation
 
 
-def _score_generation(
+def score_generation(
   *,
   params,
   config,
@@ -256,7 +256,29 @@ def _score_generation(
   post_norm="ignore",
   contrastive_top_k=10,
 ):
-  """All detectors from one recorded generation (numpy; attn [N, L, H, S])."""
+  """All detectors of one trial from its recorded generation (host-side NumPy).
+
+  The scoring half of :func:`detect_heads`, which calls it once per trial on the output of
+  ``lm.generate(..., capture_attn=True, capture_values=True)``.
+
+  Args:
+    params: the LM's parameters; config: its ``LMConfig`` (L layers, H heads).
+    trial: the trial (prompt ids, needle span, answer).
+    tokenizer: decodes ``gen_ids``.
+    gen_ids: the N generated token ids.
+    attn: float [N, L, H, S] attention weights of each generated step over the S cache slots.
+    values: f32 [L, KV, S, head_dim] the value vectors of every cache slot.
+    key_pos: int [S] the position of each cache slot; key_valid: bool [S] the filled slots.
+    prompt_len: the trial's prompt length (its first generated token predicts position
+      ``prompt_len``).
+    rouge_threshold: a trial is accepted when the answer's ROUGE-1 recall in the generation is
+      above this and an answer step is found.
+    post_norm: unused (kept for callers that pass it).
+    contrastive_top_k: the contrastive detector's top-k overlap (None: the needle's mass).
+
+  Returns:
+    The trial's :class:`TrialScore` (each detector [L, H]).
+  """
   L, H = config.n_layers, config.n_heads
   kv_map = np.arange(H) // config.group_size
   generation = tokenizer.decode(gen_ids)
@@ -456,7 +478,7 @@ def detect_heads(
       for b, j in enumerate(chunk_idx):
         trial = trials[j]
         n = int(g.num_steps[b])
-        per_trial[j] = _score_generation(
+        per_trial[j] = score_generation(
           params=params,
           config=config,
           trial=trial,

@@ -14,6 +14,7 @@ CFG = lm.LMConfig(
 )
 PARAMS = lm.init_params(jax.random.key(0), CFG)
 TOK = bm.WordTokenizer(23)
+DIALOGUE = bm.make_preference_dialogues(0, n_dialogues=1)[0]
 HOST = "host-side: tokenisation and text processing"
 
 IDS = np.array([[1, 5, 6, 7, 0], [1, 5, 8, 9, 0]], np.int32)
@@ -420,8 +421,37 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
+  Case(
+    "dialogue_rows",
+    lambda: bm.dialogue_rows(DIALOGUE, TOK, max_len=0),
+    match="max_len must be an int >= 1",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "subset_rows",
+    lambda: bm.subset_rows(DIALOGUE, TOK, [(0, "z", (0,))], max_len=64),
+    match="kind must be 'y' or 'alt'",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "score_rows_bucketed",
+    lambda: bm.score_rows_bucketed(FN, [(IDS[0], ATT[0], TGT[0])], buckets=(2,), batch_tokens=8),
+    match="largest bucket 2",
+    jit=None,
+    jit_reason="host-side batching of rows into length buckets",
+  ),
+  Case(
+    "pooled_text_features",
+    lambda: bm.pooled_text_features(PARAMS, ["a"], TOK, config=CFG, max_len=0),
+    match="max_len must be an int >= 1",
+    jit=None,
+    jit_reason=HOST,
+  ),
 ]
 EXEMPT = {
+  "Row": "a type alias (a tuple of three arrays), not a function",
   "LogprobFn": "a type alias (Callable), not a function",
   "SetScorer": "a type alias (Callable), not a function",
   "GreedySelection": "a plain frozen dataclass returned by greedy_select",

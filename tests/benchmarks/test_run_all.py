@@ -80,3 +80,24 @@ def test_every_benchmark_accepts_quick(name):
   assert pathlib.Path(args.out) == pathlib.Path("benchmarks/results") / f"{name}.json"
   assert module.parse_args([]).quick is False
   assert callable(module.main)
+
+
+@pytest.mark.skipif(not run_all._can_fork(), reason="the forked runner is Linux-only")
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")
+def test_forked_runner_reports_exit_status_and_timeout(monkeypatch):
+  """The child's SystemExit code, an exception (1) and a timeout (killed) reach the row."""
+  import time
+
+  def fake(module, run_name, alter_sys):
+    assert run_name == "__main__" and module.startswith("benchmarks.")
+    name = module.split(".", 1)[1]
+    if name == "sleeps":
+      time.sleep(60)
+    if name == "raises":
+      raise RuntimeError("boom")
+    raise SystemExit({"ok": 0, "fails": 3}[name])
+
+  monkeypatch.setattr(run_all.runpy, "run_module", fake)
+  rows = run_all.run(["ok", "fails", "raises", "sleeps"], quick=True, timeout=2.0)
+  assert [r["exit"] for r in rows] == [0, 3, 1, "timeout"]
+  assert rows[-1]["seconds"] < 30

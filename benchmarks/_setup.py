@@ -1,0 +1,85 @@
+"""Shared set-up of the benchmarks: experiment settings read from their config files.
+
+A benchmark measures at an experiment's setting (its buckets, sizes, data generator
+arguments), so it reads the experiment's ``configs/<name>.py`` the way ``--config=<path>``
+does: as a file with ``get_config()``, not as an imported module of the experiment code.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import ml_collections
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def experiment_config(paper: str, name: str = "default") -> ml_collections.ConfigDict:
+  """``get_config()`` of ``experiments/<paper>/configs/<name>.py``, read from its file.
+
+  Args:
+    paper: the experiment's folder name, e.g. ``"bayes_memory"``.
+    name: the config file's stem, e.g. ``"default"``, ``"smoke"``.
+
+  Returns:
+    A fresh, mutable ``ConfigDict`` (each call builds a new one).
+
+  Raises:
+    FileNotFoundError: there is no such config file.
+  """
+  path = ROOT / "experiments" / paper / "configs" / f"{name}.py"
+  if not path.is_file():
+    raise FileNotFoundError(
+      f"no config file {path.relative_to(ROOT)} (paper={paper!r}, name={name!r})"
+    )
+  spec = importlib.util.spec_from_file_location(f"benchmark_config_{paper}_{name}", path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.get_config()
+
+
+def bayes_memory_lm(c: ml_collections.ConfigDict):
+  """``(LMConfig, params, tokenizer)`` of a bayes_memory config's ``model``.
+
+  ``"smollm2"``: SmolLM2-135M-Instruct (``jaxpapers.lm.load_smollm2``); ``"tiny"``: the smoke
+  setting's random 2-layer decoder over a 257-word vocabulary with a word tokenizer.
+  """
+  import jax.numpy as jnp
+  import numpy as np
+
+  from jaxpapers import bayes_memory as bm
+  from jaxpapers import lm
+
+  if c.model == "smollm2":
+    return lm.load_smollm2()
+  if c.model != "tiny":
+    raise ValueError(f"model must be 'smollm2' or 'tiny', got {c.model!r}")
+  cfg = lm.LMConfig(
+    vocab_size=257, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, ffn_dim=32
+  )
+  # NumPy init: no per-shape random-number programs to compile.
+  rng = np.random.default_rng(c.seed)
+  params = {
+    k: jnp.asarray(
+      np.ones(shp, np.float32) if "norm" in k else 0.3 * rng.normal(size=shp).astype(np.float32)
+    )
+    for k, shp in lm.param_shapes(cfg).items()
+  }
+  return cfg, params, bm.WordTokenizer(cfg.vocab_size)
+
+
+def bayes_memory_dialogues(c: ml_collections.ConfigDict, seed: int, n_dialogues: int):
+  """Data seed ``seed``'s first ``n_dialogues`` generated dialogues of a bayes_memory config."""
+  from jaxpapers import bayes_memory as bm
+
+  return bm.make_preference_dialogues(
+    int(seed),
+    n_dialogues=n_dialogues,
+    n_turns=c.n_turns,
+    n_queries=c.n_queries,
+    change_rate=c.change_rate,
+    distractor_rate=c.distractor_rate,
+    density=c.density,
+    memory_free_rate=c.memory_free_rate,
+  )

@@ -1,0 +1,129 @@
+"""Forward time and compiled memory of multi-view models as the number of views grows.
+
+The paper's efficiency claim is that FlashSSM-3D's cost grows linearly with the number of views
+(its bidirectional scans run over the tokens of all views), where an alternating-attention
+teacher's grows quadratically. :func:`view_scaling` measures both on the same inputs: for each
+view count S it compiles the jitted forward of each model on a ``[1, S, H, W, 3]`` batch, reads
+XLA's buffer estimate (``compiled.memory_analysis()``, deterministic and known before running),
+and times warm forward calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import jax
+import numpy as np
+from flax import nnx
+
+
+def compiled_memory_bytes(compiled) -> int:
+  """Arguments + outputs + temporaries - aliased bytes of a compiled program (XLA's estimate).
+
+  Args:
+    compiled: a ``jax.stages.Compiled`` (``jax.jit(f).lower(*args).compile()``).
+
+  Returns:
+    The byte count, or -1 where the backend has no memory analysis.
+  """
+  try:
+    m = compiled.memory_analysis()
+    return int(
+      m.argument_size_in_bytes
+      + m.output_size_in_bytes
+      + m.temp_size_in_bytes
+      - getattr(m, "alias_size_in_bytes", 0)
+    )
+  except Exception:  # pragma: no cover - backend without memory analysis
+    return -1
+
+
+def view_scaling(
+  models: Mapping[str, nnx.Module],
+  views: Sequence[int],
+  *,
+  image_size: int,
+  repeats: int = 3,
+  memory_cap_gb: float = 4.0,
+  time_cap_s: float = 12.0,
+  log: Callable[[str], None] = print,
+) -> dict[str, dict[str, list]]:
+  """Forward time and compiled memory of each model at each number of views (batch 1).
+
+  For each model, in order, and each S in ``views``: the jitted forward on uniform images of
+  shape ``[1, S, image_size, image_size, 3]`` is compiled (timed), its buffer estimate read; a
+  model whose estimate exceeds ``memory_cap_gb`` is not run at S (and not at larger S), one
+  whose median forward takes longer than ``time_cap_s`` is not run at larger S. Otherwise one
+  warm-up call, then ``repeats`` timed calls (wall clock, ``block_until_ready``).
+
+  Args:
+    models: name -> a multi-view model called as ``model(images [B, S, H, W, 3])``, e.g.
+      :class:`FlashSSM3D` and :class:`AATeacher`.
+    views: the view counts S, increasing.
+    image_size: H = W of each view.
+    repeats: timed calls per size (>= 1); the median is reported.
+    memory_cap_gb: the largest buffer estimate (GiB) a model is run with.
+    time_cap_s: a model stops after the first size whose median forward exceeds this.
+    log: called with one line per measured size.
+
+  Returns:
+    name -> ``{"time_s", "memory_mib", "compile_s", "time_s_repeats"}``, each a list with one
+    entry per view count: the median forward time (NaN where not run), the buffer estimate in
+    MiB (NaN where not compiled), the compile time (NaN where not compiled) and the timed calls.
+
+  Raises:
+    ValueError: empty ``views`` or ``models``, a view count < 1, ``repeats < 1``.
+  """
+  views = [int(v) for v in views]
+  if not views or min(views) < 1:
+    raise ValueError(f"views must be a non-empty sequence of ints >= 1, got {views!r}")
+  if not models:
+    raise ValueError("models must name at least one model")
+  if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+    raise ValueError(f"repeats must be an int >= 1, got {repeats!r}")
+  out = {}
+  for name, model in models.items():
+    graphdef, state = nnx.split(model)
+    fwd = jax.jit(lambda s, x, graphdef=graphdef: nnx.merge(graphdef, s)(x))
+    times, mems, compiles, all_times = [], [], [], []
+    stopped = False
+    for S in views:
+      if stopped:
+        times.append(float("nan"))
+        mems.append(float("nan"))
+        compiles.append(float("nan"))
+        all_times.append([])
+        continue
+      x = jax.random.uniform(jax.random.key(S), (1, S, image_size, image_size, 3))
+      t0 = time.perf_counter()
+      compiled = fwd.lower(state, x).compile()
+      compiles.append(time.perf_counter() - t0)
+      mem = compiled_memory_bytes(compiled)
+      if mem > memory_cap_gb * 2**30:
+        log(f"[scaling] {name} S={S}: estimated {mem / 2**30:.1f} GiB > cap, stopping")
+        times.append(float("nan"))
+        mems.append(mem / 2**20)
+        all_times.append([])
+        stopped = True
+        continue
+      jax.block_until_ready(compiled(state, x))  # warm-up
+      ts = []
+      for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(compiled(state, x))
+        ts.append(time.perf_counter() - t0)
+      t = float(np.median(ts))  # median of the timed repeats (the warm-up call excluded)
+      times.append(t)
+      all_times.append(ts)
+      mems.append(mem / 2**20)
+      log(f"[scaling] {name} S={S}: {t * 1e3:.1f} ms, {mem / 2**20:.1f} MiB")
+      if t > time_cap_s:
+        stopped = True
+    out[name] = {
+      "time_s": times,
+      "memory_mib": mems,
+      "compile_s": compiles,
+      "time_s_repeats": all_times,
+    }
+  return out
