@@ -38,8 +38,8 @@ def test_smoke_run_writes_results_and_resumes(tmp_path):
   assert all(np.isfinite(r["metric"]) and r["metric"] < 9.0 for r in lm_rows)
   # Every (task, horizon, group) is a stored cell; a rerun on the same workdir reads them back.
   assert sorted(p.name for p in (tmp_path / "cells").glob("*.json")) == [
-    "digits%2FT60%2Fadam.json",
-    "lm%2FT20%2Fadam.json",
+    "digits~T60~adam.json",
+    "lm~T20~adam.json",
   ]
   again = train.train_and_evaluate(config, str(tmp_path))
   assert again["digits"]["rows"] == metrics["digits"]["rows"]
@@ -58,8 +58,8 @@ def test_extended_grid_reuses_the_first_cells_and_refuses_a_changed_one(tmp_path
   config.digits.first_cell_lrs = ConfigDict({"adamw": (3e-3,), "soda_adamw": (3e-3,)})
   ext = train.train_and_evaluate(config, str(tmp_path / "a"))["digits"]["rows"]
   assert sorted(p.name for p in (tmp_path / "a" / "cells").glob("*.json")) == [
-    "digits%2FT60%2Fadam%2Bext.json",
-    "digits%2FT60%2Fadam.json",
+    "digits~T60~adam+ext.json",
+    "digits~T60~adam.json",
   ]
   assert ext[: len(first)] == first  # the first cell, read back as stored
   # The added run equals the same run trained in one cell with the whole grid.
