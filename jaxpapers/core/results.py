@@ -228,11 +228,54 @@ def write_results(
 
 
 def write_json_atomic(path: str | os.PathLike[str], record: Mapping[str, Any]) -> None:
-  """Writes ``record`` as indented JSON to ``path`` through a temporary file and a rename."""
+  """Writes ``record`` to ``path`` (laid out by :func:`format_json`) through a temporary file
+  and a rename."""
   path = epath.Path(path)
   tmp = path.parent / (path.name + ".tmp")
-  tmp.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
+  tmp.write_text(format_json(record))
   tmp.replace(path)
+
+
+def format_json(value: Any, *, width: int = 100) -> str:
+  """``value`` as JSON laid out to be read and diffed, yet small.
+
+  One line each for: a list of numbers (or of such lists), an object or list whose entries are
+  numbers, strings or such lists (a table row), and anything whose compact form fits in
+  ``width`` characters. Any other object or list puts one entry per line, indented by two
+  spaces. Keys keep their order; no spaces follow ``,`` and ``:``.
+
+  Args:
+    value: JSON types (dicts, lists, numbers, strings, booleans, None).
+    width: the longest compact object or list written on one line.
+
+  Returns:
+    The text, ending in a newline; ``json.loads`` of it equals ``value``.
+  """
+
+  def compact(x):
+    return json.dumps(x, separators=(",", ":"))
+
+  def numeric(x):
+    return isinstance(x, list) and all(
+      not isinstance(v, (dict, str)) and (not isinstance(v, list) or numeric(v)) for v in x
+    )
+
+  def row(x):
+    values = x.values() if isinstance(x, dict) else x
+    return all(not isinstance(v, (dict, list)) or numeric(v) for v in values)
+
+  def lay_out(x, pad):
+    flat = compact(x)
+    if not isinstance(x, (dict, list)) or not x or len(flat) <= width or row(x):
+      return flat
+    inner = pad + "  "
+    if isinstance(x, dict):
+      keys = [k if isinstance(k, str) else next(iter(json.loads(compact({k: 0})))) for k in x]
+      rows = [f"{inner}{compact(k)}:{lay_out(v, inner)}" for k, v in zip(keys, x.values())]
+      return "{\n" + ",\n".join(rows) + "\n" + pad + "}"
+    return "[\n" + ",\n".join(inner + lay_out(v, inner) for v in x) + "\n" + pad + "]"
+
+  return lay_out(value, "") + "\n"
 
 
 def _config_get(config: Any, name: str, default: Any = None) -> Any:

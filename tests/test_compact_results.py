@@ -1,0 +1,132 @@
+"""experiments.compact_results: renames, rounds, prunes and shrinks a results folder, once."""
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from PIL import Image
+
+from experiments import compact_results as cr
+from jaxpapers import core
+from jaxpapers.core import cache as cache_lib
+
+
+def test_round_floats_keeps_8_significant_digits_and_exact_values():
+  rng = np.random.default_rng(0)
+  xs = np.concatenate([rng.normal(size=500) * 10.0 ** rng.integers(-12, 12, 500), [1 / 3]])
+  out = cr.round_floats([float(x) for x in xs])
+  np.testing.assert_array_less(np.abs(np.array(out) - xs), 5e-8 * np.abs(xs) * (1 + 1e-12))
+  assert all(len(repr(abs(v)).split("e")[0].replace(".", "").strip("0")) <= 8 for v in out)
+  assert out[-1] == 0.33333333
+  value = {"n": 3, "b": True, "s": "0.123456789", "i": 1234567891.0, "nan": float("nan")}
+  value["inf"] = float("-inf")
+  again = cr.round_floats(value)
+  assert again["i"] == 1234567891.0 and again["n"] == 3 and again["b"] is True
+  assert again["s"] == "0.123456789" and np.isnan(again["nan"]) and again["inf"] == -np.inf
+  assert cr.round_floats(out) == out  # idempotent
+
+
+def _results_folder(tmp_path):
+  """experiments/dual_rate/results with legacy cells, a results.json and a figure."""
+  res = tmp_path / "experiments" / "dual_rate" / "results"
+  cells = res / "cells"
+  cells.mkdir(parents=True)
+  grid = np.linspace(-1, 1, 40 * 64).reshape(40, 8, 8, 1).tolist()
+  config = {
+    "train_seeds": [0, 1],
+    "baseline_steps": [4, 8],
+    "dual_steps": [8],
+    "dual_intervals": [1, 2],
+    "mmd_steps": [],
+    "mmd_dual_steps": [],
+    "mmd_dual_interval": 2,
+  }
+  for seed in (0, 1):
+    name = f"train_seed={seed}/main"
+    value = {
+      "rows": [{"fd_mean": 10.154596821670262, "steps": 4}],
+      "grids": {"baseline|8|1": grid, "dual-rate|8|2": grid, "baseline|4|1": grid},
+    }
+    cache_lib.write_json(
+      cells / core.CellStore.legacy_filename(name), {"name": name, "value": value}
+    )
+  (res / "results.json").write_text(
+    json.dumps({"metrics": {"x": 0.1 + 0.2, "curve": [1 / 3, 2 / 3]}, "config": config}, indent=2)
+  )
+  fig, ax = plt.subplots(figsize=(3, 2))
+  ax.plot([0, 1, 2], [0, 1, 0.5], "C1-o", label="a")
+  ax.legend()
+  fig.savefig(res / "plot.png", dpi=80)
+  plt.close(fig)
+  (res / "table.md").write_text("| a |\n")
+  return res
+
+
+def test_a_folder_is_renamed_rounded_pruned_and_then_left_alone(tmp_path):
+  res = _results_folder(tmp_path)
+  plot_before = np.asarray(Image.open(res / "plot.png").convert("RGB"), np.int16)
+  assert cr.compact_folder(res, check=True)  # something to do ...
+  assert sorted(p.name for p in (res / "cells").iterdir())[0].startswith("train_seed%3D")
+  changes = cr.compact_folder(res)
+  assert {c.path.name: c.what for c in changes} == {
+    "train_seed=0~main.json": "renamed, compacted",
+    "train_seed=1~main.json": "renamed, compacted",
+    "results.json": "compacted",
+    "plot.png": "palette",
+  }
+  assert sorted(p.name for p in (res / "cells").iterdir()) == [
+    "train_seed=0~main.json",
+    "train_seed=1~main.json",
+  ]
+  store = core.CellStore(res / "cells")
+  # The samples figure reads the first seed's grids of its shown rows only.
+  assert sorted(store["train_seed=0/main"]["grids"]) == ["baseline|8|1", "dual-rate|8|2"]
+  assert store["train_seed=1/main"]["grids"] == {}
+  assert store["train_seed=0/main"]["rows"] == [{"fd_mean": 10.154597, "steps": 4}]
+  rec = json.loads((res / "results.json").read_text())
+  assert rec["metrics"] == {"x": 0.3, "curve": [0.33333333, 0.66666667]}
+  plot = Image.open(res / "plot.png")
+  assert plot.mode == "P"
+  assert np.abs(np.asarray(plot.convert("RGB"), np.int16) - plot_before).max() <= 24
+  assert (res / "table.md").read_text() == "| a |\n"
+  # A second run (or a check) finds nothing to do.
+  assert cr.compact_folder(res, check=True) == []
+  assert cr.compact_folder(res) == []
+
+
+def test_rename_only_moves_cells_and_changes_no_value(tmp_path):
+  res = _results_folder(tmp_path)
+  results_text = (res / "results.json").read_text()
+  png = (res / "plot.png").read_bytes()
+  before = core.CellStore(res / "cells").to_dict()
+  changes = cr.compact_folder(res, rename_only=True)
+  assert sorted(c.what for c in changes) == ["renamed", "renamed"]
+  assert core.CellStore(res / "cells").to_dict() == before
+  assert sorted(p.name for p in (res / "cells").iterdir()) == [
+    "train_seed=0~main.json",
+    "train_seed=1~main.json",
+  ]
+  assert (res / "results.json").read_text() == results_text and (
+    res / "plot.png"
+  ).read_bytes() == png
+  assert cr.compact_folder(res, rename_only=True) == []
+
+
+@pytest.mark.parametrize("width", [10, 100])
+def test_format_json_round_trips_and_puts_rows_on_one_line(width):
+  value = {
+    "rows": [{"a": 1, "b": [0.5, 1.5], "c": "x"}] * 6,
+    "nested": {"deep": {"deeper": [[1, 2], [3, 4]]}, "s": ["p", "q"]},
+    "nan": float("nan"),
+    3: None,
+  }
+  text = core.results.format_json(value, width=width)
+  back = json.loads(text)
+  assert back["rows"] == value["rows"] and back["nested"] == value["nested"]
+  assert np.isnan(back["nan"]) and back["3"] is None
+  assert text.endswith("\n") and '{"a":1,"b":[0.5,1.5],"c":"x"}' in text.splitlines()[2]
