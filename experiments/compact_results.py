@@ -12,9 +12,12 @@ What it does under each folder (a second run changes nothing):
 1. **Cell names.** Every cell file (a :class:`jaxpapers.core.CellStore` record) moves to
    ``CellStore.filename(name)`` (``train_seed=0~main.json`` instead of the percent-encoded
    ``train_seed%3D0%2Fmain.json``), through the store, so its digest stays valid.
-2. **Digits.** Every non-integral float in a JSON file keeps 8 significant digits (a relative
-   change of at most 5e-8: below float32 resolution, 20x inside the 1e-6 that re-judged claims
-   are compared to). Integral floats, NaN and infinities are kept exactly.
+2. **Digits.** Measured floats keep 9 significant digits: a float32 value is kept exactly (9
+   digits name it), a float64 one to 5e-9 relative. Measured means a cell's value, the
+   ``metrics`` and ``extra`` of a ``results.json``, and all but the ``config`` of any other JSON
+   file. Kept exactly, as a rule may compare to them: settings (``config``), claims,
+   ``metrics.derived``, and every metric path that a claim of the file or of the experiment's
+   ``claims.lock.json`` names. Integral floats, NaN and infinities are kept exactly.
 3. **Layout.** Other JSON files take :func:`jaxpapers.core.results.format_json`'s layout (the
    one ``write_results`` writes): numeric lists and short objects on one line.
 4. **Values nothing reads.** ``UNREAD`` names, per experiment, the parts of a cell that no
@@ -45,7 +48,7 @@ from jaxpapers.core.sweep import CellStore
 
 ROOT = pathlib.Path(__file__).resolve().parent
 
-DIGITS = 8
+DIGITS = 9
 _PNG_MAX_ERR = 24  # the largest change of a pixel's channel (of 255) a palette PNG may make
 
 _CHECK = flags.DEFINE_bool("check", False, "Change nothing; exit 1 if a file would change.")
@@ -73,6 +76,80 @@ def round_floats(value: Any, digits: int = DIGITS) -> Any:
   if isinstance(value, list):
     return [round_floats(v, digits) for v in value]
   return value
+
+
+MEASURED = ("metrics", "extra")  # the parts of a results.json that hold measurements
+
+
+def _claim_paths(value: Any) -> set[str]:
+  """The metric paths named anywhere in claims (``metric`` and ``noise`` strings)."""
+  out = set()
+  if isinstance(value, dict):
+    for k, v in value.items():
+      if k in ("metric", "noise") and isinstance(v, str):
+        out.add(v)
+      else:
+        out |= _claim_paths(v)
+  elif isinstance(value, list):
+    for v in value:
+      out |= _claim_paths(v)
+  return out
+
+
+def _keys_of(metrics: Any, path: str) -> list | None:
+  """The keys :func:`jaxpapers.core.claims.lookup` walks for ``path``, or None if absent."""
+  cur, rest, keys = metrics, path, []
+  while rest:
+    if isinstance(cur, dict):
+      found = [k for k in cur if rest == k or rest.startswith(k + ".")]
+      if not found:
+        return None
+      key = max(found, key=len)
+    elif isinstance(cur, list):
+      key = rest.split(".", 1)[0]
+      if not key.lstrip("-").isdigit() or not -len(cur) <= int(key) < len(cur):
+        return None
+      key = int(key)
+    else:
+      return None
+    cur = cur[key]
+    keys.append(key)
+    rest = rest[len(str(key)) + 1 :]
+  return keys
+
+
+def _round_metrics(metrics: Any, keep: set[str]) -> Any:
+  """``metrics`` rounded, but for ``derived`` and the paths in ``keep`` (what rules read)."""
+  if not isinstance(metrics, dict):
+    return round_floats(metrics)
+  out = {k: v if k == "derived" else round_floats(v) for k, v in metrics.items()}
+  for path in sorted(keep):
+    keys = _keys_of(metrics, path)
+    if not keys or keys[0] == "derived":
+      continue
+    exact, parent = metrics, out
+    for k in keys[:-1]:
+      exact, parent = exact[k], parent[k]
+    parent[keys[-1]] = exact[keys[-1]]
+  return out
+
+
+def _round_measured(record: Any, keep: set[str] = frozenset()) -> Any:
+  """A JSON file's value with its measured floats rounded (see the module docstring).
+
+  Args:
+    record: the file's value.
+    keep: metric paths kept exactly (besides ``metrics.derived`` and those the file's own
+      claims name): the ones a registered rule reads.
+  """
+  if not isinstance(record, dict):
+    return round_floats(record)
+  if "metrics" in record:
+    keep = set(keep) | _claim_paths(record.get("claims"))
+    out = {k: round_floats(v) if k in MEASURED else v for k, v in record.items()}
+    out["metrics"] = _round_metrics(record["metrics"], keep)
+    return out
+  return {k: v if k == "config" else round_floats(v) for k, v in record.items()}
 
 
 # ------------------------------------------------------------------ values nothing reads --
@@ -154,7 +231,11 @@ def _compact_cells(
     if holders == [target] and new == value:
       continue
     before = sum(f.stat().st_size for f in holders)
-    if not check:
+    if check:
+      pass
+    elif new == value and len(holders) == 1 and not target.exists():
+      holders[0].rename(target)  # the same bytes under the readable name
+    else:
       store.put(name, new)
     after = before if check else target.stat().st_size
     what = "renamed" if holders != [target] else "compacted"
@@ -220,6 +301,9 @@ def compact_folder(
     changes += _compact_cells(d, rename_only=rename_only, check=check, results=results)
   if rename_only:
     return changes
+  paper = _paper_of(folder)
+  lock = ROOT / paper / "claims.lock.json" if paper else None
+  keep = _claim_paths(_read(lock)) if lock is not None and lock.exists() else set()
   for path in sorted(folder.rglob("*.json")):
     if path.parent in cell_dirs and _is_cell_record(_read(path)):
       continue
@@ -227,7 +311,7 @@ def compact_folder(
     value = _read(path)
     if value is None:
       continue
-    new = results_lib.format_json(round_floats(value))
+    new = results_lib.format_json(_round_measured(value, keep))
     if new != text:
       changes.append(Change(path, "compacted", len(text.encode()), len(new.encode())))
       if not check:

@@ -1,6 +1,7 @@
 """experiments.compact_results: renames, rounds, prunes and shrinks a results folder, once."""
 
 import json
+import math
 
 import matplotlib
 
@@ -16,13 +17,15 @@ from jaxpapers import core
 from jaxpapers.core import cache as cache_lib
 
 
-def test_round_floats_keeps_8_significant_digits_and_exact_values():
+def test_round_floats_keeps_9_significant_digits_and_exact_values():
   rng = np.random.default_rng(0)
   xs = np.concatenate([rng.normal(size=500) * 10.0 ** rng.integers(-12, 12, 500), [1 / 3]])
   out = cr.round_floats([float(x) for x in xs])
-  np.testing.assert_array_less(np.abs(np.array(out) - xs), 5e-8 * np.abs(xs) * (1 + 1e-12))
-  assert all(len(repr(abs(v)).split("e")[0].replace(".", "").strip("0")) <= 8 for v in out)
-  assert out[-1] == 0.33333333
+  np.testing.assert_array_less(np.abs(np.array(out) - xs), 5e-9 * np.abs(xs) * (1 + 1e-12))
+  assert all(len(repr(abs(v)).split("e")[0].replace(".", "").strip("0")) <= 9 for v in out)
+  assert out[-1] == 0.333333333
+  f32 = np.float32(rng.normal(size=200))  # 9 digits name a float32 exactly
+  assert np.array_equal(np.float32(cr.round_floats(f32.astype(float).tolist())), f32)
   value = {"n": 3, "b": True, "s": "0.123456789", "i": 1234567891.0, "nan": float("nan")}
   value["inf"] = float("-inf")
   again = cr.round_floats(value)
@@ -45,6 +48,7 @@ def _results_folder(tmp_path):
     "mmd_steps": [],
     "mmd_dual_steps": [],
     "mmd_dual_interval": 2,
+    "tau": math.log(10),
   }
   for seed in (0, 1):
     name = f"train_seed={seed}/main"
@@ -87,9 +91,10 @@ def test_a_folder_is_renamed_rounded_pruned_and_then_left_alone(tmp_path):
   # The samples figure reads the first seed's grids of its shown rows only.
   assert sorted(store["train_seed=0/main"]["grids"]) == ["baseline|8|1", "dual-rate|8|2"]
   assert store["train_seed=1/main"]["grids"] == {}
-  assert store["train_seed=0/main"]["rows"] == [{"fd_mean": 10.154597, "steps": 4}]
+  assert store["train_seed=0/main"]["rows"] == [{"fd_mean": 10.1545968, "steps": 4}]
   rec = json.loads((res / "results.json").read_text())
-  assert rec["metrics"] == {"x": 0.3, "curve": [0.33333333, 0.66666667]}
+  assert rec["metrics"] == {"x": 0.3, "curve": [0.333333333, 0.666666667]}
+  assert rec["config"]["tau"] == math.log(10)  # settings are kept exactly
   plot = Image.open(res / "plot.png")
   assert plot.mode == "P"
   assert np.abs(np.asarray(plot.convert("RGB"), np.int16) - plot_before).max() <= 24
