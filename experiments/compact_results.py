@@ -22,9 +22,9 @@ What it does under each folder (a second run changes nothing):
    one ``write_results`` writes): numeric lists and short objects on one line.
 4. **Values nothing reads.** ``UNREAD`` names, per experiment, the parts of a cell that no
    code reads (neither the report, the re-judging, nor a resumed run): they are dropped.
-5. **Figures.** A PNG whose 256-colour palette version is smaller, and moves no pixel's
-   channel by more than 24 of 255, is replaced by it (a matplotlib plot has few colours beyond
-   its antialiasing: the image looks the same).
+5. **Figures.** A PNG becomes a palette PNG of the fewest colours (32 to 256) that move no
+   pixel's channel by more than 24 of 255, if that is smaller (a matplotlib plot has few
+   colours beyond its antialiasing: the image looks the same).
 
 With ``--rename_only`` only step 1 runs (a folder whose values must stay byte for byte).
 """
@@ -253,11 +253,12 @@ def _read(path: pathlib.Path) -> Any:
 
 
 def _palette_png(data: bytes) -> bytes | None:
-  """The PNG as a 256-colour palette image, if that is smaller and looks the same; else None.
+  """The PNG as a palette image of the fewest colours that look the same, if smaller; or None.
 
-  The palette covers the colours by pixel count (Pillow's MAXCOVERAGE, no dithering), so each
-  line's colour stays its own; an image that would move any pixel by more than ``_PNG_MAX_ERR``
-  of 255 in a channel is left as it is.
+  The palette of 32, 64, 128 or 256 colours (the first that fits) covers the colours by pixel
+  count (Pillow's MAXCOVERAGE, no dithering); it fits when no pixel's channel moves by more
+  than ``_PNG_MAX_ERR`` of 255 (a series whose colour would merge into another's moves far
+  more), so each line keeps its colour.
   """
   import numpy as np  # pylint: disable=import-outside-toplevel
   from PIL import Image  # pylint: disable=import-outside-toplevel
@@ -268,13 +269,14 @@ def _palette_png(data: bytes) -> bytes | None:
   if image.mode == "RGBA" and image.getchannel("A").getextrema() != (255, 255):
     return None  # transparency: left as it is
   rgb = image.convert("RGB")
-  palette = rgb.quantize(256, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
-  err = np.abs(np.asarray(palette.convert("RGB"), np.int16) - np.asarray(rgb, np.int16)).max()
-  if err > _PNG_MAX_ERR:
-    return None
-  out = io.BytesIO()
-  palette.save(out, "PNG", optimize=True)
-  return out.getvalue() if out.tell() < len(data) else None
+  pixels = np.asarray(rgb, np.int16)
+  for colours in (32, 64, 128, 256):
+    palette = rgb.quantize(colours, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
+    if np.abs(np.asarray(palette.convert("RGB"), np.int16) - pixels).max() <= _PNG_MAX_ERR:
+      out = io.BytesIO()
+      palette.save(out, "PNG", optimize=True)
+      return out.getvalue() if out.tell() < len(data) else None
+  return None
 
 
 def compact_folder(
