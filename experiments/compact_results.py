@@ -16,8 +16,10 @@ What it does under each folder (a second run changes nothing):
    digits name it), a float64 one to 5e-9 relative. Measured means a cell's value, the
    ``metrics`` and ``extra`` of a ``results.json``, and all but the ``config`` of any other JSON
    file. Kept exactly, as a rule may compare to them: settings (``config``), claims,
-   ``metrics.derived``, and every metric path that a claim of the file or of the experiment's
-   ``claims.lock.json`` names. Integral floats, NaN and infinities are kept exactly.
+   ``metrics.derived``, every metric path that a claim of the file or of the experiment's
+   ``claims.lock.json`` names, and all the metrics of an experiment whose derived values
+   re-judging recomputes from them (``reproduce --rejudge`` then derives the same numbers).
+   Integral floats, NaN and infinities are kept exactly.
 3. **Layout.** Other JSON files take :func:`jaxpapers.core.results.format_json`'s layout (the
    one ``write_results`` writes): numeric lists and short objects on one line.
 4. **Values nothing reads.** ``UNREAD`` names, per experiment, the parts of a cell that no
@@ -132,6 +134,14 @@ def _round_metrics(metrics: Any, keep: set[str]) -> Any:
       exact, parent = exact[k], parent[k]
     parent[keys[-1]] = exact[keys[-1]]
   return out
+
+
+def _rederived(paper: str) -> bool:
+  """Whether re-judging recomputes the paper's ``metrics.derived`` from its metrics."""
+  from experiments import reproduce  # pylint: disable=import-outside-toplevel
+
+  train = reproduce._import("experiments", ROOT, f"{paper}.train")  # pylint: disable=protected-access
+  return train is not None and reproduce.derives_from_metrics(train)
 
 
 def _round_measured(record: Any, keep: set[str] = frozenset()) -> Any:
@@ -306,6 +316,7 @@ def compact_folder(
   paper = _paper_of(folder)
   lock = ROOT / paper / "claims.lock.json" if paper else None
   keep = _claim_paths(_read(lock)) if lock is not None and lock.exists() else set()
+  exact_metrics = paper is not None and _rederived(paper)
   for path in sorted(folder.rglob("*.json")):
     if path.parent in cell_dirs and _is_cell_record(_read(path)):
       continue
@@ -313,7 +324,10 @@ def compact_folder(
     value = _read(path)
     if value is None:
       continue
-    new = results_lib.format_json(_round_measured(value, keep))
+    if exact_metrics and path.name == results_lib.RESULTS_FILE and "metrics" in value:
+      new = results_lib.format_json({**_round_measured(value), "metrics": value["metrics"]})
+    else:
+      new = results_lib.format_json(_round_measured(value, keep))
     if new != text:
       changes.append(Change(path, "compacted", len(text.encode()), len(new.encode())))
       if not check:

@@ -93,7 +93,8 @@ def test_a_folder_is_renamed_rounded_pruned_and_then_left_alone(tmp_path):
   assert store["train_seed=1/main"]["grids"] == {}
   assert store["train_seed=0/main"]["rows"] == [{"fd_mean": 10.1545968, "steps": 4}]
   rec = json.loads((res / "results.json").read_text())
-  assert rec["metrics"] == {"x": 0.3, "curve": [0.333333333, 0.666666667]}
+  # Re-judging derives dual_rate's claims from its metrics: they are kept exactly.
+  assert rec["metrics"] == {"x": 0.1 + 0.2, "curve": [1 / 3, 2 / 3]}
   assert rec["config"]["tau"] == math.log(10)  # settings are kept exactly
   plot = Image.open(res / "plot.png")
   assert plot.mode == "P"
@@ -135,3 +136,32 @@ def test_format_json_round_trips_and_puts_rows_on_one_line(width):
   assert back["rows"] == value["rows"] and back["nested"] == value["nested"]
   assert np.isnan(back["nan"]) and back["3"] is None
   assert text.endswith("\n") and '{"a":1,"b":[0.5,1.5],"c":"x"}' in text.splitlines()[2]
+
+
+def test_measured_floats_are_rounded_but_what_a_rule_reads_stays_exact(tmp_path):
+  res = tmp_path / "experiments" / "alpha" / "results"  # no such experiment: nothing re-derived
+  res.mkdir(parents=True)
+  record = {
+    "claims": [{"claim": {"metric": "derived.gap", "requires": [{"metric": "summary.a.1"}]}}],
+    "metrics": {
+      "derived": {"gap": 1 / 3},
+      "summary": {"a": [2 / 3, 1 / 7], "b": 1 / 9},
+      "rows": [{"x": 1 / 3, "n": 4}],
+    },
+    "extra": {"per_seed": [1 / 3]},
+    "config": {"tau": math.log(10)},
+  }
+  (res / "results.json").write_text(json.dumps(record))
+  (res / "bench.json").write_text(json.dumps({"config": {"lr": 1 / 3}, "time_s": 1 / 3}))
+  cr.compact_folder(res)
+  rec = json.loads((res / "results.json").read_text())
+  assert rec["metrics"] == {
+    "derived": {"gap": 1 / 3},  # what rules read: exact
+    "summary": {"a": [0.666666667, 1 / 7], "b": 0.111111111},  # summary.a.1 is read
+    "rows": [{"x": 0.333333333, "n": 4}],
+  }
+  assert rec["extra"] == {"per_seed": [0.333333333]}
+  assert rec["config"] == record["config"] and rec["claims"] == record["claims"]
+  bench = json.loads((res / "bench.json").read_text())
+  assert bench == {"config": {"lr": 1 / 3}, "time_s": 0.333333333}
+  assert cr.compact_folder(res) == []
