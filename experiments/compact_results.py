@@ -17,7 +17,7 @@ What it does under each folder (a second run changes nothing):
    ``metrics`` and ``extra`` of a ``results.json``, and all but the ``config`` of any other JSON
    file. Kept exactly, as a rule may compare to them: settings (``config``), claims,
    ``metrics.derived``, every metric path that a claim of the file or of the experiment's
-   ``claims.lock.json`` names, and all the metrics of an experiment whose derived values
+   ``claims.lock.json`` names (its ``metric``, ``minus``, ``noise``, controls, ...), and all the metrics of an experiment whose derived values
    re-judging recomputes from them (``reproduce --rejudge`` then derives the same numbers).
    Integral floats, NaN and infinities are kept exactly.
 3. **Layout.** Other JSON files take :func:`jaxpapers.core.results.format_json`'s layout (the
@@ -84,18 +84,15 @@ MEASURED = ("metrics", "extra")  # the parts of a results.json that hold measure
 
 
 def _claim_paths(value: Any) -> set[str]:
-  """The metric paths named anywhere in claims (``metric`` and ``noise`` strings)."""
-  out = set()
+  """Every string in claims: among them, each metric path a rule reads (``metric``, ``minus``,
+  ``noise``, a control's path, ...); the others name no metric and are passed over."""
+  if isinstance(value, str):
+    return {value}
   if isinstance(value, dict):
-    for k, v in value.items():
-      if k in ("metric", "noise") and isinstance(v, str):
-        out.add(v)
-      else:
-        out |= _claim_paths(v)
-  elif isinstance(value, list):
-    for v in value:
-      out |= _claim_paths(v)
-  return out
+    return set().union(*map(_claim_paths, value.values())) if value else set()
+  if isinstance(value, list):
+    return set().union(*map(_claim_paths, value)) if value else set()
+  return set()
 
 
 def _keys_of(metrics: Any, path: str) -> list | None:

@@ -142,10 +142,18 @@ def test_measured_floats_are_rounded_but_what_a_rule_reads_stays_exact(tmp_path)
   res = tmp_path / "experiments" / "alpha" / "results"  # no such experiment: nothing re-derived
   res.mkdir(parents=True)
   record = {
-    "claims": [{"claim": {"metric": "derived.gap", "requires": [{"metric": "summary.a.1"}]}}],
+    "claims": [
+      {
+        "claim": {
+          "metric": "derived.gap",
+          "requires": [{"metric": "summary.a.1", "minus": "summary/c", "why": "a b"}],
+        }
+      }
+    ],
     "metrics": {
       "derived": {"gap": 1 / 3},
       "summary": {"a": [2 / 3, 1 / 7], "b": 1 / 9},
+      "summary/c": 1 / 3,
       "rows": [{"x": 1 / 3, "n": 4}],
     },
     "extra": {"per_seed": [1 / 3]},
@@ -158,7 +166,8 @@ def test_measured_floats_are_rounded_but_what_a_rule_reads_stays_exact(tmp_path)
   assert rec["metrics"] == {
     "derived": {"gap": 1 / 3},  # what rules read: exact
     "summary": {"a": [0.666666667, 1 / 7], "b": 0.111111111},  # summary.a.1 is read
-    "rows": [{"x": 0.333333333, "n": 4}],
+    "summary/c": 1 / 3,  # read too, as the requirement's "minus"
+    "rows": [{"x": 0.333333333, "n": 4}],  # no string of the claims names it
   }
   assert rec["extra"] == {"per_seed": [0.333333333]}
   assert rec["config"] == record["config"] and rec["claims"] == record["claims"]
