@@ -11,15 +11,17 @@ What it does under each folder (a second run changes nothing):
 
 1. **Cell names.** Every cell file (a :class:`jaxpapers.core.CellStore` record) moves to
    ``CellStore.filename(name)`` (``train_seed=0~main.json`` instead of the percent-encoded
-   ``train_seed%3D0%2Fmain.json``), through the store, so its digest stays valid.
+   ``train_seed%3D0%2Fmain.json``): renamed as it is, or rewritten through the store (digest
+   and all) when its value changes.
 2. **Digits.** Measured floats keep 9 significant digits: a float32 value is kept exactly (9
    digits name it), a float64 one to 5e-9 relative. Measured means a cell's value, the
    ``metrics`` and ``extra`` of a ``results.json``, and all but the ``config`` of any other JSON
    file. Kept exactly, as a rule may compare to them: settings (``config``), claims,
    ``metrics.derived``, every metric path that a claim of the file or of the experiment's
-   ``claims.lock.json`` names (its ``metric``, ``minus``, ``noise``, controls, ...), and all the metrics of an experiment whose derived values
-   re-judging recomputes from them (``reproduce --rejudge`` then derives the same numbers).
-   Integral floats, NaN and infinities are kept exactly.
+   ``claims.lock.json`` names (its ``metric``, ``minus``, ``noise``, controls, ...), and all
+   the metrics of an experiment whose derived values re-judging recomputes from them
+   (``reproduce --rejudge`` then derives the same numbers). Integral floats, NaN and
+   infinities are kept exactly.
 3. **Layout.** Other JSON files take :func:`jaxpapers.core.results.format_json`'s layout (the
    one ``write_results`` writes): numeric lists and short objects on one line.
 4. **Values nothing reads.** ``UNREAD`` names, per experiment, the parts of a cell that no
@@ -137,7 +139,8 @@ def _rederived(paper: str) -> bool:
   """Whether re-judging recomputes the paper's ``metrics.derived`` from its metrics."""
   from experiments import reproduce  # pylint: disable=import-outside-toplevel
 
-  train = reproduce._import("experiments", ROOT, f"{paper}.train")  # pylint: disable=protected-access
+  # pylint: disable-next=protected-access
+  train = reproduce._import("experiments", ROOT, f"{paper}.train")
   return train is not None and reproduce.derives_from_metrics(train)
 
 
