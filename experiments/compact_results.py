@@ -27,8 +27,8 @@ What it does under each folder (a second run changes nothing):
 4. **Values nothing reads.** ``UNREAD`` names, per experiment, the parts of a cell that no
    code reads (neither the report, the re-judging, nor a resumed run): they are dropped.
 5. **Figures.** A PNG becomes a palette PNG of the fewest colours (32 to 256) that move no
-   pixel's channel by more than 24 of 255, if that is smaller (a matplotlib plot has few
-   colours beyond its antialiasing: the image looks the same).
+   pixel's channel by more than 24 of 255, if that is smaller
+   (:func:`jaxpapers.core.results.palette_png`, which ``core.save_figure`` applies too).
 
 With ``--rename_only`` only step 1 runs (a folder whose values must stay byte for byte).
 """
@@ -36,7 +36,6 @@ With ``--rename_only`` only step 1 runs (a folder whose values must stay byte fo
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import math
 import pathlib
@@ -53,7 +52,6 @@ from jaxpapers.core.sweep import CellStore
 ROOT = pathlib.Path(__file__).resolve().parent
 
 DIGITS = 9
-_PNG_MAX_ERR = 24  # the largest change of a pixel's channel (of 255) a palette PNG may make
 
 _CHECK = flags.DEFINE_bool("check", False, "Change nothing; exit 1 if a file would change.")
 _RENAME_ONLY = flags.DEFINE_bool(
@@ -262,33 +260,6 @@ def _read(path: pathlib.Path) -> Any:
     return None
 
 
-def _palette_png(data: bytes) -> bytes | None:
-  """The PNG as a palette image of the fewest colours that look the same, if smaller; or None.
-
-  The palette of 32, 64, 128 or 256 colours (the first that fits) covers the colours by pixel
-  count (Pillow's MAXCOVERAGE, no dithering); it fits when no pixel's channel moves by more
-  than ``_PNG_MAX_ERR`` of 255 (a series whose colour would merge into another's moves far
-  more), so each line keeps its colour.
-  """
-  import numpy as np  # pylint: disable=import-outside-toplevel
-  from PIL import Image  # pylint: disable=import-outside-toplevel
-
-  image = Image.open(io.BytesIO(data))
-  if image.mode not in ("RGB", "RGBA"):
-    return None  # already a palette (or grey) image
-  if image.mode == "RGBA" and image.getchannel("A").getextrema() != (255, 255):
-    return None  # transparency: left as it is
-  rgb = image.convert("RGB")
-  pixels = np.asarray(rgb, np.int16)
-  for colours in (32, 64, 128, 256):
-    palette = rgb.quantize(colours, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
-    if np.abs(np.asarray(palette.convert("RGB"), np.int16) - pixels).max() <= _PNG_MAX_ERR:
-      out = io.BytesIO()
-      palette.save(out, "PNG", optimize=True)
-      return out.getvalue() if out.tell() < len(data) else None
-  return None
-
-
 def compact_folder(
   folder: str | pathlib.Path, *, rename_only: bool = False, check: bool = False
 ) -> list[Change]:
@@ -334,7 +305,7 @@ def compact_folder(
         cache_lib.atomic_write(path, new)
   for path in sorted(folder.rglob("*.png")):
     data = path.read_bytes()
-    new = _palette_png(data)
+    new = results_lib.palette_png(data)
     if new is not None:
       changes.append(Change(path, "palette", len(data), len(new)))
       if not check:
