@@ -298,18 +298,24 @@ def _derive(train, metrics: dict, config: dict) -> tuple[dict | None, str | None
   experiments whose ``derived_metrics`` needs more than the metrics); otherwise a one-argument
   ``train.derived_metrics(metrics without 'derived')``; otherwise nothing is recomputed.
   """
-  import inspect  # pylint: disable=import-outside-toplevel
 
+  if not derives_from_metrics(train):
+    return None, None
   hook = getattr(train, "rejudge_metrics", None)
   if hook is not None:
     return hook(metrics, config), f"{train.__name__}.rejudge_metrics"
-  fn = getattr(train, "derived_metrics", None)
-  if fn is None:
-    return None, None
-  if len(inspect.signature(fn).parameters) != 1:  # it needs more than the metrics
-    return None, None
   measured = {k: v for k, v in metrics.items() if k != "derived"}
-  return fn(measured), f"{train.__name__}.derived_metrics"
+  return train.derived_metrics(measured), f"{train.__name__}.derived_metrics"
+
+
+def derives_from_metrics(train) -> bool:
+  """Whether re-judging recomputes ``metrics.derived`` from the metrics (see :func:`_derive`)."""
+  import inspect  # pylint: disable=import-outside-toplevel
+
+  if getattr(train, "rejudge_metrics", None) is not None:
+    return True
+  fn = getattr(train, "derived_metrics", None)  # one argument: it needs only the metrics
+  return fn is not None and len(inspect.signature(fn).parameters) == 1
 
 
 def _honest_git(rec: dict) -> dict:

@@ -192,6 +192,20 @@ class _Prefetch:
       self.pool.shutdown(wait=False, cancel_futures=True)
 
 
+def sample_grid_keys(cfg) -> list[tuple[str, int, int]]:
+  """The ``(method, steps, interval_K)`` rows whose sample grids the samples figure shows.
+
+  The figure reads these grids of the first training seed's record only (a cell's other
+  grids are kept by the run but read by nothing).
+  """
+  return [
+    ("baseline", max(cfg.baseline_steps), 1),
+    ("dual-rate", max(cfg.dual_steps), max(cfg.dual_intervals)),
+    ("mmd-baseline", max(cfg.mmd_steps, default=0), 1),
+    ("mmd-dual-rate", max(cfg.mmd_dual_steps, default=0), cfg.mmd_dual_interval),
+  ]
+
+
 def _grid_image(samples, cols):
   """Tile [N, H, W, C] images in [-1, 1] into one [rows*(H+1), cols*(W+1), 3] RGB array in [0, 1]."""
   s = np.clip((np.asarray(samples) + 1.0) / 2.0, 0.0, 1.0)
@@ -775,13 +789,7 @@ def train_and_evaluate(config, workdir) -> dict:
     ax.legend(fontsize=7)
     core.save_figure(fig, workdir, "quality_vs_cost")
 
-    show = [
-      ("baseline", max(cfg.baseline_steps), 1),
-      ("dual-rate", max(cfg.dual_steps), max(cfg.dual_intervals)),
-      ("mmd-baseline", max(cfg.mmd_steps, default=0), 1),
-      ("mmd-dual-rate", max(cfg.mmd_dual_steps, default=0), cfg.mmd_dual_interval),
-    ]
-    show = [s for s in show if s in grids]
+    show = [s for s in sample_grid_keys(cfg) if s in grids]
     fig, axes = plt.subplots(1, len(show) + 1, figsize=(3.2 * (len(show) + 1), 3.4), squeeze=False)
     axes = axes[0]
     axes[0].imshow(_grid_image(xte[: cfg.grid_samples], 8))

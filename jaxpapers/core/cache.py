@@ -152,7 +152,9 @@ def write_json(path: str | os.PathLike[str], record: Mapping[str, Any]) -> dict[
   if DIGEST_KEY in record:
     raise ValueError(f"record must not have a {DIGEST_KEY!r} key (the digest goes there)")
   normalized = json.loads(json.dumps(dict(record), default=_json_default))
-  text = json.dumps({**normalized, DIGEST_KEY: _sha256(_canonical(normalized))})
+  text = json.dumps(
+    {**normalized, DIGEST_KEY: _sha256(_canonical(normalized))}, separators=(",", ":")
+  )
   atomic_write(path, text)
   return normalized
 

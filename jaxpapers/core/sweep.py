@@ -476,18 +476,27 @@ def run_sweep(
 # ------------------------------------------------------------ cell store --
 
 
+# Characters a cell file name keeps as they are (see CellStore.filename); '/' becomes '~'.
+_CELL_NAME_SAFE = "-_.=,+@"
+
+
 class CellStore:
   """Finished cells of an experiment, one JSON file per cell, written atomically.
 
-  A cell is keyed by a stable name (any string, e.g. ``'digits/T500/adam'``);
-  its file is ``<directory>/<percent-encoded name>.json`` holding
-  ``{"name": ..., "value": ..., "sha256": ...}``, written through
+  A cell is keyed by a stable name (any non-empty string, e.g. ``'digits/T500/adam'``);
+  its file is ``<directory>/<filename(name)>`` (``digits~T500~adam.json``, see
+  :meth:`filename`) holding ``{"name": ..., "value": ..., "sha256": ...}``, written through
   :func:`jaxpapers.core.cache.write_json`: into a temporary file in the same
   directory, renamed over the final path, so a crash or a serialisation error
   mid-write leaves the previous value (or no file), never a partial one. Only
   process 0 writes; every process sees its own puts. A cell file that is
   corrupt (cut off, or not matching its digest) is left out with a warning
-  naming it, so :meth:`get_or_compute` computes that cell again. Paths are
+  naming it, so :meth:`get_or_compute` computes that cell again.
+
+  The store reads every ``*.json`` record in its folder whatever the file is
+  called (the name is inside the record), so folders written under the earlier
+  naming, the whole name percent-encoded (``digits%2FT500%2Fadam.json``), still
+  resume; a put replaces such a file by one of the current name. Paths are
   ``etils.epath`` paths, so remote directories work wherever epath does.
 
   Values are JSON: dicts, lists, numbers, strings, None; numpy arrays and
@@ -518,8 +527,10 @@ class CellStore:
       self.directory / "_checkpoints" if checkpoint_root is None else checkpoint_root
     )
     self._cells: dict[str, Any] = {}
+    self._files: dict[str, epath.Path] = {}  # the file each stored cell was read from
+    self._stale: dict[str, list[epath.Path]] = {}  # other files holding the same cell
     if self.directory.exists():
-      for f in self.directory.iterdir():
+      for f in sorted(self.directory.iterdir()):
         if f.name.endswith(self.SUFFIX) and not f.name.startswith("."):
           try:
             rec = cache_lib.read_json(f)
@@ -528,10 +539,77 @@ class CellStore:
           except cache_lib.CorruptFileError as e:
             logging.warning("%s; the cell is left out and will be computed again", e)
             continue
-          self._cells[rec["name"]] = rec["value"]
+          name = rec["name"]
+          # One cell in two files (a put that stopped between writing the file of the current
+          # name and removing the one of the earlier naming): the current name is the newer.
+          if name in self._files:
+            if f.name != self.filename(name):
+              self._stale.setdefault(name, []).append(f)
+              continue
+            self._stale.setdefault(name, []).append(self._files[name])
+          self._cells[name] = rec["value"]
+          self._files[name] = f
 
   @classmethod
-  def _filename(cls, name: str) -> str:
+  def filename(cls, name: str) -> str:
+    """The file name of cell ``name``: readable, reversible and safe on common filesystems.
+
+    ``/`` becomes ``~``; ASCII letters, digits and ``- _ . = , + @`` stay as they are; every
+    other character (``~``, ``%``, space, ``|``, ``:``, ``\\``, non-ASCII, ...) becomes
+    ``%XX`` per UTF-8 byte, as does a leading ``.`` (no cell file is hidden, none is ``..``).
+    Distinct names get distinct files; :meth:`name_of` inverts it.
+
+    Example::
+
+      CellStore.filename("train_seed=0/main")  # 'train_seed=0~main.json'
+      CellStore.filename("a b/50%")            # 'a%20b~50%25.json'
+
+    Args:
+      name: the cell name, a non-empty ``str``.
+
+    Returns:
+      ``<encoded name>.json``.
+
+    Raises:
+      TypeError: ``name`` is not a non-empty ``str``.
+    """
+    if not isinstance(name, str) or not name:
+      raise TypeError(f"cell name must be a non-empty str, got {name!r}")
+    # quote() never escapes "~" (RFC 3986 unreserved): escape it here, it is the separator.
+    parts = (
+      urllib.parse.quote(p, safe=_CELL_NAME_SAFE).replace("~", "%7E") for p in name.split("/")
+    )
+    stem = "~".join(parts)
+    if stem.startswith("."):
+      stem = "%2E" + stem[1:]
+    return stem + cls.SUFFIX
+
+  @classmethod
+  def name_of(cls, filename: str) -> str:
+    """The cell name whose file is called ``filename`` (the inverse of :meth:`filename`).
+
+    Args:
+      filename: a file name made by :meth:`filename`, ``.json`` suffix included.
+
+    Returns:
+      The cell name.
+
+    Raises:
+      ValueError: ``filename`` does not end in ``.json``, or its ``%XX`` escapes are not UTF-8.
+    """
+    if not isinstance(filename, str) or not filename.endswith(cls.SUFFIX):
+      raise ValueError(f"filename must be '<encoded name>{cls.SUFFIX}', got {filename!r}")
+    stem = filename[: -len(cls.SUFFIX)]
+    if not stem:
+      raise ValueError(f"filename must be '<encoded name>{cls.SUFFIX}', got {filename!r}")
+    try:
+      return "/".join(urllib.parse.unquote(p, errors="strict") for p in stem.split("~"))
+    except UnicodeDecodeError as e:
+      raise ValueError(f"filename {filename!r} has %XX escapes that are not UTF-8: {e}") from None
+
+  @classmethod
+  def legacy_filename(cls, name: str) -> str:
+    """The file name of cell ``name`` under the earlier naming (all of it percent-encoded)."""
     if not isinstance(name, str) or not name:
       raise TypeError(f"cell name must be a non-empty str, got {name!r}")
     return urllib.parse.quote(name, safe="") + cls.SUFFIX
@@ -543,12 +621,14 @@ class CellStore:
       name: the cell's name (a non-empty str).
 
     Returns:
-      ``<directory>/<percent-encoded name>.json``.
+      ``<directory>/<readable file name>`` (see :meth:`filename`).
     """
-    return self.directory / self._filename(name)
+    return self.directory / self.filename(name)
 
   def put(self, name: str, value: Any) -> None:
     """Stores ``value`` under ``name`` (replacing any previous value, atomically).
+
+    A file of the earlier naming that held ``name`` is removed once the new one is written.
 
     Args:
       name: the cell's name (a non-empty str).
@@ -557,23 +637,42 @@ class CellStore:
     Raises:
       TypeError: ``value`` is not JSON-serialisable, or ``name`` is not a non-empty str.
     """
+    path = self.path(name)
+    # Only a file of the earlier naming can be another cell's (the earlier naming kept "~",
+    # the separator now): that cell moves to its current name before this one is written.
+    for other, f in list(self._files.items()):
+      if other != name and f.name == path.name:
+        cache_lib.write_json(self.path(other), {"name": other, "value": self._cells[other]})
+        self._files[other] = self.path(other)
     try:
-      record = cache_lib.write_json(self.path(name), {"name": name, "value": value})
+      record = cache_lib.write_json(path, {"name": name, "value": value})
     except TypeError as e:
       raise TypeError(f"cell {e}") from None  # "cell values must be JSON-serialisable, ..."
+    held = {path.name} | {f.name for other, f in self._files.items() if other != name}
+    for old in [self._files.get(name), *self._stale.pop(name, [])]:
+      if _is_writer() and old is not None and old.name not in held and old.exists():
+        old.unlink()
+    self._files[name] = path
     # What readers of the file will see (tuples become lists, numpy becomes Python).
     self._cells[name] = record["value"]
 
   def checkpoint_dir(self, name: str) -> epath.Path:
     """The checkpoint directory :meth:`get_or_compute` gives cell ``name``.
 
+    A run interrupted under the earlier naming resumes from its checkpoint directory
+    (``<percent-encoded name>``) when that one exists and the current one does not.
+
     Args:
       name: the cell's name (a non-empty str).
 
     Returns:
-      ``<checkpoint_root>/<percent-encoded name>``.
+      ``<checkpoint_root>/<file name without .json>``, or the earlier naming's directory.
     """
-    return self.checkpoint_root / self._filename(name)[: -len(self.SUFFIX)]
+    current = self.checkpoint_root / self.filename(name)[: -len(self.SUFFIX)]
+    legacy = self.checkpoint_root / self.legacy_filename(name)[: -len(self.SUFFIX)]
+    if legacy != current and not current.exists() and legacy.exists():
+      return legacy
+    return current
 
   def get_or_compute(self, name: str, compute: Callable[[epath.Path], Any]) -> Any:
     """The stored value of ``name``, or ``compute(checkpoint_dir)`` stored and returned.

@@ -27,7 +27,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
     for loss in cfg.losses:
       c = r[loss]
       assert c["m0_mean"] <= c["mg_mean"] + 1e-6 <= c["mq_mean"] + 2e-6
-  assert any(p.name.startswith("fit%2F") for p in (tmp_path / "cells").iterdir())
+  assert any(p.name.startswith("fit~") for p in (tmp_path / "cells").iterdir())
   # d = 2, k = 2: only pairs adjacent on the circle can be a top-2, so n = 4 is impossible.
   assert metrics["critical_n"][0]["critical_n"] <= 3
   # Resume: a rerun on the same workdir reads every cell back instead of fitting again.

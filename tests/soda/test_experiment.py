@@ -40,8 +40,8 @@ def test_smoke_run_writes_results_and_resumes(tmp_path):
   assert all(np.isfinite(r["metric"]) and r["metric"] < 9.0 for r in lm_rows)
   # Every (task, horizon, group) is a stored cell; a rerun on the same workdir reads them back.
   assert sorted(p.name for p in (tmp_path / "cells").glob("*.json")) == [
-    "digits%2FT60%2Fadam.json",
-    "lm%2FT20%2Fadam.json",
+    "digits~T60~adam.json",
+    "lm~T20~adam.json",
   ]
   again = train.train_and_evaluate(config, str(tmp_path))
   assert again["digits"]["rows"] == metrics["digits"]["rows"]
@@ -75,9 +75,9 @@ def test_extended_grid_reuses_the_earlier_stages_and_refuses_a_changed_one(tmp_p
   # Each run trains only the cell of the stage it adds.
   assert computed == ["digits/T60/adam", "digits/T60/adam+ext", "digits/T60/adam+ext2"]
   assert sorted(p.name for p in (tmp_path / "a" / "cells").glob("*.json")) == [
-    "digits%2FT60%2Fadam%2Bext.json",
-    "digits%2FT60%2Fadam%2Bext2.json",
-    "digits%2FT60%2Fadam.json",
+    "digits~T60~adam+ext.json",
+    "digits~T60~adam+ext2.json",
+    "digits~T60~adam.json",
   ]
   assert ext[: len(first)] == first  # the earlier stages' cells, read back as stored
   assert ext2[: len(ext)] == ext

@@ -1,0 +1,336 @@
+r"""Rewrites committed results folders small and with readable names; idempotent.
+
+Usage::
+
+  python -m experiments.compact_results                    # every experiments/*/results
+  python -m experiments.compact_results experiments/dual_rate/results
+  python -m experiments.compact_results --check            # exit 1 if a file would change
+  python -m experiments.compact_results --rename_only DIR  # only move cells to their names
+
+What it does under each folder (a second run changes nothing):
+
+1. **Cell names.** Every cell file (a :class:`jaxpapers.core.CellStore` record) moves to
+   ``CellStore.filename(name)`` (``train_seed=0~main.json`` instead of the percent-encoded
+   ``train_seed%3D0%2Fmain.json``): renamed as it is, or rewritten through the store (digest
+   and all) when its value changes.
+2. **Digits.** Measured floats keep 9 significant digits: a float32 value is kept exactly (9
+   digits name it), a float64 one to 5e-9 relative. Measured means a cell's value, the
+   ``metrics`` and ``extra`` of a ``results.json``, and all but the ``config`` of any other JSON
+   file. Kept exactly, as a rule may compare to them: settings (``config``), claims,
+   ``metrics.derived``, every metric path that a claim of the file or of the experiment's
+   ``claims.lock.json`` names (its ``metric``, ``minus``, ``noise``, controls, ...), and all
+   the metrics of an experiment whose derived values re-judging recomputes from them
+   (``reproduce --rejudge`` then derives the same numbers). Integral floats, NaN and
+   infinities are kept exactly.
+3. **Layout.** Other JSON files take :func:`jaxpapers.core.results.format_json`'s layout (the
+   one ``write_results`` writes): numeric lists and short objects on one line.
+4. **Values nothing reads.** ``UNREAD`` names, per experiment, the parts of a cell that no
+   code reads (neither the report, the re-judging, nor a resumed run): they are dropped.
+5. **Figures.** A PNG becomes a palette PNG of the fewest colours (32 to 256) that move no
+   pixel's channel by more than 24 of 255, if that is smaller
+   (:func:`jaxpapers.core.results.palette_png`, which ``core.save_figure`` applies too).
+
+With ``--rename_only`` only step 1 runs (a folder whose values must stay byte for byte).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import pathlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from absl import app, flags
+
+from jaxpapers.core import cache as cache_lib
+from jaxpapers.core import results as results_lib
+from jaxpapers.core.sweep import CellStore
+
+ROOT = pathlib.Path(__file__).resolve().parent
+
+DIGITS = 9
+
+_CHECK = flags.DEFINE_bool("check", False, "Change nothing; exit 1 if a file would change.")
+_RENAME_ONLY = flags.DEFINE_bool(
+  "rename_only", False, "Only move cell files to their readable names (values untouched)."
+)
+
+
+def round_floats(value: Any, digits: int = DIGITS) -> Any:
+  """``value`` with every non-integral finite float rounded to ``digits`` significant digits.
+
+  Args:
+    value: JSON types (nested dicts and lists of numbers, strings, booleans, None).
+    digits: significant digits kept; the relative change is at most ``0.5 * 10**(1 - digits)``.
+
+  Returns:
+    A new value of the same structure; ints, integral floats, NaN and infinities unchanged.
+  """
+  if isinstance(value, float):
+    if not math.isfinite(value) or value.is_integer():
+      return value
+    return float(f"{value:.{digits}g}")
+  if isinstance(value, dict):
+    return {k: round_floats(v, digits) for k, v in value.items()}
+  if isinstance(value, list):
+    return [round_floats(v, digits) for v in value]
+  return value
+
+
+MEASURED = ("metrics", "extra")  # the parts of a results.json that hold measurements
+
+
+def _claim_paths(value: Any) -> set[str]:
+  """Every string in claims: among them, each metric path a rule reads (``metric``, ``minus``,
+  ``noise``, a control's path, ...); the others name no metric and are passed over."""
+  if isinstance(value, str):
+    return {value}
+  if isinstance(value, dict):
+    return set().union(*map(_claim_paths, value.values())) if value else set()
+  if isinstance(value, list):
+    return set().union(*map(_claim_paths, value)) if value else set()
+  return set()
+
+
+def _keys_of(metrics: Any, path: str) -> list | None:
+  """The keys :func:`jaxpapers.core.claims.lookup` walks for ``path``, or None if absent."""
+  cur, rest, keys = metrics, path, []
+  while rest:
+    if isinstance(cur, dict):
+      found = [k for k in cur if rest == k or rest.startswith(k + ".")]
+      if not found:
+        return None
+      key = max(found, key=len)
+    elif isinstance(cur, list):
+      key = rest.split(".", 1)[0]
+      if not key.lstrip("-").isdigit() or not -len(cur) <= int(key) < len(cur):
+        return None
+      key = int(key)
+    else:
+      return None
+    cur = cur[key]
+    keys.append(key)
+    rest = rest[len(str(key)) + 1 :]
+  return keys
+
+
+def _round_metrics(metrics: Any, keep: set[str]) -> Any:
+  """``metrics`` rounded, but for ``derived`` and the paths in ``keep`` (what rules read)."""
+  if not isinstance(metrics, dict):
+    return round_floats(metrics)
+  out = {k: v if k == "derived" else round_floats(v) for k, v in metrics.items()}
+  for path in sorted(keep):
+    keys = _keys_of(metrics, path)
+    if not keys or keys[0] == "derived":
+      continue
+    exact, parent = metrics, out
+    for k in keys[:-1]:
+      exact, parent = exact[k], parent[k]
+    parent[keys[-1]] = exact[keys[-1]]
+  return out
+
+
+def _rederived(paper: str) -> bool:
+  """Whether re-judging recomputes the paper's ``metrics.derived`` from its metrics."""
+  from experiments import reproduce  # pylint: disable=import-outside-toplevel
+
+  # pylint: disable-next=protected-access
+  train = reproduce._import("experiments", ROOT, f"{paper}.train")
+  return train is not None and reproduce.derives_from_metrics(train)
+
+
+def _round_measured(record: Any, keep: set[str] = frozenset()) -> Any:
+  """A JSON file's value with its measured floats rounded (see the module docstring).
+
+  Args:
+    record: the file's value.
+    keep: metric paths kept exactly (besides ``metrics.derived`` and those the file's own
+      claims name): the ones a registered rule reads.
+  """
+  if not isinstance(record, dict):
+    return round_floats(record)
+  if "metrics" in record:
+    keep = set(keep) | _claim_paths(record.get("claims"))
+    out = {k: round_floats(v) if k in MEASURED else v for k, v in record.items()}
+    out["metrics"] = _round_metrics(record["metrics"], keep)
+    return out
+  return {k: v if k == "config" else round_floats(v) for k, v in record.items()}
+
+
+# ------------------------------------------------------------------ values nothing reads --
+
+
+def _dual_rate_cell(name: str, value: Any, results: dict | None) -> Any:
+  """A dual_rate cell keeps only the sample grids its samples figure shows.
+
+  ``train.write_results`` draws the grids of ``train.sample_grid_keys(config)`` from the first
+  training seed's record; the other grids (every row of every seed) are read by nothing.
+  """
+  from ml_collections import ConfigDict  # pylint: disable=import-outside-toplevel
+
+  from experiments.dual_rate import train  # pylint: disable=import-outside-toplevel
+
+  if not isinstance(value, dict) or not value.get("grids") or not results:
+    return value
+  config = ConfigDict(results.get("config") or {})
+  seeds = tuple(config.get("train_seeds", ()))
+  seed = name.split("/")[0].removeprefix("train_seed=")
+  if not seeds or not seed.isdigit():
+    return value
+  shown = {"|".join(map(str, k)) for k in train.sample_grid_keys(config)}
+  first = int(seed) == seeds[0]
+  grids = {k: g for k, g in value["grids"].items() if first and k in shown}
+  return {**value, "grids": grids}
+
+
+# Experiment -> f(cell name, cell value, the results.json beside the cells folder or None).
+UNREAD: dict[str, Callable[[str, Any, dict | None], Any]] = {"dual_rate": _dual_rate_cell}
+
+
+# ---------------------------------------------------------------------------- the rewrite --
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+  """One file rewritten (or that would be, under ``check``)."""
+
+  path: pathlib.Path
+  what: str
+  bytes_before: int
+  bytes_after: int
+
+
+def _is_cell_record(rec: Any) -> bool:
+  return (
+    isinstance(rec, dict)
+    and isinstance(rec.get("name"), str)
+    and "value" in rec
+    and set(rec) <= {"name", "value", cache_lib.DIGEST_KEY}
+  )
+
+
+def _paper_of(path: pathlib.Path) -> str | None:
+  """``<paper>`` of a path under ``.../<paper>/results/...`` (the last such ``results``)."""
+  parts = path.resolve().parts
+  i = len(parts) - 1 - parts[::-1].index("results") if "results" in parts else 0
+  return parts[i - 1] if i > 0 else None
+
+
+def _compact_cells(
+  folder: pathlib.Path, *, rename_only: bool, check: bool, results: dict | None
+) -> list[Change]:
+  store = CellStore(folder)
+  prune = UNREAD.get(_paper_of(folder) or "")
+  files: dict[str, list[pathlib.Path]] = {}  # cell name -> the files holding it
+  for f in sorted(folder.glob(f"*{CellStore.SUFFIX}")):
+    rec = _read(f)
+    if _is_cell_record(rec):
+      files.setdefault(rec["name"], []).append(f)
+  changes = []
+  for name, value in store.items():
+    new = value
+    if not rename_only:
+      new = round_floats(prune(name, value, results) if prune else value)
+    target = folder / CellStore.filename(name)
+    holders = files.get(name, [])
+    if holders == [target] and new == value:
+      continue
+    before = sum(f.stat().st_size for f in holders)
+    if check:
+      pass
+    elif new == value and len(holders) == 1 and not target.exists():
+      holders[0].rename(target)  # the same bytes under the readable name
+    else:
+      store.put(name, new)
+    after = before if check else target.stat().st_size
+    what = "renamed" if holders != [target] else "compacted"
+    if holders != [target] and new != value:
+      what = "renamed, compacted"
+    changes.append(Change(target, what, before, after))
+  return changes
+
+
+def _read(path: pathlib.Path) -> Any:
+  try:
+    return json.loads(path.read_text())
+  except (ValueError, UnicodeDecodeError):
+    return None
+
+
+def compact_folder(
+  folder: str | pathlib.Path, *, rename_only: bool = False, check: bool = False
+) -> list[Change]:
+  """Rewrites one results folder (see the module docstring); returns what changed.
+
+  Args:
+    folder: an ``experiments/<paper>/results`` folder (or any folder below one).
+    rename_only: only move cell files to ``CellStore.filename(name)``.
+    check: change nothing; return what would change (cell sizes are not estimated).
+
+  Returns:
+    One :class:`Change` per file rewritten, in path order.
+  """
+  folder = pathlib.Path(folder)
+  changes = []
+  cell_dirs = set()
+  for path in sorted(folder.rglob("*.json")):
+    if _is_cell_record(_read(path)):
+      cell_dirs.add(path.parent)
+  for d in sorted(cell_dirs):
+    results = _read(d.parent / results_lib.RESULTS_FILE)
+    changes += _compact_cells(d, rename_only=rename_only, check=check, results=results)
+  if rename_only:
+    return changes
+  paper = _paper_of(folder)
+  lock = ROOT / paper / "claims.lock.json" if paper else None
+  keep = _claim_paths(_read(lock)) if lock is not None and lock.exists() else set()
+  exact_metrics = paper is not None and _rederived(paper)
+  for path in sorted(folder.rglob("*.json")):
+    if path.parent in cell_dirs and _is_cell_record(_read(path)):
+      continue
+    text = path.read_text()
+    value = _read(path)
+    if value is None:
+      continue
+    if exact_metrics and path.name == results_lib.RESULTS_FILE and "metrics" in value:
+      new = results_lib.format_json({**_round_measured(value), "metrics": value["metrics"]})
+    else:
+      new = results_lib.format_json(_round_measured(value, keep))
+    if new != text:
+      changes.append(Change(path, "compacted", len(text.encode()), len(new.encode())))
+      if not check:
+        cache_lib.atomic_write(path, new)
+  for path in sorted(folder.rglob("*.png")):
+    data = path.read_bytes()
+    new = results_lib.palette_png(data)
+    if new is not None:
+      changes.append(Change(path, "palette", len(data), len(new)))
+      if not check:
+        cache_lib.atomic_write(path, new)
+  return changes
+
+
+def main(argv: Sequence[str]) -> None:
+  folders = [pathlib.Path(a) for a in argv[1:]] or sorted(ROOT.glob("*/results"))
+  for f in folders:
+    if not f.is_dir():
+      raise app.UsageError(f"not a folder: {f}")
+  total = []
+  for f in folders:
+    changes = compact_folder(f, rename_only=_RENAME_ONLY.value, check=_CHECK.value)
+    for c in changes:
+      print(f"{c.what}: {c.path} ({c.bytes_before} -> {c.bytes_after} bytes)")
+    total += changes
+  verb = "would change" if _CHECK.value else "changed"
+  before = sum(c.bytes_before for c in total)
+  after = sum(c.bytes_after for c in total)
+  print(f"{verb} {len(total)} files ({before} -> {after} bytes)")
+  if _CHECK.value and total:
+    sys.exit(1)
+
+
+if __name__ == "__main__":
+  app.run(main)
