@@ -2,7 +2,6 @@
 
 import json
 import pathlib
-import urllib.parse
 
 import jax
 import jax.numpy as jnp
@@ -110,7 +109,7 @@ def test_committed_cells_are_the_default_grid_stage_by_stage():
         want.add(name)
         assert name in store, name
         train._check_cell(name, store.get(name), cell_runs, t)
-  assert {urllib.parse.unquote(p.stem) for p in cells.glob("*.json")} == want
+  assert {train.core.CellStore.name_of(p.name) for p in cells.glob("*.json")} == want
   assert {n.rsplit("/", 1)[1] for n in want} >= {"muon+ext2", "soda_muon+ext2", "adam+ext"}
 
 
