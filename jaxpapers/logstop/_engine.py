@@ -28,10 +28,12 @@ one row, and `U` / `G` are reduce-then-scan:
 Cost: O(T) work and 2 L + C = O(sqrt(T / w)) sequential steps per call, whatever w is; a float32
 sum carries O(sqrt n) roundings, not O(n).
 
-Fusion. XLA's CPU backend does not vectorise the transcendentals (log, exp, log1p) of a fusion
-that also transposes, so the inputs are moved into the view before any log is taken
-(`_barrier`) and every value of a temporal operator is written by its scan, never computed in
-the fusion that transposes the result out of the view (about 2x for ``score("a U b")``).
+Fusion. XLA's CPU backend runs the transcendentals (log, exp, log1p) of a fusion that also
+transposes much slower than in a plain elementwise loop. So the view of every input is formed
+behind an optimization barrier (`_barrier`: without it XLA fused the logs of the atoms into the
+transpose, then relaid the result out, about 2x the CPU time of ``score("a U b")``), and every
+value of a temporal operator is written by its scan, never computed in the fusion that
+transposes the result out of the view.
 
 Scores at t = 0 only (``first_only``, what `score` returns) need chain r = 0 alone: R = 1,
 atoms are block means and the other w - 1 chains are never formed, so a window costs less
@@ -284,7 +286,7 @@ def _block_sums(x):
 
 
 def _barrier(x):
-  """x, kept apart from the elementwise operators on either side of it by XLA (see Fusion)."""
+  """x behind an optimization barrier: the transpose into the view stays a copy (see Fusion)."""
   return jax.lax.optimization_barrier(x)
 
 
