@@ -79,6 +79,18 @@ def log1mexp(x):
   return _log1mexp(x)
 
 
+def _log1p(x):
+  """log(1 + x) for x >= -1 from one log (Goldberg's formula, a few ulps).
+
+  ``jnp.log1p`` lowers on XLA's CPU backend to code about four times as
+  costly as ``jnp.log``; ``log(u) x / (u - 1)`` with u = 1 + x rounded cancels the rounding
+  of u. The second ``where`` keeps the unused branch finite, so gradients stay finite too.
+  """
+  u = 1.0 + x
+  exact = u == 1.0
+  return jnp.where(exact, x, jnp.log(u) * (x / jnp.where(exact, 1.0, u - 1.0)))
+
+
 def _log1mexp(x):
   return jnp.where(
     x > -jnp.log(2.0).astype(x.dtype), jnp.log(-jnp.expm1(x)), jnp.log1p(-jnp.exp(x))
@@ -453,7 +465,7 @@ def evaluate_many(
     elif isinstance(f, F.Atom):
       m = means[f.name][0, 0, 0] if first else means[f.name]
       if algebra == "log":
-        out = both(lambda: jnp.log(m), lambda: jnp.log1p(-m))
+        out = both(lambda: jnp.log(m), lambda: _log1p(-m))
       elif algebra == "bool":
         out = both(lambda: m >= threshold)
       else:

@@ -405,3 +405,23 @@ def test_window_longer_than_trace(w):
       want = [_oracles.logstop_rec(f, props, t, T - 1, w, {}) for t in range(T)]
       _assert_close(L.scores(f, props, window=w), want)
       _assert_close(L.score(f, props, window=w), want[0])
+
+
+def test_log1p_of_a_negated_score_to_a_few_ulps():
+  """An atom's negation log1p(-p) is computed from one log (Goldberg's formula): vs numpy.
+
+  A plain log(1 - p) fails here: it returns 0 for p below half an ulp of 1 and loses all digits
+  of -p for small p, which a later negation turns into -inf.
+  """
+  p = np.concatenate([np.logspace(-30, 0, 3001), np.linspace(0, 1, 1001)])
+  for dtype in (np.float32, np.float64):
+    with jax.enable_x64(dtype == np.float64):
+      x = p.astype(dtype)
+      got = np.asarray(_engine._log1p(jnp.asarray(-x)), np.float64)
+      want = np.log1p(-x.astype(np.float64))
+      np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+      fin = np.isfinite(want) & (want != 0)
+      ulps = np.abs(got[fin] - want[fin]) / np.abs(want[fin]) / np.finfo(dtype).eps
+      assert ulps.max() <= 4, (dtype, ulps.max())
+      grad = jax.grad(lambda v: _engine._log1p(-v).sum())(jnp.asarray(x[x < 0.999]))
+      np.testing.assert_allclose(grad, -1 / (1 - x[x < 0.999]), rtol=10 * np.finfo(dtype).eps)
