@@ -58,6 +58,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as val
 from jaxpapers.logstop import _formula as F
@@ -65,12 +66,18 @@ from jaxpapers.logstop import _formula as F
 ALGEBRAS = ("log", "bool", "robust")
 
 
-def log1mexp(x):
+def log1mexp(x: ArrayLike) -> jax.Array:
   """log(1 - exp(x)) for x <= 0, stable on both sides of -log 2.
 
   log1mexp(0) = -inf and log1mexp(-inf) = 0 exactly. x > 0 (a log-probability above 0) is
   outside the domain: ``ValueError`` eagerly, NaN under ``jax.jit`` (wrap with
   ``jax.experimental.checkify.checkify`` to get the error).
+
+  Args:
+    x: log-probabilities in [-inf, 0], any shape; integers are taken as float32.
+
+  Returns:
+    The log of the complementary probability, same shape (and floating dtype) as x.
   """
   x = jnp.asarray(x)
   if not jnp.issubdtype(x.dtype, jnp.floating):
