@@ -11,22 +11,29 @@ Chains. The temporal operators step by the window w, so the positions t = k w + 
 chain; `U` is the affine recursion ``y(k) = b(k) (+) m(k) (x) y(k + 1)`` in the algebra's
 semiring and `G` a product; atoms are window means. Positions t >= length are "beyond the
 end" and hold the bottom value (-inf / False), which gives the end-of-trace rules of the paper.
-Window means come from sums inside blocks of w frames (two sequential scans over the w frames
-of every block), so atoms cost O(T) too.
+Window means come from sums inside blocks of w frames (one sequential loop over the w frames of
+every block, all blocks at once), so atoms cost O(T) too.
 
 Layout. Every chain is cut into C chunks of L steps, both about sqrt(n) (`_chunking`), and
 every [N, T] input (N traces) becomes one time-major view [L, C, R, N]: entry [l, q, r, i] is
 step q L + l of chain r of trace i. Elementwise operators act on the view as it is (its four axes
 are never merged, which keeps XLA's index arithmetic free of divisions), `X` is a shift by
-one row, and `U` / `G` are
+one row, and `U` / `G` are reduce-then-scan:
 
 1. one sequential ``lax.scan`` down the L rows (chunks, chains and traces are lanes) that
-   composes the maps inside every chunk;
+   composes the maps inside every chunk into the chunk's total;
 2. one over the C chunk totals, which gives the value entering every chunk;
-3. one elementwise pass that applies each composed map to that value.
+3. one more down the L rows that applies the maps step by step from that value.
 
-Cost: O(T) work and L + C = O(sqrt(T / w)) sequential steps per call, whatever w is; a float32
+Cost: O(T) work and 2 L + C = O(sqrt(T / w)) sequential steps per call, whatever w is; a float32
 sum carries O(sqrt n) roundings, not O(n).
+
+Fusion. XLA's CPU backend runs the transcendentals (log, exp, log1p) of a fusion that also
+transposes much slower than in a plain elementwise loop. So the view of every input is formed
+behind an optimization barrier (`_barrier`: without it XLA fused the logs of the atoms into the
+transpose, then relaid the result out, about 2x the CPU time of ``score("a U b")``), and every
+value of a temporal operator is written by its scan, never computed in the fusion that
+transposes the result out of the view.
 
 Scores at t = 0 only (``first_only``, what `score` returns) need chain r = 0 alone: R = 1,
 atoms are block means and the other w - 1 chains are never formed, so a window costs less
@@ -52,6 +59,7 @@ import jax
 import jax.core
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as val
 from jaxpapers.logstop import _formula as F
@@ -59,18 +67,36 @@ from jaxpapers.logstop import _formula as F
 ALGEBRAS = ("log", "bool", "robust")
 
 
-def log1mexp(x):
+def log1mexp(x: ArrayLike) -> jax.Array:
   """log(1 - exp(x)) for x <= 0, stable on both sides of -log 2.
 
   log1mexp(0) = -inf and log1mexp(-inf) = 0 exactly. x > 0 (a log-probability above 0) is
   outside the domain: ``ValueError`` eagerly, NaN under ``jax.jit`` (wrap with
   ``jax.experimental.checkify.checkify`` to get the error).
+
+  Args:
+    x: log-probabilities in [-inf, 0], any shape; integers are taken as float32.
+
+  Returns:
+    The log of the complementary probability, same shape (and floating dtype) as x.
   """
   x = jnp.asarray(x)
   if not jnp.issubdtype(x.dtype, jnp.floating):
     x = x.astype(jnp.float32)
   val.debug_check_values(~(x > 0), "log1mexp needs x <= 0 (a log-probability); got x > 0")
   return _log1mexp(x)
+
+
+def _log1p(x):
+  """log(1 + x) for x >= -1 from one log (Goldberg's formula, a few ulps).
+
+  ``jnp.log1p`` lowers on XLA's CPU backend to code about four times as
+  costly as ``jnp.log``; ``log(u) x / (u - 1)`` with u = 1 + x rounded cancels the rounding
+  of u. The second ``where`` keeps the unused branch finite, so gradients stay finite too.
+  """
+  u = 1.0 + x
+  exact = u == 1.0
+  return jnp.where(exact, x, jnp.log(u) * (x / jnp.where(exact, 1.0, u - 1.0)))
 
 
 def _log1mexp(x):
@@ -159,8 +185,27 @@ def _chunking(n: int) -> tuple[int, int]:
   return -(-n // C), C
 
 
+def _chunk_totals(maps: _Maps, xs):
+  """Every chunk's maps composed, by one sequential fold down the L rows: -> [C, R, N]."""
+
+  def step(later, earlier):
+    return maps.combine(later, earlier), None
+
+  lanes = xs[0].shape[1:]
+  ident = tuple(jnp.full(lanes, i, x.dtype) for i, x in zip(maps.identity, xs))
+  totals, _ = jax.lax.scan(step, ident, xs, reverse=True)
+  return totals
+
+
 def _suffix_values(maps: _Maps, xs):
   """y(k) = (x(k) o x(k + 1) o ...)(end) at every step of the view.
+
+  Reduce, then scan: the maps of every chunk are composed (`_chunk_totals`), a fold over the
+  C totals gives the value entering every chunk from the right, and a second sequential scan
+  down the L rows applies the maps one step at a time from that value (the recursion itself,
+  all chunks at once). Every output row is written by the scan, so the (transcendental) apply
+  never lands in the fusion that transposes the result out of the view, which XLA's CPU
+  backend does not vectorise.
 
   Args:
     maps: the map family.
@@ -170,36 +215,29 @@ def _suffix_values(maps: _Maps, xs):
     [L, C, R, N].
   """
 
-  def step(later, earlier):
-    out = maps.combine(later, earlier)
-    return out, out
-
-  lanes = xs[0].shape[1:]
-  ident = tuple(jnp.full(lanes, i, x.dtype) for i, x in zip(maps.identity, xs))
-  _, inner = jax.lax.scan(step, ident, xs, reverse=True)  # within every chunk
-
   def fold(y, total):
     return maps.apply(total, y), y  # emits the value entering chunk q from the right
 
+  lanes = xs[0].shape[1:]
   end = jnp.full(lanes[1:], maps.end, xs[-1].dtype)
-  _, entering = jax.lax.scan(fold, end, tuple(x[0] for x in inner), reverse=True)  # [C, R, N]
-  return maps.apply(inner, entering[None])
+  _, entering = jax.lax.scan(fold, end, _chunk_totals(maps, xs), reverse=True)  # [C, R, N]
+
+  def step(y, x):
+    y = maps.apply(x, y)
+    return y, y
+
+  _, ys = jax.lax.scan(step, entering, xs, reverse=True)
+  return ys
 
 
 def _first_value(maps: _Maps, xs):
   """y(0) of `_suffix_values` alone (row 0 of chunk 0), by folds: [L, C, R, N] -> [R, N]."""
 
-  def step(later, earlier):
-    return maps.combine(later, earlier), None
-
-  lanes = xs[0].shape[1:]
-  ident = tuple(jnp.full(lanes, i, x.dtype) for i, x in zip(maps.identity, xs))
-  totals, _ = jax.lax.scan(step, ident, xs, reverse=True)  # whole chunks, [C, R, N]
-
   def fold(y, total):
     return maps.apply(total, y), None
 
-  y, _ = jax.lax.scan(fold, jnp.full(lanes[1:], maps.end, xs[-1].dtype), totals, reverse=True)
+  end = jnp.full(xs[0].shape[2:], maps.end, xs[-1].dtype)
+  y, _ = jax.lax.scan(fold, end, _chunk_totals(maps, xs), reverse=True)
   return y
 
 
@@ -235,31 +273,41 @@ class _View(NamedTuple):
   def to_view(self, x):
     """[N, T'] (batch-major, frame k R + r; T' <= L C R, zeros past T') -> [L, C, R, N]."""
     L, C, R, N = self.L, self.C, self.R, self.N
-    return _extend(x, L * C * R).reshape(N, C, L, R).transpose(2, 1, 3, 0)
+    return _barrier(_extend(x, L * C * R).reshape(N, C, L, R).transpose(2, 1, 3, 0))
 
   def from_view(self, y, T: int):
     """[L, C, R, N] -> [N, T] (batch-major)."""
-    return y.transpose(3, 1, 0, 2).reshape(self.N, -1)[:, :T]
+    return _barrier(y).transpose(3, 1, 0, 2).reshape(self.N, -1)[:, :T]
 
 
 def _block_sums(x):
   """Sums inside the blocks of w frames of the view [L, C, w, N] (axis 2), both ways.
 
-  Returns (prefix, suffix): prefix[.., r, :] = x[.., 0] + ... + x[.., r] and suffix[.., r, :]
-  = x[.., r] + ... + x[.., w - 1], each accumulated by a sequential ``lax.scan`` over the w
-  frames of a block, all blocks and traces at once: O(T) work, no differences of partial sums
-  (so a window of small scores beside large ones keeps its digits).
+  Returns (head, suffix): head[.., r, :] = x[.., 0] + ... + x[.., r - 1] (0 at r = 0) and
+  suffix[.., r, :] = x[.., r] + ... + x[.., w - 1], each accumulated by one sequential loop
+  over the w frames of a block (all blocks and traces are lanes, read and written in place
+  along axis 2, so nothing is transposed): O(T) work whatever w is, and no differences of
+  partial sums (so a window of small scores beside large ones keeps its digits).
   """
-  xs = jnp.moveaxis(x, 2, 0)  # [w, L, C, N]
+  w = x.shape[2]
 
-  def add(carry, row):
-    carry = carry + row
-    return carry, carry
+  def body(i, carry):
+    head, suffix, acc_h, acc_s = carry
+    head = jax.lax.dynamic_update_index_in_dim(head, acc_h, i, 2)
+    acc_h = acc_h + jax.lax.dynamic_index_in_dim(x, i, 2, keepdims=False)
+    acc_s = acc_s + jax.lax.dynamic_index_in_dim(x, w - 1 - i, 2, keepdims=False)
+    suffix = jax.lax.dynamic_update_index_in_dim(suffix, acc_s, w - 1 - i, 2)
+    return head, suffix, acc_h, acc_s
 
-  zero = jnp.zeros(xs.shape[1:], x.dtype)
-  _, prefix = jax.lax.scan(add, zero, xs)
-  _, suffix = jax.lax.scan(add, zero, xs, reverse=True)
-  return jnp.moveaxis(prefix, 0, 2), jnp.moveaxis(suffix, 0, 2)
+  zero = jnp.zeros(x.shape[:2] + x.shape[3:], x.dtype)
+  init = (jnp.zeros_like(x), jnp.zeros_like(x), zero, zero)
+  head, suffix, _, _ = jax.lax.fori_loop(0, w, body, init)
+  return head, suffix
+
+
+def _barrier(x):
+  """x behind an optimization barrier: the transpose into the view stays a copy (see Fusion)."""
+  return jax.lax.optimization_barrier(x)
 
 
 def _atoms_in_view(props, names, window, lengths, first_only):
@@ -285,30 +333,34 @@ def _atoms_in_view(props, names, window, lengths, first_only):
   n = -(-T // w)
   L, C = _chunking(n)
   view = _View(n, L, C, 1 if first_only else w, N)
-  frames = _View(n, L, C, w, N)
   end = jnp.full((N,), T, jnp.int32) if lengths is None else lengths
   k = jnp.arange(L)[:, None, None, None] + L * jnp.arange(C)[None, :, None, None]
-  frame = k * w + jnp.arange(w)[None, None, :, None]  # [L, C, w, 1]
-  start = k * w if first_only else frame  # first frame of every position of the view
-  end = end[None, None, None, :]
-  count = jnp.clip(jnp.minimum(start + w, end) - start, 1, w)  # frames in its window
+  frame = k * w + jnp.arange(view.R)[None, None, :, None]  # [L, C, R, 1]
+  end_v = end[None, None, None, :]
+  count = jnp.clip(jnp.minimum(frame + w, end_v) - frame, 1, w)  # frames in its window
   means = {}
   for name in names:
-    x = frames.to_view(props[name])  # zeros past T
-    if w > 1:
+    x = props[name]
+    if w > 1 and first_only:
+      # Block sums on the trace as it is ([N, n, w], w minor), so only n = T / w values per
+      # trace are moved into the view.
+      x = _extend(x, L * C * w)
       if lengths is not None:
-        x = jnp.where(frame < end, x, 0)
-      if first_only:
-        total = jnp.sum(x, axis=2, keepdims=True)
-      else:
-        prefix, suffix = _block_sums(x)
-        head = jnp.concatenate([jnp.zeros_like(prefix[:, :, :1]), prefix[:, :, :-1]], axis=2)
-        total = suffix + _shift(head, 0)  # + frames kw + w .. kw + w + r - 1 of block k + 1
-      x = total / count.astype(x.dtype)
+        x = jnp.where(np.arange(L * C * w)[None, :] < end[:, None], x, 0)
+      x = view.to_view(jnp.sum(x.reshape(N, L * C, w), axis=2))
+    else:
+      x = view.to_view(x)  # zeros past T
+      if w > 1:
+        if lengths is not None:
+          x = jnp.where(frame < end_v, x, 0)
+        head, suffix = _block_sums(x)
+        x = suffix + _shift(head, 0)  # + frames kw + w .. kw + w + r - 1 of block k + 1
+    if w > 1:
+      x = x / count.astype(x.dtype)
     means[name] = x
   if lengths is None and L * C * w == T:  # every frame of the view is in the trace
     return means, None, view
-  return means, start < end, view
+  return means, frame < end_v, view
 
 
 class _Both:
@@ -421,7 +473,7 @@ def evaluate_many(
     elif isinstance(f, F.Atom):
       m = means[f.name][0, 0, 0] if first else means[f.name]
       if algebra == "log":
-        out = both(lambda: jnp.log(m), lambda: jnp.log1p(-m))
+        out = both(lambda: jnp.log(m), lambda: _log1p(-m))
       elif algebra == "bool":
         out = both(lambda: m >= threshold)
       else:

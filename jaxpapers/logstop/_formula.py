@@ -192,8 +192,15 @@ def children(f) -> tuple:
   return (f.left, f.right)
 
 
-def atoms(formula) -> tuple[str, ...]:
-  """Sorted names of the atomic propositions occurring in `formula`."""
+def atoms(formula: str | Formula) -> tuple[str, ...]:
+  """Sorted names of the atomic propositions occurring in `formula`.
+
+  Args:
+    formula: formula string or `Formula`.
+
+  Returns:
+    The distinct proposition names, sorted.
+  """
   out = set()
   stack = [as_formula(formula)]
   while stack:
@@ -204,8 +211,15 @@ def atoms(formula) -> tuple[str, ...]:
   return tuple(sorted(out))
 
 
-def size(formula) -> int:
-  """Number of nodes of the formula tree, |phi|."""
+def size(formula: str | Formula) -> int:
+  """Number of nodes of the formula tree, |phi|.
+
+  Args:
+    formula: formula string or `Formula`.
+
+  Returns:
+    The number of nodes (atoms, constants and operators).
+  """
   f = as_formula(formula)
   return 1 + sum(size(c) for c in children(f))
 
@@ -370,7 +384,7 @@ def _parse_cached(text: str):
   return _Parser(text).parse()
 
 
-def parse(formula: str):
+def parse(formula: str) -> Formula:
   """Parses an LTL formula over named atomic propositions.
 
   Identifiers are read whole: ``"Fa"`` is the proposition ``Fa``; write
@@ -395,8 +409,18 @@ def parse(formula: str):
   return _parse_cached(formula)
 
 
-def as_formula(formula):
-  """Returns `formula` parsed if it is a string, else checks it is a Formula."""
+def as_formula(formula: str | Formula) -> Formula:
+  """Returns `formula` parsed if it is a string, else checks it is a Formula.
+
+  Args:
+    formula: formula string (see `parse`) or `Formula`.
+
+  Returns:
+    The parsed `Formula`.
+
+  Raises:
+    TypeError: `formula` is neither.
+  """
   if isinstance(formula, str):
     return parse(formula)
   if isinstance(formula, _FORMULA_TYPES):

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike, DTypeLike
 
 from jaxpapers.logstop import _engine
 from jaxpapers.logstop import _formula as F
@@ -113,11 +114,11 @@ def _poison(out, ok):
 
 
 def scores(
-  formula,
-  props: Mapping[str, jax.Array],
+  formula: str | F.Formula,
+  props: Mapping[str, ArrayLike],
   *,
   window: int = 1,
-  length=None,
+  length: ArrayLike | None = None,
   clip_eps: float | None = None,
 ) -> jax.Array:
   """LogSTOP suffix log-scores l_phi(t) for every start t.
@@ -163,17 +164,31 @@ def scores(
 
 
 def score(
-  formula,
-  props: Mapping[str, jax.Array],
+  formula: str | F.Formula,
+  props: Mapping[str, ArrayLike],
   *,
   window: int = 1,
-  length=None,
+  length: ArrayLike | None = None,
   clip_eps: float | None = None,
 ) -> jax.Array:
   """LogSTOP log-score l_phi(0) of each whole trace; shape [...].
 
-  See `scores` for the arguments. Works under `jax.jit` (the formula is static
-  and each (formula, T, window) compiles once) and `jax.vmap`.
+  Works under `jax.jit` (the formula is static and each (formula, T, window) compiles once)
+  and `jax.vmap`. Only the chain of positions 0, w, 2w, ... is evaluated, on block means of
+  w frames, so a window w > 1 costs less than w = 1.
+
+  Args:
+    formula: an LTL formula string (see `parse`) or a parsed `Formula`.
+    props: proposition name -> local scores in [0, 1] of shape [..., T] (see `scores`).
+    window: the window w >= 1 (static).
+    length: optional per-trace lengths, broadcastable to the batch shape [...].
+    clip_eps: optional epsilon for finite gradients (see `scores`).
+
+  Returns:
+    Log-scores in [-inf, 0], shape [...].
+
+  Raises:
+    ValueError, TypeError: as in `scores`.
 
   Example:
     >>> import jax.numpy as jnp
@@ -185,11 +200,11 @@ def score(
 
 
 def score_many(
-  formulas,
-  props: Mapping[str, jax.Array],
+  formulas: Sequence[str | F.Formula],
+  props: Mapping[str, ArrayLike],
   *,
   window: int = 1,
-  length=None,
+  length: ArrayLike | None = None,
   clip_eps: float | None = None,
 ) -> jax.Array:
   """LogSTOP log-scores l_phi(0) of several formulas on a batch of traces; shape [F, ...].
@@ -229,7 +244,14 @@ def score_many(
   return _evaluate_many(formulas, props, window, length, "log", clip_eps=clip_eps, first_only=True)
 
 
-def adaptive_threshold(formula, T, *, window: int = 1, length=None, dtype=jnp.float32) -> jax.Array:
+def adaptive_threshold(
+  formula: str | F.Formula,
+  T: int,
+  *,
+  window: int = 1,
+  length: ArrayLike | None = None,
+  dtype: DTypeLike = jnp.float32,
+) -> jax.Array:
   """Adaptive matching threshold tau_phi = min(l_phi(0) on all-0.5 scores, log 0.5).
 
   Args:
@@ -254,11 +276,26 @@ def adaptive_threshold(formula, T, *, window: int = 1, length=None, dtype=jnp.fl
   return jnp.minimum(s, jnp.log(jnp.asarray(0.5, dtype)))
 
 
-def match(formula, props, *, window: int = 1, length=None) -> jax.Array:
+def match(
+  formula: str | F.Formula,
+  props: Mapping[str, ArrayLike],
+  *,
+  window: int = 1,
+  length: ArrayLike | None = None,
+) -> jax.Array:
   """Query matching: True where l_phi(0) > tau_phi (the adaptive threshold).
 
   Note the sign convention: LogSTOP scores are log-probabilities in [-inf, 0],
   so matching compares against tau_phi (about log 0.5 or lower), never 0.
+
+  Args:
+    formula: formula string or `Formula`.
+    props: proposition name -> scores in [0, 1] of shape [..., T] (see `scores`).
+    window: the window w.
+    length: optional per-trace lengths, broadcastable to the batch shape [...].
+
+  Returns:
+    bool[...]: whether each trace matches the query.
 
   Bad values: scores outside [0, 1] raise ValueError eagerly. The result is
   boolean, so under `jax.jit` a bad trace gives False; wrap the jitted function
@@ -276,12 +313,19 @@ def _trace_len(formula, props):
   return int(np.shape(props[names[0]])[-1])
 
 
-def segment_pairs(T: int, min_len: int, max_len: int, window: int = 1):
+def segment_pairs(
+  T: int, min_len: int, max_len: int, window: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
   """Candidate segments [s, e] for retrieval, as in the reference enumeration.
 
   For every start index i = 0..T - min_len the reference scores the trace
   truncated at e = min(T, i + max_len) - 1 and keeps the suffix scores at
   s = i, i + w, ... with e - s + 1 >= min_len. The union over i is returned.
+
+  Args:
+    T: the trace length.
+    min_len, max_len: segment length bounds, 1 <= min_len <= max_len.
+    window: the window w (segment starts step by w from each i).
 
   Returns:
     (ends int[E], mask bool[E, T]) where mask[j, s] marks the segment [s, ends[j]];
@@ -306,8 +350,8 @@ def segment_pairs(T: int, min_len: int, max_len: int, window: int = 1):
 
 
 def segment_max_score(
-  formula,
-  props,
+  formula: str | F.Formula,
+  props: Mapping[str, ArrayLike],
   *,
   window: int = 1,
   min_len: int = 1,

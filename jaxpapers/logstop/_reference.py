@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping, Sequence
 
 from jaxpapers.logstop import _formula as F
 
@@ -23,7 +24,9 @@ def _log1mexp(x):
   return _log(1.0 - math.exp(x)) if x != _NEG_INF else 0.0
 
 
-def reference_scores(formula, props, *, window: int = 1) -> list[float]:
+def reference_scores(
+  formula: str | F.Formula, props: Mapping[str, Sequence[float]], *, window: int = 1
+) -> list[float]:
   """Suffix log-scores l_phi(t), t = 0..T-1, of ONE trace, in plain Python.
 
   Args:

@@ -356,3 +356,72 @@ def test_score_many_equals_score_per_formula():
   assert got.shape == (3, 2, 3) and got.dtype == np.float32
   for j, text in enumerate(texts):
     np.testing.assert_allclose(got[j], L.score(text, props, window=2), rtol=1e-6, atol=1e-6)
+
+
+WINDOW_TEXTS = ["a", "a U b", "G(a -> F b)", "F(a & X b & X X c)", "!(a U X b) | G c"]
+
+
+@pytest.mark.parametrize("w", [1, 2, 7, 64])
+def test_windows_agree_with_recursive_reference(w):
+  """`scores` (every t) and `score_many` (t = 0) at w = 1, 2, 7, 64 vs the float64 recursion.
+
+  T = 2 w + 5 is not a multiple of w (nor of the chunking), and the lengths cut the traces at
+  w + 3 and below w (a window longer than the trace): an off-by-one in a window's first or last
+  frame, in the count that divides it, or in the step of X / U / G changes the values.
+  """
+  rng = np.random.default_rng(200 + w)
+  T = 2 * w + 5
+  formulas = tuple(L.parse(t) for t in WINDOW_TEXTS)
+  traces = [_random_trace(rng, T) for _ in range(3)]
+  batch = {n: np.stack([tr[n] for tr in traces]) for n in _oracles.ATOMS}
+  lengths = np.array([T, w + 3, max(1, w // 3)])
+  with jax.enable_x64(True):
+    every = jax.jit(lambda b, ln: _engine.evaluate_many(formulas, b, w, ln, "log"))(batch, lengths)
+    first = np.asarray(L.score_many(formulas, batch, window=w, length=lengths))
+  for j, f in enumerate(formulas):
+    for i, props in enumerate(traces):
+      e = int(lengths[i]) - 1
+      want = [_oracles.logstop_rec(f, props, t, e, w, {}) for t in range(e + 1)]
+      _assert_close(every[j][i, : e + 1], want)
+      assert np.all(np.isneginf(np.asarray(every[j][i, e + 1 :])))
+      _assert_close(first[j, i], want[0])
+
+
+@pytest.mark.parametrize("w", [7, 64])
+def test_window_longer_than_trace(w):
+  """T = 5 < w without lengths: every atom is the mean of the rest of the trace, X is -inf."""
+  rng = np.random.default_rng(300 + w)
+  T = 5
+  props = _random_trace(rng, T)
+  with jax.enable_x64(True):
+    got = np.asarray(L.scores("a", props, window=w))
+    want = [
+      np.log(np.mean(props["a"][t:])) if np.mean(props["a"][t:]) > 0 else -np.inf for t in range(T)
+    ]
+    _assert_close(got, want)
+    assert np.all(np.isneginf(np.asarray(L.scores("X a", props, window=w))))
+    for text in ("G(a -> F b)", "a U b"):
+      f = L.parse(text)
+      want = [_oracles.logstop_rec(f, props, t, T - 1, w, {}) for t in range(T)]
+      _assert_close(L.scores(f, props, window=w), want)
+      _assert_close(L.score(f, props, window=w), want[0])
+
+
+def test_log1p_of_a_negated_score_to_a_few_ulps():
+  """An atom's negation log1p(-p) is computed from one log (Goldberg's formula): vs numpy.
+
+  A plain log(1 - p) fails here: it returns 0 for p below half an ulp of 1 and loses all digits
+  of -p for small p, which a later negation turns into -inf.
+  """
+  p = np.concatenate([np.logspace(-30, 0, 3001), np.linspace(0, 1, 1001)])
+  for dtype in (np.float32, np.float64):
+    with jax.enable_x64(dtype == np.float64):
+      x = p.astype(dtype)
+      got = np.asarray(_engine._log1p(jnp.asarray(-x)), np.float64)
+      want = np.log1p(-x.astype(np.float64))
+      np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+      fin = np.isfinite(want) & (want != 0)
+      ulps = np.abs(got[fin] - want[fin]) / np.abs(want[fin]) / np.finfo(dtype).eps
+      assert ulps.max() <= 4, (dtype, ulps.max())
+      grad = jax.grad(lambda v: _engine._log1p(-v).sum())(jnp.asarray(x[x < 0.999]))
+      np.testing.assert_allclose(grad, -1 / (1 - x[x < 0.999]), rtol=10 * np.finfo(dtype).eps)
