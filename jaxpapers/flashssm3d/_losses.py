@@ -447,7 +447,8 @@ def gradient_loss(
     clamp: clamp ``> 0`` of each pixel's gradient error.
 
   Returns:
-    scalar: the sum over scales of each scale's mean over counted pixel pairs.
+    scalar: per stride, the confidence-weighted error summed over counted pixel pairs and
+    divided by their number; then averaged over ``scales`` (a skipped stride adds 0).
   """
   if pred.shape != target.shape or pred.ndim != 5:
     raise ValueError(
