@@ -80,7 +80,16 @@ def ndcg_single(positions: jax.Array, k: int) -> jax.Array:
 
 
 def recall_single(positions: jax.Array, k: int) -> jax.Array:
-  """Single-relevant Recall@k: 1 when ``1 <= pos <= k``, else 0 (float32 [Q])."""
+  """Single-relevant Recall@k: 1 when ``1 <= pos <= k``, else 0.
+
+  Args:
+    positions: int [Q], 1-based rank of the relevant item, 0 for a miss (see
+      :func:`target_positions`).
+    k: cutoff (>= 1).
+
+  Returns:
+    float32 [Q] of 0s and 1s.
+  """
   k = _check_k(k)
   positions, ok = _positions(positions)
   out = ((positions >= 1) & (positions <= k)).astype(jnp.float32)
