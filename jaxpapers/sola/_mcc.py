@@ -21,6 +21,9 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+from jaxpapers.sola._tokenize import TokenizerProtocol
 
 __all__ = ["MCCAlignment", "AlignedTexts", "mcc_blocks", "align_texts"]
 
@@ -75,7 +78,7 @@ def _cut_marks(a: np.ndarray, base: int, size: int) -> np.ndarray:
   return marks
 
 
-def mcc_blocks(t_offsets, s_offsets) -> MCCAlignment:
+def mcc_blocks(t_offsets: ArrayLike, s_offsets: ArrayLike) -> MCCAlignment:
   """The MCC block partition of two tokenizations of the same text (host, linear time).
 
   Both cut sets are marked on boolean arrays over the covered character range and intersected
@@ -176,7 +179,12 @@ class AlignedTexts(NamedTuple):
 
 
 def align_texts(
-  texts: Sequence[str], teacher_tok, student_tok, *, max_len: int, max_blocks: int | None = None
+  texts: Sequence[str],
+  teacher_tok: TokenizerProtocol,
+  student_tok: TokenizerProtocol,
+  *,
+  max_len: int,
+  max_blocks: int | None = None,
 ) -> AlignedTexts:
   """Tokenises each text with *its own* tokenizer on each side and aligns them by MCC blocks.
 
@@ -185,7 +193,8 @@ def align_texts(
 
   Args:
     texts: the texts (non-empty strings).
-    teacher_tok, student_tok: tokenizers with ``encode_with_offsets`` and ``bos_id``.
+    teacher_tok: the teacher's tokenizer (``encode_with_offsets`` and ``bos_id``).
+    student_tok: the student's tokenizer (the same protocol).
     max_len: sequence length including BOS (>= 2), the same for both sides.
     max_blocks: blocks kept per text (default ``max_len - 1``, which always suffices).
 
