@@ -120,7 +120,12 @@ class Query:
 
 @dataclasses.dataclass(frozen=True)
 class Dialogue:
-  """User turns (oldest first) and the questions asked after them."""
+  """User turns (oldest first) and the questions asked after them.
+
+  Attributes:
+    turns: the N user turns, oldest first.
+    queries: the questions asked after the last turn.
+  """
 
   turns: tuple[str, ...]
   queries: tuple[Query, ...]
@@ -281,7 +286,16 @@ class WordTokenizer:
     self.eos_id = 2
 
   def encode(self, text: str, *, add_bos: bool | None = None) -> list[int]:
-    """Token ids of ``text`` (``add_bos`` is accepted and ignored: there is no BOS)."""
+    """Token ids of ``text`` (``add_bos`` is accepted and ignored: there is no BOS).
+
+    Args:
+      text: any text; words, single punctuation marks and newlines become one token each.
+      add_bos: accepted for the ``jaxpapers.lm.Tokenizer`` signature; ignored.
+
+    Returns:
+      One id per token: 0-2 for the known ChatML markers, else a CRC32 hash in
+      ``[3, vocab_size)``.
+    """
     del add_bos
     if not isinstance(text, str):
       raise TypeError(f"text must be a str, got {type(text).__name__}")
