@@ -155,7 +155,11 @@ def make_preference_dialogues(
     n_dialogues: number of dialogues (>= 1).
     n_turns: user turns per dialogue (>= 3 * n_queries, so every queried slot fits).
     n_queries: questions per dialogue (1 <= n_queries <= 6).
-    change_rate, distractor_rate, density, memory_free_rate: probabilities in [0, 1].
+    change_rate: probability that a queried slot's value changes later.
+    distractor_rate: probability of a same-slot value about somebody else.
+    density: probability that each remaining turn is a statement about another slot (and
+      that a memory-free query's slot is still mentioned).
+    memory_free_rate: probability that a query needs no memory.
 
   Returns:
     A list of :class:`Dialogue`.

@@ -399,10 +399,12 @@ def conf_regression_loss(
   """VGGT's confidence-weighted regression ``ℓ = ‖pred − gt‖ · C − α log C``, mean over valid.
 
   Args:
-    pred, target: ``[B, S, H, W, C]`` (C = 1 for depth, 3 for points).
+    pred: ``[B, S, H, W, C]`` prediction (C = 1 for depth, 3 for points).
+    target: ``[B, S, H, W, C]`` target (no gradient flows into it).
     conf: ``[B, S, H, W]`` confidence ``C > 0`` (VGGT's heads give ``C >= 1``; use ones for
       no confidence).
-    valid: ``[B, S, H, W]`` mask.
+    valid: optional ``[B, S, H, W]`` mask (default all valid).
+    alpha: weight ``α`` of the ``−log C`` term.
 
   Returns:
     scalar; 0 when no pixel is valid. A non-positive confidence raises ``ValueError`` eagerly

@@ -68,7 +68,9 @@ def relative_pose_errors(ext_pred: ArrayLike, ext_gt: ArrayLike) -> tuple[np.nda
   i.e. with the sign ambiguity ``min(e, 180° − e)``.
 
   Args:
-    ext_pred, ext_gt: ``[S, 3, 4]`` camera-from-world extrinsics of one scene.
+    ext_pred: ``[S, 3, 4]`` (or ``[S, 4, 4]``) predicted camera-from-world extrinsics of one
+      scene (S >= 2).
+    ext_gt: the ground-truth extrinsics, the same shape.
 
   Returns:
     ``(rot_deg [S(S-1)/2], trans_deg [S(S-1)/2])``.
@@ -166,7 +168,8 @@ def umeyama_np(
   """Float64 weighted Umeyama: ``Y ≈ s R X + t`` (same formulas as ``weighted_umeyama``).
 
   Args:
-    X, Y: ``[M, 3]`` finite points, ``M >= 1``.
+    X: ``[M, 3]`` finite source points, ``M >= 1``.
+    Y: ``[M, 3]`` finite target points.
     w: ``[M]`` finite non-negative weights with a positive sum (default uniform).
     with_scale: if False, ``s = 1`` (an SE(3) fit).
 
@@ -229,7 +232,8 @@ def accuracy_completeness(
   """Point-map Accuracy (pred→GT NN distance), Completeness (GT→pred) and Overall (their mean).
 
   Args:
-    points_pred, points_gt: ``[..., 3]`` corresponding point maps of one scene.
+    points_pred: ``[..., 3]`` predicted point map of one scene.
+    points_gt: ``[..., 3]`` ground-truth point map, in correspondence with ``points_pred``.
     valid: ``[...]`` mask (default all).
     align: first Sim(3)-align the prediction onto GT with Umeyama on the correspondences.
     max_points: random subsample for speed (None = all).
@@ -275,7 +279,8 @@ def depth_metrics(
   """Depth AbsRel and δ<1.25 after per-view median scale alignment.
 
   Args:
-    depth_pred, depth_gt: ``[S, H, W]`` (or ``[S, H, W, 1]``).
+    depth_pred: ``[S, H, W]`` (or ``[S, H, W, 1]``) predicted depth.
+    depth_gt: ground-truth depth of the same shape.
     valid: ``[S, H, W]`` mask; pixels with GT depth <= 0 are excluded.
     align: ``'median'`` (per view, ``d · median(gt)/median(pred)``) or ``'none'``.
 

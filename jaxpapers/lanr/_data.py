@@ -133,7 +133,9 @@ def make_kb(
     seed: int seed.
     n_people: people per group; ``n_groups * n_people`` at most len(first names) × len(last
       names) = 375.
-    n_cities, n_countries, n_companies: entity counts per group (>= 2 each).
+    n_cities: cities per group (>= 2).
+    n_countries: countries per group (>= 2).
+    n_companies: companies per group (>= 2).
     n_groups: number of disconnected sub-worlds (>= 1).
 
   Returns:
@@ -327,7 +329,8 @@ def bm25_scores(
   A word repeated in the query counts once per occurrence.
 
   Args:
-    queries: [B] texts; docs: [N] texts.
+    queries: [B] query texts.
+    docs: [N] document texts.
 
   Returns:
     float64 [B, N].
@@ -364,7 +367,8 @@ def question_as_query_retrieve(
   """The pipeline baseline: BM25 with the question text as the only query, top-``hops`` documents.
 
   Args:
-    q_texts: [B] questions; doc_texts: [N] documents.
+    q_texts: [B] questions.
+    doc_texts: [N] documents.
     hops: documents retrieved (fixed; 1 <= hops <= N).
 
   Returns:
@@ -395,11 +399,13 @@ def iterative_bm25_retrieve(
   document, which a real pipeline would replace by an LM's extraction).
 
   Args:
-    q_texts: [B] questions; doc_texts: [N] documents; doc_bridge: [N] the entity each
-      document leads to.
+    q_texts: [B] questions.
+    doc_texts: [N] documents.
+    doc_bridge: [N] the entity each document leads to.
     hops: retrieval calls (fixed; 1 <= hops <= N).
     keep_question: whether the later queries keep the question's words.
-    k1, b: the BM25 parameters (`bm25_scores`).
+    k1: BM25 term-frequency saturation (`bm25_scores`).
+    b: BM25 length normalisation.
 
   Returns:
     int64 [B, hops] document ids in retrieval order.
@@ -431,7 +437,8 @@ def support_recall(retrieved: np.ndarray, gold: Sequence[Sequence[int]]) -> np.n
   """1 when every gold document is among the row's retrieved ids (−1 entries ignored), else 0.
 
   Args:
-    retrieved: int [B, K]; gold: B sequences of gold ids.
+    retrieved: int [B, K] retrieved document ids (-1 entries ignored).
+    gold: B sequences of gold document ids.
 
   Returns:
     float64 [B].

@@ -153,7 +153,10 @@ def covered_at_k(
   alternative groups exist and all of them are hit.
 
   Args:
-    retrieved, group_alias, group_mask, k: as in :func:`premise_group_recall`.
+    retrieved: int [Q, K] ranked ids (``-1`` pads).
+    group_alias: int [Q, G, A] alias ids of each group (``-1`` pads).
+    group_mask: bool [Q, G], True for a real group.
+    k: cutoff.
     group_is_alt: bool [Q, G], True for an "alternative" group.
 
   Returns:

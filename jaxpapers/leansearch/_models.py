@@ -189,9 +189,15 @@ def train_dual_encoder(
 
   Args:
     key: PRNG key (initialisation and batch sampling).
-    q_ids, d_ids: int [P, L] hashed features of the pairs (row i is a positive pair).
-    steps, batch, lr, tau: Adam steps, pairs per batch (with replacement), learning rate,
-      temperature.
+    q_ids: int [P, L] hashed features of the queries.
+    d_ids: int [P, L] hashed features of their positives (row i of both is a pair).
+    steps: Adam steps.
+    batch: pairs per batch, drawn with replacement (>= 2).
+    lr: learning rate.
+    tau: InfoNCE temperature.
+    n_buckets: hash buckets of the features (see :class:`DualEncoder`).
+    dim: embedding width.
+    hidden: MLP hidden width.
 
   Returns:
     ``(model, losses float32 [steps])``.

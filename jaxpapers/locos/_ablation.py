@@ -188,8 +188,12 @@ def evaluate_probes(
     config: the model's config.
     probes: the trials; each generation is scored against its `answer`.
     tokenizer: the model's tokenizer.
-    ablation, max_new_tokens, stop_ids, batch_size, pad_to: as in `generate_texts`.
+    ablation: heads to ablate, as in `generate_texts`; None ablates nothing.
+    max_new_tokens: maximum generated tokens per probe.
+    stop_ids: ids that end decoding; default `tokenizer.stop_ids()`.
     metric: 'rougeL', 'rouge1_recall' or 'exact' (see `score_text`).
+    batch_size: prompts per generation call.
+    pad_to: padding lengths, as in `bucket_indices`.
 
   Returns:
     f64 [num_probes], in the order of `probes`.
@@ -245,12 +249,17 @@ def ablation_curve(
     ks: numbers of heads to ablate (capped at L·H).
     tokenizer: encode/decode/stop_ids.
     mode: 'mean_q' (spec default), 'zero_q' or 'zero_out'.
-    mean: f32 [L, H, dh] mean queries; computed from `calibration_prompts`
-      (token lists) with `lm.mean_queries` when None.
+    mean: f32 [L, H, dh] mean queries; computed from `calibration_prompts` with
+      `lm.mean_queries` when None (zeros for the 'zero_*' modes).
+    calibration_prompts: token lists for `lm.mean_queries` (needed when mode='mean_q' and
+      `mean` is None).
     metric: 'rougeL', 'rouge1_recall' or 'exact'.
     num_random: random-head seeds per k.
     key: PRNG key for the random heads; None uses `jax.random.key(0)`.
-    max_new_tokens, stop_ids, batch_size, pad_to: as in `generate_texts`.
+    max_new_tokens: maximum generated tokens per probe.
+    stop_ids: ids that end decoding; default `tokenizer.stop_ids()`.
+    batch_size: prompts per generation call.
+    pad_to: padding lengths, as in `bucket_indices`.
     num_resamples: bootstrap resamples of every interval (`bootstrap_ci`).
 
   Returns:

@@ -66,8 +66,9 @@ def make_needle_probes(
       (it repeats the landmark).
     depths: needle depths in [0, 1] used in turn (probe i gets depths[i % len(depths)]);
       None draws each uniformly.
-    names, landmarks, relations: the entity pools and needle templates (see
-      `make_probes`).
+    names: the name pool.
+    landmarks: the (landmark, city) pool.
+    relations: needle templates with {name} and {landmark} (see `make_probes`).
     answer_prefix: start the assistant turn with the question's answer stem.
     system_prompt: keep the chat template's default system message.
 

@@ -259,7 +259,8 @@ def make_probes(
     answer_prefix: start the assistant turn with a sentence stem ("The character
       who has been to Paris is"), so that a small model answers in its first
       tokens instead of rambling [reconstruction; NoLiMa asks the question only].
-    landmarks, names: the entity pools ((landmark, city) pairs; names).
+    landmarks: the (landmark, city) pool.
+    names: the name pool.
     relations: needle templates with {name} and {landmark}; one drawn per needle.
     system_prompt: keep the chat template's default system message; False renders the
       ChatML turns without it (shorter prompts) [reconstruction]. Chat format only.

@@ -589,7 +589,10 @@ def locos_trial(
     config: the model's config.
     trial: the probe.
     tokenizer: the model's tokenizer.
-    max_steps, post_norm, stop_ids, rouge_threshold: as in `detect_heads`.
+    max_steps: maximum content steps.
+    post_norm: 'ignore' (the only supported value; see `detect_heads`).
+    stop_ids: ids that end decoding; default `tokenizer.stop_ids()`.
+    rouge_threshold: the acceptance threshold of `detect_heads`.
 
   Returns:
     The trial's `TrialScore` (S_τ and the baselines, each [L, H]).

@@ -209,7 +209,8 @@ def cs_construction(
 
   Args:
     key: ``jax.random.key`` for ``Phi``.
-    n, k: documents and subset size; ``A`` defaults to ``k_sparse_relevance(n, k)``.
+    n: number of documents.
+    k: subset size; ``A`` defaults to ``k_sparse_relevance(n, k)``.
     d: total dimension (``>= 2``).
     A: optional ``[N, n]`` relevance (any rows; ``k_j`` is each row's count).
     queries: ``'sum'`` or ``'svm'``.

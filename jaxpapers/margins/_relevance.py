@@ -62,7 +62,8 @@ def random_k_sparse_relevance(key: jax.Array, num_queries: int, n: int, k: int) 
   Args:
     key: a ``jax.random.key``.
     num_queries: N, number of rows.
-    n, k: documents and relevant documents per row.
+    n: number of documents.
+    k: relevant documents per row.
 
   Returns:
     ``bool[N, n]`` with exactly k ones per row (rows may repeat).

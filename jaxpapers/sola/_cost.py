@@ -45,9 +45,12 @@ class CorrespondenceTable(NamedTuple):
   Attributes:
     nbr_t2s: int32 [V_T, R], the R lowest-cost student ids of each teacher id.
     cost_t2s: float32 [V_T, R], their costs in [0, 1].
-    nbr_s2t: int32 [V_S, R]; cost_s2t: float32 [V_S, R] (student -> teacher).
-    chars_t: int32 [V_T, L] code points of the teacher strings (-1 pad); len_t: int32 [V_T].
-    chars_s: int32 [V_S, L]; len_s: int32 [V_S].
+    nbr_s2t: int32 [V_S, R], the R lowest-cost teacher ids of each student id.
+    cost_s2t: float32 [V_S, R], their costs.
+    chars_t: int32 [V_T, L] code points of the teacher strings (-1 pad).
+    len_t: int32 [V_T] their lengths.
+    chars_s: int32 [V_S, L] code points of the student strings.
+    len_s: int32 [V_S] their lengths.
   """
 
   nbr_t2s: jax.Array

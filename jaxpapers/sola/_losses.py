@@ -39,7 +39,8 @@ class Support(NamedTuple):
   Attributes:
     ids_t: int32 [..., M] teacher ids (sorted, de-duplicated; 0 where masked).
     mask_t: bool [..., M].
-    ids_s: int32 [..., M] student ids; mask_s: bool [..., M].
+    ids_s: int32 [..., M] student ids.
+    mask_s: bool [..., M].
     p: float32 [..., M] teacher probabilities on the support (0 where masked, not renormalised).
     q: float32 [..., M] student probabilities (differentiable).
     cost: float32 [..., M, M] the cost submatrix ``C(ids_t[a], ids_s[b])``.

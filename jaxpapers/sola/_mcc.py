@@ -150,11 +150,14 @@ class AlignedTexts(NamedTuple):
   of the logits predicts token ``p + 1``.
 
   Attributes:
-    t_tokens: int32 [N, T_t], BOS + teacher ids (0-padded); t_len: int32 [N] valid length.
-    s_tokens: int32 [N, T_s], BOS + student ids; s_len: int32 [N].
+    t_tokens: int32 [N, T_t], BOS + teacher ids (0-padded).
+    t_len: int32 [N] valid length.
+    s_tokens: int32 [N, T_s], BOS + student ids.
+    s_len: int32 [N].
     blk_t_pos: int32 [N, K], teacher logit position predicting each block's first token.
     blk_s_pos: int32 [N, K], the student's.
-    blk_t_id: int32 [N, K], that teacher token's id; blk_s_id: int32 [N, K], the student's.
+    blk_t_id: int32 [N, K], that teacher token's id.
+    blk_s_id: int32 [N, K], the student's.
     blk_valid: bool [N, K].
     t_block: int32 [N, T_t], the block of the teacher token predicted at each logit position
       (position ``p`` predicts token ``p + 1``, the text's ``p``-th token); -1 past the end.
