@@ -397,6 +397,8 @@ def project_points(
     points: ``[..., M, 3]`` world points.
     extrinsics: ``[..., 3, 4]`` camera-from-world (leading dims broadcast with ``points``).
     intrinsics: ``[..., 3, 3]``.
+    eps: floor (> 0) of the camera depth in the division (points behind the camera keep
+      their true ``z``).
 
   Returns:
     ``(uv [..., M, 2] pixels, z [..., M] camera depth)``.

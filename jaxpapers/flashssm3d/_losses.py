@@ -174,6 +174,7 @@ def procrustes_loss(
     delta: scale of the Huber/Cauchy ρ (relative to the normalised residual), > 0.
     with_scale: Sim(3) (True) or SE(3) (False) alignment.
     stop_alignment_grad: stop gradients through ``(s*, R*, t*)``.
+    eps: guards the weight sum, ``σ_X²`` and the residual norm ``sqrt(‖r‖² + eps)``.
 
   Returns:
     the loss averaged over leading dims (scalar).

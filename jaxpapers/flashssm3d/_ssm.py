@@ -260,6 +260,7 @@ class BiSSM(nnx.Module):
     chunk_size: chunk length of ``method='chunked'``.
     dtype: compute dtype of the projections (e.g. ``jnp.bfloat16``; parameters stay float32,
       Δ and the scan state are float32). ``None``: the input's dtype.
+    rngs: ``nnx.Rngs`` for the initialisation.
 
   Call: ``x [..., L, D] -> [..., L, D]``.
   """

@@ -331,6 +331,8 @@ def bm25_scores(
   Args:
     queries: [B] query texts.
     docs: [N] document texts.
+    k1: term-frequency saturation (>= 0).
+    b: length normalisation.
 
   Returns:
     float64 [B, N].

@@ -445,8 +445,15 @@ def fit_free_embeddings_minibatch(
     mesh: a ``jax.sharding.Mesh`` (e.g. ``jax.make_mesh((8,), ('data',))``), or None for the
       default device.
     axis: the mesh axis to shard rows over (default: the mesh's first axis).
-    loss, steps, lr, learn_temperature, learn_bias, init_log_temperature, init_bias, beta,
-      infonce_variant: as in :func:`fit_free_embeddings`.
+    loss: one of ``'sigmoid'``, ``'infonce'``, ``'margin'`` (as in :func:`fit_free_embeddings`).
+    steps: Adam steps.
+    lr: Adam learning rate.
+    learn_temperature: learn ``log t``.
+    learn_bias: learn the sigmoid bias ``b``.
+    init_log_temperature: initial ``log t``.
+    init_bias: initial ``b``: a number, or ``'prior'`` for ``log(p / (1 - p))``.
+    beta: ``(start, end)`` of the margin loss's annealed ``β``.
+    infonce_variant: the ``variant`` of :func:`infonce_loss`.
 
   Returns:
     :class:`FitResult` with ``U [N, d]``, ``V [n, d]`` (unit rows) and ``history [steps]``

@@ -277,6 +277,8 @@ def mined_map(
   Args:
     t_strings: the teacher strings to map (e.g. only the ids that occur in a cache).
     s_strings: the V_S student strings.
+    max_chars: characters kept per string.
+    chunk: teacher strings per edit-distance block (memory ``O(chunk · V_S · max_chars)``).
 
   Returns:
     int32 [len(t_strings)] student ids.
