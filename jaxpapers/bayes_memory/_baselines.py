@@ -10,22 +10,31 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
+
+if TYPE_CHECKING:
+  from jaxpapers import lm
 
 RETRIEVERS = ("similarity", "bm25", "recency", "random")
 
 
-def mean_pooled_features(params, ids, mask, *, config, layer: int = -1) -> jax.Array:
+def mean_pooled_features(
+  params: lm.Params, ids: ArrayLike, mask: ArrayLike, *, config: lm.LMConfig, layer: int = -1
+) -> jax.Array:
   """Mean over real tokens of the residual stream entering ``layer`` of a ``jaxpapers.lm`` model.
 
   Args:
-    params: LM parameters; config: its ``LMConfig`` (static).
-    ids: int [B, T] token ids (right- or left-padded); mask: bool [B, T].
+    params: LM parameters.
+    ids: int [B, T] token ids (right- or left-padded).
+    mask: bool [B, T], True at real tokens (every row needs one).
+    config: the model's ``LMConfig`` (static).
     layer: which layer's input (static; -1 = the last layer's input).
 
   Returns:
@@ -50,11 +59,13 @@ def _pool_jit(params, ids, mask, *, config, layer):
   return (h * w).sum(1) / jnp.maximum(w.sum(1), 1.0)
 
 
-def cosine_scores(f_turn, f_query, valid) -> jax.Array:
+def cosine_scores(f_turn: ArrayLike, f_query: ArrayLike, valid: ArrayLike) -> jax.Array:
   """cos(f_m_i, f_x) per turn; -inf at padding.
 
   Args:
-    f_turn: float [..., N, d]; f_query: float [..., d]; valid: bool [..., N].
+    f_turn: float [..., N, d] turn features.
+    f_query: float [..., d] query features.
+    valid: bool [..., N], False at padding turns.
 
   Returns:
     float [..., N].
@@ -69,18 +80,29 @@ def cosine_scores(f_turn, f_query, valid) -> jax.Array:
   return jnp.where(valid, num / jnp.maximum(den, 1e-12), -jnp.inf)
 
 
-def recency_scores(valid) -> jax.Array:
-  """Turn index + 1 (newest first) at valid turns, -inf at padding. valid: bool [..., N]."""
+def recency_scores(valid: ArrayLike) -> jax.Array:
+  """Turn index + 1 (newest first) at valid turns, -inf at padding.
+
+  Args:
+    valid: bool [..., N], False at padding turns.
+
+  Returns:
+    float32 [..., N]: ``n + 1`` at turn ``n``, -inf at padding.
+  """
   valid = V.check_array(valid, "valid", dtype="bool", ndim=range(1, 8))
   n = jnp.arange(1, valid.shape[-1] + 1, dtype=jnp.float32)
   return jnp.where(valid, n, -jnp.inf)
 
 
-def random_scores(key, valid) -> jax.Array:
+def random_scores(key: jax.Array, valid: ArrayLike) -> jax.Array:
   """Uniform random scores at valid turns, -inf at padding.
 
   Args:
-    key: a typed PRNG key (``jax.random.key``); valid: bool [..., N].
+    key: a typed PRNG key (``jax.random.key``).
+    valid: bool [..., N], False at padding turns.
+
+  Returns:
+    float32 [..., N], uniform in [0, 1) at valid turns, -inf at padding.
   """
   valid = V.check_array(valid, "valid", dtype="bool", ndim=range(1, 8))
   if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
@@ -94,7 +116,9 @@ def bm25_scores(turns: Sequence[str], query: str, *, n_max: int | None = None) -
   Host-side: the index is built over this one history.
 
   Args:
-    turns: N history turns; query: the user's input; n_max: pad to this many (default N).
+    turns: N history turns.
+    query: the user's input.
+    n_max: pad to this many (default N).
 
   Returns:
     float32 [n_max], -inf at padding.
@@ -126,17 +150,29 @@ def bm25_scores(turns: Sequence[str], query: str, *, n_max: int | None = None) -
 
 
 def retrieval_scores(
-  method: str, *, valid, f_turn=None, f_query=None, turns=None, query=None, key=None
-):
+  method: str,
+  *,
+  valid: ArrayLike,
+  f_turn: ArrayLike | None = None,
+  f_query: ArrayLike | None = None,
+  turns: Sequence[str] | None = None,
+  query: str | None = None,
+  key: jax.Array | None = None,
+) -> jax.Array | np.ndarray:
   """One interface over the baselines: scores float [..., N] for ``method`` in RETRIEVERS.
 
   Args:
     method: 'similarity' (needs f_turn, f_query), 'bm25' (needs turns, query; one history),
       'recency', or 'random' (needs key).
     valid: bool [..., N].
+    f_turn: float [..., N, d] turn features ('similarity').
+    f_query: float [..., d] query features ('similarity').
+    turns: the N history turns ('bm25').
+    query: the user's input ('bm25').
+    key: a typed PRNG key ('random').
 
   Returns:
-    float [..., N] (higher = more relevant), -inf at padding.
+    float [..., N] (higher = more relevant), -inf at padding; a NumPy array for 'bm25'.
   """
   if method not in RETRIEVERS:
     raise ValueError(f"method must be one of {RETRIEVERS}, got {method!r}")
@@ -168,12 +204,16 @@ def _check_scores(scores, valid, k):
   return idx, picked_valid, ok
 
 
-def evidence_recall_at_k(scores, gold_turn, valid, k: int = 1) -> jax.Array:
+def evidence_recall_at_k(
+  scores: ArrayLike, gold_turn: ArrayLike, valid: ArrayLike, k: int = 1
+) -> jax.Array:
   """Fraction of questions whose gold turn (holding the current value) is in the top k.
 
   Args:
-    scores: float [Q, N]; gold_turn: int [Q] in [0, N) (rows with -1 are ignored); valid: bool
-      [Q, N]; k: static.
+    scores: float [Q, N] retrieval scores.
+    gold_turn: int [Q] in [0, N) (rows with -1 are ignored).
+    valid: bool [Q, N], False at padding turns.
+    k: the cutoff (static, in [1, N]).
 
   Returns:
     float32 [] (NaN when no row has a gold turn).
@@ -193,11 +233,16 @@ def evidence_recall_at_k(scores, gold_turn, valid, k: int = 1) -> jax.Array:
   return V.poison(out.astype(jnp.float32), _ok(ok, ok2))
 
 
-def stale_retrieval_rate(scores, stale_mask, valid, k: int = 1) -> jax.Array:
+def stale_retrieval_rate(
+  scores: ArrayLike, stale_mask: ArrayLike, valid: ArrayLike, k: int = 1
+) -> jax.Array:
   """Fraction of questions with a stale turn among the top k (over questions with stale turns).
 
   Args:
-    scores: float [Q, N]; stale_mask: bool [Q, N]; valid: bool [Q, N]; k: static.
+    scores: float [Q, N] retrieval scores.
+    stale_mask: bool [Q, N], True at turns holding a superseded value.
+    valid: bool [Q, N], False at padding turns.
+    k: the cutoff (static, in [1, N]).
 
   Returns:
     float32 [] (NaN when no question has a stale turn).
@@ -209,11 +254,12 @@ def stale_retrieval_rate(scores, stale_mask, valid, k: int = 1) -> jax.Array:
   return V.poison((jnp.sum(hit & has) / jnp.sum(has)).astype(jnp.float32), ok)
 
 
-def gate_auroc(g, need_memory) -> jax.Array:
+def gate_auroc(g: ArrayLike, need_memory: ArrayLike) -> jax.Array:
   """AUROC of gate scores g against need_memory (ties count 1/2).
 
   Args:
-    g: float [Q]; need_memory: bool [Q].
+    g: float [Q] gate scores (higher = memory needed).
+    need_memory: bool [Q], the labels.
 
   Returns:
     float32 [] (NaN when one class is absent).

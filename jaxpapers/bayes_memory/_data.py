@@ -120,7 +120,12 @@ class Query:
 
 @dataclasses.dataclass(frozen=True)
 class Dialogue:
-  """User turns (oldest first) and the questions asked after them."""
+  """User turns (oldest first) and the questions asked after them.
+
+  Attributes:
+    turns: the N user turns, oldest first.
+    queries: the questions asked after the last turn.
+  """
 
   turns: tuple[str, ...]
   queries: tuple[Query, ...]
@@ -150,7 +155,11 @@ def make_preference_dialogues(
     n_dialogues: number of dialogues (>= 1).
     n_turns: user turns per dialogue (>= 3 * n_queries, so every queried slot fits).
     n_queries: questions per dialogue (1 <= n_queries <= 6).
-    change_rate, distractor_rate, density, memory_free_rate: probabilities in [0, 1].
+    change_rate: probability that a queried slot's value changes later.
+    distractor_rate: probability of a same-slot value about somebody else.
+    density: probability that each remaining turn is a statement about another slot (and
+      that a memory-free query's slot is still mentioned).
+    memory_free_rate: probability that a query needs no memory.
 
   Returns:
     A list of :class:`Dialogue`.
@@ -281,7 +290,16 @@ class WordTokenizer:
     self.eos_id = 2
 
   def encode(self, text: str, *, add_bos: bool | None = None) -> list[int]:
-    """Token ids of ``text`` (``add_bos`` is accepted and ignored: there is no BOS)."""
+    """Token ids of ``text`` (``add_bos`` is accepted and ignored: there is no BOS).
+
+    Args:
+      text: any text; words, single punctuation marks and newlines become one token each.
+      add_bos: accepted for the ``jaxpapers.lm.Tokenizer`` signature; ignored.
+
+    Returns:
+      One id per token: 0-2 for the known ChatML markers, else a CRC32 hash in
+      ``[3, vocab_size)``.
+    """
     del add_bos
     if not isinstance(text, str):
       raise TypeError(f"text must be a str, got {type(text).__name__}")

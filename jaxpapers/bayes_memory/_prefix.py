@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -39,6 +40,9 @@ import numpy as np
 from flax import struct
 
 from jaxpapers.core import validation as V
+
+if TYPE_CHECKING:
+  from jaxpapers import lm
 
 
 @struct.dataclass
@@ -241,7 +245,9 @@ def _check_tree(tree):
   return tuple(ids), tuple(mask), tuple(par), tgt
 
 
-def tree_logprobs(params, tree: PrefixTree, *, config, max_targets: int):
+def tree_logprobs(
+  params: lm.Params, tree: PrefixTree, *, config: lm.LMConfig, max_targets: int
+) -> jax.Array | np.ndarray:
   """Σ_t log p(y_t | prefix, y_<t) of every row of ``tree``, each shared prefix run once.
 
   Equals :func:`sequence_logprobs` on the rows the tree was built from (to float32 round-off).
@@ -333,7 +339,15 @@ def _tree_jit(params, ids, mask, parent, target_mask, *, config, max_targets):
 
 
 def row_tokens(tree: PrefixTree) -> list[np.ndarray]:
-  """The full token sequence of each row, read back from the tree (for checks)."""
+  """The full token sequence of each row, read back from the tree (for checks).
+
+  Args:
+    tree: a :class:`PrefixTree`.
+
+  Returns:
+    One int array per real row (``n_rows`` of them): the row's real tokens, its ancestors'
+    segments followed by its leaf segment, padding removed.
+  """
   _check_tree(tree)
   ids = [np.asarray(a) for a in tree.ids]
   mask = [np.asarray(a) for a in tree.mask]
@@ -349,11 +363,11 @@ def row_tokens(tree: PrefixTree) -> list[np.ndarray]:
 
 
 def score_rows_shared(
-  params,
+  params: lm.Params,
   rows: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
   keys: Sequence[Sequence[Hashable]],
   *,
-  config,
+  config: lm.LMConfig,
   max_targets: int,
   buckets: Sequence[int],
   row_multiple: int = 8,
@@ -367,10 +381,14 @@ def score_rows_shared(
   (:func:`build_prefix_tree`).
 
   Args:
-    params, config, max_targets: see :func:`tree_logprobs`.
-    rows, keys: see :func:`build_prefix_tree`.
+    params: ``jaxpapers.lm`` parameters.
+    rows: R rows ``(ids, attn_mask, target_mask)`` (see :func:`build_prefix_tree`).
+    keys: R tuples of group keys, outermost first (see :func:`build_prefix_tree`).
+    config: the ``jaxpapers.lm.LMConfig`` (static).
+    max_targets: P >= the number of targets in any row (static).
     buckets: row-length bucket bounds (a row longer than the largest is an error).
-    row_multiple, len_multiple: padding of each level (see :func:`build_prefix_tree`).
+    row_multiple: node-count padding of each level (see :func:`build_prefix_tree`).
+    len_multiple: segment-length padding of each level.
 
   Returns:
     (float64 [R] log-probs, stats dict with ``real_tokens`` and ``padded_tokens`` run).

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -28,7 +29,17 @@ from flax import struct
 
 from jaxpapers.core import validation as V
 
+if TYPE_CHECKING:
+  from jaxpapers import lm
+
 LogprobFn = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+
+
+class TextEncoder(Protocol):
+  """What the batch builders need of a tokenizer (``jaxpapers.lm.Tokenizer``, ``WordTokenizer``)."""
+
+  def encode(self, text: str, *, add_bos: bool | None = ...) -> list[int]: ...
+
 
 # ChatML, as SmolLM2-Instruct is trained with; {memory} and {x} are filled in.
 CHATML_TEMPLATE = (
@@ -40,7 +51,12 @@ _BASELINES = ("empty", "placebo")
 def memory_block(turns: Sequence[str]) -> str:
   """The text of the memory block for ``turns`` (oldest first); reconstruction.
 
-  ``[]`` gives ``'Notes about the user: none.'``, otherwise one ``- turn`` line per turn.
+  Args:
+    turns: the memory turns, oldest first (a sequence of str, not one str).
+
+  Returns:
+    ``'Notes about the user: none.'`` for no turn, otherwise ``'Notes about the user:'``
+    followed by one ``- turn`` line per turn.
   """
   if isinstance(turns, str):
     raise TypeError("turns must be a sequence of str, got a single str")
@@ -71,7 +87,7 @@ class ScoringBatch:
 
 
 def encode_rows(
-  tokenizer,
+  tokenizer: TextEncoder,
   contexts: Sequence[Sequence[str]],
   x: str,
   y: str,
@@ -124,7 +140,7 @@ def encode_rows(
 
 
 def build_scoring_batch(
-  tokenizer,
+  tokenizer: TextEncoder,
   turns: Sequence[str],
   x: str,
   y: str,
@@ -140,7 +156,8 @@ def build_scoring_batch(
   Args:
     tokenizer: has ``encode(text, add_bos=...)``.
     turns: the N <= n_max history turns.
-    x, y: the input and the reference response.
+    x: the user's input.
+    y: the reference response.
     max_len: L (static bucket).
     n_max: turns per batch (static); rows N + 1 .. n_max repeat the baseline, invalid.
     baseline: 'empty' (no memory) or 'placebo' (the neutral ``placebo`` turn).
@@ -164,7 +181,7 @@ def build_scoring_batch(
 
 
 def build_loo_batch(
-  tokenizer,
+  tokenizer: TextEncoder,
   turns: Sequence[str],
   x: str,
   y: str,
@@ -175,7 +192,18 @@ def build_loo_batch(
 ) -> ScoringBatch:
   """The leave-one-out batch: row 0 the whole history H, row i + 1 the history H without turn i.
 
-  Same arguments and result layout as :func:`build_scoring_batch`.
+  Args:
+    tokenizer: has ``encode(text, add_bos=...)``.
+    turns: the N <= n_max history turns.
+    x: the user's input.
+    y: the reference response.
+    max_len: L (static bucket); the whole history must fit.
+    n_max: turns per batch (static); rows N + 1 .. n_max repeat row 0, invalid.
+    template: see :func:`encode_rows`.
+
+  Returns:
+    A :class:`ScoringBatch` with R = n_max + 1 rows (the layout of
+    :func:`build_scoring_batch`).
   """
   n_max = V.check_int(n_max, "n_max", min_value=1)
   turns = list(turns)
@@ -196,12 +224,12 @@ def _check_rows(ids, attn_mask, target_mask):
 
 
 def sequence_logprobs(
-  params,
+  params: lm.Params,
   ids: jax.Array,
   attn_mask: jax.Array,
   target_mask: jax.Array,
   *,
-  config,
+  config: lm.LMConfig,
   max_targets: int,
   gather: bool = True,
 ) -> jax.Array:
@@ -289,12 +317,16 @@ def _logprobs_jit(params, ids, attn_mask, target_mask, *, config, max_targets, g
   return jnp.sum(jnp.where(valid, lp, 0.0), axis=1)
 
 
-def make_logprob_fn(params, config, *, max_targets: int, gather: bool = True) -> LogprobFn:
+def make_logprob_fn(
+  params: lm.Params, config: lm.LMConfig, *, max_targets: int, gather: bool = True
+) -> LogprobFn:
   """A :data:`LogprobFn` closure over ``jaxpapers.lm`` parameters (jitted once per shape).
 
   Args:
-    params: parameter dict; config: its ``LMConfig``; max_targets, gather: see
-      :func:`sequence_logprobs`.
+    params: ``jaxpapers.lm`` parameters.
+    config: their ``LMConfig``.
+    max_targets: P >= the number of targets in any row (see :func:`sequence_logprobs`).
+    gather: gather before the unembedding (see :func:`sequence_logprobs`).
 
   Returns:
     ``fn(ids [R, L], attn_mask [R, L], target_mask [R, L]) -> [R]`` summed log-probs.
@@ -322,7 +354,9 @@ def _normalise(diff, tgt, per_token):
   return diff / jnp.maximum(tgt[1:].sum(1), 1).astype(diff.dtype)
 
 
-def log_bayes_factors(logprob_fn: LogprobFn, batch: ScoringBatch, *, per_token: bool = False):
+def log_bayes_factors(
+  logprob_fn: LogprobFn, batch: ScoringBatch, *, per_token: bool = False
+) -> jax.Array:
   """Insertion log Bayes factors LBF_i = log p(y | m_i, x) - log p(y | baseline, x).
 
   Args:
@@ -333,6 +367,14 @@ def log_bayes_factors(logprob_fn: LogprobFn, batch: ScoringBatch, *, per_token: 
 
   Returns:
     float32 [R - 1]; padding turns are -inf.
+
+  Example:
+    config, params, tokenizer = lm.load_smollm2()
+    dialogue = make_preference_dialogues(0, n_dialogues=1)[0]
+    q = dialogue.queries[0]
+    batch = build_scoring_batch(tokenizer, dialogue.turns, q.x, q.y, max_len=256, n_max=8)
+    lbf = log_bayes_factors(make_logprob_fn(params, config, max_targets=32), batch)  # [8]
+    access, idx, idx_valid = access_and_select(lbf, batch.turn_valid, k=2)
   """
   ids, attn, tgt, valid = _check_batch(batch)
   lp = logprob_fn(ids, attn, tgt)
@@ -340,7 +382,9 @@ def log_bayes_factors(logprob_fn: LogprobFn, batch: ScoringBatch, *, per_token: 
   return jnp.where(valid, diff, -jnp.inf)
 
 
-def loo_log_bayes_factors(logprob_fn: LogprobFn, batch_loo: ScoringBatch, *, per_token=False):
+def loo_log_bayes_factors(
+  logprob_fn: LogprobFn, batch_loo: ScoringBatch, *, per_token: bool = False
+) -> jax.Array:
   """Leave-one-out log Bayes factors LOO_i = log p(y | H, x) - log p(y | H without m_i, x).
 
   A stale preference scores negative when the newer one is in H (removing it helps).
@@ -359,7 +403,9 @@ def loo_log_bayes_factors(logprob_fn: LogprobFn, batch_loo: ScoringBatch, *, per
   return jnp.where(valid, diff, -jnp.inf)
 
 
-def access_and_select(lbf: jax.Array, valid: jax.Array, *, tau: float = 0.0, k: int = 1):
+def access_and_select(
+  lbf: jax.Array, valid: jax.Array, *, tau: float = 0.0, k: int = 1
+) -> tuple[jax.Array, jax.Array, jax.Array]:
   """Access gate and selection from one utility vector (the abstract's unified signal).
 
   access = 1[max_{valid i} LBF_i > tau]; selection = the top-k valid turns with LBF_i > tau,

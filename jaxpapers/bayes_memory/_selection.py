@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from jaxpapers.bayes_memory._scoring import CHATML_TEMPLATE, LogprobFn, encode_rows
+from jaxpapers.bayes_memory._scoring import CHATML_TEMPLATE, LogprobFn, TextEncoder, encode_rows
 from jaxpapers.core import validation as V
 
 SetScorer = Callable[[Sequence[tuple[int, tuple[int, ...]]]], np.ndarray]
@@ -129,7 +129,7 @@ def greedy_select(
 
 def make_set_scorer(
   logprob_fn: LogprobFn,
-  tokenizer,
+  tokenizer: TextEncoder,
   questions: Sequence[tuple[Sequence[str], str, str]],
   *,
   max_len: int,

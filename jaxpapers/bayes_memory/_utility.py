@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import nnx
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -39,7 +40,9 @@ def _ok(*flags):
   return True if not fl else functools.reduce(jnp.logical_and, fl)
 
 
-def utility_distillation_loss(u, lbf, valid, *, beta: float = 1.0) -> jax.Array:
+def utility_distillation_loss(
+  u: ArrayLike, lbf: ArrayLike, valid: ArrayLike, *, beta: float = 1.0
+) -> jax.Array:
   """Listwise distillation KL(softmax(LBF / β) || softmax(u)) over valid turns, mean over rows.
 
   Args:
@@ -64,11 +67,16 @@ def utility_distillation_loss(u, lbf, valid, *, beta: float = 1.0) -> jax.Array:
   return V.poison(jnp.mean(kl), _ok(ok, ok2))
 
 
-def utility_regression_loss(u, lbf, valid, *, delta: float = 1.0) -> jax.Array:
+def utility_regression_loss(
+  u: ArrayLike, lbf: ArrayLike, valid: ArrayLike, *, delta: float = 1.0
+) -> jax.Array:
   """Huber(u - LBF) averaged over valid turns.
 
   Args:
-    u, lbf: float [Q, N]; valid: bool [Q, N]; delta: the Huber knee (> 0, static).
+    u: float [Q, N] predicted utilities.
+    lbf: float [Q, N] teacher log Bayes factors.
+    valid: bool [Q, N]; each row needs at least one valid turn.
+    delta: the Huber knee (> 0, static).
 
   Returns:
     float32 [].
@@ -83,11 +91,16 @@ def utility_regression_loss(u, lbf, valid, *, delta: float = 1.0) -> jax.Array:
   return V.poison(out, _ok(ok, ok2))
 
 
-def gate_loss(g_logit, lbf, valid, *, tau: float = 0.0) -> jax.Array:
+def gate_loss(
+  g_logit: ArrayLike, lbf: ArrayLike, valid: ArrayLike, *, tau: float = 0.0
+) -> jax.Array:
   """BCE of the gate logit against the access label 1[max_{valid i} LBF_i > tau].
 
   Args:
-    g_logit: float [Q]; lbf: float [Q, N]; valid: bool [Q, N]; tau: static float.
+    g_logit: float [Q] gate logits.
+    lbf: float [Q, N] teacher log Bayes factors.
+    valid: bool [Q, N]; each row needs at least one valid turn.
+    tau: the access threshold (static float).
 
   Returns:
     float32 [] mean binary cross-entropy.
@@ -105,12 +118,13 @@ def gate_loss(g_logit, lbf, valid, *, tau: float = 0.0) -> jax.Array:
   return V.poison(out, _ok(ok, ok2))
 
 
-def pair_features(f_turn, f_query, position) -> jax.Array:
+def pair_features(f_turn: ArrayLike, f_query: ArrayLike, position: ArrayLike) -> jax.Array:
   """[f_m, f_x, f_m ⊙ f_x, r] per turn.
 
   Args:
-    f_turn: float [..., N, d] turn features; f_query: float [..., d]; position: float [..., N]
-      relative turn position in [0, 1] (1 = newest).
+    f_turn: float [..., N, d] turn features.
+    f_query: float [..., d] query features.
+    position: float [..., N] relative turn position in [0, 1] (1 = newest).
 
   Returns:
     float [..., N, 3d + 1].
@@ -154,7 +168,9 @@ class AccessGate(nnx.Module):
   """g_φ(x, H): logit of "memory helps", from [f_x, max_i (f_m_i ⊙ f_x)] (valid turns only).
 
   Args:
-    d_feat: d; hidden: MLP width; rngs: ``nnx.Rngs``.
+    d_feat: d, the feature width of f_turn and f_query.
+    hidden: MLP width.
+    rngs: ``nnx.Rngs``.
   """
 
   def __init__(self, d_feat: int, *, hidden: int = 64, rngs: nnx.Rngs):
@@ -180,11 +196,11 @@ class AccessGate(nnx.Module):
 
 
 def train_utility_model(
-  f_turn,
-  f_query,
-  position,
-  valid,
-  lbf,
+  f_turn: ArrayLike,
+  f_query: ArrayLike,
+  position: ArrayLike,
+  valid: ArrayLike,
+  lbf: ArrayLike,
   *,
   seed: int = 0,
   steps: int = 300,
@@ -195,15 +211,24 @@ def train_utility_model(
   lambda_reg: float = 0.1,
   hidden: int = 128,
   weight_decay: float = 1e-3,
-):
+) -> tuple[UtilityModel, AccessGate, jax.Array]:
   """Fit :class:`UtilityModel` and :class:`AccessGate` to Bayes-factor labels (full batch).
 
   Args:
-    f_turn: float [Q, N, d]; f_query: float [Q, d]; position: float [Q, N]; valid: bool [Q, N];
+    f_turn: float [Q, N, d] turn features.
+    f_query: float [Q, d] query features.
+    position: float [Q, N] relative turn positions.
+    valid: bool [Q, N].
     lbf: float [Q, N] teacher labels (finite at valid turns).
-    seed: init seed; steps: AdamW steps (one jitted ``lax.scan``); lr, weight_decay: AdamW.
-    beta: teacher temperature; tau: gate threshold; lambda_kd, lambda_reg: loss weights.
-    hidden: MLP width.
+    seed: init seed (>= 0).
+    steps: AdamW steps (one jitted ``lax.scan``).
+    lr: AdamW learning rate.
+    beta: teacher temperature of :func:`utility_distillation_loss`.
+    tau: gate threshold of :func:`gate_loss`.
+    lambda_kd: weight of the distillation loss.
+    lambda_reg: weight of :func:`utility_regression_loss` (the gate loss has weight 1).
+    hidden: MLP width of the utility model (the gate uses half).
+    weight_decay: AdamW weight decay.
 
   Returns:
     (utility_model, gate, losses float [steps]).
@@ -245,12 +270,23 @@ def train_utility_model(
   return pair.u, pair.g, losses
 
 
-def predict_utilities(model: UtilityModel, gate: AccessGate, f_turn, f_query, position, valid):
+def predict_utilities(
+  model: UtilityModel,
+  gate: AccessGate,
+  f_turn: ArrayLike,
+  f_query: ArrayLike,
+  position: ArrayLike,
+  valid: ArrayLike,
+) -> tuple[jax.Array, jax.Array]:
   """Utilities u [..., N] and gate logits [...] in one jitted call (one compile per shape).
 
   Args:
-    model, gate: from :func:`train_utility_model`; f_turn: float [..., N, d]; f_query: float
-      [..., d]; position: float [..., N]; valid: bool [..., N].
+    model: the utility model (from :func:`train_utility_model`).
+    gate: the access gate (from :func:`train_utility_model`).
+    f_turn: float [..., N, d] turn features.
+    f_query: float [..., d] query features.
+    position: float [..., N] relative turn positions.
+    valid: bool [..., N].
 
   Returns:
     (u float [..., N] with -inf at invalid turns, gate logits float [...]).

@@ -9,6 +9,12 @@ recipe are **reconstructions** from the paper's abstract (no public code); VGGT'
 losses and metrics follow arXiv:2503.11651 and ``facebookresearch/vggt``.
 """
 
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
 from jaxpapers.flashssm3d._data import SPLITS, SceneBatch, render_scenes
 from jaxpapers.flashssm3d._flops import count_flops, xla_flops
 from jaxpapers.flashssm3d._geometry import (
@@ -54,11 +60,21 @@ from jaxpapers.flashssm3d._scaling import compiled_memory_bytes, view_scaling
 from jaxpapers.flashssm3d._ssm import SCAN_METHODS, SCAN_ORDERS, BiSSM, scan_order, selective_scan
 
 
-def build_scene_dataset(data_dir, **kwargs):
+def build_scene_dataset(data_dir: str | os.PathLike, **kwargs: Any) -> dict[str, Any]:
   """Generate and open the TFDS scene dataset (array_record; no TensorFlow needed).
 
   See :func:`jaxpapers.flashssm3d._tfds.build_scene_dataset`; imported lazily so that importing
-  the package does not import TFDS.
+  the package does not import TFDS. The dataset is rendered once per configuration and reused.
+
+  Args:
+    data_dir: the TFDS data folder the dataset is written to and read from.
+    **kwargs: ``num_train`` (64), ``num_test`` (16), ``num_views`` (4), ``image_size`` (32),
+      all ints >= 1, and ``split`` (``'orbit_easy'``; one of ``SPLITS``).
+
+  Returns:
+    ``{'train': source, 'test': source}``; each source supports ``len()`` and random access
+    returning a dict of NumPy arrays (``images [S, H, W, 3]`` uint8, ``depth``, ``points``,
+    ``valid``, ``extrinsics``, ``intrinsics``; see :func:`batch_from_records`).
   """
   split = kwargs.get("split", "orbit_easy")
   if split not in SPLITS:
@@ -68,11 +84,17 @@ def build_scene_dataset(data_dir, **kwargs):
   return _tfds.build_scene_dataset(data_dir, **kwargs)
 
 
-def batch_from_records(records):
+def batch_from_records(records: Iterable[Mapping[str, np.ndarray]]) -> SceneBatch:
   """Stack TFDS records into a :class:`SceneBatch` (see ``_tfds.batch_from_records``).
 
-  ``records``: a non-empty sequence of dicts with the keys ``images, depth, points, valid,
-  extrinsics, intrinsics`` (``ValueError`` otherwise).
+  Args:
+    records: a non-empty sequence of dataset records, dicts with the keys ``images`` (uint8
+      ``[S, H, W, 3]``), ``depth``, ``points``, ``valid``, ``extrinsics``, ``intrinsics``
+      (``ValueError`` otherwise).
+
+  Returns:
+    A :class:`SceneBatch` with a leading axis over the records, ``images`` rescaled to float32
+    in [0, 1] and ``scale`` all ones.
   """
   records = list(records)
   if not records:

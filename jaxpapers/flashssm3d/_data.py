@@ -274,11 +274,11 @@ def _seed_of(key) -> np.random.Generator:
 
 
 def render_scenes(
-  key,
+  key: jax.Array | int,
   num_scenes: int,
   num_views: int,
   *,
-  image_size=32,
+  image_size: int | tuple[int, int] = 32,
   split: str = "orbit_easy",
   normalize: bool = True,
 ) -> SceneBatch:

@@ -26,11 +26,16 @@ import jax.extend as jex
 __all__ = ["count_flops", "xla_flops"]
 
 
-def xla_flops(lowered_or_compiled) -> float:
+def xla_flops(lowered_or_compiled: jax.stages.Lowered | jax.stages.Compiled) -> float:
   """``flops`` of a ``jax.jit(...).lower(...)`` (or ``.compile()``) result as XLA counts them.
 
-  Loop bodies are counted once (see :func:`count_flops`). NaN when the backend has no cost
-  model.
+  Loop bodies are counted once (see :func:`count_flops`).
+
+  Args:
+    lowered_or_compiled: the result of ``jax.jit(f).lower(*args)`` or of its ``.compile()``.
+
+  Returns:
+    The ``flops`` entry of XLA's cost analysis; NaN when the backend has no cost model.
   """
   if not callable(getattr(lowered_or_compiled, "cost_analysis", None)):
     raise TypeError(
@@ -76,7 +81,9 @@ def _correction(jaxpr) -> float:
   return extra
 
 
-def count_flops(fn: Callable[..., Any], *args: Any, with_xla: bool = False):
+def count_flops(
+  fn: Callable[..., Any] | jax.stages.Traced, *args: Any, with_xla: bool = False
+) -> float | tuple[float, float]:
   """FLOPs of ``fn(*args)`` with every ``lax.scan`` body counted ``length`` times.
 
   ``XLA(program) + Σ_scans [L · flops(body) − (copies XLA saw) · XLA(body)]``, recursively

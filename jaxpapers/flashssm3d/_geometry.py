@@ -20,6 +20,8 @@ Conventions, stated once for the whole package:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import jax
 import jax.numpy as jnp
 
@@ -82,6 +84,12 @@ _ROT_TOL = 1e-3
 def quat_to_mat(q: jax.Array) -> jax.Array:
   """Scalar-last quaternion ``[..., 4]`` (normalised here) to rotation ``[..., 3, 3]``.
 
+  Args:
+    q: ``[..., 4]`` float quaternions ``[x, y, z, w]`` (any non-zero norm).
+
+  Returns:
+    ``[..., 3, 3]`` rotation matrices, in the dtype of ``q``.
+
   Bad values: a quaternion with norm below ``1e-6`` or a non-finite entry has no rotation;
   eagerly this raises ``ValueError``, under ``jax.jit`` the whole result is NaN (wrap with
   ``jax.experimental.checkify.checkify`` to get the error).
@@ -122,6 +130,12 @@ def mat_to_quat(R: jax.Array) -> jax.Array:
   """Rotation ``[..., 3, 3]`` to scalar-last quaternion ``[..., 4]`` with ``w >= 0``.
 
   Shepperd's method: picks the numerically largest of ``w, x, y, z`` as the pivot.
+
+  Args:
+    R: ``[..., 3, 3]`` float rotation matrices.
+
+  Returns:
+    ``[..., 4]`` unit quaternions ``[x, y, z, w]`` with ``w >= 0``.
 
   Bad values: ``R`` must be a rotation (``R Rᵀ = I`` within 1e-3, ``det R = +1``, finite);
   otherwise this raises ``ValueError`` eagerly and returns NaN under ``jax.jit`` (wrap with
@@ -193,8 +207,18 @@ def mat_to_quat(R: jax.Array) -> jax.Array:
   return val.poison_floats(jnp.where(q[..., 3:4] < 0, -q, q), ok)
 
 
-def intrinsics_from_fov(fov_h: jax.Array, fov_w: jax.Array, image_hw) -> jax.Array:
+def intrinsics_from_fov(fov_h: jax.Array, fov_w: jax.Array, image_hw: Sequence[int]) -> jax.Array:
   """Pinhole ``K [..., 3, 3]`` from fields of view (radians), principal point at the centre.
+
+  ``f_y = (H/2) / tan(fov_h / 2)``, ``f_x = (W/2) / tan(fov_w / 2)``, ``c = (W/2, H/2)``.
+
+  Args:
+    fov_h: ``[...]`` float vertical fields of view in radians.
+    fov_w: ``[...]`` float horizontal fields of view, the same shape as ``fov_h``.
+    image_hw: ``(H, W)`` in pixels.
+
+  Returns:
+    ``[..., 3, 3]`` intrinsics.
 
   Bad values: fields of view outside the open interval ``(0, π)`` raise ``ValueError``
   eagerly and give NaN under ``jax.jit`` (``checkify.checkify`` surfaces the error).
@@ -219,7 +243,9 @@ def intrinsics_from_fov(fov_h: jax.Array, fov_w: jax.Array, image_hw) -> jax.Arr
   return val.poison_floats(K.reshape(fx.shape + (3, 3)), ok)
 
 
-def pose_encoding_to_cameras(pose_enc: jax.Array, image_hw) -> tuple[jax.Array, jax.Array]:
+def pose_encoding_to_cameras(
+  pose_enc: jax.Array, image_hw: Sequence[int]
+) -> tuple[jax.Array, jax.Array]:
   """Decode VGGT's ``absT_quaR_FoV`` encoding.
 
   Args:
@@ -244,7 +270,9 @@ def pose_encoding_to_cameras(pose_enc: jax.Array, image_hw) -> tuple[jax.Array, 
   return val.poison_floats(decode_pose_unchecked(pose_enc, image_hw), ok)
 
 
-def decode_pose_unchecked(pose_enc: jax.Array, image_hw) -> tuple[jax.Array, jax.Array]:
+def decode_pose_unchecked(
+  pose_enc: jax.Array, image_hw: Sequence[int]
+) -> tuple[jax.Array, jax.Array]:
   """:func:`pose_encoding_to_cameras` without the value checks (shapes still checked).
 
   For losses on network predictions, where an early-training pose with a non-positive field
@@ -277,8 +305,18 @@ def decode_pose_unchecked(pose_enc: jax.Array, image_hw) -> tuple[jax.Array, jax
   return jnp.concatenate([R, pose_enc[..., :3, None]], axis=-1), K
 
 
-def cameras_to_pose_encoding(extrinsics: jax.Array, intrinsics: jax.Array, image_hw) -> jax.Array:
+def cameras_to_pose_encoding(
+  extrinsics: jax.Array, intrinsics: jax.Array, image_hw: Sequence[int]
+) -> jax.Array:
   """Encode camera-from-world extrinsics ``[..., 3, 4]`` and ``K [..., 3, 3]`` as ``[..., 9]``.
+
+  Args:
+    extrinsics: ``[..., 3, 4]`` (or ``[..., 4, 4]``) float camera-from-world ``[R | t]``.
+    intrinsics: ``[..., 3, 3]`` float pinhole ``K`` with the same leading dims.
+    image_hw: ``(H, W)`` in pixels (gives the fields of view).
+
+  Returns:
+    ``[..., 9]`` = ``[t(3), q_xyzw(4), fov_h, fov_w]`` (VGGT's ``absT_quaR_FoV``).
 
   Bad values (a non-rotation ``R``, a non-positive focal length) raise ``ValueError``
   eagerly and give NaN under ``jax.jit`` (``checkify.checkify`` surfaces the error).
@@ -306,6 +344,12 @@ def invert_extrinsics(extrinsics: jax.Array) -> jax.Array:
   """Closed-form inverse of ``[R|t]`` (``[..., 3, 4]`` or ``[..., 4, 4]``): ``[R^T | -R^T t]``.
 
   ``R`` is assumed to be a rotation (not checked: this is a hot-path helper).
+
+  Args:
+    extrinsics: ``[..., 3, 4]`` or ``[..., 4, 4]`` float ``[R | t]``.
+
+  Returns:
+    ``[..., 3, 4]`` the inverse map (world-from-camera for camera-from-world input).
   """
   _check_mat(extrinsics, (3, 4), 4, "extrinsics")
   R, t = extrinsics[..., :3, :3], extrinsics[..., :3, 3]
@@ -316,7 +360,13 @@ def invert_extrinsics(extrinsics: jax.Array) -> jax.Array:
 def compose_extrinsics(a: jax.Array, b: jax.Array) -> jax.Array:
   """``a ∘ b`` for ``[R|t]`` maps: ``x -> R_a (R_b x + t_b) + t_a``.
 
-  ``a`` and ``b`` are ``[..., 3, 4]`` or ``[..., 4, 4]``; returns ``[..., 3, 4]``.
+  Args:
+    a: ``[..., 3, 4]`` or ``[..., 4, 4]`` float ``[R_a | t_a]``, applied second.
+    b: ``[..., 3, 4]`` or ``[..., 4, 4]`` float ``[R_b | t_b]``, applied first (leading dims
+      broadcast with ``a``).
+
+  Returns:
+    ``[..., 3, 4]`` ``[R_a R_b | R_a t_b + t_a]``.
   """
   _check_mat(a, (3, 4), 4, "a")
   _check_mat(b, (3, 4), 4, "b")
@@ -326,7 +376,14 @@ def compose_extrinsics(a: jax.Array, b: jax.Array) -> jax.Array:
 
 
 def camera_centers(extrinsics: jax.Array) -> jax.Array:
-  """World-frame camera centres ``-R^T t`` (``[..., 3]``) of extrinsics ``[..., 3, 4]``."""
+  """World-frame camera centres ``-R^T t`` of camera-from-world extrinsics.
+
+  Args:
+    extrinsics: ``[..., 3, 4]`` or ``[..., 4, 4]`` float camera-from-world ``[R | t]``.
+
+  Returns:
+    ``[..., 3]`` camera centres in world coordinates.
+  """
   _check_mat(extrinsics, (3, 4), 4, "extrinsics")
   return invert_extrinsics(extrinsics)[..., :3, 3]
 
@@ -340,6 +397,8 @@ def project_points(
     points: ``[..., M, 3]`` world points.
     extrinsics: ``[..., 3, 4]`` camera-from-world (leading dims broadcast with ``points``).
     intrinsics: ``[..., 3, 3]``.
+    eps: floor (> 0) of the camera depth in the division (points behind the camera keep
+      their true ``z``).
 
   Returns:
     ``(uv [..., M, 2] pixels, z [..., M] camera depth)``.
@@ -359,7 +418,7 @@ def project_points(
   return jnp.stack([u, v], -1), z
 
 
-def pixel_grid(image_hw) -> jax.Array:
+def pixel_grid(image_hw: Sequence[int]) -> jax.Array:
   """Pixel centres ``[H, W, 2]`` as ``(u, v) = (j + 0.5, i + 0.5)``."""
   H, W = int(image_hw[0]), int(image_hw[1])
   v, u = jnp.meshgrid(jnp.arange(H) + 0.5, jnp.arange(W) + 0.5, indexing="ij")
@@ -402,7 +461,7 @@ def unproject_depth(depth: jax.Array, extrinsics: jax.Array, intrinsics: jax.Arr
 
 def normalize_scene(
   points: jax.Array, extrinsics: jax.Array, valid: jax.Array, depth: jax.Array | None = None
-):
+) -> tuple[jax.Array, ...]:
   """VGGT target normalisation: first camera = identity, mean valid point distance = 1.
 
   Args:

@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import os
 import pathlib
+from collections.abc import Sequence
 
 import jax
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.core.data import resolve_inside
 from jaxpapers.flashssm3d import _geometry as geo
@@ -130,8 +132,13 @@ def _load_scene(folder: pathlib.Path, num_views: int, size: int):
 
 
 def load_multiview_scenes(
-  data_dir, *, num_views: int, image_size: int, normalize: bool = True, scenes=None
-):
+  data_dir: str | os.PathLike,
+  *,
+  num_views: int,
+  image_size: int,
+  normalize: bool = True,
+  scenes: Sequence[str] | None = None,
+) -> tuple[SceneBatch, list[str]]:
   """Read scene folders (format in the module docstring) into one :class:`SceneBatch`.
 
   Args:
@@ -182,15 +189,29 @@ def _unproject_normalize(depth, ext, K, valid):
 
 
 def save_teacher_predictions(
-  path, *, pose_enc, depth, depth_conf, points, point_conf, valid=None, scene_names=None
+  path: str | os.PathLike,
+  *,
+  pose_enc: ArrayLike,
+  depth: ArrayLike,
+  depth_conf: ArrayLike,
+  points: ArrayLike,
+  point_conf: ArrayLike,
+  valid: ArrayLike | None = None,
+  scene_names: Sequence[str] | None = None,
 ) -> None:
   """Write cached teacher predictions in the documented ``.npz`` format (module docstring).
 
+  Every array is checked (shapes agree, finite, confidences >= 1) before anything is written.
+
   Args:
     path: output file (``.npz``).
-    pose_enc: ``[N, S, 9]``; depth ``[N, S, H, W]`` or ``[..., 1]``; depth_conf, point_conf
-      ``[N, S, H, W]``; points ``[N, S, H, W, 3]``; valid optional ``[N, S, H, W]`` bool;
-      scene_names optional ``N`` strings.
+    pose_enc: ``[N, S, 9]`` float pose encodings.
+    depth: ``[N, S, H, W]`` or ``[N, S, H, W, 1]`` float depth maps.
+    depth_conf: ``[N, S, H, W]`` float depth confidences (>= 1).
+    points: ``[N, S, H, W, 3]`` float world points.
+    point_conf: ``[N, S, H, W]`` float point confidences (>= 1).
+    valid: optional ``[N, S, H, W]`` bool mask of pixels to supervise.
+    scene_names: optional ``N`` scene names (stored as strings).
   """
   arrays = dict(
     pose_enc=pose_enc, depth=depth, depth_conf=depth_conf, points=points, point_conf=point_conf
@@ -233,7 +254,12 @@ def _check_predictions(a: dict, where: str) -> None:
     raise ValueError(f"{where}: depth_conf and point_conf must be >= 1 (VGGT's 1 + exp(.))")
 
 
-def load_teacher_predictions(path, *, scene_names=None, image_hw=None) -> DistillTargets:
+def load_teacher_predictions(
+  path: str | os.PathLike,
+  *,
+  scene_names: Sequence[str] | None = None,
+  image_hw: Sequence[int] | None = None,
+) -> DistillTargets:
   """Read cached teacher predictions (``.npz``, format in the module docstring).
 
   Strict: a missing output is an error, never a silently skipped loss term.

@@ -11,6 +11,7 @@ All functions are pure and jit-able. Geometry conventions: see ``_geometry.py``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
@@ -18,6 +19,7 @@ import jax.numpy as jnp
 
 from jaxpapers.core import validation as val
 from jaxpapers.flashssm3d import _geometry as geo
+from jaxpapers.flashssm3d._models import Predictions
 
 __all__ = [
   "weighted_umeyama",
@@ -45,7 +47,7 @@ def weighted_umeyama(
   *,
   with_scale: bool = True,
   eps: float = 1e-12,
-):
+) -> tuple[jax.Array, jax.Array, jax.Array]:
   """Weighted Umeyama Sim(3) fit ``Y ≈ s R X + t`` (Umeyama 1991, weighted form).
 
   ``μ_X = Σ w̃ X``, ``μ_Y = Σ w̃ Y``, ``Σ_YX = Σ w̃ Ȳ X̄ᵀ = U D Vᵀ``,
@@ -172,6 +174,7 @@ def procrustes_loss(
     delta: scale of the Huber/Cauchy ρ (relative to the normalised residual), > 0.
     with_scale: Sim(3) (True) or SE(3) (False) alignment.
     stop_alignment_grad: stop gradients through ``(s*, R*, t*)``.
+    eps: guards the weight sum, ``σ_X²`` and the residual norm ``sqrt(‖r‖² + eps)``.
 
   Returns:
     the loss averaged over leading dims (scalar).
@@ -208,13 +211,21 @@ def procrustes_loss(
   return val.poison_floats(jnp.mean(jnp.sum(wn * _robust(r, robust, delta), -1)), ok)
 
 
-def apply_sim3_to_cameras(extrinsics: jax.Array, s, R, t) -> jax.Array:
+def apply_sim3_to_cameras(
+  extrinsics: jax.Array, s: jax.Array, R: jax.Array, t: jax.Array
+) -> jax.Array:
   """Map camera-from-world extrinsics into the frame ``Y = s R X + t``.
 
   ``R' = R_c Rᵀ``, ``t' = s t_c − R_c Rᵀ t`` (projections of mapped points are unchanged).
 
   Args:
-    extrinsics: ``[B, S, 3, 4]``; s ``[B]``; R ``[B, 3, 3]``; t ``[B, 3]``.
+    extrinsics: ``[B, S, 3, 4]`` float camera-from-world ``[R_c | t_c]``.
+    s: ``[B]`` scales of the similarity.
+    R: ``[B, 3, 3]`` rotations of the similarity.
+    t: ``[B, 3]`` translations of the similarity.
+
+  Returns:
+    ``[B, S, 3, 4]`` extrinsics ``[R' | t']`` in the mapped frame (scaled by ``s``).
   """
   if not hasattr(extrinsics, "shape") or extrinsics.ndim != 4 or extrinsics.shape[-2:] != (3, 4):
     got = getattr(extrinsics, "shape", extrinsics)
@@ -233,11 +244,11 @@ def apply_sim3_to_cameras(extrinsics: jax.Array, s, R, t) -> jax.Array:
 
 def reprojection_loss(
   points_t: jax.Array,
-  cams_s,
-  cams_t,
-  image_hw,
+  cams_s: tuple[jax.Array, jax.Array],
+  cams_t: tuple[jax.Array, jax.Array],
+  image_hw: Sequence[int],
   *,
-  gauge=None,
+  gauge: tuple[jax.Array, jax.Array, jax.Array] | None = None,
   delta: float = 0.02,
   clamp: float = 0.5,
   margin: float = 0.0,
@@ -329,7 +340,7 @@ def camera_loss(
   frame_valid: jax.Array | None = None,
   fov_weight: float = 0.5,
   t_clamp: float = 100.0,
-):
+) -> tuple[jax.Array, dict[str, jax.Array]]:
   """VGGT camera loss over refinement stages.
 
   ``L = Σ_k γ^{n−1−k} [|Δt|₁ + min(|Δq|₁, |q+q̂|₁) + 0.5 |ΔFoV|₁] / n`` with the translation error
@@ -338,11 +349,15 @@ def camera_loss(
 
   Args:
     pose_stages: ``[n, B, S, 9]`` (or ``[B, S, 9]`` for one stage), last stage is the final one.
-    pose_target: ``[B, S, 9]``.
+    pose_target: ``[B, S, 9]`` target encodings (no gradient flows into them).
+    gamma: stage discount ``γ > 0``; the last stage has weight 1.
     frame_valid: optional ``[B, S]`` mask of frames that count.
+    fov_weight: weight of the field-of-view term.
+    t_clamp: clamp ``> 0`` of the per-frame translation error.
 
   Returns:
-    ``(loss, {'cam_t','cam_q','cam_fov'})`` (components of the last stage).
+    ``(loss, {'cam_t','cam_q','cam_fov'})``: the scalar loss and the three scalar components of
+    the last stage.
   """
   if pose_stages.ndim == pose_target.ndim:
     pose_stages = pose_stages[None]
@@ -385,10 +400,12 @@ def conf_regression_loss(
   """VGGT's confidence-weighted regression ``ℓ = ‖pred − gt‖ · C − α log C``, mean over valid.
 
   Args:
-    pred, target: ``[B, S, H, W, C]`` (C = 1 for depth, 3 for points).
+    pred: ``[B, S, H, W, C]`` prediction (C = 1 for depth, 3 for points).
+    target: ``[B, S, H, W, C]`` target (no gradient flows into it).
     conf: ``[B, S, H, W]`` confidence ``C > 0`` (VGGT's heads give ``C >= 1``; use ones for
       no confidence).
-    valid: ``[B, S, H, W]`` mask.
+    valid: optional ``[B, S, H, W]`` mask (default all valid).
+    alpha: weight ``α`` of the ``−log C`` term.
 
   Returns:
     scalar; 0 when no pixel is valid. A non-positive confidence raises ``ValueError`` eagerly
@@ -424,7 +441,17 @@ def gradient_loss(
   ``pred − gt`` (summed over channels), clamped, weighted by the confidence of the later pixel,
   counted where both pixels are valid.
 
-  Args: as :func:`conf_regression_loss`.
+  Args:
+    pred: ``[B, S, H, W, C]`` prediction (C = 1 for depth, 3 for points).
+    target: ``[B, S, H, W, C]`` target (no gradient flows into it).
+    conf: ``[B, S, H, W]`` confidence weights.
+    valid: optional ``[B, S, H, W]`` mask (default all valid).
+    scales: number of strides ``2^k`` (>= 1); scales too small for a difference are skipped.
+    clamp: clamp ``> 0`` of each pixel's gradient error.
+
+  Returns:
+    scalar: per stride, the confidence-weighted error summed over counted pixel pairs and
+    divided by their number; then averaged over ``scales`` (a skipped stride adds 0).
   """
   if pred.shape != target.shape or pred.ndim != 5:
     raise ValueError(
@@ -457,7 +484,18 @@ def gradient_loss(
 
 @dataclasses.dataclass(frozen=True)
 class LossWeights:
-  """Weights of ``L = λ_cam L_cam + λ_d L_depth + λ_p L_point + λ_g L_grad + λ_proc L_proc + λ_rep L_reproj``."""
+  """Weights of ``L = λ_cam L_cam + λ_d L_depth + λ_p L_point + λ_g L_grad + λ_proc L_proc + λ_rep L_reproj``.
+
+  Attributes:
+    camera, depth, points, grad, procrustes, reprojection: the weights λ (finite, >= 0); a
+      zero Procrustes / reprojection weight skips that term.
+    alpha: ``α`` of :func:`conf_regression_loss`.
+    gamma: stage discount ``γ > 0`` of :func:`camera_loss`.
+    reproj_delta: Huber threshold ``δ > 0`` of :func:`reprojection_loss`.
+    num_points: pixels sampled per scene for the Procrustes and reprojection terms (>= 1).
+    conf_weighted_targets: weight those two terms by the teacher's confidences (else by
+      ``valid`` alone).
+  """
 
   camera: float = 5.0
   depth: float = 1.0
@@ -507,13 +545,13 @@ class DistillTargets(NamedTuple):
 
 
 def distillation_loss(
-  student,
+  student: Predictions | DistillTargets,
   teacher: DistillTargets,
   weights: LossWeights,
   *,
   pose_stages: jax.Array | None = None,
   key: jax.Array | None = None,
-):
+) -> tuple[jax.Array, dict[str, jax.Array]]:
   """Geometry-aware distillation objective **[reconstruction of the paper's recipe]**.
 
   ``L = λ_cam L_cam + λ_d L_depth + λ_p L_point + λ_g (L_grad(depth) + L_grad(points))
@@ -531,7 +569,9 @@ def distillation_loss(
     key: optional PRNG key for point sampling.
 
   Returns:
-    ``(loss, aux dict)``.
+    ``(loss, aux)``: the scalar total and a dict of scalar terms ('cam', 'depth', 'points',
+    'grad', 'cam_t', 'cam_q', 'cam_fov', 'procrustes' and 'reprojection' when weighted,
+    'total').
   """
   if not isinstance(weights, LossWeights):
     raise TypeError(f"weights must be a LossWeights, got {type(weights).__name__}")

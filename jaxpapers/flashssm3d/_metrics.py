@@ -7,8 +7,10 @@ NumPy float64 functions (evaluation is not differentiated). Extrinsics are camer
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.spatial import cKDTree
 
 __all__ = [
@@ -58,7 +60,7 @@ def _quat_np(R):
   return np.array(out).reshape(-1, 4)
 
 
-def relative_pose_errors(ext_pred, ext_gt):
+def relative_pose_errors(ext_pred: ArrayLike, ext_gt: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
   """Relative rotation and translation angle errors over all pairs ``i < j`` (degrees).
 
   As VGGT: ``rel_k = E_i E_j^{-1}`` for each pair; rotation error ``arccos(2 (q_p·q_g)² − 1)``;
@@ -66,7 +68,9 @@ def relative_pose_errors(ext_pred, ext_gt):
   i.e. with the sign ambiguity ``min(e, 180° − e)``.
 
   Args:
-    ext_pred, ext_gt: ``[S, 3, 4]`` camera-from-world extrinsics of one scene.
+    ext_pred: ``[S, 3, 4]`` (or ``[S, 4, 4]``) predicted camera-from-world extrinsics of one
+      scene (S >= 2).
+    ext_gt: the ground-truth extrinsics, the same shape.
 
   Returns:
     ``(rot_deg [S(S-1)/2], trans_deg [S(S-1)/2])``.
@@ -93,12 +97,18 @@ def relative_pose_errors(ext_pred, ext_gt):
   return rot, tr
 
 
-def pose_auc(rot_deg, trans_deg, max_threshold: int = 30) -> float:
+def pose_auc(rot_deg: ArrayLike, trans_deg: ArrayLike, max_threshold: int = 30) -> float:
   """VGGT's AUC (``calculate_auc_np``): per pair ``e = max(rot, trans)``; histogram over 1° bins
   in ``[0, max_threshold]`` (last bin closed) divided by the number of pairs; ``mean(cumsum)``.
 
-  Returns a value in [0, 1] (VGGT reports it ×100). Errors must be non-negative and not NaN
-  (``+inf`` is a legal "failed" pair; ``ValueError`` otherwise).
+  Args:
+    rot_deg: ``[P]`` relative rotation errors in degrees (from :func:`relative_pose_errors`);
+      non-negative, no NaN (``+inf`` is a legal "failed" pair).
+    trans_deg: ``[P]`` relative translation errors in degrees, same rules.
+    max_threshold: the largest threshold in degrees (an int >= 1), e.g. 30 for AUC@30.
+
+  Returns:
+    The AUC in [0, 1] (VGGT reports it ×100). Bad errors raise ``ValueError``.
   """
   r, t = _check_errors(rot_deg, trans_deg)
   if (
@@ -124,10 +134,20 @@ def _check_errors(rot_deg, trans_deg):
   return r, t
 
 
-def rra_rta(rot_deg, trans_deg, thresholds=(5, 15, 30)) -> dict:
+def rra_rta(
+  rot_deg: ArrayLike, trans_deg: ArrayLike, thresholds: Sequence[float] = (5, 15, 30)
+) -> dict[str, float]:
   """Relative rotation / translation accuracy: fraction of pairs with error below each threshold.
 
-  Errors as in :func:`pose_auc` (non-empty, non-negative, no NaN); thresholds positive.
+  Args:
+    rot_deg: ``[P]`` relative rotation errors in degrees, as in :func:`pose_auc` (non-empty,
+      non-negative, no NaN).
+    trans_deg: ``[P]`` relative translation errors in degrees.
+    thresholds: positive thresholds in degrees.
+
+  Returns:
+    ``{'RRA@k': fraction of rot_deg < k, 'RTA@k': fraction of trans_deg < k}`` for each
+    threshold ``k``.
   """
   r, t = _check_errors(rot_deg, trans_deg)
   thresholds = tuple(thresholds)
@@ -142,12 +162,16 @@ def rra_rta(rot_deg, trans_deg, thresholds=(5, 15, 30)) -> dict:
   return out
 
 
-def umeyama_np(X, Y, w=None, with_scale=True):
+def umeyama_np(
+  X: ArrayLike, Y: ArrayLike, w: ArrayLike | None = None, with_scale: bool = True
+) -> tuple[float, np.ndarray, np.ndarray]:
   """Float64 weighted Umeyama: ``Y ≈ s R X + t`` (same formulas as ``weighted_umeyama``).
 
   Args:
-    X, Y: ``[M, 3]`` finite points, ``M >= 1``.
+    X: ``[M, 3]`` finite source points, ``M >= 1``.
+    Y: ``[M, 3]`` finite target points.
     w: ``[M]`` finite non-negative weights with a positive sum (default uniform).
+    with_scale: if False, ``s = 1`` (an SE(3) fit).
 
   Returns:
     ``(s, R [3, 3], t [3])``; ``ValueError`` for bad shapes or weights.
@@ -174,11 +198,17 @@ def umeyama_np(X, Y, w=None, with_scale=True):
   return s, R, my - s * R @ mx
 
 
-def ate(ext_pred, ext_gt) -> float:
+def ate(ext_pred: ArrayLike, ext_gt: ArrayLike) -> float:
   """Absolute trajectory error: RMSE of camera centres after Sim(3) (Umeyama) alignment.
 
-  ``ext_pred`` and ``ext_gt`` are ``[S, 3, 4]`` (or ``[S, 4, 4]``) of the same shape. With one
-  camera the alignment is exact and the ATE is 0.
+  With one camera the alignment is exact and the ATE is 0.
+
+  Args:
+    ext_pred: ``[S, 3, 4]`` (or ``[S, 4, 4]``) finite predicted camera-from-world extrinsics.
+    ext_gt: the ground-truth extrinsics, the same shape.
+
+  Returns:
+    The RMSE of the aligned predicted camera centres, in ground-truth units.
   """
   P, G = _to44(ext_pred, "ext_pred"), _to44(ext_gt, "ext_gt")
   if P.shape != G.shape:
@@ -191,21 +221,23 @@ def ate(ext_pred, ext_gt) -> float:
 
 
 def accuracy_completeness(
-  points_pred,
-  points_gt,
-  valid=None,
+  points_pred: ArrayLike,
+  points_gt: ArrayLike,
+  valid: ArrayLike | None = None,
   *,
   align: bool = True,
   max_points: int | None = 20000,
   seed: int = 0,
-) -> dict:
+) -> dict[str, float]:
   """Point-map Accuracy (pred→GT NN distance), Completeness (GT→pred) and Overall (their mean).
 
   Args:
-    points_pred, points_gt: ``[..., 3]`` corresponding point maps of one scene.
+    points_pred: ``[..., 3]`` predicted point map of one scene.
+    points_gt: ``[..., 3]`` ground-truth point map, in correspondence with ``points_pred``.
     valid: ``[...]`` mask (default all).
     align: first Sim(3)-align the prediction onto GT with Umeyama on the correspondences.
     max_points: random subsample for speed (None = all).
+    seed: seed of the subsample.
 
   Returns:
     ``{'accuracy', 'completeness', 'overall'}`` (means, in GT units).
@@ -237,11 +269,18 @@ def accuracy_completeness(
   return {"accuracy": acc, "completeness": comp, "overall": 0.5 * (acc + comp)}
 
 
-def depth_metrics(depth_pred, depth_gt, valid=None, *, align: str = "median") -> dict:
+def depth_metrics(
+  depth_pred: ArrayLike,
+  depth_gt: ArrayLike,
+  valid: ArrayLike | None = None,
+  *,
+  align: str = "median",
+) -> dict[str, float]:
   """Depth AbsRel and δ<1.25 after per-view median scale alignment.
 
   Args:
-    depth_pred, depth_gt: ``[S, H, W]`` (or ``[S, H, W, 1]``).
+    depth_pred: ``[S, H, W]`` (or ``[S, H, W, 1]``) predicted depth.
+    depth_gt: ground-truth depth of the same shape.
     valid: ``[S, H, W]`` mask; pixels with GT depth <= 0 are excluded.
     align: ``'median'`` (per view, ``d · median(gt)/median(pred)``) or ``'none'``.
 

@@ -57,7 +57,26 @@ class Predictions(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class FlashSSM3DConfig:
-  """Student hyper-parameters **[reconstruction]**."""
+  """Student hyper-parameters **[reconstruction]**.
+
+  Attributes:
+    width: token width ``D``.
+    depth: number of SSM blocks (each: a within-frame and a global :class:`BiSSM`, and an MLP).
+    state: SSM state size ``N``.
+    expand: inner width factor of each :class:`BiSSM` (``E = expand · D``).
+    patch: patch side ``p`` in pixels.
+    registers: register tokens per frame (besides the camera token).
+    image_size: side of the square input frames (divisible by ``patch``).
+    mlp_ratio: hidden width of the SwiGLU MLP, as a multiple of ``width``.
+    camera_stages: iterative refinement stages of the camera head.
+    method: scan implementation, one of ``SCAN_METHODS`` (see :func:`selective_scan`).
+    chunk_size: chunk length of ``method='chunked'``.
+    global_orders: the global scan orders, used in turn by successive blocks
+      (``'frame_major'`` / ``'position_major'``).
+    remat: ``jax.checkpoint`` each block (recompute its activations in the backward pass).
+    dtype: compute dtype of the backbone, ``'float32'`` or ``'bfloat16'`` (parameters, scan
+      state and heads stay float32).
+  """
 
   width: int = 128
   depth: int = 4
@@ -110,7 +129,18 @@ class FlashSSM3DConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TeacherConfig:
-  """Alternating-attention teacher hyper-parameters (VGGT-like, miniature)."""
+  """Alternating-attention teacher hyper-parameters (VGGT-like, miniature).
+
+  Attributes:
+    width: token width ``D`` (divisible by ``heads``).
+    depth: number of (frame attention, global attention) block pairs.
+    heads: attention heads.
+    patch: patch side ``p`` in pixels.
+    registers: register tokens per frame (besides the camera token).
+    image_size: side of the square input frames (divisible by ``patch``).
+    mlp_ratio: hidden width of the SwiGLU MLPs, as a multiple of ``width``.
+    camera_stages: iterative refinement stages of the camera head.
+  """
 
   width: int = 128
   depth: int = 4  # number of (frame, global) attention pairs
@@ -282,6 +312,12 @@ class FlashSSM3D(_Common):
 
   References: FlashSSM-3D (NeurIPS 2026; no arXiv id found); Mamba, arXiv:2312.00752;
   VGGT, arXiv:2503.11651.
+
+  Example:
+    config = FlashSSM3DConfig(image_size=32, patch=4, method="chunked")
+    model = FlashSSM3D(config, rngs=nnx.Rngs(0))
+    batch = render_scenes(jax.random.key(0), 2, num_views=4, image_size=32)
+    pred = model(batch.images)  # pred.pose_enc [2, 4, 9], pred.depth [2, 4, 32, 32, 1]
   """
 
   def __init__(self, config: FlashSSM3DConfig = FlashSSM3DConfig(), *, rngs: nnx.Rngs):
@@ -292,7 +328,16 @@ class FlashSSM3D(_Common):
       [_SSMBlock(config, i, self.grid, self.num_special, rngs=rngs) for i in range(config.depth)]
     )
 
-  def backbone(self, x):
+  def backbone(self, x: jax.Array) -> jax.Array:
+    """The SSM blocks on the token grid.
+
+    Args:
+      x: ``[B, S, T, D]`` tokens, ``T = 1 + registers + (image_size / patch)²`` per frame
+        (camera token, registers, then patches row-major).
+
+    Returns:
+      ``[B, S, T, D]`` mixed tokens.
+    """
     for blk in self.blocks:
       if self.cfg.remat:  # activations of the block are recomputed in the backward pass
         x = nnx.remat(lambda b, v: b(v))(blk, x)
@@ -336,14 +381,29 @@ class AATeacher(_Common):
     self._init_common(config, rngs=rngs)
     self.blocks = nnx.List([_AABlock(config, rngs=rngs) for _ in range(config.depth)])
 
-  def backbone(self, x):
+  def backbone(self, x: jax.Array) -> jax.Array:
+    """The alternating-attention blocks on the token grid.
+
+    Args:
+      x: ``[B, S, T, D]`` tokens, ``T = 1 + registers + (image_size / patch)²`` per frame.
+
+    Returns:
+      ``[B, S, T, D]`` mixed tokens.
+    """
     for blk in self.blocks:
       x = blk(x)
     return x
 
 
 def count_params(model: nnx.Module) -> int:
-  """Number of parameters of an NNX module."""
+  """Number of parameters of an NNX module.
+
+  Args:
+    model: any ``nnx.Module``.
+
+  Returns:
+    The total element count of its ``nnx.Param`` variables.
+  """
   if not isinstance(model, nnx.Module):
     raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
   return int(sum(np.prod(v.shape) for v in jax.tree.leaves(nnx.state(model, nnx.Param))))

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from jax.typing import DTypeLike
 
 from jaxpapers.core import validation as val
 
@@ -101,8 +102,17 @@ def _scan_tm(x, dt, A, B, C, D, reverse, method, chunk_size):
 
 
 def selective_scan(
-  x, dt, A, B, C, D, *, reverse: bool = False, method: str = "scan", chunk_size: int = 64
-):
+  x: jax.Array,
+  dt: jax.Array,
+  A: jax.Array,
+  B: jax.Array,
+  C: jax.Array,
+  D: jax.Array,
+  *,
+  reverse: bool = False,
+  method: str = "scan",
+  chunk_size: int = 64,
+) -> jax.Array:
   """Selective scan ``y = S6(x)`` along the second-to-last axis.
 
   Args:
@@ -161,7 +171,9 @@ def _selective_scan(x, dt, A, B, C, D, *, reverse, method, chunk_size):
   return jnp.moveaxis(y, 0, 1).reshape(lead + (L, E))
 
 
-def scan_order(num_views: int, grid_hw, *, kind: str, num_special: int = 0) -> np.ndarray:
+def scan_order(
+  num_views: int, grid_hw: tuple[int, int], *, kind: str, num_special: int = 0
+) -> np.ndarray:
   """Token permutation for a scan order **[reconstruction]**.
 
   Tokens of a frame are ``[special (camera + registers), patches (row-major)]``, ``T`` in total;
@@ -248,6 +260,7 @@ class BiSSM(nnx.Module):
     chunk_size: chunk length of ``method='chunked'``.
     dtype: compute dtype of the projections (e.g. ``jnp.bfloat16``; parameters stay float32,
       Δ and the scan state are float32). ``None``: the input's dtype.
+    rngs: ``nnx.Rngs`` for the initialisation.
 
   Call: ``x [..., L, D] -> [..., L, D]``.
   """
@@ -260,7 +273,7 @@ class BiSSM(nnx.Module):
     expand: int = 1,
     method: str = "scan",
     chunk_size: int = 64,
-    dtype=None,
+    dtype: DTypeLike | None = None,
     rngs: nnx.Rngs,
   ):
     if method not in SCAN_METHODS:

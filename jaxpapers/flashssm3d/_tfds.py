@@ -13,6 +13,9 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import jax
 import numpy as np
@@ -93,8 +96,14 @@ class FlashSsm3dScenes(tfds.core.GeneratorBasedBuilder):
 
 
 def build_scene_dataset(
-  data_dir, *, num_train=64, num_test=16, num_views=4, image_size=32, split="orbit_easy"
-):
+  data_dir: str | os.PathLike,
+  *,
+  num_train: int = 64,
+  num_test: int = 16,
+  num_views: int = 4,
+  image_size: int = 32,
+  split: str = "orbit_easy",
+) -> dict[str, Any]:
   """Generate (once) and open the dataset; returns ``{'train': source, 'test': source}``.
 
   Each source supports ``len()`` and random access returning dicts of NumPy arrays.
@@ -123,7 +132,7 @@ def build_scene_dataset(
   return {k: builder.as_data_source(split=k) for k in ("train", "test")}
 
 
-def batch_from_records(records) -> _data.SceneBatch:
+def batch_from_records(records: Iterable[Mapping[str, np.ndarray]]) -> _data.SceneBatch:
   """Stack records from a data source into a :class:`SceneBatch` (images back to [0, 1])."""
   records = list(records)
   if not records:

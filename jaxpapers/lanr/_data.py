@@ -68,13 +68,27 @@ class KB:
   groups: dict = dataclasses.field(default_factory=dict)
 
   def people_of(self, group: int) -> list[str]:
-    """The people of one group, in ``self.people`` order."""
+    """The people of one group, in ``self.people`` order.
+
+    Args:
+      group: a group id (people without a group are in group 0).
+
+    Returns:
+      The names of the people in that group.
+    """
     return [p for p in self.people if self.groups.get(p, 0) == group]
 
 
 @dataclasses.dataclass(frozen=True)
 class QA:
-  """A question, its answer and its gold chain of documents (in hop order)."""
+  """A question, its answer and its gold chain of documents (in hop order).
+
+  Attributes:
+    question: the question text.
+    answer: the answer entity's name.
+    gold: the document ids of the chain, in hop order (``hops = len(gold)``).
+    person: the person the question starts from.
+  """
 
   question: str
   answer: str
@@ -100,7 +114,7 @@ def make_kb(
   n_people: int = 200,
   n_cities: int = 50,
   n_countries: int = 15,
-  n_companies=40,
+  n_companies: int = 40,
   n_groups: int = 1,
 ) -> KB:
   """A random knowledge base (host-side, numpy; deterministic in ``seed``).
@@ -119,7 +133,9 @@ def make_kb(
     seed: int seed.
     n_people: people per group; ``n_groups * n_people`` at most len(first names) × len(last
       names) = 375.
-    n_cities, n_countries, n_companies: entity counts per group (>= 2 each).
+    n_cities: cities per group (>= 2).
+    n_countries: countries per group (>= 2).
+    n_companies: companies per group (>= 2).
     n_groups: number of disconnected sub-worlds (>= 1).
 
   Returns:
@@ -225,6 +241,9 @@ class WordTokenizer:
 
   Ids 0..3 are <pad>, <unk>, [PRED], [DOC]; words are split on ``\\w+|[^\\w\\s]``.
   ``encode(text, add_bos=False)`` matches the ``jaxpapers.lm.Tokenizer`` call.
+
+  Args:
+    texts: the texts whose words form the vocabulary (sorted after the special tokens).
   """
 
   SPECIAL = ("<pad>", "<unk>", "[PRED]", "[DOC]")
@@ -239,18 +258,54 @@ class WordTokenizer:
     self.vocab_size = len(self.vocab)
 
   def token_to_id(self, token: str) -> int:
+    """Id of one token.
+
+    Args:
+      token: a word or special token.
+
+    Returns:
+      Its id, or 1 (``<unk>``) when it is not in the vocabulary.
+    """
     return self._id.get(token, 1)
 
   def encode(self, text: str, add_bos: bool = False) -> list[int]:
+    """Ids of the words and punctuation marks of ``text`` (unknown ones map to ``<unk>``).
+
+    Args:
+      text: any text.
+      add_bos: accepted for the ``jaxpapers.lm.Tokenizer`` call; ignored (no BOS).
+
+    Returns:
+      One id per word or punctuation mark.
+    """
     del add_bos
     return [self._id.get(w, 1) for w in _WORD.findall(text)]
 
-  def decode(self, ids) -> str:
+  def decode(self, ids: Sequence[int]) -> str:
+    """The tokens of ``ids`` joined by single spaces.
+
+    Args:
+      ids: token ids in ``[0, vocab_size)``.
+
+    Returns:
+      The space-joined tokens (special tokens included).
+    """
     return " ".join(self.vocab[i] for i in ids)
 
 
-def pad_tokens(seqs: Sequence[Sequence[int]], *, width: int | None = None, pad_id: int = 0):
-  """Right-pad token lists: (int32 [B, W], lengths int32 [B]); raises if one is longer than W."""
+def pad_tokens(
+  seqs: Sequence[Sequence[int]], *, width: int | None = None, pad_id: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+  """Right-pad token lists to a common width.
+
+  Args:
+    seqs: B token lists (non-empty list).
+    width: W; default the longest list (at least 1). A longer list raises ``ValueError``.
+    pad_id: the padding id.
+
+  Returns:
+    ``(tokens int32 [B, W], lengths int32 [B])``.
+  """
   seqs = [list(s) for s in seqs]
   if not seqs:
     raise ValueError("seqs must be a non-empty list of token lists")
@@ -274,7 +329,10 @@ def bm25_scores(
   A word repeated in the query counts once per occurrence.
 
   Args:
-    queries: [B] texts; docs: [N] texts.
+    queries: [B] query texts.
+    docs: [N] document texts.
+    k1: term-frequency saturation (>= 0).
+    b: length normalisation.
 
   Returns:
     float64 [B, N].
@@ -311,7 +369,8 @@ def question_as_query_retrieve(
   """The pipeline baseline: BM25 with the question text as the only query, top-``hops`` documents.
 
   Args:
-    q_texts: [B] questions; doc_texts: [N] documents.
+    q_texts: [B] questions.
+    doc_texts: [N] documents.
     hops: documents retrieved (fixed; 1 <= hops <= N).
 
   Returns:
@@ -342,11 +401,13 @@ def iterative_bm25_retrieve(
   document, which a real pipeline would replace by an LM's extraction).
 
   Args:
-    q_texts: [B] questions; doc_texts: [N] documents; doc_bridge: [N] the entity each
-      document leads to.
+    q_texts: [B] questions.
+    doc_texts: [N] documents.
+    doc_bridge: [N] the entity each document leads to.
     hops: retrieval calls (fixed; 1 <= hops <= N).
     keep_question: whether the later queries keep the question's words.
-    k1, b: the BM25 parameters (`bm25_scores`).
+    k1: BM25 term-frequency saturation (`bm25_scores`).
+    b: BM25 length normalisation.
 
   Returns:
     int64 [B, hops] document ids in retrieval order.
@@ -378,7 +439,8 @@ def support_recall(retrieved: np.ndarray, gold: Sequence[Sequence[int]]) -> np.n
   """1 when every gold document is among the row's retrieved ids (−1 entries ignored), else 0.
 
   Args:
-    retrieved: int [B, K]; gold: B sequences of gold ids.
+    retrieved: int [B, K] retrieved document ids (-1 entries ignored).
+    gold: B sequences of gold document ids.
 
   Returns:
     float64 [B].

@@ -25,9 +25,16 @@ from jaxpapers.core import validation as V
 
 
 def cosine_scores(q: jax.Array, d: jax.Array) -> jax.Array:
-  """``cos(q_b, d_n)`` for every pair: q [B, H], d [N, H] -> [B, N] (float32 or wider).
+  """``cos(q_b, d_n)`` for every pair of rows.
 
   A zero row has cosine 0 with everything.
+
+  Args:
+    q: float [B, H] query states.
+    d: float [N, H] document states.
+
+  Returns:
+    [B, N] cosines, float32 or wider.
   """
   q = V.check_array(q, "q", ndim=2, dtype="float", nonempty=True)
   d = V.check_array(d, "d", ndim=2, dtype="float", nonempty=True)
@@ -43,7 +50,7 @@ def cosine_scores(q: jax.Array, d: jax.Array) -> jax.Array:
   return unit(q) @ unit(d).T
 
 
-def fit_whitening(x: jax.Array, *, dim: int | None = None) -> dict:
+def fit_whitening(x: jax.Array, *, dim: int | None = None) -> dict[str, jax.Array]:
   """PCA whitening of states x [M, H]: their mean and ``W = U_k Λ_k^{−1/2}`` [H, k].
 
   ``Λ_k``, ``U_k``: the k largest eigenvalues of the covariance ``(1/M) Σ (x − μ)(x − μ)ᵀ`` and
@@ -73,8 +80,16 @@ def fit_whitening(x: jax.Array, *, dim: int | None = None) -> dict:
   return {"mean": mu, "w": u * jax.lax.rsqrt(jnp.maximum(lam, floor))}
 
 
-def whiten(stats: dict, x: jax.Array) -> jax.Array:
-  """``(x − mean) W`` for x [..., H] with the ``stats`` of :func:`fit_whitening` -> [..., k]."""
+def whiten(stats: dict[str, jax.Array], x: jax.Array) -> jax.Array:
+  """``(x − mean) W``: states in the whitened coordinates of :func:`fit_whitening`.
+
+  Args:
+    stats: ``{'mean': [H], 'w': [H, k]}`` from :func:`fit_whitening`.
+    x: float [..., H] states.
+
+  Returns:
+    [..., k] whitened states, in the dtype of ``stats['w']``.
+  """
   if not isinstance(stats, dict) or "mean" not in stats or "w" not in stats:
     raise TypeError("stats must be the dict of fit_whitening ({'mean', 'w'})")
   H = stats["w"].shape[0]

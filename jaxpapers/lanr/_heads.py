@@ -45,7 +45,9 @@ def standardise(x: jax.Array) -> jax.Array:
   return (x - mu) * jax.lax.rsqrt(var + 1e-6)
 
 
-def init_retrieval_heads(key: jax.Array, hidden_dim: int, *, rep_dim: int = 256) -> dict:
+def init_retrieval_heads(
+  key: jax.Array, hidden_dim: int, *, rep_dim: int = 256
+) -> dict[str, jax.Array]:
   """P_q and P_d, each [H, D_r], normal(0, 1/H).
 
   Args:
@@ -67,7 +69,7 @@ def init_retrieval_heads(key: jax.Array, hidden_dim: int, *, rep_dim: int = 256)
   }
 
 
-def init_control_head(key: jax.Array, hidden_dim: int, *, width: int = 256) -> dict:
+def init_control_head(key: jax.Array, hidden_dim: int, *, width: int = 256) -> dict[str, jax.Array]:
   """The 2-layer control MLP: W_1 [H, W], b_1 [W], w_2 [W], b_2 [].
 
   Args:
@@ -106,20 +108,46 @@ def _embed(p, x):
   return e * jax.lax.rsqrt(jnp.sum(e * e, -1, keepdims=True) + 1e-12)
 
 
-def query_embedding(heads: dict, z: jax.Array) -> jax.Array:
-  """e_q = normalise(P_qᵀ LN(z)) for [PRED] hidden states z [..., H] -> [..., D_r]."""
+def query_embedding(heads: dict[str, jax.Array], z: jax.Array) -> jax.Array:
+  """e_q = normalise(P_qᵀ LN(z)) for [PRED] hidden states.
+
+  LN is a parameter-free standardisation of the last axis.
+
+  Args:
+    heads: the retrieval heads of :func:`init_retrieval_heads` (``p_q [H, D_r]``).
+    z: float [..., H] hidden states at [PRED].
+
+  Returns:
+    float [..., D_r] unit query embeddings.
+  """
   z = _check_proj(heads, "p_q", z, "z")
   return _embed(heads["p_q"], z)
 
 
-def doc_embedding(heads: dict, h: jax.Array) -> jax.Array:
-  """e_d = normalise(P_dᵀ LN(h)) for [DOC] hidden states h [..., H] -> [..., D_r]."""
+def doc_embedding(heads: dict[str, jax.Array], h: jax.Array) -> jax.Array:
+  """e_d = normalise(P_dᵀ LN(h)) for [DOC] hidden states.
+
+  Args:
+    heads: the retrieval heads of :func:`init_retrieval_heads` (``p_d [H, D_r]``).
+    h: float [..., H] hidden states at [DOC].
+
+  Returns:
+    float [..., D_r] unit document embeddings.
+  """
   h = _check_proj(heads, "p_d", h, "h")
   return _embed(heads["p_d"], h)
 
 
-def control_logits(control: dict, z: jax.Array) -> jax.Array:
-  """ℓ = w_2ᵀ relu(W_1ᵀ LN(z) + b_1) + b_2 for z [..., H] -> [...]; s = σ(ℓ)."""
+def control_logits(control: dict[str, jax.Array], z: jax.Array) -> jax.Array:
+  """ℓ = w_2ᵀ relu(W_1ᵀ LN(z) + b_1) + b_2; the stop probability is s = σ(ℓ).
+
+  Args:
+    control: the control MLP of :func:`init_control_head`.
+    z: float [..., H] hidden states at [PRED].
+
+  Returns:
+    float [...] stop logits.
+  """
   z = _check_proj(control, "w1", z, "z")
   x = jax.nn.relu(standardise(z) @ control["w1"] + control["b1"])
   return x @ control["w2"] + control["b2"]

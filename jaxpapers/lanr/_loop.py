@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -69,7 +69,7 @@ def lm_hidden_fn(config: lm.LMConfig, *, layer: int = -1) -> LMFn:
   return fn
 
 
-def prefill_prefix(config: lm.LMConfig, params, prefix_ids) -> dict:
+def prefill_prefix(config: lm.LMConfig, params: lm.Params, prefix_ids: jax.Array) -> dict[str, Any]:
   """The LM parameters with the KV cache of a fixed prompt prefix, for :func:`lm_prefix_fn`.
 
   Every context of the experiment starts with the same tokens (a chat template's system turn
@@ -152,17 +152,22 @@ def lm_prefix_fn(config: lm.LMConfig, *, layer: int = -1) -> LMFn:
   return fn
 
 
-def append_tokens(buf: jax.Array, length: jax.Array, tokens: jax.Array, n: jax.Array):
+def append_tokens(
+  buf: jax.Array, length: jax.Array, tokens: jax.Array, n: jax.Array
+) -> tuple[jax.Array, jax.Array]:
   """Write row b's ``tokens[b, :n[b]]`` at ``buf[b, length[b]:]``; returns (buf, length + n).
 
   Entries of ``tokens`` past ``n[b]`` are written too (as scratch) but lie beyond the new
   length, so the next append overwrites them. The caller keeps ``length + T_tok <= L``.
 
   Args:
-    buf: int [B, L]; length: int [B]; tokens: int [B, T_tok]; n: int [B].
+    buf: int [B, L] token buffers.
+    length: int [B] tokens already in each row.
+    tokens: int [B, T_tok] tokens to append (T_tok <= L).
+    n: int [B] how many of each row's tokens count.
 
   Returns:
-    (int [B, L], int [B]).
+    ``(buf int [B, L], length + n int [B])``.
   """
   buf = V.check_array(buf, "buf", ndim=2, dtype="int")
   B = buf.shape[0]
@@ -179,23 +184,25 @@ def append_tokens(buf: jax.Array, length: jax.Array, tokens: jax.Array, n: jax.A
 
 def read_context(
   lm_fn: LMFn,
-  lm_params,
+  lm_params: Any,
   ids: jax.Array,
   length: jax.Array,
   pred_ids: jax.Array,
   answer_ids: jax.Array,
   answer_len: jax.Array,
-) -> dict:
+) -> dict[str, jax.Array]:
   """One forward over c ⊕ [PRED] ⊕ answer: the [PRED] state and the answer statistics.
 
   Args:
     lm_fn: see the module docstring.
     lm_params: the LM's parameters (passed to ``lm_fn``).
-    ids: int [B, L], contexts right-padded; ``length`` int [B] real tokens. L must hold
-      every row's length + len(pred_ids) + answer_len tokens (checked: a ValueError when
-      concrete; under jit the outputs are NaN and ``correct`` False).
+    ids: int [B, L], contexts right-padded. L must hold every row's length +
+      len(pred_ids) + answer_len tokens (checked: a ValueError when concrete; under jit the
+      outputs are NaN and ``correct`` False).
+    length: int [B] real tokens of each context.
     pred_ids: int [P], the [PRED] token(s); z is read at the last one.
-    answer_ids: int [B, A], the answer tokens (teacher forcing); ``answer_len`` int [B].
+    answer_ids: int [B, A], the answer tokens (teacher forcing).
+    answer_len: int [B] real answer tokens per row.
 
   Returns:
     dict of z f32 [B, H]; h_answer [B] (mean entropy over the answer tokens, H̄);
@@ -331,9 +338,9 @@ def _multihop(
 
 def multihop_retrieve(
   lm_fn: LMFn,
-  lm_params,
-  heads: dict,
-  control: dict | None,
+  lm_params: Any,
+  heads: dict[str, jax.Array],
+  control: dict[str, jax.Array] | None,
   q_ids: jax.Array,
   q_len: jax.Array,
   doc_emb: jax.Array,
@@ -357,17 +364,38 @@ def multihop_retrieve(
     lm_params: its parameters.
     heads: {'p_q', 'p_d'} (only P_q is used here; the index is precomputed).
     control: the control MLP's params, or None (never stop early: fixed T_max hops).
-    q_ids: int [B, Lq] questions, right-padded; q_len int [B].
+    q_ids: int [B, Lq] questions, right-padded.
+    q_len: int [B] question lengths.
     doc_emb: float [N, D_r] the index e_d (`doc_embedding` of `encode_documents`).
-    doc_tokens: int [N, Ld] document tokens, right-padded; doc_len int [N].
+    doc_tokens: int [N, Ld] document tokens, right-padded.
+    doc_len: int [N] document lengths.
     pred_ids: int [P] the [PRED] token(s).
-    answer_ids: int [B, A] answers for the teacher-forced statistics (A >= 1); answer_len
-      int [B] (0 to skip).
-    t_max: T_max >= 1, the most retrieval calls; tau_stop: τ_stop in [0, 1].
+    answer_ids: int [B, A] answers for the teacher-forced statistics (A >= 1).
+    answer_len: int [B] answer lengths (0 to skip).
+    t_max: T_max >= 1, the most retrieval calls.
+    tau_stop: τ_stop in [0, 1].
     max_len: buffer length L (default Lq + T_max·Ld + P + A, which always fits).
 
   Returns:
     `RetrievalTrace`.
+
+  Example:
+    config, params, tok = lm.load_smollm2()
+    enc = lambda s: tok.encode(s, add_bos=False)
+    kb = make_kb(0)
+    qas = make_questions(kb, kb.people[:8], n_per_hop=2, seed=0)
+    lm_fn = lm_hidden_fn(config)
+    heads = init_retrieval_heads(jax.random.key(0), config.d_model)
+    control = init_control_head(jax.random.key(1), config.d_model)  # trained with lanr_loss
+    doc_tokens, doc_len = pad_tokens([enc(" " + d) for d in kb.docs])
+    doc_marker, pred_ids = jnp.asarray(enc("\\nKeywords:")), jnp.asarray(enc("\\nAnswer:"))
+    doc_h = encode_documents(lm_fn, params, doc_tokens, doc_len, doc_marker)
+    q_ids, q_len = pad_tokens([enc(f" {qa.question}\\nFacts:") for qa in qas])
+    answer_ids, answer_len = pad_tokens([enc(qa.answer) for qa in qas])
+    trace = multihop_retrieve(lm_fn, params, heads, control, q_ids, q_len,
+                              doc_embedding(heads, doc_h), doc_tokens, doc_len,
+                              pred_ids, answer_ids, answer_len)
+    # trace.doc_ids [B, 3] (-1 after the stop), trace.n_calls [B]
 
   Under jit: ids are not checked against the vocabulary (an out-of-range id makes the LM's
   outputs NaN, see ``jaxpapers.lm.forward``); q_len/doc_len/answer_len are clipped to their
@@ -432,7 +460,7 @@ def multihop_retrieve(
 
 def encode_documents(
   lm_fn: LMFn,
-  lm_params,
+  lm_params: Any,
   doc_tokens: jax.Array,
   doc_len: jax.Array,
   doc_marker: jax.Array,
@@ -445,8 +473,10 @@ def encode_documents(
   needs no LM forward).
 
   Args:
-    lm_fn, lm_params: the LM (see the module docstring).
-    doc_tokens: int [N, Ld], right-padded; doc_len int [N] (>= 1).
+    lm_fn: the LM's `LMFn` (see the module docstring).
+    lm_params: its parameters.
+    doc_tokens: int [N, Ld], right-padded.
+    doc_len: int [N] document lengths (>= 1).
     doc_marker: int [M] the [DOC] token(s); h is read at the last one.
     batch_size: rows per forward (the last batch is padded, so one compilation serves all).
 
@@ -509,7 +539,15 @@ def stop_hops(stop_probs: jax.Array, tau_stop: float) -> jax.Array:
 
 
 def at_hop(x: jax.Array, hops: jax.Array) -> jax.Array:
-  """x[b, hops[b]]: a per-step statistic [B, T+1, ...] read at each row's final step."""
+  """x[b, hops[b]]: a per-step statistic read at each row's final step.
+
+  Args:
+    x: [B, T+1, ...] a per-step statistic (e.g. a `RetrievalTrace` field).
+    hops: int [B] in [0, T+1), the step to read (e.g. ``n_calls`` or :func:`stop_hops`).
+
+  Returns:
+    [B, ...] the values at those steps.
+  """
   x = jnp.asarray(x)
   hops = _check_int_arr(hops, "hops", shape=(x.shape[0],))
   ok = V.check_values(

@@ -18,7 +18,13 @@ from jaxpapers.lanr._heads import control_logits, doc_embedding, query_embedding
 from jaxpapers.lanr._losses import control_loss, info_nce
 
 
-def lanr_loss(heads: dict, control: dict, batch: dict, *, cfg: LAnRConfig):
+def lanr_loss(
+  heads: dict[str, jax.Array],
+  control: dict[str, jax.Array],
+  batch: dict[str, jax.Array],
+  *,
+  cfg: LAnRConfig,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
   r"""λ_r · InfoNCE(e_q, e_d; next gold, candidates ∉ context) + λ_c · BCE(s, y).
 
   Args:

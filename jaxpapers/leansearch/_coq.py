@@ -243,7 +243,9 @@ def parse_coq_source(text: str, *, module: str = "Top", file: str = "") -> list[
   return decls
 
 
-def parse_coq_tree(root: str | os.PathLike, *, subdirs: Sequence[str] | None = None):
+def parse_coq_tree(
+  root: str | os.PathLike, *, subdirs: Sequence[str] | None = None
+) -> list[Declaration]:
   """Parses every ``.v`` file under ``root`` (host-side; sorted, deterministic order).
 
   Args:
@@ -278,7 +280,14 @@ def parse_coq_tree(root: str | os.PathLike, *, subdirs: Sequence[str] | None = N
 
 
 def identifiers(text: str) -> list[str]:
-  """Short names of the identifiers in ``text`` (qualified names reduced to the last part)."""
+  """Short names of the identifiers in ``text`` (qualified names reduced to the last part).
+
+  Args:
+    text: Coq source, e.g. a proof script; string literals are skipped.
+
+  Returns:
+    The identifiers in order of appearance, repeats kept (``Nat.add_comm`` -> ``add_comm``).
+  """
   return [t.rsplit(".", 1)[-1] for t in _IDENT_RE.findall(re.sub(r'"[^"]*"', " ", text))]
 
 
@@ -296,6 +305,11 @@ def premise_queries(
   available at that point (not the theorem itself, not later in its file) is one premise
   group; its aliases are all such declarations with that short name. Theorems whose number
   of groups lies in ``[min_premises, max_premises]`` are kept (host-side).
+
+  Args:
+    decls: the corpus, e.g. from :func:`parse_coq_tree`.
+    min_premises: the fewest premise groups a kept theorem has (>= 1).
+    max_premises: the most premise groups a kept theorem has (>= ``min_premises``).
 
   Returns:
     ``list[PremiseQuery]`` in declaration order.
@@ -323,7 +337,15 @@ def premise_queries(
 
 
 def save_jsonl(decls: Sequence[Declaration], path: str | os.PathLike) -> None:
-  """Writes declarations as JSON lines (the parse cache)."""
+  """Writes declarations as JSON lines (the parse cache).
+
+  The file is written to ``<path>.tmp`` first and then renamed, so a crash never leaves a
+  truncated cache.
+
+  Args:
+    decls: the declarations, one JSON object per line.
+    path: the output file; missing parent folders are created.
+  """
   V.check_path(path, "path")
   path = pathlib.Path(path)
   path.parent.mkdir(parents=True, exist_ok=True)
@@ -335,7 +357,17 @@ def save_jsonl(decls: Sequence[Declaration], path: str | os.PathLike) -> None:
 
 
 def load_jsonl(path: str | os.PathLike) -> list[Declaration]:
-  """Reads declarations written by :func:`save_jsonl`; a corrupt line names the file."""
+  """Reads declarations written by :func:`save_jsonl`; a corrupt line names the file.
+
+  Args:
+    path: a file written by :func:`save_jsonl`.
+
+  Returns:
+    The declarations in file order.
+
+  Raises:
+    ValueError: a line is not a declaration record (the message names the file and line).
+  """
   V.check_path(path, "path")
   out = []
   with open(path) as f:
@@ -361,6 +393,9 @@ def fetch_coq_stdlib(cache_dir: str | os.PathLike) -> pathlib.Path:
   reuses the unpacked tree. Equivalent shell commands::
 
     cd CACHE && apt-get download libcoq-stdlib && dpkg -x libcoq-stdlib_*.deb unpacked
+
+  Args:
+    cache_dir: the folder the package is downloaded and unpacked into (``~`` expanded).
 
   Returns:
     ``<cache_dir>/unpacked/usr/lib/ocaml/coq/theories`` (583 ``.v`` files for 8.16.1).

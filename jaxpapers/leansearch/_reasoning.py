@@ -91,8 +91,20 @@ class IterativeRetrieval:
     self.output_top_k = V.check_int(output_top_k, "output_top_k", min_value=1, max_value=n_docs)
     self.planner, self.retriever, self.filter, self.judge = planner, retriever, filter, judge
 
-  def run(self, statement: str, informal: str = "", *, valid=None) -> ReasoningTrace:
-    """Runs the loop for one theorem; ``valid`` (bool [N]) excludes documents (leakage)."""
+  def run(
+    self, statement: str, informal: str = "", *, valid: np.ndarray | None = None
+  ) -> ReasoningTrace:
+    """Runs the loop for one theorem.
+
+    Args:
+      statement: the theorem's formal statement.
+      informal: its informal description, passed to the planner (``""`` for none).
+      valid: optional bool [n_docs]; False excludes a document from every round (leakage).
+
+    Returns:
+      The :class:`ReasoningTrace`: the fused ranking (int32 [output_top_k]), its scores and
+      what each round did.
+    """
     if not isinstance(statement, str):
       raise TypeError(f"statement must be a str, got {type(statement).__name__}")
     if valid is not None:
@@ -150,6 +162,13 @@ def split_statement(statement: str) -> tuple[list[str], str]:
   """Hypotheses and conclusion of a statement ``... : H1 -> H2 -> C`` (top-level arrows).
 
   Binders (``forall x y,``) are dropped; arrows inside parentheses do not split.
+
+  Args:
+    statement: a declaration sentence, e.g. ``"Lemma foo : forall n, P n -> Q n."``; the
+      part after its first top-level ``:`` is split.
+
+  Returns:
+    ``(hypotheses, conclusion)`` with whitespace collapsed; ``([], "")`` for an empty body.
   """
   if not isinstance(statement, str):
     raise TypeError(f"statement must be a str, got {type(statement).__name__}")
@@ -186,9 +205,19 @@ class ProxyPlanner:
   """Deterministic sketch (reconstruction): round 1 asks for the statement, its hypotheses,
   its conclusion and its constants; round r > 1 adds pseudo-relevance-feedback queries, the
   statements of the top ``prf`` documents of round r - 1.
+
+  Args:
+    doc_statements: the N documents' statements (the feedback queries).
+    names: the corpus's short names; a statement's identifiers among them form the
+      constants query.
+    prf: pseudo-relevance-feedback documents per later round (>= 0).
+
+  Call: ``planner(statement, informal, history) -> list[str]`` sub-queries.
   """
 
-  def __init__(self, doc_statements: Sequence[str], *, names: frozenset = frozenset(), prf=3):
+  def __init__(
+    self, doc_statements: Sequence[str], *, names: frozenset[str] = frozenset(), prf: int = 3
+  ):
     self.doc_statements = list(doc_statements)
     self.names = frozenset(names)
     self.prf = V.check_int(prf, "prf", min_value=0)
@@ -209,9 +238,20 @@ class ProxyPlanner:
 
 class ProxyFilter:
   """Keeps a candidate when it is within the top ``keep_top`` of its sub-query, or shares a
-  constant (a corpus name) with the goal statement (reconstruction of the LLM filter)."""
+  constant (a corpus name) with the goal statement (reconstruction of the LLM filter).
 
-  def __init__(self, doc_constants: Sequence[frozenset], *, names: frozenset, keep_top: int = 5):
+  Args:
+    doc_constants: per document, the corpus names it mentions.
+    names: the corpus's short names (the goal's constants are its identifiers among them).
+    keep_top: candidates kept unconditionally at the top of each sub-query's list (>= 0).
+
+  Call: ``filter(statement, queries, ids int [S, k], scores) -> bool [S, k]`` (padding ids
+  ``-1`` are never kept).
+  """
+
+  def __init__(
+    self, doc_constants: Sequence[frozenset[str]], *, names: frozenset[str], keep_top: int = 5
+  ):
     self.doc_constants = list(doc_constants)
     self.names = frozenset(names)
     self.keep_top = V.check_int(keep_top, "keep_top", min_value=0)
@@ -227,7 +267,13 @@ class ProxyFilter:
 
 
 class StableTopJudge:
-  """ "good" once the fused top-``k`` set stops changing between rounds (reconstruction)."""
+  """ "good" once the fused top-``k`` set stops changing between rounds (reconstruction).
+
+  Args:
+    k: size of the compared top set (>= 1).
+
+  Call: ``judge(statement, fused_ids, history) -> (good, reason)``; never good in round 1.
+  """
 
   def __init__(self, k: int = 10):
     self.k = V.check_int(k, "k", min_value=1)

@@ -88,7 +88,16 @@ _TOKEN_RE = re.compile(r"[A-Za-z_][\w']*|\d+|[^\sA-Za-z0-9_]{1,3}")
 
 def tokenize(text: str) -> list[str]:
   """Retrieval tokens: each identifier whole (lower-cased) and its word pieces, plus
-  operator symbols (``+``, ``<=``, ``->``). Used by BM25 and the hashed encoder features."""
+  operator symbols (``+``, ``<=``, ``->``). Used by BM25 and the hashed encoder features.
+
+  Args:
+    text: any text (a statement, a query).
+
+  Returns:
+    The tokens in order: ``"Nat.add_comm n <= 3"`` gives
+    ``["nat", ".", "add_comm", "add", "comm", "n", "<=", "3"]`` (numbers and runs of up to 3
+    symbols are kept as they are).
+  """
   out = []
   for t in _TOKEN_RE.findall(text):
     if t[0].isalpha() or t[0] == "_":
@@ -106,6 +115,12 @@ class BM25Index:
   """BM25 (``bm25s``, Lucene variant, k1 = 1.5, b = 0.75) over :func:`tokenize` tokens.
 
   ``scores(query)`` gives float32 [N] for one query; ``search`` the top k ids per query.
+
+  Args:
+    texts: the N documents (a non-empty sequence; a document without tokens is indexed as
+      the placeholder ``"<empty>"``).
+    k1: term-frequency saturation (>= 0).
+    b: length normalisation.
   """
 
   def __init__(self, texts: Sequence[str], *, k1: float = 1.5, b: float = 0.75):
@@ -122,17 +137,43 @@ class BM25Index:
     self._vocab = set(self._bm25.vocab_dict)
 
   def scores(self, query: str) -> np.ndarray:
+    """BM25 score of every document for one query.
+
+    Args:
+      query: the query text; tokens outside the index vocabulary are ignored.
+
+    Returns:
+      float32 [N]; all zeros when no query token is in the vocabulary.
+    """
     q = [t for t in tokenize(query) if t in self._vocab]
     if not q:
       return np.zeros(self.n, np.float32)
     return np.asarray(self._bm25.get_scores(q), np.float32)
 
   def score_matrix(self, queries: Sequence[str]) -> np.ndarray:
-    """float32 [Q, N]."""
+    """BM25 scores of every document for each query.
+
+    Args:
+      queries: Q query texts.
+
+    Returns:
+      float32 [Q, N] (``[0, N]`` for no query).
+    """
     return np.stack([self.scores(q) for q in queries]) if len(queries) else np.zeros((0, self.n))
 
-  def search(self, queries: Sequence[str], k: int, *, valid=None) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k ``(ids int32 [Q, k], scores float32 [Q, k])``; ``valid`` [Q, N] masks documents."""
+  def search(
+    self, queries: Sequence[str], k: int, *, valid: np.ndarray | None = None
+  ) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k documents per query by BM25 score.
+
+    Args:
+      queries: Q query texts.
+      k: results per query, in [1, N].
+      valid: optional bool [Q, N]; False excludes a document for that query (score -inf).
+
+    Returns:
+      ``(ids int32 [Q, k], scores float32 [Q, k])``, best first; ties to the lower id.
+    """
     k = V.check_int(k, "k", min_value=1, max_value=self.n)
     s = self.score_matrix(queries)
     if valid is not None:
@@ -158,6 +199,17 @@ class TwoStageRetriever:
     k: results per query.
     fallback: optional lexical index with ``search(queries, k, valid=)``.
     min_cosine: the fallback threshold.
+
+  Example:
+    decls = parse_coq_tree(fetch_coq_stdlib("~/.cache/coq"), subdirs=("Init", "Arith"))
+    docs = [doc_text(d, t) for d, t in zip(decls, informalize_proxy(decls, own_doc=False))]
+    pairs = [(d.doc, t) for d, t in zip(decls, docs) if d.doc]  # (doc comment, document)
+    model, _ = train_dual_encoder(jax.random.key(0), hash_features([q for q, _ in pairs]),
+                                  hash_features([t for _, t in pairs]))
+    embed = dual_encoder_embedder(model)
+    retriever = TwoStageRetriever(embed_fn=embed, doc_emb=embed(docs), doc_text=docs,
+                                  rerank_fn=bm25_reranker(BM25Index(docs)), k=10)
+    ids, scores = retriever(["addition of natural numbers is commutative"])  # [1, 10] each
   """
 
   embed_fn: Callable[[Sequence[str]], np.ndarray]
@@ -183,11 +235,19 @@ class TwoStageRetriever:
   def m(self) -> int:
     return min(max(2 * self.k, 50), self.doc_emb.shape[0])
 
-  def search(self, queries: Sequence[str], *, valid=None, k: int | None = None):
-    """``(ids int32 [Q, k], scores float32 [Q, k])`` for a batch of query strings.
+  def search(
+    self, queries: Sequence[str], *, valid: np.ndarray | None = None, k: int | None = None
+  ) -> tuple[np.ndarray, np.ndarray]:
+    """Retrieve k documents for each of a batch of query strings.
 
-    ``valid`` (bool [Q, N]) excludes documents per query. Scores are reranker scores (or
-    cosines without a reranker; BM25 scores for fallback rows).
+    Args:
+      queries: Q query texts (a sequence, not one str).
+      valid: optional bool [Q, N]; False excludes a document for that query.
+      k: results per query; default ``self.k``.
+
+    Returns:
+      ``(ids int32 [Q, k], scores float32 [Q, k])``, best first. Scores are reranker scores
+      (or cosines without a reranker; BM25 scores for fallback rows).
     """
     if isinstance(queries, str):
       raise TypeError("queries must be a sequence of strings, got one str")
@@ -224,7 +284,14 @@ class TwoStageRetriever:
 
 
 def bm25_reranker(index: BM25Index) -> Callable[[str, np.ndarray, Sequence[str]], np.ndarray]:
-  """A lexical reranker over candidates: the BM25 score of each candidate for the query."""
+  """A lexical reranker over candidates: the BM25 score of each candidate for the query.
+
+  Args:
+    index: a BM25 index over the same N documents as the retriever.
+
+  Returns:
+    ``rerank_fn(query, cand_ids int [M], cand_texts) -> float32 [M]`` (the texts are ignored).
+  """
 
   def rerank(query, cand_ids, cand_texts):
     return index.scores(query)[np.asarray(cand_ids)]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers import lm
 from jaxpapers.locos._scores import (
+  TokenizerLike,
   Trial,
   bucket_indices,
   random_heads,
@@ -22,11 +25,20 @@ _METRICS = ("rougeL", "rouge1_recall", "exact")
 
 
 def bootstrap_ci(
-  values, *, num_resamples: int = 1000, alpha: float = 0.05, seed: int = 0
+  values: ArrayLike, *, num_resamples: int = 1000, alpha: float = 0.05, seed: int = 0
 ) -> tuple[float, float]:
   """Percentile bootstrap (1 − alpha) interval of the mean of `values`.
 
   Empty `values`: (nan, nan) (nothing measured). NaN values raise ValueError.
+
+  Args:
+    values: finite per-item scores, any shape (flattened).
+    num_resamples: bootstrap resamples (>= 1).
+    alpha: two-sided level in (0, 1); 0.05 gives a 95% interval.
+    seed: seed of the numpy generator drawing the resamples.
+
+  Returns:
+    (lo, hi), the alpha/2 and 1 − alpha/2 quantiles of the resampled means.
   """
   if not 0.0 < alpha < 1.0:
     raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
@@ -47,7 +59,16 @@ def bootstrap_ci(
 
 
 def score_text(answer: str, generation: str, metric: str) -> float:
-  """ROUGE-L F1, ROUGE-1 recall, or exact match (lower-cased, stripped)."""
+  """ROUGE-L F1, ROUGE-1 recall, or exact match (lower-cased, stripped).
+
+  Args:
+    answer: the gold answer.
+    generation: the decoded generation.
+    metric: 'rougeL' (`rouge_l`), 'rouge1_recall' (`rouge1_recall`) or 'exact'.
+
+  Returns:
+    The score in [0, 1].
+  """
   if not isinstance(answer, str) or not isinstance(generation, str):
     raise TypeError(
       f"answer and generation must be str, got {type(answer).__name__} and "
@@ -63,16 +84,16 @@ def score_text(answer: str, generation: str, metric: str) -> float:
 
 
 def generate_texts(
-  params,
-  config,
+  params: lm.Params,
+  config: lm.LMConfig,
   probes: Sequence[Trial],
-  tokenizer,
+  tokenizer: TokenizerLike,
   *,
   ablation: lm.HeadAblation | None = None,
   max_new_tokens: int = 20,
-  stop_ids=None,
+  stop_ids: Sequence[int] | None = None,
   batch_size: int = 8,
-  pad_to=None,
+  pad_to: int | Sequence[int] | None = None,
 ) -> list[str]:
   """Greedy generations of every probe (optionally ablated), in the order of `probes`.
 
@@ -84,6 +105,21 @@ def generate_texts(
   [len(probes), L, H]. Per-probe masks let one call evaluate many (probe, head set) pairs,
   e.g. several ablation conditions or random seeds, in full batches on device; the result
   equals calling this function once per head set (rows never interact).
+
+  Args:
+    params: the model's weights.
+    config: the model's config.
+    probes: the trials to decode.
+    tokenizer: the model's tokenizer (decode, stop_ids).
+    ablation: heads to ablate (mask bool [L, H] or [len(probes), L, H]); None ablates
+      nothing.
+    max_new_tokens: maximum generated tokens per probe.
+    stop_ids: ids that end decoding; default `tokenizer.stop_ids()`.
+    batch_size: prompts per generation call (>= 1).
+    pad_to: padding lengths, as in `bucket_indices`.
+
+  Returns:
+    One decoded generation per probe (stop token excluded), in the order of `probes`.
   """
   probes = list(probes)
   if not probes or not all(isinstance(p, Trial) for p in probes):
@@ -133,19 +169,31 @@ def generate_texts(
 
 
 def evaluate_probes(
-  params,
-  config,
+  params: lm.Params,
+  config: lm.LMConfig,
   probes: Sequence[Trial],
-  tokenizer,
+  tokenizer: TokenizerLike,
   *,
   ablation: lm.HeadAblation | None = None,
   max_new_tokens: int = 20,
-  stop_ids=None,
+  stop_ids: Sequence[int] | None = None,
   metric: str = "rougeL",
   batch_size: int = 8,
-  pad_to=None,
+  pad_to: int | Sequence[int] | None = None,
 ) -> np.ndarray:
   """Greedy-decode every probe (optionally ablated, see `generate_texts`) and score it.
+
+  Args:
+    params: the model's weights.
+    config: the model's config.
+    probes: the trials; each generation is scored against its `answer`.
+    tokenizer: the model's tokenizer.
+    ablation: heads to ablate, as in `generate_texts`; None ablates nothing.
+    max_new_tokens: maximum generated tokens per probe.
+    stop_ids: ids that end decoding; default `tokenizer.stop_ids()`.
+    metric: 'rougeL', 'rouge1_recall' or 'exact' (see `score_text`).
+    batch_size: prompts per generation call.
+    pad_to: padding lengths, as in `bucket_indices`.
 
   Returns:
     f64 [num_probes], in the order of `probes`.
@@ -167,25 +215,25 @@ def evaluate_probes(
 
 
 def ablation_curve(
-  params,
-  config,
+  params: lm.Params,
+  config: lm.LMConfig,
   probes: Sequence[Trial],
   head_rankings: Mapping[str, np.ndarray],
   ks: Sequence[int],
   *,
-  tokenizer,
+  tokenizer: TokenizerLike,
   mode: str = "mean_q",
-  mean=None,
-  calibration_prompts=None,
+  mean: ArrayLike | None = None,
+  calibration_prompts: Sequence[Sequence[int]] | None = None,
   metric: str = "rougeL",
   num_random: int = 5,
-  key=None,
+  key: jax.Array | None = None,
   max_new_tokens: int = 20,
-  stop_ids=None,
+  stop_ids: Sequence[int] | None = None,
   batch_size: int = 8,
-  pad_to=None,
+  pad_to: int | Sequence[int] | None = None,
   num_resamples: int = 1000,
-) -> dict:
+) -> dict[str, Any]:
   """Task score vs number of ablated heads for each detector and for random heads.
 
   For every detector and k, the top-k heads of its ranking are ablated (query
@@ -194,17 +242,25 @@ def ablation_curve(
   compilation serves every (detector, k).
 
   Args:
-    params, config: the model.
+    params: the model's weights.
+    config: the model's config (L = n_layers, H = n_heads).
     probes: the evaluation trials (answers are scored against generations).
     head_rankings: detector name -> scores [L, H] (higher = ablate first).
     ks: numbers of heads to ablate (capped at L·H).
     tokenizer: encode/decode/stop_ids.
     mode: 'mean_q' (spec default), 'zero_q' or 'zero_out'.
-    mean: f32 [L, H, dh] mean queries; computed from `calibration_prompts`
-      (token lists) with `lm.mean_queries` when None.
+    mean: f32 [L, H, dh] mean queries; computed from `calibration_prompts` with
+      `lm.mean_queries` when None (zeros for the 'zero_*' modes).
+    calibration_prompts: token lists for `lm.mean_queries` (needed when mode='mean_q' and
+      `mean` is None).
     metric: 'rougeL', 'rouge1_recall' or 'exact'.
     num_random: random-head seeds per k.
-    key: PRNG key for the random heads.
+    key: PRNG key for the random heads; None uses `jax.random.key(0)`.
+    max_new_tokens: maximum generated tokens per probe.
+    stop_ids: ids that end decoding; default `tokenizer.stop_ids()`.
+    batch_size: prompts per generation call.
+    pad_to: padding lengths, as in `bucket_indices`.
+    num_resamples: bootstrap resamples of every interval (`bootstrap_ci`).
 
   Returns:
     {'ks', 'baseline': {'mean', 'lo', 'hi'}, '<detector>' and 'random':

@@ -24,9 +24,11 @@ The rendered prompt is filled to at most `context_tokens` tokens of the given to
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
+from jaxpapers import lm
 from jaxpapers.locos._probes import LANDMARKS, NAMES, QUESTIONS, RELATIONS, haystack_sentences
 from jaxpapers.locos._scores import Trial
 
@@ -40,14 +42,14 @@ def _clean_sentences(names, landmarks) -> list[str]:
 def make_needle_probes(
   rng: np.random.Generator,
   *,
-  tokenizer,
+  tokenizer: lm.Tokenizer,
   num: int,
   context_tokens: int,
   kind: str = "nonliteral",
-  depths=None,
-  names=NAMES,
-  landmarks=LANDMARKS,
-  relations=RELATIONS,
+  depths: Sequence[float] | None = None,
+  names: Sequence[str] = NAMES,
+  landmarks: Sequence[tuple[str, str]] = LANDMARKS,
+  relations: Sequence[str] = RELATIONS,
   answer_prefix: bool = True,
   system_prompt: bool = False,
 ) -> list[Trial]:
@@ -64,8 +66,9 @@ def make_needle_probes(
       (it repeats the landmark).
     depths: needle depths in [0, 1] used in turn (probe i gets depths[i % len(depths)]);
       None draws each uniformly.
-    names, landmarks, relations: the entity pools and needle templates (see
-      `make_probes`).
+    names: the name pool.
+    landmarks: the (landmark, city) pool.
+    relations: needle templates with {name} and {landmark} (see `make_probes`).
     answer_prefix: start the assistant turn with the question's answer stem.
     system_prompt: keep the chat template's default system message.
 

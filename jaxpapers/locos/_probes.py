@@ -13,9 +13,11 @@ one half are evaluated on probes that share no entity with it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 
+from jaxpapers import lm
 from jaxpapers.locos._scores import Trial
 
 NAMES = (
@@ -134,11 +136,27 @@ QUESTIONS = {
 }
 
 
-def split_entities(seed: int, *, names=NAMES, landmarks=LANDMARKS, frac: float = 0.5):
+def split_entities(
+  seed: int,
+  *,
+  names: Sequence[str] = NAMES,
+  landmarks: Sequence[tuple[str, str]] = LANDMARKS,
+  frac: float = 0.5,
+) -> tuple[
+  tuple[tuple[str, ...], tuple[tuple[str, str], ...]],
+  tuple[tuple[str, ...], tuple[tuple[str, str], ...]],
+]:
   """Disjoint (detection, evaluation) entity sets [reconstruction].
 
   Names are split at random; landmarks are split by *city*, so that no city (the
   non-literal question's only content word) appears in both halves.
+
+  Args:
+    seed: seed of the numpy generator drawing both splits.
+    names: the name pool (>= 2 names).
+    landmarks: (landmark, city) pairs naming >= 2 distinct cities.
+    frac: fraction in (0, 1) of the names and of the cities that go to the first half
+      (rounded, at least one on each side).
 
   Returns:
     ((names_a, landmarks_a), (names_b, landmarks_b)); the two halves share no name,
@@ -165,7 +183,12 @@ _SENTENCES: list[str] | None = None
 
 
 def haystack_sentences() -> list[str]:
-  """Plain sentences from `pydoc_data.topics` (bundled with CPython)."""
+  """Plain sentences from `pydoc_data.topics` (bundled with CPython).
+
+  Returns:
+    The sentences of 40-200 characters that start upper-case and hold only letters, digits,
+    spaces and plain punctuation, in text order (computed once, then cached).
+  """
   global _SENTENCES
   if _SENTENCES is None:
     from pydoc_data import topics
@@ -207,15 +230,15 @@ def _render(tokenizer, turns, *, system_prompt: bool, prompt_format: str) -> str
 def make_probes(
   rng: np.random.Generator,
   *,
-  tokenizer,
+  tokenizer: lm.Tokenizer,
   num: int,
   kind: str,
   filler_sentences: int = 4,
   num_needles: int = 1,
   answer_prefix: bool = True,
-  landmarks=LANDMARKS,
-  names=NAMES,
-  relations=RELATIONS,
+  landmarks: Sequence[tuple[str, str]] = LANDMARKS,
+  names: Sequence[str] = NAMES,
+  relations: Sequence[str] = RELATIONS,
   system_prompt: bool = True,
   prompt_format: str = "chat",
   shots: int = 0,
@@ -236,7 +259,8 @@ def make_probes(
     answer_prefix: start the assistant turn with a sentence stem ("The character
       who has been to Paris is"), so that a small model answers in its first
       tokens instead of rambling [reconstruction; NoLiMa asks the question only].
-    landmarks, names: the entity pools ((landmark, city) pairs; names).
+    landmarks: the (landmark, city) pool.
+    names: the name pool.
     relations: needle templates with {name} and {landmark}; one drawn per needle.
     system_prompt: keep the chat template's default system message; False renders the
       ChatML turns without it (shorter prompts) [reconstruction]. Chat format only.

@@ -21,13 +21,25 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers import lm
 from jaxpapers.core import validation as val
+
+
+class TokenizerLike(Protocol):
+  """What the detectors need of a tokenizer (`jaxpapers.lm.Tokenizer` and `ToyTokenizer` fit)."""
+
+  def encode(self, text: str, *, add_bos: bool | None = ...) -> list[int]: ...
+
+  def decode(self, ids: Sequence[int]) -> str: ...
+
+  def stop_ids(self) -> tuple[int, ...]: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +105,15 @@ def _words(text: str, name: str = "text") -> list[str]:
 def rouge1_recall(reference: str, candidate: str) -> float:
   """Unigram recall of `reference` words in `candidate` (clipped counts).
 
-  0 for an empty reference.
+  Words are the lower-cased ``\\w+`` runs; each candidate word matches at most as many
+  reference words as it occurs in the candidate.
+
+  Args:
+    reference: the gold text (e.g. a probe's answer).
+    candidate: the text searched for the reference's words (e.g. a generation).
+
+  Returns:
+    The matched fraction of the reference's words in [0, 1]; 0 for an empty reference.
   """
   ref, cand = _words(reference, "reference"), _words(candidate, "candidate")
   if not ref:
@@ -110,7 +130,17 @@ def rouge1_recall(reference: str, candidate: str) -> float:
 
 
 def rouge_l(reference: str, candidate: str) -> float:
-  """ROUGE-L F1 (longest common subsequence over lower-cased word tokens); 0 if either is empty."""
+  """ROUGE-L F1: longest common subsequence (LCS) over lower-cased word tokens.
+
+  With P = LCS / |candidate| and R = LCS / |reference|, the score is 2PR / (P + R).
+
+  Args:
+    reference: the gold text.
+    candidate: the text scored against it.
+
+  Returns:
+    The F1 in [0, 1]; 0 if either text has no words or they share none.
+  """
   ref, cand = _words(reference, "reference"), _words(candidate, "candidate")
   if not ref or not cand:
     return 0.0
@@ -129,13 +159,22 @@ def rouge_l(reference: str, candidate: str) -> float:
 # answer steps
 
 
-def answer_steps(generated_ids: Sequence[int], answer: str, tokenizer) -> list[int]:
+def answer_steps(generated_ids: Sequence[int], answer: str, tokenizer: TokenizerLike) -> list[int]:
   """Indices of the generated tokens that spell the answer.
 
   First an exact contiguous match of `tokenizer.encode(answer)` inside the
   generated ids (the first occurrence); otherwise a case-insensitive match of
   the answer in the concatenation of the individually decoded tokens, taking
   every token whose character range overlaps the match. Empty if neither.
+
+  Args:
+    generated_ids: the generated token ids, in decoding order (ints).
+    answer: the gold answer string.
+    tokenizer: the model's tokenizer (`encode(text, add_bos=False)` and `decode(ids)`).
+
+  Returns:
+    Increasing positions into `generated_ids` (the answer steps T_ans); [] if the answer
+    was not generated.
   """
   if not isinstance(answer, str):
     raise TypeError(f"answer must be a str, got {type(answer).__name__}")
@@ -167,7 +206,9 @@ def answer_steps(generated_ids: Sequence[int], answer: str, tokenizer) -> list[i
 # the pure LOCOS core
 
 
-def phi_per_position(attn_row, values, wo, u, kv_map) -> jax.Array:
+def phi_per_position(
+  attn_row: ArrayLike, values: ArrayLike, wo: ArrayLike, u: ArrayLike, kv_map: ArrayLike
+) -> jax.Array:
   """φ_j = α_j · (v_{kv(h), j} · W_O^{(h)} u) for every query head of one layer.
 
   Args:
@@ -214,11 +255,21 @@ def _phi_all_layers(attn, values, wo, u, kv_map):
   return jax.vmap(phi_per_position, in_axes=(0, 0, 0, None, None))(attn, values, wo, u, kv_map)
 
 
-def contrast(weights: np.ndarray, needle: np.ndarray, valid: np.ndarray):
+def contrast(
+  weights: np.ndarray, needle: np.ndarray, valid: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
   """(L⁺, L⁻) of per-key weights [..., K]: needle sum, and rescaled off-needle sum.
 
-  L⁻ = Σ_{j∉needle, valid} w_j · |needle| / (K_t − |needle|), K_t = #valid keys.
-  ``needle`` and ``valid`` are bool [K] (NumPy, host side).
+  L⁺ = Σ_{j∈needle} w_j and L⁻ = Σ_{j∉needle, valid} w_j · |needle| / (K_t − |needle|),
+  K_t = #valid keys (the denominator is floored at 1). Host-side NumPy.
+
+  Args:
+    weights: [..., K] float per-key weights (φ of `phi_per_position`, or attention).
+    needle: bool [K], the keys inside the needle span.
+    valid: bool [K], the keys the query may attend to (real, causal).
+
+  Returns:
+    (L⁺, L⁻), each a float array of shape weights.shape[:-1].
   """
   needle, valid = np.asarray(needle), np.asarray(valid)
   if needle.dtype != np.bool_ or valid.dtype != np.bool_:
@@ -358,7 +409,9 @@ def _topk_overlap(a, needle, valid, k):
   return needle[top].sum(-1) / kk
 
 
-def bucket_indices(lengths: Sequence[int], pad_to=None) -> list[tuple[int, list[int]]]:
+def bucket_indices(
+  lengths: Sequence[int], pad_to: int | Sequence[int] | None = None
+) -> list[tuple[int, list[int]]]:
   """Group prompt indices by padded length, so a few compiled programs serve every prompt.
 
   Args:
@@ -390,20 +443,20 @@ def bucket_indices(lengths: Sequence[int], pad_to=None) -> list[tuple[int, list[
 
 
 def detect_heads(
-  params,
-  config,
+  params: lm.Params,
+  config: lm.LMConfig,
   trials: Sequence[Trial],
-  tokenizer,
+  tokenizer: TokenizerLike,
   *,
   max_steps: int = 50,
   stop_ids: Sequence[int] | None = None,
   rouge_threshold: float = 0.5,
   batch_size: int = 4,
-  pad_to=None,
+  pad_to: int | Sequence[int] | None = None,
   post_norm: str = "ignore",
   contrastive: str = "mass",
   contrastive_top_k: int = 10,
-):
+) -> tuple[dict[str, np.ndarray], list[TrialScore]]:
   """Run every trial once (greedy, recording last-row attention and values) and
   score all heads with LOCOS and the baselines.
 
@@ -412,7 +465,8 @@ def detect_heads(
   steps and stops at a stop id (EOS / newline tokens), which is not recorded.
 
   Args:
-    params, config: the model.
+    params: the model's weights (`jaxpapers.lm.Params`).
+    config: the model's `jaxpapers.lm.LMConfig` (L = n_layers, H = n_heads).
     trials: the probes.
     tokenizer: the model's tokenizer (encode/decode).
     max_steps: maximum content steps.
@@ -430,8 +484,16 @@ def detect_heads(
     contrastive_top_k: k for the 'topk' variant.
 
   Returns:
-    (scores: dict detector -> f32 [L, H] averaged over accepted trials,
-     per_trial: list[TrialScore]).
+    (scores, per_trial): scores maps each detector ('locos', 'wu', 'contrastive',
+    'attention_spatial', 'dla') to a float [L, H] array averaged over accepted trials
+    (see `aggregate`); per_trial is one `TrialScore` per trial, in input order.
+
+  Example:
+    config, params, tokenizer = lm.load_smollm2()
+    trials = make_probes(np.random.default_rng(0), tokenizer=tokenizer, num=32,
+                         kind="nonliteral")
+    scores, per_trial = detect_heads(params, config, trials, tokenizer, pad_to=(128, 256))
+    best = rank_heads(scores["locos"])[:10]  # the ten (layer, head) pairs LOCOS ranks first
   """
   if post_norm != "ignore":
     raise NotImplementedError(
@@ -507,11 +569,19 @@ def _check_prompt_ids(trials, config):
       )
 
 
-def aggregate(per_trial: Sequence[TrialScore], config) -> dict[str, np.ndarray]:
-  """Mean of each detector over accepted trials.
+def aggregate(per_trial: Sequence[TrialScore], config: lm.LMConfig) -> dict[str, np.ndarray]:
+  """Mean of each detector over accepted trials (S_{l,h} = mean of S_τ for LOCOS).
 
   When no trial was accepted nothing was measured and every detector is all zeros [L, H]
   (a documented degenerate value: no head is preferred).
+
+  Args:
+    per_trial: the trials' scores, as returned by `detect_heads`.
+    config: the model's config (gives L = n_layers, H = n_heads for the all-zeros case).
+
+  Returns:
+    Detector name ('locos', 'wu', 'contrastive', 'attention_spatial', 'dla') -> float
+    [L, H].
   """
   per_trial = list(per_trial)
   if not all(isinstance(t, TrialScore) for t in per_trial):
@@ -524,17 +594,31 @@ def aggregate(per_trial: Sequence[TrialScore], config) -> dict[str, np.ndarray]:
 
 
 def locos_trial(
-  params,
-  config,
+  params: lm.Params,
+  config: lm.LMConfig,
   trial: Trial,
-  tokenizer,
+  tokenizer: TokenizerLike,
   *,
   max_steps: int = 50,
   post_norm: str = "ignore",
-  stop_ids=None,
+  stop_ids: Sequence[int] | None = None,
   rouge_threshold: float = 0.5,
 ) -> TrialScore:
-  """LOCOS (and baselines) for one trial; see `detect_heads`."""
+  """LOCOS (and baselines) for one trial; see `detect_heads`.
+
+  Args:
+    params: the model's weights.
+    config: the model's config.
+    trial: the probe.
+    tokenizer: the model's tokenizer.
+    max_steps: maximum content steps.
+    post_norm: 'ignore' (the only supported value; see `detect_heads`).
+    stop_ids: ids that end decoding; default `tokenizer.stop_ids()`.
+    rouge_threshold: the acceptance threshold of `detect_heads`.
+
+  Returns:
+    The trial's `TrialScore` (S_τ and the baselines, each [L, H]).
+  """
   _, per = detect_heads(
     params,
     config,
@@ -550,9 +634,27 @@ def locos_trial(
 
 
 def locos_scores(
-  params, config, trials, tokenizer, *, rouge_threshold: float = 0.5, **kwargs
+  params: lm.Params,
+  config: lm.LMConfig,
+  trials: Sequence[Trial],
+  tokenizer: TokenizerLike,
+  *,
+  rouge_threshold: float = 0.5,
+  **kwargs,
 ) -> np.ndarray:
-  """S_{l,h}: LOCOS averaged over accepted trials, [L, H]."""
+  """S_{l,h}: LOCOS averaged over accepted trials.
+
+  Args:
+    params: the model's weights.
+    config: the model's config.
+    trials: the probes.
+    tokenizer: the model's tokenizer.
+    rouge_threshold: the acceptance threshold of `detect_heads`.
+    **kwargs: the other keyword arguments of `detect_heads`.
+
+  Returns:
+    float [L, H], the LOCOS score of every head.
+  """
   scores, _ = detect_heads(
     params, config, trials, tokenizer, rouge_threshold=rouge_threshold, **kwargs
   )
@@ -563,8 +665,16 @@ def locos_scores(
 # head selection
 
 
-def top_heads(scores, k: int) -> np.ndarray:
-  """bool [L, H] marking the k highest-scoring heads (ties broken by index)."""
+def top_heads(scores: ArrayLike, k: int) -> np.ndarray:
+  """The k highest-scoring heads as a mask (ties broken by the lower flat index).
+
+  Args:
+    scores: finite float [L, H] head scores.
+    k: number of heads to mark, in [0, L·H].
+
+  Returns:
+    bool [L, H], True on exactly k heads.
+  """
   scores = _check_scores(scores)
   if (
     isinstance(k, (bool, np.bool_))
@@ -587,15 +697,32 @@ def _check_scores(scores):
   return scores
 
 
-def rank_heads(scores) -> list[tuple[int, int]]:
-  """(layer, head) pairs in descending score order; scores finite [L, H]."""
+def rank_heads(scores: ArrayLike) -> list[tuple[int, int]]:
+  """Every head, best first.
+
+  Args:
+    scores: finite float [L, H] head scores.
+
+  Returns:
+    All L·H (layer, head) pairs in descending score order (ties: lower flat index first).
+  """
   scores = _check_scores(scores)
   order = np.argsort(-scores.ravel(), kind="stable")
   return [tuple(int(x) for x in np.unravel_index(i, scores.shape)) for i in order]
 
 
-def random_heads(key, num_layers: int, num_heads: int, k: int) -> np.ndarray:
-  """bool [L, H] with k heads drawn uniformly without replacement."""
+def random_heads(key: jax.Array, num_layers: int, num_heads: int, k: int) -> np.ndarray:
+  """k heads drawn uniformly without replacement (the random-ablation control).
+
+  Args:
+    key: a JAX PRNG key.
+    num_layers: L (>= 1).
+    num_heads: H, query heads per layer (>= 1).
+    k: number of heads, in [0, L·H].
+
+  Returns:
+    bool [L, H], True on exactly k heads.
+  """
   for name, v in (("num_layers", num_layers), ("num_heads", num_heads), ("k", k)):
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
       raise ValueError(f"{name} must be an int, got {v!r}")
@@ -609,8 +736,17 @@ def random_heads(key, num_layers: int, num_heads: int, k: int) -> np.ndarray:
   return mask.reshape(num_layers, num_heads)
 
 
-def jaccard_top_k(a, b, k: int) -> float:
-  """|top_k(a) ∩ top_k(b)| / |top_k(a) ∪ top_k(b)| (1.0 for k = 0); a and b are [L, H]."""
+def jaccard_top_k(a: ArrayLike, b: ArrayLike, k: int) -> float:
+  """Agreement of two detectors: |top_k(a) ∩ top_k(b)| / |top_k(a) ∪ top_k(b)|.
+
+  Args:
+    a: finite float [L, H] head scores of one detector.
+    b: finite float [L, H] head scores of another.
+    k: heads taken from each (see `top_heads`).
+
+  Returns:
+    The Jaccard index in [0, 1]; 1.0 for k = 0.
+  """
   if np.shape(a) != np.shape(b):
     raise ValueError(
       f"a and b must have the same shape [L, H], got {np.shape(a)} and {np.shape(b)}"

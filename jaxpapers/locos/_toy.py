@@ -16,6 +16,7 @@ write onto the answer direction) and what a token-match detector can miss.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -67,22 +68,49 @@ class ToyTask:
     return self.prompt_len + 2
 
   def city_of(self) -> np.ndarray:
+    """The parametric knowledge: a random bijection landmark index -> city index.
+
+    Returns:
+      int [num_landmarks], a permutation drawn from `seed` (the same on every call).
+    """
     return np.random.default_rng(self.seed).permutation(self.num_landmarks)
 
   def tokenizer(self) -> ToyTokenizer:
+    """The whitespace tokenizer over `vocab`.
+
+    Returns:
+      A new `ToyTokenizer`; ids are positions in `vocab` (<pad> = 0, <bos> = 1, <eos> = 2).
+    """
     return ToyTokenizer(self.vocab)
 
 
 class ToyTokenizer:
-  """Whitespace tokenizer over the toy vocabulary (the `jaxpapers.lm` Tokenizer protocol)."""
+  """Whitespace tokenizer over the toy vocabulary (the `jaxpapers.lm` Tokenizer protocol).
 
-  def __init__(self, vocab):
+  Args:
+    vocab: the tokens in id order; '<bos>' and '<eos>' give `bos_id` / `eos_id` when
+      present, and id 0 is the padding id.
+  """
+
+  def __init__(self, vocab: Sequence[str]):
     self.vocab = list(vocab)
     self._ids = {t: i for i, t in enumerate(self.vocab)}
     self.vocab_size = len(self.vocab)
     self.bos_id, self.eos_id, self.pad_id = self._ids.get("<bos>"), self._ids.get("<eos>"), 0
 
   def encode(self, text: str, *, add_bos: bool = False) -> list[int]:
+    """Ids of the whitespace-separated words of `text`.
+
+    Args:
+      text: words of the toy vocabulary separated by whitespace.
+      add_bos: prepend `bos_id`.
+
+    Returns:
+      One id per word (plus <bos> first when `add_bos`).
+
+    Raises:
+      ValueError: a word is not in the vocabulary.
+    """
     if not isinstance(text, str):
       raise TypeError(f"text must be a str, got {type(text).__name__}")
     unknown = [w for w in text.split() if w not in self._ids]
@@ -91,17 +119,41 @@ class ToyTokenizer:
     ids = [self._ids[w] for w in text.split()]
     return [self.bos_id] + ids if add_bos else ids
 
-  def decode(self, ids) -> str:
-    """Space-joined tokens; negative ids (padding) are skipped, ids >= vocab_size rejected."""
+  def decode(self, ids: Sequence[int]) -> str:
+    """Space-joined tokens; negative ids (padding) are skipped, ids >= vocab_size rejected.
+
+    Args:
+      ids: token ids (ints; -1 marks "no token").
+
+    Returns:
+      The tokens joined by single spaces.
+    """
     ids = [int(i) for i in ids]
     if any(i >= self.vocab_size for i in ids):
       raise ValueError(f"ids must be < vocab_size={self.vocab_size}, got {max(ids)}")
     return " ".join(self.vocab[int(i)] for i in ids if int(i) >= 0)
 
-  def token_to_id(self, token: str):
+  def token_to_id(self, token: str) -> int | None:
+    """Id of one token.
+
+    Args:
+      token: a vocabulary entry, e.g. 'N3'.
+
+    Returns:
+      Its id, or None when `token` is not in the vocabulary.
+    """
     return self._ids.get(token)
 
   def stop_ids(self, *, newline: bool = True) -> tuple[int, ...]:
+    """Ids that end decoding.
+
+    Args:
+      newline: accepted for the `jaxpapers.lm.Tokenizer` signature; the toy vocabulary has
+        no newline token, so it changes nothing.
+
+    Returns:
+      (eos_id,), or () when the vocabulary has no '<eos>'.
+    """
     del newline
     return () if self.eos_id is None else (self.eos_id,)
 
@@ -145,7 +197,20 @@ def _episode(
 def make_toy_trials(
   task: ToyTask, rng: np.random.Generator, num: int, kind: str, num_needles: int | None = None
 ) -> list[Trial]:
-  """`num` episodes of kind 'literal' / 'nonliteral', or 'parametric' recall probes."""
+  """`num` episodes of kind 'literal' / 'nonliteral', or 'parametric' recall probes.
+
+  Args:
+    task: the task sizes.
+    rng: numpy generator drawing the episodes.
+    num: number of trials (>= 0).
+    kind: 'literal' (the question repeats the landmark), 'nonliteral' (it names the
+      landmark's city) or 'parametric' ("<bos> L in", answered by the city; no context).
+    num_needles: needles per episode in [1, task.max_needles]; None draws it per episode.
+
+  Returns:
+    `num` trials: episode prompts are exactly `task.prompt_len` tokens with the target
+    needle's 3 tokens as the needle span; parametric prompts are 3 tokens with span (1, 2).
+  """
   if kind not in ("literal", "nonliteral", "parametric"):
     raise ValueError(f"kind must be 'literal', 'nonliteral' or 'parametric', got {kind!r}")
   if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 0:
@@ -175,11 +240,21 @@ def toy_batch(
   *,
   parametric_frac: float = 0.25,
   literal_frac: float = 0.5,
-):
-  """Training batch: (tokens int32 [B, seq_len], loss_mask f32 [B, seq_len]).
+) -> tuple[np.ndarray, np.ndarray]:
+  """Training batch of parametric sequences and answered episodes.
 
   loss_mask marks the positions whose *next* token is supervised (answer and
   <eos> of episodes, city and <eos> of parametric sequences).
+
+  Args:
+    task: the task sizes.
+    rng: numpy generator drawing the rows.
+    batch_size: B (>= 1).
+    parametric_frac: probability that a row is a parametric "<bos> L in C <eos>" sequence.
+    literal_frac: among episodes, the probability of a literal question.
+
+  Returns:
+    (tokens, loss_mask): int32 [B, task.seq_len] (0-padded) and float32 [B, task.seq_len].
   """
   if (
     isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1

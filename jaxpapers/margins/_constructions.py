@@ -26,6 +26,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike, DTypeLike
 
 from jaxpapers.margins import _optimum, _relevance
 from jaxpapers.margins import _validation as val
@@ -66,6 +67,10 @@ def orthogonal_construction(n: int, k: int) -> Construction:
   ``+-m`` (so ``m_0 = m_g = m_q = m``). Not optimal (compare
   :func:`k_sparse_optimal_margin`), but explicit.
 
+  Args:
+    n: number of documents.
+    k: relevant documents per query, ``1 <= k <= n``.
+
   Returns:
     :class:`Construction` for ``A = k_sparse_relevance(n, k)`` with ``bound = m``.
   """
@@ -86,10 +91,15 @@ def orthogonal_construction(n: int, k: int) -> Construction:
   )
 
 
-def coherence(Phi) -> float:
+def coherence(Phi: ArrayLike) -> float:
   """``max_{i != j} |<phi_i, phi_j>| / (||phi_i|| ||phi_j||)`` over the columns of ``Phi [d, n]``.
 
-  ``Phi`` must be 2-D with at least two finite, nonzero columns (``ValueError`` otherwise).
+  Args:
+    Phi: ``[d, n]`` matrix with at least two finite, nonzero columns (``ValueError``
+      otherwise).
+
+  Returns:
+    The mutual coherence ``mu`` in [0, 1], computed in float64.
   """
   P = np.asarray(Phi, np.float64)
   if P.ndim != 2 or P.shape[1] < 2:
@@ -117,7 +127,9 @@ def _cs_signs(key, dp: int, n: int) -> jax.Array:
   return jax.random.rademacher(key, (dp, n), dtype=jnp.float32)
 
 
-def cs_embeddings(key, A, d: int, *, sin_phi: float = 0.5) -> tuple[jax.Array, jax.Array]:
+def cs_embeddings(
+  key: jax.Array, A: ArrayLike, d: int, *, sin_phi: float = 0.5
+) -> tuple[jax.Array, jax.Array]:
   r"""The sum-query embeddings of :func:`cs_construction`, in pure JAX.
 
   ``Phi in {+-1/sqrt(d')}^{d' x n}`` (``d' = d - 1``) drawn from ``key``; documents
@@ -161,12 +173,12 @@ def cs_embeddings(key, A, d: int, *, sin_phi: float = 0.5) -> tuple[jax.Array, j
 
 
 def cs_construction(
-  key,
+  key: jax.Array,
   n: int,
   k: int,
   d: int,
   *,
-  A=None,
+  A: ArrayLike | None = None,
   queries: str = "svm",
   sin_phi: float = 0.5,
   steps: int = 500,
@@ -197,7 +209,8 @@ def cs_construction(
 
   Args:
     key: ``jax.random.key`` for ``Phi``.
-    n, k: documents and subset size; ``A`` defaults to ``k_sparse_relevance(n, k)``.
+    n: number of documents.
+    k: subset size; ``A`` defaults to ``k_sparse_relevance(n, k)``.
     d: total dimension (``>= 2``).
     A: optional ``[N, n]`` relevance (any rows; ``k_j`` is each row's count).
     queries: ``'sum'`` or ``'svm'``.
@@ -261,6 +274,16 @@ def jl_bound(source_margin: float, N: int, n: int, d: int, delta: float = 0.01) 
   ``delta`` outside (0, 1) or a margin outside [-1, 1] (e.g. NaN). Positive once
   ``d >~ 16 log(N n / delta) / m^2``: the ``O(m^{-2} log(N n))`` of [BDES02]; the paper
   improves the log factor to ``log n``.
+
+  Args:
+    source_margin: ``m_0(U, V)`` of the unprojected embeddings, in [-1, 1].
+    N: number of queries.
+    n: number of documents.
+    d: target dimension.
+    delta: failure probability in (0, 1).
+
+  Returns:
+    The guaranteed margin ``(m_0 - t) / (1 + t)``, or ``-1.0`` when vacuous.
   """
   for name, v in (("N", N), ("n", n), ("d", d)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -276,12 +299,20 @@ def jl_bound(source_margin: float, N: int, n: int, d: int, delta: float = 0.01) 
   return (source_margin - t) / (1.0 + t)
 
 
-def gaussian_map(key, D: int, d: int, dtype=jnp.float32) -> jax.Array:
+def gaussian_map(key: jax.Array, D: int, d: int, dtype: DTypeLike = jnp.float32) -> jax.Array:
   """The projection ``G [D, d]`` with i.i.d. ``N(0, 1/d)`` entries (so ``E ||x G||^2 = ||x||^2``).
 
   :func:`jl_project` and :func:`project_documents` draw exactly this matrix from their key,
-  so the same key projects the documents identically in both. ``D`` and ``d`` are static
-  positive ints (``ValueError`` otherwise).
+  so the same key projects the documents identically in both.
+
+  Args:
+    key: a ``jax.random.key``.
+    D: source dimension (static positive int; ``ValueError`` otherwise).
+    d: target dimension (static positive int).
+    dtype: floating dtype of ``G``.
+
+  Returns:
+    ``G [D, d]`` in ``dtype``.
   """
   _check_key(key)
   for name, v in (("D", D), ("d", d)):
@@ -300,7 +331,15 @@ def _gaussian_projection(key, U, V, d):
 
 
 def jl_project(
-  key, U, V, A, d: int, *, reoptimize_queries: bool = False, delta: float = 0.01, steps: int = 500
+  key: jax.Array,
+  U: ArrayLike,
+  V: ArrayLike,
+  A: ArrayLike,
+  d: int,
+  *,
+  reoptimize_queries: bool = False,
+  delta: float = 0.01,
+  steps: int = 500,
 ) -> Construction:
   """Random Gaussian projection of unit embeddings ``U [N, D]``, ``V [n, D]`` to ``R^d``.
 
@@ -310,6 +349,16 @@ def jl_project(
   projected query, keeping the better), which can only raise the margin; this tests the
   paper's ``O(m^{-2} log n)`` (documents only) against ``O(m^{-2} log(N n))``
   [reconstruction].
+
+  Args:
+    key: a ``jax.random.key`` for ``G`` (:func:`gaussian_map`).
+    U: ``[N, D]`` query embeddings (nonzero rows; normalised inside).
+    V: ``[n, D]`` document embeddings (nonzero rows; normalised inside).
+    A: ``[N, n]`` binary relevance.
+    d: target dimension (positive int).
+    reoptimize_queries: re-solve each query for the projected documents.
+    delta: failure probability of the stated bound.
+    steps: FISTA iterations of the re-solve.
 
   Returns:
     :class:`Construction` with ``bound = jl_bound(m_0(U, V, A), N, n, d, delta)``.
@@ -363,6 +412,15 @@ def documents_only_bound(source_margin: float, n: int, d: int, delta: float = 0.
   paper's main-theorem rate, against the ``log(N n)`` of :func:`jl_bound` [derived; the
   paper's own proof and constants are not reproduced]. ``ValueError`` for sizes < 1,
   ``delta`` outside (0, 1) or a margin outside [-1, 1] (e.g. NaN).
+
+  Args:
+    source_margin: the margin ``m`` realised in any dimension, in [-1, 1].
+    n: number of documents.
+    d: target dimension.
+    delta: failure probability in (0, 1).
+
+  Returns:
+    The guaranteed margin, or ``-1.0`` when the bound is vacuous (``m <= 0`` included).
   """
   for name, v in (("n", n), ("d", d)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -427,40 +485,40 @@ def _project_documents(key, V, A, d, steps):
   return DocumentProjection(U=U, V=Vp, row_margin=row, row_upper=upper, margin=jnp.min(row))
 
 
-def project_documents(key, V, A, d: int, *, steps: int = 500) -> DocumentProjection:
+def project_documents(
+  key: jax.Array, V: ArrayLike, A: ArrayLike, d: int, *, steps: int = 500
+) -> DocumentProjection:
   r"""Documents-only dimension reduction: project the documents, re-solve every query.
 
-    With ``G [D, d]`` i.i.d. ``N(0, 1/d)`` (:func:`gaussian_map`, drawn from ``key``) the
-    documents become ``V'_i = normalize(normalize(V_i) G)`` and each query ``j`` is the
-    hard-margin direction through the origin for them,
+  With ``G [D, d]`` i.i.d. ``N(0, 1/d)`` (:func:`gaussian_map`, drawn from ``key``) the
+  documents become ``V'_i = normalize(normalize(V_i) G)`` and each query ``j`` is the
+  hard-margin direction through the origin for them,
 
-    .. math:: U'_j = rg\max_{\|u\| \le 1} \min_i Y_{ji} \langle u, V'_i
-  angle,
-              \qquad \max_{\|u\| \le 1} \min_i Y_{ji} \langle u, V'_i
-  angle
-              = \min_{lpha \in \Delta_n} \Big\| \sum_i lpha_i Y_{ji} V'_i \Big\|,
+  .. math:: U'_j = \arg\max_{\|u\| \le 1} \min_i Y_{ji} \langle u, V'_i \rangle,
+            \qquad \max_{\|u\| \le 1} \min_i Y_{ji} \langle u, V'_i \rangle
+            = \min_{\alpha \in \Delta_n} \Big\| \sum_i \alpha_i Y_{ji} V'_i \Big\|,
 
-    a convex problem per row (FISTA on the simplex, ``jax.vmap`` over the rows; for
-    ``d > n`` it is solved in the ``n``-dimensional span of the projected documents, which is
-    exact). The source queries are not needed: only the documents are projected, which is
-    why the guarantee (:func:`documents_only_bound`) depends on ``log n`` and not on
-    ``log(N n)`` as for projecting queries too (:func:`jl_project`) [reconstruction of the
-    paper's main theorem, ``d = O(m^{rd}(\infty, A)^{-2} \log n)``].
+  a convex problem per row (FISTA on the simplex, ``jax.vmap`` over the rows; for
+  ``d > n`` it is solved in the ``n``-dimensional span of the projected documents, which is
+  exact). The source queries are not needed: only the documents are projected, which is
+  why the guarantee (:func:`documents_only_bound`) depends on ``log n`` and not on
+  ``log(N n)`` as for projecting queries too (:func:`jl_project`) [reconstruction of the
+  paper's main theorem, ``d = O(m^{rd}(\infty, A)^{-2} \log n)``].
 
-    Pure JAX: jittable (``d`` and ``steps`` static) and vmappable over keys. The same key
-    gives the same projected documents as :func:`jl_project`.
+  Pure JAX: jittable (``d`` and ``steps`` static) and vmappable over keys. The same key
+  gives the same projected documents as :func:`jl_project`.
 
-    Args:
-      key: a ``jax.random.key``.
-      V: ``[n, D]`` documents (finite, nonzero rows; normalised inside).
-      A: ``[N, n]`` binary relevance (bool or numbers in {0, 1}), ``N >= 1``.
-      d: target dimension (positive int).
-      steps: FISTA iterations per row.
+  Args:
+    key: a ``jax.random.key``.
+    V: ``[n, D]`` documents (finite, nonzero rows; normalised inside).
+    A: ``[N, n]`` binary relevance (bool or numbers in {0, 1}), ``N >= 1``.
+    d: target dimension (positive int).
+    steps: FISTA iterations per row.
 
-    Returns:
-      :class:`DocumentProjection`. A non-binary ``A`` or a zero / non-finite row of ``V``
-      raises ``ValueError`` eagerly; under ``jax.jit`` every float field is NaN instead (wrap
-      in ``jax.experimental.checkify.checkify`` for the message).
+  Returns:
+    :class:`DocumentProjection`. A non-binary ``A`` or a zero / non-finite row of ``V``
+    raises ``ValueError`` eagerly; under ``jax.jit`` every float field is NaN instead (wrap
+    in ``jax.experimental.checkify.checkify`` for the message).
   """
   _check_key(key)
   V = jnp.asarray(V)
@@ -486,11 +544,11 @@ def project_documents(key, V, A, d: int, *, steps: int = 500) -> DocumentProject
 
 
 def dimension_reduction_construction(
-  key,
-  A,
+  key: jax.Array,
+  A: ArrayLike,
   d: int,
   *,
-  source=None,
+  source: tuple[ArrayLike, ArrayLike] | None = None,
   reoptimize_queries: bool = True,
   sdp_steps: int = 3000,
   steps: int = 500,
@@ -502,6 +560,18 @@ def dimension_reduction_construction(
   ``m^rd(inf, A)``), which is then passed to :func:`jl_project`. The paper proves that
   ``d = O(m^rd(inf, A)^{-2} log n)`` keeps the margin near the optimum [reconstruction:
   the constants and the exact projection are not reproduced].
+
+  Args:
+    key: a ``jax.random.key``, split into the SDP start and the projection.
+    A: ``[N, n]`` binary relevance.
+    d: target dimension (positive int).
+    source: optional ``(U [N, D], V [n, D])`` high-dimensional embeddings.
+    reoptimize_queries: re-solve each query after the projection (see :func:`jl_project`).
+    sdp_steps: primal steps of :func:`sdp_max_margin` when ``source`` is None.
+    steps: FISTA iterations of the query re-solve.
+
+  Returns:
+    :class:`Construction` in ``R^d`` with the bound of :func:`jl_project`.
   """
   A = np.asarray(A)
   if A.ndim != 2:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.typing import ArrayLike
 
 from jaxpapers.margins import _losses, _relevance
 from jaxpapers.margins import _validation as val
@@ -174,9 +177,9 @@ def _fit_on_sweep(keys, inits, A, masks, *, chunk_size, checkpoint_dir, statics)
 
 
 def fit_free_embeddings(
-  key,
-  A,
-  d,
+  key: jax.Array,
+  A: ArrayLike,
+  d: int | Sequence[int],
   *,
   loss: str = "sigmoid",
   steps: int = 3000,
@@ -189,7 +192,7 @@ def fit_free_embeddings(
   infonce_variant: str = "all",
   sweep: bool = False,
   chunk_size: int | None = None,
-  checkpoint_dir=None,
+  checkpoint_dir: str | os.PathLike | None = None,
 ) -> FitResult:
   r"""Optimises unconstrained ``U [N, d]``, ``V [n, d]`` (full batch, Adam) on a loss.
 
@@ -214,14 +217,24 @@ def fit_free_embeddings(
       dimension runs at its own width (the arithmetic of separate fits, one compilation for
       all), from the first ``d`` columns of ``max(d)``-column initial draws.
     loss: one of ``'sigmoid'``, ``'infonce'``, ``'margin'``.
-    steps: Adam steps; lr: learning rate.
+    steps: Adam steps.
+    lr: Adam learning rate.
+    learn_temperature: learn ``log t`` (else it stays at ``init_log_temperature``).
+    learn_bias: learn the sigmoid bias ``b`` (else it stays at its initial value).
+    init_log_temperature: initial ``log t``.
+    init_bias: initial ``b``: a number, or ``'prior'`` for ``log(p / (1 - p))``.
+    beta: ``(start, end)`` of the margin loss's annealed ``β``.
+    infonce_variant: the ``variant`` of :func:`infonce_loss`.
     sweep: run the (dimension, seed) grid on :class:`jaxpapers.core.Sweep` (one runs axis
       sharded over the devices, ``lax.scan`` chunks of ``chunk_size`` steps, an orbax
       checkpoint per chunk in ``checkpoint_dir`` that a rerun resumes from). Same result up
       to float rounding; the default is one jitted program on the default device.
+    chunk_size: steps per ``lax.scan`` chunk with ``sweep=True``.
+    checkpoint_dir: the checkpoint folder with ``sweep=True`` (None: no checkpoints).
 
   Returns:
-    :class:`FitResult`.
+    :class:`FitResult` with unit-row ``U [..., N, d]``, ``V [..., n, d]`` and the loss
+    ``history [..., steps]``.
   """
   if loss not in LOSSES:
     raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}.")
@@ -288,19 +301,19 @@ def fit_free_embeddings(
 
 
 def critical_n(
-  key,
-  d,
+  key: jax.Array,
+  d: int | Sequence[int],
   k: int = 2,
   *,
   n_max: int = 64,
   n_min: int | None = None,
-  n_grid=None,
+  n_grid: Sequence[int] | None = None,
   restarts: int = 3,
   steps: int = 1000,
   loss: str = "infonce",
   lr: float = 5e-2,
   return_trace: bool = False,
-):
+) -> int | dict[int, int] | tuple[int | dict[int, int], dict]:
   """Largest n for which free embeddings in R^d retrieve every k-subset exactly (WBNL25).
 
   For a candidate n the all-k-subsets matrix is fitted (``restarts`` seeds, vmapped,
@@ -314,6 +327,19 @@ def critical_n(
   * ``d`` a sequence, or ``n_grid`` given: scan the increasing ``n_grid`` (default
     ``n_min..n_max``) fitting every d in one compiled program per n; each d's answer is
     the last grid value before its first failure.
+
+  Args:
+    key: a ``jax.random.key``; candidate n uses ``fold_in(key, n)`` split into the restarts.
+    d: embedding dimension, or a sequence of them.
+    k: subset size of the relevance matrix ``k_sparse_relevance(n, k)``.
+    n_max: largest n tried.
+    n_min: smallest n tried (default ``k + 1``).
+    n_grid: the increasing n values to scan instead of the binary search.
+    restarts: seeds per n (the best one counts).
+    steps: Adam steps per fit.
+    loss: the loss of :func:`fit_free_embeddings`.
+    lr: Adam learning rate.
+    return_trace: also return the trace.
 
   Returns:
     The critical n (``n_min - 1`` / one below the grid if the first value fails), or a
@@ -375,12 +401,12 @@ def critical_n(
 
 
 def fit_free_embeddings_minibatch(
-  key,
-  A,
+  key: jax.Array,
+  A: ArrayLike,
   d: int,
   *,
   batch_size: int,
-  mesh=None,
+  mesh: jax.sharding.Mesh | None = None,
   axis: str | None = None,
   loss: str = "sigmoid",
   steps: int = 3000,
@@ -419,8 +445,15 @@ def fit_free_embeddings_minibatch(
     mesh: a ``jax.sharding.Mesh`` (e.g. ``jax.make_mesh((8,), ('data',))``), or None for the
       default device.
     axis: the mesh axis to shard rows over (default: the mesh's first axis).
-    loss, steps, lr, learn_temperature, learn_bias, init_log_temperature, init_bias, beta,
-      infonce_variant: as in :func:`fit_free_embeddings`.
+    loss: one of ``'sigmoid'``, ``'infonce'``, ``'margin'`` (as in :func:`fit_free_embeddings`).
+    steps: Adam steps.
+    lr: Adam learning rate.
+    learn_temperature: learn ``log t``.
+    learn_bias: learn the sigmoid bias ``b``.
+    init_log_temperature: initial ``log t``.
+    init_bias: initial ``b``: a number, or ``'prior'`` for ``log(p / (1 - p))``.
+    beta: ``(start, end)`` of the margin loss's annealed ``β``.
+    infonce_variant: the ``variant`` of :func:`infonce_loss`.
 
   Returns:
     :class:`FitResult` with ``U [N, d]``, ``V [n, d]`` (unit rows) and ``history [steps]``

@@ -17,6 +17,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.margins import _validation as val
 
@@ -31,7 +32,14 @@ def _scores(U, V):
   return val.safe_normalize_rows(U) @ val.safe_normalize_rows(V).T  # [N, n]
 
 
-def sigmoid_loss(U, V, A, *, log_temperature=LOG_10, bias=0.0) -> jax.Array:
+def sigmoid_loss(
+  U: ArrayLike,
+  V: ArrayLike,
+  A: ArrayLike,
+  *,
+  log_temperature: ArrayLike = LOG_10,
+  bias: ArrayLike = 0.0,
+) -> jax.Array:
   r"""Pairwise sigmoid loss.
 
   .. math:: L = \frac{1}{N n} \sum_{j, i} \operatorname{softplus}\big(-Y_{ji} (t S_{ji} + b)\big),
@@ -43,7 +51,8 @@ def sigmoid_loss(U, V, A, *, log_temperature=LOG_10, bias=0.0) -> jax.Array:
   mlfoundations/open_clip#650).
 
   Args:
-    U: ``[N, d]`` raw query embeddings. V: ``[n, d]`` raw document embeddings.
+    U: ``[N, d]`` raw query embeddings.
+    V: ``[n, d]`` raw document embeddings.
     A: ``[N, n]`` binary relevance.
     log_temperature: scalar ``log t``.
     bias: scalar ``b``.
@@ -76,7 +85,13 @@ def _infonce_rows(logits, A, variant):
 
 
 def infonce_loss(
-  U, V, A, *, log_temperature=LOG_10, variant: str = "all", symmetric: bool = False
+  U: ArrayLike,
+  V: ArrayLike,
+  A: ArrayLike,
+  *,
+  log_temperature: ArrayLike = LOG_10,
+  variant: str = "all",
+  symmetric: bool = False,
 ) -> jax.Array:
   r"""Multi-positive InfoNCE.
 
@@ -94,10 +109,15 @@ def infonce_loss(
   can leave ``m_0 < 0`` while ``m_q > 0``.
 
   Args:
-    U, V, A: as in :func:`sigmoid_loss`.
+    U: ``[N, d]`` raw query embeddings.
+    V: ``[n, d]`` raw document embeddings.
+    A: ``[N, n]`` binary relevance.
     log_temperature: scalar ``log t``.
     variant: ``'all'`` or ``'exclude_other_positives'``.
     symmetric: also add the document-to-query direction.
+
+  Returns:
+    Scalar mean loss (0 when no row has a positive).
   """
   if variant not in INFONCE_VARIANTS:
     raise ValueError(f"variant must be one of {INFONCE_VARIANTS}, got {variant!r}.")
@@ -109,7 +129,14 @@ def infonce_loss(
   return val.poison(loss, ok)
 
 
-def margin_loss(U, V, A, *, beta=50.0, hinge_target=None) -> jax.Array:
+def margin_loss(
+  U: ArrayLike,
+  V: ArrayLike,
+  A: ArrayLike,
+  *,
+  beta: ArrayLike = 50.0,
+  hinge_target: ArrayLike | None = None,
+) -> jax.Array:
   r"""Direct margin objective: the negated soft-min of ``Y * S``.
 
   .. math:: L = \frac{1}{\beta} \log \sum_{j, i} e^{-\beta Y_{ji} S_{ji}}
@@ -118,6 +145,16 @@ def margin_loss(U, V, A, *, beta=50.0, hinge_target=None) -> jax.Array:
   so minimising ``L`` maximises a smooth lower bound on the paper's margin ``m_0``
   (``-L >= m_0 - log(N n) / beta``). With ``hinge_target = m`` the loss is instead
   ``mean relu(m - Y * S)``. ``beta`` must be > 0 (checked when concrete).
+
+  Args:
+    U: ``[N, d]`` raw query embeddings.
+    V: ``[n, d]`` raw document embeddings.
+    A: ``[N, n]`` binary relevance.
+    beta: soft-min sharpness ``β > 0``.
+    hinge_target: target margin ``m`` of the hinge form; None uses the soft-min.
+
+  Returns:
+    Scalar loss.
   """
   U, V, A, ok = val.check_embeddings_ok(U, V, A)
   if val.is_concrete(beta) and not float(beta) > 0:

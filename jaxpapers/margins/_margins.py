@@ -17,6 +17,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.margins import _validation as val
 
@@ -39,7 +40,7 @@ def _row_stats(S, A):
   return pos_min, neg_max
 
 
-def margin(U, V, A, *, normalize: bool = False) -> jax.Array:
+def margin(U: ArrayLike, V: ArrayLike, A: ArrayLike, *, normalize: bool = False) -> jax.Array:
   r"""The paper's fixed-threshold margin ``m_0``.
 
   .. math:: m_0(U, V, A) = \min_{j, i} Y_{ji} \langle U_j, V_i \rangle, \qquad Y = 2A - 1,
@@ -66,19 +67,36 @@ def margin(U, V, A, *, normalize: bool = False) -> jax.Array:
 
   References:
     arXiv:2605.23556, the definition of ``m^rd(d, A)`` in the abstract.
+
+  Example:
+    A = k_sparse_relevance(n=8, k=2)                # [28, 8]: every 2-subset of 8 documents
+    result = sdp_max_margin(A, key=jax.random.key(0))  # brackets m^rd(inf, A), with embeddings
+    m0 = margin(result.U, result.V, A, normalize=True)
+    m = all_margins(result.U, result.V, A, normalize=True)  # {"m0", "mg", "mq", "topk_accuracy"}
   """
   U, V, A, ok = _prepare(U, V, A, normalize)
   S = U @ V.T  # [N, n]
   return val.poison(jnp.min(jnp.where(A, S, -S)), ok)
 
 
-def global_threshold_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
+def global_threshold_margin(
+  U: ArrayLike, V: ArrayLike, A: ArrayLike, *, normalize: bool = False
+) -> jax.Array:
   r"""Best fixed-threshold margin after one common shift of all scores, ``m_g``.
 
   .. math:: m_g = \tfrac12 \big(\min_{A_{ji}=1} S_{ji} - \max_{A_{ji}=0} S_{ji}\big)
             = \max_\theta \min_{j,i} Y_{ji} (S_{ji} - \theta).
 
-  ``+inf`` when A has no zero or no one entries. Arguments as in :func:`margin`.
+  ``+inf`` when A has no zero or no one entries.
+
+  Args:
+    U: ``[N, d]`` query embeddings with unit rows (or nonzero rows with ``normalize=True``).
+    V: ``[n, d]`` document embeddings, same convention.
+    A: ``[N, n]`` binary relevance matrix.
+    normalize: divide rows of ``U`` and ``V`` by their norms first (see :func:`margin`).
+
+  Returns:
+    Scalar ``m_g``, in the dtype of ``U``/``V``.
   """
   U, V, A, ok = _prepare(U, V, A, normalize)
   S = U @ V.T
@@ -87,7 +105,9 @@ def global_threshold_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
   )
 
 
-def per_query_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
+def per_query_margin(
+  U: ArrayLike, V: ArrayLike, A: ArrayLike, *, normalize: bool = False
+) -> jax.Array:
   r"""Per-query ranking margin ``m_q`` (what exact top-k retrieval needs).
 
   .. math:: m_q = \min_j \tfrac12 \big(\min_{i \in P_j} S_{ji} - \max_{i \notin P_j} S_{ji}\big),
@@ -95,18 +115,36 @@ def per_query_margin(U, V, A, *, normalize: bool = False) -> jax.Array:
 
   Rows with no positives or no negatives are skipped (``+inf`` if all are).
   ``m_q > 0`` iff every query ranks exactly its relevant documents on top.
-  Always ``m_0 <= m_g <= m_q``. Arguments as in :func:`margin`.
+  Always ``m_0 <= m_g <= m_q``.
+
+  Args:
+    U: ``[N, d]`` query embeddings with unit rows (or nonzero rows with ``normalize=True``).
+    V: ``[n, d]`` document embeddings, same convention.
+    A: ``[N, n]`` binary relevance matrix.
+    normalize: divide rows of ``U`` and ``V`` by their norms first (see :func:`margin`).
+
+  Returns:
+    Scalar ``m_q``, in the dtype of ``U``/``V``.
   """
   U, V, A, ok = _prepare(U, V, A, normalize)
   pos_min, neg_max = _row_stats(U @ V.T, A)
   return val.poison(jnp.min(0.5 * (pos_min - neg_max)), ok)  # skipped rows give +inf
 
 
-def topk_accuracy(U, V, A, *, normalize: bool = True) -> jax.Array:
+def topk_accuracy(U: ArrayLike, V: ArrayLike, A: ArrayLike, *, normalize: bool = True) -> jax.Array:
   """Fraction of queries whose top-|P_j| documents are exactly ``P_j`` (ties count as errors).
 
   Rows with no positives or no negatives count as correct. Normalisation does not
   change rankings, so ``normalize`` defaults to True here.
+
+  Args:
+    U: ``[N, d]`` query embeddings with unit rows (or nonzero rows with ``normalize=True``).
+    V: ``[n, d]`` document embeddings, same convention.
+    A: ``[N, n]`` binary relevance matrix.
+    normalize: divide rows of ``U`` and ``V`` by their norms first (default here).
+
+  Returns:
+    Scalar accuracy in [0, 1], in the dtype of ``U``.
   """
   U, V, A, ok = _prepare(U, V, A, normalize)
   pos_min, neg_max = _row_stats(U @ V.T, A)
@@ -146,11 +184,25 @@ def _all_margins_chunked(U, V, A, chunk_size):
   }
 
 
-def all_margins(U, V, A, *, normalize: bool = False, chunk_size: int = 65536) -> dict:
+def all_margins(
+  U: ArrayLike,
+  V: ArrayLike,
+  A: ArrayLike,
+  *,
+  normalize: bool = False,
+  chunk_size: int = 65536,
+) -> dict[str, jax.Array]:
   """All three margins and the top-k accuracy in one pass, chunked over query rows.
 
   Peak memory is ``O(chunk_size * n)``, so the C(64, 4) = 635,376-row k-sparse
   problem evaluates without materialising the full score matrix.
+
+  Args:
+    U: ``[N, d]`` query embeddings with unit rows (or nonzero rows with ``normalize=True``).
+    V: ``[n, d]`` document embeddings, same convention.
+    A: ``[N, n]`` binary relevance matrix.
+    normalize: divide rows of ``U`` and ``V`` by their norms first (see :func:`margin`).
+    chunk_size: query rows per step of the scan (a positive int; capped at ``N``).
 
   Returns:
     ``{"m0": m_0, "mg": m_g, "mq": m_q, "topk_accuracy": acc}`` (scalars), with the

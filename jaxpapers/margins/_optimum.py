@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax.typing import ArrayLike
 from scipy import optimize as sp_optimize
 
 from jaxpapers.margins import _validation as val
@@ -135,7 +136,9 @@ class QueryResult(NamedTuple):
   row_upper: jax.Array
 
 
-def max_margin_queries(V, A, *, steps: int = 500, init=None) -> QueryResult:
+def max_margin_queries(
+  V: ArrayLike, A: ArrayLike, *, steps: int = 500, init: ArrayLike | None = None
+) -> QueryResult:
   r"""Best unit query for each row of ``A`` with the documents ``V`` held fixed.
 
   Solves, for every row j, the hard-margin problem through the origin
@@ -195,7 +198,7 @@ class MaxMarginResult(NamedTuple):
   V: jax.Array
 
 
-def dual_upper_bound(A, lam, d_query, d_doc) -> float:
+def dual_upper_bound(A: ArrayLike, lam: ArrayLike, d_query: ArrayLike, d_doc: ArrayLike) -> float:
   r"""Certified upper bound on ``m^rd(inf, A)`` from any dual point (float64 numpy).
 
   The SDP ``max m`` s.t. ``G >= 0``, ``diag G = 1``, ``Y_ji G_{q_j, v_i} >= m`` has the
@@ -208,6 +211,15 @@ def dual_upper_bound(A, lam, d_query, d_doc) -> float:
   (``diag(mu) >= C(lambda)`` with ``mu = s d^2``.) Uniform ``lambda`` with
   ``d_query = (n/N)^{1/4}``, ``d_doc = (N/n)^{1/4}`` gives Forster's bound
   ``||Y||_2 / sqrt(N n)``. ``lam`` is renormalised to sum to one.
+
+  Args:
+    A: ``[N, n]`` binary relevance.
+    lam: ``[N, n]`` finite dual weights with a nonzero sum (absolute values are taken).
+    d_query: ``[N]`` positive query-side weights.
+    d_doc: ``[n]`` positive document-side weights.
+
+  Returns:
+    The bound, a Python float (valid for every embedding dimension).
   """
   A = np.asarray(A)
   if A.ndim != 2:
@@ -296,9 +308,9 @@ def _dual_descent(Y, steps, lr):
 
 
 def sdp_max_margin(
-  A,
+  A: ArrayLike,
   *,
-  key,
+  key: jax.Array,
   steps: int = 3000,
   dual_steps: int = 2000,
   lr: float = 0.02,
@@ -396,6 +408,13 @@ def k_sparse_optimal_margin(n: int, k: int) -> float:
   ``p in [0, 1]`` equal to ``m^rd(inf, A)``; it is a convex 1-D problem solved with
   scipy to ~1e-10. For ``k = 1`` the value is ``n / (3n - 4)`` (-> 1/3). Does not build A,
   so any ``n`` works. Theory: ``Theta(k^{-1/2})``.
+
+  Args:
+    n: number of documents.
+    k: relevant documents per query, ``1 <= k <= n``.
+
+  Returns:
+    ``m^rd(inf, A)`` as a Python float (1.0 for ``k = n``).
   """
   if (
     not isinstance(n, (int, np.integer)) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n

@@ -62,7 +62,8 @@ def random_k_sparse_relevance(key: jax.Array, num_queries: int, n: int, k: int) 
   Args:
     key: a ``jax.random.key``.
     num_queries: N, number of rows.
-    n, k: documents and relevant documents per row.
+    n: number of documents.
+    k: relevant documents per row.
 
   Returns:
     ``bool[N, n]`` with exactly k ones per row (rows may repeat).
@@ -79,6 +80,16 @@ def sample_k_subsets(seed: int, num_queries: int, n: int, k: int) -> np.ndarray:
   """``num_queries`` *distinct* k-subsets drawn uniformly without replacement (numpy, bool).
 
   Falls back to all subsets when ``num_queries >= C(n, k)``.
+
+  Args:
+    seed: seed of the numpy generator.
+    num_queries: number of subsets (a positive int).
+    n: number of documents.
+    k: subset size, ``1 <= k <= n``.
+
+  Returns:
+    ``bool[min(num_queries, C(n, k)), n]``, one subset per row with exactly k True entries,
+    rows in lexicographic order of their index sets.
   """
   _check_nk(n, k)
   if (
@@ -120,6 +131,13 @@ def limit_relevance(
   of the core documents (a uniform sample with ``seed``, or the first ones in
   lexicographic order with ``seed=None``; all of them with ``num_queries=None``),
   padded with ``num_docs - num_core`` all-zero distractor columns.
+
+  Args:
+    num_core: documents that can be relevant.
+    k: relevant documents per query.
+    num_queries: queries, in ``[1, C(num_core, k)]``; None for all subsets.
+    num_docs: corpus size (>= ``num_core``); None means ``num_core`` (LIMIT-small).
+    seed: seed of the uniform sample; None takes the first subsets in lexicographic order.
 
   Returns:
     ``bool[num_queries, num_docs]``.

@@ -38,13 +38,14 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
 __all__ = ["chunk_logliks", "binary_kl_from_logp", "alm_chunk_loss"]
 
 
-def chunk_logliks(tok_logp, tok_block, n_blocks: int):
+def chunk_logliks(tok_logp: ArrayLike, tok_block: ArrayLike, n_blocks: int) -> jax.Array:
   """Per-block sums of token log-probabilities: ``out[..., k] = sum_{p: block[p] = k} logp[p]``.
 
   Args:
@@ -78,15 +79,19 @@ def _log1mexp(x):
   return jnp.where(small, jnp.log(-jnp.expm1(a)), jnp.log1p(-jnp.exp(b)))
 
 
-def binary_kl_from_logp(l_t, l_s, *, clip: float = 1e-6):
+def binary_kl_from_logp(l_t: ArrayLike, l_s: ArrayLike, *, clip: float = 1e-6) -> jax.Array:
   r"""``KL(Bernoulli(e^{l_t}) || Bernoulli(e^{l_s}))`` from log-probabilities (elementwise).
 
   Both are first clipped to at most ``-clip`` (float32 cannot represent :math:`1 - e^\ell` for
   :math:`\ell` closer to 0).
 
   Args:
-    l_t, l_s: float [...] log-probabilities (<= 0) of the same shape.
+    l_t: float [...] teacher log-probabilities (<= 0).
+    l_s: float [...] student log-probabilities, the shape of ``l_t``.
     clip: > 0.
+
+  Returns:
+    float32 [...], the elementwise KL (>= 0).
   """
   l_t = V.check_array(l_t, "l_t", dtype="float")
   l_s = V.check_array(l_s, "l_s", dtype="float", shape=l_t.shape)
@@ -98,15 +103,15 @@ def binary_kl_from_logp(l_t, l_s, *, clip: float = 1e-6):
 
 
 def alm_chunk_loss(
-  t_tok_logp,
-  t_block,
-  s_tok_logp,
-  s_block,
+  t_tok_logp: ArrayLike,
+  t_block: ArrayLike,
+  s_tok_logp: ArrayLike,
+  s_block: ArrayLike,
   *,
   n_blocks: int,
-  mask=None,
+  mask: ArrayLike | None = None,
   clip: float = 1e-6,
-):
+) -> tuple[jax.Array, dict[str, jax.Array]]:
   r"""ALM-style chunk loss: binarised KL of teacher vs student chunk likelihoods per MCC block.
 
   Args:

@@ -53,8 +53,8 @@ def _topk_fn(top_k):
 
 def cache_teacher(
   logits_fn: Callable[[jax.Array], jax.Array],
-  tokens,
-  lengths,
+  tokens: np.ndarray,
+  lengths: np.ndarray,
   *,
   top_k: int = 64,
   batch_size: int = 8,
@@ -76,6 +76,7 @@ def cache_teacher(
     top_k: K_c (>= 1).
     batch_size: sequences per call; the last batch is padded with copies (one compile).
     directory: optional cache directory.
+    show_progress: show a progress bar over the batches.
 
   Returns:
     A :class:`TeacherCache` (``tok_logp`` is 0 at positions ``>= length - 1``).
@@ -138,8 +139,16 @@ def cache_teacher(
   return TeacherCache(np.concatenate(ids), np.concatenate(logp), tok_logp.astype(np.float32))
 
 
-def gather_cache(cache: TeacherCache, positions) -> tuple[np.ndarray, np.ndarray]:
-  """The cache rows at ``positions`` int [N, K]: ids int32 [N, K, K_c], logp float32 [N, K, K_c]."""
+def gather_cache(cache: TeacherCache, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """The cache rows at chosen positions of every sequence.
+
+  Args:
+    cache: the teacher cache (``N`` sequences of ``T`` positions).
+    positions: int [N, K], positions in ``[0, T)`` per sequence.
+
+  Returns:
+    ``(ids int32 [N, K, K_c], logp float32 [N, K, K_c])``.
+  """
   positions = np.asarray(positions)
   if positions.ndim != 2 or positions.shape[0] != cache.ids.shape[0]:
     raise ValueError(

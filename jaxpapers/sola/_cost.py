@@ -25,6 +25,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.sola._tokenize import encode_strings
@@ -44,9 +45,12 @@ class CorrespondenceTable(NamedTuple):
   Attributes:
     nbr_t2s: int32 [V_T, R], the R lowest-cost student ids of each teacher id.
     cost_t2s: float32 [V_T, R], their costs in [0, 1].
-    nbr_s2t: int32 [V_S, R]; cost_s2t: float32 [V_S, R] (student -> teacher).
-    chars_t: int32 [V_T, L] code points of the teacher strings (-1 pad); len_t: int32 [V_T].
-    chars_s: int32 [V_S, L]; len_s: int32 [V_S].
+    nbr_s2t: int32 [V_S, R], the R lowest-cost teacher ids of each student id.
+    cost_s2t: float32 [V_S, R], their costs.
+    chars_t: int32 [V_T, L] code points of the teacher strings (-1 pad).
+    len_t: int32 [V_T] their lengths.
+    chars_s: int32 [V_S, L] code points of the student strings.
+    len_s: int32 [V_S] their lengths.
   """
 
   nbr_t2s: jax.Array
@@ -59,12 +63,16 @@ class CorrespondenceTable(NamedTuple):
   len_s: jax.Array
 
 
-def lexical_cost(chars_a, len_a, chars_b, len_b):
+def lexical_cost(
+  chars_a: ArrayLike, len_a: ArrayLike, chars_b: ArrayLike, len_b: ArrayLike
+) -> jax.Array:
   """``1 - 2 LCP / (|a| + |b|)`` between padded code-point strings, broadcast over leading axes.
 
   Args:
-    chars_a: int [..., L] code points (-1 pad); len_a: int [...].
-    chars_b: int [..., L]; len_b: int [...].
+    chars_a: int [..., L] code points (-1 pad).
+    len_a: int [...] string lengths of ``chars_a``.
+    chars_b: int [..., L] code points of the other strings.
+    len_b: int [...] their lengths.
 
   Returns:
     float32 [...] in [0, 1]; 1 when both strings are empty.
@@ -97,15 +105,15 @@ def _chunk_cost(n_chunk, row_sum, col_sum, pi_t_chunk, pi_s, ct, lt, cs, ls, par
 
 
 def estimate_correspondence(
-  t_first,
-  s_first,
-  t_top_ids,
-  t_top_logp,
+  t_first: ArrayLike,
+  s_first: ArrayLike,
+  t_top_ids: ArrayLike,
+  t_top_logp: ArrayLike,
   *,
   t_strings: Sequence[str],
   s_strings: Sequence[str],
-  t_unigram=None,
-  s_unigram=None,
+  t_unigram: ArrayLike | None = None,
+  s_unigram: ArrayLike | None = None,
   alpha: float = 1.0,
   beta: float = 1.0,
   r: int = 8,
@@ -122,10 +130,13 @@ def estimate_correspondence(
     s_first: int [P], the first student token of each block.
     t_top_ids: int [P, K_c], the teacher's top-K_c ids at the block's aligned position.
     t_top_logp: float [P, K_c], their log-probabilities.
-    t_strings: the V_T teacher token strings (:func:`token_strings`); s_strings: V_S.
-    t_unigram, s_unigram: optional float [V_T], [V_S] unigram frequencies (default: from
-      ``t_first`` / ``s_first`` with add-one smoothing).
-    alpha: smoothing strength (> 0); beta: weight of the soft counts (>= 0).
+    t_strings: the V_T teacher token strings (:func:`token_strings`).
+    s_strings: the V_S student token strings.
+    t_unigram: optional float [V_T] teacher unigram frequencies (default: from ``t_first``
+      with add-one smoothing).
+    s_unigram: optional float [V_S] student unigram frequencies (default: from ``s_first``).
+    alpha: smoothing strength (> 0).
+    beta: weight of the soft counts (>= 0).
     r: neighbours per id (1 <= r <= min(V_T, V_S)).
     c_max: cost cap in nats (> 0).
     use_counts: False gives the lexical-cost-only table (an ablation).
@@ -232,7 +243,17 @@ def estimate_correspondence(
 def lexical_table(
   t_strings: Sequence[str], s_strings: Sequence[str], *, r: int = 8, max_chars: int = 16
 ) -> CorrespondenceTable:
-  """The lexical-cost-only table (no calibration counts): the "lexical cost" ablation."""
+  """The lexical-cost-only table (no calibration counts): the "lexical cost" ablation.
+
+  Args:
+    t_strings: the V_T teacher token strings.
+    s_strings: the V_S student token strings.
+    r: neighbours per id.
+    max_chars: characters kept per string.
+
+  Returns:
+    A :class:`CorrespondenceTable` whose costs are all lexical.
+  """
   return estimate_correspondence(
     np.zeros(1, np.int64),
     np.zeros(1, np.int64),
@@ -246,12 +267,13 @@ def lexical_table(
   )
 
 
-def pair_cost(table: CorrespondenceTable, t_ids, s_ids):
+def pair_cost(table: CorrespondenceTable, t_ids: ArrayLike, s_ids: ArrayLike) -> jax.Array:
   """Cost of (teacher id, student id) pairs, broadcast: neighbour tables first, else lexical.
 
   Args:
     table: a :class:`CorrespondenceTable`.
-    t_ids: int [...] teacher ids; s_ids: int [...] student ids (broadcastable).
+    t_ids: int [...] teacher ids.
+    s_ids: int [...] student ids (broadcastable with ``t_ids``).
 
   Returns:
     float32 [...] in [0, 1].

@@ -6,17 +6,20 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
 __all__ = ["token_logp", "bits_per_byte"]
 
 
-def token_logp(logits, tokens, lengths):
+def token_logp(logits: ArrayLike, tokens: ArrayLike, lengths: ArrayLike) -> jax.Array:
   """Log-probability of each realised next token: ``log p(tokens[:, p+1] | tokens[:, :p+1])``.
 
   Args:
-    logits: float [N, T, V]; tokens: int [N, T] (BOS first); lengths: int [N] valid lengths.
+    logits: float [N, T, V], the model's logits at every position.
+    tokens: int [N, T] (BOS first).
+    lengths: int [N] valid lengths.
 
   Returns:
     float32 [N, T], 0 at positions ``>= length - 1``.
@@ -31,7 +34,7 @@ def token_logp(logits, tokens, lengths):
   return jnp.where(valid, tl, 0.0)
 
 
-def bits_per_byte(logp_sum, n_bytes):
+def bits_per_byte(logp_sum: ArrayLike, n_bytes: ArrayLike) -> jax.Array:
   r"""``-sum log p / (n_bytes ln 2)``: comparable across tokenizers of the same text.
 
   Args:

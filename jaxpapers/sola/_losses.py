@@ -12,6 +12,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.sola._cost import CorrespondenceTable, pair_cost
@@ -38,7 +39,8 @@ class Support(NamedTuple):
   Attributes:
     ids_t: int32 [..., M] teacher ids (sorted, de-duplicated; 0 where masked).
     mask_t: bool [..., M].
-    ids_s: int32 [..., M] student ids; mask_s: bool [..., M].
+    ids_s: int32 [..., M] student ids.
+    mask_s: bool [..., M].
     p: float32 [..., M] teacher probabilities on the support (0 where masked, not renormalised).
     q: float32 [..., M] student probabilities (differentiable).
     cost: float32 [..., M, M] the cost submatrix ``C(ids_t[a], ids_s[b])``.
@@ -76,9 +78,9 @@ def _check_pairs(t_ids, t_logp, s_logits, k):
 
 
 def local_support(
-  t_ids,
-  t_logp,
-  s_logits,
+  t_ids: ArrayLike,
+  t_logp: ArrayLike,
+  s_logits: ArrayLike,
   table: CorrespondenceTable,
   *,
   k: int = 8,
@@ -92,7 +94,8 @@ def local_support(
   ``U_T = K_T`` (unidirectional ablation); ``'none'`` uses ``K_T x K_S`` only.
 
   Args:
-    t_ids: int [..., K_c] cached teacher ids; t_logp: float [..., K_c] their log-probabilities.
+    t_ids: int [..., K_c] cached teacher ids.
+    t_logp: float [..., K_c] their log-probabilities.
     s_logits: float [..., V_S] student logits at the aligned positions.
     table: the :class:`CorrespondenceTable`.
     k: top-k per side (1 <= k <= K_c).
@@ -149,12 +152,12 @@ def _reduce(per, mask):
 
 
 def sola_loss(
-  t_ids,
-  t_logp,
-  s_logits,
+  t_ids: ArrayLike,
+  t_logp: ArrayLike,
+  s_logits: ArrayLike,
   table: CorrespondenceTable,
   *,
-  mask=None,
+  mask: ArrayLike | None = None,
   k: int = 8,
   epsilon: float = 0.05,
   iters: int = 30,
@@ -162,7 +165,7 @@ def sola_loss(
   unroll: bool = True,
   support: str = "bidirectional",
   coverage_weighted: bool = False,
-):
+) -> tuple[jax.Array, dict[str, jax.Array]]:
   r"""SOLA: entropic OT between teacher and student on the local support (reconstruction).
 
   :math:`L = \frac{1}{|\mathcal K|}\sum_k \langle C_k, P_\varepsilon(\tilde p_k, \tilde q_k)\rangle`
@@ -172,17 +175,33 @@ def sola_loss(
   under a zero-cost diagonal. Gradients reach the student logits only.
 
   Args:
-    t_ids, t_logp: int / float [..., K_c], the teacher cache at the aligned positions.
+    t_ids: int [..., K_c], the cached teacher ids at the aligned positions.
+    t_logp: float [..., K_c], their log-probabilities.
     s_logits: float [..., V_S], the student's logits at its aligned positions.
     table: the :class:`CorrespondenceTable`.
     mask: optional bool [...] of aligned pairs to average over.
-    k: top-k per side; epsilon: entropic regularisation (cost in [0, 1]); iters: Sinkhorn
-      iterations; delta: dummy-bucket mass; unroll: differentiate by unrolling.
+    k: top-k per side.
+    epsilon: entropic regularisation (cost in [0, 1]).
+    iters: Sinkhorn iterations.
+    delta: dummy-bucket mass.
+    unroll: differentiate by unrolling the iterations (see :func:`entropic_ot_cost`).
     support: one of ``SUPPORTS`` (the ablations).
     coverage_weighted: weight each pair by its coverage (ablation).
 
   Returns:
     ``(loss, aux)``: the scalar loss and ``{'coverage': mean coverage, 'per_pair': [...]}``.
+
+  Example:
+    al = align_texts(texts, teacher_tok, student_tok, max_len=128)
+    cache = cache_teacher(teacher_logits_fn, al.t_tokens, al.t_len, top_k=64)
+    t_ids, t_logp = gather_cache(cache, al.blk_t_pos)  # [N, K, K_c] each
+    v = al.blk_valid
+    table = estimate_correspondence(al.blk_t_id[v], al.blk_s_id[v], t_ids[v], t_logp[v],
+                                    t_strings=token_strings(teacher_tok),
+                                    s_strings=token_strings(student_tok))
+    logits = student_logits(params, al.s_tokens, cfg)  # [N, T_s, V_S]
+    s_logits = jnp.take_along_axis(logits, al.blk_s_pos[..., None], 1)  # [N, K, V_S]
+    loss, aux = sola_loss(t_ids, t_logp, s_logits, table, mask=v)
   """
   sup = local_support(t_ids, t_logp, s_logits, table, k=k, support=support)
   a, b, c = pad_with_dummy_bucket(sup.p, sup.mask_t, sup.q, sup.mask_s, sup.cost, delta=delta)
@@ -193,7 +212,9 @@ def sola_loss(
   return _reduce(per, mask), {"coverage": cov, "per_pair": per}
 
 
-def uld_loss(t_logp, s_logits, *, mask=None, k: int | None = None):
+def uld_loss(
+  t_logp: ArrayLike, s_logits: ArrayLike, *, mask: ArrayLike | None = None, k: int | None = None
+) -> jax.Array:
   r"""Universal Logit Distillation (Boizard et al.): :math:`\sum_i |p^\downarrow_{T,i} - p^\downarrow_{S,i}|`.
 
   Sorted (descending) teacher and student probabilities over the top-``k`` of each side,
@@ -256,6 +277,8 @@ def mined_map(
   Args:
     t_strings: the teacher strings to map (e.g. only the ids that occur in a cache).
     s_strings: the V_S student strings.
+    max_chars: characters kept per string.
+    chunk: teacher strings per edit-distance block (memory ``O(chunk · V_S · max_chars)``).
 
   Returns:
     int32 [len(t_strings)] student ids.
@@ -273,7 +296,9 @@ def mined_map(
   return out
 
 
-def mined_kl_loss(mapped_ids, t_logp, s_logits, *, mask=None):
+def mined_kl_loss(
+  mapped_ids: ArrayLike, t_logp: ArrayLike, s_logits: ArrayLike, *, mask: ArrayLike | None = None
+) -> jax.Array:
   r"""MinED-style KD: KL(mapped teacher ‖ student) on the teacher's top-K mapped to student ids.
 
   The teacher's top-K probabilities are renormalised, summed per mapped student id

@@ -21,6 +21,9 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+from jaxpapers.sola._tokenize import TokenizerProtocol
 
 __all__ = ["MCCAlignment", "AlignedTexts", "mcc_blocks", "align_texts"]
 
@@ -75,7 +78,7 @@ def _cut_marks(a: np.ndarray, base: int, size: int) -> np.ndarray:
   return marks
 
 
-def mcc_blocks(t_offsets, s_offsets) -> MCCAlignment:
+def mcc_blocks(t_offsets: ArrayLike, s_offsets: ArrayLike) -> MCCAlignment:
   """The MCC block partition of two tokenizations of the same text (host, linear time).
 
   Both cut sets are marked on boolean arrays over the covered character range and intersected
@@ -147,11 +150,14 @@ class AlignedTexts(NamedTuple):
   of the logits predicts token ``p + 1``.
 
   Attributes:
-    t_tokens: int32 [N, T_t], BOS + teacher ids (0-padded); t_len: int32 [N] valid length.
-    s_tokens: int32 [N, T_s], BOS + student ids; s_len: int32 [N].
+    t_tokens: int32 [N, T_t], BOS + teacher ids (0-padded).
+    t_len: int32 [N] valid length.
+    s_tokens: int32 [N, T_s], BOS + student ids.
+    s_len: int32 [N].
     blk_t_pos: int32 [N, K], teacher logit position predicting each block's first token.
     blk_s_pos: int32 [N, K], the student's.
-    blk_t_id: int32 [N, K], that teacher token's id; blk_s_id: int32 [N, K], the student's.
+    blk_t_id: int32 [N, K], that teacher token's id.
+    blk_s_id: int32 [N, K], the student's.
     blk_valid: bool [N, K].
     t_block: int32 [N, T_t], the block of the teacher token predicted at each logit position
       (position ``p`` predicts token ``p + 1``, the text's ``p``-th token); -1 past the end.
@@ -176,7 +182,12 @@ class AlignedTexts(NamedTuple):
 
 
 def align_texts(
-  texts: Sequence[str], teacher_tok, student_tok, *, max_len: int, max_blocks: int | None = None
+  texts: Sequence[str],
+  teacher_tok: TokenizerProtocol,
+  student_tok: TokenizerProtocol,
+  *,
+  max_len: int,
+  max_blocks: int | None = None,
 ) -> AlignedTexts:
   """Tokenises each text with *its own* tokenizer on each side and aligns them by MCC blocks.
 
@@ -185,7 +196,8 @@ def align_texts(
 
   Args:
     texts: the texts (non-empty strings).
-    teacher_tok, student_tok: tokenizers with ``encode_with_offsets`` and ``bos_id``.
+    teacher_tok: the teacher's tokenizer (``encode_with_offsets`` and ``bos_id``).
+    student_tok: the student's tokenizer (the same protocol).
     max_len: sequence length including BOS (>= 2), the same for both sides.
     max_blocks: blocks kept per text (default ``max_len - 1``, which always suffices).
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -73,7 +74,15 @@ def _require_ott():
   return geometry, linear_problem, sinkhorn
 
 
-def pad_with_dummy_bucket(p, p_mask, q, q_mask, cost, *, delta: float = 1e-6):
+def pad_with_dummy_bucket(
+  p: ArrayLike,
+  p_mask: ArrayLike,
+  q: ArrayLike,
+  q_mask: ArrayLike,
+  cost: ArrayLike,
+  *,
+  delta: float = 1e-6,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
   """Gives padded slots a tiny shared mass so that no marginal entry is zero (no NaN gradients).
 
   Reconstruction (spec §3.4): real entries carry ``(1 - delta) * p / sum(p)``, the padded
@@ -83,7 +92,8 @@ def pad_with_dummy_bucket(p, p_mask, q, q_mask, cost, *, delta: float = 1e-6):
   Args:
     p: float [..., M_T] teacher masses (any non-negative scale; renormalised over the mask).
     p_mask: bool [..., M_T], True on real entries.
-    q: float [..., M_S]; q_mask: bool [..., M_S].
+    q: float [..., M_S] student masses (renormalised over ``q_mask``).
+    q_mask: bool [..., M_S], True on real entries.
     cost: float [..., M_T, M_S].
     delta: the padded mass per side, in (0, 1).
 
@@ -112,15 +122,15 @@ def pad_with_dummy_bucket(p, p_mask, q, q_mask, cost, *, delta: float = 1e-6):
 
 
 def entropic_ot_cost(
-  a,
-  b,
-  cost,
+  a: ArrayLike,
+  b: ArrayLike,
+  cost: ArrayLike,
   *,
   epsilon: float = 0.05,
   iters: int = 30,
   unroll: bool = True,
   value: str = "transport",
-):
+) -> jax.Array:
   r"""Entropic OT between ``a`` and ``b`` under ``cost``, batched over leading axes (ott-jax).
 
   Solves :math:`P_\varepsilon = \arg\min_{P \in U(a, b)} \langle C, P\rangle - \varepsilon H(P)`
@@ -236,6 +246,19 @@ def entropic_ot_cost(
   return V.poison_floats(fn(a, b, cost), ok)
 
 
-def entropic_ot_plan(a, b, cost, *, epsilon: float = 0.05, iters: int = 30):
-  """The Sinkhorn plan ``P_eps`` [..., n, m] of :func:`entropic_ot_cost` (same arguments)."""
+def entropic_ot_plan(
+  a: ArrayLike, b: ArrayLike, cost: ArrayLike, *, epsilon: float = 0.05, iters: int = 30
+) -> jax.Array:
+  """The Sinkhorn plan ``P_eps`` of :func:`entropic_ot_cost`.
+
+  Args:
+    a: float [..., n] marginal, non-negative, summing to 1 (no zeros).
+    b: float [..., m] marginal.
+    cost: float [..., n, m].
+    epsilon: entropic regularisation (> 0).
+    iters: Sinkhorn iterations (>= 1).
+
+  Returns:
+    float [..., n, m], the entropic plan after ``iters`` Sinkhorn iterations.
+  """
   return entropic_ot_cost(a, b, cost, epsilon=epsilon, iters=iters, value="plan")

@@ -7,6 +7,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -15,7 +16,16 @@ __all__ = ["StudentConfig", "init_student", "student_logits"]
 
 @dataclasses.dataclass(frozen=True)
 class StudentConfig:
-  """Sizes of the student: vocabulary, width, layers, heads, MLP width, max length."""
+  """Sizes of the student: vocabulary, width, layers, heads, MLP width, max length.
+
+  Attributes:
+    vocab_size: V, the student tokenizer's vocabulary size.
+    d_model: width (a multiple of ``n_heads``).
+    n_layers: transformer layers L.
+    n_heads: attention heads.
+    ffn_dim: MLP hidden width.
+    max_len: longest sequence (learned positions).
+  """
 
   vocab_size: int
   d_model: int = 128
@@ -31,8 +41,18 @@ class StudentConfig:
       raise ValueError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}")
 
 
-def init_student(key, cfg: StudentConfig) -> dict:
-  """Parameters (normal(0, 0.02); output projections scaled by 1/sqrt(2L); tied unembedding)."""
+def init_student(key: jax.Array, cfg: StudentConfig) -> dict[str, jax.Array]:
+  """Parameters (normal(0, 0.02); output projections scaled by 1/sqrt(2L); tied unembedding).
+
+  Args:
+    key: a ``jax.random.key``.
+    cfg: the student's sizes.
+
+  Returns:
+    float32 arrays: ``embed [V, d]``, ``pos [max_len, d]``, per-layer ``qkv [L, d, 3d]``,
+    ``wo [L, d, d]``, ``w_up [L, d, ffn]``, ``w_down [L, ffn, d]``, ``norm1``/``norm2 [L, d]``
+    and ``norm_f [d]``.
+  """
   if not isinstance(cfg, StudentConfig):
     raise TypeError(f"cfg must be a StudentConfig, got {type(cfg).__name__}")
   d, f, L = cfg.d_model, cfg.ffn_dim, cfg.n_layers
@@ -56,7 +76,9 @@ def _rms(x, g):
   return x * jax.lax.rsqrt(jnp.mean(x * x, -1, keepdims=True) + 1e-6) * g
 
 
-def student_logits(params: dict, tokens, cfg: StudentConfig):
+def student_logits(
+  params: dict[str, jax.Array], tokens: ArrayLike, cfg: StudentConfig
+) -> jax.Array:
   """Causal LM logits.
 
   Args:

@@ -8,12 +8,27 @@ character offsets into ``text``, ``decode(ids) -> str``, ``vocab_size`` and ``bo
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+  import tokenizers
 
 __all__ = ["BPETokenizer", "train_bpe", "token_strings"]
 
 _STYLES = ("metaspace", "bytelevel")
+
+
+class TokenizerProtocol(Protocol):
+  """The tokenizer protocol of the module docstring."""
+
+  vocab_size: int
+  bos_id: int | None
+
+  def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]: ...
+
+  def decode(self, ids: Sequence[int]) -> str: ...
 
 
 def _require_tokenizers():
@@ -34,28 +49,63 @@ class BPETokenizer:
     bos_id: the beginning-of-sequence id prepended by `jaxpapers.sola.align_texts`.
     style: ``'metaspace'`` (SentencePiece-like, spaces become "▁" and start a token) or
       ``'bytelevel'`` (GPT-2-like, bytes mapped to printable characters).
+
+  Args:
+    hf_tokenizer: a trained ``tokenizers.Tokenizer`` whose vocabulary holds ``<s>``.
+    style: ``'metaspace'`` or ``'bytelevel'``, how it was built (see :func:`train_bpe`).
   """
 
-  def __init__(self, hf_tokenizer, *, style: str):
+  def __init__(self, hf_tokenizer: tokenizers.Tokenizer, *, style: str):
     self._tok = hf_tokenizer
     self.style = style
     self.vocab_size = hf_tokenizer.get_vocab_size(with_added_tokens=True)
     self.bos_id = hf_tokenizer.token_to_id("<s>")
 
   def encode(self, text: str) -> list[int]:
+    """Token ids of ``text`` (no BOS).
+
+    Args:
+      text: any text.
+
+    Returns:
+      The ids, in text order.
+    """
     return list(self._tok.encode(text, add_special_tokens=False).ids)
 
   def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-    """Ids and the character span ``[start, end)`` of ``text`` each token covers."""
+    """Ids and the character span ``[start, end)`` of ``text`` each token covers.
+
+    Args:
+      text: any text.
+
+    Returns:
+      ``(ids, spans)``: the ids (no BOS) and one ``(start, end)`` character span per id.
+    """
     if not isinstance(text, str):
       raise TypeError(f"text must be a str, got {type(text).__name__}")
     enc = self._tok.encode(text, add_special_tokens=False)
     return list(enc.ids), [tuple(o) for o in enc.offsets]
 
   def decode(self, ids: Sequence[int]) -> str:
+    """Text of ``ids`` (special tokens kept).
+
+    Args:
+      ids: token ids.
+
+    Returns:
+      The decoded text.
+    """
     return self._tok.decode([int(i) for i in ids], skip_special_tokens=False)
 
   def id_to_token(self, i: int) -> str | None:
+    """The vocabulary entry of one id (the raw token, e.g. with "▁" or "Ġ").
+
+    Args:
+      i: a token id.
+
+    Returns:
+      The token string, or None for an id outside the vocabulary.
+    """
     return self._tok.id_to_token(int(i))
 
 
@@ -107,7 +157,7 @@ def train_bpe(
   return BPETokenizer(tok, style=style)
 
 
-def token_strings(tokenizer, *, vocab_size: int | None = None) -> list[str]:
+def token_strings(tokenizer: TokenizerProtocol, *, vocab_size: int | None = None) -> list[str]:
   """The decoded text of every id (spaces restored, partial UTF-8 shown as U+FFFD).
 
   These are the "normalised strings" of the lexical cost and the MinED map: SentencePiece's
