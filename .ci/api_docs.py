@@ -6,7 +6,9 @@ The public API is what each package exports: the names in ``jaxpapers.<package>.
 without one, its public attributes defined inside jaxpapers), and for an exported class its
 public methods and ``__init__`` defined in jaxpapers. For each such function it checks
 
-* ``Args:`` in the docstring, when the function takes a parameter other than self/cls;
+* ``Args:`` in the docstring, when the function takes a parameter other than self/cls (for a
+  constructor a dataclass generated, the class's ``Attributes:`` section counts: its fields are
+  the arguments);
 * ``Returns:`` (or ``Yields:``) in the docstring, when the return annotation is not ``None``
   (properties and ``__init__`` are exempt);
 * type hints on every parameter (other than self/cls, ``*args`` and ``**kwargs``) and on the
@@ -20,12 +22,17 @@ function that misses something.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import inspect
+import pathlib
 import pkgutil
 import sys
 from collections.abc import Callable, Iterator
 
+# The checkout this script belongs to, not whichever jaxpapers is installed: Python puts .ci/
+# (not the repository) first on the path when the script runs.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import jaxpapers
 
 CHECKS = ("args", "returns", "hints")
@@ -42,12 +49,14 @@ def _exported(module) -> Iterator[tuple[str, object]]:
       yield name, obj
 
 
-def _functions(module) -> Iterator[tuple[str, Callable, str]]:
-  """(qualified name, function, docstring) of each public function and method; a constructor
-  without a docstring of its own is documented by its class's."""
+def _functions(module) -> Iterator[tuple[str, Callable, str, tuple[str, ...]]]:
+  """(qualified name, function, docstring, the sections that document its arguments) of each
+  public function and method. A constructor without a docstring of its own is documented by its
+  class's; when a dataclass generated it, its arguments are the fields, so the class's
+  ``Attributes:`` section documents them as well as an ``Args:`` one would."""
   for name, obj in _exported(module):
     if inspect.isfunction(obj):
-      yield name, obj, inspect.getdoc(obj) or ""
+      yield name, obj, inspect.getdoc(obj) or "", ("Args:",)
       continue
     for attr, member in vars(obj).items():
       if (attr.startswith("_") and attr != "__init__") or isinstance(member, property):
@@ -55,14 +64,17 @@ def _functions(module) -> Iterator[tuple[str, Callable, str]]:
       if isinstance(member, staticmethod | classmethod):
         member = member.__func__
       if inspect.isfunction(member) and member.__module__.startswith("jaxpapers"):
+        sections = ("Args:",)
         if attr == "__init__" and member.__doc__ is None and obj.__doc__ is not None:
           doc = inspect.cleandoc(obj.__doc__)
+          if dataclasses.is_dataclass(obj):
+            sections = ("Args:", "Attributes:")
         else:
           doc = inspect.getdoc(member) or ""  # inherited from a base class where it has none
-        yield f"{name}.{attr}", member, doc
+        yield f"{name}.{attr}", member, doc, sections
 
 
-def _check(fn: Callable, doc: str) -> dict[str, bool | None]:
+def _check(fn: Callable, doc: str, sections: tuple[str, ...] = ("Args:",)) -> dict[str, bool | None]:
   """Per check: True (met), False (missed), None (does not apply)."""
   try:
     sig = inspect.signature(fn)
@@ -76,7 +88,7 @@ def _check(fn: Callable, doc: str) -> dict[str, bool | None]:
   is_init = fn.__name__ == "__init__"
   returns_none = sig.return_annotation in (None, "None")
   out: dict[str, bool | None] = {}
-  out["args"] = ("Args:" in doc) if params else None
+  out["args"] = any(s in doc for s in sections) if params else None
   out["returns"] = None if (is_init or returns_none) else ("Returns:" in doc or "Yields:" in doc)
   hinted = all(p.annotation is not p.empty for p in params)
   if not is_init:
@@ -106,13 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     counts = {c: [0, 0] for c in CHECKS}
     seen = set()
     n = 0
-    for qual, fn, doc in _functions(module):
+    for qual, fn, doc, sections in _functions(module):
       key = (getattr(fn, "__module__", ""), getattr(fn, "__qualname__", qual))
       if key in seen:
         continue
       seen.add(key)
       n += 1
-      for c, ok in _check(fn, doc).items():
+      for c, ok in _check(fn, doc, sections).items():
         if ok is None:
           continue
         counts[c][1] += 1

@@ -39,6 +39,21 @@ class CSLossConfig:
   Defaults are the reference's documented "full spectrum" mix (λ_full 1 with NegCLIP on the full
   caption, λ_comp 0.5 with ``negclip_hard``, λ_align 0.25 margin 0.1, λ_rank 0.1 margin 0.1);
   the reference's own dataclass defaults have every optional term at 0.
+
+  Attributes:
+    lambda_full: weight of the full-caption contrastive term.
+    negatives_full: use the full caption's foil as an extra negative (NegCLIP) in that term.
+    lambda_comp: weight of the per-unit component term (:func:`component_loss`).
+    comp_type: the component term's form, ``'clip'``, ``'negclip'`` or ``'negclip_hard'``.
+    lambda_align: weight of the unit/foil alignment term (:func:`alignment_loss`).
+    align_type: ``'margin'`` or ``'cosine'``.
+    align_margin: margin of the alignment term.
+    lambda_rank: weight of the full-caption-over-units ranking term (:func:`rank_loss`).
+    rank_margin: margin of the ranking term.
+    rank_reduction: ``'mean'`` or ``'max'`` over units.
+    lambda_text: weight of the text-side margin term (:func:`text_margin_loss`).
+    text_margin: margin of the text-side term.
+    lambda_para: weight of the paraphrase term (:func:`paraphrase_loss`).
   """
 
   lambda_full: float = 1.0

@@ -33,7 +33,16 @@ def _l2(x):
 
 
 class ImageEncoder(nnx.Module):
-  """``[N, S, S, 3]`` images (uint8 or float in [0, 1]) -> ``[N, D]`` unit-norm embeddings."""
+  """``[N, S, S, 3]`` images (uint8 or float in [0, 1]) -> ``[N, D]`` unit-norm embeddings.
+
+  Two stride-2 3x3 convolutions with ReLU, then a linear head and L2 normalisation.
+
+  Args:
+    dim: D, the embedding width.
+    size: S, the image side.
+    width: channels of the first convolution (the second has twice as many).
+    rngs: the parameter random streams.
+  """
 
   def __init__(self, dim: int, *, size: int = 24, width: int = 16, rngs: nnx.Rngs):
     self.conv1 = nnx.Conv(3, width, (3, 3), strides=2, rngs=rngs)
@@ -51,7 +60,19 @@ class ImageEncoder(nnx.Module):
 
 
 class TextEncoder(nnx.Module):
-  """``[N, L]`` int word ids (0 = padding) -> ``[N, D]`` unit-norm embeddings."""
+  """``[N, L]`` int word ids (0 = padding) -> ``[N, D]`` unit-norm embeddings.
+
+  Args:
+    vocab: number of word ids (>= 2, id 0 is padding).
+    dim: D, the embedding width.
+    kind: one of :data:`TEXT_KINDS`: ``'bow'`` (mean of the word embeddings, no order),
+      ``'weak_order'`` (word ``j`` scaled by ``1 + order_strength * j`` before mean pooling)
+      or ``'positional'`` (learned position embeddings).
+    max_len: the longest caption L the encoder accepts.
+    width: the hidden width.
+    order_strength: the ``'weak_order'`` coefficient (>= 0).
+    rngs: the parameter random streams.
+  """
 
   def __init__(
     self,
@@ -94,7 +115,17 @@ class TextEncoder(nnx.Module):
 
 
 class DualEncoder(nnx.Module):
-  """Image and text towers plus the learnable ``log_scale`` (``logit_scale = exp(log_scale)``)."""
+  """Image and text towers plus the learnable ``log_scale`` (``logit_scale = exp(log_scale)``).
+
+  Args:
+    vocab: number of word ids of the text tower.
+    dim: D, the shared embedding width.
+    text_kind: the text tower's ``kind`` (see :class:`TextEncoder`).
+    size: the image side.
+    max_len: the longest caption.
+    order_strength: the text tower's ``'weak_order'`` coefficient.
+    rngs: the parameter random streams.
+  """
 
   def __init__(
     self,
@@ -114,4 +145,9 @@ class DualEncoder(nnx.Module):
     self.log_scale = nnx.Param(jnp.asarray(math.log(1 / 0.07), jnp.float32))
 
   def logit_scale(self) -> jax.Array:
+    """The contrastive temperature's inverse, ``exp(log_scale)`` clipped to ``[1, 100]``.
+
+    Returns:
+      A float32 scalar (``1/0.07`` at initialisation).
+    """
     return jnp.exp(jnp.clip(self.log_scale[...], 0.0, math.log(100.0)))

@@ -67,6 +67,14 @@ class SceneBatch(NamedTuple):
   relation: np.ndarray
 
   def scene(self, i: int) -> Scene:
+    """Scene ``i`` as a :class:`Scene` of Python ints.
+
+    Args:
+      i: index in ``[0, N)``.
+
+    Returns:
+      The :class:`Scene` (colours and shapes of all K objects, the relation).
+    """
     return Scene(
       tuple(int(c) for c in self.colours[i]),
       tuple(int(s) for s in self.shapes[i]),
@@ -78,7 +86,14 @@ class SceneBatch(NamedTuple):
 
 
 def partner(entity: np.ndarray) -> np.ndarray:
-  """The fixed co-occurrence partner of an entity id ``colour * 4 + shape``."""
+  """The fixed co-occurrence partner of an entity id ``colour * 4 + shape``.
+
+  Args:
+    entity: int array of any shape, entity ids in ``[0, 16)``.
+
+  Returns:
+    Int array of the same shape: the partner ``((c + 1) % 4) * 4 + (s + 2) % 4``.
+  """
   c, s = entity // 4, entity % 4
   return ((c + 1) % 4) * 4 + (s + 2) % 4
 

@@ -16,6 +16,7 @@ Project reconstruction of the authors' LLM pipeline (``neg_pipeline/``) for temp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -57,7 +58,17 @@ def _rel_of(scene: Scene, i: int) -> int:
 
 
 def relation_holds(scene: Scene, subj: tuple, rel: int, obj: tuple) -> bool:
-  """Whether "subj rel obj" is true of the scene's two mentioned objects."""
+  """Whether "subj rel obj" is true of the scene's two mentioned objects.
+
+  Args:
+    scene: a :class:`Scene`.
+    subj: ``(colour, shape)`` of the subject.
+    rel: index into :data:`RELATIONS`.
+    obj: ``(colour, shape)`` of the object.
+
+  Returns:
+    True iff subj and obj are the two distinct mentioned objects and rel relates them.
+  """
   rel = _check_rel(rel)
   ents = _entities(scene)[:2]
   if subj not in ents or obj not in ents or subj == obj:
@@ -66,7 +77,16 @@ def relation_holds(scene: Scene, subj: tuple, rel: int, obj: tuple) -> bool:
 
 
 def entity_foil(scene: Scene, i: int, rng: np.random.Generator) -> tuple:
-  """Object ``i`` with its colour or its shape changed to an (colour, shape) absent from the image."""
+  """Object ``i`` with its colour or its shape changed to an (colour, shape) absent from the image.
+
+  Args:
+    scene: a :class:`Scene`.
+    i: the mentioned object, 0 or 1.
+    rng: numpy generator (which attribute, which value).
+
+  Returns:
+    The foil entity ``(colour, shape)``.
+  """
   present = set(_entities(scene))
   i = V.check_int(i, "i (a mentioned object: 0 or 1)", min_value=0, max_value=1)
   c, s = scene.colours[i], scene.shapes[i]
@@ -80,7 +100,17 @@ def entity_foil(scene: Scene, i: int, rng: np.random.Generator) -> tuple:
 
 
 def relation_foil(subj: tuple, rel: int, obj: tuple, rng: np.random.Generator) -> str:
-  """Swap the arguments or flip the predicate (one edit; both together would be a paraphrase)."""
+  """Swap the arguments or flip the predicate (one edit; both together would be a paraphrase).
+
+  Args:
+    subj: ``(colour, shape)`` of the subject.
+    rel: index into :data:`RELATIONS`.
+    obj: ``(colour, shape)`` of the object.
+    rng: numpy generator (which edit, with probability 1/2 each).
+
+  Returns:
+    The foil caption.
+  """
   rel = _check_rel(rel)
   if rng.random() < 0.5:
     return relation_text(obj, rel, subj)
@@ -124,6 +154,13 @@ def half_truth_pairs(scene: Scene, rng: np.random.Generator) -> list[tuple[str, 
 
   Entity (kind 0): c = "a {true entity}", c' = c + " and " + a foil of the other object.
   Relation (kind 1): c = "a {true entity}", c' = c + " {wrong predicate} " + the other object.
+
+  Args:
+    scene: a :class:`Scene`.
+    rng: numpy generator (which object, which foil).
+
+  Returns:
+    ``[(c, c', 0), (c, c', 1)]``, the entity and the relation triple.
   """
   ents = _entities(scene)
   a = int(rng.integers(2))
@@ -137,8 +174,15 @@ def half_truth_pairs(scene: Scene, rng: np.random.Generator) -> list[tuple[str, 
   return [(short, long_e, 0), (short_r, long_r, 1)]
 
 
-def tokenize(texts, max_len: int = MAX_LEN) -> np.ndarray:
+def tokenize(texts: Sequence[str], max_len: int = MAX_LEN) -> np.ndarray:
   """Word ids ``[N, max_len]`` int32 (0 = padding) of captions in the scene grammar.
+
+  Args:
+    texts: N captions (an empty string gives an all-padding row).
+    max_len: L, the number of columns.
+
+  Returns:
+    ``[N, max_len]`` int32 word ids, right-padded with 0.
 
   Raises:
     ValueError: a word outside :data:`VOCAB` or a caption longer than ``max_len``.
@@ -171,7 +215,16 @@ class TrainingCaptions(NamedTuple):
   foils: list
 
   def arrays(self, max_len: int = MAX_LEN) -> dict[str, np.ndarray]:
-    """Token arrays: caption/caption_foil ``[N, L]``, units/foils ``[N, U_MAX, L]``, mask."""
+    """Token arrays: caption/caption_foil ``[N, L]``, units/foils ``[N, U_MAX, L]``, mask.
+
+    Args:
+      max_len: L, the token columns.
+
+    Returns:
+      A dict with ``caption``, ``caption_foil`` (int32 ``[N, L]``), ``units``, ``foils``
+      (int32 ``[N, U_MAX, L]``, missing units all padding) and ``unit_mask`` (bool
+      ``[N, U_MAX]``).
+    """
     n = len(self.caption)
     flat_u = [u for us in self.units for u in (us + [""] * (U_MAX - len(us)))]
     flat_f = [f for fs in self.foils for f in (fs + [""] * (U_MAX - len(fs)))]
@@ -191,7 +244,17 @@ def training_captions(
   """Alt-text-style captions: an entity caption with probability ``p_partial``, else a
   relation caption whose subject is object 1 (the paraphrase form) with probability
   ``p_paraphrase``; units, foils and the full-caption foil (the relation foil, or the entity
-  foil for entity captions) follow from the caption."""
+  foil for entity captions) follow from the caption.
+
+  Args:
+    batch: the N scenes.
+    seed: non-negative seed of the caption and foil choices.
+    p_partial: probability in [0, 1] of an entity caption.
+    p_paraphrase: probability in [0, 1] that a relation caption's subject is object 1.
+
+  Returns:
+    The :class:`TrainingCaptions` of the N scenes.
+  """
   p_partial = V.check_float(p_partial, "p_partial", min_value=0.0, max_value=1.0)
   p_paraphrase = V.check_float(p_paraphrase, "p_paraphrase", min_value=0.0, max_value=1.0)
   rng = np.random.default_rng(V.check_int(seed, "seed", min_value=0))
@@ -220,7 +283,15 @@ class HalfTruthSet(NamedTuple):
 
 
 def half_truth_set(batch: SceneBatch, seed: int) -> HalfTruthSet:
-  """Half-truth triples (one entity and one relation per scene) and retrieval captions."""
+  """Half-truth triples (one entity and one relation per scene) and retrieval captions.
+
+  Args:
+    batch: the N scenes.
+    seed: non-negative seed of the triples' choices.
+
+  Returns:
+    A :class:`HalfTruthSet` with 2N triples and N canonical relation captions.
+  """
   rng = np.random.default_rng(V.check_int(seed, "seed", min_value=0))
   short, long, kind, image, caption = [], [], [], [], []
   for i in range(len(batch)):

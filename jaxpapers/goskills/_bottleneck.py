@@ -25,6 +25,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -49,15 +50,15 @@ def role_priority(roles: jax.Array) -> jax.Array:
 
 
 def budgeted_coverage(
-  cands,
-  roles,
-  cand_mask,
-  req,
-  visible,
+  cands: ArrayLike,
+  roles: ArrayLike,
+  cand_mask: ArrayLike,
+  req: ArrayLike,
+  visible: ArrayLike,
   *,
   budget: int,
   mu: float = 0.1,
-  cost=None,
+  cost: ArrayLike | None = None,
   token_budget: int | None = None,
   force_start: bool = True,
 ) -> jax.Array:
@@ -153,7 +154,9 @@ def _greedy(cands, roles, cand_mask, req, visible, cost, *, budget, mu, token_bu
   return jax.lax.fori_loop(0, budget, step, init)[3], flags
 
 
-def visible_requirement_coverage(selected, req, visible) -> jax.Array:
+def visible_requirement_coverage(
+  selected: ArrayLike, req: ArrayLike, visible: ArrayLike
+) -> jax.Array:
   """Visible-requirement coverage ``|(∪_{s in X} Req(s)) ∩ V| / |V|``.
 
   Args:

@@ -19,6 +19,7 @@ missing CHECK label): roles change the outcome only through START (the entry) an
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from jaxpapers.core import validation as V
 from jaxpapers.goskills import _graph as G
@@ -27,16 +28,16 @@ from jaxpapers.goskills._synthetic import SkillLibrary, TaskSet
 
 
 def simulate_execution(
-  ids,
-  roles,
-  avoid,
-  tasks,
-  lib,
+  ids: npt.ArrayLike,
+  roles: npt.ArrayLike,
+  avoid: npt.ArrayLike,
+  tasks: TaskSet,
+  lib: SkillLibrary,
   rng: np.random.Generator,
   *,
   p_decoy: float = 0.5,
   note_tokens: int = 12,
-) -> dict:
+) -> dict[str, np.ndarray]:
   """Runs the simulated executor on a batch of contracts (vectorised numpy, host-side).
 
   Args:

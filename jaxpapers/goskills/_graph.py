@@ -28,6 +28,8 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -79,11 +81,23 @@ class SkillGraph:
     return self.req.shape[1]
 
 
-def skill_graph(src, dst, etype, req, kind, cost, *, weight=None, emask=None) -> SkillGraph:
+def skill_graph(
+  src: npt.ArrayLike,
+  dst: npt.ArrayLike,
+  etype: npt.ArrayLike,
+  req: npt.ArrayLike,
+  kind: npt.ArrayLike,
+  cost: npt.ArrayLike,
+  *,
+  weight: npt.ArrayLike | None = None,
+  emask: npt.ArrayLike | None = None,
+) -> SkillGraph:
   """Builds a :class:`SkillGraph`, checking shapes and dtypes (values: see :func:`check_graph`).
 
   Args:
-    src, dst, etype: ``[E]`` integer arrays (sources, targets, types in :data:`EDGE_TYPES`).
+    src: ``[E]`` integer edge sources in ``[0, n)``.
+    dst: ``[E]`` integer edge targets in ``[0, n)``.
+    etype: ``[E]`` integer edge types (indices into :data:`EDGE_TYPES`).
     req: ``[n, R]`` bool (or 0/1 integer) requirement matrix.
     kind: ``[n]`` integer kinds in :data:`KINDS`.
     cost: ``[n]`` integer payload tokens.
@@ -135,7 +149,7 @@ def _check_rev(rev_factor) -> jax.Array:
   return rev.astype(jnp.float32)
 
 
-def transition_weights(g: SkillGraph, rev_factor=GOS_REVERSE_FACTORS) -> jax.Array:
+def transition_weights(g: SkillGraph, rev_factor: npt.ArrayLike = GOS_REVERSE_FACTORS) -> jax.Array:
   """The unnormalised GoS weights ``W`` of eq. (1).
 
   Args:
@@ -187,7 +201,9 @@ def _weights(g: SkillGraph, rev):
   return out, _flags(g) + ((jnp.isfinite(rev) & (rev >= 0)).all(),)
 
 
-def row_normalize(w, *, dangling: Literal["self_loop", "uniform"] = "self_loop") -> jax.Array:
+def row_normalize(
+  w: ArrayLike, *, dangling: Literal["self_loop", "uniform"] = "self_loop"
+) -> jax.Array:
   """Eq. (2): row-normalises non-negative weights; empty rows get a self-loop (GoS) or 1/n.
 
   Args:
@@ -212,7 +228,7 @@ def row_normalize(w, *, dangling: Literal["self_loop", "uniform"] = "self_loop")
 
 def transition_matrix(
   g: SkillGraph,
-  rev_factor=GOS_REVERSE_FACTORS,
+  rev_factor: npt.ArrayLike = GOS_REVERSE_FACTORS,
   *,
   dangling: Literal["self_loop", "uniform"] = "self_loop",
 ) -> jax.Array:

@@ -38,6 +38,7 @@ from typing import Literal
 import flax.struct
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.goskills import _graph as G
@@ -146,9 +147,9 @@ def _one_group(x, g, mats, sq, visible, flagged, root_start, *, depth, max_suppo
 
 def build_groups(
   g: G.SkillGraph,
-  anchors,
-  visible,
-  scores=None,
+  anchors: ArrayLike,
+  visible: ArrayLike,
+  scores: ArrayLike | None = None,
   *,
   depth: int = 2,
   max_support: int = 4,
@@ -227,7 +228,7 @@ def _build(g, anchors, visible, scores, use_avoid, root_start, *, depth, max_sup
   return jax.vmap(one)(anchors), flag
 
 
-def group_graph(groups: Groups, w) -> jax.Array:
+def group_graph(groups: Groups, w: ArrayLike) -> jax.Array:
   """Eq. (7): group-to-group weights from the skill weights ``W`` (AVOID members excluded).
 
   Args:

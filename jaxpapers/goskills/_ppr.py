@@ -21,6 +21,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -63,7 +64,13 @@ def _ppr(t, p, *, d, iters, tol):
 
 
 def personalized_pagerank(
-  t, seed, *, teleport: float = 0.2, iters: int = 50, tol: float = 1e-6, validate: bool = True
+  t: ArrayLike,
+  seed: ArrayLike,
+  *,
+  teleport: float = 0.2,
+  iters: int = 50,
+  tol: float = 1e-6,
+  validate: bool = True,
 ) -> jax.Array:
   """Eq. (3): personalized PageRank with GoS's stopping rule and final renormalisation.
 

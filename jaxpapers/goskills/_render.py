@@ -18,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from jaxpapers.goskills._bottleneck import AVOID, CHECK, ROLES, START, SUPPORT
+from jaxpapers.goskills._synthetic import SkillText
 
 _SEP = " \u2014 "
 
@@ -28,7 +30,9 @@ def _item(texts, i):
   return f"{texts[i].name}{_SEP}{texts[i].purpose}"
 
 
-def render_contract(ids, roles, avoid, texts: Sequence) -> str:
+def render_contract(
+  ids: npt.ArrayLike, roles: npt.ArrayLike, avoid: npt.ArrayLike, texts: Sequence[SkillText]
+) -> str:
   """Renders one contract as text.
 
   Args:

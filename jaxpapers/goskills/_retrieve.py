@@ -32,6 +32,7 @@ import functools
 import flax.struct
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.goskills import _graph as G
@@ -112,7 +113,15 @@ class Contract:
   avoid: jax.Array
 
   def truncate(self, budget: int) -> Contract:
-    """The contract for a smaller budget (greedy and rank picks are nested)."""
+    """The contract for a smaller budget (greedy and rank picks are nested).
+
+    Args:
+      budget: the new budget, in ``[1, B]``.
+
+    Returns:
+      A :class:`Contract` with the first ``budget`` picks (``ids``/``roles``
+      ``[..., budget]``) and the same ``avoid``.
+    """
     budget = V.check_int(budget, "budget", min_value=1, max_value=self.ids.shape[-1])
     return Contract(self.ids[..., :budget], self.roles[..., :budget], self.avoid)
 
@@ -193,7 +202,12 @@ def _static_part(cfg: GoSkillsConfig) -> GoSkillsConfig:
   return dataclasses.replace(cfg, use_group_graph=True, use_avoid=True, start="root")
 
 
-def goskills_retrieve(g: G.SkillGraph, scores, visible, cfg: GoSkillsConfig = GoSkillsConfig()):
+def goskills_retrieve(
+  g: G.SkillGraph,
+  scores: ArrayLike,
+  visible: ArrayLike,
+  cfg: GoSkillsConfig = GoSkillsConfig(),
+) -> tuple[Contract, jax.Array]:
   """GoSkills retrieval for one task or a batch (stages in the module docstring).
 
   Args:
@@ -229,7 +243,7 @@ def goskills_retrieve(g: G.SkillGraph, scores, visible, cfg: GoSkillsConfig = Go
   return Contract(ids=sel, roles=jnp.where(sel >= 0, role, NO_ROLE), avoid=avoid), plan
 
 
-def flat_topk(scores, k: int) -> Contract:
+def flat_topk(scores: ArrayLike, k: int) -> Contract:
   """Flat top-``k`` by score (ties: lower id), no roles and no AVOID notes.
 
   Args:
@@ -250,8 +264,8 @@ def flat_topk(scores, k: int) -> Contract:
 
 
 def gos_bundle(
-  t,
-  scores,
+  t: ArrayLike,
+  scores: ArrayLike,
   *,
   seeds: int = 3,
   budget: int = 5,
@@ -267,7 +281,9 @@ def gos_bundle(
     scores: ``[n]`` or ``[T, n]`` hybrid scores.
     seeds: number of seed skills (1 <= seeds <= n).
     budget: bundle size ``B`` (1 <= budget <= n).
-    teleport, iters, tol: PageRank constants.
+    teleport: the PageRank restart probability in (0, 1].
+    iters: the maximum number of PageRank updates.
+    tol: the PageRank L1 stopping tolerance.
 
   Returns:
     :class:`Contract` with ``ids`` ``[..., budget]`` in PPR order, roles -1, no AVOID.

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -126,7 +127,9 @@ def hashed_embeddings(texts: Sequence[str], *, dim: int = 256, ngram: int = 3) -
   return np.where(norm > 0, out / np.where(norm > 0, norm, 1.0), 0.0).astype(np.float32)
 
 
-def bm25_scores(q_counts, d_counts, *, k1: float = 1.5, b: float = 0.75) -> jax.Array:
+def bm25_scores(
+  q_counts: ArrayLike, d_counts: ArrayLike, *, k1: float = 1.5, b: float = 0.75
+) -> jax.Array:
   """Eq. (5): Okapi BM25 (Lucene idf) of every query against every document.
 
   Args:
@@ -167,7 +170,9 @@ def _bm25(q, d, *, k1, b):
   return (q * idf) @ tf.T, fq, fd
 
 
-def hybrid_scores(q_emb, s_emb, bm25, *, alpha: float = 0.5) -> jax.Array:
+def hybrid_scores(
+  q_emb: ArrayLike, s_emb: ArrayLike, bm25: ArrayLike, *, alpha: float = 0.5
+) -> jax.Array:
   """Eq. (4): ``alpha * cos + (1 - alpha) * min-max(BM25)`` per query.
 
   Args:

@@ -69,7 +69,13 @@ def _slug(s: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class SkillText:
-  """The text of one skill: ``name``, one-line ``purpose`` (its description), ``payload``."""
+  """The text of one skill: ``name``, one-line ``purpose`` (its description), ``payload``.
+
+  Attributes:
+    name: the skill's name (a slug).
+    purpose: one line saying what the skill does (the text retrieval scores).
+    payload: the instructions an executor reads when the skill is in a contract.
+  """
 
   name: str
   purpose: str
@@ -89,10 +95,10 @@ class SkillLibrary:
   """
 
   graph: G.SkillGraph
-  texts: list
+  texts: list[SkillText]
   is_decoy: np.ndarray
-  workflows: list
-  decoys_of: dict
+  workflows: list[list[int]]
+  decoys_of: dict[int, list[int]]
 
   @property
   def n(self) -> int:
@@ -250,7 +256,9 @@ def make_skill_library(
   return SkillLibrary(graph, texts, np.asarray(decoy), workflows, decoys_of)
 
 
-def make_tasks(seed: int, lib: SkillLibrary, *, n: int, visible_per_task=(2, 4)) -> TaskSet:
+def make_tasks(
+  seed: int, lib: SkillLibrary, *, n: int, visible_per_task: tuple[int, int] = (2, 4)
+) -> TaskSet:
   """Samples ``n`` tasks from the library's workflows (see the module docstring).
 
   Args:

@@ -19,6 +19,7 @@ import pathlib
 import pickle
 
 import numpy as np
+import numpy.typing as npt
 
 from jaxpapers.core.data import resolve_inside
 from jaxpapers.hypergraph import _structure as st
@@ -80,7 +81,19 @@ class RestrictedUnpickler(pickle.Unpickler):
 
   _ALLOWED = None
 
-  def find_class(self, module, name):
+  def find_class(self, module: str, name: str) -> object:
+    """Resolves a global of the allow-list.
+
+    Args:
+      module: the module path written in the pickle (old numpy/scipy/Python 2 paths accepted).
+      name: the global's name in that module.
+
+    Returns:
+      The class or function the pickle may construct.
+
+    Raises:
+      pickle.UnpicklingError: ``module.name`` is not on the allow-list.
+    """
     if RestrictedUnpickler._ALLOWED is None:
       RestrictedUnpickler._ALLOWED = _allowed()
     try:
@@ -91,8 +104,14 @@ class RestrictedUnpickler(pickle.Unpickler):
       ) from None
 
 
-def safe_load_pickle(path) -> object:
+def safe_load_pickle(path: str | os.PathLike[str]) -> object:
   """Loads a data pickle with :class:`RestrictedUnpickler` (``encoding='latin1'`` for Python 2).
+
+  Args:
+    path: the pickle file.
+
+  Returns:
+    The unpickled object (numpy arrays, scipy CSR matrices, builtin containers).
 
   Raises:
     FileNotFoundError: no file at ``path``.
@@ -173,19 +192,31 @@ def _data_file(data_dir, *parts: str) -> pathlib.Path:
 
 
 def random_splits(
-  y,
+  y: npt.ArrayLike,
   seed: int,
   *,
   train: float = 0.5,
   val: float = 0.25,
   num_splits: int = 10,
   per_class: bool = False,
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
   """Seeded random train/val/test masks, bool[num_splits, n] each.
 
   ``per_class=True`` draws the fractions inside every class (stratified, e.g. Telegram's
   60/20/20); otherwise over all nodes (the GeDi/AllSet 50/25/25 protocol). Split r uses
   ``np.random.default_rng([seed, r])`` so each split is reproducible on its own.
+
+  Args:
+    y: [n] labels (only their classes matter, for ``per_class``).
+    seed: non-negative int.
+    train: fraction of nodes in the training set, in (0, 1).
+    val: fraction in the validation set; the rest is the test set.
+    num_splits: R, the number of splits.
+    per_class: draw the fractions within every class (stratified).
+
+  Returns:
+    ``(train_mask, val_mask, test_mask)``, each bool [R, n]; every node is in exactly one of
+    them in each split.
   """
   y = np.asarray(y)
   if y.ndim != 1 or y.size == 0:
@@ -249,13 +280,30 @@ def _finish(
 
 
 def load_mail(
-  data_dir, name: str = "enroll", *, split_seed=0, num_splits=10, directed=True, q=0.25
-):
+  data_dir: str | os.PathLike[str],
+  name: str = "enroll",
+  *,
+  split_seed: int = 0,
+  num_splits: int = 10,
+  directed: bool = True,
+  q: float = 0.25,
+) -> st.HypergraphData:
   """email-Enron (``name='enroll'``) or email-EU (``'EU'``): star construction, degree feature.
 
   Note: >99.9% of email-EU edges have ``src < dst``, so its "direction" may be an id-order
   artefact of the released file; we reproduce the file as is. Splits: seeded 50/25/25 over all
   nodes (not stratified), the reference's protocol.
+
+  Args:
+    data_dir: the folder holding ``mail/<name>/``.
+    name: ``'enroll'`` or ``'EU'``.
+    split_seed: seed of the generated splits.
+    num_splits: number of splits.
+    directed: False gives the undirected version (:func:`as_undirected`).
+    q: the phase parameter of the tails.
+
+  Returns:
+    A :class:`HypergraphData` with one [n, 1] degree feature and [num_splits, n] masks.
   """
   parts = ("mail", _check_name(name))
   _dataset_dir(data_dir, *parts)
@@ -278,8 +326,14 @@ def load_mail(
 
 
 def load_cocitation(
-  data_dir, name: str = "cora", *, split_seed=0, num_splits=10, directed=True, q=0.25
-):
+  data_dir: str | os.PathLike[str],
+  name: str = "cora",
+  *,
+  split_seed: int = 0,
+  num_splits: int = 10,
+  directed: bool = True,
+  q: float = 0.25,
+) -> st.HypergraphData:
   """Co-citation Cora/Citeseer/Pubmed rebuilt as a directed citation graph [reconstruction].
 
   ``hypergraph.pickle`` maps a citing row to the set of rows it cites; we rebuild the citation
@@ -289,6 +343,17 @@ def load_cocitation(
   feature matrix: the degree feature is used. ``directed=False`` instead returns the AllSet
   undirected co-citation hypergraph ``{citing} u cited(citing)`` plus self-loops. Splits:
   seeded 50/25/25 over all nodes (not stratified), the reference's protocol.
+
+  Args:
+    data_dir: the folder holding ``cocitation/<name>/``.
+    name: ``'cora'``, ``'citeseer'`` or ``'pubmed'``.
+    split_seed: seed of the generated splits.
+    num_splits: number of splits.
+    directed: False gives the undirected co-citation hypergraph.
+    q: the phase parameter of the tails.
+
+  Returns:
+    A :class:`HypergraphData` with [n, F] features and [num_splits, n] masks.
   """
   parts = ("cocitation", _check_name(name))
   _dataset_dir(data_dir, *parts)
@@ -322,21 +387,34 @@ def load_cocitation(
 
 
 def load_gedi_synthetic(
-  data_dir,
+  data_dir: str | os.PathLike[str],
   name: str = "inter10",
   *,
-  directed=True,
-  features="degree",
-  split_seed=0,
-  num_splits=10,
-  q=0.25,
-  feature_seed=0,
-):
+  directed: bool = True,
+  features: str = "degree",
+  split_seed: int = 0,
+  num_splits: int = 10,
+  q: float = 0.25,
+  feature_seed: int = 0,
+) -> st.HypergraphData:
   """GeDi-HNN's 500-node planted-class sets ``synthetic/inter{10,30,50}``.
 
   The directed pickle maps a tail tuple to a head tuple (``[()]`` marks an undirected
   hyperedge). Features are not in the files: ``'degree'`` (default) or ``'gaussian'`` (class
   means plus unit noise, 16-d, seeded by ``feature_seed``) [reconstruction].
+
+  Args:
+    data_dir: the folder holding ``synthetic/<name>/``.
+    name: ``'inter10'``, ``'inter30'`` or ``'inter50'``.
+    directed: read the directed pickle (True) or the undirected one.
+    features: ``'degree'`` ([n, 1]) or ``'gaussian'`` ([n, 16]).
+    split_seed: seed of the generated splits (per-class 60/20/20).
+    num_splits: number of splits.
+    q: the phase parameter of the tails.
+    feature_seed: seed of the Gaussian features.
+
+  Returns:
+    A :class:`HypergraphData` with [num_splits, n] masks.
   """
   parts = ("synthetic", _check_name(name))
   _dataset_dir(data_dir, *parts)
@@ -369,11 +447,28 @@ def load_gedi_synthetic(
   )
 
 
-def load_telegram(data_dir, *, split_seed=0, num_splits=10, directed=True, q=0.25):
+def load_telegram(
+  data_dir: str | os.PathLike[str],
+  *,
+  split_seed: int = 0,
+  num_splits: int = 10,
+  directed: bool = True,
+  q: float = 0.25,
+) -> st.HypergraphData:
   """Telegram (245 nodes, 4 classes): star construction on the weighted adjacency.
 
   Standard protocol: a 1-d N(0, 1) feature from ``numpy.random.RandomState(0)`` and 10 random
   per-class 60/20/20 splits.
+
+  Args:
+    data_dir: the folder holding ``telegram/``.
+    split_seed: seed of the generated splits.
+    num_splits: number of splits.
+    directed: False gives the undirected version.
+    q: the phase parameter of the tails.
+
+  Returns:
+    A :class:`HypergraphData` with one [245, 1] feature and [num_splits, 245] masks.
   """
   _dataset_dir(data_dir, "telegram")
   adj = _load_array_file(_data_file(data_dir, "telegram", "telegram_adj.npz"), "sparse").tocoo()
@@ -410,14 +505,14 @@ def _fixed_split_count(name: str, available: int, num_splits, split_seed) -> int
 
 
 def load_heterophilous(
-  data_dir,
+  data_dir: str | os.PathLike[str],
   name: str = "texas",
   *,
   num_splits: int | None = None,
   split_seed: None = None,
-  directed=True,
-  q=0.25,
-):
+  directed: bool = True,
+  q: float = 0.25,
+) -> st.HypergraphData:
   """yandex-research ``.npz`` sets (chameleon_filtered[_directed], texas, cornell, ...).
 
   Edge list rows are ``(src, dst)``; star construction with ``src`` as tail. The splits shipped
@@ -425,6 +520,17 @@ def load_heterophilous(
   for more than the file has, or for a ``split_seed``, raises ``ValueError``. A file that lacks
   one of the keys ``node_features``, ``node_labels``, ``edges``, ``train_masks``,
   ``val_masks``, ``test_masks`` raises ``ValueError`` naming the file and the key.
+
+  Args:
+    data_dir: the folder holding ``heterophilous/<name>.npz``.
+    name: the file stem, e.g. ``'texas'`` or ``'chameleon_filtered_directed'``.
+    num_splits: the first ``num_splits`` shipped splits, or None for all of them.
+    split_seed: must be None (the splits are fixed).
+    directed: False gives the undirected version.
+    q: the phase parameter of the tails.
+
+  Returns:
+    A :class:`HypergraphData` with the file's [n, F] features and [num_splits, n] masks.
   """
   _dataset_dir(data_dir, "heterophilous", _check_name(name))
   path = _data_file(data_dir, "heterophilous", f"{name}.npz")
@@ -465,14 +571,27 @@ def load_heterophilous(
 
 
 def load_planetoid(
-  data_dir, name: str = "cora", *, num_splits: int | None = None, split_seed: None = None
-):
+  data_dir: str | os.PathLike[str],
+  name: str = "cora",
+  *,
+  num_splits: int | None = None,
+  split_seed: None = None,
+) -> st.HypergraphData:
   """Planetoid Cora/Citeseer (undirected): one neighbourhood hyperedge ``{v} u N(v)`` per node.
 
   Standard split (train = the first ``len(y)`` rows, val = the next 500, test = ``test.index``),
   the only one: ``num_splits`` other than None or 1, or any ``split_seed``, raises
   ``ValueError``. Citeseer's 15 test ids without a feature row get zero features and label 0
   and belong to no split. The result is undirected (use with the undirected backbones).
+
+  Args:
+    data_dir: the folder holding ``planetoid/ind.<name>.*``.
+    name: ``'cora'`` or ``'citeseer'``.
+    num_splits: None or 1 (the one standard split).
+    split_seed: must be None.
+
+  Returns:
+    An undirected :class:`HypergraphData` with [n, F] features and [1, n] masks.
   """
   _fixed_split_count(f"planetoid/{name}", 1, num_splits, split_seed)
   import scipy.sparse
@@ -555,19 +674,26 @@ def _resolve(name):
 
 
 def ships_splits(name: str) -> bool:
-  """Whether dataset ``name`` (as for :func:`load`) comes with fixed splits (no ``split_seed``)."""
+  """Whether dataset ``name`` (as for :func:`load`) comes with fixed splits (no ``split_seed``).
+
+  Args:
+    name: a dataset name as :func:`load` takes it.
+
+  Returns:
+    True for the heterophilous and planetoid sets, False for those with generated splits.
+  """
   fn, _ = _resolve(name)
   return fn in (load_heterophilous, load_planetoid)
 
 
 def load(
   name: str,
-  data_dir,
+  data_dir: str | os.PathLike[str],
   *,
   split_seed: int | None = None,
   num_splits: int | None = None,
-  directed=None,
-):
+  directed: bool | None = None,
+) -> st.HypergraphData:
   """Loads a dataset by name from ``data_dir``.
 
   Args:

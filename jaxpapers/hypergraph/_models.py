@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
+from jax.typing import ArrayLike
 
 from jaxpapers.hypergraph import _ops
 from jaxpapers.hypergraph._structure import HypergraphData, as_undirected
@@ -61,8 +62,20 @@ def _check_dims(in_features, num_classes, hidden, num_layers, dropout):
     raise ValueError(f"dropout must be a float in [0, 1), got {dropout!r}")
 
 
-def complex_unit_mul(re, im, i_complex: bool):
-  """Multiplies ``re + i im`` by ``c_I = 1 + i`` (``i_complex``) or 1."""
+def complex_unit_mul(
+  re: jax.Array, im: jax.Array | None, i_complex: bool
+) -> tuple[jax.Array, jax.Array | None]:
+  """Multiplies ``re + i im`` by ``c_I = 1 + i`` (``i_complex``) or 1.
+
+  Args:
+    re: float array of any shape, the real part.
+    im: float array of ``re``'s shape, the imaginary part, or None for a real signal.
+    i_complex: multiply by ``1 + i`` (True) or return the input unchanged (False).
+
+  Returns:
+    ``(re_out, im_out)`` of ``re``'s shape: ``(re - im, re + im)`` when ``i_complex``, else
+    ``(re, im)`` as given (``im_out`` None for a real input).
+  """
   if im is not None and jnp.shape(im) != jnp.shape(re):
     raise ValueError(f"im must have the shape of re {jnp.shape(re)}, got {jnp.shape(im)}")
   if not isinstance(i_complex, (bool, np.bool_)):
@@ -73,9 +86,16 @@ def complex_unit_mul(re, im, i_complex: bool):
   return re - im0, re + im0
 
 
-def uniform_init(bound: float):
+def uniform_init(bound: float) -> nnx.Initializer:
   """Initializer drawing ``U(-bound, bound)`` (PyTorch's ``nn.Linear`` default uses
-  ``bound = 1/sqrt(fan_in)`` for its weight and bias)."""
+  ``bound = 1/sqrt(fan_in)`` for its weight and bias).
+
+  Args:
+    bound: finite float >= 0, the half-width of the interval.
+
+  Returns:
+    An initializer ``init(key, shape, dtype=float32) -> jax.Array`` of the given shape.
+  """
   if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not 0 <= bound < np.inf:
     raise ValueError(f"bound must be a finite float >= 0, got {bound!r}")
   bound = float(bound)
@@ -86,8 +106,20 @@ def uniform_init(bound: float):
   return init
 
 
-def torch_linear(in_features: int, out_features: int, *, use_bias: bool = True, rngs: nnx.Rngs):
-  """``nnx.Linear`` initialised as PyTorch's ``nn.Linear``: weight and bias ``U(+-1/sqrt(in))``."""
+def torch_linear(
+  in_features: int, out_features: int, *, use_bias: bool = True, rngs: nnx.Rngs
+) -> nnx.Linear:
+  """``nnx.Linear`` initialised as PyTorch's ``nn.Linear``: weight and bias ``U(+-1/sqrt(in))``.
+
+  Args:
+    in_features: input width.
+    out_features: output width.
+    use_bias: whether the layer has a bias.
+    rngs: the parameter random streams.
+
+  Returns:
+    An ``nnx.Linear`` with kernel ``[in_features, out_features]`` (and bias ``[out_features]``).
+  """
   b = uniform_init(in_features**-0.5)
   return nnx.Linear(
     in_features, out_features, use_bias=use_bias, kernel_init=b, bias_init=b, rngs=rngs
@@ -100,8 +132,18 @@ def torch_linear(in_features: int, out_features: int, *, use_bias: bool = True, 
 PHENOM_H_SETTINGS = {0: (), 1: ("beta", "gamma1"), 2: (), 3: ("beta", "gamma1", "gamma2")}
 
 
-def phenom_h_init(key, width: int, h_setting: int) -> dict:
-  """The reference's initial ``H`` matrices ``N(0, (1/width)^2) + I`` ``[width, width]``."""
+def phenom_h_init(key: jax.Array, width: int, h_setting: int) -> dict[str, jax.Array]:
+  """The reference's initial ``H`` matrices ``N(0, (1/width)^2) + I`` ``[width, width]``.
+
+  Args:
+    key: a JAX random key.
+    width: W, the hidden width.
+    h_setting: one of :data:`PHENOM_H_SETTINGS` (0..3).
+
+  Returns:
+    A dict from the setting's matrix names (``'beta'``, ``'gamma1'``, ``'gamma2'``) to
+    ``[W, W]`` float32 arrays; empty for settings 0 and 2.
+  """
   if isinstance(h_setting, bool) or h_setting not in PHENOM_H_SETTINGS:
     raise ValueError(f"h_setting must be one of {sorted(PHENOM_H_SETTINGS)}, got {h_setting!r}")
   names = PHENOM_H_SETTINGS[h_setting]
@@ -112,8 +154,19 @@ def phenom_h_init(key, width: int, h_setting: int) -> dict:
 
 
 def phenom_step(
-  y, y0, a_beta_y, a_gamma_y, d_beta, d_gamma, *, lam0, lam1, step, h_setting=0, h=None
-):
+  y: jax.Array,
+  y0: jax.Array,
+  a_beta_y: jax.Array,
+  a_gamma_y: jax.Array,
+  d_beta: jax.Array,
+  d_gamma: jax.Array,
+  *,
+  lam0: ArrayLike,
+  lam1: ArrayLike,
+  step: ArrayLike,
+  h_setting: int = 0,
+  h: dict[str, jax.Array] | None = None,
+) -> jax.Array:
   """One unrolled PhenomNN step (Wang et al., ICML 2023, simplified form with diagonal ``D``).
 
   ``Y' = (1 - step) Y + step Y_hat / (lam0 D_beta + lam1 D_gamma + 1)`` with, by ``h_setting``
@@ -167,11 +220,23 @@ def phenom_step(
   return (1.0 - step) * y + step * y_hat / q[:, None]
 
 
-def check_phenom_args(lam0, lam1, alp, h_setting) -> float:
+def check_phenom_args(lam0: float, lam1: float, alp: float, h_setting: int) -> float:
   """Checks PhenomNN's static options and returns ``alp`` as a float.
 
   The step size is ``alp``, or ``1/(1 + lam0 + lam1)`` for ``alp = 0`` (the reference's rule),
   computed where the model runs so that traced ``lam0``/``lam1`` enter it.
+
+  Args:
+    lam0: finite float >= 0, the weight of the ``A_beta`` term.
+    lam1: finite float >= 0, the weight of the ``A_gamma`` term.
+    alp: finite float >= 0, the step size (0: the reference's rule above).
+    h_setting: one of :data:`PHENOM_H_SETTINGS` (0..3).
+
+  Returns:
+    ``alp`` as a Python float.
+
+  Raises:
+    ValueError: an option out of range or of the wrong type.
   """
   for nm, v in (("lam0", lam0), ("lam1", lam1), ("alp", alp)):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < float("inf"):
@@ -182,7 +247,17 @@ def check_phenom_args(lam0, lam1, alp, h_setting) -> float:
 
 
 class ClassifierHead(nnx.Module):
-  """``Linear -> LayerNorm -> ReLU -> Dropout -> Linear`` (the PANDA/GeDi 2-layer classifier)."""
+  """``Linear -> LayerNorm -> ReLU -> Dropout -> Linear`` (the PANDA/GeDi 2-layer classifier).
+
+  Maps ``x: [..., in_features]`` to logits ``[..., num_classes]``.
+
+  Args:
+    in_features: width of the input's last axis.
+    num_classes: K, the number of logits.
+    hidden: width of the hidden layer.
+    dropout: dropout rate in ``[0, 1)`` before the second layer.
+    rngs: the parameter random streams.
+  """
 
   def __init__(
     self,
@@ -223,6 +298,18 @@ class GeDiHNN(nnx.Module):
   ``conjugate=True`` applies ``conj(L)`` as PyG's propagation of the reference does.
   ``other_complex=True`` feeds the input as ``X + iX`` instead of ``X + 0i`` (the reference's
   ``other_complex``, which its tuner searches).
+
+  Args:
+    in_features: F, the node feature width (``data.x: [n, F]``).
+    num_classes: K, the number of logits per node.
+    hidden: width of every layer.
+    num_layers: number of complex filter layers (>= 1).
+    dropout: dropout rate in ``[0, 1)``.
+    i_complex: multiply the ``Theta0`` term by ``c_I = 1 + i``.
+    operator_variant: ``'Q_N'`` or ``'code'`` (see :func:`gedi_propagate`).
+    conjugate: apply ``conj(L)``.
+    other_complex: feed ``X + iX`` instead of ``X + 0i``.
+    rngs: the parameter random streams.
   """
 
   def __init__(
@@ -282,6 +369,14 @@ class HGNN(nnx.Module):
 
   Two stages: ``h_e = delta_e^{-1} sum_{u in e} d_u^{-1/2} (X Theta)_u``, ``x'_v = d_v^{-1/2} sum_{e ni v} h_e``.
   Input dropout per layer, skip connections from layer 2, shared classifier head.
+
+  Args:
+    in_features: F, the node feature width (``data.x: [n, F]``).
+    num_classes: K, the number of logits per node.
+    hidden: width of every layer.
+    num_layers: number of propagation layers (>= 1).
+    dropout: dropout rate in ``[0, 1)``.
+    rngs: the parameter random streams.
   """
 
   def __init__(
@@ -322,6 +417,16 @@ class HyperGCN(nnx.Module):
   with mediators, a singleton hyperedge puts -2 on its node's diagonal (the reference's
   ``1/(2|e| - 3)``, counted twice), so on the undirected data, where every node has one, most
   rows of ``A + I`` sum to a non-positive number and those nodes are cut off.
+
+  Args:
+    in_features: F, the node feature width (``data.x: [n, F]``).
+    num_classes: K, the number of logits per node.
+    hidden: width of every layer.
+    num_layers: number of propagation layers (>= 1).
+    dropout: dropout rate in ``[0, 1)``.
+    mediators: build the graph with mediators (see :func:`hypergcn_graph`).
+    fast: FastHyperGCN, one graph from the input features for every layer.
+    rngs: the parameter random streams (also draw the fixed projections ``r``).
   """
 
   def __init__(
@@ -350,7 +455,19 @@ class HyperGCN(nnx.Module):
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
-  def graph(self, data, s, layer: int):
+  def graph(
+    self, data: HypergraphData, s: jax.Array, layer: int
+  ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The graph of layer ``layer`` (from ``data.x`` for every layer when ``fast``).
+
+    Args:
+      data: the (undirected) hypergraph, n nodes.
+      s: [n, hidden] float array, the layer's ``X Theta``.
+      layer: index of the layer (selects its projection ``r``).
+
+    Returns:
+      ``(src, dst, w)``, the undirected weighted edge list of :func:`hypergcn_graph`.
+    """
     if self.fast:
       return _ops.hypergcn_graph(data.incidence, data.x @ self.r[0][...], mediators=self.mediators)
     return _ops.hypergcn_graph(data.incidence, s @ self.r[layer][...], mediators=self.mediators)
@@ -375,6 +492,19 @@ class PhenomNN(nnx.Module):
   matrices as the reference's tuner does (:func:`phenom_step`). ``num_steps`` unrolled steps.
   As in the reference's block: dropout on the input and on ``Y^0``, ReLU and dropout after the
   propagation, then the classifier.
+
+  Args:
+    in_features: F, the node feature width (``data.x: [n, F]``).
+    num_classes: K, the number of logits per node.
+    hidden: W, the width of ``Y``.
+    num_layers: accepted for a signature shared with the other backbones; unused.
+    dropout: dropout rate in ``[0, 1)``.
+    lam0: finite float >= 0, the weight of the ``A_beta`` term.
+    lam1: finite float >= 0, the weight of the ``A_gamma`` term.
+    num_steps: number of unrolled steps (>= 0).
+    alp: the step size (0: ``1/(1 + lam0 + lam1)``).
+    h_setting: one of :data:`PHENOM_H_SETTINGS` (0..3).
+    rngs: the parameter random streams.
   """
 
   def __init__(
@@ -449,6 +579,13 @@ def backbone_input(backbone: str, data: HypergraphData) -> HypergraphData:
   GeDi-HNN reads the directed incidence (phases ``exp(2 pi i q)`` on tails) and takes ``data``
   as it is; HGNN, HyperGCN and PhenomNN ignore phases and take ``as_undirected(data)`` (all
   ``H_ve = 1`` plus one self-loop hyperedge per node), as the reference code feeds them.
+
+  Args:
+    backbone: one of :data:`BACKBONES` (``'gedi'``, ``'hgnn'``, ``'hypergcn'``, ``'phenomnn'``).
+    data: the (directed) hypergraph dataset.
+
+  Returns:
+    ``data`` itself for ``'gedi'``, else ``as_undirected(data)``.
   """
   if not isinstance(backbone, str) or backbone not in BACKBONES:
     raise ValueError(f"backbone must be one of {sorted(BACKBONES)}, got {backbone!r}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.hypergraph._structure import Incidence, _check_inc
@@ -53,6 +54,12 @@ def inv_sqrt(d: jax.Array) -> jax.Array:
 
   Degrees must be >= 0: a negative degree raises ``ValueError`` eagerly and gives NaN under
   jit (it would otherwise read as an isolated node).
+
+  Args:
+    d: real array of any shape, the degrees (node or hyperedge), all >= 0.
+
+  Returns:
+    An array of ``d``'s shape and dtype: ``d^{-1/2}`` where ``d > 0``, 0 where ``d == 0``.
   """
   d = V.check_array(d, "d", dtype="real")
   ok = V.check_values(jnp.all(d >= 0) & ~jnp.any(jnp.isnan(d)), "degrees d must be >= 0")
@@ -76,6 +83,18 @@ def segment_softmax(
 
   Entries with ``mask == False`` get weight exactly 0 and do not enter the normaliser. Empty
   segments are guarded (``segment_max`` gives -inf there; it is replaced by 0 before ``exp``).
+
+  Args:
+    logits: [P, ...] float array, one row of scores per entry (trailing axes, e.g. heads, are
+      normalised independently).
+    segment_ids: [P] int array, the group of each entry, in ``[0, num_segments)``.
+    num_segments: number of groups (static, >= 1).
+    mask: optional [P] bool array; False entries are left out of their group's softmax.
+    indices_are_sorted: whether ``segment_ids`` is non-decreasing (a hint to XLA).
+
+  Returns:
+    [P, ...] array of ``logits``' dtype: the weights within each group sum to 1 (an all-masked
+    group gives all zeros).
   """
   logits = V.check_array(logits, "logits", dtype="float", ndim=range(1, 8))
   segment_ids = V.check_array(segment_ids, "segment_ids", dtype="int", ndim=1)
@@ -100,8 +119,17 @@ def segment_softmax(
   return ex / jnp.where(den > 0, den, 1.0)[segment_ids]
 
 
-def complex_relu(re: jax.Array, im: jax.Array | None):
-  """GeDi/SigMaNet complex ReLU: ``mask = (Re >= 0)`` applied to both parts."""
+def complex_relu(re: jax.Array, im: jax.Array | None) -> tuple[jax.Array, jax.Array | None]:
+  """GeDi/SigMaNet complex ReLU: ``mask = (Re >= 0)`` applied to both parts.
+
+  Args:
+    re: float array of any shape, the real part.
+    im: float array of ``re``'s shape, the imaginary part, or None for a real signal.
+
+  Returns:
+    ``(re_out, im_out)`` of the input shapes: both parts zeroed where ``re < 0``; ``im_out`` is
+    None when ``im`` is.
+  """
   re = V.check_array(re, "re", dtype="float")
   if im is not None:
     im = V.check_array(im, "im", dtype="float", shape=re.shape)
@@ -109,8 +137,21 @@ def complex_relu(re: jax.Array, im: jax.Array | None):
   return jnp.where(mask, re, 0.0), (None if im is None else jnp.where(mask, im, 0.0))
 
 
-def cmul(ar, ai, br, bi):
-  """(ar + i ai)(br + i bi) with ``None`` meaning a zero imaginary part."""
+def cmul(
+  ar: ArrayLike, ai: ArrayLike | None, br: ArrayLike, bi: ArrayLike | None
+) -> tuple[jax.Array, jax.Array | None]:
+  """(ar + i ai)(br + i bi) with ``None`` meaning a zero imaginary part.
+
+  Args:
+    ar: real part of ``a``; any shape that broadcasts against ``br``.
+    ai: imaginary part of ``a`` (``ar``'s shape), or None for a real ``a``.
+    br: real part of ``b``.
+    bi: imaginary part of ``b`` (``br``'s shape), or None for a real ``b``.
+
+  Returns:
+    ``(re, im)`` of the product, with the broadcast shape of ``a`` and ``b``; ``im`` is None
+    when both factors are real.
+  """
   for nm, re_, im_ in (("a", ar, ai), ("b", br, bi)):
     if im_ is not None and jnp.shape(im_) != jnp.shape(re_):
       raise ValueError(
@@ -130,8 +171,29 @@ def _b(w, x):
   return w.reshape(w.shape + (1,) * (x.ndim - w.ndim))
 
 
-def node_to_edge(inc: Incidence, re, im=None, *, weight=None, conj_phase=True, use_phase=True):
-  """Stage 1: ``h_e = sum_{v in e} w_ve conj(H_ve) x_v`` (sorted segment sum). x: [n, ...]."""
+def node_to_edge(
+  inc: Incidence,
+  re: jax.Array,
+  im: jax.Array | None = None,
+  *,
+  weight: jax.Array | None = None,
+  conj_phase: bool = True,
+  use_phase: bool = True,
+) -> tuple[jax.Array, jax.Array | None]:
+  """Stage 1: ``h_e = sum_{v in e} w_ve conj(H_ve) x_v`` (sorted segment sum). x: [n, ...].
+
+  Args:
+    inc: the hypergraph's :class:`Incidence` (n nodes, m hyperedges, nnz pairs).
+    re: [n, ...] float array, real part of the node signal ``x``.
+    im: [n, ...] float array, its imaginary part, or None for a real signal.
+    weight: optional [nnz] real array ``w_ve`` per incidence pair (default 1).
+    conj_phase: multiply by ``conj(H_ve)`` (True) or by ``H_ve`` (False).
+    use_phase: if False, every ``H_ve`` is taken as 1 (the undirected operator).
+
+  Returns:
+    ``(h_re, h_im)``, each [m, ...] in the signal's dtype; ``h_im`` is None when both the signal
+    and the phases used are real.
+  """
   _check_inc(inc)
   re, im = _check_signal(re, im, inc.num_nodes, "node signal")
   if weight is not None:
@@ -152,8 +214,30 @@ def node_to_edge(inc: Incidence, re, im=None, *, weight=None, conj_phase=True, u
   return seg(mr), seg(mi)
 
 
-def edge_to_node(inc: Incidence, re, im=None, *, weight=None, conj_phase=False, use_phase=True):
-  """Stage 2: ``x_v = sum_{e ni v} w_ve H_ve h_e`` (segment sum in node order). h: [m, ...]."""
+def edge_to_node(
+  inc: Incidence,
+  re: jax.Array,
+  im: jax.Array | None = None,
+  *,
+  weight: jax.Array | None = None,
+  conj_phase: bool = False,
+  use_phase: bool = True,
+) -> tuple[jax.Array, jax.Array | None]:
+  """Stage 2: ``x_v = sum_{e ni v} w_ve H_ve h_e`` (segment sum in node order). h: [m, ...].
+
+  Args:
+    inc: the hypergraph's :class:`Incidence` (n nodes, m hyperedges, nnz pairs).
+    re: [m, ...] float array, real part of the hyperedge signal ``h``.
+    im: [m, ...] float array, its imaginary part, or None for a real signal.
+    weight: optional [nnz] real array ``w_ve`` per incidence pair, in the incidence's
+      (edge-sorted) pair order (default 1).
+    conj_phase: multiply by ``conj(H_ve)`` (True) or by ``H_ve`` (False).
+    use_phase: if False, every ``H_ve`` is taken as 1 (the undirected operator).
+
+  Returns:
+    ``(x_re, x_im)``, each [n, ...] in the signal's dtype; ``x_im`` is None when both the
+    signal and the phases used are real.
+  """
   _check_inc(inc)
   re, im = _check_signal(re, im, inc.num_edges, "hyperedge signal")
   if weight is not None:
@@ -176,7 +260,14 @@ def edge_to_node(inc: Incidence, re, im=None, *, weight=None, conj_phase=False, 
   return seg(mr), seg(mi)
 
 
-def gedi_propagate(inc: Incidence, re, im=None, *, variant: str = "Q_N", conjugate: bool = False):
+def gedi_propagate(
+  inc: Incidence,
+  re: jax.Array,
+  im: jax.Array | None = None,
+  *,
+  variant: str = "Q_N",
+  conjugate: bool = False,
+) -> tuple[jax.Array, jax.Array | None]:
   """Applies GeDi's operator to a complex signal in O(nnz).
 
   ``variant='Q_N'``: ``Q_N X = D_v^{-1/2} H D_e^{-1} H^* D_v^{-1/2} X``.
@@ -184,6 +275,17 @@ def gedi_propagate(inc: Incidence, re, im=None, *, variant: str = "Q_N", conjuga
   scaled by ``(D_v + I)^{-1/2}`` on both sides plus ``diag(D_v^{-1/2} A D_v^{-1/2})``.
   ``conjugate=True`` applies ``conj(L)`` instead (what PyG's source-to-target propagation computes
   for a Hermitian L).
+
+  Args:
+    inc: the hypergraph's :class:`Incidence` (n nodes).
+    re: [n, ...] float array, real part of the node signal ``X``.
+    im: [n, ...] float array, its imaginary part, or None for a real signal.
+    variant: ``'Q_N'`` (the paper's operator) or ``'code'`` (the reference's ``L2``).
+    conjugate: apply ``conj(L)`` instead of ``L``.
+
+  Returns:
+    ``(y_re, y_im)``, each [n, ...] in the signal's dtype; ``y_im`` is None only when the signal
+    and the incidence are both real.
   """
   if variant not in ("Q_N", "code"):
     raise ValueError(f"variant must be 'Q_N' or 'code', got {variant!r}")
@@ -207,8 +309,16 @@ def gedi_propagate(inc: Incidence, re, im=None, *, variant: str = "Q_N", conjuga
   return yr, yi
 
 
-def hgnn_propagate(inc: Incidence, x):
-  """HGNN (Zhou et al. 2006): ``D_v^{-1/2} H D_e^{-1} H^T D_v^{-1/2} x`` with all phases 1."""
+def hgnn_propagate(inc: Incidence, x: jax.Array) -> jax.Array:
+  """HGNN (Zhou et al. 2006): ``D_v^{-1/2} H D_e^{-1} H^T D_v^{-1/2} x`` with all phases 1.
+
+  Args:
+    inc: the hypergraph's :class:`Incidence` (n nodes); its phases are ignored.
+    x: [n, ...] float array, the node signal.
+
+  Returns:
+    [n, ...] array of ``x``'s dtype.
+  """
   _check_inc(inc)
   x, _ = _check_signal(x, None, inc.num_nodes, "x")
   s = inv_sqrt(inc.deg_node.astype(x.dtype))
@@ -221,8 +331,21 @@ def hgnn_propagate(inc: Incidence, x):
 # ----------------------------------------------------------------------------- dense references
 
 
-def gedi_operator(inc: Incidence, *, variant: str = "Q_N", conjugate: bool = False):
-  """Dense float64 ``Q_N`` (or the reference ``L2``) as ``(re, im)`` numpy arrays [n, n]."""
+def gedi_operator(
+  inc: Incidence, *, variant: str = "Q_N", conjugate: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+  """Dense float64 ``Q_N`` (or the reference ``L2``) as ``(re, im)`` numpy arrays [n, n].
+
+  The reference for :func:`gedi_propagate`: ``gedi_propagate(inc, x)`` equals ``Q @ x``.
+
+  Args:
+    inc: the hypergraph's :class:`Incidence` (n nodes).
+    variant: ``'Q_N'`` or ``'code'``, as in :func:`gedi_propagate`.
+    conjugate: build ``conj(L)`` instead of ``L``.
+
+  Returns:
+    ``(re, im)``: two [n, n] float64 numpy arrays, the real and imaginary parts.
+  """
   _check_inc(inc)
   if variant not in ("Q_N", "code"):
     raise ValueError(f"variant must be 'Q_N' or 'code', got {variant!r}")
@@ -246,7 +369,14 @@ def gedi_operator(inc: Incidence, *, variant: str = "Q_N", conjugate: bool = Fal
 
 
 def hgnn_operator(inc: Incidence) -> np.ndarray:
-  """Dense float64 HGNN operator (phases ignored)."""
+  """Dense float64 HGNN operator (phases ignored), the reference for :func:`hgnn_propagate`.
+
+  Args:
+    inc: the hypergraph's :class:`Incidence` (n nodes).
+
+  Returns:
+    [n, n] float64 numpy array ``D_v^{-1/2} B D_e^{-1} B^T D_v^{-1/2}`` with ``B = |H| > 0``.
+  """
   _check_inc(inc)
   h = (np.abs(inc.dense()) > 0).astype(np.float64)
   d, de = h.sum(1), h.sum(0)
@@ -254,12 +384,18 @@ def hgnn_operator(inc: Incidence) -> np.ndarray:
   return s[:, None] * (h @ np.diag(np.where(de > 0, 1 / np.maximum(de, 1e-300), 0)) @ h.T) * s[None]
 
 
-def phenom_operators(inc: Incidence):
+def phenom_operators(inc: Incidence) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
   """Dense PhenomNN operators ``(A_beta, A_gamma, D_beta, D_gamma)`` (float64, phases ignored).
 
   ``A_beta = Dh^{-1/2}(B B^T + I)Dh^{-1/2}`` and ``A_gamma = Dh^{-1/2}(B D_E^{-1} B^T + I)Dh^{-1/2}``,
   each with ``Dh`` the row sums of its own bracket; ``D_beta``/``D_gamma`` are the row sums of the
   normalised matrices (Wang et al., ICML 2023, simplified PhenomNN).
+
+  Args:
+    inc: the hypergraph's :class:`Incidence` (n nodes).
+
+  Returns:
+    ``(A_beta, A_gamma, D_beta, D_gamma)``: two [n, n] and two [n] float64 numpy arrays.
   """
   _check_inc(inc)
   b = (np.abs(inc.dense()) > 0).astype(np.float64)
@@ -272,8 +408,17 @@ def phenom_operators(inc: Incidence):
   return out[0], out[1], out[0].sum(1), out[1].sum(1)
 
 
-def phenom_propagate(inc: Incidence, y, *, which: str):
-  """Segment form of ``A_beta y`` (``which='beta'``) or ``A_gamma y`` (``'gamma'``)."""
+def phenom_propagate(inc: Incidence, y: jax.Array, *, which: str) -> jax.Array:
+  """Segment form of ``A_beta y`` (``which='beta'``) or ``A_gamma y`` (``'gamma'``).
+
+  Args:
+    inc: the hypergraph's :class:`Incidence` (n nodes); its phases are ignored.
+    y: [n, ...] float array, the node signal.
+    which: ``'beta'`` or ``'gamma'``, the operator of :func:`phenom_operators` to apply.
+
+  Returns:
+    [n, ...] array of ``y``'s dtype.
+  """
   if which not in ("beta", "gamma"):
     raise ValueError(f"which must be 'beta' or 'gamma', got {which!r}")
   _check_inc(inc)
@@ -295,7 +440,9 @@ def phenom_propagate(inc: Incidence, y, *, which: str):
 # ----------------------------------------------------------------------------- HyperGCN
 
 
-def hypergcn_graph(inc: Incidence, p: jax.Array, *, mediators: bool = True):
+def hypergcn_graph(
+  inc: Incidence, p: jax.Array, *, mediators: bool = True
+) -> tuple[jax.Array, jax.Array, jax.Array]:
   """HyperGCN's per-layer graph from projections ``p[n]`` in O(nnz) (no pair enumeration).
 
   In each hyperedge take ``i_e = argmax p``, ``j_e = argmin p`` (ties: lowest index, as numpy's
@@ -308,6 +455,15 @@ def hypergcn_graph(inc: Incidence, p: jax.Array, *, mediators: bool = True):
   ``(src, dst, w)`` of length ``2 nnz + m`` (unused slots have w = 0); ``w`` has ``p``'s dtype.
 
   A NaN in ``p`` raises ``ValueError`` eagerly; under jit every weight ``w`` is NaN.
+
+  Args:
+    inc: the hypergraph's :class:`Incidence` (n nodes, m hyperedges, nnz pairs).
+    p: [n] float array, each node's projection (no gradient flows through it).
+    mediators: add the mediator pairs (HyperGCN) or only (i_e, j_e) (1-HyperGCN).
+
+  Returns:
+    ``(src, dst, w)``: int32 [K], int32 [K] and [K] in ``p``'s dtype, with ``K = 2 nnz + m``
+    with mediators and ``K = m`` without.
   """
   _check_inc(inc)
   p = V.check_array(p, "p", dtype="float", shape=(inc.num_nodes,))
@@ -336,7 +492,9 @@ def hypergcn_graph(inc: Incidence, p: jax.Array, *, mediators: bool = True):
   return src.astype(jnp.int32), dst.astype(jnp.int32), V.poison(w, ok)
 
 
-def graph_propagate(src, dst, w, x, num_nodes: int):
+def graph_propagate(
+  src: jax.Array, dst: jax.Array, w: jax.Array, x: jax.Array, num_nodes: int
+) -> jax.Array:
   """``D~^{-1/2}(A + I)D~^{-1/2} x`` for the symmetric graph given by undirected ``(src, dst, w)``.
 
   Each listed pair enters ``A`` in both directions (a self pair (v, v) therefore twice), as the
@@ -344,6 +502,16 @@ def graph_propagate(src, dst, w, x, num_nodes: int):
   with mediators); a node whose degree ``D~`` is not positive gets the normaliser 0 (the
   reference gives 0 where the degree is 0 and NaN where it is negative). Node ids outside
   ``[0, num_nodes)`` raise ``ValueError`` eagerly and give NaN under jit.
+
+  Args:
+    src: [K] int array, one end of each undirected pair.
+    dst: [K] int array, the other end.
+    w: [K] real array, the pair weights (0 for unused slots).
+    x: [num_nodes, ...] float array, the node signal.
+    num_nodes: n (static).
+
+  Returns:
+    [num_nodes, ...] array of ``x``'s dtype.
   """
   num_nodes = V.check_int(num_nodes, "num_nodes", min_value=1)
   src = V.check_array(src, "src", dtype="int", ndim=1)

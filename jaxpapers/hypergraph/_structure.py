@@ -14,6 +14,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
 
 __all__ = [
   "Incidence",
@@ -96,8 +97,13 @@ class Incidence:
   def is_directed(self) -> bool:
     return bool(np.any(np.asarray(self.phase_im) != 0))
 
-  def to_numpy(self):
-    """Returns ``(node, edge, H)`` with ``H`` the complex128 phase per pair (host arrays)."""
+  def to_numpy(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The incidence pairs as host arrays.
+
+    Returns:
+      ``(node, edge, H)``: int32 [nnz], int32 [nnz] and complex128 [nnz], the phase ``H_ve`` of
+      each pair, in the edge-sorted pair order.
+    """
     return (
       np.asarray(self.node),
       np.asarray(self.edge),
@@ -105,7 +111,11 @@ class Incidence:
     )
 
   def dense(self) -> np.ndarray:
-    """Dense complex128 incidence matrix ``H`` of shape [n, m] (for tests and small graphs)."""
+    """Dense complex128 incidence matrix ``H`` (for tests and small graphs).
+
+    Returns:
+      [n, m] complex128 numpy array with ``H_ve`` at each incidence pair and 0 elsewhere.
+    """
     node, edge, ph = self.to_numpy()
     h = np.zeros((self.num_nodes, self.num_edges), np.complex128)
     np.add.at(h, (node, edge), ph)
@@ -145,7 +155,14 @@ class HypergraphData:
     return int(self.train_mask.shape[0])
 
   def split(self, r: int) -> HypergraphData:
-    """The same data with only split ``r`` (masks of shape [1, n])."""
+    """The same data with only split ``r`` (masks of shape [1, n]).
+
+    Args:
+      r: index of the split, in ``[0, num_splits)``.
+
+    Returns:
+      A :class:`HypergraphData` whose three masks are ``[1, n]``.
+    """
     if not 0 <= r < self.num_splits:
       raise ValueError(f"split index r must be in [0, {self.num_splits}), got {r}")
     return self.replace(
@@ -154,7 +171,13 @@ class HypergraphData:
       test_mask=self.test_mask[r : r + 1],
     )
 
-  def summary(self) -> dict:
+  def summary(self) -> dict[str, int | str | bool]:
+    """Sizes of the dataset, for logs and tables.
+
+    Returns:
+      A dict with ``name``, ``nodes``, ``hyperedges``, ``incidences``, ``max_edge_size``,
+      ``isolated_nodes``, ``features``, ``classes``, ``splits`` and ``directed``.
+    """
     inc = self.incidence
     deg = np.asarray(inc.deg_node)
     return dict(
@@ -187,7 +210,13 @@ def _phase(q: float, phase_convention: str) -> complex:
 
 
 def from_incidence_pairs(
-  node, edge, num_nodes: int, num_edges: int, *, phase=None, allow_empty_edges: bool = False
+  node: npt.ArrayLike,
+  edge: npt.ArrayLike,
+  num_nodes: int,
+  num_edges: int,
+  *,
+  phase: npt.ArrayLike | None = None,
+  allow_empty_edges: bool = False,
 ) -> Incidence:
   """Builds an :class:`Incidence` from explicit pairs (host side, validated).
 
@@ -198,6 +227,9 @@ def from_incidence_pairs(
     num_edges: m (static), given explicitly.
     phase: optional complex[nnz] ``H_ve`` per pair (default 1, undirected). Must have modulus 1.
     allow_empty_edges: if False, a hyperedge with no member raises ``ValueError``.
+
+  Returns:
+    The :class:`Incidence`, pairs sorted by hyperedge then node.
 
   Raises:
     ValueError: on mismatched lengths, out-of-range indices, duplicate pairs, bad phases or
@@ -264,6 +296,13 @@ def from_incidence_pairs(
 def from_hyperedges(members: Sequence[Sequence[int]], num_nodes: int) -> Incidence:
   """Undirected hypergraph from a list of member lists (repeated members are merged).
 
+  Args:
+    members: one sequence of node ids per hyperedge, each id in ``[0, num_nodes)``.
+    num_nodes: n.
+
+  Returns:
+    The undirected :class:`Incidence` (all phases 1) with ``len(members)`` hyperedges.
+
   Raises:
     TypeError, ValueError: non-integer members (1.7 is not truncated), members outside
       ``[0, num_nodes)``, empty hyperedges, no hyperedge at all.
@@ -291,6 +330,16 @@ def from_directed_hyperedges(
 
   A node listed both as tail and head is kept once, as a tail. An empty tail set gives an
   undirected hyperedge.
+
+  Args:
+    tails: one sequence of tail node ids per hyperedge.
+    heads: one sequence of head node ids per hyperedge (as many as ``tails``).
+    num_nodes: n.
+    q: the phase parameter (``i`` on tails for ``q = 1/4``).
+    phase_convention: ``'code'`` (``exp(+2 pi i q)``) or ``'dshn'`` (its conjugate).
+
+  Returns:
+    The directed :class:`Incidence` with ``len(tails)`` hyperedges.
   """
   if len(tails) != len(heads):
     raise ValueError(
@@ -314,7 +363,12 @@ def from_directed_hyperedges(
 
 
 def from_directed_edges(
-  src, dst, num_nodes: int, *, q: float = 0.25, phase_convention: str = "code"
+  src: npt.ArrayLike,
+  dst: npt.ArrayLike,
+  num_nodes: int,
+  *,
+  q: float = 0.25,
+  phase_convention: str = "code",
 ) -> Incidence:
   """GeDi-HNN star construction from a directed graph.
 
@@ -324,8 +378,14 @@ def from_directed_edges(
   out-edge is a self-loop gets no hyperedge). Hyperedges are numbered by increasing anchor t.
 
   Args:
-    src, dst: int[E] directed edges ``src -> dst``.
+    src: int[E] source node of each directed edge ``src -> dst``.
+    dst: int[E] target node of each edge.
     num_nodes: n.
+    q: the phase parameter (``i`` on tails for ``q = 1/4``).
+    phase_convention: ``'code'`` (``exp(+2 pi i q)``) or ``'dshn'`` (its conjugate).
+
+  Returns:
+    The directed :class:`Incidence`, one hyperedge per node with an out-edge.
   """
   num_nodes = _check_count(num_nodes, "num_nodes", 1)
   q = _check_q(q)
@@ -354,7 +414,14 @@ def from_directed_edges(
 
 
 def add_self_loop_hyperedges(inc: Incidence) -> Incidence:
-  """Adds a singleton hyperedge {v} for every node v that is not already a singleton hyperedge."""
+  """Adds a singleton hyperedge {v} for every node v that is not already a singleton hyperedge.
+
+  Args:
+    inc: the :class:`Incidence` (n nodes, m hyperedges).
+
+  Returns:
+    A new :class:`Incidence` with the m hyperedges first, then the added singletons (phase 1).
+  """
   _check_inc(inc)
   node, edge, ph = inc.to_numpy()
   sizes = np.bincount(edge, minlength=inc.num_edges)
@@ -372,7 +439,15 @@ def add_self_loop_hyperedges(inc: Incidence) -> Incidence:
 
 
 def as_undirected(data: HypergraphData, *, self_loops: bool = True) -> HypergraphData:
-  """Drops phases (all ``H_ve = 1``) and, by default, adds self-loop hyperedges (undirected path)."""
+  """Drops phases (all ``H_ve = 1``) and, by default, adds self-loop hyperedges (undirected path).
+
+  Args:
+    data: the (directed) hypergraph dataset.
+    self_loops: add a singleton hyperedge for every node without one.
+
+  Returns:
+    ``data`` with the undirected incidence and ``directed=False``.
+  """
   if not isinstance(data, HypergraphData):
     raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
   node, edge, _ = data.incidence.to_numpy()
@@ -385,9 +460,30 @@ def as_undirected(data: HypergraphData, *, self_loops: bool = True) -> Hypergrap
 
 
 def make_data(
-  inc: Incidence, x, y, *, train_mask, val_mask, test_mask, num_classes=None, name="hypergraph"
+  inc: Incidence,
+  x: npt.ArrayLike,
+  y: npt.ArrayLike,
+  *,
+  train_mask: npt.ArrayLike,
+  val_mask: npt.ArrayLike,
+  test_mask: npt.ArrayLike,
+  num_classes: int | None = None,
+  name: str = "hypergraph",
 ) -> HypergraphData:
   """Validated :class:`HypergraphData` constructor (host arrays in, device arrays out).
+
+  Args:
+    inc: the :class:`Incidence` (n nodes).
+    x: [n, F] real node features (stored as float32).
+    y: [n] integer labels.
+    train_mask: [R, n] or [n] bool (or 0/1) mask of the training nodes of R splits.
+    val_mask: [R, n] or [n] validation mask.
+    test_mask: [R, n] or [n] test mask.
+    num_classes: K; default ``max(y) + 1``.
+    name: the dataset's name.
+
+  Returns:
+    The :class:`HypergraphData` (masks [R, n]; ``directed`` set from the phases).
 
   Raises:
     TypeError, ValueError: wrong shapes; non-finite features; labels that are not integers
@@ -445,8 +541,15 @@ def pad_incidence(inc: Incidence, nnz: int) -> tuple[Incidence, jax.Array]:
 
   Padded pairs point at node ``n`` and hyperedge ``m`` (one dummy segment past the end) with
   phase 0. Kernels called with ``num_segments = n + 1`` (or ``m + 1``) and then sliced ignore
-  them. Returns the padded incidence (``num_nodes``/``num_edges`` unchanged) and the bool[nnz]
-  validity mask.
+  them.
+
+  Args:
+    inc: the :class:`Incidence`.
+    nnz: the padded number of pairs, >= ``inc.nnz``.
+
+  Returns:
+    ``(padded, valid)``: the padded incidence (``num_nodes``/``num_edges`` unchanged) and the
+    bool [nnz] validity mask.
   """
   _check_inc(inc)
   nnz = _check_count(nnz, "nnz", 0)

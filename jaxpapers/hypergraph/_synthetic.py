@@ -17,7 +17,7 @@ def make_synthetic(
   nodes_per_class: int = 100,
   n_intra: int = 30,
   n_inter: int = 10,
-  size_range=(3, 10),
+  size_range: tuple[int, int] = (3, 10),
   directed: bool = True,
   features: str = "degree",
   feature_dim: int = 16,
@@ -39,6 +39,25 @@ def make_synthetic(
   Homophily is tuned by ``n_intra`` vs ``n_inter``. Features: ``'degree'`` (the one degree
   feature, as for GeDi's sets) or ``'gaussian'`` (class means + ``feature_noise`` noise).
   Splits: per-class 60/20/20, ``num_splits`` seeded draws.
+
+  Args:
+    seed: non-negative int seeding the graph, the features and the splits.
+    num_classes: C, the number of classes.
+    nodes_per_class: nodes in each class (n = C * nodes_per_class).
+    n_intra: undirected hyperedges within each class.
+    n_inter: directed hyperedges per class pair.
+    size_range: ``(lo, hi)``, inclusive bounds of the member counts.
+    directed: False merges every tail into its head set (undirected hyperedges).
+    features: ``'degree'`` ([n, 1]) or ``'gaussian'`` ([n, feature_dim]).
+    feature_dim: width of the Gaussian features.
+    feature_noise: standard deviation of the Gaussian features around their class mean.
+    direction_noise: probability in [0, 1] of swapping a hyperedge's tail and head.
+    q: the phase parameter of the tails.
+    num_splits: number of splits.
+    name: the dataset's name (default derived from ``seed`` and ``n_inter``).
+
+  Returns:
+    A :class:`HypergraphData` with n nodes, C classes and [num_splits, n] masks.
   """
   for nm, v, low in (
     ("seed", seed, 0),

@@ -81,6 +81,12 @@ def auto_block_size(num_queries: int) -> int:
   T²/2 computed pairs are masked out), large ones amortise the per-tile work; on a 2-core CPU
   (`benchmarks/lm_context.py`) this choice was within a few percent of the best fixed size at
   every length from 128 to 4,096 tokens.
+
+  Args:
+    num_queries: T >= 1, the number of query rows of the call.
+
+  Returns:
+    The tile side, a power of 2 in [MIN_BLOCK_SIZE, MAX_BLOCK_SIZE].
   """
   t = max(V.check_int(num_queries, "num_queries", min_value=1) // 4, 1)
   return int(min(MAX_BLOCK_SIZE, max(MIN_BLOCK_SIZE, 1 << (t.bit_length() - 1))))
@@ -282,18 +288,18 @@ def _blockwise(q, k, v, q_pos, key_pos, key_valid, *, scale, window, is_global, 
 
 
 def blockwise_attention(
-  q,
-  k,
-  v,
-  q_pos,
-  key_pos,
-  key_valid,
+  q: jax.Array,
+  k: jax.Array,
+  v: jax.Array,
+  q_pos: jax.Array,
+  key_pos: jax.Array,
+  key_valid: jax.Array,
   *,
   scale: float | None = None,
   window: int | None = None,
-  is_global=True,
+  is_global: bool | jax.Array = True,
   block_size: int | None = None,
-):
+) -> jax.Array:
   """Masked GQA attention with memory linear in the context length (online softmax).
 
   Computes z_t = Σ_j softmax_j(scale · q_t·k_j | allowed_tj) v_j tile by tile (see the

@@ -135,13 +135,31 @@ class LMConfig:
     return self.query_scale if self.query_scale is not None else 1.0 / math.sqrt(self.head_dim)
 
   def kv_head(self, h: int) -> int:
-    """The KV head read by query head `h` (GQA): h // (H // KV)."""
+    """The KV head read by query head `h` (GQA): h // (H // KV).
+
+    Args:
+      h: a query head index in [0, H).
+
+    Returns:
+      The key/value head index in [0, KV).
+    """
     return h // self.group_size
 
   def global_flags(self) -> tuple[bool, ...]:
+    """Whether each layer attends globally (True) or through the sliding window.
+
+    Returns:
+      L booleans: `layer_is_global`, or all True when it is empty.
+    """
     return self.layer_is_global or (True,) * self.n_layers
 
   def num_params(self) -> int:
+    """The number of parameters of a model with this architecture.
+
+    Returns:
+      The count of every weight :func:`jaxpapers.lm.param_shapes` lists (embedding, the
+      unembedding unless tied, L layers and the final norm).
+    """
     d, f, v, L = self.d_model, self.ffn_dim, self.vocab_size, self.n_layers
     qkvo = d * self.head_dim * (2 * self.n_heads + 2 * self.n_kv_heads)
     per_layer = qkvo + 3 * d * f + 2 * d

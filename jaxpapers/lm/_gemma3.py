@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import pathlib
 
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.lm._config import LMConfig
@@ -47,7 +49,7 @@ def _assembled(cache_dir: str | None) -> pathlib.Path:
   return pathlib.Path(pkg.assemble(out))
 
 
-def gemma3_path(cache_dir=None) -> pathlib.Path:
+def gemma3_path(cache_dir: str | os.PathLike[str] | None = None) -> pathlib.Path:
   """Path of the Gemma-3-270M Q4_K_M GGUF, assembled from the chunk packages on first use.
 
   Args:
@@ -71,7 +73,9 @@ def _load_gemma3_cached(dtype_name: str, cache_dir: str | None):
   return load_gguf(_assembled(cache_dir), dtype=jnp.dtype(dtype_name))
 
 
-def load_gemma3(*, dtype=jnp.float32, cache_dir=None) -> tuple[LMConfig, Params, Tokenizer]:
+def load_gemma3(
+  *, dtype: DTypeLike = jnp.float32, cache_dir: str | os.PathLike[str] | None = None
+) -> tuple[LMConfig, Params, Tokenizer]:
   """Gemma-3-270M (pretrained; Q4_K_M GGUF), cached per process: (config, params, tokenizer).
 
   Architecture (read from the file's metadata, see `config_from_gguf`):
@@ -88,6 +92,10 @@ def load_gemma3(*, dtype=jnp.float32, cache_dir=None) -> tuple[LMConfig, Params,
   Args:
     dtype: floating dtype of the parameters.
     cache_dir: where the GGUF is assembled (see `gemma3_path`).
+
+  Returns:
+    `(config, params, tokenizer)`: the `LMConfig`, the parameter dict (shapes as
+    `param_shapes(config)`, in `dtype`) and the `Tokenizer`.
 
   Raises:
     ModelNotAvailable: when the package or the `lm` extra is missing.

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.lm._attention import resolve_impl
@@ -145,11 +146,11 @@ def _generate_jit(
 
 def generate(
   params: Params,
-  prompt_ids,
+  prompt_ids: ArrayLike,
   *,
   config: LMConfig,
   max_new_tokens: int,
-  prompt_mask=None,
+  prompt_mask: ArrayLike | None = None,
   stop_ids: Sequence[int] = (),
   temperature: float = 0.0,
   key: jax.Array | None = None,
@@ -158,7 +159,7 @@ def generate(
   ablation: HeadAblation | None = None,
   attention: str = "auto",
   block_size: int | None = None,
-  pad_to=None,
+  pad_to: int | str | None = None,
 ) -> Generation:
   """Greedy or temperature sampling with a KV cache, as one jitted while-loop.
 
@@ -278,9 +279,25 @@ def generate(
 
 
 def greedy_generate(
-  params: Params, prompt_ids, *, config: LMConfig, max_new_tokens: int, **kwargs
+  params: Params,
+  prompt_ids: ArrayLike,
+  *,
+  config: LMConfig,
+  max_new_tokens: int,
+  **kwargs: Any,
 ) -> Generation:
-  """`generate` with temperature 0."""
+  """`generate` with temperature 0.
+
+  Args:
+    params: model parameters.
+    prompt_ids: int [B, P] left-padded prompts or [P].
+    config: the model's LMConfig.
+    max_new_tokens: N, static.
+    **kwargs: the other keyword arguments of `generate` (not `temperature`).
+
+  Returns:
+    A `Generation` (see `generate`).
+  """
   return generate(
     params, prompt_ids, config=config, max_new_tokens=max_new_tokens, temperature=0.0, **kwargs
   )
@@ -297,7 +314,12 @@ def _query_sums(params, tokens, mask, *, config):
 
 
 def mean_queries(
-  params: Params, prompts, *, config: LMConfig, batch_size: int = 8, pad_id: int = 0
+  params: Params,
+  prompts: Sequence[Sequence[int]],
+  *,
+  config: LMConfig,
+  batch_size: int = 8,
+  pad_id: int = 0,
 ) -> jax.Array:
   """Per-(layer, head) mean query vector over every real token of `prompts`.
 

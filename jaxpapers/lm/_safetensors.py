@@ -24,13 +24,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import pathlib
 import struct
+from collections.abc import Sequence
 from typing import Any
 
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
+from jax.typing import DTypeLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.core.data import resolve_inside
@@ -54,8 +57,15 @@ _DTYPES = {
 _MAX_HEADER = 100 * 2**20  # the format's own limit on the JSON header
 
 
-def read_safetensors(path) -> dict[str, np.ndarray]:
+def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
   """Every tensor of one .safetensors file, as read-only memory-mapped numpy arrays.
+
+  Args:
+    path: the `.safetensors` file.
+
+  Returns:
+    A dict from tensor name to its array, in the file's dtype and shape (BF16 as
+    `ml_dtypes.bfloat16`).
 
   Raises:
     FileNotFoundError: no file at `path`.
@@ -144,6 +154,12 @@ def config_from_hf(cfg: dict) -> LMConfig:
   layers from `layer_types` ('sliding_attention') or every layer but each
   `sliding_window_pattern`-th, local RoPE base `rope_local_base_freq`, linear RoPE scaling on
   global layers, optional final logit soft-capping; tied embeddings by default.
+
+  Args:
+    cfg: the parsed `config.json`.
+
+  Returns:
+    The `LMConfig`.
 
   Raises:
     ValueError: a required field is missing (naming it) or has an unsupported value.
@@ -251,15 +267,25 @@ def params_from_hf_tensors(
   tensors: dict[str, np.ndarray],
   config: LMConfig,
   *,
-  dtype=jnp.float32,
-  prefixes=("model.",),
-  skip_prefixes=(),
+  dtype: DTypeLike = jnp.float32,
+  prefixes: Sequence[str] = ("model.",),
+  skip_prefixes: Sequence[str] = (),
 ) -> Params:
   """Convert Hugging Face tensors (names under one of `prefixes`, plus `lm_head.weight`).
 
   Every tensor must be used or fall under `skip_prefixes` (`load_safetensors` skips the
   vision tower and projector of a multimodal Gemma-3 checkpoint): one this loader does not
   know (a bias, a vision tower in a text-only checkpoint) raises instead of being dropped.
+
+  Args:
+    tensors: a dict from Hugging Face tensor name to array ([out, in] linear weights).
+    config: the model's `LMConfig`.
+    dtype: floating dtype of the parameters.
+    prefixes: the name prefixes of the language model's tensors.
+    skip_prefixes: name prefixes of tensors to leave out.
+
+  Returns:
+    The parameter dict, shapes as `param_shapes(config)`, in `dtype`.
   """
   if not isinstance(config, LMConfig):
     raise TypeError(f"config must be an LMConfig, got {type(config).__name__}")
@@ -357,7 +383,9 @@ def _tokenizer_from_dir(path: pathlib.Path, cfg: dict) -> Tokenizer:
   )
 
 
-def load_safetensors(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
+def load_safetensors(
+  path: str | os.PathLike[str], *, dtype: DTypeLike = jnp.float32
+) -> tuple[LMConfig, Params, Tokenizer]:
   """Load a Hugging Face checkpoint directory: (config, params, tokenizer).
 
   `path` holds `config.json`, `model.safetensors` (or the shards listed in
@@ -370,6 +398,14 @@ def load_safetensors(path, *, dtype=jnp.float32) -> tuple[LMConfig, Params, Toke
   `..` components, or a file that is a symlink pointing outside, raises `ValueError`. The one
   exception is a Hugging Face cache snapshot (`.../models--<org>--<name>/snapshots/<rev>/`),
   whose files may link to the model's `blobs/` folder beside `snapshots/`.
+
+  Args:
+    path: the checkpoint directory.
+    dtype: floating dtype of the parameters.
+
+  Returns:
+    `(config, params, tokenizer)`: the `LMConfig`, the parameter dict in `dtype` and the
+    `Tokenizer`.
   """
   path = pathlib.Path(V.check_path(path, "path"))
   if not path.is_dir():

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+  import tokenizers
 
 _CHATML_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
@@ -29,11 +33,19 @@ class Tokenizer:
   Protocol used across jaxpapers: `encode(text, add_bos=...)`,
   `encode_with_offsets(text)`, `decode(ids)`, `token_to_id(str)`,
   `apply_chat_template(messages)`.
+
+  Args:
+    hf_tokenizer: the `tokenizers.Tokenizer` that encodes and decodes.
+    bos_id: the beginning-of-sequence id, or None.
+    eos_id: the end-of-sequence id, or None.
+    add_bos: whether `encode` prepends BOS by default.
+    chat_template: the model's Jinja chat template, or None.
+    special_tokens: the strings of the control tokens.
   """
 
   def __init__(
     self,
-    hf_tokenizer,
+    hf_tokenizer: tokenizers.Tokenizer,
     *,
     bos_id: int | None,
     eos_id: int | None,
@@ -57,6 +69,15 @@ class Tokenizer:
     Supported models: 'gpt2' (byte-level BPE with merges; SmolLM2) and
     'llama' (SentencePiece BPE with scores and byte fallback; Gemma-3), see
     `_sentencepiece_from_fields`.
+
+    Args:
+      fields: the GGUF metadata dict (as :func:`jaxpapers.lm.read_gguf` returns it).
+
+    Returns:
+      The :class:`Tokenizer`.
+
+    Raises:
+      NotImplementedError: a tokenizer model or pre-tokenizer not listed above.
     """
     tk = _require_tokenizers()
     from tokenizers import decoders, models, pre_tokenizers
@@ -166,7 +187,15 @@ class Tokenizer:
     )
 
   def encode(self, text: str, *, add_bos: bool | None = None) -> list[int]:
-    """Token ids of `text`; special-token strings map to their ids."""
+    """Token ids of `text`; special-token strings map to their ids.
+
+    Args:
+      text: the string to encode.
+      add_bos: prepend the BOS id (None: the model's default).
+
+    Returns:
+      The token ids.
+    """
     if not isinstance(text, str):
       raise TypeError(f"text must be a str, got {type(text).__name__}")
     ids = self._tok.encode(text, add_special_tokens=False).ids
@@ -177,12 +206,25 @@ class Tokenizer:
     return ids
 
   def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-    """Ids and the character span [start, end) of `text` each token covers."""
+    """Ids and the character span [start, end) of `text` each token covers.
+
+    Args:
+      text: the string to encode (no BOS is added).
+
+    Returns:
+      `(ids, offsets)`: the token ids and one `(start, end)` character span per id.
+    """
     enc = self._tok.encode(text, add_special_tokens=False)
     return list(enc.ids), [tuple(o) for o in enc.offsets]
 
   def decode(self, ids: Sequence[int]) -> str:
     """Text of `ids`; -1 entries (`Generation`'s "no token") are skipped.
+
+    Args:
+      ids: token ids in [0, vocab_size), or -1.
+
+    Returns:
+      The decoded text, special tokens included.
 
     Raises:
       TypeError: a non-integer id. ValueError: an id >= vocab_size or < -1.
@@ -205,13 +247,33 @@ class Tokenizer:
     return self._tok.decode(out, skip_special_tokens=False)
 
   def token_to_id(self, token: str) -> int | None:
+    """The id of a vocabulary entry.
+
+    Args:
+      token: the token's string as stored in the vocabulary (e.g. `<|im_end|>`).
+
+    Returns:
+      Its id, or None when the vocabulary has no such token.
+    """
     return self._tok.token_to_id(token)
 
   def id_to_token(self, i: int) -> str | None:
+    """The vocabulary entry of an id.
+
+    Args:
+      i: a token id.
+
+    Returns:
+      The token's string, or None for an id outside the vocabulary.
+    """
     return self._tok.id_to_token(int(i))
 
   def newline_ids(self) -> tuple[int, ...]:
-    """Every token whose decoded text contains a newline (the LOCOS stop rule)."""
+    """Every token whose decoded text contains a newline (the LOCOS stop rule).
+
+    Returns:
+      The ids, increasing (computed once, then cached).
+    """
     if self._newline_ids is None:
       self._newline_ids = tuple(
         i
@@ -221,7 +283,14 @@ class Tokenizer:
     return self._newline_ids
 
   def stop_ids(self, *, newline: bool = True) -> tuple[int, ...]:
-    """EOS, <|im_end|>-style end tokens, and (optionally) newline tokens."""
+    """EOS, <|im_end|>-style end tokens, and (optionally) newline tokens.
+
+    Args:
+      newline: include :meth:`newline_ids`.
+
+    Returns:
+      The ids, increasing.
+    """
     ids = {self.eos_id} if self.eos_id is not None else set()
     for t in ("<|im_end|>", "<|endoftext|>", "<end_of_turn>", "<eos>"):
       i = self.token_to_id(t)
@@ -242,6 +311,13 @@ class Tokenizer:
     'assistant' written as 'model', a system message prefixed to the first
     user turn) when the vocabulary has <start_of_turn>. The rendered text
     has no BOS: `encode` adds it.
+
+    Args:
+      messages: a non-empty list of `{'role': ..., 'content': ...}` dicts.
+      add_generation_prompt: end with the opening of an assistant turn.
+
+    Returns:
+      The rendered prompt text.
     """
     tmpl = self.chat_template or ""
     if not messages or any(

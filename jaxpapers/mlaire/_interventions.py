@@ -16,12 +16,15 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.mlaire._metrics import _check_float_array
 
 
-def language_prior(scores, doc_lang, q_lang, lam) -> jax.Array:
+def language_prior(
+  scores: ArrayLike, doc_lang: ArrayLike, q_lang: ArrayLike, lam: ArrayLike
+) -> jax.Array:
   """Adds a query-language bonus: ``s'(q, d) = s(q, d) + λ · 1[lang(d) = ℓ_q]``.
 
   Args:
@@ -52,7 +55,14 @@ def _prior(scores, doc_lang, q_lang, lam):
   return (scores.astype(jnp.float32) + bonus).astype(scores.dtype), jnp.isfinite(lam)
 
 
-def fit_language_offsets(emb, lang, content, n_lang: int, *, n_content: int | None = None):
+def fit_language_offsets(
+  emb: ArrayLike,
+  lang: ArrayLike,
+  content: ArrayLike,
+  n_lang: int,
+  *,
+  n_content: int | None = None,
+) -> jax.Array:
   """Per-language offsets from parallel calibration passages.
 
   ``μ_ℓ = mean_{κ : p_{κ,ℓ} exists} [e(p_{κ,ℓ}) − c_κ]`` with ``c_κ = mean_{ℓ'} e(p_{κ,ℓ'})``
@@ -102,7 +112,7 @@ def _fit(emb, lang, content, n_lang, n_content):
   return mu, ok_l, ok_c
 
 
-def remove_language_offsets(emb, lang, offsets) -> jax.Array:
+def remove_language_offsets(emb: ArrayLike, lang: ArrayLike, offsets: ArrayLike) -> jax.Array:
   """``e'(d) = (e(d) − μ_{lang(d)}) / ‖e(d) − μ_{lang(d)}‖``.
 
   Args:

@@ -27,6 +27,7 @@ from typing import Literal
 import flax.struct
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -58,8 +59,26 @@ class PoolBatch:
   q_content: jax.Array
 
 
-def pool_batch(scores, doc_lang, doc_content, mask, q_lang, q_content) -> PoolBatch:
+def pool_batch(
+  scores: ArrayLike,
+  doc_lang: ArrayLike,
+  doc_content: ArrayLike,
+  mask: ArrayLike,
+  q_lang: ArrayLike,
+  q_content: ArrayLike,
+) -> PoolBatch:
   """A checked :class:`PoolBatch` (shapes and dtypes as in its attributes).
+
+  Args:
+    scores: ``[Q, P]`` float retriever scores.
+    doc_lang: ``[Q, P]`` int language id of each candidate.
+    doc_content: ``[Q, P]`` int content id of each candidate.
+    mask: ``[Q, P]`` bool, True for real candidates.
+    q_lang: ``[Q]`` int language id of each query.
+    q_content: ``[Q]`` int content id each query asks for.
+
+  Returns:
+    The :class:`PoolBatch`.
 
   Raises:
     TypeError/ValueError: a field of the wrong dtype kind or shape.

@@ -377,6 +377,12 @@ def shared_surface_fraction(corpus: Corpus) -> float:
   """Fraction of units whose territory name is spelled identically in at least two languages.
 
   BM25's apparent cross-lingual ability comes from such shared surface forms ("Brasil").
+
+  Args:
+    corpus: the :class:`Corpus` (its units and languages).
+
+  Returns:
+    The fraction in [0, 1] (comparison ignores case).
   """
   n = 0
   for u in corpus.units:

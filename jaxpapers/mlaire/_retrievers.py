@@ -14,6 +14,7 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -75,7 +76,14 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 def tokenize(text: str) -> list[str]:
-  """Lower-cased Unicode word tokens (the BM25 tokenizer)."""
+  """Lower-cased Unicode word tokens (the BM25 tokenizer).
+
+  Args:
+    text: the string to split.
+
+  Returns:
+    The runs of Unicode word characters of ``text.lower()``, in order.
+  """
   return _TOKEN.findall(text.lower())
 
 
@@ -143,7 +151,9 @@ def char_ngram_scores(
   return np.asarray((q @ d.T).toarray(), np.float32)
 
 
-def pool_scores(full, doc, mask, query=None) -> jax.Array:
+def pool_scores(
+  full: ArrayLike, doc: ArrayLike, mask: ArrayLike, query: ArrayLike | None = None
+) -> jax.Array:
   """Gathers a full score matrix into pool layout: ``out[q, p] = full[query[q], doc[q, p]]``.
 
   Args:
@@ -176,15 +186,23 @@ def _gather(full, doc, mask, query):
   return jnp.where(mask, out, 0.0).astype(jnp.float32), ok
 
 
-def dense_pool_scores(q_emb, p_emb, doc, mask, query=None) -> jax.Array:
+def dense_pool_scores(
+  q_emb: ArrayLike,
+  p_emb: ArrayLike,
+  doc: ArrayLike,
+  mask: ArrayLike,
+  query: ArrayLike | None = None,
+) -> jax.Array:
   """Inner products in pool layout: ``out[q, p] = <q_emb[query[q]], p_emb[doc[q, p]]>``.
 
   Computes only the ``Q x P`` pairs (no ``Q x N`` matrix).
 
   Args:
-    q_emb: float ``[Q_all, D]``.
-    p_emb: float ``[N, D]``.
-    doc: int ``[Q, P]``; mask: bool ``[Q, P]``; query: int ``[Q]`` (default ``arange(Q)``).
+    q_emb: float ``[Q_all, D]`` query embeddings.
+    p_emb: float ``[N, D]`` passage embeddings.
+    doc: int ``[Q, P]`` passage index per slot (any value on masked slots).
+    mask: bool ``[Q, P]``, True for real candidates.
+    query: int ``[Q]`` row of ``q_emb`` per pool (default ``arange(Q)``).
 
   Returns:
     float32 ``[Q, P]`` (0 on masked slots); bad indices as in :func:`pool_scores`.

@@ -73,6 +73,17 @@ class PandaGeDi(nnx.Module):
   per-head width: layers are ``cfg.heads * hidden`` wide, as in the reference.
   ``other_complex=True`` feeds the input as ``X + iX`` instead of ``X + 0i`` (the reference's
   ``other_complex``, which its tuner searches).
+
+  Args:
+    in_features: F, the node feature width (``data.x: [n, F]``).
+    num_classes: K, the number of logits per node.
+    cfg: the PANDA options (:class:`PandaConfig`).
+    hidden: the per-head width.
+    num_layers: number of PANDA layers (>= 1).
+    dropout: dropout rate in ``[0, 1)`` (also the attention dropout of ``cfg``).
+    i_complex: multiply the residual term by ``c_I = 1 + i``.
+    other_complex: feed ``X + iX`` instead of ``X + 0i``.
+    rngs: the parameter random streams.
   """
 
   def __init__(
@@ -134,6 +145,15 @@ class PandaHGNN(nnx.Module):
 
   As in the reference: no dropout between layers, dropout before the classifier; layers are
   ``cfg.heads * hidden`` wide.
+
+  Args:
+    in_features: F, the node feature width (``data.x: [n, F]``).
+    num_classes: K, the number of logits per node.
+    cfg: the PANDA options (:class:`PandaConfig`).
+    hidden: the per-head width.
+    num_layers: number of PANDA layers (>= 1).
+    dropout: dropout rate in ``[0, 1)``.
+    rngs: the parameter random streams.
   """
 
   def __init__(
@@ -209,7 +229,9 @@ def _coalesce(rcv, snd, ww, used, n: int, *, int32_keys: bool):
   return rcv, snd, wsum, first, valid
 
 
-def coalesced_graph(inc: hg.Incidence, p: jax.Array, *, mediators: bool = True):
+def coalesced_graph(
+  inc: hg.Incidence, p: jax.Array, *, mediators: bool = True
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
   """HyperGCN's rebuilt graph as the reference hands it to PANDA: ``A_bar`` entries per pair.
 
   The pairs of :func:`jaxpapers.hypergraph.hypergcn_graph` in both directions plus one self-loop
@@ -265,6 +287,18 @@ class PandaHyperGCN(nnx.Module):
   receiver's senders. With ``cfg.init='reference'``, ``W`` and ``b`` start as the reference's
   ``U(+-1/sqrt(heads * hidden))``. ``mediators`` defaults to False, as for
   :class:`jaxpapers.hypergraph.HyperGCN` (see there).
+
+  Args:
+    in_features: F, the node feature width (``data.x: [n, F]``).
+    num_classes: K, the number of logits per node.
+    cfg: the PANDA options (:class:`PandaConfig`).
+    hidden: the per-head width.
+    num_layers: number of layers (>= 1).
+    dropout: dropout rate in ``[0, 1)``.
+    mediators: build the graph with mediators (see :func:`coalesced_graph`).
+    fast: FastHyperGCN, one graph from the input features for every layer.
+    flow: ``'code'`` (normalise over a sender's pairs) or ``'receiver'``.
+    rngs: the parameter random streams (also draw the fixed projections ``r``).
   """
 
   def __init__(
@@ -371,6 +405,22 @@ class PandaPhenomNN(nnx.Module):
   ``N(0, 1/W^2) + I``) and ``a = alp`` or ``1/(1 + lam0 + lam1)`` for ``alp = 0``; then ReLU
   and the classifier. With ``mix='prior'`` and ``aux=None``, ``P`` is the dense operator
   ``D^{-1/2} B W_E B^T D^{-1/2}`` of each prior (see the tests).
+
+  Args:
+    in_features: F, the node feature width (``data.x: [n, F]``).
+    num_classes: K, the number of logits per node.
+    cfg: the PANDA options (:class:`PandaConfig`).
+    hidden: the per-head width (``W = cfg.heads * hidden``).
+    num_layers: accepted for a signature shared with the other backbones; unused.
+    dropout: dropout rate in ``[0, 1)``.
+    lam0: finite float >= 0, the weight of the beta term.
+    lam1: finite float >= 0, the weight of the gamma term.
+    num_steps: number of unrolled steps (>= 1).
+    gamma_edge: the hyperedge weight of the gamma prior, ``'code'`` or ``'inverse'`` (see
+      :func:`stage_priors`).
+    alp: the step size (0: ``1/(1 + lam0 + lam1)``).
+    h_setting: one of :data:`jaxpapers.hypergraph.PHENOM_H_SETTINGS` (0..3).
+    rngs: the parameter random streams.
   """
 
   def __init__(
@@ -526,6 +576,17 @@ def make_model(
   ``cfg.heads * hidden`` wide (``hidden`` need not be divisible by ``heads``). To compare at
   equal width, give the vanilla backbone ``hidden = cfg.heads * hidden``; to compare at equal
   parameter count, widen it further (the experiment's ``vanilla_matched`` arm).
+
+  Args:
+    backbone: ``'gedi'``, ``'hgnn'``, ``'hypergcn'`` or ``'phenomnn'``.
+    cfg: the PANDA options, or None for the vanilla backbone.
+    in_features: F, the node feature width.
+    num_classes: K, the number of logits per node.
+    rngs: the parameter random streams.
+    **kwargs: the model's other constructor arguments.
+
+  Returns:
+    The model: ``model(data) -> [n, K]`` logits.
   """
   if not isinstance(backbone, str) or backbone not in _PANDA:
     raise ValueError(f"backbone must be one of {sorted(_PANDA)}, got {backbone!r}")

@@ -59,14 +59,20 @@ def _set(param, value):
   param.set_value(jnp.asarray(value))
 
 
-def reference_stage_names(stage: PandaStage, *, receiver_first: bool = False) -> dict:
+def reference_stage_names(
+  stage: PandaStage, *, receiver_first: bool = False
+) -> dict[str, tuple[str, str]]:
   """The reference's parameter names for each weight of ``stage`` (without the module prefix).
 
-  Returns ``{attribute: (reference name, transform)}`` where ``transform`` is ``'T'`` (a
-  transposed ``nn.Linear`` weight), ``'row'`` (the ``[1, H, A]`` attention vector), ``'vec'``
-  (``aux_out.weight[0]``), ``'scalar'`` or ``''``. ``receiver_first``: the reference's
-  HyperGCN stage, whose messages flow target to source, so its ``*_src`` weights act on the
-  receiver and its ``*_dst`` weights on the sender.
+  Args:
+    stage: the :class:`PandaStage` whose weights are named.
+    receiver_first: the reference's HyperGCN stage, whose messages flow target to source, so
+      its ``*_src`` weights act on the receiver and its ``*_dst`` weights on the sender.
+
+  Returns:
+    ``{attribute: (reference name, transform)}`` where ``transform`` is ``'T'`` (a
+    transposed ``nn.Linear`` weight), ``'row'`` (the ``[1, H, A]`` attention vector), ``'vec'``
+    (``aux_out.weight[0]``), ``'scalar'`` or ``''``.
   """
   if not isinstance(stage, PandaStage):
     raise TypeError(f"stage must be a PandaStage, got {type(stage).__name__}")
@@ -210,8 +216,8 @@ def reference_config(
   distinct_att_weights: bool = False,
   aux_type: str = "diff-mlp",
   symmetric_aux: bool = False,
-  **kwargs,
-):
+  **kwargs: object,
+) -> PandaConfig:
   """The :class:`PandaConfig` for the reference's attention arguments.
 
   ``attention_types`` is the tuner's ``'<attention_type1>++<attention_type2>'`` (one of
@@ -221,6 +227,19 @@ def reference_config(
   (``stage1_receivers='prior'``), ``hgat`` the previous layer's hyperedge states
   (``'previous'``); stage 2's ``X`` is ``att`` (HyperGCN has one stage: its string repeats).
   ``kwargs`` are accepted for the other reference arguments and ignored.
+
+  Args:
+    backbone: ``'gedi'``, ``'hgnn'``, ``'hypergcn'`` or ``'phenomnn'``.
+    attention_types: the tuner's ``'<attention_type1>++<attention_type2>'``.
+    n_heads: the number of heads.
+    attention_version: ``'v2'`` (GATv2) or ``'v1'``.
+    distinct_att_weights: separate sender and receiver attention weights.
+    aux_type: the auxiliary path, ``'diff-mlp'``, ``'same-mlp'`` or None.
+    symmetric_aux: the symmetric auxiliary gate.
+    **kwargs: the reference's other arguments, ignored.
+
+  Returns:
+    The matching :class:`PandaConfig`.
 
   Raises:
     ValueError: a combination the models here do not express.

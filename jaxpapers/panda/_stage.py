@@ -130,7 +130,14 @@ class PandaConfig:
       raise ValueError(f"init must be 'reference' or 'glorot', got {self.init!r}")
 
   def with_dropout(self, dropout: float) -> PandaConfig:
-    """This config with ``att_dropout=None`` resolved to the model's feature ``dropout``."""
+    """This config with ``att_dropout=None`` resolved to the model's feature ``dropout``.
+
+    Args:
+      dropout: the model's feature dropout rate in ``[0, 1)``.
+
+    Returns:
+      ``self`` when ``att_dropout`` is set, else a copy with ``att_dropout=dropout``.
+    """
     if self.att_dropout is not None:
       return self
     return dataclasses.replace(self, att_dropout=float(dropout))
@@ -473,7 +480,13 @@ class PandaStage(nnx.Module):
     return y, StageAux(alpha=alpha, pi=pi_mix, gate=gate, att=att, coef=coef)
 
 
-def stage_priors(inc: hg.Incidence, kind: str = "sym", *, gamma_edge: str = "code", dtype=None):
+def stage_priors(
+  inc: hg.Incidence,
+  kind: str = "sym",
+  *,
+  gamma_edge: str = "code",
+  dtype: jax.typing.DTypeLike | None = None,
+) -> tuple[jax.Array, jax.Array]:
   """Structural priors ``(c1, c2)`` per incidence pair (edge-sorted order) for the two stages.
 
   ``'sym'`` (GeDi, HGNN): ``c = d_v^{-1/2} delta_e^{-1/2}`` in both stages, whose product gives
@@ -485,6 +498,16 @@ def stage_priors(inc: hg.Incidence, kind: str = "sym", *, gamma_edge: str = "cod
   PhenomNN's definition). ``dtype``: the dtype of the priors (default: the default float
   dtype, float64 under ``jax_enable_x64``); the degrees are cast to it before the inverse
   square roots, so float64 priors carry no float32 rounding.
+
+  Args:
+    inc: the hypergraph's :class:`~jaxpapers.hypergraph.Incidence` (nnz pairs).
+    kind: ``'sym'``, ``'phenom_beta'`` or ``'phenom_gamma'``.
+    gamma_edge: ``'code'`` or ``'inverse'``, the hyperedge factor of ``'phenom_gamma'``.
+    dtype: a floating dtype for the priors (default: the default float dtype).
+
+  Returns:
+    ``(c1, c2)``, the stage-1 and stage-2 priors, each [nnz] of ``dtype`` (the same array for
+    every kind here).
   """
   kinds = ("sym", "phenom_beta", "phenom_gamma")
   if kind not in kinds:

@@ -18,13 +18,15 @@ reported test accuracy is the one at the best-validation epoch (first maximum).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
 import optax
 from flax import nnx
+from jax.typing import ArrayLike
 
 from jaxpapers import core
 from jaxpapers import hypergraph as hg
@@ -84,6 +86,13 @@ def with_hparams(model: nnx.Module, hparams: dict | None) -> nnx.Module:
   weights. The model must have been built with a non-zero dropout so that every dropout layer
   exists (PANDA skips its attention dropout when the rate is 0). Raises a ValueError naming a
   hyperparameter that no module of the model has.
+
+  Args:
+    model: the merged model.
+    hparams: a dict from names of :data:`TRACED_MODEL_HPARAMS` to scalars, or None (no change).
+
+  Returns:
+    ``model`` itself.
   """
   if not hparams:
     return model
@@ -109,8 +118,19 @@ def with_hparams(model: nnx.Module, hparams: dict | None) -> nnx.Module:
   return model
 
 
-def init(model_fn: ModelFn, key):
-  """Builds the model from ``key`` and returns ``(graphdef, params, rest, opt_state)``."""
+def init(
+  model_fn: ModelFn, key: jax.Array
+) -> tuple[nnx.GraphDef, nnx.State, nnx.State, optax.OptState]:
+  """Builds the model from ``key`` and returns ``(graphdef, params, rest, opt_state)``.
+
+  Args:
+    model_fn: a callable ``rngs -> model`` (e.g. a ``functools.partial`` of :func:`make_model`).
+    key: a JAX random key for the parameters.
+
+  Returns:
+    ``(graphdef, params, rest, opt_state)``: the model split into its structure, its
+    ``nnx.Param`` state and the rest, and the Adam state of ``params``.
+  """
   model = model_fn(nnx.Rngs(params=key))
   graphdef, params, rest = nnx.split(model, nnx.Param, ...)
   return graphdef, params, rest, _ADAM.init(params)
@@ -123,10 +143,35 @@ def _loss(graphdef, params, rest, data, mask, key, hparams=None):
   return jnp.sum(ce * mask) / jnp.maximum(mask.sum(), 1)
 
 
-def train_step(graphdef, params, rest, opt_state, data, mask, key, lr, wd, hparams=None):
+def train_step(
+  graphdef: nnx.GraphDef,
+  params: nnx.State,
+  rest: nnx.State,
+  opt_state: optax.OptState,
+  data: hg.HypergraphData,
+  mask: jax.Array,
+  key: jax.Array,
+  lr: ArrayLike,
+  wd: ArrayLike,
+  hparams: dict[str, ArrayLike] | None = None,
+) -> tuple[nnx.State, optax.OptState, jax.Array]:
   """One full-batch Adam step with coupled L2; returns ``(params, opt_state, loss)``.
 
-  ``hparams``: traced model hyperparameters (:func:`with_hparams`), or None.
+  Args:
+    graphdef: the model structure (from :func:`init`).
+    params: the model's ``nnx.Param`` state.
+    rest: the model's other state.
+    opt_state: the Adam state of ``params``.
+    data: the hypergraph dataset, n nodes.
+    mask: [n] float array, 1 on the training nodes (the loss is their mean cross-entropy).
+    key: a JAX random key for dropout.
+    lr: scalar learning rate (may be traced).
+    wd: scalar coupled L2 weight decay (may be traced).
+    hparams: traced model hyperparameters (:func:`with_hparams`), or None.
+
+  Returns:
+    ``(params, opt_state, loss)``: the updated state and the scalar training loss before the
+    update.
   """
   loss, g = jax.value_and_grad(_loss, argnums=1)(graphdef, params, rest, data, mask, key, hparams)
   g = jax.tree.map(lambda gi, p: gi + wd * p, g, params)
@@ -135,8 +180,25 @@ def train_step(graphdef, params, rest, opt_state, data, mask, key, lr, wd, hpara
   return params, opt_state, loss
 
 
-def eval_step(graphdef, params, rest, data, hparams=None):
-  """Deterministic logits ``[n, K]`` (``hparams`` as in :func:`train_step`)."""
+def eval_step(
+  graphdef: nnx.GraphDef,
+  params: nnx.State,
+  rest: nnx.State,
+  data: hg.HypergraphData,
+  hparams: dict[str, ArrayLike] | None = None,
+) -> jax.Array:
+  """Deterministic logits ``[n, K]`` (``hparams`` as in :func:`train_step`).
+
+  Args:
+    graphdef: the model structure (from :func:`init`).
+    params: the model's ``nnx.Param`` state.
+    rest: the model's other state.
+    data: the hypergraph dataset, n nodes.
+    hparams: traced model hyperparameters (:func:`with_hparams`), or None.
+
+  Returns:
+    [n, K] float logits.
+  """
   return with_hparams(nnx.merge(graphdef, params, rest), hparams)(data, deterministic=True)
 
 
@@ -144,7 +206,7 @@ def _acc(logits, y, mask):
   return jnp.sum((logits.argmax(-1) == y) * mask) / jnp.maximum(mask.sum(), 1)
 
 
-def sweep_fns(model_fn: ModelFn):
+def sweep_fns(model_fn: ModelFn) -> tuple[Callable[..., tuple], Callable[..., tuple]]:
   """Per-run ``(init_fn, step_fn)`` of one training run for :class:`jaxpapers.core.Sweep`.
 
   A run's hyperparameters are ``{'lr': [], 'wd': [], 'split': [] int}`` plus any of
@@ -154,6 +216,13 @@ def sweep_fns(model_fn: ModelFn):
   Each step is one full-batch epoch followed by a deterministic evaluation; its
   metrics are ``loss``, ``train_acc``, ``val_acc`` and ``test_acc`` (scalars).
   The state is ``(params, rest, opt_state)``.
+
+  Args:
+    model_fn: a callable ``rngs -> model`` (e.g. a ``functools.partial`` of :func:`make_model`).
+
+  Returns:
+    ``(init_fn, step_fn)``: ``init_fn(hp, key, data) -> state`` and
+    ``step_fn(state, hp, key, epoch, data) -> (state, metrics)``.
   """
   if not callable(model_fn):
     raise TypeError(
@@ -225,8 +294,8 @@ def make_trainer(
   *,
   fast_compile: bool = True,
   chunk_size: int | None = None,
-  mesh=None,
-):
+  mesh: jax.sharding.Mesh | None = None,
+) -> Callable[..., dict[str, np.ndarray]]:
   """Returns ``run(data, keys[B], lrs[B], wds[B], splits[B], **model_hp) -> dict of [B, epochs]``.
 
   The B runs train on a :class:`jaxpapers.core.Sweep` (vmapped, sharded over the devices, in
@@ -238,6 +307,16 @@ def make_trainer(
   compiled program then serves every value (the model must be built with ``dropout > 0``).
   ``fast_compile`` passes :data:`FAST_COMPILE` to XLA (only meaningful on CPU). Concrete
   ``lrs`` must be finite and > 0 and ``wds`` finite and >= 0 (``ValueError`` otherwise).
+
+  Args:
+    model_fn: a callable ``rngs -> model`` (e.g. a ``functools.partial`` of :func:`make_model`).
+    epochs: the number of epochs of every run (> 0).
+    fast_compile: pass :data:`FAST_COMPILE` to XLA on CPU.
+    chunk_size: epochs per ``lax.scan`` chunk (default all).
+    mesh: the device mesh the runs are sharded over (default: all devices).
+
+  Returns:
+    The ``run`` function described above.
   """
   if not isinstance(epochs, (int, np.integer)) or epochs <= 0:
     raise ValueError(f"epochs must be a positive int, got {epochs!r}")
@@ -270,8 +349,19 @@ def make_trainer(
   return run
 
 
-def best_val_test(hist) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """Per run: (best val acc, test acc at the first best-val epoch, that epoch)."""
+def best_val_test(
+  hist: Mapping[str, npt.ArrayLike],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """Per run: (best val acc, test acc at the first best-val epoch, that epoch).
+
+  Args:
+    hist: a history with ``val_acc`` and ``test_acc`` of shape [B, epochs] (as ``run`` of
+      :func:`make_trainer` returns).
+
+  Returns:
+    ``(val, test, epoch)``, each [B]: the best validation accuracy, the test accuracy at its
+    first epoch, and that epoch (int).
+  """
   va, te = np.asarray(hist["val_acc"]), np.asarray(hist["test_acc"])
   ep = va.argmax(-1)
   idx = np.arange(va.shape[0])
@@ -287,11 +377,22 @@ def fit(
   weight_decay: float = 5e-4,
   seed: int = 0,
   split: int = 0,
-) -> dict:
+) -> dict[str, object]:
   """Trains one model on one split; returns test accuracy at the best-validation epoch.
 
-  Returns a dict with ``test_acc``, ``val_acc``, ``best_epoch``, ``history`` (per-epoch arrays)
-  and ``wall_s``.
+  Args:
+    data: the hypergraph dataset.
+    model_fn: a callable ``rngs -> model`` (e.g. a ``functools.partial`` of :func:`make_model`).
+    epochs: the number of full-batch epochs.
+    lr: the Adam learning rate (> 0).
+    weight_decay: the coupled L2 weight decay (>= 0).
+    seed: the seed of the parameters and dropout.
+    split: index of the split to train on.
+
+  Returns:
+    A dict with ``test_acc``, ``val_acc`` (floats), ``best_epoch`` (int), ``history``
+    (per-epoch numpy arrays of ``loss``, ``train_acc``, ``val_acc``, ``test_acc``) and
+    ``wall_s``.
   """
   if not 0 <= split < data.num_splits:
     raise ValueError(f"split must be in [0, {data.num_splits}), got {split}")

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import jaxpapers.goskills as S
+from experiments.goskills.configs import smoke
 
 
 def edges_of(g):
@@ -16,12 +17,20 @@ def edges_of(g):
   ]
 
 
+# The smoke experiment's sizes (skills, tasks, embedding width; its retrieval config is the
+# default GoSkillsConfig): a library of one size has one set of shapes, so the library tests and
+# the smoke run share their compiled programs within a session instead of compiling twice.
+_SMOKE = smoke.get_config()
+N_SKILLS, N_TASKS, EMBED_DIM = _SMOKE.n_skills[0], _SMOKE.tasks, _SMOKE.embed_dim
+
+
 @pytest.fixture(scope="session")
 def small_world():
-  lib = S.make_skill_library(3, n_skills=90, n_workflows=7, reuse=0.3, decoy_rate=0.5)
-  tasks = S.make_tasks(4, lib, n=12)
+  lib = S.make_skill_library(3, n_skills=N_SKILLS, reuse=0.3, decoy_rate=0.5)
+  tasks = S.make_tasks(4, lib, n=N_TASKS)
   docs = [f"{t.name} {t.purpose}" for t in lib.texts]
   vocab = S.build_vocab(docs)
   bm = S.bm25_scores(S.term_counts(tasks.texts, vocab), S.term_counts(docs, vocab))
-  scores = S.hybrid_scores(S.hashed_embeddings(tasks.texts), S.hashed_embeddings(docs), bm)
+  emb = lambda texts: S.hashed_embeddings(texts, dim=EMBED_DIM)
+  scores = S.hybrid_scores(emb(tasks.texts), emb(docs), bm)
   return lib, tasks, np.asarray(scores)

@@ -20,6 +20,11 @@ ROLES3 = np.array([0, 1, 2], np.int32)
 MASK3 = np.ones(3, bool)
 TEXTS = [S.SkillText(f"s{i}", f"skill {i}", f"# s{i}") for i in range(N)]
 HOST = "host-side (numpy text and data building)"
+# The smallest pipeline (one group, no BFS, one pick): its jit case compiles fastest.
+TINY_CFG = S.GoSkillsConfig(
+  budget=1, n_anchors=1, n_groups=2, plan_size=1, depth=0, max_support=0, max_check=0,
+  max_avoid=0, iters=1,
+)  # fmt: skip
 
 
 def _all_minus_one(field):
@@ -216,7 +221,7 @@ CASES = [
   Case(
     "goskills_retrieve",
     S.goskills_retrieve,
-    (G, SC_NAN, VIS, S.GoSkillsConfig(n_groups=4, plan_size=2, budget=2)),
+    (G, SC_NAN, VIS, TINY_CFG),
     match="scores must be finite",
     jit="nan",
     jit_check=_ids_minus_one,

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import jaxpapers.goskills as S
+from tests.goskills.conftest import N_SKILLS
 
 TEXTS = [
   S.SkillText("load-csv", "Load the csv table", "# load-csv\nload it."),
@@ -38,7 +39,7 @@ def test_library_and_tasks_are_consistent(small_world):
   lib, tasks, _ = small_world
   g = lib.graph
   kind, req = np.asarray(g.kind), np.asarray(g.req)
-  assert lib.n == 90 and req.shape == (90, len(S.REQUIREMENTS))
+  assert lib.n == N_SKILLS and req.shape == (N_SKILLS, len(S.REQUIREMENTS))
   src, dst, typ = np.asarray(g.src), np.asarray(g.dst), np.asarray(g.etype)
   for s, d, t in zip(src, dst, typ):
     if t == 5:
@@ -55,7 +56,7 @@ def test_library_and_tasks_are_consistent(small_world):
     assert 2 <= tasks.visible[i].sum() <= 4
     assert (tasks.check_tags[i] <= tasks.visible[i]).all()
     assert not tasks.check_tags[i, S.NUM_CHECKABLE :].any()
-  again = S.make_skill_library(3, n_skills=90, n_workflows=7, reuse=0.3, decoy_rate=0.5)
+  again = S.make_skill_library(3, n_skills=N_SKILLS, reuse=0.3, decoy_rate=0.5)
   assert [t.purpose for t in again.texts] == [t.purpose for t in lib.texts]
 
 
