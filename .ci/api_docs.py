@@ -74,7 +74,9 @@ def _functions(module) -> Iterator[tuple[str, Callable, str, tuple[str, ...]]]:
         yield f"{name}.{attr}", member, doc, sections
 
 
-def _check(fn: Callable, doc: str, sections: tuple[str, ...] = ("Args:",)) -> dict[str, bool | None]:
+def _check(
+  fn: Callable, doc: str, sections: tuple[str, ...] = ("Args:",)
+) -> dict[str, bool | None]:
   """Per check: True (met), False (missed), None (does not apply)."""
   try:
     sig = inspect.signature(fn)

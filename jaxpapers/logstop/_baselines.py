@@ -20,10 +20,12 @@ References:
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from jaxpapers.logstop import _engine
 from jaxpapers.logstop import _formula as F
@@ -33,34 +35,74 @@ __all__ = ["boolean_ltlf", "robustness", "exact_probability", "mean_score", "bui
 
 
 def boolean_ltlf(
-  formula, props, *, threshold: float = 0.5, window: int = 1, length=None
+  formula: str | F.Formula,
+  props: Mapping[str, ArrayLike],
+  *,
+  threshold: float = 0.5,
+  window: int = 1,
+  length: ArrayLike | None = None,
 ) -> jax.Array:
   """Boolean LTLf truth at t = 0 of `formula` on thresholded scores; bool[...].
 
   An atom holds at t iff its window mean is >= `threshold`. Scores outside
   [0, 1] raise ValueError eagerly; the result is boolean, so under `jax.jit`
   wrap with `jax.experimental.checkify.checkify` to get the error.
+
+  Args:
+    formula: an LTL formula string (see `parse`) or a parsed `Formula`.
+    props: proposition name -> local scores in [0, 1] of shape [..., T].
+    threshold: an atom holds where its window mean is >= this.
+    window: the window w >= 1 (static).
+    length: optional per-trace lengths, broadcastable to the batch shape [...].
+
+  Returns:
+    bool array of shape [...]: whether each trace satisfies `formula`.
   """
   return _evaluate(formula, props, window, length, "bool", threshold, first_only=True)
 
 
 def robustness(
-  formula, props, *, threshold: float = 0.5, window: int = 1, length=None
+  formula: str | F.Formula,
+  props: Mapping[str, ArrayLike],
+  *,
+  threshold: float = 0.5,
+  window: int = 1,
+  length: ArrayLike | None = None,
 ) -> jax.Array:
   """STL-style robustness at t = 0 of `formula` on `p - threshold`; f32[...].
 
   Positive means satisfied. Beyond the end of the trace the robustness is -inf
   (strong next); `true` is +inf. Scores outside [0, 1]: ValueError eagerly,
   NaN under `jax.jit` (checkify surfaces the error).
+
+  Args:
+    formula: an LTL formula string (see `parse`) or a parsed `Formula`.
+    props: proposition name -> local scores in [0, 1] of shape [..., T].
+    threshold: an atom's margin is its window mean minus this.
+    window: the window w >= 1 (static).
+    length: optional per-trace lengths, broadcastable to the batch shape [...].
+
+  Returns:
+    float32 array of shape [...] in [-inf, inf]: each trace's robustness.
   """
   return _evaluate(formula, props, window, length, "robust", threshold, first_only=True)
 
 
-def mean_score(formula, props, *, length=None) -> jax.Array:
+def mean_score(
+  formula: str | F.Formula, props: Mapping[str, ArrayLike], *, length: ArrayLike | None = None
+) -> jax.Array:
   """Naive heuristic: mean_t prod_{a in atoms(phi)} p_a[t]; f32[...].
 
   A trace of length 0 scores 0. Scores outside [0, 1]: ValueError eagerly, NaN
   under `jax.jit` (checkify surfaces the error).
+
+  Args:
+    formula: an LTL formula string (see `parse`) or a parsed `Formula`.
+    props: proposition name -> local scores in [0, 1] of shape [..., T].
+    length: optional per-trace lengths, broadcastable to the batch shape [...].
+
+  Returns:
+    float32 array of shape [...] in [0, 1].
   """
   formula = F.as_formula(formula)
   arrays, shape = _engine.prepare_props(formula, props)
@@ -173,7 +215,9 @@ def build_reverse_dfa(formula):
   return names, np.array(trans, np.int32), accept, 0
 
 
-def exact_probability(formula, props, *, length=None) -> jax.Array:
+def exact_probability(
+  formula: str | F.Formula, props: Mapping[str, ArrayLike], *, length: ArrayLike | None = None
+) -> jax.Array:
   """P(phi holds on the trace) under independent per-frame Bernoullis; f32[...].
 
   Every proposition a at every frame t is an independent Bernoulli(p_a[t]); the
@@ -186,6 +230,15 @@ def exact_probability(formula, props, *, length=None) -> jax.Array:
   Scores outside [0, 1] (or NaN): ValueError eagerly; under `jax.jit` the
   probability of that trace is NaN (wrap with
   `jax.experimental.checkify.checkify` to get the error).
+
+  Args:
+    formula: an LTL formula string (see `parse`) or a parsed `Formula`.
+    props: proposition name -> per-frame probabilities in [0, 1] of shape [..., T].
+    length: optional per-trace lengths, broadcastable to the batch shape [...].
+
+  Returns:
+    float32 array of shape [...] in [0, 1]: the probability that each trace satisfies
+    `formula`.
   """
   formula = F.as_formula(formula)
   arrays, shape = _engine.prepare_props(formula, props)

@@ -81,7 +81,11 @@ class _Base:
 
 @dataclasses.dataclass(frozen=True)
 class Atom(_Base):
-  """An atomic proposition, scored by a local predictor p_name[t] in [0, 1]."""
+  """An atomic proposition, scored by a local predictor p_name[t] in [0, 1].
+
+  Attributes:
+    name: the proposition's name, a key of the `props` mapping (non-empty, no ``"``).
+  """
 
   name: str
 
@@ -94,7 +98,11 @@ class Atom(_Base):
 
 @dataclasses.dataclass(frozen=True)
 class Const(_Base):
-  """The constants `true` (log-score 0) and `false` (log-score -inf)."""
+  """The constants `true` (log-score 0) and `false` (log-score -inf).
+
+  Attributes:
+    value: True for `true`, False for `false`.
+  """
 
   value: bool
 
@@ -122,45 +130,97 @@ class _Op(_Base):
 
 @dataclasses.dataclass(frozen=True)
 class Not(_Op):
+  """Negation ``!arg``: holds where `arg` does not.
+
+  Attributes:
+    arg: the negated formula.
+  """
+
   arg: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class And(_Op):
+  """Conjunction ``left & right``.
+
+  Attributes:
+    left: the first operand.
+    right: the second operand.
+  """
+
   left: Formula
   right: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Or(_Op):
+  """Disjunction ``left | right``.
+
+  Attributes:
+    left: the first operand.
+    right: the second operand.
+  """
+
   left: Formula
   right: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Implies(_Op):
+  """Implication ``left -> right`` (``!left | right``).
+
+  Attributes:
+    left: the premise.
+    right: the conclusion.
+  """
+
   left: Formula
   right: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Next(_Op):
+  """Strong next ``X arg``: `arg` holds at the next position, which must exist.
+
+  Attributes:
+    arg: the formula at the next position.
+  """
+
   arg: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Until(_Op):
+  """Until ``left U right``: `right` holds at some position and `left` at every one before it.
+
+  Attributes:
+    left: the formula that holds until then.
+    right: the formula that eventually holds.
+  """
+
   left: Formula
   right: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Always(_Op):
+  """Always ``G arg``: `arg` holds at every remaining position.
+
+  Attributes:
+    arg: the formula that always holds.
+  """
+
   arg: Formula
 
 
 @dataclasses.dataclass(frozen=True)
 class Eventually(_Op):
+  """Eventually ``F arg``: `arg` holds at some remaining position.
+
+  Attributes:
+    arg: the formula that eventually holds.
+  """
+
   arg: Formula
 
 
