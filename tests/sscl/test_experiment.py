@@ -8,7 +8,7 @@ import optax
 import pytest
 
 from experiments.sscl import train
-from experiments.sscl.configs import default, smoke
+from experiments.sscl.configs import default, seeds8, smoke
 from jaxpapers import core
 from tests import notebook_util
 
@@ -148,6 +148,19 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
   d = train.derived_metrics(s, triv, probe)
   for c in default.CLAIMS:
     assert core.judge(c, {"derived": d}).guard == "requires", c["id"]
+
+
+def test_seeds8_differs_from_default_only_in_the_seed_count():
+  eight, base = seeds8.get_config().to_dict(), default.get_config().to_dict()
+  assert eight.pop("seeds") == 8 and base.pop("seeds") == 3
+  eight_claims, base_claims = eight.pop("claims"), base.pop("claims")
+  assert eight == base  # same data, model, arms, base seed: seeds 0..7 extend 0..2
+  assert len(eight_claims) == len(base_claims)
+  for e, b in zip(eight_claims, base_claims, strict=True):
+    assert e["note"].endswith("over the 8 seeds") and b["note"].endswith("over the 3 seeds")
+    assert {k: v for k, v in e.items() if k != "note"} == {
+      k: v for k, v in b.items() if k != "note"
+    }
 
 
 def test_trivial_baselines_are_input_independent_predictors():
