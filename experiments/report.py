@@ -112,12 +112,33 @@ def _headline(recs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
   return None
 
 
+DECIDING_FILE = "DECIDING"
+
+
+def deciding_results(root: pathlib.Path, paper: str) -> pathlib.Path:
+  """The results file that decides ``paper``'s claims: ``results/results.json``, unless
+  ``results/DECIDING`` names a sub-folder of ``results/`` (one line) whose run decides them,
+  e.g. a registered re-run with more seeds beside the first run."""
+  results = root / "experiments" / paper / "results"
+  pointer = results / DECIDING_FILE
+  if not pointer.exists():
+    return results / "results.json"
+  sub = pointer.read_text().strip()
+  path = (results / sub / "results.json").resolve()
+  if not sub or results.resolve() not in path.parents or not path.exists():
+    raise ValueError(
+      f"{pointer} must name a sub-folder of results/ with a results.json; got {sub!r}"
+    )
+  return results / sub / "results.json"
+
+
 def render_verdicts(root: pathlib.Path) -> str:
-  """One row per paper: headline claim, paper's number, measured, verdict, counts, rules."""
+  """One row per paper: headline claim, paper's number, measured, verdict, counts, rules; each
+  read from the paper's deciding results file (:func:`deciding_results`)."""
   rows = []
   papers = sorted(d.name for d in (root / "experiments").iterdir() if (d / "main.py").exists())
   for paper in papers:
-    path = root / "experiments" / paper / "results" / "results.json"
+    path = deciding_results(root, paper)
     if not path.exists():
       rows.append([f"[{paper}](experiments/{paper}/README.md)", "no committed run"] + ["–"] * 5)
       continue

@@ -87,6 +87,27 @@ def test_blocks_are_generated_and_then_up_to_date(tmp_path):
   assert "| 2 held | rejudged |" in top  # the oracle claim is counted, never the headline
 
 
+def test_the_top_table_reads_the_deciding_run(tmp_path):
+  root = _root(tmp_path)
+  res = root / "experiments" / "alpha" / "results"
+  rec = json.loads((res / "results.json").read_text())
+  claims = (dict(id="gain", statement="alpha gains", metric="g", noise="ci", held=0.1, fmt=".2f"),)
+  rec["claims"] = core.judge_all(claims, {"g": 0.05, "ci": 0.01})  # the re-run does not hold
+  (res / "seeds8").mkdir()
+  (res / "seeds8" / "results.json").write_text(json.dumps(rec))
+  report.run(check=False, root=root)
+  assert "| 0.25 ± 0.05 |" in (root / "README.md").read_text()  # no pointer: results.json
+  (res / "DECIDING").write_text("seeds8\n")
+  assert report.deciding_results(root, "alpha") == res / "seeds8" / "results.json"
+  report.run(check=False, root=root)
+  top = (root / "README.md").read_text()
+  assert "| 0.05 ± 0.01 |" in top and "| 1 not reproduced |" in top
+  for bad in ("", "missing", "../../alpha"):
+    (res / "DECIDING").write_text(bad)
+    with pytest.raises(ValueError, match="DECIDING"):
+      report.deciding_results(root, "alpha")
+
+
 @pytest.mark.parametrize(
   "old,new",
   [
