@@ -34,26 +34,28 @@ from jaxpapers import core
 from jaxpapers.core import stats
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Config:
-  settings: tuple = ("lse:derived", "poly3:standard", "poly3:derived")
-  widths: tuple = (16, 64, 256, 1024)
-  base_width: int = 16
-  lrs: tuple = (1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2, 6.4e-2, 0.128, 0.256)
-  steps: int = 200
-  seeds: int = 3
-  batch_size: int = 64
-  dyn_steps: int = 4
-  dt: float = 0.5
-  beta: float = 1.0
-  readout_scale: float = 4.0
-  coord_widths: tuple = (16, 64, 256, 1024)
-  coord_steps: int = 10
-  coord_lr: float = 0.01
-  logreg_baseline: bool = True  # fit logistic regression on the pixels (the simple baseline)
-  data_seed: int = 0
-  seed: int = 0
-  chunk: int = 0  # steps per compiled chunk and checkpoint (0 = all steps in one chunk)
+  """The typed view of a config file (``configs/*.py``), which sets every field."""
+
+  settings: tuple[str, ...]  # '<energy>:<parametrisation>', e.g. 'poly3:derived'
+  widths: tuple[int, ...]  # K, the numbers of memories
+  base_width: int
+  lrs: tuple[float, ...]  # the Adam learning-rate grid, increasing
+  steps: int
+  seeds: int
+  batch_size: int
+  dyn_steps: int
+  dt: float
+  beta: float
+  readout_scale: float
+  coord_widths: tuple[int, ...]
+  coord_steps: int
+  coord_lr: float
+  logreg_baseline: bool  # fit logistic regression on the pixels (the simple baseline)
+  data_seed: int
+  seed: int
+  chunk: int  # steps per compiled chunk and checkpoint (0 = all steps in one chunk)
 
 
 def parse_setting(name: str, cfg: Config) -> tuple[D.DenseAMConfig, D.Parametrization]:
@@ -483,8 +485,9 @@ def _plots(cfg: Config, metrics: dict, workdir: pathlib.Path) -> None:
 def train_and_evaluate(config, workdir) -> dict:
   """Runs every (setting, K) learning-rate grid and the coordinate checks; writes results."""
   cfg = core.config_to_dataclass(config, Config)
-  for f in ("settings", "widths", "lrs", "coord_widths"):
-    setattr(cfg, f, tuple(getattr(cfg, f)))
+  cfg = dataclasses.replace(
+    cfg, **{f: tuple(getattr(cfg, f)) for f in ("settings", "widths", "lrs", "coord_widths")}
+  )
   for s in cfg.settings:
     parse_setting(s, cfg)
   if list(cfg.lrs) != sorted(cfg.lrs) or len(cfg.lrs) < 3:

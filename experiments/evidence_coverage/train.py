@@ -36,30 +36,32 @@ READER_NAMES = {
 CONTEXTS = ("retrieved", "oracle", "shuffled_labels", "other_query", "random")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Config:
-  d: int = 16
-  settings: tuple = ((10000, 64),)  # (n_pool, n_clusters) pairs: pool size and cluster count
-  r: float = 2.0
-  tau_w: float = 0.1
-  noise: float = 0.1
-  n_dev: int = 250
-  n_test: int = 500
-  query_chunk: int = 125  # queries per k_sweep call (bounds the [n_k, Q, K, d] intermediates)
-  ks: tuple = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-  s_x: tuple = (0.0, 1.0, 2.0)
-  s_w: tuple = (0.0, 1.0, 2.0)
-  seeds: int = 3
-  seed: int = 0
-  ridge_lam: float = 1.0
-  eta_scale: float = 1.0
-  tol_rel: float = 0.25
-  regime_tol: float = 0.01
-  decline_tol: float = 0.02
-  recall_rise: float = 0.1
-  min_gain: float = 0.05  # a cell counts for a reader when retrieval lifts its best accuracy
-  n_boot: int = 10000  # bootstrap resamples of the cell-level fractions
-  use_mesh: bool = True
+  """The typed view of a config file (``configs/*.py``), which sets every field."""
+
+  d: int
+  settings: tuple[tuple[int, int], ...]  # (n_pool, n_clusters) pairs: pool size, cluster count
+  r: float
+  tau_w: float
+  noise: float
+  n_dev: int
+  n_test: int
+  query_chunk: int  # queries per k_sweep call (bounds the [n_k, Q, K, d] intermediates)
+  ks: tuple[int, ...]
+  s_x: tuple[float, ...]
+  s_w: tuple[float, ...]
+  seeds: int
+  seed: int
+  ridge_lam: float
+  eta_scale: float
+  tol_rel: float
+  regime_tol: float
+  decline_tol: float
+  recall_rise: float
+  min_gain: float  # a cell counts for a reader when retrieval lifts its best accuracy
+  n_boot: int  # bootstrap resamples of the cell-level fractions
+  use_mesh: bool
 
 
 def _split(data: E.ICLData, lo: int, hi: int | None) -> E.ICLData:
@@ -312,8 +314,8 @@ def derived_metrics(cells: list[dict], cfg: Config) -> dict:
   per-setting median peak (one k per (P, J) setting, blind to the shift).
   """
   ks = tuple(cfg.ks)
-  n_boot = int(getattr(cfg, "n_boot", 10000))
-  min_gain = float(getattr(cfg, "min_gain", 0.05))
+  n_boot = int(cfg.n_boot)
+  min_gain = float(cfg.min_gain)
   out = {}
   for r in READERS:
     if not all(r in c for c in cells):
@@ -576,9 +578,13 @@ def _plots(rows, cells, cfg: Config, workdir):
 def train_and_evaluate(config, workdir) -> dict:
   """Runs every (setting, shift, seed) cell; writes results.json, table.md and plots."""
   cfg = core.config_to_dataclass(config, Config)
-  cfg.ks = E._retrieval.check_ks(tuple(cfg.ks))
-  cfg.s_x, cfg.s_w = tuple(cfg.s_x), tuple(cfg.s_w)
-  cfg.settings = tuple((int(p), int(j)) for p, j in cfg.settings)
+  cfg = dataclasses.replace(
+    cfg,
+    ks=E._retrieval.check_ks(tuple(cfg.ks)),
+    s_x=tuple(cfg.s_x),
+    s_w=tuple(cfg.s_w),
+    settings=tuple((int(p), int(j)) for p, j in cfg.settings),
+  )
   core.validate_positive(cfg.seeds, name="seeds")
   core.validate_positive(cfg.query_chunk, name="query_chunk")
   if not cfg.settings:

@@ -67,29 +67,31 @@ METRICS = ("coverage", "success", "reward", "steps", "tokens", "entry_ok", "step
 ENCODERS = ("hashed", "e5")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Config:
-  n_skills: tuple = (500, 2000)
-  reuse: tuple = (0.2, 0.5)
-  decoy_rate: tuple = (0.0, 0.1, 0.3)
-  budgets: tuple = (3, 5, 8)
-  seeds: int = 3
-  tasks: int = 300
-  encoder: str = "hashed"
-  embed_dim: int = 256
-  alpha: float = 0.5
-  p_decoy: float = 0.5
-  n_anchors: int = 3
-  n_groups: int = 8
-  plan_size: int = 4
-  depth: int = 2
-  max_support: int = 4
-  max_check: int = 2
-  max_avoid: int = 2
-  mu: float = 0.1
-  headline_budget: int = 5
-  small_budget: int = 3
-  seed: int = 0
+  """The typed view of a config file (``configs/*.py``), which sets every field."""
+
+  n_skills: tuple[int, ...]
+  reuse: tuple[float, ...]
+  decoy_rate: tuple[float, ...]
+  budgets: tuple[int, ...]
+  seeds: int
+  tasks: int
+  encoder: str  # one of ENCODERS
+  embed_dim: int
+  alpha: float
+  p_decoy: float
+  n_anchors: int
+  n_groups: int
+  plan_size: int
+  depth: int
+  max_support: int
+  max_check: int
+  max_avoid: int
+  mu: float
+  headline_budget: int
+  small_budget: int
+  seed: int
 
 
 def _embedder(cfg: Config):
@@ -467,8 +469,9 @@ def _plots(cfg: Config, cells: list, workdir):
 def train_and_evaluate(config, workdir) -> dict:
   """Runs every cell; writes results.json, table.md and plots into ``workdir``."""
   cfg = core.config_to_dataclass(config, Config)
-  for name in ("n_skills", "reuse", "decoy_rate", "budgets"):
-    setattr(cfg, name, tuple(getattr(cfg, name)))
+  cfg = dataclasses.replace(
+    cfg, **{f: tuple(getattr(cfg, f)) for f in ("n_skills", "reuse", "decoy_rate", "budgets")}
+  )
   core.validate_choice(cfg.encoder, name="encoder", allowed=ENCODERS)
   if cfg.seeds < 2:
     raise ValueError(f"seeds must be >= 2 (the claims need a seed spread), got {cfg.seeds}")

@@ -38,24 +38,26 @@ LABELS = {
 }
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Config:
-  n: int = 32
-  k: int = 3
-  Ns: tuple = (40, 125, 400, 1250, 4960)
-  ds: tuple = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
-  fractions: tuple = (0.25, 0.5, 0.75)
-  f_claim: float = 0.5
-  seeds: int = 5
-  steps: int = 500
-  source_steps: int = 3000
-  delta: float = 0.01
-  seed: int = 0
+  """The typed view of a config file (``configs/e4*.py``), which sets every field."""
+
+  n: int
+  k: int
+  Ns: tuple[int, ...]
+  ds: tuple[int, ...]
+  fractions: tuple[float, ...]
+  f_claim: float
+  seeds: int
+  steps: int
+  source_steps: int
+  delta: float
+  seed: int
   # True: every cell solves all C(n, k) rows and reads each seed's prefixes from them (the
   # n = 32 run). False: each seed solves only its own max(Ns) rows and the source only their
   # union: the same margins for the rows used (rows are independent problems), a cost in
   # max(Ns) instead of C(n, k); the random-query baseline then draws one query per used row.
-  all_rows: bool = True
+  all_rows: bool
 
 
 def _documents(n: int, s: float) -> np.ndarray:
@@ -367,7 +369,7 @@ def train_and_evaluate(config, workdir) -> dict:
   """Runs E4; writes results.json, table.md and the plot into ``workdir``."""
   cfg = core.config_to_dataclass(config, Config)
   core.validate_seeds(cfg.seeds, name="seeds")
-  cfg.Ns, cfg.ds, cfg.fractions = tuple(cfg.Ns), tuple(cfg.ds), tuple(cfg.fractions)
+  cfg = dataclasses.replace(cfg, **{f: tuple(getattr(cfg, f)) for f in ("Ns", "ds", "fractions")})
   total = math.comb(cfg.n, cfg.k)
   if not cfg.Ns or list(cfg.Ns) != sorted(set(cfg.Ns)) or cfg.Ns[0] < 2 or cfg.Ns[-1] > total:
     raise ValueError(f"Ns must increase strictly within [2, C(n, k) = {total}], got {cfg.Ns}.")

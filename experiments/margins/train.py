@@ -35,29 +35,31 @@ from jaxpapers import core
 NOTIONS = ("m0", "mg", "mq")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Config:
-  ns: tuple = (16, 64)
-  ks: tuple = (1, 2, 3, 4)
-  ds: tuple = (4, 8, 16, 32, 64)
-  max_rows: int = 2000
-  sample_rows: int = 512
-  loss_n: int = 16
-  losses: tuple = ("sigmoid", "sigmoid_b0", "infonce", "margin")
-  seeds: int = 3
-  steps: int = 1500
-  lr: float = 0.02
-  svm_steps: int = 500
-  critical_k: int = 2
-  critical_ds: tuple = (2, 3, 4, 5, 6, 8)
-  critical_n_max: int = 48
-  critical_restarts: int = 3
-  critical_steps: int = 1000
-  critical_loss: str = "infonce"
-  threshold_C: float = 2.0
-  refine_threshold: bool = True
-  seed: int = 0
-  chunk: int = 0  # optimisation steps per compiled chunk and checkpoint (0 = all steps)
+  """The typed view of a config file (``configs/*.py``), which sets every field."""
+
+  ns: tuple[int, ...]
+  ks: tuple[int, ...]
+  ds: tuple[int, ...]
+  max_rows: int
+  sample_rows: int
+  loss_n: int
+  losses: tuple[str, ...]  # from LOSS_CHOICES; must include 'margin'
+  seeds: int
+  steps: int
+  lr: float
+  svm_steps: int
+  critical_k: int
+  critical_ds: tuple[int, ...]
+  critical_n_max: int
+  critical_restarts: int
+  critical_steps: int
+  critical_loss: str
+  threshold_C: float
+  refine_threshold: bool
+  seed: int
+  chunk: int  # optimisation steps per compiled chunk and checkpoint (0 = all steps)
 
 
 LOSS_CHOICES = ("sigmoid", "sigmoid_b0", "infonce", "margin")
@@ -648,8 +650,9 @@ def train_and_evaluate(config, workdir) -> dict:
   if "margin" not in cfg.losses:
     raise ValueError("losses must include 'margin' (the direct objective is the fitted reference).")
   core.validate_choice(cfg.critical_loss, name="critical_loss", allowed=M.LOSSES)
-  cfg.ns, cfg.ks, cfg.ds = tuple(cfg.ns), tuple(cfg.ks), tuple(cfg.ds)
-  cfg.losses, cfg.critical_ds = tuple(cfg.losses), tuple(cfg.critical_ds)
+  cfg = dataclasses.replace(
+    cfg, **{f: tuple(getattr(cfg, f)) for f in ("ns", "ks", "ds", "losses", "critical_ds")}
+  )
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()

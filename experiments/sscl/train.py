@@ -57,42 +57,44 @@ _W_NAMES = ("sgsr", "teacher", "infonce", "keep", "diverse")
 TRAINING_FREE = ("raw", "refine", "refine_placebo", "proxy", "sclip")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Config:
-  n_train: int = 2000
-  n_test: int = 128
-  size: int = 32
-  patch: int = 4
-  width: int = 32
-  depth: int = 2
-  text_depth: int = 1
-  heads: int = 2
-  embed_dim: int = 32
-  pretrain_steps: int = 400
-  pretrain_chunk: int = 100
-  pretrain_batch: int = 32
-  lr: float = 2e-3
-  finetune_steps: int = 120
-  finetune_chunk: int = 40
-  finetune_batch: int = 8
-  n_views: int = 2
-  view_scales: tuple = (1.5, 3.0)
-  lr_finetune: float = 1e-3
-  seeds: int = 3
-  arms: tuple = ARMS
+  """The typed view of a config file (``configs/*.py``), which sets every field."""
+
+  n_train: int
+  n_test: int
+  size: int
+  patch: int
+  width: int
+  depth: int
+  text_depth: int
+  heads: int
+  embed_dim: int
+  pretrain_steps: int
+  pretrain_chunk: int
+  pretrain_batch: int
+  lr: float
+  finetune_steps: int
+  finetune_chunk: int
+  finetune_batch: int
+  n_views: int
+  view_scales: tuple[float, ...]
+  lr_finetune: float
+  seeds: int
+  arms: tuple[str, ...]  # a subset of ARMS
   # SGSR / evaluation (ProxyCLIP values where known; the rest reconstructed)
-  gamma: float = 3.0
-  threshold: float = 0.2
-  alpha: float = 0.5
-  refine_steps: int = 2
-  logit_scale: float = 40.0
-  tau_p: float = 1.0
-  confidence: float = 0.5
-  tau_c: float = 0.07
-  seed: int = 0
-  classes: str = "shape"  # the segmentation / region classes: "shape" or "colour"
-  vfm: str = "handcrafted"  # the frozen "VFM" proxy: "handcrafted" or "instance"
-  probe_images: int = 256  # training images whose patches fit the linear probes
+  gamma: float
+  threshold: float
+  alpha: float
+  refine_steps: int
+  logit_scale: float
+  tau_p: float
+  confidence: float
+  tau_c: float
+  seed: int
+  classes: str  # the segmentation / region classes: "shape" or "colour"
+  vfm: str  # the frozen "VFM" proxy: "handcrafted" or "instance"
+  probe_images: int  # training images whose patches fit the linear probes
 
 
 def _sscl_cfg(cfg: Config) -> S.SSCLConfig:
@@ -632,8 +634,7 @@ def train_and_evaluate(config, workdir) -> dict:
   """Runs both grids; writes results.json, table.md and plots under ``workdir``."""
   cfg = core.config_to_dataclass(config, Config)
   core.validate_seeds(cfg.seeds, name="seeds")
-  cfg.arms = tuple(cfg.arms)
-  cfg.view_scales = tuple(cfg.view_scales)
+  cfg = dataclasses.replace(cfg, arms=tuple(cfg.arms), view_scales=tuple(cfg.view_scales))
   for a in cfg.arms:
     core.validate_choice(a, name="arms", allowed=ARMS)
   core.validate_choice(cfg.classes, name="classes", allowed=S.CLASS_SETS)

@@ -78,7 +78,9 @@ def _cells():
 
 
 def _cfg():
-  return types.SimpleNamespace(ks=KS, decline_tol=0.02, recall_rise=0.1)
+  return types.SimpleNamespace(
+    ks=KS, decline_tol=0.02, recall_rise=0.1, min_gain=0.05, n_boot=10000
+  )
 
 
 def test_decline(train):

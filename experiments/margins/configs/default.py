@@ -31,6 +31,7 @@ def get_config():
   c.critical_steps = 1000
   c.critical_loss = "infonce"
   c.threshold_C = 2.0
+  c.refine_threshold = True  # bisect each seed's d_half on the integer d grid
   c.seed = 0
   c.chunk = 0  # optimisation steps per compiled chunk and checkpoint (0 = all steps)
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
