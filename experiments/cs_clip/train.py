@@ -303,16 +303,18 @@ def _evals(res, r, kind_mask) -> dict:
 
 
 def _save_params(path: pathlib.Path, params) -> None:
-  leaves = jax.tree.leaves(params)
-  tmp = path.with_name(path.name + ".tmp.npz")
-  np.savez(tmp, *[np.asarray(x) for x in leaves])
-  tmp.replace(path)
+  """Writes the leaves of ``params`` as ``arr_<i>`` through core's digest-checked array file."""
+  core.cache.write_arrays(path, {f"arr_{i}": x for i, x in enumerate(jax.tree.leaves(params))})
 
 
 def _load_params(path: pathlib.Path, like):
-  with np.load(path) as z:
-    leaves = [z[f"arr_{i}"] for i in range(len(z.files))]
-  return jax.tree.unflatten(jax.tree.structure(like), leaves)
+  """The tree written by :func:`_save_params`, in the structure of ``like``.
+
+  Raises:
+    FileNotFoundError, core.CorruptFileError: no file, or one cut off or not matching its digest.
+  """
+  z = core.cache.read_arrays(path)
+  return jax.tree.unflatten(jax.tree.structure(like), [z[f"arr_{i}"] for i in range(len(z))])
 
 
 def _train_kind(cfg: Config, cells: core.CellStore, data, kind: str) -> dict:
