@@ -502,7 +502,7 @@ def item_seed_interval(a, b=None, *, n_boot: int = 10000, seed: int = 0) -> dict
   }
 
 
-def derived_metrics(summary: dict, chance: dict, items: dict, *, n_boot: int = 10000) -> dict:
+def derived_metrics(summary: dict, chance: dict, items: dict, *, n_boot: int) -> dict:
   """The numbers the claims are judged on (pure, JSON in / out).
 
   Args:
@@ -561,9 +561,10 @@ def derived_metrics(summary: dict, chance: dict, items: dict, *, n_boot: int = 1
 
 
 def rejudge_metrics(metrics: dict, config: dict) -> dict:
-  """The derived block recomputed from a committed run's metrics (for re-judging)."""
+  """The derived block recomputed from a committed run's metrics and its recorded config
+  (whose ``n_boot`` sets the resamples, as in the run)."""
   return derived_metrics(
-    metrics["summary"], metrics["chance"], metrics["items"], n_boot=config.get("n_boot", 10000)
+    metrics["summary"], metrics["chance"], metrics["items"], n_boot=config["n_boot"]
   )
 
 
