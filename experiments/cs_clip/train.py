@@ -50,35 +50,37 @@ ORDER_CONTROL = "positional"  # the order-aware encoder of the control (plain CL
 ITEM_METRICS = ("ht_relation", "r1_i2t", "r1_t2i", "relation_foil_acc")
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Config:
-  n_train: int = 8000
-  n_test: int = 2000
-  size: int = 24
-  prior: float = 0.8
-  test_prior: float = 0.0
-  distractors: int = 0
-  vertical: bool = False
-  p_partial: float = 0.1
-  p_paraphrase: float = 0.5
-  dim: int = 32
-  batch: int = 64
-  pretrain_steps: int = 1600
-  finetune_steps: int = 800
-  chunk_steps: int = 200  # steps between evaluations and checkpoints
-  lr: float = 2e-3
-  lr_finetune: float = 5e-4
-  seeds: int = 5
-  encoders: tuple = ("weak_order", "bow", "positional")
-  finetune_encoders: tuple = ("weak_order", "positional")
-  arms: tuple = ARMS  # the arms of the weakly order-aware encoder (the method's)
-  control_arms: tuple = ("clip_ft",)  # the arms of the other fine-tuned encoders
+  """The typed view of a config file (``configs/*.py``, where every value is set)."""
+
+  n_train: int
+  n_test: int
+  size: int
+  prior: float
+  test_prior: float
+  distractors: int
+  vertical: bool
+  p_partial: float
+  p_paraphrase: float
+  dim: int
+  batch: int
+  pretrain_steps: int
+  finetune_steps: int
+  chunk_steps: int  # steps between evaluations and checkpoints
+  lr: float
+  lr_finetune: float
+  seeds: int
+  encoders: tuple[str, ...]
+  finetune_encoders: tuple[str, ...]
+  arms: tuple[str, ...]  # the arms of the weakly order-aware encoder (the method's)
+  control_arms: tuple[str, ...]  # the arms of the other fine-tuned encoders
   # the CS arm's loss (the reference's documented "full spectrum" mix, without paraphrases)
-  cs_lambda_comp: float = 0.5
-  cs_lambda_align: float = 0.25
-  cs_lambda_rank: float = 0.1
-  n_boot: int = 10000  # bootstrap resamples of the item intervals
-  seed: int = 0
+  cs_lambda_comp: float
+  cs_lambda_align: float
+  cs_lambda_rank: float
+  n_boot: int  # bootstrap resamples of the item intervals
+  seed: int
 
 
 def _weights(cfg: Config, arm: str) -> dict[str, float]:
@@ -301,16 +303,18 @@ def _evals(res, r, kind_mask) -> dict:
 
 
 def _save_params(path: pathlib.Path, params) -> None:
-  leaves = jax.tree.leaves(params)
-  tmp = path.with_name(path.name + ".tmp.npz")
-  np.savez(tmp, *[np.asarray(x) for x in leaves])
-  tmp.replace(path)
+  """Writes the leaves of ``params`` as ``arr_<i>`` through core's digest-checked array file."""
+  core.cache.write_arrays(path, {f"arr_{i}": x for i, x in enumerate(jax.tree.leaves(params))})
 
 
 def _load_params(path: pathlib.Path, like):
-  with np.load(path) as z:
-    leaves = [z[f"arr_{i}"] for i in range(len(z.files))]
-  return jax.tree.unflatten(jax.tree.structure(like), leaves)
+  """The tree written by :func:`_save_params`, in the structure of ``like``.
+
+  Raises:
+    FileNotFoundError, core.CorruptFileError: no file, or one cut off or not matching its digest.
+  """
+  z = core.cache.read_arrays(path)
+  return jax.tree.unflatten(jax.tree.structure(like), [z[f"arr_{i}"] for i in range(len(z))])
 
 
 def _train_kind(cfg: Config, cells: core.CellStore, data, kind: str) -> dict:
@@ -498,7 +502,7 @@ def item_seed_interval(a, b=None, *, n_boot: int = 10000, seed: int = 0) -> dict
   }
 
 
-def derived_metrics(summary: dict, chance: dict, items: dict, *, n_boot: int = 10000) -> dict:
+def derived_metrics(summary: dict, chance: dict, items: dict, *, n_boot: int) -> dict:
   """The numbers the claims are judged on (pure, JSON in / out).
 
   Args:
@@ -557,9 +561,10 @@ def derived_metrics(summary: dict, chance: dict, items: dict, *, n_boot: int = 1
 
 
 def rejudge_metrics(metrics: dict, config: dict) -> dict:
-  """The derived block recomputed from a committed run's metrics (for re-judging)."""
+  """The derived block recomputed from a committed run's metrics and its recorded config
+  (whose ``n_boot`` sets the resamples, as in the run)."""
   return derived_metrics(
-    metrics["summary"], metrics["chance"], metrics["items"], n_boot=config.get("n_boot", 10000)
+    metrics["summary"], metrics["chance"], metrics["items"], n_boot=config["n_boot"]
   )
 
 
@@ -614,15 +619,18 @@ def train_and_evaluate(config, workdir) -> dict:
   """Runs the grid; writes results.json, table.md, generated examples and plots."""
   cfg = core.config_to_dataclass(config, Config)
   core.validate_seeds(cfg.seeds, name="seeds")
-  cfg.encoders, cfg.arms = tuple(cfg.encoders), tuple(cfg.arms)
+  cfg = dataclasses.replace(
+    cfg,
+    **{
+      f: tuple(getattr(cfg, f)) for f in ("encoders", "arms", "control_arms", "finetune_encoders")
+    },
+  )
   for e in cfg.encoders:
     core.validate_choice(e, name="encoders", allowed=tuple(ENCODERS))
-  cfg.control_arms = tuple(cfg.control_arms)
   for a in cfg.arms + cfg.control_arms:
     core.validate_choice(a, name="arms", allowed=ARMS)
   if "weak_order" not in cfg.encoders or cfg.arms[0] != "clip_ft":
     raise ValueError("encoders must include 'weak_order' and arms must start with 'clip_ft'")
-  cfg.finetune_encoders = tuple(cfg.finetune_encoders)
   if "weak_order" not in cfg.finetune_encoders:
     raise ValueError(f"finetune_encoders must include 'weak_order', got {cfg.finetune_encoders}")
   if not set(cfg.finetune_encoders) <= set(cfg.encoders):

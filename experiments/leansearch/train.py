@@ -63,37 +63,39 @@ COMPARED = (
 )
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Config:
-  corpus: str = "coq_stdlib"  # or "fixture"
-  cache_dir: str = ""  # default: $XDG_CACHE_HOME/jaxpapers/leansearch
-  subdirs: tuple = ()  # top-level folders of theories/ to keep (empty: all)
-  splits: int = 3
-  test_fraction: float = 0.1
-  val_fraction: float = 0.1
-  k: int = 10
-  min_doc_words: int = 5
-  min_premises: int = 2
-  max_premises: int = 10
-  max_single_queries: int = 400
-  max_premise_queries: int = 200
-  max_deps: int = 5
+  """The typed view of a config file (``configs/*.py``, where every value is set)."""
+
+  corpus: str  # "coq_stdlib" or "fixture"
+  cache_dir: str  # "": $XDG_CACHE_HOME/jaxpapers/leansearch
+  subdirs: tuple[str, ...]  # top-level folders of theories/ to keep (empty: all)
+  splits: int
+  test_fraction: float
+  val_fraction: float
+  k: int
+  min_doc_words: int
+  min_premises: int
+  max_premises: int
+  max_single_queries: int
+  max_premise_queries: int
+  max_deps: int
   # dual encoder
-  n_buckets: int = 1 << 15
-  feat_len: int = 64
-  dim: int = 128
-  hidden: int = 256
-  steps: int = 1500
-  batch: int = 256
-  lr: float = 3e-3
-  tau: float = 0.05
+  n_buckets: int
+  feat_len: int
+  dim: int
+  hidden: int
+  steps: int
+  batch: int
+  lr: float
+  tau: float
   # reasoning mode
-  big_loop: int = 3
-  search_top_k: int = 30
-  output_top_k: int = 100
-  prf: int = 3
-  keep_top: int = 5
-  seed: int = 0
+  big_loop: int
+  search_top_k: int
+  output_top_k: int
+  prf: int
+  keep_top: int
+  seed: int
 
 
 def _cache_dir(cfg: Config) -> pathlib.Path:
@@ -543,7 +545,7 @@ def train_and_evaluate(config, workdir) -> dict:
   """Runs every split (resumable cells), writes results.json, table.md and plots."""
   cfg = core.config_to_dataclass(config, Config)
   core.validate_choice(cfg.corpus, name="corpus", allowed=("coq_stdlib", "fixture"))
-  cfg.subdirs = tuple(cfg.subdirs)
+  cfg = dataclasses.replace(cfg, subdirs=tuple(cfg.subdirs))
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()

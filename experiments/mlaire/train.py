@@ -56,21 +56,23 @@ TABLE_METRICS = (
 )
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Config:
-  langs: tuple = ("en", "de", "fr", "es", "it", "pt")
-  units_per_fact: int = 80
-  calib_fraction: float = 0.25
-  n_hard: int = 5
-  n_easy: int = 10
-  n_trap: int = 6
-  p_max: int = 64
-  k: int = 10
-  seeds: int = 3
-  use_e5: bool = True
-  lambdas: tuple = (0.01, 0.02, 0.05)
-  seed: int = 0
-  n_boot: int = 2000
+  """The typed view of a config file (``configs/*.py``, where every value is set)."""
+
+  langs: tuple[str, ...]
+  units_per_fact: int
+  calib_fraction: float
+  n_hard: int
+  n_easy: int
+  n_trap: int
+  p_max: int
+  k: int
+  seeds: int
+  use_e5: bool
+  lambdas: tuple[float, ...]
+  seed: int
+  n_boot: int
 
 
 def prior_name(lam: float) -> str:
@@ -474,7 +476,7 @@ def _plots(cfg: Config, summary: dict, workdir: pathlib.Path) -> None:
 def train_and_evaluate(config, workdir) -> dict:
   """Runs every seed (resumable), writes results.json, table.md and two plots."""
   cfg = core.config_to_dataclass(config, Config)
-  cfg.langs, cfg.lambdas = tuple(cfg.langs), tuple(cfg.lambdas)
+  cfg = dataclasses.replace(cfg, langs=tuple(cfg.langs), lambdas=tuple(cfg.lambdas))
   if cfg.seeds < 1:
     raise ValueError(f"seeds must be >= 1, got {cfg.seeds}")
   if not 0.0 < cfg.calib_fraction < 1.0:

@@ -39,40 +39,42 @@ POOLS = ("mass", "hard", "random")
 KS = (1, 5, 20)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Config:
-  n_molecules: int = 0  # 0 = every bundled molecule
-  n_bits: int = 1024
-  radius: int = 2
-  n_bins: int = 1000
-  max_mz: float = 1000.0
-  test_fraction: float = 0.2
-  max_test_queries: int = 1000
-  train_pool: str = "mass"
-  train_cands: int = 32
-  eval_cands: int = 64
-  losses: tuple = M.LOSSES
-  comb_weight: float = 0.5
-  focal_gamma: float = 5.0
-  temperature: float = 1.0
-  seeds: int = 3
-  steps: int = 1500
-  chunk: int = 500
-  batch: int = 32
-  lr: float = 5e-4
-  warmup: int = 100
-  hidden: tuple = (256, 256)
-  embed_dim: int = 256
-  dropout: float = 0.25
-  nn_k: int = 5
-  toy_bits: tuple = (8, 12, 16)
-  toy_cands: tuple = (4, 8)
-  toy_flip: tuple = (0.03, 0.08, 0.15, 0.25, 0.4)
-  toy_problems: int = 200
-  toy_density: float = 0.3
-  unique_pools: bool = False  # deduplicate every pool by fingerprint (build_candidates)
-  placebo_shuffles: int = 0  # label shuffles of the shuffled-label control (0: none)
-  seed: int = 0
+  """The typed view of a config file (``configs/*.py``, where every value is set)."""
+
+  n_molecules: int  # 0 = every bundled molecule
+  n_bits: int
+  radius: int
+  n_bins: int
+  max_mz: float
+  test_fraction: float
+  max_test_queries: int
+  train_pool: str
+  train_cands: int
+  eval_cands: int
+  losses: tuple[str, ...]
+  comb_weight: float
+  focal_gamma: float
+  temperature: float
+  seeds: int
+  steps: int
+  chunk: int
+  batch: int
+  lr: float
+  warmup: int
+  hidden: tuple[int, ...]
+  embed_dim: int
+  dropout: float
+  nn_k: int
+  toy_bits: tuple[int, ...]
+  toy_cands: tuple[int, ...]
+  toy_flip: tuple[float, ...]
+  toy_problems: int
+  toy_density: float
+  unique_pools: bool  # deduplicate every pool by fingerprint (build_candidates)
+  placebo_shuffles: int  # label shuffles of the shuffled-label control (0: none)
+  seed: int
 
 
 # ----------------------------------------------------------------------------- data --
@@ -880,11 +882,11 @@ def train_and_evaluate(config, workdir) -> dict:
   for loss in cfg.losses:
     core.validate_choice(loss, name="losses", allowed=M.LOSSES)
   core.validate_choice(cfg.train_pool, name="train_pool", allowed=POOLS)
-  cfg.losses, cfg.hidden = tuple(cfg.losses), tuple(cfg.hidden)
-  cfg.toy_bits, cfg.toy_cands, cfg.toy_flip = (
-    tuple(cfg.toy_bits),
-    tuple(cfg.toy_cands),
-    tuple(cfg.toy_flip),
+  cfg = dataclasses.replace(
+    cfg,
+    **{
+      f: tuple(getattr(cfg, f)) for f in ("losses", "hidden", "toy_bits", "toy_cands", "toy_flip")
+    },
   )
   if cfg.seeds < 2:
     raise ValueError(f"seeds must be >= 2 (the claims need a seed spread), got {cfg.seeds}")

@@ -2,7 +2,10 @@
 
 import json
 
+import jax
+import numpy as np
 import pytest
+from flax import nnx
 
 from experiments.cs_clip import train
 from experiments.cs_clip.configs import default, smoke
@@ -113,3 +116,22 @@ def test_notebook_runs():
   for c in default.CLAIMS:  # the committed verdicts are printed under their claim names
     assert f"{c['id']}: " in text, c["id"]
   assert "None ->" not in text
+
+
+def test_pretrained_params_round_trip_and_a_cut_off_file_is_named(tmp_path):
+  """The stage-1 parameters that a resumed fine-tuning reads back: the same tree, bit for bit;
+  a cut-off file raises core's CorruptFileError instead of loading wrong weights."""
+  cfg = core.config_to_dataclass(smoke.get_config(), train.Config)
+  make = lambda key: train._model(cfg, key, "weak_order")
+  params = nnx.split(make(jax.random.key(0)))[1]
+  stacked = jax.tree.map(lambda x: np.stack([np.asarray(x), np.asarray(x) + 1]), params)  # [R=2]
+  path = tmp_path / "params_weak_order.npz"
+  train._save_params(path, stacked)
+  like = nnx.split(nnx.eval_shape(lambda: make(jax.random.key(1))))[1]
+  back = train._load_params(path, like)
+  assert jax.tree.structure(back) == jax.tree.structure(stacked)
+  for a, b in zip(jax.tree.leaves(back), jax.tree.leaves(stacked), strict=True):
+    np.testing.assert_array_equal(a, b)
+  path.write_bytes(path.read_bytes()[:-64])
+  with pytest.raises(core.CorruptFileError, match="params_weak_order.npz"):
+    train._load_params(path, like)

@@ -1,5 +1,6 @@
 """The smoke experiment end to end (with resume), the claim inputs, and the notebook."""
 
+import dataclasses
 import json
 import logging
 
@@ -8,6 +9,7 @@ import pytest
 
 from experiments.leansearch import train
 from experiments.leansearch.configs import default, smoke
+from jaxpapers import core
 from tests import notebook_util
 
 
@@ -103,7 +105,9 @@ def test_the_parse_cache_is_read_back_and_a_corrupt_one_parsed_again(tmp_path, m
   """The Coq corpus's parse, cached under cache_dir through core's file cache: the second load
   reads it (no parse), a cut-off cache is named in a warning and parsed again."""
   monkeypatch.setattr(train.L, "fetch_coq_stdlib", lambda cache_dir: train.HERE / "fixture")
-  cfg = train.Config(corpus="coq_stdlib", cache_dir=str(tmp_path))
+  cfg = core.config_to_dataclass(default.get_config(), train.Config)
+  cfg = dataclasses.replace(cfg, cache_dir=str(tmp_path))
+  assert cfg.corpus == "coq_stdlib"
   decls, _ = train.load_corpus(cfg)
   assert decls == train.L.parse_coq_tree(train.HERE / "fixture")  # sections stay tuples
   real_parse = train.L.parse_coq_tree
