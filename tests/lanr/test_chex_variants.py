@@ -124,9 +124,9 @@ class RetrievalTest(chex.TestCase):
     want = np.zeros((3, 5))
     want[:2] = _np_unit(q[:2]) @ _np_unit(d).T
     chex.assert_trees_all_close(got, want.astype(np.float32), atol=1e-6)
-    probs = np.array([[0.1, 0.7, 0.2, 0.9], [0.9, 0.1, 0.1, 0.1], [0.2, 0.3, 0.1, 0.0]], np.float32)
+    probs = np.array([[0.1, 0.7, 0.2, 0.9], [0.9, 0.1, 0.1, 0.1], [0.2, 0.5, 0.1, 0.0]], np.float32)
     hops = self.variant(functools.partial(L.stop_hops, tau_stop=0.5))(probs)
-    # The first t with s_t > 0.5 among the T = 3 decision steps, else T.
+    # The first t with s_t > 0.5 (strictly: 0.5 itself goes on) among T = 3 steps, else T.
     chex.assert_type(hops, np.int32)
     chex.assert_trees_all_equal(hops, np.int32([1, 0, 3]))
     stats = RNG.normal(size=(3, 4, 2)).astype(np.float32)
