@@ -452,8 +452,11 @@ def unproject_depth(depth: jax.Array, extrinsics: jax.Array, intrinsics: jax.Arr
   uv = pixel_grid((H, W))
   K = intrinsics[..., None, None, :, :]
   fx, fy, cx, cy = K[..., 0, 0], K[..., 1, 1], K[..., 0, 2], K[..., 1, 2]
-  xc = (uv[..., 0] - cx) / fx * depth
-  yc = (uv[..., 1] - cy) / fy * depth
+  skew = K[..., 0, 1]
+  yn = (uv[..., 1] - cy) / fy  # K^{-1} [u, v, 1]^T for an upper-triangular K
+  xn = (uv[..., 0] - cx - skew * yn) / fx
+  xc = xn * depth
+  yc = yn * depth
   cam = jnp.stack([xc, yc, depth], -1)  # [..., H, W, 3]
   R, t = extrinsics[..., None, None, :3, :3], extrinsics[..., None, None, :3, 3]
   return jnp.einsum("...ji,...j->...i", R, cam - t)

@@ -516,7 +516,7 @@ def stage_priors(
     raise ValueError(f"gamma_edge must be 'code' or 'inverse', got {gamma_edge!r}")
   if not isinstance(inc, hg.Incidence):
     raise TypeError(f"inc must be an Incidence, got {type(inc).__name__}")
-  dt = jnp.dtype(float) if dtype is None else jnp.dtype(dtype)
+  dt = jax.dtypes.canonicalize_dtype(float) if dtype is None else jnp.dtype(dtype)
   if not jnp.issubdtype(dt, jnp.floating):
     raise TypeError(f"dtype must be a floating dtype, got {dt}")
   dn, de_ = inc.deg_node.astype(dt), inc.deg_edge.astype(dt)

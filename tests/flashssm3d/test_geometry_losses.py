@@ -77,6 +77,8 @@ def test_project_unproject_inverse():
   rng = np.random.default_rng(2)
   hw = (6, 8)
   ext, K = _cams(rng, 3, hw)
+  K = np.array(K)
+  K[:, 0, 1] = rng.uniform(-2.0, 2.0, size=3)  # a skewed K: unprojection inverts all of K
   depth = rng.uniform(1.0, 3.0, size=(3, 6, 8))
 
   def roundtrip(d, e, k):
