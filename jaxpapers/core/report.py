@@ -57,7 +57,7 @@ class MeanStd:
       if (
         isinstance(v, (bool, np.bool_))
         or not isinstance(v, (numbers.Real, np.generic))
-        or np.ndim(v) != 0
+        or getattr(v, "ndim", 0) != 0  # np.ndim, without converting v to an array
       ):
         raise TypeError(f"MeanStd.{name} must be a real scalar or None, got {v!r}")
     if self.std is not None and float(self.std) < 0:
