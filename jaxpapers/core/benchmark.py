@@ -320,10 +320,10 @@ def count_compilations() -> Iterator[CompileCount]:
   """
   counter = CompileCount()
 
-  def listener(event: str, seconds: float, **_: Any) -> None:
+  def listener(event: str, duration_secs: float, **_: Any) -> None:
     if event == _COMPILE_EVENT:
       counter.count += 1
-      counter.seconds += seconds
+      counter.seconds += duration_secs
 
   jax.monitoring.register_event_duration_secs_listener(listener)
   try:

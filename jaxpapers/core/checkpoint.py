@@ -72,7 +72,7 @@ def _np_words(a: np.ndarray) -> np.ndarray:
   if dt == np.bool_:
     return a.astype(np.uint32)
   if np.issubdtype(dt, np.complexfloating):
-    a = np.stack([a.real, a.imag], axis=-1).reshape(-1)
+    a = np.stack([np.real(a), np.imag(a)], axis=-1).reshape(-1)
     dt = a.dtype
   if dt.kind in "fiuV" and dt.itemsize in (1, 2, 4, 8):
     bits = jax.dtypes.itemsize_bits(dt)
@@ -398,6 +398,9 @@ class Checkpointer:
   def _restore_verified(self, step: int, target: Any) -> Any:
     path = self._step_path(step)
     error = None
+    # Both are read only when every process restored the step.
+    legacy = False
+    restored: Any = None
     try:
       legacy = self._legacy(step)
       n = len(jax.tree.leaves(target))

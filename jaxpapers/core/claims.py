@@ -71,7 +71,7 @@ import dataclasses
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 HELD = "held"
 PARTLY = "partly"
@@ -82,6 +82,14 @@ VERDICTS = (HELD, PARTLY, NOT_REPRODUCED, INCONCLUSIVE)
 _DIRECTIONS = ("higher", "lower")
 _HELD_WHEN = ("clears", "reaches")
 _COMPARISONS = ("difference", "ratio")
+
+
+@overload
+def _check_number(value: Any, name: str, *, optional: Literal[False] = False) -> float: ...
+
+
+@overload
+def _check_number(value: Any, name: str, *, optional: bool) -> float | None: ...
 
 
 def _check_number(value: Any, name: str, *, optional: bool = False) -> float | None:
@@ -319,7 +327,7 @@ class Claim:
       )
 
   @classmethod
-  def from_dict(cls, d: Mapping[str, Any]) -> Claim:
+  def from_dict(cls, d: Any) -> Claim:
     """Builds a claim from a plain dict (or ConfigDict), rejecting unknown keys.
 
     Args:
@@ -541,6 +549,8 @@ def _rule(claim: Claim, x: float, h: float) -> tuple[str, str]:
   """The rule of the module docstring (steps 2-5) on the interval ``x ± h``."""
   s = 1.0 if claim.direction == "higher" else -1.0
   lo, hi = sorted((s * (x - h), s * (x + h)))  # oriented: higher is better
+  if claim.held is None:  # __post_init__ requires it whenever a metric is set
+    raise ValueError(f"Claim {claim.id!r}: a metric needs a held threshold")
   held = s * claim.held
   partly = None if claim.partly is None else s * claim.partly
   floor = held if partly is None else partly
@@ -655,7 +665,7 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
       base[name] = _number(metrics, path, "baseline")
     except _Missing:
       base[name] = None
-  common = dict(baselines=base, oracle=claim.oracle)
+  common: dict[str, Any] = {"baselines": base, "oracle": claim.oracle}
   if claim.metric is None:
     why = "not tested by this experiment" + (f": {claim.note}" if claim.note else "")
     return Verdict(claim.id, INCONCLUSIVE, None, None, why, guard="untested", **common)

@@ -7,7 +7,7 @@ import math
 import numbers
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 import ml_collections
 import numpy as np
@@ -66,7 +66,7 @@ def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
   for name, value in values.items():
     ftype = fields[name].type
     target = _resolve_type(cls, name, ftype)
-    if dataclasses.is_dataclass(target) and isinstance(value, Mapping):
+    if isinstance(target, type) and dataclasses.is_dataclass(target) and isinstance(value, Mapping):
       value = config_to_dataclass(value, target)
     elif not _matches(value, target):
       raise TypeError(
@@ -123,7 +123,7 @@ def _matches(value: Any, target: Any) -> bool:
     return isinstance(value, str)
   if target in (tuple, list) or origin in (tuple, list):
     return isinstance(value, (tuple, list))
-  if dataclasses.is_dataclass(target):
+  if isinstance(target, type) and dataclasses.is_dataclass(target):
     return isinstance(value, (target, Mapping))
   return True
 
@@ -235,6 +235,11 @@ def validate_seeds(value: Any, *, name: str = "seeds", min_count: int = 1) -> An
 _LR_FIELD = re.compile(r"(^|_)(lr|lrs|learning_rate|learning_rates)$")
 
 
+def _is_real(v: Any) -> TypeGuard[numbers.Real]:
+  """True for a real number that is not a bool."""
+  return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
 def validate_learning_rates(config: Any, *, name: str = "config") -> None:
   """Checks that every learning rate in a config is a finite number > 0.
 
@@ -261,14 +266,13 @@ def validate_learning_rates(config: Any, *, name: str = "config") -> None:
       continue
     if not isinstance(key, str) or not _LR_FIELD.search(key):
       continue
-    is_num = lambda v: isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
-    if is_num(value):
+    if _is_real(value):
       values = [value]
-    elif isinstance(value, (tuple, list)) and all(is_num(v) for v in value):
+    elif isinstance(value, (tuple, list)) and all(_is_real(v) for v in value):
       values = list(value)
     else:
       continue
-    bad = [v for v in values if not (math.isfinite(v) and v > 0)]
+    bad = [v for v in values if not (math.isfinite(v) and float(v) > 0)]
     if bad:
       raise ValueError(
         f"{path} must be a learning rate (a finite number > 0) or a sequence of them, got "

@@ -78,6 +78,8 @@ def process_batch_indices(global_batch_size: int, mesh: Mesh | NamedSharding) ->
     )
   rows = set()
   for index in sharding.addressable_devices_indices_map((int(global_batch_size),)).values():
+    if index is None:  # a NamedSharding gives every device its slice
+      raise RuntimeError(f"{sharding} gives a device no slice of the batch")
     rows.update(range(*index[0].indices(int(global_batch_size))))
   return np.asarray(sorted(rows), dtype=np.int64)
 
@@ -138,7 +140,7 @@ def host_local_batch_to_global(
     first = np.shape(leaves[0])
     if not first:
       raise ValueError("local_batch leaves must have a leading (batch) axis, got a scalar")
-    global_batch_size = first[0] * n // local_blocks
+    global_batch_size = int(first[0]) * n // local_blocks
   expected = len(process_batch_indices(global_batch_size, sharding))
 
   def put(path, x):

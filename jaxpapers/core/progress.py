@@ -5,23 +5,48 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, overload
 
 import tqdm.auto as _tqdm
 
 from jaxpapers.core import distributed
 
+if TYPE_CHECKING:
+  from tqdm.std import tqdm as std_tqdm  # the base of every class tqdm.auto may pick
+
 T = TypeVar("T")
 
 
+@overload
 def progress(
-  iterable: Iterable[T] | None = None,
+  iterable: Iterable[T],
   *,
   total: int | None = None,
   desc: str | None = None,
   initial: int = 0,
   disable: bool | None = None,
-) -> _tqdm.tqdm[T]:
+) -> std_tqdm[T]: ...
+
+
+@overload
+def progress(
+  iterable: None = None,
+  *,
+  total: int | None = None,
+  desc: str | None = None,
+  initial: int = 0,
+  disable: bool | None = None,
+) -> std_tqdm[NoReturn]: ...
+
+
+def progress(
+  iterable: Iterable[Any] | None = None,
+  *,
+  total: int | None = None,
+  desc: str | None = None,
+  initial: int = 0,
+  disable: bool | None = None,
+) -> std_tqdm[Any]:
   """A tqdm progress bar showing count, rate and ETA.
 
   Only process 0 draws bars: on the other processes of a multi-host job the bar

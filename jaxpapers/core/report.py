@@ -24,7 +24,7 @@ import numpy as np
 
 if TYPE_CHECKING:
   from matplotlib.axes import Axes
-  from matplotlib.figure import Figure
+  from matplotlib.figure import FigureBase  # a Figure, or the SubFigure holding a given ax
 
 from jaxpapers.core.claims import format_value
 
@@ -57,7 +57,7 @@ class MeanStd:
       if (
         isinstance(v, (bool, np.bool_))
         or not isinstance(v, (numbers.Real, np.generic))
-        or np.ndim(v) != 0
+        or getattr(v, "ndim", 0) != 0  # np.ndim, without converting v to an array
       ):
         raise TypeError(f"MeanStd.{name} must be a real scalar or None, got {v!r}")
     if self.std is not None and float(self.std) < 0:
@@ -331,7 +331,7 @@ def _pyplot():
   return plt
 
 
-def _axes(ax, figsize):
+def _axes(ax, figsize) -> tuple[FigureBase, Axes]:
   plt = _pyplot()
   if ax is None:
     fig, ax = plt.subplots(figsize=figsize)
@@ -350,7 +350,7 @@ def curves_plot(
   logy: bool = False,
   ax: Axes | None = None,
   figsize: tuple[float, float] = (6, 4),
-) -> Figure:
+) -> FigureBase:
   """Mean curves with a band over seeds.
 
   Args:
@@ -397,7 +397,7 @@ def grouped_bars(
   horizontal_line: float | None = None,
   ax: Axes | None = None,
   figsize: tuple[float, float] | None = None,
-) -> Figure:
+) -> FigureBase:
   """Grouped bars with error bars.
 
   Args:
@@ -452,7 +452,7 @@ def scaling_plot(
   title: str = "",
   ax: Axes | None = None,
   figsize: tuple[float, float] = (5, 4),
-) -> Figure:
+) -> FigureBase:
   """Log-log scaling plot with the fitted exponent (± its standard error) in the legend.
 
   Args:

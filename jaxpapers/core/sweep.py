@@ -79,7 +79,11 @@ def _is_writer() -> bool:
 # ------------------------------------------------------------------ mesh --
 
 
-def runs_mesh(num_runs: int, devices: Sequence[jax.Device] | None = None) -> Mesh:
+def runs_mesh(
+  num_runs: int,
+  # jax.Device aliases a class of jaxlib's compiled module, which pyright cannot resolve.
+  devices: Sequence[jax.Device] | None = None,  # pyright: ignore[reportInvalidTypeForm]
+) -> Mesh:
   """A 1-D ``jax.make_mesh`` mesh (axis ``'runs'``) sized for ``num_runs`` runs.
 
   With one process it uses the fewest devices that keep the per-device load
@@ -222,7 +226,7 @@ class Sweep:
     self.mesh = mesh
     self.donate = donate
     self.compiler_options = compiler_options
-    self._compiled: dict[tuple, Callable] = {}
+    self._compiled: dict[tuple, tuple[Mesh, tuple[Callable, Callable, Callable]]] = {}
 
   # -- compiled programs (one per mesh and chunk length) --
 
@@ -352,6 +356,7 @@ class Sweep:
     # A one-chunk run from scratch uses one program (init fused into the chunk): one compile
     # less, and initialisation (random draws under vmap) is often as slow to compile as a step.
     fused = num_chunks == 1 and latest is None and max_chunks != 0
+    state_shape: Any = None  # set when not fused, as a checkpoint (latest) rules fusing out
     if fused:
       _, m_shape, e_shape = jax.eval_shape(first_p, hp_dev, keys_dev, data_dev, start0)
     else:
@@ -363,7 +368,7 @@ class Sweep:
 
     start_chunk = 0
     state = None
-    if latest is not None:
+    if ckpt is not None and latest is not None:  # latest is set only with ckpt
       # The newest checkpoint that matches its digests (a corrupt one is skipped, warned of).
       latest, restored = ckpt.restore_latest(_ckpt_tree(state_shape, history, evals, fingerprint))
       if not np.array_equal(np.asarray(restored["fingerprint"]), fingerprint):

@@ -264,7 +264,8 @@ def train_loop(
         rec["elapsed_s"] = time.perf_counter() - t0
         record(rec)
       if ckpt is not None and (done % checkpoint_every == 0 or done == num_steps):
-        writer.flush()  # every record up to `done` is on disk before its checkpoint can be
+        if writer is not None:  # always, with ckpt
+          writer.flush()  # every record up to `done` is on disk before its checkpoint can be
         ckpt.save(done, state.checkpoint_tree(), force=True)
       bar.update(1)
     if start >= num_steps and eval_fn is not None and not history:

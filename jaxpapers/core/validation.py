@@ -310,11 +310,11 @@ def debug_check_values(ok: Any, message: str) -> jax.Array | None:
 
 def all_flags(*oks: Any) -> jax.Array | None:
   """Conjunction of flags from :func:`debug_check_values` (None: checked eagerly, fine)."""
-  oks = [o for o in oks if o is not None]
-  if not oks:
+  flags = [o for o in oks if o is not None]
+  if not flags:
     return None
-  out = oks[0]
-  for o in oks[1:]:
+  out = flags[0]
+  for o in flags[1:]:
     out = jnp.logical_and(out, o)
   return out
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from jaxpapers.core import validation as V
@@ -34,6 +36,7 @@ def load_digits_task(
     labels or float32 patterns).
   """
   from sklearn.datasets import load_digits  # local: keep scikit-learn off the import path
+  from sklearn.utils import Bunch
 
   if task not in TASKS:
     raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
@@ -47,7 +50,7 @@ def load_digits_task(
     max_inclusive=False,
   )
   corruption = V.check_float(corruption, "corruption", min_value=0.0, max_value=1.0)
-  d = load_digits()
+  d = cast(Bunch, load_digits())  # a Bunch unless return_X_y or as_frame is set
   pixels = (d.data / 8.0 - 1.0).astype(np.float32)  # [1797, 64] in [-1, 1]
   labels = d.target.astype(np.int32)
   rng = np.random.default_rng(seed)

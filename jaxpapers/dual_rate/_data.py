@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import os
 import pathlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -41,8 +42,9 @@ def digits(*, num_test: int = 500, seed: int = 0) -> dict[str, np.ndarray]:
   ):
     raise ValueError(f"num_test must be an int in [1, 1797), got {num_test!r}")
   from sklearn.datasets import load_digits
+  from sklearn.utils import Bunch
 
-  d = load_digits()
+  d = cast(Bunch, load_digits())  # a Bunch unless return_X_y or as_frame is set
   x = (d.images.astype(np.float32) / 8.0 - 1.0)[..., None]
   y = d.target.astype(np.int32)
   perm = np.random.default_rng(seed).permutation(x.shape[0])
@@ -246,7 +248,7 @@ def load_tfds(name: str, data_dir: str | os.PathLike[str]) -> dict[str, np.ndarr
     raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
   b = tfds_builder(name, pathlib.Path(data_dir))
   b.download_and_prepare()
-  src = b.as_data_source()
+  src = cast(Mapping[str, Sequence[Any]], b.as_data_source())  # every split: split=None
   out = {}
   for split in ("train", "test"):
     ex = sorted((src[split][i] for i in range(len(src[split]))), key=lambda e: int(e["index"]))

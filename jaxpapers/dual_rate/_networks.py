@@ -167,7 +167,7 @@ class _ViTTrunk(nnx.Module):
     tok = z.reshape(b, g, p, g, p, c).transpose(0, 1, 3, 2, 4, 5).reshape(b, g * g, p * p * c)
     x = self.embed(tok) + self.pos[...]
     e = self.t_mlp2(jax.nn.silu(self.t_mlp1(timestep_embedding(t, self.width))))
-    if self.class_embed is not None:
+    if self.class_embed is not None and cond is not None:  # None together: num_classes == 0
       e = e + self.class_embed(cond)
     x = x + e[:, None, :]
     for blk in self.blocks:
@@ -374,7 +374,7 @@ class LightDenoiser(nnx.Module):
       axis=-1,
     )
     e = self.e2(jax.nn.silu(self.e1(e)))
-    if self.class_embed is not None:
+    if self.class_embed is not None and cond is not None:  # None together: num_classes == 0
       e = e + self.class_embed(cond)
     e = jax.nn.silu(e)
     for blk in self.blocks:

@@ -289,10 +289,10 @@ def sample(
   if refresh is None:
     refresh = np.ones(num_steps, bool)
   refresh_ok = None
-  if isinstance(model, DualRateModel) and getattr(refresh, "ndim", 1) == 1 and len(refresh):
+  if isinstance(model, DualRateModel) and np.ndim(refresh) == 1 and np.shape(refresh)[0]:
     msg = "refresh[0] must be True: the first step needs the encoder's features"
     refresh_ok = val.debug_check_values(
-      refresh[0] if val.is_concrete(refresh) else jnp.asarray(refresh)[0], msg
+      np.asarray(refresh)[0] if val.is_concrete(refresh) else jnp.asarray(refresh)[0], msg
     )
   refresh = _check_refresh(refresh, num_steps)
   trunk = model.encoder.trunk if isinstance(model, DualRateModel) else model.trunk

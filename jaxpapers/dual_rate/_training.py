@@ -132,7 +132,7 @@ def dual_rate_loss(
     raise ValueError(f"coupling must be one of {COUPLINGS}, got {coupling!r}")
   if x.ndim != 4:
     raise ValueError(f"x must be [B, H, W, C], got {x.shape}")
-  grids = tuple(num_grid_steps) if isinstance(num_grid_steps, (tuple, list)) else (num_grid_steps,)
+  grids = tuple(num_grid_steps) if isinstance(num_grid_steps, Sequence) else (num_grid_steps,)
   if max_staleness < 1 or not grids or min(grids) < 1:
     raise ValueError(
       f"max_staleness and num_grid_steps must be >= 1, got {max_staleness}, {num_grid_steps}"

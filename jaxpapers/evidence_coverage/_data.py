@@ -24,9 +24,9 @@ import dataclasses
 import functools
 from typing import Literal
 
-import flax
 import jax
 import jax.numpy as jnp
+from flax import struct
 
 from jaxpapers.core import validation as V
 
@@ -72,7 +72,7 @@ class ShiftConfig:
       raise ValueError(f"ShiftConfig.task must be one of {TASKS}, got {self.task!r}")
 
 
-@flax.struct.dataclass
+@struct.dataclass
 class ICLData:
   """A retrieval pool and a set of shifted queries (a pytree; see :func:`check_data`).
 

@@ -140,7 +140,7 @@ class _Maps(NamedTuple):
   combine: Callable
   apply: Callable
   identity: tuple
-  end: object
+  end: ArrayLike
 
 
 def _until_maps(algebra) -> _Maps:
@@ -638,15 +638,14 @@ def prepare_props(formula, props, *, check_range=True):
   if not np.issubdtype(dtype, np.floating):
     dtype = np.float32
   dtype = jax.dtypes.canonicalize_dtype(dtype)
-  shape = None
+  first = names[0]  # names is not empty, so neither is arrays
+  shape = tuple(arrays[first].shape)
   for n, v in arrays.items():
     if v.ndim < 1:
       raise ValueError(
         f"scores of proposition {n!r} must have shape [..., T] with T >= 1, got a scalar"
       )
-    if shape is None:
-      shape, first = tuple(v.shape), n
-    elif tuple(v.shape) != shape:
+    if tuple(v.shape) != shape:
       raise ValueError(
         f"scores of proposition {n!r} have shape {tuple(v.shape)} but those of "
         f"{first!r} have shape {shape}; all propositions need the same [..., T]"

@@ -19,7 +19,7 @@ import json
 import os
 import pathlib
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -38,9 +38,10 @@ _FILES = (
 def _rdkit():
   try:
     import rdkit  # noqa: F401
-    from rdkit import Chem, RDLogger
+    from rdkit import Chem
+    from rdkit.rdBase import DisableLog
 
-    RDLogger.DisableLog("rdApp.*")
+    DisableLog("rdApp.*")
     return Chem
   except ImportError as e:  # pragma: no cover - exercised through a monkeypatched import
     raise ImportError(
@@ -91,7 +92,7 @@ def load_bundled_molecules(
   min_heavy_atoms = V.check_int(min_heavy_atoms, "min_heavy_atoms", min_value=1)
   max_mass = V.check_float(max_mass, "max_mass", min_value=0.0, min_inclusive=False)
   Chem = _rdkit()
-  from rdkit.Chem.Descriptors import ExactMolWt
+  from rdkit.Chem.rdMolDescriptors import CalcExactMolWt as ExactMolWt
 
   seen, out = set(), []
   for smi in _bundled_smiles():
@@ -162,7 +163,7 @@ def monoisotopic_masses(smiles: Sequence[str]) -> np.ndarray:
   Returns:
     ``[N]`` float64 numpy masses in Da.
   """
-  from rdkit.Chem.Descriptors import ExactMolWt
+  from rdkit.Chem.rdMolDescriptors import CalcExactMolWt as ExactMolWt
 
   return np.array([ExactMolWt(m) for m in _mols(smiles)], np.float64)
 
@@ -235,7 +236,7 @@ def simulate_spectra(
   lo, hi = (V.check_int(v, "noise_peaks", min_value=0) for v in noise_peaks)
   if hi < lo:
     raise ValueError(f"noise_peaks must be (lo, hi) with lo <= hi, got {noise_peaks}")
-  from rdkit.Chem.Descriptors import ExactMolWt
+  from rdkit.Chem.rdMolDescriptors import CalcExactMolWt as ExactMolWt
 
   mols = _mols(smiles)
   out = np.zeros((len(mols), n_bins), np.float32)
@@ -315,7 +316,7 @@ class CandidateSet(NamedTuple):
     sigma_max: ``[Q]`` float32 max pairwise Tanimoto in the pool.
   """
 
-  index: np.ndarray
+  index: np.ndarray  # pyright: ignore[reportIncompatibleMethodOverride]  # public field name
   labels: np.ndarray
   mask: np.ndarray
   sigma_min: np.ndarray
@@ -503,7 +504,8 @@ def read_massspecgym(data_dir: str | os.PathLike, *, file: str = "MassSpecGym.ts
   need = ("identifier", "mzs", "intensities", "fold", "smiles")
   out: dict = {}
   if path.suffix.lower() == ".mgf":
-    recs, cur = [], None
+    recs: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
     for ln, line in enumerate(path.read_text().splitlines(), 1):
       line = line.strip()
       if not line:
@@ -540,11 +542,12 @@ def read_massspecgym(data_dir: str | os.PathLike, *, file: str = "MassSpecGym.ts
   else:
     with path.open(newline="", encoding="utf-8") as f:
       reader = csv.DictReader(f, delimiter="\t")
-      miss = [k for k in need if k not in (reader.fieldnames or [])]
+      fieldnames = reader.fieldnames or []
+      miss = [k for k in need if k not in fieldnames]
       if miss:
         raise ValueError(f"{path}: missing column(s) {miss}; found {reader.fieldnames}")
       rows = list(reader)
-    for k in reader.fieldnames:
+    for k in fieldnames:
       out[k] = [r[k] for r in rows]
     for k in ("mzs", "intensities"):
       out[k] = [_parse_floats(v, k, f"{path} row {i + 2}") for i, v in enumerate(out[k])]

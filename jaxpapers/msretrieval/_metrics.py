@@ -79,8 +79,8 @@ def _hit_rate(scores, labels, cand_mask, key, *, k, ties):
   ok = ~jnp.any(jnp.isnan(scores))
   pos = labels & cand_mask
   neg = cand_mask & ~labels
+  k_noise, k_order = jax.random.split(key)  # used by ties='noise' only
   if ties == "noise":
-    k_noise, k_order = jax.random.split(key)
     eps = jnp.finfo(scores.dtype).eps
     scores = scores + jax.random.normal(k_noise, scores.shape, scores.dtype) * eps
   best = jnp.max(jnp.where(pos, scores, -jnp.inf), axis=-1, keepdims=True)  # [B, 1]
@@ -188,6 +188,6 @@ def pareto_front(points: npt.ArrayLike) -> np.ndarray:
     raise ValueError(f"points must have shape [N, 2], got {pts.shape}")
   if not np.all(np.isfinite(pts)):
     raise ValueError("points must be finite")
-  ge = (pts[None, :, :] >= pts[:, None, :]).all(-1)  # [i, j]: j >= i in both
-  gt = (pts[None, :, :] > pts[:, None, :]).any(-1)
-  return ~(ge & gt).any(1)
+  ge = np.all(pts[None, :, :] >= pts[:, None, :], axis=-1)  # [i, j]: j >= i in both
+  gt = np.any(pts[None, :, :] > pts[:, None, :], axis=-1)
+  return ~np.any(ge & gt, axis=1)

@@ -25,7 +25,7 @@ from flax import nnx
 from jaxpapers.core import validation as V
 from jaxpapers.msretrieval import _losses as L
 from jaxpapers.msretrieval._metrics import fingerprint_metrics, hit_rate_at_k
-from jaxpapers.msretrieval._similarity import SIMILARITIES, candidate_scores
+from jaxpapers.msretrieval._similarity import SIMILARITIES, Similarity, candidate_scores
 
 BASE_LOSSES = ("bce", "fl", "cosine", "iou", "list_fp_cos", "pair_fp_cos")
 LOSSES = (*BASE_LOSSES, "combined")
@@ -190,7 +190,7 @@ def retrieval_metrics(
   *,
   key: jax.Array,
   ks: Sequence[int] = (1, 5, 20),
-  sims: Sequence[str] = SIMILARITIES,
+  sims: Sequence[Similarity] = SIMILARITIES,
 ) -> dict:
   """Fingerprint accuracy and HR@k under each similarity (the reference's validation metrics).
 

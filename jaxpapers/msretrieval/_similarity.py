@@ -20,7 +20,8 @@ import jax.numpy as jnp
 
 from jaxpapers.core import validation as V
 
-SIMILARITIES = ("cosine", "tanimoto", "cont_iou")
+Similarity = Literal["cosine", "tanimoto", "cont_iou"]
+SIMILARITIES: tuple[Similarity, ...] = ("cosine", "tanimoto", "cont_iou")
 _EPS = 1e-8  # torch.nn.functional.cosine_similarity's eps
 
 
@@ -79,8 +80,10 @@ def tanimoto(a: jax.Array, b: jax.Array) -> jax.Array:
   Under jit: a non-binary entry makes every output NaN.
   """
   a, b = _check_pair(a, b, "a", "b")
+  out, flags = _tanimoto(a, b)
   return _finish(
-    *_tanimoto(a, b),
+    out,
+    flags,
     ("a must be binary (entries in {0, 1})", "b must be binary (entries in {0, 1})"),
   )
 
@@ -188,9 +191,8 @@ def continuous_tanimoto(p: jax.Array, y: jax.Array) -> jax.Array:
   Under jit: an entry outside [0, 1] makes every output NaN.
   """
   p, y = _check_pair(p, y, "p", "y")
-  return _finish(
-    *_continuous(p, y), ("p must have entries in [0, 1]", "y must have entries in [0, 1]")
-  )
+  out, flags = _continuous(p, y)
+  return _finish(out, flags, ("p must have entries in [0, 1]", "y must have entries in [0, 1]"))
 
 
 @jax.jit
@@ -228,7 +230,7 @@ def candidate_scores(
   cand_fp: jax.Array,
   cand_mask: jax.Array,
   *,
-  sim: Literal["cosine", "tanimoto", "cont_iou"] = "cosine",
+  sim: Similarity = "cosine",
   threshold: float = 0.5,
 ) -> jax.Array:
   """Scores of padded candidate sets against predicted fingerprints, by matmul.
@@ -265,8 +267,10 @@ def candidate_scores(
   cand_mask = V.check_array(cand_mask, "cand_mask", shape=cand_fp.shape[:2], dtype="bool")
   if cand_fp.shape[1] == 0:
     raise ValueError(f"cand_fp must hold at least one candidate slot, got shape {cand_fp.shape}")
+  out, flags = _candidate_scores(pred, cand_fp, cand_mask, sim=sim, threshold=threshold)
   return _finish(
-    *_candidate_scores(pred, cand_fp, cand_mask, sim=sim, threshold=threshold),
+    out,
+    flags,
     ("pred must be probabilities in [0, 1]", "cand_fp must be binary (entries in {0, 1})"),
   )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -275,7 +275,7 @@ class OptimisticMomentumState(NamedTuple):
     mu: the dual average ``m`` (EMA of gradients).
   """
 
-  count: jax.Array
+  count: jax.Array  # pyright: ignore[reportIncompatibleMethodOverride]  # optax's field name
   mu: optax.Updates
 
 
@@ -355,6 +355,7 @@ def scale_by_optimistic_momentum(
     flat = treedef.flatten_up_to(pairs)
     mbar = treedef.unflatten([p[0] for p in flat])
     mu = treedef.unflatten([p[1] for p in flat])
-    return mbar, OptimisticMomentumState(count=optax.safe_increment(state.count), mu=mu)
+    count = cast(jax.Array, optax.safe_increment(state.count))  # a jnp.where of the count
+    return mbar, OptimisticMomentumState(count=count, mu=mu)
 
   return optax.GradientTransformation(init_fn, update_fn)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
-from typing import Any, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast
 
 import jax
 import jax.core
@@ -20,26 +19,25 @@ import optax
 
 from jaxpapers.soda import _lmo, _wrapper
 
-ScalarOrSchedule = float | jax.Array | Callable[[jax.Array], jax.Array]
+ScalarOrSchedule = optax.ScalarOrSchedule
 
 
 def _check_lr(learning_rate, name="learning_rate"):
   """A static learning rate must be a finite number >= 0 (schedules are not checked)."""
   if callable(learning_rate) or isinstance(learning_rate, jax.core.Tracer):
     return
-  if isinstance(learning_rate, bool) or not isinstance(
-    learning_rate, (numbers.Real, jax.Array, np.ndarray)
-  ):
+  if isinstance(learning_rate, (jax.Array, np.ndarray)):
+    if learning_rate.ndim != 0:
+      raise ValueError(f"`{name}` must be a scalar; got shape {learning_rate.shape}.")
+  elif isinstance(learning_rate, bool) or not isinstance(learning_rate, numbers.Real):
     raise TypeError(f"`{name}` must be a float or a schedule; got {learning_rate!r}.")
-  if np.ndim(learning_rate) != 0:
-    raise ValueError(f"`{name}` must be a scalar; got shape {np.shape(learning_rate)}.")
   v = float(learning_rate)
   if not math.isfinite(v) or v < 0:
     raise ValueError(f"`{name}` must be a finite number >= 0; got {learning_rate!r}.")
 
 
 def _value(v: ScalarOrSchedule, count: jax.Array) -> jax.Array:
-  return v(count) if callable(v) else jnp.asarray(v)
+  return jnp.asarray(v(count) if callable(v) else v)
 
 
 def moda(
@@ -103,7 +101,7 @@ class SodaLmoState(NamedTuple):
       ``primal_extrapolation == 0`` because then ``x`` equals the parameters.
   """
 
-  count: jax.Array
+  count: jax.Array  # pyright: ignore[reportIncompatibleMethodOverride]  # optax's field name
   anchor: optax.Params
   mu: optax.Updates
   x: optax.Params | None
@@ -184,6 +182,7 @@ def soda_lmo(
     k = state.count
     first = k == 0
     mbar, mstate = momentum.update(updates, _lmo.OptimisticMomentumState(k, state.mu))
+    mstate = cast(_lmo.OptimisticMomentumState, mstate)
     s, _ = lmo.update(mbar, optax.EmptyState())
     kf = k.astype(jnp.float32)
     eta = _value(learning_rate, k)
@@ -211,11 +210,12 @@ def soda_lmo(
     new_updates = treedef.unflatten([o[0] for o in out])
     anchor = treedef.unflatten([o[1] for o in out])
     x = treedef.unflatten([o[2] for o in out]) if store_x else None
-    return new_updates, SodaLmoState(
-      count=optax.safe_increment(k), anchor=anchor, mu=mstate.mu, x=x
-    )
+    count = cast(jax.Array, optax.safe_increment(k))  # a jnp.where of k
+    return new_updates, SodaLmoState(count=count, anchor=anchor, mu=mstate.mu, x=x)
 
-  return optax.GradientTransformation(init_fn, update_fn)
+  # chex's ArrayTree leaves out None (an empty pytree), the x of a state without extrapolation.
+  init = cast(optax.TransformInitFn, init_fn)
+  return optax.GradientTransformation(init, cast(optax.TransformUpdateFn, update_fn))
 
 
 def soda_eval_params(state: optax.OptState, params: optax.Params) -> optax.Params:
@@ -269,7 +269,7 @@ def soda_adamw(
   eps: float = 1e-8,
   *,
   mu_dtype: Any = None,
-  anchor: str = "init",
+  anchor: Literal["init", "zero"] = "init",
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
@@ -309,7 +309,7 @@ def soda_nadam(
   eps: float = 1e-8,
   *,
   mu_dtype: Any = None,
-  anchor: str = "init",
+  anchor: Literal["init", "zero"] = "init",
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
@@ -348,7 +348,7 @@ def soda_lion(
   b2: float = 0.99,
   *,
   mu_dtype: Any = None,
-  anchor: str = "init",
+  anchor: Literal["init", "zero"] = "init",
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
@@ -422,7 +422,7 @@ def soda_muon(
   adam_b1: float = 0.9,
   adam_b2: float = 0.999,
   muon_weight_dimension_numbers: Any = None,
-  anchor: str = "init",
+  anchor: Literal["init", "zero"] = "init",
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:

@@ -8,7 +8,7 @@ References:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 import jax
 import jax.core
@@ -47,10 +47,10 @@ class SodaState(NamedTuple):
       compensated (see ``compensate`` in :func:`soda`).
   """
 
-  count: jax.Array
+  count: jax.Array  # pyright: ignore[reportIncompatibleMethodOverride]  # optax's field name
   anchor: optax.Params
   inner_state: optax.OptState
-  residual: optax.Params = None
+  residual: optax.Params | None = None
 
 
 def _is_masked_node(x: Any) -> bool:
@@ -397,10 +397,13 @@ def soda(
       new_residual.append(r)
     new_residual = None if state.residual is None else treedef.unflatten(new_residual)
     return treedef.unflatten(new_updates), SodaState(
-      count=optax.safe_increment(count),
+      count=cast(jax.Array, optax.safe_increment(count)),  # a jnp.where of the count
       anchor=treedef.unflatten(flat_a),
       inner_state=inner_state,
       residual=new_residual,
     )
 
-  return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+  # chex's ArrayTree leaves out None (an empty pytree), the residual of an uncompensated state.
+  init = cast(optax.TransformInitFn, init_fn)
+  update = cast(optax.TransformUpdateExtraArgsFn, update_fn)
+  return optax.GradientTransformationExtraArgs(init, update)

@@ -127,8 +127,9 @@ def region_embeddings(
     raise ValueError(f"patch_features must have a square number of patches, got N={N}")
   boxes = V.check_array(boxes, "boxes", shape=(B, None, 4), dtype="real")
   fm = f.reshape(B, h, h, D)
+  img_h, img_w = image_size
   pooled = jax.vmap(
-    lambda m, b: roi_align(m, b, out_size=out_size, image_size=tuple(image_size), validate=False)
+    lambda m, b: roi_align(m, b, out_size=out_size, image_size=(img_h, img_w), validate=False)
   )(fm, boxes)  # [B, K, oh, ow, D]
   return _l2(pooled.mean((2, 3)))
 
