@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers.bayes_memory._baselines import mean_pooled_features
@@ -155,7 +156,7 @@ def score_rows_bucketed(
       ids = np.stack([rows[i][0][:b] for i in take])
       attn = np.stack([rows[i][1][:b] for i in take])
       tgt = np.stack([rows[i][2][:b] for i in take])
-      lp = np.asarray(fn(ids, attn, tgt))
+      lp = np.asarray(fn(jnp.asarray(ids), jnp.asarray(attn), jnp.asarray(tgt)))
       out[chunk] = lp[: len(chunk)]
       padded_tokens += B * b
   return out, padded_tokens

@@ -216,6 +216,8 @@ def write_arrays(
   out = {str(k): np.asarray(v) for k, v in arrays.items()}
   if _ARRAYS_DIGEST in out:
     raise ValueError(f"array name {_ARRAYS_DIGEST!r} is reserved for the digest")
+  if "allow_pickle" in out:  # np.savez would take it as its own flag and not save the array
+    raise ValueError("array name 'allow_pickle' cannot be stored (NumPy's savez reserves it)")
   for k, v in out.items():
     if v.dtype == object:
       raise ValueError(f"array {k!r} has the object dtype; only plain dtypes can be cached")

@@ -78,6 +78,8 @@ def test_arrays_roundtrip_and_a_flipped_bit_is_caught(tmp_path):
     cache.write_arrays(path, {"__sha256__": np.zeros(1)})
   with pytest.raises(ValueError, match="object dtype"):
     cache.write_arrays(path, {"o": np.array([None, 1])})
+  with pytest.raises(ValueError, match="allow_pickle"):  # savez would silently drop it
+    cache.write_arrays(path, {"allow_pickle": np.zeros(1)})
 
 
 def test_cached_computes_once_and_recomputes_a_corrupt_or_stale_file(tmp_path, caplog):
