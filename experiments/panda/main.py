@@ -7,4 +7,4 @@ r"""Runs the PANDA benchmark (all backbones, vanilla vs PANDA, equal tuning budg
 from jaxpapers.core import app
 
 if __name__ == "__main__":
-  app.run("experiments.panda.train")  # imported after distributed start-up
+  app.run("experiments.panda.experiment")  # imported after distributed start-up

@@ -349,13 +349,15 @@ def majority_note(majority, cells_at_majority, cells_below_majority=()) -> str:
 def train_and_evaluate(config, workdir) -> dict:
   """Runs the benchmark and writes ``results.json``, the ``cells/`` store and a bar plot.
 
-  A config with a ``space`` field (``configs/search.py``) runs the equal-budget random search
-  of :mod:`experiments.panda.search` instead of the fixed sweep.
+  A config with a ``space`` field (``configs/search.py``) is the random search's: the binary
+  runs it through :mod:`experiments.panda.experiment`, which calls
+  :mod:`experiments.panda.search` instead.
   """
   if "space" in config:
-    from experiments.panda import search
-
-    return search.train_and_evaluate(config, workdir)
+    raise ValueError(
+      "a config with a search space runs through experiments.panda.experiment (or "
+      "experiments.panda.search), not the fixed sweep of experiments.panda.train"
+    )
   t0 = time.time()
   for a in config.arms:
     core.validate_choice(a, name="arms", allowed=ARMS)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from experiments.panda import search, train
+from experiments.panda import experiment, search, train
 from experiments.panda.configs import default
 from experiments.panda.configs import search as search_config
 from jaxpapers import panda
@@ -367,8 +367,10 @@ def test_search_end_to_end_and_resume_recomputes_nothing(tmp_path, monkeypatch):
   monkeypatch.setattr(search, "run_final_batch", boom)
   again = search.train_and_evaluate(cfg, tmp_path)
   assert again["per_cell"] == metrics["per_cell"]
-  # the default entry point dispatches a config with a search space to the search
-  assert train.train_and_evaluate(cfg, tmp_path)["per_cell"] == metrics["per_cell"]
+  # the binary's entry point dispatches a config with a search space to the search
+  assert experiment.train_and_evaluate(cfg, tmp_path)["per_cell"] == metrics["per_cell"]
+  with pytest.raises(ValueError, match="search space"):
+    train.train_and_evaluate(cfg, tmp_path)
 
 
 def test_prior_flags_split_cells_at_and_below_the_majority_predictor():
