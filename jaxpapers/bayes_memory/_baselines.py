@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import jax
 import jax.numpy as jnp
@@ -144,7 +144,10 @@ def bm25_scores(turns: Sequence[str], query: str, *, n_max: int | None = None) -
   corpus = bm25s.tokenize(turns, stopwords="en", show_progress=False)
   retr = bm25s.BM25()
   retr.index(corpus, show_progress=False)
-  qtok = bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)[0]
+  # With return_ids=False tokenize gives one list of token strings per text.
+  qtok = cast(
+    list[str], bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)[0]
+  )
   out[: len(turns)] = retr.get_scores(qtok) if qtok else 0.0
   return out
 
@@ -195,7 +198,7 @@ def retrieval_scores(
 
 def _check_scores(scores, valid, k):
   scores = V.check_array(scores, "scores", dtype="float", ndim=2)
-  valid = V.check_array(valid, "valid", dtype="bool", shape=scores.shape)
+  valid = V.check_array(valid, "valid", dtype="bool", shape=jnp.shape(scores))
   k = V.check_int(k, "k", min_value=1, max_value=scores.shape[1])
   ok = V.check_values(~jnp.any(jnp.isnan(scores) & valid), "scores must not be NaN at valid turns")
   s = jnp.where(valid, scores, -jnp.inf)
@@ -223,9 +226,9 @@ def evidence_recall_at_k(
     Under jit those give NaN.
   """
   idx, pv, ok = _check_scores(scores, valid, k)
-  gold = V.check_array(gold_turn, "gold_turn", dtype="int", shape=(scores.shape[0],))
+  gold = V.check_array(gold_turn, "gold_turn", dtype="int", shape=(jnp.shape(scores)[0],))
   ok2 = V.check_values(
-    jnp.all((gold >= -1) & (gold < scores.shape[1])), "gold_turn must be in [-1, N)"
+    jnp.all((gold >= -1) & (gold < jnp.shape(scores)[1])), "gold_turn must be in [-1, N)"
   )
   hit = jnp.any((idx == gold[:, None]) & pv, axis=1)
   has = gold >= 0
@@ -248,7 +251,7 @@ def stale_retrieval_rate(
     float32 [] (NaN when no question has a stale turn).
   """
   idx, pv, ok = _check_scores(scores, valid, k)
-  stale = V.check_array(stale_mask, "stale_mask", dtype="bool", shape=scores.shape)
+  stale = V.check_array(stale_mask, "stale_mask", dtype="bool", shape=jnp.shape(scores))
   hit = jnp.any(jnp.take_along_axis(stale, idx, axis=1) & pv, axis=1)
   has = jnp.any(stale & valid, axis=1)
   return V.poison((jnp.sum(hit & has) / jnp.sum(has)).astype(jnp.float32), ok)

@@ -245,6 +245,7 @@ def _one_dialogue(rng, n_turns, n_queries, change_rate, distractor_rate, density
       continue
     cur, alt = info[qi]
     stale, distr = [], []
+    gold = None
     for i, (kind, _s2, v, q2) in enumerate(events):
       if q2 != qi:
         continue
@@ -254,6 +255,8 @@ def _one_dialogue(rng, n_turns, n_queries, change_rate, distractor_rate, density
         gold = int(pos[i])
       else:
         stale.append(int(pos[i]))
+    if gold is None:  # every queried slot has a statement or change holding its value
+      raise AssertionError(f"query {qi} has no turn holding its current value")
     ans = SLOTS[s]["answer"]
     queries.append(
       Query(

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import jax
 import jax.numpy as jnp
@@ -181,6 +181,7 @@ def build_prefix_tree(
   segs.append([(int(node_of_row[r]), [r], int(starts[r]), len(toks[r])) for r in range(R)])
 
   ids_l, mask_l, par_l = [], [], []
+  tgt = np.zeros((0, 0), bool)  # each level replaces it; the leaf level's is kept
   for level, level_segs in enumerate(segs):
     N = _round_up(len(level_segs), row_multiple)
     Lseg = _round_up(max(e - s for _, _, s, e in level_segs), len_multiple)
@@ -322,9 +323,10 @@ def _tree_jit(params, ids, mask, parent, target_mask, *, config, max_targets):
         next_pos=jnp.take(cache.next_pos, p, axis=0),
       )
     if level < len(ids) - 1:
-      _, cache, _ = lm.forward(
+      _, advanced, _ = lm.forward(
         params, ids[level], config=config, mask=mask[level], cache=cache, logits_at="none"
       )
+      cache = cast(lm.KVCache, advanced)  # given a cache, forward returns it advanced
   leaf, leaf_mask = ids[-1], mask[-1]
   order = jnp.argsort(~target_mask, axis=1, stable=True)[:, :max_targets]
   valid = jnp.take_along_axis(target_mask, order, axis=1)
@@ -333,6 +335,7 @@ def _tree_jit(params, ids, mask, parent, target_mask, *, config, max_targets):
   logits, _, _ = lm.forward(
     params, leaf, config=config, mask=leaf_mask, cache=cache, logits_at=pred, attention="dense"
   )
+  logits = cast(jax.Array, logits)  # not None: logits_at asks for them
   logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
   lp = jnp.take_along_axis(logp, tok[:, :, None], axis=-1)[..., 0]
   return jnp.sum(jnp.where(valid, lp, 0.0), axis=1)

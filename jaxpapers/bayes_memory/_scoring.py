@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 import jax
 import jax.numpy as jnp
@@ -311,7 +311,8 @@ def _logprobs_jit(params, ids, attn_mask, target_mask, *, config, max_targets, g
     logits, _, _ = lm.forward(params, ids, config=config, mask=attn_mask, logits_at=pred)
   else:
     full, _, _ = lm.forward(params, ids, config=config, mask=attn_mask)
-    logits = jnp.take_along_axis(full, pred[:, :, None], axis=1)
+    logits = jnp.take_along_axis(cast(jax.Array, full), pred[:, :, None], axis=1)
+  logits = cast(jax.Array, logits)  # forward gives logits unless logits_at="none"
   logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
   lp = jnp.take_along_axis(logp, tok[:, :, None], axis=-1)[..., 0]
   return jnp.sum(jnp.where(valid, lp, 0.0), axis=1)

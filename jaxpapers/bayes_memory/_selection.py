@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers.bayes_memory._scoring import CHATML_TEMPLATE, LogprobFn, TextEncoder, encode_rows
@@ -172,7 +173,7 @@ def make_set_scorer(
       chunk = rows[s : s + batch_rows]
       chunk = chunk + [chunk[0]] * (batch_rows - len(chunk))
       ids, attn, tgt = (np.concatenate([r[k] for r in chunk]) for k in range(3))
-      lp = np.asarray(logprob_fn(ids, attn, tgt), np.float64)
+      lp = np.asarray(logprob_fn(jnp.asarray(ids), jnp.asarray(attn), jnp.asarray(tgt)), np.float64)
       n = min(batch_rows, len(rows) - s)
       out[s : s + n] = lp[:n]
     return out

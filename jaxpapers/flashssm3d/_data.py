@@ -25,7 +25,7 @@ distance = 1). Rendering is deterministic for a fixed key; use disjoint keys for
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, TypeGuard, cast
 
 import jax
 import jax.numpy as jnp
@@ -65,20 +65,23 @@ class SceneBatch(NamedTuple):
     extrinsics: ``[B, S, 3, 4]`` camera-from-world.
     intrinsics: ``[B, S, 3, 3]``.
     scale: ``[B]`` mean point distance divided out by normalisation (1 if not normalised).
+
+  ``render_scenes`` gives JAX arrays; the file and TFDS loaders give NumPy arrays.
   """
 
-  images: jax.Array
-  depth: jax.Array
-  points: jax.Array
-  valid: jax.Array
-  extrinsics: jax.Array
-  intrinsics: jax.Array
-  scale: jax.Array
+  images: jax.Array | np.ndarray
+  depth: jax.Array | np.ndarray
+  points: jax.Array | np.ndarray
+  valid: jax.Array | np.ndarray
+  extrinsics: jax.Array | np.ndarray
+  intrinsics: jax.Array | np.ndarray
+  scale: jax.Array | np.ndarray
 
   @property
   def pose_enc(self) -> jax.Array:
     """``[B, S, 9]`` VGGT pose encoding of the cameras."""
-    return geo.cameras_to_pose_encoding(self.extrinsics, self.intrinsics, self.images.shape[2:4])
+    ext, K = jnp.asarray(self.extrinsics), jnp.asarray(self.intrinsics)
+    return geo.cameras_to_pose_encoding(ext, K, self.images.shape[2:4])
 
 
 def _look_at(eye, target, roll):
@@ -263,6 +266,10 @@ def _render_batch(scene, ext, fov, H, W, normalize):
 _render_jit = jax.jit(_render_batch, static_argnums=(3, 4, 5))
 
 
+def _is_int(v: object) -> TypeGuard[int | np.integer]:
+  return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
 def _seed_of(key) -> np.random.Generator:
   if isinstance(key, (int, np.integer)):
     return np.random.default_rng(int(key))
@@ -305,8 +312,13 @@ def render_scenes(
   for name, v in (("num_scenes", num_scenes), ("num_views", num_views)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
       raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-  H, W = (image_size, image_size) if np.isscalar(image_size) else tuple(image_size)
-  if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (H, W)):
+  # np.isscalar's TypeIs does not exclude int from the other branch: there it is the pair.
+  H, W = (
+    (image_size, image_size)
+    if np.isscalar(image_size)
+    else tuple(cast(tuple[int, int], image_size))
+  )
+  if not (_is_int(H) and _is_int(W)):
     raise ValueError(f"image_size must be an int or a pair (H, W) of ints, got {image_size!r}")
   if H < 4 or W < 4:
     raise ValueError(f"image_size must be at least 4 px, got {(H, W)}")

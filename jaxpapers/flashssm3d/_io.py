@@ -222,7 +222,7 @@ def save_teacher_predictions(
   if scene_names is not None:
     arrays["scene_names"] = np.asarray([str(n) for n in scene_names])
   _check_predictions(arrays, str(path))
-  np.savez(path, **arrays)
+  np.savez(path, **arrays)  # pyright: ignore[reportArgumentType]  # fixed names, never allow_pickle
 
 
 def _check_predictions(a: dict, where: str) -> None:

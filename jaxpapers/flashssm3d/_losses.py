@@ -467,7 +467,7 @@ def gradient_loss(
     raise ValueError(f"clamp must be > 0, got {clamp!r}")
   v = jnp.ones(conf.shape, pred.dtype) if valid is None else valid.astype(pred.dtype)
   diff = pred - jax.lax.stop_gradient(target)
-  total = 0.0
+  total = jnp.asarray(0.0)  # weakly typed, like the Python 0.0 it stands for
   for k in range(scales):
     st = 2**k
     d, c, m = diff[:, :, ::st, ::st], conf[:, :, ::st, ::st], v[:, :, ::st, ::st]

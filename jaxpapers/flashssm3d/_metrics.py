@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.spatial import cKDTree
+from scipy.spatial import KDTree
 
 __all__ = [
   "relative_pose_errors",
@@ -181,16 +181,16 @@ def umeyama_np(
     raise ValueError(f"X and Y must both be [M, 3] with M >= 1; got {X.shape} and {Y.shape}")
   _finite(X, "X")
   _finite(Y, "Y")
-  w = np.ones(len(X)) if w is None else np.asarray(w, np.float64)
-  if w.shape != (X.shape[0],):
-    raise ValueError(f"w must be [M] = [{X.shape[0]}], got {w.shape}")
-  if not (np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum() > 0):
+  wn = np.ones(len(X)) if w is None else np.asarray(w, np.float64)
+  if wn.shape != (X.shape[0],):
+    raise ValueError(f"w must be [M] = [{X.shape[0]}], got {wn.shape}")
+  if not (np.all(np.isfinite(wn)) and np.all(wn >= 0) and wn.sum() > 0):
     raise ValueError("w must be finite non-negative weights with a positive sum")
-  w = w / w.sum()
-  mx, my = w @ X, w @ Y
+  wn = wn / wn.sum()
+  mx, my = wn @ X, wn @ Y
   Xc, Yc = X - mx, Y - my
-  var = float(w @ np.sum(Xc**2, -1))
-  U, D, Vt = np.linalg.svd((Yc * w[:, None]).T @ Xc)
+  var = float(wn @ np.sum(Xc**2, -1))
+  U, D, Vt = np.linalg.svd((Yc * wn[:, None]).T @ Xc)
   sg = np.sign(np.linalg.det(U) * np.linalg.det(Vt))
   S = np.array([1.0, 1.0, sg if sg != 0 else 1.0])
   R = U @ np.diag(S) @ Vt
@@ -264,8 +264,8 @@ def accuracy_completeness(
   if align:
     s, R, t = umeyama_np(P, G)
     P = s * P @ R.T + t
-  acc = float(np.mean(cKDTree(G).query(P)[0]))
-  comp = float(np.mean(cKDTree(P).query(G)[0]))
+  acc = float(np.mean(KDTree(G).query(P)[0]))
+  comp = float(np.mean(KDTree(P).query(G)[0]))
   return {"accuracy": acc, "completeness": comp, "overall": 0.5 * (acc + comp)}
 
 

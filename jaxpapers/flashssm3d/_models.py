@@ -19,7 +19,7 @@ and register tokens; the other frames share a second set.
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -256,6 +256,10 @@ class _Common(nnx.Module):
     point_conf = 1.0 + jnp.exp(jnp.clip(d[..., 5], -10.0, 10.0))
     return Predictions(stages[-1], depth, depth_conf, points, point_conf, stages)
 
+  def backbone(self, x: jax.Array) -> jax.Array:
+    """The model's token mixer on ``x [B, S, T, D]``; each subclass defines it."""
+    raise NotImplementedError
+
   def __call__(self, images, *, deterministic: bool = True) -> Predictions:
     """``images [B, S, H, W, 3]`` in [0, 1] -> :class:`Predictions`."""
     del deterministic  # no dropout
@@ -267,7 +271,7 @@ class _SSMBlock(nnx.Module):
   def __init__(self, cfg, index, grid, num_special, *, rngs):
     D = cfg.width
     dtype = jnp.dtype(cfg.dtype)
-    kw = dict(
+    kw: dict[str, Any] = dict(
       state=cfg.state,
       expand=cfg.expand,
       method=cfg.method,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import jax
 import numpy as np
@@ -47,8 +47,13 @@ class FlashSsm3dScenes(tfds.core.GeneratorBasedBuilder):
   code_path = None
   BUILDER_CONFIGS = [SceneBuilderConfig(name="default")]
 
+  @property
+  def _config(self) -> SceneBuilderConfig:
+    # Always set: BUILDER_CONFIGS gives a default and build_scene_dataset passes its own.
+    return cast(SceneBuilderConfig, self.builder_config)
+
   def _info(self):
-    c = self.builder_config
+    c = self._config
     S, H = c.num_views, c.image_size
     T = tfds.features.Tensor
     return self.dataset_info_from_configs(
@@ -66,14 +71,14 @@ class FlashSsm3dScenes(tfds.core.GeneratorBasedBuilder):
     )
 
   def _split_generators(self, dl_manager):
-    c = self.builder_config
+    c = self._config
     return {
       "train": self._generate_examples(_TRAIN_SEED, c.num_train),
       "test": self._generate_examples(_TEST_SEED, c.num_test),
     }
 
   def _generate_examples(self, seed, n):
-    c = self.builder_config
+    c = self._config
     chunk = 16
     for start in range(0, n, chunk):
       m = min(chunk, n - start)
@@ -129,7 +134,10 @@ def build_scene_dataset(
   )
   builder = FlashSsm3dScenes(config=cfg, data_dir=str(data_dir), file_format="array_record")
   builder.download_and_prepare()
-  return {k: builder.as_data_source(split=k) for k in ("train", "test")}
+  return {
+    k: builder.as_data_source(split=k)  # pyright: ignore[reportCallIssue]  # logging decorator hides the signature
+    for k in ("train", "test")
+  }
 
 
 def batch_from_records(records: Iterable[Mapping[str, np.ndarray]]) -> _data.SceneBatch:

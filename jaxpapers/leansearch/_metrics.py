@@ -26,6 +26,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
@@ -184,7 +185,7 @@ def _fusion(lists, list_mask, n_docs, top_k):
 
 
 def discounted_fusion(
-  lists: jax.Array, list_mask: jax.Array, n_docs: int, top_k: int
+  lists: ArrayLike, list_mask: ArrayLike, n_docs: int, top_k: int
 ) -> tuple[jax.Array, jax.Array]:
   """Reasoning mode's fusion: ``score(d) = sum_s sum_i [lists[s, i] = d] / log2(i + 2)``.
 

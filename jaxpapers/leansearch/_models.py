@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import jax
 import jax.numpy as jnp
@@ -288,7 +288,8 @@ def _prefix_logits(params, prefix, suffix, suffix_mask, last, yes_no, *, config)
 
   b = suffix.shape[0]
   cache = lm.init_cache(config, 1, prefix.shape[1] + suffix.shape[1])
-  _, cache, _ = lm.forward(params, prefix, config=config, cache=cache, logits_at="none")
+  _, advanced, _ = lm.forward(params, prefix, config=config, cache=cache, logits_at="none")
+  cache = cast(lm.KVCache, advanced)  # given a cache, forward returns it advanced
   cache = lm.KVCache(
     k=jnp.repeat(cache.k, b, axis=1),
     v=jnp.repeat(cache.v, b, axis=1),
@@ -300,6 +301,7 @@ def _prefix_logits(params, prefix, suffix, suffix_mask, last, yes_no, *, config)
   logits, _, _ = lm.forward(
     params, suffix, config=config, cache=cache, mask=suffix_mask, logits_at=last[:, None]
   )
+  logits = cast(jax.Array, logits)  # not None: logits_at asks for them
   z = logits[:, 0, :][:, yes_no]  # [B, 2] = (z_yes, z_no)
   return jax.nn.softmax(z, axis=-1)[:, 0]
 

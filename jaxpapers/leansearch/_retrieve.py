@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
+from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 from jaxpapers.leansearch._informal import split_identifier
@@ -36,11 +37,11 @@ def _dense_topk(q, d, valid, m, n_out=None, rep=None):
 
 
 def dense_topk(
-  q_emb: jax.Array,
-  d_emb: jax.Array,
+  q_emb: ArrayLike,
+  d_emb: ArrayLike,
   m: int,
   *,
-  valid: jax.Array | None = None,
+  valid: ArrayLike | None = None,
   mesh: jax.sharding.Mesh | None = None,
 ) -> tuple[jax.Array, jax.Array]:
   """Top-m documents by inner product (cosine for unit rows): ``top_m(q_emb @ d_emb.T)``.
@@ -219,6 +220,8 @@ class TwoStageRetriever:
   k: int = 10
   fallback: BM25Index | None = None
   min_cosine: float = -1.0
+  # The device copy of doc_emb, set in __post_init__.
+  _doc_emb_dev: jax.Array = dataclasses.field(init=False, repr=False, compare=False)
 
   def __post_init__(self):
     V.check_array(self.doc_emb, "doc_emb", ndim=2, dtype="float")
@@ -275,7 +278,7 @@ class TwoStageRetriever:
       if self.rerank_fn is None:
         ids[r], scores[r] = cand[r, :k], cos[r, :k]
         continue
-      rs = np.asarray(self.rerank_fn(query, cand[r], [self.doc_text[j] for j in cand[r]]))
+      rs = np.asarray(self.rerank_fn(query, cand[r], [self.doc_text[int(j)] for j in cand[r]]))
       order = np.lexsort((-cos[r], -rs))[:k]  # primary: rerank score; ties: cosine
       ids[r], scores[r] = cand[r, order], rs[order]
     return ids, scores

@@ -6,7 +6,7 @@ import functools
 import math
 import os
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -514,10 +514,11 @@ def fit_free_embeddings_minibatch(
   if mesh is not None:
     rows, rep = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P())
     params = {k: jax.device_put(v, rows if k == "U" else rep) for k, v in params.items()}
-    A = jax.device_put(A, rows)
+    A = cast(jax.Array, jax.device_put(A, rows))  # device_put's return is typed as its argument's
     batch_spec = rows
   else:
     batch_spec = None
+  A_all = A  # bound after the conversion: the step closure would see the parameter's ArrayLike
   opt = optax.adam(lr)
   full = batch_size == N
 
@@ -543,10 +544,10 @@ def fit_free_embeddings_minibatch(
 
     def batch_loss(p):
       if batch_spec is None:
-        U_b, A_b = p["U"][idx], A[idx]
+        U_b, A_b = p["U"][idx], A_all[idx]
       else:  # the gathered batch is split by rows like U (explicit output sharding)
         U_b = p["U"].at[idx].get(out_sharding=batch_spec)
-        A_b = A.at[idx].get(out_sharding=batch_spec)
+        A_b = A_all.at[idx].get(out_sharding=batch_spec)
       return objective(p, U_b, A_b, t.astype(jnp.float32))
 
     value, g = jax.value_and_grad(batch_loss)(p)

@@ -17,6 +17,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from jaxpapers.margins import _validation as val
@@ -157,10 +158,10 @@ def margin_loss(
     Scalar loss.
   """
   U, V, A, ok = val.check_embeddings_ok(U, V, A)
-  if val.is_concrete(beta) and not float(beta) > 0:
+  if val.is_concrete(beta) and not float(np.asarray(beta)) > 0:
     raise ValueError(f"beta must be > 0, got {beta!r}.")
   Y = jnp.where(A.astype(bool), 1.0, -1.0)
   YS = Y * _scores(U, V)
   if hinge_target is not None:
     return val.poison(jnp.mean(jax.nn.relu(hinge_target - YS)), ok)
-  return val.poison(jax.nn.logsumexp(-beta * YS) / beta, ok)
+  return val.poison(jax.nn.logsumexp(-(beta * YS)) / beta, ok)

@@ -83,7 +83,7 @@ def pool_batch(
   Raises:
     TypeError/ValueError: a field of the wrong dtype kind or shape.
   """
-  return _check_batch(PoolBatch(scores, doc_lang, doc_content, mask, q_lang, q_content))
+  return _check_fields(scores, doc_lang, doc_content, mask, q_lang, q_content)
 
 
 def _check_float_array(x, name, **kw):
@@ -97,15 +97,27 @@ def _check_float_array(x, name, **kw):
 def _check_batch(b) -> PoolBatch:
   if not isinstance(b, PoolBatch):
     raise TypeError(f"b must be a PoolBatch, got {type(b).__name__}")
-  scores = _check_float_array(b.scores, "b.scores", ndim=2)
+  return _check_fields(b.scores, b.doc_lang, b.doc_content, b.mask, b.q_lang, b.q_content)
+
+
+def _check_fields(
+  scores: ArrayLike,
+  doc_lang: ArrayLike,
+  doc_content: ArrayLike,
+  mask: ArrayLike,
+  q_lang: ArrayLike,
+  q_content: ArrayLike,
+) -> PoolBatch:
+  """The checked :class:`PoolBatch` of these fields (errors name them ``b.<field>``)."""
+  scores = _check_float_array(scores, "b.scores", ndim=2)
   q, p = scores.shape
   if q < 1 or p < 1:
     raise ValueError(f"b.scores must have at least one query and one candidate, got {(q, p)}")
-  doc_lang = V.check_array(b.doc_lang, "b.doc_lang", shape=(q, p), dtype="int")
-  doc_content = V.check_array(b.doc_content, "b.doc_content", shape=(q, p), dtype="int")
-  mask = V.check_array(b.mask, "b.mask", shape=(q, p), dtype="bool")
-  q_lang = V.check_array(b.q_lang, "b.q_lang", shape=(q,), dtype="int")
-  q_content = V.check_array(b.q_content, "b.q_content", shape=(q,), dtype="int")
+  doc_lang = V.check_array(doc_lang, "b.doc_lang", shape=(q, p), dtype="int")
+  doc_content = V.check_array(doc_content, "b.doc_content", shape=(q, p), dtype="int")
+  mask = V.check_array(mask, "b.mask", shape=(q, p), dtype="bool")
+  q_lang = V.check_array(q_lang, "b.q_lang", shape=(q,), dtype="int")
+  q_content = V.check_array(q_content, "b.q_content", shape=(q,), dtype="int")
   return PoolBatch(scores, doc_lang, doc_content, mask, q_lang, q_content)
 
 

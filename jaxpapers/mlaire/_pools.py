@@ -208,7 +208,7 @@ def cldr_units(langs: Sequence[str], *, fact_types: Sequence[str] = FACT_TYPES) 
   codes = sorted(
     c
     for c in locs[langs[0]].territories
-    if len(c) == 2 and c.isalpha() and c.isupper() and c not in _SKIP
+    if isinstance(c, str) and len(c) == 2 and c.isalpha() and c.isupper() and c not in _SKIP
   )
   units = []
   for fact in FACT_TYPES:
@@ -328,8 +328,8 @@ def build_pools(
   p_max = V.check_int(p_max, "p_max", min_value=1)
   seed = V.check_int(seed, "seed", min_value=0)
   n_l, n_u = len(corpus.langs), len(corpus.units)
-  units = np.arange(n_u) if units is None else np.asarray(units, np.int64)
-  if units.ndim != 1 or units.size == 0 or units.min() < 0 or units.max() >= n_u:
+  unit_ids = np.arange(n_u) if units is None else np.asarray(units, np.int64)
+  if unit_ids.ndim != 1 or unit_ids.size == 0 or unit_ids.min() < 0 or unit_ids.max() >= n_u:
     raise ValueError(f"units must be a non-empty list of content ids in [0, {n_u})")
   size = n_l * (1 + n_hard) + n_easy + (n_trap if variant == "C" else 0) - (variant == "B")
   if size > p_max:
@@ -338,7 +338,7 @@ def build_pools(
   need = n_hard + (n_trap if variant == "C" else 0)
   rng = np.random.default_rng(seed)
   rows = []
-  for u in units:
+  for u in unit_ids:
     same = by_fact[corpus.fact[u]]
     same = same[same != u]
     other = np.concatenate([by_fact[f] for f in range(len(by_fact)) if f != corpus.fact[u]])

@@ -117,7 +117,7 @@ def cache_teacher(
   starts = list(range(0, n, batch_size))
   for s0 in progress(starts, desc="teacher cache", disable=None if show_progress else True):
 
-    def compute(s0=s0):
+    def compute(s0: int = s0) -> dict[str, np.ndarray]:
       b = tokens[s0 : s0 + batch_size]
       nb = len(b)
       if nb < batch_size:

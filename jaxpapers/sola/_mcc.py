@@ -18,7 +18,7 @@ of each side from the same text prefix ``[0, B_{k-1})``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -212,6 +212,7 @@ def align_texts(
   for name, tok in (("teacher_tok", teacher_tok), ("student_tok", student_tok)):
     if getattr(tok, "bos_id", None) is None or not hasattr(tok, "encode_with_offsets"):
       raise TypeError(f"{name} needs encode_with_offsets(text) and a bos_id")
+  t_bos, s_bos = cast(int, teacher_tok.bos_id), cast(int, student_tok.bos_id)  # checked above
   n = len(texts)
   out = dict(
     t_tokens=np.zeros((n, max_len), np.int32),
@@ -244,9 +245,9 @@ def align_texts(
     if nk == 0:
       raise ValueError(f"texts[{b}]: its first block needs more than max_len - 1 tokens")
     nt, ns = int(t_last[nk - 1]), int(s_last[nk - 1])
-    out["t_tokens"][b, 0] = teacher_tok.bos_id
+    out["t_tokens"][b, 0] = t_bos
     out["t_tokens"][b, 1 : nt + 1] = t_ids[:nt]
-    out["s_tokens"][b, 0] = student_tok.bos_id
+    out["s_tokens"][b, 0] = s_bos
     out["s_tokens"][b, 1 : ns + 1] = s_ids[:ns]
     out["t_len"][b], out["s_len"][b] = nt + 1, ns + 1
     out["blk_t_pos"][b, :nk] = al.t_first[:nk]

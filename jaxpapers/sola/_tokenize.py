@@ -84,7 +84,7 @@ class BPETokenizer:
     if not isinstance(text, str):
       raise TypeError(f"text must be a str, got {type(text).__name__}")
     enc = self._tok.encode(text, add_special_tokens=False)
-    return list(enc.ids), [tuple(o) for o in enc.offsets]
+    return list(enc.ids), [(start, end) for start, end in enc.offsets]
 
   def decode(self, ids: Sequence[int]) -> str:
     """Text of ``ids`` (special tokens kept).
