@@ -120,34 +120,7 @@ memoised_optimizer = functools.cache(optimizer)
 
 def _networks(cfg, ncls, seed=0):
   """The experiment's single-network baseline (ViT) and dual-rate pair on digits 8x8."""
-  vit = dict(
-    image_size=8,
-    channels=1,
-    patch_size=cfg.patch_size,
-    num_heads=cfg.num_heads,
-    mlp_ratio=cfg.mlp_ratio,
-    num_classes=ncls,
-  )
-  baseline = dr.SingleNetwork(
-    **vit,
-    width=cfg.encoder_width,
-    depth=cfg.encoder_depth,
-    parametrization=cfg.parametrization,
-    rngs=nnx.Rngs(seed),
-  )
-  pair = dr.DualRateModel(
-    **vit,
-    encoder_width=cfg.encoder_width,
-    encoder_depth=cfg.encoder_depth,
-    feature_dim=cfg.feature_dim,
-    denoiser_width=cfg.denoiser_width,
-    denoiser_blocks=cfg.denoiser_blocks,
-    context_channels=cfg.context_channels,
-    denoiser_emb_dim=cfg.denoiser_emb_dim,
-    parametrization=cfg.parametrization,
-    rngs=nnx.Rngs(seed + 1),
-  )
-  return baseline, pair
+  return dr.build_networks(cfg, image_size=8, channels=1, num_classes=ncls, seed=seed)
 
 
 def _cases(cfg, base, pair):

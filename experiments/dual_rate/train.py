@@ -295,44 +295,6 @@ def merge_phases(parts):
   return out
 
 
-def build_networks(cfg, *, image_size, channels, num_classes, seed):
-  """The single-network baseline and the dual-rate pair of config ``cfg`` for training seed ``seed``.
-
-  The baseline is the heavy ViT alone (initialised from ``seed``); the pair is the same ViT shape
-  as context encoder plus the light conv denoiser (initialised from ``seed + 1``). Both use
-  ``cfg.parametrization``. Returns ``(baseline, pair)``. The experiment and
-  ``benchmarks/dual_rate_step.py`` both build their networks here.
-  """
-  vit = dict(
-    image_size=image_size,
-    channels=channels,
-    patch_size=cfg.patch_size,
-    num_heads=cfg.num_heads,
-    mlp_ratio=cfg.mlp_ratio,
-    num_classes=num_classes,
-  )
-  baseline = dr.SingleNetwork(
-    **vit,
-    width=cfg.encoder_width,
-    depth=cfg.encoder_depth,
-    parametrization=cfg.parametrization,
-    rngs=nnx.Rngs(seed),
-  )
-  pair = dr.DualRateModel(
-    **vit,
-    encoder_width=cfg.encoder_width,
-    encoder_depth=cfg.encoder_depth,
-    feature_dim=cfg.feature_dim,
-    denoiser_width=cfg.denoiser_width,
-    denoiser_blocks=cfg.denoiser_blocks,
-    context_channels=cfg.context_channels,
-    denoiser_emb_dim=cfg.denoiser_emb_dim,
-    parametrization=cfg.parametrization,
-    rngs=nnx.Rngs(seed + 1),
-  )
-  return baseline, pair
-
-
 def build_losses(cfg, schedule):
   """The training losses of config ``cfg``: ``(base_loss, dual_loss_fn)``.
 
@@ -497,7 +459,7 @@ def train_and_evaluate(config, workdir) -> dict:
     couplings = tuple(cfg.get("control_couplings", ())) if extra else ()
     heun_steps = tuple(cfg.get("heun_steps", ())) if extra else ()
     # 2. Models and their training.
-    baseline, dual = build_networks(
+    baseline, dual = dr.build_networks(
       cfg, image_size=img, channels=chans, num_classes=ncls, seed=seed
     )
     one = jnp.zeros((1, img, img, chans))

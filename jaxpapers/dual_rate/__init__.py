@@ -45,6 +45,7 @@ from jaxpapers.dual_rate._networks import (
   DualRateModel,
   LightDenoiser,
   SingleNetwork,
+  build_networks,
   count_params,
   timestep_embedding,
 )
@@ -73,6 +74,7 @@ __all__ += [
   "DualRateModel",
   "LightDenoiser",
   "SingleNetwork",
+  "build_networks",
   "count_params",
   "timestep_embedding",
   "REFRESH_KINDS",

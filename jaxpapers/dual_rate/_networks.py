@@ -26,6 +26,7 @@ Perez et al., FiLM, arXiv:1709.07871.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -508,3 +509,53 @@ def count_params(model: nnx.Module) -> int:
   if not isinstance(model, nnx.Module):
     raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
   return int(sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param))))
+
+
+def build_networks(
+  cfg: Any, *, image_size: int, channels: int, num_classes: int, seed: int
+) -> tuple[SingleNetwork, DualRateModel]:
+  """The single-network baseline and the dual-rate pair of matching shape, as compared in the
+  paper: the heavy ViT alone, and the same ViT as context encoder plus the light conv denoiser.
+
+  Args:
+    cfg: the settings, read as attributes (an ``ml_collections.ConfigDict`` or a dataclass):
+      ``patch_size``, ``num_heads``, ``mlp_ratio``, ``encoder_width``, ``encoder_depth``,
+      ``feature_dim``, ``denoiser_width``, ``denoiser_blocks``, ``context_channels``,
+      ``denoiser_emb_dim`` and ``parametrization``.
+    image_size: side of the square images.
+    channels: image channels.
+    num_classes: number of class labels (0: unconditional).
+    seed: the baseline is initialised from ``seed``, the pair from ``seed + 1``.
+
+  Returns:
+    ``(baseline, pair)``: a :class:`SingleNetwork` and a :class:`DualRateModel`, both with
+    ``cfg.parametrization``.
+  """
+  vit = dict(
+    image_size=image_size,
+    channels=channels,
+    patch_size=cfg.patch_size,
+    num_heads=cfg.num_heads,
+    mlp_ratio=cfg.mlp_ratio,
+    num_classes=num_classes,
+  )
+  baseline = SingleNetwork(
+    **vit,
+    width=cfg.encoder_width,
+    depth=cfg.encoder_depth,
+    parametrization=cfg.parametrization,
+    rngs=nnx.Rngs(seed),
+  )
+  pair = DualRateModel(
+    **vit,
+    encoder_width=cfg.encoder_width,
+    encoder_depth=cfg.encoder_depth,
+    feature_dim=cfg.feature_dim,
+    denoiser_width=cfg.denoiser_width,
+    denoiser_blocks=cfg.denoiser_blocks,
+    context_channels=cfg.context_channels,
+    denoiser_emb_dim=cfg.denoiser_emb_dim,
+    parametrization=cfg.parametrization,
+    rngs=nnx.Rngs(seed + 1),
+  )
+  return baseline, pair

@@ -289,7 +289,7 @@ def test_training_step_compiles_once_across_training_seeds():
 
 def test_benchmark_builds_the_experiments_networks():
   """The step benchmark trains the experiment's networks: same structure, parameters and
-  parametrisation as ``train.build_networks`` (which honours ``cfg.parametrization``)."""
+  parametrisation as ``dual_rate.build_networks`` (which honours ``cfg.parametrization``)."""
   import importlib.util
   import pathlib
 
@@ -299,7 +299,7 @@ def test_benchmark_builds_the_experiments_networks():
   spec.loader.exec_module(bench)
   cfg = smoke.get_config()
   cfg.parametrization = "x"
-  ours = train.build_networks(cfg, image_size=8, channels=1, num_classes=10, seed=3)
+  ours = dr.build_networks(cfg, image_size=8, channels=1, num_classes=10, seed=3)
   theirs = bench._networks(cfg, 10, seed=3)
   for a, b in zip(ours, theirs):
     assert nnx.graphdef(a) == nnx.graphdef(b)
@@ -308,7 +308,7 @@ def test_benchmark_builds_the_experiments_networks():
   base, pair = ours
   assert base.parametrization == "x" and pair.parametrization == "x"
   # The baseline is initialised from the seed, the pair from seed + 1.
-  other = train.build_networks(cfg, image_size=8, channels=1, num_classes=10, seed=4)[0]
+  other = dr.build_networks(cfg, image_size=8, channels=1, num_classes=10, seed=4)[0]
   assert not all(
     np.array_equal(x, y)
     for x, y in zip(jax.tree.leaves(nnx.state(base)), jax.tree.leaves(nnx.state(other)))
