@@ -40,33 +40,11 @@ def experiment_config(paper: str, name: str = "default") -> ml_collections.Confi
 
 
 def bayes_memory_lm(c: ml_collections.ConfigDict):
-  """``(LMConfig, params, tokenizer)`` of a bayes_memory config's ``model``.
-
-  ``"smollm2"``: SmolLM2-135M-Instruct (``jaxpapers.lm.load_smollm2``); ``"tiny"``: the smoke
-  setting's random 2-layer decoder over a 257-word vocabulary with a word tokenizer.
-  """
-  import jax.numpy as jnp
-  import numpy as np
-
+  """``(LMConfig, params, tokenizer)`` of a bayes_memory config's ``model``
+  (:func:`jaxpapers.bayes_memory.load_model`)."""
   from jaxpapers import bayes_memory as bm
-  from jaxpapers import lm
 
-  if c.model == "smollm2":
-    return lm.load_smollm2()
-  if c.model != "tiny":
-    raise ValueError(f"model must be 'smollm2' or 'tiny', got {c.model!r}")
-  cfg = lm.LMConfig(
-    vocab_size=257, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, ffn_dim=32
-  )
-  # NumPy init: no per-shape random-number programs to compile.
-  rng = np.random.default_rng(c.seed)
-  params = {
-    k: jnp.asarray(
-      np.ones(shp, np.float32) if "norm" in k else 0.3 * rng.normal(size=shp).astype(np.float32)
-    )
-    for k, shp in lm.param_shapes(cfg).items()
-  }
-  return cfg, params, bm.WordTokenizer(cfg.vocab_size)
+  return bm.load_model(c.model, seed=c.seed)
 
 
 def bayes_memory_dialogues(c: ml_collections.ConfigDict, seed: int, n_dialogues: int):

@@ -18,11 +18,10 @@ from __future__ import annotations
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import bayes_memory as bm
-from jaxpapers import core, lm
+from jaxpapers import core
 
 METHODS = (
   "no_memory",
@@ -49,22 +48,9 @@ ORACLE_METHODS = ("oracle_bf", "oracle_bf_gated", "oracle_bf_placebo_gated", "or
 
 
 def load_model(c):
-  """(config, params, tokenizer) of the configured LM."""
-  core.validate_choice(c.model, name="model", allowed=("smollm2", "tiny"))
-  if c.model == "smollm2":
-    return lm.load_smollm2()
-  cfg = lm.LMConfig(
-    vocab_size=257, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, ffn_dim=32
-  )
-  # NumPy init: no per-shape random-number programs to compile in the smoke setting.
-  rng = np.random.default_rng(c.seed)
-  params = {
-    k: jnp.asarray(
-      np.ones(shp, np.float32) if "norm" in k else 0.3 * rng.normal(size=shp).astype(np.float32)
-    )
-    for k, shp in lm.param_shapes(cfg).items()
-  }
-  return cfg, params, bm.WordTokenizer(cfg.vocab_size)
+  """(config, params, tokenizer) of the configured LM (:func:`jaxpapers.bayes_memory.load_model`)."""
+  core.validate_choice(c.model, name="model", allowed=bm.MODELS)
+  return bm.load_model(c.model, seed=c.seed)
 
 
 # --------------------------------------------------------------------------- LM scoring

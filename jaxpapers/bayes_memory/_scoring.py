@@ -443,3 +443,42 @@ def access_and_select(
     idx = jnp.where(ok, idx, -1)
     idx_valid = idx_valid & ok
   return access, idx.astype(jnp.int32), idx_valid
+
+
+MODELS = ("smollm2", "tiny")
+
+
+def load_model(model: str, *, seed: int = 0) -> tuple[lm.LMConfig, lm.Params, TextEncoder]:
+  """The decoder LM the Bayes factors are scored with.
+
+  Args:
+    model: ``"smollm2"``: SmolLM2-135M-Instruct (:func:`jaxpapers.lm.load_smollm2`);
+      ``"tiny"``: a random 2-layer decoder over a 257-word vocabulary with a
+      :class:`WordTokenizer`, for smoke runs and tests (initialised in NumPy, so no per-shape
+      random-number programs are compiled).
+    seed: the tiny model's initialisation seed (unused for SmolLM2).
+
+  Returns:
+    ``(config, params, tokenizer)``.
+
+  Raises:
+    ValueError: ``model`` is not one of :data:`MODELS`.
+  """
+  from jaxpapers import lm
+  from jaxpapers.bayes_memory._data import WordTokenizer
+
+  if model not in MODELS:
+    raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+  if model == "smollm2":
+    return lm.load_smollm2()
+  cfg = lm.LMConfig(
+    vocab_size=257, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, ffn_dim=32
+  )
+  rng = np.random.default_rng(seed)
+  params = {
+    k: jnp.asarray(
+      np.ones(shp, np.float32) if "norm" in k else 0.3 * rng.normal(size=shp).astype(np.float32)
+    )
+    for k, shp in lm.param_shapes(cfg).items()
+  }
+  return cfg, params, WordTokenizer(cfg.vocab_size)

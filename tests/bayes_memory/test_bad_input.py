@@ -449,6 +449,13 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
+  Case(
+    "load_model",
+    lambda: bm.load_model("gpt2"),
+    match="model must be one of",
+    jit=None,
+    jit_reason=HOST,
+  ),
 ]
 EXEMPT = {
   "Row": "a type alias (a tuple of three arrays), not a function",
