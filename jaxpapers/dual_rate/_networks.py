@@ -511,6 +511,21 @@ def count_params(model: nnx.Module) -> int:
   return int(sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param))))
 
 
+NETWORK_SETTINGS = (
+  "patch_size",
+  "num_heads",
+  "mlp_ratio",
+  "encoder_width",
+  "encoder_depth",
+  "feature_dim",
+  "denoiser_width",
+  "denoiser_blocks",
+  "context_channels",
+  "denoiser_emb_dim",
+  "parametrization",
+)
+
+
 def build_networks(
   cfg: Any, *, image_size: int, channels: int, num_classes: int, seed: int
 ) -> tuple[SingleNetwork, DualRateModel]:
@@ -518,10 +533,11 @@ def build_networks(
   paper: the heavy ViT alone, and the same ViT as context encoder plus the light conv denoiser.
 
   Args:
-    cfg: the settings, read as attributes (an ``ml_collections.ConfigDict`` or a dataclass):
-      ``patch_size``, ``num_heads``, ``mlp_ratio``, ``encoder_width``, ``encoder_depth``,
-      ``feature_dim``, ``denoiser_width``, ``denoiser_blocks``, ``context_channels``,
-      ``denoiser_emb_dim`` and ``parametrization``.
+    cfg: the settings of :data:`NETWORK_SETTINGS`, read as attributes (an
+      ``ml_collections.ConfigDict`` or a dataclass): ``patch_size``, ``num_heads``,
+      ``mlp_ratio``, ``encoder_width``, ``encoder_depth``, ``feature_dim``,
+      ``denoiser_width``, ``denoiser_blocks``, ``context_channels``, ``denoiser_emb_dim`` and
+      ``parametrization``.
     image_size: side of the square images.
     channels: image channels.
     num_classes: number of class labels (0: unconditional).
@@ -530,7 +546,14 @@ def build_networks(
   Returns:
     ``(baseline, pair)``: a :class:`SingleNetwork` and a :class:`DualRateModel`, both with
     ``cfg.parametrization``.
+
+  Raises:
+    ValueError: ``cfg`` lacks one of :data:`NETWORK_SETTINGS` (each value is checked by the
+      network it configures).
   """
+  missing = [n for n in NETWORK_SETTINGS if not hasattr(cfg, n)]
+  if missing:
+    raise ValueError(f"cfg lacks the network settings {missing} (needs {list(NETWORK_SETTINGS)})")
   vit = dict(
     image_size=image_size,
     channels=channels,

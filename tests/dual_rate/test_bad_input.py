@@ -3,6 +3,7 @@
 import functools
 
 import jax
+import ml_collections
 import numpy as np
 import optax
 from flax import nnx
@@ -227,6 +228,15 @@ CASES = [
     match="parametrization must be",
     jit=None,
     jit_reason="module constructor",
+  ),
+  Case(
+    "build_networks",
+    dr.build_networks,
+    (ml_collections.ConfigDict({"patch_size": 2}),),
+    dict(image_size=8, channels=1, num_classes=10, seed=0),
+    match=r"cfg lacks the network settings \['num_heads'",
+    jit=None,
+    jit_reason=HOST,
   ),
   Case(
     "count_params",
