@@ -10,7 +10,9 @@ expected form. No public function returns a plausible but wrong number, eagerly 
 1. **Trace-time checks (always).** Shapes, ranks, dtypes, pytree structures and static
    configuration (Python ints, floats, strings, config dataclasses) are known while tracing, so
    they raise the same error eagerly and under ``jax.jit``/``vmap``/``grad``. A NaN or
-   infinite *static* float (``temperature=float('nan')``) is a trace-time error too.
+   infinite *static* float (``temperature=float('nan')``) is a trace-time error too. Ranks
+   and shapes are checked with chex's static assertions, re-raised with a message that
+   names the argument.
 
 2. **Value checks on array data (eagerly: raise; traced: poison).** Checks that need the data
    (labels in ``[0, C)``, no NaN scores, token ids below the vocabulary size, non-negative
@@ -45,6 +47,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+import chex
 import jax
 import jax.core
 import jax.numpy as jnp
@@ -92,6 +95,19 @@ def _dtype_of(x: Any) -> np.dtype:
   return np.asarray(x).dtype
 
 
+def _chex_or_raise(assertion: Any, arr: jax.Array, expected: Any, message: str) -> None:
+  """Runs a static chex assertion on ``arr``; a failure becomes ``ValueError(message)``.
+
+  The rank and shape checks are chex's (``chex.assert_rank`` / ``chex.assert_shape``, the
+  trace-time checks JAX libraries share); the re-raise keeps this module's message, which
+  names the caller's argument, and its exception type.
+  """
+  try:
+    assertion(arr, expected)
+  except AssertionError as e:
+    raise ValueError(message) from e
+
+
 def check_array(
   x: Any,
   name: str,
@@ -117,6 +133,9 @@ def check_array(
 
   Raises:
     TypeError: wrong dtype kind (or not array-like). ValueError: wrong rank, shape or size.
+
+  Rank and shape go through ``chex.assert_rank`` / ``chex.assert_shape``, so
+  ``chex.disable_asserts()`` turns them off as it does every chex assertion.
   """
   if dtype is not None:
     try:
@@ -132,13 +151,16 @@ def check_array(
     raise TypeError(f"{name} must be an array, got {type(x).__name__}") from e
   if ndim is not None:
     allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
-    if arr.ndim not in allowed:
-      want = allowed[0] if len(allowed) == 1 else f"one of {allowed}"
-      raise ValueError(f"{name} must have rank {want}, got shape {arr.shape}")
+    want = allowed[0] if len(allowed) == 1 else f"one of {allowed}"
+    _chex_or_raise(
+      chex.assert_rank, arr, set(allowed), f"{name} must have rank {want}, got shape {arr.shape}"
+    )
   if shape is not None:
-    if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape)):
-      want = tuple("?" if s is None else s for s in shape)
-      raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+    dims = ", ".join("?" if s is None else str(s) for s in shape)
+    want = f"({dims},)" if len(shape) == 1 else f"({dims})"
+    _chex_or_raise(
+      chex.assert_shape, arr, tuple(shape), f"{name} must have shape {want}, got {arr.shape}"
+    )
   if nonempty and arr.size == 0:
     raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
   return arr

@@ -99,7 +99,7 @@ CASES = [
     "effective_coverage",
     E.effective_coverage,
     (IDX[:3], DATA, KS),
-    match=r"idx must have shape \(8, '\?'\)",
+    match=r"idx must have shape \(8, \?\)",
     id="coverage-idx-rows",
   ),
   Case(
