@@ -131,6 +131,7 @@ def _greedy(cands, roles, cand_mask, req, visible, cost, *, budget, mu, token_bu
     elig = cand_mask & ~chosen & (gain > 0)
     value = gain
     if token_budget is not None:
+      assert ccost is not None  # budgeted_coverage requires cost with token_budget
       elig = elig & (spent + ccost <= token_budget)
       value = gain / jnp.maximum(ccost, 1e-6)
     if force_start:

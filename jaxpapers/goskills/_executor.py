@@ -97,7 +97,7 @@ def simulate_execution(
   entry_decoy = np.zeros((t, n), bool)
   ent = entry >= 0
   entry_decoy[np.arange(t)[ent], entry[ent]] = True
-  decoy_exec = (live & (draws | entry_decoy)).any(1)
+  decoy_exec = np.asarray((live & (draws | entry_decoy)).any(1))  # [T] bool
   total = 2 + n_steps + n_checks
   got = entry_ok.astype(int) + step_in.sum(1) + checks_ok + (~decoy_exec).astype(int)
   read = (ids >= 0).sum(1)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Literal
 
 import flax.struct
 import jax
@@ -73,7 +74,7 @@ class GoSkillsConfig:
   iters: int = 50
   tol: float = 1e-6
   rev_factor: tuple = G.GOS_REVERSE_FACTORS
-  dangling: str = "self_loop"
+  dangling: Literal["self_loop", "uniform"] = "self_loop"
   use_group_graph: bool = True
   use_avoid: bool = True
 

@@ -422,16 +422,15 @@ def iterative_bm25_retrieve(
   q_texts = list(q_texts)
   out = np.zeros((len(q_texts), hops), np.int64)
   taken = np.zeros((len(q_texts), len(doc_texts)), bool)
-  queries = q_texts
+  queries: list[str] = q_texts
   for t in range(hops):
     s = bm25_scores(queries, doc_texts, k1=k1, b=b)
     s = np.where(taken, -np.inf, s)
     d = np.argmax(s, axis=1)  # the first maximum: ties go to the lower id
     out[:, t] = d
     taken[np.arange(len(q_texts)), d] = True
-    queries = [
-      f"{q} {doc_bridge[i]}" if keep_question else doc_bridge[i] for q, i in zip(q_texts, d)
-    ]
+    read = [doc_bridge[int(i)] for i in d]  # the bridge entity of each retrieved document
+    queries = [f"{q} {e}" if keep_question else e for q, e in zip(q_texts, read)]
   return out
 
 

@@ -64,6 +64,7 @@ def lm_hidden_fn(config: lm.LMConfig, *, layer: int = -1) -> LMFn:
     )
     res = cap["residual"][:, layer]  # [B, L, d]
     hidden = jnp.take_along_axis(res, positions[:, :, None].astype(jnp.int32), axis=1)
+    assert logits is not None  # logits_at=positions always returns logits
     return hidden, logits
 
   return fn
@@ -147,6 +148,7 @@ def lm_prefix_fn(config: lm.LMConfig, *, layer: int = -1) -> LMFn:
     )
     res = cap["residual"][:, layer]  # [B, L, d]
     hidden = jnp.take_along_axis(res, positions[:, :, None].astype(jnp.int32), axis=1)
+    assert logits is not None  # logits_at=positions always returns logits
     return hidden, logits
 
   return fn

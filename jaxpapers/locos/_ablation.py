@@ -124,13 +124,14 @@ def generate_texts(
   probes = list(probes)
   if not probes or not all(isinstance(p, Trial) for p in probes):
     raise ValueError("probes must be a non-empty sequence of Trial")
-  per_row = ablation is not None and np.ndim(ablation.mask) == 3
-  if per_row and np.shape(ablation.mask)[0] != len(probes):
-    raise ValueError(
-      f"a per-probe ablation.mask must be [len(probes)={len(probes)}, L, H], got "
-      f"{tuple(np.shape(ablation.mask))}"
-    )
-  masks = np.asarray(ablation.mask, bool) if per_row else None
+  masks = None  # per-probe head sets, bool [len(probes), L, H]
+  if ablation is not None and np.ndim(ablation.mask) == 3:
+    if np.shape(ablation.mask)[0] != len(probes):
+      raise ValueError(
+        f"a per-probe ablation.mask must be [len(probes)={len(probes)}, L, H], got "
+        f"{tuple(np.shape(ablation.mask))}"
+      )
+    masks = np.asarray(ablation.mask, bool)
   if (
     isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1
   ):
@@ -149,7 +150,8 @@ def generate_texts(
       rows = rows + [rows[-1]] * (width - len(rows))
       ids, mask = lm.left_pad(rows, length=length)
       abl = ablation
-      if per_row:  # the chunk's head sets; filler rows repeat the last one
+      if ablation is not None and masks is not None:
+        # per-probe head sets: the chunk's, with filler rows repeating the last one
         sel = idx[i : i + batch_size]
         sel = sel + [sel[-1]] * (width - len(sel))
         abl = lm.HeadAblation(mask=jnp.asarray(masks[sel]), mean=ablation.mean, mode=ablation.mode)
@@ -283,17 +285,21 @@ def ablation_curve(
   if mean is None:
     mean = jnp.zeros((L, H, config.head_dim), jnp.float32)
   key = jax.random.key(0) if key is None else key
-  kw = dict(
-    max_new_tokens=max_new_tokens,
-    stop_ids=stop_ids,
-    metric=metric,
-    batch_size=batch_size,
-    pad_to=pad_to,
-  )
 
   def run(mask):
     abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=jnp.asarray(mean), mode=mode)
-    return evaluate_probes(params, config, probes, tokenizer, ablation=abl, **kw)
+    return evaluate_probes(
+      params,
+      config,
+      probes,
+      tokenizer,
+      ablation=abl,
+      max_new_tokens=max_new_tokens,
+      stop_ids=stop_ids,
+      metric=metric,
+      batch_size=batch_size,
+      pad_to=pad_to,
+    )
 
   def summary(vals_per_k):
     cis = [bootstrap_ci(v, num_resamples=num_resamples, seed=i) for i, v in enumerate(vals_per_k)]

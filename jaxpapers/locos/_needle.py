@@ -143,5 +143,5 @@ def make_needle_probes(
     c0 = text.index(needle)
     c1 = c0 + len(needle)
     tok_idx = [j for j, (a, b) in enumerate(spans) if a < c1 and b > c0]
-    out.append(Trial(ids, (tok_idx[0], tok_idx[-1] + 1), name, kind))
+    out.append(Trial(tuple(ids), (tok_idx[0], tok_idx[-1] + 1), name, kind))
   return out

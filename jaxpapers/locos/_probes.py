@@ -343,12 +343,12 @@ def make_probes(
       text = _render(
         tokenizer, [(msg, stem)], system_prompt=system_prompt, prompt_format=prompt_format
       )
-      out.append(Trial(tokenizer.encode(text), (0, 0), city, kind))
+      out.append(Trial(tuple(tokenizer.encode(text)), (0, 0), city, kind))
       continue
     # the draws in this order (haystack, relations, slots, question) keep the items of
     # earlier versions for the same rng
     hay = [sents[i] for i in rng.integers(0, len(sents), filler_sentences)]
-    rel = [relations[i] for i in rng.integers(0, len(relations), num_needles)]
+    rel = [relations[int(i)] for i in rng.integers(0, len(relations), num_needles)]
     needles = [r.format(name=names[n], landmark=landmarks[l][0]) for r, n, l in zip(rel, ni, li)]
     slots = np.sort(rng.integers(0, filler_sentences + 1, num_needles))
     ctx = context(hay, slots, needles)
@@ -369,5 +369,5 @@ def make_probes(
     if getattr(tokenizer, "add_bos_default", False) and bos is not None:
       # a model trained with BOS (Gemma) gets it here too, as `encode` would add it
       ids, lo, hi = [bos, *ids], lo + 1, hi + 1
-    out.append(Trial(ids, (lo, hi), names[ni[target]], kind))
+    out.append(Trial(tuple(ids), (lo, hi), names[int(ni[target])], kind))
   return out

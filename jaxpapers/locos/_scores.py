@@ -305,7 +305,7 @@ def score_generation(
   prompt_len,
   rouge_threshold,
   post_norm="ignore",
-  contrastive_top_k=10,
+  contrastive_top_k: int | None = 10,
 ):
   """All detectors of one trial from its recorded generation (host-side NumPy).
 
@@ -554,7 +554,9 @@ def detect_heads(
           rouge_threshold=rouge_threshold,
           contrastive_top_k=None if contrastive == "mass" else contrastive_top_k,
         )
-  return aggregate(per_trial, config), per_trial
+  scored = [s for s in per_trial if s is not None]
+  assert len(scored) == len(trials)  # every trial lies in exactly one bucket
+  return aggregate(scored, config), scored
 
 
 def _check_prompt_ids(trials, config):
@@ -708,7 +710,7 @@ def rank_heads(scores: ArrayLike) -> list[tuple[int, int]]:
   """
   scores = _check_scores(scores)
   order = np.argsort(-scores.ravel(), kind="stable")
-  return [tuple(int(x) for x in np.unravel_index(i, scores.shape)) for i in order]
+  return [divmod(int(i), scores.shape[1]) for i in order]  # (layer, head), C order
 
 
 def random_heads(key: jax.Array, num_layers: int, num_heads: int, k: int) -> np.ndarray:

@@ -16,6 +16,7 @@ write onto the answer direction) and what a token-match detector can miss.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -109,7 +110,7 @@ class ToyTokenizer:
       One id per word (plus <bos> first when `add_bos`).
 
     Raises:
-      ValueError: a word is not in the vocabulary.
+      ValueError: a word is not in the vocabulary, or `add_bos` without a <bos> token.
     """
     if not isinstance(text, str):
       raise TypeError(f"text must be a str, got {type(text).__name__}")
@@ -117,7 +118,11 @@ class ToyTokenizer:
     if unknown:
       raise ValueError(f"text has words outside the toy vocabulary: {unknown[:5]}")
     ids = [self._ids[w] for w in text.split()]
-    return [self.bos_id] + ids if add_bos else ids
+    if not add_bos:
+      return ids
+    if self.bos_id is None:
+      raise ValueError("add_bos needs a '<bos>' token in the vocabulary")
+    return [self.bos_id, *ids]
 
   def decode(self, ids: Sequence[int]) -> str:
     """Space-joined tokens; negative ids (padding) are skipped, ids >= vocab_size rejected.
@@ -158,6 +163,14 @@ class ToyTokenizer:
     return () if self.eos_id is None else (self.eos_id,)
 
 
+def _id(tok: ToyTokenizer, token: str) -> int:
+  """Id of a token the toy task builds; each one is in its vocabulary."""
+  i = tok.token_to_id(token)
+  if i is None:
+    raise ValueError(f"{token!r} is not in the toy vocabulary")
+  return i
+
+
 def _episode(
   task: ToyTask,
   rng: np.random.Generator,
@@ -166,7 +179,7 @@ def _episode(
   num_needles: int | None = None,
 ):
   tok = task.tokenizer()
-  t = tok.token_to_id
+  t = functools.partial(_id, tok)
   n = num_needles or int(rng.integers(1, task.max_needles + 1))
   names = rng.choice(task.num_names, n, replace=False)
   lands = rng.choice(task.num_landmarks, n, replace=False)
@@ -189,7 +202,7 @@ def _episode(
     spans.append((start, start + 3))
     last = c
   hay += fill[last:]
-  prompt = [tok.bos_id] + hay + question
+  prompt = [t("<bos>")] + hay + question
   assert len(prompt) == task.prompt_len
   return prompt, spans[target], f"N{names[target]}"
 
@@ -225,11 +238,11 @@ def make_toy_trials(
   for _ in range(num):
     if kind == "parametric":
       land = int(rng.integers(task.num_landmarks))
-      prompt = [tok.bos_id, tok.token_to_id(f"L{land}"), tok.token_to_id("in")]
+      prompt = tuple(_id(tok, w) for w in ("<bos>", f"L{land}", "in"))
       out.append(Trial(prompt, (1, 2), f"C{city_of[land]}", kind))
     else:
       prompt, span, ans = _episode(task, rng, kind, city_of, num_needles)
-      out.append(Trial(prompt, span, ans, kind))
+      out.append(Trial(tuple(prompt), span, ans, kind))
   return out
 
 
@@ -272,19 +285,13 @@ def toy_batch(
     r = rng.random()
     if r < parametric_frac:
       land = int(rng.integers(task.num_landmarks))
-      seq = [
-        tok.bos_id,
-        tok.token_to_id(f"L{land}"),
-        tok.token_to_id("in"),
-        tok.token_to_id(f"C{city_of[land]}"),
-        tok.eos_id,
-      ]
+      seq = [_id(tok, w) for w in ("<bos>", f"L{land}", "in", f"C{city_of[land]}", "<eos>")]
       tokens[b, : len(seq)] = seq
       mask[b, 2:4] = 1.0
     else:
       kind = "literal" if rng.random() < literal_frac else "nonliteral"
       prompt, _, ans = _episode(task, rng, kind, city_of)
-      seq = prompt + [tok.token_to_id(ans), tok.eos_id]
+      seq = prompt + [_id(tok, ans), _id(tok, "<eos>")]
       tokens[b] = seq
       mask[b, len(prompt) - 1 : len(prompt) + 1] = 1.0
   return tokens, mask
