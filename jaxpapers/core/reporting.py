@@ -14,7 +14,8 @@ Paths
   index (``metrics.rows.0``); a key holding dots or slashes (``hr/cosine@1``) is matched whole.
   Inside an expanded row, series or panel a path is read relative to that entry first, then
   to the enclosing entries, then to the record; ``key`` is the entry's key (``key0``,
-  ``key1``, ... for each ``*`` level) and ``label`` its display name (``labels[key]``). A path
+  ``key1``, ... for each ``*`` level), ``label`` its display name (``labels[key]``) and
+  ``index`` its position (an entry's own field of that name comes first). A path
   found nowhere raises :class:`KeyError` naming the path. With ``view=`` a report also sees
   ``view.<...>``: the mapping a named pure function (``"experiments.soda.train:report_view"``)
   returns for the record, for shapes a path cannot select (the best run per horizon).
@@ -145,10 +146,12 @@ class Series:
   """One drawn series of a panel.
 
   Args:
-    y: a path of the values (a list, or a scalar with ``points``); or a number.
-    x: a path of the abscissae (default: 0..n-1, or the keys with ``points``); or a tuple.
+    y: a path of the values (a list, or a scalar with ``points``), a number, or a tuple of
+      paths/numbers (one value each).
+    x: a path of the abscissae (default: 0..n-1, or the labels with ``points``); or a tuple
+      of values (numbers, or text labels: the bars' groups).
     label: a legend template (``'{key}'``); '' draws no legend entry.
-    err: a path of the half-widths (error bars, or a band with ``band``).
+    err: a path (or tuple of paths) of the half-widths (error bars, or a band with ``band``).
     band: draw ``err`` as a shaded band; a 2-D ``y`` [seeds, T] gets its seed-std band.
     style: a matplotlib format string (``'o-'``, ``'s--'``, ``':'``).
     color: a matplotlib colour; default: the next of the cycle.
@@ -160,10 +163,10 @@ class Series:
     when: a path that must exist (and not be None/False) for the series to be drawn.
   """
 
-  y: str | float
+  y: str | float | tuple[Any, ...]
   x: str | tuple[Any, ...] | None = None
   label: str = ""
-  err: str | None = None
+  err: str | tuple[Any, ...] | None = None
   band: bool = False
   style: str = "o-"
   color: str | None = None
@@ -311,13 +314,13 @@ class Scope:
     if not isinstance(path, str) or not path:
       raise KeyError(f"a path must be a non-empty string, got {path!r}")
     for value, names in self.frames:
-      if path in names:
-        return names[path]
       if isinstance(value, (Mapping, list, tuple)):
         try:
           return claims_lib.lookup(value, path)
         except (KeyError, IndexError):
           pass
+      if path in names:
+        return names[path]
     try:
       return claims_lib.lookup(self.record, path)
     except (KeyError, IndexError) as e:
@@ -577,17 +580,20 @@ def _array(value: Any, path: Any) -> np.ndarray:
 
 
 def _value(spec: Any, scope: Scope) -> Any:
+  """A path's value, a number as is, or a tuple of paths/numbers as a list."""
+  if isinstance(spec, tuple):
+    return [_value(v, scope) for v in spec]
   return scope.get(spec) if isinstance(spec, str) else spec
 
 
 def _one_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
   y = _array(_value(s.y, scope), s.y)
   n = y.shape[-1] if y.ndim else 1
-  x = np.arange(n) if s.x is None else _value(s.x, scope)
+  x = np.arange(n) if s.x is None else list(s.x) if isinstance(s.x, tuple) else scope.get(s.x)
   return {
     "x": x if isinstance(x, np.ndarray) else list(x),
     "y": y,
-    "err": None if s.err is None else _array(scope.get(s.err), s.err),
+    "err": None if s.err is None else _array(_value(s.err, scope), s.err),
     "label": fill(s.label, scope),
     "color": s.color or color,
     "style": s.style,
@@ -600,7 +606,7 @@ def _point_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
   for e in expand(scope, s.points, keys=s.keys, where=s.where, labels=s.labels):
     xs.append(e.get("label") if s.x is None else _value(s.x, e))
     ys.append(_value(s.y, e))
-    es.append(None if s.err is None else e.get(s.err))
+    es.append(None if s.err is None else _value(s.err, e))
   return {
     "x": xs,
     "y": _array(ys, s.y),
