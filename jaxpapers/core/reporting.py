@@ -121,13 +121,15 @@ class Table:
   Args:
     columns: the columns.
     over: a path (with optional ``*`` levels) whose entries are the rows.
-    rows: instead of ``over``, explicit row paths (each row's key is its last segment).
+    rows: instead of ``over``, explicit row paths (each row's key is its last segment);
+      neither: the table is its ``extra_rows``.
     keys: keep only these entry keys, in this order.
     where: keep entries whose relative path equals the value (``{'family': 'adamw'}``).
     labels: display names by key, available to templates as ``{label}``.
     title: a template paragraph printed above the table (e.g. ``'**digits**'``).
     extra_rows: rows appended as given (templates read against the record), e.g. a reference.
-    when: a path that must exist (and not be None/False) for the table to be rendered.
+    when: a path that must exist (and not be None/False) for the table to be rendered
+      (``'!path'``: must not); the same for every ``when`` below.
   """
 
   columns: tuple[Column, ...]
@@ -328,9 +330,12 @@ class Scope:
       raise KeyError(f"metric path {path!r} is not in the results record{where}: {e}") from None
 
   def has(self, path: str | None) -> bool:
-    """Whether ``path`` resolves to something other than None/False (None path: True)."""
+    """Whether ``path`` resolves to something other than None/False (None path: True);
+    ``'!path'``: whether it does not."""
     if path is None:
       return True
+    if path.startswith("!"):
+      return not self.has(path[1:])
     try:
       v = self.get(path)
     except KeyError:
@@ -531,8 +536,8 @@ def render_table(table: Table, record: Mapping[str, Any], *, view: str | None = 
 def _render_table(table: Table, scope: Scope) -> str:
   if not scope.has(table.when):
     return ""
-  if (table.over is None) == (not table.rows):
-    raise ValueError("a Table needs exactly one of over= (a path to expand) and rows= (paths)")
+  if table.over is not None and table.rows:
+    raise ValueError("a Table takes over= (a path to expand) or rows= (paths), not both")
   headers = [fill(c.header, scope) for c in table.columns]
   rows = [[_cell(c, row) for c in table.columns] for row in _rows(table, scope)]
   for extra in table.extra_rows:
