@@ -505,20 +505,8 @@ def _ms(x):
 
 
 METHODS = ("fixed", "entropy_control", "oracle_control", "flare_entropy", "one_call", "oracle_hops")
-LABELS = {
-  "fixed": "LAnR, fixed T_max = 3",
-  "entropy_control": "LAnR + control (entropy labels)",
-  "oracle_control": "LAnR + control (oracle labels)",
-  "flare_entropy": "LAnR + FLARE-like entropy threshold",
-  "one_call": "LAnR, always 1 call (trivial)",
-  "oracle_hops": "LAnR, true hop count (oracle)",
-}
 FROZEN = ("untrained_cosine", "whitened_cosine")
 ITERATIVE = ("bm25_iterative_with_question", "bm25_iterative_bridge")
-FROZEN_LABELS = {
-  "untrained_cosine": "untrained cosine of the frozen states, 3 calls",
-  "whitened_cosine": "whitened cosine of the frozen states, 3 calls",
-}
 
 
 def _entropy_auroc(h, sufficient) -> float:
