@@ -158,11 +158,13 @@ class Series:
     style: a matplotlib format string (``'o-'``, ``'s--'``, ``':'``).
     color: a matplotlib colour; default: the next of the cycle.
     over: one series per entry of this path.
-    points: one point per entry of this path (y, x and err read relative to the entry).
+    points: one point per entry of this path (y, x and err read relative to the entry; x may
+      be a template such as ``'{key}'``).
     keys: keep only these entries of ``over`` / ``points``, in this order.
     where: keep the entries whose relative path equals the value.
     labels: display names by key (``{label}``).
     when: a path that must exist (and not be None/False) for the series to be drawn.
+    annotate: write the label beside each point (``line`` kind) instead of in the legend.
   """
 
   y: str | float | tuple[Any, ...]
@@ -178,6 +180,7 @@ class Series:
   where: Mapping[str, Any] | None = None
   labels: Mapping[str, str] | None = None
   when: str | None = None
+  annotate: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -585,9 +588,11 @@ def _array(value: Any, path: Any) -> np.ndarray:
 
 
 def _value(spec: Any, scope: Scope) -> Any:
-  """A path's value, a number as is, or a tuple of paths/numbers as a list."""
+  """A path's value, a template's text, a number as is, or a tuple of those as a list."""
   if isinstance(spec, tuple):
     return [_value(v, scope) for v in spec]
+  if isinstance(spec, str) and "{" in spec:
+    return fill(spec, scope)
   return scope.get(spec) if isinstance(spec, str) else spec
 
 
@@ -596,13 +601,14 @@ def _one_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
   n = y.shape[-1] if y.ndim else 1
   x = np.arange(n) if s.x is None else list(s.x) if isinstance(s.x, tuple) else scope.get(s.x)
   return {
-    "x": x if isinstance(x, np.ndarray) else list(x),
+    "x": x if isinstance(x, np.ndarray) else list(x) if isinstance(x, (list, tuple)) else [x],
     "y": y,
     "err": None if s.err is None else _array(_value(s.err, scope), s.err),
     "label": fill(s.label, scope),
     "color": s.color or color,
     "style": s.style,
     "band": s.band,
+    "annotate": s.annotate,
   }
 
 
@@ -620,6 +626,7 @@ def _point_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
     "color": s.color or color,
     "style": s.style,
     "band": s.band,
+    "annotate": s.annotate,
   }
 
 
@@ -654,6 +661,10 @@ def _draw_lines(ax, panel: Panel, series: list[dict[str, Any]]) -> None:
   del panel
   for s in series:
     x, y, label = _numeric_x(ax, s["x"]), s["y"], s["label"] or None
+    if s.get("annotate") and label:
+      for xi, yi in zip(np.atleast_1d(x), np.atleast_1d(y)):
+        ax.annotate(label, (xi, yi), fontsize=7)
+      label = None
     if y.ndim == 2:  # [seeds, T]: the mean, with the seed-std band
       mean = y.mean(0)
       ax.plot(x, mean, s["style"], color=s["color"], label=label, ms=3)
