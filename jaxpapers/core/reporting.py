@@ -105,7 +105,7 @@ class Column:
     header: the column title (a template, read against the record).
     value: a path of the cell's value (formatted with ``fmt``), or a template with ``{...}``.
     fmt: the format spec of a path's value (``'.3f'``, ``'.1%'``, ``'d'``).
-    err: a path of a spread printed as ``value ± err`` (same format).
+    err: a path of a spread printed as ``value ± err`` (same format; a NaN spread is left out).
   """
 
   header: str
@@ -165,6 +165,7 @@ class Series:
     labels: display names by key (``{label}``).
     when: a path that must exist (and not be None/False) for the series to be drawn.
     annotate: write the label beside each point (``line`` kind) instead of in the legend.
+    xerr: a path (or tuple of paths) of horizontal half-widths (``line`` kind).
   """
 
   y: str | float | tuple[Any, ...]
@@ -181,6 +182,7 @@ class Series:
   labels: Mapping[str, str] | None = None
   when: str | None = None
   annotate: bool = False
+  xerr: str | tuple[Any, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -457,6 +459,7 @@ def format_value(value: Any, fmt: str | None = None) -> str:
   """
   if isinstance(value, (list, tuple)):
     return "/".join(format_value(v, fmt) for v in value)
+  value = _number(value)
   if value is None or isinstance(value, str) or fmt is None:
     return report_lib.format_cell(value) if fmt is None else ("-" if value is None else value)
   if isinstance(value, (bool, np.bool_)):
@@ -509,13 +512,24 @@ def _rows(table: Table, scope: Scope) -> Iterator[Scope]:
     yield scope.child(scope.get(path), {"key": key, "label": label, "index": i})
 
 
+_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}  # as write_results writes them
+
+
+def _number(value: Any) -> Any:
+  """``value``, with the text a results record holds for NaN and infinities as floats."""
+  return _NONFINITE.get(value, value) if isinstance(value, str) else value
+
+
 def _cell(col: Column, scope: Scope) -> str:
   if "{" in col.value:
     return fill(col.value, scope)
-  value = scope.get(col.value)
+  value = _number(scope.get(col.value))
   if col.err is None or value is None:
     return format_value(value, col.fmt)
-  return str(report_lib.MeanStd(value, scope.get(col.err), fmt=col.fmt))
+  err = _number(scope.get(col.err))
+  if isinstance(err, float) and not math.isfinite(err):
+    err = None  # no spread measured (one seed): the value alone
+  return str(report_lib.MeanStd(value, err, fmt=col.fmt))
 
 
 def render_table(table: Table, record: Mapping[str, Any], *, view: str | None = None) -> str:
@@ -580,9 +594,9 @@ def register_kind(name: str) -> Callable[[PlotKind], PlotKind]:
 
 def _array(value: Any, path: Any) -> np.ndarray:
   try:
-    return np.asarray([np.nan if v is None else v for v in value], np.float64)
-  except TypeError:
-    return np.asarray(np.nan if value is None else value, np.float64)
+    if isinstance(value, (list, tuple)):
+      return np.asarray([np.nan if v is None else _number(v) for v in value], np.float64)
+    return np.asarray(np.nan if value is None else _number(value), np.float64)
   except ValueError as e:
     raise ValueError(f"series path {path!r}: not numeric: {e}") from None
 
@@ -609,6 +623,7 @@ def _one_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
     "style": s.style,
     "band": s.band,
     "annotate": s.annotate,
+    "xerr": None if s.xerr is None else _array(_value(s.xerr, scope), s.xerr),
   }
 
 
@@ -627,6 +642,7 @@ def _point_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
     "style": s.style,
     "band": s.band,
     "annotate": s.annotate,
+    "xerr": None,
   }
 
 
@@ -674,8 +690,18 @@ def _draw_lines(ax, panel: Panel, series: list[dict[str, Any]]) -> None:
     elif s["err"] is not None and s["band"]:
       ax.plot(x, y, s["style"], color=s["color"], label=label, ms=3)
       ax.fill_between(x, y - s["err"], y + s["err"], color=s["color"], alpha=0.2, lw=0)
-    elif s["err"] is not None:
-      ax.errorbar(x, y, yerr=s["err"], fmt=s["style"], color=s["color"], label=label, capsize=3)
+    elif s["err"] is not None or s.get("xerr") is not None:
+      ax.errorbar(
+        x,
+        y,
+        yerr=s["err"],
+        xerr=s.get("xerr"),
+        fmt=s["style"],
+        color=s["color"],
+        label=label,
+        capsize=3,
+        ms=4,
+      )
     else:
       ax.plot(x, y, s["style"], color=s["color"], label=label, ms=3)
 
