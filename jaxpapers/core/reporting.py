@@ -10,6 +10,7 @@ and fail on a missing path or a figure the record does not list).
 
 Paths
   A path is dotted (:func:`jaxpapers.core.claims.lookup`): ``metrics.summary.lse.best_loss``,
+  optionally reduced (``metrics.runs.acc|mean``, ``|std``, ``|min``, ``|max``, ``|sum``, ``|len``),
   ``config.widths``, ``claims.<id>.measured`` (the judged claim with that id), list items by
   index (``metrics.rows.0``); a key holding dots or slashes (``hr/cosine@1``) is matched whole.
   Inside an expanded row, series or panel a path is read relative to that entry first, then
@@ -28,7 +29,8 @@ Templates
 Expansion
   ``over`` names a mapping or list whose entries become rows (:class:`Table`), series
   (:class:`Series`) or panels (:class:`Panel`); ``*`` segments expand intermediate levels
-  (``metrics.tasks.*.rows``: every row of every task). ``keys`` picks and orders entries by
+  (``metrics.tasks.*.rows``: every row of every task; ``metrics.summary.*``: every entry of
+  every entry). ``keys`` picks and orders entries by
   key, ``where`` keeps those whose relative paths equal the given values. A :class:`Series`
   with ``points`` draws one point per entry instead (x = the entry's ``x`` path or its key).
 
@@ -163,7 +165,8 @@ class Series:
     keys: keep only these entries of ``over`` / ``points``, in this order.
     where: keep the entries whose relative path equals the value.
     labels: display names by key (``{label}``).
-    when: a path that must exist (and not be None/False) for the series to be drawn.
+    when: a path that must exist (and not be None/False) for the series to be drawn; with
+      ``over``, read in each entry (e.g. only the entries that hold an arm).
     annotate: write the label beside each point (``line`` kind) instead of in the legend.
     xerr: a path (or tuple of paths) of horizontal half-widths (``line`` kind).
   """
@@ -320,6 +323,9 @@ class Scope:
     """
     if not isinstance(path, str) or not path:
       raise KeyError(f"a path must be a non-empty string, got {path!r}")
+    if "|" in path:
+      path, *ops = (p.strip() for p in path.split("|"))
+      return reduce_value(self.get(path), ops, path)
     for value, names in self.frames:
       if isinstance(value, (Mapping, list, tuple)):
         try:
@@ -346,6 +352,34 @@ class Scope:
     except KeyError:
       return False
     return v is not None and v is not False
+
+
+_REDUCERS: dict[str, Callable[[np.ndarray], Any]] = {
+  "mean": np.mean,
+  "std": np.std,  # over seeds, ddof = 0 (as the experiments' mean ± std tables)
+  "min": np.min,
+  "max": np.max,
+  "sum": np.sum,
+  "len": len,
+}
+
+
+def reduce_value(value: Any, ops: Sequence[str], path: str = "") -> Any:
+  """``value`` (a list of numbers) reduced by each of ``ops`` in turn (``'mean'``, ``'std'``,
+  ``'min'``, ``'max'``, ``'sum'``, ``'len'``); a path ``'x|mean'`` reads this way.
+
+  Returns:
+    A float (an int for ``len``).
+  """
+  for op in ops:
+    if op not in _REDUCERS:
+      raise KeyError(f"metric path {path!r}: unknown reducer {op!r}; known: {sorted(_REDUCERS)}")
+    if op == "len":
+      value = len(value)
+      continue
+    arr = np.asarray([np.nan if v is None else _number(v) for v in value], np.float64)
+    value = float(_REDUCERS[op](arr))
+  return value
 
 
 def record_view(record: Mapping[str, Any], view: str | None = None) -> dict[str, Any]:
@@ -395,7 +429,8 @@ def expand(
 
   Args:
     scope: where ``over`` is resolved.
-    over: the path; ``a.*.b``: every entry of ``b`` under every entry of ``a``.
+    over: the path; each ``*`` adds a level: ``a.*.b``: every entry of ``b`` under every
+      entry of ``a``; ``a.*``: every entry of every entry of ``a``.
     keys: keep only entries whose key (its ``str``) is one of these, in this order.
     where: keep entries whose relative path equals the value.
     labels: display names by key (``label``); default the key.
@@ -405,8 +440,8 @@ def expand(
     ``key1`` for each level), ``label`` and ``index`` (0, 1, ... among those kept).
   """
   parts = [p.strip(".") for p in over.split("*")]
-  if not parts[-1]:
-    raise KeyError(f"over path {over!r} must not end in '*' (the last level always expands)")
+  if not parts[0]:
+    raise KeyError(f"over path {over!r} must not start with '*'")
   entries: list[tuple[tuple[Any, ...], Any]] = [((), None)]
   for part in parts:
     entries = [
@@ -650,11 +685,12 @@ def resolve_series(panel: Panel, scope: Scope) -> list[dict[str, Any]]:
   """The drawn series of one panel, each a dict (see :func:`register_kind`)."""
   out = []
   for s in panel.series:
-    if not scope.has(s.when):
+    if s.over is None and not scope.has(s.when):
       continue
     if s.over is not None:
       for e in expand(scope, s.over, keys=s.keys, where=s.where, labels=s.labels):
-        out.append(_one_series(s, e, f"C{len(out) % 10}"))
+        if e.has(s.when):  # read in each entry (relative first)
+          out.append(_one_series(s, e, f"C{len(out) % 10}"))
     elif s.points is not None:
       out.append(_point_series(s, scope, f"C{len(out) % 10}"))
     else:
