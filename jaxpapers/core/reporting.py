@@ -108,12 +108,14 @@ class Column:
     value: a path of the cell's value (formatted with ``fmt``), or a template with ``{...}``.
     fmt: the format spec of a path's value (``'.3f'``, ``'.1%'``, ``'d'``).
     err: a path of a spread printed as ``value ± err`` (same format; a NaN spread is left out).
+    missing: the text of a cell whose path is absent (None: an absent path is an error).
   """
 
   header: str
   value: str
   fmt: str = ".3g"
   err: str | None = None
+  missing: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +168,7 @@ class Series:
     where: keep the entries whose relative path equals the value.
     labels: display names by key (``{label}``).
     when: a path that must exist (and not be None/False) for the series to be drawn; with
-      ``over``, read in each entry (e.g. only the entries that hold an arm).
+      ``over`` / ``points``, read in each entry (only the entries that hold an arm).
     annotate: write the label beside each point (``line`` kind) instead of in the legend.
     xerr: a path (or tuple of paths) of horizontal half-widths (``line`` kind).
   """
@@ -556,6 +558,11 @@ def _number(value: Any) -> Any:
 
 
 def _cell(col: Column, scope: Scope) -> str:
+  if col.missing is not None:
+    try:
+      return _cell(dataclasses.replace(col, missing=None), scope)
+    except KeyError:
+      return col.missing
   if "{" in col.value:
     return fill(col.value, scope)
   value = _number(scope.get(col.value))
@@ -665,6 +672,8 @@ def _one_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
 def _point_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
   xs, ys, es = [], [], []
   for e in expand(scope, s.points, keys=s.keys, where=s.where, labels=s.labels):
+    if not e.has(s.when):
+      continue
     xs.append(e.get("label") if s.x is None else _value(s.x, e))
     ys.append(_value(s.y, e))
     es.append(None if s.err is None else _value(s.err, e))
@@ -685,7 +694,7 @@ def resolve_series(panel: Panel, scope: Scope) -> list[dict[str, Any]]:
   """The drawn series of one panel, each a dict (see :func:`register_kind`)."""
   out = []
   for s in panel.series:
-    if s.over is None and not scope.has(s.when):
+    if s.over is None and s.points is None and not scope.has(s.when):
       continue
     if s.over is not None:
       for e in expand(scope, s.over, keys=s.keys, where=s.where, labels=s.labels):
