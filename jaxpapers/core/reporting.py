@@ -134,6 +134,8 @@ class Table:
     extra_rows: rows appended as given (templates read against the record), e.g. a reference.
     when: a path that must exist (and not be None/False) for the table to be rendered
       (``'!path'``: must not); the same for every ``when`` below.
+    each: one copy of the table per entry of this path (e.g. per budget), read in that entry
+      (``over``, templates) first.
   """
 
   columns: tuple[Column, ...]
@@ -145,6 +147,7 @@ class Table:
   title: str = ""
   extra_rows: tuple[tuple[str, ...], ...] = ()
   when: str | None = None
+  each: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -595,6 +598,10 @@ def render_table(table: Table, record: Mapping[str, Any], *, view: str | None = 
 def _render_table(table: Table, scope: Scope) -> str:
   if not scope.has(table.when):
     return ""
+  if table.each is not None:
+    one = dataclasses.replace(table, each=None)
+    parts = [_render_table(one, entry) for entry in expand(scope, table.each)]
+    return "\n\n".join(p for p in parts if p)
   if table.over is not None and table.rows:
     raise ValueError("a Table takes over= (a path to expand) or rows= (paths), not both")
   headers = [fill(c.header, scope) for c in table.columns]
