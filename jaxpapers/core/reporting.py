@@ -677,6 +677,7 @@ def _one_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
 
 
 def _point_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
+  assert s.points is not None
   xs, ys, es = [], [], []
   for e in expand(scope, s.points, keys=s.keys, where=s.where, labels=s.labels):
     if not e.has(s.when):
