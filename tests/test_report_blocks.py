@@ -167,6 +167,4 @@ def test_inline_formats():
 def test_declared_figures_render_from_every_committed_record():
   """Every committed record of an experiment that declares its report renders (no missing
   path, no figure its record does not list) without a run."""
-  from experiments import report as report_mod  # pylint: disable=import-outside-toplevel
-
-  assert report_mod.render_committed(check=True) == []
+  assert report.render_committed(check=True) == []
