@@ -16,6 +16,13 @@ A README marks what is generated; everything between the markers is replaced::
   <!-- generated: changes lanr -->         verdicts changed by re-judging, with the reason
   <!-- generated: performance -->          the benchmarks' table (benchmarks/results/*.json)
 
+With ``--render`` it re-renders, from each committed ``results.json``, the figures its
+config declares (``config.report``, :mod:`jaxpapers.core.reporting`; the config is the one its
+recorded command names) into the results folder; ``--render --check`` renders them into a
+scratch folder instead and exits 1 if a declared path is missing or a figure is not among the
+record's ``plots`` (a record whose ``table_markdown`` was written by older code, or from values
+since compacted to 9 digits, is named, not failed).
+
 and inline numbers in prose are spans::
 
   <!--value lanr claims.control_cuts_calls.measured .2f-->1.42<!--/value-->
@@ -35,14 +42,16 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import sys
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from absl import app, flags
 
 from jaxpapers.core import claims as claims_lib
-from jaxpapers.core import registration
+from jaxpapers.core import registration, reporting
 from jaxpapers.core import report as report_lib
 
 FLAGS = flags.FLAGS
@@ -300,10 +309,73 @@ def run(*, check: bool, root: pathlib.Path = ROOT) -> list[Stale]:
   return stale
 
 
+# ------------------------------------------------------------------ declared reports
+
+
+def config_module(record: Mapping[str, Any], results: pathlib.Path, root: pathlib.Path = ROOT):
+  """The module name of the config that produced ``record`` (its command's ``--config``);
+  ``experiments.<paper>.configs.default`` when the command names none."""
+  for arg in shlex.split(record.get("command") or ""):
+    if arg.startswith("--config=") and arg.endswith(".py"):
+      return arg[len("--config=") : -len(".py")].replace("/", ".")
+  paper = results.relative_to(root / "experiments").parts[0]
+  return f"experiments.{paper}.configs.default"
+
+
+def declared_report(record: Mapping[str, Any], results: pathlib.Path, root: pathlib.Path = ROOT):
+  """The :class:`jaxpapers.core.reporting.Report` of the config of ``record``, or None."""
+  import importlib  # pylint: disable=import-outside-toplevel
+
+  module = importlib.import_module(config_module(record, results, root))
+  spec = module.get_config().get("report")
+  return spec if isinstance(spec, reporting.Report) else None
+
+
+def render_committed(*, check: bool, root: pathlib.Path = ROOT) -> list[str]:
+  """Re-renders the declared figures of every committed results file (see the module
+  docstring).
+
+  Args:
+    check: render into a scratch folder (the committed PNGs stay as they are).
+    root: the repository root.
+
+  Returns:
+    The problems found, one line each: a declared path missing from a record, or a figure
+    the record does not list among its plots.
+  """
+  problems = []
+  for path in sorted((root / "experiments").glob("*/results/**/results.json")):
+    if "cells" in path.relative_to(root).parts:
+      continue
+    record = json.loads(path.read_text())
+    spec = declared_report(record, path, root)
+    if spec is None:
+      continue
+    rel = path.relative_to(root)
+    with tempfile.TemporaryDirectory() as tmp:
+      try:
+        tables, pngs = reporting.render(spec, record, tmp if check else path.parent)
+      except (KeyError, ValueError, TypeError) as e:
+        problems.append(f"{rel}: {e}")
+        continue
+    extra = sorted({p.name for p in pngs} - set(record.get("plots") or []))
+    if extra:
+      problems.append(f"{rel}: figures {extra} are not among the record's plots")
+    same = tables.rstrip() == (record.get("table_markdown") or "").rstrip()
+    note = "" if same else "; its tables render differently from the recorded table_markdown"
+    print(f"{rel}: {len(pngs)} figure(s) {'checked' if check else 're-rendered'}{note}")
+  return problems
+
+
 def main(argv: Sequence[str]) -> None:
   if len(argv) > 1:
     raise app.UsageError(f"unexpected arguments: {argv[1:]}")
   check = FLAGS.check
+  if FLAGS.render:
+    problems = render_committed(check=check)
+    for p in problems:
+      print(p, file=sys.stderr)
+    sys.exit(1 if problems else 0)
   stale = run(check=check)
   for s in stale:
     print(f"{s.readme.relative_to(ROOT)}: {'stale' if check else 'regenerated'}: {s.spec}")
@@ -320,4 +392,5 @@ def main(argv: Sequence[str]) -> None:
 
 if __name__ == "__main__":
   flags.DEFINE_bool("check", False, "Write nothing; exit 1 if any block is stale.")
+  flags.DEFINE_bool("render", False, "Re-render the declared figures from committed results.")
   app.run(main)

@@ -161,3 +161,10 @@ def test_inline_formats():
   assert report.format_inline(9.1e-13, ".1e") == "9.1e-13"
   assert report.format_inline(None, ".2f") == "–" and report.format_inline("held", "s") == "held"
   assert report.format_inline(True, "s") == "True"
+
+
+@pytest.mark.slow
+def test_declared_figures_render_from_every_committed_record():
+  """Every committed record of an experiment that declares its report renders (no missing
+  path, no figure its record does not list) without a run."""
+  assert report.render_committed(check=True) == []

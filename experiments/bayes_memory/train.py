@@ -420,37 +420,35 @@ def derived_metrics(q, col, g_logit, c, g_plc=None) -> dict:
   return out
 
 
-def _plots(d, workdir):
-  from jaxpapers.core import report
+def report_view(record: dict) -> dict:
+  """The methods of a results record as ``configs/default.py``'s report shows them.
 
-  methods = list(d["accuracy"])
-  fig = report.grouped_bars(
-    methods,
-    {
-      "accuracy (preference questions)": (
-        [d["accuracy"][m] for m in methods],
-        [d["accuracy_ci"][m] for m in methods],
-      ),
-      "evidence recall@1": ([d["evidence_recall_at_1"].get(m, np.nan) for m in methods], None),
-    },
-    ylabel="fraction",
-    title="Turn selection on changing-preference dialogues (95% bootstrap CI)",
-    horizontal_line=0.5,
-    figsize=(10, 4),
-  )
-  core.save_figure(fig, workdir, "accuracy")
-  import matplotlib.pyplot as plt
+  Returns:
+    ``{"methods": {method: its values}, "table": {method: its values}}``: every method with
+    an accuracy, and the reported ones (with the greedy arm when ``greedy_k > 0``), each with
+    ``label``, ``accuracy``, ``accuracy_ci``, ``seed_mean``, ``seed_std`` (over the per-seed
+    accuracies), ``loglik_per_token``, ``evidence_recall_at_1`` and ``stale_rate_at_1`` (None
+    where not defined), ``read_fraction`` and ``turns_read_fraction``.
+  """
+  d = record["metrics"]["derived"]
 
-  fig, ax = plt.subplots(figsize=(5, 3.8))
-  for m in methods:
-    ax.errorbar(
-      d["turns_read_fraction"][m], d["accuracy"][m], yerr=d["accuracy_ci"][m], fmt="o", capsize=3
-    )
-    ax.annotate(m, (d["turns_read_fraction"][m], d["accuracy"][m]), fontsize=7)
-  ax.set(xlabel="fraction of history turns put in the prompt", ylabel="accuracy")
-  ax.set_title("Memory read vs accuracy")
-  fig.tight_layout()
-  core.save_figure(fig, workdir, "reads_vs_accuracy")
+  def row(m):
+    per_seed = np.asarray(d["accuracy_per_seed"][m], np.float64)
+    return {
+      "label": f"{m} (oracle: upper bound)" if m in ORACLE_METHODS else m,
+      "accuracy": d["accuracy"][m],
+      "accuracy_ci": d["accuracy_ci"][m],
+      "seed_mean": float(per_seed.mean()),
+      "seed_std": float(per_seed.std()),
+      "loglik_per_token": d["loglik_per_token"][m],
+      "evidence_recall_at_1": d["evidence_recall_at_1"].get(m),
+      "stale_rate_at_1": d["stale_rate_at_1"].get(m),
+      "read_fraction": d["read_fraction"][m],
+      "turns_read_fraction": d["turns_read_fraction"][m],
+    }
+
+  shown = METHODS + (GREEDY_METHODS if record["config"]["greedy_k"] > 0 else ())
+  return {"methods": {m: row(m) for m in d["accuracy"]}, "table": {m: row(m) for m in shown}}
 
 
 def scored_dialogues(store, key, c) -> list[int]:
@@ -534,41 +532,10 @@ def train_and_evaluate(config, workdir) -> dict:
   d["dialogue_indices"] = keep if len(keep) < c.n_dialogues else "all"
   d["lm_token_saving"] = cost["oracle_tokens"] / max(cost["distilled_tokens"], 1)
   metrics = {"derived": d, "distill_loss_first_last": losses, "lm_scoring_s": lm_s}
-  _plots(d, workdir)
-  rows = [
-    [
-      f"{m} (oracle: upper bound)" if m in ORACLE_METHODS else m,
-      core.MeanStd(d["accuracy"][m], d["accuracy_ci"][m]),
-      core.MeanStd(
-        float(np.mean(d["accuracy_per_seed"][m])), float(np.std(d["accuracy_per_seed"][m]))
-      ),
-      d["loglik_per_token"][m],
-      d["evidence_recall_at_1"].get(m),
-      d["stale_rate_at_1"].get(m),
-      d["read_fraction"][m],
-      d["turns_read_fraction"][m],
-    ]
-    for m in METHODS + (GREEDY_METHODS if c.greedy_k > 0 else ())
-  ]
-  table = core.markdown_table(
-    [
-      "method",
-      "accuracy ± 95% CI",
-      "per-seed mean ± std",
-      "log p(y)/token",
-      "recall@1",
-      "stale@1",
-      "reads memory",
-      "turns read",
-    ],
-    rows,
-    fmt=".3f",
-  )
   core.write_results(
     workdir,
     metrics=metrics,
     config=c,
-    table_markdown=table,
     notes=f"{c.model}: {d['n_questions']} questions ({d['n_preference_questions']} need memory) "
     f"over {len(c.seeds)} seeds; generated dialogues (reconstruction); distilled selector "
     "trained leave-one-seed-out.",

@@ -391,79 +391,38 @@ def derived_metrics(cfg: Config, cells: list) -> dict:
   return d
 
 
-def _table(cfg: Config, summ: dict) -> str:
-  lines = []
-  for b in cfg.budgets:
-    rows = []
-    for m in METHODS:
-      s = summ[m][str(b)]
-      rows.append([m] + [core.MeanStd(s[k]["mean"], s[k]["std"], fmt=f) for k, f in (
-        ("coverage", ".3f"), ("success", ".3f"), ("reward", ".3f"), ("entry_ok", ".3f"),
-        ("steps_recall", ".3f"), ("decoy_executed", ".3f"), ("steps", ".2f"), ("tokens", ".0f"),
-      )])  # fmt: skip
-    lines += [
-      f"**Budget B = {b}** (mean ± std over {cfg.seeds} seeds; each seed averages "
-      f"{len(cfg.n_skills) * len(cfg.reuse) * len(cfg.decoy_rate)} library settings x "
-      f"{cfg.tasks} tasks; generated libraries, simulated executor)",
-      "",
-      core.markdown_table(
-        [
-          "method",
-          "coverage",
-          "success",
-          "reward",
-          "entry ok",
-          "step recall",
-          "decoy run",
-          "steps",
-          "tokens",
-        ],  # fmt: skip
-        rows,
-      ),
-      "",
-    ]
-  lines += [_ladder_table(cfg, summ), ""]
-  return "\n".join(lines)
+def report_view(record: dict) -> dict:
+  """The summary of a results record as ``configs/default.py``'s report shows it.
 
-
-def _ladder_table(cfg: Config, summ: dict) -> str:
-  """The ablation ladder at the headline budget: structure added one piece at a time."""
-  b = str(cfg.headline_budget)
-  what = {
+  Returns:
+    ``{"by_budget": [{"budget", "methods": {method: {metric: {mean, std}}}}],
+    "ladder": {method: {"adds": what it adds, metric: {mean, std}}}`` (at the headline budget),
+    ``"curves": {method: {"budgets": [B], metric: {"mean": [B], "std": [B]}}}``,
+    ``"settings"``: library settings per seed.
+  """
+  c, summ = record["config"], record["metrics"]["summary"]
+  budgets = [str(b) for b in c["budgets"]]
+  pool = c["plan_size"] * (1 + c["max_support"] + c["max_check"])  # pool_size(cfg)
+  adds = {
     "flat": "flat top-B (score order; entry = first item)",
     "flat_root": "+ START rule (dependency root of the top skill's group)",
-    "flat_bottleneck": f"+ bottleneck (greedy eq. (6) over the flat top-{pool_size(cfg)})",
+    "flat_bottleneck": f"+ bottleneck (greedy eq. (6) over the flat top-{pool})",
     "no_graph_start_only": "+ groups (the anchors' own groups as the pool)",
     "start_only": "+ group graph (PageRank plan)",
     "goskills": "+ roles (SUPPORT/CHECK labels, AVOID notes) = GoSkills",
+    "gos_bottleneck": "GoS bundle pool + START rule + bottleneck",
   }
-  rows = [[m, what[m]] + [core.MeanStd(summ[m][b][k]["mean"], summ[m][b][k]["std"], fmt=".3f")
-          for k in ("coverage", "entry_ok", "success", "reward")] for m in LADDER]  # fmt: skip
-  s = summ["gos_bottleneck"][b]
-  rows.append(["gos_bottleneck", "GoS bundle pool + START rule + bottleneck"] + [
-    core.MeanStd(s[k]["mean"], s[k]["std"], fmt=".3f")
-    for k in ("coverage", "entry_ok", "success", "reward")])  # fmt: skip
-  return "\n".join([
-    f"**Ablation ladder at B = {b}** (each row adds one piece to the row above; mean ± std "
-    f"over {cfg.seeds} seeds)",
-    "",
-    core.markdown_table(["method", "adds", "coverage", "entry ok", "success", "reward"], rows),
-  ])  # fmt: skip
-
-
-def _plots(cfg: Config, cells: list, workdir):
-  shown = ("goskills", "no_roles", "no_graph", "flat", "gos_bundle", "load_all", "random")
-  bud = np.asarray(cfg.budgets, float)
-  for metric, name in (("coverage", "coverage"), ("success", "success")):
-    curves = {
-      m: (bud, np.stack([_per_seed(cfg, cells, m, b, metric) for b in cfg.budgets], 1))
-      for m in shown
-    }
-    fig = core.curves_plot(
-      curves, xlabel="skill budget B", ylabel=f"visible-requirement {metric}" if metric ==
-      "coverage" else "task success (simulated executor)", title=f"{metric} vs budget",
-    )  # fmt: skip
-    core.save_figure(fig, workdir, name)
+  head = str(c["headline_budget"])
+  curve = lambda m, k: {s: [summ[m][b][k][s] for b in budgets] for s in ("mean", "std")}
+  return {
+    "by_budget": [{"budget": b, "methods": {m: summ[m][b] for m in METHODS}} for b in budgets],
+    "ladder": {m: {"adds": adds[m], **summ[m][head]} for m in (*LADDER, "gos_bottleneck")},
+    "curves": {
+      m: {"budgets": [float(b) for b in budgets], **{k: curve(m, k) for k in METRICS}}
+      for m in METHODS
+    },
+    "settings": len(c["n_skills"]) * len(c["reuse"]) * len(c["decoy_rate"]),
+  }
 
 
 def train_and_evaluate(config, workdir) -> dict:
@@ -497,13 +456,10 @@ def train_and_evaluate(config, workdir) -> dict:
     "cells": [{k: v for k, v in c.items() if k != "results"} for c in cells],
     "derived": derived_metrics(cfg, cells),
   }
-  _plots(cfg, cells, workdir)
-  table = _table(cfg, summ)
   core.write_results(
     workdir,
     metrics=metrics,
-    config=config,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
-    table_markdown=table,
+    config=config,  # the ConfigDict: its claims, verdict rule and report
     wall_time_s=time.time() - t0,
     notes=(
       "GENERATED skill libraries and tasks with hidden truth and a SIMULATED executor (no "
@@ -512,5 +468,5 @@ def train_and_evaluate(config, workdir) -> dict:
       f"PageRank follow davidliuk/graph-of-skills. Encoder: {cfg.encoder}."
     ),
   )
-  (workdir / "table.md").write_text(table + "\n")
+  (workdir / "table.md").write_text(core.read_results(workdir)["table_markdown"] + "\n")
   return metrics

@@ -505,20 +505,8 @@ def _ms(x):
 
 
 METHODS = ("fixed", "entropy_control", "oracle_control", "flare_entropy", "one_call", "oracle_hops")
-LABELS = {
-  "fixed": "LAnR, fixed T_max = 3",
-  "entropy_control": "LAnR + control (entropy labels)",
-  "oracle_control": "LAnR + control (oracle labels)",
-  "flare_entropy": "LAnR + FLARE-like entropy threshold",
-  "one_call": "LAnR, always 1 call (trivial)",
-  "oracle_hops": "LAnR, true hop count (oracle)",
-}
 FROZEN = ("untrained_cosine", "whitened_cosine")
 ITERATIVE = ("bm25_iterative_with_question", "bm25_iterative_bridge")
-FROZEN_LABELS = {
-  "untrained_cosine": "untrained cosine of the frozen states, 3 calls",
-  "whitened_cosine": "whitened cosine of the frozen states, 3 calls",
-}
 
 
 def _entropy_auroc(h, sufficient) -> float:
@@ -769,18 +757,10 @@ def reader_check(c, workdir) -> dict:
     },
     "references": refs,
   }
-  g = refs["gold_docs"]
-  rows = [
-    ["closed book", refs["closed_book"]["em"], None, None, None],
-    ["gold documents", g["em"], g["em_1hop"], g["em_2hop"], g["em_3hop"]],
-  ]
   core.write_results(
     workdir,
     metrics=metrics,
     config=c,
-    table_markdown=core.markdown_table(
-      ["reader context", "EM (all)", "1-hop", "2-hop", "3-hop"], rows, fmt=".3f"
-    ),
     notes=f"{T.desc}; the reader preconditions alone, {len(test_q)} test questions.",
     wall_time_s=time.time() - t0,
   )
@@ -924,107 +904,11 @@ def train_and_evaluate(config, workdir) -> dict:
 
 
 def _report(c, workdir, metrics, t0):
-  methods, refs = metrics["methods"], metrics["references"]
-  MS = lambda d: core.MeanStd(d["mean"], d["std"])
-  rows = [
-    [
-      LABELS[m],
-      MS(methods[m]["recall_multihop"]),
-      MS(methods[m]["recall_all"]),
-      MS(methods[m]["calls"]),
-      MS(methods[m]["em"]),
-    ]
-    for m in METHODS
-  ]
-  for f in FROZEN:
-    rows.append(
-      [FROZEN_LABELS[f], refs[f]["recall_multihop"], refs[f]["recall_all"], c.t_max, None]
-    )
-  rows.append(
-    [
-      f"iterative BM25 (query, read, re-query with the bridge), {c.t_max} calls"
-      + (f" [{refs['bm25_iterative']['variant']}]" if "variant" in refs["bm25_iterative"] else ""),
-      refs["bm25_iterative"]["recall_multihop"],
-      refs["bm25_iterative"]["recall_all"],
-      c.t_max,
-      None,
-    ]
-  )
-  for k in ("bm25_top1", f"bm25_top{c.t_max}"):
-    r = refs[k]
-    calls = 1 if k == "bm25_top1" else c.t_max
-    rows.append(
-      [f"BM25 question-as-query, top-{calls}", r["recall_multihop"], r["recall_all"], calls, None]
-    )
-  rows.append(
-    [
-      f"random {c.t_max} documents (trivial)",
-      refs["random_docs"]["recall_multihop"],
-      refs["random_docs"]["recall_all"],
-      c.t_max,
-      None,
-    ]
-  )
-  rows.append(["closed book (no retrieval, trivial)", None, None, 0, refs["closed_book"]["em"]])
-  rows.append(["gold documents (upper bound)", 1.0, 1.0, None, refs["gold_docs"]["em"]])
-  table = core.markdown_table(
-    ["method", "support recall (2-3 hop)", "support recall (all)", "retrieval calls", "EM"],
-    rows,
-    fmt=".3f",
-  )
-  nh = metrics["next_hop_accuracy"]
-  nh_rows = [
-    [
-      "trained heads (test, mean over seeds)",
-      nh["trained_heads"]["mean"],
-      nh["trained_heads_hop1"]["mean"],
-    ],
-    ["trained heads (their training contexts)", nh["trained_heads_train_contexts"]["mean"], None],
-    ["untrained cosine", nh["untrained_cosine"]["all"], nh["untrained_cosine"]["hop1"]],
-    ["whitened cosine", nh["whitened_cosine"]["all"], nh["whitened_cosine"]["hop1"]],
-    ["random projection heads", nh["random_heads"]["all"], nh["random_heads"]["hop1"]],
-  ]
-  table += (
-    "\n\nNext-hop accuracy on gold prefixes (the next gold document is the best-scoring one):\n\n"
-  )
-  table += core.markdown_table(["retriever", "all hops", "hop 1"], nh_rows, fmt=".3f")
-  names = list(METHODS)
-  fig = core.grouped_bars(
-    ["1-hop", "2-hop", "3-hop"],
-    {
-      LABELS[m]: (
-        [methods[m][f"calls_{h}hop"]["mean"] for h in (1, 2, 3)],
-        [methods[m][f"calls_{h}hop"]["std"] for h in (1, 2, 3)],
-      )
-      for m in names
-    },
-    ylabel="retrieval calls per question",
-    title="LAnR stopping rules on held-out questions",
-  )
-  core.save_figure(getattr(fig, "figure", fig), workdir, "calls")
-  series = {
-    LABELS[m]: (
-      [methods[m][f"recall_{h}hop"]["mean"] for h in (1, 2, 3)],
-      [methods[m][f"recall_{h}hop"]["std"] for h in (1, 2, 3)],
-    )
-    for m in ("fixed", "entropy_control")
-  }
-  for f in (*FROZEN, "bm25_iterative"):
-    label = FROZEN_LABELS.get(f, "iterative BM25")
-    series[label] = ([refs[f][f"recall_{h}hop"] for h in (1, 2, 3)], [0.0] * 3)
-  fig = core.grouped_bars(
-    ["1-hop", "2-hop", "3-hop"],
-    series,
-    ylabel="support recall",
-    title="all gold documents retrieved",
-  )
-  core.save_figure(getattr(fig, "figure", fig), workdir, "recall")
   d = metrics["data"]
   core.write_results(
     workdir,
     metrics=metrics,
     config=c,
-    table_markdown=table,
     notes=f"{d['lm']}; {d['documents']} documents, {d['train_questions']} train / "
     f"{d['test_questions']} held-out questions (1-3 hops, disjoint entities); {c.seeds} seeds "
     "of the heads; synthetic multi-hop QA proxy.",

@@ -457,6 +457,27 @@ def derived_metrics(methods: dict, n_seeds: int) -> dict:
   return out
 
 
+def report_view(record: dict) -> dict:
+  """The methods of a results record as the report shows them (``configs/default.py``).
+
+  Returns:
+    ``{"methods": {method: its metrics, plus "label", "s_per_step_seed" (training seconds
+    per step per seed) and "coverage_cell" (SOLA's mean coverage, '' for the others)}}``.
+  """
+  steps = record["config"]["steps"]
+  return {
+    "methods": {
+      m: {
+        **v,
+        "label": LABELS[m],
+        "s_per_step_seed": v["group_wall_s"] / steps / v["group_runs"],
+        "coverage_cell": v["coverage"]["mean"] if m.startswith("sola") else "",
+      }
+      for m, v in record["metrics"]["methods"].items()
+    }
+  }
+
+
 def train_and_evaluate(config, workdir) -> dict:
   c = config
   core.validate_seeds(c.seeds, name="seeds")
@@ -468,7 +489,7 @@ def train_and_evaluate(config, workdir) -> dict:
   cfg_tt = student_config(c, stats["teacher_vocab"])
   store = core.CellStore(f"{workdir}/cells")
   chunk = c.steps // c.num_evals
-  methods, curves = {}, {}
+  methods = {}
   groups = dict(GROUPS)
   if c.get("joint_baselines", False):
     groups = {"baselines": BASELINES, **{g: v for g, v in GROUPS.items() if g not in BASELINES}}
@@ -508,48 +529,12 @@ def train_and_evaluate(config, workdir) -> dict:
 
     methods.update(store.get_or_compute(f"group/{group}", compute))
   methods = {m: methods[m] for m in c.methods}
-  for m in methods:
-    curves[LABELS[m]] = (methods[m]["curve_steps"], np.asarray(methods[m]["curve_bpb_eval"]))
   metrics = {"data": stats, "methods": methods}
   metrics["derived"] = derived_metrics(methods, c.seeds)
-  # plots
-  names = list(methods)
-  fig = core.grouped_bars(
-    ["held-out prose", "code transfer"],
-    {
-      LABELS[m]: (
-        [methods[m]["bpb_eval"]["mean"], methods[m]["bpb_code"]["mean"]],
-        [methods[m]["bpb_eval"]["std"], methods[m]["bpb_code"]["std"]],
-      )
-      for m in names
-    },
-    ylabel="student bits per byte (lower is better)",
-    title=f"{stats['teacher']} -> {stats['student_vocab']}-token BPE student",
-  )
-  core.save_figure(getattr(fig, "figure", fig), workdir, "bpb")
-  fig = core.curves_plot(
-    curves, xlabel="step", ylabel="held-out bits per byte", title="SOLA vs baselines"
-  )
-  core.save_figure(getattr(fig, "figure", fig), workdir, "curves")
-  rows = [
-    [
-      LABELS[m],
-      core.MeanStd(methods[m]["bpb_eval"]["mean"], methods[m]["bpb_eval"]["std"]),
-      core.MeanStd(methods[m]["bpb_code"]["mean"], methods[m]["bpb_code"]["std"]),
-      methods[m]["coverage"]["mean"] if m.startswith("sola") else "",
-      methods[m]["group_wall_s"] / c.steps / methods[m]["group_runs"],
-    ]
-    for m in names
-  ]
-  rows.append(["teacher (reference)", stats["teacher_bpb_eval"], "", "", ""])
-  table = core.markdown_table(
-    ["method", "held-out BPB", "code BPB", "coverage", "s / step / seed"], rows, fmt=".3f"
-  )
   core.write_results(
     workdir,
     metrics=metrics,
     config=c,
-    table_markdown=table,
     notes=f"Teacher {stats['teacher']}; student {cfg.n_layers}x{cfg.d_model} with a "
     f"{stats['student_vocab']}-token Metaspace BPE trained on the train split; "
     f"{c.seeds} seeds; offline text (pydoc topics, stdlib source).",

@@ -26,6 +26,9 @@
   not reproduced / inconclusive), written into results.json by
   :func:`write_results`; :func:`markdown_table`, :func:`claims_table` and the
   standard plots (:func:`curves_plot`, :func:`grouped_bars`, :func:`scaling_plot`).
+* :mod:`reporting`: tables and figures declared in a config (:class:`reporting.Report`:
+  metric paths, formats, series, axes) and rendered from a results record by
+  :func:`write_results` or, from a committed record, by ``experiments.report --render``.
 * :mod:`stats`: noise that fits the measurement, on results (NumPy/SciPy float64):
   :func:`t_interval`, :func:`paired_difference`, :func:`log_ratio_interval`,
   :func:`paired_bootstrap`, :func:`sign_flip_test`, and for planning :func:`seeds_needed` and
@@ -39,7 +42,7 @@
   :func:`check_values`, :func:`poison`, :func:`is_concrete`, :func:`check_path`.
 """
 
-from jaxpapers.core import app
+from jaxpapers.core import app, reporting
 from jaxpapers.core.cache import CorruptFileError, cached_arrays, cached_json
 from jaxpapers.core.checkpoint import Checkpointer, CorruptCheckpointError, abstract_like
 from jaxpapers.core.claims import VERDICTS, Claim, Verdict, judge, judge_all, parse_claims
@@ -126,6 +129,7 @@ __all__ = [
   "CorruptFileError",
   # the experiment harness: app entry, sweep engine, metric and results writers
   "app",
+  "reporting",
   "is_main_process",
   "maybe_initialize_distributed",
   "reuse_host_memory",

@@ -16,7 +16,7 @@ T = TypeVar("T")
 
 # Top-level config fields read by the harness (results writer), not by an experiment's code:
 # config_to_dataclass drops them unless the dataclass declares them.
-HARNESS_FIELDS = frozenset({"claims", "issue_verdicts"})
+HARNESS_FIELDS = frozenset({"claims", "issue_verdicts", "report"})
 
 
 def _as_dict(cfg: Any) -> dict[str, Any]:
@@ -33,7 +33,7 @@ def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
   """Converts a config into the dataclass ``cls``, rejecting unknown fields.
 
   Nested dataclass fields are converted recursively from nested configs. The harness fields
-  (``HARNESS_FIELDS``: the claims and ``issue_verdicts``) are dropped unless ``cls`` declares
+  (``HARNESS_FIELDS``: the claims, ``issue_verdicts`` and ``report``) are dropped unless ``cls`` declares
   them. Values are checked against the field annotations that are plain types (``int``,
   ``float``, ``str``, ``bool``, ``tuple``/``list``, ``X | None``, unions of those): an ``int``
   field takes a Python or numpy integer (not a bool), a ``float`` field takes any real number

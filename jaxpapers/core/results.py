@@ -174,6 +174,7 @@ def write_results(
   extra: Mapping[str, Any] | None = None,
   claims: Any = None,
   issue_verdicts: bool | None = None,
+  report: Any = None,
 ) -> epath.Path | None:
   """Writes ``<workdir>/results.json`` and returns its path (None on processes other than 0).
 
@@ -196,6 +197,9 @@ def write_results(
       config's ``claims`` field, if any.
     issue_verdicts: False records the measured values without verdicts (smoke settings);
       default: the config's ``issue_verdicts`` field, else True.
+    report: a :class:`jaxpapers.core.reporting.Report` rendered from the record: its figures
+      as PNGs in ``workdir``, its tables as ``table_markdown`` (unless that is given);
+      default: the config's ``report`` field, if any. It is not copied into the record.
 
   Returns:
     The path of results.json, or None on processes other than 0.
@@ -222,12 +226,17 @@ def write_results(
   except (TypeError, ValueError) as e:  # malformed claims: recorded above as an error
     run = registration.run_record({"claims": (), "issue_verdicts": False})
     run["registration"] = {"status": registration.POST_HOC, "why": f"malformed claims: {e}"}
+  if report is None:
+    report = _config_get(config, "report")
+  jconfig = _to_jsonable(config)
+  if isinstance(jconfig, dict):
+    jconfig.pop("report", None)  # the report's spec: code, not a setting of the run
   workdir = epath.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   record = {
     "claims": verdicts,
     "metrics": jmetrics,
-    "config": _to_jsonable(config),
+    "config": jconfig,
     "table_markdown": table_markdown,
     "notes": notes,
     "wall_time_s": wall_time_s,
@@ -242,6 +251,13 @@ def write_results(
   }
   if extra:
     record["extra"] = _to_jsonable(extra)
+  if report is not None:
+    from jaxpapers.core import reporting  # pylint: disable=import-outside-toplevel
+
+    tables, _ = reporting.render(report, record, workdir)
+    if table_markdown is None:
+      record["table_markdown"] = tables or None
+    record["plots"] = sorted(p.name for p in workdir.glob("*.png"))
   path = workdir / RESULTS_FILE
   write_json_atomic(path, record)
   return path

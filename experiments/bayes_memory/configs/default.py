@@ -21,6 +21,8 @@ import math
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 FRESH_SEEDS = (3, 4, 5)  # data seeds 0-2 were seen when the gate and the count were chosen
 N_DIALOGUES = 34
 # Placebo-controlled access threshold: read memory iff the best turn beats a content-free note
@@ -61,7 +63,73 @@ def get_config():
   c.n_boot = 2000
   c.seed = 0
   c.claims = make_claims(len(FRESH_SEEDS) * N_DIALOGUES * 2)
+  c.report = REPORT
   return c
+
+
+# experiments.bayes_memory.train.report_view: one entry per method (table: the reported ones).
+REPORT = R.Report(
+  view="experiments.bayes_memory.train:report_view",
+  tables=(
+    R.Table(
+      over="view.table",
+      columns=(
+        R.Column("method", "{label}"),
+        R.Column("accuracy ± 95% CI", "accuracy", ".3f", err="accuracy_ci"),
+        R.Column("per-seed mean ± std", "seed_mean", ".3f", err="seed_std"),
+        R.Column("log p(y)/token", "loglik_per_token", ".3f"),
+        R.Column("recall@1", "evidence_recall_at_1", ".3f"),
+        R.Column("stale@1", "stale_rate_at_1", ".3f"),
+        R.Column("reads memory", "read_fraction", ".3f"),
+        R.Column("turns read", "turns_read_fraction", ".3f"),
+      ),
+    ),
+  ),
+  figures=(
+    R.Figure(
+      "accuracy",
+      R.Panel(
+        kind="bars",
+        ylabel="fraction",
+        title="Turn selection on changing-preference dialogues (95% bootstrap CI)",
+        lines=(R.Line(0.5, style="-", color="k"),),
+        series=(
+          R.Series(
+            points="view.methods",
+            x="{key}",
+            y="accuracy",
+            err="accuracy_ci",
+            label="accuracy (preference questions)",
+          ),
+          R.Series(
+            points="view.methods", x="{key}", y="evidence_recall_at_1", label="evidence recall@1"
+          ),
+        ),
+      ),
+      size=(10, 4),
+    ),
+    R.Figure(
+      "reads_vs_accuracy",
+      R.Panel(
+        xlabel="fraction of history turns put in the prompt",
+        ylabel="accuracy",
+        title="Memory read vs accuracy",
+        series=(
+          R.Series(
+            over="view.methods",
+            x="turns_read_fraction",
+            y="accuracy",
+            err="accuracy_ci",
+            style="o",
+            label="{key}",
+            annotate=True,
+          ),
+        ),
+      ),
+      size=(5, 3.8),
+    ),
+  ),
+)
 
 
 _BASE = "max of similarity, BM25 and recency top-1"

@@ -18,6 +18,8 @@ item counts are registered as preconditions of the claims below.
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 N_SEEDS = 5
 N_TEST = 2000
 CI = (
@@ -55,7 +57,58 @@ def get_config():
   c.n_boot = 10000
   c.seed = 0
   c.claims = CLAIMS
+  c.report = report_for(c.arms)
   return c
+
+
+def report_for(arms) -> R.Report:
+  """The table and figures of a run with the fine-tuning ``arms`` (after ``clip``)."""
+  ms = lambda h, k: R.Column(h, f"{k}|mean", ".3f", err=f"{k}|std")  # over seeds
+  table = R.Table(
+    title="**Half-truth accuracy and retrieval** (synthetic scenes; mean ± std over "
+    "{config.seeds} seeds; `clip` = after {config.pretrain_steps} CLIP steps, the arms after "
+    "{config.finetune_steps} more steps from it)",
+    over="metrics.summary.*",  # encoder -> model -> per-seed lists
+    columns=(
+      R.Column("text encoder", "{key0}"),
+      R.Column("model", "{key}"),
+      ms("HT-acc entity", "ht_entity"),
+      ms("HT-acc relation", "ht_relation"),
+      ms("R@1 (i2t/t2i mean)", "r1"),
+      ms("relation-foil acc", "relation_foil_acc"),
+    ),
+    extra_rows=(
+      (
+        "-",
+        "random embeddings (chance)",
+        "{metrics.chance.entity:.3f}",
+        "{metrics.chance.relation:.3f}",
+        "-",
+        "-",
+      ),
+    ),
+  )
+  models = ("clip", *arms)
+
+  def bars(metric, title, lines=()):
+    series = R.Series(
+      over="metrics.summary",  # one series per encoder that ran every arm
+      when=models[-1],
+      label="{key}",
+      x=models,
+      y=tuple(f"{n}.{metric}|mean" for n in models),
+      err=tuple(f"{n}.{metric}|std" for n in models),
+    )
+    panel = R.Panel(kind="bars", ylabel=metric, title=title, lines=lines, series=(series,))
+    return R.Figure(metric, panel, size=(max(4.0, 1.1 * len(models) + 2), 3.6))
+
+  return R.Report(
+    tables=(table,),
+    figures=(
+      bars("ht_relation", "HT-acc, relation added", (R.Line(0.5, style="-", color="k"),)),
+      bars("r1", "R@1"),
+    ),
+  )
 
 
 # The registered scale: a run with fewer seeds or test items cannot decide the claims.

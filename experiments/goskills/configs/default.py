@@ -23,6 +23,8 @@ clears it.
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -49,7 +51,80 @@ def get_config():
   c.seed = 0
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = REPORT
   return c
+
+
+def _ms(header: str, key: str, fmt: str = ".3f") -> R.Column:
+  return R.Column(header, f"{key}.mean", fmt, err=f"{key}.std")
+
+
+_SHOWN = ("goskills", "no_roles", "no_graph", "flat", "gos_bundle", "load_all", "random")
+
+
+def _curves(metric: str, ylabel: str) -> R.Figure:
+  series = R.Series(
+    over="view.curves",
+    keys=_SHOWN,
+    x="budgets",
+    y=f"{metric}.mean",
+    err=f"{metric}.std",
+    band=True,
+    style="-",
+    label="{key} ({config.seeds} seeds)",
+  )
+  panel = R.Panel(xlabel="skill budget B", ylabel=ylabel, title=f"{metric} vs budget",
+                  series=(series,))  # fmt: skip
+  return R.Figure(metric, panel, size=(6, 4))
+
+
+# experiments.goskills.train.report_view: the summary by budget, the curves over budgets, and
+# the counts the titles name.
+REPORT = R.Report(
+  view="experiments.goskills.train:report_view",
+  tables=(
+    R.Table(
+      each="view.by_budget",
+      title="**Budget B = {budget}** (mean ± std over {config.seeds} seeds; each seed averages "
+      "{view.settings} library settings x {config.tasks} tasks; generated libraries, simulated "
+      "executor)",
+      over="methods",
+      columns=(
+        R.Column("method", "{key}"),
+        _ms("coverage", "coverage"),
+        _ms("success", "success"),
+        _ms("reward", "reward"),
+        _ms("entry ok", "entry_ok"),
+        _ms("step recall", "steps_recall"),
+        _ms("decoy run", "decoy_executed"),
+        _ms("steps", "steps", ".2f"),
+        _ms("tokens", "tokens", ".0f"),
+      ),
+    ),
+    R.Table(
+      title="**Ablation ladder at B = {config.headline_budget}** (each row adds one piece to the "
+      "row above; mean ± std over {config.seeds} seeds)",
+      over="view.ladder",
+      columns=(
+        R.Column("method", "{key}"),
+        R.Column("adds", "adds"),
+        *(
+          _ms(h, k)
+          for h, k in (
+            ("coverage", "coverage"),
+            ("entry ok", "entry_ok"),
+            ("success", "success"),
+            ("reward", "reward"),
+          )
+        ),
+      ),  # fmt: skip
+    ),
+  ),
+  figures=(
+    _curves("coverage", "visible-requirement coverage"),
+    _curves("success", "task success (simulated executor)"),
+  ),
+)
 
 
 _NOTE = (

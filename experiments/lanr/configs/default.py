@@ -16,6 +16,8 @@ forwards.
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -44,7 +46,139 @@ def get_config():
   c.n_boot = 10000  # bootstrap resamples over test questions
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = REPORT
   return c
+
+
+METHOD_LABELS = {
+  "fixed": "LAnR, fixed T_max = 3",
+  "entropy_control": "LAnR + control (entropy labels)",
+  "oracle_control": "LAnR + control (oracle labels)",
+  "flare_entropy": "LAnR + FLARE-like entropy threshold",
+  "one_call": "LAnR, always 1 call (trivial)",
+  "oracle_hops": "LAnR, true hop count (oracle)",
+}
+FROZEN_LABELS = {
+  "untrained_cosine": "untrained cosine of the frozen states, 3 calls",
+  "whitened_cosine": "whitened cosine of the frozen states, 3 calls",
+}
+_HOPS = ("1-hop", "2-hop", "3-hop")
+_REF = "metrics.references"
+_FULL = "metrics.methods"  # present in a full run, absent from a reader-only run
+
+
+def _ref_row(label: str, key: str, calls: str = "{config.t_max}") -> tuple[str, ...]:
+  r = f"{_REF}.{key}"
+  return (label, f"{{{r}.recall_multihop:.3f}}", f"{{{r}.recall_all:.3f}}", calls, "-")
+
+
+def _hop_bars(name, ylabel, title, metric, methods, refs=()):
+  means = tuple(f"{metric}_{h}hop.mean" for h in (1, 2, 3))
+  stds = tuple(f"{metric}_{h}hop.std" for h in (1, 2, 3))
+  series = [
+    R.Series(
+      over=_FULL, keys=methods, labels=METHOD_LABELS, label="{label}", x=_HOPS, y=means, err=stds
+    )
+  ]
+  for key, label in refs:
+    ys = tuple(f"{_REF}.{key}.{metric}_{h}hop" for h in (1, 2, 3))
+    series.append(R.Series(label=label, x=_HOPS, y=ys, err=(0.0, 0.0, 0.0)))
+  panel = R.Panel(kind="bars", ylabel=ylabel, title=title, series=tuple(series))
+  n = len(_HOPS)
+  return R.Figure(name, panel, size=(max(4.0, 1.1 * n + 2), 3.6), when=_FULL)
+
+
+_NH = "metrics.next_hop_accuracy"
+REPORT = R.Report(
+  tables=(
+    R.Table(
+      when=_FULL,
+      over=_FULL,
+      keys=tuple(METHOD_LABELS),
+      labels=METHOD_LABELS,
+      columns=(
+        R.Column("method", "{label}"),
+        *(
+          R.Column(h, f"{k}.mean", ".3f", err=f"{k}.std")
+          for h, k in (
+            ("support recall (2-3 hop)", "recall_multihop"),
+            ("support recall (all)", "recall_all"),
+            ("retrieval calls", "calls"),
+            ("EM", "em"),
+          )
+        ),
+      ),
+      extra_rows=(
+        *(_ref_row(label, key) for key, label in FROZEN_LABELS.items()),
+        _ref_row(
+          "iterative BM25 (query, read, re-query with the bridge), {config.t_max} calls "
+          f"[{{{_REF}.bm25_iterative.variant}}]",
+          "bm25_iterative",
+        ),
+        _ref_row("BM25 question-as-query, top-1", "bm25_top1", "1"),
+        _ref_row("BM25 question-as-query, top-{config.t_max}", "bm25_top3"),
+        _ref_row("random {config.t_max} documents (trivial)", "random_docs"),
+        ("closed book (no retrieval, trivial)", "-", "-", "0", f"{{{_REF}.closed_book.em:.3f}}"),
+        ("gold documents (upper bound)", "1.000", "1.000", "-", f"{{{_REF}.gold_docs.em:.3f}}"),
+      ),
+    ),
+    R.Table(
+      when=_FULL,
+      title="Next-hop accuracy on gold prefixes (the next gold document is the best-scoring one):",
+      columns=(R.Column("retriever", ""), R.Column("all hops", ""), R.Column("hop 1", "")),
+      extra_rows=(
+        (
+          "trained heads (test, mean over seeds)",
+          f"{{{_NH}.trained_heads.mean:.3f}}",
+          f"{{{_NH}.trained_heads_hop1.mean:.3f}}",
+        ),
+        (
+          "trained heads (their training contexts)",
+          f"{{{_NH}.trained_heads_train_contexts.mean:.3f}}",
+          "-",
+        ),
+        *(
+          (label, f"{{{_NH}.{key}.all:.3f}}", f"{{{_NH}.{key}.hop1:.3f}}")
+          for key, label in (
+            ("untrained_cosine", "untrained cosine"),
+            ("whitened_cosine", "whitened cosine"),
+            ("random_heads", "random projection heads"),
+          )
+        ),
+      ),
+    ),
+    R.Table(  # a reader-only run (config.reader_only)
+      when="!" + _FULL,
+      columns=tuple(
+        R.Column(h, "") for h in ("reader context", "EM (all)", "1-hop", "2-hop", "3-hop")
+      ),
+      extra_rows=(
+        ("closed book", f"{{{_REF}.closed_book.em:.3f}}", "-", "-", "-"),
+        (
+          "gold documents",
+          *(f"{{{_REF}.gold_docs.{k}:.3f}}" for k in ("em", "em_1hop", "em_2hop", "em_3hop")),
+        ),
+      ),
+    ),
+  ),
+  figures=(
+    _hop_bars(
+      "calls",
+      "retrieval calls per question",
+      "LAnR stopping rules on held-out questions",
+      "calls",
+      tuple(METHOD_LABELS),
+    ),
+    _hop_bars(
+      "recall",
+      "support recall",
+      "all gold documents retrieved",
+      "recall",
+      ("fixed", "entropy_control"),
+      refs=(*FROZEN_LABELS.items(), ("bm25_iterative", "iterative BM25")),
+    ),
+  ),
+)
 
 
 # The reader must answer from the gold documents before any accuracy or entropy comparison

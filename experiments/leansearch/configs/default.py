@@ -8,6 +8,8 @@ into ``$XDG_CACHE_HOME/jaxpapers/leansearch`` and its parse cached as JSON.
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -40,7 +42,126 @@ def get_config():
   c.seed = 0
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = report_for(c.big_loop + 1)
   return c
+
+
+SINGLE_SYSTEMS = ("bm25", "dense", "standard")
+# every stage and ablation of global premise retrieval, in the report's order
+PREMISE_LABELS = {
+  "random": "random ranking",
+  "frequency": "most-used premises (input-independent)",
+  "bm25_statements": "BM25 over statements (premise selection)",
+  "dense": "dense first stage alone",
+  "standard": "standard mode (dense + BM25 rerank)",
+  "reasoning_first_round": "reasoning mode, first round only",
+  "reasoning_dense": "reasoning mode over dense alone (no reranker)",
+  "dense_flat": "dense first stage, flat text",
+  "standard_flat": "standard mode, flat text",
+  "reasoning": "reasoning mode over standard mode (the claim)",
+}
+ROUNDS = {"reasoning": "over standard mode", "reasoning_dense": "over dense alone"}
+
+
+def report_for(rounds: int) -> R.Report:
+  """The tables and figures of a run whose reasoning mode runs ``rounds`` rounds."""
+  single = R.Table(
+    title="**Single-query search** (mean ± std over {config.splits} file splits; k = {config.k})",
+    columns=(
+      R.Column("system", ""),
+      *(
+        R.Column(h, "")
+        for h in ("nDCG@10 hier", "nDCG@10 flat", "Recall@10 hier", "Recall@10 flat")
+      ),
+    ),
+    extra_rows=tuple(
+      (
+        x,
+        *(
+          f"{{{k}.mean:.3f}} ± {{{k}.std:.3f}}"
+          for k in (
+            f"metrics.summary.single.{x}/{v}/{m}"
+            for m in ("ndcg", "recall")
+            for v in ("hier", "flat")
+          )
+        ),
+      )
+      for x in SINGLE_SYSTEMS
+    ),  # fmt: skip
+  )
+  p = "metrics.summary.premise"
+  premise = R.Table(
+    title="**Global premise retrieval**: every stage of the pipeline and every ablation "
+    "(hierarchical text unless flat; mean ± std over splits); reasoning mode's claim compares "
+    "it with the strongest of the others",
+    columns=(R.Column("system", ""), R.Column("recall_group@10", ""), R.Column("Covered@10", "")),
+    extra_rows=tuple(
+      (
+        label,
+        *(f"{{{p}.{x}/{m}.mean:.3f}} ± {{{p}.{x}/{m}.std:.3f}}" for m in ("recall", "covered")),
+      )
+      for x, label in PREMISE_LABELS.items()
+    ),  # fmt: skip
+  )
+  by_round = R.Table(
+    title="**Reasoning mode by round**",
+    columns=(
+      R.Column("recall_group@10 after round", "reasoning mode {label}"),
+      *(R.Column(str(i + 1), f"mean.{i}", ".3f", err=f"std.{i}") for i in range(rounds)),
+    ),
+    rows=tuple(f"metrics.summary.{name}_rounds" for name in ROUNDS),
+    labels={f"{name}_rounds": what for name, what in ROUNDS.items()},
+  )
+  s = "metrics.summary.single"
+  single_bars = R.Panel(
+    kind="bars",
+    ylabel="nDCG@10",
+    title="single-query search: hierarchical vs flat informal text",
+    series=tuple(
+      R.Series(
+        label=v, x=SINGLE_SYSTEMS,
+        y=tuple(f"{s}.{x}/{v}/ndcg.mean" for x in SINGLE_SYSTEMS),
+        err=tuple(f"{s}.{x}/{v}/ndcg.std" for x in SINGLE_SYSTEMS),
+      )
+      for v in ("hier", "flat")
+    ),
+  )  # fmt: skip
+  premise_bars = R.Panel(
+    kind="bars",
+    ylabel="recall_group@10",
+    title="global premise retrieval: every stage and ablation",
+    series=(
+      R.Series(
+        label="recall_group@10", x=tuple(PREMISE_LABELS),
+        y=tuple(f"{p}.{x}/recall.mean" for x in PREMISE_LABELS),
+        err=tuple(f"{p}.{x}/recall.std" for x in PREMISE_LABELS),
+      ),
+    ),
+  )  # fmt: skip
+  rounds_panel = R.Panel(
+    xlabel="rounds run",
+    ylabel="recall_group@10",
+    title="reasoning mode by round",
+    series=tuple(
+      R.Series(
+        label=f"reasoning mode {what}", x=tuple(range(1, rounds + 1)),
+        y=f"metrics.summary.{name}_rounds.mean", style="-",
+      )
+      for name, what in ROUNDS.items()
+    ),
+    lines=tuple(
+      R.Line(f"{p}.{x}/recall.mean", label=PREMISE_LABELS[x], style=ls)
+      for x, ls in (("dense", "--"), ("standard", ":"))
+    ),
+  )  # fmt: skip
+  return R.Report(
+    tables=(single, premise, by_round),
+    figures=(
+      R.Figure("single_query", single_bars, size=(max(4.0, 1.1 * 3 + 2), 3.6)),
+      R.Figure("premise", premise_bars, size=(max(4.0, 1.1 * 10 + 2), 3.6)),
+      R.Figure("rounds", rounds_panel, size=(6, 4)),
+    ),
+  )
 
 
 CLAIMS = (

@@ -15,6 +15,8 @@ language-blind semantic oracle. 3 seeds.
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -33,7 +35,90 @@ def get_config():
   c.n_boot = 2000  # bootstrap resamples over queries for the rank agreement
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = report_for(c.langs)
   return c
+
+
+TABLE_METRICS = (
+  "ndcg",
+  "lang_ndcg",
+  "recall",
+  "sem_at_1",
+  "lpr_strict",
+  "lpr_pairwise",
+  "lpr_topk",
+)
+FOUR_WAY = {"SpLp": "S+L+", "SpLm": "S+L-", "SmLp": "S-L+", "SmLm": "S-L-"}
+POOLS = {
+  "A": "Pool A (full parallel)",
+  "B": "Pool B (no query-language positive)",
+  "C": "Pool C (query-language traps)",
+  "D": "Pool D (divergence: parallel positives and easy distractors only)",
+}
+
+
+def report_for(langs) -> R.Report:
+  """The tables and figures of a run over the query languages ``langs``."""
+  ms = lambda h, k: R.Column(h, f"{k}.mean", ".3f", err=f"{k}.std")
+  pools = tuple(
+    R.Table(
+      title=f"**{title}**, k = {{config.k}}, mean ± std over {{config.seeds}} seeds",
+      over=f"metrics.summary.{pool}",
+      columns=(
+        R.Column("retriever", "{key}"),
+        *(ms(k, k) for k in TABLE_METRICS),
+        *(ms(f"{lab}@1", f"four_way_{k}") for k, lab in FOUR_WAY.items()),
+      ),
+    )
+    for pool, title in POOLS.items()
+  )
+  by_lang = R.Table(
+    title="**Strict LPR per query language (pool A)**",
+    over="metrics.summary.A",
+    columns=(
+      R.Column("retriever", "{key}"),
+      *(R.Column(lang, f"lpr_strict_by_lang.{i}", ".2f") for i, lang in enumerate(langs)),
+    ),
+  )
+  tradeoff = R.Panel(
+    xlabel="semantic accuracy@1 (pool A)",
+    ylabel="strict LPR (pool A)",
+    title="Semantics vs query-language preference",
+    series=(
+      R.Series(
+        over="metrics.summary.A",
+        x="sem_at_1.mean",
+        y="lpr_strict.mean",
+        xerr="sem_at_1.std",
+        err="lpr_strict.std",
+        style="o",
+        label="{key}",
+      ),
+    ),
+    lines=(R.Line(1 / len(langs), color="grey"),),
+  )
+  four_way = R.Panel(
+    kind="bars",
+    ylabel="fraction of queries",
+    title="4-way at rank 1, pool C",
+    series=tuple(
+      R.Series(
+        points="metrics.summary.C",
+        x="{key}",
+        y=f"four_way_{k}.mean",
+        err=f"four_way_{k}.std",
+        label=lab,
+      )
+      for k, lab in FOUR_WAY.items()
+    ),
+  )
+  return R.Report(
+    tables=(*pools, by_lang),
+    figures=(
+      R.Figure("tradeoff", tradeoff, size=(5.2, 4.0)),
+      R.Figure("four_way_C", four_way, size=(max(4.0, 1.1 * 8 + 2), 3.6)),
+    ),
+  )
 
 
 _BASELINES = {

@@ -9,6 +9,7 @@ from experiments.mlaire.configs import default
 def get_config():
   c = default.get_config()
   c.langs = ("en", "de", "fr")
+  c.report = default.report_for(c.langs)
   c.units_per_fact = 8
   c.n_hard = 2
   c.n_easy = 3

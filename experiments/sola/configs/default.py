@@ -12,6 +12,8 @@ the same steps, batch and distilled positions.
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -47,7 +49,66 @@ def get_config():
   c.joint_baselines = False
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = REPORT
   return c
+
+
+_METHODS = "view.methods"  # experiments.sola.train.report_view: each method with its label
+REPORT = R.Report(
+  view="experiments.sola.train:report_view",
+  tables=(
+    R.Table(
+      over=_METHODS,
+      columns=(
+        R.Column("method", "{label}"),
+        R.Column("held-out BPB", "bpb_eval.mean", ".3f", err="bpb_eval.std"),
+        R.Column("code BPB", "bpb_code.mean", ".3f", err="bpb_code.std"),
+        R.Column("coverage", "coverage_cell", ".3f"),
+        R.Column("s / step / seed", "s_per_step_seed", ".3f"),
+      ),
+      extra_rows=(("teacher (reference)", "{metrics.data.teacher_bpb_eval:.3f}", "", "", ""),),
+    ),
+  ),
+  figures=(
+    R.Figure(
+      "bpb",
+      R.Panel(
+        kind="bars",
+        ylabel="student bits per byte (lower is better)",
+        title="{metrics.data.teacher} -> {metrics.data.student_vocab}-token BPE student",
+        lines=(),
+        series=(
+          R.Series(
+            over=_METHODS,
+            label="{label}",
+            x=("held-out prose", "code transfer"),
+            y=("bpb_eval.mean", "bpb_code.mean"),
+            err=("bpb_eval.std", "bpb_code.std"),
+          ),
+        ),
+      ),
+      size=(max(4.0, 1.1 * 2 + 2), 3.6),
+    ),
+    R.Figure(
+      "curves",
+      R.Panel(
+        xlabel="step",
+        ylabel="held-out bits per byte",
+        title="SOLA vs baselines",
+        series=(
+          R.Series(
+            over=_METHODS,
+            x="curve_steps",
+            y="curve_bpb_eval",
+            label="{label} ({config.seeds} seeds)",
+            style="-",
+          ),
+        ),
+      ),
+      size=(6, 4),
+    ),
+  ),
+)
 
 
 _NOISE = (

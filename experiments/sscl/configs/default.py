@@ -19,6 +19,8 @@ classification with GT boxes.
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 T_CI = "95% t-interval half-width of the paired per-seed difference over the 3 seeds"
 CLASSES = "colour"
 N_CLASSES = 6  # red, green, blue, yellow, purple, white
@@ -108,7 +110,99 @@ def get_config():
   c.vfm = "instance"
   c.probe_images = 256
   c.claims = CLAIMS
+  c.report = REPORT
   return c
+
+
+MODEL_LABELS = {
+  "raw": "raw dense CLIP (MaskCLIP readout)",
+  "refine": "training-free refinement (SGSR step 3)",
+  "refine_placebo": "placebo: refinement with another image's VFM affinity",
+  "proxy": "training-free ProxyCLIP-style",
+  "sclip": "training-free SCLIP-style",
+}
+_MS = "{{{0}|mean:.3f}} ± {{{0}|std:.3f}}"  # mean ± std over seeds of a per-seed list
+_T = "metrics.trivial"
+REPORT = R.Report(
+  view="experiments.sscl.train:report_view",  # the class count and the probes' chance levels
+  tables=(
+    R.Table(
+      title="**Shapes world, tiny CLIP** (mean ± std over {config.seeds} seeds; foreground mIoU "
+      "over {view.num_classes} {config.classes} classes, MaskCLIP readout, s = 40, bilinear "
+      "upsampling, no post-processing; '{config.vfm}' VFM proxy)\n\n"
+      "Linear probe of the pretrained CLIP's frozen dense features (ridge, patch-centre labels, "
+      "foreground patches): "
+      f"shape {_MS.format('metrics.probe.shape')} (chance {{view.chance.shape:.3f}}), "
+      f"colour {_MS.format('metrics.probe.colour')} (chance {{view.chance.colour:.3f}})",
+      over="metrics.summary",
+      labels=MODEL_LABELS,
+      columns=(
+        R.Column("model", "{label}"),
+        *(
+          R.Column(h, f"{k}|mean", ".3f", err=f"{k}|std", missing="-")
+          for h, k in (
+            ("mIoU", "miou"),
+            ("region acc (in context)", "region_acc"),
+            ("region acc (context view)", "region_acc_ctx"),
+            ("drift (1 - cos)", "drift"),
+          )
+        ),
+      ),
+      extra_rows=(
+        (
+          "majority class (input-independent)",
+          f"{{{_T}.majority_miou:.3f}}",
+          f"{{{_T}.majority_region_acc:.3f}}",
+          f"{{{_T}.majority_region_acc:.3f}}",
+          "-",
+        ),
+        (
+          "uniform random / constant features",
+          f"{{{_T}.uniform_random_miou:.3f}}",
+          f"{{{_T}.chance_region_acc:.3f}}",
+          f"{{{_T}.chance_region_acc:.3f}}",
+          "0.000",
+        ),
+      ),
+    ),
+  ),
+  figures=(
+    R.Figure(
+      "miou",
+      R.Panel(
+        kind="bars",
+        ylabel="foreground mIoU",
+        title="zero-shot segmentation (shapes world)",
+        series=(
+          R.Series(
+            points="metrics.summary", x="{key}", y="miou|mean", err="miou|std", label="mIoU"
+          ),
+        ),
+      ),
+      size=(max(4.0, 1.1 * 10 + 2), 3.6),
+    ),
+    R.Figure(
+      "regions",
+      R.Panel(
+        kind="bars",
+        ylabel="value",
+        title="regions under context change",
+        series=tuple(
+          R.Series(
+            points="metrics.summary",
+            when="drift",
+            x="{key}",
+            y=f"{m}|mean",
+            err=f"{m}|std",
+            label=m,
+          )
+          for m in ("region_acc", "region_acc_ctx", "drift")
+        ),
+      ),
+      size=(max(4.0, 1.1 * 6 + 2), 3.6),
+    ),
+  ),
+)
 
 
 CLAIMS = (

@@ -1,0 +1,187 @@
+"""Declared tables and figures: cells against hand-computed text, errors naming the path, PNGs
+holding the declared series."""
+
+import json
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+
+from jaxpapers import core
+from jaxpapers.core import reporting as R
+
+RECORD = {
+  "config": {"lrs": [0.001, 0.01, 0.1], "seeds": 3},
+  "metrics": {
+    "summary": {
+      "lse": {"best": {"mean": 0.12345, "std": 0.01}, "loss": [0.5, 0.2, 0.9], "n": 7},
+      "poly3": {"best": {"mean": 0.5, "std": None}, "loss": [0.6, 0.4, 0.3], "n": 2},
+    },
+    "rows": [
+      {"family": "adamw", "T": 100, "acc": 0.9},
+      {"family": "soda", "T": 100, "acc": 0.95},
+      {"family": "adamw", "T": 400, "acc": 0.93},
+    ],
+    "tasks": {"a": {"cells": {"x": 1.0, "y": 2.0}}, "b": {"cells": {"z": 3.0}}},
+    "uniform": 2.3,
+  },
+  "claims": [{"claim_id": "gap", "measured": 0.25}],
+}
+
+
+def test_table_cells_match_hand_computed_text():
+  table = R.Table(
+    title="**digits** ({config.seeds} seeds, claim {claims.gap.measured:.1f})",
+    over="metrics.summary",
+    labels={"lse": "LSE"},
+    columns=(
+      R.Column("setting", "{label}"),
+      R.Column("best", "best.mean", ".3f", err="best.std"),
+      R.Column("n", "n"),
+      R.Column("loss at lr {config.lrs.1:g}", "{loss.1:.2f}"),
+      R.Column("losses", "{loss:.1f}"),
+    ),
+  )
+  assert R.render_table(table, RECORD) == (
+    "**digits** (3 seeds, claim 0.2)\n\n"
+    "| setting | best | n | loss at lr 0.01 | losses |\n"
+    "|---|---|---|---|---|\n"
+    "| LSE | 0.123 ± 0.010 | 7 | 0.20 | 0.5/0.2/0.9 |\n"
+    "| poly3 | 0.500 | 2 | 0.40 | 0.6/0.4/0.3 |"
+  )
+
+
+def test_table_where_keys_star_levels_and_extra_rows():
+  t = R.Table(
+    over="metrics.rows",
+    where={"family": "adamw"},
+    columns=(R.Column("T", "T"), R.Column("acc", "acc", ".1%"), R.Column("i", "{index}")),
+    extra_rows=(("ref", "{metrics.uniform:.1f}", ""),),
+  )
+  assert R.render_table(t, RECORD).splitlines()[2:] == [
+    "| 100 | 90.0% | 0 |",
+    "| 400 | 93.0% | 1 |",
+    "| ref | 2.3 |  |",
+  ]
+  t = R.Table(
+    over="metrics.tasks.*.cells",
+    columns=(R.Column("task", "{key0}"), R.Column("cell", "{key}"), R.Column("v", "{key1}")),
+  )
+  assert R.render_table(t, RECORD).splitlines()[2:] == [
+    "| a | x | x |",
+    "| a | y | y |",
+    "| b | z | z |",
+  ]
+  t = R.Table(over="metrics.summary", keys=("poly3",), columns=(R.Column("k", "{key}"),))
+  assert R.render_table(t, RECORD).splitlines()[2:] == ["| poly3 |"]
+  t = R.Table(rows=("metrics.summary.lse",), columns=(R.Column("k", "{key}"), R.Column("n", "n")))
+  assert R.render_table(t, RECORD).splitlines()[2:] == ["| lse | 7 |"]
+
+
+def test_row_paths_fall_back_to_the_record_and_missing_when_skips():
+  t = R.Table(over="metrics.summary", columns=(R.Column("u", "metrics.uniform", ".2f"),))
+  assert R.render_table(t, RECORD).splitlines()[2:] == ["| 2.30 |", "| 2.30 |"]
+  assert R.render_table(R.Table(over="metrics.nope", when="metrics.nope", columns=()), RECORD) == ""
+
+
+@pytest.mark.parametrize(
+  "spec",
+  [
+    R.Table(over="metrics.summary", columns=(R.Column("x", "best.median"),)),
+    R.Table(over="metrics.summary", columns=(R.Column("x", "{best.median:.2f}"),)),
+    R.Table(over="metrics.summary", columns=(R.Column("{best.median}", "n"),)),
+  ],
+)
+def test_unknown_metric_path_raises_naming_it(spec):
+  with pytest.raises(KeyError, match="best.median"):
+    R.render_table(spec, RECORD)
+
+
+def test_unknown_over_path_raises_naming_it(tmp_path):
+  with pytest.raises(KeyError, match="metrics.sumary"):
+    R.render_table(R.Table(over="metrics.sumary", columns=()), RECORD)
+  fig = R.Figure("f", R.Panel(series=(R.Series(y="loss", over="metrics.sumary"),)))
+  with pytest.raises(KeyError, match="metrics.sumary"):
+    R.render_figure(fig, RECORD, tmp_path)
+  assert not (tmp_path / "f.png").exists()
+
+
+def _recording_kind(calls):
+  @R.register_kind("recording")
+  def draw(ax, panel, series):
+    calls.append((panel.title, series))
+    R._KINDS["line"](ax, panel, series)
+
+  return draw
+
+
+def test_figure_written_with_the_declared_series(tmp_path):
+  calls = []
+  _recording_kind(calls)
+  fig = R.Figure(
+    "loss_vs_lr",
+    R.Panel(
+      kind="recording",
+      title="all",
+      logx=True,
+      series=(
+        R.Series(y="loss", x="config.lrs", label="{label}", over="metrics.summary"),
+        R.Series(y="n", points="metrics.summary", label="n per setting"),
+      ),
+      lines=(R.Line("metrics.uniform", label="uniform"),),
+    ),
+  )
+  path = R.render_figure(fig, RECORD, tmp_path)
+  assert path is not None and (tmp_path / "loss_vs_lr.png").read_bytes()[:4] == b"\x89PNG"
+  ((title, series),) = calls
+  assert [s["label"] for s in series] == ["lse", "poly3", "n per setting"]
+  np.testing.assert_array_equal(series[0]["x"], [0.001, 0.01, 0.1])
+  np.testing.assert_array_equal(series[1]["y"], [0.6, 0.4, 0.3])
+  assert series[2]["x"] == ["lse", "poly3"]
+  np.testing.assert_array_equal(series[2]["y"], [7.0, 2.0])
+
+
+def test_every_builtin_kind_draws(tmp_path):
+  panels = (
+    R.Panel(
+      kind="line", series=(R.Series(y="loss", err="loss", band=True, over="metrics.summary"),)
+    ),
+    R.Panel(kind="scatter", series=(R.Series(y="n", x="n", points="metrics.summary"),)),
+    R.Panel(kind="bars", series=(R.Series(y="best.mean", points="metrics.summary", label="b"),)),
+    R.Panel(kind="hbars", series=(R.Series(y="acc", points="metrics.rows", x=None),)),
+    R.Panel(kind="scaling", series=(R.Series(y="loss", x="config.lrs", over="metrics.summary"),)),
+    R.Panel(over="metrics.summary", title="{key}", diagonal=0.1, series=(R.Series(y="loss"),)),
+  )
+  path = R.render_figure(R.Figure("all", panels, ncols=3), RECORD, tmp_path)
+  assert path is not None and path.exists()
+  with pytest.raises(ValueError, match="unknown Panel.kind 'pie'"):
+    R.render_figure(R.Figure("p", R.Panel(kind="pie", series=())), RECORD, tmp_path)
+
+
+def test_write_results_renders_the_configs_report(tmp_path):
+  report = R.Report(
+    tables=(R.Table(over="metrics.summary", columns=(R.Column("s", "{key}"), R.Column("n", "n"))),),
+    figures=(R.Figure("curve", R.Panel(series=(R.Series(y="metrics.summary.lse.loss"),))),),
+  )
+  config = {"seed": 0, "report": report}
+  metrics = {"summary": RECORD["metrics"]["summary"]}
+  path = core.write_results(tmp_path, metrics=metrics, config=config, issue_verdicts=False)
+  rec = json.loads(path.read_text())
+  assert rec["plots"] == ["curve.png"] and (tmp_path / "curve.png").exists()
+  assert rec["table_markdown"].splitlines()[2:] == ["| lse | 7 |", "| poly3 | 2 |"]
+  assert "report" not in rec["config"]
+  md, paths = R.render(report, rec, tmp_path / "again")
+  assert md == rec["table_markdown"] and [p.name for p in paths] == ["curve.png"]
+
+
+def test_view_function_is_readable_as_view(tmp_path):
+  del tmp_path
+  t = R.Table(rows=("view.best",), columns=(R.Column("v", "{value:.2f}"),))
+  md = R.render_table(t, RECORD, view=f"{__name__}:_best_view")
+  assert md.splitlines()[2:] == ["| 0.95 |"]
+
+
+def _best_view(record):
+  return {"best": {"value": max(r["acc"] for r in record["metrics"]["rows"])}}
