@@ -35,11 +35,12 @@ host-side row gathers avoided. Now one ``[B, B]`` similarity matrix serves both 
 (rows reduced over the valid columns, columns over the valid rows, the extra foil columns
 joined by ``logaddexp`` of their own masked ``logsumexp``, the positives read off the
 diagonal): measured 4.9-5.6 ms (2 shared cores, load average 12-17), against 9.0 ms for the
-loop. The value and gradient gains less (1.2-1.3x in CPU time): the backward pass doubles the
-matmuls of both sides, and the fused program's 0.77x handicap in flops stays, so the loop's
-six dispatches are a smaller share of its time. A 2-thread program on a loaded host can also
-lose wall time waiting for its second thread (wall above CPU time in the record): the CPU
-ratio is in the rows.
+loop (1.8x in wall time, 1.4x in CPU time). The value and gradient gains less (1.16x in CPU
+time at the full size): the backward pass doubles the matmuls of both sides and the fused
+program's 0.77x handicap in flops stays, so the loop's six dispatches are a smaller share of
+its time; in wall time it measured 0.47x on a host at load 16, where the 2-thread fused program waited for its second thread (wall
+above CPU time in the record; the CPU ratios are in the rows). At the quick size, where
+dispatch is a larger share, both ratios are above 3x.
 """
 
 from __future__ import annotations
