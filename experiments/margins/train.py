@@ -232,9 +232,9 @@ def _refine_cell(cfg: Config, A, fit: dict, m_inf: float, key) -> dict:
   """Per seed, the smallest integer d with margin-objective m_0 >= m_inf / 2, by bisection.
 
   The bracket comes from the powers-of-two grid (``fit``: the margin-objective cell, one
-  ``m_0`` per seed and d); each midpoint is a fresh fit with the same seed key, all seeds in
-  one program per round (the dimensions of a round are the seeds' midpoints plus the bracket's
-  top, so every round reuses one compiled program). Assumes the margin grows with d (it need
+  ``m_0`` per seed and d); each midpoint is a fresh fit with the same seed key, the seeds
+  vmapped in the program of each width of the round (the seeds' midpoints plus the bracket's
+  top), a program compiled once per width and reused by later rounds. Assumes the margin grows with d (it need
   not for one optimisation run; the answer is then one crossing of the half level).
   """
   ds = list(cfg.ds)

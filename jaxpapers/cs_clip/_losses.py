@@ -140,8 +140,18 @@ def _ce_rows(logits, valid_cols, label_cols, row_valid):
   return jnp.where(n > 0, jnp.sum(jnp.where(row_valid, lse - pos, 0.0)) / jnp.maximum(n, 1), 0.0)
 
 
+def _masked_lse(x, keep, axis):
+  """``logsumexp`` of ``x`` over ``axis`` with the entries where ``keep`` is False left out."""
+  return jax.nn.logsumexp(jnp.where(keep, x, _NEG), axis=axis)
+
+
 def _masked_clip(img, txt, valid, scale, extra=None, extra_valid=None):
   """Symmetric InfoNCE on the valid rows of ``(img, txt)``; ``extra`` adds i2t columns only.
+
+  One ``[B, B]`` similarity matrix serves both directions: image->text reduces its rows over
+  the valid columns, text->image its columns over the valid rows (no transposed copy), and the
+  extra columns enter through ``logaddexp`` of their own masked ``logsumexp`` (no
+  concatenated ``[B, B + E]`` copy). The positives are the diagonal.
 
   Args:
     img, txt: ``[B, D]``. valid: ``[B]`` bool. scale: ``1 / τ``.
@@ -151,17 +161,15 @@ def _masked_clip(img, txt, valid, scale, extra=None, extra_valid=None):
   Returns:
     ``(L_i2t + L_t2i) / 2`` (0 when no row is valid).
   """
-  B = img.shape[0]
   sim = scale * (img @ txt.T)  # [B, B]
-  labels = jnp.arange(B)
-  cols = jnp.broadcast_to(valid[None, :], (B, B))
-  i2t, i2t_cols = sim, cols
+  pos = jnp.diagonal(sim)  # [B]
+  lse_i2t = _masked_lse(sim, valid[None, :], axis=1)  # [B]: image b over the valid texts
   if extra is not None:
-    i2t = jnp.concatenate([sim, extra], axis=1)
-    i2t_cols = jnp.concatenate([cols, extra_valid], axis=1)
-  l_i2t = _ce_rows(i2t, i2t_cols, labels, valid)
-  l_t2i = _ce_rows(sim.T, cols, labels, valid)
-  return 0.5 * (l_i2t + l_t2i)
+    lse_i2t = jnp.logaddexp(lse_i2t, _masked_lse(extra, extra_valid, axis=1))
+  lse_t2i = _masked_lse(sim, valid[:, None], axis=0)  # [B]: text b over the valid images
+  n = valid.sum()
+  total = jnp.sum(jnp.where(valid, lse_i2t + lse_t2i - 2.0 * pos, 0.0))
+  return jnp.where(n > 0, 0.5 * total / jnp.maximum(n, 1), 0.0)
 
 
 # ------------------------------------------------------------------ public --

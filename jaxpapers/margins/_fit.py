@@ -91,13 +91,12 @@ def _run_fns(*, loss, steps, learn_temperature, learn_bias, variant):
 
 @functools.partial(
   jax.jit,
-  static_argnames=("dims", "loss", "steps", "learn_temperature", "learn_bias", "variant"),
+  static_argnames=("loss", "steps", "learn_temperature", "learn_bias", "variant"),
 )
 def _fit(
   inits,
   A,
   *,
-  dims,
   loss,
   steps,
   lr,
@@ -109,14 +108,12 @@ def _fit(
   beta1,
   variant,
 ):
-  # inits = (U0 [S, N, d_max], V0 [S, n, d_max]) standard normal; dims: the D dimensions.
-  # (The initial draws are made on the host: random number generation inside this vmapped
-  # program multiplies its compile time.) Each dimension is its own lax.scan at its own width
-  # (from U0[:, :d], V0[:, :d]: the same numbers as a run masked to d of the d_max columns),
-  # with the seeds vmapped; one program holds the D scans, so a sequence of dimensions
-  # compiles once. (Vmapping D masked copies of the widest run instead costs D * d_max
-  # columns of arithmetic, and one scan stepping all D fits measured more CPU time than D
-  # scans: benchmarks/margins_throughput.py.) Results are padded with zeros to d_max columns.
+  # inits = (U0 [S, N, d], V0 [S, n, d]) standard normal, d the run's width; one lax.scan of
+  # Adam steps, the seeds vmapped. (The initial draws are made on the host: random number
+  # generation inside this vmapped program multiplies its compile time.) A sequence of
+  # dimensions calls this program once per width: one program holding a scan per width ran
+  # no faster (the fits' arithmetic is the floor) and compiled every new set of widths anew;
+  # see benchmarks/margins_throughput.py.
   init_fn, step_fn, finish = _run_fns(
     loss=loss,
     steps=steps,
@@ -125,20 +122,37 @@ def _fit(
     variant=variant,
   )
   data = dict(A=A, lr=lr, log_t0=log_t0, b0=b0, beta0=beta0, beta1=beta1)
-  d_max = max(dims)
 
-  def fit_one(U0, V0, d):  # one seed at width d: [N, d_max], [n, d_max] -> FitResult
-    hp = {"U0": U0[:, :d], "V0": V0[:, :d], "mask": jnp.ones(d, jnp.float32)}
+  def fit_one(U0, V0):  # one seed: [N, d], [n, d] -> FitResult
+    hp = {"U0": U0, "V0": V0, "mask": jnp.ones(U0.shape[-1], jnp.float32)}
     state = init_fn(hp, None, data)
     (p, _), hist = jax.lax.scan(
       lambda s, t: step_fn(s, hp, None, t, data), state, jnp.arange(steps, dtype=jnp.int32)
     )
-    res = finish(p, hist)
-    pad = lambda x: jnp.pad(x, ((0, 0), (0, d_max - d)))  # [rows, d] -> [rows, d_max]
-    return res._replace(U=pad(res.U), V=pad(res.V))
+    return finish(p, hist)
 
-  per_dim = [jax.vmap(functools.partial(fit_one, d=d))(*inits) for d in dims]  # [S, ...] each
-  return jax.tree.map(lambda *xs: jnp.stack(xs), *per_dim)  # [D, S, ...]
+  return jax.vmap(fit_one)(*inits)  # [S, ...]
+
+
+def _fit_dims(inits, A, dims, statics):
+  """:func:`_fit` for each width in ``dims`` from the first ``d`` columns of the draws.
+
+  Args:
+    inits: host (numpy) draws ``(U0 [S, N, d_max], V0 [S, n, d_max])``.
+
+  Returns:
+    The results as host arrays stacked ``[D, S, ...]``, ``U``/``V`` padded with zeros to
+    ``d_max`` columns. (Slicing, padding and stacking on the host: as device operations each
+    new shape would compile a program of its own.)
+  """
+  d_max = inits[0].shape[-1]
+  per_dim = []
+  for d in dims:
+    res = _fit((jnp.asarray(inits[0][..., :d]), jnp.asarray(inits[1][..., :d])), A, **statics)
+    res = jax.tree.map(np.asarray, res)
+    pad = ((0, 0), (0, 0), (0, d_max - d))  # [S, rows, d] -> [S, rows, d_max]
+    per_dim.append(res._replace(U=np.pad(res.U, pad), V=np.pad(res.V, pad)))
+  return jax.tree.map(lambda *xs: np.stack(xs), *per_dim)
 
 
 _ENGINES: dict[tuple, tuple] = {}
@@ -211,11 +225,11 @@ def fit_free_embeddings(
     key: a ``jax.random.key``, or a batch ``[S]`` of keys: the seeds are fitted in one
       compiled, vmapped program and every result field gets a leading ``[S]`` axis.
     A: ``[N, n]`` binary relevance.
-    d: embedding dimension, or a sequence of dimensions fitted together in one compiled
-      program: the results then get a leading ``[len(d)]`` axis (before any seed axis)
-      and ``U``/``V`` have ``max(d)`` columns, zero beyond each run's own ``d``. Each
-      dimension runs at its own width (the arithmetic of separate fits, one compilation for
-      all), from the first ``d`` columns of ``max(d)``-column initial draws.
+    d: embedding dimension, or a sequence of dimensions: the results then get a leading
+      ``[len(d)]`` axis (before any seed axis) and ``U``/``V`` have ``max(d)`` columns, zero
+      beyond each run's own ``d``. Each dimension is its own fit at its own width (one compiled
+      program per width, reused by every call with that width and data shape), from the
+      first ``d`` columns of ``max(d)``-column initial draws.
     loss: one of ``'sigmoid'``, ``'infonce'``, ``'margin'``.
     steps: Adam steps.
     lr: Adam learning rate.
@@ -268,13 +282,12 @@ def fit_free_embeddings(
   single = jnp.ndim(key) == 0
   keys = key[None] if single else key
   d_max = max(int(x) for x in dims)
-  masks = jnp.asarray(np.arange(d_max)[None, :] < np.asarray(dims)[:, None], jnp.float32)
   U0, V0 = [], []
   for kk in keys:  # host-side draws, deterministic in each key
     rng = np.random.default_rng(np.asarray(jax.random.key_data(kk)).ravel().tolist())
     U0.append(rng.standard_normal((N, d_max), dtype=np.float32))
     V0.append(rng.standard_normal((n, d_max), dtype=np.float32))
-  inits = (jnp.asarray(np.stack(U0)), jnp.asarray(np.stack(V0)))
+  host_inits = (np.stack(U0), np.stack(V0))
   statics = dict(
     loss=loss,
     steps=int(steps),
@@ -288,11 +301,22 @@ def fit_free_embeddings(
     variant=infonce_variant,
   )
   if sweep:
+    masks = jnp.asarray(np.arange(d_max)[None, :] < np.asarray(dims)[:, None], jnp.float32)
     res = _fit_on_sweep(
-      keys, inits, A, masks, chunk_size=chunk_size, checkpoint_dir=checkpoint_dir, statics=statics
-    )
+      keys,
+      tuple(jnp.asarray(x) for x in host_inits),
+      A,
+      masks,
+      chunk_size=chunk_size,
+      checkpoint_dir=checkpoint_dir,
+      statics=statics,
+    )  # [D, S, ...]
+  elif isinstance(d, (int, np.integer)):
+    res = _fit(tuple(jnp.asarray(x) for x in host_inits), A, **statics)  # [S, ...]
+    return jax.tree.map(lambda x: x[0], res) if single else res
   else:
-    res = _fit(inits, A, dims=tuple(int(x) for x in dims), **statics)
+    res = _fit_dims(host_inits, A, dims, statics)  # [D, S, ...] on the host
+    return jax.device_put(jax.tree.map(lambda x: x[:, 0] if single else x, res))
   if single:
     res = jax.tree.map(lambda x: x[:, 0], res)
   if isinstance(d, (int, np.integer)):

@@ -94,8 +94,8 @@ def test_threshold_bisection_finds_each_seeds_integer_crossing(tmp_path, monkeyp
   assert derived["threshold_C_fine_spread"] == pytest.approx(max(means) / min(means))
 
 
-def test_sweep_path_equals_single_program_fit(tmp_path):
-  """The experiment's grid (core.Sweep: sharded, chunked, checkpointed) == the one-program fit."""
+def test_sweep_path_equals_the_default_fit(tmp_path):
+  """The experiment's grid (core.Sweep: sharded, chunked, checkpointed) == the default fit."""
   import jax
   import numpy as np
 

@@ -143,6 +143,23 @@ def test_fit_free_embeddings_margin_and_seeds_no_retrace():
   assert traces["_fit"] == 0  # new seeds and values: no recompilation
 
 
+def test_fit_sequence_of_dimensions_one_program_per_width():
+  """A sequence of dimensions: zero columns beyond each run's width, each width's program
+  compiled once and reused by later calls (only the new width traces)."""
+  A = M.k_sparse_relevance(5, 2)
+  keys = jax.random.split(jax.random.key(2), 2)
+  res = M.fit_free_embeddings(keys, A, [2, 3], loss="sigmoid", steps=20)
+  assert res.U.shape == (2, 2, 10, 3) and res.V.shape == (2, 2, 5, 3)
+  assert not np.asarray(res.U[0, :, :, 2:]).any() and not np.asarray(res.V[0, :, :, 2:]).any()
+  np.testing.assert_allclose(np.linalg.norm(res.U[1], axis=-1), 1.0, rtol=1e-5)
+  with count_traces() as traces:
+    swapped = M.fit_free_embeddings(keys, A, [3, 2], loss="sigmoid", steps=20)
+    M.fit_free_embeddings(keys, A, [4, 2], loss="sigmoid", steps=20)
+  assert traces["_fit"] == 1  # width 4 only
+  for a, b in zip(swapped, res, strict=True):  # the same runs, in the order asked for
+    np.testing.assert_array_equal(np.asarray(a[::-1]), np.asarray(b))
+
+
 def test_fit_sigmoid_learns_bias_and_single_key():
   A = M.k_sparse_relevance(6, 2)
   res = M.fit_free_embeddings(jax.random.key(1), A, 8, loss="sigmoid", steps=300, lr=3e-2)

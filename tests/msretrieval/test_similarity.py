@@ -92,6 +92,32 @@ def test_candidate_scores_against_per_pair_numpy(cands, sim):
   np.testing.assert_allclose(got[mask], ref[mask], rtol=1e-5, atol=1e-7)
 
 
+def test_candidate_scores_row_chunks_value_and_gradient_against_numpy(monkeypatch):
+  """Chunks of 3 query rows over 5 (a remainder chunk of 2): cosine scores and their gradient
+  w.r.t. the predictions against float64 numpy (a chunk read at the wrong offset, a dropped
+  remainder or a gradient through a stale row fails)."""
+  from jaxpapers.msretrieval import _similarity
+
+  b, c, f = 5, 4, 40
+  monkeypatch.setattr(_similarity, "_CHUNK_ENTRIES", 3 * c * f)
+  p = RNG.random((b, f)).astype(np.float32)
+  y = (RNG.random((b, c, f)) < 0.4).astype(np.uint8)
+  mask = np.ones((b, c), bool)
+  w = RNG.normal(size=(b, c))
+  got = np.asarray(M.candidate_scores(p, y, mask))
+  grad = np.asarray(jax.grad(lambda q: (M.candidate_scores(q, y, mask) * w).sum())(p))
+  q, t = p.astype(np.float64), y.astype(np.float64)
+  nq, nt = np.linalg.norm(q, axis=-1), np.linalg.norm(t, axis=-1)  # [B], [B, C]
+  dot = np.einsum("bf,bcf->bc", q, t)
+  ref = dot / (nq[:, None] * nt)
+  # d cos / d q = y / (|q| |y|) - cos q / |q|^2
+  dref = np.einsum("bc,bcf->bf", w / (nq[:, None] * nt), t) - (w * ref).sum(1)[:, None] * q / (
+    nq[:, None] ** 2
+  )
+  np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-7)
+  np.testing.assert_allclose(grad, dref, rtol=1e-4, atol=1e-6)
+
+
 def test_candidate_scores_sharded_equals_single_device(cands):
   p, y, mask = cands
   n = jax.device_count()
