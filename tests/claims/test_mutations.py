@@ -475,7 +475,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- dual_rate
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     '"compared": ("heldout", num_samples, 2 * num_samples),',
     '"compared": ("heldout", 0, num_samples),',
     ["test_fd_splits"],
@@ -483,7 +483,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'need = 2 * num_samples if reference == "heldout" else num_samples',
     "need = num_samples",
     ["test_fd_splits"],
@@ -491,7 +491,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'out["floor_is_heldout"] = float(heldout is not None and fl.get("splits") == heldout)',
     'out["floor_is_heldout"] = float(fl.get("reference") == "heldout")',
     ["test_floor_is_heldout"],
@@ -499,7 +499,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     '"compared": ["heldout", n, 2 * n]} if n else None',
     '"compared": ["heldout", 0, n]} if n else None',
     ["test_floor_is_heldout"],
@@ -507,7 +507,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'best = min(base_rows, key=lambda r: r["fd_mean"])',
     'best = max(base_rows, key=lambda r: r["fd_mean"])',
     ["test_headline_matched_quality", "test_derived_metrics"],
@@ -515,7 +515,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'target = best["fd_mean"] + best["fd_std"]',
     'target = best["fd_mean"] - best["fd_std"]',
     ["test_headline_matched_quality"],
@@ -523,7 +523,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     '"flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"])',
     '"flop_reduction_at_matched_quality": (cd["mflops_per_sample"] / cb["mflops_per_sample"])',
     ["test_headline_matched_quality", "test_derived_metrics"],
@@ -531,7 +531,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) > 1)',
     'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) >= 1)',
     ["test_headline_ignores_dual_rate_k1"],
@@ -539,7 +539,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'return (worse["fd_mean"] - better["fd_mean"]) / noise',
     'return (better["fd_mean"] - worse["fd_mean"]) / noise',
     ["test_gain_in_std_sign", "test_derived_metrics"],
@@ -547,7 +547,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'gains.append(_gain_in_std(min(cand, key=lambda c: c["fd_mean"]), r))',
     'gains.append(_gain_in_std(max(cand, key=lambda c: c["fd_mean"]), r))',
     ["test_derived_metrics"],
@@ -555,7 +555,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     "return float(np.median(values)) if values else None",
     "return float(np.mean(values)) if values else None",
     ["test_derived_metrics"],
@@ -563,7 +563,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     "fd_std=float(np.std(fds)),",
     'fd_std=float(np.mean([r["fd_std"] for r in rs])),',
     ["test_aggregate_rows_over_training_seeds"],
@@ -1739,7 +1739,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'base_rows = [r for r in rows if r["method"] in base_methods]',
     'base_rows = [r for r in rows if r["method"] == base_methods[0]]',
     ["test_headline_with_several_samplers"],
