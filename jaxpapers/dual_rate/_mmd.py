@@ -166,9 +166,17 @@ class MMDPair(nnx.Module):
     student: the k-step generator g_eta (a SingleNetwork or a DualRateModel), usually a copy of
       the teacher.
     aux: the auxiliary denoiser x_hat_phi (the teacher's type), usually a copy of the teacher.
+
+  Raises:
+    TypeError: a network is neither a SingleNetwork nor a DualRateModel.
   """
 
   def __init__(self, student: DualRateModel | SingleNetwork, aux: DualRateModel | SingleNetwork):
+    for name, net in (("student", student), ("aux", aux)):
+      if not isinstance(net, (DualRateModel, SingleNetwork)):
+        raise TypeError(
+          f"{name} must be a DualRateModel or SingleNetwork, got {type(net).__name__}"
+        )
     self.student = student
     self.aux = aux
 

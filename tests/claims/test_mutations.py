@@ -1025,7 +1025,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- locos
   M(
     "locos",
-    "train",
+    "evaluate",
     'adv = min(point[d] for d in baselines) - point["locos"]',
     'adv = point["locos"] - min(point[d] for d in baselines)',
     ["test_advantage", "test_curves_on_the_claim_grid"],
@@ -1033,7 +1033,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     'adv_boot = np.min([ci[d] for d in baselines], axis=0) - ci["locos"]',
     'adv_boot = np.max([ci[d] for d in baselines], axis=0) - ci["locos"]',
     ["test_advantage"],
@@ -1041,7 +1041,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     '"halfwidth": float(max(adv - lo, hi - adv)),',
     '"halfwidth": float(min(adv - lo, hi - adv)),',
     ["test_advantage"],
@@ -1049,7 +1049,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     "below = curve <= 0.5 * b\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
     "below = curve < 0.5 * b\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
     ["test_collapse_index", "test_advantage"],
@@ -1057,7 +1057,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     "claim_ks = [k for k in (claim_ks or ks) if k in ks]",
     "claim_ks = list(ks)",
     ["test_curves_on_the_claim_grid"],
@@ -1065,7 +1065,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     'rec["collapse_k_advantage"] = min(att) - (ck["locos"] if ck["locos"] is not None else beyond)',
     'rec["collapse_k_advantage"] = max(att) - (ck["locos"] if ck["locos"] is not None else beyond)',
     ["test_derived_metrics"],
@@ -1073,7 +1073,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     'else cv["baseline"]["mean"] - cv["random"]["mean"][-1],',
     'else cv["baseline"]["mean"] - cv["random"]["mean"][-2],',
     ["test_derived_metrics"],
@@ -1081,7 +1081,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     'got = par["locos"][list(par["ks"]).index(filt["claim_grid"][i])]',
     'got = par["locos"][i]',
     ["test_derived_metrics"],
@@ -1731,7 +1731,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     "return ok[ok < n] if n else ok",
     "return ok[ok <= n] if n else ok",
     ["test_ablated_probes"],
