@@ -412,5 +412,5 @@ def parametric_probes(
       system_prompt=system_prompt,
       prompt_format="chat",
     )
-    out.append(Trial(tokenizer.encode(text), (0, 0), city, "parametric"))
+    out.append(Trial(tuple(tokenizer.encode(text)), (0, 0), city, "parametric"))
   return out

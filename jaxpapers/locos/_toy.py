@@ -26,6 +26,20 @@ from jaxpapers import lm
 from jaxpapers.locos._scores import Trial
 
 
+def _bos(tok: ToyTokenizer) -> int:
+  """The '<bos>' id of a task's tokenizer (a ToyTask's vocabulary always has one)."""
+  if tok.bos_id is None:
+    raise ValueError("the toy vocabulary needs '<bos>'")
+  return tok.bos_id
+
+
+def _eos(tok: ToyTokenizer) -> int:
+  """The '<eos>' id of a task's tokenizer (a ToyTask's vocabulary always has one)."""
+  if tok.eos_id is None:
+    raise ValueError("the toy vocabulary needs '<eos>'")
+  return tok.eos_id
+
+
 @dataclasses.dataclass(frozen=True)
 class ToyTask:
   """Sizes of the synthetic task.
@@ -120,7 +134,11 @@ class ToyTokenizer:
     if unknown:
       raise ValueError(f"text has words outside the toy vocabulary: {unknown[:5]}")
     ids = [self._ids[w] for w in text.split()]
-    return [self.bos_id] + ids if add_bos else ids
+    if not add_bos:
+      return ids
+    if self.bos_id is None:
+      raise ValueError("add_bos=True needs '<bos>' in the vocabulary")
+    return [self.bos_id, *ids]
 
   def decode(self, ids: Sequence[int]) -> str:
     """Space-joined tokens; negative ids (padding) are skipped, ids >= vocab_size rejected.
@@ -192,7 +210,7 @@ def _episode(
     spans.append((start, start + 3))
     last = c
   hay += fill[last:]
-  prompt = [tok.bos_id] + hay + question
+  prompt = [_bos(tok)] + hay + question
   assert len(prompt) == task.prompt_len
   return prompt, spans[target], f"N{names[target]}"
 
@@ -228,7 +246,7 @@ def make_toy_trials(
   for _ in range(num):
     if kind == "parametric":
       land = int(rng.integers(task.num_landmarks))
-      prompt = [tok.bos_id, tok.token_to_id(f"L{land}"), tok.token_to_id("in")]
+      prompt = [_bos(tok), tok.token_to_id(f"L{land}"), tok.token_to_id("in")]
       out.append(Trial(prompt, (1, 2), f"C{city_of[land]}", kind))
     else:
       prompt, span, ans = _episode(task, rng, kind, city_of, num_needles)
@@ -276,18 +294,18 @@ def toy_batch(
     if r < parametric_frac:
       land = int(rng.integers(task.num_landmarks))
       seq = [
-        tok.bos_id,
+        _bos(tok),
         tok.token_to_id(f"L{land}"),
         tok.token_to_id("in"),
         tok.token_to_id(f"C{city_of[land]}"),
-        tok.eos_id,
+        _eos(tok),
       ]
       tokens[b, : len(seq)] = seq
       mask[b, 2:4] = 1.0
     else:
       kind = "literal" if rng.random() < literal_frac else "nonliteral"
       prompt, _, ans = _episode(task, rng, kind, city_of)
-      seq = prompt + [tok.token_to_id(ans), tok.eos_id]
+      seq = prompt + [tok.token_to_id(ans), _eos(tok)]
       tokens[b] = seq
       mask[b, len(prompt) - 1 : len(prompt) + 1] = 1.0
   return tokens, mask
@@ -328,7 +346,7 @@ def toy_model_config(
     head_dim=d_model // n_heads,
     ffn_dim=ffn_dim,
     rope_base=rope_base,
-    eos_ids=(task.tokenizer().eos_id,),
+    eos_ids=(_eos(task.tokenizer()),),
   )
 
 
