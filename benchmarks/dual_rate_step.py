@@ -33,11 +33,11 @@ traced: one program per N).
 (each training-step program takes 10-15 CPU s to compile, even at the smoke config's sizes).
 
 The networks, losses and optimizer are the library's (``dr.SingleNetwork``,
-``dr.DualRateModel``, ``dr.diffusion_loss``, ``dr.dual_rate_loss``, ``dr.mmd_losses``,
-``dr.ema_tracker``) at the experiment's settings (read from its config files); the step factory
-and optimizer factory below are the experiment's training plumbing (``core.TrainState``, one
-``jax.jit`` per (structure, loss), memoised), written out here so that their before/after can
-be compared.
+``dr.DualRateModel``, ``dr.diffusion_loss``, ``dr.dual_rate_loss``, ``dr.MMDPair``,
+``dr.mmd_pair_loss``, ``dr.training_optimizer``) at the experiment's settings (read from its
+config files); the step factory below is the experiment's training plumbing
+(``core.TrainState``, one ``jax.jit`` per (structure, loss), memoised), written out here so
+that its before/after can be compared.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from flax import nnx
 
 from benchmarks._setup import experiment_config
@@ -67,14 +66,6 @@ def _clock():
 
 def _since(c):
   return time.process_time() - c[0], time.perf_counter() - c[1]
-
-
-class Pair(nnx.Module):
-  """Student and auxiliary denoiser trained together by MMD."""
-
-  def __init__(self, student, aux):
-    self.student = student
-    self.aux = aux
 
 
 def copy_module(model):
@@ -105,15 +96,8 @@ def make_step(graphdef, loss_fn):
 memoised_step = functools.cache(make_step)
 
 
-def optimizer(lr, steps, warmup_steps, ema_decay):
-  """AdamW with warmup + cosine decay, clipping and the EMA tracker (a fresh object per call)."""
-  sched = optax.warmup_cosine_decay_schedule(
-    0.0, lr, min(warmup_steps, max(steps - 1, 1)), max(steps, 2)
-  )
-  return optax.chain(
-    optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.0), dr.ema_tracker(ema_decay)
-  )
-
+# AdamW with warmup + cosine decay, clipping and the EMA tracker: a fresh object per call.
+optimizer = dr.training_optimizer
 
 memoised_optimizer = functools.cache(optimizer)
 
@@ -162,18 +146,8 @@ def _cases(cfg, base, pair):
 
   def mmd_loss():
     def loss(pair, x, c, key, teacher_state):
-      s_loss, a_loss, met = dr.mmd_losses(
-        pair.student,
-        pair.aux,
-        nnx.merge(tg, teacher_state),
-        x,
-        c,
-        key,
-        schedule=sched,
-        num_student_steps=2,
-        refresh=None,
-      )
-      return s_loss + a_loss, {"student_loss": s_loss, "aux_loss": a_loss, **met}
+      teacher = nnx.merge(tg, teacher_state)
+      return dr.mmd_pair_loss(pair, teacher, x, c, key, schedule=sched, num_student_steps=2)
 
     return loss
 
@@ -183,7 +157,7 @@ def _cases(cfg, base, pair):
     ("no-features", lambda: copy_module(pair), dual_loss(False), None),
     (
       "mmd-baseline (2 steps)",
-      lambda: Pair(copy_module(base), copy_module(base)),
+      lambda: dr.MMDPair(copy_module(base), copy_module(base)),
       mmd_loss,
       tstate,
     ),

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -531,6 +532,18 @@ class CellStore:
     self.checkpoint_root = epath.Path(
       self.directory / "_checkpoints" if checkpoint_root is None else checkpoint_root
     )
+    self.reload()
+
+  def reload(self) -> CellStore:
+    """Reads the folder again: cells stored since by another process become visible.
+
+    Several jobs may share one store, each computing other cells. A cell this store held
+    stays (a put of a process other than 0 is not on disk, and a stored cell never goes away).
+
+    Returns:
+      the store itself.
+    """
+    held = dict(getattr(self, "_cells", {}))
     self._cells: dict[str, Any] = {}
     self._files: dict[str, epath.Path] = {}  # the file each stored cell was read from
     self._stale: dict[str, list[epath.Path]] = {}  # other files holding the same cell
@@ -554,6 +567,9 @@ class CellStore:
             self._stale.setdefault(name, []).append(self._files[name])
           self._cells[name] = rec["value"]
           self._files[name] = f
+    for name, value in held.items():
+      self._cells.setdefault(name, value)
+    return self
 
   @classmethod
   def filename(cls, name: str) -> str:
@@ -701,6 +717,39 @@ class CellStore:
         if not any(self.checkpoint_root.iterdir()):
           self.checkpoint_root.rmdir()
     return self._cells[name]
+
+  def wait_for(
+    self,
+    name: str,
+    *,
+    deadline: float | None = None,
+    poll_s: float = 20.0,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+  ) -> bool:
+    """Waits until cell ``name`` is stored, by another process if need be.
+
+    The folder is re-read (:meth:`reload`) every ``poll_s`` seconds until the cell is there
+    or ``clock()`` passes ``deadline``.
+
+    Args:
+      name: the cell's name.
+      deadline: a ``clock()`` time after which to give up (None: wait as long as it takes).
+      poll_s: seconds between two reads of the folder (> 0).
+      clock: the clock ``deadline`` is on (``time.time``).
+      sleep: the wait between reads (``time.sleep``).
+
+    Returns:
+      True once the cell is stored (the store then holds it), False past ``deadline``.
+    """
+    if not poll_s > 0:
+      raise ValueError(f"poll_s must be > 0, got {poll_s!r}")
+    while name not in self._cells:
+      if deadline is not None and clock() > deadline:
+        return False
+      sleep(poll_s)
+      self.reload()
+    return True
 
   def get(self, name: str, default: Any = None) -> Any:
     """The stored value of ``name``, or ``default``.

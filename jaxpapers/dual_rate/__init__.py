@@ -116,15 +116,18 @@ from jaxpapers.dual_rate._eval import (
   precision_recall_knn,
   train_classifier,
 )
-from jaxpapers.dual_rate._mmd import last_refresh_index, mmd_losses
-from jaxpapers.dual_rate._training import EmaState, ema_tracker, find_ema
+from jaxpapers.dual_rate._mmd import MMDPair, last_refresh_index, mmd_losses, mmd_pair_loss
+from jaxpapers.dual_rate._training import EmaState, ema_tracker, find_ema, training_optimizer
 
 __all__ += [
   "EmaState",
   "ema_tracker",
   "find_ema",
+  "training_optimizer",
+  "MMDPair",
   "last_refresh_index",
   "mmd_losses",
+  "mmd_pair_loss",
   "FeatureClassifier",
   "classifier_accuracy",
   "extract_features",

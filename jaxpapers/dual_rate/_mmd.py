@@ -29,6 +29,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import nnx
 from jax.typing import ArrayLike
 
 from jaxpapers.dual_rate._networks import DualRateModel, SingleNetwork
@@ -153,3 +154,73 @@ def mmd_losses(
   student_loss = jnp.mean(jnp.sum(jax.lax.stop_gradient(x_aux - x_teacher) * x_tilde, axis=red))
   metrics = {"moment_gap": jnp.mean((x_aux - x_teacher) ** 2)}
   return student_loss, aux_loss, metrics
+
+
+class MMDPair(nnx.Module):
+  """The two networks MMD trains together: the k-step student and the auxiliary denoiser.
+
+  One module, so that one optimizer state and one checkpoint hold both and a single jitted step
+  updates both (:func:`mmd_pair_loss` is the sum of their losses, whose gradients do not mix).
+
+  Args:
+    student: the k-step generator g_eta (a SingleNetwork or a DualRateModel), usually a copy of
+      the teacher.
+    aux: the auxiliary denoiser x_hat_phi (the teacher's type), usually a copy of the teacher.
+
+  Raises:
+    TypeError: a network is neither a SingleNetwork nor a DualRateModel.
+  """
+
+  def __init__(self, student: DualRateModel | SingleNetwork, aux: DualRateModel | SingleNetwork):
+    for name, net in (("student", student), ("aux", aux)):
+      if not isinstance(net, (DualRateModel, SingleNetwork)):
+        raise TypeError(
+          f"{name} must be a DualRateModel or SingleNetwork, got {type(net).__name__}"
+        )
+    self.student = student
+    self.aux = aux
+
+
+def mmd_pair_loss(
+  pair: MMDPair,
+  teacher: DualRateModel | SingleNetwork,
+  x: jax.Array,
+  cond: ArrayLike | None,
+  key: jax.Array,
+  *,
+  schedule: NoiseSchedule = NoiseSchedule(),
+  num_student_steps: int = 4,
+  refresh: ArrayLike | None = None,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+  """The joint loss of one MMD step: L(eta) + L(phi) of :func:`mmd_losses`, to differentiate once.
+
+  Gradients of the sum reach the student only through L(eta) and the auxiliary denoiser only
+  through L(phi) (each loss stops the gradient into the other network), so one gradient step on
+  the sum is one step of each alternating update on the same batch.
+
+  Args:
+    pair: the student and the auxiliary denoiser (:class:`MMDPair`).
+    teacher: the frozen many-step model; no gradient reaches it.
+    x: [B, H, W, C] float data.
+    cond: [B] int class labels, or None.
+    key: typed PRNG key.
+    schedule: noise schedule shared by the three models.
+    num_student_steps: k, the student's number of sampling steps.
+    refresh: [k] bool refresh pattern of a dual-rate student (default: every step).
+
+  Returns:
+    ``(loss, metrics)``: the float scalar L(eta) + L(phi), and ``{'student_loss',
+    'aux_loss', 'moment_gap'}`` float scalars.
+  """
+  student_loss, aux_loss, metrics = mmd_losses(
+    pair.student,
+    pair.aux,
+    teacher,
+    x,
+    cond,
+    key,
+    schedule=schedule,
+    num_student_steps=num_student_steps,
+    refresh=refresh,
+  )
+  return student_loss + aux_loss, {"student_loss": student_loss, "aux_loss": aux_loss, **metrics}

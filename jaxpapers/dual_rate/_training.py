@@ -335,3 +335,41 @@ def find_ema(opt_state: optax.OptState) -> PyTree:
   if len(found) != 1:
     raise ValueError(f"expected exactly one EmaState in the optimizer state, found {len(found)}")
   return found[0].ema
+
+
+def training_optimizer(
+  learning_rate: float, num_steps: int, warmup_steps: int, ema_decay: float
+) -> optax.GradientTransformation:
+  """The networks' optimizer: clipping, AdamW with warmup + cosine decay, and the EMA tracker.
+
+  ``chain(clip_by_global_norm(1), adamw(lr_t, weight_decay=0), ema_tracker(ema_decay))`` with
+  lr_t rising linearly from 0 to ``learning_rate`` over ``min(warmup_steps, num_steps - 1)``
+  steps (at least 1), then decaying as a cosine to 0 at ``max(num_steps, 2)``. The EMA of the
+  parameters is read back with :func:`find_ema`.
+
+  Args:
+    learning_rate: the peak learning rate (> 0).
+    num_steps: the training steps (>= 1).
+    warmup_steps: the warmup steps (>= 0; capped at ``num_steps - 1``, raised to 1).
+    ema_decay: EMA decay in [0, 1).
+
+  Returns:
+    a fresh optax transformation on every call; its ``update`` needs ``params``.
+
+  Raises:
+    ValueError: a value outside its range.
+  """
+  if not learning_rate > 0:
+    raise ValueError(f"learning_rate must be > 0, got {learning_rate}")
+  if int(num_steps) < 1 or int(warmup_steps) < 0:
+    raise ValueError(
+      f"num_steps must be >= 1 and warmup_steps >= 0, got {num_steps} and {warmup_steps}"
+    )
+  schedule = optax.warmup_cosine_decay_schedule(
+    0.0, learning_rate, min(warmup_steps, max(num_steps - 1, 1)), max(num_steps, 2)
+  )
+  return optax.chain(
+    optax.clip_by_global_norm(1.0),
+    optax.adamw(schedule, weight_decay=0.0),
+    ema_tracker(ema_decay),
+  )

@@ -26,6 +26,7 @@ from jaxpapers.locos._probes import (
   SHOT_NAMES,
   haystack_sentences,
   make_probes,
+  parametric_probes,
   split_entities,
 )
 from jaxpapers.locos._scores import (
@@ -47,7 +48,14 @@ from jaxpapers.locos._scores import (
   score_generation,
   top_heads,
 )
-from jaxpapers.locos._toy import ToyTask, ToyTokenizer, make_toy_trials, toy_batch
+from jaxpapers.locos._toy import (
+  ToyTask,
+  ToyTokenizer,
+  make_toy_trials,
+  toy_batch,
+  toy_lm_loss,
+  toy_model_config,
+)
 
 __all__ = [
   "make_needle_probes",
@@ -80,6 +88,7 @@ __all__ = [
   "SHOT_NAMES",
   "haystack_sentences",
   "make_probes",
+  "parametric_probes",
   "split_entities",
   "QUESTIONS",
   "RELATIONS",
@@ -87,4 +96,6 @@ __all__ = [
   "ToyTokenizer",
   "make_toy_trials",
   "toy_batch",
+  "toy_lm_loss",
+  "toy_model_config",
 ]

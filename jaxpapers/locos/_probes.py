@@ -371,3 +371,46 @@ def make_probes(
       ids, lo, hi = [bos, *ids], lo + 1, hi + 1
     out.append(Trial(tuple(ids), (lo, hi), names[int(ni[target])], kind))
   return out
+
+
+def parametric_probes(
+  tokenizer: lm.Tokenizer,
+  landmarks: Sequence[tuple[str, str]] = LANDMARKS,
+  *,
+  system_prompt: bool = False,
+) -> list[Trial]:
+  """Parametric-recall controls: the city of each landmark, asked with no context.
+
+  One chat turn "In which city is the {landmark}? Answer with the city name only." and the
+  start of the answer "The {landmark} is in the city of" (rendered as the chat probes of
+  :func:`make_probes` with ``prompt_format='chat'``). There is no needle: ablating retrieval
+  heads should leave this recall intact.
+
+  Args:
+    tokenizer: the model's tokenizer.
+    landmarks: ``(landmark, city)`` pairs (default: every landmark of :data:`LANDMARKS`).
+    system_prompt: render the turn with the tokenizer's own chat template (as
+      :func:`make_probes`), else ChatML turns without a system message.
+
+  Returns:
+    one :class:`Trial` per landmark: the prompt, an empty needle span (0, 0), the city as the
+    answer, kind 'parametric'.
+
+  Raises:
+    ValueError: an entry of ``landmarks`` is not a pair of strings.
+  """
+  bad = [x for x in landmarks if not (isinstance(x, (tuple, list)) and len(x) == 2)]
+  bad += [x for x in landmarks if x not in bad and not all(isinstance(v, str) for v in x)]
+  if bad:
+    raise ValueError(f"landmarks must be (landmark, city) pairs of str, got {bad[0]!r}")
+  out = []
+  for land, city in landmarks:
+    question = f"In which city is the {land}? Answer with the city name only."
+    text = _render(
+      tokenizer,
+      [(question, f"The {land} is in the city of")],
+      system_prompt=system_prompt,
+      prompt_format="chat",
+    )
+    out.append(Trial(tuple(tokenizer.encode(text)), (0, 0), city, "parametric"))
+  return out

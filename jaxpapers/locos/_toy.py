@@ -19,9 +19,19 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
+from jaxpapers import lm
 from jaxpapers.locos._scores import Trial
+
+
+def _eos(tok: ToyTokenizer) -> int:
+  """The '<eos>' id of a task's tokenizer (a ToyTask's vocabulary always has one)."""
+  if tok.eos_id is None:
+    raise ValueError("the toy vocabulary needs '<eos>'")
+  return tok.eos_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,3 +305,68 @@ def toy_batch(
       tokens[b] = seq
       mask[b, len(prompt) - 1 : len(prompt) + 1] = 1.0
   return tokens, mask
+
+
+def toy_model_config(
+  task: ToyTask,
+  *,
+  d_model: int,
+  n_layers: int,
+  n_heads: int,
+  n_kv_heads: int,
+  ffn_dim: int,
+  rope_base: float = 1000.0,
+) -> lm.LMConfig:
+  """The decoder config of a toy model for ``task``: its vocabulary and end-of-sequence id.
+
+  Args:
+    task: the synthetic task (its tokenizer sets the vocabulary and ``eos``).
+    d_model: the residual width (a multiple of ``n_heads``; head_dim = d_model / n_heads).
+    n_layers: the decoder layers.
+    n_heads: the query heads per layer.
+    n_kv_heads: the key/value heads per layer (grouped-query attention when fewer).
+    ffn_dim: the MLP's hidden width.
+    rope_base: the rotary embedding's base.
+
+  Returns:
+    the ``lm.LMConfig``.
+  """
+  if d_model % n_heads:
+    raise ValueError(f"d_model ({d_model}) must be a multiple of n_heads ({n_heads})")
+  return lm.LMConfig(
+    vocab_size=len(task.vocab),
+    d_model=d_model,
+    n_layers=n_layers,
+    n_heads=n_heads,
+    n_kv_heads=n_kv_heads,
+    head_dim=d_model // n_heads,
+    ffn_dim=ffn_dim,
+    rope_base=rope_base,
+    eos_ids=(_eos(task.tokenizer()),),
+  )
+
+
+def toy_lm_loss(model, tokens: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """Masked next-token cross-entropy and accuracy of a decoder on :func:`toy_batch` rows.
+
+  L = sum_{b, t} m[b, t] (-log p(tokens[b, t + 1] | tokens[b, :t + 1])) / sum_{b, t} m[b, t]
+  over t < T - 1: ``mask[b, t] = 1`` where position t predicts a target token (the answer and
+  ``<eos>`` in :func:`toy_batch`).
+
+  Args:
+    model: a decoder, ``model(tokens) -> (logits [B, T, V], ...)`` (``lm.Decoder``).
+    tokens: [B, T] int token ids.
+    mask: [B, T] float weights of the positions whose next token is a target.
+
+  Returns:
+    ``(loss, accuracy)``: float scalars, the mean negative log-likelihood and the fraction of
+    argmax predictions equal to the target, both over the masked positions.
+  """
+  if tokens.ndim != 2 or mask.shape != tokens.shape:
+    raise ValueError(f"tokens and mask must both be [B, T], got {tokens.shape} and {mask.shape}")
+  logits, _, _ = model(tokens)
+  logp = jax.nn.log_softmax(logits[:, :-1])
+  nll = -jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1)[..., 0]
+  w = mask[:, :-1]
+  acc = jnp.argmax(logits[:, :-1], -1) == tokens[:, 1:]
+  return (nll * w).sum() / w.sum(), (acc * w).sum() / w.sum()

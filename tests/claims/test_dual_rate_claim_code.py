@@ -5,12 +5,12 @@ import importlib
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.dual_rate.train"}
+MODULES = {"evaluate": "experiments.dual_rate.evaluate"}
 
 
-@pytest.fixture(name="train")
-def _train():
-  return importlib.import_module(MODULES["train"])
+@pytest.fixture(name="evaluate")
+def _evaluate():
+  return importlib.import_module(MODULES["evaluate"])
 
 
 def _row(method, steps, K, fd, std, mflops=100.0, wall=None):
@@ -59,8 +59,8 @@ FLOPS = {"dual": {"denoiser": 1.0, "encoder": 4.0}}
 S33, S34, S44 = np.hypot(0.3, 0.3), np.hypot(0.3, 0.4), np.hypot(0.4, 0.4)
 
 
-def test_headline_matched_quality(train):
-  h = train._headline(_rows(), FLOPS)
+def test_headline_matched_quality(evaluate):
+  h = evaluate._headline(_rows(), FLOPS)
   assert h["target_fd"] == pytest.approx(4.0)
   assert h["baseline_best"]["fd_mean"] == 3.5
   assert h["baseline_cheapest_at_target"]["mflops_per_sample"] == 200.0
@@ -80,33 +80,33 @@ def test_headline_matched_quality(train):
   ]
 
 
-def test_headline_not_reached(train):
+def test_headline_not_reached(evaluate):
   rows = [r for r in _rows() if not (r["method"] == "dual-rate" and r["fd_mean"] < 4.1)]
-  h = train._headline(rows, FLOPS)
+  h = evaluate._headline(rows, FLOPS)
   assert h["dual_rate_cheapest_at_target"] is None
   assert h["flop_reduction_at_matched_quality"] is None
-  d = train.derived_metrics({"headline": h, "rows": rows, "floor": {"fd": 1.0}})
+  d = evaluate.derived_metrics({"headline": h, "rows": rows, "floor": {"fd": 1.0}})
   assert d["matched_quality_flop_reduction"] == 0.0
 
 
-def test_headline_ignores_dual_rate_k1(train):
+def test_headline_ignores_dual_rate_k1(evaluate):
   rows = [
     _row("baseline", 10, None, 3.0, 1.0, 100.0),
     _row("dual-rate", 10, 1, 3.5, 0.1, 40.0),  # reaches FD <= 4 cheaper, but K = 1
     _row("dual-rate", 10, 2, 3.9, 0.1, 60.0),
   ]
-  h = train._headline(rows, FLOPS)
+  h = evaluate._headline(rows, FLOPS)
   assert h["flop_reduction_at_matched_quality"] == pytest.approx(100.0 / 60.0)
 
 
-def test_headline_with_several_samplers(train):
+def test_headline_with_several_samplers(evaluate):
   # The target is the best row over every named baseline method (here the Heun row, 3.0 +- 0.2),
   # met by the cheapest K > 1 row of any named dual-rate method.
   rows = _rows() + [
     _row("baseline/heun", 20, None, 3.0, 0.2, 300.0),
     _row("dual-rate/heun", 20, 2, 3.1, 0.2, 120.0),
   ]
-  h = train._headline(
+  h = evaluate._headline(
     rows,
     FLOPS,
     base_methods=("baseline", "baseline/heun"),
@@ -118,15 +118,15 @@ def test_headline_with_several_samplers(train):
   assert h["flop_reduction_at_matched_quality"] == pytest.approx(300.0 / 120.0)
 
 
-def test_derived_metrics(train):
+def test_derived_metrics(evaluate):
   rows = _rows()
   m = {
     "rows": rows,
-    "headline": train._headline(rows, FLOPS),
+    "headline": evaluate._headline(rows, FLOPS),
     "floor": {"fd": 1.75},
     "quality_regime_bar": 2.5,
   }
-  d = train.derived_metrics(m)
+  d = evaluate.derived_metrics(m)
   assert d["matched_quality_flop_reduction"] == pytest.approx(2.5)
   assert d["matched_quality_wall_reduction"] == pytest.approx(20.0 / 9.0)
   # Best MMD student (3.1 +- 0.4) minus the best dual-rate row (3.0 +- 0.4, K = 1 included).
@@ -145,17 +145,17 @@ def test_derived_metrics(train):
   assert d["quality_regime_reached"] is True
 
 
-def test_gain_in_std_sign(train):
+def test_gain_in_std_sign(evaluate):
   worse, better = _row("a", 1, 1, 5.0, 0.3), _row("b", 1, 1, 4.0, 0.4)
-  assert train._gain_in_std(worse, better) == pytest.approx(1.0 / 0.5)
-  assert train._gain_in_std(better, worse) == pytest.approx(-1.0 / 0.5)
+  assert evaluate._gain_in_std(worse, better) == pytest.approx(1.0 / 0.5)
+  assert evaluate._gain_in_std(better, worse) == pytest.approx(-1.0 / 0.5)
 
 
-def test_aggregate_rows_over_training_seeds(train):
+def test_aggregate_rows_over_training_seeds(evaluate):
   seed0 = [_row("dual-rate", 20, 2, 3.0, 0.2, wall=10.0), _row("baseline", 20, None, 5.0, 0.5)]
   seed1 = [_row("dual-rate", 20, 2, 4.0, 0.4, wall=14.0)]
   seed2 = [_row("dual-rate", 20, 2, 3.5, 0.6, wall=None)]
-  out = train.aggregate_rows([seed0, seed1, seed2])
+  out = evaluate.aggregate_rows([seed0, seed1, seed2])
   r, b = out
   assert r["fd_mean"] == pytest.approx(3.5)
   assert r["fd_std"] == pytest.approx(np.sqrt(1 / 6))  # population std of (3, 4, 3.5)
@@ -165,32 +165,32 @@ def test_aggregate_rows_over_training_seeds(train):
   assert r["wall_s"] == pytest.approx(12.0)  # over the seeds that measured it
   assert r["num_train_seeds"] == 3
   assert b["fd_mean"] == 5.0 and b["fd_std"] == 0.5 and b["num_train_seeds"] == 1
-  assert train.aggregate_rows([seed0]) == seed0
+  assert evaluate.aggregate_rows([seed0]) == seed0
 
 
-def test_fd_splits(train):
+def test_fd_splits(evaluate):
   # Held-out reference: the first N held-out images; the floor compares the next N.
-  assert train.fd_splits(797, 1000, 500, "heldout") == {
+  assert evaluate.fd_splits(797, 1000, 500, "heldout") == {
     "reference": ("heldout", 0, 500),
     "compared": ("heldout", 500, 1000),
   }
   # Train reference (the earlier protocol): the whole train split against N held-out images.
-  assert train.fd_splits(797, 1000, 500, "train") == {
+  assert evaluate.fd_splits(797, 1000, 500, "train") == {
     "reference": ("train", 0, 797),
     "compared": ("heldout", 0, 500),
   }
   # Two disjoint splits of N need 2 N held-out images; one more sample is one too many.
-  assert train.fd_splits(10, 8, 4, "heldout")["compared"] == ("heldout", 4, 8)
+  assert evaluate.fd_splits(10, 8, 4, "heldout")["compared"] == ("heldout", 4, 8)
   # (Not pytest.raises: its failure is not an Exception, which tests/claims/test_mutations.py
   # counts as a caught mutant.)
   try:
-    train.fd_splits(10, 8, 5, "heldout")
+    evaluate.fd_splits(10, 8, 5, "heldout")
   except ValueError as e:
     assert "needs 10 held-out images" in str(e)
   else:
     raise AssertionError("8 held-out images accepted for two disjoint splits of 5")
   with pytest.raises(ValueError, match="fd_reference"):
-    train.fd_splits(10, 8, 4, "test")
+    evaluate.fd_splits(10, 8, 4, "test")
 
 
 def _floor(reference="heldout", n=500, n_ref=500, n_cmp=500, start=500):
@@ -203,13 +203,13 @@ def _floor(reference="heldout", n=500, n_ref=500, n_cmp=500, start=500):
   }
 
 
-def test_floor_is_heldout(train):
+def test_floor_is_heldout(evaluate):
   rows = _rows()
-  head = train._headline(rows, FLOPS)
+  head = evaluate._headline(rows, FLOPS)
 
   def judged(floor, n=500):
     m = {"rows": rows, "headline": head, "floor": floor, "num_eval_samples": n}
-    return train.derived_metrics(m)["floor_is_heldout"]
+    return evaluate.derived_metrics(m)["floor_is_heldout"]
 
   assert judged(_floor()) == 1.0
   # The train-split reference of the earlier runs (also: no split record at all).
@@ -221,16 +221,16 @@ def test_floor_is_heldout(train):
   assert judged(_floor(start=0)) == 0.0
   # The regime ratio is the best baseline's FD over this floor: 3.5 / 2.0.
   m = {"rows": rows, "headline": head, "floor": _floor(), "num_eval_samples": 500}
-  assert train.derived_metrics(m)["baseline_best_fd_over_floor"] == pytest.approx(1.75)
+  assert evaluate.derived_metrics(m)["baseline_best_fd_over_floor"] == pytest.approx(1.75)
 
 
-def test_coupling_gains(train):
+def test_coupling_gains(evaluate):
   rows = _rows() + [
     _row("dual-rate/ddim", 20, 4, 5.5, 0.3),  # vs dual-rate (20, 4): 4.5 +- 0.3
     _row("dual-rate/ddim", 20, 2, 9.9, 0.3),  # K = 2: left out (K >= 4 only)
     _row("dual-rate/rollout", 20, 4, 4.2, 0.3),
   ]
-  d = train.derived_metrics({"rows": rows, "headline": train._headline(rows, FLOPS)})
+  d = evaluate.derived_metrics({"rows": rows, "headline": evaluate._headline(rows, FLOPS)})
   # Gain of the coupling over the ancestral pair: (ancestral FD - coupling FD) / S33.
   assert d["ddim_vs_ancestral_gain_in_std"] == pytest.approx(-1.0 / S33)
   assert d["rollout_vs_ancestral_gain_in_std"] == pytest.approx(0.3 / S33)

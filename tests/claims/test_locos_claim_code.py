@@ -5,19 +5,19 @@ import importlib
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.locos.train"}
+MODULES = {"evaluate": "experiments.locos.evaluate"}
 
 
-@pytest.fixture(name="train")
-def _train():
-  return importlib.import_module(MODULES["train"])
+@pytest.fixture(name="evaluate")
+def _evaluate():
+  return importlib.import_module(MODULES["evaluate"])
 
 
-def test_collapse_k(train):
+def test_collapse_k(evaluate):
   curve = {"ks": [1, 2, 4, 8], "baseline": {"mean": 0.8}, "d": {"mean": [0.7, 0.45, 0.3, 0.1]}}
-  assert train._collapse_k(curve, "d") == 4  # the first score below half the baseline (0.4)
+  assert evaluate.collapse_k(curve, "d") == 4  # the first score below half the baseline (0.4)
   curve["d"]["mean"] = [0.8, 0.8, 0.5, 0.45]
-  assert train._collapse_k(curve, "d") is None
+  assert evaluate.collapse_k(curve, "d") is None
 
 
 @pytest.mark.xfail(
@@ -26,23 +26,23 @@ def test_collapse_k(train):
   "real tracks' collapse index (and the claims' notes: 'halving', '<= half') count a score "
   "exactly at half; toy accuracies are fractions of a few probes, so exact halves happen",
 )
-def test_collapse_k_at_exactly_half(train):
+def test_collapse_k_at_exactly_half(evaluate):
   curve = {"ks": [1, 2, 4, 8], "baseline": {"mean": 0.8}, "d": {"mean": [0.7, 0.4, 0.3, 0.1]}}
-  assert train._collapse_k(curve, "d") == 2
+  assert evaluate.collapse_k(curve, "d") == 2
 
 
-def test_ablated_probes(train):
+def test_ablated_probes(evaluate):
   # Answered = ROUGE-1 recall of the answer in the unablated generation >= 0.5.
   answers = ["the eiffel tower", "big ben", "colosseum", "louvre"]
   texts = ["it is the eiffel tower", "no idea", "the colosseum", "the louvre museum"]
-  np.testing.assert_array_equal(train._ablated_probes(answers, texts), [0, 2, 3])
-  np.testing.assert_array_equal(train._ablated_probes(answers, texts, 3), [0, 2])  # items 0..2
+  np.testing.assert_array_equal(evaluate.ablated_probes(answers, texts), [0, 2, 3])
+  np.testing.assert_array_equal(evaluate.ablated_probes(answers, texts, 3), [0, 2])  # items 0..2
 
 
-def test_collapse_index(train):
+def test_collapse_index(evaluate):
   # [K = 3, R = 4] curves against per-resample baselines (half: 0.5, 0.5, 0.4, 0.6).
   curve = np.array([[0.9, 0.5, 0.9, 0.9], [0.4, 0.5, 0.45, 0.9], [0.1, 0.1, 0.4, 0.9]])
-  got = train._collapse_index(curve, np.array([1.0, 1.0, 0.8, 1.2]))
+  got = evaluate._collapse_index(curve, np.array([1.0, 1.0, 0.8, 1.2]))
   np.testing.assert_array_equal(got, [1, 0, 2, 3])  # 3 = never (one past the grid)
 
 
@@ -67,10 +67,10 @@ def _boot():
   return boot, boot_base, mat, np.array([1.0, 1.0])
 
 
-def test_advantage(train):
+def test_advantage(evaluate):
   boot, boot_base, mat, base = _boot()
   ks = [1, 5, 20, 50]
-  a = train._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive"])
+  a = evaluate._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive"])
   assert a["collapse_index"] == {"locos": 2, "contrastive": 3}
   assert a["collapse_k"] == {"locos": 20, "contrastive": 50}
   assert a["advantage"] == 1.0  # baseline's collapse index minus LOCOS's
@@ -83,15 +83,17 @@ def test_advantage(train):
   # advantages are (1, 1, 2, 0, 1), quantiles 0.1 and 1.9.
   boot["wu"] = np.array([[0.9] * 5, [0.9] * 5, [0.9, 0.4, 0.9, 0.9, 0.5], [0.9] * 5])
   mat["wu"] = np.full((4, 2), 0.9)
-  a = train._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive", "wu"])
+  a = evaluate._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive", "wu"])
   assert a["advantage"] == 1.0
   assert a["ci"] == pytest.approx([0.1, 1.9])
   assert a["halfwidth"] == pytest.approx(0.9)
   mat["contrastive"][1, 0] = np.nan  # a cell not run: no advantage
-  assert train._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive"])["advantage"] is None
+  assert (
+    evaluate._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive"])["advantage"] is None
+  )
 
 
-def test_curves_on_the_claim_grid(train):
+def test_curves_on_the_claim_grid(evaluate):
   ks = [1, 5, 20, 50]
   # Every probe scores the same, so every bootstrap resample equals the point estimate.
   means = {
@@ -101,19 +103,21 @@ def test_curves_on_the_claim_grid(train):
   }
   res = {("baseline", 0): np.full(3, 1.0)}
   res.update({(d, k): np.full(3, means[d][i]) for d in means for i, k in enumerate(ks)})
-  cv = train._curves(res, ("locos", "contrastive"), ks, [0, 1, 2], 50, 0)
+  cv = evaluate.ablation_curves(res, ("locos", "contrastive"), ks, [0, 1, 2], 50, 0)
   assert cv["collapse_step_advantage"] == 1.0  # full grid: index 3 - index 2
   assert cv["collapse_step_advantage_halfwidth"] == 0.0
   assert cv["collapse_k"] == {"locos": 20, "contrastive": 50, "random": None}
   assert cv["random"]["mean"] == pytest.approx(means["random"])
   # On the claim's grid (5, 50) both collapse at its second point: no advantage.
-  cv = train._curves(res, ("locos", "contrastive"), ks, [0, 1, 2], 50, 0, claim_ks=[5, 50])
+  cv = evaluate.ablation_curves(
+    res, ("locos", "contrastive"), ks, [0, 1, 2], 50, 0, claim_ks=[5, 50]
+  )
   assert cv["claim_grid"] == [5, 50]
   assert cv["collapse_step_advantage"] == 0.0
   assert cv["collapse_index"] == {"locos": 1, "contrastive": 1, "random": 2}
 
 
-def test_derived_metrics(train):
+def test_derived_metrics(evaluate):
   toy = {
     "nonliteral": {
       "ks": [1, 2, 4, 8],
@@ -144,7 +148,7 @@ def test_derived_metrics(train):
     "smollm2/curves": {"filtered": filtered, "paper": paper},
     "smollm2/parametric": {"ks": [1, 5, 20, 50], "baseline": 0.8, "locos": [0.8, 0.7, 0.6, 0.2]},
   }
-  d = train.derived_metrics(metrics)
+  d = evaluate.derived_metrics(metrics)
   assert d["toy"]["collapse_k"] == {"locos": 4, "wu": 8, "contrastive": None, "random": 8}
   assert d["toy"]["collapse_k_advantage"] == 8 - 4  # the strongest attention detector
   assert d["toy"]["parametric_retained_at_collapse"] == pytest.approx(0.4 / 0.5)

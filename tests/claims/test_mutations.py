@@ -475,7 +475,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- dual_rate
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     '"compared": ("heldout", num_samples, 2 * num_samples),',
     '"compared": ("heldout", 0, num_samples),',
     ["test_fd_splits"],
@@ -483,7 +483,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'need = 2 * num_samples if reference == "heldout" else num_samples',
     "need = num_samples",
     ["test_fd_splits"],
@@ -491,7 +491,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'out["floor_is_heldout"] = float(heldout is not None and fl.get("splits") == heldout)',
     'out["floor_is_heldout"] = float(fl.get("reference") == "heldout")',
     ["test_floor_is_heldout"],
@@ -499,7 +499,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     '"compared": ["heldout", n, 2 * n]} if n else None',
     '"compared": ["heldout", 0, n]} if n else None',
     ["test_floor_is_heldout"],
@@ -507,7 +507,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'best = min(base_rows, key=lambda r: r["fd_mean"])',
     'best = max(base_rows, key=lambda r: r["fd_mean"])',
     ["test_headline_matched_quality", "test_derived_metrics"],
@@ -515,7 +515,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'target = best["fd_mean"] + best["fd_std"]',
     'target = best["fd_mean"] - best["fd_std"]',
     ["test_headline_matched_quality"],
@@ -523,7 +523,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     '"flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"])',
     '"flop_reduction_at_matched_quality": (cd["mflops_per_sample"] / cb["mflops_per_sample"])',
     ["test_headline_matched_quality", "test_derived_metrics"],
@@ -531,7 +531,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) > 1)',
     'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) >= 1)',
     ["test_headline_ignores_dual_rate_k1"],
@@ -539,7 +539,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'return (worse["fd_mean"] - better["fd_mean"]) / noise',
     'return (better["fd_mean"] - worse["fd_mean"]) / noise',
     ["test_gain_in_std_sign", "test_derived_metrics"],
@@ -547,7 +547,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'gains.append(_gain_in_std(min(cand, key=lambda c: c["fd_mean"]), r))',
     'gains.append(_gain_in_std(max(cand, key=lambda c: c["fd_mean"]), r))',
     ["test_derived_metrics"],
@@ -555,7 +555,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     "return float(np.median(values)) if values else None",
     "return float(np.mean(values)) if values else None",
     ["test_derived_metrics"],
@@ -563,7 +563,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     "fd_std=float(np.std(fds)),",
     'fd_std=float(np.mean([r["fd_std"] for r in rs])),',
     ["test_aggregate_rows_over_training_seeds"],
@@ -1025,7 +1025,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- locos
   M(
     "locos",
-    "train",
+    "evaluate",
     'adv = min(point[d] for d in baselines) - point["locos"]',
     'adv = point["locos"] - min(point[d] for d in baselines)',
     ["test_advantage", "test_curves_on_the_claim_grid"],
@@ -1033,7 +1033,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     'adv_boot = np.min([ci[d] for d in baselines], axis=0) - ci["locos"]',
     'adv_boot = np.max([ci[d] for d in baselines], axis=0) - ci["locos"]',
     ["test_advantage"],
@@ -1041,7 +1041,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     '"halfwidth": float(max(adv - lo, hi - adv)),',
     '"halfwidth": float(min(adv - lo, hi - adv)),',
     ["test_advantage"],
@@ -1049,7 +1049,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     "below = curve <= 0.5 * b\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
     "below = curve < 0.5 * b\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
     ["test_collapse_index", "test_advantage"],
@@ -1057,7 +1057,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     "claim_ks = [k for k in (claim_ks or ks) if k in ks]",
     "claim_ks = list(ks)",
     ["test_curves_on_the_claim_grid"],
@@ -1065,7 +1065,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     'rec["collapse_k_advantage"] = min(att) - (ck["locos"] if ck["locos"] is not None else beyond)',
     'rec["collapse_k_advantage"] = max(att) - (ck["locos"] if ck["locos"] is not None else beyond)',
     ["test_derived_metrics"],
@@ -1073,7 +1073,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     'else cv["baseline"]["mean"] - cv["random"]["mean"][-1],',
     'else cv["baseline"]["mean"] - cv["random"]["mean"][-2],',
     ["test_derived_metrics"],
@@ -1081,7 +1081,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     'got = par["locos"][list(par["ks"]).index(filt["claim_grid"][i])]',
     'got = par["locos"][i]',
     ["test_derived_metrics"],
@@ -1731,7 +1731,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "train",
+    "evaluate",
     "return ok[ok < n] if n else ok",
     "return ok[ok <= n] if n else ok",
     ["test_ablated_probes"],
@@ -1739,7 +1739,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "train",
+    "evaluate",
     'base_rows = [r for r in rows if r["method"] in base_methods]',
     'base_rows = [r for r in rows if r["method"] == base_methods[0]]',
     ["test_headline_with_several_samplers"],

@@ -265,3 +265,29 @@ def test_cell_store_recomputes_a_cut_off_or_altered_cell_with_a_warning(tmp_path
   assert f"{b} is corrupt" in caplog.text and "does not match its recorded SHA-256" in caplog.text
   assert reopened.get_or_compute("a", lambda _: {"acc": 0.5}) == {"acc": 0.5}
   assert core.CellStore(tmp_path / "cells")["a"] == {"acc": 0.5}  # repaired on disk
+
+
+def test_cell_store_reload_and_wait_for_see_another_process_cells(tmp_path):
+  """Two stores on one folder (two jobs sharing cells): reload shows the other's cells and
+  keeps this one's; wait_for re-reads on its own clock until the cell is there or the deadline
+  passes."""
+  mine, other = core.CellStore(tmp_path), core.CellStore(tmp_path)
+  mine.put("a", 1)
+  assert "a" not in other and other.reload() is other and other["a"] == 1
+  other._cells["only_in_memory"] = 3  # a put of a process that does not write
+  assert other.reload()["only_in_memory"] == 3
+  now, sleeps = [0.0], []
+
+  def sleep(s):  # the other job stores "b" during the second wait
+    sleeps.append(s)
+    now[0] += s
+    if len(sleeps) == 2:
+      other.put("b", [2])
+
+  assert mine.wait_for("b", deadline=100.0, poll_s=20.0, clock=lambda: now[0], sleep=sleep)
+  assert mine["b"] == [2] and sleeps == [20.0, 20.0]
+  assert not mine.wait_for("c", deadline=50.0, poll_s=20.0, clock=lambda: now[0], sleep=sleep)
+  assert now[0] == 60.0  # gave up at the first read past the deadline
+  assert mine.wait_for("a", deadline=0.0, clock=lambda: 1.0, sleep=sleep)  # stored: no wait
+  with pytest.raises(ValueError, match="poll_s"):
+    mine.wait_for("c", poll_s=0)

@@ -404,6 +404,28 @@ CASES = [
     (X[0], jax.random.key(0)),
     match=r"x must be \[B, H, W, C\]",
   ),
+  Case(
+    "mmd_pair_loss",
+    lambda x, k: dr.mmd_pair_loss(dr.MMDPair(_single(), _single()), _single(), x, None, k),
+    (X[0], jax.random.key(0)),
+    match=r"x must be \[B, H, W, C\]",
+  ),
+  Case(
+    "MMDPair",
+    lambda: dr.MMDPair(_single(), None),
+    error=TypeError,
+    match="aux must be a DualRateModel or SingleNetwork, got NoneType",
+    jit=None,
+    jit_reason="an nnx.Module container (host side)",
+  ),
+  Case(
+    "training_optimizer",
+    dr.training_optimizer,
+    (0.0, 10, 2, 0.9),
+    match="learning_rate must be > 0",
+    jit=None,
+    jit_reason="builds an optax transformation (host side)",
+  ),
   # evaluation
   Case(
     "FeatureClassifier", lambda x: _clf().features(x), (X[0],), match=r"x must be \[B, H, W, C\]"

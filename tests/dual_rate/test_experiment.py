@@ -3,7 +3,6 @@ jitted MMD step and claim metrics."""
 
 import inspect
 import json
-import logging
 import re
 
 import jax
@@ -14,7 +13,7 @@ import optax
 import pytest
 from flax import nnx
 
-from experiments.dual_rate import train
+from experiments.dual_rate import evaluate, train
 from experiments.dual_rate.configs import smoke
 from jaxpapers import core
 from jaxpapers import dual_rate as dr
@@ -58,29 +57,12 @@ def test_smoke_experiment(tmp_path):
     r["fd_mean"] for r in metrics["rows"]
   ]
   assert res["metrics"]["cells_missing"] == []
-
-
-def test_cached_rows_are_read_back_and_a_corrupt_row_file_is_sampled_again(tmp_path, caplog):
-  """The row cache of a workdir: a core.CellStore under rows/, plus the rows of an older run's
-  rows_cache.json; a cut-off file of either kind is named in a warning and its rows left out
-  (so they are sampled again), never a bare JSONDecodeError."""
-  legacy = tmp_path / "rows_cache.json"
-  rows = {"baseline|4|1|ddim|uniform|1|64": {"fd_mean": 1.5}, "dual|4|2": {"fd_mean": 2.5}}
-  legacy.write_text(json.dumps(rows)[:40])
-  with caplog.at_level(logging.WARNING):
-    assert len(train._row_store(tmp_path)) == 0
-  assert f"{legacy} is corrupt" in caplog.text
-  legacy.write_text(json.dumps(rows))
-  assert train._row_store(tmp_path).to_dict() == rows
-  legacy.unlink()
-  store = train._row_store(tmp_path)
-  cut = store.path("dual|4|2")
-  cut.write_text(cut.read_text()[:20])
-  caplog.clear()
-  with caplog.at_level(logging.WARNING):
-    store = train._row_store(tmp_path)
-  assert store.to_dict() == {"baseline|4|1|ddim|uniform|1|64": {"fd_mean": 1.5}}
-  assert f"{cut} is corrupt" in caplog.text
+  # Every row is also a cell of the seed's row store (core.CellStore), read back by a rerun
+  # instead of being sampled again.
+  rows = core.CellStore(tmp_path / "train_seed0" / "rows")
+  assert sorted(r["fd_mean"] for r in rows.to_dict().values()) == sorted(
+    r["fd_mean"] for r in metrics["rows"]
+  )
 
 
 def test_rows_aggregate_over_training_seeds_against_hand_values():
@@ -105,7 +87,7 @@ def test_rows_aggregate_over_training_seeds_against_hand_values():
     row("x", 2, 7.0, 0.3),
   ]
   seed1 = [row("baseline", None, 14.0, 3.0, 4.0), row("dual-rate", 4, 6.0, 1.5)]
-  out = {r["method"]: r for r in train.aggregate_rows([seed0, seed1])}
+  out = {r["method"]: r for r in evaluate.aggregate_rows([seed0, seed1])}
   b = out["baseline"]
   assert (b["fd_mean"], b["fd_std"], b["fd_sampling_std"]) == (12.0, 2.0, 2.0)  # np.std: ddof 0
   assert b["fd_train_seeds"] == [10.0, 14.0] and b["wall_s"] == 3.0 and b["num_train_seeds"] == 2
@@ -113,8 +95,8 @@ def test_rows_aggregate_over_training_seeds_against_hand_values():
   assert out["dual-rate"]["fd_std"] == 1.0 and out["dual-rate"]["kid_mean"] == 0.5
   # A setting of one training seed keeps its sampling-seed std.
   assert out["x"]["fd_std"] == 0.3 and out["x"]["num_train_seeds"] == 1
-  assert train.aggregate_rows([seed0]) == seed0
-  spread = train._spread({"0": {"a": 1.0, "b": None}, "1": {"a": 3.0, "b": 2.0}})
+  assert evaluate.aggregate_rows([seed0]) == seed0
+  spread = evaluate._spread({"0": {"a": 1.0, "b": None}, "1": {"a": 3.0, "b": 2.0}})
   assert spread["a"] == {"mean": 2.0, "std": 1.0, "min": 1.0, "max": 3.0, "values": [1.0, 3.0]}
   assert spread["b"]["values"] == [2.0]
 
@@ -124,7 +106,7 @@ def test_mmd_teacher_is_an_argument_not_an_hlo_constant():
   full-size teacher); the step must take it as an argument."""
   teacher = tiny_single(seed=2)
   tg, tstate = nnx.split(teacher)
-  pair = train._Pair(tiny_single(seed=0), tiny_single(seed=1))
+  pair = dr.MMDPair(tiny_single(seed=0), tiny_single(seed=1))
   state = core.TrainState.create(pair, optax.adam(1e-3))
   step = train._make_step(state.graphdef, train.mmd_loss_fn(tg, dr.NoiseSchedule(), 2, None))
   batch = (jnp.zeros((2, 8, 8, 1)), None, jax.random.key(0))
@@ -155,7 +137,7 @@ def test_derived_control_metrics_against_hand_values():
     row("fresh-only", 8, 8, 25.0, 7.0),
     row("dual-rate/front_loaded", 8, 4, 40.0, 5.0),
   ]
-  d = train.derived_metrics(
+  d = evaluate.derived_metrics(
     {"rows": rows, "headline": {"flop_reduction_at_matched_quality": None}, "floor": {"fd": 2.5}}
   )
   # K=4 (40): best no-feature at <= 40 is 9.0 -> +3/s2; K=8 (25): 9.0 -> +2/s2; median 2.5/s2.
@@ -188,14 +170,16 @@ def test_matched_quality_target_over_the_baselines_samplers_against_hand_values(
   ]
   flops = {"dual": {"encoder": 10.0, "denoiser": 1.0}}
   # DDIM baseline only: target 5 + 1; cheapest baseline 100, cheapest dual-rate K > 1 40.
-  h = train._headline(rows, flops)
+  h = evaluate._headline(rows, flops)
   assert h["target_fd"] == 6.0 and h["flop_reduction_at_matched_quality"] == 100.0 / 40.0
   # With Heun on both sides: target 3.0 + 0.5; the baseline meets it only with Heun (190), the
   # pair with Heun at K = 2 (60); K = 1 rows never count.
-  h = train._headline(rows, flops, ("baseline", "baseline/heun"), ("dual-rate", "dual-rate/heun"))
+  h = evaluate._headline(
+    rows, flops, ("baseline", "baseline/heun"), ("dual-rate", "dual-rate/heun")
+  )
   assert h["target_fd"] == 3.5 and h["flop_reduction_at_matched_quality"] == 190.0 / 60.0
   for floor, bar, reached in ((2.5, 1.2, True), (2.0, 1.2, False), (2.0, None, None)):
-    d = train.derived_metrics(
+    d = evaluate.derived_metrics(
       {"rows": rows, "headline": h, "floor": {"fd": floor}, "quality_regime_bar": bar}
     )
     assert (

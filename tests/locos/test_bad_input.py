@@ -347,6 +347,29 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
+  Case(
+    "toy_model_config",
+    locos.toy_model_config,
+    (TASK,),
+    dict(d_model=30, n_layers=1, n_heads=4, n_kv_heads=2, ffn_dim=8),
+    match=r"d_model \(30\) must be a multiple of n_heads \(4\)",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "toy_lm_loss",
+    lambda tokens, mask: locos.toy_lm_loss(None, tokens, mask),
+    (np.zeros((2, 5), np.int32), np.ones((2, 4), np.float32)),
+    match=r"tokens and mask must both be \[B, T\]",
+  ),
+  Case(
+    "parametric_probes",
+    locos.parametric_probes,
+    (TOK, [("Eiffel Tower",)]),
+    match=r"landmarks must be \(landmark, city\) pairs",
+    jit=None,
+    jit_reason=HOST,
+  ),
 ]
 
 EXEMPT = {

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments.locos import train
+from experiments.locos import ablation, evaluate
 from jaxpapers import core, lm, locos
 from jaxpapers.locos import _toy
 
@@ -83,14 +83,14 @@ def test_grouped_cells_equal_cell_by_cell(model, tmp_path):
   cfg, params, tok, trials, mean = model
   L, H = cfg.n_layers, cfg.n_heads
   scores = np.arange(L * H, dtype=float).reshape(L, H)
-  conds = train._conditions({"locos": scores}, ("locos",), [1, 5], L, H, 2, jax.random.key(0))
+  conds = ablation.conditions({"locos": scores}, ("locos",), [1, 5], L, H, 2, jax.random.key(0))
   gen = dict(max_new_tokens=4, stop_ids=[], batch_size=2, seed_block=2, pad_to=(12, 14))
   only = np.array([0, 2, 3, 5, 8, 9, 10])
   out = {}
   for name, group_rows, batch in (("cells", None, 2), ("grouped", 40, 8)):
     store = core.CellStore(tmp_path / name)
     g = dict(gen, batch_size=batch)
-    train._run_conditions(
+    ablation.run_conditions(
       params, cfg, tok, trials, conds, mean, g, store, "t", only=only, group_rows=group_rows
     )
     out[name] = {
@@ -102,29 +102,29 @@ def test_grouped_cells_equal_cell_by_cell(model, tmp_path):
 def test_ablation_num_eval_keeps_the_answered_probes_among_the_first_n():
   answers = ["Ann", "Bob", "Cy", "Dee", "Eve", "Fay"]
   texts = [" Ann.", " no", " Cy", " Bob", " Eve is", " Fay"]  # answered: 0, 2, 4, 5
-  np.testing.assert_array_equal(train._ablated_probes(answers, texts, 0), [0, 2, 4, 5])
-  np.testing.assert_array_equal(train._ablated_probes(answers, texts, 4), [0, 2])
-  np.testing.assert_array_equal(train._ablated_probes(answers, texts, 5), [0, 2, 4])
-  np.testing.assert_array_equal(train._ablated_probes(answers, texts, 6), [0, 2, 4, 5])
-  assert train._stem_tag(6, 4) == "stem/n=6/first=4" and train._stem_tag(6) == "stem/n=6"
+  np.testing.assert_array_equal(evaluate.ablated_probes(answers, texts, 0), [0, 2, 4, 5])
+  np.testing.assert_array_equal(evaluate.ablated_probes(answers, texts, 4), [0, 2])
+  np.testing.assert_array_equal(evaluate.ablated_probes(answers, texts, 5), [0, 2, 4])
+  np.testing.assert_array_equal(evaluate.ablated_probes(answers, texts, 6), [0, 2, 4, 5])
+  assert ablation.stem_tag(6, 4) == "stem/n=6/first=4" and ablation.stem_tag(6) == "stem/n=6"
   with pytest.raises(ValueError, match="ablation_num_eval"):
-    train._ablated_probes(answers, texts, 7)
+    evaluate.ablated_probes(answers, texts, 7)
   with pytest.raises(ValueError, match="texts"):
-    train._ablated_probes(answers, texts[:5], 3)
+    evaluate.ablated_probes(answers, texts[:5], 3)
 
 
 def test_ablation_cells_hold_only_the_first_n_answered_probes(model, tmp_path):
   cfg, params, tok, trials, mean = model
   L, H = cfg.n_layers, cfg.n_heads
-  conds = train._conditions({"locos": np.eye(L, H)}, ("locos",), [1], L, H, 2, jax.random.key(0))
+  conds = ablation.conditions({"locos": np.eye(L, H)}, ("locos",), [1], L, H, 2, jax.random.key(0))
   gen = dict(max_new_tokens=2, stop_ids=[], batch_size=8, seed_block=2, pad_to=(12, 14))
   store = core.CellStore(tmp_path)
   # the "unablated generations": every probe answered except 1 and 4
   texts = [t.answer if i not in (1, 4) else "" for i, t in enumerate(trials)]
-  only = train._ablated_probes([t.answer for t in trials], texts, 6)
+  only = evaluate.ablated_probes([t.answer for t in trials], texts, 6)
   np.testing.assert_array_equal(only, [0, 2, 3, 5])
-  res = train._run_conditions(
-    params, cfg, tok, trials, conds[1:], mean, gen, store, train._stem_tag(11, 6), only=only
+  res = ablation.run_conditions(
+    params, cfg, tok, trials, conds[1:], mean, gen, store, ablation.stem_tag(11, 6), only=only
   )
   store = core.CellStore(tmp_path)  # as written to disk
   assert set(store._cells) == {"stem/n=11/first=6/locos/k=1", "stem/n=11/first=6/random/k=1"}
@@ -139,25 +139,27 @@ def test_cells_of_a_run_over_fewer_items_are_reused_row_by_row(model, tmp_path, 
   cfg, params, tok, trials, mean = model
   L, H = cfg.n_layers, cfg.n_heads
   scores = np.arange(L * H, dtype=float).reshape(L, H)
-  conds = train._conditions({"locos": scores}, ("locos",), [2], L, H, 3, jax.random.key(1))
+  conds = ablation.conditions({"locos": scores}, ("locos",), [2], L, H, 3, jax.random.key(1))
   gen = dict(max_new_tokens=3, stop_ids=[], batch_size=8, seed_block=2, pad_to=(12, 14))
   fresh = core.CellStore(tmp_path / "fresh")
   only = np.array([0, 2, 3, 5, 7, 8, 10])
-  train._run_conditions(params, cfg, tok, trials, conds, mean, gen, fresh, "t", only=only)
+  ablation.run_conditions(params, cfg, tok, trials, conds, mean, gen, fresh, "t", only=only)
   # an earlier run over the first 7 items (ablations on its answered probes among them)
   store = core.CellStore(tmp_path / "reuse")
   old_only = only[only < 7]
-  train._run_conditions(params, cfg, tok, trials[:7], conds, mean, gen, store, "old", only=old_only)
+  ablation.run_conditions(
+    params, cfg, tok, trials[:7], conds, mean, gen, store, "old", only=old_only
+  )
   generated = []
-  real = train._batched_texts
+  real = ablation.batched_texts
 
   def counting(params, cfg, tok, rows, masks, mean_q, gen):
     generated.append(len(rows))
     return real(params, cfg, tok, rows, masks, mean_q, gen)
 
-  monkeypatch.setattr(train, "_batched_texts", counting)
+  monkeypatch.setattr(ablation, "batched_texts", counting)
   reuse = [("old", np.arange(7), "old", old_only)]
-  train._run_conditions(
+  ablation.run_conditions(
     params, cfg, tok, trials, conds, mean, gen, store, "t", only=only, reuse=reuse
   )
   fresh, store = core.CellStore(tmp_path / "fresh"), core.CellStore(tmp_path / "reuse")
@@ -166,8 +168,8 @@ def test_cells_of_a_run_over_fewer_items_are_reused_row_by_row(model, tmp_path, 
     assert store[cell] == fresh[cell], cell
   # baseline: 4 new items; LOCOS: 3 new probes; random: the new probes plus the old ones
   # whose seed (block of 2 within its length bucket) moved, which must be generated again
-  new_seed = train._seed_blocks([trials[i] for i in only], gen, 3)[: old_only.size]
-  old_seed = train._seed_blocks([trials[i] for i in old_only], gen, 3)
+  new_seed = ablation.seed_blocks([trials[i] for i in only], gen, 3)[: old_only.size]
+  old_seed = ablation.seed_blocks([trials[i] for i in old_only], gen, 3)
   moved = int((new_seed != old_seed).sum())
   assert 0 < moved < old_only.size  # both cases occur
   assert generated == [4, 3, 3 + moved]

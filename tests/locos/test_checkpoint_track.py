@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from experiments.locos import train
+from experiments.locos import real, train
 from experiments.locos.configs import full
 from tests.lm.test_safetensors import GEMMA_CFG, _checkpoint, _hf_tensors
 
@@ -23,7 +23,7 @@ def test_checkpoint_track_loads_the_directory_in_the_configured_dtype(tmp_path):
   _checkpoint(tmp_path, GEMMA_CFG, _hf_tensors(np.random.default_rng(0), 6, "gemma"))
   c = full.get_config()
   c.real.checkpoint_dir = str(tmp_path)
-  loader, label = train.REAL_MODELS["checkpoint"]
+  loader, label = real.REAL_MODELS["checkpoint"]
   cfg, params, tok = loader(c.real)
   assert cfg.arch == "gemma3" and params["wq"].dtype == np.dtype("bfloat16")
   assert tok.bos_id == 1 and "checkpoint" in label

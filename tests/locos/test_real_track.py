@@ -7,7 +7,7 @@ are keyed by track (SmolLM2 and Gemma-3 alike).
 
 import numpy as np
 
-from experiments.locos import train
+from experiments.locos import ablation, evaluate
 from experiments.locos.configs import default, gemma3
 
 KS = [1, 2, 5, 10, 20, 50]
@@ -33,7 +33,7 @@ def test_claim_uses_its_grid_and_baseline_only():
       "random": [1.0] * 6,
     }
   )
-  cv = train._curves(
+  cv = evaluate.ablation_curves(
     res,
     ("locos", "contrastive", "wu"),
     KS,
@@ -50,7 +50,7 @@ def test_claim_uses_its_grid_and_baseline_only():
   # Wu never collapses: one past the full grid (index 6) minus LOCOS's index 1
   assert cv["advantage_full_grid"]["wu"]["advantage"] == 5.0
   # with Wu as a claim baseline the strongest baseline is still contrastive
-  cv2 = train._curves(
+  cv2 = evaluate.ablation_curves(
     res, ("locos", "contrastive", "wu"), KS, np.arange(10), 200, 0, claim_baselines=("wu",)
   )
   assert cv2["collapse_step_advantage"] == 5.0
@@ -62,7 +62,7 @@ def test_seed_blocks_cycle_over_batches_across_buckets():
       self.prompt_ids = [0] * n
 
   probes = [P(30)] * 20 + [P(70)] * 21  # two buckets: 3 + 3 batches of 8
-  seeds = train._seed_blocks(probes, dict(pad_to=(64, 80), batch_size=8), 5)
+  seeds = ablation.seed_blocks(probes, dict(pad_to=(64, 80), batch_size=8), 5)
   assert sorted(set(seeds.tolist())) == [0, 1, 2, 3, 4]
   assert len(set(seeds[:8].tolist())) == 1  # one seed per batch
 
@@ -82,7 +82,7 @@ def test_derived_metrics_per_track_and_claims_per_model():
     "gemma3/curves": {"filtered": cv, "paper": None},
     "gemma3/parametric": {"baseline": 0.8, "ks": KS, "locos": [0.8, 0.8, 0.4, 0, 0, 0]},
   }
-  d = train.derived_metrics(m)["gemma3"]
+  d = evaluate.derived_metrics(m)["gemma3"]
   assert d["filtered"]["collapse_step_advantage"] == 1.0
   np.testing.assert_allclose(d["filtered"]["random_drop_at_max_k"], 0.4)
   assert d["parametric_retained"] == 0.5  # LOCOS's collapse k = 5 on the claim grid

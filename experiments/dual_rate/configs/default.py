@@ -54,7 +54,7 @@ def get_config():
   c.rollout_frac = 0.2
   # Evaluation.
   c.num_test = 0  # held-out split size (0: the dataset's default, 500 for digits)
-  # The FD reference of every row and of the floor (train.fd_splits): "train" (the train split;
+  # The FD reference of every row and of the floor (evaluate.fd_splits): "train" (the train split;
   # the floor compares it with N held-out images) or "heldout" (N held-out images; the floor
   # compares them with N other held-out images, so it needs num_test >= 2 N).
   c.fd_reference = "train"
@@ -146,7 +146,7 @@ CLAIMS = (
     "std",
   ),
   # Controls, declared before the run that judges them. A gain "in std" is the competitor's
-  # FD minus dual-rate's, over the combined sampling-seed std (experiments/dual_rate/train.py,
+  # FD minus dual-rate's, over the combined sampling-seed std (experiments/dual_rate/evaluate.py,
   # derived_metrics); > 0 means dual-rate is better. Held at >= 2 std, partly at >= 1 std.
   dict(
     id="encoder_features_matter",

@@ -8,7 +8,7 @@ used the train split as the reference, on which the generators were trained: the
 scored below that "floor", so "within 1.2x of the floor" could not say whether the baseline is
 near the data. Here:
 
-* Reference and floor (``fd_reference = "heldout"``, ``train.fd_splits``): digits is split into
+* Reference and floor (``fd_reference = "heldout"``, ``evaluate.fd_splits``): digits is split into
   797 train images (the networks and the feature classifier, as in the quality run) and 1000
   held-out images, cut into two disjoint splits of N = 500, the number of samples per row. Every
   row's FD-proxy (and KID) is measured against the first held-out split; the floor is the FD

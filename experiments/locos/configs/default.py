@@ -81,9 +81,9 @@ def get_config():
   c.real.gen_batch_size = 32
   c.real.group_rows = 224
   # after this many seconds (from the model load) cells not yet stored are skipped and listed
-  # in results.json; they run first in priority order (see train.run_real_track). 0: no limit
+  # in results.json; they run first in priority order (see real.run_real_track). 0: no limit
   c.real.time_budget_s = 2400
-  # True: a second process on the same workdir that only computes cells (see train._help)
+  # True: a second process on the same workdir that only computes cells (see real.RealTrack.help)
   c.real.helper = False
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS

@@ -1,0 +1,226 @@
+"""Ablation cells of the real-model tracks: head sets, batched generation, reuse, deadlines.
+
+Every condition (a detector's top-k heads, random heads, none) over a probe list is one cell
+of a ``core.CellStore`` (``<tag>/<name>/k=<k>``: the generations), so a run resumes cell by
+cell, a second process may fill cells of the same store, and a run over more items reuses the
+rows of an earlier run over fewer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxpapers import lm, locos
+
+
+def conditions(scores, detectors, ks, L, H, num_random, key):
+  """(name, k, per-block masks): detector top-k, and random heads with one seed per probe block."""
+  out = [("baseline", 0, [np.zeros((L, H), bool)])]
+  for d in detectors:
+    out += [(d, k, [locos.top_heads(scores[d], k)]) for k in ks]
+  for k in ks:
+    masks = [
+      locos.random_heads(jax.random.fold_in(key, 1000 * k + s), L, H, k) for s in range(num_random)
+    ]
+    out.append(("random", k, masks))
+  return out
+
+
+def texts(params, cfg, tok, probes, mask, mean_q, gen):
+  """Generations of ``probes`` with the [L, H] head ``mask`` mean-query ablated.
+
+  The unablated model is an all-False mask: the same compiled program as every ablation.
+  """
+  abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean_q, mode="mean_q")
+  kw = {k: v for k, v in gen.items() if k != "seed_block"}
+  return locos.generate_texts(params, cfg, probes, tok, ablation=abl, **kw)
+
+
+def seed_blocks(probes, gen, num_seeds):
+  """Random-head seed of every probe: seeds cycle over blocks of each length bucket.
+
+  A block is `gen['seed_block']` probes (default: `gen['batch_size']`), so the assignment
+  does not depend on how many rows a generation call holds.
+  """
+  block_size = gen.get("seed_block", gen["batch_size"])
+  seed_of = np.zeros(len(probes), int)
+  block = 0
+  for _, idx in locos.bucket_indices([len(p.prompt_ids) for p in probes], gen["pad_to"]):
+    for j0 in range(0, len(idx), block_size):
+      for i in idx[j0 : j0 + block_size]:
+        seed_of[i] = block % num_seeds
+      block += 1
+  return seed_of
+
+
+def batched_texts(params, cfg, tok, probes, masks, mean_q, gen):
+  """Generations of (probe, head set) pairs in one batched pass: `masks` is [N, L, H]."""
+  abl = lm.HeadAblation(mask=jnp.asarray(masks), mean=mean_q, mode="mean_q")
+  kw = {k: v for k, v in gen.items() if k != "seed_block"}
+  return locos.generate_texts(params, cfg, probes, tok, ablation=abl, **kw)
+
+
+def run_conditions(
+  params,
+  cfg,
+  tok,
+  probes,
+  conds,
+  mean_q,
+  gen,
+  store,
+  tag,
+  only=None,
+  deadline=None,
+  exempt_baseline=True,
+  group_rows=None,
+  reuse=(),
+):
+  """Generations per probe for every condition (resumable cells).
+
+  Random masks cycle over blocks of probes (each block uses the next seed, across length
+  buckets), so one random curve costs one detector's. `only` (indices) restricts a
+  condition other than the baseline to those probes; the others get NaN scores.
+
+  Cells not yet stored are computed together: their (probe, head set) rows are
+  concatenated, up to `group_rows` rows per group (default: one cell per group), and
+  generated in full batches with per-row ablation masks (`locos.generate_texts`), then
+  stored cell by cell. A group not yet started is skipped (its cells get NaN scores and are
+  listed in `res['skipped']`) once `time.time()` passes `deadline`: conditions run in the
+  order given, so the most important come first. The unablated baseline runs whatever the
+  time when `exempt_baseline`. `store` (a `core.CellStore`) is reloaded first: another
+  process may have stored cells.
+
+  `reuse`: cells of earlier runs over a prefix of the same probe list, as (baseline tag,
+  baseline probe indices, ablation tag, ablation probe indices) -- e.g. a run with fewer
+  evaluation items from the same generator (its items are the first ones of this list). A
+  row (probe, head set) of a cell not yet stored is read from the earlier cell of the same
+  condition when that cell covered the probe with the same head set (random heads: the same
+  seed's mask); only the other rows are generated. Rows never interact, so this equals
+  generating them again.
+  """
+  n_seeds = max(len(m) for _, _, m in conds)
+  plan = _plan(probes, conds, gen, tag, only, n_seeds)
+  store.reload()  # another process may have stored cells
+  pending = [p for p in plan if p[2] not in store and p[3].size]
+  have = {p[2]: _reused_rows(p, probes, conds, gen, n_seeds, store, reuse) for p in pending}
+  todo = {p[2]: [j for j in range(p[3].size) if j not in have[p[2]]] for p in pending}
+  skipped = set()
+  for group in _groups(pending, todo, group_rows):
+    late = deadline is not None and time.time() > deadline
+    if late and not (exempt_baseline and all(p[0] == "baseline" for p in group)):
+      skipped.update(p[2] for p in group if not (exempt_baseline and p[0] == "baseline"))
+      group = [p for p in group if exempt_baseline and p[0] == "baseline"]
+      if not group:
+        continue
+    _generate(params, cfg, tok, probes, group, have, todo, mean_q, gen, store)
+  return _scores(probes, plan, skipped, store)
+
+
+def _plan(probes, conds, gen, tag, only, n_seeds):
+  """(name, k, cell, probe indices, seed of each, per-row [n, L, H] masks) of every condition."""
+  plan = []
+  for name, k, masks in conds:
+    sub = np.arange(len(probes)) if only is None or name == "baseline" else np.asarray(only)
+    seed_of = seed_blocks([probes[i] for i in sub], gen, n_seeds)
+    rows = np.stack([masks[s % len(masks)] for s in seed_of]) if sub.size else None
+    plan.append((name, k, f"{tag}/{name}/k={k}", sub, seed_of, rows))
+  return plan
+
+
+def _groups(pending, todo, group_rows):
+  """The pending cells in groups of up to `group_rows` rows to generate (None: one cell each)."""
+  groups, cur, n_cur = [], [], 0
+  for p in pending:
+    n = len(todo[p[2]])
+    if cur and group_rows and n_cur + n > group_rows or cur and not group_rows:
+      groups.append(cur)
+      cur, n_cur = [], 0
+    cur.append(p)
+    n_cur += n
+  if cur:
+    groups.append(cur)
+  return groups
+
+
+def _generate(params, cfg, tok, probes, group, have, todo, mean_q, gen, store):
+  """Generates the rows of a group's cells in one batched pass and stores each cell."""
+  t0 = time.time()
+  rows = [probes[p[3][j]] for p in group for j in todo[p[2]]]
+  texts = []
+  if rows:
+    masks = np.concatenate([p[5][todo[p[2]]] for p in group])
+    texts = batched_texts(params, cfg, tok, rows, masks, mean_q, gen)
+  j = 0
+  for p in group:
+    got = dict(have[p[2]])
+    for r in todo[p[2]]:
+      got[r] = texts[j]
+      j += 1
+    store.put(p[2], [got[r] for r in range(p[3].size)])
+  logging.info(
+    "%d cells (%d rows generated, %d reused) in %.1fs: %s", len(group), len(rows),
+    sum(len(have[p[2]]) for p in group), time.time() - t0, ", ".join(p[2] for p in group),
+  )  # fmt: skip
+
+
+def _scores(probes, plan, skipped, store):
+  """res[(name, k)]: ROUGE-L per probe (NaN where not run), res[(name, k, 'texts')], the
+  random seeds used, and res['skipped']: the cells skipped for time."""
+  res = {"skipped": []}
+  for name, k, cell, sub, seed_of, _ in plan:
+    if cell in skipped:
+      res[(name, k)] = np.full(len(probes), np.nan)
+      res[(name, k, "texts")] = [""] * len(probes)
+      res["skipped"].append(cell)
+      logging.info("%s skipped (time budget)", cell)
+      continue
+    texts = store[cell] if sub.size else []
+    scores = np.full(len(probes), np.nan)
+    scores[sub] = [locos.rouge_l(probes[i].answer, t) for i, t in zip(sub, texts)]
+    full = [""] * len(probes)
+    for i, t in zip(sub, texts):
+      full[i] = t
+    res[(name, k)] = scores
+    res[(name, k, "texts")] = full
+    if name == "random":
+      res[("random", k, "seeds")] = int(len(set(seed_of.tolist()))) if sub.size else 0
+    logging.info("%s ROUGE-L %.3f (%d probes)", cell, np.nanmean(scores), sub.size)
+  return res
+
+
+def _reused_rows(plan_row, probes, conds, gen, n_seeds, store, reuse):
+  """{row: text} of one pending cell's rows found in earlier runs' cells (see `run_conditions`)."""
+  name, k, _, sub, _, rows = plan_row
+  masks = next(m for n, kk, m in conds if (n, kk) == (name, k))
+  got = {}
+  for base_tag, base_sub, abl_tag, abl_sub in reuse:
+    old_tag, old_sub = (base_tag, base_sub) if name == "baseline" else (abl_tag, abl_sub)
+    old = f"{old_tag}/{name}/k={k}"
+    if old_sub is None or old not in store:
+      continue
+    old_sub = np.asarray(old_sub)
+    texts = store[old]
+    if len(texts) != old_sub.size:
+      raise ValueError(f"reuse: cell {old!r} holds {len(texts)} rows, expected {old_sub.size}")
+    if old_sub.size and old_sub.max() >= len(probes):
+      raise ValueError(f"reuse: cell {old!r} covers probe {old_sub.max()} of {len(probes)}")
+    old_seed = seed_blocks([probes[i] for i in old_sub], gen, n_seeds)
+    pos = {int(i): j for j, i in enumerate(old_sub)}
+    for r, i in enumerate(sub):
+      j = pos.get(int(i))
+      if (
+        r not in got and j is not None and np.array_equal(masks[old_seed[j] % len(masks)], rows[r])
+      ):
+        got[r] = texts[j]
+  return got
+
+
+def stem_tag(num_eval, ablation_num_eval=0):
+  """Cell-name prefix of the filtered protocol's ablation cells (the baseline's: no `first=`)."""
+  return f"stem/n={num_eval}" + (f"/first={ablation_num_eval}" if ablation_num_eval else "")

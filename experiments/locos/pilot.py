@@ -1,0 +1,104 @@
+"""The prompt-form pilot (configs/gemma3_pilot.py, smollm2_pilot.py): which form to probe with."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from experiments.locos import ablation, real
+from jaxpapers import core, lm, locos
+
+
+def _form(c, params, cfg, tok, store, gen, names, landmarks, fmt, shots):
+  """The answered rate of one prompt form on the pilot probes (cell `pilot/<fmt>/shots=<n>`)."""
+  r, pc = c.real, c.pilot
+  no_abl, no_mean = real.unablated(cfg)
+  probes = locos.make_probes(
+    np.random.default_rng([c.seed, 3]),
+    tokenizer=tok,
+    num=pc.num_probes,
+    kind="nonliteral",
+    names=names,
+    landmarks=landmarks,
+    filler_sentences=r.filler_sentences,
+    system_prompt=r.system_prompt,
+    prompt_format=fmt,
+    shots=int(shots),
+    shot_seed=r.get("shot_seed", 0),
+  )
+  t1 = time.time()
+  texts = store.get_or_compute(
+    f"pilot/{fmt}/shots={shots}",
+    lambda _, p=probes: ablation.texts(params, cfg, tok, p, no_abl, no_mean, gen),
+  )
+  ok = [locos.rouge1_recall(p.answer, t) >= 0.5 for p, t in zip(probes, texts)]
+  return {
+    "prompt_format": fmt,
+    "shots": int(shots),
+    "answered": int(sum(ok)),
+    "answered_rate": float(np.mean(ok)),
+    "mean_prompt_tokens": float(np.mean([len(p.prompt_ids) for p in probes])),
+    "examples": texts[:6],
+    "time_s": time.time() - t1,
+  }, ok
+
+
+def run_prompt_pilot(c, workdir) -> dict:
+  """Answered rate of each prompt form on pilot probes, and the form the rule picks.
+
+  The pilot probes are non-literal probes over the *detection* half of the entities (their
+  own generator), so no evaluation item takes part in the choice. Every form in
+  `c.pilot.forms` ((prompt_format, shots) pairs) renders the same items with the answer
+  stem; the unablated model generates `real.max_steps` tokens; a probe is answered when
+  ROUGE-1 recall of the name is >= 0.5 (the filtered protocol's filter). The rule, fixed
+  before the pilot: the highest answered rate wins; a tie goes to the shorter mean prompt.
+  No ablation is run.
+  """
+  r, pc = c.real, c.pilot
+  t0 = time.time()
+  loader, label = real.REAL_MODELS[c.tracks[0]]
+  try:
+    cfg, params, tok = loader(r)
+  except lm.ModelNotAvailable as e:
+    metrics = {"pilot/skipped": str(e)}
+    core.write_results(workdir, metrics=metrics, config=c, notes=str(e), issue_verdicts=False)
+    return metrics
+  store = core.CellStore(f"{workdir}/cells")
+  gen = dict(
+    max_new_tokens=r.max_steps,
+    stop_ids=tok.stop_ids(),
+    batch_size=r.get("gen_batch_size", r.batch_size),
+    pad_to=r.buckets,
+  )
+  (det_names, det_lands), _ = locos.split_entities(c.seed)
+  _, known = real.known_landmarks(params, cfg, tok, r, store, gen)
+  det_lands = tuple(x for x in det_lands if x in known)
+  forms, rows = {}, []
+  for fmt, shots in pc.forms:
+    key = f"{fmt}/shots={shots}"
+    forms[key], ok = _form(c, params, cfg, tok, store, gen, det_names, det_lands, fmt, shots)
+    rows.append([key, f"{sum(ok)}/{len(ok)}", forms[key]["mean_prompt_tokens"]])
+    logging.info("pilot %s: %d/%d answered", key, sum(ok), len(ok))
+  chosen = max(forms, key=lambda k: (forms[k]["answered_rate"], -forms[k]["mean_prompt_tokens"]))
+  metrics = {
+    "pilot/model": label,
+    "pilot/num_probes": pc.num_probes,
+    "pilot/rule": "highest answered rate (ROUGE-1 recall >= 0.5, answer stem); ties: shorter "
+    "mean prompt",
+    "pilot/forms": forms,
+    "pilot/chosen": chosen,
+    "pilot/known_landmarks": f"{len(known)}/{len(locos.LANDMARKS)}",
+    "pilot/time_s": time.time() - t0,
+  }
+  core.write_results(
+    workdir,
+    metrics=metrics,
+    config=c,
+    table_markdown=core.markdown_table(["form", "answered", "mean prompt tokens"], rows),
+    notes="Prompt-form pilot on detection-half entities; no ablation, no claims.",
+    wall_time_s=time.time() - t0,
+    issue_verdicts=False,
+  )
+  return metrics

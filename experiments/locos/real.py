@@ -1,0 +1,497 @@
+"""The real-model tracks (SmolLM2, Gemma-3, a Hugging Face checkpoint): detection and ablation.
+
+A track detects heads on NoLiMa-style probes over one half of the entities and ablates the
+top-k heads of each detector (and random heads) on probes over the other half, under two
+protocols: *filtered* (an answer stem, ablations on the probes the unablated model answers)
+and the paper's (no stem, its decode length). Every generation is a cell of the workdir's
+``core.CellStore`` (``cells/``), so a run resumes cell by cell, and a helper process
+(``real.helper``) may fill cells of the same store while the main process runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from experiments.locos import ablation, evaluate, plots
+from jaxpapers import core, lm, locos
+
+_CHECKPOINT_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+def checkpoint_args(r):
+  """``(directory, dtype)`` of the 'checkpoint' track from the real-model config block, checked."""
+  path = r.get("checkpoint_dir", "")
+  if not path:
+    raise ValueError(
+      "the 'checkpoint' track needs --config.real.checkpoint_dir=<a Hugging Face checkpoint "
+      "directory: config.json, *.safetensors, tokenizer.json>"
+    )
+  name = r.get("checkpoint_dtype", "float32")
+  core.validate_choice(name, name="real.checkpoint_dtype", allowed=tuple(_CHECKPOINT_DTYPES))
+  return path, _CHECKPOINT_DTYPES[name]
+
+
+def _load_checkpoint(r):
+  """The 'checkpoint' track's model: a Hugging Face checkpoint directory on disk."""
+  path, dtype = checkpoint_args(r)
+  return lm.load_safetensors(path, dtype=dtype)
+
+
+# track name -> (loader of the real-model config block, label for plots and notes)
+REAL_MODELS = {
+  "smollm2": (lambda r: lm.load_smollm2(), "SmolLM2-135M-Instruct (Q4_1)"),
+  "gemma3": (lambda r: lm.load_gemma3(), "Gemma-3-270M (pretrained, Q4_K_M)"),
+  "checkpoint": (_load_checkpoint, "Hugging Face checkpoint (real.checkpoint_dir)"),
+}
+assert tuple(REAL_MODELS) == evaluate.REAL_TRACKS
+
+
+def prompt_kw(r):
+  """The probes' prompt form (`real.prompt_format`, `real.shots`; default: chat, no examples)."""
+  return dict(
+    prompt_format=r.get("prompt_format", "chat"),
+    shots=r.get("shots", 0),
+    shot_seed=r.get("shot_seed", 0),
+  )
+
+
+def unablated(cfg):
+  """``(mask, mean)`` of the unablated model: no head, zero means ([L, H] and [L, H, D])."""
+  no_mean = jnp.zeros((cfg.n_layers, cfg.n_heads, cfg.head_dim), jnp.float32)
+  return np.zeros((cfg.n_layers, cfg.n_heads), bool), no_mean
+
+
+def known_landmarks(params, cfg, tok, r, store, gen):
+  """The landmarks whose city the model names with no context (the `parametric/known` cell)."""
+  no_abl, no_mean = unablated(cfg)
+  par_probes = locos.parametric_probes(tok, locos.LANDMARKS, system_prompt=r.system_prompt)
+  par_texts = store.get_or_compute(
+    "parametric/known",
+    lambda _: ablation.texts(params, cfg, tok, par_probes, no_abl, no_mean, gen),
+  )
+  par_got = [locos.rouge1_recall(p.answer, t) for p, t in zip(par_probes, par_texts)]
+  return par_probes, {lc for lc, g in zip(locos.LANDMARKS, par_got) if g >= 0.5}
+
+
+class RealTrack:
+  """One real-model track of a run, stage by stage (see :func:`run_real_track`).
+
+  Attributes set by the stages: the detection record and ``scores``; the evaluation probes
+  (``ev_stem``, ``ev_paper``), the query means and the conditions; the per-probe results of
+  the filtered (``res_stem``) and paper (``res_paper``) protocols and of the parametric
+  control (``par_res``); ``timings`` of each stage.
+  """
+
+  def __init__(self, c, workdir, track, cfg, params, tok):
+    r = self.r = c.real
+    self.c, self.track, self.label = c, track, REAL_MODELS[track][1]
+    self.cfg, self.params, self.tok = cfg, params, tok
+    self.t_start = time.time()
+    self.store = core.CellStore(f"{workdir}/cells")
+    (self.det_names, self.det_lands), (self.ev_names, self.ev_lands) = locos.split_entities(
+      c.seed, names=locos.NAMES, landmarks=locos.LANDMARKS
+    )
+    # generation calls hold `gen_batch_size` rows; random seeds cycle over blocks of
+    # `batch_size` probes (as in the committed runs, whatever the generation batch)
+    self.gen = dict(
+      max_new_tokens=r.max_steps,
+      stop_ids=tok.stop_ids(),
+      batch_size=r.get("gen_batch_size", r.batch_size),
+      seed_block=r.batch_size,
+      pad_to=r.buckets,
+    )
+    self.timings = {}
+    self.helper = r.get("helper", False)
+    self.budget = r.get("time_budget_s", 0)
+    self.deadline = self.t_start + self.budget if self.budget else None
+
+  def detect(self) -> bool:
+    """1-2. The landmarks the model knows (probes use only those) and detection on the first
+    half of the entities. False: a helper gave up waiting for the main process's detection."""
+    r, c, tok = self.r, self.c, self.tok
+    t0 = time.time()
+    self.par_probes, self.known = known_landmarks(
+      self.params, self.cfg, tok, r, self.store, self.gen
+    )
+    self.det_lands = tuple(x for x in self.det_lands if x in self.known)
+    self.ev_lands = tuple(x for x in self.ev_lands if x in self.known)
+    self.timings["known_landmarks_s"] = time.time() - t0
+    self.probe_kw = dict(
+      tokenizer=tok, filler_sentences=r.filler_sentences, system_prompt=r.system_prompt
+    )
+    self.probe_kw.update(prompt_kw(r))
+    self.det_probes = locos.make_probes(
+      np.random.default_rng([c.seed, 1]),
+      num=r.num_detect,
+      kind="nonliteral",
+      names=self.det_names,
+      landmarks=self.det_lands,
+      **self.probe_kw,
+    )
+    self.t0 = time.time()
+    cell = f"detection/n={r.num_detect}"
+    # a helper (a second process sharing the cells) waits for the main process's detection
+    if self.helper and not self.store.wait_for(cell, deadline=self.deadline):
+      return False
+    self.det = self.store.get_or_compute(cell, self._detection)
+    self.scores = {d: np.asarray(v) for d, v in self.det["scores"].items()}
+    self.timings["detection_s"] = time.time() - self.t0
+    logging.info(
+      "detection %.1fs, %d accepted", self.timings["detection_s"], sum(self.det["accepted"])
+    )
+    return True
+
+  def _detection(self, _):
+    r = self.r
+    sc, per = locos.detect_heads(
+      self.params,
+      self.cfg,
+      self.det_probes,
+      self.tok,
+      max_steps=r.detect_max_steps,
+      stop_ids=self.gen["stop_ids"],
+      batch_size=r.batch_size,
+      pad_to=r.buckets,
+    )
+    return {
+      "scores": {d: v.tolist() for d, v in sc.items()},
+      "accepted": [bool(p.accepted) for p in per],
+      "generations": [p.generation for p in per],
+    }
+
+  def evaluation_probes(self):
+    """3. Evaluation probes on the other half: the same items with an answer stem (ours) and
+    without (the paper's protocol; identical generator state gives identical items), the
+    query means and the conditions (detector top-k, random heads)."""
+    r, c = self.r, self.c
+    ev_kw = dict(
+      num=r.num_eval,
+      kind="nonliteral",
+      names=self.ev_names,
+      landmarks=self.ev_lands,
+      **self.probe_kw,
+    )
+    rng = np.random.default_rng
+    self.ev_stem = locos.make_probes(rng([c.seed, 2]), answer_prefix=True, **ev_kw)
+    ev_paper = locos.make_probes(rng([c.seed, 2]), answer_prefix=False, **ev_kw)
+    self.t0 = time.time()
+    calib = [p.prompt_ids for p in ev_paper[: r.num_calibration]]
+    self.mean_q = lm.mean_queries(self.params, calib, config=self.cfg, batch_size=r.batch_size)
+    self.ks, self.dets = list(r.ks), tuple(r.detectors)
+    L, H = self.cfg.n_layers, self.cfg.n_heads
+    self.conds = ablation.conditions(
+      self.scores, self.dets, self.ks, L, H, r.num_random, jax.random.key(c.seed)
+    )
+    self.ev_paper = ev_paper[: r.get("paper_num_eval", r.num_eval)]
+
+  def _run(self, probes, conds, tag, gen=None, **kw):
+    return ablation.run_conditions(
+      self.params,
+      self.cfg,
+      self.tok,
+      probes,
+      conds,
+      self.mean_q,
+      gen or self.gen,
+      self.store,
+      tag,
+      **kw,
+    )
+
+  def _reuse_from(self):
+    """`real.reuse_from`: (num_eval, ablation_num_eval) of earlier runs over fewer items."""
+    r = self.r
+    reuse_from = [(int(n), int(a)) for n, a in r.get("reuse_from", ())]
+    for n, a in reuse_from:
+      if not 0 < n <= r.num_eval or not 0 <= a <= n:
+        raise ValueError(
+          f"real.reuse_from entries must be (num_eval, ablation_num_eval) with 0 < num_eval <= "
+          f"{r.num_eval} and 0 <= ablation_num_eval <= num_eval, got {(n, a)}"
+        )
+    return reuse_from
+
+  def filtered_baseline(self):
+    """The filtered protocol's unablated run on every probe and the probes it answers (the
+    ablated ones); rows of earlier runs over fewer items of the same generator are read back,
+    not generated again."""
+    r = self.r
+    self.reuse_from = self._reuse_from()
+    base_reuse = [
+      (f"stem/n={n}", np.arange(n), ablation.stem_tag(n, a), None) for n, a in self.reuse_from
+    ]
+    base_only = [cd for cd in self.conds if cd[0] == "baseline"]
+    self.res_base = self._run(self.ev_stem, base_only, f"stem/n={r.num_eval}", reuse=base_reuse)
+    base_texts = self.res_base[("baseline", 0, "texts")]
+    answers = [p.answer for p in self.ev_stem]
+    self.base_r1 = np.asarray([locos.rouge1_recall(a, t) for a, t in zip(answers, base_texts)])
+    # CPU time: the ablations may use only the answered probes among the first
+    # `real.ablation_num_eval` items (0: all); the unablated model still runs on every probe
+    self.n_abl = int(r.get("ablation_num_eval", 0) or 0)
+    self.correct = evaluate.ablated_probes(answers, base_texts, self.n_abl)
+    self.reuse = [
+      (bt, bs, at, evaluate.ablated_probes(answers[:n], base_texts[:n], a))
+      for (bt, bs, at, _), (n, a) in zip(base_reuse, self.reuse_from)
+    ]
+
+  def _ordered_conditions(self):
+    """(the claim's cells, the rest): random heads at the largest k (the random-heads claim)
+    first among the rest, then the claim grid's k, by detector rank."""
+    r, ks = self.r, self.ks
+    claim_ks = tuple(r.claim_ks)
+    first = [
+      cd for cd in self.conds if cd[0] in ("locos", *r.claim_baselines) and cd[1] in claim_ks
+    ]
+    rest = [cd for cd in self.conds if cd[0] != "baseline" and cd not in first]
+    # the first place of each detector (a dict comprehension would keep the last: LOCOS and
+    # the claim's baselines, listed again in `dets`, would fall behind random heads)
+    rank = {}
+    for d in ("locos", *r.claim_baselines, "random", *self.dets):
+      rank.setdefault(d, len(rank))
+    rest.sort(
+      key=lambda cd: (cd[1] not in claim_ks, cd[:2] != ("random", max(ks)), rank[cd[0]], cd[1])
+    )
+    return first, rest
+
+  def filtered_and_parametric(self):
+    """The filtered protocol and the parametric control, in priority order when a time budget
+    is set: the claim's cells, the parametric control at the claim's k, random heads at the
+    largest k, random heads and Wu at the claim's k, the other k values, the parametric
+    control at the other k (the paper's protocol comes last: its decodes cost the most)."""
+    r = self.r
+    self.filtered_baseline()
+    first, rest = self._ordered_conditions()
+    stem_kw = dict(
+      only=self.correct,
+      deadline=self.deadline,
+      group_rows=r.get("group_rows", 0) or None,
+      reuse=self.reuse,
+    )
+    tag = ablation.stem_tag(r.num_eval, self.n_abl)
+    self.res_stem = self._run(self.ev_stem, first, tag, **stem_kw)
+    self.res_stem.update({key: v for key, v in self.res_base.items() if key != "skipped"})
+    self.timings["filtered_claim_cells_s"] = time.time() - self.t0
+    t0 = time.time()
+    self.par_ev = [p for p, lc in zip(self.par_probes, locos.LANDMARKS) if lc in self.ev_lands]
+    self.par_res = {}
+    self.parametric((0, *r.claim_ks))
+    self.timings["parametric_s"] = time.time() - t0
+    t0 = time.time()
+    more = self._run(self.ev_stem, rest, tag, **stem_kw)
+    self.res_stem["skipped"] += more.pop("skipped")
+    self.res_stem.update(more)
+    self.timings["filtered_other_cells_s"] = time.time() - t0
+    # 4. parametric control at the other k: the evaluation-half landmarks, LOCOS heads ablated
+    t0 = time.time()
+    self.parametric(self.ks)
+    self.timings["parametric_s"] += time.time() - t0
+
+  def parametric(self, ks_par):
+    """Parametric recall of the evaluation-half landmarks, unablated and with the LOCOS heads
+    of each k in ``ks_par`` ablated (past the deadline only cells already stored)."""
+    for name, k, masks in [cd for cd in self.conds if cd[0] in ("baseline", "locos")]:
+      cell = f"parametric/{name}/k={k}"
+      if k not in ks_par or (name, k) in self.par_res:
+        continue
+      late = self.deadline is not None and cell not in self.store and time.time() > self.deadline
+      if late and name != "baseline":
+        continue
+      texts = self.store.get_or_compute(
+        cell,
+        lambda _, m=masks[0]: ablation.texts(
+          self.params, self.cfg, self.tok, self.par_ev, m, self.mean_q, self.gen
+        ),
+      )
+      self.par_res[(name, k)] = [
+        locos.rouge1_recall(p.answer, t) for p, t in zip(self.par_ev, texts)
+      ]
+
+  def paper_protocol(self):
+    """The paper's protocol: every probe (the first `paper_num_eval`), no stem, its decode
+    length, at k in `real.paper_ks`."""
+    r = self.r
+    t0 = time.time()
+    paper_conds = [cd for cd in self.conds if cd[1] in (0, *r.paper_ks)]
+    gen_paper = dict(self.gen, max_new_tokens=r.paper_max_steps)
+    self.res_paper = self._run(
+      self.ev_paper,
+      paper_conds,
+      f"paper/n={len(self.ev_paper)}",
+      gen=gen_paper,
+      deadline=self.deadline,
+      exempt_baseline=False,
+      group_rows=r.get("group_rows", 0) or None,
+    )
+    self.timings["paper_s"] = time.time() - t0
+
+  def curves(self):
+    """Curves of both protocols (evaluate.ablation_curves); the paper's is None when not run."""
+    r, c = self.r, self.c
+    self.paper_run = not np.isnan(self.res_paper[("baseline", 0)]).any()
+    curve_kw = dict(claim_ks=tuple(r.claim_ks), claim_baselines=tuple(r.claim_baselines))
+    paper_ks = list(r.paper_ks)
+    paper = None
+    if paper_ks and self.paper_run:
+      paper_claim_ks = [k for k in r.claim_ks if k in paper_ks] or paper_ks
+      paper = evaluate.ablation_curves(
+        self.res_paper,
+        self.dets,
+        paper_ks,
+        np.arange(len(self.ev_paper)),
+        r.num_resamples,
+        c.seed,
+        **dict(curve_kw, claim_ks=paper_claim_ks),
+      )
+    filtered = evaluate.ablation_curves(
+      self.res_stem, self.dets, self.ks, self.correct, r.num_resamples, c.seed, **curve_kw
+    )
+    return {"filtered": filtered, "paper": paper}
+
+  def parametric_record(self):
+    """The parametric control's recall, unablated and with LOCOS heads at each k."""
+    ks, par_res = self.ks, self.par_res
+    par_base = float(np.mean(par_res[("baseline", 0)])) if self.par_ev else float("nan")
+    locos_at = [
+      float(np.mean(par_res[("locos", k)])) if ("locos", k) in par_res else None for k in ks
+    ]
+    return {
+      "num_probes": len(self.par_ev),
+      "baseline": par_base,
+      "ks": ks,
+      "locos": locos_at if self.par_ev else [],
+    }
+
+  def metrics(self, curves):
+    """The track's metrics, keyed ``<track>/...``."""
+    track, tok, ev_stem = self.track, self.tok, self.ev_stem
+    res_stem, res_paper, ks = self.res_stem, self.res_paper, self.ks
+    skipped = res_stem["skipped"] + res_paper["skipped"]
+    skipped += [f"parametric/locos/k={k}" for k in ks if ("locos", k) not in self.par_res]
+    paper_texts = res_paper[("baseline", 0, "texts")] if self.paper_run else [""]
+    seeds = {
+      proto: {k: res.get(("random", k, "seeds")) for k in kk}
+      for proto, res, kk in (
+        ("filtered", res_stem, ks),
+        ("paper", res_paper, list(self.r.paper_ks)),
+      )
+    }
+    gen_tokens = [len(tok.encode(t, add_bos=False)) for t in paper_texts]
+    m = {
+      "model": self.label,
+      "entities": self._entities(),
+      "num_detect_probes": len(self.det_probes),
+      "accepted_detection_trials": int(sum(self.det["accepted"])),
+      "num_eval_probes": len(ev_stem),
+      "num_paper_probes": len(self.ev_paper),
+      "eval_correct_fraction": float(np.mean(self.base_r1 >= 0.5)),
+      "ablation_items": self.n_abl or len(ev_stem),
+      "reused_from": [{"num_eval": n, "ablation_num_eval": a} for n, a in self.reuse_from],
+      "ablated_probes": int(self.correct.size),
+      "random_seeds_used": seeds,
+      "examples": {
+        "stem_baseline": self.res_base[("baseline", 0, "texts")][:5],
+        "paper_baseline": res_paper[("baseline", 0, "texts")][:5],
+        "answers": [p.answer for p in ev_stem[:5]],
+      },
+      "paper_generation_tokens": {"mean": float(np.mean(gen_tokens)), "max": int(max(gen_tokens))},
+      "context_tokens": {
+        "stem_mean": float(np.mean([len(p.prompt_ids) for p in ev_stem])),
+        "max": int(max(len(p.prompt_ids) for p in ev_stem)),
+      },
+      "top_heads": {d: locos.rank_heads(self.scores[d])[:10] for d in evaluate.DETECTORS},
+      "jaccard_vs_locos@10": {
+        d: locos.jaccard_top_k(self.scores["locos"], self.scores[d], 10)
+        for d in evaluate.DETECTORS[1:]
+      },
+      "curves": curves,
+      "parametric": self.parametric_record(),
+      "timings_s": self.timings,
+      "time_budget_s": self.budget,
+      "cells_not_run": skipped,
+      "time_s": time.time() - self.t_start,
+    }
+    return {f"{track}/{k}": v for k, v in m.items()}
+
+  def _entities(self):
+    det_names, ev_names, det_lands, ev_lands = (
+      self.det_names,
+      self.ev_names,
+      self.det_lands,
+      self.ev_lands,
+    )
+    return {
+      "detection": {"names": len(det_names), "landmarks": len(det_lands)},
+      "evaluation": {"names": len(ev_names), "landmarks": len(ev_lands)},
+      "known_landmarks": f"{len(self.known)}/{len(locos.LANDMARKS)}",
+      "known_landmark_list": sorted(x[0] for x in self.known),
+      "shared_entities": len(
+        (set(det_names) & set(ev_names)) | ({x[1] for x in det_lands} & {x[1] for x in ev_lands})
+      ),
+    }
+
+  def help(self):
+    """A helper process (`real.helper`): computes cells into the shared store, writes nothing
+    else.
+
+    The paper protocol (baseline, then k = 50 for LOCOS, contrastive, random and Wu), then,
+    once the main process has stored the unablated filtered generations, the claim's filtered
+    cells in reverse order (the main process runs them forward) and random heads at the
+    largest k. Cells already on disk are read, not recomputed. Rerunning the main process on
+    the same workdir assembles every stored cell into results.json.
+    """
+    r, conds, deadline = self.r, self.conds, self.deadline
+    order = {"baseline": 0, "locos": 1, **{d: 2 + i for i, d in enumerate(r.claim_baselines)}}
+    order.update(random=8, wu=9)
+    paper = sorted(
+      [cd for cd in conds if cd[1] in (0, *r.paper_ks)], key=lambda cd: order.get(cd[0], 10)
+    )
+    gen_paper = dict(self.gen, max_new_tokens=r.paper_max_steps)
+    for cd in paper:
+      self._run(self.ev_paper, [cd], f"paper/n={len(self.ev_paper)}", gen_paper, deadline=deadline)
+    tag = f"stem/n={r.num_eval}"
+    if not self.store.wait_for(f"{tag}/baseline/k=0", deadline=deadline):
+      return
+    texts = self.store[f"{tag}/baseline/k=0"]
+    correct = np.flatnonzero(
+      [locos.rouge1_recall(p.answer, t) >= 0.5 for p, t in zip(self.ev_stem, texts)]
+    )
+    first = [cd for cd in conds if cd[0] in ("locos", *r.claim_baselines) and cd[1] in r.claim_ks]
+    more = [cd for cd in conds if cd[0] == "random" and cd[1] == max(r.ks)]
+    for cd in [*reversed(first), *more]:
+      self._run(self.ev_stem, [cd], tag, only=correct, deadline=deadline)
+
+
+def run_real_track(c, workdir, track) -> tuple[dict, str]:
+  """Detection and ablation on a real model (`REAL_MODELS[track]`); metrics under `track/`.
+
+  Returns:
+    ``(metrics, table_markdown)``; ``({f'{track}/skipped': why}, note)`` when the weights are
+    not installed, and ``({}, '')`` in a helper process.
+  """
+  loader, label = REAL_MODELS[track]
+  try:
+    cfg, params, tok = loader(c.real)
+  except lm.ModelNotAvailable as e:
+    return {f"{track}/skipped": str(e)}, f"{label} track skipped: {e}"
+  run = RealTrack(c, workdir, track, cfg, params, tok)
+  if not run.detect():
+    return {}, ""
+  run.evaluation_probes()
+  if run.helper:
+    run.help()
+    return {}, ""
+  run.filtered_and_parametric()
+  run.paper_protocol()
+  curves = run.curves()
+  metrics = run.metrics(curves)
+  panels = {
+    f"{track} {n} ({cv['num_probes']} probes)": cv for n, cv in curves.items() if cv is not None
+  }
+  if panels:
+    fig = plots.curves_figure(panels, f"{label}, mean-q ablation, ROUGE-L")
+    core.save_figure(fig, workdir, f"{track}_ablation")
+  return metrics, evaluate.ablation_table(track, curves, run.dets)
