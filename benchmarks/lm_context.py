@@ -392,6 +392,24 @@ def _why(row) -> str:
   )
 
 
+#: A row measured while the 1-minute load average exceeded this many times the usable CPUs is
+#: not judged: the prefill and the matmul windows beside it then see different contention
+#: (fractions above 100% on such a host), so neither wall nor CPU time resolves the fraction.
+OVERLOAD = 1.5
+
+
+def _usable_cpus() -> int:
+  try:
+    return len(os.sched_getaffinity(0))
+  except AttributeError:  # not on Linux
+    return os.cpu_count() or 1
+
+
+def _overloaded(row) -> bool:
+  load = max(row["load_average_before"][0], row["load_average_after"][0])
+  return load > OVERLOAD * _usable_cpus()
+
+
 def summarize(rows, model_names) -> list[dict]:
   out = []
   for r in rows:
@@ -414,6 +432,15 @@ def summarize(rows, model_names) -> list[dict]:
         note=note if met else _why(r),
       )
     )
+    if _overloaded(r):
+      out[-1]["met"] = False  # never a pass on a measurement the host could not resolve
+      out[-1]["note"] = (
+        f"not judged: the 1-minute load average was {r['load_average_before'][0]:.1f} before "
+        f"and {r['load_average_after'][0]:.1f} after on a host of "
+        f"{_usable_cpus()} usable CPUs, and the 2048 dot beside it ran at "
+        f"{statistics.median(x['matmul_gflops'] for x in r['rounds']):.0f} GFLOP/s. "
+        + out[-1]["note"]
+      )
   for model in model_names:
     mine = sorted((r for r in rows if r["model"] == model), key=lambda r: r["tokens"])
     if len(mine) >= 2:
