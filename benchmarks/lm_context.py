@@ -40,6 +40,16 @@ whose ceiling is below 80% too is bound by the rate XLA's CPU matmuls reach at t
 an exp per score), not by the rest of the program. At the shortest length it checks that a prompt of another
 length in the same bucket (`forward(..., pad_to='bucket')`) compiles nothing new.
 
+What bounds the fraction on a 2-core CPU (the rows' diagnostics hold the numbers): at 256
+tokens the attention tiles are 64 x 64, too small for the dot to reach its rate, so a layer's
+attention runs far below it, but attention is only 4% of the FLOPs there; from 4,096 tokens on
+attention is 40-57% of SmolLM2's FLOPs (head_dim 64: each score is 256 matmul FLOPs plus a max,
+an exp and a row sum that are not matrix products) and the matmul ceiling falls with it; the
+sliding-window layers of Gemma-3 (window 512) attend over two or three 256-key tiles per query
+block, the diagonal one half masked. A row whose host was loaded beyond 1.5x its CPUs is
+recorded but not judged (``OVERLOAD``): a shared host slows the 2048 dot beside the prefill
+differently from the prefill itself, which shows as fractions above 100%.
+
 `--quick` (SmolLM2-135M: the fraction at 256 tokens in 2 rounds; 512 tokens compiled for the
 memory exponent only; the 4,096 dot left out of the host's matmul record) takes about 20 CPU
 seconds; the default times 256, 1,024, 4,096 and 8,192 tokens in 3 rounds, and Gemma-3-270M (its 15 local layers with a
