@@ -41,16 +41,18 @@ class SodaState(NamedTuple):
       ``count == start_step``. Masked-out leaves (and every leaf when
       ``anchor='zero'``) hold :class:`optax.MaskedNode` and use no memory.
     inner_state: state of the base optimizer.
-    residual: the compensation ``x - params`` of low-precision leaves, in float32: the exact
-      (float32) iterate ``x`` minus the rounded parameters the training loop holds. A pytree
-      with the structure of the parameters; :class:`optax.MaskedNode` on leaves that are not
-      compensated (see ``compensate`` in :func:`soda`).
+    iterate: the exact iterate ``x`` of low-precision leaves, in float32 (Kahan-style
+      compensation): the parameters the training loop holds are ``x`` rounded to their dtype.
+      A pytree with the structure of the parameters; :class:`optax.MaskedNode` on leaves that
+      are not compensated (see ``compensate`` in :func:`soda`). An element whose parameter no
+      longer equals its rounded iterate (the parameter was changed outside the optimizer,
+      e.g. pretrained weights loaded after ``init``) restarts from the parameter.
   """
 
   count: jax.Array  # pyright: ignore[reportIncompatibleMethodOverride]  # optax's field name
   anchor: optax.Params
   inner_state: optax.OptState
-  residual: optax.Params | None = None
+  iterate: optax.Params | None = None
 
 
 def _is_masked_node(x: Any) -> bool:
@@ -151,46 +153,50 @@ def _check_start_step(start_step) -> None:
   )
 
 
-def _decayed_update(m, u, p, z0, r, count, decaying):
-  """One leaf of the wrapped update: ``(delta, residual)``.
+def _decayed_update(m, u, p, z0, xs, count, decaying):
+  """One leaf of the wrapped update: ``(delta, iterate)``.
 
-  delta = u - c (x - z0) with c = 1/(count + 2) while ``decaying`` (0 before), x = p + r the
-  exact iterate; with a float32 residual r (compensated leaves) delta also carries r, and
-  the new residual is what rounding ``p + delta`` to the parameter dtype leaves out. One
-  elementwise expression per leaf, so XLA reads u's inputs, p, z0 and r once per output.
+  delta = u - c (x - z0) with c = 1/(count + 2) while ``decaying`` (0 before). For a
+  compensated leaf (a float32 iterate ``xs``) the exact iterate is ``x = xs`` where ``xs``
+  rounds to ``p`` (else ``p``), the new iterate is ``x + delta`` in float32, and the returned
+  delta moves ``p`` onto the new iterate rounded to the parameter dtype. Each output is one
+  elementwise expression of the inputs, and the parameters' new value depends on the other
+  inputs only through the new iterate, so XLA reads ``u``'s inputs, ``p``, ``z0`` and ``xs``
+  once (one pass writing the iterate; ``optax.apply_updates`` then reads it with ``p``).
 
   Args:
     m: whether SODA applies to the leaf (a static bool).
     u: the base optimizer's update, shape of p.
     p: the parameter (or a MaskedNode of another optax.partition group).
     z0: its anchor, or a MaskedNode (anchor='zero').
-    r: its float32 residual, or a MaskedNode (not compensated).
+    xs: its float32 iterate, or a MaskedNode (not compensated).
     count, decaying: the step k (int32 scalar) and whether k >= start_step.
   """
   if _is_masked_node(p):  # e.g. leaves of another optax.partition group
-    return u, r
+    return u, xs
   out_dtype = p.dtype
   if not m:
-    return u.astype(out_dtype), r
+    return u.astype(out_dtype), xs
   cd = _compute_dtype(p.dtype)
   # The coefficient in the compute dtype: exact 1/(k+2) for float64 parameters.
   c = jnp.where(decaying, 1.0 / (count.astype(cd) + 2.0), 0.0).astype(cd)
-  comp = not _is_masked_node(r)
-  x = p.astype(cd) + r if comp else p.astype(cd)  # the exact iterate
+  pc = p.astype(cd)
+  if _is_masked_node(xs):
+    disp = pc if _is_masked_node(z0) else pc - z0.astype(cd)
+    return (u.astype(cd) - c * disp).astype(out_dtype), xs
+  # Rounding to the parameter dtype with reduce_precision, not a cast pair: XLA may drop a
+  # float32 -> bf16 -> float32 round trip (excess precision), which would hide the rounding.
+  fi = jnp.finfo(out_dtype)
+  held = lambda v: jax.lax.reduce_precision(v, fi.nexp, fi.nmant)
+  x = jnp.where(held(xs) == pc, xs, pc)  # the exact iterate (p if p was changed outside)
   disp = x if _is_masked_node(z0) else x - z0.astype(cd)
-  exact = u.astype(cd) - c * disp  # x_{k+1} - x_k
-  if comp:
-    exact = exact + r  # x_{k+1} - params
-  delta = exact.astype(out_dtype)
-  if comp:
-    # optax.apply_updates holds params + delta rounded to the parameter dtype; the
-    # residual is what that rounding (and the rounding of delta) left out.
-    # reduce_precision, not a cast pair: XLA may drop a float32 -> bf16 -> float32 round
-    # trip (excess precision), which would hide the rounding from the residual.
-    fi = jnp.finfo(out_dtype)
-    p_next = jax.lax.reduce_precision(p.astype(cd) + delta.astype(cd), fi.nexp, fi.nmant)
-    r = exact - (p_next - p.astype(cd))
-  return delta, r
+  x_next = x + (u.astype(cd) - c * disp)
+  # The difference of two numbers of the parameter dtype: exact in float32, and in the
+  # parameter dtype when the old and new values are within a factor 2 of each other
+  # (Sterbenz), so optax.apply_updates lands on held(x_next). A larger relative step may land
+  # one unit in the last place off; that element then continues from the parameter.
+  delta = (held(x_next) - pc).astype(out_dtype)
+  return delta, x_next
 
 
 def soda(
@@ -260,17 +266,18 @@ def soda(
       uses the coefficient ``1/(start_step+2)``, as in the reference code.
       A Python int, or an integer scalar array (``optax.inject_hyperparams`` turns a
       numeric argument into one, so it may also be set through the injected state).
-    compensate: keep, for each wrapped leaf, the float32 difference between the exact
-      iterate ``x`` and the rounded parameters, and fold it into the next step (compensated,
-      Kahan-style, summation). ``None`` (default): on for parameters narrower than 32 bits
+    compensate: keep, for each wrapped leaf, the exact iterate ``x`` in float32 and move
+      the parameters onto it rounded to their dtype (compensated, Kahan-style, summation). ``None`` (default): on for parameters narrower than 32 bits
       (bfloat16, float16), off otherwise. Without it, bfloat16 parameters stall: the pull
       ``(x - z_0)/(k+2)`` falls below half a unit in the last place of ``x`` after a few
       hundred steps and rounds to zero (a displacement of 0.5 from ``z_0 = 10`` stays at
       0.5 instead of shrinking to 0.005 in 199 steps at learning rate 0). With it the
       parameters are the exact float32 iterate rounded to the parameter dtype, at the
-      memory cost of one float32 buffer per compensated leaf. Small base updates ``u_k``
-      (e.g. a low learning rate in bf16) are compensated too. The compensation assumes the
-      updates are applied by ``optax.apply_updates`` (a rounded ``params + updates``).
+      memory cost of one float32 buffer per compensated leaf (read and written once per
+      step). Small base updates ``u_k`` (e.g. a low learning rate in bf16) are compensated
+      too. The compensation assumes the updates are applied by ``optax.apply_updates`` (a
+      rounded ``params + updates``); an element whose parameter is changed outside the
+      optimizer (it no longer equals the rounded iterate) continues from the parameter.
 
   Bad input: ``init`` and ``update`` raise ``TypeError`` for integer
   parameters and ``update`` raises ``ValueError`` when the gradients'
@@ -315,7 +322,7 @@ def soda(
     return expand_mask(mask, params)
 
   def compensated(params) -> Any:
-    """True on the wrapped leaves that keep a float32 residual."""
+    """True on the wrapped leaves that keep a float32 iterate."""
 
     def leaf(m, p):
       if not m or _is_masked_node(p):
@@ -333,15 +340,17 @@ def soda(
         count=jnp.zeros([], jnp.int32),
         anchor=params,
         inner_state=base.init(params),
-        residual=params,
+        iterate=params,
       )
     wrapped = anchored(params)
     # A copy (not an alias) so that params and state can both be donated.
     anchor_tree = jax.tree.map(
       lambda w, p: jnp.array(p, copy=True) if w else optax.MaskedNode(), wrapped, params
     )
-    residual = jax.tree.map(
-      lambda r, p: jnp.zeros(jnp.shape(p), _compute_dtype(p.dtype)) if r else optax.MaskedNode(),
+    iterate = jax.tree.map(
+      lambda c, p: (
+        jnp.array(p, dtype=_compute_dtype(p.dtype), copy=True) if c else optax.MaskedNode()
+      ),
       compensated(params),
       params,
     )
@@ -349,7 +358,7 @@ def soda(
       count=jnp.zeros([], jnp.int32),
       anchor=anchor_tree,
       inner_state=base.init(params),
-      residual=residual,
+      iterate=iterate,
     )
 
   def update_fn(updates, state, params=None, **extra_args):
@@ -362,16 +371,16 @@ def soda(
     decaying = count >= start_step
     capture = count == start_step
     apply_mask = expand_mask(mask, params)
-    residual = state.residual
-    if residual is None:  # a state built before the residual existed
-      residual = jax.tree.map(lambda _: optax.MaskedNode(), params, is_leaf=_is_masked_node)
+    iterate = state.iterate
+    if iterate is None:  # a state built without compensation
+      iterate = jax.tree.map(lambda _: optax.MaskedNode(), params, is_leaf=_is_masked_node)
 
     treedef = jax.tree.structure(params, is_leaf=_is_masked_node)
     flat_p = treedef.flatten_up_to(params)
     flat_m = treedef.flatten_up_to(apply_mask)
     flat_u = treedef.flatten_up_to(u)
     flat_a = treedef.flatten_up_to(state.anchor)
-    flat_r = treedef.flatten_up_to(residual)
+    flat_x = treedef.flatten_up_to(iterate)
     # The anchor is written once, at the capture step: a conditional leaves its buffers in
     # place on every other step (``where(capture, params, anchor)`` would rewrite all of them
     # every step, a second parameter-sized write per update).
@@ -390,20 +399,20 @@ def soda(
       )
       for i, a in zip(held, anchors):
         flat_a[i] = a
-    new_updates, new_residual = [], []
-    for m, u_i, p, z0, r in zip(flat_m, flat_u, flat_p, flat_a, flat_r):
-      d, r = _decayed_update(m, u_i, p, z0, r, count, decaying)
+    new_updates, new_iterate = [], []
+    for m, u_i, p, z0, xs in zip(flat_m, flat_u, flat_p, flat_a, flat_x):
+      d, xs = _decayed_update(m, u_i, p, z0, xs, count, decaying)
       new_updates.append(d)
-      new_residual.append(r)
-    new_residual = None if state.residual is None else treedef.unflatten(new_residual)
+      new_iterate.append(xs)
+    new_iterate = None if state.iterate is None else treedef.unflatten(new_iterate)
     return treedef.unflatten(new_updates), SodaState(
       count=cast(jax.Array, optax.safe_increment(count)),  # a jnp.where of the count
       anchor=treedef.unflatten(flat_a),
       inner_state=inner_state,
-      residual=new_residual,
+      iterate=new_iterate,
     )
 
-  # chex's ArrayTree leaves out None (an empty pytree), the residual of an uncompensated state.
+  # chex's ArrayTree leaves out None (an empty pytree), the iterate of an uncompensated state.
   init = cast(optax.TransformInitFn, init_fn)
   update = cast(optax.TransformUpdateExtraArgsFn, update_fn)
   return optax.GradientTransformationExtraArgs(init, update)

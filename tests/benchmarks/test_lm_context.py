@@ -65,3 +65,32 @@ def test_prefill_flops_count_local_layers_over_their_window():
   local = (1 + 2 + 3) + (T - 3) * 3  # rows 0..2 see 1, 2, 3 keys; rows 3..9 see 3
   assert local == 27
   assert f["attention"] == 4 * H * dh * (2 * local + T * (T + 1) // 2)
+
+
+@pytest.mark.parametrize("config", [TINY, GEMMA_LIKE], ids=["smollm2-like", "gemma-like"])
+def test_layer_matmul_shapes_carry_the_projection_flops(config):
+  """The diagnostics' seven dots per layer are the projections the FLOP count charges."""
+  T = 11
+  shapes = lm_context.layer_matmul_shapes(config, T)
+  assert len(shapes) == 7 and all(m == T for m, _, _ in shapes)
+  per_layer = sum(2 * m * k * n for m, k, n in shapes)
+  assert per_layer * config.n_layers == lm_context.prefill_flops(config, T)["projections"]
+
+
+def test_overloaded_rows_are_not_judged():
+  row = {
+    "model": "m",
+    "tokens": 256,
+    "fraction_median": 1.2,
+    "fraction_max": 1.2,
+    "cpu_fraction_median": 0.9,
+    "matmul_ceiling_fraction": 1.0,
+    "load_average_before": [1000.0, 0.0, 0.0],
+    "load_average_after": [1000.0, 0.0, 0.0],
+    "rounds": [{"matmul_gflops": 19.0}],
+  }
+  (entry,) = lm_context.summarize([row], {"m": "M"})
+  assert entry["met"] is False and entry["note"].startswith("not judged")
+  row["load_average_before"] = row["load_average_after"] = [0.0, 0.0, 0.0]
+  (entry,) = lm_context.summarize([row], {"m": "M"})
+  assert entry["met"] is True

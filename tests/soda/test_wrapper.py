@@ -245,7 +245,7 @@ class SemanticsTest(parameterized.TestCase):
     extra = nbytes(jax.eval_shape(soda_lib.soda(base).init, sds)) - nbytes(
       jax.eval_shape(base.init, sds)
     )
-    # anchor + int32 count + the float32 residual of the bf16 leaf (the compensation)
+    # anchor + int32 count + the float32 iterate of the bf16 leaf (the compensation)
     self.assertEqual(extra, nbytes(params) + 4 + 4 * params["a"].size)
     extra = nbytes(jax.eval_shape(soda_lib.soda(base, compensate=False).init, sds)) - nbytes(
       jax.eval_shape(base.init, sds)
@@ -286,34 +286,35 @@ def _zero_lr_displacement_run(params_dtype, z0, steps, **kw):
 def _straightforward_soda_update(base, mask, start_step, anchor, comp):
   """SODA's update written leaf by leaf and literally (the anchor rewritten every step).
 
-  For params {"w", "b"} with static per-leaf ``mask`` and ``comp`` (residual kept); the
-  library's update must give the same numbers while touching the anchor only at capture.
+  For params {"w", "b"} with static per-leaf ``mask`` and ``comp`` (float32 iterate kept);
+  the library's update must give the same numbers while touching the anchor only at capture.
   """
 
   def update(g, state, params):
     u, inner = base.update(g, state.inner_state, params)
     k = state.count
     c = jnp.where(k >= start_step, 1.0 / (k.astype(jnp.float32) + 2.0), 0.0)
-    deltas, anchors, residuals = {}, {}, {}
+    deltas, anchors, iterates = {}, {}, {}
     for name, p in params.items():
-      a, r = state.anchor[name], state.residual[name]
+      a, xs = state.anchor[name], state.iterate[name]
       if not mask[name]:
-        deltas[name], anchors[name], residuals[name] = u[name].astype(p.dtype), a, r
+        deltas[name], anchors[name], iterates[name] = u[name].astype(p.dtype), a, xs
         continue
-      x = p.astype(jnp.float32) + (r if comp[name] else 0.0)
+      p32 = p.astype(jnp.float32)
       z0 = 0.0 if anchor == "zero" else jnp.where(k == start_step, p, a).astype(jnp.float32)
-      exact = u[name].astype(jnp.float32) - c * (x - z0) + (r if comp[name] else 0.0)
-      delta = exact.astype(p.dtype)
       if comp[name]:
         fi = jnp.finfo(p.dtype)
-        held = jax.lax.reduce_precision(
-          p.astype(jnp.float32) + delta.astype(jnp.float32), fi.nexp, fi.nmant
-        )
-        r = exact - (held - p.astype(jnp.float32))
+        rounded = lambda v: jax.lax.reduce_precision(v, fi.nexp, fi.nmant)
+        # The float32 iterate, unless the held parameter is not its rounding.
+        x = jnp.where(rounded(xs) == p32, xs, p32)
+        xs = x + (u[name].astype(jnp.float32) - c * (x - z0))
+        delta = (rounded(xs) - p32).astype(p.dtype)
+      else:
+        delta = (u[name].astype(jnp.float32) - c * (p32 - z0)).astype(p.dtype)
       deltas[name] = delta
       anchors[name] = a if anchor == "zero" else jnp.where(k == start_step, p, a)
-      residuals[name] = r
-    return deltas, soda_lib.SodaState(k + 1, anchors, inner, residuals)
+      iterates[name] = xs
+    return deltas, soda_lib.SodaState(k + 1, anchors, inner, iterates)
 
   return update
 
@@ -368,31 +369,31 @@ class PrecisionTest(parameterized.TestCase):
     self.assertAlmostEqual(ref[0], 0.00498, places=5)  # the documented number
     x, state = _zero_lr_displacement_run(jnp.bfloat16, self.Z0, 199)
     self.assertEqual(x.dtype, jnp.bfloat16)
-    self.assertEqual(state.residual.dtype, jnp.float32)
+    self.assertEqual(state.iterate.dtype, jnp.float32)
     # The held bf16 parameters are the float64 iterate rounded to bf16 ...
     np.testing.assert_array_equal(
       np.asarray(x, np.float64), np.asarray(jnp.asarray(ref, jnp.bfloat16), np.float64)
     )
-    # ... and params + residual is the iterate itself, to float32 accuracy.
-    exact = np.asarray(x, np.float64) + np.asarray(state.residual, np.float64)
+    # ... and the state holds the iterate itself, to float32 accuracy.
+    exact = np.asarray(state.iterate, np.float64)
     np.testing.assert_allclose(exact - self.Z0, ref - self.Z0, rtol=1e-4, atol=1e-5)
 
   def test_bf16_without_compensation_stalls(self):
     """The failure the compensation fixes (so the test above can fail)."""
     x, state = _zero_lr_displacement_run(jnp.bfloat16, self.Z0, 199, compensate=False)
-    self.assertIsInstance(state.residual, optax.MaskedNode)
+    self.assertIsInstance(state.iterate, optax.MaskedNode)
     self.assertGreater(float(x[3]) - 10.0, 0.06)  # stuck far above 10.005
 
   def test_compensation_defaults(self):
     for dtype, on in ((jnp.bfloat16, True), (jnp.float16, True), (jnp.float32, False)):
       state = soda_lib.soda(optax.sgd(0.1)).init({"w": jnp.ones(2, dtype)})
-      self.assertEqual(not isinstance(state.residual["w"], optax.MaskedNode), on)
+      self.assertEqual(not isinstance(state.iterate["w"], optax.MaskedNode), on)
     state = soda_lib.soda(optax.sgd(0.1), compensate=True).init(jnp.ones(2))
-    self.assertEqual(state.residual.dtype, jnp.float32)
+    self.assertEqual(state.iterate.dtype, jnp.float32)
     state = soda_lib.soda(optax.sgd(0.1), mask={"a": False, "b": True}).init(
       {"a": jnp.ones(2, jnp.bfloat16), "b": jnp.ones(2, jnp.bfloat16)}
     )
-    self.assertIsInstance(state.residual["a"], optax.MaskedNode)
+    self.assertIsInstance(state.iterate["a"], optax.MaskedNode)
     with self.assertRaisesRegex(TypeError, "compensate"):
       soda_lib.soda(optax.sgd(0.1), compensate="yes")
 
@@ -408,8 +409,37 @@ class PrecisionTest(parameterized.TestCase):
       u, state = step(-jnp.ones(3, jnp.bfloat16), state, x)
       x = optax.apply_updates(x, u)
       ref = ref + u_base - (ref - z0) / (k + 2)
-    exact = np.asarray(x, np.float64) + np.asarray(state.residual, np.float64)
+    exact = np.asarray(state.iterate, np.float64)
     np.testing.assert_allclose(exact, ref, rtol=1e-6)
+    # The held parameters are that iterate rounded to bf16.
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(state.iterate.astype(jnp.bfloat16)))
+
+  def test_bf16_params_changed_outside_continue_from_them(self):
+    """Weights loaded after init (and any element changed between steps) restart the iterate.
+
+    An update that kept the stale float32 iterate would pull the parameters back towards the
+    values seen at init (here by -(loaded)/1 at k = 1: a jump of order 10, not 1e-2).
+    """
+    tx = soda_lib.soda(optax.sgd(0.01))
+    state = tx.init(jnp.zeros(4, jnp.bfloat16))
+    loaded = jnp.asarray([10.0, -3.0, 0.5, 0.0], jnp.bfloat16)
+    g = jnp.ones(4, jnp.bfloat16)
+    step = jax.jit(tx.update)
+    u, state = step(g, state, loaded)  # k = 0: anchor = loaded, x = loaded
+    x = optax.apply_updates(loaded, u)
+    u_base = float(jnp.asarray(-0.01, jnp.bfloat16))  # sgd's update in bf16
+    ref = np.asarray(loaded, np.float64) + u_base
+    np.testing.assert_allclose(np.asarray(state.iterate, np.float64), ref, rtol=1e-6)
+    # Change one element between steps: that element continues from the new value.
+    moved = x.at[1].set(-2.5)
+    u, state = step(g, state, moved)
+    z0 = np.asarray(loaded, np.float64)
+    ref = np.where(np.arange(4) == 1, -2.5, ref)
+    ref = ref + u_base - (ref - z0) / 3.0  # k = 1
+    np.testing.assert_allclose(np.asarray(state.iterate, np.float64), ref, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(
+      np.asarray(optax.apply_updates(moved, u)), np.asarray(state.iterate.astype(jnp.bfloat16))
+    )
 
   def test_float64_coefficient_exact(self):
     """1/(k+2) in float64 for float64 parameters (float32 would give 0.33333334)."""
