@@ -30,6 +30,10 @@ def get_config():
       # orbit_cues: orbits turning either way by 20-60 degrees (the mean pose is a poor guess),
       # walls coloured by orientation and distance fog (pose and depth visible at CPU scale)
       split="orbit_cues",
+      # the models' input normalisation: 'pool' = per-channel mean and std of the training pool
+      # (fogged renders vary by ~0.1 around ~0.65; raw pixels let the camera token collapse to
+      # an input-independent pose), 'none' = raw pixels in [0, 1]
+      pixel_norm="pool",
       pool_scenes=256,
       test_scenes=32,
       render_chunk=16,
