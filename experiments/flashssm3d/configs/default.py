@@ -5,7 +5,8 @@
 
 Per seed (3 seeds): trains a small alternating-attention teacher on ground truth on procedural
 ``orbit_cues`` scenes (4 views, 16x16 px; the split where cameras and depth are learnable at CPU
-scale), distils SSM students from it on 25% of the teacher's scenes within 10% of its training
+scale; every model standardises its input pixels by the pool's per-channel statistics), distils
+SSM students from it on 25% of the teacher's scenes within 10% of its training
 FLOPs ((a) regression, (b) + Procrustes + reprojection), trains the same student on ground truth
 and an attention model of about its size on ground truth at the same budget, evaluates all
 against ground truth, the teacher and input-independent predictors, and evaluates every model on
