@@ -88,8 +88,32 @@ def load_data(config):
   return pool, test, None
 
 
-def student_config(config) -> fs.FlashSSM3DConfig:
-  """The student's :class:`FlashSSM3DConfig` from ``config.student`` (and the image size)."""
+PIXEL_NORMS = ("none", "pool")
+
+
+def pixel_norm(config, images) -> dict:
+  """The models' input normalisation from ``config.data.pixel_norm`` (keyword arguments).
+
+  ``'pool'``: the per-channel mean and standard deviation of ``images`` (the training pool),
+  :func:`jaxpapers.flashssm3d.pixel_statistics`; ``'none'`` (the default when the field is
+  absent): raw pixels in [0, 1], as the experiment ran before the field existed.
+
+  Returns:
+    ``{}`` or ``{"pixel_mean": (r, g, b), "pixel_std": (r, g, b)}`` for the model configs.
+  """
+  kind = config.data.get("pixel_norm", "none")
+  core.validate_choice(kind, name="data.pixel_norm", allowed=PIXEL_NORMS)
+  if kind == "none":
+    return {}
+  mean, std = fs.pixel_statistics(images)
+  return {"pixel_mean": mean, "pixel_std": std}
+
+
+def student_config(config, **norm) -> fs.FlashSSM3DConfig:
+  """The student's :class:`FlashSSM3DConfig` from ``config.student`` (and the image size).
+
+  ``norm``: the input normalisation of :func:`pixel_norm` (``pixel_mean``, ``pixel_std``).
+  """
   sc = config.student
   return fs.FlashSSM3DConfig(
     width=sc.width,
@@ -106,6 +130,7 @@ def student_config(config) -> fs.FlashSSM3DConfig:
     global_orders=tuple(sc.get("global_orders", ("frame_major", "position_major"))),
     remat=sc.get("remat", False),
     dtype=sc.get("dtype", "float32"),
+    **norm,
   )
 
 
@@ -427,7 +452,10 @@ def derived_metrics(evals: dict, extrapolation: dict | None = None, num_views: i
 
 
 def _model_for(var, config, scfg, seed):
-  """The model a variant trains: the SSM student, or the attention model of ``config.attention``."""
+  """The model a variant trains: the SSM student, or the attention model of ``config.attention``.
+
+  The attention model takes the student's input normalisation (``scfg.pixel_mean`` / ``_std``).
+  """
   if var["arch"] == "ssm":
     return fs.FlashSSM3D(scfg, rngs=nnx.Rngs(seed + 1))
   ac, sc = config.attention, config.student
@@ -440,6 +468,8 @@ def _model_for(var, config, scfg, seed):
     image_size=config.data.image_size,
     mlp_ratio=sc.mlp_ratio,
     camera_stages=sc.camera_stages,
+    pixel_mean=scfg.pixel_mean,
+    pixel_std=scfg.pixel_std,
   )
   return fs.AATeacher(acfg, rngs=nnx.Rngs(seed + 1))
 
@@ -462,6 +492,7 @@ def run_seed(config, seed: int, workdir) -> dict:
 
   # ---- data: training pool (teacher), 25% subset (student), disjoint test scenes
   pool, test, pool_names = load_data(config)
+  norm = pixel_norm(config, pool["images"])  # fitted on the teacher's training pool
   n_pool = len(pool["images"])
   n_student = max(1, int(round(dc.student_fraction * n_pool)))
   sub = {k: v[:n_student] for k, v in pool.items()}
@@ -502,6 +533,7 @@ def run_seed(config, seed: int, workdir) -> dict:
       image_size=dc.image_size,
       mlp_ratio=tc.mlp_ratio,
       camera_stages=tc.camera_stages,
+      **norm,
     )
     teacher = fs.AATeacher(tcfg, rngs=nnx.Rngs(config.seed))
     tstate = core.TrainState.create(teacher, _optimizer(tc, tc.steps))
@@ -546,7 +578,7 @@ def run_seed(config, seed: int, workdir) -> dict:
 
   # ---- students
   sc = config.student
-  scfg = student_config(config)
+  scfg = student_config(config, **norm)
   results = {
     "data": {
       "source": dc.get("source", "procedural"),
@@ -556,6 +588,7 @@ def run_seed(config, seed: int, workdir) -> dict:
       "views": dc.num_views,
       "image_size": dc.image_size,
       "split": dc.split,
+      "pixel_norm": {k: list(v) for k, v in norm.items()},
     },
     "teacher": teacher_info,
   }
@@ -704,7 +737,9 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
   info, histories = {}, {}
   for name in config.scan_orders:
     core.validate_choice(name, name="scan_orders", allowed=tuple(SCAN_ORDERS))
-    scfg = dataclasses.replace(student_config(config), global_orders=SCAN_ORDERS[name])
+    scfg = dataclasses.replace(
+      student_config(config, **pixel_norm(config, sub["images"])), global_orders=SCAN_ORDERS[name]
+    )
     model = fs.FlashSSM3D(scfg, rngs=nnx.Rngs(config.seed + 1))
     state = core.TrainState.create(model, _optimizer(sc, sc.max_steps))
     t0 = time.perf_counter()

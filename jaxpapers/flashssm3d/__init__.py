@@ -116,6 +116,7 @@ from jaxpapers.flashssm3d._models import (
   Predictions,
   TeacherConfig,
   count_params,
+  pixel_statistics,
 )
 
 __all__ = [
@@ -170,4 +171,5 @@ __all__ = [
   "Predictions",
   "TeacherConfig",
   "count_params",
+  "pixel_statistics",
 ]

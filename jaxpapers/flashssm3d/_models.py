@@ -28,7 +28,14 @@ from flax import nnx
 
 from jaxpapers.flashssm3d import _ssm
 
-__all__ = ["Predictions", "FlashSSM3DConfig", "TeacherConfig", "FlashSSM3D", "AATeacher"]
+__all__ = [
+  "Predictions",
+  "FlashSSM3DConfig",
+  "TeacherConfig",
+  "FlashSSM3D",
+  "AATeacher",
+  "pixel_statistics",
+]
 
 _N_OUT = 6  # depth, depth_conf, points(3), point_conf
 _DTYPES = ("float32", "bfloat16")
@@ -76,6 +83,9 @@ class FlashSSM3DConfig:
     remat: ``jax.checkpoint`` each block (recompute its activations in the backward pass).
     dtype: compute dtype of the backbone, ``'float32'`` or ``'bfloat16'`` (parameters, scan
       state and heads stay float32).
+    pixel_mean: per-channel RGB mean subtracted from the input images (see
+      :func:`pixel_statistics`).
+    pixel_std: per-channel RGB scale (> 0) the centred images are divided by.
   """
 
   width: int = 128
@@ -92,8 +102,11 @@ class FlashSSM3DConfig:
   global_orders: tuple = ("frame_major", "position_major")
   remat: bool = False  # jax.checkpoint each block (recompute activations in the backward pass)
   dtype: str = "float32"  # compute dtype of the backbone; 'bfloat16' keeps f32 params/state/heads
+  pixel_mean: tuple = (0.0, 0.0, 0.0)
+  pixel_std: tuple = (1.0, 1.0, 1.0)
 
   def __post_init__(self):
+    _check_pixel_norm(self)
     for f in (
       "width",
       "depth",
@@ -140,6 +153,9 @@ class TeacherConfig:
     image_size: side of the square input frames (divisible by ``patch``).
     mlp_ratio: hidden width of the SwiGLU MLPs, as a multiple of ``width``.
     camera_stages: iterative refinement stages of the camera head.
+    pixel_mean: per-channel RGB mean subtracted from the input images (see
+      :func:`pixel_statistics`).
+    pixel_std: per-channel RGB scale (> 0) the centred images are divided by.
   """
 
   width: int = 128
@@ -150,8 +166,11 @@ class TeacherConfig:
   image_size: int = 32
   mlp_ratio: int = 2
   camera_stages: int = 4
+  pixel_mean: tuple = (0.0, 0.0, 0.0)
+  pixel_std: tuple = (1.0, 1.0, 1.0)
 
   def __post_init__(self):
+    _check_pixel_norm(self)
     for f in ("width", "depth", "heads", "patch", "image_size", "mlp_ratio", "camera_stages"):
       v = getattr(self, f)
       if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -162,6 +181,47 @@ class TeacherConfig:
       raise ValueError(f"width {self.width} must be divisible by heads {self.heads}")
     if self.image_size % self.patch:
       raise ValueError(f"image_size {self.image_size} must be divisible by patch {self.patch}")
+
+
+def _check_pixel_norm(cfg):
+  name = type(cfg).__name__
+  for f in ("pixel_mean", "pixel_std"):
+    v = getattr(cfg, f)
+    try:
+      vals = tuple(float(x) for x in v)
+    except TypeError:
+      raise ValueError(f"{name}.{f} must be 3 floats (R, G, B), got {v!r}") from None
+    if len(vals) != 3 or not all(np.isfinite(vals)):
+      raise ValueError(f"{name}.{f} must be 3 finite floats (R, G, B), got {v!r}")
+    if f == "pixel_std" and min(vals) <= 0:
+      raise ValueError(f"{name}.pixel_std must be > 0 per channel, got {v!r}")
+    object.__setattr__(cfg, f, vals)  # a hashable tuple of floats (the config is static)
+
+
+def pixel_statistics(images: Any) -> tuple[tuple[float, ...], tuple[float, ...]]:
+  """Per-channel mean and standard deviation of a set of images, for the models' input norm.
+
+  The models subtract ``pixel_mean`` and divide by ``pixel_std`` before the patch embedding
+  (as VGGT normalises its inputs for DINO). Fit them on the training images: rendered frames
+  whose pixels vary little around a large common value (e.g. fogged scenes) otherwise give
+  patch tokens that differ by a few percent of their norm, and the camera token learns to
+  ignore the images.
+
+  Args:
+    images: ``[..., 3]`` float RGB images (any leading dims), e.g. ``[N, S, H, W, 3]``.
+
+  Returns:
+    ``(mean, std)``: two tuples of 3 floats (a channel without variation gets std 1).
+  """
+  x = np.asarray(images, np.float64)
+  if x.ndim < 2 or x.shape[-1] != 3 or x.size == 0:
+    raise ValueError(f"images must be [..., 3] RGB with at least one pixel, got {x.shape}")
+  if not np.all(np.isfinite(x)):
+    raise ValueError("images must be finite")
+  x = x.reshape(-1, 3)
+  mean, std = x.mean(0), x.std(0)
+  std = np.where(std > 1e-6, std, 1.0)
+  return tuple(float(v) for v in mean), tuple(float(v) for v in std)
 
 
 class SwiGLU(nnx.Module):
@@ -223,7 +283,9 @@ class _Common(nnx.Module):
         f"images must be {cfg.image_size}x{cfg.image_size} (config.image_size), got {H}x{W}"
       )
     p, (gh, gw) = cfg.patch, self.grid
-    x = images.reshape(B, S, gh, p, gw, p, 3).transpose(0, 1, 2, 4, 3, 5, 6)
+    mean = jnp.asarray(cfg.pixel_mean, images.dtype)
+    std = jnp.asarray(cfg.pixel_std, images.dtype)
+    x = ((images - mean) / std).reshape(B, S, gh, p, gw, p, 3).transpose(0, 1, 2, 4, 3, 5, 6)
     cdt = self.compute_dtype
     x = self.patch_embed(x.reshape(B, S, gh * gw, p * p * 3)) + self.pos[...].astype(cdt)
     sp = self.special[...].astype(cdt)

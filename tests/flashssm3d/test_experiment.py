@@ -354,3 +354,44 @@ def test_more_seeds_on_top_of_an_earlier_run(smoke_run, tmp_path):
   (tmp_path / "bad.json").write_text("{}")
   with pytest.raises(ValueError, match="per_seed"):
     train.seeds_from_results(tmp_path / "bad.json", [0], 2)
+
+
+def test_pixel_norm_is_fitted_on_the_pool_and_reaches_every_model():
+  """'pool' standardises by the pool's per-channel statistics; 'none' keeps raw pixels."""
+  from experiments.flashssm3d.configs import default, scan_order
+
+  cfg = default.get_config()
+  assert cfg.data.pixel_norm == "pool"
+  assert scan_order.get_config().data.pixel_norm == "none"  # as its committed run
+  images = np.random.default_rng(0).uniform(0.55, 0.8, (4, 2, 16, 16, 3)).astype(np.float32)
+  norm = train.pixel_norm(cfg, images)
+  flat = images.reshape(-1, 3).astype(np.float64)
+  np.testing.assert_allclose(norm["pixel_mean"], flat.mean(0), rtol=1e-6)
+  np.testing.assert_allclose(norm["pixel_std"], flat.std(0), rtol=1e-6)
+  scfg = train.student_config(cfg, **norm)
+  assert scfg.pixel_mean == norm["pixel_mean"] and scfg.pixel_std == norm["pixel_std"]
+  attention = train._model_for(train._VARIANTS["attention_gt"], cfg, scfg, 0)
+  assert attention.cfg.pixel_mean == norm["pixel_mean"]
+  cfg.data.pixel_norm = "none"
+  assert train.pixel_norm(cfg, images) == {}
+  assert train.student_config(cfg).pixel_std == (1.0, 1.0, 1.0)
+  cfg.data.pixel_norm = "imagenet"
+  with pytest.raises(ValueError, match="data.pixel_norm"):
+    train.pixel_norm(cfg, images)
+
+
+def test_mean_pose_of_opposite_turns_is_the_identity_rotation():
+  """Per view index: mean translation and FoV, the renormalised mean of w >= 0 quaternions."""
+  th = np.deg2rad(40.0)
+  q = np.array(
+    [[0.0, np.sin(th / 2), 0.0, np.cos(th / 2)], [0.0, -np.sin(th / 2), 0.0, np.cos(th / 2)]]
+  )
+  pe = np.zeros((2, 2, 9), np.float32)
+  pe[:, 0, 6] = 1.0
+  pe[:, 1, 3:7] = q
+  pe[:, 1, :3] = [[0.4, 0.0, 0.1], [-0.4, 0.0, 0.3]]
+  pe[..., 7:] = [[[1.0, 1.2], [1.0, 1.2]], [[1.2, 1.4], [1.2, 1.4]]]
+  m = train._mean_pose(pe)
+  np.testing.assert_allclose(m[1, 3:7], [0.0, 0.0, 0.0, 1.0], atol=1e-7)
+  np.testing.assert_allclose(m[1, :3], [0.0, 0.0, 0.2], atol=1e-7)
+  np.testing.assert_allclose(m[:, 7:], [[1.1, 1.3], [1.1, 1.3]], rtol=1e-6)

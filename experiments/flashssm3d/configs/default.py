@@ -5,7 +5,8 @@
 
 Per seed (3 seeds): trains a small alternating-attention teacher on ground truth on procedural
 ``orbit_cues`` scenes (4 views, 16x16 px; the split where cameras and depth are learnable at CPU
-scale), distils SSM students from it on 25% of the teacher's scenes within 10% of its training
+scale; every model standardises its input pixels by the pool's per-channel statistics), distils
+SSM students from it on 25% of the teacher's scenes within 10% of its training
 FLOPs ((a) regression, (b) + Procrustes + reprojection), trains the same student on ground truth
 and an attention model of about its size on ground truth at the same budget, evaluates all
 against ground truth, the teacher and input-independent predictors, and evaluates every model on
@@ -30,6 +31,10 @@ def get_config():
       # orbit_cues: orbits turning either way by 20-60 degrees (the mean pose is a poor guess),
       # walls coloured by orientation and distance fog (pose and depth visible at CPU scale)
       split="orbit_cues",
+      # the models' input normalisation: 'pool' = per-channel mean and std of the training pool
+      # (fogged renders vary by ~0.1 around ~0.65; raw pixels let the camera token collapse to
+      # an input-independent pose), 'none' = raw pixels in [0, 1]
+      pixel_norm="pool",
       pool_scenes=256,
       test_scenes=32,
       render_chunk=16,

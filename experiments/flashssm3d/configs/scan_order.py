@@ -22,7 +22,8 @@ def get_config():
   c.experiment = "scan_order"
   c.seeds = 3
   c.scan_orders = ("alternating", "frame_major", "position_major")
-  c.data.update(dict(pool_scenes=64, test_scenes=32, student_fraction=1.0))
+  # raw pixels, as the committed ablation ran (before data.pixel_norm existed)
+  c.data.update(dict(pool_scenes=64, test_scenes=32, student_fraction=1.0, pixel_norm="none"))
   c.student.update(dict(max_steps=400, min_steps=400))
   c.variants = ()
   c.extrapolation_factors = ()
