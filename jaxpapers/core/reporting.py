@@ -34,6 +34,9 @@ Expansion
   key, ``where`` keeps those whose relative paths equal the given values. A :class:`Series`
   with ``points`` draws one point per entry instead (x = the entry's ``x`` path or its key).
 
+Columns can be written compactly: ``columns("setting={key}; best=best.mean:.3f±best.std")``
+(:func:`columns`).
+
 Figure kinds (``Panel.kind``): ``line`` (lines/markers, ``err`` as error bars or with
 ``band`` as a shaded band), ``scatter``, ``bars`` (grouped bars over the x labels), ``hbars``
 (horizontal bars: one bar per y label), ``scaling`` (log-log with the fitted exponent ± its
@@ -116,6 +119,37 @@ class Column:
   fmt: str = ".3g"
   err: str | None = None
   missing: str | None = None
+
+
+def columns(spec: str, **kwargs: Any) -> tuple[Column, ...]:
+  """Columns written compactly: ``'header=value:fmt±err; ...'``, one column per ``;`` item.
+
+  The last ``=`` outside braces ends the header (a template too: ``K={config.k}``).
+  ``value`` is a path (``:fmt`` its format, ``±err`` the path of its spread) or a template
+  (holding ``{``; taken whole); a bare ``header`` is also the path. Example::
+
+    columns("setting={key}; K; best loss=best.mean:.3f±best.std; acc=acc:.1%")
+
+  Args:
+    spec: the items, separated by ``;``.
+    **kwargs: further :class:`Column` fields for every column (``missing='-'``).
+
+  Returns:
+    The columns, in order.
+  """
+  out = []
+  for item in spec.split(";"):
+    depth, cut = 0, len(item)
+    for i, ch in enumerate(item):  # the last '=' outside braces
+      depth += (ch == "{") - (ch == "}")
+      cut = i if ch == "=" and depth == 0 else cut
+    header, value = item[:cut].strip(), item[cut + 1 :].strip()
+    value, fmt, err = value or header, ".3g", None
+    if "{" not in value:
+      value, _, err = (p.strip() for p in value.partition("±"))
+      value, _, fmt = (p.strip() for p in value.partition(":"))
+    out.append(Column(header, value, fmt or ".3g", err=err or None, **kwargs))
+  return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True)

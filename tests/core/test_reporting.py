@@ -53,6 +53,20 @@ def test_table_cells_match_hand_computed_text():
   )
 
 
+def test_compact_columns_parse_paths_formats_spreads_and_templates():
+  spec = "setting={label}; n; best=best.mean:.2f±best.std; x={config.seeds}={n:d} runs"
+  cols = R.columns(spec, missing="?")
+  assert cols == (
+    R.Column("setting", "{label}", missing="?"),
+    R.Column("n", "n", missing="?"),
+    R.Column("best", "best.mean", ".2f", err="best.std", missing="?"),
+    R.Column("x={config.seeds}", "{n:d} runs", missing="?"),
+  )
+  text = R.render_table(R.Table(over="metrics.summary", columns=cols), RECORD)
+  assert "| setting | n | best | x=3 |" in text
+  assert "| lse | 7 | 0.12 ± 0.01 | 7 runs |" in text
+
+
 def test_table_where_keys_star_levels_and_extra_rows():
   t = R.Table(
     over="metrics.rows",
