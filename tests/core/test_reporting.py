@@ -67,6 +67,15 @@ def test_compact_columns_parse_paths_formats_spreads_and_templates():
   assert "| lse | 7 | 0.12 ± 0.01 | 7 runs |" in text
 
 
+def test_column_over_a_list_makes_one_column_per_item():
+  col = R.Column("lr [v]", "loss.[i]", ".1f", over="config.lrs")
+  text = R.render_table(
+    R.Table(over="metrics.summary", columns=(R.Column("s", "{key}"), col)), RECORD
+  )
+  assert text.splitlines()[0] == "| s | lr 0.001 | lr 0.01 | lr 0.1 |"
+  assert "| poly3 | 0.6 | 0.4 | 0.3 |" in text
+
+
 def test_table_where_keys_star_levels_and_extra_rows():
   t = R.Table(
     over="metrics.rows",
