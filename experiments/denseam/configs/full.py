@@ -24,7 +24,6 @@ def get_config():
   )
   c.widths = (16, 64, 256, 1024, 4096, 16384)
   c.coord_widths = c.widths
-  c.report = default.report_for(len(c.coord_widths))
   c.lrs = tuple(1e-3 * 2.0**i for i in range(-12, 9))
   c.steps = 2000
   c.seeds = 16

@@ -17,7 +17,6 @@ def get_config():
   c.batch_size = 16
   c.dyn_steps = 2
   c.coord_widths = (8, 32)
-  c.report = default.report_for(len(c.coord_widths))
   c.coord_steps = 2
   c.logreg_baseline = False
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
