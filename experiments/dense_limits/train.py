@@ -491,57 +491,55 @@ def _label(name: str) -> str:
   return what if b is None else f"{what}, B={b:g}"
 
 
-def _plots(workdir, cfg, cells, trivial, comp_curves, derived, lipschitz):
-  import matplotlib
+def report_view(record: dict) -> dict:
+  """What ``configs/default.py``'s report reads, in the shapes it reads them (pure).
 
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
-
-  names = class_names(cfg)
-  fig, axes = plt.subplots(1, len(cfg.tasks), figsize=(6 * len(cfg.tasks), 4.2), squeeze=False)
-  for ax, task in zip(axes[0], cfg.tasks):
-    curves = {
-      _label(n): (cfg.widths, np.array([cells[(task, n, w)]["best_train"] for w in cfg.widths]).T)
-      for n in names
-    }
-    core.curves_plot(curves, xlabel="width", ylabel="train loss", title=task, logy=True, ax=ax)
-    ax.set_xscale("log")
-    ax.axhline(trivial[task], color="gray", ls="--", lw=1, label="constant predictor")
-    ax.legend(fontsize=6)
-  core.save_figure(fig, workdir, "saturation")
-
-  fig, axes = plt.subplots(1, len(cfg.tasks), figsize=(6 * len(cfg.tasks), 4.2), squeeze=False)
-  bs = list(cfg.bounds)
-  for ax, task in zip(axes[0], cfg.tasks):
-    for cls, mk in (("dense", "o-"), ("sum", "s--")):
-      ys = [derived[task][f"B{b:g}"]["widest_train"].get(cls) for b in bs]
+  Returns:
+    ``{"rows": [{"task", "label", "w": [{"m", "s"} per width], "slope": {"m", "s"}}],
+    "tasks": {task: {"trivial", "classes": {label: {"y": [seeds, W]}}, "bound": {label:
+    {"y": [B]}}, "plain", "b_star"}}, "bounds": [Lipschitz row per bound], "compression":
+    {"rows": [{"key", "v": [K]}], "curves": {label: {"y": [seeds, K]}}}}``.
+  """
+  cfg, cells = ml_collections.ConfigDict(record["config"]), record["metrics"]["cells"]
+  d = record["metrics"]["derived"]
+  rows, tasks = [], {}
+  for task in cfg.tasks:
+    trivial = d[task]["trivial_train_loss"]
+    t = tasks[task] = {"trivial": trivial, "classes": {}, "bound": {}, "b_star": None}
+    for n in class_names(cfg):
+      best = np.asarray([cells[f"{task}/{n}/w{w}"]["best_train"] for w in cfg.widths])  # [W, S]
+      cls, b = split_name(n)
+      blk, key = (d[task], f"slope_{cls}") if b is None else (d[task][f"B{b:g}"], "slope_sum")
+      key = "slope_dense" if cls == "dense" else key
+      w = [{"m": v.mean(), "s": v.std()} for v in best]
+      slope = {"m": blk[key], "s": blk[f"{key}_std"]}
+      rows.append({"task": task, "label": _label(n), "w": w, "slope": slope})
+      t["classes"][_label(n)] = {"y": best.T.tolist()}
+    w = [{"m": trivial, "s": None}] * len(best)
+    rows.append({"task": task, "label": "constant predictor", "w": w, "slope": {"m": None}})
+    for cls, label in (("dense", "dense (mean)"), ("sum", "width-unbounded (sum)")):
+      ys = [d[task][f"B{b:g}"]["widest_train"].get(cls) for b in cfg.bounds]
       if all(y is not None for y in ys):
-        label = "dense (mean)" if cls == "dense" else "width-unbounded (sum)"
-        ax.plot(bs, ys, mk, label=f"{label}, width {cfg.widths[-1]}")
-    if "plain" in derived[task]["widest_train"]:
-      ax.axhline(derived[task]["widest_train"]["plain"], color="C2", ls=":", label="unconstrained")
-    ax.axhline(trivial[task], color="gray", ls="--", lw=1, label="constant predictor")
-    if task == "bumps" and lipschitz is not None:
-      ax.axvline(lipschitz["b_star"], color="k", lw=0.8, label="B* (Lipschitz bound = target's)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("weight bound B")
-    ax.set_ylabel("train loss at the widest width")
-    ax.set_title(task)
-    ax.legend(fontsize=7)
-  core.save_figure(fig, workdir, "bound")
-  if comp_curves:
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    core.curves_plot(
-      comp_curves,
-      xlabel="K (terms per hidden layer)",
-      ylabel="relative output error",
-      title="compression of dense bump nets",
-      logy=True,
-      ax=ax,
-    )
-    ax.set_xscale("log", base=2)
-    core.save_figure(fig, workdir, "compression")
+        t["bound"][f"{label}, width {cfg.widths[-1]}"] = {"y": ys}
+    t["plain"] = d[task]["widest_train"].get("plain")
+  lip = d.get("lipschitz")
+  if lip is not None and "bumps" in tasks:
+    tasks["bumps"]["b_star"] = lip["b_star"]
+  bounds = [
+    {"B": f"{b:g}", "bound": lip["dense_bound"][f"{b:g}"], "binds": "yes" if lip["binds"][f"{b:g}"]
+     else "no", **{k: d["bumps"][f"B{b:g}"]["widest_train"].get(k) for k in ("dense", "sum")}}
+    for b in (cfg.bounds if lip is not None else ())
+  ]  # fmt: skip
+  comp, c = {"rows": [], "curves": {}}, d.get("compression")
+  if c is not None:
+    ws, (wmin, wmax) = c["widths"], (c["widths"][0], c["widths"][-1])
+    comp["rows"] = [{"key": f"{m}, width {w}", "v": c["per_width"][str(w)][m]} for w in ws
+                    for m in ("cut", "svd", "random")]  # fmt: skip
+    errs = lambda w: cells[f"bumps/{bounded('dense', cfg.bound)}/w{w}"]["compression"]
+    comp["curves"] = {f"{m}, width {wmax}": {"y": errs(wmax)[m]} for m in ("cut", "svd", "random")}
+    if wmin != wmax:
+      comp["curves"][f"cut, width {wmin}"] = {"y": errs(wmin)["cut"]}
+  return {"rows": rows, "tasks": tasks, "bounds": bounds, "compression": comp}
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
@@ -568,72 +566,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
       for w in cfg.widths:
         cells[(task, n, w)] = run_cell(cfg, task, n, w, data, kind, store)
     derived[task] = task_derived(cells, cfg, task, trivial[task])
-  lipschitz = None
   if "bumps" in cfg.tasks:
-    lipschitz = lipschitz_summary(bump_target_sd(cfg), cfg.bump_d, cfg.depth, bounds)
-    derived["lipschitz"] = lipschitz
-
-  # E2: compression of the dense bump nets (at cfg.bound).
-  comp_curves = {}
-  c = compression_derived(cells, cfg)
+    derived["lipschitz"] = lipschitz_summary(bump_target_sd(cfg), cfg.bump_d, cfg.depth, bounds)
+  c = compression_derived(cells, cfg)  # E2: the dense bump nets compressed (at cfg.bound)
   if c is not None:
-    wmax, wmin = c["widths"][-1], c["widths"][0]
-    errs = {w: cells[("bumps", bounded("dense", cfg.bound), w)]["compression"] for w in c["widths"]}
     derived["compression"] = c
-    for m in ("cut", "svd", "random"):
-      comp_curves[f"{m}, width {wmax}"] = (cfg.compress_ks, np.array(errs[wmax][m]))
-    if wmin != wmax:
-      comp_curves[f"cut, width {wmin}"] = (cfg.compress_ks, np.array(errs[wmin]["cut"]))
   derived["regularity"] = regularity_checks(cfg, jax.random.key(cfg.seed + 99))
 
-  _plots(workdir, cfg, cells, trivial, comp_curves, derived, lipschitz)
-  rows = []
-  for task in cfg.tasks:
-    for n in names:
-      row = [task, _label(n)]
-      for w in cfg.widths:
-        v = np.asarray(cells[(task, n, w)]["best_train"])
-        row.append(core.MeanStd(float(v.mean()), float(v.std()), fmt=".3g"))
-      cls, b = split_name(n)
-      if b is None:
-        blk, key = derived[task], f"slope_{cls}"
-      else:
-        blk, key = derived[task][f"B{b:g}"], "slope_dense" if cls == "dense" else "slope_sum"
-      row.append(core.MeanStd(blk[key], blk[f"{key}_std"]))
-      rows.append(row)
-    rows.append([task, "constant predictor", *[trivial[task]] * len(cfg.widths), "-"])
-  table = core.markdown_table(
-    ["task", "class", *[f"train loss, width {w}" for w in cfg.widths], "slope (log-log)"], rows
-  )
-  if lipschitz is not None:
-    table += (
-      "\n\nWhere the bound binds on the bump target (normalised target Lipschitz "
-      f"{lipschitz['target']:.3g}; B* = {lipschitz['b_star']:.3g})\n\n"
-    )
-    table += core.markdown_table(
-      ["B", "Lipschitz bound of the dense class", "binds", "dense loss, widest", "sum, widest"],
-      [
-        [
-          f"{b:g}",
-          lipschitz["dense_bound"][f"{b:g}"],
-          "yes" if lipschitz["binds"][f"{b:g}"] else "no",
-          derived["bumps"][f"B{b:g}"]["widest_train"].get("dense"),
-          derived["bumps"][f"B{b:g}"]["widest_train"].get("sum"),
-        ]
-        for b in bounds
-      ],
-    )
-  if "compression" in derived:
-    c = derived["compression"]
-    pw = c["per_width"]
-    crow = [
-      [f"{m}, width {w}", *pw[str(w)][m]] for w in c["widths"] for m in ("cut", "svd", "random")
-    ]
-    table += (
-      f"\n\nRelative output error of the compressed dense bump nets (B = {cfg.bound:g}, "
-      "seed mean)\n\n"
-    )
-    table += core.markdown_table(["method", *[f"K={k}" for k in c["ks"]]], crow)
   metrics = {
     "derived": derived,
     "cells": {f"{t}/{c}/w{w}": v for (t, c, w), v in cells.items()},
@@ -641,8 +580,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=cfg,
-    table_markdown=table,
+    config=cfg,  # its claims, issue_verdicts and report
     notes="E1 widths are the hidden width of a 2-hidden-layer MLP; the loss is the full-batch "
     "train loss after a fixed number of Adam steps (relative MSE on bumps, CE on digits). "
     "'dense@B': the strongly dense class at weight bound B; 'dense_sum@B': the same bounded "

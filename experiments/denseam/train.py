@@ -22,6 +22,7 @@ pixels as the strongest simple baseline).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import pathlib
 import time
@@ -318,168 +319,61 @@ def _baselines(train, test, logreg: bool) -> dict:
   return out
 
 
-def _fmt(x, spec=".3g"):
-  if x is None or (isinstance(x, float) and not math.isfinite(x)):
-    return "diverged" if x is not None else "-"
-  return format(x, spec)
+def _text(x, spec=".3g") -> str:
+  """``x`` (a number, or the record's ``'inf'`` / ``'nan'``) as the tables print it."""
+  return "-" if x is None else format(float(x), spec) if math.isfinite(float(x)) else "diverged"
 
 
-def _table(cfg: Config, metrics: dict) -> str:
-  parts = []
-  rows = []
-  for setting, s in metrics["summary"].items():
-    for w, k in enumerate(cfg.widths):
-      rows.append(
-        [
-          setting,
-          k,
-          _fmt(s["eta_star"][w]),
-          ", ".join(_fmt(e) for e in s["eta_star_per_seed"][w]),
-          _fmt(s["best_loss"][w]),
-          _fmt(s["test_accuracy_at_best"][w]),
-          _fmt(metrics["grid"][setting][f"K{k}"]["init_loss"]),
-        ]
-      )
-  parts.append(
-    "### eta*(K) and the best loss per width\n\n"
-    + core.markdown_table(
-      [
-        "setting",
-        "K",
-        "eta* (seed mean)",
-        "eta* per seed",
-        "best train loss",
-        "test acc",
-        "untrained loss",
-      ],
-      rows,
-    )
-  )
-  rows = []
-  for setting, s in metrics["summary"].items():
-    d = s["log_drift"]
-    drift = (
-      "-"
-      if d["mean"] is None
-      else f"{d['mean']:+.2f} ± {_fmt(d['hw'], '.2f')} ({_fmt(d['ratio'])}x, "
-      f"[{_fmt(d['ratio_lo'])}, {_fmt(d['ratio_hi'])}])"
-    )
-    rows.append(
-      [
-        setting,
-        drift,
-        _fmt(s["eta_spread"]),
-        _fmt(s["transfer_regret"]),
-        _fmt(s["edge_fraction"], ".2f"),
-        "yes" if s["learns_at_every_width"] else "no",
-        _fmt(s["diverged_fraction"], ".2f"),
-      ]
-    )
-  parts.append(
-    f"### Transfer from K={cfg.widths[0]} to K={cfg.widths[-1]}\n\n"
-    "ln(eta*(K_max) / eta*(K_min)) over paired seeds: mean ± 95% t half-width (geometric-mean "
-    "ratio and its interval).\n\n"
-    + core.markdown_table(
-      [
-        "setting",
-        "log drift of eta*",
-        "eta* spread (seed mean, max/min)",
-        "regret at K_max",
-        "seed optima on the grid edge",
-        "learns at every K",
-        "diverged runs",
-      ],
-      rows,
-    )
-  )
-  rows = []
-  for setting, c in metrics["coord"].items():
+def report_view(record: dict) -> dict:
+  """What ``configs/default.py``'s report reads that the record holds in other shapes (pure).
+
+  Returns:
+    ``{"widths": [row per (setting, K)], "drift": {setting: row}, "coord": [row per (setting,
+    quantity)], "curves": {setting: {"widths": {K: {"y": seed-mean loss [L]}}}}, "step0":
+    {quantity: {"settings": {setting: {"y": [W]}}}}}``.
+  """
+  m, c = record["metrics"], record["config"]
+  summ, num, t = m["summary"], lambda v: np.asarray(v, np.float64), _text
+  widths = [
+    {"setting": s, "K": k, "eta": t(e["eta_star"][w]), "best": t(e["best_loss"][w]),
+     "eta_seed": ", ".join(t(x) for x in e["eta_star_per_seed"][w]),
+     "acc": t(e["test_accuracy_at_best"][w]), "init": t(m["grid"][s][f"K{k}"]["init_loss"])}
+    for s, e in summ.items() for w, k in enumerate(c["widths"])
+  ]  # fmt: skip
+  drift = {}
+  for s, e in summ.items():
+    d = {k: None if isinstance(v, str) else v for k, v in e["log_drift"].items()}
+    drift[s] = {
+      "drift": "-" if d["mean"] is None else f"{d['mean']:+.2f} ± {_text(d['hw'], '.2f')} "
+      f"({_text(d['ratio'])}x, [{_text(d['ratio_lo'])}, {_text(d['ratio_hi'])}])",
+      "spread": _text(e["eta_spread"]), "regret": _text(e["transfer_regret"]),
+      "edge": _text(e["edge_fraction"], ".2f"), "diverged": _text(e["diverged_fraction"], ".2f"),
+      "learns": "yes" if e["learns_at_every_width"] else "no",
+    }  # fmt: skip
+  coord, step0 = [], {}
+  for s, q in m["coord"].items():
     for name in ("h_rms", "dx_rms", "xT_rms", "dh_rms", "ddx_rms"):
-      v = np.asarray(c[name])
-      slope = (
-        core.fit_power_law(np.asarray(c["widths"]), v[:, 0])[0]
-        if np.all(np.isfinite(v[:, 0]) & (v[:, 0] > 0))
-        else float("nan")
-      )
-      rows.append([setting, name] + [_fmt(x) for x in v[:, 0]] + [_fmt(slope, "+.2f")])
-  parts.append(
-    "### Coordinate check (step 0; slope of log RMS against log K)\n\n"
-    + core.markdown_table(
-      ["setting", "quantity"] + [f"K={k}" for k in cfg.coord_widths] + ["slope"], rows
-    )
-  )
-  b = metrics["baselines"]
-  parts.append(
-    "### Trivial baselines\n\n"
-    + core.markdown_table(
-      ["predictor", "train loss", "test accuracy"],
-      [
-        ["uniform (log 10)", _fmt(b["uniform_loss"]), "0.1"],
-        ["class prior / majority class", _fmt(b["class_prior_loss"]), _fmt(b["majority_accuracy"])],
-        [
-          "logistic regression on pixels",
-          _fmt(b["logreg_train_loss"]),
-          _fmt(b["logreg_test_accuracy"]),
-        ],
-      ],
-    )
-  )
-  return "\n\n".join(parts)
-
-
-def _plots(cfg: Config, metrics: dict, workdir: pathlib.Path) -> None:
-  import matplotlib.pyplot as plt
-
-  settings = list(metrics["summary"])
-  lrs = np.asarray(cfg.lrs)
-  fig, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 3.6), squeeze=False)
-  for ax, setting in zip(axes[0], settings):
-    for w, k in enumerate(cfg.widths):
-      loss = _seed_mean(np.asarray(metrics["grid"][setting][f"K{k}"]["final_loss"], np.float64))
-      y = np.where(np.isfinite(loss), loss, np.nan)
-      ax.plot(lrs, y, "o-", color=f"C{w}", ms=3, label=f"K={k}")
-      e = metrics["summary"][setting]["eta_star"][w]
-      if e is not None and math.isfinite(e):
-        ax.axvline(e, color=f"C{w}", lw=0.8, ls="--")
-    ax.axhline(metrics["baselines"]["uniform_loss"], color="gray", lw=0.6, ls=":")
-    ax.set(
-      xscale="log", yscale="log", xlabel="base learning rate eta", title=setting, ylim=(None, 5)
-    )
-    ax.legend(fontsize=7)
-  axes[0, 0].set_ylabel(f"train loss after {cfg.steps} steps (seed mean)")
-  core.save_figure(fig, workdir, "loss_vs_lr")
-
-  fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.6))
-  for i, setting in enumerate(settings):
-    s = metrics["summary"][setting]
-    a1.plot(
-      cfg.widths,
-      [np.nan if v is None else v for v in s["eta_star"]],
-      "o-",
-      color=f"C{i}",
-      label=setting,
-    )
-    per_seed = np.asarray(s["eta_star_per_seed"], np.float64)  # [W, S]
-    jitter = np.exp(0.06 * (i - 1))
-    for w, k in enumerate(cfg.widths):
-      a1.plot(np.full(per_seed.shape[1], k * jitter), per_seed[w], ".", color=f"C{i}", ms=2)
-    a2.plot(cfg.widths, s["best_loss"], "o-", color=f"C{i}", label=setting)
-  a1.set(xscale="log", yscale="log", xlabel="K (memories)", ylabel="eta*(K)")
-  a2.set(xscale="log", yscale="log", xlabel="K (memories)", ylabel="best train loss")
-  a1.legend(fontsize=7)
-  core.save_figure(fig, workdir, "eta_star_vs_k")
-
-  names = ("h_rms", "dx_rms", "xT_rms", "dh_rms", "ddx_rms")
-  fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3.4))
-  for ax, name in zip(axes, names):
-    for i, setting in enumerate(metrics["coord"]):
-      v = np.asarray(metrics["coord"][setting][name], np.float64)[:, 0]
-      ax.plot(
-        cfg.coord_widths, np.where(np.isfinite(v), v, np.nan), "o-", color=f"C{i}", label=setting
-      )
-    ax.set(xscale="log", yscale="log", xlabel="K", title=f"{name} (step 0)")
-  axes[0].legend(fontsize=7)
-  core.save_figure(fig, workdir, "coord_check")
+      v = num(q[name])[:, 0]
+      ok = np.all(np.isfinite(v) & (v > 0))
+      slope = core.fit_power_law(num(q["widths"]), v)[0] if ok else float("nan")
+      coord.append({"setting": s, "name": name, "v": [_text(float(x)) for x in v],
+                    "slope": _text(slope, "+.2f")})  # fmt: skip
+      step0.setdefault(name, {"settings": {}})["settings"][s] = {"y": v.tolist()}
+  curves = {
+    s: {
+      "widths": {k: {"y": _seed_mean(num(g[f"K{k}"]["final_loss"])).tolist()} for k in c["widths"]}
+    }
+    for s, g in m["grid"].items()
+  }
+  b = {k: _text(v) for k, v in m["baselines"].items()}
+  baselines = {
+    "uniform (log 10)": {"loss": b["uniform_loss"], "acc": "0.1"},
+    "class prior / majority class": {"loss": b["class_prior_loss"], "acc": b["majority_accuracy"]},
+    "logistic regression on pixels":
+      {"loss": b["logreg_train_loss"], "acc": b["logreg_test_accuracy"]},
+  }  # fmt: skip
+  return {"widths": widths, "drift": drift, "coord": coord, "curves": curves, "step0": step0,
+          "baselines": baselines}  # fmt: skip
 
 
 def train_and_evaluate(config, workdir) -> dict:
@@ -516,13 +410,10 @@ def train_and_evaluate(config, workdir) -> dict:
     "baselines": _baselines(train, test, cfg.logreg_baseline),
   }
   metrics["derived"] = derived_metrics(metrics, cfg)
-  _plots(cfg, metrics, workdir)
-  table = _table(cfg, metrics)
-  core.write_results(
+  path = core.write_results(
     workdir,
     metrics=metrics,
-    config=config,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
-    table_markdown=table,
+    config=config,  # the ConfigDict: its claims, issue_verdicts and report
     wall_time_s=time.time() - t0,
     notes=(
       "scikit-learn digits (1,438 train / 359 test), DenseAM classifier with clamped pixels and "
@@ -533,5 +424,5 @@ def train_and_evaluate(config, workdir) -> dict:
       "learning rates. Wall times on shared CPU cores are noisy."
     ),
   )
-  (workdir / "table.md").write_text(table + "\n")
+  (workdir / "table.md").write_text(json.loads(path.read_text())["table_markdown"] + "\n")
   return metrics

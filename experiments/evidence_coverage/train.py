@@ -18,6 +18,7 @@ claims compare k* with a budget read off P / J and with a per-setting constant.
 from __future__ import annotations
 
 import dataclasses
+import json
 import pathlib
 import time
 
@@ -416,163 +417,55 @@ def summarize(cells: list[dict], cfg: Config) -> list[dict]:
   return rows
 
 
-def _slash(vals) -> str:
-  return "/".join(str(v) for v in vals)
+def report_view(record: dict) -> dict:
+  """What ``configs/default.py``'s report reads, in the shapes it reads them (pure).
 
+  Returns:
+    ``{"rows": [one per (setting, shift) cell: its accuracies at the ridge and GD-ls peaks and
+    at k_max as {"m", "s"}], "readers": {name: claim fractions}, "corners": [panels of the
+    middle setting's first and last shift, one per reader], "margin": {reader: {"settings":
+    {setting: {"x": log2 k*, "y": log2 k_peak}}}}, "ks": the budgets as text}`` (the scatter
+    jittered by ±0.15).
+  """
+  rows, d, ks = record["metrics"]["cells"], record["metrics"]["derived"], record["config"]["ks"]
 
-def _table(rows, derived, cfg: Config) -> str:
-  hdr = [
-    "P",
-    "J",
-    "s_x",
-    "s_w",
-    "recall@k_max",
-    "k*",
-    "k_peak ridge",
-    "k_peak GD",
-    "k_peak GD-ls",
-    "ridge acc peak",
-    "ridge acc@k_max",
-    "ridge oracle@k_max",
-    "GD-ls acc peak",
-    "GD-ls oracle@k_max",
-    "prior",
-  ]
-  out = []
+  def acc(row, r, ctx, i):
+    return {"m": row[r][ctx]["acc_mean"][i], "s": row[r][ctx]["acc_std"][i]}
+
+  table = []
   for row in rows:
-    a = row["ridge"]["retrieved"]["acc_mean"]
-    s = row["ridge"]["retrieved"]["acc_std"]
-    p = int(np.argmax(a))
-    ls = row["gd_ls"]["retrieved"]["acc_mean"]
-    q = int(np.argmax(ls))
-    out.append(
-      [
-        row["n_pool"],
-        row["n_clusters"],
-        row["s_x"],
-        row["s_w"],
-        core.MeanStd(row["recall"]["mean"][-1], row["recall"]["std"][-1]),
-        _slash(row["k_star"]),
-        _slash(row["ridge"]["k_peak"]),
-        _slash(row["gd"]["k_peak"]),
-        _slash(row["gd_ls"]["k_peak"]),
-        core.MeanStd(a[p], s[p]),
-        core.MeanStd(a[-1], s[-1]),
-        core.MeanStd(row["ridge"]["oracle"]["acc_mean"][-1], row["ridge"]["oracle"]["acc_std"][-1]),
-        core.MeanStd(ls[q], row["gd_ls"]["retrieved"]["acc_std"][q]),
-        core.MeanStd(row["gd_ls"]["oracle"]["acc_mean"][-1], row["gd_ls"]["oracle"]["acc_std"][-1]),
-        row["prior_acc"],
-      ]
-    )
-  note = (
-    f"Budgets k in {list(cfg.ks)}; {cfg.n_test} test queries per cell; k* and k_peak per seed "
-    f"(seed 0/1/...), accuracy mean ± std over {cfg.seeds} seeds."
-  )
-  parts = [note, core.markdown_table(hdr, out, fmt=".3g")]
-  # Per setting: where k* and the accuracy peaks move with the shift.
-  resp = derived.get("shift_response", {})
-  hdr2 = ["P", "J", "k(P/J)", "k* over shifts (octaves)"]
-  hdr2 += [f"{r} peak over shifts (octaves)" for r in READERS]
-  hdr2 += [f"Spearman k*, {r} peak" for r in READERS]
-  out2 = []
-  for rec in resp.values():
-    line = [rec["n_pool"], rec["n_clusters"], rec["cluster_k"], rec["k_star_range_octaves"]]
-    line += [rec[f"k_peak_range_octaves_{r}"] for r in READERS]
-    line += [
-      "-" if rec[f"spearman_k_star_k_peak_{r}"] is None else rec[f"spearman_k_star_k_peak_{r}"]
-      for r in READERS
-    ]
-    out2.append(line)
-  parts.append(
-    "Where k* moves with the shift: per setting, the range over the shift grid of the "
-    "seed-median log2 k* and log2 k_peak (0: does not move), and their Spearman correlation "
-    "over the shift cells ('-': one of them does not move)."
-  )
-  parts.append(core.markdown_table(hdr2, out2, fmt=".2g"))
-  # Per reader: the claim fractions over the cells where retrieval helps the reader.
-  hdr3 = [
-    "reader",
-    "cells with gain",
-    "decoupling (retrieved)",
-    "decoupling (oracle)",
-    "k* within 2x",
-    "k(P/J) within 2x",
-    "per-setting k within 2x",
-    "constant k within 2x",
-  ]
-  out3 = []
-  for r in READERS:
-    g = lambda k: derived.get(f"{k}_{r}") if derived.get(f"{k}_{r}") is not None else "-"
-    out3.append(
-      [
-        READER_NAMES[r],
-        derived.get(f"n_gain_cells_{r}", 0),
-        g("decoupling_fraction"),
-        derived.get(f"decoupling_fraction_{r}_oracle", "-"),
-        g("kstar_within_2x"),
-        g("cluster_k_within_2x"),
-        g("setting_k_within_2x"),
-        g("constant_k_within_2x"),
-      ]
-    )
-  parts.append(
-    f"Per reader, over the cells where retrieval lifts its best accuracy by >= {cfg.min_gain} "
-    "over prior-only: the claims' fractions and the budget baselines."
-  )
-  parts.append(core.markdown_table(hdr3, out3, fmt=".2f"))
-  return "\n\n".join(parts)
-
-
-def _plots(rows, cells, cfg: Config, workdir):
-  import matplotlib.pyplot as plt
-
-  ks = np.asarray(cfg.ks)
-  mid = cfg.settings[len(cfg.settings) // 2]
-  srows = [r for r in rows if (r["n_pool"], r["n_clusters"]) == tuple(mid)]
-  corners = [srows[0], srows[-1]]
-  fig, axes = plt.subplots(len(corners), len(READERS), figsize=(5 * len(READERS), 3.4 * 2))
-  axes = np.asarray(axes).reshape(len(corners), len(READERS))
-  for b, row in enumerate(corners):
-    for j, r in enumerate(READERS):
-      ax = axes[b, j]
-      for i, ctx in enumerate(("retrieved", "oracle", "shuffled_labels", "random")):
-        m = np.asarray(row[r][ctx]["acc_mean"])
-        s = np.asarray(row[r][ctx]["acc_std"])
-        ax.plot(ks, m, "o-", ms=3, color=f"C{i}", label=f"acc, {ctx}")
-        ax.fill_between(ks, m - s, m + s, color=f"C{i}", alpha=0.2, lw=0)
-      ax.axhline(row["prior_acc"], color="gray", ls=":", label="prior-only acc")
-      ax.plot(ks, np.asarray(row["recall"]["mean"]), "k--", label="Recall@k")
-      for ksr in set(row["k_star"]):
-        ax.axvline(ksr, color="r", lw=0.8, alpha=0.6)
-      ax.set_xscale("log", base=2)
-      ax.set_ylim(0, 1.02)
-      ax.set_xlabel("top-k")
-      ax.set_title(
-        f"{READER_NAMES[r]}: P={row['n_pool']}, J={row['n_clusters']}, "
-        f"s_x={row['s_x']:g}, s_w={row['s_w']:g} (red: k*)",
-        fontsize=8,
-      )
-      if b == 0 and j == 0:
-        ax.legend(fontsize=6)
-  fig.tight_layout()
-  core.save_figure(fig, workdir, "recall_vs_accuracy")
-
-  fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-  rng = np.random.default_rng(0)
-  for i, (n_pool, n_clusters) in enumerate(cfg.settings):
-    cs = [c for c in cells if _setting(c) == (n_pool, n_clusters)]
-    for ax, r in zip(axes, ("ridge", "gd_ls")):
-      x = np.log2([c["k_star"] for c in cs]) + rng.uniform(-0.15, 0.15, len(cs))
-      y = np.log2([c[r]["k_peak"] for c in cs]) + rng.uniform(-0.15, 0.15, len(cs))
-      ax.scatter(x, y, s=8, color=f"C{i}", label=f"P={n_pool}, J={n_clusters}")
-  top = np.log2(ks[-1])
-  for ax, r in zip(axes, ("ridge", "gd_ls")):
-    ax.plot([0, top], [0, top], "k-", lw=0.8)
-    ax.fill_between([0, top], [-1, top - 1], [1, top + 1], color="gray", alpha=0.15, lw=0)
-    ax.set(xlabel="log2 k* (coverage margin)", ylabel=f"log2 k_peak ({READER_NAMES[r]})")
-  axes[0].legend(fontsize=7)
-  fig.tight_layout()
-  core.save_figure(fig, workdir, "coverage_margin")
+    p, q = (int(np.argmax(row[r]["retrieved"]["acc_mean"])) for r in ("ridge", "gd_ls"))
+    at = {"ridge_peak": ("ridge", "retrieved", p), "ridge_last": ("ridge", "retrieved", -1),
+          "ridge_oracle": ("ridge", "oracle", -1), "ls_peak": ("gd_ls", "retrieved", q),
+          "ls_oracle": ("gd_ls", "oracle", -1)}  # fmt: skip
+    table.append({**row, **{k: acc(row, *a) for k, a in at.items()},
+                  "recall": {"m": row["recall"]["mean"][-1], "s": row["recall"]["std"][-1]},
+                  "kp": {r: row[r]["k_peak"] for r in READERS}})  # fmt: skip
+  keys = ("decoupling_fraction", "kstar_within_2x", "cluster_k_within_2x", "setting_k_within_2x",
+          "constant_k_within_2x")  # fmt: skip
+  readers = {
+    READER_NAMES[r]: {"n": d.get(f"n_gain_cells_{r}", 0), **{k: d.get(f"{k}_{r}") for k in keys},
+                      "oracle": d.get(f"decoupling_fraction_{r}_oracle")}
+    for r in READERS
+  }  # fmt: skip
+  mid = record["config"]["settings"][len(record["config"]["settings"]) // 2]
+  side = [r for r in rows if [r["n_pool"], r["n_clusters"]] == list(mid)]
+  corners = [
+    {"title": f"{READER_NAMES[r]}: P={row['n_pool']}, J={row['n_clusters']}, s_x={row['s_x']:g}, "
+     f"s_w={row['s_w']:g}", "prior": row["prior_acc"], "recall": row["recall"]["mean"],
+     "k_star": float(np.median(row["k_star"])),
+     "contexts": {c: {"y": row[r][c]["acc_mean"], "err": row[r][c]["acc_std"]}
+                  for c in ("retrieved", "oracle", "shuffled_labels", "random")}}
+    for row in (side[0], side[-1]) for r in READERS
+  ]  # fmt: skip
+  rng, margin = np.random.default_rng(0), {}
+  for p, j in record["config"]["settings"]:
+    cs = [c for c in record["metrics"]["per_seed"] if _setting(c) == (p, j)]
+    for r in ("ridge", "gd_ls"):
+      jitter = lambda v: (np.log2(v) + rng.uniform(-0.15, 0.15, len(cs))).tolist()
+      xy = {"x": jitter([c["k_star"] for c in cs]), "y": jitter([c[r]["k_peak"] for c in cs])}
+      margin.setdefault(READER_NAMES[r], {"settings": {}})["settings"][f"P={p}, J={j}"] = xy
+  return {"rows": table, "readers": readers, "corners": corners, "margin": margin, "ks": str(ks)}
 
 
 def train_and_evaluate(config, workdir) -> dict:
@@ -618,13 +511,10 @@ def train_and_evaluate(config, workdir) -> dict:
   metrics = {"cells": rows, "per_seed": cells}
   metrics["derived"] = derived_metrics(cells, cfg)
   metrics["derived"]["shift_response"] = shift_response(cells, cfg)
-  table = _table(rows, metrics["derived"], cfg)
-  _plots(rows, cells, cfg, workdir)
-  core.write_results(
+  path = core.write_results(
     workdir,
     metrics=metrics,
-    config=config,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
-    table_markdown=table,
+    config=config,  # the ConfigDict: its claims, issue_verdicts and report
     wall_time_s=time.time() - t0,
     notes=(
       "Synthetic shifted local linear ICL (a reconstruction: the paper's model, coverage "
@@ -634,5 +524,5 @@ def train_and_evaluate(config, workdir) -> dict:
       "Accuracy = 1[|yhat - y| < tol_rel * std(pool y)]."
     ),
   )
-  (workdir / "table.md").write_text(table + "\n")
+  (workdir / "table.md").write_text(json.loads(path.read_text())["table_markdown"] + "\n")
   return metrics

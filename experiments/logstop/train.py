@@ -16,7 +16,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-import matplotlib
 import ml_collections
 import numpy as np
 import optax
@@ -26,9 +25,6 @@ from flax import nnx
 from experiments.logstop import data as D
 from jaxpapers import core, metrics
 from jaxpapers import logstop as L
-
-matplotlib.use("Agg")
-
 
 # ----------------------------------------------------------------------------- detector
 
@@ -401,27 +397,6 @@ def run_retrieval(cfg, predict, pool, rng, seed):
 # ----------------------------------------------------------------------------- main
 
 
-def _plots(workdir, match_overall, match_ci, retr_overall, retr_ci):
-  import matplotlib.pyplot as plt
-
-  fig, axes = plt.subplots(1, 2, figsize=(12, 0.9 + 0.28 * max(len(match_overall), 8)))
-  for ax, vals, ci, xlabel, title, lo, col in (
-    (axes[0], match_overall, match_ci, "balanced accuracy", "query matching", 0.4, "tab:blue"),
-    (axes[1], retr_overall, retr_ci, "mAP", "segment retrieval", 0.0, "tab:green"),
-  ):
-    names = list(vals)
-    err = [0.0 if not np.isfinite(ci[n]) else ci[n] for n in names]
-    colors = [col if n.startswith("LogSTOP") else "tab:gray" for n in names]
-    ax.barh(names, [vals[n] for n in names], xerr=err, color=colors, capsize=2)
-    ax.set_xlabel(f"{xlabel} (mean over seeds, 95% CI)")
-    ax.set_xlim(lo, 1.0)
-    ax.set_title(title)
-    ax.tick_params(axis="y", labelsize=7)
-    ax.invert_yaxis()
-  fig.tight_layout()
-  core.save_figure(fig, workdir, "logstop_matching_retrieval")
-
-
 def _mean_ci(per_seed: list[dict]) -> tuple[dict, dict]:
   """Per-seed {arm: value} -> ({arm: mean over seeds}, {arm: 95% CI half-width})."""
   arms = list(per_seed[0])
@@ -475,8 +450,34 @@ def compare_arms(per_seed: list[dict], windows) -> dict:
   return out
 
 
-def _mean_table(mean, ci, fmt=".3f"):
-  return [[a, core.MeanStd(mean[a], ci[a] if np.isfinite(ci[a]) else None, fmt=fmt)] for a in mean]
+def report_view(record: dict) -> dict:
+  """What ``configs/default.py``'s report reads, in the shapes it reads them (pure).
+
+  Returns:
+    ``{"matching": {arm: {"m", "s"}}, "retrieval": {arm: {"m", "s", "R5", "P5"}}, "n_templates",
+    "n_queries" (per seed, as text), "relevant" (mean relevant sequences per query),
+    "recall_cap", "qmtp": {arm: {"v"}}}`` (``s``: the 95% CI half-width, None if not finite).
+  """
+  m = record["metrics"]
+  if "matching/overall" not in m:  # a QMTP-video run (run_qmtp)
+    return {"qmtp": {a: {"v": v} for a, v in m.get("overall", {}).items()}}
+  fin = lambda x: None if x is None or not np.isfinite(float(x)) else float(x)
+  ci, rci = m["matching/overall_ci95"], m["retrieval/overall_mAP_ci95"]
+  kept = [q for q in m["retrieval/per_query"] if q]
+  rel = (
+    float(np.mean([np.mean([r["relevant"] for r in q.values()]) for q in kept])) if kept else 0.0
+  )
+  return {
+    "matching": {a: {"m": v, "s": fin(ci[a])} for a, v in m["matching/overall"].items()},
+    "retrieval": {
+      a: {"m": v["mAP"], "s": fin(rci[a]), "R5": v["R@5"], "P5": v["P@5"]}
+      for a, v in m["retrieval/overall"].items()
+    },
+    "n_templates": len(m["matching/per_template"]),
+    "n_queries": str([len(q) for q in m["retrieval/per_query"]]),
+    "relevant": rel,
+    "recall_cap": min(1.0, 5 / max(rel, 1)),
+  }
 
 
 def run_seed(cfg, seed: int, workdir) -> dict:
@@ -540,58 +541,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     for t in runs[0]["matching_per_template"]
   }
   frame_acc = [r["frame_acc"] for r in runs]
-  relevant = float(np.mean([r["relevant_mean"] for r in kept])) if kept else 0.0
-  n_queries = [len(r["retrieval_per_query"]) for r in runs]
 
-  def cmp_lines(c, what):
-    if c is None:
-      return []
-    out = [
-      f"Best LogSTOP arm ({c['logstop_arm']}) minus best baseline arm ({c['baseline_arm']}), "
-      f"{what}, paired over seeds: {c['diff']:+.3f} ± {c['diff_ci95']:.3f} (95% CI)",
-      "",
-      "| window | LogSTOP arm | best baseline at the same window | difference (95% CI) |",
-      "|---|---|---|---|",
-    ]
-    for w, sw in c["same_window"].items():
-      out.append(
-        f"| {w} | {sw['logstop_arm']} | {sw['baseline_arm']} | "
-        f"{sw['diff']:+.3f} ± {sw['diff_ci95']:.3f} |"
-      )
-    return out
-
-  lines = [
-    f"Query matching, balanced accuracy (mean over {len(per_template)} templates, "
-    f"{cfg.sequences_per_template} sequences each, T={cfg.T}; mean ± 95% CI over "
-    f"{len(seeds)} seeds (detector, digits and videos per seed); per-frame detector accuracy "
-    f"{np.mean(frame_acc):.3f}; every arm at every window):",
-    "",
-    core.markdown_table(["arm", "balanced accuracy"], _mean_table(match_overall, match_ci)),
-    "",
-    *cmp_lines(match_cmp, "balanced accuracy"),
-    "",
-    f"Retrieval ({cfg.db_size} sequences, T={cfg.db_T}, segments "
-    f"{cfg.min_len}-{cfg.max_len} frames, {n_queries} queries kept per seed, "
-    f"{relevant:.0f} relevant sequences per query on average, so Recall@5 is "
-    f"at most {min(1.0, 5 / max(relevant, 1)):.2f}; mAP mean ± 95% CI over seeds):",
-    "",
-    core.markdown_table(
-      ["arm", "mAP", "Recall@5", "Precision@5"],
-      [
-        [
-          a,
-          core.MeanStd(retr_overall[a], retr_ci[a] if np.isfinite(retr_ci[a]) else None),
-          v["R@5"],
-          v["P@5"],
-        ]
-        for a, v in retr_full.items()
-      ],
-      fmt=".3f",
-    ),
-    "",
-    *cmp_lines(retr_cmp, "mAP"),
-  ]
-  table = "\n".join(lines)
   results = {
     "seeds": seeds,
     "matching/overall": match_overall,
@@ -614,18 +564,16 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     "retrieval/per_query": [r["retrieval_per_query"] for r in runs],
     "retrieval/skipped_queries": [r["retrieval_skipped"] for r in runs],
   }
-  _plots(workdir, match_overall, match_ci, retr_overall, retr_ci)
-  core.write_results(
+  path = core.write_results(
     workdir,
     metrics=json.loads(json.dumps(results)),
-    config=config,
-    table_markdown=table,
+    config=config,  # its claims and report
     notes="Synthetic digit videos (reconstruction); per seed a JAX MLP detector trained on a "
     "disjoint half of sklearn digits and freshly generated videos; every arm at every window.",
     wall_time_s=time.time() - t0,
   )
   if core.is_main_process():
-    print(table)
+    print(json.loads(path.read_text())["table_markdown"])
   return results
 
 
@@ -646,17 +594,15 @@ def run_qmtp(cfg, workdir) -> dict:
     smoothing_radius=int(cfg.get("qmtp_smoothing_radius", 0)),
     baselines=bool(cfg.get("qmtp_baselines", True)),
   )
-  table = core.markdown_table(["arm", "balanced accuracy"], list(res["overall"].items()), fmt=".4f")
   metrics_ = {k: v for k, v in res.items() if k != "decisions"}
-  core.write_results(
+  path = core.write_results(
     workdir,
     metrics=metrics_,
-    config=cfg,
-    table_markdown=table,
+    config=cfg,  # its report's QMTP table
     notes=f"QMTP-video from {len(samples)} samples of per-frame scores in qmtp_dir.",
     wall_time_s=time.time() - t0,
     claims=(),
   )
   if core.is_main_process():
-    print(table)
+    print(json.loads(path.read_text())["table_markdown"])
   return metrics_

@@ -22,6 +22,7 @@ and the training grid checkpoints inside itself (``core.Sweep``), so a rerun res
 from __future__ import annotations
 
 import dataclasses
+import json
 import pathlib
 import time
 
@@ -663,214 +664,67 @@ def _kendall(a: list, b: list) -> float:
 # -------------------------------------------------------------------- tables, plots --
 
 
-def _table(cfg: Config, metrics: dict) -> str:
-  rows = []
-  ms = lambda c: core.MeanStd(c["mean"], c["std"], fmt=".3f")
-  for loss in cfg.losses:
-    o = metrics["objectives"][loss]
-    rows.append(
-      [
-        loss,
-        ms(o["mass"]["fp/tanimoto"]),
-        ms(o["mass"]["fp/cont_iou"]),
-        ms(o["mass"]["hr/cosine@1"]),
-        ms(o["mass"]["hr/cosine@5"]),
-        ms(o["mass"]["hr/tanimoto@1"]),
-        ms(o["hard"]["hr/cosine@1"]),
-        ms(o["random"]["hr/cosine@1"]),
-      ]
-    )
-  base = metrics["baselines"]
+# (header, pool, metric) of the objectives table's columns after the objective
+OBJECTIVE_COLUMNS = (
+  ("Tanimoto", "mass", "fp/tanimoto"),
+  ("cont-IoU", "mass", "fp/cont_iou"),
+  ("HR@1 cos (mass)", "mass", "hr/cosine@1"),
+  ("HR@5 cos (mass)", "mass", "hr/cosine@5"),
+  ("HR@1 Tanimoto (mass)", "mass", "hr/tanimoto@1"),
+  ("HR@1 cos (hard)", "hard", "hr/cosine@1"),
+  ("HR@1 cos (random)", "random", "hr/cosine@1"),
+)
+
+
+def report_view(record: dict) -> dict:
+  """What ``configs/default.py``'s report reads, in the shapes it reads them (pure).
+
+  Returns:
+    ``{"objectives": {row: {"c": [{"m", "s"} per OBJECTIVE_COLUMNS]}}, "bins": [toy band
+    rows], "ties": {problems: row}, "frontier": {pool: {"losses", "front", "baselines",
+    "random"}}, "toy": {part: {"mid", "jac", "bce"}}}``.
+  """
+  m, losses = record["metrics"], record["config"]["losses"]
+  obj, base = m["objectives"], m["baselines"]
+  ms = lambda m, s=None: {"m": m, "s": s}
+  rows = {
+    l: {"c": [ms(obj[l][p][k]["mean"], obj[l][p][k]["std"]) for _, p, k in OBJECTIVE_COLUMNS]}
+    for l in losses
+  }
   for name in ("prior", "nn_lookup"):
-    b = base[name]
-    rows.append(
-      [
-        f"baseline: {name}",
-        b["mass"]["fp/tanimoto"],
-        b["mass"]["fp/cont_iou"],
-        b["mass"]["hr/cosine@1"],
-        b["mass"]["hr/cosine@5"],
-        b["mass"]["hr/tanimoto@1"],
-        b["hard"]["hr/cosine@1"],
-        b["random"]["hr/cosine@1"],
-      ]
-    )
-  r = base["random"]
-  rows.append(
-    [
-      "baseline: random ranking",
-      None,
-      None,
-      r["mass"]["hr/random@1"],
-      r["mass"]["hr/random@5"],
-      None,
-      r["hard"]["hr/random@1"],
-      r["random"]["hr/random@1"],
-    ]
-  )
-  head = [
-    "objective",
-    "Tanimoto",
-    "cont-IoU",
-    "HR@1 cos (mass)",
-    "HR@5 cos (mass)",
-    "HR@1 Tanimoto (mass)",
-    "HR@1 cos (hard)",
-    "HR@1 cos (random)",
-  ]
-  lines = [
-    f"**Objectives** (test queries, {cfg.eval_cands} candidates per pool, mean ± std over "
-    f"{cfg.seeds} seeds; simulated spectra)",
-    "",
-    core.markdown_table(head, rows, fmt=".3f"),
-    "",
-    "**Toy regret (exact enumeration)**: mean HR@1 regret by σ_max band, on the problems "
-    "deduplicated by fingerprint (identical candidates merged, empty ones dropped) and on the "
-    "problems as drawn (ties included)",
-    "",
-  ]
-  toy = metrics["toy"]
-  band_rows = []
+    rows[f"baseline: {name}"] = {"c": [ms(base[name][p][k]) for _, p, k in OBJECTIVE_COLUMNS]}
+  rnd = lambda p, k: ms(base["random"][p][k.replace("cosine", "random")] if "cosine" in k else None)
+  rows["baseline: random ranking"] = {"c": [rnd(p, k) for _, p, k in OBJECTIVE_COLUMNS]}
+  names = {"dedup": "deduplicated", "raw": "as drawn"}
+  bins = [{"problems": names[part], "band": f"[{b['lo']:.2f}, {b['hi']:.2f})", **b}
+          for part in ("dedup", "raw") for b in m["toy"][part]["bins"]]  # fmt: skip
+  raw, dd = m["toy"]["raw"], m["toy"]["dedup"]
+  ties = {"as drawn": {**raw, "dups": raw["duplicate_share"]},
+          "deduplicated": {**dd, "dups": 0.0 if dd["duplicates_left"] == 0 else None}}  # fmt: skip
+  frontier = {}
+  for pool in ("mass", "hard"):
+    pts = {l: (obj[l][pool]["fp/tanimoto"], obj[l][pool]["hr/cosine@1"]) for l in losses}
+    xy = np.array([(t["mean"], h["mean"]) for t, h in pts.values()])
+    front = sorted(xy[M.pareto_front(xy)].tolist())
+    frontier[pool] = {
+      "losses": {
+        l: {"x": [t["mean"]], "y": [h["mean"]], "xerr": [t["std"]], "yerr": [h["std"]]}
+        for l, (t, h) in pts.items()
+      },  # fmt: skip
+      "front": {"x": [p[0] for p in front], "y": [p[1] for p in front]},
+      "baselines": {
+        n: {"x": [base[n][pool]["fp/tanimoto"]], "y": [base[n][pool]["hr/cosine@1"]]}
+        for n in ("prior", "nn_lookup")
+      },  # fmt: skip
+      "random": base["random"][pool]["hr/random@1"],
+    }
+  toy = {}
   for part in ("dedup", "raw"):
-    for b in toy[part]["bins"]:
-      band_rows.append(
-        [
-          "deduplicated" if part == "dedup" else "as drawn",
-          f"[{b['lo']:.2f}, {b['hi']:.2f})",
-          b["count"],
-          b["regret_jaccard"],
-          b["regret_bce_cosine"],
-          b["frac_positive_jaccard"],
-        ]
-      )
-  lines.append(
-    core.markdown_table(
-      [
-        "problems",
-        "σ_max band",
-        "count",
-        "Jaccard-Bayes regret",
-        "BCE marginals + cosine",
-        "share > 0",
-      ],
-      band_rows,
-      fmt=".4f",
-    )
-  )
-  dd, raw = toy["dedup"], toy["raw"]
-  rows = [
-    [
-      "as drawn",
-      raw["problems"],
-      raw["duplicate_share"],
-      core.MeanStd(raw["mean_regret_jaccard"], raw["mean_regret_jaccard_ci95"], fmt=".4f"),
-      raw["mean_regret_oracle"],
-      raw["tied_top_share"],
-    ],
-    [
-      "deduplicated",
-      dd["problems"],
-      0.0 if dd["duplicates_left"] == 0 else None,
-      core.MeanStd(dd["mean_regret_jaccard"], dd["mean_regret_jaccard_ci95"], fmt=".4f"),
-      dd["mean_regret_oracle"],
-      dd["tied_top_share"],
-    ],
-  ]
-  lines += [
-    "",
-    "**Ties, reported apart**: share of problems with a duplicated candidate, the mean "
-    "Jaccard-Bayes regret (± 95% CI), the regret of the retrieval-optimal fingerprint "
-    "y_argmax π (0 without ties) and the share of problems whose Jaccard-Bayes fingerprint "
-    "ties two candidates at the top",
-    "",
-    core.markdown_table(
-      [
-        "problems",
-        "count",
-        "with duplicates",
-        "Jaccard-Bayes regret",
-        "oracle-decision regret",
-        "tied top",
-      ],
-      rows,
-      fmt=".4f",
-    ),
-  ]
-  if "raw_pool_ties" in metrics["data"]:
-    ties = metrics["data"]["raw_pool_ties"]
-    lines += [
-      "",
-      "**Pool ties removed by deduplication** (test pools before deduplication)",
-      "",
-      core.markdown_table(
-        ["pool", "query's fingerprint repeated", "any fingerprint repeated", "extra copies"],
-        [[m, t["query_tied"], t["any_tied"], t["extra_copies"]] for m, t in ties.items()],
-        fmt=".4f",
-      ),
-    ]
-  return "\n".join(lines)
-
-
-def _plots(cfg: Config, metrics: dict, workdir):
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
-
-  fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-  for ax, pool in zip(axes, ("mass", "hard")):
-    pts = []
-    for i, loss in enumerate(cfg.losses):
-      o = metrics["objectives"][loss][pool]
-      t, h = o["fp/tanimoto"], o["hr/cosine@1"]
-      ax.errorbar(
-        t["mean"],
-        h["mean"],
-        xerr=t["std"],
-        yerr=h["std"],
-        fmt="o",
-        color=f"C{i}",
-        label=loss,
-        capsize=2,
-      )
-      pts.append((t["mean"], h["mean"]))
-    front = M.pareto_front(np.array(pts))
-    fp_ = sorted(np.array(pts)[front].tolist())
-    ax.plot([p[0] for p in fp_], [p[1] for p in fp_], "k--", lw=1, label="Pareto front")
-    base = metrics["baselines"]
-    for name, mk in (("prior", "x"), ("nn_lookup", "s")):
-      b = base[name][pool]
-      ax.plot(b["fp/tanimoto"], b["hr/cosine@1"], mk, color="gray", label=f"baseline {name}")
-    ax.axhline(base["random"][pool]["hr/random@1"], color="gray", ls=":", label="random ranking")
-    ax.set_xlabel("mean Tanimoto (thresholded prediction)")
-    ax.set_ylabel("HR@1 (cosine retrieval)")
-    ax.set_title(f"{pool} candidates (simulated spectra)")
-  axes[0].legend(fontsize=7)
-  core.save_figure(fig, workdir, "frontier")
-
-  fig, ax = plt.subplots(figsize=(5.5, 3.8))
-  for part, style, what in (("dedup", "-", "deduplicated"), ("raw", ":", "as drawn")):
-    bins = [b for b in metrics["toy"][part]["bins"] if b["count"]]
-    mids = [(b["lo"] + b["hi"]) / 2 for b in bins]
-    ax.plot(
-      mids,
-      [b["regret_jaccard"] for b in bins],
-      "o" + style,
-      color="C0",
-      label=f"Jaccard-Bayes, {what}",
-    )
-    ax.plot(
-      mids,
-      [b["regret_bce_cosine"] for b in bins],
-      "s" + style,
-      color="C1",
-      label=f"BCE marginals + cosine, {what}",
-    )
-  ax.set_xlabel("σ_max of the candidate pool")
-  ax.set_ylabel("mean HR@1 regret")
-  ax.set_title("exact toy regret")
-  ax.legend(fontsize=8)
-  core.save_figure(fig, workdir, "toy_regret")
+    bs = [b for b in m["toy"][part]["bins"] if b["count"]]
+    toy[names[part]] = {"mid": [(b["lo"] + b["hi"]) / 2 for b in bs],
+                        "jac": [b["regret_jaccard"] for b in bs],
+                        "bce": [b["regret_bce_cosine"] for b in bs]}  # fmt: skip
+  return {"objectives": rows, "bins": bins, "ties": ties, "frontier": frontier, "toy": toy}
 
 
 # ---------------------------------------------------------------------------- main --
@@ -936,13 +790,10 @@ def train_and_evaluate(config, workdir) -> dict:
       m: pool_ties(d["fps"], d[f"{m}_raw_pool"], d["test"]) for m in POOLS
     }
   metrics["derived"] = derived_metrics(metrics)
-  _plots(cfg, metrics, workdir)
-  table = _table(cfg, metrics)
-  core.write_results(
+  path = core.write_results(
     workdir,
     metrics=metrics,
-    config=config,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
-    table_markdown=table,
+    config=config,  # the ConfigDict: its claims, issue_verdicts and report
     wall_time_s=time.time() - t0,
     notes=(
       "Real molecules shipped with RDKit (unique InChIKey skeletons), folded Morgan "
@@ -954,5 +805,5 @@ def train_and_evaluate(config, workdir) -> dict:
       "are not comparable with MassSpecGym."
     ),
   )
-  (workdir / "table.md").write_text(table + "\n")
+  (workdir / "table.md").write_text(json.loads(path.read_text())["table_markdown"] + "\n")
   return metrics

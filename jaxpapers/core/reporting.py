@@ -34,6 +34,9 @@ Expansion
   key, ``where`` keeps those whose relative paths equal the given values. A :class:`Series`
   with ``points`` draws one point per entry instead (x = the entry's ``x`` path or its key).
 
+Columns can be written compactly: ``columns("setting={key}; best=best.mean:.3f±best.std")``
+(:func:`columns`).
+
 Figure kinds (``Panel.kind``): ``line`` (lines/markers, ``err`` as error bars or with
 ``band`` as a shaded band), ``scatter``, ``bars`` (grouped bars over the x labels), ``hbars``
 (horizontal bars: one bar per y label), ``scaling`` (log-log with the fitted exponent ± its
@@ -109,6 +112,9 @@ class Column:
     fmt: the format spec of a path's value (``'.3f'``, ``'.1%'``, ``'d'``).
     err: a path of a spread printed as ``value ± err`` (same format; a NaN spread is left out).
     missing: the text of a cell whose path is absent (None: an absent path is an error).
+    over: one column per item of this list (read against the record, e.g. ``config.widths``):
+      ``[i]`` in ``header``, ``value`` and ``err`` becomes the item's index, ``[v]`` its text
+      (``Column("width [v]", "loss.[i]", over="config.widths")``).
   """
 
   header: str
@@ -116,6 +122,38 @@ class Column:
   fmt: str = ".3g"
   err: str | None = None
   missing: str | None = None
+  over: str | None = None
+
+
+def columns(spec: str, **kwargs: Any) -> tuple[Column, ...]:
+  """Columns written compactly: ``'header=value:fmt±err; ...'``, one column per ``;`` item.
+
+  The last ``=`` outside braces ends the header (a template too: ``K={config.k}``).
+  ``value`` is a path (``:fmt`` its format, ``±err`` the path of its spread) or a template
+  (holding ``{``; taken whole); a bare ``header`` is also the path. Example::
+
+    columns("setting={key}; K; best loss=best.mean:.3f±best.std; acc=acc:.1%")
+
+  Args:
+    spec: the items, separated by ``;``.
+    **kwargs: further :class:`Column` fields for every column (``missing='-'``).
+
+  Returns:
+    The columns, in order.
+  """
+  out = []
+  for item in spec.split(";"):
+    depth, cut = 0, len(item)
+    for i, ch in enumerate(item):  # the last '=' outside braces
+      depth += (ch == "{") - (ch == "}")
+      cut = i if ch == "=" and depth == 0 else cut
+    header, value = item[:cut].strip(), item[cut + 1 :].strip()
+    value, fmt, err = value or header, ".3g", None
+    if "{" not in value:
+      value, _, err = (p.strip() for p in value.partition("±"))
+      value, _, fmt = (p.strip() for p in value.partition(":"))
+    out.append(Column(header, value, fmt or ".3g", err=err or None, **kwargs))
+  return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -577,6 +615,25 @@ def _cell(col: Column, scope: Scope) -> str:
   return str(report_lib.MeanStd(value, err, fmt=col.fmt))
 
 
+def _expand_column(col: Column, scope: Scope) -> list[Column]:
+  if col.over is None:
+    return [col]
+  items = scope.get(col.over)
+  if not isinstance(items, (list, tuple)):
+    raise KeyError(f"Column over path {col.over!r} must name a list, got {items!r}"[:200])
+
+  def sub(text, i, v):
+    return None if text is None else text.replace("[i]", str(i)).replace("[v]", format_value(v))
+
+  return [
+    dataclasses.replace(
+      col, header=sub(col.header, i, v), value=sub(col.value, i, v), err=sub(col.err, i, v),
+      over=None,
+    )
+    for i, v in enumerate(items)
+  ]  # fmt: skip
+
+
 def render_table(table: Table, record: Mapping[str, Any], *, view: str | None = None) -> str:
   """One table as markdown (its title, a blank line, the table); '' when ``when`` fails.
 
@@ -604,8 +661,9 @@ def _render_table(table: Table, scope: Scope) -> str:
     return "\n\n".join(p for p in parts if p)
   if table.over is not None and table.rows:
     raise ValueError("a Table takes over= (a path to expand) or rows= (paths), not both")
-  headers = [fill(c.header, scope) for c in table.columns]
-  rows = [[_cell(c, row) for c in table.columns] for row in _rows(table, scope)]
+  columns = [e for c in table.columns for e in _expand_column(c, scope)]
+  headers = [fill(c.header, scope) for c in columns]
+  rows = [[_cell(c, row) for c in columns] for row in _rows(table, scope)]
   for extra in table.extra_rows:
     if len(extra) != len(headers):
       raise ValueError(f"extra row {extra!r} has {len(extra)} cells, expected {len(headers)}")

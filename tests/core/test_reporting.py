@@ -53,6 +53,29 @@ def test_table_cells_match_hand_computed_text():
   )
 
 
+def test_compact_columns_parse_paths_formats_spreads_and_templates():
+  spec = "setting={label}; n; best=best.mean:.2f±best.std; x={config.seeds}={n:d} runs"
+  cols = R.columns(spec, missing="?")
+  assert cols == (
+    R.Column("setting", "{label}", missing="?"),
+    R.Column("n", "n", missing="?"),
+    R.Column("best", "best.mean", ".2f", err="best.std", missing="?"),
+    R.Column("x={config.seeds}", "{n:d} runs", missing="?"),
+  )
+  text = R.render_table(R.Table(over="metrics.summary", columns=cols), RECORD)
+  assert "| setting | n | best | x=3 |" in text
+  assert "| lse | 7 | 0.12 ± 0.01 | 7 runs |" in text
+
+
+def test_column_over_a_list_makes_one_column_per_item():
+  col = R.Column("lr [v]", "loss.[i]", ".1f", over="config.lrs")
+  text = R.render_table(
+    R.Table(over="metrics.summary", columns=(R.Column("s", "{key}"), col)), RECORD
+  )
+  assert text.splitlines()[0] == "| s | lr 0.001 | lr 0.01 | lr 0.1 |"
+  assert "| poly3 | 0.6 | 0.4 | 0.3 |" in text
+
+
 def test_table_where_keys_star_levels_and_extra_rows():
   t = R.Table(
     over="metrics.rows",

@@ -19,6 +19,8 @@ local search against exact enumeration on small matrices.
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -50,7 +52,98 @@ def get_config():
   c.exact_size = 12
   c.exact_trials = 8
   c.claims = claims(BOUNDS)
+  c.report = REPORT
   return c
+
+
+_LIP = "metrics.derived.lipschitz"
+_TASKS = dict(over="view.tasks", title="{key}", logx=True, logy=True)
+# The tables and figures, over experiments.dense_limits.train:report_view.
+REPORT = R.Report(
+  view="experiments.dense_limits.train:report_view",
+  tables=(
+    R.Table(
+      over="view.rows",
+      columns=(
+        *R.columns("task={task}; class={label}"),
+        R.Column("train loss, width [v]", "w.[i].m", err="w.[i].s", over="config.widths"),
+        *R.columns("slope (log-log)=slope.m:.3f±slope.s", missing="-"),
+      ),
+    ),
+    R.Table(
+      when=_LIP,
+      title="Where the bound binds on the bump target (normalised target Lipschitz "
+      f"{{{_LIP}.target:.3g}}; B* = {{{_LIP}.b_star:.3g}})",
+      over="view.bounds",
+      columns=R.columns(
+        "B={B}; Lipschitz bound of the dense class=bound; binds={binds}; "
+        "dense loss, widest=dense; sum, widest=sum"
+      ),
+    ),
+    R.Table(
+      when="metrics.derived.compression",
+      title="Relative output error of the compressed dense bump nets (B = {config.bound:g}, "
+      "seed mean)",
+      over="view.compression.rows",
+      columns=(
+        R.Column("method", "{key}"),
+        R.Column("K=[v]", "v.[i]", over="metrics.derived.compression.ks"),
+      ),
+    ),
+  ),
+  figures=(
+    R.Figure(
+      "saturation",
+      R.Panel(
+        **_TASKS,
+        xlabel="width",
+        ylabel="train loss",
+        series=(R.Series(over="classes", x="config.widths", y="y", label="{key}"),),
+        lines=(R.Line("trivial", label="constant predictor", style="--"),),
+      ),
+      size=(6, 4.2),
+    ),
+    R.Figure(
+      "bound",
+      R.Panel(
+        **_TASKS,
+        xlabel="weight bound B",
+        ylabel="train loss at the widest width",
+        series=(R.Series(over="bound", x="config.bounds", y="y", label="{key}"),),
+        lines=(
+          R.Line("plain", label="unconstrained", color="C2", when="plain"),
+          R.Line("trivial", label="constant predictor", style="--"),
+          R.Line(
+            "b_star",
+            label="B* (Lipschitz bound = target's)",
+            color="k",
+            style="-",
+            vertical=True,
+            when="b_star",
+          ),
+        ),  # fmt: skip
+      ),
+      size=(6, 4.2),
+    ),
+    R.Figure(
+      "compression",
+      R.Panel(
+        xlabel="K (terms per hidden layer)",
+        ylabel="relative output error",
+        title="compression of dense bump nets",
+        logx=True,
+        logy=True,
+        series=(
+          R.Series(
+            over="view.compression.curves", x="metrics.derived.compression.ks", y="y", label="{key}"
+          ),
+        ),  # fmt: skip
+      ),
+      size=(5.5, 3.8),
+      when="metrics.derived.compression",
+    ),
+  ),
+)
 
 
 BOUNDS = (1.0, 4.0, 16.0)

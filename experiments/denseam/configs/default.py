@@ -24,6 +24,8 @@ import math
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -47,7 +49,91 @@ def get_config():
   c.chunk = 0
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = claims_for(c)
+  c.report = REPORT
   return c
+
+
+_LOG = dict(logx=True, logy=True)
+# The tables and figures, over experiments.denseam.train:report_view (its cells are text: a
+# diverged value prints 'diverged').
+REPORT = R.Report(
+  view="experiments.denseam.train:report_view",
+  tables=(
+    R.Table(
+      title="### eta*(K) and the best loss per width",
+      over="view.widths",
+      columns=R.columns(
+        "setting={setting}; K={K}; eta* (seed mean)={eta}; eta* per seed={eta_seed}; "
+        "best train loss={best}; test acc={acc}; untrained loss={init}"
+      ),
+    ),
+    R.Table(
+      title="### Transfer from K={config.widths.0} to K={config.widths.-1}\n\n"
+      "ln(eta*(K_max) / eta*(K_min)) over paired seeds: mean ± 95% t half-width "
+      "(geometric-mean ratio and its interval).",
+      over="view.drift",
+      columns=R.columns(
+        "setting={key}; log drift of eta*={drift}; eta* spread (seed mean, max/min)={spread}; "
+        "regret at K_max={regret}; seed optima on the grid edge={edge}; "
+        "learns at every K={learns}; diverged runs={diverged}"
+      ),
+    ),
+    R.Table(
+      title="### Coordinate check (step 0; slope of log RMS against log K)",
+      over="view.coord",
+      columns=(
+        *R.columns("setting={setting}; quantity={name}"),
+        R.Column("K=[v]", "{v.[i]}", over="config.coord_widths"),
+        *R.columns("slope={slope}"),
+      ),
+    ),
+    R.Table(
+      title="### Trivial baselines",
+      over="view.baselines",
+      columns=R.columns("predictor={key}; train loss={loss}; test accuracy={acc}"),
+    ),
+  ),
+  figures=(
+    R.Figure(
+      "loss_vs_lr",
+      R.Panel(
+        over="view.curves",
+        title="{key}",
+        xlabel="base learning rate eta",
+        ylabel="train loss after {config.steps} steps (seed mean)",
+        ylim=(None, 5),
+        series=(R.Series(over="widths", x="config.lrs", y="y", label="K={key}"),),
+        lines=(R.Line("metrics.baselines.uniform_loss"),),
+        **_LOG,
+      ),
+      size=(4.2, 3.6),
+    ),
+    R.Figure(
+      "eta_star_vs_k",
+      *(
+        R.Panel(
+          xlabel="K (memories)",
+          ylabel=ylabel,
+          series=(R.Series(over="metrics.summary", x="config.widths", y=y, label="{key}"),),
+          **_LOG,
+        )
+        for y, ylabel in (("eta_star", "eta*(K)"), ("best_loss", "best train loss"))
+      ),
+      size=(4.5, 3.6),
+    ),
+    R.Figure(
+      "coord_check",
+      R.Panel(
+        over="view.step0",
+        title="{key} (step 0)",
+        xlabel="K",
+        series=(R.Series(over="settings", x="config.coord_widths", y="y", label="{key}"),),
+        **_LOG,
+      ),
+      size=(3.6, 3.4),
+    ),
+  ),
+)
 
 
 _BASELINES = {

@@ -15,6 +15,8 @@ lambda), prior-only. Contexts: retrieved, oracle, labels-shuffled, other-query, 
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 # Claim thresholds are the ones registered for the first run of this experiment; what is new
 # here is the guards (per-reader oracle controls, the cluster-size and per-setting budget
 # controls, preconditions on the cells where retrieval helps) and the settings grid.
@@ -47,7 +49,97 @@ def get_config():
   c.use_mesh = True  # shard queries over all devices when the query blocks divide
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = REPORT
   return c
+
+
+_MS = ".3f±{0}.s; "  # a mean ± std column of the view's {"m", "s"} entries
+_READERS = ("gd", "gd_ls", "ridge")
+REPORT = R.Report(
+  view="experiments.evidence_coverage.train:report_view",
+  tables=(
+    R.Table(
+      title="Budgets k in {view.ks}; {config.n_test} test queries per cell; k* and k_peak per "
+      "seed (seed 0/1/...), accuracy mean ± std over {config.seeds} seeds.",
+      over="view.rows",
+      columns=R.columns(
+        "P={n_pool}; J={n_clusters}; s_x={s_x}; s_w={s_w}; recall@k_max=recall.m:.3f±recall.s; "
+        "k*={k_star}; k_peak ridge={kp.ridge}; k_peak GD={kp.gd}; k_peak GD-ls={kp.gd_ls}; "
+        + "".join(
+          f"{h}={k}.m:" + _MS.format(k)
+          for h, k in (
+            ("ridge acc peak", "ridge_peak"),
+            ("ridge acc@k_max", "ridge_last"),
+            ("ridge oracle@k_max", "ridge_oracle"),
+            ("GD-ls acc peak", "ls_peak"),
+            ("GD-ls oracle@k_max", "ls_oracle"),
+          )
+        )
+        + "prior={prior_acc}"
+      ),
+    ),
+    R.Table(
+      title="Where k* moves with the shift: per setting, the range over the shift grid of the "
+      "seed-median log2 k* and log2 k_peak (0: does not move), and their Spearman correlation "
+      "over the shift cells ('-': one of them does not move).",
+      over="metrics.derived.shift_response",
+      columns=R.columns(
+        "P={n_pool}; J={n_clusters}; k(P/J)={cluster_k}; "
+        "k* over shifts (octaves)={k_star_range_octaves:.2g}; "
+        + "".join(
+          f"{r} peak over shifts (octaves)={{k_peak_range_octaves_{r}:.2g}}; " for r in _READERS
+        )
+        + "; ".join(f"Spearman k*, {r} peak={{spearman_k_star_k_peak_{r}:.2g}}" for r in _READERS)
+      ),
+    ),
+    R.Table(
+      title="Per reader, over the cells where retrieval lifts its best accuracy by >= "
+      "{config.min_gain} over prior-only: the claims' fractions and the budget baselines.",
+      over="view.readers",
+      columns=R.columns(
+        "reader={key}; cells with gain={n}; decoupling (retrieved)=decoupling_fraction:.2f; "
+        "decoupling (oracle)=oracle:.2f; k* within 2x=kstar_within_2x:.2f; "
+        "k(P/J) within 2x=cluster_k_within_2x:.2f; "
+        "per-setting k within 2x=setting_k_within_2x:.2f; "
+        "constant k within 2x=constant_k_within_2x:.2f"
+      ),
+    ),
+  ),
+  figures=(
+    R.Figure(
+      "recall_vs_accuracy",
+      R.Panel(
+        over="view.corners",
+        title="{title}",
+        xlabel="top-k",
+        logx=True,
+        ylim=(0, 1.02),
+        series=(
+          R.Series(over="contexts", x="config.ks", y="y", err="err", band=True, label="acc, {key}"),
+          R.Series(x="config.ks", y="recall", style="--", color="k", label="Recall@k"),
+        ),
+        lines=(
+          R.Line("prior", label="prior-only acc"),
+          R.Line("k_star", label="k* (seed median)", color="r", style="-", vertical=True),
+        ),
+      ),
+      size=(5, 3.4),
+      ncols=3,
+    ),
+    R.Figure(
+      "coverage_margin",
+      R.Panel(
+        kind="scatter",
+        over="view.margin",
+        xlabel="log2 k* (coverage margin)",
+        ylabel="log2 k_peak ({key})",
+        diagonal=1.0,
+        series=(R.Series(over="settings", x="x", y="y", label="{key}"),),
+      ),
+      size=(5.5, 4),
+    ),
+  ),
+)
 
 
 def _enough_cells(reader: str, name: str) -> dict:

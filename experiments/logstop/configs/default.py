@@ -9,6 +9,8 @@
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -46,7 +48,71 @@ def get_config():
   c.qmtp_baselines = True  # Boolean LTLf and robustness at the same windows
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = REPORT
   return c
+
+
+_ON = "metrics.matching/overall"  # a synthetic run (a QMTP-video run has only its own table)
+
+
+def _comparison(path: str, what: str) -> R.Table:
+  return R.Table(
+    when=path,
+    title=f"Best LogSTOP arm ({{{path}.logstop_arm}}) minus best baseline arm "
+    f"({{{path}.baseline_arm}}), {what}, paired over seeds: {{{path}.diff:+.3f}} ± "
+    f"{{{path}.diff_ci95:.3f}} (95% CI)",
+    over=f"{path}.same_window",
+    columns=R.columns(
+      "window={key}; LogSTOP arm={logstop_arm}; best baseline at the same window={baseline_arm}; "
+      "difference (95% CI)={diff:+.3f} ± {diff_ci95:.3f}"
+    ),
+  )
+
+
+def _bars(path: str, xlabel: str, title: str) -> R.Panel:
+  series = R.Series(points=path, y="m", err="s", color="tab:blue")
+  return R.Panel(kind="hbars", xlabel=f"{xlabel} (mean over seeds, 95% CI)", title=title,
+                 series=(series,))  # fmt: skip
+
+
+# The tables and figure, over experiments.logstop.train:report_view.
+REPORT = R.Report(
+  view="experiments.logstop.train:report_view",
+  tables=(
+    R.Table(
+      when=_ON,
+      title="Query matching, balanced accuracy (mean over {view.n_templates} templates, "
+      "{config.sequences_per_template} sequences each, T={config.T}; mean ± 95% CI over "
+      "{metrics.seeds|len} seeds (detector, digits and videos per seed); per-frame detector "
+      "accuracy {metrics.detector/per_frame_accuracy|mean:.3f}; every arm at every window):",
+      over="view.matching",
+      columns=R.columns("arm={key}; balanced accuracy=m:.3f±s"),
+    ),
+    _comparison("metrics.matching/comparison", "balanced accuracy"),
+    R.Table(
+      when=_ON,
+      title="Retrieval ({config.db_size} sequences, T={config.db_T}, segments "
+      "{config.min_len}-{config.max_len} frames, {view.n_queries} queries kept per seed, "
+      "{view.relevant:.0f} relevant sequences per query on average, so Recall@5 is at most "
+      "{view.recall_cap:.2f}; mAP mean ± 95% CI over seeds):",
+      over="view.retrieval",
+      columns=R.columns("arm={key}; mAP=m:.3f±s; Recall@5=R5:.3f; Precision@5=P5:.3f"),
+    ),
+    _comparison("metrics.retrieval/comparison", "mAP"),
+    R.Table(
+      when="view.qmtp", over="view.qmtp", columns=R.columns("arm={key}; balanced accuracy=v:.4f")
+    ),
+  ),
+  figures=(
+    R.Figure(
+      "logstop_matching_retrieval",
+      _bars("view.matching", "balanced accuracy", "query matching"),
+      _bars("view.retrieval", "mAP", "segment retrieval"),
+      size=(6, 5),
+      when=_ON,
+    ),
+  ),
+)
 
 
 _TIE = (

@@ -21,6 +21,7 @@ median over 20 shuffles) and the chance level of HR@1.
 import ml_collections
 
 from jaxpapers import msretrieval as M
+from jaxpapers.core import reporting as R
 
 
 def get_config():
@@ -59,7 +60,91 @@ def get_config():
   c.seed = 0
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = REPORT
   return c
+
+
+_HEADERS = ("Tanimoto", "cont-IoU", "HR@1 cos (mass)", "HR@5 cos (mass)", "HR@1 Tanimoto (mass)",
+            "HR@1 cos (hard)", "HR@1 cos (random)")  # train.OBJECTIVE_COLUMNS  # fmt: skip
+# The tables and figures, over experiments.msretrieval.train:report_view.
+REPORT = R.Report(
+  view="experiments.msretrieval.train:report_view",
+  tables=(
+    R.Table(
+      title="**Objectives** (test queries, {config.eval_cands} candidates per pool, mean ± std "
+      "over {config.seeds} seeds; simulated spectra)",
+      over="view.objectives",
+      columns=(
+        R.Column("objective", "{key}"),
+        *(R.Column(h, f"c.{i}.m", ".3f", err=f"c.{i}.s") for i, h in enumerate(_HEADERS)),
+      ),
+    ),
+    R.Table(
+      title="**Toy regret (exact enumeration)**: mean HR@1 regret by σ_max band, on the problems "
+      "deduplicated by fingerprint (identical candidates merged, empty ones dropped) and on the "
+      "problems as drawn (ties included)",
+      over="view.bins",
+      columns=R.columns(
+        "problems={problems}; σ_max band={band}; count={count}; "
+        "Jaccard-Bayes regret=regret_jaccard:.4f; BCE marginals + cosine=regret_bce_cosine:.4f; "
+        "share > 0=frac_positive_jaccard:.4f"
+      ),
+    ),
+    R.Table(
+      title="**Ties, reported apart**: share of problems with a duplicated candidate, the mean "
+      "Jaccard-Bayes regret (± 95% CI), the regret of the retrieval-optimal fingerprint "
+      "y_argmax π (0 without ties) and the share of problems whose Jaccard-Bayes fingerprint "
+      "ties two candidates at the top",
+      over="view.ties",
+      columns=R.columns(
+        "problems={key}; count={problems}; with duplicates=dups:.4f; "
+        "Jaccard-Bayes regret=mean_regret_jaccard:.4f±mean_regret_jaccard_ci95; "
+        "oracle-decision regret=mean_regret_oracle:.4f; tied top=tied_top_share:.4f"
+      ),
+    ),
+    R.Table(
+      when="metrics.data.raw_pool_ties",
+      title="**Pool ties removed by deduplication** (test pools before deduplication)",
+      over="metrics.data.raw_pool_ties",
+      columns=R.columns(
+        "pool={key}; query's fingerprint repeated=query_tied:.4f; "
+        "any fingerprint repeated=any_tied:.4f; extra copies=extra_copies:.4f"
+      ),
+    ),
+  ),
+  figures=(
+    R.Figure(
+      "frontier",
+      R.Panel(
+        over="view.frontier",
+        title="{key} candidates (simulated spectra)",
+        xlabel="mean Tanimoto (thresholded prediction)",
+        ylabel="HR@1 (cosine retrieval)",
+        series=(
+          R.Series(over="losses", x="x", y="y", err="yerr", xerr="xerr", style="o", label="{key}"),
+          R.Series(x="front.x", y="front.y", style="--", color="k", label="Pareto front"),
+          R.Series(over="baselines", x="x", y="y", style="x", color="gray", label="baseline {key}"),
+        ),
+        lines=(R.Line("random", label="random ranking"),),
+      ),
+    ),
+    R.Figure(
+      "toy_regret",
+      R.Panel(
+        title="exact toy regret",
+        xlabel="σ_max of the candidate pool",
+        ylabel="mean HR@1 regret",
+        series=(
+          R.Series(over="view.toy", x="mid", y="jac", label="Jaccard-Bayes, {key}"),
+          R.Series(
+            over="view.toy", x="mid", y="bce", style="s:", label="BCE marginals + cosine, {key}"
+          ),
+        ),
+      ),
+      size=(5.5, 3.8),
+    ),
+  ),
+)
 
 
 EVAL_CANDS = 64  # candidates per evaluation pool; HR@1 of a random ranking is 1 / EVAL_CANDS
