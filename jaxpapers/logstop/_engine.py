@@ -15,20 +15,21 @@ semiring and `G` a product; atoms are window means. Positions t >= length are "b
 end" and hold the bottom value (-inf / 0 / False), which gives the end-of-trace rules of the
 paper.
 
-Layout. Every [N, T] input (N traces) becomes one time-major view [n, R, N] (R = w chains,
-or R = 1 for scores at t = 0 only): entry [k, r, i] is frame k w + r of trace i, so the view is
-the transpose of the input, the same for every w. Elementwise operators act on the view as it
-is, `X` is a shift by one row, and the recursions of `U` / `G` are blocked scans along the rows
-(`_scan`): the maps of blocks of B = 8 consecutive steps are composed by one unrolled
-expression (a single elementwise pass, every chain and trace a lane), the same is done to the
-n / B block totals, and so on; the values then flow back down the levels. Work is O(T) for
-every w, the number of passes O(log_B n), and there is no sequential loop whose length grows
-with T; a float32 sum carries O(log n) roundings.
+Layout. Every chain is cut into C chunks of L <= 8 steps (`_chunking`), and every [N, T]
+input (N traces) becomes one time-major view [L, C, R, N] (R = w chains, or R = 1 for scores at
+t = 0 only): entry [l, q, r, i] is step q L + l of chain r of trace i. Elementwise operators act
+on the view as it is, `X` is a shift by one row, and `U` / `G` are reduce-then-scan: the L maps
+of every chunk are composed by one unrolled expression (chunks, chains and traces are lanes),
+the C chunk totals are scanned the same way one level up (`_suffix_rows`: chunks of the totals,
+and so on), and a ``lax.scan`` of L steps applies the maps down the rows from the value
+entering every chunk. Scores at t = 0 need the total alone: blocked reductions (`_reduce`).
+Work is O(T) for every w, the sequential steps O(L log_L n), so no loop grows with T; a
+float32 sum carries O(log n) roundings.
 
 Windows. The mean of the window starting at frame k w + r is (the suffix of block k from r +
 the head of block k + 1 up to r - 1) / its length: two blocked scans along the w frames of a
-block (axis 1 of the view), no differences of prefix sums (so a window of small scores beside
-large ones keeps its digits) and O(log_B w) passes. Scores at t = 0 (`first_only`) sum blocks
+block (axis 2 of the view, `_scan`), no differences of prefix sums (so a window of small
+scores beside large ones keeps its digits) and O(log_8 w) passes. Scores at t = 0 (`first_only`) sum blocks
 of w frames on the input as it is and keep chain 0 alone, so a window costs less than w = 1.
 
 Linear space. In the log algebra every frame costs transcendentals (log p, log1p(-p) and a
@@ -37,13 +38,14 @@ measures it). The "prob" algebra multiplies probabilities instead and takes one 
 returned value. It carries every subformula's value P and its complement Q = 1 - P, each as a
 sum of products of nonnegative numbers without any subtraction (Q of ``a & b`` is
 Q_a + P_a Q_b, Q of ``a U b`` follows Q(k) = Q_b (Q_a + P_a Q(k + 1)), ...), so a probability
-near 1 keeps the digits of its complement and relative rounding errors stay as small as in log
-space. What linear space cannot hold is a probability below the smallest normal float
+near 1 keeps the digits of its complement. A product of many probabilities near 1 is rounded
+more coarsely than in log space, and each temporal level can multiply that error by n, so deep
+temporal nesting stays in log space (`underflow_threshold`, Rounding). What linear space cannot hold is a probability below the smallest normal float
 (``tiny``): products are floored (``_mul``: a product of two positive numbers is at least
 ``tiny``), so a value is 0 exactly when its log-score is -inf, and each floored product
 perturbs the result by at most ``tiny``. `underflow_threshold` bounds the sum of those
 perturbations from the formula's nesting depth and n; a returned value below that bound
-(``0 < P < tau``) has not got the digits of its log, and `evaluate_jit` recomputes the whole
+(``0 < P < tau``) has not got the digits of its log, and `log_scores` recomputes the whole
 batch in the log algebra (one ``lax.cond``, so inputs that never get there pay only the check).
 
 Negations. In the log algebra, every subformula carries its value and that of its negation
@@ -52,9 +54,14 @@ two, `|` and `->` are sums of negations (De Morgan), the negation of `F phi` is 
 (exactly: 1 - P_F(t) = (1 - p(t)) (1 - P_F(t + w))) and the operand !b of `U` is read off
 directly, so log1mexp is evaluated only where a value has no cheaper form.
 
-Fusion. XLA's CPU backend runs the transcendentals (log, exp, log1p) of a fusion that also
-transposes much slower than in a plain elementwise loop, so the view of every input is formed
-behind an optimization barrier (`_barrier`), and so is the result before it is transposed out.
+Fusion. XLA's CPU backend turns a transpose into a change of layout where it can, and then
+every fusion reading the view reads the input with strides (measured: 1.6x the time of
+``score("F(a & X b & X X c)")``); so the view of every input, and the result before it is transposed out, are
+materialised row-major by a layout constraint (`_row_major`).
+
+Cost (measured by ``benchmarks/logstop_throughput.py``): the "prob" algebra needs no
+transcendental per frame, so what is left is moving the frames into the view and a few
+multiply-adds and comparisons per frame and operator.
 """
 
 from __future__ import annotations
@@ -133,14 +140,11 @@ def _mul(x, y):
 
 
 def _positive(x):
-  """x in [0, 1] with every nonzero value (subnormals too: XLA's CPU backend reads those as 0
-  in arithmetic and comparisons, not in its bits) raised to at least ``tiny``."""
-  int_t = jnp.int32 if x.dtype.itemsize == 4 else jnp.int64
-  if x.dtype.itemsize not in (4, 8):  # bfloat16 / float16: compared as they are
-    return jnp.where(x > 0, jnp.maximum(x, _tiny(x)), 0)
-  bits = jax.lax.bitcast_convert_type(x, int_t)
-  nonzero = (bits & jnp.asarray(np.iinfo(int_t).max, int_t)) != 0
-  return jnp.where(nonzero, jnp.maximum(x, _tiny(x)), jnp.zeros((), x.dtype))
+  """x in [0, 1] with every positive value raised to at least ``tiny`` (see `_mul`).
+
+  XLA's CPU backend reads subnormal scores as 0, in this algebra as in the log algebra.
+  """
+  return jnp.where(x > 0, jnp.maximum(x, _tiny(x)), jnp.zeros((), x.dtype))
 
 
 def _bottom(algebra):
@@ -416,6 +420,8 @@ def _row_major(x):
   Without the constraint XLA's CPU backend turns the transpose into the view into a change
   of layout, and every fusion that reads the view then reads the input with strides.
   """
+  if not isinstance(x, jax.core.Tracer):  # eager: nothing to fuse
+    return x
   return with_layout_constraint(x, Layout(major_to_minor=tuple(range(x.ndim))))
 
 
@@ -559,14 +565,20 @@ def _depth(f) -> int:
 def underflow_threshold(formula: F.Formula, n: int, dtype) -> float:
   """The least probability the "prob" algebra returns with the digits of its log.
 
-  Each floored product (`_mul`) or floored atom moves a value by at most tiny (the smallest
-  normal float). A value reaches the result through at most 2 paths per Boolean level
-  (a connective reads its operands' values and complements) and, per temporal operator
-  above it, through the n steps of that operator's chain, with a factor <= 1 on each path
-  (all products of probabilities). With at most 4 floored operations per node and step,
-  the result is off by at most K tiny, K = 4 |phi| 2^depth (n + 1)^d (d: the temporal nesting
-  depth); returned values above tau = K tiny / eps are within eps of their value relative to
-  it, like a rounding.
+  Underflow. Each floored product (`_mul`) or floored atom moves a value by at most tiny
+  (the smallest normal float). A value reaches the result through at most 2 paths per
+  Boolean level (a connective reads its operands' values and complements) and, per temporal
+  operator above it, through the n steps of that operator's chain, with a factor <= 1 on
+  each path (all products of probabilities). With at most 4 floored operations per node and
+  step, the result is off by at most K tiny, K = 4 |phi| 2^depth (n + 1)^d (d: the temporal
+  nesting depth); returned values above tau = K tiny / eps are within eps of their value
+  relative to it, like a rounding.
+
+  Rounding. A probability near 1 is rounded to the float grid near 1 (log space keeps the
+  digits of its small log), so a product of n of them (`G` over `F`, ...) is off by up to
+  n eps relative, and every further temporal level can multiply that by n (measured: G F G F
+  a at n = 500 is off by 3e-3 in float32 where log space is off by 1e-5). Linear space is used
+  only while eps (n + 1)^(d - 1) <= 2^-10.
 
   Args:
     formula: the formula (its size, depth and temporal nesting depth are used).
@@ -574,12 +586,15 @@ def underflow_threshold(formula: F.Formula, n: int, dtype) -> float:
     dtype: the floating dtype of the computation.
 
   Returns:
-    tau as a float (inf when tau would exceed 2^-8, where linear space is not worth it).
+    tau as a float; inf where linear space is not used for this formula and n (the rounding
+    bound above fails, or tau would exceed 2^-8).
   """
   info = jnp.finfo(dtype)
-  log2k = (
-    2 + math.log2(F.size(formula)) + _depth(formula) + _temporal_depth(formula) * math.log2(n + 1)
-  )
+  d = _temporal_depth(formula)
+  log2n = math.log2(n + 1)
+  if math.log2(float(info.eps)) + max(d - 1, 0) * log2n > -10:
+    return math.inf
+  log2k = 2 + math.log2(F.size(formula)) + _depth(formula) + d * log2n
   log2tau = math.log2(float(info.tiny)) - math.log2(float(info.eps)) + log2k
   return math.inf if log2tau > -8 else 2.0**log2tau
 
