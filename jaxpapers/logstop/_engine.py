@@ -941,7 +941,9 @@ def traced_ok(arrays, length, shape, *, check_range=True):
   if check_range:
     for _n, v in arrays.items():
       if not _is_concrete(v):
-        oks.append(jnp.all((v >= 0) & (v <= 1), axis=-1))
+        # min and max along T (NaN propagates through both): reductions XLA's CPU backend
+        # vectorises, unlike a reduction of a boolean array.
+        oks.append((jnp.min(v, axis=-1) >= 0) & (jnp.max(v, axis=-1) <= 1))
   if length is not None and not _is_concrete(length):
     oks.append(jnp.broadcast_to((length >= 0) & (length <= shape[-1]), shape[:-1]))
   if not oks:
