@@ -1,51 +1,67 @@
 """Vectorised bottom-up evaluation of LTL formulas over [..., T] score arrays.
 
-One engine serves three semantics, selected by a static `algebra` name:
+One engine serves four semantics, selected by a static `algebra` name:
 
+* ``"prob"``: LogSTOP in linear space, the probabilities exp(l) of the log-scores, each with
+  its complement (what `score` and `scores` evaluate first; see Linear space);
 * ``"log"``: LogSTOP log-scores (arXiv:2510.06512, Sec. 3), values in [-inf, 0];
 * ``"bool"``: Boolean LTLf on thresholded window means (baseline);
 * ``"robust"``: STL-style min/max robustness of ``mean - threshold`` (baseline).
 
 Chains. The temporal operators step by the window w, so the positions t = k w + r
 (r = 0..w-1) form w independent chains of n = ceil(T / w) steps k. `X` moves one step along a
-chain; `U` is the affine recursion ``y(k) = b(k) (+) m(k) (x) y(k + 1)`` in the algebra's
+chain; `U` is the affine recursion ``y(k) = c(k) (+) m(k) (x) y(k + 1)`` in the algebra's
 semiring and `G` a product; atoms are window means. Positions t >= length are "beyond the
-end" and hold the bottom value (-inf / False), which gives the end-of-trace rules of the paper.
-Window means come from sums inside blocks of w frames (one sequential loop over the w frames of
-every block, all blocks at once), so atoms cost O(T) too.
+end" and hold the bottom value (-inf / 0 / False), which gives the end-of-trace rules of the
+paper.
 
-Layout. Every chain is cut into C chunks of L steps, both about sqrt(n) (`_chunking`), and
-every [N, T] input (N traces) becomes one time-major view [L, C, R, N]: entry [l, q, r, i] is
-step q L + l of chain r of trace i. Elementwise operators act on the view as it is (its four axes
-are never merged, which keeps XLA's index arithmetic free of divisions), `X` is a shift by
-one row, and `U` / `G` are reduce-then-scan:
+Layout. Every chain is cut into C chunks of L <= 8 steps (`_chunking`), and every [N, T]
+input (N traces) becomes one time-major view [L, C, R, N] (R = w chains, or R = 1 for scores at
+t = 0 only): entry [l, q, r, i] is step q L + l of chain r of trace i. Elementwise operators act
+on the view as it is, `X` is a shift by one row, and `U` / `G` are reduce-then-scan: the L maps
+of every chunk are composed by one unrolled expression (chunks, chains and traces are lanes),
+the C chunk totals are scanned the same way one level up (`_suffix_rows`: chunks of the totals,
+and so on), and a ``lax.scan`` of L steps applies the maps down the rows from the value
+entering every chunk. Scores at t = 0 need the total alone: blocked reductions (`_reduce`).
+Work is O(T) for every w, the sequential steps O(L log_L n), so no loop grows with T; a
+float32 sum carries O(log n) roundings.
 
-1. one sequential ``lax.scan`` down the L rows (chunks, chains and traces are lanes) that
-   composes the maps inside every chunk into the chunk's total;
-2. one over the C chunk totals, which gives the value entering every chunk;
-3. one more down the L rows that applies the maps step by step from that value.
+Windows. The mean of the window starting at frame k w + r is (the suffix of block k from r +
+the head of block k + 1 up to r - 1) / its length: two blocked scans along the w frames of a
+block (axis 2 of the view, `_scan`), no differences of prefix sums (so a window of small
+scores beside large ones keeps its digits) and O(log_8 w) passes. Scores at t = 0 (`first_only`) sum blocks
+of w frames on the input as it is and keep chain 0 alone, so a window costs less than w = 1.
 
-Cost: O(T) work and 2 L + C = O(sqrt(T / w)) sequential steps per call, whatever w is; a float32
-sum carries O(sqrt n) roundings, not O(n).
-
-Fusion. XLA's CPU backend runs the transcendentals (log, exp, log1p) of a fusion that also
-transposes much slower than in a plain elementwise loop. So the view of every input is formed
-behind an optimization barrier (`_barrier`: without it XLA fused the logs of the atoms into the
-transpose, then relaid the result out, about 2x the CPU time of ``score("a U b")``), and every
-value of a temporal operator is written by its scan, never computed in the fusion that
-transposes the result out of the view.
-
-Scores at t = 0 only (``first_only``, what `score` returns) need chain r = 0 alone: R = 1,
-atoms are block means and the other w - 1 chains are never formed, so a window costs less
-than per-frame scoring; a temporal operator at the top of a formula (reached from the root
-through Boolean connectives only) is folded, not scanned.
+Linear space. In the log algebra every frame costs transcendentals (log p, log1p(-p) and a
+logaddexp per step of U); their cost on a CPU bounds an exact log-space scorer (the benchmark
+measures it). The "prob" algebra multiplies probabilities instead and takes one log per
+returned value. It carries every subformula's value P and its complement Q = 1 - P, each as a
+sum of products of nonnegative numbers without any subtraction (Q of ``a & b`` is
+Q_a + P_a Q_b, Q of ``a U b`` follows Q(k) = Q_b (Q_a + P_a Q(k + 1)), ...), so a probability
+near 1 keeps the digits of its complement. A product of many probabilities near 1 is rounded
+more coarsely than in log space, and each temporal level can multiply that error by n, so deep
+temporal nesting stays in log space (`underflow_threshold`, Rounding). What linear space cannot hold is a probability below the smallest normal float
+(``tiny``): products are floored (``_mul``: a product of two positive numbers is at least
+``tiny``), so a value is 0 exactly when its log-score is -inf, and each floored product
+perturbs the result by at most ``tiny``. `underflow_threshold` bounds the sum of those
+perturbations from the formula's nesting depth and n; a returned value below that bound
+(``0 < P < tau``) has not got the digits of its log, and `log_scores` recomputes the whole
+batch in the log algebra (one ``lax.cond``, so inputs that never get there pay only the check).
 
 Negations. In the log algebra, every subformula carries its value and that of its negation
 (log1mexp of it), each computed on first use: an atom's negation is log1p(-p), `!` swaps the
 two, `|` and `->` are sums of negations (De Morgan), the negation of `F phi` is `G !phi`
 (exactly: 1 - P_F(t) = (1 - p(t)) (1 - P_F(t + w))) and the operand !b of `U` is read off
-directly, so log1mexp is evaluated only where a value has no cheaper form (about half as
-often as by applying the definitions literally, and with fewer roundings).
+directly, so log1mexp is evaluated only where a value has no cheaper form.
+
+Fusion. XLA's CPU backend turns a transpose into a change of layout where it can, and then
+every fusion reading the view reads the input with strides (measured: 1.6x the time of
+``score("F(a & X b & X X c)")``); so the view of every input, and the result before it is transposed out, are
+materialised row-major by a layout constraint (`_row_major`).
+
+Cost (measured by ``benchmarks/logstop_throughput.py``): the "prob" algebra needs no
+transcendental per frame, so what is left is moving the frames into the view and a few
+multiply-adds and comparisons per frame and operator.
 """
 
 from __future__ import annotations
@@ -59,12 +75,16 @@ import jax
 import jax.core
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental.layout import Layout, with_layout_constraint
 from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as val
 from jaxpapers.logstop import _formula as F
 
-ALGEBRAS = ("log", "bool", "robust")
+ALGEBRAS = ("prob", "log", "bool", "robust")
+
+# Steps composed by one unrolled expression in the blocked scans (`_scan`).
+_BLOCK = 8
 
 
 def log1mexp(x: ArrayLike) -> jax.Array:
@@ -105,21 +125,48 @@ def _log1mexp(x):
   )
 
 
+def _tiny(x):
+  return jnp.asarray(jnp.finfo(x.dtype).tiny, x.dtype)
+
+
+def _mul(x, y):
+  """x y for x, y in {0} U [tiny, 1], floored so that a product of positives stays >= tiny.
+
+  XLA's CPU backend flushes results below ``tiny`` to 0; the floor keeps "0 exactly when
+  a factor is 0", which makes a zero probability an exact -inf log-score, and adds at most
+  ``tiny`` to the product.
+  """
+  return jnp.maximum(x * y, jnp.minimum(jnp.minimum(x, y), _tiny(x)))
+
+
+def _positive(x):
+  """x in [0, 1] with every positive value raised to at least ``tiny`` (see `_mul`).
+
+  XLA's CPU backend reads subnormal scores as 0, in this algebra as in the log algebra.
+  """
+  return jnp.where(x > 0, jnp.maximum(x, _tiny(x)), jnp.zeros((), x.dtype))
+
+
 def _bottom(algebra):
-  return False if algebra == "bool" else -jnp.inf
+  if algebra == "bool":
+    return False
+  return 0.0 if algebra == "prob" else -jnp.inf
 
 
 def _top(algebra):
   if algebra == "bool":
     return True
-  return 0.0 if algebra == "log" else jnp.inf
+  return {"log": 0.0, "prob": 1.0}.get(algebra, jnp.inf)
 
 
 def _semiring(algebra):
   """(plus, times, negate) of the algebra.
 
-  log: (logaddexp, +, log1mexp); bool: (or, and, not); robust: (max, min, -).
+  prob: (+, floored x, 1 - x); log: (logaddexp, +, log1mexp); bool: (or, and, not);
+  robust: (max, min, -).
   """
+  if algebra == "prob":
+    return jnp.add, _mul, lambda x: 1.0 - x
   if algebra == "log":
     return jnp.logaddexp, jnp.add, _log1mexp
   if algebra == "bool":
@@ -128,13 +175,14 @@ def _semiring(algebra):
 
 
 class _Maps(NamedTuple):
-  """A family of maps composed along a chain (see `_suffix_values`).
+  """A family of maps composed along a chain (see `_scan`).
 
   Attributes:
-    combine: ``combine(later, earlier) -> earlier o later`` on tuples of arrays.
+    combine: ``combine(first, then) -> then o first`` on tuples of arrays (``first`` is
+      applied first).
     apply: ``apply(maps, y)``: the maps applied to the value y.
     identity: the identity map, a tuple of scalars.
-    end: the value past the end of the chain.
+    end: the value that enters the chain (past its end for a suffix scan).
   """
 
   combine: Callable
@@ -143,69 +191,151 @@ class _Maps(NamedTuple):
   end: ArrayLike
 
 
-def _until_maps(algebra) -> _Maps:
+def _affine_maps(algebra, end=None) -> _Maps:
   """Affine maps y -> c (+) m (x) y: `U`'s step, (m, c) = (a (x) !b, b) (log) or (a, b)."""
   plus, times, _ = _semiring(algebra)
 
-  def combine(later, earlier):
-    (m_l, c_l), (m_e, c_e) = later, earlier
-    return times(m_e, m_l), plus(c_e, times(m_e, c_l))
+  def combine(first, then):
+    (m_f, c_f), (m_t, c_t) = first, then
+    return times(m_t, m_f), plus(c_t, times(m_t, c_f))
 
   def apply(maps, y):
     m, c = maps
     return plus(c, times(m, y))
 
-  return _Maps(combine, apply, (_top(algebra), _bottom(algebra)), _bottom(algebra))
+  end = _bottom(algebra) if end is None else end
+  return _Maps(combine, apply, (_top(algebra), _bottom(algebra)), end)
 
 
-def _always_maps(algebra) -> _Maps:
+def _product_maps(algebra) -> _Maps:
   """Product maps y -> a (x) y: `G`'s step; past the end y = top (the empty product)."""
   _, times, _ = _semiring(algebra)
   return _Maps(
-    lambda later, earlier: (times(earlier[0], later[0]),),
+    lambda first, then: (times(then[0], first[0]),),
     lambda maps, y: times(maps[0], y),
     (_top(algebra),),
     _top(algebra),
   )
 
 
-def _chunking(n: int) -> tuple[int, int]:
-  """(L, C): C chunks of L steps for a chain of n steps, L C >= n, both about sqrt(n).
+def _sum_maps() -> _Maps:
+  """y -> x + y: prefix and suffix sums."""
+  return _Maps(lambda first, then: (first[0] + then[0],), lambda m, y: m[0] + y, (0,), 0)
 
-  C is a divisor of n between sqrt(n) / 2 and sqrt(n) when there is one: no padded steps, so
-  the view is a plain transpose of the input, which XLA fuses into fewer passes (XLA's cost
-  analysis of score: 44 bytes per frame against 85 for F(a & X b & X X c) at T = 1000).
-  Else C = ceil(sqrt(n)) and L = ceil(n / C).
+
+def _pad_rows(x, size: int, fill, axis: int):
+  """x extended along `axis` to `size` with `fill` (a concatenate: `axis` is never minor)."""
+  extra = size - x.shape[axis]
+  if extra == 0:
+    return x
+  shape = list(x.shape)
+  shape[axis] = extra
+  return jnp.concatenate([x, jnp.full(shape, fill, x.dtype)], axis=axis)
+
+
+def _blocks(n: int) -> tuple[int, int]:
+  """(m, b): m blocks of b <= _BLOCK steps, m b >= n; b divides n when it can (no padding)."""
+  for b in range(min(n, _BLOCK), _BLOCK // 2, -1):
+    if n % b == 0:
+      return n // b, b
+  m = -(-n // _BLOCK)
+  return m, -(-n // m)
+
+
+def _split(maps: _Maps, xs, axis: int):
+  """xs [.., n, ..] -> (m, b, [.., m, b, ..]) padded at the end with identity maps."""
+  n = xs[0].shape[axis]
+  m, b = _blocks(n)
+  out = []
+  for x, ident in zip(xs, maps.identity):
+    x = _pad_rows(x, m * b, ident, axis)
+    out.append(x.reshape(x.shape[:axis] + (m, b) + x.shape[axis + 1 :]))
+  return m, b, tuple(out)
+
+
+def _compose(maps: _Maps, xs, order, axis: int):
+  """The maps at positions `order` (the order values flow through them) of axis `axis`,
+  composed by one unrolled expression; that axis is dropped."""
+  pick = lambda l: tuple(jax.lax.index_in_dim(x, l, axis, keepdims=False) for x in xs)
+  total = pick(order[0])
+  for l in order[1:]:
+    total = maps.combine(total, pick(l))
+  return total
+
+
+def _reduce(maps: _Maps, xs, axis: int = 0):
+  """All maps along `axis` composed (in suffix order, the last applied first): axis dropped."""
+  while xs[0].shape[axis] > 1:
+    _, b, xs = _split(maps, xs, axis)
+    xs = _compose(maps, xs, range(b - 1, -1, -1), axis + 1)
+  return tuple(jax.lax.index_in_dim(x, 0, axis, keepdims=False) for x in xs)
+
+
+def _scan(maps: _Maps, xs, axis: int = 0, reverse: bool = True):
+  """Every value of a chain of maps along `axis`, by a blocked scan.
+
+  With ``reverse`` (a suffix scan) y(k) = (x(k) o x(k + 1) o ... o x(n - 1))(end); else (a
+  prefix scan) y(k) = (x(k) o ... o x(0))(end). Blocks of B steps are composed by one unrolled
+  expression each (`_compose`), the block totals are scanned the same way, and the values
+  entering every block from its neighbour flow back through the B steps.
+
+  Args:
+    maps: the map family.
+    xs: tuple of arrays [..., n, ...] (`axis` is the chain), the maps at every step.
+    axis: the chain axis (not the minor one).
+    reverse: suffix (True) or prefix (False) scan.
+
+  Returns:
+    An array of the shape of xs[0].
   """
-  root = math.isqrt(n)
-  for C in range(root, max(1, root // 2), -1):
-    if n % C == 0:
-      return n // C, C
-  C = math.isqrt(n - 1) + 1 if n > 1 else 1
-  return -(-n // C), C
+  n = xs[0].shape[axis]
+  lanes = xs[0].shape[:axis] + xs[0].shape[axis + 1 :]
+  dtype = xs[-1].dtype
+  pick = lambda xs, l, ax: tuple(jax.lax.index_in_dim(x, l, ax, keepdims=False) for x in xs)
+  if n <= _BLOCK:
+    y, ys = jnp.full(lanes, maps.end, dtype), [None] * n
+    for l in range(n - 1, -1, -1) if reverse else range(n):
+      y = ys[l] = maps.apply(pick(xs, l, axis), y)
+    return jnp.stack(ys, axis=axis)
+  m, b, blocked = _split(maps, xs, axis)
+  order = range(b - 1, -1, -1) if reverse else range(b)
+  totals = _compose(maps, blocked, order, axis + 1)  # [.., m, ..]
+  after = _scan(maps, totals, axis, reverse)  # the value leaving every block
+  edge = jnp.expand_dims(jnp.full(lanes, maps.end, dtype), axis)
+  if reverse:  # block j is entered by the value leaving block j + 1
+    entering = jnp.concatenate([jax.lax.slice_in_dim(after, 1, m, axis=axis), edge], axis)
+  else:
+    entering = jnp.concatenate([edge, jax.lax.slice_in_dim(after, 0, m - 1, axis=axis)], axis)
+  y, ys = entering, [None] * b
+  for l in order:
+    y = ys[l] = maps.apply(pick(blocked, l, axis + 1), y)
+  out = jnp.stack(ys, axis=axis + 1)
+  out = out.reshape(out.shape[:axis] + (m * b,) + out.shape[axis + 2 :])
+  return jax.lax.slice_in_dim(out, 0, n, axis=axis)
 
 
-def _chunk_totals(maps: _Maps, xs):
-  """Every chunk's maps composed, by one sequential fold down the L rows: -> [C, R, N]."""
+def _chunking(n: int) -> tuple[int, int]:
+  """(L, C): C chunks of L <= _BLOCK steps for a chain of n steps, L C >= n.
 
-  def step(later, earlier):
-    return maps.combine(later, earlier), None
-
-  lanes = xs[0].shape[1:]
-  ident = tuple(jnp.full(lanes, i, x.dtype) for i, x in zip(maps.identity, xs))
-  totals, _ = jax.lax.scan(step, ident, xs, reverse=True)
-  return totals
+  L is a divisor of n in (_BLOCK / 2, _BLOCK] when there is one: no padded steps, so the view
+  is a plain transpose of the input. Else L = _BLOCK (or n) and the last chunk is padded.
+  """
+  if n <= _BLOCK:
+    return n, 1
+  for L in range(_BLOCK, _BLOCK // 2, -1):
+    if n % L == 0:
+      return L, n // L
+  return _BLOCK, -(-n // _BLOCK)
 
 
 def _suffix_values(maps: _Maps, xs):
-  """y(k) = (x(k) o x(k + 1) o ...)(end) at every step of the view.
+  """y(k) = (x(k) o x(k + 1) o ...)(end) at every step of the view [L, C, R, N].
 
-  Reduce, then scan: the maps of every chunk are composed (`_chunk_totals`), a fold over the
-  C totals gives the value entering every chunk from the right, and a second sequential scan
-  down the L rows applies the maps one step at a time from that value (the recursion itself,
-  all chunks at once). Every output row is written by the scan, so the (transcendental) apply
-  never lands in the fusion that transposes the result out of the view, which XLA's CPU
-  backend does not vectorise.
+  The L <= 8 maps of every chunk are composed by one unrolled expression, a blocked scan
+  (`_suffix_rows`) of the C chunk totals gives the value entering every chunk from the right, and a
+  ``lax.scan`` down the L rows (chunks, chains and traces are lanes) applies the maps step by
+  step from it. The rows are written by that loop, so no fusion recomputes a row's
+  predecessors or applies the maps while it transposes the result out of the view.
 
   Args:
     maps: the map family.
@@ -214,13 +344,15 @@ def _suffix_values(maps: _Maps, xs):
   Returns:
     [L, C, R, N].
   """
-
-  def fold(y, total):
-    return maps.apply(total, y), y  # emits the value entering chunk q from the right
-
-  lanes = xs[0].shape[1:]
-  end = jnp.full(lanes[1:], maps.end, xs[-1].dtype)
-  _, entering = jax.lax.scan(fold, end, _chunk_totals(maps, xs), reverse=True)  # [C, R, N]
+  L, C = xs[0].shape[:2]
+  lanes = xs[0].shape[2:]
+  end = jnp.full((1,) + lanes, maps.end, xs[-1].dtype)
+  if C > 1:
+    totals = _compose(maps, xs, range(L - 1, -1, -1), 0)  # [C, R, N]
+    leaving = _suffix_rows(maps, totals)  # the value leaving every chunk to the left
+    entering = jnp.concatenate([leaving[1:], end])
+  else:
+    entering = end
 
   def step(y, x):
     y = maps.apply(x, y)
@@ -230,15 +362,36 @@ def _suffix_values(maps: _Maps, xs):
   return ys
 
 
+def _suffix_rows(maps: _Maps, xs):
+  """`_suffix_values` of maps in chain order along axis 0 ([n, ...], e.g. chunk totals).
+
+  Short chains are one ``lax.scan``; longer ones are cut into the chunked layout [L, C, ...]
+  (a transpose of 1 / L of the data the level above read) and scanned by `_suffix_values`.
+  """
+  n = xs[0].shape[0]
+  if n <= 2 * _BLOCK:
+
+    def step(y, x):
+      y = maps.apply(x, y)
+      return y, y
+
+    end = jnp.full(xs[0].shape[1:], maps.end, xs[-1].dtype)
+    return jax.lax.scan(step, end, xs, reverse=True)[1]
+  L, C = _chunking(n)
+  rest = xs[0].shape[1:]
+  chunked = tuple(
+    _row_major(_pad_rows(x, L * C, i, 0).reshape((C, L) + rest).swapaxes(0, 1))
+    for x, i in zip(xs, maps.identity)
+  )
+  ys = _suffix_values(maps, chunked)
+  return _row_major(ys.swapaxes(0, 1)).reshape((L * C,) + rest)[:n]
+
+
 def _first_value(maps: _Maps, xs):
-  """y(0) of `_suffix_values` alone (row 0 of chunk 0), by folds: [L, C, R, N] -> [R, N]."""
-
-  def fold(y, total):
-    return maps.apply(total, y), None
-
-  end = jnp.full(xs[0].shape[2:], maps.end, xs[-1].dtype)
-  y, _ = jax.lax.scan(fold, end, _chunk_totals(maps, xs), reverse=True)
-  return y
+  """y(0) of `_suffix_values` alone, by blocked reductions: [L, C, R, N] -> [R, N]."""
+  L = xs[0].shape[0]
+  total = _reduce(maps, _compose(maps, xs, range(L - 1, -1, -1), 0), axis=0)
+  return maps.apply(total, jnp.full(total[0].shape, maps.end, xs[-1].dtype))
 
 
 def _shift(x, fill):
@@ -261,6 +414,17 @@ def _extend(x, size: int, fill=0):
   return jnp.where(t < T, x[..., np.minimum(t, T - 1)], jnp.asarray(fill, x.dtype))
 
 
+def _row_major(x):
+  """x materialised in row-major order (see Fusion).
+
+  Without the constraint XLA's CPU backend turns the transpose into the view into a change
+  of layout, and every fusion that reads the view then reads the input with strides.
+  """
+  if not isinstance(x, jax.core.Tracer):  # eager: nothing to fuse
+    return x
+  return with_layout_constraint(x, Layout(major_to_minor=tuple(range(x.ndim))))
+
+
 class _View(NamedTuple):
   """Shape of the view [L, C, R, N] of chains of n steps (see the module docstring)."""
 
@@ -273,41 +437,27 @@ class _View(NamedTuple):
   def to_view(self, x):
     """[N, T'] (batch-major, frame k R + r; T' <= L C R, zeros past T') -> [L, C, R, N]."""
     L, C, R, N = self.L, self.C, self.R, self.N
-    return _barrier(_extend(x, L * C * R).reshape(N, C, L, R).transpose(2, 1, 3, 0))
+    return _row_major(_extend(x, L * C * R).reshape(N, C, L, R).transpose(2, 1, 3, 0))
 
   def from_view(self, y, T: int):
     """[L, C, R, N] -> [N, T] (batch-major)."""
-    return _barrier(y).transpose(3, 1, 0, 2).reshape(self.N, -1)[:, :T]
+    return _row_major(y).transpose(3, 1, 0, 2).reshape(self.N, -1)[:, :T]
 
 
 def _block_sums(x):
   """Sums inside the blocks of w frames of the view [L, C, w, N] (axis 2), both ways.
 
   Returns (head, suffix): head[.., r, :] = x[.., 0] + ... + x[.., r - 1] (0 at r = 0) and
-  suffix[.., r, :] = x[.., r] + ... + x[.., w - 1], each accumulated by one sequential loop
-  over the w frames of a block (all blocks and traces are lanes, read and written in place
-  along axis 2, so nothing is transposed): O(T) work whatever w is, and no differences of
-  partial sums (so a window of small scores beside large ones keeps its digits).
+  suffix[.., r, :] = x[.., r] + ... + x[.., w - 1], by blocked scans along axis 2 (`_scan`):
+  O(T) work and O(log w) passes whatever w is, and no differences of partial sums (so a
+  window of small scores beside large ones keeps its digits).
   """
-  w = x.shape[2]
-
-  def body(i, carry):
-    head, suffix, acc_h, acc_s = carry
-    head = jax.lax.dynamic_update_index_in_dim(head, acc_h, i, 2)
-    acc_h = acc_h + jax.lax.dynamic_index_in_dim(x, i, 2, keepdims=False)
-    acc_s = acc_s + jax.lax.dynamic_index_in_dim(x, w - 1 - i, 2, keepdims=False)
-    suffix = jax.lax.dynamic_update_index_in_dim(suffix, acc_s, w - 1 - i, 2)
-    return head, suffix, acc_h, acc_s
-
-  zero = jnp.zeros(x.shape[:2] + x.shape[3:], x.dtype)
-  init = (jnp.zeros_like(x), jnp.zeros_like(x), zero, zero)
-  head, suffix, _, _ = jax.lax.fori_loop(0, w, body, init)
+  maps = _sum_maps()
+  suffix = _scan(maps, (x,), axis=2, reverse=True)
+  prefix = _scan(maps, (x,), axis=2, reverse=False)  # x[.., 0] + ... + x[.., r]
+  zero = jnp.zeros(x.shape[:2] + (1,) + x.shape[3:], x.dtype)
+  head = jnp.concatenate([zero, prefix[:, :, :-1]], axis=2)
   return head, suffix
-
-
-def _barrier(x):
-  """x behind an optimization barrier: the transpose into the view stays a copy (see Fusion)."""
-  return jax.lax.optimization_barrier(x)
 
 
 def _atoms_in_view(props, names, window, lengths, first_only):
@@ -315,7 +465,7 @@ def _atoms_in_view(props, names, window, lengths, first_only):
 
   Every frame goes to the view [L, C, w, N] of blocks of w frames (block k = step k of the
   chains). The mean of the window starting at frame k w + r is (the suffix of block k from r
-  + the prefix of block k + 1 up to r - 1) / its length, cut at the end of the trace; with
+  + the head of block k + 1 up to r - 1) / its length, cut at the end of the trace; with
   ``first_only`` only r = 0 is kept, the mean of block k.
 
   Args:
@@ -334,8 +484,8 @@ def _atoms_in_view(props, names, window, lengths, first_only):
   L, C = _chunking(n)
   view = _View(n, L, C, 1 if first_only else w, N)
   end = jnp.full((N,), T, jnp.int32) if lengths is None else lengths
-  k = jnp.arange(L)[:, None, None, None] + L * jnp.arange(C)[None, :, None, None]
-  frame = k * w + jnp.arange(view.R)[None, None, :, None]  # [L, C, R, 1]
+  k = np.arange(L)[:, None, None, None] + L * np.arange(C)[None, :, None, None]
+  frame = k * w + np.arange(view.R)[None, None, :, None]  # [L, C, R, 1]
   end_v = end[None, None, None, :]
   count = jnp.clip(jnp.minimum(frame + w, end_v) - frame, 1, w)  # frames in its window
   means = {}
@@ -402,6 +552,53 @@ def _full_needed(formulas):
   return need
 
 
+def _temporal_depth(f) -> int:
+  """The most U / F / G on a path from the root of f to a leaf."""
+  own = isinstance(f, (F.Until, F.Eventually, F.Always))
+  return own + max((_temporal_depth(c) for c in F.children(f)), default=0)
+
+
+def _depth(f) -> int:
+  return 1 + max((_depth(c) for c in F.children(f)), default=0)
+
+
+def underflow_threshold(formula: F.Formula, n: int, dtype) -> float:
+  """The least probability the "prob" algebra returns with the digits of its log.
+
+  Underflow. Each floored product (`_mul`) or floored atom moves a value by at most tiny
+  (the smallest normal float). A value reaches the result through at most 2 paths per
+  Boolean level (a connective reads its operands' values and complements) and, per temporal
+  operator above it, through the n steps of that operator's chain, with a factor <= 1 on
+  each path (all products of probabilities). With at most 4 floored operations per node and
+  step, the result is off by at most K tiny, K = 4 |phi| 2^depth (n + 1)^d (d: the temporal
+  nesting depth); returned values above tau = K tiny / eps are within eps of their value
+  relative to it, like a rounding.
+
+  Rounding. A probability near 1 is rounded to the float grid near 1 (log space keeps the
+  digits of its small log), so a product of n of them (`G` over `F`, ...) is off by up to
+  n eps relative, and every further temporal level can multiply that by n (measured: G F G F
+  a at n = 500 is off by 3e-3 in float32 where log space is off by 1e-5). Linear space is used
+  only while eps (n + 1)^(d - 1) <= 2^-10.
+
+  Args:
+    formula: the formula (its size, depth and temporal nesting depth are used).
+    n: steps of a chain (ceil(T / w)).
+    dtype: the floating dtype of the computation.
+
+  Returns:
+    tau as a float; inf where linear space is not used for this formula and n (the rounding
+    bound above fails, or tau would exceed 2^-8).
+  """
+  info = jnp.finfo(dtype)
+  d = _temporal_depth(formula)
+  log2n = math.log2(n + 1)
+  if math.log2(float(info.eps)) + max(d - 1, 0) * log2n > -10:
+    return math.inf
+  log2k = 2 + math.log2(F.size(formula)) + _depth(formula) + d * log2n
+  log2tau = math.log2(float(info.tiny)) - math.log2(float(info.eps)) + log2k
+  return math.inf if log2tau > -8 else 2.0**log2tau
+
+
 def evaluate_many(
   formulas: Sequence[F.Formula],
   props: Mapping[str, jax.Array],
@@ -425,7 +622,8 @@ def evaluate_many(
 
   Returns:
     A tuple with one array per formula: [..., T], or [...] when `first_only`; bool for the
-    "bool" algebra, the input dtype otherwise.
+    "bool" algebra, the input dtype otherwise ("prob": probabilities in [0, 1] up to
+    rounding, 0 exactly where the log-score is -inf).
   """
   if algebra not in ALGEBRAS:
     raise ValueError(f"algebra must be one of {ALGEBRAS}, got {algebra!r}")
@@ -441,8 +639,9 @@ def evaluate_many(
   means, valid, view = _atoms_in_view(flat, names, window, lengths, first_only)
   bottom, top = _bottom(algebra), _top(algebra)
   out_dtype = jnp.bool_ if algebra == "bool" else dtype
-  _, conj, negate = _semiring(algebra)
-  until_maps, always_maps = _until_maps(algebra), _always_maps(algebra)
+  plus, conj, negate = _semiring(algebra)
+  prob = algebra == "prob"
+  affine, product = _affine_maps(algebra), _product_maps(algebra)
   # With first_only, a subformula outside this set is needed at t = 0 alone ("first").
   full_needed = _full_needed(formulas) if first_only else frozenset()
 
@@ -459,6 +658,10 @@ def evaluate_many(
   def full(v, first):
     return jnp.full((N,) if first else (view.L, view.C, view.R, N), v, out_dtype)
 
+  def chain(maps, xs, first):
+    """The recursion's values: [L, C, R, N], or [N] at t = 0 when `first`."""
+    return _first_value(maps, xs)[0] if first else _suffix_values(maps, xs)
+
   memo = {}
 
   def ev(f, first=False) -> _Both:
@@ -472,7 +675,9 @@ def evaluate_many(
       out = both(lambda: a.pos()[0, 0, 0], lambda: a.neg()[0, 0, 0])
     elif isinstance(f, F.Atom):
       m = means[f.name][0, 0, 0] if first else means[f.name]
-      if algebra == "log":
+      if prob:
+        out = both(lambda: _positive(m), lambda: 1.0 - m)
+      elif algebra == "log":
         out = both(lambda: jnp.log(m), lambda: _log1p(-m))
       elif algebra == "bool":
         out = both(lambda: m >= threshold)
@@ -486,13 +691,17 @@ def evaluate_many(
       out = both(a.neg, a.pos)
     elif isinstance(f, F.And):
       a, b = ev(f.left, first), ev(f.right, first)
-      out = both(lambda: conj(a.pos(), b.pos()))
+      # prob: 1 - P_a P_b = Q_a + P_a Q_b, a sum of products (no cancellation).
+      neg = (lambda: a.neg() + conj(a.pos(), b.neg())) if prob else None
+      out = both(lambda: conj(a.pos(), b.pos()), neg)
     elif isinstance(f, F.Or):  # !(!a & !b)
       a, b = ev(f.left, first), ev(f.right, first)
-      out = both(None, lambda: conj(a.neg(), b.neg()))
+      pos = (lambda: a.pos() + conj(a.neg(), b.pos())) if prob else None
+      out = both(pos, lambda: conj(a.neg(), b.neg()))
     elif isinstance(f, F.Implies):  # !(a & !b)
       a, b = ev(f.left, first), ev(f.right, first)
-      out = both(None, lambda: conj(a.pos(), b.neg()))
+      pos = (lambda: a.neg() + conj(a.pos(), b.pos())) if prob else None
+      out = both(pos, lambda: conj(a.pos(), b.neg()))
     elif isinstance(f, F.Next):
       a = ev(f.arg)
       pick = (lambda y: y[0, 0, 0]) if first else (lambda y: y)
@@ -504,38 +713,41 @@ def evaluate_many(
       left = ev(f.left) if isinstance(f, F.Until) else None
       right = ev(f.right if isinstance(f, F.Until) else f.arg)
 
-      def until(left=left, right=right, first=first):
-        # y(t) = b(t) (+) [a(t) (x) !b(t)] (x) y(t + w) (log; bool and robust drop the
-        # !b); F phi = true U phi has a = top.
-        b = right.pos()
-        if algebra == "log":
-          m = right.neg() if left is None else left.pos() + right.neg()
-        else:
-          m = jnp.full_like(b, top) if left is None else left.pos()
-        xs = (m, below(b))
-        y = _first_value(until_maps, xs)[0] if first else _suffix_values(until_maps, xs)
+      def step(left=left, right=right):
+        # The factor of y(t + w): a (x) !b (log, prob); a (bool, robust); F: a = top.
+        if algebra in ("log", "prob"):
+          return right.neg() if left is None else conj(left.pos(), right.neg())
+        return jnp.full_like(right.pos(), top) if left is None else left.pos()
+
+      def until(right=right, first=first):
+        # y(t) = b(t) (+) [a(t) (x) !b(t)] (x) y(t + w)
+        y = chain(affine, (step(), below(right.pos())), first)
         return jnp.minimum(y, 0.0) if algebra == "log" else y
 
-      if isinstance(f, F.Until):
-        out = both(until)
-      else:
-        # !F phi = G !phi exactly, in every algebra (log: 1 - P_F(t) = (1 - p(t)) (1 -
-        # P_F(t + w))): a sum of the operand's negations, not log1mexp of a value near 0.
-        def eventually_neg(right=right, first=first):
-          xs = (above(right.neg()),)
-          if first:
-            return _first_value(always_maps, xs)[0]
-          return _suffix_values(always_maps, xs)
+      # !F phi = G !phi exactly, in every algebra (log: 1 - P_F(t) = (1 - p(t)) (1 -
+      # P_F(t + w))): a product of the operand's negations, not the negation of a value
+      # near 1. prob: 1 - P_U(t) = Q_b(t) (Q_a(t) + P_a(t) (1 - P_U(t + w))).
+      def until_neg(left=left, right=right, first=first):
+        if left is None:
+          return chain(product, (above(right.neg()),), first)
+        c = below(conj(right.neg(), left.neg()))
+        return chain(_affine_maps(algebra, end=top), (above(step()), c), first)
 
-        out = both(until, eventually_neg)
+      if isinstance(f, F.Until):
+        out = both(until, until_neg if prob else None)
+      else:
+        out = both(until, until_neg)
     elif isinstance(f, F.Always):
       a = ev(f.arg)
 
       def always(a=a, first=first):
-        xs = (above(a.pos()),)
-        return _first_value(always_maps, xs)[0] if first else _suffix_values(always_maps, xs)
+        return chain(product, (above(a.pos()),), first)
 
-      out = both(always)
+      # prob: 1 - P_G(t) = Q_a(t) + P_a(t) (1 - P_G(t + w)), 0 past the end.
+      def always_neg(a=a, first=first):
+        return chain(affine, (a.pos(), below(a.neg())), first)
+
+      out = both(always, always_neg if prob else None)
     else:
       raise TypeError(f"Not a formula: {f!r}")
     memo[key] = out
@@ -559,6 +771,52 @@ def evaluate(
   return evaluate_many((formula,), props, window, length, algebra, threshold)[0]
 
 
+def log_scores(
+  formulas: Sequence[F.Formula],
+  props: Mapping[str, jax.Array],
+  window: int,
+  length,
+  *,
+  first_only: bool = False,
+) -> jax.Array:
+  """LogSTOP log-scores from the "prob" algebra, the log algebra where linear space underflows.
+
+  The probabilities P of every formula come from the "prob" algebra; a value P with
+  ``0 < P < tau`` (`underflow_threshold`) anywhere in the batch sends the whole batch to
+  the log algebra (one ``lax.cond``), whose values replace exactly those entries.
+
+  Args:
+    formulas: parsed formulas.
+    props: validated arrays of one float dtype and one shape [..., T].
+    window: w >= 1.
+    length: None or an integer array broadcastable to the batch shape [...].
+    first_only: the values at t = 0 only.
+
+  Returns:
+    Log-scores [F, ..., T], or [F, ...] with `first_only`.
+  """
+  some = next(iter(props.values()))
+  dtype, T = some.dtype, some.shape[-1]
+  n = -(-T // window)
+  taus = [underflow_threshold(f, n, dtype) for f in formulas]
+
+  def in_log_space():
+    return jnp.stack(evaluate_many(formulas, props, window, length, "log", first_only=first_only))
+
+  if all(math.isinf(t) for t in taus):
+    return in_log_space()
+  probs = evaluate_many(formulas, props, window, length, "prob", first_only=first_only)
+  logs, lost = [], []
+  for p, tau in zip(probs, taus):
+    positive = p > 0
+    logs.append(
+      jnp.where(positive, jnp.log(jnp.where(positive, jnp.minimum(p, 1.0), 1.0)), -jnp.inf)
+    )
+    lost.append(positive & (p < jnp.asarray(tau, dtype)))
+  logs, lost = jnp.stack(logs), jnp.stack(lost)
+  return jax.lax.cond(jnp.any(lost), lambda: jnp.where(lost, in_log_space(), logs), lambda: logs)
+
+
 @functools.partial(
   jax.jit,
   static_argnames=("formulas", "window", "algebra", "threshold", "clip_eps", "first_only"),
@@ -566,9 +824,15 @@ def evaluate(
 def evaluate_jit(
   props, length, *, formulas, window, algebra, threshold=0.5, clip_eps=None, first_only=False
 ):
-  """`evaluate_many` compiled once per (formulas, shapes, window, ...); stacked [F, ...]."""
+  """`evaluate_many` compiled once per (formulas, shapes, window, ...); stacked [F, ...].
+
+  The "log" algebra goes through `log_scores` (linear space, the log algebra where it
+  underflows).
+  """
   if clip_eps is not None:
     props = {k: jnp.clip(v, clip_eps, 1.0 - clip_eps) for k, v in props.items()}
+  if algebra == "log":
+    return log_scores(formulas, props, window, length, first_only=first_only)
   out = evaluate_many(formulas, props, window, length, algebra, threshold, first_only=first_only)
   return jnp.stack(out)
 
@@ -677,7 +941,9 @@ def traced_ok(arrays, length, shape, *, check_range=True):
   if check_range:
     for _n, v in arrays.items():
       if not _is_concrete(v):
-        oks.append(jnp.all((v >= 0) & (v <= 1), axis=-1))
+        # min and max along T (NaN propagates through both): reductions XLA's CPU backend
+        # vectorises, unlike a reduction of a boolean array.
+        oks.append((jnp.min(v, axis=-1) >= 0) & (jnp.max(v, axis=-1) <= 1))
   if length is not None and not _is_concrete(length):
     oks.append(jnp.broadcast_to((length >= 0) & (length <= shape[-1]), shape[:-1]))
   if not oks:

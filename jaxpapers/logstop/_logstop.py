@@ -15,7 +15,10 @@ the log-score l_phi(t) in [-inf, 0] of phi on the suffix starting at t is::
 
 The score of a trace is l_phi(0). Conjunction multiplies (an independence
 assumption), so the score is not idempotent (l_{a&a} = 2 l_a); never simplify
-formulas before scoring. Cost: O(T |phi|) work and one scan per temporal operator.
+formulas before scoring. Cost: O(T |phi|) work whatever w is. The scores are computed as
+probabilities (each with its complement, no transcendental per frame) and their logs taken
+at the end; where a probability is too small for that (underflow) the batch is scored in log
+space instead (see ``_engine``).
 """
 
 from __future__ import annotations
