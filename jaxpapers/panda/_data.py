@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import jax.numpy as jnp
@@ -37,7 +38,7 @@ def reduce_features(data: hg.HypergraphData, k: int, seed: int) -> hg.Hypergraph
 
   z = TruncatedSVD(k, random_state=seed).fit_transform(x)
   z = z / (z.std(0, keepdims=True) + 1e-8)
-  return data.replace(x=jnp.asarray(z, jnp.float32))
+  return dataclasses.replace(data, x=jnp.asarray(z, jnp.float32))
 
 
 def load_dataset(

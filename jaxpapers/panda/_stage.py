@@ -544,6 +544,7 @@ class PandaStage(nnx.Module):
         w_aux = share * gate
         if tr_ is None:  # fused: y_r = sum alpha x_s + (sum w x_s) W_aux + (sum w) b
           agg = seg(_scale_k(jnp.stack([alpha, w_aux], -1), gr))  # [R, H, 2, C]: one reduction
+          b = self.b_aux[...]
           y = (agg[:, :, 0] + agg[:, :, 1] @ self.w_aux[...] + seg(w_aux)[..., None] * b, None)
         else:
           mr = mr + _scale(w_aux, tr_)
