@@ -61,3 +61,19 @@ def bayes_memory_dialogues(c: ml_collections.ConfigDict, seed: int, n_dialogues:
     density=c.density,
     memory_free_rate=c.memory_free_rate,
   )
+
+
+def panda_dataset(c: ml_collections.ConfigDict, name: str):
+  """Dataset ``name`` as a PANDA config loads it (:func:`jaxpapers.panda.load_dataset`).
+
+  A generated set (``'synthetic-...'``) needs no data folder; a real one is read from
+  ``c.data_dir`` (or ``$JAXPAPERS_DATA_DIR``, or ``../shared/data``), which must exist.
+  """
+  from jaxpapers import core, panda
+
+  root = None
+  if not name.startswith("synthetic-"):
+    root = core.resolve_data_dir(c.data_dir or None, subdir="hypergraph", required=True)
+  return panda.load_dataset(
+    name, root, num_splits=c.num_splits, seed=c.seed, max_features=c.max_features
+  )

@@ -54,17 +54,38 @@ per-incidence part dominates both steps and the counted PANDA / vanilla ratio is
 HGNN and PhenomNN (PhenomNN runs two stage pairs per operator and step against two sums) and about 3
 for HyperGCN; on chameleon-directed the 2325-wide input layer, the same in both arms, dominates and
 the ratio is at most about 2.5. XLA's own flop count of each compiled step (``flops``) is compared
-with the count (``minimal.xla_over_minimal``, per arm over all pairs): PANDA's programs lie within
-1.0-1.4 of their count and the vanilla ones within 1.0-2.2, so at most a few tens of percent of a
-PANDA step is work beyond the count (GeDi's first stage, for one, carries its senders' zero
-imaginary part as a full array, which the count does not). ``minimal.time_over_minimal`` is the
-measured ratio over the counted one: at most about 1.2 on email-EU and Pubmed, where the
-per-incidence work dominates (below 1 where vanilla pays for dropout on its input or recomputes its
-degree normalisation, neither of which the count includes), and highest on chameleon-directed GeDi,
-whose vanilla step is mostly the dense input layer, which runs at more flops per second than PANDA's
-gathers and segment sums. Where the counted ratio exceeds 3 the target is below the method's own
+with the count (``minimal.xla_over_minimal``, per arm over all pairs; a real row, such as GeDi's
+first-layer features with their zero imaginary part, is counted at its real width, as the stage
+computes it): the PANDA programs stay within a few tens of percent of their count, so little of a
+PANDA step is work beyond it. ``minimal.time_over_minimal`` is the measured ratio over the counted
+one, i.e. the vanilla step's flops per second over PANDA's: below 1 PANDA's step runs at the
+higher rate (its per-incidence work is denser than the vanilla step's few segment sums, and
+vanilla pays for dropout on its input and recomputed normalisations, which the count leaves
+out); it is highest on chameleon-directed GeDi, whose vanilla step is mostly the dense input
+layer. Where the counted ratio exceeds 3 the target is below the method's own
 work at these settings, whatever the implementation; what is left to an implementation is the
 distance between ``flops`` and the count, and the flops per second.
+
+Decision on the target (PANDA / vanilla epoch <= 3x at hidden 32, one head, PhenomNN with two
+steps, the command below; the committed JSON holds the numbers). It is met on chameleon-directed,
+for all four backbones. On email-EU and Pubmed it is not met. For GeDi, HGNN and PhenomNN on both
+sets, and HyperGCN on Pubmed, the counted minimal PANDA / vanilla flops ratio
+(``minimal.minimal_ratio``) is itself above 3: with one-dimensional node features both steps are
+dominated by per-incidence work, of which a PANDA stage needs more than ten times the vanilla
+stage's. There no implementation that does PANDA's arithmetic at the vanilla step's flops per
+second or fewer can meet the target; meeting it needs PANDA's step to run at
+``minimal.rate_for_target`` (the counted ratio over 3) times the vanilla step's flop rate, which
+for those seven pairs is above the rate factor the measured programs reach (the inverse of the
+measured ratio over the counted one). The target is therefore closed as below the
+method's own work for those pairs at these settings, not as a gap in this implementation. The
+one pair whose count is below 3 is HyperGCN on email-EU (just below): meeting it there needs
+PANDA's step at about the vanilla step's flop rate. The per-receiver auxiliary message (one
+reduction of the gathered sender rows instead of gathering ``x`` and ``x~`` per pair) narrowed
+that gap; the committed measurement still lies above 3.
+
+  XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
+    python benchmarks/panda_perf.py --cpu-time --opt default --host-memory reuse --hidden 32 \
+      --epochs 12 --repeats 3
 """
 
 from __future__ import annotations
@@ -323,6 +344,10 @@ def _stage_flops(
   ws = h * c * (2 if complex_send else 1)  # words of one sender feature row (all heads)
   wr = h * c * (2 if complex_recv else 1)
   a = c * (2 if (complex_send or complex_recv) else 1)  # attention width per head
+  # the input widths of the sender and receiver tables: a real row (a zero imaginary part, as
+  # GeDi's first-layer features) meets only the real block of W_a, W_1, U_s, U_r
+  a_s, a_r = c * (2 if complex_send else 1), c * (2 if complex_recv else 1)
+  tables = lambda width: send * a_s * width + (0 if shared_tables else recv * a_r * width)
   # the pair's message phase: real scalar x row (2 per complex channel) or complex x complex (6)
   rot = (6 if complex_send else 2) * h * c if phase else 0
   # the message is complex once the auxiliary transform's bias enters both parts
@@ -332,12 +357,12 @@ def _stage_flops(
   if prior_agg:  # z_r = sum_s c phi x_s: one scaled (rotated) row per pair, then its sum
     pp += (rot or ws) + wr
   # attention: W_a on sender and receiver tables, then per pair add, LeakyReLU, dot with a_h
-  row += 2 * (send if shared_tables else send + recv) * h * a * a
+  row += 2 * h * tables(a)
   pp += 4 * h * a + 5 * h  # + segment softmax (max, subtract, exp, sum, divide)
   words += 2 * h * a
   if cfg.mix == "learned":  # pi = softmax(W_2 LeakyReLU(W_1 x)) per mixture row; alpha per pair
     k = cfg.mix_hidden
-    row += mix_rows * h * (2 * a * k + k + 4 * k + 6)
+    row += mix_rows * h * (2 * a_s * k + k + 4 * k + 6)
     pp += 3 * h
     words += 2 * h
   elif cfg.mix != "att":
@@ -345,7 +370,7 @@ def _stage_flops(
   msg = ws  # alpha x_s
   if cfg.aux is not None:
     d = cfg.aux_dim
-    row += 2 * (send if shared_tables else send + recv) * h * a * d  # U_s x_s, U_r z_r
+    row += 2 * h * tables(d)  # U_s x_s, U_r z_r
     pp += h * (5 * d + 5)  # U_s x_s + U_r z_r + b, ReLU, dot w_o, + b_o, sigmoid
     words += 2 * h * d + (
       h * c * (2 if complex_send or complex_recv else 1) if cfg.aux == "diff-mlp" else 0
@@ -420,7 +445,7 @@ def minimal_work(backbone: str, cfg, *, n, m, nnz, features, classes, hidden, he
         send=m,
         recv=n,
         complex_send=cx,
-        complex_recv=cx,
+        complex_recv=False,  # one layer: the receivers are the real input projected
         phase=cx,
         prior_agg=False,
         mix_rows=m,
@@ -489,14 +514,21 @@ def minimal_work(backbone: str, cfg, *, n, m, nnz, features, classes, hidden, he
   )
 
 
-def minimal_summary(rows) -> dict:
+def minimal_summary(rows, target: float = 3.0) -> dict:
   """How the measured pairs compare with the counted minimal work, over all (vanilla, PANDA) pairs.
 
-  Returns ``{"xla_over_minimal": {"vanilla": [lo, hi], "panda": [lo, hi]}, "time_over_minimal":
-  [lo, hi], "minimal_ratio": {dataset: {backbone: ratio}}}``: XLA's flops of each compiled step
-  over its counted minimum (how far the programs are from the minimal work), the measured epoch
-  ratio over the counted flops ratio (below 1: PANDA's step runs more flops per second than the
-  vanilla one), and the counted PANDA / vanilla ratio per dataset and backbone.
+  Args:
+    rows: the benchmark's rows (vanilla and PANDA of each dataset and backbone).
+    target: the PANDA / vanilla epoch target.
+
+  Returns:
+    ``{"xla_over_minimal": {"vanilla": [lo, hi], "panda": [lo, hi]}, "time_over_minimal":
+    [lo, hi], "minimal_ratio": {dataset: {backbone: ratio}}, "rate_for_target": {dataset:
+    {backbone: ratio / target}}, "target"}``: XLA's flops of each compiled step over its counted
+    minimum (how far the programs are from the minimal work), the measured epoch ratio over the
+    counted flops ratio (below 1: PANDA's step runs more flops per second than the vanilla one),
+    the counted PANDA / vanilla ratio, and the flops per second, in units of the vanilla step's,
+    PANDA's step would need to reach ``target``.
   """
   xv, xp, tm, mr = [], [], [], {}
   for v, p in _pairs(rows):
@@ -514,6 +546,9 @@ def minimal_summary(rows) -> dict:
     xla_over_minimal=dict(vanilla=span(xv), panda=span(xp)),
     time_over_minimal=span(tm),
     minimal_ratio=mr,
+    # the flop rate, in units of the vanilla step's, PANDA's step needs to reach the target
+    rate_for_target={ds: {b: round(r / target, 3) for b, r in v.items()} for ds, v in mr.items()},
+    target=target,
   )
 
 

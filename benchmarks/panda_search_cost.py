@@ -10,14 +10,16 @@ and times, in one process, with the process CPU clock:
 * ``before``: each trial builds and compiles its own program with its values built in (dropout,
   PhenomNN's lambdas static), and the final re-run (10 splits x 2 inits, two calls of 10 runs)
   compiles a program for its batch size;
-* ``after``: ``experiments/panda/search.py`` as it runs (``_program``: one program per
-  structure, dropout and lambdas traced; the final re-run in batches of the trial's size),
+* ``after``: the search as it runs, through :class:`jaxpapers.panda.TrialCache` (one program
+  per structure, dropout and lambdas traced; the final re-run in batches of the trial's size),
   the first trial compiling, the second and the final reusing it.
 
 ``--fast_compile`` also times the ``after`` path with XLA's fast-compile options. ``--quick``:
 the generated ``synthetic-small`` hypergraph (no data folder), GeDi vanilla, 5 epochs, 2 search
-splits, a final of 2 splits x 1 initialisation. The ``before`` path rebuilds the search's
-trainer with the search's run keys (:func:`run_keys`).
+splits, a final of 2 splits x 1 initialisation. Both paths use the search's run keys
+(:func:`jaxpapers.panda.trial_keys`); the config is ``experiments/panda/configs/search.py``,
+read from its file, and the data are loaded as the experiment loads them
+(:func:`jaxpapers.panda.load_dataset`).
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.panda import search, train
-from experiments.panda.configs import search as search_config
+from benchmarks._setup import experiment_config, panda_dataset
 from jaxpapers import hypergraph as hg
 from jaxpapers import panda
 from jaxpapers.core import benchmark as bench
@@ -42,18 +43,12 @@ def _pair(config, backbone, arm, limit=64):
   """The first two trials with the same structure for (backbone, arm)."""
   seen = {}
   for t in range(limit):
-    hp = search.applicable(search.draw(config.space, config.seed, t), backbone, arm)
-    s = search.structure(hp)
+    hp = panda.applicable_hparams(panda.draw_trial(config.space, config.seed, t), backbone, arm)
+    s = panda.trial_structure(hp)
     if s in seen:
       return seen[s], t
     seen[s] = t
   raise RuntimeError(f"no two trials share a structure among the first {limit}")
-
-
-def run_keys(seed: int, phase: int, index: int, runs: int):
-  """The search's run keys: phase 0 = search (index = trial), phase 1 = final (initialisation)."""
-  base = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), phase), index)
-  return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(runs))
 
 
 def _before(config, d, backbone, arm, trials):
@@ -61,19 +56,19 @@ def _before(config, d, backbone, arm, trials):
   out = []
   for t in trials:
     c0 = time.process_time()
-    hp = search.applicable(search.draw(config.space, config.seed, t), backbone, arm)
+    hp = panda.applicable_hparams(panda.draw_trial(config.space, config.seed, t), backbone, arm)
     r = min(config.search_splits, d.num_splits)
     run = panda.make_trainer(
-      search.model_fn(d, backbone, arm, hp), config.epochs, fast_compile=config.fast_compile
+      panda.trial_model_fn(d, backbone, arm, hp), config.epochs, fast_compile=config.fast_compile
     )
-    keys = run_keys(config.seed, 0, t, r)
+    keys = panda.trial_keys(config.seed, 0, t, r)
     h = run(d, keys, jnp.full(r, hp["lr"]), jnp.full(r, hp["wd"]), jnp.arange(r))
     panda.best_val_test(jax.tree.map(np.asarray, h))
     out.append(time.process_time() - c0)
   c0 = time.process_time()
   r = min(config.num_splits, d.num_splits)
   for j in range(config.final_inits):  # the final of the last trial, reusing its trainer
-    keys = run_keys(config.seed, 1, j, r)
+    keys = panda.trial_keys(config.seed, 1, j, r)
     h = run(d, keys, jnp.full(r, hp["lr"]), jnp.full(r, hp["wd"]), jnp.arange(r))
     panda.best_val_test(jax.tree.map(np.asarray, h))
   out.append(time.process_time() - c0)
@@ -81,13 +76,29 @@ def _before(config, d, backbone, arm, trials):
 
 
 def _after(config, d, backbone, arm, trials):
-  cache, out = {}, []
+  """The search: its trials through one :class:`panda.TrialCache`, then the last one's final."""
+  r = min(config.search_splits, d.num_splits)
+  cache = panda.TrialCache(
+    d,
+    backbone,
+    epochs=config.epochs,
+    runs=r,
+    fast_compile=config.fast_compile,
+    runs_per_program=config.get("runs_per_program", None),
+  )
+  out = []
   for t in trials:
     c0 = time.process_time()
-    search.run_trial(config, d, backbone, arm, t, cache)
+    hp = panda.applicable_hparams(panda.draw_trial(config.space, config.seed, t), backbone, arm)
+    cache.train(arm, hp, panda.trial_keys(config.seed, 0, t, r), np.arange(r))
     out.append(time.process_time() - c0)
   c0 = time.process_time()
-  search.run_final(config, d, backbone, arm, trials[-1], cache)
+  # the final: final_inits x num_splits runs, init-major, in batches of the trial's size
+  n = min(config.num_splits, d.num_splits)
+  keys = jnp.concatenate(
+    [panda.trial_keys(config.seed, 1, j, n) for j in range(config.final_inits)]
+  )
+  cache.train(arm, hp, keys, np.tile(np.arange(n), config.final_inits))
   out.append(time.process_time() - c0)
   return out
 
@@ -104,7 +115,7 @@ def parse_args(argv=None):
 def main(argv=None):
   a = parse_args(argv)
   host = bench.host_info()
-  config = search_config.get_config()
+  config = experiment_config("panda", "search")
   if a.quick:
     config.data_dir, dataset, cells = "none", "synthetic-small", "gedi:vanilla"
     config.synthetic_fallback, config.epochs = (dataset,), 5
@@ -112,7 +123,7 @@ def main(argv=None):
   else:
     config.data_dir, dataset, cells = a.data_dir, a.dataset, a.cells
     config.datasets = (dataset,)
-  data, _ = train.load_datasets(config)
+  data = {dataset: panda_dataset(config, dataset)}
   rows, summary = [], []
   for cell in cells.split(","):
     backbone, arm = cell.split(":")

@@ -22,8 +22,7 @@ import json
 import jax
 import jax.numpy as jnp
 
-from experiments.panda import search, train
-from experiments.panda.configs import search as search_config
+from benchmarks._setup import experiment_config, panda_dataset
 from jaxpapers import hypergraph as hg
 from jaxpapers import panda
 from jaxpapers.core import benchmark as bench
@@ -33,9 +32,9 @@ NAME = "panda_search_memory"
 
 def step_memory(config, d, backbone, arm, trial, runs):
   """XLA's memory analysis of ``runs`` vmapped training steps of ``trial`` (bytes)."""
-  hp = search.applicable(search.draw(config.space, config.seed, trial), backbone, arm)
+  hp = panda.applicable_hparams(panda.draw_trial(config.space, config.seed, trial), backbone, arm)
   graphdef, params, rest, opt = panda.init(
-    search.structure_model_fn(d, backbone, arm, hp), jax.random.key(0)
+    panda.structure_model_fn(d, backbone, arm, hp), jax.random.key(0)
   )
   mask = jnp.asarray(d.train_mask[0], jnp.float32)
 
@@ -67,14 +66,14 @@ def parse_args(argv=None):
 def main(argv=None):
   a = parse_args(argv)
   host = bench.host_info()
-  config = search_config.get_config()
+  config = experiment_config("panda", "search")
   if a.quick:
     config.data_dir, dataset, cells = "none", "synthetic-small", "gedi:vanilla:0"
     config.synthetic_fallback = (dataset,)
   else:
     config.data_dir, dataset, cells = a.data_dir, a.dataset, a.cells
     config.datasets = (dataset,)
-  data, _ = train.load_datasets(config)
+  data = {dataset: panda_dataset(config, dataset)}
   runs = a.runs or config.search_splits
   rows = []
   for cell in cells.split(","):

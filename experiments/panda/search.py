@@ -2,29 +2,28 @@
 
 Both arms of a (dataset, backbone) pair get the same tuning budget: ``config.trials`` trials
 drawn by a seeded random sampler over ``config.space`` (depth, hidden width, dropout, learning
-rate, weight decay, PANDA's heads, PhenomNN's lambdas and unrolled steps). Trial ``t`` is drawn
-from ``numpy.random.default_rng([config.seed, t])`` with exactly one uniform number per
-parameter, in the fixed order :data:`SPACE_ORDER`, whatever the backbone or arm. So every cell
-sees the same trial list, and a parameter the arm does not have (``heads`` for vanilla, the
-PhenomNN parameters for the other backbones, ``num_layers`` for PhenomNN, whose depth is its
-unrolled steps) is drawn and then left out, without shifting the other draws.
+rate, weight decay, PANDA's heads, PhenomNN's lambdas and unrolled steps), drawn by
+:func:`jaxpapers.panda.draw_trial` (seeded, prefix-stable, the same list for every cell; a
+parameter an arm does not have is drawn and then left out,
+:func:`jaxpapers.panda.applicable_hparams`).
 
 A trial is one run of the sweep engine (``panda.make_trainer``, i.e. ``core.Sweep``): its
 ``search_splits`` splits are vmapped runs trained for ``config.epochs`` epochs; each run reports
 test accuracy at its best-validation epoch. lr, weight decay, dropout and PhenomNN's lambdas are
-traced (:data:`TRACED`), so all trials of a (dataset, backbone, arm) with the same static
-structure (layers, hidden, heads, PhenomNN's steps: :func:`structure`) run on one compiled
-program. The trial with the highest mean validation accuracy over its splits is selected (first
-one on a tie, :func:`select`), and that configuration is trained again on ``num_splits`` splits
-x ``final_inits`` fresh initialisations (keys disjoint from the search's), in batches of the
+traced, so all trials of a (dataset, backbone, arm) with the same static structure (layers,
+hidden, heads, PhenomNN's steps) run on one compiled program, kept by a
+:class:`jaxpapers.panda.TrialCache` per (dataset, backbone). The trial with the highest mean
+validation accuracy over its splits is selected (first one on a tie,
+:func:`jaxpapers.panda.select_trial`), and that configuration is trained again on
+``num_splits`` splits x ``final_inits`` fresh initialisations (keys disjoint from the search's), in batches of the
 trial's size so that it reuses the trial's program; those runs give the cell's mean +- std. A
 pair's paired test compares the two arms split by split (each split's test accuracy averaged
 over the initialisations).
 
 Resumable: every trial and every batch of a final is a cell of ``core.CellStore`` under
 ``<workdir>/cells`` (``'<dataset>|<backbone>|<arm>|trial<t>'`` and, for the selected trial,
-``'<dataset>|<backbone>|<arm>|final<t>|batch<k>'``), computed by one runner (:class:`_Runner`);
-once all batches of a final are there, they are joined into the final's cell
+``'<dataset>|<backbone>|<arm>|final<t>|batch<k>'``), computed by the harness's
+:class:`jaxpapers.core.CellRunner`; once all batches of a final are there, they are joined into the final's cell
 ``'<dataset>|<backbone>|<arm>|final<t>'`` (:func:`join_final`; the report reads only that one,
 and a store that holds it needs no batch cells). A rerun reads finished cells back and computes
 only the missing ones, so a stopped final resumes at its first missing batch. Since the draws are
@@ -43,204 +42,39 @@ the other batches: it is the same computation on the same keys and splits, padde
 
 from __future__ import annotations
 
-import math
 import pathlib
 import time
 
-import jax
 import jax.numpy as jnp
 import numpy as np
-from absl import logging
 
 from experiments.panda import train
 from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
 
-# The order in which a trial's parameters are drawn (one uniform number each).
-SPACE_ORDER = (
-  "num_layers",
-  "hidden",
-  "dropout",
-  "lr",
-  "wd",
-  "heads",
-  "lam0",
-  "lam1",
-  "phenom_steps",
-)
-_KINDS = ("choice", "uniform", "loguniform")
-SEARCH_ARMS = ("vanilla", "panda")
+SEARCH_ARMS = panda.SEARCH_ARMS
 
 
-def check_space(space) -> None:
-  """Raises a ValueError naming the parameter when ``space`` is not a valid search space.
+def trial_cache(config, data, backbone: str) -> panda.TrialCache:
+  """The compiled trial programs of one (dataset, backbone)'s search (both arms share it).
 
-  ``space`` maps every name of :data:`SPACE_ORDER` to ``('choice', (v0, v1, ...))``,
-  ``('uniform', lo, hi)`` or ``('loguniform', lo, hi)`` (``0 < lo`` for log-uniform).
+  Runs go through a structure's program in batches of ``search_splits`` runs (the batch a
+  search trial uses), so that a final re-run reuses its trial's compiled program;
+  ``config.runs_per_program`` (default ``search_splits``) makes the program's batch smaller.
   """
-  missing = [k for k in SPACE_ORDER if k not in space]
-  if missing:
-    raise ValueError(f"config.space lacks {missing}; it needs every one of {SPACE_ORDER}")
-  for name in SPACE_ORDER:
-    spec = tuple(space[name])
-    kind = spec[0] if spec else None
-    if kind not in _KINDS:
-      raise ValueError(
-        f"config.space[{name!r}] must start with one of {_KINDS}, got {spec!r} "
-        "(e.g. ('choice', (64, 128)), ('loguniform', 1e-3, 1e-1))"
-      )
-    if kind == "choice":
-      if len(spec) != 2 or not isinstance(spec[1], (tuple, list)) or not spec[1]:
-        raise ValueError(f"config.space[{name!r}] must be ('choice', (v0, ...)), got {spec!r}")
-    else:
-      if len(spec) != 3 or not all(isinstance(v, (int, float)) for v in spec[1:]):
-        raise ValueError(f"config.space[{name!r}] must be ({kind!r}, lo, hi), got {spec!r}")
-      lo, hi = spec[1], spec[2]
-      if not lo <= hi or (kind == "loguniform" and lo <= 0):
-        raise ValueError(
-          f"config.space[{name!r}]: need {'0 < ' if kind == 'loguniform' else ''}lo <= hi, "
-          f"got lo={lo}, hi={hi}"
-        )
+  return panda.TrialCache(
+    data,
+    backbone,
+    epochs=config.epochs,
+    runs=min(config.search_splits, data.num_splits),
+    fast_compile=config.fast_compile,
+    runs_per_program=_check_runs_per_program(config),
+  )
 
 
-def draw(space, seed: int, trial: int) -> dict:
-  """Trial ``trial``'s values of every parameter in :data:`SPACE_ORDER` (seeded, arm-free).
-
-  One ``u ~ U[0, 1)`` per parameter from ``default_rng([seed, trial])``:
-  ``choice`` takes option ``floor(u k)``, ``uniform`` ``lo + u (hi - lo)``, ``loguniform``
-  ``exp(log lo + u (log hi - log lo))``.
-  """
-  check_space(space)
-  for nm, v in (("seed", seed), ("trial", trial)):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-      raise ValueError(f"{nm} must be an int >= 0, got {v!r}")
-  u = np.random.default_rng([int(seed), int(trial)]).random(len(SPACE_ORDER))
-  out = {}
-  for name, ui in zip(SPACE_ORDER, u):
-    spec = tuple(space[name])
-    if spec[0] == "choice":
-      opts = tuple(spec[1])
-      v = opts[min(int(ui * len(opts)), len(opts) - 1)]
-      out[name] = v.item() if isinstance(v, np.generic) else v
-    elif spec[0] == "uniform":
-      out[name] = float(spec[1] + ui * (spec[2] - spec[1]))
-    else:
-      lo, hi = math.log(spec[1]), math.log(spec[2])
-      out[name] = float(math.exp(lo + ui * (hi - lo)))
-  return out
-
-
-def applicable(values: dict, backbone: str, arm: str) -> dict:
-  """The drawn values that a (backbone, arm) model has (see the module docstring)."""
-  out = dict(values)
-  if arm == "vanilla":
-    out.pop("heads")
-  if backbone == "phenomnn":
-    out.pop("num_layers")
-  else:
-    for k in ("lam0", "lam1", "phenom_steps"):
-      out.pop(k)
-  return out
-
-
-def select(trials) -> int:
-  """Index of the trial with the highest mean validation accuracy (the first one on a tie).
-
-  Means within 1e-9 of the best count as ties (accuracies are ratios of counts, and a float
-  mean of equal counts in another order can differ in its last bit).
-  """
-  if not trials:
-    raise ValueError("select: no trials")
-  means = np.array([float(np.mean(t["val"])) for t in trials])
-  return int(np.flatnonzero(means >= means.max() - 1e-9)[0])
-
-
-# Trial values that are traced (one compiled program serves them all); the rest are static.
-TRACED = ("lr", "wd", *panda.TRACED_MODEL_HPARAMS)
-# The values a structure's model is built with; the traced ones replace them at run time
-# (a non-zero dropout, so that every dropout layer exists: see ``panda.with_hparams``).
-_NOMINAL = dict(dropout=0.5, lam0=1.0, lam1=1.0)
-
-
-def structure(hp: dict) -> tuple:
-  """The static part of a trial's values (layers, hidden, heads, PhenomNN steps), sorted.
-
-  Trials of one (dataset, backbone, arm) with equal structures share one compiled program.
-  """
-  return tuple(sorted((k, v) for k, v in hp.items() if k not in TRACED))
-
-
-def model_fn(data, backbone: str, arm: str, hp: dict):
-  """``rngs -> model`` for one trial's values ``hp`` (as returned by :func:`applicable`)."""
-  kw = dict(hidden=int(hp["hidden"]), dropout=float(hp["dropout"]))
-  if backbone == "phenomnn":
-    kw.update(num_steps=int(hp["phenom_steps"]), lam0=float(hp["lam0"]), lam1=float(hp["lam1"]))
-  else:
-    kw["num_layers"] = int(hp["num_layers"])
-  cfg = None if arm == "vanilla" else panda.PandaConfig(heads=int(hp["heads"]))
-  f, k = int(data.x.shape[1]), data.num_classes
-  return lambda rngs: panda.make_model(backbone, cfg, in_features=f, num_classes=k, rngs=rngs, **kw)
-
-
-def structure_model_fn(data, backbone: str, arm: str, hp: dict):
-  """``rngs -> model`` of ``hp``'s structure, the one its trials' compiled program trains.
-
-  The traced values (dropout, PhenomNN's lam0 and lam1) are set to nominal ones: every trial of
-  the structure passes its own at run time, so the program does not depend on which trial built
-  it.
-  """
-  return model_fn(data, backbone, arm, dict(hp, **{k: v for k, v in _NOMINAL.items() if k in hp}))
-
-
-def _keys(seed: int, phase: int, index: int, runs: int):
-  """Run keys: phase 0 = search (index = trial), phase 1 = final (index = initialisation)."""
-  base = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), phase), index)
-  return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(runs))
-
-
-def _program(config, data, backbone, arm, hp, cache):
-  """The compiled trainer and parameter count of ``hp``'s structure (built once, cached)."""
-  key = structure(hp)
-  if key not in cache:
-    fn = structure_model_fn(data, backbone, arm, hp)
-    cache[key] = (
-      panda.make_trainer(fn, config.epochs, fast_compile=config.fast_compile),
-      train.count_params(fn),
-    )
-  return cache[key]
-
-
-def _train(config, data, backbone, arm, hp, keys, splits, cache) -> dict:
-  """Runs ``hp`` on ``splits[i]`` with ``keys[i]``; per-run best-validation results.
-
-  The runs go through the structure's program in batches of ``search_splits`` runs (the last
-  one padded by repeating its last run), the batch a search trial uses: a final re-run reuses
-  its trial's compiled program, and a run's result does not depend on the other runs.
-  ``config.runs_per_program`` (default ``search_splits``) makes the program's batch smaller:
-  the same runs, keys and splits then go through it a few at a time, which divides the memory
-  one call holds (every run's temporaries) at no extra arithmetic; results agree up to float
-  rounding, since a vmapped matrix product may sum in another order.
-  """
-  run, params = _program(config, data, backbone, arm, hp, cache)
-  n, b = len(splits), _runs_per_program(config, data)
-  traced = {k: float(hp[k]) for k in panda.TRACED_MODEL_HPARAMS if k in hp}
-  va, te, ep = [], [], []
-  for i in range(0, n, b):
-    idx = np.minimum(np.arange(i, i + b), n - 1)
-    hist = run(
-      data,
-      keys[idx],
-      np.full(b, hp["lr"]),
-      np.full(b, hp["wd"]),
-      np.asarray(splits)[idx],
-      **{k: np.full(b, v) for k, v in traced.items()},
-    )
-    v, t, e = panda.best_val_test(jax.tree.map(np.asarray, hist))
-    m = min(b, n - i)
-    va += v[:m].tolist()
-    te += t[:m].tolist()
-    ep += e[:m].tolist()
-  return dict(val=va, test=te, epoch=ep, params=params)
+def _train(cache, arm, hp, keys, splits) -> dict:
+  """Runs ``hp`` on ``splits[i]`` with ``keys[i]`` (:meth:`panda.TrialCache.train`)."""
+  return cache.train(arm, hp, keys, splits)
 
 
 def _check_runs_per_program(config) -> int | None:
@@ -251,20 +85,13 @@ def _check_runs_per_program(config) -> int | None:
   return None if v is None else int(v)
 
 
-def _runs_per_program(config, data) -> int:
-  """Runs per call of a structure's program: ``config.runs_per_program`` or the search batch."""
-  b = min(config.search_splits, data.num_splits)
-  v = _check_runs_per_program(config)
-  return b if v is None else min(v, b)
-
-
-def run_trial(config, data, backbone, arm, trial, cache) -> dict:
+def run_trial(config, cache: panda.TrialCache, arm: str, trial: int) -> dict:
   """Trial ``trial`` of one (dataset, backbone, arm) cell on the first ``search_splits`` splits."""
-  hp = applicable(draw(config.space, config.seed, trial), backbone, arm)
-  r = min(config.search_splits, data.num_splits)
-  out = _train(
-    config, data, backbone, arm, hp, _keys(config.seed, 0, trial, r), np.arange(r), cache
+  hp = panda.applicable_hparams(
+    panda.draw_trial(config.space, config.seed, trial), cache.backbone, arm
   )
+  r = min(config.search_splits, cache.data.num_splits)
+  out = _train(cache, arm, hp, panda.trial_keys(config.seed, 0, trial, r), np.arange(r))
   return dict(trial=trial, hp=hp, **out)
 
 
@@ -280,22 +107,25 @@ def final_batches(config, data) -> int:
   return -(-(r * inits) // b)
 
 
-def run_final_batch(config, data, backbone, arm, trial, batch, cache) -> dict:
+def run_final_batch(config, cache: panda.TrialCache, arm: str, trial: int, batch: int) -> dict:
   """Batch ``batch`` of trial ``trial``'s final: runs ``[batch * b, (batch + 1) * b)``.
 
   A final's runs are its ``final_inits`` initialisations x ``num_splits`` splits, init-major;
   ``b = search_splits``. The batch is exactly the one :func:`run_final` trains at that offset
   (the last one padded by repeating its last run).
   """
+  data = cache.data
   n = final_batches(config, data)
   if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < n:
     raise ValueError(f"batch must be an int in [0, {n}), got {batch!r}")
-  hp = applicable(draw(config.space, config.seed, trial), backbone, arm)
+  hp = panda.applicable_hparams(
+    panda.draw_trial(config.space, config.seed, trial), cache.backbone, arm
+  )
   r, inits, b = _final_layout(config, data)
-  keys = jnp.concatenate([_keys(config.seed, 1, j, r) for j in range(inits)])
+  keys = jnp.concatenate([panda.trial_keys(config.seed, 1, j, r) for j in range(inits)])
   lo, hi = batch * b, min((batch + 1) * b, r * inits)
   splits = np.tile(np.arange(r), inits)[lo:hi]
-  o = _train(config, data, backbone, arm, hp, keys[lo:hi], splits, cache)
+  o = _train(cache, arm, hp, keys[lo:hi], splits)
   return dict(trial=trial, batch=batch, hp=hp, **o)
 
 
@@ -329,13 +159,12 @@ def join_final(config, data, parts) -> dict:
   return out
 
 
-def run_final(config, data, backbone, arm, trial, cache) -> dict:
+def run_final(config, cache: panda.TrialCache, arm: str, trial: int) -> dict:
   """Trial ``trial``'s configuration on ``num_splits`` splits x ``final_inits`` inits."""
   parts = [
-    run_final_batch(config, data, backbone, arm, trial, k, cache)
-    for k in range(final_batches(config, data))
+    run_final_batch(config, cache, arm, trial, k) for k in range(final_batches(config, cache.data))
   ]
-  return join_final(config, data, parts)
+  return join_final(config, cache.data, parts)
 
 
 def final_cell(key: str, trials: list, final: dict) -> dict:
@@ -346,7 +175,7 @@ def final_cell(key: str, trials: list, final: dict) -> dict:
     dataset=ds,
     backbone=b,
     arm=a,
-    selected_trial=select(trials),
+    selected_trial=panda.select_trial(trials),
     hp=final["hp"],
     test_mean=float(test.mean()),
     test_std=float(test.std()),
@@ -384,36 +213,9 @@ def _migrate(key: str, cell: dict):
   return f"{key}|final{t:03d}", dict(trial=t, **{k: cell[k] for k in keep}, wall_s=cell["wall_s"])
 
 
-class _Runner:
-  """Computes missing cells of the store in order, within a process-CPU budget.
-
-  :meth:`cell` returns a stored cell, or computes it (``compute() -> dict``, stored with its
-  ``cpu_s`` and ``wall_s``), or returns None when ``report_only`` is set or the budget is spent
-  (then :attr:`stopped` is set).
-  """
-
-  def __init__(self, store, budget_s: float, report_only: bool):
-    self.store, self.budget_s, self.report_only = store, budget_s, report_only
-    self.cpu0, self.stopped = time.process_time(), False
-
-  def cell(self, key: str, compute):
-    if key in self.store:
-      return self.store.get(key)
-    if self.report_only:
-      return None
-    if self.budget_s and time.process_time() - self.cpu0 > self.budget_s:
-      self.stopped = True
-      return None
-
-    def timed(_ckpt):
-      c0, t0 = time.process_time(), time.perf_counter()
-      out = compute()
-      return dict(out, cpu_s=time.process_time() - c0, wall_s=time.perf_counter() - t0)
-
-    c = self.store.get_or_compute(key, timed)
-    val = c["val"] if "val" in c else np.asarray(c["val_runs"]) / 100
-    logging.info("%s: val %.1f (%.0f CPU s)", key, 100 * np.mean(val), c["cpu_s"])
-    return c
+def _describe(cell) -> str:
+  """The log line's summary of a trial or final-batch cell: its mean validation accuracy."""
+  return f"val {100 * np.mean(cell['val']):.1f}"
 
 
 def _split_tests(cell):
@@ -453,7 +255,7 @@ def _table(cells, datasets, backbones, per_pair) -> str:
 def train_and_evaluate(config, workdir) -> dict:
   """Runs the search (resumable) and writes ``results.json``, ``cells/`` and a bar plot."""
   t0 = time.time()
-  check_space(config.space)
+  panda.check_search_space(config.space)
   for a in config.arms:
     core.validate_choice(a, name="arms", allowed=SEARCH_ARMS)
   for b in config.backbones:
@@ -471,24 +273,24 @@ def train_and_evaluate(config, workdir) -> dict:
       k, v = _migrate(k, v)
       if k not in store:
         store.put(k, v)
-  runner = _Runner(
-    store, float(config.get("max_cpu_s", 0) or 0), bool(config.get("report_only", False))
+  runner = core.CellRunner(
+    store,
+    budget_s=float(config.get("max_cpu_s", 0) or 0),
+    report_only=bool(config.get("report_only", False)),
+    describe=_describe,
   )
   for ds in data:
     for b in config.backbones:
       d = hg.backbone_input(b, data[ds])
-      cache: dict = {}  # structure -> compiled program, per (dataset, backbone); arms differ
+      cache = trial_cache(config, d, b)  # one compiled program per (arm, structure)
       for t in range(config.trials):
         for a in config.arms:
-          runner.cell(
-            f"{ds}|{b}|{a}|trial{t:03d}",
-            lambda a=a, t=t: run_trial(config, d, b, a, t, cache),
-          )
+          runner.cell(f"{ds}|{b}|{a}|trial{t:03d}", lambda a=a, t=t: run_trial(config, cache, a, t))
       for a in config.arms:
         trials = _trials(store, f"{ds}|{b}|{a}", config.trials)
         if trials is None:
           continue
-        best = select(trials)
+        best = panda.select_trial(trials)
         key = f"{ds}|{b}|{a}|final{best:03d}"
         if key in store:
           continue
@@ -497,7 +299,7 @@ def train_and_evaluate(config, workdir) -> dict:
           name = f"{key}|batch{k:02d}"
           if k % shard[1] == shard[0]:  # this process's batch: the runner reads or computes it
             part = runner.cell(
-              name, lambda a=a, best=best, k=k: run_final_batch(config, d, b, a, best, k, cache)
+              name, lambda a=a, best=best, k=k: run_final_batch(config, cache, a, best, k)
             )
           else:  # another process's: present only once merged in
             part = store.get(name)
@@ -527,7 +329,7 @@ def _finals(config, store, names) -> dict:
         trials = _trials(store, key, config.trials)
         if trials is None:
           continue
-        final = store.get(f"{key}|final{select(trials):03d}")
+        final = store.get(f"{key}|final{panda.select_trial(trials):03d}")
         if final is not None:
           out[key] = final_cell(key, trials, final)
   return out

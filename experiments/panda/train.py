@@ -43,43 +43,23 @@ ARMS = (
 ABLATION_ARMS = ("without_gate", "without_aux", "without_prior_aux", "prior_only")
 
 
-def count_params(model_fn) -> int:
-  """Trainable parameters of ``model_fn(rngs)`` (abstract init, no compute)."""
-  from flax import nnx
-
-  state = nnx.state(nnx.eval_shape(lambda: model_fn(nnx.Rngs(0))), nnx.Param)
-  return int(sum(np.prod(x.shape) for x in jax.tree.leaves(state)))
-
-
 def matched_hidden(config, backbone, data) -> int:
   """The smallest vanilla ``hidden`` whose parameter count reaches the PANDA arm's.
 
   The capacity control: PANDA adds stage weights (and ``heads`` widens its layers), so the
   ``vanilla_matched`` arm gives the vanilla backbone at least as many parameters.
   """
-  target = count_params(_model_fn(config, backbone, "panda", data))
+  target = panda.count_params(_model_fn(config, backbone, "panda", data))
   lo, hi = config.hidden, config.hidden
-  while count_params(_model_fn(config, backbone, "vanilla", data, hidden=hi)) < target:
+  while panda.count_params(_model_fn(config, backbone, "vanilla", data, hidden=hi)) < target:
     lo, hi = hi, 2 * hi
   while lo < hi:
     mid = (lo + hi) // 2
-    if count_params(_model_fn(config, backbone, "vanilla", data, hidden=mid)) >= target:
+    if panda.count_params(_model_fn(config, backbone, "vanilla", data, hidden=mid)) >= target:
       hi = mid
     else:
       lo = mid + 1
   return hi
-
-
-def _reduce_features(data: hg.HypergraphData, k: int, seed: int) -> hg.HypergraphData:
-  """Seeded truncated SVD of wide feature matrices to ``k`` columns (same input for all arms)."""
-  x = np.asarray(data.x, np.float64)
-  if k <= 0 or x.shape[1] <= k:
-    return data
-  from sklearn.decomposition import TruncatedSVD
-
-  z = TruncatedSVD(k, random_state=seed).fit_transform(x)
-  z = z / (z.std(0, keepdims=True) + 1e-8)
-  return data.replace(x=jnp.asarray(z, jnp.float32))
 
 
 def load_datasets(config) -> tuple[dict, str]:
@@ -105,32 +85,23 @@ def load_datasets(config) -> tuple[dict, str]:
       f"config.{field} is empty: name at least one dataset (a key of hypergraph.DATASETS or "
       f"'<format>/<name>'; synthetic: 'synthetic-small' or 'synthetic-inter<k>')"
     )
+  kw = dict(num_splits=config.num_splits, seed=config.seed)
   if root is not None:
     for name in config.datasets:
       # Shipped splits: the first num_splits of them; otherwise seeded generated splits.
-      seed = None if hg.ships_splits(name) else config.seed
-      d = hg.load(name, root, split_seed=seed, num_splits=config.num_splits)
-      out[name] = _reduce_features(d, config.max_features, config.seed)
+      out[name] = panda.load_dataset(name, root, max_features=config.max_features, **kw)
     # As given (a relative data_dir stays relative in results.json), else the place it was
     # found by name (never this machine's absolute path).
     if config.data_dir:
       return out, f"{config.data_dir.rstrip('/')}/hypergraph"
     return out, f"hypergraph/ in the data folder found as {found_in}"
   for name in config.synthetic_fallback:
-    if name == "synthetic-small":
-      d = hg.make_synthetic(
-        config.seed,
-        num_classes=3,
-        nodes_per_class=20,
-        n_intra=6,
-        n_inter=3,
-        num_splits=config.num_splits,
-        name=name,
+    if not name.startswith("synthetic-"):
+      raise ValueError(
+        f"config.synthetic_fallback names {name!r}: generated sets are 'synthetic-small' or "
+        "'synthetic-inter<k>'"
       )
-    else:
-      inter = int(name.rsplit("inter", 1)[1])
-      d = hg.make_synthetic(config.seed, n_inter=inter, num_splits=config.num_splits, name=name)
-    out[name] = d
+    out[name] = panda.load_dataset(name, None, **kw)
   if config.data_dir == "none":
     return out, "synthetic (make_synthetic; data_dir='none')"
   return out, (
@@ -200,7 +171,7 @@ def run_cell(config, data, backbone, arm, checkpoint_dir=None) -> dict:
     best_lr=best["lr"],
     best_wd=best["wd"],
     splits=r,
-    params=count_params(model_fn),
+    params=panda.count_params(model_fn),
     sweep=res,
     first_call_s=compile_s,
     wall_s=time.perf_counter() - t0,

@@ -21,7 +21,8 @@
   (JSONL + TensorBoard, process 0 only).
 * :class:`Sweep` / :func:`run_sweep`: grids of small runs, vmapped over a runs
   axis sharded over the mesh, stepped in ``lax.scan`` chunks with an orbax
-  checkpoint per chunk; :class:`CellStore`: atomic per-cell results.
+  checkpoint per chunk; :class:`CellStore`: atomic per-cell results;
+  :class:`CellRunner`: fills a store cell by cell within a CPU budget, or only reads it.
 * :class:`Claim`, :func:`judge`: claims as data and their verdicts (held / partly /
   not reproduced / inconclusive), written into results.json by
   :func:`write_results`; :func:`markdown_table`, :func:`claims_table` and the
@@ -105,7 +106,7 @@ from jaxpapers.core.stats import (
   sign_flip_test,
   t_interval,
 )
-from jaxpapers.core.sweep import CellStore, Sweep, SweepResult, run_sweep, runs_mesh
+from jaxpapers.core.sweep import CellRunner, CellStore, Sweep, SweepResult, run_sweep, runs_mesh
 from jaxpapers.core.train import TrainState, train_loop
 from jaxpapers.core.validation import (
   check_array,
@@ -141,6 +142,7 @@ __all__ = [
   "run_sweep",
   "runs_mesh",
   "CellStore",
+  "CellRunner",
   "write_results",
   "read_results",
   "save_figure",

@@ -798,3 +798,79 @@ class CellStore:
       name -> value, in name order.
     """
     return dict(self.items())
+
+
+class CellRunner:
+  """Fills a :class:`CellStore` cell by cell, within a process-CPU budget, or only reads it.
+
+  The orchestration of an experiment whose work is a list of named cells computed in a fixed
+  order (a search's trials, then the finals they select): :meth:`cell` returns a stored cell
+  as it is; otherwise it computes it (``compute() -> dict``), stores it with its ``cpu_s`` (the
+  process CPU seconds it took) and ``wall_s``, and returns what the store holds. It returns
+  None instead of computing when ``report_only`` is set (re-rendering a report from the cells
+  there are) or when the process has used more than ``budget_s`` CPU seconds since the runner
+  was made; :attr:`stopped` then says that the budget stopped it. A rerun on the same store
+  reads finished cells back and computes only the missing ones.
+
+  Args:
+    store: the cells (:class:`CellStore`).
+    budget_s: process CPU seconds after which no new cell starts (0: no budget).
+    report_only: never compute; missing cells are None.
+    describe: optional ``cell value -> str`` for the log line of a computed cell.
+
+  Attributes:
+    stopped: whether the budget has stopped a cell from starting.
+
+  Example::
+
+    runner = CellRunner(CellStore(workdir / "cells"), budget_s=1400.0)
+    for t in range(trials):
+      runner.cell(f"texas|gedi|panda|trial{t:03d}", lambda t=t: run_trial(t))
+  """
+
+  def __init__(
+    self,
+    store: CellStore,
+    *,
+    budget_s: float = 0.0,
+    report_only: bool = False,
+    describe: Callable[[Any], str] | None = None,
+  ):
+    if not isinstance(store, CellStore):
+      raise TypeError(f"store must be a CellStore, got {type(store).__name__}")
+    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or budget_s < 0:
+      raise ValueError(f"budget_s must be a number >= 0 (0: no budget), got {budget_s!r}")
+    self.store, self.budget_s, self.report_only = store, float(budget_s), bool(report_only)
+    self.describe = describe
+    self.cpu0, self.stopped = time.process_time(), False
+
+  def cell(self, name: str, compute: Callable[[], dict[str, Any]]) -> Any | None:
+    """The cell ``name``: stored, computed now, or None (report-only or budget spent).
+
+    Args:
+      name: the cell's name in the store.
+      compute: ``() -> dict``, called only when the cell is missing and may start.
+
+    Returns:
+      The cell's value as stored (with ``cpu_s`` and ``wall_s`` when computed by a runner), or
+      None.
+    """
+    if name in self.store:
+      return self.store.get(name)
+    if self.report_only:
+      return None
+    if self.budget_s and time.process_time() - self.cpu0 > self.budget_s:
+      self.stopped = True
+      return None
+
+    def timed(_checkpoint_dir):
+      c0, t0 = time.process_time(), time.perf_counter()
+      out = compute()
+      if not isinstance(out, dict):
+        raise TypeError(f"cell {name!r}: compute() must return a dict, got {type(out).__name__}")
+      return dict(out, cpu_s=time.process_time() - c0, wall_s=time.perf_counter() - t0)
+
+    value = self.store.get_or_compute(name, timed)
+    what = f"{self.describe(value)} " if self.describe is not None else ""
+    logging.info("%s: %s(%.0f CPU s)", name, what, value["cpu_s"])
+    return value

@@ -10,6 +10,7 @@ References: PANDA (NeurIPS 2026; official code jainris/panda; arXiv id not yet a
 GeDi-HNN, Fiorini et al., "Let There Be Direction in Hypergraph Neural Networks", TMLR 2024.
 """
 
+from jaxpapers.panda._data import load_dataset, reduce_features
 from jaxpapers.panda._models import (
   ABLATIONS,
   PandaGeDi,
@@ -24,6 +25,21 @@ from jaxpapers.panda._reference import (
   load_reference_weights,
   reference_config,
   reference_stage_names,
+)
+from jaxpapers.panda._search import (
+  SEARCH_ARMS,
+  SEARCH_SPACE_ORDER,
+  TRACED_TRIAL_HPARAMS,
+  TrialCache,
+  applicable_hparams,
+  check_search_space,
+  count_params,
+  draw_trial,
+  select_trial,
+  structure_model_fn,
+  trial_keys,
+  trial_model_fn,
+  trial_structure,
 )
 from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, StageAux, stage_priors
 from jaxpapers.panda._train import (
@@ -66,4 +82,21 @@ __all__ = [
   "load_reference_weights",
   "reference_config",
   "reference_stage_names",
+  # the equal-budget search: trial draws, structures and the cache of compiled trial programs
+  "SEARCH_ARMS",
+  "SEARCH_SPACE_ORDER",
+  "TRACED_TRIAL_HPARAMS",
+  "TrialCache",
+  "applicable_hparams",
+  "check_search_space",
+  "count_params",
+  "draw_trial",
+  "select_trial",
+  "structure_model_fn",
+  "trial_keys",
+  "trial_model_fn",
+  "trial_structure",
+  # the benchmark's datasets
+  "load_dataset",
+  "reduce_features",
 ]

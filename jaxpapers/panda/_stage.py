@@ -205,6 +205,26 @@ def _scale_bwd(res, g):
 _scale.defvjp(_scale_fwd, _scale_bwd)
 
 
+@jax.custom_vjp
+def _scale_k(s, x):
+  """``s[..., None] * x[:, :, None]``: ``K`` per-pair coefficients ``s`` ``[P, H, K]`` times ``x``
+  ``[P, H, C]``, ``[P, H, K, C]``; the backward contracts (see :func:`_scale`)."""
+  return s[..., None] * x[:, :, None]
+
+
+def _scale_k_fwd(s, x):
+  return _scale_k(s, x), (s, x)
+
+
+def _scale_k_bwd(res, g):
+  s, x = res
+  ds = jnp.einsum("phkc,phc->phk", g, x).astype(s.dtype)
+  return ds, jnp.einsum("phkc,phk->phc", g, s).astype(x.dtype)
+
+
+_scale_k.defvjp(_scale_k_fwd, _scale_k_bwd)
+
+
 def _head_dot(x, w):
   """``out[p, h] = sum_a x[p, h, a] w[h, a]`` (``w`` ``[H, A]``) or ``w[a]`` (``w`` ``[A]``).
 
@@ -227,6 +247,50 @@ def _feat(re, im, layout="per_head"):
     return jnp.concatenate([re, im], -1)
   n, h, c = re.shape
   return jnp.concatenate([re.reshape(n, h * c), im.reshape(n, h * c)], -1).reshape(n, h, 2 * c)
+
+
+def _proj(re, im, w, layout, complex_features):
+  """``_feat(re, im, layout) @ w``: ``[N, H, C]`` parts times ``w`` ``[A, K]`` -> ``[N, H, K]``.
+
+  For complex features an ``im`` of None is an identically zero imaginary part. Where the
+  layout puts it in a block of its own (``'per_head'``, or one head) that block is skipped,
+  ``re @ w[:C]``, which is exactly ``[re || 0] @ w``; otherwise the zeros are materialised.
+  """
+  if im is None and complex_features:
+    c = re.shape[-1]
+    if layout == "per_head" or re.shape[1] == 1:
+      return re @ w[:c]
+    im = jnp.zeros_like(re)
+  return _feat(re, im, layout) @ w
+
+
+@jax.custom_vjp
+def _outer(s, v):
+  """``s[..., None] * v`` for per-pair, per-head ``s`` ``[P, H]`` and one row ``v`` ``[C]``.
+
+  The auxiliary message of a zero imaginary part, whose transform is the bias alone. As in
+  :func:`_scale`, the backward forms ``ds`` as a contraction instead of a last-axis reduction.
+  """
+  return s[..., None] * v
+
+
+def _outer_fwd(s, v):
+  return s[..., None] * v, (s, v)
+
+
+def _outer_bwd(res, g):
+  s, v = res
+  return jnp.einsum("phc,c->ph", g, v).astype(s.dtype), jnp.einsum("phc,ph->c", g, s).astype(
+    v.dtype
+  )
+
+
+_outer.defvjp(_outer_fwd, _outer_bwd)
+
+
+def _add(a, b):
+  """``a + b`` where None is an identically zero term."""
+  return b if a is None else a if b is None else a + b
 
 
 class PandaStage(nnx.Module):
@@ -317,8 +381,11 @@ class PandaStage(nnx.Module):
     """Runs the stage.
 
     Args:
-      x_send: ``(re, im)`` sender features ``[S, H, C]`` (``im`` None for real backbones).
-      z_recv: ``(re, im)`` receiver features ``[R, H, C]``, or None (then the prior aggregation).
+      x_send: ``(re, im)`` sender features ``[S, H, C]``; ``im`` None for real backbones and,
+        for a complex stage, for an identically zero imaginary part (GeDi's first layer, whose
+        input is real), whose products are then skipped rather than computed on zeros.
+      z_recv: ``(re, im)`` receiver features ``[R, H, C]`` (``im`` as for ``x_send``), or None
+        (then the prior aggregation).
       send_idx, recv_idx: int32[P] incidence pairs.
       prior: f32[P] structural prior ``c_sr``.
       phase: ``(re, im)`` f32[P] phases ``phi_sr`` or None (all 1).
@@ -345,10 +412,10 @@ class PandaStage(nnx.Module):
     if not isinstance(x_send, tuple) or len(x_send) != 2:
       raise TypeError("x_send must be a pair (re, im) (im None for real features)")
     xr, xi = x_send
-    if (xi is not None) != self.complex:
-      raise ValueError(
-        f"x_send must be {'complex (re, im)' if self.complex else 'real (re, None)'}"
-      )
+    if xi is not None and not self.complex:
+      raise ValueError("x_send must be real (re, None) for a stage built without complex_features")
+    if z_recv is not None and z_recv[1] is not None and not self.complex:
+      raise ValueError("z_recv must be real (re, None) for a stage built without complex_features")
     want = (cfg.heads, self.channels)
     for nm, a in (("x_send", xr), ("z_recv", None if z_recv is None else z_recv[0])):
       if a is not None and (jnp.ndim(a) != 3 or tuple(jnp.shape(a)[1:]) != want):
@@ -380,10 +447,7 @@ class PandaStage(nnx.Module):
 
     def prior_agg():  # z_r = sum c phi~ x_s, with this stage's phase direction
       zr_, zi_ = hg.cmul(pr[:, None, None], None if pi is None else pi[:, None, None], gr, gi)
-      z = (seg(c_ph * zr_), None if zi_ is None else seg(c_ph * zi_))
-      if self.complex and z[1] is None:
-        z = (z[0], jnp.zeros_like(z[0]))
-      return z
+      return (seg(c_ph * zr_), None if zi_ is None else seg(c_ph * zi_))
 
     z_prior = None
     if z_recv is None or att_prior or gate_recv == "prior":
@@ -391,17 +455,16 @@ class PandaStage(nnx.Module):
     if z_recv is None:
       z_recv = z_prior
     z_att = z_prior if att_prior else z_recv
-    lay = cfg.complex_layout
-    fs, fr = _feat(*x_send, lay), _feat(*z_recv, lay)  # [S, H, A], [R, H, A]
-    fa = fr if z_att is z_recv else _feat(*z_att, lay)  # receivers as the attention reads them
-    # attention (W_a shared over heads, a_h per head)
+    # [S, H, A] @ [A, K] and [R, H, A] @ [A, K] tables ([Re || Im] features, a zero Im skipped)
+    proj = lambda z, w: _proj(z[0], z[1], w, cfg.complex_layout, self.complex)
+    # attention (W_a shared over heads, a_h per head); z_att: receivers as the attention reads them
     grp = send_idx if sender_softmax else recv_idx
     if cfg.att_version == "v2":
-      hs = fs @ self.w_att[...]
-      hr = fa @ (self.w_att[...] if self.w_att_r is None else self.w_att_r[...])
+      hs = proj(x_send, self.w_att[...])
+      hr = proj(z_att, self.w_att[...] if self.w_att_r is None else self.w_att_r[...])
       e = _head_dot(jax.nn.leaky_relu(hs[send_idx] + hr[recv_idx], 0.2), self.att[...])
     else:
-      hs, hr = fs @ self.w_att[...], fa @ self.w_att[...]
+      hs, hr = proj(x_send, self.w_att[...]), proj(z_att, self.w_att[...])
       ar = self.att[...] if self.att_r is None else self.att_r[...]
       e = jax.nn.leaky_relu(
         jnp.einsum("nha,ha->nh", hs, self.att[...])[send_idx]
@@ -411,7 +474,7 @@ class PandaStage(nnx.Module):
     att = hg.segment_softmax(
       e,
       grp,
-      num_recv if not sender_softmax else fs.shape[0],
+      num_recv if not sender_softmax else xr.shape[0],
       mask=mask,
       indices_are_sorted=recv_sorted and not sender_softmax,
     )
@@ -421,8 +484,8 @@ class PandaStage(nnx.Module):
     cb = c[:, None]
     pi_mix = None
     if cfg.mix == "learned":
-      src_feat, src_idx = (fr, recv_idx) if sender_softmax else (fs, send_idx)
-      logits = jax.nn.leaky_relu(src_feat @ self.w1[...], 0.2) @ self.w2[...]
+      src_feat, src_idx = (z_recv, recv_idx) if sender_softmax else (x_send, send_idx)
+      logits = jax.nn.leaky_relu(proj(src_feat, self.w1[...]), 0.2) @ self.w2[...]
       pi_mix = jax.nn.softmax(logits, -1)[src_idx]  # [P, H, 2] = (prior, att)
       alpha = pi_mix[..., 1] * att + pi_mix[..., 0] * cb
     elif cfg.mix == "prior":
@@ -437,10 +500,11 @@ class PandaStage(nnx.Module):
     if mask is not None:
       alpha = jnp.where(mask[:, None], alpha, 0.0)
     gate, coef = None, alpha
-    mr, mi = _scale(alpha, gr), (None if gi is None else _scale(alpha, gi))
+    sc = lambda s_, x_: None if x_ is None else _scale(s_, x_)  # None: a zero imaginary part
+    mr, mi, y = _scale(alpha, gr), sc(alpha, gi), None
     if cfg.aux is not None:
-      fg = fr if gate_recv is None else _feat(*z_prior, lay)
-      us, ur = fs @ self.u_s[...], fg @ self.u_r[...]
+      fg = z_recv if gate_recv is None else z_prior
+      us, ur = proj(x_send, self.u_s[...]), proj(fg, self.u_r[...])
       g = (
         _head_dot(jax.nn.relu(us[send_idx] + ur[recv_idx] + self.b_g[...]), self.w_o[...])
         + self.b_o[...]
@@ -453,15 +517,24 @@ class PandaStage(nnx.Module):
         tr_, ti_ = sgn * gr, (None if gi is None else sgn * gi)
         if cfg.mix == "mul":  # the reference's product mode sends x, not x~
           tr_, ti_ = gr, gi
+        aux_im = lambda s_: sc(s_, ti_)  # s x~ of the imaginary part (None: zero)
       else:
         act = jax.nn.relu if self.aux_relu else (lambda v: v)
         b = self.b_aux[...]
-        tr_ = (act(xr) @ self.w_aux[...] + b)[send_idx]
-        ti_ = None if xi is None else (act(xi) @ self.w_aux[...] + b)[send_idx]
+        # a real, linear transform without phases sums per receiver (see below): no x~ per pair
+        fused = not self.complex and not self.aux_relu and phase is None and not cfg.symmetric_aux
+        tr_ = None if fused else (act(xr) @ self.w_aux[...] + b)[send_idx]
+        if xi is not None:
+          ti_ = (act(xi) @ self.w_aux[...] + b)[send_idx]
+          aux_im = lambda s_: _scale(s_, ti_)
+        elif self.complex:  # a zero imaginary part: W_aux act(0) + b = b for every pair
+          aux_im = lambda s_: _outer(s_, b)
+        else:
+          aux_im = lambda s_: None
       if cfg.symmetric_aux:
         pos, neg = alpha * jax.nn.relu(gate), alpha * jax.nn.relu(-gate)
         mr = _scale(pos, gr) + _scale(neg, tr_)
-        mi = None if gi is None else _scale(pos, gi) + _scale(neg, ti_)
+        mi = _add(sc(pos, gi), aux_im(neg))
         coef = pos + sgn * neg
       else:
         if cfg.mix == "mul":
@@ -469,12 +542,18 @@ class PandaStage(nnx.Module):
         else:
           share, sg = 1.0 - alpha, sgn
         w_aux = share * gate
-        mr = mr + _scale(w_aux, tr_)
-        mi = None if gi is None else mi + _scale(w_aux, ti_)
+        if tr_ is None:  # fused: y_r = sum alpha x_s + (sum w x_s) W_aux + (sum w) b
+          agg = seg(_scale_k(jnp.stack([alpha, w_aux], -1), gr))  # [R, H, 2, C]: one reduction
+          b = self.b_aux[...]
+          y = (agg[:, :, 0] + agg[:, :, 1] @ self.w_aux[...] + seg(w_aux)[..., None] * b, None)
+        else:
+          mr = mr + _scale(w_aux, tr_)
+          mi = _add(mi, aux_im(w_aux))
         coef = alpha + sg * share * gate
-    if phase is not None:
-      mr, mi = hg.cmul(pr[:, None, None], None if pi is None else pi[:, None, None], mr, mi)
-    y = (seg(mr), None if mi is None else seg(mi))
+    if y is None:
+      if phase is not None:
+        mr, mi = hg.cmul(pr[:, None, None], None if pi is None else pi[:, None, None], mr, mi)
+      y = (seg(mr), None if mi is None else seg(mi))
     if self.complex and y[1] is None:
       y = (y[0], jnp.zeros_like(y[0]))
     return y, StageAux(alpha=alpha, pi=pi_mix, gate=gate, att=att, coef=coef)
@@ -611,9 +690,8 @@ class PandaLayer(nnx.Module):
         )
     n, m, h = inc.num_nodes, inc.num_edges, self.cfg.heads
     shp = lambda a: None if a is None else a.reshape(a.shape[0], h, -1)
+    # a real input (GeDi's first layer) keeps im None: stage 1 skips the zero imaginary part
     ur, ui = self.w_u(xr), (None if xi is None else self.w_u(xi))
-    if self.complex and ui is None:
-      ui = jnp.zeros_like(ur)
     xu = (shp(ur), shp(ui))
     c1, c2 = priors
     ph = (inc.phase_re, inc.phase_im if self.complex else None) if use_phase else None

@@ -14,13 +14,9 @@ import pytest
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 
-# Benchmarks of the PANDA experiment's hyperparameter search (its draws, structures and program
-# cache): they wait for that search code to move into jaxpapers.panda, which another part of the
-# project owns. Each entry names the only modules it may still import from experiments.
-PENDING = {
-  "panda_search_cost.py": {"experiments.panda", "experiments.panda.configs"},
-  "panda_search_memory.py": {"experiments.panda", "experiments.panda.configs"},
-}
+# Benchmarks that may still import named experiment modules while their code moves into the
+# library (benchmark file name -> the modules it may import). Empty: none.
+PENDING: dict[str, set[str]] = {}
 
 
 OURS = ("jaxpapers", "experiments")

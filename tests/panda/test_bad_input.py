@@ -51,6 +51,20 @@ def _train_step(x):
   )[2]
 
 
+SPACE = dict(
+  num_layers=("choice", (1,)),
+  hidden=("choice", (4,)),
+  dropout=("uniform", 0.0, 0.5),
+  lr=("loguniform", 1e-3, 1e-2),
+  wd=("loguniform", 1e-6, 1e-3),
+  heads=("choice", (1,)),
+  lam0=("choice", (1.0,)),
+  lam1=("choice", (1.0,)),
+  phenom_steps=("choice", (2,)),
+)
+HP = panda.applicable_hparams(panda.draw_trial(SPACE, 0, 0), "hgnn", "panda")
+
+
 def _stage_call(xs):
   p = INC.nnz
   return STAGE(
@@ -59,6 +73,114 @@ def _stage_call(xs):
 
 
 CASES = [
+  Case(
+    "panda.check_search_space",
+    lambda: panda.check_search_space({k: v for k, v in SPACE.items() if k != "heads"}),
+    error=ValueError,
+    match="lacks \\['heads'\\]",
+    jit=None,
+    jit_reason="host-side search bookkeeping, not a traced computation",
+    id="check_search_space",
+  ),
+  Case(
+    "panda.draw_trial",
+    lambda: panda.draw_trial(SPACE, 0, -1),
+    error=ValueError,
+    match="trial must be an int >= 0",
+    jit=None,
+    jit_reason="host-side search bookkeeping, not a traced computation",
+    id="draw_trial",
+  ),
+  Case(
+    "panda.applicable_hparams",
+    lambda: panda.applicable_hparams(panda.draw_trial(SPACE, 0, 0), "hgnn", "matched"),
+    error=ValueError,
+    match="arm must be one of",
+    jit=None,
+    jit_reason="host-side search bookkeeping, not a traced computation",
+    id="applicable_hparams",
+  ),
+  Case(
+    "panda.select_trial",
+    lambda: panda.select_trial([]),
+    error=ValueError,
+    match="no trials",
+    jit=None,
+    jit_reason="host-side search bookkeeping, not a traced computation",
+    id="select_trial",
+  ),
+  Case(
+    "panda.trial_structure",
+    lambda: panda.trial_structure([("hidden", 4)]),
+    error=TypeError,
+    match="hp must be a mapping",
+    jit=None,
+    jit_reason="host-side search bookkeeping, not a traced computation",
+    id="trial_structure",
+  ),
+  Case(
+    "panda.trial_model_fn",
+    lambda: panda.trial_model_fn(UNDIR, "gat", "panda", HP),
+    error=ValueError,
+    match="backbone must be one of",
+    jit=None,
+    jit_reason="host-side search bookkeeping, not a traced computation",
+    id="trial_model_fn",
+  ),
+  Case(
+    "panda.structure_model_fn",
+    lambda: panda.structure_model_fn(UNDIR.x, "hgnn", "panda", HP),
+    error=TypeError,
+    match="data must be a HypergraphData",
+    jit=None,
+    jit_reason="host-side search bookkeeping, not a traced computation",
+    id="structure_model_fn",
+  ),
+  Case(
+    "panda.trial_keys",
+    lambda: panda.trial_keys(0, 2, 0, 3),
+    error=ValueError,
+    match="phase must be 0 \\(search trial\\) or 1",
+    jit=None,
+    jit_reason="builds the search's key list from static ints",
+    id="trial_keys",
+  ),
+  Case(
+    "panda.count_params",
+    lambda: panda.count_params(None),
+    error=TypeError,
+    match="model_fn must be a callable",
+    jit=None,
+    jit_reason="abstract initialisation of a model function, not a traced computation",
+    id="count_params",
+  ),
+  Case(
+    "panda.TrialCache",
+    lambda: panda.TrialCache(UNDIR, "hgnn", epochs=0, runs=2),
+    error=ValueError,
+    match="epochs must be a positive int",
+    jit=None,
+    jit_reason="host-side search bookkeeping, not a traced computation",
+    id="TrialCache",
+  ),
+  Case(
+    "panda.load_dataset",
+    lambda: panda.load_dataset("texas", None, num_splits=2, seed=0),
+    error=ValueError,
+    match="root must be given",
+    jit=None,
+    jit_reason="reads files from a folder, not a traced computation",
+    id="load_dataset",
+  ),
+  Case(
+    "panda.reduce_features",
+    lambda: panda.reduce_features(DATA, 2.5, 0),
+    error=TypeError,
+    match="k must be an int",
+    jit=None,
+    jit_reason="a host-side SVD of the feature matrix, not a traced computation",
+    id="reduce_features",
+  ),
   Case(
     "panda.PandaGeDi",
     lambda x: _fed("gedi", x),
@@ -325,6 +447,9 @@ CASES += [
 ]
 
 EXEMPT = {
+  "SEARCH_ARMS": "a constant: the search's arm names",
+  "SEARCH_SPACE_ORDER": "a constant: the order of a trial's draws",
+  "TRACED_TRIAL_HPARAMS": "a constant: the trial values a compiled program takes as arguments",
   "REFERENCE_ATTENTION_TYPES": "a constant: the reference tuner's attention strings",
   "StageAux": "a result container (per-incidence coefficients returned by a stage)",
   "best_val_test": "reads the history dict that make_trainer's run returns (not user input)",

@@ -7,7 +7,7 @@ import pytest
 
 from experiments.panda import train
 from experiments.panda.configs import smoke
-from jaxpapers import core
+from jaxpapers import core, panda
 from tests.notebook_util import run_notebook
 
 
@@ -74,7 +74,7 @@ def test_matched_arm_reaches_panda_parameter_count():
   d = hg.as_undirected(
     hg.make_synthetic(0, num_classes=3, nodes_per_class=10, n_intra=2, n_inter=1)
   )
-  n = lambda arm, **kw: train.count_params(train._model_fn(cfg, "hgnn", arm, d, **kw))
+  n = lambda arm, **kw: panda.count_params(train._model_fn(cfg, "hgnn", arm, d, **kw))
   h = train.matched_hidden(cfg, "hgnn", d)
   assert n("vanilla", hidden=h) >= n("panda") > n("vanilla", hidden=h - 1) > n("vanilla")
   assert n("vanilla_matched") == n("vanilla", hidden=h)

@@ -11,7 +11,9 @@ from flax import nnx
 from experiments.panda import experiment, search, train
 from experiments.panda.configs import default
 from experiments.panda.configs import search as search_config
+from jaxpapers import hypergraph as hg
 from jaxpapers import panda
+from jaxpapers.panda import _search as panda_search
 
 
 def _space():
@@ -21,7 +23,7 @@ def _space():
 def test_draws_are_seeded_and_match_a_hand_transcription():
   sp = _space()
   for t in range(5):
-    a, b = search.draw(sp, 7, t), search.draw(sp, 7, t)
+    a, b = panda.draw_trial(sp, 7, t), panda.draw_trial(sp, 7, t)
     assert a == b
     u = np.random.default_rng([7, t]).random(9)  # one uniform per parameter, in SPACE_ORDER
     assert a["num_layers"] == (1, 2, 3)[int(u[0] * 3)]
@@ -31,8 +33,8 @@ def test_draws_are_seeded_and_match_a_hand_transcription():
     assert a["wd"] == pytest.approx(1e-6 * (1e4 ** u[4]), rel=1e-12)
     assert a["heads"] == (1, 2, 4)[int(u[5] * 3)]
     assert a["phenom_steps"] == (2, 4, 8)[int(u[8] * 3)]
-  assert search.draw(sp, 7, 0) != search.draw(sp, 8, 0) != search.draw(sp, 7, 1)
-  lrs = [search.draw(sp, 0, t)["lr"] for t in range(200)]
+  assert panda.draw_trial(sp, 7, 0) != panda.draw_trial(sp, 8, 0) != panda.draw_trial(sp, 7, 1)
+  lrs = [panda.draw_trial(sp, 0, t)["lr"] for t in range(200)]
   assert 1e-3 <= min(lrs) and max(lrs) <= 3e-2
   # log-uniform: about half the draws below the geometric midpoint
   assert 0.4 < np.mean(np.array(lrs) < math.sqrt(3e-5)) < 0.6
@@ -42,8 +44,8 @@ def test_shared_parameters_are_drawn_identically_for_both_arms():
   sp = _space()
   for backbone in ("gedi", "hgnn", "hypergcn", "phenomnn"):
     for t in range(6):
-      v = search.applicable(search.draw(sp, 0, t), backbone, "vanilla")
-      p = search.applicable(search.draw(sp, 0, t), backbone, "panda")
+      v = panda.applicable_hparams(panda.draw_trial(sp, 0, t), backbone, "vanilla")
+      p = panda.applicable_hparams(panda.draw_trial(sp, 0, t), backbone, "panda")
       assert "heads" in p and "heads" not in v
       assert {k: p[k] for k in v} == v
       assert set(p) - set(v) == {"heads"}
@@ -51,7 +53,7 @@ def test_shared_parameters_are_drawn_identically_for_both_arms():
   # the PANDA-only option's range does not shift any shared draw
   other = dict(sp, heads=("choice", (8,)))
   for t in range(6):
-    a, b = search.draw(sp, 0, t), search.draw(other, 0, t)
+    a, b = panda.draw_trial(sp, 0, t), panda.draw_trial(other, 0, t)
     assert b["heads"] == 8 and {k: v for k, v in a.items() if k != "heads"} == {
       k: v for k, v in b.items() if k != "heads"
     }
@@ -60,13 +62,13 @@ def test_shared_parameters_are_drawn_identically_for_both_arms():
 def test_bad_space_names_the_parameter():
   sp = _space()
   with pytest.raises(ValueError, match="lacks.*heads"):
-    search.draw({k: v for k, v in sp.items() if k != "heads"}, 0, 0)
+    panda.draw_trial({k: v for k, v in sp.items() if k != "heads"}, 0, 0)
   with pytest.raises(ValueError, match=r"space\['lr'\].*0 < lo"):
-    search.draw(dict(sp, lr=("loguniform", 0.0, 1.0)), 0, 0)
+    panda.draw_trial(dict(sp, lr=("loguniform", 0.0, 1.0)), 0, 0)
   with pytest.raises(ValueError, match=r"space\['hidden'\] must start with"):
-    search.draw(dict(sp, hidden=("grid", (1, 2))), 0, 0)
+    panda.draw_trial(dict(sp, hidden=("grid", (1, 2))), 0, 0)
   with pytest.raises(ValueError, match="trial must be an int >= 0"):
-    search.draw(sp, 0, -1)
+    panda.draw_trial(sp, 0, -1)
 
 
 def test_selection_picks_the_best_mean_validation_trial():
@@ -76,10 +78,10 @@ def test_selection_picks_the_best_mean_validation_trial():
     dict(val=[0.65, 0.65], test=[0.2, 0.2]),  # mean 0.65
     dict(val=[0.80, 0.40], test=[0.3, 0.3]),  # mean 0.60
   ]
-  assert search.select(trials) == 1
-  assert search.select(trials[2:]) == 0
+  assert panda.select_trial(trials) == 1
+  assert panda.select_trial(trials[2:]) == 0
   with pytest.raises(ValueError, match="no trials"):
-    search.select([])
+    panda.select_trial([])
 
 
 def _tiny_config():
@@ -108,7 +110,7 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
   """The search's bookkeeping with the training replaced by a deterministic fake."""
   calls = []
 
-  def fake_train(config, data, backbone, arm, hp, keys, splits, cache):
+  def fake_train(cache, arm, hp, keys, splits):
     runs = len(splits)
     assert len(keys) == runs
     calls.append((arm, hp["dropout"], runs))
@@ -118,7 +120,7 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
   monkeypatch.setattr(search, "_train", fake_train)
   cfg = _tiny_config()
   cfg.trials = 3
-  drops = [search.draw(cfg.space, cfg.seed, t)["dropout"] for t in range(3)]
+  drops = [panda.draw_trial(cfg.space, cfg.seed, t)["dropout"] for t in range(3)]
   best = int(np.argmax(drops))
   metrics = search.train_and_evaluate(cfg, tmp_path)
   # 3 trials x 2 arms on 2 search splits, then 2 inits x 2 splits per arm for the final, in
@@ -145,7 +147,7 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
   # more trials on the same store: only the new trial runs (and a final if the selection moves)
   cfg.max_cpu_s = 0.0
   more = search.train_and_evaluate(cfg, tmp_path)
-  d3 = search.draw(cfg.space, cfg.seed, 3)["dropout"]
+  d3 = panda.draw_trial(cfg.space, cfg.seed, 3)["dropout"]
   new = [(a, d3, 2) for a in ("vanilla", "panda")]
   if d3 > drops[best]:
     new += [(a, d3, 2) for a in ("vanilla", "panda") for _ in range(2)]
@@ -157,7 +159,7 @@ def test_finals_shared_by_two_processes_join_to_the_unshared_final(tmp_path, mon
   """``final_shard``: two workdirs compute alternate final batches; a merged run joins them."""
   calls = []
 
-  def fake_train(config, data, backbone, arm, hp, keys, splits, cache):
+  def fake_train(cache, arm, hp, keys, splits):
     calls.append((arm, tuple(int(s) for s in splits)))
     v = 0.5 + hp["dropout"] / 2 + (0.01 if arm == "panda" else 0.0)
     key_bits = [float(jax.random.key_data(k).sum() % 97) for k in keys]  # which keys it got
@@ -222,21 +224,21 @@ def test_a_trial_is_the_same_alone_or_after_others_sharing_its_program(monkeypat
   """Trials of one structure reuse one compiled program, and reuse does not change a result."""
   cfg = _tiny_config()  # every trial: 1 layer, hidden 4, 1 head; lr, wd, dropout differ
   data, _ = train.load_datasets(cfg)
-  d = search.hg.as_undirected(data["synthetic-small"])
-  alone = search.run_trial(cfg, d, "hgnn", "panda", 1, {})
+  d = hg.as_undirected(data["synthetic-small"])
+  alone = search.run_trial(cfg, search.trial_cache(cfg, d, "hgnn"), "panda", 1)
   builds = []  # a model is built when a program is traced (and once to count parameters)
-  model_fn = search.model_fn
+  model_fn = panda_search.trial_model_fn
 
   def counting(*a):
     fn = model_fn(*a)
     return lambda rngs: builds.append(1) or fn(rngs)
 
-  monkeypatch.setattr(search, "model_fn", counting)
-  cache = {}
-  first = search.run_trial(cfg, d, "hgnn", "panda", 0, cache)
+  monkeypatch.setattr(panda_search, "trial_model_fn", counting)
+  cache = search.trial_cache(cfg, d, "hgnn")
+  first = search.run_trial(cfg, cache, "panda", 0)
   n = len(builds)
-  after = search.run_trial(cfg, d, "hgnn", "panda", 1, cache)
-  final = search.run_final(cfg, d, "hgnn", "panda", 1, cache)
+  after = search.run_trial(cfg, cache, "panda", 1)
+  final = search.run_final(cfg, cache, "panda", 1)
   assert n > 0 and len(builds) == n and len(cache) == 1  # nothing traced after the first trial
   assert first["hp"]["dropout"] != after["hp"]["dropout"]
   for k in ("val", "test", "epoch", "params", "hp"):
@@ -245,29 +247,29 @@ def test_a_trial_is_the_same_alone_or_after_others_sharing_its_program(monkeypat
   # A final joined from its batch cells equals one _train pass over all its runs, also when the
   # last batch is padded (3 runs in batches of 2), on the same compiled program.
   cfg.num_splits, cfg.final_inits = 1, 3
-  joined = search.run_final(cfg, d, "hgnn", "panda", 1, cache)
-  hp = search.applicable(search.draw(cfg.space, cfg.seed, 1), "hgnn", "panda")
-  keys = jax.numpy.concatenate([search._keys(cfg.seed, 1, j, 1) for j in range(3)])
-  one = search._train(cfg, d, "hgnn", "panda", hp, keys, np.zeros(3, int), cache)
+  joined = search.run_final(cfg, cache, "panda", 1)
+  hp = panda.applicable_hparams(panda.draw_trial(cfg.space, cfg.seed, 1), "hgnn", "panda")
+  keys = jax.numpy.concatenate([panda.trial_keys(cfg.seed, 1, j, 1) for j in range(3)])
+  one = cache.train("panda", hp, keys, np.zeros(3, int))
   assert joined["test_runs"] == (np.asarray(one["test"]) * 100).reshape(3, 1).tolist()
   assert joined["best_epoch_runs"] == np.asarray(one["epoch"]).reshape(3, 1).tolist()
   assert joined["test_runs"][0] == final["test_runs"][0][:1]  # init 0, split 0: same run
   assert len(builds) == n  # still nothing traced
   with pytest.raises(ValueError, match=r"batch must be an int in \[0, 2\)"):
-    search.run_final_batch(cfg, d, "hgnn", "panda", 1, 2, cache)
+    search.run_final_batch(cfg, cache, "panda", 1, 2)
 
 
 def test_a_structure_model_depends_on_the_structure_only():
   """Trials that differ only in traced values build one model, with every dropout layer."""
   cfg = _tiny_config()
   data, _ = train.load_datasets(cfg)
-  d = search.hg.backbone_input("phenomnn", data["synthetic-small"])
+  d = hg.backbone_input("phenomnn", data["synthetic-small"])
   base = dict(hidden=4, phenom_steps=2, heads=1, lr=0.01, wd=0.0)
   a = dict(base, dropout=0.0, lam0=0.3, lam1=2.0)
   b = dict(base, dropout=0.2, lam0=1.7, lam1=0.1)
-  assert search.structure(a) == search.structure(b)
-  built = [search.structure_model_fn(d, "phenomnn", "panda", hp)(nnx.Rngs(0)) for hp in (a, b)]
-  own = search.model_fn(d, "phenomnn", "panda", a)(nnx.Rngs(0))
+  assert panda.trial_structure(a) == panda.trial_structure(b)
+  built = [panda.structure_model_fn(d, "phenomnn", "panda", hp)(nnx.Rngs(0)) for hp in (a, b)]
+  own = panda.trial_model_fn(d, "phenomnn", "panda", a)(nnx.Rngs(0))
   for m in (*built, own):
     assert isinstance(m, panda.PandaPhenomNN)
   for m in built:  # the nominal values, whatever the trial's
@@ -275,7 +277,7 @@ def test_a_structure_model_depends_on_the_structure_only():
   assert (own.drop.rate, own.lam0, own.lam1) == (0.0, 0.3, 2.0)
   sa, sb = (jax.tree.map(np.asarray, nnx.state(m, nnx.Param)) for m in built)
   jax.tree.map(np.testing.assert_array_equal, sa, sb)
-  wider = search.structure_model_fn(d, "phenomnn", "panda", dict(a, hidden=8))(nnx.Rngs(0))
+  wider = panda.structure_model_fn(d, "phenomnn", "panda", dict(a, hidden=8))(nnx.Rngs(0))
   size = lambda m: sum(x.size for x in jax.tree.leaves(nnx.state(m, nnx.Param)))
   assert size(wider) > size(built[0])
 
@@ -285,27 +287,31 @@ def test_fewer_runs_per_program_give_the_same_runs(tmp_path, monkeypatch):
   cfg = _tiny_config()
   cfg.num_splits = cfg.search_splits = 3
   data, _ = train.load_datasets(cfg)
-  d = search.hg.as_undirected(data["synthetic-small"])
-  hp = search.applicable(search.draw(cfg.space, cfg.seed, 1), "hgnn", "vanilla")
+  d = hg.as_undirected(data["synthetic-small"])
+  hp = panda.applicable_hparams(panda.draw_trial(cfg.space, cfg.seed, 1), "hgnn", "vanilla")
   hp["dropout"] = 0.5  # the keys matter: a run given another run's key has other losses
-  keys = jax.numpy.concatenate([search._keys(cfg.seed, 1, j, 3) for j in range(2)])
+  keys = jax.numpy.concatenate([panda.trial_keys(cfg.seed, 1, j, 3) for j in range(2)])
   splits = np.tile(np.arange(3), 2)  # 6 runs: two batches of 3
   sizes, losses = [], []
-  program = search._program
 
-  def recording(*a):
-    run, params = program(*a)
+  def recording(cache):  # records each call of the cache's compiled program
+    program = cache.program
 
-    def rec(data, keys, *r, **k):
-      hist = run(data, keys, *r, **k)
-      sizes.append(len(keys))
-      losses.append(np.asarray(hist["loss"], np.float64))
-      return hist
+    def prog(*a):
+      run, params = program(*a)
 
-    return rec, params
+      def rec(data, keys, *r, **k):
+        hist = run(data, keys, *r, **k)
+        sizes.append(len(keys))
+        losses.append(np.asarray(hist["loss"], np.float64))
+        return hist
 
-  monkeypatch.setattr(search, "_program", recording)
-  whole = search._train(cfg, d, "hgnn", "vanilla", hp, keys, splits, {})
+      return rec, params
+
+    cache.program = prog
+    return cache
+
+  whole = recording(search.trial_cache(cfg, d, "hgnn")).train("vanilla", hp, keys, splits)
   assert sizes == [3, 3]
   ref = np.concatenate(losses)  # [6 runs, epochs]
   assert len({tuple(np.round(x, 4)) for x in ref}) == 6  # every run differs from the others
@@ -313,7 +319,7 @@ def test_fewer_runs_per_program_give_the_same_runs(tmp_path, monkeypatch):
     sizes.clear()
     losses.clear()
     cfg.runs_per_program = rpp
-    got = search._train(cfg, d, "hgnn", "vanilla", hp, keys, splits, {})
+    got = recording(search.trial_cache(cfg, d, "hgnn")).train("vanilla", hp, keys, splits)
     assert sizes == want, rpp
     np.testing.assert_allclose(np.concatenate(losses), ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got["val"], whole["val"], atol=1e-6)
@@ -344,8 +350,8 @@ def test_search_end_to_end_and_resume_recomputes_nothing(tmp_path, monkeypatch):
   )
   for a in ("vanilla", "panda"):
     trials = [cells[f"{ds}|hgnn|{a}|trial{t:03d}"] for t in range(2)]
-    final = cells[f"{ds}|hgnn|{a}|final{search.select(trials):03d}"]
-    assert final["hp"] == trials[search.select(trials)]["hp"]
+    final = cells[f"{ds}|hgnn|{a}|final{panda.select_trial(trials):03d}"]
+    assert final["hp"] == trials[panda.select_trial(trials)]["hp"]
     assert np.asarray(final["test_runs"]).shape == (2, 2)  # inits x splits
     assert metrics["per_cell"][f"{ds}|hgnn|{a}"]["test_mean"] == pytest.approx(
       np.mean(final["test_runs"])
