@@ -14,7 +14,8 @@ reused by a later run with the same settings (:func:`cached_scaling`). The measu
   python -m experiments.flashssm3d.scaling --views=8,16,32,64,128,256,512 --no_associative \
       --workdir=runs/flashssm3d_scaling
 
-writes ``scaling.json``, ``scaling.png`` and a ``results.json`` judging :data:`SCALING_CLAIMS`
+writes ``scaling.json``, ``scaling.png`` (declared in ``configs/default.py``) and a
+``results.json`` judging :data:`SCALING_CLAIMS`
 (:func:`write_scaling_results`); ``benchmarks/flashssm3d_scaling.py`` runs the same sweep as a
 benchmark record.
 """
@@ -162,45 +163,6 @@ def cached_scaling(cfg, workdir, *, log=print) -> dict:
   return core.CellStore(epath.Path(workdir) / "cells").get_or_compute(f"scaling/{digest}", compute)
 
 
-def plot_scaling(res):
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
-
-  fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-  styles = (
-    ("student_ssm", "o-"),
-    ("student_ssm_associative", "^-."),
-    ("teacher_attention", "s--"),
-  )
-  for name, style in styles:
-    if name not in res:
-      continue
-    r = res[name]
-    axes[0].loglog(
-      res["views"],
-      r["time_s"],
-      style,
-      label=f"{name} (slope {r['time_exponent']:.2f} ± {r.get('time_exponent_stderr', float('nan')):.2f} s.e.)",
-    )
-    axes[1].loglog(
-      res["views"], r["memory_mib"], style, label=f"{name} (slope {r['memory_exponent']:.2f})"
-    )
-  axes[0].axhline(10.0, color="gray", lw=0.8, ls=":")
-  axes[0].set(
-    xlabel="views S",
-    ylabel="forward time (s)",
-    title=f"{res['tokens_per_view']} tokens/view, batch 1",
-  )
-  axes[1].set(xlabel="views S", ylabel="peak buffers (MiB, XLA estimate)")
-  for a in axes:
-    a.legend(fontsize=8)
-    a.grid(True, which="both", alpha=0.3)
-  fig.tight_layout()
-  return fig
-
-
 # The claims the benchmark decides, with their rules, fixed before it was first run with them.
 # Paths are into the benchmark's metrics ("<model>/<key>", see :func:`scaling_metrics`).
 SCALING_CLAIMS = (
@@ -273,53 +235,22 @@ def write_scaling_results(cfg, out: pathlib.Path, t0: float) -> dict:
   ``out``; ``t0`` is the ``time.perf_counter()`` of the start, for the wall time. Returns the
   :func:`cached_scaling` result.
   """
+  from experiments.flashssm3d.configs import default  # the report declares the sweep's table
+
   res = cached_scaling(cfg, out)
   (out / "scaling.json").write_text(json.dumps(res, indent=1))
-  core.save_figure(plot_scaling(res), out, "scaling")
-  rows = []
-  for name in ("student_ssm", "student_ssm_associative", "teacher_attention"):
-    if name not in res:
-      continue
-    r = res[name]
-    line = (
-      f"{name}: time exponent {r['time_exponent']:.2f} ± {r['time_exponent_ci95']:.2f} "
-      f"(95% CI, {r['time_fit_points']} sizes), memory exponent {r['memory_exponent']:.2f}, "
-      f"views in 10 s: measured {r['views_in_10s_measured']}, fit {r['views_in_10s_fit']:.0f}"
-    )
-    print(line)
-    rows.append(
-      [
-        name,
-        res["params"][name] if name in res["params"] else "–",
-        f"{r['time_exponent']:.2f} ± {r['time_exponent_ci95']:.2f}",
-        r["time_fit_points"],
-        f"{r['memory_exponent']:.2f}",
-        r["views_in_10s_measured"],
-        f"{r['views_in_10s_fit']:.0f}",
-      ]
-    )
-  table = core.markdown_table(
-    [
-      "model",
-      "params",
-      f"time exponent (views >= {cfg['fit_min_views']}, 95% CI)",
-      "sizes in the fit",
-      "memory exponent",
-      "views in 10 s (measured)",
-      "views in 10 s (fit)",
-    ],
-    rows,
-  )
-  core.write_results(
+  record = core.write_results(
     out,
     metrics=scaling_metrics(res),
     config=dict(cfg, claims=SCALING_CLAIMS),
-    table_markdown=table,
     notes="Forward time on shared CPU cores (other jobs running: noisy), batch 1, "
     f"{res['tokens_per_view']} patch tokens per view; memory is XLA's compiled buffer estimate.",
     wall_time_s=time.perf_counter() - t0,
     extra={"scaling": res},
+    report=default.REPORT,
   )
+  if record is not None:
+    print(json.loads(pathlib.Path(record).read_text())["table_markdown"])
   return res
 
 

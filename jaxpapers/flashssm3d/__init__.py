@@ -16,6 +16,12 @@ from typing import Any
 import numpy as np
 
 from jaxpapers.flashssm3d._data import SPLITS, SceneBatch, render_scenes
+from jaxpapers.flashssm3d._evaluation import (
+  BatchedForward,
+  evaluate_predictions,
+  mean_pose_encoding,
+  trivial_predictors,
+)
 from jaxpapers.flashssm3d._flops import count_flops, xla_flops
 from jaxpapers.flashssm3d._geometry import (
   camera_centers,
@@ -120,6 +126,10 @@ from jaxpapers.flashssm3d._models import (
 )
 
 __all__ = [
+  "BatchedForward",
+  "evaluate_predictions",
+  "mean_pose_encoding",
+  "trivial_predictors",
   "count_flops",
   "xla_flops",
   "load_multiview_scenes",

@@ -6,14 +6,17 @@ import math
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.flashssm3d.train", "scaling": "experiments.flashssm3d.scaling"}
+MODULES = {
+  "evaluate": "experiments.flashssm3d.evaluate",
+  "scaling": "experiments.flashssm3d.scaling",
+}
 
 A, D, P = "AUC@30", "depth_delta1.25", "points_overall"  # margins 0.05, 0.05, 0.10 (relative)
 
 
-@pytest.fixture(name="train")
-def _train():
-  return importlib.import_module(MODULES["train"])
+@pytest.fixture(name="evaluate")
+def _evaluate():
+  return importlib.import_module(MODULES["evaluate"])
 
 
 @pytest.fixture(name="scaling")
@@ -46,28 +49,28 @@ def _evals():
   }
 
 
-def test_gain(train):
-  assert train._gain(0.7, 0.5, "higher") == pytest.approx(0.2)
-  assert train._gain(1.5, 2.0, "lower") == pytest.approx(0.25)  # (ref - x) / |ref|
-  assert train._gain(2.5, 2.0, "lower") == pytest.approx(-0.25)
-  assert train._gain(1.0, 0.0, "lower") == -10.0  # clipped
+def test_gain(evaluate):
+  assert evaluate._gain(0.7, 0.5, "higher") == pytest.approx(0.2)
+  assert evaluate._gain(1.5, 2.0, "lower") == pytest.approx(0.25)  # (ref - x) / |ref|
+  assert evaluate._gain(2.5, 2.0, "lower") == pytest.approx(-0.25)
+  assert evaluate._gain(1.0, 0.0, "lower") == -10.0  # clipped
 
 
-def test_slack_over_trivial(train):
+def test_slack_over_trivial(evaluate):
   ev = _evals()
   # Teacher vs GT: AUC (0.40-0.20)/0.05-1 = 3, depth (0.50-0.30)/0.05-1 = 3,
   # points (1.6-1.2)/1.6/0.10-1 = 1.5: the minimum.
-  assert train._slack_over_trivial(ev["teacher_T1"], ev, "vs_gt") == pytest.approx(1.5)
-  assert np.isnan(train._slack_over_trivial({"vs_gt": _m(auc=0.5)}, ev, "vs_gt"))
+  assert evaluate._slack_over_trivial(ev["teacher_T1"], ev, "vs_gt") == pytest.approx(1.5)
+  assert np.isnan(evaluate._slack_over_trivial({"vs_gt": _m(auc=0.5)}, ev, "vs_gt"))
 
 
-def test_derived_metrics(train):
+def test_derived_metrics(evaluate):
   ev = _evals()
   ext = {
     "student_reprojection": {"16": _m(auc=0.27, depth=0.24)},  # retained 0.75 and 0.5
     "teacher_T1": {"16": _m(auc=0.36, depth=0.45)},  # 0.9 and 0.9
   }
-  d = train.derived_metrics(ev, ext, num_views=8)
+  d = evaluate.derived_metrics(ev, ext, num_views=8)
   assert d["derived/teacher_T1/over_trivial_vs_gt"] == pytest.approx(1.5)
   s = "derived/student_reprojection/"
   # vs GT: AUC 2.2, depth 2.6, points (1.6-1.3)/1.6/0.1-1 = 0.875.
@@ -87,12 +90,12 @@ def test_derived_metrics(train):
   assert d["derived/teacher_T1/extrap_retained_16"] == pytest.approx(0.9)
 
 
-def test_scan_order_derived(train):
+def test_scan_order_derived(evaluate):
   ev = {k: v for k, v in _evals().items() if k.startswith("trivial_")}
   ev["student_alternating"] = {"vs_gt": _m(0.40, 0.50, 1.2)}
   ev["student_frame_major"] = {"vs_gt": _m(0.35, 0.45, 1.3)}
   ev["student_position_major"] = {"vs_gt": _m(0.30, 0.52, 1.25)}
-  d = train.scan_order_derived(ev)
+  d = evaluate.scan_order_derived(ev)
   assert d["derived/student_alternating/over_trivial_vs_gt"] == pytest.approx(1.5)
   vs_frame = (1.0 + 1.0 + (0.1 / 1.3) / 0.1) / 3
   vs_position = (2.0 - 0.4 + (0.05 / 1.25) / 0.1) / 3
@@ -101,8 +104,8 @@ def test_scan_order_derived(train):
   assert d["derived/alternating_vs_best_single"] == pytest.approx(min(vs_frame, vs_position))
 
 
-def test_aggregate_over_seeds(train):
-  out = train._aggregate([{"a": 1.0, "b": 2.0}, {"a": 3.0, "b": 2.0}, {"a": 5.0}])
+def test_aggregate_over_seeds(evaluate):
+  out = evaluate.aggregate([{"a": 1.0, "b": 2.0}, {"a": 3.0, "b": 2.0}, {"a": 5.0}])
   assert out["a"] == pytest.approx(3.0)
   assert out["a/std"] == pytest.approx(2.0)  # sample std
   assert out["a/ci95"] == pytest.approx(4.303 * 2.0 / math.sqrt(3))

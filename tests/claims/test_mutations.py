@@ -653,7 +653,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- flashssm3d
   M(
     "flashssm3d",
-    "train",
+    "evaluate",
     'best = max(triv) if direction == "higher" else min(triv)',
     'best = min(triv) if direction == "higher" else max(triv)',
     ["test_slack_over_trivial", "test_derived_metrics"],
@@ -661,7 +661,7 @@ MUTATIONS = (
   ),
   M(
     "flashssm3d",
-    "train",
+    "evaluate",
     "return float(np.clip((ref - x) / max(abs(ref), 1e-12), -10.0, 10.0))",
     "return float(np.clip((x - ref) / max(abs(ref), 1e-12), -10.0, 10.0))",
     ["test_gain", "test_derived_metrics"],
@@ -669,7 +669,7 @@ MUTATIONS = (
   ),
   M(
     "flashssm3d",
-    "train",
+    "evaluate",
     'gap = min(_gain(ev["vs_gt"][k], t[k], dr) / m + 1.0 for k, dr, m in CLAIM_METRICS)',
     'gap = min(_gain(t[k], ev["vs_gt"][k], dr) / m + 1.0 for k, dr, m in CLAIM_METRICS)',
     ["test_derived_metrics"],
@@ -677,7 +677,7 @@ MUTATIONS = (
   ),
   M(
     "flashssm3d",
-    "train",
+    "evaluate",
     "return float(np.mean([_gain(a[k], b[k], d) / m for k, d, m in CLAIM_METRICS]))",
     "return float(np.median([_gain(a[k], b[k], d) / m for k, d, m in CLAIM_METRICS]))",
     ["test_derived_metrics", "test_scan_order_derived"],
@@ -685,7 +685,7 @@ MUTATIONS = (
   ),
   M(
     "flashssm3d",
-    "train",
+    "evaluate",
     'd["derived/alternating_vs_best_single"] = float(min(vs))',
     'd["derived/alternating_vs_best_single"] = float(max(vs))',
     ["test_scan_order_derived"],
@@ -693,7 +693,7 @@ MUTATIONS = (
   ),
   M(
     "flashssm3d",
-    "train",
+    "evaluate",
     'min(ev[k] / max(base[k], 1e-12) for k in ("AUC@30", "depth_delta1.25"))',
     'max(ev[k] / max(base[k], 1e-12) for k in ("AUC@30", "depth_delta1.25"))',
     ["test_derived_metrics"],
@@ -701,7 +701,7 @@ MUTATIONS = (
   ),
   M(
     "flashssm3d",
-    "train",
+    "evaluate",
     'out[f"{k}/std"] = float(np.std(vals, ddof=1))',
     'out[f"{k}/std"] = float(np.std(vals))',
     ["test_aggregate_over_seeds"],

@@ -638,6 +638,26 @@ CASES = [
   ),
 ]
 
+_FIT = {
+  "pose_enc": np.zeros((1, 2, 9), F32),
+  "depth": np.ones((1, 2, 4, 4), F32),
+  "points": np.zeros((1, 2, 4, 4, 3), F32),
+  "valid": np.ones((1, 2, 4, 4), bool),
+}
+_HOST = "host-side NumPy scoring, not meant to be jitted"
+CASES += [
+  Case("mean_pose_encoding", fs.mean_pose_encoding, (np.zeros((2, 9), F32),),
+       match=r"pose_enc must have shape \[N, S, 9\]", jit=None, jit_reason=_HOST),
+  Case("trivial_predictors", fs.trivial_predictors, ({"pose_enc": _FIT["pose_enc"]}, 2, (4, 4)),
+       match="fit must hold", jit=None, jit_reason=_HOST, id="trivial_predictors-keys"),
+  Case("trivial_predictors", fs.trivial_predictors, (_FIT, 0, (4, 4)),
+       match="num_test must be", jit=None, jit_reason=_HOST, id="trivial_predictors-n"),
+  Case("evaluate_predictions", fs.evaluate_predictions, ({}, _FIT, (4,)),
+       match=r"image_hw must be \(H, W\)", jit=None, jit_reason=_HOST),
+  Case("BatchedForward", lambda: fs.BatchedForward(None, batch_size=0),
+       match="batch_size must be", jit=None, jit_reason="a host-side batching wrapper"),
+]  # fmt: skip
+
 EXEMPT = {
   "compiled_memory_bytes": "reads a compiled program's memory analysis; documented -1 where "
   "there is none",

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from experiments.flashssm3d import train
+from experiments.flashssm3d import evaluate, input_pipeline, train
 from experiments.flashssm3d.configs import smoke
 from jaxpapers import flashssm3d as fs
 
@@ -77,7 +77,7 @@ def test_scan_order_derived_follows_the_stated_rule():
     "student_frame_major": {"vs_gt": row(0.3, 0.7, 0.1)},
     "student_position_major": {"vs_gt": row(0.4, 0.8, 0.2)},
   }
-  d = train.scan_order_derived(evals)
+  d = evaluate.scan_order_derived(evals)
   # vs frame-major: (0.1/0.05 + 0 + 0) / 3 = 2/3; vs position-major: (0 - 2 + 5) / 3 = 1
   np.testing.assert_allclose(d["derived/alternating_vs_frame_major"], 2.0 / 3.0)
   np.testing.assert_allclose(d["derived/alternating_vs_position_major"], 1.0)
@@ -134,28 +134,6 @@ def test_smoke_distillation_trains_every_loss_term(smoke_run):
   )
 
 
-def test_trivial_predictors_fitted_on_their_targets():
-  """Against the data they were fitted on, the dataset-mean depth is exact for a static scene."""
-  rng = np.random.default_rng(0)
-  n, S, H = 3, 2, 4
-  depth = np.broadcast_to(rng.uniform(1, 2, (1, S, H, H)), (n, S, H, H)).astype(np.float32)
-  fit = {
-    "pose_enc": np.tile(np.array([0, 0, 0, 0, 0, 0, 1, 1, 1], np.float32), (n, S, 1)),
-    "depth": depth,
-    "points": rng.normal(size=(n, S, H, H, 3)).astype(np.float32),
-    "valid": np.ones((n, S, H, H), bool),
-  }
-  fit["pose_enc"][:, 1, 0] = np.array([1.0, 2.0, 3.0])  # mean translation x of view 1: 2.0
-  tp = train.trivial_predictors(fit, 5, (H, H))
-  assert set(tp) == {"trivial_mean_pose", "trivial_constant_depth", "trivial_mean_output"}
-  np.testing.assert_allclose(tp["trivial_mean_output"]["depth"][0, ..., 0], depth[0], rtol=1e-6)
-  np.testing.assert_allclose(tp["trivial_mean_pose"]["pose_enc"][4, 1, 0], 2.0, rtol=1e-6)
-  c = tp["trivial_constant_depth"]["depth"]
-  assert c.shape == (5, S, H, H, 1)
-  np.testing.assert_allclose(c[0, 1], depth[0, 1].mean(), rtol=1e-5)  # one value per view
-  assert np.ptp(c[0, 1]) == 0
-
-
 def test_derived_slacks_follow_the_stated_rule():
   """Slack = gain / margin - 1 over the best trivial predictor; a hand-computed case."""
   row = lambda auc, d, p: {"AUC@30": auc, "depth_delta1.25": d, "points_overall": p}
@@ -165,7 +143,7 @@ def test_derived_slacks_follow_the_stated_rule():
     "trivial_mean_output": {"vs_gt": row(0.5, 0.6, 0.2), "vs_teacher": row(0.6, 0.7, 0.2)},
     "student_x": {"vs_gt": row(0.75, 0.9, 0.1), "vs_teacher": row(0.9, 0.95, 0.05)},
   }
-  d = train.derived_metrics(evals)
+  d = evaluate.derived_metrics(evals)
   # vs GT: AUC (0.75-0.5)/0.05-1 = 4, delta (0.9-0.6)/0.05-1 = 5, points ((0.2-0.1)/0.2)/0.1-1 = 4
   np.testing.assert_allclose(d["derived/student_x/over_trivial_vs_gt"], 4.0)
   # vs teacher: AUC (0.9-0.6)/0.05-1 = 5, delta 4, points 6.5
@@ -181,7 +159,7 @@ def test_derived_slacks_follow_the_stated_rule():
   evals["student_attention_gt"] = {"vs_gt": row(0.5, 0.95, 0.1)}
   evals["student_regression"] = {"vs_gt": row(0.72, 0.8, 0.1)}
   ext = {"student_gt": {"8": row(0.3, 0.81, 0.3)}}
-  d = train.derived_metrics(evals, ext, 4)
+  d = evaluate.derived_metrics(evals, ext, 4)
   # distill vs gt: mean of AUC +0.1/0.05 = 2, delta -0.1/0.05 = -2, points 0.5/0.1 = 5 -> 5/3
   np.testing.assert_allclose(d["derived/distill_vs_gt"], 5.0 / 3.0)
   # ssm (gt) vs attention: AUC 2+1, delta -1+1 = 0, points -1/0.1+1 = -9 -> min -9
@@ -192,11 +170,11 @@ def test_derived_slacks_follow_the_stated_rule():
 
 
 def test_aggregate_over_seeds():
-  out = train._aggregate([{"a": 1.0}, {"a": 3.0}, {"a": 2.0}])
+  out = evaluate.aggregate([{"a": 1.0}, {"a": 3.0}, {"a": 2.0}])
   assert out["a"] == 2.0 and np.isclose(out["a/std"], 1.0)
   # t_{0.975, 2} = 4.303: the 95% t-interval half-width of a mean over 3 seeds
   np.testing.assert_allclose(out["a/ci95"], 4.302652729911275 / np.sqrt(3), rtol=1e-3)
-  assert train._aggregate([{"a": 1.0}]) == {"a": 1.0}
+  assert evaluate.aggregate([{"a": 1.0}]) == {"a": 1.0}
 
 
 @pytest.mark.notebook
@@ -228,7 +206,7 @@ def test_disk_data_and_the_accelerator_config(tmp_path):
   sh = train.batch_sharding(fcfg)
   n = jax.device_count()
   data = (np.zeros((16, 3), np.float32), {"t": np.zeros((16, 2), np.float32)})
-  images, targets = train._batch_fn(data, 16, 8, 0, sh)(0)
+  images, targets = input_pipeline.batch_fn(data, 16, 8, 0, sh)(0)
   assert len(images.sharding.device_set) == n and len(targets["t"].sharding.device_set) == n
   if n > 1:
     fcfg.student.batch_size = n + 1
@@ -326,7 +304,7 @@ def test_more_seeds_on_top_of_an_earlier_run(smoke_run, tmp_path):
   cfg, workdir, _ = smoke_run
   earlier = json.loads((workdir / "results.json").read_text())
   flat0 = earlier["extra"]["per_seed"]["0"]
-  imported, prov = train.seeds_from_results(workdir / "results.json", [0, 1], 2)
+  imported, prov = evaluate.seeds_from_results(workdir / "results.json", [0, 1], 2)
   assert set(imported) == {0} and prov["seeds"] == [0]
   # the derived slacks recomputed from the seed's metrics equal those of the run itself
   assert imported[0] == pytest.approx(flat0, nan_ok=True)
@@ -353,7 +331,7 @@ def test_more_seeds_on_top_of_an_earlier_run(smoke_run, tmp_path):
   assert derived and all(abs(d1[k]) < 1e6 for k in derived)  # recomputed, not the file's
   (tmp_path / "bad.json").write_text("{}")
   with pytest.raises(ValueError, match="per_seed"):
-    train.seeds_from_results(tmp_path / "bad.json", [0], 2)
+    evaluate.seeds_from_results(tmp_path / "bad.json", [0], 2)
 
 
 def test_pixel_norm_is_fitted_on_the_pool_and_reaches_every_model():
@@ -378,20 +356,3 @@ def test_pixel_norm_is_fitted_on_the_pool_and_reaches_every_model():
   cfg.data.pixel_norm = "imagenet"
   with pytest.raises(ValueError, match="data.pixel_norm"):
     train.pixel_norm(cfg, images)
-
-
-def test_mean_pose_of_opposite_turns_is_the_identity_rotation():
-  """Per view index: mean translation and FoV, the renormalised mean of w >= 0 quaternions."""
-  th = np.deg2rad(40.0)
-  q = np.array(
-    [[0.0, np.sin(th / 2), 0.0, np.cos(th / 2)], [0.0, -np.sin(th / 2), 0.0, np.cos(th / 2)]]
-  )
-  pe = np.zeros((2, 2, 9), np.float32)
-  pe[:, 0, 6] = 1.0
-  pe[:, 1, 3:7] = q
-  pe[:, 1, :3] = [[0.4, 0.0, 0.1], [-0.4, 0.0, 0.3]]
-  pe[..., 7:] = [[[1.0, 1.2], [1.0, 1.2]], [[1.2, 1.4], [1.2, 1.4]]]
-  m = train._mean_pose(pe)
-  np.testing.assert_allclose(m[1, 3:7], [0.0, 0.0, 0.0, 1.0], atol=1e-7)
-  np.testing.assert_allclose(m[1, :3], [0.0, 0.0, 0.2], atol=1e-7)
-  np.testing.assert_allclose(m[:, 7:], [[1.1, 1.3], [1.1, 1.3]], rtol=1e-6)

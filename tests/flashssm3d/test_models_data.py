@@ -212,7 +212,7 @@ def test_sharded_train_step_equals_single_device(num_devices):
   once without: same losses, same updated parameters and optimizer state. The compiled sharded
   step is called again on its own output state (as ``core.train_loop`` does).
   """
-  from experiments.flashssm3d import train
+  from experiments.flashssm3d import input_pipeline, train
   from experiments.flashssm3d.configs import smoke
   from jaxpapers import core
 
@@ -222,7 +222,7 @@ def test_sharded_train_step_equals_single_device(num_devices):
   cfg.teacher.batch_size = cfg.data.eval_batch = bs
   cfg.shard_batch = True
   sh = train.batch_sharding(cfg)
-  d = train._np_batch(fs.render_scenes(jax.random.key(3), bs + 2, 2, image_size=8))
+  d = input_pipeline._np_batch(fs.render_scenes(jax.random.key(3), bs + 2, 2, image_size=8))
   data = (d["images"], train.gt_targets(d))
   scfg = fs.FlashSSM3DConfig(width=8, depth=1, state=2, image_size=8, registers=1, camera_stages=1)
   tx = train._optimizer(cfg.student, 4)

@@ -15,6 +15,8 @@ against ground truth, the teacher and input-independent predictors, and evaluate
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -135,7 +137,123 @@ def get_config():
   c.log_every = 50
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = REPORT
   return c
+
+
+# ------------------------------------------------------------------------------------ report
+# Paths read experiments.flashssm3d.evaluate:report_view of the record (means ± 95% CI).
+_VIEW = "experiments.flashssm3d.evaluate:report_view"
+_METRICS = ("AUC@30", "RRA@15", "RTA@15", "ATE", "depth_AbsRel", "depth_delta1.25",
+            "points_overall", "points_overall_depthcam")  # fmt: skip
+_SLACKS = ("over_trivial_vs_gt", "over_trivial_vs_teacher", "vs_teacher_gap", "distill_score")
+
+
+def _ci(name: str, fmt: str = ".3f", header: str | None = None) -> R.Column:
+  return R.Column(header or name, name, fmt, err=f"{name}/ci95")
+
+
+METRICS_TABLE = R.Table(
+  over="view.rows",
+  when="view.rows",
+  columns=(R.Column("model", "{model}"), R.Column("ref", "{ref}"), *map(_ci, _METRICS)),
+)
+LOSS_FIGURE = R.Figure(
+  "training_loss",
+  R.Panel(
+    series=(R.Series(over="extra.loss_curves", x="step", y="loss", label="{key}", style="-"),),
+    logy=True,
+    xlabel="step",
+    ylabel="training loss",
+    title="training losses (first seed)",
+  ),
+  size=(6, 4),
+  when="extra.loss_curves",
+)
+_SCALING_PANELS = tuple(
+  R.Panel(
+    series=(R.Series(over="view.scaling", x="views", y=y, label="{key} (slope {" + e + ":.2f})"),),
+    logx=True,
+    logy=True,
+    xlabel="views S",
+    ylabel=ylabel,
+    lines=(R.Line(10.0, label="10 s"),) if y == "time_s" else (),
+  )
+  for y, e, ylabel in (
+    ("time_s", "time_exponent", "forward time (s)"),
+    ("memory_mib", "memory_exponent", "peak buffers (MiB, XLA estimate)"),
+  )
+)
+_EXTRAP_PANELS = tuple(
+  R.Panel(
+    series=(R.Series(over="view.extrap_curves", x="views", y=k, err=f"{k}/ci95", label="{key}"),),
+    logx=True,
+    xlabel="views at test time",
+    ylabel=f"{k} (vs GT)",
+  )
+  for k in ("AUC@30", "depth_delta1.25")
+)
+REPORT = R.Report(
+  view=_VIEW,
+  tables=(
+    METRICS_TABLE,
+    R.Table(
+      title="Slacks in units of the stated margins (AUC@30 0.05, depth_delta1.25 0.05, "
+      "points_overall 0.1 relative); >= 0 passes.",
+      over="view.slacks",
+      when="view.slacks",
+      columns=(R.Column("model", "{key}"), *(_ci(k, "+.2f") for k in _SLACKS)),
+    ),
+    R.Table(
+      over="view.paired",
+      when="view.paired",
+      columns=(
+        R.Column("paired comparison (per seed, then mean)", "{what}"),
+        _ci("value", "+.3f"),
+      ),
+    ),
+    R.Table(
+      title="View extrapolation (trained on {config.data.num_views} views; against ground truth):",
+      over="view.extrap",
+      when="view.extrap",
+      columns=(
+        R.Column("model", "{model}"),
+        R.Column("views", "{views}"),
+        *map(_ci, ("AUC@30", "depth_delta1.25", "points_overall")),
+        _ci("retained", ".3f", "retained (min ratio)"),
+      ),
+    ),
+    R.Table(
+      over="view.budget",
+      when="view.budget",
+      columns=(
+        R.Column("model", "{key}"),
+        R.Column("params", "params", "d"),
+        R.Column("steps", "steps", "d"),
+        R.Column("FLOPs / teacher training", "flops", ".3f"),
+        R.Column("scenes / teacher's", "scenes", ".2f"),
+      ),
+    ),
+    R.Table(
+      over="view.scaling",
+      when="view.scaling",
+      columns=(
+        R.Column("model", "{key}"),
+        R.Column("params", "params", "d"),
+        R.Column("time exponent (95% CI)", "time_exponent", ".2f", err="time_exponent_ci95"),
+        R.Column("sizes in the fit", "time_fit_points", "d"),
+        R.Column("memory exponent", "memory_exponent", ".2f"),
+        R.Column("views in 10 s (measured)", "views_in_10s_measured", "d"),
+        R.Column("views in 10 s (fit)", "views_in_10s_fit", ".0f"),
+      ),
+    ),
+  ),
+  figures=(
+    LOSS_FIGURE,
+    R.Figure("extrapolation", _EXTRAP_PANELS, size=(4.5, 3.5), when="view.extrap_curves"),
+    R.Figure("scaling", _SCALING_PANELS, when="view.scaling"),
+  ),
+)
 
 
 _SLACK_NOTE = (

@@ -15,6 +15,7 @@ input-independent predictors (this ablation's precondition). About 15-40 min on 
 """
 
 from experiments.flashssm3d.configs import default
+from jaxpapers.core import reporting as R
 
 
 def get_config():
@@ -30,7 +31,24 @@ def get_config():
   c.checkpoint_every = 100
   c.log_every = 20
   c.claims = CLAIMS
+  c.report = REPORT
   return c
+
+
+REPORT = R.Report(
+  view="experiments.flashssm3d.evaluate:report_view",
+  tables=(
+    default.METRICS_TABLE,
+    R.Table(
+      over="view.derived",
+      columns=(
+        R.Column("derived (margins; per seed, then mean)", "{key}"),
+        R.Column("value", "value", "+.2f", err="value/ci95"),
+      ),
+    ),
+  ),
+  figures=(default.LOSS_FIGURE,),
+)
 
 
 CLAIMS = (
