@@ -152,7 +152,7 @@ REPORT = R.Report(
             color="r",
             vertical=True,
           ),
-        ),  # fmt: skip
+        ),
       ),
       size=(3.6, 3.0),
       ncols=4,
@@ -198,7 +198,7 @@ REPORT = R.Report(
             color="r",
             label=f"k exp(d/(Ck)), C={{{_CRIT}.C:g}}",
           ),
-        ),  # fmt: skip
+        ),
         lines=(R.Line("config.critical_n_max", label="search cap n_max"),),
       ),
       size=(4.5, 3.2),
