@@ -663,8 +663,7 @@ def _best(rows, horizon, family, higher_is_better, **fixed):
   if not cand:
     return None
   sign = 1.0 if higher_is_better else -1.0
-  finite = lambda r: math.isfinite(float(r["metric"]))  # a record writes NaN as 'nan'
-  return max(cand, key=lambda r: sign * float(r["metric"]) if finite(r) else -math.inf)
+  return max(cand, key=lambda r: sign * r["metric"] if math.isfinite(r["metric"]) else -math.inf)
 
 
 def _metric_label(task, cfg) -> str:
@@ -710,7 +709,8 @@ def report_view(record: dict) -> dict:
     m, tcfg = record["metrics"].get(task), record["config"][task]
     if not m:
       continue
-    hib, rows, bases = higher_is_better(task, tcfg), m["rows"], _bases(tcfg)
+    hib, bases = higher_is_better(task, tcfg), _bases(tcfg)
+    rows = [{**r, "metric": float(r["metric"])} for r in m["rows"]]  # records write NaN as 'nan'
     best = lambda t, fam, **fixed: _best(rows, t, fam, hib, **fixed)
     cell = lambda r, *ks: {} if r is None else {**r, "hp": ", ".join(f"{r[k]:g}" for k in ks)}
     muon = f"; Muon arms: horizons {list(group_horizons(tcfg, 'muon'))}, "
