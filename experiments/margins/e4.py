@@ -268,101 +268,57 @@ def derived_metrics(metrics) -> dict:
   return out
 
 
-def _fmt(x, spec=".3f"):
-  return "-" if x is None else format(x, spec)
+def report_view(record: dict) -> dict:
+  """What ``configs/e4.py``'s report reads, in the shapes it reads them (pure).
 
-
-def _table(cfg: Config, src: dict, an: dict, derived: dict) -> str:
-  f = str(cfg.f_claim)
-  lines = [
-    f"Source: n = {cfg.n}, k = {cfg.k}, m_src = {src['m_src']:.5f} (exact m^rd(inf, A) = "
-    f"{src['m_inf']:.5f}), documents' common coordinate s = {src['s']:.4f}; {cfg.seeds} seeds; "
-    f"max FISTA gap on rows with a positive margin {an['fista_gap_max']:.1e}.",
-    "",
-    f"d needed to keep a fraction f of m_src (seed mean ± 95% CI; '>' = not reached by d = "
-    f"{max(cfg.ds)} in some seed):",
-    "",
-    "| f | method | "
-    + " | ".join(f"N = {N}" for N in cfg.Ns)
-    + " | slope of ln d_f per decade of N |",
-    "|---|---|" + "---|" * len(cfg.Ns) + "---|",
-  ]
-  for fr in cfg.fractions:
-    for m in ("projected", "resolved"):
-      cols = []
-      for j in range(len(cfg.Ns)):
-        vals = [an["d_needed"][str(fr)][m][s][j] for s in range(cfg.seeds)]
-        if any(v is None for v in vals):
-          cols.append(f"> {max(cfg.ds)}")
-        else:
-          mean, ci = _mean_ci(vals)
-          cols.append(f"{mean:.0f} ± {ci:.0f}")
-      mean, ci = _mean_ci(an["slopes"][str(fr)][m])
-      complete = all(x is not None for x in an["slopes"][str(fr)][m])
-      sl = f"{mean:+.3f} ± {ci:.3f}" if complete else "-"
-      lines.append(f"| {fr} | {LABELS[m]} | " + " | ".join(cols) + f" | {sl} |")
-  lines += [
-    "",
-    "Retained fraction m_0 / m_src at the smallest and the largest N (seed mean):",
-    "",
-    "| d | " + " | ".join(f"{m} N={N}" for m in METHODS for N in (cfg.Ns[0], cfg.Ns[-1])) + " |",
-    "|---|" + "---|" * (2 * len(METHODS)),
-  ]
-  for i, d in enumerate(cfg.ds):
-    vals = [an["retained_mean"][m][i][j] for m in METHODS for j in (0, len(cfg.Ns) - 1)]
-    lines.append(f"| {d} | " + " | ".join(f"{v:+.3f}" for v in vals) + " |")
+  Returns:
+    ``{"dneed": [per (f, method): {"f", "method", "cells": [text per N], "slope"}],
+    "retained_cols", "retained": [per d: {"d", "v": [seed-mean retained fraction per
+    column]}], "documents_only", "jl" (text), "confidence", "curves": {label: {"mean", "ci"} per d} (the
+    smallest and the largest N), "needed": {label: {"N", "mean", "ci"}} (f = f_claim, the N
+    that every seed reached)}``.
+  """
+  m, cfg = record["metrics"], record["config"]
+  an, Ns, ds, f = m["analysis"], m["Ns"], m["ds"], str(m["f_claim"])
+  dneed, needed = [], {}
+  for fr in an["d_needed"]:
+    for meth in ("projected", "resolved"):
+      cells, mean_ci = [], []
+      for j in range(len(Ns)):
+        vals = [per_seed[j] for per_seed in an["d_needed"][fr][meth]]
+        mean_ci.append(None if any(v is None for v in vals) else _mean_ci(vals))
+        cells.append(
+          f"> {max(ds)}" if mean_ci[-1] is None else "{:.0f} ± {:.0f}".format(*mean_ci[-1])
+        )
+      slopes = an["slopes"][fr][meth]
+      sl = "{:+.3f} ± {:.3f}".format(*_mean_ci(slopes)) if None not in slopes else "-"
+      dneed.append({"f": fr, "method": LABELS[meth], "cells": cells, "slope": sl})
+      if fr == f:
+        keep = [j for j, mc in enumerate(mean_ci) if mc is not None]
+        needed[LABELS[meth]] = {"N": [Ns[j] for j in keep],
+                                **dict(zip(("mean", "ci"), zip(*[mean_ci[j] for j in keep])))}  # fmt: skip
+  ends = (0, len(Ns) - 1)
   bd = an["bound_dims"][f]
-  lines += [
-    "",
-    f"Dimensions at which the bounds guarantee f = {f} (probability >= {1 - cfg.delta}): "
-    f"documents-only (any N) d = {bd['documents_only']}; projected (jl_bound) "
-    + ", ".join(f"N = {N}: d = {bd['jl'][str(N)]}" for N in cfg.Ns)
-    + ".",
-    "",
-    f"Claim metrics (f = {f}): slope projected {_fmt(derived['slope_projected_mean'])} "
-    f"(CI low {_fmt(derived['slope_projected_ci_low'])}), slope re-solved "
-    f"{_fmt(derived['slope_resolved_mean'])} (CI high {_fmt(derived['slope_resolved_ci_high'])}), "
-    f"gap {_fmt(derived['slope_gap_mean'])} (CI low {_fmt(derived['slope_gap_ci_low'])}), "
-    f"d ratio at N = {cfg.Ns[-1]}: {_fmt(derived['dim_ratio_mean'], '.2f')} (CI low "
-    f"{_fmt(derived['dim_ratio_ci_low'], '.2f')}).",
-  ]
-  return "\n".join(lines)
-
-
-def _plot(cfg: Config, src: dict, an: dict, workdir) -> None:
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
-
-  fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
-  colors = {"projected": "tab:red", "resolved": "tab:blue", "random": "tab:gray"}
-  for m in METHODS:
-    for j, ls in ((0, ":"), (len(cfg.Ns) - 1, "-")):
-      mean = np.array([an["retained_mean"][m][i][j] for i in range(len(cfg.ds))])
-      ci = np.array([an["retained_ci95"][m][i][j] for i in range(len(cfg.ds))])
-      ax0.plot(cfg.ds, mean, ls, color=colors[m], label=f"{LABELS[m]}, N = {cfg.Ns[j]}")
-      ax0.fill_between(cfg.ds, mean - ci, mean + ci, color=colors[m], alpha=0.15)
-  ax0.axhline(cfg.f_claim, color="k", lw=0.6)
-  ax0.set(xscale="log", ylim=(-1.0, 1.05), xlabel="d", ylabel="m_0 / m_src (retained)")
-  ax0.set_title(f"n = {cfg.n}, k = {cfg.k}: margin kept after projection")
-  ax0.legend(fontsize=6.5, loc="lower right")
-  f = str(cfg.f_claim)
-  for m in ("projected", "resolved"):
-    rows = an["d_needed"][f][m]
-    means, cis, Ns = [], [], []
-    for j, N in enumerate(cfg.Ns):
-      vals = [rows[s][j] for s in range(cfg.seeds)]
-      if all(v is not None for v in vals):
-        mean, ci = _mean_ci(vals)
-        means.append(mean)
-        cis.append(ci)
-        Ns.append(N)
-    ax1.errorbar(Ns, means, yerr=cis, marker="o", color=colors[m], label=LABELS[m], capsize=3)
-  ax1.set(xscale="log", yscale="log", xlabel="N (queries)", ylabel=f"d needed to keep f = {f}")
-  ax1.set_title("needed dimension vs number of queries (mean ± 95% CI)")
-  ax1.legend(fontsize=7)
-  core.save_figure(fig, workdir, "e4_dimension_reduction")
+  return {
+    "dneed": dneed,
+    "retained_cols": [f"{meth} N={Ns[j]}" for meth in METHODS for j in ends],
+    "retained": [
+      {"d": d, "v": [an["retained_mean"][meth][i][j] for meth in METHODS for j in ends]}
+      for i, d in enumerate(ds)
+    ],  # fmt: skip
+    "documents_only": bd["documents_only"],
+    "jl": ", ".join(f"N = {N}: d = {bd['jl'][str(N)]}" for N in Ns),
+    "confidence": str(1 - cfg["delta"]),
+    "curves": {
+      f"{LABELS[meth]}, N = {Ns[j]}": {
+        "mean": [an["retained_mean"][meth][i][j] for i in range(len(ds))],
+        "ci": [an["retained_ci95"][meth][i][j] for i in range(len(ds))],
+      }
+      for meth in METHODS
+      for j in ends
+    },  # fmt: skip
+    "needed": needed,
+  }
 
 
 def train_and_evaluate(config, workdir) -> dict:
@@ -405,13 +361,10 @@ def train_and_evaluate(config, workdir) -> dict:
     "analysis": an,
   }
   metrics["derived"] = derived_metrics(metrics)
-  table = _table(cfg, src, an, metrics["derived"])
-  _plot(cfg, src, an, workdir)
-  core.write_results(
+  path = core.write_results(
     workdir,
     metrics=metrics,
     config=config,
-    table_markdown=table,
     wall_time_s=time.time() - t0,
     notes=(
       "Generated k-subset relevance; the source is the exact unrestricted optimum (explicit "
@@ -421,5 +374,6 @@ def train_and_evaluate(config, workdir) -> dict:
       "rotated copy, so large d is meaningful for the projected-query route."
     ),
   )
-  (workdir / "table.md").write_text(table + "\n")
+  if path is not None:  # the process that wrote results.json
+    (workdir / "table.md").write_text(core.read_results(workdir)["table_markdown"] + "\n")
   return metrics

@@ -378,111 +378,6 @@ def _run_critical(cfg: Config, cells: core.CellStore, key) -> list[dict]:
   ]
 
 
-def _fmt(x, nd=3):
-  return "n/a" if x is None else f"{x:+.{nd}f}"
-
-
-def _tables(cfg, rows, knees, crit, crit_fit, refined=None) -> str:
-  lines = [
-    "**Margin m_0 against d** (best of seeds for fitted; certificates for constructions; "
-    "`m_inf` = exact m^rd(inf, A))",
-    "",
-    "| n | k | rows | m_inf | d | fitted (margin obj.) | CS sum | CS max-margin q. | JL of orth. + re-solved q. |",
-    "|---|---|---|---|---|---|---|---|---|",
-  ]
-  for r in rows:
-    lines.append(
-      f"| {r['n']} | {r['k']} | {r['N']} ({r['rows']}) | {r['m_inf']:.3f} | {r['d']} | "
-      f"{_fmt(r['margin']['m0_best'])} | {_fmt(r['cs_sum']['certificate'])} | "
-      f"{_fmt(r['cs_svm']['certificate'])} | {_fmt(r['jl']['certificate'])} |"
-    )
-  lines += [
-    "",
-    "**Dimension threshold**: first d on the grid where the best m_0 is > 0 and >= m_inf/2, "
-    "and C = d_half / (k ln(n/k))",
-    "",
-    "| n | k | k ln(n/k) | m_inf | sqrt(k) m_inf | d (m_0 > 0) | d (m_0 >= m_inf/2) | C |",
-    "|---|---|---|---|---|---|---|---|",
-  ]
-  for q in knees:
-    c = "n/a" if q["C_half"] is None else f"{q['C_half']:.2f}"
-    lines.append(
-      f"| {q['n']} | {q['k']} | {q['k_ln_n_over_k']:.2f} | {q['m_inf']:.3f} | "
-      f"{q['m_inf'] * math.sqrt(q['k']):.3f} | {q['d_positive']} | {q['d_half']} | {c} |"
-    )
-  if refined and refined["per_nk"]:
-    lines += [
-      "",
-      "**Dimension threshold on the integer grid**: per seed, the smallest d (bisection "
-      "between the bracketing grid points, margin objective) with m_0 >= m_inf/2; "
-      f"C = d_half / (k ln(n/k)), mean ± 95% CI over {cfg.seeds} seeds",
-      "",
-      "| n | k | k ln(n/k) | d_half per seed | C per seed | C (95% CI) |",
-      "|---|---|---|---|---|---|",
-    ]
-    for q in refined["per_nk"]:
-      cs = ", ".join("n/a" if c is None else f"{c:.2f}" for c in q["C_per_seed"])
-      cm = "n/a" if q["C_mean"] is None else f"{q['C_mean']:.2f} ± {q['C_ci95']:.2f}"
-      lines.append(
-        f"| {q['n']} | {q['k']} | {q['k_ln_n_over_k']:.2f} | {q['d_half_per_seed']} | {cs} | {cm} |"
-      )
-    if "C_pooled_mean" in refined:
-      lines += [
-        "",
-        f"C over the (n, k): median {refined['C_median']:.2f}, range "
-        f"{refined['C_min']:.2f}-{refined['C_max']:.2f}; pooled (mean over (n, k) per seed) "
-        f"{refined['C_pooled_mean']:.2f} ± {refined['C_pooled_ci95']:.2f} (95% CI over seeds)",
-      ]
-  loss_rows = [r for r in rows if r["n"] == cfg.loss_n]
-  lines += [
-    "",
-    f"**Losses at n = {cfg.loss_n}** (mean ± std over {cfg.seeds} seeds; m_0 / m_g / m_q)",
-    "",
-    "| k | d | " + " | ".join(cfg.losses) + " |",
-    "|---|---|" + "---|" * len(cfg.losses),
-  ]
-  for r in loss_rows:
-    cells_ = []
-    for loss in cfg.losses:
-      c = r[loss]
-      cells_.append(" / ".join(f"{c[f'{m}_mean']:+.3f}±{c[f'{m}_std']:.3f}" for m in NOTIONS))
-    lines.append(f"| {r['k']} | {r['d']} | " + " | ".join(cells_) + " |")
-  lines += [
-    "",
-    "**Sigmoid vs InfoNCE, per notion** (cells where the seed-mean of one is larger by > 0.005)",
-    "",
-    "| notion | sigmoid wins | InfoNCE wins | ties | mean(sigmoid - InfoNCE) |",
-    "|---|---|---|---|---|",
-  ]
-  for m, w in _loss_wins(cfg, rows).items():
-    lines.append(f"| {m} | {w['sigmoid']} | {w['infonce']} | {w['tie']} | {w['mean_diff']:+.3f} |")
-  lines += [
-    "",
-    f"**Critical n** (k = {cfg.critical_k}, loss {cfg.critical_loss}, {cfg.critical_restarts} restarts "
-    f"x {cfg.critical_steps} steps, n_max = {cfg.critical_n_max}) against the margin-threshold "
-    f"prediction n = k exp(d / (C k)) with the fitted C = {crit_fit['C']}",
-    "",
-    f"n searched on the grid {crit[0]['grid'] if crit else []}",
-    "",
-    "| d | critical n | predicted n |",
-    "|---|---|---|",
-  ]
-  for c in crit:
-    pred = crit_fit["pred"].get(str(c["d"]))
-    cap = " (= n_max)" if c["critical_n"] >= cfg.critical_n_max else ""
-    lines.append(
-      f"| {c['d']} | {c['critical_n']}{cap} | {'n/a' if pred is None else f'{pred:.1f}'} |"
-    )
-  if crit_fit.get("loglinear") and crit_fit.get("poly"):
-    lines += [
-      "",
-      f"Fit ln(critical n) = a + b d: a = {crit_fit['loglinear'][0]:.2f}, b = {crit_fit['loglinear'][1]:.3f}; "
-      f"fit critical n = a + b d + c d^2 + e d^3 (WBNL-style polynomial): coefficients "
-      f"{[round(x, 3) for x in crit_fit['poly']]}",
-    ]
-  return "\n".join(lines)
-
-
 def _loss_wins(cfg, rows):
   wins = {}
   loss_rows = [r for r in rows if r["n"] == cfg.loss_n and "sigmoid" in r and "infonce" in r]
@@ -515,130 +410,64 @@ def _critical_fit(cfg, crit, knees):
   return fit
 
 
-def _plots(cfg, rows, knees, crit, crit_fit, workdir):
-  import matplotlib
+def report_view(record: dict) -> dict:
+  """What ``configs/default.py``'s report reads, in the shapes it reads them (pure).
 
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
-
-  ns = [n for n in cfg.ns if any(r["n"] == n for r in rows)]
-  fig, axes = plt.subplots(
-    len(ns), len(cfg.ks), figsize=(3.6 * len(cfg.ks), 3.0 * len(ns)), squeeze=False, sharey=True
-  )
-  for a, n in enumerate(ns):
-    for b, k in enumerate(cfg.ks):
-      ax = axes[a, b]
-      rs = sorted([r for r in rows if r["n"] == n and r["k"] == k], key=lambda r: r["d"])
-      if not rs:
-        ax.axis("off")
-        continue
-      ds = [r["d"] for r in rs]
-      # Fixed colours per method: panels without the loss comparison keep the same legend.
-      ax.plot(
-        ds, [r["margin"]["m0_best"] for r in rs], "o-", color="C0", label="fitted (margin obj.)"
-      )
-      if n == cfg.loss_n:
-        for loss, st, col in (("sigmoid", "s--", "C1"), ("infonce", "^--", "C2")):
-          if loss in rs[0]:
-            ax.plot(
-              ds,
-              [r[loss]["m0_mean"] for r in rs],
-              st,
-              color=col,
-              label=f"{loss} (mean m_0)",
-              alpha=0.7,
-            )
-      ax.plot(
-        ds,
-        [r["cs_svm"]["certificate"] for r in rs],
-        "d-",
-        color="C3",
-        label="CS, max-margin queries",
-      )
-      ax.plot(
-        ds, [r["cs_sum"]["certificate"] for r in rs], "x:", color="C4", label="CS, sum queries"
-      )
-      ax.plot(
-        ds,
-        [r["jl"]["certificate"] for r in rs],
-        "v-",
-        color="C5",
-        label="JL of orthogonal, re-solved q.",
-      )
-      ax.axhline(rs[0]["m_inf"], color="k", lw=1, label="m^rd(inf, A) (exact)")
-      ax.axhline(0, color="gray", lw=0.5)
-      ax.axvline(
-        rs[0]["d_star"], color="r", ls="--", lw=1, label=f"d* = {cfg.threshold_C:g} k ln(n/k)"
-      )
-      ax.set_xscale("log", base=2)
-      ax.set_ylim(-0.5, max(0.6, rs[0]["m_inf"] + 0.05))
-      ax.set_title(f"n={n}, k={k} ({rs[0]['N']} rows, {rs[0]['rows']})", fontsize=9)
-      ax.set_xlabel("d")
-      if b == 0:
-        ax.set_ylabel("margin m_0")
-  axes[0, 0].legend(fontsize=6, loc="lower right")
-  core.save_figure(fig, workdir, "margin_vs_d")
-
-  fig, ax = plt.subplots(figsize=(5, 3.5))
-  for n in ns:
-    for k in cfg.ks:
-      rs = sorted([r for r in rows if r["n"] == n and r["k"] == k], key=lambda r: r["d"])
-      if rs:
-        ax.plot(
-          [r["d"] / (k * math.log(n / k)) for r in rs],
-          [r["best_m0"] / r["m_inf"] for r in rs],
-          "o-",
-          label=f"n={n}, k={k}",
-          ms=3,
-        )
-  ax.axvline(1.0, color="r", ls="--", lw=1)
-  ax.axhline(0, color="gray", lw=0.5)
-  ax.set_xscale("log", base=2)
-  ax.set_xlabel("d / (k ln(n/k))")
-  ax.set_ylabel("best m_0 / m^rd(inf, A)")
-  ax.set_ylim(-1, 1.05)
-  ax.legend(fontsize=6, ncol=2)
-  core.save_figure(fig, workdir, "collapse")
-
-  loss_rows = [r for r in rows if r["n"] == cfg.loss_n]
-  ks = sorted({r["k"] for r in loss_rows})
-  fig, axes = plt.subplots(1, 3, figsize=(12, 3.2), sharey=True)
-  for ax, m in zip(axes, NOTIONS):
-    for loss in cfg.losses:
-      for k in ks:
-        rs = sorted([r for r in loss_rows if r["k"] == k], key=lambda r: r["d"])
-        ax.errorbar(
-          [r["d"] * (1 + 0.03 * cfg.losses.index(loss)) for r in rs],
-          [r[loss][f"{m}_mean"] for r in rs],
-          yerr=[r[loss][f"{m}_std"] for r in rs],
-          marker="o",
-          ms=3,
-          capsize=2,
-          alpha=0.8,
-          color=f"C{cfg.losses.index(loss)}",
-          ls=["-", "--", ":", "-."][ks.index(k) % 4],
-          label=f"{loss}" if k == ks[0] else None,
-        )
-    ax.axhline(0, color="gray", lw=0.5)
-    ax.set_xscale("log", base=2)
-    ax.set_title(f"{m} at n={cfg.loss_n} (line style = k)")
-    ax.set_xlabel("d")
-  axes[0].legend(fontsize=7)
-  core.save_figure(fig, workdir, "losses")
-
-  if crit:
-    fig, ax = plt.subplots(figsize=(4.5, 3.2))
-    ds = [c["d"] for c in crit]
-    ax.plot(ds, [c["critical_n"] for c in crit], "o-", label="measured critical n")
-    ax.plot(
-      ds, [crit_fit["pred"][str(d)] for d in ds], "r--", label=f"k exp(d/(Ck)), C={crit_fit['C']}"
-    )
-    ax.axhline(cfg.critical_n_max, color="gray", ls=":", lw=1, label="search cap n_max")
-    ax.set_yscale("log")
-    ax.set_xlabel("d")
-    ax.set_ylabel("n")
-    ax.legend(fontsize=7)
-    core.save_figure(fig, workdir, "critical_n")
+  Returns:
+    ``{"panels": [per (n, k): {"n", "k", "N", "rows", "m_inf", "d_star", "d", "fitted",
+    "cs_sum", "cs_svm", "jl", "sigmoid", "infonce" (m_0 per d; the losses at loss_n only),
+    "scaled_d", "scaled_m0"}], "threshold", "refined" (rows with text cells), "loss_rows",
+    "losses": {notion: {k: {"losses": {loss: {"d", "mean", "std"}}}}}, "critical" (rows with
+    "pred", "cap"), "grid", "poly" (text)}``.
+  """
+  m, cfg = record["metrics"], record["config"]
+  groups: dict[tuple[int, int], list[dict]] = {}
+  for r in sorted(m["margin_vs_d"], key=lambda r: (r["n"], r["k"], r["d"])):
+    groups.setdefault((r["n"], r["k"]), []).append(r)
+  panels, losses = [], {notion: {} for notion in NOTIONS}
+  for (n, k), rs in groups.items():
+    col = lambda f, rs=rs: [f(r) for r in rs]
+    p = {
+      **{f: rs[0][f] for f in ("n", "k", "N", "rows", "m_inf", "d_star")},
+      "d": col(lambda r: r["d"]),
+    }
+    p |= {"fitted": col(lambda r: r["margin"]["m0_best"]),
+          **{q: col(lambda r, q=q: r[q]["certificate"]) for q in ("cs_sum", "cs_svm", "jl")},
+          **{l: col(lambda r, l=l: r[l]["m0_mean"]) for l in ("sigmoid", "infonce") if l in rs[0]},
+          "scaled_d": col(lambda r: r["d"] / (k * math.log(n / k))),
+          "scaled_m0": col(lambda r: r["best_m0"] / r["m_inf"])}  # fmt: skip
+    panels.append(p)
+    if n == cfg["loss_n"]:
+      for notion in NOTIONS:
+        losses[notion][str(k)] = {"losses": {l: {"d": p["d"], "mean": col(lambda r, l=l: r[l][f"{notion}_mean"]),
+                                                 "std": col(lambda r, l=l: r[l][f"{notion}_std"])}
+                                             for l in cfg["losses"]}}  # fmt: skip
+  refined = (m.get("threshold_refined") or {}).get("per_nk", [])
+  fit = m["critical_fit"]
+  return {
+    "panels": panels,
+    "threshold": [{**q, "sqrt_k_m_inf": q["m_inf"] * math.sqrt(q["k"])} for q in m["threshold"]],
+    "refined": [
+      {
+        **q,
+        "d_text": str(q["d_half_per_seed"]),
+        "C_text": ", ".join("n/a" if c is None else f"{c:.2f}" for c in q["C_per_seed"]),
+      }
+      for q in refined
+    ],  # fmt: skip
+    "loss_rows": [r for r in m["margin_vs_d"] if r["n"] == cfg["loss_n"]],
+    "losses": losses,
+    "critical": [
+      {
+        **c,
+        "pred": fit["pred"].get(str(c["d"])),
+        "cap": " (= n_max)" if c["critical_n"] >= cfg["critical_n_max"] else "",
+      }
+      for c in m["critical_n"]
+    ],  # fmt: skip
+    "grid": str(m["critical_n"][0]["grid"] if m["critical_n"] else []),
+    "poly": str([round(x, 3) for x in fit.get("poly", [])]),
+  }
 
 
 def train_and_evaluate(config, workdir) -> dict:
@@ -667,9 +496,7 @@ def train_and_evaluate(config, workdir) -> dict:
   )
   crit = _run_critical(cfg, cells, jax.random.fold_in(key, 1))
   crit_fit = _critical_fit(cfg, crit, knees)
-  _plots(cfg, rows, knees, crit, crit_fit, workdir)
   wins = _loss_wins(cfg, rows)
-  table = _tables(cfg, rows, knees, crit, crit_fit, refined)
   metrics = {
     "margin_vs_d": rows,
     "threshold": knees,
@@ -680,11 +507,10 @@ def train_and_evaluate(config, workdir) -> dict:
   }
   wall = time.time() - t0
   metrics["derived"] = derived_metrics(metrics)
-  core.write_results(
+  path = core.write_results(
     workdir,
     metrics=metrics,
     config=config,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
-    table_markdown=table,
     wall_time_s=wall,
     notes=(
       "Generated relevance matrices (all k-subsets, or distinct random k-subsets when there are "
@@ -693,7 +519,8 @@ def train_and_evaluate(config, workdir) -> dict:
       "full batch, t0 = 10, learned t and b). Wall times on shared CPU cores are noisy."
     ),
   )
-  (workdir / "table.md").write_text(table + "\n")
+  if path is not None:  # the process that wrote results.json
+    (workdir / "table.md").write_text(core.read_results(workdir)["table_markdown"] + "\n")
   return metrics
 
 

@@ -40,16 +40,12 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import matplotlib
-from flax import nnx
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import ml_collections
 import numpy as np
 import optax
+from flax import nnx
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from experiments.soda import models
 from jaxpapers import core
@@ -176,15 +172,15 @@ MUON_GROUPS = ("muon", "soda_muon")
 def group_horizons(task_cfg, group: str) -> tuple[int, ...]:
   """The horizons of a group: ``muon_horizons`` for the Muon groups when set, else ``horizons``."""
   if group in MUON_GROUPS and task_cfg.get("muon_horizons", ()):
-    return tuple(task_cfg.muon_horizons)
-  return tuple(task_cfg.horizons)
+    return tuple(task_cfg["muon_horizons"])
+  return tuple(task_cfg["horizons"])
 
 
 def group_seeds(task_cfg, group: str) -> int:
   """Seeds per grid point: ``muon_num_seeds`` for the Muon groups when > 0, else ``num_seeds``."""
   if group in MUON_GROUPS and task_cfg.get("muon_num_seeds", 0):
-    return int(task_cfg.muon_num_seeds)
-  return int(task_cfg.num_seeds)
+    return int(task_cfg["muon_num_seeds"])
+  return int(task_cfg["num_seeds"])
 
 
 def base_horizons(task_cfg, base: str) -> tuple[int, ...]:
@@ -670,145 +666,89 @@ def _best(rows, horizon, family, higher_is_better, **fixed):
   return max(cand, key=lambda r: sign * r["metric"] if math.isfinite(r["metric"]) else -math.inf)
 
 
-def _fmt(r, pct=False, extra=""):
-  if r is None:
-    return "-"
-  if pct:
-    return f"{100 * r['metric']:.2f}±{100 * r['metric_std']:.2f}%{extra}"
-  return f"{r['metric']:.4f}±{r['metric_std']:.4f}{extra}"
-
-
-def _horizon_table(rows, cfg, hib) -> str:
-  """Per horizon: each base at wd = 0 and tuned over lr x wd, and SODA tuned over lr."""
-  pairs = [("adamw", "soda_adamw", "AdamW")]
-  if cfg.get("muon_lrs", ()):
-    pairs.append(("muon", "soda_muon", "Muon"))
-  head, rule = "| T |", "|---|"
-  for _, _, name in pairs:
-    head += f" {name} wd=0 (lr) | best {name} (lr, wd) | SODA({name}) (lr) |"
-    rule += "---|---|---|"
-  lines = [head, rule]
-  for t in sorted({t for base, _, _ in pairs for t in base_horizons(cfg, base)}):
-    line = f"| {t} |"
-    for base, wrapped, _ in pairs:
-      b0 = _best(rows, t, base, hib, wd=0.0)
-      bb = _best(rows, t, base, hib)
-      sw = _best(rows, t, wrapped, hib)
-      tag = lambda r, *ks: " (" + ", ".join(f"{r[k]:g}" for k in ks) + ")" if r else ""
-      line += (
-        f" {_fmt(b0, extra=tag(b0, 'lr'))} | {_fmt(bb, extra=tag(bb, 'lr', 'wd'))} |"
-        f" {_fmt(sw, extra=tag(sw, 'lr'))} |"
-      )
-    lines.append(line)
-  return "\n".join(lines)
-
-
 def _metric_label(task, cfg) -> str:
   if task == "lm":
     return "val bits/char"
   return "test NLL (nats)" if cfg.get("metric", "accuracy") == "nll" else "test accuracy"
 
 
-def _horizon_plot(rows, cfg, task, workdir, hib):
-  """Left: the tuned base's best weight decay per horizon. Right: best metric per method."""
-  pairs = [("adamw", "soda_adamw", "C0", "AdamW")]
-  if cfg.get("muon_lrs", ()):
-    pairs.append(("muon", "soda_muon", "C3", "Muon"))
-  all_ts = sorted({t for base, _, _, _ in pairs for t in base_horizons(cfg, base)})
-  fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.8))
-  for base, wrapped, color, name in pairs:
-    ts = list(base_horizons(cfg, base))
-    wds = sorted({r["wd"] for r in rows if r["family"] == base})
-    floor = min([w for w in wds if w > 0] or [1.0]) / 10
-    best = [_best(rows, t, base, hib) for t in ts]
-    ax0.plot(ts, [max(b["wd"], floor) for b in best], "o-", color=color, label=f"{name}")
-    for label, fam, fixed, ls in (
-      (f"{name}, lr x wd tuned", base, {}, "-"),
-      (f"{name}, wd = 0, lr tuned", base, {"wd": 0.0}, ":"),
-      (f"SODA({name}), lr tuned", wrapped, {}, "--"),
-    ):
-      bs = [_best(rows, t, fam, hib, **fixed) for t in ts]
-      if any(b is None for b in bs):
-        continue
-      ax1.errorbar(
-        ts,
-        [b["metric"] for b in bs],
-        yerr=[b["metric_std"] for b in bs],
-        fmt="o" + ls,
-        color=color,
-        capsize=3,
-        label=label,
-      )
-  ax0.set_xscale("log")
-  ax0.set_yscale("log")
-  ax0.set_xlabel("horizon T (steps)")
-  ax0.set_ylabel("best weight decay (optax units; 0 drawn at the bottom)")
-  ax0.set_title(f"{task}: tuned weight decay vs horizon")
-  ax0.legend(fontsize=7)
-  ax1.set_xscale("log")
-  for ax in (ax0, ax1):
-    ax.set_xticks(all_ts, [str(t) for t in all_ts], minor=False)
-    ax.set_xticks([], minor=True)
-  ax1.set_xlabel("horizon T (steps)")
-  ax1.set_ylabel(_metric_label(task, cfg) + " (mean ± seed std)")
-  ax1.set_title(f"{task}: best run per method")
-  ax1.legend(fontsize=7)
-  core.save_figure(fig, workdir, f"{task}_horizons")
+def _bases(task_cfg) -> list[tuple[str, str, str]]:
+  """``(base, SODA arm, display name)`` of each base optimizer the task's grid runs."""
+  return [("adamw", "soda_adamw", "AdamW")] + (
+    [("muon", "soda_muon", "Muon")] if task_cfg.get("muon_lrs", ()) else []
+  )
 
 
-def _wd_plot(rows, cfg, task, workdir, higher_is_better):
-  fams = [("adamw", "soda_adamw", "C0", "AdamW")]
-  if cfg.get("muon_lrs", ()):
-    fams.append(("muon", "soda_muon", "C3", "Muon"))
-  all_ts = sorted({t for base, _, _, _ in fams for t in base_horizons(cfg, base)})
-  n = len(all_ts)
-  ncols = min(3, n)
-  nrows = -(-n // ncols)
-  fig, axes = plt.subplots(nrows, ncols, figsize=(4.4 * ncols, 3.4 * nrows), squeeze=False)
-  for ax in axes.flat[n:]:
-    ax.axis("off")
-  for ax, t in zip(axes.flat, all_ts):
-    for base, wrapped, color, name in fams:
-      if t not in base_horizons(cfg, base):
-        continue
-      wds = sorted({r["wd"] for r in rows if r["family"] == base})
-      xs = [max(w, min([v for v in wds if v > 0] or [1.0]) / 10) for w in wds]
-      ys = []
-      for w in wds:
-        b = _best(rows, t, base, higher_is_better, wd=w)
-        ys.append(b["metric"])
-      ax.plot(xs, ys, "o-", color=color, label=f"{name} (best lr per wd)")
-      s = _best(rows, t, wrapped, higher_is_better)
-      if s is not None:
-        ax.axhline(s["metric"], color=color, ls="--", label=f"SODA({name}), no wd (lr {s['lr']:g})")
-    ax.set_xscale("log")
-    ax.set_title(f"{task}: T = {t} (wd = 0 drawn at left)", fontsize=9)
-    ax.set_xlabel("weight decay (optax units)")
-    ax.set_ylabel(_metric_label(task, cfg))
-  axes[0][0].legend(fontsize=7)
-  fig.tight_layout()
-  core.save_figure(fig, workdir, f"{task}_wd_sweep")
+def best_curves(rows, task_cfg, hib) -> dict[str, dict]:
+  """The seed-mean eval curve of each family's best run at the longest horizon (and of the
+  bases' best run at wd = 0), by legend label: ``{label: {"steps": [E], "curve": [E]}}``."""
+  t, out = max(task_cfg["horizons"]), {}
+  for fam in ("adamw", "soda_adamw", "soda_adamw_zero", "muon", "soda_muon"):
+    best = _best(rows, t, fam, hib)
+    if best is not None:
+      hp = ", ".join(f"{k} {best[k]:g}" for k in ("lr", "wd") if k in best)
+      out[f"{fam} ({hp})"] = {"steps": best["steps"], "curve": best["curve"]}
+    w0 = _best(rows, t, fam, hib, wd=0.0) if fam in ("adamw", "muon") else None
+    if w0 is not None and w0 is not best:
+      out[f"{fam} wd=0 (lr {w0['lr']:g})"] = {"steps": w0["steps"], "curve": w0["curve"]}
+  return out
 
 
-def _curve_plot(rows, cfg, task, workdir, higher_is_better):
-  t = max(cfg.horizons)
-  fig, ax = plt.subplots(figsize=(5.5, 3.6))
-  fams = ["adamw", "soda_adamw", "soda_adamw_zero", "muon", "soda_muon"]
-  for i, fam in enumerate(fams):
-    best = _best(rows, t, fam, higher_is_better)
-    if best is None:
+def report_view(record: dict) -> dict:
+  """What ``configs/default.py``'s report reads, per enabled task (pure).
+
+  Returns:
+    ``{"tasks": {task: {"metric", "horizons", "seeds", "muon" (title text), "cols" (column
+    headers, three per base), "rows": {T: {"c": [{"metric", "metric_std", "hp"} or {} per
+    column]}}, "arms": {base name: {"horizons", "best_wd", "tuned", "wd0", "soda" (metric
+    lists), "*_std"}}, "by_horizon": {T: {"arms": {base name: {"wds", "best", "soda": {"x",
+    "y", "lr"}}}}}}}}``; a weight decay of 0 is drawn a decade below the smallest positive one.
+  """
+  tasks = {}
+  for task in ("digits", "lm"):
+    m, tcfg = record["metrics"].get(task), record["config"][task]
+    if not m:
       continue
-    hp = ", ".join(f"{k} {best[k]:g}" for k in ("lr", "wd") if k in best)
-    ax.plot(best["steps"], best["curve"], "-o", ms=3, color=f"C{i}", label=f"{fam} ({hp})")
-    if fam in ("adamw", "muon"):
-      w0 = _best(rows, t, fam, higher_is_better, wd=0.0)
-      if w0 is not None and w0 is not best:
-        ax.plot(w0["steps"], w0["curve"], ":", color=f"C{i}", label=f"{fam} wd=0 (lr {w0['lr']:g})")
-  ax.set_xlabel("step")
-  ax.set_ylabel(_metric_label(task, cfg) if task == "lm" else "test NLL (nats)")
-  ax.set_title(f"{task}: curves of the best run per family, T = {t}")
-  ax.legend(fontsize=7)
-  core.save_figure(fig, workdir, f"{task}_curves")
+    hib, bases = higher_is_better(task, tcfg), _bases(tcfg)
+    rows = [{**r, "metric": float(r["metric"])} for r in m["rows"]]  # records write NaN as 'nan'
+    best = lambda t, fam, **fixed: _best(rows, t, fam, hib, **fixed)
+    cell = lambda r, *ks: {} if r is None else {**r, "hp": ", ".join(f"{r[k]:g}" for k in ks)}
+    muon = f"; Muon arms: horizons {list(group_horizons(tcfg, 'muon'))}, "
+    v = tasks[task] = {
+      "metric": m["metric"], "horizons": str(list(tcfg["horizons"])), "seeds": tcfg["num_seeds"],
+      "muon": muon + f"{group_seeds(tcfg, 'muon')} seeds" if len(bases) > 1 else "",
+      "cols": [h.format(n) for _, _, n in bases
+               for h in ("{} wd=0 (lr)", "best {} (lr, wd)", "SODA({}) (lr)")],
+      "rows": {}, "arms": {}, "by_horizon": {},
+    }  # fmt: skip
+    for t in sorted({t for b, _, _ in bases for t in base_horizons(tcfg, b)}):
+      v["rows"][str(t)] = {"c": [c for b, w, _ in bases for c in (
+        cell(best(t, b, wd=0.0), "lr"), cell(best(t, b), "lr", "wd"), cell(best(t, w), "lr"))]}  # fmt: skip
+    for base, wrapped, name in bases:
+      wds = sorted({r["wd"] for r in rows if r["family"] == base})
+      floor = lambda w: max(w, min([x for x in wds if x > 0] or [1.0]) / 10)
+      ts = base_horizons(tcfg, base)
+      arm = {"horizons": list(ts), "best_wd": [floor(best(t, base)["wd"]) for t in ts]}
+      for key, fam, fixed in (
+        ("tuned", base, {}),
+        ("wd0", base, {"wd": 0.0}),
+        ("soda", wrapped, {}),
+      ):
+        rs = [best(t, fam, **fixed) or {} for t in ts]
+        arm[key], arm[f"{key}_std"] = (
+          [r.get("metric") for r in rs],
+          [r.get("metric_std") for r in rs],
+        )
+      v["arms"][name] = arm
+      for t in ts:
+        s = best(t, wrapped)
+        v["by_horizon"].setdefault(str(t), {"arms": {}})["arms"][name] = {
+          "wds": [floor(w) for w in wds],
+          "best": [best(t, base, wd=w)["metric"] for w in wds],
+          **({} if s is None else
+             {"soda": {"x": [floor(wds[0]), floor(wds[-1])], "y": [s["metric"]] * 2, "lr": s["lr"]}}),
+        }  # fmt: skip
+  return {"tasks": tasks}
 
 
 def _claims(rows, cfg, higher_is_better, base, wrapped) -> list[dict]:
@@ -924,12 +864,11 @@ def grid_edges(rows, cfg, higher_is_better, base, wrapped) -> dict[str, dict]:
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
-  """Runs the enabled tasks, writes results.json and the plots."""
+  """Runs the enabled tasks; writes results.json and the report (``config.report``)."""
   t0 = time.time()
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   metrics: dict[str, Any] = {}
-  tables, _notes = [], []
   for task in ("digits", "lm"):
     tcfg = config[task]
     if not tcfg.enabled:
@@ -940,14 +879,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     hib = higher_is_better(task, tcfg)
     out = _run_task(task, tcfg, workdir, config.seed)
     rows = _summaries(out, task, tcfg)
-    _wd_plot(rows, tcfg, task, workdir, hib)
-    _curve_plot(rows, tcfg, task, workdir, hib)
-    _horizon_plot(rows, tcfg, task, workdir, hib)
-    bases = [("adamw", "soda_adamw")]
-    if tcfg.get("muon_lrs", ()):
-      bases.append(("muon", "soda_muon"))
     claims, transfer, edges = [], [], {}
-    for base, wrapped in bases:
+    for base, wrapped, _ in _bases(tcfg):
       claims += _claims(rows, tcfg, hib, base, wrapped)
       edges[base] = grid_edges(rows, tcfg, hib, base, wrapped)
       tr = _wd_transfer(rows, tcfg, hib, base)
@@ -959,28 +892,16 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
       "wd_transfer": transfer,
       "grid_edges": edges,
       "metric": _metric_label(task, tcfg),
+      "curves": best_curves(rows, tcfg, hib),
       **out["meta"],
       "seconds": sum(r["seconds"] for r in out["runs"]),
     }
-    table = _horizon_table(rows, tcfg, hib)
-    unit = _metric_label(task, tcfg) + ", mean±std over seeds; (lr, wd) of the best cell"
-    tables.append(
-      f"**{task}** ({unit}; horizons {list(tcfg.horizons)}, {tcfg.num_seeds} seeds"
-      + (
-        f"; Muon arms: horizons {list(group_horizons(tcfg, 'muon'))},"
-        f" {group_seeds(tcfg, 'muon')} seeds"
-        if tcfg.get("muon_lrs", ())
-        else ""
-      )
-      + f")\n\n{table}"
-    )
   wall = time.time() - t0
   metrics["derived"] = derived_metrics(metrics)
   core.write_results(
     workdir,
     metrics=metrics,
     config=config,
-    table_markdown="\n\n".join(tables),
     notes=(
       "CPU-scale reproduction of the SODA wrapper claim (arXiv:2605.11172): "
       "best SODA (no weight decay, lr grid) vs best-tuned weight decay. "

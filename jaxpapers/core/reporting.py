@@ -161,7 +161,7 @@ class Table:
   """A markdown table: one row per entry of ``over`` (or per path of ``rows``).
 
   Args:
-    columns: the columns.
+    columns: the columns; none (and no rows): the table is its ``title`` alone, a paragraph.
     over: a path (with optional ``*`` levels) whose entries are the rows.
     rows: instead of ``over``, explicit row paths (each row's key is its last segment);
       neither: the table is its ``extra_rows``.
@@ -661,6 +661,8 @@ def _render_table(table: Table, scope: Scope) -> str:
     return "\n\n".join(p for p in parts if p)
   if table.over is not None and table.rows:
     raise ValueError("a Table takes over= (a path to expand) or rows= (paths), not both")
+  if not table.columns and table.over is None and not table.rows and not table.extra_rows:
+    return fill(table.title, scope)
   columns = [e for c in table.columns for e in _expand_column(c, scope)]
   headers = [fill(c.header, scope) for c in columns]
   rows = [[_cell(c, row) for c in columns] for row in _rows(table, scope)]

@@ -109,6 +109,14 @@ def test_row_paths_fall_back_to_the_record_and_missing_when_skips():
   assert R.render_table(R.Table(over="metrics.nope", when="metrics.nope", columns=()), RECORD) == ""
 
 
+def test_table_without_columns_is_its_title_alone():
+  note = R.Table(title="uniform {metrics.uniform:.2f}; {config.seeds} seeds", columns=())
+  assert R.render_table(note, RECORD) == "uniform 2.30; 3 seeds"
+  skipped = R.Table(title="{metrics.nope}", when="metrics.nope", columns=())
+  report = R.Report(tables=(note, skipped, note))
+  assert R.render(report, RECORD)[0] == "uniform 2.30; 3 seeds\n\nuniform 2.30; 3 seeds"
+
+
 @pytest.mark.parametrize(
   "spec",
   [

@@ -10,6 +10,8 @@ with 3 seeds; critical n for k = 2, d in {2, ..., 8}.
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -36,7 +38,174 @@ def get_config():
   c.chunk = 0  # optimisation steps per compiled chunk and checkpoint (0 = all steps)
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = claims_for(c)
+  c.report = REPORT
   return c
+
+
+_M = "{[v].m0_mean:+.3f}±{[v].m0_std:.3f} / {[v].mg_mean:+.3f}±{[v].mg_std:.3f} / "
+_CRIT = "metrics.critical_fit"
+_REF = "metrics.threshold_refined"
+# The tables and figures, over experiments.margins.train:report_view.
+REPORT = R.Report(
+  view="experiments.margins.train:report_view",
+  tables=(
+    R.Table(
+      title="**Margin m_0 against d** (best of seeds for fitted; certificates for constructions; "
+      "`m_inf` = exact m^rd(inf, A))",
+      over="metrics.margin_vs_d",
+      columns=R.columns(
+        "n; k; rows={N} ({rows}); m_inf=m_inf:.3f; d; fitted (margin obj.)=margin.m0_best:+.3f; "
+        "CS sum=cs_sum.certificate:+.3f; CS max-margin q.=cs_svm.certificate:+.3f; "
+        "JL of orth. + re-solved q.=jl.certificate:+.3f"
+      ),
+    ),
+    R.Table(
+      title="**Dimension threshold**: first d on the grid where the best m_0 is > 0 and >= "
+      "m_inf/2, and C = d_half / (k ln(n/k))",
+      over="view.threshold",
+      columns=R.columns(
+        "n; k; k ln(n/k)=k_ln_n_over_k:.2f; m_inf=m_inf:.3f; sqrt(k) m_inf=sqrt_k_m_inf:.3f; "
+        "d (m_0 > 0)=d_positive; d (m_0 >= m_inf/2)=d_half; C=C_half:.2f"
+      ),
+    ),
+    R.Table(
+      when="view.refined.0",
+      title="**Dimension threshold on the integer grid**: per seed, the smallest d (bisection "
+      "between the bracketing grid points, margin objective) with m_0 >= m_inf/2; "
+      "C = d_half / (k ln(n/k)), mean ± 95% CI over {config.seeds} seeds",
+      over="view.refined",
+      columns=R.columns(
+        "n; k; k ln(n/k)=k_ln_n_over_k:.2f; d_half per seed={d_text}; C per seed={C_text}; "
+        "C (95% CI)={C_mean:.2f} ± {C_ci95:.2f}"
+      ),
+    ),
+    R.Table(
+      when=f"{_REF}.C_pooled_mean",
+      title=f"C over the (n, k): median {{{_REF}.C_median:.2f}}, range {{{_REF}.C_min:.2f}}-"
+      f"{{{_REF}.C_max:.2f}}; pooled (mean over (n, k) per seed) {{{_REF}.C_pooled_mean:.2f}} "
+      f"± {{{_REF}.C_pooled_ci95:.2f}} (95% CI over seeds)",
+      columns=(),
+    ),
+    R.Table(
+      title="**Losses at n = {config.loss_n}** (mean ± std over {config.seeds} seeds; "
+      "m_0 / m_g / m_q)",
+      over="view.loss_rows",
+      columns=(
+        *R.columns("k; d"),
+        R.Column("[v]", _M + "{[v].mq_mean:+.3f}±{[v].mq_std:.3f}", over="config.losses"),
+      ),
+    ),
+    R.Table(
+      title="**Sigmoid vs InfoNCE, per notion** (cells where the seed-mean of one is larger by "
+      "> 0.005)",
+      over="metrics.loss_wins",
+      columns=R.columns(
+        "notion={key}; sigmoid wins=sigmoid; InfoNCE wins=infonce; ties=tie; "
+        "mean(sigmoid - InfoNCE)=mean_diff:+.3f"
+      ),
+    ),
+    R.Table(
+      title="**Critical n** (k = {config.critical_k}, loss {config.critical_loss}, "
+      "{config.critical_restarts} restarts x {config.critical_steps} steps, n_max = "
+      "{config.critical_n_max}) against the margin-threshold prediction n = k exp(d / (C k)) "
+      f"with the fitted C = {{{_CRIT}.C:g}}\n\nn searched on the grid {{view.grid}}",
+      over="view.critical",
+      columns=R.columns("d; critical n={critical_n}{cap}; predicted n=pred:.1f"),
+    ),
+    R.Table(
+      when=f"{_CRIT}.loglinear",
+      title=f"Fit ln(critical n) = a + b d: a = {{{_CRIT}.loglinear.0:.2f}}, b = "
+      f"{{{_CRIT}.loglinear.1:.3f}}; fit critical n = a + b d + c d^2 + e d^3 (WBNL-style "
+      "polynomial): coefficients {view.poly}",
+      columns=(),
+    ),
+  ),
+  figures=(
+    R.Figure(
+      "margin_vs_d",
+      R.Panel(
+        over="view.panels",
+        title="n={n}, k={k} ({N} rows, {rows})",
+        xlabel="d",
+        ylabel="margin m_0",
+        logx=True,
+        xticks=True,
+        series=(
+          R.Series(x="d", y="fitted", color="C0", label="fitted (margin obj.)"),
+          R.Series(
+            x="d", y="sigmoid", style="s--", color="C1", label="sigmoid (mean m_0)", when="sigmoid"
+          ),
+          R.Series(
+            x="d", y="infonce", style="^--", color="C2", label="infonce (mean m_0)", when="infonce"
+          ),
+          R.Series(x="d", y="cs_svm", style="d-", color="C3", label="CS, max-margin queries"),
+          R.Series(x="d", y="cs_sum", style="x:", color="C4", label="CS, sum queries"),
+          R.Series(x="d", y="jl", style="v-", color="C5", label="JL of orthogonal, re-solved q."),
+        ),
+        lines=(
+          R.Line("m_inf", label="m^rd(inf, A) (exact)", style="-", color="k"),
+          R.Line(0.0, style="-"),
+          R.Line(
+            "d_star",
+            label="d* = {config.threshold_C:g} k ln(n/k)",
+            style="--",
+            color="r",
+            vertical=True,
+          ),
+        ),
+      ),
+      size=(3.6, 3.0),
+      ncols=4,
+    ),
+    R.Figure(
+      "collapse",
+      R.Panel(
+        xlabel="d / (k ln(n/k))",
+        ylabel="best m_0 / m^rd(inf, A)",
+        logx=True,
+        series=(R.Series(over="view.panels", x="scaled_d", y="scaled_m0", label="n={n}, k={k}"),),
+        lines=(R.Line(1.0, style="--", color="r", vertical=True), R.Line(0.0, style="-")),
+      ),
+      size=(5.0, 3.5),
+    ),
+    R.Figure(
+      "losses",
+      R.Panel(
+        over="view.losses.*",
+        title="{key0} at n={config.loss_n}, k={key}",
+        xlabel="d",
+        logx=True,
+        xticks=True,
+        series=(R.Series(over="losses", x="d", y="mean", err="std", label="{key}"),),
+        lines=(R.Line(0.0, style="-"),),
+      ),
+      size=(3.6, 3.0),
+      ncols=4,
+    ),
+    R.Figure(
+      "critical_n",
+      R.Panel(
+        xlabel="d",
+        ylabel="n",
+        logy=True,
+        series=(
+          R.Series(points="view.critical", x="d", y="critical_n", label="measured critical n"),
+          R.Series(
+            points="view.critical",
+            x="d",
+            y="pred",
+            style="--",
+            color="r",
+            label=f"k exp(d/(Ck)), C={{{_CRIT}.C:g}}",
+          ),
+        ),
+        lines=(R.Line("config.critical_n_max", label="search cap n_max"),),
+      ),
+      size=(4.5, 3.2),
+      when="view.critical.0",
+    ),
+  ),
+)
 
 
 def _sigmoid_wins(notion, what):

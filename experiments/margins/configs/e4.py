@@ -14,6 +14,8 @@ interpolation on the grid, from which on the grid the retained fraction m_0(d) /
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -31,7 +33,86 @@ def get_config():
   c.seed = 0
   c.all_rows = True  # every cell solves all C(n, k) rows (see e4.Config.all_rows)
   c.claims = claims_for(c.ds, c.seeds)
+  c.report = REPORT
   return c
+
+
+_SRC, _D = "metrics.source", "metrics.derived"
+_FAR = "{metrics.ds|max:g}"
+# The tables and figures, over experiments.margins.e4:report_view.
+REPORT = R.Report(
+  view="experiments.margins.e4:report_view",
+  tables=(
+    R.Table(
+      title=f"Source: n = {{config.n}}, k = {{config.k}}, m_src = {{{_SRC}.m_src:.5f}} (exact "
+      f"m^rd(inf, A) = {{{_SRC}.m_inf:.5f}}), documents' common coordinate s = {{{_SRC}.s:.4f}}; "
+      "{config.seeds} seeds; max FISTA gap on rows with a positive margin "
+      "{metrics.analysis.fista_gap_max:.1e}.\n\nd needed to keep a fraction f of m_src (seed "
+      f"mean ± 95% CI; '>' = not reached by d = {_FAR} in some seed):",
+      over="view.dneed",
+      columns=(
+        *R.columns("f={f}; method={method}"),
+        R.Column("N = [v]", "{cells.[i]}", over="metrics.Ns"),
+        R.Column("slope of ln d_f per decade of N", "{slope}"),
+      ),
+    ),
+    R.Table(
+      title="Retained fraction m_0 / m_src at the smallest and the largest N (seed mean):",
+      over="view.retained",
+      columns=(
+        R.Column("d", "d", "d"),
+        R.Column("[v]", "v.[i]", "+.3f", over="view.retained_cols"),
+      ),
+    ),
+    R.Table(
+      title="Dimensions at which the bounds guarantee f = {metrics.f_claim} (probability >= "
+      "{view.confidence}): documents-only (any N) d = "
+      "{view.documents_only}; projected (jl_bound) {view.jl}.",
+      columns=(),
+    ),
+    R.Table(
+      title=f"Claim metrics (f = {{metrics.f_claim}}): slope projected "
+      f"{{{_D}.slope_projected_mean:.3f}} (CI low {{{_D}.slope_projected_ci_low:.3f}}), slope "
+      f"re-solved {{{_D}.slope_resolved_mean:.3f}} (CI high {{{_D}.slope_resolved_ci_high:.3f}}), "
+      f"gap {{{_D}.slope_gap_mean:.3f}} (CI low {{{_D}.slope_gap_ci_low:.3f}}), d ratio at N = "
+      f"{{metrics.Ns|max:g}}: {{{_D}.dim_ratio_mean:.2f}} (CI low {{{_D}.dim_ratio_ci_low:.2f}}).",
+      columns=(),
+    ),
+  ),
+  figures=(
+    R.Figure(
+      "e4_dimension_reduction",
+      R.Panel(
+        title="n = {config.n}, k = {config.k}: margin kept after projection",
+        xlabel="d",
+        ylabel="m_0 / m_src (retained)",
+        logx=True,
+        ylim=(-1.0, 1.05),
+        series=(
+          R.Series(
+            over="view.curves",
+            x="metrics.ds",
+            y="mean",
+            err="ci",
+            band=True,
+            style="-",
+            label="{key}",
+          ),
+        ),  # fmt: skip
+        lines=(R.Line("metrics.f_claim", style="-", color="k"),),
+      ),
+      R.Panel(
+        title="needed dimension vs number of queries (mean ± 95% CI)",
+        xlabel="N (queries)",
+        ylabel="d needed to keep f = {metrics.f_claim}",
+        logx=True,
+        logy=True,
+        series=(R.Series(over="view.needed", x="N", y="mean", err="ci", label="{key}"),),
+      ),
+      size=(5.5, 4.2),
+    ),
+  ),
+)
 
 
 def _bracketed(methods, ds, seeds, f="0.5"):

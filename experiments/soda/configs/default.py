@@ -39,6 +39,8 @@ The byte-level LM task (``lm``) is disabled here: on this machine one vmapped LM
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   config = ml_collections.ConfigDict()
@@ -132,7 +134,96 @@ def get_config():
   lm.eval_batch = 0  # validation windows per evaluated chunk (0 = all at once)
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   config.claims = claims_for("digits", d, WHAT)
+  config.report = REPORT
   return config
+
+
+def _figures(task, ylabel):
+  """The three figures of one task (drawn when the record holds the task)."""
+  v = f"view.tasks.{task}"
+  per_horizon = dict(xlabel="horizon T (steps)", logx=True, xticks=True)
+  method = lambda key, style, what: R.Series(
+    over=f"{v}.arms", x="horizons", y=key, err=f"{key}_std", style=style, label=what
+  )
+  return (
+    R.Figure(
+      f"{task}_horizons",
+      R.Panel(
+        title=f"{task}: tuned weight decay vs horizon",
+        ylabel="best weight decay (optax units; 0 drawn at the bottom)",
+        logy=True,
+        series=(R.Series(over=f"{v}.arms", x="horizons", y="best_wd", label="{key}"),),
+        **per_horizon,
+      ),
+      R.Panel(
+        title=f"{task}: best run per method",
+        ylabel=f"{{{v}.metric}} (mean ± seed std)",
+        series=(
+          method("tuned", "o-", "{key}, lr x wd tuned"),
+          method("wd0", "o:", "{key}, wd = 0, lr tuned"),
+          method("soda", "o--", "SODA({key}), lr tuned"),
+        ),
+        **per_horizon,
+      ),
+      when=v,
+    ),
+    R.Figure(
+      f"{task}_wd_sweep",
+      R.Panel(
+        over=f"{v}.by_horizon",
+        title=f"{task}: T = {{key}} (wd = 0 drawn at left)",
+        xlabel="weight decay (optax units)",
+        ylabel=f"{{{v}.metric}}",
+        logx=True,
+        series=(
+          R.Series(over="arms", x="wds", y="best", label="{key} (best lr per wd)"),
+          R.Series(
+            over="arms",
+            x="soda.x",
+            y="soda.y",
+            style="--",
+            when="soda",
+            label="SODA({key}), no wd (lr {soda.lr:g})",
+          ),
+        ),  # fmt: skip
+      ),
+      size=(4.4, 3.4),
+      ncols=3,
+      when=v,
+    ),
+    R.Figure(
+      f"{task}_curves",
+      R.Panel(
+        title=f"{task}: curves of the best run per family, longest horizon",
+        xlabel="step",
+        ylabel=ylabel,
+        series=(R.Series(over=f"metrics.{task}.curves", x="steps", y="curve", label="{key}"),),
+      ),
+      size=(5.5, 3.6),
+      when=f"metrics.{task}.curves",  # not in records written before the curves were kept
+    ),
+  )
+
+
+# The tables and figures, over experiments.soda.train:report_view (one table per task).
+REPORT = R.Report(
+  view="experiments.soda.train:report_view",
+  tables=(
+    R.Table(
+      each="view.tasks",
+      title="**{key}** ({metric}, mean±std over seeds; (lr, wd) of the best cell; horizons "
+      "{horizons}, {seeds} seeds{muon})",
+      over="rows",
+      columns=(
+        R.Column("T", "{key}"),
+        R.Column(
+          "[v]", "{c.[i].metric:.4f}±{c.[i].metric_std:.4f} ({c.[i].hp})", over="cols", missing="-"
+        ),
+      ),  # fmt: skip
+    ),
+  ),
+  figures=(*_figures("digits", "test NLL (nats)"), *_figures("lm", "val bits/char")),
+)
 
 
 def _grid(task_cfg, base):
