@@ -54,6 +54,7 @@ import numpy as np
 
 from jaxpapers import logstop as L
 from jaxpapers.core import benchmark as bench
+from jaxpapers.logstop import _engine
 
 NAME = "logstop_throughput"
 
@@ -128,18 +129,55 @@ def host_costs(repeats: int = 9) -> dict[str, float]:
   }
 
 
-def cost_per_frame(formula, B: int, T: int) -> dict[str, float]:
-  """XLA's cost analysis of the compiled score, per frame (loop bodies are counted once).
+def _pieces(formula, B: int, T: int) -> dict:
+  """The parts of ``score`` (w = 1) as jitted functions of the same inputs.
 
-  The analysis counts the log-space fallback branch too, although it runs only where a
-  probability underflows.
+  ``kernel``: the linear-space kernel and the log of its result (no range check, no
+  fallback); ``range_check``: the per-trace check of traced scores (one pass over the inputs);
+  ``copy``: a read and a write of every input (the memory floor of one pass).
+  """
+  f = L.parse(formula)
+  return {
+    "score": _jitted("score", formula, 1),
+    "kernel": jax.jit(
+      lambda p: jnp.log(_engine.evaluate_many((f,), p, 1, None, "prob", first_only=True)[0])
+    ),
+    "range_check": jax.jit(lambda p: _engine.traced_ok(p, None, (B, T))),
+    "copy": jax.jit(lambda p: [v + 1.0 for v in p.values()]),
+  }
+
+
+def cost_per_frame(formula, B: int, T: int) -> dict[str, dict[str, float]]:
+  """XLA's cost analysis per frame of the compiled score and of its kernel alone.
+
+  Loop bodies are counted once. The analysis of ``score`` counts the log-space fallback branch
+  too, although it runs only where a probability underflows; ``kernel`` is the linear-space
+  kernel alone (see `_pieces`).
   """
   p = {n: jax.ShapeDtypeStruct((B, T), jnp.float32) for n in L.atoms(L.parse(formula))}
-  ca = _jitted("score", formula, 1).lower(p).compile().cost_analysis()
-  ca = ca[0] if isinstance(ca, (list, tuple)) else ca
-  return {
-    k: float(ca.get(k, 0.0)) / (B * T) for k in ("transcendentals", "flops", "bytes accessed")
-  }
+  out = {}
+  for name, fn in _pieces(formula, B, T).items():
+    if name in ("score", "kernel"):
+      ca = fn.lower(p).compile().cost_analysis()
+      ca = ca[0] if isinstance(ca, (list, tuple)) else ca
+      keys = ("transcendentals", "flops", "bytes accessed")
+      out[name] = {k: float(ca.get(k, 0.0)) / (B * T) for k in keys}
+  return out
+
+
+def time_pieces(formula, props, repeats: int) -> dict[str, float]:
+  """CPU nanoseconds per frame of ``score`` and of its parts (`_pieces`), side by side.
+
+  Min and median over ``4 * repeats`` alternating calls on device-resident inputs.
+  """
+  B, T = next(iter(props.values())).shape
+  pj = {n: jnp.asarray(props[n]) for n in L.atoms(L.parse(formula))}
+  t = time_jax(_pieces(formula, B, T), (pj,), 4 * repeats)
+  out = {}
+  for k, (_, cpu) in t.items():
+    out[f"{k}_cpu_ns_min"] = float(np.min(cpu)) / (B * T) * 1e9
+    out[f"{k}_cpu_ns_median"] = float(np.median(cpu)) / (B * T) * 1e9
+  return out
 
 
 def slope(Ts, secs) -> float:
@@ -213,14 +251,18 @@ def run(args) -> tuple[list, list]:
   # Where the time goes: XLA's count of transcendentals per frame, and their cost here.
   T_cost = next((T for T in args.Ts if 300 <= T <= 1000), args.Ts[-1])
   host = host_costs()
+  cost_props = traces(rng, batch_size(T_cost), T_cost)
   for formula in FORMULAS:
+    per_frame = cost_per_frame(formula, batch_size(T_cost), T_cost)
     rows.append(
       {
         "kind": "cost",
         "formula": formula,
         "T": T_cost,
         "batch": batch_size(T_cost),
-        "per_frame": cost_per_frame(formula, batch_size(T_cost), T_cost),
+        "per_frame": per_frame["score"],
+        "per_frame_kernel": per_frame["kernel"],
+        "pieces": time_pieces(formula, cost_props, args.repeats),
         **host,
       }
     )
@@ -300,17 +342,21 @@ def summarize(rows, args) -> list[dict]:
     if cost is not None and aub is not None:
       least = 3 * cost["log_cpu_ns"] + cost["logaddexp_cpu_ns"]
       py_ns = aub["python_cpu_per_trace_s"] / aub["T"] * 1e9
-      lin = cost["per_frame"]
+      lin = cost["per_frame_kernel"]
       moved = lin["bytes accessed"] * cost["byte_cpu_ns"]
+      pc = cost["pieces"]
+      piece = lambda k: f"{pc[k + '_cpu_ns_min']:.2f} / {pc[k + '_cpu_ns_median']:.2f}"
       floor = (
         f"; a log costs {cost['log_cpu_ns']:.2f} CPU-ns and a logaddexp "
         f"{cost['logaddexp_cpu_ns']:.2f} here, so the 3 logs and 1 logaddexp per frame that an "
         f"exact log-space a U b needs take {least:.1f} ns: at most {py_ns / least:,.0f}x the "
         f"Python scorer's {py_ns / 1e3:.1f} us per frame; the linear-space kernel that score "
-        f"runs moves {lin['bytes accessed']:.0f} bytes per frame (XLA cost analysis with the "
-        f"fallback branch, T = {cost['T']}), "
-        f"{moved:.2f} ns at this host's copy rate, and takes "
-        f"{aub['jax_cpu_per_trace_s'] / aub['T'] * 1e9:.1f} ns"
+        f"runs moves {lin['bytes accessed']:.0f} bytes per frame (XLA cost analysis of the kernel "
+        f"alone, T = {cost['T']}), {moved:.2f} ns at this host's copy rate; score = kernel + the "
+        f"range check of traced inputs (one more read of the inputs; the fallback cond runs one "
+        f"branch and copies no operand), measured side by side in CPU-ns per frame (min / "
+        f"median): score {piece('score')}, kernel {piece('kernel')}, range check "
+        f"{piece('range_check')}, a copy of the inputs {piece('copy')}"
       )
     per_T = {}
     for r in score1:
