@@ -10,7 +10,13 @@ repeats, over trace lengths T, windows w and formulas:
   on a batch of float32 traces (about 300k frames per call) and of
   ``jaxpapers.logstop.reference_scores`` (plain Python, memoised per (subformula, t), one
   trace at a time: the authors' recursive scorer transcribed); wall and CPU time (the CPU time
-  of the threads XLA uses, against Python's one);
+  of the threads XLA uses, against Python's one). The traces are JAX arrays on the device
+  before the clock starts, as in a training or evaluation loop that scores its model's
+  outputs, so no call pays a host-to-device copy; the time includes dispatch and, since the
+  inputs are traced under ``jax.jit``, the in-program range check of every score;
+* **where the time of score goes** (``cost`` rows): XLA's cost analysis of ``score`` and of
+  its linear-space kernel alone, and CPU time per frame of ``score``, the kernel alone (plus
+  the log of its result), the range check alone and a copy of the inputs, side by side;
 * **growth in T**: the log-log slope of JAX time per trace against T (1 = linear);
 * **cost of the window**: time at w = 64 over w = 1, for ``score`` (t = 0) and ``scores``
   (every t), at every T;
@@ -29,13 +35,20 @@ at w > 1 sums blocks of w frames before anything else, so it is cheaper than at 
 ``scores`` (every t) at w > 1 adds window sums by blocked scans along the w frames of a block
 (no differences of prefix sums, which would cancel): O(log_8 w) passes.
 
-Where the targets stand (the committed record has the numbers): the linear-space kernel
-lifts the speed-up over the ceiling of a log-space kernel's transcendentals and makes the time
-per trace linear in T, but ``score`` at w = 1 still takes several times the cost of the bytes it
-moves (the note compares them), so 1,000x is not reached on the shared 2-core host; ``scores``
-at w = 64 pays the window sums' blocked scans (two more passes over the view per atom, on
-chains of n = T / w steps whose fixed costs grow relative to the work), so its ratio to w = 1
-stays above 1.2.
+Where the targets stand (the committed record has the numbers). ``score`` under ``jax.jit`` is
+the kernel plus one more pass: the range check of traced scores (every frame in [0, 1], no
+NaN; the policy for bad input under jit), which reads every input once more and costs about
+a copy of the inputs (the ``cost`` rows time it). The fallback ``lax.cond`` costs nothing
+measurable: XLA's CPU backend runs one branch and hands it the parameters without a copy, and
+its predicate is a comparison of the [N] results. The log of the result fuses into the last
+reduction. The kernel itself moves about twice the bytes of a transpose of the inputs into
+the view (XLA keeps the atoms' products and the chunk totals as separate fusions). On the
+shared 2-core host (load average several times the core count) the median CPU time per frame
+of the kernel alone is close to the Python scorer's time per frame / 1,000, so with the check
+1,000x is not reached there; the min over repeats comes closer (the note gives both).
+``scores`` at w = 64 pays the window sums' blocked scans (two more passes over the view per
+atom, on chains of n = T / w steps whose fixed costs grow relative to the work), so its ratio
+to w = 1 stays above 1.2.
 
 Timings on a shared CPU are noisy; the ratios measured side by side are the meaningful part,
 and the record keeps every repeat and the load average. Writes
