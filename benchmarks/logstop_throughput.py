@@ -444,7 +444,14 @@ def summarize(rows, args) -> list[dict]:
           unit="x",
           target="<= 1.2",
           note=f"CPU time; worst at {worst[1]}, T = {worst[2]}; all: "
-          + ", ".join(f"{v:.2f}" for v, _, _ in sorted(ratios)),
+          + ", ".join(f"{v:.2f}" for v, _, _ in sorted(ratios))
+          + (
+            "; scores at w > 1 adds the window sums' blocked scans (two more passes over the "
+            "view per atom) and runs its chains on n = T / w steps, whose fixed costs grow "
+            "relative to the work"
+            if kind == "scores"
+            else ""
+          ),
         )
       )
   many = [r for r in rows if r["kind"] == "score_many"]
