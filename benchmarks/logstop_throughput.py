@@ -10,7 +10,13 @@ repeats, over trace lengths T, windows w and formulas:
   on a batch of float32 traces (about 300k frames per call) and of
   ``jaxpapers.logstop.reference_scores`` (plain Python, memoised per (subformula, t), one
   trace at a time: the authors' recursive scorer transcribed); wall and CPU time (the CPU time
-  of the threads XLA uses, against Python's one);
+  of the threads XLA uses, against Python's one). The traces are JAX arrays on the device
+  before the clock starts, as in a training or evaluation loop that scores its model's
+  outputs, so no call pays a host-to-device copy; the time includes dispatch and, since the
+  inputs are traced under ``jax.jit``, the in-program range check of every score;
+* **where the time of score goes** (``cost`` rows): XLA's cost analysis of ``score`` and of
+  its range check, and CPU time per frame of ``score``, the range check alone and a copy of
+  the inputs, side by side (``score`` minus the check is the kernel);
 * **growth in T**: the log-log slope of JAX time per trace against T (1 = linear);
 * **cost of the window**: time at w = 64 over w = 1, for ``score`` (t = 0) and ``scores``
   (every t), at every T;
@@ -29,13 +35,21 @@ at w > 1 sums blocks of w frames before anything else, so it is cheaper than at 
 ``scores`` (every t) at w > 1 adds window sums by blocked scans along the w frames of a block
 (no differences of prefix sums, which would cancel): O(log_8 w) passes.
 
-Where the targets stand (the committed record has the numbers): the linear-space kernel
-lifts the speed-up over the ceiling of a log-space kernel's transcendentals and makes the time
-per trace linear in T, but ``score`` at w = 1 still takes several times the cost of the bytes it
-moves (the note compares them), so 1,000x is not reached on the shared 2-core host; ``scores``
-at w = 64 pays the window sums' blocked scans (two more passes over the view per atom, on
-chains of n = T / w steps whose fixed costs grow relative to the work), so its ratio to w = 1
-stays above 1.2.
+Where the targets stand (the committed record has the numbers). ``score`` under ``jax.jit`` is
+the kernel plus one more pass: the range check of traced scores (every frame in [0, 1], no
+NaN; the policy for bad input under jit), which reads every input once more and costs about
+a copy of the inputs (the ``cost`` rows time it). The fallback ``lax.cond`` costs nothing
+measurable: XLA's CPU backend runs one branch and hands it the parameters without a copy, and
+its predicate is a comparison of the [N] results. The log of the result fuses into the last
+reduction. The kernel itself moves about three times the bytes of a transpose of the
+inputs into the view (XLA's cost analysis of the kernel alone: XLA keeps the atoms' products
+and each of the chunk totals as separate fusions). On the
+shared 2-core host (load average several times the core count) the median CPU time per frame
+of the kernel alone is close to the Python scorer's time per frame / 1,000, so with the check
+1,000x is not reached there; the min over repeats comes closer (the note gives both).
+``scores`` at w = 64 pays the window sums' blocked scans (two more passes over the view per
+atom, on chains of n = T / w steps whose fixed costs grow relative to the work), so its ratio
+to w = 1 stays above 1.2.
 
 Timings on a shared CPU are noisy; the ratios measured side by side are the meaningful part,
 and the record keeps every repeat and the load average. Writes
@@ -128,18 +142,57 @@ def host_costs(repeats: int = 9) -> dict[str, float]:
   }
 
 
-def cost_per_frame(formula, B: int, T: int) -> dict[str, float]:
-  """XLA's cost analysis of the compiled score, per frame (loop bodies are counted once).
+def _range_check(p):
+  """The per-trace check ``score`` applies to traced scores (the same expression as the
+  library's): every frame of every atom in [0, 1], False for NaN. [N, T] arrays -> bool[N]."""
+  bad = functools.reduce(jnp.logical_or, [~((v >= 0) & (v <= 1)) for v in p.values()])
+  return ~jnp.any(bad, axis=-1)
 
-  The analysis counts the log-space fallback branch too, although it runs only where a
-  probability underflows.
+
+def _pieces(formula) -> dict:
+  """``score`` (w = 1) and the passes it is compared with, as jitted functions of its inputs.
+
+  ``range_check``: the per-trace check of traced scores (one pass over the inputs), so
+  ``score`` - ``range_check`` is the kernel; ``copy``: a read and a write of every input (the
+  memory floor of one pass).
+  """
+  return {
+    "score": _jitted("score", formula, 1),
+    "range_check": jax.jit(_range_check),
+    "copy": jax.jit(lambda p: [v + 1.0 for v in p.values()]),
+  }
+
+
+def cost_per_frame(formula, B: int, T: int) -> dict[str, dict[str, float]]:
+  """XLA's cost analysis per frame of the compiled score and of its range check.
+
+  Loop bodies are counted once. The analysis of ``score`` counts the log-space fallback branch
+  too, although it runs only where a probability underflows.
   """
   p = {n: jax.ShapeDtypeStruct((B, T), jnp.float32) for n in L.atoms(L.parse(formula))}
-  ca = _jitted("score", formula, 1).lower(p).compile().cost_analysis()
-  ca = ca[0] if isinstance(ca, (list, tuple)) else ca
-  return {
-    k: float(ca.get(k, 0.0)) / (B * T) for k in ("transcendentals", "flops", "bytes accessed")
-  }
+  out = {}
+  for name, fn in _pieces(formula).items():
+    if name in ("score", "range_check"):
+      ca = fn.lower(p).compile().cost_analysis()
+      ca = ca[0] if isinstance(ca, (list, tuple)) else ca
+      keys = ("transcendentals", "flops", "bytes accessed")
+      out[name] = {k: float(ca.get(k, 0.0)) / (B * T) for k in keys}
+  return out
+
+
+def time_pieces(formula, props, repeats: int) -> dict[str, float]:
+  """CPU nanoseconds per frame of ``score`` and of its parts (`_pieces`), side by side.
+
+  Min and median over ``4 * repeats`` alternating calls on device-resident inputs.
+  """
+  B, T = next(iter(props.values())).shape
+  pj = {n: jnp.asarray(props[n]) for n in L.atoms(L.parse(formula))}
+  t = time_jax(_pieces(formula), (pj,), 4 * repeats)
+  out = {}
+  for k, (_, cpu) in t.items():
+    out[f"{k}_cpu_ns_min"] = float(np.min(cpu)) / (B * T) * 1e9
+    out[f"{k}_cpu_ns_median"] = float(np.median(cpu)) / (B * T) * 1e9
+  return out
 
 
 def slope(Ts, secs) -> float:
@@ -213,14 +266,18 @@ def run(args) -> tuple[list, list]:
   # Where the time goes: XLA's count of transcendentals per frame, and their cost here.
   T_cost = next((T for T in args.Ts if 300 <= T <= 1000), args.Ts[-1])
   host = host_costs()
+  cost_props = traces(rng, batch_size(T_cost), T_cost)
   for formula in FORMULAS:
+    per_frame = cost_per_frame(formula, batch_size(T_cost), T_cost)
     rows.append(
       {
         "kind": "cost",
         "formula": formula,
         "T": T_cost,
         "batch": batch_size(T_cost),
-        "per_frame": cost_per_frame(formula, batch_size(T_cost), T_cost),
+        "per_frame": per_frame["score"],
+        "per_frame_range_check": per_frame["range_check"],
+        "pieces": time_pieces(formula, cost_props, args.repeats),
         **host,
       }
     )
@@ -300,17 +357,19 @@ def summarize(rows, args) -> list[dict]:
     if cost is not None and aub is not None:
       least = 3 * cost["log_cpu_ns"] + cost["logaddexp_cpu_ns"]
       py_ns = aub["python_cpu_per_trace_s"] / aub["T"] * 1e9
-      lin = cost["per_frame"]
-      moved = lin["bytes accessed"] * cost["byte_cpu_ns"]
+      pc = cost["pieces"]
+      piece = lambda k: f"{pc[k + '_cpu_ns_min']:.2f} / {pc[k + '_cpu_ns_median']:.2f}"
+      kernel = [pc[f"score_cpu_ns_{s}"] - pc[f"range_check_cpu_ns_{s}"] for s in ("min", "median")]
       floor = (
         f"; a log costs {cost['log_cpu_ns']:.2f} CPU-ns and a logaddexp "
         f"{cost['logaddexp_cpu_ns']:.2f} here, so the 3 logs and 1 logaddexp per frame that an "
         f"exact log-space a U b needs take {least:.1f} ns: at most {py_ns / least:,.0f}x the "
-        f"Python scorer's {py_ns / 1e3:.1f} us per frame; the linear-space kernel that score "
-        f"runs moves {lin['bytes accessed']:.0f} bytes per frame (XLA cost analysis with the "
-        f"fallback branch, T = {cost['T']}), "
-        f"{moved:.2f} ns at this host's copy rate, and takes "
-        f"{aub['jax_cpu_per_trace_s'] / aub['T'] * 1e9:.1f} ns"
+        f"Python scorer's {py_ns / 1e3:.1f} us per frame. score = the linear-space kernel + "
+        f"the range check of traced inputs (one more read of the inputs; the fallback cond "
+        f"runs one branch and copies no operand), side by side in CPU-ns per frame at T = "
+        f"{cost['T']} (min / median): score {piece('score')}, range check "
+        f"{piece('range_check')}, so the kernel {kernel[0]:.2f} / {kernel[1]:.2f}; a copy of "
+        f"the inputs {piece('copy')}; 1,000x needs {py_ns / 1e3:.2f} ns"
       )
     per_T = {}
     for r in score1:
@@ -385,7 +444,14 @@ def summarize(rows, args) -> list[dict]:
           unit="x",
           target="<= 1.2",
           note=f"CPU time; worst at {worst[1]}, T = {worst[2]}; all: "
-          + ", ".join(f"{v:.2f}" for v, _, _ in sorted(ratios)),
+          + ", ".join(f"{v:.2f}" for v, _, _ in sorted(ratios))
+          + (
+            "; scores at w > 1 adds the window sums' blocked scans (two more passes over the "
+            "view per atom) and runs its chains on n = T / w steps, whose fixed costs grow "
+            "relative to the work"
+            if kind == "scores"
+            else ""
+          ),
         )
       )
   many = [r for r in rows if r["kind"] == "score_many"]

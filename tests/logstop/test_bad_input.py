@@ -337,3 +337,19 @@ def test_eager_jax_array_checked_without_host_copy(monkeypatch):
   assert not any(seen)
   with pytest.raises(ValueError, match=r"found .*1\.7.* at index \(1,\)"):
     ls.score("G a", {"a": jnp.asarray(BAD)})
+
+
+def test_bad_values_in_a_large_batch_are_poisoned_under_jit():
+  """At [600, 500] XLA's CPU backend hands reductions to a library whose min / max skip NaN:
+  a NaN there once gave a plausible score. Exactly the bad traces are NaN, for either atom."""
+  rng = np.random.default_rng(5)
+  p = {n: rng.uniform(size=(600, 500)).astype(np.float32) for n in "ab"}
+  bad = {}
+  for i, (name, value, t) in enumerate(
+    (n, v, t) for n in "ab" for v in (np.nan, -1e-30, 1.0000001, np.inf) for t in (0, 250, 499)
+  ):
+    p[name][7 * i + 1, t] = value
+    bad[7 * i + 1] = (name, value, t)
+  out = np.asarray(jax.jit(lambda q: ls.score("a U b", q))(p))
+  assert sorted(np.flatnonzero(np.isnan(out))) == sorted(bad), bad
+  assert np.all(np.isfinite(np.delete(out, list(bad))))
