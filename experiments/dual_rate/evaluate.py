@@ -270,8 +270,15 @@ def results_notes(cfg, floor, train_seeds, n_eval, headline, head_methods) -> st
 
 
 def report_view(record: dict) -> dict:
-  """What ``configs/default.py``'s report reads beyond the record: ``{"fd_reference"}`` (records
-  written before the held-out reference have none: theirs is the train split)."""
+  """What ``configs/default.py``'s report reads beyond the record (as ``view.<key>``).
+
+  Args:
+    record: a results record of this experiment.
+
+  Returns:
+    ``{"fd_reference": "train" | "heldout"}``: the FD reference of the rows (records written
+    before the held-out reference name none: theirs is the train split).
+  """
   return {"fd_reference": record["metrics"]["floor"].get("reference", "train")}
 
 

@@ -78,7 +78,8 @@ Example::
 
 and by hand: ``reporting.render(REPORT, record, workdir)`` returns ``(markdown, [png paths])``;
 ``render_table(table, record)`` one table's markdown; ``render_figure(fig, record, workdir)``
-one PNG.
+one PNG. Images a record does not hold (generated samples) are drawn from the run's arrays by
+:func:`save_image_grids`.
 """
 
 from __future__ import annotations
