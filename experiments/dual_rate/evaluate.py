@@ -185,7 +185,7 @@ def matched_quality_methods(cfg) -> dict[str, tuple[str, ...]]:
 
 
 def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells=None) -> tuple[dict, str]:
-  """Phase 5: the metrics, table and notes of results.json from the training seeds' records.
+  """Phase 5: the metrics and notes of results.json from the training seeds' records.
 
   Args:
     per_seed: training seed -> its record (``rows``, ``flops``, ``params``, ``train_seconds``,
