@@ -166,12 +166,12 @@ def _round_measured(record: Any, keep: set[str] = frozenset()) -> Any:
 def _dual_rate_cell(name: str, value: Any, results: dict | None) -> Any:
   """A dual_rate cell keeps only the sample grids its samples figure shows.
 
-  ``train.write_results`` draws the grids of ``plots.sample_grid_keys(config)`` from the first
+  ``train.write_results`` draws the grids of ``evaluate.sample_grid_keys(config)`` from the first
   training seed's record; the other grids (every row of every seed) are read by nothing.
   """
   from ml_collections import ConfigDict  # pylint: disable=import-outside-toplevel
 
-  from experiments.dual_rate import plots  # pylint: disable=import-outside-toplevel
+  from experiments.dual_rate import evaluate  # pylint: disable=import-outside-toplevel
 
   if not isinstance(value, dict) or not value.get("grids") or not results:
     return value
@@ -180,7 +180,7 @@ def _dual_rate_cell(name: str, value: Any, results: dict | None) -> Any:
   seed = name.split("/")[0].removeprefix("train_seed=")
   if not seeds or not seed.isdigit():
     return value
-  shown = {"|".join(map(str, k)) for k in plots.sample_grid_keys(config)}
+  shown = {"|".join(map(str, k)) for k in evaluate.sample_grid_keys(config)}
   first = int(seed) == seeds[0]
   grids = {k: g for k, g in value["grids"].items() if first and k in shown}
   return {**value, "grids": grids}

@@ -3,7 +3,8 @@
 * :class:`Evaluator`: phase 1 (the feature classifier, the FD reference and the real-vs-real
   floor) and the quality, exact call counts, FLOPs and wall time of one sampler setting;
 * :func:`aggregate_rows`, :func:`summarize`: the rows over training seeds, the matched-quality
-  headline, the table and notes of results.json;
+  headline and the notes of results.json (its table and figure: ``configs/default.py``'s
+  report, read through :func:`report_view`);
 * :func:`derived_metrics`: the values the claims of ``configs/default.py`` are judged on (pure,
   JSON in and out, so committed results are re-judged from it).
 """
@@ -183,8 +184,8 @@ def matched_quality_methods(cfg) -> dict[str, tuple[str, ...]]:
   )
 
 
-def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells=None) -> tuple[dict, str, str]:
-  """Phase 5: the metrics, table and notes of results.json from the training seeds' records.
+def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells=None) -> tuple[dict, str]:
+  """Phase 5: the metrics and notes of results.json from the training seeds' records.
 
   Args:
     per_seed: training seed -> its record (``rows``, ``flops``, ``params``, ``train_seconds``,
@@ -196,7 +197,7 @@ def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells=None) -> tupl
       (``missing`` None: not listed).
 
   Returns:
-    ``(metrics, table_markdown, notes)``.
+    ``(metrics, notes)``.
   """
   first = per_seed[next(iter(per_seed))]
   flops, params = first["flops"], first["params"]
@@ -204,7 +205,6 @@ def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells=None) -> tupl
   head_methods = matched_quality_methods(cfg)
   # Headline: cheapest configuration of each family that reaches the baseline's best quality.
   headline = _headline(rows, flops, **head_methods)
-  table = results_table(rows, floor)
   notes = results_notes(cfg, floor, list(per_seed), n_eval, headline, head_methods)
 
   def by_seed(key):
@@ -245,42 +245,7 @@ def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells=None) -> tupl
       per[str(s)] = derived_metrics(m)
     metrics["derived_per_train_seed"] = per
     metrics["derived_spread"] = _spread(per)
-  return metrics, table, notes
-
-
-def results_table(rows: list[dict], floor: dict) -> str:
-  """The markdown table of every row and the real-vs-real floor (held-out FD first, with a
-  held-out reference, and the train-reference FD beside it)."""
-  fd_reference = floor["reference"]
-  table_rows = [
-    [
-      r["method"],
-      r["steps"],
-      r["interval_K"] or "-",
-      r["sampler"],
-      r["encoder_calls"],
-      r["denoiser_calls"],
-      f"{r['mflops_per_sample']:.2f}",
-      core.MeanStd(r["fd_mean"], r["fd_std"]),
-      f"{r['kid_mean']:.4f}",
-      f"{r['class_acc']:.3f}",
-      "-" if r["wall_s"] is None else f"{r['wall_s']:.3f}",
-    ]
-    for r in rows
-  ]
-  table_rows.append(
-    ["real-vs-real floor", "-", "-", "-", "-", "-", "-", f"{floor['fd']:.3f}"]
-    + [f"{floor['kid']:.4f}", f"{floor['classifier_test_accuracy']:.3f}", "-"]
-  )
-  head = ["method", "steps", "K", "sampler", "E calls", "D calls", "MFLOPs/sample"]
-  head += ["FD-proxy (mean ± std)", "KID", "class acc", "wall s"]
-  if fd_reference != "train":  # the held-out FD first, the train-reference FD beside it
-    head[7] = f"FD-proxy, {fd_reference} ref. (mean ± std)"
-    head.insert(8, "FD-proxy, train ref.")
-    for tr, r in zip(table_rows, rows + [None]):
-      value = floor["fd_train_reference"] if r is None else r.get("fd_train_mean")
-      tr.insert(8, "-" if value is None else f"{value:.3f}")
-  return core.markdown_table(head, table_rows) + "\n"
+  return metrics, notes
 
 
 def results_notes(cfg, floor, train_seeds, n_eval, headline, head_methods) -> str:
@@ -302,6 +267,33 @@ def results_notes(cfg, floor, train_seeds, n_eval, headline, head_methods) -> st
     )
     + " Wall times are noisy (shared CPU cores)."
   )
+
+
+def report_view(record: dict) -> dict:
+  """What ``configs/default.py``'s report reads beyond the record (as ``view.<key>``).
+
+  Args:
+    record: a results record of this experiment.
+
+  Returns:
+    ``{"fd_reference": "train" | "heldout"}``: the FD reference of the rows (records written
+    before the held-out reference name none: theirs is the train split).
+  """
+  return {"fd_reference": record["metrics"]["floor"].get("reference", "train")}
+
+
+def sample_grid_keys(cfg) -> list[tuple[str, int, int]]:
+  """The ``(method, steps, interval_K)`` rows whose sample grids ``samples.png`` shows.
+
+  The figure reads these grids of the first training seed's record only (a cell's other
+  grids are kept by the run but read by nothing).
+  """
+  return [
+    ("baseline", max(cfg.baseline_steps), 1),
+    ("dual-rate", max(cfg.dual_steps), max(cfg.dual_intervals)),
+    ("mmd-baseline", max(cfg.mmd_steps, default=0), 1),
+    ("mmd-dual-rate", max(cfg.mmd_dual_steps, default=0), cfg.mmd_dual_interval),
+  ]
 
 
 FD_REFERENCES = ("train", "heldout")

@@ -10,7 +10,8 @@ Phases (each training phase checkpoints under <workdir>/<phase>/checkpoints and 
    counts) and wall time;
 4. Moment Matching Distillation of both models to k-step students (dual-rate student: encoder
    every ``mmd_dual_interval`` student steps);
-5. results.json (table + headline), a quality-vs-cost plot and sample grids.
+5. results.json (headline; the table and the quality-vs-cost plot declared in
+   ``configs/default.py``) and the sample grids.
 
 Resumable state lives in ``core.CellStore``s: one cell per training seed (or per seed and
 phase, ``phase_cells``) under ``<workdir>/cells`` and one per sampled row under
@@ -35,7 +36,6 @@ from absl import logging
 from flax import nnx
 
 from experiments.dual_rate import evaluate as evaluation
-from experiments.dual_rate import plots
 from experiments.dual_rate.evaluate import derived_metrics  # re-judged by experiments.reproduce
 from experiments.dual_rate.input_pipeline import Prefetch, load_data
 from jaxpapers import core
@@ -471,31 +471,23 @@ class _SeedRun:
 
 
 def write_results(run: _Run, per_seed: dict, cells=None) -> dict:
-  """Phase 5: headline, claims' values, plots and results.json from the per-seed records.
+  """Phase 5: headline, claims' values, sample grids and results.json (with the table and
+  figure the config's report declares) from the per-seed records.
 
   ``cells``: with phase cells, ``(stored cell names, every cell name not stored)``.
   """
   cfg, ev = run.cfg, run.evaluator
-  metrics, table, notes = evaluation.summarize(per_seed, cfg, ev.floor, ev.num_samples, cells)
-  first = per_seed[next(iter(per_seed))]
-  grids = {
-    tuple(int(v) if v.isdigit() else v for v in k.split("|")): np.asarray(g)
-    for k, g in first["grids"].items()
-  }
-  plots.quality_vs_cost(
-    run.workdir,
-    metrics["rows"],
-    ev.floor,
-    dataset=cfg.dataset,
-    n_eval=ev.num_samples,
-    fd_reference=ev.fd_reference,
-  )
-  plots.samples(run.workdir, grids, run.data["test_images"], cfg)
+  metrics, notes = evaluation.summarize(per_seed, cfg, ev.floor, ev.num_samples, cells)
+  grids = {"real (test)": run.data["test_images"][: cfg.grid_samples]}
+  first = per_seed[next(iter(per_seed))]["grids"]
+  for m, n, k in evaluation.sample_grid_keys(cfg):
+    if f"{m}|{n}|{k}" in first:
+      grids[f"{m} N={n} K={k}"] = np.asarray(first[f"{m}|{n}|{k}"])
+  core.reporting.save_image_grids(run.workdir, "samples", grids)
   core.write_results(
     run.workdir,
     metrics=metrics,
     config=cfg,
-    table_markdown=table,
     notes=notes,
     wall_time_s=time.perf_counter() - run.t_start,
   )

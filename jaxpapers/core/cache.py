@@ -223,7 +223,8 @@ def write_arrays(
       raise ValueError(f"array {k!r} has the object dtype; only plain dtypes can be cached")
   if _is_writer():
     buf = io.BytesIO()
-    save = np.savez_compressed if compress else np.savez
+    # Called with the array names as keywords (any name but 'allow_pickle', refused above).
+    save: Callable[..., None] = np.savez_compressed if compress else np.savez
     save(buf, **out, **{_ARRAYS_DIGEST: np.asarray(_arrays_digest(out))})
     atomic_write(path, buf.getvalue())
   return out

@@ -229,7 +229,7 @@ def initialize(
   # Multi-process CPU jobs need a cross-process collectives library; it only
   # affects the CPU client and must be chosen before a backend starts.
   try:
-    if jax.config.jax_cpu_collectives_implementation in (None, "none"):
+    if jax.config.values.get("jax_cpu_collectives_implementation") in (None, "none"):
       jax.config.update("jax_cpu_collectives_implementation", "gloo")
   except AttributeError:  # pragma: no cover - option absent in this JAX
     pass

@@ -494,7 +494,8 @@ def scaling_plot(
   ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
   ax.grid(True, which="both", alpha=0.3)
   ax.legend(fontsize=7)
-  fig.scaling_fits = fits
+  # An attribute this function adds to the Figure (documented above), unknown to its class.
+  fig.scaling_fits = fits  # pyright: ignore[reportAttributeAccessIssue]
   return fig
 
 

@@ -81,7 +81,8 @@ Example::
 
 and by hand: ``reporting.render(REPORT, record, workdir)`` returns ``(markdown, [png paths])``;
 ``render_table(table, record)`` one table's markdown; ``render_figure(fig, record, workdir)``
-one PNG.
+one PNG. Images a record does not hold (generated samples) are drawn from the run's arrays by
+:func:`save_image_grids`.
 """
 
 from __future__ import annotations
@@ -210,8 +211,11 @@ class Series:
     labels: display names by key (``{label}``).
     when: a path that must exist (and not be None/False) for the series to be drawn; with
       ``over`` / ``points``, read in each entry (only the entries that hold an arm).
-    annotate: write the label beside each point (``line`` kind) instead of in the legend.
+    annotate: True writes the label beside each point (``line`` kind) instead of in the
+      legend; a template (with ``points``) writes it, read in each entry, beside that point.
     xerr: a path (or tuple of paths) of horizontal half-widths (``line`` kind).
+    sort: with ``points``, order the points by this path, read in each entry (a line's
+      order); a ``points`` series with no entry is not drawn.
   """
 
   y: str | float | tuple[Any, ...]
@@ -227,8 +231,9 @@ class Series:
   where: Mapping[str, Any] | None = None
   labels: Mapping[str, str] | None = None
   when: str | None = None
-  annotate: bool = False
+  annotate: bool | str = False
   xerr: str | tuple[Any, ...] | None = None
+  sort: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -685,7 +690,8 @@ def register_kind(name: str) -> Callable[[PlotKind], PlotKind]:
   """Registers a plot kind: ``fn(ax, panel, series)`` draws the resolved ``series``.
 
   Each resolved series is a dict with ``x`` ([n] array, or labels for bars), ``y`` ([n] or
-  [seeds, n]), ``err`` ([n] or None), ``label``, ``color``, ``style``, ``band``.
+  [seeds, n]), ``err`` ([n] or None), ``label``, ``color``, ``style``, ``band`` and ``notes``
+  (None, or one text per point).
 
   Args:
     name: the kind's name (``Panel.kind``).
@@ -731,29 +737,31 @@ def _one_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
     "color": s.color or color,
     "style": s.style,
     "band": s.band,
-    "annotate": s.annotate,
+    "annotate": bool(s.annotate),
     "xerr": None if s.xerr is None else _array(_value(s.xerr, scope), s.xerr),
   }
 
 
-def _point_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
+def _point_series(s: Series, scope: Scope, color: str) -> dict[str, Any] | None:
   assert s.points is not None
-  xs, ys, es = [], [], []
-  for e in expand(scope, s.points, keys=s.keys, where=s.where, labels=s.labels):
-    if not e.has(s.when):
-      continue
-    xs.append(e.get("label") if s.x is None else _value(s.x, e))
-    ys.append(_value(s.y, e))
-    es.append(None if s.err is None else _value(s.err, e))
+  entries = [
+    e for e in expand(scope, s.points, keys=s.keys, where=s.where, labels=s.labels) if e.has(s.when)
+  ]
+  if not entries:
+    return None
+  if s.sort is not None:
+    entries.sort(key=lambda e: _value(s.sort, e))
+  notes = isinstance(s.annotate, str)
   return {
-    "x": xs,
-    "y": _array(ys, s.y),
-    "err": None if s.err is None else _array(es, s.err),
+    "x": [e.get("label") if s.x is None else _value(s.x, e) for e in entries],
+    "y": _array([_value(s.y, e) for e in entries], s.y),
+    "err": None if s.err is None else _array([_value(s.err, e) for e in entries], s.err),
     "label": fill(s.label, scope),
     "color": s.color or color,
     "style": s.style,
     "band": s.band,
-    "annotate": s.annotate,
+    "annotate": s.annotate is True,
+    "notes": [fill(str(s.annotate), e) for e in entries] if notes else None,
     "xerr": None,
   }
 
@@ -769,7 +777,8 @@ def resolve_series(panel: Panel, scope: Scope) -> list[dict[str, Any]]:
         if e.has(s.when):  # read in each entry (relative first)
           out.append(_one_series(s, e, f"C{len(out) % 10}"))
     elif s.points is not None:
-      out.append(_point_series(s, scope, f"C{len(out) % 10}"))
+      drawn = _point_series(s, scope, f"C{len(out) % 10}")
+      out += [drawn] if drawn is not None else []
     else:
       out.append(_one_series(s, scope, f"C{len(out) % 10}"))
   return out
@@ -794,6 +803,8 @@ def _draw_lines(ax, panel: Panel, series: list[dict[str, Any]]) -> None:
       for xi, yi in zip(np.atleast_1d(x), np.atleast_1d(y)):
         ax.annotate(label, (xi, yi), fontsize=7)
       label = None
+    for xi, yi, note in zip(np.atleast_1d(x), np.atleast_1d(y), s.get("notes") or ()):
+      ax.annotate(note, (xi, yi), fontsize=7, xytext=(2, 2), textcoords="offset points")
     if y.ndim == 2:  # [seeds, T]: the mean, with the seed-std band
       mean = y.mean(0)
       ax.plot(x, mean, s["style"], color=s["color"], label=label, ms=3)
@@ -993,3 +1004,72 @@ def render(
       if path is not None:
         paths.append(path)
   return "\n\n".join(p for p in parts if p), paths
+
+
+# --------------------------------------------------------------------------------- images
+
+
+def image_grid(images: Any, cols: int) -> np.ndarray:
+  """Tiles images into one RGB canvas, a one-pixel black gap between them.
+
+  Args:
+    images: [N, H, W, C] values in [-1, 1] (clipped), C = 1 (grey) or 3.
+    cols: images per row.
+
+  Returns:
+    [rows * (H + 1), cols * (W + 1), 3] float64 in [0, 1], rows = ceil(N / cols).
+  """
+  s = np.clip((np.asarray(images, np.float64) + 1.0) / 2.0, 0.0, 1.0)
+  if s.ndim != 4 or s.shape[-1] not in (1, 3):
+    raise ValueError(f"images must be [N, H, W, 1 or 3], got shape {s.shape}")
+  if s.shape[-1] == 1:
+    s = np.repeat(s, 3, axis=-1)
+  n, h, w, _ = s.shape
+  canvas = np.zeros((-(-n // cols) * (h + 1), cols * (w + 1), 3))
+  for i in range(n):
+    r, c = divmod(i, cols)
+    canvas[r * (h + 1) : r * (h + 1) + h, c * (w + 1) : c * (w + 1) + w] = s[i]
+  return canvas
+
+
+def save_image_grids(
+  workdir: str | os.PathLike[str],
+  name: str,
+  grids: Mapping[str, Any],
+  *,
+  cols: int = 8,
+  size: tuple[float, float] = (3.2, 3.4),
+  dpi: int = 120,
+) -> Any:
+  """Draws image grids side by side into ``<workdir>/<name>.png`` (e.g. generated samples).
+
+  Images are arrays a results record does not hold, so this is the one figure a run draws
+  from its own arrays rather than from a declared :class:`Report`.
+
+  Args:
+    workdir: the folder of the PNG.
+    name: the file stem.
+    grids: title -> [N, H, W, C] images in [-1, 1] (:func:`image_grid`), in panel order.
+    cols: images per row of each grid.
+    size: inches of one panel.
+    dpi: resolution.
+
+  Returns:
+    The PNG's path (None on processes other than 0).
+  """
+  import matplotlib  # pylint: disable=import-outside-toplevel
+
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+
+  from jaxpapers.core import results as results_lib  # pylint: disable=import-outside-toplevel
+
+  if not grids:
+    raise ValueError(f"save_image_grids({name!r}): grids is empty")
+  n = len(grids)
+  figure, axes = plt.subplots(1, n, figsize=(size[0] * n, size[1]), squeeze=False)
+  for ax, (title, images) in zip(axes[0], grids.items()):
+    ax.imshow(image_grid(images, cols))
+    ax.set_title(title, fontsize=8)
+    ax.axis("off")
+  return results_lib.save_figure(figure, workdir, name, dpi=dpi)

@@ -95,6 +95,7 @@ def _generate_jit(
       attention=attention,
       block_size=block_size,
     )
+    assert cache is not None  # a cache in, its update out
   step_capture = Capture(attn="last" if capture_attn else "none")
   L, H = config.n_layers, config.n_heads
   attn_buf = jnp.zeros((N, B, L, H, S), jnp.float32) if capture_attn else None
@@ -114,6 +115,7 @@ def _generate_jit(
       ablation=ablation,
       logits_mode="last",
     )
+    assert logits is not None and cache is not None  # 'last' logits, and a cache in and out
     greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
     t = jnp.maximum(temperature, 1e-6)
     sampled = jax.random.categorical(jax.random.fold_in(key, step), logits / t).astype(jnp.int32)
@@ -140,7 +142,7 @@ def _generate_jit(
   values = (
     jnp.moveaxis(jnp.swapaxes(cache.v, 2, 3), 0, 1).astype(jnp.float32) if capture_values else None
   )  # [B, L, KV, S, dh]
-  attn = jnp.moveaxis(attn_buf, 0, 1) if capture_attn else None
+  attn = jnp.moveaxis(attn_buf, 0, 1) if attn_buf is not None else None  # with capture_attn
   return Generation(toks, nsteps, attn, values, cache.pos, cache.valid)
 
 
@@ -152,7 +154,7 @@ def generate(
   max_new_tokens: int,
   prompt_mask: ArrayLike | None = None,
   stop_ids: Sequence[int] = (),
-  temperature: float = 0.0,
+  temperature: float | jax.Array = 0.0,
   key: jax.Array | None = None,
   capture_attn: bool = False,
   capture_values: bool = False,

@@ -114,7 +114,9 @@ class KVCache(NamedTuple):
   v: jax.Array
   pos: jax.Array
   valid: jax.Array
-  index: jax.Array
+  # The field shadows tuple.index (a method no caller uses on a cache): the checker sees an
+  # override, the NamedTuple a field.
+  index: jax.Array  # pyright: ignore[reportIncompatibleMethodOverride]
   next_pos: jax.Array
 
 
@@ -457,7 +459,11 @@ def _layer(
   if capture.attn == "all":
     out["attn"] = probs
   elif capture.attn in ("last", "rows"):
-    rows = jnp.full((B, 1), T - 1, jnp.int32) if capture.attn == "last" else attn_rows
+    # Capture(attn='rows') always comes with attn_rows (checked by _forward).
+    if capture.attn == "rows" and attn_rows is not None:
+      rows = attn_rows
+    else:
+      rows = jnp.full((B, 1), T - 1, jnp.int32)
     if probs is not None:
       sel = jnp.take_along_axis(probs, rows[:, None, :, None], axis=2)  # [B, H, R, S]
     else:
@@ -607,25 +613,27 @@ def _forward(
   x, outs = jax.lax.scan(body, x, xs)
 
   new_cache = None
-  if cache is not None:
+  if cache is not None and cache_pos is not None and cache_valid is not None:  # all or none
     new_cache = KVCache(
       k=outs.pop("k_cache"),
       v=outs.pop("v_cache"),
       pos=cache_pos,
       valid=cache_valid,
-      index=index + T,
+      index=cache.index + T,
       next_pos=cache.next_pos + mask.sum(axis=1).astype(jnp.int32),
     )
   captured = {k: jnp.moveaxis(a, 0, 1) for k, a in outs.items()}  # layer axis -> 1
   if capture.attn != "none" or capture.values:
-    captured["key_pos"] = cache_pos if cache is not None else positions
-    captured["key_valid"] = cache_valid if cache is not None else mask
+    captured["key_pos"] = cache_pos if cache_pos is not None else positions
+    captured["key_valid"] = cache_valid if cache_valid is not None else mask
 
   if logits_mode == "none":
     return None, new_cache, captured
   if logits_mode == "last":
     x = x[:, -1]
   elif logits_mode == "index":
+    if logits_idx is None:
+      raise ValueError("logits_mode='index' needs logits_idx, int [B, R] positions")
     x = jnp.take_along_axis(x, logits_idx[:, :, None].astype(jnp.int32), axis=1)
   h = rms_norm(x, params["final_norm"], config.norm_eps)
   w_u = unembedding(params, config)
@@ -742,11 +750,11 @@ def _check_cache(cache, config: LMConfig, batch: int):
 
 def forward(
   params: Params,
-  tokens: jax.Array,
+  tokens: ArrayLike,
   *,
   config: LMConfig,
-  positions: jax.Array | None = None,
-  mask: jax.Array | None = None,
+  positions: ArrayLike | None = None,
+  mask: ArrayLike | None = None,
   cache: KVCache | None = None,
   capture: Capture = Capture(),
   ablation: HeadAblation | None = None,

@@ -363,7 +363,7 @@ def _tokenizer_from_dir(path: pathlib.Path, cfg: dict) -> Tokenizer:
   if tcj.is_file():
     tc = json.loads(tcj.read_text())
 
-  def tid(key, fallback):
+  def tid(key: str, fallback: int | None) -> int | None:
     t = tc.get(key)
     if isinstance(t, dict):
       t = t.get("content")
@@ -371,7 +371,8 @@ def _tokenizer_from_dir(path: pathlib.Path, cfg: dict) -> Tokenizer:
     return i if i is not None else fallback
 
   eos = cfg.get("eos_token_id")
-  eos = eos[0] if isinstance(eos, list) and eos else eos
+  if isinstance(eos, list):  # several EOS ids: the first (none: no EOS)
+    eos = eos[0] if eos else None
   special = [a.content for a in tok.get_added_tokens_decoder().values() if a.special]
   return Tokenizer(
     tok,

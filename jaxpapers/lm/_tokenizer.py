@@ -165,7 +165,7 @@ class Tokenizer:
     unk = tokens[unk_id] if unk_id is not None and 0 <= unk_id < len(tokens) else None
     bpe = models.BPE(vocab=vocab, merges=merges, unk_token=unk, fuse_unk=True, byte_fallback=True)
     tok = tk.Tokenizer(bpe)
-    norm = [normalizers.Replace(" ", "\u2581")]
+    norm: list[normalizers.Normalizer] = [normalizers.Replace(" ", "\u2581")]
     if fields.get("tokenizer.ggml.add_space_prefix", False):
       norm.insert(0, normalizers.Prepend("\u2581"))
     tok.normalizer = normalizers.Sequence(norm)
@@ -215,7 +215,7 @@ class Tokenizer:
       `(ids, offsets)`: the token ids and one `(start, end)` character span per id.
     """
     enc = self._tok.encode(text, add_special_tokens=False)
-    return list(enc.ids), [tuple(o) for o in enc.offsets]
+    return list(enc.ids), [(start, end) for start, end in enc.offsets]
 
   def decode(self, ids: Sequence[int]) -> str:
     """Text of `ids`; -1 entries (`Generation`'s "no token") are skipped.

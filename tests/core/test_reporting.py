@@ -216,3 +216,32 @@ def test_view_function_is_readable_as_view(tmp_path):
 
 def _best_view(record):
   return {"best": {"value": max(r["acc"] for r in record["metrics"]["rows"])}}
+
+
+def test_point_series_sorted_annotated_and_empty_ones_skipped(tmp_path):
+  calls = []
+  _recording_kind(calls)
+  series = (
+    R.Series(y="acc", x="T", points="metrics.rows", sort="acc", annotate="{family}", label="all"),
+    R.Series(y="acc", x="T", points="metrics.rows", where={"family": "lion"}, label="none"),
+  )
+  R.render_figure(R.Figure("p", R.Panel(kind="recording", series=series)), RECORD, tmp_path)
+  ((_, (drawn,)),) = calls
+  np.testing.assert_array_equal(drawn["y"], [0.9, 0.93, 0.95])
+  assert drawn["x"] == [100, 400, 100] and drawn["label"] == "all"
+  assert drawn["notes"] == ["adamw", "adamw", "soda"] and not drawn["annotate"]
+
+
+def test_image_grid_tiles_against_hand_placed_pixels(tmp_path):
+  images = np.stack([np.full((2, 3, 1), v) for v in (-1.0, 0.0, 1.0)])  # grey, [-1, 1]
+  canvas = R.image_grid(images, cols=2)
+  assert canvas.shape == (2 * 3, 2 * 4, 3)
+  want = np.zeros((6, 8, 3))
+  want[0:2, 0:3] = 0.0
+  want[0:2, 4:7] = 0.5
+  want[3:5, 0:3] = 1.0
+  np.testing.assert_array_equal(canvas, want)
+  with pytest.raises(ValueError, match=r"\[N, H, W, 1 or 3\]"):
+    R.image_grid(images[..., 0], cols=2)
+  path = R.save_image_grids(tmp_path, "samples", {"a": images, "b": 2 * images})
+  assert path is not None and path.read_bytes()[:4] == b"\x89PNG"

@@ -3,6 +3,7 @@ jitted MMD step and claim metrics."""
 
 import inspect
 import json
+import pathlib
 import re
 
 import jax
@@ -14,7 +15,7 @@ import pytest
 from flax import nnx
 
 from experiments.dual_rate import evaluate, train
-from experiments.dual_rate.configs import smoke
+from experiments.dual_rate.configs import default, smoke
 from jaxpapers import core
 from jaxpapers import dual_rate as dr
 from tests.dual_rate._util import tiny_single
@@ -297,3 +298,13 @@ def test_benchmark_builds_the_experiments_networks():
     np.array_equal(x, y)
     for x, y in zip(jax.tree.leaves(nnx.state(base)), jax.tree.leaves(nnx.state(other)))
   )
+
+
+@pytest.mark.parametrize("run", ["quality", "heldout"])
+def test_declared_report_renders_the_committed_tables(run):
+  """The config's declared table renders the committed record's table, cell for cell (with the
+  held-out reference: the train-reference FD beside the held-out one)."""
+  path = pathlib.Path(__file__).parents[2] / "experiments/dual_rate/results" / run / "results.json"
+  record = json.loads(path.read_text())
+  tables, pngs = core.reporting.render(default.REPORT, record)
+  assert pngs == [] and tables == record["table_markdown"].rstrip()

@@ -14,6 +14,8 @@ and every finished row is cached in the workdir, so an interrupted run resumes.
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -96,7 +98,93 @@ def get_config():
   c.extra_control_seeds = ()  # training seeds that get (d) and (f); () -> every seed
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = REPORT
   return c
+
+
+def _table(heldout: bool) -> R.Table:
+  """Every row and the real-vs-real floor; with a held-out reference (``heldout``), the FD
+  against the train split beside the held-out FD."""
+  ref = ", {metrics.floor.reference} ref." if heldout else ""
+  train_fd = (R.Column("FD-proxy, train ref.", "fd_train_mean", ".3f", missing="-"),)
+  floor_train_fd = ("{metrics.floor.fd_train_reference:.3f}",)
+  return R.Table(
+    over="metrics.rows",
+    when=("" if heldout else "!") + "metrics.floor.fd_train_reference",
+    columns=(
+      R.Column("method", "method"),
+      R.Column("steps", "steps", "d"),
+      R.Column("K", "interval_K", "d"),
+      R.Column("sampler", "sampler", missing="-"),  # older records: none
+      R.Column("E calls", "encoder_calls", "d"),
+      R.Column("D calls", "denoiser_calls", "d"),
+      R.Column("MFLOPs/sample", "mflops_per_sample", ".2f"),
+      R.Column(f"FD-proxy{ref} (mean ± std)", "fd_mean", ".3f", err="fd_std"),
+      *(train_fd if heldout else ()),
+      R.Column("KID", "kid_mean", ".4f"),
+      R.Column("class acc", "class_acc", ".3f"),
+      R.Column("wall s", "wall_s", ".3f"),
+    ),
+    extra_rows=(
+      ("real-vs-real floor", *["-"] * 6, "{metrics.floor.fd:.3f}")
+      + (floor_train_fd if heldout else ())
+      + ("{metrics.floor.kid:.4f}", "{metrics.floor.classifier_test_accuracy:.3f}", "-"),
+    ),
+  )
+
+
+# The curves of the quality-vs-cost figure: (method, interval K or None for every K, line
+# style, colour), in legend order.
+_CURVES = (
+  ("baseline", None, "o-", "k"),
+  ("dual-rate", 1, "s-", "C0"),
+  ("dual-rate", 2, "^-", "C1"),
+  ("dual-rate", 4, "v-", "C2"),
+  ("dual-rate", 8, "D-", "C3"),
+  ("no-features", None, "x-", "C7"),
+  ("fresh-only", 4, "v:", "C8"),
+  ("mmd-baseline", None, "o--", "C4"),
+  ("mmd-dual-rate", None, "s--", "C5"),
+  ("dual-rate/rollout", None, "^:", "C9"),
+  ("dual-rate/ddim", None, "<:", "C6"),
+  ("baseline/heun", None, "x--", "k"),
+  ("dual-rate/heun", None, "x--", "C0"),
+)
+
+REPORT = R.Report(
+  view="experiments.dual_rate.evaluate:report_view",
+  tables=(_table(heldout=False), _table(heldout=True)),
+  figures=(
+    R.Figure(
+      "quality_vs_cost",
+      R.Panel(
+        series=tuple(
+          R.Series(
+            points="metrics.rows",
+            where={"method": m} if k is None else {"method": m, "interval_K": k},
+            sort="mflops_per_sample",
+            x="mflops_per_sample",
+            y="fd_mean",
+            err="fd_std",
+            label=m if k is None else f"{m} K={k}",
+            annotate="{steps}",
+            style=style,
+            color=color,
+          )
+          for m, k, style, color in _CURVES
+        ),
+        lines=(R.Line("metrics.floor.fd", label="real-vs-real floor ({view.fd_reference})"),),
+        logx=True,
+        logy=True,
+        xlabel="MFLOPs per sample (XLA cost analysis x exact call counts)",
+        ylabel="FD-proxy (classifier features, N={metrics.num_eval_samples}, "
+        "{view.fd_reference} reference)",
+        title="Dual-Rate Diffusion on {config.dataset}: quality vs compute (labels = steps)",
+      ),
+      size=(7, 4.5),
+    ),
+  ),
+)
 
 
 CLAIMS = (
