@@ -1462,7 +1462,7 @@ MUTATIONS = (
   ),
   M(
     "panda",
-    "search",
+    "jaxpapers.panda._search",
     "return int(np.flatnonzero(means >= means.max() - 1e-9)[0])",
     "return int(np.flatnonzero(means >= means.max() - 1e-9)[-1])",
     ["test_search_select"],

@@ -7,7 +7,11 @@ import math
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.panda.train", "search": "experiments.panda.search"}
+MODULES = {
+  "train": "experiments.panda.train",
+  "search": "experiments.panda.search",
+  "search_lib": "jaxpapers.panda._search",  # the search's trial draws and selection
+}
 
 
 @pytest.fixture(name="train")
@@ -18,6 +22,11 @@ def _train():
 @pytest.fixture(name="search")
 def _search():
   return importlib.import_module(MODULES["search"])
+
+
+@pytest.fixture(name="search_lib")
+def _search_lib():
+  return importlib.import_module(MODULES["search_lib"])
 
 
 def _cell(test_mean, test_std=1.0):
@@ -115,8 +124,8 @@ def test_best_point_by_validation(train):
   np.testing.assert_allclose(train._selected_tests(cell), [20.0, 20.0])  # the stored choice
 
 
-def test_search_select():
-  select = importlib.import_module("jaxpapers.panda").select_trial  # the search's selection
+def test_search_select(search_lib):
+  select = search_lib.select_trial  # the search's selection (public as panda.select_trial)
   trials = [{"val": [0.6, 0.8]}, {"val": [0.8, 0.6]}, {"val": [0.6, 0.6]}]
   assert select(trials) == 0  # ties within 1e-9: the first one
   trials[1]["val"] = [0.8, 0.61]
