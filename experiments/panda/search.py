@@ -72,11 +72,6 @@ def trial_cache(config, data, backbone: str) -> panda.TrialCache:
   )
 
 
-def _train(cache, arm, hp, keys, splits) -> dict:
-  """Runs ``hp`` on ``splits[i]`` with ``keys[i]`` (:meth:`panda.TrialCache.train`)."""
-  return cache.train(arm, hp, keys, splits)
-
-
 def _check_runs_per_program(config) -> int | None:
   """``config.runs_per_program``: None (the search batch) or a positive int."""
   v = config.get("runs_per_program", None)
@@ -91,7 +86,7 @@ def run_trial(config, cache: panda.TrialCache, arm: str, trial: int) -> dict:
     panda.draw_trial(config.space, config.seed, trial), cache.backbone, arm
   )
   r = min(config.search_splits, cache.data.num_splits)
-  out = _train(cache, arm, hp, panda.trial_keys(config.seed, 0, trial, r), np.arange(r))
+  out = cache.train(arm, hp, panda.trial_keys(config.seed, 0, trial, r), np.arange(r))
   return dict(trial=trial, hp=hp, **out)
 
 
@@ -125,7 +120,7 @@ def run_final_batch(config, cache: panda.TrialCache, arm: str, trial: int, batch
   keys = jnp.concatenate([panda.trial_keys(config.seed, 1, j, r) for j in range(inits)])
   lo, hi = batch * b, min((batch + 1) * b, r * inits)
   splits = np.tile(np.arange(r), inits)[lo:hi]
-  o = _train(cache, arm, hp, keys[lo:hi], splits)
+  o = cache.train(arm, hp, keys[lo:hi], splits)
   return dict(trial=trial, batch=batch, hp=hp, **o)
 
 

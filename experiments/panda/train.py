@@ -19,7 +19,6 @@ also hold a single ``cells.json``, as ``experiments/panda/results/`` does).
 from __future__ import annotations
 
 import json
-import math
 import pathlib
 import time
 
@@ -42,6 +41,8 @@ ARMS = (
 )
 # PANDA with one component removed (``panda.ABLATIONS``), compared with the full PANDA arm
 ABLATION_ARMS = ("without_gate", "without_aux", "without_prior_aux", "prior_only")
+# what results.json keeps of each cell (metrics.per_cell)
+CELL_METRICS = "test_mean test_std val_mean best_lr best_wd first_call_s wall_s params".split()
 
 
 def matched_hidden(config, backbone, data) -> int:
@@ -231,14 +232,6 @@ def _timing(cell, epochs, points) -> tuple[float, float] | None:
   return max(cell["first_call_s"] - run, 0.0), 1e3 * run / epochs
 
 
-def _hp_text(cell) -> str:
-  """A search cell's selected trial and its hyperparameters, ``'t<trial>: k=v, ...'``."""
-  h = cell["hp"]
-  return f"t{cell['selected_trial']}: " + ", ".join(
-    f"{k}={h[k]:.3g}" if isinstance(h[k], float) else f"{k}={h[k]}" for k in sorted(h)
-  )
-
-
 def report_view(record: dict) -> dict:
   """What the reports of ``configs/default.py`` and ``configs/search.py`` read (pure).
 
@@ -250,34 +243,34 @@ def report_view(record: dict) -> dict:
   """
   m, c = record["metrics"], record["config"]
   cells, names, bbs = m["per_cell"], list(m["majority_test_acc"]), c["backbones"]
-  cell = lambda ds, b, a: cells.get(f"{ds}|{b}|{a}")
   points = len(c["lrs"]) * len(c["weight_decays"])
-  perf, pairs = [], []
+  hp = lambda x: ", ".join(  # a search cell's selected hyperparameters
+    f"{k}={h:.3g}" if isinstance(h, float) else f"{k}={h}" for k, h in sorted(x["hp"].items())
+  )
+  text = lambda x: f"t{x['selected_trial']}: {hp(x)}" if x and "hp" in x else "-"
+  perf, pairs, deltas = [], [], {b: {} for b in bbs}
   for ds in names:
     for b in bbs:
-      v, p = cell(ds, b, "vanilla"), cell(ds, b, "panda")
+      v, p = (cells.get(f"{ds}|{b}|{a}") for a in ("vanilla", "panda"))
       tv, tp = (None if x is None else _timing(x, c["epochs"], points) for x in (v, p))
-      if tv is not None and tp is not None:
-        perf.append(
-          dict(ds=ds, b=b, compile=[tv[0], tp[0]], ms=[tv[1], tp[1]], ratio=tp[1] / tv[1])
-        )
-      if v is not None or p is not None:
+      if tv and tp:
+        ms = [tv[1], tp[1]]
+        perf.append(dict(ds=ds, b=b, compile=[tv[0], tp[0]], ms=ms, ratio=ms[1] / ms[0]))
+      if v or p:
         st = {k: x for k, x in m["per_pair"].get(f"{ds}|{b}", {}).items() if x is not None}
-        text = lambda x: "-" if x is None or "hp" not in x else _hp_text(x)
         pairs.append(dict(ds=ds, b=b, v=v or {}, p=p or {}, st=st, hv=text(v), hp=text(p)))
+      deltas[b][ds] = p["test_mean"] - v["test_mean"] if v and p else None
   shown = m.get("coverage", {}).get("datasets_covered") or names
-  delta = lambda ds, b: (
-    (cell(ds, b, "panda") or {}).get("test_mean", math.nan)
-    - (cell(ds, b, "vanilla") or {}).get("test_mean", math.nan)
-  )
   gains = m["per_backbone_improvement_pp"]
   return dict(
     cols=[f"{b} {a}" for b in bbs for a in c["arms"]],
-    rows={ds: [cell(ds, b, a) or {} for b in bbs for a in c["arms"]] for ds in names},
+    rows={ds: [cells.get(f"{ds}|{b}|{a}", {}) for b in bbs for a in c["arms"]] for ds in names},
     gains=", ".join(f"{b}: {v:+.2f}" for b, v in gains.items() if v is not None),
     perf=perf,
     pairs=pairs,
-    bars={b: dict(x=shown, y=[delta(ds, b) for ds in shown]) for b in bbs} if cells else None,
+    bars={b: dict(x=shown, y=[d[ds] for ds in shown]) for b, d in deltas.items()}
+    if cells
+    else None,
   )
 
 
@@ -363,7 +356,6 @@ def train_and_evaluate(config, workdir) -> dict:
   }
   majority = {ds: majority_baseline(data[ds], config.num_splits) for ds in names}
   summary = improvement_summary(cells, names, config.backbones)
-  stats = {ds: data[ds].summary() for ds in names}
   metrics = dict(
     mean_improvement_pp=summary["all"],
     per_backbone_improvement_pp={b: summary[b] for b in config.backbones},
@@ -372,23 +364,7 @@ def train_and_evaluate(config, workdir) -> dict:
     data_source=source,
     majority_test_acc=majority,
     cells_at_majority=prior_flags(cells, majority)["cells_at_majority"],
-    per_cell={
-      k: {
-        kk: v[kk]
-        for kk in (
-          "test_mean",
-          "test_std",
-          "val_mean",
-          "best_lr",
-          "best_wd",
-          "first_call_s",
-          "wall_s",
-          "params",
-        )
-        if kk in v
-      }
-      for k, v in cells.items()
-    },
+    per_cell={k: {kk: v[kk] for kk in CELL_METRICS if kk in v} for k, v in cells.items()},
   )
   notes = (
     f"Data: {source}. Test accuracy (%) at the best-validation epoch, mean ± std over "
@@ -410,7 +386,7 @@ def train_and_evaluate(config, workdir) -> dict:
     config=config,
     notes=notes,
     wall_time_s=time.time() - t0,
-    extra=dict(datasets=stats),
+    extra=dict(datasets={ds: data[ds].summary() for ds in names}),
   )
   return metrics
 
