@@ -72,6 +72,11 @@ def trial_cache(config, data, backbone: str) -> panda.TrialCache:
   )
 
 
+def _train(cache, arm, hp, keys, splits) -> dict:
+  """Runs ``hp`` on ``splits[i]`` with ``keys[i]`` (:meth:`panda.TrialCache.train`)."""
+  return cache.train(arm, hp, keys, splits)
+
+
 def _check_runs_per_program(config) -> int | None:
   """``config.runs_per_program``: None (the search batch) or a positive int."""
   v = config.get("runs_per_program", None)
@@ -86,7 +91,7 @@ def run_trial(config, cache: panda.TrialCache, arm: str, trial: int) -> dict:
     panda.draw_trial(config.space, config.seed, trial), cache.backbone, arm
   )
   r = min(config.search_splits, cache.data.num_splits)
-  out = cache.train(arm, hp, panda.trial_keys(config.seed, 0, trial, r), np.arange(r))
+  out = _train(cache, arm, hp, panda.trial_keys(config.seed, 0, trial, r), np.arange(r))
   return dict(trial=trial, hp=hp, **out)
 
 
@@ -120,7 +125,7 @@ def run_final_batch(config, cache: panda.TrialCache, arm: str, trial: int, batch
   keys = jnp.concatenate([panda.trial_keys(config.seed, 1, j, r) for j in range(inits)])
   lo, hi = batch * b, min((batch + 1) * b, r * inits)
   splits = np.tile(np.arange(r), inits)[lo:hi]
-  o = cache.train(arm, hp, keys[lo:hi], splits)
+  o = _train(cache, arm, hp, keys[lo:hi], splits)
   return dict(trial=trial, batch=batch, hp=hp, **o)
 
 
@@ -340,18 +345,11 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
   pairs, deltas = imp["pairs"], imp["deltas"]
   per_pair = train.pair_statistics(finals, tests=_split_tests)
   majority = {ds: train.majority_baseline(data[ds], config.num_splits) for ds in names}
+  kept = "test_mean test_std val_mean selected_trial hp params".split()  # then three computed
   per_cell = {
-    k: dict(
-      test_mean=v["test_mean"],
-      test_std=v["test_std"],
-      val_mean=v["val_mean"],
-      selected_trial=v["selected_trial"],
-      hp=v["hp"],
-      params=v["params"],
-      median_best_epoch=float(np.median(v["best_epoch_runs"])),
-      search_cpu_s=v["search_cpu_s"],
-      final_cpu_s=v["cpu_s"],
-    )
+    k: {f: v[f] for f in kept}
+    | dict(median_best_epoch=float(np.median(v["best_epoch_runs"])), search_cpu_s=v["search_cpu_s"])
+    | dict(final_cpu_s=v["cpu_s"])
     for k, v in finals.items()
   }
   covered = sorted({p.split("|")[0] for p in pairs}, key=names.index)
