@@ -224,36 +224,9 @@ def _split_tests(cell):
   return None if st is None else np.asarray(st, np.float64) * 100
 
 
-def _table(cells, datasets, backbones, per_pair) -> str:
-  lines = [
-    "| dataset | backbone | vanilla | PANDA | PANDA - vanilla (pp) | paired t 95% | sign-flip p | "
-    "vanilla selected | PANDA selected |",
-    "|---|---|---|---|---|---|---|---|---|",
-  ]
-
-  def hp_text(c):
-    h = dict(c["hp"])
-    parts = [f"{k}={h[k]:.3g}" if isinstance(h[k], float) else f"{k}={h[k]}" for k in sorted(h)]
-    return f"t{c['selected_trial']}: " + ", ".join(parts)
-
-  for ds in datasets:
-    for b in backbones:
-      v, p = cells.get(f"{ds}|{b}|vanilla"), cells.get(f"{ds}|{b}|panda")
-      if v is None and p is None:
-        continue
-      f = lambda c: "-" if c is None else f"{c['test_mean']:.1f} ± {c['test_std']:.1f}"
-      st = per_pair.get(f"{ds}|{b}")
-      diff = "-" if st is None else f"{st['diff_pp']:+.1f}"
-      t95 = "-" if st is None or st["t95_pp"] is None else f"± {st['t95_pp']:.1f} ({st['outcome']})"
-      pv = "-" if st is None else f"{st['sign_flip_p']:.3f}"
-      hv = "-" if v is None else hp_text(v)
-      hpnd = "-" if p is None else hp_text(p)
-      lines.append(f"| {ds} | {b} | {f(v)} | {f(p)} | {diff} | {t95} | {pv} | {hv} | {hpnd} |")
-  return "\n".join(lines)
-
-
 def train_and_evaluate(config, workdir) -> dict:
-  """Runs the search (resumable) and writes ``results.json``, ``cells/`` and a bar plot."""
+  """Runs the search (resumable) and writes ``results.json`` (tables and the bar plot:
+  ``configs/search.py``'s report) and ``cells/``."""
   t0 = time.time()
   panda.check_search_space(config.space)
   for a in config.arms:
@@ -372,18 +345,11 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
   pairs, deltas = imp["pairs"], imp["deltas"]
   per_pair = train.pair_statistics(finals, tests=_split_tests)
   majority = {ds: train.majority_baseline(data[ds], config.num_splits) for ds in names}
+  kept = "test_mean test_std val_mean selected_trial hp params".split()  # then three computed
   per_cell = {
-    k: dict(
-      test_mean=v["test_mean"],
-      test_std=v["test_std"],
-      val_mean=v["val_mean"],
-      selected_trial=v["selected_trial"],
-      hp=v["hp"],
-      params=v["params"],
-      median_best_epoch=float(np.median(v["best_epoch_runs"])),
-      search_cpu_s=v["search_cpu_s"],
-      final_cpu_s=v["cpu_s"],
-    )
+    k: {f: v[f] for f in kept}
+    | dict(median_best_epoch=float(np.median(v["best_epoch_runs"])), search_cpu_s=v["search_cpu_s"])
+    | dict(final_cpu_s=v["cpu_s"])
     for k, v in finals.items()
   }
   covered = sorted({p.split("|")[0] for p in pairs}, key=names.index)
@@ -412,7 +378,6 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
     per_pair=per_pair,
   )
   metrics["derived"] = train.derived_metrics(metrics)
-  table = _table(finals, names, config.backbones, per_pair)
   notes = (
     f"Data: {source}. Equal-budget random search: {config.trials} trials per (dataset, "
     f"backbone, arm), the same seeded draws for both arms, each trial on the first "
@@ -432,13 +397,10 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
       metrics["cells_early_best_epoch"]
     )
   notes += "."
-  if finals:
-    train._plot(finals, covered or names, config.backbones, workdir)
   core.write_results(
     workdir,
     metrics=metrics,
     config=config,
-    table_markdown=table + "\n\n" + notes,
     notes=notes,
     wall_time_s=time.time() - t0,
     extra=dict(datasets={ds: data[ds].summary() for ds in names}),

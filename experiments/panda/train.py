@@ -41,6 +41,8 @@ ARMS = (
 )
 # PANDA with one component removed (``panda.ABLATIONS``), compared with the full PANDA arm
 ABLATION_ARMS = ("without_gate", "without_aux", "without_prior_aux", "prior_only")
+# what results.json keeps of each cell (metrics.per_cell)
+CELL_METRICS = "test_mean test_std val_mean best_lr best_wd first_call_s wall_s params".split()
 
 
 def matched_hidden(config, backbone, data) -> int:
@@ -197,91 +199,79 @@ def majority_baseline(data: hg.HypergraphData, num_splits: int) -> dict:
   return {"mean": float(np.mean(acc)), "std": float(np.std(acc))}
 
 
-def _table(cells, datasets, backbones, arms) -> tuple[str, dict]:
-  head = "| dataset | " + " | ".join(f"{b} {a}" for b in backbones for a in arms) + " |"
-  lines = [head, "|" + "---|" * (1 + len(backbones) * len(arms))]
+def improvement_summary(cells, datasets, backbones) -> dict:
+  """PANDA - vanilla (pp) over the (dataset, backbone) pairs with both cells.
+
+  Returns:
+    ``{backbone: mean pp or None, "all": mean pp or None, "cells": pairs, "cells_improved"}``.
+  """
   deltas = {b: [] for b in backbones}
   for ds in datasets:
-    row = [ds]
     for b in backbones:
-      for a in arms:
-        c = cells.get(f"{ds}|{b}|{a}")
-        row.append("-" if c is None else f"{c['test_mean']:.1f} ± {c['test_std']:.1f}")
       v, p = cells.get(f"{ds}|{b}|vanilla"), cells.get(f"{ds}|{b}|panda")
       if v and p:
         deltas[b].append(p["test_mean"] - v["test_mean"])
-    lines.append("| " + " | ".join(row) + " |")
   summary = {b: (float(np.mean(v)) if v else None) for b, v in deltas.items()}
   allv = [x for v in deltas.values() for x in v]
   summary["all"] = float(np.mean(allv)) if allv else None
   summary["cells"] = len(allv)
   summary["cells_improved"] = int(sum(x > 0 for x in allv))
-  lines.append("")
-  lines.append(
-    "Mean PANDA - vanilla (pp): "
-    + ", ".join(f"{b}: {summary[b]:+.2f}" for b in backbones if summary[b] is not None)
-    + (
-      f"; all: {summary['all']:+.2f} over {len(allv)} cells ({summary['cells_improved']} improved)"
-      if allv
-      else ""
-    )
-  )
-  return "\n".join(lines), summary
+  return summary
 
 
-def _timing(cell, epochs) -> tuple[float, float] | None:
+def _timing(cell, epochs, points) -> tuple[float, float] | None:
   """(compile seconds, ms per epoch of all vmapped splits) from a cell's timings, or None.
 
-  The first sweep point's call includes tracing and compilation, later ones do not (lr and wd
-  are traced), so with >= 2 sweep points: run = (wall - first) / (points - 1) and
+  The first of the ``points`` sweep calls includes tracing and compilation, later ones do not
+  (lr and wd are traced), so with >= 2 sweep points: run = (wall - first) / (points - 1) and
   compile = first - run.
   """
-  points = len(cell.get("sweep", ()))
   if points < 2 or cell.get("first_call_s") is None:
     return None
   run = (cell["wall_s"] - cell["first_call_s"]) / (points - 1)
   return max(cell["first_call_s"] - run, 0.0), 1e3 * run / epochs
 
 
-def _perf_table(cells, datasets, backbones, epochs) -> str:
-  lines = [
-    "| dataset | backbone | compile s vanilla | compile s PANDA | ms/epoch vanilla | "
-    "ms/epoch PANDA | PANDA / vanilla epoch |",
-    "|---|---|---|---|---|---|---|",
-  ]
-  for ds in datasets:
-    for b in backbones:
+def report_view(record: dict) -> dict:
+  """What the reports of ``configs/default.py`` and ``configs/search.py`` read (pure).
+
+  Returns:
+    ``{"cols": ["<backbone> <arm>"], "rows": {dataset: [cell or {} per column]}, "gains"
+    (per-backbone PANDA - vanilla text), "perf": [{"ds", "b", "compile", "ms", "ratio"}]
+    (cells whose timing is known), "pairs": [{"ds", "b", "v", "p", "st", "hv", "hp"}] (the
+    search's rows), "bars": {backbone: {"x": datasets, "y": [pp or None]}} or None}``.
+  """
+  m, c = record["metrics"], record["config"]
+  cells, names, bbs = m["per_cell"], list(m["majority_test_acc"]), c["backbones"]
+  points = len(c["lrs"]) * len(c["weight_decays"])
+  hp = lambda x: ", ".join(  # a search cell's selected hyperparameters
+    f"{k}={h:.3g}" if isinstance(h, float) else f"{k}={h}" for k, h in sorted(x["hp"].items())
+  )
+  text = lambda x: f"t{x['selected_trial']}: {hp(x)}" if x and "hp" in x else "-"
+  perf, pairs, deltas = [], [], {b: {} for b in bbs}
+  for ds in names:
+    for b in bbs:
       v, p = (cells.get(f"{ds}|{b}|{a}") for a in ("vanilla", "panda"))
-      tv, tp = (None if c is None else _timing(c, epochs) for c in (v, p))
-      if tv is None or tp is None:
-        continue
-      lines.append(
-        f"| {ds} | {b} | {tv[0]:.1f} | {tp[0]:.1f} | {tv[1]:.0f} | {tp[1]:.0f} | "
-        f"{tp[1] / tv[1]:.1f}x |"
-      )
-  return "\n".join(lines) if len(lines) > 2 else ""
-
-
-def _plot(cells, datasets, backbones, workdir):
-  import matplotlib
-
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
-
-  fig, ax = plt.subplots(figsize=(1.2 * len(datasets) + 2, 3.5))
-  w = 0.8 / len(backbones)
-  for j, b in enumerate(backbones):
-    ys = []
-    for ds in datasets:
-      v, p = cells.get(f"{ds}|{b}|vanilla"), cells.get(f"{ds}|{b}|panda")
-      ys.append(p["test_mean"] - v["test_mean"] if v and p else 0.0)
-    ax.bar(np.arange(len(datasets)) + j * w, ys, w, label=b)
-  ax.axhline(0, color="k", lw=0.8)
-  ax.set_xticks(np.arange(len(datasets)) + 0.4 - w / 2)
-  ax.set_xticklabels(datasets, rotation=30, ha="right")
-  ax.set_ylabel("PANDA - vanilla test acc (pp)")
-  ax.legend(fontsize=8)
-  core.save_figure(fig, workdir, "panda_improvement")
+      tv, tp = (None if x is None else _timing(x, c["epochs"], points) for x in (v, p))
+      if tv and tp:
+        ms = [tv[1], tp[1]]
+        perf.append(dict(ds=ds, b=b, compile=[tv[0], tp[0]], ms=ms, ratio=ms[1] / ms[0]))
+      if v or p:
+        st = {k: x for k, x in m["per_pair"].get(f"{ds}|{b}", {}).items() if x is not None}
+        pairs.append(dict(ds=ds, b=b, v=v or {}, p=p or {}, st=st, hv=text(v), hp=text(p)))
+      deltas[b][ds] = p["test_mean"] - v["test_mean"] if v and p else None
+  shown = m.get("coverage", {}).get("datasets_covered") or names
+  gains = m["per_backbone_improvement_pp"]
+  return dict(
+    cols=[f"{b} {a}" for b in bbs for a in c["arms"]],
+    rows={ds: [cells.get(f"{ds}|{b}|{a}", {}) for b in bbs for a in c["arms"]] for ds in names},
+    gains=", ".join(f"{b}: {v:+.2f}" for b, v in gains.items() if v is not None),
+    perf=perf,
+    pairs=pairs,
+    bars={b: dict(x=shown, y=[d[ds] for ds in shown]) for b, d in deltas.items()}
+    if cells
+    else None,
+  )
 
 
 def prior_flags(finals, majority, band: float = 0.5) -> dict:
@@ -318,7 +308,8 @@ def majority_note(majority, cells_at_majority, cells_below_majority=()) -> str:
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  """Runs the benchmark and writes ``results.json``, the ``cells/`` store and a bar plot.
+  """Runs the benchmark and writes ``results.json`` (tables and the bar plot: ``config.report``)
+  and the ``cells/`` store.
 
   A config with a ``space`` field (``configs/search.py``) is the random search's: the binary
   runs it through :mod:`experiments.panda.experiment`, which calls
@@ -364,9 +355,7 @@ def train_and_evaluate(config, workdir) -> dict:
     and k.split("|")[0] in names
   }
   majority = {ds: majority_baseline(data[ds], config.num_splits) for ds in names}
-  table, summary = _table(cells, names, config.backbones, config.arms)
-  _plot(cells, names, config.backbones, workdir)
-  stats = {ds: data[ds].summary() for ds in names}
+  summary = improvement_summary(cells, names, config.backbones)
   metrics = dict(
     mean_improvement_pp=summary["all"],
     per_backbone_improvement_pp={b: summary[b] for b in config.backbones},
@@ -375,23 +364,7 @@ def train_and_evaluate(config, workdir) -> dict:
     data_source=source,
     majority_test_acc=majority,
     cells_at_majority=prior_flags(cells, majority)["cells_at_majority"],
-    per_cell={
-      k: {
-        kk: v[kk]
-        for kk in (
-          "test_mean",
-          "test_std",
-          "val_mean",
-          "best_lr",
-          "best_wd",
-          "first_call_s",
-          "wall_s",
-          "params",
-        )
-        if kk in v
-      }
-      for k, v in cells.items()
-    },
+    per_cell={k: {kk: v[kk] for kk in CELL_METRICS if kk in v} for k, v in cells.items()},
   )
   notes = (
     f"Data: {source}. Test accuracy (%) at the best-validation epoch, mean ± std over "
@@ -400,15 +373,6 @@ def train_and_evaluate(config, workdir) -> dict:
     f"accuracy; {config.epochs} epochs, hidden {config.hidden}, {config.heads} heads."
   )
   notes += majority_note(majority, metrics["cells_at_majority"]) + "."
-  parts = [table, notes]
-  perf = _perf_table(cells, names, config.backbones, config.epochs)
-  if perf:
-    parts += [
-      perf,
-      f"Timing per cell (one process; ms/epoch = one full-batch step of all "
-      f"{config.num_splits} vmapped splits plus their evaluation): compile = first "
-      f"sweep call minus a later one.",
-    ]
   metrics["per_pair"] = pair_statistics(cells)
   abl_pairs = {
     arm: pair_statistics(cells, baseline=arm) for arm in ABLATION_ARMS if arm in config.arms
@@ -420,10 +384,9 @@ def train_and_evaluate(config, workdir) -> dict:
     workdir,
     metrics=metrics,
     config=config,
-    table_markdown="\n\n".join(parts),
     notes=notes,
     wall_time_s=time.time() - t0,
-    extra=dict(datasets=stats),
+    extra=dict(datasets={ds: data[ds].summary() for ds in names}),
   )
   return metrics
 

@@ -1441,7 +1441,7 @@ MUTATIONS = (
     "train",
     'deltas[b].append(p["test_mean"] - v["test_mean"])',
     'deltas[b].append(v["test_mean"] - p["test_mean"])',
-    ["test_table_summary"],
+    ["test_improvement_summary"],
     "vanilla minus PANDA in the headline",
   ),
   M(

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from experiments.panda import train
-from experiments.panda.configs import smoke
+from experiments.panda.configs import default, smoke
 from jaxpapers import core, panda
+from jaxpapers.core import reporting
 from tests.notebook_util import run_notebook
 
 
@@ -55,15 +56,24 @@ def test_notebook_runs():
 
 def test_cell_timing_separates_compile_from_run():
   # 3 sweep points: the first call compiles and runs (10 s), the two later ones only run (3 s each)
-  cell = dict(sweep=[{}, {}, {}], first_call_s=10.0, wall_s=16.0)
-  compile_s, ms_per_epoch = train._timing(cell, epochs=100)
+  cell = dict(first_call_s=10.0, wall_s=16.0, test_mean=50.0, test_std=1.0)
+  compile_s, ms_per_epoch = train._timing(cell, epochs=100, points=3)
   assert compile_s == pytest.approx(7.0)
   assert ms_per_epoch == pytest.approx(30.0)
-  assert train._timing(dict(sweep=[{}], first_call_s=5.0, wall_s=5.0), epochs=10) is None
-  table = train._perf_table(
-    {"d|hgnn|vanilla": cell, "d|hgnn|panda": dict(cell, wall_s=22.0)}, ["d"], ["hgnn"], 100
-  )
+  assert train._timing(dict(first_call_s=5.0, wall_s=5.0), epochs=10, points=1) is None
+  # the declared report reads the timings of the record's per-cell metrics
+  cells = {"d|hgnn|vanilla": cell, "d|hgnn|panda": dict(cell, wall_s=22.0, test_mean=52.5)}
+  config = dict(backbones=["hgnn"], arms=["vanilla", "panda"], lrs=[0.1, 0.2, 0.3],
+                weight_decays=[0.0], epochs=100, num_splits=3)  # fmt: skip
+  metrics = dict(per_cell=cells, majority_test_acc={"d": {}}, per_pair={},
+                 per_backbone_improvement_pp={"hgnn": 2.5}, mean_improvement_pp=2.5, cells=1,
+                 cells_improved=1)  # fmt: skip
+  record = dict(metrics=metrics, config=config, notes="n")
+  table, _ = reporting.render(default.REPORT, record)
+  assert "| d | 50.0 ± 1.0 | 52.5 ± 1.0 |" in table
+  assert "Mean PANDA - vanilla (pp): hgnn: +2.50; all: +2.50 over 1 cells (1 improved)" in table
   assert "| d | hgnn | 7.0 | 4.0 | 30 | 60 | 2.0x |" in table
+  assert "all 3 vmapped splits" in table
 
 
 def test_matched_arm_reaches_panda_parameter_count():

@@ -17,6 +17,8 @@ split the datasets over processes and merge with ``merge_cells_from`` (see
 
 import ml_collections
 
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -45,6 +47,7 @@ def get_config():
   c.merge_cells_from = ()  # other workdirs whose finished cells are merged in (parallel runs)
   # The claim and the rule that decides it (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = REPORT
   return c
 
 
@@ -71,4 +74,49 @@ CLAIMS = (
     "of that mean (1.96 x std / sqrt(pairs)); held when the interval clears 0 and "
     "reaches +5.18, partly when it clears 0 but stays below +5.18",
   ),
+)
+
+
+# The tables and the figure, over experiments.panda.train:report_view.
+# one bar per (dataset, backbone); configs/search.py draws it too
+IMPROVEMENT_PANEL = R.Panel(
+  kind="bars",
+  series=(R.Series(y="y", x="x", label="{key}", over="view.bars"),),
+  ylabel="PANDA - vanilla test acc (pp)",
+  lines=(R.Line(0.0, style="-", color="k"),),
+)
+REPORT = R.Report(
+  view="experiments.panda.train:report_view",
+  tables=(
+    R.Table(
+      over="view.rows",
+      columns=(
+        R.Column("dataset", "{key}"),
+        R.Column("[v]", "[i].test_mean", ".1f", err="[i].test_std", missing="-", over="view.cols"),
+      ),
+    ),
+    R.Table(
+      (),
+      title="Mean PANDA - vanilla (pp): {view.gains}; all: {metrics.mean_improvement_pp:+.2f} over "
+      "{metrics.cells} cells ({metrics.cells_improved} improved)",
+      when="metrics.mean_improvement_pp",
+    ),
+    R.Table((), title="{notes:s}"),
+    R.Table(
+      R.columns(
+        "dataset=ds; backbone=b; compile s vanilla=compile.0:.1f; compile s PANDA=compile.1:.1f; "
+        "ms/epoch vanilla=ms.0:.0f; ms/epoch PANDA=ms.1:.0f; PANDA / vanilla epoch={ratio:.1f}x"
+      ),
+      over="view.perf",
+      when="view.perf.0",
+    ),
+    R.Table(
+      (),
+      title="Timing per cell (one process; ms/epoch = one full-batch step of all "
+      "{config.num_splits} vmapped splits plus their evaluation): compile = first sweep call "
+      "minus a later one.",
+      when="view.perf.0",
+    ),
+  ),
+  figures=(R.Figure("panda_improvement", IMPROVEMENT_PANEL, size=(7, 3.6), when="view.bars"),),
 )

@@ -41,6 +41,7 @@ straddles 0. It is judged over the pairs the run covers (``metrics.coverage`` sa
 from ml_collections import config_dict
 
 from experiments.panda.configs import default
+from jaxpapers.core import reporting as R
 
 
 def get_config():
@@ -91,4 +92,27 @@ def get_config():
   # The "+5.18 pp" claim and its rule, unchanged, without default.py's parameter-matched control:
   # the search tunes capacity (hidden, depth, heads) for both arms, and runs no matched arm.
   c.claims = tuple({k: v for k, v in claim.items() if k != "controls"} for claim in default.CLAIMS)
+  c.report = REPORT
   return c
+
+
+# One row per (dataset, backbone) with a final, over experiments.panda.train:report_view.
+REPORT = R.Report(
+  view="experiments.panda.train:report_view",
+  tables=(
+    R.Table(
+      R.columns(
+        "dataset=ds; backbone=b; vanilla=v.test_mean:.1f±v.test_std; "
+        "PANDA=p.test_mean:.1f±p.test_std; PANDA - vanilla (pp)=st.diff_pp:+.1f; "
+        "paired t 95%=± {st.t95_pp:.1f} ({st.outcome}); sign-flip p=st.sign_flip_p:.3f; "
+        "vanilla selected=hv; PANDA selected=hp",
+        missing="-",
+      ),
+      over="view.pairs",
+    ),
+    R.Table((), title="{notes:s}"),
+  ),
+  figures=(
+    R.Figure("panda_improvement", default.IMPROVEMENT_PANEL, size=(14, 3.6), when="view.bars"),
+  ),
+)
