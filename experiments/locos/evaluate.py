@@ -131,7 +131,22 @@ def ablation_curves(
     d: _advantage(boot, boot_base, mat, base, ks, ks, [d]) for d in baselines
   }
   out["locos_minus"] = _locos_minus(boot, mat, baselines)
+  out["random_drop"] = _random_drop(boot_base, boot, base, mat)
   return out
+
+
+def _random_drop(boot_base, boot, base, mat):
+  """Unablated minus random-heads ROUGE-L at each k: the mean and its 95 % paired bootstrap
+  interval (the curves' resamples) and half-width (None where the cell was not run)."""
+  mean = base.mean() - mat["random"].mean(1)  # [K]
+  dd = boot_base[None, :] - boot["random"]  # [K, R]
+  lo, hi = np.quantile(dd, 0.025, axis=1), np.quantile(dd, 0.975, axis=1)
+  return {
+    "mean": _nan_none(mean),
+    "lo": _nan_none(lo),
+    "hi": _nan_none(hi),
+    "halfwidth": _nan_none(np.maximum(mean - lo, hi - mean)),
+  }
 
 
 def _nan_none(x):
@@ -221,8 +236,94 @@ def derived_metrics(metrics) -> dict:
       if i is not None and i < len(filt["claim_grid"]):
         got = par["locos"][list(par["ks"]).index(filt["claim_grid"][i])]
         rec["parametric_retained"] = None if got is None else got / par["baseline"]
+        if "per_probe" in par:  # runs that record per-landmark recall (configs/size.py)
+          rec["parametric_retained_halfwidth"] = parametric_retained_halfwidth(
+            par, filt["claim_grid"][i]
+          )
+    for proto, cv in real.items():
+      if cv is not None and "random_drop" in cv:  # the guards of configs/size.py
+        rec[proto].update(random_guards(cv, metrics.get(f"{track}/num_heads")))
     out[track] = rec
   return out
+
+
+# The share of the model's heads that the paper's top-k ablation removes: 50 of Qwen3-8B's
+# 36 layers x 32 query heads.
+PAPER_HEAD_SHARE = 50 / 1152
+
+
+def random_guards(cv, num_heads, paper_share=PAPER_HEAD_SHARE):
+  """The random-heads numbers that guard the claims of configs/size.py (pure).
+
+  Args:
+    cv: one protocol's curves (`ablation_curves`, with `random_drop`).
+    num_heads: the model's query heads (layers x heads), or None.
+    paper_share: the share of heads the paper ablates.
+
+  Returns:
+    ``random_collapse_step_advantage``: the claim's baselines' collapse grid index minus
+    random heads' (the lower-k rule with random heads in LOCOS's place; None when a cell
+    before the collapse was not run); ``random_drop_at_max_k_halfwidth``: the half-width of
+    the paired interval of the drop at the largest k; ``head_share_at_max_k`` (largest k over
+    ``num_heads``); ``paper_share_k``: the largest k of the grid whose share of heads is at
+    most ``paper_share`` (None if none), and ``random_drop_at_paper_share`` with its
+    ``..._halfwidth``.
+  """
+  idx = cv["collapse_index"]
+  base_idx = [idx.get(b) for b in cv["claim_baselines"]]
+  adv = None
+  if idx.get("random") is not None and base_idx and None not in base_idx:
+    adv = float(min(base_idx) - idx["random"])
+  drop = cv["random_drop"]
+  out = {
+    "random_collapse_step_advantage": adv,
+    "random_drop_at_max_k_halfwidth": drop["halfwidth"][-1],
+    "head_share_at_max_k": None,
+    "paper_share_k": None,
+    "random_drop_at_paper_share": None,
+    "random_drop_at_paper_share_halfwidth": None,
+  }
+  if num_heads:
+    ks = list(cv["ks"])
+    out["head_share_at_max_k"] = max(ks) / num_heads
+    fit = [i for i, k in enumerate(ks) if k <= paper_share * num_heads]
+    if fit:
+      i = max(fit, key=lambda j: ks[j])
+      out["paper_share_k"] = ks[i]
+      out["random_drop_at_paper_share"] = drop["mean"][i]
+      out["random_drop_at_paper_share_halfwidth"] = drop["halfwidth"][i]
+  return out
+
+
+def parametric_retained_halfwidth(par, k, num_resamples=2000, seed=0):
+  """Half-width of the 95 % paired bootstrap interval of parametric recall retained at k.
+
+  Args:
+    par: the track's parametric record with ``per_probe``: ``{"baseline": [n], "locos":
+      {str(k): [n] or None}}`` (recall per landmark).
+    k: the ablated k.
+    num_resamples: bootstrap resamples over landmarks (the same landmarks in both arms).
+    seed: the resamples' seed.
+
+  Returns:
+    ``max(r - lo, hi - r)`` for r = mean(locos) / mean(baseline) and [lo, hi] the percentile
+    interval of the resampled ratios (resamples with a zero baseline mean are dropped); None
+    when the cell was not run or fewer than 2 landmarks.
+  """
+  base = np.asarray(par["per_probe"]["baseline"], float)
+  abl = par["per_probe"]["locos"].get(str(k))
+  if abl is None or base.size < 2:
+    return None
+  abl = np.asarray(abl, float)
+  idx = np.random.default_rng(seed).integers(0, base.size, size=(num_resamples, base.size))
+  b, a = base[idx].mean(1), abl[idx].mean(1)
+  ok = b > 0
+  if not ok.any() or base.mean() <= 0:
+    return None
+  ratios = a[ok] / b[ok]
+  r = abl.mean() / base.mean()
+  lo, hi = np.quantile(ratios, [0.025, 0.975])
+  return float(max(r - lo, hi - r))
 
 
 def ablation_table(track: str, curves: dict, detectors) -> str:

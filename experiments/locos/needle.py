@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 import time
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments.locos import real
 from jaxpapers import core, lm, locos
 
 
@@ -45,34 +47,113 @@ def _length(c, params, cfg, tok, store, T):
   scores = {d: np.asarray(v) for d, v in found["scores"].items()}
   detect_s = time.time() - t1
   mean_q = lm.mean_queries(params, [p.prompt_ids for p in ev], config=cfg, batch_size=n.batch_size)
-  conds = [("baseline", 0)] + [(d, k) for d in n.detectors for k in n.ks]
+  conds = _conditions(n)
+  num_random = int(n.get("num_random", 0))
+  # `ablate_answered`: ablations only on the probes the unablated model answers (ROUGE-1
+  # recall >= 0.5, the filtered protocol's rule); otherwise on every probe
+  keep = np.arange(len(ev))
   res = {}
   for name, k in conds:
-    mask = np.zeros((cfg.n_layers, cfg.n_heads), bool)
-    if k:
-      mask = locos.top_heads(scores[name], k)
+    masks = np.zeros((1, cfg.n_layers, cfg.n_heads), bool)
+    if name == "random":  # seed s on probes s, s + num_random, ...
+      masks = np.stack([_random_mask(c, cfg, k, s) for s in range(num_random)])
+    elif k:
+      masks = locos.top_heads(scores[name], k)[None]
+    rows = keep if name != "baseline" else np.arange(len(ev))
+    cell = f"needle/T={T}/{name}/k={k}" + (f"/n={len(ev)}" if n.get("ablate_answered") else "")
 
-    def run(_, mask=mask):
-      abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean_q, mode="mean_q")
-      texts = locos.generate_texts(params, cfg, ev, tok, ablation=abl, pad_to=pad, **gen)
-      return {"texts": texts, "rougeL": [locos.rouge_l(p.answer, t) for p, t in zip(ev, texts)]}
+    def run(_, masks=masks, rows=rows):
+      sub = [ev[i] for i in rows]
+      # one head set: the [L, H] mask, as in the first needle runs; several: one per row
+      per_row = masks[0] if len(masks) == 1 else masks[np.arange(len(sub)) % len(masks)]
+      abl = lm.HeadAblation(mask=jnp.asarray(per_row), mean=mean_q, mode="mean_q")
+      texts = locos.generate_texts(params, cfg, sub, tok, ablation=abl, pad_to=pad, **gen)
+      return {"texts": texts, "rougeL": [locos.rouge_l(p.answer, t) for p, t in zip(sub, texts)]}
 
-    res[f"{name}@{k}"] = store.get_or_compute(f"needle/T={T}/{name}/k={k}", run)
+    res[f"{name}@{k}"] = store.get_or_compute(cell, run) if rows.size else None
+    if name == "baseline" and n.get("ablate_answered"):
+      got = [locos.rouge1_recall(p.answer, t) for p, t in zip(ev, res["baseline@0"]["texts"])]
+      keep = np.flatnonzero(np.asarray(got) >= 0.5)
   record = {
     "prompt_tokens": [len(p.prompt_ids) for p in ev],
     "padded_to": pad,
     "accepted_detection_trials": f"{sum(found['accepted'])}/{len(det)}",
     "detection_generations": found["generations"],
     "top_heads": {d: locos.rank_heads(scores[d])[:5] for d in scores},
-    "rougeL": {key: float(np.mean(v["rougeL"])) for key, v in res.items()},
+    "rougeL": {key: float(np.mean(v["rougeL"])) for key, v in res.items() if v is not None},
     "eval_generations": res["baseline@0"]["texts"],
     "answers": [p.answer for p in ev],
     "detect_s": detect_s,
     "time_s": time.time() - t1,
   }
+  if n.get("num_resamples", 0):  # paired intervals over the ablated probes
+    record["num_eval"] = len(ev)
+    record["ablated_probes"] = int(keep.size)
+    record["accepted_detection"] = int(sum(found["accepted"]))
+    record["paired"] = paired_needle(res, keep, n.ks, int(n.num_resamples), c.seed)
   row = [T, len(ev), f"{sum(found['accepted'])}/{len(det)}"]
-  row += [f"{np.mean(res[f'{a}@{k}']['rougeL']):.2f}" for a, k in conds]
+  row += [
+    "not run" if res[f"{a}@{k}"] is None else f"{np.mean(res[f'{a}@{k}']['rougeL']):.2f}"
+    for a, k in conds
+  ]
   return record, row
+
+
+def _conditions(n):
+  """(name, k) of the unablated run, each detector's top k and (with `num_random`) random heads."""
+  conds = [("baseline", 0)] + [(d, k) for d in n.detectors for k in n.ks]
+  return conds + ([("random", k) for k in n.ks] if n.get("num_random", 0) else [])
+
+
+def _random_mask(c, cfg, k, s):
+  """Random head set `s` of size `k` (the main run's keys: fold_in(key, 1000 k + s))."""
+  key = jax.random.fold_in(jax.random.key(c.seed), 1000 * k + s)
+  return np.asarray(locos.random_heads(key, cfg.n_layers, cfg.n_heads, k))
+
+
+def paired_needle(res, keep, ks, num_resamples, seed):
+  """Paired 95 % bootstrap intervals over the ablated probes, per k (`core.paired_bootstrap`).
+
+  Args:
+    res: ``{"<condition>@<k>": {"rougeL": [n_rows]} or None}``; the baseline's rows are every
+      probe, the ablations' rows the probes ``keep``.
+    keep: ``[m]`` indices of the ablated probes.
+    ks: the ablated k values.
+    num_resamples: bootstrap resamples.
+    seed: the resamples' seed (the same for every difference).
+
+  Returns:
+    ``{"k=<k>": {"baseline_minus_locos", "contrastive_minus_locos", "contrastive_minus_random",
+    "baseline_minus_random": {"mean", "lo", "hi", "halfwidth", "n"} or None}}``, a pair None
+    when one of its cells is missing or fewer than 2 probes were ablated.
+  """
+  base = np.asarray(res["baseline@0"]["rougeL"], float)[np.asarray(keep, int)]
+  out = {}
+  for k in ks:
+    arm = {"baseline": base}
+    for d in ("locos", "contrastive", "random"):
+      got = res.get(f"{d}@{k}")
+      arm[d] = None if got is None else np.asarray(got["rougeL"], float)
+    rec = {}
+    for a, b in (
+      ("baseline", "locos"),
+      ("contrastive", "locos"),
+      ("contrastive", "random"),
+      ("baseline", "random"),
+    ):
+      if arm[a] is None or arm[b] is None or len(keep) < 2:
+        rec[f"{a}_minus_{b}"] = None
+        continue
+      bi = core.paired_bootstrap(arm[a], arm[b], n_resamples=num_resamples, seed=seed)
+      rec[f"{a}_minus_{b}"] = {
+        "mean": bi.estimate,
+        "lo": bi.lo,
+        "hi": bi.hi,
+        "halfwidth": float(max(bi.estimate - bi.lo, bi.hi - bi.estimate)),
+        "n": bi.n,
+      }
+    out[f"k={k}"] = rec
+  return out
 
 
 def run_needle(c, workdir) -> dict:
@@ -87,8 +168,9 @@ def run_needle(c, workdir) -> dict:
   """
   n = c.needle
   t0 = time.time()
+  track = c.tracks[0] if c.get("tracks") else "smollm2"
   try:
-    cfg, params, tok = lm.load_smollm2()
+    cfg, params, tok = real.REAL_MODELS[track][0](c.real)
   except lm.ModelNotAvailable as e:
     metrics = {"needle/skipped": str(e)}
     core.write_results(workdir, metrics=metrics, config=c, notes=str(e), issue_verdicts=False)
@@ -99,7 +181,7 @@ def run_needle(c, workdir) -> dict:
     metrics[f"needle/T={T}"], row = _length(c, params, cfg, tok, store, T)
     rows.append(row)
     logging.info("needle T=%d: %s", T, metrics[f"needle/T={T}"]["rougeL"])
-  conds = [("baseline", 0)] + [(d, k) for d in n.detectors for k in n.ks]
+  conds = _conditions(n)
   table = core.markdown_table(
     ["context", "eval probes", "accepted detection"] + [f"{a} k={k}" for a, k in conds], rows
   )
@@ -108,8 +190,8 @@ def run_needle(c, workdir) -> dict:
     metrics=metrics,
     config=c,
     table_markdown=table,
-    notes="Long-context needle probes built offline (pydoc_data haystack); SmolLM2 Q4_1.",
+    notes=f"Long-context needle probes built offline (pydoc_data haystack); {real.REAL_MODELS[track][1]}.",
     wall_time_s=time.time() - t0,
-    issue_verdicts=False,
+    issue_verdicts=c.get("issue_verdicts", True) and bool(c.get("claims")),
   )
   return metrics

@@ -363,6 +363,14 @@ class RealTrack:
       "baseline": par_base,
       "ks": ks,
       "locos": locos_at if self.par_ev else [],
+      # recall per landmark, for paired intervals over landmarks
+      "per_probe": {
+        "baseline": [float(x) for x in par_res.get(("baseline", 0), [])],
+        "locos": {
+          str(k): [float(x) for x in par_res[("locos", k)]] if ("locos", k) in par_res else None
+          for k in ks
+        },
+      },
     }
 
   def metrics(self, curves):
@@ -387,6 +395,7 @@ class RealTrack:
       "accepted_detection_trials": int(sum(self.det["accepted"])),
       "num_eval_probes": len(ev_stem),
       "num_paper_probes": len(self.ev_paper),
+      "num_heads": int(self.cfg.n_layers * self.cfg.n_heads),
       "eval_correct_fraction": float(np.mean(self.base_r1 >= 0.5)),
       "ablation_items": self.n_abl or len(ev_stem),
       "reused_from": [{"num_eval": n, "ablation_num_eval": a} for n, a in self.reuse_from],

@@ -5,12 +5,17 @@ import importlib
 import numpy as np
 import pytest
 
-MODULES = {"evaluate": "experiments.locos.evaluate"}
+MODULES = {"evaluate": "experiments.locos.evaluate", "needle": "experiments.locos.needle"}
 
 
 @pytest.fixture(name="evaluate")
 def _evaluate():
   return importlib.import_module(MODULES["evaluate"])
+
+
+@pytest.fixture(name="needle")
+def _needle():
+  return importlib.import_module(MODULES["needle"])
 
 
 def test_collapse_k(evaluate):
@@ -159,3 +164,117 @@ def test_derived_metrics(evaluate):
   assert s["paper"]["random_drop_at_max_k"] is None
   # LOCOS's filtered collapse is at claim-grid index 1 (k = 20): parametric 0.6 / 0.8.
   assert s["parametric_retained"] == pytest.approx(0.75)
+
+
+def _manual_quantiles(diff_fn, n, num_resamples, seed):
+  """2.5 % and 97.5 % quantiles of diff_fn(resample indices) over the curves' resamples."""
+  idx = np.random.default_rng(seed).integers(0, n, size=(num_resamples, n))
+  return np.quantile([diff_fn(i) for i in idx], [0.025, 0.975])
+
+
+def test_random_drop_is_a_paired_interval_of_baseline_minus_random(evaluate):
+  ks = [1, 50]
+  base = np.array([1.0, 1.0, 0.5, 1.0, 0.0])
+  rnd = {1: np.array([1.0, 0.5, 0.5, 1.0, 0.0]), 50: np.array([0.0, 1.0, 0.5, 0.0, 0.0])}
+  res = {("baseline", 0): base, ("locos", 1): base, ("locos", 50): base * 0}
+  res.update({("contrastive", k): base for k in ks})
+  res.update({("random", k): rnd[k] for k in ks})
+  cv = evaluate.ablation_curves(res, ("locos", "contrastive"), ks, np.arange(5), 300, 3)
+  drop = cv["random_drop"]
+  assert drop["mean"] == pytest.approx([0.1, 0.4])  # 3.5/5 - 3.0/5, 3.5/5 - 1.5/5
+  for j, k in enumerate(ks):
+    lo, hi = _manual_quantiles(lambda i, k=k: base[i].mean() - rnd[k][i].mean(), 5, 300, 3)
+    assert drop["lo"][j] == pytest.approx(lo) and drop["hi"][j] == pytest.approx(hi)
+    m = drop["mean"][j]
+    assert drop["halfwidth"][j] == pytest.approx(max(m - lo, hi - m))
+
+
+def test_random_guards(evaluate):
+  cv = {
+    "ks": [1, 5, 20, 50],
+    "claim_baselines": ["contrastive"],
+    "collapse_index": {"locos": 1, "contrastive": 2, "random": 3},
+    "random_drop": {
+      "mean": [0.01, 0.02, 0.2, 0.6],
+      "halfwidth": [0.005, 0.01, 0.05, 0.07],
+    },
+  }
+  g = evaluate.random_guards(cv, 270)
+  assert g["random_collapse_step_advantage"] == -1.0  # contrastive's index 2 minus random's 3
+  assert g["random_drop_at_max_k_halfwidth"] == 0.07
+  assert g["head_share_at_max_k"] == pytest.approx(50 / 270)
+  # 50 / 1152 of 270 heads is 11.7: the largest k at or below it is 5
+  assert g["paper_share_k"] == 5
+  assert g["random_drop_at_paper_share"] == 0.02
+  assert g["random_drop_at_paper_share_halfwidth"] == 0.01
+  assert evaluate.random_guards(cv, 72)["paper_share_k"] == 1  # 3.1 heads
+  g = evaluate.random_guards(cv, 20)  # 0.87 heads: no k of the grid fits
+  assert g["paper_share_k"] is None and g["random_drop_at_paper_share"] is None
+  cv["collapse_index"]["random"] = None  # a random cell before the collapse was not run
+  assert evaluate.random_guards(cv, None)["random_collapse_step_advantage"] is None
+
+
+def test_parametric_retained_halfwidth(evaluate):
+  base = np.array([1.0, 1.0, 0.5, 1.0])
+  abl = np.array([1.0, 0.0, 0.5, 0.5])
+  par = {"per_probe": {"baseline": base.tolist(), "locos": {"5": abl.tolist(), "20": None}}}
+  r = abl.mean() / base.mean()  # 2.0 / 3.5
+  idx = np.random.default_rng(0).integers(0, 4, size=(400, 4))
+  ratios = [abl[i].mean() / base[i].mean() for i in idx]  # every resampled baseline is > 0
+  lo, hi = np.quantile(ratios, [0.025, 0.975])
+  got = evaluate.parametric_retained_halfwidth(par, 5, num_resamples=400, seed=0)
+  assert got == pytest.approx(max(r - lo, hi - r))
+  assert evaluate.parametric_retained_halfwidth(par, 20) is None  # the cell was not run
+
+
+def test_derived_metrics_adds_the_guards_only_to_runs_that_record_them(evaluate):
+  cv = {
+    "ks": [1, 5],
+    "claim_grid": [1, 5],
+    "claim_baselines": ["contrastive"],
+    "collapse_step_advantage": 0.0,
+    "collapse_step_advantage_halfwidth": 0.0,
+    "collapse_k": {"locos": 5},
+    "collapse_index": {"locos": 1, "contrastive": 1, "random": 2},
+    "baseline": {"mean": 0.9},
+    "random": {"mean": [0.9, 0.8]},
+  }
+  par = {"baseline": 1.0, "ks": [1, 5], "locos": [1.0, 0.5]}
+  old = evaluate.derived_metrics({"smollm2/curves": {"filtered": cv}, "smollm2/parametric": par})
+  assert "random_collapse_step_advantage" not in old["smollm2"]["filtered"]
+  assert "parametric_retained_halfwidth" not in old["smollm2"]
+  cv["random_drop"] = {"mean": [0.0, 0.1], "halfwidth": [0.0, 0.02]}
+  par["per_probe"] = {"baseline": [1.0, 1.0], "locos": {"1": [1.0, 1.0], "5": [1.0, 0.0]}}
+  new = evaluate.derived_metrics(
+    {"smollm2/curves": {"filtered": cv}, "smollm2/parametric": par, "smollm2/num_heads": 270}
+  )
+  f = new["smollm2"]["filtered"]
+  assert f["random_collapse_step_advantage"] == -1.0
+  assert f["random_drop_at_max_k_halfwidth"] == 0.02
+  assert f["paper_share_k"] == 5 and f["random_drop_at_paper_share"] == 0.1
+  assert new["smollm2"]["parametric_retained"] == 0.5
+  assert new["smollm2"]["parametric_retained_halfwidth"] > 0
+
+
+def test_paired_needle(needle):
+  from jaxpapers import core
+
+  base = [1.0, 0.0, 1.0, 1.0, 0.5]  # every probe; probes 0, 2, 3, 4 are ablated
+  keep = np.array([0, 2, 3, 4])
+  res = {
+    "baseline@0": {"rougeL": base},
+    "locos@12": {"rougeL": [0.0, 0.5, 1.0, 0.0]},
+    "contrastive@12": {"rougeL": [1.0, 0.5, 1.0, 0.5]},
+    "random@12": {"rougeL": [1.0, 1.0, 0.0, 0.5]},
+  }
+  out = needle.paired_needle(res, keep, [12], 500, 7)["k=12"]
+  want = core.paired_bootstrap([1.0, 0.5, 1.0, 0.5], [0.0, 0.5, 1.0, 0.0], n_resamples=500, seed=7)
+  got = out["contrastive_minus_locos"]
+  assert got["mean"] == pytest.approx(0.375) and got["n"] == 4
+  assert (got["lo"], got["hi"]) == pytest.approx((want.lo, want.hi))
+  assert got["halfwidth"] == pytest.approx(max(0.375 - want.lo, want.hi - 0.375))
+  # the baseline is read on the ablated probes only: 1, 1, 1, 0.5 against LOCOS's rows
+  assert out["baseline_minus_locos"]["mean"] == pytest.approx((3.5 - 1.5) / 4)
+  assert out["contrastive_minus_random"]["mean"] == pytest.approx((3.0 - 2.5) / 4)
+  res["random@12"] = None  # a cell not run
+  assert needle.paired_needle(res, keep, [12], 50, 0)["k=12"]["baseline_minus_random"] is None
