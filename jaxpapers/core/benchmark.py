@@ -42,6 +42,7 @@ import os
 import pathlib
 import platform
 import re
+import shlex
 import statistics
 import sys
 import time
@@ -208,9 +209,12 @@ def write(
       raise ValueError(f"summary entry {item.get('name')!r} lacks {sorted(missing)}")
   host = dict(host_info() if host is None else host)
   host["load_average_at_end"] = _load()
+  command = command_line(None if argv is None else [sys.argv[0], *argv])
+  if host.get("xla_flags"):  # the flags change what is measured, so the command names them
+    command = f"XLA_FLAGS={shlex.quote(host['xla_flags'])} {command}"
   record = {
     "benchmark": name,
-    "command": command_line(None if argv is None else [sys.argv[0], *argv]),
+    "command": command,
     "quick": bool(args.quick),
     "host": host,
     "rows": _to_jsonable(list(rows)),

@@ -122,3 +122,14 @@ def test_count_compilations():
   assert c.count == 1 and c.seconds > 0
   f(jnp.ones(9))  # outside the block: not counted
   assert c.count == 1
+
+
+def test_record_command_names_the_xla_flags_it_ran_under(tmp_path):
+  args = bench.parser("demo").parse_args(["--out", str(tmp_path / "demo.json")])
+  ok = [bench.summary("x vs y", 3.0, ">= 2")]
+  host = {**bench.host_info(), "xla_flags": "--xla_cpu_multi_thread_eigen=false a=1"}
+  rec = bench.write("demo", args, rows=[], summary=ok, argv=["--n=3"], host=host)
+  assert rec["command"].startswith("XLA_FLAGS='--xla_cpu_multi_thread_eigen=false a=1' python ")
+  assert rec["command"].endswith("--n=3")
+  rec = bench.write("demo", args, rows=[], summary=ok, argv=["--n=3"], host={"xla_flags": ""})
+  assert rec["command"].startswith("python ")
