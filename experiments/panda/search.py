@@ -85,14 +85,30 @@ def _check_runs_per_program(config) -> int | None:
   return None if v is None else int(v)
 
 
+def trial_hparams(config, cache: panda.TrialCache, arm: str, trial: int) -> tuple[dict, int | None]:
+  """Trial ``trial``'s values for ``arm``, and the parameter count they were matched to.
+
+  With ``config.match_params`` (equal-parameter search) the PANDA arm's ``hidden`` is replaced
+  by the width at which its model has as many parameters as the vanilla arm's model of the same
+  draw (:func:`jaxpapers.panda.match_hidden`); the vanilla arm keeps the drawn width. Returns
+  ``(hp, target)`` with ``target`` that vanilla count (None without matching or for vanilla).
+  """
+  draw = panda.draw_trial(config.space, config.seed, trial)
+  hp = panda.applicable_hparams(draw, cache.backbone, arm)
+  if not config.get("match_params", False) or arm == "vanilla":
+    return hp, None
+  vanilla = panda.applicable_hparams(draw, cache.backbone, "vanilla")
+  target = panda.count_params(panda.trial_model_fn(cache.data, cache.backbone, "vanilla", vanilla))
+  hp["hidden"], _ = panda.match_hidden(cache.data, cache.backbone, arm, hp, target)
+  return hp, target
+
+
 def run_trial(config, cache: panda.TrialCache, arm: str, trial: int) -> dict:
   """Trial ``trial`` of one (dataset, backbone, arm) cell on the first ``search_splits`` splits."""
-  hp = panda.applicable_hparams(
-    panda.draw_trial(config.space, config.seed, trial), cache.backbone, arm
-  )
+  hp, target = trial_hparams(config, cache, arm, trial)
   r = min(config.search_splits, cache.data.num_splits)
   out = _train(cache, arm, hp, panda.trial_keys(config.seed, 0, trial, r), np.arange(r))
-  return dict(trial=trial, hp=hp, **out)
+  return dict(trial=trial, hp=hp, **out) | ({} if target is None else {"params_target": target})
 
 
 def _final_layout(config, data) -> tuple[int, int, int]:
@@ -118,9 +134,7 @@ def run_final_batch(config, cache: panda.TrialCache, arm: str, trial: int, batch
   n = final_batches(config, data)
   if isinstance(batch, bool) or not isinstance(batch, int) or not 0 <= batch < n:
     raise ValueError(f"batch must be an int in [0, {n}), got {batch!r}")
-  hp = panda.applicable_hparams(
-    panda.draw_trial(config.space, config.seed, trial), cache.backbone, arm
-  )
+  hp, _ = trial_hparams(config, cache, arm, trial)
   r, inits, b = _final_layout(config, data)
   keys = jnp.concatenate([panda.trial_keys(config.seed, 1, j, r) for j in range(inits)])
   lo, hi = batch * b, min((batch + 1) * b, r * inits)
@@ -338,6 +352,21 @@ def improvement(finals: dict, backbones) -> dict:
   )
 
 
+def param_match(store, trial_cells) -> dict:
+  """How close each matched PANDA trial came to its vanilla draw's parameter count.
+
+  Returns:
+    ``{"max_abs_dev": max |P_panda / P_vanilla - 1| over the matched trial cells (None without
+    any), "trials_matched": their number}``.
+  """
+  devs = [
+    abs(store[k]["params"] / store[k]["params_target"] - 1.0)
+    for k in trial_cells
+    if "params_target" in store[k]
+  ]
+  return dict(max_abs_dev=max(devs) if devs else None, trials_matched=len(devs))
+
+
 def report(config, workdir, store, data, source, stopped, t0) -> dict:
   names = list(data)
   finals = _finals(config, store, names)
@@ -345,7 +374,7 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
   pairs, deltas = imp["pairs"], imp["deltas"]
   per_pair = train.pair_statistics(finals, tests=_split_tests)
   majority = {ds: train.majority_baseline(data[ds], config.num_splits) for ds in names}
-  kept = "test_mean test_std val_mean selected_trial hp params".split()  # then three computed
+  kept = "test_mean test_std val_mean selected_trial hp params split_test".split()  # + 3 computed
   per_cell = {
     k: {f: v[f] for f in kept}
     | dict(median_best_epoch=float(np.median(v["best_epoch_runs"])), search_cpu_s=v["search_cpu_s"])
@@ -365,6 +394,7 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
       pairs=pairs,
       pairs_configured=len(names) * len(config.backbones),
       trials_per_cell=int(config.trials),
+      epochs=int(config.epochs),
       trial_cells_done=len(trial_cells),
       stopped_by_cpu_budget=bool(stopped),
       search_cpu_s=float(sum(store[k]["cpu_s"] for k in trial_cells)),
@@ -377,6 +407,8 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
     per_cell=per_cell,
     per_pair=per_pair,
   )
+  if config.get("match_params", False):
+    metrics["param_match"] = param_match(store, trial_cells)
   metrics["derived"] = train.derived_metrics(metrics)
   notes = (
     f"Data: {source}. Equal-budget random search: {config.trials} trials per (dataset, "

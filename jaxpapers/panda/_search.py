@@ -54,6 +54,7 @@ __all__ = [
   "structure_model_fn",
   "trial_keys",
   "count_params",
+  "match_hidden",
   "TrialCache",
 ]
 
@@ -299,6 +300,61 @@ def count_params(model_fn: Callable[[nnx.Rngs], nnx.Module]) -> int:
     raise TypeError(f"model_fn must be a callable rngs -> model, got {type(model_fn).__name__}")
   state = nnx.state(nnx.eval_shape(lambda: model_fn(nnx.Rngs(0))), nnx.Param)
   return int(sum(np.prod(x.shape) for x in jax.tree.leaves(state)))
+
+
+def match_hidden(
+  data: hg.HypergraphData,
+  backbone: str,
+  arm: str,
+  hp: Mapping[str, Any],
+  target: int,
+  *,
+  max_hidden: int = 4096,
+) -> tuple[int, int]:
+  r"""The ``hidden`` width that brings a trial's model closest to ``target`` parameters.
+
+  The parameter count :math:`P(h)` of :func:`trial_model_fn` with ``hidden = h`` (every other
+  value of ``hp`` kept) is non-decreasing in ``h``; bisection finds the smallest
+  :math:`h^+` with :math:`P(h^+) \ge` ``target``, and the result is whichever of
+  :math:`h^+ - 1` and :math:`h^+` has the smaller :math:`|P(h) / \mathrm{target} - 1|` (the
+  smaller width on a tie). An equal-parameter search gives the PANDA arm of a trial the width
+  at which it has as many parameters as the vanilla arm of the same draw.
+
+  Args:
+    data: the backbone's input (:func:`jaxpapers.hypergraph.backbone_input`).
+    backbone: the backbone name.
+    arm: ``'vanilla'`` or ``'panda'``.
+    hp: the trial's applicable values (:func:`applicable_hparams`); ``hidden`` is replaced.
+    target: the parameter count to match, an int >= 1.
+    max_hidden: the widest width tried (an int >= 1).
+
+  Returns:
+    ``(hidden, params)``: the chosen width and its model's trainable parameter count. The
+    caller checks the ratio ``params / target``; it is far from 1 only when even ``hidden = 1``
+    has more than ``target`` parameters or ``max_hidden`` has fewer.
+  """
+  for nm, v, lo in (("target", target, 1), ("max_hidden", max_hidden, 1)):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+      raise ValueError(f"{nm} must be an int >= {lo}, got {v!r}")
+  memo: dict[int, int] = {}
+
+  def p(h: int) -> int:
+    if h not in memo:
+      memo[h] = count_params(trial_model_fn(data, backbone, arm, dict(hp, hidden=h)))
+    return memo[h]
+
+  lo, hi = 1, int(max_hidden)
+  if p(hi) < target:
+    return hi, p(hi)
+  while lo < hi:  # invariant: p(hi) >= target; the answer h+ lies in [lo, hi]
+    mid = (lo + hi) // 2
+    if p(mid) >= target:
+      hi = mid
+    else:
+      lo = mid + 1
+  cands = [h for h in (hi - 1, hi) if h >= 1]
+  best = min(cands, key=lambda h: (abs(p(h) / target - 1.0), h))
+  return best, p(best)
 
 
 class TrialCache:

@@ -356,3 +356,57 @@ def test_half_width_at_matches_scipy():
 def test_clear_errors(call, error, match):
   with pytest.raises(error, match=match):
     call()
+
+
+# ------------------------------------------------------------------ cluster_bootstrap
+
+
+def _cluster_bootstrap_reference(d, n_resamples, seed):
+  """The same resamples, one at a time in Python loops (float64)."""
+  rng = np.random.default_rng(seed)
+  c, n = d.shape
+  ci = rng.integers(0, c, size=(n_resamples, c))
+  si = rng.integers(0, n, size=(n_resamples, c, n))
+  out = np.empty(n_resamples)
+  for r in range(n_resamples):
+    out[r] = np.mean([np.mean([d[ci[r, k], si[r, k, l]] for l in range(n)]) for k in range(c)])
+  return out
+
+
+def test_cluster_bootstrap_matches_a_loop_reference():
+  d = np.random.default_rng(3).normal(size=(5, 4))
+  got = stats.cluster_bootstrap(d, n_resamples=300, seed=7)
+  ref = _cluster_bootstrap_reference(d, 300, 7)
+  np.testing.assert_allclose(got.resamples, ref, rtol=0, atol=1e-12)
+  lo, hi = np.quantile(ref, [0.025, 0.975])
+  assert got.lo == pytest.approx(lo, abs=1e-12) and got.hi == pytest.approx(hi, abs=1e-12)
+  assert got.estimate == pytest.approx(d.mean(), abs=1e-12) and got.n == 5
+
+
+def test_cluster_bootstrap_variance_matches_exact_enumeration():
+  # 2 clusters x 2 items: the resampled mean takes each of 2^2 x 2^4 = 64 outcomes equally often.
+  d = np.array([[0.0, 1.0], [4.0, 10.0]])
+  vals = [
+    np.mean([np.mean([d[j, i] for i in items[2 * k : 2 * k + 2]]) for k, j in enumerate(js)])
+    for js in itertools.product(range(2), repeat=2)
+    for items in itertools.product(range(2), repeat=4)
+  ]
+  got = stats.cluster_bootstrap(d, n_resamples=200_000, seed=0)
+  assert got.resamples.mean() == pytest.approx(np.mean(vals), abs=0.02)
+  assert got.resamples.var() == pytest.approx(np.var(vals), rel=0.02)
+  # resampling the 4 items as if independent misses the between-cluster part: far narrower
+  flat = stats.paired_bootstrap(d.ravel(), np.zeros(4), n_resamples=200_000, seed=0)
+  assert flat.resamples.var() < 0.8 * got.resamples.var()
+
+
+def test_cluster_bootstrap_edge_cases_and_errors():
+  one = stats.cluster_bootstrap([[2.5]])
+  assert one.estimate == 2.5 and np.isnan(one.lo) and np.isnan(one.hi)
+  const = stats.cluster_bootstrap(np.full((3, 4), 1.5), n_resamples=50)
+  assert const.lo == const.hi == 1.5
+  with pytest.raises(ValueError, match=r"2-D \[clusters, items\]"):
+    stats.cluster_bootstrap([1.0, 2.0])
+  with pytest.raises(ValueError, match="finite"):
+    stats.cluster_bootstrap([[1.0, np.nan]])
+  with pytest.raises(ValueError, match="confidence"):
+    stats.cluster_bootstrap([[1.0, 2.0]], confidence=1.5)

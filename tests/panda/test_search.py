@@ -11,8 +11,8 @@ from flax import nnx
 from experiments.panda import experiment, search, train
 from experiments.panda.configs import default
 from experiments.panda.configs import search as search_config
+from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
-from jaxpapers import panda
 from jaxpapers.panda import _search as panda_search
 
 
@@ -403,3 +403,72 @@ def test_search_config_keeps_the_default_claim_rule():
   (search,), (dflt,) = search_config.get_config().claims, default.get_config().claims
   assert "controls" not in search and dflt["controls"]
   assert search == {k: v for k, v in dflt.items() if k != "controls"}
+
+
+@pytest.mark.parametrize("backbone", ["hgnn", "phenomnn"])  # a layer stack; unrolled steps
+def test_match_hidden_is_the_closest_width_by_brute_force(backbone):
+  """PANDA's width at the vanilla arm's parameter count: the best of every width up to 20."""
+  cfg = _tiny_config()
+  data, _ = train.load_datasets(cfg)
+  d = hg.backbone_input(backbone, data["synthetic-small"])
+  draw = panda.draw_trial(_space(), 0, 3)
+  v = dict(panda.applicable_hparams(draw, backbone, "vanilla"), hidden=8)
+  p = dict(panda.applicable_hparams(draw, backbone, "panda"), heads=2)
+  target = panda.count_params(panda.trial_model_fn(d, backbone, "vanilla", v))
+  h, n = panda.match_hidden(d, backbone, "panda", p, target, max_hidden=20)
+  counts = {
+    w: panda.count_params(panda.trial_model_fn(d, backbone, "panda", dict(p, hidden=w)))
+    for w in range(1, 21)
+  }
+  dev = {w: abs(c / target - 1) for w, c in counts.items()}
+  assert n == counts[h] and dev[h] == min(dev.values())
+  assert h == min(w for w in dev if dev[w] == dev[h])  # the narrower width on a tie
+  assert list(counts.values()) == sorted(counts.values())
+  # the vanilla arm matched to its own count gets its own width back
+  assert panda.match_hidden(d, backbone, "vanilla", v, target, max_hidden=20) == (8, target)
+  with pytest.raises(ValueError, match="target must be an int >= 1"):
+    panda.match_hidden(d, backbone, "panda", p, 0)
+
+
+def test_equal_parameter_search_matches_every_panda_trial(tmp_path, monkeypatch):
+  """``match_params``: PANDA's width per draw, the recorded deviation, the two-level interval."""
+  seen = []
+
+  def fake_train(cache, arm, hp, keys, splits):
+    seen.append((arm, dict(hp)))
+    n = panda.count_params(panda.trial_model_fn(cache.data, cache.backbone, arm, hp))
+    v = 0.5 + hp["dropout"] / 2 + (0.01 if arm == "panda" else 0.0)
+    test = [v - 0.1 * s + (0.02 * s if arm == "panda" else 0.0) for s in splits]
+    return dict(val=[v] * len(splits), test=test, epoch=[3] * len(splits), params=n)
+
+  monkeypatch.setattr(search, "_train", fake_train)
+  cfg = _tiny_config()
+  cfg.match_params = True
+  cfg.space = dict(cfg.space, hidden=("choice", (24,)), heads=("choice", (2,)))
+  metrics = search.train_and_evaluate(cfg, tmp_path)
+  data, _ = train.load_datasets(cfg)
+  d = hg.backbone_input("hgnn", data["synthetic-small"])
+  devs = []
+  for t in range(cfg.trials):
+    draw = panda.draw_trial(cfg.space, cfg.seed, t)
+    v = panda.applicable_hparams(draw, "hgnn", "vanilla")
+    p = panda.applicable_hparams(draw, "hgnn", "panda")
+    target = panda.count_params(panda.trial_model_fn(d, "hgnn", "vanilla", v))
+    h, n = panda.match_hidden(d, "hgnn", "panda", p, target)
+    assert ("panda", dict(p, hidden=h)) in seen and ("vanilla", v) in seen
+    assert h < 24  # the heads' extra parameters are paid for with a narrower per-head width
+    devs.append(abs(n / target - 1))
+  assert all(hp["hidden"] != 24 for arm, hp in seen if arm == "panda")  # finals too
+  assert metrics["param_match"] == dict(max_abs_dev=pytest.approx(max(devs)), trials_matched=2)
+  assert metrics["coverage"]["epochs"] == cfg.epochs
+  cells = metrics["per_cell"]
+  diff = np.subtract(
+    *(cells[f"synthetic-small|hgnn|{a}"]["split_test"] for a in ("panda", "vanilla"))
+  )
+  b = core.cluster_bootstrap(100 * diff[None, :], seed=0)
+  der = metrics["derived"]
+  assert der["mean_improvement_cluster95_pp"] == pytest.approx([b.lo, b.hi])
+  assert der["mean_improvement_cluster95_half_pp"] == pytest.approx(
+    max(b.estimate - b.lo, b.hi - b.estimate)
+  )
+  assert b.estimate == pytest.approx(metrics["mean_improvement_pp"])
