@@ -14,7 +14,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-from jax.typing import ArrayLike
 
 from jaxpapers.hypergraph import _ops
 from jaxpapers.hypergraph._structure import HypergraphData, as_undirected
@@ -161,9 +160,9 @@ def phenom_step(
   d_beta: jax.Array,
   d_gamma: jax.Array,
   *,
-  lam0: ArrayLike,
-  lam1: ArrayLike,
-  step: ArrayLike,
+  lam0: float | jax.Array,
+  lam1: float | jax.Array,
+  step: float | jax.Array,
   h_setting: int = 0,
   h: dict[str, jax.Array] | None = None,
 ) -> jax.Array:
@@ -201,7 +200,8 @@ def phenom_step(
     if jnp.shape(a) != shp[:1]:
       raise ValueError(f"{nm} must have shape [n] = {shp[:1]}, got {jnp.shape(a)}")
   need = PHENOM_H_SETTINGS[h_setting]
-  if need and (not isinstance(h, dict) or any(jnp.shape(h.get(t)) != (shp[1],) * 2 for t in need)):
+  mats = h if isinstance(h, dict) else {}
+  if any(t not in mats or jnp.shape(mats[t]) != (shp[1],) * 2 for t in need):
     raise ValueError(f"h_setting={h_setting} needs h with [{shp[1]}, {shp[1]}] matrices {need}")
   db, dg = d_beta[:, None], d_gamma[:, None]
   if h_setting == 0:
@@ -209,11 +209,11 @@ def phenom_step(
   elif h_setting == 2:
     y_hat = lam0 * (2.0 * a_beta_y - db * y) + y0 + lam1 * a_gamma_y
   else:
-    h1, h2 = h["beta"], h["gamma1"]
+    h1, h2 = mats["beta"], mats["gamma1"]
     beta = a_beta_y @ (h1 + h1.T) - ((db * y) @ h1) @ h1.T
     gamma = dg * y - a_gamma_y + a_gamma_y @ (h2 + h2.T) - ((dg * y) @ h2) @ h2.T
     if h_setting == 3:
-      h3 = h["gamma2"]
+      h3 = mats["gamma2"]
       gamma = 0.5 * (gamma + a_gamma_y @ (h3 + h3.T) - (a_gamma_y @ h3) @ h3.T)
     y_hat = lam0 * beta + y0 + lam1 * gamma
   q = lam0 * d_beta + lam1 * d_gamma + 1.0
@@ -360,6 +360,8 @@ class GeDiHNN(nnx.Module):
       if l > 0:
         nr, ni = nr + re, ni + (jnp.zeros_like(re) if im is None else im)
       re, im = nr, ni
+    # Every layer sets im; the zeros stand for the "+ 0i" of a real input that met no layer.
+    im = jnp.zeros_like(re) if im is None else im
     h = self.drop(jnp.concatenate([re, im], -1), deterministic=deterministic, rngs=rngs)
     return self.head(h, deterministic=deterministic, rngs=rngs)
 
@@ -545,8 +547,8 @@ class PhenomNN(nnx.Module):
   def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
     _check(data, self.in_features)
     inc = data.incidence
-    kw = dict(deterministic=deterministic, rngs=rngs)
-    y0 = self.drop(jax.nn.relu(self.inp(self.drop(data.x, **kw))), **kw)
+    drop = lambda a: self.drop(a, deterministic=deterministic, rngs=rngs)
+    y0 = drop(jax.nn.relu(self.inp(drop(data.x))))
     ones = jnp.ones((inc.num_nodes,), y0.dtype)
     d_b = _ops.phenom_propagate(inc, ones, which="beta")
     d_g = _ops.phenom_propagate(inc, ones, which="gamma")
@@ -566,8 +568,8 @@ class PhenomNN(nnx.Module):
         h_setting=self.h_setting,
         h=h,
       )
-    y = self.drop(jax.nn.relu(y), **kw)
-    return self.head(y, **kw)
+    y = drop(jax.nn.relu(y))
+    return self.head(y, deterministic=deterministic, rngs=rngs)
 
 
 BACKBONES = {"gedi": GeDiHNN, "hgnn": HGNN, "hypergcn": HyperGCN, "phenomnn": PhenomNN}
