@@ -275,7 +275,19 @@ class ClassifierHead(nnx.Module):
     self.drop = nnx.Dropout(dropout)
     self.fc2 = nnx.Linear(hidden, num_classes, rngs=rngs)
 
-  def __call__(self, x, *, deterministic: bool, rngs=None):
+  def __call__(
+    self, x: jax.Array, *, deterministic: bool, rngs: nnx.Rngs | None = None
+  ) -> jax.Array:
+    """The logits of ``x``.
+
+    Args:
+      x: [..., in_features] float array.
+      deterministic: skip the dropout (evaluation).
+      rngs: random streams with a ``dropout`` stream; needed unless ``deterministic``.
+
+    Returns:
+      [..., num_classes] logits in ``x``'s dtype.
+    """
     if jnp.ndim(x) < 1 or jnp.shape(x)[-1] != self.in_features:
       raise ValueError(
         f"x must have {self.in_features} features on its last axis, got shape {jnp.shape(x)}"
@@ -345,7 +357,19 @@ class GeDiHNN(nnx.Module):
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(2 * hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
-  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+  def __call__(
+    self, data: HypergraphData, *, deterministic: bool = True, rngs: nnx.Rngs | None = None
+  ) -> jax.Array:
+    """Node logits of ``data``.
+
+    Args:
+      data: the hypergraph dataset, n nodes with ``data.x: [n, in_features]``.
+      deterministic: skip the dropout (evaluation).
+      rngs: random streams with a ``dropout`` stream; needed unless ``deterministic``.
+
+    Returns:
+      [n, num_classes] float logits.
+    """
     _check(data, self.in_features)
     inc = data.incidence
     re, im = data.x, (data.x if self.other_complex else None)
@@ -398,7 +422,19 @@ class HGNN(nnx.Module):
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
-  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+  def __call__(
+    self, data: HypergraphData, *, deterministic: bool = True, rngs: nnx.Rngs | None = None
+  ) -> jax.Array:
+    """Node logits of ``data``.
+
+    Args:
+      data: the hypergraph dataset, n nodes with ``data.x: [n, in_features]``.
+      deterministic: skip the dropout (evaluation).
+      rngs: random streams with a ``dropout`` stream; needed unless ``deterministic``.
+
+    Returns:
+      [n, num_classes] float logits.
+    """
     _check(data, self.in_features)
     x = data.x
     for l, lin in enumerate(self.lins):
@@ -468,13 +504,26 @@ class HyperGCN(nnx.Module):
       layer: index of the layer (selects its projection ``r``).
 
     Returns:
-      ``(src, dst, w)``, the undirected weighted edge list of :func:`hypergcn_graph`.
+      ``(src, dst, w)``, the undirected weighted edge list of :func:`hypergcn_graph`: int32
+      [K], int32 [K] and float [K] (``K = 2 nnz + m`` with mediators, ``K = m`` without).
     """
     if self.fast:
       return _ops.hypergcn_graph(data.incidence, data.x @ self.r[0][...], mediators=self.mediators)
     return _ops.hypergcn_graph(data.incidence, s @ self.r[layer][...], mediators=self.mediators)
 
-  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+  def __call__(
+    self, data: HypergraphData, *, deterministic: bool = True, rngs: nnx.Rngs | None = None
+  ) -> jax.Array:
+    """Node logits of ``data``.
+
+    Args:
+      data: the hypergraph dataset, n nodes with ``data.x: [n, in_features]``.
+      deterministic: skip the dropout (evaluation).
+      rngs: random streams with a ``dropout`` stream; needed unless ``deterministic``.
+
+    Returns:
+      [n, num_classes] float logits.
+    """
     _check(data, self.in_features)
     x = data.x
     for l, lin in enumerate(self.lins):
@@ -544,7 +593,19 @@ class PhenomNN(nnx.Module):
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
-  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+  def __call__(
+    self, data: HypergraphData, *, deterministic: bool = True, rngs: nnx.Rngs | None = None
+  ) -> jax.Array:
+    """Node logits of ``data``.
+
+    Args:
+      data: the hypergraph dataset, n nodes with ``data.x: [n, in_features]``.
+      deterministic: skip the dropout (evaluation).
+      rngs: random streams with a ``dropout`` stream; needed unless ``deterministic``.
+
+    Returns:
+      [n, num_classes] float logits.
+    """
     _check(data, self.in_features)
     inc = data.incidence
     drop = lambda a: self.drop(a, deterministic=deterministic, rngs=rngs)
