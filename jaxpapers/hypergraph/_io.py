@@ -17,12 +17,17 @@ import io
 import os
 import pathlib
 import pickle
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from jaxpapers.core.data import resolve_inside
 from jaxpapers.hypergraph import _structure as st
+
+if TYPE_CHECKING:
+  import scipy.sparse
 
 __all__ = [
   "RestrictedUnpickler",
@@ -68,7 +73,8 @@ def _allowed():
     mp[(mod, "_reconstruct")] = ma._reconstruct
     mp[(mod, "scalar")] = ma.scalar
   for mod in ("numpy.core.numeric", "numpy._core.numeric"):
-    mp[(mod, "_frombuffer")] = nu._frombuffer
+    # numpy's stubs leave out this private helper, which old pickles of arrays reference.
+    mp[(mod, "_frombuffer")] = nu._frombuffer  # pyright: ignore[reportAttributeAccessIssue]
   return mp
 
 
@@ -142,6 +148,17 @@ def safe_load_pickle(path: str | os.PathLike[str]) -> object:
     MemoryError,
   ) as e:
     raise ValueError(f"data pickle {path} is corrupt or truncated ({type(e).__name__}: {e})") from e
+
+
+_T = TypeVar("_T")
+
+
+def _load_pickle_of(path: pathlib.Path, kind: type[_T]) -> _T:
+  """:func:`safe_load_pickle`, refusing (``ValueError`` naming the file) anything not a ``kind``."""
+  obj = safe_load_pickle(path)
+  if not isinstance(obj, kind):
+    raise ValueError(f"data pickle {path} holds a {type(obj).__name__}, expected a {kind.__name__}")
+  return obj
 
 
 def _check_dir(value, name):
@@ -246,8 +263,14 @@ def random_splits(
   return out[0], out[1], out[2]
 
 
+class _SplitProtocol(TypedDict):
+  per_class: bool
+  train: float
+  val: float
+
+
 # The reference's random-split protocol for mail and co-citation: 50/25/25 over all nodes.
-_RANDOM_50_25_25 = dict(per_class=False, train=0.5, val=0.25)
+_RANDOM_50_25_25 = _SplitProtocol(per_class=False, train=0.5, val=0.25)
 
 
 def _degree_feature(inc: st.Incidence) -> np.ndarray:
@@ -255,27 +278,28 @@ def _degree_feature(inc: st.Incidence) -> np.ndarray:
 
 
 def _finish(
-  inc,
-  x,
-  y,
-  name,
+  inc: st.Incidence,
+  x: npt.ArrayLike,
+  y: npt.ArrayLike,
+  name: str,
   *,
-  masks=None,
-  split_seed=0,
-  num_splits=10,
-  per_class=True,
-  train=0.6,
-  val=0.2,
-  directed=True,
-):
+  masks: npt.NDArray[np.bool_] | None = None,
+  split_seed: int = 0,
+  num_splits: int = 10,
+  per_class: bool = True,
+  train: float = 0.6,
+  val: float = 0.2,
+  directed: bool = True,
+) -> st.HypergraphData:
+  """The dataset from its parts: seeded splits unless ``masks`` [3, R, n] is given."""
   y = np.asarray(y, np.int64)
   if masks is None:
-    masks = random_splits(
+    tr, va, te = random_splits(
       y, split_seed, train=train, val=val, num_splits=num_splits, per_class=per_class
     )
-  data = st.make_data(
-    inc, x, y, train_mask=masks[0], val_mask=masks[1], test_mask=masks[2], name=name
-  )
+  else:
+    tr, va, te = masks
+  data = st.make_data(inc, x, y, train_mask=tr, val_mask=va, test_mask=te, name=name)
   return data if directed else st.as_undirected(data)
 
 
@@ -357,7 +381,7 @@ def load_cocitation(
   """
   parts = ("cocitation", _check_name(name))
   _dataset_dir(data_dir, *parts)
-  hyp = safe_load_pickle(_data_file(data_dir, *parts, "hypergraph.pickle"))
+  hyp = _load_pickle_of(_data_file(data_dir, *parts, "hypergraph.pickle"), dict)
   y = np.asarray(safe_load_pickle(_data_file(data_dir, *parts, "labels.pickle")), np.int64)
   n = y.shape[0]
   src, dst = [], []
@@ -371,7 +395,9 @@ def load_cocitation(
     inc = st.from_hyperedges([sorted({int(k)} | {int(c) for c in v}) for k, v in hyp.items()], n)
   feat = resolve_inside(data_dir, *parts, "features.pickle", name="data file")
   if feat.exists():
-    x = np.asarray(safe_load_pickle(feat).todense(), np.float32)
+    import scipy.sparse
+
+    x = np.asarray(_load_pickle_of(feat, scipy.sparse.csr_matrix).todense(), np.float32)
   else:
     x = _degree_feature(inc)
   return _finish(
@@ -421,7 +447,7 @@ def load_gedi_synthetic(
   y = np.asarray(safe_load_pickle(_data_file(data_dir, *parts, "label.pickle")), np.int64)
   n = y.shape[0]
   if directed:
-    d = safe_load_pickle(_data_file(data_dir, *parts, "hypergraph_directed.pickle"))
+    d = _load_pickle_of(_data_file(data_dir, *parts, "hypergraph_directed.pickle"), dict)
     tails, heads = [], []
     for t, h in d.items():
       if len(h) == 1 and isinstance(h[0], tuple) and len(h[0]) == 0:
@@ -432,7 +458,7 @@ def load_gedi_synthetic(
         heads.append([int(v) for v in h])
     inc = st.from_directed_hyperedges(tails, heads, n, q=q)
   else:
-    d = safe_load_pickle(_data_file(data_dir, *parts, "hypergraph_undirected.pickle"))
+    d = _load_pickle_of(_data_file(data_dir, *parts, "hypergraph_undirected.pickle"), dict)
     inc = st.from_hyperedges([[int(v) for v in d[k]] for k in sorted(d)], n)
   if features == "degree":
     x = _degree_feature(inc)
@@ -570,6 +596,12 @@ def load_heterophilous(
   return _finish(inc, x, y, f"heterophilous/{name}", masks=masks[:, :r], directed=directed)
 
 
+def _csr_shape(m: scipy.sparse.csr_matrix) -> tuple[int, int]:
+  """``m.shape``. Scipy has no type information: pyright infers ``shape`` from the base class's
+  ``self._shape = None`` and reads it as possibly None, which it never is once constructed."""
+  return m.shape  # pyright: ignore[reportReturnType]
+
+
 def load_planetoid(
   data_dir: str | os.PathLike[str],
   name: str = "cora",
@@ -598,27 +630,33 @@ def load_planetoid(
 
   _check_name(name, separators=False)
   _check_dir(data_dir, "data_dir")
-  obj = {
-    k: safe_load_pickle(_data_file(data_dir, "planetoid", f"ind.{name}.{k}"))
-    for k in ("x", "y", "tx", "ty", "allx", "ally", "graph")
-  }
+
+  def part(k: str, kind: type[_T]) -> _T:
+    return _load_pickle_of(_data_file(data_dir, "planetoid", f"ind.{name}.{k}"), kind)
+
+  csr = scipy.sparse.csr_matrix
+  part("x", csr)  # unused (allx holds it), but read: a missing or corrupt file is an error
+  train_y = part("y", np.ndarray)
+  tx, ty = part("tx", csr), part("ty", np.ndarray)
+  allx, ally = part("allx", csr), part("ally", np.ndarray)
+  graph = part("graph", dict)
   test_idx = np.loadtxt(_data_file(data_dir, "planetoid", f"ind.{name}.test.index"), dtype=np.int64)
   lo, hi = int(test_idx.min()), int(test_idx.max())
-  n = max(len(obj["graph"]), hi + 1, obj["allx"].shape[0] + (hi - lo + 1))
-  tx_full = scipy.sparse.lil_matrix((hi - lo + 1, obj["tx"].shape[1]))
-  ty_full = np.zeros((hi - lo + 1, obj["ty"].shape[1]))
-  tx_full[test_idx - lo] = obj["tx"]
-  ty_full[test_idx - lo] = obj["ty"]
-  feats = scipy.sparse.vstack([obj["allx"], tx_full.tocsr()]).toarray().astype(np.float32)
-  labels_1h = np.vstack([obj["ally"], ty_full])
+  n = max(len(graph), hi + 1, _csr_shape(allx)[0] + (hi - lo + 1))
+  tx_full = scipy.sparse.lil_matrix((hi - lo + 1, _csr_shape(tx)[1]))
+  ty_full = np.zeros((hi - lo + 1, ty.shape[1]))
+  tx_full[test_idx - lo] = tx
+  ty_full[test_idx - lo] = ty
+  feats = scipy.sparse.vstack([allx, tx_full.tocsr()]).toarray().astype(np.float32)
+  labels_1h = np.vstack([ally, ty_full])
   nl = feats.shape[0]
   if nl < n:
     feats = np.vstack([feats, np.zeros((n - nl, feats.shape[1]), np.float32)])
     labels_1h = np.vstack([labels_1h, np.zeros((n - nl, labels_1h.shape[1]))])
   y = labels_1h.argmax(1)
-  members = [sorted({v} | {int(u) for u in obj["graph"].get(v, [])}) for v in range(n)]
+  members = [sorted({v} | {int(u) for u in graph.get(v, [])}) for v in range(n)]
   inc = st.from_hyperedges(members, n)
-  ntr = obj["y"].shape[0]
+  ntr = train_y.shape[0]
   tr, va, te = (np.zeros(n, bool) for _ in range(3))
   tr[:ntr] = True
   va[ntr : ntr + 500] = True
@@ -628,8 +666,11 @@ def load_planetoid(
   )
 
 
+# A loader: ``loader(data_dir, **kwargs) -> HypergraphData``.
+_Loader = Callable[..., st.HypergraphData]
+
 # name -> (loader, kwargs)
-DATASETS = {
+DATASETS: dict[str, tuple[_Loader, dict[str, object]]] = {
   "email-Enron": (load_mail, dict(name="enroll")),
   "email-EU": (load_mail, dict(name="EU")),
   "cora": (load_cocitation, dict(name="cora")),
@@ -649,7 +690,7 @@ DATASETS = {
 
 
 # Folder under data_dir -> loader, for names of the form "<folder>/<file stem>".
-FORMATS = {
+FORMATS: dict[str, _Loader] = {
   "mail": load_mail,
   "cocitation": load_cocitation,
   "synthetic": load_gedi_synthetic,
@@ -658,7 +699,7 @@ FORMATS = {
 }
 
 
-def _resolve(name):
+def _resolve(name: str) -> tuple[_Loader, dict[str, object]]:
   if isinstance(name, str) and name in DATASETS:
     fn, kw = DATASETS[name]
     return fn, dict(kw)

@@ -14,7 +14,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-from jax.typing import ArrayLike
 
 from jaxpapers.hypergraph import _ops
 from jaxpapers.hypergraph._structure import HypergraphData, as_undirected
@@ -161,9 +160,9 @@ def phenom_step(
   d_beta: jax.Array,
   d_gamma: jax.Array,
   *,
-  lam0: ArrayLike,
-  lam1: ArrayLike,
-  step: ArrayLike,
+  lam0: float | jax.Array,
+  lam1: float | jax.Array,
+  step: float | jax.Array,
   h_setting: int = 0,
   h: dict[str, jax.Array] | None = None,
 ) -> jax.Array:
@@ -201,7 +200,8 @@ def phenom_step(
     if jnp.shape(a) != shp[:1]:
       raise ValueError(f"{nm} must have shape [n] = {shp[:1]}, got {jnp.shape(a)}")
   need = PHENOM_H_SETTINGS[h_setting]
-  if need and (not isinstance(h, dict) or any(jnp.shape(h.get(t)) != (shp[1],) * 2 for t in need)):
+  mats = h if isinstance(h, dict) else {}
+  if any(t not in mats or jnp.shape(mats[t]) != (shp[1],) * 2 for t in need):
     raise ValueError(f"h_setting={h_setting} needs h with [{shp[1]}, {shp[1]}] matrices {need}")
   db, dg = d_beta[:, None], d_gamma[:, None]
   if h_setting == 0:
@@ -209,11 +209,11 @@ def phenom_step(
   elif h_setting == 2:
     y_hat = lam0 * (2.0 * a_beta_y - db * y) + y0 + lam1 * a_gamma_y
   else:
-    h1, h2 = h["beta"], h["gamma1"]
+    h1, h2 = mats["beta"], mats["gamma1"]
     beta = a_beta_y @ (h1 + h1.T) - ((db * y) @ h1) @ h1.T
     gamma = dg * y - a_gamma_y + a_gamma_y @ (h2 + h2.T) - ((dg * y) @ h2) @ h2.T
     if h_setting == 3:
-      h3 = h["gamma2"]
+      h3 = mats["gamma2"]
       gamma = 0.5 * (gamma + a_gamma_y @ (h3 + h3.T) - (a_gamma_y @ h3) @ h3.T)
     y_hat = lam0 * beta + y0 + lam1 * gamma
   q = lam0 * d_beta + lam1 * d_gamma + 1.0
@@ -275,7 +275,19 @@ class ClassifierHead(nnx.Module):
     self.drop = nnx.Dropout(dropout)
     self.fc2 = nnx.Linear(hidden, num_classes, rngs=rngs)
 
-  def __call__(self, x, *, deterministic: bool, rngs=None):
+  def __call__(
+    self, x: jax.Array, *, deterministic: bool, rngs: nnx.Rngs | None = None
+  ) -> jax.Array:
+    """The logits of ``x``.
+
+    Args:
+      x: [..., in_features] float array.
+      deterministic: skip the dropout (evaluation).
+      rngs: random streams with a ``dropout`` stream; needed unless ``deterministic``.
+
+    Returns:
+      [..., num_classes] logits in ``x``'s dtype.
+    """
     if jnp.ndim(x) < 1 or jnp.shape(x)[-1] != self.in_features:
       raise ValueError(
         f"x must have {self.in_features} features on its last axis, got shape {jnp.shape(x)}"
@@ -345,7 +357,19 @@ class GeDiHNN(nnx.Module):
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(2 * hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
-  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+  def __call__(
+    self, data: HypergraphData, *, deterministic: bool = True, rngs: nnx.Rngs | None = None
+  ) -> jax.Array:
+    """Node logits of ``data``.
+
+    Args:
+      data: the hypergraph dataset, n nodes with ``data.x: [n, in_features]``.
+      deterministic: skip the dropout (evaluation).
+      rngs: random streams with a ``dropout`` stream; needed unless ``deterministic``.
+
+    Returns:
+      [n, num_classes] float logits.
+    """
     _check(data, self.in_features)
     inc = data.incidence
     re, im = data.x, (data.x if self.other_complex else None)
@@ -360,6 +384,8 @@ class GeDiHNN(nnx.Module):
       if l > 0:
         nr, ni = nr + re, ni + (jnp.zeros_like(re) if im is None else im)
       re, im = nr, ni
+    # Every layer sets im; the zeros stand for the "+ 0i" of a real input that met no layer.
+    im = jnp.zeros_like(re) if im is None else im
     h = self.drop(jnp.concatenate([re, im], -1), deterministic=deterministic, rngs=rngs)
     return self.head(h, deterministic=deterministic, rngs=rngs)
 
@@ -396,7 +422,19 @@ class HGNN(nnx.Module):
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
-  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+  def __call__(
+    self, data: HypergraphData, *, deterministic: bool = True, rngs: nnx.Rngs | None = None
+  ) -> jax.Array:
+    """Node logits of ``data``.
+
+    Args:
+      data: the hypergraph dataset, n nodes with ``data.x: [n, in_features]``.
+      deterministic: skip the dropout (evaluation).
+      rngs: random streams with a ``dropout`` stream; needed unless ``deterministic``.
+
+    Returns:
+      [n, num_classes] float logits.
+    """
     _check(data, self.in_features)
     x = data.x
     for l, lin in enumerate(self.lins):
@@ -466,13 +504,26 @@ class HyperGCN(nnx.Module):
       layer: index of the layer (selects its projection ``r``).
 
     Returns:
-      ``(src, dst, w)``, the undirected weighted edge list of :func:`hypergcn_graph`.
+      ``(src, dst, w)``, the undirected weighted edge list of :func:`hypergcn_graph`: int32
+      [K], int32 [K] and float [K] (``K = 2 nnz + m`` with mediators, ``K = m`` without).
     """
     if self.fast:
       return _ops.hypergcn_graph(data.incidence, data.x @ self.r[0][...], mediators=self.mediators)
     return _ops.hypergcn_graph(data.incidence, s @ self.r[layer][...], mediators=self.mediators)
 
-  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+  def __call__(
+    self, data: HypergraphData, *, deterministic: bool = True, rngs: nnx.Rngs | None = None
+  ) -> jax.Array:
+    """Node logits of ``data``.
+
+    Args:
+      data: the hypergraph dataset, n nodes with ``data.x: [n, in_features]``.
+      deterministic: skip the dropout (evaluation).
+      rngs: random streams with a ``dropout`` stream; needed unless ``deterministic``.
+
+    Returns:
+      [n, num_classes] float logits.
+    """
     _check(data, self.in_features)
     x = data.x
     for l, lin in enumerate(self.lins):
@@ -542,11 +593,23 @@ class PhenomNN(nnx.Module):
     self.drop = nnx.Dropout(dropout)
     self.head = ClassifierHead(hidden, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
-  def __call__(self, data: HypergraphData, *, deterministic: bool = True, rngs=None):
+  def __call__(
+    self, data: HypergraphData, *, deterministic: bool = True, rngs: nnx.Rngs | None = None
+  ) -> jax.Array:
+    """Node logits of ``data``.
+
+    Args:
+      data: the hypergraph dataset, n nodes with ``data.x: [n, in_features]``.
+      deterministic: skip the dropout (evaluation).
+      rngs: random streams with a ``dropout`` stream; needed unless ``deterministic``.
+
+    Returns:
+      [n, num_classes] float logits.
+    """
     _check(data, self.in_features)
     inc = data.incidence
-    kw = dict(deterministic=deterministic, rngs=rngs)
-    y0 = self.drop(jax.nn.relu(self.inp(self.drop(data.x, **kw))), **kw)
+    drop = lambda a: self.drop(a, deterministic=deterministic, rngs=rngs)
+    y0 = drop(jax.nn.relu(self.inp(drop(data.x))))
     ones = jnp.ones((inc.num_nodes,), y0.dtype)
     d_b = _ops.phenom_propagate(inc, ones, which="beta")
     d_g = _ops.phenom_propagate(inc, ones, which="gamma")
@@ -566,8 +629,8 @@ class PhenomNN(nnx.Module):
         h_setting=self.h_setting,
         h=h,
       )
-    y = self.drop(jax.nn.relu(y), **kw)
-    return self.head(y, **kw)
+    y = drop(jax.nn.relu(y))
+    return self.head(y, deterministic=deterministic, rngs=rngs)
 
 
 BACKBONES = {"gedi": GeDiHNN, "hgnn": HGNN, "hypergcn": HyperGCN, "phenomnn": PhenomNN}

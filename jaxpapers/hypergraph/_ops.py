@@ -10,6 +10,8 @@ Bad input (policy in :mod:`jaxpapers.core.validation`): the incidence type, sign
 
 from __future__ import annotations
 
+from typing import overload
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -107,16 +109,24 @@ def segment_softmax(
       f"{segment_ids.shape[0]}"
     )
   neg = jnp.finfo(logits.dtype).min
-  if mask is not None:
-    m = mask.reshape(mask.shape + (1,) * (logits.ndim - 1))
+  m = None if mask is None else mask.reshape(mask.shape + (1,) * (logits.ndim - 1))
+  if m is not None:
     logits = jnp.where(m, logits, neg)
   mx = jax.ops.segment_max(logits, segment_ids, num_segments, indices_are_sorted=indices_are_sorted)
   mx = jnp.where(jnp.isfinite(mx), mx, 0.0)
   ex = jnp.exp(logits - jax.lax.stop_gradient(mx)[segment_ids])
-  if mask is not None:
+  if m is not None:
     ex = jnp.where(m, ex, 0.0)
   den = jax.ops.segment_sum(ex, segment_ids, num_segments, indices_are_sorted=indices_are_sorted)
   return ex / jnp.where(den > 0, den, 1.0)[segment_ids]
+
+
+@overload
+def complex_relu(re: jax.Array, im: jax.Array) -> tuple[jax.Array, jax.Array]: ...
+@overload
+def complex_relu(re: jax.Array, im: None) -> tuple[jax.Array, None]: ...
+@overload
+def complex_relu(re: jax.Array, im: jax.Array | None) -> tuple[jax.Array, jax.Array | None]: ...
 
 
 def complex_relu(re: jax.Array, im: jax.Array | None) -> tuple[jax.Array, jax.Array | None]:
@@ -157,12 +167,13 @@ def cmul(
       raise ValueError(
         f"{nm}: the imaginary part has shape {jnp.shape(im_)}, the real part {jnp.shape(re_)}"
       )
-  if ai is None and bi is None:
-    return ar * br, None
+  ar, br = jnp.asarray(ar), jnp.asarray(br)
   if ai is None:
-    return ar * br, ar * bi
+    return ar * br, (None if bi is None else ar * jnp.asarray(bi))
+  ai = jnp.asarray(ai)
   if bi is None:
     return ar * br, ai * br
+  bi = jnp.asarray(bi)
   return ar * br - ai * bi, ar * bi + ai * br
 
 
@@ -208,10 +219,8 @@ def node_to_edge(
     wr, wi = wr * weight, (None if wi is None else wi * weight)
   xr, xi = re[inc.node], (None if im is None else im[inc.node])
   mr, mi = cmul(_b(wr, xr), None if wi is None else _b(wi, xr), xr, xi)
-  seg = lambda a: (
-    None if a is None else jax.ops.segment_sum(a, inc.edge, inc.num_edges, indices_are_sorted=True)
-  )
-  return seg(mr), seg(mi)
+  seg = lambda a: jax.ops.segment_sum(a, inc.edge, inc.num_edges, indices_are_sorted=True)
+  return seg(mr), (None if mi is None else seg(mi))
 
 
 def edge_to_node(
@@ -254,10 +263,8 @@ def edge_to_node(
     wr, wi = wr * weight[p], (None if wi is None else wi * weight[p])
   hr, hi = re[edge], (None if im is None else im[edge])
   mr, mi = cmul(_b(wr, hr), None if wi is None else _b(wi, hr), hr, hi)
-  seg = lambda a: (
-    None if a is None else jax.ops.segment_sum(a, node, inc.num_nodes, indices_are_sorted=True)
-  )
-  return seg(mr), seg(mi)
+  seg = lambda a: jax.ops.segment_sum(a, node, inc.num_nodes, indices_are_sorted=True)
+  return seg(mr), (None if mi is None else seg(mi))
 
 
 def gedi_propagate(
@@ -305,7 +312,8 @@ def gedi_propagate(
     diag_a = jax.ops.segment_sum(de[inc.edge] * ph2, inc.node, inc.num_nodes)
     corr = diag_a * (_inv(d) - 1.0 / (d + 1.0))
     yr = yr + _b(corr, re) * re
-    yi = yi if im is None else yi + _b(corr, im) * im
+    if im is not None:
+      yi = _b(corr, im) * im if yi is None else yi + _b(corr, im) * im
   return yr, yi
 
 
@@ -471,11 +479,11 @@ def hypergcn_graph(
   p = jax.lax.stop_gradient(p)
   n, m = inc.num_nodes, inc.num_edges
   pv = p[inc.node]
-  seg = dict(segment_ids=inc.edge, num_segments=m, indices_are_sorted=True)
-  pmax = jax.ops.segment_max(pv, **seg)
-  pmin = jax.ops.segment_min(pv, **seg)
-  i_e = jax.ops.segment_min(jnp.where(pv == pmax[inc.edge], inc.node, n), **seg)
-  j_e = jax.ops.segment_min(jnp.where(pv == pmin[inc.edge], inc.node, n), **seg)
+  seg_max = lambda a: jax.ops.segment_max(a, inc.edge, m, indices_are_sorted=True)
+  seg_min = lambda a: jax.ops.segment_min(a, inc.edge, m, indices_are_sorted=True)
+  pmax, pmin = seg_max(pv), seg_min(pv)
+  i_e = seg_min(jnp.where(pv == pmax[inc.edge], inc.node, n))
+  j_e = seg_min(jnp.where(pv == pmin[inc.edge], inc.node, n))
   i_e, j_e = jnp.minimum(i_e, n - 1), jnp.minimum(j_e, n - 1)
   size = inc.deg_edge.astype(p.dtype)
   used = size >= 1

@@ -61,8 +61,7 @@ def _check_inc(inc, name="inc"):
     raise TypeError(f"{name} must be an Incidence, got {type(inc).__name__}")
 
 
-@flax.struct.dataclass
-class Incidence:
+class Incidence(flax.struct.PyTreeNode):
   """Incidence pairs of a (possibly directed) hypergraph, sorted by hyperedge then node.
 
   Attributes:
@@ -97,7 +96,9 @@ class Incidence:
   def is_directed(self) -> bool:
     return bool(np.any(np.asarray(self.phase_im) != 0))
 
-  def to_numpy(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  def to_numpy(
+    self,
+  ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.complex128]]:
     """The incidence pairs as host arrays.
 
     Returns:
@@ -110,7 +111,7 @@ class Incidence:
       np.asarray(self.phase_re, np.float64) + 1j * np.asarray(self.phase_im, np.float64),
     )
 
-  def dense(self) -> np.ndarray:
+  def dense(self) -> npt.NDArray[np.complex128]:
     """Dense complex128 incidence matrix ``H`` (for tests and small graphs).
 
     Returns:
@@ -122,8 +123,7 @@ class Incidence:
     return h
 
 
-@flax.struct.dataclass
-class HypergraphData:
+class HypergraphData(flax.struct.PyTreeNode):
   """A node-classification hypergraph dataset with static sizes.
 
   Attributes:

@@ -60,6 +60,7 @@ def _setup_files():
   _truncated_pickle("mail/enroll/weight_graph.pickle")
   _truncated_pickle("cocitation/cora/hypergraph.pickle")
   _truncated_pickle("synthetic/inter10/label.pickle")
+  _write("cocitation/as_list/hypergraph.pickle", pickle.dumps([[0, 1], [1, 2]]))
   _truncated_npz("telegram/telegram_adj.npz", sparse=True)
   _truncated_npz("heterophilous/texas.npz")
   _write("evil.pickle", pickle.dumps(_Evil()))
@@ -138,6 +139,14 @@ CASES = [
     jit=None,
     jit_reason=HOST,
     id="cocitation-truncated",
+  ),
+  Case(
+    "hypergraph.load_cocitation",
+    lambda: hg.load_cocitation(_ROOT, "as_list"),
+    match=r"data pickle .*cocitation/as_list/hypergraph.pickle holds a list, expected a dict",
+    jit=None,
+    jit_reason=HOST,
+    id="cocitation-not-a-dict",
   ),
   Case(
     "hypergraph.load_gedi_synthetic",
