@@ -27,7 +27,7 @@ def _detection(params, cfg, tok, n, probes, pad):
 
 
 def _length(c, params, cfg, tok, store, T):
-  """``(record, table row)`` of context length ``T`` (its cells under `needle/T=<T>/`)."""
+  """The record of context length ``T`` (its cells under `needle/T=<T>/`)."""
   n = c.needle
   (det_names, det_lands), (ev_names, ev_lands) = locos.split_entities(c.seed)
   kw = dict(tokenizer=tok, context_tokens=int(T), depths=tuple(n.depths))
@@ -47,7 +47,7 @@ def _length(c, params, cfg, tok, store, T):
   scores = {d: np.asarray(v) for d, v in found["scores"].items()}
   detect_s = time.time() - t1
   mean_q = lm.mean_queries(params, [p.prompt_ids for p in ev], config=cfg, batch_size=n.batch_size)
-  conds = _conditions(n)
+  conds = conditions(n.detectors, n.ks, n.get("num_random", 0))
   num_random = int(n.get("num_random", 0))
   # `ablate_answered`: ablations only on the probes the unablated model answers (ROUGE-1
   # recall >= 0.5, the filtered protocol's rule); otherwise on every probe
@@ -91,18 +91,43 @@ def _length(c, params, cfg, tok, store, T):
     record["ablated_probes"] = int(keep.size)
     record["accepted_detection"] = int(sum(found["accepted"]))
     record["paired"] = paired_needle(res, keep, n.ks, int(n.num_resamples), c.seed)
-  row = [T, len(ev), f"{sum(found['accepted'])}/{len(det)}"]
-  row += [
-    "not run" if res[f"{a}@{k}"] is None else f"{np.mean(res[f'{a}@{k}']['rougeL']):.2f}"
-    for a, k in conds
-  ]
-  return record, row
+  return record
 
 
-def _conditions(n):
+def conditions(detectors, ks, num_random=0):
   """(name, k) of the unablated run, each detector's top k and (with `num_random`) random heads."""
-  conds = [("baseline", 0)] + [(d, k) for d in n.detectors for k in n.ks]
-  return conds + ([("random", k) for k in n.ks] if n.get("num_random", 0) else [])
+  conds = [("baseline", 0)] + [(d, k) for d in detectors for k in ks]
+  return conds + ([("random", k) for k in ks] if num_random else [])
+
+
+def report_view(record: dict) -> dict:
+  """What ``configs/needle.py``'s report reads beyond paths (as ``view.<key>``).
+
+  Args:
+    record: a results record of a needle run.
+
+  Returns:
+    ``{"conditions": ["<name> k=<k>", ...], "rows": [{"T", "probes", "accepted", "rougeL":
+    {"<name> k=<k>": mean ROUGE-L}}]}``: the columns (``conditions``) and one row per context
+    length run, in the config's order; a condition not run is left out of ``rougeL``.
+  """
+  n = record["config"]["needle"]
+  conds = conditions(n["detectors"], n["ks"], n.get("num_random", 0))
+  rows = []
+  for T in n["context_tokens"]:
+    rec = record["metrics"].get(f"needle/T={T}")
+    if rec is None:
+      continue
+    got = rec["rougeL"]
+    rows.append(
+      {
+        "T": T,
+        "probes": len(rec["prompt_tokens"]),
+        "accepted": rec["accepted_detection_trials"],
+        "rougeL": {f"{a} k={k}": got[f"{a}@{k}"] for a, k in conds if f"{a}@{k}" in got},
+      }
+    )
+  return {"conditions": [f"{a} k={k}" for a, k in conds], "rows": rows}
 
 
 def _random_mask(c, cfg, k, s):
@@ -176,20 +201,14 @@ def run_needle(c, workdir) -> dict:
     core.write_results(workdir, metrics=metrics, config=c, notes=str(e), issue_verdicts=False)
     return metrics
   store = core.CellStore(f"{workdir}/cells")
-  metrics, rows = {}, []
+  metrics = {}
   for T in n.context_tokens:
-    metrics[f"needle/T={T}"], row = _length(c, params, cfg, tok, store, T)
-    rows.append(row)
+    metrics[f"needle/T={T}"] = _length(c, params, cfg, tok, store, T)
     logging.info("needle T=%d: %s", T, metrics[f"needle/T={T}"]["rougeL"])
-  conds = _conditions(n)
-  table = core.markdown_table(
-    ["context", "eval probes", "accepted detection"] + [f"{a} k={k}" for a, k in conds], rows
-  )
   core.write_results(
     workdir,
     metrics=metrics,
-    config=c,
-    table_markdown=table,
+    config=c,  # its `report` (configs/needle.py) declares the table
     notes=f"Long-context needle probes built offline (pydoc_data haystack); {real.REAL_MODELS[track][1]}.",
     wall_time_s=time.time() - t0,
     issue_verdicts=c.get("issue_verdicts", True) and bool(c.get("claims")),
