@@ -6,24 +6,10 @@ import logging
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from experiments.locos import real
+from experiments.locos import ablation, real
 from jaxpapers import core, lm, locos
-
-
-def _detection(params, cfg, tok, n, probes, pad):
-  """The detection cell's value: every detector's [L, H] scores and the accepted trials."""
-  sc, per = locos.detect_heads(
-    params, cfg, probes, tok, max_steps=n.max_steps, stop_ids=tok.stop_ids(),
-    batch_size=n.batch_size, pad_to=pad,
-  )  # fmt: skip
-  return {
-    "scores": {d: v.tolist() for d, v in sc.items()},
-    "accepted": [bool(p.accepted) for p in per],
-    "generations": [p.generation for p in per],
-  }
 
 
 def _length(c, params, cfg, tok, store, T):
@@ -38,27 +24,29 @@ def _length(c, params, cfg, tok, store, T):
   ev = locos.make_needle_probes(
     rng([c.seed, T, 2]), num=n.num_eval, names=ev_names, landmarks=ev_lands, **kw
   )
-  gen = dict(max_new_tokens=n.max_steps, stop_ids=tok.stop_ids(), batch_size=n.batch_size)
   pad = lm.bucket_length(max(len(p.prompt_ids) for p in det + ev))
+  gen = dict(max_new_tokens=n.max_steps, stop_ids=tok.stop_ids(), batch_size=n.batch_size)
+  gen["pad_to"] = pad
   t1 = time.time()
+  det_kw = dict(max_steps=n.max_steps, stop_ids=tok.stop_ids(), batch_size=n.batch_size)
   found = store.get_or_compute(
-    f"needle/T={T}/detection", lambda _: _detection(params, cfg, tok, n, det, pad)
+    f"needle/T={T}/detection",
+    lambda _: ablation.detection(params, cfg, tok, det, pad_to=pad, **det_kw),
   )
   scores = {d: np.asarray(v) for d, v in found["scores"].items()}
   detect_s = time.time() - t1
   mean_q = lm.mean_queries(params, [p.prompt_ids for p in ev], config=cfg, batch_size=n.batch_size)
-  conds = conditions(n.detectors, n.ks, n.get("num_random", 0))
-  num_random = int(n.get("num_random", 0))
+  # the unablated model, each detector's top k and random heads (seed s on probes s,
+  # s + num_random, ...; the default run's keys), in `conditions` order
+  L, H, num_random = cfg.n_layers, cfg.n_heads, int(n.get("num_random", 0))
+  key = jax.random.key(c.seed)
+  conds = ablation.conditions(scores, n.detectors, n.ks, L, H, num_random, key)
   # `ablate_answered`: ablations only on the probes the unablated model answers (ROUGE-1
   # recall >= 0.5, the filtered protocol's rule); otherwise on every probe
   keep = np.arange(len(ev))
   res = {}
-  for name, k in conds:
-    masks = np.zeros((1, cfg.n_layers, cfg.n_heads), bool)
-    if name == "random":  # seed s on probes s, s + num_random, ...
-      masks = np.stack([_random_mask(c, cfg, k, s) for s in range(num_random)])
-    elif k:
-      masks = locos.top_heads(scores[name], k)[None]
+  for name, k, masks in [cd for cd in conds if cd[2]]:  # no random heads without seeds
+    masks = np.stack(masks)
     rows = keep if name != "baseline" else np.arange(len(ev))
     cell = f"needle/T={T}/{name}/k={k}" + (f"/n={len(ev)}" if n.get("ablate_answered") else "")
 
@@ -66,8 +54,7 @@ def _length(c, params, cfg, tok, store, T):
       sub = [ev[i] for i in rows]
       # one head set: the [L, H] mask, as in the first needle runs; several: one per row
       per_row = masks[0] if len(masks) == 1 else masks[np.arange(len(sub)) % len(masks)]
-      abl = lm.HeadAblation(mask=jnp.asarray(per_row), mean=mean_q, mode="mean_q")
-      texts = locos.generate_texts(params, cfg, sub, tok, ablation=abl, pad_to=pad, **gen)
+      texts = ablation.texts(params, cfg, tok, sub, per_row, mean_q, gen)
       return {"texts": texts, "rougeL": [locos.rouge_l(p.answer, t) for p, t in zip(sub, texts)]}
 
     res[f"{name}@{k}"] = store.get_or_compute(cell, run) if rows.size else None
@@ -128,12 +115,6 @@ def report_view(record: dict) -> dict:
       }
     )
   return {"conditions": [f"{a} k={k}" for a, k in conds], "rows": rows}
-
-
-def _random_mask(c, cfg, k, s):
-  """Random head set `s` of size `k` (the main run's keys: fold_in(key, 1000 k + s))."""
-  key = jax.random.fold_in(jax.random.key(c.seed), 1000 * k + s)
-  return np.asarray(locos.random_heads(key, cfg.n_layers, cfg.n_heads, k))
 
 
 def paired_needle(res, keep, ks, num_resamples, seed):

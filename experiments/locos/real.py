@@ -138,31 +138,25 @@ class RealTrack:
     # a helper (a second process sharing the cells) waits for the main process's detection
     if self.helper and not self.store.wait_for(cell, deadline=self.deadline):
       return False
-    self.det = self.store.get_or_compute(cell, self._detection)
+    self.det = self.store.get_or_compute(
+      cell,
+      lambda _: ablation.detection(
+        self.params,
+        self.cfg,
+        tok,
+        self.det_probes,
+        max_steps=r.detect_max_steps,
+        stop_ids=self.gen["stop_ids"],
+        batch_size=r.batch_size,
+        pad_to=r.buckets,
+      ),
+    )
     self.scores = {d: np.asarray(v) for d, v in self.det["scores"].items()}
     self.timings["detection_s"] = time.time() - self.t0
     logging.info(
       "detection %.1fs, %d accepted", self.timings["detection_s"], sum(self.det["accepted"])
     )
     return True
-
-  def _detection(self, _):
-    r = self.r
-    sc, per = locos.detect_heads(
-      self.params,
-      self.cfg,
-      self.det_probes,
-      self.tok,
-      max_steps=r.detect_max_steps,
-      stop_ids=self.gen["stop_ids"],
-      batch_size=r.batch_size,
-      pad_to=r.buckets,
-    )
-    return {
-      "scores": {d: v.tolist() for d, v in sc.items()},
-      "accepted": [bool(p.accepted) for p in per],
-      "generations": [p.generation for p in per],
-    }
 
   def evaluation_probes(self):
     """3. Evaluation probes on the other half: the same items with an answer stem (ours) and
