@@ -31,8 +31,21 @@ def conditions(scores, detectors, ks, L, H, num_random, key):
   return out
 
 
+def detection(params, cfg, tok, probes, **kw):
+  """A detection cell's value: every detector's [L, H] scores on ``probes`` (`locos.detect_heads`
+  with ``kw``: ``max_steps``, ``stop_ids``, ``batch_size``, ``pad_to``), which trials were
+  accepted and their generations."""
+  scores, per = locos.detect_heads(params, cfg, probes, tok, **kw)
+  return {
+    "scores": {d: v.tolist() for d, v in scores.items()},
+    "accepted": [bool(p.accepted) for p in per],
+    "generations": [p.generation for p in per],
+  }
+
+
 def texts(params, cfg, tok, probes, mask, mean_q, gen):
-  """Generations of ``probes`` with the [L, H] head ``mask`` mean-query ablated.
+  """Generations of ``probes`` with the head ``mask`` mean-query ablated: [L, H] for every
+  probe, or [N, L, H], one head set per probe (`batched_texts`).
 
   The unablated model is an all-False mask: the same compiled program as every ablation.
   """
@@ -60,9 +73,7 @@ def seed_blocks(probes, gen, num_seeds):
 
 def batched_texts(params, cfg, tok, probes, masks, mean_q, gen):
   """Generations of (probe, head set) pairs in one batched pass: `masks` is [N, L, H]."""
-  abl = lm.HeadAblation(mask=jnp.asarray(masks), mean=mean_q, mode="mean_q")
-  kw = {k: v for k, v in gen.items() if k != "seed_block"}
-  return locos.generate_texts(params, cfg, probes, tok, ablation=abl, **kw)
+  return texts(params, cfg, tok, probes, masks, mean_q, gen)
 
 
 def run_conditions(

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxpapers import core, locos
+from jaxpapers import locos
 
 DETECTORS = ("locos", "wu", "contrastive", "attention_spatial", "dla")
-# The real-model tracks whose metrics derived_metrics reads (names of real.REAL_MODELS).
-REAL_TRACKS = ("smollm2", "gemma3", "checkpoint")
+# The real-model tracks whose metrics derived_metrics reads (names of real.REAL_MODELS), with
+# the model each runs (the reports' titles and the tracks' notes).
+TRACK_LABELS = {
+  "smollm2": "SmolLM2-135M-Instruct (Q4_1)",
+  "gemma3": "Gemma-3-270M (pretrained, Q4_K_M)",
+  "checkpoint": "Hugging Face checkpoint (real.checkpoint_dir)",
+}
+REAL_TRACKS = tuple(TRACK_LABELS)
 
 
 def collapse_k(curve, det, frac=0.5):
@@ -326,24 +332,56 @@ def parametric_retained_halfwidth(par, k, num_resamples=2000, seed=0):
   return float(max(r - lo, hi - r))
 
 
-def ablation_table(track: str, curves: dict, detectors) -> str:
-  """Markdown rows (protocol, k) of a real-model track: the mean and 95 % interval of every
-  detector and of random heads ('not run' for a cell skipped for time)."""
-  dets = [*detectors, "random"]
+def ablation_rows(track: str, curves: dict) -> list[dict]:
+  """The rows of a real-model track's table: one per (protocol, k) of every protocol run.
+
+  Args:
+    track: the track's name (the rows' ``model``).
+    curves: ``{protocol: ablation_curves(...) or None}`` (None: the protocol did not run).
+
+  Returns:
+    ``[{"model", "protocol", "probes", "k", "baseline", "cells": {condition: {"mean", "lo",
+    "hi"}}}]``; a cell not run (skipped for time, a null mean) is left out of ``cells``.
+  """
   rows = []
-  for n, cv in curves.items():
+  for proto, cv in curves.items():
     if cv is None:
       continue
+    conds = [d for d in (*DETECTORS, "random") if d in cv]
     for i, k in enumerate(cv["ks"]):
+      cells = {
+        d: {q: cv[d][q][i] for q in ("mean", "lo", "hi")}
+        for d in conds
+        if cv[d]["mean"][i] is not None
+      }
       rows.append(
-        [track, n, cv["num_probes"], k, f"{cv['baseline']['mean']:.2f}"]
-        + [
-          "not run"
-          if cv[d]["mean"][i] is None
-          else f"{cv[d]['mean'][i]:.2f} [{cv[d]['lo'][i]:.2f}, {cv[d]['hi'][i]:.2f}]"
-          for d in dets
-        ]
+        {
+          "model": track,
+          "protocol": proto,
+          "probes": cv["num_probes"],
+          "k": k,
+          "baseline": cv["baseline"]["mean"],
+          "cells": cells,
+        }
       )
-  return core.markdown_table(
-    ["model", "protocol", "probes", "k", "no ablation"] + [f"{d} [95% CI]" for d in dets], rows
-  )
+  return rows
+
+
+def report_view(record: dict) -> dict:
+  """What ``configs/default.py``'s report reads beyond paths (as ``view.<key>``).
+
+  Args:
+    record: a results record of a real-model run.
+
+  Returns:
+    ``{"real": {track: {"rows": ablation_rows(track, curves)}}}`` for every real-model track
+    the record holds curves of, in ``REAL_TRACKS`` order.
+  """
+  metrics = record["metrics"]
+  return {
+    "real": {
+      track: {"rows": ablation_rows(track, metrics[f"{track}/curves"])}
+      for track in REAL_TRACKS
+      if metrics.get(f"{track}/curves")
+    }
+  }

@@ -6,28 +6,14 @@ import logging
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from experiments.locos import real
+from experiments.locos import ablation, real
 from jaxpapers import core, lm, locos
 
 
-def _detection(params, cfg, tok, n, probes, pad):
-  """The detection cell's value: every detector's [L, H] scores and the accepted trials."""
-  sc, per = locos.detect_heads(
-    params, cfg, probes, tok, max_steps=n.max_steps, stop_ids=tok.stop_ids(),
-    batch_size=n.batch_size, pad_to=pad,
-  )  # fmt: skip
-  return {
-    "scores": {d: v.tolist() for d, v in sc.items()},
-    "accepted": [bool(p.accepted) for p in per],
-    "generations": [p.generation for p in per],
-  }
-
-
 def _length(c, params, cfg, tok, store, T):
-  """``(record, table row)`` of context length ``T`` (its cells under `needle/T=<T>/`)."""
+  """The record of context length ``T`` (its cells under `needle/T=<T>/`)."""
   n = c.needle
   (det_names, det_lands), (ev_names, ev_lands) = locos.split_entities(c.seed)
   kw = dict(tokenizer=tok, context_tokens=int(T), depths=tuple(n.depths))
@@ -38,27 +24,29 @@ def _length(c, params, cfg, tok, store, T):
   ev = locos.make_needle_probes(
     rng([c.seed, T, 2]), num=n.num_eval, names=ev_names, landmarks=ev_lands, **kw
   )
-  gen = dict(max_new_tokens=n.max_steps, stop_ids=tok.stop_ids(), batch_size=n.batch_size)
   pad = lm.bucket_length(max(len(p.prompt_ids) for p in det + ev))
+  gen = dict(max_new_tokens=n.max_steps, stop_ids=tok.stop_ids(), batch_size=n.batch_size)
+  gen["pad_to"] = pad
   t1 = time.time()
+  det_kw = dict(max_steps=n.max_steps, stop_ids=tok.stop_ids(), batch_size=n.batch_size)
   found = store.get_or_compute(
-    f"needle/T={T}/detection", lambda _: _detection(params, cfg, tok, n, det, pad)
+    f"needle/T={T}/detection",
+    lambda _: ablation.detection(params, cfg, tok, det, pad_to=pad, **det_kw),
   )
   scores = {d: np.asarray(v) for d, v in found["scores"].items()}
   detect_s = time.time() - t1
   mean_q = lm.mean_queries(params, [p.prompt_ids for p in ev], config=cfg, batch_size=n.batch_size)
-  conds = _conditions(n)
-  num_random = int(n.get("num_random", 0))
+  # the unablated model, each detector's top k and random heads (seed s on probes s,
+  # s + num_random, ...; the default run's keys), in `conditions` order
+  L, H, num_random = cfg.n_layers, cfg.n_heads, int(n.get("num_random", 0))
+  key = jax.random.key(c.seed)
+  conds = ablation.conditions(scores, n.detectors, n.ks, L, H, num_random, key)
   # `ablate_answered`: ablations only on the probes the unablated model answers (ROUGE-1
   # recall >= 0.5, the filtered protocol's rule); otherwise on every probe
   keep = np.arange(len(ev))
   res = {}
-  for name, k in conds:
-    masks = np.zeros((1, cfg.n_layers, cfg.n_heads), bool)
-    if name == "random":  # seed s on probes s, s + num_random, ...
-      masks = np.stack([_random_mask(c, cfg, k, s) for s in range(num_random)])
-    elif k:
-      masks = locos.top_heads(scores[name], k)[None]
+  for name, k, masks in [cd for cd in conds if cd[2]]:  # no random heads without seeds
+    masks = np.stack(masks)
     rows = keep if name != "baseline" else np.arange(len(ev))
     cell = f"needle/T={T}/{name}/k={k}" + (f"/n={len(ev)}" if n.get("ablate_answered") else "")
 
@@ -66,8 +54,7 @@ def _length(c, params, cfg, tok, store, T):
       sub = [ev[i] for i in rows]
       # one head set: the [L, H] mask, as in the first needle runs; several: one per row
       per_row = masks[0] if len(masks) == 1 else masks[np.arange(len(sub)) % len(masks)]
-      abl = lm.HeadAblation(mask=jnp.asarray(per_row), mean=mean_q, mode="mean_q")
-      texts = locos.generate_texts(params, cfg, sub, tok, ablation=abl, pad_to=pad, **gen)
+      texts = ablation.texts(params, cfg, tok, sub, per_row, mean_q, gen)
       return {"texts": texts, "rougeL": [locos.rouge_l(p.answer, t) for p, t in zip(sub, texts)]}
 
     res[f"{name}@{k}"] = store.get_or_compute(cell, run) if rows.size else None
@@ -91,24 +78,43 @@ def _length(c, params, cfg, tok, store, T):
     record["ablated_probes"] = int(keep.size)
     record["accepted_detection"] = int(sum(found["accepted"]))
     record["paired"] = paired_needle(res, keep, n.ks, int(n.num_resamples), c.seed)
-  row = [T, len(ev), f"{sum(found['accepted'])}/{len(det)}"]
-  row += [
-    "not run" if res[f"{a}@{k}"] is None else f"{np.mean(res[f'{a}@{k}']['rougeL']):.2f}"
-    for a, k in conds
-  ]
-  return record, row
+  return record
 
 
-def _conditions(n):
+def conditions(detectors, ks, num_random=0):
   """(name, k) of the unablated run, each detector's top k and (with `num_random`) random heads."""
-  conds = [("baseline", 0)] + [(d, k) for d in n.detectors for k in n.ks]
-  return conds + ([("random", k) for k in n.ks] if n.get("num_random", 0) else [])
+  conds = [("baseline", 0)] + [(d, k) for d in detectors for k in ks]
+  return conds + ([("random", k) for k in ks] if num_random else [])
 
 
-def _random_mask(c, cfg, k, s):
-  """Random head set `s` of size `k` (the main run's keys: fold_in(key, 1000 k + s))."""
-  key = jax.random.fold_in(jax.random.key(c.seed), 1000 * k + s)
-  return np.asarray(locos.random_heads(key, cfg.n_layers, cfg.n_heads, k))
+def report_view(record: dict) -> dict:
+  """What ``configs/needle.py``'s report reads beyond paths (as ``view.<key>``).
+
+  Args:
+    record: a results record of a needle run.
+
+  Returns:
+    ``{"conditions": ["<name> k=<k>", ...], "rows": [{"T", "probes", "accepted", "rougeL":
+    {"<name> k=<k>": mean ROUGE-L}}]}``: the columns (``conditions``) and one row per context
+    length run, in the config's order; a condition not run is left out of ``rougeL``.
+  """
+  n = record["config"]["needle"]
+  conds = conditions(n["detectors"], n["ks"], n.get("num_random", 0))
+  rows = []
+  for T in n["context_tokens"]:
+    rec = record["metrics"].get(f"needle/T={T}")
+    if rec is None:
+      continue
+    got = rec["rougeL"]
+    rows.append(
+      {
+        "T": T,
+        "probes": len(rec["prompt_tokens"]),
+        "accepted": rec["accepted_detection_trials"],
+        "rougeL": {f"{a} k={k}": got[f"{a}@{k}"] for a, k in conds if f"{a}@{k}" in got},
+      }
+    )
+  return {"conditions": [f"{a} k={k}" for a, k in conds], "rows": rows}
 
 
 def paired_needle(res, keep, ks, num_resamples, seed):
@@ -176,20 +182,14 @@ def run_needle(c, workdir) -> dict:
     core.write_results(workdir, metrics=metrics, config=c, notes=str(e), issue_verdicts=False)
     return metrics
   store = core.CellStore(f"{workdir}/cells")
-  metrics, rows = {}, []
+  metrics = {}
   for T in n.context_tokens:
-    metrics[f"needle/T={T}"], row = _length(c, params, cfg, tok, store, T)
-    rows.append(row)
+    metrics[f"needle/T={T}"] = _length(c, params, cfg, tok, store, T)
     logging.info("needle T=%d: %s", T, metrics[f"needle/T={T}"]["rougeL"])
-  conds = _conditions(n)
-  table = core.markdown_table(
-    ["context", "eval probes", "accepted detection"] + [f"{a} k={k}" for a, k in conds], rows
-  )
   core.write_results(
     workdir,
     metrics=metrics,
-    config=c,
-    table_markdown=table,
+    config=c,  # its `report` (configs/needle.py) declares the table
     notes=f"Long-context needle probes built offline (pydoc_data haystack); {real.REAL_MODELS[track][1]}.",
     wall_time_s=time.time() - t0,
     issue_verdicts=c.get("issue_verdicts", True) and bool(c.get("claims")),

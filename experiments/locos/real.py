@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.locos import ablation, evaluate, plots
+from experiments.locos import ablation, evaluate
 from jaxpapers import core, lm, locos
 
 _CHECKPOINT_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -42,13 +42,13 @@ def _load_checkpoint(r):
   return lm.load_safetensors(path, dtype=dtype)
 
 
-# track name -> (loader of the real-model config block, label for plots and notes)
-REAL_MODELS = {
-  "smollm2": (lambda r: lm.load_smollm2(), "SmolLM2-135M-Instruct (Q4_1)"),
-  "gemma3": (lambda r: lm.load_gemma3(), "Gemma-3-270M (pretrained, Q4_K_M)"),
-  "checkpoint": (_load_checkpoint, "Hugging Face checkpoint (real.checkpoint_dir)"),
+# track name -> (loader of the real-model config block, label for the report and notes)
+_LOADERS = {
+  "smollm2": lambda r: lm.load_smollm2(),
+  "gemma3": lambda r: lm.load_gemma3(),
+  "checkpoint": _load_checkpoint,
 }
-assert tuple(REAL_MODELS) == evaluate.REAL_TRACKS
+REAL_MODELS = {t: (_LOADERS[t], label) for t, label in evaluate.TRACK_LABELS.items()}
 
 
 def prompt_kw(r):
@@ -138,31 +138,25 @@ class RealTrack:
     # a helper (a second process sharing the cells) waits for the main process's detection
     if self.helper and not self.store.wait_for(cell, deadline=self.deadline):
       return False
-    self.det = self.store.get_or_compute(cell, self._detection)
+    self.det = self.store.get_or_compute(
+      cell,
+      lambda _: ablation.detection(
+        self.params,
+        self.cfg,
+        tok,
+        self.det_probes,
+        max_steps=r.detect_max_steps,
+        stop_ids=self.gen["stop_ids"],
+        batch_size=r.batch_size,
+        pad_to=r.buckets,
+      ),
+    )
     self.scores = {d: np.asarray(v) for d, v in self.det["scores"].items()}
     self.timings["detection_s"] = time.time() - self.t0
     logging.info(
       "detection %.1fs, %d accepted", self.timings["detection_s"], sum(self.det["accepted"])
     )
     return True
-
-  def _detection(self, _):
-    r = self.r
-    sc, per = locos.detect_heads(
-      self.params,
-      self.cfg,
-      self.det_probes,
-      self.tok,
-      max_steps=r.detect_max_steps,
-      stop_ids=self.gen["stop_ids"],
-      batch_size=r.batch_size,
-      pad_to=r.buckets,
-    )
-    return {
-      "scores": {d: v.tolist() for d, v in sc.items()},
-      "accepted": [bool(p.accepted) for p in per],
-      "generations": [p.generation for p in per],
-    }
 
   def evaluation_probes(self):
     """3. Evaluation probes on the other half: the same items with an answer stem (ours) and
@@ -474,33 +468,28 @@ class RealTrack:
       self._run(self.ev_stem, [cd], tag, only=correct, deadline=deadline)
 
 
-def run_real_track(c, workdir, track) -> tuple[dict, str]:
+def run_real_track(c, workdir, track) -> dict:
   """Detection and ablation on a real model (`REAL_MODELS[track]`); metrics under `track/`.
 
+  The track's table and figure are declared in ``configs/default.py`` (``REPORT``) and
+  rendered from results.json.
+
   Returns:
-    ``(metrics, table_markdown)``; ``({f'{track}/skipped': why}, note)`` when the weights are
-    not installed, and ``({}, '')`` in a helper process.
+    The metrics; ``{f'{track}/skipped': why}`` when the weights are not installed, and ``{}``
+    in a helper process.
   """
-  loader, label = REAL_MODELS[track]
+  loader, _ = REAL_MODELS[track]
   try:
     cfg, params, tok = loader(c.real)
   except lm.ModelNotAvailable as e:
-    return {f"{track}/skipped": str(e)}, f"{label} track skipped: {e}"
+    return {f"{track}/skipped": str(e)}
   run = RealTrack(c, workdir, track, cfg, params, tok)
   if not run.detect():
-    return {}, ""
+    return {}
   run.evaluation_probes()
   if run.helper:
     run.help()
-    return {}, ""
+    return {}
   run.filtered_and_parametric()
   run.paper_protocol()
-  curves = run.curves()
-  metrics = run.metrics(curves)
-  panels = {
-    f"{track} {n} ({cv['num_probes']} probes)": cv for n, cv in curves.items() if cv is not None
-  }
-  if panels:
-    fig = plots.curves_figure(panels, f"{label}, mean-q ablation, ROUGE-L")
-    core.save_figure(fig, workdir, f"{track}_ablation")
-  return metrics, evaluate.ablation_table(track, curves, run.dets)
+  return run.metrics(run.curves())

@@ -2,8 +2,9 @@
 
 `train_and_evaluate(config, workdir)` trains (or resumes) the toy decoder,
 detects retrieval heads with LOCOS and the attention baselines, ablates the
-top-k heads of each detector and random heads, and writes results.json plus
-accuracy-vs-k plots. The real-model tracks (`real.REAL_MODELS`: 'smollm2', 'gemma3',
+top-k heads of each detector and random heads, and writes results.json; its tables and
+accuracy-vs-k figures are declared in the config (`configs/default.py`: `REPORT`) and
+rendered from it. The real-model tracks (`real.REAL_MODELS`: 'smollm2', 'gemma3',
 'checkpoint') repeat detection and ablation on NoLiMa-style probes when the weights are
 installed (experiments/locos/real.py); configs with a `needle` or `pilot` block run the
 long-context probes (needle.py) or the prompt-form pilot (pilot.py) instead.
@@ -19,7 +20,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from experiments.locos import plots, real
+from experiments.locos import real
 from experiments.locos.evaluate import (
   DETECTORS,
   collapse_k,
@@ -128,8 +129,8 @@ def _toy_curves(c, params, cfg, task, tok, rng, evals, scores):
   }
 
 
-def run_toy_track(c, workdir) -> tuple[dict, str]:
-  """The toy track: train, detect, ablate; returns ``(metrics under 'toy/', table)``."""
+def run_toy_track(c, workdir) -> dict:
+  """The toy track: train, detect, ablate; returns the metrics under 'toy/'."""
   t = c.toy
   t0 = time.time()
   cfg, params, task, history = train_toy(c, workdir)
@@ -145,18 +146,12 @@ def run_toy_track(c, workdir) -> tuple[dict, str]:
   detect = _toy_detection(t, params, cfg, task, tok, rng)
   scores = detect["nonliteral"][0]
   curves = _toy_curves(c, params, cfg, task, tok, rng, evals, scores)
-  fig = plots.curves_figure(
-    {f"toy: {k}" + (" (control)" if k == "parametric" else ""): v for k, v in curves.items()},
-    f"Toy decoder ({cfg.n_layers}x{cfg.n_heads} heads), {t.ablation_mode} "
-    "ablation of top-k heads ranked on non-literal probes",
-  )
-  core.save_figure(fig, workdir, "toy_ablation")
   jacc = {
     d: {k: locos.jaccard_top_k(scores["locos"], scores[d], k) for k in (2, 4)}
     for d in DETECTORS[1:]
   }
   dets = list(DETECTORS) + ["random"]
-  metrics = {
+  return {
     "toy/train_time_s": train_s,
     "toy/final_train_loss": history[-1].get("train/loss") if history else None,
     "toy/base_accuracy": base_acc,
@@ -168,22 +163,13 @@ def run_toy_track(c, workdir) -> tuple[dict, str]:
       k: {kk: vv for kk, vv in v.items() if kk != "per_probe"} for k, v in curves.items()
     },
   }
-  table = core.markdown_table(
-    ["probe set", "no ablation"] + [f"{d} @k={t.ks[-1]}" for d in dets],
-    [
-      [f"toy {kind}", cv["baseline"]["mean"]] + [cv[d]["mean"][-1] for d in dets]
-      for kind, cv in curves.items()
-    ],
-    fmt=".2f",
-  )
-  return metrics, table
 
 
 # --------------------------------------------------------------------------- the binary
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  """Run the configured tracks; write results.json and plots into `workdir`."""
+  """Run the configured tracks; write results.json and the declared figures into `workdir`."""
   if config.get("needle") is not None:  # long-context needle probes (configs/needle.py)
     return run_needle(config, workdir)
   if config.get("pilot") is not None:  # prompt-form pilot (configs/gemma3_pilot.py)
@@ -193,24 +179,19 @@ def train_and_evaluate(config, workdir) -> dict:
     core.validate_choice(tr, name="tracks", allowed=("toy", *real.REAL_MODELS))
   if "checkpoint" in config.tracks:
     real.checkpoint_args(config.real)  # fail before any track runs, naming the flag
-  metrics, tables = {}, []
+  metrics = {}
   if "toy" in config.tracks:
-    m, tab = run_toy_track(config, workdir)
-    metrics.update(m)
-    tables.append(tab)
+    metrics.update(run_toy_track(config, workdir))
   for track in real.REAL_MODELS:
     if track in config.tracks:
-      m, tab = real.run_real_track(config, workdir, track)
-      metrics.update(m)
-      tables.append(tab)
+      metrics.update(real.run_real_track(config, workdir, track))
   if "real" in config and config.real.get("helper", False):
     return metrics  # a helper process only fills the shared cell store
   metrics["derived"] = derived_metrics(metrics)
   core.write_results(
     workdir,
     metrics=metrics,
-    config=config,
-    table_markdown="\n\n".join(tables),
+    config=config,  # its `report` declares the tables and figures
     notes="Toy track: synthetic task (reconstruction). Real models: quantised GGUF weights "
     "(SmolLM2-135M-Instruct Q4_1, Gemma-3-270M Q4_K_M); NoLiMa-style probes generated offline.",
     wall_time_s=time.time() - t0,

@@ -37,8 +37,8 @@ Expansion
 Columns can be written compactly: ``columns("setting={key}; best=best.mean:.3f±best.std")``
 (:func:`columns`).
 
-Figure kinds (``Panel.kind``): ``line`` (lines/markers, ``err`` as error bars or with
-``band`` as a shaded band), ``scatter``, ``bars`` (grouped bars over the x labels), ``hbars``
+Figure kinds (``Panel.kind``): ``line`` (lines/markers, ``err`` (or an interval ``lo`` / ``hi``)
+as error bars or with ``band`` as a shaded band), ``scatter``, ``bars`` (grouped bars over the x labels), ``hbars``
 (horizontal bars: one bar per y label), ``scaling`` (log-log with the fitted exponent ± its
 standard error in the legend, :func:`jaxpapers.core.report.fit_power_law`); new kinds with
 :func:`register_kind`.
@@ -200,7 +200,11 @@ class Series:
       of values (numbers, or text labels: the bars' groups).
     label: a legend template (``'{key}'``); '' draws no legend entry.
     err: a path (or tuple of paths) of the half-widths (error bars, or a band with ``band``).
-    band: draw ``err`` as a shaded band; a 2-D ``y`` [seeds, T] gets its seed-std band.
+    lo: instead of ``err``, a path (or tuple of paths) of an interval's lower ends (a 95 %
+      interval around the mean, not symmetric): drawn from ``lo`` to ``hi`` (``line`` kind).
+    hi: the interval's upper ends (with ``lo``).
+    band: draw ``err`` (or ``lo`` / ``hi``) as a shaded band; a 2-D ``y`` [seeds, T] gets its
+      seed-std band.
     style: a matplotlib format string (``'o-'``, ``'s--'``, ``':'``).
     color: a matplotlib colour; default: the next of the cycle.
     over: one series per entry of this path.
@@ -222,6 +226,8 @@ class Series:
   x: str | tuple[Any, ...] | None = None
   label: str = ""
   err: str | tuple[Any, ...] | None = None
+  lo: str | tuple[Any, ...] | None = None
+  hi: str | tuple[Any, ...] | None = None
   band: bool = False
   style: str = "o-"
   color: str | None = None
@@ -278,6 +284,9 @@ class Panel:
     legend: draw the legend (when any series or line has a label).
     xticks: put the ticks at the x values of the first series (no minor ticks).
     ylim: (low, high) of the y axis, None for matplotlib's choice.
+    when: a path that must exist (and not be None/False) for the panel to be drawn; with
+      ``over``, read in each entry (an entry without it, such as a protocol that did not run,
+      gets no panel).
   """
 
   series: tuple[Series, ...]
@@ -295,6 +304,7 @@ class Panel:
   legend: bool = True
   xticks: bool = False
   ylim: tuple[float, float] | None = None
+  when: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -306,7 +316,9 @@ class Figure:
     panels: the panels (each may expand into several).
     size: inches of one panel.
     ncols: panels per row (default: all in one row).
-    when: a path that must exist (and not be None/False) for the figure to be drawn.
+    when: a path that must exist (and not be None/False) for the figure to be drawn; a figure
+      whose panels all fail their own ``when`` is not drawn either.
+    title: a template drawn above all panels (the figure's title), '' for none.
   """
 
   name: str
@@ -314,8 +326,9 @@ class Figure:
   size: tuple[float, float] = (5.0, 3.8)
   ncols: int | None = None
   when: str | None = None
+  title: str = ""
 
-  def __init__(self, name, *panels, size=(5.0, 3.8), ncols=None, when=None):
+  def __init__(self, name, *panels, size=(5.0, 3.8), ncols=None, when=None, title=""):
     if len(panels) == 1 and isinstance(panels[0], (tuple, list)):
       panels = tuple(panels[0])
     for i, p in enumerate(panels):
@@ -326,6 +339,7 @@ class Figure:
     object.__setattr__(self, "size", tuple(size))
     object.__setattr__(self, "ncols", ncols)
     object.__setattr__(self, "when", when)
+    object.__setattr__(self, "title", title)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -690,7 +704,8 @@ def register_kind(name: str) -> Callable[[PlotKind], PlotKind]:
   """Registers a plot kind: ``fn(ax, panel, series)`` draws the resolved ``series``.
 
   Each resolved series is a dict with ``x`` ([n] array, or labels for bars), ``y`` ([n] or
-  [seeds, n]), ``err`` ([n] or None), ``label``, ``color``, ``style``, ``band`` and ``notes``
+  [seeds, n]), ``err`` ([n] half-widths, [2, n] distances below and above ``y`` from a
+  series' ``lo`` / ``hi``, or None), ``label``, ``color``, ``style``, ``band`` and ``notes``
   (None, or one text per point).
 
   Args:
@@ -725,6 +740,24 @@ def _value(spec: Any, scope: Scope) -> Any:
   return scope.get(spec) if isinstance(spec, str) else spec
 
 
+def _spread(s: Series, y: np.ndarray, read: Callable[[Any], Any]) -> np.ndarray | None:
+  """The series' error bars: ``err`` ([n] half-widths), or ``lo`` / ``hi`` as [2, n] distances
+  below and above ``y`` (an interval the value lies in; a NaN end draws no bar)."""
+  if (s.lo is None) != (s.hi is None):
+    raise ValueError(f"Series {s.y!r}: lo and hi go together, got lo={s.lo!r}, hi={s.hi!r}")
+  if s.lo is None:
+    return None if s.err is None else _array(read(s.err), s.err)
+  if s.err is not None:
+    raise ValueError(f"Series {s.y!r}: give err (half-widths) or lo and hi, not both")
+  lo, hi = _array(read(s.lo), s.lo), _array(read(s.hi), s.hi)
+  if lo.shape != y.shape or hi.shape != y.shape:
+    raise ValueError(
+      f"Series {s.y!r}: lo {lo.shape} and hi {hi.shape} must have the shape of y {y.shape}"
+    )
+  with np.errstate(invalid="ignore"):
+    return np.stack([np.maximum(y - lo, 0.0), np.maximum(hi - y, 0.0)])
+
+
 def _one_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
   y = _array(_value(s.y, scope), s.y)
   n = y.shape[-1] if y.ndim else 1
@@ -732,7 +765,7 @@ def _one_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
   return {
     "x": x if isinstance(x, np.ndarray) else list(x) if isinstance(x, (list, tuple)) else [x],
     "y": y,
-    "err": None if s.err is None else _array(_value(s.err, scope), s.err),
+    "err": _spread(s, y, lambda spec: _value(spec, scope)),
     "label": fill(s.label, scope),
     "color": s.color or color,
     "style": s.style,
@@ -752,10 +785,11 @@ def _point_series(s: Series, scope: Scope, color: str) -> dict[str, Any] | None:
   if s.sort is not None:
     entries.sort(key=lambda e: _value(s.sort, e))
   notes = isinstance(s.annotate, str)
+  y = _array([_value(s.y, e) for e in entries], s.y)
   return {
     "x": [e.get("label") if s.x is None else _value(s.x, e) for e in entries],
-    "y": _array([_value(s.y, e) for e in entries], s.y),
-    "err": None if s.err is None else _array([_value(s.err, e) for e in entries], s.err),
+    "y": y,
+    "err": _spread(s, y, lambda spec: [_value(spec, e) for e in entries]),
     "label": fill(s.label, scope),
     "color": s.color or color,
     "style": s.style,
@@ -812,8 +846,9 @@ def _draw_lines(ax, panel: Panel, series: list[dict[str, Any]]) -> None:
         sd = y.std(0)
         ax.fill_between(x, mean - sd, mean + sd, color=s["color"], alpha=0.2, lw=0)
     elif s["err"] is not None and s["band"]:
+      below, above = (s["err"], s["err"]) if s["err"].ndim < 2 else s["err"]  # lo / hi: [2, n]
       ax.plot(x, y, s["style"], color=s["color"], label=label, ms=3)
-      ax.fill_between(x, y - s["err"], y + s["err"], color=s["color"], alpha=0.2, lw=0)
+      ax.fill_between(x, y - below, y + above, color=s["color"], alpha=0.2, lw=0)
     elif s["err"] is not None or s.get("xerr") is not None:
       ax.errorbar(
         x,
@@ -916,9 +951,9 @@ def _panel_scopes(fig: Figure, scope: Scope) -> list[tuple[Panel, Scope]]:
   out = []
   for p in fig.panels:
     if p.over is None:
-      out.append((p, scope))
+      out += [(p, scope)] if scope.has(p.when) else []
     else:
-      out += [(p, e) for e in expand(scope, p.over, keys=p.keys, labels=p.labels)]
+      out += [(p, e) for e in expand(scope, p.over, keys=p.keys, labels=p.labels) if e.has(p.when)]
   return out
 
 
@@ -959,6 +994,8 @@ def _render_figure(fig: Figure, scope: Scope, workdir, *, dpi: int = 120) -> Any
   if not scope.has(fig.when):
     return None
   panels = _panel_scopes(fig, scope)
+  if not panels and any(p.when is not None for p in fig.panels):
+    return None  # every panel's own `when` failed: nothing to draw
   if not panels:
     raise ValueError(f"figure {fig.name!r} has no panel to draw")
   ncols = min(fig.ncols or len(panels), len(panels))
@@ -970,6 +1007,8 @@ def _render_figure(fig: Figure, scope: Scope, workdir, *, dpi: int = 120) -> Any
       _draw_panel(ax, panel, s)
     for ax in list(axes.flat)[len(panels) :]:
       ax.axis("off")
+    if fig.title:
+      figure.suptitle(fill(fig.title, scope))
     figure.tight_layout()
   except BaseException:
     plt.close(figure)

@@ -232,6 +232,72 @@ def test_point_series_sorted_annotated_and_empty_ones_skipped(tmp_path):
   assert drawn["notes"] == ["adamw", "adamw", "soda"] and not drawn["annotate"]
 
 
+INTERVALS = {
+  "config": {"model": "tiny"},
+  "metrics": {
+    "curves": {
+      "filtered": {"ks": [1, 5], "locos": {"mean": [0.5, 0.2], "lo": [0.4, 0.0], "hi": [0.8, 0.3]}},
+      "paper": None,  # a protocol that did not run
+      "long": {"ks": [1, 5], "locos": {"mean": [0.9, None], "lo": [0.7, None], "hi": [1.0, None]}},
+    }
+  },
+}
+
+
+def test_interval_series_draw_distances_below_and_above(tmp_path):
+  calls = []
+  _recording_kind(calls)
+  panel = R.Panel(
+    kind="recording",
+    over="metrics.curves",
+    when="ks",
+    title="{key}",
+    series=(R.Series(y="locos.mean", lo="locos.lo", hi="locos.hi", x="ks"),),
+  )
+  fig = R.Figure("iv", panel, title="model {config.model}")
+  path = R.render_figure(fig, INTERVALS, tmp_path)
+  assert path is not None and path.exists()
+  assert [t for t, _ in calls] == ["{key}", "{key}"]  # 'paper' (None) gets no panel
+  (first,), (second,) = (s for _, s in calls)
+  np.testing.assert_allclose(first["err"], [[0.1, 0.2], [0.3, 0.1]])  # mean - lo, hi - mean
+  np.testing.assert_allclose(second["err"][:, 0], [0.2, 0.1])
+  assert np.isnan(second["err"][:, 1]).all() and np.isnan(second["y"][1])
+
+
+def test_interval_series_reject_half_an_interval_or_both_forms(tmp_path):
+  def fig(**kw):
+    return R.Figure("x", R.Panel(series=(R.Series(y="metrics.curves.filtered.locos.mean", **kw),)))
+
+  with pytest.raises(ValueError, match="lo and hi go together"):
+    R.render_figure(fig(lo="metrics.curves.filtered.locos.lo"), INTERVALS, tmp_path)
+  with pytest.raises(ValueError, match="not both"):
+    lo, hi = "metrics.curves.filtered.locos.lo", "metrics.curves.filtered.locos.hi"
+    R.render_figure(fig(lo=lo, hi=hi, err=lo), INTERVALS, tmp_path)
+  with pytest.raises(ValueError, match="must have the shape of y"):
+    R.render_figure(
+      fig(lo="metrics.curves.filtered.ks.0", hi="metrics.curves.filtered.ks.1"), INTERVALS, tmp_path
+    )
+
+
+def test_figure_title_and_a_figure_whose_panels_all_fail_when(tmp_path):
+  axes = []
+
+  @R.register_kind("keep_axes")
+  def draw(ax, panel, series):
+    axes.append(ax)
+    R._KINDS["line"](ax, panel, series)
+
+  del draw
+  panel = R.Panel(kind="keep_axes", series=(R.Series(y=(1.0, 2.0)),))
+  R.render_figure(R.Figure("t", panel, title="{config.model}: k"), INTERVALS, tmp_path)
+  assert axes[0].figure.get_suptitle() == "tiny: k"
+  none = R.Figure("n", R.Panel(over="metrics.curves", when="absent", series=(R.Series(y="ks"),)))
+  assert R.render_figure(none, INTERVALS, tmp_path) is None and not (tmp_path / "n.png").exists()
+  empty = R.Figure("e", R.Panel(over="metrics.curves", keys=(), series=()))
+  with pytest.raises(ValueError, match="has no panel"):
+    R.render_figure(empty, INTERVALS, tmp_path)
+
+
 def test_image_grid_tiles_against_hand_placed_pixels(tmp_path):
   images = np.stack([np.full((2, 3, 1), v) for v in (-1.0, 0.0, 1.0)])  # grey, [-1, 1]
   canvas = R.image_grid(images, cols=2)

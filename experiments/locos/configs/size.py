@@ -56,9 +56,16 @@ def _random_control(track, proto):
 def size_claims(track="smollm2", model="SmolLM2"):
   """The claims of `default.real_claims` with the guards of a decisive run (see the module)."""
   base = {c["id"]: dict(c) for c in default.real_claims(track, model)}
-  answers = default._answers(track)  # pylint: disable=protected-access
-  out = []
+  return (
+    *_lower_k_claims(base, track),
+    *_random_heads_claims(base, track, model),
+    _parametric_claim(base, track),
+  )
 
+
+def _lower_k_claims(base, track):
+  """The lower-k rule of both protocols with counts, the paper protocol's unablated score
+  and random heads in LOCOS's place as a control."""
   c = base[f"lower_k_collapse_{track}_filtered"]
   c["requires"] = [*c["requires"], _count(f"{track}/ablated_probes", "answered probes")]
   c["controls"] = _random_control(track, "filtered")
@@ -67,10 +74,8 @@ def size_claims(track="smollm2", model="SmolLM2"):
     "minus random heads'), judged on its point value: if random heads also collapse earlier, "
     "the claim is vacuous"
   )
-  out.append(c)
-
-  c = base[f"lower_k_collapse_{track}_paper"]
-  c["requires"] = [
+  paper = base[f"lower_k_collapse_{track}_paper"]
+  paper["requires"] = [
     _count(f"{track}/num_paper_probes", "paper-protocol probes"),
     dict(
       metric=f"{track}/curves.paper.baseline.mean",
@@ -80,12 +85,17 @@ def size_claims(track="smollm2", model="SmolLM2"):
       f"the paper's model (ROUGE-L >= {PAPER_UNABLATED} / 2): below it, 'halving' moves the "
       "score by less than 0.1 and a floor near zero decides the collapse",
     ),
-    *c["requires"],
+    *paper["requires"],
   ]
-  c["controls"] = _random_control(track, "paper")
-  c["note"] += "; control as for the filtered protocol"
-  out.append(c)
+  paper["controls"] = _random_control(track, "paper")
+  paper["note"] += "; control as for the filtered protocol"
+  return c, paper
 
+
+def _random_heads_claims(base, track, model):
+  """The random-heads control at the largest k (with a head-share guard) and at the paper's
+  share of heads."""
+  answers = default._answers(track)  # pylint: disable=protected-access
   c = base[f"random_heads_harmless_{track}"]
   c["noise"] = f"derived.{track}.filtered.random_drop_at_max_k_halfwidth"
   c["requires"] = [
@@ -100,36 +110,37 @@ def size_claims(track="smollm2", model="SmolLM2"):
     ),
   ]
   c["note"] += "; noise = half-width of the paired 95% bootstrap interval over probes"
-  out.append(c)
-
-  out.append(
-    dict(
-      id=f"random_heads_harmless_{track}_paper_share",
-      statement="ablating random heads, as large a share of the model's heads as the paper's "
-      "50 of 1,152 at most, leaves non-literal retrieval within 0.05 ROUGE-L of the unablated "
-      f"model ({model}; filtered protocol)",
-      paper_text="a random-heads control stays within 0.05 (Qwen3-8B, 50 of 1,152 heads)",
-      metric=f"derived.{track}.filtered.random_drop_at_paper_share",
-      noise=f"derived.{track}.filtered.random_drop_at_paper_share_halfwidth",
-      direction="lower",
-      held=0.05,
-      fmt=".2f",
-      requires=[
-        answers,
-        _count(f"{track}/ablated_probes", "answered probes"),
-        dict(
-          metric=f"derived.{track}.filtered.paper_share_k",
-          op=">=",
-          value=1.0,
-          why="the grid has a k at or below the paper's share of heads",
-        ),
-      ],
-      note="unablated minus random-heads ROUGE-L at the largest k of {1, 5, 20, 50} with k / "
-      "(layers x heads) <= 50 / 1152 (5 seeds, one per probe block); noise = half-width of "
-      "the paired 95% bootstrap interval over probes",
-    )
+  share = dict(
+    id=f"random_heads_harmless_{track}_paper_share",
+    statement="ablating random heads, as large a share of the model's heads as the paper's "
+    "50 of 1,152 at most, leaves non-literal retrieval within 0.05 ROUGE-L of the unablated "
+    f"model ({model}; filtered protocol)",
+    paper_text="a random-heads control stays within 0.05 (Qwen3-8B, 50 of 1,152 heads)",
+    metric=f"derived.{track}.filtered.random_drop_at_paper_share",
+    noise=f"derived.{track}.filtered.random_drop_at_paper_share_halfwidth",
+    direction="lower",
+    held=0.05,
+    fmt=".2f",
+    requires=[
+      answers,
+      _count(f"{track}/ablated_probes", "answered probes"),
+      dict(
+        metric=f"derived.{track}.filtered.paper_share_k",
+        op=">=",
+        value=1.0,
+        why="the grid has a k at or below the paper's share of heads",
+      ),
+    ],
+    note="unablated minus random-heads ROUGE-L at the largest k of {1, 5, 20, 50} with k / "
+    "(layers x heads) <= 50 / 1152 (5 seeds, one per probe block); noise = half-width of "
+    "the paired 95% bootstrap interval over probes",
   )
+  return c, share
 
+
+def _parametric_claim(base, track):
+  """Parametric recall with a paired interval over landmarks, its count and its unablated
+  recall as preconditions."""
   c = base[f"parametric_recall_unaffected_{track}"]
   c["noise"] = f"derived.{track}.parametric_retained_halfwidth"
   c["requires"] = [
@@ -146,8 +157,7 @@ def size_claims(track="smollm2", model="SmolLM2"):
     "; noise = half-width of the 95% bootstrap interval of the ratio over landmarks (paired: "
     "the same landmarks in both arms)"
   )
-  out.append(c)
-  return tuple(out)
+  return c
 
 
 def get_config():

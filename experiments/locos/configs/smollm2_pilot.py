@@ -20,6 +20,21 @@ run and nothing else enters the choice.
 import ml_collections
 
 from experiments.locos.configs import default
+from jaxpapers.core import reporting as R
+
+# The answered count and mean prompt length of every prompt form (configs/gemma3_pilot.py too).
+REPORT = R.Report(
+  tables=(
+    R.Table(
+      over="metrics.pilot/forms",
+      when="metrics.pilot/forms",
+      columns=R.columns(
+        "form={key}; answered={answered}/{metrics.pilot/num_probes}; "
+        "mean prompt tokens=mean_prompt_tokens"
+      ),
+    ),
+  ),
+)
 
 
 def get_config():
@@ -31,4 +46,5 @@ def get_config():
   c.pilot.num_probes = 40
   c.pilot.forms = (("chat", 0), ("completion", 0), ("chat", 2), ("completion", 2))
   c.issue_verdicts = False  # a pilot chooses the prompt form; it decides no claim
+  c.report = REPORT
   return c
