@@ -287,7 +287,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- cs_clip
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     'put("cs_ht_relation", item_seed_interval(x(wi, "cs_ft", "ht_relation"), n_boot=n_boot))',
     'put("cs_ht_relation", item_seed_interval(x(wi, "clip_ft", "ht_relation"), n_boot=n_boot))',
     ["test_the_cs_models_own_accuracy_for_the_chance_guard"],
@@ -295,7 +295,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     'iv = item_seed_interval(x(wi, "cs_ft", m), x(wi, ref, m), n_boot=n_boot)',
     'iv = item_seed_interval(x(wi, ref, m), x(wi, "cs_ft", m), n_boot=n_boot)',
     ["test_derived_metrics"],
@@ -303,7 +303,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     'return sorted(rs, key=lambda r: r["seed"])',
     "return sorted(rs, key=lambda r: 0)",
     ["test_summarize_and_items_order_every_model_by_seed", "test_derived_metrics"],
@@ -311,7 +311,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     "mean = float(np.mean(a - b))",
     "mean = float(np.median(a - b))",
     ["test_item_interval_takes_the_wider_noise"],
@@ -319,7 +319,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     '"half_width": float(np.max([item_h, seed_h])),',
     '"half_width": float(np.min([item_h, seed_h])),',
     ["test_item_interval_takes_the_wider_noise"],
@@ -327,7 +327,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     "item_h = float(max(boot.estimate - boot.lo, boot.hi - boot.estimate))",
     "item_h = float(boot.hi - boot.estimate)",
     ["test_item_interval_is_symmetric_by_its_wider_side"],
@@ -335,7 +335,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     "boot = core.paired_bootstrap(a.mean(0), b.mean(0), n_resamples=n_boot, seed=seed)",
     "boot = core.paired_bootstrap(a.mean(1), b.mean(1), n_resamples=n_boot, seed=seed)",
     ["test_item_interval_when_only_items_vary"],
@@ -343,7 +343,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     "seed_h = float(core.paired_difference(a.mean(1), b.mean(1)).half_width)",
     "seed_h = float(core.t_interval(a.mean(1)).half_width)",
     ["test_item_interval_takes_the_wider_noise"],
@@ -351,7 +351,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     'item_seed_interval(x(oi, "clip_ft", "ht_relation"), ref, n_boot=n_boot)',
     'item_seed_interval(x(oi, "clip", "ht_relation"), ref, n_boot=n_boot)',
     ["test_derived_metrics"],
@@ -359,7 +359,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     'out["baseline_relation_foil_acc_lo"] = foil["mean"] - foil["half_width"]',
     'out["baseline_relation_foil_acc_lo"] = foil["mean"] + foil["half_width"]',
     ["test_the_relation_precondition_reads_the_lower_end"],
@@ -367,7 +367,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     '0.5 * (seeds_by_items(packed, "r1_i2t", n) + seeds_by_items(packed, "r1_t2i", n))',
     'seeds_by_items(packed, "r1_i2t", n)',
     ["test_r1_items_are_the_mean_of_both_directions"],
@@ -375,7 +375,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     "return np.packbits(x.astype(np.uint8)).tobytes().hex()",
     'return np.packbits(x.astype(np.uint8), bitorder="little").tobytes().hex()',
     ["test_pack_bits_round_trip"],
