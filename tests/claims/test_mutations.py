@@ -1349,7 +1349,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- msretrieval
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'lh = max(hr, key=lambda k: hr[k]["mean"])',
     'lh = min(hr, key=lambda k: hr[k]["mean"])',
     ["test_derived_metrics", "test_misalignment"],
@@ -1357,7 +1357,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'se_h = np.sqrt((hr[lh]["std"] ** 2 + hr[lt]["std"] ** 2) / n)',
     'se_h = np.sqrt(hr[lh]["std"] ** 2 + hr[lt]["std"] ** 2)',
     ["test_derived_metrics"],
@@ -1365,7 +1365,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     '"z": float(min(zh, zt))',
     '"z": float(max(zh, zt))',
     ["test_derived_metrics", "test_misalignment"],
@@ -1373,7 +1373,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'out[f"misalignment_z_{pool}_shuffled"] = float(np.median(zs))',
     'out[f"misalignment_z_{pool}_shuffled"] = float(np.max(zs))',
     ["test_shuffled_label_control_is_the_median_over_shuffles"],
@@ -1381,7 +1381,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'zs.append(misalignment(tan, hr_i, n)["z"])',
     'zs.append(misalignment(tan, hr, n)["z"])',
     ["test_shuffled_label_control_is_the_median_over_shuffles"],
@@ -1389,7 +1389,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     "return rng.permuted(stack, axis=-1)",
     "return rng.permuted(stack, axis=1)",
     ["test_shuffled_labels_permute_within_each_pool"],
@@ -1397,7 +1397,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'out["toy_mean_regret_jaccard"] = toy["mean_regret_jaccard"]',
     'out["toy_mean_regret_jaccard"] = raw["mean_regret_jaccard"]',
     ["test_derived_metrics"],
@@ -1405,7 +1405,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "toy",
     "return ma - mb, float(np.hypot(ha, hb))",
     "return ma - mb, float(ha + hb)",
     ["test_mean_ci_and_difference_of_independent_means", "test_toy_set_summary"],
@@ -1413,7 +1413,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "toy",
     "premise = jac.max(1) > (1.0 + np.asarray(smax, np.float64)) / 2 + 1e-6",
     "premise = jac.max(1) > (1.0 + smax) / 2",
     ["test_lemma_check_is_strict_beyond_float32_round_off"],
@@ -1421,7 +1421,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "toy",
     "mo, ho = mean_ci(ro)",
     "mo, ho = mean_ci(rj)",
     ["test_toy_set_summary"],
@@ -1429,7 +1429,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     "same_q = (fp == fps[query][:, None]).all(-1) & (pool != query[:, None])",
     "same_q = (fp == fps[query][:, None]).all(-1)",
     ["test_pool_ties"],
@@ -1437,7 +1437,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'trivial = max(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])',
     'trivial = min(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])',
     ["test_derived_metrics"],
@@ -1445,7 +1445,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "toy",
     "d, dh = diff_of_means_ci(rj[high], rj[low])",
     "d, dh = diff_of_means_ci(rj[low], rj[high])",
     ["test_toy_set_summary"],
@@ -1453,7 +1453,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     "s = pos[a[i]] < pos[a[j]]",
     "s = pos[a[i]] > pos[a[j]]",
     ["test_kendall", "test_derived_metrics"],
