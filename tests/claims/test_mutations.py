@@ -1527,7 +1527,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- soda
   M(
     "soda",
-    "train",
+    "evaluate",
     "sign = 1.0 if higher_is_better else -1.0",
     "sign = -1.0 if higher_is_better else 1.0",
     ["test_best", "test_claims_per_horizon"],
@@ -1535,7 +1535,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'sign * r["metric"] if math.isfinite(r["metric"]) else -math.inf)',
     'sign * r["metric"] if math.isfinite(r["metric"]) else math.inf)',
     ["test_best_ranks_a_diverged_run_last"],
@@ -1543,7 +1543,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "grid",
     "blocks[hits[0] if hits else suffixes[0]].append((family, hp))",
     "blocks[hits[0] if hits else suffixes[-1]].append((family, hp))",
     ["test_cell_blocks"],
@@ -1551,7 +1551,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'gap = sign * (s["metric"] - b["metric"])  # > 0: SODA better',
     'gap = s["metric"] - b["metric"]  # > 0: SODA better',
     ["test_claims_per_horizon", "test_derived_metrics"],
@@ -1559,7 +1559,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'out[f"{task}_{base}_worst_gap_in_std"] = min(c["gap_in_seed_std"] for c in cs)',
     'out[f"{task}_{base}_worst_gap_in_std"] = max(c["gap_in_seed_std"] for c in cs)',
     ["test_derived_metrics"],
@@ -1567,7 +1567,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     '"penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),',
     '"penalty_at_longest_in_std": penalty(t_l, bl, bl["wd"]),',
     ["test_wd_transfer", "test_derived_metrics"],
@@ -1575,7 +1575,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     "main = nll if use_nll else acc",
     "main = acc if use_nll else nll",
     ["test_summaries"],
@@ -1583,7 +1583,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'return task == "digits" and tcfg.get("metric", "accuracy") == "accuracy"',
     'return task == "digits"',
     ["test_higher_is_better"],
@@ -1591,7 +1591,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     '  if lower and value <= min(grid):\n    return "low"',
     '  if lower and value < min(grid):\n    return "low"',
     ["test_grid_edges", "test_grid_edges_of_a_one_point_grid"],
@@ -1599,7 +1599,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     '  if value >= max(grid):\n    return "high"',
     '  if value > max(grid):\n    return "high"',
     ["test_grid_edges"],
@@ -1607,7 +1607,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'e["at_edge"] = e["base_at_edge"] + bool(e["soda_lr_edge"])',
     'e["at_edge"] = e["base_at_edge"]',
     ["test_grid_edges", "test_derived_edge_horizons"],
@@ -1615,7 +1615,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     '"base_wd_edge": _edge(b["wd"], grid(base, "wd"), lower=False),',
     '"base_wd_edge": _edge(b["wd"], grid(base, "wd")),',
     ["test_grid_edges_weight_decay_zero_is_not_an_edge"],
@@ -1623,7 +1623,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'out[f"{task}_{base}_horizons_at_edge"] = [int(t) for t in ts if by_t[t]["at_edge"] > 0]',
     'out[f"{task}_{base}_horizons_at_edge"] = [int(t) for t in ts if by_t[t]["at_edge"] > 1]',
     ["test_derived_edge_horizons"],
