@@ -33,7 +33,11 @@ import optax
 from flax import nnx
 
 import jaxpapers.cs_clip as C
+from experiments.cs_clip import evaluate as ev
+from experiments.cs_clip.evaluate import derived_metrics, rejudge_metrics  # re-judged by reproduce
 from jaxpapers import core
+
+__all__ = ["ARMS", "ENCODERS", "Config", "derived_metrics", "rejudge_metrics", "train_and_evaluate"]
 
 ARMS = ("clip_ft", "negclip_ft", "cs_ft")
 # text encoder -> (TextEncoder kind, order strength); 'bow' is the weak-order tower with the
@@ -44,10 +48,6 @@ ENCODERS = {
   "bow": ("weak_order", 0.0),
   "positional": ("positional", 0.0),
 }
-ORDER_CONTROL = "positional"  # the order-aware encoder of the control (plain CLIP fine-tuning)
-# Per-item outcomes kept for the intervals: relation half-truth triples, retrieval (image->text
-# and text->image, one query each per test scene) and relation-foil pairs.
-ITEM_METRICS = ("ht_relation", "r1_i2t", "r1_t2i", "relation_foil_acc")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,57 +156,98 @@ def _optimizer(lr):
   return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(lr))
 
 
+# The CS arm's unit terms at unit weight; the arms weight them with their hyperparameters.
+_TERMS_CFG = C.CSLossConfig(
+  lambda_full=1.0, negatives_full=True, lambda_comp=1.0, lambda_align=1.0, lambda_rank=1.0
+)
+
+
+def _batch_losses(model: C.DualEncoder, order: jax.Array, batch: dict) -> dict[str, jax.Array]:
+  """Every fine-tuning loss term of one batch (the arms weight them, :func:`_weights`).
+
+  Args:
+    model: the dual encoder.
+    order: scalar order strength of the text tower (``ENCODERS``).
+    batch: ``images`` ``[B, H, W, 3]``, token ids ``caption`` / ``caption_foil`` ``[B, L]`` and
+      ``units`` / ``foils`` ``[B, U, L]``, ``unit_mask`` ``[B, U]``.
+
+  Returns:
+    Scalars ``clip`` (L_CLIP), ``neg`` (NegCLIP on the full caption) and the CS unit terms
+    ``comp``, ``align``, ``rank``.
+  """
+  B, L, U = batch["caption"].shape[0], C.MAX_LEN, C.U_MAX
+  img = model.image(batch["images"])
+  toks = jnp.concatenate(
+    [
+      batch["caption"],
+      batch["caption_foil"],
+      batch["units"].reshape(-1, L),
+      batch["foils"].reshape(-1, L),
+    ]
+  )
+  txt = model.text(toks, order_strength=order)
+  full, ffoil = txt[:B], txt[B : 2 * B]
+  units = txt[2 * B : 2 * B + B * U].reshape(B, U, -1)
+  foils = txt[2 * B + B * U :].reshape(B, U, -1)
+  s = model.logit_scale()
+  _, terms = C.cs_clip_loss(
+    img, full, ffoil, units, foils, batch["unit_mask"], s, _TERMS_CFG, validate=False
+  )
+  return {
+    "clip": C.clip_loss(img, full, s, validate=False),
+    "neg": terms["full"],
+    **{k: terms[k] for k in ("comp", "align", "rank")},
+  }
+
+
+def _test_metrics(model: C.DualEncoder, order: jax.Array, data: dict) -> dict:
+  """Half-truth accuracy, R@1 and relation-foil accuracy on the test set, and per-item outcomes
+  (``items``: relation triples ``[2N]`` read where ``ht_kind == 1``, one image->text and one
+  text->image query ``[N]`` per test scene, foil pairs ``[N]``)."""
+  img = model.image(data["test_images"])
+  enc = lambda t: model.text(t, order_strength=order)
+  short, long = enc(data["ht_short"]), enc(data["ht_long"])
+  img_ht = img[data["ht_image"]]
+  ht = C.half_truth_accuracy(img_ht, short, long, data["ht_kind"])
+  rel = data["ht_kind"] == 1
+  cap, foil = enc(data["test_caption"]), enc(data["test_foil"])
+  i2t, t2i = C.retrieval_hits(img, cap, data["test_caption_id"])
+  return {
+    **{f"ht_{k}": ht[k] for k in ("all", "entity", "relation", "ties")},
+    "r1_i2t": i2t.mean(),
+    "r1_t2i": t2i.mean(),
+    "r1": 0.5 * (i2t.mean() + t2i.mean()),
+    "relation_foil_acc": C.pairwise_caption_accuracy(img, cap, foil),
+    "items": {
+      "ht_relation": jnp.where(rel, C.half_truth_outcomes(img_ht, short, long), 0.0),
+      "r1_i2t": i2t,
+      "r1_t2i": t2i,
+      "relation_foil_acc": C.pairwise_caption_outcomes(img, cap, foil),
+    },
+  }
+
+
 def _programs(cfg: Config, kind: str):
   """init / step / eval functions of one run of the text-encoder architecture ``kind``."""
   graphdef, _ = nnx.split(nnx.eval_shape(lambda: _model(cfg, jax.random.key(0), kind)))
-  B, L = cfg.batch, C.MAX_LEN
-  full_cfg = C.CSLossConfig(
-    lambda_full=1.0, negatives_full=True, lambda_comp=1.0, lambda_align=1.0, lambda_rank=1.0
-  )
   data_key = jax.random.key(cfg.seed + 7)
+  fields = ("images", "caption", "caption_foil", "units", "foils", "unit_mask")
 
   def init_fn(hp, key, data):
     # fine-tuning starts from the pre-trained parameters carried in the hyperparameters
     params = hp["init"] if "init" in hp else nnx.split(_model(cfg, key, kind))[1]
     return params, _optimizer(hp["lr"]).init(params)
 
-  def losses(params, hp, idx, data):
-    model = nnx.merge(graphdef, params)
-    img = model.image(data["train_images"][idx])
-    toks = jnp.concatenate(
-      [
-        data["train_caption"][idx],
-        data["train_caption_foil"][idx],
-        data["train_units"][idx].reshape(-1, L),
-        data["train_foils"][idx].reshape(-1, L),
-      ]
-    )
-    txt = model.text(toks, order_strength=hp["order"])
-    U = C.U_MAX
-    full, ffoil = txt[:B], txt[B : 2 * B]
-    units = txt[2 * B : 2 * B + B * U].reshape(B, U, -1)
-    foils = txt[2 * B + B * U :].reshape(B, U, -1)
-    s = model.logit_scale()
-    _, terms = C.cs_clip_loss(
-      img, full, ffoil, units, foils, data["train_unit_mask"][idx], s, full_cfg, validate=False
-    )
-    return {
-      "clip": C.clip_loss(img, full, s, validate=False),
-      "neg": terms["full"],
-      "comp": terms["comp"],
-      "align": terms["align"],
-      "rank": terms["rank"],
-    }
-
   def step_fn(state, hp, key, step, data):
     del key  # the batches depend on the seed only: every arm and encoder of a seed sees them
     params, opt_state = state
     k = jax.random.fold_in(jax.random.fold_in(data_key, hp["seed"]), step)
-    idx = jax.random.randint(k, (B,), 0, data["train_images"].shape[0])
+    idx = jax.random.randint(k, (cfg.batch,), 0, data["train_images"].shape[0])
+    batch = {f: data[f"train_{f}"][idx] for f in fields}
     w = {k: hp[f"w_{k}"] for k in _weights(cfg, "cs_ft")}
 
     def total(p):
-      t = losses(p, hp, idx, data)
+      t = _batch_losses(nnx.merge(graphdef, p), hp["order"], batch)
       return sum(w[k] * t[k] for k in t), t
 
     (loss, terms), grads = jax.value_and_grad(total, has_aux=True)(params)
@@ -214,64 +255,9 @@ def _programs(cfg: Config, kind: str):
     return (optax.apply_updates(params, upd), opt_state), {"loss": loss, **terms}
 
   def eval_fn(state, hp, key, data):
-    model = nnx.merge(graphdef, state[0])
-    img = model.image(data["test_images"])
-    enc = lambda t: model.text(t, order_strength=hp["order"])
-    short, long = enc(data["ht_short"]), enc(data["ht_long"])
-    img_ht = img[data["ht_image"]]
-    ht = C.half_truth_accuracy(img_ht, short, long, data["ht_kind"])
-    # per triple: not a half-truth win, s(I, c') <= s(I, c), with the metric's normalisation
-    n_img, n_short, n_long = _unit(img_ht), _unit(short), _unit(long)
-    s_short, s_long = jnp.sum(n_img * n_short, -1), jnp.sum(n_img * n_long, -1)
-    rel = data["ht_kind"] == 1
-    cap = enc(data["test_caption"])
-    ids = data["test_caption_id"]
-    sim = img @ cap.T
-    i2t = ids[jnp.argmax(sim, 1)] == ids  # [N] per test image
-    t2i = ids[jnp.argmax(sim, 0)] == ids  # [N] per test caption
-    foil = enc(data["test_foil"])
-    n_img, n_cap, n_foil = _unit(img), _unit(cap), _unit(foil)
-    foil_ok = jnp.sum(n_img * n_cap, -1) > jnp.sum(n_img * n_foil, -1)  # [N], ties are errors
-    return {
-      "ht_all": ht["all"],
-      "ht_entity": ht["entity"],
-      "ht_relation": ht["relation"],
-      "ht_ties": ht["ties"],
-      "r1_i2t": i2t.mean(),
-      "r1_t2i": t2i.mean(),
-      "r1": 0.5 * (i2t.mean() + t2i.mean()),
-      "relation_foil_acc": C.pairwise_caption_accuracy(img, cap, foil),
-      "items": {
-        "ht_relation": jnp.where(rel, s_long <= s_short, False),  # [2N], read at rel
-        "r1_i2t": i2t,
-        "r1_t2i": t2i,
-        "relation_foil_acc": foil_ok,
-      },
-    }
+    return _test_metrics(nnx.merge(graphdef, state[0]), hp["order"], data)
 
   return init_fn, step_fn, eval_fn
-
-
-def _unit(x):
-  """Row-wise L2 normalisation as in ``jaxpapers.cs_clip``'s metrics (for per-item outcomes)."""
-  x = x.astype(jnp.float32)
-  return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
-
-
-def pack_bits(x) -> str:
-  """``[n]`` 0/1 outcomes as a hex string (8 items a byte, most significant bit first)."""
-  x = np.asarray(x)
-  if x.ndim != 1 or not np.isin(x, (0, 1)).all():
-    raise ValueError(f"x must be a 1-D array of 0/1 outcomes, got shape {x.shape}")
-  return np.packbits(x.astype(np.uint8)).tobytes().hex()
-
-
-def unpack_bits(s: str, n: int) -> np.ndarray:
-  """Inverse of :func:`pack_bits`: ``[n]`` float64 outcomes in {0, 1}."""
-  bits = np.unpackbits(np.frombuffer(bytes.fromhex(s), np.uint8))
-  if bits.shape[0] < n or bits.shape[0] - n >= 8:
-    raise ValueError(f"a packed string of {len(s)} hex digits cannot hold {n} items")
-  return bits[:n].astype(np.float64)
 
 
 def _hparams(cfg: Config, runs, lr, arm_of) -> dict:
@@ -289,17 +275,6 @@ def _keys(cfg: Config, runs):
   """Initialisation keys: one per (encoder, seed); the arms of a seed share it."""
   base = jax.random.key(cfg.seed)
   return jnp.stack([jax.random.fold_in(base, 1000 * cfg.encoders.index(r[0]) + r[1]) for r in runs])
-
-
-def _evals(res, r, kind_mask) -> dict:
-  """Final evaluation of run ``r``: scalar metrics and the per-item outcomes (packed)."""
-  out = {k: float(np.asarray(v[r])[-1]) for k, v in res.evals.items() if k != "items"}
-  items = {}
-  for k, v in res.evals["items"].items():
-    x = np.asarray(v[r])[-1]
-    items[k] = pack_bits(x[kind_mask] if k == "ht_relation" else x)
-  out["items"] = items
-  return out
 
 
 def _save_params(path: pathlib.Path, params) -> None:
@@ -350,7 +325,7 @@ def _train_kind(cfg: Config, cells: core.CellStore, data, kind: str) -> dict:
         {
           "encoder": e,
           "seed": s,
-          "evals": _evals(res, r, rel),
+          "evals": ev.final_evals(res, r, rel),
           "final_loss": float(np.asarray(res.history["clip"][r, -20:]).mean()),
         }
         for r, (e, s) in enumerate(pre_runs)
@@ -377,7 +352,7 @@ def _train_kind(cfg: Config, cells: core.CellStore, data, kind: str) -> dict:
           "encoder": e,
           "seed": s,
           "arm": a,
-          "evals": _evals(res, r, rel),
+          "evals": ev.final_evals(res, r, rel),
           "final_loss": float(np.asarray(res.history["loss"][r, -20:]).mean()),
         }
         for r, (e, s, a) in enumerate(ft_runs)
@@ -412,171 +387,6 @@ def _train(cfg: Config, cells: core.CellStore, data) -> dict:
   return grid
 
 
-METRICS = ("ht_entity", "ht_relation", "ht_all", "r1", "relation_foil_acc", "ht_ties")
-
-
-def _model_runs(cfg, grid, e, name):
-  if name == "clip":
-    rs = [r for r in grid["pretrain"] if r["encoder"] == e]
-  else:
-    rs = [r for r in grid["finetune"] if r["encoder"] == e and r["arm"] == name]
-  return sorted(rs, key=lambda r: r["seed"])
-
-
-def summarize(cfg: Config, grid: dict) -> dict:
-  """Per encoder and model (pre-trained 'clip', then each fine-tuning arm): per-seed values."""
-  table = {}
-  for e in cfg.encoders:
-    table[e] = {}
-    for name in ("clip", *cfg.arms):
-      rs = _model_runs(cfg, grid, e, name)
-      if rs:
-        table[e][name] = {m: [r["evals"][m] for r in rs] for m in METRICS}
-  return table
-
-
-def item_outcomes(cfg: Config, grid: dict, n_relation: int) -> dict:
-  """The per-item outcomes of every model, packed, with the item counts.
-
-  Returns:
-    ``{'n': {metric: number of items}, 'outcomes': {encoder: {model: {metric: [seeds]
-    packed outcomes}}}}`` (seed order); R@1 items are test scenes, each with an image->text and
-    a text->image query.
-  """
-  out = {
-    "n": {"ht_relation": int(n_relation), "r1": cfg.n_test, "relation_foil_acc": cfg.n_test},
-    "outcomes": {},
-  }
-  for e in cfg.encoders:
-    for name in ("clip", *cfg.arms):
-      rs = _model_runs(cfg, grid, e, name)
-      if rs and "items" in rs[0]["evals"]:
-        out["outcomes"].setdefault(e, {})[name] = {
-          m: [r["evals"]["items"][m] for r in rs] for m in rs[0]["evals"]["items"]
-        }
-  return out
-
-
-def seeds_by_items(packed: dict, metric: str, n: int) -> np.ndarray:
-  """``[S, n]`` outcomes of one model and metric from its packed outcomes (seed order).
-
-  R@1 is the mean of the image->text and text->image hits of each test scene (0, 0.5 or 1).
-  """
-  if metric == "r1":
-    return 0.5 * (seeds_by_items(packed, "r1_i2t", n) + seeds_by_items(packed, "r1_t2i", n))
-  return np.stack([unpack_bits(s, n) for s in packed[metric]])
-
-
-def item_seed_interval(a, b=None, *, n_boot: int = 10000, seed: int = 0) -> dict:
-  """Mean of ``a - b`` over seeds and items, and a 95% half-width covering both noises.
-
-  ``a`` and ``b`` are ``[S, n]`` outcomes of two models on the same S seeds and n test items
-  (``b`` None: zero, i.e. the interval of ``a`` itself). The half-width is the larger of
-
-  * the item half-width: a paired percentile bootstrap over the n items of the seed-averaged
-    outcomes (``core.stats.paired_bootstrap``), made symmetric by its larger side, and
-  * the seed half-width: a paired t-interval over the S per-seed means
-    (``core.stats.paired_difference``),
-
-  so the interval is as wide as the larger of the two sources of noise. With a single seed the
-  seed half-width, and so the half-width, is NaN: a claim judged on it is inconclusive.
-
-  Returns:
-    ``{'mean', 'half_width', 'item_half_width', 'seed_half_width', 'n_items', 'n_seeds'}``.
-  """
-  a = np.asarray(a, np.float64)
-  b = np.zeros_like(a) if b is None else np.asarray(b, np.float64)
-  if a.ndim != 2 or a.shape != b.shape:
-    raise ValueError(f"a and b must be [seeds, items] of one shape, got {a.shape} and {b.shape}")
-  mean = float(np.mean(a - b))
-  boot = core.paired_bootstrap(a.mean(0), b.mean(0), n_resamples=n_boot, seed=seed)
-  item_h = float(max(boot.estimate - boot.lo, boot.hi - boot.estimate))
-  seed_h = float(core.paired_difference(a.mean(1), b.mean(1)).half_width)
-  return {
-    "mean": mean,
-    "half_width": float(np.max([item_h, seed_h])),  # NaN (undecided) with a single seed
-    "item_half_width": item_h,
-    "seed_half_width": seed_h,
-    "n_items": int(a.shape[1]),
-    "n_seeds": int(a.shape[0]),
-  }
-
-
-def derived_metrics(summary: dict, chance: dict, items: dict, *, n_boot: int) -> dict:
-  """The numbers the claims are judged on (pure, JSON in / out).
-
-  Args:
-    summary: :func:`summarize`'s per-seed values.
-    chance: the random-embedding scorer's accuracies (``'relation'``).
-    items: :func:`item_outcomes`'s packed per-item outcomes.
-    n_boot: bootstrap resamples of every item interval (seeded: reproducible).
-  """
-  w = summary["weak_order"]
-  wi = items["outcomes"]["weak_order"]
-  n_of = items["n"]
-  out = {"n_seeds": len(w["clip"]["ht_relation"]), "n_relation_items": n_of["ht_relation"]}
-
-  def x(enc_items, model, metric):
-    return seeds_by_items(enc_items[model], metric, n_of[metric])
-
-  def put(name, iv):
-    out[name] = iv["mean"]
-    out[f"{name}_ci"] = iv["half_width"]
-    out[f"{name}_item_ci"] = iv["item_half_width"]
-    out[f"{name}_seed_ci"] = iv["seed_half_width"]
-
-  put("baseline_ht_relation", item_seed_interval(x(wi, "clip", "ht_relation"), n_boot=n_boot))
-  out["baseline_ht_entity"] = float(np.mean(w["clip"]["ht_entity"]))
-  foil = item_seed_interval(x(wi, "clip", "relation_foil_acc"), n_boot=n_boot)
-  put("baseline_relation_foil_acc", foil)
-  out["baseline_relation_foil_acc_lo"] = foil["mean"] - foil["half_width"]
-  if "bow" in summary:
-    out["bow_baseline_ht_relation"] = float(np.mean(summary["bow"]["clip"]["ht_relation"]))
-  out["chance_ht_relation"] = chance["relation"]
-  if "cs_ft" in wi:  # the method's own accuracy, for the chance guard of the gain claims
-    put("cs_ht_relation", item_seed_interval(x(wi, "cs_ft", "ht_relation"), n_boot=n_boot))
-  for ref in ("clip_ft", "negclip_ft"):
-    if ref in wi and "cs_ft" in wi:
-      for m in ("ht_relation", "r1"):
-        iv = item_seed_interval(x(wi, "cs_ft", m), x(wi, ref, m), n_boot=n_boot)
-        put(f"cs_minus_{ref}_{m}", iv)
-      d = np.asarray(w["cs_ft"]["ht_entity"]) - np.asarray(w[ref]["ht_entity"])
-      out[f"cs_minus_{ref}_ht_entity"] = float(np.mean(d))
-  oi = items["outcomes"].get(ORDER_CONTROL, {})
-  if "clip_ft" in oi and "clip_ft" in wi:
-    # The order-aware control: what an encoder that sees word order gains with plain CLIP
-    # fine-tuning, against the same reference as the claim (weak-order plain fine-tuning).
-    ref = x(wi, "clip_ft", "ht_relation")
-    put(
-      "order_aware_clip_ft_minus_clip_ft_ht_relation",
-      item_seed_interval(x(oi, "clip_ft", "ht_relation"), ref, n_boot=n_boot),
-    )
-    out["order_aware_clip_ft_ht_relation"] = float(np.mean(x(oi, "clip_ft", "ht_relation")))
-    if "cs_ft" in oi:  # when the control encoder also ran the CS arm (full.py)
-      iv = item_seed_interval(
-        x(oi, "cs_ft", "ht_relation"), x(oi, "clip_ft", "ht_relation"), n_boot=n_boot
-      )
-      put("order_aware_cs_minus_clip_ft_ht_relation", iv)
-  return out
-
-
-def rejudge_metrics(metrics: dict, config: dict) -> dict:
-  """The derived block recomputed from a committed run's metrics and its recorded config
-  (whose ``n_boot`` sets the resamples, as in the run)."""
-  return derived_metrics(
-    metrics["summary"], metrics["chance"], metrics["items"], n_boot=config["n_boot"]
-  )
-
-
-def _chance(data, seed) -> dict:
-  """A random-embedding scorer (input-independent): the chance level of the metric."""
-  rng = np.random.default_rng(seed)
-  n = len(data["ht_kind"])
-  e = lambda: rng.normal(size=(n, 16)).astype(np.float32)
-  r = C.half_truth_accuracy(e(), e(), e(), data["ht_kind"])
-  return {k: float(r[k]) for k in ("all", "entity", "relation")}
-
-
 def train_and_evaluate(config, workdir) -> dict:
   """Runs the grid; writes results.json, table.md, generated examples and plots."""
   cfg = core.config_to_dataclass(config, Config)
@@ -606,12 +416,12 @@ def train_and_evaluate(config, workdir) -> dict:
   (workdir / "examples.json").write_text(json.dumps(examples, indent=1))
   cells = core.CellStore(workdir / "cells")
   grid = _train(cfg, cells, data)
-  summary = summarize(cfg, grid)
-  items = item_outcomes(cfg, grid, int((np.asarray(data["ht_kind"]) == 1).sum()))
-  chance = _chance(data, cfg.seed + 9)
-  runs = {k: [{**r, "evals": _without_items(r["evals"])} for r in v] for k, v in grid.items()}
+  summary = ev.summarize(cfg, grid)
+  items = ev.item_outcomes(cfg, grid, int((np.asarray(data["ht_kind"]) == 1).sum()))
+  chance = ev.chance_levels(data, cfg.seed + 9)
+  runs = {k: [{**r, "evals": ev.without_items(r["evals"])} for r in v] for k, v in grid.items()}
   metrics = {"summary": summary, "chance": chance, "items": items, "runs": runs}
-  metrics["derived"] = derived_metrics(summary, chance, items, n_boot=cfg.n_boot)
+  metrics["derived"] = ev.derived_metrics(summary, chance, items, n_boot=cfg.n_boot)
   core.write_results(
     workdir,
     metrics=metrics,
@@ -627,7 +437,3 @@ def train_and_evaluate(config, workdir) -> dict:
   )
   (workdir / "table.md").write_text(core.read_results(workdir)["table_markdown"] + "\n")
   return metrics
-
-
-def _without_items(evals: dict) -> dict:
-  return {k: v for k, v in evals.items() if k != "items"}

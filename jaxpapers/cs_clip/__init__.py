@@ -9,7 +9,9 @@ unit beats its foil, keeping plain dual-encoder inference.
 * losses: :func:`cs_clip_loss` and its terms (:func:`clip_loss`, :func:`negclip_loss`,
   :func:`component_loss`, :func:`alignment_loss`, :func:`rank_loss`, :func:`text_margin_loss`,
   :func:`paraphrase_loss`), configured by :class:`CSLossConfig`;
-* metrics: :func:`half_truth_accuracy`, :func:`pairwise_caption_accuracy`;
+* metrics: :func:`half_truth_accuracy`, :func:`pairwise_caption_accuracy` and their per-item
+  outcomes (:func:`half_truth_outcomes`, :func:`pairwise_caption_outcomes`), image <-> text
+  R@1 hits (:func:`retrieval_hits`);
 * synthetic proxy data: :func:`render_scenes`, :func:`units_and_foils`,
   :func:`half_truth_pairs`, :func:`training_captions`, :func:`half_truth_set`, :func:`tokenize`;
 * tiny Flax NNX towers: :class:`ImageEncoder`, :class:`TextEncoder`, :class:`DualEncoder`.
@@ -30,7 +32,13 @@ from jaxpapers.cs_clip._losses import (
   rank_loss,
   text_margin_loss,
 )
-from jaxpapers.cs_clip._metrics import half_truth_accuracy, pairwise_caption_accuracy
+from jaxpapers.cs_clip._metrics import (
+  half_truth_accuracy,
+  half_truth_outcomes,
+  pairwise_caption_accuracy,
+  pairwise_caption_outcomes,
+  retrieval_hits,
+)
 from jaxpapers.cs_clip._models import TEXT_KINDS, DualEncoder, ImageEncoder, TextEncoder
 from jaxpapers.cs_clip._scenes import (
   COLOURS,
@@ -85,16 +93,19 @@ __all__ = [
   "cs_clip_loss",
   "entity_foil",
   "half_truth_accuracy",
+  "half_truth_outcomes",
   "half_truth_pairs",
   "half_truth_set",
   "negclip_loss",
   "pairwise_caption_accuracy",
+  "pairwise_caption_outcomes",
   "paraphrase_loss",
   "partner",
   "rank_loss",
   "relation_foil",
   "relation_holds",
   "render_scenes",
+  "retrieval_hits",
   "text_margin_loss",
   "tokenize",
   "training_captions",

@@ -93,3 +93,73 @@ def pairwise_caption_accuracy(img: jax.Array, pos: jax.Array, neg: jax.Array) ->
   """
   s_pos, s_neg, ok = _triple(img, pos, neg, ("img", "pos", "neg"))
   return V.poison_floats((s_pos > s_neg).astype(jnp.float32).mean(), ok)
+
+
+def half_truth_outcomes(img: jax.Array, short: jax.Array, long: jax.Array) -> jax.Array:
+  """Per-triple half-truth outcome: 1[s(I, c) >= s(I, c')] with cosine s.
+
+  The items whose mean over a kind is :func:`half_truth_accuracy`'s accuracy of that kind; kept
+  per triple for paired intervals over test items.
+
+  Args:
+    img: ``[N, D]`` image embeddings.
+    short: ``[N, D]`` embeddings of the correct short captions c.
+    long: ``[N, D]`` embeddings of the half-true captions c' (c + one wrong detail).
+
+  Returns:
+    ``[N]`` float32 in {0, 1}: 1 where the encoder does not prefer the half-true caption (ties
+    count as not preferring it).
+
+  Under jit: non-finite embeddings give NaN.
+  """
+  s_short, s_long, ok = _triple(img, short, long, ("img", "short", "long"))
+  return V.poison_floats((s_long <= s_short).astype(jnp.float32), ok)
+
+
+def pairwise_caption_outcomes(img: jax.Array, pos: jax.Array, neg: jax.Array) -> jax.Array:
+  """Per-pair outcome 1[s(I, pos) > s(I, neg)] (strict; ties are errors), cosine s.
+
+  Args:
+    img: ``[N, D]``; pos: ``[N, D]`` correct captions; neg: ``[N, D]`` hard negatives.
+
+  Returns:
+    ``[N]`` float32 in {0, 1}, whose mean is :func:`pairwise_caption_accuracy`.
+
+  Under jit: non-finite embeddings give NaN.
+  """
+  s_pos, s_neg, ok = _triple(img, pos, neg, ("img", "pos", "neg"))
+  return V.poison_floats((s_pos > s_neg).astype(jnp.float32), ok)
+
+
+def retrieval_hits(img: jax.Array, txt: jax.Array, ids: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """Per-query R@1 hits of image -> text and text -> image retrieval over paired embeddings.
+
+  Image i and text i are a pair; texts with one caption share an id, so retrieving any copy of
+  the right caption is a hit. Scores are the dot products ``S = img @ txt^T`` (the dual
+  encoder's similarity up to its logit scale); the argmax takes the first of tied scores.
+
+  Args:
+    img: ``[N, D]`` image embeddings.
+    txt: ``[N, D]`` caption embeddings, ``txt[i]`` the caption of image ``i``.
+    ids: ``[N]`` int caption id of each text (equal ids: equal captions).
+
+  Returns:
+    ``(i2t, t2i)``, each ``[N]`` float32 in {0, 1}: ``i2t[i] = 1[ids[argmax_j S_ij] = ids[i]]``
+    and ``t2i[j] = 1[ids[argmax_i S_ij] = ids[j]]``; their means are the R@1 of each direction.
+
+  Under jit: non-finite embeddings give NaN.
+  """
+  img = V.check_array(img, "img", ndim=2, dtype="float", nonempty=True)
+  txt = V.check_array(txt, "txt", ndim=2, dtype="float")
+  ids = V.check_array(ids, "ids", ndim=1, dtype="int")
+  if txt.shape != img.shape:
+    raise ValueError(f"txt must have shape [N, D] = {list(img.shape)} like img, got {txt.shape}")
+  if ids.shape != (img.shape[0],):
+    raise ValueError(f"ids must have shape [N] = [{img.shape[0]}], got {ids.shape}")
+  ok = V.debug_check_values(
+    jnp.isfinite(img).all() & jnp.isfinite(txt).all(), "img, txt must be finite (no NaN or inf)"
+  )
+  sim = img @ txt.T  # [N, N]
+  i2t = (ids[jnp.argmax(sim, 1)] == ids).astype(jnp.float32)
+  t2i = (ids[jnp.argmax(sim, 0)] == ids).astype(jnp.float32)
+  return V.poison_floats(i2t, ok), V.poison_floats(t2i, ok)

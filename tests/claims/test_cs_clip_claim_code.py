@@ -1,6 +1,6 @@
 """Claim code of experiments/cs_clip: per-item outcomes, item x seed intervals, derived numbers.
 
-Each test takes the module under test as its argument (the ``train`` fixture), so that
+Each test takes the module under test as its argument (the ``evaluate`` fixture), so that
 ``test_mutations.py`` can run it against a deliberately broken copy of the module. Expected
 values are hand-computed; the bootstrap is checked against a NumPy transcription of its
 documented draw and the seed interval against SciPy's t quantile.
@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-MODULES = {"train": "experiments.cs_clip.train"}
+MODULES = {"evaluate": "experiments.cs_clip.evaluate"}
 
 N_BOOT = 400
 
 
-@pytest.fixture(name="train")
-def _train():
-  return importlib.import_module(MODULES["train"])
+@pytest.fixture(name="evaluate")
+def _evaluate():
+  return importlib.import_module(MODULES["evaluate"])
 
 
 def _boot_half(a_items, b_items, n_boot=N_BOOT, seed=0):
@@ -37,29 +37,29 @@ def _seed_half(a_seeds, b_seeds):
   return sps.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
 
 
-def test_pack_bits_round_trip(train):
+def test_pack_bits_round_trip(evaluate):
   x = [1, 0, 1, 1, 0, 0, 0, 0, 1]
-  assert train.pack_bits(x) == "b080"  # 1011 0000 | 1 (then 7 padding zeros)
-  np.testing.assert_array_equal(train.unpack_bits("b080", 9), x)
+  assert evaluate.pack_bits(x) == "b080"  # 1011 0000 | 1 (then 7 padding zeros)
+  np.testing.assert_array_equal(evaluate.unpack_bits("b080", 9), x)
   with pytest.raises(ValueError, match="0/1"):
-    train.pack_bits([0, 2])
+    evaluate.pack_bits([0, 2])
   with pytest.raises(ValueError, match="cannot hold"):
-    train.unpack_bits("b080", 17)
+    evaluate.unpack_bits("b080", 17)
 
 
-def test_r1_items_are_the_mean_of_both_directions(train):
+def test_r1_items_are_the_mean_of_both_directions(evaluate):
   packed = {
-    "r1_i2t": [train.pack_bits([1, 1, 0, 0])],
-    "r1_t2i": [train.pack_bits([1, 0, 1, 0])],
+    "r1_i2t": [evaluate.pack_bits([1, 1, 0, 0])],
+    "r1_t2i": [evaluate.pack_bits([1, 0, 1, 0])],
   }
-  np.testing.assert_array_equal(train.seeds_by_items(packed, "r1", 4), [[1.0, 0.5, 0.5, 0.0]])
+  np.testing.assert_array_equal(evaluate.seeds_by_items(packed, "r1", 4), [[1.0, 0.5, 0.5, 0.0]])
 
 
-def test_item_interval_when_only_seeds_vary(train):
+def test_item_interval_when_only_seeds_vary(evaluate):
   # Every item has the same seed-averaged outcome (0.5): the item bootstrap has no width, so
   # the half-width is the seed t-interval of (0.25, 0.5, 0.75): t_{.975,2} * 0.25 / sqrt(3).
   a = np.array([[0.25] * 4, [0.5] * 4, [0.75] * 4])
-  iv = train.item_seed_interval(a, n_boot=N_BOOT)
+  iv = evaluate.item_seed_interval(a, n_boot=N_BOOT)
   assert iv["mean"] == pytest.approx(0.5)
   assert iv["item_half_width"] == pytest.approx(0.0, abs=1e-12)
   assert iv["seed_half_width"] == pytest.approx(4.302653 * 0.25 / np.sqrt(3), rel=1e-6)
@@ -67,22 +67,22 @@ def test_item_interval_when_only_seeds_vary(train):
   assert (iv["n_seeds"], iv["n_items"]) == (3, 4)
 
 
-def test_item_interval_when_only_items_vary(train):
+def test_item_interval_when_only_items_vary(evaluate):
   # Identical seeds: no seed noise, the half-width is the item bootstrap's.
   row_a = [1, 0, 1, 1, 0, 1, 1, 1]
   row_b = [0, 0, 1, 0, 0, 1, 0, 1]
   a, b = np.array([row_a] * 3), np.array([row_b] * 3)
-  iv = train.item_seed_interval(a, b, n_boot=N_BOOT)
+  iv = evaluate.item_seed_interval(a, b, n_boot=N_BOOT)
   assert iv["mean"] == pytest.approx(3 / 8)
   assert iv["seed_half_width"] == pytest.approx(0.0, abs=1e-12)
   assert iv["item_half_width"] == pytest.approx(_boot_half(row_a, row_b))
   assert iv["half_width"] == pytest.approx(iv["item_half_width"])
 
 
-def test_item_interval_takes_the_wider_noise(train):
+def test_item_interval_takes_the_wider_noise(evaluate):
   a = np.array([[1, 0, 1, 1, 0, 1], [1, 1, 1, 1, 0, 1], [0, 0, 1, 1, 0, 0]])
   b = np.array([[0, 0, 1, 0, 0, 0], [1, 0, 0, 0, 0, 1], [0, 0, 1, 0, 1, 0]])
-  iv = train.item_seed_interval(a, b, n_boot=N_BOOT)
+  iv = evaluate.item_seed_interval(a, b, n_boot=N_BOOT)
   item = _boot_half(a.mean(0), b.mean(0))
   seed = _seed_half(a.mean(1), b.mean(1))
   assert iv["mean"] == pytest.approx((11 - 5) / 18)  # 4 + 5 + 2 against 1 + 2 + 2
@@ -92,17 +92,17 @@ def test_item_interval_takes_the_wider_noise(train):
   assert seed > item  # this case is decided by the seeds: a min() would pick the item width
 
 
-def test_one_seed_gives_no_interval(train):
-  iv = train.item_seed_interval(np.array([[1.0, 0.0, 1.0, 1.0]]), n_boot=N_BOOT)
+def test_one_seed_gives_no_interval(evaluate):
+  iv = evaluate.item_seed_interval(np.array([[1.0, 0.0, 1.0, 1.0]]), n_boot=N_BOOT)
   assert iv["mean"] == pytest.approx(0.75)
   assert np.isnan(iv["seed_half_width"]) and np.isnan(iv["half_width"])
 
 
-def test_item_interval_is_symmetric_by_its_wider_side(train):
+def test_item_interval_is_symmetric_by_its_wider_side(evaluate):
   # A skewed item distribution: the bootstrap interval is asymmetric around the estimate.
   row = [1] * 9 + [0]
   a = np.array([row] * 3)
-  iv = train.item_seed_interval(a, n_boot=N_BOOT)
+  iv = evaluate.item_seed_interval(a, n_boot=N_BOOT)
   d = np.asarray(row, float)
   idx = np.random.default_rng(0).integers(0, 10, size=(N_BOOT, 10))
   lo, hi = np.quantile(d[idx].mean(1), [0.025, 0.975])
@@ -132,7 +132,7 @@ FOIL = [[1, 1, 1, 0], [1, 1, 0, 1], [1, 1, 1, 1]]  # 3/4, 3/4, 1
 ENTITY = {"clip": 0.8, "clip_ft": 0.7, "negclip_ft": 0.75, "cs_ft": 0.9}
 
 
-def _evals(train, enc, model, s):
+def _evals(evaluate, enc, model, s):
   rel = REL[(enc, model)][s]
   i2t, t2i = I2T.get(model, [0, 1, 0, 1]), T2I.get(model, [0, 0, 1, 0])
   foil = FOIL[s] if (enc, model) == ("weak_order", "clip") else [0, 1, 0, 1]
@@ -143,21 +143,21 @@ def _evals(train, enc, model, s):
     r1=0.5 * (np.mean(i2t) + np.mean(t2i)),
   )
   ev["items"] = {
-    "ht_relation": train.pack_bits(rel),
-    "r1_i2t": train.pack_bits(i2t),
-    "r1_t2i": train.pack_bits(t2i),
-    "relation_foil_acc": train.pack_bits(foil),
+    "ht_relation": evaluate.pack_bits(rel),
+    "r1_i2t": evaluate.pack_bits(i2t),
+    "r1_t2i": evaluate.pack_bits(t2i),
+    "relation_foil_acc": evaluate.pack_bits(foil),
   }
   return ev
 
 
-def _grid(train, order=(2, 0, 1)):
+def _grid(evaluate, order=(2, 0, 1)):
   """Runs listed out of seed order, so that only sorting by seed pairs them."""
   pre, ft = [], []
   for (enc, model), _ in REL.items():
     for i, s in enumerate(order):
       s = order[(i + len(pre) + len(ft)) % 3]  # a different order per model
-      ev = _evals(train, enc, model, s)
+      ev = _evals(evaluate, enc, model, s)
       if model == "clip":
         pre.append({"encoder": enc, "seed": s, "evals": ev})
       else:
@@ -173,27 +173,27 @@ def _cfg():
   )
 
 
-def _derived(train):
-  cfg, grid = _cfg(), _grid(train)
-  summary = train.summarize(cfg, grid)
-  items = train.item_outcomes(cfg, grid, 6)
-  return train.derived_metrics(summary, {"relation": 0.5}, items, n_boot=N_BOOT), items
+def _derived(evaluate):
+  cfg, grid = _cfg(), _grid(evaluate)
+  summary = evaluate.summarize(cfg, grid)
+  items = evaluate.item_outcomes(cfg, grid, 6)
+  return evaluate.derived_metrics(summary, {"relation": 0.5}, items, n_boot=N_BOOT), items
 
 
-def test_summarize_and_items_order_every_model_by_seed(train):
-  cfg, grid = _cfg(), _grid(train)
-  s = train.summarize(cfg, grid)
-  items = train.item_outcomes(cfg, grid, 6)
+def test_summarize_and_items_order_every_model_by_seed(evaluate):
+  cfg, grid = _cfg(), _grid(evaluate)
+  s = evaluate.summarize(cfg, grid)
+  items = evaluate.item_outcomes(cfg, grid, 6)
   assert items["n"] == {"ht_relation": 6, "r1": 4, "relation_foil_acc": 4}
   for (enc, model), rel in REL.items():
     assert s[enc][model]["ht_relation"] == pytest.approx([np.mean(r) for r in rel])
-    got = train.seeds_by_items(items["outcomes"][enc][model], "ht_relation", 6)
+    got = evaluate.seeds_by_items(items["outcomes"][enc][model], "ht_relation", 6)
     np.testing.assert_array_equal(got, rel)
   assert set(s["bow"]) == {"clip"}
 
 
-def test_derived_metrics(train):
-  d, _ = _derived(train)
+def test_derived_metrics(evaluate):
+  d, _ = _derived(evaluate)
   rel = {k: np.array(v, float) for k, v in REL.items()}
   w = lambda m: rel[("weak_order", m)]
   p = lambda m: rel[("positional", m)]
@@ -234,8 +234,8 @@ def test_derived_metrics(train):
   assert d["order_aware_cs_minus_clip_ft_ht_relation"] == pytest.approx(7 / 18)
 
 
-def test_the_relation_precondition_reads_the_lower_end(train):
-  d, _ = _derived(train)
+def test_the_relation_precondition_reads_the_lower_end(evaluate):
+  d, _ = _derived(evaluate)
   # foil pairs of the pre-trained model: seeds 3/4, 3/4, 4/4 -> mean 5/6
   foil = np.array(FOIL, float)
   assert d["baseline_relation_foil_acc"] == pytest.approx(10 / 12)
@@ -244,21 +244,23 @@ def test_the_relation_precondition_reads_the_lower_end(train):
   assert d["baseline_relation_foil_acc_lo"] == pytest.approx(10 / 12 - half)
 
 
-def test_the_cs_models_own_accuracy_for_the_chance_guard(train):
-  d, items = _derived(train)
+def test_the_cs_models_own_accuracy_for_the_chance_guard(evaluate):
+  d, items = _derived(evaluate)
   # swap the roles of cs_ft and clip_ft: the guard must follow the CS model
   o = items["outcomes"]["weak_order"]
   o["cs_ft"], o["clip_ft"] = o["clip_ft"], o["cs_ft"]
-  cfg, grid = _cfg(), _grid(train)
-  again = train.derived_metrics(train.summarize(cfg, grid), {"relation": 0.5}, items, n_boot=N_BOOT)
+  cfg, grid = _cfg(), _grid(evaluate)
+  again = evaluate.derived_metrics(
+    evaluate.summarize(cfg, grid), {"relation": 0.5}, items, n_boot=N_BOOT
+  )
   assert d["cs_ht_relation"] == pytest.approx(13 / 18)
   assert again["cs_ht_relation"] == pytest.approx(6 / 18)
 
 
-def test_rejudge_recomputes_the_derived_block(train):
-  cfg, grid = _cfg(), _grid(train)
-  summary = train.summarize(cfg, grid)
-  items = train.item_outcomes(cfg, grid, 6)
-  d = train.derived_metrics(summary, {"relation": 0.5}, items, n_boot=N_BOOT)
+def test_rejudge_recomputes_the_derived_block(evaluate):
+  cfg, grid = _cfg(), _grid(evaluate)
+  summary = evaluate.summarize(cfg, grid)
+  items = evaluate.item_outcomes(cfg, grid, 6)
+  d = evaluate.derived_metrics(summary, {"relation": 0.5}, items, n_boot=N_BOOT)
   metrics = {"summary": summary, "chance": {"relation": 0.5}, "items": items}
-  assert train.rejudge_metrics(metrics, {"n_boot": N_BOOT}) == d
+  assert evaluate.rejudge_metrics(metrics, {"n_boot": N_BOOT}) == d

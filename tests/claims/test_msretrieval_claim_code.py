@@ -7,12 +7,17 @@ import types
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.msretrieval.train"}
+MODULES = {"evaluate": "experiments.msretrieval.evaluate", "toy": "experiments.msretrieval.toy"}
 
 
-@pytest.fixture(name="train")
-def _train():
-  return importlib.import_module(MODULES["train"])
+@pytest.fixture(name="evaluate")
+def _evaluate():
+  return importlib.import_module(MODULES["evaluate"])
+
+
+@pytest.fixture(name="toy")
+def _toy():
+  return importlib.import_module(MODULES["toy"])
 
 
 def _ms(mean, std):
@@ -56,8 +61,8 @@ def _metrics():
   return {"objectives": _objectives(), "seeds": 3, "baselines": base, "toy": toy}
 
 
-def test_derived_metrics(train):
-  d = train.derived_metrics(_metrics())
+def test_derived_metrics(evaluate):
+  d = evaluate.derived_metrics(_metrics())
   assert (d["best_tanimoto_loss_mass"], d["best_hr1_loss_mass"]) == ("a", "b")
   assert d["hr1_gap_mass"] == pytest.approx(0.10)
   assert d["tanimoto_gap_mass"] == pytest.approx(0.05)
@@ -81,21 +86,21 @@ def test_derived_metrics(train):
   assert "misalignment_z_mass_shuffled" not in d  # no placebo shuffles, no control value
 
 
-def test_misalignment(train):
+def test_misalignment(evaluate):
   tan = {"a": _ms(0.6, 0.02), "b": _ms(0.55, 0.01), "c": _ms(0.5, 0.05)}
   hr = {"a": _ms(0.3, 0.03), "b": _ms(0.4, 0.04), "c": _ms(0.35, 0.02)}
-  m = train.misalignment(tan, hr, 3)
+  m = evaluate.misalignment(tan, hr, 3)
   assert (m["lt"], m["lh"]) == ("a", "b")
   assert (m["gap_h"], m["gap_t"]) == (pytest.approx(0.10), pytest.approx(0.05))
   assert m["z"] == pytest.approx(2 * math.sqrt(3))  # min(2 sqrt 3, sqrt 15)
   # The Tanimoto family decides when its gap is the weaker: std 0.05 -> se sqrt(0.0029 / 3).
   tan["b"] = _ms(0.55, 0.05)
-  assert train.misalignment(tan, hr, 3)["z"] == pytest.approx(0.05 / math.sqrt(0.0029 / 3))
+  assert evaluate.misalignment(tan, hr, 3)["z"] == pytest.approx(0.05 / math.sqrt(0.0029 / 3))
   hr["a"] = _ms(0.5, 0.0)  # the same objective is best by both
-  assert train.misalignment(tan, hr, 3)["z"] == 0.0
+  assert evaluate.misalignment(tan, hr, 3)["z"] == 0.0
 
 
-def test_shuffled_label_control_is_the_median_over_shuffles(train):
+def test_shuffled_label_control_is_the_median_over_shuffles(evaluate):
   m = _metrics()
   # Placebo HR@1 per objective and shuffle (3 shuffles); Tanimoto best = a on the mass pool.
   placebo = {
@@ -105,7 +110,7 @@ def test_shuffled_label_control_is_the_median_over_shuffles(train):
   }
   for k, (mean, std) in placebo.items():
     m["objectives"][k]["placebo_hr1"] = {p: {"mean": mean, "std": std} for p in ("mass", "hard")}
-  d = train.derived_metrics(m)
+  d = evaluate.derived_metrics(m)
   se_h = math.sqrt(2 * 0.01**2 / 3)
   zt = 0.05 / math.sqrt((0.02**2 + 0.01**2) / 3)  # Tanimoto gap a over b on the mass pool
   want = [min(0.10 / se_h, zt), 0.0, min(0.02 / se_h, zt)]
@@ -113,47 +118,47 @@ def test_shuffled_label_control_is_the_median_over_shuffles(train):
   assert d["misalignment_z_mass_shuffled"] == pytest.approx(sorted(want)[1])  # the median
   # An objective without placebo values: no control value rather than a partial one.
   del m["objectives"]["c"]["placebo_hr1"]
-  assert "misalignment_z_mass_shuffled" not in train.derived_metrics(m)
+  assert "misalignment_z_mass_shuffled" not in evaluate.derived_metrics(m)
 
 
-def test_shuffled_labels_permute_within_each_pool(train):
+def test_shuffled_labels_permute_within_each_pool(evaluate):
   labels = np.zeros((50, 8), bool)
   labels[:, 3] = True
   cfg = types.SimpleNamespace(seed=0, placebo_shuffles=4)
-  s = train.shuffled_labels(labels, cfg, 0)
+  s = evaluate.shuffled_labels(labels, cfg, 0)
   assert s.shape == (4, 50, 8)
   np.testing.assert_array_equal(s.sum(-1), 1)  # one placebo positive per pool
   assert (s[:, :, 3].mean() < 0.5) and len(np.unique(s.argmax(-1))) == 8  # it moves at random
-  np.testing.assert_array_equal(s, train.shuffled_labels(labels, cfg, 0))  # fixed by the seed
-  assert not np.array_equal(s, train.shuffled_labels(labels, cfg, 1))  # each pool its own
+  np.testing.assert_array_equal(s, evaluate.shuffled_labels(labels, cfg, 0))  # fixed by the seed
+  assert not np.array_equal(s, evaluate.shuffled_labels(labels, cfg, 1))  # each pool its own
 
 
-def test_mean_ci_and_difference_of_independent_means(train):
+def test_mean_ci_and_difference_of_independent_means(toy):
   x = [0.0, 0.1, 0.2, 0.5]
-  m, h = train.mean_ci(x)
+  m, h = toy.mean_ci(x)
   sd = np.std(x, ddof=1)
   assert m == pytest.approx(0.2) and h == pytest.approx(3.182446 * sd / 2, rel=1e-5)  # t_{.975,3}
   y = [0.0, 0.0, 0.3]
-  d, dh = train.diff_of_means_ci(x, y)
+  d, dh = toy.diff_of_means_ci(x, y)
   hy = 4.302653 * np.std(y, ddof=1) / math.sqrt(3)  # t_{.975,2}
   assert d == pytest.approx(0.2 - 0.1)
   assert dh == pytest.approx(math.hypot(3.182446 * sd / 2, hy), rel=1e-5)
 
 
-def test_pool_ties(train):
+def test_pool_ties(evaluate):
   fps = np.array([[1, 0], [1, 0], [0, 1], [1, 1], [0, 1]], np.uint8)
   pool = np.array([[0, 1, 2], [3, 2, 4], [2, 3, 0]])  # query 0: tied with 1; query 3: 2 and 4 tie
   query = np.array([0, 3, 2])
-  t = train.pool_ties(fps, pool, query)
+  t = evaluate.pool_ties(fps, pool, query)
   assert t["query_tied"] == pytest.approx(1 / 3)
   assert t["any_tied"] == pytest.approx(2 / 3)
   assert t["extra_copies"] == pytest.approx(2 / 3)
 
 
-def test_kendall(train):
-  assert train._kendall(["a", "b", "c"], ["a", "b", "c"]) == 1.0
-  assert train._kendall(["a", "b", "c"], ["c", "b", "a"]) == -1.0
-  assert train._kendall(["a", "b", "c"], ["b", "c", "a"]) == pytest.approx(-1 / 3)
+def test_kendall(evaluate):
+  assert evaluate._kendall(["a", "b", "c"], ["a", "b", "c"]) == 1.0
+  assert evaluate._kendall(["a", "b", "c"], ["c", "b", "a"]) == -1.0
+  assert evaluate._kendall(["a", "b", "c"], ["b", "c", "a"]) == pytest.approx(-1 / 3)
 
 
 def _part(rj, rc, ro, sm, tied, prem, viol):
@@ -163,21 +168,21 @@ def _part(rj, rc, ro, sm, tied, prem, viol):
           "tied_top": tied, "lemma_premise": flags(prem), "lemma_violation": flags(viol)}  # fmt: skip
 
 
-def test_lemma_check_is_strict_beyond_float32_round_off(train):
+def test_lemma_check_is_strict_beyond_float32_round_off(toy):
   # J = 0.9 = (1 + 0.8) / 2 exactly: no premise, although float32(0.8) rounds 0.9 down.
   jac = np.array([[0.9, 0.9, 0.5], [0.95, 0.9, -np.inf], [0.95, 0.95, 0.1], [0.5, 0.4, 0.3]])
   smax = np.array([0.8, 0.8, 0.8, 0.9], np.float32)
-  premise, unique = train.lemma_check(jac, smax)
+  premise, unique = toy.lemma_check(jac, smax)
   np.testing.assert_array_equal(premise, [False, True, True, False])
   np.testing.assert_array_equal(unique, [False, True, False, True])
 
 
-def test_toy_set_summary(train):
+def test_toy_set_summary(toy):
   part = [
     _part([0.0, 0.1], [0.0, 0.3], [0.0, 0.2], [0.1, 0.4], [False, True], 2, 0),
     _part([0.2, 0.4, 0.6], [0.1, 0.2, 0.0], [0.0] * 3, [0.6, 0.9, 0.8], [False] * 3, 1, 1),
   ]
-  t = train._toy_set_summary(part)
+  t = toy.toy_set_summary(part)
   assert t["problems"] == 5
   assert t["mean_regret_jaccard"] == pytest.approx(0.26)
   sd = np.std([0.0, 0.1, 0.2, 0.4, 0.6], ddof=1)
@@ -198,7 +203,7 @@ def test_toy_set_summary(train):
   assert (t["lemma_premise"], t["lemma_violations"]) == (3, 1)
 
 
-def test_toy_summary_reports_raw_and_deduplicated_apart(train):
+def test_toy_summary_reports_raw_and_deduplicated_apart(toy):
   raw = _part([0.5, 0.0], [0.5, 0.1], [0.5, 0.0], [1.0, 0.3], [True, False], 0, 0)
   dedup = _part([0.0], [0.1], [0.0], [0.3], [False], 0, 0)
   rows = [
@@ -207,7 +212,7 @@ def test_toy_summary_reports_raw_and_deduplicated_apart(train):
       "dedup": {**dedup, "left_out": 1, "candidates": [3], "duplicates_left": 0},
     }
   ]
-  t = train._toy_summary(rows)
+  t = toy.toy_summary(rows)
   assert t["raw"]["problems"] == 2 and t["dedup"]["problems"] == 1
   assert t["raw"]["duplicate_share"] == 0.5
   assert t["raw"]["regret_with_duplicates"] == 0.5
@@ -217,7 +222,7 @@ def test_toy_summary_reports_raw_and_deduplicated_apart(train):
   assert t["dedup"]["mean_candidates"] == 3.0
 
 
-def test_summarise(train):
+def test_summarise(evaluate):
   ev = {
     "runs": [
       {"loss": "a", "mass": {"x": 1.0}, "hard": {"x": 0.0}, "random": {"x": 0.0}},
@@ -225,6 +230,6 @@ def test_summarise(train):
       {"loss": "b", "mass": {"x": 5.0}, "hard": {"x": 0.0}, "random": {"x": 0.0}},
     ]
   }
-  s = train._summarise(types.SimpleNamespace(losses=("a", "b")), ev)
+  s = evaluate.summarise(types.SimpleNamespace(losses=("a", "b")), ev)
   assert s["a"]["mass"]["x"] == {"mean": 2.0, "std": pytest.approx(math.sqrt(2))}
   assert s["b"]["mass"]["x"] == {"mean": 5.0, "std": 0.0}

@@ -287,7 +287,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- cs_clip
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     'put("cs_ht_relation", item_seed_interval(x(wi, "cs_ft", "ht_relation"), n_boot=n_boot))',
     'put("cs_ht_relation", item_seed_interval(x(wi, "clip_ft", "ht_relation"), n_boot=n_boot))',
     ["test_the_cs_models_own_accuracy_for_the_chance_guard"],
@@ -295,7 +295,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     'iv = item_seed_interval(x(wi, "cs_ft", m), x(wi, ref, m), n_boot=n_boot)',
     'iv = item_seed_interval(x(wi, ref, m), x(wi, "cs_ft", m), n_boot=n_boot)',
     ["test_derived_metrics"],
@@ -303,7 +303,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     'return sorted(rs, key=lambda r: r["seed"])',
     "return sorted(rs, key=lambda r: 0)",
     ["test_summarize_and_items_order_every_model_by_seed", "test_derived_metrics"],
@@ -311,7 +311,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     "mean = float(np.mean(a - b))",
     "mean = float(np.median(a - b))",
     ["test_item_interval_takes_the_wider_noise"],
@@ -319,7 +319,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     '"half_width": float(np.max([item_h, seed_h])),',
     '"half_width": float(np.min([item_h, seed_h])),',
     ["test_item_interval_takes_the_wider_noise"],
@@ -327,7 +327,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     "item_h = float(max(boot.estimate - boot.lo, boot.hi - boot.estimate))",
     "item_h = float(boot.hi - boot.estimate)",
     ["test_item_interval_is_symmetric_by_its_wider_side"],
@@ -335,7 +335,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     "boot = core.paired_bootstrap(a.mean(0), b.mean(0), n_resamples=n_boot, seed=seed)",
     "boot = core.paired_bootstrap(a.mean(1), b.mean(1), n_resamples=n_boot, seed=seed)",
     ["test_item_interval_when_only_items_vary"],
@@ -343,7 +343,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     "seed_h = float(core.paired_difference(a.mean(1), b.mean(1)).half_width)",
     "seed_h = float(core.t_interval(a.mean(1)).half_width)",
     ["test_item_interval_takes_the_wider_noise"],
@@ -351,7 +351,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     'item_seed_interval(x(oi, "clip_ft", "ht_relation"), ref, n_boot=n_boot)',
     'item_seed_interval(x(oi, "clip", "ht_relation"), ref, n_boot=n_boot)',
     ["test_derived_metrics"],
@@ -359,7 +359,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     'out["baseline_relation_foil_acc_lo"] = foil["mean"] - foil["half_width"]',
     'out["baseline_relation_foil_acc_lo"] = foil["mean"] + foil["half_width"]',
     ["test_the_relation_precondition_reads_the_lower_end"],
@@ -367,7 +367,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     '0.5 * (seeds_by_items(packed, "r1_i2t", n) + seeds_by_items(packed, "r1_t2i", n))',
     'seeds_by_items(packed, "r1_i2t", n)',
     ["test_r1_items_are_the_mean_of_both_directions"],
@@ -375,7 +375,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "train",
+    "evaluate",
     "return np.packbits(x.astype(np.uint8)).tobytes().hex()",
     'return np.packbits(x.astype(np.uint8), bitorder="little").tobytes().hex()',
     ["test_pack_bits_round_trip"],
@@ -1349,7 +1349,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- msretrieval
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'lh = max(hr, key=lambda k: hr[k]["mean"])',
     'lh = min(hr, key=lambda k: hr[k]["mean"])',
     ["test_derived_metrics", "test_misalignment"],
@@ -1357,7 +1357,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'se_h = np.sqrt((hr[lh]["std"] ** 2 + hr[lt]["std"] ** 2) / n)',
     'se_h = np.sqrt(hr[lh]["std"] ** 2 + hr[lt]["std"] ** 2)',
     ["test_derived_metrics"],
@@ -1365,7 +1365,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     '"z": float(min(zh, zt))',
     '"z": float(max(zh, zt))',
     ["test_derived_metrics", "test_misalignment"],
@@ -1373,7 +1373,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'out[f"misalignment_z_{pool}_shuffled"] = float(np.median(zs))',
     'out[f"misalignment_z_{pool}_shuffled"] = float(np.max(zs))',
     ["test_shuffled_label_control_is_the_median_over_shuffles"],
@@ -1381,7 +1381,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'zs.append(misalignment(tan, hr_i, n)["z"])',
     'zs.append(misalignment(tan, hr, n)["z"])',
     ["test_shuffled_label_control_is_the_median_over_shuffles"],
@@ -1389,7 +1389,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     "return rng.permuted(stack, axis=-1)",
     "return rng.permuted(stack, axis=1)",
     ["test_shuffled_labels_permute_within_each_pool"],
@@ -1397,7 +1397,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'out["toy_mean_regret_jaccard"] = toy["mean_regret_jaccard"]',
     'out["toy_mean_regret_jaccard"] = raw["mean_regret_jaccard"]',
     ["test_derived_metrics"],
@@ -1405,7 +1405,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "toy",
     "return ma - mb, float(np.hypot(ha, hb))",
     "return ma - mb, float(ha + hb)",
     ["test_mean_ci_and_difference_of_independent_means", "test_toy_set_summary"],
@@ -1413,7 +1413,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "toy",
     "premise = jac.max(1) > (1.0 + np.asarray(smax, np.float64)) / 2 + 1e-6",
     "premise = jac.max(1) > (1.0 + smax) / 2",
     ["test_lemma_check_is_strict_beyond_float32_round_off"],
@@ -1421,7 +1421,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "toy",
     "mo, ho = mean_ci(ro)",
     "mo, ho = mean_ci(rj)",
     ["test_toy_set_summary"],
@@ -1429,7 +1429,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     "same_q = (fp == fps[query][:, None]).all(-1) & (pool != query[:, None])",
     "same_q = (fp == fps[query][:, None]).all(-1)",
     ["test_pool_ties"],
@@ -1437,7 +1437,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     'trivial = max(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])',
     'trivial = min(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])',
     ["test_derived_metrics"],
@@ -1445,7 +1445,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "toy",
     "d, dh = diff_of_means_ci(rj[high], rj[low])",
     "d, dh = diff_of_means_ci(rj[low], rj[high])",
     ["test_toy_set_summary"],
@@ -1453,7 +1453,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "train",
+    "evaluate",
     "s = pos[a[i]] < pos[a[j]]",
     "s = pos[a[i]] > pos[a[j]]",
     ["test_kendall", "test_derived_metrics"],
@@ -1527,7 +1527,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- soda
   M(
     "soda",
-    "train",
+    "evaluate",
     "sign = 1.0 if higher_is_better else -1.0",
     "sign = -1.0 if higher_is_better else 1.0",
     ["test_best", "test_claims_per_horizon"],
@@ -1535,7 +1535,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'sign * r["metric"] if math.isfinite(r["metric"]) else -math.inf)',
     'sign * r["metric"] if math.isfinite(r["metric"]) else math.inf)',
     ["test_best_ranks_a_diverged_run_last"],
@@ -1543,7 +1543,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "grid",
     "blocks[hits[0] if hits else suffixes[0]].append((family, hp))",
     "blocks[hits[0] if hits else suffixes[-1]].append((family, hp))",
     ["test_cell_blocks"],
@@ -1551,7 +1551,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'gap = sign * (s["metric"] - b["metric"])  # > 0: SODA better',
     'gap = s["metric"] - b["metric"]  # > 0: SODA better',
     ["test_claims_per_horizon", "test_derived_metrics"],
@@ -1559,7 +1559,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'out[f"{task}_{base}_worst_gap_in_std"] = min(c["gap_in_seed_std"] for c in cs)',
     'out[f"{task}_{base}_worst_gap_in_std"] = max(c["gap_in_seed_std"] for c in cs)',
     ["test_derived_metrics"],
@@ -1567,7 +1567,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     '"penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),',
     '"penalty_at_longest_in_std": penalty(t_l, bl, bl["wd"]),',
     ["test_wd_transfer", "test_derived_metrics"],
@@ -1575,7 +1575,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     "main = nll if use_nll else acc",
     "main = acc if use_nll else nll",
     ["test_summaries"],
@@ -1583,7 +1583,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'return task == "digits" and tcfg.get("metric", "accuracy") == "accuracy"',
     'return task == "digits"',
     ["test_higher_is_better"],
@@ -1591,7 +1591,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     '  if lower and value <= min(grid):\n    return "low"',
     '  if lower and value < min(grid):\n    return "low"',
     ["test_grid_edges", "test_grid_edges_of_a_one_point_grid"],
@@ -1599,7 +1599,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     '  if value >= max(grid):\n    return "high"',
     '  if value > max(grid):\n    return "high"',
     ["test_grid_edges"],
@@ -1607,7 +1607,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'e["at_edge"] = e["base_at_edge"] + bool(e["soda_lr_edge"])',
     'e["at_edge"] = e["base_at_edge"]',
     ["test_grid_edges", "test_derived_edge_horizons"],
@@ -1615,7 +1615,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     '"base_wd_edge": _edge(b["wd"], grid(base, "wd"), lower=False),',
     '"base_wd_edge": _edge(b["wd"], grid(base, "wd")),',
     ["test_grid_edges_weight_decay_zero_is_not_an_edge"],
@@ -1623,7 +1623,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "train",
+    "evaluate",
     'out[f"{task}_{base}_horizons_at_edge"] = [int(t) for t in ts if by_t[t]["at_edge"] > 0]',
     'out[f"{task}_{base}_horizons_at_edge"] = [int(t) for t in ts if by_t[t]["at_edge"] > 1]',
     ["test_derived_edge_horizons"],

@@ -7,12 +7,17 @@ import ml_collections
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.soda.train"}
+MODULES = {"evaluate": "experiments.soda.evaluate", "grid": "experiments.soda.grid"}
 
 
-@pytest.fixture(name="train")
-def _train():
-  return importlib.import_module(MODULES["train"])
+@pytest.fixture(name="evaluate")
+def _evaluate():
+  return importlib.import_module(MODULES["evaluate"])
+
+
+@pytest.fixture(name="grid")
+def _grid():
+  return importlib.import_module(MODULES["grid"])
 
 
 def _tcfg():
@@ -46,13 +51,13 @@ def _rows():
   ]
 
 
-def test_higher_is_better(train):
-  assert train.higher_is_better("digits", ml_collections.ConfigDict({"metric": "accuracy"}))
-  assert not train.higher_is_better("digits", _tcfg())
-  assert not train.higher_is_better("lm", ml_collections.ConfigDict({}))
+def test_higher_is_better(evaluate):
+  assert evaluate.higher_is_better("digits", ml_collections.ConfigDict({"metric": "accuracy"}))
+  assert not evaluate.higher_is_better("digits", _tcfg())
+  assert not evaluate.higher_is_better("lm", ml_collections.ConfigDict({}))
 
 
-def test_summaries(train):
+def test_summaries(evaluate):
   curve = np.zeros((3, 2, 2))  # [seeds, evals, (accuracy, NLL)]
   curve[:, -1] = [[0.9, 0.3], [0.8, 0.5], [0.85, 0.4]]
   curve[:, 0, 1] = [1.0, 2.0, 3.0]
@@ -61,25 +66,25 @@ def test_summaries(train):
       {"horizon": 100, "family": "adamw", "hp": {"lr": 0.1}, "steps": [1, 2], "curve": curve}
     ]
   }
-  (row,) = train._summaries(out, "digits", _tcfg())
+  (row,) = evaluate._summaries(out, "digits", _tcfg())
   assert row["metric"] == pytest.approx(0.4)  # NLL, the configured metric
   assert row["metric_std"] == pytest.approx(math.sqrt(0.02 / 3))  # population std over seeds
   assert row["accuracy"] == pytest.approx(0.85)
   assert row["curve"] == pytest.approx([2.0, 0.4])  # NLL curve, seed mean
-  (row,) = train._summaries(out, "digits", ml_collections.ConfigDict({"metric": "accuracy"}))
+  (row,) = evaluate._summaries(out, "digits", ml_collections.ConfigDict({"metric": "accuracy"}))
   assert row["metric"] == pytest.approx(0.85)
 
 
-def test_best(train):
+def test_best(evaluate):
   rows = _rows()
-  assert train._best(rows, 1000, "adamw", False)["metric"] == 0.25
-  assert train._best(rows, 1000, "adamw", True)["metric"] == 0.35
-  assert train._best(rows, 1000, "adamw", False, wd=0.1)["metric"] == 0.33
-  assert train._best(rows, 10, "adamw", False) is None
+  assert evaluate._best(rows, 1000, "adamw", False)["metric"] == 0.25
+  assert evaluate._best(rows, 1000, "adamw", True)["metric"] == 0.35
+  assert evaluate._best(rows, 1000, "adamw", False, wd=0.1)["metric"] == 0.33
+  assert evaluate._best(rows, 10, "adamw", False) is None
 
 
-def test_claims_per_horizon(train):
-  cs = train._claims(_rows(), _tcfg(), False, "adamw", "soda_adamw")
+def test_claims_per_horizon(evaluate):
+  cs = evaluate._claims(_rows(), _tcfg(), False, "adamw", "soda_adamw")
   c100, c1000 = cs
   # Gap signed so > 0 favours SODA: -(SODA - best tuned) / sqrt(std_b^2 + std_s^2).
   assert c100["soda_minus_best_base"] == pytest.approx(-0.01)
@@ -90,8 +95,8 @@ def test_claims_per_horizon(train):
   assert c1000["soda_beats_wd0"] is True  # 0.27 vs 0.30
 
 
-def test_wd_transfer(train):
-  tr = train._wd_transfer(_rows(), _tcfg(), False, "adamw")
+def test_wd_transfer(evaluate):
+  tr = evaluate._wd_transfer(_rows(), _tcfg(), False, "adamw")
   assert tr["best_wd_by_horizon"] == {"100": 0.1, "1000": 0.01}
   # At T = 1000 with the wd tuned at T = 100 (0.1): best 0.33 +- 0.03 vs 0.25 +- 0.04.
   assert tr["penalty_at_longest_in_std"] == pytest.approx(0.08 / 0.05, rel=1e-6)
@@ -99,15 +104,15 @@ def test_wd_transfer(train):
   assert tr["penalty_at_shortest_in_std"] == pytest.approx(0.02 / math.hypot(0.02, 0.03), rel=1e-6)
 
 
-def test_derived_metrics(train):
+def test_derived_metrics(evaluate):
   rows = _rows()
   m = {
     "digits": {
-      "claims": train._claims(rows, _tcfg(), False, "adamw", "soda_adamw"),
-      "wd_transfer": [train._wd_transfer(rows, _tcfg(), False, "adamw")],
+      "claims": evaluate._claims(rows, _tcfg(), False, "adamw", "soda_adamw"),
+      "wd_transfer": [evaluate._wd_transfer(rows, _tcfg(), False, "adamw")],
     }
   }
-  d = train.derived_metrics(m)
+  d = evaluate.derived_metrics(m)
   assert d["digits_adamw_worst_gap_in_std"] == pytest.approx(
     -0.02 / math.hypot(0.04, 0.04), rel=1e-6
   )
@@ -132,8 +137,8 @@ def _edge_rows():
   return rows
 
 
-def test_grid_edges(train):
-  e = train.grid_edges(_edge_rows(), _tcfg(), False, "adamw", "soda_adamw")
+def test_grid_edges(evaluate):
+  e = evaluate.grid_edges(_edge_rows(), _tcfg(), False, "adamw", "soda_adamw")
   assert e["100"] == {
     "base_lr": 0.1,
     "base_lr_edge": "",
@@ -149,46 +154,48 @@ def test_grid_edges(train):
   assert (e["1000"]["base_at_edge"], e["1000"]["at_edge"]) == (2, 3)
 
 
-def test_grid_edges_weight_decay_zero_is_not_an_edge(train):
+def test_grid_edges_weight_decay_zero_is_not_an_edge(evaluate):
   rows = [r for r in _edge_rows() if r["horizon"] == 100]
   for r in rows:  # make (lr 0.1, wd 0) AdamW's best: wd 0 bounds the search space itself
     if r["family"] == "adamw":
       r["metric"] = 0.2 if (r["lr"], r["wd"]) == (0.1, 0.0) else 0.6
-  e = train.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")["100"]
+  e = evaluate.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")["100"]
   assert (e["base_wd"], e["base_wd_edge"], e["at_edge"]) == (0.0, "", 0)
   # The bottom lr is an edge on its own (without the top one being reached).
   for r in rows:
     if r["family"] == "soda_adamw":
       r["metric"] = 0.1 if r["lr"] == 0.01 else 0.6
-  e = train.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")["100"]
+  e = evaluate.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")["100"]
   assert (e["soda_lr_edge"], e["at_edge"], e["base_at_edge"]) == ("low", 1, 0)
 
 
-def test_grid_edges_of_a_one_point_grid(train):
+def test_grid_edges_of_a_one_point_grid(evaluate):
   """A single learning rate cannot bracket anything: its optimum is at an edge."""
   rows = [_r(100, "adamw", 0.1, 0.0, 0.3, 0.01), _r(100, "adamw", 0.1, 1.0, 0.4, 0.01)]
   rows.append(_r(100, "soda_adamw", 0.1, None, 0.3, 0.01))
   cfg = ml_collections.ConfigDict({"horizons": (100,)})
-  e = train.grid_edges(rows, cfg, False, "adamw", "soda_adamw")["100"]
+  e = evaluate.grid_edges(rows, cfg, False, "adamw", "soda_adamw")["100"]
   assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("low", "low", 2)
 
 
-def test_derived_edge_horizons(train):
+def test_derived_edge_horizons(evaluate):
   rows = _edge_rows()
   m = {
     "digits": {
-      "claims": train._claims(rows, _tcfg(), False, "adamw", "soda_adamw"),
-      "grid_edges": {"adamw": train.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")},
+      "claims": evaluate._claims(rows, _tcfg(), False, "adamw", "soda_adamw"),
+      "grid_edges": {"adamw": evaluate.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")},
     }
   }
-  d = train.derived_metrics(m)
+  d = evaluate.derived_metrics(m)
   assert d["digits_adamw_horizons_at_edge"] == [1000]
   assert d["digits_adamw_optima_at_edge"] == 3
   for r in rows:  # T = 100: SODA's best lr moves to the top of its grid, one optimum at an edge
     if r["horizon"] == 100 and r["family"] == "soda_adamw":
       r["metric"] = 0.1 if r["lr"] == 1.0 else 0.6
-  m["digits"]["grid_edges"]["adamw"] = train.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")
-  d = train.derived_metrics(m)
+  m["digits"]["grid_edges"]["adamw"] = evaluate.grid_edges(
+    rows, _tcfg(), False, "adamw", "soda_adamw"
+  )
+  d = evaluate.derived_metrics(m)
   assert d["digits_adamw_horizons_at_edge"] == [100, 1000]
   assert d["digits_adamw_optima_at_edge"] == 4
 
@@ -206,7 +213,7 @@ def _staged_cfg():
   )
 
 
-def test_cell_blocks(train):
+def test_cell_blocks(grid):
   runs = [
     ("soda_adamw_zero", {"lr": 3.0}),  # a family no stage names: the first run's cell
     ("adamw", {"lr": 1.0, "wd": 0.0}),
@@ -217,37 +224,37 @@ def test_cell_blocks(train):
     ("soda_adamw", {"lr": 0.1}),
     ("soda_adamw", {"lr": 1.0}),
   ]
-  assert train.cell_blocks(_staged_cfg(), runs) == [
+  assert grid.cell_blocks(_staged_cfg(), runs) == [
     ("", [runs[0], runs[2], runs[5], runs[6]]),
     ("+ext", [runs[1], runs[4], runs[7]]),
     ("+ext2", [runs[3]]),
   ]
   # Without the last stage's runs its cell is left out (nothing to train or read back).
-  assert [s for s, _ in train.cell_blocks(_staged_cfg(), runs[:3])] == ["", "+ext"]
-  assert train.cell_blocks(ml_collections.ConfigDict({}), runs) == [("", runs)]
+  assert [s for s, _ in grid.cell_blocks(_staged_cfg(), runs[:3])] == ["", "+ext"]
+  assert grid.cell_blocks(ml_collections.ConfigDict({}), runs) == [("", runs)]
   # The order of the stages, not of their names, decides: the first stage is the '' cell.
   one = ml_collections.ConfigDict({"cell_stages": (("", {"soda_adamw": (1.0,)}),)})
-  assert train.cell_blocks(one, runs[:1] + runs[7:]) == [("", runs[:1] + runs[7:])]
+  assert grid.cell_blocks(one, runs[:1] + runs[7:]) == [("", runs[:1] + runs[7:])]
 
 
-def test_cell_blocks_refuses_an_ambiguous_cell(train):
+def test_cell_blocks_refuses_an_ambiguous_cell(grid):
   runs = [("soda_adamw", {"lr": 0.3})]  # a family the stages name, at a learning rate none lists
   with pytest.raises(ValueError, match="soda_adamw lr 0.3 is in the grid but in no stage"):
-    train.cell_blocks(_staged_cfg(), runs)
+    grid.cell_blocks(_staged_cfg(), runs)
   twice = ml_collections.ConfigDict(
     {"cell_stages": (("", {"soda_adamw": (0.3,)}), ("+ext", {"soda_adamw": (0.3,)}))}
   )
   with pytest.raises(ValueError, match=r"listed by the stages \['', '\+ext'\]"):
-    train.cell_blocks(twice, runs)
+    grid.cell_blocks(twice, runs)
   same = ml_collections.ConfigDict({"cell_stages": (("", {}), ("", {"soda_adamw": (0.3,)}))})
   with pytest.raises(ValueError, match="must be distinct"):
-    train.cell_blocks(same, runs)
+    grid.cell_blocks(same, runs)
   bad = ml_collections.ConfigDict({"cell_stages": ({"soda_adamw": (0.3,)},)})
   with pytest.raises(ValueError, match="cell_stages must be a sequence"):
-    train.cell_blocks(bad, runs)
+    grid.cell_blocks(bad, runs)
 
 
-def test_grid_edges_of_an_extended_grid(train):
+def test_grid_edges_of_an_extended_grid(evaluate):
   """Rows of every stage count: a top-edge optimum is inside once the next stage's lr is worse."""
   cfg = ml_collections.ConfigDict({"horizons": (100,)})
   first = [
@@ -256,25 +263,25 @@ def test_grid_edges_of_an_extended_grid(train):
     for wd in (0.0, 0.3, 3.0)
   ]
   soda = [_r(100, "soda_muon", lr, None, m, 0.01) for lr, m in ((1e-3, 0.2), (3e-3, 0.4))]
-  e = train.grid_edges(first + soda, cfg, False, "muon", "soda_muon")["100"]
+  e = evaluate.grid_edges(first + soda, cfg, False, "muon", "soda_muon")["100"]
   assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("high", "low", 2)
   ext2 = [_r(100, "muon", lr, 0.3, m, 0.01) for lr, m in ((1.0, 0.3), (3.0, 0.9))]
   ext2 += [_r(100, "soda_muon", lr, None, m, 0.01) for lr, m in ((1e-4, 0.6), (3e-4, 0.3))]
-  e = train.grid_edges(first + soda + ext2, cfg, False, "muon", "soda_muon")["100"]
+  e = evaluate.grid_edges(first + soda + ext2, cfg, False, "muon", "soda_muon")["100"]
   assert (e["base_lr"], e["soda_lr"]) == (0.3, 1e-3)
   assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("", "", 0)
   # If the added point past the edge is better still, the optimum moved with the edge.
   ext2[0]["metric"], ext2[1]["metric"] = 0.15, 0.1  # lr 3 best: the new top
-  e = train.grid_edges(first + soda + ext2, cfg, False, "muon", "soda_muon")["100"]
+  e = evaluate.grid_edges(first + soda + ext2, cfg, False, "muon", "soda_muon")["100"]
   assert (e["base_lr"], e["base_lr_edge"], e["base_at_edge"]) == (3.0, "high", 1)
 
 
-def test_best_ranks_a_diverged_run_last(train):
+def test_best_ranks_a_diverged_run_last(evaluate):
   rows = [
     _r(100, "soda_adamw", 3.0, None, float("nan"), float("nan")),  # diverged, listed first
     _r(100, "soda_adamw", 1.0, None, 0.4, 0.01),
     _r(100, "soda_adamw", 0.1, None, 0.3, 0.01),
   ]
-  assert train._best(rows, 100, "soda_adamw", False)["lr"] == 0.1
-  assert train._best(rows, 100, "soda_adamw", True)["lr"] == 1.0
-  assert train._best(rows[:1], 100, "soda_adamw", False)["lr"] == 3.0  # all diverged: that one
+  assert evaluate._best(rows, 100, "soda_adamw", False)["lr"] == 0.1
+  assert evaluate._best(rows, 100, "soda_adamw", True)["lr"] == 1.0
+  assert evaluate._best(rows[:1], 100, "soda_adamw", False)["lr"] == 3.0  # all diverged: that one

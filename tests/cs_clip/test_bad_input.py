@@ -106,6 +106,33 @@ CASES = [
     jit="nan",
   ),
   Case(
+    "half_truth_outcomes",
+    C.half_truth_outcomes,
+    (I, T, np.full((4, 3), np.inf, F32)),
+    match="finite",
+    jit="nan",
+  ),
+  Case(
+    "pairwise_caption_outcomes",
+    C.pairwise_caption_outcomes,
+    (I, T[:3], T),
+    match=r"pos must have shape",
+  ),
+  Case(
+    "retrieval_hits",
+    C.retrieval_hits,
+    (I, np.full((4, 3), np.nan, F32), np.arange(4)),
+    match="finite",
+    jit="nan",
+  ),
+  Case(
+    "retrieval_hits",
+    C.retrieval_hits,
+    (I, T, np.arange(3)),
+    match=r"ids must have shape \[N\] = \[4\]",
+    id="retrieval_hits-ids",
+  ),
+  Case(
     "render_scenes",
     C.render_scenes,
     (0, 4),

@@ -110,6 +110,41 @@ class MetricsTest(chex.TestCase):
     chex.assert_shape(acc, ())
     chex.assert_trees_all_close(acc, np.float32((cos(img, short) > cos(img, long)).mean()))
 
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_per_item_outcomes_against_numpy(self):
+    rng = np.random.default_rng(13)
+    n = 7
+    img, pos, neg = (rng.normal(size=(n, D)).astype(np.float32) for _ in range(3))
+    img *= rng.uniform(0.5, 3.0, size=(n, 1)).astype(np.float32)  # cosine, not the dot
+
+    def cos(a, b):
+      a, b = a.astype(np.float64), b.astype(np.float64)
+      return np.sum(a * b, -1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+
+    ht = self.variant(C.half_truth_outcomes)(img, pos, neg)  # short = pos, long = neg
+    chex.assert_shape(ht, (n,))
+    chex.assert_trees_all_close(ht, (cos(img, neg) <= cos(img, pos)).astype(np.float32))
+    pw = self.variant(C.pairwise_caption_outcomes)(img, pos, neg)
+    chex.assert_trees_all_close(pw, (cos(img, pos) > cos(img, neg)).astype(np.float32))
+    kind = np.array([0, 1, 1, 0, 1, 0, 1], np.int32)
+    acc = C.half_truth_accuracy(img, pos, neg, kind)
+    chex.assert_trees_all_close(np.mean(ht[kind == 1]), acc["relation"], rtol=1e-6)
+
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_retrieval_hits_against_brute_force(self):
+    rng = np.random.default_rng(14)
+    n = 6
+    img, txt = (rng.normal(size=(n, D)).astype(np.float32) for _ in range(2))
+    ids = np.array([0, 1, 2, 1, 3, 4], np.int32)  # texts 1 and 3 are one caption
+    txt[3] = txt[1]
+    i2t, t2i = self.variant(C.retrieval_hits)(img, txt, ids)
+    sim = img.astype(np.float64) @ txt.astype(np.float64).T  # dot products, not cosines
+    want_i2t = [float(ids[int(np.argmax(sim[i]))] == ids[i]) for i in range(n)]
+    want_t2i = [float(ids[int(np.argmax(sim[:, j]))] == ids[j]) for j in range(n)]
+    chex.assert_trees_all_close((i2t, t2i), (np.float32(want_i2t), np.float32(want_t2i)))
+    # a hit on the other copy of one caption counts: text 3 retrieves like text 1
+    assert float(t2i[3]) == float(t2i[1])
+
 
 if __name__ == "__main__":
   absltest.main()

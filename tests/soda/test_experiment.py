@@ -9,6 +9,8 @@ import numpy as np
 import optax
 import pytest
 
+from experiments.soda import evaluate as evaluation
+from experiments.soda import grid as soda_grid
 from experiments.soda import train
 from experiments.soda.configs import smoke
 from tests import notebook_util
@@ -99,16 +101,16 @@ def test_committed_cells_are_the_default_grid_stage_by_stage():
   cfg = default.get_config().digits
   cells = pathlib.Path(train.__file__).parent / "results" / "cells"
   store = train.core.CellStore(cells)
-  grid = train.family_grid(cfg)
+  grid = soda_grid.family_grid(cfg)
   want = set()
-  for group, families in train.GROUPS.items():
+  for group, families in soda_grid.GROUPS.items():
     runs = [(f, hp) for f, hp in grid if f in families]
-    for t in train.group_horizons(cfg, group):
-      for suffix, cell_runs in train.cell_blocks(cfg, runs):
+    for t in soda_grid.group_horizons(cfg, group):
+      for suffix, cell_runs in soda_grid.cell_blocks(cfg, runs):
         name = f"digits/T{t}/{group}{suffix}"
         want.add(name)
         assert name in store, name
-        train._check_cell(name, store.get(name), cell_runs, t)
+        soda_grid.check_cell(name, store.get(name), cell_runs, t)
   assert {train.core.CellStore.name_of(p.name) for p in cells.glob("*.json")} == want
   assert {n.rsplit("/", 1)[1] for n in want} >= {"muon+ext2", "soda_muon+ext2", "adam+ext"}
 
@@ -132,16 +134,16 @@ def test_wd_transfer_penalty_and_gap_by_hand():
     row(1000, "soda_adamw", 0.1, 0.6, 0.0),
   ]
   cfg = ConfigDict({"horizons": (100, 1000)})
-  tr = train._wd_transfer(rows, cfg, False, "adamw")
+  tr = evaluation._wd_transfer(rows, cfg, False, "adamw")
   assert tr["best_wd_by_horizon"] == {"100": 0.0, "1000": 1.0}
   # At T=1000 with T=100's wd 0: 0.9 vs the best 0.5, over sqrt(0.8^2 + 0.6^2) = 1.
   np.testing.assert_allclose(tr["penalty_at_longest_in_std"], 0.4)
   # At T=100 with T=1000's wd 1: 1.2 vs 1.0, over sqrt(0.3^2 + 0.1^2).
   np.testing.assert_allclose(tr["penalty_at_shortest_in_std"], 0.2 / np.sqrt(0.1))
-  claims = train._claims(rows, cfg, False, "adamw", "soda_adamw")
+  claims = evaluation._claims(rows, cfg, False, "adamw", "soda_adamw")
   # SODA - best base, signed so > 0 favours SODA: -0.1/0.3 at T=100, -0.1/0.8 at T=1000.
   np.testing.assert_allclose([c["gap_in_seed_std"] for c in claims], [-1 / 3, -0.125])
-  derived = train.derived_metrics({"digits": {"claims": claims, "wd_transfer": [tr]}})
+  derived = evaluation.derived_metrics({"digits": {"claims": claims, "wd_transfer": [tr]}})
   np.testing.assert_allclose(derived["digits_adamw_worst_gap_in_std"], -1 / 3)
   np.testing.assert_allclose(derived["digits_adamw_wd_transfer_penalty_in_std"], 0.2 / np.sqrt(0.1))
   assert derived["digits_adamw_beats_wd0_fraction"] == 0.5  # 1.1 > 1.0 but 0.6 < 0.9
@@ -266,9 +268,9 @@ def test_split_muon_groups_follow_their_own_optimizer():
 
   refs = {"muon": muon(0.3), "soda_muon": soda_lib.soda(muon(0.0), mask=models.mlp_hidden_mask)}
   for family, ref in refs.items():
-    assert train.GROUPS[family] == (family,)
+    assert soda_grid.GROUPS[family] == (family,)
     hp = {"lr": 0.03, "adam_lr": 3e-3, **({"wd": 0.3} if family == "muon" else {})}
-    hps, keys = train.group_grid([(family, hp)], [0], 0, 60, (family,))
+    hps, keys = soda_grid.group_grid([(family, hp)], [0], 0, 60, (family,))
     sweep = train.setup_sweep(
       setup,
       families=(family,),
@@ -299,9 +301,9 @@ def test_muon_claims_use_the_muon_horizons():
 
   cfg = ConfigDict({"horizons": (100, 300, 1000), "muon_horizons": (100, 1000), "num_seeds": 5})
   cfg.muon_num_seeds = 3
-  assert train.group_horizons(cfg, "adam") == (100, 300, 1000)
-  assert train.group_horizons(cfg, "soda_muon") == (100, 1000)
-  assert (train.group_seeds(cfg, "adam"), train.group_seeds(cfg, "muon")) == (5, 3)
+  assert soda_grid.group_horizons(cfg, "adam") == (100, 300, 1000)
+  assert soda_grid.group_horizons(cfg, "soda_muon") == (100, 1000)
+  assert (soda_grid.group_seeds(cfg, "adam"), soda_grid.group_seeds(cfg, "muon")) == (5, 3)
   rows = [
     {"horizon": t, "family": f, "lr": 0.1, "metric": m, "metric_std": 0.1, "wd": wd}
     for t, f, m, wd in (
@@ -314,10 +316,10 @@ def test_muon_claims_use_the_muon_horizons():
     {"horizon": t, "family": "soda_muon", "lr": 0.1, "metric": m, "metric_std": 0.1}
     for t, m in ((100, 1.1), (1000, 0.5))
   ]
-  tr = train._wd_transfer(rows, cfg, False, "muon")
+  tr = evaluation._wd_transfer(rows, cfg, False, "muon")
   assert tr["best_wd_by_horizon"] == {"100": 0.0, "1000": 1.0}
   np.testing.assert_allclose(tr["penalty_at_longest_in_std"], 0.4 / np.sqrt(0.02))
-  claims = train._claims(rows, cfg, False, "muon", "soda_muon")
+  claims = evaluation._claims(rows, cfg, False, "muon", "soda_muon")
   assert [c["horizon"] for c in claims] == [100, 1000]
 
 
@@ -370,7 +372,7 @@ def test_data_parallel_grid_equals_single_device():
   cfg.batch_size, cfg.val_windows, cfg.eval_batch = 8, 8, 4
   setup = train._lm_setup(cfg)
   families = ("soda_adamw",)
-  hp, keys = train.group_grid(
+  hp, keys = soda_grid.group_grid(
     [(f, {"lr": lr}) for f in families for lr in (1e-2, 3e-3)], [0], 0, 6, families
   )
 
@@ -422,9 +424,9 @@ def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
   cfg.data_dir = str(tmp_path)
   setup = train._lm_setup(cfg)
   assert 1.62e8 < setup["num_params"] < 1.64e8  # GPT-2 small (124M) + an untied 50304 x 768 head
-  families = train.GROUPS["adam"][:2]
-  runs = [r for r in train.family_grid(cfg) if r[0] in families][:2]
-  hp, keys = train.group_grid(runs, [0], 0, cfg.horizons[0], families)
+  families = soda_grid.GROUPS["adam"][:2]
+  runs = [r for r in soda_grid.family_grid(cfg) if r[0] in families][:2]
+  hp, keys = soda_grid.group_grid(runs, [0], 0, cfg.horizons[0], families)
   mesh = train.grid_mesh(2, cfg.data_parallel, cfg.batch_size)
   assert dict(mesh.shape) == {"runs": 2, "data": 4}
   eng = train.setup_sweep(

@@ -65,10 +65,10 @@ def get_config():
 
 
 _HEADERS = ("Tanimoto", "cont-IoU", "HR@1 cos (mass)", "HR@5 cos (mass)", "HR@1 Tanimoto (mass)",
-            "HR@1 cos (hard)", "HR@1 cos (random)")  # train.OBJECTIVE_COLUMNS  # fmt: skip
-# The tables and figures, over experiments.msretrieval.train:report_view.
+            "HR@1 cos (hard)", "HR@1 cos (random)")  # evaluate.OBJECTIVE_COLUMNS  # fmt: skip
+# The tables and figures, over experiments.msretrieval.evaluate:report_view.
 REPORT = R.Report(
-  view="experiments.msretrieval.train:report_view",
+  view="experiments.msretrieval.evaluate:report_view",
   tables=(
     R.Table(
       title="**Objectives** (test queries, {config.eval_cands} candidates per pool, mean ± std "

@@ -21,7 +21,7 @@ objective; the paper reports validation loss); accuracy is recorded beside it.
   edge at T = 4000, Muon's top lr and SODA(Muon)'s bottom one); every stage's cells are reused
   as stored and the added learning rates train in their own cells with the same seeds. Every
   claim requires that no tuned optimum it reads lies at an edge of the extended grid
-  (``train.grid_edges``): a horizon where one still does makes the claim inconclusive and is
+  (``evaluate.grid_edges``): a horizon where one still does makes the claim inconclusive and is
   listed in ``derived.<task>_<base>_horizons_at_edge``.
 * One Muon step costs several times an AdamW step on the CPU (Newton-Schulz on the two hidden
   kernels; ``benchmarks/soda_muon_step.py``), so, fixed before the Muon arms were run, they use
@@ -45,8 +45,17 @@ from jaxpapers.core import reporting as R
 def get_config():
   config = ml_collections.ConfigDict()
   config.seed = 0
+  config.digits = _digits()
+  config.lm = _lm()
+  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
+  config.claims = claims_for("digits", config.digits, WHAT)
+  config.report = REPORT
+  return config
 
-  d = config.digits = ml_collections.ConfigDict()
+
+def _digits():
+  """The digits task: the grids, horizons and seeds of the module docstring."""
+  d = ml_collections.ConfigDict()
   d.enabled = True
   d.metric = "nll"  # the claims' metric: test NLL (lower is better); accuracy is also recorded
   d.num_train = 1000
@@ -66,7 +75,7 @@ def get_config():
   d.muon_wds = (0.0, 0.03, 0.3, 3.0)
   d.soda_muon_lrs = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1)
   # The grid's history, stage by stage: the learning rates of each run, whose cells
-  # (``<task>/T<h>/<group><suffix>``) later stages reuse as stored (``train.cell_blocks``); each
+  # (``<task>/T<h>/<group><suffix>``) later stages reuse as stored (``grid.cell_blocks``); each
   # stage's runs use the same seeds. The first run's optima lay at an edge of the grid for
   # SODA(AdamW) at 5 of 6 horizons and for Muon and SODA(Muon) at all of theirs; ``+ext`` extended
   # each edge-bound arm by a factor of 3 to 10 beyond each end (SODA(AdamW) by two points per end,
@@ -76,7 +85,7 @@ def get_config():
   # stage ran; Muon's weight decay (0.3, inside) keeps its grid. Choosing the added points from
   # the known edge changes neither the claims' rules and thresholds nor the seeds and horizons.
   # Every claim requires that no tuned optimum lies at an edge of the extended grid at the
-  # horizons it reads (``train.grid_edges``); there is no further stage.
+  # horizons it reads (``evaluate.grid_edges``); there is no further stage.
   d.cell_stages = (
     (
       "",
@@ -97,8 +106,12 @@ def get_config():
   d.cooldown_frac = 0.3
   d.chunk = 125  # steps per compiled chunk (an eval after each)
   d.checkpoint_every = 8  # chunks between orbax checkpoints inside a cell
+  return d
 
-  lm = config.lm = ml_collections.ConfigDict()
+
+def _lm():
+  """The byte-level LM task, disabled here (run by ``full.py`` on an accelerator)."""
+  lm = ml_collections.ConfigDict()
   lm.enabled = False
   lm.text_path = ""  # '' = pydoc_data.topics (bundled with CPython)
   # Tokenised shards instead of bytes: '*train*.bin' / '*val*.bin' files under data_dir (the
@@ -132,10 +145,7 @@ def get_config():
   lm.data_parallel = 1
   lm.microbatches = 1  # gradient accumulation over this many slices of each step's batch
   lm.eval_batch = 0  # validation windows per evaluated chunk (0 = all at once)
-  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
-  config.claims = claims_for("digits", d, WHAT)
-  config.report = REPORT
-  return config
+  return lm
 
 
 def _figures(task, ylabel):
@@ -205,9 +215,9 @@ def _figures(task, ylabel):
   )
 
 
-# The tables and figures, over experiments.soda.train:report_view (one table per task).
+# The tables and figures, over experiments.soda.evaluate:report_view (one table per task).
 REPORT = R.Report(
-  view="experiments.soda.train:report_view",
+  view="experiments.soda.evaluate:report_view",
   tables=(
     R.Table(
       each="view.tasks",
@@ -236,7 +246,7 @@ def _grid(task_cfg, base):
 def _inside(task, base, name, horizons, *, soda=True):
   """Preconditions that no tuned optimum lies at an edge of its grid at each of ``horizons``.
 
-  ``metrics.<task>.grid_edges.<base>.<T>`` (``train.grid_edges``) counts, at horizon ``T``, the
+  ``metrics.<task>.grid_edges.<base>.<T>`` (``evaluate.grid_edges``) counts, at horizon ``T``, the
   optima at an edge of the values that were run: the base's learning rate (either end) and
   weight decay (top end; 0 bounds the search space), and with ``soda`` SODA's learning rate.
   An optimum at an edge may lie beyond the grid, so that arm is not tuned there; each horizon is

@@ -1,0 +1,325 @@
+"""Claim code of the SODA experiment: per-run summaries, best runs per horizon, the gaps and the
+weight-decay transfer the claims of ``configs/default.py`` read, the grid-edge preconditions, and
+the view its report renders. Pure functions, JSON in / out."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from experiments.soda.grid import base_horizons, group_horizons, group_seeds
+
+
+def higher_is_better(task: str, tcfg: Any) -> bool:
+  """digits: test accuracy (higher) or test NLL (lower, ``metric='nll'``); lm: bits/char."""
+  return task == "digits" and tcfg.get("metric", "accuracy") == "accuracy"
+
+
+def _summaries(task_out: dict, task: str, tcfg: Any = None) -> list[dict]:
+  """One row per (horizon, family, hp): mean/std over seeds of the final eval.
+
+  ``metric`` is the claims' metric (see :func:`higher_is_better`); digits rows also carry
+  ``accuracy`` and ``nll`` (means) and their seed std.
+  """
+  use_nll = task == "digits" and tcfg is not None and tcfg.get("metric", "accuracy") == "nll"
+  rows = []
+  for res in task_out["runs"]:
+    curve = np.asarray(res["curve"])  # [S, E] or [S, E, 2]
+    fin = curve[:, -1]
+    row = {"horizon": res["horizon"], "family": res["family"], **res["hp"], "steps": res["steps"]}
+    if task == "digits":
+      acc, nll = fin[:, 0], fin[:, 1]
+      main = nll if use_nll else acc
+      row.update(
+        metric=float(main.mean()),
+        metric_std=float(main.std()),
+        accuracy=float(acc.mean()),
+        accuracy_std=float(acc.std()),
+        nll=float(nll.mean()),
+        nll_std=float(nll.std()),
+        per_seed=main.tolist(),
+        curve=curve[:, :, 1].mean(0).tolist(),
+      )
+    else:
+      row.update(
+        metric=float(fin.mean()),
+        metric_std=float(fin.std()),
+        per_seed=fin.tolist(),
+        curve=curve.mean(0).tolist(),
+      )
+    rows.append(row)
+  return rows
+
+
+def _best(
+  rows: list[dict], horizon: int, family: str, higher_is_better: bool, **fixed: float
+) -> dict | None:
+  """The row of ``family`` at ``horizon`` (with the ``fixed`` hyperparameters) whose seed-mean
+  metric is best, or ``None`` when there is none. A non-finite mean (a diverged run) ranks last,
+  so it is chosen only when every candidate diverged."""
+  cand = [
+    r
+    for r in rows
+    if r["horizon"] == horizon
+    and r["family"] == family
+    and all(r.get(k) == v for k, v in fixed.items())
+  ]
+  if not cand:
+    return None
+  sign = 1.0 if higher_is_better else -1.0
+  return max(cand, key=lambda r: sign * r["metric"] if math.isfinite(r["metric"]) else -math.inf)
+
+
+def _metric_label(task: str, cfg: Any) -> str:
+  if task == "lm":
+    return "val bits/char"
+  return "test NLL (nats)" if cfg.get("metric", "accuracy") == "nll" else "test accuracy"
+
+
+def _bases(task_cfg: Any) -> list[tuple[str, str, str]]:
+  """``(base, SODA arm, display name)`` of each base optimizer the task's grid runs."""
+  return [("adamw", "soda_adamw", "AdamW")] + (
+    [("muon", "soda_muon", "Muon")] if task_cfg.get("muon_lrs", ()) else []
+  )
+
+
+def best_curves(rows: list[dict], task_cfg: Any, hib: bool) -> dict[str, dict]:
+  """The seed-mean eval curve of each family's best run at the longest horizon (and of the
+  bases' best run at wd = 0), by legend label: ``{label: {"steps": [E], "curve": [E]}}``."""
+  t, out = max(task_cfg["horizons"]), {}
+  for fam in ("adamw", "soda_adamw", "soda_adamw_zero", "muon", "soda_muon"):
+    best = _best(rows, t, fam, hib)
+    if best is not None:
+      hp = ", ".join(f"{k} {best[k]:g}" for k in ("lr", "wd") if k in best)
+      out[f"{fam} ({hp})"] = {"steps": best["steps"], "curve": best["curve"]}
+    w0 = _best(rows, t, fam, hib, wd=0.0) if fam in ("adamw", "muon") else None
+    if w0 is not None and w0 is not best:
+      out[f"{fam} wd=0 (lr {w0['lr']:g})"] = {"steps": w0["steps"], "curve": w0["curve"]}
+  return out
+
+
+def report_view(record: dict) -> dict:
+  """What ``configs/default.py``'s report reads, per enabled task (pure).
+
+  Returns:
+    ``{"tasks": {task: {"metric", "horizons", "seeds", "muon" (title text), "cols" (column
+    headers, three per base), "rows": {T: {"c": [{"metric", "metric_std", "hp"} or {} per
+    column]}}, "arms": {base name: {"horizons", "best_wd", "tuned", "wd0", "soda" (metric
+    lists), "*_std"}}, "by_horizon": {T: {"arms": {base name: {"wds", "best", "soda": {"x",
+    "y", "lr"}}}}}}}}``; a weight decay of 0 is drawn a decade below the smallest positive one.
+  """
+  tasks = {}
+  for task in ("digits", "lm"):
+    m, tcfg = record["metrics"].get(task), record["config"][task]
+    if not m:
+      continue
+    hib, bases = higher_is_better(task, tcfg), _bases(tcfg)
+    rows = [{**r, "metric": float(r["metric"])} for r in m["rows"]]  # records write NaN as 'nan'
+    best = lambda t, fam, **fixed: _best(rows, t, fam, hib, **fixed)
+    cell = lambda r, *ks: {} if r is None else {**r, "hp": ", ".join(f"{r[k]:g}" for k in ks)}
+    muon = f"; Muon arms: horizons {list(group_horizons(tcfg, 'muon'))}, "
+    v = tasks[task] = {
+      "metric": m["metric"], "horizons": str(list(tcfg["horizons"])), "seeds": tcfg["num_seeds"],
+      "muon": muon + f"{group_seeds(tcfg, 'muon')} seeds" if len(bases) > 1 else "",
+      "cols": [h.format(n) for _, _, n in bases
+               for h in ("{} wd=0 (lr)", "best {} (lr, wd)", "SODA({}) (lr)")],
+      "rows": {}, "arms": {}, "by_horizon": {},
+    }  # fmt: skip
+    for t in sorted({t for b, _, _ in bases for t in base_horizons(tcfg, b)}):
+      v["rows"][str(t)] = {"c": [c for b, w, _ in bases for c in (
+        cell(best(t, b, wd=0.0), "lr"), cell(best(t, b), "lr", "wd"), cell(best(t, w), "lr"))]}  # fmt: skip
+    for base, wrapped, name in bases:
+      wds = sorted({r["wd"] for r in rows if r["family"] == base})
+      floor = lambda w: max(w, min([x for x in wds if x > 0] or [1.0]) / 10)
+      ts = base_horizons(tcfg, base)
+      arm = {"horizons": list(ts), "best_wd": [floor(best(t, base)["wd"]) for t in ts]}
+      for key, fam, fixed in (
+        ("tuned", base, {}),
+        ("wd0", base, {"wd": 0.0}),
+        ("soda", wrapped, {}),
+      ):
+        rs = [best(t, fam, **fixed) or {} for t in ts]
+        arm[key], arm[f"{key}_std"] = (
+          [r.get("metric") for r in rs],
+          [r.get("metric_std") for r in rs],
+        )
+      v["arms"][name] = arm
+      for t in ts:
+        s = best(t, wrapped)
+        v["by_horizon"].setdefault(str(t), {"arms": {}})["arms"][name] = {
+          "wds": [floor(w) for w in wds],
+          "best": [best(t, base, wd=w)["metric"] for w in wds],
+          **({} if s is None else
+             {"soda": {"x": [floor(wds[0]), floor(wds[-1])], "y": [s["metric"]] * 2, "lr": s["lr"]}}),
+        }  # fmt: skip
+  return {"tasks": tasks}
+
+
+def _claims(
+  rows: list[dict], cfg: Any, higher_is_better: bool, base: str, wrapped: str
+) -> list[dict]:
+  """Per horizon: best tuned wd, best SODA, and the gap in seed-std units."""
+  out = []
+  for t in base_horizons(cfg, base):
+    b = _best(rows, t, base, higher_is_better)
+    s = _best(rows, t, wrapped, higher_is_better)
+    b0 = _best(rows, t, base, higher_is_better, wd=0.0)
+    if b is None or s is None:
+      continue
+    sign = 1 if higher_is_better else -1
+    gap = sign * (s["metric"] - b["metric"])  # > 0: SODA better
+    noise = math.sqrt(b["metric_std"] ** 2 + s["metric_std"] ** 2) + 1e-12
+    out.append(
+      {
+        "horizon": t,
+        "base": base,
+        "best_wd": b["wd"],
+        "best_lr": b["lr"],
+        "best_base": b["metric"],
+        "base_wd0": b0["metric"] if b0 else None,
+        "soda": s["metric"],
+        "soda_lr": s["lr"],
+        "soda_minus_best_base": gap,
+        "gap_in_seed_std": gap / noise,
+        "soda_beats_wd0": (sign * (s["metric"] - b0["metric"]) > 0) if b0 else None,
+      }
+    )
+  return out
+
+
+def _wd_transfer(rows: list[dict], cfg: Any, higher_is_better: bool, base: str) -> dict | None:
+  """How much a weight decay tuned at one end of the horizon range costs at the other end.
+
+  With ``wd_s`` / ``wd_l`` the best weight decay (lr x wd grid) at the shortest / longest
+  horizon, the penalty at the longest horizon is (best run) - (best run over lr with
+  ``wd = wd_s``), signed so >= 0, in combined seed std; likewise at the shortest horizon with
+  ``wd_l``. The larger of the two says whether the tuned weight decay must move with the
+  horizon (0 when the same weight decay is best at both ends).
+  """
+  hs = base_horizons(cfg, base)
+  t_s, t_l = min(hs), max(hs)
+  bs, bl = _best(rows, t_s, base, higher_is_better), _best(rows, t_l, base, higher_is_better)
+  if bs is None or bl is None:
+    return None
+  sign = 1 if higher_is_better else -1
+
+  def penalty(t, best, wd):
+    other = _best(rows, t, base, higher_is_better, wd=wd)
+    gap = sign * (best["metric"] - other["metric"])
+    return gap / (math.sqrt(best["metric_std"] ** 2 + other["metric_std"] ** 2) + 1e-12)
+
+  return {
+    "base": base,
+    "best_wd_by_horizon": {str(t): _best(rows, t, base, higher_is_better)["wd"] for t in hs},
+    "best_lr_by_horizon": {str(t): _best(rows, t, base, higher_is_better)["lr"] for t in hs},
+    "penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),
+    "penalty_at_shortest_in_std": penalty(t_s, bs, bl["wd"]),
+  }
+
+
+def _edge(value: float, grid: list[float], *, lower: bool = True) -> str:
+  """``'low'`` / ``'high'`` when ``value`` is the smallest / largest of ``grid``, else ``''``.
+
+  With ``lower=False`` only the top end counts (a weight decay of 0 bounds the search space
+  itself). A grid of one value has the value at its edge (``'low'``, or ``'high'`` without
+  ``lower``).
+  """
+  if lower and value <= min(grid):
+    return "low"
+  if value >= max(grid):
+    return "high"
+  return ""
+
+
+def grid_edges(
+  rows: list[dict], cfg: Any, higher_is_better: bool, base: str, wrapped: str
+) -> dict[str, dict]:
+  """Per horizon of ``base``: does each tuned optimum lie inside the grid that was run?
+
+  At horizon ``T`` the best run of ``base`` over lr x wd gives ``base_lr`` and ``base_wd``, the
+  best run of ``wrapped`` (SODA) over lr gives ``soda_lr``. Each is compared with the values of
+  that hyperparameter run by that family at ``T``: the smallest or the largest is an edge, beyond
+  which the optimum may lie (the arm is then not tuned); for the weight decay only the largest
+  is an edge. Returns ``{str(T): {"base_lr", "base_lr_edge", "base_wd", "base_wd_edge",
+  "soda_lr", "soda_lr_edge", "base_at_edge", "at_edge"}}``: each ``*_edge`` is ``'low'``,
+  ``'high'`` or ``''`` (inside), ``base_at_edge`` counts the base's two edges (0 to 2) and
+  ``at_edge`` all three (0 to 3). Horizons where either arm was not run are left out.
+  """
+  out = {}
+  for t in base_horizons(cfg, base):
+    b = _best(rows, t, base, higher_is_better)
+    s = _best(rows, t, wrapped, higher_is_better)
+    if b is None or s is None:
+      continue
+    grid = lambda fam, key: sorted(
+      {r[key] for r in rows if r["horizon"] == t and r["family"] == fam}
+    )
+    e = {
+      "base_lr": b["lr"],
+      "base_lr_edge": _edge(b["lr"], grid(base, "lr")),
+      "base_wd": b["wd"],
+      "base_wd_edge": _edge(b["wd"], grid(base, "wd"), lower=False),
+      "soda_lr": s["lr"],
+      "soda_lr_edge": _edge(s["lr"], grid(wrapped, "lr")),
+    }
+    e["base_at_edge"] = sum(bool(e[k]) for k in ("base_lr_edge", "base_wd_edge"))
+    e["at_edge"] = e["base_at_edge"] + bool(e["soda_lr_edge"])
+    out[str(t)] = e
+  return out
+
+
+def task_metrics(task: str, tcfg: Any, out: dict) -> dict:
+  """The metrics block of one task from its runs (``train._run_task``'s ``{"runs", "meta"}``):
+  the per-run rows, the per-horizon claims, the weight-decay transfer, the grid edges, the
+  metric's label and the best runs' curves, with the task's meta data and its seconds."""
+  hib = higher_is_better(task, tcfg)
+  rows = _summaries(out, task, tcfg)
+  claims, transfer, edges = [], [], {}
+  for base, wrapped, _ in _bases(tcfg):
+    claims += _claims(rows, tcfg, hib, base, wrapped)
+    edges[base] = grid_edges(rows, tcfg, hib, base, wrapped)
+    tr = _wd_transfer(rows, tcfg, hib, base)
+    if tr is not None:
+      transfer.append(tr)
+  return {
+    "rows": [{k: v for k, v in r.items() if k != "curve"} for r in rows],
+    "claims": claims,
+    "wd_transfer": transfer,
+    "grid_edges": edges,
+    "metric": _metric_label(task, tcfg),
+    "curves": best_curves(rows, tcfg, hib),
+    **out["meta"],
+    "seconds": sum(r["seconds"] for r in out["runs"]),
+  }
+
+
+def derived_metrics(metrics: dict) -> dict:
+  """Per task and base optimizer, the values the claims in ``configs/default.py`` use.
+
+  ``<task>_<base>_worst_gap_in_std``: the smallest over horizons of (best SODA - best tuned
+  base) in combined seed std (> 0: SODA better); ``<task>_<base>_beats_wd0_fraction``: the
+  fraction of horizons where SODA beats the base at wd = 0; ``<task>_<base>_horizons_at_edge``:
+  the horizons (ascending) where a tuned optimum (base lr or wd, SODA lr) lies at an edge of its
+  grid (:func:`grid_edges`), and ``<task>_<base>_optima_at_edge`` how many optima do, over all
+  horizons. Pure, JSON in/out.
+  """
+  out = {}
+  for task, m in metrics.items():
+    if not isinstance(m, dict) or "claims" not in m:
+      continue
+    for base in sorted({c["base"] for c in m["claims"]}):
+      cs = [c for c in m["claims"] if c["base"] == base]
+      out[f"{task}_{base}_worst_gap_in_std"] = min(c["gap_in_seed_std"] for c in cs)
+      beats = [c["soda_beats_wd0"] for c in cs if c["soda_beats_wd0"] is not None]
+      out[f"{task}_{base}_beats_wd0_fraction"] = (sum(beats) / len(beats)) if beats else None
+    for base, by_t in m.get("grid_edges", {}).items():
+      ts = sorted(by_t, key=int)
+      out[f"{task}_{base}_horizons_at_edge"] = [int(t) for t in ts if by_t[t]["at_edge"] > 0]
+      out[f"{task}_{base}_optima_at_edge"] = sum(by_t[t]["at_edge"] for t in ts)
+    for tr in m.get("wd_transfer", ()):
+      out[f"{task}_{tr['base']}_wd_transfer_penalty_in_std"] = max(
+        tr["penalty_at_longest_in_std"], tr["penalty_at_shortest_in_std"]
+      )
+  return out

@@ -1,0 +1,164 @@
+"""The grids of the SODA experiment: optimizer families, the groups trained as one program, the
+(family, hyperparameters) runs of a task, and the stored cells they fill stage by stage."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+# Optimizer families trained in one compiled program ("group"): every run of a
+# group carries the states of all the group's optimizers and applies the update
+# of its own family (selected by a traced arm index; under ``vmap`` every family's
+# update is computed for every run). For the Adam families this shares one
+# compiled model across families and horizons at a small extra optimizer cost.
+# Muon and SODA(Muon) are separate groups: a Muon update (Newton-Schulz, five
+# iterations of three matrix products per hidden kernel) costs several times the
+# whole forward/backward pass of the digits MLP, so computing both Muon families
+# for every run nearly doubled the step (``benchmarks/soda_muon_step.py``).
+GROUPS = {
+  "muon": ("muon",),
+  "soda_muon": ("soda_muon",),
+  "adam": ("adamw", "soda_adamw", "soda_adamw_zero"),
+}
+
+
+MUON_GROUPS = ("muon", "soda_muon")
+
+
+def group_horizons(task_cfg: Any, group: str) -> tuple[int, ...]:
+  """The horizons of a group: ``muon_horizons`` for the Muon groups when set, else ``horizons``."""
+  if group in MUON_GROUPS and task_cfg.get("muon_horizons", ()):
+    return tuple(task_cfg["muon_horizons"])
+  return tuple(task_cfg["horizons"])
+
+
+def group_seeds(task_cfg: Any, group: str) -> int:
+  """Seeds per grid point: ``muon_num_seeds`` for the Muon groups when > 0, else ``num_seeds``."""
+  if group in MUON_GROUPS and task_cfg.get("muon_num_seeds", 0):
+    return int(task_cfg["muon_num_seeds"])
+  return int(task_cfg["num_seeds"])
+
+
+def base_horizons(task_cfg: Any, base: str) -> tuple[int, ...]:
+  """The horizons at which ``base`` and its SODA arm were both run."""
+  return group_horizons(task_cfg, "muon" if base == "muon" else "adam")
+
+
+def family_grid(task_cfg: Any) -> list[tuple[str, dict[str, float]]]:
+  """All (family, hyperparameters) of a task, in a fixed order."""
+  runs = []
+  for lr in task_cfg.adamw_lrs:
+    for wd in task_cfg.adamw_wds:
+      runs.append(("adamw", {"lr": lr, "wd": wd}))
+  for lr in task_cfg.soda_adamw_lrs:
+    runs.append(("soda_adamw", {"lr": lr}))
+  for lr in task_cfg.get("soda_zero_lrs", ()):
+    runs.append(("soda_adamw_zero", {"lr": lr}))
+  for lr in task_cfg.get("muon_lrs", ()):
+    for wd in task_cfg.muon_wds:
+      runs.append(("muon", {"lr": lr, "wd": wd, "adam_lr": task_cfg.muon_adam_lr}))
+  for lr in task_cfg.get("soda_muon_lrs", ()):
+    runs.append(("soda_muon", {"lr": lr, "adam_lr": task_cfg.muon_adam_lr}))
+  return runs
+
+
+def group_grid(
+  runs: Sequence[tuple[str, dict[str, float]]],
+  seeds: Sequence[int],
+  base_seed: int,
+  total: int,
+  families: Sequence[str],
+) -> tuple[dict[str, jax.Array], jax.Array]:
+  """Hyperparameters ``{arm, lr, wd, adam_lr, total}`` (each ``[R]``) and keys ``[R]``.
+
+  Runs are ordered (family, hp) major, seed minor: ``R = len(runs) * len(seeds)``.
+  """
+  fams, hps = zip(*runs)
+  per_run = lambda v: jnp.asarray([x for x in v for _ in seeds], jnp.float32)
+  hp = {
+    "arm": jnp.asarray([families.index(f) for f in fams for _ in seeds], jnp.int32),
+    "lr": per_run([h["lr"] for h in hps]),
+    "wd": per_run([h.get("wd", 0.0) for h in hps]),
+    "adam_lr": per_run([h.get("adam_lr", 0.0) for h in hps]),
+  }
+  hp["total"] = jnp.full_like(hp["lr"], float(total))
+  keys = jnp.stack([jax.random.key(base_seed * 1000 + s) for _ in hps for s in seeds])
+  return hp, keys
+
+
+def cell_blocks(
+  task_cfg: Any, runs: Sequence[tuple[str, dict[str, float]]]
+) -> list[tuple[str, list[tuple[str, dict[str, float]]]]]:
+  """The stored cells of one (horizon, group): ``[(name suffix, runs), ...]``, stage by stage.
+
+  ``task_cfg.cell_stages`` is the grid's history: an ordered sequence of ``(suffix,
+  {family: learning rates})``, the first the grid of the first run (suffix ``''``), each later
+  one the learning rates a grid extension added (e.g. ``'+ext'``, ``'+ext2'``). A run belongs to
+  the stage that lists its family's learning rate, and the runs of one stage form the cell
+  ``<task>/T<h>/<group><suffix>``, so a stage's stored cells are read back as stored when a later
+  stage is added and only the new stage's runs train. A family that no stage names is wholly in
+  the first stage; without ``cell_stages`` every run is in the cell ``''``. Empty cells are left
+  out; the order of ``runs`` is kept inside each cell.
+
+  Raises:
+    ValueError: if ``cell_stages`` is not a sequence of ``(str, mapping)`` pairs with distinct
+      suffixes, if a learning rate is listed by two stages of one family, or if a run's family
+      is named by a stage but its learning rate by none (its cell would be ambiguous).
+  """
+  stages = tuple(task_cfg.get("cell_stages", None) or ())
+  if not stages:
+    return [("", list(runs))] if runs else []
+  if not all(
+    isinstance(st, (tuple, list))
+    and len(st) == 2
+    and isinstance(st[0], str)
+    and hasattr(st[1], "get")
+    for st in stages
+  ):
+    raise ValueError(
+      f"cell_stages must be a sequence of (suffix, {{family: learning rates}}) pairs, got {stages!r}"
+    )
+  suffixes = [suffix for suffix, _ in stages]
+  if len(set(suffixes)) != len(suffixes):
+    raise ValueError(f"cell_stages: the suffixes {suffixes} must be distinct")
+  blocks = {suffix: [] for suffix in suffixes}
+  for family, hp in runs:
+    hits = [
+      suffix
+      for suffix, lrs in stages
+      if any(math.isclose(hp["lr"], x) for x in (lrs.get(family, None) or ()))
+    ]
+    named = any(lrs.get(family, None) is not None for _, lrs in stages)
+    if len(hits) > 1:
+      raise ValueError(f"cell_stages: {family} lr {hp['lr']:g} is listed by the stages {hits}")
+    if not hits and named:
+      raise ValueError(
+        f"cell_stages: {family} lr {hp['lr']:g} is in the grid but in no stage; add it to the "
+        "stage that trains it"
+      )
+    blocks[hits[0] if hits else suffixes[0]].append((family, hp))
+  return [(suffix, blocks[suffix]) for suffix in suffixes if blocks[suffix]]
+
+
+def check_cell(
+  name: str, value: list[dict], runs: Sequence[tuple[str, dict[str, float]]], total: int
+) -> None:
+  """Raises ``ValueError`` unless a stored cell holds exactly ``runs`` at horizon ``total``."""
+  got = [(r["family"], r["horizon"], r["hp"]) for r in value]
+  want = [(f, total, hp) for f, hp in runs]
+  same = len(got) == len(want) and all(
+    gf == wf
+    and gt == wt
+    and set(gh) == set(wh)
+    and all(math.isclose(float(gh[k]), float(wh[k])) for k in wh)
+    for (gf, gt, gh), (wf, wt, wh) in zip(got, want)
+  )
+  if not same:
+    raise ValueError(
+      f"stored cell {name!r} holds the runs {got}, but the config asks for {want}: the grid "
+      "changed since the cell was stored; use a fresh workdir or delete that cell"
+    )
