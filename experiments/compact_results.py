@@ -35,6 +35,7 @@ With ``--rename_only`` only step 1 runs (a folder whose values must stay byte fo
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -122,24 +123,80 @@ def _round_metrics(metrics: Any, keep: set[str]) -> Any:
   if not isinstance(metrics, dict):
     return round_floats(metrics)
   out = {k: v if k == "derived" else round_floats(v) for k, v in metrics.items()}
+  return _restore(metrics, out, keep)
+
+
+def _restore(exact: dict, rounded: dict, keep: set[str]) -> dict:
+  """``rounded`` (a rounded copy of the metrics ``exact``) with the paths in ``keep`` exact."""
+  out = copy.deepcopy(rounded)
   for path in sorted(keep):
-    keys = _keys_of(metrics, path)
+    keys = _keys_of(exact, path)
     if not keys or keys[0] == "derived":
       continue
-    exact, parent = metrics, out
+    src, parent = exact, out
     for k in keys[:-1]:
-      exact, parent = exact[k], parent[k]
-    parent[keys[-1]] = exact[keys[-1]]
+      src, parent = src[k], parent[k]
+    parent[keys[-1]] = src[keys[-1]]
   return out
 
 
-def _rederived(paper: str) -> bool:
-  """Whether re-judging recomputes the paper's ``metrics.derived`` from its metrics."""
+def _rederiver(paper: str) -> Callable[[dict, dict], Any] | None:
+  """``f(metrics, config) -> derived`` when re-judging recomputes the paper's
+  ``metrics.derived`` from its metrics, else None."""
   from experiments import reproduce  # pylint: disable=import-outside-toplevel
 
   # pylint: disable-next=protected-access
   train = reproduce._import("experiments", ROOT, f"{paper}.train")
-  return train is not None and reproduce.derives_from_metrics(train)
+  if train is None or not reproduce.derives_from_metrics(train):
+    return None
+  # pylint: disable-next=protected-access
+  return lambda metrics, config: reproduce._derive(train, metrics, config)[0]
+
+
+def _rederived(paper: str) -> bool:
+  """Whether re-judging recomputes the paper's ``metrics.derived`` from its metrics."""
+  return _rederiver(paper) is not None
+
+
+def _round_unread_by_derivation(
+  record: dict, derive: Callable[[dict, dict], Any], keep: set[str] = frozenset()
+) -> dict:
+  """``record['metrics']`` with each top-level entry rounded whose rounding leaves the
+  re-derived block the same (so re-judging derives the same numbers); the others exact.
+
+  Args:
+    record: a results record whose experiment re-derives ``metrics.derived`` on re-judging.
+    derive: ``f(metrics, config) -> derived`` (see :func:`_rederiver`).
+    keep: metric paths kept exactly besides (those a rule reads).
+
+  Returns:
+    The new metrics.
+  """
+  metrics, config = record["metrics"], record.get("config") or {}
+  if not isinstance(metrics, dict):
+    return metrics
+  try:
+    want = _canonical(derive(copy.deepcopy(metrics), config))
+  except (KeyError, ValueError, TypeError, IndexError, AttributeError):
+    return metrics  # re-judging keeps such a file's derived block: all exact, as before
+  out = dict(metrics)
+  for key, value in metrics.items():
+    rounded = round_floats(value)
+    if key == "derived" or rounded == value:
+      continue
+    trial = copy.deepcopy({**out, key: rounded})
+    try:
+      same = _canonical(derive(trial, config)) == want
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError):
+      same = False
+    if same:
+      out[key] = rounded
+  return _restore(metrics, out, set(keep) | _claim_paths(record.get("claims")))
+
+
+def _canonical(value: Any) -> str:
+  """``value`` as sorted JSON text (NaN spelled out): equal exactly when the values are."""
+  return json.dumps(value, sort_keys=True, default=str)
 
 
 def _round_measured(record: Any, keep: set[str] = frozenset()) -> Any:
@@ -182,12 +239,79 @@ def _dual_rate_cell(name: str, value: Any, results: dict | None) -> Any:
     return value
   shown = {"|".join(map(str, k)) for k in evaluate.sample_grid_keys(config)}
   first = int(seed) == seeds[0]
-  grids = {k: g for k, g in value["grids"].items() if first and k in shown}
+  grids = {k: _pixels(g) for k, g in value["grids"].items() if first and k in shown}
   return {**value, "grids": grids}
 
 
+def _pixels(grid: Any) -> Any:
+  """Image values in [-1, 1] to ``GRID_DECIMALS`` decimals: the figure draws them at 8 bits
+  (steps of 2/255), so a value moves by at most a sixteenth of a step."""
+  if isinstance(grid, float):
+    return round(grid, GRID_DECIMALS) if math.isfinite(grid) else grid
+  if isinstance(grid, list):
+    return [_pixels(v) for v in grid]
+  return grid
+
+
+GRID_DECIMALS = 3
+
+
+def _soda_cell(name: str, value: Any, results: dict | None) -> Any:
+  """A SODA cell without its runs' ``train_curve``: the training-loss curve (chunk means) is
+  stored by the run but read by nothing (the rows, claims and figures read ``curve``, the
+  evaluation curve)."""
+  del name, results
+  if not isinstance(value, list):
+    return value
+  return [{k: v for k, v in r.items() if k != "train_curve"} if isinstance(r, dict) else r
+          for r in value]  # fmt: skip
+
+
 # Experiment -> f(cell name, cell value, the results.json beside the cells folder or None).
-UNREAD: dict[str, Callable[[str, Any, dict | None], Any]] = {"dual_rate": _dual_rate_cell}
+UNREAD: dict[str, Callable[[str, Any, dict | None], Any]] = {
+  "dual_rate": _dual_rate_cell,
+  "soda": _soda_cell,
+}
+
+
+# The fields of an evidence_coverage per-seed cell that something reads: its setting and seed
+# (both), what ``train.derived_metrics`` (the claims' values) reads, and what
+# ``train.report_view`` (the tables and figures) reads. The rest (purity, c_eff, ambiguity,
+# delta, the readers' MSE curves, the step size and tolerance) keeps its seed mean and std in
+# ``metrics.cells``.
+_EC_SEED_KEYS = ("n_pool", "n_clusters", "s_x", "s_w", "seed", "recall", "k_star",
+                 "k_star_average")  # fmt: skip
+_EC_READER_KEYS = ("k_peak", "regime")
+_EC_CONTEXTS = ("retrieved", "oracle", "shuffled_labels", "other_query", "random")
+
+
+def _evidence_coverage_metrics(metrics: dict) -> dict:
+  """``metrics.per_seed`` cut to the fields the claims and the report read (see above)."""
+  per_seed = metrics.get("per_seed")
+  if not isinstance(per_seed, list):
+    return metrics
+
+  def cut(cell: dict) -> dict:
+    out = {k: cell[k] for k in _EC_SEED_KEYS if k in cell}
+    if isinstance(cell.get("prior"), dict):
+      out["prior"] = {"acc": cell["prior"]["acc"]}
+    for r, rv in cell.items():
+      if not (isinstance(rv, dict) and "controller" in rv):
+        continue  # not a reader
+      reader = {c: {"acc": rv[c]["acc"]} for c in _EC_CONTEXTS if c in rv}
+      reader.update({k: rv[k] for k in _EC_READER_KEYS if k in rv})
+      ctrl = rv["controller"]
+      reader["controller"] = {k: ctrl[k] for k in ("acc", "best_fixed_k_acc") if k in ctrl}
+      out[r] = reader
+    return out
+
+  return {**metrics, "per_seed": [cut(c) if isinstance(c, dict) else c for c in per_seed]}
+
+
+# Experiment -> f(metrics of a results.json) without the values nothing reads.
+UNREAD_METRICS: dict[str, Callable[[dict], dict]] = {
+  "evidence_coverage": _evidence_coverage_metrics,
+}
 
 
 # ---------------------------------------------------------------------------- the rewrite --
@@ -287,7 +411,8 @@ def compact_folder(
   paper = _paper_of(folder)
   lock = ROOT / paper / "claims.lock.json" if paper else None
   keep = _claim_paths(_read(lock)) if lock is not None and lock.exists() else set()
-  exact_metrics = paper is not None and _rederived(paper)
+  derive = _rederiver(paper) if paper is not None else None
+  prune_metrics = UNREAD_METRICS.get(paper or "")
   for path in sorted(folder.rglob("*.json")):
     if path.parent in cell_dirs and _is_cell_record(_read(path)):
       continue
@@ -295,8 +420,12 @@ def compact_folder(
     value = _read(path)
     if value is None:
       continue
-    if exact_metrics and path.name == results_lib.RESULTS_FILE and "metrics" in value:
-      new = results_lib.format_json({**_round_measured(value), "metrics": value["metrics"]})
+    is_results = path.name == results_lib.RESULTS_FILE and isinstance(value, dict)
+    if is_results and prune_metrics is not None and isinstance(value.get("metrics"), dict):
+      value = {**value, "metrics": prune_metrics(value["metrics"])}
+    if derive is not None and is_results and "metrics" in value:
+      metrics = _round_unread_by_derivation(value, derive, keep)
+      new = results_lib.format_json({**_round_measured(value), "metrics": metrics})
     else:
       new = results_lib.format_json(_round_measured(value, keep))
     if new != text:
