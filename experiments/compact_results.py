@@ -13,19 +13,24 @@ What it does under each folder (a second run changes nothing):
    ``CellStore.filename(name)`` (``train_seed=0~main.json`` instead of the percent-encoded
    ``train_seed%3D0%2Fmain.json``): renamed as it is, or rewritten through the store (digest
    and all) when its value changes.
-2. **Digits.** Measured floats keep 9 significant digits: a float32 value is kept exactly (9
-   digits name it), a float64 one to 5e-9 relative. Measured means a cell's value, the
-   ``metrics`` and ``extra`` of a ``results.json``, and all but the ``config`` of any other JSON
-   file. Kept exactly, as a rule may compare to them: settings (``config``), claims,
-   ``metrics.derived``, every metric path that a claim of the file or of the experiment's
-   ``claims.lock.json`` names (its ``metric``, ``minus``, ``noise``, controls, ...), and all
-   the metrics of an experiment whose derived values re-judging recomputes from them
-   (``reproduce --rejudge`` then derives the same numbers). Integral floats, NaN and
+2. **Digits.** Measured floats keep 9 significant digits where code may read them back: a
+   float32 value is kept exactly (9 digits name it), a float64 one to 5e-9 relative. That is
+   a cell's value, the ``extra`` of a ``results.json`` and all but the ``config`` of any other
+   JSON file. Each top-level entry of a results record's ``metrics`` keeps the fewest of 6
+   (``METRIC_DIGITS``: 5e-6 relative), 9 or all its digits with which the record's declared
+   tables render the same and, in an experiment whose derived values re-judging recomputes
+   from its metrics, the re-derived block is the same (``reproduce --rejudge`` then derives
+   the same numbers); a record whose experiment re-derives but cannot from it keeps all. Kept
+   exactly, as a rule may compare to them: settings (``config``), claims, ``metrics.derived``
+   and every metric path that a claim of the file or of the experiment's ``claims.lock.json``
+   names (its ``metric``, ``minus``, ``noise``, controls, ...). Integral floats, NaN and
    infinities are kept exactly.
 3. **Layout.** Other JSON files take :func:`jaxpapers.core.results.format_json`'s layout (the
    one ``write_results`` writes): numeric lists and short objects on one line.
 4. **Values nothing reads.** ``UNREAD`` names, per experiment, the parts of a cell that no
-   code reads (neither the report, the re-judging, nor a resumed run): they are dropped.
+   code reads (neither the report, the re-judging, nor a resumed run), ``UNREAD_METRICS`` the
+   parts of a results record's metrics that neither the claims' derivation nor the report
+   reads: they are dropped (or, for sample images, kept at the precision a figure draws).
 5. **Figures.** A PNG becomes a palette PNG of the fewest colours (32 to 256) that move no
    pixel's channel by more than 24 of 255, if that is smaller
    (:func:`jaxpapers.core.results.palette_png`, which ``core.save_figure`` applies too).
@@ -52,7 +57,8 @@ from jaxpapers.core.sweep import CellStore
 
 ROOT = pathlib.Path(__file__).resolve().parent
 
-DIGITS = 9
+DIGITS = 9  # what a resumed run or a re-derivation may read back: a float32 exactly
+METRIC_DIGITS = 6  # the metrics of a results record that nothing reads exactly
 
 _CHECK = flags.DEFINE_bool("check", False, "Change nothing; exit 1 if a file would change.")
 _RENAME_ONLY = flags.DEFINE_bool(
@@ -158,40 +164,72 @@ def _rederived(paper: str) -> bool:
   return _rederiver(paper) is not None
 
 
-def _round_unread_by_derivation(
-  record: dict, derive: Callable[[dict, dict], Any], keep: set[str] = frozenset()
+_FAILURES = (KeyError, ValueError, TypeError, IndexError, AttributeError)
+
+
+def _round_where_unchanged(
+  record: dict, checks: Sequence[Callable[[dict], Any]], keep: set[str] = frozenset()
 ) -> dict:
-  """``record['metrics']`` with each top-level entry rounded whose rounding leaves the
-  re-derived block the same (so re-judging derives the same numbers); the others exact.
+  """``record['metrics']`` with each top-level entry rounded to ``METRIC_DIGITS`` (else to
+  ``DIGITS``, else kept exact): the fewest digits with which every check gives the same
+  output as with the record as it is.
 
   Args:
-    record: a results record whose experiment re-derives ``metrics.derived`` on re-judging.
-    derive: ``f(metrics, config) -> derived`` (see :func:`_rederiver`).
+    record: a results record.
+    checks: functions of a record whose outputs must not change: the re-derivation of
+      ``metrics.derived`` (so re-judging derives the same numbers) and the rendering of the
+      declared tables (so a re-rendered table shows the same numbers).
     keep: metric paths kept exactly besides (those a rule reads).
 
   Returns:
     The new metrics.
   """
-  metrics, config = record["metrics"], record.get("config") or {}
+  metrics = record["metrics"]
   if not isinstance(metrics, dict):
     return metrics
-  try:
-    want = _canonical(derive(copy.deepcopy(metrics), config))
-  except (KeyError, ValueError, TypeError, IndexError, AttributeError):
-    return metrics  # re-judging keeps such a file's derived block: all exact, as before
+  want = [_canonical(check(copy.deepcopy(record))) for check in checks]
   out = dict(metrics)
   for key, value in metrics.items():
-    rounded = round_floats(value)
-    if key == "derived" or rounded == value:
+    if key == "derived":
       continue
-    trial = copy.deepcopy({**out, key: rounded})
-    try:
-      same = _canonical(derive(trial, config)) == want
-    except (KeyError, ValueError, TypeError, IndexError, AttributeError):
-      same = False
-    if same:
-      out[key] = rounded
+    for digits in (METRIC_DIGITS, DIGITS):
+      rounded = round_floats(value, digits)
+      trial = {**record, "metrics": {**out, key: rounded}}
+      try:
+        same = all(_canonical(c(copy.deepcopy(trial))) == w for c, w in zip(checks, want))
+      except _FAILURES:
+        same = False
+      if same:
+        out[key] = rounded
+        break
   return _restore(metrics, out, set(keep) | _claim_paths(record.get("claims")))
+
+
+def _checks(record: dict, path: pathlib.Path, paper: str | None) -> list | None:
+  """The checks of :func:`_round_where_unchanged` for a results record; None when the
+  experiment re-derives its claims' values but cannot from this record (it then keeps its
+  derived block on re-judging, and its metrics stay exact, as they did)."""
+  out = []
+  derive = _rederiver(paper) if paper is not None else None
+  if derive is not None:
+    check = lambda r: derive(r["metrics"], r.get("config") or {})
+    try:
+      check(copy.deepcopy(record))
+    except _FAILURES:
+      return None
+    out.append(check)
+  from experiments import report  # pylint: disable=import-outside-toplevel
+  from jaxpapers.core import reporting  # pylint: disable=import-outside-toplevel
+
+  try:
+    spec = report.declared_report(record, path, ROOT.parent)
+    tables = lambda r: reporting.render(spec, r)[0]
+    if spec is not None:
+      tables(copy.deepcopy(record))
+      out.append(tables)
+  except (*_FAILURES, ImportError):
+    pass  # no declared report, or one that does not render from this record
+  return out
 
 
 def _canonical(value: Any) -> str:
@@ -380,7 +418,7 @@ def _compact_cells(
 def _read(path: pathlib.Path) -> Any:
   try:
     return json.loads(path.read_text())
-  except (ValueError, UnicodeDecodeError):
+  except (OSError, ValueError, UnicodeDecodeError):  # absent, unreadable or not JSON
     return None
 
 
@@ -411,7 +449,6 @@ def compact_folder(
   paper = _paper_of(folder)
   lock = ROOT / paper / "claims.lock.json" if paper else None
   keep = _claim_paths(_read(lock)) if lock is not None and lock.exists() else set()
-  derive = _rederiver(paper) if paper is not None else None
   prune_metrics = UNREAD_METRICS.get(paper or "")
   for path in sorted(folder.rglob("*.json")):
     if path.parent in cell_dirs and _is_cell_record(_read(path)):
@@ -423,8 +460,9 @@ def compact_folder(
     is_results = path.name == results_lib.RESULTS_FILE and isinstance(value, dict)
     if is_results and prune_metrics is not None and isinstance(value.get("metrics"), dict):
       value = {**value, "metrics": prune_metrics(value["metrics"])}
-    if derive is not None and is_results and "metrics" in value:
-      metrics = _round_unread_by_derivation(value, derive, keep)
+    checks = _checks(value, path.resolve(), paper) if is_results and "metrics" in value else None
+    if is_results and "metrics" in value:
+      metrics = value["metrics"] if checks is None else _round_where_unchanged(value, checks, keep)
       new = results_lib.format_json({**_round_measured(value), "metrics": metrics})
     else:
       new = results_lib.format_json(_round_measured(value, keep))
