@@ -13,19 +13,24 @@ What it does under each folder (a second run changes nothing):
    ``CellStore.filename(name)`` (``train_seed=0~main.json`` instead of the percent-encoded
    ``train_seed%3D0%2Fmain.json``): renamed as it is, or rewritten through the store (digest
    and all) when its value changes.
-2. **Digits.** Measured floats keep 9 significant digits: a float32 value is kept exactly (9
-   digits name it), a float64 one to 5e-9 relative. Measured means a cell's value, the
-   ``metrics`` and ``extra`` of a ``results.json``, and all but the ``config`` of any other JSON
-   file. Kept exactly, as a rule may compare to them: settings (``config``), claims,
-   ``metrics.derived``, every metric path that a claim of the file or of the experiment's
-   ``claims.lock.json`` names (its ``metric``, ``minus``, ``noise``, controls, ...), and all
-   the metrics of an experiment whose derived values re-judging recomputes from them
-   (``reproduce --rejudge`` then derives the same numbers). Integral floats, NaN and
+2. **Digits.** Measured floats keep 9 significant digits where code may read them back: a
+   float32 value is kept exactly (9 digits name it), a float64 one to 5e-9 relative. That is
+   a cell's value, the ``extra`` of a ``results.json`` and all but the ``config`` of any other
+   JSON file. Each top-level entry of a results record's ``metrics`` keeps the fewest of 6
+   (``METRIC_DIGITS``: 5e-6 relative), 9 or all its digits with which the record's declared
+   tables render the same and, in an experiment whose derived values re-judging recomputes
+   from its metrics, the re-derived block is the same (``reproduce --rejudge`` then derives
+   the same numbers); a record whose experiment re-derives but cannot from it keeps all. Kept
+   exactly, as a rule may compare to them: settings (``config``), claims, ``metrics.derived``
+   and every metric path that a claim of the file or of the experiment's ``claims.lock.json``
+   names (its ``metric``, ``minus``, ``noise``, controls, ...). Integral floats, NaN and
    infinities are kept exactly.
 3. **Layout.** Other JSON files take :func:`jaxpapers.core.results.format_json`'s layout (the
    one ``write_results`` writes): numeric lists and short objects on one line.
 4. **Values nothing reads.** ``UNREAD`` names, per experiment, the parts of a cell that no
-   code reads (neither the report, the re-judging, nor a resumed run): they are dropped.
+   code reads (neither the report, the re-judging, nor a resumed run), ``UNREAD_METRICS`` the
+   parts of a results record's metrics that neither the claims' derivation nor the report
+   reads: they are dropped (or, for sample images, kept at the precision a figure draws).
 5. **Figures.** A PNG becomes a palette PNG of the fewest colours (32 to 256) that move no
    pixel's channel by more than 24 of 255, if that is smaller
    (:func:`jaxpapers.core.results.palette_png`, which ``core.save_figure`` applies too).
@@ -35,6 +40,7 @@ With ``--rename_only`` only step 1 runs (a folder whose values must stay byte fo
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -51,7 +57,8 @@ from jaxpapers.core.sweep import CellStore
 
 ROOT = pathlib.Path(__file__).resolve().parent
 
-DIGITS = 9
+DIGITS = 9  # what a resumed run or a re-derivation may read back: a float32 exactly
+METRIC_DIGITS = 6  # the metrics of a results record that nothing reads exactly
 
 _CHECK = flags.DEFINE_bool("check", False, "Change nothing; exit 1 if a file would change.")
 _RENAME_ONLY = flags.DEFINE_bool(
@@ -122,24 +129,112 @@ def _round_metrics(metrics: Any, keep: set[str]) -> Any:
   if not isinstance(metrics, dict):
     return round_floats(metrics)
   out = {k: v if k == "derived" else round_floats(v) for k, v in metrics.items()}
+  return _restore(metrics, out, keep)
+
+
+def _restore(exact: dict, rounded: dict, keep: set[str]) -> dict:
+  """``rounded`` (a rounded copy of the metrics ``exact``) with the paths in ``keep`` exact."""
+  out = copy.deepcopy(rounded)
   for path in sorted(keep):
-    keys = _keys_of(metrics, path)
+    keys = _keys_of(exact, path)
     if not keys or keys[0] == "derived":
       continue
-    exact, parent = metrics, out
+    src, parent = exact, out
     for k in keys[:-1]:
-      exact, parent = exact[k], parent[k]
-    parent[keys[-1]] = exact[keys[-1]]
+      src, parent = src[k], parent[k]
+    parent[keys[-1]] = src[keys[-1]]
   return out
 
 
-def _rederived(paper: str) -> bool:
-  """Whether re-judging recomputes the paper's ``metrics.derived`` from its metrics."""
+def _rederiver(paper: str) -> Callable[[dict, dict], Any] | None:
+  """``f(metrics, config) -> derived`` when re-judging recomputes the paper's
+  ``metrics.derived`` from its metrics, else None."""
   from experiments import reproduce  # pylint: disable=import-outside-toplevel
 
   # pylint: disable-next=protected-access
   train = reproduce._import("experiments", ROOT, f"{paper}.train")
-  return train is not None and reproduce.derives_from_metrics(train)
+  if train is None or not reproduce.derives_from_metrics(train):
+    return None
+  # pylint: disable-next=protected-access
+  return lambda metrics, config: reproduce._derive(train, metrics, config)[0]
+
+
+def _rederived(paper: str) -> bool:
+  """Whether re-judging recomputes the paper's ``metrics.derived`` from its metrics."""
+  return _rederiver(paper) is not None
+
+
+_FAILURES = (KeyError, ValueError, TypeError, IndexError, AttributeError)
+
+
+def _round_where_unchanged(
+  record: dict, checks: Sequence[Callable[[dict], Any]], keep: set[str] = frozenset()
+) -> dict:
+  """``record['metrics']`` with each top-level entry rounded to ``METRIC_DIGITS`` (else to
+  ``DIGITS``, else kept exact): the fewest digits with which every check gives the same
+  output as with the record as it is.
+
+  Args:
+    record: a results record.
+    checks: functions of a record whose outputs must not change: the re-derivation of
+      ``metrics.derived`` (so re-judging derives the same numbers) and the rendering of the
+      declared tables (so a re-rendered table shows the same numbers).
+    keep: metric paths kept exactly besides (those a rule reads).
+
+  Returns:
+    The new metrics.
+  """
+  metrics = record["metrics"]
+  if not isinstance(metrics, dict):
+    return metrics
+  want = [_canonical(check(copy.deepcopy(record))) for check in checks]
+  out = dict(metrics)
+  for key, value in metrics.items():
+    if key == "derived":
+      continue
+    for digits in (METRIC_DIGITS, DIGITS):
+      rounded = round_floats(value, digits)
+      trial = {**record, "metrics": {**out, key: rounded}}
+      try:
+        same = all(_canonical(c(copy.deepcopy(trial))) == w for c, w in zip(checks, want))
+      except _FAILURES:
+        same = False
+      if same:
+        out[key] = rounded
+        break
+  return _restore(metrics, out, set(keep) | _claim_paths(record.get("claims")))
+
+
+def _checks(record: dict, path: pathlib.Path, paper: str | None) -> list | None:
+  """The checks of :func:`_round_where_unchanged` for a results record; None when the
+  experiment re-derives its claims' values but cannot from this record (it then keeps its
+  derived block on re-judging, and its metrics stay exact, as they did)."""
+  out = []
+  derive = _rederiver(paper) if paper is not None else None
+  if derive is not None:
+    check = lambda r: derive(r["metrics"], r.get("config") or {})
+    try:
+      check(copy.deepcopy(record))
+    except _FAILURES:
+      return None
+    out.append(check)
+  from experiments import report  # pylint: disable=import-outside-toplevel
+  from jaxpapers.core import reporting  # pylint: disable=import-outside-toplevel
+
+  try:
+    spec = report.declared_report(record, path, ROOT.parent)
+    tables = lambda r: reporting.render(spec, r)[0]
+    if spec is not None:
+      tables(copy.deepcopy(record))
+      out.append(tables)
+  except (*_FAILURES, ImportError):
+    pass  # no declared report, or one that does not render from this record
+  return out
+
+
+def _canonical(value: Any) -> str:
+  """``value`` as sorted JSON text (NaN spelled out): equal exactly when the values are."""
+  return json.dumps(value, sort_keys=True, default=str)
 
 
 def _round_measured(record: Any, keep: set[str] = frozenset()) -> Any:
@@ -182,12 +277,79 @@ def _dual_rate_cell(name: str, value: Any, results: dict | None) -> Any:
     return value
   shown = {"|".join(map(str, k)) for k in evaluate.sample_grid_keys(config)}
   first = int(seed) == seeds[0]
-  grids = {k: g for k, g in value["grids"].items() if first and k in shown}
+  grids = {k: _pixels(g) for k, g in value["grids"].items() if first and k in shown}
   return {**value, "grids": grids}
 
 
+def _pixels(grid: Any) -> Any:
+  """Image values in [-1, 1] to ``GRID_DECIMALS`` decimals: the figure draws them at 8 bits
+  (steps of 2/255), so a value moves by at most a sixteenth of a step."""
+  if isinstance(grid, float):
+    return round(grid, GRID_DECIMALS) if math.isfinite(grid) else grid
+  if isinstance(grid, list):
+    return [_pixels(v) for v in grid]
+  return grid
+
+
+GRID_DECIMALS = 3
+
+
+def _soda_cell(name: str, value: Any, results: dict | None) -> Any:
+  """A SODA cell without its runs' ``train_curve``: the training-loss curve (chunk means) is
+  stored by the run but read by nothing (the rows, claims and figures read ``curve``, the
+  evaluation curve)."""
+  del name, results
+  if not isinstance(value, list):
+    return value
+  return [{k: v for k, v in r.items() if k != "train_curve"} if isinstance(r, dict) else r
+          for r in value]  # fmt: skip
+
+
 # Experiment -> f(cell name, cell value, the results.json beside the cells folder or None).
-UNREAD: dict[str, Callable[[str, Any, dict | None], Any]] = {"dual_rate": _dual_rate_cell}
+UNREAD: dict[str, Callable[[str, Any, dict | None], Any]] = {
+  "dual_rate": _dual_rate_cell,
+  "soda": _soda_cell,
+}
+
+
+# The fields of an evidence_coverage per-seed cell that something reads: its setting and seed
+# (both), what ``train.derived_metrics`` (the claims' values) reads, and what
+# ``train.report_view`` (the tables and figures) reads. The rest (purity, c_eff, ambiguity,
+# delta, the readers' MSE curves, the step size and tolerance) keeps its seed mean and std in
+# ``metrics.cells``.
+_EC_SEED_KEYS = ("n_pool", "n_clusters", "s_x", "s_w", "seed", "recall", "k_star",
+                 "k_star_average")  # fmt: skip
+_EC_READER_KEYS = ("k_peak", "regime")
+_EC_CONTEXTS = ("retrieved", "oracle", "shuffled_labels", "other_query", "random")
+
+
+def _evidence_coverage_metrics(metrics: dict) -> dict:
+  """``metrics.per_seed`` cut to the fields the claims and the report read (see above)."""
+  per_seed = metrics.get("per_seed")
+  if not isinstance(per_seed, list):
+    return metrics
+
+  def cut(cell: dict) -> dict:
+    out = {k: cell[k] for k in _EC_SEED_KEYS if k in cell}
+    if isinstance(cell.get("prior"), dict):
+      out["prior"] = {"acc": cell["prior"]["acc"]}
+    for r, rv in cell.items():
+      if not (isinstance(rv, dict) and "controller" in rv):
+        continue  # not a reader
+      reader = {c: {"acc": rv[c]["acc"]} for c in _EC_CONTEXTS if c in rv}
+      reader.update({k: rv[k] for k in _EC_READER_KEYS if k in rv})
+      ctrl = rv["controller"]
+      reader["controller"] = {k: ctrl[k] for k in ("acc", "best_fixed_k_acc") if k in ctrl}
+      out[r] = reader
+    return out
+
+  return {**metrics, "per_seed": [cut(c) if isinstance(c, dict) else c for c in per_seed]}
+
+
+# Experiment -> f(metrics of a results.json) without the values nothing reads.
+UNREAD_METRICS: dict[str, Callable[[dict], dict]] = {
+  "evidence_coverage": _evidence_coverage_metrics,
+}
 
 
 # ---------------------------------------------------------------------------- the rewrite --
@@ -256,7 +418,7 @@ def _compact_cells(
 def _read(path: pathlib.Path) -> Any:
   try:
     return json.loads(path.read_text())
-  except (ValueError, UnicodeDecodeError):
+  except (OSError, ValueError, UnicodeDecodeError):  # absent, unreadable or not JSON
     return None
 
 
@@ -287,7 +449,7 @@ def compact_folder(
   paper = _paper_of(folder)
   lock = ROOT / paper / "claims.lock.json" if paper else None
   keep = _claim_paths(_read(lock)) if lock is not None and lock.exists() else set()
-  exact_metrics = paper is not None and _rederived(paper)
+  prune_metrics = UNREAD_METRICS.get(paper or "")
   for path in sorted(folder.rglob("*.json")):
     if path.parent in cell_dirs and _is_cell_record(_read(path)):
       continue
@@ -295,8 +457,13 @@ def compact_folder(
     value = _read(path)
     if value is None:
       continue
-    if exact_metrics and path.name == results_lib.RESULTS_FILE and "metrics" in value:
-      new = results_lib.format_json({**_round_measured(value), "metrics": value["metrics"]})
+    is_results = path.name == results_lib.RESULTS_FILE and isinstance(value, dict)
+    if is_results and prune_metrics is not None and isinstance(value.get("metrics"), dict):
+      value = {**value, "metrics": prune_metrics(value["metrics"])}
+    checks = _checks(value, path.resolve(), paper) if is_results and "metrics" in value else None
+    if is_results and "metrics" in value:
+      metrics = value["metrics"] if checks is None else _round_where_unchanged(value, checks, keep)
+      new = results_lib.format_json({**_round_measured(value), "metrics": metrics})
     else:
       new = results_lib.format_json(_round_measured(value, keep))
     if new != text:

@@ -91,6 +91,10 @@ def test_a_folder_is_renamed_rounded_pruned_and_then_left_alone(tmp_path):
   # The samples figure reads the first seed's grids of its shown rows only.
   assert sorted(store["train_seed=0/main"]["grids"]) == ["baseline|8|1", "dual-rate|8|2"]
   assert store["train_seed=1/main"]["grids"] == {}
+  shown = np.asarray(store["train_seed=0/main"]["grids"]["baseline|8|1"])
+  grid = np.linspace(-1, 1, 40 * 64).reshape(40, 8, 8, 1)  # as written: kept to 3 decimals
+  np.testing.assert_allclose(shown, grid, rtol=0, atol=5e-4 + 1e-12)
+  np.testing.assert_allclose(shown * 1000, np.round(shown * 1000), rtol=0, atol=1e-9)
   assert store["train_seed=0/main"]["rows"] == [{"fd_mean": 10.1545968, "steps": 4}]
   rec = json.loads((res / "results.json").read_text())
   # Re-judging derives dual_rate's claims from its metrics: they are kept exactly.
@@ -165,12 +169,101 @@ def test_measured_floats_are_rounded_but_what_a_rule_reads_stays_exact(tmp_path)
   rec = json.loads((res / "results.json").read_text())
   assert rec["metrics"] == {
     "derived": {"gap": 1 / 3},  # what rules read: exact
-    "summary": {"a": [0.666666667, 1 / 7], "b": 0.111111111},  # summary.a.1 is read
+    "summary": {"a": [0.666667, 1 / 7], "b": 0.111111},  # summary.a.1 is read
     "summary/c": 1 / 3,  # read too, as the requirement's "minus"
-    "rows": [{"x": 0.333333333, "n": 4}],  # no string of the claims names it
+    "rows": [{"x": 0.333333, "n": 4}],  # no string of the claims names it: METRIC_DIGITS
   }
-  assert rec["extra"] == {"per_seed": [0.333333333]}
+  assert rec["extra"] == {"per_seed": [0.333333333]}  # extra: 9 digits (code reads it back)
   assert rec["config"] == record["config"] and rec["claims"] == record["claims"]
   bench = json.loads((res / "bench.json").read_text())
   assert bench == {"config": {"lr": 1 / 3}, "time_s": 0.333333333}
   assert cr.compact_folder(res) == []
+
+
+def test_soda_cells_lose_only_the_unread_training_curve(tmp_path):
+  res = tmp_path / "experiments" / "soda" / "results"
+  store = core.CellStore(res / "cells")
+  run = {
+    "family": "adamw",
+    "horizon": 8,
+    "hp": {"lr": 10**-2.5, "wd": 0.0},
+    "seeds": 2,
+    "steps": [4, 8],
+    "curve": [[[0.5, 1 / 3], [0.75, 0.25]], [[0.5, 0.5], [1.0, 0.125]]],
+    "train_curve": [[1 / 3, 1 / 7], [1 / 9, 1 / 11]],
+  }
+  store.put("digits/T8/adam", [run])
+  cr.compact_folder(res)
+  (got,) = core.CellStore(res / "cells")["digits/T8/adam"]
+  assert got == cr.round_floats({k: v for k, v in run.items() if k != "train_curve"})
+
+
+def _ec_cell(rng, n_pool, n_clusters, s_x, seed, ks):
+  """A full evidence_coverage per-seed cell (every field ``train.run_cell`` writes)."""
+  curve = lambda: np.round(rng.uniform(0.1, 0.6, len(ks)), 3).tolist()
+  floats = lambda: rng.normal(size=len(ks)).tolist()
+  cell = {"n_pool": n_pool, "n_clusters": n_clusters, "s_x": s_x, "s_w": 0.0, "seed": seed}
+  cell.update(eta=0.01, tol=0.5, k_star=int(rng.choice(ks)), k_star_average=int(rng.choice(ks)))
+  cell["recall"] = np.sort(rng.uniform(size=len(ks))).tolist()
+  for key in ("purity", "c_eff", "ambiguity", "delta"):
+    cell[key] = floats()
+  cell["prior"] = {"acc": 0.2, "mse": 4.5}
+  cell["constant_mean"] = {"acc": 0.18, "mse": 4.4}
+  for r in ("gd", "gd_ls", "ridge"):
+    reader = {c: {"acc": curve(), "mse": floats()} for c in cr._EC_CONTEXTS}
+    reader["k_peak"] = ks[int(np.argmax(reader["retrieved"]["acc"]))]
+    reader["regime"] = "unclassified"
+    reader["controller"] = {"tau": 0.9, "acc": 0.43, "k_geomean": 4.6, "best_fixed_k_acc": 0.44}
+    cell[r] = reader
+  return cell
+
+
+def test_evidence_coverage_per_seed_keeps_what_the_claims_and_the_report_read():
+  import dataclasses
+
+  from experiments.evidence_coverage import train
+
+  ks = (1, 2, 4, 8, 16)
+  settings = ((64, 8), (128, 8))
+  cfg = {f.name: 0 for f in dataclasses.fields(train.Config)}
+  cfg.update(settings=settings, ks=ks, s_x=(0.0, 1.0), s_w=(0.0,), seeds=2, n_boot=50)
+  cfg.update(decline_tol=0.02, recall_rise=0.05, min_gain=0.01)
+  rng = np.random.default_rng(0)
+  cells = [
+    _ec_cell(rng, p, j, sx, s, ks) for p, j in settings for sx in (0.0, 1.0) for s in range(2)
+  ]
+  metrics = {"cells": [{"x": 1}], "per_seed": cells, "derived": {}}
+  cut = cr._evidence_coverage_metrics(metrics)["per_seed"]
+  assert "purity" not in cut[0] and "mse" not in cut[0]["gd"]["retrieved"]  # dropped ...
+  assert len(json.dumps(cut)) < 0.6 * len(json.dumps(cells))
+  config = train.Config(**cfg)
+  # ... and the claims' values and the report's view are the same from the cut cells.
+  assert train.derived_metrics(cut, config) == train.derived_metrics(cells, config)
+  assert train.shift_response(cut, config) == train.shift_response(cells, config)
+  record = lambda per_seed: {
+    "metrics": {"cells": train.summarize(cells, config), "per_seed": per_seed, "derived": {}},
+    "config": {"ks": list(ks), "settings": [list(s) for s in settings]},
+  }
+  assert train.report_view(record(cut)) == train.report_view(record(cells))
+
+
+def test_a_metric_keeps_the_digits_a_derivation_or_a_table_needs():
+  record = {
+    "claims": [{"claim": {"metric": "derived.total", "noise": "other.kept"}}],
+    "metrics": {
+      "read": [1 / 3, 2 / 3],  # the derivation reads it at full precision
+      "shown": 0.12345678912,  # a table shows 8 decimals: 6 digits would change them
+      "unread": {"x": 1 / 7},
+      "other": {"kept": 1 / 9, "free": 1 / 9},
+      "derived": {"total": 1.0},
+    },
+    "config": {},
+  }
+  derive = lambda r: {"total": 3 * r["metrics"]["read"][0]}
+  table = lambda r: f"| {r['metrics']['shown']:.8f} |"
+  out = cr._round_where_unchanged(record, [derive, table])
+  assert out["read"] == [1 / 3, 2 / 3] and out["unread"] == {"x": 0.142857}
+  assert out["shown"] == 0.123456789  # 9 digits keep the table (0.123457 would not)
+  assert out["other"] == {"kept": 1 / 9, "free": 0.111111}  # a claim's path stays exact
+  assert out["derived"] == {"total": 1.0}
+  assert cr._round_where_unchanged({**record, "metrics": out}, [derive, table]) == out

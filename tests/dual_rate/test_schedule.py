@@ -1,7 +1,9 @@
 """Schedule, parametrisations and sampler steps against float64 closed forms."""
 
+import functools
 import math
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -57,47 +59,66 @@ def test_bad_schedule_raises():
     dr.NoiseSchedule(logsnr_min=3.0, logsnr_max=1.0)
 
 
-def test_parametrisation_conversions_roundtrip():
-  rng = np.random.default_rng(0)
-  x, eps = rng.normal(size=(2, 3, 3, 1)), rng.normal(size=(2, 3, 3, 1))
-  t = np.array([0.3, 0.8])
-  sched = dr.NoiseSchedule()
-  a, s = (np.asarray(u, np.float64) for u in sched.alpha_sigma(t))
-  ab, sb = a[:, None, None, None], s[:, None, None, None]
-  z = ab * x + sb * eps
-  v = ab * eps - sb * x
-  np.testing.assert_allclose(
-    dr.q_sample(jnp.asarray(x, jnp.float32), t, jnp.asarray(eps, jnp.float32), sched), z, atol=1e-5
-  )
-  np.testing.assert_allclose(dr.v_from_x_eps(x, eps, a, s), v, atol=1e-6)
-  np.testing.assert_allclose(dr.x_from_v(z, v, a, s), x, atol=1e-6)
-  np.testing.assert_allclose(dr.eps_from_x(z, x, a, s), eps, atol=1e-6)
-  np.testing.assert_allclose(dr.x_from_eps(z, eps, a, s), x, atol=1e-6)
-  zf = jnp.asarray(z, jnp.float32)
-  for p, out in (("x", x), ("v", v), ("eps", eps)):
-    np.testing.assert_allclose(
-      dr.output_to_x(jnp.asarray(out, jnp.float32), zf, t, sched, p), x, atol=1e-4
+class ConversionVariantsTest(chex.TestCase):
+  """The parametrisation conversions and loss weights, with and without ``jax.jit``."""
+
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_parametrisation_conversions_roundtrip(self):
+    rng = np.random.default_rng(0)
+    x, eps = rng.normal(size=(2, 2, 3, 3, 1))
+    t = np.array([0.3, 0.8])
+    sched = dr.NoiseSchedule()
+    a, s = (np.asarray(u, np.float64) for u in sched.alpha_sigma(t))
+    ab, sb = a[:, None, None, None], s[:, None, None, None]
+    z = ab * x + sb * eps
+    v = ab * eps - sb * x
+    f32 = lambda u: jnp.asarray(u, jnp.float32)
+    q_sample = self.variant(functools.partial(dr.q_sample, schedule=sched))
+    chex.assert_trees_all_close(q_sample(f32(x), t, f32(eps)), z, atol=1e-5)
+    chex.assert_trees_all_close(dr.v_from_x_eps(x, eps, a, s), v, atol=1e-6)
+    for fn, (first, second), want in (
+      (dr.x_from_v, (z, v), x),
+      (dr.eps_from_x, (z, x), eps),
+      (dr.x_from_eps, (z, eps), x),
+    ):
+      got = self.variant(fn)(f32(first), f32(second), f32(a), f32(s))  # alpha, sigma: [B]
+      chex.assert_trees_all_close(got, want, atol=2e-5)
+    zf = f32(z)
+    for p, out in (("x", x), ("v", v), ("eps", eps)):
+      to_x = functools.partial(dr.output_to_x, schedule=sched, parametrization=p)
+      chex.assert_trees_all_close(self.variant(to_x)(f32(out), zf, t), x, atol=1e-4)
+    with pytest.raises(ValueError, match="parametrization"):
+      dr.output_to_x(zf, zf, t, sched, "score")
+
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_loss_weights_match_parametrisation_losses(self):
+    rng = np.random.default_rng(1)
+    x, eps, xh = rng.normal(size=(3, 5))
+    lam = 1.3
+    a, s = math.sqrt(1 / (1 + math.exp(-lam))), math.sqrt(1 / (1 + math.exp(lam)))
+    z = a * x + s * eps
+    eh = (z - a * xh) / s
+    vh, v = a * eh - s * xh, a * eps - s * x
+    base = np.sum((xh - x) ** 2)
+    weight = lambda name: self.variant(functools.partial(dr.loss_weight, weighting=name))
+    lams = jnp.asarray([lam, lam], jnp.float32)
+    want_v, want_eps = np.full(2, np.sum((vh - v) ** 2)), np.full(2, np.sum((eh - eps) ** 2))
+    chex.assert_trees_all_close(weight("v")(lams) * base, want_v, rtol=1e-5)
+    chex.assert_trees_all_close(weight("eps")(lams) * base, want_eps, rtol=1e-5)
+    chex.assert_trees_all_close(weight("x")(lams), np.ones(2, np.float32))
+
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_edm_sigma_to_t_inverts_sigma_over_alpha(self):
+    sig = np.asarray(dr.karras_sigmas(5), np.float64)[:5]
+    sched = dr.NoiseSchedule()
+    t = self.variant(functools.partial(dr.edm_sigma_to_t, schedule=sched))(
+      jnp.asarray(sig, jnp.float32)
     )
-  with pytest.raises(ValueError, match="parametrization"):
-    dr.output_to_x(zf, zf, t, sched, "score")
-
-
-def test_loss_weights_match_parametrisation_losses():
-  rng = np.random.default_rng(1)
-  x, eps, xh = rng.normal(size=(3, 5))
-  lam = 1.3
-  a, s = math.sqrt(1 / (1 + math.exp(-lam))), math.sqrt(1 / (1 + math.exp(lam)))
-  z = a * x + s * eps
-  eh = (z - a * xh) / s
-  vh, v = a * eh - s * xh, a * eps - s * x
-  base = np.sum((xh - x) ** 2)
-  np.testing.assert_allclose(
-    float(dr.loss_weight(lam, "v")) * base, np.sum((vh - v) ** 2), rtol=1e-5
-  )
-  np.testing.assert_allclose(
-    float(dr.loss_weight(lam, "eps")) * base, np.sum((eh - eps) ** 2), rtol=1e-5
-  )
-  assert float(dr.loss_weight(lam, "x")) == 1.0
+    a, s = (np.asarray(u, np.float64) for u in sched.alpha_sigma(t))
+    chex.assert_trees_all_close(s / a, sig, rtol=1e-4)
+    # lambda(t) = -2 log sigma_edm (the cosine schedule's closed form, away from its clip).
+    chex.assert_trees_all_close(_np_logsnr_cosine(np.asarray(t, np.float64)), -2 * np.log(sig),
+                                rtol=1e-3, atol=1e-3)  # fmt: skip
 
 
 def test_posterior_closed_form_and_monte_carlo():

@@ -1,5 +1,6 @@
 """Geometry and loss tests against float64 references and closed forms."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -33,7 +34,23 @@ def _cams(rng, S, hw=(24, 32)):
   return ext, K
 
 
+class GeometryVariantsTest(chex.TestCase):
+  """The camera, confidence and gradient losses, with and without ``jax.jit``."""
+
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_camera_loss_hand_computed(self):
+    _camera_loss(self.variant)
+
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_conf_regression_and_gradient_loss(self):
+    _conf_and_gradient(self.variant)
+
+
 def test_quaternion_matches_scipy_and_round_trips():
+  _quaternion(jax.jit)  # jit only: eagerly its many small ops cost seconds
+
+
+def _quaternion(variant):
   rng = np.random.default_rng(0)
   # random rotations, then near-180-degree ones (they exercise the non-w pivots)
   R2 = Rotation.from_rotvec(
@@ -41,17 +58,21 @@ def test_quaternion_matches_scipy_and_round_trips():
   ).as_matrix()
   R = np.concatenate([_rand_rot(rng, 50), R2])
   with jax.enable_x64(True):
-    q, R_back = jax.jit(lambda r: (fs.mat_to_quat(r), fs.quat_to_mat(fs.mat_to_quat(r))))(
+    q, R_back = variant(lambda r: (fs.mat_to_quat(r), fs.quat_to_mat(fs.mat_to_quat(r))))(
       jnp.asarray(R)
     )
   q_ref = Rotation.from_matrix(R[:50]).as_quat()  # scipy is scalar-last too
   q_ref = np.where(q_ref[:, 3:] < 0, -q_ref, q_ref)
-  np.testing.assert_allclose(np.asarray(q)[:50], q_ref, atol=1e-12)
-  np.testing.assert_allclose(np.asarray(R_back)[:50], R[:50], atol=1e-12)
-  np.testing.assert_allclose(np.asarray(R_back)[50:], R2, atol=1e-10)
+  chex.assert_trees_all_close(np.asarray(q)[:50], q_ref, atol=1e-12)
+  chex.assert_trees_all_close(np.asarray(R_back)[:50], R[:50], atol=1e-12)
+  chex.assert_trees_all_close(np.asarray(R_back)[50:], R2, atol=1e-10)
 
 
 def test_pose_encoding_round_trip():
+  _pose_encoding(jax.jit)  # jit only, as the quaternion test
+
+
+def _pose_encoding(variant):
   rng = np.random.default_rng(1)
   hw = (24, 32)
   ext, K = _cams(rng, 7, hw)
@@ -62,11 +83,9 @@ def test_pose_encoding_round_trip():
     return enc, e2, K2, fs.cameras_to_pose_encoding(e2, K2, hw)
 
   with jax.enable_x64(True):
-    enc, e2, K2, enc2 = jax.jit(chain)(jnp.asarray(ext), jnp.asarray(K))
-  assert enc.shape == (7, 9)
-  np.testing.assert_allclose(np.asarray(e2), ext, atol=1e-12)
-  np.testing.assert_allclose(np.asarray(K2), K, atol=1e-10)
-  np.testing.assert_allclose(np.asarray(enc2), np.asarray(enc), atol=1e-12)
+    enc, e2, K2, enc2 = variant(chain)(jnp.asarray(ext), jnp.asarray(K))
+  chex.assert_shape(enc, (7, 9))
+  chex.assert_trees_all_close((e2, K2, enc2), (ext, K, enc), atol=1e-10)
   # fov definition: fov_h = 2 atan(H/2 / f_y)
   np.testing.assert_allclose(np.asarray(enc[:, 7]), 2 * np.arctan(12 / K[:, 1, 1]), rtol=1e-6)
   with pytest.raises(ValueError, match="pose_enc"):
@@ -297,20 +316,18 @@ def test_reprojection_gauge_invariance():
   assert l < 1e-12
 
 
-def test_camera_loss_hand_computed():
+def _camera_loss(variant):
   tgt = jnp.array([[[0.0, 0, 0, 0, 0, 0, 1, 1.0, 1.0]]])
   pred = jnp.array([[[1.0, -1, 0, 0, 0, 0, -1, 1.5, 1.0]]])  # -q is the same rotation
-  cam = jax.jit(fs.camera_loss)
+  cam = variant(fs.camera_loss)
   l, aux = cam(pred, tgt)
-  np.testing.assert_allclose(float(aux["cam_t"]), 2.0)
-  np.testing.assert_allclose(float(aux["cam_q"]), 0.0)
-  np.testing.assert_allclose(float(l), 2.0 + 0.5 * 0.5)
+  chex.assert_trees_all_close((l, aux["cam_t"], aux["cam_q"]), (2.0 + 0.5 * 0.5, 2.0, 0.0))
   stages = jnp.stack([pred, tgt])  # two stages: weights 0.6 and 1, divided by n=2
   l2, _ = cam(stages, tgt)
-  np.testing.assert_allclose(float(l2), 0.6 * 2.25 / 2)
+  chex.assert_trees_all_close(l2, 0.6 * 2.25 / 2)
 
 
-def test_conf_regression_and_gradient_loss():
+def _conf_and_gradient(variant):
   rng = np.random.default_rng(12)
   pred = rng.normal(size=(1, 2, 4, 4, 3))
   tgt = rng.normal(size=pred.shape)
@@ -326,11 +343,10 @@ def test_conf_regression_and_gradient_loss():
     )
 
   with jax.enable_x64(True):
-    l, g_off, g = map(float, jax.jit(losses)(*map(jnp.asarray, (pred, tgt, conf, valid))))
+    l, g_off, g = map(float, variant(losses)(*map(jnp.asarray, (pred, tgt, conf, valid))))
   ref = ((np.linalg.norm(pred - tgt, axis=-1) * conf - 0.2 * np.log(conf))[valid]).mean()
-  np.testing.assert_allclose(l, ref, rtol=1e-9)
-  assert g_off < 1e-12
   d = (pred - tgt)[0]
   gx = np.abs(d[:, :, 1:] - d[:, :, :-1]).sum(-1)
   gy = np.abs(d[:, 1:] - d[:, :-1]).sum(-1)
-  np.testing.assert_allclose(g, (gx.sum() + gy.sum()) / (gx.size + gy.size), rtol=1e-9)
+  g_ref = (gx.sum() + gy.sum()) / (gx.size + gy.size)
+  chex.assert_trees_all_close((l, g_off, g), (ref, 0.0, g_ref), rtol=1e-9, atol=1e-12)

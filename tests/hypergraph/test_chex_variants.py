@@ -98,3 +98,47 @@ class KernelsTest(chex.TestCase):
 
 if __name__ == "__main__":
   absltest.main()
+
+
+class StagesAndComplexTest(chex.TestCase):
+  """The two message-passing stages and the complex helpers, against dense float64 algebra."""
+
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_node_to_edge_and_edge_to_node_are_h_conj_transpose_and_h(self):
+    inc = _rand_directed(84, n=8, m=5)
+    h = _dense_h(inc)  # [n, m] complex H_ve
+    x = RNG.normal(size=(2, inc.num_nodes, 3))
+    e = RNG.normal(size=(2, inc.num_edges, 3))
+    f32 = lambda a: a.astype(np.float32)
+    got = self.variant(hg.node_to_edge)(inc, f32(x[0]), f32(x[1]))
+    want = h.conj().T @ (x[0] + 1j * x[1])
+    chex.assert_trees_all_close(got, (f32(want.real), f32(want.imag)), atol=1e-5)
+    got = self.variant(hg.edge_to_node)(inc, f32(e[0]), f32(e[1]))
+    want = h @ (e[0] + 1j * e[1])
+    chex.assert_trees_all_close(got, (f32(want.real), f32(want.imag)), atol=1e-5)
+    # Without phases both stages are the 0/1 incidence matrix B and B^T on a real signal.
+    b = (np.abs(h) > 0).astype(np.float64)
+    stage1 = functools.partial(hg.node_to_edge, use_phase=False)
+    re, im = self.variant(stage1)(inc, f32(x[0]))
+    self.assertIsNone(im)
+    chex.assert_trees_all_close(re, f32(b.T @ x[0]), atol=1e-5)
+
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_complex_helpers_match_numpy_complex_arithmetic(self):
+    a = RNG.normal(size=(2, 4, 3))
+    b = RNG.normal(size=(2, 4, 3))
+    f32 = lambda v: v.astype(np.float32)
+    za, zb = a[0] + 1j * a[1], b[0] + 1j * b[1]
+    got = self.variant(hg.cmul)(f32(a[0]), f32(a[1]), f32(b[0]), f32(b[1]))
+    chex.assert_trees_all_close(got, (f32((za * zb).real), f32((za * zb).imag)), atol=1e-5)
+    re, im = self.variant(lambda x, y: hg.cmul(x, None, y, None))(f32(a[0]), f32(b[0]))
+    self.assertIsNone(im)
+    chex.assert_trees_all_close(re, f32(a[0] * b[0]), atol=1e-6)
+    got = self.variant(functools.partial(hg.complex_unit_mul, i_complex=True))(f32(a[0]), f32(a[1]))
+    chex.assert_trees_all_close(got, (f32((za * (1 + 1j)).real), f32((za * (1 + 1j)).imag)))
+    mask = a[0] >= 0
+    got = self.variant(hg.complex_relu)(f32(a[0]), f32(a[1]))
+    chex.assert_trees_all_close(got, (f32(a[0] * mask), f32(a[1] * mask)))
+    d = np.array([0.0, 1.0, 4.0, 2.5], np.float32)
+    want = np.array([0.0, 1.0, 0.5, 1 / np.sqrt(2.5)], np.float32)
+    chex.assert_trees_all_close(self.variant(hg.inv_sqrt)(d), want, rtol=1e-6)

@@ -1,32 +1,35 @@
 """The toy decoder's loss and config, and the parametric-recall control probes."""
 
-import jax
+import functools
+
+import chex
 import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import lm, locos
 
 
-def test_toy_lm_loss_against_a_float64_reference():
-  rng = np.random.default_rng(0)
-  B, T, V = 3, 6, 7
-  logits = rng.normal(size=(B, T, V))
-  tokens = rng.integers(0, V, (B, T))
-  tokens[0, 3] = int(np.argmax(logits[0, 2]))  # one target the argmax gets right
-  mask = np.zeros((B, T))
-  mask[0, 2], mask[1, 4], mask[2, 0], mask[2, 5] = 1.0, 1.0, 0.5, 1.0  # mask[:, -1] is unused
-  model = lambda tok: (jnp.asarray(logits, jnp.float32), None, None)
-  loss, acc = locos.toy_lm_loss(model, jnp.asarray(tokens), jnp.asarray(mask, jnp.float32))
-  # reference: position t predicts tokens[t + 1]; weights mask[:, :-1]
-  logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
-  w = mask[:, :-1]
-  nll = -np.take_along_axis(logp[:, :-1], tokens[:, 1:, None], -1)[..., 0]
-  hit = np.argmax(logits[:, :-1], -1) == tokens[:, 1:]
-  np.testing.assert_allclose(loss, (nll * w).sum() / w.sum(), rtol=1e-5)
-  np.testing.assert_allclose(acc, (hit * w).sum() / w.sum(), rtol=1e-6)
-  assert 0 < float(acc) < 1  # the hand-placed hit counts, the others do not
-  jitted = jax.jit(locos.toy_lm_loss, static_argnums=0)
-  np.testing.assert_allclose(jitted(model, tokens, mask.astype(np.float32))[0], loss, rtol=1e-6)
+class ToyLossVariantsTest(chex.TestCase):
+  @chex.variants(with_jit=True, without_jit=True)
+  def test_toy_lm_loss_against_a_float64_reference(self):
+    rng = np.random.default_rng(0)
+    B, T, V = 3, 6, 7
+    logits = rng.normal(size=(B, T, V))
+    tokens = rng.integers(0, V, (B, T))
+    tokens[0, 3] = int(np.argmax(logits[0, 2]))  # one target the argmax gets right
+    mask = np.zeros((B, T))
+    mask[0, 2], mask[1, 4], mask[2, 0], mask[2, 5] = 1.0, 1.0, 0.5, 1.0  # mask[:, -1] unused
+    model = lambda tok: (jnp.asarray(logits, jnp.float32), None, None)
+    loss_fn = self.variant(functools.partial(locos.toy_lm_loss, model))
+    loss, acc = loss_fn(jnp.asarray(tokens), jnp.asarray(mask, jnp.float32))
+    # reference: position t predicts tokens[t + 1]; weights mask[:, :-1]
+    logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    w = mask[:, :-1]
+    nll = -np.take_along_axis(logp[:, :-1], tokens[:, 1:, None], -1)[..., 0]
+    hit = np.argmax(logits[:, :-1], -1) == tokens[:, 1:]
+    want = ((nll * w).sum() / w.sum(), (hit * w).sum() / w.sum())
+    chex.assert_trees_all_close((loss, acc), want, rtol=1e-5)
+    self.assertTrue(0 < float(acc) < 1)  # the hand-placed hit counts, the others do not
 
 
 def test_toy_model_config_matches_the_task():
