@@ -21,7 +21,9 @@ repeats, over trace lengths T, windows w and formulas:
 * **cost of the window**: time at w = 64 over w = 1, for ``score`` (t = 0) and ``scores``
   (every t), at every T;
 * **formulas x traces in one program**: ``score_many`` of all formulas against one ``score``
-  call per formula.
+  call per formula;
+* **the fixed cost of a call** (``call`` in the ``cost`` rows, ``call_costs``): ``score`` on 2
+  traces beside a jitted function with and without one checkify ``debug_check``.
 
 What bounds the speed-up (the record's notes give the numbers of the run): ``score`` computes
 probabilities in linear space (each with its complement, see ``jaxpapers/logstop/_engine.py``)
@@ -41,15 +43,24 @@ NaN; the policy for bad input under jit), which reads every input once more and 
 a copy of the inputs (the ``cost`` rows time it). The fallback ``lax.cond`` costs nothing
 measurable: XLA's CPU backend runs one branch and hands it the parameters without a copy, and
 its predicate is a comparison of the [N] results. The log of the result fuses into the last
-reduction. The kernel itself moves about three times the bytes of a transpose of the
-inputs into the view (XLA's cost analysis of the kernel alone: XLA keeps the atoms' products
-and each of the chunk totals as separate fusions). On the
+reduction. The kernel of ``a U b`` moves under twice the bytes of a transpose of the inputs
+into the view (XLA's cost analysis of the kernel alone: the transposes, then one fusion that
+composes the maps of every chunk and writes both components of the totals). On the
 shared 2-core host (load average several times the core count) the median CPU time per frame
 of the kernel alone is close to the Python scorer's time per frame / 1,000, so with the check
 1,000x is not reached there; the min over repeats comes closer (the note gives both).
 ``scores`` at w = 64 pays the window sums' blocked scans (two more passes over the view per
 atom, on chains of n = T / w steps whose fixed costs grow relative to the work), so its ratio
 to w = 1 stays above 1.2.
+
+Every call also pays a fixed cost that no kernel change removes: the range check registers a
+checkify ``debug_check`` (so that ``checkify`` can surface bad scores under jit), whose error
+effect makes JAX dispatch every call of the program by its Python path instead of the C++
+fast path; ``call_costs`` measures about 100 CPU-us more per call than the same program
+without the check, i.e. about 0.3 ns of the 3.4 ns per frame that 1,000x allows at the
+benchmark's 300k frames per call, and a larger share at T = 50 (the note gives the numbers of
+the run). Removing it would change the project's policy for bad input under jit, so it stays
+and is measured.
 
 Timings on a shared CPU are noisy; the ratios measured side by side are the meaningful part,
 and the record keeps every repeat and the load average. Writes
@@ -140,6 +151,31 @@ def host_costs(repeats: int = 9) -> dict[str, float]:
     "logaddexp_cpu_ns": max(float(np.min(t["logaddexp"][1])) - copy, 0.0) / x.size * 1e9,
     "byte_cpu_ns": copy / (8 * x.size) * 1e9,
   }
+
+
+def call_costs(T: int, repeats: int = 30) -> dict[str, float]:
+  """CPU microseconds of one call that does (almost) no work: the fixed cost of every call.
+
+  On a batch of 2 traces of length T: ``score("a U b")`` under ``jax.jit``; a jitted sum of
+  the same inputs with one ``checkify.debug_check`` (the check ``score`` registers for traced
+  inputs, the policy for bad input under jit); the same sum without it. A jitted function
+  with a checkify check carries an error effect, and JAX dispatches a call of a program with
+  effects by its Python path instead of the C++ fast path.
+  """
+  from jax.experimental import checkify
+
+  def checked(p):
+    checkify.debug_check(jnp.all(p["a"] <= 1), "bad")
+    return p["a"] + p["b"]
+
+  p = {n: jnp.full((2, T), 0.5, jnp.float32) for n in "ab"}
+  fns = {
+    "score": _jitted("score", "a U b", 1),
+    "with_debug_check": jax.jit(checked),
+    "plain": jax.jit(lambda p: p["a"] + p["b"]),
+  }
+  t = time_jax(fns, (p,), repeats)
+  return {f"{k}_cpu_us": float(np.median(v[1])) * 1e6 for k, v in t.items()}
 
 
 def _range_check(p):
@@ -266,6 +302,7 @@ def run(args) -> tuple[list, list]:
   # Where the time goes: XLA's count of transcendentals per frame, and their cost here.
   T_cost = next((T for T in args.Ts if 300 <= T <= 1000), args.Ts[-1])
   host = host_costs()
+  calls = call_costs(T_cost)
   cost_props = traces(rng, batch_size(T_cost), T_cost)
   for formula in FORMULAS:
     per_frame = cost_per_frame(formula, batch_size(T_cost), T_cost)
@@ -278,6 +315,7 @@ def run(args) -> tuple[list, list]:
         "per_frame": per_frame["score"],
         "per_frame_range_check": per_frame["range_check"],
         "pieces": time_pieces(formula, cost_props, args.repeats),
+        "call": calls,
         **host,
       }
     )
@@ -370,6 +408,15 @@ def summarize(rows, args) -> list[dict]:
         f"{cost['T']} (min / median): score {piece('score')}, range check "
         f"{piece('range_check')}, so the kernel {kernel[0]:.2f} / {kernel[1]:.2f}; a copy of "
         f"the inputs {piece('copy')}; 1,000x needs {py_ns / 1e3:.2f} ns"
+      )
+      call = cost["call"]
+      floor += (
+        f"; fixed cost of a call (median CPU-us, 2 traces): score {call['score_cpu_us']:.0f}, "
+        f"a jitted sum with one checkify debug_check {call['with_debug_check_cpu_us']:.0f}, "
+        f"without it {call['plain_cpu_us']:.0f} (the check's error effect sends every call "
+        f"down JAX's Python dispatch path), i.e. "
+        f"{call['score_cpu_us'] * 1e3 / (cost['batch'] * cost['T']):.2f} ns per frame of a "
+        f"{cost['batch']} x {cost['T']} call"
       )
     per_T = {}
     for r in score1:

@@ -164,3 +164,19 @@ def test_underflow_threshold_grows_with_length_and_nesting():
   p = {"a": np.full((2, 50), 0.5, np.float32)}
   want = _reference(deep, {"a": np.full(50, 0.5)}, 49, 1)[0]
   np.testing.assert_allclose(np.asarray(L.score(deep, p)), [want, want], rtol=1e-5)
+
+
+def test_composed_affine_maps_equal_the_float64_composition_under_jit():
+  """`_compose` stacks the factor and offset of the composed maps into one array (one fusion);
+  both components, in order, against the maps composed one by one in float64."""
+  rng = np.random.default_rng(3)
+  m, c = rng.uniform(size=(2, 7, 3, 5))
+  maps = _engine._affine_maps("prob")
+  compose = jax.jit(lambda m, c: _engine._compose(maps, (m, c), range(6, -1, -1), 0))
+  got_m, got_c = compose(jnp.asarray(m, jnp.float32), jnp.asarray(c, jnp.float32))
+  # y -> c(0) + m(0) (c(1) + m(1) (... (c(6) + m(6) y))): factor prod m, offset at y = 0.
+  want_m, want_c = np.ones((3, 5)), np.zeros((3, 5))
+  for l in range(6, -1, -1):
+    want_m, want_c = m[l] * want_m, c[l] + m[l] * want_c
+  np.testing.assert_allclose(np.asarray(got_m), want_m, rtol=1e-5)
+  np.testing.assert_allclose(np.asarray(got_c), want_c, rtol=1e-5)
