@@ -62,10 +62,7 @@ def _fraction_ci(flags, n_boot: int) -> float | None:
   a = np.asarray(flags, np.float64)
   if a.size < 2:
     return None
-  b = core.paired_bootstrap(a, np.zeros_like(a), n_resamples=n_boot, seed=0)
-  if not np.isfinite(b.lo):
-    return None
-  return float(max(b.estimate - b.lo, b.hi - b.estimate))
+  return core.paired_bootstrap(a, np.zeros_like(a), n_resamples=n_boot, seed=0).half_width
 
 
 def _mean_or_none(flags) -> float | None:

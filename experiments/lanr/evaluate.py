@@ -127,17 +127,10 @@ def _entropy_auroc(h, sufficient) -> float:
   return _auroc(-np.asarray(h), sufficient)
 
 
-def half_width(b) -> float | None:
-  """The larger distance from a bootstrap estimate to its interval's bounds (None: no spread)."""
-  if not (np.isfinite(b.lo) and np.isfinite(b.hi)):
-    return None
-  return float(max(b.estimate - b.lo, b.hi - b.estimate))
-
-
 def paired_ci(a, b, n_boot: int) -> dict:
   """Mean of ``a - b`` over items and its 95% paired-bootstrap interval (``core.stats``)."""
   r = core.paired_bootstrap(np.asarray(a, float), np.asarray(b, float), n_resamples=n_boot, seed=0)
-  return {"mean": r.estimate, "lo": r.lo, "hi": r.hi, "ci": half_width(r), "n": r.n}
+  return {"mean": r.estimate, "lo": r.lo, "hi": r.hi, "ci": r.half_width, "n": r.n}
 
 
 def auroc_ci(score, label, group, n_boot: int, strata=None) -> dict:
@@ -182,7 +175,7 @@ def auroc_ci(score, label, group, n_boot: int, strata=None) -> dict:
 
   ids = np.arange(G, dtype=np.float64)
   r = core.paired_bootstrap(ids, -np.ones(G), statistic=stat, n_resamples=n_boot, seed=0)
-  return {"auroc": r.estimate, "lo": r.lo, "hi": r.hi, "ci": half_width(r)}
+  return {"auroc": r.estimate, "lo": r.lo, "hi": r.hi, "ci": r.half_width}
 
 
 def per_question(per_seed: list[dict], method: str, key: str) -> np.ndarray:

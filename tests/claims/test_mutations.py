@@ -621,14 +621,6 @@ MUTATIONS = (
   M(
     "evidence_coverage",
     "evaluate",
-    "return float(max(b.estimate - b.lo, b.hi - b.estimate))",
-    "return float(min(b.estimate - b.lo, b.hi - b.estimate))",
-    ["test_fraction_ci"],
-    "bootstrap half-width from the narrower side of the interval",
-  ),
-  M(
-    "evidence_coverage",
-    "evaluate",
     'dec_o = [_decline(c[r]["oracle"]["acc"], c["recall"], ks, cfg) for c in gc]',
     'dec_o = [_decline(c[r]["retrieved"]["acc"], c["recall"], ks, cfg) for c in gc]',
     ["test_derived_metrics"],
@@ -940,14 +932,6 @@ MUTATIONS = (
     'return max(names, key=lambda k: float(np.mean(np.asarray(ref[k]["recall"], float))))',
     ["test_better_on_compares_the_masked_questions"],
     "stronger lexical pipeline chosen on every question instead of the multi-hop ones",
-  ),
-  M(
-    "lanr",
-    "evaluate",
-    "return float(max(b.estimate - b.lo, b.hi - b.estimate))",
-    "return float(min(b.estimate - b.lo, b.hi - b.estimate))",
-    ["test_paired_ci", "test_auroc_ci_pairs_strata_and_group_bootstrap"],
-    "bootstrap half-width from the narrower side",
   ),
   M(
     "lanr",
@@ -1751,6 +1735,14 @@ MUTATIONS = (
     "return float(_T975.get(n - 1, 1.96) * a.std(ddof=1) / math.sqrt(n))",
     ["test_ci95_halfwidth"],
     "t quantile looked up one sample size off",
+  ),
+  M(
+    "core",
+    "jaxpapers.core.stats",
+    "return float(max(self.estimate - self.lo, self.hi - self.estimate))",
+    "return float(min(self.estimate - self.lo, self.hi - self.estimate))",
+    ["test_bootstrap_half_width"],
+    "bootstrap half-width from the narrower side of the interval",
   ),
   # ---------------------------------------------------------------- more: per-question outcomes
   M(
