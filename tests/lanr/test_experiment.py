@@ -131,7 +131,9 @@ def test_smollm2_reads_contexts_and_documents():
   assert T.prefix_len > 50  # the system turn and the two worked examples
   docs = [T.d(d) for d in kb.docs[:2]]
   dt, dl = train.L.pad_tokens(docs)
-  h = np.asarray(train.L.encode_documents(T.doc_fn, T.doc_params, dt, dl, T.doc_marker, 2))
+  h = np.asarray(
+    train.L.encode_documents(T.doc_fn, T.doc_params, dt, dl, T.doc_marker, batch_size=2)
+  )
   assert h.shape == (2, T.cfg.d_model) and np.isfinite(h).all()
   q = test_q[0]
   gold = T.q(q.question) + [x for g in q.gold for x in T.d(kb.docs[g])]
