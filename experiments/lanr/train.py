@@ -46,17 +46,10 @@ from jaxpapers import lanr as L
 # --------------------------------------------------------------------------- head training
 
 
-def lanr_cfg(c):
-  return L.LAnRConfig(
-    rep_dim=c.rep_dim,
-    rep_layer=c.rep_layer,
-    t_max=c.t_max,
-    tau_stop=c.tau_stop,
-    tau_ret=c.tau_ret,
-    lambda_ret=c.lambda_ret,
-    lambda_ctl=c.lambda_ctl,
-    control_width=c.control_width,
-  )
+def lanr_cfg(c) -> L.LAnRConfig:
+  """The library's config of the heads and the loop (``control_labels`` at its default)."""
+  keys = ("rep_dim", "rep_layer", "t_max", "tau_stop", "tau_ret", "lambda_ret", "lambda_ctl")
+  return L.LAnRConfig(**{k: c[k] for k in keys}, control_width=c.control_width)
 
 
 def make_sweep(c, hidden):

@@ -204,17 +204,8 @@ def train_and_evaluate(config, workdir) -> dict:
     "per_query": per_query,
     "per_split": [
       {
-        "n_single": c["n_single"],
-        "n_premise": c["n_premise"],
-        "wall_s": c["wall_s"],
-        **{
-          v: {
-            "loss_first": c[v]["loss_first"],
-            "loss_last": c[v]["loss_last"],
-            "train_pairs": c[v]["train_pairs"],
-          }
-          for v in VARIANTS
-        },
+        **{k: c[k] for k in ("n_single", "n_premise", "wall_s")},
+        **{v: {k: c[v][k] for k in ("loss_first", "loss_last", "train_pairs")} for v in VARIANTS},
       }
       for c in cells
     ],
