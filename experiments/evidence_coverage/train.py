@@ -72,30 +72,13 @@ def _mesh(cfg: Config):
   return None
 
 
-def _sweep(reader, data, idx, ks, chunk, mesh, y_override=None, valid=None):
-  """``E.k_sweep`` over blocks of ``chunk`` queries (one compile when the block divides Q)."""
+def _sweep(reader, data, idx, ks, chunk, mesh, y_override=None, valid=None) -> np.ndarray:
+  """``E.k_sweep`` in blocks of ``chunk`` queries (one compile) when a block divides Q."""
   Q = idx.shape[0]
-  if chunk >= Q or Q % chunk:
-    return np.asarray(
-      E.k_sweep(reader, data, idx, ks, y_override=y_override, valid=valid, mesh=mesh)
-    )
-  out = []
-  for lo in range(0, Q, chunk):
-    hi = lo + chunk
-    out.append(
-      np.asarray(
-        E.k_sweep(
-          reader,
-          _split(data, lo, hi),
-          idx[lo:hi],
-          ks,
-          y_override=None if y_override is None else y_override[lo:hi],
-          valid=None if valid is None else valid[lo:hi],
-          mesh=mesh,
-        )
-      )
-    )
-  return np.concatenate(out, axis=1)
+  c = chunk if chunk < Q and Q % chunk == 0 else None
+  return np.asarray(
+    E.k_sweep(reader, data, idx, ks, y_override=y_override, valid=valid, mesh=mesh, query_chunk=c)
+  )
 
 
 def _dev_correct(readers: dict, data: E.ICLData, ks, chunk, mesh, tol, k_max) -> tuple:
