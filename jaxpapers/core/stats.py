@@ -182,6 +182,20 @@ class BootstrapInterval:
     """
     return bool(self.lo > value or self.hi < value)
 
+  @property
+  def half_width(self) -> float | None:
+    """The larger distance from the estimate to a bound: one ``±`` number for the interval.
+
+    A percentile interval need not be symmetric about the estimate; the larger side keeps the
+    ``±`` conservative.
+
+    Returns:
+      ``max(estimate - lo, hi - estimate)``, or None when a bound is not finite (n < 2).
+    """
+    if not (np.isfinite(self.lo) and np.isfinite(self.hi)):
+      return None
+    return float(max(self.estimate - self.lo, self.hi - self.estimate))
+
 
 @dataclasses.dataclass(frozen=True)
 class SignFlipResult:

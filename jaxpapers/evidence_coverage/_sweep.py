@@ -7,6 +7,7 @@ k, and recall and accuracy come from the same queries.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 
@@ -84,6 +85,35 @@ def _check_reader(reader):
     raise TypeError("reader must be hashable (e.g. GDReader(eta=...)); it is a static arg") from e
 
 
+def _query_block(data: ICLData, lo: int, hi: int) -> ICLData:
+  """The queries ``lo:hi`` of ``data`` with the whole pool."""
+  return dataclasses.replace(
+    data, q_x=data.q_x[lo:hi], q_y=data.q_y[lo:hi], q_task=data.q_task[lo:hi], q_w=data.q_w[lo:hi]
+  )
+
+
+def _blocks(reader, data, idx, ks, y_override, valid, mesh, query_chunk) -> jax.Array:
+  """``k_sweep`` over consecutive blocks of ``query_chunk`` queries, concatenated: [n_k, Q]."""
+  Q = idx.shape[0]
+  c = V.check_int(query_chunk, "query_chunk", min_value=1)
+  if Q % c:
+    raise ValueError(f"query_chunk must divide the number of queries Q = {Q}, got {c}")
+  part = lambda x, lo: None if x is None else x[lo : lo + c]
+  out = [
+    k_sweep(
+      reader,
+      _query_block(data, lo, lo + c),
+      idx[lo : lo + c],
+      ks,
+      y_override=part(y_override, lo),
+      valid=part(valid, lo),
+      mesh=mesh,
+    )
+    for lo in range(0, Q, c)
+  ]
+  return jnp.concatenate(out, axis=1)
+
+
 def k_sweep(
   reader: Reader,
   data: ICLData,
@@ -93,6 +123,7 @@ def k_sweep(
   y_override: jax.Array | None = None,
   valid: jax.Array | None = None,
   mesh: jax.sharding.Mesh | None = None,
+  query_chunk: int | None = None,
 ) -> jax.Array:
   """Predictions of ``reader`` for every budget in ``ks`` from one retrieved list.
 
@@ -111,9 +142,12 @@ def k_sweep(
       K).
     mesh: optional mesh; the queries are split over its first axis with ``jax.shard_map``
       (each device sweeps its own queries against the replicated pool; Q must divide).
+    query_chunk: optional number of queries per block: the queries are swept in blocks of this
+      size (one compilation for all blocks), which bounds the ``[len(ks), block, K, d]``
+      intermediates; it must divide Q. None: all queries at once.
 
   Returns:
-    float [len(ks), Q] predictions.
+    float [len(ks), Q] predictions (the same with or without blocks).
 
   Under jit: an index outside ``[0, P)`` poisons the result (NaN).
   """
@@ -122,6 +156,8 @@ def k_sweep(
   idx, ok = check_idx(idx, data)
   ks = check_ks(ks, k_max=idx.shape[1])
   y_override, valid = _check_extras(idx, y_override, valid)
+  if query_chunk is not None:
+    return V.poison(_blocks(reader, data, idx, ks, y_override, valid, mesh, query_chunk), ok)
   # Materialise the defaults: one compiled program per reader, whichever extras are given.
   if y_override is None:
     y_override = _gather_y(data.pool_y, idx)

@@ -5,14 +5,14 @@ import types
 
 import pytest
 
-MODULES = {"train": "experiments.evidence_coverage.train"}
+MODULES = {"evaluate": "experiments.evidence_coverage.evaluate"}
 
 KS = (1, 2, 4, 8, 16)
 
 
-@pytest.fixture(name="train")
-def _train():
-  return importlib.import_module(MODULES["train"])
+@pytest.fixture(name="evaluate")
+def _evaluate():
+  return importlib.import_module(MODULES["evaluate"])
 
 
 def _reader(retrieved, oracle, k_peak, shuffled, other, random):
@@ -83,24 +83,24 @@ def _cfg():
   )
 
 
-def test_decline(train):
+def test_decline(evaluate):
   cfg = _cfg()
   recall = [0.1, 0.3, 0.5, 0.7, 0.9]
-  assert train._decline([0.3, 0.5, 0.8, 0.7, 0.77], recall, KS, cfg)  # 0.77 < 0.8 - 0.02
-  assert not train._decline([0.3, 0.5, 0.8, 0.7, 0.785], recall, KS, cfg)  # within decline_tol
+  assert evaluate._decline([0.3, 0.5, 0.8, 0.7, 0.77], recall, KS, cfg)  # 0.77 < 0.8 - 0.02
+  assert not evaluate._decline([0.3, 0.5, 0.8, 0.7, 0.785], recall, KS, cfg)  # within decline_tol
   # Peak at k = 8 (recall 0.7): recall at k_max is only 0.05 higher there.
-  assert not train._decline([0.3, 0.5, 0.6, 0.9, 0.5], [0.1, 0.3, 0.5, 0.85, 0.9], KS, cfg)
+  assert not evaluate._decline([0.3, 0.5, 0.6, 0.9, 0.5], [0.1, 0.3, 0.5, 0.85, 0.9], KS, cfg)
 
 
-def test_k_peak_and_within_2x(train):
-  assert train._k_peak([0.2, 0.6, 0.9, 0.9, 0.1], KS) == 4  # the first of the tied maxima
-  assert train._within_2x(4, 8) and train._within_2x(8, 4) and train._within_2x(4, 4)
-  assert not train._within_2x(2, 8)
-  assert not train._within_2x(2, 5)  # 2.5x: |log2| = 1.32 (|ln| = 0.92)
+def test_k_peak_and_within_2x(evaluate):
+  assert evaluate.k_peak([0.2, 0.6, 0.9, 0.9, 0.1], KS) == 4  # the first of the tied maxima
+  assert evaluate._within_2x(4, 8) and evaluate._within_2x(8, 4) and evaluate._within_2x(4, 4)
+  assert not evaluate._within_2x(2, 8)
+  assert not evaluate._within_2x(2, 5)  # 2.5x: |log2| = 1.32 (|ln| = 0.92)
 
 
-def test_derived_metrics(train):
-  d = train.derived_metrics(_cells(), _cfg())
+def test_derived_metrics(evaluate):
+  d = evaluate.derived_metrics(_cells(), _cfg())
   # Cells where retrieval helps (best retrieved - prior >= 0.05): GD in A (0.4) and C (0.5),
   # not B (0.02); ridge in A (0.34), B (0.12) and C (0.3).
   assert d["n_gain_cells_gd"] == 2 and d["n_gain_cells_ridge"] == 3
@@ -147,28 +147,28 @@ def test_derived_metrics(train):
   assert d["controller_minus_best_fixed_gd"] == pytest.approx(-0.1)
 
 
-def test_cluster_k_is_nearest_in_log2(train):
+def test_cluster_k_is_nearest_in_log2(evaluate):
   ks = (32, 64, 128, 256, 512, 1024)
-  assert train.cluster_k(10000, 64, ks) == 128  # 156: log2 7.29
-  assert train.cluster_k(2500, 64, ks) == 32  # 39: log2 5.29
-  assert train.cluster_k(10000, 16, ks) == 512  # 625: log2 9.29
+  assert evaluate.cluster_k(10000, 64, ks) == 128  # 156: log2 7.29
+  assert evaluate.cluster_k(2500, 64, ks) == 32  # 39: log2 5.29
+  assert evaluate.cluster_k(10000, 16, ks) == 512  # 625: log2 9.29
   # 185: log2 7.53 -> 256, although 128 is nearer on the linear scale (57 vs 71).
-  assert train.cluster_k(185, 1, ks) == 256
-  assert train.cluster_k(10**6, 1, ks) == 1024  # beyond the grid: its largest budget
+  assert evaluate.cluster_k(185, 1, ks) == 256
+  assert evaluate.cluster_k(10**6, 1, ks) == 1024  # beyond the grid: its largest budget
 
 
-def test_fraction_ci(train):
-  assert train._fraction_ci([1.0], 1000) is None  # no spread from one cell
-  assert train._fraction_ci([1.0, 1.0, 1.0], 1000) == 0.0
+def test_fraction_ci(evaluate):
+  assert evaluate._fraction_ci([1.0], 1000) is None  # no spread from one cell
+  assert evaluate._fraction_ci([1.0, 1.0, 1.0], 1000) == 0.0
   # Half of 400 cells: the bootstrap half-width is near the normal one, 1.96 sqrt(.25 / 400).
-  h = train._fraction_ci([1.0, 0.0] * 200, 4000)
+  h = evaluate._fraction_ci([1.0, 0.0] * 200, 4000)
   assert h == pytest.approx(1.96 * 0.5 / 20, abs=0.006)
   # Skewed: 1 of 20. The upper side is the wider one (the larger distance is reported).
-  h = train._fraction_ci([1.0] + [0.0] * 19, 4000)
+  h = evaluate._fraction_ci([1.0] + [0.0] * 19, 4000)
   assert h >= 0.05 + 1e-9 and h == pytest.approx(0.1, abs=0.03)
 
 
-def test_shift_response(train):
+def test_shift_response(evaluate):
   cfg = types.SimpleNamespace(ks=(1, 2, 4, 8, 16))
 
   def cell(sx, sw, seed, k_star, peak):
@@ -179,7 +179,7 @@ def test_shift_response(train):
       "s_w": sw,
       "seed": seed,
       "k_star": k_star,
-      **{r: {"k_peak": peak} for r in train.READERS},
+      **{r: {"k_peak": peak} for r in evaluate.READERS},
     }
 
   cells = [
@@ -190,7 +190,7 @@ def test_shift_response(train):
     cell(1.0, 0.0, 1, 2, 4),  # medians of two seeds: log2 k* = 1.5, log2 k_peak = 2
     cell(2.0, 0.0, 0, 1, 1),
   ]
-  rec = train.shift_response(cells, cfg)["P64_J4"]
+  rec = evaluate.shift_response(cells, cfg)["P64_J4"]
   assert rec["cluster_k"] == 16
   assert rec["shifts"] == [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0]]
   assert rec["log2_k_star"] == pytest.approx([4.0, 1.5, 0.0])
@@ -198,5 +198,5 @@ def test_shift_response(train):
   assert rec["k_star_range_octaves"] == pytest.approx(4.0)
   assert rec["k_peak_range_octaves_ridge"] == pytest.approx(3.0)
   assert rec["spearman_k_star_k_peak_ridge"] == pytest.approx(1.0)
-  assert train._spearman([1, 2, 3], [1, 3, 2]) == pytest.approx(0.5)
-  assert train._spearman([1, 1, 1], [1, 3, 2]) is None  # k* does not move: no correlation
+  assert evaluate._spearman([1, 2, 3], [1, 3, 2]) == pytest.approx(0.5)
+  assert evaluate._spearman([1, 1, 1], [1, 3, 2]) is None  # k* does not move: no correlation

@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.leansearch.train"}
+MODULES = {"evaluate": "experiments.leansearch.evaluate"}
 
 
-@pytest.fixture(name="train")
-def _train():
-  return importlib.import_module(MODULES["train"])
+@pytest.fixture(name="evaluate")
+def _evaluate():
+  return importlib.import_module(MODULES["evaluate"])
 
 
 def _cells():
@@ -52,14 +52,14 @@ def _cells():
   ]
 
 
-def test_ci_is_normal_half_width(train):
+def test_ci_is_normal_half_width(evaluate):
   x = [0.1, -0.1, 0.3, 0.0, 0.3]
-  assert train._ci(x) == pytest.approx(1.96 * math.sqrt(0.128 / 4) / math.sqrt(5))
-  assert math.isnan(train._ci([1.0]))
+  assert evaluate._ci(x) == pytest.approx(1.96 * math.sqrt(0.128 / 4) / math.sqrt(5))
+  assert math.isnan(evaluate._ci([1.0]))
 
 
-def test_derived_metrics(train):
-  d = train.derived_metrics(_cells())
+def test_derived_metrics(evaluate):
+  d = evaluate.derived_metrics(_cells())
   # hier - flat nDCG per query over both splits: (0.1, -0.1, 0.3, 0, 0.3).
   assert d["hier_gain_ndcg10"] == pytest.approx(0.12)
   assert d["hier_gain_ndcg10_ci"] == pytest.approx(1.96 * math.sqrt(0.128 / 4) / math.sqrt(5))
@@ -80,33 +80,33 @@ def test_derived_metrics(train):
   assert d["n_single_queries"] == 5 and d["n_premise_queries"] == 5
 
 
-def test_the_strongest_system_may_be_a_stage_or_an_ablation(train):
+def test_the_strongest_system_may_be_a_stage_or_an_ablation(evaluate):
   cells = _cells()
   # The dense first stage alone becomes the strongest (0.9 everywhere): it is the reference.
   for c in cells:
     c["hier"]["premise"]["dense"]["recall"] = [0.9] * len(c["hier"]["premise"]["dense"]["recall"])
-  d = train.derived_metrics(cells)
+  d = evaluate.derived_metrics(cells)
   assert d["best_baseline"] == "dense"
   assert d["reasoning_gain_recall10"] == pytest.approx(0.68 - 0.9)
   # A flat-text ablation or reasoning over dense alone counts as well.
   for c in cells:
     n = len(c["flat"]["premise"]["standard"]["recall"])
     c["flat"]["premise"]["standard"]["recall"] = [1.0] * n
-  assert train.derived_metrics(cells)["best_baseline"] == "standard_flat"
+  assert evaluate.derived_metrics(cells)["best_baseline"] == "standard_flat"
   for c in cells:
     n = len(c["hier"]["premise"]["reasoning_dense"]["recall"])
     c["hier"]["premise"]["reasoning_dense"]["recall"] = [1.0] * n
     c["flat"]["premise"]["standard"]["recall"] = [0.0] * n
-  assert train.derived_metrics(cells)["best_baseline"] == "reasoning_dense"
+  assert evaluate.derived_metrics(cells)["best_baseline"] == "reasoning_dense"
 
 
-def test_premise_recall_reads_the_named_variant(train):
+def test_premise_recall_reads_the_named_variant(evaluate):
   cells = _cells()
-  np.testing.assert_array_equal(train.premise_recall(cells, "dense"), [0.5, 0.5, 0.4, 0.5, 0.5])
-  np.testing.assert_array_equal(train.premise_recall(cells, "dense_flat"), [0.0] * 5)
+  np.testing.assert_array_equal(evaluate.premise_recall(cells, "dense"), [0.5, 0.5, 0.4, 0.5, 0.5])
+  np.testing.assert_array_equal(evaluate.premise_recall(cells, "dense_flat"), [0.0] * 5)
 
 
-def test_per_query_values_and_rejudge_recompute_the_derived_block(train):
+def test_per_query_values_and_rejudge_recompute_the_derived_block(evaluate):
   cells = _cells()
   for c in cells:  # what a split cell holds beyond the per-query values
     for v in ("hier", "flat"):
@@ -115,15 +115,15 @@ def test_per_query_values_and_rejudge_recompute_the_derived_block(train):
       for r in c[v]["premise"].values():
         r["covered"] = [0.0] * len(r["recall"])
     c["hier"]["loss_first"] = 1.0
-  kept = [train.per_query_values(c) for c in cells]
+  kept = [evaluate.per_query_values(c) for c in cells]
   assert "covered" not in kept[0]["hier"]["premise"]["dense"]
   assert "recall" not in kept[0]["hier"]["single"]["dense"]
   metrics = {"per_query": kept, "derived": {"stale": 1}}
-  assert train.rejudge_metrics(metrics, {}) == train.derived_metrics(_cells())
-  assert train.rejudge_metrics({"derived": {"a": 1}}, {}) == {"a": 1}  # an older record
+  assert evaluate.rejudge_metrics(metrics, {}) == evaluate.derived_metrics(_cells())
+  assert evaluate.rejudge_metrics({"derived": {"a": 1}}, {}) == {"a": 1}  # an older record
 
 
-def test_rank_by_scores_best_first(train):
+def test_rank_by_scores_best_first(evaluate):
   scores = np.array([[0.2, 0.9, 0.5, 0.95], [0.3, 0.3, 0.1, 0.0]])
   valid = np.array([[1, 1, 1, 0], [1, 1, 1, 1]], bool)
-  np.testing.assert_array_equal(train._rank_by_scores(scores, valid, 2), [[1, 2], [0, 1]])
+  np.testing.assert_array_equal(evaluate._rank_by_scores(scores, valid, 2), [[1, 2], [0, 1]])

@@ -572,7 +572,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- evidence_coverage
   M(
     "evidence_coverage",
-    "train",
+    "evaluate",
     "acc, recall = np.asarray(acc), np.asarray(recall)\n  p = int(np.argmax(acc))",
     "acc, recall = np.asarray(acc), np.asarray(recall)\n  p = int(np.argmin(acc))",
     ["test_decline", "test_derived_metrics"],
@@ -580,7 +580,7 @@ MUTATIONS = (
   ),
   M(
     "evidence_coverage",
-    "train",
+    "evaluate",
     "return int(ks[int(np.argmax(acc))])",
     "return int(ks[int(np.argmin(acc))])",
     ["test_k_peak_and_within_2x"],
@@ -588,7 +588,7 @@ MUTATIONS = (
   ),
   M(
     "evidence_coverage",
-    "train",
+    "evaluate",
     "gc = [c for c in cells if _gain(c, r) >= min_gain]",
     "gc = list(cells)",
     ["test_derived_metrics"],
@@ -596,7 +596,7 @@ MUTATIONS = (
   ),
   M(
     "evidence_coverage",
-    "train",
+    "evaluate",
     "return int(2 ** np.round(np.median([np.log2(k) for k in peaks])))",
     "return int(2 ** np.round(np.mean([np.log2(k) for k in peaks])))",
     ["test_derived_metrics"],
@@ -604,7 +604,7 @@ MUTATIONS = (
   ),
   M(
     "evidence_coverage",
-    "train",
+    "evaluate",
     "dist = np.abs(np.log2(ks) - np.log2(n_pool / n_clusters))",
     "dist = np.abs(ks - n_pool / n_clusters)",
     ["test_cluster_k_is_nearest_in_log2"],
@@ -612,7 +612,7 @@ MUTATIONS = (
   ),
   M(
     "evidence_coverage",
-    "train",
+    "evaluate",
     '[_within_2x(per_setting[_setting(c)], c[r]["k_peak"]) for c in gc]',
     '[_within_2x(med, c[r]["k_peak"]) for c in gc]',
     ["test_derived_metrics"],
@@ -620,15 +620,7 @@ MUTATIONS = (
   ),
   M(
     "evidence_coverage",
-    "train",
-    "return float(max(b.estimate - b.lo, b.hi - b.estimate))",
-    "return float(min(b.estimate - b.lo, b.hi - b.estimate))",
-    ["test_fraction_ci"],
-    "bootstrap half-width from the narrower side of the interval",
-  ),
-  M(
-    "evidence_coverage",
-    "train",
+    "evaluate",
     'dec_o = [_decline(c[r]["oracle"]["acc"], c["recall"], ks, cfg) for c in gc]',
     'dec_o = [_decline(c[r]["retrieved"]["acc"], c["recall"], ks, cfg) for c in gc]',
     ["test_derived_metrics"],
@@ -636,7 +628,7 @@ MUTATIONS = (
   ),
   M(
     "evidence_coverage",
-    "train",
+    "evaluate",
     'kept.append((max(c[r][ctrl]["acc"]) - c["prior"]["acc"]) / gain)',
     'kept.append(max(c[r][ctrl]["acc"]) / gain)',
     ["test_derived_metrics"],
@@ -644,7 +636,7 @@ MUTATIONS = (
   ),
   M(
     "evidence_coverage",
-    "train",
+    "evaluate",
     "return abs(np.log2(a) - np.log2(b)) <= 1.0 + 1e-9",
     "return abs(np.log(a) - np.log(b)) <= 1.0 + 1e-9",
     ["test_k_peak_and_within_2x", "test_derived_metrics"],
@@ -863,7 +855,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- lanr
   M(
     "lanr",
-    "train",
+    "evaluate",
     "return _auroc(-np.asarray(h), sufficient)",
     "return _auroc(np.asarray(h), sufficient)",
     ["test_entropy_auroc_rewards_low_entropy"],
@@ -871,7 +863,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "train",
+    "evaluate",
     '"recall_multihop": agg(m, "recall", hops >= 2),',
     '"recall_multihop": agg(m, "recall", hops > 2),',
     ["test_aggregate_methods", "test_claim_values"],
@@ -879,7 +871,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "train",
+    "evaluate",
     'calls = per_question(per_seed, "entropy_control", "calls")',
     'calls = per_question(per_seed, "fixed", "calls")',
     ["test_claim_values"],
@@ -887,7 +879,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "train",
+    "evaluate",
     'd = paired_ci(per_question(per_seed, "entropy_control", "em"), em_fixed, n_boot)',
     'd = paired_ci(em_fixed, per_question(per_seed, "entropy_control", "em"), n_boot)',
     ["test_claim_values"],
@@ -895,7 +887,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "train",
+    "evaluate",
     'best = max(FROZEN, key=lambda f: np.mean(ref[f]["recall"]))',
     'best = min(FROZEN, key=lambda f: np.mean(ref[f]["recall"]))',
     ["test_claim_values"],
@@ -903,7 +895,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "train",
+    "evaluate",
     'out[f"{f}_minus_bm25_iter_multihop_recall"] = float(fr[multi].mean() - bm[multi].mean())',
     'out[f"{f}_minus_bm25_iter_multihop_recall"] = float(fr.mean() - bm[multi].mean())',
     ["test_claim_values"],
@@ -911,7 +903,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "train",
+    "evaluate",
     "comp = np.where(score[pos][:, None] == score[neg][None, :], 0.5, comp) * same",
     "comp = np.where(score[pos][:, None] == score[neg][None, :], 0.5, comp)",
     ["test_auroc_ci_pairs_strata_and_group_bootstrap"],
@@ -919,7 +911,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "train",
+    "evaluate",
     "w = np.stack([np.bincount(r.astype(np.int64), minlength=G) for r in np.maximum(rows, 0)])",
     "w = np.ones((rows.shape[0], G))",
     ["test_auroc_ci_pairs_strata_and_group_bootstrap"],
@@ -927,7 +919,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "train",
+    "evaluate",
     'return {"all": float(hit[has].mean()), "hop1": float(hit[has & (t == 0)].mean())}',
     'return {"all": float(hit[has].mean()), "hop1": float(hit[has & (t == 1)].mean())}',
     ["test_next_hop_accuracy"],
@@ -935,7 +927,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "train",
+    "evaluate",
     'return max(names, key=lambda k: float(np.mean(np.asarray(ref[k]["recall"], float)[mask])))',
     'return max(names, key=lambda k: float(np.mean(np.asarray(ref[k]["recall"], float))))',
     ["test_better_on_compares_the_masked_questions"],
@@ -943,15 +935,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "train",
-    "return float(max(b.estimate - b.lo, b.hi - b.estimate))",
-    "return float(min(b.estimate - b.lo, b.hi - b.estimate))",
-    ["test_paired_ci", "test_auroc_ci_pairs_strata_and_group_bootstrap"],
-    "bootstrap half-width from the narrower side",
-  ),
-  M(
-    "lanr",
-    "train",
+    "evaluate",
     "rnd = [math.comb(n_docs - h, t_max - h) / math.comb(n_docs, t_max) for h in hops]",
     "rnd = [math.comb(n_docs - h, t_max - h) / math.comb(n_docs, h) for h in hops]",
     ["test_reference_metrics"],
@@ -960,7 +944,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- leansearch
   M(
     "leansearch",
-    "train",
+    "evaluate",
     "best = max(COMPARED, key=lambda b: means[b])",
     "best = min(COMPARED, key=lambda b: means[b])",
     ["test_derived_metrics"],
@@ -968,7 +952,7 @@ MUTATIONS = (
   ),
   M(
     "leansearch",
-    "train",
+    "evaluate",
     '  "dense",\n  "standard",\n  "dense_flat",',
     '  "standard",\n  "dense_flat",',
     ["test_the_strongest_system_may_be_a_stage_or_an_ablation"],
@@ -976,7 +960,7 @@ MUTATIONS = (
   ),
   M(
     "leansearch",
-    "train",
+    "evaluate",
     '  "reasoning_first_round",\n  "reasoning_dense",\n)',
     '  "reasoning_first_round",\n)',
     ["test_the_strongest_system_may_be_a_stage_or_an_ablation"],
@@ -984,7 +968,7 @@ MUTATIONS = (
   ),
   M(
     "leansearch",
-    "train",
+    "evaluate",
     '("flat", system[: -len("_flat")]) if system.endswith("_flat") else ("hier", system)',
     '("hier", system[: -len("_flat")]) if system.endswith("_flat") else ("hier", system)',
     ["test_premise_recall_reads_the_named_variant"],
@@ -992,7 +976,7 @@ MUTATIONS = (
   ),
   M(
     "leansearch",
-    "train",
+    "evaluate",
     'np.subtract(c["hier"]["single"]["standard"]["ndcg"], c["flat"]["single"]["standard"]["ndcg"])',
     'np.subtract(c["flat"]["single"]["standard"]["ndcg"], c["hier"]["single"]["standard"]["ndcg"])',
     ["test_derived_metrics"],
@@ -1000,7 +984,7 @@ MUTATIONS = (
   ),
   M(
     "leansearch",
-    "train",
+    "evaluate",
     "means = {b: float(r.mean()) for b, r in recall.items()}",
     "means = {b: float(np.median(r)) for b, r in recall.items()}",
     ["test_derived_metrics"],
@@ -1008,7 +992,7 @@ MUTATIONS = (
   ),
   M(
     "leansearch",
-    "train",
+    "evaluate",
     'return float(1.96 * x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else float("nan")',
     'return float(1.96 * x.std(ddof=1) / len(x)) if len(x) > 1 else float("nan")',
     ["test_ci_is_normal_half_width", "test_derived_metrics"],
@@ -1016,7 +1000,7 @@ MUTATIONS = (
   ),
   M(
     "leansearch",
-    "train",
+    "evaluate",
     's = np.where(valid, scores, -np.inf)\n  return np.argsort(-s, axis=1, kind="stable")',
     's = np.where(valid, scores, -np.inf)\n  return np.argsort(s, axis=1, kind="stable")',
     ["test_rank_by_scores_best_first"],
@@ -1665,7 +1649,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- sscl
   M(
     "sscl",
-    "train",
+    "evaluate",
     'singles = np.maximum(summary["cisc_only"]["miou"], summary["sgsr_only"]["miou"])',
     'singles = np.minimum(summary["cisc_only"]["miou"], summary["sgsr_only"]["miou"])',
     ["test_derived_metrics"],
@@ -1673,7 +1657,7 @@ MUTATIONS = (
   ),
   M(
     "sscl",
-    "train",
+    "evaluate",
     "d = np.asarray(summary[a][metric]) - np.asarray(summary[b][metric])",
     "d = np.asarray(summary[b][metric]) - np.asarray(summary[a][metric])",
     ["test_derived_metrics"],
@@ -1681,7 +1665,7 @@ MUTATIONS = (
   ),
   M(
     "sscl",
-    "train",
+    "evaluate",
     'rs = sorted([r for r in grid["finetune"] if r["arm"] == a], key=lambda r: r["seed"])',
     'rs = [r for r in grid["finetune"] if r["arm"] == a]',
     ["test_summarize_orders_by_seed", "test_derived_metrics"],
@@ -1689,7 +1673,7 @@ MUTATIONS = (
   ),
   M(
     "sscl",
-    "train",
+    "evaluate",
     '"refine": {"miou": [r["evals"]["miou_refine"] for r in pre]},',
     '"refine": {"miou": [r["evals"]["miou"] for r in pre]},',
     ["test_summarize_orders_by_seed", "test_derived_metrics"],
@@ -1697,7 +1681,7 @@ MUTATIONS = (
   ),
   M(
     "sscl",
-    "train",
+    "evaluate",
     'out["majority_miou"] = miou(np.full_like(tgt, counts.argmax()))',
     'out["majority_miou"] = miou(np.full_like(tgt, counts.argmin()))',
     ["test_trivial_baselines"],
@@ -1705,7 +1689,7 @@ MUTATIONS = (
   ),
   M(
     "sscl",
-    "train",
+    "evaluate",
     'out[f"probe_acc_{kind}_min"] = float(np.min(accs))',
     'out[f"probe_acc_{kind}_min"] = float(np.mean(accs))',
     ["test_probes_and_placebo_are_read_per_seed"],
@@ -1713,7 +1697,7 @@ MUTATIONS = (
   ),
   M(
     "sscl",
-    "train",
+    "evaluate",
     '"refine_placebo": {"miou": [r["evals"]["miou_refine_placebo"] for r in pre]},',
     '"refine_placebo": {"miou": [r["evals"]["miou_refine"] for r in pre]},',
     ["test_probes_and_placebo_are_read_per_seed"],
@@ -1721,7 +1705,7 @@ MUTATIONS = (
   ),
   M(
     "sscl",
-    "train",
+    "evaluate",
     'out["chance_region_acc"] = 1.0 / C',
     'out["chance_region_acc"] = 0.25',
     ["test_trivial_baselines"],
@@ -1729,7 +1713,7 @@ MUTATIONS = (
   ),
   M(
     "sscl",
-    "train",
+    "evaluate",
     '        out[name + "_min"] = float(d.min())',
     '        out[name + "_min"] = float(d.mean())',
     ["test_derived_metrics"],
@@ -1752,10 +1736,18 @@ MUTATIONS = (
     ["test_ci95_halfwidth"],
     "t quantile looked up one sample size off",
   ),
+  M(
+    "core",
+    "jaxpapers.core.stats",
+    "return float(max(self.estimate - self.lo, self.hi - self.estimate))",
+    "return float(min(self.estimate - self.lo, self.hi - self.estimate))",
+    ["test_bootstrap_half_width"],
+    "bootstrap half-width from the narrower side of the interval",
+  ),
   # ---------------------------------------------------------------- more: per-question outcomes
   M(
     "lanr",
-    "train",
+    "evaluate",
     '"em": np.asarray(correct)[np.arange(len(n)), n].astype(float).tolist(),',
     '"em": np.asarray(correct)[np.arange(len(n)), n - 1].astype(float).tolist(),',
     ["test_rule_outcomes"],
@@ -1763,7 +1755,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "train",
+    "evaluate",
     "float(set(g) <= set(d[:k].tolist()))",
     "float(set(g) <= set(d[: k - 1].tolist()))",
     ["test_rule_outcomes"],

@@ -7,14 +7,14 @@ import types
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.sscl.train"}
+MODULES = {"evaluate": "experiments.sscl.evaluate"}
 
 T3 = 4.303  # t_{0.975, 2}
 
 
-@pytest.fixture(name="train")
-def _train():
-  return importlib.import_module(MODULES["train"])
+@pytest.fixture(name="evaluate")
+def _evaluate():
+  return importlib.import_module(MODULES["evaluate"])
 
 
 def _ev(miou=0.0, drift=0.0, ctx=0.0, acc=0.5, **extra):
@@ -62,34 +62,34 @@ def _grid():
   return {"pretrain": pre, "finetune": ft}
 
 
-def _summary(train):
-  return train.summarize(
+def _summary(evaluate):
+  return evaluate.summarize(
     types.SimpleNamespace(arms=("sscl", "cisc_only", "sgsr_only", "keep_only")), _grid()
   )
 
 
-def test_summarize_orders_by_seed(train):
-  s = _summary(train)
+def test_summarize_orders_by_seed(evaluate):
+  s = _summary(evaluate)
   assert s["raw"]["miou"] == [0.30, 0.40, 0.35]
   assert s["refine"]["miou"] == [0.35, 0.38, 0.45]
   assert s["sscl"]["miou"] == [0.50, 0.45, 0.55]
   assert s["keep_only"]["drift"] == [0.30, 0.20, 0.25]
 
 
-def test_probes_and_placebo_are_read_per_seed(train):
+def test_probes_and_placebo_are_read_per_seed(evaluate):
   g = _grid()
-  p = train.probes(g)
+  p = evaluate.probes(g)
   assert p["colour"] == [0.9, 0.6, 0.8] and p["shape"] == [0.3] * 3
-  s = _summary(train)
+  s = _summary(evaluate)
   assert s["refine_placebo"]["miou"] == [0.31, 0.42, 0.33]
-  d = train.derived_metrics(s, {}, p)
+  d = evaluate.derived_metrics(s, {}, p)
   assert d["probe_acc_colour_min"] == pytest.approx(0.6)  # the worst seed, not the mean
   assert d["probe_acc_colour"] == pytest.approx(0.7666667, rel=1e-6)
   assert d["refine_placebo_minus_raw_miou"] == pytest.approx((0.01 + 0.02 - 0.02) / 3)
 
 
-def test_derived_metrics(train):
-  d = train.derived_metrics(_summary(train), {"majority_miou": 0.1})
+def test_derived_metrics(evaluate):
+  d = evaluate.derived_metrics(_summary(evaluate), {"majority_miou": 0.1})
   ci = lambda x: T3 * np.std(x, ddof=1) / math.sqrt(3)
   assert d["refine_minus_raw_miou"] == pytest.approx((0.05 - 0.02 + 0.10) / 3)
   assert d["refine_minus_raw_miou_ci"] == pytest.approx(ci([0.05, -0.02, 0.10]))
@@ -111,7 +111,7 @@ def test_derived_metrics(train):
   assert d["trivial_majority_miou"] == 0.1
 
 
-def test_trivial_baselines(train):
+def test_trivial_baselines(evaluate):
   # Classes 0..3 on six labelled pixels (-1: ignored). Majority class 0 (3 pixels): IoU of
   # class 0 = 3 / 6 and the other present classes 0, so mIoU over the 3 present = 1/6.
   tgt = np.array([[0, 0, 0, 1, 2, 1, -1]])
@@ -120,8 +120,8 @@ def test_trivial_baselines(train):
     "test_valid": np.array([[True, True, False]]),
     "test_labels": np.array([[2, 2, 3]]),
   }
-  out = train.trivial_baselines(data, 0)
+  out = evaluate.trivial_baselines(data, 0)
   assert out["majority_miou"] == pytest.approx((3 / 6 + 0 + 0) / 3)
   assert out["majority_region_acc"] == pytest.approx(1.0)  # valid objects: labels 2, 2
   assert out["chance_region_acc"] == 0.25
-  assert train.trivial_baselines(data, 0, 6)["chance_region_acc"] == pytest.approx(1 / 6)
+  assert evaluate.trivial_baselines(data, 0, 6)["chance_region_acc"] == pytest.approx(1 / 6)

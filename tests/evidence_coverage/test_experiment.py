@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from experiments.evidence_coverage import train
+from experiments.evidence_coverage import evaluate, train
 from experiments.evidence_coverage.configs import default, smoke
 from jaxpapers import core
 from jaxpapers.core import claims as claims_lib
@@ -25,7 +25,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   for c in cells:
     assert np.all(np.diff(c["recall"]) >= -1e-6)  # nested prefixes: recall never falls
     assert c["k_star"] in cfg.ks
-    for r in train.READERS:
+    for r in evaluate.READERS:
       assert 0.0 <= c[r]["controller"]["acc"] <= 1.0
       assert c[r]["regime"] in (
         "interference-limited",
@@ -34,11 +34,11 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
         "unclassified",
       )
   d = metrics["derived"]
-  for r in train.READERS:
+  for r in evaluate.READERS:
     assert d[f"n_gain_cells_{r}"] <= len(cells)
     if d[f"n_gain_cells_{r}"]:
       assert 0.0 <= d[f"decoupling_fraction_{r}"] <= 1.0
-  assert set(d["shift_response"]) == {train.setting_name(p, j) for p, j in cfg.settings}
+  assert set(d["shift_response"]) == {evaluate.setting_name(p, j) for p, j in cfg.settings}
   # Resume: a rerun reads every cell back instead of computing it again.
   monkeypatch.setattr(train, "run_cell", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
   again = train.train_and_evaluate(cfg, tmp_path)
@@ -80,7 +80,7 @@ def test_derived_metrics_on_hand_made_cells():
   rec = [0.1, 0.3, 0.6, 0.9]
   declines = _cell([0.3, 0.6, 0.5, 0.4], rec, k_star=4, k_peak_gd=2, k_peak_ridge=1)
   flat = _cell([0.3, 0.6, 0.6, 0.6], rec, k_star=1, k_peak_gd=8, k_peak_ridge=8, s_x=1.0)
-  d = train.derived_metrics([declines, flat], cfg)
+  d = evaluate.derived_metrics([declines, flat], cfg)
   assert d["decoupling_fraction_gd"] == 0.5  # only the first cell declines by > 0.02
   assert d["decoupling_fraction_gd_oracle"] == 0.0  # the oracle curve never declines
   assert d["kstar_within_2x_gd"] == 0.5  # k* = 4 vs peak 2 passes; 1 vs 8 fails

@@ -246,6 +246,26 @@ def test_valid_mask_and_predict_at_budget(setup, sweeps):
   np.testing.assert_allclose(np.asarray(at), want, rtol=1e-5)
 
 
+def test_k_sweep_in_query_blocks_equals_all_at_once(setup, sweeps):
+  _, data, idx, _ = setup  # Q = 8 queries
+  gd = E.GDReader(sweeps["eta"])
+  for c in (1, 2, 4, 8):
+    got = E.k_sweep(gd, data, idx, KS, query_chunk=c)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(sweeps["gd"]), rtol=1e-6, atol=1e-7)
+  # The extras follow their queries into the blocks (a per-query label shift and slot mask).
+  y = np.asarray(data.pool_y)[np.asarray(idx)] + np.arange(8)[:, None]
+  valid = np.arange(K)[None, :] < np.array([3, 12, 5, 12, 1, 8, 12, 2])[:, None]
+  want = E.k_sweep(E.RidgeReader(0.5), data, idx, KS, y_override=y, valid=valid)
+  got = E.k_sweep(E.RidgeReader(0.5), data, idx, KS, y_override=y, valid=valid, query_chunk=2)
+  np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6, atol=1e-7)
+  with pytest.raises(ValueError, match="query_chunk must divide the number of queries Q = 8"):
+    E.k_sweep(gd, data, idx, KS, query_chunk=3)
+  with pytest.raises(ValueError, match="query_chunk"):
+    E.k_sweep(gd, data, idx, KS, query_chunk=0)
+  with pytest.raises(TypeError, match="query_chunk"):
+    E.k_sweep(gd, data, idx, KS, query_chunk=2.0)
+
+
 def test_answer_metrics():
   pred = np.array([[0.0, 1.0, -2.0], [0.4, 0.7, -1.0]], np.float32)
   y = np.array([0.5, 1.0, -1.0], np.float32)

@@ -4,12 +4,12 @@ import logging
 
 import numpy as np
 
-from experiments.lanr import train
+from experiments.lanr import input_pipeline
 from jaxpapers import core
 
 
 def _store(path):
-  return train.ContextStore(None, {}, [], {}, None, str(path))
+  return input_pipeline.ContextStore(None, {}, [], {}, None, str(path))
 
 
 def _row(i):
@@ -30,7 +30,7 @@ def test_saved_reads_come_back_and_a_damaged_file_is_read_again(tmp_path, caplog
   again = _store(path)
   assert list(again.memo) == ["test/0/", "test/1/4-2"]
   for k, row in s.memo.items():
-    for f in train.FIELDS:
+    for f in input_pipeline.FIELDS:
       np.testing.assert_array_equal(again.memo[k][f], row[f])
   core.cache.read_arrays(path)  # written with its digest
   data = bytearray(path.read_bytes())

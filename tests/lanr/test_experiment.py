@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from experiments.lanr import train
+from experiments.lanr import evaluate, input_pipeline, train
 from experiments.lanr.configs import default, smoke
 from jaxpapers.core import claims as claims_lib
 from tests import notebook_util, resources
@@ -21,7 +21,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   assert all(c["verdict"] is None for c in rec["claims"])  # a smoke run judges nothing
   assert metrics["data"]["entities_shared_train_test"] == 0
   m = metrics["methods"]
-  for name in train.METHODS:
+  for name in evaluate.METHODS:
     assert len(m[name]["em"]["per_seed"]) == cfg.seeds
     assert 0.0 <= m[name]["recall_all"]["mean"] <= 1.0
   assert m["fixed"]["calls"]["mean"] == cfg.t_max and m["one_call"]["calls"]["mean"] == 1.0
@@ -44,23 +44,23 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   # Resume: documents, contexts and every finished seed are read back; the LM reads nothing.
   boom = lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-read"))
   monkeypatch.setattr(train.L, "encode_documents", boom)
-  monkeypatch.setattr(train, "read_rows", boom)
+  monkeypatch.setattr(input_pipeline, "read_rows", boom)
   again = train.train_and_evaluate(cfg, tmp_path)
   assert again["derived"] == metrics["derived"]
 
 
 def test_online_trace_equals_the_jitted_loop():
   cfg = smoke.get_config()
-  kb, train_q, test_q = train.build_world(cfg)
-  T = train.Texts(cfg, kb, train_q + test_q)
+  kb, train_q, test_q = input_pipeline.build_world(cfg)
+  T = input_pipeline.Texts(cfg, kb, train_q + test_q)
   docs_tok = [T.d(d) for d in kb.docs]
   dt, dl = train.L.pad_tokens(docs_tok)
   ans = [T.a(q.answer) for q in test_q]
-  store = train.ContextStore(T, {"test": test_q}, docs_tok, {"test": ans}, cfg, None)
+  store = input_pipeline.ContextStore(T, {"test": test_q}, docs_tok, {"test": ans}, cfg, None)
   doc_h = train.L.encode_documents(T.doc_fn, T.doc_params, dt, dl, T.doc_marker, batch_size=8)
   heads = train.L.init_retrieval_heads(jax.random.key(5), doc_h.shape[1], rep_dim=8)
   emb = train.L.doc_embedding(heads, doc_h)
-  tr = train.online_trace(
+  tr = input_pipeline.online_trace(
     store, "test", len(test_q), lambda z: train.L.query_embedding(heads, z) @ emb.T, 3
   )
   qi, ql = train.L.pad_tokens([T.q(q.question) for q in test_q])
@@ -76,9 +76,9 @@ def test_online_trace_equals_the_jitted_loop():
   # context's end), not read.
   ctx = T.q(test_q[0].question)
   with pytest.raises(ValueError, match="cannot hold a context with"):
-    train.read_rows(T, [ctx], [ans[0]], len(ctx) + len(T.pred), 1)
+    input_pipeline.read_rows(T, [ctx], [ans[0]], len(ctx) + len(T.pred), 1)
   # Without the final read the loop stops after the last retrieval: same documents.
-  short = train.online_trace(
+  short = input_pipeline.online_trace(
     store, "test", len(test_q), lambda z: train.L.query_embedding(heads, z) @ emb.T, 3, False
   )
   np.testing.assert_array_equal(short["doc_ids"], tr["doc_ids"])
@@ -109,14 +109,14 @@ def test_chat_prompt_holds_the_worked_examples():
       out = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
       return out + "<|im_start|>assistant\n"
 
-  before, after = train.chat_pieces(Tok())
-  for q, docs, a in train.SHOTS:
-    assert train.user_content(q, docs) in before and f"assistant\n{a}<|im_end|>" in before
+  before, after = input_pipeline.chat_pieces(Tok())
+  for q, docs, a in input_pipeline.SHOTS:
+    assert input_pipeline.user_content(q, docs) in before and f"assistant\n{a}<|im_end|>" in before
   assert before.endswith("<|im_start|>user\n") and after == "<|im_end|>\n<|im_start|>assistant\n"
   # the worked examples share no name with any question of the default world
-  kb, train_q, test_q = train.build_world(default.get_config())
+  kb, train_q, test_q = input_pipeline.build_world(default.get_config())
   names = set(kb.groups)
-  shots = " ".join(q + " " + " ".join(d) + " " + a for q, d, a in train.SHOTS)
+  shots = " ".join(q + " " + " ".join(d) + " " + a for q, d, a in input_pipeline.SHOTS)
   assert not any(n in shots for n in names)
 
 
@@ -126,17 +126,19 @@ def test_smollm2_reads_contexts_and_documents():
   resources.require(resources.smollm2_missing())
   cfg = smoke.get_config()
   cfg.lm = "smollm2"
-  kb, train_q, test_q = train.build_world(cfg)
-  T = train.Texts(cfg, kb, train_q)
+  kb, train_q, test_q = input_pipeline.build_world(cfg)
+  T = input_pipeline.Texts(cfg, kb, train_q)
   assert T.prefix_len > 50  # the system turn and the two worked examples
   docs = [T.d(d) for d in kb.docs[:2]]
   dt, dl = train.L.pad_tokens(docs)
-  h = np.asarray(train.L.encode_documents(T.doc_fn, T.doc_params, dt, dl, T.doc_marker, 2))
+  h = np.asarray(
+    train.L.encode_documents(T.doc_fn, T.doc_params, dt, dl, T.doc_marker, batch_size=2)
+  )
   assert h.shape == (2, T.cfg.d_model) and np.isfinite(h).all()
   q = test_q[0]
   gold = T.q(q.question) + [x for g in q.gold for x in T.d(kb.docs[g])]
   width = len(gold) + len(T.pred) + len(T.a(q.answer))
-  r = train.read_rows(T, [T.q(q.question), gold], [T.a(q.answer)] * 2, width, 2)
+  r = input_pipeline.read_rows(T, [T.q(q.question), gold], [T.a(q.answer)] * 2, width, 2)
   assert np.isfinite(r["z"]).all() and r["h_answer"].shape == (2,)
   assert r["h_answer"][1] < r["h_answer"][0]  # the gold evidence makes SmolLM2 surer of the answer
 
@@ -150,7 +152,7 @@ def test_reader_check_reads_closed_book_and_gold_contexts(tmp_path):
   cfg = smoke.get_config()
   cfg.reader_only = True
   m = train.reader_check(cfg, tmp_path)
-  kb, train_q, test_q = train.build_world(cfg)
+  kb, train_q, test_q = input_pipeline.build_world(cfg)
   assert m["data"]["contexts_read"] == 2 * len(test_q)  # closed book + gold, nothing else
   r = m["references"]
   hops = np.asarray([q.hops for q in test_q])

@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from experiments.leansearch import train
+from experiments.leansearch import evaluate, input_pipeline, train
 from experiments.leansearch.configs import default, smoke
 from jaxpapers import core
 from tests import notebook_util
@@ -30,14 +30,14 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
     s["reasoning_rounds"]["mean"][0]
   )
   d = metrics["derived"]
-  assert d["best_baseline"] in train.COMPARED
+  assert d["best_baseline"] in evaluate.COMPARED
   assert {c["claim_id"] for c in rec["claims"]} == {c["id"] for c in default.CLAIMS}
   # Every stage and ablation sits in the reasoning claim's table.
   claim = next(c for c in rec["claims"] if c["claim_id"].startswith("reasoning"))
-  assert len(claim["baselines"]) == len(train.COMPARED)
+  assert len(claim["baselines"]) == len(evaluate.COMPARED)
   assert all(v is not None for v in claim["baselines"].values())
   # The derived block is recomputed from the per-query values the results keep.
-  assert train.rejudge_metrics(metrics, rec["config"]) == d
+  assert evaluate.rejudge_metrics(metrics, rec["config"]) == d
   # Resume: a rerun reads every split back instead of training again.
   monkeypatch.setattr(
     train.L, "train_dual_encoder", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
@@ -47,9 +47,9 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
 
 
 def _cell(h_std, f_std, prem):
-  single = lambda v: {s: {"ndcg": v, "recall": v} for s in train.SINGLE_SYSTEMS}
+  single = lambda v: {s: {"ndcg": v, "recall": v} for s in evaluate.SINGLE_SYSTEMS}
   zeros = [0.0] * len(prem["reasoning"])
-  full = {s: zeros for s in (*train.COMPARED, "reasoning") if not s.endswith("_flat")}
+  full = {s: zeros for s in (*evaluate.COMPARED, "reasoning") if not s.endswith("_flat")}
   full.update(prem)
   flat = {s: {"recall": zeros} for s in ("dense", "standard")}
   return {
@@ -74,7 +74,7 @@ def test_derived_metrics_pair_per_query_and_pick_the_best_baseline():
     [0.5],
     {"reasoning": [0.0], "standard": [0.5], "bm25_statements": [1.0], "frequency": [0.0]},
   )
-  d = train.derived_metrics([c1, c2])
+  d = evaluate.derived_metrics([c1, c2])
   diffs = np.array([0.5, 0.0, -0.5])
   assert d["hier_gain_ndcg10"] == pytest.approx(0.0)
   assert d["hier_gain_ndcg10_ci"] == pytest.approx(1.96 * diffs.std(ddof=1) / np.sqrt(3))
@@ -91,9 +91,11 @@ def test_doc_query_drops_the_name_and_leakage_mask():
   src += "Lemma later : True.\nProof. trivial. Qed.\n"
   decls = L.parse_coq_source(src, module="M", file="M.v")
   decls += L.parse_coq_source("Lemma other : True.\nProof. trivial. Qed.\n", module="N", file="N.v")
-  assert train._doc_query(decls[0]) == "says is fine."
+  assert input_pipeline.doc_query(decls[0]) == "says is fine."
   by_file = {"M.v": np.array([0, 1]), "N.v": np.array([2])}
-  np.testing.assert_array_equal(train._valid_matrix(decls, [0, 1], by_file), [[0, 0, 1], [1, 0, 1]])
+  np.testing.assert_array_equal(
+    input_pipeline.valid_matrix(decls, [0, 1], by_file), [[0, 0, 1], [1, 0, 1]]
+  )
 
 
 @pytest.mark.notebook
@@ -104,18 +106,20 @@ def test_notebook_runs():
 def test_the_parse_cache_is_read_back_and_a_corrupt_one_parsed_again(tmp_path, monkeypatch, caplog):
   """The Coq corpus's parse, cached under cache_dir through core's file cache: the second load
   reads it (no parse), a cut-off cache is named in a warning and parsed again."""
-  monkeypatch.setattr(train.L, "fetch_coq_stdlib", lambda cache_dir: train.HERE / "fixture")
+  monkeypatch.setattr(
+    train.L, "fetch_coq_stdlib", lambda cache_dir: input_pipeline.HERE / "fixture"
+  )
   cfg = core.config_to_dataclass(default.get_config(), train.Config)
   cfg = dataclasses.replace(cfg, cache_dir=str(tmp_path))
   assert cfg.corpus == "coq_stdlib"
-  decls, _ = train.load_corpus(cfg)
-  assert decls == train.L.parse_coq_tree(train.HERE / "fixture")  # sections stay tuples
+  decls, _ = input_pipeline.load_corpus(cfg)
+  assert decls == train.L.parse_coq_tree(input_pipeline.HERE / "fixture")  # sections stay tuples
   real_parse = train.L.parse_coq_tree
   monkeypatch.setattr(train.L, "parse_coq_tree", lambda *a, **k: pytest.fail("parsed again"))
-  assert train.load_corpus(cfg)[0] == decls
+  assert input_pipeline.load_corpus(cfg)[0] == decls
   cache = tmp_path / "decls_all.json"
   cache.write_bytes(cache.read_bytes()[:-100])
   monkeypatch.setattr(train.L, "parse_coq_tree", real_parse)
   with caplog.at_level(logging.WARNING):
-    assert train.load_corpus(cfg)[0] == decls
+    assert input_pipeline.load_corpus(cfg)[0] == decls
   assert f"{cache} is corrupt" in caplog.text

@@ -7,7 +7,7 @@ import numpy as np
 import optax
 import pytest
 
-from experiments.sscl import train
+from experiments.sscl import evaluate, train
 from experiments.sscl.configs import default, seeds8, smoke
 from jaxpapers import core
 from tests import notebook_util
@@ -107,7 +107,7 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
     "constant_feature_drift": 0.0,
   }
   probe = {"colour": [0.8, 0.7, 0.9], "shape": [0.3, 0.3, 0.3]}
-  d = train.derived_metrics(s, triv, probe)
+  d = evaluate.derived_metrics(s, triv, probe)
   assert d["probe_acc_colour_min"] == pytest.approx(0.7)
   assert d["refine_minus_raw_miou"] == pytest.approx(0.1033333, rel=1e-4)
   assert d["sscl_minus_best_single_miou"] == pytest.approx((0.01 + 0.0 + 0.01) / 3)
@@ -121,31 +121,31 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
     "both_objectives_best": "held",
   }
   s["sscl"]["miou"] = [0.40, 0.41, 0.43]  # equal to refinement: no gain
-  d = train.derived_metrics(s, triv, probe)
+  d = evaluate.derived_metrics(s, triv, probe)
   assert core.judge(default.CLAIMS[1], {"derived": d}).verdict == "not reproduced"
   # a placebo VFM that helps as much makes the refinement claim vacuous
   s2 = {**s, "refine_placebo": {"miou": [0.40, 0.41, 0.43]}}
-  v = core.judge(default.CLAIMS[0], {"derived": train.derived_metrics(s2, triv, probe)})
+  v = core.judge(default.CLAIMS[0], {"derived": evaluate.derived_metrics(s2, triv, probe)})
   assert (v.verdict, v.guard) == ("inconclusive", "controls")
   # keep-only fine-tuning that loses 0.06 of region accuracy on one seed (the mean loss is
   # 0.02): the fine-tuning claims cannot be tested; the training-free claim is unaffected
   s3 = {**s, "keep_only": {**s["keep_only"], "region_acc": [0.50, 0.44, 0.50]}}
-  d = train.derived_metrics(s3, triv, probe)
+  d = evaluate.derived_metrics(s3, triv, probe)
   guards = {c["id"]: core.judge(c, {"derived": d}).guard for c in default.CLAIMS}
   assert guards.pop("refinement_beats_raw") != "requires"
   assert set(guards.values()) == {"requires"}
   # keep-only within 0.05 of a CLIP just above chance (1/6), but itself at chance
   s4 = {**s, "keep_only": {**s["keep_only"], "region_acc": [0.16] * 3}}
   s4["raw"] = {**s["raw"], "region_acc": [0.19] * 3}
-  d = train.derived_metrics(s4, triv, probe)
+  d = evaluate.derived_metrics(s4, triv, probe)
   v = core.judge(default.CLAIMS[1], {"derived": d})
   assert v.guard == "requires" and "above chance" in v.reason, v.reason
   # dense features that do not separate the classes on one seed: nothing can be tested
-  d = train.derived_metrics(s, triv, {"colour": [0.8, 0.45, 0.9]})
+  d = evaluate.derived_metrics(s, triv, {"colour": [0.8, 0.45, 0.9]})
   for c in default.CLAIMS:
     assert core.judge(c, {"derived": d}).guard == "requires", c["id"]
   s["raw"]["region_acc"] = [0.16, 0.17, 0.15]  # a CLIP at chance: nothing can be tested
-  d = train.derived_metrics(s, triv, probe)
+  d = evaluate.derived_metrics(s, triv, probe)
   for c in default.CLAIMS:
     assert core.judge(c, {"derived": d}).guard == "requires", c["id"]
 
@@ -169,7 +169,7 @@ def test_trivial_baselines_are_input_independent_predictors():
     "test_valid": np.array([[True, True], [True, False]]),
     "test_labels": np.array([[0, 1], [0, 3]], np.int32),
   }
-  t = train.trivial_baselines(data, 0)
+  t = evaluate.trivial_baselines(data, 0)
   assert t["majority_miou"] == pytest.approx(3 / 5 / 3)  # class 0 everywhere: IoU 3/5, 3 classes
   assert t["majority_region_acc"] == pytest.approx(2 / 3)
 

@@ -56,7 +56,7 @@ def get_config():
 _MS = ".3f±{0}.s; "  # a mean ± std column of the view's {"m", "s"} entries
 _READERS = ("gd", "gd_ls", "ridge")
 REPORT = R.Report(
-  view="experiments.evidence_coverage.train:report_view",
+  view="experiments.evidence_coverage.evaluate:report_view",
   tables=(
     R.Table(
       title="Budgets k in {view.ks}; {config.n_test} test queries per cell; k* and k_peak per "

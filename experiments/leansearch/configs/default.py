@@ -65,6 +65,15 @@ ROUNDS = {"reasoning": "over standard mode", "reasoning_dense": "over dense alon
 
 def report_for(rounds: int) -> R.Report:
   """The tables and figures of a run whose reasoning mode runs ``rounds`` rounds."""
+  return R.Report(tables=_tables(rounds), figures=_figures(rounds))
+
+
+_P = "metrics.summary.premise"
+
+
+def _tables(rounds: int) -> tuple[R.Table, ...]:
+  """Single-query search, global premise retrieval and reasoning mode by round."""
+  p = _P
   single = R.Table(
     title="**Single-query search** (mean ± std over {config.splits} file splits; k = {config.k})",
     columns=(
@@ -89,7 +98,6 @@ def report_for(rounds: int) -> R.Report:
       for x in SINGLE_SYSTEMS
     ),  # fmt: skip
   )
-  p = "metrics.summary.premise"
   premise = R.Table(
     title="**Global premise retrieval**: every stage of the pipeline and every ablation "
     "(hierarchical text unless flat; mean ± std over splits); reasoning mode's claim compares "
@@ -112,7 +120,12 @@ def report_for(rounds: int) -> R.Report:
     rows=tuple(f"metrics.summary.{name}_rounds" for name in ROUNDS),
     labels={f"{name}_rounds": what for name, what in ROUNDS.items()},
   )
-  s = "metrics.summary.single"
+  return single, premise, by_round
+
+
+def _figures(rounds: int) -> tuple[R.Figure, ...]:
+  """nDCG@10 by informal text, recall_group@10 of every stage, and reasoning mode by round."""
+  p, s = _P, "metrics.summary.single"
   single_bars = R.Panel(
     kind="bars",
     ylabel="nDCG@10",
@@ -154,13 +167,10 @@ def report_for(rounds: int) -> R.Report:
       for x, ls in (("dense", "--"), ("standard", ":"))
     ),
   )  # fmt: skip
-  return R.Report(
-    tables=(single, premise, by_round),
-    figures=(
-      R.Figure("single_query", single_bars, size=(max(4.0, 1.1 * 3 + 2), 3.6)),
-      R.Figure("premise", premise_bars, size=(max(4.0, 1.1 * 10 + 2), 3.6)),
-      R.Figure("rounds", rounds_panel, size=(6, 4)),
-    ),
+  return (
+    R.Figure("single_query", single_bars, size=(max(4.0, 1.1 * 3 + 2), 3.6)),
+    R.Figure("premise", premise_bars, size=(max(4.0, 1.1 * 10 + 2), 3.6)),
+    R.Figure("rounds", rounds_panel, size=(6, 4)),
   )
 
 

@@ -124,7 +124,7 @@ MODEL_LABELS = {
 _MS = "{{{0}|mean:.3f}} ± {{{0}|std:.3f}}"  # mean ± std over seeds of a per-seed list
 _T = "metrics.trivial"
 REPORT = R.Report(
-  view="experiments.sscl.train:report_view",  # the class count and the probes' chance levels
+  view="experiments.sscl.evaluate:report_view",  # the class count and the probes' chance levels
   tables=(
     R.Table(
       title="**Shapes world, tiny CLIP** (mean ± std over {config.seeds} seeds; foreground mIoU "

@@ -1,0 +1,405 @@
+"""Evaluation and claim code of the LAnR experiment.
+
+`evaluate_seed` reads every stopping rule off one seed's online trace; `reference_runs` runs the
+seed-independent references (frozen-state cosines, BM25 pipelines, closed-book and gold-document
+reader); the rest turns per-question outcomes into the aggregates and the values the claims in
+``configs/default.py`` are judged on (paired bootstrap intervals over test questions).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from experiments.lanr.input_pipeline import online_trace
+from jaxpapers import core
+from jaxpapers import lanr as L
+
+
+def _auroc(score, label):
+  return float(L.auroc(jnp.asarray(score, jnp.float32), jnp.asarray(label)))
+
+
+def _prefix_recall(doc_ids, n, gold):
+  """Support recall of the first n[b] retrieved documents of each row."""
+  return np.asarray([float(set(g) <= set(d[:k].tolist())) for d, k, g in zip(doc_ids, n, gold)])
+
+
+def _rule_outcomes(n, doc_ids, gold, correct, t_max: int) -> dict:
+  """Per question, what a stopping rule gets from one online trace.
+
+  Args:
+    n: ``[Q]`` retrieval calls the rule makes (capped at ``t_max``).
+    doc_ids: ``[Q, t_max]`` documents retrieved in order.
+    gold: per question, its gold documents.
+    correct: ``[Q, t_max + 1]`` exact match of the answer after ``k`` calls (column 0: closed
+      book).
+    t_max: the largest number of calls.
+
+  Returns:
+    ``{"calls", "recall", "em"}``: lists of ``[Q]`` floats.
+  """
+  n = np.minimum(n, t_max).astype(np.int64)
+  return {
+    "calls": n.astype(float).tolist(),
+    "recall": _prefix_recall(doc_ids, n, gold).tolist(),
+    "em": np.asarray(correct)[np.arange(len(n)), n].astype(float).tolist(),
+  }
+
+
+def evaluate_seed(c, world, feats, p, eps):
+  """Every stopping rule on one seed's online trace (per test question), and the heads'
+  next-hop accuracy on the gold prefixes."""
+  test_q = world["test_q"]
+  heads = jax.tree.map(jnp.asarray, p["heads"])
+  emb = L.doc_embedding(heads, jnp.asarray(feats["doc"]["h"]))
+  score = lambda z: L.query_embedding(heads, z) @ emb.T
+  tr = online_trace(world["store"], "test", len(test_q), score, c.t_max, final=True)
+  gold = [q.gold for q in test_q]
+  d_ids = tr["doc_ids"]
+  z = jnp.asarray(tr["z"])
+  rules = {
+    "fixed": np.full(len(test_q), c.t_max),
+    "entropy_control": np.asarray(
+      L.stop_hops(jax.nn.sigmoid(L.control_logits(p["ctl_entropy"], z)), c.tau_stop)
+    ),
+    "oracle_control": np.asarray(
+      L.stop_hops(jax.nn.sigmoid(L.control_logits(p["ctl_oracle"], z)), c.tau_stop)
+    ),
+    "flare_entropy": np.asarray(
+      L.stop_hops(L.entropy_threshold_stop(jnp.asarray(tr["h_pred"]), eps["pred"]), 0.5)
+    ),
+    "one_call": np.ones(len(test_q), np.int64),
+    "oracle_hops": np.asarray([q.hops for q in test_q]),
+  }
+  out = {}
+  correct = np.asarray(tr["correct"])
+  for name, n in rules.items():
+    out[name] = _rule_outcomes(n, d_ids, gold, correct, c.t_max)
+  out["closed_book_em"] = correct[:, 0].astype(float).tolist()
+  out["next_hop"] = next_hop_accuracy(score, feats["test"]["z"], world["rows"]["test"])
+  out["next_hop_train"] = next_hop_accuracy(score, feats["train"]["z"], world["rows"]["train"])
+  rows = world["rows"]["test"]
+  zt = jnp.asarray(feats["test"]["z"])
+  suff = np.asarray([r["sufficient"] for r in rows])
+  pe = np.asarray(jax.nn.sigmoid(L.control_logits(p["ctl_entropy"], zt)))
+  po = np.asarray(jax.nn.sigmoid(L.control_logits(p["ctl_oracle"], zt)))
+  out["control_auroc"] = {"entropy": _auroc(pe, suff), "oracle": _auroc(po, suff)}
+  out["stop_accuracy"] = {
+    "entropy": float(((pe > c.tau_stop) == suff).mean()),
+    "oracle": float(((po > c.tau_stop) == suff).mean()),
+  }
+  return out
+
+
+def next_hop_accuracy(score_fn, z, rows) -> dict:
+  """Teacher-forced retrieval on gold prefixes: is the next gold document the best-scoring
+  document not in the context? Overall and for the first hop (the empty context)."""
+  inc = np.stack([r["in_context"] for r in rows])
+  nxt = np.asarray([r["next_doc"] for r in rows])
+  t = np.asarray([r["t"] for r in rows])
+  s = np.where(inc, -np.inf, np.asarray(score_fn(jnp.asarray(z)), np.float64))
+  hit = s.argmax(1) == nxt
+  has = nxt >= 0
+  return {"all": float(hit[has].mean()), "hop1": float(hit[has & (t == 0)].mean())}
+
+
+def _ms(x):
+  x = np.asarray(x, np.float64)
+  return {
+    "mean": float(x.mean()),
+    "std": float(x.std(ddof=1)) if len(x) > 1 else 0.0,
+    "ci95": core.ci95_halfwidth(x) if len(x) > 1 else float("nan"),
+    "per_seed": x.tolist(),
+  }
+
+
+METHODS = ("fixed", "entropy_control", "oracle_control", "flare_entropy", "one_call", "oracle_hops")
+FROZEN = ("untrained_cosine", "whitened_cosine")
+ITERATIVE = ("bm25_iterative_with_question", "bm25_iterative_bridge")
+
+
+def _entropy_auroc(h, sufficient) -> float:
+  """AUROC of low entropy (-h) as a predictor of a sufficient context (the paper's signal)."""
+  return _auroc(-np.asarray(h), sufficient)
+
+
+def paired_ci(a, b, n_boot: int) -> dict:
+  """Mean of ``a - b`` over items and its 95% paired-bootstrap interval (``core.stats``)."""
+  r = core.paired_bootstrap(np.asarray(a, float), np.asarray(b, float), n_resamples=n_boot, seed=0)
+  return {"mean": r.estimate, "lo": r.lo, "hi": r.hi, "ci": r.half_width, "n": r.n}
+
+
+def auroc_ci(score, label, group, n_boot: int, strata=None) -> dict:
+  """AUROC of ``score`` for ``label`` and its 95% bootstrap interval over groups (questions).
+
+  AUROC = P(score_pos > score_neg) + P(tie) / 2 over (positive, negative) pairs, only pairs in
+  the same stratum when ``strata`` is given (e.g. the number of documents in the context, so
+  that counting documents cannot separate the pairs). The interval resamples whole groups
+  (every context of a question together) with ``core.paired_bootstrap``: the items are the
+  group ids, the statistic is the AUROC of the resampled groups (each pair weighted by how
+  often its two groups were drawn), against a constant arm that scores 0.
+
+  Args:
+    score, label, group: [M] per-context score, 0/1 label and group id; strata: optional [M].
+    n_boot: bootstrap resamples.
+
+  Returns:
+    ``{'auroc', 'lo', 'hi', 'ci'}`` (``ci``: the larger distance to a bound); AUROC is 0.5
+    when no pair exists.
+  """
+  score = np.asarray(score, np.float64)
+  label = np.asarray(label).astype(bool)
+  _, g = np.unique(np.asarray(group), return_inverse=True)
+  G = int(g.max()) + 1
+  st = np.zeros(len(score)) if strata is None else np.asarray(strata)
+  pos, neg = np.flatnonzero(label), np.flatnonzero(~label)
+  same = (st[pos][:, None] == st[neg][None, :]).astype(np.float64)
+  comp = np.where(score[pos][:, None] > score[neg][None, :], 1.0, 0.0)
+  comp = np.where(score[pos][:, None] == score[neg][None, :], 0.5, comp) * same
+  gp, gn = g[pos], g[neg]
+
+  def stat(x, axis=-1):
+    x = np.asarray(x)
+    rows = x.reshape(-1, x.shape[-1])
+    w = np.stack([np.bincount(r.astype(np.int64), minlength=G) for r in np.maximum(rows, 0)])
+    wp, wn = w[:, gp].astype(np.float64), w[:, gn].astype(np.float64)  # [k, n_pos], [k, n_neg]
+    num = np.sum((wp @ comp) * wn, axis=1)
+    den = np.sum((wp @ same) * wn, axis=1)
+    out = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.5)
+    out = np.where(np.all(rows < 0, axis=1), 0.0, out)  # the constant arm scores 0
+    return out.reshape(x.shape[:-1])
+
+  ids = np.arange(G, dtype=np.float64)
+  r = core.paired_bootstrap(ids, -np.ones(G), statistic=stat, n_resamples=n_boot, seed=0)
+  return {"auroc": r.estimate, "lo": r.lo, "hi": r.hi, "ci": r.half_width}
+
+
+def per_question(per_seed: list[dict], method: str, key: str) -> np.ndarray:
+  """[Q] the per-question value of ``method``'s ``key``, averaged over seeds."""
+  return np.mean([np.asarray(r[method][key], np.float64) for r in per_seed], axis=0)
+
+
+def aggregate_methods(per_seed: list[dict], hops) -> dict:
+  """Per method, mean / std / 95% half-width over seeds of its per-question means.
+
+  Args:
+    per_seed: one ``{method: {"calls", "em", "recall": [Q]}}`` per seed.
+    hops: ``[Q]`` gold hop count of each test question (multi-hop: >= 2).
+  """
+  hops = np.asarray(hops)
+
+  def agg(name, key, mask=None):
+    vals = []
+    for r in per_seed:
+      x = np.asarray(r[name][key])
+      vals.append(x[mask].mean() if mask is not None else x.mean())
+    return _ms(vals)
+
+  return {
+    m: {
+      "calls": agg(m, "calls"),
+      "em": agg(m, "em"),
+      "recall_all": agg(m, "recall"),
+      "recall_multihop": agg(m, "recall", hops >= 2),
+      **{f"recall_{h}hop": agg(m, "recall", hops == h) for h in (1, 2, 3)},
+      **{f"calls_{h}hop": agg(m, "calls", hops == h) for h in (1, 2, 3)},
+    }
+    for m in METHODS
+  }
+
+
+def reference_metrics(ref: dict, per_seed: list[dict], hops, t_max: int, n_docs: int) -> dict:
+  """The seed-independent references: BM25 with the question as query (top-1 and top-t_max),
+  iterative BM25 (t_max calls), the frozen-state cosines (t_max calls), t_max random
+  documents (closed form), the closed-book and the gold-documents reader."""
+  hops = np.asarray(hops)
+  multi = hops >= 2
+  refs = {}
+  for k in ("bm25_top1", f"bm25_top{t_max}", "bm25_iterative", *ITERATIVE, *FROZEN):
+    if k not in ref:  # stores written before the two re-query forms were kept apart
+      continue
+    r = np.asarray(ref[k]["recall"], np.float64)
+    refs[k] = {"recall_all": float(r.mean()), "recall_multihop": float(r[multi].mean())}
+    refs[k].update({f"recall_{h}hop": float(r[hops == h].mean()) for h in (1, 2, 3)})
+  if "variant" in ref["bm25_iterative"]:
+    refs["bm25_iterative"]["variant"] = ref["bm25_iterative"]["variant"]
+  # a random choice of t_max distinct documents holds all h gold ones with prob C(N-h, k-h)/C(N, k)
+  rnd = [math.comb(n_docs - h, t_max - h) / math.comb(n_docs, t_max) for h in hops]
+  refs["random_docs"] = {
+    "recall_all": float(np.mean(rnd)),
+    "recall_multihop": float(np.mean(np.asarray(rnd)[multi])),
+  }
+  refs["closed_book"] = {"em": float(np.mean(ref["closed_book_em"]))}
+  refs["gold_docs"] = {"em": float(np.mean(ref["gold_docs_em"]))}
+  for h in (1, 2, 3):
+    refs["gold_docs"][f"em_{h}hop"] = float(np.mean(np.asarray(ref["gold_docs_em"])[hops == h]))
+  return refs
+
+
+def claim_values(per_seed, ref, hops, sufficiency, t_max: int, n_boot: int) -> dict:
+  """The values the claims in ``configs/default.py`` are judged on (pure; ``metrics.derived``).
+
+  Every comparison is paired over the test questions: a LAnR method's per-question value is
+  its mean over the head seeds, a reference's is seed-independent; the noise is the 95%
+  paired-bootstrap half-width over questions (``core.paired_bootstrap``, seed 0). Calls saved =
+  t_max - the controlled method's calls.
+  """
+  hops = np.asarray(hops)
+  multi = hops >= 2
+  rec = per_question(per_seed, "fixed", "recall")
+  bm = np.asarray(ref["bm25_iterative"]["recall"], np.float64)
+  out = {}
+  d = paired_ci(rec[multi], bm[multi], n_boot)
+  out["lanr_minus_bm25_iter_multihop_recall"] = d["mean"]
+  out["lanr_minus_bm25_iter_multihop_recall_ci"] = d["ci"]
+  for f in FROZEN:
+    fr = np.asarray(ref[f]["recall"], np.float64)
+    out[f"{f}_minus_bm25_iter_multihop_recall"] = float(fr[multi].mean() - bm[multi].mean())
+  best = max(FROZEN, key=lambda f: np.mean(ref[f]["recall"]))
+  d = paired_ci(rec, np.asarray(ref[best]["recall"], np.float64), n_boot)
+  out["best_frozen_cosine"] = best
+  out["trained_minus_frozen_cosine_recall"] = d["mean"]
+  out["trained_minus_frozen_cosine_recall_ci"] = d["ci"]
+  calls = per_question(per_seed, "entropy_control", "calls")
+  d = paired_ci(t_max - calls, np.zeros_like(calls), n_boot)
+  out["calls_saved_entropy_control"] = d["mean"]
+  out["calls_saved_entropy_control_ci"] = d["ci"]
+  em_fixed = per_question(per_seed, "fixed", "em")
+  d = paired_ci(per_question(per_seed, "entropy_control", "em"), em_fixed, n_boot)
+  out["em_entropy_control_minus_fixed"] = d["mean"]
+  out["em_entropy_control_minus_fixed_ci"] = d["ci"]
+  out["trivial_one_call_em_minus_fixed"] = float(
+    np.mean(per_question(per_seed, "one_call", "em") - em_fixed)
+  )
+  out["entropy_auroc"] = sufficiency["entropy"]["auroc"]
+  out["entropy_auroc_ci"] = sufficiency["entropy"]["ci"]
+  out["entropy_auroc_same_docs"] = sufficiency["entropy_same_docs"]["auroc"]
+  out["entropy_auroc_same_docs_ci"] = sufficiency["entropy_same_docs"]["ci"]
+  out["train_next_hop_acc"] = float(np.mean([r["next_hop_train"]["all"] for r in per_seed]))
+  return out
+
+
+def bm25_diagnostics(kb, test_q, top3) -> dict:
+  """Why the question-only query fails: later-hop gold documents share no entity with the
+  question and are rarely in its BM25 top 3, unlike hop-1 documents."""
+  out = {}
+  for name, sel in (("hop1", lambda i: i == 0), ("later_hops", lambda i: i >= 1)):
+    share, found = [], []
+    for q, row in zip(test_q, top3):
+      for i, g in enumerate(q.gold):
+        if not sel(i):
+          continue
+        ents = [e for e in kb.facts[g][1:] if e != q.person]
+        share.append(float(any(e in q.question for e in ents) or q.person in kb.docs[g]))
+        found.append(float(g in set(row.tolist())))
+    out[name] = {
+      "docs": len(share),
+      "share_an_entity_with_question": float(np.mean(share)),
+      "in_question_top3": float(np.mean(found)),
+    }
+  return out
+
+
+def better_on(ref: dict, names, mask) -> str:
+  """The name in ``names`` whose per-question ``ref[name]["recall"]`` has the higher mean over
+  the questions in ``mask`` [Q] (ties: the first name): the stronger of two baselines."""
+  mask = np.asarray(mask, bool)
+  return max(names, key=lambda k: float(np.mean(np.asarray(ref[k]["recall"], float)[mask])))
+
+
+def frozen_scorers(feats, dim: int):
+  """The label-free scorers of the frozen states: the untrained cosine, and the cosine after
+  one shared PCA whitening to ``dim`` directions (each side centred by its own mean: queries
+  by the training contexts', documents by the index's)."""
+  doc_h = jnp.asarray(feats["doc"]["h"])
+  z_tr = jnp.asarray(feats["train"]["z"])
+  mq, md = z_tr.mean(0), doc_h.mean(0)
+  st = L.fit_whitening(jnp.concatenate([z_tr - mq, doc_h - md]), dim=dim)
+  dw = L.whiten(st, doc_h - md)
+  return {
+    "untrained_cosine": lambda z: L.cosine_scores(z, doc_h),
+    "whitened_cosine": lambda z: L.cosine_scores(L.whiten(st, z - mq), dw),
+  }
+
+
+def reference_runs(c, world: dict, feats: dict) -> dict:
+  """The seed-independent references on the test questions, per question.
+
+  The frozen-state cosines (online loop, no head), the BM25 pipelines (no LM: the question as
+  query, top-1 and top-t_max; two iterative re-query forms, question + bridge entity or the
+  bridge entity alone, of which the claim uses the better on the multi-hop questions), and the
+  closed-book and gold-documents reader (the gold prefixes).
+
+  Returns:
+    ``{name: {"recall": [Q], ...}}`` for every retrieval reference, ``bm25_diagnostics``,
+    ``bm25_iterative`` (the better form, its name under ``variant``) and ``gold_docs_em`` /
+    ``closed_book_em`` ([Q] floats).
+  """
+  kb, test_q = world["kb"], world["test_q"]
+  gold = [q.gold for q in test_q]
+  out = {}
+  for name, score in frozen_scorers(feats, c.rep_dim).items():
+    tr = online_trace(world["store"], "test", len(test_q), score, c.t_max, final=False)
+    out[name] = {"recall": L.support_recall(tr["doc_ids"], gold).tolist()}
+    out[name]["next_hop"] = next_hop_accuracy(score, feats["test"]["z"], world["rows"]["test"])
+  q_texts, docs = [q.question for q in test_q], list(kb.docs)
+  for k in (1, c.t_max):
+    r = L.question_as_query_retrieve(q_texts, docs, hops=k)
+    out[f"bm25_top{k}"] = {"recall": L.support_recall(r, gold).tolist()}
+  top3 = L.question_as_query_retrieve(q_texts, docs, hops=3)
+  out["bm25_diagnostics"] = bm25_diagnostics(kb, test_q, top3)
+  bridge = [f[2] for f in kb.facts]
+  multi = np.asarray([q.hops >= 2 for q in test_q])
+  for name, keep in (("bm25_iterative_with_question", True), ("bm25_iterative_bridge", False)):
+    r = L.iterative_bm25_retrieve(q_texts, docs, bridge, hops=c.t_max, keep_question=keep)
+    out[name] = {"recall": L.support_recall(r, gold).tolist()}
+  best = better_on(out, ITERATIVE, multi)
+  out["bm25_iterative"] = dict(out[best], variant=best)
+  rows = world["rows"]["test"]
+  last = [i for i, r in enumerate(rows) if r["sufficient"]]
+  first = [i for i, r in enumerate(rows) if r["t"] == 0]
+  out["gold_docs_em"] = feats["test"]["correct"][last].astype(float).tolist()
+  out["closed_book_em"] = feats["test"]["correct"][first].astype(float).tolist()
+  return out
+
+
+def sufficiency_metrics(feats: dict, rows: list[dict], per_seed: list[dict], n_boot: int) -> dict:
+  """The paper's motivating observation on the held-out gold-prefix contexts: does low answer
+  entropy mark a sufficient context (also among contexts with the same number of documents),
+  and how well do the control heads of each seed predict it."""
+  suff = np.asarray([r["sufficient"] for r in rows])
+  ndocs = np.asarray([r["t"] for r in rows], np.float32)
+  qid = np.asarray([r["q"] for r in rows])
+  h_ans = feats["test"]["h_answer"]
+  return {
+    "entropy": auroc_ci(-h_ans, suff, qid, n_boot),
+    "entropy_same_docs": auroc_ci(-h_ans, suff, qid, n_boot, strata=ndocs),
+    "entropy_auroc": _entropy_auroc(h_ans, suff),
+    "pred_entropy_auroc": _entropy_auroc(feats["test"]["h_pred"], suff),
+    "docs_in_context_auroc": _auroc(ndocs, suff),
+    "control_auroc_entropy": _ms([r["control_auroc"]["entropy"] for r in per_seed]),
+    "control_auroc_oracle": _ms([r["control_auroc"]["oracle"] for r in per_seed]),
+    "stop_accuracy_entropy": _ms([r["stop_accuracy"]["entropy"] for r in per_seed]),
+    "stop_accuracy_oracle": _ms([r["stop_accuracy"]["oracle"] for r in per_seed]),
+  }
+
+
+def next_hop_metrics(c, feats: dict, rows: list[dict], per_seed: list[dict], ref: dict) -> dict:
+  """Teacher-forced next-hop accuracy of the trained heads (per seed), of untrained random
+  projection heads (the trivial learned-query baseline) and of the frozen cosines."""
+  hidden = feats["train"]["z"].shape[1]
+  rk = L.init_retrieval_heads(jax.random.key(c.seed + 99), hidden, rep_dim=c.rep_dim)
+  e_r = L.doc_embedding(rk, jnp.asarray(feats["doc"]["h"]))
+  return {
+    "trained_heads": _ms([r["next_hop"]["all"] for r in per_seed]),
+    "trained_heads_hop1": _ms([r["next_hop"]["hop1"] for r in per_seed]),
+    "trained_heads_train_contexts": _ms([r["next_hop_train"]["all"] for r in per_seed]),
+    "random_heads": next_hop_accuracy(
+      lambda z: L.query_embedding(rk, z) @ e_r.T, feats["test"]["z"], rows
+    ),
+    **{f: ref[f]["next_hop"] for f in FROZEN},
+  }

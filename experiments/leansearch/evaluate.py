@@ -1,0 +1,263 @@
+"""Evaluation and claim code of the LeanSearch experiment.
+
+``single_search``, ``premise_baselines`` and ``reasoning_runs`` measure the systems of one split
+on its test queries; the rest pools the per-query values over splits into the summary and the
+numbers the claims in ``configs/default.py`` are judged on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+import jaxpapers.leansearch as L
+from experiments.leansearch.input_pipeline import VARIANTS, premise_query_text
+
+PREMISE_SYSTEMS = (
+  "random",
+  "frequency",
+  "bm25_statements",
+  "dense",
+  "standard",
+  "reasoning_first_round",
+  "reasoning_dense",
+  "reasoning",
+)
+SINGLE_SYSTEMS = ("bm25", "dense", "standard")
+# Reasoning mode's claim is judged against the strongest of every other stage of the pipeline
+# and every ablation (hierarchical text unless named _flat): the baselines, the dense first
+# stage alone, standard mode (dense + rerank), the flat-text variants, reasoning mode over the
+# dense stage without the reranker, and reasoning mode stopped after its first round.
+COMPARED = (
+  "random",
+  "frequency",
+  "bm25_statements",
+  "dense",
+  "standard",
+  "dense_flat",
+  "standard_flat",
+  "reasoning_first_round",
+  "reasoning_dense",
+)
+
+
+def _ci(x) -> float:
+  x = np.asarray(x, np.float64)
+  return float(1.96 * x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else float("nan")
+
+
+def _premise_metrics(ids: np.ndarray, alias, mask, k: int) -> dict:
+  ids = np.asarray(ids, np.int32)
+  rec = np.asarray(L.premise_group_recall(ids, alias, mask, k), np.float64)
+  cov = np.asarray(L.covered_at_k(ids, alias, mask, np.zeros_like(mask), k), np.float64)
+  return {"recall": rec.tolist(), "covered": cov.tolist()}
+
+
+def _rank_by_scores(scores: np.ndarray, valid: np.ndarray, k: int) -> np.ndarray:
+  s = np.where(valid, scores, -np.inf)
+  return np.argsort(-s, axis=1, kind="stable")[:, :k].astype(np.int32)
+
+
+def single_search(embed, docs: list[str], queries: list[str], target: np.ndarray, k: int) -> dict:
+  """Single-query search over the own-doc-withheld corpus ``docs`` [N] for BM25, the dense
+  encoder ``embed`` and standard mode (dense top-k reranked by BM25).
+
+  Returns:
+    ``{system: {"ndcg", "recall": [Q] floats}}`` at ``k`` for the targets ``target`` int [Q].
+  """
+  bm = L.BM25Index(docs)
+  std = L.TwoStageRetriever(
+    embed_fn=embed, doc_emb=embed(docs), doc_text=docs, k=k, rerank_fn=L.bm25_reranker(bm)
+  )
+  dense = dataclasses.replace(std, rerank_fn=None)
+  ranked = {
+    "bm25": bm.search(queries, k)[0],
+    "dense": dense.search(queries)[0],
+    "standard": std.search(queries)[0],
+  }
+  out = {}
+  for sys_, ids in ranked.items():
+    pos = L.target_positions(np.asarray(ids, np.int32), target)
+    out[sys_] = {
+      "ndcg": np.asarray(L.ndcg_single(pos, k), np.float64).tolist(),
+      "recall": np.asarray(L.recall_single(pos, k), np.float64).tolist(),
+    }
+  return out
+
+
+def premise_baselines(decls, p_train, p: dict, rng: np.random.Generator, k: int) -> dict:
+  """The premise baselines that read no informal text: the most-used premises of the training
+  theorems (input-independent), a random ranking (``rng``) and BM25 over the statements.
+
+  Args:
+    decls: the [N] declarations; p_train: the training premise queries; p: the test queries'
+      ``queries`` [Q] texts, ``valid`` bool [Q, N], ``alias`` / ``mask`` (packed groups).
+  """
+  n, (alias, mask, valid) = len(decls), (p["alias"], p["mask"], p["valid"])
+  freq = np.zeros(n)
+  for q in p_train:
+    for g in q.groups:
+      freq[list(g)] += 1.0
+  freq_ids = _rank_by_scores(np.tile(freq, (len(valid), 1)), valid, k)
+  out = {"frequency": _premise_metrics(freq_ids, alias, mask, k)}
+  rand = rng.random((len(valid), n))
+  out["random"] = _premise_metrics(_rank_by_scores(rand, valid, k), alias, mask, k)
+  bm_s = L.BM25Index([d.statement for d in decls])
+  ids = bm_s.search(p["queries"], k, valid=valid)[0]
+  out["bm25_statements"] = _premise_metrics(ids, alias, mask, k)
+  return out
+
+
+def reasoning_runs(cfg, decls, names: frozenset, substrate, p_test, p: dict) -> tuple[list, dict]:
+  """Reasoning mode's iterative loop over the first-stage retriever ``substrate`` on every test
+  premise query.
+
+  Returns:
+    ``(per_round, stats)``: the premise metrics after each of its ``big_loop + 1`` rounds, and
+    the mean recall per round (``rounds``) and rounds used (``rounds_used``).
+  """
+  k, n = cfg.k, len(decls)
+  doc_consts = [frozenset(L.identifiers(d.statement)) & names for d in decls]
+  loop = L.IterativeRetrieval(
+    L.ProxyPlanner([d.statement for d in decls], names=names, prf=cfg.prf),
+    substrate.search,
+    L.ProxyFilter(doc_consts, names=names, keep_top=cfg.keep_top),
+    L.StableTopJudge(k=k),
+    n_docs=n,
+    big_loop=cfg.big_loop,
+    search_top_k=min(cfg.search_top_k, n),
+    output_top_k=min(cfg.output_top_k, n),
+  )
+  traces = [
+    loop.run(premise_query_text(decls, q), valid=p["valid"][r]) for r, q in enumerate(p_test)
+  ]
+  per_round = []
+  for rnd in range(cfg.big_loop + 1):
+    ids = np.stack([t.round_ids[rnd][:k] for t in traces])
+    per_round.append(_premise_metrics(ids, p["alias"], p["mask"], k))
+  stats = {
+    "rounds": [float(np.mean(m["recall"])) for m in per_round],
+    "rounds_used": float(np.mean([t.rounds for t in traces])),
+  }
+  return per_round, stats
+
+
+def _mean_std(vals):
+  a = np.asarray(vals, np.float64)
+  return {"mean": float(a.mean()), "std": float(a.std())}
+
+
+def summarize(cells: list[dict]) -> dict:
+  """Per-system means over splits (mean of per-split query means) and pooled CIs."""
+  out = {"single": {}, "premise": {}}
+  for variant in VARIANTS:
+    for sys_ in SINGLE_SYSTEMS:
+      for m in ("ndcg", "recall"):
+        out["single"][f"{sys_}/{variant}/{m}"] = _mean_std(
+          [np.mean(c[variant]["single"][sys_][m]) for c in cells]
+        )
+  for sys_ in PREMISE_SYSTEMS:
+    variant = "hier"
+    for m in ("recall", "covered"):
+      out["premise"][f"{sys_}/{m}"] = _mean_std(
+        [np.mean(c[variant]["premise"][sys_][m]) for c in cells]
+      )
+  for sys_ in ("dense", "standard"):
+    for m in ("recall", "covered"):
+      out["premise"][f"{sys_}_flat/{m}"] = _mean_std(
+        [np.mean(c["flat"]["premise"][sys_][m]) for c in cells]
+      )
+  for name in ("reasoning", "reasoning_dense"):
+    out[f"{name}_rounds"] = _mean_std_rows([c["hier"][f"{name}_rounds"] for c in cells])
+    out[f"{name}_rounds_used"] = float(np.mean([c["hier"][f"{name}_rounds_used"] for c in cells]))
+  return out
+
+
+def _mean_std_rows(rows):
+  a = np.asarray(rows, np.float64)
+  return {"mean": a.mean(0).tolist(), "std": a.std(0).tolist()}
+
+
+def premise_recall(cells: list[dict], system: str) -> np.ndarray:
+  """Per-theorem recall_group@10 of a premise system over all splits, in split order.
+
+  ``system`` is a name of :data:`PREMISE_SYSTEMS` (hierarchical text) or ``dense_flat`` /
+  ``standard_flat`` (the same stage over the flat text).
+  """
+  variant, name = (
+    ("flat", system[: -len("_flat")]) if system.endswith("_flat") else ("hier", system)
+  )
+  return np.concatenate(
+    [np.asarray(c[variant]["premise"][name]["recall"], np.float64) for c in cells]
+  )
+
+
+def per_query_values(cell: dict) -> dict:
+  """The per-query values of one split that the claims are computed from (kept in results)."""
+  return {
+    v: {
+      "single": {s: {"ndcg": cell[v]["single"][s]["ndcg"]} for s in SINGLE_SYSTEMS},
+      "premise": {s: {"recall": r["recall"]} for s, r in cell[v]["premise"].items()},
+    }
+    for v in VARIANTS
+  }
+
+
+def rejudge_metrics(metrics: dict, config: dict) -> dict:
+  """The derived block recomputed from the per-query values stored in the results.
+
+  A record written before they were stored (no ``per_query``) keeps its derived block.
+  """
+  del config
+  if "per_query" not in metrics:
+    return dict(metrics["derived"])
+  return derived_metrics(metrics["per_query"])
+
+
+def derived_metrics(cells: list[dict]) -> dict:
+  """The values the claims are judged on (paired per-query differences pooled over splits).
+
+  ``hier_gain_ndcg10``: nDCG@10 of standard mode with hierarchical minus flat informal text
+  (``hier_gain_ndcg10_<stage>`` the same for BM25 and the dense stage, for display);
+  ``reasoning_gain_recall10``: recall_group@10 of reasoning mode minus the strongest (by its
+  pooled mean) of every other stage and ablation in :data:`COMPARED`, ``best_baseline`` its
+  name, ``reasoning_minus_<system>`` the paired difference against each of them.
+  ``*_ci``: 95% normal CI half-widths of those paired differences over all test queries of
+  all splits.
+  """
+  d_h = np.concatenate(
+    [
+      np.subtract(c["hier"]["single"]["standard"]["ndcg"], c["flat"]["single"]["standard"]["ndcg"])
+      for c in cells
+    ]
+  )
+  out = {"hier_gain_ndcg10": float(d_h.mean()), "hier_gain_ndcg10_ci": _ci(d_h)}
+  for stage in ("bm25", "dense"):
+    d = np.concatenate(
+      [
+        np.subtract(c["hier"]["single"][stage]["ndcg"], c["flat"]["single"][stage]["ndcg"])
+        for c in cells
+      ]
+    )
+    out[f"hier_gain_ndcg10_{stage}"] = float(d.mean())
+  method = premise_recall(cells, "reasoning")
+  recall = {b: premise_recall(cells, b) for b in COMPARED}
+  means = {b: float(r.mean()) for b, r in recall.items()}
+  best = max(COMPARED, key=lambda b: means[b])
+  d_r = method - recall[best]
+  out.update(
+    {
+      "reasoning_gain_recall10": float(d_r.mean()),
+      "reasoning_gain_recall10_ci": _ci(d_r),
+      "best_baseline": best,
+      "best_baseline_recall10": means[best],
+      "reasoning_recall10": float(method.mean()),
+      "n_single_queries": int(d_h.size),
+      "n_premise_queries": int(d_r.size),
+    }
+  )
+  for b in COMPARED:
+    out[f"reasoning_minus_{b}"] = float((method - recall[b]).mean())
+  return out
