@@ -561,7 +561,7 @@ def _cluster_gains(cells, pairs) -> dict:
       continue
     b = core.cluster_bootstrap(d, seed=0)
     out[f"mean_improvement{name}_cluster95_pp"] = [b.lo, b.hi]
-    out[f"mean_improvement{name}_cluster95_half_pp"] = max(b.estimate - b.lo, b.hi - b.estimate)
+    out[f"mean_improvement{name}_cluster95_half_pp"] = b.half_width
   return out
 
 
