@@ -172,48 +172,6 @@ def cell_sweep(cls, cfg, width, d_in, d_out, kind, batch):
   return core.Sweep(init_fn, step_fn, eval_fn), graphdef
 
 
-# ----------------------------------------------------------------------------- E2
-
-
-def _truncate(c: D.CompressedMLP, k: int) -> D.CompressedMLP:
-  mids = tuple(m._replace(p=m.p[:k], q=m.q[:k], t=m.t[:k]) for m in c.mids)
-  return c._replace(mids=mids)
-
-
-def _refit_random(c: D.CompressedMLP, model, k: int) -> D.CompressedMLP:
-  """The first ``k`` random cut terms with their own least-squares coefficients (float64)."""
-  layers = model.layers()
-  mids = []
-  for i, m in enumerate(c.mids):
-    w_t = np.asarray(layers[i + 1][0], np.float64).T
-    p, t = np.asarray(m.p[:k], np.float64), np.asarray(m.t[:k], np.float64)
-    gram = (p @ p.T) * (t @ t.T)
-    rhs = np.einsum("km,mn,kn->k", p, w_t, t)
-    q = np.linalg.lstsq(gram, rhs, rcond=None)[0]
-    mids.append(m._replace(p=m.p[:k], q=jnp.asarray(q, jnp.float32), t=m.t[:k]))
-  return c._replace(mids=tuple(mids))
-
-
-_apply = jax.jit(D.apply_compressed)
-
-
-def compression_errors(model, cfg, xte, key):
-  """Relative output error of each method at each K (prefixes of one K_max factorisation)."""
-  f = np.asarray(model(xte), np.float64)
-  scale = np.sqrt(np.mean((f - f.mean(0)) ** 2))
-  kmax = max(cfg.compress_ks)
-  kw = dict(restarts=cfg.compress_restarts, iters=cfg.compress_iters)
-  full = {m: D.compress_mlp(model, kmax, key, method=m, **kw) for m in D.METHODS}
-  out = {m: [] for m in D.METHODS}
-  for k in cfg.compress_ks:
-    comps = {m: _truncate(full[m], k) for m in ("cut", "svd")}
-    comps["random"] = _refit_random(full["random"], model, k)
-    for m, c in comps.items():
-      g = np.asarray(_apply(c, xte), np.float64)
-      out[m].append(float(np.sqrt(np.mean((g - f) ** 2)) / scale))
-  return out
-
-
 # ----------------------------------------------------------------------------- E1 cells
 
 
@@ -276,7 +234,16 @@ def run_cell(cfg, task, cls, width, data, kind, store):
         params = jax.tree.map(lambda x, r=r: x[r], res.state[0])
         rest = jax.tree.map(lambda x, r=r: x[r], res.state[1])
         model = nnx.merge(graphdef, params, rest)
-        errs.append(compression_errors(model, cfg, jnp.asarray(data["xte"]), jax.random.key(s)))
+        errs.append(
+          D.compression_errors(
+            model,
+            jnp.asarray(data["xte"]),
+            cfg.compress_ks,
+            jax.random.key(s),
+            restarts=cfg.compress_restarts,
+            iters=cfg.compress_iters,
+          )  # fmt: skip
+        )
       value["compression"] = {m: [e[m] for e in errs] for m in errs[0]}
     logging.info("%s: best lr %g, train %s", name, value["best_lr"], value["best_train"])
     return value

@@ -60,43 +60,11 @@ class Config:
 
 
 def parse_setting(name: str, cfg: Config) -> tuple[D.DenseAMConfig, D.Parametrization]:
-  """``'lse:standard'`` / ``'poly3:hypothesis'`` -> (model config, parametrisation)."""
-  try:
-    energy, param = name.split(":")
-  except ValueError:
-    raise ValueError(
-      f"settings entries look like 'lse:standard' or 'poly3:hypothesis', got {name!r}"
-    ) from None
-  if energy == "lse":
-    kind, n = "lse", 3
-  elif energy.startswith("poly") and energy[4:].isdigit():
-    kind, n = "poly", int(energy[4:])
-  else:
-    raise ValueError(f"setting {name!r}: energy must be 'lse' or 'poly<n>'")
-  model = D.DenseAMConfig(
-    energy=kind,
-    n=n,
-    beta=cfg.beta,
-    dt=cfg.dt,
-    steps=cfg.dyn_steps,
-    task="classify",
+  """``'lse:standard'`` / ``'poly3:derived'`` -> (model config, parametrisation) of ``cfg``."""
+  return D.parse_setting(
+    name, base_width=cfg.base_width, beta=cfg.beta, dt=cfg.dt, steps=cfg.dyn_steps,
     readout_scale=cfg.readout_scale,
-  )
-  if param == "standard":
-    p = D.Parametrization.standard(cfg.base_width)
-  elif param == "derived":
-    p = D.Parametrization.derived(kind, n, cfg.base_width)
-  elif param == "hypothesis":
-    p = (
-      D.Parametrization.hypothesis_lse(cfg.base_width)
-      if kind == "lse"
-      else D.Parametrization.hypothesis_poly(n, cfg.base_width)
-    )
-  else:
-    raise ValueError(
-      f"setting {name!r}: parametrisation must be 'standard', 'derived' or 'hypothesis'"
-    )
-  return model, p
+  )  # fmt: skip
 
 
 def _finite(x):

@@ -33,7 +33,6 @@ settings of each seed; the claims use per-seed paired differences (mean, Student
 from __future__ import annotations
 
 import dataclasses
-import functools
 import pathlib
 import time
 
@@ -43,7 +42,6 @@ import numpy as np
 
 import jaxpapers.goskills as S
 from jaxpapers import core
-from jaxpapers.goskills import NO_ROLE, START, SUPPORT
 
 METHODS = (
   "goskills",
@@ -135,81 +133,6 @@ def pool_size(cfg: Config) -> int:
   return cfg.plan_size * (1 + cfg.max_support + cfg.max_check)
 
 
-@functools.partial(jax.jit, static_argnames=("depth", "max_support", "max_check", "max_avoid"))
-def _top_root(g, scores, visible, *, depth, max_support, max_check, max_avoid):
-  """[T] the START (dependency root) of the top-scoring skill's group, GoSkills' rule."""
-
-  def one(s, v):
-    anchor = jax.lax.top_k(s, 1)[1]  # ties: lower id, as GoSkills' anchors
-    grp = S.build_groups(
-      g, anchor, v, s, depth=depth, max_support=max_support, max_check=max_check,
-      max_avoid=max_avoid, start="root",
-    )  # fmt: skip
-    return grp.members[0, 0]
-
-  return jax.vmap(one)(scores, visible)
-
-
-@functools.partial(jax.jit, static_argnames=("budget", "mu"))
-def _pool_bottleneck(req, pool, start, visible, *, budget, mu):
-  """A flat pool through GoSkills' bottleneck (eq. (6), forced START, same budget).
-
-  Args:
-    req: ``[n, R]`` bool requirement matrix of the library.
-    pool: ``[T, P]`` candidate skill ids (-1: none), in the baseline's own rank order.
-    start: ``[T]`` the START skill (GoSkills' rule).
-    visible: ``[T, R]`` bool visible requirements.
-    budget: ``B``.
-    mu: the role-priority weight of eq. (6).
-
-  Returns:
-    ``(ids, roles)``, ``[T, budget]`` each: picks in greedy order (START first), roles START
-    for the START skill and -1 (none) for the others, -1 padded.
-
-  Every pool member gets the same SUPPORT priority, so the greedy is coverage first, then the
-  pool's rank order, and it fills the budget as GoSkills' greedy does.
-  """
-
-  def one(p, st, v):
-    cands = jnp.concatenate([st[None], p])
-    roles = jnp.concatenate([jnp.asarray([START], jnp.int32), jnp.full(p.shape, SUPPORT)])
-    mask = jnp.concatenate([jnp.asarray([True]), (p >= 0) & (p != st)])
-    picks = S.budgeted_coverage(cands, roles, mask, req, v, budget=budget, mu=mu, force_start=True)
-    ids = jnp.where(picks >= 0, cands[jnp.clip(picks, 0)], -1)
-    return ids, jnp.where(picks == 0, START, NO_ROLE)
-
-  return jax.vmap(one)(pool, start, visible)
-
-
-def start_only(ids, roles) -> tuple:
-  """The same picks with every role but START dropped and no AVOID notes."""
-  ids, roles = np.asarray(ids), np.asarray(roles)
-  return ids, np.where(roles == START, START, NO_ROLE), np.full((ids.shape[0], 0), -1, np.int32)
-
-
-def root_first(flat_ids, root, bmax: int) -> tuple:
-  """START = ``root`` followed by the flat ranking without it, cut to ``bmax`` (numpy).
-
-  Args:
-    flat_ids: ``[T, K]`` flat ranking, ``K >= bmax``.
-    root: ``[T]`` START skill per task.
-    bmax: list length.
-
-  Returns:
-    ``(ids, roles, avoid)``: ``[T, bmax]`` ids, roles START at position 0 and -1 elsewhere,
-    ``[T, 0]`` avoid.
-  """
-  flat_ids, root = np.asarray(flat_ids), np.asarray(root)
-  t = flat_ids.shape[0]
-  rest = np.where(flat_ids == root[:, None], -1, flat_ids)
-  order = np.argsort(rest < 0, axis=1, kind="stable")  # drop the root, keep rank order
-  rest = np.take_along_axis(rest, order, 1)
-  ids = np.concatenate([root[:, None], rest], 1)[:, :bmax]
-  roles = np.full(ids.shape, NO_ROLE)
-  roles[:, 0] = START
-  return ids, roles, np.full((t, 0), -1, np.int32)
-
-
 def _contracts(lib, tasks, scores, cfg: Config, rng) -> dict:
   """Every method's contract at the largest budget, as numpy (ids, roles, avoid)."""
   g, bmax, t = lib.graph, max(cfg.budgets), scores.shape[0]
@@ -235,17 +158,17 @@ def _contracts(lib, tasks, scores, cfg: Config, rng) -> dict:
   out["gos_bundle"] = tuple(np.asarray(x) for x in (c.ids, c.roles, c.avoid))
   # The ladder: the baselines with GoSkills' START rule, pool size, budget and maximiser.
   p = min(pool_size(cfg), lib.n)
-  root = _top_root(g, scores, vis, depth=cfg.depth, max_support=cfg.max_support,
+  root = S.top_group_root(g, scores, vis, depth=cfg.depth, max_support=cfg.max_support,
                    max_check=cfg.max_check, max_avoid=cfg.max_avoid)  # fmt: skip
-  out["flat_root"] = root_first(_flat(scores, k=min(bmax + 1, lib.n)).ids, root, bmax)
+  out["flat_root"] = S.root_first(_flat(scores, k=min(bmax + 1, lib.n)).ids, root, bmax)
   none_k = np.full((t, 0), -1, np.int32)
   pools = {"flat_bottleneck": _flat(scores, k=p).ids,
            "gos_bottleneck": _bundle(tm, scores, seeds=cfg.n_anchors, budget=p).ids}  # fmt: skip
   for name, pool in pools.items():
-    ids_b, roles_b = _pool_bottleneck(g.req, pool, root, vis, budget=bmax, mu=cfg.mu)
+    ids_b, roles_b = S.pool_bottleneck(g.req, pool, root, vis, budget=bmax, mu=cfg.mu)
     out[name] = (np.asarray(ids_b), np.asarray(roles_b), none_k)
-  out["no_graph_start_only"] = start_only(*out["no_graph"][:2])
-  out["start_only"] = start_only(*out["goskills"][:2])
+  out["no_graph_start_only"] = S.start_only(*out["no_graph"][:2])
+  out["start_only"] = S.start_only(*out["goskills"][:2])
   none = np.full((t, 0), -1, np.int32)
   out["random"] = (np.stack([rng.choice(lib.n, bmax, replace=False) for _ in range(t)]),)
   pr = np.asarray(_ppr(tm, jnp.ones(lib.n)))

@@ -72,22 +72,6 @@ def _relevance(cfg: Config, n: int, k: int):
   return M.sample_k_subsets(cfg.seed + 1000 * n + k, cfg.sample_rows, n, k), "sampled"
 
 
-def _np_margins(U, V, A) -> dict:
-  """m_0, m_g, m_q and top-k accuracy in float64 numpy (host side: no per-shape compiles)."""
-  U = U / np.linalg.norm(U, axis=1, keepdims=True)
-  V = V / np.linalg.norm(V, axis=1, keepdims=True)
-  A = np.asarray(A, bool)
-  S = U @ V.T
-  pos_min = np.where(A, S, np.inf).min(1)
-  neg_max = np.where(A, -np.inf, S).max(1)
-  return {
-    "m0": float(np.where(A, S, -S).min()),
-    "mg": float(0.5 * (pos_min.min() - neg_max.max())),
-    "mq": float((0.5 * (pos_min - neg_max)).min()),
-    "topk_accuracy": float((pos_min > neg_max).mean()),
-  }
-
-
 def _fit_cell(cfg: Config, A, loss: str, key, checkpoint_dir) -> dict:
   """All dimensions of cfg.ds and all seeds for one loss, as one grid on ``core.Sweep``."""
   keys = jax.random.split(key, cfg.seeds)
@@ -106,7 +90,7 @@ def _fit_cell(cfg: Config, A, loss: str, key, checkpoint_dir) -> dict:
   out = {}
   U_all, V_all = np.asarray(res.U, np.float64), np.asarray(res.V, np.float64)
   for a, d in enumerate(ds):
-    per_seed = [_np_margins(U_all[a, s], V_all[a, s], A) for s in range(cfg.seeds)]
+    per_seed = [M.margins_float64(U_all[a, s], V_all[a, s], A) for s in range(cfg.seeds)]
     out[str(d)] = {
       "per_seed": per_seed,
       **{
@@ -127,7 +111,7 @@ def _run_margin_vs_d(cfg: Config, cells: core.CellStore, key) -> list[dict]:
   for n, k in jobs:
     A, kind = _relevance(cfg, n, k)
     m_inf = M.k_sparse_optimal_margin(n, k)
-    orth = M.orthogonal_construction(n, k) if kind == "all" else None
+    orth = M.orthogonal_construction(n, k, A=None if kind == "all" else A)
     losses = cfg.losses if n == cfg.loss_n else ("margin",)
     nk_key = jax.random.fold_in(jax.random.fold_in(key, n), k)
     fits = {
@@ -160,21 +144,13 @@ def _run_margin_vs_d(cfg: Config, cells: core.CellStore, key) -> list[dict]:
             | {"U": None, "V": None}
           ),
         )
-      if orth is not None:
-        src_U, src_V = orth.U, orth.V
-      else:  # orthogonal construction restricted to the sampled rows
-        m = 1.0 / (2.0 * math.sqrt(k) + 1.0)
-        src_V = np.concatenate([math.sqrt(1 - m) * np.eye(n), np.full((n, 1), math.sqrt(m))], 1)
-        src_U = np.concatenate(
-          [math.sqrt(1 - m) * A / math.sqrt(k), np.full((A.shape[0], 1), -math.sqrt(m))], 1
-        )
       row["jl"] = cells.get_or_compute(
         f"jl/{n}/{k}/{d}/{kind}",
         lambda _: (
           M.jl_project(
             jax.random.fold_in(ck, 3),
-            np.asarray(src_U, np.float32),
-            np.asarray(src_V, np.float32),
+            orth.U,
+            orth.V,
             A,
             d,
             reoptimize_queries=True,
@@ -264,7 +240,7 @@ def _refine_cell(cfg: Config, A, fit: dict, m_inf: float, key) -> dict:
     U, V = np.asarray(res.U, np.float64), np.asarray(res.V, np.float64)
     for s in live:
       if hi[s] - lo[s] > 1:
-        m0 = _np_margins(U[s, s, :, : mids[s]], V[s, s, :, : mids[s]], A)["m0"]
+        m0 = M.margins_float64(U[s, s, :, : mids[s]], V[s, s, :, : mids[s]], A)["m0"]
         if m0 >= half:
           hi[s] = mids[s]
         else:
@@ -335,15 +311,6 @@ def _pooled_constants(per_nk: list[dict], seeds: int) -> dict:
   return out
 
 
-def _critical_grid(n_max: int, k: int) -> list[int]:
-  grid = list(range(k + 1, min(n_max, 12) + 1))
-  n = 12
-  while n < n_max:
-    n = min(n_max, int(math.ceil(n * 1.25)))
-    grid.append(n)
-  return sorted(set(grid))
-
-
 def _run_critical(cfg: Config, cells: core.CellStore, key) -> list[dict]:
   def run(_):
     t0 = time.time()
@@ -351,7 +318,7 @@ def _run_critical(cfg: Config, cells: core.CellStore, key) -> list[dict]:
       key,
       list(cfg.critical_ds),
       cfg.critical_k,
-      n_grid=_critical_grid(cfg.critical_n_max, cfg.critical_k),
+      n_grid=M.critical_n_grid(cfg.critical_n_max, cfg.critical_k),
       n_max=cfg.critical_n_max,
       restarts=cfg.critical_restarts,
       steps=cfg.critical_steps,
@@ -372,7 +339,7 @@ def _run_critical(cfg: Config, cells: core.CellStore, key) -> list[dict]:
       "d": d,
       "critical_n": res["best"][str(d)],
       "wall_s": res["wall_s"],
-      "grid": _critical_grid(cfg.critical_n_max, cfg.critical_k),
+      "grid": M.critical_n_grid(cfg.critical_n_max, cfg.critical_k),
     }
     for d in cfg.critical_ds
   ]

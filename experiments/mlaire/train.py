@@ -32,7 +32,6 @@ import pathlib
 import time
 
 import numpy as np
-import scipy.stats
 from absl import logging
 
 import jaxpapers.mlaire as M
@@ -223,95 +222,6 @@ def _stats(vals: np.ndarray) -> dict:
   }
 
 
-def _average_ranks(x: np.ndarray) -> np.ndarray:
-  """Ranks ``0..n-1`` along the last axis, tied values sharing their average rank."""
-  return scipy.stats.rankdata(x, method="average", axis=-1) - 1.0
-
-
-def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-  """Spearman's rho of each row pair of ``x``, ``y`` (``[..., n]``); NaN where a row is constant."""
-  rx, ry = _average_ranks(x), _average_ranks(y)
-  rx = rx - rx.mean(-1, keepdims=True)
-  ry = ry - ry.mean(-1, keepdims=True)
-  den = np.sqrt((rx * rx).sum(-1) * (ry * ry).sum(-1))
-  with np.errstate(invalid="ignore", divide="ignore"):
-    return np.where(den > 0, (rx * ry).sum(-1) / den, np.nan)
-
-
-def _spearman(x, y) -> float:
-  """Spearman's rho with average ranks for ties (NaN for n < 3 or a constant input)."""
-  x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-  if x.size < 3:
-    return float("nan")
-  return float(_spearman_rows(x, y))
-
-
-def rank_agreement(ndcg, lang_ndcg, *, n_boot: int = 2000, decimals: int = 6) -> dict:
-  """How far ranking retrievers by Lang-nDCG agrees with ranking them by nDCG.
-
-  The retrievers are ranked by their mean over the items (queries) of each metric, the means
-  rounded to ``decimals`` so that retrievers with the same score are a tie (average ranks),
-  not ordered by float noise.
-
-  Args:
-    ndcg: ``[R, N]`` nDCG@k of R retrievers on the same N queries.
-    lang_ndcg: ``[R, N]`` Lang-nDCG@k on the same queries.
-    n_boot: resamples of the percentile bootstrap over queries (``core.paired_bootstrap``,
-      seed 0).
-    decimals: rounding of the means before ranking.
-
-  Returns:
-    ``spearman`` (rho of the two rankings; NaN if either is constant or R < 3), ``lo`` /
-    ``hi`` (its 95% bootstrap interval over queries; NaN if a resample has a constant ranking
-    or there is one query), ``ci`` (the larger distance from rho to a bound), ``n_retrievers``,
-    ``n_queries``, ``n_pairs``, ``n_discordant`` (pairs the two metrics order oppositely),
-    ``n_ndcg_ties_split`` (pairs tied on nDCG that Lang-nDCG orders) and ``n_ndcg_ties``.
-  """
-  x, y = np.asarray(ndcg, np.float64), np.asarray(lang_ndcg, np.float64)
-  if x.ndim != 2 or x.shape != y.shape:
-    raise ValueError(f"ndcg and lang_ndcg must both be [R, N], got {x.shape} and {y.shape}")
-  r, n = x.shape
-  mx, my = np.round(x.mean(1), decimals), np.round(y.mean(1), decimals)
-  i, j = np.triu_indices(r, 1)
-  sx, sy = np.sign(mx[i] - mx[j]), np.sign(my[i] - my[j])
-  out = {
-    "spearman": _spearman(mx, my),
-    "n_retrievers": r,
-    "n_queries": n,
-    "n_pairs": int(i.size),
-    "n_discordant": int(np.sum(sx * sy < 0)),
-    "n_ndcg_ties": int(np.sum(sx == 0)),
-    "n_ndcg_ties_split": int(np.sum((sx == 0) & (sy != 0))),
-  }
-  nan = float("nan")
-  lo = hi = nan
-  if np.isfinite(out["spearman"]) and n > 1:
-
-    def stat(idx, axis=-1):
-      idx = np.asarray(idx)
-      rows = idx.reshape(-1, idx.shape[-1]).astype(np.int64)  # [k, N] resampled query ids
-      rho = np.zeros(rows.shape[0])
-      real = rows[:, 0] >= 0  # the constant arm (ids -1) scores 0
-      if real.any():
-        take = rows[real]
-        bx = np.round(x[:, take].mean(-1), decimals).T  # [k', R]
-        by = np.round(y[:, take].mean(-1), decimals).T
-        rho[real] = _spearman_rows(bx, by)
-      return rho.reshape(idx.shape[:-1])
-
-    try:
-      b = core.paired_bootstrap(
-        np.arange(n, dtype=np.float64), -np.ones(n), statistic=stat, n_resamples=n_boot, seed=0
-      )
-      lo, hi = b.lo, b.hi
-    except ValueError:  # a resample with a constant ranking: no interval
-      pass
-  out["lo"], out["hi"] = lo, hi
-  ok = np.isfinite(lo) and np.isfinite(hi)
-  out["ci"] = max(out["spearman"] - lo, hi - out["spearman"]) if ok else nan
-  return out
-
-
 def agreement_metrics(runs: list[dict], n_boot: int = 2000) -> dict:
   """Rank agreement of nDCG and Lang-nDCG on the pools of ``AGREEMENT_POOLS``.
 
@@ -327,7 +237,7 @@ def agreement_metrics(runs: list[dict], n_boot: int = 2000) -> dict:
     cat = lambda key: np.array(
       [np.concatenate([run["per_query"][v][r][key] for run in runs]) for r in names]
     )
-    ra = rank_agreement(cat("ndcg"), cat("lang_ndcg"), n_boot=n_boot)
+    ra = M.rank_agreement(cat("ndcg"), cat("lang_ndcg"), n_boot=n_boot)
     d.update({f"rank_agreement_{v}_{key}": val for key, val in ra.items()})
   return d
 
@@ -364,7 +274,7 @@ def derived_metrics(summary: dict, ndcg_tie: float = 0.02) -> dict:
     d["strongest_SpLm_at_1_ci"] = A[strongest]["four_way_SpLm"]["ci"]
   # 3. Preference vs preference-driven semantic failures, every non-trivial retriever.
   nontrivial = [r for r in A if r not in TRIVIAL]
-  d["spearman_lpr_A_vs_SmLp_C"] = _spearman(
+  d["spearman_lpr_A_vs_SmLp_C"] = M.spearman(
     [mean(A, r, "lpr_strict") for r in nontrivial],
     [C[r]["four_way_SmLp"]["mean"] for r in nontrivial],
   )

@@ -13,6 +13,9 @@ from jaxpapers.dense_limits._compress import (
   FactoredLayer,
   apply_compressed,
   compress_mlp,
+  compression_errors,
+  refit_compressed,
+  truncate_compressed,
 )
 from jaxpapers.dense_limits._cut import (
   KRIVINE_BOUND,
@@ -58,6 +61,7 @@ __all__ = [
   "box_projection",
   "bump_target",
   "compress_mlp",
+  "compression_errors",
   "computational_graph",
   "cut_norm_exact",
   "cut_norm_lb",
@@ -67,4 +71,6 @@ __all__ = [
   "message_passing_apply",
   "project_params",
   "reconstruct",
+  "refit_compressed",
+  "truncate_compressed",
 ]

@@ -17,10 +17,12 @@ cut terms with least-squares coefficients.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxpapers.core import validation as V
 from jaxpapers.dense_limits._checks import check_key
@@ -156,3 +158,97 @@ def apply_compressed(c: CompressedMLP, x: jax.Array) -> jax.Array:
     h = jax.nn.relu(c.scales[i + 1] * ((u * layer.q) @ layer.p) + layer.bias)
   w, b = c.last
   return c.scales[-1] * (h @ w) + b
+
+
+def truncate_compressed(c: CompressedMLP, k: int) -> CompressedMLP:
+  """The first ``k`` terms of every factored layer (``rel_error`` is left as it was).
+
+  The cut and SVD terms are nested (greedy and ordered by singular value), so the prefix of a
+  ``K_max``-term factorisation is the ``k``-term one.
+
+  Args:
+    c: from :func:`compress_mlp`.
+    k: terms to keep per layer, ``1 <= k``.
+
+  Returns:
+    A :class:`CompressedMLP` whose factored layers have ``p [k, n_out]``, ``q [k]``,
+    ``t [k, n_in]``.
+  """
+  k = V.check_int(k, "k", min_value=1)
+  mids = tuple(m._replace(p=m.p[:k], q=m.q[:k], t=m.t[:k]) for m in c.mids)
+  return c._replace(mids=mids)
+
+
+def refit_compressed(c: CompressedMLP, model: StronglyDenseMLP, k: int) -> CompressedMLP:
+  """The first ``k`` terms of every layer with their own least-squares coefficients (float64).
+
+  For random cut terms the prefix of a ``K_max``-term fit is not the ``k``-term fit: the
+  coefficients ``q`` minimise ``||W^T - p^T diag(q) t||_F`` over the kept terms, solved on the
+  host in float64 (``rel_error`` is left as it was).
+
+  Args:
+    c: from :func:`compress_mlp` on ``model`` (typically ``method='random'``).
+    model: the compressed :class:`StronglyDenseMLP`.
+    k: terms to keep per layer, ``1 <= k``.
+
+  Returns:
+    A :class:`CompressedMLP` with ``p [k, n_out]``, ``q [k]`` (float32), ``t [k, n_in]``.
+  """
+  k = V.check_int(k, "k", min_value=1)
+  layers = model.layers()
+  mids = []
+  for i, m in enumerate(c.mids):
+    w_t = np.asarray(layers[i + 1][0], np.float64).T
+    p, t = np.asarray(m.p[:k], np.float64), np.asarray(m.t[:k], np.float64)
+    gram = (p @ p.T) * (t @ t.T)
+    rhs = np.einsum("km,mn,kn->k", p, w_t, t)
+    q = np.linalg.lstsq(gram, rhs, rcond=None)[0]
+    mids.append(m._replace(p=m.p[:k], q=jnp.asarray(q, jnp.float32), t=m.t[:k]))
+  return c._replace(mids=tuple(mids))
+
+
+_apply_jit = jax.jit(apply_compressed)
+
+
+def compression_errors(
+  model: StronglyDenseMLP,
+  x: jax.Array,
+  ks: Sequence[int],
+  key: jax.Array,
+  *,
+  restarts: int = 32,
+  iters: int = 10,
+) -> dict[str, list[float]]:
+  """Relative output error of each method of :data:`METHODS` at each number of terms.
+
+  One ``max(ks)``-term factorisation per method; cut and SVD are truncated to each ``k``
+  (:func:`truncate_compressed`), random terms are refitted (:func:`refit_compressed`). The
+  error is ``RMS(g - f) / std(f)`` over the outputs ``f = model(x)`` and ``g`` of the
+  compressed network, in float64 (1 is the constant predictor's error).
+
+  Args:
+    model: a :class:`StronglyDenseMLP` with at least two hidden layers.
+    x: ``[batch, d_0]`` inputs.
+    ks: the numbers of terms, each ``<= max(ks)``.
+    key: typed PRNG key of :func:`compress_mlp`.
+    restarts, iters: the cut oracle's local search.
+
+  Returns:
+    ``{method: [len(ks)] errors}``.
+  """
+  if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
+    raise ValueError(f"ks must be a non-empty sequence of ints >= 1, got {ks!r}")
+  f = np.asarray(model(x), np.float64)
+  scale = np.sqrt(np.mean((f - f.mean(0)) ** 2))
+  kmax = max(ks)
+  full = {
+    m: compress_mlp(model, kmax, key, method=m, restarts=restarts, iters=iters) for m in METHODS
+  }
+  out: dict[str, list[float]] = {m: [] for m in METHODS}
+  for k in ks:
+    comps = {m: truncate_compressed(full[m], k) for m in ("cut", "svd")}
+    comps["random"] = refit_compressed(full["random"], model, k)
+    for m, c in comps.items():
+      g = np.asarray(_apply_jit(c, x), np.float64)
+      out[m].append(float(np.sqrt(np.mean((g - f) ** 2)) / scale))
+  return out

@@ -36,6 +36,7 @@ from jaxpapers.denseam._model import (
   run_dynamics,
 )
 from jaxpapers.denseam._param import BETA_RULES, Parametrization, init_memories, make_optimizer
+from jaxpapers.denseam._settings import parse_setting
 from jaxpapers.denseam._transfer import coord_check, lr_sweep, optimal_lr, train_grid
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
   "lr_sweep",
   "make_optimizer",
   "optimal_lr",
+  "parse_setting",
   "run_dynamics",
   "train_grid",
 ]

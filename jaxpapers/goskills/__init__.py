@@ -24,6 +24,7 @@ from jaxpapers.goskills._bottleneck import (
   role_priority,
   visible_requirement_coverage,
 )
+from jaxpapers.goskills._controls import pool_bottleneck, root_first, start_only, top_group_root
 from jaxpapers.goskills._executor import simulate_execution
 from jaxpapers.goskills._graph import (
   DANGLING,
@@ -106,6 +107,11 @@ __all__ = [
   "flat_topk",
   "gos_bundle",
   "render_contract",
+  # matched controls (the ablation ladder)
+  "top_group_root",
+  "root_first",
+  "pool_bottleneck",
+  "start_only",
   # synthetic world and simulated executor
   "REQUIREMENTS",
   "NUM_CHECKABLE",

@@ -25,6 +25,7 @@ from jaxpapers.margins._fit import (
   LOSSES,
   FitResult,
   critical_n,
+  critical_n_grid,
   fit_free_embeddings,
   fit_free_embeddings_minibatch,
 )
@@ -33,6 +34,7 @@ from jaxpapers.margins._margins import (
   all_margins,
   global_threshold_margin,
   margin,
+  margins_float64,
   per_query_margin,
   topk_accuracy,
 )
@@ -61,6 +63,7 @@ __all__ = [
   "all_margins",
   "coherence",
   "critical_n",
+  "critical_n_grid",
   "cs_construction",
   "cs_embeddings",
   "dimension_reduction_construction",
@@ -77,6 +80,7 @@ __all__ = [
   "k_sparse_relevance",
   "limit_relevance",
   "margin",
+  "margins_float64",
   "margin_loss",
   "max_margin_queries",
   "orthogonal_construction",

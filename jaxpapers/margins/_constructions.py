@@ -57,7 +57,7 @@ def _m0_float64(U, V, A) -> float:
   return float(np.min(np.where(np.asarray(A, bool), 1.0, -1.0) * (U @ V.T)))
 
 
-def orthogonal_construction(n: int, k: int) -> Construction:
+def orthogonal_construction(n: int, k: int, *, A: ArrayLike | None = None) -> Construction:
   r"""All k-subsets of n documents with margin ``1 / (2 sqrt(k) + 1)`` in ``d = n + 1`` [derived].
 
   Documents ``V_i = (cos(phi) e_i, sin(phi))``, queries
@@ -70,11 +70,20 @@ def orthogonal_construction(n: int, k: int) -> Construction:
   Args:
     n: number of documents.
     k: relevant documents per query, ``1 <= k <= n``.
+    A: ``[N, n]`` binary relevance matrix whose rows are k-subsets (e.g. sampled ones,
+      :func:`sample_k_subsets`); default ``k_sparse_relevance(n, k)``, every k-subset.
 
   Returns:
-    :class:`Construction` for ``A = k_sparse_relevance(n, k)`` with ``bound = m``.
+    :class:`Construction` for ``A`` with ``bound = m``.
   """
-  A = _relevance.k_sparse_relevance(n, k)
+  if A is None:
+    A = _relevance.k_sparse_relevance(n, k)
+  else:
+    A = np.asarray(A, bool)
+    if A.ndim != 2 or A.shape[1] != n or not (A.sum(1) == k).all():
+      raise ValueError(
+        f"A must be a [N, n={n}] binary matrix with k={k} ones per row, got shape {A.shape}."
+      )
   m = 1.0 / (2.0 * math.sqrt(k) + 1.0)
   cos_t = math.sqrt(m)
   sin_t = math.sqrt(1.0 - m)

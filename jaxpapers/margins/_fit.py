@@ -324,6 +324,27 @@ def fit_free_embeddings(
   return res
 
 
+def critical_n_grid(n_max: int, k: int) -> list[int]:
+  """The n values :func:`critical_n` scans: every n from ``k + 1`` to 12, then steps of 25%.
+
+  Args:
+    n_max: the largest n (always on the grid when it exceeds 12).
+    k: subset size; the grid starts at ``k + 1``.
+
+  Returns:
+    The increasing list ``[k + 1, ..., min(n_max, 12)]`` followed by ``n <- ceil(1.25 n)``
+    from 12, capped at ``n_max``.
+  """
+  if not 1 <= k < n_max:
+    raise ValueError(f"critical_n_grid needs 1 <= k < n_max, got k={k!r}, n_max={n_max!r}.")
+  grid = list(range(k + 1, min(n_max, 12) + 1))
+  n = 12
+  while n < n_max:
+    n = min(n_max, int(math.ceil(n * 1.25)))
+    grid.append(n)
+  return sorted(set(grid))
+
+
 def critical_n(
   key: jax.Array,
   d: int | Sequence[int],

@@ -216,3 +216,39 @@ def all_margins(
   U, V, A, ok = _prepare(U, V, A, normalize)
   chunk_size = int(min(chunk_size, U.shape[0]))
   return val.poison(_all_margins_chunked(U, V, A, chunk_size), ok)
+
+
+def margins_float64(U: ArrayLike, V: ArrayLike, A: ArrayLike) -> dict[str, float]:
+  """``m_0``, ``m_g``, ``m_q`` and the top-k accuracy in float64 NumPy, on the host.
+
+  The rows of ``U`` and ``V`` are normalised first. Host-side NumPy compiles nothing, so
+  evaluating many differently shaped fits (one per dimension and seed) costs no XLA programs;
+  the values are those of :func:`all_margins` with ``normalize=True``, in float64.
+
+  Args:
+    U: ``[N, d]`` query embeddings (nonzero rows).
+    V: ``[n, d]`` document embeddings (nonzero rows).
+    A: ``[N, n]`` binary relevance matrix.
+
+  Returns:
+    ``{"m0", "mg", "mq", "topk_accuracy"}`` as Python floats (definitions of :func:`margin`,
+    :func:`global_threshold_margin`, :func:`per_query_margin` and :func:`topk_accuracy`).
+  """
+  u = np.asarray(U, np.float64)
+  v = np.asarray(V, np.float64)
+  a = np.asarray(A, bool)
+  if u.ndim != 2 or v.ndim != 2 or u.shape[1] != v.shape[1] or a.shape != (u.shape[0], v.shape[0]):
+    raise ValueError(
+      f"need U [N, d], V [n, d] and A [N, n]; got U {u.shape}, V {v.shape}, A {a.shape}."
+    )
+  u_unit: np.ndarray = u / np.linalg.norm(u, axis=1, keepdims=True)
+  v_unit: np.ndarray = v / np.linalg.norm(v, axis=1, keepdims=True)
+  S = u_unit @ v_unit.T
+  pos_min = np.where(a, S, np.inf).min(1)
+  neg_max = np.where(a, -np.inf, S).max(1)
+  return {
+    "m0": float(np.where(a, S, -S).min()),
+    "mg": float(0.5 * (pos_min.min() - neg_max.max())),
+    "mq": float((0.5 * (pos_min - neg_max)).min()),
+    "topk_accuracy": float((pos_min > neg_max).mean()),
+  }

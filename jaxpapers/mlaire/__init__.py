@@ -22,6 +22,7 @@ The metric formulas are reconstructions from the paper's abstract and protocol o
 docstring says what is reconstructed.
 """
 
+from jaxpapers.mlaire._agreement import rank_agreement, spearman
 from jaxpapers.mlaire._interventions import (
   fit_language_offsets,
   language_prior,
@@ -86,10 +87,12 @@ __all__ = [
   "ndcg_per_query",
   "pool_batch",
   "pool_scores",
+  "rank_agreement",
   "ranks",
   "remove_language_offsets",
   "render_passages",
   "semantic_ndcg",
   "shared_surface_fraction",
+  "spearman",
   "tokenize",
 ]

@@ -7,7 +7,7 @@ import types
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.goskills.train"}
+MODULES = {"train": "experiments.goskills.train", "controls": "jaxpapers.goskills._controls"}
 
 T2 = 12.706  # t_{0.975, 1}: two seeds
 
@@ -15,6 +15,11 @@ T2 = 12.706  # t_{0.975, 1}: two seeds
 @pytest.fixture(name="train")
 def _train():
   return importlib.import_module(MODULES["train"])
+
+
+@pytest.fixture(name="controls")
+def _controls():
+  return importlib.import_module(MODULES["controls"])
 
 
 # Per (method, metric, budget): values of the four cells, ordered
@@ -127,18 +132,18 @@ def test_derived_metrics(train):
   assert d["gos_bundle_steps_B5"] == pytest.approx(5.5)
 
 
-def test_root_first(train):
+def test_root_first(controls):
   """START = the root, then the flat ranking without it, cut to the budget."""
   flat = np.asarray([[4, 7, 2, 1], [3, 5, 6, 0]])
-  ids, roles, avoid = train.root_first(flat, np.asarray([7, 9]), 3)
+  ids, roles, avoid = controls.root_first(flat, np.asarray([7, 9]), 3)
   np.testing.assert_array_equal(ids, [[7, 4, 2], [9, 3, 5]])
   np.testing.assert_array_equal(roles, [[0, -1, -1], [0, -1, -1]])  # START = 0
   assert avoid.shape == (2, 0)
 
 
-def test_start_only(train):
+def test_start_only(controls):
   """Every role but START dropped (START = 0, SUPPORT = 1, CHECK = 2), no AVOID notes."""
-  ids, roles, avoid = train.start_only(np.asarray([[5, 6, 7]]), np.asarray([[0, 1, 2]]))
+  ids, roles, avoid = controls.start_only(np.asarray([[5, 6, 7]]), np.asarray([[0, 1, 2]]))
   np.testing.assert_array_equal(ids, [[5, 6, 7]])
   np.testing.assert_array_equal(roles, [[0, -1, -1]])
   assert avoid.shape == (1, 0)
@@ -149,7 +154,7 @@ def test_pool_size(train):
   assert train.pool_size(cfg) == 4 * (1 + 4 + 2)
 
 
-def test_pool_bottleneck_by_hand(train):
+def test_pool_bottleneck_by_hand(controls):
   """Flat pool through the greedy: START first, then coverage, then pool order; no gain ->
   still fills the budget in pool order (every pool member has the same priority)."""
   import jax.numpy as jnp
@@ -161,7 +166,7 @@ def test_pool_bottleneck_by_hand(train):
   req[3, 3] = True  # covers one new
   pool = jnp.asarray([[1, 3, 2, 0, 5]])  # score order; 0 (= START) repeated in the pool
   vis = jnp.ones((1, 4), bool)
-  ids, roles = train._pool_bottleneck(
+  ids, roles = controls.pool_bottleneck(
     jnp.asarray(req), pool, jnp.asarray([0]), vis, budget=5, mu=0.1
   )
   # START 0; then 2 (two new), 3 (one new), then 1 and 5 (no coverage, pool order; the

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.mlaire.train"}
+MODULES = {"train": "experiments.mlaire.train", "agreement": "jaxpapers.mlaire._agreement"}
 
 T2, T3 = 12.706, 4.303  # t_{0.975, n-1} for n = 2, 3
 
@@ -14,6 +14,11 @@ T2, T3 = 12.706, 4.303  # t_{0.975, n-1} for n = 2, 3
 @pytest.fixture(name="train")
 def _train():
   return importlib.import_module(MODULES["train"])
+
+
+@pytest.fixture(name="agreement")
+def _agreement():
+  return importlib.import_module(MODULES["agreement"])
 
 
 def _report(train, s, lpr):
@@ -42,24 +47,24 @@ def test_summarize(train):
   np.testing.assert_allclose(cell["lpr_strict_by_lang"], [0.5, np.nan, 0.1])
 
 
-def test_spearman(train):
+def test_spearman(agreement):
   # Ranks (2, 0, 3, 1) and (1, 2, 0, 3): d = (1, -2, 3, -2), 1 - 6 * 18 / (4 * 15) = -0.8.
-  assert train._spearman([0.3, 0.1, 0.6, 0.2], [0.2, 0.3, 0.1, 0.5]) == pytest.approx(-0.8)
-  assert math.isnan(train._spearman([1.0, 2.0], [2.0, 1.0]))
+  assert agreement.spearman([0.3, 0.1, 0.6, 0.2], [0.2, 0.3, 0.1, 0.5]) == pytest.approx(-0.8)
+  assert math.isnan(agreement.spearman([1.0, 2.0], [2.0, 1.0]))
 
 
-def test_spearman_with_ties(train):
+def test_spearman_with_ties(agreement):
   # Average ranks of (1, 1, 2) are (0.5, 0.5, 2): rho = corr((0, 1, 2), (0.5, 0.5, 2)) = sqrt(3)/2.
-  assert train._spearman([1.0, 2.0, 3.0], [1.0, 1.0, 2.0]) == pytest.approx(math.sqrt(3) / 2)
-  assert train._spearman([2.0, 1.0, 3.0], [1.0, 1.0, 2.0]) == pytest.approx(math.sqrt(3) / 2)
+  assert agreement.spearman([1.0, 2.0, 3.0], [1.0, 1.0, 2.0]) == pytest.approx(math.sqrt(3) / 2)
+  assert agreement.spearman([2.0, 1.0, 3.0], [1.0, 1.0, 2.0]) == pytest.approx(math.sqrt(3) / 2)
 
 
-def test_rank_agreement(train):
+def test_rank_agreement(agreement):
   # Means: nDCG (1, 1, 0.5), Lang-nDCG (0.75, 0.5, 0). Average ranks (1.5, 1.5, 0) and (2, 1, 0):
   # centred (0.5, 0.5, -1) and (1, 0, -1), rho = 1.5 / sqrt(1.5 * 2) = sqrt(3) / 2.
   ndcg = [[1.0, 1.0], [1.0, 1.0], [0.5, 0.5]]
   lang = [[1.0, 0.5], [0.5, 0.5], [0.0, 0.0]]
-  ra = train.rank_agreement(ndcg, lang, n_boot=400)
+  ra = agreement.rank_agreement(ndcg, lang, n_boot=400)
   assert ra["spearman"] == pytest.approx(math.sqrt(3) / 2)
   assert (ra["n_retrievers"], ra["n_queries"], ra["n_pairs"]) == (3, 2, 3)
   # Pair (0, 1) is tied on nDCG and split by Lang-nDCG; no pair is ordered oppositely.
@@ -71,17 +76,17 @@ def test_rank_agreement(train):
   assert ra["ci"] == pytest.approx(1.0 - math.sqrt(3) / 2)
 
 
-def test_rank_agreement_reversal_and_ties(train):
+def test_rank_agreement_reversal_and_ties(agreement):
   # Opposite orders: rho = -1, all three pairs discordant.
-  ra = train.rank_agreement([[0.9], [0.8], [0.7]], [[0.1], [0.2], [0.3]], n_boot=10)
+  ra = agreement.rank_agreement([[0.9], [0.8], [0.7]], [[0.1], [0.2], [0.3]], n_boot=10)
   assert ra["spearman"] == pytest.approx(-1.0)
   assert ra["n_discordant"] == 3 and ra["n_ndcg_ties"] == 0
   assert math.isnan(ra["lo"]) and math.isnan(ra["ci"])  # one query: no interval
   # Means that differ by float noise (1e-9) are a tie, not an order: nDCG constant -> NaN.
-  ra = train.rank_agreement([[0.5], [0.5 + 1e-9], [0.5]], [[0.1], [0.2], [0.3]], n_boot=10)
+  ra = agreement.rank_agreement([[0.5], [0.5 + 1e-9], [0.5]], [[0.1], [0.2], [0.3]], n_boot=10)
   assert math.isnan(ra["spearman"]) and ra["n_ndcg_ties"] == 3 and ra["n_ndcg_ties_split"] == 3
   with pytest.raises(ValueError, match="R, N"):
-    train.rank_agreement([0.1, 0.2], [0.1, 0.2])
+    agreement.rank_agreement([0.1, 0.2], [0.1, 0.2])
 
 
 def test_agreement_metrics(train):

@@ -822,7 +822,7 @@ MUTATIONS = (
   ),
   M(
     "goskills",
-    "train",
+    "jaxpapers.goskills._controls",
     "rest = np.where(flat_ids == root[:, None], -1, flat_ids)",
     "rest = flat_ids.copy()",
     ["test_root_first"],
@@ -830,7 +830,7 @@ MUTATIONS = (
   ),
   M(
     "goskills",
-    "train",
+    "jaxpapers.goskills._controls",
     "return ids, np.where(roles == START, START, NO_ROLE), np.full(",
     "return ids, roles, np.full(",
     ["test_start_only"],
@@ -838,7 +838,7 @@ MUTATIONS = (
   ),
   M(
     "goskills",
-    "train",
+    "jaxpapers.goskills._controls",
     "(p >= 0) & (p != st)",
     "(p >= 0)",
     ["test_pool_bottleneck_by_hand"],
@@ -1252,7 +1252,7 @@ MUTATIONS = (
   ),
   M(
     "mlaire",
-    "train",
+    "jaxpapers.mlaire._agreement",
     "rx, ry = _average_ranks(x), _average_ranks(y)",
     "rx, ry = x, y",
     ["test_spearman", "test_derived_metrics"],
@@ -1260,7 +1260,7 @@ MUTATIONS = (
   ),
   M(
     "mlaire",
-    "train",
+    "jaxpapers.mlaire._agreement",
     'return scipy.stats.rankdata(x, method="average", axis=-1) - 1.0',
     'return scipy.stats.rankdata(x, method="ordinal", axis=-1) - 1.0',
     ["test_spearman_with_ties", "test_rank_agreement"],
@@ -1268,7 +1268,7 @@ MUTATIONS = (
   ),
   M(
     "mlaire",
-    "train",
+    "jaxpapers.mlaire._agreement",
     '"n_discordant": int(np.sum(sx * sy < 0)),',
     '"n_discordant": int(np.sum(sx * sy <= 0)),',
     ["test_rank_agreement"],
@@ -1276,7 +1276,7 @@ MUTATIONS = (
   ),
   M(
     "mlaire",
-    "train",
+    "jaxpapers.mlaire._agreement",
     "mx, my = np.round(x.mean(1), decimals), np.round(y.mean(1), decimals)",
     "mx, my = x.mean(1), y.mean(1)",
     ["test_rank_agreement_reversal_and_ties"],
@@ -1284,7 +1284,7 @@ MUTATIONS = (
   ),
   M(
     "mlaire",
-    "train",
+    "jaxpapers.mlaire._agreement",
     'out["ci"] = max(out["spearman"] - lo, hi - out["spearman"]) if ok else nan',
     'out["ci"] = min(out["spearman"] - lo, hi - out["spearman"]) if ok else nan',
     ["test_rank_agreement"],

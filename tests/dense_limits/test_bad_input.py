@@ -191,6 +191,30 @@ CASES = [
     jit=None,
     jit_reason="the target is a NamedTuple argument; x's shape is static",
   ),
+  Case(
+    "truncate_compressed",
+    D.truncate_compressed,
+    (COMP, 0),
+    match="k",
+    jit=None,
+    jit_reason="the compressed net is a pytree argument; k is a static slice length",
+  ),
+  Case(
+    "refit_compressed",
+    D.refit_compressed,
+    (COMP, NET, 0),
+    match="k",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "compression_errors",
+    D.compression_errors,
+    (NET, X3, (), KEY),
+    match="ks must be a non-empty sequence",
+    jit=None,
+    jit_reason=HOST,
+  ),
 ]
 
 EXEMPT = {

@@ -67,3 +67,29 @@ def test_bump_target_is_one_lipschitz_with_peaks_at_centres():
   fa, fb = np.asarray(ev(t, a)), np.asarray(ev(t, b))
   assert np.all(np.abs(fa - fb) <= np.linalg.norm(a - b, axis=1) + 1e-5)
   assert float(D.eval_bumps(t, jnp.asarray([[0.25, 0.1]]))[0]) == 0.0  # on a cell border
+
+
+def test_truncate_and_refit_keep_prefixes_and_refit_least_squares():
+  m = _net()
+  full = D.compress_mlp(m, 4, jax.random.key(3), method="random")
+  cut = D.truncate_compressed(full, 2).mids[0]
+  np.testing.assert_array_equal(np.asarray(cut.q), np.asarray(full.mids[0].q)[:2])
+  ref = D.refit_compressed(full, m, 2).mids[0]
+  np.testing.assert_array_equal(np.asarray(ref.p), np.asarray(full.mids[0].p)[:2])
+  p, t = np.asarray(ref.p, np.float64), np.asarray(ref.t, np.float64)
+  basis = np.stack([np.outer(p[r], t[r]).ravel() for r in range(2)], 1)
+  q = np.linalg.lstsq(basis, np.asarray(m.w1[...], np.float64).T.ravel(), rcond=None)[0]
+  np.testing.assert_allclose(np.asarray(ref.q), q, rtol=1e-4, atol=1e-6)
+
+
+def test_compression_errors_against_numpy_and_exact_svd():
+  m = _net((8, 8))
+  x = jnp.asarray(X)
+  errs = D.compression_errors(m, x, (2, 8), jax.random.key(0), restarts=4, iters=4)
+  assert set(errs) == set(D.METHODS) and all(len(v) == 2 for v in errs.values())
+  assert errs["svd"][1] < 1e-5  # the full-rank SVD is exact
+  f = np.asarray(m(x), np.float64)
+  c = D.truncate_compressed(D.compress_mlp(m, 8, jax.random.key(0), method="svd"), 2)
+  g = np.asarray(D.apply_compressed(c, x), np.float64)
+  want = np.sqrt(np.mean((g - f) ** 2)) / np.sqrt(np.mean((f - f.mean(0)) ** 2))
+  np.testing.assert_allclose(errs["svd"][0], want, rtol=1e-6)

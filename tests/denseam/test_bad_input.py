@@ -218,6 +218,15 @@ CASES = [
     jit_reason="host-side data loader",
     id="load_digits_task-corruption",
   ),
+  Case(
+    "parse_setting",
+    D.parse_setting,
+    ("poly3:mup",),
+    {"base_width": 16},
+    match="parametrisation must be",
+    jit=None,
+    jit_reason="host-side: names a static configuration",
+  ),
 ]
 
 EXEMPT = {"Batch": "a NamedTuple data container (checked by every function that takes one)"}

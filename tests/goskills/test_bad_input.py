@@ -278,9 +278,27 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),  # fmt: skip
+  Case(
+    "root_first",
+    S.root_first,
+    (np.zeros((2, 3), np.int32), np.zeros(3, np.int32), 2),
+    match=r"root \[T\]",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "start_only",
+    S.start_only,
+    (np.zeros((2, 3), np.int32), np.zeros((2, 2), np.int32)),
+    match="one shape",
+    jit=None,
+    jit_reason=HOST,
+  ),
 ]
 
 EXEMPT = {
+  "top_group_root": "a jitted vmap of build_groups over tasks; build_groups' cases cover its inputs",
+  "pool_bottleneck": "a jitted vmap of budgeted_coverage over tasks; its cases cover the inputs",
   "SkillGraph": "a pytree container; built and checked by skill_graph",
   "Groups": "a pytree result container of build_groups",
   "Contract": "a pytree result container of the retrievers",

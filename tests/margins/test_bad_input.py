@@ -264,6 +264,17 @@ CASES = [
     jit=None,
     jit_reason="host-side search over n",
   ),
+  Case(
+    "margins_float64",
+    mg.margins_float64,
+    (U, V, A[:, :2]),
+    match=r"A \[N, n\]",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "critical_n_grid", mg.critical_n_grid, (4, 4), match="1 <= k < n_max", jit=None, jit_reason=HOST
+  ),
 ]
 
 EXEMPT = {

@@ -73,7 +73,7 @@ def test_threshold_bisection_finds_each_seeds_integer_crossing(tmp_path, monkeyp
     return {"m0": 1.0 if d >= d_true[A.shape[1]][s] else 0.0}
 
   monkeypatch.setattr(train.M, "fit_free_embeddings", fake_fit)
-  monkeypatch.setattr(train, "_np_margins", fake_margins)
+  monkeypatch.setattr(train.M, "margins_float64", fake_margins)
   rows = []
   for n in (16, 64):
     for d in cfg.ds:

@@ -172,3 +172,42 @@ def test_random_and_limit_relevance():
   assert len({tuple(r) for r in L}) == 1000
   with pytest.raises(ValueError, match="num_queries"):
     M.limit_relevance(10, 2, num_queries=46)
+
+
+def test_margins_float64_matches_the_definitions():
+  rng = np.random.default_rng(3)
+  U, V = rng.normal(size=(12, 5)), rng.normal(size=(7, 5))
+  A = rng.random((12, 7)) < 0.4
+  A[:, 0], A[:, 1] = True, False  # every row has a relevant and an irrelevant document
+  out = M.margins_float64(3.0 * U, V, A)  # rows are normalised first
+  m0, mg, mq = _ref_margins(U, V, A)
+  S = _unit(U) @ _unit(V).T
+  acc = np.mean([S[j, A[j]].min() > S[j, ~A[j]].max() for j in range(12)])
+  np.testing.assert_allclose([out["m0"], out["mg"], out["mq"]], [m0, mg, mq], rtol=1e-12)
+  assert out["topk_accuracy"] == acc
+  jx = M.all_margins(U, V, A, normalize=True)
+  np.testing.assert_allclose([out[k] for k in jx], [float(v) for v in jx.values()], atol=1e-5)
+  with pytest.raises(ValueError, match="A \\[N, n\\]"):
+    M.margins_float64(U, V, A[:, :3])
+
+
+@pytest.mark.parametrize("n,k", [(8, 2), (10, 3)])
+def test_orthogonal_construction_on_sampled_rows(n, k):
+  """On a subset of the k-subsets the rows are those of the full construction, margin m."""
+  full = M.orthogonal_construction(n, k)
+  A_all = M.k_sparse_relevance(n, k)
+  idx = np.array([0, 3, 7, len(A_all) - 1])
+  part = M.orthogonal_construction(n, k, A=A_all[idx])
+  np.testing.assert_array_equal(np.asarray(part.U), np.asarray(full.U)[idx])
+  np.testing.assert_array_equal(np.asarray(part.V), np.asarray(full.V))
+  m = 1.0 / (2.0 * math.sqrt(k) + 1.0)
+  assert part.bound == m and part.certificate == pytest.approx(m, abs=1e-12)
+  with pytest.raises(ValueError, match="ones per row"):
+    M.orthogonal_construction(n, k, A=np.eye(n, dtype=bool))
+
+
+def test_critical_n_grid():
+  assert M.critical_n_grid(8, 2) == [3, 4, 5, 6, 7, 8]
+  # 12 -> 15 -> 19 -> 24 -> 30 -> 38 -> 48 (ceil of 1.25 n, capped at n_max).
+  assert M.critical_n_grid(48, 2) == [*range(3, 13), 15, 19, 24, 30, 38, 48]
+  assert M.critical_n_grid(40, 3) == [*range(4, 13), 15, 19, 24, 30, 38, 40]

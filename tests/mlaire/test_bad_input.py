@@ -283,6 +283,22 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
+  Case(
+    "spearman",
+    M.spearman,
+    (np.ones(3), np.ones(4)),
+    match="x and y must both be",
+    jit=None,
+    jit_reason="host-side float64 statistics",
+  ),
+  Case(
+    "rank_agreement",
+    M.rank_agreement,
+    (np.ones(3), np.ones(3)),
+    match=r"must both be \[R, N\]",
+    jit=None,
+    jit_reason="host-side float64 statistics with a bootstrap",
+  ),
 ]
 
 EXEMPT = {"Pools": "a plain record of arrays built by build_pools (no computation)"}
