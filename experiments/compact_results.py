@@ -136,10 +136,11 @@ def _round_metrics(metrics: Any, keep: set[str]) -> Any:
 def _rederived(paper: str) -> bool:
   """Whether re-judging recomputes the paper's ``metrics.derived`` from its metrics."""
   from experiments import reproduce  # pylint: disable=import-outside-toplevel
+  from jaxpapers.core import rejudge  # pylint: disable=import-outside-toplevel
 
   # pylint: disable-next=protected-access
   train = reproduce._import("experiments", ROOT, f"{paper}.train")
-  return train is not None and reproduce.derives_from_metrics(train)
+  return train is not None and rejudge.derives_from_metrics(train)
 
 
 def _round_measured(record: Any, keep: set[str] = frozenset()) -> Any:
