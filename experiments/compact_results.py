@@ -150,13 +150,13 @@ def _rederiver(paper: str) -> Callable[[dict, dict], Any] | None:
   """``f(metrics, config) -> derived`` when re-judging recomputes the paper's
   ``metrics.derived`` from its metrics, else None."""
   from experiments import reproduce  # pylint: disable=import-outside-toplevel
+  from jaxpapers.core import rejudge  # pylint: disable=import-outside-toplevel
 
   # pylint: disable-next=protected-access
   train = reproduce._import("experiments", ROOT, f"{paper}.train")
-  if train is None or not reproduce.derives_from_metrics(train):
+  if train is None or not rejudge.derives_from_metrics(train):
     return None
-  # pylint: disable-next=protected-access
-  return lambda metrics, config: reproduce._derive(train, metrics, config)[0]
+  return lambda metrics, config: rejudge.derive(train, metrics, config)[0]
 
 
 def _rederived(paper: str) -> bool:

@@ -33,7 +33,6 @@ import datetime
 import json
 import os
 import pathlib
-import re
 import subprocess
 import sys
 import time
@@ -42,7 +41,11 @@ from collections.abc import Sequence
 
 from absl import app, flags, logging
 
+from jaxpapers import core
 from jaxpapers.core import claims as claims_lib
+from jaxpapers.core import registration, report
+from jaxpapers.core import rejudge as rejudge_lib
+from jaxpapers.core import results as results_lib
 
 _QUICK = flags.DEFINE_bool(
   "quick", False, "Run the seconds-long smoke configs instead of the defaults."
@@ -233,42 +236,6 @@ def committed_results_path(name: str, package_dir: pathlib.Path) -> pathlib.Path
   return package_dir / name / "results" / "results.json"
 
 
-def _short(git: dict | None) -> str | None:
-  if not git or not git.get("commit"):
-    return None
-  return git["commit"][:7] + ("-dirty" if git.get("dirty") else "")
-
-
-def measured_in(results: dict) -> str:
-  """The commit that measured a results.json (recorded by write_results or by --rejudge)."""
-  git = results.get("git") or {}
-  commit = git.get("start_commit") or git.get("end_commit") or git.get("commit")
-  dirty = git.get("dirty")
-  return (
-    _short({"commit": commit, "dirty": dirty})
-    or _short(results.get("measured_in"))
-    or "unrecorded commit"
-  )
-
-
-def _git_last_commit(path: pathlib.Path) -> str | None:
-  try:
-    out = subprocess.run(
-      ["git", "log", "-1", "--format=%H", "--", path.name],
-      cwd=path.parent,
-      capture_output=True,
-      text=True,
-      timeout=10,
-      check=True,
-    ).stdout.strip()
-  except Exception:  # pylint: disable=broad-except
-    return None
-  return out or None
-
-
-_CONFIG_IN_COMMAND = re.compile(r"--config=(?:\S*/)?configs/(\w+)\.py")
-
-
 def results_files(name: str, package_dir: pathlib.Path) -> list[pathlib.Path]:
   """Every committed ``results.json`` under ``<paper>/results/`` (the main one first)."""
   out = []
@@ -282,76 +249,21 @@ def results_files(name: str, package_dir: pathlib.Path) -> list[pathlib.Path]:
   return out
 
 
-def config_of(rec: dict) -> str | None:
-  """The config a results record was produced by (from its registration or its command)."""
-  reg = rec.get("registration") or {}
-  if reg.get("config"):
-    return reg["config"]
-  match = _CONFIG_IN_COMMAND.search(rec.get("command") or "")
-  return match.group(1) if match else None
-
-
-def _derive(train, metrics: dict, config: dict) -> tuple[dict | None, str | None]:
-  """The derived block recomputed from a committed record's metrics, if the experiment can.
-
-  ``train.rejudge_metrics(metrics, config)`` wins when the experiment defines it (for
-  experiments whose ``derived_metrics`` needs more than the metrics); otherwise a one-argument
-  ``train.derived_metrics(metrics without 'derived')``; otherwise nothing is recomputed.
-  """
-
-  if not derives_from_metrics(train):
-    return None, None
-  hook = getattr(train, "rejudge_metrics", None)
-  if hook is not None:
-    return hook(metrics, config), f"{train.__name__}.rejudge_metrics"
-  measured = {k: v for k, v in metrics.items() if k != "derived"}
-  return train.derived_metrics(measured), f"{train.__name__}.derived_metrics"
-
-
-def derives_from_metrics(train) -> bool:
-  """Whether re-judging recomputes ``metrics.derived`` from the metrics (see :func:`_derive`)."""
-  import inspect  # pylint: disable=import-outside-toplevel
-
-  if getattr(train, "rejudge_metrics", None) is not None:
-    return True
-  fn = getattr(train, "derived_metrics", None)  # one argument: it needs only the metrics
-  return fn is not None and len(inspect.signature(fn).parameters) == 1
-
-
-def _honest_git(rec: dict) -> dict:
-  """The record's git block in the current form (start/end commits, honest dirty flag)."""
-  git = rec.get("git") or {}
-  if "end_commit" in git or "start_commit" in git:
-    return git
-  old_commit = git.get("commit") or (rec.get("measured_in") or {}).get("commit")
-  dirty = True if git.get("dirty") else None
-  out = {"start_commit": None, "end_commit": old_commit, "dirty": dirty}
-  out["note"] = (
-    "recorded before start commits and untracked files were recorded: the commit is the one "
-    "checked out when the run ended"
-    + ("" if dirty else "; whether untracked code files were present is unknown")
-  )
-  return out
-
-
 def rejudge_file(
   path: pathlib.Path, name: str, *, package: str = "experiments", package_dir: pathlib.Path
 ) -> dict:
   """Re-judges one committed results file under the paper's committed claims lock.
 
   The claims come from the lock entry of the config that produced the file (its
-  registration, else the ``--config=.../configs/<name>.py`` of its command); a file that no
-  registered config produced keeps its own recorded claims and is marked post-hoc. The
-  registration status is *registered* only if the run was registered under the same lock
-  entry; otherwise *rejudged* (the rules were declared after the run), or *post-hoc* if it
-  was. Every measured number is kept.
+  registration, else the ``--config=.../configs/<name>.py`` of its command); see
+  :func:`jaxpapers.core.rejudge.rejudge_record`. Every measured number is kept.
 
   Returns:
     The new record (also written to ``path``).
-  """
-  from jaxpapers.core import registration  # pylint: disable=import-outside-toplevel
-  from jaxpapers.core import results as results_lib  # pylint: disable=import-outside-toplevel
 
+  Raises:
+    FileNotFoundError: if the paper has no committed claims lock.
+  """
   rec = json.loads(path.read_text())
   lock_file = package_dir / name / registration.LOCK_FILE
   lock = registration.committed_lock(lock_file) if lock_file.exists() else None
@@ -360,93 +272,14 @@ def rejudge_file(
       f"rejudge: {name} has no committed {registration.LOCK_FILE}; register the claims "
       f"(python -m experiments.register {name}) and commit the lock first"
     )
-  metrics = dict(rec.get("metrics") or {})
-  train = _import(package, package_dir, f"{name}.train")
-  derived_by = None
-  by_main = f"-m {package}.{name}.main " in (rec.get("command") or "") + " "
-  if train is not None and not by_main:
-    derived_by = "not recomputed: the file was not written by the experiment's main binary"
-  elif train is not None:
-    try:
-      derived, by = _derive(train, metrics, rec.get("config") or {})
-    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:
-      derived, by = None, None
-      derived_by = f"not recomputed: the file's layout predates its derivation ({e!r})"[:300]
-    if derived is not None:
-      metrics["derived"] = results_lib.to_jsonable(derived)
-      derived_by = f"metrics.derived computed from the committed metrics by {by}"
-  config = config_of(rec)
-  entry = lock.record["configs"].get(config) if config else None
-  prev = rec.get("registration") or {}
-  recorded = [c for c in rec.get("claims", []) if isinstance(c.get("claim"), dict)]
-  verdict_free = all(c.get("verdict") is None for c in recorded) and bool(recorded or entry is None)
-  if verdict_free:  # a smoke or pilot run, or one no registered config wrote: no verdicts
-    claims = [c["claim"] for c in recorded]
-    reg = {
-      "status": registration.NOT_REQUIRED,
-      "config": config,
-      "why": "the run issued no verdicts",
-    }
-  elif entry is None:
-    claims = [c["claim"] for c in rec.get("claims", []) if isinstance(c.get("claim"), dict)]
-    reg = {
-      "status": registration.POST_HOC,
-      "config": config,
-      "why": f"no entry {config!r} in the committed lock: the file's own claims are judged",
-    }
-  else:
-    claims = entry["claims"]
-    same = prev.get("lock_sha256") == entry["sha256"]
-    if prev.get("status") == registration.REGISTERED and same:
-      status, why = registration.REGISTERED, "registered before the run; re-judged, same rules"
-    elif prev.get("status") == registration.POST_HOC:
-      status, why = registration.POST_HOC, prev.get("why") or "the run was post-hoc"
-    else:
-      status, why = registration.REJUDGED, "the rules were committed after the run started"
-    reg = {
-      "status": status,
-      "config": config,
-      "lock_sha256": entry["sha256"],
-      "lock_commit": lock.commit,
-      "lock_date": lock.date,
-      "lock_path": lock.path,
-      "why": why,
-    }
-  out = {"claims": claims_lib.judge_all(claims, metrics, issue_verdicts=not verdict_free)}
-  for k, v in rec.items():
-    if k not in ("claims", "registration", "git", "verdict_changes"):
-      out[k] = metrics if k == "metrics" else v
-  now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-  was = {c.get("claim_id"): c.get("verdict") for c in rec.get("claims", [])}
-  changes = list(rec.get("verdict_changes") or [])
-  for c in out["claims"]:
-    if c.get("claim_id") in was and was[c["claim_id"]] == c.get("verdict"):
-      continue
-    changes.append(
-      {
-        "claim": c.get("claim_id"),
-        "from": was.get(c.get("claim_id")),
-        "to": c.get("verdict"),
-        "at": now,
-        "reason": c.get("reason", ""),
-      }
-    )
-  if changes:
-    out["verdict_changes"] = changes
-  out["registration"] = reg
-  out["git"] = _honest_git(rec)
-  if not out["git"].get("end_commit") and not rec.get("measured_in"):
-    out["measured_in"] = {
-      "commit": _git_last_commit(path),
-      "how": "the last commit of this file before its claims "
-      "were judged (the run predates commit recording)",
-    }
-  out["claims_judged"] = {
-    "command": f"python -m experiments.reproduce --rejudge={name}",
-    "git": results_lib.git_info(),
-    "at": now,
-    "derived_metrics": derived_by,
-  }
+  out = rejudge_lib.rejudge_record(
+    rec,
+    lock=lock,
+    train=_import(package, package_dir, f"{name}.train"),
+    by_main=f"-m {package}.{name}.main " in (rec.get("command") or "") + " ",
+    command=f"python -m experiments.reproduce --rejudge={name}",
+    path=path,
+  )
   results_lib.write_json_atomic(path, out)
   return out
 
@@ -478,19 +311,17 @@ def claims_rows(
   records: Sequence[dict], *, quick: bool, package: str, package_dir: pathlib.Path
 ) -> list[list[str]]:
   """Rows paper | claim | paper's number | measured | verdict | measured in, for every paper."""
-  from jaxpapers.core import report  # pylint: disable=import-outside-toplevel
-
   rows = []
   for r in records:
     name = r["name"]
     if quick:
       path = committed_results_path(name, package_dir)
       res = json.loads(path.read_text()) if path.exists() else None
-      where = None if res is None else f"{measured_in(res)} (committed default run)"
+      where = None if res is None else f"{rejudge_lib.measured_in(res)} (committed default run)"
       missing = "no committed run"
     else:
       res = r.get("results") if r["status"] == "ok" else None
-      where = None if res is None else f"{measured_in(res)} (this run)"
+      where = None if res is None else f"{rejudge_lib.measured_in(res)} (this run)"
       missing = "run failed"
     recs = (res or {}).get("claims") or []
     if res is not None and "claims" not in res:
@@ -509,8 +340,6 @@ def claims_rows(
           [name, f"{c.statement} (`{c.id}`)", report.paper_cell(cd), "–", missing, "-", "-", "-"]
         )
       continue
-    from jaxpapers.core import registration  # pylint: disable=import-outside-toplevel
-
     desc = registration.describe(res)
     for rec in recs:
       cd = rec.get("claim", {})
@@ -530,15 +359,25 @@ def claims_rows(
 
 
 def _hardware() -> str:
-  from jaxpapers.core import environment_info
-
-  env = environment_info()
+  env = core.environment_info()
   return (
     f"{env['device_count']} x {env['device_kind']} ({env['backend']}), "
     f"{env['cpu_count']} CPU cores, {env['platform']}, Python {env['python']}, "
     f"jax {env['versions']['jax']}, flax {env['versions']['flax']}, "
     f"optax {env['versions']['optax']}"
   )
+
+
+_CLAIMS_HEADER = (
+  "paper",
+  "claim",
+  "paper's number",
+  "measured",
+  "verdict",
+  "rules",
+  "registered at",
+  "measured in",
+)
 
 
 def write_report(
@@ -551,9 +390,6 @@ def write_report(
   package_dir: pathlib.Path | None = None,
 ) -> pathlib.Path:
   """Writes ``<workdir>/REPORT.md`` from the per-paper records; it opens with the claims table."""
-  from jaxpapers.core import markdown_table  # pylint: disable=import-outside-toplevel
-  from jaxpapers.core.results import git_info  # pylint: disable=import-outside-toplevel
-
   package_dir = package_dir or ROOT / package
   now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
   mode = (
@@ -561,104 +397,87 @@ def write_report(
     if quick
     else "default (CPU-scale reproductions)"
   )
+  commit = rejudge_lib.commit_label(results_lib.git_info(package_dir))
   lines = [
     "# jaxpapers reproduction report",
     "",
     f"- date: {now}",
     f"- mode: {mode}",
-    f"- code: commit {_short(git_info(package_dir)) or 'unknown (not a git checkout)'}",
+    f"- code: commit {commit or 'unknown (not a git checkout)'}",
     f"- hardware: {_hardware()}",
     f"- total wall time: {wall_time_s:.1f} s",
     "",
   ]
   if records:
-    lines += ["## Claims", ""]
-    if quick:
-      lines += [
-        "The smoke runs below only show that the code runs; they issue no verdict. The "
-        "measured values and verdicts here are those of the committed default runs "
-        f"(`{package}/<paper>/results/results.json`), with the commit that measured them.",
-        "",
-      ]
-    else:
-      lines += [
-        "Measured values and verdicts from this run's default configs; each rule was "
-        "declared in the paper's `configs/default.py` before the run.",
-        "",
-      ]
-    rows = claims_rows(records, quick=quick, package=package, package_dir=package_dir)
-    lines += [
-      markdown_table(
-        [
-          "paper",
-          "claim",
-          "paper's number",
-          "measured",
-          "verdict",
-          "rules",
-          "registered at",
-          "measured in",
-        ],
-        rows,
-      ),
-      "",
-    ]
-    failed = [r["name"] for r in records if r["status"] != "ok"]
-    if failed:
-      lines += [f"**Failed to run: {', '.join(failed)}.**", ""]
-    lines += ["## Runs", ""]
-  if not records:
+    lines += _claims_section(records, quick=quick, package=package, package_dir=package_dir)
+    lines += ["## Runs", "", "| paper | status | wall time (s) |", "|---|---|---|"]
+    for r in records:
+      lines.append(f"| [{r['name']}](#{r['name']}) | {r['status']} | {r['wall_time_s']:.1f} |")
+    lines.append("")
+  else:
     lines += [
       "No paper experiments are implemented yet (no `experiments/<paper>/configs/default.py` "
       "was found), so there is nothing to reproduce.",
       "",
     ]
-  else:
-    lines += ["| paper | status | wall time (s) |", "|---|---|---|"]
-    for r in records:
-      lines.append(f"| [{r['name']}](#{r['name']}) | {r['status']} | {r['wall_time_s']:.1f} |")
-    lines.append("")
   for r in records:
-    lines += [f"## {r['name']}", "", f"Command: `{r['command']}`", ""]
-    if r["status"] != "ok":
-      lines += [
-        f"**Failed**: {r['error']}. Last lines of `{r['name']}/log.txt`:",
-        "",
-        "```",
-        r.get("log_tail", ""),
-        "```",
-        "",
-      ]
-      continue
-    res = r["results"]
-    if res.get("claims") and not quick:  # a smoke run's own values are no verdict
-      from jaxpapers.core import (
-        claims_table,  # pylint: disable=import-outside-toplevel
-        registration,  # pylint: disable=import-outside-toplevel
-      )
-
-      lines += [claims_table(res["claims"], registration=registration.describe(res)), ""]
-    wall = res.get("wall_time_s")
-    lines.append(f"Run wall time: {wall:.1f} s." if isinstance(wall, (int, float)) else "")
-    lines.append("")
-    if res.get("table_markdown"):
-      lines += [res["table_markdown"].rstrip(), ""]
-    else:
-      lines += [
-        "Metrics:",
-        "",
-        "```json",
-        json.dumps(res.get("metrics", {}), indent=1)[:4000],
-        "```",
-        "",
-      ]
-    if res.get("notes"):
-      lines += [res["notes"].rstrip(), ""]
-    for plot in res.get("plots", []):
-      lines += [f"![{r['name']}: {plot}]({r['name']}/{plot})", ""]
+    lines += _paper_section(r, quick=quick)
   path = workdir / "REPORT.md"
   path.write_text("\n".join(lines))
   return path
+
+
+def _claims_section(
+  records: Sequence[dict], *, quick: bool, package: str, package_dir: pathlib.Path
+) -> list[str]:
+  """The report's "Claims" lines: where the verdicts come from, the table, the failed papers."""
+  if quick:
+    where = [
+      "The smoke runs below only show that the code runs; they issue no verdict. The "
+      "measured values and verdicts here are those of the committed default runs "
+      f"(`{package}/<paper>/results/results.json`), with the commit that measured them.",
+    ]
+  else:
+    where = [
+      "Measured values and verdicts from this run's default configs; each rule was "
+      "declared in the paper's `configs/default.py` before the run.",
+    ]
+  rows = claims_rows(records, quick=quick, package=package, package_dir=package_dir)
+  lines = ["## Claims", "", *where, "", core.markdown_table(list(_CLAIMS_HEADER), rows), ""]
+  failed = [r["name"] for r in records if r["status"] != "ok"]
+  if failed:
+    lines += [f"**Failed to run: {', '.join(failed)}.**", ""]
+  return lines
+
+
+def _paper_section(r: dict, *, quick: bool) -> list[str]:
+  """One paper's report lines: its command, then its failure or its claims, table and plots."""
+  lines = [f"## {r['name']}", "", f"Command: `{r['command']}`", ""]
+  if r["status"] != "ok":
+    return lines + [
+      f"**Failed**: {r['error']}. Last lines of `{r['name']}/log.txt`:",
+      "",
+      "```",
+      r.get("log_tail", ""),
+      "```",
+      "",
+    ]
+  res = r["results"]
+  if res.get("claims") and not quick:  # a smoke run's own values are no verdict
+    lines += [core.claims_table(res["claims"], registration=registration.describe(res)), ""]
+  wall = res.get("wall_time_s")
+  lines.append(f"Run wall time: {wall:.1f} s." if isinstance(wall, (int, float)) else "")
+  lines.append("")
+  if res.get("table_markdown"):
+    lines += [res["table_markdown"].rstrip(), ""]
+  else:
+    metrics = json.dumps(res.get("metrics", {}), indent=1)[:4000]
+    lines += ["Metrics:", "", "```json", metrics, "```", ""]
+  if res.get("notes"):
+    lines += [res["notes"].rstrip(), ""]
+  for plot in res.get("plots", []):
+    lines += [f"![{r['name']}: {plot}]({r['name']}/{plot})", ""]
+  return lines
 
 
 def reproduce(
@@ -672,8 +491,6 @@ def reproduce(
   env: dict[str, str] | None = None,
 ) -> Outcome:
   """Runs the selected papers and writes REPORT.md; returns its path and the failed papers."""
-  from jaxpapers.core import progress
-
   package_dir = package_dir or ROOT / package
   workdir = pathlib.Path(workdir).resolve()
   workdir.mkdir(parents=True, exist_ok=True)
@@ -687,7 +504,7 @@ def reproduce(
     logging.warning("No paper experiments found in %s.", package_dir)
   records = []
   t0 = time.perf_counter()
-  bar = progress(names, desc="papers")
+  bar = core.progress(names, desc="papers")
   for name in bar:
     bar.set_postfix_str(name)
     logging.info("Running %s (%s config)...", name, "smoke" if quick else "default")
@@ -707,7 +524,7 @@ def reproduce(
         "%s FAILED (%s); see %s. Continuing with the others.", name, rec["error"], rec["log"]
       )
     records.append(rec)
-  report = write_report(
+  report_path = write_report(
     records,
     workdir,
     quick=quick,
@@ -718,12 +535,12 @@ def reproduce(
   failed = [r["name"] for r in records if r["status"] != "ok"]
   logging.info(
     "Wrote %s (%d ok, %d failed%s).",
-    report,
+    report_path,
     len(records) - len(failed),
     len(failed),
     f": {', '.join(failed)}" if failed else "",
   )
-  return Outcome(report, tuple(failed))
+  return Outcome(report_path, tuple(failed))
 
 
 @dataclasses.dataclass(frozen=True)

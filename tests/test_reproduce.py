@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from experiments import reproduce
+from jaxpapers.core import rejudge
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -354,7 +355,7 @@ def test_committed_results_carry_verdicts(paper):
   assert all(
     c["verdict"] in ("held", "partly", "not reproduced", "inconclusive") for c in rec["claims"]
   )
-  assert reproduce.measured_in(rec) != "unrecorded commit"
+  assert rejudge.measured_in(rec) != "unrecorded commit"
 
 
 @pytest.mark.parametrize("paper", PAPERS)

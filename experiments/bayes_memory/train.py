@@ -291,132 +291,160 @@ def _boot_ci(stat, n, n_boot, rng):
 
 
 def derived_metrics(q, col, g_logit, c, g_plc=None) -> dict:
-  """Accuracy, likelihood, recall, reads and the claims' derived values (pure given inputs)."""
+  """Accuracy, likelihood, recall, reads and the claims' derived values (pure given inputs).
+
+  Every bootstrap interval draws from one generator seeded by ``c.seed``, in a fixed order.
+  """
   rng = np.random.default_rng(c.seed + 99)
-  Q, N = q["f_turn"].shape[:2]
-  need = q["need"].astype(bool)
+  Q = q["f_turn"].shape[0]
   ar = np.arange(Q)
   correct = {m: q["lp_y"][ar, k] > q["lp_alt"][ar, k] for m, k in col.items()}
   ll = {m: q["lp_y"][ar, k] / q["n_y"] for m, k in col.items()}
-  greedy = "lp_y_greedy" in q
-  if greedy:  # the greedy set is not one of the scored columns: its own rows
-    sel = q["greedy_sel"].astype(int)
-    n_sel = (sel >= 0).sum(1)
+  if "lp_y_greedy" in q:  # the greedy set is not one of the scored columns: its own rows
     correct["oracle_bf_greedy"] = q["lp_y_greedy"] > q["lp_alt_greedy"]
     ll["oracle_bf_greedy"] = q["lp_y_greedy"] / q["n_y"]
-  P = np.flatnonzero(need)
+  P = np.flatnonzero(q["need"].astype(bool))
+  acc = {m: v[P] for m, v in correct.items()}  # right or wrong on each preference question
+
+  def boot(stat):
+    return _boot_ci(stat, len(P), c.n_boot, rng)
+
+  def gain(name, stat):  # the value on all preference questions and its interval half-width
+    out[name] = float(stat(np.arange(len(P))))
+    out[f"{name}_ci"] = boot(stat)
+
+  def minus(a, b):  # accuracy of method a minus that of method b on a resample
+    return lambda i: acc[a][i].mean() - acc[b][i].mean()
+
   out = {"n_questions": int(Q), "n_preference_questions": int(len(P))}
-  out["accuracy"] = {m: float(correct[m][P].mean()) for m in correct}
-  out["accuracy_ci"] = {
-    m: _boot_ci(lambda i, m=m: correct[m][P][i].mean(), len(P), c.n_boot, rng) for m in correct
-  }
-  out["accuracy_per_seed"] = {
-    m: [float(correct[m][P][q["seed"][P] == s].mean()) for s in np.unique(q["seed"])]
-    for m in correct
-  }
-  out["loglik_per_token"] = {m: float(ll[m].mean()) for m in correct}
-  out["loglik_per_token_pref"] = {m: float(ll[m][P].mean()) for m in correct}
-  gold = q["gold"].astype(int)
-  out["evidence_recall_at_1"] = {
-    m: float(np.mean(col[m][P] - 2 == gold[P])) for m in col if m not in ("all_memory",)
-  }
-  stale = q["stale"].astype(bool)
-  has_stale = P[stale[P].any(1)]
-  out["n_changed_questions"] = int(len(has_stale))
-  out["stale_rate_at_1"] = {
-    m: float(np.mean([0 <= col[m][i] - 2 < N and stale[i, col[m][i] - 2] for i in has_stale]))
-    if len(has_stale)
-    else None
-    for m in col
-    if m not in ("all_memory", "no_memory")
-  }
-  reads = {m: (col[m] != 0) for m in col}
-  out["read_fraction"] = {m: float(reads[m].mean()) for m in col}
-  out["turns_read_fraction"] = {
-    m: float(np.mean(np.where(col[m] == N + 2, N, (col[m] != 0).astype(int))) / N) for m in col
-  }
-  if greedy:  # recall / stale of the greedy SET (any chosen turn), its reads and set size
-    m = "oracle_bf_greedy"
-    out["evidence_recall_at_1"][m] = float(np.mean([gold[i] in sel[i] for i in P]))
-    if len(has_stale):
-      out["stale_rate_at_1"][m] = float(
-        np.mean([stale[i, sel[i][sel[i] >= 0]].any() for i in has_stale])
-      )
-    out["read_fraction"][m] = float(np.mean(n_sel > 0))
-    out["turns_read_fraction"][m] = float(np.mean(n_sel) / N)
-    out["greedy_set_size"] = {
-      "mean": float(np.mean(n_sel)),
-      "histogram": [int(np.sum(n_sel == k)) for k in range(c.greedy_k + 1)],
-    }
-    f = lambda i: correct[m][P][i].mean() - correct["oracle_bf"][P][i].mean()
-    out["acc_gain_greedy_vs_top1"] = float(f(np.arange(len(P))))
-    out["acc_gain_greedy_vs_top1_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
+  out.update(_method_metrics(q, col, acc, ll, P, boot))
+  if "lp_y_greedy" in q:
+    _add_greedy_metrics(out, q, P, c.greedy_k)
+    gain("acc_gain_greedy_vs_top1", minus("oracle_bf_greedy", "oracle_bf"))
     for other in ("distilled", "recency"):
-      f = lambda i, o=other: correct[m][P][i].mean() - correct[o][P][i].mean()
-      out[f"acc_gain_greedy_vs_{other}"] = float(f(np.arange(len(P))))
-      out[f"acc_gain_greedy_vs_{other}_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
-  lbf = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]
-  plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]
-  auroc = jax.jit(bm.gate_auroc)
-  out["gate_auroc"] = {
-    "distilled": float(auroc(g_logit.astype(np.float32), need)),
-    "oracle_bf_max": float(auroc(lbf.max(1).astype(np.float32), need)),
-    "placebo_bf_max": float(auroc(plc.max(1).astype(np.float32), need)),
-  }
-  if g_plc is not None:
-    out["gate_auroc"]["distilled_placebo"] = float(auroc(g_plc.astype(np.float32), need))
-  out["mean_max_placebo_lbf"] = {"need_memory": float(plc[need].max(1).mean())}
-  out["mean_max_placebo_lbf"]["memory_free"] = (
-    float(plc[~need].max(1).mean()) if (~need).any() else None
-  )
-  out["mean_max_lbf"] = {"need_memory": float(lbf[need].max(1).mean())}
-  out["mean_max_lbf"]["memory_free"] = float(lbf[~need].max(1).mean()) if (~need).any() else None
-  out["placebo_shift_mean"] = float(np.mean(q["lp_y"][:, 1] - q["lp_y"][:, 0]))
-
-  def best_ret(i):
-    return max(correct[m][P][i].mean() for m in RETRIEVERS)
-
-  def diff(a, ref_fn):
-    return lambda i: correct[a][P][i].mean() - ref_fn(i)
-
-  full = np.arange(len(P))
+      gain(f"acc_gain_greedy_vs_{other}", minus("oracle_bf_greedy", other))
+  out.update(_gate_metrics(q, g_logit, g_plc))
   for a, name in (("distilled", "distilled"), ("oracle_bf", "oracle")):
-    f = diff(a, best_ret)
-    out[f"acc_gain_{name}_vs_best_retriever"] = float(f(full))
-    out[f"acc_gain_{name}_vs_best_retriever_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
+    best = lambda i, a=a: acc[a][i].mean() - max(acc[m][i].mean() for m in RETRIEVERS)
+    gain(f"acc_gain_{name}_vs_best_retriever", best)
   out["best_retriever"] = max(RETRIEVERS, key=lambda m: out["accuracy"][m])
-  g = lambda i: correct["distilled_gated"][P][i].mean() - correct["distilled"][P][i].mean()
-  out["acc_gain_gated_vs_ungated"] = float(g(full))
-  out["acc_gain_gated_vs_ungated_ci"] = _boot_ci(g, len(P), c.n_boot, rng)
-  for gated, name in (
-    ("distilled_placebo_gated", "placebo"),
-    ("oracle_bf_placebo_gated", "oracle_placebo"),
+  gain("acc_gain_gated_vs_ungated", minus("distilled_gated", "distilled"))
+  for gated, base, name in (
+    ("distilled_placebo_gated", "distilled", "placebo"),
+    ("oracle_bf_placebo_gated", "oracle_bf", "oracle_placebo"),
   ):
-    base = "distilled" if gated.startswith("distilled") else "oracle_bf"
-    if gated in correct:
-      f = lambda i, a=gated, b=base: correct[a][P][i].mean() - correct[b][P][i].mean()
-      out[f"acc_gain_{name}_gated_vs_ungated"] = float(f(full))
-      out[f"acc_gain_{name}_gated_vs_ungated_ci"] = _boot_ci(f, len(P), c.n_boot, rng)
+    if gated in acc:
+      gain(f"acc_gain_{name}_gated_vs_ungated", minus(gated, base))
 
   def ratio(i):
-    den = correct["oracle_bf"][P][i].mean() - correct["no_memory"][P][i].mean()
-    num = correct["distilled"][P][i].mean() - correct["no_memory"][P][i].mean()
+    den = acc["oracle_bf"][i].mean() - acc["no_memory"][i].mean()
+    num = acc["distilled"][i].mean() - acc["no_memory"][i].mean()
     return num / den if den > 0 else np.nan
 
-  out["distilled_gain_ratio"] = float(ratio(full))
-  out["distilled_gain_ratio_ci"] = _boot_ci(ratio, len(P), c.n_boot, rng)
+  gain("distilled_gain_ratio", ratio)
   out["best_retriever_accuracy"] = out["accuracy"][out["best_retriever"]]
   # The reader check: the LM's forced choice with the gold turn (the current value) in context.
-  if (gold[P] < 0).any():
+  gold = q["gold"].astype(int)[P]
+  if (gold < 0).any():
     raise ValueError("every question that needs memory must have a gold turn (gold >= 0)")
-  g_col = 2 + gold[P]
-  gold_ok = q["lp_y"][P, g_col] > q["lp_alt"][P, g_col]
-  out["accuracy_gold_turn"] = float(gold_ok.mean())
-  out["accuracy_gold_turn_ci"] = _boot_ci(lambda i: gold_ok[i].mean(), len(P), c.n_boot, rng)
+  gold_ok = q["lp_y"][P, 2 + gold] > q["lp_alt"][P, 2 + gold]
+  gain("accuracy_gold_turn", lambda i: gold_ok[i].mean())
   out["accuracy_gold_turn_lo"] = out["accuracy_gold_turn"] - out["accuracy_gold_turn_ci"]
   # What the claims' preconditions check against the registration: the gate and the data seeds.
   out["tau_placebo"] = float(c.tau_placebo)
   out["min_seed"] = int(np.min(q["seed"]))
+  return out
+
+
+def _method_metrics(q, col, acc, ll, P, boot) -> dict:
+  """Per method: accuracy (with its interval and per seed), likelihood, recall, staleness, reads.
+
+  Args:
+    q: the questions' arrays (`_questions`).
+    col: the context column every method chose, ``{method: [Q]}`` (`choose_contexts`).
+    acc: whether each method answers each preference question, ``{method: [P]}``.
+    ll: each method's log-likelihood per token of the reference, ``{method: [Q]}``.
+    P: the indices of the preference questions, ``[P]``.
+    boot: the bootstrap interval half-width of a statistic of a resample of the P questions.
+  """
+  N = q["f_turn"].shape[1]
+  gold = q["gold"].astype(int)
+  stale = q["stale"].astype(bool)
+  has_stale = P[stale[P].any(1)]
+  seeds = q["seed"][P]
+
+  def stale_rate(m):
+    return float(np.mean([0 <= col[m][i] - 2 < N and stale[i, col[m][i] - 2] for i in has_stale]))
+
+  return {
+    "accuracy": {m: float(a.mean()) for m, a in acc.items()},
+    "accuracy_ci": {m: boot(lambda i, a=a: a[i].mean()) for m, a in acc.items()},
+    "accuracy_per_seed": {
+      m: [float(a[seeds == s].mean()) for s in np.unique(q["seed"])] for m, a in acc.items()
+    },
+    "loglik_per_token": {m: float(ll[m].mean()) for m in acc},
+    "loglik_per_token_pref": {m: float(ll[m][P].mean()) for m in acc},
+    "evidence_recall_at_1": {
+      m: float(np.mean(col[m][P] - 2 == gold[P])) for m in col if m != "all_memory"
+    },
+    "n_changed_questions": int(len(has_stale)),
+    "stale_rate_at_1": {
+      m: stale_rate(m) if len(has_stale) else None
+      for m in col
+      if m not in ("all_memory", "no_memory")
+    },
+    "read_fraction": {m: float((col[m] != 0).mean()) for m in col},
+    "turns_read_fraction": {
+      m: float(np.mean(np.where(col[m] == N + 2, N, (col[m] != 0).astype(int))) / N) for m in col
+    },
+  }
+
+
+def _add_greedy_metrics(out, q, P, greedy_k) -> None:
+  """Recall and staleness of the greedy SET (any chosen turn), its reads and sizes, in ``out``."""
+  m = "oracle_bf_greedy"
+  N = q["f_turn"].shape[1]
+  sel = q["greedy_sel"].astype(int)
+  n_sel = (sel >= 0).sum(1)
+  gold = q["gold"].astype(int)
+  stale = q["stale"].astype(bool)
+  has_stale = P[stale[P].any(1)]
+  out["evidence_recall_at_1"][m] = float(np.mean([gold[i] in sel[i] for i in P]))
+  if len(has_stale):
+    out["stale_rate_at_1"][m] = float(
+      np.mean([stale[i, sel[i][sel[i] >= 0]].any() for i in has_stale])
+    )
+  out["read_fraction"][m] = float(np.mean(n_sel > 0))
+  out["turns_read_fraction"][m] = float(np.mean(n_sel) / N)
+  out["greedy_set_size"] = {
+    "mean": float(np.mean(n_sel)),
+    "histogram": [int(np.sum(n_sel == k)) for k in range(greedy_k + 1)],
+  }
+
+
+def _gate_metrics(q, g_logit, g_plc) -> dict:
+  """How well each access signal separates the questions that need memory (AUROC), and the
+  mean largest log Bayes factor (against no memory and against the placebo turn)."""
+  N = q["f_turn"].shape[1]
+  need = q["need"].astype(bool)
+  lbf = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]
+  plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]
+  auroc = jax.jit(bm.gate_auroc)
+  out = {
+    "gate_auroc": {
+      "distilled": float(auroc(g_logit.astype(np.float32), need)),
+      "oracle_bf_max": float(auroc(lbf.max(1).astype(np.float32), need)),
+      "placebo_bf_max": float(auroc(plc.max(1).astype(np.float32), need)),
+    }
+  }
+  if g_plc is not None:
+    out["gate_auroc"]["distilled_placebo"] = float(auroc(g_plc.astype(np.float32), need))
+  for key, x in (("mean_max_placebo_lbf", plc), ("mean_max_lbf", lbf)):
+    out[key] = {
+      "need_memory": float(x[need].max(1).mean()),
+      "memory_free": float(x[~need].max(1).mean()) if (~need).any() else None,
+    }
+  out["placebo_shift_mean"] = float(np.mean(q["lp_y"][:, 1] - q["lp_y"][:, 0]))
   return out
 
 

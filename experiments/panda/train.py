@@ -329,6 +329,26 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   data, source = load_datasets(config)
+  cells = _fill_cells(config, workdir, data)
+  metrics, notes = _summarize(config, cells, data, source)
+  core.write_results(
+    workdir,
+    metrics=metrics,
+    config=config,
+    notes=notes,
+    wall_time_s=time.time() - t0,
+    extra=dict(datasets={ds: data[ds].summary() for ds in data}),
+  )
+  return metrics
+
+
+def _fill_cells(config, workdir: pathlib.Path, data: dict) -> dict:
+  """Runs every missing (dataset, backbone, arm) cell of the config's grid into the workdir's
+  store (none with ``report_only``), after merging the cells of ``merge_cells_from``.
+
+  Returns:
+    ``{'<dataset>|<backbone>|<arm>': cell}`` for the cells of the config's grid in the store.
+  """
   store = core.CellStore(workdir / "cells")
   sources = list(config.get("merge_cells_from", ()))  # cells run by other processes (workdirs)
   if (workdir / "cells.json").exists():  # a workdir written before the cell store: resume it
@@ -346,14 +366,19 @@ def train_and_evaluate(config, workdir) -> dict:
       key, lambda ckpt, ds=ds, b=b, a=a: run_cell(config, data[ds], b, a, ckpt)
     )
     logging.info("%s: %.2f +- %.2f (%.0fs)", key, c["test_mean"], c["test_std"], c["wall_s"])
-  names = list(data)
   # the config's grid only (a merged source may hold cells of other datasets or arms)
-  cells = {
+  grid = {(b, a) for b in config.backbones for a in config.arms}
+  return {
     k: v
     for k, v in store.to_dict().items()
-    if tuple(k.split("|")[1:]) in {(b, a) for b in config.backbones for a in config.arms}
-    and k.split("|")[0] in names
+    if tuple(k.split("|")[1:]) in grid and k.split("|")[0] in data
   }
+
+
+def _summarize(config, cells: dict, data: dict, source: str) -> tuple[dict, str]:
+  """The run's metrics (improvements, majority baselines, paired statistics, the derived
+  block) and its notes, from the cells of the grid."""
+  names = list(data)
   majority = {ds: majority_baseline(data[ds], config.num_splits) for ds in names}
   summary = improvement_summary(cells, names, config.backbones)
   metrics = dict(
@@ -380,15 +405,7 @@ def train_and_evaluate(config, workdir) -> dict:
   if abl_pairs:  # paired per-split PANDA - ablation for every pair (as for PANDA - vanilla)
     metrics["ablation_per_pair"] = abl_pairs
   metrics["derived"] = derived_metrics(metrics)
-  core.write_results(
-    workdir,
-    metrics=metrics,
-    config=config,
-    notes=notes,
-    wall_time_s=time.time() - t0,
-    extra=dict(datasets={ds: data[ds].summary() for ds in names}),
-  )
-  return metrics
+  return metrics, notes
 
 
 def _best_point(sweep: list[dict]) -> dict:

@@ -135,101 +135,32 @@ def load_teacher(c, split):
 
 
 def prepare(c, workdir):
+  """Tokenizes, aligns and caches the teacher once: the arrays every sweep of the run reads.
+
+  Returns:
+    ``(data, stats)``: ``data`` holds the student's ``train`` / ``eval`` / ``code`` arrays, the
+    correspondence tables (``table``, ``table_lex`` and, with ``sola_hard``, ``table_hard``) and,
+    with a same-tokenizer method, the ``*_tt`` arrays in the teacher's tokens; ``stats`` what
+    the run reports about the texts, the tokenizers and the teacher cache.
+  """
   split, wins = load_texts(c)
   t0 = time.time()
   s_tok = S.train_bpe(split["train"], vocab_size=c.student_vocab, style="metaspace")
   logits_fn, t_tok, t_desc = load_teacher(c, split)
-  kw = dict(max_len=c.max_len)
-  al = {k: S.align_texts(w, t_tok, s_tok, **kw) for k, w in wins.items()}
-  cached = ("train", "calib", "eval")
-  toks = np.concatenate([al[k].t_tokens for k in cached])
-  lens = np.concatenate([al[k].t_len for k in cached])
+  al = {k: S.align_texts(w, t_tok, s_tok, max_len=c.max_len) for k, w in wins.items()}
   tc = time.time()
-  cache = S.cache_teacher(
-    logits_fn,
-    toks,
-    lens,
-    top_k=c.kc,
-    batch_size=c.teacher_batch,
-    directory=f"{workdir}/teacher_cache",
-  )
+  caches, cache = _cache_teacher(c, workdir, logits_fn, al)
   cache_s = time.time() - tc
-  sizes = np.cumsum([0] + [len(al[k].texts) for k in cached])
-  caches = {
-    k: S.TeacherCache(*(x[sizes[i] : sizes[i + 1]] for x in cache)) for i, k in enumerate(cached)
-  }
-  # correspondence cost from the calibration split
   t_str = S.token_strings(t_tok)
   s_str = S.token_strings(s_tok)
-  ca = al["calib"]
-  cid, clp = S.gather_cache(caches["calib"], ca.blk_t_pos)
-  v = ca.blk_valid
-  table = S.estimate_correspondence(
-    ca.blk_t_id[v], ca.blk_s_id[v], cid[v], clp[v], t_strings=t_str, s_strings=s_str, r=c.r
-  )
-  table_lex = S.lexical_table(t_str, s_str, r=c.r)
-  table_hard = None
-  if "sola_hard" in c.methods:
-    table_hard = S.estimate_correspondence(
-      ca.blk_t_id[v],
-      ca.blk_s_id[v],
-      cid[v],
-      clp[v],
-      t_strings=t_str,
-      s_strings=s_str,
-      r=c.r,
-      soft_counts=False,
-    )
-  # the training arrays
-  tr = al["train"]
-  tid, tlp = S.gather_cache(caches["train"], tr.blk_t_pos)
-  uniq = np.unique(tid[..., : c.k])
-  mapped = S.mined_map([t_str[i] for i in uniq], s_str)
-  lut = np.zeros(len(t_str), np.int32)
-  lut[uniq] = mapped
-  ev = al["eval"]
+  tables = _correspondence_tables(c, al["calib"], caches["calib"], t_str, s_str)
+  tr, ev = al["train"], al["eval"]
   teacher_bpb = float(
     S.bits_per_byte(jnp.asarray(caches["eval"].tok_logp.sum(1)), jnp.asarray(ev.n_bytes))
   )
-  data = {
-    "train": {
-      "tokens": tr.s_tokens,
-      "len": tr.s_len,
-      "blk_pos": tr.blk_s_pos,
-      "valid": tr.blk_valid,
-      "t_ids": tid,
-      "t_logp": tlp,
-      "mined": lut[tid[..., : c.k]],
-      # ALM-style chunk loss: token -> block maps and the teacher's realised-token log-probs
-      "s_block": tr.s_block,
-      "t_block": tr.t_block,
-      "t_tok_logp": caches["train"].tok_logp,
-    },
-    "eval": {"tokens": ev.s_tokens, "len": ev.s_len, "n_bytes": ev.n_bytes},
-    "code": {"tokens": al["code"].s_tokens, "len": al["code"].s_len, "n_bytes": al["code"].n_bytes},
-    "table": table,
-    "table_lex": table_lex,
-  }
-  if table_hard is not None:
-    data["table_hard"] = table_hard
+  data = {**_student_data(c, al, caches["train"], t_str, s_str), **tables}
   if any(m in c.methods for m in SAME_TOK):
-    # The same-tokenizer reference: the student reads the teacher's tokens; every teacher
-    # position is an aligned pair (one MCC block per token), distilled on the cached top-k.
-    t_len = tr.t_len
-    n_pos = tr.t_tokens.shape[1] - 1
-    pos = np.broadcast_to(np.arange(n_pos, dtype=np.int32), (len(t_len), n_pos))
-    ct = caches["train"]
-    data["train_tt"] = {
-      "tokens": tr.t_tokens,
-      "len": t_len,
-      "blk_pos": pos,
-      "valid": pos < (t_len[:, None] - 1),
-      "t_ids": ct.ids[:, :n_pos],
-      "t_logp": ct.logp[:, :n_pos].astype(np.float32),
-    }
-    data["eval_tt"] = {"tokens": ev.t_tokens, "len": ev.t_len, "n_bytes": ev.n_bytes}
-    cd = al["code"]
-    data["code_tt"] = {"tokens": cd.t_tokens, "len": cd.t_len, "n_bytes": cd.n_bytes}
+    data.update(_same_tokenizer_data(al, caches["train"]))
   data = jax.tree.map(jnp.asarray, data)
   stats = {
     "teacher": t_desc,
@@ -238,7 +169,7 @@ def prepare(c, workdir):
     "vocab_overlap": len(set(t_str) & set(s_str)) / len(set(s_str)),
     "windows": {k: len(a.texts) for k, a in al.items()},
     "bytes": {k: int(a.n_bytes.sum()) for k, a in al.items()},
-    "teacher_tokens_cached": int(lens.sum()),
+    "teacher_tokens_cached": int(sum(int(al[k].t_len.sum()) for k in _CACHED)),
     "teacher_cache_s": cache_s,
     "teacher_cache_bytes_per_token": cache.bytes_per_token,
     "blocks_per_window": {k: float(a.blk_valid.sum(1).mean()) for k, a in al.items()},
@@ -250,6 +181,98 @@ def prepare(c, workdir):
     "prepare_s": time.time() - t0,
   }
   return data, stats
+
+
+_CACHED = ("train", "calib", "eval")  # the splits whose teacher predictions are cached
+
+
+def _cache_teacher(c, workdir, logits_fn, al):
+  """The teacher's top-``kc`` predictions on the cached splits, computed once per workdir.
+
+  Returns:
+    ``({split: its S.TeacherCache}, the cache of all of them)``.
+  """
+  toks = np.concatenate([al[k].t_tokens for k in _CACHED])
+  lens = np.concatenate([al[k].t_len for k in _CACHED])
+  cache = S.cache_teacher(
+    logits_fn,
+    toks,
+    lens,
+    top_k=c.kc,
+    batch_size=c.teacher_batch,
+    directory=f"{workdir}/teacher_cache",
+  )
+  sizes = np.cumsum([0] + [len(al[k].texts) for k in _CACHED])
+  caches = {
+    k: S.TeacherCache(*(x[sizes[i] : sizes[i + 1]] for x in cache)) for i, k in enumerate(_CACHED)
+  }
+  return caches, cache
+
+
+def _correspondence_tables(c, ca, calib_cache, t_str, s_str) -> dict:
+  """The correspondence cost estimated on the calibration alignment ``ca`` (soft counts, and
+  hard counts for ``sola_hard``) and the lexical table of the ``sola_lexical`` ablation."""
+  cid, clp = S.gather_cache(calib_cache, ca.blk_t_pos)
+  v = ca.blk_valid
+  args = (ca.blk_t_id[v], ca.blk_s_id[v], cid[v], clp[v])
+  out = {
+    "table": S.estimate_correspondence(*args, t_strings=t_str, s_strings=s_str, r=c.r),
+    "table_lex": S.lexical_table(t_str, s_str, r=c.r),
+  }
+  if "sola_hard" in c.methods:
+    out["table_hard"] = S.estimate_correspondence(
+      *args, t_strings=t_str, s_strings=s_str, r=c.r, soft_counts=False
+    )
+  return out
+
+
+def _student_data(c, al, train_cache, t_str, s_str) -> dict:
+  """The student's training arrays (its tokens, the aligned blocks, the teacher's cached top-k,
+  the MinED-style map and the ALM chunk maps) and its held-out and code-transfer tokens."""
+  tr, ev, cd = al["train"], al["eval"], al["code"]
+  tid, tlp = S.gather_cache(train_cache, tr.blk_t_pos)
+  uniq = np.unique(tid[..., : c.k])
+  lut = np.zeros(len(t_str), np.int32)
+  lut[uniq] = S.mined_map([t_str[i] for i in uniq], s_str)
+  train = {
+    "tokens": tr.s_tokens,
+    "len": tr.s_len,
+    "blk_pos": tr.blk_s_pos,
+    "valid": tr.blk_valid,
+    "t_ids": tid,
+    "t_logp": tlp,
+    "mined": lut[tid[..., : c.k]],
+    # ALM-style chunk loss: token -> block maps and the teacher's realised-token log-probs
+    "s_block": tr.s_block,
+    "t_block": tr.t_block,
+    "t_tok_logp": train_cache.tok_logp,
+  }
+  return {
+    "train": train,
+    "eval": {"tokens": ev.s_tokens, "len": ev.s_len, "n_bytes": ev.n_bytes},
+    "code": {"tokens": cd.s_tokens, "len": cd.s_len, "n_bytes": cd.n_bytes},
+  }
+
+
+def _same_tokenizer_data(al, train_cache) -> dict:
+  """The same-tokenizer reference: the student reads the teacher's tokens; every teacher
+  position is an aligned pair (one MCC block per token), distilled on the cached top-k."""
+  tr, ev, cd = al["train"], al["eval"], al["code"]
+  t_len = tr.t_len
+  n_pos = tr.t_tokens.shape[1] - 1
+  pos = np.broadcast_to(np.arange(n_pos, dtype=np.int32), (len(t_len), n_pos))
+  return {
+    "train_tt": {
+      "tokens": tr.t_tokens,
+      "len": t_len,
+      "blk_pos": pos,
+      "valid": pos < (t_len[:, None] - 1),
+      "t_ids": train_cache.ids[:, :n_pos],
+      "t_logp": train_cache.logp[:, :n_pos].astype(np.float32),
+    },
+    "eval_tt": {"tokens": ev.t_tokens, "len": ev.t_len, "n_bytes": ev.n_bytes},
+    "code_tt": {"tokens": cd.t_tokens, "len": cd.t_len, "n_bytes": cd.n_bytes},
+  }
 
 
 # ------------------------------------------------------------------------------- training
@@ -311,38 +334,14 @@ def make_sweep(c, group: str, cfg):
     s_logits = jnp.take_along_axis(logits, pos[..., None], 1)  # [B, Kd, V]
     t_ids = jnp.take_along_axis(batch["t_ids"], sel[..., None], 1)
     t_logp = jnp.take_along_axis(batch["t_logp"], sel[..., None], 1)
-    aux = {"ce": ce}
+    coverage = jnp.float32(0.0)
     if group == "baselines" or group in BASELINES:
-      # static: a per-loss group computes its own loss only, the joint group all three
-      need = BASELINES[1:] if group == "baselines" else (group,)
-      kd = jnp.float32(0.0)
-      if "uld" in need:
-        kd = kd + hp["w_uld"] * S.uld_loss(t_logp, s_logits, mask=mask)
-      if "mined" in need:
-        mapped = jnp.take_along_axis(batch["mined"], sel[..., None], 1)
-        mined = S.mined_kl_loss(mapped, t_logp[..., : c.k], s_logits, mask=mask)
-        kd = kd + hp["w_mined"] * mined
-      if "alm" in need:
-        # ALM-style: binarised KL of chunk likelihoods on the same selected blocks
-        n_blk = batch["valid"].shape[1]
-        rows = jnp.arange(mask.shape[0])[:, None]
-        blk_mask = jnp.zeros(batch["valid"].shape, bool).at[rows, sel].set(mask)
-        alm, _ = S.alm_chunk_loss(
-          batch["t_tok_logp"],
-          batch["t_block"],
-          tl,
-          batch["s_block"],
-          n_blocks=n_blk,
-          mask=blk_mask,
-        )
-        kd = kd + hp["w_alm"] * alm
-      aux["coverage"] = jnp.float32(0.0)
+      kd = _baseline_kd(c, group, hp, batch, sel, mask, tl, s_logits, t_logp)
     elif group == "same_tok":
       # plain KL(teacher top-k || student) with the identity map: the MinED-style loss when
       # both sides share one vocabulary
       kl = S.mined_kl_loss(t_ids[..., : c.k], t_logp[..., : c.k], s_logits, mask=mask)
       kd = hp["w_kd"] * kl
-      aux["coverage"] = jnp.float32(0.0)
     else:
       table = data["table"]
       if "table_hard" in data:
@@ -360,9 +359,8 @@ def make_sweep(c, group: str, cfg):
         iters=c.iters,
         support=support,
       )
-      aux["coverage"] = a["coverage"]
-    aux["kd"] = kd
-    return ce + c.lam * kd, aux
+      coverage = a["coverage"]
+    return ce + c.lam * kd, {"ce": ce, "coverage": coverage, "kd": kd}
 
   def step_fn(state, hp, key, step, data):
     params, opt = state
@@ -382,6 +380,32 @@ def make_sweep(c, group: str, cfg):
     }
 
   return core.Sweep(init_fn, step_fn, eval_fn)
+
+
+def _baseline_kd(c, group, hp, batch, sel, mask, tl, s_logits, t_logp):
+  """The direct baselines' distillation loss on the selected blocks ``sel`` ([B, Kd]).
+
+  A group of one baseline computes its own loss only; the joint group ``'baselines'`` all three,
+  each weighted by its ``hp['w_<name>']``.
+  """
+  need = BASELINES[1:] if group == "baselines" else (group,)  # static
+  kd = jnp.float32(0.0)
+  if "uld" in need:
+    kd = kd + hp["w_uld"] * S.uld_loss(t_logp, s_logits, mask=mask)
+  if "mined" in need:
+    mapped = jnp.take_along_axis(batch["mined"], sel[..., None], 1)
+    mined = S.mined_kl_loss(mapped, t_logp[..., : c.k], s_logits, mask=mask)
+    kd = kd + hp["w_mined"] * mined
+  if "alm" in need:
+    # ALM-style: binarised KL of chunk likelihoods on the same selected blocks
+    n_blk = batch["valid"].shape[1]
+    rows = jnp.arange(mask.shape[0])[:, None]
+    blk_mask = jnp.zeros(batch["valid"].shape, bool).at[rows, sel].set(mask)
+    alm, _ = S.alm_chunk_loss(
+      batch["t_tok_logp"], batch["t_block"], tl, batch["s_block"], n_blocks=n_blk, mask=blk_mask
+    )
+    kd = kd + hp["w_alm"] * alm
+  return kd
 
 
 def _method_rows(i: int, seeds: int) -> slice:

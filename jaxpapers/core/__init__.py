@@ -30,6 +30,8 @@
 * :mod:`reporting`: tables and figures declared in a config (:class:`reporting.Report`:
   metric paths, formats, series, axes) and rendered from a results record by
   :func:`write_results` or, from a committed record, by ``experiments.report --render``.
+* :mod:`rejudge`: a committed results record judged again under the claims of the committed
+  lock (``experiments.reproduce --rejudge``); every measured number is kept.
 * :mod:`stats`: noise that fits the measurement, on results (NumPy/SciPy float64):
   :func:`t_interval`, :func:`paired_difference`, :func:`log_ratio_interval`,
   :func:`paired_bootstrap`, :func:`sign_flip_test`, and for planning :func:`seeds_needed` and

@@ -182,6 +182,46 @@ def make_claims(n_questions: int) -> tuple[dict, ...]:
   """The claims, with the registered question count ``n_questions`` as a precondition."""
   reg = _registered(n_questions)
   return (
+    *_selection_claims(reg),
+    *_gate_claims(
+      reg,
+      "",
+      (),
+      reads=(
+        "Access control reads memory less often (learned gate)",
+        "fraction of all questions (a quarter need no memory) on which the distilled gate opens; "
+        "always-on selection reads on 1.0",
+      ),
+      no_loss=(
+        "... at no loss of accuracy",
+        "accuracy on preference questions of the gated minus the always-on distilled selector; "
+        "held if the whole 95% interval is above -0.03 (3 points)",
+      ),
+    ),
+    _gain_claim(reg),
+    *_gate_claims(
+      reg,
+      "placebo_",
+      tuple(_GATE),
+      reads=(
+        "Access control on the placebo-controlled Bayes factor reads memory less often "
+        "(learned gate)",
+        "fraction of all questions on which the distilled gate trained on the label "
+        "1[max_i log p(y | m_i, x) - log p(y | placebo, x) > ln 10] opens (leave-one-seed-out); "
+        "same rule as access_reads_less",
+      ),
+      no_loss=(
+        "... at no loss of accuracy (placebo-controlled learned gate)",
+        "accuracy on preference questions of the placebo-gated minus the always-on distilled "
+        "selector; held if the whole 95% interval is above -0.03; same rule as access_no_loss",
+      ),
+    ),
+  )
+
+
+def _selection_claims(reg: list[dict]) -> tuple[dict, ...]:
+  """The distilled and the oracle Bayes-factor selectors against the best retriever."""
+  return (
     dict(
       id="distilled_beats_retrievers",
       statement="Bayes-factor selection answers preference questions better than similarity, "
@@ -225,90 +265,69 @@ def make_claims(n_questions: int) -> tuple[dict, ...]:
       requires=[*reg, _READER],
       note=f"accuracy of the top-1 Bayes-factor turn minus the {_BASE}; same interval and rule",
     ),
+  )
+
+
+def _gate_claims(
+  reg: list[dict], p: str, gate_requires: tuple, reads: tuple[str, str], no_loss: tuple[str, str]
+) -> tuple[dict, dict]:
+  """One learned gate's claims: it reads memory less often, at no loss of accuracy.
+
+  ``p`` prefixes the claim ids and the gate's metrics ("" or "placebo_"); ``gate_requires``
+  are preconditions on the gate itself; ``reads`` and ``no_loss`` are (statement, note).
+  """
+  reads_metric = f"derived.read_fraction.distilled_{p}gated"
+  return (
     dict(
-      id="access_reads_less",
-      statement="Access control reads memory less often (learned gate)",
+      id=f"{p}access_reads_less",
+      statement=reads[0],
       paper_text="regulate memory usage based on expected utility (abstract)",
-      metric="derived.read_fraction.distilled_gated",
+      metric=reads_metric,
       direction="lower",
       held=0.9,
       fmt=".3f",
-      requires=list(reg),
-      note="fraction of all questions (a quarter need no memory) on which the distilled gate "
-      "opens; always-on selection reads on 1.0",
+      requires=[*reg, *gate_requires],
+      note=reads[1],
     ),
     dict(
-      id="access_no_loss",
-      statement="... at no loss of accuracy",
+      id=f"{p}access_no_loss",
+      statement=no_loss[0],
       paper_text="a unified signal for both memory access and selection (abstract)",
-      metric="derived.acc_gain_gated_vs_ungated",
-      noise="derived.acc_gain_gated_vs_ungated_ci",
+      metric=f"derived.acc_gain_{p}gated_vs_ungated",
+      noise=f"derived.acc_gain_{p}gated_vs_ungated_ci",
       direction="higher",
       held=-0.03,
       fmt=".3f",
       requires=[
         *reg,
+        *gate_requires,
         dict(
-          metric="derived.read_fraction.distilled_gated",
+          metric=reads_metric,
           op="<=",
           value=0.9,
           why="the gate closes on some questions (reads on at most 0.9 of them, the bar of "
-          "access_reads_less), so 'no loss' is measured on a gate that acts",
+          f"{p}access_reads_less), so 'no loss' is measured on a gate that acts",
         ),
       ],
-      note="accuracy on preference questions of the gated minus the always-on distilled "
-      "selector; held if the whole 95% interval is above -0.03 (3 points)",
+      note=no_loss[1],
     ),
-    dict(
-      id="distilled_keeps_gain",
-      statement="The distilled selector keeps most of the Bayes-factor gain at no extra LM cost",
-      paper_text="the model learns to identify salient turns (abstract)",
-      metric="derived.distilled_gain_ratio",
-      noise="derived.distilled_gain_ratio_ci",
-      direction="higher",
-      held=0.5,
-      partly=0.25,
-      fmt=".2f",
-      requires=[*reg, _READER],
-      note="(acc distilled - acc no memory) / (acc oracle Bayes factor - acc no memory); held "
-      "if the whole interval is >= 0.5, partly if >= 0.25. The LM-token saving per question "
-      "is reported as derived.lm_token_saving",
-    ),
-    dict(
-      id="placebo_access_reads_less",
-      statement="Access control on the placebo-controlled Bayes factor reads memory less often "
-      "(learned gate)",
-      paper_text="regulate memory usage based on expected utility (abstract)",
-      metric="derived.read_fraction.distilled_placebo_gated",
-      direction="lower",
-      held=0.9,
-      fmt=".3f",
-      requires=[*reg, *_GATE],
-      note="fraction of all questions on which the distilled gate trained on the label "
-      "1[max_i log p(y | m_i, x) - log p(y | placebo, x) > ln 10] opens (leave-one-seed-out); "
-      "same rule as access_reads_less",
-    ),
-    dict(
-      id="placebo_access_no_loss",
-      statement="... at no loss of accuracy (placebo-controlled learned gate)",
-      paper_text="a unified signal for both memory access and selection (abstract)",
-      metric="derived.acc_gain_placebo_gated_vs_ungated",
-      noise="derived.acc_gain_placebo_gated_vs_ungated_ci",
-      direction="higher",
-      held=-0.03,
-      fmt=".3f",
-      requires=[
-        *reg,
-        *_GATE,
-        dict(
-          metric="derived.read_fraction.distilled_placebo_gated",
-          op="<=",
-          value=0.9,
-          why="the gate closes on some questions (reads on at most 0.9 of them, the bar of "
-          "placebo_access_reads_less), so 'no loss' is measured on a gate that acts",
-        ),
-      ],
-      note="accuracy on preference questions of the placebo-gated minus the always-on distilled "
-      "selector; held if the whole 95% interval is above -0.03; same rule as access_no_loss",
-    ),
+  )
+
+
+def _gain_claim(reg: list[dict]) -> dict:
+  """How much of the oracle Bayes factor's gain the distilled selector keeps."""
+  return dict(
+    id="distilled_keeps_gain",
+    statement="The distilled selector keeps most of the Bayes-factor gain at no extra LM cost",
+    paper_text="the model learns to identify salient turns (abstract)",
+    metric="derived.distilled_gain_ratio",
+    noise="derived.distilled_gain_ratio_ci",
+    direction="higher",
+    held=0.5,
+    partly=0.25,
+    fmt=".2f",
+    requires=[*reg, _READER],
+    note="(acc distilled - acc no memory) / (acc oracle Bayes factor - acc no memory); held "
+    "if the whole interval is >= 0.5, partly if >= 0.25. The LM-token saving per question "
+    "is reported as derived.lm_token_saving",
   )

@@ -28,7 +28,18 @@ def get_config():
   # With train_seeds: one cell per (seed, phase) instead of one per seed, results.json rewritten
   # after every cell (train.PHASES; configs/quality.py).
   c.phase_cells = False
-  # Networks (the encoder and the baseline share the ViT shape).
+  _networks(c)
+  _training(c)
+  _evaluation(c)
+  _distillation_and_controls(c)
+  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
+  c.claims = CLAIMS
+  c.report = REPORT
+  return c
+
+
+def _networks(c: ml_collections.ConfigDict) -> None:
+  """The context encoder (the baseline's ViT shape) and the light denoiser."""
   c.patch_size = 2
   c.encoder_width = 128
   c.encoder_depth = 2
@@ -41,7 +52,10 @@ def get_config():
   c.denoiser_emb_dim = 32
   c.parametrization = "v"
   c.weighting = "v"
-  # Training.
+
+
+def _training(c: ml_collections.ConfigDict) -> None:
+  """Training of every network, with stale-context training of the pair."""
   c.train_steps = 1000
   c.batch_size = 64
   c.learning_rate = 1e-3
@@ -54,7 +68,10 @@ def get_config():
   c.p_fresh = 0.4
   c.coupling = "ancestral"  # "ddim" shares eps between z_tau and z_t: see the README
   c.rollout_frac = 0.2
-  # Evaluation.
+
+
+def _evaluation(c: ml_collections.ConfigDict) -> None:
+  """Sampling, the FD-proxy reference and the rows of the quality-vs-cost table."""
   c.num_test = 0  # held-out split size (0: the dataset's default, 500 for digits)
   # The FD reference of every row and of the floor (evaluate.fd_splits): "train" (the train split;
   # the floor compares it with N held-out images) or "heldout" (N held-out images; the floor
@@ -77,7 +94,10 @@ def get_config():
   c.quality_regime_bar = 0.0
   # Wall time is measured for these methods only (each costs two more sampling runs).
   c.time_methods = ("baseline", "dual-rate", "no-features", "mmd-baseline", "mmd-dual-rate")
-  # Moment matching distillation.
+
+
+def _distillation_and_controls(c: ml_collections.ConfigDict) -> None:
+  """The moment-matching (MMD) students and the controls that isolate the mechanism."""
   c.mmd_steps = (2, 4)
   c.mmd_dual_steps = (4,)
   c.mmd_dual_interval = 2
@@ -96,10 +116,6 @@ def get_config():
   c.heun_steps = (8,)  # (f) EDM-Heun: 2N - 1 denoiser calls
   c.heun_intervals = (1, 4)
   c.extra_control_seeds = ()  # training seeds that get (d) and (f); () -> every seed
-  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
-  c.claims = CLAIMS
-  c.report = REPORT
-  return c
 
 
 def _table(heldout: bool) -> R.Table:

@@ -26,7 +26,34 @@ def get_config():
   # take their per-seed metrics from its extra.per_seed instead of being recomputed (adding
   # seeds to a finished run; train.seeds_from_results)
   c.seeds_from = ""
-  c.data = ml_collections.ConfigDict(
+  c.data = _data()
+  c.teacher = _teacher()
+  c.student = _student()
+  c.loss = _loss()
+  # E2: distilled with regression only / + Procrustes + reprojection, and the same student trained
+  # on ground truth at the same FLOP budget ("gt"); E1: an attention model of about the student's
+  # size trained on ground truth at that budget ("attention_gt"). "procrustes" (Procrustes
+  # without reprojection) is also available.
+  c.variants = ("regression", "reprojection", "gt", "attention_gt")
+  c.attention = ml_collections.ConfigDict(dict(width=48, depth=2, heads=4))
+  # E3: every model also evaluated on test scenes with 4x the training views
+  c.extrapolation_factors = (4,)
+  c.extrapolation_scenes = 8
+  # The timing sweep (E4) runs in benchmarks/flashssm3d_scaling.py, not in this run: timings on
+  # the shared CPU of the default run would be noise.
+  c.scaling = _scaling()
+  c.shard_batch = False  # True: split every batch over all devices (configs/full.py)
+  c.checkpoint_every = 200
+  c.log_every = 50
+  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
+  c.claims = CLAIMS
+  c.report = REPORT
+  return c
+
+
+def _data() -> ml_collections.ConfigDict:
+  """The scenes: procedural renders (or scene folders on disk) and their split."""
+  return ml_collections.ConfigDict(
     dict(
       image_size=16,
       num_views=4,
@@ -48,7 +75,11 @@ def get_config():
       data_dir="",
     )
   )
-  c.teacher = ml_collections.ConfigDict(
+
+
+def _teacher() -> ml_collections.ConfigDict:
+  """The alternating-attention teacher (or the cached outputs of one run elsewhere)."""
+  return ml_collections.ConfigDict(
     dict(
       width=64,
       depth=2,
@@ -71,7 +102,11 @@ def get_config():
       infer_flops_per_scene=0.0,
     )
   )
-  c.student = ml_collections.ConfigDict(
+
+
+def _student() -> ml_collections.ConfigDict:
+  """The SSM student and its FLOP budget (a fraction of the teacher's training FLOPs)."""
+  return ml_collections.ConfigDict(
     dict(
       width=48,
       depth=2,
@@ -93,7 +128,11 @@ def get_config():
       min_steps=10,
     )
   )
-  c.loss = ml_collections.ConfigDict(
+
+
+def _loss() -> ml_collections.ConfigDict:
+  """The weights of the distillation and ground-truth loss terms."""
+  return ml_collections.ConfigDict(
     dict(
       camera=5.0,
       depth=1.0,
@@ -105,18 +144,11 @@ def get_config():
       reproj_delta=0.02,
     )
   )
-  # E2: distilled with regression only / + Procrustes + reprojection, and the same student trained
-  # on ground truth at the same FLOP budget ("gt"); E1: an attention model of about the student's
-  # size trained on ground truth at that budget ("attention_gt"). "procrustes" (Procrustes
-  # without reprojection) is also available.
-  c.variants = ("regression", "reprojection", "gt", "attention_gt")
-  c.attention = ml_collections.ConfigDict(dict(width=48, depth=2, heads=4))
-  # E3: every model also evaluated on test scenes with 4x the training views
-  c.extrapolation_factors = (4,)
-  c.extrapolation_scenes = 8
-  # The timing sweep (E4) runs in benchmarks/flashssm3d_scaling.py, not in this run: timings on
-  # the shared CPU of the default run would be noise.
-  c.scaling = ml_collections.ConfigDict(
+
+
+def _scaling() -> ml_collections.ConfigDict:
+  """The timing sweep over the number of views (off: benchmarks/flashssm3d_scaling.py)."""
+  return ml_collections.ConfigDict(
     dict(
       enabled=False,
       views=(8, 16, 32, 64, 128, 256, 512),
@@ -132,13 +164,6 @@ def get_config():
       fit_min_views=32,
     )
   )
-  c.shard_batch = False  # True: split every batch over all devices (configs/full.py)
-  c.checkpoint_every = 200
-  c.log_every = 50
-  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
-  c.claims = CLAIMS
-  c.report = REPORT
-  return c
 
 
 # ------------------------------------------------------------------------------------ report
