@@ -221,7 +221,7 @@ def _ec_cell(rng, n_pool, n_clusters, s_x, seed, ks):
 def test_evidence_coverage_per_seed_keeps_what_the_claims_and_the_report_read():
   import dataclasses
 
-  from experiments.evidence_coverage import train
+  from experiments.evidence_coverage import evaluate, train
 
   ks = (1, 2, 4, 8, 16)
   settings = ((64, 8), (128, 8))
@@ -238,13 +238,13 @@ def test_evidence_coverage_per_seed_keeps_what_the_claims_and_the_report_read():
   assert len(json.dumps(cut)) < 0.6 * len(json.dumps(cells))
   config = train.Config(**cfg)
   # ... and the claims' values and the report's view are the same from the cut cells.
-  assert train.derived_metrics(cut, config) == train.derived_metrics(cells, config)
-  assert train.shift_response(cut, config) == train.shift_response(cells, config)
+  assert evaluate.derived_metrics(cut, config) == evaluate.derived_metrics(cells, config)
+  assert evaluate.shift_response(cut, config) == evaluate.shift_response(cells, config)
   record = lambda per_seed: {
-    "metrics": {"cells": train.summarize(cells, config), "per_seed": per_seed, "derived": {}},
+    "metrics": {"cells": evaluate.summarize(cells, config), "per_seed": per_seed, "derived": {}},
     "config": {"ks": list(ks), "settings": [list(s) for s in settings]},
   }
-  assert train.report_view(record(cut)) == train.report_view(record(cells))
+  assert evaluate.report_view(record(cut)) == evaluate.report_view(record(cells))
 
 
 def test_a_metric_keeps_the_digits_a_derivation_or_a_table_needs():
