@@ -157,7 +157,7 @@ class StageAux(NamedTuple):
   pi: jax.Array | None
   gate: jax.Array | None
   att: jax.Array
-  coef: jax.Array | None = None
+  coef: jax.Array
 
 
 def _glorot(key, shape):
@@ -505,6 +505,8 @@ class PandaStage(nnx.Module):
     proj = lambda z, w: _proj(z[0], z[1], w, cfg.complex_layout, self.complex)
     src_feat, src_idx = (z_recv, recv_idx) if sender_softmax else (x_send, send_idx)
     fg = z_recv if gate_recv is None else z_prior  # the receivers as the gate reads them
+    # z_prior exists wherever one of these is it (computed above for them)
+    assert z_att is not None and fg is not None and src_feat is not None
     w_r = "w_att_r" if cfg.att_version == "v2" and self.w_att_r is not None else "w_att"
     req: dict[str, tuple[_Feats, str]] = {"hs": (x_send, "w_att"), "hr": (z_att, w_r)}
     if cfg.mix == "learned":
@@ -712,9 +714,10 @@ class PandaLayer(nnx.Module):
     self.w_u = lin(in_features, self.out, rngs=rngs)
     self.w_res = lin(in_features, self.out, rngs=rngs) if use_res else None
     self.bias = nnx.Param(jnp.zeros((self.out,))) if use_res else None
-    kw = dict(complex_features=complex_features, aux_relu=aux_relu, rngs=rngs)
-    self.stage1 = PandaStage(channels, cfg, **kw)
-    self.stage2 = PandaStage(channels, cfg, **kw)
+    self.stage1, self.stage2 = (
+      PandaStage(channels, cfg, complex_features=complex_features, aux_relu=aux_relu, rngs=rngs)
+      for _ in range(2)
+    )
 
   def __call__(
     self,
@@ -780,7 +783,7 @@ class PandaLayer(nnx.Module):
     )
     yr = y[0].reshape(n, self.out)
     yi = None if y[1] is None else y[1].reshape(n, self.out)
-    if self.w_res is not None:
+    if self.w_res is not None and self.bias is not None:  # both or neither (use_res)
       rr, ri = self.w_res(xr), (None if xi is None else self.w_res(xi))
       rr, ri = hg.complex_unit_mul(rr, ri, self.i_complex)
       yr = yr + rr + self.bias[...]
