@@ -65,6 +65,11 @@ ABLATIONS = {
 }
 
 
+def _imag(re: jax.Array, im: jax.Array | None) -> jax.Array:
+  """The imaginary part of ``(re, im)``, with None an identically zero one."""
+  return jnp.zeros_like(re) if im is None else im
+
+
 class PandaGeDi(nnx.Module):
   """GeDi-HNN with PANDA layers: complex features, phases ``H_ve`` (tail = i), complex ReLU.
 
@@ -127,15 +132,17 @@ class PandaGeDi(nnx.Module):
     _check_data(data, self.in_features)
     inc = data.incidence
     priors = stage_priors(inc, "sym", dtype=data.x.dtype)
-    x, hyp, auxes = (data.x, data.x if self.other_complex else None), None, []
+    xr, xi = data.x, (data.x if self.other_complex else None)
+    hyp, auxes = None, []
     for l, layer in enumerate(self.layers):
-      (yr, yi), hyp, aux = layer(x, hyp, inc, priors, deterministic=deterministic, rngs=rngs)
+      (yr, yi), hyp, aux = layer((xr, xi), hyp, inc, priors, deterministic=deterministic, rngs=rngs)
       yr, yi = hg.complex_relu(yr, yi)
+      yi = _imag(yr, yi)
       if l > 0:
-        yr, yi = yr + x[0], yi + x[1]
-      x = (yr, yi)
+        yr, yi = yr + xr, yi + _imag(xr, xi)
+      xr, xi = yr, yi
       auxes.append(aux)
-    h = self.drop(jnp.concatenate(x, -1), deterministic=deterministic, rngs=rngs)
+    h = self.drop(jnp.concatenate([xr, _imag(xr, xi)], -1), deterministic=deterministic, rngs=rngs)
     out = self.head(h, deterministic=deterministic, rngs=rngs)
     return (out, auxes) if return_aux else out
 
@@ -357,13 +364,14 @@ class PandaHyperGCN(nnx.Module):
     inc, n = data.incidence, data.num_nodes
     x, auxes = data.x, []
     graph = lambda p: coalesced_graph(inc, p, mediators=self.mediators)
-    if self.fast:
-      fixed = graph(data.x @ self.r[0][...].astype(data.x.dtype))
+    fixed = graph(data.x @ self.r[0][...].astype(data.x.dtype)) if self.fast else None
     for l in range(len(self.stages)):
       if l > 0:
         x = self.drop(x, deterministic=deterministic, rngs=rngs)
       s = self.w_u[l](x)
-      snd, rcv, prior, mask = fixed if self.fast else graph(s @ self.r[l][...].astype(s.dtype))
+      snd, rcv, prior, mask = (
+        fixed if fixed is not None else graph(s @ self.r[l][...].astype(s.dtype))
+      )
       sh = s.reshape(n, self.heads, -1)
       (y, _), aux = self.stages[l](
         (sh, None),
@@ -545,7 +553,8 @@ class PandaPhenomNN(nnx.Module):
       ).reshape(y0.shape)
       auxes.append(ab + ag)
     y = jax.nn.relu(y.reshape(n, -1))
-    out = self.head(self.drop(y, **kw), **kw)
+    y = self.drop(y, deterministic=deterministic, rngs=rngs)
+    out = self.head(y, deterministic=deterministic, rngs=rngs)
     return (out, auxes) if return_aux else out
 
 

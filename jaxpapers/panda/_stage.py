@@ -21,6 +21,7 @@ yet); GeDi-HNN (Fiorini et al., TMLR 2024); GATv2 (Brody et al., arXiv:2105.1449
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
@@ -156,7 +157,7 @@ class StageAux(NamedTuple):
   pi: jax.Array | None
   gate: jax.Array | None
   att: jax.Array
-  coef: jax.Array | None = None
+  coef: jax.Array
 
 
 def _glorot(key, shape):
@@ -286,6 +287,50 @@ def _outer_bwd(res, g):
 
 
 _outer.defvjp(_outer_fwd, _outer_bwd)
+
+
+_Feats = tuple[jax.Array, jax.Array | None]  # (re, im) features, im None for a zero part
+
+
+def _tables(
+  requests: dict[str, tuple[_Feats, str]],
+  weight: Callable[[str], jax.Array],
+  proj: Callable[[_Feats, jax.Array], jax.Array],
+) -> dict[str, jax.Array]:
+  """Projected tables ``{name: proj(feats, weight(w_name))}``, one product per distinct table.
+
+  Requests whose features are the same arrays share one matrix product against their weights
+  side by side (``[A, K1 + K2 + ...]``), and a weight requested twice for one table is applied
+  once: a stage whose senders are its receivers (HyperGCN) projects its node table once for
+  the attention, the gate and the mixture, and the backward pass forms one weight gradient
+  and one table gradient per table instead of one per weight.
+
+  Args:
+    requests: ``{name: ((re, im), w_name)}``; ``re`` ``[N, H, C]``.
+    weight: ``w_name -> [A, K]`` weight matrix.
+    proj: ``((re, im), w) -> [N, H, K]``, linear in ``w``'s columns.
+
+  Returns:
+    ``{name: [N, H, K]}`` for every request.
+  """
+  same = lambda a, b: a[0] is b[0] and a[1] is b[1]
+  groups: list[tuple[_Feats, list[str]]] = []
+  for feats, wn in requests.values():
+    names = next((g[1] for g in groups if same(g[0], feats)), None)
+    if names is None:
+      groups.append((feats, [wn]))
+    elif wn not in names:
+      names.append(wn)
+  out: dict[str, jax.Array] = {}
+  for feats, names in groups:
+    ws = [weight(k) for k in names]
+    t = proj(feats, ws[0] if len(ws) == 1 else jnp.concatenate(ws, -1))
+    cols, lo = {}, 0
+    for k, w in zip(names, ws):
+      cols[k] = t if len(ws) == 1 else t[..., lo : lo + w.shape[-1]]
+      lo += w.shape[-1]
+    out.update({nm: cols[wn] for nm, (f, wn) in requests.items() if same(f, feats)})
+  return out
 
 
 def _add(a, b):
@@ -455,16 +500,26 @@ class PandaStage(nnx.Module):
     if z_recv is None:
       z_recv = z_prior
     z_att = z_prior if att_prior else z_recv
-    # [S, H, A] @ [A, K] and [R, H, A] @ [A, K] tables ([Re || Im] features, a zero Im skipped)
+    # [S, H, A] @ [A, K] and [R, H, A] @ [A, K] tables ([Re || Im] features, a zero Im skipped),
+    # one matrix product per distinct table (see _tables)
     proj = lambda z, w: _proj(z[0], z[1], w, cfg.complex_layout, self.complex)
+    src_feat, src_idx = (z_recv, recv_idx) if sender_softmax else (x_send, send_idx)
+    fg = z_recv if gate_recv is None else z_prior  # the receivers as the gate reads them
+    # z_prior exists wherever one of these is it (computed above for them)
+    assert z_att is not None and fg is not None and src_feat is not None
+    w_r = "w_att_r" if cfg.att_version == "v2" and self.w_att_r is not None else "w_att"
+    req: dict[str, tuple[_Feats, str]] = {"hs": (x_send, "w_att"), "hr": (z_att, w_r)}
+    if cfg.mix == "learned":
+      req["mix"] = (src_feat, "w1")
+    if cfg.aux is not None:
+      req["us"], req["ur"] = (x_send, "u_s"), (fg, "u_r")
+    tab = _tables(req, lambda k: getattr(self, k)[...], proj)
     # attention (W_a shared over heads, a_h per head); z_att: receivers as the attention reads them
     grp = send_idx if sender_softmax else recv_idx
+    hs, hr = tab["hs"], tab["hr"]
     if cfg.att_version == "v2":
-      hs = proj(x_send, self.w_att[...])
-      hr = proj(z_att, self.w_att[...] if self.w_att_r is None else self.w_att_r[...])
       e = _head_dot(jax.nn.leaky_relu(hs[send_idx] + hr[recv_idx], 0.2), self.att[...])
     else:
-      hs, hr = proj(x_send, self.w_att[...]), proj(z_att, self.w_att[...])
       ar = self.att[...] if self.att_r is None else self.att_r[...]
       e = jax.nn.leaky_relu(
         jnp.einsum("nha,ha->nh", hs, self.att[...])[send_idx]
@@ -484,8 +539,7 @@ class PandaStage(nnx.Module):
     cb = c[:, None]
     pi_mix = None
     if cfg.mix == "learned":
-      src_feat, src_idx = (z_recv, recv_idx) if sender_softmax else (x_send, send_idx)
-      logits = jax.nn.leaky_relu(proj(src_feat, self.w1[...]), 0.2) @ self.w2[...]
+      logits = jax.nn.leaky_relu(tab["mix"], 0.2) @ self.w2[...]
       pi_mix = jax.nn.softmax(logits, -1)[src_idx]  # [P, H, 2] = (prior, att)
       alpha = pi_mix[..., 1] * att + pi_mix[..., 0] * cb
     elif cfg.mix == "prior":
@@ -503,8 +557,7 @@ class PandaStage(nnx.Module):
     sc = lambda s_, x_: None if x_ is None else _scale(s_, x_)  # None: a zero imaginary part
     mr, mi, y = _scale(alpha, gr), sc(alpha, gi), None
     if cfg.aux is not None:
-      fg = z_recv if gate_recv is None else z_prior
-      us, ur = proj(x_send, self.u_s[...]), proj(fg, self.u_r[...])
+      us, ur = tab["us"], tab["ur"]
       g = (
         _head_dot(jax.nn.relu(us[send_idx] + ur[recv_idx] + self.b_g[...]), self.w_o[...])
         + self.b_o[...]
@@ -542,10 +595,13 @@ class PandaStage(nnx.Module):
         else:
           share, sg = 1.0 - alpha, sgn
         w_aux = share * gate
-        if tr_ is None:  # fused: y_r = sum alpha x_s + (sum w x_s) W_aux + (sum w) b
-          agg = seg(_scale_k(jnp.stack([alpha, w_aux], -1), gr))  # [R, H, 2, C]: one reduction
-          b = self.b_aux[...]
-          y = (agg[:, :, 0] + agg[:, :, 1] @ self.w_aux[...] + seg(w_aux)[..., None] * b, None)
+        if tr_ is None:  # fused: y_r = sum alpha x_s + [sum w x_s || sum w] [W_aux; b]
+          # one reduction of [x_s || 1] weighted by (alpha, w): [R, H, 2, C + 1]; the bias enters
+          # through the matrix product, whose gradients are contractions too
+          x1 = jnp.concatenate([xr, jnp.ones((*xr.shape[:-1], 1), dt)], -1)[send_idx]
+          agg = seg(_scale_k(jnp.stack([alpha, w_aux], -1), x1))
+          wb = jnp.concatenate([self.w_aux[...], self.b_aux[...][None]], 0)  # [C + 1, C]
+          y = (agg[:, :, 0, :-1] + agg[:, :, 1] @ wb, None)
         else:
           mr = mr + _scale(w_aux, tr_)
           mi = _add(mi, aux_im(w_aux))
@@ -658,9 +714,10 @@ class PandaLayer(nnx.Module):
     self.w_u = lin(in_features, self.out, rngs=rngs)
     self.w_res = lin(in_features, self.out, rngs=rngs) if use_res else None
     self.bias = nnx.Param(jnp.zeros((self.out,))) if use_res else None
-    kw = dict(complex_features=complex_features, aux_relu=aux_relu, rngs=rngs)
-    self.stage1 = PandaStage(channels, cfg, **kw)
-    self.stage2 = PandaStage(channels, cfg, **kw)
+    self.stage1, self.stage2 = (
+      PandaStage(channels, cfg, complex_features=complex_features, aux_relu=aux_relu, rngs=rngs)
+      for _ in range(2)
+    )
 
   def __call__(
     self,
@@ -726,7 +783,7 @@ class PandaLayer(nnx.Module):
     )
     yr = y[0].reshape(n, self.out)
     yi = None if y[1] is None else y[1].reshape(n, self.out)
-    if self.w_res is not None:
+    if self.w_res is not None and self.bias is not None:  # both or neither (use_res)
       rr, ri = self.w_res(xr), (None if xi is None else self.w_res(xi))
       rr, ri = hg.complex_unit_mul(rr, ri, self.i_complex)
       yr = yr + rr + self.bias[...]

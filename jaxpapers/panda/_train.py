@@ -71,6 +71,8 @@ class _TracedDropout(nnx.Dropout):
       key = rngs()
     else:
       key = rngs
+    if key is None:
+      raise ValueError("dropout with deterministic=False needs rngs (an nnx.Rngs or a key)")
     keep = 1.0 - jnp.asarray(self.rate, inputs.dtype)
     shape = [1 if d in self.broadcast_dims else s for d, s in enumerate(inputs.shape)]
     mask = jnp.broadcast_to(jax.random.bernoulli(key, p=keep, shape=shape), inputs.shape)
