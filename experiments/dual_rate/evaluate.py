@@ -175,15 +175,6 @@ class Evaluator:
     return row, grid
 
 
-def matched_quality_methods(cfg) -> dict[str, tuple[str, ...]]:
-  """The matched-quality target's rows: the best row of ``base_methods`` (e.g. with EDM-Heun),
-  met by the cheapest K > 1 row of ``dual_methods`` (keyword arguments of :func:`_headline`)."""
-  return dict(
-    base_methods=tuple(cfg.get("matched_quality_baseline_methods", ("baseline",))),
-    dual_methods=tuple(cfg.get("matched_quality_dual_methods", ("dual-rate",))),
-  )
-
-
 def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells=None) -> tuple[dict, str]:
   """Phase 5: the metrics and notes of results.json from the training seeds' records.
 
@@ -202,7 +193,10 @@ def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells=None) -> tupl
   first = per_seed[next(iter(per_seed))]
   flops, params = first["flops"], first["params"]
   rows = aggregate_rows([per_seed[s]["rows"] for s in per_seed])
-  head_methods = matched_quality_methods(cfg)
+  head_methods = dict(  # the best row of base_methods met by the cheapest K > 1 dual row
+    base_methods=tuple(cfg.get("matched_quality_baseline_methods", ("baseline",))),
+    dual_methods=tuple(cfg.get("matched_quality_dual_methods", ("dual-rate",))),
+  )
   # Headline: cheapest configuration of each family that reaches the baseline's best quality.
   headline = _headline(rows, flops, **head_methods)
   notes = results_notes(cfg, floor, list(per_seed), n_eval, headline, head_methods)
@@ -494,34 +488,11 @@ def derived_metrics(metrics) -> dict:
   """The values the claims in ``configs/default.py`` are judged on, from the run's metrics.
 
   Pure and JSON-in/JSON-out, so committed results can be re-judged
-  (``python -m experiments.reproduce --rejudge=dual_rate``). A gain "in std" is
-  (competitor FD - dual-rate FD) / sqrt(std_1^2 + std_2^2) over the sampling seeds; a median
-  is taken over the rows named.
-
-  * ``matched_quality_flop_reduction``: the baseline's cheapest MFLOPs at matched quality over
-    the dual-rate (K > 1) cheapest; 0.0 when no dual-rate setting reaches matched quality.
-  * ``matched_quality_wall_reduction``: the same ratio in measured wall time (None when not
-    reached).
-  * ``mmd_dual_minus_dual_fd_in_std``: best MMD dual-rate student's FD minus the best undistilled
-    dual-rate FD, over sqrt(std_1^2 + std_2^2) (None without both).
-  * ``features_gain_in_std``: dual-rate (K > 1) against the best no-feature light denoiser at
-    equal or lower FLOPs (median over the dual-rate rows).
-  * ``vs_mmd_baseline_gain_in_std``: dual-rate (K > 1) against the best MMD student of the
-    baseline at equal or lower FLOPs (median over the dual-rate rows).
-  * ``stale_training_gain_in_std``: dual-rate against the fresh-only-trained pair at the same
-    (N, K > 1) (median over pairs).
-  * ``front_vs_uniform_gain_in_std`` / ``back_vs_uniform_gain_in_std``: front-/back-loaded
-    refresh against uniform refresh at equal encoder calls (median over N).
-  * ``rollout_vs_ancestral_gain_in_std`` / ``ddim_vs_ancestral_gain_in_std``: the rollout / DDIM
-    coupling against the ancestral one at the same (N, K >= 4) (median over pairs).
-  * ``baseline_best_fd_over_floor``: the best baseline FD (the matched-quality target's
-    baseline row) over the real-vs-real floor.
-  * ``quality_regime_reached``: that ratio is at most the config's ``quality_regime_bar``
-    (None without a bar): whether "matched quality" is matched close to the data.
-  * ``floor_is_heldout``: 1.0 when the floor compares two disjoint held-out splits of exactly
-    ``num_eval_samples`` images each and the rows' reference is the first of them (so a row and
-    the floor are FDs of the same kind and size, and the floor bounds what real data scores),
-    else 0.0.
+  (``python -m experiments.reproduce --rejudge=dual_rate``); each claim's ``note`` in the config
+  defines its value. A gain "in std" is (competitor FD - dual-rate FD) / sqrt(std_1^2 +
+  std_2^2) over the sampling seeds (:func:`_gain_in_std`), a median over the rows named;
+  ``floor_is_heldout`` is 1.0 when the floor compares two disjoint held-out splits of
+  ``num_eval_samples`` images and the rows' reference is the first of them.
   """
   head = metrics["headline"]
   rows = metrics["rows"]

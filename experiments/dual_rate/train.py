@@ -1,21 +1,11 @@
 """Quality against compute for Dual-Rate Diffusion, the single-network baseline and MMD.
 
-Phases (each training phase checkpoints under <workdir>/<phase>/checkpoints and resumes):
-1. a feature classifier for the FD-proxy / KID, the FD reference and the real-vs-real floor
-   (``fd_reference``: the train split, or a held-out split; see :func:`evaluate.fd_splits`);
-2. the single-network baseline (the heavy ViT) and the dual-rate pair (the same ViT as context
-   encoder + a light conv denoiser, stale-context training) for the same number of steps;
-3. sampling: the baseline at several step counts, dual-rate with refresh interval K at several
-   step counts; exact call counts, FLOPs per sample (per-component XLA cost analysis times call
-   counts) and wall time;
-4. Moment Matching Distillation of both models to k-step students (dual-rate student: encoder
-   every ``mmd_dual_interval`` student steps);
-5. results.json (headline; the table and the quality-vs-cost plot declared in
-   ``configs/default.py``) and the sample grids.
-
-Resumable state lives in ``core.CellStore``s: one cell per training seed (or per seed and
-phase, ``phase_cells``) under ``<workdir>/cells`` and one per sampled row under
-``<seed dir>/rows``, so a rerun reads finished rows back instead of sampling them again.
+Phases: (1) the feature classifier, FD reference and real-vs-real floor (``evaluate.Evaluator``);
+(2) the single-network baseline and the dual-rate pair trained for the same steps; (3) sampling
+both at several step counts (and K), with exact call counts, FLOPs and wall time; (4) Moment
+Matching Distillation of both; (5) results.json (report declared in ``configs/default.py``) and
+the sample grids. Every training phase checkpoints under ``<workdir>/<phase>`` and resumes;
+finished seeds (or (seed, phase) with ``phase_cells``) and rows are ``core.CellStore`` cells.
 """
 
 from __future__ import annotations
@@ -289,20 +279,7 @@ class _SeedRun:
     # does not sample them again.
     self.row_store = core.CellStore(sub_dir / "rows")
     self.timed = tuple(cfg.get("time_methods", ())) or None
-
-  def fit(self, model, loss, name, *, steps, lr, ema_decay, consts=None):
-    return _fit(
-      model,
-      loss,
-      name=name,
-      steps=steps,
-      lr=lr,
-      cfg=self.cfg,
-      data=self.run.data,
-      workdir=self.sub_dir,
-      ema_decay=ema_decay,
-      consts=consts,
-    )
+    self.fit = functools.partial(_fit, cfg=self.cfg, data=run.data, workdir=sub_dir)
 
   def net(self, name, make_loss, phase_of_origin):
     """The trained network ``name``; its record counts for the phase that trains it."""
@@ -312,7 +289,7 @@ class _SeedRun:
       self.trained[name] = self.fit(
         init,
         make_loss(),
-        name,
+        name=name,
         steps=cfg.train_steps,
         lr=cfg.learning_rate,
         ema_decay=cfg.ema_decay,
@@ -432,7 +409,7 @@ class _SeedRun:
       pair, _, sec = self.fit(
         dr.MMDPair(_copy(t), _copy(t)),
         mmd_losses[tg, k, is_dual],
-        name,
+        name=name,
         steps=cfg.mmd_train_steps,
         lr=cfg.mmd_learning_rate,
         ema_decay=0.0,

@@ -118,10 +118,8 @@ def batch_sharding(config):
   ):
     if bs % n:
       raise ValueError(f"{name}={bs} must be divisible by the {n} devices to shard the batch")
-  # Auto axes: XLA propagates the batch sharding through every op (explicit axes would need a
-  # sharding annotation on each reshape of the patch embedding)
-  mesh = jax.make_mesh((n,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
-  return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
+  # Auto axes: XLA propagates the batch sharding (explicit ones need an annotation per reshape)
+  return core.data_sharding(core.make_mesh(axis_type=jax.sharding.AxisType.Auto))
 
 
 def _put(a, sharding):

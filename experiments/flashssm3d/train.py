@@ -1,13 +1,11 @@
 """FlashSSM-3D reproduction on procedural scenes (a synthetic proxy; see README.md).
 
-Pipeline per seed (:func:`run_seed`): render a training pool and a disjoint test set; train the
-alternating-attention teacher on ground truth (T1), or read its cached predictions; distil SSM
-students on the teacher's outputs for 25% of the pool within a FLOP budget ((a) regression,
-(b) + Procrustes, (c) + Procrustes + reprojection), train a GT student and an attention model at
-the same budget; evaluate all against GT, the teacher and input-independent predictors.
-``config.experiment = "scan_order"`` (configs/scan_order.py) runs the scan-order ablation
-(:func:`run_scan_order_seed`) instead; the view-scaling study is scaling.py. The claim code is
-evaluate.py; the tables and figures are declared in ``configs/`` (``config.report``).
+Per seed (:func:`run_seed`): render a pool and a disjoint test set; train the attention teacher
+on ground truth (or read its cached predictions); distil SSM students on its outputs within a
+FLOP budget, train a GT student and an attention model at the same budget; evaluate all against
+GT, the teacher and input-independent predictors. ``configs/scan_order.py`` runs the scan-order
+ablation (:func:`run_scan_order_seed`); scaling.py the view-scaling study; evaluate.py the
+claim code; ``config.report`` the tables and figures.
 """
 
 from __future__ import annotations
@@ -462,21 +460,33 @@ def _write(config, workdir, metrics, notes, t_start, extra) -> dict:
   return json.loads(pathlib.Path(path).read_text()) if path is not None else {}
 
 
+def _per_seed(config, workdir, run_fn, derive, seeds_from="") -> tuple[dict, dict, dict | None]:
+  """``(runs, per_seed, provenance)``: ``run_fn`` of every seed (one resumable cell each), every
+  seed's flat metrics with ``derive(run)``, and where seeds read from ``seeds_from`` came from."""
+  store = core.CellStore(workdir / "seeds")
+  seeds = _seed_list(config)
+  imported, provenance = {}, None
+  if seeds_from:
+    missing = [s for s in seeds if f"seed{s}" not in store]
+    imported, provenance = ev.seeds_from_results(seeds_from, missing, config.data.num_views)
+  runs = {
+    s: store.get_or_compute(f"seed{s}", lambda _, s=s: run_fn(config, s, workdir / f"seed{s}"))
+    for s in seeds
+    if s not in imported
+  }
+  if not runs:
+    raise ValueError("at least one seed must be computed here (all were in config.seeds_from)")
+  per_seed = {**imported, **{s: {**ev.flat_metrics(r), **derive(r)} for s, r in runs.items()}}
+  return runs, {s: per_seed[s] for s in seeds}, (provenance if imported else None)
+
+
 def scan_order_and_evaluate(config, workdir) -> dict:
   """Every seed of :func:`run_scan_order_seed` (resumable per seed), aggregated and written."""
   t_start = time.perf_counter()
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
-  store = core.CellStore(workdir / "seeds")
-  runs = {
-    seed: store.get_or_compute(
-      f"seed{seed}", lambda _, s=seed: run_scan_order_seed(config, s, workdir / f"seed{s}")
-    )
-    for seed in _seed_list(config)
-  }
-  per_seed = {
-    seed: {**ev.flat_metrics(r), **ev.scan_order_derived(r["eval"])} for seed, r in runs.items()
-  }
+  derive = lambda r: ev.scan_order_derived(r["eval"])
+  runs, per_seed, _ = _per_seed(config, workdir, run_scan_order_seed, derive)
   metrics = ev.aggregate(list(per_seed.values()))
   first = runs[min(runs)]
   notes = (
@@ -494,47 +504,13 @@ def scan_order_and_evaluate(config, workdir) -> dict:
   return {"metrics": metrics, "table_markdown": record.get("table_markdown"), "runs": runs}
 
 
-def _per_seed(config, workdir) -> tuple[dict, dict, dict | None]:
-  """``(runs, per_seed, provenance)``: the seeds computed (or read back) in ``workdir``, every
-  seed's flat metrics with its derived quantities, and where imported seeds came from."""
-  store = core.CellStore(workdir / "seeds")
-  seeds = _seed_list(config)
-  imported, provenance = {}, None
-  if config.get("seeds_from", ""):
-    missing = [s for s in seeds if f"seed{s}" not in store]
-    imported, provenance = ev.seeds_from_results(config.seeds_from, missing, config.data.num_views)
-  runs = {}
-  for seed in seeds:
-    if seed not in imported:
-      runs[seed] = store.get_or_compute(
-        f"seed{seed}", lambda _, s=seed: run_seed(config, s, workdir / f"seed{s}")
-      )
-  if not runs:
-    raise ValueError("at least one seed must be computed here (all were in config.seeds_from)")
-  per_seed = dict(imported)
-  for seed, r in runs.items():
-    flat = ev.flat_metrics(r)
-    flat.update(ev.derived_metrics(r["eval"], r.get("extrapolation", {}), config.data.num_views))
-    per_seed[seed] = flat
-  per_seed = {s: per_seed[s] for s in seeds}
-  return runs, per_seed, (provenance if imported else None)
-
-
 def train_and_evaluate(config, workdir) -> dict:
   """Every seed of :func:`run_seed` (resumable per seed), aggregated over seeds, and written.
 
-  With ``config.experiment == "scan_order"`` the scan-order ablation
-  (:func:`scan_order_and_evaluate`) instead.
-
-  Metrics are the means over seeds; ``<metric>/ci95`` is the 95% t-interval half-width of the
-  mean and ``<metric>/std`` the sample std (with >= 2 seeds). Derived metrics (slacks, paired
-  differences, extrapolation retention) are computed per seed first, then aggregated.
-
-  ``config.seeds_from`` (a path to an earlier ``results.json`` of this experiment, e.g. the
-  committed one) supplies the per-seed metrics of seeds whose cell is not in this workdir (see
-  :func:`evaluate.seeds_from_results`): extending a finished run with more seeds does not
-  recompute its seeds. Which seeds came from where is recorded in ``extra.seeds_from``; the
-  tables, plots and the teacher / student info come from the seeds computed here.
+  ``config.experiment == "scan_order"``: the scan-order ablation instead. Metrics are means over
+  seeds with ``/ci95`` and ``/std`` (:func:`evaluate.aggregate`; derived metrics are computed
+  per seed first). Seeds without a cell here are read from ``config.seeds_from`` (an earlier
+  ``results.json``, :func:`evaluate.seeds_from_results`), recorded in ``extra.seeds_from``.
   """
   if config.get("experiment", "distillation") == "scan_order":
     return scan_order_and_evaluate(config, workdir)
@@ -544,7 +520,11 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir.mkdir(parents=True, exist_ok=True)
   for v in config.variants:
     core.validate_choice(v, name="variants", allowed=tuple(_VARIANTS))
-  runs, per_seed, provenance = _per_seed(config, workdir)
+  nv = config.data.num_views
+  derive = lambda r: ev.derived_metrics(r["eval"], r.get("extrapolation", {}), nv)
+  runs, per_seed, provenance = _per_seed(
+    config, workdir, run_seed, derive, config.get("seeds_from", "")
+  )
   first = runs[min(runs)]
   metrics = ev.aggregate(list(per_seed.values()))
   extra = {

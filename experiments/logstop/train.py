@@ -521,9 +521,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   cfg = config
   if cfg.num_templates > len(D.TEMPLATES):
     raise ValueError(f"num_templates must be <= {len(D.TEMPLATES)}, got {cfg.num_templates}")
-  seeds = [int(s) for s in cfg.seeds]
-  if not seeds:
-    raise ValueError("seeds must name at least one seed")
+  seeds = [int(s) for s in core.validate_seeds(tuple(cfg.seeds), name="seeds")]
   runs = [run_seed(cfg, s, workdir) for s in seeds]
   match_seed = [r["matching"] for r in runs]
   match_overall, match_ci = _mean_ci(match_seed)
@@ -564,17 +562,21 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     "retrieval/per_query": [r["retrieval_per_query"] for r in runs],
     "retrieval/skipped_queries": [r["retrieval_skipped"] for r in runs],
   }
+  notes = (
+    "Synthetic digit videos (reconstruction); per seed a JAX MLP detector trained on a "
+    "disjoint half of sklearn digits and freshly generated videos; every arm at every window."
+  )
+  _write(workdir, json.loads(json.dumps(results)), config, notes, t0)
+  return results
+
+
+def _write(workdir, metrics_, config, notes, t0, **kw) -> None:
+  """``core.write_results`` (the config's claims and report); prints the table on process 0."""
   path = core.write_results(
-    workdir,
-    metrics=json.loads(json.dumps(results)),
-    config=config,  # its claims and report
-    notes="Synthetic digit videos (reconstruction); per seed a JAX MLP detector trained on a "
-    "disjoint half of sklearn digits and freshly generated videos; every arm at every window.",
-    wall_time_s=time.time() - t0,
+    workdir, metrics=metrics_, config=config, notes=notes, wall_time_s=time.time() - t0, **kw
   )
   if core.is_main_process():
     print(json.loads(path.read_text())["table_markdown"])
-  return results
 
 
 def run_qmtp(cfg, workdir) -> dict:
@@ -595,14 +597,6 @@ def run_qmtp(cfg, workdir) -> dict:
     baselines=bool(cfg.get("qmtp_baselines", True)),
   )
   metrics_ = {k: v for k, v in res.items() if k != "decisions"}
-  path = core.write_results(
-    workdir,
-    metrics=metrics_,
-    config=cfg,  # its report's QMTP table
-    notes=f"QMTP-video from {len(samples)} samples of per-frame scores in qmtp_dir.",
-    wall_time_s=time.time() - t0,
-    claims=(),
-  )
-  if core.is_main_process():
-    print(json.loads(path.read_text())["table_markdown"])
+  notes = f"QMTP-video from {len(samples)} samples of per-frame scores in qmtp_dir."
+  _write(workdir, metrics_, cfg, notes, t0, claims=())
   return metrics_
