@@ -200,7 +200,8 @@ def _summary(res, cfg):
             r["flop_exponent"],
             rule,
             unit="",
-            note=f"the ceiling of the time exponent at these views, independent of host load: "
+            note=f"the growth of the work at these views, independent of host load (a time "
+            f"exponent far from it is load noise: the quick mode times one call per size); "
             f"the quadratic FLOPs equal the linear ones only at "
             f"{prof['quadratic_equals_linear_at_views']:.0f} views, so the exponent nears 2 "
             f"only well beyond that (the fit gives {r['flop_exponent_32_512']:.2f} over "
