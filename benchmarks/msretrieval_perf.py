@@ -18,6 +18,16 @@ Measured side by side in one process, warm-up (compilation) excluded, interleave
    MLP 2 x 512; quick: smaller): milliseconds, and the count of traces over the warm-up and
    the timed calls (must stay 1).
 
+The spec's absolute target (< 20 ms) is kept as a row, but it depends on the host's load (it
+measured 22 ms with the load average near 2 and several times that at 15-20, on the same code);
+the ratio against the direct form, timed in the same repeats, is the figure that does not, and
+one pass over the uint8 candidates (``jnp.max``) is timed beside both as the memory floor.
+Variants that keep the scores bitwise equal were tried and gave nothing measurable in CPU time
+(within 15%): the candidates' row sums in int32 from the uint8 entries, the binary check as
+``y <= 1`` on the unsigned entries, blocks of 1 MB or 16 MB instead of 4 MB; what is left is
+the conversion of each block to float32 and XLA's matrix-vector product over it, which a
+fused multiply-reduce over the uint8 entries (the direct form's kernel) does not beat.
+
 Where the time of (1) went when it measured 0.47x the direct form: ``candidate_scores`` made one
 batched ``einsum('bf,bcf->bc')`` over ``cand_fp.astype(float32)``; XLA materialised that float32
 copy of the candidates (4x the uint8 bytes) and read it back for the product, and the binary
@@ -79,8 +89,13 @@ def main(argv=None):
     return jnp.where(m, num / jnp.maximum(den, 1e-8), -jnp.inf)
 
   np.testing.assert_allclose(ours(p, cand, mask), direct(p, cand, mask), rtol=1e-4, atol=1e-6)
+  read_once = jax.jit(lambda y: jnp.max(y))  # one pass over the uint8 candidates: the floor
   t = bench.side_by_side(
-    {"candidate_scores": lambda: ours(p, cand, mask), "direct": lambda: direct(p, cand, mask)},
+    {
+      "candidate_scores": lambda: ours(p, cand, mask),
+      "direct": lambda: direct(p, cand, mask),
+      "read_floor": lambda: read_once(cand),
+    },
     repeats,
   )
   _pair(rows, "candidate_scores_cosine", t, shape=[b, c, f])
@@ -97,7 +112,12 @@ def main(argv=None):
       1e3 * t["candidate_scores"].best,
       "< 20",
       unit="ms",
-      note="spec §7",
+      note=f"spec §7, an absolute time: it moves with the host's load (load average "
+      f"{host.get('load_average_at_start')} at the start on {host.get('usable_cpus')} CPUs), "
+      f"so the ratio above, measured side by side, is the figure to read. Beside it: "
+      f"{1e3 * t['read_floor'].best:.3g} ms (CPU {1e3 * min(t['read_floor'].cpu):.3g} ms) "
+      f"for one read of the uint8 candidates, the memory floor, against "
+      f"{1e3 * min(t['candidate_scores'].cpu):.3g} ms of CPU for candidate_scores",
     )
   )
 

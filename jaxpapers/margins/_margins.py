@@ -153,31 +153,43 @@ def topk_accuracy(U: ArrayLike, V: ArrayLike, A: ArrayLike, *, normalize: bool =
 
 @functools.partial(jax.jit, static_argnames=("chunk_size",))
 def _all_margins_chunked(U, V, A, chunk_size):
+  """The reductions of :func:`all_margins` over blocks of ``chunk_size`` query rows.
+
+  Each block needs only its per-row ``min`` over positives and ``max`` over negatives: ``m_0``
+  is ``min(min_{A=1} S, -max_{A=0} S)`` of the global extremes (min and negation are exact,
+  so this equals ``min Y * S``), which saves a third pass over the scores. The blocks are
+  dynamic slices of the unpadded ``U`` and ``A`` (a last, shorter block when ``chunk_size``
+  does not divide ``N``), so no padded copy of the inputs is made.
+  """
   N = U.shape[0]
-  num_chunks = -(-N // chunk_size)
-  pad = num_chunks * chunk_size - N
-  Up = jnp.pad(U, ((0, pad), (0, 0))).reshape(num_chunks, chunk_size, -1)
-  Ap = jnp.pad(A, ((0, pad), (0, 0))).reshape(num_chunks, chunk_size, -1)
-  valid = (jnp.arange(num_chunks * chunk_size) < N).reshape(num_chunks, chunk_size)
+  full = N // chunk_size
   inf = jnp.asarray(jnp.inf, U.dtype)
 
-  def body(carry, xs):
-    m0, pmin, nmax, mq, correct = carry
-    Uc, Ac, vc = xs
-    S = Uc @ V.T  # [chunk, n]
-    ys = jnp.where(Ac, S, -S)
-    m0 = jnp.minimum(m0, jnp.min(jnp.where(vc[:, None], ys, inf)))
-    pos_min, neg_max = _row_stats(S, Ac)
-    pmin = jnp.minimum(pmin, jnp.min(jnp.where(vc, pos_min, inf)))
-    nmax = jnp.maximum(nmax, jnp.max(jnp.where(vc, neg_max, -inf)))
-    mq = jnp.minimum(mq, jnp.min(jnp.where(vc, 0.5 * (pos_min - neg_max), inf)))
-    correct = correct + jnp.sum(jnp.where(vc, pos_min > neg_max, False))
-    return (m0, pmin, nmax, mq, correct), None
+  def block(carry, Uc, Ac):
+    pmin, nmax, mq, correct = carry
+    pos_min, neg_max = _row_stats(Uc @ V.T, Ac)  # S block [rows, n] -> [rows] each
+    return (
+      jnp.minimum(pmin, jnp.min(pos_min)),
+      jnp.maximum(nmax, jnp.max(neg_max)),
+      jnp.minimum(mq, jnp.min(0.5 * (pos_min - neg_max))),
+      correct + jnp.sum(pos_min > neg_max, dtype=jnp.int32),
+    )
 
-  init = (inf, inf, -inf, inf, jnp.zeros((), jnp.int32))
-  (m0, pmin, nmax, mq, correct), _ = jax.lax.scan(body, init, (Up, Ap, valid))
+  def body(i, carry):
+    start = i * chunk_size
+    return block(
+      carry,
+      jax.lax.dynamic_slice_in_dim(U, start, chunk_size),
+      jax.lax.dynamic_slice_in_dim(A, start, chunk_size),
+    )
+
+  carry = (inf, -inf, inf, jnp.zeros((), jnp.int32))
+  carry = jax.lax.fori_loop(0, full, body, carry)
+  if N % chunk_size:
+    carry = block(carry, U[full * chunk_size :], A[full * chunk_size :])
+  pmin, nmax, mq, correct = carry
   return {
-    "m0": m0,
+    "m0": jnp.minimum(pmin, -nmax),
     "mg": 0.5 * (pmin - nmax),
     "mq": mq,
     "topk_accuracy": jnp.where(correct == N, 1.0, correct / N).astype(U.dtype),
@@ -190,19 +202,23 @@ def all_margins(
   A: ArrayLike,
   *,
   normalize: bool = False,
-  chunk_size: int = 65536,
+  chunk_size: int = 16384,
 ) -> dict[str, jax.Array]:
   """All three margins and the top-k accuracy in one pass, chunked over query rows.
 
   Peak memory is ``O(chunk_size * n)``, so the C(64, 4) = 635,376-row k-sparse
-  problem evaluates without materialising the full score matrix.
+  problem evaluates without materialising the full score matrix. The default block of 16,384
+  rows keeps a block of scores (``16384 x n`` floats) near the CPU caches; much larger blocks
+  are slower (``benchmarks/margins_throughput.py`` records both).
 
   Args:
     U: ``[N, d]`` query embeddings with unit rows (or nonzero rows with ``normalize=True``).
     V: ``[n, d]`` document embeddings, same convention.
     A: ``[N, n]`` binary relevance matrix.
     normalize: divide rows of ``U`` and ``V`` by their norms first (see :func:`margin`).
-    chunk_size: query rows per step of the scan (a positive int; capped at ``N``).
+    chunk_size: query rows per step of the loop (a positive int; capped at ``N``). The
+      reductions (min, max, an integer count) do not depend on it; the float32 scores can
+      differ in the last bit, as the matmul kernel depends on the block's shape.
 
   Returns:
     ``{"m0": m_0, "mg": m_g, "mq": m_q, "topk_accuracy": acc}`` (scalars), with the

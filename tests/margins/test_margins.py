@@ -211,3 +211,43 @@ def test_critical_n_grid():
   # 12 -> 15 -> 19 -> 24 -> 30 -> 38 -> 48 (ceil of 1.25 n, capped at n_max).
   assert M.critical_n_grid(48, 2) == [*range(3, 13), 15, 19, 24, 30, 38, 48]
   assert M.critical_n_grid(40, 3) == [*range(4, 13), 15, 19, 24, 30, 38, 40]
+
+
+def test_all_margins_independent_of_the_block_size_and_edge_rows():
+  # Blocks of 1, 5 (not dividing N), N and more than N give the float64 reference (up to the
+  # float32 rounding of the score matmul, whose kernel depends on the block's shape); rows with
+  # no positives or no negatives are included.
+  rng = np.random.default_rng(3)
+  N, n, d = 23, 9, 5
+  U, V = _unit(rng.normal(size=(N, d))), _unit(rng.normal(size=(n, d)))
+  A = rng.random((N, n)) < 0.4
+  A[0], A[1] = True, False
+  Uf, Vf = U.astype(np.float32), V.astype(np.float32)
+  m0, mg, mq = _ref_margins(Uf.astype(np.float64), Vf.astype(np.float64), A)
+  S = Uf.astype(np.float64) @ Vf.astype(np.float64).T
+  pos_min = np.where(A, S, np.inf).min(1)
+  neg_max = np.where(A, -np.inf, S).max(1)
+  acc = np.mean(pos_min > neg_max)
+  outs = [M.all_margins(Uf, Vf, A, chunk_size=c) for c in (1, 5, N, 100)]
+  for out in outs:
+    np.testing.assert_allclose(
+      [float(out[k]) for k in ("m0", "mg", "mq", "topk_accuracy")], [m0, mg, mq, acc], atol=1e-6
+    )
+    assert float(out["topk_accuracy"]) == np.float32(acc)  # an exact count, in float32
+
+
+def test_unit_row_check_decides_as_float64_near_the_tolerance():
+  # The eager check screens in float32 and falls back to float64 near the tolerance: a row just
+  # inside 1 + 1e-3 passes, one just outside fails, as the float64 check decides.
+  V = np.eye(3)
+  A = np.eye(2, 3, dtype=bool)
+  for norm, ok in ((1 + 1e-3 - 2e-6, True), (1 + 1e-3 + 2e-6, False), (1 - 1e-3 - 2e-6, False)):
+    U = np.array([[norm, 0.0, 0.0], [0.0, 1.0, 0.0]], np.float32)
+    assert (abs(np.linalg.norm(U[0].astype(np.float64)) - 1) <= 1e-3) == ok
+    if ok:
+      M.margin(U, V, A)
+    else:
+      with pytest.raises(ValueError, match="unit-norm"):
+        M.margin(U, V, A)
+  with pytest.raises(ValueError, match="unit-norm"):
+    M.margin(np.array([[np.nan, 0, 0], [0, 1, 0]], np.float32), V, A)
