@@ -730,6 +730,15 @@ CASES = [
     id="paired-bootstrap-2d",
   ),
   Case(
+    "core.cluster_bootstrap",
+    core.cluster_bootstrap,
+    (np.zeros(4),),
+    match=r"diffs must be a 2-D \[clusters, items\] array with at least one of each, got shape \(4,\)",
+    jit=None,
+    jit_reason=STATS,
+    id="cluster-bootstrap-1d",
+  ),
+  Case(
     "core.sign_flip_test",
     core.sign_flip_test,
     (np.ones(3),),

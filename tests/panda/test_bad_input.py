@@ -155,6 +155,15 @@ CASES = [
     id="count_params",
   ),
   Case(
+    "panda.match_hidden",
+    lambda: panda.match_hidden(UNDIR, "hgnn", "panda", {}, 0),
+    error=ValueError,
+    match="target must be an int >= 1, got 0",
+    jit=None,
+    jit_reason="searches a width over abstract initialisations, not a traced computation",
+    id="match_hidden",
+  ),
+  Case(
     "panda.TrialCache",
     lambda: panda.TrialCache(UNDIR, "hgnn", epochs=0, runs=2),
     error=ValueError,
