@@ -281,6 +281,22 @@ def candidate_scores(
 _CHUNK_ENTRIES = 1 << 20
 
 
+def _all_binary(y: jax.Array) -> jax.Array:
+  """Scalar bool: every entry of ``y`` is 0 or 1.
+
+  For integer dtypes this is a range check, one max (and for signed ones one min) reduction
+  over the stored entries; the elementwise form ``(y == 0) | (y == 1)`` materialises a bool
+  tensor and reduces it in a second pass, which cost as much CPU time as the scores themselves
+  at B=64, C=256, F=4096 (``benchmarks/msretrieval_perf.py``). Floats keep the elementwise
+  form (it also rejects NaN).
+  """
+  if jnp.issubdtype(y.dtype, jnp.unsignedinteger):
+    return jnp.max(y, initial=0) <= 1
+  if jnp.issubdtype(y.dtype, jnp.signedinteger):
+    return (jnp.max(y, initial=0) <= 1) & (jnp.min(y, initial=0) >= 0)
+  return jnp.all(_binary_ok(y))
+
+
 def _rowwise_sums(p: jax.Array, cand_fp: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
   """``(Σ_f p y [B, C], Σ_f y [B, C], row binary [B])`` in one pass over ``cand_fp [B, C, F]``."""
   rows = max(1, min(p.shape[0], _CHUNK_ENTRIES // (cand_fp.shape[1] * cand_fp.shape[2])))
@@ -289,7 +305,7 @@ def _rowwise_sums(p: jax.Array, cand_fp: jax.Array) -> tuple[jax.Array, jax.Arra
   def one_row(args):
     p_b, y_b = args  # [F], [C, F]
     y = y_b.astype(jnp.float32)
-    return y @ p_b, y.sum(-1), jnp.all(_binary_ok(y_b))
+    return y @ p_b, y.sum(-1), _all_binary(y_b)
 
   return jax.lax.map(one_row, (p, cand_fp), batch_size=rows)
 

@@ -142,3 +142,21 @@ def test_candidate_scores_does_not_recompile(cands):
   f(p + 0.0, 1 - y, mask)
   assert f._cache_size() == before
   assert jnp.asarray(f(p, y, mask)).dtype == jnp.float32
+
+
+@pytest.mark.parametrize(
+  ("dtype", "bad"),
+  [(np.uint8, 2), (np.uint8, 255), (np.int8, -1), (np.int32, 2), (np.float32, 0.5)],
+)
+def test_candidate_scores_rejects_non_binary_entries_of_each_dtype(cands, dtype, bad):
+  """The binary check is a range check for integer candidates: one entry out of {0, 1} in the
+  last query row raises eagerly and makes every score NaN under jit; binary candidates of the
+  same dtype score as the uint8 ones."""
+  p, y, mask = cands
+  good = y.astype(dtype)
+  np.testing.assert_array_equal(M.candidate_scores(p, good, mask), M.candidate_scores(p, y, mask))
+  wrong = good.copy()
+  wrong[-1, 1, 7] = bad
+  with pytest.raises(ValueError, match="cand_fp must be binary"):
+    M.candidate_scores(p, wrong, mask)
+  assert np.all(np.isnan(jax.jit(M.candidate_scores)(p, wrong, mask)))
