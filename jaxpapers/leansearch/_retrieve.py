@@ -28,7 +28,8 @@ from jaxpapers.leansearch._informal import split_identifier
 @functools.partial(jax.jit, static_argnames=("m", "n_out", "rep"))
 def _dense_topk(q, d, valid, m, n_out=None, rep=None):
   s = q @ d.T
-  s = jnp.where(valid, s, -jnp.inf)
+  if valid is not None:  # without a mask, no [Q, N] select pass (nor a [Q, N] mask to build)
+    s = jnp.where(valid, s, -jnp.inf)
   top, ids = jax.lax.top_k(s, m)
   if n_out is not None:  # sharded input: gather, then drop the padding rows
     top, ids = jax.sharding.reshard((top, ids), rep)
@@ -66,9 +67,8 @@ def dense_topk(
     )
   m = V.check_int(m, "m", min_value=1, max_value=d_emb.shape[0])
   n_q = q_emb.shape[0]
-  if valid is None:
-    valid = jnp.ones((n_q, d_emb.shape[0]), bool)
-  valid = V.check_array(valid, "valid", shape=(n_q, d_emb.shape[0]), dtype="bool")
+  if valid is not None:
+    valid = V.check_array(valid, "valid", shape=(n_q, d_emb.shape[0]), dtype="bool")
   if mesh is None:
     return _dense_topk(q_emb, d_emb, valid, m)
   if "data" not in mesh.axis_names:
@@ -76,9 +76,11 @@ def dense_topk(
   n_dev = mesh.shape["data"]
   pad = (-n_q) % n_dev
   qp = jnp.pad(q_emb, ((0, pad), (0, 0)))
-  vp = jnp.pad(valid, ((0, pad), (0, 0)), constant_values=True)
   row = NamedSharding(mesh, P("data"))
-  qp, vp = jax.device_put(qp, row), jax.device_put(vp, row)
+  qp = jax.device_put(qp, row)
+  vp = None
+  if valid is not None:
+    vp = jax.device_put(jnp.pad(valid, ((0, pad), (0, 0)), constant_values=True), row)
   rep = NamedSharding(mesh, P())
   d_rep = jax.device_put(d_emb, rep)
   return _dense_topk(qp, d_rep, vp, m, n_out=n_q, rep=rep)

@@ -32,11 +32,29 @@ def test_dense_topk_matches_float64_and_respects_valid(emb):
   assert valid[np.arange(11)[:, None], np.asarray(i)].all()
 
 
+def test_dense_topk_without_valid_matches_float64_and_an_all_true_mask(emb):
+  """No mask (the path that skips the select): the top 7 of every document, best first."""
+  q, d = emb
+  s, i = L.dense_topk(q, d, 7)
+  ref = q.astype(np.float64) @ d.T.astype(np.float64)
+  want = np.argsort(-ref, axis=1, kind="stable")[:, :7]
+  np.testing.assert_array_equal(np.asarray(i), want)
+  np.testing.assert_allclose(np.asarray(s), np.take_along_axis(ref, want, 1), rtol=1e-5)
+  s1, i1 = L.dense_topk(q, d, 7, valid=np.ones((11, 60), bool))
+  np.testing.assert_array_equal(np.asarray(i1), np.asarray(i))
+  np.testing.assert_array_equal(np.asarray(s1), np.asarray(s))
+
+
 def test_dense_topk_sharded_equals_single_device(emb):
   q, d = emb
   mesh = jax.make_mesh((jax.device_count(),), ("data",))
   s1, i1 = L.dense_topk(q, d, 5)
   s2, i2 = L.dense_topk(q, d, 5, mesh=mesh)  # 11 queries padded to the device count
+  np.testing.assert_array_equal(np.asarray(i1), np.asarray(i2))
+  np.testing.assert_allclose(np.asarray(s1), np.asarray(s2), rtol=1e-6)
+  valid = np.random.default_rng(2).random((11, 60)) < 0.5
+  s1, i1 = L.dense_topk(q, d, 5, valid=valid)
+  s2, i2 = L.dense_topk(q, d, 5, valid=valid, mesh=mesh)
   np.testing.assert_array_equal(np.asarray(i1), np.asarray(i2))
   np.testing.assert_allclose(np.asarray(s1), np.asarray(s2), rtol=1e-6)
 
