@@ -48,7 +48,9 @@ For a memory-bound update the step ratio cannot go below
 ``1 + (bytes ratio - 1) * update time / step time`` (the update's share of adamw's step): in
 float32 at these sizes about 1.02x, above the 1.01x target, which therefore no implementation
 that reads the anchor can meet (the bf16 update is bound by its conversions, not its bytes, so
-its byte floor is not a time floor). The base-vs-base ratio shows how close to 1 a shared
+its byte floor is not a time floor; the step row's note gives, for both dtypes,
+``1 + (update time ratio - 1) * update time / step time`` as well: in bf16 SODA's update took
+about 10% more CPU time than adamw's at 29% of the step, about 1.03x). The base-vs-base ratio shows how close to 1 a shared
 2-core host resolves the step ratio at all (typically 1-4%): the step row is judged against
 1.01 or, where this run's base-vs-base distance from 1 is wider, against that noise floor
 (its name and note say which), and the noise row itself says whether this run resolved 1.01.
@@ -286,6 +288,9 @@ def _summary(rows, dtypes, probe=None):
     share = base_u["cpu_median_s"] / base_s["cpu_median_s"]  # the update's part of a step
     # What the step ratio cannot go below: the extra update time the bytes force.
     floor = 1.0 + (bytes_ratio - 1.0) * share
+    # What the step ratio follows from the update's measured extra time (any update, also one
+    # bound by its conversions rather than its bytes, as bf16's is).
+    time_floor = 1.0 + (upd_cpu - 1.0) * share
     # The least SODA must add to the base update in one pass: read the anchor, and read and
     # write the float32 iterate of compensated (low-precision) leaves.
     param_bytes = soda_u["param_bytes"]
@@ -376,6 +381,8 @@ def _summary(rows, dtypes, probe=None):
         )
         + (
           f"; CPU-time medians (minima {step_cpu_min:.3f}x, wall medians {step_wall:.3f}x); the "
+          f"update's measured extra time alone gives {time_floor:.3f}x (update ratio "
+          f"{upd_cpu:.3f}x at {share:.0%} of the step); the "
           f"floor the bytes set (for a memory-bound update) is {floor:.3f}x: the update is "
           f"{share:.0%} of adamw's step and SODA's moves {bytes_ratio:.2f}x its bytes (the whole "
           f"step's bytes as compiled, the anchor capture's copy counted: "
