@@ -43,15 +43,37 @@ NaN; the policy for bad input under jit), which reads every input once more and 
 a copy of the inputs (the ``cost`` rows time it). The fallback ``lax.cond`` costs nothing
 measurable: XLA's CPU backend runs one branch and hands it the parameters without a copy, and
 its predicate is a comparison of the [N] results. The log of the result fuses into the last
-reduction. The kernel of ``a U b`` moves under twice the bytes of a transpose of the inputs
-into the view (XLA's cost analysis of the kernel alone: the transposes, then one fusion that
-composes the maps of every chunk and writes both components of the totals). On the
+reduction. The kernel reads the inputs once into the time-major view and runs one loop down
+it (the sequential scan below; chains longer than 4,096 steps, the blocked scans). On the
 shared 2-core host (load average several times the core count) the median CPU time per frame
 of the kernel alone is close to the Python scorer's time per frame / 1,000, so with the check
 1,000x is not reached there; the min over repeats comes closer (the note gives both).
 ``scores`` at w = 64 pays the window sums' blocked scans (two more passes over the view per
 atom, on chains of n = T / w steps whose fixed costs grow relative to the work), so its ratio
 to w = 1 stays above 1.2.
+
+What the sequential scan of ``score`` changed, and what is left (measured side by side in one
+process, T = 500, 600 traces, CPU-ns per frame min / median, the "prob" kernel alone, on the
+shared 2-core host at load average 21-24): ``score`` runs one ``lax.scan`` down the chain
+(32 steps per loop iteration, traces as the lanes) instead of the blocked scans; ``a U b``
+2.24 / 2.54 against 2.06 / 2.33, ``G(a -> F b)`` 3.49 / 5.29 against 3.62 / 7.38, ``F(a & X b &
+X X c)`` 5.97 / 7.84 against 8.70 / 11.11 (T = 50 and 5,000 alike within the noise). The
+floor of that scan is the step itself: ``G(a -> F b)`` as a bare scan (no floored products, no
+end-of-trace masks, no range check) took 1.8-2.6 CPU-ns per frame at the same load, so a step
+over 600 lanes costs about 1-1.5 us, and the kernel with the range check, the fallback's test
+and the call's fixed cost stays near the 4-6 ns per frame that 1,000x allows: on this shared
+host the median ratio stays below 1,000x (the record's note gives the run's numbers). XLA's CPU
+backend fuses the unrolled steps once per carried value, so a formula with two chains (``G(a ->
+F b)``: G's and F's) recomputes the inner chain inside the outer one's expression; that, not
+memory, is what separates the kernel from the bare scan.
+
+``scores`` (every t) keeps the blocked scans, so its window sums at w > 1 still cost two more
+passes over the view per atom and its ratio at w = 64 / w = 1 stays above 1.2: the sequential
+scan returning every step's value was measured 4-5x slower than the blocked scans at T = 500
+(28-41 against 6-8 CPU-ns per frame), because XLA's CPU backend emits every returned row of
+an unrolled iteration as its own expression that recomputes the steps before it, and
+``lax.optimization_barrier`` (which would materialise each step) does not survive into its
+compiled program.
 
 Every call also pays a fixed cost that no kernel change removes: the range check registers a
 checkify ``debug_check`` (so that ``checkify`` can surface bad scores under jit), whose error

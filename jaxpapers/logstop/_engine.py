@@ -66,6 +66,20 @@ factor shared by both components (``score("a U b")`` 48.6 -> 28.0 bytes per fram
 so the atom's value and complement read it rather than each re-reading the two block scans it
 comes from (``scores("F(a & X b & X X c)", window=64)`` 222.4 -> 173.2).
 
+Sequential scan (`score` at t = 0 in the "prob" algebra). The blocked scans write every
+nested temporal operand's values at every step before the operator above reads them (``G(a ->
+F b)``: the view, F b's values, then G's reduction). `score` takes instead one ``lax.scan``
+down the n steps of chain 0 on the time-major view [n, N] (`_sequential_first`): each step
+evaluates every subformula from the atoms' block means at k and a carry of constant size (the
+values at k + 1 of the temporal subformulas and of X's operands), 32 steps per loop iteration,
+so nothing of size T is written but the view. Its rounding grows as 2 n eps (a step of an
+affine recursion adds at most 2 eps to the relative error), so it is used while that stays
+below 2^-10 (`sequential_fits`); longer chains take the blocked scans. `scores` (every t)
+keeps the blocked scans: XLA's CPU backend fuses every returned row of an unrolled loop body
+into its own expression, which recomputes all the steps before it in the iteration (measured
+4-5x the blocked scans' time at T = 500), and ``lax.optimization_barrier`` does not reach its
+compiled program.
+
 Cost (measured by ``benchmarks/logstop_throughput.py``): the "prob" algebra needs no
 transcendental per frame, so what is left is moving the frames into the view and a few
 multiply-adds and comparisons per frame and operator.
@@ -473,7 +487,7 @@ def _block_sums(x):
   return head, suffix
 
 
-def _atoms_in_view(props, names, window, lengths, first_only):
+def _atoms_in_view(props, names, window, lengths, first_only, chunking=None):
   """Window means of the atoms in the view, the validity mask and the view.
 
   Every frame goes to the view [L, C, w, N] of blocks of w frames (block k = step k of the
@@ -487,6 +501,8 @@ def _atoms_in_view(props, names, window, lengths, first_only):
     window: w.
     lengths: int32[N] or None (every trace has length T).
     first_only: chain 0 only (R = 1) instead of every frame (R = w).
+    chunking: (L, C) of the view; `_chunking` of the chain length by default. (1, n) gives
+      the time-major view [1, n, R, N] of the sequential scan (`_sequential_first`).
 
   Returns:
     (name -> means [L, C, R, N], valid bool[L, C, R, N] or None when all are valid, view).
@@ -494,7 +510,7 @@ def _atoms_in_view(props, names, window, lengths, first_only):
   N, T = next(iter(props.values())).shape
   w = window
   n = -(-T // w)
-  L, C = _chunking(n)
+  L, C = _chunking(n) if chunking is None else chunking
   view = _View(n, L, C, 1 if first_only else w, N)
   end = jnp.full((N,), T, jnp.int32) if lengths is None else lengths
   k = np.arange(L)[:, None, None, None] + L * np.arange(C)[None, :, None, None]
@@ -612,6 +628,167 @@ def underflow_threshold(formula: F.Formula, n: int, dtype) -> float:
   return math.inf if log2tau > -8 else 2.0**log2tau
 
 
+# ------------------------------------------------------------- sequential scan ("prob")
+
+# Steps of the sequential scan in one loop iteration (`_sequential_first`): XLA's CPU backend
+# fuses them into one loop body, so the fixed cost of an iteration is paid once per this many
+# steps.
+_UNROLL = 32
+
+
+def sequential_fits(formulas: Sequence[F.Formula], n: int, dtype) -> bool:
+  """Whether `score` (t = 0) in the "prob" algebra runs the sequential scan on chains of n steps.
+
+  A step of a recursion y = c + m y' (all terms >= 0) adds at most 2 eps to the relative
+  error of y', so a chain of n steps evaluated step by step is off by at most 2 n eps
+  relative, where the blocked scans are off by O(log n) eps: the sequential scan is used while
+  2 n eps <= 2^-10 (n <= 4096 in float32) and every formula is evaluated in linear space
+  (`underflow_threshold` is finite); longer chains take the blocked scans.
+  """
+  if 2 * n * float(jnp.finfo(dtype).eps) > 2.0**-10:
+    return False
+  return all(math.isfinite(underflow_threshold(f, n, dtype)) for f in formulas)
+
+
+def _sequential_first(formulas, props, window, lengths):
+  """The "prob" algebra at t = 0 by one ``lax.scan`` down the n steps of chain 0.
+
+  The block means of the atoms are moved once into the time-major view [n, N] (the traces
+  are the lanes of a step); each step evaluates every subformula at step k from the means at
+  k and a carry of constant size [N] per entry: the values at k + 1 of the temporal
+  subformulas and of the operands of ``X``. No intermediate of size T is written. `_UNROLL`
+  steps form one loop iteration; the chain is padded past the end of the trace (fewer steps
+  than there are iterations) so that every iteration holds as many steps.
+
+  Args:
+    formulas: parsed formulas.
+    props: name -> [N, T] arrays of one float dtype (the atoms of `formulas`).
+    window: w >= 1.
+    lengths: int32[N] or None (every trace has length T).
+
+  Returns:
+    A tuple with one array [N] per formula: the probability at t = 0 (the value of the blocked
+    "prob" evaluation, up to rounding).
+  """
+  N, T = next(iter(props.values())).shape
+  w = window
+  steps = -(-T // w)
+  iters = -(-steps // _UNROLL)
+  unroll = -(-steps // iters)
+  n = iters * unroll
+  names = sorted(props)
+  means, _, _ = _atoms_in_view(props, names, w, lengths, True, chunking=(1, n))
+  dtype = next(iter(props.values())).dtype
+  rows = tuple(means[k].reshape(n, N) for k in names)  # [1, n, 1, N] -> [n, N], a bitcast
+  end = None
+  if lengths is not None or n * w != T:
+    end = jnp.full((N,), T, jnp.int32) if lengths is None else lengths
+
+  # Carry keys: (f, side) is the chain of temporal subformula f (side 0 its probability, 1 the
+  # complement); ("next", f, side) is f's value as X f reads it (0 past the end for P, 1 for
+  # Q); ("root", i) is formula i when it is not temporal.
+  def start(key):
+    if key[0] == "next":
+      return float(key[2])
+    if key[0] == "root":
+      return 0.0
+    f, side = key
+    return 1.0 - side if isinstance(f, F.Always) else float(side)  # U, F: P = 0, Q = 1
+
+  temporal = (F.Until, F.Eventually, F.Always)
+  roots = [(f, 0) if isinstance(f, temporal) else ("root", i) for i, f in enumerate(formulas)]
+
+  def body_for(keys, requested):
+    index = {key: i for i, key in enumerate(keys)}
+
+    def body(carry, x):
+      k, atom_rows = x
+      valid = None if end is None else k * w < end
+      below = lambda v: v if valid is None else jnp.where(valid, v, jnp.zeros((), dtype))
+      above = lambda v: v if valid is None else jnp.where(valid, v, jnp.ones((), dtype))
+      memo = {}
+
+      def prev(key):  # the value of key at step k + 1
+        requested.add(key)
+        return carry[index[key]] if key in index else jnp.full((N,), start(key), dtype)
+
+      def ev(f, side):
+        if (f, side) in memo:
+          return memo[(f, side)]
+        P = lambda g: ev(g, 0)
+        Q = lambda g: ev(g, 1)
+        if isinstance(f, F.Atom):
+          m = atom_rows[names.index(f.name)]
+          v = _positive(m) if side == 0 else 1.0 - m
+        elif isinstance(f, F.Const):
+          v = jnp.full((N,), float(f.value != bool(side)), dtype)
+        elif isinstance(f, F.Not):
+          v = ev(f.arg, 1 - side)
+        elif isinstance(f, F.And):
+          a, b = f.left, f.right
+          v = _mul(P(a), P(b)) if side == 0 else Q(a) + _mul(P(a), Q(b))
+        elif isinstance(f, F.Or):
+          a, b = f.left, f.right
+          v = P(a) + _mul(Q(a), P(b)) if side == 0 else _mul(Q(a), Q(b))
+        elif isinstance(f, F.Implies):
+          a, b = f.left, f.right
+          v = Q(a) + _mul(P(a), P(b)) if side == 0 else _mul(P(a), Q(b))
+        elif isinstance(f, F.Next):
+          v = prev(("next", f.arg, side))
+        elif isinstance(f, F.Until):
+          a, b, y = f.left, f.right, prev((f, side))
+          if side == 0:  # P(k) = P_b + P_a Q_b P(k + 1)
+            v = below(P(b)) + _mul(_mul(P(a), Q(b)), y)
+          else:  # Q(k) = Q_b Q_a + P_a Q_b Q(k + 1)
+            v = below(_mul(Q(b), Q(a))) + _mul(above(_mul(P(a), Q(b))), y)
+        elif isinstance(f, F.Eventually):
+          b, y = f.arg, prev((f, side))
+          v = below(P(b)) + _mul(Q(b), y) if side == 0 else _mul(above(Q(b)), y)
+        elif isinstance(f, F.Always):
+          a, y = f.arg, prev((f, side))
+          v = _mul(above(P(a)), y) if side == 0 else below(Q(a)) + _mul(P(a), y)
+        else:
+          raise TypeError(f"Not a formula: {f!r}")
+        memo[(f, side)] = v
+        return v
+
+      def carried(key):
+        if key[0] == "next":
+          v = ev(key[1], key[2])
+          return below(v) if key[2] == 0 else above(v)
+        if key[0] == "root":
+          return ev(formulas[key[1]], 0)
+        return ev(*key)
+
+      return tuple(carried(key) for key in keys), None
+
+    return body
+
+  # The carry holds what a step reads at k + 1: the step is traced until the keys it reads
+  # are all carried.
+  keys = list(dict.fromkeys(roots))
+  x_shape = (
+    jax.ShapeDtypeStruct((), jnp.int32),
+    tuple(jax.ShapeDtypeStruct((N,), dtype) for _ in rows),
+  )
+  while True:
+    requested = set()
+    carry = tuple(jax.ShapeDtypeStruct((N,), dtype) for _ in keys)
+    jax.eval_shape(body_for(keys, requested), carry, x_shape)
+    new = sorted((key for key in requested if key not in keys), key=repr)
+    if not new:
+      break
+    keys += new
+  init = tuple(jnp.full((N,), start(key), dtype) for key in keys)
+  xs = (jnp.arange(n, dtype=jnp.int32), rows)
+  carry, _ = jax.lax.scan(body_for(keys, set()), init, xs, reverse=True, unroll=unroll)
+  zero = jnp.zeros((), dtype)
+  return tuple(
+    carry[keys.index(key)] if end is None else jnp.where(end > 0, carry[keys.index(key)], zero)
+    for key in roots
+  )
+
+
 def evaluate_many(
   formulas: Sequence[F.Formula],
   props: Mapping[str, jax.Array],
@@ -649,6 +826,8 @@ def evaluate_many(
     lengths = jnp.broadcast_to(jnp.asarray(length, jnp.int32), batch).reshape(N)
   names = sorted({a for f in formulas for a in F.atoms(f)})
   flat = {k: props[k].reshape(N, T) for k in names} or {"": some.reshape(N, T)}
+  if algebra == "prob" and first_only and sequential_fits(formulas, -(-T // window), dtype):
+    return tuple(y.reshape(batch) for y in _sequential_first(formulas, flat, window, lengths))
   means, valid, view = _atoms_in_view(flat, names, window, lengths, first_only)
   bottom, top = _bottom(algebra), _top(algebra)
   out_dtype = jnp.bool_ if algebra == "bool" else dtype
