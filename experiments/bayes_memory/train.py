@@ -1,16 +1,9 @@
 """Bayes-factor memory access and selection on generated changing-preference dialogues.
 
-`train_and_evaluate(config, workdir)`:
-1. generates the dialogues of every seed (`make_preference_dialogues`);
-2. scores, per dialogue, every question's reference response y and a contrast response y'
-   (a wrong value) in the contexts {no memory, placebo turn, each turn alone, all turns}, and
-   the pooled LM features of every turn and question; one cell of `core.CellStore` per
-   dialogue, so an interrupted run resumes;
-3. derives each method's context choice (no memory, all memory, recency, random, similarity,
-   BM25, oracle Bayes factor with and without the gate, distilled selector with and without
-   its gate, trained leave-one-seed-out) and its accuracy (log p(y) > log p(y')), answer
-   log-likelihood, evidence recall and stale-retrieval rate, with bootstrap intervals;
-4. writes results.json (claims judged by the rules in configs/default.py) and two plots.
+Scores every dialogue of every seed (``jaxpapers.bayes_memory.score_dialogues``; one cell of
+``core.CellStore`` per dialogue, so a run resumes), fits the distilled selector
+leave-one-seed-out, derives every method's context choice and metrics, and writes
+results.json with the claims of ``configs/default.py`` judged.
 """
 
 from __future__ import annotations
@@ -44,164 +37,20 @@ RETRIEVERS = ("similarity", "bm25", "recency")
 ORACLE_METHODS = ("oracle_bf", "oracle_bf_gated", "oracle_bf_placebo_gated", "oracle_bf_greedy")
 
 
-# --------------------------------------------------------------------------- model
-
-
 def load_model(c):
   """(config, params, tokenizer) of the configured LM (:func:`jaxpapers.bayes_memory.load_model`)."""
   core.validate_choice(c.model, name="model", allowed=bm.MODELS)
   return bm.load_model(c.model, seed=c.seed)
 
 
-# --------------------------------------------------------------------------- LM scoring
-
-
-def _greedy_sets(ds, cells, fn, tok, c):
-  """Greedy Bayes-factor turn sets (bm.greedy_select) of every question of ``ds``, in place.
-
-  Sets of at most one turn are read from the cells' single-turn columns; larger ones are
-  scored in one bucketed batch per greedy step over all questions of the group. Adds to each
-  cell: greedy_sel (padded with -1), lp_y_greedy, lp_alt_greedy, greedy_tokens.
-  """
-  qs = [(g, qi) for g, d in enumerate(ds) for qi in range(len(d.queries))]
-  extra_tokens = np.zeros(len(ds), np.int64)
-  padded = [0]
-
-  def lookup(g, qi, kind, sub):
-    lp = cells[g]["lp_y" if kind == "y" else "lp_alt"][qi]
-    return lp[0] if not sub else lp[2 + sub[0]]
-
-  def score_requests(reqs):  # [(g, qi, kind, sub)]
-    out = np.full(len(reqs), np.nan)
-    todo = []
-    for r, (g, qi, kind, sub) in enumerate(reqs):
-      if len(sub) <= 1:
-        out[r] = lookup(g, qi, kind, sub)
-      elif kind == "y" or ds[g].queries[qi].y_alt is not None:
-        todo.append(r)
-    if todo:
-      big = max(c.buckets)
-      rows = [bm.subset_rows(ds[reqs[r][0]], tok, [reqs[r][1:]], max_len=big)[0] for r in todo]
-      lp, pad = bm.score_rows_bucketed(fn, rows, buckets=c.buckets, batch_tokens=c.batch_tokens)
-      out[todo] = lp
-      padded[0] += pad
-      for r, row in zip(todo, rows):
-        extra_tokens[reqs[r][0]] += int(row[1].sum())
-    return out
-
-  def score(requests):  # greedy_select's interface: (question, subset)
-    return score_requests([(*qs[q], "y", sub) for q, sub in requests])
-
-  k = c.greedy_k
-  sel = bm.greedy_select(score, [len(ds[g].turns) for g, _ in qs], k_max=k, tau=c.tau)
-  alt = score_requests([(g, qi, "alt", tuple(sorted(s.selected))) for (g, qi), s in zip(qs, sel)])
-  n_rows = np.bincount([g for g, _ in qs], minlength=len(ds))
-  for g, cell in enumerate(cells):
-    mine = [i for i, (h, _) in enumerate(qs) if h == g]
-    cell["greedy_sel"] = [list(sel[i].selected) + [-1] * (k - len(sel[i].selected)) for i in mine]
-    cell["lp_y_greedy"] = [sel[i].logprob for i in mine]
-    cell["lp_alt_greedy"] = [float(alt[i]) for i in mine]
-    cell["greedy_tokens"] = cell["oracle_tokens"] + int(extra_tokens[g])
-    cell["padded_tokens"] += int(padded[0] * n_rows[g] // max(n_rows.sum(), 1))
-
-
 def score_dialogues(ds: list[bm.Dialogue], model, fn, c) -> list[dict]:
-  """The LM evidence (JSON-able cells) of a group of dialogues, scored in shared batches.
-
-  Rows of all dialogues of the group go through the length buckets together, so the fixed
-  batch of a bucket is padded once per group rather than once per dialogue.
-  """
-  cfg, params, tok = model
-  rows, where, owner = [], [], []
-  for g, d in enumerate(ds):
-    r, w = bm.dialogue_rows(d, tok, max_len=max(c.buckets))
-    rows += r
-    where += w
-    owner += [g] * len(r)
-  scoring = c.get("scoring", "rows")
-  core.validate_choice(scoring, name="scoring", allowed=("rows", "shared"))
-  if scoring == "shared":  # each common token prefix run once; same log-probs to round-off
-    keys = [((o, col), qi) for o, (qi, _, col) in zip(owner, where)]
-    lp, stats = bm.score_rows_shared(
-      params, rows, keys, config=cfg, max_targets=c.max_targets, buckets=c.buckets
-    )
-    padded = stats["padded_tokens"]
-  else:
-    lp, padded = bm.score_rows_bucketed(fn, rows, buckets=c.buckets, batch_tokens=c.batch_tokens)
-  cells = []
-  for g, d in enumerate(ds):
-    turns = list(d.turns)
-    ncol = len(turns) + 3
-    lp_y = np.full((len(d.queries), ncol), np.nan)
-    lp_alt = np.full((len(d.queries), ncol), np.nan)
-    real_oracle = 0
-    mine = [i for i, o in enumerate(owner) if o == g]
-    for i in mine:
-      (qi, kind, col), v, attn = where[i], lp[i], rows[i][1]
-      (lp_y if kind == "y" else lp_alt)[qi, col] = v
-      if kind == "y" and col != 1 and col != ncol - 1:
-        real_oracle += int(attn.sum())  # what the oracle needs: baseline + one row per turn
-    feats = bm.pooled_text_features(
-      params, turns + [q.x for q in d.queries], tok, config=cfg, max_len=c.feature_len
-    )
-    n_y = [len(tok.encode(q.y, add_bos=False)) for q in d.queries]
-    feat_tokens = sum(min(len(tok.encode(t, add_bos=False)), c.feature_len) for t in turns)
-    q_tokens = sum(min(len(tok.encode(q.x, add_bos=False)), c.feature_len) for q in d.queries)
-    cells.append(
-      dict(
-        lp_y=lp_y,
-        lp_alt=lp_alt,
-        n_y=n_y,
-        f_turn=feats[: len(turns)],
-        f_query=feats[len(turns) :],
-        padded_tokens=padded * len(mine) // len(rows),
-        oracle_tokens=real_oracle,
-        distilled_tokens=feat_tokens + q_tokens,
-      )
-    )
-  if c.greedy_k > 0:
-    _greedy_sets(ds, cells, fn, tok, c)
-  return cells
-
-
-def score_dialogue(d: bm.Dialogue, model, fn, c) -> dict:
-  """The LM evidence of one dialogue (see :func:`score_dialogues`)."""
-  return score_dialogues([d], model, fn, c)[0]
+  """:func:`jaxpapers.bayes_memory.score_dialogues` with the config's scoring settings."""
+  names = "buckets batch_tokens max_targets feature_len greedy_k tau".split()
+  kw = {n: c[n] for n in names}
+  return bm.score_dialogues(ds, model, fn, scoring=c.get("scoring", "rows"), **kw)
 
 
 # --------------------------------------------------------------------------- analysis
-
-
-def _questions(dialogues, cells, c, seed):
-  """Flatten one seed's questions into arrays."""
-  out = {k: [] for k in ("lp_y", "lp_alt", "n_y", "f_turn", "f_query", "gold", "stale", "need")}
-  out["bm25"], out["seed"] = [], []
-  greedy = c.greedy_k > 0
-  if greedy:
-    out.update(greedy_sel=[], lp_y_greedy=[], lp_alt_greedy=[])
-  for d, cell in zip(dialogues, cells):
-    for qi, q in enumerate(d.queries):
-      out["lp_y"].append(cell["lp_y"][qi])
-      out["lp_alt"].append(cell["lp_alt"][qi])
-      out["n_y"].append(cell["n_y"][qi])
-      out["f_turn"].append(cell["f_turn"])
-      out["f_query"].append(cell["f_query"][qi])
-      out["gold"].append(q.gold_turn)
-      s = np.zeros(len(d.turns), bool)
-      s[list(q.stale_turns)] = True
-      out["stale"].append(s)
-      out["need"].append(q.need_memory)
-      out["bm25"].append(bm.bm25_scores(list(d.turns), q.x))
-      out["seed"].append(seed)
-      if greedy:
-        out["greedy_sel"].append(cell["greedy_sel"][qi])
-        out["lp_y_greedy"].append(cell["lp_y_greedy"][qi])
-        out["lp_alt_greedy"].append(cell["lp_alt_greedy"][qi])
-  return {k: np.asarray(v, np.float64 if k.startswith("lp") else None) for k, v in out.items()}
-
-
-def _concat(parts):
-  return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
 
 
 def choose_contexts(q, u, g_logit, c, rng, g_plc=None) -> dict[str, np.ndarray]:
@@ -237,47 +86,9 @@ def choose_contexts(q, u, g_logit, c, rng, g_plc=None) -> dict[str, np.ndarray]:
 
 
 def fit_distilled(q_all, c):
-  """Leave-one-seed-out distilled utilities u, gate logits g and placebo-gate logits g_plc.
-
-  The placebo-controlled gate is the gate of a second model trained on LBF - LBF(placebo) -
-  tau_placebo with threshold 0 (the same compiled program as the first), i.e. on the label
-  1[max_i log p(y | m_i, x) - log p(y | placebo, x) > tau_placebo].
-  """
-  Q, N, _ = q_all["f_turn"].shape
-  u = np.zeros((Q, N))
-  g = np.zeros(Q)
-  g_plc = np.zeros(Q)
-  pos = np.tile(np.linspace(0.0, 1.0, N), (Q, 1)).astype(np.float32)
-  lbf = (q_all["lp_y"][:, 2 : 2 + N] - q_all["lp_y"][:, :1]).astype(np.float32)
-  plc = (q_all["lp_y"][:, 2 : 2 + N] - q_all["lp_y"][:, 1:2] - c.tau_placebo).astype(np.float32)
-  valid = np.ones((Q, N), bool)
-  ft, fq = q_all["f_turn"].astype(np.float32), q_all["f_query"].astype(np.float32)
-  losses = {}
-
-  def fit_predict(target, tr, te):
-    """Trains on the ``tr`` questions against ``target``; predicts the ``te`` questions."""
-    model, gate, loss = bm.train_utility_model(
-      ft[tr],
-      fq[tr],
-      pos[tr],
-      valid[tr],
-      target[tr],
-      seed=int(c.seed),
-      steps=c.steps,
-      lr=c.lr,
-      beta=c.beta,
-      tau=c.tau,
-      hidden=c.hidden,
-    )
-    ut, gt = bm.predict_utilities(model, gate, ft[te], fq[te], pos[te], valid[te])
-    return np.asarray(ut), np.asarray(gt), loss
-
-  for s in np.unique(q_all["seed"]):  # leave one seed out
-    tr, te = q_all["seed"] != s, q_all["seed"] == s
-    u[te], g[te], loss = fit_predict(lbf, tr, te)
-    losses[int(s)] = [float(loss[0]), float(loss[-1])]
-    g_plc[te] = fit_predict(plc, tr, te)[1]
-  return u, g, g_plc, losses
+  """:func:`jaxpapers.bayes_memory.fit_leave_one_seed_out` with the config's settings."""
+  kw = {n: c[n] for n in "seed steps lr beta tau hidden tau_placebo".split()}
+  return bm.fit_leave_one_seed_out(q_all, **kw)
 
 
 def _boot_ci(stat, n, n_boot, rng):
@@ -323,7 +134,7 @@ def derived_metrics(q, col, g_logit, c, g_plc=None) -> dict:
     gain("acc_gain_greedy_vs_top1", minus("oracle_bf_greedy", "oracle_bf"))
     for other in ("distilled", "recency"):
       gain(f"acc_gain_greedy_vs_{other}", minus("oracle_bf_greedy", other))
-  out.update(_gate_metrics(q, g_logit, g_plc))
+  out.update(bm.access_signal_metrics(q["lp_y"], q["need"], g_logit, g_plc))
   for a, name in (("distilled", "distilled"), ("oracle_bf", "oracle")):
     best = lambda i, a=a: acc[a][i].mean() - max(acc[m][i].mean() for m in RETRIEVERS)
     gain(f"acc_gain_{name}_vs_best_retriever", best)
@@ -360,7 +171,7 @@ def _method_metrics(q, col, acc, ll, P, boot) -> dict:
   """Per method: accuracy (with its interval and per seed), likelihood, recall, staleness, reads.
 
   Args:
-    q: the questions' arrays (`_questions`).
+    q: the questions' arrays (`bm.question_arrays`).
     col: the context column every method chose, ``{method: [Q]}`` (`choose_contexts`).
     acc: whether each method answers each preference question, ``{method: [P]}``.
     ll: each method's log-likelihood per token of the reference, ``{method: [Q]}``.
@@ -422,32 +233,6 @@ def _add_greedy_metrics(out, q, P, greedy_k) -> None:
   }
 
 
-def _gate_metrics(q, g_logit, g_plc) -> dict:
-  """How well each access signal separates the questions that need memory (AUROC), and the
-  mean largest log Bayes factor (against no memory and against the placebo turn)."""
-  N = q["f_turn"].shape[1]
-  need = q["need"].astype(bool)
-  lbf = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]
-  plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]
-  auroc = jax.jit(bm.gate_auroc)
-  out = {
-    "gate_auroc": {
-      "distilled": float(auroc(g_logit.astype(np.float32), need)),
-      "oracle_bf_max": float(auroc(lbf.max(1).astype(np.float32), need)),
-      "placebo_bf_max": float(auroc(plc.max(1).astype(np.float32), need)),
-    }
-  }
-  if g_plc is not None:
-    out["gate_auroc"]["distilled_placebo"] = float(auroc(g_plc.astype(np.float32), need))
-  for key, x in (("mean_max_placebo_lbf", plc), ("mean_max_lbf", lbf)):
-    out[key] = {
-      "need_memory": float(x[need].max(1).mean()),
-      "memory_free": float(x[~need].max(1).mean()) if (~need).any() else None,
-    }
-  out["placebo_shift_mean"] = float(np.mean(q["lp_y"][:, 1] - q["lp_y"][:, 0]))
-  return out
-
-
 def report_view(record: dict) -> dict:
   """The methods of a results record as ``configs/default.py``'s report shows them.
 
@@ -488,23 +273,12 @@ def scored_dialogues(store, key, c) -> list[int]:
   return [i for i in range(c.n_dialogues) if all(key(s, i) in store for s in c.seeds)]
 
 
-def seed_dialogues(c, seed, n_dialogues=None):
-  """Seed ``seed``'s generated dialogues for config ``c`` (``n_dialogues`` overrides the config's)."""
-  return bm.make_preference_dialogues(
-    int(seed),
-    n_dialogues=c.n_dialogues if n_dialogues is None else n_dialogues,
-    n_turns=c.n_turns,
-    n_queries=c.n_queries,
-    change_rate=c.change_rate,
-    distractor_rate=c.distractor_rate,
-    density=c.density,
-    memory_free_rate=c.memory_free_rate,
-  )
-
-
 def make_dialogues(c, n_dialogues=None):
   """Every seed's generated dialogues for config ``c`` (``n_dialogues`` overrides the config's)."""
-  return {s: seed_dialogues(c, s, n_dialogues) for s in c.seeds}
+  names = "n_turns n_queries change_rate distractor_rate density memory_free_rate".split()
+  n = c.n_dialogues if n_dialogues is None else n_dialogues
+  kw = {k: c[k] for k in names}
+  return {s: bm.make_preference_dialogues(int(s), n_dialogues=n, **kw) for s in c.seeds}
 
 
 def train_and_evaluate(config, workdir) -> dict:
@@ -541,10 +315,10 @@ def train_and_evaluate(config, workdir) -> dict:
     for k in cost:
       cost[k] += cell[k]
   parts = [
-    _questions([dialogues[s][i] for i in keep], [cells[s, i] for i in keep], c, int(s))
+    bm.question_arrays([dialogues[s][i] for i in keep], [cells[s, i] for i in keep], int(s))
     for s in c.seeds
   ]
-  q = _concat(parts)
+  q = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
   u, g_logit, g_plc, losses = fit_distilled(q, c)
   col = choose_contexts(q, u, g_logit, c, np.random.default_rng(c.seed), g_plc=g_plc)
   d = derived_metrics(q, col, g_logit, c, g_plc=g_plc)

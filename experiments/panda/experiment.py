@@ -1,7 +1,5 @@
-"""The PANDA binary's experiment: the fixed sweep of :mod:`experiments.panda.train`, or, for a
-config with a search space (``configs/search.py``), the equal-budget random search of
-:mod:`experiments.panda.search`. Choosing here keeps ``train`` free of an import of ``search``
-(which builds on ``train``), so the two modules do not import each other.
+"""The PANDA binary's experiment: the fixed sweep of ``train`` or, for a config with a search
+space, the random search of ``search`` (chosen here so that ``train`` never imports ``search``).
 """
 
 from __future__ import annotations

@@ -1,43 +1,16 @@
 """Equal-budget random search for the PANDA benchmark (``configs/search.py``).
 
-Both arms of a (dataset, backbone) pair get the same tuning budget: ``config.trials`` trials
-drawn by a seeded random sampler over ``config.space`` (depth, hidden width, dropout, learning
-rate, weight decay, PANDA's heads, PhenomNN's lambdas and unrolled steps), drawn by
-:func:`jaxpapers.panda.draw_trial` (seeded, prefix-stable, the same list for every cell; a
-parameter an arm does not have is drawn and then left out,
-:func:`jaxpapers.panda.applicable_hparams`).
-
-A trial is one run of the sweep engine (``panda.make_trainer``, i.e. ``core.Sweep``): its
-``search_splits`` splits are vmapped runs trained for ``config.epochs`` epochs; each run reports
-test accuracy at its best-validation epoch. lr, weight decay, dropout and PhenomNN's lambdas are
-traced, so all trials of a (dataset, backbone, arm) with the same static structure (layers,
-hidden, heads, PhenomNN's steps) run on one compiled program, kept by a
-:class:`jaxpapers.panda.TrialCache` per (dataset, backbone). The trial with the highest mean
-validation accuracy over its splits is selected (first one on a tie,
-:func:`jaxpapers.panda.select_trial`), and that configuration is trained again on
-``num_splits`` splits x ``final_inits`` fresh initialisations (keys disjoint from the search's), in batches of the
-trial's size so that it reuses the trial's program; those runs give the cell's mean +- std. A
-pair's paired test compares the two arms split by split (each split's test accuracy averaged
-over the initialisations).
-
-Resumable: every trial and every batch of a final is a cell of ``core.CellStore`` under
-``<workdir>/cells`` (``'<dataset>|<backbone>|<arm>|trial<t>'`` and, for the selected trial,
-``'<dataset>|<backbone>|<arm>|final<t>|batch<k>'``), computed by the harness's
-:class:`jaxpapers.core.CellRunner`; once all batches of a final are there, they are joined into the final's cell
-``'<dataset>|<backbone>|<arm>|final<t>'`` (:func:`join_final`; the report reads only that one,
-and a store that holds it needs no batch cells). A rerun reads finished cells back and computes
-only the missing ones, so a stopped final resumes at its first missing batch. Since the draws are
-prefix-stable, a run with more trials reuses the trials of a run with fewer, and its final too
-when the selection does not move. ``max_cpu_s`` stops starting new cells once the process has
-used that much CPU time (the partial run is reported over the pairs it finished). Trials are run
-arm by arm inside each trial index, so a stopped run leaves both arms of a pair with the same
-number of trials (or one more on one arm).
-
-``final_shard = (i, n)`` (default ``(0, 1)``) lets ``n`` processes share the finals: this one
-computes only the batches ``k`` with ``k % n == i``. A run whose store then holds every batch
-(its own and those merged from the others' workdirs with ``merge_cells_from``, also with
-``report_only``) joins the final. A batch's result does not depend on which process ran it or on
-the other batches: it is the same computation on the same keys and splits, padded the same way.
+Both arms of a (dataset, backbone) pair get the same ``config.trials`` seeded draws over
+``config.space`` (:func:`jaxpapers.panda.draw_trial`, prefix-stable); a trial trains
+``search_splits`` vmapped runs on one compiled program per structure
+(:class:`jaxpapers.panda.TrialCache`). The trial with the best mean validation accuracy
+(:func:`jaxpapers.panda.select_trial`) is re-trained on ``num_splits`` splits x ``final_inits``
+initialisations in batches of the trial's size; those runs give the cell's mean +- std and the
+pair's paired test. Every trial and final batch is a cell of ``core.CellStore`` run by
+``core.CellRunner`` (``'<ds>|<backbone>|<arm>|trial<t>'``, ``'...|final<t>|batch<k>'``, joined
+into ``'...|final<t>'``), so a run resumes and a run with more trials reuses a smaller one's.
+``max_cpu_s`` stops starting cells; ``final_shard = (i, n)`` lets ``n`` processes share the
+final batches (``k % n == i``), merged back with ``merge_cells_from``.
 """
 
 from __future__ import annotations
@@ -51,8 +24,6 @@ import numpy as np
 from experiments.panda import train
 from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
-
-SEARCH_ARMS = panda.SEARCH_ARMS
 
 
 def trial_cache(config, data, backbone: str) -> panda.TrialCache:
@@ -70,11 +41,6 @@ def trial_cache(config, data, backbone: str) -> panda.TrialCache:
     fast_compile=config.fast_compile,
     runs_per_program=_check_runs_per_program(config),
   )
-
-
-def _train(cache, arm, hp, keys, splits) -> dict:
-  """Runs ``hp`` on ``splits[i]`` with ``keys[i]`` (:meth:`panda.TrialCache.train`)."""
-  return cache.train(arm, hp, keys, splits)
 
 
 def _check_runs_per_program(config) -> int | None:
@@ -107,7 +73,7 @@ def run_trial(config, cache: panda.TrialCache, arm: str, trial: int) -> dict:
   """Trial ``trial`` of one (dataset, backbone, arm) cell on the first ``search_splits`` splits."""
   hp, target = trial_hparams(config, cache, arm, trial)
   r = min(config.search_splits, cache.data.num_splits)
-  out = _train(cache, arm, hp, panda.trial_keys(config.seed, 0, trial, r), np.arange(r))
+  out = cache.train(arm, hp, panda.trial_keys(config.seed, 0, trial, r), np.arange(r))
   return dict(trial=trial, hp=hp, **out) | ({} if target is None else {"params_target": target})
 
 
@@ -139,7 +105,7 @@ def run_final_batch(config, cache: panda.TrialCache, arm: str, trial: int, batch
   keys = jnp.concatenate([panda.trial_keys(config.seed, 1, j, r) for j in range(inits)])
   lo, hi = batch * b, min((batch + 1) * b, r * inits)
   splits = np.tile(np.arange(r), inits)[lo:hi]
-  o = _train(cache, arm, hp, keys[lo:hi], splits)
+  o = cache.train(arm, hp, keys[lo:hi], splits)
   return dict(trial=trial, batch=batch, hp=hp, **o)
 
 
@@ -214,19 +180,6 @@ def _trials(store, cell: str, n: int):
   return None if any(x is None for x in trials) else trials
 
 
-def _migrate(key: str, cell: dict):
-  """A cell of the earlier layout as ``(key, cell)`` of this one (or unchanged).
-
-  Earlier stores kept a cell's final under ``'<dataset>|<backbone>|<arm>'`` with its summary;
-  the same runs (keys, splits, values) are now ``'...|<arm>|final<t>'`` of the selected trial.
-  """
-  if key.count("|") != 2 or "selected_trial" not in cell:
-    return key, cell
-  t = int(cell["selected_trial"])
-  keep = ("hp", "test_runs", "val_runs", "best_epoch_runs", "splits", "inits", "params", "cpu_s")
-  return f"{key}|final{t:03d}", dict(trial=t, **{k: cell[k] for k in keep}, wall_s=cell["wall_s"])
-
-
 def _describe(cell) -> str:
   """The log line's summary of a trial or final-batch cell: its mean validation accuracy."""
   return f"val {100 * np.mean(cell['val']):.1f}"
@@ -244,7 +197,7 @@ def train_and_evaluate(config, workdir) -> dict:
   t0 = time.time()
   panda.check_search_space(config.space)
   for a in config.arms:
-    core.validate_choice(a, name="arms", allowed=SEARCH_ARMS)
+    core.validate_choice(a, name="arms", allowed=panda.SEARCH_ARMS)
   for b in config.backbones:
     core.validate_choice(b, name="backbones", allowed=tuple(hg.BACKBONES))
   for nm in ("epochs", "trials", "search_splits", "final_inits", "num_splits"):
@@ -254,12 +207,7 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   data, source = train.load_datasets(config)
-  store = core.CellStore(workdir / "cells")
-  for other in config.get("merge_cells_from", ()):
-    for k, v in train._read_cells(other).items():
-      k, v = _migrate(k, v)
-      if k not in store:
-        store.put(k, v)
+  store = train.merged_store(workdir, config.get("merge_cells_from", ()))
   runner = core.CellRunner(
     store,
     budget_s=float(config.get("max_cpu_s", 0) or 0),

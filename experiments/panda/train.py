@@ -1,19 +1,11 @@
 """PANDA benchmark: every backbone, vanilla vs PANDA, on identical splits with an equal sweep.
 
-For each (dataset, backbone, arm) one trainer on the shared sweep engine (``core.Sweep``: splits
-vmapped and sharded over the devices, ``lax.scan`` chunks of ``chunk`` epochs with an orbax
-checkpoint after each) runs all splits for every sweep point (lr, weight decay are traced, so the
-sweep does not recompile). The sweep point with the
-best mean validation accuracy is selected per cell; its test accuracy at each split's
-best-validation epoch gives mean +- std. The headline is the mean over cells of
-(PANDA - vanilla) in percentage points (the paper reports +5.18 over 8 datasets x 4 backbones).
-Finished cells are stored in ``<workdir>/cells/`` (``core.CellStore``, one JSON file per cell)
-and skipped on rerun; an unfinished cell resumes from its checkpoints. ``report_only=True`` only
-tabulates the cells already there (a partial run is reported as such,
-missing cells show as '-'). To use several cores, run one process per core with disjoint
-``datasets`` and separate workdirs, then tabulate in a third workdir with
-``merge_cells_from=(<workdir 1>, <workdir 2>)`` and ``report_only=True`` (a source folder may
-also hold a single ``cells.json``, as ``experiments/panda/results/`` does).
+Each (dataset, backbone, arm) cell trains all splits vmapped for every (lr, wd) sweep point
+(``panda.make_trainer`` on ``core.Sweep``; lr and wd are traced, so the sweep compiles once) and
+keeps the point with the best mean validation accuracy; the headline is the mean over pairs of
+PANDA - vanilla test accuracy (pp). Finished cells live in ``<workdir>/cells/``
+(``core.CellStore``); ``merge_cells_from`` and ``report_only`` combine and tabulate the cells
+of several processes. The statistics (paired tests, intervals, ablations) are at the end.
 """
 
 from __future__ import annotations
@@ -30,14 +22,8 @@ from absl import logging
 from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
 
-ARMS = (
-  "vanilla",
-  "panda",
-  "without_aux",
-  "without_prior_aux",
-  "without_gate",
-  "prior_only",
-  "vanilla_matched",
+ARMS = tuple(
+  "vanilla panda without_aux without_prior_aux without_gate prior_only vanilla_matched".split()
 )
 # PANDA with one component removed (``panda.ABLATIONS``), compared with the full PANDA arm
 ABLATION_ARMS = ("without_gate", "without_aux", "without_prior_aux", "prior_only")
@@ -188,6 +174,16 @@ def _read_cells(folder) -> dict:
   if (folder / "cells.json").exists():
     return json.loads((folder / "cells.json").read_text())
   raise FileNotFoundError(f"merge_cells_from: {folder} holds no cells/ store or cells.json")
+
+
+def merged_store(workdir: pathlib.Path, sources) -> core.CellStore:
+  """``<workdir>/cells``, with the cells of ``sources`` (other workdirs) that it lacks added."""
+  store = core.CellStore(workdir / "cells")
+  for other in sources:
+    for k, v in _read_cells(other).items():
+      if k not in store:
+        store.put(k, v)
+  return store
 
 
 def majority_baseline(data: hg.HypergraphData, num_splits: int) -> dict:
@@ -349,14 +345,10 @@ def _fill_cells(config, workdir: pathlib.Path, data: dict) -> dict:
   Returns:
     ``{'<dataset>|<backbone>|<arm>': cell}`` for the cells of the config's grid in the store.
   """
-  store = core.CellStore(workdir / "cells")
   sources = list(config.get("merge_cells_from", ()))  # cells run by other processes (workdirs)
   if (workdir / "cells.json").exists():  # a workdir written before the cell store: resume it
     sources.append(workdir)
-  for other in sources:
-    for k, v in _read_cells(other).items():
-      if k not in store:
-        store.put(k, v)  # this workdir now holds the merged cells
+  store = merged_store(workdir, sources)
   todo = [(ds, b, a) for ds in data for b in config.backbones for a in config.arms]
   for ds, b, a in core.progress(todo, desc="panda cells"):
     key = f"{ds}|{b}|{a}"
@@ -489,33 +481,17 @@ def derived_metrics(metrics) -> dict:
   """
   cells = metrics["per_cell"]
   pairs = [k[: -len("|vanilla")] for k in cells if k.endswith("|vanilla")]
-  deltas = [
-    cells[p + "|panda"]["test_mean"] - cells[p + "|vanilla"]["test_mean"]
-    for p in pairs
-    if p + "|panda" in cells
-  ]
+  deltas = _gains(cells, pairs, "panda", "vanilla")
   n = len(deltas)
   ci = 1.96 * float(np.std(deltas, ddof=1)) / np.sqrt(n) if n >= 2 else None
   out = {"mean_improvement_ci95_pp": None if ci is None else float(ci), "pairs": n}
   # capacity control: PANDA against the vanilla arm with at least PANDA's parameter count
-  vm = [
-    cells[p + "|panda"]["test_mean"] - cells[p + "|vanilla_matched"]["test_mean"]
-    for p in pairs
-    if p + "|panda" in cells and p + "|vanilla_matched" in cells
-  ]
-  gain_vm = [
-    cells[p + "|vanilla_matched"]["test_mean"] - cells[p + "|vanilla"]["test_mean"]
-    for p in pairs
-    if p + "|vanilla_matched" in cells
-  ]
+  vm = _gains(cells, pairs, "panda", "vanilla_matched")
+  gain_vm = _gains(cells, pairs, "vanilla_matched", "vanilla")
   out["mean_improvement_vs_matched_pp"] = float(np.mean(vm)) if vm else None
   out["mean_matched_minus_vanilla_pp"] = float(np.mean(gain_vm)) if gain_vm else None
   out["matched_pairs"] = len(vm)
-  no_tg = [
-    cells[p + "|panda"]["test_mean"] - cells[p + "|vanilla"]["test_mean"]
-    for p in pairs
-    if p + "|panda" in cells and not p.startswith("telegram|")
-  ]
+  no_tg = _gains(cells, pairs, "panda", "vanilla", keep=lambda p: not p.startswith("telegram|"))
   out["mean_improvement_without_telegram_pp"] = float(np.mean(no_tg)) if no_tg else None
   out["mean_improvement_boot95_pp"] = _bootstrap_ci(deltas)
   out["mean_improvement_without_telegram_boot95_pp"] = _bootstrap_ci(no_tg)
@@ -525,12 +501,7 @@ def derived_metrics(metrics) -> dict:
   # ablations: PANDA minus PANDA-without-a-component, over the pairs that have both
   abl = {}
   for arm in ABLATION_ARMS:
-    d = [
-      cells[p + "|panda"]["test_mean"] - cells[f"{p}|{arm}"]["test_mean"]
-      for p in _pairs(cells)
-      if p + "|panda" in cells and f"{p}|{arm}" in cells
-    ]
-    if d:
+    if d := _gains(cells, _pairs(cells), "panda", arm):
       abl[arm] = dict(
         panda_minus_ablation_pp=float(np.mean(d)),
         ci95_pp=1.96 * float(np.std(d, ddof=1)) / np.sqrt(len(d)) if len(d) >= 2 else None,
@@ -562,24 +533,27 @@ def _cluster_gains(cells, pairs) -> dict:
     ("", ps),
     ("_without_telegram", [p for p in ps if not p.startswith("telegram|")]),
   ):
-    d = (
-      np.array(
-        [
-          np.subtract(cells[p + "|panda"]["split_test"], cells[p + "|vanilla"]["split_test"])
-          for p in keep
-        ]
-      )
-      * 100
+    split = lambda p, a: np.asarray(cells[f"{p}|{a}"]["split_test"])
+    d = np.array([np.subtract(split(p, "panda"), split(p, "vanilla")) for p in keep]) * 100
+    lo_hi, half = (
+      f"mean_improvement{name}_cluster95_pp",
+      f"mean_improvement{name}_cluster95_half_pp",
     )
     if d.size < 2:
-      out[f"mean_improvement{name}_cluster95_pp"] = out[
-        f"mean_improvement{name}_cluster95_half_pp"
-      ] = None
+      out[lo_hi] = out[half] = None
       continue
     b = core.cluster_bootstrap(d, seed=0)
-    out[f"mean_improvement{name}_cluster95_pp"] = [b.lo, b.hi]
-    out[f"mean_improvement{name}_cluster95_half_pp"] = b.half_width
+    out[lo_hi], out[half] = [b.lo, b.hi], b.half_width
   return out
+
+
+def _gains(cells, pairs, a: str, b: str, keep=lambda p: True) -> list[float]:
+  """Arm ``a`` minus arm ``b`` test accuracy (pp) of each pair (in order) that has both."""
+  return [
+    cells[f"{p}|{a}"]["test_mean"] - cells[f"{p}|{b}"]["test_mean"]
+    for p in pairs
+    if f"{p}|{a}" in cells and f"{p}|{b}" in cells and keep(p)
+  ]
 
 
 def _pairs(cells) -> list[str]:

@@ -1,116 +1,17 @@
-"""Evaluation and claim code of the SSCL experiment.
-
-`make_evaluate` is the one protocol every model is read with (MaskCLIP readout, s = 40, bilinear
-upsampling, no post-processing); the rest turns the grids' runs into per-seed tables, the
-trivial predictors and the numbers the claims in ``configs/default.py`` are judged on.
-"""
+"""Claim code of the SSCL experiment: the grids' runs as per-seed tables, the trivial
+predictors and the numbers the claims in ``configs/default.py`` are judged on."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import jax.numpy as jnp
 import numpy as np
-from flax import nnx
 
 import jaxpapers.sscl as S
 from jaxpapers import core
 
 if TYPE_CHECKING:  # the typed config lives beside the grids that read it
   from experiments.sscl.train import Config
-
-
-def num_classes(classes: str) -> int:
-  """The number of segmentation classes of the class set ``classes`` ("shape" or "colour")."""
-  return len(S.SHAPES if classes == "shape" else S.COLOURS)
-
-
-def vfm_features(vfm: str, patch: int, images, instance):
-  """``[B, N, D']`` frozen "VFM" features of the proxy ``vfm`` ("instance" or "handcrafted")."""
-  if vfm == "instance":
-    return S.instance_vfm(instance, patch, S.MAX_OBJECTS)
-  return S.handcrafted_vfm(images, patch)
-
-
-def _training_free(cfg: Config, m, dense, T, data) -> dict:
-  """The training-free readouts of a CLIP model and the linear probes of its dense features.
-
-  Args:
-    cfg: the typed config; m: the merged model; dense: [B, N, E] its MaskCLIP dense features of
-      the test images; T: [C, E] the class prompts' embeddings; data: the experiment's arrays.
-  """
-  img_size = (cfg.size, cfg.size)
-  C, tgt, imgs = num_classes(cfg.classes), data["test_target"], data["test_images"]
-
-  def miou(feats):
-    seg = S.segment(feats, T, img_size, logit_scale=cfg.logit_scale)
-    return S.segmentation_miou(seg, tgt, C)[0]
-
-  vfm = vfm_features(cfg.vfm, cfg.patch, imgs, data["test_instance"])
-  A = S.vfm_affinity(vfm, gamma=cfg.gamma, threshold=cfg.threshold, validate=False)
-  L = S.patch_text_logits(dense, T, logit_scale=cfg.logit_scale)
-
-  def refined_miou(A):
-    R = S.refine_logits(L, A, alpha=cfg.alpha, steps=cfg.refine_steps, validate=False)
-    return S.segmentation_miou(jnp.argmax(S.upsample_logits(R, img_size), -1), tgt, C)[0]
-
-  out = {"miou_refine": refined_miou(A)}
-  # placebo: the same refinement with the affinity of the next test image (no structure of
-  # this image)
-  out["miou_refine_placebo"] = refined_miou(jnp.roll(A, 1, axis=0))
-  out["miou_proxy"] = miou(m.image.dense(imgs, "proxy", A))
-  out["miou_sclip"] = miou(m.image.dense(imgs, "sclip"))
-  # linear probes of the frozen dense features (both class sets): do they carry the class?
-  n_probe = data["probe_train_shape"].shape[0]
-  ftr = m.image.dense(data["train_images"][:n_probe], "maskclip")
-  for kind in S.CLASS_SETS:
-    out[f"probe_acc_{kind}"] = S.linear_probe_accuracy(
-      ftr.reshape(-1, ftr.shape[-1]),
-      data[f"probe_train_{kind}"].reshape(-1),
-      dense.reshape(-1, dense.shape[-1]),
-      data[f"probe_test_{kind}"].reshape(-1),
-      num_classes(kind),
-    )
-  return out
-
-
-def make_evaluate(cfg: Config, graphdef) -> Callable[..., dict]:
-  """``evaluate(params, data, training_free) -> {metric: scalar}``, traceable under jit.
-
-  Foreground mIoU over the evaluation classes, region classification with GT boxes in context
-  (``region_acc``) and in the context view (``region_acc_ctx``), and the feature drift between
-  the two; with ``training_free`` also the training-free readouts and the linear probes.
-  """
-  img_size, Sz = (cfg.size, cfg.size), cfg.size
-  C = num_classes(cfg.classes)
-
-  def evaluate(params, data, training_free: bool):
-    m = nnx.merge(graphdef, params)
-    T = m.text(data["prompts"])  # [C, E]
-    dense = m.image.dense(data["test_images"], "maskclip")
-    seg = S.segment(dense, T, img_size, logit_scale=cfg.logit_scale)
-    out = {"miou": S.segmentation_miou(seg, data["test_target"], C)[0]}
-    valid = data["test_valid"]
-    z_in = S.region_embeddings(dense, data["test_boxes"], img_size)  # [n, K, E]
-    nv = data["test_views"].reshape(-1, Sz, Sz, 3)
-    dv = m.image.dense(nv, "maskclip")  # [n K, N, E]
-    vb = data["test_view_boxes"].reshape(-1, 1, 4)
-    z_ctx = S.region_embeddings(dv, vb, img_size).reshape(z_in.shape)
-    Tn = T / jnp.linalg.norm(T, axis=-1, keepdims=True)
-
-    def acc(z):
-      hit = jnp.argmax(z @ Tn.T, -1) == data["test_labels"]
-      return jnp.sum(hit & valid) / jnp.sum(valid)
-
-    out["region_acc"] = acc(z_in)
-    out["region_acc_ctx"] = acc(z_ctx)
-    out["drift"] = S.feature_drift(z_in, z_ctx, valid)
-    if training_free:
-      out.update(_training_free(cfg, m, dense, T, data))
-    return out
-
-  return evaluate
 
 
 METRICS = ("miou", "region_acc", "region_acc_ctx", "drift")
@@ -220,8 +121,7 @@ def report_view(record: dict) -> dict:
     ``{"num_classes": the segmentation classes of the run's class set, "chance": {"shape",
     "colour"}: a linear probe's chance accuracy on each}``.
   """
-  classes = record["config"]["classes"]
   return {
-    "num_classes": len(S.SHAPES if classes == "shape" else S.COLOURS),
+    "num_classes": S.num_classes(record["config"]["classes"]),
     "chance": {"shape": 1 / len(S.SHAPES), "colour": 1 / len(S.COLOURS)},
   }

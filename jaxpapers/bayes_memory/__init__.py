@@ -32,6 +32,12 @@ from jaxpapers.bayes_memory._data import (
   WordTokenizer,
   make_preference_dialogues,
 )
+from jaxpapers.bayes_memory._evidence import (
+  SCORING,
+  access_signal_metrics,
+  question_arrays,
+  score_dialogues,
+)
 from jaxpapers.bayes_memory._prefix import (
   PrefixTree,
   build_prefix_tree,
@@ -71,6 +77,7 @@ from jaxpapers.bayes_memory._selection import (
 from jaxpapers.bayes_memory._utility import (
   AccessGate,
   UtilityModel,
+  fit_leave_one_seed_out,
   gate_loss,
   pair_features,
   predict_utilities,
@@ -80,6 +87,11 @@ from jaxpapers.bayes_memory._utility import (
 )
 
 __all__ = [
+  "SCORING",
+  "fit_leave_one_seed_out",
+  "score_dialogues",
+  "question_arrays",
+  "access_signal_metrics",
   "PrefixTree",
   "build_prefix_tree",
   "row_tokens",

@@ -17,6 +17,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 from jax.typing import ArrayLike
@@ -346,3 +347,70 @@ def _fit(
 
   (params, _), losses = jax.lax.scan(step, (params, tx.init(params)), None, length=steps)
   return params, losses
+
+
+def fit_leave_one_seed_out(
+  questions: dict[str, np.ndarray],
+  *,
+  tau_placebo: float,
+  seed: int = 0,
+  steps: int = 300,
+  lr: float = 3e-3,
+  beta: float = 1.0,
+  tau: float = 0.0,
+  hidden: int = 128,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, list[float]]]:
+  """Distilled utilities and gates for every question from models trained on the other seeds.
+
+  For each data seed, :func:`train_utility_model` is fitted on the questions of the other
+  seeds against their log Bayes factors LBF = log p(y | m_i, x) - log p(y | x), and predicts
+  this seed's questions; a second model is fitted against LBF(placebo) - ``tau_placebo`` =
+  log p(y | m_i, x) - log p(y | placebo, x) - ``tau_placebo`` (same compiled program), whose
+  gate is the placebo-controlled gate with threshold ``tau``.
+
+  Args:
+    questions: ``f_turn`` ``[Q, N, d]``, ``f_query`` ``[Q, d]``, ``lp_y`` ``[Q, N + 3]``
+      (columns: no memory, placebo, each turn, all turns) and ``seed`` [Q] (at least two
+      distinct seeds).
+    tau_placebo: the placebo-controlled gate's margin (nats).
+    seed, steps, lr, beta, tau, hidden: as in :func:`train_utility_model`.
+
+  Returns:
+    ``(u [Q, N], g [Q], g_placebo [Q], losses)``: the utilities, gate logits and
+    placebo-gate logits, and ``{seed: [first, last]}`` training loss of each utility model.
+  """
+  q = questions
+  if len(np.unique(q["seed"])) < 2:
+    raise ValueError("questions['seed'] must hold at least two seeds (leave-one-seed-out)")
+  Q, N, _ = q["f_turn"].shape
+  u, g, g_plc = np.zeros((Q, N)), np.zeros(Q), np.zeros(Q)
+  pos = np.tile(np.linspace(0.0, 1.0, N), (Q, 1)).astype(np.float32)
+  lbf = (q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]).astype(np.float32)
+  plc = (q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2] - tau_placebo).astype(np.float32)
+  valid = np.ones((Q, N), bool)
+  ft, fq = q["f_turn"].astype(np.float32), q["f_query"].astype(np.float32)
+  losses = {}
+
+  def fit_predict(target, tr, te):
+    model, gate, loss = train_utility_model(
+      ft[tr],
+      fq[tr],
+      pos[tr],
+      valid[tr],
+      target[tr],
+      seed=int(seed),
+      steps=steps,
+      lr=lr,
+      beta=beta,
+      tau=tau,
+      hidden=hidden,
+    )
+    ut, gt = predict_utilities(model, gate, ft[te], fq[te], pos[te], valid[te])
+    return np.asarray(ut), np.asarray(gt), loss
+
+  for s in np.unique(q["seed"]):
+    tr, te = q["seed"] != s, q["seed"] == s
+    u[te], g[te], loss = fit_predict(lbf, tr, te)
+    losses[int(s)] = [float(loss[0]), float(loss[-1])]
+    g_plc[te] = fit_predict(plc, tr, te)[1]
+  return u, g, g_plc, losses

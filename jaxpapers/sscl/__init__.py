@@ -15,12 +15,17 @@ Everything beyond the abstract is a reconstruction (see each module docstring).
 * evaluation: :func:`segment`, :func:`upsample_logits`, :func:`segmentation_miou`,
   :func:`region_embeddings`, :func:`feature_drift`, :func:`patch_labels`,
   :func:`linear_probe_accuracy`;
+* the shapes-world benchmark and its fine-tuning arms: :func:`benchmark_data`,
+  :func:`make_evaluate`, :func:`vfm_features`, :func:`num_classes`, :data:`ARM_WEIGHTS`,
+  :func:`finetune_batch`, :func:`teacher_targets`, :func:`arm_loss`, :func:`trainable_mask`,
+  :func:`masked_adam`;
 * tiny models and data: :class:`TinyCLIP`, :class:`TinyViT`, :class:`TinyTextEncoder`,
   :func:`dense_features`, :func:`handcrafted_vfm`, :func:`instance_vfm`,
   :func:`render_shapes_world`, :func:`tokenize`, :func:`class_prompts`, :func:`label_maps`.
 """
 
 from jaxpapers.sscl._affinity import proxy_attention, refine_logits, vfm_affinity
+from jaxpapers.sscl._benchmark import VFMS, benchmark_data, make_evaluate, num_classes, vfm_features
 from jaxpapers.sscl._eval import (
   feature_drift,
   linear_probe_accuracy,
@@ -29,6 +34,16 @@ from jaxpapers.sscl._eval import (
   segment,
   segmentation_miou,
   upsample_logits,
+)
+from jaxpapers.sscl._finetune import (
+  ARM_WEIGHTS,
+  ARMS,
+  LOSS_TERMS,
+  arm_loss,
+  finetune_batch,
+  masked_adam,
+  teacher_targets,
+  trainable_mask,
 )
 from jaxpapers.sscl._losses import (
   CISC_MODES,
@@ -68,6 +83,19 @@ from jaxpapers.sscl._shapes import (
 )
 
 __all__ = [
+  "ARMS",
+  "ARM_WEIGHTS",
+  "LOSS_TERMS",
+  "VFMS",
+  "arm_loss",
+  "benchmark_data",
+  "finetune_batch",
+  "make_evaluate",
+  "masked_adam",
+  "num_classes",
+  "teacher_targets",
+  "trainable_mask",
+  "vfm_features",
   "CISC_MODES",
   "CLASS_SETS",
   "COLOURS",

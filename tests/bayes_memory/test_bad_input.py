@@ -457,6 +457,46 @@ CASES = [
     jit_reason=HOST,
   ),
 ]
+_Q = {"seed": np.zeros(2, int)}
+CASES += [
+  Case(
+    "score_dialogues",
+    lambda: bm.score_dialogues(
+      [],
+      (None, None, None),
+      None,
+      buckets=(8,),
+      batch_tokens=8,
+      max_targets=1,
+      feature_len=4,
+      scoring="fast",
+    ),
+    match="scoring must be one of",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "question_arrays",
+    lambda: bm.question_arrays([], [{}], 0),
+    match="cells must hold one cell per dialogue",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "fit_leave_one_seed_out",
+    lambda: bm.fit_leave_one_seed_out(_Q, tau_placebo=1.0),
+    match="at least two seeds",
+    jit=None,
+    jit_reason="host-side loop over the data seeds",
+  ),
+  Case(
+    "access_signal_metrics",
+    lambda: bm.access_signal_metrics(np.zeros((2, 3)), np.ones(2, bool), np.zeros(2)),
+    match=r"lp_y must have shape \[Q, N \+ 3\]",
+    jit=None,
+    jit_reason=HOST,
+  ),
+]
 EXEMPT = {
   "Row": "a type alias (a tuple of three arrays), not a function",
   "LogprobFn": "a type alias (Callable), not a function",

@@ -1455,8 +1455,8 @@ MUTATIONS = (
   M(
     "panda",
     "train",
-    'cells[p + "|panda"]["test_mean"] - cells[f"{p}|{arm}"]["test_mean"]',
-    'cells[f"{p}|{arm}"]["test_mean"] - cells[p + "|panda"]["test_mean"]',
+    'if d := _gains(cells, _pairs(cells), "panda", arm):',
+    'if d := _gains(cells, _pairs(cells), arm, "panda"):',
     ["test_derived_metrics"],
     "ablation minus PANDA",
   ),

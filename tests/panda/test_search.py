@@ -117,7 +117,7 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
     v = 0.5 + hp["dropout"] / 2 + (0.01 if arm == "panda" else 0.0)  # the larger dropout wins
     return dict(val=[v] * runs, test=[v - 0.1 * s for s in splits], epoch=[3] * runs, params=9)
 
-  monkeypatch.setattr(search, "_train", fake_train)
+  monkeypatch.setattr(panda.TrialCache, "train", fake_train)
   cfg = _tiny_config()
   cfg.trials = 3
   drops = [panda.draw_trial(cfg.space, cfg.seed, t)["dropout"] for t in range(3)]
@@ -165,7 +165,7 @@ def test_finals_shared_by_two_processes_join_to_the_unshared_final(tmp_path, mon
     key_bits = [float(jax.random.key_data(k).sum() % 97) for k in keys]  # which keys it got
     return dict(val=[v] * len(splits), test=key_bits, epoch=list(splits), params=9)
 
-  monkeypatch.setattr(search, "_train", fake_train)
+  monkeypatch.setattr(panda.TrialCache, "train", fake_train)
   cfg = _tiny_config()
   cfg.num_splits, cfg.final_inits = 2, 3  # 6 runs in batches of 2: batches 0, 1, 2
   whole = search.train_and_evaluate(cfg, tmp_path / "whole")
@@ -195,31 +195,6 @@ def test_finals_shared_by_two_processes_join_to_the_unshared_final(tmp_path, mon
     search.train_and_evaluate(cfg, tmp_path / "bad")
 
 
-def test_an_earlier_store_layout_is_read_without_recomputing(tmp_path, monkeypatch):
-  """A final stored as '<ds>|<backbone>|<arm>' with its summary becomes '...|final<t>'."""
-  key, cell = search._migrate(
-    "texas|gedi|panda",
-    dict(
-      selected_trial=1,
-      hp={"a": 1},
-      test_runs=[[50.0]],
-      val_runs=[[60.0]],
-      best_epoch_runs=[[3]],
-      splits=1,
-      inits=1,
-      params=7,
-      cpu_s=2.0,
-      wall_s=3.0,
-      test_mean=50.0,
-    ),
-  )
-  assert key == "texas|gedi|panda|final001" and cell["trial"] == 1 and "test_mean" not in cell
-  assert search._migrate("texas|gedi|panda|trial000", {"x": 1}) == (
-    "texas|gedi|panda|trial000",
-    {"x": 1},
-  )
-
-
 def test_a_trial_is_the_same_alone_or_after_others_sharing_its_program(monkeypatch):
   """Trials of one structure reuse one compiled program, and reuse does not change a result."""
   cfg = _tiny_config()  # every trial: 1 layer, hidden 4, 1 head; lr, wd, dropout differ
@@ -244,8 +219,8 @@ def test_a_trial_is_the_same_alone_or_after_others_sharing_its_program(monkeypat
   for k in ("val", "test", "epoch", "params", "hp"):
     assert after[k] == alone[k], k
   assert np.asarray(final["test_runs"]).shape == (cfg.final_inits, cfg.num_splits)
-  # A final joined from its batch cells equals one _train pass over all its runs, also when the
-  # last batch is padded (3 runs in batches of 2), on the same compiled program.
+  # A final joined from its batch cells equals one TrialCache.train pass over all its runs, also
+  # when the last batch is padded (3 runs in batches of 2), on the same compiled program.
   cfg.num_splits, cfg.final_inits = 1, 3
   joined = search.run_final(cfg, cache, "panda", 1)
   hp = panda.applicable_hparams(panda.draw_trial(cfg.space, cfg.seed, 1), "hgnn", "panda")
@@ -441,7 +416,7 @@ def test_equal_parameter_search_matches_every_panda_trial(tmp_path, monkeypatch)
     test = [v - 0.1 * s + (0.02 * s if arm == "panda" else 0.0) for s in splits]
     return dict(val=[v] * len(splits), test=test, epoch=[3] * len(splits), params=n)
 
-  monkeypatch.setattr(search, "_train", fake_train)
+  monkeypatch.setattr(panda.TrialCache, "train", fake_train)
   cfg = _tiny_config()
   cfg.match_params = True
   cfg.space = dict(cfg.space, hidden=("choice", (24,)), heads=("choice", (2,)))

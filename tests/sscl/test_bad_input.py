@@ -282,6 +282,77 @@ CASES = [
   ),
 ]
 
+_SETUP = "configuration checked when the function or its program is built"
+_FT_DATA = {"train_images": IMGS, "train_valid": np.ones((2, 4), bool)}
+_FT_KW = {"batch": 1, "n_views": 1, "view_scales": (1.5, 3.0), "diverse": 1.0}
+_BATCH = {"views": np.zeros((1, 1, 8, 8, 3), F32), "imgs": IMGS[:1]}
+CASES += [
+  Case(
+    "num_classes",
+    S.num_classes,
+    ("texture",),
+    match="classes must be one of",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "vfm_features",
+    S.vfm_features,
+    ("dino", 4, IMGS, LAB_MAP),
+    match="vfm must be one of",
+    jit=None,
+    jit_reason=_SETUP,
+  ),
+  Case(
+    "benchmark_data",
+    S.benchmark_data,
+    (0,),
+    dict(n_train=2, n_test=1, size=16, patch=4, classes="colour", probe_images=0),
+    match="probe_images must be >= 1",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "make_evaluate",
+    S.make_evaluate,
+    (None,),
+    dict(size=8, patch=4, classes="colour", vfm="dino", config=S.SSCLConfig()),
+    match="vfm must be one of",
+    jit=None,
+    jit_reason=_SETUP,
+  ),
+  Case(
+    "finetune_batch",
+    lambda: S.finetune_batch(None, _FT_DATA, **(_FT_KW | {"n_views": 0})),
+    match="n_views must be >= 1",
+    jit=None,
+    jit_reason=_SETUP,
+  ),
+  Case(
+    "teacher_targets",
+    lambda: S.teacher_targets(MODEL, {}, {}, vfm="dino", patch=4, config=S.SSCLConfig()),
+    match="vfm must be one of",
+    jit=None,
+    jit_reason=_SETUP,
+  ),
+  Case(
+    "arm_loss",
+    lambda: S.arm_loss(MODEL, {"keep": 1.0}, _BATCH, {}, config=S.SSCLConfig()),
+    match="w must weight every loss term",
+    jit=None,
+    jit_reason=_SETUP,
+  ),
+  Case(
+    "trainable_mask",
+    S.trainable_mask,
+    ({}, 0),
+    match="depth must be >= 1",
+    jit=None,
+    jit_reason=_SETUP,
+  ),
+  Case("masked_adam", S.masked_adam, (0.0,), match="lr must be > 0", jit=None, jit_reason=_SETUP),
+]
+
 EXEMPT = {
   "SGSRTargets": "a NamedTuple data container",
   "ShapesData": "a NamedTuple data container",

@@ -3,18 +3,10 @@
   python -m experiments.bayes_memory.main --config=experiments/bayes_memory/configs/default.py \
       --workdir=runs/bayes_memory
 
-3 data seeds x 34 generated dialogues x 2 questions = 204 questions (6 user turns each, a quarter
-of the questions need no memory). Every question is scored in 9 contexts (no memory, a placebo
-turn, each turn alone, the whole history) for the reference response, and in 8 for a contrast
-response naming a wrong (stale, distractor or other) value; each common token prefix runs once
-(``scoring = 'shared'``), each dialogue's scores are a cell of the store. The distilled selector
-is trained leave-one-seed-out.
-
-The placebo gate (ln 10) and the question count (204) were chosen after the first runs, on the
-dialogues of data seeds 0-2 (the count was raised from 84 after a tie). Both are registered
-here, as preconditions of the claims below, and decided on fresh dialogues: data seeds 3-5,
-which no earlier run generated. Greedy set selection (``greedy_k > 0``) costs about 40% more LM
-rows and is off here (on in full.py; the smoke run exercises it).
+3 fresh data seeds x 34 generated dialogues x 2 questions = 204 questions, 6 user turns each.
+The placebo gate (ln 10) and the question count were chosen on data seeds 0-2; both are
+registered as preconditions of the claims and decided on seeds 3-5, which no earlier run saw.
+Greedy set selection (about 40% more LM rows) is off here, on in full.py and the smoke run.
 """
 
 import math
@@ -72,17 +64,13 @@ REPORT = R.Report(
   view="experiments.bayes_memory.train:report_view",
   tables=(
     R.Table(
-      over="view.table",
-      columns=(
-        R.Column("method", "{label}"),
-        R.Column("accuracy ± 95% CI", "accuracy", ".3f", err="accuracy_ci"),
-        R.Column("per-seed mean ± std", "seed_mean", ".3f", err="seed_std"),
-        R.Column("log p(y)/token", "loglik_per_token", ".3f"),
-        R.Column("recall@1", "evidence_recall_at_1", ".3f"),
-        R.Column("stale@1", "stale_rate_at_1", ".3f"),
-        R.Column("reads memory", "read_fraction", ".3f"),
-        R.Column("turns read", "turns_read_fraction", ".3f"),
+      R.columns(
+        "method={label}; accuracy ± 95% CI=accuracy:.3f±accuracy_ci; "
+        "per-seed mean ± std=seed_mean:.3f±seed_std; log p(y)/token=loglik_per_token:.3f; "
+        "recall@1=evidence_recall_at_1:.3f; stale@1=stale_rate_at_1:.3f; "
+        "reads memory=read_fraction:.3f; turns read=turns_read_fraction:.3f"
       ),
+      over="view.table",
     ),
   ),
   figures=(
@@ -135,21 +123,20 @@ REPORT = R.Report(
 _BASE = "max of similarity, BM25 and recency top-1"
 
 
+def claim(cid, statement, paper_text, metric, held, note, *, noise=True, **kw):
+  """A claim on ``derived.<metric>`` (noise: ``derived.<metric>_ci``), higher is better."""
+  out = dict(id=cid, statement=statement, paper_text=paper_text, metric=f"derived.{metric}")
+  if noise:
+    out["noise"] = f"derived.{metric}_ci"
+  return out | dict(direction="higher", held=held, fmt=".3f", note=note) | kw
+
+
 def _registered(n_questions: int) -> list[dict]:
   """Preconditions that pin the registered data: the question count and the fresh seeds."""
+  n = dict(metric="derived.n_questions", value=n_questions)
   return [
-    dict(
-      metric="derived.n_questions",
-      op=">=",
-      value=n_questions,
-      why=f"the registered {n_questions} questions were analysed (none missing)",
-    ),
-    dict(
-      metric="derived.n_questions",
-      op="<=",
-      value=n_questions,
-      why=f"no questions beyond the registered {n_questions} were added",
-    ),
+    dict(n, op=">=", why=f"the registered {n_questions} questions were analysed (none missing)"),
+    dict(n, op="<=", why=f"no questions beyond the registered {n_questions} were added"),
     dict(
       metric="derived.min_seed",
       op=">=",
@@ -182,57 +169,18 @@ def make_claims(n_questions: int) -> tuple[dict, ...]:
   """The claims, with the registered question count ``n_questions`` as a precondition."""
   reg = _registered(n_questions)
   return (
-    *_selection_claims(reg),
-    *_gate_claims(
-      reg,
-      "",
-      (),
-      reads=(
-        "Access control reads memory less often (learned gate)",
-        "fraction of all questions (a quarter need no memory) on which the distilled gate opens; "
-        "always-on selection reads on 1.0",
-      ),
-      no_loss=(
-        "... at no loss of accuracy",
-        "accuracy on preference questions of the gated minus the always-on distilled selector; "
-        "held if the whole 95% interval is above -0.03 (3 points)",
-      ),
-    ),
-    _gain_claim(reg),
-    *_gate_claims(
-      reg,
-      "placebo_",
-      tuple(_GATE),
-      reads=(
-        "Access control on the placebo-controlled Bayes factor reads memory less often "
-        "(learned gate)",
-        "fraction of all questions on which the distilled gate trained on the label "
-        "1[max_i log p(y | m_i, x) - log p(y | placebo, x) > ln 10] opens (leave-one-seed-out); "
-        "same rule as access_reads_less",
-      ),
-      no_loss=(
-        "... at no loss of accuracy (placebo-controlled learned gate)",
-        "accuracy on preference questions of the placebo-gated minus the always-on distilled "
-        "selector; held if the whole 95% interval is above -0.03; same rule as access_no_loss",
-      ),
-    ),
-  )
-
-
-def _selection_claims(reg: list[dict]) -> tuple[dict, ...]:
-  """The distilled and the oracle Bayes-factor selectors against the best retriever."""
-  return (
-    dict(
-      id="distilled_beats_retrievers",
-      statement="Bayes-factor selection answers preference questions better than similarity, "
-      "BM25 and recency (the distilled selector, which needs no reference at inference)",
-      paper_text="outperforms existing embedding-based retrieval on long-context, "
-      "preference-intensive tasks (abstract)",
-      metric="derived.acc_gain_distilled_vs_best_retriever",
-      noise="derived.acc_gain_distilled_vs_best_retriever_ci",
-      direction="higher",
-      held=0.0,
-      fmt=".3f",
+    claim(
+      "distilled_beats_retrievers",
+      "Bayes-factor selection answers preference questions better than similarity, BM25 and "
+      "recency (the distilled selector, which needs no reference at inference)",
+      "outperforms existing embedding-based retrieval on long-context, preference-intensive "
+      "tasks (abstract)",
+      "acc_gain_distilled_vs_best_retriever",
+      0.0,
+      "two-way forced-choice accuracy (log p of the reference > log p of the same response "
+      f"naming a wrong value) on preference questions, distilled top-1 minus the {_BASE} (the "
+      "best retriever on each resample); 95% paired bootstrap interval over questions; held if "
+      "the whole interval is > 0, inconclusive (a tie) if it straddles 0",
       # Two-way forced choice: the selector's own accuracy must clear a coin flip.
       chance=dict(
         value=0.5, metric="derived.accuracy.distilled", noise="derived.accuracy_ci.distilled"
@@ -246,88 +194,91 @@ def _selection_claims(reg: list[dict]) -> tuple[dict, ...]:
         "no memory": "derived.accuracy.no_memory",
         "oracle Bayes factor (upper bound)": "derived.accuracy.oracle_bf",
       },
-      note="two-way forced-choice accuracy (log p of the reference > log p of the same response "
-      f"naming a wrong value) on preference questions, distilled top-1 minus the {_BASE} (the "
-      "best retriever on each resample); 95% paired bootstrap interval over questions; held if "
-      "the whole interval is > 0, inconclusive (a tie) if it straddles 0",
     ),
-    dict(
-      id="oracle_bf_beats_retrievers",
-      statement="Selecting the turn with the largest Bayes factor (uses the reference: an upper "
-      "bound) beats similarity, BM25 and recency",
-      paper_text="the Bayes factor measures evidence strength (abstract)",
-      metric="derived.acc_gain_oracle_vs_best_retriever",
-      noise="derived.acc_gain_oracle_vs_best_retriever_ci",
-      direction="higher",
-      held=0.0,
-      fmt=".3f",
+    claim(
+      "oracle_bf_beats_retrievers",
+      "Selecting the turn with the largest Bayes factor (uses the reference: an upper bound) "
+      "beats similarity, BM25 and recency",
+      "the Bayes factor measures evidence strength (abstract)",
+      "acc_gain_oracle_vs_best_retriever",
+      0.0,
+      f"accuracy of the top-1 Bayes-factor turn minus the {_BASE}; same interval and rule",
       oracle=True,  # scores every turn against the reference answer, which a user does not have
       requires=[*reg, _READER],
-      note=f"accuracy of the top-1 Bayes-factor turn minus the {_BASE}; same interval and rule",
+    ),
+    *_gate_claims(
+      reg,
+      "",
+      [],
+      "Access control reads memory less often (learned gate)",
+      "fraction of all questions (a quarter need no memory) on which the distilled gate opens; "
+      "always-on selection reads on 1.0",
+      "... at no loss of accuracy",
+      "accuracy on preference questions of the gated minus the always-on distilled selector; "
+      "held if the whole 95% interval is above -0.03 (3 points)",
+    ),
+    claim(
+      "distilled_keeps_gain",
+      "The distilled selector keeps most of the Bayes-factor gain at no extra LM cost",
+      "the model learns to identify salient turns (abstract)",
+      "distilled_gain_ratio",
+      0.5,
+      "(acc distilled - acc no memory) / (acc oracle Bayes factor - acc no memory); held if the "
+      "whole interval is >= 0.5, partly if >= 0.25. The LM-token saving per question is "
+      "reported as derived.lm_token_saving",
+      partly=0.25,
+      fmt=".2f",
+      requires=[*reg, _READER],
+    ),
+    *_gate_claims(
+      reg,
+      "placebo_",
+      _GATE,
+      "Access control on the placebo-controlled Bayes factor reads memory less often (learned "
+      "gate)",
+      "fraction of all questions on which the distilled gate trained on the label "
+      "1[max_i log p(y | m_i, x) - log p(y | placebo, x) > ln 10] opens (leave-one-seed-out); "
+      "same rule as access_reads_less",
+      "... at no loss of accuracy (placebo-controlled learned gate)",
+      "accuracy on preference questions of the placebo-gated minus the always-on distilled "
+      "selector; held if the whole 95% interval is above -0.03; same rule as access_no_loss",
     ),
   )
 
 
-def _gate_claims(
-  reg: list[dict], p: str, gate_requires: tuple, reads: tuple[str, str], no_loss: tuple[str, str]
-) -> tuple[dict, dict]:
+def _gate_claims(reg, p, gate_requires, reads, reads_note, no_loss, no_loss_note):
   """One learned gate's claims: it reads memory less often, at no loss of accuracy.
 
   ``p`` prefixes the claim ids and the gate's metrics ("" or "placebo_"); ``gate_requires``
-  are preconditions on the gate itself; ``reads`` and ``no_loss`` are (statement, note).
+  are preconditions on the gate itself.
   """
-  reads_metric = f"derived.read_fraction.distilled_{p}gated"
-  return (
-    dict(
-      id=f"{p}access_reads_less",
-      statement=reads[0],
-      paper_text="regulate memory usage based on expected utility (abstract)",
-      metric=reads_metric,
-      direction="lower",
-      held=0.9,
-      fmt=".3f",
-      requires=[*reg, *gate_requires],
-      note=reads[1],
-    ),
-    dict(
-      id=f"{p}access_no_loss",
-      statement=no_loss[0],
-      paper_text="a unified signal for both memory access and selection (abstract)",
-      metric=f"derived.acc_gain_{p}gated_vs_ungated",
-      noise=f"derived.acc_gain_{p}gated_vs_ungated_ci",
-      direction="higher",
-      held=-0.03,
-      fmt=".3f",
-      requires=[
-        *reg,
-        *gate_requires,
-        dict(
-          metric=reads_metric,
-          op="<=",
-          value=0.9,
-          why="the gate closes on some questions (reads on at most 0.9 of them, the bar of "
-          f"{p}access_reads_less), so 'no loss' is measured on a gate that acts",
-        ),
-      ],
-      note=no_loss[1],
-    ),
+  reads_metric = f"read_fraction.distilled_{p}gated"
+  acts = dict(
+    metric=f"derived.{reads_metric}",
+    op="<=",
+    value=0.9,
+    why="the gate closes on some questions (reads on at most 0.9 of them, the bar of "
+    f"{p}access_reads_less), so 'no loss' is measured on a gate that acts",
   )
-
-
-def _gain_claim(reg: list[dict]) -> dict:
-  """How much of the oracle Bayes factor's gain the distilled selector keeps."""
-  return dict(
-    id="distilled_keeps_gain",
-    statement="The distilled selector keeps most of the Bayes-factor gain at no extra LM cost",
-    paper_text="the model learns to identify salient turns (abstract)",
-    metric="derived.distilled_gain_ratio",
-    noise="derived.distilled_gain_ratio_ci",
-    direction="higher",
-    held=0.5,
-    partly=0.25,
-    fmt=".2f",
-    requires=[*reg, _READER],
-    note="(acc distilled - acc no memory) / (acc oracle Bayes factor - acc no memory); held "
-    "if the whole interval is >= 0.5, partly if >= 0.25. The LM-token saving per question "
-    "is reported as derived.lm_token_saving",
+  return (
+    claim(
+      f"{p}access_reads_less",
+      reads,
+      "regulate memory usage based on expected utility (abstract)",
+      reads_metric,
+      0.9,
+      reads_note,
+      noise=False,
+      direction="lower",
+      requires=[*reg, *gate_requires],
+    ),
+    claim(
+      f"{p}access_no_loss",
+      no_loss,
+      "a unified signal for both memory access and selection (abstract)",
+      f"acc_gain_{p}gated_vs_ungated",
+      -0.03,
+      no_loss_note,
+      requires=[*reg, *gate_requires, acts],
+    ),
   )

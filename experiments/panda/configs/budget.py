@@ -4,52 +4,30 @@
   python -m experiments.panda.main --config=experiments/panda/configs/budget.py \\
       --workdir=runs/panda_budget --config.data_dir=../shared/data
 
-The search of ``configs/search.py`` with the budget the paper's protocol implies, decided before
-the run:
-
-* **Equal trials**: 20 seeded draws per (dataset, backbone, arm), the same draws for both arms.
-* **Equal parameters**: in every trial the PANDA arm's per-head width is set so that its model
-  has the vanilla arm's parameter count for the same draw, within 10%
-  (:func:`jaxpapers.panda.match_hidden`); the vanilla arm keeps the drawn width. The
-  precondition ``param_match.max_abs_dev <= 0.10`` checks every matched trial.
-* **The paper's training**: 500 epochs, test accuracy at the best-validation epoch, the
-  selected configuration re-trained on 10 splits x 2 initialisations.
-* **Datasets**: the three cheapest on this host (Texas, Cornell, email-Enron: 12 pairs), run to
-  completion (no CPU budget), so the pairs judged are fixed in advance. Telegram is not among
-  them, so the claim without Telegram is judged over the same pairs (the paper's caveat about
-  Telegram applies to the full benchmark).
-
-The claims keep ``configs/default.py``'s rule (held when the 95% interval reaches +5.18 pp,
-partly when it clears 0 but not +5.18, not reproduced below 0, inconclusive when it straddles
-0) with an interval that resamples pairs and then splits within pairs
-(:func:`jaxpapers.core.cluster_bootstrap`; the half-width is that of the symmetric interval
-containing the percentile one), and preconditions that make the budget part of the verdict.
-The paper-scale run is the same config with all of ``configs/search.py``'s datasets and
-``--config.trials=100`` on an accelerator.
+``configs/search.py`` with the budget the paper's protocol implies, decided before the run: 20
+seeded draws per (dataset, backbone, arm), the same for both arms; each PANDA trial's width set
+so that its parameter count is the vanilla draw's within 10% (:func:`jaxpapers.panda.match_hidden`);
+500 epochs; Texas, Cornell and email-Enron run to completion (12 pairs). The claims keep
+``default.py``'s rule with an interval over pairs and then splits
+(:func:`jaxpapers.core.cluster_bootstrap`) and preconditions that make the budget part of the
+verdict. Paper scale: all of ``search.py``'s datasets and ``--config.trials=100``.
 """
 
 from experiments.panda.configs import default, search
 
-_REQUIRES = (
-  dict(
-    metric="coverage.trials_per_cell",
-    op=">=",
-    value=20,
-    why="each arm gets at least 20 tuning trials",
-  ),
-  dict(metric="coverage.epochs", op=">=", value=500, why="the paper trains 500 epochs"),
-  dict(
-    metric="param_match.max_abs_dev",
-    op="<=",
-    value=0.10,
-    why="every PANDA trial has the vanilla draw's parameter count within 10%",
-  ),
-  dict(
-    metric="cells",
-    op=">=",
-    value=12,
-    why="all 12 declared (dataset, backbone) pairs finished",
-  ),
+_REQUIRES = tuple(
+  dict(metric=m, op=op, value=v, why=why)
+  for m, op, v, why in (
+    ("coverage.trials_per_cell", ">=", 20, "each arm gets at least 20 tuning trials"),
+    ("coverage.epochs", ">=", 500, "the paper trains 500 epochs"),
+    (
+      "param_match.max_abs_dev",
+      "<=",
+      0.10,
+      "every PANDA trial has the vanilla draw's parameter count within 10%",
+    ),
+    ("cells", ">=", 12, "all 12 declared (dataset, backbone) pairs finished"),
+  )
 )
 
 

@@ -3,16 +3,10 @@
   python -m experiments.panda.main --config=experiments/panda/configs/default.py \
       --workdir=runs/panda
 
-Reads ``<data_dir>/hypergraph`` (``core.locate_data_dir(subdir='hypergraph')``); a
-``data_dir`` or ``$JAXPAPERS_DATA_DIR`` that is given must hold the datasets. Only when neither
-is given and ``../shared/data/hypergraph`` is missing does it fall back to the seeded synthetic
-generator (``make_synthetic``), so it runs without data. Reduced budget for CPU: the four small shared sets, 3 splits, 100 epochs, a
-2-point learning-rate sweep identical for every arm, hidden 32, one head (the reference's
-default), features wider than 256 reduced by a seeded truncated SVD (same input for all arms).
-The third arm is the vanilla backbone widened to at least PANDA's parameter count. The larger
-sets and the paper's budget (500 epochs, more splits, a grid for both arms) are ``full.py``;
-split the datasets over processes and merge with ``merge_cells_from`` (see
-``experiments/panda/train.py``).
+Reads ``<data_dir>/hypergraph`` (``core.locate_data_dir``); only when no data folder is given
+or found does it use the seeded synthetic sets. The four small shared sets, 100 epochs, a
+2-point lr sweep equal for every arm, hidden 32, one head, features wider than 256 reduced by a
+seeded SVD; ``vanilla_matched`` is vanilla widened to PANDA's parameter count.
 """
 
 import ml_collections

@@ -5,37 +5,13 @@
       --workdir=runs/panda_search --config.data_dir=../shared/data \\
       '--config.merge_cells_from=("experiments/panda/results/search",)'
 
-Both arms get the same budget: ``trials`` seeded random draws over ``space`` per (dataset,
-backbone, arm), identical for both arms in every shared parameter (PANDA also draws its heads;
-PhenomNN its lambdas and unrolled steps, which stand in for depth). Each trial trains on the
-first ``search_splits`` fixed splits for ``epochs`` epochs with best-validation-epoch selection;
-the trial with the best mean validation accuracy is re-trained on ``num_splits`` splits x
-``final_inits`` fresh initialisations, which give the cell's mean +- std.
-
-How this run was sized (decided before it started, from costs measured on this host with
-single-threaded XLA). A trial on Texas is compile-bound: ``benchmarks/panda_search_cost.py``
-timed vanilla GeDi trials at 10.8 CPU s when they compile their program and 0.65 s when they
-reuse one, and the earlier 2-trial run spent about 226 CPU s per trial index on one dataset's
-eight cells (vanilla 11-16 s, PANDA 26-72 s per trial) and about 650 s on its finals (about 420 s
-expected now that a final reuses its trial's program). Reuse within a cell is rare at small
-trial counts: among the first 8 seeded draws a cell has 7-8 distinct structures. With about 23
-CPU-minutes left for the run (``max_cpu_s``), 3 trials per cell (the smallest count above the
-committed 2) costs about 450 s to extend Texas and Cornell plus the finals whose selection moves,
-and about 1100 s per further small set, so it covers Texas, Cornell and part or all of
-email-Enron; 4 trials would spend the budget on Texas and Cornell alone and add no pair. The
-epochs (100), search splits (3), finals (10 splits x 2 inits) and XLA options stay those of the
-committed run, whose trials 0-1 and finals are reused (the draws are prefix-stable; the
-committed runs had dropout and lambdas built in rather than traced: the same computation up to
-float rounding). Datasets in order of measured cost: Texas and Cornell, email-Enron (per-epoch
-cost within 2x of Texas in ``results/perf/perf.json``), then chameleon, Telegram, the other mail
-and co-citation sets, the synthetic sets, Pubmed last; the run covers a prefix. The paper-scale
-setting is the same config with ``--config.trials=100 --config.epochs=500
---config.search_splits=10`` on an accelerator.
-
-The claim and its rule are ``default.py``'s, unchanged: the mean over (dataset, backbone) pairs
-of PANDA - vanilla with the 95% half-width 1.96 std / sqrt(pairs); held when the interval reaches
-+5.18 pp, partly when it clears 0 but stays below, not reproduced below 0, inconclusive when it
-straddles 0. It is judged over the pairs the run covers (``metrics.coverage`` says which).
+``trials`` seeded draws over ``space`` per (dataset, backbone, arm), the same for both arms in
+every shared parameter; each trial on ``search_splits`` splits, the best re-trained on
+``num_splits`` splits x ``final_inits`` initialisations. Sized before the run from costs
+measured on this host (``benchmarks/panda_search_cost.py``): 3 trials, 100 epochs, a CPU budget
+(``max_cpu_s``) that covers a prefix of the datasets, cheapest first. The claim and its rule are
+``default.py``'s, judged over the pairs the run covers (``metrics.coverage``). Paper scale:
+``--config.trials=100 --config.epochs=500 --config.search_splits=10`` on an accelerator.
 """
 
 from ml_collections import config_dict
@@ -46,20 +22,10 @@ from jaxpapers.core import reporting as R
 
 def get_config():
   c = default.get_config()
-  c.datasets = (  # cheapest first; the run covers a prefix (13 sets x 4 backbones = 52 pairs)
-    "texas",
-    "cornell",
-    "email-Enron",
-    "chameleon",
-    "telegram",
-    "chameleon-directed",
-    "email-EU",
-    "cora",
-    "citeseer",
-    "inter10",
-    "inter30",
-    "inter50",
-    "pubmed",
+  # cheapest first; the run covers a prefix (13 sets x 4 backbones = 52 pairs)
+  c.datasets = tuple(
+    "texas cornell email-Enron chameleon telegram chameleon-directed email-EU cora citeseer "
+    "inter10 inter30 inter50 pubmed".split()
   )
   c.arms = ("vanilla", "panda")  # capacity is searched for both arms (hidden, depth, heads)
   c.num_splits = 10  # the fixed splits of the heterophilous sets

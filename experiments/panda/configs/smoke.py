@@ -1,10 +1,9 @@
-"""Smoke setting (seconds of compute, dominated by compilation): tests, notebook, reproduce --quick.
+"""Smoke setting (seconds, compile-dominated): tests, notebook, ``reproduce --quick``.
 
   python -m experiments.panda.main --config=experiments/panda/configs/smoke.py \
       --workdir=/tmp/panda_smoke
 
-One small synthetic hypergraph (no data files), GeDi-HNN vanilla vs PANDA, 2 splits, 15 epochs
-(compilation dominates on CPU; the notebook shows HGNN).
+One small synthetic hypergraph, GeDi-HNN vanilla vs PANDA, 2 splits, 15 epochs.
 """
 
 from experiments.panda.configs import default

@@ -1,20 +1,10 @@
-"""CPU-scale run on the shapes world, judged on colour classes (minutes on 2 CPU cores).
+"""CPU-scale run on the shapes world, judged on the 6 colour classes (minutes on 2 CPU cores).
 
   python -m experiments.sscl.main --config=experiments/sscl/configs/default.py --workdir=runs/sscl
 
-2,000 training and 128 test images (32 x 32, 2-4 objects on textured backgrounds). Per seed (3):
-a tiny CLIP (ViT patch 4, width 32, 2 blocks; 1-block text transformer) trained for 400 steps
-(batch 32) with the global CLIP loss only; then 5 same-budget fine-tuning arms from it (120
-steps, 8 anchors x 2 context views: keep-only control, CLIPSelf-style control, CISC only, SGSR
-only, SSCL), training the last image block. Sized for a shared, heavily loaded 2-core CPU. Frozen "VFM": the
-grouping-only "instance" proxy (per patch, the fraction of its pixels in each object or the
-background: which patches belong together, nothing about their class), so that, as in the
-paper, CLIP has the semantics and the "VFM" the spatial consistency. Evaluation classes: the 6
-colours, which the captions name and the global CLIP loss teaches (the shape classes of the
-first run were not linearly decodable from the frozen dense features; the probe of both class
-sets is reported). Evaluation protocol: MaskCLIP readout, logit scale 40, bilinear upsampling to
-32 x 32, no sliding window, no PAMR, foreground pixels only (no background threshold), region
-classification with GT boxes.
+Per seed (3): a tiny CLIP trained with the global CLIP loss only, then 5 same-budget
+fine-tuning arms from it; the frozen "VFM" is the grouping-only "instance" proxy. The data,
+model and protocol are in experiments/sscl/README.md.
 """
 
 import ml_collections
@@ -205,22 +195,39 @@ REPORT = R.Report(
 )
 
 
+def _claim(cid, statement, paper_text, metric, held, requires, note, **kw):
+  """A claim on ``derived.<metric>`` with its paired per-seed interval as noise."""
+  return dict(
+    id=cid,
+    statement=statement,
+    paper_text=paper_text,
+    metric=f"derived.{metric}",
+    direction=kw.pop("direction", "higher"),
+    requires=requires,
+    held=held,
+    noise=f"derived.{metric}_ci",
+    fmt="+.3f",
+    note=f"{note}; {T_CI}",
+    **kw,
+  )
+
+
 CLAIMS = (
-  dict(
-    id="refinement_beats_raw",
-    statement="structure-guided refinement of CLIP text-patch responses with frozen VFM "
-    "affinities raises zero-shot segmentation mIoU over raw dense CLIP, without training",
-    paper_text="spatial correlation guidance from visual foundation models ... refine CLIP "
-    "text-patch responses, producing ... improved spatial coherence (abstract; ProxyCLIP-style "
-    "methods report large gains over raw CLIP)",
-    metric="derived.refine_minus_raw_miou",
-    direction="higher",
-    requires=REQUIRES,
-    held=0.01,
-    noise="derived.refine_minus_raw_miou_ci",
+  _claim(
+    "refinement_beats_raw",
+    "structure-guided refinement of CLIP text-patch responses with frozen VFM affinities raises "
+    "zero-shot segmentation mIoU over raw dense CLIP, without training",
+    "spatial correlation guidance from visual foundation models ... refine CLIP text-patch "
+    "responses, producing ... improved spatial coherence (abstract; ProxyCLIP-style methods "
+    "report large gains over raw CLIP)",
+    "refine_minus_raw_miou",
+    0.01,
+    REQUIRES,
+    "held when the whole interval of (refined - raw) mIoU is above +0.01 and neither control "
+    "clears the same bar; oracle: the 'VFM' is built from the rendered instance map (an upper "
+    "bound on a real VFM's grouping)",
     # the VFM's structure must be what helps: the same refinement with another image's
-    # affinity (placebo) and a training-free readout without any VFM (SCLIP-style correlative
-    # attention) are judged by the same rule
+    # affinity (placebo) and a readout without any VFM (SCLIP-style) are judged by the same rule
     controls={
       "placebo VFM (another image's affinity)": "derived.refine_placebo_minus_raw_miou",
       "SCLIP-style correlative attention (no VFM)": "derived.sclip_minus_raw_miou",
@@ -232,83 +239,66 @@ CLAIMS = (
       "raw dense CLIP (MaskCLIP-style value embeddings)": "derived.raw_miou",
       "ProxyCLIP-style proxy attention minus raw": "derived.proxy_minus_raw_miou",
     },
-    fmt="+.3f",
-    note="held when the whole interval of (refined - raw) mIoU is above +0.01 and neither "
-    "control clears the same bar; oracle: the 'VFM' is built from the rendered instance map (an "
-    "upper bound on a real VFM's grouping); " + T_CI,
   ),
-  dict(
-    id="sscl_beats_training_free",
-    statement="SSCL fine-tuning (CISC + SGSR) gives higher mIoU than the training-free "
-    "refinement whose pseudo-labels it learns from",
-    paper_text="consistent gains over the baseline methods on semantic segmentation (abstract)",
-    metric="derived.sscl_minus_refine_miou",
-    direction="higher",
-    requires=FINETUNE_REQUIRES,
-    held=0.01,
-    noise="derived.sscl_minus_refine_miou_ci",
-    # fine-tuning on the same batches with the keep term alone must not clear the same bar
+  _claim(
+    "sscl_beats_training_free",
+    "SSCL fine-tuning (CISC + SGSR) gives higher mIoU than the training-free refinement whose "
+    "pseudo-labels it learns from",
+    "consistent gains over the baseline methods on semantic segmentation (abstract)",
+    "sscl_minus_refine_miou",
+    0.01,
+    FINETUNE_REQUIRES,
+    "held when the whole interval of (SSCL - refinement) mIoU is above +0.01 and keep-only "
+    "fine-tuning does not clear the same bar; oracle: SGSR's 'VFM' is built from the rendered "
+    "instance map",
     controls={"keep-only fine-tuning (no SSCL objective)": "derived.keep_only_minus_refine_miou"},
     oracle=True,
     baselines={
       "SSCL minus raw dense CLIP (MaskCLIP-style)": "derived.sscl_minus_raw_miou",
       "SSCL minus SCLIP-style": "derived.sscl_minus_sclip_miou",
     },
-    fmt="+.3f",
-    note="held when the whole interval of (SSCL - refinement) mIoU is above +0.01 and keep-only "
-    "fine-tuning does not clear the same bar; oracle: SGSR's 'VFM' is built from the rendered "
-    "instance map; " + T_CI,
   ),
-  dict(
-    id="cisc_lowers_drift",
-    statement="CISC lowers the drift of the same object's dense region features under a change "
-    "of context, against a same-budget keep-only fine-tuning control",
-    paper_text="CISC enforces semantic consistency for the same anchor region under varying "
-    "contexts to mitigate context-induced feature drift (abstract)",
-    metric="derived.cisc_minus_keep_drift",
+  _claim(
+    "cisc_lowers_drift",
+    "CISC lowers the drift of the same object's dense region features under a change of "
+    "context, against a same-budget keep-only fine-tuning control",
+    "CISC enforces semantic consistency for the same anchor region under varying contexts to "
+    "mitigate context-induced feature drift (abstract)",
+    "cisc_minus_keep_drift",
+    -0.02,
+    FINETUNE_REQUIRES,
+    "held when the whole interval of (CISC-only - keep-only) drift is below -0.02; drift is "
+    "judged beside the region-accuracy claim because constant features have drift 0",
     direction="lower",
-    requires=FINETUNE_REQUIRES,
-    held=-0.02,
-    noise="derived.cisc_minus_keep_drift_ci",
     baselines={
       "constant features (drift 0: vacuous alone)": "derived.trivial_constant_feature_drift"
     },
-    fmt="+.3f",
-    note="held when the whole interval of (CISC-only - keep-only) drift is below -0.02; drift "
-    "is judged beside the region-accuracy claim because constant features have drift 0; " + T_CI,
   ),
-  dict(
-    id="cisc_raises_context_region_accuracy",
-    statement="CISC raises region classification accuracy of objects seen in a new context "
-    "over the keep-only control",
-    paper_text="gains on region classification (abstract)",
-    metric="derived.cisc_minus_keep_region_acc_ctx",
-    direction="higher",
-    requires=FINETUNE_REQUIRES,
-    held=0.02,
-    noise="derived.cisc_minus_keep_region_acc_ctx_ci",
-    # A gain over keep-only counts only if CISC's own accuracy on the new-context views is
-    # above chance.
+  _claim(
+    "cisc_raises_context_region_accuracy",
+    "CISC raises region classification accuracy of objects seen in a new context over the "
+    "keep-only control",
+    "gains on region classification (abstract)",
+    "cisc_minus_keep_region_acc_ctx",
+    0.02,
+    FINETUNE_REQUIRES,
+    "held when the whole interval is above +0.02",
+    # a gain over keep-only counts only if CISC's own new-context accuracy is above chance
     chance={"value": CHANCE, "metric": "derived.cisc_only_region_acc_ctx"},
     baselines={
       "majority class": "derived.trivial_majority_region_acc",
       "chance": "derived.trivial_chance_region_acc",
     },
-    fmt="+.3f",
-    note="held when the whole interval is above +0.02; " + T_CI,
   ),
-  dict(
-    id="both_objectives_best",
-    statement="the two objectives are complementary: SSCL is best or tied best on mIoU against "
-    "the better of CISC-only and SGSR-only (per seed)",
-    paper_text="two complementary objectives (abstract)",
-    metric="derived.sscl_minus_best_single_miou",
-    direction="higher",
-    requires=FINETUNE_REQUIRES,
-    held=-0.01,
-    noise="derived.sscl_minus_best_single_miou_ci",
-    fmt="+.3f",
-    note="held when the whole interval of SSCL - max(CISC-only, SGSR-only) mIoU is above -0.01 "
-    "(not measurably worse than the best single objective); " + T_CI,
+  _claim(
+    "both_objectives_best",
+    "the two objectives are complementary: SSCL is best or tied best on mIoU against the better "
+    "of CISC-only and SGSR-only (per seed)",
+    "two complementary objectives (abstract)",
+    "sscl_minus_best_single_miou",
+    -0.01,
+    FINETUNE_REQUIRES,
+    "held when the whole interval of SSCL - max(CISC-only, SGSR-only) mIoU is above -0.01 (not "
+    "measurably worse than the best single objective)",
   ),
 )

@@ -3,17 +3,9 @@
   python -m experiments.sscl.main --config=experiments/sscl/configs/full.py \
       --workdir=runs/sscl_full
 
-Same code path and claims as the default, scaled where the default run showed the tiny CLIP
-learned no dense semantics (raw foreground mIoU below uniform random labels): 64 x 64 images,
-40,000 training and 1,024 test images, a ViT of width 256 with 6 blocks (patch 8 -> 8 x 8
-patches, 8 heads, embedding 128) and a 2-block text transformer, 20,000 CLIP steps at batch
-256, then 2,000 fine-tuning steps per arm at batch 64 with 4 context views; 5 seeds. Each
-pre-training and fine-tuning run is checkpointed in chunks and every finished cell is stored,
-so an interrupted run resumes by rerunning on the same workdir.
-
-This is still the procedural shapes world with the default's colour classes and grouping-only
-"instance" VFM proxy: the paper's CLIP/DINO
-weights and datasets are not available offline, and none is wired in here.
+The default's code path, claims, colour classes and "instance" VFM proxy at 64 x 64 pixels,
+40k training images, a 6-block ViT of width 256, 20k CLIP steps and 2k fine-tuning steps per
+arm, 5 seeds; resumable from its stored cells and chunk checkpoints.
 """
 
 from experiments.sscl.configs import default
