@@ -1,9 +1,9 @@
-"""Ablation cells of the real-model tracks: head sets, batched generation, reuse, deadlines.
+"""Ablation cells of the real-model tracks: batched generation, reuse, deadlines.
 
-Every condition (a detector's top-k heads, random heads, none) over a probe list is one cell
-of a ``core.CellStore`` (``<tag>/<name>/k=<k>``: the generations), so a run resumes cell by
-cell, a second process may fill cells of the same store, and a run over more items reuses the
-rows of an earlier run over fewer.
+Every condition (`locos.ablation_conditions`: a detector's top-k heads, random heads, none)
+over a probe list is one cell of a ``core.CellStore`` (``<tag>/<name>/k=<k>``: the
+generations), so a run resumes cell by cell and a run over more items reuses the rows of an
+earlier run over fewer.
 """
 
 from __future__ import annotations
@@ -11,30 +11,15 @@ from __future__ import annotations
 import logging
 import time
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import lm, locos
 
 
-def conditions(scores, detectors, ks, L, H, num_random, key):
-  """(name, k, per-block masks): detector top-k, and random heads with one seed per probe block."""
-  out = [("baseline", 0, [np.zeros((L, H), bool)])]
-  for d in detectors:
-    out += [(d, k, [locos.top_heads(scores[d], k)]) for k in ks]
-  for k in ks:
-    masks = [
-      locos.random_heads(jax.random.fold_in(key, 1000 * k + s), L, H, k) for s in range(num_random)
-    ]
-    out.append(("random", k, masks))
-  return out
-
-
 def detection(params, cfg, tok, probes, **kw):
-  """A detection cell's value: every detector's [L, H] scores on ``probes`` (`locos.detect_heads`
-  with ``kw``: ``max_steps``, ``stop_ids``, ``batch_size``, ``pad_to``), which trials were
-  accepted and their generations."""
+  """A detection cell: every detector's [L, H] scores (`locos.detect_heads` with ``kw``),
+  which trials were accepted and their generations."""
   scores, per = locos.detect_heads(params, cfg, probes, tok, **kw)
   return {
     "scores": {d: v.tolist() for d, v in scores.items()},
@@ -44,36 +29,17 @@ def detection(params, cfg, tok, probes, **kw):
 
 
 def texts(params, cfg, tok, probes, mask, mean_q, gen):
-  """Generations of ``probes`` with the head ``mask`` mean-query ablated: [L, H] for every
-  probe, or [N, L, H], one head set per probe (`batched_texts`).
-
-  The unablated model is an all-False mask: the same compiled program as every ablation.
-  """
+  """Generations of ``probes`` with the heads ``mask`` ([L, H], or [N, L, H]: one set per
+  probe) mean-query ablated; unablated = an all-False mask (the same compiled program)."""
   abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean_q, mode="mean_q")
   kw = {k: v for k, v in gen.items() if k != "seed_block"}
   return locos.generate_texts(params, cfg, probes, tok, ablation=abl, **kw)
 
 
 def seed_blocks(probes, gen, num_seeds):
-  """Random-head seed of every probe: seeds cycle over blocks of each length bucket.
-
-  A block is `gen['seed_block']` probes (default: `gen['batch_size']`), so the assignment
-  does not depend on how many rows a generation call holds.
-  """
-  block_size = gen.get("seed_block", gen["batch_size"])
-  seed_of = np.zeros(len(probes), int)
-  block = 0
-  for _, idx in locos.bucket_indices([len(p.prompt_ids) for p in probes], gen["pad_to"]):
-    for j0 in range(0, len(idx), block_size):
-      for i in idx[j0 : j0 + block_size]:
-        seed_of[i] = block % num_seeds
-      block += 1
-  return seed_of
-
-
-def batched_texts(params, cfg, tok, probes, masks, mean_q, gen):
-  """Generations of (probe, head set) pairs in one batched pass: `masks` is [N, L, H]."""
-  return texts(params, cfg, tok, probes, masks, mean_q, gen)
+  """Random-head seed of every probe (`locos.seed_blocks`; blocks of `gen['seed_block']`)."""
+  block = gen.get("seed_block", gen["batch_size"])
+  return locos.seed_blocks([len(p.prompt_ids) for p in probes], gen["pad_to"], block, num_seeds)
 
 
 def run_conditions(
@@ -163,15 +129,15 @@ def _generate(params, cfg, tok, probes, group, have, todo, mean_q, gen, store):
   """Generates the rows of a group's cells in one batched pass and stores each cell."""
   t0 = time.time()
   rows = [probes[p[3][j]] for p in group for j in todo[p[2]]]
-  texts = []
+  out = []
   if rows:
     masks = np.concatenate([p[5][todo[p[2]]] for p in group])
-    texts = batched_texts(params, cfg, tok, rows, masks, mean_q, gen)
+    out = texts(params, cfg, tok, rows, masks, mean_q, gen)
   j = 0
   for p in group:
     got = dict(have[p[2]])
     for r in todo[p[2]]:
-      got[r] = texts[j]
+      got[r] = out[j]
       j += 1
     store.put(p[2], [got[r] for r in range(p[3].size)])
   logging.info(

@@ -179,14 +179,14 @@ def train_and_evaluate(config, workdir) -> dict:
     core.validate_choice(tr, name="tracks", allowed=("toy", *real.REAL_MODELS))
   if "checkpoint" in config.tracks:
     real.checkpoint_args(config.real)  # fail before any track runs, naming the flag
+  if config.real.get("helper", False):
+    raise ValueError("real.helper must be False: one process per workdir fills its cells")
   metrics = {}
   if "toy" in config.tracks:
     metrics.update(run_toy_track(config, workdir))
   for track in real.REAL_MODELS:
     if track in config.tracks:
       metrics.update(real.run_real_track(config, workdir, track))
-  if "real" in config and config.real.get("helper", False):
-    return metrics  # a helper process only fills the shared cell store
   metrics["derived"] = derived_metrics(metrics)
   core.write_results(
     workdir,

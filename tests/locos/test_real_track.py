@@ -9,6 +9,7 @@ import numpy as np
 
 from experiments.locos import ablation, evaluate
 from experiments.locos.configs import default, gemma3
+from jaxpapers import locos
 
 KS = [1, 2, 5, 10, 20, 50]
 
@@ -33,7 +34,7 @@ def test_claim_uses_its_grid_and_baseline_only():
       "random": [1.0] * 6,
     }
   )
-  cv = evaluate.ablation_curves(
+  cv = locos.collapse_curves(
     res,
     ("locos", "contrastive", "wu"),
     KS,
@@ -50,7 +51,7 @@ def test_claim_uses_its_grid_and_baseline_only():
   # Wu never collapses: one past the full grid (index 6) minus LOCOS's index 1
   assert cv["advantage_full_grid"]["wu"]["advantage"] == 5.0
   # with Wu as a claim baseline the strongest baseline is still contrastive
-  cv2 = evaluate.ablation_curves(
+  cv2 = locos.collapse_curves(
     res, ("locos", "contrastive", "wu"), KS, np.arange(10), 200, 0, claim_baselines=("wu",)
   )
   assert cv2["collapse_step_advantage"] == 5.0

@@ -1,28 +1,12 @@
 """Paper-scale setting (accelerator hosts; never run in CI).
 
-The paper's headline: on Qwen3-8B, mean-ablating the top-50 LOCOS heads takes
-NoLiMa ROUGE-L from 0.401 to 0.000 while the strongest attention baseline keeps
-0.292 (arXiv 2607.01002). What this config runs with the code in this
-repository:
+  python -m experiments.locos.main --config=experiments/locos/configs/full.py \
+    --workdir=runs/locos_full --config.real.checkpoint_dir=/path/to/Qwen3-8B
 
-  python -m experiments.locos.main --config=experiments/locos/configs/full.py --workdir=runs/locos_full \
-    --config.real.checkpoint_dir=/path/to/Qwen3-8B
-
-* toy track at 5k steps, d = 128, 4 layers (≈ 20-40 min on 2 CPU cores, seconds on a GPU);
-* SmolLM2-135M on 1,000 NoLiMa-style evaluation probes with ~1-4k-token contexts, the
-  paper's decode length and k grid (one GPU/TPU, about an hour);
-* the same probes on a Hugging Face checkpoint (below).
-
-Qwen3-8B (the paper's model) runs as the 'checkpoint' track from its Hugging Face
-checkpoint directory, which the user supplies (nothing is downloaded here).
-`jaxpapers.lm.load_safetensors` reads config.json, the safetensors shards and tokenizer.json
-('llama', 'qwen3' and 'gemma3_text' checkpoints; Qwen3's per-head q/k RMSNorm and untied head
-included), in bfloat16 here (`real.checkpoint_dtype`): about 16 GB for the weights, so one
-80 GB GPU; contexts of ~1-4k tokens (`real.buckets`; longer ones run on the blockwise
-attention path, NoLiMa's go to 32k). Without `real.checkpoint_dir` the run stops before any
-track with an error naming the flag; drop 'checkpoint' from `--config.tracks` to run the toy
-and SmolLM2 tracks alone. The checkpoint track is judged by the same rules
-(`default.real_claims`) as the small models'.
+The toy track at 5k steps, SmolLM2 on 1,000 probes with 1-4k-token contexts, and the paper's
+model (Qwen3-8B) as the 'checkpoint' track from a Hugging Face directory the user supplies
+(bfloat16: one 80 GB GPU), judged by the same rules. Without `real.checkpoint_dir` the run
+stops before any track with an error naming the flag.
 """
 
 from experiments.locos.configs import default

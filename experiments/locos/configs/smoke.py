@@ -1,9 +1,5 @@
-"""Seconds-scale smoke run (tests, notebook, `reproduce --quick`).
-
-The whole toy track runs (training, detection with every detector, mean-query ablation curves for
-every detector and random heads, the plot) on a tiny decoder. Most of what remains is XLA
-compilation: `ffn_dim = d_model` makes the attention and MLP weights share shapes, so
-initialisation compiles fewer random-normal programs.
+"""Seconds-scale smoke run (tests, notebook, `reproduce --quick`): the whole toy track on a
+tiny decoder (`ffn_dim = d_model` shares weight shapes, so fewer programs compile).
 """
 
 from experiments.locos.configs import default
