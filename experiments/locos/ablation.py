@@ -58,28 +58,16 @@ def run_conditions(
   group_rows=None,
   reuse=(),
 ):
-  """Generations per probe for every condition (resumable cells).
+  """Generations per probe for every condition, one resumable cell each (ROUGE-L: `_scores`).
 
-  Random masks cycle over blocks of probes (each block uses the next seed, across length
-  buckets), so one random curve costs one detector's. `only` (indices) restricts a
-  condition other than the baseline to those probes; the others get NaN scores.
-
-  Cells not yet stored are computed together: their (probe, head set) rows are
-  concatenated, up to `group_rows` rows per group (default: one cell per group), and
-  generated in full batches with per-row ablation masks (`locos.generate_texts`), then
-  stored cell by cell. A group not yet started is skipped (its cells get NaN scores and are
-  listed in `res['skipped']`) once `time.time()` passes `deadline`: conditions run in the
-  order given, so the most important come first. The unablated baseline runs whatever the
-  time when `exempt_baseline`. `store` (a `core.CellStore`) is reloaded first: another
-  process may have stored cells.
-
-  `reuse`: cells of earlier runs over a prefix of the same probe list, as (baseline tag,
-  baseline probe indices, ablation tag, ablation probe indices) -- e.g. a run with fewer
-  evaluation items from the same generator (its items are the first ones of this list). A
-  row (probe, head set) of a cell not yet stored is read from the earlier cell of the same
-  condition when that cell covered the probe with the same head set (random heads: the same
-  seed's mask); only the other rows are generated. Rows never interact, so this equals
-  generating them again.
+  Random masks cycle over blocks of probes (`seed_blocks`). ``only`` restricts the ablations
+  (not the baseline) to those probe indices; the others get NaN. Pending cells are generated
+  together, up to ``group_rows`` rows per group (None: one cell per group), with per-row masks.
+  Past ``deadline`` a group not yet started is skipped (NaN scores, listed in
+  ``res['skipped']``; the baseline runs anyway when ``exempt_baseline``): conditions run in the
+  order given. ``reuse``: (baseline tag, probe indices, ablation tag, probe indices) of earlier
+  runs over a prefix of the same probes; a row of theirs with the same head set is read back
+  instead of generated (rows never interact, so this equals generating it again).
   """
   n_seeds = max(len(m) for _, _, m in conds)
   plan = _plan(probes, conds, gen, tag, only, n_seeds)

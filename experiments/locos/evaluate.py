@@ -51,16 +51,12 @@ _ATTENTION_DETECTORS = ("wu", "contrastive", "attention_spatial")
 
 
 def derived_metrics(metrics) -> dict:
-  """The values the claims in ``configs/default.py`` are judged on (pure).
+  """The values the claims are judged on (pure; each claim's ``note`` defines its value).
 
-  Toy track: ``collapse_k_advantage`` (best attention detector's collapse k minus LOCOS's, a
-  detector that never halves the score counting as max k + 1) and
-  ``parametric_retained_at_collapse``. SmolLM2 track, per protocol (``filtered``,
-  ``paper``): ``collapse_step_advantage`` = collapse grid index of the claim's baselines
-  (``real.claim_baselines``: contrastive attention) minus LOCOS's on the claim's grid
-  (``real.claim_ks``: {1, 5, 20, 50}; never collapsing = one step past the grid), its
-  bootstrap half-width, and the random-heads drop at the largest k; ``parametric_retained`` = parametric recall with LOCOS's filtered-protocol
-  collapse-k heads ablated over the unablated recall.
+  Toy track: ``collapse_k_advantage`` (a detector that never halves the score counts as max k
+  + 1) and ``parametric_retained_at_collapse``. Real tracks, per protocol: the curves'
+  ``collapse_step_advantage`` and half-width, the random-heads drop at the largest k, and
+  ``parametric_retained`` at LOCOS's filtered-protocol collapse k.
   """
   out = {}
   curves = metrics.get("toy/curves", {})
@@ -121,22 +117,10 @@ PAPER_HEAD_SHARE = 50 / 1152
 
 
 def random_guards(cv, num_heads, paper_share=PAPER_HEAD_SHARE):
-  """The random-heads numbers that guard the claims of configs/size.py (pure).
-
-  Args:
-    cv: one protocol's curves (`ablation_curves`, with `random_drop`).
-    num_heads: the model's query heads (layers x heads), or None.
-    paper_share: the share of heads the paper ablates.
-
-  Returns:
-    ``random_collapse_step_advantage``: the claim's baselines' collapse grid index minus
-    random heads' (the lower-k rule with random heads in LOCOS's place; None when a cell
-    before the collapse was not run); ``random_drop_at_max_k_halfwidth``: the half-width of
-    the paired interval of the drop at the largest k; ``head_share_at_max_k`` (largest k over
-    ``num_heads``); ``paper_share_k``: the largest k of the grid whose share of heads is at
-    most ``paper_share`` (None if none), and ``random_drop_at_paper_share`` with its
-    ``..._halfwidth``.
-  """
+  """The random-heads numbers that guard the claims of configs/size.py (pure): random heads'
+  collapse-step advantage (the claim's rule with random heads in LOCOS's place), the drop's
+  half-width at the largest k, the share of heads of the largest k of ``cv`` (one protocol's
+  curves) over ``num_heads``, and the drop at the largest k within ``paper_share``."""
   idx = cv["collapse_index"]
   base_idx = [idx.get(b) for b in cv["claim_baselines"]]
   adv = None
@@ -164,20 +148,9 @@ def random_guards(cv, num_heads, paper_share=PAPER_HEAD_SHARE):
 
 
 def parametric_retained_halfwidth(par, k, num_resamples=2000, seed=0):
-  """Half-width of the 95 % paired bootstrap interval of parametric recall retained at k.
-
-  Args:
-    par: the track's parametric record with ``per_probe``: ``{"baseline": [n], "locos":
-      {str(k): [n] or None}}`` (recall per landmark).
-    k: the ablated k.
-    num_resamples: bootstrap resamples over landmarks (the same landmarks in both arms).
-    seed: the resamples' seed.
-
-  Returns:
-    ``max(r - lo, hi - r)`` for r = mean(locos) / mean(baseline) and [lo, hi] the percentile
-    interval of the resampled ratios (resamples with a zero baseline mean are dropped); None
-    when the cell was not run or fewer than 2 landmarks.
-  """
+  """Half-width of the 95 % paired bootstrap interval (over landmarks) of parametric recall
+  retained at k, from ``par["per_probe"]``; None when the cell was not run, fewer than 2
+  landmarks or no positive baseline."""
   base = np.asarray(par["per_probe"]["baseline"], float)
   abl = par["per_probe"]["locos"].get(str(k))
   if abl is None or base.size < 2:
@@ -195,16 +168,8 @@ def parametric_retained_halfwidth(par, k, num_resamples=2000, seed=0):
 
 
 def ablation_rows(track: str, curves: dict) -> list[dict]:
-  """The rows of a real-model track's table: one per (protocol, k) of every protocol run.
-
-  Args:
-    track: the track's name (the rows' ``model``).
-    curves: ``{protocol: ablation_curves(...) or None}`` (None: the protocol did not run).
-
-  Returns:
-    ``[{"model", "protocol", "probes", "k", "baseline", "cells": {condition: {"mean", "lo",
-    "hi"}}}]``; a cell not run (skipped for time, a null mean) is left out of ``cells``.
-  """
+  """The rows of a real-model track's table: one per (protocol, k) of every protocol run (a
+  cell not run, a null mean, is left out of ``cells``)."""
   rows = []
   for proto, cv in curves.items():
     if cv is None:
@@ -230,15 +195,7 @@ def ablation_rows(track: str, curves: dict) -> list[dict]:
 
 
 def report_view(record: dict) -> dict:
-  """What ``configs/default.py``'s report reads beyond paths (as ``view.<key>``).
-
-  Args:
-    record: a results record of a real-model run.
-
-  Returns:
-    ``{"real": {track: {"rows": ablation_rows(track, curves)}}}`` for every real-model track
-    the record holds curves of, in ``REAL_TRACKS`` order.
-  """
+  """``view.real.<track>.rows`` of ``configs/default.py``'s report (:func:`ablation_rows`)."""
   metrics = record["metrics"]
   return {
     "real": {

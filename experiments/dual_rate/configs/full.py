@@ -3,15 +3,10 @@
   python -m experiments.dual_rate.main --config=experiments/dual_rate/configs/full.py \
       --config.data_dir=/path/to/tensorflow_datasets --workdir=runs/dual_rate_imagenet64
 
-Needs ``imagenet_resized/64x64`` prepared by the user as a TFDS dataset in the array_record
-format under ``data_dir`` (nothing is downloaded). Expected hardware: 8+ modern accelerators
-(the transformer encoder has a few hundred million parameters) for several days; sampling
-evaluation at 10k samples against a held-out 10k-image reference, the floor between it and
-10k other validation images (``fd_reference = "heldout"``, as in ``configs/heldout.py``), over
-three training seeds with the coupling controls. The FD-proxy here uses a CNN trained on a 50k-image subset; for
-FID proper, compute Inception features of the saved samples with your own Inception network.
-The paper (arXiv:2605.18190) reports matching the baseline at 2-4x lower cost; no FID values
-are public. Everything about the method beyond the abstract is a reconstruction.
+Needs `imagenet_resized/64x64` prepared as a TFDS array_record dataset under `data_dir`
+(nothing is downloaded); 8+ accelerators for several days. `heldout.py`'s protocol at scale:
+10k samples against a held-out 10k-image reference, three training seeds, the couplings. The
+FD-proxy uses a CNN trained on a 50k-image subset, not Inception.
 """
 
 from experiments.dual_rate.configs import default, heldout
