@@ -78,13 +78,7 @@ def known_landmarks(params, cfg, tok, r, store, gen):
 
 
 class RealTrack:
-  """One real-model track of a run, stage by stage (see :func:`run_real_track`).
-
-  Attributes set by the stages: the detection record and ``scores``; the evaluation probes
-  (``ev_stem``, ``ev_paper``), the query means and the conditions; the per-probe results of
-  the filtered (``res_stem``) and paper (``res_paper``) protocols and of the parametric
-  control (``par_res``); ``timings`` of each stage.
-  """
+  """One real-model track of a run, stage by stage (see :func:`run_real_track`)."""
 
   def __init__(self, c, workdir, track, cfg, params, tok):
     r = self.r = c.real
@@ -316,7 +310,7 @@ class RealTrack:
     self.timings["paper_s"] = time.time() - t0
 
   def curves(self):
-    """Curves of both protocols (evaluate.ablation_curves); the paper's is None when not run."""
+    """Curves of both protocols (`locos.collapse_curves`); the paper's is None when not run."""
     r, c = self.r, self.c
     self.paper_run = not np.isnan(self.res_paper[("baseline", 0)]).any()
     curve_kw = dict(claim_ks=tuple(r.claim_ks), claim_baselines=tuple(r.claim_baselines))

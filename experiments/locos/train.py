@@ -1,13 +1,5 @@
-"""LOCOS evidence: toy retrieval track and real-model tracks (SmolLM2, Gemma-3).
-
-`train_and_evaluate(config, workdir)` trains (or resumes) the toy decoder,
-detects retrieval heads with LOCOS and the attention baselines, ablates the
-top-k heads of each detector and random heads, and writes results.json; its tables and
-accuracy-vs-k figures are declared in the config (`configs/default.py`: `REPORT`) and
-rendered from it. The real-model tracks (`real.REAL_MODELS`: 'smollm2', 'gemma3',
-'checkpoint') repeat detection and ablation on NoLiMa-style probes when the weights are
-installed (experiments/locos/real.py); configs with a `needle` or `pilot` block run the
-long-context probes (needle.py) or the prompt-form pilot (pilot.py) instead.
+"""LOCOS evidence: the toy track here, the real-model tracks (real.py), needle probes (needle.py)
+and the prompt-form pilot (pilot.py); tables and figures are declared in the configs.
 """
 
 from __future__ import annotations

@@ -14,32 +14,23 @@ from experiments.locos.configs import default
 
 def get_config():
   c = default.get_config()
-  c.toy.d_model = 128
-  c.toy.n_layers = 4
-  c.toy.ffn_dim = 256
-  c.toy.num_names = 16
-  c.toy.num_landmarks = 16
-  c.toy.num_fillers = 16
-  c.toy.prompt_len = 40
-  c.toy.max_needles = 4
-  c.toy.steps = 5000
-  c.toy.num_detect = 256
-  c.toy.num_eval = 512
-  c.toy.ks = (1, 2, 4, 8, 12, 16)
-  c.toy.num_random = 5
+  c.toy.update(
+    dict(
+      d_model=128, n_layers=4, ffn_dim=256, num_names=16, num_landmarks=16, num_fillers=16,
+      prompt_len=40, max_needles=4, steps=5000, num_detect=256, num_eval=512,
+      ks=(1, 2, 4, 8, 12, 16), num_random=5,
+    )
+  )  # fmt: skip
   c.tracks = ("toy", "smollm2", "checkpoint")
   c.real.checkpoint_dir = ""  # a Hugging Face checkpoint directory, e.g. Qwen3-8B
   c.real.checkpoint_dtype = "bfloat16"
   c.claims = default.CLAIMS + default.TOY_CLAIMS + default.real_claims("checkpoint", "Qwen3-8B")
-  c.real.num_detect = 500
-  c.real.num_eval = 1000
-  c.real.filler_sentences = 60
-  c.real.buckets = (1024, 2048, 4096)
-  c.real.max_steps = 50
-  c.real.paper_max_steps = 100
-  c.real.detectors = ("locos", "contrastive", "wu")
-  c.real.ks = (1, 2, 5, 10, 20, 50, 100)
-  c.real.paper_ks = (1, 2, 5, 10, 20, 50, 100)
-  c.real.num_random = 5
-  c.real.batch_size = 16
+  c.real.update(
+    dict(
+      num_detect=500, num_eval=1000, filler_sentences=60, buckets=(1024, 2048, 4096),
+      max_steps=50, paper_max_steps=100, detectors=("locos", "contrastive", "wu"),
+      ks=(1, 2, 5, 10, 20, 50, 100), paper_ks=(1, 2, 5, 10, 20, 50, 100), num_random=5,
+      batch_size=16,
+    )
+  )  # fmt: skip
   return c
