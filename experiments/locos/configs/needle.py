@@ -32,15 +32,12 @@ REPORT = R.Report(
 
 def get_config():
   c = default.get_config()
-  c.needle = ml_collections.ConfigDict()
-  c.needle.context_tokens = (1024, 2048, 4096)
-  c.needle.depths = (0.25, 0.5, 0.75)
-  c.needle.num_detect = 6
-  c.needle.num_eval = 6
-  c.needle.detectors = ("locos", "contrastive")
-  c.needle.ks = (5, 20)
-  c.needle.max_steps = 8
-  c.needle.batch_size = 2
+  c.needle = ml_collections.ConfigDict(
+    dict(
+      context_tokens=(1024, 2048, 4096), depths=(0.25, 0.5, 0.75), num_detect=6, num_eval=6,
+      detectors=("locos", "contrastive"), ks=(5, 20), max_steps=8, batch_size=2,
+    )
+  )  # fmt: skip
   c.claims = ()
   c.issue_verdicts = False
   c.report = REPORT

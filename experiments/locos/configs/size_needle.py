@@ -61,15 +61,12 @@ def needle_claims(track="smollm2", model="SmolLM2", t=T, k=K):
 
 def get_config():
   c = needle.get_config()
-  n = c.needle
-  n.context_tokens = (T,)
-  n.num_detect = 24
-  n.num_eval = 168
-  n.detectors = ("locos", "contrastive")
-  n.ks = (K,)
-  n.num_random = 5
-  n.ablate_answered = True
-  n.num_resamples = 10_000
+  c.needle.update(
+    dict(
+      context_tokens=(T,), num_detect=24, num_eval=168, detectors=("locos", "contrastive"),
+      ks=(K,), num_random=5, ablate_answered=True, num_resamples=10_000,
+    )
+  )  # fmt: skip
   c.claims = needle_claims()
   c.issue_verdicts = True
   return c
