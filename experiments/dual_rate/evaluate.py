@@ -1,12 +1,8 @@
 """Evaluation of the dual-rate experiment: the FD-proxy floor, the rows, the claims' values.
 
-* :class:`Evaluator`: phase 1 (the feature classifier, the FD reference and the real-vs-real
-  floor) and the quality, exact call counts, FLOPs and wall time of one sampler setting;
-* :func:`aggregate_rows`, :func:`summarize`: the rows over training seeds, the matched-quality
-  headline and the notes of results.json (its table and figure: ``configs/default.py``'s
-  report, read through :func:`report_view`);
-* :func:`derived_metrics`: the values the claims of ``configs/default.py`` are judged on (pure,
-  JSON in and out, so committed results are re-judged from it).
+:class:`Evaluator` measures one sampler setting against the run's floor; :func:`summarize`
+aggregates the rows over training seeds; :func:`derived_metrics` computes the values the claims
+are judged on (pure, JSON in and out, so committed results are re-judged from it).
 """
 
 from __future__ import annotations
@@ -24,19 +20,9 @@ from jaxpapers import dual_rate as dr
 
 @dataclasses.dataclass(frozen=True)
 class Evaluator:
-  """The feature classifier, the FD references and the floor of a run (phase 1), shared by
-  every training seed so that rows of different seeds are comparable.
-
-  Attributes:
-    cfg: the run's config.
-    classifier: the feature classifier (``dr.FeatureClassifier``).
-    train_feats: [n_train, F] features of the classifier's train images.
-    ref_feats: [n_reference, F] features of the FD reference (:func:`fd_splits`).
-    floor: the real-vs-real floor record of results.json.
-    labels: [N] int32 class labels of the generated samples (balanced).
-    shape: ``(N, H, W, C)`` of a batch of samples.
-    schedule: the noise schedule of every network.
-  """
+  """The feature classifier, the FD references ([n, F] features) and the floor of a run
+  (phase 1), shared by every training seed so that rows of different seeds are comparable;
+  ``labels`` [N] are the samples' balanced classes, ``shape`` (N, H, W, C) a batch's."""
 
   cfg: Any
   classifier: Any
@@ -49,18 +35,7 @@ class Evaluator:
 
   @classmethod
   def build(cls, cfg, data: dict, num_classes: int, schedule: dr.NoiseSchedule) -> Evaluator:
-    """Phase 1: trains the classifier and measures the floor.
-
-    Args:
-      cfg: the run's config (``classifier_steps``, ``seed``, ``num_eval_samples``,
-        ``fd_reference``).
-      data: the arrays of ``input_pipeline.load_data``.
-      num_classes: classes of the dataset.
-      schedule: the noise schedule of every network.
-
-    Returns:
-      the evaluator of the run.
-    """
+    """Phase 1: trains the classifier on ``data`` (``train.load_data``), measures the floor."""
     xtr, xte, yte = data["train_images"], data["test_images"], data["test_labels"]
     xsub = data.get("subset_images", xtr)
     ysub = data.get("subset_labels", data["train_labels"])
@@ -92,33 +67,17 @@ class Evaluator:
 
   @property
   def fd_reference(self) -> str:
-    """``'train'`` or ``'heldout'``: the FD reference of every row (:func:`fd_splits`)."""
-    return self.floor["reference"]
+    return self.floor["reference"]  # 'train' or 'heldout' (fd_splits)
 
   @property
   def num_samples(self) -> int:
-    """N, the generated samples per row and sampling seed."""
-    return self.shape[0]
+    return self.shape[0]  # N, generated samples per row and sampling seed
 
   def row(self, model, *, method, num_steps, interval, sampler, flops, flops_key, kind, timed):
-    """Samples one setting for every sampling seed and measures it.
-
-    Args:
-      model: the trained network (or the MMD student).
-      method: the row's method name ('baseline', 'dual-rate', 'dual-rate/ddim', ...).
-      num_steps: N, the sampler steps.
-      interval: K, the encoder refresh interval (dual-rate networks).
-      sampler: 'ddim', 'ancestral' or 'heun'.
-      flops: the per-call FLOPs of the network's components (``dr.component_flops``).
-      flops_key: 'baseline', 'dual' or 'no_features' (the light denoiser without features).
-      kind: the refresh set's kind (``dr.refresh_schedule``).
-      timed: whether to measure the wall time of a sampling call.
-
-    Returns:
-      ``(row, grid)``: the JSON row (FD-proxy mean / std over sampling seeds, KID, class
-      accuracy, call counts, MFLOPs per sample, wall time) and the first sampling seed's first
-      ``grid_samples`` images, [g, H, W, C].
-    """
+    """``(row, grid)``: one setting (N = ``num_steps``, K = ``interval``, ``sampler``,
+    refresh ``kind``) sampled for every sampling seed: FD-proxy mean / std, KID, class accuracy,
+    exact call counts, MFLOPs per sample (``flops`` of 'baseline', 'dual' or 'no_features'),
+    wall time when ``timed``; ``grid`` [g, H, W, C] the first seed's first samples."""
     cfg, clf = self.cfg, self.classifier
     use_features = flops_key != "no_features"
     if use_features and flops_key == "dual":
@@ -176,20 +135,8 @@ class Evaluator:
 
 
 def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells=None) -> tuple[dict, str]:
-  """Phase 5: the metrics and notes of results.json from the training seeds' records.
-
-  Args:
-    per_seed: training seed -> its record (``rows``, ``flops``, ``params``, ``train_seconds``,
-      ``train_final_loss``), in seed order.
-    cfg: the run's config.
-    floor: the real-vs-real floor (:class:`Evaluator`).
-    n_eval: N, the generated samples per row.
-    cells: with phase cells, ``(done, missing)``: the cell names stored and those not yet
-      (``missing`` None: not listed).
-
-  Returns:
-    ``(metrics, notes)``.
-  """
+  """Phase 5: ``(metrics, notes)`` of results.json from the training seeds' records (in seed
+  order); ``cells``: with phase cells, the cell names stored and those not yet."""
   first = per_seed[next(iter(per_seed))]
   flops, params = first["flops"], first["params"]
   rows = aggregate_rows([per_seed[s]["rows"] for s in per_seed])
@@ -264,24 +211,14 @@ def results_notes(cfg, floor, train_seeds, n_eval, headline, head_methods) -> st
 
 
 def report_view(record: dict) -> dict:
-  """What ``configs/default.py``'s report reads beyond the record (as ``view.<key>``).
-
-  Args:
-    record: a results record of this experiment.
-
-  Returns:
-    ``{"fd_reference": "train" | "heldout"}``: the FD reference of the rows (records written
-    before the held-out reference name none: theirs is the train split).
-  """
+  """``view.fd_reference`` of the declared report: the rows' FD reference (older records name
+  none: theirs is the train split)."""
   return {"fd_reference": record["metrics"]["floor"].get("reference", "train")}
 
 
 def sample_grid_keys(cfg) -> list[tuple[str, int, int]]:
-  """The ``(method, steps, interval_K)`` rows whose sample grids ``samples.png`` shows.
-
-  The figure reads these grids of the first training seed's record only (a cell's other
-  grids are kept by the run but read by nothing).
-  """
+  """The ``(method, steps, interval_K)`` rows whose grids (first training seed) ``samples.png``
+  shows."""
   return [
     ("baseline", max(cfg.baseline_steps), 1),
     ("dual-rate", max(cfg.dual_steps), max(cfg.dual_intervals)),
@@ -294,26 +231,11 @@ FD_REFERENCES = ("train", "heldout")
 
 
 def fd_splits(num_train: int, num_heldout: int, num_samples: int, reference: str) -> dict:
-  """Which real images are the FD reference and which are compared with it for the floor.
-
-  Args:
-    num_train: images in the train split (the networks' and the feature classifier's data).
-    num_heldout: images in the held-out split.
-    num_samples: generated samples per row (``N``).
-    reference: ``'train'``: every row's reference is the whole train split and the floor compares
-      it with the first ``N`` held-out images (the reference the generators were trained on, so
-      samples close to training images can score below that floor); ``'heldout'``: the reference
-      is the first ``N`` held-out images and the floor compares it with the next ``N``, two
-      disjoint held-out splits of the samples' size, so a row and the floor are measured alike.
-
-  Returns:
-    ``{"reference": (source, start, stop), "compared": (source, start, stop)}`` with ``source``
-    ``'train'`` or ``'heldout'`` and ``[start, stop)`` the images of that split.
-
-  Raises:
-    ValueError: ``reference`` is neither, or the held-out split is too small (it needs ``N``
-      images, ``2 N`` with ``'heldout'``).
-  """
+  """The FD reference and the images the floor compares with it, as ``{"reference": (source,
+  start, stop), "compared": ...}``: with ``'train'`` the whole train split against the first N
+  held-out images (samples close to training images can score below that floor); with
+  ``'heldout'`` the first N held-out images against the next N, so a row and the floor are
+  measured alike. Raises ValueError when the held-out split is too small."""
   core.validate_choice(reference, name="fd_reference", allowed=FD_REFERENCES)
   need = 2 * num_samples if reference == "heldout" else num_samples
   if num_samples < 1 or num_heldout < need:
@@ -334,20 +256,10 @@ _ROW_KEY = ("method", "steps", "interval_K", "refresh_kind", "sampler")
 
 
 def aggregate_rows(per_seed_rows):
-  """Rows of several training seeds -> one row per setting, the spread over training seeds.
-
-  Args:
-    per_seed_rows: one list of rows per training seed (each row's ``fd_mean`` already averaged
-      over that network's sampling seeds).
-
-  Returns:
-    The rows of the first seed's order. With one seed they are returned unchanged; with several,
-    ``fd_mean`` / ``kid_mean`` / ``class_acc`` / ``wall_s`` are means over the training seeds,
-    ``fd_std`` is the standard deviation over training seeds of the per-seed ``fd_mean`` (the
-    same ``np.std`` estimator as the sampling-seed std of a single seed), ``fd_ci95`` its 95%
-    half-width, ``fd_train_seeds`` the per-seed values and ``fd_sampling_std`` the mean
-    sampling-seed std. Settings missing from some seed are kept over the seeds that have them.
-  """
+  """Rows of several training seeds -> one row per setting (first seed's order): means over
+  training seeds, ``fd_std`` the std over training seeds of the per-seed ``fd_mean`` (its
+  ``fd_ci95``, ``fd_train_seeds``), ``fd_sampling_std`` the mean sampling-seed std. One seed:
+  unchanged; a setting of some seeds only is kept over those."""
   if len(per_seed_rows) == 1:
     return list(per_seed_rows[0])
   # A setting run for one training seed only keeps its row (its std over sampling seeds).
@@ -400,11 +312,9 @@ def _spread(per_seed_derived):
 
 
 def _headline(rows, flops, base_methods=("baseline",), dual_methods=("dual-rate",)) -> dict:
-  """Matched quality (FD <= best baseline mean + its std): the cheapest baseline and dual-rate
-  (K > 1) rows reaching it, their FLOP and wall-time ratios, and dual-rate K > 1 vs K = 1.
-
-  ``base_methods``: the rows that make up the baseline (e.g. its DDIM and EDM-Heun rows: the
-  target is the best of them); ``dual_methods``: the dual-rate rows that may meet it."""
+  """Matched quality (FD <= best ``base_methods`` row's mean + its std): the cheapest baseline
+  and ``dual_methods`` (K > 1) rows reaching it, their FLOP and wall-time ratios, and
+  dual-rate K > 1 vs K = 1."""
   base_rows = [r for r in rows if r["method"] in base_methods]
   best = min(base_rows, key=lambda r: r["fd_mean"])
   target = best["fd_mean"] + best["fd_std"]
@@ -485,15 +395,10 @@ def _paired_gain(rows, method, other, same=("steps", "interval_K"), pred=lambda 
 
 
 def derived_metrics(metrics) -> dict:
-  """The values the claims in ``configs/default.py`` are judged on, from the run's metrics.
-
-  Pure and JSON-in/JSON-out, so committed results can be re-judged
-  (``python -m experiments.reproduce --rejudge=dual_rate``); each claim's ``note`` in the config
-  defines its value. A gain "in std" is (competitor FD - dual-rate FD) / sqrt(std_1^2 +
-  std_2^2) over the sampling seeds (:func:`_gain_in_std`), a median over the rows named;
-  ``floor_is_heldout`` is 1.0 when the floor compares two disjoint held-out splits of
-  ``num_eval_samples`` images and the rows' reference is the first of them.
-  """
+  """The values the claims are judged on (each claim's ``note`` defines its value). A gain
+  "in std" is (competitor FD - dual-rate FD) / sqrt(std_1^2 + std_2^2), a median over the rows
+  named; ``floor_is_heldout`` is 1.0 when the floor compares two disjoint held-out splits of
+  ``num_eval_samples`` images and the rows' reference is the first."""
   head = metrics["headline"]
   rows = metrics["rows"]
   fr = head.get("flop_reduction_at_matched_quality")

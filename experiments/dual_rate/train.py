@@ -1,11 +1,9 @@
 """Quality against compute for Dual-Rate Diffusion, the single-network baseline and MMD.
 
-Phases: (1) the feature classifier, FD reference and real-vs-real floor (``evaluate.Evaluator``);
-(2) the single-network baseline and the dual-rate pair trained for the same steps; (3) sampling
-both at several step counts (and K), with exact call counts, FLOPs and wall time; (4) Moment
-Matching Distillation of both; (5) results.json (report declared in ``configs/default.py``) and
-the sample grids. Every training phase checkpoints under ``<workdir>/<phase>`` and resumes;
-finished seeds (or (seed, phase) with ``phase_cells``) and rows are ``core.CellStore`` cells.
+Phases: (1) the feature classifier and the real-vs-real floor (``evaluate.Evaluator``); (2) the
+baseline and the dual-rate pair trained for the same steps (``dr.fit``); (3) sampling at
+several N and K with exact call counts, FLOPs and wall time; (4) MMD of both; (5) results.json.
+Training checkpoints and resumes; finished seeds (or phases) and rows are ``core.CellStore`` cells.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from absl import logging
@@ -27,11 +24,10 @@ from flax import nnx
 
 from experiments.dual_rate import evaluate as evaluation
 from experiments.dual_rate.evaluate import derived_metrics  # re-judged by experiments.reproduce
-from experiments.dual_rate.input_pipeline import Prefetch, load_data
 from jaxpapers import core
 from jaxpapers import dual_rate as dr
 
-__all__ = ["PHASES", "build_losses", "derived_metrics", "merge_phases", "train_and_evaluate"]
+__all__ = ["PHASES", "derived_metrics", "load_data", "merge_phases", "train_and_evaluate"]
 
 
 def _log(msg, t0):
@@ -42,109 +38,23 @@ def _copy(model):
   return nnx.merge(*nnx.split(model))
 
 
-@functools.cache
-def _make_step(graphdef, loss_fn):
-  """Jitted ``step(state, batch, consts) -> (state, metrics)``.
-
-  ``loss_fn(model, x, cond, key, consts)``. ``consts`` (e.g. a frozen MMD teacher's nnx state)
-  is an argument of the jitted step, not a closure: closed-over arrays would be baked into the
-  program as HLO constants, which breaks compilation for a full-size teacher.
-
-  Memoised on (graphdef, loss_fn): networks of every training seed share their structure
-  (equal graphdefs), :func:`train_and_evaluate` builds each loss once and :func:`_optimizer`
-  each optimizer once, so seeds after the first reuse the compiled step (XLA compile: 7-12 s
-  of single-thread CPU per network, about 100-160 steps' worth; benchmarks/dual_rate_step.py).
-  """
-
-  @jax.jit
-  def step_fn(state, batch, consts):
-    x, c, key = batch
-
-    def lf(p):
-      return loss_fn(nnx.merge(graphdef, p, state.rest), x, c, key, consts)
-
-    (loss, aux), grads = jax.value_and_grad(lf, has_aux=True)(state.params)
-    return state.apply_gradients(grads), {"loss": loss, **aux}
-
-  return step_fn
-
-
-# One optimizer object per setting: the optimizer is a static field of the train state, so a
-# fresh one per network would make the memoised step of :func:`_make_step` recompile anyway.
-_optimizer = functools.cache(dr.training_optimizer)
-
-
-def mmd_loss_fn(teacher_graphdef, schedule, num_student_steps, refresh):
-  """MMD loss ``(pair, x, cond, key, teacher_state) -> (loss, metrics)`` for :func:`_fit`."""
-
-  def loss(pair, x, c, key, teacher_state):
-    teacher = nnx.merge(teacher_graphdef, teacher_state)
-    return dr.mmd_pair_loss(
-      pair,
-      teacher,
-      x,
-      c,
-      key,
-      schedule=schedule,
-      num_student_steps=num_student_steps,
-      refresh=refresh,
-    )
-
-  return loss
-
-
-def _fit(model, loss_fn, *, name, steps, lr, cfg, data, workdir, ema_decay, consts=None):
-  """Train ``model`` with ``loss_fn(model, x, cond, key, consts)``.
-
-  Returns (EMA model, history, seconds)."""
-  tx = _optimizer(lr, steps, cfg.warmup_steps, ema_decay)
-  state = core.TrainState.create(model, tx)
-  graphdef = state.graphdef
-  mesh = None
-  if cfg.get("data_parallel", False):
-    # Data parallel over every device: parameters (and the teacher) replicated, the batch
-    # sharded on its leading axis; the compiler inserts the gradient all-reduce.
-    mesh = core.make_mesh(axis_type=jax.sharding.AxisType.Auto)  # compiler-chosen layouts
-    n_dev = mesh.shape[mesh.axis_names[0]]
-    if cfg.batch_size % n_dev:
-      raise ValueError(f"batch_size {cfg.batch_size} must be divisible by the {n_dev} devices")
-    state = core.replicate(state, mesh)
-    consts = None if consts is None else core.replicate(consts, mesh)
-  step_fn = functools.partial(_make_step(graphdef, loss_fn), consts=consts)
-
-  xs, ys = data["train_images"], data["train_labels"]
-  base_key = jax.random.key(cfg.seed)
-  salt = sum(ord(ch) for ch in name)
-
-  def host_batch(step):
-    rng = np.random.default_rng([cfg.seed, salt, step])
-    idx = rng.integers(0, xs.shape[0], cfg.batch_size)
-    return xs[idx], ys[idx]
-
-  def batch_fn(step):
-    x, y = prefetch(step)
-    key = jax.random.fold_in(jax.random.fold_in(base_key, salt), step)
-    if mesh is not None:
-      x, y = core.shard_batch((x, y), mesh)
-      return x, y, core.replicate(key, mesh)
-    return jnp.asarray(x), jnp.asarray(y), key
-
-  prefetch = Prefetch(host_batch, depth=cfg.get("prefetch", 0))
-  t0 = time.perf_counter()
-  state, history = core.train_loop(
-    state,
-    step_fn,
-    batch_fn,
-    num_steps=steps,
-    workdir=workdir / name,
-    checkpoint_every=cfg.checkpoint_every,
-    log_every=max(steps // 10, 1),
-    desc=name,
+def load_data(cfg):
+  """``(data, num_classes)``: digits / shapes in memory; 'imagenet64' from a prepared TFDS
+  ``data_dir`` (full config; ``dr.load_imagenet64``)."""
+  if cfg.dataset in dr.DATASETS:
+    # num_test: the held-out split, which sets the largest N of the real-vs-real floor.
+    kw = {"num_test": cfg.num_test} if cfg.get("num_test", 0) else {}
+    return dr.load_numpy(cfg.dataset, **kw), dr.num_classes(cfg.dataset)
+  core.validate_choice(cfg.dataset, name="dataset", allowed=dr.DATASETS + ("imagenet64",))
+  # The held-out images: N for the floor, 2 N with a held-out reference (evaluate.fd_splits).
+  per = 2 if cfg.get("fd_reference", "train") == "heldout" else 1
+  data = dr.load_imagenet64(
+    core.resolve_data_dir(cfg.get("data_dir")),
+    num_test=per * cfg.num_eval_samples,
+    seed=cfg.seed,
+    classifier_subset=cfg.get("classifier_subset", 50_000),
   )
-  prefetch.close()
-  seconds = time.perf_counter() - t0
-  ema_model = nnx.merge(graphdef, dr.find_ema(state.opt_state), state.rest)
-  return ema_model, history, seconds
+  return data, 1000
 
 
 # The phases of one training seed, in the order a phase-cell run computes them: the main
@@ -174,53 +84,10 @@ def merge_phases(parts):
   return out
 
 
-def build_losses(cfg, schedule):
-  """The training losses of config ``cfg``: ``(base_loss, dual_loss_fn)``.
-
-  ``base_loss(model, x, cond, key, consts)`` is the baseline's diffusion loss
-  ``w(lambda_t) ||x_hat(z_t) - x||^2``; ``dual_loss_fn(coupling=, max_staleness=, use_features=)``
-  (memoised, so equal arguments give the same loss object and the memoised training step is
-  reused) returns the pair's stale-context loss
-  ``w(lambda_t) ||D(z_t, t, E(z_tau, tau), tau) - x||^2`` with those settings. Each call of
-  this function gives fresh loss objects.
-  """
-
-  def base_loss(m, x, c, k, consts):
-    del consts
-    return dr.diffusion_loss(m, x, c, k, schedule=schedule, weighting=cfg.weighting)
-
-  @functools.cache
-  def dual_loss_fn(coupling=cfg.coupling, max_staleness=cfg.max_staleness, use_features=True):
-    def loss(m, x, c, k, consts):
-      del consts
-      return dr.dual_rate_loss(
-        m,
-        x,
-        c,
-        k,
-        schedule=schedule,
-        num_grid_steps=tuple(cfg.train_grid_steps),
-        max_staleness=max_staleness,
-        p_fresh=cfg.p_fresh,
-        coupling=coupling,
-        rollout_frac=cfg.rollout_frac,
-        weighting=cfg.weighting,
-        use_features=use_features,
-      )
-
-    return loss
-
-  return base_loss, dual_loss_fn
-
-
 @dataclasses.dataclass
 class _Run:
-  """What every training seed of a run shares: data, the evaluator (phase 1) and the losses.
-
-  Losses are built once per run (not per training seed): with :func:`_make_step` memoised on
-  (graphdef, loss_fn), every seed after the first reuses the compiled training steps; so do
-  the MMD losses, keyed by (teacher graphdef, student steps, dual?).
-  """
+  """What every training seed shares: data, the evaluator (phase 1) and the losses, built once
+  per run so that seeds after the first reuse the compiled steps (``dr.fit_step``)."""
 
   cfg: Any
   workdir: pathlib.Path
@@ -233,21 +100,22 @@ class _Run:
   mmd_losses: dict = dataclasses.field(default_factory=dict)
 
   def __post_init__(self):
-    self.base_loss, self.dual_loss_fn = build_losses(self.cfg, self.evaluator.schedule)
+    cfg = self.cfg
+    self.base_loss, self.dual_loss_fn = dr.make_losses(
+      self.evaluator.schedule,
+      weighting=cfg.weighting,
+      train_grid_steps=cfg.train_grid_steps,
+      max_staleness=cfg.max_staleness,
+      p_fresh=cfg.p_fresh,
+      coupling=cfg.coupling,
+      rollout_frac=cfg.rollout_frac,
+    )
 
 
 class _SeedRun:
-  """Phases 2-4 for one training seed: trains the networks of ``phases`` from ``seed`` under
-  ``sub_dir`` and samples their settings (:meth:`record`: the JSON-able rows and training
-  records).
-
-  ``phases`` (in :data:`PHASES` order): 'main' (baseline + dual-rate pair: their rows, the
-  refresh kinds and EDM-Heun), 'no_features' (a), 'fresh_only' (b), 'couplings' (d), 'mmd'.
-  A network another phase needs (the pair's initialisation; MMD's teachers) is rebuilt from
-  the seed, and a trained one is restored from its final checkpoint under ``sub_dir`` (or
-  trained again, deterministically, when the checkpoint is gone). A network is trained (or
-  restored) on its first use, so rows already in the row store need no network at all.
-  """
+  """Phases 2-4 for one training seed: trains the networks of ``phases`` (:data:`PHASES`)
+  under ``sub_dir`` and samples their settings (:meth:`record`). A network is trained (or
+  restored from its checkpoint) on first use, so rows already stored need no network."""
 
   def __init__(self, run: _Run, seed: int, sub_dir: pathlib.Path, phases=PHASES):
     cfg = run.cfg
@@ -279,7 +147,28 @@ class _SeedRun:
     # does not sample them again.
     self.row_store = core.CellStore(sub_dir / "rows")
     self.timed = tuple(cfg.get("time_methods", ())) or None
-    self.fit = functools.partial(_fit, cfg=self.cfg, data=run.data, workdir=sub_dir)
+
+  def fit(self, model, loss_fn, *, name, steps, lr, ema_decay, consts=None):
+    """``dr.fit`` on the run's data with the seed's batch, checkpoint and device settings."""
+    cfg, data = self.cfg, self.run.data
+    return dr.fit(
+      model,
+      loss_fn,
+      data["train_images"],
+      data["train_labels"],
+      name=name,
+      steps=steps,
+      learning_rate=lr,
+      warmup_steps=cfg.warmup_steps,
+      ema_decay=ema_decay,
+      batch_size=cfg.batch_size,
+      seed=cfg.seed,
+      workdir=self.sub_dir,
+      checkpoint_every=cfg.checkpoint_every,
+      data_parallel=cfg.get("data_parallel", False),
+      prefetch=cfg.get("prefetch", 0),
+      consts=consts,
+    )
 
   def net(self, name, make_loss, phase_of_origin):
     """The trained network ``name``; its record counts for the phase that trains it."""
@@ -404,7 +293,7 @@ class _SeedRun:
       tg, tstate = nnx.split(t)
       if (tg, k, is_dual) not in mmd_losses:
         refresh = dr.refresh_schedule(k, interval=cfg.mmd_dual_interval) if is_dual else None
-        mmd_losses[tg, k, is_dual] = mmd_loss_fn(tg, self.run.evaluator.schedule, k, refresh)
+        mmd_losses[tg, k, is_dual] = dr.mmd_step_loss(tg, self.run.evaluator.schedule, k, refresh)
       name = f"mmd_{'dual' if is_dual else 'baseline'}_{k}"
       pair, _, sec = self.fit(
         dr.MMDPair(_copy(t), _copy(t)),
@@ -448,11 +337,8 @@ class _SeedRun:
 
 
 def write_results(run: _Run, per_seed: dict, cells=None) -> dict:
-  """Phase 5: headline, claims' values, sample grids and results.json (with the table and
-  figure the config's report declares) from the per-seed records.
-
-  ``cells``: with phase cells, ``(stored cell names, every cell name not stored)``.
-  """
+  """Phase 5: results.json and the sample grids from the per-seed records (``cells``: with
+  phase cells, the stored cell names and those not stored)."""
   cfg, ev = run.cfg, run.evaluator
   metrics, notes = evaluation.summarize(per_seed, cfg, ev.floor, ev.num_samples, cells)
   grids = {"real (test)": run.data["test_images"][: cfg.grid_samples]}
@@ -499,12 +385,8 @@ def _phase_cells(run: _Run, seeds) -> dict:
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  """Runs phases 1-5 of the config (resuming from ``workdir``); returns results.json's metrics.
-
-  Training seeds are the outer axis: one resumable cell per seed (the classifier, the floor
-  and the sampling keys are shared, so rows of different training seeds are comparable), or
-  with ``phase_cells`` one per (seed, phase); without ``train_seeds``, one run from ``seed``.
-  """
+  """Runs phases 1-5 (resuming from ``workdir``): one cell per training seed (or per (seed,
+  phase) with ``phase_cells``; one run from ``seed`` without ``train_seeds``)."""
   cfg = config
   t_start = time.perf_counter()
   workdir = pathlib.Path(workdir)

@@ -1,9 +1,9 @@
-"""Ablation cells of the real-model tracks: head sets, batched generation, reuse, deadlines.
+"""Ablation cells of the real-model tracks: batched generation, reuse, deadlines.
 
-Every condition (a detector's top-k heads, random heads, none) over a probe list is one cell
-of a ``core.CellStore`` (``<tag>/<name>/k=<k>``: the generations), so a run resumes cell by
-cell, a second process may fill cells of the same store, and a run over more items reuses the
-rows of an earlier run over fewer.
+Every condition (`locos.ablation_conditions`: a detector's top-k heads, random heads, none)
+over a probe list is one cell of a ``core.CellStore`` (``<tag>/<name>/k=<k>``: the
+generations), so a run resumes cell by cell and a run over more items reuses the rows of an
+earlier run over fewer.
 """
 
 from __future__ import annotations
@@ -11,30 +11,15 @@ from __future__ import annotations
 import logging
 import time
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import lm, locos
 
 
-def conditions(scores, detectors, ks, L, H, num_random, key):
-  """(name, k, per-block masks): detector top-k, and random heads with one seed per probe block."""
-  out = [("baseline", 0, [np.zeros((L, H), bool)])]
-  for d in detectors:
-    out += [(d, k, [locos.top_heads(scores[d], k)]) for k in ks]
-  for k in ks:
-    masks = [
-      locos.random_heads(jax.random.fold_in(key, 1000 * k + s), L, H, k) for s in range(num_random)
-    ]
-    out.append(("random", k, masks))
-  return out
-
-
 def detection(params, cfg, tok, probes, **kw):
-  """A detection cell's value: every detector's [L, H] scores on ``probes`` (`locos.detect_heads`
-  with ``kw``: ``max_steps``, ``stop_ids``, ``batch_size``, ``pad_to``), which trials were
-  accepted and their generations."""
+  """A detection cell: every detector's [L, H] scores (`locos.detect_heads` with ``kw``),
+  which trials were accepted and their generations."""
   scores, per = locos.detect_heads(params, cfg, probes, tok, **kw)
   return {
     "scores": {d: v.tolist() for d, v in scores.items()},
@@ -44,36 +29,17 @@ def detection(params, cfg, tok, probes, **kw):
 
 
 def texts(params, cfg, tok, probes, mask, mean_q, gen):
-  """Generations of ``probes`` with the head ``mask`` mean-query ablated: [L, H] for every
-  probe, or [N, L, H], one head set per probe (`batched_texts`).
-
-  The unablated model is an all-False mask: the same compiled program as every ablation.
-  """
+  """Generations of ``probes`` with the heads ``mask`` ([L, H], or [N, L, H]: one set per
+  probe) mean-query ablated; unablated = an all-False mask (the same compiled program)."""
   abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean_q, mode="mean_q")
   kw = {k: v for k, v in gen.items() if k != "seed_block"}
   return locos.generate_texts(params, cfg, probes, tok, ablation=abl, **kw)
 
 
 def seed_blocks(probes, gen, num_seeds):
-  """Random-head seed of every probe: seeds cycle over blocks of each length bucket.
-
-  A block is `gen['seed_block']` probes (default: `gen['batch_size']`), so the assignment
-  does not depend on how many rows a generation call holds.
-  """
-  block_size = gen.get("seed_block", gen["batch_size"])
-  seed_of = np.zeros(len(probes), int)
-  block = 0
-  for _, idx in locos.bucket_indices([len(p.prompt_ids) for p in probes], gen["pad_to"]):
-    for j0 in range(0, len(idx), block_size):
-      for i in idx[j0 : j0 + block_size]:
-        seed_of[i] = block % num_seeds
-      block += 1
-  return seed_of
-
-
-def batched_texts(params, cfg, tok, probes, masks, mean_q, gen):
-  """Generations of (probe, head set) pairs in one batched pass: `masks` is [N, L, H]."""
-  return texts(params, cfg, tok, probes, masks, mean_q, gen)
+  """Random-head seed of every probe (`locos.seed_blocks`; blocks of `gen['seed_block']`)."""
+  block = gen.get("seed_block", gen["batch_size"])
+  return locos.seed_blocks([len(p.prompt_ids) for p in probes], gen["pad_to"], block, num_seeds)
 
 
 def run_conditions(
@@ -92,28 +58,16 @@ def run_conditions(
   group_rows=None,
   reuse=(),
 ):
-  """Generations per probe for every condition (resumable cells).
+  """Generations per probe for every condition, one resumable cell each (ROUGE-L: `_scores`).
 
-  Random masks cycle over blocks of probes (each block uses the next seed, across length
-  buckets), so one random curve costs one detector's. `only` (indices) restricts a
-  condition other than the baseline to those probes; the others get NaN scores.
-
-  Cells not yet stored are computed together: their (probe, head set) rows are
-  concatenated, up to `group_rows` rows per group (default: one cell per group), and
-  generated in full batches with per-row ablation masks (`locos.generate_texts`), then
-  stored cell by cell. A group not yet started is skipped (its cells get NaN scores and are
-  listed in `res['skipped']`) once `time.time()` passes `deadline`: conditions run in the
-  order given, so the most important come first. The unablated baseline runs whatever the
-  time when `exempt_baseline`. `store` (a `core.CellStore`) is reloaded first: another
-  process may have stored cells.
-
-  `reuse`: cells of earlier runs over a prefix of the same probe list, as (baseline tag,
-  baseline probe indices, ablation tag, ablation probe indices) -- e.g. a run with fewer
-  evaluation items from the same generator (its items are the first ones of this list). A
-  row (probe, head set) of a cell not yet stored is read from the earlier cell of the same
-  condition when that cell covered the probe with the same head set (random heads: the same
-  seed's mask); only the other rows are generated. Rows never interact, so this equals
-  generating them again.
+  Random masks cycle over blocks of probes (`seed_blocks`). ``only`` restricts the ablations
+  (not the baseline) to those probe indices; the others get NaN. Pending cells are generated
+  together, up to ``group_rows`` rows per group (None: one cell per group), with per-row masks.
+  Past ``deadline`` a group not yet started is skipped (NaN scores, listed in
+  ``res['skipped']``; the baseline runs anyway when ``exempt_baseline``): conditions run in the
+  order given. ``reuse``: (baseline tag, probe indices, ablation tag, probe indices) of earlier
+  runs over a prefix of the same probes; a row of theirs with the same head set is read back
+  instead of generated (rows never interact, so this equals generating it again).
   """
   n_seeds = max(len(m) for _, _, m in conds)
   plan = _plan(probes, conds, gen, tag, only, n_seeds)
@@ -163,15 +117,15 @@ def _generate(params, cfg, tok, probes, group, have, todo, mean_q, gen, store):
   """Generates the rows of a group's cells in one batched pass and stores each cell."""
   t0 = time.time()
   rows = [probes[p[3][j]] for p in group for j in todo[p[2]]]
-  texts = []
+  out = []
   if rows:
     masks = np.concatenate([p[5][todo[p[2]]] for p in group])
-    texts = batched_texts(params, cfg, tok, rows, masks, mean_q, gen)
+    out = texts(params, cfg, tok, rows, masks, mean_q, gen)
   j = 0
   for p in group:
     got = dict(have[p[2]])
     for r in todo[p[2]]:
-      got[r] = texts[j]
+      got[r] = out[j]
       j += 1
     store.put(p[2], [got[r] for r in range(p[3].size)])
   logging.info(

@@ -1,7 +1,7 @@
-"""Claim code of the LOCOS experiment: collapse points, their advantage, retained recall.
+"""Claim code of the LOCOS experiment: the values the claims are judged on, the report's rows.
 
-Pure functions of per-probe scores and of results.json's metrics, so committed results are
-re-judged from them (``python -m experiments.reproduce --rejudge=locos``).
+Pure functions of results.json's metrics (the curves: `locos.collapse_curves`), so committed
+results are re-judged from them (``python -m experiments.reproduce --rejudge=locos``).
 """
 
 from __future__ import annotations
@@ -47,158 +47,16 @@ def ablated_probes(answers, texts, ablation_num_eval=0):
   return ok[ok < n] if n else ok
 
 
-def _collapse_index(curve, b):
-  """First grid index whose mean is at or below half the baseline (never: len(grid))."""
-  below = curve <= 0.5 * b
-  return np.where(below.any(0), below.argmax(0), curve.shape[0])
-
-
-def _advantage(boot, boot_base, mat, base, ks, grid, baselines):
-  """Collapse-index advantage (strongest baseline minus LOCOS) on the k values `grid`."""
-  rows = [ks.index(k) for k in grid]
-  if any(np.isnan(mat[d][rows]).any() for d in ("locos", *baselines)):  # a cell not run
-    return {"grid": list(grid), "baselines": list(baselines), "advantage": None}
-  ci = {d: _collapse_index(boot[d][rows], boot_base) for d in ("locos", *baselines)}
-  point = {
-    d: int(_collapse_index(mat[d].mean(1)[rows][:, None], np.array([base.mean()]))[0])
-    for d in ("locos", *baselines)
-  }
-  adv_boot = np.min([ci[d] for d in baselines], axis=0) - ci["locos"]
-  adv = min(point[d] for d in baselines) - point["locos"]
-  lo, hi = np.quantile(adv_boot, [0.025, 0.975])
-  return {
-    "grid": list(grid),
-    "baselines": list(baselines),
-    "collapse_index": point,
-    "collapse_k": {d: (grid[i] if i < len(grid) else None) for d, i in point.items()},
-    "advantage": float(adv),
-    "ci": [float(lo), float(hi)],
-    "halfwidth": float(max(adv - lo, hi - adv)),
-  }
-
-
-def ablation_curves(
-  res, detectors, ks, keep, num_resamples, seed, claim_ks=None, claim_baselines=None
-):
-  """Means, 95 % bootstrap intervals and collapse statistics over the probes in `keep`.
-
-  Every detector and k is resampled with the *same* probe indices (paired bootstrap), so the
-  intervals of differences and of collapse indices account for the shared probes. The
-  claim's statistic (`collapse_step_advantage`) uses the k values `claim_ks` and the
-  baselines `claim_baselines` (the rule fixed in configs/default.py); the same statistic on
-  the full grid against each baseline is reported beside it (`advantage_full_grid`).
-  """
-  keep = np.asarray(keep)
-  names = ("baseline", *detectors, "random")
-  baselines = [d for d in detectors if d != "locos"]
-  claim_baselines = list(claim_baselines or baselines)
-  claim_ks = [k for k in (claim_ks or ks) if k in ks]
-  if keep.size == 0:
-    return None
-  ks = list(ks)
-  base = res[("baseline", 0)][keep]
-  mat = {d: np.stack([res[(d, k)][keep] for k in ks]) for d in names[1:]}  # [K, N]
-  rng = np.random.default_rng(seed)
-  idx = rng.integers(0, keep.size, size=(num_resamples, keep.size))
-  boot_base = base[idx].mean(1)  # [R]
-  boot = {d: m[:, idx].mean(-1) for d, m in mat.items()}  # [K, R]
-  out = {
-    "ks": ks,
-    "num_probes": int(keep.size),
-    "baseline": {
-      "mean": float(base.mean()),
-      "lo": float(np.quantile(boot_base, 0.025)),
-      "hi": float(np.quantile(boot_base, 0.975)),
-    },
-  }
-
-  for d, m in mat.items():
-    out[d] = {
-      "mean": _nan_none(m.mean(1)),
-      "lo": _nan_none(np.quantile(boot[d], 0.025, axis=1)),
-      "hi": _nan_none(np.quantile(boot[d], 0.975, axis=1)),
-    }
-  out["not_run"] = {d: [k for k, row in zip(ks, m) if np.isnan(row).any()] for d, m in mat.items()}
-  claim = _advantage(boot, boot_base, mat, base, ks, claim_ks, claim_baselines)
-  out["claim_grid"] = claim["grid"]
-  out["claim_baselines"] = claim["baselines"]
-  rows = [ks.index(k) for k in claim["grid"]]
-
-  point = {d: _first_collapse(m, base, rows, claim["grid"]) for d, m in mat.items()}
-  out["collapse_index"] = {d: v[0] for d, v in point.items()}
-  out["collapse_k"] = {d: v[1] for d, v in point.items()}
-  out["collapse_step_advantage"] = claim["advantage"]
-  out["collapse_step_advantage_ci"] = claim.get("ci")
-  out["collapse_step_advantage_halfwidth"] = claim.get("halfwidth")
-  out["collapse_k_full_grid"] = {
-    d: _first_collapse(m, base, list(range(len(ks))), ks)[1] for d, m in mat.items()
-  }
-  out["advantage_full_grid"] = {
-    d: _advantage(boot, boot_base, mat, base, ks, ks, [d]) for d in baselines
-  }
-  out["locos_minus"] = _locos_minus(boot, mat, baselines)
-  out["random_drop"] = _random_drop(boot_base, boot, base, mat)
-  return out
-
-
-def _random_drop(boot_base, boot, base, mat):
-  """Unablated minus random-heads ROUGE-L at each k: the mean and its 95 % paired bootstrap
-  interval (the curves' resamples) and half-width (None where the cell was not run)."""
-  mean = base.mean() - mat["random"].mean(1)  # [K]
-  dd = boot_base[None, :] - boot["random"]  # [K, R]
-  lo, hi = np.quantile(dd, 0.025, axis=1), np.quantile(dd, 0.975, axis=1)
-  return {
-    "mean": _nan_none(mean),
-    "lo": _nan_none(lo),
-    "hi": _nan_none(hi),
-    "halfwidth": _nan_none(np.maximum(mean - lo, hi - mean)),
-  }
-
-
-def _nan_none(x):
-  """A list of floats with None for NaN (cells skipped for time: null in results.json)."""
-  return [None if np.isnan(v) else float(v) for v in x]
-
-
-def _first_collapse(m, base, grid_rows, grid):
-  """(index, k) of the first grid row whose mean is <= half the baseline's; (len, None) if
-  none; (None, 'not run') when a cell not run comes before the collapse."""
-  for i, r in enumerate(grid_rows):
-    if np.isnan(m[r]).any():
-      return None, "not run"
-    if m[r].mean() <= 0.5 * base.mean():
-      return i, grid[i]
-  return len(grid_rows), None
-
-
-def _locos_minus(boot, mat, baselines):
-  """Paired differences LOCOS - each baseline (and random) at each k, with bootstrap 95 %
-  intervals (negative: LOCOS hurts more)."""
-  diffs = {}
-  for d in (*baselines, "random"):
-    dd = boot["locos"] - boot[d]
-    diffs[d] = {
-      "mean": _nan_none((mat["locos"] - mat[d]).mean(1)),
-      "lo": _nan_none(np.quantile(dd, 0.025, axis=1)),
-      "hi": _nan_none(np.quantile(dd, 0.975, axis=1)),
-    }
-  return diffs
-
-
 _ATTENTION_DETECTORS = ("wu", "contrastive", "attention_spatial")
 
 
 def derived_metrics(metrics) -> dict:
-  """The values the claims in ``configs/default.py`` are judged on (pure).
+  """The values the claims are judged on (pure; each claim's ``note`` defines its value).
 
-  Toy track: ``collapse_k_advantage`` (best attention detector's collapse k minus LOCOS's, a
-  detector that never halves the score counting as max k + 1) and
-  ``parametric_retained_at_collapse``. SmolLM2 track, per protocol (``filtered``,
-  ``paper``): ``collapse_step_advantage`` = collapse grid index of the claim's baselines
-  (``real.claim_baselines``: contrastive attention) minus LOCOS's on the claim's grid
-  (``real.claim_ks``: {1, 5, 20, 50}; never collapsing = one step past the grid), its
-  bootstrap half-width, and the random-heads drop at the largest k; ``parametric_retained`` = parametric recall with LOCOS's filtered-protocol
-  collapse-k heads ablated over the unablated recall.
+  Toy track: ``collapse_k_advantage`` (a detector that never halves the score counts as max k
+  + 1) and ``parametric_retained_at_collapse``. Real tracks, per protocol: the curves'
+  ``collapse_step_advantage`` and half-width, the random-heads drop at the largest k, and
+  ``parametric_retained`` at LOCOS's filtered-protocol collapse k.
   """
   out = {}
   curves = metrics.get("toy/curves", {})
@@ -259,22 +117,10 @@ PAPER_HEAD_SHARE = 50 / 1152
 
 
 def random_guards(cv, num_heads, paper_share=PAPER_HEAD_SHARE):
-  """The random-heads numbers that guard the claims of configs/size.py (pure).
-
-  Args:
-    cv: one protocol's curves (`ablation_curves`, with `random_drop`).
-    num_heads: the model's query heads (layers x heads), or None.
-    paper_share: the share of heads the paper ablates.
-
-  Returns:
-    ``random_collapse_step_advantage``: the claim's baselines' collapse grid index minus
-    random heads' (the lower-k rule with random heads in LOCOS's place; None when a cell
-    before the collapse was not run); ``random_drop_at_max_k_halfwidth``: the half-width of
-    the paired interval of the drop at the largest k; ``head_share_at_max_k`` (largest k over
-    ``num_heads``); ``paper_share_k``: the largest k of the grid whose share of heads is at
-    most ``paper_share`` (None if none), and ``random_drop_at_paper_share`` with its
-    ``..._halfwidth``.
-  """
+  """The random-heads numbers that guard the claims of configs/size.py (pure): random heads'
+  collapse-step advantage (the claim's rule with random heads in LOCOS's place), the drop's
+  half-width at the largest k, the share of heads of the largest k of ``cv`` (one protocol's
+  curves) over ``num_heads``, and the drop at the largest k within ``paper_share``."""
   idx = cv["collapse_index"]
   base_idx = [idx.get(b) for b in cv["claim_baselines"]]
   adv = None
@@ -302,20 +148,9 @@ def random_guards(cv, num_heads, paper_share=PAPER_HEAD_SHARE):
 
 
 def parametric_retained_halfwidth(par, k, num_resamples=2000, seed=0):
-  """Half-width of the 95 % paired bootstrap interval of parametric recall retained at k.
-
-  Args:
-    par: the track's parametric record with ``per_probe``: ``{"baseline": [n], "locos":
-      {str(k): [n] or None}}`` (recall per landmark).
-    k: the ablated k.
-    num_resamples: bootstrap resamples over landmarks (the same landmarks in both arms).
-    seed: the resamples' seed.
-
-  Returns:
-    ``max(r - lo, hi - r)`` for r = mean(locos) / mean(baseline) and [lo, hi] the percentile
-    interval of the resampled ratios (resamples with a zero baseline mean are dropped); None
-    when the cell was not run or fewer than 2 landmarks.
-  """
+  """Half-width of the 95 % paired bootstrap interval (over landmarks) of parametric recall
+  retained at k, from ``par["per_probe"]``; None when the cell was not run, fewer than 2
+  landmarks or no positive baseline."""
   base = np.asarray(par["per_probe"]["baseline"], float)
   abl = par["per_probe"]["locos"].get(str(k))
   if abl is None or base.size < 2:
@@ -333,16 +168,8 @@ def parametric_retained_halfwidth(par, k, num_resamples=2000, seed=0):
 
 
 def ablation_rows(track: str, curves: dict) -> list[dict]:
-  """The rows of a real-model track's table: one per (protocol, k) of every protocol run.
-
-  Args:
-    track: the track's name (the rows' ``model``).
-    curves: ``{protocol: ablation_curves(...) or None}`` (None: the protocol did not run).
-
-  Returns:
-    ``[{"model", "protocol", "probes", "k", "baseline", "cells": {condition: {"mean", "lo",
-    "hi"}}}]``; a cell not run (skipped for time, a null mean) is left out of ``cells``.
-  """
+  """The rows of a real-model track's table: one per (protocol, k) of every protocol run (a
+  cell not run, a null mean, is left out of ``cells``)."""
   rows = []
   for proto, cv in curves.items():
     if cv is None:
@@ -368,15 +195,7 @@ def ablation_rows(track: str, curves: dict) -> list[dict]:
 
 
 def report_view(record: dict) -> dict:
-  """What ``configs/default.py``'s report reads beyond paths (as ``view.<key>``).
-
-  Args:
-    record: a results record of a real-model run.
-
-  Returns:
-    ``{"real": {track: {"rows": ablation_rows(track, curves)}}}`` for every real-model track
-    the record holds curves of, in ``REAL_TRACKS`` order.
-  """
+  """``view.real.<track>.rows`` of ``configs/default.py``'s report (:func:`ablation_rows`)."""
   metrics = record["metrics"]
   return {
     "real": {

@@ -88,16 +88,8 @@ def conditions(detectors, ks, num_random=0):
 
 
 def report_view(record: dict) -> dict:
-  """What ``configs/needle.py``'s report reads beyond paths (as ``view.<key>``).
-
-  Args:
-    record: a results record of a needle run.
-
-  Returns:
-    ``{"conditions": ["<name> k=<k>", ...], "rows": [{"T", "probes", "accepted", "rougeL":
-    {"<name> k=<k>": mean ROUGE-L}}]}``: the columns (``conditions``) and one row per context
-    length run, in the config's order; a condition not run is left out of ``rougeL``.
-  """
+  """``view.conditions`` (the columns, "<name> k=<k>") and ``view.rows`` (one per context
+  length run, a condition not run left out of ``rougeL``) of ``configs/needle.py``'s report."""
   n = record["config"]["needle"]
   conds = conditions(n["detectors"], n["ks"], n.get("num_random", 0))
   rows = []
@@ -118,21 +110,9 @@ def report_view(record: dict) -> dict:
 
 
 def paired_needle(res, keep, ks, num_resamples, seed):
-  """Paired 95 % bootstrap intervals over the ablated probes, per k (`core.paired_bootstrap`).
-
-  Args:
-    res: ``{"<condition>@<k>": {"rougeL": [n_rows]} or None}``; the baseline's rows are every
-      probe, the ablations' rows the probes ``keep``.
-    keep: ``[m]`` indices of the ablated probes.
-    ks: the ablated k values.
-    num_resamples: bootstrap resamples.
-    seed: the resamples' seed (the same for every difference).
-
-  Returns:
-    ``{"k=<k>": {"baseline_minus_locos", "contrastive_minus_locos", "contrastive_minus_random",
-    "baseline_minus_random": {"mean", "lo", "hi", "halfwidth", "n"} or None}}``, a pair None
-    when one of its cells is missing or fewer than 2 probes were ablated.
-  """
+  """Paired 95 % bootstrap intervals over the ablated probes ``keep`` (`core.paired_bootstrap`)
+  of baseline / contrastive minus LOCOS / random ROUGE-L per k of ``ks``; a pair is None when
+  one of its cells is missing or fewer than 2 probes were ablated."""
   base = np.asarray(res["baseline@0"]["rougeL"], float)[np.asarray(keep, int)]
   out = {}
   for k in ks:
@@ -163,15 +143,9 @@ def paired_needle(res, keep, ks, num_resamples, seed):
 
 
 def run_needle(c, workdir) -> dict:
-  """LOCOS on long-context needle probes (`locos.make_needle_probes`), per context length.
-
-  For each length in `c.needle.context_tokens`: detection probes over one entity half and
-  evaluation probes over the other (`split_entities`), every detector scored by
-  `detect_heads`, then ROUGE-L of the evaluation generations unablated and with the top-k
-  heads of each of `c.needle.detectors` mean-query ablated (means from the evaluation
-  prompts, as in the default run). Prompts are padded to `lm.bucket_length(T)`; prefill uses
-  the blockwise attention (`attention='auto'`). Writes results.json; no claims are judged.
-  """
+  """LOCOS on long-context needle probes (`locos.make_needle_probes`), per context length:
+  detection over one entity half, ROUGE-L unablated and with each detector's top-k heads
+  mean-query ablated over the other; writes results.json (judged only with claims)."""
   n = c.needle
   t0 = time.time()
   track = c.tracks[0] if c.get("tracks") else "smollm2"

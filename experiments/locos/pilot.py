@@ -46,16 +46,9 @@ def _form(c, params, cfg, tok, store, gen, names, landmarks, fmt, shots):
 
 
 def run_prompt_pilot(c, workdir) -> dict:
-  """Answered rate of each prompt form on pilot probes, and the form the rule picks.
-
-  The pilot probes are non-literal probes over the *detection* half of the entities (their
-  own generator), so no evaluation item takes part in the choice. Every form in
-  `c.pilot.forms` ((prompt_format, shots) pairs) renders the same items with the answer
-  stem; the unablated model generates `real.max_steps` tokens; a probe is answered when
-  ROUGE-1 recall of the name is >= 0.5 (the filtered protocol's filter). The rule, fixed
-  before the pilot: the highest answered rate wins; a tie goes to the shorter mean prompt.
-  No ablation is run.
-  """
+  """Answered rate of each prompt form (`c.pilot.forms`) on non-literal probes over the
+  detection half of the entities, unablated, and the form the rule fixed before the pilot
+  picks: the highest answered rate (ROUGE-1 recall >= 0.5), ties to the shorter prompt."""
   r, pc = c.real, c.pilot
   t0 = time.time()
   loader, label = real.REAL_MODELS[c.tracks[0]]

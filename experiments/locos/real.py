@@ -4,8 +4,7 @@ A track detects heads on NoLiMa-style probes over one half of the entities and a
 top-k heads of each detector (and random heads) on probes over the other half, under two
 protocols: *filtered* (an answer stem, ablations on the probes the unablated model answers)
 and the paper's (no stem, its decode length). Every generation is a cell of the workdir's
-``core.CellStore`` (``cells/``), so a run resumes cell by cell, and a helper process
-(``real.helper``) may fill cells of the same store while the main process runs.
+``core.CellStore`` (``cells/``), so a run resumes cell by cell.
 """
 
 from __future__ import annotations
@@ -79,13 +78,7 @@ def known_landmarks(params, cfg, tok, r, store, gen):
 
 
 class RealTrack:
-  """One real-model track of a run, stage by stage (see :func:`run_real_track`).
-
-  Attributes set by the stages: the detection record and ``scores``; the evaluation probes
-  (``ev_stem``, ``ev_paper``), the query means and the conditions; the per-probe results of
-  the filtered (``res_stem``) and paper (``res_paper``) protocols and of the parametric
-  control (``par_res``); ``timings`` of each stage.
-  """
+  """One real-model track of a run, stage by stage (see :func:`run_real_track`)."""
 
   def __init__(self, c, workdir, track, cfg, params, tok):
     r = self.r = c.real
@@ -106,13 +99,12 @@ class RealTrack:
       pad_to=r.buckets,
     )
     self.timings = {}
-    self.helper = r.get("helper", False)
     self.budget = r.get("time_budget_s", 0)
     self.deadline = self.t_start + self.budget if self.budget else None
 
-  def detect(self) -> bool:
+  def detect(self):
     """1-2. The landmarks the model knows (probes use only those) and detection on the first
-    half of the entities. False: a helper gave up waiting for the main process's detection."""
+    half of the entities."""
     r, c, tok = self.r, self.c, self.tok
     t0 = time.time()
     self.par_probes, self.known = known_landmarks(
@@ -134,12 +126,8 @@ class RealTrack:
       **self.probe_kw,
     )
     self.t0 = time.time()
-    cell = f"detection/n={r.num_detect}"
-    # a helper (a second process sharing the cells) waits for the main process's detection
-    if self.helper and not self.store.wait_for(cell, deadline=self.deadline):
-      return False
     self.det = self.store.get_or_compute(
-      cell,
+      f"detection/n={r.num_detect}",
       lambda _: ablation.detection(
         self.params,
         self.cfg,
@@ -156,7 +144,6 @@ class RealTrack:
     logging.info(
       "detection %.1fs, %d accepted", self.timings["detection_s"], sum(self.det["accepted"])
     )
-    return True
 
   def evaluation_probes(self):
     """3. Evaluation probes on the other half: the same items with an answer stem (ours) and
@@ -178,7 +165,7 @@ class RealTrack:
     self.mean_q = lm.mean_queries(self.params, calib, config=self.cfg, batch_size=r.batch_size)
     self.ks, self.dets = list(r.ks), tuple(r.detectors)
     L, H = self.cfg.n_layers, self.cfg.n_heads
-    self.conds = ablation.conditions(
+    self.conds = locos.ablation_conditions(
       self.scores, self.dets, self.ks, L, H, r.num_random, jax.random.key(c.seed)
     )
     self.ev_paper = ev_paper[: r.get("paper_num_eval", r.num_eval)]
@@ -323,7 +310,7 @@ class RealTrack:
     self.timings["paper_s"] = time.time() - t0
 
   def curves(self):
-    """Curves of both protocols (evaluate.ablation_curves); the paper's is None when not run."""
+    """Curves of both protocols (`locos.collapse_curves`); the paper's is None when not run."""
     r, c = self.r, self.c
     self.paper_run = not np.isnan(self.res_paper[("baseline", 0)]).any()
     curve_kw = dict(claim_ks=tuple(r.claim_ks), claim_baselines=tuple(r.claim_baselines))
@@ -436,60 +423,18 @@ class RealTrack:
       ),
     }
 
-  def help(self):
-    """A helper process (`real.helper`): computes cells into the shared store, writes nothing
-    else.
-
-    The paper protocol (baseline, then k = 50 for LOCOS, contrastive, random and Wu), then,
-    once the main process has stored the unablated filtered generations, the claim's filtered
-    cells in reverse order (the main process runs them forward) and random heads at the
-    largest k. Cells already on disk are read, not recomputed. Rerunning the main process on
-    the same workdir assembles every stored cell into results.json.
-    """
-    r, conds, deadline = self.r, self.conds, self.deadline
-    order = {"baseline": 0, "locos": 1, **{d: 2 + i for i, d in enumerate(r.claim_baselines)}}
-    order.update(random=8, wu=9)
-    paper = sorted(
-      [cd for cd in conds if cd[1] in (0, *r.paper_ks)], key=lambda cd: order.get(cd[0], 10)
-    )
-    gen_paper = dict(self.gen, max_new_tokens=r.paper_max_steps)
-    for cd in paper:
-      self._run(self.ev_paper, [cd], f"paper/n={len(self.ev_paper)}", gen_paper, deadline=deadline)
-    tag = f"stem/n={r.num_eval}"
-    if not self.store.wait_for(f"{tag}/baseline/k=0", deadline=deadline):
-      return
-    texts = self.store[f"{tag}/baseline/k=0"]
-    correct = np.flatnonzero(
-      [locos.rouge1_recall(p.answer, t) >= 0.5 for p, t in zip(self.ev_stem, texts)]
-    )
-    first = [cd for cd in conds if cd[0] in ("locos", *r.claim_baselines) and cd[1] in r.claim_ks]
-    more = [cd for cd in conds if cd[0] == "random" and cd[1] == max(r.ks)]
-    for cd in [*reversed(first), *more]:
-      self._run(self.ev_stem, [cd], tag, only=correct, deadline=deadline)
-
 
 def run_real_track(c, workdir, track) -> dict:
-  """Detection and ablation on a real model (`REAL_MODELS[track]`); metrics under `track/`.
-
-  The track's table and figure are declared in ``configs/default.py`` (``REPORT``) and
-  rendered from results.json.
-
-  Returns:
-    The metrics; ``{f'{track}/skipped': why}`` when the weights are not installed, and ``{}``
-    in a helper process.
-  """
+  """Detection and ablation on a real model (`REAL_MODELS[track]`); metrics under `track/`
+  (``{track}/skipped`` when the weights are not installed)."""
   loader, _ = REAL_MODELS[track]
   try:
     cfg, params, tok = loader(c.real)
   except lm.ModelNotAvailable as e:
     return {f"{track}/skipped": str(e)}
   run = RealTrack(c, workdir, track, cfg, params, tok)
-  if not run.detect():
-    return {}
+  run.detect()
   run.evaluation_probes()
-  if run.helper:
-    run.help()
-    return {}
   run.filtered_and_parametric()
   run.paper_protocol()
   return run.metrics(run.curves())

@@ -1,13 +1,5 @@
-"""LOCOS evidence: toy retrieval track and real-model tracks (SmolLM2, Gemma-3).
-
-`train_and_evaluate(config, workdir)` trains (or resumes) the toy decoder,
-detects retrieval heads with LOCOS and the attention baselines, ablates the
-top-k heads of each detector and random heads, and writes results.json; its tables and
-accuracy-vs-k figures are declared in the config (`configs/default.py`: `REPORT`) and
-rendered from it. The real-model tracks (`real.REAL_MODELS`: 'smollm2', 'gemma3',
-'checkpoint') repeat detection and ablation on NoLiMa-style probes when the weights are
-installed (experiments/locos/real.py); configs with a `needle` or `pilot` block run the
-long-context probes (needle.py) or the prompt-form pilot (pilot.py) instead.
+"""LOCOS evidence: the toy track here, the real-model tracks (real.py), needle probes (needle.py)
+and the prompt-form pilot (pilot.py); tables and figures are declared in the configs.
 """
 
 from __future__ import annotations
@@ -179,14 +171,14 @@ def train_and_evaluate(config, workdir) -> dict:
     core.validate_choice(tr, name="tracks", allowed=("toy", *real.REAL_MODELS))
   if "checkpoint" in config.tracks:
     real.checkpoint_args(config.real)  # fail before any track runs, naming the flag
+  if config.real.get("helper", False):
+    raise ValueError("real.helper must be False: one process per workdir fills its cells")
   metrics = {}
   if "toy" in config.tracks:
     metrics.update(run_toy_track(config, workdir))
   for track in real.REAL_MODELS:
     if track in config.tracks:
       metrics.update(real.run_real_track(config, workdir, track))
-  if "real" in config and config.real.get("helper", False):
-    return metrics  # a helper process only fills the shared cell store
   metrics["derived"] = derived_metrics(metrics)
   core.write_results(
     workdir,

@@ -97,7 +97,9 @@ __all__ += [
 from jaxpapers.dual_rate._data import (
   DATASETS,
   SHAPE_CLASSES,
+  SourceImages,
   digits,
+  load_imagenet64,
   load_numpy,
   load_tfds,
   num_classes,
@@ -116,6 +118,7 @@ from jaxpapers.dual_rate._eval import (
   precision_recall_knn,
   train_classifier,
 )
+from jaxpapers.dual_rate._fit import fit, fit_step, make_losses, mmd_step_loss
 from jaxpapers.dual_rate._mmd import MMDPair, last_refresh_index, mmd_losses, mmd_pair_loss
 from jaxpapers.dual_rate._training import EmaState, ema_tracker, find_ema, training_optimizer
 
@@ -146,4 +149,10 @@ __all__ += [
   "render_shapes",
   "shapes",
   "tfds_builder",
+  "SourceImages",
+  "load_imagenet64",
+  "fit",
+  "fit_step",
+  "make_losses",
+  "mmd_step_loss",
 ]

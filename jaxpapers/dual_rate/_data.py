@@ -255,3 +255,73 @@ def load_tfds(name: str, data_dir: str | os.PathLike[str]) -> dict[str, np.ndarr
     out[f"{split}_images"] = np.stack([e["image"] for e in ex]).astype(np.float32)
     out[f"{split}_labels"] = np.asarray([e["label"] for e in ex], np.int32)
   return out
+
+
+class SourceImages:
+  """Random access to a TFDS data source's images ([-1, 1] float32) or labels (int32).
+
+  ``x[idx]`` reads the records ``idx`` (an int or an index array) in one batched read where the
+  source supports it; ``x.shape`` is ``(len(source), *image shape)``.
+
+  Args:
+    source: a ``tfds.data_source`` split (records with ``image`` and ``label``).
+    key: ``'image'`` or ``'label'``.
+  """
+
+  def __init__(self, source: Sequence[Mapping[str, Any]], key: str):
+    if key not in ("image", "label"):
+      raise ValueError(f"key must be 'image' or 'label', got {key!r}")
+    self.source, self.key = source, key
+    self.shape = (len(source),) + tuple(np.asarray(source[0]["image"]).shape)
+
+  def __getitem__(self, idx: Any) -> np.ndarray:
+    idx = np.atleast_1d(np.asarray(idx))
+    if hasattr(self.source, "__getitems__"):  # one batched read (ArrayRecord data sources)
+      recs = self.source.__getitems__([int(i) for i in idx])  # type: ignore[attr-defined]
+    else:
+      recs = [self.source[int(i)] for i in idx]
+    x = np.stack([np.asarray(r[self.key]) for r in recs])
+    return (x.astype(np.float32) / 127.5 - 1.0) if self.key == "image" else x.astype(np.int32)
+
+
+def load_imagenet64(
+  data_dir: str | os.PathLike[str], *, num_test: int, seed: int = 0, classifier_subset: int = 50_000
+) -> dict[str, Any]:
+  """ImageNet 64x64 (``imagenet_resized/64x64``) from a prepared TFDS ``data_dir``.
+
+  Nothing is downloaded: the dataset must be prepared there in the array_record format.
+
+  Args:
+    data_dir: the TFDS data directory.
+    num_test: validation images held out (the first ones, at most the split's size).
+    seed: the seed of the classifier subset.
+    classifier_subset: train images of the feature classifier's subset (drawn without
+      replacement, sorted).
+
+  Returns:
+    ``train_images`` / ``train_labels`` (lazy :class:`SourceImages` over the train split),
+    ``subset_images`` / ``subset_labels`` ([S, 64, 64, 3] float32, [S] int32) and
+    ``test_images`` / ``test_labels`` ([num_test, 64, 64, 3], [num_test]).
+  """
+  if num_test < 0 or classifier_subset < 1:
+    raise ValueError(
+      f"num_test must be >= 0 and classifier_subset >= 1, got {num_test} and {classifier_subset}"
+    )
+  import tensorflow_datasets as tfds
+
+  src = cast(
+    Mapping[str, Sequence[Any]],
+    tfds.data_source("imagenet_resized/64x64", data_dir=str(data_dir)),
+  )
+  tr, va = src["train"], src["validation"]
+  rng = np.random.default_rng(seed)
+  sub = np.sort(rng.choice(len(tr), min(classifier_subset, len(tr)), replace=False))
+  test_idx = np.arange(min(num_test, len(va)))
+  return {
+    "train_images": SourceImages(tr, "image"),
+    "train_labels": SourceImages(tr, "label"),
+    "subset_images": SourceImages(tr, "image")[sub],
+    "subset_labels": SourceImages(tr, "label")[sub],
+    "test_images": SourceImages(va, "image")[test_idx],
+    "test_labels": SourceImages(va, "label")[test_idx],
+  }

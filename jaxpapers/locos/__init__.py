@@ -4,17 +4,21 @@ Scores each attention head by the projection of its OV-circuit output onto the
 answer token's unembedding direction, contrasting needle and off-needle source
 positions (`detect_heads`, `phi_per_position`), next to the attention-based
 baselines (Wu et al. retrieval score, contrastive attention, attention-spatial,
-DLA), and measures what ablating the top heads does (`ablation_curve`).
+DLA), and measures what ablating the top heads does (`ablation_curve`) and where it
+collapses retrieval (`collapse_curves`).
 Models come from `jaxpapers.lm`.
 """
 
 from jaxpapers.locos._ablation import (
+  ablation_conditions,
   ablation_curve,
   bootstrap_ci,
   evaluate_probes,
   generate_texts,
   score_text,
+  seed_blocks,
 )
+from jaxpapers.locos._collapse import collapse_curves, collapse_index
 from jaxpapers.locos._needle import make_needle_probes
 from jaxpapers.locos._probes import (
   LANDMARKS,
@@ -59,7 +63,11 @@ from jaxpapers.locos._toy import (
 
 __all__ = [
   "make_needle_probes",
+  "ablation_conditions",
   "ablation_curve",
+  "collapse_curves",
+  "collapse_index",
+  "seed_blocks",
   "bootstrap_ci",
   "evaluate_probes",
   "generate_texts",

@@ -328,3 +328,76 @@ def ablation_curve(
     rand.append(np.concatenate(seeds))
   result["random"] = summary(rand)
   return result
+
+
+def ablation_conditions(
+  scores: Mapping[str, ArrayLike],
+  detectors: Sequence[str],
+  ks: Sequence[int],
+  num_layers: int,
+  num_heads: int,
+  num_random: int,
+  key: jax.Array,
+) -> list[tuple[str, int, list[np.ndarray]]]:
+  """The head sets of an ablation grid: none, each detector's top k, and random heads.
+
+  Random heads use the keys of :func:`ablation_curve` (``fold_in(key, 1000 k + s)`` for seed
+  s), so a run over probe blocks and a run over whole probe sets draw the same head sets.
+
+  Args:
+    scores: detector name -> [L, H] head scores (higher = ablated first).
+    detectors: the detectors to ablate, in order.
+    ks: numbers of heads to ablate.
+    num_layers: L.
+    num_heads: H, query heads per layer.
+    num_random: random-head seeds per k (0: no random heads).
+    key: PRNG key of the random heads.
+
+  Returns:
+    ``[(name, k, masks)]``: ``("baseline", 0, [no head])``, ``(detector, k, [top-k heads])``
+    for every detector and k, then ``("random", k, [one mask per seed])`` for every k; each
+    mask is bool [L, H].
+  """
+  if num_random < 0:
+    raise ValueError(f"num_random must be >= 0, got {num_random!r}")
+  out = [("baseline", 0, [np.zeros((num_layers, num_heads), bool)])]
+  for d in detectors:
+    out += [(d, k, [top_heads(scores[d], k)]) for k in ks]
+  for k in ks:
+    keys = [jax.random.fold_in(key, 1000 * k + s) for s in range(num_random)]
+    out.append(("random", k, [random_heads(kk, num_layers, num_heads, k) for kk in keys]))
+  return out
+
+
+def seed_blocks(
+  prompt_lengths: Sequence[int],
+  pad_to: int | Sequence[int] | None,
+  block_size: int,
+  num_seeds: int,
+) -> np.ndarray:
+  """The random-head seed of every probe: seeds cycle over blocks of each length bucket.
+
+  Probes are grouped into the length buckets of :func:`bucket_indices`; each bucket is cut
+  into blocks of ``block_size`` probes and block j (counted over all buckets) gets seed
+  ``j mod num_seeds``, so one random-heads curve costs one detector's generations.
+
+  Args:
+    prompt_lengths: [N] prompt lengths in tokens.
+    pad_to: the padding buckets, as in :func:`bucket_indices`.
+    block_size: probes per block (>= 1).
+    num_seeds: random-head seeds (>= 1).
+
+  Returns:
+    [N] int seeds in ``[0, num_seeds)``.
+  """
+  if block_size < 1 or num_seeds < 1:
+    raise ValueError(f"block_size and num_seeds must be >= 1, got {block_size}, {num_seeds}")
+  seed_of = np.zeros(len(prompt_lengths), int)
+  if not len(prompt_lengths):
+    return seed_of
+  block = 0
+  for _, idx in bucket_indices(list(prompt_lengths), pad_to):
+    for j0 in range(0, len(idx), block_size):
+      seed_of[list(idx[j0 : j0 + block_size])] = block % num_seeds
+      block += 1
+  return seed_of

@@ -5,7 +5,11 @@ import importlib
 import numpy as np
 import pytest
 
-MODULES = {"evaluate": "experiments.locos.evaluate", "needle": "experiments.locos.needle"}
+MODULES = {
+  "evaluate": "experiments.locos.evaluate",
+  "needle": "experiments.locos.needle",
+  "collapse": "jaxpapers.locos._collapse",
+}
 
 
 @pytest.fixture(name="evaluate")
@@ -16,6 +20,11 @@ def _evaluate():
 @pytest.fixture(name="needle")
 def _needle():
   return importlib.import_module(MODULES["needle"])
+
+
+@pytest.fixture(name="collapse")
+def _collapse():
+  return importlib.import_module(MODULES["collapse"])
 
 
 def test_collapse_k(evaluate):
@@ -44,10 +53,10 @@ def test_ablated_probes(evaluate):
   np.testing.assert_array_equal(evaluate.ablated_probes(answers, texts, 3), [0, 2])  # items 0..2
 
 
-def test_collapse_index(evaluate):
+def test_collapse_index(collapse):
   # [K = 3, R = 4] curves against per-resample baselines (half: 0.5, 0.5, 0.4, 0.6).
   curve = np.array([[0.9, 0.5, 0.9, 0.9], [0.4, 0.5, 0.45, 0.9], [0.1, 0.1, 0.4, 0.9]])
-  got = evaluate._collapse_index(curve, np.array([1.0, 1.0, 0.8, 1.2]))
+  got = collapse.collapse_index(curve, np.array([1.0, 1.0, 0.8, 1.2]))
   np.testing.assert_array_equal(got, [1, 0, 2, 3])  # 3 = never (one past the grid)
 
 
@@ -72,10 +81,10 @@ def _boot():
   return boot, boot_base, mat, np.array([1.0, 1.0])
 
 
-def test_advantage(evaluate):
+def test_advantage(collapse):
   boot, boot_base, mat, base = _boot()
   ks = [1, 5, 20, 50]
-  a = evaluate._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive"])
+  a = collapse._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive"])
   assert a["collapse_index"] == {"locos": 2, "contrastive": 3}
   assert a["collapse_k"] == {"locos": 20, "contrastive": 50}
   assert a["advantage"] == 1.0  # baseline's collapse index minus LOCOS's
@@ -88,17 +97,17 @@ def test_advantage(evaluate):
   # advantages are (1, 1, 2, 0, 1), quantiles 0.1 and 1.9.
   boot["wu"] = np.array([[0.9] * 5, [0.9] * 5, [0.9, 0.4, 0.9, 0.9, 0.5], [0.9] * 5])
   mat["wu"] = np.full((4, 2), 0.9)
-  a = evaluate._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive", "wu"])
+  a = collapse._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive", "wu"])
   assert a["advantage"] == 1.0
   assert a["ci"] == pytest.approx([0.1, 1.9])
   assert a["halfwidth"] == pytest.approx(0.9)
   mat["contrastive"][1, 0] = np.nan  # a cell not run: no advantage
   assert (
-    evaluate._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive"])["advantage"] is None
+    collapse._advantage(boot, boot_base, mat, base, ks, ks, ["contrastive"])["advantage"] is None
   )
 
 
-def test_curves_on_the_claim_grid(evaluate):
+def test_curves_on_the_claim_grid(collapse):
   ks = [1, 5, 20, 50]
   # Every probe scores the same, so every bootstrap resample equals the point estimate.
   means = {
@@ -108,13 +117,13 @@ def test_curves_on_the_claim_grid(evaluate):
   }
   res = {("baseline", 0): np.full(3, 1.0)}
   res.update({(d, k): np.full(3, means[d][i]) for d in means for i, k in enumerate(ks)})
-  cv = evaluate.ablation_curves(res, ("locos", "contrastive"), ks, [0, 1, 2], 50, 0)
+  cv = collapse.collapse_curves(res, ("locos", "contrastive"), ks, [0, 1, 2], 50, 0)
   assert cv["collapse_step_advantage"] == 1.0  # full grid: index 3 - index 2
   assert cv["collapse_step_advantage_halfwidth"] == 0.0
   assert cv["collapse_k"] == {"locos": 20, "contrastive": 50, "random": None}
   assert cv["random"]["mean"] == pytest.approx(means["random"])
   # On the claim's grid (5, 50) both collapse at its second point: no advantage.
-  cv = evaluate.ablation_curves(
+  cv = collapse.collapse_curves(
     res, ("locos", "contrastive"), ks, [0, 1, 2], 50, 0, claim_ks=[5, 50]
   )
   assert cv["claim_grid"] == [5, 50]
@@ -172,14 +181,14 @@ def _manual_quantiles(diff_fn, n, num_resamples, seed):
   return np.quantile([diff_fn(i) for i in idx], [0.025, 0.975])
 
 
-def test_random_drop_is_a_paired_interval_of_baseline_minus_random(evaluate):
+def test_random_drop_is_a_paired_interval_of_baseline_minus_random(collapse):
   ks = [1, 50]
   base = np.array([1.0, 1.0, 0.5, 1.0, 0.0])
   rnd = {1: np.array([1.0, 0.5, 0.5, 1.0, 0.0]), 50: np.array([0.0, 1.0, 0.5, 0.0, 0.0])}
   res = {("baseline", 0): base, ("locos", 1): base, ("locos", 50): base * 0}
   res.update({("contrastive", k): base for k in ks})
   res.update({("random", k): rnd[k] for k in ks})
-  cv = evaluate.ablation_curves(res, ("locos", "contrastive"), ks, np.arange(5), 300, 3)
+  cv = collapse.collapse_curves(res, ("locos", "contrastive"), ks, np.arange(5), 300, 3)
   drop = cv["random_drop"]
   assert drop["mean"] == pytest.approx([0.1, 0.4])  # 3.5/5 - 3.0/5, 3.5/5 - 1.5/5
   for j, k in enumerate(ks):

@@ -1009,7 +1009,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- locos
   M(
     "locos",
-    "evaluate",
+    "jaxpapers.locos._collapse",
     'adv = min(point[d] for d in baselines) - point["locos"]',
     'adv = point["locos"] - min(point[d] for d in baselines)',
     ["test_advantage", "test_curves_on_the_claim_grid"],
@@ -1017,7 +1017,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "evaluate",
+    "jaxpapers.locos._collapse",
     'adv_boot = np.min([ci[d] for d in baselines], axis=0) - ci["locos"]',
     'adv_boot = np.max([ci[d] for d in baselines], axis=0) - ci["locos"]',
     ["test_advantage"],
@@ -1025,7 +1025,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "evaluate",
+    "jaxpapers.locos._collapse",
     '"halfwidth": float(max(adv - lo, hi - adv)),',
     '"halfwidth": float(min(adv - lo, hi - adv)),',
     ["test_advantage"],
@@ -1033,15 +1033,15 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "evaluate",
-    "below = curve <= 0.5 * b\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
-    "below = curve < 0.5 * b\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
+    "jaxpapers.locos._collapse",
+    "below = curve <= 0.5 * np.asarray(baseline, np.float64)\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
+    "below = curve < 0.5 * np.asarray(baseline, np.float64)\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
     ["test_collapse_index", "test_advantage"],
     "collapse index misses a score exactly at half the baseline",
   ),
   M(
     "locos",
-    "evaluate",
+    "jaxpapers.locos._collapse",
     "claim_ks = [k for k in (claim_ks or ks) if k in ks]",
     "claim_ks = list(ks)",
     ["test_curves_on_the_claim_grid"],
@@ -1073,7 +1073,7 @@ MUTATIONS = (
   ),
   M(
     "locos",
-    "evaluate",
+    "jaxpapers.locos._collapse",
     'dd = boot_base[None, :] - boot["random"]  # [K, R]',
     'dd = boot["random"] - boot_base[None, :]  # [K, R]',
     ["test_random_drop_is_a_paired_interval_of_baseline_minus_random"],

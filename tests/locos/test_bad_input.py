@@ -35,6 +35,38 @@ U = _rng.normal(size=6).astype(np.float32)
 
 CASES = [
   Case(
+    "collapse_index",
+    locos.collapse_index,
+    (np.ones(3), np.ones(3)),
+    match=r"curve must be \[K, R\]",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "collapse_curves",
+    locos.collapse_curves,
+    ({("baseline", 0): np.ones(2)}, ("wu",), [1], [0, 1], 10, 0),
+    match="detectors must include 'locos'",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "ablation_conditions",
+    locos.ablation_conditions,
+    ({}, (), [1], 2, 4, -1, jax.random.key(0)),
+    match="num_random must be >= 0",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "seed_blocks",
+    locos.seed_blocks,
+    ([3, 4], None, 0, 2),
+    match="block_size and num_seeds must be >= 1",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
     "phi_per_position",
     locos.phi_per_position,
     (ATTN, VALS, WO, U, np.array([0, 1, 2, 3])),

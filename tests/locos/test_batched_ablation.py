@@ -83,7 +83,9 @@ def test_grouped_cells_equal_cell_by_cell(model, tmp_path):
   cfg, params, tok, trials, mean = model
   L, H = cfg.n_layers, cfg.n_heads
   scores = np.arange(L * H, dtype=float).reshape(L, H)
-  conds = ablation.conditions({"locos": scores}, ("locos",), [1, 5], L, H, 2, jax.random.key(0))
+  conds = locos.ablation_conditions(
+    {"locos": scores}, ("locos",), [1, 5], L, H, 2, jax.random.key(0)
+  )
   gen = dict(max_new_tokens=4, stop_ids=[], batch_size=2, seed_block=2, pad_to=(12, 14))
   only = np.array([0, 2, 3, 5, 8, 9, 10])
   out = {}
@@ -116,7 +118,9 @@ def test_ablation_num_eval_keeps_the_answered_probes_among_the_first_n():
 def test_ablation_cells_hold_only_the_first_n_answered_probes(model, tmp_path):
   cfg, params, tok, trials, mean = model
   L, H = cfg.n_layers, cfg.n_heads
-  conds = ablation.conditions({"locos": np.eye(L, H)}, ("locos",), [1], L, H, 2, jax.random.key(0))
+  conds = locos.ablation_conditions(
+    {"locos": np.eye(L, H)}, ("locos",), [1], L, H, 2, jax.random.key(0)
+  )
   gen = dict(max_new_tokens=2, stop_ids=[], batch_size=8, seed_block=2, pad_to=(12, 14))
   store = core.CellStore(tmp_path)
   # the "unablated generations": every probe answered except 1 and 4
@@ -139,7 +143,7 @@ def test_cells_of_a_run_over_fewer_items_are_reused_row_by_row(model, tmp_path, 
   cfg, params, tok, trials, mean = model
   L, H = cfg.n_layers, cfg.n_heads
   scores = np.arange(L * H, dtype=float).reshape(L, H)
-  conds = ablation.conditions({"locos": scores}, ("locos",), [2], L, H, 3, jax.random.key(1))
+  conds = locos.ablation_conditions({"locos": scores}, ("locos",), [2], L, H, 3, jax.random.key(1))
   gen = dict(max_new_tokens=3, stop_ids=[], batch_size=8, seed_block=2, pad_to=(12, 14))
   fresh = core.CellStore(tmp_path / "fresh")
   only = np.array([0, 2, 3, 5, 7, 8, 10])
@@ -151,13 +155,13 @@ def test_cells_of_a_run_over_fewer_items_are_reused_row_by_row(model, tmp_path, 
     params, cfg, tok, trials[:7], conds, mean, gen, store, "old", only=old_only
   )
   generated = []
-  real = ablation.batched_texts
+  real = ablation.texts
 
   def counting(params, cfg, tok, rows, masks, mean_q, gen):
     generated.append(len(rows))
     return real(params, cfg, tok, rows, masks, mean_q, gen)
 
-  monkeypatch.setattr(ablation, "batched_texts", counting)
+  monkeypatch.setattr(ablation, "texts", counting)
   reuse = [("old", np.arange(7), "old", old_only)]
   ablation.run_conditions(
     params, cfg, tok, trials, conds, mean, gen, store, "t", only=only, reuse=reuse

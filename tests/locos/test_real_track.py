@@ -5,10 +5,12 @@ full-grid statistics sit beside it, random seeds cycle over batches, and the der
 are keyed by track (SmolLM2 and Gemma-3 alike).
 """
 
+import jax
 import numpy as np
 
 from experiments.locos import ablation, evaluate
 from experiments.locos.configs import default, gemma3
+from jaxpapers import locos
 
 KS = [1, 2, 5, 10, 20, 50]
 
@@ -33,7 +35,7 @@ def test_claim_uses_its_grid_and_baseline_only():
       "random": [1.0] * 6,
     }
   )
-  cv = evaluate.ablation_curves(
+  cv = locos.collapse_curves(
     res,
     ("locos", "contrastive", "wu"),
     KS,
@@ -50,7 +52,7 @@ def test_claim_uses_its_grid_and_baseline_only():
   # Wu never collapses: one past the full grid (index 6) minus LOCOS's index 1
   assert cv["advantage_full_grid"]["wu"]["advantage"] == 5.0
   # with Wu as a claim baseline the strongest baseline is still contrastive
-  cv2 = evaluate.ablation_curves(
+  cv2 = locos.collapse_curves(
     res, ("locos", "contrastive", "wu"), KS, np.arange(10), 200, 0, claim_baselines=("wu",)
   )
   assert cv2["collapse_step_advantage"] == 5.0
@@ -95,3 +97,33 @@ def test_derived_metrics_per_track_and_claims_per_model():
       b.get("partly"),
       b["direction"],
     )
+
+
+def test_ablation_conditions_are_top_k_and_seeded_random_heads():
+  scores = np.arange(12.0).reshape(3, 4)  # head (2, 3) scores highest
+  conds = locos.ablation_conditions(
+    {"locos": scores}, ("locos",), [1, 3], 3, 4, 2, jax.random.key(7)
+  )
+  assert [(n, k, len(m)) for n, k, m in conds] == [
+    ("baseline", 0, 1),
+    ("locos", 1, 1),
+    ("locos", 3, 1),
+    ("random", 1, 2),
+    ("random", 3, 2),
+  ]
+  assert not conds[0][2][0].any()
+  np.testing.assert_array_equal(np.argwhere(conds[2][2][0]), [[2, 1], [2, 2], [2, 3]])
+  for _, k, masks in conds[3:]:
+    assert all(m.sum() == k and m.shape == (3, 4) for m in masks)
+    # seed s of k uses the key of `ablation_curve`: fold_in(key, 1000 k + s)
+    want = locos.random_heads(jax.random.fold_in(jax.random.key(7), 1000 * k + 1), 3, 4, k)
+    np.testing.assert_array_equal(masks[1], want)
+  assert not np.array_equal(conds[4][2][0], conds[4][2][1])  # the seeds differ
+
+
+def test_seed_blocks_by_hand():
+  # lengths 5, 30, 6, 31, 7 with buckets (16, 32): bucket 16 = probes 0, 2, 4 (blocks of 2:
+  # [0, 2] -> 0, [4] -> 1), bucket 32 = probes 1, 3 ([1, 3] -> block 2 -> seed 2 mod 3)
+  got = locos.seed_blocks([5, 30, 6, 31, 7], (16, 32), 2, 3)
+  np.testing.assert_array_equal(got, [0, 2, 0, 2, 1])
+  assert locos.seed_blocks([], (16,), 2, 3).size == 0

@@ -12,7 +12,7 @@ import pytest
 from experiments import report as report_cli
 from experiments.locos import evaluate
 from experiments.locos.configs import default, size, size_gemma3, size_needle
-from jaxpapers import core
+from jaxpapers import core, locos
 from jaxpapers.core import reporting
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def _size_metrics(track, n=10):
   res = {("baseline", 0): np.ones(n)}
   res.update({(d, k): np.full(n, v[i]) for d, v in vals.items() for i, k in enumerate(ks)})
   kw = dict(claim_ks=ks, claim_baselines=("contrastive",))
-  cv = evaluate.ablation_curves(res, ("locos", "contrastive"), ks, np.arange(n), 50, 0, **kw)
+  cv = locos.collapse_curves(res, ("locos", "contrastive"), ks, np.arange(n), 50, 0, **kw)
   par = {"num_probes": 3, "baseline": 1.0, "ks": ks, "locos": [1.0] * 4}
   par["per_probe"] = {"baseline": [1.0] * 3, "locos": {str(k): [1.0] * 3 for k in ks}}
   metrics = {

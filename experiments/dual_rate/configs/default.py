@@ -1,15 +1,10 @@
-"""CPU-scale reproduction on sklearn digits (8x8, class-conditional).
+"""CPU-scale reproduction on sklearn digits (8x8, class-conditional; about 40 min on 2 cores).
 
   python -m experiments.dual_rate.main --config=experiments/dual_rate/configs/default.py \
       --workdir=runs/dual_rate
 
-Trains the single-network baseline (the heavy ViT), the dual-rate pair (the same ViT as the
-context encoder + a light conv denoiser) and two controls (the light denoiser without features;
-the pair trained on fresh context only) for the same number of steps, a feature classifier for
-the FD-proxy, then MMD students of the baseline and of the dual-rate model. Sized to finish in
-about 40 minutes on a heavily shared 2-core CPU host (1000 training steps per model, 150 MMD
-steps per student, 500 samples x 3 sampling seeds per row); every training phase checkpoints
-and every finished row is cached in the workdir, so an interrupted run resumes.
+The baseline ViT, the dual-rate pair, the controls and the MMD students, each trained for the
+same steps; every training phase checkpoints and every finished row is a cell of the workdir.
 """
 
 import ml_collections
@@ -21,91 +16,50 @@ def get_config():
   c = ml_collections.ConfigDict()
   c.dataset = "digits"
   c.seed = 0
-  # Training seeds: () trains every network once from `seed`; (s1, s2, ...) trains every network
-  # once per seed (one resumable cell each) and decides the claims on the mean over them, the
-  # spread over training seeds as the std (configs/seeds.py).
-  c.train_seeds = ()
-  # With train_seeds: one cell per (seed, phase) instead of one per seed, results.json rewritten
-  # after every cell (train.PHASES; configs/quality.py).
-  c.phase_cells = False
-  _networks(c)
-  _training(c)
-  _evaluation(c)
-  _distillation_and_controls(c)
-  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
-  c.claims = CLAIMS
-  c.report = REPORT
-  return c
-
-
-def _networks(c: ml_collections.ConfigDict) -> None:
-  """The context encoder (the baseline's ViT shape) and the light denoiser."""
-  c.patch_size = 2
-  c.encoder_width = 128
-  c.encoder_depth = 2
-  c.num_heads = 4
-  c.mlp_ratio = 4
-  c.feature_dim = 128
-  c.denoiser_width = 16
-  c.denoiser_blocks = 2
-  c.context_channels = 16
-  c.denoiser_emb_dim = 32
-  c.parametrization = "v"
-  c.weighting = "v"
-
-
-def _training(c: ml_collections.ConfigDict) -> None:
-  """Training of every network, with stale-context training of the pair."""
-  c.train_steps = 1000
-  c.batch_size = 64
-  c.learning_rate = 1e-3
-  c.warmup_steps = 100
-  c.ema_decay = 0.995
-  c.checkpoint_every = 250
-  # Stale-context training: tau = t + k/N, N drawn per example from train_grid_steps.
-  c.max_staleness = 8
-  c.train_grid_steps = (8, 16)
-  c.p_fresh = 0.4
-  c.coupling = "ancestral"  # "ddim" shares eps between z_tau and z_t: see the README
-  c.rollout_frac = 0.2
-
-
-def _evaluation(c: ml_collections.ConfigDict) -> None:
-  """Sampling, the FD-proxy reference and the rows of the quality-vs-cost table."""
+  c.train_seeds = ()  # (s1, s2, ...): every network once per seed, one cell each (seeds.py)
+  c.phase_cells = False  # with train_seeds: one cell per (seed, phase) (train.PHASES)
+  # the context encoder (the baseline's ViT shape) and the light denoiser
+  c.update(
+    dict(
+      patch_size=2, encoder_width=128, encoder_depth=2, num_heads=4, mlp_ratio=4,
+      feature_dim=128, denoiser_width=16, denoiser_blocks=2, context_channels=16,
+      denoiser_emb_dim=32, parametrization="v", weighting="v",
+    )
+  )  # fmt: skip
+  # training of every network; stale context: tau = t + k/N, N drawn from train_grid_steps
+  c.update(
+    dict(
+      train_steps=1000, batch_size=64, learning_rate=1e-3, warmup_steps=100, ema_decay=0.995,
+      checkpoint_every=250, max_staleness=8, train_grid_steps=(8, 16), p_fresh=0.4,
+      coupling="ancestral",  # "ddim" shares eps between z_tau and z_t: see the README
+      rollout_frac=0.2,
+    )
+  )  # fmt: skip
   c.num_test = 0  # held-out split size (0: the dataset's default, 500 for digits)
-  # The FD reference of every row and of the floor (evaluate.fd_splits): "train" (the train split;
-  # the floor compares it with N held-out images) or "heldout" (N held-out images; the floor
-  # compares them with N other held-out images, so it needs num_test >= 2 N).
+  # the FD reference of every row and of the floor (evaluate.fd_splits): "train" or "heldout"
+  # (N held-out images; the floor compares them with N others, so num_test >= 2 N)
   c.fd_reference = "train"
-  c.classifier_steps = 200
-  c.num_eval_samples = 500
-  c.eval_seeds = (0, 1, 2)
-  c.sampler = "ddim"
-  c.baseline_steps = (4, 8, 16)
-  c.dual_steps = (8, 16)
-  c.dual_intervals = (1, 2, 4, 8)
-  c.time_repeats = 1
-  # The matched-quality target: the best row of these baseline methods + its std, met by the
-  # cheapest K > 1 row of these dual-rate methods (configs/quality.py adds the EDM-Heun rows).
+  c.update(
+    dict(
+      classifier_steps=200, num_eval_samples=500, eval_seeds=(0, 1, 2), sampler="ddim",
+      baseline_steps=(4, 8, 16), dual_steps=(8, 16), dual_intervals=(1, 2, 4, 8),
+      time_repeats=1,
+    )
+  )  # fmt: skip
+  # matched quality: the best row of these baseline methods + its std, met by the cheapest
+  # K > 1 row of these dual-rate methods
   c.matched_quality_baseline_methods = ("baseline",)
   c.matched_quality_dual_methods = ("dual-rate",)
-  # Declared regime check: the best baseline FD within this factor of the real-vs-real floor
-  # (derived.quality_regime_reached); 0: no check.
-  c.quality_regime_bar = 0.0
-  # Wall time is measured for these methods only (each costs two more sampling runs).
+  c.quality_regime_bar = 0.0  # declared check: best baseline FD <= bar x floor (0: none)
+  # wall time is measured for these methods only (each costs two more sampling runs)
   c.time_methods = ("baseline", "dual-rate", "no-features", "mmd-baseline", "mmd-dual-rate")
-
-
-def _distillation_and_controls(c: ml_collections.ConfigDict) -> None:
-  """The moment-matching (MMD) students and the controls that isolate the mechanism."""
-  c.mmd_steps = (2, 4)
-  c.mmd_dual_steps = (4,)
-  c.mmd_dual_interval = 2
-  c.mmd_train_steps = 150
-  c.mmd_learning_rate = 2e-4
-  c.grid_samples = 40
-  # Controls that isolate the mechanism (each trained from the pair's initialisation for
-  # train_steps; sampler settings reuse the trained networks).
+  c.update(
+    dict(
+      mmd_steps=(2, 4), mmd_dual_steps=(4,), mmd_dual_interval=2, mmd_train_steps=150,
+      mmd_learning_rate=2e-4, grid_samples=40,
+    )
+  )  # fmt: skip
+  # controls, each trained from the pair's initialisation for train_steps
   c.control_no_features = True  # (a) light denoiser alone, constant (zero) features
   c.no_feature_steps = (16, 32, 64)
   c.control_fresh_only = True  # (b) pair trained with fresh context only, sampled with K > 1
@@ -116,6 +70,9 @@ def _distillation_and_controls(c: ml_collections.ConfigDict) -> None:
   c.heun_steps = (8,)  # (f) EDM-Heun: 2N - 1 denoiser calls
   c.heun_intervals = (1, 4)
   c.extra_control_seeds = ()  # training seeds that get (d) and (f); () -> every seed
+  c.claims = CLAIMS
+  c.report = REPORT
+  return c
 
 
 def _table(heldout: bool) -> R.Table:
@@ -203,6 +160,24 @@ REPORT = R.Report(
 )
 
 
+def _gain_claim(id_, statement, paper_text, metric, note):
+  """A control judged as a gain "in std": the competitor's FD minus dual-rate's over the
+  combined sampling-seed std (evaluate.derived_metrics), > 0 when dual-rate is better; held at
+  >= 2 std, partly at >= 1 std."""
+  return dict(
+    id=id_,
+    statement=statement,
+    paper_text=paper_text,
+    metric=f"derived.{metric}",
+    direction="higher",
+    held=2.0,
+    partly=1.0,
+    unit="std",
+    fmt="+.2f",
+    note=note,
+  )
+
+
 CLAIMS = (
   dict(
     id="matched_quality_less_compute",
@@ -249,62 +224,39 @@ CLAIMS = (
     "FD, in combined seed std; held when the student is not worse by more than one "
     "std",
   ),
-  # Controls, declared before the run that judges them. A gain "in std" is the competitor's
-  # FD minus dual-rate's, over the combined sampling-seed std (experiments/dual_rate/evaluate.py,
-  # derived_metrics); > 0 means dual-rate is better. Held at >= 2 std, partly at >= 1 std.
-  dict(
-    id="encoder_features_matter",
-    statement="the encoder's features matter: dual-rate (K > 1) beats the light denoiser "
-    "trained and sampled without features at equal or lower FLOPs",
-    paper_text="implied by the method (features 'effectively reused by the light model')",
-    metric="derived.features_gain_in_std",
-    direction="higher",
-    held=2.0,
-    partly=1.0,
-    unit="std",
-    fmt="+.2f",
-    note="median over the dual-rate K > 1 rows of (best no-feature FD at <= the row's FLOPs "
-    "- the row's FD) / combined std; the no-feature control gets more steps for the same "
-    "FLOPs",
+  # Controls, declared before the run that judges them (`_gain_claim`).
+  _gain_claim(
+    "encoder_features_matter",
+    "the encoder's features matter: dual-rate (K > 1) beats the light denoiser trained and "
+    "sampled without features at equal or lower FLOPs",
+    "implied by the method (features 'effectively reused by the light model')",
+    "features_gain_in_std",
+    "median over the dual-rate K > 1 rows of (best no-feature FD at <= the row's FLOPs - the "
+    "row's FD) / combined std; the no-feature control gets more steps for the same FLOPs",
   ),
-  dict(
-    id="beats_distillation_alone",
-    statement="dual-rate saves compute that distillation alone does not: dual-rate (K > 1) "
-    "beats the baseline's MMD students at equal or lower FLOPs",
-    paper_text="not claimed by the paper; the competing way to save sampling compute",
-    metric="derived.vs_mmd_baseline_gain_in_std",
-    direction="higher",
-    held=2.0,
-    partly=1.0,
-    unit="std",
-    fmt="+.2f",
-    note="median over the dual-rate K > 1 rows of (best MMD-baseline FD at <= the row's "
-    "FLOPs - the row's FD) / combined std",
+  _gain_claim(
+    "beats_distillation_alone",
+    "dual-rate saves compute that distillation alone does not: dual-rate (K > 1) beats the "
+    "baseline's MMD students at equal or lower FLOPs",
+    "not claimed by the paper; the competing way to save sampling compute",
+    "vs_mmd_baseline_gain_in_std",
+    "median over the dual-rate K > 1 rows of (best MMD-baseline FD at <= the row's FLOPs - "
+    "the row's FD) / combined std",
   ),
-  dict(
-    id="stale_training_matters",
-    statement="stale-context training matters: at K > 1 the pair trained with staleness "
-    "beats the same pair trained on fresh context only",
-    paper_text="implied by the method (the light model reuses features across steps)",
-    metric="derived.stale_training_gain_in_std",
-    direction="higher",
-    held=2.0,
-    partly=1.0,
-    unit="std",
-    fmt="+.2f",
-    note="median over matched (N, K > 1) of (fresh-only FD - dual-rate FD) / combined std",
+  _gain_claim(
+    "stale_training_matters",
+    "stale-context training matters: at K > 1 the pair trained with staleness beats the same "
+    "pair trained on fresh context only",
+    "implied by the method (the light model reuses features across steps)",
+    "stale_training_gain_in_std",
+    "median over matched (N, K > 1) of (fresh-only FD - dual-rate FD) / combined std",
   ),
-  dict(
-    id="front_loaded_refresh",
-    statement="refreshing the encoder densely at high noise (front-loaded) beats uniform "
-    "refresh at equal encoder calls",
-    paper_text="not stated in the abstract (expected direction of our spec)",
-    metric="derived.front_vs_uniform_gain_in_std",
-    direction="higher",
-    held=2.0,
-    partly=1.0,
-    unit="std",
-    fmt="+.2f",
-    note="median over N of (uniform FD - front-loaded FD) / combined std at K = 4",
+  _gain_claim(
+    "front_loaded_refresh",
+    "refreshing the encoder densely at high noise (front-loaded) beats uniform refresh at "
+    "equal encoder calls",
+    "not stated in the abstract (expected direction of our spec)",
+    "front_vs_uniform_gain_in_std",
+    "median over N of (uniform FD - front-loaded FD) / combined std at K = 4",
   ),
 )

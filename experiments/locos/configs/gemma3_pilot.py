@@ -1,17 +1,7 @@
-"""Prompt-form pilot for Gemma-3-270M: which prompt makes the pretrained model answer.
+"""Prompt-form pilot for Gemma-3-270M (pretrained): `smollm2_pilot.py`'s forms and rule.
 
   python -m experiments.locos.main --config=experiments/locos/configs/gemma3_pilot.py \
     --workdir=runs/locos_gemma3_pilot
-
-Gemma-3-270M is pretrained, not instruction-tuned: with its chat turns and the answer stem it
-answers 7 % of the non-literal probes, too few for the ablation grid. This pilot renders the
-same 40 non-literal probes over the *detection* half of the entities (no evaluation item) in
-each of four forms -- Gemma's chat turns or plain completion text ("{context}\\n\\nQuestion:
-...\\nAnswer: {stem}"), with 0 or 2 solved examples of the same task over entities disjoint
-from every probe's (`locos.SHOT_NAMES`, `locos.SHOT_LANDMARKS`) -- and counts the probes the
-unablated model answers (ROUGE-1 recall >= 0.5). Rule, fixed before the pilot: the form with
-the highest answered rate is used for the Gemma-3 run (`configs/gemma3.py`); a tie goes to
-the shorter mean prompt. No ablation is run and nothing else enters the choice.
 """
 
 import ml_collections

@@ -3,15 +3,9 @@
   python -m experiments.locos.main --config=experiments/locos/configs/needle.py \
       --workdir=runs/locos_needle
 
-NoLiMa-style probes built offline (`locos.make_needle_probes`: one needle sentence at depth
-0.25 / 0.5 / 0.75 in a haystack of `pydoc_data` sentences, a non-literal question naming only
-the landmark's city, an answer stem), detection and evaluation over disjoint entity halves,
-every detector scored, ROUGE-L unablated and with the top-k LOCOS / contrastive heads
-mean-query ablated. The prefill of every prompt uses the blockwise attention of
-`jaxpapers.lm` (memory linear in the context length), prompts are padded to
-`lm.bucket_length(T)` (one compiled program per length). A CPU sizing: shrink it with
-`--config.needle.context_tokens=4096 --config.needle.num_detect=2 ...`. No claims are judged
-here (the claims are those of `configs/default.py`).
+Probes from `locos.make_needle_probes` (a `pydoc_data` haystack), detection and evaluation
+over disjoint entity halves, ROUGE-L unablated and with the top-k LOCOS / contrastive heads
+mean-query ablated; blockwise prefill, prompts padded to `lm.bucket_length(T)`. No claims.
 """
 
 import ml_collections
@@ -38,15 +32,12 @@ REPORT = R.Report(
 
 def get_config():
   c = default.get_config()
-  c.needle = ml_collections.ConfigDict()
-  c.needle.context_tokens = (1024, 2048, 4096)
-  c.needle.depths = (0.25, 0.5, 0.75)
-  c.needle.num_detect = 6
-  c.needle.num_eval = 6
-  c.needle.detectors = ("locos", "contrastive")
-  c.needle.ks = (5, 20)
-  c.needle.max_steps = 8
-  c.needle.batch_size = 2
+  c.needle = ml_collections.ConfigDict(
+    dict(
+      context_tokens=(1024, 2048, 4096), depths=(0.25, 0.5, 0.75), num_detect=6, num_eval=6,
+      detectors=("locos", "contrastive"), ks=(5, 20), max_steps=8, batch_size=2,
+    )
+  )  # fmt: skip
   c.claims = ()
   c.issue_verdicts = False
   c.report = REPORT

@@ -3,22 +3,9 @@
   python -m experiments.locos.main --config=experiments/locos/configs/size_needle.py \
     --workdir=runs/locos_size_needle
 
-`configs/needle.py`'s probes (`locos.make_needle_probes`: a needle sentence at depth 0.25 /
-0.5 / 0.75 of a `pydoc_data` haystack, a non-literal question, an answer stem; detection and
-evaluation over disjoint entity halves) at one length, 4,096 tokens, sized to decide (fixed
-before this run):
-
-* 24 detection probes; **168 evaluation probes**, so that a model answering as often as
-  SmolLM2 does on the short probes with examples (62 %) would leave >= 100 answered ones;
-* the unablated model runs on every evaluation probe, the ablations (mean query) on the probes
-  it answers (ROUGE-1 recall >= 0.5, the filtered protocol's rule);
-* k = 12, the paper's share of heads (50 of Qwen3-8B's 1,152) of SmolLM2's 270, for LOCOS,
-  contrastive attention and random heads (5 seeds, probe i gets seed i mod 5);
-* paired 95 % bootstrap intervals over the ablated probes (`core.paired_bootstrap`, seed 0).
-
-The claim: LOCOS's heads hurt long-context retrieval more than contrastive attention's,
-with >= 100 answered probes and >= 8 accepted detection trials as preconditions and random
-heads in LOCOS's place as a control judged by the same rule.
+`needle.py`'s probes at 4,096 tokens, fixed before the run: 24 detection and 168 evaluation
+probes, ablations on the answered ones at k = 12 (the paper's share of heads of SmolLM2's
+270) for LOCOS, contrastive attention and random heads, paired bootstrap intervals.
 """
 
 from experiments.locos.configs import needle
@@ -74,15 +61,12 @@ def needle_claims(track="smollm2", model="SmolLM2", t=T, k=K):
 
 def get_config():
   c = needle.get_config()
-  n = c.needle
-  n.context_tokens = (T,)
-  n.num_detect = 24
-  n.num_eval = 168
-  n.detectors = ("locos", "contrastive")
-  n.ks = (K,)
-  n.num_random = 5
-  n.ablate_answered = True
-  n.num_resamples = 10_000
+  c.needle.update(
+    dict(
+      context_tokens=(T,), num_detect=24, num_eval=168, detectors=("locos", "contrastive"),
+      ks=(K,), num_random=5, ablate_answered=True, num_resamples=10_000,
+    )
+  )  # fmt: skip
   c.claims = needle_claims()
   c.issue_verdicts = True
   return c

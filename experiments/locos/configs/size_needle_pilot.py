@@ -1,9 +1,8 @@
-"""Timing pilot of `size_needle.py` (CPU sizing only; no verdicts).
+"""Timing pilot of `size_needle.py` (CPU sizing only; no verdicts): 1,024 tokens, 2 detection
+and 4 evaluation probes, every probe ablated.
 
   python -m experiments.locos.main --config=experiments/locos/configs/size_needle_pilot.py \
     --workdir=runs/locos_size_needle_pilot
-
-The same probes at 1,024 tokens, 2 detection and 4 evaluation probes; every probe ablated.
 """
 
 from experiments.locos.configs import size_needle

@@ -1,11 +1,8 @@
-"""Timing pilot of `size.py` / `size_needle.py` (debugging and CPU sizing only; no verdicts).
+"""Timing pilot of `size.py` (CPU sizing only; no verdicts): 16 evaluation items (the paper
+protocol on 8), 8 detection probes.
 
   python -m experiments.locos.main --config=experiments/locos/configs/size_pilot.py \
     --workdir=runs/locos_size_pilot
-
-SmolLM2 with `size.py`'s form and grid on 16 evaluation items (the paper protocol on 8),
-8 detection probes. It decides nothing (`issue_verdicts = False`); nothing in it sets a
-threshold, a seed or an item count of the decisive configs.
 """
 
 from experiments.locos.configs import size

@@ -3,18 +3,9 @@
   python -m experiments.locos.main --config=experiments/locos/configs/smollm2_pilot.py \
     --workdir=runs/locos_smollm2_pilot
 
-In its ChatML turns with the answer stem SmolLM2 answers 28 % of the non-literal evaluation
-probes (56 of 200), so about 720 items would be needed for 200 ablated probes. This pilot
-is the Gemma-3 pilot's (`configs/gemma3_pilot.py`) on SmolLM2: the same 40 non-literal
-probes over the *detection* half of the entities (no evaluation item), rendered in the same
-four forms -- ChatML turns without the default system message (the default run's form) or
-plain completion text ("{context}\\n\\nQuestion: ...\\nAnswer: {stem}"), with 0 or 2 solved
-examples of the same task over entities disjoint from every probe's (`locos.SHOT_NAMES`,
-`locos.SHOT_LANDMARKS`) -- counting the probes the unablated model answers (ROUGE-1 recall
->= 0.5). Rule, fixed before the pilot: the form with the highest answered rate is used for
-the SmolLM2 run on >= 200 answered probes (`configs/smollm2_200.py`, whose item count is
-fixed from this rate before that run); a tie goes to the shorter mean prompt. No ablation is
-run and nothing else enters the choice.
+40 non-literal probes over the detection half of the entities in four forms (chat turns or
+completion text, 0 or 2 solved examples); the rule, fixed before the pilot: the highest
+unablated answered rate (ROUGE-1 recall >= 0.5) wins, a tie goes to the shorter prompt.
 """
 
 import ml_collections
