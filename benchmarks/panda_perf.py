@@ -74,12 +74,14 @@ XLA's total) put about a third of PANDA's flops in the per-row tables (``W_a``, 
 products each) and the rest in per-incidence work at hidden width: the GATv2 logit, the gate,
 the two weighted messages, the prior aggregation and the gathers' backward segment sums. Work
 beyond the method was small and is removed: the prior aggregation is read only through its
-tables, so a real stage without phases aggregates the senders' projections instead of
-projecting the aggregation when that is cheaper (``P K`` sums against ``P C`` sums plus ``R C K``
-products; HGNN's stage 1 and PhenomNN's stage 1), the prior, a product of a node and a hyperedge
-factor, scales rows instead of pairs, the gate's bias is added per receiver row, and
-PhenomNN's two operators share one projection of the step's node table (and its backward).
-The count below follows the same orders.
+tables, so a real stage without phases may aggregate the senders' projections instead of
+projecting the aggregation (``P K`` per-pair sums against ``P C`` sums plus ``R C K`` products);
+the stage weighs a per-pair entry as 16 product flops, because on email-EU the wider per-pair
+aggregation took more time than the products it saved (it is taken on Pubmed, whose hyperedges
+are small, and for PhenomNN's gate), while the count takes the flop-cheaper order. The prior, a
+product of a node and a hyperedge factor, scales rows instead of pairs, the gate's bias is
+added per receiver row, and PhenomNN's two operators share one projection of the step's node
+table (and its backward).
 
 Analytic lower bound of the FLOP ratio. With one head, real features, width ``C``, gate width
 ``D`` and no phases, the counted forward flops per incidence pair are, for HGNN (two stages)

@@ -357,14 +357,23 @@ def _tables(
 _AGG: tuple = ("prior aggregation", None)
 
 
-def _prior_tables_by_rows(pairs: int, send: int, recv: int, c: int, k: int, k_new: int) -> bool:
-  """Whether the prior aggregation's tables cost fewer flops as aggregated sender tables.
+# the cost of one per-pair entry (gathered, summed per segment, and both again in the backward)
+# in units of one flop of a dense product, which XLA:CPU runs at a far higher rate: measured
+# on email-EU's HGNN and PhenomNN steps, a wider per-pair aggregation cost more time than the
+# products it saved
+_PAIR_ENTRY_COST = 16
 
-  Per head: projecting the aggregation takes ``P C`` sums and ``2 R C K`` flops of products;
-  aggregating the senders' projections takes ``P K`` sums and ``2 S C K_new`` (the columns the
-  senders' own tables lack). Static shapes only.
+
+def _prior_tables_by_rows(pairs: int, send: int, recv: int, c: int, k: int, k_new: int) -> bool:
+  """Whether the prior aggregation's tables are cheaper as aggregated sender tables.
+
+  Per head: projecting the aggregation takes ``P C`` per-pair sums and ``2 R C K`` flops of
+  products; aggregating the senders' projections takes ``P K`` per-pair sums and ``2 S C K_new``
+  (the columns the senders' own tables lack). A per-pair entry counts ``_PAIR_ENTRY_COST``
+  product flops. Static shapes only.
   """
-  return pairs * k + 2 * send * c * k_new < pairs * c + 2 * recv * c * k
+  w = _PAIR_ENTRY_COST
+  return w * pairs * k + 2 * send * c * k_new < w * pairs * c + 2 * recv * c * k
 
 
 def _add(a, b):
@@ -583,7 +592,8 @@ class PandaStage(nnx.Module):
       # The tables of the prior aggregation: project the aggregation, [R, H, C] @ [C, K]
       # (P C sums and R C K products), or, for a real stage without phases, aggregate the
       # senders' projections, sum_s c_sr (x_s W) (P K sums, and S C K products for the weights
-      # the senders do not already meet). The same linear map either way; the cheaper order.
+      # the senders do not already meet). The same linear map either way; the cheaper order
+      # (see _prior_tables_by_rows).
       width = lambda wns: sum(weight(w).shape[-1] for w in set(wns))
       on_send = {wn for f, wn in req.values() if f is x_send}
       k_r, k_new = width(agg_req.values()), width(set(agg_req.values()) - on_send)

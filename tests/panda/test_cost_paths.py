@@ -83,12 +83,17 @@ def test_prior_tables_in_either_order_match_the_reference(monkeypatch, by_rows, 
   assert max(np.abs(a).max() for a in jax.tree.leaves(grads)) > 1e-2
 
 
-def test_the_cost_rule_picks_the_order_with_fewer_flops():
-  # email-EU's HGNN stage 1: 35109 pairs, 986 senders, 1773 receivers, C = 32, W_a and U_r
-  # (48 columns, 16 of them new to the senders): 35109*48 + 2*986*32*16 < 35109*32 + 2*1773*32*48
-  assert _stage._prior_tables_by_rows(35109, 986, 1773, 32, 48, 16)
-  # many pairs per receiver and all columns new: projecting the aggregation is cheaper
-  assert not _stage._prior_tables_by_rows(10**6, 1000, 10, 32, 48, 48)
+def test_the_cost_rule_weighs_per_pair_entries_against_products():
+  w = _stage._PAIR_ENTRY_COST
+  # email-EU's HGNN stage 1 (35109 pairs, 986 senders, 1773 receivers, C = 32; W_a and U_r,
+  # 48 columns, 16 new to the senders): fewer flops by rows, but 16 more entries per pair
+  assert 35109 * 48 + 2 * 986 * 32 * 16 < 35109 * 32 + 2 * 1773 * 32 * 48
+  assert not _stage._prior_tables_by_rows(35109, 986, 1773, 32, 48, 16)
+  # the same columns on Pubmed's 58184 pairs, 19717 senders and 23557 receivers: by rows
+  assert w * 58184 * 48 + 2 * 19717 * 32 * 16 < w * 58184 * 32 + 2 * 23557 * 32 * 48
+  assert _stage._prior_tables_by_rows(58184, 19717, 23557, 32, 48, 16)
+  # attention alone (K = C, its columns already on the senders): by rows whatever the sizes
+  assert _stage._prior_tables_by_rows(10**6, 1000, 10, 32, 32, 0)
 
 
 @pytest.mark.parametrize(
