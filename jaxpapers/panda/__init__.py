@@ -42,7 +42,14 @@ from jaxpapers.panda._search import (
   trial_model_fn,
   trial_structure,
 )
-from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, StageAux, stage_priors
+from jaxpapers.panda._stage import (
+  PandaConfig,
+  PandaLayer,
+  PandaStage,
+  StageAux,
+  stage_prior_factors,
+  stage_priors,
+)
 from jaxpapers.panda._train import (
   FAST_COMPILE,
   TRACED_MODEL_HPARAMS,
@@ -69,6 +76,7 @@ __all__ = [
   "PandaStage",
   "StageAux",
   "stage_priors",
+  "stage_prior_factors",
   "FAST_COMPILE",
   "best_val_test",
   "eval_step",

@@ -12,7 +12,13 @@ import jax.numpy as jnp
 from flax import nnx
 
 from jaxpapers import hypergraph as hg
-from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage, stage_priors
+from jaxpapers.panda._stage import (
+  PandaConfig,
+  PandaLayer,
+  PandaStage,
+  stage_prior_factors,
+  stage_priors,
+)
 
 __all__ = [
   "PandaGeDi",
@@ -194,10 +200,18 @@ class PandaHGNN(nnx.Module):
     _check_data(data, self.in_features)
     inc = data.incidence
     priors = stage_priors(inc, "sym", dtype=data.x.dtype)
+    factors = stage_prior_factors(inc, "sym", dtype=data.x.dtype)
     x, hyp, auxes = data.x, None, []
     for l, layer in enumerate(self.layers):
       (y, _), hyp, aux = layer(
-        (x, None), hyp, inc, priors, use_phase=False, deterministic=deterministic, rngs=rngs
+        (x, None),
+        hyp,
+        inc,
+        priors,
+        use_phase=False,
+        deterministic=deterministic,
+        rngs=rngs,
+        prior_factors=factors,
       )
       y = jax.nn.relu(y)
       x = y + x if l > 0 else y
@@ -480,9 +494,14 @@ class PandaPhenomNN(nnx.Module):
     self.drop = nnx.Dropout(dropout)
     self.head = hg.ClassifierHead(width, num_classes, hidden=hidden, dropout=dropout, rngs=rngs)
 
-  def _apply(self, y, hyp, inc, c, **kw):
-    """One stage pair: ``(P(y) [n, H, C], hyperedge states, degrees [n], (aux1, aux2))``."""
+  def _apply(self, y, hyp, inc, c, factors, memo, **kw):
+    """One stage pair: ``(P(y) [n, H, C], hyperedge states, degrees [n], (aux1, aux2))``.
+
+    ``factors``: ``(f_node, f_edge)`` with ``c = f_node[node] f_edge[edge]``; ``memo``: the
+    step's table memo, shared by the two operators (both stage pairs read ``y``).
+    """
     n, m, perm = inc.num_nodes, inc.num_edges, inc.by_node
+    fn, fe = factors
     hyp, a1 = self.stage1(
       (y, None),
       hyp,
@@ -495,6 +514,8 @@ class PandaPhenomNN(nnx.Module):
       recv_sorted=True,
       gate_recv="prior",
       att_prior=self.att_prior,
+      prior_factors=(fn, fe),
+      tables_memo=memo,
       **kw,
     )
     (out, _), a2 = self.stage2(
@@ -508,6 +529,8 @@ class PandaPhenomNN(nnx.Module):
       conj_phase=False,
       recv_sorted=True,
       gate_recv="prior",
+      prior_factors=(fe, fn),
+      tables_memo=memo,
       **kw,
     )
     d1 = jax.ops.segment_sum(a1.coef, inc.edge, m, indices_are_sorted=True)  # [m, H]
@@ -532,12 +555,15 @@ class PandaPhenomNN(nnx.Module):
     dt = y0.dtype
     cb, _ = stage_priors(inc, "phenom_beta", dtype=dt)
     cg, _ = stage_priors(inc, "phenom_gamma", gamma_edge=self.gamma_edge, dtype=dt)
+    fb = stage_prior_factors(inc, "phenom_beta", dtype=dt)
+    fg = stage_prior_factors(inc, "phenom_gamma", gamma_edge=self.gamma_edge, dtype=dt)
     h = {k: v[...] for k, v in self.h.items()}
     y, hb, hgm, auxes = y0, None, None, []
     flat = lambda a: a.reshape(n, -1)
     for _ in range(self.num_steps):
-      pb, hb, db, ab = self._apply(y, hb, inc, cb, **kw)
-      pg, hgm, dg, ag = self._apply(y, hgm, inc, cg, **kw)
+      memo: dict = {}  # y's tables, projected once for both operators
+      pb, hb, db, ab = self._apply(y, hb, inc, cb, fb, memo, **kw)
+      pg, hgm, dg, ag = self._apply(y, hgm, inc, cg, fg, memo, **kw)
       y = hg.phenom_step(
         flat(y),
         flat(y0),

@@ -31,7 +31,15 @@ from flax import nnx
 
 from jaxpapers import hypergraph as hg
 
-__all__ = ["PandaConfig", "StageAux", "PandaStage", "PandaLayer", "stage_priors", "glorot_linear"]
+__all__ = [
+  "PandaConfig",
+  "StageAux",
+  "PandaStage",
+  "PandaLayer",
+  "stage_priors",
+  "stage_prior_factors",
+  "glorot_linear",
+]
 
 _MIX = ("learned", "prior", "att", "mul")
 
@@ -296,6 +304,7 @@ def _tables(
   requests: dict[str, tuple[_Feats, str]],
   weight: Callable[[str], jax.Array],
   proj: Callable[[_Feats, jax.Array], jax.Array],
+  memo: dict | None = None,
 ) -> dict[str, jax.Array]:
   """Projected tables ``{name: proj(feats, weight(w_name))}``, one product per distinct table.
 
@@ -309,6 +318,10 @@ def _tables(
     requests: ``{name: ((re, im), w_name)}``; ``re`` ``[N, H, C]``.
     weight: ``w_name -> [A, K]`` weight matrix.
     proj: ``((re, im), w) -> [N, H, K]``, linear in ``w``'s columns.
+    memo: None, or a dict kept by the caller across calls whose ``weight`` is the same (one
+      stage's weights): a table already projected by an earlier call on the same feature arrays
+      with the same weights is reused, so its product, and in the backward pass its weight and
+      table gradients, are formed once (PhenomNN's two operators read one node table per step).
 
   Returns:
     ``{name: [N, H, K]}`` for every request.
@@ -324,13 +337,43 @@ def _tables(
   out: dict[str, jax.Array] = {}
   for feats, names in groups:
     ws = [weight(k) for k in names]
-    t = proj(feats, ws[0] if len(ws) == 1 else jnp.concatenate(ws, -1))
+    key = (id(feats[0]), id(feats[1]), tuple(names))
+    hit = None if memo is None else memo.get(key)
+    if hit is not None and same(hit[0], feats):
+      t = hit[1]
+    else:
+      t = proj(feats, ws[0] if len(ws) == 1 else jnp.concatenate(ws, -1))
+      if memo is not None:  # the features are kept with the table: their ids stay theirs
+        memo[key] = (feats, t)
     cols, lo = {}, 0
     for k, w in zip(names, ws):
       cols[k] = t if len(ws) == 1 else t[..., lo : lo + w.shape[-1]]
       lo += w.shape[-1]
     out.update({nm: cols[wn] for nm, (f, wn) in requests.items() if same(f, feats)})
   return out
+
+
+# stands for a stage's prior aggregation among its table requests (see PandaStage.__call__)
+_AGG: tuple = ("prior aggregation", None)
+
+
+# the cost of one per-pair entry (gathered, summed per segment, and both again in the backward)
+# in units of one flop of a dense product, which XLA:CPU runs at a far higher rate: measured
+# on email-EU's HGNN and PhenomNN steps, a wider per-pair aggregation cost more time than the
+# products it saved
+_PAIR_ENTRY_COST = 16
+
+
+def _prior_tables_by_rows(pairs: int, send: int, recv: int, c: int, k: int, k_new: int) -> bool:
+  """Whether the prior aggregation's tables are cheaper as aggregated sender tables.
+
+  Per head: projecting the aggregation takes ``P C`` per-pair sums and ``2 R C K`` flops of
+  products; aggregating the senders' projections takes ``P K`` per-pair sums and ``2 S C K_new``
+  (the columns the senders' own tables lack). A per-pair entry counts ``_PAIR_ENTRY_COST``
+  product flops. Static shapes only.
+  """
+  w = _PAIR_ENTRY_COST
+  return w * pairs * k + 2 * send * c * k_new < w * pairs * c + 2 * recv * c * k
 
 
 def _add(a, b):
@@ -422,6 +465,8 @@ class PandaStage(nnx.Module):
     gate_recv=None,
     sender_softmax: bool = False,
     att_prior: bool = False,
+    prior_factors=None,
+    tables_memo: dict | None = None,
   ):
     """Runs the stage.
 
@@ -446,6 +491,13 @@ class PandaStage(nnx.Module):
       att_prior: the attention reads the prior aggregation as receiver features even when
         ``z_recv`` is given (the reference's ``gedi-att`` / ``phenom-att``); ``z_recv`` then
         feeds only the gate.
+      prior_factors: None, or ``(f_send [S], f_recv [R])`` (either None for ones) with ``prior
+        = f_send[send_idx] * f_recv[recv_idx]`` (the priors of :func:`stage_prior_factors` are such products). The
+        prior aggregation of a stage without phases and mask then scales sender and receiver
+        rows instead of every pair: ``z_r = f_r sum_s (f_s x_s)``.
+      tables_memo: None, or a dict the caller passes to every call of this stage that reads the
+        same feature arrays (PhenomNN's two operators per step): each sender or receiver table
+        is then projected once (see :func:`_tables`).
 
     The prior, the phases and every per-pair coefficient are computed in the features' dtype
     (float64 under ``jax_enable_x64`` with float64 features).
@@ -477,6 +529,14 @@ class PandaStage(nnx.Module):
       raise ValueError(f"num_recv must be a positive int, got {num_recv!r}")
     if gate_recv not in (None, "prior"):
       raise ValueError(f"gate_recv must be None or 'prior', got {gate_recv!r}")
+    if prior_factors is not None:
+      if not isinstance(prior_factors, tuple) or len(prior_factors) != 2:
+        raise TypeError("prior_factors must be None or a pair (f_send, f_recv)")
+      for nm, f, size in zip(("f_send", "f_recv"), prior_factors, (xr.shape[0], num_recv)):
+        if f is not None and tuple(jnp.shape(f)) != (size,):
+          raise ValueError(
+            f"prior_factors: {nm} must be None or of shape [{size}], got {tuple(jnp.shape(f))}"
+          )
     seg = lambda a: jax.ops.segment_sum(a, recv_idx, num_recv, indices_are_sorted=recv_sorted)
     dt = xr.dtype
     prior = prior.astype(dt)
@@ -490,13 +550,25 @@ class PandaStage(nnx.Module):
     c_ph = c[:, None, None]
     gr, gi = xr[send_idx], (None if xi is None else xi[send_idx])  # [P, H, C]
 
+    def agg_rows(v):  # sum_s c_sr v_s for a real [S, H, K] row table v (no phases)
+      if v is None:
+        return None
+      if mask is None and prior_factors is not None:
+        # c = f_s f_r: scale the sender and receiver rows, sum the pairs unscaled
+        fs, fr = (None if f is None else f.astype(dt)[:, None, None] for f in prior_factors)
+        sc_ = lambda f, a: a if f is None else f * a
+        return sc_(fr, seg(sc_(fs, v)[send_idx]))
+      return seg(c_ph * v[send_idx])
+
     def prior_agg():  # z_r = sum c phi~ x_s, with this stage's phase direction
+      if phase is None:
+        return agg_rows(xr), agg_rows(xi)
       zr_, zi_ = hg.cmul(pr[:, None, None], None if pi is None else pi[:, None, None], gr, gi)
       return (seg(c_ph * zr_), None if zi_ is None else seg(c_ph * zi_))
 
-    z_prior = None
-    if z_recv is None or att_prior or gate_recv == "prior":
-      z_prior = prior_agg()
+    # the prior aggregation is read only through its tables: _AGG stands for it until the
+    # requests below decide how to form them
+    z_prior = _AGG if z_recv is None or att_prior or gate_recv == "prior" else None
     if z_recv is None:
       z_recv = z_prior
     z_att = z_prior if att_prior else z_recv
@@ -505,7 +577,7 @@ class PandaStage(nnx.Module):
     proj = lambda z, w: _proj(z[0], z[1], w, cfg.complex_layout, self.complex)
     src_feat, src_idx = (z_recv, recv_idx) if sender_softmax else (x_send, send_idx)
     fg = z_recv if gate_recv is None else z_prior  # the receivers as the gate reads them
-    # z_prior exists wherever one of these is it (computed above for them)
+    # z_prior exists wherever one of these is it (set above for them)
     assert z_att is not None and fg is not None and src_feat is not None
     w_r = "w_att_r" if cfg.att_version == "v2" and self.w_att_r is not None else "w_att"
     req: dict[str, tuple[_Feats, str]] = {"hs": (x_send, "w_att"), "hr": (z_att, w_r)}
@@ -513,7 +585,32 @@ class PandaStage(nnx.Module):
       req["mix"] = (src_feat, "w1")
     if cfg.aux is not None:
       req["us"], req["ur"] = (x_send, "u_s"), (fg, "u_r")
-    tab = _tables(req, lambda k: getattr(self, k)[...], proj)
+    weight = lambda k: getattr(self, k)[...]
+    agg_req = {nm: wn for nm, (f, wn) in req.items() if f is _AGG}
+    by_rows = False
+    if agg_req:
+      # The tables of the prior aggregation: project the aggregation, [R, H, C] @ [C, K]
+      # (P C sums and R C K products), or, for a real stage without phases, aggregate the
+      # senders' projections, sum_s c_sr (x_s W) (P K sums, and S C K products for the weights
+      # the senders do not already meet). The same linear map either way; the cheaper order
+      # (see _prior_tables_by_rows).
+      width = lambda wns: sum(weight(w).shape[-1] for w in set(wns))
+      on_send = {wn for f, wn in req.values() if f is x_send}
+      k_r, k_new = width(agg_req.values()), width(set(agg_req.values()) - on_send)
+      by_rows = (
+        phase is None
+        and xi is None
+        and not self.complex
+        and _prior_tables_by_rows(p_len, xr.shape[0], num_recv, self.channels, k_r, k_new)
+      )
+      z_agg = None if by_rows else prior_agg()
+      req = {
+        nm: ((x_send if by_rows else z_agg) if f is _AGG else f, wn) for nm, (f, wn) in req.items()
+      }
+    memo = None if tables_memo is None else tables_memo.setdefault(id(self), {})
+    tab = _tables(req, weight, proj, memo)
+    if by_rows:  # the senders' projections, aggregated by the prior
+      tab.update({nm: agg_rows(tab[nm]) for nm in agg_req})
     # attention (W_a shared over heads, a_h per head); z_att: receivers as the attention reads them
     grp = send_idx if sender_softmax else recv_idx
     hs, hr = tab["hs"], tab["hr"]
@@ -557,11 +654,9 @@ class PandaStage(nnx.Module):
     sc = lambda s_, x_: None if x_ is None else _scale(s_, x_)  # None: a zero imaginary part
     mr, mi, y = _scale(alpha, gr), sc(alpha, gi), None
     if cfg.aux is not None:
-      us, ur = tab["us"], tab["ur"]
-      g = (
-        _head_dot(jax.nn.relu(us[send_idx] + ur[recv_idx] + self.b_g[...]), self.w_o[...])
-        + self.b_o[...]
-      )
+      # the gate's bias joins the receiver table: added per receiver row, not per pair
+      us, ur = tab["us"], tab["ur"] + self.b_g[...]
+      g = _head_dot(jax.nn.relu(us[send_idx] + ur[recv_idx]), self.w_o[...]) + self.b_o[...]
       gate = jnp.tanh(g) if cfg.symmetric_aux else jax.nn.sigmoid(g)
       if mask is not None:
         gate = jnp.where(mask[:, None], gate, 0.0)
@@ -644,6 +739,28 @@ def stage_priors(
     ``(c1, c2)``, the stage-1 and stage-2 priors, each [nnz] of ``dtype`` (the same array for
     every kind here).
   """
+  fn, fe = stage_prior_factors(inc, kind, gamma_edge=gamma_edge, dtype=dtype)
+  c = fn[inc.node] if fe is None else fn[inc.node] * fe[inc.edge]
+  return c, c
+
+
+def stage_prior_factors(
+  inc: hg.Incidence,
+  kind: str = "sym",
+  *,
+  gamma_edge: str = "code",
+  dtype: jax.typing.DTypeLike | None = None,
+) -> tuple[jax.Array, jax.Array | None]:
+  """The node and hyperedge factors of :func:`stage_priors`: ``c = f_node[v] f_edge[e]``.
+
+  Every prior here is such a product (``'sym'``: ``d_v^{-1/2}`` and ``delta_e^{-1/2}``;
+  ``'phenom_beta'``: ``d^b_v^{-1/2}`` and 1; ``'phenom_gamma'``: ``(d_v + 1)^{-1/2}`` and
+  ``|e|^{+-1/2}``), so a stage's prior aggregation can scale rows instead of pairs (the
+  ``prior_factors`` of :class:`PandaStage`). Arguments as for :func:`stage_priors`.
+
+  Returns:
+    ``(f_node [n], f_edge [m] or None)`` of ``dtype``; None stands for a factor of 1.
+  """
   kinds = ("sym", "phenom_beta", "phenom_gamma")
   if kind not in kinds:
     raise ValueError(f"kind must be one of {kinds}, got {kind!r}")
@@ -656,15 +773,11 @@ def stage_priors(
     raise TypeError(f"dtype must be a floating dtype, got {dt}")
   dn, de_ = inc.deg_node.astype(dt), inc.deg_edge.astype(dt)
   if kind == "sym":
-    c = hg.inv_sqrt(dn)[inc.node] * hg.inv_sqrt(de_)[inc.edge]
-  elif kind == "phenom_beta":
+    return hg.inv_sqrt(dn), hg.inv_sqrt(de_)
+  if kind == "phenom_beta":
     db = jax.ops.segment_sum(de_[inc.edge], inc.node, inc.num_nodes) + 1.0
-    c = hg.inv_sqrt(db)[inc.node]
-  else:
-    de = de_[inc.edge]
-    ew = jnp.sqrt(de) if gamma_edge == "code" else hg.inv_sqrt(de)
-    c = hg.inv_sqrt(dn + 1.0)[inc.node] * ew
-  return c, c
+    return hg.inv_sqrt(db), None
+  return hg.inv_sqrt(dn + 1.0), (jnp.sqrt(de_) if gamma_edge == "code" else hg.inv_sqrt(de_))
 
 
 class PandaLayer(nnx.Module):
@@ -729,8 +842,12 @@ class PandaLayer(nnx.Module):
     use_phase: bool = True,
     deterministic: bool = True,
     rngs=None,
+    prior_factors=None,
   ):
     """x: ``(re, im)`` [n, F]; hyp_prev: ``(re, im)`` [m, H, C] or None; priors: ``(c1, c2)``.
+
+    ``prior_factors``: None, or ``(f_node [n], f_edge [m])`` of stage 1's prior (see
+    :func:`stage_prior_factors`), which then aggregates by rows where it has no phases.
 
     Returns ``((re, im) [n, H * C], hyp (re, im) [m, H, C], (aux1, aux2))``.
     """
@@ -765,6 +882,7 @@ class PandaLayer(nnx.Module):
       rngs=rngs,
       recv_sorted=True,
       att_prior=self.cfg.stage1_receivers == "prior",
+      prior_factors=prior_factors,
     )
     p = inc.by_node
     ph2 = None if ph is None else (ph[0][p], None if ph[1] is None else ph[1][p])

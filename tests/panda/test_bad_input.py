@@ -297,6 +297,23 @@ CASES = [
   ),
   Case(
     "panda.PandaStage",
+    lambda f: STAGE(
+      (np.ones((4, 2, 2), f32), None),
+      None,
+      INC.node,
+      INC.edge,
+      np.ones(INC.nnz, f32),
+      None,
+      INC.num_edges,
+      conj_phase=True,
+      prior_factors=(np.ones(4, f32), f),
+    )[0][0],
+    (np.ones(INC.num_edges + 1, f32),),
+    match=r"prior_factors: f_recv must be None or of shape \[2\]",
+    id="stage-prior-factors",
+  ),
+  Case(
+    "panda.PandaStage",
     lambda: panda.PandaStage(0, CFG, rngs=nnx.Rngs(0)),
     match="channels must be a positive int",
     id="stage-channels",
@@ -306,6 +323,19 @@ CASES = [
     lambda: panda.stage_priors(INC, "rw"),
     match="kind must be one of",
     id="priors-kind",
+  ),
+  Case(
+    "panda.stage_prior_factors",
+    lambda: panda.stage_prior_factors(INC, "rw"),
+    match="kind must be one of",
+    id="prior-factors-kind",
+  ),
+  Case(
+    "panda.stage_prior_factors",
+    lambda: panda.stage_prior_factors(DATA),
+    error=TypeError,
+    match="inc must be an Incidence",
+    id="prior-factors-type",
   ),
   Case(
     "panda.stage_priors",
