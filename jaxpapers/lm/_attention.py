@@ -43,6 +43,11 @@ valid and every query may attend every key; *masked* otherwise. Each query block
 kind, so a causal prefill computes the T(T+1)/2 allowed pairs plus about T·block/2 masked
 ones on the diagonal tiles, and a sliding-window layer about T·(W + 2·block) pairs.
 
+*Layout.* Keys and values are laid out tile by tile once per call (the keys transposed), so a
+tile's two products read contiguous [dh, bk] and [bk, dh] operands; a tile's rows are the
+(batch, KV head, group member, query) rows flattened, so its elementwise work (mask, exp, row
+sums) splits evenly over a CPU's threads whatever the number of KV heads.
+
 Memory: the live intermediates are one tile [B, H, bq, bk] plus the carries
 [B, H, bq] (m, ℓ) and [B, H, bq, dh] (o) and the output [B, T, H, dh]: O(B·H·(T·dh + bq·bk)),
 linear in T.
@@ -213,38 +218,50 @@ def _blockwise(q, k, v, q_pos, key_pos, key_valid, *, scale, window, is_global, 
   j_hi = jnp.where(jnp.any(needed, axis=1), nk - jnp.argmax(needed[:, ::-1], axis=1), j_lo)
   j_hi = j_hi.astype(jnp.int32)
 
-  qb = q.reshape(B, nq, bq, KV, G, dh).transpose(1, 0, 3, 4, 2, 5)  # [nq, B, KV, G, bq, dh]
+  # Tiles are laid out for the CPU's threads and the products' operands: the rows of a tile
+  # are the B·KV·G·bq (batch, KV head, group member, query) rows flattened, so the elementwise
+  # work on a tile splits evenly over any number of threads (not by KV head: 3 heads over 2
+  # threads would idle one of them a third of the time); the products are batched over
+  # N = B·KV with [G·bq, dh] queries against contiguous [dh, bk] keys and [bk, dh] values,
+  # laid out tile by tile once per call (no transpose per tile).
+  N, M = B * KV, G * bq  # product batch, query rows per product
+  R = N * M  # rows of a tile
+  qb = q.reshape(B, nq, bq, KV, G, dh).transpose(1, 0, 3, 4, 2, 5).reshape(nq, N, M, dh)
   qpb = q_pos.reshape(B, nq, bq).transpose(1, 0, 2)  # [nq, B, bq]
-  kt = k.transpose(0, 2, 1, 3)  # [B, KV, S', dh]
-  vt = v.transpose(0, 2, 1, 3)
+  kt = k.reshape(B, nk, bk, KV, dh).transpose(1, 0, 3, 4, 2).reshape(nk, N, dh, bk)
+  vt = v.reshape(B, nk, bk, KV, dh).transpose(1, 0, 3, 2, 4).reshape(nk, N, bk, dh)
 
   def query_block(args):
-    qi, qp, kind_row, lo, hi = args  # [B, KV, G, bq, dh], [B, bq], [nk], [], []
+    qi, qp, kind_row, lo, hi = args  # [N, M, dh], [B, bq], [nk], [], []
+    # each flattened row's query position: [B, KV·G·bq, 1]
+    q_rows = jnp.broadcast_to(qp[:, None, :], (B, KV * G, bq)).reshape(B, KV * G * bq, 1)
 
     def scores(j, masked):
-      kj = jax.lax.dynamic_slice_in_dim(kt, j * bk, bk, axis=2)  # [B, KV, bk, dh]
-      s = jnp.einsum("bkgqd,bksd->bkgqs", qi, kj)  # [B, KV, G, bq, bk]
+      kj = jax.lax.dynamic_index_in_dim(kt, j, keepdims=False)  # [N, dh, bk]
+      s = jnp.einsum("nmd,nds->nms", qi, kj)  # [N, M, bk]
       if masked:
-        kp = jax.lax.dynamic_slice_in_dim(key_pos, j * bk, bk, axis=1)[:, None, None, None, :]
-        kval = jax.lax.dynamic_slice_in_dim(key_valid, j * bk, bk, axis=1)[:, None, None, None]
-        qq = qp[:, None, None, :, None]
-        ok = kval & (kp <= qq)
+        s = s.reshape(B, KV * G * bq, bk)
+        kp = jax.lax.dynamic_slice_in_dim(key_pos, j * bk, bk, axis=1)[:, None, :]
+        kval = jax.lax.dynamic_slice_in_dim(key_valid, j * bk, bk, axis=1)[:, None, :]
+        ok = kval & (kp <= q_rows)
         if window is not None:
-          ok = ok & (is_global | (qq - kp < window))
+          ok = ok & (is_global | (q_rows - kp < window))
         s = jnp.where(ok, s, NEG)
-      return s
+      return s.reshape(R, bk)
 
-    def values(j):
-      return jax.lax.dynamic_slice_in_dim(vt, j * bk, bk, axis=2)  # [B, KV, bk, dh]
+    def pv(j, p):
+      """p [R, bk] times the tile's values: [R, dh]."""
+      vj = jax.lax.dynamic_index_in_dim(vt, j, keepdims=False)  # [N, bk, dh]
+      return jnp.einsum("nms,nsd->nmd", p.reshape(N, M, bk), vj).reshape(R, dh)
 
     def rescaled(j, s, carry):
       """The online-softmax step with the tile's exact row maxima."""
       m, l, o = carry
       m_new = jnp.maximum(m, jnp.max(s, axis=-1))
-      p = jnp.exp(s - m_new[..., None])
+      p = jnp.exp(s - m_new[:, None])
       corr = jnp.exp(m - m_new)
       l = l * corr + jnp.sum(p, axis=-1)
-      o = o * corr[..., None] + jnp.einsum("bkgqs,bksd->bkgqd", p, values(j))
+      o = o * corr[:, None] + pv(j, p)
       return m_new, l, o
 
     def first(j, carry, masked):
@@ -253,9 +270,9 @@ def _blockwise(q, k, v, q_pos, key_pos, key_valid, *, scale, window, is_global, 
     def later(j, carry, masked):
       """Reuse the running maxima m while the tile's row sums stay below e^LAZY_RESCALE_LOG."""
       m, l, o = carry
-      p = jnp.exp(scores(j, masked) - m[..., None])
+      p = jnp.exp(scores(j, masked) - m[:, None])
       lt = jnp.sum(p, axis=-1)
-      lazy = (m, l + lt, o + jnp.einsum("bkgqs,bksd->bkgqd", p, values(j)))
+      lazy = (m, l + lt, o + pv(j, p))
       # a row whose sum passes the limit (a maximum far above m, or m still NEG) makes the
       # whole tile take the exact step instead
       return jax.lax.cond(jnp.all(lt <= _LAZY_LIMIT), lambda: lazy, lambda: first(j, carry, masked))
@@ -274,16 +291,12 @@ def _blockwise(q, k, v, q_pos, key_pos, key_valid, *, scale, window, is_global, 
         carry,
       )
 
-    init = (
-      jnp.full((B, KV, G, bq), NEG, dt),
-      jnp.zeros((B, KV, G, bq), dt),
-      jnp.zeros((B, KV, G, bq, dh), dt),
-    )
+    init = (jnp.full((R,), NEG, dt), jnp.zeros((R,), dt), jnp.zeros((R, dh), dt))
     _, l, o = jax.lax.fori_loop(lo, hi, body, init)
-    return o / jnp.where(l > 0, l, 1.0)[..., None]  # l == 0 only when every tile was skipped
+    return o / jnp.where(l > 0, l, 1.0)[:, None]  # l == 0 only when every tile was skipped
 
-  z = jax.lax.map(query_block, (qb, qpb, kinds, j_lo, j_hi))  # [nq, B, KV, G, bq, dh]
-  z = z.transpose(1, 0, 4, 2, 3, 5).reshape(B, nq * bq, H, dh)
+  z = jax.lax.map(query_block, (qb, qpb, kinds, j_lo, j_hi))  # [nq, R, dh]
+  z = z.reshape(nq, B, KV, G, bq, dh).transpose(1, 0, 4, 2, 3, 5).reshape(B, nq * bq, H, dh)
   return z[:, :T]
 
 
