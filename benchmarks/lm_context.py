@@ -7,7 +7,8 @@ For each model and prompt length T, one process measures, side by side:
 
 * **prefill**: `lm.forward(params, tokens, logits_at='last')` on T random tokens, batch 1,
   float32, jitted, `attention='auto'` (the blockwise online-softmax path with tiles of
-  `lm.auto_block_size(T)`), i.e. what a user's prefill runs;
+  `lm.auto_block_size(T)`, `lm.auto_block_size(T, W)` on sliding-window layers), i.e. what a
+  user's prefill runs;
 * **the machine's float32 matmul rate**: a 2048 × 2048 by 2048 × 2048 `jnp.dot`, repeated for
   about as long as one prefill, right before and right after it (so that both see the same
   load on a shared host).
@@ -40,15 +41,23 @@ whose ceiling is below 80% too is bound by the rate XLA's CPU matmuls reach at t
 an exp per score), not by the rest of the program. At the shortest length it checks that a prompt of another
 length in the same bucket (`forward(..., pad_to='bucket')`) compiles nothing new.
 
-What bounds the fraction on a 2-core CPU (the rows' diagnostics hold the numbers): at 256
-tokens the attention tiles are 64 x 64, too small for the dot to reach its rate, so a layer's
-attention runs far below it, but attention is only 4% of the FLOPs there; from 4,096 tokens on
-attention is 40-57% of SmolLM2's FLOPs (head_dim 64: each score is 256 matmul FLOPs plus a max,
-an exp and a row sum that are not matrix products) and the matmul ceiling falls with it; the
-sliding-window layers of Gemma-3 (window 512) attend over two or three 256-key tiles per query
-block, the diagonal one half masked. A row whose host was loaded beyond 1.5x its CPUs is
-recorded but not judged (``OVERLOAD``): a shared host slows the 2048 dot beside the prefill
-differently from the prefill itself, which shows as fractions above 100%.
+What bounds the fraction on a 2-core CPU (the rows' diagnostics hold the numbers, and each timed
+length emits a second summary row, *the cap its matrix products set*, so the table shows it): at
+256 tokens the attention tiles are 64 x 64, too small for the dot to reach its rate, so a
+layer's attention runs far below it, but attention is only 4% of the FLOPs there; from 4,096
+tokens on attention is 40-57% of SmolLM2's FLOPs (head_dim 64: each score is 256 matmul FLOPs
+plus a max, an exp and a row sum that are not matrix products, so per FLOP the softmax costs
+four times what it costs Gemma-3's head_dim 256) and the cap falls with it; the projections
+themselves ([T, 576] by [576, 1,536] and smaller) run below the square 2048 dot. A cap below 80%
+means the target is out of reach unless the projections at these shapes or the attention layer
+(its products and its softmax) run faster: the rest of the prefill does not hold it back. The
+sliding-window layers of Gemma-3 (window 512) take 128-row tiles (`lm.auto_block_size(T, 512)`):
+a query block then reads 640 keys for the 512 it may attend, where 256-row tiles read 768. The
+tiles' elementwise work runs on rows flattened over (KV head, group member, query), so it splits
+evenly over two threads whatever the number of KV heads (SmolLM2 has 3). A row whose host was
+loaded beyond 1.5x its CPUs is recorded but not judged (``OVERLOAD``): a shared host slows the
+2048 dot beside the prefill differently from the prefill itself, which shows as fractions above
+100%.
 
 `--quick` (SmolLM2-135M: the fraction at 256 tokens in 2 rounds; 512 tokens compiled for the
 memory exponent only; the 4,096 dot left out of the host's matmul record) takes about 20 CPU
@@ -268,7 +277,15 @@ def _diagnostics(config, T, clock, repeats):
   for kind, window in kinds.items():
     attn = jax.jit(
       lambda q, k, v, window=window: lm.blockwise_attention(
-        q, k, v, pos, pos, valid, window=window, is_global=window is None
+        q,
+        k,
+        v,
+        pos,
+        pos,
+        valid,
+        window=window,
+        is_global=window is None,
+        block_size=lm.auto_block_size(T, window),
       )
     )
     jax.block_until_ready(attn(q, k, v))
@@ -344,6 +361,7 @@ def run_model(name, config, params, lengths, clock, repeats, *, bucket_check, ti
       d_model=config.d_model,
       attention="blockwise" if T >= lm.BLOCKWISE_MIN_QUERIES else "dense",
       block_size=lm.auto_block_size(T),
+      local_block_size=lm.auto_block_size(T, config.sliding_window),
       flops=fl,
       compile_s=compile_s,
       **_memory(compiled),
@@ -442,15 +460,37 @@ def summarize(rows, model_names) -> list[dict]:
         note=note if met else _why(r),
       )
     )
-    if _overloaded(r):
-      out[-1]["met"] = False  # never a pass on a measurement the host could not resolve
-      out[-1]["note"] = (
-        f"not judged: the 1-minute load average was {r['load_average_before'][0]:.1f} before "
-        f"and {r['load_average_after'][0]:.1f} after on a host of "
-        f"{_usable_cpus()} usable CPUs, and the 2048 dot beside it ran at "
-        f"{statistics.median(x['matmul_gflops'] for x in r['rounds']):.0f} GFLOP/s. "
-        + out[-1]["note"]
+    local = (
+      f", a sliding-window layer's {100 * r['attention_local_layer_fraction']:.0f}%"
+      if "attention_local_layer_fraction" in r
+      else ""
+    )
+    out.append(
+      bench.summary(
+        f"{model_names[r['model']]} prefill, {r['tokens']:,} tokens: the cap its matrix "
+        "products set, each timed alone at the model's shapes (fraction of the f32 matmul rate)",
+        round(100 * r["matmul_ceiling_fraction"], 1),
+        f">= {TARGET_PERCENT:g}",
+        unit="%",
+        note=f"one layer's seven projections run at {100 * r['projection_fraction']:.0f}% of "
+        f"the 2048 dot's rate, one global layer's blockwise attention at "
+        f"{100 * r['attention_layer_fraction']:.0f}%{local}; the prefill reaches "
+        f"{100 * r['fraction_median'] / r['matmul_ceiling_fraction']:.0f}% of this cap. Below "
+        f"{TARGET_PERCENT:g}%, the target is out of reach unless the projections run faster "
+        "at these shapes or the attention layer does: the rest of the prefill (norms, RoPE, "
+        "activations, residual adds) is not what holds it back",
       )
+    )
+    if _overloaded(r):
+      for entry in out[-2:]:
+        entry["met"] = False  # never a pass on a measurement the host could not resolve
+        entry["note"] = (
+          f"not judged: the 1-minute load average was {r['load_average_before'][0]:.1f} before "
+          f"and {r['load_average_after'][0]:.1f} after on a host of "
+          f"{_usable_cpus()} usable CPUs, and the 2048 dot beside it ran at "
+          f"{statistics.median(x['matmul_gflops'] for x in r['rounds']):.0f} GFLOP/s. "
+          + entry["note"]
+        )
   for model in model_names:
     mine = sorted((r for r in rows if r["model"] == model), key=lambda r: r["tokens"])
     if len(mine) >= 2:

@@ -43,6 +43,11 @@ valid and every query may attend every key; *masked* otherwise. Each query block
 kind, so a causal prefill computes the T(T+1)/2 allowed pairs plus about T·block/2 masked
 ones on the diagonal tiles, and a sliding-window layer about T·(W + 2·block) pairs.
 
+*Layout.* Keys and values are laid out tile by tile once per call (the keys transposed), so a
+tile's two products read contiguous [dh, bk] and [bk, dh] operands; a tile's rows are the
+(batch, KV head, group member, query) rows flattened, so its elementwise work (mask, exp, row
+sums) splits evenly over a CPU's threads whatever the number of KV heads.
+
 Memory: the live intermediates are one tile [B, H, bq, bk] plus the carries
 [B, H, bq] (m, ℓ) and [B, H, bq, dh] (o) and the output [B, T, H, dh]: O(B·H·(T·dh + bq·bk)),
 linear in T.
@@ -73,22 +78,28 @@ LAZY_RESCALE_LOG = 40.0
 _LAZY_LIMIT = float(math.exp(LAZY_RESCALE_LOG))
 
 
-def auto_block_size(num_queries: int) -> int:
+def auto_block_size(num_queries: int, window: int | None = None) -> int:
   """The tile side for a call with T = `num_queries` rows: T/4 rounded down to a power of 2,
-  clipped to [MIN_BLOCK_SIZE, MAX_BLOCK_SIZE] (T = 128: 32, 256: 64, 512: 128, >= 1024: 256).
+  clipped to [MIN_BLOCK_SIZE, MAX_BLOCK_SIZE] (T = 128: 32, 256: 64, 512: 128, >= 1024: 256);
+  for a sliding-window layer (`window` W) at most W/4 rounded down to a power of 2 as well.
 
   Small tiles waste less of the diagonal tiles of a causal prefill (about T·block/2 of the
   T²/2 computed pairs are masked out), large ones amortise the per-tile work; on a 2-core CPU
   (`benchmarks/lm_context.py`) this choice was within a few percent of the best fixed size at
-  every length from 128 to 4,096 tokens.
+  every length from 128 to 4,096 tokens. A query block of a sliding-window layer reads about
+  W + block keys for the W it may attend, so its tile is kept to W/4 (Gemma-3's W = 512: 128,
+  which ran a local layer at 4,096 tokens about 1.25x faster than 256-tiles, single-threaded).
 
   Args:
     num_queries: T >= 1, the number of query rows of the call.
+    window: the sliding window W >= 1 of a local layer, or None (a global layer).
 
   Returns:
     The tile side, a power of 2 in [MIN_BLOCK_SIZE, MAX_BLOCK_SIZE].
   """
   t = max(V.check_int(num_queries, "num_queries", min_value=1) // 4, 1)
+  if window is not None:
+    t = min(t, max(V.check_int(window, "window", min_value=1) // 4, 1))
   return int(min(MAX_BLOCK_SIZE, max(MIN_BLOCK_SIZE, 1 << (t.bit_length() - 1))))
 
 
@@ -213,38 +224,50 @@ def _blockwise(q, k, v, q_pos, key_pos, key_valid, *, scale, window, is_global, 
   j_hi = jnp.where(jnp.any(needed, axis=1), nk - jnp.argmax(needed[:, ::-1], axis=1), j_lo)
   j_hi = j_hi.astype(jnp.int32)
 
-  qb = q.reshape(B, nq, bq, KV, G, dh).transpose(1, 0, 3, 4, 2, 5)  # [nq, B, KV, G, bq, dh]
+  # Tiles are laid out for the CPU's threads and the products' operands: the rows of a tile
+  # are the B·KV·G·bq (batch, KV head, group member, query) rows flattened, so the elementwise
+  # work on a tile splits evenly over any number of threads (not by KV head: 3 heads over 2
+  # threads would idle one of them a third of the time); the products are batched over
+  # N = B·KV with [G·bq, dh] queries against contiguous [dh, bk] keys and [bk, dh] values,
+  # laid out tile by tile once per call (no transpose per tile).
+  N, M = B * KV, G * bq  # product batch, query rows per product
+  R = N * M  # rows of a tile
+  qb = q.reshape(B, nq, bq, KV, G, dh).transpose(1, 0, 3, 4, 2, 5).reshape(nq, N, M, dh)
   qpb = q_pos.reshape(B, nq, bq).transpose(1, 0, 2)  # [nq, B, bq]
-  kt = k.transpose(0, 2, 1, 3)  # [B, KV, S', dh]
-  vt = v.transpose(0, 2, 1, 3)
+  kt = k.reshape(B, nk, bk, KV, dh).transpose(1, 0, 3, 4, 2).reshape(nk, N, dh, bk)
+  vt = v.reshape(B, nk, bk, KV, dh).transpose(1, 0, 3, 2, 4).reshape(nk, N, bk, dh)
 
   def query_block(args):
-    qi, qp, kind_row, lo, hi = args  # [B, KV, G, bq, dh], [B, bq], [nk], [], []
+    qi, qp, kind_row, lo, hi = args  # [N, M, dh], [B, bq], [nk], [], []
+    # each flattened row's query position: [B, KV·G·bq, 1]
+    q_rows = jnp.broadcast_to(qp[:, None, :], (B, KV * G, bq)).reshape(B, KV * G * bq, 1)
 
     def scores(j, masked):
-      kj = jax.lax.dynamic_slice_in_dim(kt, j * bk, bk, axis=2)  # [B, KV, bk, dh]
-      s = jnp.einsum("bkgqd,bksd->bkgqs", qi, kj)  # [B, KV, G, bq, bk]
+      kj = jax.lax.dynamic_index_in_dim(kt, j, keepdims=False)  # [N, dh, bk]
+      s = jnp.einsum("nmd,nds->nms", qi, kj)  # [N, M, bk]
       if masked:
-        kp = jax.lax.dynamic_slice_in_dim(key_pos, j * bk, bk, axis=1)[:, None, None, None, :]
-        kval = jax.lax.dynamic_slice_in_dim(key_valid, j * bk, bk, axis=1)[:, None, None, None]
-        qq = qp[:, None, None, :, None]
-        ok = kval & (kp <= qq)
+        s = s.reshape(B, KV * G * bq, bk)
+        kp = jax.lax.dynamic_slice_in_dim(key_pos, j * bk, bk, axis=1)[:, None, :]
+        kval = jax.lax.dynamic_slice_in_dim(key_valid, j * bk, bk, axis=1)[:, None, :]
+        ok = kval & (kp <= q_rows)
         if window is not None:
-          ok = ok & (is_global | (qq - kp < window))
+          ok = ok & (is_global | (q_rows - kp < window))
         s = jnp.where(ok, s, NEG)
-      return s
+      return s.reshape(R, bk)
 
-    def values(j):
-      return jax.lax.dynamic_slice_in_dim(vt, j * bk, bk, axis=2)  # [B, KV, bk, dh]
+    def pv(j, p):
+      """p [R, bk] times the tile's values: [R, dh]."""
+      vj = jax.lax.dynamic_index_in_dim(vt, j, keepdims=False)  # [N, bk, dh]
+      return jnp.einsum("nms,nsd->nmd", p.reshape(N, M, bk), vj).reshape(R, dh)
 
     def rescaled(j, s, carry):
       """The online-softmax step with the tile's exact row maxima."""
       m, l, o = carry
       m_new = jnp.maximum(m, jnp.max(s, axis=-1))
-      p = jnp.exp(s - m_new[..., None])
+      p = jnp.exp(s - m_new[:, None])
       corr = jnp.exp(m - m_new)
       l = l * corr + jnp.sum(p, axis=-1)
-      o = o * corr[..., None] + jnp.einsum("bkgqs,bksd->bkgqd", p, values(j))
+      o = o * corr[:, None] + pv(j, p)
       return m_new, l, o
 
     def first(j, carry, masked):
@@ -253,9 +276,9 @@ def _blockwise(q, k, v, q_pos, key_pos, key_valid, *, scale, window, is_global, 
     def later(j, carry, masked):
       """Reuse the running maxima m while the tile's row sums stay below e^LAZY_RESCALE_LOG."""
       m, l, o = carry
-      p = jnp.exp(scores(j, masked) - m[..., None])
+      p = jnp.exp(scores(j, masked) - m[:, None])
       lt = jnp.sum(p, axis=-1)
-      lazy = (m, l + lt, o + jnp.einsum("bkgqs,bksd->bkgqd", p, values(j)))
+      lazy = (m, l + lt, o + pv(j, p))
       # a row whose sum passes the limit (a maximum far above m, or m still NEG) makes the
       # whole tile take the exact step instead
       return jax.lax.cond(jnp.all(lt <= _LAZY_LIMIT), lambda: lazy, lambda: first(j, carry, masked))
@@ -274,16 +297,12 @@ def _blockwise(q, k, v, q_pos, key_pos, key_valid, *, scale, window, is_global, 
         carry,
       )
 
-    init = (
-      jnp.full((B, KV, G, bq), NEG, dt),
-      jnp.zeros((B, KV, G, bq), dt),
-      jnp.zeros((B, KV, G, bq, dh), dt),
-    )
+    init = (jnp.full((R,), NEG, dt), jnp.zeros((R,), dt), jnp.zeros((R, dh), dt))
     _, l, o = jax.lax.fori_loop(lo, hi, body, init)
-    return o / jnp.where(l > 0, l, 1.0)[..., None]  # l == 0 only when every tile was skipped
+    return o / jnp.where(l > 0, l, 1.0)[:, None]  # l == 0 only when every tile was skipped
 
-  z = jax.lax.map(query_block, (qb, qpb, kinds, j_lo, j_hi))  # [nq, B, KV, G, bq, dh]
-  z = z.transpose(1, 0, 4, 2, 3, 5).reshape(B, nq * bq, H, dh)
+  z = jax.lax.map(query_block, (qb, qpb, kinds, j_lo, j_hi))  # [nq, R, dh]
+  z = z.reshape(nq, B, KV, G, bq, dh).transpose(1, 0, 4, 2, 3, 5).reshape(B, nq * bq, H, dh)
   return z[:, :T]
 
 
@@ -319,7 +338,9 @@ def blockwise_attention(
     scale: logit scale; default 1/sqrt(dh).
     window: sliding window W (keys with q_pos - key_pos < W), or None.
     is_global: bool (may be traced); True disables the window.
-    block_size: rows per query block and per key block (static); None: `auto_block_size(T)`.
+    block_size: rows per query block and per key block (static); None:
+      `auto_block_size(T)`, or `auto_block_size(T, window)` when `is_global` is the constant
+      False.
 
   Returns:
     [B, T, H, dh], the head outputs z before the output projection: float32 (float64 for
@@ -345,7 +366,9 @@ def blockwise_attention(
   q_pos = V.check_array(q_pos, "q_pos", dtype="int", shape=(B, T))
   key_pos = V.check_array(key_pos, "key_pos", dtype="int", shape=(B, k.shape[1]))
   key_valid = V.check_array(key_valid, "key_valid", dtype="intbool", shape=(B, k.shape[1]))
-  block_size = auto_block_size(T) if block_size is None else block_size
+  if block_size is None:
+    local = window is not None and isinstance(is_global, bool) and not is_global
+    block_size = auto_block_size(T, window if local else None)
   block_size = V.check_int(block_size, "block_size", min_value=1)
   if window is not None:
     window = V.check_int(window, "window", min_value=1)

@@ -393,9 +393,14 @@ def _layer(
   ablation_mode: str | None,
   attn_impl: str = "dense",
   block_size: int | None = None,
+  local_block_size: int | None = None,
   attn_rows=None,
 ):
-  """One transformer block. x: [B, T, d]; xs: this layer's params and extras."""
+  """One transformer block. x: [B, T, d]; xs: this layer's params and extras.
+
+  The blockwise path tiles a global layer by `block_size` and a sliding-window layer by
+  `local_block_size` (None: the same).
+  """
   lp, (rope_base, rope_scale), is_global, abl_mask, abl_mean, ck, cv = xs
   B, T, _ = x.shape
   out = {}
@@ -428,18 +433,27 @@ def _layer(
 
   window = config.sliding_window
   if attn_impl == "blockwise":
-    z = _blockwise(
-      q,
-      k_all,
-      v_all,
-      positions,
-      key_pos,
-      key_valid,
-      scale=config.scale,
-      window=window,
-      is_global=is_global,
-      block_size=block_size,
-    )
+
+    def blockwise(size):
+      return _blockwise(
+        q,
+        k_all,
+        v_all,
+        positions,
+        key_pos,
+        key_valid,
+        scale=config.scale,
+        window=window,
+        is_global=is_global,
+        block_size=size,
+      )
+
+    if window is None or local_block_size in (None, block_size):
+      z = blockwise(block_size)
+    else:  # the layer's kind is a scanned flag: both tilings compiled, one run
+      z = jax.lax.cond(
+        is_global, lambda: blockwise(block_size), lambda: blockwise(local_block_size)
+      )
     probs = None
   else:
     z, probs = dense_attention(
@@ -533,6 +547,9 @@ def _forward(
   attn_impl = resolve_impl(attention, T, capture.attn == "all")
   if block_size is None:
     block_size = auto_block_size(T)
+    local_block_size = auto_block_size(T, config.sliding_window)
+  else:
+    local_block_size = block_size
   if capture.attn == "rows":
     if attn_rows is None:
       raise ValueError("Capture(attn='rows') needs attn_rows, int [B, R] query indices")
@@ -599,6 +616,7 @@ def _forward(
     ablation_mode=mode,
     attn_impl=attn_impl,
     block_size=block_size,
+    local_block_size=local_block_size,
     attn_rows=attn_rows,
   )
   xs = (
@@ -786,7 +804,8 @@ def forward(
       logits) or int [B, P] positions ([B, P, V]).
     attention: 'auto', 'dense' or 'blockwise' (static). 'blockwise' cannot capture
       every row (Capture(attn='all')); use Capture(attn='rows') for chosen rows.
-    block_size: tile size of the blockwise path (static); None: `auto_block_size(T)`.
+    block_size: tile size of the blockwise path (static); None: `auto_block_size(T)`, and
+      `auto_block_size(T, W)` on sliding-window layers.
     attn_rows: int [B, R] query indices (into the T axis) whose attention rows
       Capture(attn='rows') records, [B, L, H, R, S]; computed for those rows only.
     pad_to: None (no padding), an int T' >= T, or 'bucket' (T' = `bucket_length(T)`): the

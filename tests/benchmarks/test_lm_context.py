@@ -85,12 +85,19 @@ def test_overloaded_rows_are_not_judged():
     "fraction_max": 1.2,
     "cpu_fraction_median": 0.9,
     "matmul_ceiling_fraction": 1.0,
+    "projection_fraction": 0.9,
+    "attention_layer_fraction": 0.7,
     "load_average_before": [1000.0, 0.0, 0.0],
     "load_average_after": [1000.0, 0.0, 0.0],
     "rounds": [{"matmul_gflops": 19.0}],
   }
-  (entry,) = lm_context.summarize([row], {"m": "M"})
-  assert entry["met"] is False and entry["note"].startswith("not judged")
+  entries = lm_context.summarize([row], {"m": "M"})
+  assert len(entries) == 2  # the fraction and the cap its matrix products set
+  assert all(e["met"] is False and e["note"].startswith("not judged") for e in entries)
   row["load_average_before"] = row["load_average_after"] = [0.0, 0.0, 0.0]
-  (entry,) = lm_context.summarize([row], {"m": "M"})
-  assert entry["met"] is True
+  fraction, cap = lm_context.summarize([row], {"m": "M"})
+  assert fraction["met"] is True and fraction["value"] == 120.0
+  assert cap["met"] is True and cap["value"] == 100.0 and "reaches 120% of this cap" in cap["note"]
+  row["matmul_ceiling_fraction"] = 0.7
+  _, cap = lm_context.summarize([row], {"m": "M"})
+  assert cap["met"] is False and cap["value"] == 70.0

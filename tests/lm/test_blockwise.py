@@ -116,6 +116,25 @@ def test_blockwise_prefill_equals_float64_softmax_attention(window, block_size):
 def test_auto_block_size():
   got = [lm.auto_block_size(t) for t in (1, 100, 128, 255, 256, 640, 1024, 1280, 8192)]
   assert got == [32, 32, 32, 32, 64, 128, 256, 256, 256]
+  # sliding-window layers: at most W/4 (a power of 2, at least MIN_BLOCK_SIZE)
+  got = [lm.auto_block_size(t, w) for t, w in ((8192, 512), (8192, 1000), (256, 512), (512, 3))]
+  assert got == [128, 128, 64, 32]
+
+
+def test_auto_tiles_of_local_and_global_layers_differ_and_equal_dense():
+  """A Gemma-like model whose window (160) gives its local layers 32-tiles while its global
+  layer takes 128-tiles at T = 512 (the layer kind is a scanned flag, so both tilings are
+  compiled and chosen per layer): the auto prefill equals the dense one at every position."""
+  config = dataclasses.replace(GEMMA_LIKE, sliding_window=160)
+  assert (lm.auto_block_size(512), lm.auto_block_size(512, 160)) == (128, 32)
+  params = _params(config)
+  ids = np.random.default_rng(3).integers(0, config.vocab_size, size=(1, 512))
+  auto, _, _ = lm.forward(params, ids, config=config)
+  dense, _, _ = lm.forward(params, ids, config=config, attention="dense")
+  np.testing.assert_allclose(np.asarray(auto), np.asarray(dense), rtol=1e-5, atol=1e-5)
+  # the window matters at this length: a global-only model differs
+  glob, _, _ = lm.forward(params, ids, config=dataclasses.replace(config, sliding_window=None))
+  assert np.abs(np.asarray(glob) - np.asarray(dense)).max() > 1e-3
 
 
 @pytest.mark.parametrize("config", [TINY, GEMMA_LIKE], ids=["smollm2-like", "gemma-like"])
