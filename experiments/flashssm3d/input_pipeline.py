@@ -36,11 +36,16 @@ def _np_batch(b: fs.SceneBatch) -> dict:
 
 
 def render_set(seed, n, cfg, chunk=16) -> dict:
-  """Render ``n`` scenes in equal chunks (one compilation; the last chunk is rendered whole)."""
+  """Render ``n`` scenes in equal chunks (one compilation; the last chunk is rendered whole).
+
+  ``cfg``: ``num_views``, ``image_size``, ``split`` and optionally ``fog`` (the fog density of
+  :func:`jaxpapers.flashssm3d.render_scenes`; absent or None: the split's own).
+  """
+  fog = cfg.get("fog", None)
   parts = []
   for start in range(0, n, chunk):
     b = fs.render_scenes(
-      seed + start, chunk, cfg.num_views, image_size=cfg.image_size, split=cfg.split
+      seed + start, chunk, cfg.num_views, image_size=cfg.image_size, split=cfg.split, fog=fog
     )
     parts.append(_np_batch(b))
   return {k: np.concatenate([p[k] for p in parts])[:n] for k in parts[0]}

@@ -210,15 +210,32 @@ def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
     (pool["images"], gt_targets(pool)), n_pool, tc.batch_size, config.seed, sharding
   )
   t0 = time.perf_counter()
+  loss_cfg = config.loss
+  # Optional first phase: the camera term alone for teacher.camera_steps steps (same optimizer
+  # and learning-rate schedule), then every term until teacher.steps.
+  cam_steps = int(tc.get("camera_steps", 0))
+  if not 0 <= cam_steps <= tc.steps:
+    raise ValueError(f"teacher.camera_steps must be in [0, teacher.steps], got {cam_steps}")
+  flops, hist = 0.0, []
+  if cam_steps:
+    cam_only = loss_cfg.copy_and_resolve_references()
+    cam_only.update(dict(depth=0.0, points=0.0, grad=0.0))
+    compiled, step_flops = compile_step(
+      make_step(_weights(cam_only, False, False)), state, batches(0)
+    )
+    state, hist = _fit(config, state, compiled, batches, cam_steps, workdir, "teacher_cameras")
+    flops += step_flops * cam_steps
   compiled, step_flops = compile_step(
-    make_step(_weights(config.loss, False, False)), state, batches(0)
+    make_step(_weights(loss_cfg, False, False)), state, batches(0)
   )
-  state, hist = _fit(config, state, compiled, batches, tc.steps, workdir, "teacher")
+  state, hist_all = _fit(config, state, compiled, batches, tc.steps, workdir, "teacher")
+  hist = hist + hist_all
   teacher = state.model()
-  flops = step_flops * tc.steps
+  flops += step_flops * (tc.steps - cam_steps)
   info = {
     "params": fs.count_params(teacher),
     "steps": tc.steps,
+    "camera_steps": cam_steps,
     "train_time_s": time.perf_counter() - t0,
     "train_flops": flops,
     "final_loss": hist[-1].get("train/total") if hist else None,

@@ -15,7 +15,10 @@ Cameras orbit the scene centre and look at it (OpenCV axes, camera-from-world ex
   (so the mean pose is a poor guess), elevation 5–30°, radius 2.4–3.2 and FoV 55–65° per scene;
   each wall's colour is fixed by its world orientation (up to a small jitter), so the visible
   walls tell the camera's heading, and distance fog (``rgb·f + fog·(1 − f)``,
-  ``f = exp(−0.35·depth)``) makes depth visible per pixel. In ``orbit_easy`` every scene has the
+  ``f = exp(−0.35·depth)``) makes depth visible per pixel. At that density the far walls, 5–7
+  units away, keep 10–20% of their colour, so the heading cue is faint at 16 px; ``fog=`` of
+  :func:`render_scenes` sets another density (e.g. 0.1: walls readable across the room, depth
+  still shaded by distance). In ``orbit_easy`` every scene has the
   same relative poses up to a few degrees of elevation, so an input-independent mean pose is
   nearly exact there, and depth has only monocular shading and texture-scale cues.
 
@@ -49,6 +52,7 @@ _CUE_WALLS = np.array(
   np.float32,
 )
 _FOG = np.array([0.75, 0.8, 0.95], np.float32)
+_CUE_FOG_DENSITY = 0.35  # orbit_cues' fog per unit of depth unless render_scenes(fog=...)
 _MAX_SPHERES = 4
 _MAX_BOXES = 2
 _FAR = 1e6
@@ -124,7 +128,7 @@ def _sample_scene(rng: np.random.Generator, split: str = "orbit_easy") -> dict:
   )
   if split == "orbit_cues":
     out["wall_col"] = np.clip(_CUE_WALLS + rng.uniform(-0.05, 0.05, (6, 3)), 0.0, 1.0)
-    out["fog"] = np.float32(0.35)
+    out["fog"] = np.float32(_CUE_FOG_DENSITY)
   return {k: (v.astype(np.float32) if v.dtype != bool else v) for k, v in out.items()}
 
 
@@ -288,6 +292,7 @@ def render_scenes(
   image_size: int | tuple[int, int] = 32,
   split: str = "orbit_easy",
   normalize: bool = True,
+  fog: float | None = None,
 ) -> SceneBatch:
   """Render ``num_scenes`` procedural scenes with ``num_views`` views each.
 
@@ -303,6 +308,9 @@ def render_scenes(
     split: one of ``'orbit_easy'``, ``'orbit'``, ``'free'``, ``'orbit_cues'`` (see the module
       docstring).
     normalize: apply VGGT's normalisation (first camera = identity, mean point distance = 1).
+    fog: density ``>= 0`` of the distance fog per unit of depth (``f = exp(−fog·depth)``);
+      ``None``: the split's own (0.35 for ``'orbit_cues'``, no fog for the others). The scene
+      and camera draws do not depend on it, so the same key gives the same scenes and cameras.
 
   Returns:
     :class:`SceneBatch` (float32).
@@ -322,10 +330,19 @@ def render_scenes(
     raise ValueError(f"image_size must be an int or a pair (H, W) of ints, got {image_size!r}")
   if H < 4 or W < 4:
     raise ValueError(f"image_size must be at least 4 px, got {(H, W)}")
+  if fog is not None and (
+    isinstance(fog, bool)
+    or not isinstance(fog, (int, float, np.integer, np.floating))
+    or not np.isfinite(fog)
+    or fog < 0
+  ):
+    raise ValueError(f"fog must be None or a finite density >= 0, got {fog!r}")
   rng = _seed_of(key)
   scenes, exts, fovs = [], [], []
   for _ in range(int(num_scenes)):
     scenes.append(_sample_scene(rng, split))
+    if fog is not None:
+      scenes[-1]["fog"] = np.float32(fog)
     e, f = _sample_cameras(rng, int(num_views), split)
     exts.append(e)
     fovs.append(f)

@@ -49,6 +49,12 @@ def test_smoke_experiment_end_to_end(smoke_run):
   # the FLOP budget counts scan bodies once per step: above XLA's own count (bodies once)
   info = res["students"]["reprojection"]
   assert info["step_flops"] > 1.05 * info["step_flops_xla_scan_once"]
+  # the teacher's camera-only phase, then every term: both phases trained and logged
+  teacher = res["teacher"]
+  assert (teacher["camera_steps"], teacher["steps"]) == (2, 4) and teacher["train_flops"] > 0
+  curve = out["extra"]["loss_curves"]["teacher"]["step"]
+  assert curve == [2, 4]  # log_every=2: one record from each phase
+  assert (workdir / f"seed{cfg.seed}" / "teacher_cameras" / "checkpoints").exists()
   # a rerun on the same workdir reads the finished seed back instead of training again
   again = train.train_and_evaluate(cfg, workdir)
   assert again["metrics"]["teacher_T1/vs_gt/AUC@30"] == m["teacher_T1/vs_gt/AUC@30"]
@@ -356,3 +362,36 @@ def test_pixel_norm_is_fitted_on_the_pool_and_reaches_every_model():
   cfg.data.pixel_norm = "imagenet"
   with pytest.raises(ValueError, match="data.pixel_norm"):
     train.pixel_norm(cfg, images)
+
+
+def test_cameras_config_changes_the_teacher_and_the_data_not_the_claims(monkeypatch):
+  """configs/cameras.py: a camera-only first phase of the teacher, the fog density reaching the
+  renderer, and default.py's claims with preconditions that ask for one margin over the mean
+  pose."""
+  from experiments.flashssm3d.configs import cameras, default
+
+  cfg, base = cameras.get_config(), default.get_config()
+  assert 0 < cfg.teacher.camera_steps < cfg.teacher.steps
+  assert base.teacher.get("camera_steps", 0) == 0 and cfg.loss == base.loss
+  # the fog density of the config reaches every render; without the field, the split's own
+  seen = []
+  monkeypatch.setattr(
+    input_pipeline.fs, "render_scenes", lambda *a, **kw: seen.append(kw["fog"]) or 1 / 0
+  )
+  for c, want in ((cfg, 0.1), (base, None)):
+    with pytest.raises(ZeroDivisionError):
+      input_pipeline.render_set(0, 4, c.data, chunk=4)
+    assert seen.pop() == want
+  # same claims and rules as default.py; only the preconditions differ, and each claim that
+  # has one there has this config's
+  for mine, theirs in zip(cameras.CLAIMS, default.CLAIMS, strict=True):
+    assert {k: v for k, v in mine.items() if k != "requires"} == {
+      k: v for k, v in theirs.items() if k != "requires"
+    }
+    assert ("requires" in mine) == ("requires" in theirs)
+    if "requires" in mine:
+      assert mine["requires"] is cameras.TEACHER_SEES_CAMERAS
+  metrics = {r["metric"] for r in cameras.TEACHER_SEES_CAMERAS}
+  assert metrics == {f"teacher_T1/vs_gt/{m}" for m in ("RRA@15", "RTA@15", "AUC@30")} | {
+    "trivial_mean_pose/vs_gt/ATE"
+  }

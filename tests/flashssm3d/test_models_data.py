@@ -48,6 +48,33 @@ def test_render_scenes_consistent_and_deterministic(scenes):
     fs.render_scenes(0, 1, 2, split="spiral")
 
 
+def test_fog_density_is_the_closed_form_blend_and_leaves_the_scenes_unchanged():
+  """``fog=k`` renders ``rgb·exp(−k·z) + fog_colour·(1 − exp(−k·z))`` of the fog-free image.
+
+  Same key: the same scenes and cameras whatever the density, and ``fog=None`` is the split's
+  own density (0.35 for orbit_cues), so configs without the field render what they rendered.
+  """
+  kw = dict(image_size=16, split="orbit_cues")  # the shapes of the `scenes` fixture: one compile
+  clear = fs.render_scenes(5, 2, 3, fog=0.0, **kw)
+  thin = fs.render_scenes(5, 2, 3, fog=0.1, **kw)
+  own = fs.render_scenes(5, 2, 3, **kw)
+  dense = fs.render_scenes(5, 2, 3, fog=0.35, **kw)
+  for a, b in ((clear, thin), (clear, own)):
+    np.testing.assert_array_equal(np.asarray(a.depth), np.asarray(b.depth))
+    np.testing.assert_array_equal(np.asarray(a.extrinsics), np.asarray(b.extrinsics))
+  np.testing.assert_array_equal(np.asarray(own.images), np.asarray(dense.images))
+  # the fog sees the rendered (unnormalised) depth: normalisation divided it by `scale`
+  z = np.asarray(clear.depth, np.float64) * np.asarray(clear.scale, np.float64)[:, None, None, None]
+  f = np.exp(-0.1 * z)[..., None]
+  fog_rgb = np.array([0.75, 0.8, 0.95])
+  want = np.asarray(clear.images, np.float64) * f + fog_rgb * (1 - f)
+  np.testing.assert_allclose(np.asarray(thin.images), want, atol=1e-5)
+  assert not np.allclose(np.asarray(thin.images), np.asarray(own.images))
+  for bad in (-0.1, float("nan"), "0.1", True):
+    with pytest.raises(ValueError, match="fog"):
+      fs.render_scenes(5, 2, 3, fog=bad, **kw)
+
+
 def test_tfds_builder_offline_without_tensorflow(tmp_path):
   src = fs.build_scene_dataset(tmp_path, num_train=4, num_test=4, num_views=2, image_size=8)
   assert len(src["train"]) == 4 and len(src["test"]) == 4

@@ -6,13 +6,14 @@
 Expected hardware: one 80 GB GPU (H100/A100) or a TPU v4/v5 slice; teacher training is the bulk
 (~1-2 GPU-days at these sizes), the distillation runs use <= 10% of the teacher's FLOPs by
 construction. Data: 64x64 renders of the ``orbit`` camera split (``data.split='orbit'``, not the
-default run's ``orbit_cues``: per scene an azimuth spread of 60-180 degrees plus 5 degrees of
-noise per view, and per view an elevation of 0-40 degrees, a radius of 2.4-3.2, a FoV of 50-75
-degrees and a jittered look-at point; no orientation-coloured walls, no fog; see
-``jaxpapers.flashssm3d._data``), 8 views per scene. The teacher trains on a pool of 100,000
-scenes, the students on its first 25% (25,000 scenes, ``data.student_fraction`` of the default),
-and everything is scored on 512 test scenes rendered from keys disjoint from the pool's. Input
-pixels are standardised by the pool's per-channel statistics (``data.pixel_norm='pool'``).
+default run's ``orbit_cues``: per scene an azimuth spread of 60-180 degrees, and per view
+Gaussian azimuth noise of 5 degrees (standard deviation), an elevation of 0-40 degrees, a radius
+of 2.4-3.2, a FoV of 50-75 degrees and a look-at point jittered by Gaussian noise of 0.2 per
+axis; random wall colours, no fog; see ``jaxpapers.flashssm3d._data``), 8 views per scene.
+The teacher trains on a pool of 100,000 scenes, the students on its first 25% (25,000 scenes,
+``data.student_fraction`` of the default), and everything is scored on 512 test scenes rendered
+from keys disjoint from the pool's. Input pixels are standardised by the pool's per-channel
+statistics (``data.pixel_norm='pool'``).
 The student runs the chunked scan (one chunk's state in memory), rematerialises each block and
 computes its backbone in bfloat16 (float32 parameters, scan state and heads); every batch is
 sharded over all devices (batch sizes must divide by the device count).

@@ -18,6 +18,8 @@ def get_config():
   c.teacher.update(
     dict(width=16, depth=1, heads=2, registers=1, steps=4, batch_size=2, warmup=1, camera_stages=1)
   )
+  # the teacher's camera-only first phase (configs/cameras.py) runs too: 2 of its 4 steps
+  c.teacher.camera_steps = 2
   c.student.update(
     dict(
       width=16,
