@@ -29,26 +29,15 @@ def _summaries(task_out: dict, task: str, tcfg: Any = None) -> list[dict]:
     curve = np.asarray(res["curve"])  # [S, E] or [S, E, 2]
     fin = curve[:, -1]
     row = {"horizon": res["horizon"], "family": res["family"], **res["hp"], "steps": res["steps"]}
+    row.update(metric=None, metric_std=None)  # their place in the row
     if task == "digits":
       acc, nll = fin[:, 0], fin[:, 1]
       main = nll if use_nll else acc
-      row.update(
-        metric=float(main.mean()),
-        metric_std=float(main.std()),
-        accuracy=float(acc.mean()),
-        accuracy_std=float(acc.std()),
-        nll=float(nll.mean()),
-        nll_std=float(nll.std()),
-        per_seed=main.tolist(),
-        curve=curve[:, :, 1].mean(0).tolist(),
-      )
-    else:
-      row.update(
-        metric=float(fin.mean()),
-        metric_std=float(fin.std()),
-        per_seed=fin.tolist(),
-        curve=curve.mean(0).tolist(),
-      )
+      row.update(accuracy=float(acc.mean()), accuracy_std=float(acc.std()),
+                 nll=float(nll.mean()), nll_std=float(nll.std()))  # fmt: skip
+      fin, curve = main, curve[:, :, 1]
+    row.update(metric=float(fin.mean()), metric_std=float(fin.std()), per_seed=fin.tolist(),
+               curve=curve.mean(0).tolist())  # fmt: skip
     rows.append(row)
   return rows
 

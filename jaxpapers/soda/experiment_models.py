@@ -1,14 +1,15 @@
-"""Models and data of the SODA experiment: a digits MLP and a char-level LM.
+"""Models and data of the SODA experiment (``experiments/soda``): a digits MLP and a byte- or
+token-level GPT, the masks of the matrices Muon and SODA(Muon) act on, and the loaders.
 
-Both models are Flax NNX modules kept functional at the jit boundary: the
-experiment ``nnx.split``s them into a graph definition and a parameter
-``nnx.State`` and trains many (hyperparameter, seed) runs side by side with
-``jax.vmap``.
+Both models are Flax NNX modules kept functional at the jit boundary: the experiment
+``nnx.split``s them and trains many (hyperparameter, seed) runs side by side with ``jax.vmap``.
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -18,8 +19,18 @@ from flax import nnx
 # ------------------------------------------------------------------ digits --
 
 
-def load_digits_split(num_train: int = 1000, seed: int = 0):
-  """sklearn's bundled 8x8 digits, standardised; 1000 train / 797 test."""
+def load_digits_split(
+  num_train: int = 1000, seed: int = 0
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+  """sklearn's bundled 8x8 digits, shuffled and standardised by the training statistics.
+
+  Args:
+    num_train: rows of the training split (the rest, of 1797, is the test split).
+    seed: the shuffle's seed.
+
+  Returns:
+    ``((x_train [num_train, 64] float32, y_train [num_train] int32), (x_test, y_test))``.
+  """
   from sklearn.datasets import load_digits
 
   x, y = load_digits(return_X_y=True)
@@ -38,14 +49,21 @@ class MLP(nnx.Module):
     self.fc2 = nnx.Linear(hidden, hidden, rngs=rngs)
     self.out = nnx.Linear(hidden, 10, rngs=rngs)
 
-  def __call__(self, x):  # [B, 64] -> [B, 10]
+  def __call__(self, x: jax.Array) -> jax.Array:  # [B, 64] -> [B, 10]
     x = jax.nn.relu(self.fc1(x))
     x = jax.nn.relu(self.fc2(x))
     return self.out(x)
 
 
-def mlp_hidden_mask(params) -> object:
-  """True on the MLP's 2-D kernels other than the output layer (Muon's matrices)."""
+def mlp_hidden_mask(params: Any) -> Any:
+  """True on the MLP's 2-D kernels other than the output layer (Muon's matrices).
+
+  Args:
+    params: the :class:`MLP`'s parameter state (or a pytree of the same structure).
+
+  Returns:
+    A pytree of bools of the structure of ``params``.
+  """
 
   def is_hidden(path, x):
     names = [str(getattr(p, "key", getattr(p, "name", p))) for p in path]
@@ -60,8 +78,12 @@ def mlp_hidden_mask(params) -> object:
 def load_text(text_path: str = "") -> np.ndarray:
   """Bytes of a text as uint8 tokens (vocabulary 256).
 
-  With ``text_path=''`` the text is the standard library's
-  ``pydoc_data.topics`` (about 465k characters; no download).
+  Args:
+    text_path: a text file; ``''`` = the standard library's ``pydoc_data.topics`` (about 465k
+      characters; no download).
+
+  Returns:
+    ``uint8[n]`` bytes.
   """
   if text_path:
     return np.frombuffer(pathlib.Path(text_path).read_bytes(), np.uint8)
@@ -77,8 +99,14 @@ def load_text(text_path: str = "") -> np.ndarray:
 SHARD_MAGIC, SHARD_VERSION, SHARD_HEADER_INTS = 20240520, 1, 256
 
 
-def read_token_shard(path) -> np.ndarray:
+def read_token_shard(path: str | os.PathLike[str]) -> np.ndarray:
   """One tokenised shard as a read-only ``uint16[n]`` memory map (nothing is copied).
+
+  Args:
+    path: the shard file.
+
+  Returns:
+    ``uint16[n]`` token ids, ``n`` from the header.
 
   Raises:
     ValueError: if the header's magic or version is wrong, or the file is shorter than the
@@ -98,11 +126,17 @@ def read_token_shard(path) -> np.ndarray:
   return np.memmap(path, dtype="<u2", mode="r", offset=offset, shape=(n,))
 
 
-def load_token_shards(data_dir, split: str, max_tokens: int = 0) -> np.ndarray:
+def load_token_shards(
+  data_dir: str | os.PathLike[str], split: str, max_tokens: int = 0
+) -> np.ndarray:
   """The tokens of every ``*{split}*.bin`` shard under ``data_dir`` (sorted by name), joined.
 
-  E.g. ``fineweb_train_000001.bin ...`` and ``fineweb_val_000000.bin``. ``max_tokens > 0``
-  keeps only the first ``max_tokens`` tokens (shards past them are not read).
+  Args:
+    data_dir: the folder of the shards, e.g. ``fineweb_train_000001.bin ...`` and
+      ``fineweb_val_000000.bin``.
+    split: the part of the file names that selects the shards (``'train'``, ``'val'``).
+    max_tokens: ``> 0`` keeps only the first ``max_tokens`` tokens (shards past them are not
+      read); 0 = all.
 
   Returns:
     ``uint16[n]`` token ids.
@@ -122,8 +156,13 @@ def load_token_shards(data_dir, split: str, max_tokens: int = 0) -> np.ndarray:
   return np.concatenate(parts)
 
 
-def write_token_shard(path, tokens) -> None:
-  """Writes ``tokens`` (ids < 65536) in the shard layout read by :func:`read_token_shard`."""
+def write_token_shard(path: str | os.PathLike[str], tokens: Any) -> None:
+  """Writes ``tokens`` in the shard layout read by :func:`read_token_shard`.
+
+  Args:
+    path: the file to write.
+    tokens: ``[n]`` integer ids in ``[0, 65536)``.
+  """
   tokens = np.asarray(tokens)
   if tokens.ndim != 1 or tokens.size and (tokens.min() < 0 or tokens.max() >= 2**16):
     raise ValueError("tokens must be a 1-D array of ids in [0, 65536).")
@@ -148,7 +187,7 @@ class Block(nnx.Module):
       4 * d, d, use_bias=False, rngs=rngs, kernel_init=nnx.initializers.zeros
     )
 
-  def __call__(self, x):  # [B, T, d]
+  def __call__(self, x: jax.Array) -> jax.Array:  # [B, T, d] -> [B, T, d]
     b, t, d = x.shape
     h = self.heads
     q, k, v = jnp.split(self.qkv(self.ln1(x)), 3, axis=-1)
@@ -180,15 +219,22 @@ class CharLM(nnx.Module):
     self.ln_f = nnx.LayerNorm(d, rngs=rngs)
     self.head = nnx.Linear(d, vocab, use_bias=False, rngs=rngs)
 
-  def __call__(self, tokens):  # [B, T] int -> [B, T, vocab]
+  def __call__(self, tokens: jax.Array) -> jax.Array:  # [B, T] int -> [B, T, vocab]
     x = self.embed(tokens) + self.pos[: tokens.shape[1]]
     for blk in self.blocks:
       x = blk(x)
     return self.head(self.ln_f(x))
 
 
-def hidden_matrix_mask(params) -> object:
-  """True on 2-D weights other than the embedding, positions and the head."""
+def hidden_matrix_mask(params: Any) -> Any:
+  """True on the :class:`CharLM`'s 2-D weights other than the embedding, positions and head.
+
+  Args:
+    params: the :class:`CharLM`'s parameter state (or a pytree of the same structure).
+
+  Returns:
+    A pytree of bools of the structure of ``params``.
+  """
 
   def is_hidden(path, x):
     names = [str(getattr(p, "key", getattr(p, "name", p))) for p in path]
