@@ -10,6 +10,7 @@ with the sigmoid, InfoNCE and direct margin losses.
 from jaxpapers.margins._constructions import (
   Construction,
   DocumentProjection,
+  SymmetricOptimum,
   coherence,
   cs_construction,
   cs_embeddings,
@@ -20,6 +21,7 @@ from jaxpapers.margins._constructions import (
   jl_project,
   orthogonal_construction,
   project_documents,
+  symmetric_optimum,
 )
 from jaxpapers.margins._fit import (
   LOSSES,
@@ -56,6 +58,7 @@ from jaxpapers.margins._relevance import (
 __all__ = [
   "Construction",
   "DocumentProjection",
+  "SymmetricOptimum",
   "FitResult",
   "LOSSES",
   "MaxMarginResult",
@@ -86,6 +89,7 @@ __all__ = [
   "orthogonal_construction",
   "per_query_margin",
   "project_documents",
+  "symmetric_optimum",
   "random_k_sparse_relevance",
   "sample_k_subsets",
   "sdp_max_margin",

@@ -167,6 +167,14 @@ CASES = [
     id="project_documents-zero-row",
   ),
   Case(
+    "symmetric_optimum",
+    mg.symmetric_optimum,
+    (4, 4),
+    match=r"need ints 1 <= k < n",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
     "documents_only_bound",
     mg.documents_only_bound,
     (0.3, 0, 8),
@@ -283,6 +291,7 @@ EXEMPT = {
   "FitResult": "a NamedTuple result container",
   "MaxMarginResult": "a NamedTuple result container",
   "QueryResult": "a NamedTuple result container",
+  "SymmetricOptimum": "a NamedTuple result container",
 }
 
 
