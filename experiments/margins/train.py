@@ -151,52 +151,6 @@ def _knee_constants(rows, cfg: Config) -> list[dict]:
   return out
 
 
-def _refine_cell(cfg: Config, A, fit: dict, m_inf: float, key) -> dict:
-  """Per seed, the smallest integer d with margin-objective m_0 >= m_inf / 2, by bisection.
-
-  The bracket comes from the powers-of-two grid (``fit``: the margin-objective cell, one
-  ``m_0`` per seed and d); each midpoint is a fresh fit with the same seed key, the seeds
-  vmapped in the program of each width of the round (the seeds' midpoints plus the bracket's
-  top), a program compiled once per width and reused by later rounds. Assumes the margin grows with d (it need
-  not for one optimisation run; the answer is then one crossing of the half level).
-  """
-  ds = list(cfg.ds)
-  half = 0.5 * m_inf
-  lo, hi, censored = [], [], []
-  for s in range(cfg.seeds):
-    m0s = [fit[str(d)]["per_seed"][s]["m0"] for d in ds]
-    i = next((i for i, m in enumerate(m0s) if m >= half), None)  # the first d reaching half
-    if i is None:
-      lo.append(None), hi.append(None), censored.append("never")
-    elif i == 0:
-      lo.append(0), hi.append(ds[0]), censored.append(None)  # d = 0 has no margin
-    else:
-      lo.append(ds[i - 1]), hi.append(ds[i]), censored.append(None)
-  live = [s for s in range(cfg.seeds) if hi[s] is not None]
-  if not live:
-    return {"d_half": [None] * cfg.seeds, "censored": censored, "rounds": 0}
-  cap = max(hi[s] for s in live)
-  keys = jax.random.split(key, cfg.seeds)
-  rounds = 0
-  while any(hi[s] - lo[s] > 1 for s in live):
-    mids = [
-      (lo[s] + hi[s]) // 2 if s in live and hi[s] - lo[s] > 1 else cap for s in range(cfg.seeds)
-    ]
-    res = M.fit_free_embeddings(
-      keys, A, mids + [cap], loss="margin", steps=cfg.steps, lr=cfg.lr
-    )  # U: [seeds + 1 dims, seeds, N, cap]
-    U, V = np.asarray(res.U, np.float64), np.asarray(res.V, np.float64)
-    for s in live:
-      if hi[s] - lo[s] > 1:
-        m0 = M.margins_float64(U[s, s, :, : mids[s]], V[s, s, :, : mids[s]], A)["m0"]
-        if m0 >= half:
-          hi[s] = mids[s]
-        else:
-          lo[s] = mids[s]
-    rounds += 1
-  return {"d_half": hi, "censored": censored, "rounds": rounds}
-
-
 def _refined_constants(rows, cfg: Config, cells: core.CellStore, key) -> dict:
   """C = d_half / (k ln(n/k)) per (n, k) and seed on the integer d grid, with intervals."""
   per_nk = []
@@ -208,10 +162,11 @@ def _refined_constants(rows, cfg: Config, cells: core.CellStore, key) -> dict:
       A, kind = _relevance(cfg, n, k)
       fit = {str(r["d"]): r["margin"] for r in rs}
       nk_key = jax.random.fold_in(jax.random.fold_in(key, n), k)
-      ref = cells.get_or_compute(
-        f"threshold/{n}/{k}/{kind}",
-        lambda _: _refine_cell(cfg, A, fit, rs[0]["m_inf"], jax.random.fold_in(nk_key, 4)),
-      )
+      m0 = [[fit[str(d)]["per_seed"][s]["m0"] for d in cfg.ds] for s in range(cfg.seeds)]
+      bisect = lambda _: M.half_margin_dimensions(
+        jax.random.fold_in(nk_key, 4), A, m0, cfg.ds, rs[0]["m_inf"], steps=cfg.steps, lr=cfg.lr
+      )  # per seed, the integer d reaching half the optimum, inside the grid's bracket
+      ref = cells.get_or_compute(f"threshold/{n}/{k}/{kind}", bisect)
       per_nk.append(_nk_constants(n, k, ref))
   return _pooled_constants(per_nk, cfg.seeds)
 

@@ -30,6 +30,7 @@ from jaxpapers.margins._fit import (
   critical_n_grid,
   fit_free_embeddings,
   fit_free_embeddings_minibatch,
+  half_margin_dimensions,
 )
 from jaxpapers.margins._losses import infonce_loss, margin_loss, sigmoid_loss
 from jaxpapers.margins._margins import (
@@ -74,6 +75,7 @@ __all__ = [
   "dual_upper_bound",
   "fit_free_embeddings",
   "fit_free_embeddings_minibatch",
+  "half_margin_dimensions",
   "gaussian_map",
   "global_threshold_margin",
   "infonce_loss",

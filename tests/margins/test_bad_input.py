@@ -167,6 +167,14 @@ CASES = [
     id="project_documents-zero-row",
   ),
   Case(
+    "half_margin_dimensions",
+    mg.half_margin_dimensions,
+    (jax.random.key(0), A, np.zeros((2, 3)), (4, 8), 0.5),
+    match=r"m0 must be \[S, D\]",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
     "symmetric_optimum",
     mg.symmetric_optimum,
     (4, 4),
