@@ -1,12 +1,6 @@
-"""Data of the LAnR experiment: the synthetic multi-hop world, the reader's token layout and
-the store of every context the frozen LM reads.
-
-`build_world` makes the knowledge base in two disconnected groups (training questions ask about
-one, test questions about the other); `Texts` turns questions, documents and answers into token
-ids for one LM (real LMs read inside their own chat template after two worked examples, a
-prefix whose KV cache is computed once); `ContextStore` reads every context once and keeps it
-in ``<workdir>/contexts.npz``; `online_trace` runs the multi-hop loop on the store; `prepare`
-builds all of it and reads the documents and the gold prefixes.
+"""Data of the LAnR experiment: the synthetic multi-hop world, the reader's token layout
+(``Texts``) and the store of every context the frozen LM reads (``ContextStore``, saved in
+``<workdir>/contexts.npz``); ``online_trace`` runs the multi-hop loop on the store.
 """
 
 from __future__ import annotations
@@ -16,7 +10,6 @@ import os
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
@@ -166,40 +159,6 @@ def gold_contexts(qs, split: str, n_docs: int):
   return rows
 
 
-_READ = {}
-
-
-def _reader(fn):
-  if fn not in _READ:
-    _READ[fn] = jax.jit(lambda p, i, n, pr, a, al: L.read_context(fn, p, i, n, pr, a, al))
-  return _READ[fn]
-
-
-def read_rows(T: Texts, seqs, answers, width, bs):
-  """`read_context` over ragged contexts in fixed-shape batches (one compilation per width).
-
-  ``width`` is the buffer width: it must hold every context, its [PRED] tokens and its answer.
-  """
-  need = max(len(s) + len(T.pred) + len(a) for s, a in zip(seqs, answers))
-  if need > width:
-    raise ValueError(f"width={width} cannot hold a context with [PRED] and answer ({need} tokens)")
-  ids, n = L.pad_tokens(seqs, width=width)
-  ai, al = L.pad_tokens(answers)
-  out = []
-  f = _reader(T.fn)
-  for i in range(0, len(seqs), bs):
-    sl = slice(i, i + bs)
-    pad = bs - len(ids[sl])
-    pad2 = lambda x: np.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
-    r = f(T.params, pad2(ids[sl]), pad2(n[sl]), T.pred, pad2(ai[sl]), pad2(al[sl]))
-    out.append(jax.tree.map(lambda x: np.asarray(x)[: bs - pad], r))
-  return {k: np.concatenate([o[k] for o in out]) for k in out[0]}
-
-
-def _bucket(n, step):
-  return int(step * math.ceil(n / step))
-
-
 FIELDS = ("z", "h_answer", "h_pred", "correct", "logp")
 
 
@@ -241,10 +200,12 @@ class ContextStore:
       seqs = [self.ids(k) for k in missing]
       ans = [self.ans_tok[k.split("/")[0]][int(k.split("/")[1])] for k in missing]
       extra = len(self.T.pred) + max(len(a) for a in ans)
-      widths = np.asarray([_bucket(len(s) + extra, self.c.width_bucket) for s in seqs])
+      step = self.c.width_bucket  # one compilation per width
+      widths = np.asarray([step * math.ceil((len(s) + extra) / step) for s in seqs])
       for w in sorted(set(widths.tolist())):
         idx = np.flatnonzero(widths == w)
-        r = read_rows(self.T, [seqs[i] for i in idx], [ans[i] for i in idx], w, self.c.lm_batch)
+        r = L.read_contexts(self.T.fn, self.T.params, [seqs[i] for i in idx],
+                            [ans[i] for i in idx], self.T.pred, width=w, batch_size=self.c.lm_batch)  # fmt: skip
         for j, i in enumerate(idx):
           self.memo[missing[i]] = {f: np.asarray(r[f][j]) for f in FIELDS}
         self.n_read += len(idx)
@@ -256,46 +217,14 @@ class ContextStore:
       return
     keys = list(self.memo)
     arrays = {f: np.stack([self.memo[k][f] for k in keys]) for f in FIELDS}
-    core.cache.write_arrays(
-      self.path, {"keys": np.asarray(keys), **arrays}
-    )  # atomic, digest-checked
+    core.cache.write_arrays(self.path, {"keys": np.asarray(keys), **arrays})  # atomic, checked
 
 
 def online_trace(store: ContextStore, split: str, n_q: int, score_fn, t_max: int, final=True):
-  """The multi-hop loop of ``L.multihop_retrieve`` (no control head), run hop by hop on the
-  store: at hop t the context c_t (question ⊕ the documents retrieved so far) is read, and the
-  document ``argmax_{d not retrieved} score_fn(z_t)[d]`` is appended (ties: the lower id).
-
-  Args:
-    store: the `ContextStore`.
-    split: which questions ('train' or 'test'); n_q: how many.
-    score_fn: ``z [B, H] -> scores [B, N]``.
-    t_max: retrieval calls.
-    final: also read the context after the last call (its answer statistics); False stops
-      after the t_max retrievals (what support recall needs).
-
-  Returns:
-    dict of doc_ids int [B, t_max] and, for the steps read (t_max + 1, or t_max without
-    ``final``), z [B, S, H], h_answer, h_pred, logp [B, S], correct bool [B, S].
-  """
-  retrieved = [[] for _ in range(n_q)]
-  steps = []
-  for t in range(t_max + 1):
-    if t == t_max and not final:
-      break
-    r = store.read([context_key(split, qi, retrieved[qi]) for qi in range(n_q)])
-    steps.append(r)
-    if t < t_max:
-      s = np.array(score_fn(jnp.asarray(r["z"])), np.float64)
-      for qi in range(n_q):
-        s[qi, retrieved[qi]] = -np.inf
-      d = np.argmax(s, axis=1)
-      for qi in range(n_q):
-        retrieved[qi].append(int(d[qi]))
-  out = {"doc_ids": np.asarray(retrieved, np.int64).reshape(n_q, t_max)}
-  for f in FIELDS:
-    out[f] = np.stack([st[f] for st in steps], axis=1)
-  return out
+  """``L.greedy_retrieve`` on the store: the context of question ``qi`` after the documents
+  ``retrieved`` is read by the LM once (``ContextStore``), whatever method or seed asks for it."""
+  read = lambda docs: store.read([context_key(split, qi, d) for qi, d in enumerate(docs)])
+  return L.greedy_retrieve(read, score_fn, n_q, t_max, final=final)
 
 
 def prepare(c, workdir):

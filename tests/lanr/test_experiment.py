@@ -44,7 +44,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   # Resume: documents, contexts and every finished seed are read back; the LM reads nothing.
   boom = lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-read"))
   monkeypatch.setattr(train.L, "encode_documents", boom)
-  monkeypatch.setattr(input_pipeline, "read_rows", boom)
+  monkeypatch.setattr(train.L, "read_contexts", boom)
   again = train.train_and_evaluate(cfg, tmp_path)
   assert again["derived"] == metrics["derived"]
 
@@ -76,7 +76,9 @@ def test_online_trace_equals_the_jitted_loop():
   # context's end), not read.
   ctx = T.q(test_q[0].question)
   with pytest.raises(ValueError, match="cannot hold a context with"):
-    input_pipeline.read_rows(T, [ctx], [ans[0]], len(ctx) + len(T.pred), 1)
+    train.L.read_contexts(
+      T.fn, T.params, [ctx], [ans[0]], T.pred, width=len(ctx) + len(T.pred), batch_size=1
+    )
   # Without the final read the loop stops after the last retrieval: same documents.
   short = input_pipeline.online_trace(
     store, "test", len(test_q), lambda z: train.L.query_embedding(heads, z) @ emb.T, 3, False
@@ -138,7 +140,9 @@ def test_smollm2_reads_contexts_and_documents():
   q = test_q[0]
   gold = T.q(q.question) + [x for g in q.gold for x in T.d(kb.docs[g])]
   width = len(gold) + len(T.pred) + len(T.a(q.answer))
-  r = input_pipeline.read_rows(T, [T.q(q.question), gold], [T.a(q.answer)] * 2, width, 2)
+  r = train.L.read_contexts(
+    T.fn, T.params, [T.q(q.question), gold], [T.a(q.answer)] * 2, T.pred, width=width, batch_size=2
+  )
   assert np.isfinite(r["z"]).all() and r["h_answer"].shape == (2,)
   assert r["h_answer"][1] < r["h_answer"][0]  # the gold evidence makes SmolLM2 surer of the answer
 
