@@ -12,6 +12,7 @@ from experiments.soda import evaluate as evaluation
 from experiments.soda import grid as soda_grid
 from experiments.soda import train
 from experiments.soda.configs import smoke
+from jaxpapers.soda import experiment_models as models
 from jaxpapers.soda import experiment_sweep as sweep_lib
 from tests import notebook_util
 
@@ -131,8 +132,6 @@ def test_digits_muon_mask_is_the_hidden_kernels():
   """Muon (and SODA(Muon)) act on fc1/fc2 kernels, not on the output layer or biases."""
   from flax import nnx
 
-  from jaxpapers.soda import experiment_models as models
-
   params = nnx.split(models.MLP(8, rngs=nnx.Rngs(0)))[1]
   mask = models.mlp_hidden_mask(params)
   flat = {
@@ -189,8 +188,6 @@ def test_token_shards_read_back_and_feed_the_lm(tmp_path):
   """The shard layout (256-int32 header, uint16 ids), its errors, and the LM reading it."""
   import pytest
 
-  from jaxpapers.soda import experiment_models as models
-
   rng = np.random.default_rng(0)
   train_ids = [rng.integers(0, 300, n) for n in (500, 400)]
   for i, t in enumerate(train_ids):
@@ -211,7 +208,7 @@ def test_token_shards_read_back_and_feed_the_lm(tmp_path):
 
   cfg = smoke.get_config().lm
   cfg.data_dir, cfg.vocab, cfg.max_train_tokens, cfg.max_val_tokens = str(tmp_path), 384, 0, 0
-  setup = train._lm_setup(cfg)
+  setup = models.lm_task(cfg)
   assert setup["num_chars"] == 1100
   params = setup["init_params"](jax.random.key(0))
   assert params["embed"]["embedding"][...].shape == (384, cfg.d_model)
@@ -227,10 +224,9 @@ def test_split_muon_groups_follow_their_own_optimizer():
   """A run of the Muon group and of the SODA(Muon) group (one family each) follows
   ``optax.contrib.muon`` and ``soda(muon, mask=hidden kernels)`` built directly."""
   from jaxpapers import soda as soda_lib
-  from jaxpapers.soda import experiment_models as models
 
   cfg = smoke.get_config().digits
-  setup = train._digits_setup(cfg)
+  setup = models.digits_task(cfg)
   sched = lambda peak: sweep_lib.wsd(peak, 60.0, cfg.warmup_frac, cfg.cooldown_frac)
   dims = lambda p: jax.tree.map(
     lambda h: optax.contrib.MuonDimensionNumbers() if h else None, models.mlp_hidden_mask(p)
@@ -351,7 +347,7 @@ def test_data_parallel_grid_equals_single_device():
 
   cfg = smoke.get_config().lm
   cfg.batch_size, cfg.val_windows, cfg.eval_batch = 8, 8, 4
-  setup = train._lm_setup(cfg)
+  setup = models.lm_task(cfg)
   families = ("soda_adamw",)
   hp, keys = soda_grid.group_grid(
     [(f, {"lr": lr}) for f in families for lr in (1e-2, 3e-3)], [0], 0, 6, families
@@ -392,7 +388,6 @@ def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
   validation) traces one data-parallel step of its AdamW group on the 8 fake devices: shapes
   and the batch split are consistent (abstract evaluation only, nothing is computed)."""
   from experiments.soda.configs import full
-  from jaxpapers.soda import experiment_models as models
 
   config = full.get_config()
   cfg = config.lm
@@ -403,7 +398,7 @@ def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
   models.write_token_shard(tmp_path / "x_train_000001.bin", rng.integers(0, 50257, 4096))
   models.write_token_shard(tmp_path / "x_val_000000.bin", rng.integers(0, 50257, 2048))
   cfg.data_dir = str(tmp_path)
-  setup = train._lm_setup(cfg)
+  setup = models.lm_task(cfg)
   assert 1.62e8 < setup["num_params"] < 1.64e8  # GPT-2 small (124M) + an untied 50304 x 768 head
   families = soda_grid.GROUPS["adam"][:2]
   runs = [r for r in soda_grid.family_grid(cfg) if r[0] in families][:2]
