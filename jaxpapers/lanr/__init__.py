@@ -54,6 +54,7 @@ from jaxpapers.lanr._losses import (
   entropy_threshold_stop,
   info_nce,
 )
+from jaxpapers.lanr._reader import ReaderTexts
 from jaxpapers.lanr._stats import auroc_interval
 from jaxpapers.lanr._train import lanr_loss
 
@@ -98,5 +99,6 @@ __all__ = [
   "entropy_threshold_stop",
   "info_nce",
   "auroc_interval",
+  "ReaderTexts",
   "lanr_loss",
 ]

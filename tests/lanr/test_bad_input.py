@@ -1,5 +1,7 @@
 """Bad-input battery for ``jaxpapers.lanr``: malformed calls, eagerly and under jit."""
 
+import types
+
 import jax
 import numpy as np
 import pytest
@@ -246,6 +248,14 @@ CASES = [
     match=r"ids width L=4 must hold every row's length \+ \[PRED\] \(1\) \+ its answer_len",
     jit="nan",
     id="read_context-overflow",
+  ),
+  Case(
+    "ReaderTexts",
+    L.ReaderTexts,
+    (types.SimpleNamespace(lm="bogus", rep_layer=-1), KB, []),
+    match="lm must be 'smollm2', 'gemma3' or 'random'",
+    jit=None,
+    jit_reason="host-side tokenizer and model set-up",
   ),
   Case(
     "auroc_interval",

@@ -10,6 +10,7 @@ import pytest
 from experiments.lanr import evaluate, input_pipeline, train
 from experiments.lanr.configs import default, smoke
 from jaxpapers.core import claims as claims_lib
+from jaxpapers.lanr import _reader as reader
 from tests import notebook_util, resources
 
 
@@ -111,14 +112,14 @@ def test_chat_prompt_holds_the_worked_examples():
       out = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
       return out + "<|im_start|>assistant\n"
 
-  before, after = input_pipeline.chat_pieces(Tok())
-  for q, docs, a in input_pipeline.SHOTS:
-    assert input_pipeline.user_content(q, docs) in before and f"assistant\n{a}<|im_end|>" in before
+  before, after = reader.chat_pieces(Tok())
+  for q, docs, a in reader.SHOTS:
+    assert reader.user_content(q, docs) in before and f"assistant\n{a}<|im_end|>" in before
   assert before.endswith("<|im_start|>user\n") and after == "<|im_end|>\n<|im_start|>assistant\n"
   # the worked examples share no name with any question of the default world
   kb, train_q, test_q = input_pipeline.build_world(default.get_config())
   names = set(kb.groups)
-  shots = " ".join(q + " " + " ".join(d) + " " + a for q, d, a in input_pipeline.SHOTS)
+  shots = " ".join(q + " " + " ".join(d) + " " + a for q, d, a in reader.SHOTS)
   assert not any(n in shots for n in names)
 
 
