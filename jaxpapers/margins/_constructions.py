@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -657,10 +657,8 @@ def symmetric_optimum(
     V = jnp.asarray(_symmetric_documents(n, s), jnp.float32)
     return -float(_optimum.max_margin_queries(V, jnp.asarray(A[:1]), steps=steps).row_margin[0])
 
-  res = sp_optimize.minimize_scalar(
-    neg_margin, bounds=(0.02, 0.98), method="bounded", options={"xatol": 1e-5}
-  )
-  s = float(res.x)
+  search: Any = sp_optimize.minimize_scalar
+  s = float(search(neg_margin, bounds=(0.02, 0.98), method="bounded", options={"xatol": 1e-5}).x)
   V = _symmetric_documents(n, s)
   q = _optimum.max_margin_queries(jnp.asarray(V, jnp.float32), jnp.asarray(A[solved]), steps=steps)
   U = np.zeros((A.shape[0], n + 1))
