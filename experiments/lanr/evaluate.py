@@ -133,51 +133,6 @@ def paired_ci(a, b, n_boot: int) -> dict:
   return {"mean": r.estimate, "lo": r.lo, "hi": r.hi, "ci": r.half_width, "n": r.n}
 
 
-def auroc_ci(score, label, group, n_boot: int, strata=None) -> dict:
-  """AUROC of ``score`` for ``label`` and its 95% bootstrap interval over groups (questions).
-
-  AUROC = P(score_pos > score_neg) + P(tie) / 2 over (positive, negative) pairs, only pairs in
-  the same stratum when ``strata`` is given (e.g. the number of documents in the context, so
-  that counting documents cannot separate the pairs). The interval resamples whole groups
-  (every context of a question together) with ``core.paired_bootstrap``: the items are the
-  group ids, the statistic is the AUROC of the resampled groups (each pair weighted by how
-  often its two groups were drawn), against a constant arm that scores 0.
-
-  Args:
-    score, label, group: [M] per-context score, 0/1 label and group id; strata: optional [M].
-    n_boot: bootstrap resamples.
-
-  Returns:
-    ``{'auroc', 'lo', 'hi', 'ci'}`` (``ci``: the larger distance to a bound); AUROC is 0.5
-    when no pair exists.
-  """
-  score = np.asarray(score, np.float64)
-  label = np.asarray(label).astype(bool)
-  _, g = np.unique(np.asarray(group), return_inverse=True)
-  G = int(g.max()) + 1
-  st = np.zeros(len(score)) if strata is None else np.asarray(strata)
-  pos, neg = np.flatnonzero(label), np.flatnonzero(~label)
-  same = (st[pos][:, None] == st[neg][None, :]).astype(np.float64)
-  comp = np.where(score[pos][:, None] > score[neg][None, :], 1.0, 0.0)
-  comp = np.where(score[pos][:, None] == score[neg][None, :], 0.5, comp) * same
-  gp, gn = g[pos], g[neg]
-
-  def stat(x, axis=-1):
-    x = np.asarray(x)
-    rows = x.reshape(-1, x.shape[-1])
-    w = np.stack([np.bincount(r.astype(np.int64), minlength=G) for r in np.maximum(rows, 0)])
-    wp, wn = w[:, gp].astype(np.float64), w[:, gn].astype(np.float64)  # [k, n_pos], [k, n_neg]
-    num = np.sum((wp @ comp) * wn, axis=1)
-    den = np.sum((wp @ same) * wn, axis=1)
-    out = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.5)
-    out = np.where(np.all(rows < 0, axis=1), 0.0, out)  # the constant arm scores 0
-    return out.reshape(x.shape[:-1])
-
-  ids = np.arange(G, dtype=np.float64)
-  r = core.paired_bootstrap(ids, -np.ones(G), statistic=stat, n_resamples=n_boot, seed=0)
-  return {"auroc": r.estimate, "lo": r.lo, "hi": r.hi, "ci": r.half_width}
-
-
 def per_question(per_seed: list[dict], method: str, key: str) -> np.ndarray:
   """[Q] the per-question value of ``method``'s ``key``, averaged over seeds."""
   return np.mean([np.asarray(r[method][key], np.float64) for r in per_seed], axis=0)
@@ -376,8 +331,8 @@ def sufficiency_metrics(feats: dict, rows: list[dict], per_seed: list[dict], n_b
   qid = np.asarray([r["q"] for r in rows])
   h_ans = feats["test"]["h_answer"]
   return {
-    "entropy": auroc_ci(-h_ans, suff, qid, n_boot),
-    "entropy_same_docs": auroc_ci(-h_ans, suff, qid, n_boot, strata=ndocs),
+    "entropy": L.auroc_interval(-h_ans, suff, qid, n_boot),
+    "entropy_same_docs": L.auroc_interval(-h_ans, suff, qid, n_boot, strata=ndocs),
     "entropy_auroc": _entropy_auroc(h_ans, suff),
     "pred_entropy_auroc": _entropy_auroc(feats["test"]["h_pred"], suff),
     "docs_in_context_auroc": _auroc(ndocs, suff),

@@ -1,12 +1,6 @@
-"""Data of the LAnR experiment: the synthetic multi-hop world, the reader's token layout and
-the store of every context the frozen LM reads.
-
-`build_world` makes the knowledge base in two disconnected groups (training questions ask about
-one, test questions about the other); `Texts` turns questions, documents and answers into token
-ids for one LM (real LMs read inside their own chat template after two worked examples, a
-prefix whose KV cache is computed once); `ContextStore` reads every context once and keeps it
-in ``<workdir>/contexts.npz``; `online_trace` runs the multi-hop loop on the store; `prepare`
-builds all of it and reads the documents and the gold prefixes.
+"""Data of the LAnR experiment: the synthetic multi-hop world, the reader's token layout
+(``Texts``) and the store of every context the frozen LM reads (``ContextStore``, saved in
+``<workdir>/contexts.npz``); ``online_trace`` runs the multi-hop loop on the store.
 """
 
 from __future__ import annotations
@@ -15,36 +9,11 @@ import math
 import os
 import time
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
-from jaxpapers import core, lm
+from jaxpapers import core
 from jaxpapers import lanr as L
-
-# ------------------------------------------------------------------------------------- data
-
-# Two worked examples shown before every question (chat turns of the reader's own template): a
-# 2-hop and a 3-hop chain, so the reader sees the answer is the last fact's object, named alone.
-# Their names cannot come out of the generator (no first name, last name or syllable of
-# ``jaxpapers.lanr``'s lists), so they share no entity with any question.
-SHOTS = (
-  (
-    "In which country was Iris Tamblyn born?",
-    ("Iris Tamblyn was born in Thimble.", "The city of Thimble lies in Quorthia."),
-    "Quorthia",
-  ),
-  (
-    "In which country is the head office of the company Oskar Pell works at?",
-    (
-      "Oskar Pell works at Hexwood Corp.",
-      "The head office of Hexwood Corp is in Marrow.",
-      "Marrow is a city in Estmere.",
-    ),
-    "Estmere",
-  ),
-)
 
 
 def build_world(c):
@@ -56,88 +25,7 @@ def build_world(c):
   return kb, train_q, test_q
 
 
-def user_content(question: str, docs=()) -> str:
-  """The user turn: ``Question: q\nFacts:`` followed by the documents, each after a space."""
-  return f"Question: {question}\nFacts:" + "".join(" " + d for d in docs)
-
-
-def chat_pieces(tok) -> tuple[str, str]:
-  """(text before the live user turn's content, text after it) under the model's template.
-
-  The text before holds the system turn (where the template has a default one) and the worked
-  examples; the text after closes the user turn and opens the assistant's ([PRED]).
-  """
-  shots = []
-  for q, docs, a in SHOTS:
-    shots += [
-      {"role": "user", "content": user_content(q, docs)},
-      {"role": "assistant", "content": a},
-    ]
-  mark = "\x00CONTENT\x00"
-  text = tok.apply_chat_template(shots + [{"role": "user", "content": mark}])
-  before, after = text.split(mark)
-  return before, after
-
-
-class Texts:
-  """How questions, documents, cues and answers become token ids for one LM.
-
-  Real LMs (``smollm2``, ``gemma3``) read every context inside their own chat template after
-  the two worked examples of ``SHOTS``: the fixed text up to ``Question:`` is a prefix whose KV
-  cache is computed once (``L.prefill_prefix``); a context is `` {question}\nFacts:`` ⊕ the
-  documents (each `` {doc}``), [PRED] is the text that closes the user turn and opens the
-  assistant's, and the answer follows it. Documents are read alone, ``doc ⊕ \nKeywords:``.
-  """
-
-  def __init__(self, c, kb, questions):
-    self.lm_name = c.lm
-    if c.lm in ("smollm2", "gemma3"):
-      if c.lm == "smollm2":
-        cfg, params, tok = lm.load_smollm2()
-        self.desc = "SmolLM2-135M-Instruct (frozen, Q4_1 GGUF), chat template, 2 worked examples"
-      else:
-        cfg, params, tok = lm.load_gemma3()
-        self.desc = "Gemma-3-270M (frozen, Q4_K_M GGUF), chat turns, 2 worked examples"
-      enc = lambda s: tok.encode(s, add_bos=False)
-      before, after = chat_pieces(tok)
-      self.prefix_text = before + "Question:"
-      prefix = np.asarray(tok.encode(self.prefix_text), np.int32)  # BOS as the model wants
-      self.q = lambda s: enc(f" {s}\nFacts:")
-      self.d = lambda s: enc(" " + s)
-      self.a = lambda s: enc(s)
-      self.pred = np.asarray(enc(after), np.int32)
-      self.doc_marker = np.asarray(enc("\nKeywords:"), np.int32)
-      self.doc_fn = L.lm_hidden_fn(cfg, layer=c.rep_layer)
-      self.doc_params = params
-      self.fn = L.lm_prefix_fn(cfg, layer=c.rep_layer)
-      self.params = L.prefill_prefix(cfg, params, prefix)
-      self.prefix_len = int(prefix.shape[0])
-    elif c.lm == "random":
-      texts = list(kb.docs) + [q.question for q in questions] + [q.answer for q in questions]
-      tok = L.WordTokenizer(texts)
-      r = c.random_lm
-      cfg = lm.LMConfig(
-        vocab_size=tok.vocab_size,
-        d_model=r.d_model,
-        n_layers=r.n_layers,
-        n_heads=2,
-        n_kv_heads=2,
-        head_dim=r.d_model // 2,
-        ffn_dim=2 * r.d_model,
-        rope_base=10000.0,
-      )
-      params = lm.init_params(jax.random.key(123), cfg, std=0.5)
-      self.desc = f"random-init {r.n_layers}-layer d={r.d_model} decoder, word vocabulary"
-      self.prefix_text = ""
-      self.q = self.d = self.a = tok.encode
-      self.pred = np.asarray([tok.token_to_id("[PRED]")], np.int32)
-      self.doc_marker = np.asarray([tok.token_to_id("[DOC]")], np.int32)
-      self.doc_fn = self.fn = L.lm_hidden_fn(cfg, layer=c.rep_layer)
-      self.doc_params = self.params = params
-      self.prefix_len = 0
-    else:
-      raise ValueError(f"lm must be 'smollm2', 'gemma3' or 'random', got {c.lm!r}")
-    self.cfg = cfg
+Texts = L.ReaderTexts
 
 
 def context_key(split: str, qi: int, docs) -> str:
@@ -164,40 +52,6 @@ def gold_contexts(qs, split: str, n_docs: int):
         )
       )
   return rows
-
-
-_READ = {}
-
-
-def _reader(fn):
-  if fn not in _READ:
-    _READ[fn] = jax.jit(lambda p, i, n, pr, a, al: L.read_context(fn, p, i, n, pr, a, al))
-  return _READ[fn]
-
-
-def read_rows(T: Texts, seqs, answers, width, bs):
-  """`read_context` over ragged contexts in fixed-shape batches (one compilation per width).
-
-  ``width`` is the buffer width: it must hold every context, its [PRED] tokens and its answer.
-  """
-  need = max(len(s) + len(T.pred) + len(a) for s, a in zip(seqs, answers))
-  if need > width:
-    raise ValueError(f"width={width} cannot hold a context with [PRED] and answer ({need} tokens)")
-  ids, n = L.pad_tokens(seqs, width=width)
-  ai, al = L.pad_tokens(answers)
-  out = []
-  f = _reader(T.fn)
-  for i in range(0, len(seqs), bs):
-    sl = slice(i, i + bs)
-    pad = bs - len(ids[sl])
-    pad2 = lambda x: np.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
-    r = f(T.params, pad2(ids[sl]), pad2(n[sl]), T.pred, pad2(ai[sl]), pad2(al[sl]))
-    out.append(jax.tree.map(lambda x: np.asarray(x)[: bs - pad], r))
-  return {k: np.concatenate([o[k] for o in out]) for k in out[0]}
-
-
-def _bucket(n, step):
-  return int(step * math.ceil(n / step))
 
 
 FIELDS = ("z", "h_answer", "h_pred", "correct", "logp")
@@ -241,10 +95,12 @@ class ContextStore:
       seqs = [self.ids(k) for k in missing]
       ans = [self.ans_tok[k.split("/")[0]][int(k.split("/")[1])] for k in missing]
       extra = len(self.T.pred) + max(len(a) for a in ans)
-      widths = np.asarray([_bucket(len(s) + extra, self.c.width_bucket) for s in seqs])
+      step = self.c.width_bucket  # one compilation per width
+      widths = np.asarray([step * math.ceil((len(s) + extra) / step) for s in seqs])
       for w in sorted(set(widths.tolist())):
         idx = np.flatnonzero(widths == w)
-        r = read_rows(self.T, [seqs[i] for i in idx], [ans[i] for i in idx], w, self.c.lm_batch)
+        r = L.read_contexts(self.T.fn, self.T.params, [seqs[i] for i in idx],
+                            [ans[i] for i in idx], self.T.pred, width=w, batch_size=self.c.lm_batch)  # fmt: skip
         for j, i in enumerate(idx):
           self.memo[missing[i]] = {f: np.asarray(r[f][j]) for f in FIELDS}
         self.n_read += len(idx)
@@ -256,46 +112,14 @@ class ContextStore:
       return
     keys = list(self.memo)
     arrays = {f: np.stack([self.memo[k][f] for k in keys]) for f in FIELDS}
-    core.cache.write_arrays(
-      self.path, {"keys": np.asarray(keys), **arrays}
-    )  # atomic, digest-checked
+    core.cache.write_arrays(self.path, {"keys": np.asarray(keys), **arrays})  # atomic, checked
 
 
 def online_trace(store: ContextStore, split: str, n_q: int, score_fn, t_max: int, final=True):
-  """The multi-hop loop of ``L.multihop_retrieve`` (no control head), run hop by hop on the
-  store: at hop t the context c_t (question ⊕ the documents retrieved so far) is read, and the
-  document ``argmax_{d not retrieved} score_fn(z_t)[d]`` is appended (ties: the lower id).
-
-  Args:
-    store: the `ContextStore`.
-    split: which questions ('train' or 'test'); n_q: how many.
-    score_fn: ``z [B, H] -> scores [B, N]``.
-    t_max: retrieval calls.
-    final: also read the context after the last call (its answer statistics); False stops
-      after the t_max retrievals (what support recall needs).
-
-  Returns:
-    dict of doc_ids int [B, t_max] and, for the steps read (t_max + 1, or t_max without
-    ``final``), z [B, S, H], h_answer, h_pred, logp [B, S], correct bool [B, S].
-  """
-  retrieved = [[] for _ in range(n_q)]
-  steps = []
-  for t in range(t_max + 1):
-    if t == t_max and not final:
-      break
-    r = store.read([context_key(split, qi, retrieved[qi]) for qi in range(n_q)])
-    steps.append(r)
-    if t < t_max:
-      s = np.array(score_fn(jnp.asarray(r["z"])), np.float64)
-      for qi in range(n_q):
-        s[qi, retrieved[qi]] = -np.inf
-      d = np.argmax(s, axis=1)
-      for qi in range(n_q):
-        retrieved[qi].append(int(d[qi]))
-  out = {"doc_ids": np.asarray(retrieved, np.int64).reshape(n_q, t_max)}
-  for f in FIELDS:
-    out[f] = np.stack([st[f] for st in steps], axis=1)
-  return out
+  """``L.greedy_retrieve`` on the store: the context of question ``qi`` after the documents
+  ``retrieved`` is read by the LM once (``ContextStore``), whatever method or seed asks for it."""
+  read = lambda docs: store.read([context_key(split, qi, d) for qi, d in enumerate(docs)])
+  return L.greedy_retrieve(read, score_fn, n_q, t_max, final=final)
 
 
 def prepare(c, workdir):

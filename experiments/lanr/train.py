@@ -1,24 +1,10 @@
 """LAnR evidence on a frozen LM: latent multi-hop retrieval and learned stopping.
 
-`train_and_evaluate(config, workdir)`:
-1. builds a synthetic multi-hop QA world (`jaxpapers.lanr.make_kb`) in two disconnected
-   groups of entities: training questions ask about one, test questions about the other, so
-   no entity or document is shared;
-2. reads the frozen LM: [DOC] states of every document, and for every context c = q ⊕ docs ⊕
-   [PRED] ⊕ answer the [PRED] state z and the answer statistics (entropy, teacher-forced exact
-   match). Real LMs read inside their own chat template after two worked examples (a prefix
-   whose KV cache is computed once). Every context is read once (`ContextStore`, saved in
-   ``<workdir>/contexts.npz``): the gold prefixes, then the online loops, which share them;
-3. trains P_q, P_d and two control heads (entropy labels, oracle labels) on the train
-   contexts, one run per seed (``core.Sweep``);
-4. runs the multi-hop loop online on the test questions per seed (`online_trace`, the loop of
-   `multihop_retrieve` on the store) and reads off every stopping rule (fixed T_max, control
-   heads, FLARE-like entropy threshold, trivial rules) from the same trace; runs the same
-   loop with the label-free untrained and whitened cosines of the frozen states, the BM25
-   pipelines (question-as-query; iterative: query, read, re-query with the bridge entity),
-   and the closed-book and gold-document references;
-5. writes results.json (claims judged by the rules in ``configs/default.py``, paired
-   bootstrap intervals over test questions) and plots.
+``train_and_evaluate`` builds the entity-disjoint multi-hop world and reads every context once
+(``input_pipeline``), trains P_q, P_d and two control heads (entropy and oracle labels) per seed
+on ``core.Sweep``, runs the multi-hop loop online on the test questions per seed and reads every
+stopping rule off its trace, beside the seed-independent references (``evaluate``), and writes
+results.json with the claims judged by the rules in ``configs/default.py``.
 """
 
 from __future__ import annotations
@@ -168,9 +154,7 @@ def train_heads(c, data: dict) -> core.SweepResult:
 
 def _seed_cell(c, world, feats, p, eps) -> dict:
   ts = time.time()
-  out = E.evaluate_seed(c, world, feats, p, eps)
-  out["online_s"] = time.time() - ts
-  return out
+  return E.evaluate_seed(c, world, feats, p, eps) | {"online_s": time.time() - ts}
 
 
 def train_and_evaluate(config, workdir) -> dict:
@@ -209,18 +193,9 @@ def train_and_evaluate(config, workdir) -> dict:
     "online_s_per_seed": [r["online_s"] for r in per_seed],
     "derived": E.claim_values(per_seed, ref, hops, sufficiency, c.t_max, c.n_boot),
   }
-  _report(c, workdir, metrics, t0)
-  return metrics
-
-
-def _report(c, workdir, metrics, t0):
   d = metrics["data"]
-  core.write_results(
-    workdir,
-    metrics=metrics,
-    config=c,
-    notes=f"{d['lm']}; {d['documents']} documents, {d['train_questions']} train / "
-    f"{d['test_questions']} held-out questions (1-3 hops, disjoint entities); {c.seeds} seeds "
-    "of the heads; synthetic multi-hop QA proxy.",
-    wall_time_s=time.time() - t0,
-  )
+  notes = (f"{d['lm']}; {d['documents']} documents, {d['train_questions']} train / "
+           f"{d['test_questions']} held-out questions (1-3 hops, disjoint entities); {c.seeds} "
+           "seeds of the heads; synthetic multi-hop QA proxy.")  # fmt: skip
+  core.write_results(workdir, metrics=metrics, config=c, notes=notes, wall_time_s=time.time() - t0)
+  return metrics

@@ -1,18 +1,12 @@
-"""E4, dimension reduction: does the needed dimension grow with the number of queries?
+"""E4, dimension reduction: does the needed dimension grow with the number of queries N?
 
-The paper's main theorem keeps ``m = m^rd(inf, A)`` nearly intact in ``d = O(m^-2 log n)``
-dimensions for ``n`` documents, whatever the number of queries ``N``; the classical JL argument
-(project queries and documents together) needs ``log(N n)``. Here ``n`` and the
-high-dimensional optimum are fixed and ``N`` grows over nested families of query rows; for each
-``d`` and seed one Gaussian map projects
-
-* (a) queries and documents (``jl_project``'s route, queries not re-solved),
-* (b) documents only, queries re-solved per row (``project_documents``),
-* (c) the trivial baseline: a random unit query per row against the projected documents,
-
-and ``d_f(N)`` is the dimension that keeps a fraction ``f`` of the margin. The claims
+``n`` documents and their unrestricted optimum (``jaxpapers.margins.symmetric_optimum``) are
+fixed and ``N`` grows over nested families of query rows; for each ``d`` and seed one Gaussian
+map projects (a) queries and documents, (b) documents only, queries re-solved
+(``project_documents``), (c) documents, against a random unit query per row (the trivial
+baseline). ``d_f(N)`` is the dimension that keeps a fraction ``f`` of the margin; the claims
 (``configs/e4.py``) test the slope of ``ln d_f`` against ``log10 N``. Each ``d`` is one cell of
-``<workdir>/cells/`` (``core.CellStore``), so an interrupted run resumes.
+``<workdir>/cells/``, so an interrupted run resumes.
 """
 
 from __future__ import annotations
@@ -25,7 +19,6 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import optimize as sp_optimize
 
 import jaxpapers.margins as M
 from jaxpapers import core
@@ -53,88 +46,34 @@ class Config:
   source_steps: int
   delta: float
   seed: int
-  # True: every cell solves all C(n, k) rows and reads each seed's prefixes from them (the
-  # n = 32 run). False: each seed solves only its own max(Ns) rows and the source only their
-  # union: the same margins for the rows used (rows are independent problems), a cost in
-  # max(Ns) instead of C(n, k); the random-query baseline then draws one query per used row.
+  # True: every cell solves all C(n, k) rows, each seed reading its prefixes. False: each seed
+  # solves only its own max(Ns) rows (the same margins: rows are independent problems).
   all_rows: bool
 
 
-def _documents(n: int, s: float) -> np.ndarray:
-  """``V_i = (sqrt(1 - s^2) e_i, s)``: unit documents with pairwise inner product ``s^2``."""
-  return np.concatenate([math.sqrt(1.0 - s * s) * np.eye(n), np.full((n, 1), s)], axis=1)
-
-
-def source_solution(n: int, k: int, steps: int, rows=None) -> dict:
-  """The unrestricted optimum for all k-subsets, as explicit embeddings in ``R^{n+1}``.
-
-  By the symmetry of the SDP over document permutations, an optimal document Gram matrix
-  is ``(1 - c) I + c J``; with ``c = s^2 >= 0`` these are the documents of
-  :func:`_documents`, and every row then has the same best query margin. ``s`` maximises
-  that margin (one row, FISTA, scipy's bounded scalar search); the queries of all rows are
-  then solved for these documents (only ``rows``, indices into the rows of
-  ``k_sparse_relevance(n, k)``, when given; ``U`` then has zeros elsewhere and ``m_src`` is
-  their minimum). The result is compared with the exact optimum
-  :func:`jaxpapers.margins.k_sparse_optimal_margin`.
-  """
-  A = np.asarray(M.k_sparse_relevance(n, k))
-  solved = np.arange(A.shape[0]) if rows is None else np.unique(np.asarray(rows))
-
-  def neg_margin(s):
-    V = jnp.asarray(_documents(n, s), jnp.float32)
-    return -float(M.max_margin_queries(V, jnp.asarray(A[:1]), steps=steps).row_margin[0])
-
-  s = float(
-    sp_optimize.minimize_scalar(
-      neg_margin, bounds=(0.02, 0.98), method="bounded", options={"xatol": 1e-5}
-    ).x
-  )
-  V = _documents(n, s)
-  q = M.max_margin_queries(jnp.asarray(V, jnp.float32), jnp.asarray(A[solved]), steps=steps)
-  U = np.zeros((A.shape[0], n + 1))
-  U[solved] = np.asarray(q.U, np.float64)
-  U[solved] /= np.linalg.norm(U[solved], axis=1, keepdims=True)
-  m_src = float(np.min(np.where(A[solved], 1.0, -1.0) * (U[solved] @ V.T)))
-  return {"A": A, "U": U, "V": V, "s": s, "m_src": m_src, "m_inf": M.k_sparse_optimal_margin(n, k)}
-
-
-def _row_margins(key, U, V, A, Y, d: int, steps: int) -> dict:
-  """Row margins ``[N]`` of the three methods for one Gaussian map (drawn from ``key``)."""
-  res = M.project_documents(key, V, A, d, steps=steps)
-  Vp = np.asarray(res.V, np.float64)
-  G = np.asarray(M.gaussian_map(key, V.shape[1], d), np.float64)  # the map res.V came from
-  Up = U @ G
-  Up /= np.linalg.norm(Up, axis=1, keepdims=True)
-  Ur = np.asarray(jax.random.normal(jax.random.fold_in(key, 7), (A.shape[0], d)), np.float64)
-  Ur /= np.linalg.norm(Ur, axis=1, keepdims=True)
-  rb = np.asarray(res.row_margin, np.float64)
-  gap = np.asarray(res.row_upper - res.row_margin, np.float64)
-  return {
-    "projected": np.min(Y * (Up @ Vp.T), axis=1),
-    "resolved": rb,
-    "random": np.min(Y * (Ur @ Vp.T), axis=1),
-    "gap": float(np.max(np.where(rb > 0, gap, 0.0))),
-  }
-
-
 def _cell(cfg: Config, src: dict, perms, key, d: int) -> dict:
+  """Per method and seed, the margin of each nested family of rows after one Gaussian map."""
   Y = np.where(src["A"], 1.0, -1.0)
-  out = {m: [] for m in METHODS}
-  gaps = []
+  out, gaps = {m: [] for m in METHODS}, []
   for s in range(cfg.seeds):
     # All rows, each seed reading its prefixes; or only this seed's rows, in prefix order.
     used = slice(None) if cfg.all_rows else perms[s][: max(cfg.Ns)]
     order = perms[s] if cfg.all_rows else np.arange(max(cfg.Ns))
-    rows = _row_margins(
+    ks, A, U, V = (
       jax.random.fold_in(jax.random.fold_in(key, s), d),
+      src["A"][used],
       src["U"][used],
-      jnp.asarray(src["V"], jnp.float32),
-      jnp.asarray(src["A"][used]),
-      Y[used],
-      d,
-      cfg.steps,
+      src["V"],
     )
-    gaps.append(rows["gap"])
+    res = M.project_documents(ks, jnp.asarray(V, jnp.float32), jnp.asarray(A), d, steps=cfg.steps)
+    Vp = np.asarray(res.V, np.float64)
+    Up = U @ np.asarray(M.gaussian_map(ks, V.shape[1], d), np.float64)  # the map res.V came from
+    Ur = np.asarray(jax.random.normal(jax.random.fold_in(ks, 7), (A.shape[0], d)), np.float64)
+    unit = lambda X: X / np.linalg.norm(X, axis=1, keepdims=True)
+    rb = np.asarray(res.row_margin, np.float64)
+    rows = {"projected": np.min(Y[used] * (unit(Up) @ Vp.T), axis=1), "resolved": rb,
+            "random": np.min(Y[used] * (unit(Ur) @ Vp.T), axis=1)}  # fmt: skip
+    gaps.append(float(np.max(np.where(rb > 0, np.asarray(res.row_upper - res.row_margin), 0.0))))
     for m in METHODS:
       out[m].append([float(np.min(rows[m][order[:N]])) for N in cfg.Ns])
   out["fista_gap_max"] = max(gaps)
@@ -343,14 +282,11 @@ def train_and_evaluate(config, workdir) -> dict:
     for s in range(cfg.seeds)
   ]
   used = None if cfg.all_rows else np.concatenate([p[: max(cfg.Ns)] for p in perms])
-  src = source_solution(cfg.n, cfg.k, cfg.source_steps, rows=used)
+  src = M.symmetric_optimum(cfg.n, cfg.k, steps=cfg.source_steps, rows=used)._asdict()
   kproj = jax.random.fold_in(key, 1)
-  bar = core.progress(total=len(cfg.ds), desc="E4 d grid")
   cells = {}
-  for d in cfg.ds:
+  for d in core.progress(cfg.ds, desc="E4 d grid"):
     cells[d] = store.get_or_compute(f"e4/d={d}", lambda _, d=d: _cell(cfg, src, perms, kproj, d))
-    bar.update(1)
-  bar.close()
   an = analyse(cfg, src, cells)
   metrics = {
     "source": {k: src[k] for k in ("s", "m_src", "m_inf")},

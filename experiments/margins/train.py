@@ -1,22 +1,10 @@
 """Margin against dimension, the loss comparison and critical n for maximal-margin embeddings.
 
-``train_and_evaluate(config, workdir)`` runs three measurements on generated relevance
-matrices (no data files), writes ``results.json`` and PNG plots, and resumes: every
-finished cell is stored in ``<workdir>/cells/`` (``core.CellStore``, one JSON file per cell)
-and skipped on a rerun. The fits of a cell (every dimension x seed) run as one grid on the
-shared sweep engine (``core.Sweep``: sharded over the devices, checkpointed every ``chunk``
-steps, so an interrupted cell resumes from its last checkpoint).
-
-1. Margin ``m_0`` against d for k in ``ks`` and n in ``ns``: fitted free embeddings
-   (direct margin objective and the other losses), the compressed-sensing construction
-   (random-sign documents with sum or max-margin queries), and the dimension-reduction
-   route (Gaussian projection of the explicit ``d = n + 1`` orthogonal solution, queries
-   re-solved), against the exact unrestricted optimum ``m^rd(inf, A)`` and the predicted
-   threshold ``d* = C k ln(n/k)``.
-2. Sigmoid vs InfoNCE (and sigmoid with a fixed zero bias, and the direct objective) on
-   the three margin notions, with seeds.
-3. Critical n per d (largest n whose all-k-subsets matrix is retrieved exactly after a
-   fixed optimisation budget), against the prediction from the margin threshold.
+Three measurements on generated relevance matrices: (1) the margin ``m_0`` against d of fitted
+free embeddings and of the paper's constructions, against the exact optimum ``m^rd(inf, A)`` and
+the threshold ``d* = C k ln(n/k)``; (2) sigmoid vs InfoNCE on the three margin notions; (3)
+critical n per d. Every finished cell is stored in ``<workdir>/cells/`` (a rerun skips it); the
+fits of a cell (every d x seed) run as one ``core.Sweep`` grid, checkpointed every ``chunk`` steps.
 """
 
 from __future__ import annotations
@@ -75,33 +63,29 @@ def _relevance(cfg: Config, n: int, k: int):
 def _fit_cell(cfg: Config, A, loss: str, key, checkpoint_dir) -> dict:
   """All dimensions of cfg.ds and all seeds for one loss, as one grid on ``core.Sweep``."""
   keys = jax.random.split(key, cfg.seeds)
-  kw = dict(
-    steps=cfg.steps,
-    lr=cfg.lr,
-    sweep=True,
-    chunk_size=cfg.chunk or cfg.steps,
-    checkpoint_dir=checkpoint_dir,
-  )
-  ds = list(cfg.ds)
+  kw = dict(steps=cfg.steps, lr=cfg.lr, sweep=True, chunk_size=cfg.chunk or cfg.steps,
+            checkpoint_dir=checkpoint_dir)  # fmt: skip
   if loss == "sigmoid_b0":
-    res = M.fit_free_embeddings(keys, A, ds, loss="sigmoid", learn_bias=False, init_bias=0.0, **kw)
-  else:
-    res = M.fit_free_embeddings(keys, A, ds, loss=loss, **kw)
+    kw |= dict(learn_bias=False, init_bias=0.0)
+  res = M.fit_free_embeddings(keys, A, list(cfg.ds), loss=loss.removesuffix("_b0"), **kw)
   out = {}
   U_all, V_all = np.asarray(res.U, np.float64), np.asarray(res.V, np.float64)
-  for a, d in enumerate(ds):
+  for a, d in enumerate(cfg.ds):
     per_seed = [M.margins_float64(U_all[a, s], V_all[a, s], A) for s in range(cfg.seeds)]
+    stat = lambda f, m: float(f([p[m] for p in per_seed]))
     out[str(d)] = {
       "per_seed": per_seed,
-      **{
-        f"{m}_mean": float(np.mean([p[m] for p in per_seed])) for m in (*NOTIONS, "topk_accuracy")
-      },
-      **{f"{m}_std": float(np.std([p[m] for p in per_seed])) for m in NOTIONS},
-      "m0_best": float(np.max([p["m0"] for p in per_seed])),
+      **{f"{m}_mean": stat(np.mean, m) for m in (*NOTIONS, "topk_accuracy")},
+      **{f"{m}_std": stat(np.std, m) for m in NOTIONS},
+      "m0_best": stat(np.max, "m0"),
       "final_log_t": float(np.mean(np.asarray(res.log_t[a]))),
       "final_b": float(np.mean(np.asarray(res.b[a]))),
     }
   return out
+
+
+def _stored(result) -> dict:  # what a construction's cell holds (its embeddings left out)
+  return result._asdict() | {"U": None, "V": None}
 
 
 def _run_margin_vs_d(cfg: Config, cells: core.CellStore, key) -> list[dict]:
@@ -114,51 +98,22 @@ def _run_margin_vs_d(cfg: Config, cells: core.CellStore, key) -> list[dict]:
     orth = M.orthogonal_construction(n, k, A=None if kind == "all" else A)
     losses = cfg.losses if n == cfg.loss_n else ("margin",)
     nk_key = jax.random.fold_in(jax.random.fold_in(key, n), k)
-    fits = {
-      loss: cells.get_or_compute(
-        f"fit/{n}/{k}/{loss}/{kind}",
-        lambda ckpt: _fit_cell(cfg, A, loss, jax.random.fold_in(nk_key, 1), ckpt),
-      )
-      for loss in losses
-    }
+    fit = lambda loss: lambda ckpt: _fit_cell(cfg, A, loss, jax.random.fold_in(nk_key, 1), ckpt)
+    fits = {loss: cells.get_or_compute(f"fit/{n}/{k}/{loss}/{kind}", fit(loss)) for loss in losses}
     for d in cfg.ds:
       ck = jax.random.fold_in(nk_key, d)
-      row = {
-        "n": n,
-        "k": k,
-        "d": d,
-        "N": int(A.shape[0]),
-        "rows": kind,
-        "m_inf": m_inf,
-        "d_star": cfg.threshold_C * k * math.log(n / k),
-      }
+      row = {"n": n, "k": k, "d": d, "N": int(A.shape[0]), "rows": kind, "m_inf": m_inf,
+             "d_star": cfg.threshold_C * k * math.log(n / k)}  # fmt: skip
       for loss in losses:
         row[loss] = fits[loss][str(d)]
       for q in ("sum", "svm"):
-        row[f"cs_{q}"] = cells.get_or_compute(
-          f"cs/{n}/{k}/{d}/{q}/{kind}",
-          lambda _: (
-            M.cs_construction(
-              jax.random.fold_in(ck, 2), n, k, d, A=A, queries=q, steps=cfg.svm_steps
-            )._asdict()
-            | {"U": None, "V": None}
-          ),
-        )
-      row["jl"] = cells.get_or_compute(
-        f"jl/{n}/{k}/{d}/{kind}",
-        lambda _: (
-          M.jl_project(
-            jax.random.fold_in(ck, 3),
-            orth.U,
-            orth.V,
-            A,
-            d,
-            reoptimize_queries=True,
-            steps=cfg.svm_steps,
-          )._asdict()
-          | {"U": None, "V": None}
-        ),
-      )
+        cs = lambda _: _stored(M.cs_construction(
+          jax.random.fold_in(ck, 2), n, k, d, A=A, queries=q, steps=cfg.svm_steps))  # fmt: skip
+        row[f"cs_{q}"] = cells.get_or_compute(f"cs/{n}/{k}/{d}/{q}/{kind}", cs)
+      jl = lambda _: _stored(M.jl_project(
+        jax.random.fold_in(ck, 3), orth.U, orth.V, A, d, reoptimize_queries=True,
+        steps=cfg.svm_steps))  # fmt: skip
+      row["jl"] = cells.get_or_compute(f"jl/{n}/{k}/{d}/{kind}", jl)
       for r in ("cs_sum", "cs_svm", "jl"):
         row[r] = {"certificate": row[r]["certificate"], "bound": row[r]["bound"]}
       row["best_m0"] = max(
@@ -196,59 +151,6 @@ def _knee_constants(rows, cfg: Config) -> list[dict]:
   return out
 
 
-def _first_half(m0s, ds, half):
-  """Index of the first d whose margin reaches ``half`` (None if none does)."""
-  for i, m in enumerate(m0s):
-    if m >= half:
-      return i
-  return None
-
-
-def _refine_cell(cfg: Config, A, fit: dict, m_inf: float, key) -> dict:
-  """Per seed, the smallest integer d with margin-objective m_0 >= m_inf / 2, by bisection.
-
-  The bracket comes from the powers-of-two grid (``fit``: the margin-objective cell, one
-  ``m_0`` per seed and d); each midpoint is a fresh fit with the same seed key, the seeds
-  vmapped in the program of each width of the round (the seeds' midpoints plus the bracket's
-  top), a program compiled once per width and reused by later rounds. Assumes the margin grows with d (it need
-  not for one optimisation run; the answer is then one crossing of the half level).
-  """
-  ds = list(cfg.ds)
-  half = 0.5 * m_inf
-  lo, hi, censored = [], [], []
-  for s in range(cfg.seeds):
-    i = _first_half([fit[str(d)]["per_seed"][s]["m0"] for d in ds], ds, half)
-    if i is None:
-      lo.append(None), hi.append(None), censored.append("never")
-    elif i == 0:
-      lo.append(0), hi.append(ds[0]), censored.append(None)  # d = 0 has no margin
-    else:
-      lo.append(ds[i - 1]), hi.append(ds[i]), censored.append(None)
-  live = [s for s in range(cfg.seeds) if hi[s] is not None]
-  if not live:
-    return {"d_half": [None] * cfg.seeds, "censored": censored, "rounds": 0}
-  cap = max(hi[s] for s in live)
-  keys = jax.random.split(key, cfg.seeds)
-  rounds = 0
-  while any(hi[s] - lo[s] > 1 for s in live):
-    mids = [
-      (lo[s] + hi[s]) // 2 if s in live and hi[s] - lo[s] > 1 else cap for s in range(cfg.seeds)
-    ]
-    res = M.fit_free_embeddings(
-      keys, A, mids + [cap], loss="margin", steps=cfg.steps, lr=cfg.lr
-    )  # U: [seeds + 1 dims, seeds, N, cap]
-    U, V = np.asarray(res.U, np.float64), np.asarray(res.V, np.float64)
-    for s in live:
-      if hi[s] - lo[s] > 1:
-        m0 = M.margins_float64(U[s, s, :, : mids[s]], V[s, s, :, : mids[s]], A)["m0"]
-        if m0 >= half:
-          hi[s] = mids[s]
-        else:
-          lo[s] = mids[s]
-    rounds += 1
-  return {"d_half": hi, "censored": censored, "rounds": rounds}
-
-
 def _refined_constants(rows, cfg: Config, cells: core.CellStore, key) -> dict:
   """C = d_half / (k ln(n/k)) per (n, k) and seed on the integer d grid, with intervals."""
   per_nk = []
@@ -260,10 +162,11 @@ def _refined_constants(rows, cfg: Config, cells: core.CellStore, key) -> dict:
       A, kind = _relevance(cfg, n, k)
       fit = {str(r["d"]): r["margin"] for r in rs}
       nk_key = jax.random.fold_in(jax.random.fold_in(key, n), k)
-      ref = cells.get_or_compute(
-        f"threshold/{n}/{k}/{kind}",
-        lambda _: _refine_cell(cfg, A, fit, rs[0]["m_inf"], jax.random.fold_in(nk_key, 4)),
-      )
+      m0 = [[fit[str(d)]["per_seed"][s]["m0"] for d in cfg.ds] for s in range(cfg.seeds)]
+      bisect = lambda _: M.half_margin_dimensions(
+        jax.random.fold_in(nk_key, 4), A, m0, cfg.ds, rs[0]["m_inf"], steps=cfg.steps, lr=cfg.lr
+      )  # per seed, the integer d reaching half the optimum, inside the grid's bracket
+      ref = cells.get_or_compute(f"threshold/{n}/{k}/{kind}", bisect)
       per_nk.append(_nk_constants(n, k, ref))
   return _pooled_constants(per_nk, cfg.seeds)
 

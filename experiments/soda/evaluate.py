@@ -29,26 +29,15 @@ def _summaries(task_out: dict, task: str, tcfg: Any = None) -> list[dict]:
     curve = np.asarray(res["curve"])  # [S, E] or [S, E, 2]
     fin = curve[:, -1]
     row = {"horizon": res["horizon"], "family": res["family"], **res["hp"], "steps": res["steps"]}
+    row.update(metric=None, metric_std=None)  # their place in the row
     if task == "digits":
       acc, nll = fin[:, 0], fin[:, 1]
       main = nll if use_nll else acc
-      row.update(
-        metric=float(main.mean()),
-        metric_std=float(main.std()),
-        accuracy=float(acc.mean()),
-        accuracy_std=float(acc.std()),
-        nll=float(nll.mean()),
-        nll_std=float(nll.std()),
-        per_seed=main.tolist(),
-        curve=curve[:, :, 1].mean(0).tolist(),
-      )
-    else:
-      row.update(
-        metric=float(fin.mean()),
-        metric_std=float(fin.std()),
-        per_seed=fin.tolist(),
-        curve=curve.mean(0).tolist(),
-      )
+      row.update(accuracy=float(acc.mean()), accuracy_std=float(acc.std()),
+                 nll=float(nll.mean()), nll_std=float(nll.std()))  # fmt: skip
+      fin, curve = main, curve[:, :, 1]
+    row.update(metric=float(fin.mean()), metric_std=float(fin.std()), per_seed=fin.tolist(),
+               curve=curve.mean(0).tolist())  # fmt: skip
     rows.append(row)
   return rows
 
@@ -238,14 +227,11 @@ def grid_edges(
 ) -> dict[str, dict]:
   """Per horizon of ``base``: does each tuned optimum lie inside the grid that was run?
 
-  At horizon ``T`` the best run of ``base`` over lr x wd gives ``base_lr`` and ``base_wd``, the
-  best run of ``wrapped`` (SODA) over lr gives ``soda_lr``. Each is compared with the values of
-  that hyperparameter run by that family at ``T``: the smallest or the largest is an edge, beyond
-  which the optimum may lie (the arm is then not tuned); for the weight decay only the largest
-  is an edge. Returns ``{str(T): {"base_lr", "base_lr_edge", "base_wd", "base_wd_edge",
-  "soda_lr", "soda_lr_edge", "base_at_edge", "at_edge"}}``: each ``*_edge`` is ``'low'``,
-  ``'high'`` or ``''`` (inside), ``base_at_edge`` counts the base's two edges (0 to 2) and
-  ``at_edge`` all three (0 to 3). Horizons where either arm was not run are left out.
+  The best ``base`` run (lr x wd) and the best ``wrapped`` (SODA) run (lr) at ``T`` are compared
+  with the values their family ran at ``T``: an optimum at the smallest or largest is at an edge
+  (for the weight decay only the largest: 0 bounds the search space). Returns ``{str(T):
+  {"base_lr", "base_lr_edge", "base_wd", "base_wd_edge", "soda_lr", "soda_lr_edge",
+  "base_at_edge" (0-2), "at_edge" (0-3)}}`` with each ``*_edge`` in ``'low'``, ``'high'``, ``''``.
   """
   out = {}
   for t in base_horizons(cfg, base):
@@ -296,14 +282,12 @@ def task_metrics(task: str, tcfg: Any, out: dict) -> dict:
 
 
 def derived_metrics(metrics: dict) -> dict:
-  """Per task and base optimizer, the values the claims in ``configs/default.py`` use.
+  """Per task and base optimizer, the values the claims in ``configs/default.py`` read (pure).
 
   ``<task>_<base>_worst_gap_in_std``: the smallest over horizons of (best SODA - best tuned
-  base) in combined seed std (> 0: SODA better); ``<task>_<base>_beats_wd0_fraction``: the
-  fraction of horizons where SODA beats the base at wd = 0; ``<task>_<base>_horizons_at_edge``:
-  the horizons (ascending) where a tuned optimum (base lr or wd, SODA lr) lies at an edge of its
-  grid (:func:`grid_edges`), and ``<task>_<base>_optima_at_edge`` how many optima do, over all
-  horizons. Pure, JSON in/out.
+  base) in combined seed std (> 0: SODA better); ``..._beats_wd0_fraction``: the horizons where
+  SODA beats the base at wd = 0; ``..._horizons_at_edge`` / ``..._optima_at_edge``: where and how
+  many tuned optima lie at a grid edge (:func:`grid_edges`); ``..._wd_transfer_penalty_in_std``.
   """
   out = {}
   for task, m in metrics.items():

@@ -10,15 +10,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-# Optimizer families trained in one compiled program ("group"): every run of a
-# group carries the states of all the group's optimizers and applies the update
-# of its own family (selected by a traced arm index; under ``vmap`` every family's
-# update is computed for every run). For the Adam families this shares one
-# compiled model across families and horizons at a small extra optimizer cost.
-# Muon and SODA(Muon) are separate groups: a Muon update (Newton-Schulz, five
-# iterations of three matrix products per hidden kernel) costs several times the
-# whole forward/backward pass of the digits MLP, so computing both Muon families
-# for every run nearly doubled the step (``benchmarks/soda_muon_step.py``).
+# Optimizer families trained as one compiled program (``jaxpapers.soda.experiment_sweep``): every
+# run carries all the group's optimizer states. Muon and SODA(Muon) are groups of their own: a Muon
+# update costs several times the digits MLP's whole step (``benchmarks/soda_muon_step.py``).
 GROUPS = {
   "muon": ("muon",),
   "soda_muon": ("soda_muon",),
@@ -95,19 +89,15 @@ def cell_blocks(
 ) -> list[tuple[str, list[tuple[str, dict[str, float]]]]]:
   """The stored cells of one (horizon, group): ``[(name suffix, runs), ...]``, stage by stage.
 
-  ``task_cfg.cell_stages`` is the grid's history: an ordered sequence of ``(suffix,
-  {family: learning rates})``, the first the grid of the first run (suffix ``''``), each later
-  one the learning rates a grid extension added (e.g. ``'+ext'``, ``'+ext2'``). A run belongs to
-  the stage that lists its family's learning rate, and the runs of one stage form the cell
-  ``<task>/T<h>/<group><suffix>``, so a stage's stored cells are read back as stored when a later
-  stage is added and only the new stage's runs train. A family that no stage names is wholly in
-  the first stage; without ``cell_stages`` every run is in the cell ``''``. Empty cells are left
-  out; the order of ``runs`` is kept inside each cell.
+  ``task_cfg.cell_stages`` is the grid's history, ``((suffix, {family: learning rates}), ...)``:
+  the first run's grid (suffix ``''``), then each extension (``'+ext'``, ...). A run belongs to
+  the stage that lists its family's learning rate (a family no stage names: the first stage); the
+  runs of one stage form the cell ``<task>/T<h>/<group><suffix>``, so earlier cells are read back
+  as stored when a stage is added. Empty cells are left out; the order of ``runs`` is kept.
 
   Raises:
-    ValueError: if ``cell_stages`` is not a sequence of ``(str, mapping)`` pairs with distinct
-      suffixes, if a learning rate is listed by two stages of one family, or if a run's family
-      is named by a stage but its learning rate by none (its cell would be ambiguous).
+    ValueError: if ``cell_stages`` is malformed, a learning rate is listed by two stages of one
+      family, or a run's family is named by a stage but its learning rate by none.
   """
   stages = tuple(task_cfg.get("cell_stages", None) or ())
   if not stages:

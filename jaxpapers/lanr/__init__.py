@@ -37,11 +37,13 @@ from jaxpapers.lanr._loop import (
   append_tokens,
   at_hop,
   encode_documents,
+  greedy_retrieve,
   lm_hidden_fn,
   lm_prefix_fn,
   multihop_retrieve,
   prefill_prefix,
   read_context,
+  read_contexts,
   stop_hops,
 )
 from jaxpapers.lanr._losses import (
@@ -52,6 +54,8 @@ from jaxpapers.lanr._losses import (
   entropy_threshold_stop,
   info_nce,
 )
+from jaxpapers.lanr._reader import ReaderTexts
+from jaxpapers.lanr._stats import auroc_interval
 from jaxpapers.lanr._train import lanr_loss
 
 __all__ = [
@@ -80,11 +84,13 @@ __all__ = [
   "append_tokens",
   "at_hop",
   "encode_documents",
+  "greedy_retrieve",
   "lm_hidden_fn",
   "lm_prefix_fn",
   "prefill_prefix",
   "multihop_retrieve",
   "read_context",
+  "read_contexts",
   "stop_hops",
   "answer_entropy",
   "auroc",
@@ -92,5 +98,7 @@ __all__ = [
   "entropy_labels",
   "entropy_threshold_stop",
   "info_nce",
+  "auroc_interval",
+  "ReaderTexts",
   "lanr_loss",
 ]

@@ -24,14 +24,16 @@ decoder (SmolLM2-135M in the experiment).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxpapers import lm
 from jaxpapers.core import validation as V
+from jaxpapers.lanr._data import pad_tokens
 from jaxpapers.lanr._heads import control_logits, query_embedding
 from jaxpapers.lanr._losses import answer_entropy
 
@@ -274,6 +276,101 @@ class RetrievalTrace(NamedTuple):
   h_pred: jax.Array
   correct: jax.Array
   logp: jax.Array
+
+
+_read_jit = jax.jit(read_context, static_argnums=0)  # one compilation per LM and buffer width
+
+
+def read_contexts(
+  lm_fn: LMFn,
+  lm_params: Any,
+  contexts: Sequence[Sequence[int]],
+  answers: Sequence[Sequence[int]],
+  pred_ids: Any,
+  *,
+  width: int,
+  batch_size: int,
+) -> dict[str, np.ndarray]:
+  """:func:`read_context` over ragged contexts, in fixed-shape batches (host loop).
+
+  Every batch is padded to ``[batch_size, width]`` (the last one with empty rows), so one
+  compiled program serves every batch of a width.
+
+  Args:
+    lm_fn: see the module docstring.
+    lm_params: the LM's parameters (passed to ``lm_fn``).
+    contexts: ``M`` token lists (the context c).
+    answers: ``M`` token lists (the answer, teacher-forced).
+    pred_ids: int ``[P]``, the [PRED] token(s).
+    width: the buffer width; must hold every context, the [PRED] tokens and its answer.
+    batch_size: rows per compiled call.
+
+  Returns:
+    ``{field: np.ndarray [M, ...]}`` with the fields of :func:`read_context` (``z [M, H]``,
+    ``h_answer``, ``h_pred``, ``logp [M]``, ``correct`` bool ``[M]``).
+
+  Raises:
+    ValueError: if ``width`` cannot hold some context with ``[PRED]`` and its answer.
+  """
+  bs = V.check_int(batch_size, "batch_size", min_value=1)
+  pred_ids = np.asarray(pred_ids, np.int32)
+  need = max(len(s) + len(pred_ids) + len(a) for s, a in zip(contexts, answers, strict=True))
+  if need > width:
+    raise ValueError(f"width={width} cannot hold a context with [PRED] and answer ({need} tokens)")
+  ids, n = pad_tokens(contexts, width=width)
+  ai, al = pad_tokens(answers)
+  out = []
+  for i in range(0, len(ids), bs):
+    pad = bs - len(ids[i : i + bs])
+    pad2 = lambda x: np.pad(x[i : i + bs], [(0, pad)] + [(0, 0)] * (x.ndim - 1))
+    r = _read_jit(lm_fn, lm_params, pad2(ids), pad2(n), pred_ids, pad2(ai), pad2(al))
+    out.append(jax.tree.map(lambda x: np.asarray(x)[: bs - pad], r))
+  return {k: np.concatenate([o[k] for o in out]) for k in out[0]}
+
+
+def greedy_retrieve(
+  read: Callable[[list[list[int]]], dict[str, Any]],
+  score_fn: Callable[[jax.Array], Any],
+  num_questions: int,
+  t_max: int,
+  *,
+  final: bool = True,
+) -> dict[str, np.ndarray]:
+  """The loop of :func:`multihop_retrieve` (no control head), hop by hop on the host.
+
+  At hop ``t`` the context ``c_t`` (question ⊕ the documents retrieved so far) of every question
+  is read by ``read``, and the document ``argmax_{d not retrieved} score_fn(z_t)[d]`` is appended
+  (ties: the lower id). ``read`` may be any reader of contexts (e.g. a cache over
+  :func:`read_contexts`), so contexts shared by several loops are read once.
+
+  Args:
+    read: ``retrieved -> {field: [Q, ...]}`` for the contexts of the ``Q`` questions with the
+      given documents (a list per question), with at least the field ``z [Q, H]``.
+    score_fn: ``z [Q, H] -> scores [Q, N]``.
+    num_questions: ``Q``.
+    t_max: retrieval calls.
+    final: also read the context after the last call (its answer statistics); False stops
+      after the ``t_max`` retrievals (what support recall needs).
+
+  Returns:
+    ``doc_ids`` int64 ``[Q, t_max]`` and, for every field of ``read``, the stacked reads of the
+    steps read (``t_max + 1``, or ``t_max`` without ``final``): ``[Q, S, ...]``.
+  """
+  Q = V.check_int(num_questions, "num_questions", min_value=1)
+  t_max = V.check_int(t_max, "t_max", min_value=1)
+  retrieved: list[list[int]] = [[] for _ in range(Q)]
+  steps = []
+  for t in range(t_max + 1 if final else t_max):
+    r = read(retrieved)
+    steps.append(r)
+    if t < t_max:
+      s = np.array(score_fn(jnp.asarray(r["z"])), np.float64)
+      for qi in range(Q):
+        s[qi, retrieved[qi]] = -np.inf
+      for qi, d in enumerate(np.argmax(s, axis=1)):
+        retrieved[qi].append(int(d))
+  out = {"doc_ids": np.asarray(retrieved, np.int64).reshape(Q, t_max)}
+  return out | {f: np.stack([np.asarray(st[f]) for st in steps], axis=1) for f in steps[0]}
 
 
 def _check_int_arr(x, name, **kw):

@@ -10,6 +10,7 @@ with the sigmoid, InfoNCE and direct margin losses.
 from jaxpapers.margins._constructions import (
   Construction,
   DocumentProjection,
+  SymmetricOptimum,
   coherence,
   cs_construction,
   cs_embeddings,
@@ -20,6 +21,7 @@ from jaxpapers.margins._constructions import (
   jl_project,
   orthogonal_construction,
   project_documents,
+  symmetric_optimum,
 )
 from jaxpapers.margins._fit import (
   LOSSES,
@@ -28,6 +30,7 @@ from jaxpapers.margins._fit import (
   critical_n_grid,
   fit_free_embeddings,
   fit_free_embeddings_minibatch,
+  half_margin_dimensions,
 )
 from jaxpapers.margins._losses import infonce_loss, margin_loss, sigmoid_loss
 from jaxpapers.margins._margins import (
@@ -56,6 +59,7 @@ from jaxpapers.margins._relevance import (
 __all__ = [
   "Construction",
   "DocumentProjection",
+  "SymmetricOptimum",
   "FitResult",
   "LOSSES",
   "MaxMarginResult",
@@ -71,6 +75,7 @@ __all__ = [
   "dual_upper_bound",
   "fit_free_embeddings",
   "fit_free_embeddings_minibatch",
+  "half_margin_dimensions",
   "gaussian_map",
   "global_threshold_margin",
   "infonce_loss",
@@ -86,6 +91,7 @@ __all__ = [
   "orthogonal_construction",
   "per_query_margin",
   "project_documents",
+  "symmetric_optimum",
   "random_k_sparse_relevance",
   "sample_k_subsets",
   "sdp_max_margin",

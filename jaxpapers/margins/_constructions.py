@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike, DTypeLike
+from scipy import optimize as sp_optimize
 
 from jaxpapers.margins import _optimum, _relevance
 from jaxpapers.margins import _validation as val
@@ -595,3 +596,73 @@ def dimension_reduction_construction(
   else:
     U, V = source
   return jl_project(k_proj, U, V, A, d, reoptimize_queries=reoptimize_queries, steps=steps)
+
+
+class SymmetricOptimum(NamedTuple):
+  """The unrestricted optimum of the all-k-subsets problem as explicit embeddings.
+
+  Attributes:
+    A: ``bool[N, n]`` the relevance matrix ``k_sparse_relevance(n, k)``, ``N = C(n, k)``.
+    U: ``float64[N, n + 1]`` unit queries (rows not solved are zero).
+    V: ``float64[n, n + 1]`` unit documents ``(sqrt(1 - s^2) e_i, s)``.
+    s: the documents' common coordinate.
+    m_src: the margin of the solved rows (their minimum row margin).
+    m_inf: the exact ``m^rd(inf, A)`` (:func:`k_sparse_optimal_margin`), for comparison.
+  """
+
+  A: np.ndarray
+  U: np.ndarray
+  V: np.ndarray
+  s: float
+  m_src: float
+  m_inf: float
+
+
+def _symmetric_documents(n: int, s: float) -> np.ndarray:
+  """``V_i = (sqrt(1 - s^2) e_i, s)``: unit documents with pairwise inner product ``s^2``."""
+  return np.concatenate([math.sqrt(1.0 - s * s) * np.eye(n), np.full((n, 1), s)], axis=1)
+
+
+def symmetric_optimum(
+  n: int, k: int, *, steps: int = 3000, rows: ArrayLike | None = None
+) -> SymmetricOptimum:
+  """The unrestricted optimum for all k-subsets, as explicit embeddings in ``R^{n+1}`` [derived].
+
+  By the symmetry of the SDP over document permutations an optimal document Gram matrix is
+  ``(1 - c) I + c J``; with ``c = s^2 >= 0`` these are the documents ``(sqrt(1 - s^2) e_i, s)``,
+  and every row then has the same best query margin. ``s`` maximises that margin (one row,
+  :func:`max_margin_queries`, scipy's bounded scalar search); the queries of the rows are then
+  solved for these documents.
+
+  Args:
+    n: number of documents.
+    k: relevant documents per query, ``1 <= k < n``.
+    steps: FISTA steps per row of :func:`max_margin_queries`.
+    rows: indices into the rows of ``k_sparse_relevance(n, k)`` to solve (default: all).
+
+  Returns:
+    A :class:`SymmetricOptimum` (``m_src`` close to ``m_inf`` when ``steps`` suffice).
+
+  Example:
+    >>> opt = symmetric_optimum(6, 2, steps=500)
+    >>> abs(opt.m_src - opt.m_inf) < 1e-2
+    True
+  """
+  if not isinstance(n, (int, np.integer)) or not isinstance(k, (int, np.integer)) or not 1 <= k < n:
+    raise ValueError(f"need ints 1 <= k < n, got n={n!r}, k={k!r}.")
+  A = np.asarray(_relevance.k_sparse_relevance(n, k))
+  solved = np.arange(A.shape[0]) if rows is None else np.unique(np.asarray(rows))
+
+  def neg_margin(s):
+    V = jnp.asarray(_symmetric_documents(n, s), jnp.float32)
+    return -float(_optimum.max_margin_queries(V, jnp.asarray(A[:1]), steps=steps).row_margin[0])
+
+  search: Any = sp_optimize.minimize_scalar
+  s = float(search(neg_margin, bounds=(0.02, 0.98), method="bounded", options={"xatol": 1e-5}).x)
+  V = _symmetric_documents(n, s)
+  q = _optimum.max_margin_queries(jnp.asarray(V, jnp.float32), jnp.asarray(A[solved]), steps=steps)
+  U = np.zeros((A.shape[0], n + 1))
+  U[solved] = np.asarray(q.U, np.float64)
+  U[solved] /= np.linalg.norm(U[solved], axis=1, keepdims=True)
+  m_src = float(np.min(np.where(A[solved], 1.0, -1.0) * (U[solved] @ V.T)))
+  return SymmetricOptimum(A, U, V, s, m_src, _optimum.k_sparse_optimal_margin(n, k))

@@ -6,7 +6,7 @@ import functools
 import math
 import os
 from collections.abc import Sequence
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -14,7 +14,7 @@ import numpy as np
 import optax
 from jax.typing import ArrayLike
 
-from jaxpapers.margins import _losses, _relevance
+from jaxpapers.margins import _losses, _margins, _relevance
 from jaxpapers.margins import _validation as val
 
 LOSSES = ("sigmoid", "infonce", "margin")
@@ -612,3 +612,73 @@ def fit_free_embeddings_minibatch(
     b=p["b"],
     history=hist,
   )
+
+
+def half_margin_dimensions(
+  key: jax.Array,
+  A: ArrayLike,
+  m0: ArrayLike,
+  ds: Sequence[int],
+  m_inf: float,
+  *,
+  steps: int = 3000,
+  lr: float = 1e-2,
+) -> dict[str, Any]:
+  """Per seed, the smallest integer d whose fitted margin reaches half the optimum [ours].
+
+  ``d_half`` = the smallest d with ``m_0 >= m_inf / 2`` for the direct margin objective
+  (:func:`fit_free_embeddings`, ``loss='margin'``), found by bisection inside the bracket that a
+  coarse grid ``ds`` gives (from d = 0 when the first grid point already reaches half). Each
+  midpoint is a fresh fit with the seed's own key; the seeds' midpoints of one round (and the
+  bracket's top) are fitted as one vmapped program, compiled once per width. Assumes the margin
+  grows with d (one optimisation run need not; the answer is then one crossing of the level).
+
+  Args:
+    key: one PRNG key, split into one key per seed (as the grid's fits were).
+    A: ``[N, n]`` binary relevance matrix.
+    m0: ``[S, D]`` the margin ``m_0`` of each seed's fit at each grid dimension.
+    ds: the ``D`` grid dimensions, strictly increasing.
+    m_inf: the unrestricted optimum ``m^rd(inf, A)``.
+    steps: optimisation steps per fit.
+    lr: Adam learning rate.
+
+  Returns:
+    ``{"d_half": [S] (None for a seed that never reaches half on the grid), "censored": [S]
+    ("never" or None), "rounds": bisection rounds}``.
+  """
+  m0 = np.asarray(m0, np.float64)
+  ds = [int(d) for d in ds]
+  if m0.ndim != 2 or m0.shape[1] != len(ds) or ds != sorted(set(ds)) or ds[0] < 1:
+    raise ValueError(
+      f"m0 must be [S, D] over a strictly increasing positive grid ds of D dimensions, got "
+      f"m0 of shape {m0.shape} and ds={ds}"
+    )
+  S, half = m0.shape[0], 0.5 * m_inf
+  lo, hi, censored = [], [], []
+  for s in range(S):
+    i = next((i for i, m in enumerate(m0[s]) if m >= half), None)  # the first d reaching half
+    if i is None:
+      lo.append(None), hi.append(None), censored.append("never")
+    elif i == 0:
+      lo.append(0), hi.append(ds[0]), censored.append(None)  # d = 0 has no margin
+    else:
+      lo.append(ds[i - 1]), hi.append(ds[i]), censored.append(None)
+  live = [s for s in range(S) if hi[s] is not None]
+  if not live:
+    return {"d_half": [None] * S, "censored": censored, "rounds": 0}
+  cap = max(hi[s] for s in live)
+  keys = jax.random.split(key, S)
+  rounds = 0
+  while any(hi[s] - lo[s] > 1 for s in live):
+    mids = [(lo[s] + hi[s]) // 2 if s in live and hi[s] - lo[s] > 1 else cap for s in range(S)]
+    res = fit_free_embeddings(keys, A, mids + [cap], loss="margin", steps=steps, lr=lr)
+    U, V = np.asarray(res.U, np.float64), np.asarray(res.V, np.float64)  # [S + 1, S, N, cap]
+    for s in live:
+      if hi[s] - lo[s] > 1:
+        m = _margins.margins_float64(U[s, s, :, : mids[s]], V[s, s, :, : mids[s]], A)["m0"]
+        if m >= half:
+          hi[s] = mids[s]
+        else:
+          lo[s] = mids[s]
+    rounds += 1
+  return {"d_half": hi, "censored": censored, "rounds": rounds}

@@ -8,7 +8,7 @@ import pytest
 
 from jaxpapers import lanr as L
 
-MODULES = {"evaluate": "experiments.lanr.evaluate"}
+MODULES = {"evaluate": "experiments.lanr.evaluate", "stats": "jaxpapers.lanr._stats"}
 
 T2 = 12.706  # t_{0.975, 1}: two seeds
 HOPS = [1, 2, 3, 2]  # four test questions; q1..q3 are multi-hop
@@ -17,6 +17,11 @@ HOPS = [1, 2, 3, 2]  # four test questions; q1..q3 are multi-hop
 @pytest.fixture(name="evaluate")
 def _evaluate():
   return importlib.import_module(MODULES["evaluate"])
+
+
+@pytest.fixture(name="stats")
+def _stats():
+  return importlib.import_module(MODULES["stats"])
 
 
 def _per_seed(evaluate):
@@ -127,7 +132,7 @@ def _pairs_auroc(score, label, strata):
   return num / den if den else 0.5
 
 
-def test_auroc_ci_pairs_strata_and_group_bootstrap(evaluate):
+def test_auroc_ci_pairs_strata_and_group_bootstrap(stats):
   # Six questions, contexts t = 0..hops; sufficient at t = hops.
   hops = [1, 2, 1, 3, 2, 1]
   rng = np.random.default_rng(0)
@@ -139,9 +144,9 @@ def test_auroc_ci_pairs_strata_and_group_bootstrap(evaluate):
       group.append(q)
       strata.append(t)
   score, label = np.asarray(score), np.asarray(label)
-  r = evaluate.auroc_ci(score, label, group, 300)
+  r = stats.auroc_interval(score, label, group, 300)
   assert r["auroc"] == pytest.approx(_pairs_auroc(score, label, [0] * len(score)))
-  rs = evaluate.auroc_ci(score, label, group, 300, strata=strata)
+  rs = stats.auroc_interval(score, label, group, 300, strata=strata)
   assert rs["auroc"] == pytest.approx(_pairs_auroc(score, label, strata))
   # Brute-force bootstrap: resample whole questions with the draws of core.paired_bootstrap
   # (one integers(0, G, (n, G)) call of default_rng(0)), AUROC of the resampled contexts.
@@ -154,7 +159,7 @@ def test_auroc_ci_pairs_strata_and_group_bootstrap(evaluate):
   assert rs["lo"] == pytest.approx(lo) and rs["hi"] == pytest.approx(hi)
   assert rs["ci"] == pytest.approx(max(rs["auroc"] - lo, hi - rs["auroc"]))
   # Perfect separation: every resample scores 1.
-  perfect = evaluate.auroc_ci(label.astype(float), label, group, 100)
+  perfect = stats.auroc_interval(label.astype(float), label, group, 100)
   assert perfect["auroc"] == 1.0 and perfect["ci"] == 0.0
 
 

@@ -903,7 +903,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "evaluate",
+    "jaxpapers.lanr._stats",
     "comp = np.where(score[pos][:, None] == score[neg][None, :], 0.5, comp) * same",
     "comp = np.where(score[pos][:, None] == score[neg][None, :], 0.5, comp)",
     ["test_auroc_ci_pairs_strata_and_group_bootstrap"],
@@ -911,7 +911,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "evaluate",
+    "jaxpapers.lanr._stats",
     "w = np.stack([np.bincount(r.astype(np.int64), minlength=G) for r in np.maximum(rows, 0)])",
     "w = np.ones((rows.shape[0], G))",
     ["test_auroc_ci_pairs_strata_and_group_bootstrap"],

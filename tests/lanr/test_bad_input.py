@@ -1,5 +1,7 @@
 """Bad-input battery for ``jaxpapers.lanr``: malformed calls, eagerly and under jit."""
 
+import types
+
 import jax
 import numpy as np
 import pytest
@@ -246,6 +248,38 @@ CASES = [
     match=r"ids width L=4 must hold every row's length \+ \[PRED\] \(1\) \+ its answer_len",
     jit="nan",
     id="read_context-overflow",
+  ),
+  Case(
+    "ReaderTexts",
+    L.ReaderTexts,
+    (types.SimpleNamespace(lm="bogus", rep_layer=-1), KB, []),
+    match="lm must be 'smollm2', 'gemma3' or 'random'",
+    jit=None,
+    jit_reason="host-side tokenizer and model set-up",
+  ),
+  Case(
+    "auroc_interval",
+    L.auroc_interval,
+    (np.zeros(3), np.zeros(2), np.zeros(3), 10),
+    match="score, label and group must be 1-D of one length",
+    jit=None,
+    jit_reason="host-side bootstrap (NumPy)",
+  ),
+  Case(
+    "greedy_retrieve",
+    L.greedy_retrieve,
+    (lambda docs: {"z": np.zeros((len(docs), 1))}, lambda z: z, 0, 3),
+    match="num_questions",
+    jit=None,
+    jit_reason="host loop over hops",
+  ),
+  Case(
+    "read_contexts",
+    lambda c, a: L.read_contexts(FN, LMP, c, a, PRED, width=3, batch_size=2),
+    ([[1, 2], [3]], [[1, 1], [2]]),
+    match="width=3 cannot hold",
+    jit=None,
+    jit_reason="host loop over batches of ragged token lists",
   ),
   Case(
     "multihop_retrieve",

@@ -10,6 +10,7 @@ import pytest
 from experiments.lanr import evaluate, input_pipeline, train
 from experiments.lanr.configs import default, smoke
 from jaxpapers.core import claims as claims_lib
+from jaxpapers.lanr import _reader as reader
 from tests import notebook_util, resources
 
 
@@ -44,7 +45,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   # Resume: documents, contexts and every finished seed are read back; the LM reads nothing.
   boom = lambda *a, **k: (_ for _ in ()).throw(AssertionError("re-read"))
   monkeypatch.setattr(train.L, "encode_documents", boom)
-  monkeypatch.setattr(input_pipeline, "read_rows", boom)
+  monkeypatch.setattr(train.L, "read_contexts", boom)
   again = train.train_and_evaluate(cfg, tmp_path)
   assert again["derived"] == metrics["derived"]
 
@@ -76,7 +77,9 @@ def test_online_trace_equals_the_jitted_loop():
   # context's end), not read.
   ctx = T.q(test_q[0].question)
   with pytest.raises(ValueError, match="cannot hold a context with"):
-    input_pipeline.read_rows(T, [ctx], [ans[0]], len(ctx) + len(T.pred), 1)
+    train.L.read_contexts(
+      T.fn, T.params, [ctx], [ans[0]], T.pred, width=len(ctx) + len(T.pred), batch_size=1
+    )
   # Without the final read the loop stops after the last retrieval: same documents.
   short = input_pipeline.online_trace(
     store, "test", len(test_q), lambda z: train.L.query_embedding(heads, z) @ emb.T, 3, False
@@ -109,14 +112,14 @@ def test_chat_prompt_holds_the_worked_examples():
       out = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
       return out + "<|im_start|>assistant\n"
 
-  before, after = input_pipeline.chat_pieces(Tok())
-  for q, docs, a in input_pipeline.SHOTS:
-    assert input_pipeline.user_content(q, docs) in before and f"assistant\n{a}<|im_end|>" in before
+  before, after = reader.chat_pieces(Tok())
+  for q, docs, a in reader.SHOTS:
+    assert reader.user_content(q, docs) in before and f"assistant\n{a}<|im_end|>" in before
   assert before.endswith("<|im_start|>user\n") and after == "<|im_end|>\n<|im_start|>assistant\n"
   # the worked examples share no name with any question of the default world
   kb, train_q, test_q = input_pipeline.build_world(default.get_config())
   names = set(kb.groups)
-  shots = " ".join(q + " " + " ".join(d) + " " + a for q, d, a in input_pipeline.SHOTS)
+  shots = " ".join(q + " " + " ".join(d) + " " + a for q, d, a in reader.SHOTS)
   assert not any(n in shots for n in names)
 
 
@@ -138,7 +141,9 @@ def test_smollm2_reads_contexts_and_documents():
   q = test_q[0]
   gold = T.q(q.question) + [x for g in q.gold for x in T.d(kb.docs[g])]
   width = len(gold) + len(T.pred) + len(T.a(q.answer))
-  r = input_pipeline.read_rows(T, [T.q(q.question), gold], [T.a(q.answer)] * 2, width, 2)
+  r = train.L.read_contexts(
+    T.fn, T.params, [T.q(q.question), gold], [T.a(q.answer)] * 2, T.pred, width=width, batch_size=2
+  )
   assert np.isfinite(r["z"]).all() and r["h_answer"].shape == (2,)
   assert r["h_answer"][1] < r["h_answer"][0]  # the gold evidence makes SmolLM2 surer of the answer
 

@@ -213,3 +213,41 @@ def test_prefix_fn_equals_reading_the_prefix_in_the_context():
   # A prefix that is read must change the states (the cache is attended to).
   h3, _ = FN(PARAMS, ids, mask, pos)
   assert np.abs(np.asarray(h3) - np.asarray(h)).max() > 1e-3
+
+
+def test_read_contexts_equals_one_read_per_row():
+  """Batched, padded reads (a short last batch) equal each row read alone at its own width."""
+  ctxs = [RNG.integers(4, 40, n).tolist() for n in (3, 5, 2, 4, 1)]
+  answers = [RNG.integers(4, 40, n).tolist() for n in (1, 2, 2, 1, 2)]
+  got = L.read_contexts(FN, PARAMS, ctxs, answers, PRED, width=12, batch_size=2)
+  assert set(got) == {"z", "h_answer", "h_pred", "correct", "logp"} and got["z"].shape == (5, 16)
+  for i, (c, a) in enumerate(zip(ctxs, answers)):
+    one = L.read_context(
+      FN, PARAMS, np.asarray([c + [0] * 3], np.int32), np.asarray([len(c)], np.int32), PRED,
+      np.asarray([a], np.int32), np.asarray([len(a)], np.int32),
+    )  # fmt: skip
+    for k, v in one.items():
+      np.testing.assert_allclose(got[k][i], np.asarray(v)[0], rtol=2e-5, atol=2e-5)
+  with pytest.raises(ValueError, match="cannot hold a context"):
+    L.read_contexts(FN, PARAMS, ctxs, answers, PRED, width=6, batch_size=2)
+
+
+def test_greedy_retrieve_takes_the_best_unretrieved_document():
+  """A reader whose state is the count of documents read and a score table per count: the loop
+  must take, per hop, the best document not yet retrieved (ties: the lower id)."""
+  table = np.array([[0.1, 0.9, 0.9, 0.2], [0.0, 5.0, 1.0, 3.0], [7.0, 7.0, 0.0, 1.0]])
+  calls = []
+
+  def read(docs):
+    calls.append([list(d) for d in docs])
+    z = np.asarray([[len(d)] for d in docs], np.float32)  # [Q=2, 1]
+    return {"z": z, "logp": -z[:, 0]}
+
+  score = lambda z: jnp.asarray(table)[z[:, 0].astype(int)]
+  out = L.greedy_retrieve(read, score, 2, 3)
+  np.testing.assert_array_equal(out["doc_ids"], [[1, 3, 0]] * 2)  # hop 2: 0 beats the read 1
+  assert out["z"].shape == (2, 4, 1) and out["logp"].shape == (2, 4)
+  assert calls[-1] == [[1, 3, 0]] * 2
+  short = L.greedy_retrieve(read, score, 2, 3, final=False)
+  np.testing.assert_array_equal(short["doc_ids"], out["doc_ids"])
+  assert short["z"].shape == (2, 3, 1)

@@ -167,6 +167,22 @@ CASES = [
     id="project_documents-zero-row",
   ),
   Case(
+    "half_margin_dimensions",
+    mg.half_margin_dimensions,
+    (jax.random.key(0), A, np.zeros((2, 3)), (4, 8), 0.5),
+    match=r"m0 must be \[S, D\]",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "symmetric_optimum",
+    mg.symmetric_optimum,
+    (4, 4),
+    match=r"need ints 1 <= k < n",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
     "documents_only_bound",
     mg.documents_only_bound,
     (0.3, 0, 8),
@@ -283,6 +299,7 @@ EXEMPT = {
   "FitResult": "a NamedTuple result container",
   "MaxMarginResult": "a NamedTuple result container",
   "QueryResult": "a NamedTuple result container",
+  "SymmetricOptimum": "a NamedTuple result container",
 }
 
 

@@ -140,3 +140,16 @@ def test_dual_bound_forster_and_k_sparse_theta():
   np.testing.assert_allclose(M.k_sparse_optimal_margin(3, 1), 0.6, rtol=1e-7)
   vals = [M.k_sparse_optimal_margin(1000, k) * math.sqrt(k) for k in (1, 4, 16)]
   assert all(0.3 < v < 0.5 for v in vals)
+
+
+def test_symmetric_optimum_reaches_the_exact_optimum():
+  """The symmetric documents with re-solved queries reach ``k_sparse_optimal_margin`` (an
+  independent closed form), on all rows and on a subset of them."""
+  opt = M.symmetric_optimum(7, 2, steps=1500)
+  assert opt.U.shape == (21, 8) and opt.V.shape == (7, 8)
+  np.testing.assert_allclose(np.linalg.norm(opt.V, axis=1), 1.0, atol=1e-12)
+  np.testing.assert_allclose(opt.V @ opt.V.T - np.eye(7) * (1 - opt.s**2), opt.s**2, atol=1e-12)
+  assert opt.m_inf == M.k_sparse_optimal_margin(7, 2)
+  np.testing.assert_allclose(opt.m_src, opt.m_inf, atol=2e-3)
+  part = M.symmetric_optimum(7, 2, steps=1500, rows=[3, 0, 3])
+  assert np.all(part.U[[1, 2, 4]] == 0) and np.all(np.linalg.norm(part.U[[0, 3]], axis=1) > 0.99)

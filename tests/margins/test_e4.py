@@ -64,9 +64,11 @@ def test_used_rows_only_equals_all_rows():
   import jax
   import jax.numpy as jnp
 
+  from jaxpapers.margins._constructions import _symmetric_documents
+
   n, k, d = 8, 2, 16
   A = np.asarray(M.k_sparse_relevance(n, k))
-  V = e4._documents(n, 0.4)
+  V = _symmetric_documents(n, 0.4)
   U = np.asarray(M.max_margin_queries(jnp.asarray(V, jnp.float32), jnp.asarray(A), steps=100).U)
   src = {"A": A, "U": U / np.linalg.norm(U, axis=1, keepdims=True), "V": V}
   perms = [np.asarray(jax.random.permutation(jax.random.key(s), len(A))) for s in range(2)]

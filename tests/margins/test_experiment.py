@@ -72,8 +72,10 @@ def test_threshold_bisection_finds_each_seeds_integer_crossing(tmp_path, monkeyp
     assert (U[:, :d] == s + 1).all()  # the slice is the seed's own run at its own midpoint
     return {"m0": 1.0 if d >= d_true[A.shape[1]][s] else 0.0}
 
-  monkeypatch.setattr(train.M, "fit_free_embeddings", fake_fit)
-  monkeypatch.setattr(train.M, "margins_float64", fake_margins)
+  from jaxpapers.margins import _fit
+
+  monkeypatch.setattr(_fit, "fit_free_embeddings", fake_fit)  # what the bisection calls
+  monkeypatch.setattr(_fit._margins, "margins_float64", fake_margins)
   rows = []
   for n in (16, 64):
     for d in cfg.ds:

@@ -1,7 +1,6 @@
 """End-to-end smoke run of the SODA experiment, its resume path, and the notebook."""
 
 import json
-import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -13,6 +12,8 @@ from experiments.soda import evaluate as evaluation
 from experiments.soda import grid as soda_grid
 from experiments.soda import train
 from experiments.soda.configs import smoke
+from jaxpapers.soda import experiment_models as models
+from jaxpapers.soda import experiment_sweep as sweep_lib
 from tests import notebook_util
 
 
@@ -93,28 +94,6 @@ def test_extended_grid_reuses_the_earlier_stages_and_refuses_a_changed_one(tmp_p
     train.train_and_evaluate(config, str(tmp_path / "a"))
 
 
-def test_committed_cells_are_the_default_grid_stage_by_stage():
-  """``results/cells`` holds exactly the default config's cells, each with the runs it names, so
-  the committed command reads every cell back and trains none."""
-  from experiments.soda.configs import default
-
-  cfg = default.get_config().digits
-  cells = pathlib.Path(train.__file__).parent / "results" / "cells"
-  store = train.core.CellStore(cells)
-  grid = soda_grid.family_grid(cfg)
-  want = set()
-  for group, families in soda_grid.GROUPS.items():
-    runs = [(f, hp) for f, hp in grid if f in families]
-    for t in soda_grid.group_horizons(cfg, group):
-      for suffix, cell_runs in soda_grid.cell_blocks(cfg, runs):
-        name = f"digits/T{t}/{group}{suffix}"
-        want.add(name)
-        assert name in store, name
-        soda_grid.check_cell(name, store.get(name), cell_runs, t)
-  assert {train.core.CellStore.name_of(p.name) for p in cells.glob("*.json")} == want
-  assert {n.rsplit("/", 1)[1] for n in want} >= {"muon+ext2", "soda_muon+ext2", "adam+ext"}
-
-
 def test_wd_transfer_penalty_and_gap_by_hand():
   """The claim metrics on a hand-made grid (lower is better, two horizons, two lrs)."""
   from ml_collections import ConfigDict
@@ -153,8 +132,6 @@ def test_digits_muon_mask_is_the_hidden_kernels():
   """Muon (and SODA(Muon)) act on fc1/fc2 kernels, not on the output layer or biases."""
   from flax import nnx
 
-  from experiments.soda import models
-
   params = nnx.split(models.MLP(8, rngs=nnx.Rngs(0)))[1]
   mask = models.mlp_hidden_mask(params)
   flat = {
@@ -182,16 +159,19 @@ def test_arm_selection_matches_standalone_optimizer():
     "total": jnp.float32(60),
     "adam_lr": jnp.float32(0.0),
   }
-  tx = train.make_tx("adamw", hp, cfg)
+  tx = sweep_lib.make_tx("adamw", hp, cfg)
   ref = optax.adamw(
-    train.wsd(3e-3, 60, cfg.warmup_frac, cfg.cooldown_frac), b1=cfg.b1, b2=cfg.b2, weight_decay=0.1
+    sweep_lib.wsd(3e-3, 60, cfg.warmup_frac, cfg.cooldown_frac),
+    b1=cfg.b1,
+    b2=cfg.b2,
+    weight_decay=0.1,
   )
   p = {"w": jnp.ones((3, 2))}
   g = {"w": jnp.full((3, 2), 0.5)}
   u1, _ = tx.update(g, tx.init(p), p)
   u2, _ = ref.update(g, ref.init(p), p)
   np.testing.assert_allclose(u1["w"], u2["w"], rtol=1e-6)
-  sched = train.wsd(jnp.float32(1.0), jnp.float32(100), 0.0, 0.3)
+  sched = sweep_lib.wsd(jnp.float32(1.0), jnp.float32(100), 0.0, 0.3)
   np.testing.assert_allclose(
     [float(sched(jnp.asarray(k))) for k in (0, 69, 70, 85, 99, 100)],
     [1.0, 1.0, 1.0, 0.5, 1 / 30, 0.0],
@@ -207,8 +187,6 @@ def test_notebook_runs():
 def test_token_shards_read_back_and_feed_the_lm(tmp_path):
   """The shard layout (256-int32 header, uint16 ids), its errors, and the LM reading it."""
   import pytest
-
-  from experiments.soda import models
 
   rng = np.random.default_rng(0)
   train_ids = [rng.integers(0, 300, n) for n in (500, 400)]
@@ -230,7 +208,7 @@ def test_token_shards_read_back_and_feed_the_lm(tmp_path):
 
   cfg = smoke.get_config().lm
   cfg.data_dir, cfg.vocab, cfg.max_train_tokens, cfg.max_val_tokens = str(tmp_path), 384, 0, 0
-  setup = train._lm_setup(cfg)
+  setup = models.lm_task(cfg)
   assert setup["num_chars"] == 1100
   params = setup["init_params"](jax.random.key(0))
   assert params["embed"]["embedding"][...].shape == (384, cfg.d_model)
@@ -245,12 +223,11 @@ def test_token_shards_read_back_and_feed_the_lm(tmp_path):
 def test_split_muon_groups_follow_their_own_optimizer():
   """A run of the Muon group and of the SODA(Muon) group (one family each) follows
   ``optax.contrib.muon`` and ``soda(muon, mask=hidden kernels)`` built directly."""
-  from experiments.soda import models
   from jaxpapers import soda as soda_lib
 
   cfg = smoke.get_config().digits
-  setup = train._digits_setup(cfg)
-  sched = lambda peak: train.wsd(peak, 60.0, cfg.warmup_frac, cfg.cooldown_frac)
+  setup = models.digits_task(cfg)
+  sched = lambda peak: sweep_lib.wsd(peak, 60.0, cfg.warmup_frac, cfg.cooldown_frac)
   dims = lambda p: jax.tree.map(
     lambda h: optax.contrib.MuonDimensionNumbers() if h else None, models.mlp_hidden_mask(p)
   )
@@ -328,7 +305,7 @@ def test_choose_data_parallel_and_grid_mesh():
   import pytest
 
   got = [
-    train.choose_data_parallel(r, d, b)
+    sweep_lib.choose_data_parallel(r, d, b)
     for r, d, b in [
       (30, 8, 64),
       (8, 8, 64),
@@ -343,19 +320,19 @@ def test_choose_data_parallel_and_grid_mesh():
     ]
   ]
   assert got == [1, 1, 1, 2, 4, 8, 4, 3, 2, 2]
-  assert train.grid_mesh(30, 1, 64) is None  # runs-only: core.runs_mesh
+  assert sweep_lib.grid_mesh(30, 1, 64) is None  # runs-only: core.runs_mesh
   # 8 fake devices: 3 runs -> 2 devices each, on 3 of the 4 runs-axis rows (no padded run).
-  assert dict(train.grid_mesh(3, 0, 8).shape) == {"runs": 3, "data": 2}
-  assert dict(train.grid_mesh(3, 4, 8).shape) == {"runs": 2, "data": 4}
+  assert dict(sweep_lib.grid_mesh(3, 0, 8).shape) == {"runs": 3, "data": 2}
+  assert dict(sweep_lib.grid_mesh(3, 4, 8).shape) == {"runs": 2, "data": 4}
   # The batch constraint: split over 'data' when the axis divides, else left to the compiler.
-  mesh = train.grid_mesh(2, 4, 8)
-  split = jax.jit(train.data_constraint(mesh))
+  mesh = sweep_lib.grid_mesh(2, 4, 8)
+  split = jax.jit(sweep_lib.data_constraint(mesh))
   assert split(jnp.ones((8, 3))).sharding.spec[0] == "data"
   assert split(jnp.ones((6, 3))).shape == (6, 3)
   with pytest.raises(ValueError, match="data_parallel=3 must divide"):
-    train.grid_mesh(3, 3, 8)
+    sweep_lib.grid_mesh(3, 3, 8)
   with pytest.raises(ValueError, match="data_parallel must be an int"):
-    train.grid_mesh(3, -1, 8)
+    sweep_lib.grid_mesh(3, -1, 8)
 
 
 def test_data_parallel_grid_equals_single_device():
@@ -370,7 +347,7 @@ def test_data_parallel_grid_equals_single_device():
 
   cfg = smoke.get_config().lm
   cfg.batch_size, cfg.val_windows, cfg.eval_batch = 8, 8, 4
-  setup = train._lm_setup(cfg)
+  setup = models.lm_task(cfg)
   families = ("soda_adamw",)
   hp, keys = soda_grid.group_grid(
     [(f, {"lr": lr}) for f in families for lr in (1e-2, 3e-3)], [0], 0, 6, families
@@ -385,7 +362,7 @@ def test_data_parallel_grid_equals_single_device():
       microbatches=microbatches,
     )
 
-  dp_mesh = train.grid_mesh(2, 4, cfg.batch_size)
+  dp_mesh = sweep_lib.grid_mesh(2, 4, cfg.batch_size)
   single = core.runs_mesh(2, devices=jax.devices()[:1])
   ref = sweep(single).run(hp, keys, num_steps=6, show_progress=False)
   got = sweep(dp_mesh, microbatches=2).run(hp, keys, num_steps=6, show_progress=False)
@@ -410,7 +387,6 @@ def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
   """``configs/full.py`` as written (GPT-2 small, batch 64 x 1024 in 16 microbatches, chunked
   validation) traces one data-parallel step of its AdamW group on the 8 fake devices: shapes
   and the batch split are consistent (abstract evaluation only, nothing is computed)."""
-  from experiments.soda import models
   from experiments.soda.configs import full
 
   config = full.get_config()
@@ -422,12 +398,12 @@ def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
   models.write_token_shard(tmp_path / "x_train_000001.bin", rng.integers(0, 50257, 4096))
   models.write_token_shard(tmp_path / "x_val_000000.bin", rng.integers(0, 50257, 2048))
   cfg.data_dir = str(tmp_path)
-  setup = train._lm_setup(cfg)
+  setup = models.lm_task(cfg)
   assert 1.62e8 < setup["num_params"] < 1.64e8  # GPT-2 small (124M) + an untied 50304 x 768 head
   families = soda_grid.GROUPS["adam"][:2]
   runs = [r for r in soda_grid.family_grid(cfg) if r[0] in families][:2]
   hp, keys = soda_grid.group_grid(runs, [0], 0, cfg.horizons[0], families)
-  mesh = train.grid_mesh(2, cfg.data_parallel, cfg.batch_size)
+  mesh = sweep_lib.grid_mesh(2, cfg.data_parallel, cfg.batch_size)
   assert dict(mesh.shape) == {"runs": 2, "data": 4}
   eng = train.setup_sweep(
     setup,

@@ -212,8 +212,20 @@ _HEADS_TRAIN = dict(
 )
 _BOOT = "; noise = 95% paired-bootstrap half-width over the test questions (seed means)"
 
+
+def _claim(**fields):
+  """A claim on a higher-is-better ``metric`` whose noise is its 95% half-width ``<metric>_ci``."""
+  return dict(fields, noise=fields["metric"] + "_ci", direction="higher")
+
+
+_ENTROPY = (
+  "answer token entropy reliably signals retrieval sufficiency (arXiv abstract); "
+  "spec's prediction AUROC > 0.8"
+)
+
+
 CLAIMS = (
-  dict(
+  _claim(
     id="latent_beats_question_query",
     statement="LAnR's latent [PRED] queries (trained heads) retrieve the full evidence of "
     "multi-hop questions more often than the iterative lexical pipeline (BM25: query, read, "
@@ -221,7 +233,6 @@ CLAIMS = (
     paper_text="LAnR outperforms existing RAG methods (abstract; no number public)",
     metric="derived.lanr_minus_bm25_iter_multihop_recall",
     noise="derived.lanr_minus_bm25_iter_multihop_recall_ci",
-    direction="higher",
     held=0.01,
     requires=[_HEADS_TRAIN],
     controls={
@@ -241,15 +252,13 @@ CLAIMS = (
     "loop scored by a label-free cosine of the frozen states (no trained head); if one also "
     "beats the pipeline, the trained heads are not what wins",
   ),
-  dict(
+  _claim(
     id="trained_heads_beat_frozen_cosine",
     statement="The trained [PRED]/[DOC] projections retrieve the full evidence more often than "
     "the best label-free cosine of the same frozen hidden states",
     paper_text="LAnR produces dense retrieval vectors from the hidden states of a designated "
     "[PRED] token (abstract)",
     metric="derived.trained_minus_frozen_cosine_recall",
-    noise="derived.trained_minus_frozen_cosine_recall_ci",
-    direction="higher",
     held=0.01,
     requires=[_HEADS_TRAIN],
     unit="support recall",
@@ -258,15 +267,13 @@ CLAIMS = (
     "recall) of the untrained and the whitened cosine of the frozen states, both run in the "
     "same online loop with 3 calls" + _BOOT,
   ),
-  dict(
+  _claim(
     id="control_cuts_calls",
     statement="The MLP control head (entropy labels) reduces the mean number of retrieval calls "
     "against fixed T_max = 3",
     paper_text="improved inference efficiency through reduced number of retrieval calls "
     "(abstract; no number public)",
     metric="derived.calls_saved_entropy_control",
-    noise="derived.calls_saved_entropy_control_ci",
-    direction="higher",
     held=0.5,
     partly=0.1,
     requires=list(_READER_ANSWERS),
@@ -274,14 +281,12 @@ CLAIMS = (
     fmt=".2f",
     note="3 minus the calls of LAnR + control (entropy labels), all test questions" + _BOOT,
   ),
-  dict(
+  _claim(
     id="control_keeps_accuracy",
     statement="Stopping with the control head costs at most 2 points of exact match against "
     "fixed T_max = 3",
     paper_text="spec's expected direction: <= 2 points EM loss (reconstruction; no number public)",
     metric="derived.em_entropy_control_minus_fixed",
-    noise="derived.em_entropy_control_minus_fixed_ci",
-    direction="higher",
     held=-0.02,
     requires=list(_READER_ANSWERS),
     controls={"one retrieval call": "derived.trivial_one_call_em_minus_fixed"},
@@ -290,15 +295,12 @@ CLAIMS = (
     note="teacher-forced greedy exact match of the answer after the final context, paired per "
     "question" + _BOOT,
   ),
-  dict(
+  _claim(
     id="entropy_signals_sufficiency",
     statement="Answer-token entropy separates contexts that hold all gold documents from "
     "contexts that do not",
-    paper_text="answer token entropy reliably signals retrieval sufficiency (arXiv abstract); "
-    "spec's prediction AUROC > 0.8",
+    paper_text=_ENTROPY,
     metric="derived.entropy_auroc",
-    noise="derived.entropy_auroc_ci",
-    direction="higher",
     held=0.8,
     partly=0.6,
     chance=0.5,
@@ -310,15 +312,12 @@ CLAIMS = (
     "on the held-out gold-prefix contexts; noise = 95% bootstrap half-width, questions "
     "resampled with all their contexts. Control: the number of documents in the context",
   ),
-  dict(
+  _claim(
     id="entropy_sufficiency_same_docs",
     statement="Answer-token entropy separates sufficient from insufficient contexts that hold "
     "the same number of documents",
-    paper_text="answer token entropy reliably signals retrieval sufficiency (arXiv abstract); "
-    "spec's prediction AUROC > 0.8",
+    paper_text=_ENTROPY,
     metric="derived.entropy_auroc_same_docs",
-    noise="derived.entropy_auroc_same_docs_ci",
-    direction="higher",
     held=0.8,
     partly=0.6,
     chance=0.5,

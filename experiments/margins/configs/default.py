@@ -247,6 +247,22 @@ def _threshold_bracketed(ns, ks, ds):
   return out
 
 
+def _threshold(id, metric, statement, note, requires, **extra):
+  return dict(
+    id=id,
+    statement="d = Theta(k ln(n/k)) dimensions suffice to reach the optimal margin's order"
+    + statement,
+    paper_text="d = Theta(k log(n/k)) necessary and sufficient (theorem)",
+    metric=metric,
+    direction="lower",
+    held=2.0,
+    fmt=".2f",
+    requires=requires,
+    **extra,
+    note=note,
+  )
+
+
 def claims_for(c):
   """The claims of a config ``c`` (its (n, k, d) grid decides the threshold preconditions)."""
   bracketed = _threshold_bracketed(c.ns, c.ks, c.ds)
@@ -254,39 +270,29 @@ def claims_for(c):
     _sigmoid_wins("m0", "the paper's margin m_0, threshold 0"),
     _sigmoid_wins("mg", "best common threshold m_g"),
     _sigmoid_wins("mq", "per-query margin m_q"),
-    dict(
-      id="dimension_threshold",
-      statement="d = Theta(k ln(n/k)) dimensions suffice to reach the optimal margin's order",
-      paper_text="d = Theta(k log(n/k)) necessary and sufficient (theorem)",
-      metric="derived.threshold_C_spread",
-      direction="lower",
-      held=2.0,
-      fmt=".2f",
-      requires=bracketed,
-      note="C = (first grid d reaching half the exact optimum) / (k ln(n/k)) per (n, k); the "
+    _threshold(
+      "dimension_threshold",
+      "derived.threshold_C_spread",
+      "",
+      "C = (first grid d reaching half the exact optimum) / (k ln(n/k)) per (n, k); the "
       "measured value is max C / min C (inf when some (n, k) never reaches half); on a "
       "powers-of-two d grid a constant C shows a spread below 2",
+      bracketed,
     ),
-    dict(
-      id="dimension_threshold_fine",
-      statement="d = Theta(k ln(n/k)) dimensions suffice to reach the optimal margin's order "
-      "(the constant resolved on the integer d grid)",
-      paper_text="d = Theta(k log(n/k)) necessary and sufficient (theorem)",
-      metric="derived.threshold_C_fine_spread",
-      direction="lower",
-      held=2.0,
-      fmt=".2f",
-      # The bisection runs between the bracketing powers of two of the same grid.
-      requires=bracketed,
-      baselines={
-        "median C": "derived.threshold_C_fine_median",
-        "pooled C (mean over (n, k) per seed, then over seeds)": "derived.threshold_C_fine_pooled",
-      },
-      note="per seed, d_half = the smallest integer d (bisection between the bracketing "
+    _threshold(
+      "dimension_threshold_fine",
+      "derived.threshold_C_fine_spread",
+      " (the constant resolved on the integer d grid)",
+      "per seed, d_half = the smallest integer d (bisection between the bracketing "
       "powers of two, margin objective) with m_0 >= m_inf / 2; C = seed-mean of d_half / "
       "(k ln(n/k)) per (n, k); the measured value is max C / min C over the eight (n, k) (inf "
       "when some seed never reaches half); a Theta(.) constant may differ between the (n, k) "
       "but by less than a factor 2, the bar of the coarse claim (no grid allowance is needed "
       "here, so this bar is stricter in effect)",
+      bracketed,  # the bisection runs between the bracketing powers of two of the same grid
+      baselines={
+        "median C": "derived.threshold_C_fine_median",
+        "pooled C (mean over (n, k) per seed, then over seeds)": "derived.threshold_C_fine_pooled",
+      },
     ),
   )

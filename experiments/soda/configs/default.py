@@ -1,44 +1,14 @@
-"""CPU-scale SODA reproduction: does the tuned weight decay move with the horizon, and does
-SODA (learning rate tuned, nothing else) keep up with a learning-rate x weight-decay-tuned
-base at every horizon?
+"""CPU-scale SODA reproduction: does the tuned weight decay move with the horizon, and does SODA
+(learning rate tuned, nothing else) keep up with a learning-rate x weight-decay-tuned base at
+every horizon? The digits MLP (64-128-128-10) over horizons spanning 32x (250 to 8000 steps);
+the claims' metric is the test NLL. The grids, stages and seeds are explained in the README.
 
   python -m experiments.soda.main --config=experiments/soda/configs/default.py --workdir=runs/soda
-
-The task is sklearn's bundled 8x8 digits (1000 train / 797 test) with an MLP 64-128-128-10:
-small enough for horizons spanning 32x (250 to 8000 steps, 8 to 256 epochs, i.e. from
-under-trained to strongly over-fitted) with full grids. The metric is the test NLL (the training
-objective; the paper reports validation loss); accuracy is recorded beside it.
-
-* AdamW arms (5 seeds, horizons 250-8000): AdamW lr {1e-3, 3e-3, 1e-2} x wd {0, 0.1, 1, 10};
-  SODA(AdamW) over lr {1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1} (weight decay 0 inside).
-* Muon arms (Muon on the fc1/fc2 kernels, its Adam branch at lr 3e-3 on biases and the output
-  layer): Muon lr {3e-3, 0.01, 0.03, 0.1, 0.3, 1, 3} x wd {0, 0.03, 0.3, 3} vs SODA(Muon) over lr
-  {1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1}.
-* The first run had the three middle learning rates of each grid (AdamW's own grid unchanged);
-  its optima sat at a grid edge for SODA(AdamW) at 5 of 6 horizons and for Muon and SODA(Muon)
-  at every horizon, so "tuned" was not tuned there. The grids were extended past each edge in
-  stages (``cell_stages``: ``+ext`` past every edge, then ``+ext2`` past the two still at an
-  edge at T = 4000, Muon's top lr and SODA(Muon)'s bottom one); every stage's cells are reused
-  as stored and the added learning rates train in their own cells with the same seeds. Every
-  claim requires that no tuned optimum it reads lies at an edge of the extended grid
-  (``evaluate.grid_edges``): a horizon where one still does makes the claim inconclusive and is
-  listed in ``derived.<task>_<base>_horizons_at_edge``.
-* One Muon step costs several times an AdamW step on the CPU (Newton-Schulz on the two hidden
-  kernels; ``benchmarks/soda_muon_step.py``), so, fixed before the Muon arms were run, they use
-  3 seeds and the horizons 250, 1000, 4000 (a 16x span; ``d.muon_horizons``,
-  ``d.muon_num_seeds``) instead of the AdamW arms' 5 seeds and six horizons.
-
-Trivial baselines: each base at wd = 0 (lr tuned) and the class-prior predictor. Muon groups run
-first, then the AdamW group; every (horizon, group) is a stored cell, so an interrupted run
-resumes.
-
-The byte-level LM task (``lm``) is disabled here: on this machine one vmapped LM step of a
-45-run grid took about a second, so horizons spanning 10x with lr x wd grids do not fit; the
-``full`` config runs it on an accelerator.
 """
 
 import ml_collections
 
+from experiments.soda.grid import base_horizons
 from jaxpapers.core import reporting as R
 
 
@@ -74,18 +44,9 @@ def _digits():
   d.muon_adam_lr = 3e-3
   d.muon_wds = (0.0, 0.03, 0.3, 3.0)
   d.soda_muon_lrs = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1)
-  # The grid's history, stage by stage: the learning rates of each run, whose cells
-  # (``<task>/T<h>/<group><suffix>``) later stages reuse as stored (``grid.cell_blocks``); each
-  # stage's runs use the same seeds. The first run's optima lay at an edge of the grid for
-  # SODA(AdamW) at 5 of 6 horizons and for Muon and SODA(Muon) at all of theirs; ``+ext`` extended
-  # each edge-bound arm by a factor of 3 to 10 beyond each end (SODA(AdamW) by two points per end,
-  # where its optimum sat at both ends). After it, at T = 4000 Muon's tuned lr was the new top
-  # (0.3) and SODA(Muon)'s the new bottom (1e-3), all else inside; ``+ext2`` adds two points past
-  # each of those two edges (a factor of 10), on the side the edge was known to be before this
-  # stage ran; Muon's weight decay (0.3, inside) keeps its grid. Choosing the added points from
-  # the known edge changes neither the claims' rules and thresholds nor the seeds and horizons.
-  # Every claim requires that no tuned optimum lies at an edge of the extended grid at the
-  # horizons it reads (``evaluate.grid_edges``); there is no further stage.
+  # The grid's history, stage by stage (``grid.cell_blocks``; README: "the grids"): the first
+  # run's grid, ``+ext`` past every edge its optima sat at, ``+ext2`` past the two edges still
+  # hit at T = 4000. Earlier stages' cells are reused as stored; every stage uses the same seeds.
   d.cell_stages = (
     (
       "",
@@ -236,13 +197,6 @@ REPORT = R.Report(
 )
 
 
-def _grid(task_cfg, base):
-  """The horizons of ``base`` and its SODA arm."""
-  if base == "muon":
-    return tuple(task_cfg.get("muon_horizons", ()) or task_cfg.horizons)
-  return tuple(task_cfg.horizons)
-
-
 def _inside(task, base, name, horizons, *, soda=True):
   """Preconditions that no tuned optimum lies at an edge of its grid at each of ``horizons``.
 
@@ -266,7 +220,7 @@ def _inside(task, base, name, horizons, *, soda=True):
 
 
 def _wd_moves(task, base, name, what, task_cfg, span="32x"):
-  horizons = _grid(task_cfg, base)
+  horizons = base_horizons(task_cfg, base)
   return dict(
     id=f"{task}_{base}_best_wd_moves_with_horizon",
     statement=f"The best weight decay of {name} tuned over learning rate x weight decay moves "
@@ -289,7 +243,7 @@ def _wd_moves(task, base, name, what, task_cfg, span="32x"):
 
 
 def _match_or_beat(task, base, name, what, task_cfg, trivial="class-prior predictor, test NLL"):
-  horizons = _grid(task_cfg, base)
+  horizons = base_horizons(task_cfg, base)
   return dict(
     id=f"{task}_{base}_matches_tuned_wd",
     statement=f"SODA({name}) without weight decay (learning rate tuned) matches or beats {name} "
