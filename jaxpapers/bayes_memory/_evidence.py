@@ -232,7 +232,7 @@ def access_signal_metrics(
   lbf = lp_y[:, 2 : 2 + N] - lp_y[:, :1]
   plc = lp_y[:, 2 : 2 + N] - lp_y[:, 1:2]
   auroc = jax.jit(gate_auroc)
-  out = {
+  out: dict[str, Any] = {
     "gate_auroc": {
       "distilled": float(auroc(gate_logits.astype(np.float32), need)),
       "oracle_bf_max": float(auroc(lbf.max(1).astype(np.float32), need)),

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from functools import partial
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -603,14 +603,12 @@ class PandaStage(nnx.Module):
         and not self.complex
         and _prior_tables_by_rows(p_len, xr.shape[0], num_recv, self.channels, k_r, k_new)
       )
-      z_agg = None if by_rows else prior_agg()
-      req = {
-        nm: ((x_send if by_rows else z_agg) if f is _AGG else f, wn) for nm, (f, wn) in req.items()
-      }
+      z_agg = x_send if by_rows else cast(_Feats, prior_agg())  # what the _AGG tables project
+      req = {nm: (z_agg if f is _AGG else f, wn) for nm, (f, wn) in req.items()}
     memo = None if tables_memo is None else tables_memo.setdefault(id(self), {})
     tab = _tables(req, weight, proj, memo)
     if by_rows:  # the senders' projections, aggregated by the prior
-      tab.update({nm: agg_rows(tab[nm]) for nm in agg_req})
+      tab.update({nm: cast(jax.Array, agg_rows(tab[nm])) for nm in agg_req})
     # attention (W_a shared over heads, a_h per head); z_att: receivers as the attention reads them
     grp = send_idx if sender_softmax else recv_idx
     hs, hr = tab["hs"], tab["hr"]
