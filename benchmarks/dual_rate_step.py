@@ -35,9 +35,8 @@ traced: one program per N).
 The networks, losses and optimizer are the library's (``dr.SingleNetwork``,
 ``dr.DualRateModel``, ``dr.diffusion_loss``, ``dr.dual_rate_loss``, ``dr.MMDPair``,
 ``dr.mmd_pair_loss``, ``dr.training_optimizer``) at the experiment's settings (read from its
-config files); the step factory below is the experiment's training plumbing
-(``core.TrainState``, one ``jax.jit`` per (structure, loss), memoised), written out here so
-that its before/after can be compared.
+config files), and so is the step: ``dr.fit_step`` (``core.TrainState``, one ``jax.jit`` per
+(structure, loss), memoised), timed against its unmemoised factory for the before/after.
 """
 
 from __future__ import annotations
@@ -72,28 +71,10 @@ def copy_module(model):
   return nnx.merge(*nnx.split(model))
 
 
-def make_step(graphdef, loss_fn):
-  """Jitted ``step(state, batch, consts) -> (state, metrics)`` of ``core.TrainState``s.
-
-  ``loss_fn(model, x, cond, key, consts) -> (loss, aux)``; ``consts`` (a frozen teacher's
-  state) is an argument of the program, not a closure. Unmemoised: every call gives a new
-  program; :data:`memoised_step` reuses one per (graphdef, loss_fn).
-  """
-
-  @jax.jit
-  def step_fn(state, batch, consts):
-    x, c, key = batch
-
-    def lf(p):
-      return loss_fn(nnx.merge(graphdef, p, state.rest), x, c, key, consts)
-
-    (loss, aux), grads = jax.value_and_grad(lf, has_aux=True)(state.params)
-    return state.apply_gradients(grads), {"loss": loss, **aux}
-
-  return step_fn
-
-
-memoised_step = functools.cache(make_step)
+# The library's training step: ``dr.fit_step`` memoises one program per (graphdef, loss_fn);
+# its unwrapped factory gives a new program on every call, as every seed paid before.
+memoised_step = dr.fit_step
+make_step = dr.fit_step.__wrapped__
 
 
 # AdamW with warmup + cosine decay, clipping and the EMA tracker: a fresh object per call.
