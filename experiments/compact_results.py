@@ -31,7 +31,11 @@ What it does under each folder (a second run changes nothing):
    code reads (neither the report, the re-judging, nor a resumed run), ``UNREAD_METRICS`` the
    parts of a results record's metrics that neither the claims' derivation nor the report
    reads: they are dropped (or, for sample images, kept at the precision a figure draws).
-5. **Figures.** A PNG becomes a palette PNG of the fewest colours (32 to 256) that move no
+5. **Claims said twice.** A results record's ``config.claims`` repeats the claim specs that
+   its judged ``claims`` entries carry (and the experiment's ``claims.lock.json`` holds, with
+   the hash the ``registration`` block names); when every one of them is there, the copy in
+   ``config`` is dropped. Re-judging reads the lock's or the judged entries' specs, never it.
+6. **Figures.** A PNG becomes a palette PNG of the fewest colours (32 to 256) that move no
    pixel's channel by more than 24 of 255, if that is smaller
    (:func:`jaxpapers.core.results.palette_png`, which ``core.save_figure`` applies too).
 
@@ -52,6 +56,7 @@ from typing import Any
 from absl import app, flags
 
 from jaxpapers.core import cache as cache_lib
+from jaxpapers.core import claims as claims_lib
 from jaxpapers.core import results as results_lib
 from jaxpapers.core.sweep import CellStore
 
@@ -258,6 +263,35 @@ def _round_measured(record: Any, keep: set[str] = frozenset()) -> Any:
 # ------------------------------------------------------------------ values nothing reads --
 
 
+def drop_repeated_claims(record: dict) -> dict:
+  """``record`` without ``config.claims`` when each of those specs is also a judged entry's.
+
+  Args:
+    record: a ``results.json`` value.
+
+  Returns:
+    The record with ``config.claims`` removed if every spec in it, parsed as a claim, equals
+    the ``claim`` of one of the record's ``claims`` entries (compared as canonical JSON); else
+    ``record`` itself.
+  """
+  config = record.get("config")
+  if not isinstance(config, dict) or "claims" not in config:
+    return record
+  specs = config["claims"]
+  judged = {
+    _canonical(c["claim"])
+    for c in record.get("claims") or []
+    if isinstance(c, dict) and isinstance(c.get("claim"), dict)
+  }
+  try:
+    parsed = claims_lib.parse_claims(specs)
+  except (TypeError, ValueError):  # specs this version cannot read: keep them
+    return record
+  if any(_canonical(c.to_dict()) not in judged for c in parsed):
+    return record
+  return {**record, "config": {k: v for k, v in config.items() if k != "claims"}}
+
+
 def _dual_rate_cell(name: str, value: Any, results: dict | None) -> Any:
   """A dual_rate cell keeps only the sample grids its samples figure shows.
 
@@ -458,6 +492,8 @@ def compact_folder(
     if value is None:
       continue
     is_results = path.name == results_lib.RESULTS_FILE and isinstance(value, dict)
+    if is_results:
+      value = drop_repeated_claims(value)
     if is_results and prune_metrics is not None and isinstance(value.get("metrics"), dict):
       value = {**value, "metrics": prune_metrics(value["metrics"])}
     checks = _checks(value, path.resolve(), paper) if is_results and "metrics" in value else None

@@ -267,3 +267,18 @@ def test_a_metric_keeps_the_digits_a_derivation_or_a_table_needs():
   assert out["other"] == {"kept": 1 / 9, "free": 0.111111}  # a claim's path stays exact
   assert out["derived"] == {"total": 1.0}
   assert cr._round_where_unchanged({**record, "metrics": out}, [derive, table]) == out
+
+
+def test_config_claims_go_only_when_every_spec_is_a_judged_entry():
+  spec = {"id": "c", "statement": "s", "metric": "m", "held": 1.0, "direction": "higher"}
+  parsed = core.claims.parse_claims([spec])[0].to_dict()
+  record = {"config": {"lr": 0.1, "claims": [spec]}, "claims": [{"claim": parsed}], "metrics": {}}
+  out = cr.drop_repeated_claims(record)
+  assert out["config"] == {"lr": 0.1} and out["claims"] == record["claims"]
+  assert "claims" in record["config"]  # the input is not mutated
+  other = {**parsed, "held": 2.0}  # the run judged a different rule: the run's spec stays
+  assert cr.drop_repeated_claims({**record, "claims": [{"claim": other}]}) == {
+    **record,
+    "claims": [{"claim": other}],
+  }
+  assert cr.drop_repeated_claims({**record, "claims": []})["config"]["claims"] == [spec]
