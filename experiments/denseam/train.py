@@ -1,33 +1,21 @@
 """Learning-rate transfer across the number of memories K for DenseAM classifiers on digits.
 
-``train_and_evaluate(config, workdir)`` trains Krotov–Hopfield-style DenseAM classifiers
-(pixels clamped, label units read out after T shared-weight Euler steps) on the
-scikit-learn digits for every (setting, K, learning rate, seed), with Adam, a fixed
-horizon, fixed batch size and no weight decay. A *setting* is an energy (``lse`` or
-``poly<n>``) with a parametrisation (``standard``, ``derived`` = the prescription derived here
-in ``Parametrization.derived``, not read from the paper, or the older ``hypothesis``
-reconstructions; the paper's exponents were not available). For each setting and K, the
-learning rates x seeds run as one vmapped program on the shared sweep engine
-(``core.Sweep``); each finished (setting, K) cell is stored in ``<workdir>/cells``
-(``core.CellStore``) and skipped on a rerun.
-
-Reported: final training loss against the learning rate for each K (the μTransfer
-picture), the fitted optimum ``eta*(K)`` per seed and its drift between the smallest and the
-largest K on a log scale (a t-interval of the per-seed log-ratios), the loss at scale when ``eta`` is tuned at the
-smallest width, the best loss against K, coordinate checks, and trivial baselines (the
-uniform predictor, the majority class, the untrained model, and logistic regression on the
-pixels as the strongest simple baseline).
+For every (setting, K) the learning rates x seeds train as one vmapped program on
+``core.Sweep`` (``jaxpapers.denseam.train_grid``), stored per cell in ``<workdir>/cells``
+(``core.CellStore``, skipped on a rerun); a setting is ``'<energy>:<parametrisation>'``
+(``jaxpapers.denseam.parse_setting``). The summaries, the claims' numbers and the report's view
+are computed here; the model, the settings and the rule are in the README.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import pathlib
 import time
 
 import jax
+import ml_collections
 import numpy as np
 
 import jaxpapers.denseam as D
@@ -35,31 +23,9 @@ from jaxpapers import core
 from jaxpapers.core import stats
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """The typed view of a config file (``configs/*.py``), which sets every field."""
-
-  settings: tuple[str, ...]  # '<energy>:<parametrisation>', e.g. 'poly3:derived'
-  widths: tuple[int, ...]  # K, the numbers of memories
-  base_width: int
-  lrs: tuple[float, ...]  # the Adam learning-rate grid, increasing
-  steps: int
-  seeds: int
-  batch_size: int
-  dyn_steps: int
-  dt: float
-  beta: float
-  readout_scale: float
-  coord_widths: tuple[int, ...]
-  coord_steps: int
-  coord_lr: float
-  logreg_baseline: bool  # fit logistic regression on the pixels (the simple baseline)
-  data_seed: int
-  seed: int
-  chunk: int  # steps per compiled chunk and checkpoint (0 = all steps in one chunk)
-
-
-def parse_setting(name: str, cfg: Config) -> tuple[D.DenseAMConfig, D.Parametrization]:
+def parse_setting(
+  name: str, cfg: ml_collections.ConfigDict
+) -> tuple[D.DenseAMConfig, D.Parametrization]:
   """``'lse:standard'`` / ``'poly3:derived'`` -> (model config, parametrisation) of ``cfg``."""
   return D.parse_setting(
     name, base_width=cfg.base_width, beta=cfg.beta, dt=cfg.dt, steps=cfg.dyn_steps,
@@ -77,7 +43,9 @@ def _seed_mean(loss):
   return _finite(loss).mean(-1)
 
 
-def _cell(cfg: Config, cells: core.CellStore, setting: str, k: int, train, test, key) -> dict:
+def _cell(
+  cfg: ml_collections.ConfigDict, cells: core.CellStore, setting: str, k: int, train, test, key
+) -> dict:
   model, p = parse_setting(setting, cfg)
 
   def run(ckpt_dir):
@@ -116,7 +84,7 @@ def _cell(cfg: Config, cells: core.CellStore, setting: str, k: int, train, test,
   return cells.get_or_compute(f"{setting}/K{k}", run)
 
 
-def _coord(cfg: Config, cells: core.CellStore, setting: str, train, key) -> dict:
+def _coord(cfg: ml_collections.ConfigDict, cells: core.CellStore, setting: str, train, key) -> dict:
   model, p = parse_setting(setting, cfg)
 
   def run(_):
@@ -140,7 +108,7 @@ def _nanfloat(x):
   return x if math.isfinite(x) else None
 
 
-def _setting_summary(cfg: Config, grid: dict) -> dict:
+def _setting_summary(cfg: ml_collections.ConfigDict, grid: dict) -> dict:
   """eta*(K), spreads, transfer regret and best losses of one setting (pure, JSON in/out)."""
   lrs = np.asarray(cfg.lrs)
   widths = list(cfg.widths)
@@ -218,7 +186,7 @@ def log_drift(eta_large, eta_small) -> dict:
   }
 
 
-def derived_metrics(metrics: dict, cfg: Config) -> dict:
+def derived_metrics(metrics: dict, cfg: ml_collections.ConfigDict) -> dict:
   """The values the claims in ``configs/default.py`` are judged on (pure, JSON in/out).
 
   Per setting (key ``'<energy>_<param>'``): ``log_drift`` = mean over seeds of
@@ -346,27 +314,24 @@ def report_view(record: dict) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs every (setting, K) learning-rate grid and the coordinate checks; writes results."""
-  cfg = core.config_to_dataclass(config, Config)
-  cfg = dataclasses.replace(
-    cfg, **{f: tuple(getattr(cfg, f)) for f in ("settings", "widths", "lrs", "coord_widths")}
-  )
-  for s in cfg.settings:
-    parse_setting(s, cfg)
-  if list(cfg.lrs) != sorted(cfg.lrs) or len(cfg.lrs) < 3:
-    raise ValueError(f"lrs must be >= 3 increasing learning rates, got {cfg.lrs}")
+  for s in config.settings:
+    parse_setting(s, config)
+  if list(config.lrs) != sorted(config.lrs) or len(config.lrs) < 3:
+    raise ValueError(f"lrs must be >= 3 increasing learning rates, got {config.lrs}")
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
-  train, test = D.load_digits_task("classify", seed=cfg.data_seed)
+  train, test = D.load_digits_task("classify", seed=config.data_seed)
   cells = core.CellStore(workdir / "cells")
-  key = jax.random.key(cfg.seed)
+  key = jax.random.key(config.seed)
   grid = {
     s: {
-      f"K{k}": _cell(cfg, cells, s, k, train, test, jax.random.fold_in(key, 0)) for k in cfg.widths
+      f"K{k}": _cell(config, cells, s, k, train, test, jax.random.fold_in(key, 0))
+      for k in config.widths
     }
-    for s in cfg.settings
+    for s in config.settings
   }
-  coord = {s: _coord(cfg, cells, s, train, jax.random.fold_in(key, 1)) for s in cfg.settings}
+  coord = {s: _coord(config, cells, s, train, jax.random.fold_in(key, 1)) for s in config.settings}
   metrics = {
     # Per-cell results without the per-step curves (those stay in the cell store).
     "grid": {
@@ -374,10 +339,10 @@ def train_and_evaluate(config, workdir) -> dict:
       for s, g in grid.items()
     },
     "coord": coord,
-    "summary": {s: _setting_summary(cfg, grid[s]) for s in cfg.settings},
-    "baselines": _baselines(train, test, cfg.logreg_baseline),
+    "summary": {s: _setting_summary(config, grid[s]) for s in config.settings},
+    "baselines": _baselines(train, test, config.logreg_baseline),
   }
-  metrics["derived"] = derived_metrics(metrics, cfg)
+  metrics["derived"] = derived_metrics(metrics, config)
   path = core.write_results(
     workdir,
     metrics=metrics,

@@ -11,13 +11,13 @@ baseline). ``d_f(N)`` is the dimension that keeps a fraction ``f`` of the margin
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import pathlib
 import time
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 
 import jaxpapers.margins as M
@@ -31,27 +31,7 @@ LABELS = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """The typed view of a config file (``configs/e4*.py``), which sets every field."""
-
-  n: int
-  k: int
-  Ns: tuple[int, ...]
-  ds: tuple[int, ...]
-  fractions: tuple[float, ...]
-  f_claim: float
-  seeds: int
-  steps: int
-  source_steps: int
-  delta: float
-  seed: int
-  # True: every cell solves all C(n, k) rows, each seed reading its prefixes. False: each seed
-  # solves only its own max(Ns) rows (the same margins: rows are independent problems).
-  all_rows: bool
-
-
-def _cell(cfg: Config, src: dict, perms, key, d: int) -> dict:
+def _cell(cfg: ml_collections.ConfigDict, src: dict, perms, key, d: int) -> dict:
   """Per method and seed, the margin of each nested family of rows after one Gaussian map."""
   Y = np.where(src["A"], 1.0, -1.0)
   out, gaps = {m: [] for m in METHODS}, []
@@ -127,7 +107,7 @@ def _mean_ci(xs):
   return float(np.mean(xs)), (core.ci95_halfwidth(xs) if len(xs) > 1 else None)
 
 
-def analyse(cfg: Config, src: dict, cells: dict) -> dict:
+def analyse(cfg: ml_collections.ConfigDict, src: dict, cells: dict) -> dict:
   """Retained fractions, d_f per (method, seed, N), slopes and the bounds' dimensions."""
   ds = list(cfg.ds)
   m_src = src["m_src"]
@@ -135,36 +115,25 @@ def analyse(cfg: Config, src: dict, cells: dict) -> dict:
     m: np.array([[np.asarray(cells[d][m][s]) / m_src for d in ds] for s in range(cfg.seeds)])
     for m in METHODS
   }  # [S, D, len(Ns)]
-  dneed = {}
-  for f in cfg.fractions:
-    dneed[str(f)] = {
+  dneed, slopes, bounds = {}, {}, {}
+  for f in map(str, cfg.fractions):
+    dneed[f] = {
       m: [
-        [d_needed(ds, retained[m][s, :, j], f) for j in range(len(cfg.Ns))]
-        for s in range(cfg.seeds)
+        [d_needed(ds, r[s, :, j], float(f)) for j in range(len(cfg.Ns))] for s in range(cfg.seeds)
       ]
-      for m in METHODS
+      for m, r in retained.items()
     }
-  slopes = {}
-  for f in cfg.fractions:
-    per = {m: [_slope(cfg.Ns, dneed[str(f)][m][s]) for s in range(cfg.seeds)] for m in METHODS}
+    per = {m: [_slope(cfg.Ns, dneed[f][m][s]) for s in range(cfg.seeds)] for m in METHODS}
     gap = [
       None if a is None or b is None else a - b
       for a, b in zip(per["projected"], per["resolved"], strict=True)
     ]
-    slopes[str(f)] = {**per, "gap": gap}
-  n_docs = cfg.n
-  bounds = {
-    str(f): {
-      "documents_only": _bound_dim(
-        lambda d: M.documents_only_bound(m_src, n_docs, d, cfg.delta), f * m_src
-      ),
-      "jl": {
-        str(N): _bound_dim(lambda d, N=N: M.jl_bound(m_src, N, n_docs, d, cfg.delta), f * m_src)
-        for N in cfg.Ns
-      },
+    slopes[f] = {**per, "gap": gap}
+    dim = lambda bound, f=float(f): _bound_dim(bound, f * m_src)
+    bounds[f] = {
+      "documents_only": dim(lambda d: M.documents_only_bound(m_src, cfg.n, d, cfg.delta)),
+      "jl": {str(N): dim(lambda d, N=N: M.jl_bound(m_src, N, cfg.n, d, cfg.delta)) for N in cfg.Ns},
     }
-    for f in cfg.fractions
-  }
   return {
     "retained_mean": {m: retained[m].mean(axis=0).tolist() for m in METHODS},
     "retained_ci95": {
@@ -186,9 +155,9 @@ def derived_metrics(metrics) -> dict:
   f = str(metrics["f_claim"])
   sl = metrics["analysis"]["slopes"][f]
   out = {}
-  for name, key in (("projected", "projected"), ("resolved", "resolved"), ("gap", "gap")):
-    mean, ci = _mean_ci(sl[key])
-    complete = all(x is not None for x in sl[key])
+  for name in ("projected", "resolved", "gap"):
+    mean, ci = _mean_ci(sl[name])
+    complete = all(x is not None for x in sl[name])
     out[f"slope_{name}_mean"] = mean if complete else None
     out[f"slope_{name}_ci95"] = ci if complete else None
     ok = complete and ci is not None
@@ -262,38 +231,36 @@ def report_view(record: dict) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs E4; writes results.json, table.md and the plot into ``workdir``."""
-  cfg = core.config_to_dataclass(config, Config)
-  core.validate_seeds(cfg.seeds, name="seeds")
-  cfg = dataclasses.replace(cfg, **{f: tuple(getattr(cfg, f)) for f in ("Ns", "ds", "fractions")})
-  total = math.comb(cfg.n, cfg.k)
-  if not cfg.Ns or list(cfg.Ns) != sorted(set(cfg.Ns)) or cfg.Ns[0] < 2 or cfg.Ns[-1] > total:
-    raise ValueError(f"Ns must increase strictly within [2, C(n, k) = {total}], got {cfg.Ns}.")
-  if list(cfg.ds) != sorted(set(cfg.ds)) or cfg.ds[0] < 1:
-    raise ValueError(f"ds must be positive and strictly increasing, got {cfg.ds}.")
-  if cfg.f_claim not in cfg.fractions:
-    raise ValueError(f"f_claim {cfg.f_claim} must be one of fractions {cfg.fractions}.")
+  core.validate_seeds(config.seeds, name="seeds")
+  Ns, total = list(config.Ns), math.comb(config.n, config.k)
+  if not Ns or Ns != sorted(set(Ns)) or Ns[0] < 2 or Ns[-1] > total:
+    raise ValueError(f"Ns must increase strictly within [2, C(n, k) = {total}], got {config.Ns}.")
+  if list(config.ds) != sorted(set(config.ds)) or config.ds[0] < 1:
+    raise ValueError(f"ds must be positive and strictly increasing, got {config.ds}.")
+  if config.f_claim not in config.fractions:
+    raise ValueError(f"f_claim {config.f_claim} must be one of fractions {config.fractions}.")
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
   store = core.CellStore(workdir / "cells")
-  key = jax.random.key(cfg.seed)
+  key = jax.random.key(config.seed)
   perms = [
     np.asarray(jax.random.permutation(jax.random.fold_in(jax.random.fold_in(key, 0), s), total))
-    for s in range(cfg.seeds)
+    for s in range(config.seeds)
   ]
-  used = None if cfg.all_rows else np.concatenate([p[: max(cfg.Ns)] for p in perms])
-  src = M.symmetric_optimum(cfg.n, cfg.k, steps=cfg.source_steps, rows=used)._asdict()
+  used = None if config.all_rows else np.concatenate([p[: max(config.Ns)] for p in perms])
+  src = M.symmetric_optimum(config.n, config.k, steps=config.source_steps, rows=used)._asdict()
   kproj = jax.random.fold_in(key, 1)
   cells = {}
-  for d in core.progress(cfg.ds, desc="E4 d grid"):
-    cells[d] = store.get_or_compute(f"e4/d={d}", lambda _, d=d: _cell(cfg, src, perms, kproj, d))
-  an = analyse(cfg, src, cells)
+  for d in core.progress(config.ds, desc="E4 d grid"):
+    cells[d] = store.get_or_compute(f"e4/d={d}", lambda _, d=d: _cell(config, src, perms, kproj, d))
+  an = analyse(config, src, cells)
   metrics = {
     "source": {k: src[k] for k in ("s", "m_src", "m_inf")},
-    "Ns": list(cfg.Ns),
-    "ds": list(cfg.ds),
-    "f_claim": cfg.f_claim,
-    "cells": {str(d): cells[d] for d in cfg.ds},
+    "Ns": Ns,
+    "ds": list(config.ds),
+    "f_claim": config.f_claim,
+    "cells": {str(d): cells[d] for d in config.ds},
     "analysis": an,
   }
   metrics["derived"] = derived_metrics(metrics)

@@ -3,21 +3,16 @@ predictors and the numbers the claims in ``configs/default.py`` are judged on.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+import ml_collections
 import numpy as np
 
 import jaxpapers.sscl as S
 from jaxpapers import core
 
-if TYPE_CHECKING:  # the typed config lives beside the grids that read it
-  from experiments.sscl.train import Config
-
-
 METRICS = ("miou", "region_acc", "region_acc_ctx", "drift")
 
 
-def summarize(cfg: Config, grid: dict) -> dict:
+def summarize(cfg: ml_collections.ConfigDict, grid: dict) -> dict:
   """Per model (training-free readouts of the CLIP models, then each arm): per-seed values."""
   pre = sorted(grid["pretrain"], key=lambda r: r["seed"])
   table = {

@@ -8,12 +8,12 @@ views across the arms of a seed: paired). Every model is read with
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 import time
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 import optax
 from flax import nnx
@@ -26,57 +26,18 @@ from jaxpapers.cs_clip import clip_loss
 TRAINING_FREE = ("raw", "refine", "refine_placebo", "proxy", "sclip")
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """The typed view of a config file (``configs/*.py``), which sets every field."""
-
-  n_train: int
-  n_test: int
-  size: int
-  patch: int
-  width: int
-  depth: int
-  text_depth: int
-  heads: int
-  embed_dim: int
-  pretrain_steps: int
-  pretrain_chunk: int
-  pretrain_batch: int
-  lr: float
-  finetune_steps: int
-  finetune_chunk: int
-  finetune_batch: int
-  n_views: int
-  view_scales: tuple[float, ...]
-  lr_finetune: float
-  seeds: int
-  arms: tuple[str, ...]  # a subset of S.ARMS
-  gamma: float
-  threshold: float
-  alpha: float
-  refine_steps: int
-  logit_scale: float
-  tau_p: float
-  confidence: float
-  tau_c: float
-  seed: int
-  classes: str  # "shape" or "colour"
-  vfm: str  # "handcrafted" or "instance"
-  probe_images: int
-
-
-def _sscl_cfg(cfg: Config) -> S.SSCLConfig:
+def _sscl_cfg(cfg: ml_collections.ConfigDict) -> S.SSCLConfig:
   names = "gamma threshold alpha logit_scale tau_p confidence tau_c".split()
   return S.SSCLConfig(steps=cfg.refine_steps, **{n: getattr(cfg, n) for n in names})
 
 
-def _model(cfg: Config, key) -> S.TinyCLIP:
+def _model(cfg: ml_collections.ConfigDict, key) -> S.TinyCLIP:
   names = "size patch width depth text_depth heads embed_dim".split()
   kw = {n: getattr(cfg, n) for n in names}
   return S.TinyCLIP(len(S.VOCAB), max_len=S.MAX_LEN, rngs=nnx.Rngs(key), **kw)
 
 
-def _pretrain_fns(cfg: Config, graphdef, evaluate):
+def _pretrain_fns(cfg: ml_collections.ConfigDict, graphdef, evaluate):
   """Grid 1, CLIP pre-training with the global loss only: a ``core.Sweep``'s (init, step,
   eval)."""
 
@@ -105,7 +66,7 @@ def _pretrain_fns(cfg: Config, graphdef, evaluate):
   return init, step, eval_fn
 
 
-def _finetune_fns(cfg: Config, graphdef, mask, evaluate):
+def _finetune_fns(cfg: ml_collections.ConfigDict, graphdef, mask, evaluate):
   """Grid 2, the fine-tuning arms from each seed's CLIP: a ``core.Sweep``'s (init, step, eval).
 
   The run's hyperparameters hold its initial (and frozen teacher's) params ``init`` and the
@@ -142,7 +103,7 @@ def _finetune_fns(cfg: Config, graphdef, mask, evaluate):
   return init, step, eval_fn
 
 
-def _programs(cfg: Config):
+def _programs(cfg: ml_collections.ConfigDict):
   """The two grids' (init, step, eval) triples, sharing one model graph and one evaluation."""
   graphdef, abstract = nnx.split(nnx.eval_shape(lambda: _model(cfg, jax.random.key(0))))
   mask = S.trainable_mask(abstract, cfg.depth)
@@ -164,7 +125,7 @@ def _last(res, r) -> dict:
   return {k: float(np.asarray(v[r])[-1]) for k, v in res.evals.items()}
 
 
-def _train(cfg: Config, cells: core.CellStore, data) -> dict:
+def _train(cfg: ml_collections.ConfigDict, cells: core.CellStore, data) -> dict:
   pre_fns, ft_fns = _programs(cfg)
   seeds = list(range(cfg.seeds))
   base = jax.random.key(cfg.seed)
@@ -239,22 +200,20 @@ def _train(cfg: Config, cells: core.CellStore, data) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs both grids; writes results.json, table.md and plots under ``workdir``."""
-  cfg = core.config_to_dataclass(config, Config)
-  core.validate_seeds(cfg.seeds, name="seeds")
-  cfg = dataclasses.replace(cfg, arms=tuple(cfg.arms), view_scales=tuple(cfg.view_scales))
-  for a in cfg.arms:
+  core.validate_seeds(config.seeds, name="seeds")
+  for a in config.arms:
     core.validate_choice(a, name="arms", allowed=S.ARMS)
-  core.validate_choice(cfg.classes, name="classes", allowed=S.CLASS_SETS)
-  core.validate_choice(cfg.vfm, name="vfm", allowed=S.VFMS)
+  core.validate_choice(config.classes, name="classes", allowed=S.CLASS_SETS)
+  core.validate_choice(config.vfm, name="vfm", allowed=S.VFMS)
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
   names = "n_train n_test size patch classes probe_images".split()
-  data = S.benchmark_data(cfg.seed, **{n: getattr(cfg, n) for n in names})
+  data = S.benchmark_data(config.seed, **{n: getattr(config, n) for n in names})
   cells = core.CellStore(workdir / "cells")
-  grid = _train(cfg, cells, data)
-  summary = E.summarize(cfg, grid)
-  trivial = E.trivial_baselines(data, cfg.seed + 9, S.num_classes(cfg.classes))
+  grid = _train(config, cells, data)
+  summary = E.summarize(config, grid)
+  trivial = E.trivial_baselines(data, config.seed + 9, S.num_classes(config.classes))
   probe = E.probes(grid)
   metrics = {"summary": summary, "trivial": trivial, "probe": probe, "runs": grid}
   metrics["derived"] = E.derived_metrics(summary, trivial, probe)
@@ -265,9 +224,9 @@ def train_and_evaluate(config, workdir) -> dict:
     wall_time_s=time.time() - t0,
     notes=(
       "Synthetic proxy: procedural 32x32 shapes-world images, a ~0.2M-parameter CLIP-style "
-      f"model trained from scratch with the global CLIP loss, the '{cfg.vfm}' 'VFM' proxy "
+      f"model trained from scratch with the global CLIP loss, the '{config.vfm}' 'VFM' proxy "
       "in place of DINO. Not COCO, not CLIP ViT-B/16, no video. Evaluation: foreground mIoU "
-      f"over the {cfg.classes} classes (background pixels ignored), MaskCLIP readout, logit "
+      f"over the {config.classes} classes (background pixels ignored), MaskCLIP readout, logit "
       "scale 40, "
       "bilinear upsampling, no sliding window, no PAMR, no background threshold."
     ),

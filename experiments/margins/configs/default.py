@@ -21,7 +21,7 @@ def get_config():
   c.max_rows = 2000
   c.sample_rows = 512
   c.loss_n = 16
-  c.losses = ("sigmoid", "sigmoid_b0", "infonce", "margin")
+  c.losses = ("sigmoid", "sigmoid_b0", "infonce", "margin")  # must include "margin"
   c.seeds = 3
   c.steps = 1500
   c.lr = 0.02
@@ -232,19 +232,17 @@ def _threshold_bracketed(ns, ks, ds):
   ``metrics.threshold`` holds one entry per (n, k), n outer, k inner; its ``d_half`` is None
   when no grid d reaches half the optimum (the precondition then fails as missing).
   """
-  out = []
-  for i, (n, k) in enumerate((n, k) for n in ns for k in ks):
-    out.append(
-      dict(
-        metric=f"threshold.{i}.d_half",
-        op=">",
-        value=float(min(ds)),
-        why=f"at (n, k) = ({n}, {k}) half the optimum is first reached on the d grid and above "
-        f"its smallest d = {min(ds)}, so the grid brackets the threshold and C is measured, "
-        "not only bounded",
-      )
+  return [
+    dict(
+      metric=f"threshold.{i}.d_half",
+      op=">",
+      value=float(min(ds)),
+      why=f"at (n, k) = ({n}, {k}) half the optimum is first reached on the d grid and above "
+      f"its smallest d = {min(ds)}, so the grid brackets the threshold and C is measured, "
+      "not only bounded",
     )
-  return out
+    for i, (n, k) in enumerate((n, k) for n in ns for k in ks)
+  ]
 
 
 def _threshold(id, metric, statement, note, requires, **extra):

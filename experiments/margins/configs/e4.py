@@ -31,7 +31,9 @@ def get_config():
   c.source_steps = 3000
   c.delta = 0.01  # failure probability of the two bounds
   c.seed = 0
-  c.all_rows = True  # every cell solves all C(n, k) rows (see e4.Config.all_rows)
+  # True: every cell solves all C(n, k) rows, each seed reading its prefixes; False: each seed
+  # solves only its own max(Ns) rows (the same margins: rows are independent problems).
+  c.all_rows = True
   c.claims = claims_for(c.ds, c.seeds)
   c.report = REPORT
   return c

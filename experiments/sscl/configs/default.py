@@ -86,7 +86,7 @@ def get_config():
   c.view_scales = (1.5, 3.0)
   c.lr_finetune = 1e-3
   c.seeds = 3
-  c.arms = ("keep_only", "clipself", "cisc_only", "sgsr_only", "sscl")
+  c.arms = ("keep_only", "clipself", "cisc_only", "sgsr_only", "sscl")  # from jaxpapers.sscl.ARMS
   c.gamma = 3.0
   c.threshold = 0.2
   c.alpha = 0.5
@@ -96,8 +96,8 @@ def get_config():
   c.confidence = 0.5
   c.tau_c = 0.07
   c.seed = 0
-  c.classes = CLASSES
-  c.vfm = "instance"
+  c.classes = CLASSES  # "shape" or "colour"
+  c.vfm = "instance"  # "handcrafted" or "instance"
   c.probe_images = 256
   c.claims = CLAIMS
   c.report = REPORT

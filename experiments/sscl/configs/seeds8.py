@@ -11,28 +11,12 @@ a t-interval over 8 seeds.
 
 from experiments.sscl.configs import default
 
-SEEDS = 8
-if not default.T_CI.endswith("over the 3 seeds"):
-  raise ValueError(f"default.T_CI should end with 'over the 3 seeds', got {default.T_CI!r}")
-T_CI = default.T_CI.removesuffix("3 seeds") + f"{SEEDS} seeds"
-
-
-def _with_seed_count(claim: dict) -> dict:
-  """``claim`` with its note naming the interval over :data:`SEEDS` seeds."""
-  note = claim.get("note", "")
-  if not note.endswith(default.T_CI):
-    raise ValueError(
-      f"claim {claim.get('id')!r}: expected its note to end with default.T_CI "
-      f"({default.T_CI!r}), got {note!r}"
-    )
-  return {**claim, "note": note[: -len(default.T_CI)] + T_CI}
-
-
-CLAIMS = tuple(_with_seed_count(c) for c in default.CLAIMS)
-
 
 def get_config():
   c = default.get_config()
-  c.seeds = SEEDS
-  c.claims = CLAIMS
+  c.seeds = 8
+  c.claims = tuple(
+    {**claim, "note": claim["note"].replace(" over the 3 seeds", f" over the {c.seeds} seeds")}
+    for claim in default.CLAIMS
+  )
   return c
