@@ -19,6 +19,7 @@ import ml_collections
 import numpy as np
 
 import jaxpapers.denseam as D
+from experiments.denseam.configs import default as default_config
 from jaxpapers import core
 from jaxpapers.core import stats
 
@@ -314,6 +315,7 @@ def report_view(record: dict) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs every (setting, K) learning-rate grid and the coordinate checks; writes results."""
+  run_config, config = config, core.config_view(config, default_config.get_config())
   for s in config.settings:
     parse_setting(s, config)
   if list(config.lrs) != sorted(config.lrs) or len(config.lrs) < 3:
@@ -346,7 +348,7 @@ def train_and_evaluate(config, workdir) -> dict:
   path = core.write_results(
     workdir,
     metrics=metrics,
-    config=config,  # the ConfigDict: its claims, issue_verdicts and report
+    config=run_config,  # the ConfigDict: its claims, issue_verdicts and report
     wall_time_s=time.time() - t0,
     notes=(
       "scikit-learn digits (1,438 train / 359 test), DenseAM classifier with clamped pixels and "

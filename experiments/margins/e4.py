@@ -21,6 +21,7 @@ import ml_collections
 import numpy as np
 
 import jaxpapers.margins as M
+from experiments.margins.configs import e4 as e4_config
 from jaxpapers import core
 
 METHODS = ("projected", "resolved", "random")
@@ -231,6 +232,7 @@ def report_view(record: dict) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs E4; writes results.json, table.md and the plot into ``workdir``."""
+  run_config, config = config, core.config_view(config, e4_config.get_config())
   core.validate_seeds(config.seeds, name="seeds")
   Ns, total = list(config.Ns), math.comb(config.n, config.k)
   if not Ns or Ns != sorted(set(Ns)) or Ns[0] < 2 or Ns[-1] > total:
@@ -267,7 +269,7 @@ def train_and_evaluate(config, workdir) -> dict:
   path = core.write_results(
     workdir,
     metrics=metrics,
-    config=config,
+    config=run_config,
     wall_time_s=time.time() - t0,
     notes=(
       "Generated k-subset relevance; the source is the exact unrestricted optimum (explicit "

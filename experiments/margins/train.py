@@ -18,6 +18,7 @@ import ml_collections
 import numpy as np
 
 import jaxpapers.margins as M
+from experiments.margins.configs import default as default_config
 from jaxpapers import core
 
 NOTIONS = ("m0", "mg", "mq")
@@ -315,6 +316,7 @@ def report_view(record: dict) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs the three measurements; writes results.json and plots into ``workdir``."""
+  run_config, config = config, core.config_view(config, default_config.get_config())
   core.validate_seeds(config.seeds, name="seeds")
   for loss in config.losses:
     core.validate_choice(loss, name="losses", allowed=LOSS_CHOICES)
@@ -346,7 +348,7 @@ def train_and_evaluate(config, workdir) -> dict:
   path = core.write_results(
     workdir,
     metrics=metrics,
-    config=config,  # its claims and issue_verdicts decide the verdicts
+    config=run_config,  # its claims and issue_verdicts decide the verdicts
     wall_time_s=time.time() - t0,
     notes=(
       "Generated relevance matrices (all k-subsets, or distinct random k-subsets when there are "

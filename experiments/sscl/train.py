@@ -20,6 +20,7 @@ from flax import nnx
 
 import jaxpapers.sscl as S
 from experiments.sscl import evaluate as E
+from experiments.sscl.configs import default as default_config
 from jaxpapers import core
 from jaxpapers.cs_clip import clip_loss
 
@@ -200,6 +201,7 @@ def _train(cfg: ml_collections.ConfigDict, cells: core.CellStore, data) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs both grids; writes results.json, table.md and plots under ``workdir``."""
+  run_config, config = config, core.config_view(config, default_config.get_config())
   core.validate_seeds(config.seeds, name="seeds")
   for a in config.arms:
     core.validate_choice(a, name="arms", allowed=S.ARMS)
@@ -220,7 +222,7 @@ def train_and_evaluate(config, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=config,  # the ConfigDict: its claims, verdict rule and report
+    config=run_config,  # the ConfigDict: its claims, verdict rule and report
     wall_time_s=time.time() - t0,
     notes=(
       "Synthetic proxy: procedural 32x32 shapes-world images, a ~0.2M-parameter CLIP-style "

@@ -12,7 +12,7 @@
 * :func:`make_mesh`, :func:`shard_batch`, :func:`replicate`: data parallelism
   with ``jax.jit`` over a ``NamedSharding`` mesh.
 * :func:`write_results`, :func:`save_figure`: ``<workdir>/results.json`` and PNGs.
-* :func:`config_to_dataclass`, :func:`validate_choice`: typed configs with
+* :func:`config_view`, :func:`config_to_dataclass`, :func:`validate_choice`: typed configs with
   clear errors.
 * :func:`resolve_data_dir` / :func:`locate_data_dir`: the one place that finds real datasets
   (and says where); :func:`resolve_inside`: names joined to a data root stay inside it.
@@ -51,6 +51,7 @@ from jaxpapers.core.checkpoint import Checkpointer, CorruptCheckpointError, abst
 from jaxpapers.core.claims import VERDICTS, Claim, Verdict, judge, judge_all, parse_claims
 from jaxpapers.core.config import (
   config_to_dataclass,
+  config_view,
   validate_choice,
   validate_learning_rates,
   validate_positive,
@@ -195,6 +196,7 @@ __all__ = [
   "process_batch_slice",
   # configs, data, validation
   "config_to_dataclass",
+  "config_view",
   "validate_choice",
   "validate_positive",
   "validate_seeds",

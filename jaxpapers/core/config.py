@@ -86,6 +86,88 @@ def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
   return cls(**kwargs)
 
 
+def _kind(value: Any) -> str | None:
+  """The type family a config value fixes for its field (None: any value fits)."""
+  if value is None:
+    return None
+  if isinstance(value, (bool, np.bool_)):
+    return "bool"
+  if isinstance(value, numbers.Integral):
+    return "int"
+  if isinstance(value, numbers.Real):
+    return "float"
+  if isinstance(value, str):
+    return "str"
+  if isinstance(value, (tuple, list)):
+    return "sequence"
+  if isinstance(value, Mapping):
+    return "mapping"
+  return None
+
+
+def _check_view(values: Mapping[str, Any], base: Mapping[str, Any], path: str) -> None:
+  unknown = sorted(set(values) - set(base))
+  missing = sorted(set(base) - set(values))
+  if unknown:
+    raise ValueError(
+      f"unknown config field(s) {[path + k for k in unknown]}; the base config has "
+      f"{sorted(base)}{' under ' + path.rstrip('.') if path else ''} (a misspelt name?)"
+    )
+  if missing:
+    raise ValueError(f"config field(s) {[path + k for k in missing]} missing (the base sets them)")
+  for key, want in base.items():
+    got, value = _kind(want), values[key]
+    if got == "mapping" and want and isinstance(value, Mapping):
+      _check_view(value, want, f"{path}{key}.")
+      continue
+    have = _kind(value)
+    fits = got is None or have is None or have == got or (got == "float" and have == "int")
+    if not fits:
+      raise TypeError(
+        f"config field {path}{key} must be of kind {got} like the base config's {want!r}, got "
+        f"{type(value).__name__} {value!r}"
+      )
+
+
+def config_view(config: Any, base: Any) -> ml_collections.FrozenConfigDict:
+  """A frozen view of ``config`` whose fields are exactly those of ``base``, each of its kind.
+
+  The experiment's code reads its settings through this view; its default config file is the
+  one place a field and its default are written (no dataclass copy of the fields). A variant
+  config (``configs/full.py``, ``smoke.py``, a command-line override) that misspells a field,
+  drops one, or gives one a value of another kind fails here, before any work, with the
+  field's dotted name.
+
+  Kinds: bool, int, float (an int fits a float field), str, sequence (tuple or list) and
+  nested mapping (checked field by field, except an empty one, which takes any keys). A field
+  that is None in either config takes any value. The harness fields (``HARNESS_FIELDS``: the
+  claims, read by ``write_results`` from the run's config) are not in the view.
+
+  Args:
+    config: the run's ``ml_collections.ConfigDict`` (or a mapping).
+    base: the experiment's base config (its ``configs/default.py``'s ``get_config()``).
+
+  Returns:
+    ``ml_collections.FrozenConfigDict`` of ``config`` without the harness fields: attribute
+    access, immutable, hashable.
+
+  Raises:
+    ValueError: a field unknown to ``base``, or one ``base`` sets that ``config`` lacks.
+    TypeError: a field whose value is of another kind than ``base``'s.
+
+  Example:
+    >>> import ml_collections
+    >>> base = ml_collections.ConfigDict(dict(steps=10, lr=0.1, model=dict(width=8)))
+    >>> cfg = config_view(dict(steps=20, lr=1, model=dict(width=16)), base)
+    >>> cfg.model.width
+    16
+  """
+  values = {k: v for k, v in _as_dict(config).items() if k not in HARNESS_FIELDS}
+  reference = {k: v for k, v in _as_dict(base).items() if k not in HARNESS_FIELDS}
+  _check_view(values, reference, "")
+  return ml_collections.FrozenConfigDict(values)
+
+
 def _resolve_type(cls: type, name: str, ftype: Any) -> Any:
   if isinstance(ftype, str):
     import typing
