@@ -35,7 +35,6 @@ from experiments.leansearch.input_pipeline import (
   doc_query,
   informal_texts,
   load_corpus,
-  pack_groups,
   premise_query_text,
   split_queries,
   valid_matrix,
@@ -132,7 +131,7 @@ def _run_split(
     "valid": valid_matrix(decls, [pq.decl for pq in p_test], q["by_file"]),
     "texts": texts["premise"],
   }
-  p["alias"], p["mask"] = pack_groups(p_test)
+  p["alias"], p["mask"] = L.pack_premise_groups(p_test)
   s_queries = [doc_query(decls[i]) for i in q["single_test"]]
   s_target = np.asarray(q["single_test"], np.int32)
   out = {"n_single": len(q["single_test"]), "n_premise": len(p_test)}
