@@ -61,37 +61,25 @@ def evaluate_seed(c, world, feats, p, eps):
   gold = [q.gold for q in test_q]
   d_ids = tr["doc_ids"]
   z = jnp.asarray(tr["z"])
+  p_stop = lambda labels, z: jax.nn.sigmoid(L.control_logits(p[f"ctl_{labels}"], z))
   rules = {
     "fixed": np.full(len(test_q), c.t_max),
-    "entropy_control": np.asarray(
-      L.stop_hops(jax.nn.sigmoid(L.control_logits(p["ctl_entropy"], z)), c.tau_stop)
-    ),
-    "oracle_control": np.asarray(
-      L.stop_hops(jax.nn.sigmoid(L.control_logits(p["ctl_oracle"], z)), c.tau_stop)
-    ),
+    **{f"{k}_control": np.asarray(L.stop_hops(p_stop(k, z), c.tau_stop)) for k in CONTROLS},
     "flare_entropy": np.asarray(
       L.stop_hops(L.entropy_threshold_stop(jnp.asarray(tr["h_pred"]), eps["pred"]), 0.5)
     ),
     "one_call": np.ones(len(test_q), np.int64),
     "oracle_hops": np.asarray([q.hops for q in test_q]),
   }
-  out = {}
   correct = np.asarray(tr["correct"])
-  for name, n in rules.items():
-    out[name] = _rule_outcomes(n, d_ids, gold, correct, c.t_max)
+  out = {name: _rule_outcomes(n, d_ids, gold, correct, c.t_max) for name, n in rules.items()}
   out["closed_book_em"] = correct[:, 0].astype(float).tolist()
   out["next_hop"] = next_hop_accuracy(score, feats["test"]["z"], world["rows"]["test"])
   out["next_hop_train"] = next_hop_accuracy(score, feats["train"]["z"], world["rows"]["train"])
-  rows = world["rows"]["test"]
-  zt = jnp.asarray(feats["test"]["z"])
-  suff = np.asarray([r["sufficient"] for r in rows])
-  pe = np.asarray(jax.nn.sigmoid(L.control_logits(p["ctl_entropy"], zt)))
-  po = np.asarray(jax.nn.sigmoid(L.control_logits(p["ctl_oracle"], zt)))
-  out["control_auroc"] = {"entropy": _auroc(pe, suff), "oracle": _auroc(po, suff)}
-  out["stop_accuracy"] = {
-    "entropy": float(((pe > c.tau_stop) == suff).mean()),
-    "oracle": float(((po > c.tau_stop) == suff).mean()),
-  }
+  suff = np.asarray([r["sufficient"] for r in world["rows"]["test"]])
+  probs = {k: np.asarray(p_stop(k, jnp.asarray(feats["test"]["z"]))) for k in CONTROLS}
+  out["control_auroc"] = {k: _auroc(pk, suff) for k, pk in probs.items()}
+  out["stop_accuracy"] = {k: float(((pk > c.tau_stop) == suff).mean()) for k, pk in probs.items()}
   return out
 
 
@@ -119,6 +107,7 @@ def _ms(x):
 
 METHODS = ("fixed", "entropy_control", "oracle_control", "flare_entropy", "one_call", "oracle_hops")
 FROZEN = ("untrained_cosine", "whitened_cosine")
+CONTROLS = ("entropy", "oracle")  # the control heads, by the labels they were trained on
 ITERATIVE = ("bm25_iterative_with_question", "bm25_iterative_bridge")
 
 
@@ -208,25 +197,23 @@ def claim_values(per_seed, ref, hops, sufficiency, t_max: int, n_boot: int) -> d
   rec = per_question(per_seed, "fixed", "recall")
   bm = np.asarray(ref["bm25_iterative"]["recall"], np.float64)
   out = {}
-  d = paired_ci(rec[multi], bm[multi], n_boot)
-  out["lanr_minus_bm25_iter_multihop_recall"] = d["mean"]
-  out["lanr_minus_bm25_iter_multihop_recall_ci"] = d["ci"]
+
+  def paired(name, a, b):  # ``name``: the mean paired difference; ``name_ci``: its half-width
+    d = paired_ci(a, b, n_boot)
+    out[name], out[f"{name}_ci"] = d["mean"], d["ci"]
+
+  paired("lanr_minus_bm25_iter_multihop_recall", rec[multi], bm[multi])
   for f in FROZEN:
     fr = np.asarray(ref[f]["recall"], np.float64)
     out[f"{f}_minus_bm25_iter_multihop_recall"] = float(fr[multi].mean() - bm[multi].mean())
   best = max(FROZEN, key=lambda f: np.mean(ref[f]["recall"]))
-  d = paired_ci(rec, np.asarray(ref[best]["recall"], np.float64), n_boot)
   out["best_frozen_cosine"] = best
-  out["trained_minus_frozen_cosine_recall"] = d["mean"]
-  out["trained_minus_frozen_cosine_recall_ci"] = d["ci"]
+  paired("trained_minus_frozen_cosine_recall", rec, np.asarray(ref[best]["recall"], np.float64))
   calls = per_question(per_seed, "entropy_control", "calls")
-  d = paired_ci(t_max - calls, np.zeros_like(calls), n_boot)
-  out["calls_saved_entropy_control"] = d["mean"]
-  out["calls_saved_entropy_control_ci"] = d["ci"]
+  paired("calls_saved_entropy_control", t_max - calls, np.zeros_like(calls))
   em_fixed = per_question(per_seed, "fixed", "em")
-  d = paired_ci(per_question(per_seed, "entropy_control", "em"), em_fixed, n_boot)
-  out["em_entropy_control_minus_fixed"] = d["mean"]
-  out["em_entropy_control_minus_fixed_ci"] = d["ci"]
+  em_control = per_question(per_seed, "entropy_control", "em")
+  paired("em_entropy_control_minus_fixed", em_control, em_fixed)
   out["trivial_one_call_em_minus_fixed"] = float(
     np.mean(per_question(per_seed, "one_call", "em") - em_fixed)
   )

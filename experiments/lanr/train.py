@@ -9,7 +9,6 @@ results.json with the claims judged by the rules in ``configs/default.py``.
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 
@@ -173,8 +172,9 @@ def train_and_evaluate(config, workdir) -> dict:
   per_seed = []
   for s in range(c.seeds):
     p = jax.tree.map(lambda x, s=s: np.asarray(x[s]), res.state[0])
-    cell = functools.partial(_seed_cell, c, world, feats, p, eps)
-    per_seed.append(store.get_or_compute(f"seed/{s}", lambda _, cell=cell: cell()))
+    per_seed.append(
+      store.get_or_compute(f"seed/{s}", lambda _, p=p: _seed_cell(c, world, feats, p, eps))
+    )
 
   refs = E.reference_metrics(ref, per_seed, hops, c.t_max, stats["documents"])
   refs["bm25_question_only_diagnostics"] = ref["bm25_diagnostics"]

@@ -158,16 +158,11 @@ def summarize(cells: list[dict]) -> dict:
         out["single"][f"{sys_}/{variant}/{m}"] = _mean_std(
           [np.mean(c[variant]["single"][sys_][m]) for c in cells]
         )
-  for sys_ in PREMISE_SYSTEMS:
-    variant = "hier"
+  for sys_ in (*PREMISE_SYSTEMS, "dense_flat", "standard_flat"):
+    variant, name = _variant(sys_)
     for m in ("recall", "covered"):
       out["premise"][f"{sys_}/{m}"] = _mean_std(
-        [np.mean(c[variant]["premise"][sys_][m]) for c in cells]
-      )
-  for sys_ in ("dense", "standard"):
-    for m in ("recall", "covered"):
-      out["premise"][f"{sys_}_flat/{m}"] = _mean_std(
-        [np.mean(c["flat"]["premise"][sys_][m]) for c in cells]
+        [np.mean(c[variant]["premise"][name][m]) for c in cells]
       )
   for name in ("reasoning", "reasoning_dense"):
     out[f"{name}_rounds"] = _mean_std_rows([c["hier"][f"{name}_rounds"] for c in cells])
@@ -180,15 +175,18 @@ def _mean_std_rows(rows):
   return {"mean": a.mean(0).tolist(), "std": a.std(0).tolist()}
 
 
+def _variant(system: str) -> tuple[str, str]:
+  """``(variant, stage)`` of a premise system: ``dense_flat`` -> ``("flat", "dense")``."""
+  return ("flat", system.removesuffix("_flat")) if system.endswith("_flat") else ("hier", system)
+
+
 def premise_recall(cells: list[dict], system: str) -> np.ndarray:
   """Per-theorem recall_group@10 of a premise system over all splits, in split order.
 
   ``system`` is a name of :data:`PREMISE_SYSTEMS` (hierarchical text) or ``dense_flat`` /
   ``standard_flat`` (the same stage over the flat text).
   """
-  variant, name = (
-    ("flat", system[: -len("_flat")]) if system.endswith("_flat") else ("hier", system)
-  )
+  variant, name = _variant(system)
   return np.concatenate(
     [np.asarray(c[variant]["premise"][name]["recall"], np.float64) for c in cells]
   )
@@ -227,21 +225,14 @@ def derived_metrics(cells: list[dict]) -> dict:
   ``*_ci``: 95% normal CI half-widths of those paired differences over all test queries of
   all splits.
   """
-  d_h = np.concatenate(
-    [
-      np.subtract(c["hier"]["single"]["standard"]["ndcg"], c["flat"]["single"]["standard"]["ndcg"])
-      for c in cells
-    ]
-  )
+  gain = {  # per query: hierarchical minus flat informal text
+    s: np.concatenate([np.subtract(c["hier"]["single"][s]["ndcg"], c["flat"]["single"][s]["ndcg"])
+                       for c in cells])
+    for s in SINGLE_SYSTEMS
+  }  # fmt: skip
+  d_h = gain["standard"]
   out = {"hier_gain_ndcg10": float(d_h.mean()), "hier_gain_ndcg10_ci": _ci(d_h)}
-  for stage in ("bm25", "dense"):
-    d = np.concatenate(
-      [
-        np.subtract(c["hier"]["single"][stage]["ndcg"], c["flat"]["single"][stage]["ndcg"])
-        for c in cells
-      ]
-    )
-    out[f"hier_gain_ndcg10_{stage}"] = float(d.mean())
+  out.update({f"hier_gain_ndcg10_{s}": float(gain[s].mean()) for s in ("bm25", "dense")})
   method = premise_recall(cells, "reasoning")
   recall = {b: premise_recall(cells, b) for b in COMPARED}
   means = {b: float(r.mean()) for b, r in recall.items()}

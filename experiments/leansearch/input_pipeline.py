@@ -68,18 +68,6 @@ def valid_matrix(decls, rows: list[int], by_file: dict[str, np.ndarray]) -> np.n
   return v
 
 
-def pack_groups(queries: list[L.PremiseQuery], n_docs_max_alias: int = 8):
-  G = max(len(q.groups) for q in queries)
-  A = min(n_docs_max_alias, max(len(g) for q in queries for g in q.groups))
-  alias = np.full((len(queries), G, A), -1, np.int32)
-  mask = np.zeros((len(queries), G), bool)
-  for r, q in enumerate(queries):
-    for g, grp in enumerate(q.groups):
-      alias[r, g, : min(A, len(grp))] = grp[:A]
-      mask[r, g] = True
-  return alias, mask
-
-
 def premise_query_text(decls: list[L.Declaration], q: L.PremiseQuery) -> str:
   """A premise query's text: its theorem's statement and doc comment."""
   d = decls[q.decl]

@@ -25,6 +25,7 @@ import pathlib
 import time
 
 import jax
+import ml_collections
 import numpy as np
 
 import jaxpapers.leansearch as L
@@ -34,7 +35,6 @@ from experiments.leansearch.input_pipeline import (
   doc_query,
   informal_texts,
   load_corpus,
-  pack_groups,
   premise_query_text,
   split_queries,
   valid_matrix,
@@ -45,42 +45,9 @@ from jaxpapers import core
 rejudge_metrics = E.rejudge_metrics
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """The typed view of a config file (``configs/*.py``, where every value is set)."""
-
-  corpus: str  # "coq_stdlib" or "fixture"
-  cache_dir: str  # "": $XDG_CACHE_HOME/jaxpapers/leansearch
-  subdirs: tuple[str, ...]  # top-level folders of theories/ to keep (empty: all)
-  splits: int
-  test_fraction: float
-  val_fraction: float
-  k: int
-  min_doc_words: int
-  min_premises: int
-  max_premises: int
-  max_single_queries: int
-  max_premise_queries: int
-  max_deps: int
-  # dual encoder
-  n_buckets: int
-  feat_len: int
-  dim: int
-  hidden: int
-  steps: int
-  batch: int
-  lr: float
-  tau: float
-  # reasoning mode
-  big_loop: int
-  search_top_k: int
-  output_top_k: int
-  prf: int
-  keep_top: int
-  seed: int
-
-
-def _train_encoder(cfg: Config, decls, q: dict, texts: dict, split: int, variant: str):
+def _train_encoder(
+  cfg: ml_collections.ConfigDict, decls, q: dict, texts: dict, split: int, variant: str
+):
   """The dual encoder of one split and informal variant, trained on doc -> declaration pairs
   and theorem -> one alias of each premise group.
 
@@ -115,7 +82,9 @@ def _train_encoder(cfg: Config, decls, q: dict, texts: dict, split: int, variant
   return L.dual_encoder_embedder(model, length=cfg.feat_len), stats
 
 
-def _premise_search(cfg: Config, decls, names, q: dict, p: dict, embed, variant: str) -> dict:
+def _premise_search(
+  cfg: ml_collections.ConfigDict, decls, names, q: dict, p: dict, embed, variant: str
+) -> dict:
   """Global premise retrieval of one variant: dense and standard mode; for the hierarchical
   text also the baselines that read no informal text (once per split) and reasoning mode over
   standard mode (the paper's pipeline) and, as an ablation, over the dense stage alone."""
@@ -150,7 +119,9 @@ def _premise_search(cfg: Config, decls, names, q: dict, p: dict, embed, variant:
   return res
 
 
-def _run_split(cfg: Config, decls, split: int, texts: dict, names: frozenset) -> dict:
+def _run_split(
+  cfg: ml_collections.ConfigDict, decls, split: int, texts: dict, names: frozenset
+) -> dict:
   """Trains one encoder per informal variant and evaluates every system on one split."""
   t0 = time.time()
   q = split_queries(cfg, decls, split)
@@ -160,7 +131,7 @@ def _run_split(cfg: Config, decls, split: int, texts: dict, names: frozenset) ->
     "valid": valid_matrix(decls, [pq.decl for pq in p_test], q["by_file"]),
     "texts": texts["premise"],
   }
-  p["alias"], p["mask"] = pack_groups(p_test)
+  p["alias"], p["mask"] = L.pack_premise_groups(p_test)
   s_queries = [doc_query(decls[i]) for i in q["single_test"]]
   s_target = np.asarray(q["single_test"], np.int32)
   out = {"n_single": len(q["single_test"]), "n_premise": len(p_test)}
@@ -174,11 +145,9 @@ def _run_split(cfg: Config, decls, split: int, texts: dict, names: frozenset) ->
   return out
 
 
-def train_and_evaluate(config, workdir) -> dict:
+def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
   """Runs every split (resumable cells), writes results.json, table.md and plots."""
-  cfg = core.config_to_dataclass(config, Config)
   core.validate_choice(cfg.corpus, name="corpus", allowed=("coq_stdlib", "fixture"))
-  cfg = dataclasses.replace(cfg, subdirs=tuple(cfg.subdirs))
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
@@ -186,14 +155,10 @@ def train_and_evaluate(config, workdir) -> dict:
   names = frozenset(d.name for d in decls)
   texts = informal_texts(cfg, decls)
   store = core.CellStore(workdir / "cells")
-  cells = []
-  bar = core.progress(total=cfg.splits, desc="splits")
-  for split in range(cfg.splits):
-    cells.append(
-      store.get_or_compute(f"split{split}", lambda _: _run_split(cfg, decls, split, texts, names))
-    )
-    bar.update(1)
-  bar.close()
+  cells = [
+    store.get_or_compute(f"split{i}", lambda _, i=i: _run_split(cfg, decls, i, texts, names))
+    for i in core.progress(range(cfg.splits), desc="splits")
+  ]
   summary = E.summarize(cells)
   per_query = [E.per_query_values(c) for c in cells]
   derived = E.derived_metrics(per_query)
@@ -213,7 +178,7 @@ def train_and_evaluate(config, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=config,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
+    config=cfg,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
     wall_time_s=time.time() - t0,
     notes=(
       f"Corpus: {source}, {len(decls)} declarations (the offline stand-in for Mathlib). "

@@ -8,10 +8,9 @@ toy regret of :mod:`experiments.msretrieval.toy`) into the numbers the claims of
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 from flax import nnx
 
@@ -20,15 +19,6 @@ import jaxpapers.msretrieval as M
 POOLS = ("mass", "hard", "random")
 KS = (1, 5, 20)
 PLACEBO_POOLS = ("mass", "hard")
-
-
-class EvalConfig(Protocol):
-  """The fields of ``train.Config`` the evaluation reads."""
-
-  losses: tuple[str, ...]
-  nn_k: int
-  placebo_shuffles: int
-  seed: int
 
 
 def pool_ties(fps: np.ndarray, pool: np.ndarray, query: np.ndarray) -> dict:
@@ -133,7 +123,7 @@ def _pools_of(d: dict, probs, key) -> dict[str, dict[str, float]]:
   }
 
 
-def _baselines(cfg: EvalConfig, d: dict, key) -> dict:
+def _baselines(cfg: ml_collections.ConfigDict, d: dict, key) -> dict:
   """The trivial predictors on the test pools: the input-independent bit-frequency prior, the
   nearest-neighbour spectrum lookup (mean fingerprint of the ``nn_k`` most cosine-similar
   training spectra) and a random ranking."""
@@ -153,7 +143,9 @@ def _baselines(cfg: EvalConfig, d: dict, key) -> dict:
   return base
 
 
-def evaluate_runs(cfg: EvalConfig, d: dict, names, graphdef: nnx.GraphDef, params) -> dict:
+def evaluate_runs(
+  cfg: ml_collections.ConfigDict, d: dict, names, graphdef: nnx.GraphDef, params
+) -> dict:
   """Per run, per pool: fingerprint metrics and HR@k (seed-averaged later), and the baselines.
 
   Args:
@@ -193,7 +185,9 @@ def _floats(tree: dict) -> dict[str, float]:
   return {k: float(v) for k, v in tree.items()}
 
 
-def shuffled_labels(labels: np.ndarray, cfg: EvalConfig, pool_index: int) -> np.ndarray:
+def shuffled_labels(
+  labels: np.ndarray, cfg: ml_collections.ConfigDict, pool_index: int
+) -> np.ndarray:
   """``[S, Q, C]``: each pool's labels permuted within the pool, ``S = placebo_shuffles`` times.
 
   The placebo positive lands on a uniformly random slot of the same pool (the true one with
@@ -205,29 +199,25 @@ def shuffled_labels(labels: np.ndarray, cfg: EvalConfig, pool_index: int) -> np.
   return rng.permuted(stack, axis=-1)
 
 
-def summarise(cfg: EvalConfig, ev: dict) -> dict:
+def _seed_mean_std(x: np.ndarray) -> dict:
+  """``{"mean", "std"}`` over the seeds (axis 0) of ``[seeds, ...]`` (std 0 for one seed)."""
+  std = x.std(0, ddof=1) if len(x) > 1 else np.zeros(x.shape[1:])
+  return {"mean": x.mean(0).tolist(), "std": std.tolist()}
+
+
+def summarise(cfg: ml_collections.ConfigDict, ev: dict) -> dict:
   """Seed mean and std per (objective, pool, metric); ``placebo_hr1``: per shuffle."""
   out = {}
   for loss in cfg.losses:
     rs = [r for r in ev["runs"] if r["loss"] == loss]
-    out[loss] = {}
-    for mode in POOLS:
-      keys = rs[0][mode].keys()
-      out[loss][mode] = {
-        k: {
-          "mean": float(np.mean([r[mode][k] for r in rs])),
-          "std": float(np.std([r[mode][k] for r in rs], ddof=1)) if len(rs) > 1 else 0.0,
-        }
-        for k in keys
+    out[loss] = {
+      m: {k: _seed_mean_std(np.array([r[m][k] for r in rs])) for k in rs[0][m]} for m in POOLS
+    }
+    if "placebo_hr1" in rs[0]:  # [seeds, S] per pool
+      placebo = [r["placebo_hr1"] for r in rs]
+      out[loss]["placebo_hr1"] = {
+        m: _seed_mean_std(np.array([p[m] for p in placebo])) for m in placebo[0]
       }
-    if "placebo_hr1" in rs[0]:
-      out[loss]["placebo_hr1"] = {}
-      for mode in rs[0]["placebo_hr1"]:
-        v = np.array([r["placebo_hr1"][mode] for r in rs])  # [seeds, S]
-        out[loss]["placebo_hr1"][mode] = {
-          "mean": v.mean(0).tolist(),
-          "std": (v.std(0, ddof=1) if len(rs) > 1 else np.zeros(v.shape[1])).tolist(),
-        }
   return out
 
 
@@ -303,68 +293,37 @@ def derived_metrics(metrics: dict) -> dict:
     out[f"best_trivial_hr1_{pool}"] = trivial
     out[f"method_minus_trivial_hr1_{pool}"] = out[f"best_hr1_{pool}"] - trivial
     out[f"nn_lookup_hr1_{pool}"] = base["nn_lookup"][pool]["hr/cosine@1"]
-  toy, raw = metrics["toy"]["dedup"], metrics["toy"]["raw"]
-  out["toy_mean_regret_jaccard"] = toy["mean_regret_jaccard"]
-  out["toy_mean_regret_jaccard_ci95"] = toy["mean_regret_jaccard_ci95"]
-  out["toy_mean_regret_bce_cosine"] = toy["mean_regret_bce_cosine"]
-  out["toy_mean_regret_oracle"] = toy["mean_regret_oracle"]
-  out["toy_mean_regret_oracle_ci95"] = toy["mean_regret_oracle_ci95"]
-  out["toy_regret_high_minus_low"] = toy["regret_high_minus_low"]
-  out["toy_regret_high_minus_low_ci95"] = toy["regret_high_minus_low_ci95"]
-  out["toy_low_count"] = toy["low_count"]
-  out["toy_high_count"] = toy["high_count"]
-  out["toy_problems"] = toy["problems"]
-  out["toy_duplicates_left"] = toy["duplicates_left"]
-  out["toy_lemma_violations"] = toy["lemma_violations"]
-  out["toy_raw_mean_regret_jaccard"] = raw["mean_regret_jaccard"]
-  out["toy_raw_duplicate_share"] = raw["duplicate_share"]
-  out["toy_raw_regret_high_minus_low"] = raw["regret_high_minus_low"]
+  for part, prefix in (("dedup", "toy_"), ("raw", "toy_raw_")):
+    out.update({prefix + k: metrics["toy"][part][k] for k in TOY_DERIVED[part]})
   return out
 
 
+# The toy summaries' values copied into ``derived`` (deduplicated problems; as drawn).
+TOY_DERIVED = {
+  "dedup": ("mean_regret_jaccard", "mean_regret_jaccard_ci95", "mean_regret_bce_cosine",
+            "mean_regret_oracle", "mean_regret_oracle_ci95", "regret_high_minus_low",
+            "regret_high_minus_low_ci95", "low_count", "high_count", "problems",
+            "duplicates_left", "lemma_violations"),
+  "raw": ("mean_regret_jaccard", "duplicate_share", "regret_high_minus_low"),
+}  # fmt: skip
+
+
 def _kendall(a: list, b: list) -> float:
+  """Kendall's tau of two orderings of the same keys: the mean over pairs of +1 / -1."""
   pos = {k: i for i, k in enumerate(b)}
-  conc = disc = 0
-  for i in range(len(a)):
-    for j in range(i + 1, len(a)):
-      s = pos[a[i]] < pos[a[j]]
-      conc += s
-      disc += not s
-  tot = conc + disc
-  return float((conc - disc) / tot) if tot else 0.0
-
-
-# (header, pool, metric) of the objectives table's columns after the objective
-OBJECTIVE_COLUMNS = (
-  ("Tanimoto", "mass", "fp/tanimoto"),
-  ("cont-IoU", "mass", "fp/cont_iou"),
-  ("HR@1 cos (mass)", "mass", "hr/cosine@1"),
-  ("HR@5 cos (mass)", "mass", "hr/cosine@5"),
-  ("HR@1 Tanimoto (mass)", "mass", "hr/tanimoto@1"),
-  ("HR@1 cos (hard)", "hard", "hr/cosine@1"),
-  ("HR@1 cos (random)", "random", "hr/cosine@1"),
-)
+  signs = [1 if pos[x] < pos[y] else -1 for i, x in enumerate(a) for y in a[i + 1 :]]
+  return sum(signs) / len(signs) if signs else 0.0
 
 
 def report_view(record: dict) -> dict:
   """What ``configs/default.py``'s report reads, in the shapes it reads them (pure).
 
   Returns:
-    ``{"objectives": {row: {"c": [{"m", "s"} per OBJECTIVE_COLUMNS]}}, "bins": [toy band
-    rows], "ties": {problems: row}, "frontier": {pool: {"losses", "front", "baselines",
-    "random"}}, "toy": {part: {"mid", "jac", "bce"}}}``.
+    ``{"bins": [toy band rows], "ties": {problems: row}, "frontier": {pool: {"losses",
+    "front", "baselines", "random"}}, "toy": {part: {"mid", "jac", "bce"}}}``.
   """
   m, losses = record["metrics"], record["config"]["losses"]
   obj, base = m["objectives"], m["baselines"]
-  ms = lambda m, s=None: {"m": m, "s": s}
-  rows = {
-    l: {"c": [ms(obj[l][p][k]["mean"], obj[l][p][k]["std"]) for _, p, k in OBJECTIVE_COLUMNS]}
-    for l in losses
-  }
-  for name in ("prior", "nn_lookup"):
-    rows[f"baseline: {name}"] = {"c": [ms(base[name][p][k]) for _, p, k in OBJECTIVE_COLUMNS]}
-  rnd = lambda p, k: ms(base["random"][p][k.replace("cosine", "random")] if "cosine" in k else None)
-  rows["baseline: random ranking"] = {"c": [rnd(p, k) for _, p, k in OBJECTIVE_COLUMNS]}
   names = {"dedup": "deduplicated", "raw": "as drawn"}
   bins = [{"problems": names[part], "band": f"[{b['lo']:.2f}, {b['hi']:.2f})", **b}
           for part in ("dedup", "raw") for b in m["toy"][part]["bins"]]  # fmt: skip
@@ -394,4 +353,4 @@ def report_view(record: dict) -> dict:
     toy[names[part]] = {"mid": [(b["lo"] + b["hi"]) / 2 for b in bs],
                         "jac": [b["regret_jaccard"] for b in bs],
                         "bce": [b["regret_bce_cosine"] for b in bs]}  # fmt: skip
-  return {"objectives": rows, "bins": bins, "ties": ties, "frontier": frontier, "toy": toy}
+  return {"bins": bins, "ties": ties, "frontier": frontier, "toy": toy}

@@ -8,23 +8,11 @@ deduplicated by fingerprint; :func:`toy_summary` summarises them for the claims.
 
 from __future__ import annotations
 
-from typing import Protocol
-
+import ml_collections
 import numpy as np
 
 import jaxpapers.msretrieval as M
 from jaxpapers.core import stats
-
-
-class ToyConfig(Protocol):
-  """The fields of ``train.Config`` the toy problems read."""
-
-  toy_bits: tuple[int, ...]
-  toy_cands: tuple[int, ...]
-  toy_flip: tuple[float, ...]
-  toy_problems: int
-  toy_density: float
-  seed: int
 
 
 def _toy_problem(pi, cands, mask):
@@ -84,7 +72,7 @@ def lemma_check(jac: np.ndarray, smax: np.ndarray) -> tuple[np.ndarray, np.ndarr
   return premise, top.sum(1) == 1
 
 
-def toy_rows(cfg: ToyConfig) -> list:
+def toy_rows(cfg: ml_collections.ConfigDict) -> list:
   """Toy problems: each raw (as drawn) and deduplicated by fingerprint (empty ones dropped)."""
   rows = []
   rng = np.random.default_rng(cfg.seed + 5)

@@ -6,8 +6,8 @@ Standard mode (:class:`TwoStageRetriever`): dense top-M candidates (:func:`dense
 (:class:`IterativeRetrieval`): sketch -> retrieve -> filter -> judge rounds fused by
 :func:`discounted_fusion`. The reference's metrics: :func:`ndcg_single`, :func:`recall_single`,
 :func:`premise_group_recall`, :func:`covered_at_k`. The offline corpus is the Coq standard
-library (:func:`fetch_coq_stdlib`, :func:`parse_coq_tree`, :func:`premise_queries`) with a
-hierarchy-informalisation proxy (:func:`informalize_proxy`).
+library (:func:`fetch_coq_stdlib`, :func:`parse_coq_tree`, :func:`premise_queries`,
+:func:`pack_premise_groups`) with a hierarchy-informalisation proxy (:func:`informalize_proxy`).
 """
 
 from jaxpapers.leansearch._coq import (
@@ -16,6 +16,7 @@ from jaxpapers.leansearch._coq import (
   fetch_coq_stdlib,
   identifiers,
   load_jsonl,
+  pack_premise_groups,
   parse_coq_source,
   parse_coq_tree,
   premise_queries,
@@ -70,6 +71,7 @@ __all__ = [
   "fetch_coq_stdlib",
   "identifiers",
   "load_jsonl",
+  "pack_premise_groups",
   "parse_coq_source",
   "parse_coq_tree",
   "premise_queries",

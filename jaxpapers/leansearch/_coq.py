@@ -18,6 +18,8 @@ import re
 import subprocess
 from collections.abc import Sequence
 
+import numpy as np
+
 from jaxpapers.core import validation as V
 
 DECL_KINDS = (
@@ -334,6 +336,41 @@ def premise_queries(
     if min_premises <= len(groups) <= max_premises:
       out.append(PremiseQuery(decl=i, groups=tuple(groups), names=tuple(names)))
   return out
+
+
+def pack_premise_groups(
+  queries: Sequence[PremiseQuery], max_aliases: int = 8
+) -> tuple[np.ndarray, np.ndarray]:
+  """The premise groups of ``queries`` as the padded arrays the premise metrics read.
+
+  The input of :func:`premise_group_recall` and :func:`covered_at_k` (host-side numpy).
+
+  Args:
+    queries: ``[Q]`` premise queries (:func:`premise_queries`), at least one.
+    max_aliases: the most aliases kept per group (the first ones; >= 1).
+
+  Returns:
+    ``(group_alias, group_mask)``: int32 ``[Q, G, A]`` alias ids (``-1`` pads) and bool
+    ``[Q, G]`` (True for a real group), with ``G`` the most groups of a query and
+    ``A = min(max_aliases, the most aliases of a group)``.
+
+  Example::
+
+    alias, mask = pack_premise_groups(premise_queries(decls))
+    recall = premise_group_recall(retrieved, alias, mask, k=10)
+  """
+  max_aliases = V.check_int(max_aliases, "max_aliases", min_value=1)
+  if not queries or not any(q.groups for q in queries):
+    raise ValueError("queries must hold at least one premise query with a premise group")
+  n_groups = max(len(q.groups) for q in queries)
+  n_alias = min(max_aliases, max(len(g) for q in queries for g in q.groups))
+  alias = np.full((len(queries), n_groups, n_alias), -1, np.int32)
+  mask = np.zeros((len(queries), n_groups), bool)
+  for r, q in enumerate(queries):
+    for g, grp in enumerate(q.groups):
+      alias[r, g, : min(n_alias, len(grp))] = grp[:n_alias]
+      mask[r, g] = True
+  return alias, mask
 
 
 def save_jsonl(decls: Sequence[Declaration], path: str | os.PathLike) -> None:

@@ -123,3 +123,19 @@ def test_statement_split():
   hyps, concl = L.split_statement("Lemma f (n : nat) : forall m, n <= m -> (m -> n) -> S n <= S m")
   assert hyps == ["n <= m", "(m -> n)"] and concl == "S n <= S m"
   assert np.array_equal(L.split_statement("Lemma t : True")[1], "True")
+
+
+def test_pack_premise_groups_pads_and_truncates_aliases():
+  qs = [
+    L.PremiseQuery(decl=5, groups=((1, 2, 3), (4,)), names=("a", "b")),
+    L.PremiseQuery(decl=6, groups=((0,),), names=("c",)),
+  ]
+  alias, mask = L.pack_premise_groups(qs, max_aliases=2)
+  assert alias.dtype == np.int32 and mask.dtype == bool
+  np.testing.assert_array_equal(alias, [[[1, 2], [4, -1]], [[0, -1], [-1, -1]]])
+  np.testing.assert_array_equal(mask, [[True, True], [True, False]])
+  # A = the longest group when it is shorter than max_aliases; the arrays feed the metrics.
+  alias, mask = L.pack_premise_groups(qs)
+  assert alias.shape == (2, 2, 3)
+  retrieved = np.array([[3, 9], [7, 8]], np.int32)
+  np.testing.assert_allclose(L.premise_group_recall(retrieved, alias, mask, 2), [0.5, 0.0])

@@ -1,6 +1,5 @@
 """The smoke experiment end to end (with resume), the claim inputs, and the notebook."""
 
-import dataclasses
 import json
 import logging
 
@@ -9,7 +8,6 @@ import pytest
 
 from experiments.leansearch import evaluate, input_pipeline, train
 from experiments.leansearch.configs import default, smoke
-from jaxpapers import core
 from tests import notebook_util
 
 
@@ -109,8 +107,8 @@ def test_the_parse_cache_is_read_back_and_a_corrupt_one_parsed_again(tmp_path, m
   monkeypatch.setattr(
     train.L, "fetch_coq_stdlib", lambda cache_dir: input_pipeline.HERE / "fixture"
   )
-  cfg = core.config_to_dataclass(default.get_config(), train.Config)
-  cfg = dataclasses.replace(cfg, cache_dir=str(tmp_path))
+  cfg = default.get_config()
+  cfg.cache_dir = str(tmp_path)
   assert cfg.corpus == "coq_stdlib"
   decls, _ = input_pipeline.load_corpus(cfg)
   assert decls == train.L.parse_coq_tree(input_pipeline.HERE / "fixture")  # sections stay tuples

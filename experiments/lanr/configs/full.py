@@ -18,10 +18,7 @@ from experiments.lanr.configs import default
 def get_config():
   c = default.get_config()
   c.lm = "gemma3"
-  c.kb.n_people = 150
-  c.kb.n_cities = 20
-  c.kb.n_countries = 6
-  c.kb.n_companies = 15
+  c.kb.update(n_people=150, n_cities=20, n_countries=6, n_companies=15)
   c.n_train_per_hop = 100
   c.n_test_per_hop = 150
   c.rep_dim = 256

@@ -11,10 +11,7 @@ from experiments.lanr.configs import default
 def get_config():
   c = default.get_config()
   c.lm = "random"
-  c.kb.n_people = 6
-  c.kb.n_cities = 3
-  c.kb.n_countries = 2
-  c.kb.n_companies = 2
+  c.kb.update(n_people=6, n_cities=3, n_countries=2, n_companies=2)
   c.n_train_per_hop = 4
   c.n_test_per_hop = 3
   c.rep_dim = 16

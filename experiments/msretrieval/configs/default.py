@@ -64,8 +64,17 @@ def get_config():
   return c
 
 
-_HEADERS = ("Tanimoto", "cont-IoU", "HR@1 cos (mass)", "HR@5 cos (mass)", "HR@1 Tanimoto (mass)",
-            "HR@1 cos (hard)", "HR@1 cos (random)")  # evaluate.OBJECTIVE_COLUMNS  # fmt: skip
+# (header, pool, metric) of the objectives table's columns after the objective
+_OBJECTIVES = (
+  ("Tanimoto", "mass", "fp/tanimoto"),
+  ("cont-IoU", "mass", "fp/cont_iou"),
+  ("HR@1 cos (mass)", "mass", "hr/cosine@1"),
+  ("HR@5 cos (mass)", "mass", "hr/cosine@5"),
+  ("HR@1 Tanimoto (mass)", "mass", "hr/tanimoto@1"),
+  ("HR@1 cos (hard)", "hard", "hr/cosine@1"),
+  ("HR@1 cos (random)", "random", "hr/cosine@1"),
+)
+_RANDOM = "{{metrics.baselines.random.{}.{}:.3f}}"
 # The tables and figures, over experiments.msretrieval.evaluate:report_view.
 REPORT = R.Report(
   view="experiments.msretrieval.evaluate:report_view",
@@ -73,10 +82,23 @@ REPORT = R.Report(
     R.Table(
       title="**Objectives** (test queries, {config.eval_cands} candidates per pool, mean ± std "
       "over {config.seeds} seeds; simulated spectra)",
-      over="view.objectives",
+      over="metrics.objectives",
       columns=(
         R.Column("objective", "{key}"),
-        *(R.Column(h, f"c.{i}.m", ".3f", err=f"c.{i}.s") for i, h in enumerate(_HEADERS)),
+        *(R.Column(h, f"{p}.{k}.mean", ".3f", err=f"{p}.{k}.std") for h, p, k in _OBJECTIVES),
+      ),
+      extra_rows=(
+        *(
+          (f"baseline: {b}", *(f"{{metrics.baselines.{b}.{p}.{k}:.3f}}" for _, p, k in _OBJECTIVES))
+          for b in ("prior", "nn_lookup")
+        ),
+        (  # a random ranking has the cosine columns' HR@k (hr/random@k) only
+          "baseline: random ranking",
+          *(
+            _RANDOM.format(p, k.replace("cosine", "random")) if "cosine" in k else "-"
+            for _, p, k in _OBJECTIVES
+          ),
+        ),
       ),
     ),
     R.Table(
