@@ -1,23 +1,15 @@
 """Top-k sweeps on shifted local linear ICL: recall vs accuracy, coverage margin, controls.
 
-``train_and_evaluate(config, workdir)`` runs, for every (pool size P, cluster count J) setting,
-every (s_x, s_w) shift cell and every seed, one dense top-``k_max`` retrieval and evaluates
-every budget k as a prefix (one jitted program per reader and context), writes
-``results.json``, the tables and PNG plots, and resumes: every finished cell is stored in
-``<workdir>/cells/`` (``core.CellStore``) and skipped on a rerun.
-
-Per cell: Recall@k and purity; the coverage margin ``Delta(k) = C_eff(k) - A(k)`` and its
-boundary k*; answer accuracy and MSE of the one-step GD (fixed step), one-step GD (line-search
-step), ridge and prior-only readers with retrieved, oracle, labels-shuffled, other-query and
-random context; the constant-mean predictor; the regime label of each reader; and the
-calibrated threshold controller (tau chosen on the dev queries, applied to the test queries).
-Varying P and J moves the mean cluster size P / J, which is what pins k* by construction; the
-claims compare k* with a budget read off P / J and with a per-setting constant.
+For every (pool size P, cluster count J) setting, (s_x, s_w) shift and seed, one
+``core.CellStore`` cell (:func:`run_cell`, skipped on a rerun): one dense top-``k_max``
+retrieval, every budget k evaluated as a prefix (one jitted program per reader and context);
+then results.json with the claims' values (``evaluate``), the tables and the plots.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import pathlib
 import time
@@ -228,24 +220,14 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
   store = core.CellStore(workdir / "cells")
-  jobs = [
-    (p, j, sx, sw, s)
-    for p, j in cfg.settings
-    for sx in cfg.s_x
-    for sw in cfg.s_w
-    for s in range(cfg.seeds)
-  ]
-  bar = core.progress(total=len(jobs), desc="cells")
+  jobs = list(itertools.product(cfg.settings, cfg.s_x, cfg.s_w, range(cfg.seeds)))
   cells = []
-  for p, j, sx, sw, s in jobs:
+  for (p, j), sx, sw, s in core.progress(jobs, desc="cells"):
     name = f"cell/P{p}/J{j}/sx{sx}/sw{sw}/seed{s}"
     cells.append(store.get_or_compute(name, lambda _: run_cell(cfg, p, j, sx, sw, s)))
-    bar.update(1)
-  bar.close()
-  rows = evaluate.summarize(cells, cfg)
-  metrics = {"cells": rows, "per_seed": cells}
-  metrics["derived"] = evaluate.derived_metrics(cells, cfg)
-  metrics["derived"]["shift_response"] = evaluate.shift_response(cells, cfg)
+  derived = evaluate.derived_metrics(cells, cfg)
+  derived["shift_response"] = evaluate.shift_response(cells, cfg)
+  metrics = {"cells": evaluate.summarize(cells, cfg), "per_seed": cells, "derived": derived}
   path = core.write_results(
     workdir,
     metrics=metrics,
