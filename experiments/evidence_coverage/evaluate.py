@@ -11,15 +11,12 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from typing import TYPE_CHECKING
 
 import numpy as np
+from ml_collections import ConfigDict
 
 import jaxpapers.evidence_coverage as E
 from jaxpapers import core
-
-if TYPE_CHECKING:  # the typed config lives beside the cells that read it
-  from experiments.evidence_coverage.train import Config
 
 READERS = ("gd", "gd_ls", "ridge")
 READER_NAMES = {
@@ -46,7 +43,7 @@ def k_peak(acc, ks) -> int:
   return int(ks[int(np.argmax(acc))])
 
 
-def _decline(acc, recall, ks, cfg: Config) -> bool:
+def _decline(acc, recall, ks, cfg: ConfigDict) -> bool:
   acc, recall = np.asarray(acc), np.asarray(recall)
   p = int(np.argmax(acc))
   return bool(acc[-1] < acc.max() - cfg.decline_tol and recall[-1] - recall[p] >= cfg.recall_rise)
@@ -96,7 +93,7 @@ def _spearman(a, b) -> float | None:
   return float(sps.spearmanr(a, b).statistic)
 
 
-def shift_response(cells: list[dict], cfg: Config) -> dict:
+def shift_response(cells: list[dict], cfg: ConfigDict) -> dict:
   """Per setting: does k* (and each reader's accuracy peak) move across the shift grid?
 
   For each (setting, shift) the seed-median of log2 k* and of log2 k_peak; per setting the
@@ -126,7 +123,7 @@ def shift_response(cells: list[dict], cfg: Config) -> dict:
   return out
 
 
-def derived_metrics(cells: list[dict], cfg: Config) -> dict:
+def derived_metrics(cells: list[dict], cfg: ConfigDict) -> dict:
   """The values the claims in ``configs/default.py`` are judged on (pure, JSON in/out).
 
   Per reader r, the decoupling and budget-boundary fractions are taken over the cells where
@@ -198,7 +195,7 @@ def _agg(cells, path):
   return np.asarray([functools.reduce(operator.getitem, path, c) for c in cells], np.float64)
 
 
-def summarize(cells: list[dict], cfg: Config) -> list[dict]:
+def summarize(cells: list[dict], cfg: ConfigDict) -> list[dict]:
   """Per (setting, shift) cell: mean and std over seeds of the headline numbers."""
   rows = []
   for (n_pool, n_clusters), sx, sw in itertools.product(cfg.settings, cfg.s_x, cfg.s_w):
