@@ -97,6 +97,30 @@ class _Run:
       self.evaluator.schedule, **{n: cfg[n] for n in names}
     )
     self.mmd_losses = {}
+    self.seed_nets = (None, None)  # (seed, networks(seed)) of the seed being run
+
+  def networks(self, seed: int):
+    """``(baseline, pair, flops, params)``: the seed's initial networks, their per-call FLOPs
+    and parameter counts, built once and shared by the seed's phases (seeds run in turn)."""
+    if self.seed_nets[0] != seed:
+      img, chans = self.evaluator.shape[1], self.evaluator.shape[3]
+      base, dual = dr.build_networks(
+        self.cfg, image_size=img, channels=chans, num_classes=self.num_classes, seed=seed
+      )
+      one, c1 = jnp.zeros((1, img, img, chans)), jnp.zeros((1,), jnp.int32)
+      sched = self.evaluator.schedule
+      flops = {
+        "baseline": dr.component_flops(base, one, c1, schedule=sched),
+        "dual": dr.component_flops(dual, one, c1, schedule=sched),
+      }
+      flops["no_features"] = {"network": flops["dual"]["denoiser"]}
+      params = {
+        "baseline": dr.count_params(base),
+        "encoder": dr.count_params(dual.encoder),
+        "denoiser": dr.count_params(dual.denoiser),
+      }
+      self.seed_nets = (seed, (base, dual, flops, params))
+    return self.seed_nets[1]
 
 
 class _SeedRun:
@@ -112,23 +136,7 @@ class _SeedRun:
     self.sub_dir.mkdir(parents=True, exist_ok=True)
     # The couplings (d) and EDM-Heun (f) run for the extra_control_seeds (() -> every seed).
     self.extra = seed in (tuple(cfg.extra_control_seeds) or (seed,))
-    img, chans = run.evaluator.shape[1], run.evaluator.shape[3]
-    self.baseline, dual = dr.build_networks(
-      cfg, image_size=img, channels=chans, num_classes=run.num_classes, seed=seed
-    )
-    one, c1 = jnp.zeros((1, img, img, chans)), jnp.zeros((1,), jnp.int32)
-    sched = run.evaluator.schedule
-    self.flops = {
-      "baseline": dr.component_flops(self.baseline, one, c1, schedule=sched),
-      "dual": dr.component_flops(dual, one, c1, schedule=sched),
-    }
-    self.flops["no_features"] = {"network": self.flops["dual"]["denoiser"]}
-    self.params = {
-      "baseline": dr.count_params(self.baseline),
-      "encoder": dr.count_params(dual.encoder),
-      "denoiser": dr.count_params(dual.denoiser),
-    }
-    self.dual_init = _copy(dual)
+    self.baseline, self.dual_init, self.flops, self.params = run.networks(seed)
     self.trained = {}  # name -> (EMA model, history, seconds)
     self.train_seconds, self.final_loss, self.mmd_time = {}, {}, {}
     self.rows, self.grids = [], {}
