@@ -219,15 +219,14 @@ def _ec_cell(rng, n_pool, n_clusters, s_x, seed, ks):
 
 
 def test_evidence_coverage_per_seed_keeps_what_the_claims_and_the_report_read():
-  import dataclasses
-
-  from experiments.evidence_coverage import evaluate, train
+  from experiments.evidence_coverage import evaluate
+  from experiments.evidence_coverage.configs import default
 
   ks = (1, 2, 4, 8, 16)
   settings = ((64, 8), (128, 8))
-  cfg = {f.name: 0 for f in dataclasses.fields(train.Config)}
-  cfg.update(settings=settings, ks=ks, s_x=(0.0, 1.0), s_w=(0.0,), seeds=2, n_boot=50)
-  cfg.update(decline_tol=0.02, recall_rise=0.05, min_gain=0.01)
+  config = default.get_config()
+  config.update(settings=settings, ks=ks, s_x=(0.0, 1.0), s_w=(0.0,), seeds=2, n_boot=50)
+  config.update(decline_tol=0.02, recall_rise=0.05, min_gain=0.01)
   rng = np.random.default_rng(0)
   cells = [
     _ec_cell(rng, p, j, sx, s, ks) for p, j in settings for sx in (0.0, 1.0) for s in range(2)
@@ -236,7 +235,6 @@ def test_evidence_coverage_per_seed_keeps_what_the_claims_and_the_report_read():
   cut = cr._evidence_coverage_metrics(metrics)["per_seed"]
   assert "purity" not in cut[0] and "mse" not in cut[0]["gd"]["retrieved"]  # dropped ...
   assert len(json.dumps(cut)) < 0.6 * len(json.dumps(cells))
-  config = train.Config(**cfg)
   # ... and the claims' values and the report's view are the same from the cut cells.
   assert evaluate.derived_metrics(cut, config) == evaluate.derived_metrics(cells, config)
   assert evaluate.shift_response(cut, config) == evaluate.shift_response(cells, config)

@@ -37,17 +37,10 @@ RETRIEVERS = ("similarity", "bm25", "recency")
 ORACLE_METHODS = ("oracle_bf", "oracle_bf_gated", "oracle_bf_placebo_gated", "oracle_bf_greedy")
 
 
-def load_model(c):
-  """(config, params, tokenizer) of the configured LM (:func:`jaxpapers.bayes_memory.load_model`)."""
-  core.validate_choice(c.model, name="model", allowed=bm.MODELS)
-  return bm.load_model(c.model, seed=c.seed)
-
-
 def score_dialogues(ds: list[bm.Dialogue], model, fn, c) -> list[dict]:
   """:func:`jaxpapers.bayes_memory.score_dialogues` with the config's scoring settings."""
-  names = "buckets batch_tokens max_targets feature_len greedy_k tau".split()
-  kw = {n: c[n] for n in names}
-  return bm.score_dialogues(ds, model, fn, scoring=c.get("scoring", "rows"), **kw)
+  names = "scoring buckets batch_tokens max_targets feature_len greedy_k tau".split()
+  return bm.score_dialogues(ds, model, fn, **{n: c[n] for n in names})
 
 
 # --------------------------------------------------------------------------- analysis
@@ -83,12 +76,6 @@ def choose_contexts(q, u, g_logit, c, rng, g_plc=None) -> dict[str, np.ndarray]:
   if g_plc is not None:
     col["distilled_placebo_gated"] = np.where(g_plc > 0, col["distilled"], 0)
   return col
-
-
-def fit_distilled(q_all, c):
-  """:func:`jaxpapers.bayes_memory.fit_leave_one_seed_out` with the config's settings."""
-  kw = {n: c[n] for n in "seed steps lr beta tau hidden tau_placebo".split()}
-  return bm.fit_leave_one_seed_out(q_all, **kw)
 
 
 def _boot_ci(stat, n, n_boot, rng):
@@ -273,12 +260,11 @@ def scored_dialogues(store, key, c) -> list[int]:
   return [i for i in range(c.n_dialogues) if all(key(s, i) in store for s in c.seeds)]
 
 
-def make_dialogues(c, n_dialogues=None):
-  """Every seed's generated dialogues for config ``c`` (``n_dialogues`` overrides the config's)."""
-  names = "n_turns n_queries change_rate distractor_rate density memory_free_rate".split()
-  n = c.n_dialogues if n_dialogues is None else n_dialogues
-  kw = {k: c[k] for k in names}
-  return {s: bm.make_preference_dialogues(int(s), n_dialogues=n, **kw) for s in c.seeds}
+def make_dialogues(c):
+  """Every seed's generated dialogues for config ``c``."""
+  names = "n_dialogues n_turns n_queries change_rate distractor_rate density memory_free_rate"
+  kw = {k: c[k] for k in names.split()}
+  return {s: bm.make_preference_dialogues(int(s), **kw) for s in c.seeds}
 
 
 def train_and_evaluate(config, workdir) -> dict:
@@ -286,14 +272,11 @@ def train_and_evaluate(config, workdir) -> dict:
   c = config
   core.validate_seeds(tuple(c.seeds), name="seeds")
   t0 = time.time()
-  model = load_model(c)
+  model = bm.load_model(c.model, seed=c.seed)
   cfg, params, _ = model
   fn = bm.make_logprob_fn(params, cfg, max_targets=c.max_targets)
   store = core.CellStore(f"{workdir}/cells")
   lm_s = 0.0
-  cost = {"padded_tokens": 0, "oracle_tokens": 0, "distilled_tokens": 0}
-  if c.greedy_k > 0:
-    cost["greedy_tokens"] = 0
   dialogues = make_dialogues(c)
   # Dialogue-major order over seeds, so that a partial (resumable) run covers every seed.
   # Dialogues missing from the store are scored in groups of c.group_dialogues (shared batches);
@@ -308,31 +291,26 @@ def train_and_evaluate(config, workdir) -> dict:
     for (s, i), cell in zip(grp, score_dialogues([dialogues[s][i] for s, i in grp], model, fn, c)):
       store.put(key(s, i), cell)
     lm_s += time.time() - t1
-  cells = {}
-  for s, i in order:
-    cell = store[key(s, i)]
-    cells[s, i] = {k: (np.asarray(v) if isinstance(v, list) else v) for k, v in cell.items()}
-    for k in cost:
-      cost[k] += cell[k]
+  arrays = lambda cell: {k: np.asarray(v) if isinstance(v, list) else v for k, v in cell.items()}
+  cells = {(s, i): arrays(store[key(s, i)]) for s, i in order}
+  # The LM tokens each method's scoring reads (cell field <name>_tokens), summed over the cells.
+  tokens = {"oracle_bf": "oracle", "distilled": "distilled", "all_rows_padded": "padded"}
+  if c.greedy_k > 0:
+    tokens["oracle_bf_greedy"] = "greedy"
+  cost = {m: sum(cells[o][f"{k}_tokens"] for o in order) for m, k in tokens.items()}
   parts = [
     bm.question_arrays([dialogues[s][i] for i in keep], [cells[s, i] for i in keep], int(s))
     for s in c.seeds
   ]
   q = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-  u, g_logit, g_plc, losses = fit_distilled(q, c)
+  fit_kw = {n: c[n] for n in "seed steps lr beta tau hidden tau_placebo".split()}
+  u, g_logit, g_plc, losses = bm.fit_leave_one_seed_out(q, **fit_kw)
   col = choose_contexts(q, u, g_logit, c, np.random.default_rng(c.seed), g_plc=g_plc)
   d = derived_metrics(q, col, g_logit, c, g_plc=g_plc)
-  nq = len(q["seed"])
-  d["lm_tokens_per_question"] = {
-    "oracle_bf": cost["oracle_tokens"] / nq,
-    "distilled": cost["distilled_tokens"] / nq,
-    "all_rows_padded": cost["padded_tokens"] / nq,
-  }
-  if c.greedy_k > 0:
-    d["lm_tokens_per_question"]["oracle_bf_greedy"] = cost["greedy_tokens"] / nq
+  d["lm_tokens_per_question"] = {m: v / len(q["seed"]) for m, v in cost.items()}
   d["n_dialogues_analysed"] = len(keep)
   d["dialogue_indices"] = keep if len(keep) < c.n_dialogues else "all"
-  d["lm_token_saving"] = cost["oracle_tokens"] / max(cost["distilled_tokens"], 1)
+  d["lm_token_saving"] = cost["oracle_bf"] / max(cost["distilled"], 1)
   metrics = {"derived": d, "distill_loss_first_last": losses, "lm_scoring_s": lm_s}
   core.write_results(
     workdir,

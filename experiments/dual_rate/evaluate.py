@@ -43,7 +43,7 @@ class Evaluator:
     clf = dr.train_classifier(
       xsub, ysub, num_classes=num_classes, steps=cfg.classifier_steps, seed=cfg.seed
     )
-    fd_reference = cfg.get("fd_reference", "train")
+    fd_reference = cfg.fd_reference
     splits = fd_splits(xsub.shape[0], xte.shape[0], n_eval, fd_reference)
     real = {"train": xsub, "heldout": xte}
     pick = lambda split: real[split[0]][split[1] : split[2]]
@@ -134,15 +134,15 @@ class Evaluator:
     return row, grid
 
 
-def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells=None) -> tuple[dict, str]:
-  """Phase 5: ``(metrics, notes)`` of results.json from the training seeds' records (in seed
-  order); ``cells``: with phase cells, the cell names stored and those not yet."""
+def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells) -> tuple[dict, str]:
+  """``(metrics, notes)`` of results.json from the training seeds' records (in seed order);
+  ``cells``: the cell names stored and those not yet."""
   first = per_seed[next(iter(per_seed))]
   flops, params = first["flops"], first["params"]
   rows = aggregate_rows([per_seed[s]["rows"] for s in per_seed])
   head_methods = dict(  # the best row of base_methods met by the cheapest K > 1 dual row
-    base_methods=tuple(cfg.get("matched_quality_baseline_methods", ("baseline",))),
-    dual_methods=tuple(cfg.get("matched_quality_dual_methods", ("dual-rate",))),
+    base_methods=tuple(cfg.matched_quality_baseline_methods),
+    dual_methods=tuple(cfg.matched_quality_dual_methods),
   )
   # Headline: cheapest configuration of each family that reaches the baseline's best quality.
   headline = _headline(rows, flops, **head_methods)
@@ -165,12 +165,10 @@ def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells=None) -> tupl
     "eval_seeds": list(cfg.eval_seeds),
     "train_seeds": list(per_seed),
     "ema_decay": cfg.ema_decay,
-    "quality_regime_bar": cfg.get("quality_regime_bar", 0.0) or None,
+    "quality_regime_bar": cfg.quality_regime_bar or None,
+    "cells_done": sorted(cells[0]),
+    "cells_missing": list(cells[1]),
   }
-  if cells is not None:
-    metrics["cells_done"] = sorted(cells[0])
-    if cells[1] is not None:
-      metrics["cells_missing"] = list(cells[1])
   metrics["derived"] = derived_metrics(metrics)
   if len(per_seed) > 1:
     # The claims are decided on the rows aggregated over training seeds (above); beside them,

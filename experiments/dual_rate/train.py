@@ -1,21 +1,19 @@
 """Quality against compute for Dual-Rate Diffusion, the single-network baseline and MMD.
 
-Phases: (1) the feature classifier and the real-vs-real floor (``evaluate.Evaluator``); (2) the
-baseline and the dual-rate pair trained for the same steps (``dr.fit``); (3) sampling at
-several N and K with exact call counts, FLOPs and wall time; (4) MMD of both; (5) results.json.
-Training checkpoints and resumes; finished seeds (or phases) and rows are ``core.CellStore`` cells.
+Phase 1 trains the feature classifier and measures the real-vs-real floor
+(``evaluate.Evaluator``). Then every training seed (``train_seeds``, or ``seed`` alone) runs the
+phases of :data:`PHASES`, each one resumable ``core.CellStore`` cell: its networks trained for
+the same steps (``dr.fit``, checkpointed) and sampled at several N and K with exact call counts,
+FLOPs and wall time. results.json is rewritten after every new cell from the cells that exist,
+so a partial run is a valid (smaller) result and a rerun resumes at the first missing cell.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
-import json
 import pathlib
 import time
-from collections.abc import Callable
-from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -28,6 +26,11 @@ from jaxpapers import core
 from jaxpapers import dual_rate as dr
 
 __all__ = ["PHASES", "derived_metrics", "load_data", "merge_phases", "train_and_evaluate"]
+
+# The phases of one training seed, in the order they run: the main claim's networks first
+# (baseline + pair, with their refresh-kind and EDM-Heun rows), then the controls (a), (b),
+# (d), then distillation. Each is a method of `_SeedRun`.
+PHASES = ("main", "no_features", "fresh_only", "couplings", "mmd")
 
 
 def _log(msg, t0):
@@ -43,11 +46,11 @@ def load_data(cfg):
   ``data_dir`` (full config; ``dr.load_imagenet64``)."""
   if cfg.dataset in dr.DATASETS:
     # num_test: the held-out split, which sets the largest N of the real-vs-real floor.
-    kw = {"num_test": cfg.num_test} if cfg.get("num_test", 0) else {}
+    kw = {"num_test": cfg.num_test} if cfg.num_test else {}
     return dr.load_numpy(cfg.dataset, **kw), dr.num_classes(cfg.dataset)
   core.validate_choice(cfg.dataset, name="dataset", allowed=dr.DATASETS + ("imagenet64",))
   # The held-out images: N for the floor, 2 N with a held-out reference (evaluate.fd_splits).
-  per = 2 if cfg.get("fd_reference", "train") == "heldout" else 1
+  per = 2 if cfg.fd_reference == "heldout" else 1
   data = dr.load_imagenet64(
     core.resolve_data_dir(cfg.get("data_dir")),
     num_test=per * cfg.num_eval_samples,
@@ -55,12 +58,6 @@ def load_data(cfg):
     classifier_subset=cfg.get("classifier_subset", 50_000),
   )
   return data, 1000
-
-
-# The phases of one training seed, in the order a phase-cell run computes them: the main
-# claim's networks first (baseline + pair, with their refresh-kind and EDM-Heun rows), then the
-# controls (a), (b), (d), then distillation.
-PHASES = ("main", "no_features", "fresh_only", "couplings", "mmd")
 
 
 def _record_name(name):
@@ -84,113 +81,107 @@ def merge_phases(parts):
   return out
 
 
-@dataclasses.dataclass
 class _Run:
-  """What every training seed shares: data, the evaluator (phase 1) and the losses, built once
-  per run so that seeds after the first reuse the compiled steps (``dr.fit_step``)."""
+  """What every cell shares: the data, the evaluator (phase 1) and the losses, built once per
+  run so that seeds after the first reuse the compiled steps (``dr.fit_step``)."""
 
-  cfg: Any
-  workdir: pathlib.Path
-  data: dict
-  num_classes: int
-  evaluator: evaluation.Evaluator
-  t_start: float
-  base_loss: Callable = dataclasses.field(init=False)
-  dual_loss_fn: Callable = dataclasses.field(init=False)
-  mmd_losses: dict = dataclasses.field(default_factory=dict)
-
-  def __post_init__(self):
-    cfg = self.cfg
-    self.base_loss, self.dual_loss_fn = dr.make_losses(
-      self.evaluator.schedule,
-      weighting=cfg.weighting,
-      train_grid_steps=cfg.train_grid_steps,
-      max_staleness=cfg.max_staleness,
-      p_fresh=cfg.p_fresh,
-      coupling=cfg.coupling,
-      rollout_frac=cfg.rollout_frac,
+  def __init__(self, cfg, workdir: pathlib.Path):
+    self.cfg, self.workdir, self.t_start = cfg, workdir, time.perf_counter()
+    self.data, self.num_classes = load_data(cfg)
+    self.evaluator = evaluation.Evaluator.build(
+      cfg, self.data, self.num_classes, dr.NoiseSchedule()
     )
+    _log(f"classifier trained, floor {self.evaluator.floor}", self.t_start)
+    names = "weighting train_grid_steps max_staleness p_fresh coupling rollout_frac".split()
+    self.base_loss, self.dual_loss = dr.make_losses(
+      self.evaluator.schedule, **{n: cfg[n] for n in names}
+    )
+    self.mmd_losses = {}
+    self.seed_nets = (None, None)  # (seed, networks(seed)) of the seed being run
+
+  def networks(self, seed: int):
+    """``(baseline, pair, flops, params)``: the seed's initial networks, their per-call FLOPs
+    and parameter counts, built once and shared by the seed's phases (seeds run in turn)."""
+    if self.seed_nets[0] != seed:
+      img, chans = self.evaluator.shape[1], self.evaluator.shape[3]
+      base, dual = dr.build_networks(
+        self.cfg, image_size=img, channels=chans, num_classes=self.num_classes, seed=seed
+      )
+      one, c1 = jnp.zeros((1, img, img, chans)), jnp.zeros((1,), jnp.int32)
+      sched = self.evaluator.schedule
+      flops = {
+        "baseline": dr.component_flops(base, one, c1, schedule=sched),
+        "dual": dr.component_flops(dual, one, c1, schedule=sched),
+      }
+      flops["no_features"] = {"network": flops["dual"]["denoiser"]}
+      params = {
+        "baseline": dr.count_params(base),
+        "encoder": dr.count_params(dual.encoder),
+        "denoiser": dr.count_params(dual.denoiser),
+      }
+      self.seed_nets = (seed, (base, dual, flops, params))
+    return self.seed_nets[1]
 
 
 class _SeedRun:
-  """Phases 2-4 for one training seed: trains the networks of ``phases`` (:data:`PHASES`)
-  under ``sub_dir`` and samples their settings (:meth:`record`). A network is trained (or
-  restored from its checkpoint) on first use, so rows already stored need no network."""
+  """One phase (:data:`PHASES`) of one training seed: trains its networks under the seed's
+  folder and samples their settings (:meth:`record`). A network is trained (or restored from
+  its checkpoint) on first use, so rows already stored need no network."""
 
-  def __init__(self, run: _Run, seed: int, sub_dir: pathlib.Path, phases=PHASES):
-    cfg = run.cfg
-    self.run, self.phases, self.sub_dir = run, phases, sub_dir
-    self.cfg = copy.deepcopy(cfg)
-    self.cfg.seed = seed
-    sub_dir.mkdir(parents=True, exist_ok=True)
-    img, chans = run.evaluator.shape[1], run.evaluator.shape[3]
-    self.baseline, dual = dr.build_networks(
-      cfg, image_size=img, channels=chans, num_classes=run.num_classes, seed=seed
-    )
-    one, c1 = jnp.zeros((1, img, img, chans)), jnp.zeros((1,), jnp.int32)
-    sched = run.evaluator.schedule
-    self.flops = {
-      "baseline": dr.component_flops(self.baseline, one, c1, schedule=sched),
-      "dual": dr.component_flops(dual, one, c1, schedule=sched),
-    }
-    self.flops["no_features"] = {"network": self.flops["dual"]["denoiser"]}
-    self.params = {
-      "baseline": dr.count_params(self.baseline),
-      "encoder": dr.count_params(dual.encoder),
-      "denoiser": dr.count_params(dual.denoiser),
-    }
-    self.dual_init = _copy(dual)
+  def __init__(self, run: _Run, seed: int, phase: str):
+    self.run, self.phase = run, phase
+    self.cfg = cfg = copy.deepcopy(run.cfg)
+    cfg.seed = seed
+    self.sub_dir = run.workdir / f"train_seed{seed}"
+    self.sub_dir.mkdir(parents=True, exist_ok=True)
+    # The couplings (d) and EDM-Heun (f) run for the extra_control_seeds (() -> every seed).
+    self.extra = seed in (tuple(cfg.extra_control_seeds) or (seed,))
+    self.baseline, self.dual_init, self.flops, self.params = run.networks(seed)
     self.trained = {}  # name -> (EMA model, history, seconds)
     self.train_seconds, self.final_loss, self.mmd_time = {}, {}, {}
     self.rows, self.grids = [], {}
     # Finished rows are cells of the seed's folder: a resumed run (or one with more settings)
     # does not sample them again.
-    self.row_store = core.CellStore(sub_dir / "rows")
-    self.timed = tuple(cfg.get("time_methods", ())) or None
+    self.row_store = core.CellStore(self.sub_dir / "rows")
+    self.timed = tuple(cfg.time_methods) or None
 
-  def fit(self, model, loss_fn, *, name, steps, lr, ema_decay, consts=None):
+  def fit(self, model, loss_fn, *, name, **kw):
     """``dr.fit`` on the run's data with the seed's batch, checkpoint and device settings."""
     cfg, data = self.cfg, self.run.data
-    return dr.fit(
-      model,
-      loss_fn,
-      data["train_images"],
-      data["train_labels"],
-      name=name,
-      steps=steps,
-      learning_rate=lr,
-      warmup_steps=cfg.warmup_steps,
-      ema_decay=ema_decay,
-      batch_size=cfg.batch_size,
-      seed=cfg.seed,
-      workdir=self.sub_dir,
-      checkpoint_every=cfg.checkpoint_every,
-      data_parallel=cfg.get("data_parallel", False),
-      prefetch=cfg.get("prefetch", 0),
-      consts=consts,
-    )
+    kw |= dict(warmup_steps=cfg.warmup_steps, batch_size=cfg.batch_size, seed=cfg.seed)
+    kw |= dict(checkpoint_every=cfg.checkpoint_every, prefetch=cfg.get("prefetch", 0))
+    kw |= dict(data_parallel=cfg.get("data_parallel", False), workdir=self.sub_dir)
+    return dr.fit(model, loss_fn, data["train_images"], data["train_labels"], name=name, **kw)
 
-  def net(self, name, make_loss, phase_of_origin):
-    """The trained network ``name``; its record counts for the phase that trains it."""
+  def net(self, name, loss_fn, phase="main"):
+    """The trained network ``name``; its training record counts for ``phase``, the phase that
+    trains it."""
     if name not in self.trained:
       init = _copy(self.baseline) if name == "baseline" else _copy(self.dual_init)
-      cfg = self.run.cfg
+      cfg = self.cfg
       self.trained[name] = self.fit(
         init,
-        make_loss(),
+        loss_fn,
         name=name,
         steps=cfg.train_steps,
-        lr=cfg.learning_rate,
+        learning_rate=cfg.learning_rate,
         ema_decay=cfg.ema_decay,
       )
-      if phase_of_origin in self.phases:
+      if phase == self.phase:
         _, hist, sec = self.trained[name]
         self.train_seconds[_record_name(name)] = sec
         self.final_loss[_record_name(name)] = hist[-1].get("train/loss") if hist else None
     return self.trained[name][0]
 
+  def baseline_net(self):
+    return self.net("baseline", self.run.base_loss)
+
+  def dual_net(self):
+    return self.net("dual_rate", self.run.dual_loss())
+
   def evaluate(self, method, model, num_steps, interval, sampler, flops_key, kind="uniform"):
-    """The row of one sampler setting: read from the row store, or sampled and stored."""
+    """The row of one sampler setting of ``model()``: read from the row store, or sampled and
+    stored."""
     ev, cfg = self.run.evaluator, self.run.cfg
     key = f"{method}|{num_steps}|{interval}|{sampler}|{kind}|{len(cfg.eval_seeds)}"
     key += f"|{ev.num_samples}"
@@ -198,10 +189,9 @@ class _SeedRun:
       key += f"|{ev.fd_reference}"
     if key in self.row_store:
       self.rows.append(self.row_store[key])
-      return self.row_store[key]
-    model = model() if callable(model) and not isinstance(model, nnx.Module) else model
+      return
     row, grid = ev.row(
-      model,
+      model(),
       method=method,
       num_steps=num_steps,
       interval=interval,
@@ -219,74 +209,61 @@ class _SeedRun:
       f"at {row['mflops_per_sample']:.2f} MFLOPs",
       self.run.t_start,
     )
-    return row
 
-  def baseline_net(self):
-    return self.net("baseline", lambda: self.run.base_loss, "main")
-
-  def dual_net(self):
-    return self.net("dual_rate", self.run.dual_loss_fn, "main")
-
-  def main_rows(self):
+  def main(self):
     """The baseline and the pair: their rows, the refresh kinds and EDM-Heun (f)."""
-    cfg = self.run.cfg
-    # The EDM-Heun rows (f) for the seeds in extra_control_seeds (default: all).
-    extra = self.cfg.seed in tuple(cfg.get("extra_control_seeds", None) or (self.cfg.seed,))
-    heun_steps = tuple(cfg.get("heun_steps", ())) if extra else ()
-    self.baseline_net(), self.dual_net()
+    cfg, base, dual = self.cfg, self.baseline_net, self.dual_net
+    base(), dual()  # each trained network is reused by every sampler setting
     _log(f"trained baseline and dual-rate: {self.train_seconds}", self.run.t_start)
-    # Each trained network is reused across every sampler setting (one compile per N, sampler).
     for n in cfg.baseline_steps:
-      self.evaluate("baseline", self.baseline_net, n, 1, cfg.sampler, "baseline")
+      self.evaluate("baseline", base, n, 1, cfg.sampler, "baseline")
     for n in cfg.dual_steps:
       for k in cfg.dual_intervals:
-        self.evaluate("dual-rate", self.dual_net, n, k, cfg.sampler, "dual")
-    for kind in cfg.get("refresh_kinds", ()):
+        self.evaluate("dual-rate", dual, n, k, cfg.sampler, "dual")
+    for kind in cfg.refresh_kinds:
       for n in cfg.dual_steps:
         k = cfg.refresh_kind_interval
-        self.evaluate(f"dual-rate/{kind}", self.dual_net, n, k, cfg.sampler, "dual", kind)
-    for n in heun_steps:
-      self.evaluate("baseline/heun", self.baseline_net, n, 1, "heun", "baseline")
+        self.evaluate(f"dual-rate/{kind}", dual, n, k, cfg.sampler, "dual", kind)
+    for n in cfg.heun_steps if self.extra else ():
+      self.evaluate("baseline/heun", base, n, 1, "heun", "baseline")
       for k in cfg.heun_intervals:
-        self.evaluate("dual-rate/heun", self.dual_net, n, k, "heun", "dual")
+        self.evaluate("dual-rate/heun", dual, n, k, "heun", "dual")
 
-  def control_rows(self):
-    """Controls, each from the pair's initialisation and for the same number of steps: (a) the
-    light denoiser alone with constant (zero) features; (b) fresh context only (K_max = 1); (d)
-    other couplings of the stale-context objective (for the extra_control_seeds)."""
-    cfg, dual_loss_fn = self.run.cfg, self.run.dual_loss_fn
-    extra = self.cfg.seed in tuple(cfg.get("extra_control_seeds", None) or (self.cfg.seed,))
-    couplings = tuple(cfg.get("control_couplings", ())) if extra else ()
-    if "no_features" in self.phases and cfg.get("control_no_features", False):
-      m = functools.partial(
-        self.net, "no_features", lambda: dual_loss_fn(use_features=False), "no_features"
-      )
+  # Controls, each from the pair's initialisation and for the same number of steps.
+
+  def no_features(self):
+    """(a) The light denoiser alone with constant (zero) features."""
+    cfg = self.cfg
+    if cfg.control_no_features:
+      loss = self.run.dual_loss(use_features=False)
+      m = functools.partial(self.net, "no_features", loss, "no_features")
       for n in cfg.no_feature_steps:
         self.evaluate("no-features", m, n, 1, cfg.sampler, "no_features")
-    if "fresh_only" in self.phases and cfg.get("control_fresh_only", False):
-      m = functools.partial(
-        self.net, "fresh_only", lambda: dual_loss_fn(max_staleness=1), "fresh_only"
-      )
+
+  def fresh_only(self):
+    """(b) The pair trained on fresh context only (K_max = 1), sampled with K > 1."""
+    cfg = self.cfg
+    if cfg.control_fresh_only:
+      loss = self.run.dual_loss(max_staleness=1)
+      m = functools.partial(self.net, "fresh_only", loss, "fresh_only")
       for n in cfg.dual_steps:
-        for k in cfg.get("fresh_only_intervals", cfg.dual_intervals):
+        for k in cfg.fresh_only_intervals:
           self.evaluate("fresh-only", m, n, k, cfg.sampler, "dual")
-    if "couplings" in self.phases:
-      for coupling in couplings:
-        m = functools.partial(
-          self.net,
-          f"dual_rate_{coupling}",
-          lambda coupling=coupling: dual_loss_fn(coupling=coupling),
-          "couplings",
-        )
-        for n in cfg.dual_steps:
-          for k in cfg.dual_intervals:
-            if k > 1:
-              self.evaluate(f"dual-rate/{coupling}", m, n, k, cfg.sampler, "dual")
+
+  def couplings(self):
+    """(d) Other couplings of the stale-context objective (for the extra_control_seeds)."""
+    cfg = self.cfg
+    for coupling in cfg.control_couplings if self.extra else ():
+      loss = self.run.dual_loss(coupling=coupling)
+      m = functools.partial(self.net, f"dual_rate_{coupling}", loss, "couplings")
+      for n in cfg.dual_steps:
+        for k in (k for k in cfg.dual_intervals if k > 1):
+          self.evaluate(f"dual-rate/{coupling}", m, n, k, cfg.sampler, "dual")
 
   def distill(self, teacher, k, is_dual):
     """A factory of the MMD student of ``teacher()`` with ``k`` steps. The frozen teacher's
     parameters are an argument of the jitted step (consts), not a closure."""
-    cfg, mmd_losses = self.run.cfg, self.run.mmd_losses
+    cfg, mmd_losses = self.cfg, self.run.mmd_losses
 
     def student():
       t = teacher()
@@ -300,7 +277,7 @@ class _SeedRun:
         mmd_losses[tg, k, is_dual],
         name=name,
         steps=cfg.mmd_train_steps,
-        lr=cfg.mmd_learning_rate,
+        learning_rate=cfg.mmd_learning_rate,
         ema_decay=0.0,
         consts=tstate,
       )
@@ -309,9 +286,9 @@ class _SeedRun:
 
     return student
 
-  def mmd_rows(self):
+  def mmd(self):
     """Moment matching distillation of the baseline and of the pair."""
-    cfg = self.run.cfg
+    cfg = self.cfg
     for k in cfg.mmd_steps:
       student = self.distill(self.baseline_net, k, False)
       self.evaluate("mmd-baseline", student, k, 1, "ancestral", "baseline")
@@ -320,12 +297,8 @@ class _SeedRun:
       self.evaluate("mmd-dual-rate", student, k, cfg.mmd_dual_interval, "ancestral", "dual")
 
   def record(self):
-    """The seed's JSON-able record (rows, FLOPs, parameters, training times, sample grids)."""
-    if "main" in self.phases:
-      self.main_rows()
-    self.control_rows()
-    if "mmd" in self.phases:
-      self.mmd_rows()
+    """The phase's JSON-able record (rows, FLOPs, parameters, training times, sample grids)."""
+    getattr(self, self.phase)()
     return {
       "rows": self.rows,
       "flops": self.flops,
@@ -336,9 +309,9 @@ class _SeedRun:
     }
 
 
-def write_results(run: _Run, per_seed: dict, cells=None) -> dict:
-  """Phase 5: results.json and the sample grids from the per-seed records (``cells``: with
-  phase cells, the stored cell names and those not stored)."""
+def write_results(run: _Run, per_seed: dict, cells) -> dict:
+  """results.json and the sample grids from the per-seed records (``cells``: the stored cell
+  names and those not stored)."""
   cfg, ev = run.cfg, run.evaluator
   metrics, notes = evaluation.summarize(per_seed, cfg, ev.floor, ev.num_samples, cells)
   grids = {"real (test)": run.data["test_images"][: cfg.grid_samples]}
@@ -357,61 +330,32 @@ def write_results(run: _Run, per_seed: dict, cells=None) -> dict:
   return metrics
 
 
-def _phase_cells(run: _Run, seeds) -> dict:
-  """One resumable cell per (seed, phase), computed seed by seed in PHASES order; results.json
-  is rewritten after every new cell from the cells that exist, so a partial run is a valid
-  (smaller) result and a rerun resumes at the first missing cell."""
-  store = core.CellStore(run.workdir / "cells")
-  all_cells = [f"train_seed={t}/{q}" for t in seeds for q in PHASES]
+def train_and_evaluate(config, workdir) -> dict:
+  """Runs phase 1 and every (training seed, phase) cell, resuming from ``workdir``."""
+  cfg = config
+  workdir = pathlib.Path(workdir)
+  workdir.mkdir(parents=True, exist_ok=True)
+  core.validate_choice(cfg.sampler, name="sampler", allowed=dr.SAMPLERS)
+  core.validate_choice(cfg.coupling, name="coupling", allowed=dr.COUPLINGS)
+  core.validate_seeds(tuple(cfg.eval_seeds), name="eval_seeds")
+  seeds = tuple(cfg.train_seeds) or (cfg.seed,)
+  core.validate_seeds(seeds, name="train_seeds")
+  run = _Run(cfg, workdir)
+  store = core.CellStore(workdir / "cells")
+  all_cells = [f"train_seed={s}/{ph}" for s in seeds for ph in PHASES]
 
   def write(parts):
     cells = (list(store), [n for n in all_cells if n not in store])
-    return write_results(run, {t: merge_phases(v) for t, v in parts.items()}, cells)
+    return write_results(run, {s: merge_phases(v) for s, v in parts.items()}, cells)
 
   parts = {}
   for s in seeds:
     for ph in PHASES:
       name = f"train_seed={s}/{ph}"
       done = name in store
-      sub_dir = run.workdir / f"train_seed{s}"
-      val = store.get_or_compute(
-        name, lambda _ckpt, s=s, d=sub_dir, ph=ph: _SeedRun(run, s, d, (ph,)).record()
-      )
+      val = store.get_or_compute(name, lambda _, s=s, ph=ph: _SeedRun(run, s, ph).record())
       parts.setdefault(s, []).append(val)
       if not done:
         _log(f"cell {name} done", run.t_start)
         write(parts)
   return write(parts)
-
-
-def train_and_evaluate(config, workdir) -> dict:
-  """Runs phases 1-5 (resuming from ``workdir``): one cell per training seed (or per (seed,
-  phase) with ``phase_cells``; one run from ``seed`` without ``train_seeds``)."""
-  cfg = config
-  t_start = time.perf_counter()
-  workdir = pathlib.Path(workdir)
-  workdir.mkdir(parents=True, exist_ok=True)
-  core.validate_choice(cfg.sampler, name="sampler", allowed=dr.SAMPLERS)
-  core.validate_choice(cfg.coupling, name="coupling", allowed=dr.COUPLINGS)
-  core.validate_seeds(tuple(cfg.eval_seeds), name="eval_seeds")
-  if cfg.get("train_seeds", ()):  # () = no training-seed axis
-    core.validate_seeds(tuple(cfg.train_seeds), name="train_seeds")
-  data, ncls = load_data(cfg)
-  evaluator = evaluation.Evaluator.build(cfg, data, ncls, dr.NoiseSchedule())
-  _log(f"classifier trained, floor {evaluator.floor}", t_start)
-  run = _Run(cfg, workdir, data, ncls, evaluator, t_start)
-  seeds = tuple(cfg.get("train_seeds", ()))
-  if seeds and cfg.get("phase_cells", False):
-    return _phase_cells(run, seeds)
-  if seeds:
-    store = core.CellStore(workdir / "cells")
-    per_seed = {}
-    for s in seeds:
-      sub_dir = workdir / f"train_seed{s}"
-      per_seed[s] = store.get_or_compute(
-        f"train_seed={s}", lambda _ckpt, s=s, d=sub_dir: _SeedRun(run, s, d).record()
-      )
-      _log(f"training seed {s} done", t_start)
-  else:
-    per_seed = {cfg.seed: json.loads(json.dumps(_SeedRun(run, cfg.seed, workdir).record()))}
-  return write_results(run, per_seed)

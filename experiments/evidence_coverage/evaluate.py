@@ -8,15 +8,15 @@ summary rows and what the report reads.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+import itertools
+import operator
 
 import numpy as np
+from ml_collections import ConfigDict
 
 import jaxpapers.evidence_coverage as E
 from jaxpapers import core
-
-if TYPE_CHECKING:  # the typed config lives beside the cells that read it
-  from experiments.evidence_coverage.train import Config
 
 READERS = ("gd", "gd_ls", "ridge")
 READER_NAMES = {
@@ -43,7 +43,7 @@ def k_peak(acc, ks) -> int:
   return int(ks[int(np.argmax(acc))])
 
 
-def _decline(acc, recall, ks, cfg: Config) -> bool:
+def _decline(acc, recall, ks, cfg: ConfigDict) -> bool:
   acc, recall = np.asarray(acc), np.asarray(recall)
   p = int(np.argmax(acc))
   return bool(acc[-1] < acc.max() - cfg.decline_tol and recall[-1] - recall[p] >= cfg.recall_rise)
@@ -93,7 +93,7 @@ def _spearman(a, b) -> float | None:
   return float(sps.spearmanr(a, b).statistic)
 
 
-def shift_response(cells: list[dict], cfg: Config) -> dict:
+def shift_response(cells: list[dict], cfg: ConfigDict) -> dict:
   """Per setting: does k* (and each reader's accuracy peak) move across the shift grid?
 
   For each (setting, shift) the seed-median of log2 k* and of log2 k_peak; per setting the
@@ -123,7 +123,7 @@ def shift_response(cells: list[dict], cfg: Config) -> dict:
   return out
 
 
-def derived_metrics(cells: list[dict], cfg: Config) -> dict:
+def derived_metrics(cells: list[dict], cfg: ConfigDict) -> dict:
   """The values the claims in ``configs/default.py`` are judged on (pure, JSON in/out).
 
   Per reader r, the decoupling and budget-boundary fractions are taken over the cells where
@@ -191,47 +191,36 @@ def derived_metrics(cells: list[dict], cfg: Config) -> dict:
 
 
 def _agg(cells, path):
-  vals = []
-  for c in cells:
-    v = c
-    for p in path:
-      v = v[p]
-    vals.append(v)
-  return np.asarray(vals, np.float64)
+  """The value at ``path`` (a tuple of keys) of every cell, stacked: [n_cells, ...]."""
+  return np.asarray([functools.reduce(operator.getitem, path, c) for c in cells], np.float64)
 
 
-def summarize(cells: list[dict], cfg: Config) -> list[dict]:
+def summarize(cells: list[dict], cfg: ConfigDict) -> list[dict]:
   """Per (setting, shift) cell: mean and std over seeds of the headline numbers."""
   rows = []
-  for n_pool, n_clusters in cfg.settings:
-    for sx in cfg.s_x:
-      for sw in cfg.s_w:
-        cs = [
-          c
-          for c in cells
-          if _setting(c) == (n_pool, n_clusters) and c["s_x"] == sx and c["s_w"] == sw
-        ]
-        row = {"n_pool": n_pool, "n_clusters": n_clusters, "s_x": sx, "s_w": sw, "rho": sx * sw}
-        for key in ("recall", "purity", "c_eff", "ambiguity", "delta"):
-          a = _agg(cs, (key,))
-          row[key] = {"mean": a.mean(0).tolist(), "std": a.std(0).tolist()}
-        row["k_star"] = [c["k_star"] for c in cs]
-        row["prior_acc"] = float(_agg(cs, ("prior", "acc")).mean())
-        row["constant_mean_acc"] = float(_agg(cs, ("constant_mean", "acc")).mean())
-        for r in READERS:
-          row[r] = {
-            ctx: {
-              "acc_mean": _agg(cs, (r, ctx, "acc")).mean(0).tolist(),
-              "acc_std": _agg(cs, (r, ctx, "acc")).std(0).tolist(),
-              "mse_mean": _agg(cs, (r, ctx, "mse")).mean(0).tolist(),
-            }
-            for ctx in CONTEXTS
-          }
-          row[r]["k_peak"] = [c[r]["k_peak"] for c in cs]
-          row[r]["regime"] = [c[r]["regime"] for c in cs]
-          row[r]["controller_acc"] = float(_agg(cs, (r, "controller", "acc")).mean())
-          row[r]["controller_k"] = float(_agg(cs, (r, "controller", "k_geomean")).mean())
-        rows.append(row)
+  for (n_pool, n_clusters), sx, sw in itertools.product(cfg.settings, cfg.s_x, cfg.s_w):
+    cs = [c for c in cells if (*_setting(c), c["s_x"], c["s_w"]) == (n_pool, n_clusters, sx, sw)]
+    row = {"n_pool": n_pool, "n_clusters": n_clusters, "s_x": sx, "s_w": sw, "rho": sx * sw}
+    for key in ("recall", "purity", "c_eff", "ambiguity", "delta"):
+      a = _agg(cs, (key,))
+      row[key] = {"mean": a.mean(0).tolist(), "std": a.std(0).tolist()}
+    row["k_star"] = [c["k_star"] for c in cs]
+    row["prior_acc"] = float(_agg(cs, ("prior", "acc")).mean())
+    row["constant_mean_acc"] = float(_agg(cs, ("constant_mean", "acc")).mean())
+    for r in READERS:
+      row[r] = {
+        ctx: {
+          "acc_mean": _agg(cs, (r, ctx, "acc")).mean(0).tolist(),
+          "acc_std": _agg(cs, (r, ctx, "acc")).std(0).tolist(),
+          "mse_mean": _agg(cs, (r, ctx, "mse")).mean(0).tolist(),
+        }
+        for ctx in CONTEXTS
+      }
+      row[r]["k_peak"] = [c[r]["k_peak"] for c in cs]
+      row[r]["regime"] = [c[r]["regime"] for c in cs]
+      row[r]["controller_acc"] = float(_agg(cs, (r, "controller", "acc")).mean())
+      row[r]["controller_k"] = float(_agg(cs, (r, "controller", "k_geomean")).mean())
+    rows.append(row)
   return rows
 
 

@@ -1,61 +1,25 @@
 """Top-k sweeps on shifted local linear ICL: recall vs accuracy, coverage margin, controls.
 
-``train_and_evaluate(config, workdir)`` runs, for every (pool size P, cluster count J) setting,
-every (s_x, s_w) shift cell and every seed, one dense top-``k_max`` retrieval and evaluates
-every budget k as a prefix (one jitted program per reader and context), writes
-``results.json``, the tables and PNG plots, and resumes: every finished cell is stored in
-``<workdir>/cells/`` (``core.CellStore``) and skipped on a rerun.
-
-Per cell: Recall@k and purity; the coverage margin ``Delta(k) = C_eff(k) - A(k)`` and its
-boundary k*; answer accuracy and MSE of the one-step GD (fixed step), one-step GD (line-search
-step), ridge and prior-only readers with retrieved, oracle, labels-shuffled, other-query and
-random context; the constant-mean predictor; the regime label of each reader; and the
-calibrated threshold controller (tau chosen on the dev queries, applied to the test queries).
-Varying P and J moves the mean cluster size P / J, which is what pins k* by construction; the
-claims compare k* with a budget read off P / J and with a per-setting constant.
+For every (pool size P, cluster count J) setting, (s_x, s_w) shift and seed, one
+``core.CellStore`` cell (:func:`run_cell`, skipped on a rerun): one dense top-``k_max``
+retrieval, every budget k evaluated as a prefix (one jitted program per reader and context);
+then results.json with the claims' values (``evaluate``), the tables and the plots.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import itertools
 import json
 import pathlib
 import time
 
 import jax
 import numpy as np
+from ml_collections import ConfigDict
 
 import jaxpapers.evidence_coverage as E
 from experiments.evidence_coverage import evaluate
 from jaxpapers import core
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """The typed view of a config file (``configs/*.py``), which sets every field."""
-
-  d: int
-  settings: tuple[tuple[int, int], ...]  # (n_pool, n_clusters) pairs: pool size, cluster count
-  r: float
-  tau_w: float
-  noise: float
-  n_dev: int
-  n_test: int
-  query_chunk: int  # queries per k_sweep call (bounds the [n_k, Q, K, d] intermediates)
-  ks: tuple[int, ...]
-  s_x: tuple[float, ...]
-  s_w: tuple[float, ...]
-  seeds: int
-  seed: int
-  ridge_lam: float
-  eta_scale: float
-  tol_rel: float
-  regime_tol: float
-  decline_tol: float
-  recall_rise: float
-  min_gain: float  # a cell counts for a reader when retrieval lifts its best accuracy
-  n_boot: int  # bootstrap resamples of the cell-level fractions
-  use_mesh: bool
 
 
 def _split(data: E.ICLData, lo: int, hi: int | None) -> E.ICLData:
@@ -64,7 +28,7 @@ def _split(data: E.ICLData, lo: int, hi: int | None) -> E.ICLData:
   )
 
 
-def _mesh(cfg: Config):
+def _mesh(cfg: ConfigDict):
   n = jax.device_count()
   if cfg.use_mesh and n > 1 and cfg.n_test % n == 0 and cfg.n_dev % n == 0:
     if cfg.query_chunk % n == 0:
@@ -122,7 +86,7 @@ def _coverage(idx, data: E.ICLData, ks) -> dict:
   return out
 
 
-def _reader_cell(cfg: Config, reader, data, contexts, sims, dev, mesh, tol) -> dict:
+def _reader_cell(cfg: ConfigDict, reader, data, contexts, sims, dev, mesh, tol) -> dict:
   """One reader's accuracy and MSE curves in every context, its accuracy peak and regime, and
   the threshold controller (tau on the dev queries, ``dev = (correct, sims)``, applied here)."""
   ks = tuple(cfg.ks)
@@ -166,7 +130,9 @@ def _baselines(data: E.ICLData, idx, ks, mesh, tol, pool_y) -> dict:
   return out
 
 
-def run_cell(cfg: Config, n_pool: int, n_clusters: int, s_x: float, s_w: float, seed: int) -> dict:
+def run_cell(
+  cfg: ConfigDict, n_pool: int, n_clusters: int, s_x: float, s_w: float, seed: int
+) -> dict:
   """One (setting, shift, seed) cell: every curve on the test queries, the controller on dev.
 
   The world (clusters, pool, query draws) depends on the seed only, so the shift cells of one
@@ -205,14 +171,8 @@ def run_cell(cfg: Config, n_pool: int, n_clusters: int, s_x: float, s_w: float, 
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs every (setting, shift, seed) cell; writes results.json, table.md and plots."""
-  cfg = core.config_to_dataclass(config, Config)
-  cfg = dataclasses.replace(
-    cfg,
-    ks=E._retrieval.check_ks(tuple(cfg.ks)),
-    s_x=tuple(cfg.s_x),
-    s_w=tuple(cfg.s_w),
-    settings=tuple((int(p), int(j)) for p, j in cfg.settings),
-  )
+  cfg = config
+  E._retrieval.check_ks(cfg.ks)
   core.validate_positive(cfg.seeds, name="seeds")
   core.validate_positive(cfg.query_chunk, name="query_chunk")
   if not cfg.settings:
@@ -228,28 +188,18 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
   store = core.CellStore(workdir / "cells")
-  jobs = [
-    (p, j, sx, sw, s)
-    for p, j in cfg.settings
-    for sx in cfg.s_x
-    for sw in cfg.s_w
-    for s in range(cfg.seeds)
-  ]
-  bar = core.progress(total=len(jobs), desc="cells")
+  jobs = list(itertools.product(cfg.settings, cfg.s_x, cfg.s_w, range(cfg.seeds)))
   cells = []
-  for p, j, sx, sw, s in jobs:
+  for (p, j), sx, sw, s in core.progress(jobs, desc="cells"):
     name = f"cell/P{p}/J{j}/sx{sx}/sw{sw}/seed{s}"
     cells.append(store.get_or_compute(name, lambda _: run_cell(cfg, p, j, sx, sw, s)))
-    bar.update(1)
-  bar.close()
-  rows = evaluate.summarize(cells, cfg)
-  metrics = {"cells": rows, "per_seed": cells}
-  metrics["derived"] = evaluate.derived_metrics(cells, cfg)
-  metrics["derived"]["shift_response"] = evaluate.shift_response(cells, cfg)
+  derived = evaluate.derived_metrics(cells, cfg)
+  derived["shift_response"] = evaluate.shift_response(cells, cfg)
+  metrics = {"cells": evaluate.summarize(cells, cfg), "per_seed": cells, "derived": derived}
   path = core.write_results(
     workdir,
     metrics=metrics,
-    config=config,  # the ConfigDict: its claims, issue_verdicts and report
+    config=cfg,
     wall_time_s=time.time() - t0,
     notes=(
       "Synthetic shifted local linear ICL (a reconstruction: the paper's model, coverage "

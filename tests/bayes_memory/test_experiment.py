@@ -124,7 +124,7 @@ def test_notebook_runs():
 @pytest.mark.slow
 def test_shared_prompt_scoring_gives_the_row_path_scores():
   cfg = smoke.get_config()
-  model = train.load_model(cfg)
+  model = bm.load_model(cfg.model, seed=cfg.seed)
   fn = bm.make_logprob_fn(model[1], model[0], max_targets=cfg.max_targets)
   ds = bm.make_preference_dialogues(0, n_dialogues=2, n_turns=cfg.n_turns, n_queries=2)
   cfg.greedy_k = 0

@@ -16,8 +16,7 @@ def get_config():
   c = ml_collections.ConfigDict()
   c.dataset = "digits"
   c.seed = 0
-  c.train_seeds = ()  # (s1, s2, ...): every network once per seed, one cell each (seeds.py)
-  c.phase_cells = False  # with train_seeds: one cell per (seed, phase) (train.PHASES)
+  c.train_seeds = ()  # (s1, s2, ...): every network once per seed (seeds.py); () -> (seed,)
   # the context encoder (the baseline's ViT shape) and the light denoiser
   c.update(
     dict(
@@ -85,18 +84,14 @@ def _table(heldout: bool) -> R.Table:
     over="metrics.rows",
     when=("" if heldout else "!") + "metrics.floor.fd_train_reference",
     columns=(
-      R.Column("method", "method"),
-      R.Column("steps", "steps", "d"),
-      R.Column("K", "interval_K", "d"),
+      *R.columns("method=method; steps=steps:d; K=interval_K:d"),
       R.Column("sampler", "sampler", missing="-"),  # older records: none
-      R.Column("E calls", "encoder_calls", "d"),
-      R.Column("D calls", "denoiser_calls", "d"),
-      R.Column("MFLOPs/sample", "mflops_per_sample", ".2f"),
-      R.Column(f"FD-proxy{ref} (mean ± std)", "fd_mean", ".3f", err="fd_std"),
+      *R.columns(
+        "E calls=encoder_calls:d; D calls=denoiser_calls:d; MFLOPs/sample=mflops_per_sample:.2f; "
+        f"FD-proxy{ref} (mean ± std)=fd_mean:.3f±fd_std"
+      ),
       *(train_fd if heldout else ()),
-      R.Column("KID", "kid_mean", ".4f"),
-      R.Column("class acc", "class_acc", ".3f"),
-      R.Column("wall s", "wall_s", ".3f"),
+      *R.columns("KID=kid_mean:.4f; class acc=class_acc:.3f; wall s=wall_s:.3f"),
     ),
     extra_rows=(
       ("real-vs-real floor", *["-"] * 6, "{metrics.floor.fd:.3f}")

@@ -43,7 +43,7 @@ def get_config():
   # splits), three training seeds, the couplings (d), EDM-Heun in the target
   c.update(
     dict(
-      fd_reference="heldout", train_seeds=(0, 1, 2), phase_cells=True, quality_regime_bar=1.2,
+      fd_reference="heldout", train_seeds=(0, 1, 2), quality_regime_bar=1.2,
       control_couplings=("rollout", "ddim"), heun_steps=(32, 64), heun_intervals=(1, 2, 4, 8),
       matched_quality_baseline_methods=("baseline", "baseline/heun"),
       matched_quality_dual_methods=("dual-rate", "dual-rate/heun"),

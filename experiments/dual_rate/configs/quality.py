@@ -15,7 +15,6 @@ from experiments.dual_rate.configs import default
 
 def regime(c):
   """The quality regime's training, sampler grid and matched-quality target (heldout.py too)."""
-  c.phase_cells = True
   c.update(
     dict(
       train_steps=6000, checkpoint_every=1000, num_test=1000, quality_regime_bar=1.2,

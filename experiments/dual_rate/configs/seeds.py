@@ -3,8 +3,8 @@
   python -m experiments.dual_rate.main --config=experiments/dual_rate/configs/seeds.py \
       --workdir=runs/dual_rate_seeds
 
-The default setting trained from seeds 0, 1 and 2 (one cell each; a row's std is the spread
-over training seeds), with the couplings and EDM-Heun for seed 0 only; `default.py`'s claims.
+The default setting trained from seeds 0, 1 and 2 (a row's std is the spread over training
+seeds), with the couplings and EDM-Heun for seed 0 only; `default.py`'s claims.
 """
 
 from experiments.dual_rate.configs import default

@@ -13,8 +13,7 @@ def get_config():
       denoiser_width=8, denoiser_blocks=1, context_channels=4, denoiser_emb_dim=8,
     )
   )  # fmt: skip
-  c.train_seeds = (0,)  # the training-seed cell path of configs/seeds.py, one seed,
-  c.phase_cells = True  # one cell per phase as in configs/quality.py
+  c.train_seeds = (0,)
   c.update(
     dict(
       train_steps=10, batch_size=32, warmup_steps=5, checkpoint_every=0, classifier_steps=10,

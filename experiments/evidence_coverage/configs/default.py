@@ -32,7 +32,7 @@ def get_config():
   c.noise = 0.1
   c.n_dev = 250
   c.n_test = 500
-  c.query_chunk = 125
+  c.query_chunk = 125  # queries per k_sweep call (bounds the [n_k, Q, K, d] intermediates)
   c.ks = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
   c.s_x = (0.0, 1.0, 2.0)
   c.s_w = (0.0, 1.0, 2.0)
@@ -142,13 +142,30 @@ REPORT = R.Report(
 )
 
 
-def _enough_cells(reader: str, name: str) -> dict:
-  return dict(
+def _reader_claim(cid, reader, name, paper_text, statement, fraction, controls, note) -> dict:
+  """A claim on one reader's cell fraction ``derived.<fraction>_<reader>`` (noise: its
+  bootstrap half-width), held at >= 0.75, partly at >= 0.5, over enough cells where retrieval
+  helps the reader."""
+  enough_cells = dict(
     metric=f"derived.n_gain_cells_{reader}",
     op=">=",
     value=MIN_GAIN_CELLS,
     why=f"retrieval lifts the {name} reader's accuracy (by >= min_gain over prior-only) in "
     "enough cells to measure a peak and a decline",
+  )
+  return dict(
+    id=cid,
+    statement=f"{statement} ({name} reader)",
+    paper_text=paper_text,
+    metric=f"derived.{fraction}_{reader}",
+    noise=f"derived.{fraction}_{reader}_ci",
+    direction="higher",
+    held=0.75,
+    partly=0.5,
+    fmt=".2f",
+    requires=[enough_cells],
+    controls=controls,
+    note=note,
   )
 
 
@@ -163,19 +180,10 @@ _DECOUPLING_NOTE = (
 
 
 def _decoupling(cid: str, reader: str, name: str, paper_text: str) -> dict:
-  return dict(
-    id=cid,
-    statement=f"recall keeps rising after answer accuracy has peaked and declined ({name} reader)",
-    paper_text=paper_text,
-    metric=f"derived.decoupling_fraction_{reader}",
-    noise=f"derived.decoupling_fraction_{reader}_ci",
-    direction="higher",
-    held=0.75,
-    partly=0.5,
-    fmt=".2f",
-    requires=[_enough_cells(reader, name)],
-    controls={f"oracle context ({name})": f"derived.decoupling_fraction_{reader}_oracle"},
-    note=_DECOUPLING_NOTE,
+  controls = {f"oracle context ({name})": f"derived.decoupling_fraction_{reader}_oracle"}
+  statement = "recall keeps rising after answer accuracy has peaked and declined"
+  return _reader_claim(
+    cid, reader, name, paper_text, statement, "decoupling_fraction", controls, _DECOUPLING_NOTE
   )
 
 
@@ -190,23 +198,14 @@ _BOUNDARY_NOTE = (
 
 
 def _boundary(cid: str, reader: str, name: str, paper_text: str) -> dict:
-  return dict(
-    id=cid,
-    statement=f"the coverage margin's boundary k* predicts the accuracy peak ({name} reader)",
-    paper_text=paper_text,
-    metric=f"derived.kstar_within_2x_{reader}",
-    noise=f"derived.kstar_within_2x_{reader}_ci",
-    direction="higher",
-    held=0.75,
-    partly=0.5,
-    fmt=".2f",
-    requires=[_enough_cells(reader, name)],
-    controls={
-      "constant k (median peak)": f"derived.constant_k_within_2x_{reader}",
-      "cluster size k(P/J)": f"derived.cluster_k_within_2x_{reader}",
-      "per-setting k (median peak)": f"derived.setting_k_within_2x_{reader}",
-    },
-    note=_BOUNDARY_NOTE,
+  controls = {
+    "constant k (median peak)": f"derived.constant_k_within_2x_{reader}",
+    "cluster size k(P/J)": f"derived.cluster_k_within_2x_{reader}",
+    "per-setting k (median peak)": f"derived.setting_k_within_2x_{reader}",
+  }
+  statement = "the coverage margin's boundary k* predicts the accuracy peak"
+  return _reader_claim(
+    cid, reader, name, paper_text, statement, "kstar_within_2x", controls, _BOUNDARY_NOTE
   )
 
 
