@@ -82,7 +82,9 @@ compiled program.
 
 Cost (measured by ``benchmarks/logstop_throughput.py``): the "prob" algebra needs no
 transcendental per frame, so what is left is moving the frames into the view and a few
-multiply-adds and comparisons per frame and operator.
+multiply-adds and comparisons per frame and operator. Its floors are min / max of nonnegative
+floats, taken as integer min / max of their bits (`_nonneg_max`): XLA's CPU backend wraps
+every float min / max in a NaN test and a blend, 4 vector instructions instead of 1.
 """
 
 from __future__ import annotations
