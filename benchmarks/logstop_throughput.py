@@ -75,7 +75,7 @@ n = T / w steps whose fixed costs grow relative to the work, so its ratio to w =
 1.2 (largest at T = 5,000, where n = 79 steps is not a whole number of chunks and the view is
 padded). Measured (T = 5,000, 60 traces, one atom, CPU-ns per frame min / median, load average
 about 30): the window means at w = 1 (the transpose alone) 0.39 / 0.57, at w = 64 2.13 / 2.66;
-the alternative of the issue, the input moved once into a block-major layout [w, blocks, N]
+an alternative, the input moved once into a block-major layout [w, blocks, N]
 and the suffix and head sums taken by two ``lax.scan``s down its w rows (8 rows per loop
 iteration), took 3.65 / 4.13 at w = 64: XLA zero-fills each scan's stacked output and copies
 that buffer before the loop (two more full passes), and the loop's per-iteration cost is paid
