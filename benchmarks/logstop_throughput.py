@@ -3,6 +3,10 @@
   python -m benchmarks.logstop_throughput            # full table (several minutes)
   python -m benchmarks.logstop_throughput --quick    # T = 50, 500, 5000, w = 1 and 64 (~30 s)
 
+The quick mode times ``score`` at T = 50, 500 and 5,000 and w = 1 and 64, ``scores`` at T =
+5,000 only, and the cost rows of ``a U b`` only: compiling a program costs more CPU than all
+of its timed calls.
+
 Measured side by side in one process, warm-up (compilation) excluded, min and median of
 repeats, over trace lengths T, windows w and formulas:
 
@@ -43,32 +47,40 @@ NaN; the policy for bad input under jit), which reads every input once more and 
 a copy of the inputs (the ``cost`` rows time it). The fallback ``lax.cond`` costs nothing
 measurable: XLA's CPU backend runs one branch and hands it the parameters without a copy, and
 its predicate is a comparison of the [N] results. The log of the result fuses into the last
-reduction. The kernel reads the inputs once into the time-major view and runs one loop down
-it (the sequential scan below; chains longer than 4,096 steps, the blocked scans). On the
-shared 2-core host (load average several times the core count) the median CPU time per frame
-of the kernel alone is close to the Python scorer's time per frame / 1,000, so with the check
-1,000x is not reached there; the min over repeats comes closer (the note gives both).
-``scores`` at w = 64 pays the window sums' blocked scans (two more passes over the view per
-atom, on chains of n = T / w steps whose fixed costs grow relative to the work), so its ratio
-to w = 1 stays above 1.2.
+reduction. The kernel moves the inputs once into the time-major view (a transpose) and runs
+one loop down it (the sequential scan; chains longer than 4,096 steps, the blocked scans).
 
-What the sequential scan of ``score`` changed, and what is left (measured side by side in one
-process, T = 500, 600 traces, CPU-ns per frame min / median, the "prob" kernel alone, on the
-shared 2-core host at load average 21-24): ``score`` runs one ``lax.scan`` down the chain
-(32 steps per loop iteration, traces as the lanes) instead of the blocked scans; ``a U b``
-2.24 / 2.54 against 2.06 / 2.33, ``G(a -> F b)`` 3.49 / 5.29 against 3.62 / 7.38, ``F(a & X b &
-X X c)`` 5.97 / 7.84 against 8.70 / 11.11 (T = 50 and 5,000 alike within the noise). The
-floor of that scan is the step itself: ``G(a -> F b)`` as a bare scan (no floored products, no
-end-of-trace masks, no range check) took 1.8-2.6 CPU-ns per frame at the same load, so a step
-over 600 lanes costs about 1-1.5 us, and the kernel with the range check, the fallback's test
-and the call's fixed cost stays near the 4-6 ns per frame that 1,000x allows: on this shared
-host the median ratio stays below 1,000x (the record's note gives the run's numbers). XLA's CPU
-backend fuses the unrolled steps once per carried value, so a formula with two chains (``G(a ->
-F b)``: G's and F's) recomputes the inner chain inside the outer one's expression; that, not
-memory, is what separates the kernel from the bare scan.
+What the kernel of ``score`` costs (side by side in one process, T = 500, 600 traces, CPU-ns
+per frame min / median, the "prob" kernel with the log and the fallback's test, on the shared
+2-core host at load average about 21): ``a U b`` 1.68 / 2.76, of which the transposes of its
+two inputs into the view alone take 1.33 / 2.02; the range check 0.49 / 0.82. So the loop
+itself is now the smaller part, and the transposes (XLA's CPU transpose runs at about 1.5x a
+copy) the larger. What made the loop cheap: the floors of the "prob" algebra (a product of
+positives stays >= tiny) are min / max of nonnegative floats, which XLA's CPU backend lowers
+with a NaN test and a blend around every instruction (a ``vcmpunordps``, a ``vpternlogd`` and a
+masked move beside each ``vminps`` / ``vmaxps``); they are now integer min / max of the floats'
+bits (equal for nonnegative floats), which took the unrolled loop body of ``a U b`` from 45 to
+18 vector instructions per step (XLA's dump of the compiled kernel), and the kernel from 2.52 /
+3.33 to 1.68 / 2.76 CPU-ns per frame at the same load. The loop also unrolls a divisor of the
+chain length where one lies in [16, 32] (T = 500: 25 steps), so that the view is a plain
+transpose without padding and the steps need no end-of-trace masks. Not adopted yet: a loop
+that reads each iteration's 25 frames straight from the [N, T] inputs (strided loads, no
+transpose) took 1.15 / 2.17 CPU-ns per frame against 1.32 / 2.72 for transpose-then-scan
+(``a U b``'s bare recursion with the floors, T = 500, load average about 33): 13 % (min) and
+20 % (median) less, not yet confirmed on a quiet host.
 
-``scores`` (every t) keeps the blocked scans, so its window sums at w > 1 still cost two more
-passes over the view per atom and its ratio at w = 64 / w = 1 stays above 1.2: the sequential
+``scores`` (every t) at w > 1 adds the window sums: two blocked scans along the w frames of a
+block of the view per atom (``_block_sums`` in ``jaxpapers/logstop/_engine.py``), on chains of
+n = T / w steps whose fixed costs grow relative to the work, so its ratio to w = 1 stays above
+1.2 (largest at T = 5,000, where n = 79 steps is not a whole number of chunks and the view is
+padded). Measured (T = 5,000, 60 traces, one atom, CPU-ns per frame min / median, load average
+about 30): the window means at w = 1 (the transpose alone) 0.39 / 0.57, at w = 64 2.13 / 2.66;
+an alternative, the input moved once into a block-major layout [w, blocks, N]
+and the suffix and head sums taken by two ``lax.scan``s down its w rows (8 rows per loop
+iteration), took 3.65 / 4.13 at w = 64: XLA zero-fills each scan's stacked output and copies
+that buffer before the loop (two more full passes), and the loop's per-iteration cost is paid
+w / 8 times per scan. Sums as differences of prefix sums would take one pass, but a window of
+small scores beside large ones would lose its digits (the tests forbid it). The sequential
 scan returning every step's value was measured 4-5x slower than the blocked scans at T = 500
 (28-41 against 6-8 CPU-ns per frame), because XLA's CPU backend emits every returned row of
 an unrolled iteration as its own expression that recomputes the steps before it, and
@@ -207,6 +219,7 @@ def _range_check(p):
   return ~jnp.any(bad, axis=-1)
 
 
+@functools.cache
 def _pieces(formula) -> dict:
   """``score`` (w = 1) and the passes it is compared with, as jitted functions of its inputs.
 
@@ -326,7 +339,7 @@ def run(args) -> tuple[list, list]:
   host = host_costs()
   calls = call_costs(T_cost)
   cost_props = traces(rng, batch_size(T_cost), T_cost)
-  for formula in FORMULAS:
+  for formula in args.cost_formulas:
     per_frame = cost_per_frame(formula, batch_size(T_cost), T_cost)
     rows.append(
       {
@@ -544,13 +557,17 @@ def parse_args(argv=None):
   ap.add_argument("--repeats", type=int, default=None, help="timed calls per variant (7; 3)")
   args = ap.parse_args(argv)
   if args.quick:
-    args.Ts, args.windows, args.scores_Ts = (50, 500, 5000), (1, 64), (500, 5000)
-    args.many_Ts, args.growing = (500,), ()
+    # scores at T = 5,000 alone (its w = 64 / w = 1 ratio has been the largest there), the
+    # cost rows of a U b alone (the one the summary reads): each program compiled costs more
+    # CPU than all its timed calls.
+    args.Ts, args.windows, args.scores_Ts = (50, 500, 5000), (1, 64), (5000,)
+    args.many_Ts, args.growing, args.cost_formulas = (500,), (), FORMULAS[:1]
     args.repeats = args.repeats or 5
     args.python_time = 0.05
   else:
     args.Ts, args.windows = (50, 100, 300, 500, 1000, 3000, 5000), (1, 8, 64)
     args.scores_Ts, args.many_Ts, args.growing = (50, 500, 5000), (50, 500, 5000), GROWING
+    args.cost_formulas = FORMULAS
     args.repeats = args.repeats or 7
     args.python_time = 0.3
   return args

@@ -94,3 +94,76 @@ def test_sequential_fits_bounds_the_chain_length():
   assert _engine.sequential_fits(f, 4096, f32)
   assert not _engine.sequential_fits(f, 4097, f32)  # 2 n eps > 2^-10: the blocked scans
   assert not _engine.sequential_fits((L.parse("G F G F a"),), 500, f32)  # log space
+
+
+@pytest.mark.parametrize("T, w", [(100, 1), (97, 1), (200, 4)])
+def test_sequential_without_lengths_equals_the_float64_recursion(T, w):
+  """No `length`: a chain whose step count has a divisor in [16, 32] (100, 50 steps) runs
+  unpadded and without end-of-trace masks; 97 steps (a prime) pad the chain."""
+  rng = np.random.default_rng(T + w)
+  formulas = tuple(L.parse(t) for t in TEXTS)
+  traces = [_random_trace(rng, T) for _ in range(3)]
+  batch = {n: np.stack([tr[n] for tr in traces]) for n in _oracles.ATOMS}
+  with jax.enable_x64(True):
+    got = jax.jit(lambda b: _engine.evaluate_many(formulas, b, w, None, "prob", first_only=True))(
+      batch
+    )
+  for j, f in enumerate(formulas):
+    for i, props in enumerate(traces):
+      want = np.exp(_reference_at_0(f, props, T - 1, w))
+      np.testing.assert_allclose(float(got[j][i]), want, rtol=1e-12, atol=1e-16, err_msg=TEXTS[j])
+
+
+def test_unrolling_prefers_a_divisor_and_pads_least():
+  for steps in range(1, 2000):
+    unroll, n = _engine._unrolling(steps)
+    assert n % unroll == 0 and n >= steps, steps
+    assert unroll <= _engine._UNROLL
+    if any(steps % u == 0 for u in range(_engine._UNROLL // 2, _engine._UNROLL + 1)):
+      assert n == steps, steps  # no padding where a divisor exists
+    assert n - steps < n // unroll, steps  # fewer padded steps than loop iterations
+  assert _engine._unrolling(500) == (25, 500)
+  assert _engine._unrolling(10) == (10, 10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_integer_min_max_of_nonnegative_floats_equal_numpy(dtype):
+  """The floored product and the floor of an atom use integer min / max of the bits: equal to
+  the float ones on every pair of nonnegative values (0, subnormals, tiny, 1, inf)."""
+  info = np.finfo(dtype)
+  v = np.array(
+    [
+      0.0,
+      info.smallest_subnormal,
+      info.tiny / 2,
+      info.tiny,
+      2 * info.tiny,
+      1e-30,
+      0.25,
+      0.5,
+      1 - info.eps,
+      1.0,
+      3.0,
+      np.inf,
+    ],
+    dtype,
+  )
+  x, y = np.meshgrid(v, v)
+  with jax.enable_x64(dtype == np.float64):
+    jx, jy = jnp.asarray(x), jnp.asarray(y)
+    np.testing.assert_array_equal(np.asarray(_engine._nonneg_max(jx, jy)), np.maximum(x, y))
+    np.testing.assert_array_equal(np.asarray(_engine._nonneg_min(jx, jy)), np.minimum(x, y))
+    p = v[v <= 1]
+    px, py = np.meshgrid(p, p)
+    got = np.asarray(jax.jit(_engine._mul)(jnp.asarray(px), jnp.asarray(py)))
+    floor = np.minimum(np.minimum(px, py), info.tiny)
+    want = np.maximum(px * py, floor)
+    # XLA's CPU backend flushes subnormal products to 0 where numpy keeps them; the floor
+    # decides those entries in both, and exact zeros stay exact.
+    want = np.where(want < info.tiny, floor, want)
+    np.testing.assert_array_equal(got, want)
+    # On its domain {0} U [tiny, 1] a product is 0 exactly when a factor is, else >= tiny.
+    dom = ((px == 0) | (px >= info.tiny)) & ((py == 0) | (py >= info.tiny))
+    zero = (px == 0) | (py == 0)
+    np.testing.assert_array_equal((got == 0)[dom], zero[dom])
+    assert np.all(got[dom & ~zero] >= info.tiny)
