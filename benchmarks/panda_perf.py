@@ -840,9 +840,7 @@ def main(argv=None):
             f"faults/epoch {r['minor_faults_per_epoch']:.0f}",
             flush=True,
           )
-  command = "python -m benchmarks.panda_perf " + " ".join(
-    x for x in argv if not x.startswith("--out")
-  )
+  command = _command(argv)
   if a.traffic:
     _write(a.out, rows, command=command, quick=a.quick)
     return
@@ -903,6 +901,14 @@ def layout_summary(rows) -> list[dict]:
         )
       )
   return out
+
+
+def _command(argv) -> str:
+  """The command line without ``--out`` and its value (``--out=PATH`` or ``--out PATH``)."""
+  kept = [x for x in argv if not x.startswith("--out=")]
+  drop = {i for i, x in enumerate(kept) if x == "--out"}
+  kept = [x for i, x in enumerate(kept) if i not in drop and i - 1 not in drop]
+  return "python -m benchmarks.panda_perf " + " ".join(kept)
 
 
 def _mb(row) -> str:
@@ -987,9 +993,7 @@ def _both(a):
       f"| {p['epoch_ms'] / r['epoch_ms']:.2f} | {p['minor_faults_per_epoch']:.0f} |"
     )
   if a.out:
-    cmd = "python -m benchmarks.panda_perf " + " ".join(
-      x for x in a.argv if not x.startswith("--out")
-    )
+    cmd = _command(a.argv)
     write_results(
       a.out,
       rows,
