@@ -113,8 +113,10 @@ where the 2325-wide input layer, the same in both arms, dominates. On email-EU a
 analytic lower bound of the flop ratio is above 3 for GeDi, HGNN and PhenomNN: no implementation
 that does PANDA's arithmetic at the vanilla step's flops per second or fewer can meet the target
 there; it is closed as below the method's own work at these settings, not as a gap in this
-implementation. HyperGCN's bound is below 3 on both; what separates its measured ratio from the
-bound is runtime overhead per operation (below).
+implementation. HyperGCN's bound is below 3 on both, and since the stage's table products are
+2-D (below) its measured ratio is below 3 on both as well (``panda_perf_hypergcn.json``, from
+``--datasets email-EU,pubmed --backbones hypergcn`` with the command below); what separates it
+from the bound is runtime overhead per operation (below).
 
 What bounds HyperGCN on email-EU (a profile of the compiled steps with ``jax.profiler``, each
 XLA operation's 10th-percentile duration times its count per step, robust to the host's load;
