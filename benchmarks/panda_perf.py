@@ -113,8 +113,10 @@ where the 2325-wide input layer, the same in both arms, dominates. On email-EU a
 analytic lower bound of the flop ratio is above 3 for GeDi, HGNN and PhenomNN: no implementation
 that does PANDA's arithmetic at the vanilla step's flops per second or fewer can meet the target
 there; it is closed as below the method's own work at these settings, not as a gap in this
-implementation. HyperGCN's bound is below 3 on both; what separates its measured ratio from the
-bound is runtime overhead per operation (below).
+implementation. HyperGCN's bound is below 3 on both, and since the stage's table products are
+2-D (below) its measured ratio is below 3 on both as well (``panda_perf_hypergcn.json``, from
+``--datasets email-EU,pubmed --backbones hypergcn`` with the command below); what separates it
+from the bound is runtime overhead per operation (below).
 
 What bounds HyperGCN on email-EU (a profile of the compiled steps with ``jax.profiler``, each
 XLA operation's 10th-percentile duration times its count per step, robust to the host's load;
@@ -129,6 +131,26 @@ each of XLA:CPU's two pool threads about 0.55 ms and 1.9 ms, while PANDA's step 
 the measured ratio from the ~2x of the operations; the graph construction
 (``hypergcn_graph``'s segment max/min over the 35,109 incidences, about 0.5 ms) is the same in
 both arms.
+
+What bounded HyperGCN on Pubmed (the same per-operation profile, one shared-host run): one
+operation, the weight gradient of the stage's node tables (``[W_a | W_a' | W_1 | U_s | U_r]``,
+72 columns), took about a quarter of PANDA's step. The tables were products of the 3-D
+``[N, H, A]`` features, and XLA:CPU formed their weight gradient by transposing the whole
+``[N, H, 72]`` incoming gradient first (a strided copy over the size-1 head axis); the stage now
+multiplies the features as 2-D ``[N H, A]`` matrices (``_mm``), whose gradient is a plain
+transposed-operand product (on Pubmed's 19,717 nodes the stage's forward and backward went from
+about 46 to 34 ms of process CPU time in isolation). What remains above the vanilla step is
+mostly the method's per-pair work, the coalescing of the rebuilt graph (a sort of the ``2 m + n``
+pair keys and a binary search that sums repeated pairs, about 6 ms per step against 0.6 ms for
+the uncoalesced graph the vanilla step propagates over) and the attention dropout's random bits
+per pair (XLA:CPU runs the threefry rounds as a loop, about 2 ms); the last two are what the
+reference's semantics need (repeated pairs get one attention weight; the dropout streams are the
+experiment's).
+
+``--layout-ab 16,1`` compiles PANDA once per per-pair entry cost of the prior tables' order
+(:func:`panda._stage._prior_tables_by_rows`: 16, the current layout, against 1, the flop order
+the stage used before) and times both beside vanilla in one rotation of blocks; the record
+(``panda_perf_layout_ab.json``) lists, per PANDA row, the order each stage call took.
 
   XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
     python benchmarks/panda_perf.py --cpu-time --opt default --host-memory reuse --hidden 32 \
@@ -214,37 +236,89 @@ def traffic_one(data, backbone, arm, *, hidden, heads, fast_compile):
   return dict(dataset=d.name, backbone=backbone, arm=arm, nnz=d.incidence.nnz, **_cost(compiled))
 
 
-def bench_pair(data, backbone, *, epochs, repeats, hidden, heads, fast_compile, cpu_time=False):
+def _lower_recording_orders(jstep, *args):
+  """``(compiled, orders)``: the compiled step and, per stage call traced, whether its prior
+  tables were formed as aggregated sender tables (:func:`panda._stage._prior_tables_by_rows`)."""
+  orders, choose = [], panda._stage._prior_tables_by_rows
+
+  def record(*a):
+    orders.append(bool(choose(*a)))
+    return orders[-1]
+
+  panda._stage._prior_tables_by_rows = record
+  try:
+    return jstep.lower(*args).compile(), orders
+  finally:
+    panda._stage._prior_tables_by_rows = choose
+
+
+def _set_pair_entry_cost(cost):
+  """Sets the stage's per-pair entry cost (:func:`panda._stage._prior_tables_by_rows`), which
+  picks the order of the prior aggregation's tables when a step is traced; returns the old one."""
+  old = panda._stage._PAIR_ENTRY_COST
+  panda._stage._PAIR_ENTRY_COST = cost
+  return old
+
+
+def bench_pair(
+  data,
+  backbone,
+  *,
+  epochs,
+  repeats,
+  hidden,
+  heads,
+  fast_compile,
+  cpu_time=False,
+  pair_entry_costs=None,
+):
   """Vanilla and PANDA of one (dataset, backbone), compiled once, timed in alternating blocks.
 
-  Returns two rows (vanilla, PANDA) with the block medians (``block_ms``), their minimum
-  (``epoch_ms``), compile time, XLA's cost analysis and the minor page faults per epoch.
+  With ``pair_entry_costs`` (a tuple of ints) PANDA is compiled once per per-pair entry cost of
+  the prior tables' order (the layout :func:`panda._stage._prior_tables_by_rows` chooses), and
+  every program is timed in the same rotation of blocks (the order reversed every other repeat).
+
+  Returns one row per program (vanilla first) with the block medians (``block_ms``), their
+  minimum (``epoch_ms``), compile time, XLA's cost analysis and the minor page faults per
+  epoch; PANDA rows also carry ``prior_tables_by_rows`` (per stage call, the order its prior
+  tables were formed in) and, in an A/B, ``pair_entry_cost``.
   """
-  progs = {}
-  for use in (False, True):
-    cfg = panda.PandaConfig(heads=heads) if use else None
-    jstep, (leaves, d), traces = _program(
-      data, backbone, cfg, hidden=hidden, fast_compile=fast_compile
-    )
-    key = jax.random.key(1)
-    t0 = time.perf_counter()
-    compiled = jstep.lower(leaves, d, key).compile()
-    progs[use] = dict(
-      step=compiled,
-      state=leaves,
-      d=d,
-      traces=traces,
-      key=key,
-      compile_s=time.perf_counter() - t0,
-      cost=_cost(compiled),
-      blocks=[],
-      faults=[],
+  pcfg = panda.PandaConfig(heads=heads)
+  arms = [("vanilla", None, None)] + [("panda", pcfg, c) for c in (pair_entry_costs or (None,))]
+  progs = []
+  for arm, cfg, cost in arms:
+    old = _set_pair_entry_cost(cost) if cost is not None else None
+    try:
+      jstep, (leaves, d), traces = _program(
+        data, backbone, cfg, hidden=hidden, fast_compile=fast_compile
+      )
+      key = jax.random.key(1)
+      t0 = time.perf_counter()
+      compiled, orders = _lower_recording_orders(jstep, leaves, d, key)
+    finally:
+      if cost is not None:
+        _set_pair_entry_cost(old)
+    progs.append(
+      dict(
+        arm=arm,
+        cfg=cfg,
+        cost=cost,
+        step=compiled,
+        state=leaves,
+        d=d,
+        traces=traces,
+        key=key,
+        compile_s=time.perf_counter() - t0,
+        cost_analysis=_cost(compiled),
+        orders=orders,
+        blocks=[],
+        faults=[],
+      )
     )
   clock = time.process_time if cpu_time else time.perf_counter
   warm = min(3, max(epochs - 1, 0))
   for r in range(repeats):
-    for use in (False, True) if r % 2 == 0 else (True, False):
-      p = progs[use]
+    for p in progs if r % 2 == 0 else progs[::-1]:
       times = []
       for e in range(epochs):
         f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -256,14 +330,13 @@ def bench_pair(data, backbone, *, epochs, repeats, hidden, heads, fast_compile, 
         p["state"] = state
       p["blocks"].append(1e3 * statistics.median(times[warm:]))
   rows = []
-  for use in (False, True):
-    p = progs[use]
-    mw = _minimal(p["d"], backbone, panda.PandaConfig(heads=heads) if use else None, hidden, heads)
+  for p in progs:
+    mw = _minimal(p["d"], backbone, p["cfg"], hidden, heads)
     rows.append(
       dict(
         dataset=p["d"].name,
         backbone=backbone,
-        arm="panda" if use else "vanilla",
+        arm=p["arm"],
         nnz=p["d"].incidence.nnz,
         compile_s=p["compile_s"],
         epoch_ms=min(p["blocks"]),
@@ -274,8 +347,10 @@ def bench_pair(data, backbone, *, epochs, repeats, hidden, heads, fast_compile, 
         traces=p["traces"][0],
         fast_compile=fast_compile,
         clock="process_cpu" if cpu_time else "wall",
-        **p["cost"],
+        **p["cost_analysis"],
         **mw,
+        **({} if p["cost"] is None else dict(pair_entry_cost=p["cost"])),
+        **({} if p["cfg"] is None else dict(prior_tables_by_rows=p["orders"])),
       )
     )
   return rows
@@ -687,6 +762,12 @@ def parse_args(argv=None):
     help="compile only: megabytes per step of vanilla, PANDA and each ablation (no timing)",
   )
   ap.add_argument(
+    "--layout-ab",
+    default="",
+    help="comma-separated per-pair entry costs (e.g. 16,1): PANDA compiled once per cost of the "
+    "prior tables' order and timed side by side with vanilla; written to panda_perf_layout_ab.json",
+  )
+  ap.add_argument(
     "--data-dir",
     default="",
     help="folder holding hypergraph/ (default: $JAXPAPERS_DATA_DIR or "
@@ -707,6 +788,8 @@ def main(argv=None):
     a.datasets, a.backbones, a.epochs, a.hidden, a.heads = "synthetic-small", "gedi,hgnn", 12, 8, 2
   if a.compare_opt:
     a.opt = "both"
+  if a.layout_ab and a.out.endswith("panda_perf.json"):  # keep the committed full result
+    a.out = a.out[: -len(".json")] + "_layout_ab.json"
   if a.traffic and a.host_memory == "both":
     raise SystemExit("--traffic compiles without timing: --host-memory=both has nothing to compare")
   if a.host_memory == "both":
@@ -747,6 +830,7 @@ def main(argv=None):
           heads=a.heads,
           fast_compile=fc,
           cpu_time=a.cpu_time,
+          pair_entry_costs=tuple(int(c) for c in a.layout_ab.split(",")) if a.layout_ab else None,
         )
         for r in pair:
           r["host_memory"] = a.host_memory
@@ -758,9 +842,7 @@ def main(argv=None):
             f"faults/epoch {r['minor_faults_per_epoch']:.0f}",
             flush=True,
           )
-  command = "python -m benchmarks.panda_perf " + " ".join(
-    x for x in argv if not x.startswith("--out")
-  )
+  command = _command(argv)
   if a.traffic:
     _write(a.out, rows, command=command, quick=a.quick)
     return
@@ -776,7 +858,9 @@ def main(argv=None):
       f"{p['epoch_ms'] / r['epoch_ms']:.2f} | {_mb(r)} | {_mb(p)} | {_ratio(p, r)} | "
       f"{r['compile_s']:.1f} | {p['compile_s']:.1f} |"
     )
-  if a.out:
+  if a.out and a.layout_ab:
+    write_results(a.out, rows, command=command, quick=a.quick, summary=layout_summary(rows))
+  elif a.out:
     write_results(
       a.out,
       rows,
@@ -785,6 +869,48 @@ def main(argv=None):
       summary=ratio_summary(rows),
       extra=dict(minimal=minimal_summary(rows)),
     )
+
+
+def layout_summary(rows) -> list[dict]:
+  """Summary of a ``--layout-ab`` run: per (dataset, backbone, XLA level), each PANDA layout's
+  epoch over vanilla's and the first layout's over each other one's (below 1: the first is
+  faster), with the prior tables' orders of each layout in the note."""
+  out = []
+  key = lambda x: (x["dataset"], x["backbone"], x["fast_compile"])
+  for v in (r for r in rows if r["arm"] == "vanilla"):
+    ps = [x for x in rows if x["arm"] == "panda" and key(x) == key(v)]
+    name = f"{v['dataset']}/{v['backbone']}"
+    for p in ps:
+      out.append(
+        bench.summary(
+          f"{name} PANDA (pair entry cost {p['pair_entry_cost']})/vanilla epoch",
+          round(p["epoch_ms"] / v["epoch_ms"], 3),
+          "<= 3",
+          note=f"vanilla {v['epoch_ms']:.2f} ms, PANDA {p['epoch_ms']:.2f} ms; prior tables by "
+          f"rows per stage call: {p['prior_tables_by_rows']}",
+        )
+      )
+    for p in ps[1:]:
+      out.append(
+        bench.summary(
+          f"{name} PANDA epoch, pair entry cost {ps[0]['pair_entry_cost']} over "
+          f"{p['pair_entry_cost']}",
+          round(ps[0]["epoch_ms"] / p["epoch_ms"], 3),
+          "< 1",
+          note=f"{ps[0]['epoch_ms']:.2f} ms against {p['epoch_ms']:.2f} ms; XLA's bytes "
+          f"{ps[0]['bytes_accessed'] / 1e6:.0f} MB against {p['bytes_accessed'] / 1e6:.0f} MB, "
+          f"flops {ps[0]['flops'] / 1e6:.0f} M against {p['flops'] / 1e6:.0f} M",
+        )
+      )
+  return out
+
+
+def _command(argv) -> str:
+  """The command line without ``--out`` and its value (``--out=PATH`` or ``--out PATH``)."""
+  kept = [x for x in argv if not x.startswith("--out=")]
+  drop = {i for i, x in enumerate(kept) if x == "--out"}
+  kept = [x for i, x in enumerate(kept) if i not in drop and i - 1 not in drop]
+  return "python -m benchmarks.panda_perf " + " ".join(kept)
 
 
 def _mb(row) -> str:
@@ -869,9 +995,7 @@ def _both(a):
       f"| {p['epoch_ms'] / r['epoch_ms']:.2f} | {p['minor_faults_per_epoch']:.0f} |"
     )
   if a.out:
-    cmd = "python -m benchmarks.panda_perf " + " ".join(
-      x for x in a.argv if not x.startswith("--out")
-    )
+    cmd = _command(a.argv)
     write_results(
       a.out,
       rows,
