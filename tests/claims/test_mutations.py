@@ -702,26 +702,10 @@ MUTATIONS = (
   M(
     "flashssm3d",
     "scaling",
-    "m = (v >= min_views) & np.isfinite(y) & (y > 0)",
-    "m = (v > min_views) & np.isfinite(y) & (y > 0)",
+    "keep = (v >= min_views) & np.isfinite(y) & (y > 0)",
+    "keep = (v > min_views) & np.isfinite(y) & (y > 0)",
     ["test_fit_exponent"],
     "exponent fit drops its first view count (off by one)",
-  ),
-  M(
-    "flashssm3d",
-    "scaling",
-    "lx, ly = np.log(v[m]), np.log(y[m])",
-    "lx, ly = np.log10(v[m]), np.log(y[m])",
-    ["test_fit_exponent"],
-    "exponent slope with log10 views against ln times",
-  ),
-  M(
-    "flashssm3d",
-    "scaling",
-    "return float(slope), float(icpt), float(np.sqrt(ssr / (n - 2) / sxx))",
-    "return float(slope), float(icpt), float(np.sqrt(ssr / n / sxx))",
-    ["test_fit_exponent"],
-    "slope stderr with n instead of n - 2 degrees of freedom",
   ),
   M(
     "flashssm3d",
