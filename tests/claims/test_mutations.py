@@ -1293,8 +1293,8 @@ MUTATIONS = (
   M(
     "mlaire",
     "train",
-    'diff = np.array(A["e5"]["lpr_strict"]["values"]) - np.array(\n      A["e5_offset"]["lpr_strict"]["values"]\n    )',
-    'diff = np.array(A["e5_offset"]["lpr_strict"]["values"]) - np.array(\n      A["e5"]["lpr_strict"]["values"]\n    )',
+    '"offset_lpr_drop": (A["e5"]["lpr_strict"], A["e5_offset"]["lpr_strict"]),',
+    '"offset_lpr_drop": (A["e5_offset"]["lpr_strict"], A["e5"]["lpr_strict"]),',
     ["test_derived_metrics"],
     "offset LPR drop with the operands swapped",
   ),
