@@ -199,16 +199,8 @@ def seeds_from_results(path, seeds, num_views: int) -> tuple[dict, dict]:
 
 # ------------------------------------------------------------------------------ report view
 
-COLUMNS = (
-  "AUC@30",
-  "RRA@15",
-  "RTA@15",
-  "ATE",
-  "depth_AbsRel",
-  "depth_delta1.25",
-  "points_overall",
-  "points_overall_depthcam",
-)
+COLUMNS = ("AUC@30", "RRA@15", "RTA@15", "ATE", "depth_AbsRel", "depth_delta1.25",
+           "points_overall", "points_overall_depthcam")  # fmt: skip
 SLACKS = ("over_trivial_vs_gt", "over_trivial_vs_teacher", "vs_teacher_gap", "distill_score")
 PAIRED = {
   "distill_vs_gt": "Procrustes+reprojection student vs GT-trained student (mean gain, margins)",
@@ -245,18 +237,12 @@ def report_view(record: dict) -> dict[str, Any]:
     ``scaling``: ``{model: sweep}``. An entry the record has nothing for is None.
   """
   m, extra, nan = record.get("metrics", {}), record.get("extra") or {}, float("nan")
-  pairs = []
-  for k in m:
-    p = k.split("/")
-    if len(p) == 3 and p[1] in ("vs_gt", "vs_teacher") and (p[0], p[1]) not in pairs:
-      pairs.append((p[0], p[1]))
-  pairs.sort(key=lambda mr: (mr[1], not mr[0].startswith("trivial_"), mr[0]))
+  keys = [k.split("/") for k in m]
+  pairs = {(p[0], p[1]) for p in keys if len(p) == 3 and p[1] in ("vs_gt", "vs_teacher")}
+  pairs = sorted(pairs, key=lambda mr: (mr[1], not mr[0].startswith("trivial_"), mr[0]))
   rows = {f"{a} {r}": {"model": a, "ref": r, **_cells(m, f"{a}/{r}/", COLUMNS)} for a, r in pairs}
-  dmodels = []
-  for k in m:
-    p = k.split("/")
-    if p[0] == "derived" and len(p) == 3 and p[2] in SLACKS and p[1] not in dmodels:
-      dmodels.append(p[1])
+  derived_keys = (p for p in keys if p[0] == "derived" and len(p) == 3 and p[2] in SLACKS)
+  dmodels = dict.fromkeys(p[1] for p in derived_keys)  # in the record's order
   slacks = {a: _cells(m, f"derived/{a}/", SLACKS) for a in dmodels}
   paired = {
     k: {"what": what, "value": m[f"derived/{k}"], "value/ci95": m.get(f"derived/{k}/ci95", nan)}
@@ -287,8 +273,9 @@ def report_view(record: dict) -> dict[str, Any]:
   budget = None
   if "teacher" in extra and "students" in extra:
     t = extra["teacher"]
-    budget = {"teacher_T1": {"params": t.get("params"), "steps": t.get("steps"), "flops": 1.0}}
-    budget["teacher_T1"]["scenes"] = 1.0
+    budget = {
+      "teacher_T1": dict(params=t.get("params"), steps=t.get("steps"), flops=1.0, scenes=1.0)
+    }
     for name, info in extra["students"].items():
       budget[f"student_{name}"] = {
         "params": info["params"],

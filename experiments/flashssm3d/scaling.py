@@ -36,27 +36,21 @@ from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 
 
-def fit_exponent(views, values, min_views, *, with_error=False):
-  """Least-squares slope and intercept of ``log(values)`` on ``log(views)`` for views >= min_views.
+def fit_exponent(views, values, min_views) -> tuple[float, float, float, int]:
+  """Log-log least-squares fit (:func:`jaxpapers.core.fit_power_law`) of ``values`` on ``views``
+  over the views >= ``min_views`` whose value is finite and positive.
 
-  With ``with_error`` also the slope's standard error ``sqrt(SSR / (n - 2) / Sxx)`` (NaN with
-  fewer than 3 points).
+  Returns:
+    ``(slope, intercept, slope standard error, points used)``: NaN slope and intercept with
+    fewer than 2 points, NaN standard error with fewer than 3.
   """
-  v = np.asarray(views, float)
-  y = np.asarray(values, float)
-  m = (v >= min_views) & np.isfinite(y) & (y > 0)
-  if m.sum() < 2:
-    return (float("nan"),) * (3 if with_error else 2)
-  lx, ly = np.log(v[m]), np.log(y[m])
-  slope, icpt = np.polyfit(lx, ly, 1)
-  if not with_error:
-    return float(slope), float(icpt)
-  n = int(m.sum())
-  if n < 3:
-    return float(slope), float(icpt), float("nan")
-  ssr = float(np.sum((ly - (slope * lx + icpt)) ** 2))
-  sxx = float(np.sum((lx - lx.mean()) ** 2))
-  return float(slope), float(icpt), float(np.sqrt(ssr / (n - 2) / sxx))
+  v, y = np.asarray(views, float), np.asarray(values, float)
+  keep = (v >= min_views) & np.isfinite(y) & (y > 0)
+  n = int(keep.sum())
+  if n < 2:
+    return float("nan"), float("nan"), float("nan"), n
+  slope, stderr, icpt = core.fit_power_law(v[keep], y[keep])
+  return slope, icpt, stderr, n
 
 
 def slope_ci95(stderr, n_fit):
@@ -82,53 +76,33 @@ def views_within(budget_s, views, times, slope, icpt):
 
 def run_scaling(cfg, *, log=print) -> dict:
   """Run the sweep described by ``cfg`` (a ConfigDict/dict with views, width, depth, ...)."""
-  g = lambda k: cfg[k]
-  H = g("image_size")
-  scfg = fs.FlashSSM3DConfig(
-    width=g("width"),
-    depth=g("depth"),
-    state=g("state"),
-    patch=g("patch"),
-    image_size=H,
-    camera_stages=1,
-    method="scan",
-  )
-  tcfg = fs.TeacherConfig(
-    width=g("width"),
-    depth=g("depth"),
-    heads=g("heads"),
-    patch=g("patch"),
-    image_size=H,
-    camera_stages=1,
-  )
+  H, views, min_views = cfg["image_size"], cfg["views"], cfg["fit_min_views"]
+  common = dict(width=cfg["width"], depth=cfg["depth"], patch=cfg["patch"], image_size=H)
+  scfg = fs.FlashSSM3DConfig(**common, state=cfg["state"], camera_stages=1, method="scan")
   models = {"student_ssm": fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0))}
   if cfg.get("associative", False):
     acfg = dataclasses.replace(scfg, method="associative")
     models["student_ssm_associative"] = fs.FlashSSM3D(acfg, rngs=nnx.Rngs(0))
+  tcfg = fs.TeacherConfig(**common, heads=cfg["heads"], camera_stages=1)
   models["teacher_attention"] = fs.AATeacher(tcfg, rngs=nnx.Rngs(0))
-  tokens_per_view = (H // g("patch")) ** 2
   out = {
-    "views": list(g("views")),
-    "tokens_per_view": tokens_per_view,
+    "views": list(views),
+    "tokens_per_view": (H // cfg["patch"]) ** 2,
     "params": {k: fs.count_params(m) for k, m in models.items()},
   }
   sweep = fs.view_scaling(
     models,
-    g("views"),
+    views,
     image_size=H,
-    repeats=g("repeats"),
-    memory_cap_gb=g("memory_cap_gb"),
-    time_cap_s=g("time_cap_s"),
+    repeats=cfg["repeats"],
+    memory_cap_gb=cfg["memory_cap_gb"],
+    time_cap_s=cfg["time_cap_s"],
     log=log,
   )
   for name, m in sweep.items():
     times, mems = m["time_s"], m["memory_mib"]
-    slope, icpt, slope_se = fit_exponent(g("views"), times, g("fit_min_views"), with_error=True)
-    mslope, _ = fit_exponent(g("views"), mems, g("fit_min_views"))
-    n_fit = int(
-      sum(v >= g("fit_min_views") and np.isfinite(t) and t > 0 for v, t in zip(g("views"), times))
-    )
-    measured, est = views_within(10.0, g("views"), times, slope, icpt)
+    slope, icpt, slope_se, n_fit = fit_exponent(views, times, min_views)
+    measured, est = views_within(10.0, views, times, slope, icpt)
     out[name] = {
       "time_s": times,
       "memory_mib": mems,
@@ -138,7 +112,7 @@ def run_scaling(cfg, *, log=print) -> dict:
       "time_exponent_stderr": slope_se,
       "time_exponent_ci95": slope_ci95(slope_se, n_fit),
       "time_fit_points": n_fit,
-      "memory_exponent": mslope,
+      "memory_exponent": fit_exponent(views, mems, min_views)[0],
       "views_in_10s_measured": measured,
       "views_in_10s_fit": est,
     }

@@ -45,41 +45,29 @@ _VARIANTS = {
 }
 
 
+def _dataclass(cls, *sections, **values):
+  """``cls`` from the fields it declares in the config ``sections`` (earlier ones first), then
+  ``values``; fields found nowhere keep their defaults."""
+  names = [f.name for f in dataclasses.fields(cls)]
+  picked = {k: sec[k] for sec in reversed(sections) for k in names if k in sec}
+  return cls(**{**picked, **values})
+
+
 def student_config(config, **norm) -> fs.FlashSSM3DConfig:
   """The student's :class:`FlashSSM3DConfig` from ``config.student`` (and the image size).
 
   ``norm``: the input normalisation of :func:`pixel_norm` (``pixel_mean``, ``pixel_std``).
   """
-  sc = config.student
-  return fs.FlashSSM3DConfig(
-    width=sc.width,
-    depth=sc.depth,
-    state=sc.state,
-    expand=sc.expand,
-    patch=sc.patch,
-    registers=sc.registers,
-    image_size=config.data.image_size,
-    mlp_ratio=sc.mlp_ratio,
-    camera_stages=sc.camera_stages,
-    method=sc.method,
-    chunk_size=sc.get("chunk_size", 64),
-    global_orders=tuple(sc.get("global_orders", ("frame_major", "position_major"))),
-    remat=sc.get("remat", False),
-    dtype=sc.get("dtype", "float32"),
-    **norm,
-  )
+  return _dataclass(fs.FlashSSM3DConfig, config.student, image_size=config.data.image_size, **norm)
 
 
 def _weights(loss_cfg, procrustes, reprojection):
-  return fs.LossWeights(
-    camera=loss_cfg.camera,
-    depth=loss_cfg.depth,
-    points=loss_cfg.points,
-    grad=loss_cfg.grad,
+  """The loss weights of ``loss_cfg``, Procrustes and reprojection zeroed where off."""
+  return _dataclass(
+    fs.LossWeights,
+    loss_cfg,
     procrustes=loss_cfg.procrustes if procrustes else 0.0,
     reprojection=loss_cfg.reprojection if reprojection else 0.0,
-    num_points=loss_cfg.num_points,
-    reproj_delta=loss_cfg.reproj_delta,
   )
 
 
@@ -129,16 +117,11 @@ def _model_for(var, config, scfg, seed):
   """
   if var["arch"] == "ssm":
     return fs.FlashSSM3D(scfg, rngs=nnx.Rngs(seed + 1))
-  ac, sc = config.attention, config.student
-  acfg = fs.TeacherConfig(
-    width=ac.width,
-    depth=ac.depth,
-    heads=ac.heads,
-    patch=sc.patch,
-    registers=sc.registers,
+  acfg = _dataclass(
+    fs.TeacherConfig,
+    config.attention,
+    config.student,
     image_size=config.data.image_size,
-    mlp_ratio=sc.mlp_ratio,
-    camera_stages=sc.camera_stages,
     pixel_mean=scfg.pixel_mean,
     pixel_std=scfg.pixel_std,
   )
@@ -191,17 +174,7 @@ def _cached_teacher(config, pool_names, n_student: int, hw) -> dict:
 def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
   """T1: the attention teacher trained on the pool's ground truth, and its outputs."""
   tc, dc = config.teacher, config.data
-  tcfg = fs.TeacherConfig(
-    width=tc.width,
-    depth=tc.depth,
-    heads=tc.heads,
-    patch=tc.patch,
-    registers=tc.registers,
-    image_size=dc.image_size,
-    mlp_ratio=tc.mlp_ratio,
-    camera_stages=tc.camera_stages,
-    **norm,
-  )
+  tcfg = _dataclass(fs.TeacherConfig, tc, image_size=dc.image_size, **norm)
   state = core.TrainState.create(
     fs.AATeacher(tcfg, rngs=nnx.Rngs(config.seed)), _optimizer(tc, tc.steps)
   )
@@ -451,10 +424,6 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
   return {"data": data, "students": info, "eval": evals, "histories": histories}
 
 
-def _seed_list(config):
-  return [int(config.seed) + i for i in range(int(config.get("seeds", 1)))]
-
-
 def _loss_curves(histories: dict) -> dict:
   """``{model: {"step": [...], "loss": [...]}}``: the logged training losses (for the figure)."""
   out = {}
@@ -464,24 +433,11 @@ def _loss_curves(histories: dict) -> dict:
   return out
 
 
-def _write(config, workdir, metrics, notes, t_start, extra) -> dict:
-  """``core.write_results`` (the config's report renders the tables and figures); the record."""
-  path = core.write_results(
-    workdir,
-    metrics=metrics,
-    config=config,
-    notes=notes,
-    wall_time_s=time.perf_counter() - t_start,
-    extra=extra,
-  )
-  return json.loads(pathlib.Path(path).read_text()) if path is not None else {}
-
-
 def _per_seed(config, workdir, run_fn, derive, seeds_from="") -> tuple[dict, dict, dict | None]:
   """``(runs, per_seed, provenance)``: ``run_fn`` of every seed (one resumable cell each), every
   seed's flat metrics with ``derive(run)``, and where seeds read from ``seeds_from`` came from."""
   store = core.CellStore(workdir / "seeds")
-  seeds = _seed_list(config)
+  seeds = [int(config.seed) + i for i in range(int(config.get("seeds", 1)))]
   imported, provenance = {}, None
   if seeds_from:
     missing = [s for s in seeds if f"seed{s}" not in store]
@@ -497,87 +453,73 @@ def _per_seed(config, workdir, run_fn, derive, seeds_from="") -> tuple[dict, dic
   return runs, {s: per_seed[s] for s in seeds}, (provenance if imported else None)
 
 
-def scan_order_and_evaluate(config, workdir) -> dict:
-  """Every seed of :func:`run_scan_order_seed` (resumable per seed), aggregated and written."""
-  t_start = time.perf_counter()
-  workdir = pathlib.Path(workdir)
-  workdir.mkdir(parents=True, exist_ok=True)
-  derive = lambda r: ev.scan_order_derived(r["eval"])
-  runs, per_seed, _ = _per_seed(config, workdir, run_scan_order_seed, derive)
-  metrics = ev.aggregate(list(per_seed.values()))
-  first = runs[min(runs)]
-  notes = (
-    f"Scan-order ablation on the synthetic procedural proxy (split {config.data.split}), "
-    f"students trained on ground truth, CPU scale. Means over {len(runs)} seed(s) with 95% CI "
-    "half-widths."
-  )
-  extra = {
-    "per_seed": {str(k): v for k, v in per_seed.items()},
-    "students": first["students"],
-    "data": first["data"],
-    "loss_curves": _loss_curves(first["histories"]),
-  }
-  record = _write(config, workdir, metrics, notes, t_start, extra)
-  return {"metrics": metrics, "table_markdown": record.get("table_markdown"), "runs": runs}
-
-
 def train_and_evaluate(config, workdir) -> dict:
   """Every seed of :func:`run_seed` (resumable per seed), aggregated over seeds, and written.
 
-  ``config.experiment == "scan_order"``: the scan-order ablation instead. Metrics are means over
-  seeds with ``/ci95`` and ``/std`` (:func:`evaluate.aggregate`; derived metrics are computed
-  per seed first). Seeds without a cell here are read from ``config.seeds_from`` (an earlier
-  ``results.json``, :func:`evaluate.seeds_from_results`), recorded in ``extra.seeds_from``.
+  ``config.experiment == "scan_order"``: :func:`run_scan_order_seed` instead. Metrics are means
+  over seeds with ``/ci95`` and ``/std`` (:func:`evaluate.aggregate`; derived metrics are
+  computed per seed first). Seeds without a cell here are read from ``config.seeds_from`` (an
+  earlier ``results.json``, :func:`evaluate.seeds_from_results`), recorded in
+  ``extra.seeds_from``.
+
+  Returns:
+    ``{"metrics", "per_seed", "table_markdown"}`` and the first computed seed's ``"data"``,
+    ``"students"`` (and ``"teacher"``).
   """
-  if config.get("experiment", "distillation") == "scan_order":
-    return scan_order_and_evaluate(config, workdir)
   t_start = time.perf_counter()
   core.validate_seeds(config.get("seeds", 1), name="seeds")
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
-  for v in config.variants:
-    core.validate_choice(v, name="variants", allowed=tuple(_VARIANTS))
-  nv = config.data.num_views
-  derive = lambda r: ev.derived_metrics(r["eval"], r.get("extrapolation", {}), nv)
-  runs, per_seed, provenance = _per_seed(
-    config, workdir, run_seed, derive, config.get("seeds_from", "")
-  )
-  first = runs[min(runs)]
+  split = config.data.split
+  if config.get("experiment", "distillation") == "scan_order":
+    derive = lambda r: ev.scan_order_derived(r["eval"])
+    runs, per_seed, provenance = _per_seed(config, workdir, run_scan_order_seed, derive)
+    extra_keys = ("students", "data")
+    notes = (
+      f"Scan-order ablation on the synthetic procedural proxy (split {split}), students "
+      f"trained on ground truth, CPU scale. Means over {len(runs)} seed(s) with 95% CI "
+      "half-widths."
+    )
+  else:
+    for v in config.variants:
+      core.validate_choice(v, name="variants", allowed=tuple(_VARIANTS))
+    nv = config.data.num_views
+    derive = lambda r: ev.derived_metrics(r["eval"], r.get("extrapolation", {}), nv)
+    seeds_from = config.get("seeds_from", "")
+    runs, per_seed, provenance = _per_seed(config, workdir, run_seed, derive, seeds_from)
+    extra_keys = ("teacher", "students", "seeds_computed", "seeds_from")
+    imported = sorted(set(per_seed) - set(runs))
+    notes = (
+      f"Synthetic procedural proxy (split {split}), CPU scale; not comparable with VGGT's "
+      f"CO3D/RealEstate10K numbers. Means over {len(per_seed)} seed(s) with 95% CI half-widths"
+      + (
+        f" (seeds {imported} read from an earlier run's per-seed metrics, see "
+        f"extra.seeds_from; the tables' model info and the plots' curves are from seed "
+        f"{min(runs)})"
+        if imported
+        else ""
+      )
+      + ". Timings are on shared CPU cores (noisy)."
+    )
+  first = {**runs[min(runs)], "seeds_computed": sorted(runs), "seeds_from": provenance}
   metrics = ev.aggregate(list(per_seed.values()))
-  extra = {
-    "per_seed": {str(k): v for k, v in per_seed.items()},
-    "teacher": first["teacher"],
-    "students": first["students"],
-    "seeds_computed": sorted(runs),
-    "seeds_from": provenance,
-    "loss_curves": _loss_curves(first["histories"]),
-  }
+  extra = {"per_seed": {str(k): v for k, v in per_seed.items()}}
+  extra.update({k: first[k] for k in extra_keys})
+  extra["loss_curves"] = _loss_curves(first["histories"])
   if config.scaling.enabled:  # resumable: a finished sweep with the same settings is reused
     extra["scaling"] = scaling.cached_scaling(config.scaling, workdir)
     for name in ("student_ssm", "teacher_attention"):
       r = extra["scaling"][name]
       for k in ("time_exponent", "memory_exponent", "views_in_10s_measured", "views_in_10s_fit"):
         metrics[f"scaling/{name}/{k}"] = r[k]
-  imported = sorted(set(per_seed) - set(runs))
-  notes = (
-    f"Synthetic procedural proxy (split {config.data.split}), CPU scale; not comparable with "
-    f"VGGT's CO3D/RealEstate10K numbers. Means over {len(per_seed)} seed(s) with 95% CI "
-    "half-widths"
-    + (
-      f" (seeds {imported} read from an earlier run's per-seed metrics, see extra.seeds_from; "
-      f"the tables' model info and the plots' curves are from seed {min(runs)})"
-      if imported
-      else ""
-    )
-    + ". Timings are on shared CPU cores (noisy)."
+  path = core.write_results(
+    workdir,
+    metrics=metrics,
+    config=config,
+    notes=notes,
+    wall_time_s=time.perf_counter() - t_start,
+    extra=extra,
   )
-  record = _write(config, workdir, metrics, notes, t_start, extra)
-  return {
-    "data": first["data"],
-    "teacher": first["teacher"],
-    "students": first["students"],
-    "seeds": _seed_list(config),
-    "per_seed": extra["per_seed"],
-    "metrics": metrics,
-    "table_markdown": record.get("table_markdown"),
-  }
+  table = json.loads(pathlib.Path(path).read_text())["table_markdown"] if path else None
+  out = {k: first[k] for k in ("data", "teacher", "students") if k in first}
+  return {**out, "metrics": metrics, "per_seed": extra["per_seed"], "table_markdown": table}

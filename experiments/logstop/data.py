@@ -169,12 +169,7 @@ def random_timelines(rng, n: int, T: int, k: int, *, sparse: bool = False) -> np
       for t in range(T):
         out[i, j, t] = state
         state = (rng.random() >= p_off) if state else (rng.random() < p_on)
-  # Enforce <= 2 visible atoms per frame.
-  over = out.sum(1) > 2
-  for i, t in zip(*np.nonzero(over)):
-    on = np.flatnonzero(out[i, :, t])
-    out[i, rng.choice(on), t] = False
-  return out
+  return _at_most_two(out, rng)
 
 
 def near_misses(rng, timelines: np.ndarray) -> np.ndarray:
@@ -186,8 +181,38 @@ def near_misses(rng, timelines: np.ndarray) -> np.ndarray:
     L = int(rng.integers(1, 4))
     s = int(rng.integers(0, max(T - L, 0) + 1))
     out[i, j, s : s + L] = ~out[i, j, s : s + L]
-  over = out.sum(1) > 2
-  for i, t in zip(*np.nonzero(over)):
-    on = np.flatnonzero(out[i, :, t])
-    out[i, rng.choice(on), t] = False
+  return _at_most_two(out, rng)
+
+
+def _at_most_two(out: np.ndarray, rng) -> np.ndarray:
+  """Timelines bool [n, k, T] with a random visible atom hidden in every frame showing more than
+  two (two slots), in place."""
+  for i, t in zip(*np.nonzero(out.sum(1) > 2)):
+    out[i, rng.choice(np.flatnonzero(out[i, :, t])), t] = False
   return out
+
+
+def noise_kwargs(cfg, train: bool) -> dict:
+  """The corruption (:func:`corrupt` keywords) of the detector's training frames or of the
+  videos, from the config's noise fields."""
+  if train:
+    return dict(
+      pixel_noise=cfg.pixel_noise, blur_probs=(0.6, 0.3, 0.1), occlusion_prob=0.05, flicker_prob=0.0
+    )
+  return dict(
+    pixel_noise=cfg.pixel_noise,
+    blur_probs=tuple(cfg.blur_probs),
+    occlusion_prob=cfg.occlusion_prob,
+    flicker_prob=cfg.flicker_prob,
+  )
+
+
+def render_videos(timelines, digits, pool, bank, rng, cfg):
+  """timelines bool [n, k, T] over `digits` -> noisy frames [n, T, 16, 32]."""
+  n, k, T = timelines.shape
+  presence = np.zeros((n, T, len(pool)), bool)
+  for j, d in enumerate(digits):
+    presence[:, :, pool.index(d)] = timelines[:, j]
+  slots = slots_from_presence(presence.reshape(n * T, -1), pool, rng)
+  frames = render(slots, bank, rng).reshape(n, T, H, W)
+  return corrupt(frames, rng, **noise_kwargs(cfg, train=False))

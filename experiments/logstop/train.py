@@ -44,19 +44,6 @@ class Detector(nnx.Module):
     return self.out(h)  # [N, K]
 
 
-def _noise_kwargs(cfg, train: bool):
-  if train:
-    return dict(
-      pixel_noise=cfg.pixel_noise, blur_probs=(0.6, 0.3, 0.1), occlusion_prob=0.05, flicker_prob=0.0
-    )
-  return dict(
-    pixel_noise=cfg.pixel_noise,
-    blur_probs=tuple(cfg.blur_probs),
-    occlusion_prob=cfg.occlusion_prob,
-    flicker_prob=cfg.flicker_prob,
-  )
-
-
 def train_detector(cfg, pool, workdir, seed):
   bank = D.DigitBank.from_split("train", seed=seed)
   K = len(pool)
@@ -66,10 +53,8 @@ def train_detector(cfg, pool, workdir, seed):
     presence = rng.random((cfg.detector_batch, K)) < 0.35
     slots = D.slots_from_presence(presence, pool, rng)
     frames = D.render(slots, bank, rng)[:, None]
-    frames = D.corrupt(frames, rng, **_noise_kwargs(cfg, train=True))[:, 0]
-    on = np.zeros_like(presence)
-    for j, d in enumerate(pool):
-      on[:, j] = (slots == d).any(1)
+    frames = D.corrupt(frames, rng, **D.noise_kwargs(cfg, train=True))[:, 0]
+    on = (slots[:, :, None] == np.asarray(pool)).any(1)  # [B, K]: atom k in either slot
     return {"x": jnp.asarray(frames), "y": jnp.asarray(on, jnp.float32)}
 
   model = Detector(K, cfg.detector_hidden, rngs=nnx.Rngs(seed))
@@ -119,17 +104,6 @@ def predict_videos(predict, frames):
     x = np.pad(x, ((0, pad), (0, 0), (0, 0)))  # static shape: one compile
     out.append(np.asarray(predict(jnp.asarray(x)))[: len(x) - pad])
   return np.concatenate(out).reshape(B, T, -1)
-
-
-def render_videos(timelines, digits, pool, bank, rng, cfg):
-  """timelines bool [n, k, T] over `digits` -> noisy frames [n, T, 16, 32]."""
-  n, k, T = timelines.shape
-  presence = np.zeros((n, T, len(pool)), bool)
-  for j, d in enumerate(digits):
-    presence[:, :, pool.index(d)] = timelines[:, j]
-  slots = D.slots_from_presence(presence.reshape(n * T, -1), pool, rng)
-  frames = D.render(slots, bank, rng).reshape(n, T, D.H, D.W)
-  return D.corrupt(frames, rng, **_noise_kwargs(cfg, train=False))
 
 
 # ----------------------------------------------------------------------------- ground truth
@@ -255,7 +229,7 @@ def run_matching(cfg, predict, pool, rng, seed):
     formula = L.parse(text)
     names = [D.atom_name(d) for d in digits]
     x, y = sample_balanced(rng, formula, names, cfg.sequences_per_template // 2, cfg.T)
-    frames = render_videos(x, digits, pool, bank, rng, cfg)
+    frames = D.render_videos(x, digits, pool, bank, rng, cfg)
     scores = predict_videos(predict, frames)  # [n, T, K]
     props = {n: jnp.asarray(scores[:, :, pool.index(d)]) for n, d in zip(names, digits)}
     for j, d in enumerate(digits):
@@ -350,7 +324,7 @@ def run_retrieval(cfg, predict, pool, rng, seed):
   bank = D.DigitBank.from_split("video", seed=seed)
   queries = retrieval_queries(cfg, pool)
   tl = build_database(cfg, pool, queries, rng)
-  frames = render_videos(tl, pool, pool, bank, rng, cfg)
+  frames = D.render_videos(tl, pool, pool, bank, rng, cfg)
   pred = predict_videos(predict, frames)  # [n, T, K]
   true_props = {D.atom_name(d): jnp.asarray(tl[:, j], jnp.float32) for j, d in enumerate(pool)}
   props = {D.atom_name(d): jnp.asarray(pred[:, :, j]) for j, d in enumerate(pool)}
@@ -369,15 +343,10 @@ def run_retrieval(cfg, predict, pool, rng, seed):
     # Every arm at every window: the segment-max baselines with the same window semantics,
     # the per-frame heuristics on window means of the frames.
     for w in cfg.retrieval_windows:
-      arms[f"LogSTOP w={w} segment-max"] = np.asarray(
-        L.segment_max_score(f, props, window=w, **seg)
-      )
-      arms[f"{RETRIEVAL_BASELINES[0]} w={w}"] = (
-        np.asarray(L.segment_max_score(f, props, semantics="boolean", window=w, **seg)) + tie
-      )
-      arms[f"{RETRIEVAL_BASELINES[1]} w={w}"] = np.asarray(
-        L.segment_max_score(f, props, semantics="robustness", window=w, **seg)
-      )
+      smax = lambda w=w, **kw: np.asarray(L.segment_max_score(f, props, window=w, **seg, **kw))
+      arms[f"LogSTOP w={w} segment-max"] = smax()
+      arms[f"{RETRIEVAL_BASELINES[0]} w={w}"] = smax(semantics="boolean") + tie
+      arms[f"{RETRIEVAL_BASELINES[1]} w={w}"] = smax(semantics="robustness")
       prod = np.prod([sliding_means(props[nm], w) for nm in names], axis=0)
       arms[f"{RETRIEVAL_BASELINES[2]} w={w}"] = prod.max(-1)
       arms[f"{RETRIEVAL_BASELINES[3]} w={w}"] = np.asarray(L.mean_score(f, block_means(props, w)))
@@ -555,10 +524,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     "retrieval/overall_mAP_ci95": retr_ci,
     "retrieval/per_seed_mAP": retr_seed,
     "retrieval/comparison": retr_cmp,
-    "retrieval/best_logstop_minus_best_baseline_mAP": retr_cmp["diff"] if retr_cmp else None,
-    "retrieval/best_logstop_minus_best_baseline_mAP_ci95": retr_cmp["diff_ci95"]
-    if retr_cmp
-    else None,
+    "retrieval/best_logstop_minus_best_baseline_mAP": (retr_cmp or {}).get("diff"),
+    "retrieval/best_logstop_minus_best_baseline_mAP_ci95": (retr_cmp or {}).get("diff_ci95"),
     "retrieval/per_query": [r["retrieval_per_query"] for r in runs],
     "retrieval/skipped_queries": [r["retrieval_skipped"] for r in runs],
   }

@@ -281,15 +281,14 @@ def derived_metrics(summary: dict, ndcg_tie: float = 0.02) -> dict:
   d["spearman_n_retrievers"] = len(nontrivial)
   # 4. Offset removal: paired LPR drop on pool A (seed by seed).
   if "e5" in A and "e5_offset" in A:
-    diff = np.array(A["e5"]["lpr_strict"]["values"]) - np.array(
-      A["e5_offset"]["lpr_strict"]["values"]
-    )
-    d["offset_lpr_drop"] = float(diff.mean())
-    d["offset_lpr_drop_ci"] = core.ci95_halfwidth(diff) if diff.size > 1 else float("nan")
     B = summary["B"]
-    gain = np.array(B["e5_offset"]["sem_at_1"]["values"]) - np.array(B["e5"]["sem_at_1"]["values"])
-    d["offset_sem_at_1_gain_B"] = float(gain.mean())
-    d["offset_sem_at_1_gain_B_ci"] = core.ci95_halfwidth(gain) if gain.size > 1 else float("nan")
+    for key, (a, b) in {
+      "offset_lpr_drop": (A["e5"]["lpr_strict"], A["e5_offset"]["lpr_strict"]),
+      "offset_sem_at_1_gain_B": (B["e5_offset"]["sem_at_1"], B["e5"]["sem_at_1"]),
+    }.items():
+      diff = np.array(a["values"]) - np.array(b["values"])  # paired by seed
+      d[key] = float(diff.mean())
+      d[f"{key}_ci"] = core.ci95_halfwidth(diff) if diff.size > 1 else float("nan")
   # Trivial baselines that would expose a vacuous metric.
   for r in TRIVIAL:
     for key in ("ndcg", "lang_ndcg", "lpr_strict", "sem_at_1"):

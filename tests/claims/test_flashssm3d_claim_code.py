@@ -119,8 +119,8 @@ def test_fit_exponent(scaling):
   # stderr = sqrt(SSR / (n - 2) / S_xx) = sqrt(1 / 12).
   views = [1, 2, 4, 8, 16]
   times = [100.0, 1.0, 4.0, 8.0, 0.0]
-  slope, icpt, se = scaling.fit_exponent(views, times, 2, with_error=True)
-  assert slope == pytest.approx(1.5)
+  slope, icpt, se, n = scaling.fit_exponent(views, times, 2)
+  assert n == 3 and slope == pytest.approx(1.5)
   assert icpt == pytest.approx(-4 / 3 * math.log(2))
   assert se == pytest.approx(math.sqrt(1 / 12))
   assert scaling.slope_ci95(se, 3) == pytest.approx(12.7062 * math.sqrt(1 / 12), rel=1e-5)

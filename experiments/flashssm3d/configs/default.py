@@ -15,6 +15,7 @@ against ground truth, the teacher and input-independent predictors, and evaluate
 
 import ml_collections
 
+from experiments.flashssm3d import evaluate as ev
 from jaxpapers.core import reporting as R
 
 
@@ -169,9 +170,6 @@ def _scaling() -> ml_collections.ConfigDict:
 # ------------------------------------------------------------------------------------ report
 # Paths read experiments.flashssm3d.evaluate:report_view of the record (means ± 95% CI).
 _VIEW = "experiments.flashssm3d.evaluate:report_view"
-_METRICS = ("AUC@30", "RRA@15", "RTA@15", "ATE", "depth_AbsRel", "depth_delta1.25",
-            "points_overall", "points_overall_depthcam")  # fmt: skip
-_SLACKS = ("over_trivial_vs_gt", "over_trivial_vs_teacher", "vs_teacher_gap", "distill_score")
 
 
 def _ci(name: str, fmt: str = ".3f", header: str | None = None) -> R.Column:
@@ -181,7 +179,7 @@ def _ci(name: str, fmt: str = ".3f", header: str | None = None) -> R.Column:
 METRICS_TABLE = R.Table(
   over="view.rows",
   when="view.rows",
-  columns=(R.Column("model", "{model}"), R.Column("ref", "{ref}"), *map(_ci, _METRICS)),
+  columns=(R.Column("model", "{model}"), R.Column("ref", "{ref}"), *map(_ci, ev.COLUMNS)),
 )
 LOSS_FIGURE = R.Figure(
   "training_loss",
@@ -227,7 +225,7 @@ REPORT = R.Report(
       "points_overall 0.1 relative); >= 0 passes.",
       over="view.slacks",
       when="view.slacks",
-      columns=(R.Column("model", "{key}"), *(_ci(k, "+.2f") for k in _SLACKS)),
+      columns=(R.Column("model", "{key}"), *(_ci(k, "+.2f") for k in ev.SLACKS)),
     ),
     R.Table(
       over="view.paired",

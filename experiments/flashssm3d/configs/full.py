@@ -51,7 +51,6 @@ def get_config():
     dict(
       width=384,
       depth=12,
-      state=16,
       patch=8,
       batch_size=32,
       learning_rate=3e-4,
@@ -79,7 +78,6 @@ def get_config():
       patch=8,
       time_cap_s=60.0,
       memory_cap_gb=60.0,
-      repeats=3,
     )
   )
   c.checkpoint_every = 2000

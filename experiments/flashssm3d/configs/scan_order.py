@@ -21,7 +21,6 @@ from jaxpapers.core import reporting as R
 def get_config():
   c = default.get_config()
   c.experiment = "scan_order"
-  c.seeds = 3
   c.scan_orders = ("alternating", "frame_major", "position_major")
   # raw pixels, as the committed ablation ran (before data.pixel_norm existed)
   c.data.update(dict(pool_scenes=64, test_scenes=32, student_fraction=1.0, pixel_norm="none"))
@@ -36,7 +35,7 @@ def get_config():
 
 
 REPORT = R.Report(
-  view="experiments.flashssm3d.evaluate:report_view",
+  view=default.REPORT.view,
   tables=(
     default.METRICS_TABLE,
     R.Table(

@@ -43,20 +43,6 @@ def get_config():
   # smoke run leaves it out (tests/flashssm3d/test_experiment.py runs it in a slow test)
   c.extrapolation_factors = ()
   c.extrapolation_scenes = 4
-  # the timing sweep is a benchmark (benchmarks/flashssm3d_scaling.py), not part of the smoke run
-  c.scaling.update(
-    dict(
-      enabled=False,
-      views=(2, 4),
-      width=16,
-      depth=1,
-      state=4,
-      heads=2,
-      image_size=16,
-      repeats=1,
-      fit_min_views=2,
-    )
-  )
   c.checkpoint_every = 4  # one checkpoint per phase (at its last step)
   c.log_every = 2
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
