@@ -134,9 +134,11 @@ def pool_size(cfg: Config) -> int:
 
 
 def _contracts(lib, tasks, scores, cfg: Config, rng) -> dict:
-  """Every method's contract at the largest budget, as numpy (ids, roles, avoid)."""
+  """Every method's contract at the largest budget: numpy (ids, roles, avoid), where roles None
+  means no role and avoid None no AVOID note (``no_roles``: GoSkills' ids, reordered per budget)."""
   g, bmax, t = lib.graph, max(cfg.budgets), scores.shape[0]
   vis = jnp.asarray(tasks.visible)
+  as_np = lambda c: tuple(np.asarray(x) for x in (c.ids, c.roles, c.avoid))
   out = {}
   variants = {
     "goskills": {},
@@ -145,36 +147,30 @@ def _contracts(lib, tasks, scores, cfg: Config, rng) -> dict:
     "anchor_start": {"start": "anchor"},
   }
   for name, kw in variants.items():
-    c, _ = S.goskills_retrieve(g, scores, vis, _gs_config(cfg, **kw))  # one shared program
-    out[name] = tuple(np.asarray(x) for x in (c.ids, c.roles, c.avoid))
+    out[name] = as_np(S.goskills_retrieve(g, scores, vis, _gs_config(cfg, **kw))[0])  # one program
   # Same skills as goskills, presented as a flat list in score order (no roles, no AVOID).
-  ids = out["goskills"][0]
-  s = np.asarray(scores)
-  out["no_roles"] = ("reorder", ids)
-  c = _flat(scores, k=bmax)
-  out["flat"] = tuple(np.asarray(x) for x in (c.ids, c.roles, c.avoid))
+  out["no_roles"] = (out["goskills"][0], None, None)
+  out["flat"] = as_np(_flat(scores, k=bmax))
   tm = S.transition_matrix(g)
-  c = _bundle(tm, scores, seeds=cfg.n_anchors, budget=bmax)
-  out["gos_bundle"] = tuple(np.asarray(x) for x in (c.ids, c.roles, c.avoid))
+  out["gos_bundle"] = as_np(_bundle(tm, scores, seeds=cfg.n_anchors, budget=bmax))
   # The ladder: the baselines with GoSkills' START rule, pool size, budget and maximiser.
   p = min(pool_size(cfg), lib.n)
   root = S.top_group_root(g, scores, vis, depth=cfg.depth, max_support=cfg.max_support,
                    max_check=cfg.max_check, max_avoid=cfg.max_avoid)  # fmt: skip
   out["flat_root"] = S.root_first(_flat(scores, k=min(bmax + 1, lib.n)).ids, root, bmax)
-  none_k = np.full((t, 0), -1, np.int32)
   pools = {"flat_bottleneck": _flat(scores, k=p).ids,
            "gos_bottleneck": _bundle(tm, scores, seeds=cfg.n_anchors, budget=p).ids}  # fmt: skip
   for name, pool in pools.items():
     ids_b, roles_b = S.pool_bottleneck(g.req, pool, root, vis, budget=bmax, mu=cfg.mu)
-    out[name] = (np.asarray(ids_b), np.asarray(roles_b), none_k)
+    out[name] = (np.asarray(ids_b), np.asarray(roles_b), None)
   out["no_graph_start_only"] = S.start_only(*out["no_graph"][:2])
   out["start_only"] = S.start_only(*out["goskills"][:2])
-  none = np.full((t, 0), -1, np.int32)
-  out["random"] = (np.stack([rng.choice(lib.n, bmax, replace=False) for _ in range(t)]),)
+  random = np.stack([rng.choice(lib.n, bmax, replace=False) for _ in range(t)])
+  out["random"] = (random, None, None)
   pr = np.asarray(_ppr(tm, jnp.ones(lib.n)))
-  out["popular"] = (np.broadcast_to(np.argsort(-pr, kind="stable")[:bmax], (t, bmax)),)
-  out["_none"] = none
-  out["_scores"] = s
+  out["popular"] = (np.broadcast_to(np.argsort(-pr, kind="stable")[:bmax], (t, bmax)), None, None)
+  # every skill, best-scored first: budget-free
+  out["load_all"] = (np.argsort(-np.asarray(scores), axis=1, kind="stable"), None, None)
   return out
 
 
@@ -184,34 +180,26 @@ def _run_cell(cfg: Config, n: int, reuse: float, decoy: float, seed: int, embed)
   scores = _scores(lib, tasks, cfg, embed)
   rng = np.random.default_rng(seed + 7)
   con = _contracts(lib, tasks, scores, cfg, rng)
-  none, s, t = con["_none"], con["_scores"], cfg.tasks
+  s, t, none = np.asarray(scores), cfg.tasks, np.full((cfg.tasks, 0), -1, np.int32)
   res = {}
-  req = lib.graph.req
   for m in METHODS:
     res[m] = {}
     for b in cfg.budgets:
-      if m == "load_all":
-        order = np.argsort(-s, axis=1, kind="stable")  # every skill, best-scored first
-        ids, roles, avoid = order, np.full(order.shape, -1), none
-      elif m == "no_roles":
-        sel = con[m][1][:, :b]
-        key = np.where(sel >= 0, -s[np.arange(t)[:, None], np.clip(sel, 0, None)], np.inf)
-        ids = np.take_along_axis(sel, np.argsort(key, axis=1, kind="stable"), 1)
-        roles, avoid = np.full(ids.shape, -1), none
-      elif len(con[m]) == 1:
-        ids = np.asarray(con[m][0])[:, :b]
-        roles, avoid = np.full(ids.shape, -1), none
-      else:
-        ids, roles, avoid = con[m][0][:, :b], con[m][1][:, :b], con[m][2]
+      ids, roles, avoid = con[m]
+      ids = ids if m == "load_all" else np.asarray(ids)[:, :b]
+      if m == "no_roles":  # GoSkills' picks in score order
+        key = np.where(ids >= 0, -s[np.arange(t)[:, None], np.clip(ids, 0, None)], np.inf)
+        ids = np.take_along_axis(ids, np.argsort(key, axis=1, kind="stable"), 1)
+      roles = np.full(ids.shape, -1) if roles is None else roles[:, :b]
+      avoid = none if avoid is None else avoid
       ex = S.simulate_execution(ids, roles, avoid, tasks, lib, rng, p_decoy=cfg.p_decoy)
       padded = np.full((t, lib.n), -1, np.int32)  # one shape per library size: one compile
       padded[:, : ids.shape[1]] = ids
-      cov = np.asarray(S.visible_requirement_coverage(padded, req, tasks.visible))
+      cov = np.asarray(S.visible_requirement_coverage(padded, lib.graph.req, tasks.visible))
       vals = {"coverage": cov, **{k: ex[k] for k in METRICS if k != "coverage"}}
       res[m][str(b)] = {k: float(np.mean(v)) for k, v in vals.items()}
       if m == "load_all":  # budget-free: identical for every B
-        for b2 in cfg.budgets:
-          res[m][str(b2)] = res[m][str(b)]
+        res[m] = {str(b2): res[m][str(b)] for b2 in cfg.budgets}
         break
   return {
     "n": n,
@@ -247,16 +235,13 @@ def _per_seed(cfg: Config, cells: list, method: str, b: int, metric: str, where=
 
 
 def _summary(cfg: Config, cells: list) -> dict:
-  out = {}
-  for m in METHODS:
-    out[m] = {}
-    for b in cfg.budgets:
-      out[m][str(b)] = {}
-      for k in METRICS:
-        v = _per_seed(cfg, cells, m, b, k)
-        out[m][str(b)][k] = {"mean": float(v.mean()), "std": float(v.std(ddof=1)),
-                             "ci95": core.ci95_halfwidth(v)}  # fmt: skip
-  return out
+  def stats(v):
+    return {"mean": float(v.mean()), "std": float(v.std(ddof=1)), "ci95": core.ci95_halfwidth(v)}
+
+  return {
+    m: {str(b): {k: stats(_per_seed(cfg, cells, m, b, k)) for k in METRICS} for b in cfg.budgets}
+    for m in METHODS
+  }
 
 
 def derived_metrics(cfg: Config, cells: list) -> dict:

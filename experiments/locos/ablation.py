@@ -100,16 +100,14 @@ def _plan(probes, conds, gen, tag, only, n_seeds):
 
 def _groups(pending, todo, group_rows):
   """The pending cells in groups of up to `group_rows` rows to generate (None: one cell each)."""
-  groups, cur, n_cur = [], [], 0
+  groups, n_cur = [], 0
   for p in pending:
     n = len(todo[p[2]])
-    if cur and group_rows and n_cur + n > group_rows or cur and not group_rows:
-      groups.append(cur)
-      cur, n_cur = [], 0
-    cur.append(p)
+    if not groups or not group_rows or n_cur + n > group_rows:
+      groups.append([])
+      n_cur = 0
+    groups[-1].append(p)
     n_cur += n
-  if cur:
-    groups.append(cur)
   return groups
 
 

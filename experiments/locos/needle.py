@@ -40,7 +40,7 @@ def _length(c, params, cfg, tok, store, T):
   # s + num_random, ...; the default run's keys), in `conditions` order
   L, H, num_random = cfg.n_layers, cfg.n_heads, int(n.get("num_random", 0))
   key = jax.random.key(c.seed)
-  conds = ablation.conditions(scores, n.detectors, n.ks, L, H, num_random, key)
+  conds = locos.ablation_conditions(scores, n.detectors, n.ks, L, H, num_random, key)
   # `ablate_answered`: ablations only on the probes the unablated model answers (ROUGE-1
   # recall >= 0.5, the filtered protocol's rule); otherwise on every probe
   keep = np.arange(len(ev))
@@ -148,13 +148,10 @@ def run_needle(c, workdir) -> dict:
   mean-query ablated over the other; writes results.json (judged only with claims)."""
   n = c.needle
   t0 = time.time()
-  track = c.tracks[0] if c.get("tracks") else "smollm2"
-  try:
-    cfg, params, tok = real.REAL_MODELS[track][0](c.real)
-  except lm.ModelNotAvailable as e:
-    metrics = {"needle/skipped": str(e)}
-    core.write_results(workdir, metrics=metrics, config=c, notes=str(e), issue_verdicts=False)
-    return metrics
+  model = real.load_or_skip(c, workdir, c.tracks[0] if c.get("tracks") else "smollm2", "needle")
+  if isinstance(model, dict):
+    return model
+  cfg, params, tok, label = model
   store = core.CellStore(f"{workdir}/cells")
   metrics = {}
   for T in n.context_tokens:
@@ -164,7 +161,7 @@ def run_needle(c, workdir) -> dict:
     workdir,
     metrics=metrics,
     config=c,  # its `report` (configs/needle.py) declares the table
-    notes=f"Long-context needle probes built offline (pydoc_data haystack); {real.REAL_MODELS[track][1]}.",
+    notes=f"Long-context needle probes built offline (pydoc_data haystack); {label}.",
     wall_time_s=time.time() - t0,
     issue_verdicts=c.get("issue_verdicts", True) and bool(c.get("claims")),
   )

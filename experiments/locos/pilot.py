@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from experiments.locos import ablation, real
-from jaxpapers import core, lm, locos
+from jaxpapers import core, locos
 
 
 def _form(c, params, cfg, tok, store, gen, names, landmarks, fmt, shots):
@@ -51,20 +51,11 @@ def run_prompt_pilot(c, workdir) -> dict:
   picks: the highest answered rate (ROUGE-1 recall >= 0.5), ties to the shorter prompt."""
   r, pc = c.real, c.pilot
   t0 = time.time()
-  loader, label = real.REAL_MODELS[c.tracks[0]]
-  try:
-    cfg, params, tok = loader(r)
-  except lm.ModelNotAvailable as e:
-    metrics = {"pilot/skipped": str(e)}
-    core.write_results(workdir, metrics=metrics, config=c, notes=str(e), issue_verdicts=False)
-    return metrics
-  store = core.CellStore(f"{workdir}/cells")
-  gen = dict(
-    max_new_tokens=r.max_steps,
-    stop_ids=tok.stop_ids(),
-    batch_size=r.get("gen_batch_size", r.batch_size),
-    pad_to=r.buckets,
-  )
+  model = real.load_or_skip(c, workdir, c.tracks[0], "pilot")
+  if isinstance(model, dict):
+    return model
+  cfg, params, tok, label = model
+  store, gen = core.CellStore(f"{workdir}/cells"), real.gen_kw(r, tok)
   (det_names, det_lands), _ = locos.split_entities(c.seed)
   _, known = real.known_landmarks(params, cfg, tok, r, store, gen)
   det_lands = tuple(x for x in det_lands if x in known)

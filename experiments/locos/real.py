@@ -36,7 +36,6 @@ def checkpoint_args(r):
 
 
 def _load_checkpoint(r):
-  """The 'checkpoint' track's model: a Hugging Face checkpoint directory on disk."""
   path, dtype = checkpoint_args(r)
   return lm.load_safetensors(path, dtype=dtype)
 
@@ -50,12 +49,27 @@ _LOADERS = {
 REAL_MODELS = {t: (_LOADERS[t], label) for t, label in evaluate.TRACK_LABELS.items()}
 
 
-def prompt_kw(r):
-  """The probes' prompt form (`real.prompt_format`, `real.shots`; default: chat, no examples)."""
+def load_or_skip(c, workdir, track, prefix):
+  """``(cfg, params, tok, label)`` of a track's model; when its weights are not installed,
+  writes a results.json without verdicts and returns its metrics ``{<prefix>/skipped: why}``."""
+  loader, label = REAL_MODELS[track]
+  try:
+    return (*loader(c.real), label)
+  except lm.ModelNotAvailable as e:
+    metrics = {f"{prefix}/skipped": str(e)}
+    core.write_results(workdir, metrics=metrics, config=c, notes=str(e), issue_verdicts=False)
+    return metrics
+
+
+def gen_kw(r, tok):
+  """Generation settings: `gen_batch_size` rows per call; random seeds cycle over blocks of
+  `batch_size` probes (as in the committed runs, whatever the generation batch)."""
   return dict(
-    prompt_format=r.get("prompt_format", "chat"),
-    shots=r.get("shots", 0),
-    shot_seed=r.get("shot_seed", 0),
+    max_new_tokens=r.max_steps,
+    stop_ids=tok.stop_ids(),
+    batch_size=r.get("gen_batch_size", r.batch_size),
+    seed_block=r.batch_size,
+    pad_to=r.buckets,
   )
 
 
@@ -89,15 +103,7 @@ class RealTrack:
     (self.det_names, self.det_lands), (self.ev_names, self.ev_lands) = locos.split_entities(
       c.seed, names=locos.NAMES, landmarks=locos.LANDMARKS
     )
-    # generation calls hold `gen_batch_size` rows; random seeds cycle over blocks of
-    # `batch_size` probes (as in the committed runs, whatever the generation batch)
-    self.gen = dict(
-      max_new_tokens=r.max_steps,
-      stop_ids=tok.stop_ids(),
-      batch_size=r.get("gen_batch_size", r.batch_size),
-      seed_block=r.batch_size,
-      pad_to=r.buckets,
-    )
+    self.gen = gen_kw(r, tok)
     self.timings = {}
     self.budget = r.get("time_budget_s", 0)
     self.deadline = self.t_start + self.budget if self.budget else None
@@ -114,9 +120,10 @@ class RealTrack:
     self.ev_lands = tuple(x for x in self.ev_lands if x in self.known)
     self.timings["known_landmarks_s"] = time.time() - t0
     self.probe_kw = dict(
-      tokenizer=tok, filler_sentences=r.filler_sentences, system_prompt=r.system_prompt
-    )
-    self.probe_kw.update(prompt_kw(r))
+      tokenizer=tok, filler_sentences=r.filler_sentences, system_prompt=r.system_prompt,
+      prompt_format=r.get("prompt_format", "chat"), shots=r.get("shots", 0),
+      shot_seed=r.get("shot_seed", 0),
+    )  # fmt: skip
     self.det_probes = locos.make_probes(
       np.random.default_rng([c.seed, 1]),
       num=r.num_detect,
@@ -318,7 +325,7 @@ class RealTrack:
     paper = None
     if paper_ks and self.paper_run:
       paper_claim_ks = [k for k in r.claim_ks if k in paper_ks] or paper_ks
-      paper = evaluate.ablation_curves(
+      paper = locos.collapse_curves(
         self.res_paper,
         self.dets,
         paper_ks,
@@ -327,30 +334,24 @@ class RealTrack:
         c.seed,
         **dict(curve_kw, claim_ks=paper_claim_ks),
       )
-    filtered = evaluate.ablation_curves(
+    filtered = locos.collapse_curves(
       self.res_stem, self.dets, self.ks, self.correct, r.num_resamples, c.seed, **curve_kw
     )
     return {"filtered": filtered, "paper": paper}
 
   def parametric_record(self):
     """The parametric control's recall, unablated and with LOCOS heads at each k."""
-    ks, par_res = self.ks, self.par_res
-    par_base = float(np.mean(par_res[("baseline", 0)])) if self.par_ev else float("nan")
-    locos_at = [
-      float(np.mean(par_res[("locos", k)])) if ("locos", k) in par_res else None for k in ks
-    ]
+    ks, res = self.ks, self.par_res
+    at = {k: res.get(("locos", k)) for k in ks}  # None: not run
+    mean = lambda v: None if v is None else float(np.mean(v))
     return {
       "num_probes": len(self.par_ev),
-      "baseline": par_base,
+      "baseline": mean(res[("baseline", 0)]) if self.par_ev else float("nan"),
       "ks": ks,
-      "locos": locos_at if self.par_ev else [],
-      # recall per landmark, for paired intervals over landmarks
-      "per_probe": {
-        "baseline": [float(x) for x in par_res.get(("baseline", 0), [])],
-        "locos": {
-          str(k): [float(x) for x in par_res[("locos", k)]] if ("locos", k) in par_res else None
-          for k in ks
-        },
+      "locos": [mean(v) for v in at.values()] if self.par_ev else [],
+      "per_probe": {  # recall per landmark, for paired intervals over landmarks
+        "baseline": [float(x) for x in res.get(("baseline", 0), [])],
+        "locos": {str(k): None if v is None else [float(x) for x in v] for k, v in at.items()},
       },
     }
 
@@ -407,20 +408,13 @@ class RealTrack:
     return {f"{track}/{k}": v for k, v in m.items()}
 
   def _entities(self):
-    det_names, ev_names, det_lands, ev_lands = (
-      self.det_names,
-      self.ev_names,
-      self.det_lands,
-      self.ev_lands,
-    )
+    dn, en, dl, el = self.det_names, self.ev_names, self.det_lands, self.ev_lands
     return {
-      "detection": {"names": len(det_names), "landmarks": len(det_lands)},
-      "evaluation": {"names": len(ev_names), "landmarks": len(ev_lands)},
+      "detection": {"names": len(dn), "landmarks": len(dl)},
+      "evaluation": {"names": len(en), "landmarks": len(el)},
       "known_landmarks": f"{len(self.known)}/{len(locos.LANDMARKS)}",
       "known_landmark_list": sorted(x[0] for x in self.known),
-      "shared_entities": len(
-        (set(det_names) & set(ev_names)) | ({x[1] for x in det_lands} & {x[1] for x in ev_lands})
-      ),
+      "shared_entities": len((set(dn) & set(en)) | ({x[1] for x in dl} & {x[1] for x in el})),
     }
 
 

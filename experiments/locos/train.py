@@ -27,15 +27,8 @@ __all__ = ["derived_metrics", "run_toy_track", "train_and_evaluate", "train_toy"
 # --------------------------------------------------------------------------- toy track
 
 
-def _toy_task(t) -> locos.ToyTask:
-  return locos.ToyTask(
-    num_names=t.num_names,
-    num_landmarks=t.num_landmarks,
-    num_fillers=t.num_fillers,
-    prompt_len=t.prompt_len,
-    max_needles=t.max_needles,
-    seed=0,
-  )
+_TASK_FIELDS = ("num_names", "num_landmarks", "num_fillers", "prompt_len", "max_needles")
+_MODEL_FIELDS = ("d_model", "n_layers", "n_heads", "n_kv_heads", "ffn_dim")
 
 
 @jax.jit
@@ -47,15 +40,8 @@ def _train_step(state, batch):
 def train_toy(c, workdir):
   """Train (or resume) the toy decoder; returns (config, params, task, history)."""
   t = c.toy
-  task = _toy_task(t)
-  cfg = locos.toy_model_config(
-    task,
-    d_model=t.d_model,
-    n_layers=t.n_layers,
-    n_heads=t.n_heads,
-    n_kv_heads=t.n_kv_heads,
-    ffn_dim=t.ffn_dim,
-  )
+  task = locos.ToyTask(**{f: t[f] for f in _TASK_FIELDS}, seed=0)
+  cfg = locos.toy_model_config(task, **{f: t[f] for f in _MODEL_FIELDS})
   model = lm.Decoder(cfg, rngs=nnx.Rngs(c.seed))
   sched = optax.warmup_cosine_decay_schedule(
     0.0, t.learning_rate, min(100, t.steps // 5 + 1), t.steps, t.learning_rate / 10

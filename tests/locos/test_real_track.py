@@ -7,10 +7,12 @@ are keyed by track (SmolLM2 and Gemma-3 alike).
 
 import jax
 import numpy as np
+import pytest
 
 from experiments.locos import ablation, evaluate
 from experiments.locos.configs import default, gemma3
 from jaxpapers import locos
+from tests import resources
 
 KS = [1, 2, 5, 10, 20, 50]
 
@@ -127,3 +129,39 @@ def test_seed_blocks_by_hand():
   got = locos.seed_blocks([5, 30, 6, 31, 7], (16, 32), 2, 3)
   np.testing.assert_array_equal(got, [0, 2, 0, 2, 1])
   assert locos.seed_blocks([], (16,), 2, 3).size == 0
+
+
+@pytest.mark.slow
+def test_real_track_runs_end_to_end_and_resumes_from_fewer_items(tmp_path, monkeypatch):
+  """The SmolLM2 track on a few probes: detection, the filtered protocol (two probes counted
+  as answered, so that its ablation cells run), the parametric control, the paper's protocol
+  and a rerun over more items that reads the earlier cells back (minutes on a CPU)."""
+  resources.require(resources.smollm2_missing())
+  from experiments.locos import train
+
+  def answered(answers, texts, n=0):  # every probe but the second
+    ok = np.asarray([i for i in range(len(answers)) if i != 1], int)
+    return ok[ok < n] if n else ok
+
+  monkeypatch.setattr(evaluate, "ablated_probes", answered)
+  c = default.get_config()
+  c.issue_verdicts = False
+  c.real.update(
+    dict(
+      num_detect=2, num_eval=6, paper_num_eval=2, ks=(1, 2), paper_ks=(2,), claim_ks=(1, 2),
+      num_random=2, num_calibration=2, num_resamples=50, max_steps=3, detect_max_steps=3,
+      paper_max_steps=3, gen_batch_size=4, batch_size=2, group_rows=8, time_budget_s=0,
+      ablation_num_eval=4, buckets=(64, 80, 112),
+    )
+  )  # fmt: skip
+  m = train.train_and_evaluate(c, str(tmp_path))
+  filtered, paper = m["smollm2/curves"]["filtered"], m["smollm2/curves"]["paper"]
+  assert filtered["num_probes"] == 3 and paper["num_probes"] == 2  # probes 0, 2, 3 of 4
+  assert filtered["ks"] == [1, 2] and m["smollm2/cells_not_run"] == []
+  assert len(m["smollm2/parametric"]["per_probe"]["locos"]) == 2
+  assert set(m["derived"]["smollm2"]) >= {"filtered", "paper", "parametric_retained"}
+  assert (tmp_path / "results.json").exists() and (tmp_path / "smollm2_ablation.png").exists()
+  c.real.update(dict(num_eval=8, reuse_from=((6, 4),), ablation_num_eval=0))
+  m2 = train.train_and_evaluate(c, str(tmp_path))
+  assert m2["smollm2/curves"]["filtered"]["num_probes"] == 7
+  assert m2["smollm2/reused_from"] == [{"num_eval": 6, "ablation_num_eval": 4}]

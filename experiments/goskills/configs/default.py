@@ -27,28 +27,19 @@ from jaxpapers.core import reporting as R
 
 
 def get_config():
-  c = ml_collections.ConfigDict()
-  c.n_skills = (500, 2000)
-  c.reuse = (0.2, 0.5)
-  c.decoy_rate = (0.0, 0.1, 0.3)
-  c.budgets = (3, 5, 8)
-  c.seeds = 3
-  c.tasks = 300
-  c.encoder = "hashed"
-  c.embed_dim = 256
-  c.alpha = 0.5
-  c.p_decoy = 0.5
-  c.n_anchors = 3
-  c.n_groups = 8
-  c.plan_size = 4
-  c.depth = 2
-  c.max_support = 4
-  c.max_check = 2
-  c.max_avoid = 2
-  c.mu = 0.1
-  c.headline_budget = 5
-  c.small_budget = 3
-  c.seed = 0
+  c = ml_collections.ConfigDict(
+    dict(
+      # the grid: library settings x seeds, tasks per library, skill budgets
+      n_skills=(500, 2000), reuse=(0.2, 0.5), decoy_rate=(0.0, 0.1, 0.3), budgets=(3, 5, 8),
+      seeds=3, tasks=300,
+      # anchor scores (hybrid of embeddings and BM25) and the simulated executor
+      encoder="hashed", embed_dim=256, alpha=0.5, p_decoy=0.5,
+      # GoSkills (jaxpapers.goskills.GoSkillsConfig)
+      n_anchors=3, n_groups=8, plan_size=4, depth=2, max_support=4, max_check=2, max_avoid=2,
+      mu=0.1,
+      headline_budget=5, small_budget=3, seed=0,
+    )
+  )  # fmt: skip
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   c.report = REPORT
@@ -108,16 +99,8 @@ REPORT = R.Report(
       columns=(
         R.Column("method", "{key}"),
         R.Column("adds", "adds"),
-        *(
-          _ms(h, k)
-          for h, k in (
-            ("coverage", "coverage"),
-            ("entry ok", "entry_ok"),
-            ("success", "success"),
-            ("reward", "reward"),
-          )
-        ),
-      ),  # fmt: skip
+        *(_ms(k.replace("_", " "), k) for k in ("coverage", "entry_ok", "success", "reward")),
+      ),
     ),
   ),
   figures=(
@@ -148,17 +131,20 @@ def _entry_matched(control: str) -> dict:
   )
 
 
+def _claim(**kw) -> dict:
+  """A claim on a derived value, higher is better; noise = its 95% CI (``<metric>_ci``)."""
+  return dict(kw, direction="higher", noise=kw["metric"] + "_ci")
+
+
 CLAIMS = (
-  dict(
+  _claim(
     id="coverage_near_load_all",
     statement="under a small skill budget (B = 3) GoSkills keeps visible-requirement coverage "
     "close to loading every skill, and its structure, not the greedy maximiser, is why",
     paper_text="GoSkills preserves visible-requirement coverage under a small skill budget",
     metric="derived.cov_ratio_vs_load_all_B3",
-    direction="higher",
     held=0.9,
     partly=0.8,
-    noise="derived.cov_ratio_vs_load_all_B3_ci",
     fmt=".3f",
     controls={
       "flat list through the same bottleneck": "derived.flat_bottleneck_cov_ratio_vs_load_all_B3"
@@ -171,16 +157,14 @@ CLAIMS = (
     "for the flat top-P list through the same START rule and greedy (vacuous if it also "
     "clears); " + _NOTE,
   ),
-  dict(
+  _claim(
     id="coverage_above_flat",
     statement="at B = 3 GoSkills covers more visible requirements than a flat list given the "
     "same START rule, candidate-pool size, budget and greedy maximiser",
     paper_text="improves over flat skill-access baselines",
     metric="derived.cov_gain_vs_flat_bottleneck_B3",
-    direction="higher",
     held=0.05,
     partly=0.0,
-    noise="derived.cov_gain_vs_flat_bottleneck_B3_ci",
     fmt=".3f",
     baselines={
       "gain over plain flat top-B (B=3)": "derived.cov_gain_vs_flat_B3",
@@ -189,16 +173,14 @@ CLAIMS = (
     note="coverage difference GoSkills - flat_bottleneck (the flat list through the same "
     "bottleneck); " + _NOTE,
   ),
-  dict(
+  _claim(
     id="success_above_flat",
     statement="at B = 5 GoSkills' simulated task success beats a flat list given the same "
     "START rule, candidate-pool size, budget and greedy maximiser",
     paper_text="improves over flat skill-access baselines (reward)",
     metric="derived.success_gain_vs_flat_bottleneck_B5",
-    direction="higher",
     held=0.05,
     partly=0.0,
-    noise="derived.success_gain_vs_flat_bottleneck_B5_ci",
     fmt=".3f",
     requires=[_entry_matched("flat_bottleneck")],
     baselines={
@@ -209,16 +191,14 @@ CLAIMS = (
     },
     note="success difference GoSkills - flat_bottleneck; " + _NOTE,
   ),
-  dict(
+  _claim(
     id="reward_vs_gos_bundle",
     statement="at B = 5 GoSkills matches or beats the GoS bundle given the same START rule, "
     "candidate-pool size, budget and greedy maximiser, on reward",
     paper_text="often improves reward ... relative to structural retrieval references",
     metric="derived.reward_gain_vs_gos_bottleneck_B5",
-    direction="higher",
     held=0.0,
     partly=-0.02,
-    noise="derived.reward_gain_vs_gos_bottleneck_B5_ci",
     fmt=".3f",
     requires=[_entry_matched("gos_bottleneck")],
     baselines={
@@ -228,16 +208,14 @@ CLAIMS = (
     note="reward difference GoSkills - gos_bottleneck (GoS PageRank top-P through the same "
     "START rule and greedy); " + _NOTE,
   ),
-  dict(
+  _claim(
     id="fewer_steps_than_gos_bundle",
     statement="at B = 5 GoSkills needs fewer executor steps than the GoS bundle given the same "
     "START rule, candidate-pool size, budget and greedy maximiser",
     paper_text="often improves ... agent-only runtime relative to structural retrieval references",
     metric="derived.steps_saving_vs_gos_bottleneck_B5",
-    direction="higher",
     held=0.5,
     partly=0.0,
-    noise="derived.steps_saving_vs_gos_bottleneck_B5_ci",
     fmt=".2f",
     unit=" steps",
     requires=[_entry_matched("gos_bottleneck")],
@@ -247,31 +225,27 @@ CLAIMS = (
     },
     note="gos_bottleneck steps minus GoSkills steps (payloads read + 2 per failed item); " + _NOTE,
   ),
-  dict(
+  _claim(
     id="group_graph_expansion_helps",
     statement="expanding support groups through the group graph raises reward over planning "
     "the anchors' own groups",
     paper_text="expands support groups through a group graph",
     metric="derived.graph_reward_gain_B5",
-    direction="higher",
     held=0.01,
     partly=0.0,
-    noise="derived.graph_reward_gain_B5_ci",
     fmt=".3f",
     note="reward difference GoSkills - no_graph ablation at B = 5 (same START rule, pool rule, "
     "bottleneck and roles: only the plan differs); " + _NOTE,
   ),
-  dict(
+  _claim(
     id="roles_add_to_selection",
     statement="the role-labelled contract adds success over the same skills as a flat list "
     "that starts at the same START skill",
     paper_text="changes the agent-facing retrieval object from a flat skill list to a compact, "
     "role-labeled execution context",
     metric="derived.roles_success_gain_vs_start_only_B5",
-    direction="higher",
     held=0.02,
     partly=0.0,
-    noise="derived.roles_success_gain_vs_start_only_B5_ci",
     fmt=".3f",
     baselines={
       "gain over the same skills in score order (START lost)": "derived.roles_success_gain_B5",
@@ -279,14 +253,12 @@ CLAIMS = (
     note="success difference GoSkills - start_only (same payloads in pick order, START kept, "
     "SUPPORT/CHECK labels and AVOID notes dropped) at B = 5; " + _NOTE,
   ),
-  dict(
+  _claim(
     id="beats_trivial_baselines",
     statement="GoSkills' coverage is far above input-independent skill lists",
     paper_text="(a sanity check: trivial predictors are not competitive)",
     metric="derived.cov_gain_vs_trivial_B5",
-    direction="higher",
     held=0.2,
-    noise="derived.cov_gain_vs_trivial_B5_ci",
     fmt=".3f",
     baselines={"max(random, popular) coverage": "derived.trivial_cov_B5"},
     note="coverage difference GoSkills - max(random B skills, top-B global PageRank) at B = 5",

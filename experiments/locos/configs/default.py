@@ -63,42 +63,44 @@ def get_config():
   return c
 
 
+# Padded prompt lengths of probes with up to 2 solved examples (the pilots' forms).
+SHOT_BUCKETS = (40, 64, 80, 112, 160, 192, 224, 256, 320)
+
 _PAPER = (
   "Qwen3-8B, NoLiMa: 50 LOCOS heads take ROUGE-L 0.401 -> 0.000; the best baseline "
   "keeps 0.292; parametric recall unaffected"
 )
 
 
-def _claims(track, what):
-  return (
-    dict(
-      id=f"lower_k_collapse_{track}",
-      statement=f"ablating the top LOCOS heads collapses non-literal retrieval at a lower k "
-      f"than attention-based detectors ({what})",
-      paper_text=_PAPER,
-      metric=f"derived.{track}.collapse_k_advantage",
-      direction="higher",
-      held=1.0,
-      fmt="+.0f",
-      unit="heads",
-      baselines={"random heads: collapse k": f"derived.{track}.collapse_k.random"},
-      note="collapse k = smallest k on the grid halving the unablated non-literal score "
-      "(never: max k + 1); measured = best attention detector's (Wu, contrastive, "
-      "attention-spatial) collapse k minus LOCOS's",
-    ),
-    dict(
-      id=f"parametric_recall_unaffected_{track}",
-      statement=f"the LOCOS heads that collapse non-literal retrieval leave parametric "
-      f"recall unaffected ({what})",
-      paper_text=_PAPER,
-      metric=f"derived.{track}.parametric_retained_at_collapse",
-      direction="higher",
-      held=0.9,
-      fmt=".2f",
-      note="parametric score with LOCOS's collapse-k heads ablated over the unablated "
-      "score; held when >= 0.9 is kept",
-    ),
-  )
+TOY_CLAIMS = (
+  dict(
+    id="lower_k_collapse_toy",
+    statement="ablating the top LOCOS heads collapses non-literal retrieval at a lower k "
+    "than attention-based detectors (toy decoder)",
+    paper_text=_PAPER,
+    metric="derived.toy.collapse_k_advantage",
+    direction="higher",
+    held=1.0,
+    fmt="+.0f",
+    unit="heads",
+    baselines={"random heads: collapse k": "derived.toy.collapse_k.random"},
+    note="collapse k = smallest k on the grid halving the unablated non-literal score "
+    "(never: max k + 1); measured = best attention detector's (Wu, contrastive, "
+    "attention-spatial) collapse k minus LOCOS's",
+  ),
+  dict(
+    id="parametric_recall_unaffected_toy",
+    statement="the LOCOS heads that collapse non-literal retrieval leave parametric "
+    "recall unaffected (toy decoder)",
+    paper_text=_PAPER,
+    metric="derived.toy.parametric_retained_at_collapse",
+    direction="higher",
+    held=0.9,
+    fmt=".2f",
+    note="parametric score with LOCOS's collapse-k heads ablated over the unablated "
+    "score; held when >= 0.9 is kept",
+  ),
+)
 
 
 def _answers(track):
@@ -189,7 +191,6 @@ def real_claims(track="smollm2", model="SmolLM2"):
 
 
 CLAIMS = real_claims()
-TOY_CLAIMS = _claims("toy", "toy decoder")
 
 
 # ------------------------------------------------------------------------- the report

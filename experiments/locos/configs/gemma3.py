@@ -22,7 +22,7 @@ def get_config():
   r.num_detect = 32
   # >= 200 ablated probes, fixed before the run from the first run's rate (161 of 200)
   r.num_eval = 260
-  r.buckets = (40, 64, 80, 112, 160, 192, 224, 256, 320)  # up to 2 solved examples
+  r.buckets = default.SHOT_BUCKETS
   r.ablation_num_eval = 0
   r.reuse_from = ((200, 100),)  # the first run's cells, read back row by row
   r.paper_num_eval = 60

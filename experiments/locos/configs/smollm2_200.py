@@ -19,6 +19,6 @@ def get_config():
   r.num_eval = 341
   r.reuse_from = ((290, 0),)
   r.ablation_num_eval = 0
-  r.buckets = (40, 64, 80, 112, 160, 192, 224, 256, 320)  # up to 2 solved examples
+  r.buckets = default.SHOT_BUCKETS
   r.time_budget_s = 2700
   return c

@@ -28,14 +28,19 @@ REPORT = R.Report(
 )
 
 
-def get_config():
-  c = default.get_config()
-  r = c.real
-  r.prompt_format, r.shots = "chat", 0  # the default run's form; the pilot's forms are below
-  r.buckets = (40, 64, 80, 112, 160, 192, 224, 256, 320)  # up to 2 solved examples
-  c.pilot = ml_collections.ConfigDict()
-  c.pilot.num_probes = 40
-  c.pilot.forms = (("chat", 0), ("completion", 0), ("chat", 2), ("completion", 2))
-  c.issue_verdicts = False  # a pilot chooses the prompt form; it decides no claim
+def pilot(c):
+  """``c`` as a pilot: the probes' own form chat turns without examples (as before the pilot),
+  40 probes in each of the four forms; a pilot chooses the prompt form, it decides no claim."""
+  c.real.prompt_format, c.real.shots = "chat", 0
+  c.pilot = ml_collections.ConfigDict(
+    dict(num_probes=40, forms=(("chat", 0), ("completion", 0), ("chat", 2), ("completion", 2)))
+  )
+  c.issue_verdicts = False
   c.report = REPORT
   return c
+
+
+def get_config():
+  c = default.get_config()
+  c.real.buckets = default.SHOT_BUCKETS
+  return pilot(c)
