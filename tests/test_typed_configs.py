@@ -1,8 +1,10 @@
 """An experiment's config files are the only place its defaults live.
 
-Each experiment below reads its settings as a frozen dataclass with no defaults, built by
-``core.config_to_dataclass``: every ``configs/*.py`` file must set every field (and build the
-dataclass with exactly its values), and a config missing any one field is refused by name.
+Most experiments read their settings through ``core.config_view`` (``VIEWS``): every
+``configs/*.py`` file must have exactly its base config's fields, each of the same kind, and a
+config missing any one field is refused by name. The others (``EXPERIMENTS``) read a frozen
+dataclass with no defaults, built by ``core.config_to_dataclass``: every config file must set
+every field (and build the dataclass with exactly its values).
 """
 
 from __future__ import annotations
@@ -19,14 +21,18 @@ from jaxpapers import core
 # file not claimed by a longer prefix.
 EXPERIMENTS = {
   "cs_clip": {"": "train"},
-  "denseam": {"": "train"},
-  "evidence_coverage": {"": "train"},
   "goskills": {"": "train"},
-  "leansearch": {"": "train"},
-  "margins": {"": "train", "e4": "e4"},
   "mlaire": {"": "train"},
-  "msretrieval": {"": "train"},
-  "sscl": {"": "train"},
+}
+# experiment -> {config-file prefix: its base config}; "" as above.
+VIEWS = {
+  "bayes_memory": {"": "default"},
+  "denseam": {"": "default"},
+  "evidence_coverage": {"": "default"},
+  "leansearch": {"": "default"},
+  "margins": {"": "default", "e4": "e4"},
+  "msretrieval": {"": "default"},
+  "sscl": {"": "default"},
 }
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -37,12 +43,19 @@ def _config_class(paper: str, config_name: str) -> type:
   return importlib.import_module(f"experiments.{paper}.{prefixes[prefix]}").Config
 
 
-def _cases() -> list[tuple[str, str]]:
+def _cases(experiments=EXPERIMENTS) -> list[tuple[str, str]]:
   return [
     (paper, p.stem)
-    for paper in EXPERIMENTS
+    for paper in experiments
     for p in sorted((ROOT / "experiments" / paper / "configs").glob("[!_]*.py"))
   ]
+
+
+def _base(paper: str, config_name: str):
+  prefixes = VIEWS[paper]
+  return _get_config(
+    paper, prefixes[max((p for p in prefixes if config_name.startswith(p)), key=len)]
+  )
 
 
 def _get_config(paper: str, name: str):
@@ -87,3 +100,26 @@ def test_a_config_without_a_field_is_refused(paper, name, field):
   del config[field]
   with pytest.raises(ValueError, match=rf"Missing required config field\(s\) \['{field}'\]"):
     core.config_to_dataclass(config, _config_class(paper, name))
+
+
+@pytest.mark.parametrize("paper, name", _cases(VIEWS))
+def test_every_config_file_fits_its_base_config(paper, name):
+  view = core.config_view(_get_config(paper, name), _base(paper, name))
+  assert set(view) == set(_base(paper, name)) - set(core.config.HARNESS_FIELDS)
+
+
+@pytest.mark.parametrize(
+  "paper, name, field",
+  [
+    (paper, base, field)
+    for paper, prefixes in VIEWS.items()
+    for base in prefixes.values()
+    for field in _get_config(paper, base)
+    if field not in core.config.HARNESS_FIELDS
+  ],
+)
+def test_a_config_without_a_field_is_refused_by_its_view(paper, name, field):
+  config = _get_config(paper, name).to_dict()
+  del config[field]
+  with pytest.raises(ValueError, match=rf"\['{field}'\] missing"):
+    core.config_view(config, _get_config(paper, name))

@@ -13,6 +13,7 @@ import time
 import jax
 import numpy as np
 
+from experiments.bayes_memory.configs import default as default_config
 from jaxpapers import bayes_memory as bm
 from jaxpapers import core
 
@@ -269,7 +270,7 @@ def make_dialogues(c):
 
 def train_and_evaluate(config, workdir) -> dict:
   """Score (or resume) every dialogue, derive every method's metrics, write results.json."""
-  c = config
+  c = core.config_view(config, default_config.get_config())
   core.validate_seeds(tuple(c.seeds), name="seeds")
   t0 = time.time()
   model = bm.load_model(c.model, seed=c.seed)
@@ -315,7 +316,7 @@ def train_and_evaluate(config, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=c,
+    config=config,
     notes=f"{c.model}: {d['n_questions']} questions ({d['n_preference_questions']} need memory) "
     f"over {len(c.seeds)} seeds; generated dialogues (reconstruction); distilled selector "
     "trained leave-one-seed-out.",

@@ -19,6 +19,7 @@ from ml_collections import ConfigDict
 
 import jaxpapers.evidence_coverage as E
 from experiments.evidence_coverage import evaluate
+from experiments.evidence_coverage.configs import default as default_config
 from jaxpapers import core
 
 
@@ -171,7 +172,7 @@ def run_cell(
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs every (setting, shift, seed) cell; writes results.json, table.md and plots."""
-  cfg = config
+  cfg = core.config_view(config, default_config.get_config())
   E._retrieval.check_ks(cfg.ks)
   core.validate_positive(cfg.seeds, name="seeds")
   core.validate_positive(cfg.query_chunk, name="query_chunk")
@@ -199,7 +200,7 @@ def train_and_evaluate(config, workdir) -> dict:
   path = core.write_results(
     workdir,
     metrics=metrics,
-    config=cfg,
+    config=config,
     wall_time_s=time.time() - t0,
     notes=(
       "Synthetic shifted local linear ICL (a reconstruction: the paper's model, coverage "

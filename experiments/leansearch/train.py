@@ -30,6 +30,7 @@ import numpy as np
 
 import jaxpapers.leansearch as L
 from experiments.leansearch import evaluate as E
+from experiments.leansearch.configs import default as default_config
 from experiments.leansearch.input_pipeline import (
   VARIANTS,
   doc_query,
@@ -147,6 +148,7 @@ def _run_split(
 
 def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
   """Runs every split (resumable cells), writes results.json, table.md and plots."""
+  run_config, cfg = cfg, core.config_view(cfg, default_config.get_config())
   core.validate_choice(cfg.corpus, name="corpus", allowed=("coq_stdlib", "fixture"))
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
@@ -178,7 +180,7 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=cfg,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
+    config=run_config,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
     wall_time_s=time.time() - t0,
     notes=(
       f"Corpus: {source}, {len(decls)} declarations (the offline stand-in for Mathlib). "

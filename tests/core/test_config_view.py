@@ -1,8 +1,5 @@
 """core.config_view: the typed, frozen view an experiment reads its config file through."""
 
-import importlib
-import pathlib
-
 import ml_collections
 import pytest
 
@@ -49,21 +46,3 @@ def test_unknown_missing_or_mistyped_fields_fail_naming_the_field(change, error,
 def test_a_missing_field_is_named():
   with pytest.raises(ValueError, match=r"\['lr'\] missing"):
     core.config_view({k: v for k, v in GOOD.items() if k != "lr"}, BASE)
-
-
-@pytest.mark.parametrize(
-  "paper, stem, base",
-  [
-    (paper, f.stem, "e4" if f.stem.startswith("e4") else "default")
-    for paper in ("margins", "denseam", "sscl")
-    for f in sorted(
-      (pathlib.Path(__file__).parents[2] / "experiments" / paper / "configs").glob("*.py")
-    )
-    if f.stem != "__init__"
-  ],
-)
-def test_every_config_file_of_an_experiment_reading_a_view_fits_its_base(paper, stem, base):
-  def load(name):
-    return importlib.import_module(f"experiments.{paper}.configs.{name}").get_config()
-
-  core.config_view(load(stem), load(base))
