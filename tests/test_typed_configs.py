@@ -21,16 +21,16 @@ from jaxpapers import core
 # file not claimed by a longer prefix.
 EXPERIMENTS = {
   "cs_clip": {"": "train"},
-  "goskills": {"": "train"},
-  "mlaire": {"": "train"},
 }
 # experiment -> {config-file prefix: its base config}; "" as above.
 VIEWS = {
   "bayes_memory": {"": "default"},
   "denseam": {"": "default"},
   "evidence_coverage": {"": "default"},
+  "goskills": {"": "default"},
   "leansearch": {"": "default"},
   "margins": {"": "default", "e4": "e4"},
+  "mlaire": {"": "default"},
   "msretrieval": {"": "default"},
   "sscl": {"": "default"},
 }

