@@ -28,18 +28,6 @@ import optax
 from jaxpapers import core, lm
 from jaxpapers import sola as S
 
-METHODS = (
-  "ce",
-  "uld",
-  "mined",
-  "alm",
-  "sola",
-  "sola_lexical",
-  "sola_hard",
-  "sola_none",
-  "same_tok_ce",
-  "same_tok_kd",
-)
 LABELS = {
   "ce": "CE only (no teacher)",
   "uld": "ULD",
@@ -52,6 +40,7 @@ LABELS = {
   "same_tok_ce": "teacher's tokenizer, CE only",
   "same_tok_kd": "teacher's tokenizer, top-k KL (upper reference)",
 }
+METHODS = tuple(LABELS)
 # Methods whose student uses the teacher's own tokenizer (a student with the teacher's vocabulary).
 SAME_TOK = ("same_tok_ce", "same_tok_kd")
 
