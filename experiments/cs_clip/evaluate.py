@@ -9,7 +9,7 @@ record.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any
 
 import numpy as np
 
@@ -18,14 +18,6 @@ from jaxpapers import core
 
 ORDER_CONTROL = "positional"  # the order-aware encoder of the control (plain CLIP fine-tuning)
 METRICS = ("ht_entity", "ht_relation", "ht_all", "r1", "relation_foil_acc", "ht_ties")
-
-
-class Grid(Protocol):
-  """The fields of ``train.Config`` the claim code reads."""
-
-  encoders: tuple[str, ...]
-  arms: tuple[str, ...]
-  n_test: int
 
 
 def pack_bits(x) -> str:
@@ -61,7 +53,7 @@ def without_items(evals: dict) -> dict:
   return {k: v for k, v in evals.items() if k != "items"}
 
 
-def _model_runs(cfg: Grid, grid: dict, e: str, name: str) -> list[dict]:
+def _model_runs(cfg: Any, grid: dict, e: str, name: str) -> list[dict]:
   if name == "clip":
     rs = [r for r in grid["pretrain"] if r["encoder"] == e]
   else:
@@ -69,7 +61,7 @@ def _model_runs(cfg: Grid, grid: dict, e: str, name: str) -> list[dict]:
   return sorted(rs, key=lambda r: r["seed"])
 
 
-def summarize(cfg: Grid, grid: dict) -> dict:
+def summarize(cfg: Any, grid: dict) -> dict:
   """Per encoder and model (pre-trained 'clip', then each fine-tuning arm): per-seed values."""
   table = {}
   for e in cfg.encoders:
@@ -81,7 +73,7 @@ def summarize(cfg: Grid, grid: dict) -> dict:
   return table
 
 
-def item_outcomes(cfg: Grid, grid: dict, n_relation: int) -> dict:
+def item_outcomes(cfg: Any, grid: dict, n_relation: int) -> dict:
   """The per-item outcomes of every model, packed, with the item counts.
 
   Returns:

@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import pathlib
 import time
@@ -37,7 +36,7 @@ from experiments.cs_clip import evaluate as ev
 from experiments.cs_clip.evaluate import derived_metrics, rejudge_metrics  # re-judged by reproduce
 from jaxpapers import core
 
-__all__ = ["ARMS", "ENCODERS", "Config", "derived_metrics", "rejudge_metrics", "train_and_evaluate"]
+__all__ = ["ARMS", "ENCODERS", "derived_metrics", "rejudge_metrics", "train_and_evaluate"]
 
 ARMS = ("clip_ft", "negclip_ft", "cs_ft")
 # text encoder -> (TextEncoder kind, order strength); 'bow' is the weak-order tower with the
@@ -50,40 +49,7 @@ ENCODERS = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-  """The typed view of a config file (``configs/*.py``, where every value is set)."""
-
-  n_train: int
-  n_test: int
-  size: int
-  prior: float
-  test_prior: float
-  distractors: int
-  vertical: bool
-  p_partial: float
-  p_paraphrase: float
-  dim: int
-  batch: int
-  pretrain_steps: int
-  finetune_steps: int
-  chunk_steps: int  # steps between evaluations and checkpoints
-  lr: float
-  lr_finetune: float
-  seeds: int
-  encoders: tuple[str, ...]
-  finetune_encoders: tuple[str, ...]
-  arms: tuple[str, ...]  # the arms of the weakly order-aware encoder (the method's)
-  control_arms: tuple[str, ...]  # the arms of the other fine-tuned encoders
-  # the CS arm's loss (the reference's documented "full spectrum" mix, without paraphrases)
-  cs_lambda_comp: float
-  cs_lambda_align: float
-  cs_lambda_rank: float
-  n_boot: int  # bootstrap resamples of the item intervals
-  seed: int
-
-
-def _weights(cfg: Config, arm: str) -> dict[str, float]:
+def _weights(cfg, arm: str) -> dict[str, float]:
   """Fine-tuning loss weights of an arm: w_clip L_CLIP + w_neg L_NegCLIP + CS unit terms."""
   w = dict(clip=0.0, neg=0.0, comp=0.0, align=0.0, rank=0.0)
   if arm == "clip_ft":
@@ -95,23 +61,12 @@ def _weights(cfg: Config, arm: str) -> dict[str, float]:
   return w
 
 
-def _data(cfg: Config):
-  tr = C.render_scenes(
-    cfg.seed + 1,
-    cfg.n_train,
-    size=cfg.size,
-    prior=cfg.prior,
-    distractors=cfg.distractors,
-    vertical=cfg.vertical,
+def _data(cfg):
+  scenes = lambda seed, n, prior: C.render_scenes(
+    seed, n, size=cfg.size, prior=prior, distractors=cfg.distractors, vertical=cfg.vertical
   )
-  te = C.render_scenes(
-    cfg.seed + 2,
-    cfg.n_test,
-    size=cfg.size,
-    prior=cfg.test_prior,
-    distractors=cfg.distractors,
-    vertical=cfg.vertical,
-  )
+  tr = scenes(cfg.seed + 1, cfg.n_train, cfg.prior)
+  te = scenes(cfg.seed + 2, cfg.n_test, cfg.test_prior)
   caps = C.training_captions(
     tr, cfg.seed + 3, p_partial=cfg.p_partial, p_paraphrase=cfg.p_paraphrase
   )
@@ -148,7 +103,7 @@ def _data(cfg: Config):
   return data, examples
 
 
-def _model(cfg: Config, key, kind: str):
+def _model(cfg, key, kind: str):
   return C.DualEncoder(len(C.VOCAB), cfg.dim, text_kind=kind, size=cfg.size, rngs=nnx.Rngs(key))
 
 
@@ -227,7 +182,7 @@ def _test_metrics(model: C.DualEncoder, order: jax.Array, data: dict) -> dict:
   }
 
 
-def _programs(cfg: Config, kind: str):
+def _programs(cfg, kind: str):
   """init / step / eval functions of one run of the text-encoder architecture ``kind``."""
   graphdef, _ = nnx.split(nnx.eval_shape(lambda: _model(cfg, jax.random.key(0), kind)))
   data_key = jax.random.key(cfg.seed + 7)
@@ -260,7 +215,7 @@ def _programs(cfg: Config, kind: str):
   return init_fn, step_fn, eval_fn
 
 
-def _hparams(cfg: Config, runs, lr, arm_of) -> dict:
+def _hparams(cfg, runs, lr, arm_of) -> dict:
   hp = {
     f"w_{k}": np.array([_weights(cfg, arm_of(r))[k] for r in runs], np.float32)
     for k in _weights(cfg, "cs_ft")
@@ -271,7 +226,7 @@ def _hparams(cfg: Config, runs, lr, arm_of) -> dict:
   return hp
 
 
-def _keys(cfg: Config, runs):
+def _keys(cfg, runs):
   """Initialisation keys: one per (encoder, seed); the arms of a seed share it."""
   base = jax.random.key(cfg.seed)
   return jnp.stack([jax.random.fold_in(base, 1000 * cfg.encoders.index(r[0]) + r[1]) for r in runs])
@@ -292,7 +247,7 @@ def _load_params(path: pathlib.Path, like):
   return jax.tree.unflatten(jax.tree.structure(like), [z[f"arr_{i}"] for i in range(len(z))])
 
 
-def _train_kind(cfg: Config, cells: core.CellStore, data, kind: str) -> dict:
+def _train_kind(cfg, cells: core.CellStore, data, kind: str) -> dict:
   """Stage 1: CLIP pre-training per (encoder, seed) of architecture ``kind``; stage 2: the
   fine-tuning arms per (fine-tuned encoder, seed, arm), each from its seed's pre-trained
   parameters (kept in ``cells/params_<kind>.npz``, so a resumed run does not pre-train again)."""
@@ -303,8 +258,10 @@ def _train_kind(cfg: Config, cells: core.CellStore, data, kind: str) -> dict:
   params_file = pathlib.Path(cells.directory) / f"params_{kind}.npz"
   state = {}
 
-  def run(runs, hp, steps, ckpt, desc):
-    return core.Sweep(init_fn, step_fn, eval_fn).run(
+  def run(runs, hp, steps, ckpt, desc, loss):
+    """Trains ``runs``: the result, and a record per run (its final evaluation, the mean
+    ``loss`` of its last 20 steps)."""
+    res = core.Sweep(init_fn, step_fn, eval_fn).run(
       hp,
       _keys(cfg, runs),
       num_steps=steps,
@@ -313,24 +270,23 @@ def _train_kind(cfg: Config, cells: core.CellStore, data, kind: str) -> dict:
       checkpoint_dir=ckpt,
       desc=desc,
     )
+    records = [
+      {
+        **dict(zip(("encoder", "seed", "arm"), r)),
+        "evals": ev.final_evals(res, i, rel),
+        "final_loss": float(np.asarray(res.history[loss][i, -20:]).mean()),
+      }
+      for i, r in enumerate(runs)
+    ]
+    return res, {"runs": records}
 
   def pretrain(ckpt):
     hp = _hparams(cfg, pre_runs, cfg.lr, lambda r: "clip_ft")
-    res = run(pre_runs, hp, cfg.pretrain_steps, ckpt, f"CLIP pre-training ({kind})")
+    res, out = run(pre_runs, hp, cfg.pretrain_steps, ckpt, f"CLIP pre-training ({kind})", "clip")
     state["params"] = res.state[0]
     params_file.parent.mkdir(parents=True, exist_ok=True)
     _save_params(params_file, res.state[0])
-    return {
-      "runs": [
-        {
-          "encoder": e,
-          "seed": s,
-          "evals": ev.final_evals(res, r, rel),
-          "final_loss": float(np.asarray(res.history["clip"][r, -20:]).mean()),
-        }
-        for r, (e, s) in enumerate(pre_runs)
-      ]
-    }
+    return out
 
   pre = cells.get_or_compute(f"pretrain/{kind}", pretrain)
   ft_encs = [e for e in encs if e in cfg.finetune_encoders]
@@ -345,30 +301,18 @@ def _train_kind(cfg: Config, cells: core.CellStore, data, kind: str) -> dict:
     hp = _hparams(cfg, ft_runs, cfg.lr_finetune, lambda r: r[2])
     src = np.array([pre_runs.index((e, s)) for e, s, _ in ft_runs])
     hp["init"] = jax.tree.map(lambda x: np.asarray(x)[src], state["params"])
-    res = run(ft_runs, hp, cfg.finetune_steps, ckpt, f"fine-tuning arms ({kind})")
-    return {
-      "runs": [
-        {
-          "encoder": e,
-          "seed": s,
-          "arm": a,
-          "evals": ev.final_evals(res, r, rel),
-          "final_loss": float(np.asarray(res.history["loss"][r, -20:]).mean()),
-        }
-        for r, (e, s, a) in enumerate(ft_runs)
-      ]
-    }
+    return run(ft_runs, hp, cfg.finetune_steps, ckpt, f"fine-tuning arms ({kind})", "loss")[1]
 
   ft = cells.get_or_compute(f"finetune/{kind}", finetune)
   return {"pretrain": pre["runs"], "finetune": ft["runs"]}
 
 
-def _arms_of(cfg: Config, encoder: str) -> tuple:
+def _arms_of(cfg, encoder: str) -> tuple:
   """Fine-tuning arms of ``encoder``: all arms for the method's encoder, else the controls'."""
   return cfg.arms if encoder == "weak_order" else cfg.control_arms
 
 
-def _chunk(cfg: Config, steps: int) -> int:
+def _chunk(cfg, steps: int) -> int:
   chunk = min(cfg.chunk_steps, steps)
   if steps % chunk:
     raise ValueError(
@@ -377,7 +321,7 @@ def _chunk(cfg: Config, steps: int) -> int:
   return chunk
 
 
-def _train(cfg: Config, cells: core.CellStore, data) -> dict:
+def _train(cfg, cells: core.CellStore, data) -> dict:
   """Both stages for every text-encoder architecture in ``cfg.encoders``."""
   grid = {"pretrain": [], "finetune": []}
   for kind in dict.fromkeys(ENCODERS[e][0] for e in cfg.encoders):
@@ -389,14 +333,8 @@ def _train(cfg: Config, cells: core.CellStore, data) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs the grid; writes results.json, table.md, generated examples and plots."""
-  cfg = core.config_to_dataclass(config, Config)
+  cfg = config
   core.validate_seeds(cfg.seeds, name="seeds")
-  cfg = dataclasses.replace(
-    cfg,
-    **{
-      f: tuple(getattr(cfg, f)) for f in ("encoders", "arms", "control_arms", "finetune_encoders")
-    },
-  )
   for e in cfg.encoders:
     core.validate_choice(e, name="encoders", allowed=tuple(ENCODERS))
   for a in cfg.arms + cfg.control_arms:

@@ -139,9 +139,8 @@ def _loss(kind, out, y):
 
 def cell_sweep(cls, cfg, width, d_in, d_out, kind, batch):
   """The per-run functions of one (class, width) grid; hparams ``{'lr'}``."""
-  graphdef = nnx.split(make_model(cls, cfg, width, d_in, d_out, jax.random.key(0)), nnx.Param, ...)[
-    0
-  ]
+  model = make_model(cls, cfg, width, d_in, d_out, jax.random.key(0))
+  graphdef = nnx.split(model, nnx.Param, ...)[0]
   bound = class_bound(cls, cfg)
 
   def tx(hp):
@@ -515,8 +514,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
   cfg = config
   core.validate_seeds(cfg.seeds, name="seeds")
   for cls in cfg.classes:
-    if cls not in CLASSES:
-      raise ValueError(f"config.classes: unknown class {cls!r}; expected some of {CLASSES}")
+    core.validate_choice(cls, name="config.classes", allowed=CLASSES)
   bounds = list(cfg.bounds)
   if not bounds or any(not isinstance(b, (int, float)) or b <= 0 for b in bounds):
     raise ValueError(f"config.bounds must be a non-empty sequence of bounds > 0, got {bounds!r}")

@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-# Optimizer families trained as one compiled program (``jaxpapers.soda.experiment_sweep``): every
+# Optimizer families trained as one compiled program (``train.setup_sweep``): every
 # run carries all the group's optimizer states. Muon and SODA(Muon) are groups of their own: a Muon
 # update costs several times the digits MLP's whole step (``benchmarks/soda_muon_step.py``).
 GROUPS = {

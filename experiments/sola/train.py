@@ -28,18 +28,6 @@ import optax
 from jaxpapers import core, lm
 from jaxpapers import sola as S
 
-METHODS = (
-  "ce",
-  "uld",
-  "mined",
-  "alm",
-  "sola",
-  "sola_lexical",
-  "sola_hard",
-  "sola_none",
-  "same_tok_ce",
-  "same_tok_kd",
-)
 LABELS = {
   "ce": "CE only (no teacher)",
   "uld": "ULD",
@@ -52,6 +40,7 @@ LABELS = {
   "same_tok_ce": "teacher's tokenizer, CE only",
   "same_tok_kd": "teacher's tokenizer, top-k KL (upper reference)",
 }
+METHODS = tuple(LABELS)
 # Methods whose student uses the teacher's own tokenizer (a student with the teacher's vocabulary).
 SAME_TOK = ("same_tok_ce", "same_tok_kd")
 
@@ -102,16 +91,13 @@ def load_texts(c):
 
 def load_teacher(c, split):
   """(logits_fn, tokenizer, description)."""
-  real = {
-    "smollm2": (lm.load_smollm2, "SmolLM2-135M-Instruct (Q4_1 GGUF), byte-level BPE 49,152"),
-    "gemma3": (lm.load_gemma3, "Gemma-3-270M (Q4_K_M GGUF), SentencePiece 262,144"),
-  }
-  if c.teacher in real:
-    load, desc = real[c.teacher]
-    cfg, params, tok = load()
-    f = jax.jit(lambda p, x: lm.forward(p, x, config=cfg)[0])
-    return (lambda x: f(params, x)), tok, desc
-  if c.teacher == "random":
+  if c.teacher == "smollm2":
+    cfg, params, tok = lm.load_smollm2()
+    desc = "SmolLM2-135M-Instruct (Q4_1 GGUF), byte-level BPE 49,152"
+  elif c.teacher == "gemma3":
+    cfg, params, tok = lm.load_gemma3()
+    desc = "Gemma-3-270M (Q4_K_M GGUF), SentencePiece 262,144"
+  elif c.teacher == "random":
     tok = S.train_bpe(split["train"], vocab_size=c.random_teacher.vocab, style="bytelevel")
     t = c.random_teacher
     cfg = lm.LMConfig(
@@ -125,13 +111,11 @@ def load_teacher(c, split):
       rope_base=10000.0,
     )
     params = lm.init_params(jax.random.key(123), cfg, std=0.5)
-    f = jax.jit(lambda p, x: lm.forward(p, x, config=cfg)[0])
-    return (
-      (lambda x: f(params, x)),
-      tok,
-      f"random-init {t.n_layers}-layer teacher, byte-level BPE {tok.vocab_size}",
-    )
-  raise ValueError(f"teacher must be 'smollm2', 'gemma3' or 'random', got {c.teacher!r}")
+    desc = f"random-init {t.n_layers}-layer teacher, byte-level BPE {tok.vocab_size}"
+  else:
+    raise ValueError(f"teacher must be 'smollm2', 'gemma3' or 'random', got {c.teacher!r}")
+  f = jax.jit(lambda p, x: lm.forward(p, x, config=cfg)[0])
+  return (lambda x: f(params, x)), tok, desc
 
 
 def prepare(c, workdir):
@@ -414,20 +398,18 @@ def _method_rows(i: int, seeds: int) -> slice:
 
 
 def _group_hparams(c, methods):
-  r = len(methods) * c.seeds
-  hp = {k: np.zeros(r, np.float32) for k in ("w_uld", "w_mined", "w_alm", "w_kd")}
-  hp["lexical"] = np.zeros(r, bool)
-  hp["hard"] = np.zeros(r, bool)
-  hp["lr"] = np.full(r, c.lr, np.float32)
-  for i, m in enumerate(methods):
-    sl = _method_rows(i, c.seeds)
-    hp["w_uld"][sl] = m == "uld"
-    hp["w_mined"][sl] = m == "mined"
-    hp["w_alm"][sl] = m == "alm"
-    hp["w_kd"][sl] = m == "same_tok_kd"
-    hp["lexical"][sl] = m == "sola_lexical"
-    hp["hard"][sl] = m == "sola_hard"
-  return hp
+  """Per sweep row (methods outer, seeds inner): the loss weights and ablation switches."""
+  rows = [m for m in methods for _ in range(c.seeds)]
+  is_ = lambda name, dtype=np.float32: np.array([m == name for m in rows], dtype)
+  return {
+    "w_uld": is_("uld"),
+    "w_mined": is_("mined"),
+    "w_alm": is_("alm"),
+    "w_kd": is_("same_tok_kd"),
+    "lexical": is_("sola_lexical", bool),
+    "hard": is_("sola_hard", bool),
+    "lr": np.full(len(rows), c.lr, np.float32),
+  }
 
 
 def _ms(x):
@@ -461,18 +443,11 @@ def derived_metrics(methods: dict, n_seeds: int) -> dict:
     d, h = diff(sola, bpb("ce"))
     out.update(sola_minus_ce_bpb=d, sola_vs_ce_noise=h)
   # the ablations and the same-tokenizer reference (SOLA minus each)
-  for m, name in (
-    ("alm", "alm"),
-    ("sola_none", "none"),
-    ("sola_hard", "hard"),
-    ("sola_lexical", "lexical"),
-    ("same_tok_kd", "same_tok_kd"),
-    ("same_tok_ce", "same_tok_ce"),
-  ):
+  for m in ("alm", "sola_none", "sola_hard", "sola_lexical", "same_tok_kd", "same_tok_ce"):
     if m in methods:
       d, h = diff(sola, bpb(m))
-      out[f"sola_minus_{name}_bpb"] = d
-      out[f"sola_vs_{name}_noise"] = h
+      out[f"sola_minus_{m.removeprefix('sola_')}_bpb"] = d
+      out[f"sola_vs_{m.removeprefix('sola_')}_noise"] = h
   for a, b, name in (("alm", "ce", "alm"), ("same_tok_kd", "same_tok_ce", "same_tok_kd")):
     if a in methods and b in methods:
       d, h = diff(bpb(a), bpb(b))

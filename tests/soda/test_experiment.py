@@ -10,10 +10,8 @@ import pytest
 
 from experiments.soda import evaluate as evaluation
 from experiments.soda import grid as soda_grid
-from experiments.soda import train
+from experiments.soda import models, train
 from experiments.soda.configs import smoke
-from jaxpapers.soda import experiment_models as models
-from jaxpapers.soda import experiment_sweep as sweep_lib
 from tests import notebook_util
 
 
@@ -159,9 +157,9 @@ def test_arm_selection_matches_standalone_optimizer():
     "total": jnp.float32(60),
     "adam_lr": jnp.float32(0.0),
   }
-  tx = sweep_lib.make_tx("adamw", hp, cfg)
+  tx = train.make_tx("adamw", hp, cfg)
   ref = optax.adamw(
-    sweep_lib.wsd(3e-3, 60, cfg.warmup_frac, cfg.cooldown_frac),
+    train.wsd(3e-3, 60, cfg.warmup_frac, cfg.cooldown_frac),
     b1=cfg.b1,
     b2=cfg.b2,
     weight_decay=0.1,
@@ -171,7 +169,7 @@ def test_arm_selection_matches_standalone_optimizer():
   u1, _ = tx.update(g, tx.init(p), p)
   u2, _ = ref.update(g, ref.init(p), p)
   np.testing.assert_allclose(u1["w"], u2["w"], rtol=1e-6)
-  sched = sweep_lib.wsd(jnp.float32(1.0), jnp.float32(100), 0.0, 0.3)
+  sched = train.wsd(jnp.float32(1.0), jnp.float32(100), 0.0, 0.3)
   np.testing.assert_allclose(
     [float(sched(jnp.asarray(k))) for k in (0, 69, 70, 85, 99, 100)],
     [1.0, 1.0, 1.0, 0.5, 1 / 30, 0.0],
@@ -184,6 +182,13 @@ def test_notebook_runs():
   notebook_util.run_notebook("colab/soda.ipynb", timeout=300)
 
 
+def _write_shard(path, tokens):
+  """A token shard in the reference layout: 256 int32 (magic, version, n, zeros), uint16 ids."""
+  header = np.zeros(256, "<i4")
+  header[:3] = 20240520, 1, len(tokens)
+  path.write_bytes(header.tobytes() + np.asarray(tokens).astype("<u2").tobytes())
+
+
 def test_token_shards_read_back_and_feed_the_lm(tmp_path):
   """The shard layout (256-int32 header, uint16 ids), its errors, and the LM reading it."""
   import pytest
@@ -191,8 +196,8 @@ def test_token_shards_read_back_and_feed_the_lm(tmp_path):
   rng = np.random.default_rng(0)
   train_ids = [rng.integers(0, 300, n) for n in (500, 400)]
   for i, t in enumerate(train_ids):
-    models.write_token_shard(tmp_path / f"toy_train_{i:06d}.bin", t)
-  models.write_token_shard(tmp_path / "toy_val_000000.bin", rng.integers(0, 300, 200))
+    _write_shard(tmp_path / f"toy_train_{i:06d}.bin", t)
+  _write_shard(tmp_path / "toy_val_000000.bin", rng.integers(0, 300, 200))
   raw = (tmp_path / "toy_train_000000.bin").read_bytes()
   assert np.frombuffer(raw[:12], "<i4").tolist() == [20240520, 1, 500]
   assert len(raw) == 1024 + 2 * 500
@@ -227,7 +232,7 @@ def test_split_muon_groups_follow_their_own_optimizer():
 
   cfg = smoke.get_config().digits
   setup = models.digits_task(cfg)
-  sched = lambda peak: sweep_lib.wsd(peak, 60.0, cfg.warmup_frac, cfg.cooldown_frac)
+  sched = lambda peak: train.wsd(peak, 60.0, cfg.warmup_frac, cfg.cooldown_frac)
   dims = lambda p: jax.tree.map(
     lambda h: optax.contrib.MuonDimensionNumbers() if h else None, models.mlp_hidden_mask(p)
   )
@@ -305,7 +310,7 @@ def test_choose_data_parallel_and_grid_mesh():
   import pytest
 
   got = [
-    sweep_lib.choose_data_parallel(r, d, b)
+    train.choose_data_parallel(r, d, b)
     for r, d, b in [
       (30, 8, 64),
       (8, 8, 64),
@@ -320,19 +325,19 @@ def test_choose_data_parallel_and_grid_mesh():
     ]
   ]
   assert got == [1, 1, 1, 2, 4, 8, 4, 3, 2, 2]
-  assert sweep_lib.grid_mesh(30, 1, 64) is None  # runs-only: core.runs_mesh
+  assert train.grid_mesh(30, 1, 64) is None  # runs-only: core.runs_mesh
   # 8 fake devices: 3 runs -> 2 devices each, on 3 of the 4 runs-axis rows (no padded run).
-  assert dict(sweep_lib.grid_mesh(3, 0, 8).shape) == {"runs": 3, "data": 2}
-  assert dict(sweep_lib.grid_mesh(3, 4, 8).shape) == {"runs": 2, "data": 4}
+  assert dict(train.grid_mesh(3, 0, 8).shape) == {"runs": 3, "data": 2}
+  assert dict(train.grid_mesh(3, 4, 8).shape) == {"runs": 2, "data": 4}
   # The batch constraint: split over 'data' when the axis divides, else left to the compiler.
-  mesh = sweep_lib.grid_mesh(2, 4, 8)
-  split = jax.jit(sweep_lib.data_constraint(mesh))
+  mesh = train.grid_mesh(2, 4, 8)
+  split = jax.jit(train.data_constraint(mesh))
   assert split(jnp.ones((8, 3))).sharding.spec[0] == "data"
   assert split(jnp.ones((6, 3))).shape == (6, 3)
   with pytest.raises(ValueError, match="data_parallel=3 must divide"):
-    sweep_lib.grid_mesh(3, 3, 8)
+    train.grid_mesh(3, 3, 8)
   with pytest.raises(ValueError, match="data_parallel must be an int"):
-    sweep_lib.grid_mesh(3, -1, 8)
+    train.grid_mesh(3, -1, 8)
 
 
 def test_data_parallel_grid_equals_single_device():
@@ -362,7 +367,7 @@ def test_data_parallel_grid_equals_single_device():
       microbatches=microbatches,
     )
 
-  dp_mesh = sweep_lib.grid_mesh(2, 4, cfg.batch_size)
+  dp_mesh = train.grid_mesh(2, 4, cfg.batch_size)
   single = core.runs_mesh(2, devices=jax.devices()[:1])
   ref = sweep(single).run(hp, keys, num_steps=6, show_progress=False)
   got = sweep(dp_mesh, microbatches=2).run(hp, keys, num_steps=6, show_progress=False)
@@ -395,15 +400,15 @@ def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
     assert t % cfg.chunk == 0
   assert cfg.batch_size % cfg.microbatches == 0 and cfg.val_windows % cfg.eval_batch == 0
   rng = np.random.default_rng(0)
-  models.write_token_shard(tmp_path / "x_train_000001.bin", rng.integers(0, 50257, 4096))
-  models.write_token_shard(tmp_path / "x_val_000000.bin", rng.integers(0, 50257, 2048))
+  _write_shard(tmp_path / "x_train_000001.bin", rng.integers(0, 50257, 4096))
+  _write_shard(tmp_path / "x_val_000000.bin", rng.integers(0, 50257, 2048))
   cfg.data_dir = str(tmp_path)
   setup = models.lm_task(cfg)
   assert 1.62e8 < setup["num_params"] < 1.64e8  # GPT-2 small (124M) + an untied 50304 x 768 head
   families = soda_grid.GROUPS["adam"][:2]
   runs = [r for r in soda_grid.family_grid(cfg) if r[0] in families][:2]
   hp, keys = soda_grid.group_grid(runs, [0], 0, cfg.horizons[0], families)
-  mesh = sweep_lib.grid_mesh(2, cfg.data_parallel, cfg.batch_size)
+  mesh = train.grid_mesh(2, cfg.data_parallel, cfg.batch_size)
   assert dict(mesh.shape) == {"runs": 2, "data": 4}
   eng = train.setup_sweep(
     setup,

@@ -14,15 +14,12 @@ from experiments.cs_clip.configs import default
 
 def get_config():
   c = default.get_config()
-  c.n_train = 48000
-  c.n_test = 4000
-  c.distractors = 1
-  c.vertical = True
-  c.batch = 256
-  c.pretrain_steps = 4000
-  c.finetune_steps = 2000
-  c.chunk_steps = 500
-  c.seeds = 10
-  c.finetune_encoders = ("weak_order", "bow", "positional")
-  c.control_arms = ("clip_ft", "negclip_ft", "cs_ft")
+  c.update(
+    dict(
+      n_train=48000, n_test=4000, distractors=1, vertical=True, batch=256, pretrain_steps=4000,
+      finetune_steps=2000, chunk_steps=500, seeds=10,
+      finetune_encoders=("weak_order", "bow", "positional"),
+      control_arms=("clip_ft", "negclip_ft", "cs_ft"),
+    )
+  )  # fmt: skip
   return c

@@ -8,17 +8,14 @@ from experiments.cs_clip.configs import default
 
 def get_config():
   c = default.get_config()
-  c.n_train = 128
   # 12 x 12 images (4-pixel grid cells): at 24 x 24 the tests' setting (8 fake devices, XLA at
-  # -O0) spent about 20 s executing the two tiny convolutions, against about 0 s at 12 x 12
-  c.size = 12
-  c.n_test = 32
-  c.dim = 16
-  c.batch = 16
-  c.pretrain_steps = 4
-  c.finetune_steps = 4
-  c.seeds = 2
-  c.chunk_steps = 4  # one chunk per grid: one fused compilation
-  c.n_boot = 200
+  # -O0) spent about 20 s executing the two tiny convolutions, against about 0 s at 12 x 12;
+  # one chunk per grid: one fused compilation
+  c.update(
+    dict(
+      n_train=128, size=12, n_test=32, dim=16, batch=16, pretrain_steps=4, finetune_steps=4,
+      seeds=2, chunk_steps=4, n_boot=200,
+    )
+  )  # fmt: skip
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c

@@ -23,34 +23,22 @@ from jaxpapers.core import reporting as R
 
 
 def get_config():
-  c = ml_collections.ConfigDict()
-  c.seed = 0
-  c.seeds = 3
-  c.widths = (16, 64, 256, 512)
-  c.depth = 2  # hidden layers
-  c.bound = 1.0  # the sparse class's bound and the dense nets compressed in E2
-  c.bounds = BOUNDS  # the weight bounds of the dense class and its width-unbounded control
-  c.fan_in = 16
-  c.classes = ("dense", "dense_sum", "sparse", "plain")
-  c.lrs = (3e-3, 1e-2)
-  c.dense_lr_times_bound = True
-  c.steps = 600
-  c.batch = 128
-  c.tasks = ("bumps", "digits")
-  c.bump_d = 2
-  c.bump_grid = 4
-  c.n_train = 4096
-  c.n_test = 1024
-  # E2
-  c.compress_ks = (1, 2, 4, 8, 16, 32)
-  c.compress_min_width = 64
-  c.compress_restarts = 32
-  c.compress_iters = 10
-  # E3
-  c.fk_size = 256
-  c.fk_k = 32
-  c.exact_size = 12
-  c.exact_trials = 8
+  c = ml_collections.ConfigDict(
+    dict(
+      seed=0, seeds=3, widths=(16, 64, 256, 512),
+      depth=2,  # hidden layers
+      bound=1.0,  # the sparse class's bound and the dense nets compressed in E2
+      bounds=BOUNDS,  # the weight bounds of the dense class and its width-unbounded control
+      fan_in=16, classes=("dense", "dense_sum", "sparse", "plain"), lrs=(3e-3, 1e-2),
+      dense_lr_times_bound=True, steps=600, batch=128, tasks=("bumps", "digits"), bump_d=2,
+      bump_grid=4, n_train=4096, n_test=1024,
+      # E2
+      compress_ks=(1, 2, 4, 8, 16, 32), compress_min_width=64, compress_restarts=32,
+      compress_iters=10,
+      # E3
+      fk_size=256, fk_k=32, exact_size=12, exact_trials=8,
+    )
+  )  # fmt: skip
   c.claims = claims(BOUNDS)
   c.report = REPORT
   return c

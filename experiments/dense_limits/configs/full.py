@@ -14,17 +14,12 @@ from experiments.dense_limits.configs import default
 
 def get_config():
   c = default.get_config()
-  c.widths = (16, 64, 256, 1024, 4096)
-  c.lrs = (1e-3, 3e-3, 1e-2)
-  c.steps = 3000
-  c.batch = 256
-  c.bump_d = 8
-  c.bump_grid = 2
-  c.n_train = 8192
-  c.n_test = 2048
-  c.compress_ks = (1, 2, 4, 8, 16, 32, 64)
-  c.fk_size = 1024
-  c.fk_k = 64
-  c.bounds = (1.0, 2.0, 4.0, 8.0, 16.0, 64.0)
+  c.update(
+    dict(
+      widths=(16, 64, 256, 1024, 4096), lrs=(1e-3, 3e-3, 1e-2), steps=3000, batch=256, bump_d=8,
+      bump_grid=2, n_train=8192, n_test=2048, compress_ks=(1, 2, 4, 8, 16, 32, 64), fk_size=1024,
+      fk_k=64, bounds=(1.0, 2.0, 4.0, 8.0, 16.0, 64.0),
+    )
+  )  # fmt: skip
   c.claims = default.claims(c.bounds)
   return c

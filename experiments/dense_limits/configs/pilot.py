@@ -10,16 +10,10 @@ from experiments.dense_limits.configs import default
 
 def get_config():
   c = default.get_config()
-  c.tasks = ("bumps",)
-  c.classes = ("dense", "dense_sum")
-  c.widths = (64, 512)
-  c.bounds = (16.0,)
+  c.update(dict(tasks=("bumps",), classes=("dense", "dense_sum"), widths=(64, 512), bounds=(16.0,)))
   c.bound = 16.0
   c.claims = default.claims(c.bounds)
   c.compress_min_width = 1 << 30  # no compression in the pilot
-  c.fk_size = 16
-  c.fk_k = 4
-  c.exact_size = 6
-  c.exact_trials = 2
+  c.update(dict(fk_size=16, fk_k=4, exact_size=6, exact_trials=2))
   c.issue_verdicts = False  # a pilot judges nothing
   return c

@@ -25,88 +25,61 @@ def get_config():
 
 def _digits():
   """The digits task: the grids, horizons and seeds of the module docstring."""
-  d = ml_collections.ConfigDict()
-  d.enabled = True
-  d.metric = "nll"  # the claims' metric: test NLL (lower is better); accuracy is also recorded
-  d.num_train = 1000
-  d.data_seed = 0
-  d.hidden = 128
-  d.batch_size = 32
-  d.horizons = (250, 500, 1000, 2000, 4000, 8000)
-  d.num_seeds = 5
-  d.adamw_lrs = (1e-3, 3e-3, 1e-2)
-  d.adamw_wds = (0.0, 0.1, 1.0, 10.0)
-  d.soda_adamw_lrs = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1)
-  d.soda_zero_lrs = ()
-  # Muon arms: planned as below when the AdamW arms were run, switched on (with the reduced
-  # horizons and seeds) before any Muon result was seen.
-  d.muon_lrs = (3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
-  d.muon_adam_lr = 3e-3
-  d.muon_wds = (0.0, 0.03, 0.3, 3.0)
-  d.soda_muon_lrs = (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1)
-  # The grid's history, stage by stage (``grid.cell_blocks``; README: "the grids"): the first
-  # run's grid, ``+ext`` past every edge its optima sat at, ``+ext2`` past the two edges still
-  # hit at T = 4000. Earlier stages' cells are reused as stored; every stage uses the same seeds.
-  d.cell_stages = (
-    (
-      "",
-      dict(
-        adamw=(1e-3, 3e-3, 1e-2),
-        soda_adamw=(1e-3, 3e-3, 1e-2),
-        muon=(0.01, 0.03, 0.1),
-        soda_muon=(0.01, 0.03, 0.1),
+  return ml_collections.ConfigDict(
+    dict(
+      enabled=True,
+      metric="nll",  # the claims' metric: test NLL (lower is better); accuracy is also recorded
+      num_train=1000, data_seed=0, hidden=128, batch_size=32,
+      horizons=(250, 500, 1000, 2000, 4000, 8000), num_seeds=5, adamw_lrs=(1e-3, 3e-3, 1e-2),
+      adamw_wds=(0.0, 0.1, 1.0, 10.0), soda_adamw_lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1),
+      soda_zero_lrs=(),
+      # Muon arms: planned as below when the AdamW arms were run, switched on (with the reduced
+      # horizons and seeds) before any Muon result was seen.
+      muon_lrs=(3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0), muon_adam_lr=3e-3,
+      muon_wds=(0.0, 0.03, 0.3, 3.0), soda_muon_lrs=(1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1),
+      # The grid's history, stage by stage (``grid.cell_blocks``; README: "the grids"): the first
+      # run's grid, ``+ext`` past every edge its optima sat at, ``+ext2`` past the two edges
+      # still hit at T = 4000. Earlier stages' cells are reused as stored; every stage uses the
+      # same seeds.
+      cell_stages=(
+        ("", dict(adamw=(1e-3, 3e-3, 1e-2), soda_adamw=(1e-3, 3e-3, 1e-2),
+                  muon=(0.01, 0.03, 0.1), soda_muon=(0.01, 0.03, 0.1))),
+        ("+ext", dict(soda_adamw=(1e-4, 3e-4, 3e-2, 0.1), muon=(3e-3, 0.3),
+                      soda_muon=(1e-3, 3e-3))),
+        ("+ext2", dict(muon=(1.0, 3.0), soda_muon=(1e-4, 3e-4))),
       ),
-    ),
-    ("+ext", dict(soda_adamw=(1e-4, 3e-4, 3e-2, 0.1), muon=(3e-3, 0.3), soda_muon=(1e-3, 3e-3))),
-    ("+ext2", dict(muon=(1.0, 3.0), soda_muon=(1e-4, 3e-4))),
-  )
-  d.muon_horizons = (250, 1000, 4000)
-  d.muon_num_seeds = 3
-  d.b1, d.b2 = 0.9, 0.999
-  d.warmup_frac = 0.0
-  d.cooldown_frac = 0.3
-  d.chunk = 125  # steps per compiled chunk (an eval after each)
-  d.checkpoint_every = 8  # chunks between orbax checkpoints inside a cell
-  return d
+      muon_horizons=(250, 1000, 4000), muon_num_seeds=3, b1=0.9, b2=0.999, warmup_frac=0.0,
+      cooldown_frac=0.3,
+      chunk=125,  # steps per compiled chunk (an eval after each)
+      checkpoint_every=8,  # chunks between orbax checkpoints inside a cell
+    )
+  )  # fmt: skip
 
 
 def _lm():
   """The byte-level LM task, disabled here (run by ``full.py`` on an accelerator)."""
-  lm = ml_collections.ConfigDict()
-  lm.enabled = False
-  lm.text_path = ""  # '' = pydoc_data.topics (bundled with CPython)
-  # Tokenised shards instead of bytes: '*train*.bin' / '*val*.bin' files under data_dir (the
-  # reference run's FineWeb layout, see models.read_token_shard); '' = use text_path.
-  lm.data_dir = ""
-  lm.vocab = 50304  # with data_dir: GPT-2's 50257 ids padded to a multiple of 128
-  lm.max_train_tokens = 0  # 0 = every train shard
-  lm.max_val_tokens = 10_000_000
-  lm.d_model = 32
-  lm.num_layers = 2
-  lm.num_heads = 2
-  lm.context = 32
-  lm.batch_size = 8
-  lm.horizons = (200, 400, 800)
-  lm.num_seeds = 3
-  lm.adamw_lrs = (3e-3, 1e-2)
-  lm.adamw_wds = (0.0, 0.3, 1.0, 3.0)
-  lm.soda_adamw_lrs = (3e-3, 1e-2)
-  lm.muon_lrs = (0.02,)
-  lm.muon_adam_lr = 3e-3
-  lm.muon_wds = (0.0, 0.3, 1.0)
-  lm.soda_muon_lrs = (0.02, 0.05)
-  lm.b1, lm.b2 = 0.9, 0.99
-  lm.warmup_frac = 0.05
-  lm.cooldown_frac = 0.3
-  lm.val_windows = 256
-  lm.chunk = 100
-  lm.checkpoint_every = 4
-  # Devices per run on a 'data' mesh axis (batch split, parameters replicated); 1 = whole runs
-  # per device, 0 = the devices runs-only sharding leaves idle (train.choose_data_parallel).
-  lm.data_parallel = 1
-  lm.microbatches = 1  # gradient accumulation over this many slices of each step's batch
-  lm.eval_batch = 0  # validation windows per evaluated chunk (0 = all at once)
-  return lm
+  return ml_collections.ConfigDict(
+    dict(
+      enabled=False,
+      text_path="",  # '' = pydoc_data.topics (bundled with CPython)
+      # Tokenised shards instead of bytes: '*train*.bin' / '*val*.bin' files under data_dir (the
+      # reference run's FineWeb layout, see models.read_token_shard); '' = use text_path.
+      data_dir="",
+      vocab=50304,  # with data_dir: GPT-2's 50257 ids padded to a multiple of 128
+      max_train_tokens=0,  # 0 = every train shard
+      max_val_tokens=10_000_000, d_model=32, num_layers=2, num_heads=2, context=32,
+      batch_size=8, horizons=(200, 400, 800), num_seeds=3, adamw_lrs=(3e-3, 1e-2),
+      adamw_wds=(0.0, 0.3, 1.0, 3.0), soda_adamw_lrs=(3e-3, 1e-2), muon_lrs=(0.02,),
+      muon_adam_lr=3e-3, muon_wds=(0.0, 0.3, 1.0), soda_muon_lrs=(0.02, 0.05), b1=0.9, b2=0.99,
+      warmup_frac=0.05, cooldown_frac=0.3, val_windows=256, chunk=100, checkpoint_every=4,
+      # Devices per run on a 'data' mesh axis (batch split, parameters replicated); 1 = whole
+      # runs per device, 0 = the devices runs-only sharding leaves idle
+      # (train.choose_data_parallel).
+      data_parallel=1,
+      microbatches=1,  # gradient accumulation over this many slices of each step's batch
+      eval_batch=0,  # validation windows per evaluated chunk (0 = all at once)
+    )
+  )  # fmt: skip
 
 
 def _figures(task, ylabel):

@@ -5,14 +5,14 @@
 
 The horizon study on a GPT-2-small-sized LM (12 layers, d = 768, context 1024, vocabulary 50304)
 over FineWeb token shards in ``lm.data_dir`` (the reference run's layout,
-``jaxpapers.soda.experiment_models.read_token_shard``), batch 64 x 1024 tokens, horizons 510 /
-1600 / 5100 steps, 2 seeds. Checkpoints every 1000 steps inside a run; ``data_parallel = 0``
-splits each run's batch over the devices a small grid leaves idle
-(``jaxpapers.soda.experiment_sweep.choose_data_parallel``); ``microbatches = 16`` accumulates
-the gradient over slices of 4 sequences. Memory per device, estimated (not measured): about 5.9
-GB of optimizer state per run of the AdamW group (163M parameters, AdamW and SODA(AdamW) states)
-plus about 2 GB of activations per sequence: about 55 GB for the 30-run AdamW grid on 8 devices;
-shrink the grids (``--config.lm.adamw_lrs='(1.8e-3,)'``) or raise ``lm.microbatches`` to fit.
+``models.read_token_shard``), batch 64 x 1024 tokens, horizons 510 / 1600 / 5100 steps, 2 seeds.
+Checkpoints every 1000 steps inside a run; ``data_parallel = 0`` splits each run's batch over the
+devices a small grid leaves idle (``train.choose_data_parallel``); ``microbatches = 16``
+accumulates the gradient over slices of 4 sequences. Memory per device, estimated (not
+measured): about 5.9 GB of optimizer state per run of the AdamW group (163M parameters, AdamW and
+SODA(AdamW) states) plus about 2 GB of activations per sequence: about 55 GB for the 30-run AdamW
+grid on 8 devices; shrink the grids (``--config.lm.adamw_lrs='(1.8e-3,)'``) or raise
+``lm.microbatches`` to fit.
 Expected cost: about 2e19 FLOPs for the whole grid (GPU-days).
 """
 
@@ -25,30 +25,23 @@ def get_config():
   config = default.get_config()
   config.digits.enabled = False
   lm = config.lm
-  lm.enabled = True
-  lm.data_dir = ""  # required: set --config.lm.data_dir
-  lm.vocab = 50304
-  lm.max_train_tokens = 0
-  lm.d_model, lm.num_layers, lm.num_heads, lm.context = 768, 12, 12, 1024
-  lm.batch_size = 64
-  lm.horizons = (510, 1600, 5100)
-  lm.num_seeds = 2
-  lm.adamw_lrs = (6e-4, 1.8e-3, 5e-3)
-  lm.adamw_wds = (0.0, 0.01, 0.1, 1.0)
-  lm.soda_adamw_lrs = (6e-4, 1.8e-3, 5e-3)
-  lm.muon_lrs = (0.01, 0.02, 0.05)
-  lm.muon_adam_lr = 3.6e-3
-  lm.muon_wds = (0.0, 0.01, 0.1, 1.0)
-  lm.soda_muon_lrs = (0.01, 0.02, 0.05)
-  lm.b1, lm.b2 = 0.9, 0.95
-  lm.warmup_frac = 0.05
-  lm.cooldown_frac = 0.28
-  lm.val_windows = 512
-  lm.chunk = 10  # divides every horizon
-  lm.checkpoint_every = 100  # an orbax checkpoint every 1000 steps inside each run
-  lm.data_parallel = 0  # split the batch over the devices a small grid leaves idle
-  lm.microbatches = 16  # 4 sequences per accumulated slice
-  lm.eval_batch = 8  # validation windows per chunk (512 windows: 64 chunks)
+  lm.update(
+    dict(
+      enabled=True,
+      data_dir="",  # required: set --config.lm.data_dir
+      vocab=50304, max_train_tokens=0, d_model=768, num_layers=12, num_heads=12, context=1024,
+      batch_size=64, horizons=(510, 1600, 5100), num_seeds=2, adamw_lrs=(6e-4, 1.8e-3, 5e-3),
+      adamw_wds=(0.0, 0.01, 0.1, 1.0), soda_adamw_lrs=(6e-4, 1.8e-3, 5e-3),
+      muon_lrs=(0.01, 0.02, 0.05), muon_adam_lr=3.6e-3, muon_wds=(0.0, 0.01, 0.1, 1.0),
+      soda_muon_lrs=(0.01, 0.02, 0.05), b1=0.9, b2=0.95, warmup_frac=0.05, cooldown_frac=0.28,
+      val_windows=512,
+      chunk=10,  # divides every horizon
+      checkpoint_every=100,  # an orbax checkpoint every 1000 steps inside each run
+      data_parallel=0,  # split the batch over the devices a small grid leaves idle
+      microbatches=16,  # 4 sequences per accumulated slice
+      eval_batch=8,  # validation windows per chunk (512 windows: 64 chunks)
+    )
+  )  # fmt: skip
   # The default config's claims, re-declared for the LM (bits per token, lower is better).
   config.claims = tuple(
     c

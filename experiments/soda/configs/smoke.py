@@ -8,30 +8,20 @@ from experiments.soda.configs import default
 
 def get_config():
   config = default.get_config()
-  d = config.digits
-  d.horizons = (60,)
-  d.num_seeds = 1
-  d.adamw_lrs = (3e-3,)
-  d.adamw_wds = (0.0, 1.0)
-  d.soda_adamw_lrs = (3e-3,)
-  d.soda_zero_lrs = (3e-3,)
-  d.muon_lrs = ()  # Muon arms are covered by the unit tests
-  d.soda_muon_lrs = ()
-  d.hidden = 32
-  d.chunk = 60
-  lm = config.lm
-  lm.enabled = True
-  lm.horizons = (20,)
-  lm.num_seeds = 1
-  lm.d_model, lm.num_layers, lm.num_heads, lm.context = 16, 1, 2, 16
-  lm.batch_size = 4
-  lm.adamw_lrs = (3e-3,)
-  lm.adamw_wds = (0.0, 1.0)
-  lm.soda_adamw_lrs = (3e-3,)
-  lm.muon_lrs = ()
-  lm.muon_wds = (0.0,)
-  lm.soda_muon_lrs = ()
-  lm.val_windows = 8
-  lm.chunk = 20
+  config.digits.update(
+    dict(
+      horizons=(60,), num_seeds=1, adamw_lrs=(3e-3,), adamw_wds=(0.0, 1.0), soda_adamw_lrs=(3e-3,),
+      soda_zero_lrs=(3e-3,),
+      muon_lrs=(),  # Muon arms are covered by the unit tests
+      soda_muon_lrs=(), hidden=32, chunk=60,
+    )
+  )  # fmt: skip
+  config.lm.update(
+    dict(
+      enabled=True, horizons=(20,), num_seeds=1, d_model=16, num_layers=1, num_heads=2,
+      context=16, batch_size=4, adamw_lrs=(3e-3,), adamw_wds=(0.0, 1.0), soda_adamw_lrs=(3e-3,),
+      muon_lrs=(), muon_wds=(0.0,), soda_muon_lrs=(), val_windows=8, chunk=20,
+    )
+  )  # fmt: skip
   config.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return config

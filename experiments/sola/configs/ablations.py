@@ -36,18 +36,13 @@ def get_config():
 
 
 CLAIMS = (
-  dict(
-    id="local_support_helps",
-    statement="SOLA with its bidirectional local support gives lower held-out student bits per "
-    "byte than the same OT loss on the teacher's and the student's top-k only (no local support)",
-    paper_text="a coverage--score correlation and component ablations attribute the gain to the "
+  default.sola_claim(
+    "local_support_helps",
+    "none",
+    "SOLA with its bidirectional local support gives lower held-out student bits per byte than "
+    "the same OT loss on the teacher's and the student's top-k only (no local support)",
+    "a coverage--score correlation and component ablations attribute the gain to the "
     "constructed support (abstract; no number public)",
-    metric="derived.sola_minus_none_bpb",
-    noise="derived.sola_vs_none_noise",
-    direction="lower",
-    held=0.0,
-    unit="bits/byte",
-    fmt=".4f",
-    note="SOLA's seed-mean BPB minus the no-local-support ablation's" + default._NOISE,
+    "SOLA's seed-mean BPB minus the no-local-support ablation's",
   ),
 )

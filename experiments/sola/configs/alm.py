@@ -26,45 +26,29 @@ def get_config():
 
 
 CLAIMS = (
-  dict(
-    id="sola_beats_alm",
-    statement="SOLA gives lower held-out student bits per byte than the ALM-style chunk "
-    "likelihood loss at matched budgets",
-    paper_text="text-space matching compresses the teacher signal into chunk-level events ... "
-    "SOLA outperforms direct cross-tokenizer baselines (abstract; no number public)",
-    metric="derived.sola_minus_alm_bpb",
-    noise="derived.sola_vs_alm_noise",
-    direction="lower",
-    held=0.0,
-    unit="bits/byte",
-    fmt=".4f",
-    note="SOLA's seed-mean BPB minus the ALM-style loss's" + default._NOISE,
+  default.sola_claim(
+    "sola_beats_alm",
+    "alm",
+    "SOLA gives lower held-out student bits per byte than the ALM-style chunk likelihood loss at "
+    "matched budgets",
+    "text-space matching compresses the teacher signal into chunk-level events ... "
+    + default.CTKD_TEXT,
+    "SOLA's seed-mean BPB minus the ALM-style loss's",
   ),
-  dict(
-    id="sola_beats_ctkd_baselines",
-    statement="SOLA gives lower held-out student bits per byte than each of the ULD, "
-    "MinED-style and ALM-style cross-tokenizer baselines at matched budgets (100 steps)",
-    paper_text="SOLA outperforms direct cross-tokenizer baselines (abstract; no number public)",
-    metric="derived.sola_minus_best_ctkd_bpb",
-    noise="derived.sola_vs_best_ctkd_noise",
-    direction="lower",
-    held=0.0,
-    unit="bits/byte",
-    fmt=".4f",
-    note="SOLA's seed-mean BPB minus the best of ULD, MinED-style and ALM-style" + default._NOISE,
+  default.sola_claim(
+    "sola_beats_ctkd_baselines",
+    "best_ctkd",
+    "SOLA gives lower held-out student bits per byte than each of the ULD, MinED-style and "
+    "ALM-style cross-tokenizer baselines at matched budgets (100 steps)",
+    default.CTKD_TEXT,
+    "SOLA's seed-mean BPB minus the best of ULD, MinED-style and ALM-style",
   ),
-  dict(
-    id="sola_beats_ce_only",
-    statement="SOLA gives lower held-out bits per byte than the student trained without a "
-    "teacher (CE only), at 100 steps",
-    paper_text="implicit: distillation should help; E-SCOT reports that many CTKD methods do "
-    "not beat plain fine-tuning at low vocabulary overlap",
-    metric="derived.sola_minus_ce_bpb",
-    noise="derived.sola_vs_ce_noise",
-    direction="lower",
-    held=0.0,
-    unit="bits/byte",
-    fmt=".4f",
-    note="SOLA's seed-mean BPB minus CE-only's" + default._NOISE,
+  default.sola_claim(
+    "sola_beats_ce_only",
+    "ce",
+    "SOLA gives lower held-out bits per byte than the student trained without a teacher (CE "
+    "only), at 100 steps",
+    default.CE_TEXT,
+    "SOLA's seed-mean BPB minus CE-only's",
   ),
 )

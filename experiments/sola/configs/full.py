@@ -12,27 +12,13 @@ from experiments.sola.configs import default
 
 def get_config():
   c = default.get_config()
-  c.window_chars = 520
-  c.max_len = 128
-  c.n_train = 4000
-  c.n_calib = 600
-  c.n_eval = 800
-  c.n_code = 400
-  c.code_modules = ("textwrap", "string", "fractions", "heapq", "json.decoder", "argparse")
-  c.student_vocab = 4096
-  c.student.d_model = 384
-  c.student.n_layers = 6
-  c.student.n_heads = 6
-  c.student.ffn_dim = 1536
-  c.teacher_batch = 32
-  c.kc = 64
-  c.k = 16
-  c.r = 8
-  c.kd_blocks = 96
-  c.iters = 100
-  c.steps = 3000
-  c.num_evals = 10
-  c.batch_size = 32
-  c.lr = 1e-3
-  c.seeds = 3
+  c.update(
+    dict(
+      window_chars=520, max_len=128, n_train=4000, n_calib=600, n_eval=800, n_code=400,
+      code_modules=("textwrap", "string", "fractions", "heapq", "json.decoder", "argparse"),
+      student_vocab=4096, teacher_batch=32, kc=64, k=16, r=8, kd_blocks=96, iters=100,
+      steps=3000, num_evals=10, batch_size=32, lr=1e-3, seeds=3,
+    )
+  )  # fmt: skip
+  c.student.update(dict(d_model=384, n_layers=6, n_heads=6, ffn_dim=1536))
   return c
