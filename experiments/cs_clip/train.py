@@ -33,6 +33,7 @@ from flax import nnx
 
 import jaxpapers.cs_clip as C
 from experiments.cs_clip import evaluate as ev
+from experiments.cs_clip.configs import default as default_config
 from experiments.cs_clip.evaluate import derived_metrics, rejudge_metrics  # re-judged by reproduce
 from jaxpapers import core
 
@@ -333,7 +334,7 @@ def _train(cfg, cells: core.CellStore, data) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs the grid; writes results.json, table.md, generated examples and plots."""
-  cfg = config
+  cfg = core.config_view(config, default_config.get_config())
   core.validate_seeds(cfg.seeds, name="seeds")
   for e in cfg.encoders:
     core.validate_choice(e, name="encoders", allowed=tuple(ENCODERS))
