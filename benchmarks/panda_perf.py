@@ -148,7 +148,7 @@ reference's semantics need (repeated pairs get one attention weight; the dropout
 experiment's).
 
 ``--layout-ab 16,1`` compiles PANDA once per per-pair entry cost of the prior tables' order
-(:func:`panda._stage._prior_tables_by_rows`: 16, the current layout, against 1, the flop order
+(:func:`panda.prior_table_layout`: 16, the current layout, against 1, the flop order
 the stage used before) and times both beside vanilla in one rotation of blocks; the record
 (``panda_perf_layout_ab.json``) lists, per PANDA row, the order each stage call took.
 
@@ -236,28 +236,11 @@ def traffic_one(data, backbone, arm, *, hidden, heads, fast_compile):
   return dict(dataset=d.name, backbone=backbone, arm=arm, nnz=d.incidence.nnz, **_cost(compiled))
 
 
-def _lower_recording_orders(jstep, *args):
+def _lower_recording_orders(jstep, *args, pair_entry_cost=None):
   """``(compiled, orders)``: the compiled step and, per stage call traced, whether its prior
-  tables were formed as aggregated sender tables (:func:`panda._stage._prior_tables_by_rows`)."""
-  orders, choose = [], panda._stage._prior_tables_by_rows
-
-  def record(*a):
-    orders.append(bool(choose(*a)))
-    return orders[-1]
-
-  panda._stage._prior_tables_by_rows = record
-  try:
-    return jstep.lower(*args).compile(), orders
-  finally:
-    panda._stage._prior_tables_by_rows = choose
-
-
-def _set_pair_entry_cost(cost):
-  """Sets the stage's per-pair entry cost (:func:`panda._stage._prior_tables_by_rows`), which
-  picks the order of the prior aggregation's tables when a step is traced; returns the old one."""
-  old = panda._stage._PAIR_ENTRY_COST
-  panda._stage._PAIR_ENTRY_COST = cost
-  return old
+  tables were formed as aggregated sender tables (:func:`panda.prior_table_layout`)."""
+  with panda.prior_table_layout(pair_entry_cost) as orders:
+    return jstep.lower(*args).compile(), list(orders)
 
 
 def bench_pair(
@@ -275,7 +258,7 @@ def bench_pair(
   """Vanilla and PANDA of one (dataset, backbone), compiled once, timed in alternating blocks.
 
   With ``pair_entry_costs`` (a tuple of ints) PANDA is compiled once per per-pair entry cost of
-  the prior tables' order (the layout :func:`panda._stage._prior_tables_by_rows` chooses), and
+  the prior tables' order (the layout :func:`panda.prior_table_layout` chooses), and
   every program is timed in the same rotation of blocks (the order reversed every other repeat).
 
   Returns one row per program (vanilla first) with the block medians (``block_ms``), their
@@ -287,17 +270,12 @@ def bench_pair(
   arms = [("vanilla", None, None)] + [("panda", pcfg, c) for c in (pair_entry_costs or (None,))]
   progs = []
   for arm, cfg, cost in arms:
-    old = _set_pair_entry_cost(cost) if cost is not None else None
-    try:
-      jstep, (leaves, d), traces = _program(
-        data, backbone, cfg, hidden=hidden, fast_compile=fast_compile
-      )
-      key = jax.random.key(1)
-      t0 = time.perf_counter()
-      compiled, orders = _lower_recording_orders(jstep, leaves, d, key)
-    finally:
-      if cost is not None:
-        _set_pair_entry_cost(old)
+    jstep, (leaves, d), traces = _program(
+      data, backbone, cfg, hidden=hidden, fast_compile=fast_compile
+    )
+    key = jax.random.key(1)
+    t0 = time.perf_counter()
+    compiled, orders = _lower_recording_orders(jstep, leaves, d, key, pair_entry_cost=cost)
     progs.append(
       dict(
         arm=arm,

@@ -47,6 +47,7 @@ from jaxpapers.panda._stage import (
   PandaLayer,
   PandaStage,
   StageAux,
+  prior_table_layout,
   stage_prior_factors,
   stage_priors,
 )
@@ -64,6 +65,7 @@ from jaxpapers.panda._train import (
 )
 
 __all__ = [
+  "prior_table_layout",
   "ABLATIONS",
   "PandaGeDi",
   "PandaHGNN",

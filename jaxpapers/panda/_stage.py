@@ -20,8 +20,9 @@ yet); GeDi-HNN (Fiorini et al., TMLR 2024); GATv2 (Brody et al., arXiv:2105.1449
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import NamedTuple, cast
 
@@ -374,6 +375,47 @@ _AGG: tuple = ("prior aggregation", None)
 _PAIR_ENTRY_COST = 16
 
 
+# the decision lists of the active prior_table_layout blocks (appended to at trace time)
+_LAYOUT_RECORDS: list[list[bool]] = []
+
+
+@contextlib.contextmanager
+def prior_table_layout(pair_entry_cost: int | None = None) -> Iterator[list[bool]]:
+  """Traces steps with a given per-pair entry cost and records each stage's table layout.
+
+  A stage's prior aggregation forms its tables either by projecting the aggregation or by
+  aggregating the senders' projected tables, whichever costs less from static shapes, with a
+  per-pair entry (gathered, segment-summed, and both again in the backward pass) counted as
+  ``pair_entry_cost`` dense-product flops (default 16). Both orders compute the same values;
+  this block lets a benchmark A/B the choice. Only tracing inside the block is affected: a
+  program compiled earlier keeps its layout.
+
+  Args:
+    pair_entry_cost: int >= 1, or None to keep the default.
+
+  Yields:
+    A list that receives one bool per stage call traced inside the block: True where the
+    tables were formed by aggregating the senders' tables.
+
+  Example:
+    >>> with prior_table_layout(1) as orders:
+    ...   pass  # trace or lower a PANDA step here
+  """
+  global _PAIR_ENTRY_COST
+  if pair_entry_cost is not None and (
+    isinstance(pair_entry_cost, bool) or not isinstance(pair_entry_cost, int) or pair_entry_cost < 1
+  ):
+    raise ValueError(f"pair_entry_cost must be an int >= 1 or None, got {pair_entry_cost!r}")
+  old, orders = _PAIR_ENTRY_COST, []
+  _PAIR_ENTRY_COST = old if pair_entry_cost is None else pair_entry_cost
+  _LAYOUT_RECORDS.append(orders)
+  try:
+    yield orders
+  finally:
+    _LAYOUT_RECORDS.remove(orders)
+    _PAIR_ENTRY_COST = old
+
+
 def _prior_tables_by_rows(pairs: int, send: int, recv: int, c: int, k: int, k_new: int) -> bool:
   """Whether the prior aggregation's tables are cheaper as aggregated sender tables.
 
@@ -383,7 +425,10 @@ def _prior_tables_by_rows(pairs: int, send: int, recv: int, c: int, k: int, k_ne
   product flops. Static shapes only.
   """
   w = _PAIR_ENTRY_COST
-  return w * pairs * k + 2 * send * c * k_new < w * pairs * c + 2 * recv * c * k
+  by_rows = w * pairs * k + 2 * send * c * k_new < w * pairs * c + 2 * recv * c * k
+  for orders in _LAYOUT_RECORDS:
+    orders.append(by_rows)
+  return by_rows
 
 
 def _add(a, b):

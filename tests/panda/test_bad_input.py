@@ -74,6 +74,15 @@ def _stage_call(xs):
 
 CASES = [
   Case(
+    "panda.prior_table_layout",
+    lambda: panda.prior_table_layout(0).__enter__(),
+    error=ValueError,
+    match="pair_entry_cost must be an int >= 1 or None, got 0",
+    jit=None,
+    jit_reason="a host-side trace-time setting, not a traced computation",
+    id="prior_table_layout-zero",
+  ),
+  Case(
     "panda.check_search_space",
     lambda: panda.check_search_space({k: v for k, v in SPACE.items() if k != "heads"}),
     error=ValueError,

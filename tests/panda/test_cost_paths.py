@@ -143,3 +143,20 @@ def test_tables_memo_projects_a_table_once_and_returns_the_same_values():
   third = _stage._tables({"hs": (x2, "a"), "us": (x2, "b")}, w.__getitem__, proj, memo)
   assert calls[-1] == 5
   np.testing.assert_allclose(third["hs"], x2[0] @ w["a"])
+
+
+def test_prior_table_layout_sets_the_cost_and_records_each_choice():
+  from jaxpapers.panda import _stage
+
+  default = _stage._PAIR_ENTRY_COST
+  shape = dict(pairs=1000, send=10, recv=10, c=8, k=4, k_new=2)
+  with panda.prior_table_layout(1) as cheap, panda.prior_table_layout() as outer_default:
+    assert _stage._PAIR_ENTRY_COST == 1
+    by_rows = _stage._prior_tables_by_rows(**shape)
+  assert cheap == outer_default == [by_rows]
+  assert _stage._PAIR_ENTRY_COST == default
+  with panda.prior_table_layout(10**6) as dear:
+    _stage._prior_tables_by_rows(**shape)
+  w = 10**6  # the closed form of the rule at that cost
+  p, s_, r, c, k, kn = shape.values()
+  assert dear == [w * p * k + 2 * s_ * c * kn < w * p * c + 2 * r * c * k]
