@@ -30,7 +30,8 @@ What it does under each folder (a second run changes nothing):
 4. **Values nothing reads.** ``UNREAD`` names, per experiment, the parts of a cell that no
    code reads (neither the report, the re-judging, nor a resumed run), ``UNREAD_METRICS`` the
    parts of a results record's metrics that neither the claims' derivation nor the report
-   reads: they are dropped (or, for sample images, kept at the precision a figure draws).
+   reads, ``UNREAD_EXTRA`` the same for its ``extra``: they are dropped (or, for sample
+   images, kept at the precision a figure draws).
 5. **Claims said twice.** A results record's ``config.claims`` repeats the claim specs that
    its judged ``claims`` entries carry (and the experiment's ``claims.lock.json`` holds, with
    the hash the ``registration`` block names); when every one of them is there, the copy in
@@ -386,6 +387,25 @@ UNREAD_METRICS: dict[str, Callable[[dict], dict]] = {
 }
 
 
+def _flashssm3d_extra(extra: dict) -> dict:
+  """FlashSSM-3D's ``extra`` without each seed's ``derived/`` values in ``per_seed``: a run
+  that adds seeds to this one (``seeds_from``) reads the measured metrics and derives again."""
+  per_seed = extra.get("per_seed")
+  if not isinstance(per_seed, dict):
+    return extra
+  kept = {
+    seed: {k: v for k, v in m.items() if not k.startswith("derived/")} if isinstance(m, dict) else m
+    for seed, m in per_seed.items()
+  }
+  return {**extra, "per_seed": kept}
+
+
+# Experiment -> f(a results record's ``extra``): the same, without what nothing reads.
+UNREAD_EXTRA: dict[str, Callable[[dict], dict]] = {
+  "flashssm3d": _flashssm3d_extra,
+}
+
+
 # ---------------------------------------------------------------------------- the rewrite --
 
 
@@ -494,6 +514,9 @@ def compact_folder(
     is_results = path.name == results_lib.RESULTS_FILE and isinstance(value, dict)
     if is_results:
       value = drop_repeated_claims(value)
+      prune_extra = UNREAD_EXTRA.get(paper or "")
+      if prune_extra is not None and isinstance(value.get("extra"), dict):
+        value = {**value, "extra": prune_extra(value["extra"])}
     if is_results and prune_metrics is not None and isinstance(value.get("metrics"), dict):
       value = {**value, "metrics": prune_metrics(value["metrics"])}
     checks = _checks(value, path.resolve(), paper) if is_results and "metrics" in value else None

@@ -280,3 +280,10 @@ def test_config_claims_go_only_when_every_spec_is_a_judged_entry():
     "claims": [{"claim": other}],
   }
   assert cr.drop_repeated_claims({**record, "claims": []})["config"]["claims"] == [spec]
+
+
+def test_flashssm3d_per_seed_loses_only_the_derived_values_seeds_from_recomputes():
+  extra = {"per_seed": {"0": {"a/vs_gt/ATE": 0.1, "derived/a/slack": 2.0}}, "teacher": {"x": 1}}
+  out = cr.UNREAD_EXTRA["flashssm3d"](extra)
+  assert out == {"per_seed": {"0": {"a/vs_gt/ATE": 0.1}}, "teacher": {"x": 1}}
+  assert "derived/a/slack" in extra["per_seed"]["0"]  # the input is not mutated
