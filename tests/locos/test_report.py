@@ -17,8 +17,6 @@ from jaxpapers.core import reporting
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "experiments/locos/results"
-# written before the tables named their model: the same rows, one column fewer
-OLDER_TABLES = {"n40"}
 
 
 def _committed():
@@ -36,10 +34,7 @@ def test_committed_tables_render_from_the_declared_report(sub):
   spec = report_cli.declared_report(record, path, ROOT)
   assert spec is not None, f"{sub}: its config declares no report"
   tables, _ = reporting.render(spec, record)
-  if sub in OLDER_TABLES:
-    assert tables.splitlines()[2].startswith("| smollm2 | filtered |")
-  else:
-    assert tables == record["table_markdown"].rstrip()
+  assert tables == record["table_markdown"].rstrip()
 
 
 def test_real_table_cells_read_mean_and_interval_and_name_cells_not_run():
