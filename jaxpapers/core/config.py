@@ -86,23 +86,17 @@ def config_to_dataclass(cfg: Any, cls: type[T]) -> T:
   return cls(**kwargs)
 
 
-def _kind(value: Any) -> str | None:
-  """The type family a config value fixes for its field (None: any value fits)."""
-  if value is None:
-    return None
-  if isinstance(value, (bool, np.bool_)):
-    return "bool"
-  if isinstance(value, numbers.Integral):
-    return "int"
-  if isinstance(value, numbers.Real):
-    return "float"
-  if isinstance(value, str):
-    return "str"
-  if isinstance(value, (tuple, list)):
-    return "sequence"
+# The kinds a base config's value can fix for its field, in the order they are tried (a bool
+# is not an int here), as the annotations ``_matches`` checks; and their names in errors.
+_KINDS = (bool, int, float, str, tuple)
+_KIND_NAMES = {tuple: "sequence (tuple or list)", Mapping: "mapping"}
+
+
+def _kind(value: Any) -> type | None:
+  """The type a base config's value fixes for its field (None: any value fits)."""
   if isinstance(value, Mapping):
-    return "mapping"
-  return None
+    return Mapping
+  return next((t for t in _KINDS if _matches(value, t)), None)
 
 
 def _check_view(values: Mapping[str, Any], base: Mapping[str, Any], path: str) -> None:
@@ -116,16 +110,17 @@ def _check_view(values: Mapping[str, Any], base: Mapping[str, Any], path: str) -
   if missing:
     raise ValueError(f"config field(s) {[path + k for k in missing]} missing (the base sets them)")
   for key, want in base.items():
-    got, value = _kind(want), values[key]
-    if got == "mapping" and want and isinstance(value, Mapping):
+    kind, value = _kind(want), values[key]
+    if kind is Mapping and want and isinstance(value, Mapping):
       _check_view(value, want, f"{path}{key}.")
       continue
-    have = _kind(value)
-    fits = got is None or have is None or have == got or (got == "float" and have == "int")
-    if not fits:
+    if kind is None or value is None:
+      continue
+    if not (isinstance(value, Mapping) if kind is Mapping else _matches(value, kind)):
+      name = _KIND_NAMES.get(kind, kind.__name__)
       raise TypeError(
-        f"config field {path}{key} must be of kind {got} like the base config's {want!r}, got "
-        f"{type(value).__name__} {value!r}"
+        f"config field {path}{key} must be of kind {name} like the base config's {want!r}, "
+        f"got {type(value).__name__} {value!r}"
       )
 
 

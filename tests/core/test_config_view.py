@@ -31,6 +31,7 @@ def test_a_matching_config_gives_a_frozen_view_without_the_claims():
     (dict(steps=2.5), TypeError, "steps"),  # a float where the base has an int
     (dict(flag=1), TypeError, "flag"),  # an int is not a bool
     (dict(ds=3), TypeError, "ds"),
+    (dict(steps=object()), TypeError, "steps"),  # a value of no known kind is not any value
     (dict(name=1), TypeError, "name"),
     (dict(model=3), TypeError, "model"),
   ],
