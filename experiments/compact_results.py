@@ -504,6 +504,7 @@ def compact_folder(
   lock = ROOT / paper / "claims.lock.json" if paper else None
   keep = _claim_paths(_read(lock)) if lock is not None and lock.exists() else set()
   prune_metrics = UNREAD_METRICS.get(paper or "")
+  prune_extra = UNREAD_EXTRA.get(paper or "")
   for path in sorted(folder.rglob("*.json")):
     if path.parent in cell_dirs and _is_cell_record(_read(path)):
       continue
@@ -514,7 +515,6 @@ def compact_folder(
     is_results = path.name == results_lib.RESULTS_FILE and isinstance(value, dict)
     if is_results:
       value = drop_repeated_claims(value)
-      prune_extra = UNREAD_EXTRA.get(paper or "")
       if prune_extra is not None and isinstance(value.get("extra"), dict):
         value = {**value, "extra": prune_extra(value["extra"])}
     if is_results and prune_metrics is not None and isinstance(value.get("metrics"), dict):
