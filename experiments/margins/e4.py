@@ -40,12 +40,8 @@ def _cell(cfg: ml_collections.ConfigDict, src: dict, perms, key, d: int) -> dict
     # All rows, each seed reading its prefixes; or only this seed's rows, in prefix order.
     used = slice(None) if cfg.all_rows else perms[s][: max(cfg.Ns)]
     order = perms[s] if cfg.all_rows else np.arange(max(cfg.Ns))
-    ks, A, U, V = (
-      jax.random.fold_in(jax.random.fold_in(key, s), d),
-      src["A"][used],
-      src["U"][used],
-      src["V"],
-    )
+    ks = jax.random.fold_in(jax.random.fold_in(key, s), d)
+    A, U, V = src["A"][used], src["U"][used], src["V"]
     res = M.project_documents(ks, jnp.asarray(V, jnp.float32), jnp.asarray(A), d, steps=cfg.steps)
     Vp = np.asarray(res.V, np.float64)
     Up = U @ np.asarray(M.gaussian_map(ks, V.shape[1], d), np.float64)  # the map res.V came from

@@ -22,8 +22,6 @@ from experiments.margins.configs import default as default_config
 from jaxpapers import core
 
 NOTIONS = ("m0", "mg", "mq")
-
-
 LOSS_CHOICES = ("sigmoid", "sigmoid_b0", "infonce", "margin")
 
 
@@ -330,11 +328,9 @@ def train_and_evaluate(config, workdir) -> dict:
   key = jax.random.key(config.seed)
   rows = _run_margin_vs_d(config, cells, jax.random.fold_in(key, 0))
   knees = _knee_constants(rows, config)
-  refined = (
-    _refined_constants(rows, config, cells, jax.random.fold_in(key, 2))
-    if config.refine_threshold
-    else None
-  )
+  refined = None
+  if config.refine_threshold:
+    refined = _refined_constants(rows, config, cells, jax.random.fold_in(key, 2))
   crit = _run_critical(config, cells, jax.random.fold_in(key, 1))
   metrics = {
     "margin_vs_d": rows,

@@ -108,19 +108,11 @@ def _pools_of(d: dict, probs, key) -> dict[str, dict[str, float]]:
   probs = jnp.asarray(np.asarray(probs, np.float32))  # one layout for every caller: one compile
   fps = jnp.asarray(d["fps"])
   fp = fps[jnp.asarray(d["test"])]
-  return {
-    mode: _floats(
-      _pool_metrics(
-        probs,
-        fps,
-        fp,
-        jnp.asarray(d[f"{mode}_pool"]),
-        jnp.asarray(d[f"{mode}_labels"]),
-        jax.random.fold_in(key, i),
-      )
-    )
-    for i, mode in enumerate(POOLS)
-  }
+  out = {}
+  for i, mode in enumerate(POOLS):
+    pool, labels = jnp.asarray(d[f"{mode}_pool"]), jnp.asarray(d[f"{mode}_labels"])
+    out[mode] = _floats(_pool_metrics(probs, fps, fp, pool, labels, jax.random.fold_in(key, i)))
+  return out
 
 
 def _baselines(cfg: ml_collections.ConfigDict, d: dict, key) -> dict:

@@ -161,12 +161,7 @@ def diff_of_means_ci(a, b) -> tuple[float, float]:
 def toy_set_summary(part: list) -> dict:
   """The summary of one set of toy problems (``part``: per cell, the raw or dedup lists)."""
   cat = lambda k: np.concatenate([np.asarray(r[k], np.float64) for r in part])
-  rj, rc, ro, sm = (
-    cat("regret_jaccard"),
-    cat("regret_bce_cosine"),
-    cat("regret_oracle"),
-    cat("sigma_max"),
-  )
+  rj, rc, ro, sm = map(cat, ("regret_jaccard", "regret_bce_cosine", "regret_oracle", "sigma_max"))
   tied = cat("tied_top").astype(bool)
   m, h = mean_ci(rj)
   mo, ho = mean_ci(ro)

@@ -1,22 +1,14 @@
 """Fingerprint accuracy vs retrieval: every training objective, the same encoder and pools.
 
-``train_and_evaluate(config, workdir)`` runs two measurements and writes ``results.json`` and
-PNG plots into ``workdir``; finished parts are kept in ``<workdir>/cells/`` (``core.CellStore``)
-and the training grid checkpoints inside itself (``core.Sweep``), so a rerun resumes.
+``train_and_evaluate(config, workdir)`` runs two measurements (``configs/default.py`` describes
+them) and writes ``results.json`` and its plots into ``workdir``; finished parts are kept in
+``<workdir>/cells/`` and the training grid checkpoints inside itself, so a rerun resumes.
 
-1. **Objectives** (real molecules shipped with RDKit, *simulated* spectra: a proxy for MS/MS).
-   One spectrum encoder is trained with every objective of ``config.losses`` x ``seeds``
-   as one vmapped grid on ``core.Sweep`` (each objective is a weighting of the six base
-   losses, a traced hyperparameter, so one program trains them all). Test queries are
-   evaluated on three candidate pools (mass, hard = Tanimoto neighbours, random): mean
-   thresholded Tanimoto, cont-IoU, cosine, and HR@{1,5,20} under cosine / Tanimoto /
-   cont-IoU retrieval (reference tie-breaking: eps-noise). Trivial baselines on the same
-   pools: random ranking, the input-independent bit-frequency prior, and a nearest-neighbour
-   spectrum lookup (mean fingerprint of the 5 most cosine-similar training spectra).
-2. **Toy regret (exact).** Small fingerprints (F bits), ``n`` candidates made by flipping bits
-   of a random base vector, Dirichlet(1) posteriors: the Jaccard-Bayes fingerprint found by
-   enumerating all 2^F vectors and the BCE-Bayes marginals with cosine retrieval, their HR@1
-   regret against the Bayes retrieval decision, binned by the pool's σ_max.
+1. **Objectives**: one spectrum encoder per objective of ``config.losses`` x seed, trained as one
+   ``core.Sweep`` grid (an objective is a traced weighting of the base losses), scored on three
+   test pools beside the trivial baselines (``evaluate.py``).
+2. **Toy regret (exact)**: the Jaccard-Bayes and BCE-marginal decisions against the Bayes
+   retrieval decision on small enumerable problems (``toy.py``).
 """
 
 from __future__ import annotations
@@ -99,7 +91,7 @@ def _model(cfg: ml_collections.ConfigDict, key) -> M.FingerprintMLP:
   )
 
 
-def _train(cfg: ml_collections.ConfigDict, d: dict, cells: core.CellStore):
+def _train(cfg: ml_collections.ConfigDict, d: dict, checkpoint_dir):
   """All objectives x seeds as one core.Sweep grid; returns the [R] params and the history."""
   names = [(loss, s) for loss in cfg.losses for s in range(cfg.seeds)]
   weights = np.stack([M.loss_weights(loss, comb_weight=cfg.comb_weight) for loss, _ in names])
@@ -126,15 +118,9 @@ def _train(cfg: ml_collections.ConfigDict, d: dict, cells: core.CellStore):
 
     def loss_fn(p):
       logits = nnx.merge(graphdef, p)(x, key=jax.random.fold_in(k, 7))
+      w, gamma, temperature = hp["w"], cfg.focal_gamma, cfg.temperature
       return M.weighted_loss(
-        logits,
-        fp,
-        cand,
-        labels,
-        mask,
-        hp["w"],
-        gamma=cfg.focal_gamma,
-        temperature=cfg.temperature,
+        logits, fp, cand, labels, mask, w, gamma=gamma, temperature=temperature
       )
 
     (loss, parts), g = jax.value_and_grad(loss_fn, has_aux=True)(params)
@@ -142,19 +128,10 @@ def _train(cfg: ml_collections.ConfigDict, d: dict, cells: core.CellStore):
     return (optax.apply_updates(params, upd), opt), {"loss": loss, "parts": parts}
 
   data = {k: jnp.asarray(d[k]) for k in ("train", "spectra", "fps", "train_pool", "train_labels")}
-  sweep = core.Sweep(init_fn, step_fn)
-  ckpt = cells.checkpoint_dir("train")
-  res = sweep.run(
-    {"w": weights},
-    keys,
-    num_steps=cfg.steps,
-    chunk_size=cfg.chunk or cfg.steps,
-    data=data,
-    checkpoint_dir=ckpt,
-    desc="objectives x seeds",
-  )
-  if ckpt.exists():
-    ckpt.rmtree()
+  res = core.Sweep(init_fn, step_fn).run(
+    {"w": weights}, keys, num_steps=cfg.steps, chunk_size=cfg.chunk or cfg.steps, data=data,
+    checkpoint_dir=checkpoint_dir, desc="objectives x seeds",
+  )  # fmt: skip
   return names, graphdef, res
 
 
@@ -164,16 +141,15 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
   for loss in cfg.losses:
     core.validate_choice(loss, name="losses", allowed=M.LOSSES)
   core.validate_choice(cfg.train_pool, name="train_pool", allowed=POOLS)
-  if cfg.seeds < 2:
-    raise ValueError(f"seeds must be >= 2 (the claims need a seed spread), got {cfg.seeds}")
+  core.validate_seeds(cfg.seeds, name="seeds", min_count=2)  # the claims need a seed spread
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
   cells = core.CellStore(workdir / "cells")
   d = _prepare_data(cfg, workdir)
 
-  def run_objectives(_):
-    names, graphdef, res = _train(cfg, d, cells)
+  def run_objectives(checkpoint_dir):
+    names, graphdef, res = _train(cfg, d, checkpoint_dir)
     ev = evaluation.evaluate_runs(cfg, d, names, graphdef, res.state[0])
     hist = np.asarray(res.history["loss"])
     ev["final_train_loss"] = {

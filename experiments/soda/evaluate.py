@@ -78,7 +78,7 @@ def best_curves(rows: list[dict], task_cfg: Any, hib: bool) -> dict[str, dict]:
   """The seed-mean eval curve of each family's best run at the longest horizon (and of the
   bases' best run at wd = 0), by legend label: ``{label: {"steps": [E], "curve": [E]}}``."""
   t, out = max(task_cfg["horizons"]), {}
-  for fam in ("adamw", "soda_adamw", "soda_adamw_zero", "muon", "soda_muon"):
+  for fam in ("adamw", "soda_adamw", "muon", "soda_muon"):
     best = _best(rows, t, fam, hib)
     if best is not None:
       hp = ", ".join(f"{k} {best[k]:g}" for k in ("lr", "wd") if k in best)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 GROUPS = {
   "muon": ("muon",),
   "soda_muon": ("soda_muon",),
-  "adam": ("adamw", "soda_adamw", "soda_adamw_zero"),
+  "adam": ("adamw", "soda_adamw"),
 }
 
 
@@ -50,8 +50,6 @@ def family_grid(task_cfg: Any) -> list[tuple[str, dict[str, float]]]:
       runs.append(("adamw", {"lr": lr, "wd": wd}))
   for lr in task_cfg.soda_adamw_lrs:
     runs.append(("soda_adamw", {"lr": lr}))
-  for lr in task_cfg.get("soda_zero_lrs", ()):
-    runs.append(("soda_adamw_zero", {"lr": lr}))
   for lr in task_cfg.get("muon_lrs", ()):
     for wd in task_cfg.muon_wds:
       runs.append(("muon", {"lr": lr, "wd": wd, "adam_lr": task_cfg.muon_adam_lr}))

@@ -219,8 +219,6 @@ def lm_task(cfg: Any) -> dict[str, Any]:
     return win[:, :-1], win[:, 1:]
 
   def eval_fn(params, shard=lambda t: t):  # bits per token (per byte for the byte-level text)
-    if val_chunks[0].shape[0] == 1:
-      return _nll(graphdef, params, *shard((val_x, val_y))) / math.log(2.0)
     per_chunk = jax.lax.map(lambda xy: _nll(graphdef, params, *shard(xy)), val_chunks)
     return per_chunk.mean() / math.log(2.0)  # equal chunks: the mean over every window
 

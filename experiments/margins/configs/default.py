@@ -132,11 +132,9 @@ REPORT = R.Report(
         xticks=True,
         series=(
           R.Series(x="d", y="fitted", color="C0", label="fitted (margin obj.)"),
-          R.Series(
-            x="d", y="sigmoid", style="s--", color="C1", label="sigmoid (mean m_0)", when="sigmoid"
-          ),
-          R.Series(
-            x="d", y="infonce", style="^--", color="C2", label="infonce (mean m_0)", when="infonce"
+          *(
+            R.Series(x="d", y=loss, style=style, color=color, label=f"{loss} (mean m_0)", when=loss)
+            for loss, style, color in (("sigmoid", "s--", "C1"), ("infonce", "^--", "C2"))
           ),
           R.Series(x="d", y="cs_svm", style="d-", color="C3", label="CS, max-margin queries"),
           R.Series(x="d", y="cs_sum", style="x:", color="C4", label="CS, sum queries"),

@@ -260,17 +260,14 @@ CLAIMS = (
     fmt=".4f",
     requires=[
       _NO_TIES,
-      dict(
-        metric="derived.toy_low_count",
-        op=">=",
-        value=30,
-        why="the low band (σ_max < 0.5) holds enough deduplicated problems for a mean",
-      ),
-      dict(
-        metric="derived.toy_high_count",
-        op=">=",
-        value=30,
-        why="the high band (σ_max >= 0.75) holds enough deduplicated problems for a mean",
+      *(
+        dict(
+          metric=f"derived.toy_{band}_count",
+          op=">=",
+          value=30,
+          why=f"the {band} band ({where}) holds enough deduplicated problems for a mean",
+        )
+        for band, where in (("low", "σ_max < 0.5"), ("high", "σ_max >= 0.75"))
       ),
     ],
     baselines={"as drawn, ties included": "derived.toy_raw_regret_high_minus_low"},

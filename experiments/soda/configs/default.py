@@ -32,7 +32,6 @@ def _digits():
       num_train=1000, data_seed=0, hidden=128, batch_size=32,
       horizons=(250, 500, 1000, 2000, 4000, 8000), num_seeds=5, adamw_lrs=(1e-3, 3e-3, 1e-2),
       adamw_wds=(0.0, 0.1, 1.0, 10.0), soda_adamw_lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1),
-      soda_zero_lrs=(),
       # Muon arms: planned as below when the AdamW arms were run, switched on (with the reduced
       # horizons and seeds) before any Muon result was seen.
       muon_lrs=(3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0), muon_adam_lr=3e-3,

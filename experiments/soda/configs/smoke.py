@@ -11,7 +11,6 @@ def get_config():
   config.digits.update(
     dict(
       horizons=(60,), num_seeds=1, adamw_lrs=(3e-3,), adamw_wds=(0.0, 1.0), soda_adamw_lrs=(3e-3,),
-      soda_zero_lrs=(3e-3,),
       muon_lrs=(),  # Muon arms are covered by the unit tests
       soda_muon_lrs=(), hidden=32, chunk=60,
     )
