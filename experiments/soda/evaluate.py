@@ -12,18 +12,12 @@ import numpy as np
 from experiments.soda.grid import base_horizons, group_horizons, group_seeds
 
 
-def higher_is_better(task: str, tcfg: Any) -> bool:
-  """digits: test accuracy (higher) or test NLL (lower, ``metric='nll'``); lm: bits/char."""
-  return task == "digits" and tcfg.get("metric", "accuracy") == "accuracy"
-
-
-def _summaries(task_out: dict, task: str, tcfg: Any = None) -> list[dict]:
+def _summaries(task_out: dict, task: str) -> list[dict]:
   """One row per (horizon, family, hp): mean/std over seeds of the final eval.
 
-  ``metric`` is the claims' metric (see :func:`higher_is_better`); digits rows also carry
-  ``accuracy`` and ``nll`` (means) and their seed std.
+  ``metric`` is the claims' metric, lower is better for both tasks: digits test NLL (its rows
+  also carry ``accuracy`` and ``nll`` means and their seed std), lm validation bits per token.
   """
-  use_nll = task == "digits" and tcfg is not None and tcfg.get("metric", "accuracy") == "nll"
   rows = []
   for res in task_out["runs"]:
     curve = np.asarray(res["curve"])  # [S, E] or [S, E, 2]
@@ -32,21 +26,18 @@ def _summaries(task_out: dict, task: str, tcfg: Any = None) -> list[dict]:
     row.update(metric=None, metric_std=None)  # their place in the row
     if task == "digits":
       acc, nll = fin[:, 0], fin[:, 1]
-      main = nll if use_nll else acc
       row.update(accuracy=float(acc.mean()), accuracy_std=float(acc.std()),
                  nll=float(nll.mean()), nll_std=float(nll.std()))  # fmt: skip
-      fin, curve = main, curve[:, :, 1]
+      fin, curve = nll, curve[:, :, 1]
     row.update(metric=float(fin.mean()), metric_std=float(fin.std()), per_seed=fin.tolist(),
                curve=curve.mean(0).tolist())  # fmt: skip
     rows.append(row)
   return rows
 
 
-def _best(
-  rows: list[dict], horizon: int, family: str, higher_is_better: bool, **fixed: float
-) -> dict | None:
+def _best(rows: list[dict], horizon: int, family: str, **fixed: float) -> dict | None:
   """The row of ``family`` at ``horizon`` (with the ``fixed`` hyperparameters) whose seed-mean
-  metric is best, or ``None`` when there is none. A non-finite mean (a diverged run) ranks last,
+  metric is lowest (best), or ``None`` when there is none. A non-finite mean (a diverged run) ranks last,
   so it is chosen only when every candidate diverged."""
   cand = [
     r
@@ -57,14 +48,7 @@ def _best(
   ]
   if not cand:
     return None
-  sign = 1.0 if higher_is_better else -1.0
-  return max(cand, key=lambda r: sign * r["metric"] if math.isfinite(r["metric"]) else -math.inf)
-
-
-def _metric_label(task: str, cfg: Any) -> str:
-  if task == "lm":
-    return "val bits/char"
-  return "test NLL (nats)" if cfg.get("metric", "accuracy") == "nll" else "test accuracy"
+  return min(cand, key=lambda r: r["metric"] if math.isfinite(r["metric"]) else math.inf)
 
 
 def _bases(task_cfg: Any) -> list[tuple[str, str, str]]:
@@ -74,16 +58,16 @@ def _bases(task_cfg: Any) -> list[tuple[str, str, str]]:
   )
 
 
-def best_curves(rows: list[dict], task_cfg: Any, hib: bool) -> dict[str, dict]:
+def best_curves(rows: list[dict], task_cfg: Any) -> dict[str, dict]:
   """The seed-mean eval curve of each family's best run at the longest horizon (and of the
   bases' best run at wd = 0), by legend label: ``{label: {"steps": [E], "curve": [E]}}``."""
   t, out = max(task_cfg["horizons"]), {}
   for fam in ("adamw", "soda_adamw", "muon", "soda_muon"):
-    best = _best(rows, t, fam, hib)
+    best = _best(rows, t, fam)
     if best is not None:
       hp = ", ".join(f"{k} {best[k]:g}" for k in ("lr", "wd") if k in best)
       out[f"{fam} ({hp})"] = {"steps": best["steps"], "curve": best["curve"]}
-    w0 = _best(rows, t, fam, hib, wd=0.0) if fam in ("adamw", "muon") else None
+    w0 = _best(rows, t, fam, wd=0.0) if fam in ("adamw", "muon") else None
     if w0 is not None and w0 is not best:
       out[f"{fam} wd=0 (lr {w0['lr']:g})"] = {"steps": w0["steps"], "curve": w0["curve"]}
   return out
@@ -104,9 +88,9 @@ def report_view(record: dict) -> dict:
     m, tcfg = record["metrics"].get(task), record["config"][task]
     if not m:
       continue
-    hib, bases = higher_is_better(task, tcfg), _bases(tcfg)
+    bases = _bases(tcfg)
     rows = [{**r, "metric": float(r["metric"])} for r in m["rows"]]  # records write NaN as 'nan'
-    best = lambda t, fam, **fixed: _best(rows, t, fam, hib, **fixed)
+    best = lambda t, fam, **fixed: _best(rows, t, fam, **fixed)
     cell = lambda r, *ks: {} if r is None else {**r, "hp": ", ".join(f"{r[k]:g}" for k in ks)}
     muon = f"; Muon arms: horizons {list(group_horizons(tcfg, 'muon'))}, "
     v = tasks[task] = {
@@ -146,19 +130,14 @@ def report_view(record: dict) -> dict:
   return {"tasks": tasks}
 
 
-def _claims(
-  rows: list[dict], cfg: Any, higher_is_better: bool, base: str, wrapped: str
-) -> list[dict]:
+def _claims(rows: list[dict], cfg: Any, base: str, wrapped: str) -> list[dict]:
   """Per horizon: best tuned wd, best SODA, and the gap in seed-std units."""
   out = []
   for t in base_horizons(cfg, base):
-    b = _best(rows, t, base, higher_is_better)
-    s = _best(rows, t, wrapped, higher_is_better)
-    b0 = _best(rows, t, base, higher_is_better, wd=0.0)
+    b, s, b0 = _best(rows, t, base), _best(rows, t, wrapped), _best(rows, t, base, wd=0.0)
     if b is None or s is None:
       continue
-    sign = 1 if higher_is_better else -1
-    gap = sign * (s["metric"] - b["metric"])  # > 0: SODA better
+    gap = b["metric"] - s["metric"]  # > 0: SODA better
     noise = math.sqrt(b["metric_std"] ** 2 + s["metric_std"] ** 2) + 1e-12
     out.append(
       {
@@ -172,13 +151,13 @@ def _claims(
         "soda_lr": s["lr"],
         "soda_minus_best_base": gap,
         "gap_in_seed_std": gap / noise,
-        "soda_beats_wd0": (sign * (s["metric"] - b0["metric"]) > 0) if b0 else None,
+        "soda_beats_wd0": (s["metric"] < b0["metric"]) if b0 else None,
       }
     )
   return out
 
 
-def _wd_transfer(rows: list[dict], cfg: Any, higher_is_better: bool, base: str) -> dict | None:
+def _wd_transfer(rows: list[dict], cfg: Any, base: str) -> dict | None:
   """How much a weight decay tuned at one end of the horizon range costs at the other end.
 
   With ``wd_s`` / ``wd_l`` the best weight decay (lr x wd grid) at the shortest / longest
@@ -189,20 +168,19 @@ def _wd_transfer(rows: list[dict], cfg: Any, higher_is_better: bool, base: str) 
   """
   hs = base_horizons(cfg, base)
   t_s, t_l = min(hs), max(hs)
-  bs, bl = _best(rows, t_s, base, higher_is_better), _best(rows, t_l, base, higher_is_better)
+  bs, bl = _best(rows, t_s, base), _best(rows, t_l, base)
   if bs is None or bl is None:
     return None
-  sign = 1 if higher_is_better else -1
 
   def penalty(t, best, wd):
-    other = _best(rows, t, base, higher_is_better, wd=wd)
-    gap = sign * (best["metric"] - other["metric"])
+    other = _best(rows, t, base, wd=wd)
+    gap = other["metric"] - best["metric"]
     return gap / (math.sqrt(best["metric_std"] ** 2 + other["metric_std"] ** 2) + 1e-12)
 
   return {
     "base": base,
-    "best_wd_by_horizon": {str(t): _best(rows, t, base, higher_is_better)["wd"] for t in hs},
-    "best_lr_by_horizon": {str(t): _best(rows, t, base, higher_is_better)["lr"] for t in hs},
+    "best_wd_by_horizon": {str(t): _best(rows, t, base)["wd"] for t in hs},
+    "best_lr_by_horizon": {str(t): _best(rows, t, base)["lr"] for t in hs},
     "penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),
     "penalty_at_shortest_in_std": penalty(t_s, bs, bl["wd"]),
   }
@@ -222,9 +200,7 @@ def _edge(value: float, grid: list[float], *, lower: bool = True) -> str:
   return ""
 
 
-def grid_edges(
-  rows: list[dict], cfg: Any, higher_is_better: bool, base: str, wrapped: str
-) -> dict[str, dict]:
+def grid_edges(rows: list[dict], cfg: Any, base: str, wrapped: str) -> dict[str, dict]:
   """Per horizon of ``base``: does each tuned optimum lie inside the grid that was run?
 
   The best ``base`` run (lr x wd) and the best ``wrapped`` (SODA) run (lr) at ``T`` are compared
@@ -235,8 +211,7 @@ def grid_edges(
   """
   out = {}
   for t in base_horizons(cfg, base):
-    b = _best(rows, t, base, higher_is_better)
-    s = _best(rows, t, wrapped, higher_is_better)
+    b, s = _best(rows, t, base), _best(rows, t, wrapped)
     if b is None or s is None:
       continue
     grid = lambda fam, key: sorted(
@@ -260,13 +235,12 @@ def task_metrics(task: str, tcfg: Any, out: dict) -> dict:
   """The metrics block of one task from its runs (``train._run_task``'s ``{"runs", "meta"}``):
   the per-run rows, the per-horizon claims, the weight-decay transfer, the grid edges, the
   metric's label and the best runs' curves, with the task's meta data and its seconds."""
-  hib = higher_is_better(task, tcfg)
-  rows = _summaries(out, task, tcfg)
+  rows = _summaries(out, task)
   claims, transfer, edges = [], [], {}
   for base, wrapped, _ in _bases(tcfg):
-    claims += _claims(rows, tcfg, hib, base, wrapped)
-    edges[base] = grid_edges(rows, tcfg, hib, base, wrapped)
-    tr = _wd_transfer(rows, tcfg, hib, base)
+    claims += _claims(rows, tcfg, base, wrapped)
+    edges[base] = grid_edges(rows, tcfg, base, wrapped)
+    tr = _wd_transfer(rows, tcfg, base)
     if tr is not None:
       transfer.append(tr)
   return {
@@ -274,8 +248,8 @@ def task_metrics(task: str, tcfg: Any, out: dict) -> dict:
     "claims": claims,
     "wd_transfer": transfer,
     "grid_edges": edges,
-    "metric": _metric_label(task, tcfg),
-    "curves": best_curves(rows, tcfg, hib),
+    "metric": "test NLL (nats)" if task == "digits" else "val bits/char",
+    "curves": best_curves(rows, tcfg),
     **out["meta"],
     "seconds": sum(r["seconds"] for r in out["runs"]),
   }

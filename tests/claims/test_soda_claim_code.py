@@ -21,7 +21,7 @@ def _grid():
 
 
 def _tcfg():
-  return ml_collections.ConfigDict({"horizons": (100, 1000), "metric": "nll"})
+  return ml_collections.ConfigDict({"horizons": (100, 1000)})
 
 
 def _r(t, family, lr, wd, metric, std):
@@ -51,12 +51,6 @@ def _rows():
   ]
 
 
-def test_higher_is_better(evaluate):
-  assert evaluate.higher_is_better("digits", ml_collections.ConfigDict({"metric": "accuracy"}))
-  assert not evaluate.higher_is_better("digits", _tcfg())
-  assert not evaluate.higher_is_better("lm", ml_collections.ConfigDict({}))
-
-
 def test_summaries(evaluate):
   curve = np.zeros((3, 2, 2))  # [seeds, evals, (accuracy, NLL)]
   curve[:, -1] = [[0.9, 0.3], [0.8, 0.5], [0.85, 0.4]]
@@ -66,25 +60,22 @@ def test_summaries(evaluate):
       {"horizon": 100, "family": "adamw", "hp": {"lr": 0.1}, "steps": [1, 2], "curve": curve}
     ]
   }
-  (row,) = evaluate._summaries(out, "digits", _tcfg())
-  assert row["metric"] == pytest.approx(0.4)  # NLL, the configured metric
+  (row,) = evaluate._summaries(out, "digits")
+  assert row["metric"] == pytest.approx(0.4)  # NLL, the claims' metric
   assert row["metric_std"] == pytest.approx(math.sqrt(0.02 / 3))  # population std over seeds
   assert row["accuracy"] == pytest.approx(0.85)
   assert row["curve"] == pytest.approx([2.0, 0.4])  # NLL curve, seed mean
-  (row,) = evaluate._summaries(out, "digits", ml_collections.ConfigDict({"metric": "accuracy"}))
-  assert row["metric"] == pytest.approx(0.85)
 
 
 def test_best(evaluate):
   rows = _rows()
-  assert evaluate._best(rows, 1000, "adamw", False)["metric"] == 0.25
-  assert evaluate._best(rows, 1000, "adamw", True)["metric"] == 0.35
-  assert evaluate._best(rows, 1000, "adamw", False, wd=0.1)["metric"] == 0.33
-  assert evaluate._best(rows, 10, "adamw", False) is None
+  assert evaluate._best(rows, 1000, "adamw")["metric"] == 0.25
+  assert evaluate._best(rows, 1000, "adamw", wd=0.1)["metric"] == 0.33
+  assert evaluate._best(rows, 10, "adamw") is None
 
 
 def test_claims_per_horizon(evaluate):
-  cs = evaluate._claims(_rows(), _tcfg(), False, "adamw", "soda_adamw")
+  cs = evaluate._claims(_rows(), _tcfg(), "adamw", "soda_adamw")
   c100, c1000 = cs
   # Gap signed so > 0 favours SODA: -(SODA - best tuned) / sqrt(std_b^2 + std_s^2).
   assert c100["soda_minus_best_base"] == pytest.approx(-0.01)
@@ -96,7 +87,7 @@ def test_claims_per_horizon(evaluate):
 
 
 def test_wd_transfer(evaluate):
-  tr = evaluate._wd_transfer(_rows(), _tcfg(), False, "adamw")
+  tr = evaluate._wd_transfer(_rows(), _tcfg(), "adamw")
   assert tr["best_wd_by_horizon"] == {"100": 0.1, "1000": 0.01}
   # At T = 1000 with the wd tuned at T = 100 (0.1): best 0.33 +- 0.03 vs 0.25 +- 0.04.
   assert tr["penalty_at_longest_in_std"] == pytest.approx(0.08 / 0.05, rel=1e-6)
@@ -108,8 +99,8 @@ def test_derived_metrics(evaluate):
   rows = _rows()
   m = {
     "digits": {
-      "claims": evaluate._claims(rows, _tcfg(), False, "adamw", "soda_adamw"),
-      "wd_transfer": [evaluate._wd_transfer(rows, _tcfg(), False, "adamw")],
+      "claims": evaluate._claims(rows, _tcfg(), "adamw", "soda_adamw"),
+      "wd_transfer": [evaluate._wd_transfer(rows, _tcfg(), "adamw")],
     }
   }
   d = evaluate.derived_metrics(m)
@@ -138,7 +129,7 @@ def _edge_rows():
 
 
 def test_grid_edges(evaluate):
-  e = evaluate.grid_edges(_edge_rows(), _tcfg(), False, "adamw", "soda_adamw")
+  e = evaluate.grid_edges(_edge_rows(), _tcfg(), "adamw", "soda_adamw")
   assert e["100"] == {
     "base_lr": 0.1,
     "base_lr_edge": "",
@@ -159,13 +150,13 @@ def test_grid_edges_weight_decay_zero_is_not_an_edge(evaluate):
   for r in rows:  # make (lr 0.1, wd 0) AdamW's best: wd 0 bounds the search space itself
     if r["family"] == "adamw":
       r["metric"] = 0.2 if (r["lr"], r["wd"]) == (0.1, 0.0) else 0.6
-  e = evaluate.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")["100"]
+  e = evaluate.grid_edges(rows, _tcfg(), "adamw", "soda_adamw")["100"]
   assert (e["base_wd"], e["base_wd_edge"], e["at_edge"]) == (0.0, "", 0)
   # The bottom lr is an edge on its own (without the top one being reached).
   for r in rows:
     if r["family"] == "soda_adamw":
       r["metric"] = 0.1 if r["lr"] == 0.01 else 0.6
-  e = evaluate.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")["100"]
+  e = evaluate.grid_edges(rows, _tcfg(), "adamw", "soda_adamw")["100"]
   assert (e["soda_lr_edge"], e["at_edge"], e["base_at_edge"]) == ("low", 1, 0)
 
 
@@ -174,7 +165,7 @@ def test_grid_edges_of_a_one_point_grid(evaluate):
   rows = [_r(100, "adamw", 0.1, 0.0, 0.3, 0.01), _r(100, "adamw", 0.1, 1.0, 0.4, 0.01)]
   rows.append(_r(100, "soda_adamw", 0.1, None, 0.3, 0.01))
   cfg = ml_collections.ConfigDict({"horizons": (100,)})
-  e = evaluate.grid_edges(rows, cfg, False, "adamw", "soda_adamw")["100"]
+  e = evaluate.grid_edges(rows, cfg, "adamw", "soda_adamw")["100"]
   assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("low", "low", 2)
 
 
@@ -182,8 +173,8 @@ def test_derived_edge_horizons(evaluate):
   rows = _edge_rows()
   m = {
     "digits": {
-      "claims": evaluate._claims(rows, _tcfg(), False, "adamw", "soda_adamw"),
-      "grid_edges": {"adamw": evaluate.grid_edges(rows, _tcfg(), False, "adamw", "soda_adamw")},
+      "claims": evaluate._claims(rows, _tcfg(), "adamw", "soda_adamw"),
+      "grid_edges": {"adamw": evaluate.grid_edges(rows, _tcfg(), "adamw", "soda_adamw")},
     }
   }
   d = evaluate.derived_metrics(m)
@@ -192,9 +183,7 @@ def test_derived_edge_horizons(evaluate):
   for r in rows:  # T = 100: SODA's best lr moves to the top of its grid, one optimum at an edge
     if r["horizon"] == 100 and r["family"] == "soda_adamw":
       r["metric"] = 0.1 if r["lr"] == 1.0 else 0.6
-  m["digits"]["grid_edges"]["adamw"] = evaluate.grid_edges(
-    rows, _tcfg(), False, "adamw", "soda_adamw"
-  )
+  m["digits"]["grid_edges"]["adamw"] = evaluate.grid_edges(rows, _tcfg(), "adamw", "soda_adamw")
   d = evaluate.derived_metrics(m)
   assert d["digits_adamw_horizons_at_edge"] == [100, 1000]
   assert d["digits_adamw_optima_at_edge"] == 4
@@ -263,16 +252,16 @@ def test_grid_edges_of_an_extended_grid(evaluate):
     for wd in (0.0, 0.3, 3.0)
   ]
   soda = [_r(100, "soda_muon", lr, None, m, 0.01) for lr, m in ((1e-3, 0.2), (3e-3, 0.4))]
-  e = evaluate.grid_edges(first + soda, cfg, False, "muon", "soda_muon")["100"]
+  e = evaluate.grid_edges(first + soda, cfg, "muon", "soda_muon")["100"]
   assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("high", "low", 2)
   ext2 = [_r(100, "muon", lr, 0.3, m, 0.01) for lr, m in ((1.0, 0.3), (3.0, 0.9))]
   ext2 += [_r(100, "soda_muon", lr, None, m, 0.01) for lr, m in ((1e-4, 0.6), (3e-4, 0.3))]
-  e = evaluate.grid_edges(first + soda + ext2, cfg, False, "muon", "soda_muon")["100"]
+  e = evaluate.grid_edges(first + soda + ext2, cfg, "muon", "soda_muon")["100"]
   assert (e["base_lr"], e["soda_lr"]) == (0.3, 1e-3)
   assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("", "", 0)
   # If the added point past the edge is better still, the optimum moved with the edge.
   ext2[0]["metric"], ext2[1]["metric"] = 0.15, 0.1  # lr 3 best: the new top
-  e = evaluate.grid_edges(first + soda + ext2, cfg, False, "muon", "soda_muon")["100"]
+  e = evaluate.grid_edges(first + soda + ext2, cfg, "muon", "soda_muon")["100"]
   assert (e["base_lr"], e["base_lr_edge"], e["base_at_edge"]) == (3.0, "high", 1)
 
 
@@ -282,6 +271,5 @@ def test_best_ranks_a_diverged_run_last(evaluate):
     _r(100, "soda_adamw", 1.0, None, 0.4, 0.01),
     _r(100, "soda_adamw", 0.1, None, 0.3, 0.01),
   ]
-  assert evaluate._best(rows, 100, "soda_adamw", False)["lr"] == 0.1
-  assert evaluate._best(rows, 100, "soda_adamw", True)["lr"] == 1.0
-  assert evaluate._best(rows[:1], 100, "soda_adamw", False)["lr"] == 3.0  # all diverged: that one
+  assert evaluate._best(rows, 100, "soda_adamw")["lr"] == 0.1
+  assert evaluate._best(rows[:1], 100, "soda_adamw")["lr"] == 3.0  # all diverged: that one

@@ -111,13 +111,13 @@ def test_wd_transfer_penalty_and_gap_by_hand():
     row(1000, "soda_adamw", 0.1, 0.6, 0.0),
   ]
   cfg = ConfigDict({"horizons": (100, 1000)})
-  tr = evaluation._wd_transfer(rows, cfg, False, "adamw")
+  tr = evaluation._wd_transfer(rows, cfg, "adamw")
   assert tr["best_wd_by_horizon"] == {"100": 0.0, "1000": 1.0}
   # At T=1000 with T=100's wd 0: 0.9 vs the best 0.5, over sqrt(0.8^2 + 0.6^2) = 1.
   np.testing.assert_allclose(tr["penalty_at_longest_in_std"], 0.4)
   # At T=100 with T=1000's wd 1: 1.2 vs 1.0, over sqrt(0.3^2 + 0.1^2).
   np.testing.assert_allclose(tr["penalty_at_shortest_in_std"], 0.2 / np.sqrt(0.1))
-  claims = evaluation._claims(rows, cfg, False, "adamw", "soda_adamw")
+  claims = evaluation._claims(rows, cfg, "adamw", "soda_adamw")
   # SODA - best base, signed so > 0 favours SODA: -0.1/0.3 at T=100, -0.1/0.8 at T=1000.
   np.testing.assert_allclose([c["gap_in_seed_std"] for c in claims], [-1 / 3, -0.125])
   derived = evaluation.derived_metrics({"digits": {"claims": claims, "wd_transfer": [tr]}})
@@ -298,10 +298,10 @@ def test_muon_claims_use_the_muon_horizons():
     {"horizon": t, "family": "soda_muon", "lr": 0.1, "metric": m, "metric_std": 0.1}
     for t, m in ((100, 1.1), (1000, 0.5))
   ]
-  tr = evaluation._wd_transfer(rows, cfg, False, "muon")
+  tr = evaluation._wd_transfer(rows, cfg, "muon")
   assert tr["best_wd_by_horizon"] == {"100": 0.0, "1000": 1.0}
   np.testing.assert_allclose(tr["penalty_at_longest_in_std"], 0.4 / np.sqrt(0.02))
-  claims = evaluation._claims(rows, cfg, False, "muon", "soda_muon")
+  claims = evaluation._claims(rows, cfg, "muon", "soda_muon")
   assert [c["horizon"] for c in claims] == [100, 1000]
 
 

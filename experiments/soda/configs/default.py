@@ -28,7 +28,6 @@ def _digits():
   return ml_collections.ConfigDict(
     dict(
       enabled=True,
-      metric="nll",  # the claims' metric: test NLL (lower is better); accuracy is also recorded
       num_train=1000, data_seed=0, hidden=128, batch_size=32,
       horizons=(250, 500, 1000, 2000, 4000, 8000), num_seeds=5, adamw_lrs=(1e-3, 3e-3, 1e-2),
       adamw_wds=(0.0, 0.1, 1.0, 10.0), soda_adamw_lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1),
