@@ -45,15 +45,15 @@ def pool_ties(fps: np.ndarray, pool: np.ndarray, query: np.ndarray) -> dict:
   }
 
 
-def data_summary(d: dict, *, raw_pools: bool) -> dict:
-  """Sizes, bit density, σ bands, duplicate rates and ties of the prepared data's test pools.
+def data_summary(d: dict) -> dict:
+  """Sizes, bit density, σ bands, duplicate rates and ties of the prepared data's test pools,
+  and (``raw_pool_ties``) the ties of the pools before deduplication.
 
   Args:
     d: the prepared data (``train._prepare_data``).
-    raw_pools: also report the ties of the pools before deduplication (``<pool>_raw_pool``).
   """
   fps, test = d["fps"], d["test"]
-  out = {
+  return {
     "molecules": int(fps.shape[0]),
     "train": int(d["train"].shape[0]),
     "test_queries": int(test.shape[0]),
@@ -66,10 +66,8 @@ def data_summary(d: dict, *, raw_pools: bool) -> dict:
     },
     "pool_ties": {m: pool_ties(fps, d[f"{m}_pool"], test) for m in POOLS},
     "spectra": "simulated (proxy for MS/MS)",
+    "raw_pool_ties": {m: pool_ties(fps, d[f"{m}_raw_pool"], test) for m in POOLS},
   }
-  if raw_pools:
-    out["raw_pool_ties"] = {m: pool_ties(fps, d[f"{m}_raw_pool"], test) for m in POOLS}
-  return out
 
 
 # Arrays go in as arguments, not closed-over constants (XLA would constant-fold them).

@@ -62,7 +62,7 @@ def _compute_data(cfg: ml_collections.ConfigDict) -> dict:
     "test": test_q.astype(np.int32),
     "prep_s": np.float64(time.time() - t0),
   }
-  uniq = dict(unique_fingerprints=cfg.unique_pools)
+  uniq = dict(unique_fingerprints=True)  # no fingerprint twice in a pool: no ties
   tr = M.build_candidates(
     fps, masses, train, mode=cfg.train_pool, size=cfg.train_cands, seed=cfg.seed + 1, **uniq
   )
@@ -72,8 +72,8 @@ def _compute_data(cfg: ml_collections.ConfigDict) -> dict:
     cs = M.build_candidates(fps, masses, test_q, **kw, **uniq)
     out[f"{mode}_pool"], out[f"{mode}_labels"] = cs.index, cs.labels
     out[f"{mode}_smin"], out[f"{mode}_smax"] = cs.sigma_min, cs.sigma_max
-    if cfg.unique_pools:  # the pools as they were before deduplication: their ties, reported
-      out[f"{mode}_raw_pool"] = M.build_candidates(fps, masses, test_q, **kw).index
+    # The pools as they were before deduplication: their ties, reported.
+    out[f"{mode}_raw_pool"] = M.build_candidates(fps, masses, test_q, **kw).index
   return out
 
 
@@ -160,7 +160,7 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
   ev = cells.get_or_compute("objectives", run_objectives)
   toy_rows = cells.get_or_compute("toy", lambda _: toy.toy_rows(cfg))
   metrics = {
-    "data": evaluation.data_summary(d, raw_pools=cfg.unique_pools),
+    "data": evaluation.data_summary(d),
     "seeds": cfg.seeds,
     "objectives": evaluation.summarise(cfg, ev),
     "runs": ev["runs"],
@@ -177,7 +177,7 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
     notes=(
       "Real molecules shipped with RDKit (unique InChIKey skeletons), folded Morgan "
       "fingerprints, SIMULATED fragmentation spectra (a proxy for MS/MS, not measurements). "
-      "Pools deduplicated by fingerprint when unique_pools is set; toy problems summarised "
+      "Pools deduplicated by fingerprint; toy problems summarised "
       "both as drawn and deduplicated (identical candidates merged, empty ones dropped). "
       "One encoder per objective x seed trained as one vmapped grid; final checkpoint (no "
       "per-metric selection). HR@k ties broken by eps-noise as the reference. Absolute numbers "

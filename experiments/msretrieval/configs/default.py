@@ -10,10 +10,10 @@ with 64-candidate pools (mass, hard, random) drawn from the whole library. Seven
 32 on 32-candidate mass pools, MLP 2 x 128 + embedding 128. Toy regret: F in {8, 12, 16},
 n in {4, 8}, 5 flip rates x 200 posteriors.
 
-Ties are kept out of every claim: candidate pools hold no fingerprint twice (``unique_pools``)
-and the toy regret claims are judged on the toy problems deduplicated by fingerprint (identical
-candidates merged with their posteriors summed, empty fingerprints dropped); the problems as
-drawn and the pools before deduplication are reported beside them. The misalignment claims
+Ties are kept out of every claim: candidate pools hold no fingerprint twice and the toy regret
+claims are judged on the toy problems deduplicated by fingerprint (identical candidates merged
+with their posteriors summed, empty fingerprints dropped); the problems as drawn and the pools
+before deduplication are reported beside them. The misalignment claims
 carry a shuffled-label control (the same statistic against labels permuted within each pool,
 median over 20 shuffles) and the chance level of HR@1.
 """
@@ -55,7 +55,6 @@ def get_config():
   c.toy_flip = (0.03, 0.08, 0.15, 0.25, 0.4)
   c.toy_problems = 200
   c.toy_density = 0.3
-  c.unique_pools = True
   c.placebo_shuffles = 20
   c.seed = 0
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
@@ -125,7 +124,6 @@ REPORT = R.Report(
       ),
     ),
     R.Table(
-      when="metrics.data.raw_pool_ties",
       title="**Pool ties removed by deduplication** (test pools before deduplication)",
       over="metrics.data.raw_pool_ties",
       columns=R.columns(
