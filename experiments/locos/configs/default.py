@@ -57,7 +57,6 @@ def get_config():
   r.gen_batch_size = 32  # compute only: rows per generation call
   r.group_rows = 224  # compute only: rows per group of cells generated together
   r.time_budget_s = 2400  # then cells not yet stored are skipped and listed (0: no limit)
-  r.helper = False  # retired (a second process filling the cells); must stay False
   c.claims = CLAIMS
   c.report = REPORT
   return c
