@@ -67,10 +67,19 @@ def gen_kw(r, tok):
   return dict(
     max_new_tokens=r.max_steps,
     stop_ids=tok.stop_ids(),
-    batch_size=r.get("gen_batch_size", r.batch_size),
+    batch_size=r.gen_batch_size,
     seed_block=r.batch_size,
     pad_to=r.buckets,
   )
+
+
+def probe_kw(r, tok, **kw):
+  """The prompt settings of ``locos.make_probes`` from the real-model config block (``kw``
+  overrides them)."""
+  return dict(
+    tokenizer=tok, filler_sentences=r.filler_sentences, system_prompt=r.system_prompt,
+    prompt_format=r.prompt_format, shots=r.shots, shot_seed=r.shot_seed,
+  ) | kw  # fmt: skip
 
 
 def unablated(cfg):
@@ -105,7 +114,7 @@ class RealTrack:
     )
     self.gen = gen_kw(r, tok)
     self.timings = {}
-    self.budget = r.get("time_budget_s", 0)
+    self.budget = r.time_budget_s
     self.deadline = self.t_start + self.budget if self.budget else None
 
   def detect(self):
@@ -119,31 +128,17 @@ class RealTrack:
     self.det_lands = tuple(x for x in self.det_lands if x in self.known)
     self.ev_lands = tuple(x for x in self.ev_lands if x in self.known)
     self.timings["known_landmarks_s"] = time.time() - t0
-    self.probe_kw = dict(
-      tokenizer=tok, filler_sentences=r.filler_sentences, system_prompt=r.system_prompt,
-      prompt_format=r.get("prompt_format", "chat"), shots=r.get("shots", 0),
-      shot_seed=r.get("shot_seed", 0),
-    )  # fmt: skip
+    self.probe_kw = probe_kw(r, tok)
     self.det_probes = locos.make_probes(
-      np.random.default_rng([c.seed, 1]),
-      num=r.num_detect,
-      kind="nonliteral",
-      names=self.det_names,
-      landmarks=self.det_lands,
-      **self.probe_kw,
-    )
+      np.random.default_rng([c.seed, 1]), num=r.num_detect, kind="nonliteral",
+      names=self.det_names, landmarks=self.det_lands, **self.probe_kw,
+    )  # fmt: skip
     self.t0 = time.time()
+    det_kw = dict(max_steps=r.detect_max_steps, batch_size=r.batch_size, pad_to=r.buckets)
     self.det = self.store.get_or_compute(
       f"detection/n={r.num_detect}",
       lambda _: ablation.detection(
-        self.params,
-        self.cfg,
-        tok,
-        self.det_probes,
-        max_steps=r.detect_max_steps,
-        stop_ids=self.gen["stop_ids"],
-        batch_size=r.batch_size,
-        pad_to=r.buckets,
+        self.params, self.cfg, tok, self.det_probes, stop_ids=self.gen["stop_ids"], **det_kw
       ),
     )
     self.scores = {d: np.asarray(v) for d, v in self.det["scores"].items()}
@@ -157,13 +152,8 @@ class RealTrack:
     without (the paper's protocol; identical generator state gives identical items), the
     query means and the conditions (detector top-k, random heads)."""
     r, c = self.r, self.c
-    ev_kw = dict(
-      num=r.num_eval,
-      kind="nonliteral",
-      names=self.ev_names,
-      landmarks=self.ev_lands,
-      **self.probe_kw,
-    )
+    ev_kw = dict(num=r.num_eval, kind="nonliteral", names=self.ev_names, landmarks=self.ev_lands)
+    ev_kw.update(self.probe_kw)
     rng = np.random.default_rng
     self.ev_stem = locos.make_probes(rng([c.seed, 2]), answer_prefix=True, **ev_kw)
     ev_paper = locos.make_probes(rng([c.seed, 2]), answer_prefix=False, **ev_kw)
@@ -175,26 +165,18 @@ class RealTrack:
     self.conds = locos.ablation_conditions(
       self.scores, self.dets, self.ks, L, H, r.num_random, jax.random.key(c.seed)
     )
-    self.ev_paper = ev_paper[: r.get("paper_num_eval", r.num_eval)]
+    self.ev_paper = ev_paper[: r.paper_num_eval]
 
   def _run(self, probes, conds, tag, gen=None, **kw):
+    model = (self.params, self.cfg, self.tok)
     return ablation.run_conditions(
-      self.params,
-      self.cfg,
-      self.tok,
-      probes,
-      conds,
-      self.mean_q,
-      gen or self.gen,
-      self.store,
-      tag,
-      **kw,
+      *model, probes, conds, self.mean_q, gen or self.gen, self.store, tag, **kw
     )
 
   def _reuse_from(self):
     """`real.reuse_from`: (num_eval, ablation_num_eval) of earlier runs over fewer items."""
     r = self.r
-    reuse_from = [(int(n), int(a)) for n, a in r.get("reuse_from", ())]
+    reuse_from = [(int(n), int(a)) for n, a in r.reuse_from]
     for n, a in reuse_from:
       if not 0 < n <= r.num_eval or not 0 <= a <= n:
         raise ValueError(
@@ -219,7 +201,7 @@ class RealTrack:
     self.base_r1 = np.asarray([locos.rouge1_recall(a, t) for a, t in zip(answers, base_texts)])
     # CPU time: the ablations may use only the answered probes among the first
     # `real.ablation_num_eval` items (0: all); the unablated model still runs on every probe
-    self.n_abl = int(r.get("ablation_num_eval", 0) or 0)
+    self.n_abl = int(r.ablation_num_eval)
     self.correct = evaluate.ablated_probes(answers, base_texts, self.n_abl)
     self.reuse = [
       (bt, bs, at, evaluate.ablated_probes(answers[:n], base_texts[:n], a))
@@ -256,7 +238,7 @@ class RealTrack:
     stem_kw = dict(
       only=self.correct,
       deadline=self.deadline,
-      group_rows=r.get("group_rows", 0) or None,
+      group_rows=r.group_rows or None,
       reuse=self.reuse,
     )
     tag = ablation.stem_tag(r.num_eval, self.n_abl)
@@ -312,7 +294,7 @@ class RealTrack:
       gen=gen_paper,
       deadline=self.deadline,
       exempt_baseline=False,
-      group_rows=r.get("group_rows", 0) or None,
+      group_rows=r.group_rows or None,
     )
     self.timings["paper_s"] = time.time() - t0
 
