@@ -173,29 +173,12 @@ class RealTrack:
       *model, probes, conds, self.mean_q, gen or self.gen, self.store, tag, **kw
     )
 
-  def _reuse_from(self):
-    """`real.reuse_from`: (num_eval, ablation_num_eval) of earlier runs over fewer items."""
-    r = self.r
-    reuse_from = [(int(n), int(a)) for n, a in r.reuse_from]
-    for n, a in reuse_from:
-      if not 0 < n <= r.num_eval or not 0 <= a <= n:
-        raise ValueError(
-          f"real.reuse_from entries must be (num_eval, ablation_num_eval) with 0 < num_eval <= "
-          f"{r.num_eval} and 0 <= ablation_num_eval <= num_eval, got {(n, a)}"
-        )
-    return reuse_from
-
   def filtered_baseline(self):
     """The filtered protocol's unablated run on every probe and the probes it answers (the
-    ablated ones); rows of earlier runs over fewer items of the same generator are read back,
-    not generated again."""
+    ablated ones)."""
     r = self.r
-    self.reuse_from = self._reuse_from()
-    base_reuse = [
-      (f"stem/n={n}", np.arange(n), ablation.stem_tag(n, a), None) for n, a in self.reuse_from
-    ]
     base_only = [cd for cd in self.conds if cd[0] == "baseline"]
-    self.res_base = self._run(self.ev_stem, base_only, f"stem/n={r.num_eval}", reuse=base_reuse)
+    self.res_base = self._run(self.ev_stem, base_only, f"stem/n={r.num_eval}")
     base_texts = self.res_base[("baseline", 0, "texts")]
     answers = [p.answer for p in self.ev_stem]
     self.base_r1 = np.asarray([locos.rouge1_recall(a, t) for a, t in zip(answers, base_texts)])
@@ -203,10 +186,6 @@ class RealTrack:
     # `real.ablation_num_eval` items (0: all); the unablated model still runs on every probe
     self.n_abl = int(r.ablation_num_eval)
     self.correct = evaluate.ablated_probes(answers, base_texts, self.n_abl)
-    self.reuse = [
-      (bt, bs, at, evaluate.ablated_probes(answers[:n], base_texts[:n], a))
-      for (bt, bs, at, _), (n, a) in zip(base_reuse, self.reuse_from)
-    ]
 
   def _ordered_conditions(self):
     """(the claim's cells, the rest): random heads at the largest k (the random-heads claim)
@@ -239,7 +218,6 @@ class RealTrack:
       only=self.correct,
       deadline=self.deadline,
       group_rows=r.group_rows or None,
-      reuse=self.reuse,
     )
     tag = ablation.stem_tag(r.num_eval, self.n_abl)
     self.res_stem = self._run(self.ev_stem, first, tag, **stem_kw)
@@ -362,7 +340,6 @@ class RealTrack:
       "num_heads": int(self.cfg.n_layers * self.cfg.n_heads),
       "eval_correct_fraction": float(np.mean(self.base_r1 >= 0.5)),
       "ablation_items": self.n_abl or len(ev_stem),
-      "reused_from": [{"num_eval": n, "ablation_num_eval": a} for n, a in self.reuse_from],
       "ablated_probes": int(self.correct.size),
       "random_seeds_used": seeds,
       "examples": {

@@ -41,9 +41,6 @@ def get_config():
   r.detect_max_steps = 8
   r.paper_max_steps = 100  # the paper's protocol: no stem, its decode length
   r.ablation_num_eval = 0  # ablate the answered probes among the first n items (0: all)
-  # earlier runs over fewer items of the same generator, as (num_eval, ablation_num_eval):
-  # their cells' rows are read back (same probe, same head set), not generated again
-  r.reuse_from = ()
   r.paper_num_eval = 60  # the paper's protocol on the first 60 items (CPU time)
   r.detectors = ("locos", "contrastive", "wu")  # ranked and ablated
   r.ks = (1, 2, 5, 10, 20, 50)
