@@ -167,6 +167,3 @@ def prepare(c, workdir):
   world = dict(kb=kb, train_q=train_q, test_q=test_q, T=T, rows=rows, ans=ans, store=store)
   stats["prepare_s"] = time.time() - t0
   return world, feats, stats
-
-
-# --------------------------------------------------------------------------- head training
