@@ -128,9 +128,8 @@ def paired_needle(res, keep, ks, num_resamples, seed):
       rec[f"{a}_minus_{b}"] = None
       if arm[a] is not None and arm[b] is not None and len(keep) >= 2:
         bi = core.paired_bootstrap(arm[a], arm[b], n_resamples=num_resamples, seed=seed)
-        halfwidth = float(max(bi.estimate - bi.lo, bi.hi - bi.estimate))
         rec[f"{a}_minus_{b}"] = dict(
-          mean=bi.estimate, lo=bi.lo, hi=bi.hi, halfwidth=halfwidth, n=bi.n
+          mean=bi.estimate, lo=bi.lo, hi=bi.hi, halfwidth=bi.half_width, n=bi.n
         )
     out[f"k={k}"] = rec
   return out

@@ -168,7 +168,7 @@ class RealTrack:
     self.ev_paper = ev_paper[: r.paper_num_eval]
 
   def _run(self, probes, conds, tag, gen=None, **kw):
-    model = (self.params, self.cfg, self.tok)
+    model, kw = (self.params, self.cfg, self.tok), dict(group_rows=self.r.group_rows or None) | kw
     return ablation.run_conditions(
       *model, probes, conds, self.mean_q, gen or self.gen, self.store, tag, **kw
     )
@@ -214,11 +214,7 @@ class RealTrack:
     r = self.r
     self.filtered_baseline()
     first, rest = self._ordered_conditions()
-    stem_kw = dict(
-      only=self.correct,
-      deadline=self.deadline,
-      group_rows=r.group_rows or None,
-    )
+    stem_kw = dict(only=self.correct, deadline=self.deadline)
     tag = ablation.stem_tag(r.num_eval, self.n_abl)
     self.res_stem = self._run(self.ev_stem, first, tag, **stem_kw)
     self.res_stem.update({key: v for key, v in self.res_base.items() if key != "skipped"})
@@ -248,11 +244,9 @@ class RealTrack:
       late = self.deadline is not None and cell not in self.store and time.time() > self.deadline
       if late and name != "baseline":
         continue
+      model = (self.params, self.cfg, self.tok)
       texts = self.store.get_or_compute(
-        cell,
-        lambda _, m=masks[0]: ablation.texts(
-          self.params, self.cfg, self.tok, self.par_ev, m, self.mean_q, self.gen
-        ),
+        cell, lambda _, m=masks[0]: ablation.texts(*model, self.par_ev, m, self.mean_q, self.gen)
       )
       self.par_res[(name, k)] = [
         locos.rouge1_recall(p.answer, t) for p, t in zip(self.par_ev, texts)
@@ -265,15 +259,9 @@ class RealTrack:
     t0 = time.time()
     paper_conds = [cd for cd in self.conds if cd[1] in (0, *r.paper_ks)]
     gen_paper = dict(self.gen, max_new_tokens=r.paper_max_steps)
-    self.res_paper = self._run(
-      self.ev_paper,
-      paper_conds,
-      f"paper/n={len(self.ev_paper)}",
-      gen=gen_paper,
-      deadline=self.deadline,
-      exempt_baseline=False,
-      group_rows=r.group_rows or None,
-    )
+    tag = f"paper/n={len(self.ev_paper)}"
+    kw = dict(gen=gen_paper, deadline=self.deadline, exempt_baseline=False)
+    self.res_paper = self._run(self.ev_paper, paper_conds, tag, **kw)
     self.timings["paper_s"] = time.time() - t0
 
   def curves(self):
@@ -285,15 +273,11 @@ class RealTrack:
     paper = None
     if paper_ks and self.paper_run:
       paper_claim_ks = [k for k in r.claim_ks if k in paper_ks] or paper_ks
+      probes = np.arange(len(self.ev_paper))
       paper = locos.collapse_curves(
-        self.res_paper,
-        self.dets,
-        paper_ks,
-        np.arange(len(self.ev_paper)),
-        r.num_resamples,
-        c.seed,
+        self.res_paper, self.dets, paper_ks, probes, r.num_resamples, c.seed,
         **dict(curve_kw, claim_ks=paper_claim_ks),
-      )
+      )  # fmt: skip
     filtered = locos.collapse_curves(
       self.res_stem, self.dets, self.ks, self.correct, r.num_resamples, c.seed, **curve_kw
     )
