@@ -71,7 +71,6 @@ class ContextStore:
     self.T, self.questions, self.docs_tok, self.ans_tok = T, questions, docs_tok, ans_tok
     self.c, self.path = c, path
     self.memo: dict[str, dict] = {}
-    self.n_read = 0
     if path and os.path.exists(path):
       try:
         z = core.cache.read_arrays(path)
@@ -103,7 +102,6 @@ class ContextStore:
                             [ans[i] for i in idx], self.T.pred, width=w, batch_size=self.c.lm_batch)  # fmt: skip
         for j, i in enumerate(idx):
           self.memo[missing[i]] = {f: np.asarray(r[f][j]) for f in FIELDS}
-        self.n_read += len(idx)
         self.save()
     return {f: np.stack([self.memo[k][f] for k in keys]) for f in FIELDS}
 
@@ -134,16 +132,13 @@ def prepare(c, workdir):
   ans = {k: [T.a(q.answer) for q in v] for k, v in qs.items()}
   os.makedirs(workdir, exist_ok=True)
   store = ContextStore(T, qs, docs_tok, ans, c, os.path.join(workdir, "contexts.npz"))
-  doc_path = os.path.join(workdir, "documents.npz")
   tl = time.time()
-  doc_h = core.cached_arrays(
-    doc_path,
-    lambda: {
-      "h": np.asarray(
-        L.encode_documents(T.doc_fn, T.doc_params, dt, dl, T.doc_marker, batch_size=c.lm_batch)
-      )
-    },
-  )["h"]
+
+  def encode():
+    h = L.encode_documents(T.doc_fn, T.doc_params, dt, dl, T.doc_marker, batch_size=c.lm_batch)
+    return {"h": np.asarray(h)}
+
+  doc_h = core.cached_arrays(os.path.join(workdir, "documents.npz"), encode)["h"]
   feats = {"doc": {"h": doc_h}}
   for k in ("train", "test"):
     feats[k] = store.read([r["key"] for r in rows[k]])
@@ -164,9 +159,6 @@ def prepare(c, workdir):
     "question_tokens_mean": float(np.mean([len(T.q(q.question)) for q in test_q])),
     "gold_read_s": time.time() - tl,
   }
-  world = dict(kb=kb, train_q=train_q, test_q=test_q, T=T, rows=rows, ans=ans, store=store)
+  world = dict(kb=kb, test_q=test_q, rows=rows, store=store)
   stats["prepare_s"] = time.time() - t0
   return world, feats, stats
-
-
-# --------------------------------------------------------------------------- head training

@@ -9,7 +9,6 @@ results.json with the claims judged by the rules in ``configs/default.py``.
 
 from __future__ import annotations
 
-import os
 import time
 
 import jax
@@ -18,13 +17,7 @@ import numpy as np
 import optax
 
 from experiments.lanr import evaluate as E
-from experiments.lanr.input_pipeline import (
-  ContextStore,
-  Texts,
-  build_world,
-  context_key,
-  prepare,
-)
+from experiments.lanr.input_pipeline import prepare
 from jaxpapers import core
 from jaxpapers import lanr as L
 
@@ -64,53 +57,6 @@ def make_sweep(c, hidden):
     return (optax.apply_updates(p, upd), opt), {"loss": loss, **aux}
 
   return core.Sweep(init_fn, step_fn)
-
-
-def reader_check(c, workdir) -> dict:
-  """The reader's preconditions alone (``config.reader_only``): gold-document and closed-book
-  exact match on the test questions, with no heads and no retrieval.
-
-  Reads, for every test question, the closed-book context (question only) and the context with
-  all its gold documents, in the same prompt as the full run. Writes results.json with
-  ``references.{gold_docs, closed_book}`` (as the full run) and the paired difference
-  gold − closed book with its 95% paired-bootstrap interval over questions.
-  """
-  t0 = time.time()
-  kb, train_q, test_q = build_world(c)
-  T = Texts(c, kb, train_q + test_q)
-  docs_tok = [T.d(d) for d in kb.docs]
-  ans = {"test": [T.a(q.answer) for q in test_q]}
-  os.makedirs(workdir, exist_ok=True)
-  store = ContextStore(T, {"test": test_q}, docs_tok, ans, c, os.path.join(workdir, "contexts.npz"))
-  closed = store.read([context_key("test", i, ()) for i in range(len(test_q))])["correct"]
-  gold = store.read([context_key("test", i, q.gold) for i, q in enumerate(test_q)])["correct"]
-  closed, gold = closed.astype(np.float64), gold.astype(np.float64)
-  hops = np.asarray([q.hops for q in test_q])
-  refs = {
-    "closed_book": {"em": float(closed.mean())},
-    "gold_docs": {
-      "em": float(gold.mean()),
-      **{f"em_{h}hop": float(gold[hops == h].mean()) for h in (1, 2, 3)},
-    },
-    "gold_minus_closed_book_em": E.paired_ci(gold, closed, c.n_boot),
-  }
-  metrics = {
-    "data": {
-      "lm": T.desc,
-      "documents": len(kb.docs),
-      "test_questions": len(test_q),
-      "contexts_read": len(store.memo),
-    },
-    "references": refs,
-  }
-  core.write_results(
-    workdir,
-    metrics=metrics,
-    config=c,
-    notes=f"{T.desc}; the reader preconditions alone, {len(test_q)} test questions.",
-    wall_time_s=time.time() - t0,
-  )
-  return metrics
 
 
 def head_data(feats: dict, rows: list[dict]) -> tuple[dict, dict]:
@@ -158,8 +104,6 @@ def _seed_cell(c, world, feats, p, eps) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   c = config
-  if c.get("reader_only", False):
-    return reader_check(c, workdir)
   core.validate_seeds(c.seeds, name="seeds")
   t0 = time.time()
   world, feats, stats = prepare(c, workdir)

@@ -1,9 +1,8 @@
-"""Ablation cells of the real-model tracks: batched generation, reuse, deadlines.
+"""Ablation cells of the real-model tracks: batched generation, deadlines.
 
 Every condition (`locos.ablation_conditions`: a detector's top-k heads, random heads, none)
 over a probe list is one cell of a ``core.CellStore`` (``<tag>/<name>/k=<k>``: the
-generations), so a run resumes cell by cell and a run over more items reuses the rows of an
-earlier run over fewer.
+generations), so a run resumes cell by cell.
 """
 
 from __future__ import annotations
@@ -56,7 +55,6 @@ def run_conditions(
   deadline=None,
   exempt_baseline=True,
   group_rows=None,
-  reuse=(),
 ):
   """Generations per probe for every condition, one resumable cell each (ROUGE-L: `_scores`).
 
@@ -65,25 +63,20 @@ def run_conditions(
   together, up to ``group_rows`` rows per group (None: one cell per group), with per-row masks.
   Past ``deadline`` a group not yet started is skipped (NaN scores, listed in
   ``res['skipped']``; the baseline runs anyway when ``exempt_baseline``): conditions run in the
-  order given. ``reuse``: (baseline tag, probe indices, ablation tag, probe indices) of earlier
-  runs over a prefix of the same probes; a row of theirs with the same head set is read back
-  instead of generated (rows never interact, so this equals generating it again).
+  order given.
   """
   n_seeds = max(len(m) for _, _, m in conds)
   plan = _plan(probes, conds, gen, tag, only, n_seeds)
-  store.reload()  # another process may have stored cells
   pending = [p for p in plan if p[2] not in store and p[3].size]
-  have = {p[2]: _reused_rows(p, probes, conds, gen, n_seeds, store, reuse) for p in pending}
-  todo = {p[2]: [j for j in range(p[3].size) if j not in have[p[2]]] for p in pending}
   skipped = set()
-  for group in _groups(pending, todo, group_rows):
+  for group in _groups(pending, group_rows):
     late = deadline is not None and time.time() > deadline
     if late and not (exempt_baseline and all(p[0] == "baseline" for p in group)):
       skipped.update(p[2] for p in group if not (exempt_baseline and p[0] == "baseline"))
       group = [p for p in group if exempt_baseline and p[0] == "baseline"]
       if not group:
         continue
-    _generate(params, cfg, tok, probes, group, have, todo, mean_q, gen, store)
+    _generate(params, cfg, tok, probes, group, mean_q, gen, store)
   return _scores(probes, plan, skipped, store)
 
 
@@ -98,11 +91,11 @@ def _plan(probes, conds, gen, tag, only, n_seeds):
   return plan
 
 
-def _groups(pending, todo, group_rows):
+def _groups(pending, group_rows):
   """The pending cells in groups of up to `group_rows` rows to generate (None: one cell each)."""
   groups, n_cur = [], 0
   for p in pending:
-    n = len(todo[p[2]])
+    n = p[3].size
     if not groups or not group_rows or n_cur + n > group_rows:
       groups.append([])
       n_cur = 0
@@ -111,25 +104,15 @@ def _groups(pending, todo, group_rows):
   return groups
 
 
-def _generate(params, cfg, tok, probes, group, have, todo, mean_q, gen, store):
+def _generate(params, cfg, tok, probes, group, mean_q, gen, store):
   """Generates the rows of a group's cells in one batched pass and stores each cell."""
   t0 = time.time()
-  rows = [probes[p[3][j]] for p in group for j in todo[p[2]]]
-  out = []
-  if rows:
-    masks = np.concatenate([p[5][todo[p[2]]] for p in group])
-    out = texts(params, cfg, tok, rows, masks, mean_q, gen)
-  j = 0
-  for p in group:
-    got = dict(have[p[2]])
-    for r in todo[p[2]]:
-      got[r] = out[j]
-      j += 1
-    store.put(p[2], [got[r] for r in range(p[3].size)])
-  logging.info(
-    "%d cells (%d rows generated, %d reused) in %.1fs: %s", len(group), len(rows),
-    sum(len(have[p[2]]) for p in group), time.time() - t0, ", ".join(p[2] for p in group),
-  )  # fmt: skip
+  rows = [probes[i] for p in group for i in p[3]]
+  out = texts(params, cfg, tok, rows, np.concatenate([p[5] for p in group]), mean_q, gen)
+  for p, end in zip(group, np.cumsum([p[3].size for p in group])):
+    store.put(p[2], out[end - p[3].size : end])
+  names = ", ".join(p[2] for p in group)
+  logging.info("%d cells (%d rows) in %.1fs: %s", len(group), len(rows), time.time() - t0, names)
 
 
 def _scores(probes, plan, skipped, store):
@@ -155,33 +138,6 @@ def _scores(probes, plan, skipped, store):
       res[("random", k, "seeds")] = int(len(set(seed_of.tolist()))) if sub.size else 0
     logging.info("%s ROUGE-L %.3f (%d probes)", cell, np.nanmean(scores), sub.size)
   return res
-
-
-def _reused_rows(plan_row, probes, conds, gen, n_seeds, store, reuse):
-  """{row: text} of one pending cell's rows found in earlier runs' cells (see `run_conditions`)."""
-  name, k, _, sub, _, rows = plan_row
-  masks = next(m for n, kk, m in conds if (n, kk) == (name, k))
-  got = {}
-  for base_tag, base_sub, abl_tag, abl_sub in reuse:
-    old_tag, old_sub = (base_tag, base_sub) if name == "baseline" else (abl_tag, abl_sub)
-    old = f"{old_tag}/{name}/k={k}"
-    if old_sub is None or old not in store:
-      continue
-    old_sub = np.asarray(old_sub)
-    texts = store[old]
-    if len(texts) != old_sub.size:
-      raise ValueError(f"reuse: cell {old!r} holds {len(texts)} rows, expected {old_sub.size}")
-    if old_sub.size and old_sub.max() >= len(probes):
-      raise ValueError(f"reuse: cell {old!r} covers probe {old_sub.max()} of {len(probes)}")
-    old_seed = seed_blocks([probes[i] for i in old_sub], gen, n_seeds)
-    pos = {int(i): j for j, i in enumerate(old_sub)}
-    for r, i in enumerate(sub):
-      j = pos.get(int(i))
-      if (
-        r not in got and j is not None and np.array_equal(masks[old_seed[j] % len(masks)], rows[r])
-      ):
-        got[r] = texts[j]
-  return got
 
 
 def stem_tag(num_eval, ablation_num_eval=0):

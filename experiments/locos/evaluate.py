@@ -181,16 +181,8 @@ def ablation_rows(track: str, curves: dict) -> list[dict]:
         for d in conds
         if cv[d]["mean"][i] is not None
       }
-      rows.append(
-        {
-          "model": track,
-          "protocol": proto,
-          "probes": cv["num_probes"],
-          "k": k,
-          "baseline": cv["baseline"]["mean"],
-          "cells": cells,
-        }
-      )
+      row = dict(model=track, protocol=proto, probes=cv["num_probes"], k=k, cells=cells)
+      rows.append(row | {"baseline": cv["baseline"]["mean"]})
   return rows
 
 

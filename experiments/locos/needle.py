@@ -25,22 +25,20 @@ def _length(c, params, cfg, tok, store, T):
     rng([c.seed, T, 2]), num=n.num_eval, names=ev_names, landmarks=ev_lands, **kw
   )
   pad = lm.bucket_length(max(len(p.prompt_ids) for p in det + ev))
-  gen = dict(max_new_tokens=n.max_steps, stop_ids=tok.stop_ids(), batch_size=n.batch_size)
-  gen["pad_to"] = pad
+  kw = dict(stop_ids=tok.stop_ids(), batch_size=n.batch_size, pad_to=pad)
+  gen = dict(max_new_tokens=n.max_steps, **kw)
   t1 = time.time()
-  det_kw = dict(max_steps=n.max_steps, stop_ids=tok.stop_ids(), batch_size=n.batch_size)
   found = store.get_or_compute(
     f"needle/T={T}/detection",
-    lambda _: ablation.detection(params, cfg, tok, det, pad_to=pad, **det_kw),
+    lambda _: ablation.detection(params, cfg, tok, det, max_steps=n.max_steps, **kw),
   )
   scores = {d: np.asarray(v) for d, v in found["scores"].items()}
   detect_s = time.time() - t1
   mean_q = lm.mean_queries(params, [p.prompt_ids for p in ev], config=cfg, batch_size=n.batch_size)
   # the unablated model, each detector's top k and random heads (seed s on probes s,
   # s + num_random, ...; the default run's keys), in `conditions` order
-  L, H, num_random = cfg.n_layers, cfg.n_heads, int(n.get("num_random", 0))
-  key = jax.random.key(c.seed)
-  conds = locos.ablation_conditions(scores, n.detectors, n.ks, L, H, num_random, key)
+  L, H, key = cfg.n_layers, cfg.n_heads, jax.random.key(c.seed)
+  conds = locos.ablation_conditions(scores, n.detectors, n.ks, L, H, n.num_random, key)
   # `ablate_answered`: ablations only on the probes the unablated model answers (ROUGE-1
   # recall >= 0.5, the filtered protocol's rule); otherwise on every probe
   keep = np.arange(len(ev))
@@ -48,7 +46,7 @@ def _length(c, params, cfg, tok, store, T):
   for name, k, masks in [cd for cd in conds if cd[2]]:  # no random heads without seeds
     masks = np.stack(masks)
     rows = keep if name != "baseline" else np.arange(len(ev))
-    cell = f"needle/T={T}/{name}/k={k}" + (f"/n={len(ev)}" if n.get("ablate_answered") else "")
+    cell = f"needle/T={T}/{name}/k={k}" + (f"/n={len(ev)}" if n.ablate_answered else "")
 
     def run(_, masks=masks, rows=rows):
       sub = [ev[i] for i in rows]
@@ -58,7 +56,7 @@ def _length(c, params, cfg, tok, store, T):
       return {"texts": texts, "rougeL": [locos.rouge_l(p.answer, t) for p, t in zip(sub, texts)]}
 
     res[f"{name}@{k}"] = store.get_or_compute(cell, run) if rows.size else None
-    if name == "baseline" and n.get("ablate_answered"):
+    if name == "baseline" and n.ablate_answered:
       got = [locos.rouge1_recall(p.answer, t) for p, t in zip(ev, res["baseline@0"]["texts"])]
       keep = np.flatnonzero(np.asarray(got) >= 0.5)
   record = {
@@ -73,11 +71,11 @@ def _length(c, params, cfg, tok, store, T):
     "detect_s": detect_s,
     "time_s": time.time() - t1,
   }
-  if n.get("num_resamples", 0):  # paired intervals over the ablated probes
-    record["num_eval"] = len(ev)
-    record["ablated_probes"] = int(keep.size)
-    record["accepted_detection"] = int(sum(found["accepted"]))
-    record["paired"] = paired_needle(res, keep, n.ks, int(n.num_resamples), c.seed)
+  if n.num_resamples:  # paired intervals over the ablated probes
+    record.update(
+      num_eval=len(ev), ablated_probes=int(keep.size), accepted_detection=sum(found["accepted"]),
+      paired=paired_needle(res, keep, n.ks, int(n.num_resamples), c.seed),
+    )  # fmt: skip
   return record
 
 
@@ -109,6 +107,11 @@ def report_view(record: dict) -> dict:
   return {"conditions": [f"{a} k={k}" for a, k in conds], "rows": rows}
 
 
+# (a, b) of every paired difference a - b
+_PAIRS = (("baseline", "locos"), ("contrastive", "locos"), ("contrastive", "random"))
+_PAIRS += (("baseline", "random"),)
+
+
 def paired_needle(res, keep, ks, num_resamples, seed):
   """Paired 95 % bootstrap intervals over the ablated probes ``keep`` (`core.paired_bootstrap`)
   of baseline / contrastive minus LOCOS / random ROUGE-L per k of ``ks``; a pair is None when
@@ -121,23 +124,13 @@ def paired_needle(res, keep, ks, num_resamples, seed):
       got = res.get(f"{d}@{k}")
       arm[d] = None if got is None else np.asarray(got["rougeL"], float)
     rec = {}
-    for a, b in (
-      ("baseline", "locos"),
-      ("contrastive", "locos"),
-      ("contrastive", "random"),
-      ("baseline", "random"),
-    ):
-      if arm[a] is None or arm[b] is None or len(keep) < 2:
-        rec[f"{a}_minus_{b}"] = None
-        continue
-      bi = core.paired_bootstrap(arm[a], arm[b], n_resamples=num_resamples, seed=seed)
-      rec[f"{a}_minus_{b}"] = {
-        "mean": bi.estimate,
-        "lo": bi.lo,
-        "hi": bi.hi,
-        "halfwidth": float(max(bi.estimate - bi.lo, bi.hi - bi.estimate)),
-        "n": bi.n,
-      }
+    for a, b in _PAIRS:
+      rec[f"{a}_minus_{b}"] = None
+      if arm[a] is not None and arm[b] is not None and len(keep) >= 2:
+        bi = core.paired_bootstrap(arm[a], arm[b], n_resamples=num_resamples, seed=seed)
+        rec[f"{a}_minus_{b}"] = dict(
+          mean=bi.estimate, lo=bi.lo, hi=bi.hi, halfwidth=bi.half_width, n=bi.n
+        )
     out[f"k={k}"] = rec
   return out
 
@@ -148,7 +141,7 @@ def run_needle(c, workdir) -> dict:
   mean-query ablated over the other; writes results.json (judged only with claims)."""
   n = c.needle
   t0 = time.time()
-  model = real.load_or_skip(c, workdir, c.tracks[0] if c.get("tracks") else "smollm2", "needle")
+  model = real.load_or_skip(c, workdir, c.tracks[0], "needle")
   if isinstance(model, dict):
     return model
   cfg, params, tok, label = model

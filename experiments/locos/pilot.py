@@ -15,19 +15,11 @@ def _form(c, params, cfg, tok, store, gen, names, landmarks, fmt, shots):
   """The answered rate of one prompt form on the pilot probes (cell `pilot/<fmt>/shots=<n>`)."""
   r, pc = c.real, c.pilot
   no_abl, no_mean = real.unablated(cfg)
+  kw = real.probe_kw(r, tok, prompt_format=fmt, shots=int(shots))
   probes = locos.make_probes(
-    np.random.default_rng([c.seed, 3]),
-    tokenizer=tok,
-    num=pc.num_probes,
-    kind="nonliteral",
-    names=names,
-    landmarks=landmarks,
-    filler_sentences=r.filler_sentences,
-    system_prompt=r.system_prompt,
-    prompt_format=fmt,
-    shots=int(shots),
-    shot_seed=r.get("shot_seed", 0),
-  )
+    np.random.default_rng([c.seed, 3]), num=pc.num_probes, kind="nonliteral", names=names,
+    landmarks=landmarks, **kw,
+  )  # fmt: skip
   t1 = time.time()
   texts = store.get_or_compute(
     f"pilot/{fmt}/shots={shots}",

@@ -67,10 +67,19 @@ def gen_kw(r, tok):
   return dict(
     max_new_tokens=r.max_steps,
     stop_ids=tok.stop_ids(),
-    batch_size=r.get("gen_batch_size", r.batch_size),
+    batch_size=r.gen_batch_size,
     seed_block=r.batch_size,
     pad_to=r.buckets,
   )
+
+
+def probe_kw(r, tok, **kw):
+  """The prompt settings of ``locos.make_probes`` from the real-model config block (``kw``
+  overrides them)."""
+  return dict(
+    tokenizer=tok, filler_sentences=r.filler_sentences, system_prompt=r.system_prompt,
+    prompt_format=r.prompt_format, shots=r.shots, shot_seed=r.shot_seed,
+  ) | kw  # fmt: skip
 
 
 def unablated(cfg):
@@ -105,7 +114,7 @@ class RealTrack:
     )
     self.gen = gen_kw(r, tok)
     self.timings = {}
-    self.budget = r.get("time_budget_s", 0)
+    self.budget = r.time_budget_s
     self.deadline = self.t_start + self.budget if self.budget else None
 
   def detect(self):
@@ -119,31 +128,17 @@ class RealTrack:
     self.det_lands = tuple(x for x in self.det_lands if x in self.known)
     self.ev_lands = tuple(x for x in self.ev_lands if x in self.known)
     self.timings["known_landmarks_s"] = time.time() - t0
-    self.probe_kw = dict(
-      tokenizer=tok, filler_sentences=r.filler_sentences, system_prompt=r.system_prompt,
-      prompt_format=r.get("prompt_format", "chat"), shots=r.get("shots", 0),
-      shot_seed=r.get("shot_seed", 0),
-    )  # fmt: skip
+    self.probe_kw = probe_kw(r, tok)
     self.det_probes = locos.make_probes(
-      np.random.default_rng([c.seed, 1]),
-      num=r.num_detect,
-      kind="nonliteral",
-      names=self.det_names,
-      landmarks=self.det_lands,
-      **self.probe_kw,
-    )
+      np.random.default_rng([c.seed, 1]), num=r.num_detect, kind="nonliteral",
+      names=self.det_names, landmarks=self.det_lands, **self.probe_kw,
+    )  # fmt: skip
     self.t0 = time.time()
+    det_kw = dict(max_steps=r.detect_max_steps, batch_size=r.batch_size, pad_to=r.buckets)
     self.det = self.store.get_or_compute(
       f"detection/n={r.num_detect}",
       lambda _: ablation.detection(
-        self.params,
-        self.cfg,
-        tok,
-        self.det_probes,
-        max_steps=r.detect_max_steps,
-        stop_ids=self.gen["stop_ids"],
-        batch_size=r.batch_size,
-        pad_to=r.buckets,
+        self.params, self.cfg, tok, self.det_probes, stop_ids=self.gen["stop_ids"], **det_kw
       ),
     )
     self.scores = {d: np.asarray(v) for d, v in self.det["scores"].items()}
@@ -157,13 +152,8 @@ class RealTrack:
     without (the paper's protocol; identical generator state gives identical items), the
     query means and the conditions (detector top-k, random heads)."""
     r, c = self.r, self.c
-    ev_kw = dict(
-      num=r.num_eval,
-      kind="nonliteral",
-      names=self.ev_names,
-      landmarks=self.ev_lands,
-      **self.probe_kw,
-    )
+    ev_kw = dict(num=r.num_eval, kind="nonliteral", names=self.ev_names, landmarks=self.ev_lands)
+    ev_kw.update(self.probe_kw)
     rng = np.random.default_rng
     self.ev_stem = locos.make_probes(rng([c.seed, 2]), answer_prefix=True, **ev_kw)
     ev_paper = locos.make_probes(rng([c.seed, 2]), answer_prefix=False, **ev_kw)
@@ -175,56 +165,27 @@ class RealTrack:
     self.conds = locos.ablation_conditions(
       self.scores, self.dets, self.ks, L, H, r.num_random, jax.random.key(c.seed)
     )
-    self.ev_paper = ev_paper[: r.get("paper_num_eval", r.num_eval)]
+    self.ev_paper = ev_paper[: r.paper_num_eval]
 
   def _run(self, probes, conds, tag, gen=None, **kw):
+    model, kw = (self.params, self.cfg, self.tok), dict(group_rows=self.r.group_rows or None) | kw
     return ablation.run_conditions(
-      self.params,
-      self.cfg,
-      self.tok,
-      probes,
-      conds,
-      self.mean_q,
-      gen or self.gen,
-      self.store,
-      tag,
-      **kw,
+      *model, probes, conds, self.mean_q, gen or self.gen, self.store, tag, **kw
     )
-
-  def _reuse_from(self):
-    """`real.reuse_from`: (num_eval, ablation_num_eval) of earlier runs over fewer items."""
-    r = self.r
-    reuse_from = [(int(n), int(a)) for n, a in r.get("reuse_from", ())]
-    for n, a in reuse_from:
-      if not 0 < n <= r.num_eval or not 0 <= a <= n:
-        raise ValueError(
-          f"real.reuse_from entries must be (num_eval, ablation_num_eval) with 0 < num_eval <= "
-          f"{r.num_eval} and 0 <= ablation_num_eval <= num_eval, got {(n, a)}"
-        )
-    return reuse_from
 
   def filtered_baseline(self):
     """The filtered protocol's unablated run on every probe and the probes it answers (the
-    ablated ones); rows of earlier runs over fewer items of the same generator are read back,
-    not generated again."""
+    ablated ones)."""
     r = self.r
-    self.reuse_from = self._reuse_from()
-    base_reuse = [
-      (f"stem/n={n}", np.arange(n), ablation.stem_tag(n, a), None) for n, a in self.reuse_from
-    ]
     base_only = [cd for cd in self.conds if cd[0] == "baseline"]
-    self.res_base = self._run(self.ev_stem, base_only, f"stem/n={r.num_eval}", reuse=base_reuse)
+    self.res_base = self._run(self.ev_stem, base_only, f"stem/n={r.num_eval}")
     base_texts = self.res_base[("baseline", 0, "texts")]
     answers = [p.answer for p in self.ev_stem]
     self.base_r1 = np.asarray([locos.rouge1_recall(a, t) for a, t in zip(answers, base_texts)])
     # CPU time: the ablations may use only the answered probes among the first
     # `real.ablation_num_eval` items (0: all); the unablated model still runs on every probe
-    self.n_abl = int(r.get("ablation_num_eval", 0) or 0)
+    self.n_abl = int(r.ablation_num_eval)
     self.correct = evaluate.ablated_probes(answers, base_texts, self.n_abl)
-    self.reuse = [
-      (bt, bs, at, evaluate.ablated_probes(answers[:n], base_texts[:n], a))
-      for (bt, bs, at, _), (n, a) in zip(base_reuse, self.reuse_from)
-    ]
 
   def _ordered_conditions(self):
     """(the claim's cells, the rest): random heads at the largest k (the random-heads claim)
@@ -253,12 +214,7 @@ class RealTrack:
     r = self.r
     self.filtered_baseline()
     first, rest = self._ordered_conditions()
-    stem_kw = dict(
-      only=self.correct,
-      deadline=self.deadline,
-      group_rows=r.get("group_rows", 0) or None,
-      reuse=self.reuse,
-    )
+    stem_kw = dict(only=self.correct, deadline=self.deadline)
     tag = ablation.stem_tag(r.num_eval, self.n_abl)
     self.res_stem = self._run(self.ev_stem, first, tag, **stem_kw)
     self.res_stem.update({key: v for key, v in self.res_base.items() if key != "skipped"})
@@ -288,11 +244,9 @@ class RealTrack:
       late = self.deadline is not None and cell not in self.store and time.time() > self.deadline
       if late and name != "baseline":
         continue
+      model = (self.params, self.cfg, self.tok)
       texts = self.store.get_or_compute(
-        cell,
-        lambda _, m=masks[0]: ablation.texts(
-          self.params, self.cfg, self.tok, self.par_ev, m, self.mean_q, self.gen
-        ),
+        cell, lambda _, m=masks[0]: ablation.texts(*model, self.par_ev, m, self.mean_q, self.gen)
       )
       self.par_res[(name, k)] = [
         locos.rouge1_recall(p.answer, t) for p, t in zip(self.par_ev, texts)
@@ -305,15 +259,9 @@ class RealTrack:
     t0 = time.time()
     paper_conds = [cd for cd in self.conds if cd[1] in (0, *r.paper_ks)]
     gen_paper = dict(self.gen, max_new_tokens=r.paper_max_steps)
-    self.res_paper = self._run(
-      self.ev_paper,
-      paper_conds,
-      f"paper/n={len(self.ev_paper)}",
-      gen=gen_paper,
-      deadline=self.deadline,
-      exempt_baseline=False,
-      group_rows=r.get("group_rows", 0) or None,
-    )
+    tag = f"paper/n={len(self.ev_paper)}"
+    kw = dict(gen=gen_paper, deadline=self.deadline, exempt_baseline=False)
+    self.res_paper = self._run(self.ev_paper, paper_conds, tag, **kw)
     self.timings["paper_s"] = time.time() - t0
 
   def curves(self):
@@ -325,15 +273,11 @@ class RealTrack:
     paper = None
     if paper_ks and self.paper_run:
       paper_claim_ks = [k for k in r.claim_ks if k in paper_ks] or paper_ks
+      probes = np.arange(len(self.ev_paper))
       paper = locos.collapse_curves(
-        self.res_paper,
-        self.dets,
-        paper_ks,
-        np.arange(len(self.ev_paper)),
-        r.num_resamples,
-        c.seed,
+        self.res_paper, self.dets, paper_ks, probes, r.num_resamples, c.seed,
         **dict(curve_kw, claim_ks=paper_claim_ks),
-      )
+      )  # fmt: skip
     filtered = locos.collapse_curves(
       self.res_stem, self.dets, self.ks, self.correct, r.num_resamples, c.seed, **curve_kw
     )
@@ -380,7 +324,6 @@ class RealTrack:
       "num_heads": int(self.cfg.n_layers * self.cfg.n_heads),
       "eval_correct_fraction": float(np.mean(self.base_r1 >= 0.5)),
       "ablation_items": self.n_abl or len(ev_stem),
-      "reused_from": [{"num_eval": n, "ablation_num_eval": a} for n, a in self.reuse_from],
       "ablated_probes": int(self.correct.size),
       "random_seeds_used": seeds,
       "examples": {

@@ -13,11 +13,9 @@ import optax
 from flax import nnx
 
 from experiments.locos import real
-from experiments.locos.evaluate import (
-  DETECTORS,
-  collapse_k,
-  derived_metrics,  # re-judged by experiments.reproduce
-)
+
+# derived_metrics: re-judged by experiments.reproduce
+from experiments.locos.evaluate import DETECTORS, collapse_k, derived_metrics
 from experiments.locos.needle import run_needle
 from experiments.locos.pilot import run_prompt_pilot
 from jaxpapers import core, lm, locos
@@ -56,15 +54,10 @@ def train_toy(c, workdir):
     return jnp.asarray(tokens), jnp.asarray(mask)
 
   state, history = core.train_loop(
-    state,
-    _train_step,
-    batch_fn,
-    num_steps=t.steps,
+    state, _train_step, batch_fn, num_steps=t.steps,
     workdir=f"{workdir}/toy" if t.checkpoint_every else None,
-    checkpoint_every=t.checkpoint_every,
-    log_every=max(t.steps // 10, 1),
-    desc="toy LM",
-  )
+    checkpoint_every=t.checkpoint_every, log_every=max(t.steps // 10, 1), desc="toy LM",
+  )  # fmt: skip
   return cfg, state.model().params(), task, history
 
 
@@ -85,21 +78,15 @@ def _toy_curves(c, params, cfg, task, tok, rng, evals, scores):
   t = c.toy
   calib = [
     p.prompt_ids
-    for p in locos.make_toy_trials(task, rng, 64, "nonliteral")
-    + locos.make_toy_trials(task, rng, 64, "literal")
+    for kind in ("nonliteral", "literal")
+    for p in locos.make_toy_trials(task, rng, 64, kind)
   ]
   mean_q = lm.mean_queries(params, calib, config=cfg, batch_size=64)
   kw = dict(
-    tokenizer=tok,
-    mode=t.ablation_mode,
-    mean=mean_q,
-    metric="exact",
-    max_new_tokens=2,
-    batch_size=min(64, t.num_eval),
-    num_random=t.num_random,
-    key=jax.random.key(c.seed),
+    tokenizer=tok, mode=t.ablation_mode, mean=mean_q, metric="exact", max_new_tokens=2,
+    batch_size=min(64, t.num_eval), num_random=t.num_random, key=jax.random.key(c.seed),
     num_resamples=500,
-  )
+  )  # fmt: skip
   rankings = {d: scores[d] for d in DETECTORS}
   return {
     kind: locos.ablation_curve(params, cfg, evals[kind], rankings, t.ks, **kw)
@@ -157,8 +144,6 @@ def train_and_evaluate(config, workdir) -> dict:
     core.validate_choice(tr, name="tracks", allowed=("toy", *real.REAL_MODELS))
   if "checkpoint" in config.tracks:
     real.checkpoint_args(config.real)  # fail before any track runs, naming the flag
-  if config.real.get("helper", False):
-    raise ValueError("real.helper must be False: one process per workdir fills its cells")
   metrics = {}
   if "toy" in config.tracks:
     metrics.update(run_toy_track(config, workdir))

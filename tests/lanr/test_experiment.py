@@ -151,19 +151,3 @@ def test_smollm2_reads_contexts_and_documents():
 @pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/lanr.ipynb", timeout=300)
-
-
-def test_reader_check_reads_closed_book_and_gold_contexts(tmp_path):
-  cfg = smoke.get_config()
-  cfg.reader_only = True
-  m = train.reader_check(cfg, tmp_path)
-  kb, train_q, test_q = input_pipeline.build_world(cfg)
-  assert m["data"]["contexts_read"] == 2 * len(test_q)  # closed book + gold, nothing else
-  r = m["references"]
-  hops = np.asarray([q.hops for q in test_q])
-  per_hop = [r["gold_docs"][f"em_{h}hop"] * np.sum(hops == h) for h in (1, 2, 3)]
-  assert r["gold_docs"]["em"] == pytest.approx(sum(per_hop) / len(test_q))
-  d = r["gold_minus_closed_book_em"]
-  assert d["mean"] == pytest.approx(r["gold_docs"]["em"] - r["closed_book"]["em"])
-  rec = json.loads((tmp_path / "results.json").read_text())
-  assert rec["claims"] == [] or all(c["verdict"] is None for c in rec["claims"])

@@ -11,7 +11,7 @@ def test_every_claim_needs_200_items_and_the_paper_protocol_runs_on_the_grid(mod
   c = module.get_config()
   r = c.real
   assert r.paper_num_eval >= 200 and tuple(r.paper_ks) == tuple(r.claim_ks) == (1, 5, 20, 50)
-  assert tuple(r.ks) == (1, 5, 20, 50) and r.reuse_from == () and r.time_budget_s == 0
+  assert tuple(r.ks) == (1, 5, 20, 50) and r.time_budget_s == 0
   assert c.get("issue_verdicts", True)
   for claim in claims_lib.parse_claims(c.claims):
     counts = [q for q in claim.requires if q["value"] == 200.0 and q["op"] == ">="]

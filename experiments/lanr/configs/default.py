@@ -10,8 +10,7 @@ worked examples; its hidden states at the [PRED] cue (queries) and a [DOC] cue (
 feed the retrieval projections and two control heads (entropy labels, oracle labels), 3 seeds;
 then the loop runs online on the test questions with the model's own (possibly wrong)
 retrievals, beside the label-free cosines of the frozen states and the BM25 pipelines. Sized
-from a pilot (configs/pilot.py) to about two hours on 2 shared CPU cores, dominated by LM
-forwards.
+by a cost pilot to about two hours on 2 shared CPU cores, dominated by LM forwards.
 """
 
 import ml_collections
@@ -64,7 +63,7 @@ FROZEN_LABELS = {
 }
 _HOPS = ("1-hop", "2-hop", "3-hop")
 _REF = "metrics.references"
-_FULL = "metrics.methods"  # present in a full run, absent from a reader-only run
+_FULL = "metrics.methods"
 
 
 def _ref_row(label: str, key: str, calls: str = "{config.t_max}") -> tuple[str, ...]:
@@ -85,14 +84,13 @@ def _hop_bars(name, ylabel, title, metric, methods, refs=()):
     series.append(R.Series(label=label, x=_HOPS, y=ys, err=(0.0, 0.0, 0.0)))
   panel = R.Panel(kind="bars", ylabel=ylabel, title=title, series=tuple(series))
   n = len(_HOPS)
-  return R.Figure(name, panel, size=(max(4.0, 1.1 * n + 2), 3.6), when=_FULL)
+  return R.Figure(name, panel, size=(max(4.0, 1.1 * n + 2), 3.6))
 
 
 _NH = "metrics.next_hop_accuracy"
 REPORT = R.Report(
   tables=(
     R.Table(
-      when=_FULL,
       over=_FULL,
       keys=tuple(METHOD_LABELS),
       labels=METHOD_LABELS,
@@ -123,7 +121,6 @@ REPORT = R.Report(
       ),
     ),
     R.Table(
-      when=_FULL,
       title="Next-hop accuracy on gold prefixes (the next gold document is the best-scoring one):",
       columns=(R.Column("retriever", ""), R.Column("all hops", ""), R.Column("hop 1", "")),
       extra_rows=(
@@ -144,19 +141,6 @@ REPORT = R.Report(
             ("whitened_cosine", "whitened cosine"),
             ("random_heads", "random projection heads"),
           )
-        ),
-      ),
-    ),
-    R.Table(  # a reader-only run (config.reader_only)
-      when="!" + _FULL,
-      columns=tuple(
-        R.Column(h, "") for h in ("reader context", "EM (all)", "1-hop", "2-hop", "3-hop")
-      ),
-      extra_rows=(
-        ("closed book", f"{{{_REF}.closed_book.em:.3f}}", "-", "-", "-"),
-        (
-          "gold documents",
-          *(f"{{{_REF}.gold_docs.{k}:.3f}}" for k in ("em", "em_1hop", "em_2hop", "em_3hop")),
         ),
       ),
     ),

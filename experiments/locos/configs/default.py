@@ -41,9 +41,6 @@ def get_config():
   r.detect_max_steps = 8
   r.paper_max_steps = 100  # the paper's protocol: no stem, its decode length
   r.ablation_num_eval = 0  # ablate the answered probes among the first n items (0: all)
-  # earlier runs over fewer items of the same generator, as (num_eval, ablation_num_eval):
-  # their cells' rows are read back (same probe, same head set), not generated again
-  r.reuse_from = ()
   r.paper_num_eval = 60  # the paper's protocol on the first 60 items (CPU time)
   r.detectors = ("locos", "contrastive", "wu")  # ranked and ablated
   r.ks = (1, 2, 5, 10, 20, 50)
@@ -57,7 +54,6 @@ def get_config():
   r.gen_batch_size = 32  # compute only: rows per generation call
   r.group_rows = 224  # compute only: rows per group of cells generated together
   r.time_budget_s = 2400  # then cells not yet stored are skipped and listed (0: no limit)
-  r.helper = False  # retired (a second process filling the cells); must stay False
   c.claims = CLAIMS
   c.report = REPORT
   return c

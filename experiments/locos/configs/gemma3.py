@@ -23,11 +23,6 @@ def get_config():
   # >= 200 ablated probes, fixed before the run from the first run's rate (161 of 200)
   r.num_eval = 260
   r.buckets = default.SHOT_BUCKETS
-  r.ablation_num_eval = 0
-  r.reuse_from = ((200, 100),)  # the first run's cells, read back row by row
-  r.paper_num_eval = 60
-  r.paper_ks = (50,)
   r.group_rows = 96  # about one cell per generation group
-  r.time_budget_s = 2400
   c.claims = default.real_claims("gemma3", "Gemma-3-270M")
   return c

@@ -36,6 +36,7 @@ def get_config():
     dict(
       context_tokens=(1024, 2048, 4096), depths=(0.25, 0.5, 0.75), num_detect=6, num_eval=6,
       detectors=("locos", "contrastive"), ks=(5, 20), max_steps=8, batch_size=2,
+      num_random=0, ablate_answered=False, num_resamples=0,
     )
   )  # fmt: skip
   c.claims = ()

@@ -4,8 +4,8 @@
     --workdir=runs/locos_smollm2_200
 
 `default.py` with the form the pilot chose (ChatML turns with 2 solved examples) and 341
-items (raised from 290 from the unablated answered rate alone, before any ablation was scored;
-the first launch's cells are read back row by row).
+items (raised from the first launch's 290 from the unablated answered rate alone, before any
+ablation was scored).
 """
 
 from experiments.locos.configs import default
@@ -17,8 +17,6 @@ def get_config():
   r.prompt_format = "chat"  # chosen by the pilot (configs/smollm2_pilot.py)
   r.shots = 2
   r.num_eval = 341
-  r.reuse_from = ((290, 0),)
-  r.ablation_num_eval = 0
   r.buckets = default.SHOT_BUCKETS
   r.time_budget_s = 2700
   return c
