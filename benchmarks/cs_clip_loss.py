@@ -13,13 +13,16 @@ encoders' outputs) and the unit mask on the host (the data loader's):
    that gathers its valid rows from host-made row indices, plus the full-caption and
    alignment/rank programs; compile excluded, same mask; the value, and the value and gradient
    w.r.t. the image embeddings (what a training step computes);
-2. the same two over a stream of ``--batches`` further batches, each with a fresh 80%-valid
-   mask, compilation included: what a training loop sees after its first step, since the
-   loop compiles a new program for every new count of valid rows (the fused one is compiled);
-   a row of the record, not a summary figure (the ratio grows with the compiles, i.e. with
-   how few batches are timed);
+2. (full mode) the same two over a stream of ``--batches`` further batches, each with a fresh
+   80%-valid mask, compilation included: what a training loop sees after its first step,
+   since the loop compiles a new program for every new count of valid rows (the fused one is
+   compiled); a row of the record, not a summary figure (the ratio grows with the compiles,
+   i.e. with how few batches are timed);
 3. XLA's cost analysis (flops, bytes) of the fused program and of the loop's programs;
-4. ``half_truth_accuracy`` over 2,000 triples (D = 512) against a float64 numpy pass.
+4. ``half_truth_accuracy`` over 2,000 triples (D = 512) against a float64 numpy pass, the
+   inputs on the host (numpy, as the reference has them; the call includes their copy), and
+   beside it its floor: the two products <img, short>, <img, long> alone, one jitted program
+   reading the same 12 MB.
 
 Spec targets (§7): the loss < 5 ms jitted on a 2-core CPU; the metric < 5 ms.
 
@@ -41,6 +44,20 @@ program's 0.77x handicap in flops stays, so the loop's six dispatches are a smal
 its time; in wall time it measured 0.47x on a host at load 16, where the 2-thread fused program waited for its second thread (wall
 above CPU time in the record; the CPU ratios are in the rows). At the quick size, where
 dispatch is a larger share, both ratios are above 3x.
+
+Where the metric stood at 6.6 ms against the < 5 ms target, and what changed. The metric is
+no N x N product (each image is compared with its own two captions only): it is five row
+reductions over three ``[2000, 512]`` arrays, a pass over 12 MB. The program did about twice
+that: an elementwise ``isfinite`` of each array written out as a boolean ``[2000, 512]`` and
+reduced, the norms, then a normalised copy of the image embeddings and the two products over
+the normalised arrays. Now the cosines come from the five reductions of the raw arrays
+(<img, x> / (|img| |x|)) and finiteness from the squared norms (a NaN or inf entry makes its
+row's sum of squares non-finite), one pass: XLA's bytes accessed fell from 56 MB to 29 MB and
+its flops from 19.5 M to 10.3 M, and the mean process CPU time per call on device inputs from
+3.4-4.1 ms to 1.5-1.8 ms (200 calls each, alternated, in one process; 2 shared cores at load
+15). The benchmark's figure also pays the host -> device copy of the numpy inputs. Section (4)
+times 20 rounds in either mode: a round costs ~20 ms, and 3 rounds on a shared host left the
+minimum at the mercy of one burst of load.
 """
 
 from __future__ import annotations
@@ -205,32 +222,37 @@ def main(argv=None):
     )
 
   # (2) a stream of fresh masks after the first batch, compilation included: the fused
-  # program is compiled already, the loop compiles for every new count of valid rows.
+  # program is compiled already, the loop compiles for every new count of valid rows. A row,
+  # not a summary figure, so the quick mode (whose record feeds only the summary table) skips
+  # it: the loop's compilations for new counts were most of the quick mode's CPU time outside
+  # (1). The masks are drawn in either mode, so (4) sees the same data.
   streams = [rng.random((B, U)) < 0.8 for _ in range(batches)]
-  elapsed = {}
-  for name, fn, dev in (("fused", fused, True), ("loop", ref, False)):
-    start = time.perf_counter()
-    for m in streams:
-      jax.block_until_ready(fn(*emb, jax.device_put(m) if dev else m))
-    elapsed[name] = time.perf_counter() - start
-  seen = {int(mask[:, u].sum()) for u in range(U)}
-  counts = sorted({int(m[:, u].sum()) for m in streams for u in range(U)} - seen)
-  rows.append(
-    {
-      "case": "fresh_masks_compile_included",
-      "batches": batches,
-      "new_valid_counts": len(counts),
-      "fused_s": elapsed["fused"],
-      "loop_s": elapsed["loop"],
-      "loop_over_fused": elapsed["loop"] / elapsed["fused"],
-    }
-  )
+  if not q:
+    elapsed = {}
+    for name, fn, dev in (("fused", fused, True), ("loop", ref, False)):
+      start = time.perf_counter()
+      for m in streams:
+        jax.block_until_ready(fn(*emb, jax.device_put(m) if dev else m))
+      elapsed[name] = time.perf_counter() - start
+    seen = {int(mask[:, u].sum()) for u in range(U)}
+    counts = sorted({int(m[:, u].sum()) for m in streams for u in range(U)} - seen)
+    rows.append(
+      {
+        "case": "fresh_masks_compile_included",
+        "batches": batches,
+        "new_valid_counts": len(counts),
+        "fused_s": elapsed["fused"],
+        "loop_s": elapsed["loop"],
+        "loop_over_fused": elapsed["loop"] / elapsed["fused"],
+      }
+    )
 
   # (4) half-truth accuracy against numpy float64.
   N, Dh = 2000, 512  # the spec's size: cheap enough for the quick mode
   I, S, L = (rng.normal(size=(N, Dh)).astype(np.float32) for _ in range(3))
   kind = (rng.random(N) < 0.5).astype(np.int32)
   ht = jax.jit(C.half_truth_accuracy)
+  products = jax.jit(lambda i, s, lg: (jnp.sum(i * s, -1), jnp.sum(i * lg, -1)))
 
   def np_ht():
     n = lambda x: x.astype(np.float64) / np.linalg.norm(x, axis=-1, keepdims=True)
@@ -239,7 +261,12 @@ def main(argv=None):
 
   np.testing.assert_allclose(float(ht(I, S, L, kind)["all"]), np_ht(), atol=1e-6)
   th = bench.side_by_side(
-    {"half_truth_accuracy": lambda: ht(I, S, L, kind)["all"], "numpy_float64": np_ht}, repeats
+    {
+      "half_truth_accuracy": lambda: ht(I, S, L, kind)["all"],
+      "numpy_float64": np_ht,
+      "floor_two_products": lambda: products(I, S, L),
+    },
+    max(repeats, 20),
   )
   rows.append(
     {
@@ -262,7 +289,7 @@ def main(argv=None):
       1e3 * th["half_truth_accuracy"].best,
       "< 5",
       unit="ms",
-      note="spec §7",
+      note=f"spec §7; its floor, the two products alone: {1e3 * th['floor_two_products'].best:.2f} ms",
     )
   )
   bench.write(NAME, args, rows=rows, summary=summary, host=host, argv=argv)

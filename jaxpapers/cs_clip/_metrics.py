@@ -19,24 +19,33 @@ import jax.numpy as jnp
 from jaxpapers.core import validation as V
 
 
-def _normalise(x):
-  x = x.astype(jnp.float32)
-  return x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
-
-
 def _triple(img, a, b, names):
+  """Cosines s(img, a), s(img, b), each ``[N]``, and the finiteness flag.
+
+  One pass over the three ``[N, D]`` arrays: the five row reductions |img|², |a|², |b|²,
+  <img, a>, <img, b> (float32), then s = <img, x> / (max(|img|, 1e-12) max(|x|, 1e-12)); no
+  normalised copy of an array is made. Finiteness is read off the squared norms: a NaN or an
+  inf entry makes its row's sum of squares non-finite (as does a finite entry beyond ~1.8e19,
+  whose square overflows float32 and whose cosine would be wrong), so no elementwise
+  ``isfinite`` pass over the arrays is needed.
+  """
   img = V.check_array(img, names[0], ndim=2, dtype="float", nonempty=True)
   a = V.check_array(a, names[1], ndim=2, dtype="float")
   b = V.check_array(b, names[2], ndim=2, dtype="float")
   for name, x in zip(names[1:], (a, b)):
     if x.shape != img.shape:
       raise ValueError(f"{name} must have shape [N, D] = {list(img.shape)} like img, got {x.shape}")
+  img, a, b = (x.astype(jnp.float32) for x in (img, a, b))
+  sq_img, sq_a, sq_b = (jnp.sum(x * x, -1) for x in (img, a, b))
   ok = V.debug_check_values(
-    jnp.isfinite(img).all() & jnp.isfinite(a).all() & jnp.isfinite(b).all(),
-    f"{', '.join(names)} must be finite (no NaN or inf)",
+    jnp.isfinite(sq_img + sq_a + sq_b),
+    f"{', '.join(names)} must be finite (no NaN or inf, squared norms within float32 range)",
   )
-  img, a, b = _normalise(img), _normalise(a), _normalise(b)
-  return jnp.sum(img * a, -1), jnp.sum(img * b, -1), ok
+  norm = lambda sq: jnp.maximum(jnp.sqrt(sq), 1e-12)
+  n_img = norm(sq_img)
+  s_a = jnp.sum(img * a, -1) / (n_img * norm(sq_a))
+  s_b = jnp.sum(img * b, -1) / (n_img * norm(sq_b))
+  return s_a, s_b, ok
 
 
 def half_truth_accuracy(

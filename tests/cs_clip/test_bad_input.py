@@ -113,6 +113,14 @@ CASES = [
     jit="nan",
   ),
   Case(
+    "half_truth_outcomes",
+    C.half_truth_outcomes,
+    (I, T, np.full((4, 3), 1e20, F32)),  # finite, but its squared norm overflows float32
+    match="squared norms within float32 range",
+    jit="nan",
+    id="half_truth_outcomes-overflow",
+  ),
+  Case(
     "pairwise_caption_outcomes",
     C.pairwise_caption_outcomes,
     (I, T[:3], T),
