@@ -223,8 +223,8 @@ MUTATIONS = (
   M(
     "dense_limits",
     "train",
-    'scale = bound if (cls == "dense" and cfg.get("dense_lr_times_bound", False)) else 1.0',
-    'scale = bound if (cls != "plain" and cfg.get("dense_lr_times_bound", False)) else 1.0',
+    'scale = bound if cls == "dense" else 1.0',
+    'scale = bound if cls != "plain" else 1.0',
     ["test_class_names_bounds_and_learning_rates"],
     "learning rates scaled by B for the width-unbounded control too",
   ),
