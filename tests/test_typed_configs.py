@@ -27,6 +27,7 @@ VIEWS = {
   "margins": {"": "default", "e4": "e4"},
   "mlaire": {"": "default"},
   "msretrieval": {"": "default"},
+  "panda": {"": "default", "budget": "search", "search": "search"},
   "sscl": {"": "default"},
 }
 

@@ -125,9 +125,9 @@ def class_bound(name: str, cfg) -> float | None:
 
 def lr_grid(name: str, cfg) -> list[float]:
   """The learning rates a class is tuned over: ``cfg.lrs``, times B for the mean-aggregated
-  dense class when ``cfg.dense_lr_times_bound`` (its weights start and live on ``[-B, B]``)."""
+  dense class (its weights start and live on ``[-B, B]``)."""
   cls, bound = split_name(name)
-  scale = bound if (cls == "dense" and cfg.get("dense_lr_times_bound", False)) else 1.0
+  scale = bound if cls == "dense" else 1.0
   return [float(lr) * scale for lr in cfg.lrs]
 
 
@@ -227,22 +227,17 @@ def run_cell(cfg, task, cls, width, data, kind, store):
     value["seconds"] = time.time() - t0
     compress = cls == bounded("dense", cfg.bound) and task == "bumps" and cfg.depth >= 2
     if compress and width >= cfg.compress_min_width:
-      errs = []
-      for s in range(cfg.seeds):
-        r = best * cfg.seeds + s
-        params = jax.tree.map(lambda x, r=r: x[r], res.state[0])
-        rest = jax.tree.map(lambda x, r=r: x[r], res.state[1])
-        model = nnx.merge(graphdef, params, rest)
-        errs.append(
-          D.compression_errors(
-            model,
-            jnp.asarray(data["xte"]),
-            cfg.compress_ks,
-            jax.random.key(s),
-            restarts=cfg.compress_restarts,
-            iters=cfg.compress_iters,
-          )  # fmt: skip
+      errs = [  # the trained nets of the best learning rate, one per seed
+        D.compression_errors(
+          nnx.merge(graphdef, *jax.tree.map(lambda x, r=best * cfg.seeds + s: x[r], res.state[:2])),
+          jnp.asarray(data["xte"]),
+          cfg.compress_ks,
+          jax.random.key(s),
+          restarts=cfg.compress_restarts,
+          iters=cfg.compress_iters,
         )
+        for s in range(cfg.seeds)
+      ]
       value["compression"] = {m: [e[m] for e in errs] for m in errs[0]}
     logging.info("%s: best lr %g, train %s", name, value["best_lr"], value["best_train"])
     return value

@@ -11,6 +11,7 @@ heuristic. Retrieval compares segment-max scores by mAP and Recall@5.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 
@@ -29,19 +30,13 @@ from jaxpapers import logstop as L
 # ----------------------------------------------------------------------------- detector
 
 
-class Detector(nnx.Module):
-  """MLP multi-label detector: frame [16, 32] -> logits [K] for 'digit k visible'."""
-
-  def __init__(self, num_atoms: int, hidden: int, *, rngs: nnx.Rngs):
-    self.l1 = nnx.Linear(D.H * D.W, hidden, rngs=rngs)
-    self.l2 = nnx.Linear(hidden, hidden, rngs=rngs)
-    self.out = nnx.Linear(hidden, num_atoms, rngs=rngs)
-
-  def __call__(self, x):  # x: [N, 16, 32]
-    h = x.reshape(x.shape[0], -1)
-    h = jax.nn.relu(self.l1(h))
-    h = jax.nn.relu(self.l2(h))
-    return self.out(h)  # [N, K]
+def detector(num_atoms: int, hidden: int, rngs: nnx.Rngs) -> nnx.Sequential:
+  """MLP multi-label detector: flat frames [N, 16 * 32] -> logits [N, K] for 'digit k visible'."""
+  linear = lambda i, o: nnx.Linear(i, o, rngs=rngs)
+  return nnx.Sequential(
+    linear(D.H * D.W, hidden), jax.nn.relu, linear(hidden, hidden), jax.nn.relu,
+    linear(hidden, num_atoms),
+  )  # fmt: skip
 
 
 def train_detector(cfg, pool, workdir, seed):
@@ -55,22 +50,20 @@ def train_detector(cfg, pool, workdir, seed):
     frames = D.render(slots, bank, rng)[:, None]
     frames = D.corrupt(frames, rng, **D.noise_kwargs(cfg, train=True))[:, 0]
     on = (slots[:, :, None] == np.asarray(pool)).any(1)  # [B, K]: atom k in either slot
-    return {"x": jnp.asarray(frames), "y": jnp.asarray(on, jnp.float32)}
+    return {"x": jnp.asarray(frames.reshape(len(frames), -1)), "y": jnp.asarray(on, jnp.float32)}
 
-  model = Detector(K, cfg.detector_hidden, rngs=nnx.Rngs(seed))
-  state = core.TrainState.create(model, optax.adam(cfg.detector_lr))
+  state = core.TrainState.create(
+    detector(K, cfg.detector_hidden, nnx.Rngs(seed)), optax.adam(cfg.detector_lr)
+  )
 
   @jax.jit
   def step_fn(state, batch):
-    def loss_fn(params):
-      m = nnx.merge(state.graphdef, params, state.rest)
-      return optax.sigmoid_binary_cross_entropy(m(batch["x"]), batch["y"]).mean()
-
-    loss, grads = jax.value_and_grad(loss_fn)(state.params)
-    return state.apply_gradients(grads), {"loss": loss}
+    loss_fn = lambda m: optax.sigmoid_binary_cross_entropy(m(batch["x"]), batch["y"]).mean()
+    loss, grads, rest = state.value_and_grad(loss_fn)
+    return state.apply_gradients(grads, rest=rest), {"loss": loss}
 
   # Training takes seconds, so no checkpoints; the step loop is resumable if enabled.
-  state, history = core.train_loop(
+  return core.train_loop(
     state,
     step_fn,
     batch_fn,
@@ -80,29 +73,21 @@ def train_detector(cfg, pool, workdir, seed):
     log_every=max(cfg.detector_steps // 5, 1),
     desc="detector",
   )
-  return state, history
 
 
-def make_predict(state):
-  @jax.jit
-  def predict(x):
-    m = nnx.merge(state.graphdef, state.params, state.rest)
-    return jax.nn.sigmoid(m(x))
-
-  return predict
+@jax.jit
+def _predict(state, x):
+  return jax.nn.sigmoid(state.model()(x))
 
 
-def predict_videos(predict, frames):
-  """frames [B, T, 16, 32] -> scores [B, T, K] in chunks."""
+def predict_videos(state, frames):
+  """frames [B, T, 16, 32] -> scores [B, T, K], in chunks of one static shape (one compile)."""
   B, T = frames.shape[:2]
-  flat = frames.reshape(B * T, D.H, D.W)
-  chunk = 4096
+  flat, chunk = frames.reshape(B * T, D.H * D.W), 4096
   out = []
   for i in range(0, len(flat), chunk):
-    x = flat[i : i + chunk]
-    pad = chunk - len(x)
-    x = np.pad(x, ((0, pad), (0, 0), (0, 0)))  # static shape: one compile
-    out.append(np.asarray(predict(jnp.asarray(x)))[: len(x) - pad])
+    x = np.pad(flat[i : i + chunk], ((0, max(chunk - (len(flat) - i), 0)), (0, 0)))
+    out.append(np.asarray(_predict(state, jnp.asarray(x)))[: len(flat) - i])
   return np.concatenate(out).reshape(B, T, -1)
 
 
@@ -116,6 +101,17 @@ def _truth(formula, names, timelines):
   return np.asarray(L.boolean_ltlf(formula, props))
 
 
+def _collect(make, keep, need: int, rounds: int) -> list:
+  """The candidates of ``make()`` that ``keep`` selects, drawn until ``need`` (or ``rounds``)."""
+  out = []
+  for _ in range(rounds):
+    cand = make()
+    out.extend(cand[keep(cand)])
+    if len(out) >= need:
+      break
+  return out
+
+
 def sample_balanced(rng, formula, names, n_each, T, max_rounds=60):
   """n_each satisfying and n_each violating timelines (half near-misses)."""
   k = len(names)
@@ -127,24 +123,17 @@ def sample_balanced(rng, formula, names, n_each, T, max_rounds=60):
     vio.extend(cand[~truth][: max(n_each // 2 - len(vio), 0) + 1])
     if len(sat) >= n_each and len(vio) >= n_each // 2:
       break
+  violates = lambda cand: ~_truth(formula, names, cand)
   near = []
   if sat:
-    for _ in range(max_rounds):
-      base = np.stack([sat[i] for i in rng.integers(len(sat), size=_GEN_BATCH)])
-      cand = D.near_misses(rng, base)
-      truth = _truth(formula, names, cand)
-      near.extend(cand[~truth])
-      if len(near) >= n_each - n_each // 2:
-        break
+    resample = lambda: np.stack([sat[i] for i in rng.integers(len(sat), size=_GEN_BATCH)])
+    near = _collect(
+      lambda: D.near_misses(rng, resample()), violates, n_each - n_each // 2, max_rounds
+    )
   vio = (vio[: n_each // 2] + near)[:n_each]
   if len(vio) < n_each:
-    extra = []
-    for _ in range(max_rounds):
-      cand = D.random_timelines(rng, _GEN_BATCH, T, k)
-      extra.extend(cand[~_truth(formula, names, cand)])
-      if len(vio) + len(extra) >= n_each:
-        break
-    vio = (vio + extra)[:n_each]
+    draw = lambda: D.random_timelines(rng, _GEN_BATCH, T, k)
+    vio = (vio + _collect(draw, violates, n_each - len(vio), max_rounds))[:n_each]
   sat = sat[:n_each]
   n = min(len(sat), len(vio))
   if n == 0:
@@ -230,7 +219,7 @@ def run_matching(cfg, predict, pool, rng, seed):
     names = [D.atom_name(d) for d in digits]
     x, y = sample_balanced(rng, formula, names, cfg.sequences_per_template // 2, cfg.T)
     frames = D.render_videos(x, digits, pool, bank, rng, cfg)
-    scores = predict_videos(predict, frames)  # [n, T, K]
+    scores = predict(frames)  # [n, T, K]
     props = {n: jnp.asarray(scores[:, :, pool.index(d)]) for n, d in zip(names, digits)}
     for j, d in enumerate(digits):
       frame_acc.append(((scores[:, :, pool.index(d)] >= 0.5) == x[:, j]).mean())
@@ -282,13 +271,8 @@ def build_database(cfg, pool, queries, rng):
   for q, (template, digits) in enumerate(queries):
     names = [D.atom_name(d) for d in digits]
     f = L.parse(D.instantiate(template, digits))
-    got = []
-    for _ in range(40):
-      cand = D.random_timelines(rng, _GEN_BATCH, seg_len, len(digits))
-      got.extend(cand[_truth(f, names, cand)])
-      if len(got) >= 32:
-        break
-    segments[q] = got
+    draw = functools.partial(D.random_timelines, rng, _GEN_BATCH, seg_len, len(digits))
+    segments[q] = _collect(draw, functools.partial(_truth, f, names), 32, 40)
   for i in range(n):
     if rng.random() >= cfg.plant_prob:
       continue
@@ -325,7 +309,7 @@ def run_retrieval(cfg, predict, pool, rng, seed):
   queries = retrieval_queries(cfg, pool)
   tl = build_database(cfg, pool, queries, rng)
   frames = D.render_videos(tl, pool, pool, bank, rng, cfg)
-  pred = predict_videos(predict, frames)  # [n, T, K]
+  pred = predict(frames)  # [n, T, K]
   true_props = {D.atom_name(d): jnp.asarray(tl[:, j], jnp.float32) for j, d in enumerate(pool)}
   props = {D.atom_name(d): jnp.asarray(pred[:, :, j]) for j, d in enumerate(pool)}
   seg = dict(min_len=cfg.min_len, max_len=cfg.max_len)
@@ -453,7 +437,7 @@ def run_seed(cfg, seed: int, workdir) -> dict:
   """Detector training, matching and retrieval for one seed (detector, digits, videos)."""
   pool = list(cfg.digit_pool)
   state, history = train_detector(cfg, pool, f"{workdir}/seed{seed}", seed)
-  predict = make_predict(state)
+  predict = functools.partial(predict_videos, state)
   per_template, frame_acc = run_matching(cfg, predict, pool, np.random.default_rng(seed + 1), seed)
   rows, skipped = run_retrieval(cfg, predict, pool, np.random.default_rng(seed + 2), seed)
   arms = [k for k in next(iter(per_template.values())) if k != "n"]
@@ -472,7 +456,6 @@ def run_seed(cfg, seed: int, workdir) -> dict:
     },
     "retrieval_per_query": rows,
     "retrieval_skipped": skipped,
-    "relevant_mean": float(np.mean([r["relevant"] for r in rows.values()])) if rows else 0.0,
     "frame_acc": frame_acc,
     "final_loss": float(history[-1]["train/loss"]) if history else None,
   }
@@ -486,8 +469,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   """
   if config.get("qmtp_dir"):
     return run_qmtp(config, workdir)
-  t0 = time.time()
-  cfg = config
+  t0, cfg = time.time(), config
   if cfg.num_templates > len(D.TEMPLATES):
     raise ValueError(f"num_templates must be <= {len(D.TEMPLATES)}, got {cfg.num_templates}")
   seeds = [int(s) for s in core.validate_seeds(tuple(cfg.seeds), name="seeds")]
@@ -497,7 +479,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   match_cmp = compare_arms(match_seed, cfg.windows)
   kept = [r for r in runs if r["retrieval"]]
   retr_seed = [{a: v["mAP"] for a, v in r["retrieval"].items()} for r in kept]
-  retr_overall, retr_ci = _mean_ci(retr_seed) if retr_seed else ({}, {})
+  retr_ci = _mean_ci(retr_seed)[1] if retr_seed else {}
   retr_cmp = compare_arms(retr_seed, cfg.retrieval_windows) if retr_seed else None
   retr_full = {
     a: {m: float(np.mean([r["retrieval"][a][m] for r in kept])) for m in ("mAP", "R@5", "P@5")}
@@ -507,8 +489,6 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     t: {a: float(np.mean([r["matching_per_template"][t][a] for r in runs])) for a in match_overall}
     for t in runs[0]["matching_per_template"]
   }
-  frame_acc = [r["frame_acc"] for r in runs]
-
   results = {
     "seeds": seeds,
     "matching/overall": match_overall,
@@ -518,7 +498,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     "matching/comparison": match_cmp,
     "matching/best_logstop_minus_best_baseline": match_cmp["diff"],
     "matching/best_logstop_minus_best_baseline_ci95": match_cmp["diff_ci95"],
-    "detector/per_frame_accuracy": frame_acc,
+    "detector/per_frame_accuracy": [r["frame_acc"] for r in runs],
     "detector/final_loss": [r["final_loss"] for r in runs],
     "retrieval/overall": retr_full,
     "retrieval/overall_mAP_ci95": retr_ci,
@@ -560,8 +540,8 @@ def run_qmtp(cfg, workdir) -> dict:
   res = qmtp.evaluate_qmtp(
     samples,
     windows=tuple(cfg.windows),
-    smoothing_radius=int(cfg.get("qmtp_smoothing_radius", 0)),
-    baselines=bool(cfg.get("qmtp_baselines", True)),
+    smoothing_radius=cfg.qmtp_smoothing_radius,
+    baselines=cfg.qmtp_baselines,
   )
   metrics_ = {k: v for k, v in res.items() if k != "decisions"}
   notes = f"QMTP-video from {len(samples)} samples of per-frame scores in qmtp_dir."

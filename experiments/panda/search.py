@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.panda import train
+from experiments.panda.configs import search as search_config
 from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
 
@@ -39,16 +40,8 @@ def trial_cache(config, data, backbone: str) -> panda.TrialCache:
     epochs=config.epochs,
     runs=min(config.search_splits, data.num_splits),
     fast_compile=config.fast_compile,
-    runs_per_program=_check_runs_per_program(config),
+    runs_per_program=config.runs_per_program,
   )
-
-
-def _check_runs_per_program(config) -> int | None:
-  """``config.runs_per_program``: None (the search batch) or a positive int."""
-  v = config.get("runs_per_program", None)
-  if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
-    raise ValueError(f"runs_per_program must be None or a positive int, got {v!r}")
-  return None if v is None else int(v)
 
 
 def trial_hparams(config, cache: panda.TrialCache, arm: str, trial: int) -> tuple[dict, int | None]:
@@ -61,7 +54,7 @@ def trial_hparams(config, cache: panda.TrialCache, arm: str, trial: int) -> tupl
   """
   draw = panda.draw_trial(config.space, config.seed, trial)
   hp = panda.applicable_hparams(draw, cache.backbone, arm)
-  if not config.get("match_params", False) or arm == "vanilla":
+  if not config.match_params or arm == "vanilla":
     return hp, None
   vanilla = panda.applicable_hparams(draw, cache.backbone, "vanilla")
   target = panda.count_params(panda.trial_model_fn(cache.data, cache.backbone, "vanilla", vanilla))
@@ -147,30 +140,21 @@ def run_final(config, cache: panda.TrialCache, arm: str, trial: int) -> dict:
   return join_final(config, cache.data, parts)
 
 
-def final_cell(key: str, trials: list, final: dict) -> dict:
-  """A (dataset, backbone, arm) cell's summary from its trials and the selected trial's final."""
+def final_cell(trials: list, final: dict) -> dict:
+  """A (dataset, backbone, arm) cell's results record (``metrics.per_cell``) from its trials and
+  the selected trial's final."""
   test, val = np.array(final["test_runs"]), np.array(final["val_runs"])  # [inits, splits], %
-  ds, b, a = key.split("|")
   return dict(
-    dataset=ds,
-    backbone=b,
-    arm=a,
-    selected_trial=panda.select_trial(trials),
-    hp=final["hp"],
     test_mean=float(test.mean()),
     test_std=float(test.std()),
     val_mean=float(val.mean()),
-    split_test=(test.mean(0) / 100).tolist(),  # per split, averaged over the inits
-    test_runs=test.tolist(),
-    val_runs=val.tolist(),
-    best_epoch_runs=final["best_epoch_runs"],
-    splits=final["splits"],
-    inits=final["inits"],
+    selected_trial=panda.select_trial(trials),
+    hp=final["hp"],
     params=final["params"],
-    trials=len(trials),
-    trial_val_means=[float(np.mean(t["val"]) * 100) for t in trials],
+    split_test=(test.mean(0) / 100).tolist(),  # per split, averaged over the inits
+    median_best_epoch=float(np.median(final["best_epoch_runs"])),
     search_cpu_s=float(sum(t["cpu_s"] for t in trials)),
-    cpu_s=final["cpu_s"],
+    final_cpu_s=final["cpu_s"],
   )
 
 
@@ -195,6 +179,7 @@ def train_and_evaluate(config, workdir) -> dict:
   """Runs the search (resumable) and writes ``results.json`` (tables and the bar plot:
   ``configs/search.py``'s report) and ``cells/``."""
   t0 = time.time()
+  run_config, config = config, core.config_view(config, search_config.get_config())
   panda.check_search_space(config.space)
   for a in config.arms:
     core.validate_choice(a, name="arms", allowed=panda.SEARCH_ARMS)
@@ -203,15 +188,14 @@ def train_and_evaluate(config, workdir) -> dict:
   for nm in ("epochs", "trials", "search_splits", "final_inits", "num_splits"):
     core.validate_positive(config[nm], name=nm)
   shard = _shard(config)
-  _check_runs_per_program(config)
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   data, source = train.load_datasets(config)
-  store = train.merged_store(workdir, config.get("merge_cells_from", ()))
+  store = train.merged_store(workdir, config.merge_cells_from)
   runner = core.CellRunner(
     store,
-    budget_s=float(config.get("max_cpu_s", 0) or 0),
-    report_only=bool(config.get("report_only", False)),
+    budget_s=float(config.max_cpu_s),
+    report_only=config.report_only,
     describe=_describe,
   )
   for ds in data:
@@ -241,12 +225,12 @@ def train_and_evaluate(config, workdir) -> dict:
           parts.append(part)
         if all(p is not None for p in parts):
           store.put(key, join_final(config, d, parts))
-  return report(config, workdir, store, data, source, runner.stopped, t0)
+  return report(run_config, config, workdir, store, data, source, runner.stopped, t0)
 
 
 def _shard(config) -> tuple[int, int]:
   """``config.final_shard`` as ``(i, n)`` with ``0 <= i < n`` (default ``(0, 1)``)."""
-  v = config.get("final_shard", (0, 1))
+  v = config.final_shard
   ok = isinstance(v, (tuple, list)) and len(v) == 2
   ok = ok and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
   if not ok or not 0 <= v[0] < v[1]:
@@ -266,38 +250,8 @@ def _finals(config, store, names) -> dict:
           continue
         final = store.get(f"{key}|final{panda.select_trial(trials):03d}")
         if final is not None:
-          out[key] = final_cell(key, trials, final)
+          out[key] = final_cell(trials, final)
   return out
-
-
-def improvement(finals: dict, backbones) -> dict:
-  """PANDA minus vanilla test accuracy (pp) of every (dataset, backbone) with both finals.
-
-  Returns:
-    ``{"pairs": sorted "<dataset>|<backbone>", "deltas": {pair: pp}, "mean_improvement_pp"
-    (the claim's number: mean over pairs, None without pairs), "per_backbone_improvement_pp",
-    "cells_improved"}``.
-  """
-  # a pair counts only when both arms' finals exist
-  pairs = sorted(
-    {k.rsplit("|", 1)[0] for k in finals}
-    & {k.rsplit("|", 1)[0] for k in finals if k.endswith("|panda")}
-    & {k.rsplit("|", 1)[0] for k in finals if k.endswith("|vanilla")}
-  )
-  deltas = {
-    p: finals[p + "|panda"]["test_mean"] - finals[p + "|vanilla"]["test_mean"] for p in pairs
-  }
-  return dict(
-    pairs=pairs,
-    deltas=deltas,
-    mean_improvement_pp=float(np.mean(list(deltas.values()))) if deltas else None,
-    per_backbone_improvement_pp={
-      b: float(np.mean([v for p, v in deltas.items() if p.endswith("|" + b)]))
-      for b in backbones
-      if any(p.endswith("|" + b) for p in deltas)
-    },
-    cells_improved=int(sum(v > 0 for v in deltas.values())),
-  )
 
 
 def param_match(store, trial_cells) -> dict:
@@ -315,25 +269,21 @@ def param_match(store, trial_cells) -> dict:
   return dict(max_abs_dev=max(devs) if devs else None, trials_matched=len(devs))
 
 
-def report(config, workdir, store, data, source, stopped, t0) -> dict:
+def report(run_config, config, workdir, store, data, source, stopped, t0) -> dict:
   names = list(data)
   finals = _finals(config, store, names)
-  imp = improvement(finals, config.backbones)
-  pairs, deltas = imp["pairs"], imp["deltas"]
+  imp = train.improvement(finals, sorted({k.rsplit("|", 1)[0] for k in finals}), config.backbones)
+  deltas = imp["deltas"]
+  pairs = list(deltas)
   per_pair = train.pair_statistics(finals, tests=_split_tests)
   majority = {ds: train.majority_baseline(data[ds], config.num_splits) for ds in names}
-  kept = "test_mean test_std val_mean selected_trial hp params split_test".split()  # + 3 computed
-  per_cell = {
-    k: {f: v[f] for f in kept}
-    | dict(median_best_epoch=float(np.median(v["best_epoch_runs"])), search_cpu_s=v["search_cpu_s"])
-    | dict(final_cpu_s=v["cpu_s"])
-    for k, v in finals.items()
-  }
   covered = sorted({p.split("|")[0] for p in pairs}, key=names.index)
   trial_cells = [k for k in store.keys() if "|trial" in k and k.split("|")[0] in names]
   metrics = dict(
     mean_improvement_pp=imp["mean_improvement_pp"],
-    per_backbone_improvement_pp=imp["per_backbone_improvement_pp"],
+    per_backbone_improvement_pp={
+      b: v for b, v in imp["per_backbone_improvement_pp"].items() if v is not None
+    },
     cells=len(deltas),
     cells_improved=imp["cells_improved"],
     coverage=dict(
@@ -346,16 +296,16 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
       trial_cells_done=len(trial_cells),
       stopped_by_cpu_budget=bool(stopped),
       search_cpu_s=float(sum(store[k]["cpu_s"] for k in trial_cells)),
-      final_cpu_s=float(sum(v["cpu_s"] for v in finals.values())),
+      final_cpu_s=float(sum(v["final_cpu_s"] for v in finals.values())),
     ),
     data_source=source,
     majority_test_acc=majority,
     **train.prior_flags(finals, majority),
-    cells_early_best_epoch=sorted(k for k, v in per_cell.items() if v["median_best_epoch"] <= 5),
-    per_cell=per_cell,
+    cells_early_best_epoch=sorted(k for k, v in finals.items() if v["median_best_epoch"] <= 5),
+    per_cell=finals,
     per_pair=per_pair,
   )
-  if config.get("match_params", False):
+  if config.match_params:
     metrics["param_match"] = param_match(store, trial_cells)
   metrics["derived"] = train.derived_metrics(metrics)
   notes = (
@@ -380,7 +330,7 @@ def report(config, workdir, store, data, source, stopped, t0) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=config,
+    config=run_config,
     notes=notes,
     wall_time_s=time.time() - t0,
     extra=dict(datasets={ds: data[ds].summary() for ds in names}),

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from absl import logging
 
+from experiments.panda.configs import default
 from jaxpapers import core, panda
 from jaxpapers import hypergraph as hg
 
@@ -65,31 +66,22 @@ def load_datasets(config) -> tuple[dict, str]:
     root, found_in = core.locate_data_dir(
       config.data_dir or None, subdir="hypergraph", required=False
     )
-  out = {}
-  names = tuple(config.datasets) if root is not None else tuple(config.synthetic_fallback)
+  names = tuple(config.datasets if root is not None else config.synthetic_fallback)
   if not names:
     field = "datasets" if root is not None else "synthetic_fallback"
     raise ValueError(
       f"config.{field} is empty: name at least one dataset (a key of hypergraph.DATASETS or "
       f"'<format>/<name>'; synthetic: 'synthetic-small' or 'synthetic-inter<k>')"
     )
-  kw = dict(num_splits=config.num_splits, seed=config.seed)
+  # Shipped splits: the first num_splits of them; otherwise seeded generated splits.
+  kw = dict(num_splits=config.num_splits, seed=config.seed, max_features=config.max_features)
+  out = {name: panda.load_dataset(name, root, **kw) for name in names}
+  # As given (a relative data_dir stays relative in results.json), else the place it was found
+  # by name (never this machine's absolute path).
+  if root is not None and config.data_dir:
+    return out, f"{config.data_dir.rstrip('/')}/hypergraph"
   if root is not None:
-    for name in config.datasets:
-      # Shipped splits: the first num_splits of them; otherwise seeded generated splits.
-      out[name] = panda.load_dataset(name, root, max_features=config.max_features, **kw)
-    # As given (a relative data_dir stays relative in results.json), else the place it was
-    # found by name (never this machine's absolute path).
-    if config.data_dir:
-      return out, f"{config.data_dir.rstrip('/')}/hypergraph"
     return out, f"hypergraph/ in the data folder found as {found_in}"
-  for name in config.synthetic_fallback:
-    if not name.startswith("synthetic-"):
-      raise ValueError(
-        f"config.synthetic_fallback names {name!r}: generated sets are 'synthetic-small' or "
-        "'synthetic-inter<k>'"
-      )
-    out[name] = panda.load_dataset(name, None, **kw)
   if config.data_dir == "none":
     return out, "synthetic (make_synthetic; data_dir='none')"
   return out, (
@@ -119,7 +111,7 @@ def run_cell(config, data, backbone, arm, checkpoint_dir=None) -> dict:
   """
   d = hg.backbone_input(backbone, data)
   r = min(config.num_splits, d.num_splits)
-  chunk = config.get("chunk", 0) or config.epochs
+  chunk = config.chunk or config.epochs
   if config.epochs % chunk:
     raise ValueError(f"epochs ({config.epochs}) must be a multiple of chunk ({chunk})")
   model_fn = _model_fn(config, backbone, arm, d)
@@ -195,24 +187,26 @@ def majority_baseline(data: hg.HypergraphData, num_splits: int) -> dict:
   return {"mean": float(np.mean(acc)), "std": float(np.std(acc))}
 
 
-def improvement_summary(cells, datasets, backbones) -> dict:
-  """PANDA - vanilla (pp) over the (dataset, backbone) pairs with both cells.
+def improvement(cells, pairs, backbones) -> dict:
+  """PANDA - vanilla test accuracy (pp) of each of ``pairs`` (``'<dataset>|<backbone>'``, in
+  order) that has both cells.
 
   Returns:
-    ``{backbone: mean pp or None, "all": mean pp or None, "cells": pairs, "cells_improved"}``.
+    ``{"deltas": {pair: pp}, "mean_improvement_pp" (the claim's number: the mean over the
+    deltas in order), "per_backbone_improvement_pp": {backbone: mean pp}, "cells_improved"}``;
+    a mean over no pairs is None.
   """
-  deltas = {b: [] for b in backbones}
-  for ds in datasets:
-    for b in backbones:
-      v, p = cells.get(f"{ds}|{b}|vanilla"), cells.get(f"{ds}|{b}|panda")
-      if v and p:
-        deltas[b].append(p["test_mean"] - v["test_mean"])
-  summary = {b: (float(np.mean(v)) if v else None) for b, v in deltas.items()}
-  allv = [x for v in deltas.values() for x in v]
-  summary["all"] = float(np.mean(allv)) if allv else None
-  summary["cells"] = len(allv)
-  summary["cells_improved"] = int(sum(x > 0 for x in allv))
-  return summary
+  both = [p for p in pairs if f"{p}|panda" in cells and f"{p}|vanilla" in cells]
+  deltas = {p: cells[f"{p}|panda"]["test_mean"] - cells[f"{p}|vanilla"]["test_mean"] for p in both}
+  mean = lambda v: float(np.mean(v)) if v else None
+  return dict(
+    deltas=deltas,
+    mean_improvement_pp=mean(list(deltas.values())),
+    per_backbone_improvement_pp={
+      b: mean([v for p, v in deltas.items() if p.rsplit("|", 1)[1] == b]) for b in backbones
+    },
+    cells_improved=int(sum(v > 0 for v in deltas.values())),
+  )
 
 
 def _timing(cell, epochs, points) -> tuple[float, float] | None:
@@ -307,16 +301,11 @@ def train_and_evaluate(config, workdir) -> dict:
   """Runs the benchmark and writes ``results.json`` (tables and the bar plot: ``config.report``)
   and the ``cells/`` store.
 
-  A config with a ``space`` field (``configs/search.py``) is the random search's: the binary
-  runs it through :mod:`experiments.panda.experiment`, which calls
-  :mod:`experiments.panda.search` instead.
+  The code reads ``core.config_view`` of ``config`` against ``configs/default.py``, so a config
+  with a search space (``configs/search.py``, run by :mod:`experiments.panda.search`) is refused.
   """
-  if "space" in config:
-    raise ValueError(
-      "a config with a search space runs through experiments.panda.experiment (or "
-      "experiments.panda.search), not the fixed sweep of experiments.panda.train"
-    )
   t0 = time.time()
+  run_config, config = config, core.config_view(config, default.get_config())
   for a in config.arms:
     core.validate_choice(a, name="arms", allowed=ARMS)
   for b in config.backbones:
@@ -330,7 +319,7 @@ def train_and_evaluate(config, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=config,
+    config=run_config,
     notes=notes,
     wall_time_s=time.time() - t0,
     extra=dict(datasets={ds: data[ds].summary() for ds in data}),
@@ -345,14 +334,14 @@ def _fill_cells(config, workdir: pathlib.Path, data: dict) -> dict:
   Returns:
     ``{'<dataset>|<backbone>|<arm>': cell}`` for the cells of the config's grid in the store.
   """
-  sources = list(config.get("merge_cells_from", ()))  # cells run by other processes (workdirs)
+  sources = list(config.merge_cells_from)  # cells run by other processes (workdirs)
   if (workdir / "cells.json").exists():  # a workdir written before the cell store: resume it
     sources.append(workdir)
   store = merged_store(workdir, sources)
   todo = [(ds, b, a) for ds in data for b in config.backbones for a in config.arms]
   for ds, b, a in core.progress(todo, desc="panda cells"):
     key = f"{ds}|{b}|{a}"
-    if key in store or config.get("report_only", False):
+    if key in store or config.report_only:
       continue
     c = store.get_or_compute(
       key, lambda ckpt, ds=ds, b=b, a=a: run_cell(config, data[ds], b, a, ckpt)
@@ -372,12 +361,14 @@ def _summarize(config, cells: dict, data: dict, source: str) -> tuple[dict, str]
   block) and its notes, from the cells of the grid."""
   names = list(data)
   majority = {ds: majority_baseline(data[ds], config.num_splits) for ds in names}
-  summary = improvement_summary(cells, names, config.backbones)
+  imp = improvement(
+    cells, [f"{ds}|{b}" for b in config.backbones for ds in names], config.backbones
+  )
   metrics = dict(
-    mean_improvement_pp=summary["all"],
-    per_backbone_improvement_pp={b: summary[b] for b in config.backbones},
-    cells_improved=summary["cells_improved"],
-    cells=summary["cells"],
+    mean_improvement_pp=imp["mean_improvement_pp"],
+    per_backbone_improvement_pp=imp["per_backbone_improvement_pp"],
+    cells_improved=imp["cells_improved"],
+    cells=len(imp["deltas"]),
     data_source=source,
     majority_test_acc=majority,
     cells_at_majority=prior_flags(cells, majority)["cells_at_majority"],
@@ -428,73 +419,52 @@ def pair_statistics(
   when the t interval excludes 0, else 'tie'. ``tests(cell)`` gives a cell's per-split test
   accuracies in % (default: those of its selected sweep point).
   """
-  import itertools
-
-  from scipy import stats as sps
-
   out = {}
   for key in sorted(cells):
-    if not key.endswith(f"|{baseline}"):
-      continue
-    pair = key[: -len(baseline) - 1]
-    if f"{pair}|{arm}" not in cells:
+    pair = key.removesuffix(f"|{baseline}")
+    if pair == key or f"{pair}|{arm}" not in cells:
       continue
     a, b = tests(cells[f"{pair}|{arm}"]), tests(cells[key])
     if a is None or b is None or a.shape != b.shape:
       continue
-    d = a - b
-    r = d.shape[0]
-    mean = float(d.mean())
-    half = float(sps.t.ppf(0.975, r - 1) * d.std(ddof=1) / np.sqrt(r)) if r >= 2 else None
-    flips = np.array(list(itertools.product((1.0, -1.0), repeat=r)))
-    perm = np.abs((flips * d).mean(1))
-    p = float(np.mean(perm >= abs(mean) - 1e-9))
-    if half is None or abs(mean) <= half:
-      outcome = "tie"
-    else:
-      outcome = "better" if mean > 0 else "worse"
+    t = core.paired_difference(a, b)
+    half = t.half_width if t.n >= 2 else None
+    outcome = (
+      "tie" if half is None or abs(t.mean) <= half else ("better" if t.mean > 0 else "worse")
+    )
     out[pair] = dict(
-      diff_pp=mean, t95_pp=half, sign_flip_p=p, outcome=outcome, splits=r, diffs_pp=d.tolist()
+      diff_pp=t.mean,
+      t95_pp=half,
+      sign_flip_p=core.sign_flip_test(a - b).p_value,
+      outcome=outcome,
+      splits=t.n,
+      diffs_pp=(a - b).tolist(),
     )
   return out
-
-
-def _bootstrap_ci(x, seed: int = 0, n: int = 10_000) -> list[float] | None:
-  """Percentile 95% bootstrap interval of the mean of ``x`` (resampling pairs)."""
-  x = np.asarray(x, np.float64)
-  if x.size < 2:
-    return None
-  idx = np.random.default_rng(seed).integers(0, x.size, (n, x.size))
-  m = x[idx].mean(1)
-  return [float(np.percentile(m, 2.5)), float(np.percentile(m, 97.5))]
 
 
 def derived_metrics(metrics) -> dict:
   """The noise of the headline, for the claim in ``configs/default.py`` (pure, JSON in/out).
 
   ``mean_improvement_ci95_pp`` = 1.96 x sample std / sqrt(n) of the n paired PANDA - vanilla
-  differences (None with fewer than 2 pairs); ``mean_improvement[_without_telegram]_boot95_pp``
-  the percentile bootstrap interval of their mean over pairs (10,000 seeded resamples);
-  ``pairs_better`` / ``_worse`` / ``_tie`` count the pairs by the paired per-split t interval of
-  :func:`pair_statistics` (``metrics['per_pair']``). Also used to re-judge committed results
+  differences (None with fewer than 2 pairs); ``pairs_better`` / ``_worse`` / ``_tie`` count
+  the pairs by the paired per-split t interval of :func:`pair_statistics`
+  (``metrics['per_pair']``). Also used to re-judge committed results
   (``python -m experiments.reproduce --rejudge=panda``).
   """
+  mean = lambda v: float(np.mean(v)) if v else None
+  ci95 = lambda v: float(1.96 * np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) >= 2 else None
   cells = metrics["per_cell"]
   pairs = [k[: -len("|vanilla")] for k in cells if k.endswith("|vanilla")]
   deltas = _gains(cells, pairs, "panda", "vanilla")
-  n = len(deltas)
-  ci = 1.96 * float(np.std(deltas, ddof=1)) / np.sqrt(n) if n >= 2 else None
-  out = {"mean_improvement_ci95_pp": None if ci is None else float(ci), "pairs": n}
+  out = {"mean_improvement_ci95_pp": ci95(deltas), "pairs": len(deltas)}
   # capacity control: PANDA against the vanilla arm with at least PANDA's parameter count
   vm = _gains(cells, pairs, "panda", "vanilla_matched")
-  gain_vm = _gains(cells, pairs, "vanilla_matched", "vanilla")
-  out["mean_improvement_vs_matched_pp"] = float(np.mean(vm)) if vm else None
-  out["mean_matched_minus_vanilla_pp"] = float(np.mean(gain_vm)) if gain_vm else None
+  out["mean_improvement_vs_matched_pp"] = mean(vm)
+  out["mean_matched_minus_vanilla_pp"] = mean(_gains(cells, pairs, "vanilla_matched", "vanilla"))
   out["matched_pairs"] = len(vm)
   no_tg = _gains(cells, pairs, "panda", "vanilla", keep=lambda p: not p.startswith("telegram|"))
-  out["mean_improvement_without_telegram_pp"] = float(np.mean(no_tg)) if no_tg else None
-  out["mean_improvement_boot95_pp"] = _bootstrap_ci(deltas)
-  out["mean_improvement_without_telegram_boot95_pp"] = _bootstrap_ci(no_tg)
+  out["mean_improvement_without_telegram_pp"] = mean(no_tg)
   per_pair = metrics.get("per_pair") or {}
   for outcome in ("better", "worse", "tie"):
     out[f"pairs_{outcome}"] = sum(v["outcome"] == outcome for v in per_pair.values())
@@ -503,8 +473,8 @@ def derived_metrics(metrics) -> dict:
   for arm in ABLATION_ARMS:
     if d := _gains(cells, _pairs(cells), "panda", arm):
       abl[arm] = dict(
-        panda_minus_ablation_pp=float(np.mean(d)),
-        ci95_pp=1.96 * float(np.std(d, ddof=1)) / np.sqrt(len(d)) if len(d) >= 2 else None,
+        panda_minus_ablation_pp=mean(d),
+        ci95_pp=ci95(d),
         pairs=len(d),
         pairs_panda_higher=int(sum(x > 0 for x in d)),
       )

@@ -125,7 +125,7 @@ def test_lipschitz_summary(train):
 
 def test_class_names_bounds_and_learning_rates(train):
   cfg = _cfg(classes=("dense", "dense_sum", "sparse", "plain"), bounds=(1.0, 4.0), bound=1.0,
-             lrs=(0.001, 0.01), dense_lr_times_bound=True)  # fmt: skip
+             lrs=(0.001, 0.01))  # fmt: skip
   names = train.class_names(cfg)
   assert names == ["dense@1", "dense@4", "dense_sum@1", "dense_sum@4", "sparse", "plain"]
   assert train.split_name("dense@4") == ("dense", 4.0) and train.split_name("plain") == (
@@ -137,8 +137,6 @@ def test_class_names_bounds_and_learning_rates(train):
   assert train.lr_grid("dense@4", cfg) == pytest.approx([0.004, 0.04])
   assert train.lr_grid("dense_sum@4", cfg) == pytest.approx([0.001, 0.01])
   assert train.lr_grid("plain", cfg) == pytest.approx([0.001, 0.01])
-  cfg.dense_lr_times_bound = False
-  assert train.lr_grid("dense@4", cfg) == pytest.approx([0.001, 0.01])
 
 
 def _derived(b_slopes, learns=1.0, plain=-0.6, plain_ci=0.05):

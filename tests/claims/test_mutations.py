@@ -223,8 +223,8 @@ MUTATIONS = (
   M(
     "dense_limits",
     "train",
-    'scale = bound if (cls == "dense" and cfg.get("dense_lr_times_bound", False)) else 1.0',
-    'scale = bound if (cls != "plain" and cfg.get("dense_lr_times_bound", False)) else 1.0',
+    'scale = bound if cls == "dense" else 1.0',
+    'scale = bound if cls != "plain" else 1.0',
     ["test_class_names_bounds_and_learning_rates"],
     "learning rates scaled by B for the width-unbounded control too",
   ),
@@ -1431,8 +1431,8 @@ MUTATIONS = (
   M(
     "panda",
     "train",
-    "ci = 1.96 * float(np.std(deltas, ddof=1)) / np.sqrt(n) if n >= 2 else None",
-    "ci = 1.96 * float(np.std(deltas)) / np.sqrt(n) if n >= 2 else None",
+    "ci95 = lambda v: float(1.96 * np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) >= 2 else None",
+    "ci95 = lambda v: float(1.96 * np.std(v) / np.sqrt(len(v))) if len(v) >= 2 else None",
     ["test_derived_metrics"],
     "headline interval from the population std",
   ),
@@ -1447,18 +1447,18 @@ MUTATIONS = (
   M(
     "panda",
     "train",
-    'deltas[b].append(p["test_mean"] - v["test_mean"])',
-    'deltas[b].append(v["test_mean"] - p["test_mean"])',
-    ["test_improvement_summary"],
+    'deltas = {p: cells[f"{p}|panda"]["test_mean"] - cells[f"{p}|vanilla"]["test_mean"] for p in both}',
+    'deltas = {p: cells[f"{p}|vanilla"]["test_mean"] - cells[f"{p}|panda"]["test_mean"] for p in both}',
+    ["test_improvement"],
     "vanilla minus PANDA in the headline",
   ),
   M(
     "panda",
     "train",
-    "half = float(sps.t.ppf(0.975, r - 1) * d.std(ddof=1) / np.sqrt(r)) if r >= 2 else None",
-    "half = float(sps.t.ppf(0.975, r) * d.std(ddof=1) / np.sqrt(r)) if r >= 2 else None",
+    "t = core.paired_difference(a, b)",
+    "t = core.paired_difference(b, a)",
     ["test_pair_statistics"],
-    "paired t interval with r instead of r - 1 degrees of freedom",
+    "paired difference taken as baseline minus arm",
   ),
   M(
     "panda",
@@ -1483,14 +1483,6 @@ MUTATIONS = (
     "split_test=(test.mean(1) / 100).tolist(),",
     ["test_search_final_cell"],
     "per-split accuracy averaged over the wrong axis",
-  ),
-  M(
-    "panda",
-    "search",
-    'p: finals[p + "|panda"]["test_mean"] - finals[p + "|vanilla"]["test_mean"] for p in pairs',
-    'p: finals[p + "|vanilla"]["test_mean"] - finals[p + "|panda"]["test_mean"] for p in pairs',
-    ["test_search_improvement"],
-    "search headline vanilla minus PANDA",
   ),
   # ---------------------------------------------------------------- soda
   M(

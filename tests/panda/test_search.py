@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from experiments.panda import experiment, search, train
+from experiments.panda import main, search, train
 from experiments.panda.configs import default
 from experiments.panda.configs import search as search_config
 from jaxpapers import core, panda
@@ -302,7 +302,7 @@ def test_fewer_runs_per_program_give_the_same_runs(tmp_path, monkeypatch):
     assert got["epoch"] == whole["epoch"] and got["params"] == whole["params"]
   for bad in (0, -1, 1.5, True, "2"):
     with pytest.raises(ValueError, match="runs_per_program must be None or a positive int"):
-      search._check_runs_per_program({"runs_per_program": bad})
+      panda.TrialCache(d, "hgnn", epochs=1, runs=3, runs_per_program=bad)
   cfg.runs_per_program = 0
   with pytest.raises(ValueError, match="runs_per_program must be None or a positive int, got 0"):
     search.train_and_evaluate(cfg, tmp_path)
@@ -349,9 +349,9 @@ def test_search_end_to_end_and_resume_recomputes_nothing(tmp_path, monkeypatch):
   again = search.train_and_evaluate(cfg, tmp_path)
   assert again["per_cell"] == metrics["per_cell"]
   # the binary's entry point dispatches a config with a search space to the search
-  assert experiment.train_and_evaluate(cfg, tmp_path)["per_cell"] == metrics["per_cell"]
-  with pytest.raises(ValueError, match="search space"):
-    train.train_and_evaluate(cfg, tmp_path)
+  assert main.train_and_evaluate(cfg, tmp_path)["per_cell"] == metrics["per_cell"]
+  with pytest.raises(ValueError, match=r"unknown config field\(s\) \[.*'space'"):
+    train.train_and_evaluate(cfg, tmp_path)  # the fixed sweep's view refuses the search fields
 
 
 def test_prior_flags_split_cells_at_and_below_the_majority_predictor():

@@ -29,9 +29,8 @@ def get_config():
       depth=2,  # hidden layers
       bound=1.0,  # the sparse class's bound and the dense nets compressed in E2
       bounds=BOUNDS,  # the weight bounds of the dense class and its width-unbounded control
-      fan_in=16, classes=("dense", "dense_sum", "sparse", "plain"), lrs=(3e-3, 1e-2),
-      dense_lr_times_bound=True, steps=600, batch=128, tasks=("bumps", "digits"), bump_d=2,
-      bump_grid=4, n_train=4096, n_test=1024,
+      fan_in=16, classes=("dense", "dense_sum", "sparse", "plain"), lrs=(3e-3, 1e-2), steps=600,
+      batch=128, tasks=("bumps", "digits"), bump_d=2, bump_grid=4, n_train=4096, n_test=1024,
       # E2
       compress_ks=(1, 2, 4, 8, 16, 32), compress_min_width=64, compress_restarts=32,
       compress_iters=10,

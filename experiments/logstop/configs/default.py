@@ -13,39 +13,26 @@ from jaxpapers.core import reporting as R
 
 
 def get_config():
-  c = ml_collections.ConfigDict()
-  # One detector, digit split and set of generated videos per seed (>= 3 for a spread).
-  c.seeds = (0, 1, 2)
-  c.digit_pool = (1, 4, 7, 9)  # atoms "d1", "d4", "d7", "d9"; 1/7 and 4/9 are confusable
-  # Detector (JAX MLP on the disjoint 'train' half of sklearn digits).
-  c.detector_steps = 600
-  c.detector_batch = 256
-  c.detector_hidden = 256
-  c.detector_lr = 1e-3
-  # Video noise.
-  c.pixel_noise = 0.15
-  c.blur_probs = (0.5, 0.3, 0.2)  # sigma 0, 0.8, 1.3 per video
-  c.occlusion_prob = 0.1
-  c.flicker_prob = 0.08
-  # Query matching.
-  c.num_templates = 16
-  c.sequences_per_template = 128
-  c.T = 60
-  c.windows = (1, 3, 5)
-  # Retrieval.
-  c.retrieval_templates = 10
-  c.mappings_per_template = 2
-  c.db_size = 500
-  c.db_T = 40
-  c.min_len = 4
-  c.max_len = 12
-  c.plant_prob = 0.6
-  c.retrieval_windows = (1, 2)
-  # The paper's QMTP-video benchmark from per-frame scores on disk (experiments/logstop/qmtp.py):
-  # when set, the run scores it instead of the digit videos.
-  c.qmtp_dir = ""
-  c.qmtp_smoothing_radius = 0
-  c.qmtp_baselines = True  # Boolean LTLf and robustness at the same windows
+  c = ml_collections.ConfigDict(
+    dict(
+      # One detector, digit split and set of generated videos per seed (>= 3 for a spread).
+      seeds=(0, 1, 2),
+      digit_pool=(1, 4, 7, 9),  # atoms "d1", "d4", "d7", "d9"; 1/7 and 4/9 are confusable
+      # Detector (JAX MLP on the disjoint 'train' half of sklearn digits).
+      detector_steps=600, detector_batch=256, detector_hidden=256, detector_lr=1e-3,
+      # Video noise; blur_probs are those of sigma 0, 0.8 and 1.3 per video.
+      pixel_noise=0.15, blur_probs=(0.5, 0.3, 0.2), occlusion_prob=0.1, flicker_prob=0.08,
+      # Query matching.
+      num_templates=16, sequences_per_template=128, T=60, windows=(1, 3, 5),
+      # Retrieval.
+      retrieval_templates=10, mappings_per_template=2, db_size=500, db_T=40, min_len=4,
+      max_len=12, plant_prob=0.6, retrieval_windows=(1, 2),
+      # The paper's QMTP-video benchmark from per-frame scores on disk (experiments/logstop/
+      # qmtp.py): when set, the run scores it instead of the digit videos.
+      qmtp_dir="", qmtp_smoothing_radius=0,
+      qmtp_baselines=True,  # Boolean LTLf and robustness at the same windows
+    )
+  )  # fmt: skip
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   c.report = REPORT

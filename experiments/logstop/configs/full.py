@@ -21,14 +21,11 @@ from experiments.logstop.configs import default
 
 def get_config():
   c = default.get_config()
-  c.detector_steps = 3000
-  c.detector_hidden = 512
-  c.sequences_per_template = 1000
-  c.T = 100
-  c.windows = (1, 3, 5, 10)
-  c.mappings_per_template = 4
-  c.db_size = 5000
-  c.db_T = 50
-  c.max_len = 20
-  c.retrieval_windows = (1, 2, 5)
+  c.update(
+    dict(
+      detector_steps=3000, detector_hidden=512, sequences_per_template=1000, T=100,
+      windows=(1, 3, 5, 10), mappings_per_template=4, db_size=5000, db_T=50, max_len=20,
+      retrieval_windows=(1, 2, 5),
+    )
+  )  # fmt: skip
   return c

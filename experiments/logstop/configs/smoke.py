@@ -13,20 +13,12 @@ from experiments.logstop.configs import default
 
 def get_config():
   c = default.get_config()
-  c.detector_steps = 20
-  c.detector_batch = 64
-  c.detector_hidden = 32
-  c.num_templates = 1
-  c.sequences_per_template = 12
-  c.T = 16
-  c.windows = (2,)
-  c.seeds = (0,)
-  c.retrieval_templates = 2
-  c.mappings_per_template = 1
-  c.db_size = 24
-  c.db_T = 16
-  c.min_len = 3
-  c.max_len = 6
-  c.retrieval_windows = (1,)
+  c.update(
+    dict(
+      detector_steps=20, detector_batch=64, detector_hidden=32, num_templates=1,
+      sequences_per_template=12, T=16, windows=(2,), seeds=(0,), retrieval_templates=2,
+      mappings_per_template=1, db_size=24, db_T=16, min_len=3, max_len=6, retrieval_windows=(1,),
+    )
+  )  # fmt: skip
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c

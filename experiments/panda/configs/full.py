@@ -13,15 +13,13 @@ from experiments.panda.configs import default
 def get_config():
   c = default.get_config()
   more = "chameleon chameleon-directed email-EU cora citeseer pubmed inter10 inter30 inter50"
-  c.datasets = default.get_config().datasets + tuple(more.split())
-  c.arms = ("vanilla", "panda", "vanilla_matched", "without_aux", "without_prior_aux")
-  c.num_splits = 10
-  c.phenom_steps = 8
-  c.epochs = 500
-  c.lrs = (1e-3, 5e-3, 1e-2)
-  c.weight_decays = (0.0, 5e-4, 5e-3)
-  c.hidden = 64
-  c.max_features = 0
-  c.fast_compile = False
-  c.chunk = 100  # an orbax checkpoint every 100 epochs inside each cell
+  c.update(
+    dict(
+      datasets=c.datasets + tuple(more.split()),
+      arms=("vanilla", "panda", "vanilla_matched", "without_aux", "without_prior_aux"),
+      num_splits=10, phenom_steps=8, epochs=500, lrs=(1e-3, 5e-3, 1e-2),
+      weight_decays=(0.0, 5e-4, 5e-3), hidden=64, max_features=0, fast_compile=False,
+      chunk=100,  # an orbax checkpoint every 100 epochs inside each cell
+    )
+  )  # fmt: skip
   return c

@@ -32,6 +32,7 @@ def get_config():
   c.final_inits = 2
   c.search_splits = 3
   c.trials = 3  # the same for both arms; trials 0-1 are the committed run's
+  c.match_params = False  # True: each PANDA trial's width matched to its vanilla draw's size
   c.epochs = 100
   # XLA -O0 compiles a Texas trial ~20% faster but runs 4-5x slower (a final: 22.6 vs 5.2 CPU s)
   c.fast_compile = False

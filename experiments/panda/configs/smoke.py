@@ -11,15 +11,12 @@ from experiments.panda.configs import default
 
 def get_config():
   c = default.get_config()
-  c.data_dir = "none"
-  c.synthetic_fallback = ("synthetic-small",)
-  c.backbones = ("gedi",)
-  c.num_splits = 2
-  c.epochs = 15
-  c.lrs = (1e-2,)
-  c.hidden = 8
-  c.heads = 2
-  c.arms = ("vanilla", "panda")
-  c.fast_compile = True  # compile-dominated at this size
+  c.update(
+    dict(
+      data_dir="none", synthetic_fallback=("synthetic-small",), backbones=("gedi",), num_splits=2,
+      epochs=15, lrs=(1e-2,), hidden=8, heads=2, arms=("vanilla", "panda"),
+      fast_compile=True,  # compile-dominated at this size
+    )
+  )  # fmt: skip
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
