@@ -678,21 +678,55 @@ def _unrolling(steps: int) -> tuple[int, int]:
   return unroll, iters * unroll
 
 
-def sequential_fits(formulas: Sequence[F.Formula], n: int, dtype) -> bool:
-  """Whether `score` (t = 0) in the "prob" algebra runs the sequential scan on chains of n steps.
+def sequential_mode(formulas: Sequence[F.Formula], n: int, dtype) -> str | None:
+  """How `score` (t = 0) in the "prob" algebra runs on chains of n steps: the sequential scan
+  ("plain"), the sequential scan with composed iterations ("composed"), or None (the blocked
+  scans).
 
-  A step of a recursion y = c + m y' (all terms >= 0) adds at most 2 eps to the relative
-  error of y', so a chain of n steps evaluated step by step is off by at most 2 n eps
-  relative, where the blocked scans are off by O(log n) eps: the sequential scan is used while
-  2 n eps <= 2^-10 (n <= 4096 in float32) and every formula is evaluated in linear space
-  (`underflow_threshold` is finite); longer chains take the blocked scans.
+  Rounding. Every term of the value of ``y(k) = c(k) + m(k) y(k + 1)`` at k = 0 is a product
+  c(j) m(0) ... m(j - 1): each m carries up to 2 roundings of its own (``1 - b`` and ``P_a
+  Q_b``) and a product of j factors j - 1 more whatever the order of its factors, so every
+  evaluation order is off by about 3 j u relative (u = eps / 2, the unit roundoff). The
+  blocked scans add O(log n) roundings of their sums to that: 1.5 n eps + O(log n) eps. The
+  plain sequential scan takes one product and one sum per step, 4 u per step: 2 n eps. The
+  composed scan (`_sequential_first` with ``composed``) evaluates every step as the plain one
+  does, but moves the carry from one iteration of U steps to the next by the iteration's maps
+  composed (y -> A + B y), so a term takes 2 roundings per iteration instead of 2 per step:
+  (1.5 + 1 / (2 U)) n eps.
+
+  The plain scan is used while 2 n eps <= 2^-10 (n <= 4096 in float32), the composed one
+  while its bound holds (n <= 5,400 or so in float32), provided every formula is evaluated
+  in linear space (`underflow_threshold` is finite). Longer chains take the blocked scans,
+  whose worst case is hardly lower but whose products of values near 1 are rounded less in
+  practice (measured, ``G a`` at n = 20,000: off by 1e-6 where the sequential scan is off by
+  5e-5).
+
+  Args:
+    formulas: parsed formulas.
+    n: steps of a chain (ceil(T / w)).
+    dtype: the floating dtype of the computation.
+
+  Returns:
+    "plain", "composed" or None.
   """
-  if 2 * n * float(jnp.finfo(dtype).eps) > 2.0**-10:
-    return False
-  return all(math.isfinite(underflow_threshold(f, n, dtype)) for f in formulas)
+  if not all(math.isfinite(underflow_threshold(f, n, dtype)) for f in formulas):
+    return None
+  eps = float(jnp.finfo(dtype).eps)
+  if 2 * n * eps <= 2.0**-10:
+    return "plain"
+  unroll, _ = _unrolling(n)
+  if (1.5 + 0.5 / unroll) * n * eps <= 2.0**-10:
+    return "composed"
+  return None
 
 
-def _sequential_first(formulas, props, window, lengths):
+def sequential_fits(formulas: Sequence[F.Formula], n: int, dtype) -> bool:
+  """Whether `score` (t = 0) in the "prob" algebra runs a sequential scan on chains of n steps
+  (`sequential_mode` is not None)."""
+  return sequential_mode(formulas, n, dtype) is not None
+
+
+def _sequential_first(formulas, props, window, lengths, check=(), composed=False):
   """The "prob" algebra at t = 0 by one ``lax.scan`` down the n steps of chain 0.
 
   The block means of the atoms are moved once into the time-major view [n, N] (the traces
@@ -707,13 +741,22 @@ def _sequential_first(formulas, props, window, lengths):
     props: name -> [N, T] arrays of one float dtype (the atoms of `formulas`).
     window: w >= 1.
     lengths: int32[N] or None (every trace has length T).
+    check: names of atoms whose frames are range-checked in the loop (w = 1 only: there the
+      view holds the frames themselves): ``0 <= v <= 1`` at every frame, False for NaN.
+    composed: move the carry from one loop iteration to the next by the composed maps of the
+      iteration's steps (y -> A + B y), which rounds it once per iteration instead of once
+      per step (`sequential_mode`); the steps' own values, which the subformulas above read,
+      are evaluated as without it.
 
   Returns:
-    A tuple with one array [N] per formula: the probability at t = 0 (the value of the blocked
-    "prob" evaluation, up to rounding).
+    (values, in_range): a tuple with one array [N] per formula, the probability at t = 0 (the
+    value of the blocked "prob" evaluation, up to rounding); bool[N], whether every frame of
+    the checked atoms lies in [0, 1] (None when `check` is empty).
   """
   N, T = next(iter(props.values())).shape
   w = window
+  if check and w != 1:
+    raise ValueError(f"the in-loop range check needs window 1, got {w}")
   steps = -(-T // w)
   unroll, n = _unrolling(steps)
   names = sorted(props)
@@ -738,95 +781,156 @@ def _sequential_first(formulas, props, window, lengths):
   temporal = (F.Until, F.Eventually, F.Always)
   roots = [(f, 0) if isinstance(f, temporal) else ("root", i) for i, f in enumerate(formulas)]
 
+  # Steps per loop iteration as the body sees them: one (XLA unrolls `unroll` of them), or
+  # all `unroll` of them when the carry is updated by the composed maps of the iteration.
+  b = unroll if composed else 1
+
   def body_for(keys, requested):
     index = {key: i for i, key in enumerate(keys)}
 
-    def body(carry, x):
-      k, atom_rows = x
-      valid = None if end is None else k * w < end
-      below = lambda v: v if valid is None else jnp.where(valid, v, jnp.zeros((), dtype))
-      above = lambda v: v if valid is None else jnp.where(valid, v, jnp.ones((), dtype))
-      memo = {}
-
-      def prev(key):  # the value of key at step k + 1
-        requested.add(key)
-        return carry[index[key]] if key in index else jnp.full((N,), start(key), dtype)
-
-      def ev(f, side):
-        if (f, side) in memo:
-          return memo[(f, side)]
-        P = lambda g: ev(g, 0)
-        Q = lambda g: ev(g, 1)
-        if isinstance(f, F.Atom):
-          m = atom_rows[names.index(f.name)]
-          v = _positive(m) if side == 0 else 1.0 - m
-        elif isinstance(f, F.Const):
-          v = jnp.full((N,), float(f.value != bool(side)), dtype)
-        elif isinstance(f, F.Not):
-          v = ev(f.arg, 1 - side)
-        elif isinstance(f, F.And):
-          a, b = f.left, f.right
-          v = _mul(P(a), P(b)) if side == 0 else Q(a) + _mul(P(a), Q(b))
-        elif isinstance(f, F.Or):
-          a, b = f.left, f.right
-          v = P(a) + _mul(Q(a), P(b)) if side == 0 else _mul(Q(a), Q(b))
-        elif isinstance(f, F.Implies):
-          a, b = f.left, f.right
-          v = Q(a) + _mul(P(a), P(b)) if side == 0 else _mul(P(a), Q(b))
-        elif isinstance(f, F.Next):
-          v = prev(("next", f.arg, side))
-        elif isinstance(f, F.Until):
-          a, b, y = f.left, f.right, prev((f, side))
-          if side == 0:  # P(k) = P_b + P_a Q_b P(k + 1)
-            v = below(P(b)) + _mul(_mul(P(a), Q(b)), y)
-          else:  # Q(k) = Q_b Q_a + P_a Q_b Q(k + 1)
-            v = below(_mul(Q(b), Q(a))) + _mul(above(_mul(P(a), Q(b))), y)
-        elif isinstance(f, F.Eventually):
-          b, y = f.arg, prev((f, side))
-          v = below(P(b)) + _mul(Q(b), y) if side == 0 else _mul(above(Q(b)), y)
-        elif isinstance(f, F.Always):
-          a, y = f.arg, prev((f, side))
-          v = _mul(above(P(a)), y) if side == 0 else below(Q(a)) + _mul(P(a), y)
-        else:
-          raise TypeError(f"Not a formula: {f!r}")
-        memo[(f, side)] = v
-        return v
-
-      def carried(key):
-        if key[0] == "next":
-          v = ev(key[1], key[2])
-          return below(v) if key[2] == 0 else above(v)
-        if key[0] == "root":
-          return ev(formulas[key[1]], 0)
-        return ev(*key)
-
-      return tuple(carried(key) for key in keys), None
+    def body(state, x):
+      carry, ok = state
+      i, atom_block = x
+      values = carry  # the values at the step after the one being evaluated
+      maps = {}  # temporal key -> [(c, m)] of the steps, last step first
+      for j in range(b - 1, -1, -1):
+        atom_rows = tuple(r[j] for r in atom_block)
+        for name in check:  # the range check of traced scores, fused into the loop
+          v = atom_rows[names.index(name)]
+          ok = ok & (v >= 0) & (v <= 1)
+        values = step(keys, index, requested, values, i * b + j, atom_rows, maps)
+      if composed:
+        # The carry leaving the iteration: y_in -> A + B y_in, the iteration's maps composed
+        # from its last step (y = c + m y' per step; c is None for a product).
+        out = list(values)
+        for key, cms in maps.items():
+          if key not in index:  # only while the carried keys are being found
+            continue
+          A, B = cms[0]
+          for c, m in cms[1:]:
+            A = c if A is None else (_mul(m, A) if c is None else c + _mul(m, A))
+            B = _mul(m, B)
+          y = carry[index[key]]
+          out[index[key]] = _mul(B, y) if A is None else A + _mul(B, y)
+        values = tuple(out)
+      return (values, ok), None
 
     return body
+
+  def step(keys, index, requested, carry, k, atom_rows, maps):
+    """Every carried key at step k from the atoms at k and `carry` (the values at k + 1)."""
+    valid = None if end is None else k * w < end
+    below = lambda v: v if valid is None else jnp.where(valid, v, jnp.zeros((), dtype))
+    above = lambda v: v if valid is None else jnp.where(valid, v, jnp.ones((), dtype))
+    memo = {}
+
+    def prev(key):  # the value of key at step k + 1
+      requested.add(key)
+      return carry[index[key]] if key in index else jnp.full((N,), start(key), dtype)
+
+    def rec(key, c, m):  # y(k) = c + m y(k + 1) (c None: m y(k + 1))
+      if composed:
+        maps.setdefault(key, []).append((c, m))
+      y = _mul(m, prev(key))
+      return y if c is None else c + y
+
+    def ev(f, side):
+      if (f, side) in memo:
+        return memo[(f, side)]
+      P = lambda g: ev(g, 0)
+      Q = lambda g: ev(g, 1)
+      if isinstance(f, F.Atom):
+        m = atom_rows[names.index(f.name)]
+        v = _positive(m) if side == 0 else 1.0 - m
+      elif isinstance(f, F.Const):
+        v = jnp.full((N,), float(f.value != bool(side)), dtype)
+      elif isinstance(f, F.Not):
+        v = ev(f.arg, 1 - side)
+      elif isinstance(f, F.And):
+        a, b = f.left, f.right
+        v = _mul(P(a), P(b)) if side == 0 else Q(a) + _mul(P(a), Q(b))
+      elif isinstance(f, F.Or):
+        a, b = f.left, f.right
+        v = P(a) + _mul(Q(a), P(b)) if side == 0 else _mul(Q(a), Q(b))
+      elif isinstance(f, F.Implies):
+        a, b = f.left, f.right
+        v = Q(a) + _mul(P(a), P(b)) if side == 0 else _mul(P(a), Q(b))
+      elif isinstance(f, F.Next):
+        v = prev(("next", f.arg, side))
+      elif isinstance(f, F.Until):
+        a, b = f.left, f.right
+        if side == 0:  # P(k) = P_b + P_a Q_b P(k + 1)
+          v = rec((f, side), below(P(b)), _mul(P(a), Q(b)))
+        else:  # Q(k) = Q_b Q_a + P_a Q_b Q(k + 1)
+          v = rec((f, side), below(_mul(Q(b), Q(a))), above(_mul(P(a), Q(b))))
+      elif isinstance(f, F.Eventually):
+        b = f.arg
+        v = rec((f, side), below(P(b)), Q(b)) if side == 0 else rec((f, side), None, above(Q(b)))
+      elif isinstance(f, F.Always):
+        a = f.arg
+        v = rec((f, side), None, above(P(a))) if side == 0 else rec((f, side), below(Q(a)), P(a))
+      else:
+        raise TypeError(f"Not a formula: {f!r}")
+      memo[(f, side)] = v
+      return v
+
+    def carried(key):
+      if key[0] == "next":
+        v = ev(key[1], key[2])
+        return below(v) if key[2] == 0 else above(v)
+      if key[0] == "root":
+        return ev(formulas[key[1]], 0)
+      return ev(*key)
+
+    return tuple(carried(key) for key in keys)
 
   # The carry holds what a step reads at k + 1: the step is traced until the keys it reads
   # are all carried.
   keys = list(dict.fromkeys(roots))
+  ok_shape = jax.ShapeDtypeStruct((N,), jnp.bool_)
   x_shape = (
     jax.ShapeDtypeStruct((), jnp.int32),
-    tuple(jax.ShapeDtypeStruct((N,), dtype) for _ in rows),
+    tuple(jax.ShapeDtypeStruct((b, N), dtype) for _ in rows),
   )
   while True:
     requested = set()
     carry = tuple(jax.ShapeDtypeStruct((N,), dtype) for _ in keys)
-    jax.eval_shape(body_for(keys, requested), carry, x_shape)
+    jax.eval_shape(body_for(keys, requested), (carry, ok_shape), x_shape)
     new = sorted((key for key in requested if key not in keys), key=repr)
     if not new:
       break
     keys += new
   init = tuple(jnp.full((N,), start(key), dtype) for key in keys)
-  xs = (jnp.arange(n, dtype=jnp.int32), rows)
-  carry, _ = jax.lax.scan(body_for(keys, set()), init, xs, reverse=True, unroll=unroll)
+  xs = (jnp.arange(n // b, dtype=jnp.int32), tuple(r.reshape(n // b, b, N) for r in rows))
+  ok = jnp.ones((N,), jnp.bool_)
+  (carry, ok), _ = jax.lax.scan(
+    body_for(keys, set()), (init, ok), xs, reverse=True, unroll=1 if composed else unroll
+  )
   zero = jnp.zeros((), dtype)
-  return tuple(
+  values = tuple(
     carry[keys.index(key)] if end is None else jnp.where(end > 0, carry[keys.index(key)], zero)
     for key in roots
   )
+  return values, (ok if check else None)
+
+
+def in_unit(props: Mapping[str, jax.Array], names: Sequence[str]) -> jax.Array:
+  """Per trace, whether every frame of the named arrays lies in [0, 1] (False for NaN).
+
+  One pass over the inputs: a frame is bad unless 0 <= v <= 1, which is False for NaN on every
+  backend. (A min / max reduction is not enough: XLA's CPU backend hands large reductions to a
+  library whose min and max skip NaN, and a traced check by them missed a NaN score, measured
+  at [600, 500].)
+
+  Args:
+    props: name -> [..., T] arrays of one shape.
+    names: the non-empty names to check.
+
+  Returns:
+    bool [...].
+  """
+  bad = functools.reduce(jnp.logical_or, [~((props[n] >= 0) & (props[n] <= 1)) for n in names])
+  return ~jnp.any(bad, axis=-1)
 
 
 def evaluate_many(
@@ -855,6 +959,42 @@ def evaluate_many(
     "bool" algebra, the input dtype otherwise ("prob": probabilities in [0, 1] up to
     rounding, 0 exactly where the log-score is -inf).
   """
+  return evaluate_many_checked(
+    formulas, props, window, length, algebra, threshold, first_only=first_only
+  )[0]
+
+
+def evaluate_many_checked(
+  formulas: Sequence[F.Formula],
+  props: Mapping[str, jax.Array],
+  window: int,
+  length,
+  algebra: str,
+  threshold: float = 0.5,
+  *,
+  first_only: bool = False,
+  check: Sequence[str] = (),
+):
+  """`evaluate_many` and the range check of the arrays named in `check` (`in_unit`).
+
+  The sequential scan of `score` at w = 1 checks every frame in its loop, where the frames are
+  read anyway, so the check costs no pass of its own; elsewhere it is one more pass.
+
+  Args:
+    formulas: parsed formulas.
+    props: validated arrays of one float dtype and one shape [..., T].
+    window: w >= 1.
+    length: None or an integer array broadcastable to the batch shape [...].
+    algebra: one of `ALGEBRAS`.
+    threshold: atom threshold of the "bool" and "robust" algebras.
+    first_only: return the values at t = 0 only.
+
+    check: names of `props` whose frames must lie in [0, 1].
+
+  Returns:
+    (values, in_range): the values as `evaluate_many` returns them; bool [...] per trace
+    (`in_unit` of the arrays named in `check`), None when `check` is empty.
+  """
   if algebra not in ALGEBRAS:
     raise ValueError(f"algebra must be one of {ALGEBRAS}, got {algebra!r}")
   some = next(iter(props.values()))
@@ -866,8 +1006,29 @@ def evaluate_many(
     lengths = jnp.broadcast_to(jnp.asarray(length, jnp.int32), batch).reshape(N)
   names = sorted({a for f in formulas for a in F.atoms(f)})
   flat = {k: props[k].reshape(N, T) for k in names} or {"": some.reshape(N, T)}
-  if algebra == "prob" and first_only and sequential_fits(formulas, -(-T // window), dtype):
-    return tuple(y.reshape(batch) for y in _sequential_first(formulas, flat, window, lengths))
+  check = tuple(sorted(set(check)))
+  mode = sequential_fits(formulas, -(-T // window), dtype) and sequential_mode(
+    formulas, -(-T // window), dtype
+  )
+  if algebra == "prob" and first_only and mode:
+    fused = check if window == 1 and set(check) <= set(names) else ()
+    ys, ok = _sequential_first(formulas, flat, window, lengths, fused, mode == "composed")
+    if check and not fused:
+      ok = in_unit(props, check).reshape(N)
+    return tuple(y.reshape(batch) for y in ys), (None if ok is None else ok.reshape(batch))
+  in_range = in_unit(props, check) if check else None
+  return _evaluate_blocked(
+    formulas, flat, lengths, window, algebra, threshold, batch, shape, first_only
+  ), in_range
+
+
+def _evaluate_blocked(
+  formulas, flat, lengths, window, algebra, threshold, batch, shape, first_only
+):
+  """`evaluate_many` by the blocked scans on the flat inputs [N, T] (see the module docstring)."""
+  names = sorted({a for f in formulas for a in F.atoms(f)})
+  some = next(iter(flat.values()))
+  dtype, (N, T) = some.dtype, some.shape
   means, valid, view = _atoms_in_view(flat, names, window, lengths, first_only)
   bottom, top = _bottom(algebra), _top(algebra)
   out_dtype = jnp.bool_ if algebra == "bool" else dtype
@@ -1013,6 +1174,30 @@ def log_scores(
 ) -> jax.Array:
   """LogSTOP log-scores from the "prob" algebra, the log algebra where linear space underflows.
 
+  Args:
+    formulas: parsed formulas.
+    props: validated arrays of one float dtype and one shape [..., T].
+    window: w >= 1.
+    length: None or an integer array broadcastable to the batch shape [...].
+    first_only: the values at t = 0 only.
+
+  Returns:
+    Log-scores [F, ..., T], or [F, ...] with `first_only` (see `log_scores_checked`).
+  """
+  return log_scores_checked(formulas, props, window, length, first_only=first_only)[0]
+
+
+def log_scores_checked(
+  formulas: Sequence[F.Formula],
+  props: Mapping[str, jax.Array],
+  window: int,
+  length,
+  *,
+  first_only: bool = False,
+  check: Sequence[str] = (),
+) -> tuple[jax.Array, jax.Array | None]:
+  """`log_scores` and the range check of the arrays named in `check` (`evaluate_many_checked`).
+
   The probabilities P of every formula come from the "prob" algebra; a value P with
   ``0 < P < tau`` (`underflow_threshold`) anywhere in the batch sends the whole batch to
   the log algebra (one ``lax.cond``), whose values replace exactly those entries.
@@ -1023,9 +1208,11 @@ def log_scores(
     window: w >= 1.
     length: None or an integer array broadcastable to the batch shape [...].
     first_only: the values at t = 0 only.
+    check: names of `props` whose frames must lie in [0, 1].
 
   Returns:
-    Log-scores [F, ..., T], or [F, ...] with `first_only`.
+    (log-scores [F, ..., T], or [F, ...] with `first_only`; bool [...] whether every frame of
+    the checked arrays lies in [0, 1], None when `check` is empty).
   """
   some = next(iter(props.values()))
   dtype, T = some.dtype, some.shape[-1]
@@ -1036,8 +1223,10 @@ def log_scores(
     return jnp.stack(evaluate_many(formulas, props, window, length, "log", first_only=first_only))
 
   if all(math.isinf(t) for t in taus):
-    return in_log_space()
-  probs = evaluate_many(formulas, props, window, length, "prob", first_only=first_only)
+    return in_log_space(), (in_unit(props, check) if check else None)
+  probs, in_range = evaluate_many_checked(
+    formulas, props, window, length, "prob", first_only=first_only, check=check
+  )
   logs, lost = [], []
   for p, tau in zip(probs, taus):
     positive = p > 0
@@ -1046,27 +1235,48 @@ def log_scores(
     )
     lost.append(positive & (p < jnp.asarray(tau, dtype)))
   logs, lost = jnp.stack(logs), jnp.stack(lost)
-  return jax.lax.cond(jnp.any(lost), lambda: jnp.where(lost, in_log_space(), logs), lambda: logs)
+  logs = jax.lax.cond(jnp.any(lost), lambda: jnp.where(lost, in_log_space(), logs), lambda: logs)
+  return logs, in_range
 
 
 @functools.partial(
   jax.jit,
-  static_argnames=("formulas", "window", "algebra", "threshold", "clip_eps", "first_only"),
+  static_argnames=("formulas", "window", "algebra", "threshold", "clip_eps", "first_only", "check"),
 )
 def evaluate_jit(
-  props, length, *, formulas, window, algebra, threshold=0.5, clip_eps=None, first_only=False
+  props,
+  length,
+  *,
+  formulas,
+  window,
+  algebra,
+  threshold=0.5,
+  clip_eps=None,
+  first_only=False,
+  check=(),
 ):
   """`evaluate_many` compiled once per (formulas, shapes, window, ...); stacked [F, ...].
 
   The "log" algebra goes through `log_scores` (linear space, the log algebra where it
-  underflows).
+  underflows). Returns (values, in_range): in_range is bool [...], whether every frame of the
+  arrays named in `check` (a tuple of names of `props`) lies in [0, 1], or None when `check`
+  is empty; it reads the inputs as given, before `clip_eps`.
   """
+  in_range = None
   if clip_eps is not None:
+    if check:  # checked before the clip, which would hide bad values
+      in_range, check = in_unit(props, check), ()
     props = {k: jnp.clip(v, clip_eps, 1.0 - clip_eps) for k, v in props.items()}
   if algebra == "log":
-    return log_scores(formulas, props, window, length, first_only=first_only)
-  out = evaluate_many(formulas, props, window, length, algebra, threshold, first_only=first_only)
-  return jnp.stack(out)
+    out, ok = log_scores_checked(
+      formulas, props, window, length, first_only=first_only, check=check
+    )
+  else:
+    out, ok = evaluate_many_checked(
+      formulas, props, window, length, algebra, threshold, first_only=first_only, check=check
+    )
+    out = jnp.stack(out)
+  return out, (in_range if ok is None else ok)
 
 
 # ------------------------------------------------------------------ validation
@@ -1163,21 +1373,25 @@ def prepare_props(formula, props, *, check_range=True):
   return arrays, shape
 
 
-def traced_ok(arrays, length, shape, *, check_range=True):
+def traced_names(arrays, *, check_range=True) -> tuple[str, ...]:
+  """Names of the traced arrays, whose range the compiled program checks (`traced_ok`)."""
+  return tuple(k for k, v in arrays.items() if not _is_concrete(v)) if check_range else ()
+
+
+def traced_ok(arrays, length, shape, *, check_range=True, in_range=None):
   """Per-trace validity ``[...]`` of traced inputs (None when everything was checked eagerly).
 
   Scores must lie in [0, 1] (no NaN) and lengths in [0, T]. Registers a checkify
-  ``debug_check``; callers poison the results of invalid traces with NaN.
+  ``debug_check``; callers poison the results of invalid traces with NaN. ``in_range``, when
+  given, is the range check of the arrays named by `traced_names` computed elsewhere (by
+  `evaluate_jit`, which fuses it into its loop where it can); else it is `in_unit` here.
   """
   oks = []
-  traced = [v for v in arrays.values() if not _is_concrete(v)] if check_range else []
-  if traced:
-    # One pass over every traced input: a frame is bad unless 0 <= v <= 1, which is False
-    # for NaN on every backend. (A min / max reduction is not enough: XLA's CPU backend
-    # hands large reductions to a library whose min and max skip NaN, and the traced check
-    # then missed a NaN score, measured at [600, 500].)
-    bad = functools.reduce(jnp.logical_or, [~((v >= 0) & (v <= 1)) for v in traced])
-    oks.append(~jnp.any(bad, axis=-1))
+  traced = traced_names(arrays, check_range=check_range)
+  if in_range is not None:
+    oks.append(in_range)
+  elif traced:
+    oks.append(in_unit(arrays, traced))
   if length is not None and not _is_concrete(length):
     oks.append(jnp.broadcast_to((length >= 0) & (length <= shape[-1]), shape[:-1]))
   if not oks:
