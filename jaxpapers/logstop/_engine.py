@@ -72,9 +72,11 @@ F b)``: the view, F b's values, then G's reduction). `score` takes instead one `
 down the n steps of chain 0 on the time-major view [n, N] (`_sequential_first`): each step
 evaluates every subformula from the atoms' block means at k and a carry of constant size (the
 values at k + 1 of the temporal subformulas and of X's operands), 32 steps per loop iteration,
-so nothing of size T is written but the view. Its rounding grows as 2 n eps (a step of an
-affine recursion adds at most 2 eps to the relative error), so it is used while that stays
-below 2^-10 (`sequential_fits`); longer chains take the blocked scans. `scores` (every t)
+so nothing of size T is written but the view. At w = 1 the loop also takes the range check
+of traced scores (``0 <= v <= 1`` per frame, and-ed into a carry), which then costs no pass
+over the inputs of its own (`evaluate_many_checked`). The scan's rounding grows as 2 n eps (a
+step of an affine recursion adds at most 2 eps to the relative error), so it is used while
+that stays below 2^-10 (`sequential_fits`); longer chains take the blocked scans. `scores` (every t)
 keeps the blocked scans: XLA's CPU backend fuses every returned row of an unrolled loop body
 into its own expression, which recomputes all the steps before it in the iteration (measured
 4-5x the blocked scans' time at T = 500), and ``lax.optimization_barrier`` does not reach its
@@ -678,55 +680,21 @@ def _unrolling(steps: int) -> tuple[int, int]:
   return unroll, iters * unroll
 
 
-def sequential_mode(formulas: Sequence[F.Formula], n: int, dtype) -> str | None:
-  """How `score` (t = 0) in the "prob" algebra runs on chains of n steps: the sequential scan
-  ("plain"), the sequential scan with composed iterations ("composed"), or None (the blocked
-  scans).
-
-  Rounding. Every term of the value of ``y(k) = c(k) + m(k) y(k + 1)`` at k = 0 is a product
-  c(j) m(0) ... m(j - 1): each m carries up to 2 roundings of its own (``1 - b`` and ``P_a
-  Q_b``) and a product of j factors j - 1 more whatever the order of its factors, so every
-  evaluation order is off by about 3 j u relative (u = eps / 2, the unit roundoff). The
-  blocked scans add O(log n) roundings of their sums to that: 1.5 n eps + O(log n) eps. The
-  plain sequential scan takes one product and one sum per step, 4 u per step: 2 n eps. The
-  composed scan (`_sequential_first` with ``composed``) evaluates every step as the plain one
-  does, but moves the carry from one iteration of U steps to the next by the iteration's maps
-  composed (y -> A + B y), so a term takes 2 roundings per iteration instead of 2 per step:
-  (1.5 + 1 / (2 U)) n eps.
-
-  The plain scan is used while 2 n eps <= 2^-10 (n <= 4096 in float32), the composed one
-  while its bound holds (n <= 5,400 or so in float32), provided every formula is evaluated
-  in linear space (`underflow_threshold` is finite). Longer chains take the blocked scans,
-  whose worst case is hardly lower but whose products of values near 1 are rounded less in
-  practice (measured, ``G a`` at n = 20,000: off by 1e-6 where the sequential scan is off by
-  5e-5).
-
-  Args:
-    formulas: parsed formulas.
-    n: steps of a chain (ceil(T / w)).
-    dtype: the floating dtype of the computation.
-
-  Returns:
-    "plain", "composed" or None.
-  """
-  if not all(math.isfinite(underflow_threshold(f, n, dtype)) for f in formulas):
-    return None
-  eps = float(jnp.finfo(dtype).eps)
-  if 2 * n * eps <= 2.0**-10:
-    return "plain"
-  unroll, _ = _unrolling(n)
-  if (1.5 + 0.5 / unroll) * n * eps <= 2.0**-10:
-    return "composed"
-  return None
-
-
 def sequential_fits(formulas: Sequence[F.Formula], n: int, dtype) -> bool:
-  """Whether `score` (t = 0) in the "prob" algebra runs a sequential scan on chains of n steps
-  (`sequential_mode` is not None)."""
-  return sequential_mode(formulas, n, dtype) is not None
+  """Whether `score` (t = 0) in the "prob" algebra runs the sequential scan on chains of n steps.
+
+  A step of a recursion y = c + m y' (all terms >= 0) adds at most 2 eps to the relative
+  error of y', so a chain of n steps evaluated step by step is off by at most 2 n eps
+  relative, where the blocked scans are off by O(log n) eps: the sequential scan is used while
+  2 n eps <= 2^-10 (n <= 4096 in float32) and every formula is evaluated in linear space
+  (`underflow_threshold` is finite); longer chains take the blocked scans.
+  """
+  if 2 * n * float(jnp.finfo(dtype).eps) > 2.0**-10:
+    return False
+  return all(math.isfinite(underflow_threshold(f, n, dtype)) for f in formulas)
 
 
-def _sequential_first(formulas, props, window, lengths, check=(), composed=False):
+def _sequential_first(formulas, props, window, lengths, check=()):
   """The "prob" algebra at t = 0 by one ``lax.scan`` down the n steps of chain 0.
 
   The block means of the atoms are moved once into the time-major view [n, N] (the traces
@@ -743,10 +711,6 @@ def _sequential_first(formulas, props, window, lengths, check=(), composed=False
     lengths: int32[N] or None (every trace has length T).
     check: names of atoms whose frames are range-checked in the loop (w = 1 only: there the
       view holds the frames themselves): ``0 <= v <= 1`` at every frame, False for NaN.
-    composed: move the carry from one loop iteration to the next by the composed maps of the
-      iteration's steps (y -> A + B y), which rounds it once per iteration instead of once
-      per step (`sequential_mode`); the steps' own values, which the subformulas above read,
-      are evaluated as without it.
 
   Returns:
     (values, in_range): a tuple with one array [N] per formula, the probability at t = 0 (the
@@ -781,108 +745,75 @@ def _sequential_first(formulas, props, window, lengths, check=(), composed=False
   temporal = (F.Until, F.Eventually, F.Always)
   roots = [(f, 0) if isinstance(f, temporal) else ("root", i) for i, f in enumerate(formulas)]
 
-  # Steps per loop iteration as the body sees them: one (XLA unrolls `unroll` of them), or
-  # all `unroll` of them when the carry is updated by the composed maps of the iteration.
-  b = unroll if composed else 1
-
   def body_for(keys, requested):
     index = {key: i for i, key in enumerate(keys)}
 
     def body(state, x):
       carry, ok = state
-      i, atom_block = x
-      values = carry  # the values at the step after the one being evaluated
-      maps = {}  # temporal key -> [(c, m)] of the steps, last step first
-      for j in range(b - 1, -1, -1):
-        atom_rows = tuple(r[j] for r in atom_block)
-        for name in check:  # the range check of traced scores, fused into the loop
-          v = atom_rows[names.index(name)]
-          ok = ok & (v >= 0) & (v <= 1)
-        values = step(keys, index, requested, values, i * b + j, atom_rows, maps)
-      if composed:
-        # The carry leaving the iteration: y_in -> A + B y_in, the iteration's maps composed
-        # from its last step (y = c + m y' per step; c is None for a product).
-        out = list(values)
-        for key, cms in maps.items():
-          if key not in index:  # only while the carried keys are being found
-            continue
-          A, B = cms[0]
-          for c, m in cms[1:]:
-            A = c if A is None else (_mul(m, A) if c is None else c + _mul(m, A))
-            B = _mul(m, B)
-          y = carry[index[key]]
-          out[index[key]] = _mul(B, y) if A is None else A + _mul(B, y)
-        values = tuple(out)
-      return (values, ok), None
+      k, atom_rows = x
+      for name in check:  # the range check of traced scores, fused into the loop
+        v = atom_rows[names.index(name)]
+        ok = ok & (v >= 0) & (v <= 1)
+      valid = None if end is None else k * w < end
+      below = lambda v: v if valid is None else jnp.where(valid, v, jnp.zeros((), dtype))
+      above = lambda v: v if valid is None else jnp.where(valid, v, jnp.ones((), dtype))
+      memo = {}
+
+      def prev(key):  # the value of key at step k + 1
+        requested.add(key)
+        return carry[index[key]] if key in index else jnp.full((N,), start(key), dtype)
+
+      def ev(f, side):
+        if (f, side) in memo:
+          return memo[(f, side)]
+        P = lambda g: ev(g, 0)
+        Q = lambda g: ev(g, 1)
+        if isinstance(f, F.Atom):
+          m = atom_rows[names.index(f.name)]
+          v = _positive(m) if side == 0 else 1.0 - m
+        elif isinstance(f, F.Const):
+          v = jnp.full((N,), float(f.value != bool(side)), dtype)
+        elif isinstance(f, F.Not):
+          v = ev(f.arg, 1 - side)
+        elif isinstance(f, F.And):
+          a, b = f.left, f.right
+          v = _mul(P(a), P(b)) if side == 0 else Q(a) + _mul(P(a), Q(b))
+        elif isinstance(f, F.Or):
+          a, b = f.left, f.right
+          v = P(a) + _mul(Q(a), P(b)) if side == 0 else _mul(Q(a), Q(b))
+        elif isinstance(f, F.Implies):
+          a, b = f.left, f.right
+          v = Q(a) + _mul(P(a), P(b)) if side == 0 else _mul(P(a), Q(b))
+        elif isinstance(f, F.Next):
+          v = prev(("next", f.arg, side))
+        elif isinstance(f, F.Until):
+          a, b, y = f.left, f.right, prev((f, side))
+          if side == 0:  # P(k) = P_b + P_a Q_b P(k + 1)
+            v = below(P(b)) + _mul(_mul(P(a), Q(b)), y)
+          else:  # Q(k) = Q_b Q_a + P_a Q_b Q(k + 1)
+            v = below(_mul(Q(b), Q(a))) + _mul(above(_mul(P(a), Q(b))), y)
+        elif isinstance(f, F.Eventually):
+          b, y = f.arg, prev((f, side))
+          v = below(P(b)) + _mul(Q(b), y) if side == 0 else _mul(above(Q(b)), y)
+        elif isinstance(f, F.Always):
+          a, y = f.arg, prev((f, side))
+          v = _mul(above(P(a)), y) if side == 0 else below(Q(a)) + _mul(P(a), y)
+        else:
+          raise TypeError(f"Not a formula: {f!r}")
+        memo[(f, side)] = v
+        return v
+
+      def carried(key):
+        if key[0] == "next":
+          v = ev(key[1], key[2])
+          return below(v) if key[2] == 0 else above(v)
+        if key[0] == "root":
+          return ev(formulas[key[1]], 0)
+        return ev(*key)
+
+      return (tuple(carried(key) for key in keys), ok), None
 
     return body
-
-  def step(keys, index, requested, carry, k, atom_rows, maps):
-    """Every carried key at step k from the atoms at k and `carry` (the values at k + 1)."""
-    valid = None if end is None else k * w < end
-    below = lambda v: v if valid is None else jnp.where(valid, v, jnp.zeros((), dtype))
-    above = lambda v: v if valid is None else jnp.where(valid, v, jnp.ones((), dtype))
-    memo = {}
-
-    def prev(key):  # the value of key at step k + 1
-      requested.add(key)
-      return carry[index[key]] if key in index else jnp.full((N,), start(key), dtype)
-
-    def rec(key, c, m):  # y(k) = c + m y(k + 1) (c None: m y(k + 1))
-      if composed:
-        maps.setdefault(key, []).append((c, m))
-      y = _mul(m, prev(key))
-      return y if c is None else c + y
-
-    def ev(f, side):
-      if (f, side) in memo:
-        return memo[(f, side)]
-      P = lambda g: ev(g, 0)
-      Q = lambda g: ev(g, 1)
-      if isinstance(f, F.Atom):
-        m = atom_rows[names.index(f.name)]
-        v = _positive(m) if side == 0 else 1.0 - m
-      elif isinstance(f, F.Const):
-        v = jnp.full((N,), float(f.value != bool(side)), dtype)
-      elif isinstance(f, F.Not):
-        v = ev(f.arg, 1 - side)
-      elif isinstance(f, F.And):
-        a, b = f.left, f.right
-        v = _mul(P(a), P(b)) if side == 0 else Q(a) + _mul(P(a), Q(b))
-      elif isinstance(f, F.Or):
-        a, b = f.left, f.right
-        v = P(a) + _mul(Q(a), P(b)) if side == 0 else _mul(Q(a), Q(b))
-      elif isinstance(f, F.Implies):
-        a, b = f.left, f.right
-        v = Q(a) + _mul(P(a), P(b)) if side == 0 else _mul(P(a), Q(b))
-      elif isinstance(f, F.Next):
-        v = prev(("next", f.arg, side))
-      elif isinstance(f, F.Until):
-        a, b = f.left, f.right
-        if side == 0:  # P(k) = P_b + P_a Q_b P(k + 1)
-          v = rec((f, side), below(P(b)), _mul(P(a), Q(b)))
-        else:  # Q(k) = Q_b Q_a + P_a Q_b Q(k + 1)
-          v = rec((f, side), below(_mul(Q(b), Q(a))), above(_mul(P(a), Q(b))))
-      elif isinstance(f, F.Eventually):
-        b = f.arg
-        v = rec((f, side), below(P(b)), Q(b)) if side == 0 else rec((f, side), None, above(Q(b)))
-      elif isinstance(f, F.Always):
-        a = f.arg
-        v = rec((f, side), None, above(P(a))) if side == 0 else rec((f, side), below(Q(a)), P(a))
-      else:
-        raise TypeError(f"Not a formula: {f!r}")
-      memo[(f, side)] = v
-      return v
-
-    def carried(key):
-      if key[0] == "next":
-        v = ev(key[1], key[2])
-        return below(v) if key[2] == 0 else above(v)
-      if key[0] == "root":
-        return ev(formulas[key[1]], 0)
-      return ev(*key)
-
-    return tuple(carried(key) for key in keys)
 
   # The carry holds what a step reads at k + 1: the step is traced until the keys it reads
   # are all carried.
@@ -890,7 +821,7 @@ def _sequential_first(formulas, props, window, lengths, check=(), composed=False
   ok_shape = jax.ShapeDtypeStruct((N,), jnp.bool_)
   x_shape = (
     jax.ShapeDtypeStruct((), jnp.int32),
-    tuple(jax.ShapeDtypeStruct((b, N), dtype) for _ in rows),
+    tuple(jax.ShapeDtypeStruct((N,), dtype) for _ in rows),
   )
   while True:
     requested = set()
@@ -901,11 +832,9 @@ def _sequential_first(formulas, props, window, lengths, check=(), composed=False
       break
     keys += new
   init = tuple(jnp.full((N,), start(key), dtype) for key in keys)
-  xs = (jnp.arange(n // b, dtype=jnp.int32), tuple(r.reshape(n // b, b, N) for r in rows))
+  xs = (jnp.arange(n, dtype=jnp.int32), rows)
   ok = jnp.ones((N,), jnp.bool_)
-  (carry, ok), _ = jax.lax.scan(
-    body_for(keys, set()), (init, ok), xs, reverse=True, unroll=1 if composed else unroll
-  )
+  (carry, ok), _ = jax.lax.scan(body_for(keys, set()), (init, ok), xs, reverse=True, unroll=unroll)
   zero = jnp.zeros((), dtype)
   values = tuple(
     carry[keys.index(key)] if end is None else jnp.where(end > 0, carry[keys.index(key)], zero)
@@ -988,7 +917,6 @@ def evaluate_many_checked(
     algebra: one of `ALGEBRAS`.
     threshold: atom threshold of the "bool" and "robust" algebras.
     first_only: return the values at t = 0 only.
-
     check: names of `props` whose frames must lie in [0, 1].
 
   Returns:
@@ -1007,12 +935,9 @@ def evaluate_many_checked(
   names = sorted({a for f in formulas for a in F.atoms(f)})
   flat = {k: props[k].reshape(N, T) for k in names} or {"": some.reshape(N, T)}
   check = tuple(sorted(set(check)))
-  mode = sequential_fits(formulas, -(-T // window), dtype) and sequential_mode(
-    formulas, -(-T // window), dtype
-  )
-  if algebra == "prob" and first_only and mode:
+  if algebra == "prob" and first_only and sequential_fits(formulas, -(-T // window), dtype):
     fused = check if window == 1 and set(check) <= set(names) else ()
-    ys, ok = _sequential_first(formulas, flat, window, lengths, fused, mode == "composed")
+    ys, ok = _sequential_first(formulas, flat, window, lengths, fused)
     if check and not fused:
       ok = in_unit(props, check).reshape(N)
     return tuple(y.reshape(batch) for y in ys), (None if ok is None else ok.reshape(batch))

@@ -33,15 +33,11 @@ def _reference_at_0(f, props, e, w):
   return _oracles.logstop_rec(f, props, 0, e, w, {})
 
 
-@pytest.mark.parametrize("mode", ["plain", "composed"])
 @pytest.mark.parametrize("w", [1, 3, 7])
-def test_sequential_first_values_equal_the_float64_recursion(w, mode, monkeypatch):
+def test_sequential_first_values_equal_the_float64_recursion(w):
   """P(0) in float64 for lengths around the window and the unrolled loop (T = 5 w + 2 frames:
   the last block is short, and the chain of 6 steps is not a whole number of iterations at
-  w = 1); ragged lengths 1 .. T and 0 (an empty trace scores 0). The composed scan (the carry
-  moved by the composed maps of an iteration, as for chains longer than 4,096 steps) gives
-  the same values."""
-  monkeypatch.setattr(_engine, "sequential_mode", lambda *args: mode)
+  w = 1); ragged lengths 1 .. T and 0 (an empty trace scores 0)."""
   rng = np.random.default_rng(70 + w)
   T = 5 * w + 2 if w > 1 else 45
   formulas = tuple(L.parse(t) for t in TEXTS)
@@ -77,11 +73,9 @@ def test_window_shifted_by_one_frame_would_fail():
   assert float(np.exp(jitted)[0]) == 0.25
 
 
-@pytest.mark.parametrize("mode", ["plain", "composed"])
 @pytest.mark.parametrize("T", [1, 33, 95])
-def test_sequential_equals_blocked_float32(T, mode, monkeypatch):
+def test_sequential_equals_blocked_float32(T, monkeypatch):
   """float32 sequential scan vs the blocked scans at lengths around the unrolled loop."""
-  monkeypatch.setattr(_engine, "sequential_mode", lambda *args: mode)
   rng = np.random.default_rng(T)
   formulas = tuple(L.parse(t) for t in TEXTS)
   batch = {n: rng.uniform(size=(6, T)).astype(np.float32) for n in _oracles.ATOMS}
@@ -95,36 +89,81 @@ def test_sequential_equals_blocked_float32(T, mode, monkeypatch):
   np.testing.assert_allclose(seq, blocked, rtol=2e-6, atol=1e-30)
 
 
-def test_sequential_mode_bounds_the_chain_length():
+def test_sequential_fits_bounds_the_chain_length():
   f32, f = jnp.float32, (L.parse("a U b"),)
-  assert _engine.sequential_mode(f, 4096, f32) == "plain"
-  assert _engine.sequential_mode(f, 4097, f32) == "composed"  # 2 n eps > 2^-10
-  # (1.5 + 1 / (2 U)) n eps against 2^-10: U = 30 at n = 5400 (fits), 25 at n = 5500 (not).
-  assert _engine.sequential_mode(f, 5400, f32) == "composed"
-  assert _engine.sequential_mode(f, 5500, f32) is None  # the blocked scans
-  assert not _engine.sequential_fits(f, 5500, f32)
+  assert _engine.sequential_fits(f, 4096, f32)
+  assert not _engine.sequential_fits(f, 4097, f32)  # 2 n eps > 2^-10: the blocked scans
   assert not _engine.sequential_fits((L.parse("G F G F a"),), 500, f32)  # log space
 
 
-@pytest.mark.parametrize("text", ["a U b", "F(a & X b & X X c)", "!(a U X b) | G c"])
-def test_composed_scan_rounds_long_chains_no_worse_than_the_blocked_scans(text):
-  """A chain of 5,000 steps in float32 whose value sums terms up to thousands of steps away
-  (a and c near 1, b near 0): the composed scan (used at this length) within its bound of the
-  float64 value and no further from it than the blocked scans it replaces (measured: 0.3 to
-  0.6 of their error)."""
-  rng = np.random.default_rng(3)
-  T, N = 5000, 8
-  p32 = {
-    "a": (1 - rng.uniform(0, 1e-6, (N, T))).astype(np.float32),
-    "b": rng.uniform(0, 2e-4, (N, T)).astype(np.float32),
-    "c": (1 - rng.uniform(0, 1e-6, (N, T))).astype(np.float32),
-  }
-  f = (L.parse(text),)
-  assert _engine.sequential_mode(f, T, jnp.float32) == "composed"
-  seq = lambda p: np.asarray(_engine._sequential_first(f, p, 1, None, (), True)[0][0])
+@pytest.mark.parametrize("T, w", [(100, 1), (97, 1), (200, 4)])
+def test_sequential_without_lengths_equals_the_float64_recursion(T, w):
+  """No `length`: a chain whose step count has a divisor in [16, 32] (100, 50 steps) runs
+  unpadded and without end-of-trace masks; 97 steps (a prime) pad the chain."""
+  rng = np.random.default_rng(T + w)
+  formulas = tuple(L.parse(t) for t in TEXTS)
+  traces = [_random_trace(rng, T) for _ in range(3)]
+  batch = {n: np.stack([tr[n] for tr in traces]) for n in _oracles.ATOMS}
   with jax.enable_x64(True):
-    want = seq({k: jnp.asarray(v, jnp.float64) for k, v in p32.items()})
-  blocked = _engine._evaluate_blocked(f, p32, None, 1, "prob", 0.5, (N,), (N, T), True)[0]
-  err = lambda got: np.max(np.abs(np.asarray(got) / want - 1))
-  assert err(seq(p32)) <= 2.0**-10
-  assert err(seq(p32)) <= err(blocked), (err(seq(p32)), err(blocked))
+    got = jax.jit(lambda b: _engine.evaluate_many(formulas, b, w, None, "prob", first_only=True))(
+      batch
+    )
+  for j, f in enumerate(formulas):
+    for i, props in enumerate(traces):
+      want = np.exp(_reference_at_0(f, props, T - 1, w))
+      np.testing.assert_allclose(float(got[j][i]), want, rtol=1e-12, atol=1e-16, err_msg=TEXTS[j])
+
+
+def test_unrolling_prefers_a_divisor_and_pads_least():
+  for steps in range(1, 2000):
+    unroll, n = _engine._unrolling(steps)
+    assert n % unroll == 0 and n >= steps, steps
+    assert unroll <= _engine._UNROLL
+    if any(steps % u == 0 for u in range(_engine._UNROLL // 2, _engine._UNROLL + 1)):
+      assert n == steps, steps  # no padding where a divisor exists
+    assert n - steps < n // unroll, steps  # fewer padded steps than loop iterations
+  assert _engine._unrolling(500) == (25, 500)
+  assert _engine._unrolling(10) == (10, 10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_integer_min_max_of_nonnegative_floats_equal_numpy(dtype):
+  """The floored product and the floor of an atom use integer min / max of the bits: equal to
+  the float ones on every pair of nonnegative values (0, subnormals, tiny, 1, inf)."""
+  info = np.finfo(dtype)
+  v = np.array(
+    [
+      0.0,
+      info.smallest_subnormal,
+      info.tiny / 2,
+      info.tiny,
+      2 * info.tiny,
+      1e-30,
+      0.25,
+      0.5,
+      1 - info.eps,
+      1.0,
+      3.0,
+      np.inf,
+    ],
+    dtype,
+  )
+  x, y = np.meshgrid(v, v)
+  with jax.enable_x64(dtype == np.float64):
+    jx, jy = jnp.asarray(x), jnp.asarray(y)
+    np.testing.assert_array_equal(np.asarray(_engine._nonneg_max(jx, jy)), np.maximum(x, y))
+    np.testing.assert_array_equal(np.asarray(_engine._nonneg_min(jx, jy)), np.minimum(x, y))
+    p = v[v <= 1]
+    px, py = np.meshgrid(p, p)
+    got = np.asarray(jax.jit(_engine._mul)(jnp.asarray(px), jnp.asarray(py)))
+    floor = np.minimum(np.minimum(px, py), info.tiny)
+    want = np.maximum(px * py, floor)
+    # XLA's CPU backend flushes subnormal products to 0 where numpy keeps them; the floor
+    # decides those entries in both, and exact zeros stay exact.
+    want = np.where(want < info.tiny, floor, want)
+    np.testing.assert_array_equal(got, want)
+    # On its domain {0} U [tiny, 1] a product is 0 exactly when a factor is, else >= tiny.
+    dom = ((px == 0) | (px >= info.tiny)) & ((py == 0) | (py >= info.tiny))
+    zero = (px == 0) | (py == 0)
+    np.testing.assert_array_equal((got == 0)[dom], zero[dom])
+    assert np.all(got[dom & ~zero] >= info.tiny)
