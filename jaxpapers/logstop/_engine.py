@@ -1160,8 +1160,8 @@ def log_scores_checked(
     )
     lost.append(positive & (p < jnp.asarray(tau, dtype)))
   logs, lost = jnp.stack(logs), jnp.stack(lost)
-  logs = jax.lax.cond(jnp.any(lost), lambda: jnp.where(lost, in_log_space(), logs), lambda: logs)
-  return logs, in_range
+  out = jax.lax.cond(jnp.any(lost), lambda: jnp.where(lost, in_log_space(), logs), lambda: logs)
+  return out, in_range
 
 
 @functools.partial(
