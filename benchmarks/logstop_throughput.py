@@ -19,8 +19,9 @@ repeats, over trace lengths T, windows w and formulas:
   outputs, so no call pays a host-to-device copy; the time includes dispatch and, since the
   inputs are traced under ``jax.jit``, the in-program range check of every score;
 * **where the time of score goes** (``cost`` rows): XLA's cost analysis of ``score`` and of
-  its range check, and CPU time per frame of ``score``, the range check alone and a copy of
-  the inputs, side by side (``score`` minus the check is the kernel);
+  its range check, and CPU time per frame of ``score``, the range check as a pass of its own
+  and a copy of the inputs, side by side (at w = 1 ``score`` takes the check in the loop of
+  its sequential scan, so the check alone is what that saved);
 * **growth in T**: the log-log slope of JAX time per trace against T (1 = linear);
 * **cost of the window**: time at w = 64 over w = 1, for ``score`` (t = 0) and ``scores``
   (every t), at every T;
@@ -41,10 +42,14 @@ at w > 1 sums blocks of w frames before anything else, so it is cheaper than at 
 ``scores`` (every t) at w > 1 adds window sums by blocked scans along the w frames of a block
 (no differences of prefix sums, which would cancel): O(log_8 w) passes.
 
-Where the targets stand (the committed record has the numbers). ``score`` under ``jax.jit`` is
-the kernel plus one more pass: the range check of traced scores (every frame in [0, 1], no
-NaN; the policy for bad input under jit), which reads every input once more and costs about
-a copy of the inputs (the ``cost`` rows time it). The fallback ``lax.cond`` costs nothing
+Where the targets stand (the committed record has the numbers). ``score`` under ``jax.jit``
+range-checks traced scores (every frame in [0, 1], no NaN; the policy for bad input under
+jit). As a pass of its own the check reads every input once more and costs about a copy of
+the inputs (the ``cost`` rows time it); at w = 1 the sequential scan now takes it in its loop,
+where the frames are read anyway (``0 <= v <= 1`` and-ed into a carry per trace), which
+removed that pass (XLA's cost analysis of ``score`` at [600, 500], bytes per frame: ``a U b``
+55.7 -> 46.5, ``F(a & X b & X X c)`` 97.7 -> 84.8); w > 1, the blocked scans and
+``clip_eps`` (which must see the unclipped values) keep the pass. The fallback ``lax.cond`` costs nothing
 measurable: XLA's CPU backend runs one branch and hands it the parameters without a copy, and
 its predicate is a comparison of the [N] results. The log of the result fuses into the last
 reduction. The kernel moves the inputs once into the time-major view (a transpose) and runs
@@ -86,6 +91,27 @@ scan returning every step's value was measured 4-5x slower than the blocked scan
 an unrolled iteration as its own expression that recomputes the steps before it, and
 ``lax.optimization_barrier`` (which would materialise each step) does not survive into its
 compiled program.
+
+Growth in T. With the quick mode's T = 50, 500, 5,000 (equally spaced in log T) the
+least-squares slope is (log t(5,000) - log t(50)) / log 100 whatever T = 500 gives, so the
+slope <= 1.05 target asks that a frame at T = 5,000 cost at most 100^0.05 = 1.26x a frame at
+T = 50. A frame at T = 50 is cheap per frame only as far as the fixed cost of a call allows
+(1,024 traces x 50 frames: the 137 CPU-us of a call in the committed quick record are 2.7 ns
+per frame), so every cut of the fixed cost raises the slope. What grows: at T = 5,000 the
+chain of 5,000 steps is past the sequential scan's rounding bound (n <= 4,096, see
+``sequential_fits`` in ``jaxpapers/logstop/_engine.py``) and ``score`` takes the blocked scans,
+on 60 traces. In the committed quick record ``G(a -> F b)`` costs 9.35 ns per frame at T = 50,
+3.64 at T = 500 and 15.0 at T = 5,000 (medians; 8.27, 3.59 and 11.5 from the minimum times),
+hence the slope 1.10 (1.07 from the minima). Measured without adoption: the sequential scan
+extended to such chains with the same worst-case rounding as the blocked scans (the carry
+moved once per iteration of 25 steps by the iteration's composed maps y -> A + B y, exact
+against the float64 recursion), side by side with the blocked scans at T = 5,000, 60 traces,
+41 alternating calls, CPU-ns per frame min / median, on the shared host at load average about
+25: ``a U b`` 4.63 / 8.63 against 3.55 / 4.94, ``G(a -> F b)`` 5.15 / 8.04 against 6.00 /
+8.06, ``F(a & X b & X X c)`` 9.23 / 12.52 against 7.24 / 8.66. With 60 traces as the lanes of
+a step the loop is no faster than the blocked scans, so chains past 4,096 steps keep them;
+the T-slope target is not met by a kernel change that was measured, and a quiet host's record
+should say how much of the gap is the load.
 
 Every call also pays a fixed cost that no kernel change removes: the range check registers a
 checkify ``debug_check`` (so that ``checkify`` can surface bad scores under jit), whose error
@@ -223,9 +249,9 @@ def _range_check(p):
 def _pieces(formula) -> dict:
   """``score`` (w = 1) and the passes it is compared with, as jitted functions of its inputs.
 
-  ``range_check``: the per-trace check of traced scores (one pass over the inputs), so
-  ``score`` - ``range_check`` is the kernel; ``copy``: a read and a write of every input (the
-  memory floor of one pass).
+  ``range_check``: the per-trace check of traced scores as a pass of its own over the inputs
+  (``score`` at w = 1 takes it in its loop instead); ``copy``: a read and a write of every
+  input (the memory floor of one pass).
   """
   return {
     "score": _jitted("score", formula, 1),
@@ -432,17 +458,16 @@ def summarize(rows, args) -> list[dict]:
       py_ns = aub["python_cpu_per_trace_s"] / aub["T"] * 1e9
       pc = cost["pieces"]
       piece = lambda k: f"{pc[k + '_cpu_ns_min']:.2f} / {pc[k + '_cpu_ns_median']:.2f}"
-      kernel = [pc[f"score_cpu_ns_{s}"] - pc[f"range_check_cpu_ns_{s}"] for s in ("min", "median")]
       floor = (
         f"; a log costs {cost['log_cpu_ns']:.2f} CPU-ns and a logaddexp "
         f"{cost['logaddexp_cpu_ns']:.2f} here, so the 3 logs and 1 logaddexp per frame that an "
         f"exact log-space a U b needs take {least:.1f} ns: at most {py_ns / least:,.0f}x the "
-        f"Python scorer's {py_ns / 1e3:.1f} us per frame. score = the linear-space kernel + "
-        f"the range check of traced inputs (one more read of the inputs; the fallback cond "
-        f"runs one branch and copies no operand), side by side in CPU-ns per frame at T = "
-        f"{cost['T']} (min / median): score {piece('score')}, range check "
-        f"{piece('range_check')}, so the kernel {kernel[0]:.2f} / {kernel[1]:.2f}; a copy of "
-        f"the inputs {piece('copy')}; 1,000x needs {py_ns / 1e3:.2f} ns"
+        f"Python scorer's {py_ns / 1e3:.1f} us per frame. score = the linear-space kernel with "
+        f"the range check of traced inputs in its loop (the fallback cond runs one branch and "
+        f"copies no operand), side by side in CPU-ns per frame at T = {cost['T']} (min / "
+        f"median): score {piece('score')}; the range check as a pass of its own (what its "
+        f"place in the loop saves) {piece('range_check')}; a copy of the inputs "
+        f"{piece('copy')}; 1,000x needs {py_ns / 1e3:.2f} ns"
       )
       call = cost["call"]
       floor += (

@@ -72,9 +72,11 @@ F b)``: the view, F b's values, then G's reduction). `score` takes instead one `
 down the n steps of chain 0 on the time-major view [n, N] (`_sequential_first`): each step
 evaluates every subformula from the atoms' block means at k and a carry of constant size (the
 values at k + 1 of the temporal subformulas and of X's operands), 32 steps per loop iteration,
-so nothing of size T is written but the view. Its rounding grows as 2 n eps (a step of an
-affine recursion adds at most 2 eps to the relative error), so it is used while that stays
-below 2^-10 (`sequential_fits`); longer chains take the blocked scans. `scores` (every t)
+so nothing of size T is written but the view. At w = 1 the loop also takes the range check
+of traced scores (``0 <= v <= 1`` per frame, and-ed into a carry), which then costs no pass
+over the inputs of its own (`evaluate_many_checked`). The scan's rounding grows as 2 n eps (a
+step of an affine recursion adds at most 2 eps to the relative error), so it is used while
+that stays below 2^-10 (`sequential_fits`); longer chains take the blocked scans. `scores` (every t)
 keeps the blocked scans: XLA's CPU backend fuses every returned row of an unrolled loop body
 into its own expression, which recomputes all the steps before it in the iteration (measured
 4-5x the blocked scans' time at T = 500), and ``lax.optimization_barrier`` does not reach its
@@ -692,7 +694,7 @@ def sequential_fits(formulas: Sequence[F.Formula], n: int, dtype) -> bool:
   return all(math.isfinite(underflow_threshold(f, n, dtype)) for f in formulas)
 
 
-def _sequential_first(formulas, props, window, lengths):
+def _sequential_first(formulas, props, window, lengths, check=()):
   """The "prob" algebra at t = 0 by one ``lax.scan`` down the n steps of chain 0.
 
   The block means of the atoms are moved once into the time-major view [n, N] (the traces
@@ -707,13 +709,18 @@ def _sequential_first(formulas, props, window, lengths):
     props: name -> [N, T] arrays of one float dtype (the atoms of `formulas`).
     window: w >= 1.
     lengths: int32[N] or None (every trace has length T).
+    check: names of atoms whose frames are range-checked in the loop (w = 1 only: there the
+      view holds the frames themselves): ``0 <= v <= 1`` at every frame, False for NaN.
 
   Returns:
-    A tuple with one array [N] per formula: the probability at t = 0 (the value of the blocked
-    "prob" evaluation, up to rounding).
+    (values, in_range): a tuple with one array [N] per formula, the probability at t = 0 (the
+    value of the blocked "prob" evaluation, up to rounding); bool[N], whether every frame of
+    the checked atoms lies in [0, 1] (None when `check` is empty).
   """
   N, T = next(iter(props.values())).shape
   w = window
+  if check and w != 1:
+    raise ValueError(f"the in-loop range check needs window 1, got {w}")
   steps = -(-T // w)
   unroll, n = _unrolling(steps)
   names = sorted(props)
@@ -741,8 +748,12 @@ def _sequential_first(formulas, props, window, lengths):
   def body_for(keys, requested):
     index = {key: i for i, key in enumerate(keys)}
 
-    def body(carry, x):
+    def body(state, x):
+      carry, ok = state
       k, atom_rows = x
+      for name in check:  # the range check of traced scores, fused into the loop
+        v = atom_rows[names.index(name)]
+        ok = ok & (v >= 0) & (v <= 1)
       valid = None if end is None else k * w < end
       below = lambda v: v if valid is None else jnp.where(valid, v, jnp.zeros((), dtype))
       above = lambda v: v if valid is None else jnp.where(valid, v, jnp.ones((), dtype))
@@ -800,13 +811,14 @@ def _sequential_first(formulas, props, window, lengths):
           return ev(formulas[key[1]], 0)
         return ev(*key)
 
-      return tuple(carried(key) for key in keys), None
+      return (tuple(carried(key) for key in keys), ok), None
 
     return body
 
   # The carry holds what a step reads at k + 1: the step is traced until the keys it reads
   # are all carried.
   keys = list(dict.fromkeys(roots))
+  ok_shape = jax.ShapeDtypeStruct((N,), jnp.bool_)
   x_shape = (
     jax.ShapeDtypeStruct((), jnp.int32),
     tuple(jax.ShapeDtypeStruct((N,), dtype) for _ in rows),
@@ -814,19 +826,40 @@ def _sequential_first(formulas, props, window, lengths):
   while True:
     requested = set()
     carry = tuple(jax.ShapeDtypeStruct((N,), dtype) for _ in keys)
-    jax.eval_shape(body_for(keys, requested), carry, x_shape)
+    jax.eval_shape(body_for(keys, requested), (carry, ok_shape), x_shape)
     new = sorted((key for key in requested if key not in keys), key=repr)
     if not new:
       break
     keys += new
   init = tuple(jnp.full((N,), start(key), dtype) for key in keys)
   xs = (jnp.arange(n, dtype=jnp.int32), rows)
-  carry, _ = jax.lax.scan(body_for(keys, set()), init, xs, reverse=True, unroll=unroll)
+  ok = jnp.ones((N,), jnp.bool_)
+  (carry, ok), _ = jax.lax.scan(body_for(keys, set()), (init, ok), xs, reverse=True, unroll=unroll)
   zero = jnp.zeros((), dtype)
-  return tuple(
+  values = tuple(
     carry[keys.index(key)] if end is None else jnp.where(end > 0, carry[keys.index(key)], zero)
     for key in roots
   )
+  return values, (ok if check else None)
+
+
+def in_unit(props: Mapping[str, jax.Array], names: Sequence[str]) -> jax.Array:
+  """Per trace, whether every frame of the named arrays lies in [0, 1] (False for NaN).
+
+  One pass over the inputs: a frame is bad unless 0 <= v <= 1, which is False for NaN on every
+  backend. (A min / max reduction is not enough: XLA's CPU backend hands large reductions to a
+  library whose min and max skip NaN, and a traced check by them missed a NaN score, measured
+  at [600, 500].)
+
+  Args:
+    props: name -> [..., T] arrays of one shape.
+    names: the non-empty names to check.
+
+  Returns:
+    bool [...].
+  """
+  bad = functools.reduce(jnp.logical_or, [~((props[n] >= 0) & (props[n] <= 1)) for n in names])
+  return ~jnp.any(bad, axis=-1)
 
 
 def evaluate_many(
@@ -855,6 +888,41 @@ def evaluate_many(
     "bool" algebra, the input dtype otherwise ("prob": probabilities in [0, 1] up to
     rounding, 0 exactly where the log-score is -inf).
   """
+  return evaluate_many_checked(
+    formulas, props, window, length, algebra, threshold, first_only=first_only
+  )[0]
+
+
+def evaluate_many_checked(
+  formulas: Sequence[F.Formula],
+  props: Mapping[str, jax.Array],
+  window: int,
+  length,
+  algebra: str,
+  threshold: float = 0.5,
+  *,
+  first_only: bool = False,
+  check: Sequence[str] = (),
+):
+  """`evaluate_many` and the range check of the arrays named in `check` (`in_unit`).
+
+  The sequential scan of `score` at w = 1 checks every frame in its loop, where the frames are
+  read anyway, so the check costs no pass of its own; elsewhere it is one more pass.
+
+  Args:
+    formulas: parsed formulas.
+    props: validated arrays of one float dtype and one shape [..., T].
+    window: w >= 1.
+    length: None or an integer array broadcastable to the batch shape [...].
+    algebra: one of `ALGEBRAS`.
+    threshold: atom threshold of the "bool" and "robust" algebras.
+    first_only: return the values at t = 0 only.
+    check: names of `props` whose frames must lie in [0, 1].
+
+  Returns:
+    (values, in_range): the values as `evaluate_many` returns them; bool [...] per trace
+    (`in_unit` of the arrays named in `check`), None when `check` is empty.
+  """
   if algebra not in ALGEBRAS:
     raise ValueError(f"algebra must be one of {ALGEBRAS}, got {algebra!r}")
   some = next(iter(props.values()))
@@ -866,8 +934,26 @@ def evaluate_many(
     lengths = jnp.broadcast_to(jnp.asarray(length, jnp.int32), batch).reshape(N)
   names = sorted({a for f in formulas for a in F.atoms(f)})
   flat = {k: props[k].reshape(N, T) for k in names} or {"": some.reshape(N, T)}
+  check = tuple(sorted(set(check)))
   if algebra == "prob" and first_only and sequential_fits(formulas, -(-T // window), dtype):
-    return tuple(y.reshape(batch) for y in _sequential_first(formulas, flat, window, lengths))
+    fused = check if window == 1 and set(check) <= set(names) else ()
+    ys, ok = _sequential_first(formulas, flat, window, lengths, fused)
+    if check and not fused:
+      ok = in_unit(props, check).reshape(N)
+    return tuple(y.reshape(batch) for y in ys), (None if ok is None else ok.reshape(batch))
+  in_range = in_unit(props, check) if check else None
+  return _evaluate_blocked(
+    formulas, flat, lengths, window, algebra, threshold, batch, shape, first_only
+  ), in_range
+
+
+def _evaluate_blocked(
+  formulas, flat, lengths, window, algebra, threshold, batch, shape, first_only
+):
+  """`evaluate_many` by the blocked scans on the flat inputs [N, T] (see the module docstring)."""
+  names = sorted({a for f in formulas for a in F.atoms(f)})
+  some = next(iter(flat.values()))
+  dtype, (N, T) = some.dtype, some.shape
   means, valid, view = _atoms_in_view(flat, names, window, lengths, first_only)
   bottom, top = _bottom(algebra), _top(algebra)
   out_dtype = jnp.bool_ if algebra == "bool" else dtype
@@ -1013,6 +1099,30 @@ def log_scores(
 ) -> jax.Array:
   """LogSTOP log-scores from the "prob" algebra, the log algebra where linear space underflows.
 
+  Args:
+    formulas: parsed formulas.
+    props: validated arrays of one float dtype and one shape [..., T].
+    window: w >= 1.
+    length: None or an integer array broadcastable to the batch shape [...].
+    first_only: the values at t = 0 only.
+
+  Returns:
+    Log-scores [F, ..., T], or [F, ...] with `first_only` (see `log_scores_checked`).
+  """
+  return log_scores_checked(formulas, props, window, length, first_only=first_only)[0]
+
+
+def log_scores_checked(
+  formulas: Sequence[F.Formula],
+  props: Mapping[str, jax.Array],
+  window: int,
+  length,
+  *,
+  first_only: bool = False,
+  check: Sequence[str] = (),
+) -> tuple[jax.Array, jax.Array | None]:
+  """`log_scores` and the range check of the arrays named in `check` (`evaluate_many_checked`).
+
   The probabilities P of every formula come from the "prob" algebra; a value P with
   ``0 < P < tau`` (`underflow_threshold`) anywhere in the batch sends the whole batch to
   the log algebra (one ``lax.cond``), whose values replace exactly those entries.
@@ -1023,9 +1133,11 @@ def log_scores(
     window: w >= 1.
     length: None or an integer array broadcastable to the batch shape [...].
     first_only: the values at t = 0 only.
+    check: names of `props` whose frames must lie in [0, 1].
 
   Returns:
-    Log-scores [F, ..., T], or [F, ...] with `first_only`.
+    (log-scores [F, ..., T], or [F, ...] with `first_only`; bool [...] whether every frame of
+    the checked arrays lies in [0, 1], None when `check` is empty).
   """
   some = next(iter(props.values()))
   dtype, T = some.dtype, some.shape[-1]
@@ -1036,8 +1148,10 @@ def log_scores(
     return jnp.stack(evaluate_many(formulas, props, window, length, "log", first_only=first_only))
 
   if all(math.isinf(t) for t in taus):
-    return in_log_space()
-  probs = evaluate_many(formulas, props, window, length, "prob", first_only=first_only)
+    return in_log_space(), (in_unit(props, check) if check else None)
+  probs, in_range = evaluate_many_checked(
+    formulas, props, window, length, "prob", first_only=first_only, check=check
+  )
   logs, lost = [], []
   for p, tau in zip(probs, taus):
     positive = p > 0
@@ -1046,27 +1160,48 @@ def log_scores(
     )
     lost.append(positive & (p < jnp.asarray(tau, dtype)))
   logs, lost = jnp.stack(logs), jnp.stack(lost)
-  return jax.lax.cond(jnp.any(lost), lambda: jnp.where(lost, in_log_space(), logs), lambda: logs)
+  out = jax.lax.cond(jnp.any(lost), lambda: jnp.where(lost, in_log_space(), logs), lambda: logs)
+  return out, in_range
 
 
 @functools.partial(
   jax.jit,
-  static_argnames=("formulas", "window", "algebra", "threshold", "clip_eps", "first_only"),
+  static_argnames=("formulas", "window", "algebra", "threshold", "clip_eps", "first_only", "check"),
 )
 def evaluate_jit(
-  props, length, *, formulas, window, algebra, threshold=0.5, clip_eps=None, first_only=False
+  props,
+  length,
+  *,
+  formulas,
+  window,
+  algebra,
+  threshold=0.5,
+  clip_eps=None,
+  first_only=False,
+  check=(),
 ):
   """`evaluate_many` compiled once per (formulas, shapes, window, ...); stacked [F, ...].
 
   The "log" algebra goes through `log_scores` (linear space, the log algebra where it
-  underflows).
+  underflows). Returns (values, in_range): in_range is bool [...], whether every frame of the
+  arrays named in `check` (a tuple of names of `props`) lies in [0, 1], or None when `check`
+  is empty; it reads the inputs as given, before `clip_eps`.
   """
+  in_range = None
   if clip_eps is not None:
+    if check:  # checked before the clip, which would hide bad values
+      in_range, check = in_unit(props, check), ()
     props = {k: jnp.clip(v, clip_eps, 1.0 - clip_eps) for k, v in props.items()}
   if algebra == "log":
-    return log_scores(formulas, props, window, length, first_only=first_only)
-  out = evaluate_many(formulas, props, window, length, algebra, threshold, first_only=first_only)
-  return jnp.stack(out)
+    out, ok = log_scores_checked(
+      formulas, props, window, length, first_only=first_only, check=check
+    )
+  else:
+    out, ok = evaluate_many_checked(
+      formulas, props, window, length, algebra, threshold, first_only=first_only, check=check
+    )
+    out = jnp.stack(out)
+  return out, (in_range if ok is None else ok)
 
 
 # ------------------------------------------------------------------ validation
@@ -1163,21 +1298,25 @@ def prepare_props(formula, props, *, check_range=True):
   return arrays, shape
 
 
-def traced_ok(arrays, length, shape, *, check_range=True):
+def traced_names(arrays, *, check_range=True) -> tuple[str, ...]:
+  """Names of the traced arrays, whose range the compiled program checks (`traced_ok`)."""
+  return tuple(k for k, v in arrays.items() if not _is_concrete(v)) if check_range else ()
+
+
+def traced_ok(arrays, length, shape, *, check_range=True, in_range=None):
   """Per-trace validity ``[...]`` of traced inputs (None when everything was checked eagerly).
 
   Scores must lie in [0, 1] (no NaN) and lengths in [0, T]. Registers a checkify
-  ``debug_check``; callers poison the results of invalid traces with NaN.
+  ``debug_check``; callers poison the results of invalid traces with NaN. ``in_range``, when
+  given, is the range check of the arrays named by `traced_names` computed elsewhere (by
+  `evaluate_jit`, which fuses it into its loop where it can); else it is `in_unit` here.
   """
   oks = []
-  traced = [v for v in arrays.values() if not _is_concrete(v)] if check_range else []
-  if traced:
-    # One pass over every traced input: a frame is bad unless 0 <= v <= 1, which is False
-    # for NaN on every backend. (A min / max reduction is not enough: XLA's CPU backend
-    # hands large reductions to a library whose min and max skip NaN, and the traced check
-    # then missed a NaN score, measured at [600, 500].)
-    bad = functools.reduce(jnp.logical_or, [~((v >= 0) & (v <= 1)) for v in traced])
-    oks.append(~jnp.any(bad, axis=-1))
+  traced = traced_names(arrays, check_range=check_range)
+  if in_range is not None:
+    oks.append(in_range)
+  elif traced:
+    oks.append(in_unit(arrays, traced))
   if length is not None and not _is_concrete(length):
     oks.append(jnp.broadcast_to((length >= 0) & (length <= shape[-1]), shape[:-1]))
   if not oks:

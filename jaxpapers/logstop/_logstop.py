@@ -95,8 +95,9 @@ def _evaluate_many(
     raise TypeError(f"threshold must be a static Python number, got {threshold!r}") from None
   if not np.isfinite(threshold):
     raise ValueError(f"threshold must be a finite number, got {threshold!r}")
-  ok = _engine.traced_ok(arrays, length, shape, check_range=check_range)
-  out = _engine.evaluate_jit(
+  # The range check of traced scores is computed by the compiled program (in the loop of the
+  # sequential scan where it runs), then registered with the length check.
+  out, in_range = _engine.evaluate_jit(
     arrays,
     length,
     formulas=formulas,
@@ -105,7 +106,9 @@ def _evaluate_many(
     threshold=threshold,
     clip_eps=clip_eps,
     first_only=first_only,
+    check=_engine.traced_names(arrays, check_range=check_range),
   )
+  ok = _engine.traced_ok(arrays, length, shape, check_range=check_range, in_range=in_range)
   return out if ok is None else _poison(out, ok if first_only else ok[..., None])
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from jaxpapers import logstop as ls
+from jaxpapers.logstop import _engine
 from tests.bad_input_util import Case, assert_covers, parametrize, run_case
 
 F32 = np.float32
@@ -353,3 +354,38 @@ def test_bad_values_in_a_large_batch_are_poisoned_under_jit():
   out = np.asarray(jax.jit(lambda q: ls.score("a U b", q))(p))
   assert sorted(np.flatnonzero(np.isnan(out))) == sorted(bad), bad
   assert np.all(np.isfinite(np.delete(out, list(bad))))
+
+
+@pytest.mark.parametrize(
+  "window, clip_eps, sequential",
+  [(1, None, True), (1, None, False), (3, None, True), (1, 0.01, True)],
+  ids=["loop", "blocked", "window", "clip"],
+)
+def test_every_range_check_path_poisons_exactly_the_bad_traces(
+  window, clip_eps, sequential, monkeypatch
+):
+  """The range check of traced scores runs in the loop of the sequential scan (w = 1), as a
+  pass of its own elsewhere (blocked scans, w > 1, and before ``clip_eps``, which would clip a
+  bad value into range): each must catch NaN, a negative, a value above 1 and inf, in every
+  atom, at the first, a middle and the last frame, including past a trace's length."""
+  if not sequential:
+    monkeypatch.setattr(_engine, "sequential_fits", lambda *args: False)
+  rng = np.random.default_rng(6)
+  T = 40
+  p = {n: rng.uniform(size=(30, T)).astype(np.float32) for n in "abc"}
+  bad = {}
+  cases = [(n, v, t) for n in "abc" for v in (np.nan, -0.5, 1.5, np.inf) for t in (0, 17, T - 1)]
+  for i, (name, value, t) in enumerate(cases[:29]):
+    p[name][i, t] = value
+    bad[i] = (name, value, t)
+  lengths = np.full(30, T, np.int32)
+  lengths[::4] = 10  # bad frames past the end of a trace still poison it
+  f = jax.jit(
+    lambda q, ln: ls.score_many(
+      ["a U b", "F(a & X b & X X c)"], q, window=window, length=ln, clip_eps=clip_eps
+    )
+  )
+  out = np.asarray(f(p, lengths))
+  for row in out:
+    assert sorted(np.flatnonzero(np.isnan(row))) == sorted(bad), bad
+  assert np.all(~np.isnan(out[:, 29]))
