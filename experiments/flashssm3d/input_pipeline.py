@@ -24,30 +24,21 @@ def _np_batch(b: fs.SceneBatch) -> dict:
   pose_enc = np.asarray(_pose_encoding(b.extrinsics, b.intrinsics, tuple(b.images.shape[2:4])))
   if not np.isfinite(pose_enc).all():  # under jit a non-rotation gives NaN instead of raising
     raise ValueError("rendered cameras gave a non-finite pose encoding (not rotations?)")
-  return {
-    "images": np.asarray(b.images),
-    "depth": np.asarray(b.depth),
-    "points": np.asarray(b.points),
-    "valid": np.asarray(b.valid),
-    "extrinsics": np.asarray(b.extrinsics),
-    "intrinsics": np.asarray(b.intrinsics),
-    "pose_enc": pose_enc,
-  }
+  keys = ("images", "depth", "points", "valid", "extrinsics", "intrinsics")
+  return {**{k: np.asarray(getattr(b, k)) for k in keys}, "pose_enc": pose_enc}
 
 
-def render_set(seed, n, cfg, chunk=16) -> dict:
+def render_set(seed, n, cfg, chunk=16, num_views=None) -> dict:
   """Render ``n`` scenes in equal chunks (one compilation; the last chunk is rendered whole).
 
-  ``cfg``: ``num_views``, ``image_size``, ``split`` and optionally ``fog`` (the fog density of
-  :func:`jaxpapers.flashssm3d.render_scenes`; absent or None: the split's own).
+  ``cfg``: the data config (``num_views`` unless ``num_views`` is given, ``image_size``,
+  ``split`` and ``fog``, the fog density of :func:`jaxpapers.flashssm3d.render_scenes`).
   """
-  fog = cfg.get("fog", None)
-  parts = []
-  for start in range(0, n, chunk):
-    b = fs.render_scenes(
-      seed + start, chunk, cfg.num_views, image_size=cfg.image_size, split=cfg.split, fog=fog
-    )
-    parts.append(_np_batch(b))
+  views, kw = num_views or cfg.num_views, dict(image_size=cfg.image_size, split=cfg.split)
+  parts = [
+    _np_batch(fs.render_scenes(seed + start, chunk, views, fog=cfg.fog, **kw))
+    for start in range(0, n, chunk)
+  ]
   return {k: np.concatenate([p[k] for p in parts])[:n] for k in parts[0]}
 
 
@@ -60,9 +51,8 @@ def load_data(config):
   predictions. The student's subset is the first ``student_fraction`` of the pool.
   """
   dc = config.data
-  source = dc.get("source", "procedural")
-  core.validate_choice(source, name="data.source", allowed=("procedural", "disk"))
-  if source == "disk":
+  core.validate_choice(dc.source, name="data.source", allowed=("procedural", "disk"))
+  if dc.source == "disk":
     root = pathlib.Path(dc.data_dir)
     kw = dict(num_views=dc.num_views, image_size=dc.image_size)
     pool, names = fs.load_multiview_scenes(root / "train", **kw)
@@ -73,21 +63,17 @@ def load_data(config):
   return pool, test, None
 
 
-PIXEL_NORMS = ("none", "pool")
-
-
 def pixel_norm(config, images) -> dict:
   """The models' input normalisation from ``config.data.pixel_norm`` (keyword arguments).
 
   ``'pool'``: the per-channel mean and standard deviation of ``images`` (the training pool),
-  :func:`jaxpapers.flashssm3d.pixel_statistics`; ``'none'`` (the default when the field is
-  absent): raw pixels in [0, 1], as the experiment ran before the field existed.
+  :func:`jaxpapers.flashssm3d.pixel_statistics`; ``'none'``: raw pixels in [0, 1].
 
   Returns:
     ``{}`` or ``{"pixel_mean": (r, g, b), "pixel_std": (r, g, b)}`` for the model configs.
   """
-  kind = config.data.get("pixel_norm", "none")
-  core.validate_choice(kind, name="data.pixel_norm", allowed=PIXEL_NORMS)
+  kind = config.data.pixel_norm
+  core.validate_choice(kind, name="data.pixel_norm", allowed=("none", "pool"))
   if kind == "none":
     return {}
   mean, std = fs.pixel_statistics(images)
@@ -113,7 +99,7 @@ def batch_sharding(config):
   models have no cross-example interaction), so this is data parallelism over a
   ``jax.make_mesh`` mesh with the gradient all-reduce inserted by the compiler.
   """
-  if not config.get("shard_batch", False):
+  if not config.shard_batch:
     return None
   n = jax.device_count()
   for name, bs in (

@@ -14,7 +14,9 @@ from jaxpapers.core import reporting as R
 
 def get_config():
   c = ml_collections.ConfigDict()
-  c.dataset = "digits"
+  c.dataset = "digits"  # or "shapes"; "imagenet64" from a prepared TFDS data_dir (full.py)
+  c.data_dir = ""  # '' -> $JAXPAPERS_DATA_DIR or ../shared/data (core.resolve_data_dir)
+  c.classifier_subset = 50_000  # imagenet64: images the FD-proxy classifier is trained on
   c.seed = 0
   c.train_seeds = ()  # (s1, s2, ...): every network once per seed (seeds.py); () -> (seed,)
   # the context encoder (the baseline's ViT shape) and the light denoiser
@@ -34,6 +36,8 @@ def get_config():
       rollout_frac=0.2,
     )
   )  # fmt: skip
+  c.data_parallel = False  # True: batch sharded over all devices, parameters replicated
+  c.prefetch = 0  # host batches read ahead on a background thread
   c.num_test = 0  # held-out split size (0: the dataset's default, 500 for digits)
   # the FD reference of every row and of the floor (evaluate.fd_splits): "train" or "heldout"
   # (N held-out images; the floor compares them with N others, so num_test >= 2 N)
