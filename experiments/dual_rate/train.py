@@ -103,7 +103,7 @@ class _Run:
     """``(baseline, pair, flops, params)``: the seed's initial networks, their per-call FLOPs
     and parameter counts, built once and shared by the seed's phases (seeds run in turn)."""
     if self.seed_nets[0] != seed:
-      img, chans = self.evaluator.shape[1], self.evaluator.shape[3]
+      img, chans = self.evaluator.proxy.shape[1], self.evaluator.proxy.shape[3]
       base, dual = dr.build_networks(
         self.cfg, image_size=img, channels=chans, num_classes=self.num_classes, seed=seed
       )
