@@ -1,8 +1,8 @@
-"""Input pipeline of the FlashSSM-3D experiment: scenes as NumPy arrays, targets and batches.
+"""Input pipeline of the FlashSSM-3D experiment: scenes as NumPy arrays, and batches.
 
 Procedural renders (disjoint seeds for the pool and the test scenes) or scene folders on disk
-(:func:`jaxpapers.flashssm3d.load_multiview_scenes`), the models' input normalisation, ground
-truth as distillation targets, and seeded batches (optionally sharded over the batch axis).
+(:func:`jaxpapers.flashssm3d.load_multiview_scenes`), the models' input normalisation, and
+seeded batches (optionally sharded over the batch axis).
 """
 
 from __future__ import annotations
@@ -16,30 +16,12 @@ import numpy as np
 from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 
-# one compiled program instead of dozens of eager ops per rendered chunk
-_pose_encoding = jax.jit(fs.cameras_to_pose_encoding, static_argnums=2)
-
-
-def _np_batch(b: fs.SceneBatch) -> dict:
-  pose_enc = np.asarray(_pose_encoding(b.extrinsics, b.intrinsics, tuple(b.images.shape[2:4])))
-  if not np.isfinite(pose_enc).all():  # under jit a non-rotation gives NaN instead of raising
-    raise ValueError("rendered cameras gave a non-finite pose encoding (not rotations?)")
-  keys = ("images", "depth", "points", "valid", "extrinsics", "intrinsics")
-  return {**{k: np.asarray(getattr(b, k)) for k in keys}, "pose_enc": pose_enc}
-
 
 def render_set(seed, n, cfg, chunk=16, num_views=None) -> dict:
-  """Render ``n`` scenes in equal chunks (one compilation; the last chunk is rendered whole).
-
-  ``cfg``: the data config (``num_views`` unless ``num_views`` is given, ``image_size``,
-  ``split`` and ``fog``, the fog density of :func:`jaxpapers.flashssm3d.render_scenes`).
-  """
+  """``n`` procedural scenes of the data config ``cfg`` (its ``num_views`` unless ``num_views`` is
+  given, ``image_size``, ``split``, ``fog``): :func:`jaxpapers.flashssm3d.render_scene_arrays`."""
   views, kw = num_views or cfg.num_views, dict(image_size=cfg.image_size, split=cfg.split)
-  parts = [
-    _np_batch(fs.render_scenes(seed + start, chunk, views, fog=cfg.fog, **kw))
-    for start in range(0, n, chunk)
-  ]
-  return {k: np.concatenate([p[k] for p in parts])[:n] for k in parts[0]}
+  return fs.render_scene_arrays(seed, n, views, fog=cfg.fog, chunk=chunk, **kw)
 
 
 def load_data(config):
@@ -57,7 +39,7 @@ def load_data(config):
     kw = dict(num_views=dc.num_views, image_size=dc.image_size)
     pool, names = fs.load_multiview_scenes(root / "train", **kw)
     test, _ = fs.load_multiview_scenes(root / "test", **kw)
-    return _np_batch(pool), _np_batch(test), names
+    return fs.scene_arrays(pool), fs.scene_arrays(test), names
   pool = render_set(10_000 + 1000 * config.seed, dc.pool_scenes, dc, chunk=dc.render_chunk)
   test = render_set(900_000 + 1000 * config.seed, dc.test_scenes, dc, chunk=dc.render_chunk)
   return pool, test, None
@@ -78,18 +60,6 @@ def pixel_norm(config, images) -> dict:
     return {}
   mean, std = fs.pixel_statistics(images)
   return {"pixel_mean": mean, "pixel_std": std}
-
-
-def gt_targets(d: dict) -> fs.DistillTargets:
-  ones = np.ones(d["valid"].shape, np.float32)
-  return fs.DistillTargets(
-    pose_enc=d["pose_enc"],
-    depth=d["depth"][..., None],
-    depth_conf=ones,
-    points=d["points"],
-    point_conf=ones,
-    valid=d["valid"],
-  )
 
 
 def batch_sharding(config):

@@ -27,7 +27,6 @@ from experiments.flashssm3d.configs import default as default_config
 from experiments.flashssm3d.input_pipeline import batch_fn as _batch_fn
 from experiments.flashssm3d.input_pipeline import (
   batch_sharding,
-  gt_targets,
   load_data,
   pixel_norm,
   render_set,
@@ -181,7 +180,7 @@ def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
   )
   n_pool = len(pool["images"])
   batches = _batch_fn(
-    (pool["images"], gt_targets(pool)), n_pool, tc.batch_size, config.seed, sharding
+    (pool["images"], fs.ground_truth_targets(pool)), n_pool, tc.batch_size, config.seed, sharding
   )
   t0 = time.perf_counter()
   cam_steps = tc.camera_steps
@@ -232,7 +231,7 @@ def _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool: 
   distil = var["targets"] == "teacher"
   student = _model_for(var, config, scfg, config.seed)
   sstep = make_step(_weights(config.loss, var["procrustes"], var["reprojection"]))
-  targets = teacher["targets"] if distil else gt_targets(sub)
+  targets = teacher["targets"] if distil else fs.ground_truth_targets(sub)
   batches = _batch_fn((sub["images"], targets), n_student, sc.batch_size, config.seed + 7, sharding)
   probe = core.TrainState.create(student, _optimizer(sc, sc.max_steps))
   traced = jax.jit(sstep, donate_argnums=0).trace(probe, batches(0))
@@ -387,7 +386,9 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
   sub = {k: v[:n_train] for k, v in pool.items()}
   evals = _evals(_trivial_preds(sub, n_test, hw), test, None, hw)
   step = make_step(_weights(config.loss, False, False))
-  batches = _batch_fn((sub["images"], gt_targets(sub)), n_train, sc.batch_size, config.seed + 7)
+  batches = _batch_fn(
+    (sub["images"], fs.ground_truth_targets(sub)), n_train, sc.batch_size, config.seed + 7
+  )
   info, histories = {}, {}
   for name in config.scan_orders:
     core.validate_choice(name, name="scan_orders", allowed=tuple(SCAN_ORDERS))
