@@ -555,7 +555,13 @@ def ground_truth_targets(scenes: Mapping[str, np.ndarray]) -> DistillTargets:
   Returns:
     :class:`DistillTargets` of NumPy arrays with ``depth`` [B,S,H,W,1] and ``depth_conf`` =
     ``point_conf`` = ones [B,S,H,W] (float32).
+
+  Raises:
+    ValueError: ``scenes`` lacks one of the four keys.
   """
+  missing = [k for k in ("pose_enc", "depth", "points", "valid") if k not in scenes]
+  if missing:
+    raise ValueError(f"scenes must hold pose_enc, depth, points and valid; {missing} missing")
   ones = np.ones(np.shape(scenes["valid"]), np.float32)
   depth = np.asarray(scenes["depth"])[..., None]
   # NumPy leaves (batches are gathered on the host), in the field order of DistillTargets

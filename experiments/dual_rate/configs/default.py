@@ -163,18 +163,8 @@ def _gain_claim(id_, statement, paper_text, metric, note):
   """A control judged as a gain "in std": the competitor's FD minus dual-rate's over the
   combined sampling-seed std (evaluate.derived_metrics), > 0 when dual-rate is better; held at
   >= 2 std, partly at >= 1 std."""
-  return dict(
-    id=id_,
-    statement=statement,
-    paper_text=paper_text,
-    metric=f"derived.{metric}",
-    direction="higher",
-    held=2.0,
-    partly=1.0,
-    unit="std",
-    fmt="+.2f",
-    note=note,
-  )
+  return dict(id=id_, statement=statement, paper_text=paper_text, metric=f"derived.{metric}",
+              held=2.0, partly=1.0, unit="std", fmt="+.2f", note=note)  # fmt: skip
 
 
 CLAIMS = (
@@ -184,7 +174,6 @@ CLAIMS = (
     paper_value=2.0,
     paper_text="2-4x lower cost at matched quality (abstract; no FID values public)",
     metric="derived.matched_quality_flop_reduction",
-    direction="higher",
     held=2.0,
     partly=1.0,
     unit="x",
