@@ -11,7 +11,6 @@ import dataclasses
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import core
@@ -20,96 +19,72 @@ from jaxpapers import dual_rate as dr
 
 @dataclasses.dataclass(frozen=True)
 class Evaluator:
-  """The feature classifier, the FD references ([n, F] features) and the floor of a run
-  (phase 1), shared by every training seed so that rows of different seeds are comparable;
-  ``labels`` [N] are the samples' balanced classes, ``shape`` (N, H, W, C) a batch's."""
+  """What every row of a run is measured with (phase 1), shared by every training seed so that
+  rows of different seeds are comparable: the FD-proxy (classifier, references, floor), the
+  noise schedule and the config."""
 
   cfg: Any
-  classifier: Any
-  train_feats: np.ndarray
-  ref_feats: np.ndarray
-  floor: dict
-  labels: jax.Array
-  shape: tuple[int, int, int, int]
+  proxy: dr.FDProxy
   schedule: dr.NoiseSchedule
 
   @classmethod
   def build(cls, cfg, data: dict, num_classes: int, schedule: dr.NoiseSchedule) -> Evaluator:
     """Phase 1: trains the classifier on ``data`` (``train.load_data``), measures the floor."""
-    xtr, xte, yte = data["train_images"], data["test_images"], data["test_labels"]
-    xsub = data.get("subset_images", xtr)
-    ysub = data.get("subset_labels", data["train_labels"])
-    n_eval = min(cfg.num_eval_samples, xte.shape[0])
-    clf = dr.train_classifier(
-      xsub, ysub, num_classes=num_classes, steps=cfg.classifier_steps, seed=cfg.seed
-    )
-    fd_reference = cfg.fd_reference
-    splits = fd_splits(xsub.shape[0], xte.shape[0], n_eval, fd_reference)
-    real = {"train": xsub, "heldout": xte}
-    pick = lambda split: real[split[0]][split[1] : split[2]]
-    train_feats = dr.extract_features(clf, xsub)
-    ref_feats = dr.extract_features(clf, pick(splits["reference"]))
-    compared = dr.extract_features(clf, pick(splits["compared"]))
-    floor = {
-      "fd": dr.fd_metric(ref_feats, compared),
-      "kid": dr.kid_metric(ref_feats, compared),
-      "classifier_test_accuracy": dr.classifier_accuracy(clf, xte, yte),
-      "reference": fd_reference,
-      "splits": {k: list(v) for k, v in splits.items()},
-      "n_reference": int(ref_feats.shape[0]),
-      "n_compared": int(compared.shape[0]),
-    }
-    if fd_reference == "heldout":  # the train-reference floor of the same held-out images
-      floor["fd_train_reference"] = dr.fd_metric(train_feats, compared)
-    labels = jnp.asarray(np.arange(n_eval) % num_classes, jnp.int32)
-    shape = (n_eval, xtr.shape[1], xtr.shape[1], xtr.shape[3])
-    return cls(cfg, clf, train_feats, ref_feats, floor, labels, shape, schedule)
+    num_heldout = data["test_images"].shape[0]
+    num_train = data.get("subset_images", data["train_images"]).shape[0]
+    n_eval = min(cfg.num_eval_samples, num_heldout)
+    splits = fd_splits(num_train, num_heldout, n_eval, cfg.fd_reference)
+    proxy = dr.FDProxy.build(
+      data, num_classes=num_classes, classifier_steps=cfg.classifier_steps, splits=splits,
+      seed=cfg.seed,
+    )  # fmt: skip
+    return cls(cfg, proxy, schedule)
+
+  @property
+  def floor(self) -> dict:
+    return self.proxy.floor
 
   @property
   def fd_reference(self) -> str:
-    return self.floor["reference"]  # 'train' or 'heldout' (fd_splits)
+    return self.proxy.reference  # 'train' or 'heldout' (fd_splits)
 
   @property
   def num_samples(self) -> int:
-    return self.shape[0]  # N, generated samples per row and sampling seed
+    return self.proxy.shape[0]  # N, generated samples per row and sampling seed
 
   def row(self, model, *, method, num_steps, interval, sampler, flops, flops_key, kind, timed):
     """``(row, grid)``: one setting (N = ``num_steps``, K = ``interval``, ``sampler``,
     refresh ``kind``) sampled for every sampling seed: FD-proxy mean / std, KID, class accuracy,
     exact call counts, MFLOPs per sample (``flops`` of 'baseline', 'dual' or 'no_features'),
     wall time when ``timed``; ``grid`` [g, H, W, C] the first seed's first samples."""
-    cfg, clf = self.cfg, self.classifier
+    cfg, proxy = self.cfg, self.proxy
     use_features = flops_key != "no_features"
     if use_features and flops_key == "dual":
       refresh = dr.refresh_schedule(num_steps, interval=interval, kind=kind)
     else:
       refresh = np.ones(num_steps, bool)
-    fds, kids, accs, fds_train, grid = [], [], [], [], None
     kw = dict(
       num_steps=num_steps,
       refresh=refresh,
       sampler=sampler,
       schedule=self.schedule,
-      cond=self.labels,
+      cond=proxy.labels,
       use_features=use_features,
     )
+    scores, grid = [], None
     for s in cfg.eval_seeds:
-      x, info = dr.sample(model, jax.random.key(10_000 + s), self.shape, return_info=True, **kw)
+      x, info = dr.sample(model, jax.random.key(10_000 + s), proxy.shape, return_info=True, **kw)
       x = np.clip(np.asarray(x), -1.0, 1.0)
-      f = dr.extract_features(clf, x)
-      fds.append(dr.fd_metric(self.ref_feats, f))
-      if self.fd_reference != "train":
-        fds_train.append(dr.fd_metric(self.train_feats, f))
-      kids.append(dr.kid_metric(self.ref_feats, f))
-      accs.append(dr.classifier_accuracy(clf, x, self.labels))
+      scores.append(proxy.score(x))
       grid = x[: cfg.grid_samples] if grid is None else grid
+    fds, kids = [s["fd"] for s in scores], [s["kid"] for s in scores]
     counts = {k: int(v) for k, v in info.items()}
     cost = dr.sampling_cost(flops, refresh, sampler=sampler)
     assert counts == {k: cost[k] for k in counts}, (counts, cost)
     wall = None
     if timed:
       wall = dr.wall_time(
-        lambda: dr.sample(model, jax.random.key(1), self.shape, **kw), repeats=cfg.time_repeats
+        lambda: dr.sample(model, jax.random.key(1), proxy.shape, **kw), repeats=cfg.time_repeats
       )
     row = {
       "method": method,
@@ -125,10 +100,11 @@ class Evaluator:
       "fd_seeds": [float(v) for v in fds],
       "kid_mean": float(np.mean(kids)),
       "kid_std": float(np.std(kids)),
-      "class_acc": float(np.mean(accs)),
+      "class_acc": float(np.mean([s["class_acc"] for s in scores])),
       "wall_s": wall,
     }
-    if fds_train:  # beside the held-out FD: the FD against the train split, as before
+    if "fd_train" in scores[0]:  # beside the held-out FD: the FD against the train split
+      fds_train = [s["fd_train"] for s in scores]
       row["fd_train_mean"] = float(np.mean(fds_train))
       row["fd_train_std"] = float(np.std(fds_train))
     return row, grid

@@ -10,7 +10,6 @@ so a partial run is a valid (smaller) result and a rerun resumes at the first mi
 
 from __future__ import annotations
 
-import copy
 import functools
 import pathlib
 import time
@@ -21,6 +20,7 @@ from absl import logging
 from flax import nnx
 
 from experiments.dual_rate import evaluate as evaluation
+from experiments.dual_rate.configs import default as default_config
 from experiments.dual_rate.evaluate import derived_metrics  # re-judged by experiments.reproduce
 from jaxpapers import core
 from jaxpapers import dual_rate as dr
@@ -52,10 +52,10 @@ def load_data(cfg):
   # The held-out images: N for the floor, 2 N with a held-out reference (evaluate.fd_splits).
   per = 2 if cfg.fd_reference == "heldout" else 1
   data = dr.load_imagenet64(
-    core.resolve_data_dir(cfg.get("data_dir")),
+    core.resolve_data_dir(cfg.data_dir),
     num_test=per * cfg.num_eval_samples,
     seed=cfg.seed,
-    classifier_subset=cfg.get("classifier_subset", 50_000),
+    classifier_subset=cfg.classifier_subset,
   )
   return data, 1000
 
@@ -103,7 +103,7 @@ class _Run:
     """``(baseline, pair, flops, params)``: the seed's initial networks, their per-call FLOPs
     and parameter counts, built once and shared by the seed's phases (seeds run in turn)."""
     if self.seed_nets[0] != seed:
-      img, chans = self.evaluator.shape[1], self.evaluator.shape[3]
+      img, chans = self.evaluator.proxy.shape[1], self.evaluator.proxy.shape[3]
       base, dual = dr.build_networks(
         self.cfg, image_size=img, channels=chans, num_classes=self.num_classes, seed=seed
       )
@@ -129,9 +129,8 @@ class _SeedRun:
   its checkpoint) on first use, so rows already stored need no network."""
 
   def __init__(self, run: _Run, seed: int, phase: str):
-    self.run, self.phase = run, phase
-    self.cfg = cfg = copy.deepcopy(run.cfg)
-    cfg.seed = seed
+    self.run, self.phase, self.seed = run, phase, seed
+    self.cfg = cfg = run.cfg
     self.sub_dir = run.workdir / f"train_seed{seed}"
     self.sub_dir.mkdir(parents=True, exist_ok=True)
     # The couplings (d) and EDM-Heun (f) run for the extra_control_seeds (() -> every seed).
@@ -148,9 +147,9 @@ class _SeedRun:
   def fit(self, model, loss_fn, *, name, **kw):
     """``dr.fit`` on the run's data with the seed's batch, checkpoint and device settings."""
     cfg, data = self.cfg, self.run.data
-    kw |= dict(warmup_steps=cfg.warmup_steps, batch_size=cfg.batch_size, seed=cfg.seed)
-    kw |= dict(checkpoint_every=cfg.checkpoint_every, prefetch=cfg.get("prefetch", 0))
-    kw |= dict(data_parallel=cfg.get("data_parallel", False), workdir=self.sub_dir)
+    kw |= dict(warmup_steps=cfg.warmup_steps, batch_size=cfg.batch_size, seed=self.seed)
+    kw |= dict(checkpoint_every=cfg.checkpoint_every, prefetch=cfg.prefetch)
+    kw |= dict(data_parallel=cfg.data_parallel, workdir=self.sub_dir)
     return dr.fit(model, loss_fn, data["train_images"], data["train_labels"], name=name, **kw)
 
   def net(self, name, loss_fn, phase="main"):
@@ -309,9 +308,9 @@ class _SeedRun:
     }
 
 
-def write_results(run: _Run, per_seed: dict, cells) -> dict:
+def write_results(run: _Run, per_seed: dict, cells, config) -> dict:
   """results.json and the sample grids from the per-seed records (``cells``: the stored cell
-  names and those not stored)."""
+  names and those not stored; ``config``: the run's config, with its claims and report)."""
   cfg, ev = run.cfg, run.evaluator
   metrics, notes = evaluation.summarize(per_seed, cfg, ev.floor, ev.num_samples, cells)
   grids = {"real (test)": run.data["test_images"][: cfg.grid_samples]}
@@ -323,7 +322,7 @@ def write_results(run: _Run, per_seed: dict, cells) -> dict:
   core.write_results(
     run.workdir,
     metrics=metrics,
-    config=cfg,
+    config=config,
     notes=notes,
     wall_time_s=time.perf_counter() - run.t_start,
   )
@@ -332,7 +331,7 @@ def write_results(run: _Run, per_seed: dict, cells) -> dict:
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs phase 1 and every (training seed, phase) cell, resuming from ``workdir``."""
-  cfg = config
+  cfg = core.config_view(config, default_config.get_config())
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   core.validate_choice(cfg.sampler, name="sampler", allowed=dr.SAMPLERS)
@@ -346,7 +345,7 @@ def train_and_evaluate(config, workdir) -> dict:
 
   def write(parts):
     cells = (list(store), [n for n in all_cells if n not in store])
-    return write_results(run, {s: merge_phases(v) for s, v in parts.items()}, cells)
+    return write_results(run, {s: merge_phases(v) for s, v in parts.items()}, cells, config)
 
   parts = {}
   for s in seeds:

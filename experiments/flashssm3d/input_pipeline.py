@@ -1,8 +1,8 @@
-"""Input pipeline of the FlashSSM-3D experiment: scenes as NumPy arrays, targets and batches.
+"""Input pipeline of the FlashSSM-3D experiment: scenes as NumPy arrays, and batches.
 
 Procedural renders (disjoint seeds for the pool and the test scenes) or scene folders on disk
-(:func:`jaxpapers.flashssm3d.load_multiview_scenes`), the models' input normalisation, ground
-truth as distillation targets, and seeded batches (optionally sharded over the batch axis).
+(:func:`jaxpapers.flashssm3d.load_multiview_scenes`), the models' input normalisation, and
+seeded batches (optionally sharded over the batch axis).
 """
 
 from __future__ import annotations
@@ -16,39 +16,12 @@ import numpy as np
 from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 
-# one compiled program instead of dozens of eager ops per rendered chunk
-_pose_encoding = jax.jit(fs.cameras_to_pose_encoding, static_argnums=2)
 
-
-def _np_batch(b: fs.SceneBatch) -> dict:
-  pose_enc = np.asarray(_pose_encoding(b.extrinsics, b.intrinsics, tuple(b.images.shape[2:4])))
-  if not np.isfinite(pose_enc).all():  # under jit a non-rotation gives NaN instead of raising
-    raise ValueError("rendered cameras gave a non-finite pose encoding (not rotations?)")
-  return {
-    "images": np.asarray(b.images),
-    "depth": np.asarray(b.depth),
-    "points": np.asarray(b.points),
-    "valid": np.asarray(b.valid),
-    "extrinsics": np.asarray(b.extrinsics),
-    "intrinsics": np.asarray(b.intrinsics),
-    "pose_enc": pose_enc,
-  }
-
-
-def render_set(seed, n, cfg, chunk=16) -> dict:
-  """Render ``n`` scenes in equal chunks (one compilation; the last chunk is rendered whole).
-
-  ``cfg``: ``num_views``, ``image_size``, ``split`` and optionally ``fog`` (the fog density of
-  :func:`jaxpapers.flashssm3d.render_scenes`; absent or None: the split's own).
-  """
-  fog = cfg.get("fog", None)
-  parts = []
-  for start in range(0, n, chunk):
-    b = fs.render_scenes(
-      seed + start, chunk, cfg.num_views, image_size=cfg.image_size, split=cfg.split, fog=fog
-    )
-    parts.append(_np_batch(b))
-  return {k: np.concatenate([p[k] for p in parts])[:n] for k in parts[0]}
+def render_set(seed, n, cfg, chunk=16, num_views=None) -> dict:
+  """``n`` procedural scenes of the data config ``cfg`` (its ``num_views`` unless ``num_views`` is
+  given, ``image_size``, ``split``, ``fog``): :func:`jaxpapers.flashssm3d.render_scene_arrays`."""
+  views, kw = num_views or cfg.num_views, dict(image_size=cfg.image_size, split=cfg.split)
+  return fs.render_scene_arrays(seed, n, views, fog=cfg.fog, chunk=chunk, **kw)
 
 
 def load_data(config):
@@ -60,50 +33,33 @@ def load_data(config):
   predictions. The student's subset is the first ``student_fraction`` of the pool.
   """
   dc = config.data
-  source = dc.get("source", "procedural")
-  core.validate_choice(source, name="data.source", allowed=("procedural", "disk"))
-  if source == "disk":
+  core.validate_choice(dc.source, name="data.source", allowed=("procedural", "disk"))
+  if dc.source == "disk":
     root = pathlib.Path(dc.data_dir)
     kw = dict(num_views=dc.num_views, image_size=dc.image_size)
     pool, names = fs.load_multiview_scenes(root / "train", **kw)
     test, _ = fs.load_multiview_scenes(root / "test", **kw)
-    return _np_batch(pool), _np_batch(test), names
+    return fs.scene_arrays(pool), fs.scene_arrays(test), names
   pool = render_set(10_000 + 1000 * config.seed, dc.pool_scenes, dc, chunk=dc.render_chunk)
   test = render_set(900_000 + 1000 * config.seed, dc.test_scenes, dc, chunk=dc.render_chunk)
   return pool, test, None
-
-
-PIXEL_NORMS = ("none", "pool")
 
 
 def pixel_norm(config, images) -> dict:
   """The models' input normalisation from ``config.data.pixel_norm`` (keyword arguments).
 
   ``'pool'``: the per-channel mean and standard deviation of ``images`` (the training pool),
-  :func:`jaxpapers.flashssm3d.pixel_statistics`; ``'none'`` (the default when the field is
-  absent): raw pixels in [0, 1], as the experiment ran before the field existed.
+  :func:`jaxpapers.flashssm3d.pixel_statistics`; ``'none'``: raw pixels in [0, 1].
 
   Returns:
     ``{}`` or ``{"pixel_mean": (r, g, b), "pixel_std": (r, g, b)}`` for the model configs.
   """
-  kind = config.data.get("pixel_norm", "none")
-  core.validate_choice(kind, name="data.pixel_norm", allowed=PIXEL_NORMS)
+  kind = config.data.pixel_norm
+  core.validate_choice(kind, name="data.pixel_norm", allowed=("none", "pool"))
   if kind == "none":
     return {}
   mean, std = fs.pixel_statistics(images)
   return {"pixel_mean": mean, "pixel_std": std}
-
-
-def gt_targets(d: dict) -> fs.DistillTargets:
-  ones = np.ones(d["valid"].shape, np.float32)
-  return fs.DistillTargets(
-    pose_enc=d["pose_enc"],
-    depth=d["depth"][..., None],
-    depth_conf=ones,
-    points=d["points"],
-    point_conf=ones,
-    valid=d["valid"],
-  )
 
 
 def batch_sharding(config):
@@ -113,7 +69,7 @@ def batch_sharding(config):
   models have no cross-example interaction), so this is data parallelism over a
   ``jax.make_mesh`` mesh with the gradient all-reduce inserted by the compiler.
   """
-  if not config.get("shard_batch", False):
+  if not config.shard_batch:
     return None
   n = jax.device_count()
   for name, bs in (

@@ -1,23 +1,18 @@
 """View-scaling study: forward time and peak memory vs number of views, SSM student vs AA teacher.
 
-The SSM student runs with the sequential ``lax.scan`` (``student_ssm``) and, where
-``cfg["associative"]`` is set, with ``lax.associative_scan`` (``student_ssm_associative``). All
-models run in one process, at a fixed number of tokens per view, batch 1, jitted forward.
-Peak memory is XLA's compiled buffer estimate (arguments + outputs + temporaries from
-``compiled.memory_analysis()``), which is deterministic and known before running, so the
-attention model is skipped once it would exceed ``memory_cap_gb``. A model also stops once a
-forward pass takes longer than ``time_cap_s``. Times are wall clock on shared CPU cores (noisy).
-A finished sweep is kept in ``<workdir>/cells/`` (``core.CellStore``) keyed by its settings and
-reused by a later run with the same settings (:func:`cached_scaling`). The measurement itself is
-``jaxpapers.flashssm3d.view_scaling``; this module adds the fitted exponents and the claims.
+The measurement is ``jaxpapers.flashssm3d.view_scaling`` (one process, a fixed number of tokens
+per view, batch 1, jitted forward; peak memory is XLA's compiled buffer estimate, so the
+attention model is skipped once it would exceed ``memory_cap_gb``; a model stops once a forward
+takes longer than ``time_cap_s``) on the SSM student with ``lax.scan`` (``student_ssm``; and
+``lax.associative_scan`` where ``cfg["associative"]``) and the attention teacher. This module
+fits the exponents and judges :data:`SCALING_CLAIMS`; a finished sweep is a ``core.CellStore``
+cell keyed by its settings (:func:`cached_scaling`). Times are wall clock on shared CPU cores.
 
   python -m experiments.flashssm3d.scaling --views=8,16,32,64,128,256,512 --no_associative \
       --workdir=runs/flashssm3d_scaling
 
-writes ``scaling.json``, ``scaling.png`` (declared in ``configs/default.py``) and a
-``results.json`` judging :data:`SCALING_CLAIMS`
-(:func:`write_scaling_results`); ``benchmarks/flashssm3d_scaling.py`` runs the same sweep as a
-benchmark record.
+writes ``scaling.json``, ``scaling.png`` and a judged ``results.json``
+(:func:`write_scaling_results`); ``benchmarks/flashssm3d_scaling.py`` times the same sweep.
 """
 
 from __future__ import annotations
@@ -80,7 +75,7 @@ def run_scaling(cfg, *, log=print) -> dict:
   common = dict(width=cfg["width"], depth=cfg["depth"], patch=cfg["patch"], image_size=H)
   scfg = fs.FlashSSM3DConfig(**common, state=cfg["state"], camera_stages=1, method="scan")
   models = {"student_ssm": fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0))}
-  if cfg.get("associative", False):
+  if cfg["associative"]:
     acfg = dataclasses.replace(scfg, method="associative")
     models["student_ssm_associative"] = fs.FlashSSM3D(acfg, rngs=nnx.Rngs(0))
   tcfg = fs.TeacherConfig(**common, heads=cfg["heads"], camera_stages=1)

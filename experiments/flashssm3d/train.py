@@ -16,16 +16,17 @@ import pathlib
 import time
 
 import jax
+import ml_collections
 import numpy as np
 import optax
 from flax import nnx
 
 from experiments.flashssm3d import evaluate as ev
 from experiments.flashssm3d import scaling
+from experiments.flashssm3d.configs import default as default_config
 from experiments.flashssm3d.input_pipeline import batch_fn as _batch_fn
 from experiments.flashssm3d.input_pipeline import (
   batch_sharding,
-  gt_targets,
   load_data,
   pixel_norm,
   render_set,
@@ -33,15 +34,24 @@ from experiments.flashssm3d.input_pipeline import (
 from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 
+# Each variant's targets, architecture and geometry terms. "gt": the same SSM student trained on
+# ground truth at the same FLOP budget (E2's control); "attention_gt": an alternating-attention
+# model of about the student's size trained on ground truth at that budget (E1).
 _VARIANTS = {
-  "regression": dict(procrustes=False, reprojection=False, targets="teacher", arch="ssm"),
-  "procrustes": dict(procrustes=True, reprojection=False, targets="teacher", arch="ssm"),
-  "reprojection": dict(procrustes=True, reprojection=True, targets="teacher", arch="ssm"),
-  # the same SSM student trained on ground truth at the same FLOP budget (E2's control)
-  "gt": dict(procrustes=False, reprojection=False, targets="gt", arch="ssm"),
-  # an alternating-attention model of about the student's size trained on ground truth at the
-  # same FLOP budget (E1: SSM vs attention from ground truth)
-  "attention_gt": dict(procrustes=False, reprojection=False, targets="gt", arch="attention"),
+  name: dict(targets=targets, arch=arch, procrustes=procrustes, reprojection=reprojection)
+  for name, targets, arch, procrustes, reprojection in (
+    ("regression", "teacher", "ssm", False, False),
+    ("procrustes", "teacher", "ssm", True, False),
+    ("reprojection", "teacher", "ssm", True, True),
+    ("gt", "gt", "ssm", False, False),
+    ("attention_gt", "gt", "attention", False, False),
+  )
+}
+# Global scan orders of the scan-order ablation: the order of block i is orders[i % len(orders)]
+SCAN_ORDERS = {
+  "alternating": ("frame_major", "position_major"),
+  "frame_major": ("frame_major",),
+  "position_major": ("position_major",),
 }
 
 
@@ -61,13 +71,15 @@ def student_config(config, **norm) -> fs.FlashSSM3DConfig:
   return _dataclass(fs.FlashSSM3DConfig, config.student, image_size=config.data.image_size, **norm)
 
 
-def _weights(loss_cfg, procrustes, reprojection):
-  """The loss weights of ``loss_cfg``, Procrustes and reprojection zeroed where off."""
+def _weights(loss_cfg, procrustes, reprojection, **weights):
+  """The loss weights of ``loss_cfg`` (then ``weights``), Procrustes and reprojection zeroed
+  where off."""
   return _dataclass(
     fs.LossWeights,
     loss_cfg,
     procrustes=loss_cfg.procrustes if procrustes else 0.0,
     reprojection=loss_cfg.reprojection if reprojection else 0.0,
+    **weights,
   )
 
 
@@ -102,28 +114,14 @@ def compile_step(step_fn, state, batch, *, count=True):
   return traced.lower().compile(), (fs.count_flops(traced) if count else None)
 
 
-# Global scan orders of the scan-order ablation: the order of block i is orders[i % len(orders)]
-SCAN_ORDERS = {
-  "alternating": ("frame_major", "position_major"),
-  "frame_major": ("frame_major",),
-  "position_major": ("position_major",),
-}
-
-
 def _model_for(var, config, scfg, seed):
-  """The model a variant trains: the SSM student, or the attention model of ``config.attention``.
-
-  The attention model takes the student's input normalisation (``scfg.pixel_mean`` / ``_std``).
-  """
+  """The model a variant trains: the SSM student, or the attention model of ``config.attention``
+  with the student's input normalisation (``scfg.pixel_mean`` / ``_std``)."""
   if var["arch"] == "ssm":
     return fs.FlashSSM3D(scfg, rngs=nnx.Rngs(seed + 1))
+  norm = dict(pixel_mean=scfg.pixel_mean, pixel_std=scfg.pixel_std)
   acfg = _dataclass(
-    fs.TeacherConfig,
-    config.attention,
-    config.student,
-    image_size=config.data.image_size,
-    pixel_mean=scfg.pixel_mean,
-    pixel_std=scfg.pixel_std,
+    fs.TeacherConfig, config.attention, config.student, image_size=config.data.image_size, **norm
   )
   return fs.AATeacher(acfg, rngs=nnx.Rngs(seed + 1))
 
@@ -145,8 +143,7 @@ def _fit(config, state, compiled, batches, steps, workdir, name):
 def _cached_teacher(config, pool_names, n_student: int, hw) -> dict:
   """The teacher's outputs read from ``teacher.cached_predictions`` (e.g. VGGT's), no training."""
   tc, cached = config.teacher, config.teacher.cached_predictions
-  flops = float(tc.get("train_flops", 0.0))
-  if not flops > 0:
+  if not tc.train_flops > 0:
     raise ValueError(
       "teacher.train_flops (the cached teacher's training FLOPs) must be > 0: it sets the "
       "student's FLOP budget"
@@ -155,24 +152,27 @@ def _cached_teacher(config, pool_names, n_student: int, hw) -> dict:
   targets = fs.load_teacher_predictions(cached, scene_names=names, image_hw=hw)
   if len(targets.pose_enc) < n_student:
     raise ValueError(f"{cached} has {len(targets.pose_enc)} scenes, the student needs {n_student}")
-  targets = fs.DistillTargets(*(np.asarray(a)[:n_student] for a in targets))
   test = None
-  if tc.get("cached_test_predictions", ""):
+  if tc.cached_test_predictions:
     tt = fs.load_teacher_predictions(tc.cached_test_predictions, image_hw=hw)
     test = {k: np.asarray(v) for k, v in tt._asdict().items()}
   return {
-    "targets": targets,
+    "targets": fs.DistillTargets(*(np.asarray(a)[:n_student] for a in targets)),
     "test": test,
-    "train_flops": flops,
-    "infer_flops": float(tc.get("infer_flops_per_scene", 0.0)) * n_student,
-    "info": {"cached_predictions": str(cached), "train_flops": flops},
+    "train_flops": float(tc.train_flops),
+    "infer_flops": float(tc.infer_flops_per_scene) * n_student,
+    "info": {"cached_predictions": str(cached), "train_flops": float(tc.train_flops)},
     "history": [],
     "forward": None,
   }
 
 
 def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
-  """T1: the attention teacher trained on the pool's ground truth, and its outputs."""
+  """T1: the attention teacher trained on the pool's ground truth, and its outputs.
+
+  With ``teacher.camera_steps`` the first steps train the camera term alone (same optimizer and
+  learning-rate schedule), the rest every term until ``teacher.steps``.
+  """
   tc, dc = config.teacher, config.data
   tcfg = _dataclass(fs.TeacherConfig, tc, image_size=dc.image_size, **norm)
   state = core.TrainState.create(
@@ -180,31 +180,22 @@ def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
   )
   n_pool = len(pool["images"])
   batches = _batch_fn(
-    (pool["images"], gt_targets(pool)), n_pool, tc.batch_size, config.seed, sharding
+    (pool["images"], fs.ground_truth_targets(pool)), n_pool, tc.batch_size, config.seed, sharding
   )
   t0 = time.perf_counter()
-  loss_cfg = config.loss
-  # Optional first phase: the camera term alone for teacher.camera_steps steps (same optimizer
-  # and learning-rate schedule), then every term until teacher.steps.
-  cam_steps = int(tc.get("camera_steps", 0))
+  cam_steps = tc.camera_steps
   if not 0 <= cam_steps <= tc.steps:
     raise ValueError(f"teacher.camera_steps must be in [0, teacher.steps], got {cam_steps}")
-  flops, hist = 0.0, []
+  phases = [("teacher", tc.steps, {})]
   if cam_steps:
-    cam_only = loss_cfg.copy_and_resolve_references()
-    cam_only.update(dict(depth=0.0, points=0.0, grad=0.0))
-    compiled, step_flops = compile_step(
-      make_step(_weights(cam_only, False, False)), state, batches(0)
-    )
-    state, hist = _fit(config, state, compiled, batches, cam_steps, workdir, "teacher_cameras")
-    flops += step_flops * cam_steps
-  compiled, step_flops = compile_step(
-    make_step(_weights(loss_cfg, False, False)), state, batches(0)
-  )
-  state, hist_all = _fit(config, state, compiled, batches, tc.steps, workdir, "teacher")
-  hist = hist + hist_all
+    phases.insert(0, ("teacher_cameras", cam_steps, dict(depth=0.0, points=0.0, grad=0.0)))
+  flops, hist, done = 0.0, [], 0
+  for name, until, zeroed in phases:
+    step = make_step(_weights(config.loss, False, False, **zeroed))
+    compiled, step_flops = compile_step(step, state, batches(0))
+    state, phase_hist = _fit(config, state, compiled, batches, until, workdir, name)
+    flops, hist, done = flops + step_flops * (until - done), hist + phase_hist, until
   teacher = state.model()
-  flops += step_flops * (tc.steps - cam_steps)
   info = {
     "params": fs.count_params(teacher),
     "steps": tc.steps,
@@ -217,13 +208,11 @@ def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
   fwd = fs.BatchedForward(teacher, batch_size=dc.eval_batch, sharding=sharding)
   tp = fwd(sub["images"])
   keys = ("pose_enc", "depth", "depth_conf", "points", "point_conf")
-  targets = fs.DistillTargets(**{k: tp[k] for k in keys}, valid=sub["valid"])
-  n_student = len(sub["images"])
   return {
-    "targets": targets,
+    "targets": fs.DistillTargets(**{k: tp[k] for k in keys}, valid=sub["valid"]),
     "test": fwd(test["images"]),
     "train_flops": flops,
-    "infer_flops": fwd.flops(sub["images"]) / dc.eval_batch * n_student,
+    "infer_flops": fwd.flops(sub["images"]) / dc.eval_batch * len(sub["images"]),
     "info": info,
     "history": hist,
     "forward": fwd,
@@ -242,7 +231,7 @@ def _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool: 
   distil = var["targets"] == "teacher"
   student = _model_for(var, config, scfg, config.seed)
   sstep = make_step(_weights(config.loss, var["procrustes"], var["reprojection"]))
-  targets = teacher["targets"] if distil else gt_targets(sub)
+  targets = teacher["targets"] if distil else fs.ground_truth_targets(sub)
   batches = _batch_fn((sub["images"], targets), n_student, sc.batch_size, config.seed + 7, sharding)
   probe = core.TrainState.create(student, _optimizer(sc, sc.max_steps))
   traced = jax.jit(sstep, donate_argnums=0).trace(probe, batches(0))
@@ -268,52 +257,52 @@ def _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool: 
     "flops_vs_teacher": (sflops * steps + infer) / teacher["train_flops"],
     "scenes_vs_teacher": n_student / n_pool,
   }
-  return (
-    info,
-    hist,
-    fs.BatchedForward(student, batch_size=config.data.eval_batch, sharding=sharding),
-  )
+  fwd = fs.BatchedForward(student, batch_size=config.data.eval_batch, sharding=sharding)
+  return info, hist, fwd
 
 
 def _extrapolation(config, forwards: dict, hw) -> dict:
   """E3: every model on test scenes with k times the training views (procedural data only)."""
   dc, out = config.data, {}
-  if dc.get("source", "procedural") != "procedural":
+  if dc.source != "procedural":
     return out
-  for k in config.get("extrapolation_factors", ()):
-    ecfg = dc.copy_and_resolve_references()
-    ecfg.num_views = int(k * dc.num_views)
-    n_ext = config.get("extrapolation_scenes", dc.test_scenes)
-    ext_test = render_set(
-      900_000 + 1000 * config.seed, n_ext, ecfg, chunk=min(dc.render_chunk, n_ext)
-    )
+  for k in config.extrapolation_factors:
+    views, n_ext = int(k * dc.num_views), config.extrapolation_scenes
+    seed = 900_000 + 1000 * config.seed
+    ext_test = render_set(seed, n_ext, dc, chunk=min(dc.render_chunk, n_ext), num_views=views)
     for mname, fwd in forwards.items():
-      out.setdefault(mname, {})[str(ecfg.num_views)] = fs.evaluate_predictions(
+      out.setdefault(mname, {})[str(views)] = fs.evaluate_predictions(
         fwd(ext_test["images"]), ext_test, hw
       )
   return out
 
 
 def _seed_config(config, seed: int, workdir):
-  config = config.copy_and_resolve_references()
+  config = ml_collections.ConfigDict(config)
   config.seed = int(seed)
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   return config, workdir, (config.data.image_size, config.data.image_size)
 
 
-def _trivial_evals(sub, test, teacher_fit, teacher_test, hw) -> dict:
+def _evals(preds: dict, test, teacher_test, hw) -> dict:
+  """``{model: {"vs_gt": metrics[, "vs_teacher": metrics]}}`` of ``{model: predictions}``
+  (``(against GT, against the teacher)`` for predictors fitted on each)."""
+  out = {}
+  for name, p in preds.items():
+    p_gt, p_teacher = p if isinstance(p, tuple) else (p, p)
+    out[name] = {"vs_gt": fs.evaluate_predictions(p_gt, test, hw)}
+    if teacher_test is not None:
+      out[name]["vs_teacher"] = fs.evaluate_predictions(p_teacher, teacher_test, hw)
+  return out
+
+
+def _trivial_preds(sub, n_test, hw, teacher_fit=None) -> dict:
   """Input-independent predictors fitted on what the students are trained on: the GT of the
   student's scenes (scored against GT) and the teacher's outputs on them (against the teacher)."""
-  n_test = len(test["images"])
   triv_gt = fs.trivial_predictors(sub, n_test, hw)
-  triv_t = fs.trivial_predictors(teacher_fit, n_test, hw) if teacher_fit else {}
-  evals = {}
-  for name in triv_gt:
-    evals[name] = {"vs_gt": fs.evaluate_predictions(triv_gt[name], test, hw)}
-    if teacher_test is not None:
-      evals[name]["vs_teacher"] = fs.evaluate_predictions(triv_t[name], teacher_test, hw)
-  return evals
+  triv_t = fs.trivial_predictors(teacher_fit, n_test, hw) if teacher_fit else triv_gt
+  return {name: (triv_gt[name], triv_t[name]) for name in triv_gt}
 
 
 def run_seed(config, seed: int, workdir) -> dict:
@@ -331,7 +320,7 @@ def run_seed(config, seed: int, workdir) -> dict:
   n_pool = len(pool["images"])
   n_student = max(1, int(round(dc.student_fraction * n_pool)))
   sub = {k: v[:n_student] for k, v in pool.items()}
-  if config.teacher.get("cached_predictions", ""):
+  if config.teacher.cached_predictions:
     teacher = _cached_teacher(config, pool_names, n_student, hw)
   else:
     teacher = _trained_teacher(config, pool, sub, test, norm, sharding, workdir)
@@ -345,22 +334,20 @@ def run_seed(config, seed: int, workdir) -> dict:
   evals = {}
   if teacher_test is not None:
     evals["teacher_T1"] = {"vs_gt": fs.evaluate_predictions(teacher_test, test, hw)}
-  evals.update(_trivial_evals(sub, test, teacher_fit, teacher_test, hw))
+  n_test = len(test["images"])
+  evals.update(_evals(_trivial_preds(sub, n_test, hw, teacher_fit), test, teacher_test, hw))
   scfg = student_config(config, **norm)
   students, histories = {}, {"teacher": teacher["history"]}
   forwards = {} if teacher["forward"] is None else {"teacher_T1": teacher["forward"]}
   for name in config.variants:
     info, hist, fwd = _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool)
     students[name], histories[name], forwards[f"student_{name}"] = info, hist, fwd
-    sp = fwd(test["images"])
-    evals[f"student_{name}"] = {"vs_gt": fs.evaluate_predictions(sp, test, hw)}
-    if teacher_test is not None:
-      evals[f"student_{name}"]["vs_teacher"] = fs.evaluate_predictions(sp, teacher_test, hw)
+    evals.update(_evals({f"student_{name}": fwd(test["images"])}, test, teacher_test, hw))
   data = {
-    "source": dc.get("source", "procedural"),
+    "source": dc.source,
     "pool_scenes": n_pool,
     "student_scenes": n_student,
-    "test_scenes": len(test["images"]),
+    "test_scenes": n_test,
     "views": dc.num_views,
     "image_size": dc.image_size,
     "split": dc.split,
@@ -392,11 +379,16 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
   config, workdir, hw = _seed_config(config, seed, workdir)
   dc, sc = config.data, config.student
   pool, test, _ = load_data(config)
-  n_train = max(1, int(round(dc.student_fraction * len(pool["images"]))))
+  n_train, n_test = (
+    max(1, int(round(dc.student_fraction * len(pool["images"])))),
+    len(test["images"]),
+  )
   sub = {k: v[:n_train] for k, v in pool.items()}
-  evals = _trivial_evals(sub, test, None, None, hw)
+  evals = _evals(_trivial_preds(sub, n_test, hw), test, None, hw)
   step = make_step(_weights(config.loss, False, False))
-  batches = _batch_fn((sub["images"], gt_targets(sub)), n_train, sc.batch_size, config.seed + 7)
+  batches = _batch_fn(
+    (sub["images"], fs.ground_truth_targets(sub)), n_train, sc.batch_size, config.seed + 7
+  )
   info, histories = {}, {}
   for name in config.scan_orders:
     core.validate_choice(name, name="scan_orders", allowed=tuple(SCAN_ORDERS))
@@ -418,8 +410,7 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
       "global_orders": list(SCAN_ORDERS[name]),
     }
     fwd = fs.BatchedForward(state.model(), batch_size=dc.eval_batch)
-    evals[f"student_{name}"] = {"vs_gt": fs.evaluate_predictions(fwd(test["images"]), test, hw)}
-  n_test = len(test["images"])
+    evals.update(_evals({f"student_{name}": fwd(test["images"])}, test, None, hw))
   data = {"train_scenes": n_train, "test_scenes": n_test, "views": dc.num_views, "split": dc.split}
   return {"data": data, "students": info, "eval": evals, "histories": histories}
 
@@ -433,15 +424,16 @@ def _loss_curves(histories: dict) -> dict:
   return out
 
 
-def _per_seed(config, workdir, run_fn, derive, seeds_from="") -> tuple[dict, dict, dict | None]:
+def _per_seed(config, workdir, run_fn, derive) -> tuple[dict, dict, dict | None]:
   """``(runs, per_seed, provenance)``: ``run_fn`` of every seed (one resumable cell each), every
-  seed's flat metrics with ``derive(run)``, and where seeds read from ``seeds_from`` came from."""
+  seed's flat metrics with ``derive(run)``, and where seeds read from ``config.seeds_from`` came
+  from."""
   store = core.CellStore(workdir / "seeds")
-  seeds = [int(config.seed) + i for i in range(int(config.get("seeds", 1)))]
+  seeds = [config.seed + i for i in range(config.seeds)]
   imported, provenance = {}, None
-  if seeds_from:
+  if config.seeds_from:
     missing = [s for s in seeds if f"seed{s}" not in store]
-    imported, provenance = ev.seeds_from_results(seeds_from, missing, config.data.num_views)
+    imported, provenance = ev.seeds_from_results(config.seeds_from, missing, config.data.num_views)
   runs = {
     s: store.get_or_compute(f"seed{s}", lambda _, s=s: run_fn(config, s, workdir / f"seed{s}"))
     for s in seeds
@@ -467,11 +459,13 @@ def train_and_evaluate(config, workdir) -> dict:
     ``"students"`` (and ``"teacher"``).
   """
   t_start = time.perf_counter()
-  core.validate_seeds(config.get("seeds", 1), name="seeds")
+  run_config, config = config, core.config_view(config, default_config.get_config())
+  core.validate_seeds(config.seeds, name="seeds")
+  core.validate_choice(config.experiment, name="experiment", allowed=("distillation", "scan_order"))
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   split = config.data.split
-  if config.get("experiment", "distillation") == "scan_order":
+  if config.experiment == "scan_order":
     derive = lambda r: ev.scan_order_derived(r["eval"])
     runs, per_seed, provenance = _per_seed(config, workdir, run_scan_order_seed, derive)
     extra_keys = ("students", "data")
@@ -485,8 +479,7 @@ def train_and_evaluate(config, workdir) -> dict:
       core.validate_choice(v, name="variants", allowed=tuple(_VARIANTS))
     nv = config.data.num_views
     derive = lambda r: ev.derived_metrics(r["eval"], r.get("extrapolation", {}), nv)
-    seeds_from = config.get("seeds_from", "")
-    runs, per_seed, provenance = _per_seed(config, workdir, run_seed, derive, seeds_from)
+    runs, per_seed, provenance = _per_seed(config, workdir, run_seed, derive)
     extra_keys = ("teacher", "students", "seeds_computed", "seeds_from")
     imported = sorted(set(per_seed) - set(runs))
     notes = (
@@ -515,7 +508,7 @@ def train_and_evaluate(config, workdir) -> dict:
   path = core.write_results(
     workdir,
     metrics=metrics,
-    config=config,
+    config=run_config,
     notes=notes,
     wall_time_s=time.perf_counter() - t_start,
     extra=extra,

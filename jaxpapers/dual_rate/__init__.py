@@ -118,6 +118,7 @@ from jaxpapers.dual_rate._eval import (
   precision_recall_knn,
   train_classifier,
 )
+from jaxpapers.dual_rate._fdproxy import FDProxy
 from jaxpapers.dual_rate._fit import fit, fit_step, make_losses, mmd_step_loss
 from jaxpapers.dual_rate._mmd import MMDPair, last_refresh_index, mmd_losses, mmd_pair_loss
 from jaxpapers.dual_rate._training import EmaState, ema_tracker, find_ema, training_optimizer
@@ -132,6 +133,7 @@ __all__ += [
   "mmd_losses",
   "mmd_pair_loss",
   "FeatureClassifier",
+  "FDProxy",
   "classifier_accuracy",
   "extract_features",
   "fd_metric",

@@ -15,7 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from jaxpapers.flashssm3d._data import SPLITS, SceneBatch, render_scenes
+from jaxpapers.flashssm3d._data import (
+  SPLITS,
+  SceneBatch,
+  render_scene_arrays,
+  render_scenes,
+  scene_arrays,
+)
 from jaxpapers.flashssm3d._evaluation import (
   BatchedForward,
   evaluate_predictions,
@@ -49,6 +55,7 @@ from jaxpapers.flashssm3d._losses import (
   conf_regression_loss,
   distillation_loss,
   gradient_loss,
+  ground_truth_targets,
   procrustes_loss,
   reprojection_loss,
   weighted_umeyama,
@@ -152,6 +159,7 @@ __all__ = [
   "camera_loss",
   "conf_regression_loss",
   "distillation_loss",
+  "ground_truth_targets",
   "gradient_loss",
   "procrustes_loss",
   "reprojection_loss",
@@ -173,6 +181,8 @@ __all__ = [
   "SPLITS",
   "SceneBatch",
   "render_scenes",
+  "render_scene_arrays",
+  "scene_arrays",
   "build_scene_dataset",
   "batch_from_records",
   "AATeacher",

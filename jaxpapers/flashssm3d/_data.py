@@ -348,3 +348,68 @@ def render_scenes(
     fovs.append(f)
   scene = {k: np.stack([sc[k] for sc in scenes]) for k in scenes[0]}
   return _render_jit(scene, np.stack(exts), np.stack(fovs), int(H), int(W), bool(normalize))
+
+
+# one compiled program instead of dozens of eager ops per batch of scenes
+_pose_encoding = jax.jit(geo.cameras_to_pose_encoding, static_argnums=2)
+
+SCENE_ARRAY_KEYS = ("images", "depth", "points", "valid", "extrinsics", "intrinsics", "pose_enc")
+
+
+def scene_arrays(batch: SceneBatch) -> dict[str, np.ndarray]:
+  """A :class:`SceneBatch` as NumPy arrays, with VGGT's pose encoding of its cameras.
+
+  Args:
+    batch: scenes ``[B, S, ...]`` (:func:`render_scenes`, ``load_multiview_scenes``).
+
+  Returns:
+    ``{"images" [B,S,H,W,3], "depth" [B,S,H,W], "points" [B,S,H,W,3], "valid" [B,S,H,W],
+    "extrinsics" [B,S,3,4], "intrinsics" [B,S,3,3], "pose_enc" [B,S,9]}``.
+
+  Raises:
+    ValueError: a camera whose pose encoding is not finite (e.g. not a rotation; under jit
+      :func:`cameras_to_pose_encoding` gives NaN instead of raising).
+  """
+  hw = tuple(batch.images.shape[2:4])
+  pose_enc = np.asarray(_pose_encoding(batch.extrinsics, batch.intrinsics, hw))
+  if not np.isfinite(pose_enc).all():
+    raise ValueError("the cameras give a non-finite pose encoding (not rotations?)")
+  return {**{k: np.asarray(getattr(batch, k)) for k in SCENE_ARRAY_KEYS[:-1]}, "pose_enc": pose_enc}
+
+
+def render_scene_arrays(
+  seed: int,
+  num_scenes: int,
+  num_views: int,
+  *,
+  image_size: int = 32,
+  split: str = "orbit_easy",
+  fog: float | None = None,
+  chunk: int = 16,
+) -> dict[str, np.ndarray]:
+  """:func:`render_scenes` in equal chunks, as :func:`scene_arrays` (one compilation).
+
+  Chunk ``i`` is rendered from the int seed ``seed + i * chunk``; the last chunk is rendered
+  whole and cut, so every chunk has one shape.
+
+  Args:
+    seed: the int seed of the first chunk.
+    num_scenes: ``B``, an int >= 1.
+    num_views: ``S``, an int >= 1.
+    image_size: H = W of each view.
+    split: the camera split (``SPLITS``).
+    fog: the fog density (:func:`render_scenes`; ``None``: the split's own).
+    chunk: scenes per rendered chunk (an int >= 1).
+
+  Returns:
+    The :func:`scene_arrays` of the ``num_scenes`` scenes.
+  """
+  if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+    raise ValueError(f"chunk must be an int >= 1, got {chunk!r}")
+  parts = [
+    scene_arrays(
+      render_scenes(seed + start, chunk, num_views, image_size=image_size, split=split, fog=fog)
+    )
+    for start in range(0, num_scenes, chunk)
+  ]
+  return {k: np.concatenate([p[k] for p in parts])[:num_scenes] for k in SCENE_ARRAY_KEYS}

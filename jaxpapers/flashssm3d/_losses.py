@@ -11,11 +11,12 @@ All functions are pure and jit-able. Geometry conventions: see ``_geometry.py``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxpapers.core import validation as val
 from jaxpapers.flashssm3d import _geometry as geo
@@ -542,6 +543,31 @@ class DistillTargets(NamedTuple):
   points: jax.Array
   point_conf: jax.Array
   valid: jax.Array
+
+
+def ground_truth_targets(scenes: Mapping[str, np.ndarray]) -> DistillTargets:
+  """Ground truth as distillation targets, every confidence one.
+
+  Args:
+    scenes: ``pose_enc`` [B,S,9], ``depth`` [B,S,H,W], ``points`` [B,S,H,W,3] and ``valid``
+      [B,S,H,W] (e.g. :func:`render_scene_arrays`).
+
+  Returns:
+    :class:`DistillTargets` of NumPy arrays with ``depth`` [B,S,H,W,1] and ``depth_conf`` =
+    ``point_conf`` = ones [B,S,H,W] (float32).
+
+  Raises:
+    ValueError: ``scenes`` lacks one of the four keys.
+  """
+  missing = [k for k in ("pose_enc", "depth", "points", "valid") if k not in scenes]
+  if missing:
+    raise ValueError(f"scenes must hold pose_enc, depth, points and valid; {missing} missing")
+  ones = np.ones(np.shape(scenes["valid"]), np.float32)
+  depth = np.asarray(scenes["depth"])[..., None]
+  # NumPy leaves (batches are gathered on the host), in the field order of DistillTargets
+  return DistillTargets._make(
+    (scenes["pose_enc"], depth, ones, scenes["points"], ones, scenes["valid"])
+  )
 
 
 def distillation_loss(

@@ -624,6 +624,19 @@ CASES = [
     jit=None,
     jit_reason="builds the loss function",
   ),
+  Case(
+    "FDProxy",
+    lambda: dr.FDProxy.build(
+      {k: np.zeros((4, 8, 8, 1), np.float32) for k in ("train_images", "test_images")}
+      | {k: np.zeros(4, np.int32) for k in ("train_labels", "test_labels")},
+      num_classes=2,
+      classifier_steps=1,
+      splits={"reference": ("test", 0, 2), "compared": ("heldout", 0, 2)},
+    ),
+    match=r"splits\['reference'\] must be \('train' or 'heldout'",
+    jit=None,
+    jit_reason="trains a classifier and scores on the host",
+  ),
 ]
 
 EXEMPT = {}

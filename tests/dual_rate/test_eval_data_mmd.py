@@ -221,3 +221,41 @@ def test_mmd_student_loss_sign_moves_student_toward_teacher():
   np.testing.assert_allclose(
     np.asarray(jax.tree.leaves(g_student["head"]["bias"])[0]), c * patches, rtol=1e-4
   )
+
+
+def test_fd_proxy_floor_and_scores_follow_the_splits():
+  """FDProxy: the floor and a sample's scores are the FD / KID of the named image ranges' features
+  (recomputed here from the classifier), the labels are balanced, and a held-out reference also
+  gives the FD against the training features."""
+  rng = np.random.default_rng(0)
+  img = lambda n: rng.uniform(-1, 1, (n, 8, 8, 1)).astype(np.float32)
+  data = dict(
+    train_images=img(24), train_labels=np.arange(24) % 3, test_images=img(12),
+    test_labels=np.arange(12) % 3,
+  )  # fmt: skip
+  splits = {"reference": ("heldout", 0, 6), "compared": ("heldout", 6, 12)}
+  proxy = dr.FDProxy.build(data, num_classes=3, classifier_steps=2, splits=splits)
+  feats = lambda x: dr.extract_features(proxy.classifier, x)
+  ref, cmp = feats(data["test_images"][:6]), feats(data["test_images"][6:])
+  f = proxy.floor
+  np.testing.assert_allclose(f["fd"], dr.fd_metric(ref, cmp), rtol=1e-12)
+  np.testing.assert_allclose(f["kid"], dr.kid_metric(ref, cmp), rtol=1e-12)
+  np.testing.assert_allclose(
+    f["fd_train_reference"], dr.fd_metric(feats(data["train_images"]), cmp)
+  )
+  assert (f["reference"], f["n_reference"], f["n_compared"]) == ("heldout", 6, 6)
+  assert f["splits"] == {"reference": ["heldout", 0, 6], "compared": ["heldout", 6, 12]}
+  assert proxy.shape == (6, 8, 8, 1) and list(np.asarray(proxy.labels)) == [0, 1, 2, 0, 1, 2]
+  x = img(6)
+  s = proxy.score(x)
+  np.testing.assert_allclose(s["fd"], dr.fd_metric(ref, feats(x)), rtol=1e-12)
+  np.testing.assert_allclose(s["fd_train"], dr.fd_metric(feats(data["train_images"]), feats(x)))
+  assert s["class_acc"] == dr.classifier_accuracy(proxy.classifier, x, proxy.labels)
+  # The train reference: the whole train split, no train-reference FD beside it.
+  train = dr.FDProxy.build(
+    data, num_classes=3, classifier_steps=2,
+    splits={"reference": ("train", 0, 24), "compared": ("heldout", 0, 4)},
+  )  # fmt: skip
+  assert train.reference == "train" and train.shape[0] == 4 and "fd_train" not in train.score(x[:4])
+  with pytest.raises(ValueError, match="splits"):
+    dr.FDProxy.build(data, num_classes=3, classifier_steps=2, splits={"reference": ("test", 0, 4)})

@@ -645,6 +645,12 @@ _FIT = {
   "valid": np.ones((1, 2, 4, 4), bool),
 }
 _HOST = "host-side NumPy scoring, not meant to be jitted"
+_NAN_CAMERAS = fs.SceneBatch(  # extrinsics that are not rotations
+  images=np.zeros((1, 2, 4, 4, 3), F32), depth=np.ones((1, 2, 4, 4), F32),
+  points=np.zeros((1, 2, 4, 4, 3), F32), valid=np.ones((1, 2, 4, 4), bool),
+  extrinsics=np.full((1, 2, 3, 4), np.nan, F32),
+  intrinsics=np.tile(np.eye(3, dtype=F32), (1, 2, 1, 1)), scale=np.ones(1, F32),
+)  # fmt: skip
 CASES += [
   Case("mean_pose_encoding", fs.mean_pose_encoding, (np.zeros((2, 9), F32),),
        match=r"pose_enc must have shape \[N, S, 9\]", jit=None, jit_reason=_HOST),
@@ -656,6 +662,12 @@ CASES += [
        match=r"image_hw must be \(H, W\)", jit=None, jit_reason=_HOST),
   Case("BatchedForward", lambda: fs.BatchedForward(None, batch_size=0),
        match="batch_size must be", jit=None, jit_reason="a host-side batching wrapper"),
+  Case("render_scene_arrays", fs.render_scene_arrays, (0, 2, 2), {"chunk": 0},
+       match="chunk must be an int >= 1", jit=None, jit_reason="host-side rendering loop"),
+  Case("scene_arrays", lambda: fs.scene_arrays(_NAN_CAMERAS), match="non-finite pose encoding",
+       jit=None, jit_reason="converts a batch to host NumPy arrays"),
+  Case("ground_truth_targets", fs.ground_truth_targets, ({"depth": _FIT["depth"]},),
+       match="scenes must hold pose_enc", jit=None, jit_reason="host-side NumPy targets"),
 ]  # fmt: skip
 
 EXEMPT = {

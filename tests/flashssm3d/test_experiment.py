@@ -377,7 +377,7 @@ def test_cameras_config_changes_the_teacher_and_the_data_not_the_claims(monkeypa
   # the fog density of the config reaches every render; without the field, the split's own
   seen = []
   monkeypatch.setattr(
-    input_pipeline.fs, "render_scenes", lambda *a, **kw: seen.append(kw["fog"]) or 1 / 0
+    input_pipeline.fs, "render_scene_arrays", lambda *a, **kw: seen.append(kw["fog"]) or 1 / 0
   )
   for c, want in ((cfg, 0.1), (base, None)):
     with pytest.raises(ZeroDivisionError):

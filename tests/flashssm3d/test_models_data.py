@@ -239,7 +239,7 @@ def test_sharded_train_step_equals_single_device(num_devices):
   once without: same losses, same updated parameters and optimizer state. The compiled sharded
   step is called again on its own output state (as ``core.train_loop`` does).
   """
-  from experiments.flashssm3d import input_pipeline, train
+  from experiments.flashssm3d import train
   from experiments.flashssm3d.configs import smoke
   from jaxpapers import core
 
@@ -249,8 +249,8 @@ def test_sharded_train_step_equals_single_device(num_devices):
   cfg.teacher.batch_size = cfg.data.eval_batch = bs
   cfg.shard_batch = True
   sh = train.batch_sharding(cfg)
-  d = input_pipeline._np_batch(fs.render_scenes(jax.random.key(3), bs + 2, 2, image_size=8))
-  data = (d["images"], train.gt_targets(d))
+  d = fs.scene_arrays(fs.render_scenes(jax.random.key(3), bs + 2, 2, image_size=8))
+  data = (d["images"], fs.ground_truth_targets(d))
   scfg = fs.FlashSSM3DConfig(width=8, depth=1, state=2, image_size=8, registers=1, camera_stages=1)
   tx = train._optimizer(cfg.student, 4)
   step = train.make_step(train._weights(cfg.loss, True, True))
@@ -279,3 +279,24 @@ def test_sharded_train_step_equals_single_device(num_devices):
   assert moved > 1e-3  # the steps changed the parameters: the comparison below is not vacuous
   for a, b in zip(jax.tree.leaves(s8), jax.tree.leaves(s1)):
     np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5)
+
+
+def test_scene_arrays_render_in_chunks_and_give_ground_truth_targets():
+  """render_scene_arrays = the chunks rendered one by one (seed + chunk start), cut to the count;
+  the pose encoding is the cameras'; ground-truth targets carry unit confidences."""
+  d = fs.render_scene_arrays(7, 5, 2, image_size=8, chunk=3)
+  first, second = (fs.render_scenes(7 + i, 3, 2, image_size=8) for i in (0, 3))
+  for k in ("images", "depth", "points", "valid", "extrinsics", "intrinsics"):
+    want = np.concatenate([np.asarray(getattr(first, k)), np.asarray(getattr(second, k))[:2]])
+    np.testing.assert_array_equal(d[k], want, err_msg=k)
+  pose = fs.cameras_to_pose_encoding(second.extrinsics, second.intrinsics, (8, 8))
+  np.testing.assert_allclose(d["pose_enc"][3:], np.asarray(pose)[:2], rtol=1e-6, atol=1e-6)
+  t = fs.ground_truth_targets(d)
+  assert t.depth.shape == (5, 2, 8, 8, 1) and np.array_equal(t.depth[..., 0], d["depth"])
+  assert t.depth_conf.shape == t.point_conf.shape == d["valid"].shape
+  assert (t.depth_conf == 1).all() and (t.point_conf == 1).all() and t.valid is d["valid"]
+  with pytest.raises(ValueError, match="chunk"):
+    fs.render_scene_arrays(0, 2, 2, image_size=8, chunk=0)
+  bad = first._replace(extrinsics=np.full_like(np.asarray(first.extrinsics), np.nan))
+  with pytest.raises(ValueError, match="non-finite pose encoding"):
+    fs.scene_arrays(bad)

@@ -14,7 +14,9 @@ from jaxpapers.core import reporting as R
 
 def get_config():
   c = ml_collections.ConfigDict()
-  c.dataset = "digits"
+  c.dataset = "digits"  # or "shapes"; "imagenet64" from a prepared TFDS data_dir (full.py)
+  c.data_dir = ""  # '' -> $JAXPAPERS_DATA_DIR or ../shared/data (core.resolve_data_dir)
+  c.classifier_subset = 50_000  # imagenet64: images the FD-proxy classifier is trained on
   c.seed = 0
   c.train_seeds = ()  # (s1, s2, ...): every network once per seed (seeds.py); () -> (seed,)
   # the context encoder (the baseline's ViT shape) and the light denoiser
@@ -34,6 +36,8 @@ def get_config():
       rollout_frac=0.2,
     )
   )  # fmt: skip
+  c.data_parallel = False  # True: batch sharded over all devices, parameters replicated
+  c.prefetch = 0  # host batches read ahead on a background thread
   c.num_test = 0  # held-out split size (0: the dataset's default, 500 for digits)
   # the FD reference of every row and of the floor (evaluate.fd_splits): "train" or "heldout"
   # (N held-out images; the floor compares them with N others, so num_test >= 2 N)
@@ -159,18 +163,8 @@ def _gain_claim(id_, statement, paper_text, metric, note):
   """A control judged as a gain "in std": the competitor's FD minus dual-rate's over the
   combined sampling-seed std (evaluate.derived_metrics), > 0 when dual-rate is better; held at
   >= 2 std, partly at >= 1 std."""
-  return dict(
-    id=id_,
-    statement=statement,
-    paper_text=paper_text,
-    metric=f"derived.{metric}",
-    direction="higher",
-    held=2.0,
-    partly=1.0,
-    unit="std",
-    fmt="+.2f",
-    note=note,
-  )
+  return dict(id=id_, statement=statement, paper_text=paper_text, metric=f"derived.{metric}",
+              held=2.0, partly=1.0, unit="std", fmt="+.2f", note=note)  # fmt: skip
 
 
 CLAIMS = (
@@ -180,7 +174,6 @@ CLAIMS = (
     paper_value=2.0,
     paper_text="2-4x lower cost at matched quality (abstract; no FID values public)",
     metric="derived.matched_quality_flop_reduction",
-    direction="higher",
     held=2.0,
     partly=1.0,
     unit="x",

@@ -15,8 +15,6 @@ from experiments.dual_rate.configs import default, heldout
 def get_config():
   c = default.get_config()
   c.dataset = "imagenet64"
-  c.data_dir = ""  # '' -> $JAXPAPERS_DATA_DIR or ../shared/data (core.resolve_data_dir)
-  c.classifier_subset = 50_000
   c.update(
     dict(
       patch_size=4,  # 16x16 tokens
@@ -27,8 +25,8 @@ def get_config():
       checkpoint_every=5_000,  # inside every training phase; a rerun resumes
     )
   )  # fmt: skip
-  c.data_parallel = True  # batch sharded over all devices, parameters replicated
-  c.prefetch = 4  # host batches read ahead on a background thread
+  c.data_parallel = True
+  c.prefetch = 4
   c.update(
     dict(
       train_grid_steps=(16, 32, 64, 128), classifier_steps=20_000, num_eval_samples=10_000,

@@ -3,15 +3,14 @@
     python -m experiments.flashssm3d.main \
         --config=experiments/flashssm3d/configs/scan_order.py --workdir=runs/flashssm3d_scan_order
 
-Per seed (3 seeds): the SSM student of configs/default.py (width 48, 2 blocks) is trained on
-ground truth of procedural ``orbit_cues`` scenes (4 views, 16x16 px) three times, with its global
-mixer scanning all views' tokens frame-major in both blocks, position-major in both blocks, or
-alternating (block 0 frame-major, block 1 position-major: the default model), from the same
-initial parameters on the same batches. All three and the input-independent predictors are
-evaluated against ground truth on held-out scenes. No teacher is trained. Each student trains
-400 steps: first sized at 150, raised to 400 before any run, once a step had been timed at
-0.2-0.7 s on the shared CPU, because students of ~115 steps in the default run had not beaten the
-input-independent predictors (this ablation's precondition). About 15-40 min on two busy cores.
+Per seed (3 seeds): the SSM student of configs/default.py is trained on ground truth of
+procedural ``orbit_cues`` scenes three times, with its global mixer scanning all views' tokens
+frame-major in both blocks, position-major in both blocks, or alternating (block 0 frame-major,
+block 1 position-major: the default model), from the same initial parameters on the same
+batches, and evaluated against ground truth beside the input-independent predictors. No
+teacher. Each student trains 400 steps (first sized at 150, raised before any run: students of
+~115 steps in the default run had not beaten the input-independent predictors, this ablation's
+precondition). About 15-40 min on two busy cores.
 """
 
 from experiments.flashssm3d.configs import default
@@ -21,7 +20,6 @@ from jaxpapers.core import reporting as R
 def get_config():
   c = default.get_config()
   c.experiment = "scan_order"
-  c.scan_orders = ("alternating", "frame_major", "position_major")
   # raw pixels, as the committed ablation ran (before data.pixel_norm existed)
   c.data.update(dict(pool_scenes=64, test_scenes=32, student_fraction=1.0, pixel_norm="none"))
   c.student.update(dict(max_steps=400, min_steps=400))
@@ -51,17 +49,15 @@ REPORT = R.Report(
 
 
 CLAIMS = (
-  dict(
-    id="scan_order_students_see_input",
+  default.claim(
+    "scan_order_students_see_input",
+    "derived/student_alternating/over_trivial_vs_gt",
+    0.0,
+    partly=-1.0,
     statement="trained from ground truth, the alternating-order SSM student beats every "
     "input-independent predictor on ground truth by the stated margins (precondition: without it "
     "the order comparison measures nothing)",
     paper_text="precondition of the ablation",
-    metric="derived/student_alternating/over_trivial_vs_gt",
-    direction="higher",
-    held=0.0,
-    partly=-1.0,
-    noise="derived/student_alternating/over_trivial_vs_gt/ci95",
     fmt="+.2f",
     baselines={
       "frame-major student (slack)": "derived/student_frame_major/over_trivial_vs_gt",
@@ -70,15 +66,13 @@ CLAIMS = (
     note="min over AUC@30, depth delta<1.25 and point Overall of (gain over the best trivial "
     "predictor) / m - 1, m = 0.05, 0.05 and 10% relative; mean over seeds with its 95% CI",
   ),
-  dict(
-    id="alternating_scan_order_helps",
+  default.claim(
+    "alternating_scan_order_helps",
+    "derived/alternating_vs_best_single",
+    0.0,
     statement="alternating frame-major and position-major global scans between blocks beats "
     "using either order in every block",
     paper_text="the global mixer alternates two scan orders (reconstruction of the design)",
-    metric="derived/alternating_vs_best_single",
-    direction="higher",
-    held=0.0,
-    noise="derived/alternating_vs_best_single/ci95",
     fmt="+.2f",
     baselines={
       "alternating vs frame-major (margins)": "derived/alternating_vs_frame_major",

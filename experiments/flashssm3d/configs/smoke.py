@@ -1,10 +1,10 @@
 """Smoke configuration, used by the tests and the notebook (JAXPAPERS_SMOKE=1).
 
-Every phase of the experiment but view extrapolation runs (rendering, teacher training, teacher
-targets, distillation, evaluation against GT and the teacher, checkpointing, plots) on the
-smallest shapes: seconds of compute. The rest is XLA compiling each phase's program (about a
-minute on 2 cores, seconds with a warm compilation cache), so the models have one block and one
-camera stage (Python loops, unrolled into the compiled programs) and one distillation variant.
+Every phase but view extrapolation runs (rendering, teacher training with its camera-only first
+phase, teacher targets, distillation, evaluation against GT and the teacher, checkpointing,
+plots) on the smallest shapes: seconds of compute, plus about a minute of XLA compiling on 2
+cores (seconds with a warm cache), so the models have one block and one camera stage and there
+is one distillation variant ("reprojection": every loss term on teacher targets).
 """
 
 from experiments.flashssm3d.configs import default
@@ -18,29 +18,15 @@ def get_config():
   c.teacher.update(
     dict(width=16, depth=1, heads=2, registers=1, steps=4, batch_size=2, warmup=1, camera_stages=1)
   )
-  # the teacher's camera-only first phase (configs/cameras.py) runs too: 2 of its 4 steps
-  c.teacher.camera_steps = 2
+  c.teacher.camera_steps = 2  # the camera-only first phase (configs/cameras.py): 2 of 4 steps
   c.student.update(
-    dict(
-      width=16,
-      depth=1,
-      state=4,
-      registers=1,
-      batch_size=2,
-      warmup=1,
-      camera_stages=1,
-      max_steps=2,
-      min_steps=2,
-      flops_fraction=1.0,
-    )
+    dict(width=16, depth=1, state=4, registers=1, batch_size=2, warmup=1, camera_stages=1)
   )
+  c.student.update(dict(max_steps=2, min_steps=2, flops_fraction=1.0))
   c.loss.num_points = 32
-  # "reprojection" runs every loss term (regression, Procrustes, reprojection) on teacher
-  # targets; each further variant costs one more train-step compilation (~1/4 of the run).
-  c.variants = ("reprojection",)
+  c.variants = ("reprojection",)  # each further variant: one more train-step compilation
   c.seeds = 1
-  # view extrapolation costs a render and two forward compilations at another view count: the
-  # smoke run leaves it out (tests/flashssm3d/test_experiment.py runs it in a slow test)
+  # view extrapolation (another render and view count to compile) runs in a slow test
   c.extrapolation_factors = ()
   c.extrapolation_scenes = 4
   c.checkpoint_every = 4  # one checkpoint per phase (at its last step)

@@ -1,0 +1,141 @@
+"""The FD-proxy of a class-conditional image sampler, measured against a real-vs-real floor.
+
+:class:`FDProxy` bundles what scoring samples needs: the :class:`FeatureClassifier` trained on
+real images, the features of the FD reference and of the training images, the balanced labels
+to sample with, and the floor (the same distances between two sets of real images, so a score
+is read against what real data scores).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxpapers.dual_rate._eval import (
+  FeatureClassifier,
+  classifier_accuracy,
+  extract_features,
+  fd_metric,
+  kid_metric,
+  train_classifier,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class FDProxy:
+  """Scores samples by FD-proxy, KID and class accuracy against real images.
+
+  Build it once per dataset (:meth:`build`) so that every sampler is scored against the same
+  classifier, reference and floor.
+
+  Attributes:
+    classifier: the :class:`FeatureClassifier` trained on the real images.
+    train_features: [n_train, F] features of the classifier's training images.
+    reference_features: [n_ref, F] features of the FD reference.
+    floor: the real-vs-real floor: ``fd``, ``kid`` (reference against the compared real
+      images), ``classifier_test_accuracy``, ``reference``, ``splits``, ``n_reference``,
+      ``n_compared`` and, with a held-out reference, ``fd_train_reference`` (the compared images
+      against the training features).
+    labels: [N] int32 balanced class labels to sample with (``i % num_classes``).
+    shape: (N, H, W, C), the shape of one sampling seed's batch of samples.
+  """
+
+  classifier: FeatureClassifier
+  train_features: np.ndarray
+  reference_features: np.ndarray
+  floor: dict[str, Any]
+  labels: jax.Array
+  shape: tuple[int, int, int, int]
+
+  @classmethod
+  def build(
+    cls,
+    data: dict[str, np.ndarray],
+    *,
+    num_classes: int,
+    classifier_steps: int,
+    splits: dict[str, Sequence[Any]],
+    seed: int = 0,
+  ) -> FDProxy:
+    """Trains the classifier and measures the floor.
+
+    Args:
+      data: ``train_images`` [n, H, W, C], ``train_labels`` [n], ``test_images`` [m, H, W, C]
+        (the held-out split), ``test_labels`` [m], and optionally ``subset_images`` /
+        ``subset_labels`` (a subset of the train split that replaces it here).
+      num_classes: the number of classes.
+      classifier_steps: training steps of the classifier.
+      splits: ``{"reference": (split, start, stop), "compared": (split, start, stop)}``: the
+        images of the FD reference and the real images the floor compares with it, ``split``
+        being ``'train'`` (the subset, when given) or ``'heldout'``. The reference's split names
+        the reference; the compared range's length is N, the samples per sampling seed. E.g.
+        ``{"reference": ("heldout", 0, N), "compared": ("heldout", N, 2 N)}``.
+      seed: the classifier's seed.
+
+    Returns:
+      The :class:`FDProxy`.
+
+    Raises:
+      ValueError: a split other than ``'train'`` or ``'heldout'``, or an empty range.
+    """
+    xtr, xte, yte = data["train_images"], data["test_images"], data["test_labels"]
+    xsub = data.get("subset_images", xtr)
+    ysub = data.get("subset_labels", data["train_labels"])
+    real = {"train": xsub, "heldout": xte}
+    for name, (split, start, stop) in splits.items():
+      if split not in real or not 0 <= start < stop:
+        raise ValueError(
+          f"splits[{name!r}] must be ('train' or 'heldout', start, stop > start), got "
+          f"{(split, start, stop)!r}"
+        )
+    pick = lambda split: real[split[0]][split[1] : split[2]]
+    clf = train_classifier(xsub, ysub, num_classes=num_classes, steps=classifier_steps, seed=seed)
+    train_features = extract_features(clf, xsub)
+    reference_features = extract_features(clf, pick(splits["reference"]))
+    compared = extract_features(clf, pick(splits["compared"]))
+    reference = splits["reference"][0]
+    floor = {
+      "fd": fd_metric(reference_features, compared),
+      "kid": kid_metric(reference_features, compared),
+      "classifier_test_accuracy": classifier_accuracy(clf, xte, yte),
+      "reference": reference,
+      "splits": {k: list(v) for k, v in splits.items()},
+      "n_reference": int(reference_features.shape[0]),
+      "n_compared": int(compared.shape[0]),
+    }
+    if reference == "heldout":
+      floor["fd_train_reference"] = fd_metric(train_features, compared)
+    n = int(compared.shape[0])
+    labels = jnp.asarray(np.arange(n) % num_classes, jnp.int32)
+    shape = (n, xtr.shape[1], xtr.shape[2], xtr.shape[3])
+    return cls(clf, train_features, reference_features, floor, labels, shape)
+
+  @property
+  def reference(self) -> str:
+    """The FD reference, ``'train'`` or ``'heldout'``."""
+    return self.floor["reference"]
+
+  def score(self, images: Any) -> dict[str, float]:
+    """FD-proxy, KID and class accuracy of one batch of samples.
+
+    Args:
+      images: [N, H, W, C] samples in [-1, 1], generated with the labels :attr:`labels`.
+
+    Returns:
+      ``{"fd", "kid", "class_acc"}`` against the reference (and ``"fd_train"``, the FD against
+      the training features, when the reference is held out).
+    """
+    f = extract_features(self.classifier, images)
+    out = {
+      "fd": fd_metric(self.reference_features, f),
+      "kid": kid_metric(self.reference_features, f),
+      "class_acc": classifier_accuracy(self.classifier, images, self.labels),
+    }
+    if self.reference != "train":
+      out["fd_train"] = fd_metric(self.train_features, f)
+    return out
