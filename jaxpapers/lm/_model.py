@@ -530,6 +530,25 @@ def _output_and_ffn(x, z, *, lp, config: LMConfig):
 ROW_CHUNK = 1024
 
 
+def row_chunk_size(rows: int, max_rows: int | None = None) -> int:
+  """Rows per chunk of a block's row-wise work on `rows` = B·T rows.
+
+  The fewest chunks of at most `max_rows` rows, as equal as possible: ceil(rows / n) with
+  n = ceil(rows / max_rows) (8,192 rows: 1,024; 1,280 rows: 640; up to `max_rows`: all).
+
+  Args:
+    rows: B·T >= 1, the rows of a forward call.
+    max_rows: the largest chunk; None: `ROW_CHUNK`.
+
+  Returns:
+    The chunk size, in [1, rows].
+  """
+  rows = V.check_int(rows, "rows", min_value=1)
+  max_rows = ROW_CHUNK if max_rows is None else V.check_int(max_rows, "max_rows", min_value=1)
+  n = -(-rows // max_rows)
+  return -(-rows // n)
+
+
 def _in_row_chunks(fn, *arrays, max_rows: int | None = None):
   """fn(*arrays) for a row-wise fn (row i of every output depends on row i of the inputs
   only), computed on chunks of at most `max_rows` rows: [N, ...] arrays in, an [N, ...] array
@@ -539,15 +558,14 @@ def _in_row_chunks(fn, *arrays, max_rows: int | None = None):
   outgrow the caches between the products that write and read them; chunks of about 1,024
   rows keep them cached (`benchmarks/lm_context.py`). Each row sees the same arithmetic, so
   the result equals the unchunked one up to float32 round-off of the matrix products.
-  `max_rows` None reads `ROW_CHUNK` (at trace time).
+  Chunks have `row_chunk_size(N, max_rows)` rows (`max_rows` None: `ROW_CHUNK`, read at trace
+  time).
   """
-  max_rows = ROW_CHUNK if max_rows is None else max_rows
   N = arrays[0].shape[0]
-  if N <= max_rows:
+  size = row_chunk_size(N, max_rows)
+  if size == N:
     return fn(*arrays)
-  n = -(-N // max_rows)
-  size = -(-N // n)  # n chunks of `size` rows, the last one possibly shorter
-  full = N // size
+  full = N // size  # chunks of `size` rows, then one shorter chunk of the rest (if any)
   head = jax.lax.map(
     lambda a: fn(*a), tuple(a[: full * size].reshape(full, size, *a.shape[1:]) for a in arrays)
   )

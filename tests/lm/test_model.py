@@ -88,6 +88,17 @@ def test_row_chunked_output_and_ffn_match_float64_numpy(monkeypatch, config, row
     np.testing.assert_allclose(logits[b], ref, rtol=2e-4, atol=2e-4)
 
 
+def test_row_chunk_size_is_the_fewest_most_equal_chunks():
+  for rows in range(1, 3000, 7):
+    size = lm.row_chunk_size(rows, 1024)
+    n = -(-rows // size)
+    assert size <= 1024 and n == -(-rows // 1024)  # the fewest chunks of at most 1,024
+    assert n * size - rows < n  # as equal as possible: the last chunk is at most n - 1 short
+  assert lm.row_chunk_size(8192) == lm.ROW_CHUNK == 1024 and lm.row_chunk_size(1280) == 640
+  with pytest.raises(ValueError, match="rows"):
+    lm.row_chunk_size(0)
+
+
 @pytest.mark.parametrize("n", [1, 4, 5, 9, 12])
 def test_in_row_chunks_covers_every_row_once(n):
   x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
