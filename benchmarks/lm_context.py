@@ -41,6 +41,18 @@ whose ceiling is below 80% too is bound by the rate XLA's CPU matmuls reach at t
 an exp per score), not by the rest of the program. At the shortest length it checks that a prompt of another
 length in the same bucket (`forward(..., pad_to='bucket')`) compiles nothing new.
 
+The reference is the machine's float32 matmul peak, not a rate only an outsized product reaches:
+XLA's square dots of 1,024 and 4,096 run at the 2048 dot's rate within noise
+(`host.matmul.gflops_by_size`), and at 1,024 rows (the chunk size of longer prompts) one layer's
+seven projections timed alone reach it (the rows' `projection_fraction`). A fair bar for a prefill is this
+peak: the products the prefill is made of can run at it.
+
+Long prompts: a layer's row-wise work (RMSNorm and the q, k, v projections; the output projection
+and the FFN) runs on chunks of `lm.row_chunk_size(T)` rows (at most `lm.ROW_CHUNK` = 1,024).
+Unchunked, the [T, 1,536] FFN intermediates of SmolLM2 (50 MB at 8,192 tokens) outgrow the caches
+between the products that write and read them, and the FFN ran about 20% below the dot's rate
+per CPU second from 4,096 tokens on; in chunks it runs at the rate.
+
 What bounds the fraction on a 2-core CPU (the rows' diagnostics hold the numbers, and each timed
 length emits a second summary row, *the cap its matrix products set*, so the table shows it): at
 256 tokens the attention tiles are 64 x 64, too small for the dot to reach its rate, so a
@@ -48,7 +60,7 @@ layer's attention runs far below it, but attention is only 4% of the FLOPs there
 tokens on attention is 40-57% of SmolLM2's FLOPs (head_dim 64: each score is 256 matmul FLOPs
 plus a max, an exp and a row sum that are not matrix products, so per FLOP the softmax costs
 four times what it costs Gemma-3's head_dim 256) and the cap falls with it; the projections
-themselves ([T, 576] by [576, 1,536] and smaller) run below the square 2048 dot. A cap below 80%
+themselves ([rows, 576] by [576, 1,536] and smaller) run below the square 2048 dot at 256 tokens. A cap below 80%
 means the target is out of reach unless the projections at these shapes or the attention layer
 (its products and its softmax) run faster: the rest of the prefill does not hold it back. The
 sliding-window layers of Gemma-3 (window 512) take 128-row tiles (`lm.auto_block_size(T, 512)`):
@@ -256,7 +268,8 @@ def _diagnostics(config, T, clock, repeats):
   """What bounds the prefill: its matrix products at their real shapes, timed alone.
 
   * one layer's seven projections (one program of seven independent dots of the model's
-    shapes, no elementwise work between them);
+    shapes, on the `lm.row_chunk_size(T)` rows of one chunk as the model runs them, no
+    elementwise work between them);
   * one layer's blockwise attention (global, and the sliding-window kind where the model has
     one);
   * the ceiling they set together: the prefill's FLOPs over the time its projections and
@@ -293,7 +306,8 @@ def _diagnostics(config, T, clock, repeats):
     prefix = "attention_layer" if kind == "global" else "attention_local_layer"
     out[f"{prefix}_fraction"] = a["fraction_median"]
     out[f"{prefix}_cpu_fraction"] = a["cpu_fraction_median"]
-  shapes = layer_matmul_shapes(config, T)
+  # the rows each product runs on: the model's row-wise work goes in chunks of row_chunk_size
+  shapes = layer_matmul_shapes(config, lm.row_chunk_size(T))
   xs = [jnp.asarray(rng.standard_normal((m, kk)), jnp.float32) for m, kk, _ in shapes]
   ws = [jnp.asarray(rng.standard_normal((kk, n)), jnp.float32) for _, kk, n in shapes]
   dots = jax.jit(lambda xs, ws: [x @ w for x, w in zip(xs, ws)])
@@ -415,7 +429,8 @@ def _why(row) -> str:
     f"{100 * row['matmul_ceiling_cpu_fraction']:.0f}%) before any of its elementwise work "
     f"(norms, RoPE, activations, residual adds): with head_dim {row['head_dim']} each score "
     f"costs {4 * row['head_dim']} matmul FLOPs but also a max, an exp and a row sum, which are "
-    "not matrix products, and the projections' shapes (T rows, d = "
+    "not matrix products, and the projections' shapes (T rows, at most "
+    f"{lm.ROW_CHUNK:,} per chunk, d = "
     "{} columns) run below the square 2048 dot.".format(row["d_model"])
   )
 

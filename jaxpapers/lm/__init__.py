@@ -25,6 +25,9 @@ tiles of `auto_block_size(T)`. Attention probabilities for chosen query rows sta
 (`Capture(attn='last')` or `Capture(attn='rows')` with `attn_rows`), computed for those rows
 only. `forward(..., pad_to='bucket')` and `generate(..., pad_to='bucket')` left-pad the call
 to `bucket_length(T)` so that nearby lengths share one compiled program.
+A block's row-wise work (norms; the q, k, v, output and FFN projections) runs on chunks of
+`row_chunk_size(B·T)` rows (at most `ROW_CHUNK`), so long prompts keep their FFN
+intermediates in cache.
 """
 
 from jaxpapers.lm._attention import (
@@ -48,6 +51,7 @@ from jaxpapers.lm._gguf import (
   unpermute_qk,
 )
 from jaxpapers.lm._model import (
+  ROW_CHUNK,
   Capture,
   Decoder,
   HeadAblation,
@@ -60,6 +64,7 @@ from jaxpapers.lm._model import (
   left_pad,
   param_shapes,
   rms_norm,
+  row_chunk_size,
   unembedding,
   validate_params,
 )
@@ -73,6 +78,7 @@ from jaxpapers.lm._tokenizer import ModelNotAvailable, Tokenizer
 
 __all__ = [
   "BLOCKWISE_MIN_QUERIES",
+  "ROW_CHUNK",
   "auto_block_size",
   "blockwise_attention",
   "bucket_length",
@@ -101,6 +107,7 @@ __all__ = [
   "forward",
   "init_cache",
   "init_params",
+  "row_chunk_size",
   "left_pad",
   "param_shapes",
   "rms_norm",

@@ -407,10 +407,10 @@ def _layer(
   if capture.residual:
     out["residual"] = x
 
-  h = rms_norm(x, lp["attn_norm"], config.norm_eps)
-  q = _mm("btd,dhk->bthk", h, lp["wq"])  # [B, T, H, dh]
-  k = _mm("btd,dgk->btgk", h, lp["wk"])  # [B, T, KV, dh]
-  v = _mm("btd,dgk->btgk", h, lp["wv"])  # [B, T, KV, dh]
+  qkv = functools.partial(_qkv_projections, lp=lp, config=config)
+  q, k, v = (
+    a.reshape(B, T, *a.shape[1:]) for a in _in_row_chunks(qkv, x.reshape(B * T, -1))
+  )  # [B, T, H, dh], [B, T, KV, dh], [B, T, KV, dh]
   if capture.queries:
     out["queries"] = q
   if ablation_mode in ("mean_q", "zero_q"):
@@ -496,17 +496,84 @@ def _layer(
     out["values"] = jnp.swapaxes(v_all, 1, 2).astype(jnp.float32)  # [B, KV, S, dh]
   if capture.head_outputs:
     out["head_outputs"] = z
-  attn_out = _mm("bthk,hkd->btd", z, lp["wo"])
+  rows = functools.partial(_output_and_ffn, lp=lp, config=config)
+  x = _in_row_chunks(rows, x.reshape(B * T, -1), z.reshape(B * T, *z.shape[2:]))
+  return x.reshape(B, T, -1), out
+
+
+def _qkv_projections(x, *, lp, config: LMConfig):
+  """The row-wise start of a block: RMSNorm(x [N, d]) times wq, wk, wv: [N, H | KV, dh]."""
+  h = rms_norm(x, lp["attn_norm"], config.norm_eps)
+  q = _mm("nd,dhk->nhk", h, lp["wq"])
+  k = _mm("nd,dgk->ngk", h, lp["wk"])
+  v = _mm("nd,dgk->ngk", h, lp["wv"])
+  return q, k, v
+
+
+def _output_and_ffn(x, z, *, lp, config: LMConfig):
+  """The row-wise rest of a block: x [N, d] + o_proj(z [N, H, dh]), then + FFN: [N, d]."""
+  attn_out = _mm("nhk,hkd->nd", z, lp["wo"])
   if config.post_norms:
     attn_out = rms_norm(attn_out, lp["post_attn_norm"], config.norm_eps)
   x = x + attn_out
 
   h = rms_norm(x, lp["ffn_norm"], config.norm_eps)
-  g = _act(_mm("btd,df->btf", h, lp["w_gate"]), config.act) * _mm("btd,df->btf", h, lp["w_up"])
-  m = _mm("btf,fd->btd", g, lp["w_down"])
+  g = _act(_mm("nd,df->nf", h, lp["w_gate"]), config.act) * _mm("nd,df->nf", h, lp["w_up"])
+  m = _mm("nf,fd->nd", g, lp["w_down"])
   if config.post_norms:
     m = rms_norm(m, lp["post_ffn_norm"], config.norm_eps)
-  return x + m, out
+  return x + m
+
+
+#: Row-wise work (norms, the q, k, v, output and FFN projections) runs on at most this many rows
+#: at a time.
+ROW_CHUNK = 1024
+
+
+def row_chunk_size(rows: int, max_rows: int | None = None) -> int:
+  """Rows per chunk of a block's row-wise work on `rows` = B·T rows.
+
+  The fewest chunks of at most `max_rows` rows, as equal as possible: ceil(rows / n) with
+  n = ceil(rows / max_rows) (8,192 rows: 1,024; 1,280 rows: 640; up to `max_rows`: all).
+
+  Args:
+    rows: B·T >= 1, the rows of a forward call.
+    max_rows: the largest chunk; None: `ROW_CHUNK`.
+
+  Returns:
+    The chunk size, in [1, rows].
+  """
+  rows = V.check_int(rows, "rows", min_value=1)
+  max_rows = ROW_CHUNK if max_rows is None else V.check_int(max_rows, "max_rows", min_value=1)
+  n = -(-rows // max_rows)
+  return -(-rows // n)
+
+
+def _in_row_chunks(fn, *arrays, max_rows: int | None = None):
+  """fn(*arrays) for a row-wise fn (row i of every output depends on row i of the inputs
+  only), computed on chunks of at most `max_rows` rows: [N, ...] arrays in, an [N, ...] array
+  or a tuple of them out.
+
+  On a CPU a long prompt's FFN intermediates ([N, F] per product, 50 MB for 8,192 SmolLM2 rows)
+  outgrow the caches between the products that write and read them; chunks of about 1,024
+  rows keep them cached (`benchmarks/lm_context.py`). Each row sees the same arithmetic, so
+  the result equals the unchunked one up to float32 round-off of the matrix products.
+  Chunks have `row_chunk_size(N, max_rows)` rows (`max_rows` None: `ROW_CHUNK`, read at trace
+  time).
+  """
+  N = arrays[0].shape[0]
+  size = row_chunk_size(N, max_rows)
+  if size == N:
+    return fn(*arrays)
+  full = N // size  # chunks of `size` rows, then one shorter chunk of the rest (if any)
+  head = jax.lax.map(
+    lambda a: fn(*a), tuple(a[: full * size].reshape(full, size, *a.shape[1:]) for a in arrays)
+  )
+  out = jax.tree.map(lambda h: h.reshape(full * size, *h.shape[2:]), head)
+  if full * size < N:
+    rest = fn(*(a[full * size :] for a in arrays))
+    out = jax.tree.map(lambda h, r: jnp.concatenate([h, r]), out, rest)
+  return out
 
 
 _LAYER_PARAMS = (

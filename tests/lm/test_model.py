@@ -9,6 +9,7 @@ import pytest
 from flax import nnx
 
 from jaxpapers import lm
+from jaxpapers.lm import _model
 from tests.jit_util import count_traces
 from tests.lm.numpy_ref import hf_weights_from_params, np_forward
 
@@ -70,6 +71,46 @@ def test_forward_matches_float64_numpy(config):
     TOKENS,
   )
   np.testing.assert_allclose(np.asarray(logits[0]), ref, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("rows", [4, 6])
+@pytest.mark.parametrize("config", [GEMMA_LIKE, TINY])
+def test_row_chunked_output_and_ffn_match_float64_numpy(monkeypatch, config, rows):
+  # 2 x 9 = 18 rows: in chunks of 4 (4 of 4 and a last one of 2) or of 6 (3 of 6, no rest)
+  monkeypatch.setattr(_model, "ROW_CHUNK", rows)
+  params = _params(config)
+  tokens = np.stack([TOKENS, TOKENS[::-1]])
+  fn = jax.jit(lambda p, t: _model._forward(p, t, config=config)[0])  # traced with ROW_CHUNK
+  logits = np.asarray(fn(params, tokens))
+  hf = hf_weights_from_params(params, config, unpermute=config.rope_layout == "interleaved")
+  for b in range(2):
+    ref = np_forward(hf, config, tokens[b])
+    np.testing.assert_allclose(logits[b], ref, rtol=2e-4, atol=2e-4)
+
+
+def test_row_chunk_size_is_the_fewest_most_equal_chunks():
+  for rows in range(1, 3000, 7):
+    size = lm.row_chunk_size(rows, 1024)
+    n = -(-rows // size)
+    assert size <= 1024 and n == -(-rows // 1024)  # the fewest chunks of at most 1,024
+    assert n * size - rows < n  # as equal as possible: the last chunk is at most n - 1 short
+  assert lm.row_chunk_size(8192) == lm.ROW_CHUNK == 1024 and lm.row_chunk_size(1280) == 640
+  with pytest.raises(ValueError, match="rows"):
+    lm.row_chunk_size(0)
+
+
+@pytest.mark.parametrize("n", [1, 4, 5, 9, 12])
+def test_in_row_chunks_covers_every_row_once(n):
+  x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+  seen = []
+
+  def fn(a, b):
+    seen.append(a.shape[0])
+    return a * 2.0 + b[:, :1]
+
+  got = _model._in_row_chunks(fn, jnp.asarray(x), jnp.asarray(x + 1.0), max_rows=4)
+  np.testing.assert_array_equal(np.asarray(got), x * 2.0 + x[:, :1] + 1.0)
+  assert max(seen) <= 4  # traced once for the mapped chunks, once for a shorter last chunk
 
 
 def test_interleaved_rope_on_permuted_weights_equals_rotate_half():
