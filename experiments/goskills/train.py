@@ -343,6 +343,7 @@ def train_and_evaluate(config, workdir) -> dict:
     metrics=metrics,
     config=config,  # the ConfigDict: its claims, verdict rule and report
     wall_time_s=time.time() - t0,
+    table_file="table.md",
     notes=(
       "GENERATED skill libraries and tasks with hidden truth and a SIMULATED executor (no "
       "SkillsBench, ALFWorld or LLM offline). GoSkills' group construction, roles, group graph "
@@ -350,5 +351,4 @@ def train_and_evaluate(config, workdir) -> dict:
       f"PageRank follow davidliuk/graph-of-skills. Encoder: {cfg.encoder}."
     ),
   )
-  (workdir / "table.md").write_text(core.read_results(workdir)["table_markdown"] + "\n")
   return metrics

@@ -182,6 +182,7 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
     metrics=metrics,
     config=run_config,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
     wall_time_s=time.time() - t0,
+    table_file="table.md",
     notes=(
       f"Corpus: {source}, {len(decls)} declarations (the offline stand-in for Mathlib). "
       "Informal text is a deterministic proxy (doc comments + dependency heads), the encoder a "
@@ -189,5 +190,4 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
       "reasoning planner/filter/judge deterministic proxies: no LLM is involved."
     ),
   )
-  (workdir / "table.md").write_text(core.read_results(workdir)["table_markdown"] + "\n")
   return metrics

@@ -266,11 +266,12 @@ def train_and_evaluate(config, workdir) -> dict:
     "analysis": an,
   }
   metrics["derived"] = derived_metrics(metrics)
-  path = core.write_results(
+  core.write_results(
     workdir,
     metrics=metrics,
     config=run_config,
     wall_time_s=time.time() - t0,
+    table_file="table.md",
     notes=(
       "Generated k-subset relevance; the source is the exact unrestricted optimum (explicit "
       "symmetric embeddings in R^{n+1}); one Gaussian map per (d, seed) shared by the three "
@@ -279,6 +280,4 @@ def train_and_evaluate(config, workdir) -> dict:
       "rotated copy, so large d is meaningful for the projected-query route."
     ),
   )
-  if path is not None:  # the process that wrote results.json
-    (workdir / "table.md").write_text(core.read_results(workdir)["table_markdown"] + "\n")
   return metrics
