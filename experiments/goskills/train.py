@@ -212,11 +212,11 @@ def _per_seed(cfg: Config, cells: list, method: str, b: int, metric: str, where=
 
 
 def _summary(cfg: Config, cells: list) -> dict:
-  def stats(v):
-    return {"mean": float(v.mean()), "std": float(v.std(ddof=1)), "ci95": core.ci95_halfwidth(v)}
-
   return {
-    m: {str(b): {k: stats(_per_seed(cfg, cells, m, b, k)) for k in METRICS} for b in cfg.budgets}
+    m: {
+      str(b): {k: core.seed_summary(_per_seed(cfg, cells, m, b, k)) for k in METRICS}
+      for b in cfg.budgets
+    }
     for m in METHODS
   }
 

@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 import time
@@ -195,16 +196,7 @@ def summarize(cfg: Config, runs: list[dict]) -> dict:
   return out
 
 
-def _stats(vals: np.ndarray) -> dict:
-  finite = vals[np.isfinite(vals)]
-  if finite.size == 0:
-    return {"mean": float("nan"), "std": float("nan"), "ci": float("nan"), "values": vals.tolist()}
-  return {
-    "mean": float(finite.mean()),
-    "std": float(finite.std(ddof=1)) if finite.size > 1 else 0.0,
-    "ci": core.ci95_halfwidth(finite) if finite.size > 1 else float("nan"),
-    "values": vals.tolist(),
-  }
+_stats = functools.partial(core.seed_summary, ci_key="ci", values_key="values", finite_only=True)
 
 
 def agreement_metrics(runs: list[dict], n_boot: int = 2000) -> dict:

@@ -34,7 +34,8 @@
   lock (``experiments.reproduce --rejudge``); every measured number is kept.
 * :mod:`stats`: noise that fits the measurement, on results (NumPy/SciPy float64):
   :func:`t_interval`, :func:`paired_difference`, :func:`log_ratio_interval`,
-  :func:`paired_bootstrap`, :func:`sign_flip_test`, and for planning :func:`seeds_needed` and
+  :func:`paired_bootstrap`, :func:`sign_flip_test`, :func:`seed_summary` (a metric's seed
+  mean, std and 95% half-width as a results entry), and for planning :func:`seeds_needed` and
   :func:`half_width_at`.
 * :mod:`benchmark` and :mod:`timing`: the JSON record every script in ``benchmarks/``
   writes (targets, host, raw rows), an interleaved side-by-side timer and a compile counter.
@@ -106,6 +107,7 @@ from jaxpapers.core.stats import (
   log_ratio_interval,
   paired_bootstrap,
   paired_difference,
+  seed_summary,
   seeds_needed,
   sign_flip_test,
   t_interval,
@@ -177,6 +179,7 @@ __all__ = [
   "cluster_bootstrap",
   "sign_flip_test",
   "seeds_needed",
+  "seed_summary",
   "half_width_at",
   "TInterval",
   "LogRatioInterval",
