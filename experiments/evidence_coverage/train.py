@@ -187,12 +187,11 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
-  store = core.CellStore(workdir / "cells")
-  jobs = list(itertools.product(cfg.settings, cfg.s_x, cfg.s_w, range(cfg.seeds)))
-  cells = []
-  for (p, j), sx, sw, s in core.progress(jobs, desc="cells"):
-    name = f"cell/P{p}/J{j}/sx{sx}/sw{sw}/seed{s}"
-    cells.append(store.get_or_compute(name, lambda _: run_cell(cfg, p, j, sx, sw, s)))
+  jobs = itertools.product(cfg.settings, cfg.s_x, cfg.s_w, range(cfg.seeds))
+  grid = {
+    f"cell/P{p}/J{j}/sx{sx}/sw{sw}/seed{s}": (cfg, p, j, sx, sw, s) for (p, j), sx, sw, s in jobs
+  }
+  cells = core.fill_cells(core.CellStore(workdir / "cells"), grid, run_cell, desc="cells")
   derived = evaluate.derived_metrics(cells, cfg)
   derived["shift_response"] = evaluate.shift_response(cells, cfg)
   metrics = {"cells": evaluate.summarize(cells, cfg), "per_seed": cells, "derived": derived}

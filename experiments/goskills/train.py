@@ -322,15 +322,9 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
-  store = core.CellStore(workdir / "cells")
   embed = _embedder(cfg)
-  cells = []
-  todo = list(_cells(cfg))
-  for n, reuse, decoy, seed in core.progress(todo, desc="library cells"):
-    key = f"n{n}_reuse{reuse}_decoy{decoy}_seed{seed}"
-    cells.append(
-      store.get_or_compute(key, lambda _, a=(n, reuse, decoy, seed): _run_cell(cfg, *a, embed))
-    )
+  grid = {f"n{n}_reuse{r}_decoy{d}_seed{s}": (cfg, n, r, d, s, embed) for n, r, d, s in _cells(cfg)}
+  cells = core.fill_cells(core.CellStore(workdir / "cells"), grid, _run_cell, desc="library cells")
   summ = _summary(cfg, cells)
   metrics = {
     "seeds": cfg.seeds,

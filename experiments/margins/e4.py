@@ -253,9 +253,8 @@ def train_and_evaluate(config, workdir) -> dict:
   used = None if config.all_rows else np.concatenate([p[: max(config.Ns)] for p in perms])
   src = M.symmetric_optimum(config.n, config.k, steps=config.source_steps, rows=used)._asdict()
   kproj = jax.random.fold_in(key, 1)
-  cells = {}
-  for d in core.progress(config.ds, desc="E4 d grid"):
-    cells[d] = store.get_or_compute(f"e4/d={d}", lambda _, d=d: _cell(config, src, perms, kproj, d))
+  grid = {f"e4/d={d}": (config, src, perms, kproj, d) for d in config.ds}
+  cells = dict(zip(config.ds, core.fill_cells(store, grid, _cell, desc="E4 d grid")))
   an = analyse(config, src, cells)
   metrics = {
     "source": {k: src[k] for k in ("s", "m_src", "m_inf")},

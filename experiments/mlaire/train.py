@@ -290,12 +290,10 @@ def train_and_evaluate(config, workdir) -> dict:
   units = _units(cfg)
   corpus = M.render_passages(units, cfg.langs, seed=cfg.seed)
   cells = core.CellStore(workdir / "cells")
-  emb = None
-  runs = []
-  for s in range(cfg.seeds):
-    if f"seed={s}" not in cells and emb is None and cfg.use_e5:
-      emb = _embeddings(corpus, workdir)
-    runs.append(cells.get_or_compute(f"seed={s}", lambda _, s=s: run_seed(cfg, corpus, emb, s)))
+  todo = [s for s in range(cfg.seeds) if f"seed={s}" not in cells]
+  emb = _embeddings(corpus, workdir) if todo and cfg.use_e5 else None  # only to compute seeds
+  grid = {f"seed={s}": (cfg, corpus, emb, s) for s in range(cfg.seeds)}
+  runs = core.fill_cells(cells, grid, run_seed, desc="seeds")
   summary = summarize(cfg, runs)
   derived = derived_metrics(summary)
   derived.update(agreement_metrics(runs, n_boot=cfg.n_boot))

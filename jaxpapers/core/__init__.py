@@ -22,7 +22,8 @@
 * :class:`Sweep` / :func:`run_sweep`: grids of small runs, vmapped over a runs
   axis sharded over the mesh, stepped in ``lax.scan`` chunks with an orbax
   checkpoint per chunk; :class:`CellStore`: atomic per-cell results;
-  :class:`CellRunner`: fills a store cell by cell within a CPU budget, or only reads it.
+  :class:`CellRunner`: fills a store cell by cell within a CPU budget, or only reads it;
+  :func:`fill_cells`: the resumable loop over a grid of named cells.
 * :class:`Claim`, :func:`judge`: claims as data and their verdicts (held / partly /
   not reproduced / inconclusive), written into results.json by
   :func:`write_results`; :func:`markdown_table`, :func:`claims_table` and the
@@ -112,7 +113,15 @@ from jaxpapers.core.stats import (
   sign_flip_test,
   t_interval,
 )
-from jaxpapers.core.sweep import CellRunner, CellStore, Sweep, SweepResult, run_sweep, runs_mesh
+from jaxpapers.core.sweep import (
+  CellRunner,
+  CellStore,
+  Sweep,
+  SweepResult,
+  fill_cells,
+  run_sweep,
+  runs_mesh,
+)
 from jaxpapers.core.train import TrainState, train_loop
 from jaxpapers.core.validation import (
   check_array,
@@ -149,6 +158,7 @@ __all__ = [
   "runs_mesh",
   "CellStore",
   "CellRunner",
+  "fill_cells",
   "write_results",
   "read_results",
   "save_figure",
