@@ -81,12 +81,14 @@ from jaxpapers.core.metric_writer import MetricWriter, read_metrics
 from jaxpapers.core.progress import progress
 from jaxpapers.core.report import (
   MeanStd,
+  PowerLawFit,
   ci95_halfwidth,
   claims_table,
   curves_plot,
   fit_power_law,
   grouped_bars,
   markdown_table,
+  power_law_fit,
   scaling_plot,
 )
 from jaxpapers.core.results import (
@@ -180,6 +182,8 @@ __all__ = [
   "grouped_bars",
   "scaling_plot",
   "fit_power_law",
+  "power_law_fit",
+  "PowerLawFit",
   "ci95_halfwidth",
   # statistics on results: intervals, paired tests, seed counts
   "t_interval",
