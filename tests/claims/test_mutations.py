@@ -1301,8 +1301,8 @@ MUTATIONS = (
   M(
     "mlaire",
     "train",
-    "finite = vals[np.isfinite(vals)]",
-    "finite = vals",
+    'values_key="values", finite_only=True)',
+    'values_key="values", finite_only=False)',
     ["test_summarize"],
     "seeds without a value (NaN) kept in the seed mean",
   ),
