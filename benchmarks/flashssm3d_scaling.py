@@ -45,9 +45,9 @@ import dataclasses
 import jax
 import numpy as np
 from flax import nnx
-from scipy import stats
 
 from benchmarks._setup import experiment_config
+from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 from jaxpapers.core import benchmark as bench
 
@@ -105,23 +105,6 @@ def models(cfg) -> dict:
   teacher = fs.TeacherConfig(**common, heads=cfg["heads"], camera_stages=1)
   out["teacher_attention"] = fs.AATeacher(teacher, rngs=nnx.Rngs(0))
   return out
-
-
-def log_log_fit(views, values, min_views) -> tuple[float, float, int]:
-  """Least-squares slope of log value on log views over the views >= ``min_views`` (finite,
-  positive values), the half-width of its 95% t-interval (NaN with fewer than 3 points) and
-  the number of points (slope NaN with fewer than 2)."""
-  v, y = np.asarray(views, float), np.asarray(values, float)
-  keep = (v >= min_views) & np.isfinite(y) & (y > 0)
-  n = int(keep.sum())
-  if n < 2:
-    return float("nan"), float("nan"), n
-  lx, ly = np.log(v[keep]), np.log(y[keep])
-  slope, icpt = np.polyfit(lx, ly, 1)
-  if n < 3:
-    return float(slope), float("nan"), n
-  se = np.sqrt(np.sum((ly - slope * lx - icpt) ** 2) / (n - 2) / np.sum((lx - lx.mean()) ** 2))
-  return float(slope), float(stats.t.ppf(0.975, n - 2) * se), n
 
 
 def flop_profile(model, views, image_size) -> dict:
@@ -265,11 +248,14 @@ def main(argv=None):
     memory_cap_gb=cfg["memory_cap_gb"],
     time_cap_s=cfg["time_cap_s"],
   )
+
+  def fit(values):  # the log-log exponent over the views >= fit_min_views
+    return core.power_law_fit(cfg["views"], values, min_x=cfg["fit_min_views"])
+
   for r in res.values():
-    r["time_exponent"], r["time_exponent_ci95"], r["time_fit_points"] = log_log_fit(
-      cfg["views"], r["time_s"], cfg["fit_min_views"]
-    )
-    r["memory_exponent"] = log_log_fit(cfg["views"], r["memory_mib"], cfg["fit_min_views"])[0]
+    t = fit(r["time_s"])
+    r["time_exponent"], r["time_exponent_ci95"], r["time_fit_points"] = t.slope, t.ci95, t.n
+    r["memory_exponent"] = fit(r["memory_mib"]).slope
   flop_views = sorted(set(cfg["views"]) | set(FLOP_VIEWS))
   for name in ("student_ssm", "teacher_attention"):
     if name in res:
@@ -277,7 +263,7 @@ def main(argv=None):
       at = [prof["flops"][flop_views.index(v)] for v in cfg["views"]]
       r = res[name]
       r["flop_profile"] = prof
-      r["flop_exponent"] = log_log_fit(cfg["views"], at, cfg["fit_min_views"])[0]
+      r["flop_exponent"] = fit(at).slope
       r["flop_exponent_32_512"] = fitted_exponent(prof, 32, 512)
   res["params"] = {k: fs.count_params(m) for k, m in nets.items()}
   rows = [

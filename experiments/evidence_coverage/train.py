@@ -9,7 +9,6 @@ then results.json with the claims' values (``evaluate``), the tables and the plo
 from __future__ import annotations
 
 import itertools
-import json
 import pathlib
 import time
 
@@ -188,20 +187,20 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
-  store = core.CellStore(workdir / "cells")
-  jobs = list(itertools.product(cfg.settings, cfg.s_x, cfg.s_w, range(cfg.seeds)))
-  cells = []
-  for (p, j), sx, sw, s in core.progress(jobs, desc="cells"):
-    name = f"cell/P{p}/J{j}/sx{sx}/sw{sw}/seed{s}"
-    cells.append(store.get_or_compute(name, lambda _: run_cell(cfg, p, j, sx, sw, s)))
+  jobs = itertools.product(cfg.settings, cfg.s_x, cfg.s_w, range(cfg.seeds))
+  grid = {
+    f"cell/P{p}/J{j}/sx{sx}/sw{sw}/seed{s}": (cfg, p, j, sx, sw, s) for (p, j), sx, sw, s in jobs
+  }
+  cells = core.fill_cells(core.CellStore(workdir / "cells"), grid, run_cell, desc="cells")
   derived = evaluate.derived_metrics(cells, cfg)
   derived["shift_response"] = evaluate.shift_response(cells, cfg)
   metrics = {"cells": evaluate.summarize(cells, cfg), "per_seed": cells, "derived": derived}
-  path = core.write_results(
+  core.write_results(
     workdir,
     metrics=metrics,
     config=config,
     wall_time_s=time.time() - t0,
+    table_file="table.md",
     notes=(
       "Synthetic shifted local linear ICL (a reconstruction: the paper's model, coverage "
       "formulas and regime rule are not public), over pool sizes and cluster counts. Readers: "
@@ -210,5 +209,4 @@ def train_and_evaluate(config, workdir) -> dict:
       "Accuracy = 1[|yhat - y| < tol_rel * std(pool y)]."
     ),
   )
-  (workdir / "table.md").write_text(json.loads(path.read_text())["table_markdown"] + "\n")
   return metrics

@@ -31,32 +31,6 @@ from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 
 
-def fit_exponent(views, values, min_views) -> tuple[float, float, float, int]:
-  """Log-log least-squares fit (:func:`jaxpapers.core.fit_power_law`) of ``values`` on ``views``
-  over the views >= ``min_views`` whose value is finite and positive.
-
-  Returns:
-    ``(slope, intercept, slope standard error, points used)``: NaN slope and intercept with
-    fewer than 2 points, NaN standard error with fewer than 3.
-  """
-  v, y = np.asarray(views, float), np.asarray(values, float)
-  keep = (v >= min_views) & np.isfinite(y) & (y > 0)
-  n = int(keep.sum())
-  if n < 2:
-    return float("nan"), float("nan"), float("nan"), n
-  slope, stderr, icpt = core.fit_power_law(v[keep], y[keep])
-  return slope, icpt, stderr, n
-
-
-def slope_ci95(stderr, n_fit):
-  """95% t-interval half-width of a fitted slope with ``n_fit`` points (NaN with fewer than 3)."""
-  if n_fit < 3 or not np.isfinite(stderr):
-    return float("nan")
-  from scipy import stats
-
-  return float(stats.t.ppf(0.975, n_fit - 2) * stderr)
-
-
 def views_within(budget_s, views, times, slope, icpt):
   """Largest measured S with time <= budget, and the power-law estimate of S at the budget."""
   ok = [v for v, t in zip(views, times) if np.isfinite(t) and t <= budget_s]
@@ -96,18 +70,18 @@ def run_scaling(cfg, *, log=print) -> dict:
   )
   for name, m in sweep.items():
     times, mems = m["time_s"], m["memory_mib"]
-    slope, icpt, slope_se, n_fit = fit_exponent(views, times, min_views)
-    measured, est = views_within(10.0, views, times, slope, icpt)
+    fit = core.power_law_fit(views, times, min_x=min_views)
+    measured, est = views_within(10.0, views, times, fit.slope, fit.intercept)
     out[name] = {
       "time_s": times,
       "memory_mib": mems,
       "compile_s": m["compile_s"],
       "time_s_repeats": m["time_s_repeats"],
-      "time_exponent": slope,
-      "time_exponent_stderr": slope_se,
-      "time_exponent_ci95": slope_ci95(slope_se, n_fit),
-      "time_fit_points": n_fit,
-      "memory_exponent": fit_exponent(views, mems, min_views)[0],
+      "time_exponent": fit.slope,
+      "time_exponent_stderr": fit.se,
+      "time_exponent_ci95": fit.ci95,
+      "time_fit_points": fit.n,
+      "memory_exponent": core.power_law_fit(views, mems, min_x=min_views).slope,
       "views_in_10s_measured": measured,
       "views_in_10s_fit": est,
     }

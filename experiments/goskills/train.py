@@ -212,11 +212,11 @@ def _per_seed(cfg: Config, cells: list, method: str, b: int, metric: str, where=
 
 
 def _summary(cfg: Config, cells: list) -> dict:
-  def stats(v):
-    return {"mean": float(v.mean()), "std": float(v.std(ddof=1)), "ci95": core.ci95_halfwidth(v)}
-
   return {
-    m: {str(b): {k: stats(_per_seed(cfg, cells, m, b, k)) for k in METRICS} for b in cfg.budgets}
+    m: {
+      str(b): {k: core.seed_summary(_per_seed(cfg, cells, m, b, k)) for k in METRICS}
+      for b in cfg.budgets
+    }
     for m in METHODS
   }
 
@@ -322,15 +322,9 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
-  store = core.CellStore(workdir / "cells")
   embed = _embedder(cfg)
-  cells = []
-  todo = list(_cells(cfg))
-  for n, reuse, decoy, seed in core.progress(todo, desc="library cells"):
-    key = f"n{n}_reuse{reuse}_decoy{decoy}_seed{seed}"
-    cells.append(
-      store.get_or_compute(key, lambda _, a=(n, reuse, decoy, seed): _run_cell(cfg, *a, embed))
-    )
+  grid = {f"n{n}_reuse{r}_decoy{d}_seed{s}": (cfg, n, r, d, s, embed) for n, r, d, s in _cells(cfg)}
+  cells = core.fill_cells(core.CellStore(workdir / "cells"), grid, _run_cell, desc="library cells")
   summ = _summary(cfg, cells)
   metrics = {
     "seeds": cfg.seeds,
@@ -343,6 +337,7 @@ def train_and_evaluate(config, workdir) -> dict:
     metrics=metrics,
     config=config,  # the ConfigDict: its claims, verdict rule and report
     wall_time_s=time.time() - t0,
+    table_file="table.md",
     notes=(
       "GENERATED skill libraries and tasks with hidden truth and a SIMULATED executor (no "
       "SkillsBench, ALFWorld or LLM offline). GoSkills' group construction, roles, group graph "
@@ -350,5 +345,4 @@ def train_and_evaluate(config, workdir) -> dict:
       f"PageRank follow davidliuk/graph-of-skills. Encoder: {cfg.encoder}."
     ),
   )
-  (workdir / "table.md").write_text(core.read_results(workdir)["table_markdown"] + "\n")
   return metrics

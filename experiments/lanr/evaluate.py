@@ -8,6 +8,7 @@ reader); the rest turns per-question outcomes into the aggregates and the values
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -95,14 +96,7 @@ def next_hop_accuracy(score_fn, z, rows) -> dict:
   return {"all": float(hit[has].mean()), "hop1": float(hit[has & (t == 0)].mean())}
 
 
-def _ms(x):
-  x = np.asarray(x, np.float64)
-  return {
-    "mean": float(x.mean()),
-    "std": float(x.std(ddof=1)) if len(x) > 1 else 0.0,
-    "ci95": core.ci95_halfwidth(x) if len(x) > 1 else float("nan"),
-    "per_seed": x.tolist(),
-  }
+_ms = functools.partial(core.seed_summary, values_key="per_seed")
 
 
 METHODS = ("fixed", "entropy_control", "oracle_control", "flare_entropy", "one_call", "oracle_hops")

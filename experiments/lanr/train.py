@@ -113,12 +113,11 @@ def train_and_evaluate(config, workdir) -> dict:
   res = train_heads(c, data)
   train_hist = {k: np.asarray(v)[:, -1].tolist() for k, v in res.history.items()}
   ref = store.get_or_compute("references", lambda _: E.reference_runs(c, world, feats))
-  per_seed = []
-  for s in range(c.seeds):
-    p = jax.tree.map(lambda x, s=s: np.asarray(x[s]), res.state[0])
-    per_seed.append(
-      store.get_or_compute(f"seed/{s}", lambda _, p=p: _seed_cell(c, world, feats, p, eps))
-    )
+  seed_params = [
+    jax.tree.map(lambda x, s=s: np.asarray(x[s]), res.state[0]) for s in range(c.seeds)
+  ]
+  grid = {f"seed/{s}": (c, world, feats, p, eps) for s, p in enumerate(seed_params)}
+  per_seed = core.fill_cells(store, grid, _seed_cell, desc="seeds")
 
   refs = E.reference_metrics(ref, per_seed, hops, c.t_max, stats["documents"])
   refs["bm25_question_only_diagnostics"] = ref["bm25_diagnostics"]

@@ -156,11 +156,8 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
   decls, source = load_corpus(cfg)
   names = frozenset(d.name for d in decls)
   texts = informal_texts(cfg, decls)
-  store = core.CellStore(workdir / "cells")
-  cells = [
-    store.get_or_compute(f"split{i}", lambda _, i=i: _run_split(cfg, decls, i, texts, names))
-    for i in core.progress(range(cfg.splits), desc="splits")
-  ]
+  grid = {f"split{i}": (cfg, decls, i, texts, names) for i in range(cfg.splits)}
+  cells = core.fill_cells(core.CellStore(workdir / "cells"), grid, _run_split, desc="splits")
   summary = E.summarize(cells)
   per_query = [E.per_query_values(c) for c in cells]
   derived = E.derived_metrics(per_query)
@@ -182,6 +179,7 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
     metrics=metrics,
     config=run_config,  # the ConfigDict: its claims and issue_verdicts decide the verdicts
     wall_time_s=time.time() - t0,
+    table_file="table.md",
     notes=(
       f"Corpus: {source}, {len(decls)} declarations (the offline stand-in for Mathlib). "
       "Informal text is a deterministic proxy (doc comments + dependency heads), the encoder a "
@@ -189,5 +187,4 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
       "reasoning planner/filter/judge deterministic proxies: no LLM is involved."
     ),
   )
-  (workdir / "table.md").write_text(core.read_results(workdir)["table_markdown"] + "\n")
   return metrics

@@ -249,9 +249,8 @@ def train_and_evaluate(config, workdir) -> dict:
   used = None if config.all_rows else np.concatenate([p[: max(config.Ns)] for p in perms])
   src = M.symmetric_optimum(config.n, config.k, steps=config.source_steps, rows=used)._asdict()
   kproj = jax.random.fold_in(key, 1)
-  cells = {}
-  for d in core.progress(config.ds, desc="E4 d grid"):
-    cells[d] = store.get_or_compute(f"e4/d={d}", lambda _, d=d: _cell(config, src, perms, kproj, d))
+  grid = {f"e4/d={d}": (config, src, perms, kproj, d) for d in config.ds}
+  cells = dict(zip(config.ds, core.fill_cells(store, grid, _cell, desc="E4 d grid")))
   an = analyse(config, src, cells)
   metrics = {
     "source": {k: src[k] for k in ("s", "m_src", "m_inf")},
@@ -262,11 +261,12 @@ def train_and_evaluate(config, workdir) -> dict:
     "analysis": an,
   }
   metrics["derived"] = derived_metrics(metrics)
-  path = core.write_results(
+  core.write_results(
     workdir,
     metrics=metrics,
     config=run_config,
     wall_time_s=time.time() - t0,
+    table_file="table.md",
     notes=(
       "Generated k-subset relevance; the source is the exact unrestricted optimum (explicit "
       "symmetric embeddings in R^{n+1}); one Gaussian map per (d, seed) shared by the three "
@@ -275,6 +275,4 @@ def train_and_evaluate(config, workdir) -> dict:
       "rotated copy, so large d is meaningful for the projected-query route."
     ),
   )
-  if path is not None:  # the process that wrote results.json
-    (workdir / "table.md").write_text(core.read_results(workdir)["table_markdown"] + "\n")
   return metrics

@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 import time
@@ -195,16 +196,7 @@ def summarize(cfg: Config, runs: list[dict]) -> dict:
   return out
 
 
-def _stats(vals: np.ndarray) -> dict:
-  finite = vals[np.isfinite(vals)]
-  if finite.size == 0:
-    return {"mean": float("nan"), "std": float("nan"), "ci": float("nan"), "values": vals.tolist()}
-  return {
-    "mean": float(finite.mean()),
-    "std": float(finite.std(ddof=1)) if finite.size > 1 else 0.0,
-    "ci": core.ci95_halfwidth(finite) if finite.size > 1 else float("nan"),
-    "values": vals.tolist(),
-  }
+_stats = functools.partial(core.seed_summary, ci_key="ci", values_key="values", finite_only=True)
 
 
 def agreement_metrics(runs: list[dict], n_boot: int = 2000) -> dict:
@@ -298,12 +290,10 @@ def train_and_evaluate(config, workdir) -> dict:
   units = _units(cfg)
   corpus = M.render_passages(units, cfg.langs, seed=cfg.seed)
   cells = core.CellStore(workdir / "cells")
-  emb = None
-  runs = []
-  for s in range(cfg.seeds):
-    if f"seed={s}" not in cells and emb is None and cfg.use_e5:
-      emb = _embeddings(corpus, workdir)
-    runs.append(cells.get_or_compute(f"seed={s}", lambda _, s=s: run_seed(cfg, corpus, emb, s)))
+  todo = [s for s in range(cfg.seeds) if f"seed={s}" not in cells]
+  emb = _embeddings(corpus, workdir) if todo and cfg.use_e5 else None  # only to compute seeds
+  grid = {f"seed={s}": (cfg, corpus, emb, s) for s in range(cfg.seeds)}
+  runs = core.fill_cells(cells, grid, run_seed, desc="seeds")
   summary = summarize(cfg, runs)
   derived = derived_metrics(summary)
   derived.update(agreement_metrics(runs, n_boot=cfg.n_boot))
@@ -320,6 +310,7 @@ def train_and_evaluate(config, workdir) -> dict:
     metrics=metrics,
     config=config,  # the ConfigDict: its claims, verdict rule and report
     wall_time_s=time.time() - t0,
+    table_file="table.md",
     notes=(
       "Labelled proxy for the paper's pools: parallel passages rendered from CLDR facts "
       "(territory -> currency / official language) with hand-written templates in "
@@ -329,5 +320,4 @@ def train_and_evaluate(config, workdir) -> dict:
       "(see the experiment README). Ties: pessimistic."
     ),
   )
-  (workdir / "table.md").write_text(core.read_results(workdir)["table_markdown"] + "\n")
   return metrics

@@ -8,6 +8,8 @@ toy regret of :mod:`experiments.msretrieval.toy`) into the numbers the claims of
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import ml_collections
@@ -15,6 +17,7 @@ import numpy as np
 from flax import nnx
 
 import jaxpapers.msretrieval as M
+from jaxpapers import core
 
 POOLS = ("mass", "hard", "random")
 KS = (1, 5, 20)
@@ -189,10 +192,7 @@ def shuffled_labels(
   return rng.permuted(stack, axis=-1)
 
 
-def _seed_mean_std(x: np.ndarray) -> dict:
-  """``{"mean", "std"}`` over the seeds (axis 0) of ``[seeds, ...]`` (std 0 for one seed)."""
-  std = x.std(0, ddof=1) if len(x) > 1 else np.zeros(x.shape[1:])
-  return {"mean": x.mean(0).tolist(), "std": std.tolist()}
+_seed_mean_std = functools.partial(core.seed_summary, ci_key=None)  # [seeds, ...] -> mean, std
 
 
 def summarise(cfg: ml_collections.ConfigDict, ev: dict) -> dict:

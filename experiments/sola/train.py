@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import time
@@ -412,13 +413,7 @@ def _group_hparams(c, methods):
   }
 
 
-def _ms(x):
-  x = np.asarray(x, np.float64)
-  return {
-    "mean": float(x.mean()),
-    "std": float(x.std(ddof=1)) if len(x) > 1 else 0.0,
-    "per_seed": x.tolist(),
-  }
+_ms = functools.partial(core.seed_summary, ci_key=None, values_key="per_seed")
 
 
 def derived_metrics(methods: dict, n_seeds: int) -> dict:

@@ -22,7 +22,8 @@
 * :class:`Sweep` / :func:`run_sweep`: grids of small runs, vmapped over a runs
   axis sharded over the mesh, stepped in ``lax.scan`` chunks with an orbax
   checkpoint per chunk; :class:`CellStore`: atomic per-cell results;
-  :class:`CellRunner`: fills a store cell by cell within a CPU budget, or only reads it.
+  :class:`CellRunner`: fills a store cell by cell within a CPU budget, or only reads it;
+  :func:`fill_cells`: the resumable loop over a grid of named cells.
 * :class:`Claim`, :func:`judge`: claims as data and their verdicts (held / partly /
   not reproduced / inconclusive), written into results.json by
   :func:`write_results`; :func:`markdown_table`, :func:`claims_table` and the
@@ -34,7 +35,8 @@
   lock (``experiments.reproduce --rejudge``); every measured number is kept.
 * :mod:`stats`: noise that fits the measurement, on results (NumPy/SciPy float64):
   :func:`t_interval`, :func:`paired_difference`, :func:`log_ratio_interval`,
-  :func:`paired_bootstrap`, :func:`sign_flip_test`, and for planning :func:`seeds_needed` and
+  :func:`paired_bootstrap`, :func:`sign_flip_test`, :func:`seed_summary` (a metric's seed
+  mean, std and 95% half-width as a results entry), and for planning :func:`seeds_needed` and
   :func:`half_width_at`.
 * :mod:`benchmark` and :mod:`timing`: the JSON record every script in ``benchmarks/``
   writes (targets, host, raw rows), an interleaved side-by-side timer and a compile counter.
@@ -79,12 +81,14 @@ from jaxpapers.core.metric_writer import MetricWriter, read_metrics
 from jaxpapers.core.progress import progress
 from jaxpapers.core.report import (
   MeanStd,
+  PowerLawFit,
   ci95_halfwidth,
   claims_table,
   curves_plot,
   fit_power_law,
   grouped_bars,
   markdown_table,
+  power_law_fit,
   scaling_plot,
 )
 from jaxpapers.core.results import (
@@ -106,11 +110,20 @@ from jaxpapers.core.stats import (
   log_ratio_interval,
   paired_bootstrap,
   paired_difference,
+  seed_summary,
   seeds_needed,
   sign_flip_test,
   t_interval,
 )
-from jaxpapers.core.sweep import CellRunner, CellStore, Sweep, SweepResult, run_sweep, runs_mesh
+from jaxpapers.core.sweep import (
+  CellRunner,
+  CellStore,
+  Sweep,
+  SweepResult,
+  fill_cells,
+  run_sweep,
+  runs_mesh,
+)
 from jaxpapers.core.train import TrainState, train_loop
 from jaxpapers.core.validation import (
   check_array,
@@ -147,6 +160,7 @@ __all__ = [
   "runs_mesh",
   "CellStore",
   "CellRunner",
+  "fill_cells",
   "write_results",
   "read_results",
   "save_figure",
@@ -168,6 +182,8 @@ __all__ = [
   "grouped_bars",
   "scaling_plot",
   "fit_power_law",
+  "power_law_fit",
+  "PowerLawFit",
   "ci95_halfwidth",
   # statistics on results: intervals, paired tests, seed counts
   "t_interval",
@@ -177,6 +193,7 @@ __all__ = [
   "cluster_bootstrap",
   "sign_flip_test",
   "seeds_needed",
+  "seed_summary",
   "half_width_at",
   "TInterval",
   "LogRatioInterval",

@@ -9,7 +9,8 @@ files.
 Plots (each returns a matplotlib figure; save it with :func:`jaxpapers.core.save_figure`):
 :func:`curves_plot` (curves with seed bands), :func:`grouped_bars` (grouped bars with error
 bars) and :func:`scaling_plot` (log-log axes with the fitted slope and its standard error in
-the legend, from :func:`fit_power_law`).
+the legend, from :func:`fit_power_law`). :func:`power_law_fit`: a measured scaling curve's
+exponent over its usable points, with its 95% interval and the number of points.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import dataclasses
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -323,6 +324,66 @@ def fit_power_law(x: Any, y: Any) -> tuple[float, float, float]:
   else:
     se = float("nan")
   return a, se, b
+
+
+class PowerLawFit(NamedTuple):
+  r"""A log-log least-squares fit :math:`\log y = a \log x + b` (:func:`power_law_fit`).
+
+  Attributes:
+    slope: the exponent :math:`a`; NaN with fewer than 2 usable points.
+    intercept: :math:`b` (natural log); NaN with fewer than 2 usable points.
+    se: the slope's standard error (as in :func:`fit_power_law`); NaN with fewer than 3.
+    ci95: the half-width of the slope's two-sided 95% t-interval,
+      :math:`t_{0.975,\,n-2} \cdot` ``se``; NaN with fewer than 3 points.
+    n: the number of points used.
+  """
+
+  slope: float
+  intercept: float
+  se: float
+  ci95: float
+  n: int
+
+
+def power_law_fit(x: Any, y: Any, *, min_x: float = -math.inf) -> PowerLawFit:
+  r"""The exponent of a measured scaling curve: a log-log fit over its usable points.
+
+  A point is used when ``x >= min_x`` and both ``x`` and ``y`` are finite and > 0; the others
+  (sizes below the fitted range, runs that stopped or ran out of memory and recorded NaN, 0 or
+  a negative sentinel) are left out, never an error. The fit is :func:`fit_power_law`'s.
+
+  Args:
+    x: ``[m]`` abscissae (sizes, view counts, lengths).
+    y: ``[m]`` measured values at ``x`` (times, memory, FLOPs).
+    min_x: the smallest ``x`` in the fit (the start of the asymptotic regime).
+
+  Returns:
+    A :class:`PowerLawFit` over the ``n`` used points: slope and intercept NaN when n < 2 (or
+    every used ``x`` is the same), ``se`` and ``ci95`` NaN when n < 3.
+
+  Raises:
+    ValueError: ``x`` and ``y`` differ in shape.
+
+  Example::
+
+    fit = power_law_fit([8, 16, 32, 64], times, min_x=16)
+    print(f"t ~ S^{fit.slope:.2f} ± {fit.ci95:.2f} ({fit.n} points)")
+  """
+  x = np.asarray(x, np.float64).ravel()
+  y = np.asarray(y, np.float64).ravel()
+  if x.shape != y.shape:
+    raise ValueError(f"x and y must have the same length, got {x.shape} and {y.shape}")
+  keep = (x >= min_x) & np.isfinite(x) & (x > 0) & np.isfinite(y) & (y > 0)
+  n = int(keep.sum())
+  nan = float("nan")
+  if n < 2 or np.ptp(x[keep]) == 0:
+    return PowerLawFit(nan, nan, nan, nan, n)
+  slope, se, intercept = fit_power_law(x[keep], y[keep])
+  if n < 3:
+    return PowerLawFit(slope, intercept, se, nan, n)
+  from scipy import stats as sps  # pylint: disable=import-outside-toplevel
+
+  return PowerLawFit(slope, intercept, se, float(sps.t.ppf(0.975, n - 2) * se), n)
 
 
 def _pyplot():

@@ -175,6 +175,7 @@ def write_results(
   claims: Any = None,
   issue_verdicts: bool | None = None,
   report: Any = None,
+  table_file: str | None = None,
 ) -> epath.Path | None:
   """Writes ``<workdir>/results.json`` and returns its path (None on processes other than 0).
 
@@ -200,15 +201,26 @@ def write_results(
     report: a :class:`jaxpapers.core.reporting.Report` rendered from the record: its figures
       as PNGs in ``workdir``, its tables as ``table_markdown`` (unless that is given);
       default: the config's ``report`` field, if any. It is not copied into the record.
+    table_file: a file name (e.g. ``'table.md'``) under ``workdir`` that also receives the
+      record's ``table_markdown`` (given or rendered from ``report``) and a final newline, for
+      a reader of the workdir; None, or a record without a table, writes no such file.
 
   Returns:
     The path of results.json, or None on processes other than 0.
+
+  Raises:
+    TypeError: ``metrics`` is not a mapping.
+    ValueError: ``table_file`` is not a plain file name (empty, or holding a ``/``).
   """
   if not isinstance(metrics, Mapping):
     raise TypeError(
       f"metrics must be a mapping of metric names to JSON-able values, got "
       f"{type(metrics).__name__}: {metrics!r}"[:300]
     )
+  if table_file is not None and (
+    not isinstance(table_file, str) or "/" in table_file or table_file in {"", ".", ".."}
+  ):
+    raise ValueError(f"table_file must be a file name such as 'table.md', got {table_file!r}")
   if not _is_writer():
     return None
   if claims is None:
@@ -260,6 +272,8 @@ def write_results(
     record["plots"] = sorted(p.name for p in workdir.glob("*.png"))
   path = workdir / RESULTS_FILE
   write_json_atomic(path, record)
+  if table_file is not None and record["table_markdown"]:
+    (workdir / table_file).write_text(record["table_markdown"] + "\n")
   return path
 
 

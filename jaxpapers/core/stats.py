@@ -17,6 +17,8 @@ numbers were produced:
                             resampled items for both arms, with a fixed seed.
 :func:`sign_flip_test`      a p-value for paired differences without a normality assumption
                             (exact over all :math:`2^n` sign patterns for :math:`n \le 16`).
+:func:`seed_summary`        a metric's seed mean, standard deviation and 95% half-width (the
+                            tabulated :func:`jaxpapers.core.ci95_halfwidth`) as a results entry.
 :func:`seeds_needed`        planning: how many seeds (pairs) a claimed effect needs for its
                             interval to exclude 0 with a given power (noncentral t), and
                             :func:`half_width_at`, the half-width that a given n would give.
@@ -44,6 +46,8 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from jaxpapers.core.report import ci95_halfwidth
+
 __all__ = [
   "TInterval",
   "LogRatioInterval",
@@ -58,6 +62,7 @@ __all__ = [
   "sign_flip_test",
   "seeds_needed",
   "half_width_at",
+  "seed_summary",
 ]
 
 # Exact sign-flip enumeration up to this many pairs (2^16 = 65,536 patterns).
@@ -818,3 +823,70 @@ def seeds_needed(
     n_normal=n_normal,
     half_width=half_width_at(hi, sd, confidence, paired),
   )
+
+
+# --------------------------------------------------------------------------- seed summary
+
+
+def seed_summary(
+  values: Any,
+  *,
+  ci_key: str | None = "ci95",
+  values_key: str | None = None,
+  finite_only: bool = False,
+) -> dict[str, Any]:
+  r"""A metric over seeds as a results entry: mean, standard deviation, 95% half-width.
+
+  .. math::
+
+    \bar x = \frac1n \sum_i x_i,\qquad s = \sqrt{\tfrac{1}{n-1} \sum_i (x_i - \bar x)^2},\qquad
+    h = t_{0.975,\,n-1}\, s / \sqrt n
+
+  over axis 0 (the seeds), elementwise over the other axes. The half-width ``h`` is
+  :func:`jaxpapers.core.ci95_halfwidth` (tabulated t quantiles up to n = 10, then 1.96), which
+  committed results were judged with.
+
+  Args:
+    values: ``[n, ...]`` real values, one (array) per seed on axis 0.
+    ci_key: the key of ``h``; None leaves it out.
+    values_key: the key under which ``values`` themselves are kept (as float64, non-finite
+      ones included); None leaves them out.
+    finite_only: summarise only the finite values (``values`` must then be 1-D).
+
+  Returns:
+    ``{"mean": x̄, "std": s, ci_key: h, values_key: values}`` in that order: floats for
+    ``[n]`` values, nested lists of shape ``[...]`` for ``[n, ...]``. With one value ``std``
+    is 0 and ``h`` NaN (no spread can be estimated); with none, all three are NaN.
+
+  Raises:
+    ValueError: ``values`` is a scalar, or not 1-D with ``finite_only``.
+    TypeError: ``values`` is not numeric.
+
+  Example::
+
+    seed_summary([0.61, 0.64, 0.58], values_key="per_seed")
+    # {'mean': 0.61, 'std': 0.03, 'ci95': 0.0745..., 'per_seed': [0.61, 0.64, 0.58]}
+  """
+  raw = np.asarray(values)
+  if raw.dtype == object or not np.issubdtype(raw.dtype, np.number):
+    raise TypeError(f"values must be real numbers, got dtype {raw.dtype}")
+  x = full = raw.astype(np.float64)
+  if x.ndim == 0:
+    raise ValueError("values must be [n, ...] (one value per seed on axis 0), got a scalar")
+  if finite_only:
+    if x.ndim != 1:
+      raise ValueError(f"finite_only needs 1-D values, got shape {x.shape}")
+    x = x[np.isfinite(x)]
+  n, rest = x.shape[0], x.shape[1:]
+  if n == 0:
+    mean = std = ci = np.full(rest, np.nan)
+  else:
+    mean = x.mean(0)
+    std = x.std(0, ddof=1) if n > 1 else np.zeros(rest)
+    ci = ci95_halfwidth(x) if x.ndim == 1 else np.apply_along_axis(ci95_halfwidth, 0, x)
+  out: dict[str, Any] = {"mean": np.asarray(mean).tolist(), "std": np.asarray(std).tolist()}
+  if ci_key is not None:
+    out[ci_key] = np.asarray(ci, np.float64).tolist()
+  if values_key is not None:
+    out[values_key] = full.tolist()
+  return out

@@ -10,7 +10,8 @@ compilation serves every chunk (and every later grid with the same shapes).
 After each chunk the engine can save an orbax checkpoint (state plus the
 metrics so far), so a rerun on the same ``checkpoint_dir`` resumes inside the
 grid instead of starting it again. Finished grids ("cells") go into a
-:class:`CellStore`: one JSON file per cell, written atomically.
+:class:`CellStore`: one JSON file per cell, written atomically; :func:`fill_cells` is the
+resumable loop over a grid of named cells.
 
 Per-run functions (``R`` runs; shapes below are per run, the engine adds the
 leading ``[R]`` axis)::
@@ -49,7 +50,7 @@ import hashlib
 import math
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -64,7 +65,15 @@ from jaxpapers.core import cache as cache_lib
 from jaxpapers.core.checkpoint import Checkpointer
 from jaxpapers.core.progress import progress as _progress
 
-__all__ = ["RUNS_AXIS", "CellStore", "Sweep", "SweepResult", "run_sweep", "runs_mesh"]
+__all__ = [
+  "RUNS_AXIS",
+  "CellStore",
+  "Sweep",
+  "SweepResult",
+  "fill_cells",
+  "run_sweep",
+  "runs_mesh",
+]
 
 RUNS_AXIS = "runs"
 
@@ -798,6 +807,58 @@ class CellStore:
       name -> value, in name order.
     """
     return dict(self.items())
+
+
+def fill_cells(
+  store: CellStore,
+  cells: Mapping[str, Sequence[Any]],
+  compute: Callable[..., Any],
+  *,
+  desc: str | None = None,
+  show_progress: bool = True,
+) -> list[Any]:
+  """The values of a grid of cells, computing and storing only the missing ones (resume).
+
+  The loop every grid experiment writes: for each cell name in order, the stored value, or
+  ``compute(*args)`` stored under that name (:meth:`CellStore.get_or_compute`), with a progress
+  bar over the grid. A rerun on the same store reads the finished cells back.
+
+  Args:
+    store: the cells (:class:`CellStore`).
+    cells: cell name -> the positional arguments of ``compute`` for that cell (a tuple), in the
+      order to compute them; names must be distinct non-empty strings (a mapping's keys are).
+    compute: ``compute(*args) -> value``, a JSON-serialisable value; called only for the cells
+      missing from ``store``.
+    desc: the progress bar's label.
+    show_progress: draw the progress bar (process 0 only; ``JAXPAPERS_NO_PROGRESS=1`` hides it).
+
+  Returns:
+    ``[len(cells)]`` values as stored (JSON types), in the order of ``cells``.
+
+  Raises:
+    TypeError: ``store`` is not a :class:`CellStore`, ``cells`` is not a mapping, a cell's
+      arguments are not a tuple or list, or ``compute`` is not callable.
+
+  Example::
+
+    grid = {f"lr={lr}/seed={s}": (lr, s) for lr in (0.1, 0.3) for s in range(3)}
+    values = fill_cells(CellStore(workdir / "cells"), grid, train_one, desc="cells")
+  """
+  if not isinstance(store, CellStore):
+    raise TypeError(f"store must be a CellStore, got {type(store).__name__}")
+  if not isinstance(cells, Mapping):
+    raise TypeError(
+      f"cells must be a mapping of cell names to argument tuples, got {type(cells).__name__}"
+    )
+  if not callable(compute):
+    raise TypeError(f"compute must be callable, got {type(compute).__name__}")
+  for name, args in cells.items():
+    if not isinstance(args, (tuple, list)):
+      raise TypeError(
+        f"cells[{name!r}] must be a tuple of compute's arguments, got {type(args).__name__}"
+      )
+  bar = _progress(cells.items(), desc=desc, disable=None if show_progress else True)
+  return [store.get_or_compute(name, lambda _, args=args: compute(*args)) for name, args in bar]
 
 
 class CellRunner:

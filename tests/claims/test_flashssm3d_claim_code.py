@@ -112,21 +112,6 @@ def test_aggregate_over_seeds(evaluate):
   assert math.isnan(out["b"])  # a seed without the value: no silent mean over the others
 
 
-def test_fit_exponent(scaling):
-  # Times (1, 4, 8) at views (2, 4, 8); the point at 1 view is below min_views and the
-  # non-positive time is dropped. With a = ln 2: ln S = (a, 2a, 3a), ln t = (0, 2a, 3a):
-  # slope S_xy / S_xx = 3a^2 / 2a^2 = 1.5, residuals (-a/6, a/3, -a/6), SSR = a^2 / 6,
-  # stderr = sqrt(SSR / (n - 2) / S_xx) = sqrt(1 / 12).
-  views = [1, 2, 4, 8, 16]
-  times = [100.0, 1.0, 4.0, 8.0, 0.0]
-  slope, icpt, se, n = scaling.fit_exponent(views, times, 2)
-  assert n == 3 and slope == pytest.approx(1.5)
-  assert icpt == pytest.approx(-4 / 3 * math.log(2))
-  assert se == pytest.approx(math.sqrt(1 / 12))
-  assert scaling.slope_ci95(se, 3) == pytest.approx(12.7062 * math.sqrt(1 / 12), rel=1e-5)
-  assert math.isnan(scaling.slope_ci95(se, 2))
-
-
 def test_scaling_metrics(scaling):
   res = {
     "views": [1, 2],

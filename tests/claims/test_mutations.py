@@ -702,14 +702,6 @@ MUTATIONS = (
   M(
     "flashssm3d",
     "scaling",
-    "keep = (v >= min_views) & np.isfinite(y) & (y > 0)",
-    "keep = (v > min_views) & np.isfinite(y) & (y > 0)",
-    ["test_fit_exponent"],
-    "exponent fit drops its first view count (off by one)",
-  ),
-  M(
-    "flashssm3d",
-    "scaling",
     'out["derived/ssm_minus_attention_exponent"] = a["time_exponent"] - b["time_exponent"]',
     'out["derived/ssm_minus_attention_exponent"] = b["time_exponent"] - a["time_exponent"]',
     ["test_scaling_metrics"],
@@ -1309,8 +1301,8 @@ MUTATIONS = (
   M(
     "mlaire",
     "train",
-    "finite = vals[np.isfinite(vals)]",
-    "finite = vals",
+    'values_key="values", finite_only=True)',
+    'values_key="values", finite_only=False)',
     ["test_summarize"],
     "seeds without a value (NaN) kept in the seed mean",
   ),

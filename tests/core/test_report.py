@@ -5,6 +5,7 @@ import math
 import matplotlib
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 matplotlib.use("Agg")
 
@@ -130,6 +131,44 @@ def test_fit_power_law_standard_error_against_closed_form():
   resid = ly - (beta * lx + (ly.mean() - beta * lx.mean()))
   assert se == pytest.approx(math.sqrt((resid**2).sum() / 2 / sxx), abs=1e-12)
   assert icpt == pytest.approx(ly.mean() - beta * 1.5, abs=1e-12)
+
+
+def test_power_law_fit_by_hand():
+  # Values (1, 4, 8) at x = (2, 4, 8); the point at x = 1 is below min_x and the non-positive
+  # value is dropped. With a = ln 2: ln x = (a, 2a, 3a), ln y = (0, 2a, 3a): slope
+  # S_xy / S_xx = 3a^2 / 2a^2 = 1.5, residuals (-a/6, a/3, -a/6), SSR = a^2 / 6,
+  # se = sqrt(SSR / (n - 2) / S_xx) = sqrt(1 / 12), ci95 = t_{0.975, 1} se = 12.7062 se.
+  fit = core.power_law_fit([1, 2, 4, 8, 16], [100.0, 1.0, 4.0, 8.0, 0.0], min_x=2)
+  assert fit.n == 3 and fit.slope == pytest.approx(1.5)
+  assert fit.intercept == pytest.approx(-4 / 3 * math.log(2))
+  assert fit.se == pytest.approx(math.sqrt(1 / 12))
+  assert fit.ci95 == pytest.approx(12.7062 * math.sqrt(1 / 12), rel=1e-5)
+  # min_x keeps x == min_x (catches >): dropping x = 2 leaves 2 points, slope log2(8/4) = 1.
+  two = core.power_law_fit([1, 2, 4, 8], [100.0, 1.0, 4.0, 8.0], min_x=4)
+  assert two.n == 2 and two.slope == pytest.approx(1.0)
+  assert math.isnan(two.se) and math.isnan(two.ci95)
+
+
+def test_power_law_fit_against_least_squares():
+  """Noisy power law: slope, intercept and se equal ordinary least squares on (ln x, ln y)."""
+  x = np.array([8, 16, 32, 64, 128, 256], np.float64)
+  y = 2e-3 * x**1.5 * np.exp(np.random.default_rng(0).normal(0, 0.1, x.size))
+  fit = core.power_law_fit(x, y, min_x=8)
+  X = np.stack([np.log(x), np.ones(x.size)], 1)
+  beta, res, *_ = np.linalg.lstsq(X, np.log(y), rcond=None)
+  se = math.sqrt(res[0] / (x.size - 2) * np.linalg.inv(X.T @ X)[0, 0])
+  np.testing.assert_allclose([fit.slope, fit.intercept, fit.se], [*beta, se], rtol=1e-9)
+  assert fit.ci95 == pytest.approx(sps.t.ppf(0.975, x.size - 2) * se, rel=1e-12)
+  assert fit.n == x.size
+
+
+def test_power_law_fit_too_few_points_is_nan_not_an_error():
+  for x, y in (([1, 2], [np.nan, 3.0]), ([4, 4, 4], [1.0, 2.0, 3.0]), ([], [])):
+    fit = core.power_law_fit(x, y)
+    assert math.isnan(fit.slope) and math.isnan(fit.intercept) and math.isnan(fit.ci95)
+  assert core.power_law_fit([1, 2], [np.nan, 3.0]).n == 1
+  with pytest.raises(ValueError, match="same length"):
+    core.power_law_fit([1, 2, 3], [1.0, 2.0])
 
 
 def test_fit_power_law_edge_cases():

@@ -248,6 +248,29 @@ def test_command_line_script_and_module(monkeypatch):
   )
 
 
+def test_table_file_holds_the_recorded_table(tmp_path):
+  table = "| a |\n|---|\n| 1 |"
+  core.write_results(tmp_path, metrics={}, config={}, table_markdown=table, table_file="t.md")
+  assert (tmp_path / "t.md").read_text() == core.read_results(tmp_path)["table_markdown"] + "\n"
+  assert (tmp_path / "t.md").read_text() == table + "\n"
+  # No table in the record: no file (never the text "None").
+  core.write_results(tmp_path / "empty", metrics={}, config={}, table_file="t.md")
+  assert not (tmp_path / "empty" / "t.md").exists()
+
+
+@pytest.mark.parametrize("bad", ["", "a/t.md", "..", 3])
+def test_table_file_must_be_a_file_name(tmp_path, bad):
+  with pytest.raises(ValueError, match="table_file"):
+    core.write_results(tmp_path, metrics={}, config={}, table_file=bad)
+  assert not (tmp_path / "results.json").exists()
+
+
+def test_table_file_only_on_process_zero(tmp_path, monkeypatch):
+  monkeypatch.setattr(jax, "process_index", lambda: 1)
+  core.write_results(tmp_path, metrics={}, config={}, table_markdown="| a |", table_file="t.md")
+  assert not (tmp_path / "t.md").exists()
+
+
 def test_git_info_outside_a_checkout(tmp_path):
   assert core.git_info(tmp_path) is None  # never an error
   assert core.git_info(tmp_path / "missing" / "file.txt") is None

@@ -410,3 +410,61 @@ def test_cluster_bootstrap_edge_cases_and_errors():
     stats.cluster_bootstrap([[1.0, np.nan]])
   with pytest.raises(ValueError, match="confidence"):
     stats.cluster_bootstrap([[1.0, 2.0]], confidence=1.5)
+
+
+# -------------------------------------------------------------------------- seed_summary
+
+
+def test_seed_summary_against_hand_values():
+  """[1, 2, 4]: mean 7/3, s = sqrt(7/3) (ddof=1: catches ddof=0), h = 4.303 s / sqrt(3)
+  (the tabulated t quantile of n = 3: catches 1.96 or the n-th quantile)."""
+  got = core.seed_summary([1, 2, 4], values_key="per_seed")
+  s = math.sqrt(7 / 3)
+  assert list(got) == ["mean", "std", "ci95", "per_seed"]
+  np.testing.assert_allclose(got["mean"], 7 / 3, rtol=1e-15)
+  np.testing.assert_allclose(got["std"], s, rtol=1e-15)
+  np.testing.assert_allclose(got["ci95"], 4.303 * s / math.sqrt(3), rtol=1e-15)
+  assert got["per_seed"] == [1.0, 2.0, 4.0] and isinstance(got["per_seed"][0], float)
+  assert got["ci95"] == core.ci95_halfwidth([1, 2, 4])
+
+
+def test_seed_summary_over_axis_zero_is_per_column():
+  """[seeds, 2]: each column summarised on its own (catches a summary over the wrong axis)."""
+  x = np.array([[1.0, 10.0], [2.0, 30.0], [4.0, 20.0], [8.0, 0.0]])
+  got = core.seed_summary(x, ci_key="ci", values_key="values")
+  np.testing.assert_allclose(got["mean"], [3.75, 15.0], rtol=1e-15)
+  np.testing.assert_allclose(got["std"], np.std(x, axis=0, ddof=1), rtol=1e-15)
+  np.testing.assert_allclose(got["ci"], [core.ci95_halfwidth(c) for c in x.T], rtol=1e-15)
+  assert got["values"] == x.tolist()
+
+
+def test_seed_summary_keys_and_degenerate_counts():
+  assert list(core.seed_summary([1.0, 2.0], ci_key=None)) == ["mean", "std"]
+  one = core.seed_summary([3.0])
+  assert one["mean"] == 3.0 and one["std"] == 0.0 and math.isnan(one["ci95"])
+  none = core.seed_summary(np.zeros((0, 2)))
+  assert all(math.isnan(v) for k in ("mean", "std", "ci95") for v in none[k])
+
+
+def test_seed_summary_finite_only_keeps_every_value_in_the_record():
+  got = core.seed_summary([1.0, np.nan, 3.0, np.inf], finite_only=True, values_key="v")
+  assert got["mean"] == 2.0 and got["std"] == math.sqrt(2.0)
+  assert got["v"][0] == 1.0 and math.isnan(got["v"][1]) and got["v"][3] == math.inf
+  nothing = core.seed_summary([np.nan], finite_only=True)
+  assert all(math.isnan(nothing[k]) for k in ("mean", "std", "ci95"))
+  # Without finite_only a NaN is not dropped: the mean is NaN (no silent filtering).
+  assert math.isnan(core.seed_summary([1.0, np.nan])["mean"])
+
+
+@pytest.mark.parametrize(
+  "bad, kwargs, err",
+  [
+    (3.0, {}, ValueError),
+    ([[1.0, np.nan]], {"finite_only": True}, ValueError),
+    (["a", "b"], {}, TypeError),
+    ([True, False], {}, TypeError),
+  ],
+)
+def test_seed_summary_rejects_bad_values(bad, kwargs, err):
+  with pytest.raises(err, match="values|finite_only"):
+    core.seed_summary(bad, **kwargs)

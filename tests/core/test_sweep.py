@@ -291,3 +291,39 @@ def test_cell_store_reload_and_wait_for_see_another_process_cells(tmp_path):
   assert mine.wait_for("a", deadline=0.0, clock=lambda: 1.0, sleep=sleep)  # stored: no wait
   with pytest.raises(ValueError, match="poll_s"):
     mine.wait_for("c", poll_s=0)
+
+
+def test_fill_cells_computes_the_missing_cells_once_in_order(tmp_path):
+  """A grid of 6 cells, 2 already stored: compute runs for the other 4 only, with each cell's own
+  arguments (catches a late-bound loop variable), and the values come back in grid order."""
+  store = core.CellStore(tmp_path / "cells")
+  store.put("lr=0.5/seed=0", {"loss": -1.0})  # a finished cell: read back, not recomputed
+  store.put("lr=0.5/seed=2", {"loss": -2.0})
+  grid = {f"lr={lr}/seed={s}": (lr, s) for lr in (0.25, 0.5) for s in range(3)}
+  calls = []
+
+  def compute(lr, s):
+    calls.append((lr, s))
+    return {"loss": np.float64(lr * 4 + s)}
+
+  values = core.fill_cells(store, grid, compute, desc="cells", show_progress=False)
+  assert calls == [(0.25, 0), (0.25, 1), (0.25, 2), (0.5, 1)]
+  assert values == [{"loss": v} for v in (1.0, 2.0, 3.0, -1.0, 3.0, -2.0)]
+  assert type(values[0]["loss"]) is float  # JSON types, as a resumed run reads them
+  # A rerun on the same folder computes nothing and returns the same values.
+  calls.clear()
+  again = core.fill_cells(core.CellStore(tmp_path / "cells"), grid, compute, show_progress=False)
+  assert calls == [] and again == values
+
+
+def test_fill_cells_names_bad_arguments(tmp_path):
+  store = core.CellStore(tmp_path / "cells")
+  with pytest.raises(TypeError, match="store"):
+    core.fill_cells({}, {"a": ()}, lambda: 0)
+  with pytest.raises(TypeError, match="cells must be a mapping"):
+    core.fill_cells(store, [("a", ())], lambda: 0)
+  with pytest.raises(TypeError, match=r"cells\['a'\]"):
+    core.fill_cells(store, {"a": 3}, lambda x: x)
+  with pytest.raises(TypeError, match="compute"):
+    core.fill_cells(store, {"a": ()}, None)
+  assert len(store) == 0
