@@ -146,26 +146,6 @@ def sample_balanced(rng, formula, names, n_each, T, max_rounds=60):
 # ----------------------------------------------------------------------------- matching
 
 
-def block_means(props, w: int):
-  """Per-atom scores [n, T] -> [n, ceil(T / w)] means of the blocks t in [jw, (j+1)w).
-
-  The last block is truncated at the end of the trace. LogSTOP with window w scored at
-  t = 0 equals LogSTOP with window 1 on these block means (its atoms average the frames of
-  [t, t + w) and its temporal operators step by w, with the same end-of-trace rule), so a
-  per-frame baseline run on the block means gets the same window as LogSTOP w.
-  """
-  out = {}
-  for name, v in props.items():
-    v = np.asarray(v, np.float64)
-    T = v.shape[-1]
-    nb = -(-T // w)
-    pad = np.zeros(v.shape[:-1] + (nb * w - T,))
-    sums = np.concatenate([v, pad], -1).reshape(v.shape[:-1] + (nb, w)).sum(-1)
-    counts = np.minimum(w, T - w * np.arange(nb))
-    out[name] = jnp.asarray(sums / counts, jnp.float32)
-  return out
-
-
 def _with_half(props, T):
   """Appends the all-0.5 trace (the adaptive threshold's reference) to the batch."""
   return {
@@ -187,7 +167,7 @@ def matching_arms(formula, props, cfg):
 
   Boolean LTLf and robustness take the window directly (the same window means and stride
   as LogSTOP); the exact probability and the mean score run on the block means
-  (`block_means`), which gives them the same window.
+  (`L.block_means`), which gives them the same window.
   """
   T = next(iter(props.values())).shape[-1]
   ext = _with_half(props, T)
@@ -198,7 +178,7 @@ def matching_arms(formula, props, cfg):
     out[f"LogSTOP w={w}"] = s[:-1] > min(s[-1], log_half)
     out[f"{BASELINES[0]} w={w}"] = np.asarray(L.boolean_ltlf(formula, props, window=w))
     out[f"{BASELINES[1]} w={w}"] = np.asarray(L.robustness(formula, props, window=w)) > 0
-    blocks = block_means(props, w)
+    blocks = L.block_means(props, w)
     bext = _with_half(blocks, next(iter(blocks.values())).shape[-1])
     p = np.asarray(L.exact_probability(formula, bext))
     out[f"{BASELINES[2]} w={w}"] = p[:-1] > min(p[-1], 0.5)
@@ -287,15 +267,6 @@ def build_database(cfg, pool, queries, rng):
   return tl
 
 
-def sliding_means(v, w: int):
-  """[..., T] -> [..., T] means of the frames [t, min(t + w, T)) (truncated at the end)."""
-  v = np.asarray(v, np.float64)
-  T = v.shape[-1]
-  c = np.concatenate([np.zeros(v.shape[:-1] + (1,)), np.cumsum(v, -1)], -1)
-  hi = np.minimum(np.arange(T) + w, T)
-  return (c[..., hi] - c[..., :T]) / (hi - np.arange(T))
-
-
 RETRIEVAL_BASELINES = (
   "Boolean LTLf segment-max",
   "STL robustness segment-max",
@@ -331,9 +302,9 @@ def run_retrieval(cfg, predict, pool, rng, seed):
       arms[f"LogSTOP w={w} segment-max"] = smax()
       arms[f"{RETRIEVAL_BASELINES[0]} w={w}"] = smax(semantics="boolean") + tie
       arms[f"{RETRIEVAL_BASELINES[1]} w={w}"] = smax(semantics="robustness")
-      prod = np.prod([sliding_means(props[nm], w) for nm in names], axis=0)
+      prod = np.prod([L.sliding_means(props[nm], w) for nm in names], axis=0)
       arms[f"{RETRIEVAL_BASELINES[2]} w={w}"] = prod.max(-1)
-      arms[f"{RETRIEVAL_BASELINES[3]} w={w}"] = np.asarray(L.mean_score(f, block_means(props, w)))
+      arms[f"{RETRIEVAL_BASELINES[3]} w={w}"] = np.asarray(L.mean_score(f, L.block_means(props, w)))
     relj = jnp.asarray(rel[None].astype(np.float32))
     rows[text] = {"template": template, "relevant": int(rel.sum())}
     for name, s in arms.items():
@@ -529,15 +500,13 @@ def _write(workdir, metrics_, config, notes, t0, **kw) -> None:
 def run_qmtp(cfg, workdir) -> dict:
   """The paper's QMTP-video matching table from per-frame scores in ``cfg.qmtp_dir``.
 
-  Format and matching rule: ``experiments/logstop/qmtp.py``. Writes ``results.json`` with
+  Format and matching rule: `jaxpapers.logstop.qmtp`. Writes ``results.json`` with
   balanced accuracy per arm (LogSTOP, Boolean LTLf, robustness at every window of
   ``cfg.windows``), template and category.
   """
-  from experiments.logstop import qmtp
-
   t0 = time.time()
-  samples = qmtp.load_qmtp(cfg.qmtp_dir)
-  res = qmtp.evaluate_qmtp(
+  samples = L.load_qmtp(cfg.qmtp_dir)
+  res = L.evaluate_qmtp(
     samples,
     windows=tuple(cfg.windows),
     smoothing_radius=cfg.qmtp_smoothing_radius,

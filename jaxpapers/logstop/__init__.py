@@ -44,6 +44,8 @@ from jaxpapers.logstop._logstop import (
   segment_pairs,
 )
 from jaxpapers.logstop._reference import reference_scores
+from jaxpapers.logstop._windows import block_means, centred_means, sliding_means
+from jaxpapers.logstop.qmtp import QMTPSample, evaluate_qmtp, load_qmtp, parse_query
 
 __all__ = [
   "Always",
@@ -56,17 +58,23 @@ __all__ = [
   "Next",
   "Not",
   "Or",
+  "QMTPSample",
   "Until",
   "adaptive_threshold",
   "as_formula",
   "atoms",
+  "block_means",
   "boolean_ltlf",
   "build_reverse_dfa",
+  "centred_means",
+  "evaluate_qmtp",
   "exact_probability",
+  "load_qmtp",
   "log1mexp",
   "match",
   "mean_score",
   "parse",
+  "parse_query",
   "reference_scores",
   "robustness",
   "score",
@@ -75,4 +83,5 @@ __all__ = [
   "segment_max_score",
   "segment_pairs",
   "size",
+  "sliding_means",
 ]

@@ -1,11 +1,12 @@
-"""Claim code of experiments/logstop: best arm against best baseline, paired over seeds."""
+"""Claim code of experiments/logstop: best arm against best baseline, paired over seeds, and
+the window means that give the per-frame baselines LogSTOP's window."""
 
 import importlib
 
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.logstop.train"}
+MODULES = {"train": "experiments.logstop.train", "windows": "jaxpapers.logstop._windows"}
 
 T3 = 4.303  # t_{0.975, 2}
 
@@ -13,6 +14,11 @@ T3 = 4.303  # t_{0.975, 2}
 @pytest.fixture(name="train")
 def _train():
   return importlib.import_module(MODULES["train"])
+
+
+@pytest.fixture(name="windows")
+def _windows():
+  return importlib.import_module(MODULES["windows"])
 
 
 # Balanced accuracy per seed of four arms.
@@ -48,10 +54,10 @@ def test_compare_arms(train):
   assert w5["diff"] == pytest.approx((0.2 - 0.2 + 0.15) / 3)
 
 
-def test_block_and_sliding_means(train):
+def test_block_and_sliding_means(windows):
   v = {"a": np.array([[1.0, 2.0, 3.0, 4.0, 5.0]])}
   # Blocks [0, 2), [2, 4), [4, 5): the last one truncated at the end of the trace.
-  np.testing.assert_allclose(train.block_means(v, 2)["a"], [[1.5, 3.5, 5.0]])
-  np.testing.assert_allclose(train.block_means(v, 3)["a"], [[2.0, 4.5]])
+  np.testing.assert_allclose(windows.block_means(v, 2)["a"], [[1.5, 3.5, 5.0]])
+  np.testing.assert_allclose(windows.block_means(v, 3)["a"], [[2.0, 4.5]])
   # Windows [t, min(t + 2, 5)).
-  np.testing.assert_allclose(train.sliding_means(v["a"], 2), [[1.5, 2.5, 3.5, 4.5, 5.0]])
+  np.testing.assert_allclose(windows.sliding_means(v["a"], 2), [[1.5, 2.5, 3.5, 4.5, 5.0]])

@@ -1114,7 +1114,7 @@ MUTATIONS = (
   ),
   M(
     "logstop",
-    "train",
+    "jaxpapers.logstop._windows",
     "counts = np.minimum(w, T - w * np.arange(nb))",
     "counts = w",
     ["test_block_and_sliding_means"],
@@ -1122,7 +1122,7 @@ MUTATIONS = (
   ),
   M(
     "logstop",
-    "train",
+    "jaxpapers.logstop._windows",
     "hi = np.minimum(np.arange(T) + w, T)",
     "hi = np.minimum(np.arange(T) + w - 1, T)",
     ["test_block_and_sliding_means"],

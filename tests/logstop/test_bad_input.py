@@ -15,6 +15,8 @@ BAD = F32([0.2, 1.7, 0.4])  # a probability above 1
 GOOD = F32([0.2, 0.7, 0.4])
 RANGE = r"must lie in \[0, 1\]"
 PARSE = "formula parsing and AST construction happen on the host"
+WINDOWS = "NumPy float64 window means that prepare inputs on the host"
+QMTP = "reads and scores the benchmark's files on the host"
 
 
 def _one(fn, formula="a", **kw):
@@ -144,6 +146,64 @@ CASES = [
     jit=None,
     jit_reason="plain-Python float64 reference scorer",
     id="reference_scores-missing",
+  ),
+  # window means and the QMTP benchmark (host side: NumPy inputs, files)
+  Case(
+    "block_means",
+    ls.block_means,
+    ({"a": GOOD}, 0),
+    match="window must be >= 1",
+    jit=None,
+    jit_reason=WINDOWS,
+  ),
+  Case(
+    "sliding_means",
+    ls.sliding_means,
+    (GOOD, 0),
+    match="window must be >= 1",
+    jit=None,
+    jit_reason=WINDOWS,
+  ),
+  Case(
+    "centred_means",
+    ls.centred_means,
+    (GOOD, -1),
+    match="radius must be >= 0",
+    jit=None,
+    jit_reason=WINDOWS,
+  ),
+  Case(
+    "parse_query",
+    ls.parse_query,
+    ("(car) Until",),
+    match="not in the benchmark's syntax",
+    jit=None,
+    jit_reason=PARSE,
+  ),
+  Case(
+    "load_qmtp",
+    ls.load_qmtp,
+    ("no/such/qmtp_dir",),
+    error=FileNotFoundError,
+    match="data_dir must be an existing directory",
+    jit=None,
+    jit_reason=QMTP,
+  ),
+  Case(
+    "evaluate_qmtp",
+    ls.evaluate_qmtp,
+    ([],),
+    match="samples must hold at least one",
+    jit=None,
+    jit_reason=QMTP,
+  ),
+  Case(
+    "evaluate_qmtp",
+    lambda: ls.evaluate_qmtp([], smoothing_radius=-1),
+    match="smoothing_radius must be >= 0",
+    jit=None,
+    jit_reason=QMTP,
+    id="evaluate_qmtp-radius",
   ),
   # formulas and parsing (host side)
   Case(
@@ -275,7 +335,10 @@ CASES = [
   ),
 ]
 
-EXEMPT = {"Formula": "a typing.Union alias of the node classes, not a function"}
+EXEMPT = {
+  "Formula": "a typing.Union alias of the node classes, not a function",
+  "QMTPSample": "a frozen record of one loaded sample, built and checked by load_qmtp",
+}
 
 
 @parametrize(CASES)

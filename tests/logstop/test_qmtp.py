@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from experiments.logstop import qmtp
 from jaxpapers import logstop as L
+from jaxpapers.logstop import qmtp
 from tests.logstop import _oracles
 
 COLUMNS = (
@@ -149,3 +149,30 @@ def test_video_ids_and_the_table_stay_inside_data_dir(tmp_path):
     qmtp.load_qmtp(root)
   with pytest.raises(ValueError, match=r"config '../outside/t.csv' must be a relative path"):
     qmtp.load_qmtp(root, config="../outside/t.csv")
+
+
+def test_bad_arguments_are_named(tmp_path):
+  with pytest.raises(FileNotFoundError, match="data_dir must be an existing directory"):
+    qmtp.load_qmtp(tmp_path / "missing")
+  with pytest.raises(TypeError, match="data_dir must be a path"):
+    qmtp.load_qmtp(3)
+  with pytest.raises(TypeError, match="query must be a string"):
+    qmtp.parse_query(None)
+  rows = [_row(i, "c", 0, 5, "Eventually (car)", True, "F") for i in (0, 0)]
+  _write(tmp_path, rows, {"c": {"car": [0.1] * 5}})
+  with pytest.raises(ValueError, match="sample_id 's0' occurs more than once"):
+    qmtp.load_qmtp(tmp_path)
+  _write(tmp_path, rows[:1], {"c": {"car": [0.1] * 5}})
+  samples = qmtp.load_qmtp(tmp_path)
+  for kw, match in [
+    (dict(smoothing_radius=-1), "smoothing_radius must be >= 0"),
+    (dict(windows=(0,)), "windows must be >= 1"),
+    (dict(windows=()), "windows must name at least one window"),
+    (dict(local_threshold=1.5), "local_threshold must be <= 1"),
+  ]:
+    with pytest.raises(ValueError, match=match):
+      qmtp.evaluate_qmtp(samples, **kw)
+  with pytest.raises(ValueError, match="samples must hold at least one"):
+    qmtp.evaluate_qmtp([])
+  with pytest.raises(ValueError, match="sample_id 's0' occurs more than once"):
+    qmtp.evaluate_qmtp(samples * 2)

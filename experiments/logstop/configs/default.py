@@ -27,8 +27,8 @@ def get_config():
       # Retrieval.
       retrieval_templates=10, mappings_per_template=2, db_size=500, db_T=40, min_len=4,
       max_len=12, plant_prob=0.6, retrieval_windows=(1, 2),
-      # The paper's QMTP-video benchmark from per-frame scores on disk (experiments/logstop/
-      # qmtp.py): when set, the run scores it instead of the digit videos.
+      # The paper's QMTP-video benchmark from per-frame scores on disk (jaxpapers.logstop.qmtp):
+      # when set, the run scores it instead of the digit videos.
       qmtp_dir="", qmtp_smoothing_radius=0,
       qmtp_baselines=True,  # Boolean LTLf and robustness at the same windows
     )
