@@ -664,6 +664,22 @@ CASES = [
     jit_reason=HOST,
     id="tokenizer-decode-float",
   ),
+  Case(
+    "lm.row_chunk_size",
+    lambda: lm.row_chunk_size(0),
+    match="rows must be >= 1, got 0",
+    jit=None,
+    jit_reason=HOST,
+    id="row-chunk-size-rows",
+  ),
+  Case(
+    "lm.row_chunk_size",
+    lambda: lm.row_chunk_size(8, max_rows=0),
+    match="max_rows must be >= 1, got 0",
+    jit=None,
+    jit_reason=HOST,
+    id="row-chunk-size-max-rows",
+  ),
 ]
 
 EXEMPT = {
