@@ -963,7 +963,7 @@ def render_figure(
   workdir: str | os.PathLike[str],
   *,
   view: str | None = None,
-  dpi: int = 120,
+  dpi: int = 100,
 ) -> Any:
   """Draws ``fig`` from ``record`` into ``<workdir>/<fig.name>.png``.
 
@@ -983,7 +983,7 @@ def render_figure(
   return _render_figure(fig, Scope(record_view(record, view)), workdir, dpi=dpi)
 
 
-def _render_figure(fig: Figure, scope: Scope, workdir, *, dpi: int = 120) -> Any:
+def _render_figure(fig: Figure, scope: Scope, workdir, *, dpi: int = 100) -> Any:
   import matplotlib  # pylint: disable=import-outside-toplevel
 
   matplotlib.use("Agg")
@@ -1078,7 +1078,7 @@ def save_image_grids(
   *,
   cols: int = 8,
   size: tuple[float, float] = (3.2, 3.4),
-  dpi: int = 120,
+  dpi: int = 100,
 ) -> Any:
   """Draws image grids side by side into ``<workdir>/<name>.png`` (e.g. generated samples).
 

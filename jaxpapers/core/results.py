@@ -350,7 +350,7 @@ def read_results(workdir: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def save_figure(
-  fig: Any, workdir: str | os.PathLike[str], name: str, *, dpi: int = 120
+  fig: Any, workdir: str | os.PathLike[str], name: str, *, dpi: int = 100
 ) -> epath.Path | None:
   """Saves a matplotlib figure as ``<workdir>/<name>.png`` and closes it.
 
