@@ -27,7 +27,10 @@ Flags (defined by :func:`run`, never on import):
 * ``--reuse_host_memory`` (default on): keep freed host memory in the process so
   XLA:CPU reuses its temporary buffers instead of page-faulting fresh ones every
   step (:mod:`jaxpapers.core.host_memory`; glibc only, numerics unchanged).
-
+* ``--restore_cells=<file>``: a snapshot of finished cells
+  (:meth:`jaxpapers.core.CellStore.save_snapshot`) added to ``<workdir>/cells``
+  before the run, so a long run resumes on another machine from its committed
+  or copied cells (the workdir's own cells win).
 * ``--post_hoc``: run a config whose claims are not registered (not in the
   committed ``claims.lock.json`` of the experiment); its verdicts are marked
   post-hoc. Without it such a run refuses to start (smoke runs, which issue no
@@ -77,7 +80,7 @@ from etils import epath
 from ml_collections import config_flags
 
 from jaxpapers.core import config as config_lib
-from jaxpapers.core import distributed, host_memory, registration, workdir_lock
+from jaxpapers.core import distributed, host_memory, registration, sweep, workdir_lock
 from jaxpapers.core import mesh as mesh_lib
 
 FLAGS = flags.FLAGS
@@ -132,6 +135,14 @@ def define_flags(flag_values: flags.FlagValues = FLAGS, argv: Sequence[str] | No
       False,
       "Run even though the config's claims are not in the committed claims.lock.json; the "
       "run's verdicts are then marked post-hoc (see jaxpapers.core.registration).",
+      flag_values=flag_values,
+    )
+  if "restore_cells" not in flag_values:
+    flags.DEFINE_string(
+      "restore_cells",
+      None,
+      "A snapshot of finished cells (CellStore.save_snapshot, .json or .json.xz) added to "
+      "<workdir>/cells before the run, so a run resumes on another machine.",
       flag_values=flag_values,
     )
   if "reuse_host_memory" not in flag_values:
@@ -334,6 +345,9 @@ def main(
   )
   try:
     with workdir_lock.hold(workdir):  # one run per workdir: a second one refuses
+      if flag_values.restore_cells:
+        added = sweep.CellStore(workdir / "cells").restore_snapshot(flag_values.restore_cells)
+        logging.info("restored %d cells from %s", added, flag_values.restore_cells)
       train_and_evaluate(config, workdir)
   except workdir_lock.WorkdirLockedError as e:
     raise absl_app.UsageError(str(e)) from None

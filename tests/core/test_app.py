@@ -383,3 +383,23 @@ def test_a_negative_learning_rate_stops_the_run_before_it_starts(
   fv = parse(str(path), f"--workdir={tmp_path / 'run'}", override)
   with pytest.raises(ValueError, match=rf"{field} must be a learning rate \(a finite number > 0\)"):
     run_main(fv, target=lambda c, w: pytest.fail("the experiment must not start"))
+
+
+def test_restore_cells_adds_a_snapshot_before_the_run_and_keeps_newer_cells(
+  config_file, tmp_path, clean_env
+):
+  elsewhere = core.CellStore(tmp_path / "elsewhere" / "cells")
+  elsewhere.put("a/1", {"acc": 0.5})
+  elsewhere.put("b", [1, 2])
+  snapshot = tmp_path / "snap" / "cells.json.xz"
+  assert elsewhere.save_snapshot(snapshot) == 2
+  run = tmp_path / "run"
+  core.CellStore(run / "cells").put("b", [3])  # the workdir's own cell is the newer state
+  fv = parse(config_file, f"--workdir={run}", f"--restore_cells={snapshot}")
+  seen = run_main(fv, lambda config, workdir: core.CellStore(workdir / "cells").to_dict())
+  assert seen == []  # the target ran (run_main records only with the default target)
+  assert core.CellStore(run / "cells").to_dict() == {"a/1": {"acc": 0.5}, "b": [3]}
+  (tmp_path / "bad.json").write_text('{"cells": {}}')
+  fv = parse(config_file, f"--workdir={run}", f"--restore_cells={tmp_path / 'bad.json'}")
+  with pytest.raises(ValueError, match="not a cell snapshot"):
+    run_main(fv)

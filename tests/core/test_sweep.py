@@ -327,3 +327,34 @@ def test_fill_cells_names_bad_arguments(tmp_path):
   with pytest.raises(TypeError, match="compute"):
     core.fill_cells(store, {"a": ()}, None)
   assert len(store) == 0
+
+
+@pytest.mark.parametrize("name", ["cells.json", "cells.json.xz"])
+def test_cell_store_snapshot_roundtrips_and_adds_only_missing_cells(tmp_path, name):
+  src = core.CellStore(tmp_path / "src")
+  values = {"x/seed=0": {"acc": [0.25, 0.5]}, "y": 3, "z|w": None}
+  for k, v in values.items():
+    src.put(k, v)
+  path = tmp_path / "snap" / name
+  assert src.save_snapshot(path) == 3
+  raw = path.read_bytes()
+  assert raw.startswith(b"\xfd7zXZ") == name.endswith(".xz")  # xz magic only when asked
+  dst = core.CellStore(tmp_path / "dst")
+  dst.put("y", 4)
+  assert dst.restore_snapshot(path) == 2
+  assert dst.to_dict() == {**values, "y": 4}
+  assert core.CellStore(tmp_path / "dst").to_dict() == {**values, "y": 4}  # on disk too
+  assert dst.restore_snapshot(path) == 0  # idempotent
+
+
+def test_cell_store_restore_snapshot_names_a_bad_file(tmp_path):
+  store = core.CellStore(tmp_path / "cells")
+  with pytest.raises(FileNotFoundError):
+    store.restore_snapshot(tmp_path / "missing.json")
+  for i, text in enumerate(["not json", "[1]", '{"format": "other", "cells": {}}']):
+    (tmp_path / f"bad{i}.json").write_text(text)
+    with pytest.raises(ValueError, match="not a cell snapshot"):
+      store.restore_snapshot(tmp_path / f"bad{i}.json")
+  (tmp_path / "bad.json.xz").write_bytes(b"plain")
+  with pytest.raises(ValueError, match="not a cell snapshot"):
+    store.restore_snapshot(tmp_path / "bad.json.xz")
