@@ -2,7 +2,7 @@
 
 :func:`evaluate_runs` scores every trained run and the trivial baselines on the test pools;
 :func:`summarise` averages them over seeds; :func:`derived_metrics` turns the summaries (and the
-toy regret of :mod:`experiments.msretrieval.toy`) into the numbers the claims of
+toy regret of ``jaxpapers.msretrieval.toy_regret_summary``) into the numbers the claims of
 ``configs/default.py`` are judged on; :func:`report_view` shapes a record for its report.
 """
 
@@ -19,58 +19,9 @@ from flax import nnx
 import jaxpapers.msretrieval as M
 from jaxpapers import core
 
-POOLS = ("mass", "hard", "random")
+POOLS = M.POOL_MODES
 KS = (1, 5, 20)
 PLACEBO_POOLS = ("mass", "hard")
-
-
-def pool_ties(fps: np.ndarray, pool: np.ndarray, query: np.ndarray) -> dict:
-  """How often a pool cannot be ranked by fingerprints alone (host-side numpy).
-
-  Args:
-    fps: ``[N, F]`` library fingerprints.
-    pool: ``[Q, C]`` library indices of each query's candidates (the query's molecule included).
-    query: ``[Q]`` library index of each query's molecule.
-
-  Returns:
-    ``query_tied``: share of pools holding another candidate with the query's fingerprint
-    (the true molecule cannot be ranked first except by tie-breaking); ``any_tied``: share of
-    pools holding any two candidates with one fingerprint; ``extra_copies``: mean number of
-    candidates per pool that repeat a fingerprint already in it.
-  """
-  fp = fps[pool]  # [Q, C, F]
-  same_q = (fp == fps[query][:, None]).all(-1) & (pool != query[:, None])
-  copies = np.array([len(p) - len(np.unique(f, axis=0)) for p, f in zip(pool, fp)])
-  return {
-    "query_tied": float(same_q.any(1).mean()),
-    "any_tied": float((copies > 0).mean()),
-    "extra_copies": float(copies.mean()),
-  }
-
-
-def data_summary(d: dict) -> dict:
-  """Sizes, bit density, σ bands, duplicate rates and ties of the prepared data's test pools,
-  and (``raw_pool_ties``) the ties of the pools before deduplication.
-
-  Args:
-    d: the prepared data (``train._prepare_data``).
-  """
-  fps, test = d["fps"], d["test"]
-  return {
-    "molecules": int(fps.shape[0]),
-    "train": int(d["train"].shape[0]),
-    "test_queries": int(test.shape[0]),
-    "bit_density": float(fps.mean()),
-    "sigma_max_mean": {m: float(d[f"{m}_smax"].mean()) for m in POOLS},
-    "sigma_min_mean": {m: float(d[f"{m}_smin"].mean()) for m in POOLS},
-    "duplicate_fp_rate": {
-      m: float((fps[d[f"{m}_pool"]] == fps[test][:, None]).all(-1).sum(-1).mean() - 1.0)
-      for m in POOLS
-    },
-    "pool_ties": {m: pool_ties(fps, d[f"{m}_pool"], test) for m in POOLS},
-    "spectra": "simulated (proxy for MS/MS)",
-    "raw_pool_ties": {m: pool_ties(fps, d[f"{m}_raw_pool"], test) for m in POOLS},
-  }
 
 
 # Arrays go in as arguments, not closed-over constants (XLA would constant-fold them).
@@ -116,19 +67,16 @@ def _pools_of(d: dict, probs, key) -> dict[str, dict[str, float]]:
   return out
 
 
-def _baselines(cfg: ml_collections.ConfigDict, d: dict, key) -> dict:
+def _baselines(cfg, d: dict, key) -> dict:
   """The trivial predictors on the test pools: the input-independent bit-frequency prior, the
-  nearest-neighbour spectrum lookup (mean fingerprint of the ``nn_k`` most cosine-similar
-  training spectra) and a random ranking."""
-  train = d["train"]
-  prior = np.broadcast_to(d["fps"][train].mean(0).astype(np.float32), d["fps"][d["test"]].shape)
-  xs = d["spectra"]
-  a = xs[d["test"]] / np.maximum(np.linalg.norm(xs[d["test"]], axis=1, keepdims=True), 1e-8)
-  b = xs[train] / np.maximum(np.linalg.norm(xs[train], axis=1, keepdims=True), 1e-8)
-  nn = np.argsort(-(a @ b.T), axis=1)[:, : cfg.nn_k]
-  nn_probs = d["fps"][train][nn].mean(1).astype(np.float32)
-  base = {"prior": _pools_of(d, prior, jax.random.fold_in(key, 10_001))}
-  base["nn_lookup"] = _pools_of(d, nn_probs, jax.random.fold_in(key, 10_002))
+  nearest-neighbour spectrum lookup (``M.nearest_neighbour_fingerprints``, ``nn_k`` neighbours)
+  and a random ranking."""
+  train, test = d["train"], d["test"]
+  prior = np.broadcast_to(d["fps"][train].mean(0).astype(np.float32), d["fps"][test].shape)
+  x, fps = d["spectra"], d["fps"]
+  nn = M.nearest_neighbour_fingerprints(x[test], x[train], fps[train], cfg.nn_k)
+  base = {"prior": _pools_of(d, prior, jax.random.fold_in(key, 10_001)),
+          "nn_lookup": _pools_of(d, nn, jax.random.fold_in(key, 10_002))}  # fmt: skip
   base["random"] = {
     mode: _floats(_random_hr(jnp.asarray(d[f"{mode}_labels"]), jax.random.fold_in(key, 20_000 + i)))
     for i, mode in enumerate(POOLS)
@@ -143,7 +91,7 @@ def evaluate_runs(
 
   Args:
     cfg: the experiment's config.
-    d: the prepared data (``train._prepare_data``): fingerprints, spectra, split, pools.
+    d: the prepared data (``jaxpapers.msretrieval.simulated_benchmark``).
     names: ``[R]`` ``(objective, seed)`` of the runs.
     graphdef: the encoder's graph definition.
     params: the runs' parameters, each leaf with a leading ``[R]`` axis.
@@ -155,7 +103,10 @@ def evaluate_runs(
   fps = jnp.asarray(d["fps"])
   x = jnp.asarray(d["spectra"])[jnp.asarray(d["test"])]
   predict = jax.jit(lambda p, x: jax.nn.sigmoid(nnx.merge(graphdef, p)(x)))
-  shuffled = {mode: jnp.asarray(shuffled_labels(d[f"{mode}_labels"], cfg, i)) for i, mode in
+  shuffle = lambda i, mode: M.shuffled_labels(
+    d[f"{mode}_labels"], cfg.placebo_shuffles, [cfg.seed, 300 + i]
+  )
+  shuffled = {mode: jnp.asarray(shuffle(i, mode)) for i, mode in
               enumerate(PLACEBO_POOLS)} if cfg.placebo_shuffles else {}  # fmt: skip
   key = jax.random.key(cfg.seed + 77)
   runs = []
@@ -176,20 +127,6 @@ def evaluate_runs(
 
 def _floats(tree: dict) -> dict[str, float]:
   return {k: float(v) for k, v in tree.items()}
-
-
-def shuffled_labels(
-  labels: np.ndarray, cfg: ml_collections.ConfigDict, pool_index: int
-) -> np.ndarray:
-  """``[S, Q, C]``: each pool's labels permuted within the pool, ``S = placebo_shuffles`` times.
-
-  The placebo positive lands on a uniformly random slot of the same pool (the true one with
-  probability 1/C), so every model's HR@1 against it is chance in expectation: the labels of
-  the shuffled-label control. Fixed by ``cfg.seed`` (the same shuffles for every objective).
-  """
-  rng = np.random.default_rng([cfg.seed, 300 + pool_index])
-  stack = np.broadcast_to(labels, (cfg.placebo_shuffles, *labels.shape))
-  return rng.permuted(stack, axis=-1)
 
 
 _seed_mean_std = functools.partial(core.seed_summary, ci_key=None)  # [seeds, ...] -> mean, std

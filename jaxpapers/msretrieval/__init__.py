@@ -9,6 +9,14 @@ with RDKit (extra ``chem``), Morgan fingerprints, simulated spectra (a labelled 
 candidate pools, and a reader for the MassSpecGym file layout.
 """
 
+from jaxpapers.msretrieval._benchmark import (
+  POOL_MODES,
+  nearest_neighbour_fingerprints,
+  pool_summary,
+  pool_ties,
+  shuffled_labels,
+  simulated_benchmark,
+)
 from jaxpapers.msretrieval._data import (
   CandidateSet,
   bin_spectra,
@@ -56,10 +64,12 @@ from jaxpapers.msretrieval._theory import (
   merge_duplicate_candidates,
   similarity_band,
 )
+from jaxpapers.msretrieval._toy import lemma_check, toy_regret_problems, toy_regret_summary
 
 __all__ = [
   "BASE_LOSSES",
   "LOSSES",
+  "POOL_MODES",
   "SIMILARITIES",
   "CandidateSet",
   "FingerprintMLP",
@@ -77,6 +87,7 @@ __all__ = [
   "focal_loss",
   "hit_rate_at_k",
   "hr1_regret",
+  "lemma_check",
   "listwise_contrastive_loss",
   "load_bundled_molecules",
   "loss_weights",
@@ -85,17 +96,24 @@ __all__ = [
   "merge_duplicate_candidates",
   "monoisotopic_masses",
   "morgan_fingerprints",
+  "nearest_neighbour_fingerprints",
   "pack_bits",
   "packed_tanimoto",
   "pairwise_contrastive_loss",
   "pareto_front",
+  "pool_summary",
+  "pool_ties",
   "read_candidates",
   "read_massspecgym",
   "retrieval_metrics",
+  "shuffled_labels",
   "similarity_band",
   "simulate_spectra",
+  "simulated_benchmark",
   "soft_iou_loss",
   "tanimoto",
   "thresholded_tanimoto",
+  "toy_regret_problems",
+  "toy_regret_summary",
   "weighted_loss",
 ]

@@ -7,12 +7,21 @@ import types
 import numpy as np
 import pytest
 
-MODULES = {"evaluate": "experiments.msretrieval.evaluate", "toy": "experiments.msretrieval.toy"}
+MODULES = {
+  "evaluate": "experiments.msretrieval.evaluate",
+  "toy": "jaxpapers.msretrieval._toy",
+  "benchmark": "jaxpapers.msretrieval._benchmark",
+}
 
 
 @pytest.fixture(name="evaluate")
 def _evaluate():
   return importlib.import_module(MODULES["evaluate"])
+
+
+@pytest.fixture(name="benchmark")
+def _benchmark():
+  return importlib.import_module(MODULES["benchmark"])
 
 
 @pytest.fixture(name="toy")
@@ -121,16 +130,15 @@ def test_shuffled_label_control_is_the_median_over_shuffles(evaluate):
   assert "misalignment_z_mass_shuffled" not in evaluate.derived_metrics(m)
 
 
-def test_shuffled_labels_permute_within_each_pool(evaluate):
+def test_shuffled_labels_permute_within_each_pool(benchmark):
   labels = np.zeros((50, 8), bool)
   labels[:, 3] = True
-  cfg = types.SimpleNamespace(seed=0, placebo_shuffles=4)
-  s = evaluate.shuffled_labels(labels, cfg, 0)
+  s = benchmark.shuffled_labels(labels, 4, [0, 300])
   assert s.shape == (4, 50, 8)
   np.testing.assert_array_equal(s.sum(-1), 1)  # one placebo positive per pool
   assert (s[:, :, 3].mean() < 0.5) and len(np.unique(s.argmax(-1))) == 8  # it moves at random
-  np.testing.assert_array_equal(s, evaluate.shuffled_labels(labels, cfg, 0))  # fixed by the seed
-  assert not np.array_equal(s, evaluate.shuffled_labels(labels, cfg, 1))  # each pool its own
+  np.testing.assert_array_equal(s, benchmark.shuffled_labels(labels, 4, [0, 300]))  # seeded
+  assert not np.array_equal(s, benchmark.shuffled_labels(labels, 4, [0, 301]))  # each pool its own
 
 
 def test_mean_ci_and_difference_of_independent_means(toy):
@@ -145,11 +153,11 @@ def test_mean_ci_and_difference_of_independent_means(toy):
   assert dh == pytest.approx(math.hypot(3.182446 * sd / 2, hy), rel=1e-5)
 
 
-def test_pool_ties(evaluate):
+def test_pool_ties(benchmark):
   fps = np.array([[1, 0], [1, 0], [0, 1], [1, 1], [0, 1]], np.uint8)
   pool = np.array([[0, 1, 2], [3, 2, 4], [2, 3, 0]])  # query 0: tied with 1; query 3: 2 and 4 tie
   query = np.array([0, 3, 2])
-  t = evaluate.pool_ties(fps, pool, query)
+  t = benchmark.pool_ties(fps, pool, query)
   assert t["query_tied"] == pytest.approx(1 / 3)
   assert t["any_tied"] == pytest.approx(2 / 3)
   assert t["extra_copies"] == pytest.approx(2 / 3)
@@ -212,7 +220,7 @@ def test_toy_summary_reports_raw_and_deduplicated_apart(toy):
       "dedup": {**dedup, "left_out": 1, "candidates": [3], "duplicates_left": 0},
     }
   ]
-  t = toy.toy_summary(rows)
+  t = toy.toy_regret_summary(rows)
   assert t["raw"]["problems"] == 2 and t["dedup"]["problems"] == 1
   assert t["raw"]["duplicate_share"] == 0.5
   assert t["raw"]["regret_with_duplicates"] == 0.5

@@ -1349,7 +1349,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "evaluate",
+    "jaxpapers.msretrieval._benchmark",
     "return rng.permuted(stack, axis=-1)",
     "return rng.permuted(stack, axis=1)",
     ["test_shuffled_labels_permute_within_each_pool"],
@@ -1365,7 +1365,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "toy",
+    "jaxpapers.msretrieval._toy",
     "return ma - mb, float(np.hypot(ha, hb))",
     "return ma - mb, float(ha + hb)",
     ["test_mean_ci_and_difference_of_independent_means", "test_toy_set_summary"],
@@ -1373,7 +1373,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "toy",
+    "jaxpapers.msretrieval._toy",
     "premise = jac.max(1) > (1.0 + np.asarray(smax, np.float64)) / 2 + 1e-6",
     "premise = jac.max(1) > (1.0 + smax) / 2",
     ["test_lemma_check_is_strict_beyond_float32_round_off"],
@@ -1381,7 +1381,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "toy",
+    "jaxpapers.msretrieval._toy",
     "mo, ho = mean_ci(ro)",
     "mo, ho = mean_ci(rj)",
     ["test_toy_set_summary"],
@@ -1389,7 +1389,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "evaluate",
+    "jaxpapers.msretrieval._benchmark",
     "same_q = (fp == fps[query][:, None]).all(-1) & (pool != query[:, None])",
     "same_q = (fp == fps[query][:, None]).all(-1)",
     ["test_pool_ties"],
@@ -1405,7 +1405,7 @@ MUTATIONS = (
   ),
   M(
     "msretrieval",
-    "toy",
+    "jaxpapers.msretrieval._toy",
     "d, dh = diff_of_means_ci(rj[high], rj[low])",
     "d, dh = diff_of_means_ci(rj[low], rj[high])",
     ["test_toy_set_summary"],

@@ -6,7 +6,6 @@ import logging
 import numpy as np
 import pytest
 
-from experiments.msretrieval import toy as toy_problems
 from experiments.msretrieval import train
 from experiments.msretrieval.configs import default, smoke
 from jaxpapers import core
@@ -49,7 +48,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch, caplog):
   # (by a crash of the machine, say), is prepared again with a warning naming it.
   monkeypatch.setattr(train, "_train", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
   monkeypatch.setattr(
-    toy_problems, "toy_rows", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
+    train.M, "toy_regret_problems", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
   )
   data = tmp_path / "data.npz"
   data.write_bytes(data.read_bytes()[:1000])

@@ -25,38 +25,16 @@ from jaxpapers.core import reporting as R
 
 
 def get_config():
-  c = ml_collections.ConfigDict()
-  c.n_molecules = 5000
-  c.n_bits = 1024
-  c.radius = 2
-  c.n_bins = 1000
-  c.max_mz = 1000.0
-  c.test_fraction = 0.2
-  c.max_test_queries = 600
-  c.train_pool = "mass"
-  c.train_cands = 32
-  c.eval_cands = EVAL_CANDS
-  c.losses = M.LOSSES
-  c.comb_weight = 0.5
-  c.focal_gamma = 5.0
-  c.temperature = 1.0
-  c.seeds = 3
-  c.steps = 1200
-  c.chunk = 400
-  c.batch = 32
-  c.lr = 5e-4
-  c.warmup = 100
-  c.hidden = (128, 128)
-  c.embed_dim = 128
-  c.dropout = 0.25
-  c.nn_k = 5
-  c.toy_bits = (8, 12, 16)
-  c.toy_cands = (4, 8)
-  c.toy_flip = (0.03, 0.08, 0.15, 0.25, 0.4)
-  c.toy_problems = 200
-  c.toy_density = 0.3
-  c.placebo_shuffles = 20
-  c.seed = 0
+  c = ml_collections.ConfigDict(
+    dict(
+      n_molecules=5000, n_bits=1024, radius=2, n_bins=1000, max_mz=1000.0, test_fraction=0.2,
+      max_test_queries=600, train_pool="mass", train_cands=32, eval_cands=EVAL_CANDS,
+      losses=M.LOSSES, comb_weight=0.5, focal_gamma=5.0, temperature=1.0, seeds=3, steps=1200,
+      chunk=400, batch=32, lr=5e-4, warmup=100, hidden=(128, 128), embed_dim=128, dropout=0.25,
+      nn_k=5, toy_bits=(8, 12, 16), toy_cands=(4, 8), toy_flip=(0.03, 0.08, 0.15, 0.25, 0.4),
+      toy_problems=200, toy_density=0.3, placebo_shuffles=20, seed=0,
+    )
+  )  # fmt: skip
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   c.report = REPORT

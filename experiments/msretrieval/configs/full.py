@@ -16,19 +16,12 @@ from experiments.msretrieval.configs import default
 
 def get_config():
   c = default.get_config()
-  c.n_molecules = 0  # every bundled molecule (~15.9k)
-  c.n_bits = 4096
-  c.n_bins = 10050
-  c.max_mz = 1005.0
-  c.max_test_queries = 3000
-  c.train_cands = 128
-  c.eval_cands = 256
-  c.steps = 20000
-  c.chunk = 2000
-  c.batch = 64
-  c.lr = 1e-4
-  c.warmup = 500
-  c.hidden = (1024, 1024)
-  c.embed_dim = 1024
-  c.toy_problems = 2000
+  c.update(
+    dict(
+      n_molecules=0,  # every bundled molecule (~15.9k)
+      n_bits=4096, n_bins=10050, max_mz=1005.0, max_test_queries=3000, train_cands=128,
+      eval_cands=256, steps=20000, chunk=2000, batch=64, lr=1e-4, warmup=500,
+      hidden=(1024, 1024), embed_dim=1024, toy_problems=2000,
+    )
+  )  # fmt: skip
   return c
