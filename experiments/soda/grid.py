@@ -7,10 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-
-# Optimizer families trained as one compiled program (``train.setup_sweep``): every
+# Optimizer families trained as one compiled program (``jaxpapers.soda.horizon_sweep``): every
 # run carries all the group's optimizer states. Muon and SODA(Muon) are groups of their own: a Muon
 # update costs several times the digits MLP's whole step (``benchmarks/soda_muon_step.py``).
 GROUPS = {
@@ -58,30 +55,6 @@ def family_grid(task_cfg: Any) -> list[tuple[str, dict[str, float]]]:
   return runs
 
 
-def group_grid(
-  runs: Sequence[tuple[str, dict[str, float]]],
-  seeds: Sequence[int],
-  base_seed: int,
-  total: int,
-  families: Sequence[str],
-) -> tuple[dict[str, jax.Array], jax.Array]:
-  """Hyperparameters ``{arm, lr, wd, adam_lr, total}`` (each ``[R]``) and keys ``[R]``.
-
-  Runs are ordered (family, hp) major, seed minor: ``R = len(runs) * len(seeds)``.
-  """
-  fams, hps = zip(*runs)
-  per_run = lambda v: jnp.asarray([x for x in v for _ in seeds], jnp.float32)
-  hp = {
-    "arm": jnp.asarray([families.index(f) for f in fams for _ in seeds], jnp.int32),
-    "lr": per_run([h["lr"] for h in hps]),
-    "wd": per_run([h.get("wd", 0.0) for h in hps]),
-    "adam_lr": per_run([h.get("adam_lr", 0.0) for h in hps]),
-  }
-  hp["total"] = jnp.full_like(hp["lr"], float(total))
-  keys = jnp.stack([jax.random.key(base_seed * 1000 + s) for _ in hps for s in seeds])
-  return hp, keys
-
-
 def cell_blocks(
   task_cfg: Any, runs: Sequence[tuple[str, dict[str, float]]]
 ) -> list[tuple[str, list[tuple[str, dict[str, float]]]]]:
@@ -100,13 +73,8 @@ def cell_blocks(
   stages = tuple(task_cfg.get("cell_stages", None) or ())
   if not stages:
     return [("", list(runs))] if runs else []
-  if not all(
-    isinstance(st, (tuple, list))
-    and len(st) == 2
-    and isinstance(st[0], str)
-    and hasattr(st[1], "get")
-    for st in stages
-  ):
+  if not all(isinstance(st, (tuple, list)) and len(st) == 2 and isinstance(st[0], str)
+             and hasattr(st[1], "get") for st in stages):  # fmt: skip
     raise ValueError(
       f"cell_stages must be a sequence of (suffix, {{family: learning rates}}) pairs, got {stages!r}"
     )
@@ -115,11 +83,8 @@ def cell_blocks(
     raise ValueError(f"cell_stages: the suffixes {suffixes} must be distinct")
   blocks = {suffix: [] for suffix in suffixes}
   for family, hp in runs:
-    hits = [
-      suffix
-      for suffix, lrs in stages
-      if any(math.isclose(hp["lr"], x) for x in (lrs.get(family, None) or ()))
-    ]
+    hits = [suffix for suffix, lrs in stages
+            if any(math.isclose(hp["lr"], x) for x in (lrs.get(family, None) or ()))]  # fmt: skip
     named = any(lrs.get(family, None) is not None for _, lrs in stages)
     if len(hits) > 1:
       raise ValueError(f"cell_stages: {family} lr {hp['lr']:g} is listed by the stages {hits}")
@@ -139,12 +104,9 @@ def check_cell(
   got = [(r["family"], r["horizon"], r["hp"]) for r in value]
   want = [(f, total, hp) for f, hp in runs]
   same = len(got) == len(want) and all(
-    gf == wf
-    and gt == wt
-    and set(gh) == set(wh)
+    gf == wf and gt == wt and set(gh) == set(wh)
     and all(math.isclose(float(gh[k]), float(wh[k])) for k in wh)
-    for (gf, gt, gh), (wf, wt, wh) in zip(got, want)
-  )
+    for (gf, gt, gh), (wf, wt, wh) in zip(got, want))  # fmt: skip
   if not same:
     raise ValueError(
       f"stored cell {name!r} holds the runs {got}, but the config asks for {want}: the grid "

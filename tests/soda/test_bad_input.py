@@ -8,8 +8,15 @@ import optax
 from jaxpapers import soda
 from tests.bad_input_util import Case, assert_covers, parametrize, run_case
 
+STUDY = "the horizon study's host-side setup: static configuration, checked before tracing"
 W = np.ones((3, 2), np.float32)
 G = np.full((3, 2), 0.5, np.float32)
+
+
+def _rngs():
+  from flax import nnx
+
+  return nnx.Rngs(0)
 
 
 def _step(tx, params, grads):
@@ -201,9 +208,123 @@ CASES = [
     match="init. must be 'grad'",
     id="momentum-init",
   ),
+  *(
+    Case(name, fn, args, kwargs, error=err, match=match, jit=None, jit_reason=STUDY, id=cid)
+    for name, fn, args, kwargs, err, match, cid in (
+      (
+        "wsd_schedule",
+        soda.wsd_schedule,
+        (1e-3, 100, 1.5, 0.3),
+        {},
+        ValueError,
+        r"warmup_frac must be a fraction in \[0, 1\]",
+        "wsd_schedule",
+      ),
+      (
+        "horizon_optimizer",
+        soda.horizon_optimizer,
+        ("muon", {"lr": 1e-3, "total": 10.0}),
+        dict(b1=0.9, b2=0.99, warmup_frac=0.0, cooldown_frac=0.3),
+        ValueError,
+        "family must be one of .*need hidden_mask",
+        "horizon_optimizer",
+      ),
+      (
+        "DigitsMLP",
+        soda.DigitsMLP,
+        (0,),
+        {"rngs": _rngs()},
+        ValueError,
+        "hidden must be an int >= 1",
+        "DigitsMLP",
+      ),
+      (
+        "GPT",
+        soda.GPT,
+        (),
+        {"d": 10, "heads": 4, "rngs": _rngs()},
+        ValueError,
+        "d must be a multiple of heads",
+        "GPT",
+      ),
+      (
+        "digits_task",
+        soda.digits_task,
+        (),
+        {"num_train": 1797},
+        ValueError,
+        "num_train must leave test rows",
+        "digits_task",
+      ),
+      (
+        "lm_task",
+        soda.lm_task,
+        (),
+        dict(
+          d_model=16,
+          num_layers=1,
+          num_heads=2,
+          context=16,
+          batch_size=4,
+          val_windows=8,
+          eval_batch=3,
+        ),
+        ValueError,
+        r"eval_batch \(3\) must divide val_windows \(8\)",
+        "lm_task",
+      ),
+      (
+        "read_token_shard",
+        soda.read_token_shard,
+        (__file__,),
+        {},
+        ValueError,
+        "not a token shard",
+        "read_token_shard",
+      ),
+      (
+        "load_token_shards",
+        soda.load_token_shards,
+        (".", "train", -1),
+        {},
+        ValueError,
+        "max_tokens must be an int >= 0",
+        "load_token_shards",
+      ),
+      (
+        "grid_mesh",
+        soda.grid_mesh,
+        (3, -1, 8),
+        {},
+        ValueError,
+        "data_parallel must be an int >= 0",
+        "grid_mesh",
+      ),
+      (
+        "horizon_hparams",
+        soda.horizon_hparams,
+        ([("muon", {"lr": 0.1})], [0], 0, 10, ("adamw",)),
+        {},
+        ValueError,
+        "must be in families",
+        "horizon_hparams",
+      ),
+      (
+        "horizon_sweep",
+        soda.horizon_sweep,
+        ({},),
+        dict(families=("sgd",), b1=0.9, b2=0.99, warmup_frac=0.0, cooldown_frac=0.3),
+        ValueError,
+        "families must be a non-empty subset",
+        "horizon_sweep",
+      ),
+    )
+  ),  # fmt: skip
 ]
 
 EXEMPT = {
+  "gpt_hidden_mask": "a pure pytree predicate: every pytree is valid input",
+  "mlp_hidden_mask": "a pure pytree predicate: every pytree is valid input",
   "OptimisticMomentumState": "a state container created by init",
   "SodaLmoState": "a state container created by init",
   "SodaState": "a state container created by init",

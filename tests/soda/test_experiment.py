@@ -5,13 +5,13 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
 
 from experiments.soda import evaluate as evaluation
 from experiments.soda import grid as soda_grid
-from experiments.soda import models, train
+from experiments.soda import train
 from experiments.soda.configs import smoke
+from jaxpapers import soda
 from tests import notebook_util
 
 
@@ -126,57 +126,6 @@ def test_wd_transfer_penalty_and_gap_by_hand():
   assert derived["digits_adamw_beats_wd0_fraction"] == 0.5  # 1.1 > 1.0 but 0.6 < 0.9
 
 
-def test_digits_muon_mask_is_the_hidden_kernels():
-  """Muon (and SODA(Muon)) act on fc1/fc2 kernels, not on the output layer or biases."""
-  from flax import nnx
-
-  params = nnx.split(models.MLP(8, rngs=nnx.Rngs(0)))[1]
-  mask = models.mlp_hidden_mask(params)
-  flat = {
-    "/".join(str(k.key) for k in path if hasattr(k, "key")): m
-    for path, m in jax.tree_util.tree_leaves_with_path(mask)
-  }
-  assert flat == {
-    "fc1/bias": False,
-    "fc1/kernel": True,
-    "fc2/bias": False,
-    "fc2/kernel": True,
-    "out/bias": False,
-    "out/kernel": False,
-  }
-
-
-def test_arm_selection_matches_standalone_optimizer():
-  """A grouped run that selects an arm follows that arm's own optimizer."""
-  import jax.numpy as jnp
-
-  cfg = smoke.get_config().digits
-  hp = {
-    "lr": jnp.float32(3e-3),
-    "wd": jnp.float32(0.1),
-    "total": jnp.float32(60),
-    "adam_lr": jnp.float32(0.0),
-  }
-  tx = train.make_tx("adamw", hp, cfg)
-  ref = optax.adamw(
-    train.wsd(3e-3, 60, cfg.warmup_frac, cfg.cooldown_frac),
-    b1=cfg.b1,
-    b2=cfg.b2,
-    weight_decay=0.1,
-  )
-  p = {"w": jnp.ones((3, 2))}
-  g = {"w": jnp.full((3, 2), 0.5)}
-  u1, _ = tx.update(g, tx.init(p), p)
-  u2, _ = ref.update(g, ref.init(p), p)
-  np.testing.assert_allclose(u1["w"], u2["w"], rtol=1e-6)
-  sched = train.wsd(jnp.float32(1.0), jnp.float32(100), 0.0, 0.3)
-  np.testing.assert_allclose(
-    [float(sched(jnp.asarray(k))) for k in (0, 69, 70, 85, 99, 100)],
-    [1.0, 1.0, 1.0, 0.5, 1 / 30, 0.0],
-    atol=1e-6,
-  )
-
-
 @pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/soda.ipynb", timeout=300)
@@ -187,94 +136,6 @@ def _write_shard(path, tokens):
   header = np.zeros(256, "<i4")
   header[:3] = 20240520, 1, len(tokens)
   path.write_bytes(header.tobytes() + np.asarray(tokens).astype("<u2").tobytes())
-
-
-def test_token_shards_read_back_and_feed_the_lm(tmp_path):
-  """The shard layout (256-int32 header, uint16 ids), its errors, and the LM reading it."""
-  import pytest
-
-  rng = np.random.default_rng(0)
-  train_ids = [rng.integers(0, 300, n) for n in (500, 400)]
-  for i, t in enumerate(train_ids):
-    _write_shard(tmp_path / f"toy_train_{i:06d}.bin", t)
-  _write_shard(tmp_path / "toy_val_000000.bin", rng.integers(0, 300, 200))
-  raw = (tmp_path / "toy_train_000000.bin").read_bytes()
-  assert np.frombuffer(raw[:12], "<i4").tolist() == [20240520, 1, 500]
-  assert len(raw) == 1024 + 2 * 500
-  joined = models.load_token_shards(tmp_path, "train")
-  np.testing.assert_array_equal(joined, np.concatenate(train_ids))
-  np.testing.assert_array_equal(models.load_token_shards(tmp_path, "train", 600), joined[:600])
-  (tmp_path / "bad_val_000001.bin").write_bytes(np.zeros(256, "<i4").tobytes())
-  with pytest.raises(ValueError, match="magic"):
-    models.load_token_shards(tmp_path, "val")
-  with pytest.raises(FileNotFoundError, match="test"):
-    models.load_token_shards(tmp_path, "test")
-  (tmp_path / "bad_val_000001.bin").unlink()
-
-  cfg = smoke.get_config().lm
-  cfg.data_dir, cfg.vocab, cfg.max_train_tokens, cfg.max_val_tokens = str(tmp_path), 384, 0, 0
-  setup = models.lm_task(cfg)
-  assert setup["num_chars"] == 1100
-  params = setup["init_params"](jax.random.key(0))
-  assert params["embed"]["embedding"][...].shape == (384, cfg.d_model)
-  # The unigram predictor: add-one-smoothed train frequencies, in bits per val token.
-  freq = np.bincount(np.concatenate(train_ids), minlength=384) + 1.0
-  val = models.load_token_shards(tmp_path, "val")
-  np.testing.assert_allclose(
-    setup["trivial"]["unigram_bits"], -np.mean(np.log2(freq[val] / freq.sum())), rtol=1e-9
-  )
-
-
-def test_split_muon_groups_follow_their_own_optimizer():
-  """A run of the Muon group and of the SODA(Muon) group (one family each) follows
-  ``optax.contrib.muon`` and ``soda(muon, mask=hidden kernels)`` built directly."""
-  from jaxpapers import soda as soda_lib
-
-  cfg = smoke.get_config().digits
-  setup = models.digits_task(cfg)
-  sched = lambda peak: train.wsd(peak, 60.0, cfg.warmup_frac, cfg.cooldown_frac)
-  dims = lambda p: jax.tree.map(
-    lambda h: optax.contrib.MuonDimensionNumbers() if h else None, models.mlp_hidden_mask(p)
-  )
-
-  def muon(wd):
-    return optax.contrib.muon(
-      sched(0.03),
-      weight_decay=wd,
-      adam_learning_rate=sched(3e-3),
-      adam_b1=cfg.b1,
-      adam_b2=cfg.b2,
-      adam_weight_decay=0.0,
-      muon_weight_dimension_numbers=dims,
-    )
-
-  refs = {"muon": muon(0.3), "soda_muon": soda_lib.soda(muon(0.0), mask=models.mlp_hidden_mask)}
-  for family, ref in refs.items():
-    assert soda_grid.GROUPS[family] == (family,)
-    hp = {"lr": 0.03, "adam_lr": 3e-3, **({"wd": 0.3} if family == "muon" else {})}
-    hps, keys = soda_grid.group_grid([(family, hp)], [0], 0, 60, (family,))
-    sweep = train.setup_sweep(
-      setup,
-      families=(family,),
-      cfg=cfg,
-    )
-    one = jax.tree.map(lambda x: x[0], hps)
-    state = sweep.init_fn(one, keys[0], None)
-    params = setup["init_params"](jax.random.fold_in(keys[0], 0))
-    opt = ref.init(params)
-
-    @jax.jit
-    def ref_step(params, opt, i, key=keys[0], ref=ref):
-      batch = setup["batch_fn"](jax.random.fold_in(jax.random.fold_in(key, 1), i))
-      upd, opt = ref.update(jax.grad(setup["loss_fn"])(params, batch), opt, params)
-      return optax.apply_updates(params, upd), opt
-
-    step = jax.jit(lambda s, i, one=one, sweep=sweep: sweep.step_fn(s, one, keys[0], i, None)[0])
-    for i in range(3):
-      state = step(state, jnp.int32(i))
-      params, opt = ref_step(params, opt, jnp.int32(i))
-    for a, b in zip(jax.tree.leaves(state[0]), jax.tree.leaves(params)):
-      np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_muon_claims_use_the_muon_horizons():
@@ -305,89 +166,6 @@ def test_muon_claims_use_the_muon_horizons():
   assert [c["horizon"] for c in claims] == [100, 1000]
 
 
-def test_choose_data_parallel_and_grid_mesh():
-  """Devices per run: the idle devices of runs-only sharding, never two runs' state per device."""
-  import pytest
-
-  got = [
-    train.choose_data_parallel(r, d, b)
-    for r, d, b in [
-      (30, 8, 64),
-      (8, 8, 64),
-      (6, 8, 64),
-      (3, 8, 64),
-      (2, 8, 64),
-      (1, 8, 64),
-      (1, 8, 4),
-      (2, 6, 48),
-      (2, 6, 64),  # 3 does not divide the batch
-      (1, 6, 4),
-    ]
-  ]
-  assert got == [1, 1, 1, 2, 4, 8, 4, 3, 2, 2]
-  assert train.grid_mesh(30, 1, 64) is None  # runs-only: core.runs_mesh
-  # 8 fake devices: 3 runs -> 2 devices each, on 3 of the 4 runs-axis rows (no padded run).
-  assert dict(train.grid_mesh(3, 0, 8).shape) == {"runs": 3, "data": 2}
-  assert dict(train.grid_mesh(3, 4, 8).shape) == {"runs": 2, "data": 4}
-  # The batch constraint: split over 'data' when the axis divides, else left to the compiler.
-  mesh = train.grid_mesh(2, 4, 8)
-  split = jax.jit(train.data_constraint(mesh))
-  assert split(jnp.ones((8, 3))).sharding.spec[0] == "data"
-  assert split(jnp.ones((6, 3))).shape == (6, 3)
-  with pytest.raises(ValueError, match="data_parallel=3 must divide"):
-    train.grid_mesh(3, 3, 8)
-  with pytest.raises(ValueError, match="data_parallel must be an int"):
-    train.grid_mesh(3, -1, 8)
-
-
-def test_data_parallel_grid_equals_single_device():
-  """Two SODA(AdamW) LM runs on a (2 runs x 4 data) mesh of the 8 fake devices, with gradient
-  accumulation over two microbatches, train like the same runs on one device with the whole
-  batch; the data-parallel step all-reduces its gradients (each device holds a quarter of the
-  batch) and the runs-only step communicates nothing."""
-  from jax.sharding import NamedSharding
-  from jax.sharding import PartitionSpec as P
-
-  from jaxpapers import core
-
-  cfg = smoke.get_config().lm
-  cfg.batch_size, cfg.val_windows, cfg.eval_batch = 8, 8, 4
-  setup = models.lm_task(cfg)
-  families = ("soda_adamw",)
-  hp, keys = soda_grid.group_grid(
-    [(f, {"lr": lr}) for f in families for lr in (1e-2, 3e-3)], [0], 0, 6, families
-  )
-
-  def sweep(mesh, microbatches=1):
-    return train.setup_sweep(
-      setup,
-      families=families,
-      cfg=cfg,
-      mesh=mesh,
-      microbatches=microbatches,
-    )
-
-  dp_mesh = train.grid_mesh(2, 4, cfg.batch_size)
-  single = core.runs_mesh(2, devices=jax.devices()[:1])
-  ref = sweep(single).run(hp, keys, num_steps=6, show_progress=False)
-  got = sweep(dp_mesh, microbatches=2).run(hp, keys, num_steps=6, show_progress=False)
-  np.testing.assert_allclose(got.history, ref.history, rtol=2e-5, atol=1e-6)
-  np.testing.assert_allclose(got.evals, ref.evals, rtol=2e-5, atol=1e-6)
-  for a, b in zip(jax.tree.leaves(got.state[0]), jax.tree.leaves(ref.state[0])):
-    np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
-  assert np.ptp(ref.history[:, -1]) > 0  # the two runs differ: the comparison is per run
-
-  def compiled_step(mesh):
-    eng = sweep(mesh)
-    step = jax.vmap(lambda st, h, k: eng.step_fn(st, h, k, jnp.int32(0), None))
-    state = jax.eval_shape(jax.vmap(lambda h, k: eng.init_fn(h, k, None)), hp, keys)
-    shard = NamedSharding(mesh, P(mesh.axis_names[0]))
-    return jax.jit(step, in_shardings=shard).lower(state, hp, keys).compile().as_text()
-
-  assert "all-reduce" in compiled_step(dp_mesh)
-  assert "all-reduce" not in compiled_step(core.runs_mesh(2))
-
-
 def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
   """``configs/full.py`` as written (GPT-2 small, batch 64 x 1024 in 16 microbatches, chunked
   validation) traces one data-parallel step of its AdamW group on the 8 fake devices: shapes
@@ -403,19 +181,16 @@ def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
   _write_shard(tmp_path / "x_train_000001.bin", rng.integers(0, 50257, 4096))
   _write_shard(tmp_path / "x_val_000000.bin", rng.integers(0, 50257, 2048))
   cfg.data_dir = str(tmp_path)
-  setup = models.lm_task(cfg)
+  setup = train.task_setup("lm", cfg)
   assert 1.62e8 < setup["num_params"] < 1.64e8  # GPT-2 small (124M) + an untied 50304 x 768 head
   families = soda_grid.GROUPS["adam"][:2]
   runs = [r for r in soda_grid.family_grid(cfg) if r[0] in families][:2]
-  hp, keys = soda_grid.group_grid(runs, [0], 0, cfg.horizons[0], families)
-  mesh = train.grid_mesh(2, cfg.data_parallel, cfg.batch_size)
+  hp, keys = soda.horizon_hparams(runs, [0], 0, cfg.horizons[0], families)
+  mesh = soda.grid_mesh(2, cfg.data_parallel, cfg.batch_size)
   assert dict(mesh.shape) == {"runs": 2, "data": 4}
-  eng = train.setup_sweep(
-    setup,
-    families=families,
-    cfg=cfg,
-    mesh=mesh,
-    microbatches=cfg.microbatches,
+  opt = {k: cfg[k] for k in ("b1", "b2", "warmup_frac", "cooldown_frac")}
+  eng = soda.horizon_sweep(
+    setup, families=families, **opt, mesh=mesh, microbatches=cfg.microbatches
   )
   state = jax.eval_shape(jax.vmap(lambda h, k: eng.init_fn(h, k, None)), hp, keys)
   step = jax.vmap(lambda st, h, k: eng.step_fn(st, h, k, jnp.int32(0), None))

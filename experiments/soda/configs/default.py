@@ -61,7 +61,7 @@ def _lm():
       enabled=False,
       text_path="",  # '' = pydoc_data.topics (bundled with CPython)
       # Tokenised shards instead of bytes: '*train*.bin' / '*val*.bin' files under data_dir (the
-      # reference run's FineWeb layout, see models.read_token_shard); '' = use text_path.
+      # reference run's FineWeb layout, see jaxpapers.soda.read_token_shard); '' = use text_path.
       data_dir="",
       vocab=50304,  # with data_dir: GPT-2's 50257 ids padded to a multiple of 128
       max_train_tokens=0,  # 0 = every train shard
@@ -72,7 +72,7 @@ def _lm():
       warmup_frac=0.05, cooldown_frac=0.3, val_windows=256, chunk=100, checkpoint_every=4,
       # Devices per run on a 'data' mesh axis (batch split, parameters replicated); 1 = whole
       # runs per device, 0 = the devices runs-only sharding leaves idle
-      # (train.choose_data_parallel).
+      # (jaxpapers.soda.grid_mesh).
       data_parallel=1,
       microbatches=1,  # gradient accumulation over this many slices of each step's batch
       eval_batch=0,  # validation windows per evaluated chunk (0 = all at once)

@@ -5,9 +5,10 @@
 
 The horizon study on a GPT-2-small-sized LM (12 layers, d = 768, context 1024, vocabulary 50304)
 over FineWeb token shards in ``lm.data_dir`` (the reference run's layout,
-``models.read_token_shard``), batch 64 x 1024 tokens, horizons 510 / 1600 / 5100 steps, 2 seeds.
+``jaxpapers.soda.read_token_shard``), batch 64 x 1024 tokens, horizons 510 / 1600 / 5100 steps,
+2 seeds.
 Checkpoints every 1000 steps inside a run; ``data_parallel = 0`` splits each run's batch over the
-devices a small grid leaves idle (``train.choose_data_parallel``); ``microbatches = 16``
+devices a small grid leaves idle (``jaxpapers.soda.grid_mesh``); ``microbatches = 16``
 accumulates the gradient over slices of 4 sequences. Memory per device, estimated (not
 measured): about 5.9 GB of optimizer state per run of the AdamW group (163M parameters, AdamW and
 SODA(AdamW) states) plus about 2 GB of activations per sequence: about 55 GB for the 30-run AdamW
