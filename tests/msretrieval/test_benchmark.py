@@ -59,3 +59,18 @@ def test_pool_summary_counts_duplicates_and_ties():
   assert s["duplicate_fp_rate"]["mass"] == pytest.approx(0.5)  # query 0 repeats once
   assert s["pool_ties"]["mass"]["query_tied"] == pytest.approx(0.5)
   assert s["sigma_max_mean"]["mass"] == pytest.approx(0.75) and s["bit_density"] == 0.625
+
+
+def test_simulated_benchmark_splits_by_molecule_and_dedups_pools():
+  d = M.simulated_benchmark(n_molecules=60, n_bits=128, radius=2, n_bins=50, max_mz=500.0,
+                            test_fraction=0.25, max_test_queries=10, train_pool="mass",
+                            train_cands=6, eval_cands=8, seed=0)  # fmt: skip
+  train, test = set(d["train"].tolist()), set(d["test"].tolist())
+  assert not train & test and len(train) == 45 and len(test) == 10
+  for mode in M.POOL_MODES:
+    pool, labels = d[f"{mode}_pool"], d[f"{mode}_labels"]
+    assert pool.shape == labels.shape == (10, 8)
+    np.testing.assert_array_equal(pool[labels], d["test"])  # one positive: the query itself
+    assert M.pool_ties(d["fps"], pool, d["test"])["any_tied"] == 0.0  # deduplicated
+    assert d[f"{mode}_raw_pool"].shape == (10, 8)
+  np.testing.assert_array_equal(d["train_pool"][d["train_labels"]], d["train"])

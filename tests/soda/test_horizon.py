@@ -223,3 +223,30 @@ def test_data_parallel_grid_equals_single_device():
 
   assert "all-reduce" in compiled_step(dp_mesh)
   assert "all-reduce" not in compiled_step(core.runs_mesh(2))
+
+
+def test_gpt_is_causal_and_starts_as_the_identity_stack():
+  """A later token never changes an earlier position's logits; zero-initialised output
+  projections make every block the identity at init (logits = head(ln_f(embed + pos)))."""
+  from flax import nnx
+
+  model = soda.GPT(vocab=11, d=8, layers=2, heads=2, context=6, rngs=nnx.Rngs(0))
+  x = jnp.asarray([[1, 2, 3, 4, 5, 6]])
+  y = x.at[0, 4].set(9)
+  np.testing.assert_allclose(model(x)[0, :4], model(y)[0, :4], rtol=1e-6)
+  assert not np.allclose(model(x)[0, 4], model(y)[0, 4])
+  h = model.embed(x) + model.pos[...][:6]
+  np.testing.assert_allclose(model(x), model.head(model.ln_f(h)), rtol=1e-5, atol=1e-6)
+
+
+def test_digits_trivial_predictors_match_numpy():
+  """The class-prior NLL and majority accuracy, recomputed from sklearn's digits in float64."""
+  from sklearn.datasets import load_digits
+
+  task = soda.digits_task(num_train=1000, data_seed=0)
+  _, y = load_digits(return_X_y=True)
+  y = y[np.random.default_rng(0).permutation(len(y))]
+  prior = np.bincount(y[:1000], minlength=10) / 1000
+  assert task["trivial"]["class_prior_nll"] == pytest.approx(-np.log(prior[y[1000:]]).mean())
+  majority = (y[1000:] == np.argmax(prior)).mean()
+  assert task["trivial"]["majority_accuracy"] == pytest.approx(majority)
