@@ -57,14 +57,14 @@ def matched_quality(
     ok = [r for r in rows if pred(r) and r["fd_mean"] <= target]
     return min(ok, key=lambda r: r["mflops_per_sample"]) if ok else None
 
-  cb = cheapest(lambda r: r["method"] in base_methods)
+  cb = cheapest(lambda r: r["method"] in base_methods)  # never None when cd is not: best reaches it
   cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) > 1)
   headline = {
     "target_fd": target, "baseline_best": best, "baseline_cheapest_at_target": cb,
     "dual_rate_cheapest_at_target": cd,
-    "flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"]) if cd else None,
+    "flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"]) if cd and cb else None,
     "wall_reduction_at_matched_quality": (cb["wall_s"] / cd["wall_s"])
-    if cd and cb["wall_s"] and cd["wall_s"] else None,
+    if cd and cb and cb["wall_s"] and cd["wall_s"] else None,
     "cost_ratio_light_over_heavy": flops["dual"]["denoiser"] / flops["dual"]["encoder"],
   }  # fmt: skip
   # Measured wall-time ratio beside the FLOP ratio: dual-rate K > 1 against K = 1 at the same N.
