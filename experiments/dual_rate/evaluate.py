@@ -40,18 +40,6 @@ class Evaluator:
     )  # fmt: skip
     return cls(cfg, proxy, schedule)
 
-  @property
-  def floor(self) -> dict:
-    return self.proxy.floor
-
-  @property
-  def fd_reference(self) -> str:
-    return self.proxy.reference  # 'train' or 'heldout' (dr.fd_splits)
-
-  @property
-  def num_samples(self) -> int:
-    return self.proxy.shape[0]  # N, generated samples per row and sampling seed
-
   def row(self, model, *, method, num_steps, interval, sampler, flops, flops_key, kind, timed):
     """``(row, grid)``: one setting (N = ``num_steps``, K = ``interval``, ``sampler``,
     refresh ``kind``) sampled for every sampling seed: FD-proxy mean / std, KID, class accuracy,

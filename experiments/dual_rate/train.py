@@ -87,7 +87,7 @@ class _Run:
     self.evaluator = evaluation.Evaluator.build(
       cfg, self.data, self.num_classes, dr.NoiseSchedule()
     )
-    _log(f"classifier trained, floor {self.evaluator.floor}", self.t_start)
+    _log(f"classifier trained, floor {self.evaluator.proxy.floor}", self.t_start)
     names = "weighting train_grid_steps max_staleness p_fresh coupling rollout_frac".split()
     self.base_loss, self.dual_loss = dr.make_losses(
       self.evaluator.schedule, **{n: cfg[n] for n in names}
@@ -168,9 +168,9 @@ class _SeedRun:
     stored."""
     ev, cfg = self.run.evaluator, self.run.cfg
     key = f"{method}|{num_steps}|{interval}|{sampler}|{kind}|{len(cfg.eval_seeds)}"
-    key += f"|{ev.num_samples}"
-    if ev.fd_reference != "train":  # rows of another reference are other rows
-      key += f"|{ev.fd_reference}"
+    key += f"|{ev.proxy.shape[0]}"  # N, the samples per sampling seed
+    if ev.proxy.reference != "train":  # rows of another reference are other rows
+      key += f"|{ev.proxy.reference}"
     if key in self.row_store:
       self.rows.append(self.row_store[key])
       return
@@ -280,7 +280,7 @@ def write_results(run: _Run, per_seed: dict, cells, config) -> dict:
   """results.json and the sample grids from the per-seed records (``cells``: the stored cell
   names and those not stored; ``config``: the run's config, with its claims and report)."""
   cfg, ev = run.cfg, run.evaluator
-  metrics, notes = evaluation.summarize(per_seed, cfg, ev.floor, ev.num_samples, cells)
+  metrics, notes = evaluation.summarize(per_seed, cfg, ev.proxy.floor, ev.proxy.shape[0], cells)
   grids = {"real (test)": run.data["test_images"][: cfg.grid_samples]}
   first = per_seed[next(iter(per_seed))]["grids"]
   for m, n, k in evaluation.sample_grid_keys(cfg):
