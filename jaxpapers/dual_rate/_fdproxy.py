@@ -114,7 +114,8 @@ class FDProxy:
         images of the FD reference and the real images the floor compares with it, ``split``
         being ``'train'`` (the subset, when given) or ``'heldout'``. The reference's split names
         the reference; the compared range's length is N, the samples per sampling seed. E.g.
-        ``{"reference": ("heldout", 0, N), "compared": ("heldout", N, 2 N)}``.
+        ``{"reference": ("heldout", 0, N), "compared": ("heldout", N, 2 N)}``
+        (:func:`fd_splits` builds them).
       seed: the classifier's seed.
 
     Returns:
