@@ -33,24 +33,12 @@ class Evaluator:
     num_heldout = data["test_images"].shape[0]
     num_train = data.get("subset_images", data["train_images"]).shape[0]
     n_eval = min(cfg.num_eval_samples, num_heldout)
-    splits = fd_splits(num_train, num_heldout, n_eval, cfg.fd_reference)
+    splits = dr.fd_splits(num_train, num_heldout, n_eval, cfg.fd_reference)
     proxy = dr.FDProxy.build(
       data, num_classes=num_classes, classifier_steps=cfg.classifier_steps, splits=splits,
       seed=cfg.seed,
     )  # fmt: skip
     return cls(cfg, proxy, schedule)
-
-  @property
-  def floor(self) -> dict:
-    return self.proxy.floor
-
-  @property
-  def fd_reference(self) -> str:
-    return self.proxy.reference  # 'train' or 'heldout' (fd_splits)
-
-  @property
-  def num_samples(self) -> int:
-    return self.proxy.shape[0]  # N, generated samples per row and sampling seed
 
   def row(self, model, *, method, num_steps, interval, sampler, flops, flops_key, kind, timed):
     """``(row, grid)``: one setting (N = ``num_steps``, K = ``interval``, ``sampler``,
@@ -63,14 +51,8 @@ class Evaluator:
       refresh = dr.refresh_schedule(num_steps, interval=interval, kind=kind)
     else:
       refresh = np.ones(num_steps, bool)
-    kw = dict(
-      num_steps=num_steps,
-      refresh=refresh,
-      sampler=sampler,
-      schedule=self.schedule,
-      cond=proxy.labels,
-      use_features=use_features,
-    )
+    kw = dict(num_steps=num_steps, refresh=refresh, sampler=sampler, schedule=self.schedule,
+              cond=proxy.labels, use_features=use_features)  # fmt: skip
     scores, grid = [], None
     for s in cfg.eval_seeds:
       x, info = dr.sample(model, jax.random.key(10_000 + s), proxy.shape, return_info=True, **kw)
@@ -86,23 +68,14 @@ class Evaluator:
       wall = dr.wall_time(
         lambda: dr.sample(model, jax.random.key(1), proxy.shape, **kw), repeats=cfg.time_repeats
       )
-    row = {
-      "method": method,
-      "steps": num_steps,
-      "interval_K": interval if flops_key == "dual" else None,
-      "refresh_kind": kind if flops_key == "dual" else None,
-      "sampler": sampler,
-      **counts,
-      "mflops_per_sample": cost["flops"] / 1e6,
-      "fd_mean": float(np.mean(fds)),
-      "fd_std": float(np.std(fds)),
-      "fd_ci95": core.ci95_halfwidth(fds) if len(fds) > 1 else None,
-      "fd_seeds": [float(v) for v in fds],
-      "kid_mean": float(np.mean(kids)),
-      "kid_std": float(np.std(kids)),
-      "class_acc": float(np.mean([s["class_acc"] for s in scores])),
-      "wall_s": wall,
-    }
+    dual = flops_key == "dual"
+    row = {"method": method, "steps": num_steps, "interval_K": interval if dual else None,
+           "refresh_kind": kind if dual else None, "sampler": sampler, **counts,
+           "mflops_per_sample": cost["flops"] / 1e6, "fd_mean": float(np.mean(fds)),
+           "fd_std": float(np.std(fds)), "fd_ci95": core.ci95_halfwidth(fds) if len(fds) > 1 else None,
+           "fd_seeds": [float(v) for v in fds], "kid_mean": float(np.mean(kids)),
+           "kid_std": float(np.std(kids)),
+           "class_acc": float(np.mean([s["class_acc"] for s in scores])), "wall_s": wall}  # fmt: skip
     if "fd_train" in scores[0]:  # beside the held-out FD: the FD against the train split
       fds_train = [s["fd_train"] for s in scores]
       row["fd_train_mean"] = float(np.mean(fds_train))
@@ -121,7 +94,7 @@ def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells) -> tuple[dic
     dual_methods=tuple(cfg.matched_quality_dual_methods),
   )
   # Headline: cheapest configuration of each family that reaches the baseline's best quality.
-  headline = _headline(rows, flops, **head_methods)
+  headline = dr.matched_quality(rows, flops, **head_methods)
   notes = results_notes(cfg, floor, list(per_seed), n_eval, headline, head_methods)
 
   def by_seed(key):
@@ -129,34 +102,20 @@ def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells) -> tuple[dic
       return first[key]
     return {str(s): v[key] for s, v in per_seed.items()}
 
-  metrics = {
-    "rows": rows,
-    "headline": headline,
-    "floor": floor,
-    "flops_per_call": flops,
-    "params": params,
-    "train_seconds": by_seed("train_seconds"),
-    "train_final_loss": by_seed("train_final_loss"),
-    "num_eval_samples": n_eval,
-    "eval_seeds": list(cfg.eval_seeds),
-    "train_seeds": list(per_seed),
-    "ema_decay": cfg.ema_decay,
-    "quality_regime_bar": cfg.quality_regime_bar or None,
-    "cells_done": sorted(cells[0]),
-    "cells_missing": list(cells[1]),
-  }
+  metrics = {"rows": rows, "headline": headline, "floor": floor, "flops_per_call": flops,
+             "params": params, "train_seconds": by_seed("train_seconds"),
+             "train_final_loss": by_seed("train_final_loss"), "num_eval_samples": n_eval,
+             "eval_seeds": list(cfg.eval_seeds), "train_seeds": list(per_seed),
+             "ema_decay": cfg.ema_decay, "quality_regime_bar": cfg.quality_regime_bar or None,
+             "cells_done": sorted(cells[0]), "cells_missing": list(cells[1])}  # fmt: skip
   metrics["derived"] = derived_metrics(metrics)
   if len(per_seed) > 1:
     # The claims are decided on the rows aggregated over training seeds (above); beside them,
     # every derived value per training seed and its spread.
     per = {}
     for s, v in per_seed.items():
-      m = {
-        "rows": v["rows"],
-        "headline": _headline(v["rows"], flops, **head_methods),
-        "floor": floor,
-        "num_eval_samples": n_eval,
-      }
+      head = dr.matched_quality(v["rows"], flops, **head_methods)
+      m = {"rows": v["rows"], "headline": head, "floor": floor, "num_eval_samples": n_eval}
       per[str(s)] = derived_metrics(m)
     metrics["derived_per_train_seed"] = per
     metrics["derived_spread"] = _spread(per)
@@ -201,31 +160,6 @@ def sample_grid_keys(cfg) -> list[tuple[str, int, int]]:
   ]
 
 
-FD_REFERENCES = ("train", "heldout")
-
-
-def fd_splits(num_train: int, num_heldout: int, num_samples: int, reference: str) -> dict:
-  """The FD reference and the images the floor compares with it, as ``{"reference": (source,
-  start, stop), "compared": ...}``: with ``'train'`` the whole train split against the first N
-  held-out images (samples close to training images can score below that floor); with
-  ``'heldout'`` the first N held-out images against the next N, so a row and the floor are
-  measured alike. Raises ValueError when the held-out split is too small."""
-  core.validate_choice(reference, name="fd_reference", allowed=FD_REFERENCES)
-  need = 2 * num_samples if reference == "heldout" else num_samples
-  if num_samples < 1 or num_heldout < need:
-    raise ValueError(
-      f"fd_reference={reference!r} needs {need} held-out images for num_eval_samples="
-      f"{num_samples}, but the held-out split has {num_heldout}; raise num_test or lower "
-      "num_eval_samples"
-    )
-  if reference == "heldout":
-    return {
-      "reference": ("heldout", 0, num_samples),
-      "compared": ("heldout", num_samples, 2 * num_samples),
-    }
-  return {"reference": ("train", 0, num_train), "compared": ("heldout", 0, num_samples)}
-
-
 _ROW_KEY = ("method", "steps", "interval_K", "refresh_kind", "sampler")
 
 
@@ -253,15 +187,12 @@ def aggregate_rows(per_seed_rows):
       fd_mean=float(np.mean(fds)),
       fd_std=float(np.std(fds)),
       fd_ci95=core.ci95_halfwidth(fds) if len(fds) > 1 else None,
-      fd_train_seeds=[float(v) for v in fds],
-      fd_sampling_std=float(np.mean([r["fd_std"] for r in rs])),
-      fd_seeds=None,
-      kid_mean=float(np.mean([r["kid_mean"] for r in rs])),
+      fd_train_seeds=[float(v) for v in fds], fd_sampling_std=float(np.mean([r["fd_std"] for r in rs])),
+      fd_seeds=None, kid_mean=float(np.mean([r["kid_mean"] for r in rs])),
       kid_std=float(np.std([r["kid_mean"] for r in rs])),
       class_acc=float(np.mean([r["class_acc"] for r in rs])),
-      wall_s=float(np.mean(walls)) if walls else None,
-      num_train_seeds=len(rs),
-    )
+      wall_s=float(np.mean(walls)) if walls else None, num_train_seeds=len(rs),
+    )  # fmt: skip
     if all("fd_train_mean" in r for r in rs):
       row["fd_train_mean"] = float(np.mean([r["fd_train_mean"] for r in rs]))
       row["fd_train_std"] = float(np.std([r["fd_train_mean"] for r in rs]))
@@ -275,58 +206,10 @@ def _spread(per_seed_derived):
   for name in next(iter(per_seed_derived.values())):
     vals = [d[name] for d in per_seed_derived.values() if d.get(name) is not None]
     if vals:
-      out[name] = {
-        "mean": float(np.mean(vals)),
-        "std": float(np.std(vals)),
-        "min": float(np.min(vals)),
-        "max": float(np.max(vals)),
-        "values": [float(v) for v in vals],
-      }
+      out[name] = {"mean": float(np.mean(vals)), "std": float(np.std(vals)),
+                   "min": float(np.min(vals)), "max": float(np.max(vals)),
+                   "values": [float(v) for v in vals]}  # fmt: skip
   return out
-
-
-def _headline(rows, flops, base_methods=("baseline",), dual_methods=("dual-rate",)) -> dict:
-  """Matched quality (FD <= best ``base_methods`` row's mean + its std): the cheapest baseline
-  and ``dual_methods`` (K > 1) rows reaching it, their FLOP and wall-time ratios, and
-  dual-rate K > 1 vs K = 1."""
-  base_rows = [r for r in rows if r["method"] in base_methods]
-  best = min(base_rows, key=lambda r: r["fd_mean"])
-  target = best["fd_mean"] + best["fd_std"]
-
-  def cheapest(pred):
-    ok = [r for r in rows if pred(r) and r["fd_mean"] <= target]
-    return min(ok, key=lambda r: r["mflops_per_sample"]) if ok else None
-
-  cb = cheapest(lambda r: r["method"] in base_methods)
-  cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) > 1)
-  headline = {
-    "target_fd": target,
-    "baseline_best": best,
-    "baseline_cheapest_at_target": cb,
-    "dual_rate_cheapest_at_target": cd,
-    "flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"])
-    if cd
-    else None,
-    "wall_reduction_at_matched_quality": (cb["wall_s"] / cd["wall_s"])
-    if cd and cb["wall_s"] and cd["wall_s"]
-    else None,
-    "cost_ratio_light_over_heavy": flops["dual"]["denoiser"] / flops["dual"]["encoder"],
-  }
-  # Measured wall-time ratio beside the FLOP ratio: dual-rate K > 1 against K = 1 at the same N.
-  by_nk = {(r["steps"], r["interval_K"]): r for r in rows if r["method"] == "dual-rate"}
-  headline["wall_vs_flop_ratio_vs_k1"] = [
-    {
-      "steps": n,
-      "K": k,
-      "flop_ratio": by_nk[(n, 1)]["mflops_per_sample"] / r["mflops_per_sample"],
-      "wall_ratio": by_nk[(n, 1)]["wall_s"] / r["wall_s"]
-      if r["wall_s"] and by_nk[(n, 1)]["wall_s"]
-      else None,
-    }
-    for (n, k), r in sorted(by_nk.items())
-    if k > 1 and (n, 1) in by_nk
-  ]
-  return headline
 
 
 def _gain_in_std(worse, better):
@@ -346,11 +229,8 @@ def _gain_at_equal_cost(rows, competitor):
   for r in rows:
     if r["method"] != "dual-rate" or not r["interval_K"] or r["interval_K"] <= 1:
       continue
-    cand = [
-      c
-      for c in rows
-      if c["method"] == competitor and c["mflops_per_sample"] <= r["mflops_per_sample"] * 1.0001
-    ]
+    cost = r["mflops_per_sample"] * 1.0001
+    cand = [c for c in rows if c["method"] == competitor and c["mflops_per_sample"] <= cost]
     if cand:
       gains.append(_gain_in_std(min(cand, key=lambda c: c["fd_mean"]), r))
   return _median_or_none(gains)

@@ -49,14 +49,10 @@ def load_data(cfg):
     kw = {"num_test": cfg.num_test} if cfg.num_test else {}
     return dr.load_numpy(cfg.dataset, **kw), dr.num_classes(cfg.dataset)
   core.validate_choice(cfg.dataset, name="dataset", allowed=dr.DATASETS + ("imagenet64",))
-  # The held-out images: N for the floor, 2 N with a held-out reference (evaluate.fd_splits).
+  # The held-out images: N for the floor, 2 N with a held-out reference (dr.fd_splits).
   per = 2 if cfg.fd_reference == "heldout" else 1
-  data = dr.load_imagenet64(
-    core.resolve_data_dir(cfg.data_dir),
-    num_test=per * cfg.num_eval_samples,
-    seed=cfg.seed,
-    classifier_subset=cfg.classifier_subset,
-  )
+  data = dr.load_imagenet64(core.resolve_data_dir(cfg.data_dir), num_test=per * cfg.num_eval_samples,
+                            seed=cfg.seed, classifier_subset=cfg.classifier_subset)  # fmt: skip
   return data, 1000
 
 
@@ -91,7 +87,7 @@ class _Run:
     self.evaluator = evaluation.Evaluator.build(
       cfg, self.data, self.num_classes, dr.NoiseSchedule()
     )
-    _log(f"classifier trained, floor {self.evaluator.floor}", self.t_start)
+    _log(f"classifier trained, floor {self.evaluator.proxy.floor}", self.t_start)
     names = "weighting train_grid_steps max_staleness p_fresh coupling rollout_frac".split()
     self.base_loss, self.dual_loss = dr.make_losses(
       self.evaluator.schedule, **{n: cfg[n] for n in names}
@@ -109,16 +105,11 @@ class _Run:
       )
       one, c1 = jnp.zeros((1, img, img, chans)), jnp.zeros((1,), jnp.int32)
       sched = self.evaluator.schedule
-      flops = {
-        "baseline": dr.component_flops(base, one, c1, schedule=sched),
-        "dual": dr.component_flops(dual, one, c1, schedule=sched),
-      }
+      flops = {m: dr.component_flops(net, one, c1, schedule=sched)
+               for m, net in (("baseline", base), ("dual", dual))}  # fmt: skip
       flops["no_features"] = {"network": flops["dual"]["denoiser"]}
-      params = {
-        "baseline": dr.count_params(base),
-        "encoder": dr.count_params(dual.encoder),
-        "denoiser": dr.count_params(dual.denoiser),
-      }
+      params = {"baseline": dr.count_params(base), "encoder": dr.count_params(dual.encoder),
+                "denoiser": dr.count_params(dual.denoiser)}  # fmt: skip
       self.seed_nets = (seed, (base, dual, flops, params))
     return self.seed_nets[1]
 
@@ -158,14 +149,8 @@ class _SeedRun:
     if name not in self.trained:
       init = _copy(self.baseline) if name == "baseline" else _copy(self.dual_init)
       cfg = self.cfg
-      self.trained[name] = self.fit(
-        init,
-        loss_fn,
-        name=name,
-        steps=cfg.train_steps,
-        learning_rate=cfg.learning_rate,
-        ema_decay=cfg.ema_decay,
-      )
+      self.trained[name] = self.fit(init, loss_fn, name=name, steps=cfg.train_steps,
+                                    learning_rate=cfg.learning_rate, ema_decay=cfg.ema_decay)  # fmt: skip
       if phase == self.phase:
         _, hist, sec = self.trained[name]
         self.train_seconds[_record_name(name)] = sec
@@ -183,31 +168,22 @@ class _SeedRun:
     stored."""
     ev, cfg = self.run.evaluator, self.run.cfg
     key = f"{method}|{num_steps}|{interval}|{sampler}|{kind}|{len(cfg.eval_seeds)}"
-    key += f"|{ev.num_samples}"
-    if ev.fd_reference != "train":  # rows of another reference are other rows
-      key += f"|{ev.fd_reference}"
+    key += f"|{ev.proxy.shape[0]}"  # N, the samples per sampling seed
+    if ev.proxy.reference != "train":  # rows of another reference are other rows
+      key += f"|{ev.proxy.reference}"
     if key in self.row_store:
       self.rows.append(self.row_store[key])
       return
     row, grid = ev.row(
-      model(),
-      method=method,
-      num_steps=num_steps,
-      interval=interval,
-      sampler=sampler,
-      flops=self.flops[flops_key],
-      flops_key=flops_key,
-      kind=kind,
+      model(), method=method, num_steps=num_steps, interval=interval, sampler=sampler,
+      flops=self.flops[flops_key], flops_key=flops_key, kind=kind,
       timed=self.timed is None or method in self.timed,
-    )
+    )  # fmt: skip
     self.grids.setdefault((method, num_steps, interval), grid)
     self.rows.append(row)
     self.row_store.put(key, row)
-    _log(
-      f"{method} N={num_steps} K={interval} {kind} {sampler}: FD {row['fd_mean']:.3f} "
-      f"at {row['mflops_per_sample']:.2f} MFLOPs",
-      self.run.t_start,
-    )
+    msg = f"{method} N={num_steps} K={interval} {kind} {sampler}: FD {row['fd_mean']:.3f}"
+    _log(f"{msg} at {row['mflops_per_sample']:.2f} MFLOPs", self.run.t_start)
 
   def main(self):
     """The baseline and the pair: their rows, the refresh kinds and EDM-Heun (f)."""
@@ -272,14 +248,10 @@ class _SeedRun:
         mmd_losses[tg, k, is_dual] = dr.mmd_step_loss(tg, self.run.evaluator.schedule, k, refresh)
       name = f"mmd_{'dual' if is_dual else 'baseline'}_{k}"
       pair, _, sec = self.fit(
-        dr.MMDPair(_copy(t), _copy(t)),
-        mmd_losses[tg, k, is_dual],
-        name=name,
-        steps=cfg.mmd_train_steps,
-        learning_rate=cfg.mmd_learning_rate,
-        ema_decay=0.0,
+        dr.MMDPair(_copy(t), _copy(t)), mmd_losses[tg, k, is_dual], name=name,
+        steps=cfg.mmd_train_steps, learning_rate=cfg.mmd_learning_rate, ema_decay=0.0,
         consts=tstate,
-      )
+      )  # fmt: skip
       self.mmd_time[name] = sec
       return pair.student
 
@@ -298,34 +270,25 @@ class _SeedRun:
   def record(self):
     """The phase's JSON-able record (rows, FLOPs, parameters, training times, sample grids)."""
     getattr(self, self.phase)()
-    return {
-      "rows": self.rows,
-      "flops": self.flops,
-      "params": self.params,
-      "train_seconds": {**self.train_seconds, **self.mmd_time},
-      "train_final_loss": self.final_loss,
-      "grids": {"|".join(map(str, k)): np.asarray(v).tolist() for k, v in self.grids.items()},
-    }
+    return {"rows": self.rows, "flops": self.flops, "params": self.params,
+            "train_seconds": {**self.train_seconds, **self.mmd_time},
+            "train_final_loss": self.final_loss,
+            "grids": {"|".join(map(str, k)): np.asarray(v).tolist() for k, v in self.grids.items()}}  # fmt: skip
 
 
 def write_results(run: _Run, per_seed: dict, cells, config) -> dict:
   """results.json and the sample grids from the per-seed records (``cells``: the stored cell
   names and those not stored; ``config``: the run's config, with its claims and report)."""
   cfg, ev = run.cfg, run.evaluator
-  metrics, notes = evaluation.summarize(per_seed, cfg, ev.floor, ev.num_samples, cells)
+  metrics, notes = evaluation.summarize(per_seed, cfg, ev.proxy.floor, ev.proxy.shape[0], cells)
   grids = {"real (test)": run.data["test_images"][: cfg.grid_samples]}
   first = per_seed[next(iter(per_seed))]["grids"]
   for m, n, k in evaluation.sample_grid_keys(cfg):
     if f"{m}|{n}|{k}" in first:
       grids[f"{m} N={n} K={k}"] = np.asarray(first[f"{m}|{n}|{k}"])
   core.reporting.save_image_grids(run.workdir, "samples", grids)
-  core.write_results(
-    run.workdir,
-    metrics=metrics,
-    config=config,
-    notes=notes,
-    wall_time_s=time.perf_counter() - run.t_start,
-  )
+  wall = time.perf_counter() - run.t_start
+  core.write_results(run.workdir, metrics=metrics, config=config, notes=notes, wall_time_s=wall)
   return metrics
 
 

@@ -16,7 +16,6 @@ import pathlib
 import time
 
 import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
@@ -34,67 +33,18 @@ LABELS = {
 
 def _cell(cfg: ml_collections.ConfigDict, src: dict, perms, key, d: int) -> dict:
   """Per method and seed, the margin of each nested family of rows after one Gaussian map."""
-  Y = np.where(src["A"], 1.0, -1.0)
   out, gaps = {m: [] for m in METHODS}, []
   for s in range(cfg.seeds):
     # All rows, each seed reading its prefixes; or only this seed's rows, in prefix order.
     used = slice(None) if cfg.all_rows else perms[s][: max(cfg.Ns)]
     order = perms[s] if cfg.all_rows else np.arange(max(cfg.Ns))
     ks = jax.random.fold_in(jax.random.fold_in(key, s), d)
-    A, U, V = src["A"][used], src["U"][used], src["V"]
-    res = M.project_documents(ks, jnp.asarray(V, jnp.float32), jnp.asarray(A), d, steps=cfg.steps)
-    Vp = np.asarray(res.V, np.float64)
-    Up = U @ np.asarray(M.gaussian_map(ks, V.shape[1], d), np.float64)  # the map res.V came from
-    Ur = np.asarray(jax.random.normal(jax.random.fold_in(ks, 7), (A.shape[0], d)), np.float64)
-    unit = lambda X: X / np.linalg.norm(X, axis=1, keepdims=True)
-    rb = np.asarray(res.row_margin, np.float64)
-    rows = {"projected": np.min(Y[used] * (unit(Up) @ Vp.T), axis=1), "resolved": rb,
-            "random": np.min(Y[used] * (unit(Ur) @ Vp.T), axis=1)}  # fmt: skip
-    gaps.append(float(np.max(np.where(rb > 0, np.asarray(res.row_upper - res.row_margin), 0.0))))
+    rows = M.projected_row_margins(ks, src["U"][used], src["V"], src["A"][used], d, steps=cfg.steps)
+    gaps.append(rows["fista_gap"])
     for m in METHODS:
       out[m].append([float(np.min(rows[m][order[:N]])) for N in cfg.Ns])
   out["fista_gap_max"] = max(gaps)
   return out
-
-
-def d_needed(ds, retained, f: float):
-  """Smallest d (log-linear between grid points) from which on ``retained >= f`` on the grid.
-
-  ``None`` when the last grid point is below ``f`` (more than ``max(ds)`` needed); the first
-  grid point when all are above (at most that).
-  """
-  r = np.asarray(retained, np.float64)
-  if not r[-1] >= f:
-    return None
-  i = len(r) - 1
-  while i > 0 and r[i - 1] >= f:
-    i -= 1
-  if i == 0:
-    return float(ds[0])
-  lo, hi = math.log(ds[i - 1]), math.log(ds[i])
-  t = (f - r[i - 1]) / (r[i] - r[i - 1])
-  return float(math.exp(lo + t * (hi - lo)))
-
-
-def _slope(Ns, dfs):
-  """OLS slope of ln d_f on log10 N (None when some d_f is censored)."""
-  if any(x is None for x in dfs):
-    return None
-  return float(np.polyfit(np.log10(np.asarray(Ns, np.float64)), np.log(dfs), 1)[0])
-
-
-def _bound_dim(bound, target: float) -> int | None:
-  """Smallest integer d with ``bound(d) >= target`` (doubling, then bisection); None past 1e9."""
-  hi = 1
-  while bound(hi) < target:
-    hi *= 2
-    if hi > 1e9:
-      return None
-  lo = hi // 2
-  while hi - lo > 1:
-    mid = (lo + hi) // 2
-    lo, hi = (lo, mid) if bound(mid) >= target else (mid, hi)
-  return hi
 
 
 def _mean_ci(xs):
@@ -114,37 +64,26 @@ def analyse(cfg: ml_collections.ConfigDict, src: dict, cells: dict) -> dict:
   }  # [S, D, len(Ns)]
   dneed, slopes, bounds = {}, {}, {}
   for f in map(str, cfg.fractions):
-    dneed[f] = {
-      m: [
-        [d_needed(ds, r[s, :, j], float(f)) for j in range(len(cfg.Ns))] for s in range(cfg.seeds)
-      ]
-      for m, r in retained.items()
-    }
-    per = {m: [_slope(cfg.Ns, dneed[f][m][s]) for s in range(cfg.seeds)] for m in METHODS}
+    dneed[f] = {m: [[M.needed_dimension(ds, r[s, :, j], float(f)) for j in range(len(cfg.Ns))]
+                    for s in range(cfg.seeds)] for m, r in retained.items()}  # fmt: skip
+    per = {m: [M.growth_slope(cfg.Ns, dneed[f][m][s]) for s in range(cfg.seeds)] for m in METHODS}
     gap = [
       None if a is None or b is None else a - b
       for a, b in zip(per["projected"], per["resolved"], strict=True)
     ]
     slopes[f] = {**per, "gap": gap}
-    dim = lambda bound, f=float(f): _bound_dim(bound, f * m_src)
+    dim = lambda bound, f=float(f): M.bound_dimension(bound, f * m_src)
     bounds[f] = {
       "documents_only": dim(lambda d: M.documents_only_bound(m_src, cfg.n, d, cfg.delta)),
       "jl": {str(N): dim(lambda d, N=N: M.jl_bound(m_src, N, cfg.n, d, cfg.delta)) for N in cfg.Ns},
     }
   return {
     "retained_mean": {m: retained[m].mean(axis=0).tolist() for m in METHODS},
-    "retained_ci95": {
-      m: [
-        [core.ci95_halfwidth(retained[m][:, i, j]) for j in range(len(cfg.Ns))]
-        for i in range(len(ds))
-      ]
-      for m in METHODS
-    },
-    "d_needed": dneed,
-    "slopes": slopes,
-    "bound_dims": bounds,
+    "retained_ci95": {m: [[core.ci95_halfwidth(retained[m][:, i, j]) for j in range(len(cfg.Ns))]
+                          for i in range(len(ds))] for m in METHODS},
+    "d_needed": dneed, "slopes": slopes, "bound_dims": bounds,
     "fista_gap_max": max(cells[d]["fista_gap_max"] for d in ds),
-  }
+  }  # fmt: skip
 
 
 def derived_metrics(metrics) -> dict:
@@ -204,26 +143,20 @@ def report_view(record: dict) -> dict:
                                 **dict(zip(("mean", "ci"), zip(*[mean_ci[j] for j in keep])))}  # fmt: skip
   ends = (0, len(Ns) - 1)
   bd = an["bound_dims"][f]
+  rm, rc = an["retained_mean"], an["retained_ci95"]
   return {
     "dneed": dneed,
     "retained_cols": [f"{meth} N={Ns[j]}" for meth in METHODS for j in ends],
-    "retained": [
-      {"d": d, "v": [an["retained_mean"][meth][i][j] for meth in METHODS for j in ends]}
-      for i, d in enumerate(ds)
-    ],  # fmt: skip
+    "retained": [{"d": d, "v": [rm[meth][i][j] for meth in METHODS for j in ends]}
+                 for i, d in enumerate(ds)],
     "documents_only": bd["documents_only"],
     "jl": ", ".join(f"N = {N}: d = {bd['jl'][str(N)]}" for N in Ns),
     "confidence": str(1 - cfg["delta"]),
-    "curves": {
-      f"{LABELS[meth]}, N = {Ns[j]}": {
-        "mean": [an["retained_mean"][meth][i][j] for i in range(len(ds))],
-        "ci": [an["retained_ci95"][meth][i][j] for i in range(len(ds))],
-      }
-      for meth in METHODS
-      for j in ends
-    },  # fmt: skip
+    "curves": {f"{LABELS[meth]}, N = {Ns[j]}": {"mean": [rm[meth][i][j] for i in range(len(ds))],
+                                                "ci": [rc[meth][i][j] for i in range(len(ds))]}
+               for meth in METHODS for j in ends},
     "needed": needed,
-  }
+  }  # fmt: skip
 
 
 def train_and_evaluate(config, workdir) -> dict:
@@ -242,8 +175,9 @@ def train_and_evaluate(config, workdir) -> dict:
   t0 = time.time()
   store = core.CellStore(workdir / "cells")
   key = jax.random.key(config.seed)
+  k0 = jax.random.fold_in(key, 0)
   perms = [
-    np.asarray(jax.random.permutation(jax.random.fold_in(jax.random.fold_in(key, 0), s), total))
+    np.asarray(jax.random.permutation(jax.random.fold_in(k0, s), total))
     for s in range(config.seeds)
   ]
   used = None if config.all_rows else np.concatenate([p[: max(config.Ns)] for p in perms])
@@ -252,27 +186,18 @@ def train_and_evaluate(config, workdir) -> dict:
   grid = {f"e4/d={d}": (config, src, perms, kproj, d) for d in config.ds}
   cells = dict(zip(config.ds, core.fill_cells(store, grid, _cell, desc="E4 d grid")))
   an = analyse(config, src, cells)
-  metrics = {
-    "source": {k: src[k] for k in ("s", "m_src", "m_inf")},
-    "Ns": Ns,
-    "ds": list(config.ds),
-    "f_claim": config.f_claim,
-    "cells": {str(d): cells[d] for d in config.ds},
-    "analysis": an,
-  }
+  metrics = {"source": {k: src[k] for k in ("s", "m_src", "m_inf")}, "Ns": Ns,
+             "ds": list(config.ds), "f_claim": config.f_claim,
+             "cells": {str(d): cells[d] for d in config.ds}, "analysis": an}  # fmt: skip
   metrics["derived"] = derived_metrics(metrics)
   core.write_results(
-    workdir,
-    metrics=metrics,
-    config=run_config,
-    wall_time_s=time.time() - t0,
-    table_file="table.md",
-    notes=(
+    workdir, metrics=metrics, config=run_config, wall_time_s=time.time() - t0,
+    table_file="table.md", notes=(
       "Generated k-subset relevance; the source is the exact unrestricted optimum (explicit "
       "symmetric embeddings in R^{n+1}); one Gaussian map per (d, seed) shared by the three "
       "methods; N grows over nested random families of rows. A Gaussian map from R^{n+1} to "
       "d > n+1 dimensions distorts inner products exactly as from any higher-dimensional "
       "rotated copy, so large d is meaningful for the projected-query route."
     ),
-  )
+  )  # fmt: skip
   return metrics

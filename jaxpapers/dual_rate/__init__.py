@@ -118,9 +118,10 @@ from jaxpapers.dual_rate._eval import (
   precision_recall_knn,
   train_classifier,
 )
-from jaxpapers.dual_rate._fdproxy import FDProxy
+from jaxpapers.dual_rate._fdproxy import FD_REFERENCES, FDProxy, fd_splits
 from jaxpapers.dual_rate._fit import fit, fit_step, make_losses, mmd_step_loss
 from jaxpapers.dual_rate._mmd import MMDPair, last_refresh_index, mmd_losses, mmd_pair_loss
+from jaxpapers.dual_rate._quality import matched_quality
 from jaxpapers.dual_rate._training import EmaState, ema_tracker, find_ema, training_optimizer
 
 __all__ += [
@@ -134,6 +135,9 @@ __all__ += [
   "mmd_pair_loss",
   "FeatureClassifier",
   "FDProxy",
+  "FD_REFERENCES",
+  "fd_splits",
+  "matched_quality",
   "classifier_accuracy",
   "extract_features",
   "fd_metric",

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxpapers.core.config import validate_choice
 from jaxpapers.dual_rate._eval import (
   FeatureClassifier,
   classifier_accuracy,
@@ -24,6 +25,45 @@ from jaxpapers.dual_rate._eval import (
   kid_metric,
   train_classifier,
 )
+
+FD_REFERENCES = ("train", "heldout")
+
+
+def fd_splits(num_train: int, num_heldout: int, num_samples: int, reference: str) -> dict:
+  """The FD reference and the real images the floor compares with it (``FDProxy.build``'s splits).
+
+  With ``'train'`` the whole train split is the reference and the floor compares the first N
+  held-out images (samples close to training images can score below that floor); with
+  ``'heldout'`` the first N held-out images are the reference and the floor compares the next N,
+  so a row and the floor are measured alike.
+
+  Args:
+    num_train: images in the train split (or the classifier's subset of it).
+    num_heldout: images in the held-out split.
+    num_samples: N, the samples scored per sampling seed.
+    reference: ``'train'`` or ``'heldout'``.
+
+  Returns:
+    ``{"reference": (split, start, stop), "compared": (split, start, stop)}``.
+
+  Raises:
+    ValueError: an unknown ``reference``, or a held-out split too small (N, or 2 N with a
+      held-out reference).
+  """
+  validate_choice(reference, name="fd_reference", allowed=FD_REFERENCES)
+  need = 2 * num_samples if reference == "heldout" else num_samples
+  if num_samples < 1 or num_heldout < need:
+    raise ValueError(
+      f"fd_reference={reference!r} needs {need} held-out images for num_eval_samples="
+      f"{num_samples}, but the held-out split has {num_heldout}; raise num_test or lower "
+      "num_eval_samples"
+    )
+  if reference == "heldout":
+    return {
+      "reference": ("heldout", 0, num_samples),
+      "compared": ("heldout", num_samples, 2 * num_samples),
+    }
+  return {"reference": ("train", 0, num_train), "compared": ("heldout", 0, num_samples)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +114,8 @@ class FDProxy:
         images of the FD reference and the real images the floor compares with it, ``split``
         being ``'train'`` (the subset, when given) or ``'heldout'``. The reference's split names
         the reference; the compared range's length is N, the samples per sampling seed. E.g.
-        ``{"reference": ("heldout", 0, N), "compared": ("heldout", N, 2 N)}``.
+        ``{"reference": ("heldout", 0, N), "compared": ("heldout", N, 2 N)}``
+        (:func:`fd_splits` builds them).
       seed: the classifier's seed.
 
     Returns:

@@ -23,6 +23,12 @@ from jaxpapers.margins._constructions import (
   project_documents,
   symmetric_optimum,
 )
+from jaxpapers.margins._dimensions import (
+  bound_dimension,
+  growth_slope,
+  needed_dimension,
+  projected_row_margins,
+)
 from jaxpapers.margins._fit import (
   LOSSES,
   FitResult,
@@ -65,6 +71,7 @@ __all__ = [
   "MaxMarginResult",
   "QueryResult",
   "all_margins",
+  "bound_dimension",
   "coherence",
   "critical_n",
   "critical_n_grid",
@@ -78,6 +85,7 @@ __all__ = [
   "half_margin_dimensions",
   "gaussian_map",
   "global_threshold_margin",
+  "growth_slope",
   "infonce_loss",
   "jl_bound",
   "jl_project",
@@ -87,10 +95,12 @@ __all__ = [
   "margin",
   "margins_float64",
   "margin_loss",
+  "needed_dimension",
   "max_margin_queries",
   "orthogonal_construction",
   "per_query_margin",
   "project_documents",
+  "projected_row_margins",
   "symmetric_optimum",
   "random_k_sparse_relevance",
   "sample_k_subsets",

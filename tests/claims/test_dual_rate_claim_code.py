@@ -5,12 +5,28 @@ import importlib
 import numpy as np
 import pytest
 
-MODULES = {"evaluate": "experiments.dual_rate.evaluate"}
+from jaxpapers import dual_rate as dr
+
+MODULES = {
+  "evaluate": "experiments.dual_rate.evaluate",
+  "fdproxy": "jaxpapers.dual_rate._fdproxy",
+  "quality": "jaxpapers.dual_rate._quality",
+}
 
 
 @pytest.fixture(name="evaluate")
 def _evaluate():
   return importlib.import_module(MODULES["evaluate"])
+
+
+@pytest.fixture(name="quality")
+def _quality():
+  return importlib.import_module(MODULES["quality"])
+
+
+@pytest.fixture(name="fdproxy")
+def _fdproxy():
+  return importlib.import_module(MODULES["fdproxy"])
 
 
 def _row(method, steps, K, fd, std, mflops=100.0, wall=None):
@@ -59,8 +75,8 @@ FLOPS = {"dual": {"denoiser": 1.0, "encoder": 4.0}}
 S33, S34, S44 = np.hypot(0.3, 0.3), np.hypot(0.3, 0.4), np.hypot(0.4, 0.4)
 
 
-def test_headline_matched_quality(evaluate):
-  h = evaluate._headline(_rows(), FLOPS)
+def test_headline_matched_quality(quality):
+  h = quality.matched_quality(_rows(), FLOPS)
   assert h["target_fd"] == pytest.approx(4.0)
   assert h["baseline_best"]["fd_mean"] == 3.5
   assert h["baseline_cheapest_at_target"]["mflops_per_sample"] == 200.0
@@ -82,31 +98,31 @@ def test_headline_matched_quality(evaluate):
 
 def test_headline_not_reached(evaluate):
   rows = [r for r in _rows() if not (r["method"] == "dual-rate" and r["fd_mean"] < 4.1)]
-  h = evaluate._headline(rows, FLOPS)
+  h = dr.matched_quality(rows, FLOPS)
   assert h["dual_rate_cheapest_at_target"] is None
   assert h["flop_reduction_at_matched_quality"] is None
   d = evaluate.derived_metrics({"headline": h, "rows": rows, "floor": {"fd": 1.0}})
   assert d["matched_quality_flop_reduction"] == 0.0
 
 
-def test_headline_ignores_dual_rate_k1(evaluate):
+def test_headline_ignores_dual_rate_k1(quality):
   rows = [
     _row("baseline", 10, None, 3.0, 1.0, 100.0),
     _row("dual-rate", 10, 1, 3.5, 0.1, 40.0),  # reaches FD <= 4 cheaper, but K = 1
     _row("dual-rate", 10, 2, 3.9, 0.1, 60.0),
   ]
-  h = evaluate._headline(rows, FLOPS)
+  h = quality.matched_quality(rows, FLOPS)
   assert h["flop_reduction_at_matched_quality"] == pytest.approx(100.0 / 60.0)
 
 
-def test_headline_with_several_samplers(evaluate):
+def test_headline_with_several_samplers(quality):
   # The target is the best row over every named baseline method (here the Heun row, 3.0 +- 0.2),
   # met by the cheapest K > 1 row of any named dual-rate method.
   rows = _rows() + [
     _row("baseline/heun", 20, None, 3.0, 0.2, 300.0),
     _row("dual-rate/heun", 20, 2, 3.1, 0.2, 120.0),
   ]
-  h = evaluate._headline(
+  h = quality.matched_quality(
     rows,
     FLOPS,
     base_methods=("baseline", "baseline/heun"),
@@ -122,7 +138,7 @@ def test_derived_metrics(evaluate):
   rows = _rows()
   m = {
     "rows": rows,
-    "headline": evaluate._headline(rows, FLOPS),
+    "headline": dr.matched_quality(rows, FLOPS),
     "floor": {"fd": 1.75},
     "quality_regime_bar": 2.5,
   }
@@ -168,29 +184,29 @@ def test_aggregate_rows_over_training_seeds(evaluate):
   assert evaluate.aggregate_rows([seed0]) == seed0
 
 
-def test_fd_splits(evaluate):
+def test_fd_splits(fdproxy):
   # Held-out reference: the first N held-out images; the floor compares the next N.
-  assert evaluate.fd_splits(797, 1000, 500, "heldout") == {
+  assert fdproxy.fd_splits(797, 1000, 500, "heldout") == {
     "reference": ("heldout", 0, 500),
     "compared": ("heldout", 500, 1000),
   }
   # Train reference (the earlier protocol): the whole train split against N held-out images.
-  assert evaluate.fd_splits(797, 1000, 500, "train") == {
+  assert fdproxy.fd_splits(797, 1000, 500, "train") == {
     "reference": ("train", 0, 797),
     "compared": ("heldout", 0, 500),
   }
   # Two disjoint splits of N need 2 N held-out images; one more sample is one too many.
-  assert evaluate.fd_splits(10, 8, 4, "heldout")["compared"] == ("heldout", 4, 8)
+  assert fdproxy.fd_splits(10, 8, 4, "heldout")["compared"] == ("heldout", 4, 8)
   # (Not pytest.raises: its failure is not an Exception, which tests/claims/test_mutations.py
   # counts as a caught mutant.)
   try:
-    evaluate.fd_splits(10, 8, 5, "heldout")
+    fdproxy.fd_splits(10, 8, 5, "heldout")
   except ValueError as e:
     assert "needs 10 held-out images" in str(e)
   else:
     raise AssertionError("8 held-out images accepted for two disjoint splits of 5")
   with pytest.raises(ValueError, match="fd_reference"):
-    evaluate.fd_splits(10, 8, 4, "test")
+    fdproxy.fd_splits(10, 8, 4, "test")
 
 
 def _floor(reference="heldout", n=500, n_ref=500, n_cmp=500, start=500):
@@ -205,7 +221,7 @@ def _floor(reference="heldout", n=500, n_ref=500, n_cmp=500, start=500):
 
 def test_floor_is_heldout(evaluate):
   rows = _rows()
-  head = evaluate._headline(rows, FLOPS)
+  head = dr.matched_quality(rows, FLOPS)
 
   def judged(floor, n=500):
     m = {"rows": rows, "headline": head, "floor": floor, "num_eval_samples": n}
@@ -230,7 +246,7 @@ def test_coupling_gains(evaluate):
     _row("dual-rate/ddim", 20, 2, 9.9, 0.3),  # K = 2: left out (K >= 4 only)
     _row("dual-rate/rollout", 20, 4, 4.2, 0.3),
   ]
-  d = evaluate.derived_metrics({"rows": rows, "headline": evaluate._headline(rows, FLOPS)})
+  d = evaluate.derived_metrics({"rows": rows, "headline": dr.matched_quality(rows, FLOPS)})
   # Gain of the coupling over the ancestral pair: (ancestral FD - coupling FD) / S33.
   assert d["ddim_vs_ancestral_gain_in_std"] == pytest.approx(-1.0 / S33)
   assert d["rollout_vs_ancestral_gain_in_std"] == pytest.approx(0.3 / S33)

@@ -8,7 +8,11 @@ import types
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.margins.train", "e4": "experiments.margins.e4"}
+MODULES = {
+  "train": "experiments.margins.train",
+  "e4": "experiments.margins.e4",
+  "dims": "jaxpapers.margins._dimensions",
+}
 
 T3 = 4.303  # t_{0.975, 2}
 
@@ -21,6 +25,11 @@ def _train():
 @pytest.fixture(name="e4")
 def _e4():
   return importlib.import_module(MODULES["e4"])
+
+
+@pytest.fixture(name="dims")
+def _dims():
+  return importlib.import_module(MODULES["dims"])
 
 
 def _loss_row(n, sig, inf):
@@ -107,20 +116,20 @@ def test_refined_constants(train):
   assert d["threshold_C_fine_pooled"] == pytest.approx(np.mean(pooled))
 
 
-def test_d_needed(e4):
+def test_d_needed(dims):
   ds = [2, 4, 8, 16]
   # Crosses 0.5 between d = 4 (0.3) and 8 (0.6), log-linearly: t = 2/3, d = 4 * 2 ** (2/3).
-  assert e4.d_needed(ds, [0.1, 0.3, 0.6, 0.9], 0.5) == pytest.approx(4 * 2 ** (2 / 3))
+  assert dims.needed_dimension(ds, [0.1, 0.3, 0.6, 0.9], 0.5) == pytest.approx(4 * 2 ** (2 / 3))
   # "From which on": a dip at d = 4 moves the answer past it (not d = 2).
-  assert e4.d_needed(ds, [0.6, 0.3, 0.6, 0.9], 0.5) == pytest.approx(4 * 2 ** (2 / 3))
-  assert e4.d_needed(ds, [0.6, 0.7, 0.8, 0.9], 0.5) == 2.0
-  assert e4.d_needed(ds, [0.6, 0.7, 0.8, 0.4], 0.5) is None
+  assert dims.needed_dimension(ds, [0.6, 0.3, 0.6, 0.9], 0.5) == pytest.approx(4 * 2 ** (2 / 3))
+  assert dims.needed_dimension(ds, [0.6, 0.7, 0.8, 0.9], 0.5) == 2.0
+  assert dims.needed_dimension(ds, [0.6, 0.7, 0.8, 0.4], 0.5) is None
 
 
-def test_slope_is_ln_d_on_log10_n(e4):
+def test_slope_is_ln_d_on_log10_n(dims):
   # d doubles per decade of N: slope of ln d on log10 N is ln 2.
-  assert e4._slope([10, 100, 1000], [2.0, 4.0, 8.0]) == pytest.approx(math.log(2))
-  assert e4._slope([10, 100], [2.0, None]) is None
+  assert dims.growth_slope([10, 100, 1000], [2.0, 4.0, 8.0]) == pytest.approx(math.log(2))
+  assert dims.growth_slope([10, 100], [2.0, None]) is None
 
 
 def test_analyse(e4):

@@ -475,7 +475,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- dual_rate
   M(
     "dual_rate",
-    "evaluate",
+    "jaxpapers.dual_rate._fdproxy",
     '"compared": ("heldout", num_samples, 2 * num_samples),',
     '"compared": ("heldout", 0, num_samples),',
     ["test_fd_splits"],
@@ -483,7 +483,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "evaluate",
+    "jaxpapers.dual_rate._fdproxy",
     'need = 2 * num_samples if reference == "heldout" else num_samples',
     "need = num_samples",
     ["test_fd_splits"],
@@ -507,7 +507,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "evaluate",
+    "jaxpapers.dual_rate._quality",
     'best = min(base_rows, key=lambda r: r["fd_mean"])',
     'best = max(base_rows, key=lambda r: r["fd_mean"])',
     ["test_headline_matched_quality", "test_derived_metrics"],
@@ -515,7 +515,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "evaluate",
+    "jaxpapers.dual_rate._quality",
     'target = best["fd_mean"] + best["fd_std"]',
     'target = best["fd_mean"] - best["fd_std"]',
     ["test_headline_matched_quality"],
@@ -523,7 +523,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "evaluate",
+    "jaxpapers.dual_rate._quality",
     '"flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"])',
     '"flop_reduction_at_matched_quality": (cd["mflops_per_sample"] / cb["mflops_per_sample"])',
     ["test_headline_matched_quality", "test_derived_metrics"],
@@ -531,7 +531,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "evaluate",
+    "jaxpapers.dual_rate._quality",
     'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) > 1)',
     'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) >= 1)',
     ["test_headline_ignores_dual_rate_k1"],
@@ -1171,15 +1171,15 @@ MUTATIONS = (
   ),
   M(
     "margins",
-    "e4",
-    "return float(np.polyfit(np.log10(np.asarray(Ns, np.float64)), np.log(dfs), 1)[0])",
-    "return float(np.polyfit(np.log(np.asarray(Ns, np.float64)), np.log(dfs), 1)[0])",
+    "jaxpapers.margins._dimensions",
+    "return float(np.polyfit(np.log10(n), np.log(np.asarray(dims, np.float64)), 1)[0])",
+    "return float(np.polyfit(np.log(n), np.log(np.asarray(dims, np.float64)), 1)[0])",
     ["test_slope_is_ln_d_on_log10_n", "test_analyse"],
     "growth slope on ln N instead of log10 N",
   ),
   M(
     "margins",
-    "e4",
+    "jaxpapers.margins._dimensions",
     "while i > 0 and r[i - 1] >= f:",
     "while i > 0 and r[i] >= f:",
     ["test_d_needed"],
@@ -1739,7 +1739,7 @@ MUTATIONS = (
   ),
   M(
     "dual_rate",
-    "evaluate",
+    "jaxpapers.dual_rate._quality",
     'base_rows = [r for r in rows if r["method"] in base_methods]',
     'base_rows = [r for r in rows if r["method"] == base_methods[0]]',
     ["test_headline_with_several_samplers"],

@@ -637,6 +637,44 @@ CASES = [
     jit=None,
     jit_reason="trains a classifier and scores on the host",
   ),
+  Case(
+    "fd_splits",
+    dr.fd_splits,
+    (10, 8, 5, "heldout"),
+    match="needs 10 held-out images",
+    jit=None,
+    jit_reason="host-side index ranges",
+  ),
+  Case(
+    "matched_quality",
+    dr.matched_quality,
+    (
+      [
+        {
+          "method": "dual-rate",
+          "steps": 4,
+          "interval_K": 2,
+          "fd_mean": 1.0,
+          "fd_std": 0.1,
+          "mflops_per_sample": 1.0,
+          "wall_s": None,
+        }
+      ],
+      {"dual": {"denoiser": 1.0, "encoder": 2.0}},
+    ),
+    match="no row of base_methods",
+    jit=None,
+    jit_reason="host-side selection over result rows",
+  ),  # fmt: skip
+  Case(
+    "matched_quality",
+    dr.matched_quality,
+    ([{"method": "baseline", "fd_mean": 1.0}], {}),
+    match="a row lacks",
+    jit=None,
+    jit_reason="host-side selection over result rows",
+    id="matched_quality-row-fields",
+  ),
 ]
 
 EXEMPT = {}

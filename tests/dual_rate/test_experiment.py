@@ -148,11 +148,11 @@ def test_matched_quality_target_over_the_baselines_samplers_against_hand_values(
   ]
   flops = {"dual": {"encoder": 10.0, "denoiser": 1.0}}
   # DDIM baseline only: target 5 + 1; cheapest baseline 100, cheapest dual-rate K > 1 40.
-  h = evaluate._headline(rows, flops)
+  h = dr.matched_quality(rows, flops)
   assert h["target_fd"] == 6.0 and h["flop_reduction_at_matched_quality"] == 100.0 / 40.0
   # With Heun on both sides: target 3.0 + 0.5; the baseline meets it only with Heun (190), the
   # pair with Heun at K = 2 (60); K = 1 rows never count.
-  h = evaluate._headline(
+  h = dr.matched_quality(
     rows, flops, ("baseline", "baseline/heun"), ("dual-rate", "dual-rate/heun")
   )
   assert h["target_fd"] == 3.5 and h["flop_reduction_at_matched_quality"] == 190.0 / 60.0

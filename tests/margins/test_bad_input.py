@@ -293,6 +293,42 @@ CASES = [
   ),
 ]
 
+CASES += [
+  Case(
+    "needed_dimension",
+    mg.needed_dimension,
+    ([2, 4], [0.5], 0.5),
+    match="retained must have shape",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "growth_slope",
+    mg.growth_slope,
+    ([10, 10], [1.0, 2.0]),
+    match="Ns must be",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "bound_dimension",
+    mg.bound_dimension,
+    (0.5, 0.5),
+    error=TypeError,
+    match="bound must be a callable",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "projected_row_margins",
+    mg.projected_row_margins,
+    (jax.random.key(0), U[:, :2], V, A, 2),
+    match=r"U must have shape \[N, D\]",
+    jit=None,
+    jit_reason=HOST,
+  ),
+]
+
 EXEMPT = {
   "Construction": "a NamedTuple result container",
   "DocumentProjection": "a NamedTuple result container",

@@ -15,14 +15,14 @@ from experiments.margins.configs import e4_smoke
 def test_d_needed_interpolates_after_the_last_dip():
   ds = [1, 2, 4, 8, 16]
   # Crosses 0.5 at d = 4, dips below at d = 8: the rule takes the crossing after the dip.
-  assert e4.d_needed(ds, [0.1, 0.4, 0.6, 0.45, 0.7], 0.5) == pytest.approx(8 * 2**0.2)
-  assert e4.d_needed(ds, [0.6, 0.7, 0.8, 0.9, 0.95], 0.5) == 1.0  # at most the first d
-  assert e4.d_needed(ds, [0.6, 0.7, 0.8, 0.9, 0.4], 0.5) is None  # not reached: censored
+  assert M.needed_dimension(ds, [0.1, 0.4, 0.6, 0.45, 0.7], 0.5) == pytest.approx(8 * 2**0.2)
+  assert M.needed_dimension(ds, [0.6, 0.7, 0.8, 0.9, 0.95], 0.5) == 1.0  # at most the first d
+  assert M.needed_dimension(ds, [0.6, 0.7, 0.8, 0.9, 0.4], 0.5) is None  # not reached: censored
   # A constant relative growth per decade of N gives that slope.
-  assert e4._slope([10, 100, 1000], [20.0, 20 * math.e**0.1, 20 * math.e**0.2]) == pytest.approx(
-    0.1
-  )
-  assert e4._slope([10, 100], [20.0, None]) is None
+  assert M.growth_slope(
+    [10, 100, 1000], [20.0, 20 * math.e**0.1, 20 * math.e**0.2]
+  ) == pytest.approx(0.1)
+  assert M.growth_slope([10, 100], [20.0, None]) is None
 
 
 def test_claims_are_declared_with_their_rules():
