@@ -247,21 +247,6 @@ def better_on(ref: dict, names, mask) -> str:
   return max(names, key=lambda k: float(np.mean(np.asarray(ref[k]["recall"], float)[mask])))
 
 
-def frozen_scorers(feats, dim: int):
-  """The label-free scorers of the frozen states: the untrained cosine, and the cosine after
-  one shared PCA whitening to ``dim`` directions (each side centred by its own mean: queries
-  by the training contexts', documents by the index's)."""
-  doc_h = jnp.asarray(feats["doc"]["h"])
-  z_tr = jnp.asarray(feats["train"]["z"])
-  mq, md = z_tr.mean(0), doc_h.mean(0)
-  st = L.fit_whitening(jnp.concatenate([z_tr - mq, doc_h - md]), dim=dim)
-  dw = L.whiten(st, doc_h - md)
-  return {
-    "untrained_cosine": lambda z: L.cosine_scores(z, doc_h),
-    "whitened_cosine": lambda z: L.cosine_scores(L.whiten(st, z - mq), dw),
-  }
-
-
 def reference_runs(c, world: dict, feats: dict) -> dict:
   """The seed-independent references on the test questions, per question.
 
@@ -278,7 +263,9 @@ def reference_runs(c, world: dict, feats: dict) -> dict:
   kb, test_q = world["kb"], world["test_q"]
   gold = [q.gold for q in test_q]
   out = {}
-  for name, score in frozen_scorers(feats, c.rep_dim).items():
+  for name, score in L.frozen_scorers(
+    feats["train"]["z"], feats["doc"]["h"], dim=c.rep_dim
+  ).items():
     tr = online_trace(world["store"], "test", len(test_q), score, c.t_max, final=False)
     out[name] = {"recall": L.support_recall(tr["doc_ids"], gold).tolist()}
     out[name]["next_hop"] = next_hop_accuracy(score, feats["test"]["z"], world["rows"]["test"])

@@ -15,6 +15,7 @@ from jaxpapers.lanr._data import (
   QA,
   WordTokenizer,
   bm25_scores,
+  gold_prefixes,
   iterative_bm25_retrieve,
   make_kb,
   make_questions,
@@ -22,7 +23,7 @@ from jaxpapers.lanr._data import (
   question_as_query_retrieve,
   support_recall,
 )
-from jaxpapers.lanr._frozen import cosine_scores, fit_whitening, whiten
+from jaxpapers.lanr._frozen import cosine_scores, fit_whitening, frozen_scorers, whiten
 from jaxpapers.lanr._heads import (
   control_logits,
   doc_embedding,
@@ -64,6 +65,7 @@ __all__ = [
   "QA",
   "WordTokenizer",
   "bm25_scores",
+  "gold_prefixes",
   "iterative_bm25_retrieve",
   "make_kb",
   "make_questions",
@@ -72,6 +74,7 @@ __all__ = [
   "support_recall",
   "cosine_scores",
   "fit_whitening",
+  "frozen_scorers",
   "whiten",
   "control_logits",
   "doc_embedding",

@@ -460,6 +460,22 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
+  Case(
+    "frozen_scorers",
+    lambda z, h: L.frozen_scorers(z, h, dim=2),
+    (EQ, ED[:, :3]),
+    match="must share H",
+    jit=None,
+    jit_reason="returns Python scorer closures (fitted once, on the host)",
+  ),
+  Case(
+    "gold_prefixes",
+    L.gold_prefixes,
+    ([L.QA("q", "a", (0, 7), "p")], 5),
+    match=r"outside \[0, n_docs=5\)",
+    jit=None,
+    jit_reason=HOST,
+  ),
 ]
 
 EXEMPT = {
