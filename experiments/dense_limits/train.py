@@ -24,6 +24,7 @@ from etils import epath
 from flax import nnx
 
 import jaxpapers.dense_limits as D
+from experiments.dense_limits.configs import default as default_config
 from jaxpapers import core
 
 # ----------------------------------------------------------------------------- data
@@ -504,9 +505,9 @@ def report_view(record: dict) -> dict:
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
-  """Runs E1-E3 and writes results.json with the claims' verdicts."""
+  """Runs E1-E3 on ``core.config_view(config)``; writes results.json with the claims' verdicts."""
   t0 = time.time()
-  cfg = config
+  cfg = core.config_view(config, default_config.get_config())
   core.validate_seeds(cfg.seeds, name="seeds")
   for cls in cfg.classes:
     core.validate_choice(cls, name="config.classes", allowed=CLASSES)
@@ -540,7 +541,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=cfg,  # its claims, issue_verdicts and report
+    config=config,  # its claims, issue_verdicts and report
     notes="E1 widths are the hidden width of a 2-hidden-layer MLP; the loss is the full-batch "
     "train loss after a fixed number of Adam steps (relative MSE on bumps, CE on digits). "
     "'dense@B': the strongly dense class at weight bound B; 'dense_sum@B': the same bounded "
