@@ -50,6 +50,8 @@ from etils import epath
 __all__ = [
   "CorruptFileError",
   "RowCache",
+  "read_tree",
+  "write_tree",
   "atomic_write",
   "cached_arrays",
   "cached_json",
@@ -412,3 +414,36 @@ class RowCache:
       ``{field: [len(keys), ...]}``.
     """
     return {f: np.stack([self.rows[k][f] for k in keys]) for f in self.fields}
+
+
+def write_tree(path: str | os.PathLike[str], tree: Any) -> None:
+  """Writes the array leaves of a pytree (``arr_<i>`` in ``jax.tree.leaves`` order) through
+  :func:`write_arrays`; :func:`read_tree` reads them back into a tree of the same structure.
+
+  Args:
+    path: the file (``*.npz``).
+    tree: a pytree of arrays.
+  """
+  write_arrays(path, {f"arr_{i}": x for i, x in enumerate(jax.tree.leaves(tree))})
+
+
+def read_tree(path: str | os.PathLike[str], like: Any) -> Any:
+  """The tree written by :func:`write_tree`, in the structure of ``like``.
+
+  Args:
+    path: the file.
+    like: a pytree of the structure written (its leaves' values are not read).
+
+  Returns:
+    The tree of numpy arrays.
+
+  Raises:
+    FileNotFoundError: no such file.
+    CorruptFileError: the file is cut off or does not match its digest, or holds another
+      number of leaves than ``like``.
+  """
+  z = read_arrays(path)
+  treedef = jax.tree.structure(like)
+  if len(z) != treedef.num_leaves:
+    raise CorruptFileError(path, f"it holds {len(z)} arrays, the tree {treedef.num_leaves}")
+  return jax.tree.unflatten(treedef, [z[f"arr_{i}"] for i in range(len(z))])

@@ -127,3 +127,20 @@ def test_sharded_forward_equals_single_device():
   xs = jax.device_put(jnp.asarray(X), NamedSharding(mesh, P("data")))
   f = nnx.jit(lambda mod, x: mod(x))
   np.testing.assert_allclose(np.asarray(f(m, xs)), np.asarray(m(jnp.asarray(X))), rtol=1e-6)
+
+
+def test_bump_data_matches_a_float64_numpy_target():
+  data, sd = D.bump_data(4, d=2, grid=3, n_train=50, n_test=10)
+  t = D.bump_target(jax.random.key(4), 2, 3)
+  c, s, r = (np.asarray(a, np.float64) for a in (t.centers, t.signs, t.radius))
+  x = np.concatenate([data["xtr"], data["xte"]]).astype(np.float64)
+  np.testing.assert_array_equal(
+    x, np.random.default_rng(4).uniform(size=(60, 2)).astype(np.float32)
+  )
+  dist = np.linalg.norm(x[:, None] - c[None], axis=-1)
+  y = (s * r * np.maximum(0.0, 1 - dist / r)).sum(-1)
+  assert sd == pytest.approx(y[:50].std(), rel=1e-5)
+  want = (y - y[:50].mean()) / y[:50].std()
+  np.testing.assert_allclose(np.concatenate([data["ytr"], data["yte"]])[:, 0], want, atol=1e-5)
+  assert data["ytr"].shape == (50, 1) and data["ytr"].dtype == np.float32
+  np.testing.assert_allclose(data["ytr"].var(), 1.0, rtol=1e-5)
