@@ -895,7 +895,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "evaluate",
+    "jaxpapers.lanr._eval",
     'return {"all": float(hit[has].mean()), "hop1": float(hit[has & (t == 0)].mean())}',
     'return {"all": float(hit[has].mean()), "hop1": float(hit[has & (t == 1)].mean())}',
     ["test_next_hop_accuracy"],
@@ -1715,18 +1715,18 @@ MUTATIONS = (
   # ---------------------------------------------------------------- more: per-question outcomes
   M(
     "lanr",
-    "evaluate",
+    "jaxpapers.lanr._eval",
     '"em": np.asarray(correct)[np.arange(len(n)), n].astype(float).tolist(),',
     '"em": np.asarray(correct)[np.arange(len(n)), n - 1].astype(float).tolist(),',
-    ["test_rule_outcomes"],
+    ["test_stop_outcomes"],
     "accuracy read one call early (off by one)",
   ),
   M(
     "lanr",
-    "evaluate",
+    "jaxpapers.lanr._eval",
     "float(set(g) <= set(d[:k].tolist()))",
     "float(set(g) <= set(d[: k - 1].tolist()))",
-    ["test_rule_outcomes"],
+    ["test_stop_outcomes"],
     "support recall over one document too few",
   ),
   M(
