@@ -55,7 +55,7 @@ def trivial_loss(data, kind):
 
 # ----------------------------------------------------------------------------- models
 
-CLASSES = ("dense", "dense_sum", "sparse", "plain")
+CLASSES = D.CLASSES
 SWEPT = ("dense", "dense_sum")  # classes trained at every bound of cfg.bounds
 
 
@@ -78,31 +78,16 @@ def class_names(cfg) -> list[str]:
   return out
 
 
-def make_model(name, cfg, width, d_in, d_out, key):
-  widths = (width,) * cfg.depth
-  rngs = nnx.Rngs(key)
-  cls, bound = split_name(name)
-  if cls == "dense":
-    return D.StronglyDenseMLP(d_in, d_out, widths=widths, bound=bound, rngs=rngs)
-  if cls == "dense_sum":
-    # The width-unbounded control: the same bounded weights, summed instead of averaged, so
-    # n units of weight B act as one of weight nB (universality returns as the width grows).
-    return D.StronglyDenseMLP(
-      d_in, d_out, widths=widths, bound=bound, normalize="none", init="fan_in", rngs=rngs
-    )
-  if cls == "sparse":
-    return D.SparseFaninMLP(
-      d_in, d_out, widths=widths, bound=cfg.bound, fan_in=cfg.fan_in, rngs=rngs
-    )
-  if cls == "plain":
-    return D.PlainMLP(d_in, d_out, widths=widths, rngs=rngs)
-  raise ValueError(f"unknown class {name!r}; expected one of {CLASSES} (swept ones as 'dense@B')")
-
-
 def class_bound(name: str, cfg) -> float | None:
   """The weight bound a class is projected onto (None: unconstrained)."""
   cls, bound = split_name(name)
   return None if cls == "plain" else (cfg.bound if bound is None else bound)
+
+
+def make_model(name, cfg, width, d_in, d_out, key):
+  """The network of class ``name`` (``'dense@4'``, ``'plain'``, ...) at hidden ``width``."""
+  return D.make_model(split_name(name)[0], d_in, d_out, widths=(width,) * cfg.depth,
+                      bound=class_bound(name, cfg), fan_in=cfg.fan_in, rngs=nnx.Rngs(key))  # fmt: skip
 
 
 def lr_grid(name: str, cfg) -> list[float]:

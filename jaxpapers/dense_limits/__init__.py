@@ -28,12 +28,14 @@ from jaxpapers.dense_limits._cut import (
   cut_norm_sdp,
 )
 from jaxpapers.dense_limits._models import (
+  CLASSES,
   ComputationalGraph,
   PlainMLP,
   SparseFaninMLP,
   StronglyDenseMLP,
   box_projection,
   computational_graph,
+  make_model,
   message_passing_apply,
   project_params,
 )
@@ -47,6 +49,7 @@ from jaxpapers.dense_limits._targets import BumpTarget, bump_data, bump_target, 
 from jaxpapers.dense_limits._theory import lipschitz_summary, regularity_checks, regularity_summary
 
 __all__ = [
+  "CLASSES",
   "KRIVINE_BOUND",
   "METHODS",
   "BumpTarget",
@@ -73,6 +76,7 @@ __all__ = [
   "eval_bumps",
   "fk_decompose",
   "lipschitz_summary",
+  "make_model",
   "message_passing_apply",
   "project_params",
   "reconstruct",

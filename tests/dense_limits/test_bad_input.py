@@ -215,6 +215,8 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
+  Case("make_model", lambda: D.make_model("dense@4", 2, 1, widths=(4,), bound=1.0, fan_in=2,
+       rngs=nnx.Rngs(0)), match="cls must be one of", jit=None, jit_reason=CTOR),
   Case("bump_data", lambda: D.bump_data(0, d=2, grid=2, n_train=1, n_test=4), match="n_train",
        jit=None, jit_reason=HOST),
   Case("lipschitz_summary", lambda: D.lipschitz_summary(0.0, 2, 2, (1.0,)), match="target_sd",
