@@ -15,25 +15,10 @@ import numpy as np
 
 import jaxpapers.cs_clip as C
 from jaxpapers import core
+from jaxpapers.cs_clip import item_seed_interval
 
 ORDER_CONTROL = "positional"  # the order-aware encoder of the control (plain CLIP fine-tuning)
 METRICS = ("ht_entity", "ht_relation", "ht_all", "r1", "relation_foil_acc", "ht_ties")
-
-
-def pack_bits(x) -> str:
-  """``[n]`` 0/1 outcomes as a hex string (8 items a byte, most significant bit first)."""
-  x = np.asarray(x)
-  if x.ndim != 1 or not np.isin(x, (0, 1)).all():
-    raise ValueError(f"x must be a 1-D array of 0/1 outcomes, got shape {x.shape}")
-  return np.packbits(x.astype(np.uint8)).tobytes().hex()
-
-
-def unpack_bits(s: str, n: int) -> np.ndarray:
-  """Inverse of :func:`pack_bits`: ``[n]`` float64 outcomes in {0, 1}."""
-  bits = np.unpackbits(np.frombuffer(bytes.fromhex(s), np.uint8))
-  if bits.shape[0] < n or bits.shape[0] - n >= 8:
-    raise ValueError(f"a packed string of {len(s)} hex digits cannot hold {n} items")
-  return bits[:n].astype(np.float64)
 
 
 def final_evals(res: core.SweepResult, r: int, kind_mask: np.ndarray) -> dict:
@@ -43,7 +28,7 @@ def final_evals(res: core.SweepResult, r: int, kind_mask: np.ndarray) -> dict:
   items = {}
   for k, v in res.evals["items"].items():
     x = np.asarray(v[r])[-1]
-    items[k] = pack_bits(x[kind_mask] if k == "ht_relation" else x)
+    items[k] = C.pack_bits(x[kind_mask] if k == "ht_relation" else x)
   out["items"] = items
   return out
 
@@ -102,42 +87,7 @@ def seeds_by_items(packed: dict, metric: str, n: int) -> np.ndarray:
   """
   if metric == "r1":
     return 0.5 * (seeds_by_items(packed, "r1_i2t", n) + seeds_by_items(packed, "r1_t2i", n))
-  return np.stack([unpack_bits(s, n) for s in packed[metric]])
-
-
-def item_seed_interval(a, b=None, *, n_boot: int = 10000, seed: int = 0) -> dict:
-  """Mean of ``a - b`` over seeds and items, and a 95% half-width covering both noises.
-
-  ``a`` and ``b`` are ``[S, n]`` outcomes of two models on the same S seeds and n test items
-  (``b`` None: zero, i.e. the interval of ``a`` itself). The half-width is the larger of
-
-  * the item half-width: a paired percentile bootstrap over the n items of the seed-averaged
-    outcomes (``core.stats.paired_bootstrap``), made symmetric by its larger side, and
-  * the seed half-width: a paired t-interval over the S per-seed means
-    (``core.stats.paired_difference``),
-
-  so the interval is as wide as the larger of the two sources of noise. With a single seed the
-  seed half-width, and so the half-width, is NaN: a claim judged on it is inconclusive.
-
-  Returns:
-    ``{'mean', 'half_width', 'item_half_width', 'seed_half_width', 'n_items', 'n_seeds'}``.
-  """
-  a = np.asarray(a, np.float64)
-  b = np.zeros_like(a) if b is None else np.asarray(b, np.float64)
-  if a.ndim != 2 or a.shape != b.shape:
-    raise ValueError(f"a and b must be [seeds, items] of one shape, got {a.shape} and {b.shape}")
-  mean = float(np.mean(a - b))
-  boot = core.paired_bootstrap(a.mean(0), b.mean(0), n_resamples=n_boot, seed=seed)
-  item_h = float(max(boot.estimate - boot.lo, boot.hi - boot.estimate))
-  seed_h = float(core.paired_difference(a.mean(1), b.mean(1)).half_width)
-  return {
-    "mean": mean,
-    "half_width": float(np.max([item_h, seed_h])),  # NaN (undecided) with a single seed
-    "item_half_width": item_h,
-    "seed_half_width": seed_h,
-    "n_items": int(a.shape[1]),
-    "n_seeds": int(a.shape[0]),
-  }
+  return np.stack([C.unpack_bits(s, n) for s in packed[metric]])
 
 
 def derived_metrics(summary: dict, chance: dict, items: dict, *, n_boot: int) -> dict:

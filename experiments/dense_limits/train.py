@@ -11,7 +11,6 @@ vmapped grid of learning rates x seeds on the shared sweep engine, stored in a c
 
 from __future__ import annotations
 
-import math
 import time
 
 import jax
@@ -24,34 +23,17 @@ from etils import epath
 from flax import nnx
 
 import jaxpapers.dense_limits as D
+from experiments.dense_limits.configs import default as default_config
 from jaxpapers import core
 
 # ----------------------------------------------------------------------------- data
 
 
-def _bump_xy(cfg):
-  """Inputs and raw (1-Lipschitz) target values of the bump task, train rows first."""
-  rng = np.random.default_rng(cfg.seed)
-  target = D.bump_target(jax.random.key(cfg.seed), cfg.bump_d, cfg.bump_grid)
-  x = rng.uniform(size=(cfg.n_train + cfg.n_test, cfg.bump_d)).astype(np.float32)
-  return x, np.asarray(D.eval_bumps(target, jnp.asarray(x)))
-
-
-def bump_target_sd(cfg) -> float:
-  """The train-set standard deviation the bump target is divided by (Lip = 1 / sd after)."""
-  _, y = _bump_xy(cfg)
-  return float(y[: cfg.n_train].std())
-
-
 def make_task(cfg, task: str):
   """Train/test arrays and the loss kind of a task."""
   if task == "bumps":
-    x, y = _bump_xy(cfg)
-    mu, sd = y[: cfg.n_train].mean(), y[: cfg.n_train].std()
-    y = ((y - mu) / sd).astype(np.float32)[:, None]  # unit variance: loss = relative MSE
-    return dict(
-      xtr=x[: cfg.n_train], ytr=y[: cfg.n_train], xte=x[cfg.n_train :], yte=y[cfg.n_train :]
-    ), "mse"
+    kw = dict(d=cfg.bump_d, grid=cfg.bump_grid, n_train=cfg.n_train, n_test=cfg.n_test)
+    return D.bump_data(cfg.seed, **kw)[0], "mse"
   if task == "digits":
     from sklearn.datasets import load_digits
 
@@ -73,7 +55,7 @@ def trivial_loss(data, kind):
 
 # ----------------------------------------------------------------------------- models
 
-CLASSES = ("dense", "dense_sum", "sparse", "plain")
+CLASSES = D.CLASSES
 SWEPT = ("dense", "dense_sum")  # classes trained at every bound of cfg.bounds
 
 
@@ -96,31 +78,16 @@ def class_names(cfg) -> list[str]:
   return out
 
 
-def make_model(name, cfg, width, d_in, d_out, key):
-  widths = (width,) * cfg.depth
-  rngs = nnx.Rngs(key)
-  cls, bound = split_name(name)
-  if cls == "dense":
-    return D.StronglyDenseMLP(d_in, d_out, widths=widths, bound=bound, rngs=rngs)
-  if cls == "dense_sum":
-    # The width-unbounded control: the same bounded weights, summed instead of averaged, so
-    # n units of weight B act as one of weight nB (universality returns as the width grows).
-    return D.StronglyDenseMLP(
-      d_in, d_out, widths=widths, bound=bound, normalize="none", init="fan_in", rngs=rngs
-    )
-  if cls == "sparse":
-    return D.SparseFaninMLP(
-      d_in, d_out, widths=widths, bound=cfg.bound, fan_in=cfg.fan_in, rngs=rngs
-    )
-  if cls == "plain":
-    return D.PlainMLP(d_in, d_out, widths=widths, rngs=rngs)
-  raise ValueError(f"unknown class {name!r}; expected one of {CLASSES} (swept ones as 'dense@B')")
-
-
 def class_bound(name: str, cfg) -> float | None:
   """The weight bound a class is projected onto (None: unconstrained)."""
   cls, bound = split_name(name)
   return None if cls == "plain" else (cfg.bound if bound is None else bound)
+
+
+def make_model(name, cfg, width, d_in, d_out, key):
+  """The network of class ``name`` (``'dense@4'``, ``'plain'``, ...) at hidden ``width``."""
+  return D.make_model(split_name(name)[0], d_in, d_out, widths=(width,) * cfg.depth,
+                      bound=class_bound(name, cfg), fan_in=cfg.fan_in, rngs=nnx.Rngs(key))  # fmt: skip
 
 
 def lr_grid(name: str, cfg) -> list[float]:
@@ -274,54 +241,6 @@ def rejudge_metrics(metrics: dict, config: dict) -> dict:
   return derived
 
 
-# ----------------------------------------------------------------------------- E3
-
-
-def regularity_checks(cfg, key):
-  b = cfg.bound
-  k1, k2, k3 = jax.random.split(key, 3)
-  w = b * jnp.where(jax.random.bernoulli(k1, 0.5, (cfg.fk_size, cfg.fk_size)), 1.0, -1.0)
-  _, trace = D.fk_decompose(w, cfg.fk_k, k2, restarts=32, iters=10)
-  rows = []
-  for i in range(cfg.exact_trials):
-    kk = jax.random.fold_in(k3, i)
-    m = jax.random.uniform(kk, (cfg.exact_size, cfg.exact_size), minval=-b, maxval=b)
-    exact = float(D.cut_norm_exact(m))
-    lb = float(D.cut_norm_lb(m, kk, restarts=16, iters=10)[0])
-    sdp = D.cut_norm_sdp(m, kk, iters=200)
-    rows.append(
-      {"exact": exact, "lb": lb, "sdp_lower": float(sdp.lower), "sdp_upper": float(sdp.upper)}
-    )
-  return regularity_summary(trace.cut_found, trace.frob_sq, b, cfg.fk_k, rows)
-
-
-def regularity_summary(cut_found, frob_sq, bound: float, k: int, rows: list[dict]) -> dict:
-  """E3's numbers from the Frieze-Kannan trace and the cut-norm estimator rows (pure).
-
-  Args:
-    cut_found: ``[k]`` cut norm of the residual found at each step of the decomposition.
-    frob_sq: ``[k]`` squared Frobenius norm of the residual at each step.
-    bound: the entry bound B of the decomposed matrix.
-    k: the number of cut terms; the weak-regularity bound on the residual's cut norm is
-      ``B / sqrt(k)``.
-    rows: per random matrix ``{"exact", "lb", "sdp_lower", "sdp_upper"}`` cut norms.
-  """
-  found = np.asarray(cut_found)
-  fk_bound = bound / math.sqrt(k)
-  return {
-    "fk_found": found.tolist(),
-    "fk_frob_sq": np.asarray(frob_sq).tolist(),
-    "fk_bound": fk_bound,
-    "min_found_over_bound": float(found.min() / fk_bound),
-    "exact_vs_estimators": rows,
-    "lb_over_exact_min": float(min(r["lb"] / r["exact"] for r in rows)),
-    "sdp_bracket_holds": all(
-      r["sdp_lower"] <= r["exact"] * (1 + 1e-5) <= r["sdp_upper"] * (1 + 2e-5) for r in rows
-    ),
-    "sdp_upper_over_lower_max": float(max(r["sdp_upper"] / r["sdp_lower"] for r in rows)),
-  }
-
-
 # ----------------------------------------------------------------------------- claims
 
 
@@ -379,35 +298,6 @@ def task_derived(cells, cfg, task: str, trivial: float) -> dict:
     d[f"B{b:g}"] = blk
   d["widest_train"] = widest
   return d
-
-
-def lipschitz_summary(target_sd: float, d_in: int, depth: int, bounds) -> dict:
-  """Where the weight bound must bind on the bump target (pure).
-
-  The bump target is a sum of disjoint cones ``relu(r - ||x - c||_2)``: 1-Lipschitz in the
-  ℓ2 norm, with slope exactly 1 inside every cone (``bump_target``). It is divided by its
-  train-set standard deviation, so the normalised target's Lipschitz constant is ``1 / sd``,
-  attained. A strongly dense MLP with ``|w|, |b| <= B``, an unnormalised first layer (``d_in``
-  inputs) and ``depth`` hidden layers of mean aggregation is at most
-  ``sqrt(d_in) · B^(depth + 1)``-Lipschitz in ℓ2: layer one moves each unit by at most
-  ``B ||Δx||_1 <= B sqrt(d_in) ||Δx||_2``, ReLU by at most its input's change, and each of the
-  ``depth`` mean layers by at most ``B`` times the largest change of its inputs. Below
-  ``B* = (Lip(target) / sqrt(d_in))^(1 / (depth + 1))`` no width can fit the target's slopes.
-
-  Returns:
-    ``{"target": Lip(target), "b_star": B*, "dense_bound": {B: sqrt(d_in) B^(depth+1)},
-    "binds": {B: dense_bound < target}}`` (keys of the per-B maps as ``'%g'`` strings).
-  """
-  lip = 1.0 / float(target_sd)
-  p = depth + 1
-  root = float(d_in) ** 0.5
-  bound = {f"{b:g}": float(root * b**p) for b in bounds}
-  return {
-    "target": lip,
-    "b_star": float((lip / root) ** (1.0 / p)),
-    "dense_bound": bound,
-    "binds": {k: v < lip for k, v in bound.items()},
-  }
 
 
 def compression_derived(cells, cfg) -> dict | None:
@@ -504,9 +394,9 @@ def report_view(record: dict) -> dict:
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
-  """Runs E1-E3 and writes results.json with the claims' verdicts."""
+  """Runs E1-E3 on ``core.config_view(config)``; writes results.json with the claims' verdicts."""
   t0 = time.time()
-  cfg = config
+  cfg = core.config_view(config, default_config.get_config())
   core.validate_seeds(cfg.seeds, name="seeds")
   for cls in cfg.classes:
     core.validate_choice(cls, name="config.classes", allowed=CLASSES)
@@ -527,11 +417,16 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
         cells[(task, n, w)] = run_cell(cfg, task, n, w, data, kind, store)
     derived[task] = task_derived(cells, cfg, task, trivial[task])
   if "bumps" in cfg.tasks:
-    derived["lipschitz"] = lipschitz_summary(bump_target_sd(cfg), cfg.bump_d, cfg.depth, bounds)
+    kw = dict(d=cfg.bump_d, grid=cfg.bump_grid, n_train=cfg.n_train, n_test=cfg.n_test)
+    sd = D.bump_data(cfg.seed, **kw)[1]
+    derived["lipschitz"] = D.lipschitz_summary(sd, cfg.bump_d, cfg.depth, bounds)
   c = compression_derived(cells, cfg)  # E2: the dense bump nets compressed (at cfg.bound)
   if c is not None:
     derived["compression"] = c
-  derived["regularity"] = regularity_checks(cfg, jax.random.key(cfg.seed + 99))
+  derived["regularity"] = D.regularity_checks(  # E3
+    jax.random.key(cfg.seed + 99), bound=cfg.bound, fk_size=cfg.fk_size, fk_k=cfg.fk_k,
+    exact_size=cfg.exact_size, exact_trials=cfg.exact_trials,
+  )  # fmt: skip
 
   metrics = {
     "derived": derived,
@@ -540,7 +435,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=cfg,  # its claims, issue_verdicts and report
+    config=config,  # its claims, issue_verdicts and report
     notes="E1 widths are the hidden width of a 2-hidden-layer MLP; the loss is the full-batch "
     "train loss after a fixed number of Adam steps (relative MSE on bumps, CE on digits). "
     "'dense@B': the strongly dense class at weight bound B; 'dense_sum@B': the same bounded "

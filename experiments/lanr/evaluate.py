@@ -24,33 +24,6 @@ def _auroc(score, label):
   return float(L.auroc(jnp.asarray(score, jnp.float32), jnp.asarray(label)))
 
 
-def _prefix_recall(doc_ids, n, gold):
-  """Support recall of the first n[b] retrieved documents of each row."""
-  return np.asarray([float(set(g) <= set(d[:k].tolist())) for d, k, g in zip(doc_ids, n, gold)])
-
-
-def _rule_outcomes(n, doc_ids, gold, correct, t_max: int) -> dict:
-  """Per question, what a stopping rule gets from one online trace.
-
-  Args:
-    n: ``[Q]`` retrieval calls the rule makes (capped at ``t_max``).
-    doc_ids: ``[Q, t_max]`` documents retrieved in order.
-    gold: per question, its gold documents.
-    correct: ``[Q, t_max + 1]`` exact match of the answer after ``k`` calls (column 0: closed
-      book).
-    t_max: the largest number of calls.
-
-  Returns:
-    ``{"calls", "recall", "em"}``: lists of ``[Q]`` floats.
-  """
-  n = np.minimum(n, t_max).astype(np.int64)
-  return {
-    "calls": n.astype(float).tolist(),
-    "recall": _prefix_recall(doc_ids, n, gold).tolist(),
-    "em": np.asarray(correct)[np.arange(len(n)), n].astype(float).tolist(),
-  }
-
-
 def evaluate_seed(c, world, feats, p, eps):
   """Every stopping rule on one seed's online trace (per test question), and the heads'
   next-hop accuracy on the gold prefixes."""
@@ -73,7 +46,7 @@ def evaluate_seed(c, world, feats, p, eps):
     "oracle_hops": np.asarray([q.hops for q in test_q]),
   }
   correct = np.asarray(tr["correct"])
-  out = {name: _rule_outcomes(n, d_ids, gold, correct, c.t_max) for name, n in rules.items()}
+  out = {name: L.stop_outcomes(n, d_ids, gold, correct, c.t_max) for name, n in rules.items()}
   out["closed_book_em"] = correct[:, 0].astype(float).tolist()
   out["next_hop"] = next_hop_accuracy(score, feats["test"]["z"], world["rows"]["test"])
   out["next_hop_train"] = next_hop_accuracy(score, feats["train"]["z"], world["rows"]["train"])
@@ -85,15 +58,9 @@ def evaluate_seed(c, world, feats, p, eps):
 
 
 def next_hop_accuracy(score_fn, z, rows) -> dict:
-  """Teacher-forced retrieval on gold prefixes: is the next gold document the best-scoring
-  document not in the context? Overall and for the first hop (the empty context)."""
-  inc = np.stack([r["in_context"] for r in rows])
-  nxt = np.asarray([r["next_doc"] for r in rows])
-  t = np.asarray([r["t"] for r in rows])
-  s = np.where(inc, -np.inf, np.asarray(score_fn(jnp.asarray(z)), np.float64))
-  hit = s.argmax(1) == nxt
-  has = nxt >= 0
-  return {"all": float(hit[has].mean()), "hop1": float(hit[has & (t == 0)].mean())}
+  """``L.next_hop_accuracy`` of ``score_fn(z)`` on the gold-prefix ``rows``."""
+  fields = {k: np.asarray([r[k] for r in rows]) for k in ("in_context", "next_doc", "t")}
+  return L.next_hop_accuracy(np.asarray(score_fn(jnp.asarray(z))), **fields)
 
 
 _ms = functools.partial(core.seed_summary, values_key="per_seed")
@@ -130,12 +97,8 @@ def aggregate_methods(per_seed: list[dict], hops) -> dict:
   """
   hops = np.asarray(hops)
 
-  def agg(name, key, mask=None):
-    vals = []
-    for r in per_seed:
-      x = np.asarray(r[name][key])
-      vals.append(x[mask].mean() if mask is not None else x.mean())
-    return _ms(vals)
+  def agg(name, key, mask=slice(None)):
+    return _ms([np.asarray(r[name][key])[mask].mean() for r in per_seed])
 
   return {
     m: {
@@ -219,47 +182,11 @@ def claim_values(per_seed, ref, hops, sufficiency, t_max: int, n_boot: int) -> d
   return out
 
 
-def bm25_diagnostics(kb, test_q, top3) -> dict:
-  """Why the question-only query fails: later-hop gold documents share no entity with the
-  question and are rarely in its BM25 top 3, unlike hop-1 documents."""
-  out = {}
-  for name, sel in (("hop1", lambda i: i == 0), ("later_hops", lambda i: i >= 1)):
-    share, found = [], []
-    for q, row in zip(test_q, top3):
-      for i, g in enumerate(q.gold):
-        if not sel(i):
-          continue
-        ents = [e for e in kb.facts[g][1:] if e != q.person]
-        share.append(float(any(e in q.question for e in ents) or q.person in kb.docs[g]))
-        found.append(float(g in set(row.tolist())))
-    out[name] = {
-      "docs": len(share),
-      "share_an_entity_with_question": float(np.mean(share)),
-      "in_question_top3": float(np.mean(found)),
-    }
-  return out
-
-
 def better_on(ref: dict, names, mask) -> str:
   """The name in ``names`` whose per-question ``ref[name]["recall"]`` has the higher mean over
   the questions in ``mask`` [Q] (ties: the first name): the stronger of two baselines."""
   mask = np.asarray(mask, bool)
   return max(names, key=lambda k: float(np.mean(np.asarray(ref[k]["recall"], float)[mask])))
-
-
-def frozen_scorers(feats, dim: int):
-  """The label-free scorers of the frozen states: the untrained cosine, and the cosine after
-  one shared PCA whitening to ``dim`` directions (each side centred by its own mean: queries
-  by the training contexts', documents by the index's)."""
-  doc_h = jnp.asarray(feats["doc"]["h"])
-  z_tr = jnp.asarray(feats["train"]["z"])
-  mq, md = z_tr.mean(0), doc_h.mean(0)
-  st = L.fit_whitening(jnp.concatenate([z_tr - mq, doc_h - md]), dim=dim)
-  dw = L.whiten(st, doc_h - md)
-  return {
-    "untrained_cosine": lambda z: L.cosine_scores(z, doc_h),
-    "whitened_cosine": lambda z: L.cosine_scores(L.whiten(st, z - mq), dw),
-  }
 
 
 def reference_runs(c, world: dict, feats: dict) -> dict:
@@ -278,7 +205,9 @@ def reference_runs(c, world: dict, feats: dict) -> dict:
   kb, test_q = world["kb"], world["test_q"]
   gold = [q.gold for q in test_q]
   out = {}
-  for name, score in frozen_scorers(feats, c.rep_dim).items():
+  for name, score in L.frozen_scorers(
+    feats["train"]["z"], feats["doc"]["h"], dim=c.rep_dim
+  ).items():
     tr = online_trace(world["store"], "test", len(test_q), score, c.t_max, final=False)
     out[name] = {"recall": L.support_recall(tr["doc_ids"], gold).tolist()}
     out[name]["next_hop"] = next_hop_accuracy(score, feats["test"]["z"], world["rows"]["test"])
@@ -287,7 +216,7 @@ def reference_runs(c, world: dict, feats: dict) -> dict:
     r = L.question_as_query_retrieve(q_texts, docs, hops=k)
     out[f"bm25_top{k}"] = {"recall": L.support_recall(r, gold).tolist()}
   top3 = L.question_as_query_retrieve(q_texts, docs, hops=3)
-  out["bm25_diagnostics"] = bm25_diagnostics(kb, test_q, top3)
+  out["bm25_diagnostics"] = L.bm25_diagnostics(kb, test_q, top3)
   bridge = [f[2] for f in kb.facts]
   multi = np.asarray([q.hops >= 2 for q in test_q])
   for name, keep in (("bm25_iterative_with_question", True), ("bm25_iterative_bridge", False)):

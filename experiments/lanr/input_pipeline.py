@@ -10,7 +10,6 @@ import os
 import time
 
 import numpy as np
-from absl import logging
 
 from jaxpapers import core
 from jaxpapers import lanr as L
@@ -32,64 +31,33 @@ def context_key(split: str, qi: int, docs) -> str:
   return f"{split}/{qi}/" + "-".join(str(int(d)) for d in docs)
 
 
-def gold_contexts(qs, split: str, n_docs: int):
-  """Every gold-prefix context c_t (t = 0..hops) of every question (``t`` documents in it)."""
-  rows = []
-  for qi, q in enumerate(qs):
-    for t in range(q.hops + 1):
-      inc = np.zeros(n_docs, bool)
-      inc[list(q.gold[:t])] = True
-      rows.append(
-        dict(
-          key=context_key(split, qi, q.gold[:t]),
-          q=qi,
-          docs=tuple(q.gold[:t]),
-          t=t,
-          hops=q.hops,
-          next_doc=q.gold[t] if t < q.hops else -1,
-          in_context=inc,
-          sufficient=t == q.hops,
-        )
-      )
-  return rows
-
-
 FIELDS = ("z", "h_answer", "h_pred", "correct", "logp")
 
 
-class ContextStore:
-  """Every context the experiment reads, read by the LM once (memoised, saved in the workdir).
+class ContextStore(core.cache.RowCache):
+  """Every context the experiment reads, read by the frozen LM once.
 
   A context is a question and the documents in it, in order; its key is
   ``split/question/doc-doc-...``. The online loops of every method and seed, the gold prefixes
   and the baselines share contexts (the empty context, correct retrievals), so each is read
-  once. The store is saved to ``<workdir>/contexts.npz`` after every batch of new reads, so a
-  killed run resumes without reading them again.
+  once. The rows (``FIELDS``) are kept in ``<workdir>/contexts.npz`` (``core.cache.RowCache``),
+  rewritten after every batch of new reads, so a killed run resumes without reading them again.
   """
 
   def __init__(self, T: Texts, questions: dict, docs_tok, ans_tok: dict, c, path: str | None):
-    self.T, self.questions, self.docs_tok, self.ans_tok = T, questions, docs_tok, ans_tok
-    self.c, self.path = c, path
-    self.memo: dict[str, dict] = {}
-    if path and os.path.exists(path):
-      try:
-        z = core.cache.read_arrays(path)
-      except core.CorruptFileError as e:  # torn or altered: read every context again
-        logging.warning("%s; reading its contexts again", e)
-      else:
-        keys = [str(k) for k in z["keys"]]
-        for i, k in enumerate(keys):
-          self.memo[k] = {f: z[f][i] for f in FIELDS}
+    super().__init__(path, FIELDS)
+    self.T, self.questions, self.docs_tok, self.ans_tok, self.c = T, questions, docs_tok, ans_tok, c
 
   def ids(self, key: str) -> list[int]:
     split, qi, docs = key.split("/")
-    q = self.questions[split][int(qi)]
     ds = [int(d) for d in docs.split("-")] if docs else []
-    return self.T.q(q.question) + [x for d in ds for x in self.docs_tok[d]]
+    return self.T.q(self.questions[split][int(qi)].question) + [
+      x for d in ds for x in self.docs_tok[d]
+    ]
 
   def read(self, keys) -> dict:
     """``{field: [len(keys), ...]}`` for the contexts ``keys`` (reading the missing ones)."""
-    missing = list(dict.fromkeys(k for k in keys if k not in self.memo))
+    missing = self.missing(keys)
     if missing:
       seqs = [self.ids(k) for k in missing]
       ans = [self.ans_tok[k.split("/")[0]][int(k.split("/")[1])] for k in missing]
@@ -100,17 +68,8 @@ class ContextStore:
         idx = np.flatnonzero(widths == w)
         r = L.read_contexts(self.T.fn, self.T.params, [seqs[i] for i in idx],
                             [ans[i] for i in idx], self.T.pred, width=w, batch_size=self.c.lm_batch)  # fmt: skip
-        for j, i in enumerate(idx):
-          self.memo[missing[i]] = {f: np.asarray(r[f][j]) for f in FIELDS}
-        self.save()
-    return {f: np.stack([self.memo[k][f] for k in keys]) for f in FIELDS}
-
-  def save(self):
-    if not self.path:
-      return
-    keys = list(self.memo)
-    arrays = {f: np.stack([self.memo[k][f] for k in keys]) for f in FIELDS}
-    core.cache.write_arrays(self.path, {"keys": np.asarray(keys), **arrays})  # atomic, checked
+        self.put({missing[i]: {f: r[f][j] for f in FIELDS} for j, i in enumerate(idx)})
+    return self.stack(keys)
 
 
 def online_trace(store: ContextStore, split: str, n_q: int, score_fn, t_max: int, final=True):
@@ -127,8 +86,11 @@ def prepare(c, workdir):
   docs_tok = [T.d(d) for d in kb.docs]
   dt, dl = L.pad_tokens(docs_tok)
   N = len(kb.docs)
-  rows = {"train": gold_contexts(train_q, "train", N), "test": gold_contexts(test_q, "test", N)}
   qs = {"train": train_q, "test": test_q}
+  rows = {  # every gold-prefix context, keyed in the store
+    s: [dict(r, key=context_key(s, r["q"], r["docs"])) for r in L.gold_prefixes(v, N)]
+    for s, v in qs.items()
+  }
   ans = {k: [T.a(q.answer) for q in v] for k, v in qs.items()}
   os.makedirs(workdir, exist_ok=True)
   store = ContextStore(T, qs, docs_tok, ans, c, os.path.join(workdir, "contexts.npz"))

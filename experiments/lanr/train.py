@@ -17,6 +17,7 @@ import numpy as np
 import optax
 
 from experiments.lanr import evaluate as E
+from experiments.lanr.configs import default as default_config
 from experiments.lanr.input_pipeline import prepare
 from jaxpapers import core
 from jaxpapers import lanr as L
@@ -85,10 +86,9 @@ def head_data(feats: dict, rows: list[dict]) -> tuple[dict, dict]:
 
 def train_heads(c, data: dict) -> core.SweepResult:
   """P_q, P_d and both control heads, one run per seed (``c.seeds`` runs of ``c.steps``)."""
-  keys = jax.random.split(jax.random.key(c.seed), c.seeds)
   return make_sweep(c, data["z"].shape[1]).run(
     {"lr": np.full(c.seeds, c.lr, np.float32)},
-    keys,
+    jax.random.split(jax.random.key(c.seed), c.seeds),
     num_steps=c.steps,
     chunk_size=c.steps,
     data=data,
@@ -103,7 +103,8 @@ def _seed_cell(c, world, feats, p, eps) -> dict:
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  c = config
+  """Runs the experiment on ``core.config_view(config)``; writes results.json."""
+  c = core.config_view(config, default_config.get_config())
   core.validate_seeds(c.seeds, name="seeds")
   t0 = time.time()
   world, feats, stats = prepare(c, workdir)
@@ -111,12 +112,11 @@ def train_and_evaluate(config, workdir) -> dict:
   data, eps = head_data(feats, world["rows"]["train"])
   store = core.CellStore(f"{workdir}/cells")
   res = train_heads(c, data)
-  train_hist = {k: np.asarray(v)[:, -1].tolist() for k, v in res.history.items()}
   ref = store.get_or_compute("references", lambda _: E.reference_runs(c, world, feats))
-  seed_params = [
-    jax.tree.map(lambda x, s=s: np.asarray(x[s]), res.state[0]) for s in range(c.seeds)
-  ]
-  grid = {f"seed/{s}": (c, world, feats, p, eps) for s, p in enumerate(seed_params)}
+  grid = {
+    f"seed/{s}": (c, world, feats, jax.tree.map(lambda x, s=s: np.asarray(x[s]), res.state[0]), eps)
+    for s in range(c.seeds)
+  }
   per_seed = core.fill_cells(store, grid, _seed_cell, desc="seeds")
 
   refs = E.reference_metrics(ref, per_seed, hops, c.t_max, stats["documents"])
@@ -125,14 +125,14 @@ def train_and_evaluate(config, workdir) -> dict:
   sufficiency["entropy_label_rate_train"] = float(np.asarray(data["y_entropy"]).mean())
   sufficiency["oracle_label_rate_train"] = float(np.asarray(data["y_oracle"]).mean())
   sufficiency["eps"] = eps
-  stats["contexts_read"] = len(world["store"].memo)
+  stats["contexts_read"] = len(world["store"])
   metrics = {
     "data": stats,
     "methods": E.aggregate_methods(per_seed, hops),
     "references": refs,
     "sufficiency": sufficiency,
     "next_hop_accuracy": E.next_hop_metrics(c, feats, world["rows"]["test"], per_seed, ref),
-    "train_final": train_hist,
+    "train_final": {k: np.asarray(v)[:, -1].tolist() for k, v in res.history.items()},
     "online_s_per_seed": [r["online_s"] for r in per_seed],
     "derived": E.claim_values(per_seed, ref, hops, sufficiency, c.t_max, c.n_boot),
   }
@@ -140,5 +140,7 @@ def train_and_evaluate(config, workdir) -> dict:
   notes = (f"{d['lm']}; {d['documents']} documents, {d['train_questions']} train / "
            f"{d['test_questions']} held-out questions (1-3 hops, disjoint entities); {c.seeds} "
            "seeds of the heads; synthetic multi-hop QA proxy.")  # fmt: skip
-  core.write_results(workdir, metrics=metrics, config=c, notes=notes, wall_time_s=time.time() - t0)
+  core.write_results(
+    workdir, metrics=metrics, config=config, notes=notes, wall_time_s=time.time() - t0
+  )
   return metrics

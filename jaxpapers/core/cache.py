@@ -49,6 +49,9 @@ from etils import epath
 
 __all__ = [
   "CorruptFileError",
+  "RowCache",
+  "read_tree",
+  "write_tree",
   "atomic_write",
   "cached_arrays",
   "cached_json",
@@ -339,3 +342,108 @@ def cached_arrays(
     lambda p, v: write_arrays(p, v, compress=compress),
     valid,
   )
+
+
+class RowCache:
+  """Rows of named arrays keyed by string, kept in one verified ``.npz`` file.
+
+  The memo of an expensive per-item computation (an LM reading one context, ...) that is
+  filled a batch at a time: :meth:`put` adds rows and rewrites the file (atomically, through
+  :func:`write_arrays`, process 0 only), so a killed run resumes with every batch it
+  finished. The file holds ``keys`` (``[R]`` strings) and one ``[R, ...]`` array per field.
+  A corrupt file is left out with a warning naming it: its rows are computed again.
+
+  Args:
+    path: the cache file (``*.npz``), or None for a memo kept in memory only.
+    fields: the names of every row's arrays.
+
+  Example::
+
+    cache = RowCache(workdir / "contexts.npz", ("z", "logp"))
+    todo = cache.missing(keys)
+    cache.put(dict(zip(todo, read(todo))))  # each value: {"z": ..., "logp": ...}
+    arrays = cache.stack(keys)  # {"z": [len(keys), ...], "logp": [len(keys)]}
+  """
+
+  def __init__(self, path: str | os.PathLike[str] | None, fields: tuple[str, ...]):
+    self.path, self.fields = path, tuple(fields)
+    self.rows: dict[str, dict[str, np.ndarray]] = {}
+    if path is not None and epath.Path(path).exists():
+      try:
+        z = read_arrays(path)
+      except CorruptFileError as e:
+        logging.warning("%s; computing its rows again", e)
+      else:
+        for i, k in enumerate(str(k) for k in z["keys"]):
+          self.rows[k] = {f: z[f][i] for f in self.fields}
+
+  def __len__(self) -> int:
+    return len(self.rows)
+
+  def missing(self, keys) -> list[str]:
+    """The keys without a row, each once, in the order of ``keys``.
+
+    Args:
+      keys: iterable of row keys.
+
+    Returns:
+      list of str.
+    """
+    return list(dict.fromkeys(k for k in keys if k not in self.rows))
+
+  def put(self, rows: Mapping[str, Mapping[str, Any]]) -> None:
+    """Adds ``rows`` (key -> {field: array}) and rewrites the file.
+
+    Args:
+      rows: the new rows, each with every field.
+    """
+    for k, row in rows.items():
+      self.rows[k] = {f: np.asarray(row[f]) for f in self.fields}
+    if self.path is not None and self.rows:
+      keys = list(self.rows)
+      arrays = {f: np.stack([self.rows[k][f] for k in keys]) for f in self.fields}
+      write_arrays(self.path, {"keys": np.asarray(keys), **arrays})
+
+  def stack(self, keys) -> dict[str, np.ndarray]:
+    """The rows of ``keys`` stacked per field (each key must have a row).
+
+    Args:
+      keys: sequence of row keys.
+
+    Returns:
+      ``{field: [len(keys), ...]}``.
+    """
+    return {f: np.stack([self.rows[k][f] for k in keys]) for f in self.fields}
+
+
+def write_tree(path: str | os.PathLike[str], tree: Any) -> None:
+  """Writes the array leaves of a pytree (``arr_<i>`` in ``jax.tree.leaves`` order) through
+  :func:`write_arrays`; :func:`read_tree` reads them back into a tree of the same structure.
+
+  Args:
+    path: the file (``*.npz``).
+    tree: a pytree of arrays.
+  """
+  write_arrays(path, {f"arr_{i}": x for i, x in enumerate(jax.tree.leaves(tree))})
+
+
+def read_tree(path: str | os.PathLike[str], like: Any) -> Any:
+  """The tree written by :func:`write_tree`, in the structure of ``like``.
+
+  Args:
+    path: the file.
+    like: a pytree of the structure written (its leaves' values are not read).
+
+  Returns:
+    The tree of numpy arrays.
+
+  Raises:
+    FileNotFoundError: no such file.
+    CorruptFileError: the file is cut off or does not match its digest, or holds another
+      number of leaves than ``like``.
+  """
+  z = read_arrays(path)
+  treedef = jax.tree.structure(like)
+  if len(z) != treedef.num_leaves:
+    raise CorruptFileError(path, f"it holds {len(z)} arrays, the tree {treedef.num_leaves}")
+  return jax.tree.unflatten(treedef, [z[f"arr_{i}"] for i in range(len(z))])

@@ -14,9 +14,21 @@ unit beats its foil, keeping plain dual-encoder inference.
   R@1 hits (:func:`retrieval_hits`);
 * synthetic proxy data: :func:`render_scenes`, :func:`units_and_foils`,
   :func:`half_truth_pairs`, :func:`training_captions`, :func:`half_truth_set`, :func:`tokenize`;
+* per-item outcomes: :func:`pack_bits`, :func:`unpack_bits`, :func:`item_seed_interval`;
+* the benchmark: :func:`benchmark_data`, the arms' loss terms (:func:`arm_weights`,
+  :func:`finetune_terms`) and :func:`heldout_metrics`;
 * tiny Flax NNX towers: :class:`ImageEncoder`, :class:`TextEncoder`, :class:`DualEncoder`.
 """
 
+from jaxpapers.cs_clip._benchmark import (
+  ARMS,
+  BATCH_FIELDS,
+  TEST_FIELDS,
+  arm_weights,
+  benchmark_data,
+  finetune_terms,
+  heldout_metrics,
+)
 from jaxpapers.cs_clip._losses import (
   ALIGN_TYPES,
   COMP_TYPES,
@@ -50,6 +62,7 @@ from jaxpapers.cs_clip._scenes import (
   partner,
   render_scenes,
 )
+from jaxpapers.cs_clip._stats import item_seed_interval, pack_bits, unpack_bits
 from jaxpapers.cs_clip._units import (
   MAX_LEN,
   U_MAX,
@@ -67,6 +80,16 @@ from jaxpapers.cs_clip._units import (
 )
 
 __all__ = [
+  "item_seed_interval",
+  "pack_bits",
+  "unpack_bits",
+  "ARMS",
+  "BATCH_FIELDS",
+  "TEST_FIELDS",
+  "arm_weights",
+  "benchmark_data",
+  "finetune_terms",
+  "heldout_metrics",
   "ALIGN_TYPES",
   "COLOURS",
   "COMP_TYPES",

@@ -4,7 +4,9 @@ arXiv:2602.07618), made computable.
 Weight-bounded, width-normalised ("strongly dense") ReLU MLPs with sparse and unconstrained
 comparisons; the cut norm (exact enumeration, local search, and a certified Grothendieck-SDP
 bracket); the Frieze–Kannan weak-regularity decomposition; compression of a network into a few
-cut terms per layer; the network as a message-passing graph; Lipschitz bump targets.
+cut terms per layer; the network as a message-passing graph; Lipschitz bump targets; the
+Lipschitz bound of the dense class and the weak-regularity checks (``lipschitz_summary``,
+``regularity_checks``).
 """
 
 from jaxpapers.dense_limits._compress import (
@@ -26,12 +28,14 @@ from jaxpapers.dense_limits._cut import (
   cut_norm_sdp,
 )
 from jaxpapers.dense_limits._models import (
+  CLASSES,
   ComputationalGraph,
   PlainMLP,
   SparseFaninMLP,
   StronglyDenseMLP,
   box_projection,
   computational_graph,
+  make_model,
   message_passing_apply,
   project_params,
 )
@@ -41,9 +45,11 @@ from jaxpapers.dense_limits._regularity import (
   fk_decompose,
   reconstruct,
 )
-from jaxpapers.dense_limits._targets import BumpTarget, bump_target, eval_bumps
+from jaxpapers.dense_limits._targets import BumpTarget, bump_data, bump_target, eval_bumps
+from jaxpapers.dense_limits._theory import lipschitz_summary, regularity_checks, regularity_summary
 
 __all__ = [
+  "CLASSES",
   "KRIVINE_BOUND",
   "METHODS",
   "BumpTarget",
@@ -59,6 +65,7 @@ __all__ = [
   "apply_compressed",
   "augment",
   "box_projection",
+  "bump_data",
   "bump_target",
   "compress_mlp",
   "compression_errors",
@@ -68,9 +75,13 @@ __all__ = [
   "cut_norm_sdp",
   "eval_bumps",
   "fk_decompose",
+  "lipschitz_summary",
+  "make_model",
   "message_passing_apply",
   "project_params",
   "reconstruct",
+  "regularity_checks",
+  "regularity_summary",
   "refit_compressed",
   "truncate_compressed",
 ]

@@ -217,6 +217,53 @@ class PlainMLP(nnx.Module):
     return h
 
 
+CLASSES = ("dense", "dense_sum", "sparse", "plain")
+
+
+def make_model(
+  cls: str,
+  d_in: int,
+  d_out: int,
+  *,
+  widths: Sequence[int],
+  bound: float | None,
+  fan_in: int,
+  rngs: nnx.Rngs,
+) -> nnx.Module:
+  """One network of the classes the paper compares, by name.
+
+  ``'dense'``: :class:`StronglyDenseMLP` (mean aggregation, ``|w| <= B``); ``'dense_sum'``: the
+  width-unbounded control, the same bounded weights summed instead of averaged
+  (``normalize='none'``, fan-in initialisation), so n units of weight B act as one of weight
+  nB and universality returns as the width grows; ``'sparse'``: :class:`SparseFaninMLP`
+  (``fan_in`` inputs per unit, ``|w| <= B``); ``'plain'``: an unconstrained :class:`PlainMLP`.
+
+  Args:
+    cls: one of ``CLASSES``.
+    d_in, d_out: input and output widths.
+    widths: the hidden widths.
+    bound: B (ignored by ``'plain'``).
+    fan_in: the sparse class's fan-in.
+    rngs: the parameter random streams.
+
+  Returns:
+    The module.
+  """
+  if cls not in CLASSES:
+    raise ValueError(f"cls must be one of {CLASSES}, got {cls!r}")
+  if cls == "plain":
+    return PlainMLP(d_in, d_out, widths=widths, rngs=rngs)
+  if bound is None:
+    raise ValueError(f"bound must be a number for the class {cls!r}")
+  if cls == "dense":
+    return StronglyDenseMLP(d_in, d_out, widths=widths, bound=bound, rngs=rngs)
+  if cls == "dense_sum":
+    return StronglyDenseMLP(
+      d_in, d_out, widths=widths, bound=bound, normalize="none", init="fan_in", rngs=rngs
+    )
+  return SparseFaninMLP(d_in, d_out, widths=widths, bound=bound, fan_in=fan_in, rngs=rngs)
+
+
 def project_params(params: Any, bound: float) -> Any:
   """Projects every leaf of a parameter pytree onto the box ``[-bound, bound]``.
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxpapers.core import validation as V
 from jaxpapers.dense_limits._checks import check_key
@@ -73,3 +74,34 @@ def eval_bumps(t: BumpTarget, x: jax.Array) -> jax.Array:
     raise ValueError(f"x must have shape [batch, {t.centers.shape[1]}], got {x.shape}")
   dist = jnp.sqrt(jnp.maximum(jnp.sum((x[:, None, :] - t.centers[None]) ** 2, -1), 0.0))
   return jnp.sum(t.signs * t.radius * jax.nn.relu(1.0 - dist / t.radius), -1)
+
+
+def bump_data(seed: int, *, d: int, grid: int, n_train: int, n_test: int) -> tuple[dict, float]:
+  """A regression task on a random bump target, scaled to unit train variance.
+
+  The target is ``bump_target(jax.random.key(seed), d, grid)``; the ``n_train + n_test``
+  inputs are uniform on ``[0, 1]^d`` (``np.random.default_rng(seed)``), train rows first. The
+  targets are centred and divided by the train rows' standard deviation ``sd``, so the mean
+  squared error is relative to the constant predictor's and the normalised target is
+  ``1 / sd``-Lipschitz.
+
+  Args:
+    seed: non-negative seed of the target and the inputs.
+    d: input dimension.
+    grid: bumps per axis (:func:`bump_target`).
+    n_train, n_test: row counts (>= 2 and >= 1).
+
+  Returns:
+    ``({"xtr": [n_train, d], "ytr": [n_train, 1], "xte", "yte"}, sd)``: float32 numpy arrays
+    and the raw targets' train standard deviation.
+  """
+  seed = V.check_int(seed, "seed", min_value=0)
+  n_train = V.check_int(n_train, "n_train", min_value=2)
+  n_test = V.check_int(n_test, "n_test", min_value=1)
+  rng = np.random.default_rng(seed)
+  target = bump_target(jax.random.key(seed), d, grid)
+  x = rng.uniform(size=(n_train + n_test, d)).astype(np.float32)
+  y = np.asarray(eval_bumps(target, jnp.asarray(x)))
+  mu, sd = y[:n_train].mean(), y[:n_train].std()
+  y = ((y - mu) / sd).astype(np.float32)[:, None]  # unit variance: loss = relative MSE
+  return dict(xtr=x[:n_train], ytr=y[:n_train], xte=x[n_train:], yte=y[n_train:]), float(sd)

@@ -4,7 +4,8 @@ One LM encodes documents, produces retrieval vectors from the hidden state of a 
 and decides with a small MLP over the same hidden states when enough evidence has been
 retrieved. This package implements the heads, the objectives (multi-positive InfoNCE,
 answer-entropy and oracle control labels), the jitted multi-hop loop with adaptive stopping,
-the synthetic multi-hop QA world of the experiment, and the pipeline and stopping baselines.
+the synthetic multi-hop QA world of the experiment, the pipeline and stopping baselines, and
+what a loop and its stopping rule achieve per question (``stop_outcomes``, ``next_hop_accuracy``).
 The paper has no public code: everything beyond the abstract is a reconstruction (marked in
 each docstring).
 """
@@ -15,6 +16,7 @@ from jaxpapers.lanr._data import (
   QA,
   WordTokenizer,
   bm25_scores,
+  gold_prefixes,
   iterative_bm25_retrieve,
   make_kb,
   make_questions,
@@ -22,7 +24,8 @@ from jaxpapers.lanr._data import (
   question_as_query_retrieve,
   support_recall,
 )
-from jaxpapers.lanr._frozen import cosine_scores, fit_whitening, whiten
+from jaxpapers.lanr._eval import bm25_diagnostics, next_hop_accuracy, stop_outcomes
+from jaxpapers.lanr._frozen import cosine_scores, fit_whitening, frozen_scorers, whiten
 from jaxpapers.lanr._heads import (
   control_logits,
   doc_embedding,
@@ -59,11 +62,15 @@ from jaxpapers.lanr._stats import auroc_interval
 from jaxpapers.lanr._train import lanr_loss
 
 __all__ = [
+  "bm25_diagnostics",
+  "next_hop_accuracy",
+  "stop_outcomes",
   "LAnRConfig",
   "KB",
   "QA",
   "WordTokenizer",
   "bm25_scores",
+  "gold_prefixes",
   "iterative_bm25_retrieve",
   "make_kb",
   "make_questions",
@@ -72,6 +79,7 @@ __all__ = [
   "support_recall",
   "cosine_scores",
   "fit_whitening",
+  "frozen_scorers",
   "whiten",
   "control_logits",
   "doc_embedding",

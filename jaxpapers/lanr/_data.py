@@ -448,3 +448,31 @@ def support_recall(retrieved: np.ndarray, gold: Sequence[Sequence[int]]) -> np.n
   if r.ndim != 2 or len(gold) != r.shape[0]:
     raise ValueError(f"retrieved must be [B, K] with B = len(gold) = {len(gold)}, got {r.shape}")
   return np.asarray([float(set(g) <= set(row.tolist())) for row, g in zip(r, gold)])
+
+
+def gold_prefixes(questions: Sequence[QA], n_docs: int) -> list[dict]:
+  """Every gold-prefix context ``c_t`` (the question and its first ``t`` gold documents,
+  ``t = 0..hops``) of every question: the contexts the heads are trained and probed on.
+
+  Args:
+    questions: the questions.
+    n_docs: N, the number of documents in the index.
+
+  Returns:
+    One dict per context, question by question and ``t`` ascending: ``q`` (question index),
+    ``docs`` (tuple of the ``t`` gold ids in it), ``t``, ``hops``, ``next_doc`` (the next gold
+    id, −1 when ``t = hops``), ``in_context`` (bool [N]) and ``sufficient`` (``t = hops``).
+  """
+  n_docs = V.check_int(n_docs, "n_docs", min_value=1)
+  rows = []
+  for qi, q in enumerate(questions):
+    if not all(0 <= g < n_docs for g in q.gold):
+      raise ValueError(f"question {qi} has gold ids {q.gold} outside [0, n_docs={n_docs})")
+    for t in range(q.hops + 1):
+      inc = np.zeros(n_docs, bool)
+      inc[list(q.gold[:t])] = True
+      rows.append(
+        dict(q=qi, docs=tuple(q.gold[:t]), t=t, hops=q.hops, next_doc=q.gold[t] if t < q.hops else -1,
+             in_context=inc, sufficient=t == q.hops)
+      )  # fmt: skip
+  return rows

@@ -97,3 +97,32 @@ def whiten(stats: dict[str, jax.Array], x: jax.Array) -> jax.Array:
   if x.ndim < 1 or x.shape[-1] != H:
     raise ValueError(f"x must have shape [..., H] with H = {H}, got {x.shape}")
   return (x.astype(stats["w"].dtype) - stats["mean"]) @ stats["w"]
+
+
+def frozen_scorers(z_train: jax.Array, doc_h: jax.Array, *, dim: int) -> dict:
+  """Both label-free scorers of the module docstring, fitted on the frozen states.
+
+  The whitened cosine centres queries by the training contexts' mean ``μ_q`` and documents by
+  the index's mean ``μ_d``, fits one PCA whitening (:func:`fit_whitening`) on both centred sets
+  stacked, and compares ``cos((z − μ_q) W, (h − μ_d) W)``.
+
+  Args:
+    z_train: float [M, H] [PRED] states of training contexts (queries; only their mean and
+      covariance are used, no label).
+    doc_h: float [N, H] [DOC] states of the index.
+    dim: k, the whitened directions kept.
+
+  Returns:
+    ``{"untrained_cosine", "whitened_cosine"}``: each ``z [B, H] -> scores [B, N]``.
+  """
+  z_train = V.check_array(z_train, "z_train", ndim=2, dtype="float")
+  doc_h = V.check_array(doc_h, "doc_h", ndim=2, dtype="float")
+  if z_train.shape[1] != doc_h.shape[1]:
+    raise ValueError(f"z_train {z_train.shape} and doc_h {doc_h.shape} must share H")
+  mq, md = z_train.mean(0), doc_h.mean(0)
+  st = fit_whitening(jnp.concatenate([z_train - mq, doc_h - md]), dim=dim)
+  dw = whiten(st, doc_h - md)
+  return {
+    "untrained_cosine": lambda z: cosine_scores(z, doc_h),
+    "whitened_cosine": lambda z: cosine_scores(whiten(st, z - mq), dw),
+  }

@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-MODULES = {"evaluate": "experiments.cs_clip.evaluate"}
+import jaxpapers.cs_clip as C
+
+MODULES = {"evaluate": "experiments.cs_clip.evaluate", "stats": "jaxpapers.cs_clip._stats"}
 
 N_BOOT = 400
 
@@ -21,6 +23,11 @@ N_BOOT = 400
 @pytest.fixture(name="evaluate")
 def _evaluate():
   return importlib.import_module(MODULES["evaluate"])
+
+
+@pytest.fixture(name="stats")
+def _stats():
+  return importlib.import_module(MODULES["stats"])
 
 
 def _boot_half(a_items, b_items, n_boot=N_BOOT, seed=0):
@@ -37,29 +44,29 @@ def _seed_half(a_seeds, b_seeds):
   return sps.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
 
 
-def test_pack_bits_round_trip(evaluate):
+def test_pack_bits_round_trip(stats):
   x = [1, 0, 1, 1, 0, 0, 0, 0, 1]
-  assert evaluate.pack_bits(x) == "b080"  # 1011 0000 | 1 (then 7 padding zeros)
-  np.testing.assert_array_equal(evaluate.unpack_bits("b080", 9), x)
+  assert stats.pack_bits(x) == "b080"  # 1011 0000 | 1 (then 7 padding zeros)
+  np.testing.assert_array_equal(stats.unpack_bits("b080", 9), x)
   with pytest.raises(ValueError, match="0/1"):
-    evaluate.pack_bits([0, 2])
+    stats.pack_bits([0, 2])
   with pytest.raises(ValueError, match="cannot hold"):
-    evaluate.unpack_bits("b080", 17)
+    stats.unpack_bits("b080", 17)
 
 
 def test_r1_items_are_the_mean_of_both_directions(evaluate):
   packed = {
-    "r1_i2t": [evaluate.pack_bits([1, 1, 0, 0])],
-    "r1_t2i": [evaluate.pack_bits([1, 0, 1, 0])],
+    "r1_i2t": [C.pack_bits([1, 1, 0, 0])],
+    "r1_t2i": [C.pack_bits([1, 0, 1, 0])],
   }
   np.testing.assert_array_equal(evaluate.seeds_by_items(packed, "r1", 4), [[1.0, 0.5, 0.5, 0.0]])
 
 
-def test_item_interval_when_only_seeds_vary(evaluate):
+def test_item_interval_when_only_seeds_vary(stats):
   # Every item has the same seed-averaged outcome (0.5): the item bootstrap has no width, so
   # the half-width is the seed t-interval of (0.25, 0.5, 0.75): t_{.975,2} * 0.25 / sqrt(3).
   a = np.array([[0.25] * 4, [0.5] * 4, [0.75] * 4])
-  iv = evaluate.item_seed_interval(a, n_boot=N_BOOT)
+  iv = stats.item_seed_interval(a, n_boot=N_BOOT)
   assert iv["mean"] == pytest.approx(0.5)
   assert iv["item_half_width"] == pytest.approx(0.0, abs=1e-12)
   assert iv["seed_half_width"] == pytest.approx(4.302653 * 0.25 / np.sqrt(3), rel=1e-6)
@@ -67,22 +74,22 @@ def test_item_interval_when_only_seeds_vary(evaluate):
   assert (iv["n_seeds"], iv["n_items"]) == (3, 4)
 
 
-def test_item_interval_when_only_items_vary(evaluate):
+def test_item_interval_when_only_items_vary(stats):
   # Identical seeds: no seed noise, the half-width is the item bootstrap's.
   row_a = [1, 0, 1, 1, 0, 1, 1, 1]
   row_b = [0, 0, 1, 0, 0, 1, 0, 1]
   a, b = np.array([row_a] * 3), np.array([row_b] * 3)
-  iv = evaluate.item_seed_interval(a, b, n_boot=N_BOOT)
+  iv = stats.item_seed_interval(a, b, n_boot=N_BOOT)
   assert iv["mean"] == pytest.approx(3 / 8)
   assert iv["seed_half_width"] == pytest.approx(0.0, abs=1e-12)
   assert iv["item_half_width"] == pytest.approx(_boot_half(row_a, row_b))
   assert iv["half_width"] == pytest.approx(iv["item_half_width"])
 
 
-def test_item_interval_takes_the_wider_noise(evaluate):
+def test_item_interval_takes_the_wider_noise(stats):
   a = np.array([[1, 0, 1, 1, 0, 1], [1, 1, 1, 1, 0, 1], [0, 0, 1, 1, 0, 0]])
   b = np.array([[0, 0, 1, 0, 0, 0], [1, 0, 0, 0, 0, 1], [0, 0, 1, 0, 1, 0]])
-  iv = evaluate.item_seed_interval(a, b, n_boot=N_BOOT)
+  iv = stats.item_seed_interval(a, b, n_boot=N_BOOT)
   item = _boot_half(a.mean(0), b.mean(0))
   seed = _seed_half(a.mean(1), b.mean(1))
   assert iv["mean"] == pytest.approx((11 - 5) / 18)  # 4 + 5 + 2 against 1 + 2 + 2
@@ -92,17 +99,17 @@ def test_item_interval_takes_the_wider_noise(evaluate):
   assert seed > item  # this case is decided by the seeds: a min() would pick the item width
 
 
-def test_one_seed_gives_no_interval(evaluate):
-  iv = evaluate.item_seed_interval(np.array([[1.0, 0.0, 1.0, 1.0]]), n_boot=N_BOOT)
+def test_one_seed_gives_no_interval(stats):
+  iv = stats.item_seed_interval(np.array([[1.0, 0.0, 1.0, 1.0]]), n_boot=N_BOOT)
   assert iv["mean"] == pytest.approx(0.75)
   assert np.isnan(iv["seed_half_width"]) and np.isnan(iv["half_width"])
 
 
-def test_item_interval_is_symmetric_by_its_wider_side(evaluate):
+def test_item_interval_is_symmetric_by_its_wider_side(stats):
   # A skewed item distribution: the bootstrap interval is asymmetric around the estimate.
   row = [1] * 9 + [0]
   a = np.array([row] * 3)
-  iv = evaluate.item_seed_interval(a, n_boot=N_BOOT)
+  iv = stats.item_seed_interval(a, n_boot=N_BOOT)
   d = np.asarray(row, float)
   idx = np.random.default_rng(0).integers(0, 10, size=(N_BOOT, 10))
   lo, hi = np.quantile(d[idx].mean(1), [0.025, 0.975])
@@ -143,10 +150,10 @@ def _evals(evaluate, enc, model, s):
     r1=0.5 * (np.mean(i2t) + np.mean(t2i)),
   )
   ev["items"] = {
-    "ht_relation": evaluate.pack_bits(rel),
-    "r1_i2t": evaluate.pack_bits(i2t),
-    "r1_t2i": evaluate.pack_bits(t2i),
-    "relation_foil_acc": evaluate.pack_bits(foil),
+    "ht_relation": C.pack_bits(rel),
+    "r1_i2t": C.pack_bits(i2t),
+    "r1_t2i": C.pack_bits(t2i),
+    "relation_foil_acc": C.pack_bits(foil),
   }
   return ev
 

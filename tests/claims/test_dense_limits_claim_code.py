@@ -10,6 +10,7 @@ import pytest
 MODULES = {
   "train": "experiments.dense_limits.train",
   "config": "experiments.dense_limits.configs.default",
+  "theory": "jaxpapers.dense_limits._theory",
 }
 
 T3 = 4.303  # t_{0.975, 2}: the 95% half-width of a mean of three seeds is T3 * sd / sqrt(3)
@@ -18,6 +19,11 @@ T3 = 4.303  # t_{0.975, 2}: the 95% half-width of a mean of three seeds is T3 * 
 @pytest.fixture(name="train")
 def _train():
   return importlib.import_module(MODULES["train"])
+
+
+@pytest.fixture(name="theory")
+def _theory():
+  return importlib.import_module(MODULES["theory"])
 
 
 @pytest.fixture(name="config")
@@ -108,9 +114,9 @@ def test_task_derived(train):
   )
 
 
-def test_lipschitz_summary(train):
+def test_lipschitz_summary(theory):
   # sd 0.05 -> Lip 20; d_in 2, two hidden layers: the dense class is <= sqrt(2) B^3 Lipschitz.
-  r = train.lipschitz_summary(0.05, 2, 2, (1.0, 2.0, 4.0))
+  r = theory.lipschitz_summary(0.05, 2, 2, (1.0, 2.0, 4.0))
   assert r["target"] == pytest.approx(20.0)
   assert r["dense_bound"] == {
     "1": pytest.approx(math.sqrt(2)),
@@ -120,7 +126,7 @@ def test_lipschitz_summary(train):
   assert r["b_star"] == pytest.approx((20 / math.sqrt(2)) ** (1 / 3))  # sqrt(2) B^3 = 20
   assert r["binds"] == {"1": True, "2": True, "4": False}
   # One hidden layer, d_in 4: 2 B^2.
-  assert train.lipschitz_summary(0.1, 4, 1, (2.0,))["dense_bound"]["2"] == pytest.approx(8.0)
+  assert theory.lipschitz_summary(0.1, 4, 1, (2.0,))["dense_bound"]["2"] == pytest.approx(8.0)
 
 
 def test_class_names_bounds_and_learning_rates(train):
@@ -230,9 +236,9 @@ def test_compression_derived(train):
   assert train.compression_derived({("bumps", "dense@1", 32): {}}, cfg) is None
 
 
-def test_regularity_summary(train):
+def test_regularity_summary(theory):
   rows = [{"exact": 2.0, "lb": 1.5, "sdp_lower": 1.9, "sdp_upper": 2.4}]
-  r = train.regularity_summary(np.array([0.5, 0.3, 0.4]), [9.0, 8.0, 7.0], 2.0, 16, rows)
+  r = theory.regularity_summary(np.array([0.5, 0.3, 0.4]), [9.0, 8.0, 7.0], 2.0, 16, rows)
   assert r["fk_bound"] == pytest.approx(2.0 / 4.0)  # B / sqrt(K)
   assert r["min_found_over_bound"] == pytest.approx(0.3 / 0.5)
   assert r["lb_over_exact_min"] == pytest.approx(0.75)

@@ -8,7 +8,11 @@ import pytest
 
 from jaxpapers import lanr as L
 
-MODULES = {"evaluate": "experiments.lanr.evaluate", "stats": "jaxpapers.lanr._stats"}
+MODULES = {
+  "evaluate": "experiments.lanr.evaluate",
+  "stats": "jaxpapers.lanr._stats",
+  "per_question": "jaxpapers.lanr._eval",
+}
 
 T2 = 12.706  # t_{0.975, 1}: two seeds
 HOPS = [1, 2, 3, 2]  # four test questions; q1..q3 are multi-hop
@@ -22,6 +26,11 @@ def _evaluate():
 @pytest.fixture(name="stats")
 def _stats():
   return importlib.import_module(MODULES["stats"])
+
+
+@pytest.fixture(name="per_question")
+def _per_question():
+  return importlib.import_module(MODULES["per_question"])
 
 
 def _per_seed(evaluate):
@@ -170,7 +179,7 @@ def test_entropy_auroc_rewards_low_entropy(evaluate):
   assert got == pytest.approx(0.75)
 
 
-def test_next_hop_accuracy(evaluate):
+def test_next_hop_accuracy(per_question):
   # Three gold-prefix rows (t = 0, 1 of one 2-hop question, and its sufficient t = 2).
   rows = [
     {"in_context": np.array([0, 0, 0], bool), "next_doc": 2, "t": 0},
@@ -178,28 +187,29 @@ def test_next_hop_accuracy(evaluate):
     {"in_context": np.array([1, 0, 1], bool), "next_doc": -1, "t": 2},
   ]
   s = np.array([[0.1, 0.2, 0.9], [0.1, 0.5, 0.9], [0.0, 0.0, 0.0]])
-  out = evaluate.next_hop_accuracy(lambda z: z, s, rows)
+  fields = {k: np.asarray([r[k] for r in rows]) for k in ("in_context", "next_doc", "t")}
+  out = per_question.next_hop_accuracy(s, **fields)
   # Row 0: argmax 2 = next (hit); row 1: doc 2 is in the context, argmax of the rest is 1 (miss).
   assert out == {"all": 0.5, "hop1": 1.0}
 
 
-def test_bm25_diagnostics(evaluate):
+def test_bm25_diagnostics(per_question):
   kb = L.make_kb(0, n_people=6, n_cities=3, n_countries=2, n_companies=2)
   qs = L.make_questions(kb, kb.people, hops=(1, 2), n_per_hop=2, seed=0)
   top3 = np.asarray([list(q.gold) + [0, 1, 2][: 3 - q.hops] for q in qs])
-  out = evaluate.bm25_diagnostics(kb, qs, top3)
+  out = per_question.bm25_diagnostics(kb, qs, top3)
   assert out["hop1"]["docs"] == 4 and out["later_hops"]["docs"] == 2
   assert out["hop1"]["share_an_entity_with_question"] == 1.0  # the person's own fact
   assert out["later_hops"]["share_an_entity_with_question"] == 0.0  # the bridge's fact
   assert out["hop1"]["in_question_top3"] == 1.0 and out["later_hops"]["in_question_top3"] == 1.0
 
 
-def test_rule_outcomes(evaluate):
+def test_stop_outcomes(per_question):
   doc_ids = np.array([[3, 1, 2], [0, 4, 5], [7, 8, 9]])
   gold = [[1, 3], [4, 9], [7]]
   # EM after k = 0 (closed book), 1, 2, 3 calls.
   correct = np.array([[0, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 1]], bool)
-  out = evaluate._rule_outcomes(np.array([2, 5, 1]), doc_ids, gold, correct, 3)
+  out = per_question.stop_outcomes(np.array([2, 5, 1]), doc_ids, gold, correct, 3)
   assert out["calls"] == [2.0, 3.0, 1.0]  # 5 calls capped at t_max = 3
   assert out["recall"] == [1.0, 0.0, 1.0]  # {3, 1} holds {1, 3}; {0, 4, 5} lacks 9
   assert out["em"] == [1.0, 0.0, 0.0]  # EM after 2, 3 and 1 calls

@@ -230,7 +230,7 @@ MUTATIONS = (
   ),
   M(
     "dense_limits",
-    "train",
+    "jaxpapers.dense_limits._theory",
     "p = depth + 1",
     "p = depth",
     ["test_lipschitz_summary"],
@@ -238,7 +238,7 @@ MUTATIONS = (
   ),
   M(
     "dense_limits",
-    "train",
+    "jaxpapers.dense_limits._theory",
     '"binds": {k: v < lip for k, v in bound.items()},',
     '"binds": {k: v > lip for k, v in bound.items()},',
     ["test_lipschitz_summary"],
@@ -270,7 +270,7 @@ MUTATIONS = (
   ),
   M(
     "dense_limits",
-    "train",
+    "jaxpapers.dense_limits._theory",
     "fk_bound = bound / math.sqrt(k)",
     "fk_bound = bound / k",
     ["test_regularity_summary"],
@@ -278,7 +278,7 @@ MUTATIONS = (
   ),
   M(
     "dense_limits",
-    "train",
+    "jaxpapers.dense_limits._theory",
     '"min_found_over_bound": float(found.min() / fk_bound)',
     '"min_found_over_bound": float(found.max() / fk_bound)',
     ["test_regularity_summary"],
@@ -311,7 +311,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "evaluate",
+    "jaxpapers.cs_clip._stats",
     "mean = float(np.mean(a - b))",
     "mean = float(np.median(a - b))",
     ["test_item_interval_takes_the_wider_noise"],
@@ -319,7 +319,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "evaluate",
+    "jaxpapers.cs_clip._stats",
     '"half_width": float(np.max([item_h, seed_h])),',
     '"half_width": float(np.min([item_h, seed_h])),',
     ["test_item_interval_takes_the_wider_noise"],
@@ -327,7 +327,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "evaluate",
+    "jaxpapers.cs_clip._stats",
     "item_h = float(max(boot.estimate - boot.lo, boot.hi - boot.estimate))",
     "item_h = float(boot.hi - boot.estimate)",
     ["test_item_interval_is_symmetric_by_its_wider_side"],
@@ -335,17 +335,17 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "evaluate",
-    "boot = core.paired_bootstrap(a.mean(0), b.mean(0), n_resamples=n_boot, seed=seed)",
-    "boot = core.paired_bootstrap(a.mean(1), b.mean(1), n_resamples=n_boot, seed=seed)",
+    "jaxpapers.cs_clip._stats",
+    "boot = core_stats.paired_bootstrap(a.mean(0), b.mean(0), n_resamples=n_boot, seed=seed)",
+    "boot = core_stats.paired_bootstrap(a.mean(1), b.mean(1), n_resamples=n_boot, seed=seed)",
     ["test_item_interval_when_only_items_vary"],
     "bootstrap over seeds instead of items (axes swapped)",
   ),
   M(
     "cs_clip",
-    "evaluate",
-    "seed_h = float(core.paired_difference(a.mean(1), b.mean(1)).half_width)",
-    "seed_h = float(core.t_interval(a.mean(1)).half_width)",
+    "jaxpapers.cs_clip._stats",
+    "seed_h = float(core_stats.paired_difference(a.mean(1), b.mean(1)).half_width)",
+    "seed_h = float(core_stats.t_interval(a.mean(1)).half_width)",
     ["test_item_interval_takes_the_wider_noise"],
     "seed interval of the method alone instead of the paired difference",
   ),
@@ -375,7 +375,7 @@ MUTATIONS = (
   ),
   M(
     "cs_clip",
-    "evaluate",
+    "jaxpapers.cs_clip._stats",
     "return np.packbits(x.astype(np.uint8)).tobytes().hex()",
     'return np.packbits(x.astype(np.uint8), bitorder="little").tobytes().hex()',
     ["test_pack_bits_round_trip"],
@@ -895,7 +895,7 @@ MUTATIONS = (
   ),
   M(
     "lanr",
-    "evaluate",
+    "jaxpapers.lanr._eval",
     'return {"all": float(hit[has].mean()), "hop1": float(hit[has & (t == 0)].mean())}',
     'return {"all": float(hit[has].mean()), "hop1": float(hit[has & (t == 1)].mean())}',
     ["test_next_hop_accuracy"],
@@ -1715,18 +1715,18 @@ MUTATIONS = (
   # ---------------------------------------------------------------- more: per-question outcomes
   M(
     "lanr",
-    "evaluate",
+    "jaxpapers.lanr._eval",
     '"em": np.asarray(correct)[np.arange(len(n)), n].astype(float).tolist(),',
     '"em": np.asarray(correct)[np.arange(len(n)), n - 1].astype(float).tolist(),',
-    ["test_rule_outcomes"],
+    ["test_stop_outcomes"],
     "accuracy read one call early (off by one)",
   ),
   M(
     "lanr",
-    "evaluate",
+    "jaxpapers.lanr._eval",
     "float(set(g) <= set(d[:k].tolist()))",
     "float(set(g) <= set(d[: k - 1].tolist()))",
-    ["test_rule_outcomes"],
+    ["test_stop_outcomes"],
     "support recall over one document too few",
   ),
   M(

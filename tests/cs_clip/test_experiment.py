@@ -126,12 +126,12 @@ def test_pretrained_params_round_trip_and_a_cut_off_file_is_named(tmp_path):
   params = nnx.split(make(jax.random.key(0)))[1]
   stacked = jax.tree.map(lambda x: np.stack([np.asarray(x), np.asarray(x) + 1]), params)  # [R=2]
   path = tmp_path / "params_weak_order.npz"
-  train._save_params(path, stacked)
+  core.cache.write_tree(path, stacked)
   like = nnx.split(nnx.eval_shape(lambda: make(jax.random.key(1))))[1]
-  back = train._load_params(path, like)
+  back = core.cache.read_tree(path, like)
   assert jax.tree.structure(back) == jax.tree.structure(stacked)
   for a, b in zip(jax.tree.leaves(back), jax.tree.leaves(stacked), strict=True):
     np.testing.assert_array_equal(a, b)
   path.write_bytes(path.read_bytes()[:-64])
   with pytest.raises(core.CorruptFileError, match="params_weak_order.npz"):
-    train._load_params(path, like)
+    core.cache.read_tree(path, like)

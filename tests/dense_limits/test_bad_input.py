@@ -215,7 +215,17 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
-]
+  Case("make_model", lambda: D.make_model("dense@4", 2, 1, widths=(4,), bound=1.0, fan_in=2,
+       rngs=nnx.Rngs(0)), match="cls must be one of", jit=None, jit_reason=CTOR),
+  Case("bump_data", lambda: D.bump_data(0, d=2, grid=2, n_train=1, n_test=4), match="n_train",
+       jit=None, jit_reason=HOST),
+  Case("lipschitz_summary", lambda: D.lipschitz_summary(0.0, 2, 2, (1.0,)), match="target_sd",
+       jit=None, jit_reason=HOST),
+  Case("regularity_checks", lambda: D.regularity_checks(7, bound=1.0, fk_size=4, fk_k=2,
+       exact_size=3, exact_trials=1), error=TypeError, match="key", jit=None, jit_reason=HOST),
+  Case("regularity_summary", lambda: D.regularity_summary([0.5], [1.0], 1.0, 1, []),
+       match="rows", jit=None, jit_reason=HOST),
+]  # fmt: skip
 
 EXEMPT = {
   "BumpTarget": "a NamedTuple result container",

@@ -127,3 +127,43 @@ def test_sharded_forward_equals_single_device():
   xs = jax.device_put(jnp.asarray(X), NamedSharding(mesh, P("data")))
   f = nnx.jit(lambda mod, x: mod(x))
   np.testing.assert_allclose(np.asarray(f(m, xs)), np.asarray(m(jnp.asarray(X))), rtol=1e-6)
+
+
+def test_bump_data_matches_a_float64_numpy_target():
+  data, sd = D.bump_data(4, d=2, grid=3, n_train=50, n_test=10)
+  t = D.bump_target(jax.random.key(4), 2, 3)
+  c, s, r = (np.asarray(a, np.float64) for a in (t.centers, t.signs, t.radius))
+  x = np.concatenate([data["xtr"], data["xte"]]).astype(np.float64)
+  np.testing.assert_array_equal(
+    x, np.random.default_rng(4).uniform(size=(60, 2)).astype(np.float32)
+  )
+  dist = np.linalg.norm(x[:, None] - c[None], axis=-1)
+  y = (s * r * np.maximum(0.0, 1 - dist / r)).sum(-1)
+  assert sd == pytest.approx(y[:50].std(), rel=1e-5)
+  want = (y - y[:50].mean()) / y[:50].std()
+  np.testing.assert_allclose(np.concatenate([data["ytr"], data["yte"]])[:, 0], want, atol=1e-5)
+  assert data["ytr"].shape == (50, 1) and data["ytr"].dtype == np.float32
+  np.testing.assert_allclose(data["ytr"].var(), 1.0, rtol=1e-5)
+
+
+def test_make_model_builds_each_class_as_its_module():
+  x = np.random.default_rng(0).uniform(size=(5, 3)).astype(np.float32)
+  make = lambda cls, bound=2.0: D.make_model(
+    cls, 3, 1, widths=(4, 4), bound=bound, fan_in=2, rngs=nnx.Rngs(1)
+  )
+  direct = {
+    "dense": D.StronglyDenseMLP(3, 1, widths=(4, 4), bound=2.0, rngs=nnx.Rngs(1)),
+    "dense_sum": D.StronglyDenseMLP(
+      3, 1, widths=(4, 4), bound=2.0, normalize="none", init="fan_in", rngs=nnx.Rngs(1)
+    ),
+    "sparse": D.SparseFaninMLP(3, 1, widths=(4, 4), bound=2.0, fan_in=2, rngs=nnx.Rngs(1)),
+    "plain": D.PlainMLP(3, 1, widths=(4, 4), rngs=nnx.Rngs(1)),
+  }
+  for cls, want in direct.items():
+    got = make(cls, None if cls == "plain" else 2.0)
+    assert type(got) is type(want)
+    np.testing.assert_array_equal(np.asarray(got(x)), np.asarray(want(x)))
+  # the sum-aggregated control is not the mean-aggregated class
+  assert not np.allclose(np.asarray(make("dense")(x)), np.asarray(make("dense_sum")(x)))
+  with pytest.raises(ValueError, match="bound must be a number"):
+    make("dense", None)

@@ -51,3 +51,14 @@ def test_block_matrix_is_recovered_exactly():
   dec, tr = D.fk_decompose(jnp.asarray(w, jnp.float32), 2, jax.random.key(0), restarts=8)
   np.testing.assert_allclose(np.asarray(D.reconstruct(dec)), w, atol=1e-5)
   assert float(tr.frob_sq[-1]) == pytest.approx(0.0, abs=1e-8)
+
+
+def test_regularity_checks_estimators_bracket_the_exact_cut_norm():
+  r = D.regularity_checks(
+    jax.random.key(3), bound=2.0, fk_size=8, fk_k=4, exact_size=5, exact_trials=2
+  )
+  assert len(r["fk_found"]) == 4 and r["fk_bound"] == pytest.approx(2.0 / 2.0)
+  assert len(r["exact_vs_estimators"]) == 2 and r["sdp_bracket_holds"]
+  for row in r["exact_vs_estimators"]:
+    assert row["lb"] <= row["exact"] * (1 + 1e-5)
+  assert r["lb_over_exact_min"] <= 1 + 1e-5

@@ -460,6 +460,43 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
+  Case(
+    "frozen_scorers",
+    lambda z, h: L.frozen_scorers(z, h, dim=2),
+    (EQ, ED[:, :3]),
+    match="must share H",
+    jit=None,
+    jit_reason="returns Python scorer closures (fitted once, on the host)",
+  ),
+  Case(
+    "stop_outcomes",
+    lambda: L.stop_outcomes([1, 2], np.zeros((2, 3)), [(0,), (1,)], np.zeros((2, 3)), 3),
+    match=r"correct \[Q, t_max \+ 1\]",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "next_hop_accuracy",
+    lambda: L.next_hop_accuracy(np.zeros((2, 3)), np.zeros((2, 4)), [0, 1], [0, 1]),
+    match="in_context must be",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "bm25_diagnostics",
+    lambda: L.bm25_diagnostics(KB, [], np.zeros((1, 3))),
+    match="one row per question",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "gold_prefixes",
+    L.gold_prefixes,
+    ([L.QA("q", "a", (0, 7), "p")], 5),
+    match=r"outside \[0, n_docs=5\)",
+    jit=None,
+    jit_reason=HOST,
+  ),
 ]
 
 EXEMPT = {

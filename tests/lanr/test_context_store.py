@@ -25,18 +25,19 @@ def _row(i):
 def test_saved_reads_come_back_and_a_damaged_file_is_read_again(tmp_path, caplog):
   path = tmp_path / "contexts.npz"
   s = _store(path)
-  s.memo = {"test/0/": _row(0), "test/1/4-2": _row(1)}
-  s.save()
+  s.put({"test/0/": _row(0)})
+  s.put({"test/1/4-2": _row(1)})  # every batch rewrites the file
   again = _store(path)
-  assert list(again.memo) == ["test/0/", "test/1/4-2"]
-  for k, row in s.memo.items():
-    for f in input_pipeline.FIELDS:
-      np.testing.assert_array_equal(again.memo[k][f], row[f])
+  assert list(again.rows) == ["test/0/", "test/1/4-2"] and len(again) == 2
+  assert again.missing(["test/1/4-2", "test/2/", "test/2/"]) == ["test/2/"]
+  stacked = again.stack(["test/1/4-2", "test/0/"])
+  for f in input_pipeline.FIELDS:
+    np.testing.assert_array_equal(stacked[f], np.stack([_row(1)[f], _row(0)[f]]))
   core.cache.read_arrays(path)  # written with its digest
   data = bytearray(path.read_bytes())
   data[len(data) // 2] ^= 0xFF  # one flipped byte
   path.write_bytes(bytes(data))
   with caplog.at_level(logging.WARNING):
     damaged = _store(path)
-  assert damaged.memo == {}  # nothing silently wrong: every context is read again
-  assert "reading its contexts again" in caplog.text and str(path) in caplog.text
+  assert damaged.rows == {}  # nothing silently wrong: every context is read again
+  assert "computing its rows again" in caplog.text and str(path) in caplog.text

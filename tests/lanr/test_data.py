@@ -105,3 +105,20 @@ def test_iterative_bm25_requeries_with_the_bridge():
   assert r[0, 2] == 2  # hop 3 re-queries with document 3's bridge "tul": only ada's words
   s = L.bm25_scores(["where was ada born rika"], docs)[0]
   np.testing.assert_allclose(s[1:], np.log(2) * np.array([2.5 / 2.725, 2.5 / 2.275, 2.0]))
+
+
+def test_gold_prefixes_enumerate_every_prefix_with_its_next_document():
+  qs = [L.QA("q0", "a", (3,), "p"), L.QA("q1", "b", (1, 4, 0), "r")]
+  rows = L.gold_prefixes(qs, 5)
+  assert [(r["q"], r["t"], r["docs"], r["next_doc"]) for r in rows] == [
+    (0, 0, (), 3),
+    (0, 1, (3,), -1),
+    (1, 0, (), 1),
+    (1, 1, (1,), 4),
+    (1, 2, (1, 4), 0),
+    (1, 3, (1, 4, 0), -1),
+  ]
+  assert [r["sufficient"] for r in rows] == [False, True, False, False, False, True]
+  assert [r["hops"] for r in rows] == [1, 1, 3, 3, 3, 3]
+  np.testing.assert_array_equal(rows[4]["in_context"], [False, True, False, False, True])
+  assert not rows[2]["in_context"].any()

@@ -58,3 +58,22 @@ def test_whitened_cosine_ignores_a_dominant_direction():
   assert hit(L.cosine_scores(qc, dc)) < 0.4 and hit(L.cosine_scores(q, d)) < 0.1
   with pytest.raises(TypeError, match="stats must be the dict of fit_whitening"):
     L.whiten({"w": np.eye(8)}, q)
+
+
+def test_frozen_scorers_match_numpy_whitened_cosine():
+  """Each side centred by its own mean, one PCA whitening of both, cosine: float64 NumPy."""
+  rng = np.random.default_rng(3)
+  zt = rng.normal(size=(30, 6)) @ rng.normal(size=(6, 6)) + 2.0
+  h = rng.normal(size=(9, 6)) - 1.0
+  z = rng.normal(size=(4, 6))
+  s = L.frozen_scorers(zt.astype(np.float32), h.astype(np.float32), dim=4)
+  x = np.concatenate([zt - zt.mean(0), h - h.mean(0)])
+  lam, u = np.linalg.eigh(np.cov(x.T, bias=True))
+  w = u[:, ::-1][:, :4] / np.sqrt(lam[::-1][:4])
+  unit = lambda a: a / np.linalg.norm(a, axis=1, keepdims=True)
+  want = unit((z - zt.mean(0)) @ w) @ unit((h - h.mean(0)) @ w).T  # signs of W cancel
+  got = np.asarray(s["whitened_cosine"](z.astype(np.float32)), np.float64)
+  np.testing.assert_allclose(got, want, atol=2e-4)
+  np.testing.assert_allclose(
+    np.asarray(s["untrained_cosine"](z.astype(np.float32))), unit(z) @ unit(h).T, atol=1e-5
+  )

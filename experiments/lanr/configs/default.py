@@ -72,22 +72,29 @@ def _ref_row(label: str, key: str, calls: str = "{config.t_max}") -> tuple[str, 
 
 
 def _hop_bars(name, ylabel, title, metric, methods, refs=()):
-  means = tuple(f"{metric}_{h}hop.mean" for h in (1, 2, 3))
-  stds = tuple(f"{metric}_{h}hop.std" for h in (1, 2, 3))
+  ys = lambda head: tuple(f"{head}{metric}_{h}hop" for h in (1, 2, 3))
   series = [
-    R.Series(
-      over=_FULL, keys=methods, labels=METHOD_LABELS, label="{label}", x=_HOPS, y=means, err=stds
-    )
-  ]
+    R.Series(over=_FULL, keys=methods, labels=METHOD_LABELS, label="{label}", x=_HOPS,
+             y=tuple(f"{y}.mean" for y in ys("")), err=tuple(f"{y}.std" for y in ys("")))
+  ]  # fmt: skip
   for key, label in refs:
-    ys = tuple(f"{_REF}.{key}.{metric}_{h}hop" for h in (1, 2, 3))
-    series.append(R.Series(label=label, x=_HOPS, y=ys, err=(0.0, 0.0, 0.0)))
+    series.append(R.Series(label=label, x=_HOPS, y=ys(f"{_REF}.{key}."), err=(0.0,) * 3))
   panel = R.Panel(kind="bars", ylabel=ylabel, title=title, series=tuple(series))
-  n = len(_HOPS)
-  return R.Figure(name, panel, size=(max(4.0, 1.1 * n + 2), 3.6))
+  return R.Figure(name, panel, size=(max(4.0, 1.1 * len(_HOPS) + 2), 3.6))
 
 
 _NH = "metrics.next_hop_accuracy"
+_COLUMNS = (
+  ("support recall (2-3 hop)", "recall_multihop"),
+  ("support recall (all)", "recall_all"),
+  ("retrieval calls", "calls"),
+  ("EM", "em"),
+)
+_NH_ROWS = (
+  ("untrained_cosine", "untrained cosine"),
+  ("whitened_cosine", "whitened cosine"),
+  ("random_heads", "random projection heads"),
+)
 REPORT = R.Report(
   tables=(
     R.Table(
@@ -96,15 +103,7 @@ REPORT = R.Report(
       labels=METHOD_LABELS,
       columns=(
         R.Column("method", "{label}"),
-        *(
-          R.Column(h, f"{k}.mean", ".3f", err=f"{k}.std")
-          for h, k in (
-            ("support recall (2-3 hop)", "recall_multihop"),
-            ("support recall (all)", "recall_all"),
-            ("retrieval calls", "calls"),
-            ("EM", "em"),
-          )
-        ),
+        *(R.Column(h, f"{k}.mean", ".3f", err=f"{k}.std") for h, k in _COLUMNS),
       ),
       extra_rows=(
         *(_ref_row(label, key) for key, label in FROZEN_LABELS.items()),
@@ -134,14 +133,7 @@ REPORT = R.Report(
           f"{{{_NH}.trained_heads_train_contexts.mean:.3f}}",
           "-",
         ),
-        *(
-          (label, f"{{{_NH}.{key}.all:.3f}}", f"{{{_NH}.{key}.hop1:.3f}}")
-          for key, label in (
-            ("untrained_cosine", "untrained cosine"),
-            ("whitened_cosine", "whitened cosine"),
-            ("random_heads", "random projection heads"),
-          )
-        ),
+        *((label, f"{{{_NH}.{k}.all:.3f}}", f"{{{_NH}.{k}.hop1:.3f}}") for k, label in _NH_ROWS),
       ),
     ),
   ),
