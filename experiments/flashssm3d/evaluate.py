@@ -161,6 +161,13 @@ def flat_metrics(run: dict) -> dict:
   return m
 
 
+def loss_curves(histories: dict) -> dict:
+  """``{model: {"step": [...], "loss": [...]}}``: the logged training losses (for the figure)."""
+  rows = {name: [r for r in h if "train/total" in r] for name, h in histories.items()}
+  return {n: {"step": [r["step"] for r in rs], "loss": [r["train/total"] for r in rs]}
+          for n, rs in rows.items()}  # fmt: skip
+
+
 def seeds_from_results(path, seeds, num_views: int) -> tuple[dict, dict]:
   """Per-seed metrics of ``seeds`` read from an earlier ``results.json`` of this experiment.
 
@@ -208,21 +215,44 @@ PAIRED = {
   "geometry_minus_regression_AUC": "AUC@30: Procrustes+reprojection minus regression",
 }
 _EXTRAP = ("AUC@30", "depth_delta1.25", "points_overall")
+NAN = float("nan")
 
 
 def _cells(m: dict, prefix: str, names) -> dict:
   """``{name: mean, name/ci95: half-width (NaN with one seed)}`` of ``<prefix><name>``."""
-  out, nan = {}, float("nan")
+  out = {}
   for n in names:
-    out[n] = m.get(prefix + n)
-    out[f"{n}/ci95"] = m.get(f"{prefix}{n}/ci95", nan)
+    out[n], out[f"{n}/ci95"] = m.get(prefix + n), m.get(f"{prefix}{n}/ci95", NAN)
   return out
 
 
-def _scaling_view(res: dict) -> dict:
-  """``{model: {views, params, <sweep fields>}}`` of a ``scaling.run_scaling`` result."""
-  models = [n for n in ("student_ssm", "student_ssm_associative", "teacher_attention") if n in res]
-  return {n: {"views": res["views"], "params": res["params"].get(n), **res[n]} for n in models}
+def _extrap_view(m: dict, train_views) -> tuple[dict, dict]:
+  """``(extrap, extrap_curves)`` of :func:`report_view` from the ``<model>/views<S'>/`` rows."""
+  found = [k.split("/")[:2] for k in m if "/views" in k and k.endswith("/AUC@30")]
+  ext, extrap, curves = sorted({v for _, v in found}), {}, {}
+  for a in sorted({a for a, _ in found}):
+    for v in ext:
+      s, d = v[len("views") :], f"derived/{a}/extrap_retained_{v[len('views') :]}"
+      row = {"model": a, "views": s, **_cells(m, f"{a}/{v}/", _EXTRAP)}
+      extrap[f"{a} {s}"] = {**row, "retained": m.get(d), "retained/ci95": m.get(f"{d}/ci95", NAN)}
+    keys = [f"{a}/vs_gt/"] + [f"{a}/{v}/" for v in ext]
+    curves[a] = {"views": [train_views] + [int(v[len("views") :]) for v in ext]}
+    for c in ("AUC@30", "depth_delta1.25"):
+      curves[a][c] = [m.get(p + c) for p in keys]
+      curves[a][f"{c}/ci95"] = [m.get(f"{p}{c}/ci95", 0.0) for p in keys]
+  return extrap, curves
+
+
+def _budget_view(extra: dict) -> dict | None:
+  """``{model: {params, steps, flops, scenes}}`` (relative to the teacher) of a record's extra."""
+  if "teacher" not in extra or "students" not in extra:
+    return None
+  t = extra["teacher"]
+  out = {"teacher_T1": dict(params=t.get("params"), steps=t.get("steps"), flops=1.0, scenes=1.0)}
+  for name, i in extra["students"].items():
+    flops, scenes = i["flops_vs_teacher"], i["scenes_vs_teacher"]
+    out[f"student_{name}"] = dict(params=i["params"], steps=i["steps"], flops=flops, scenes=scenes)
+  return out
 
 
 def report_view(record: dict) -> dict[str, Any]:
@@ -234,63 +264,29 @@ def report_view(record: dict) -> dict[str, Any]:
     ``{name: {what, value, value/ci95}}``; ``derived``: every derived quantity; ``extrap``:
     ``{"<model> <S'>": {model, views, <metric>..., retained}}``; ``extrap_curves``: ``{model:
     {views, <metric>, <metric>/ci95}}``; ``budget``: ``{model: {params, steps, flops, scenes}}``;
-    ``scaling``: ``{model: sweep}``. An entry the record has nothing for is None.
+    ``scaling``: ``{model: {views, params, <sweep fields>}}``. An entry the record has nothing
+    for is None.
   """
-  m, extra, nan = record.get("metrics", {}), record.get("extra") or {}, float("nan")
+  m, extra = record.get("metrics", {}), record.get("extra") or {}
   keys = [k.split("/") for k in m]
   pairs = {(p[0], p[1]) for p in keys if len(p) == 3 and p[1] in ("vs_gt", "vs_teacher")}
   pairs = sorted(pairs, key=lambda mr: (mr[1], not mr[0].startswith("trivial_"), mr[0]))
   rows = {f"{a} {r}": {"model": a, "ref": r, **_cells(m, f"{a}/{r}/", COLUMNS)} for a, r in pairs}
   derived_keys = (p for p in keys if p[0] == "derived" and len(p) == 3 and p[2] in SLACKS)
-  dmodels = dict.fromkeys(p[1] for p in derived_keys)  # in the record's order
-  slacks = {a: _cells(m, f"derived/{a}/", SLACKS) for a in dmodels}
+  slacks = {
+    a: _cells(m, f"derived/{a}/", SLACKS) for a in dict.fromkeys(p[1] for p in derived_keys)
+  }
+  value = lambda k: {"value": m[k], "value/ci95": m.get(f"{k}/ci95", NAN)}
   paired = {
-    k: {"what": what, "value": m[f"derived/{k}"], "value/ci95": m.get(f"derived/{k}/ci95", nan)}
-    for k, what in PAIRED.items()
-    if f"derived/{k}" in m
+    k: {"what": w, **value(f"derived/{k}")} for k, w in PAIRED.items() if f"derived/{k}" in m
   }
-  derived = {
-    k[len("derived/") :]: {"value": v, "value/ci95": m.get(f"{k}/ci95", nan)}
-    for k, v in m.items()
-    if k.startswith("derived/") and not k.endswith(("/ci95", "/std"))
-  }
-  ext = sorted({k.split("/")[1] for k in m if "/views" in k and k.endswith("/AUC@30")})
-  emodels = sorted({k.split("/")[0] for k in m if "/views" in k and k.endswith("/AUC@30")})
-  extrap, curves = {}, {}
+  derived = {k[len("derived/") :]: value(k) for k in m
+             if k.startswith("derived/") and not k.endswith(("/ci95", "/std"))}  # fmt: skip
   train_views = (record.get("config") or {}).get("data", {}).get("num_views")
-  for a in emodels:
-    for v in ext:
-      s = v[len("views") :]
-      row = {"model": a, "views": s, **_cells(m, f"{a}/{v}/", _EXTRAP)}
-      row["retained"] = m.get(f"derived/{a}/extrap_retained_{s}")
-      row["retained/ci95"] = m.get(f"derived/{a}/extrap_retained_{s}/ci95", nan)
-      extrap[f"{a} {s}"] = row
-    keys = [f"{a}/vs_gt/"] + [f"{a}/{v}/" for v in ext]
-    curves[a] = {"views": [train_views] + [int(v[len("views") :]) for v in ext]}
-    for c in ("AUC@30", "depth_delta1.25"):
-      curves[a][c] = [m.get(p + c) for p in keys]
-      curves[a][f"{c}/ci95"] = [m.get(f"{p}{c}/ci95", 0.0) for p in keys]
-  budget = None
-  if "teacher" in extra and "students" in extra:
-    t = extra["teacher"]
-    budget = {
-      "teacher_T1": dict(params=t.get("params"), steps=t.get("steps"), flops=1.0, scenes=1.0)
-    }
-    for name, info in extra["students"].items():
-      budget[f"student_{name}"] = {
-        "params": info["params"],
-        "steps": info["steps"],
-        "flops": info["flops_vs_teacher"],
-        "scenes": info["scenes_vs_teacher"],
-      }
-  scaling = extra.get("scaling")
-  return {
-    "rows": rows or None,
-    "slacks": slacks or None,
-    "paired": paired or None,
-    "derived": derived or None,
-    "extrap": extrap or None,
-    "extrap_curves": curves or None,
-    "budget": budget,
-    "scaling": _scaling_view(scaling) if scaling else None,
-  }
+  extrap, curves = _extrap_view(m, train_views)
+  res = extra.get("scaling") or {}
+  models = [n for n in ("student_ssm", "student_ssm_associative", "teacher_attention") if n in res]
+  scaling = {n: {"views": res["views"], "params": res["params"].get(n), **res[n]} for n in models}
+  view = dict(rows=rows, slacks=slacks, paired=paired, derived=derived, extrap=extrap,
+              extrap_curves=curves, budget=_budget_view(extra), scaling=scaling)  # fmt: skip
+  return {k: v or None for k, v in view.items()}

@@ -212,22 +212,12 @@ def test_disk_data_and_the_accelerator_config(tmp_path):
   sh = train.batch_sharding(fcfg)
   n = jax.device_count()
   data = (np.zeros((16, 3), np.float32), {"t": np.zeros((16, 2), np.float32)})
-  images, targets = input_pipeline.batch_fn(data, 16, 8, 0, sh)(0)
+  images, targets = fs.sample_batches(*data, batch_size=8, seed=0, sharding=sh)(0)
   assert len(images.sharding.device_set) == n and len(targets["t"].sharding.device_set) == n
   if n > 1:
     fcfg.student.batch_size = n + 1
     with pytest.raises(ValueError, match="divisible"):
       train.batch_sharding(fcfg)
-
-
-def test_scaling_views_within_a_budget():
-  """The views a time budget allows, measured and from the fitted power law (the fit itself is
-  ``core.power_law_fit``, tested in tests/core)."""
-  from experiments.flashssm3d import scaling
-
-  views = np.array([8, 16, 32, 64, 128, 256])
-  measured, fit = scaling.views_within(10.0, views, 1e-2 * views, 1.0, np.log(1e-2))
-  assert measured == 256 and np.isclose(fit, 1000.0)
 
 
 @pytest.mark.slow
