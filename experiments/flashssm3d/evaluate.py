@@ -53,7 +53,7 @@ def _mean_gain(a: dict, b: dict) -> float:
   return float(np.mean([_gain(a[k], b[k], d) / m for k, d, m in CLAIM_METRICS]))
 
 
-def derived_metrics(evals: dict, extrapolation: dict | None = None, num_views: int = 0) -> dict:
+def derived_metrics(evals: dict, extrapolation: dict | None = None) -> dict:
   """Per-seed quantities that decide the claims (slacks in units of the stated margins).
 
   For each model with ``vs_gt`` (and ``vs_teacher``) rows: ``.../over_trivial_vs_gt`` (and
@@ -68,9 +68,8 @@ def derived_metrics(evals: dict, extrapolation: dict | None = None, num_views: i
   ``ssm_vs_attention_gt`` = min gain of the GT-trained SSM over the GT-trained attention model / m
   + 1; ``geometry_minus_regression_AUC`` = AUC@30 difference of the two distilled students.
   With ``extrapolation``: ``.../extrap_retained_<S'>`` = min over AUC@30 and δ<1.25 of the value
-  at ``S'`` views divided by the value at the training ``num_views``.
+  at ``S'`` views divided by the value at the training views (the ``vs_gt`` row).
   """
-  del num_views  # the training view count is implicit in the models' vs_gt rows
   d = {}
   for name, ev in evals.items():
     if name.startswith("trivial_"):
@@ -144,14 +143,10 @@ def aggregate(flats: list[dict]) -> dict:
 def flat_metrics(run: dict) -> dict:
   """One seed's metrics as ``{model/ref/metric: value}`` plus step and FLOP counts."""
   m = {}
-  for model, ev in run["eval"].items():
-    for ref, vals in ev.items():
-      for k, v in vals.items():
-        m[f"{model}/{ref}/{k}"] = v
-  for model, per_s in run.get("extrapolation", {}).items():
-    for s_views, vals in per_s.items():
-      for k, v in vals.items():
-        m[f"{model}/views{s_views}/{k}"] = v
+  for prefix, nested in (("", run["eval"]), ("views", run.get("extrapolation", {}))):
+    for model, per_ref in nested.items():  # per_ref: {ref or S': {metric: value}}
+      for ref, vals in per_ref.items():
+        m.update({f"{model}/{prefix}{ref}/{k}": v for k, v in vals.items()})
   for name, info in run.get("students", {}).items():
     if "flops_vs_teacher" in info:
       m[f"student_{name}/flops_vs_teacher"] = info["flops_vs_teacher"]
@@ -164,11 +159,13 @@ def flat_metrics(run: dict) -> dict:
 def loss_curves(histories: dict) -> dict:
   """``{model: {"step": [...], "loss": [...]}}``: the logged training losses (for the figure)."""
   rows = {name: [r for r in h if "train/total" in r] for name, h in histories.items()}
-  return {n: {"step": [r["step"] for r in rs], "loss": [r["train/total"] for r in rs]}
-          for n, rs in rows.items()}  # fmt: skip
+  return {
+    n: {"step": [r["step"] for r in h], "loss": [r["train/total"] for r in h]}
+    for n, h in rows.items()
+  }
 
 
-def seeds_from_results(path, seeds, num_views: int) -> tuple[dict, dict]:
+def seeds_from_results(path, seeds) -> tuple[dict, dict]:
   """Per-seed metrics of ``seeds`` read from an earlier ``results.json`` of this experiment.
 
   A finished run keeps every seed's metrics in ``extra.per_seed`` (what :func:`flat_metrics`
@@ -197,7 +194,7 @@ def seeds_from_results(path, seeds, num_views: int) -> tuple[dict, dict]:
         evals.setdefault(model, {}).setdefault(ref, {})[metric] = v
       elif ref.startswith("views"):
         extrap.setdefault(model, {}).setdefault(ref[len("views") :], {})[metric] = v
-    flat.update(derived_metrics(evals, extrap, num_views))
+    flat.update(derived_metrics(evals, extrap))
     out[int(seed)] = flat
   prov = {"path": str(path), "command": data.get("command"), "git": data.get("git")}
   prov["seeds"] = sorted(out)

@@ -400,16 +400,14 @@ def train_and_evaluate(config, workdir) -> dict:
   else:
     for v in config.variants:
       core.validate_choice(v, name="variants", allowed=tuple(_VARIANTS))
-    nv = config.data.num_views
-    run_fn = run_seed
-    derive = lambda r: ev.derived_metrics(r["eval"], r.get("extrapolation", {}), nv)
+    run_fn, derive = run_seed, lambda r: ev.derived_metrics(r["eval"], r.get("extrapolation", {}))
     extra_keys = ("teacher", "students", "seeds_computed", "seeds_from")
   seeds = [config.seed + i for i in range(config.seeds)]
   store = core.CellStore(workdir / "seeds")
   imported, provenance = {}, None
   if config.seeds_from:
     missing = [s for s in seeds if f"seed{s}" not in store]
-    imported, provenance = ev.seeds_from_results(config.seeds_from, missing, config.data.num_views)
+    imported, provenance = ev.seeds_from_results(config.seeds_from, missing)
   todo = [s for s in seeds if s not in imported]
   if not todo:
     raise ValueError("at least one seed must be computed here (all were in config.seeds_from)")

@@ -165,7 +165,7 @@ def test_derived_slacks_follow_the_stated_rule():
   evals["student_attention_gt"] = {"vs_gt": row(0.5, 0.95, 0.1)}
   evals["student_regression"] = {"vs_gt": row(0.72, 0.8, 0.1)}
   ext = {"student_gt": {"8": row(0.3, 0.81, 0.3)}}
-  d = evaluate.derived_metrics(evals, ext, 4)
+  d = evaluate.derived_metrics(evals, ext)
   # distill vs gt: mean of AUC +0.1/0.05 = 2, delta -0.1/0.05 = -2, points 0.5/0.1 = 5 -> 5/3
   np.testing.assert_allclose(d["derived/distill_vs_gt"], 5.0 / 3.0)
   # ssm (gt) vs attention: AUC 2+1, delta -1+1 = 0, points -1/0.1+1 = -9 -> min -9
@@ -287,7 +287,7 @@ def test_more_seeds_on_top_of_an_earlier_run(smoke_run, tmp_path):
   cfg, workdir, _ = smoke_run
   earlier = json.loads((workdir / "results.json").read_text())
   flat0 = earlier["extra"]["per_seed"]["0"]
-  imported, prov = evaluate.seeds_from_results(workdir / "results.json", [0, 1], 2)
+  imported, prov = evaluate.seeds_from_results(workdir / "results.json", [0, 1])
   assert set(imported) == {0} and prov["seeds"] == [0]
   # the derived slacks recomputed from the seed's metrics equal those of the run itself
   assert imported[0] == pytest.approx(flat0, nan_ok=True)
@@ -314,7 +314,7 @@ def test_more_seeds_on_top_of_an_earlier_run(smoke_run, tmp_path):
   assert derived and all(abs(d1[k]) < 1e6 for k in derived)  # recomputed, not the file's
   (tmp_path / "bad.json").write_text("{}")
   with pytest.raises(ValueError, match="per_seed"):
-    evaluate.seeds_from_results(tmp_path / "bad.json", [0], 2)
+    evaluate.seeds_from_results(tmp_path / "bad.json", [0])
 
 
 def test_pixel_norm_is_fitted_on_the_pool_and_reaches_every_model():
