@@ -66,8 +66,8 @@ def student_config(config, **norm) -> fs.FlashSSM3DConfig:
 def _step(config, procrustes=False, reprojection=False, **zeroed):
   """The library's train step with ``config.loss``'s weights (geometry terms zeroed where off)."""
   lc = config.loss
-  on = dict(procrustes=lc.procrustes * procrustes, reprojection=lc.reprojection * reprojection)
-  return fs.train_step(_dataclass(fs.LossWeights, lc, **on, **zeroed))
+  proc, rep = (lc.procrustes if procrustes else 0.0), (lc.reprojection if reprojection else 0.0)
+  return fs.train_step(_dataclass(fs.LossWeights, lc, procrustes=proc, reprojection=rep, **zeroed))
 
 
 def _state(model, c, steps):
@@ -329,10 +329,10 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
   gt = fs.ground_truth_targets(sub)
   batches = fs.sample_batches(sub["images"], gt, batch_size=sc.batch_size, seed=config.seed + 7)
   info, histories = {}, {}
+  norm = pixel_norm(config, sub["images"])
   for name in config.scan_orders:
     core.validate_choice(name, name="scan_orders", allowed=tuple(SCAN_ORDERS))
-    scfg = student_config(config, **pixel_norm(config, sub["images"]))
-    scfg = dataclasses.replace(scfg, global_orders=SCAN_ORDERS[name])
+    scfg = dataclasses.replace(student_config(config, **norm), global_orders=SCAN_ORDERS[name])
     model = fs.FlashSSM3D(scfg, rngs=nnx.Rngs(config.seed + 1))
     state = _state(model, sc, sc.max_steps)
     t0 = time.perf_counter()
