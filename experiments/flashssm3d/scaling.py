@@ -184,15 +184,9 @@ def main(argv=None) -> dict:
   a = p.parse_args(argv)
   t0 = time.perf_counter()
   views = tuple(int(x) for x in a.views.split(",")) if a.views else VIEWS
-  cfg = dict(default.get_config().scaling)
-  cfg.update(
-    views=tuple(v for v in views if v <= a.max_views),
-    width=a.width,
-    depth=a.depth,
-    repeats=a.repeats,
-    memory_cap_gb=a.memory_cap_gb,
-    associative=not a.no_associative,
-  )
+  cfg = dict(default.get_config().scaling, width=a.width, depth=a.depth, repeats=a.repeats)
+  cfg.update(views=tuple(v for v in views if v <= a.max_views), memory_cap_gb=a.memory_cap_gb)
+  cfg.update(associative=not a.no_associative)
   if a.time_cap_s is not None:
     cfg.update(time_cap_s=a.time_cap_s)
   return write_scaling_results(cfg, pathlib.Path(a.workdir), t0)

@@ -356,22 +356,18 @@ def _notes(config, runs, per_seed) -> str:
   split = config.data.split
   if config.experiment == "scan_order":
     return (
-      f"Scan-order ablation on the synthetic procedural proxy (split {split}), students "
-      f"trained on ground truth, CPU scale. Means over {len(runs)} seed(s) with 95% CI "
-      "half-widths."
+      f"Scan-order ablation on the synthetic procedural proxy (split {split}), students trained "
+      f"on ground truth, CPU scale. Means over {len(runs)} seed(s) with 95% CI half-widths."
     )
   imported = sorted(set(per_seed) - set(runs))
+  source = (
+    f" (seeds {imported} read from an earlier run's per-seed metrics, see extra.seeds_from; the "
+    f"tables' model info and the plots' curves are from seed {min(runs)})"
+  )
   return (
     f"Synthetic procedural proxy (split {split}), CPU scale; not comparable with VGGT's "
     f"CO3D/RealEstate10K numbers. Means over {len(per_seed)} seed(s) with 95% CI half-widths"
-    + (
-      f" (seeds {imported} read from an earlier run's per-seed metrics, see "
-      f"extra.seeds_from; the tables' model info and the plots' curves are from seed "
-      f"{min(runs)})"
-      if imported
-      else ""
-    )
-    + ". Timings are on shared CPU cores (noisy)."
+    f"{source if imported else ''}. Timings are on shared CPU cores (noisy)."
   )
 
 
