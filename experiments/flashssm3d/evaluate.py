@@ -53,7 +53,7 @@ def _mean_gain(a: dict, b: dict) -> float:
   return float(np.mean([_gain(a[k], b[k], d) / m for k, d, m in CLAIM_METRICS]))
 
 
-def derived_metrics(evals: dict, extrapolation: dict | None = None, num_views: int = 0) -> dict:
+def derived_metrics(evals: dict, extrapolation: dict | None = None) -> dict:
   """Per-seed quantities that decide the claims (slacks in units of the stated margins).
 
   For each model with ``vs_gt`` (and ``vs_teacher``) rows: ``.../over_trivial_vs_gt`` (and
@@ -68,9 +68,8 @@ def derived_metrics(evals: dict, extrapolation: dict | None = None, num_views: i
   ``ssm_vs_attention_gt`` = min gain of the GT-trained SSM over the GT-trained attention model / m
   + 1; ``geometry_minus_regression_AUC`` = AUC@30 difference of the two distilled students.
   With ``extrapolation``: ``.../extrap_retained_<S'>`` = min over AUC@30 and δ<1.25 of the value
-  at ``S'`` views divided by the value at the training ``num_views``.
+  at ``S'`` views divided by the value at the training views (the ``vs_gt`` row).
   """
-  del num_views  # the training view count is implicit in the models' vs_gt rows
   d = {}
   for name, ev in evals.items():
     if name.startswith("trivial_"):
@@ -144,14 +143,10 @@ def aggregate(flats: list[dict]) -> dict:
 def flat_metrics(run: dict) -> dict:
   """One seed's metrics as ``{model/ref/metric: value}`` plus step and FLOP counts."""
   m = {}
-  for model, ev in run["eval"].items():
-    for ref, vals in ev.items():
-      for k, v in vals.items():
-        m[f"{model}/{ref}/{k}"] = v
-  for model, per_s in run.get("extrapolation", {}).items():
-    for s_views, vals in per_s.items():
-      for k, v in vals.items():
-        m[f"{model}/views{s_views}/{k}"] = v
+  for prefix, nested in (("", run["eval"]), ("views", run.get("extrapolation", {}))):
+    for model, per_ref in nested.items():  # per_ref: {ref or S': {metric: value}}
+      for ref, vals in per_ref.items():
+        m.update({f"{model}/{prefix}{ref}/{k}": v for k, v in vals.items()})
   for name, info in run.get("students", {}).items():
     if "flops_vs_teacher" in info:
       m[f"student_{name}/flops_vs_teacher"] = info["flops_vs_teacher"]
@@ -161,7 +156,16 @@ def flat_metrics(run: dict) -> dict:
   return m
 
 
-def seeds_from_results(path, seeds, num_views: int) -> tuple[dict, dict]:
+def loss_curves(histories: dict) -> dict:
+  """``{model: {"step": [...], "loss": [...]}}``: the logged training losses (for the figure)."""
+  rows = {name: [r for r in h if "train/total" in r] for name, h in histories.items()}
+  return {
+    n: {"step": [r["step"] for r in h], "loss": [r["train/total"] for r in h]}
+    for n, h in rows.items()
+  }
+
+
+def seeds_from_results(path, seeds) -> tuple[dict, dict]:
   """Per-seed metrics of ``seeds`` read from an earlier ``results.json`` of this experiment.
 
   A finished run keeps every seed's metrics in ``extra.per_seed`` (what :func:`flat_metrics`
@@ -190,7 +194,7 @@ def seeds_from_results(path, seeds, num_views: int) -> tuple[dict, dict]:
         evals.setdefault(model, {}).setdefault(ref, {})[metric] = v
       elif ref.startswith("views"):
         extrap.setdefault(model, {}).setdefault(ref[len("views") :], {})[metric] = v
-    flat.update(derived_metrics(evals, extrap, num_views))
+    flat.update(derived_metrics(evals, extrap))
     out[int(seed)] = flat
   prov = {"path": str(path), "command": data.get("command"), "git": data.get("git")}
   prov["seeds"] = sorted(out)
@@ -208,21 +212,44 @@ PAIRED = {
   "geometry_minus_regression_AUC": "AUC@30: Procrustes+reprojection minus regression",
 }
 _EXTRAP = ("AUC@30", "depth_delta1.25", "points_overall")
+NAN = float("nan")
 
 
 def _cells(m: dict, prefix: str, names) -> dict:
   """``{name: mean, name/ci95: half-width (NaN with one seed)}`` of ``<prefix><name>``."""
-  out, nan = {}, float("nan")
+  out = {}
   for n in names:
-    out[n] = m.get(prefix + n)
-    out[f"{n}/ci95"] = m.get(f"{prefix}{n}/ci95", nan)
+    out[n], out[f"{n}/ci95"] = m.get(prefix + n), m.get(f"{prefix}{n}/ci95", NAN)
   return out
 
 
-def _scaling_view(res: dict) -> dict:
-  """``{model: {views, params, <sweep fields>}}`` of a ``scaling.run_scaling`` result."""
-  models = [n for n in ("student_ssm", "student_ssm_associative", "teacher_attention") if n in res]
-  return {n: {"views": res["views"], "params": res["params"].get(n), **res[n]} for n in models}
+def _extrap_view(m: dict, train_views) -> tuple[dict, dict]:
+  """``(extrap, extrap_curves)`` of :func:`report_view` from the ``<model>/views<S'>/`` rows."""
+  found = [k.split("/")[:2] for k in m if "/views" in k and k.endswith("/AUC@30")]
+  ext, extrap, curves = sorted({v for _, v in found}), {}, {}
+  for a in sorted({a for a, _ in found}):
+    for v in ext:
+      s, d = v[len("views") :], f"derived/{a}/extrap_retained_{v[len('views') :]}"
+      row = {"model": a, "views": s, **_cells(m, f"{a}/{v}/", _EXTRAP)}
+      extrap[f"{a} {s}"] = {**row, "retained": m.get(d), "retained/ci95": m.get(f"{d}/ci95", NAN)}
+    keys = [f"{a}/vs_gt/"] + [f"{a}/{v}/" for v in ext]
+    curves[a] = {"views": [train_views] + [int(v[len("views") :]) for v in ext]}
+    for c in ("AUC@30", "depth_delta1.25"):
+      curves[a][c] = [m.get(p + c) for p in keys]
+      curves[a][f"{c}/ci95"] = [m.get(f"{p}{c}/ci95", 0.0) for p in keys]
+  return extrap, curves
+
+
+def _budget_view(extra: dict) -> dict | None:
+  """``{model: {params, steps, flops, scenes}}`` (relative to the teacher) of a record's extra."""
+  if "teacher" not in extra or "students" not in extra:
+    return None
+  t = extra["teacher"]
+  out = {"teacher_T1": dict(params=t.get("params"), steps=t.get("steps"), flops=1.0, scenes=1.0)}
+  for name, i in extra["students"].items():
+    flops, scenes = i["flops_vs_teacher"], i["scenes_vs_teacher"]
+    out[f"student_{name}"] = dict(params=i["params"], steps=i["steps"], flops=flops, scenes=scenes)
+  return out
 
 
 def report_view(record: dict) -> dict[str, Any]:
@@ -234,63 +261,29 @@ def report_view(record: dict) -> dict[str, Any]:
     ``{name: {what, value, value/ci95}}``; ``derived``: every derived quantity; ``extrap``:
     ``{"<model> <S'>": {model, views, <metric>..., retained}}``; ``extrap_curves``: ``{model:
     {views, <metric>, <metric>/ci95}}``; ``budget``: ``{model: {params, steps, flops, scenes}}``;
-    ``scaling``: ``{model: sweep}``. An entry the record has nothing for is None.
+    ``scaling``: ``{model: {views, params, <sweep fields>}}``. An entry the record has nothing
+    for is None.
   """
-  m, extra, nan = record.get("metrics", {}), record.get("extra") or {}, float("nan")
+  m, extra = record.get("metrics", {}), record.get("extra") or {}
   keys = [k.split("/") for k in m]
   pairs = {(p[0], p[1]) for p in keys if len(p) == 3 and p[1] in ("vs_gt", "vs_teacher")}
   pairs = sorted(pairs, key=lambda mr: (mr[1], not mr[0].startswith("trivial_"), mr[0]))
   rows = {f"{a} {r}": {"model": a, "ref": r, **_cells(m, f"{a}/{r}/", COLUMNS)} for a, r in pairs}
   derived_keys = (p for p in keys if p[0] == "derived" and len(p) == 3 and p[2] in SLACKS)
-  dmodels = dict.fromkeys(p[1] for p in derived_keys)  # in the record's order
-  slacks = {a: _cells(m, f"derived/{a}/", SLACKS) for a in dmodels}
+  slacks = {
+    a: _cells(m, f"derived/{a}/", SLACKS) for a in dict.fromkeys(p[1] for p in derived_keys)
+  }
+  value = lambda k: {"value": m[k], "value/ci95": m.get(f"{k}/ci95", NAN)}
   paired = {
-    k: {"what": what, "value": m[f"derived/{k}"], "value/ci95": m.get(f"derived/{k}/ci95", nan)}
-    for k, what in PAIRED.items()
-    if f"derived/{k}" in m
+    k: {"what": w, **value(f"derived/{k}")} for k, w in PAIRED.items() if f"derived/{k}" in m
   }
-  derived = {
-    k[len("derived/") :]: {"value": v, "value/ci95": m.get(f"{k}/ci95", nan)}
-    for k, v in m.items()
-    if k.startswith("derived/") and not k.endswith(("/ci95", "/std"))
-  }
-  ext = sorted({k.split("/")[1] for k in m if "/views" in k and k.endswith("/AUC@30")})
-  emodels = sorted({k.split("/")[0] for k in m if "/views" in k and k.endswith("/AUC@30")})
-  extrap, curves = {}, {}
+  derived = {k[len("derived/") :]: value(k) for k in m
+             if k.startswith("derived/") and not k.endswith(("/ci95", "/std"))}  # fmt: skip
   train_views = (record.get("config") or {}).get("data", {}).get("num_views")
-  for a in emodels:
-    for v in ext:
-      s = v[len("views") :]
-      row = {"model": a, "views": s, **_cells(m, f"{a}/{v}/", _EXTRAP)}
-      row["retained"] = m.get(f"derived/{a}/extrap_retained_{s}")
-      row["retained/ci95"] = m.get(f"derived/{a}/extrap_retained_{s}/ci95", nan)
-      extrap[f"{a} {s}"] = row
-    keys = [f"{a}/vs_gt/"] + [f"{a}/{v}/" for v in ext]
-    curves[a] = {"views": [train_views] + [int(v[len("views") :]) for v in ext]}
-    for c in ("AUC@30", "depth_delta1.25"):
-      curves[a][c] = [m.get(p + c) for p in keys]
-      curves[a][f"{c}/ci95"] = [m.get(f"{p}{c}/ci95", 0.0) for p in keys]
-  budget = None
-  if "teacher" in extra and "students" in extra:
-    t = extra["teacher"]
-    budget = {
-      "teacher_T1": dict(params=t.get("params"), steps=t.get("steps"), flops=1.0, scenes=1.0)
-    }
-    for name, info in extra["students"].items():
-      budget[f"student_{name}"] = {
-        "params": info["params"],
-        "steps": info["steps"],
-        "flops": info["flops_vs_teacher"],
-        "scenes": info["scenes_vs_teacher"],
-      }
-  scaling = extra.get("scaling")
-  return {
-    "rows": rows or None,
-    "slacks": slacks or None,
-    "paired": paired or None,
-    "derived": derived or None,
-    "extrap": extrap or None,
-    "extrap_curves": curves or None,
-    "budget": budget,
-    "scaling": _scaling_view(scaling) if scaling else None,
-  }
+  extrap, curves = _extrap_view(m, train_views)
+  res = extra.get("scaling") or {}
+  models = [n for n in ("student_ssm", "student_ssm_associative", "teacher_attention") if n in res]
+  scaling = {n: {"views": res["views"], "params": res["params"].get(n), **res[n]} for n in models}
+  view = dict(rows=rows, slacks=slacks, paired=paired, derived=derived, extrap=extrap,
+              extrap_curves=curves, budget=_budget_view(extra), scaling=scaling)  # fmt: skip
+  return {k: v or None for k, v in view.items()}

@@ -1,8 +1,8 @@
-"""Input pipeline of the FlashSSM-3D experiment: scenes as NumPy arrays, and batches.
+"""Input pipeline of the FlashSSM-3D experiment: scenes as NumPy arrays, and the batch sharding.
 
 Procedural renders (disjoint seeds for the pool and the test scenes) or scene folders on disk
-(:func:`jaxpapers.flashssm3d.load_multiview_scenes`), the models' input normalisation, and
-seeded batches (optionally sharded over the batch axis).
+(:func:`jaxpapers.flashssm3d.load_multiview_scenes`), the models' input normalisation, and the
+sharding of the batches (:func:`jaxpapers.flashssm3d.sample_batches` draws them).
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ from __future__ import annotations
 import pathlib
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 from jaxpapers import core
 from jaxpapers import flashssm3d as fs
@@ -81,19 +79,3 @@ def batch_sharding(config):
       raise ValueError(f"{name}={bs} must be divisible by the {n} devices to shard the batch")
   # Auto axes: XLA propagates the batch sharding (explicit ones need an annotation per reshape)
   return core.data_sharding(core.make_mesh(axis_type=jax.sharding.AxisType.Auto))
-
-
-def _put(a, sharding):
-  return jnp.asarray(a) if sharding is None else jax.device_put(np.asarray(a), sharding)
-
-
-def batch_fn(data_targets, n_avail, batch_size, seed, sharding=None):
-  images, targets = data_targets
-
-  def fn(step):
-    idx = np.random.default_rng((seed, step)).choice(
-      n_avail, batch_size, replace=n_avail < batch_size
-    )
-    return _put(images[idx], sharding), jax.tree.map(lambda a: _put(a[idx], sharding), targets)
-
-  return fn

@@ -4,9 +4,10 @@ The measurement is ``jaxpapers.flashssm3d.view_scaling`` (one process, a fixed n
 per view, batch 1, jitted forward; peak memory is XLA's compiled buffer estimate, so the
 attention model is skipped once it would exceed ``memory_cap_gb``; a model stops once a forward
 takes longer than ``time_cap_s``) on the SSM student with ``lax.scan`` (``student_ssm``; and
-``lax.associative_scan`` where ``cfg["associative"]``) and the attention teacher. This module
-fits the exponents and judges :data:`SCALING_CLAIMS`; a finished sweep is a ``core.CellStore``
-cell keyed by its settings (:func:`cached_scaling`). Times are wall clock on shared CPU cores.
+``lax.associative_scan`` where ``cfg["associative"]``) and the attention teacher, its exponents
+fitted by ``jaxpapers.flashssm3d.scaling_summary``. This module judges :data:`SCALING_CLAIMS`; a
+finished sweep is a ``core.CellStore`` cell keyed by its settings (:func:`cached_scaling`).
+Times are wall clock on shared CPU cores.
 
   python -m experiments.flashssm3d.scaling --views=8,16,32,64,128,256,512 --no_associative \
       --workdir=runs/flashssm3d_scaling
@@ -31,21 +32,10 @@ from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 
 
-def views_within(budget_s, views, times, slope, icpt):
-  """Largest measured S with time <= budget, and the power-law estimate of S at the budget."""
-  ok = [v for v, t in zip(views, times) if np.isfinite(t) and t <= budget_s]
-  measured = max(ok) if ok else 0
-  est = (
-    float(np.exp((np.log(budget_s) - icpt) / slope))
-    if np.isfinite(slope) and slope > 0
-    else float("nan")
-  )
-  return measured, est
-
-
 def run_scaling(cfg, *, log=print) -> dict:
-  """Run the sweep described by ``cfg`` (a ConfigDict/dict with views, width, depth, ...)."""
-  H, views, min_views = cfg["image_size"], cfg["views"], cfg["fit_min_views"]
+  """The sweep described by ``cfg`` (a ConfigDict/dict with views, width, depth, ...): the models'
+  parameter counts and :func:`jaxpapers.flashssm3d.scaling_summary` of their sweep."""
+  H, views = cfg["image_size"], cfg["views"]
   common = dict(width=cfg["width"], depth=cfg["depth"], patch=cfg["patch"], image_size=H)
   scfg = fs.FlashSSM3DConfig(**common, state=cfg["state"], camera_stages=1, method="scan")
   models = {"student_ssm": fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0))}
@@ -60,32 +50,10 @@ def run_scaling(cfg, *, log=print) -> dict:
     "params": {k: fs.count_params(m) for k, m in models.items()},
   }
   sweep = fs.view_scaling(
-    models,
-    views,
-    image_size=H,
-    repeats=cfg["repeats"],
-    memory_cap_gb=cfg["memory_cap_gb"],
-    time_cap_s=cfg["time_cap_s"],
-    log=log,
-  )
-  for name, m in sweep.items():
-    times, mems = m["time_s"], m["memory_mib"]
-    fit = core.power_law_fit(views, times, min_x=min_views)
-    measured, est = views_within(10.0, views, times, fit.slope, fit.intercept)
-    out[name] = {
-      "time_s": times,
-      "memory_mib": mems,
-      "compile_s": m["compile_s"],
-      "time_s_repeats": m["time_s_repeats"],
-      "time_exponent": fit.slope,
-      "time_exponent_stderr": fit.se,
-      "time_exponent_ci95": fit.ci95,
-      "time_fit_points": fit.n,
-      "memory_exponent": core.power_law_fit(views, mems, min_x=min_views).slope,
-      "views_in_10s_measured": measured,
-      "views_in_10s_fit": est,
-    }
-  return out
+    models, views, image_size=H, repeats=cfg["repeats"], memory_cap_gb=cfg["memory_cap_gb"],
+    time_cap_s=cfg["time_cap_s"], log=log,
+  )  # fmt: skip
+  return {**out, **fs.scaling_summary(views, sweep, fit_min_views=cfg["fit_min_views"])}
 
 
 def cached_scaling(cfg, workdir, *, log=print) -> dict:
@@ -216,15 +184,9 @@ def main(argv=None) -> dict:
   a = p.parse_args(argv)
   t0 = time.perf_counter()
   views = tuple(int(x) for x in a.views.split(",")) if a.views else VIEWS
-  cfg = dict(default.get_config().scaling)
-  cfg.update(
-    views=tuple(v for v in views if v <= a.max_views),
-    width=a.width,
-    depth=a.depth,
-    repeats=a.repeats,
-    memory_cap_gb=a.memory_cap_gb,
-    associative=not a.no_associative,
-  )
+  cfg = dict(default.get_config().scaling, width=a.width, depth=a.depth, repeats=a.repeats)
+  cfg.update(views=tuple(v for v in views if v <= a.max_views), memory_cap_gb=a.memory_cap_gb)
+  cfg.update(associative=not a.no_associative)
   if a.time_cap_s is not None:
     cfg.update(time_cap_s=a.time_cap_s)
   return write_scaling_results(cfg, pathlib.Path(a.workdir), t0)

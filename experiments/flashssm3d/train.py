@@ -5,7 +5,8 @@ on ground truth (or read its cached predictions); distil SSM students on its out
 FLOP budget, train a GT student and an attention model at the same budget; evaluate all against
 GT, the teacher and input-independent predictors. ``configs/scan_order.py`` runs the scan-order
 ablation (:func:`run_scan_order_seed`); scaling.py the view-scaling study; evaluate.py the
-claim code; ``config.report`` the tables and figures.
+claim code; ``config.report`` the tables and figures. The step, optimizer, FLOP budget and
+batches are the library's (``jaxpapers.flashssm3d.train_step`` and its neighbours).
 """
 
 from __future__ import annotations
@@ -18,19 +19,12 @@ import time
 import jax
 import ml_collections
 import numpy as np
-import optax
 from flax import nnx
 
 from experiments.flashssm3d import evaluate as ev
 from experiments.flashssm3d import scaling
 from experiments.flashssm3d.configs import default as default_config
-from experiments.flashssm3d.input_pipeline import batch_fn as _batch_fn
-from experiments.flashssm3d.input_pipeline import (
-  batch_sharding,
-  load_data,
-  pixel_norm,
-  render_set,
-)
+from experiments.flashssm3d.input_pipeline import batch_sharding, load_data, pixel_norm, render_set
 from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 
@@ -64,80 +58,38 @@ def _dataclass(cls, *sections, **values):
 
 
 def student_config(config, **norm) -> fs.FlashSSM3DConfig:
-  """The student's :class:`FlashSSM3DConfig` from ``config.student`` (and the image size).
-
-  ``norm``: the input normalisation of :func:`pixel_norm` (``pixel_mean``, ``pixel_std``).
-  """
+  """The student's config from ``config.student``, the image size and ``norm`` (the input
+  normalisation of :func:`pixel_norm`: ``pixel_mean``, ``pixel_std``)."""
   return _dataclass(fs.FlashSSM3DConfig, config.student, image_size=config.data.image_size, **norm)
 
 
-def _weights(loss_cfg, procrustes, reprojection, **weights):
-  """The loss weights of ``loss_cfg`` (then ``weights``), Procrustes and reprojection zeroed
-  where off."""
-  return _dataclass(
-    fs.LossWeights,
-    loss_cfg,
-    procrustes=loss_cfg.procrustes if procrustes else 0.0,
-    reprojection=loss_cfg.reprojection if reprojection else 0.0,
-    **weights,
+def _step(config, procrustes=False, reprojection=False, **zeroed):
+  """The library's train step with ``config.loss``'s weights (geometry terms zeroed where off)."""
+  lc = config.loss
+  proc, rep = (lc.procrustes if procrustes else 0.0), (lc.reprojection if reprojection else 0.0)
+  return fs.train_step(_dataclass(fs.LossWeights, lc, procrustes=proc, reprojection=rep, **zeroed))
+
+
+def _state(model, c, steps):
+  """A train state with the library's optimizer at section ``c``'s learning rate and warm-up."""
+  return core.TrainState.create(
+    model, fs.train_optimizer(c.learning_rate, warmup=c.warmup, steps=steps)
   )
-
-
-def make_step(weights):
-  def loss_fn(model, images, targets):
-    pred = model(images)
-    return fs.distillation_loss(pred, targets, weights, pose_stages=pred.pose_stages)
-
-  def step(state, batch):
-    images, targets = batch
-    (loss, aux), grads, rest = state.value_and_grad(loss_fn, images, targets, has_aux=True)
-    return state.apply_gradients(grads, rest=rest), aux
-
-  return step
-
-
-def _optimizer(c, steps):
-  sched = optax.warmup_cosine_decay_schedule(
-    0.0, c.learning_rate, min(c.warmup, max(steps - 1, 1)), max(steps, 2), c.learning_rate * 0.05
-  )
-  return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=1e-4))
 
 
 def compile_step(step_fn, state, batch, *, count=True):
-  """AOT-compile a train step once; returns ``(compiled, FLOPs per step or None)``.
-
-  FLOPs come from :func:`jaxpapers.flashssm3d.count_flops`, which counts every ``lax.scan``
-  body once per step of the scan (XLA's own ``cost_analysis`` counts it once in total);
-  ``count=False`` skips the count (a caller that already has it).
-  """
+  """AOT-compile a train step once; ``(compiled, FLOPs per step or None)`` (every ``lax.scan``
+  step counted, :func:`jaxpapers.flashssm3d.count_flops`; ``count=False`` skips the count)."""
   traced = jax.jit(step_fn, donate_argnums=0).trace(state, batch)
   return traced.lower().compile(), (fs.count_flops(traced) if count else None)
-
-
-def _model_for(var, config, scfg, seed):
-  """The model a variant trains: the SSM student, or the attention model of ``config.attention``
-  with the student's input normalisation (``scfg.pixel_mean`` / ``_std``)."""
-  if var["arch"] == "ssm":
-    return fs.FlashSSM3D(scfg, rngs=nnx.Rngs(seed + 1))
-  norm = dict(pixel_mean=scfg.pixel_mean, pixel_std=scfg.pixel_std)
-  acfg = _dataclass(
-    fs.TeacherConfig, config.attention, config.student, image_size=config.data.image_size, **norm
-  )
-  return fs.AATeacher(acfg, rngs=nnx.Rngs(seed + 1))
 
 
 def _fit(config, state, compiled, batches, steps, workdir, name):
   """``core.train_loop`` with the config's checkpoint and log intervals."""
   return core.train_loop(
-    state,
-    compiled,
-    batches,
-    num_steps=steps,
-    workdir=workdir / name,
-    checkpoint_every=config.checkpoint_every,
-    log_every=config.log_every,
-    desc=name,
-  )
+    state, compiled, batches, num_steps=steps, workdir=workdir / name, desc=name,
+    checkpoint_every=config.checkpoint_every, log_every=config.log_every,
+  )  # fmt: skip
 
 
 def _cached_teacher(config, pool_names, n_student: int, hw) -> dict:
@@ -175,15 +127,11 @@ def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
   """
   tc, dc = config.teacher, config.data
   tcfg = _dataclass(fs.TeacherConfig, tc, image_size=dc.image_size, **norm)
-  state = core.TrainState.create(
-    fs.AATeacher(tcfg, rngs=nnx.Rngs(config.seed)), _optimizer(tc, tc.steps)
-  )
-  n_pool = len(pool["images"])
-  batches = _batch_fn(
-    (pool["images"], fs.ground_truth_targets(pool)), n_pool, tc.batch_size, config.seed, sharding
-  )
-  t0 = time.perf_counter()
-  cam_steps = tc.camera_steps
+  state = _state(fs.AATeacher(tcfg, rngs=nnx.Rngs(config.seed)), tc, tc.steps)
+  gt = fs.ground_truth_targets(pool)
+  batches = fs.sample_batches(pool["images"], gt, batch_size=tc.batch_size, seed=config.seed,
+                              sharding=sharding)  # fmt: skip
+  t0, cam_steps = time.perf_counter(), tc.camera_steps
   if not 0 <= cam_steps <= tc.steps:
     raise ValueError(f"teacher.camera_steps must be in [0, teacher.steps], got {cam_steps}")
   phases = [("teacher", tc.steps, {})]
@@ -191,8 +139,7 @@ def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
     phases.insert(0, ("teacher_cameras", cam_steps, dict(depth=0.0, points=0.0, grad=0.0)))
   flops, hist, done = 0.0, [], 0
   for name, until, zeroed in phases:
-    step = make_step(_weights(config.loss, False, False, **zeroed))
-    compiled, step_flops = compile_step(step, state, batches(0))
+    compiled, step_flops = compile_step(_step(config, **zeroed), state, batches(0))
     state, phase_hist = _fit(config, state, compiled, batches, until, workdir, name)
     flops, hist, done = flops + step_flops * (until - done), hist + phase_hist, until
   teacher = state.model()
@@ -219,6 +166,18 @@ def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
   }
 
 
+def _model_for(var, config, scfg, seed):
+  """The model a variant trains: the SSM student, or the attention model of ``config.attention``
+  with the student's input normalisation (``scfg.pixel_mean`` / ``_std``)."""
+  if var["arch"] == "ssm":
+    return fs.FlashSSM3D(scfg, rngs=nnx.Rngs(seed + 1))
+  norm = dict(pixel_mean=scfg.pixel_mean, pixel_std=scfg.pixel_std)
+  acfg = _dataclass(
+    fs.TeacherConfig, config.attention, config.student, image_size=config.data.image_size, **norm
+  )
+  return fs.AATeacher(acfg, rngs=nnx.Rngs(seed + 1))
+
+
 def _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool: int):
   """One variant trained within its FLOP budget; ``(info, history, Forward)``.
 
@@ -227,24 +186,23 @@ def _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool: 
   ``max_steps`` the probe's schedule is the real one and it is compiled from that trace.
   """
   sc, var = config.student, _VARIANTS[name]
-  n_student = len(sub["images"])
-  distil = var["targets"] == "teacher"
+  n_student, distil = len(sub["images"]), var["targets"] == "teacher"
   student = _model_for(var, config, scfg, config.seed)
-  sstep = make_step(_weights(config.loss, var["procrustes"], var["reprojection"]))
+  sstep = _step(config, var["procrustes"], var["reprojection"])
   targets = teacher["targets"] if distil else fs.ground_truth_targets(sub)
-  batches = _batch_fn((sub["images"], targets), n_student, sc.batch_size, config.seed + 7, sharding)
-  probe = core.TrainState.create(student, _optimizer(sc, sc.max_steps))
+  batches = fs.sample_batches(sub["images"], targets, batch_size=sc.batch_size,
+                              seed=config.seed + 7, sharding=sharding)  # fmt: skip
+  probe = _state(student, sc, sc.max_steps)
   traced = jax.jit(sstep, donate_argnums=0).trace(probe, batches(0))
   sflops, sflops_xla = fs.count_flops(traced, with_xla=True)
   infer = teacher["infer_flops"] if distil else 0.0
   budget = sc.flops_fraction * teacher["train_flops"] - infer
-  fit = np.floor(budget / sflops) if np.isfinite(sflops) and sflops > 0 else sc.min_steps
-  steps = int(np.clip(fit, sc.min_steps, sc.max_steps))
+  steps = fs.steps_within_budget(sflops, budget, min_steps=sc.min_steps, max_steps=sc.max_steps)
   t0 = time.perf_counter()
   if steps == sc.max_steps:
     state, compiled = probe, traced.lower().compile()
   else:
-    state = core.TrainState.create(student, _optimizer(sc, steps))
+    state = _state(student, sc, steps)
     compiled, _ = compile_step(sstep, state, batches(0), count=False)  # counted above
   state, hist = _fit(config, state, compiled, batches, steps, workdir, f"student_{name}")
   student = state.model()
@@ -257,8 +215,11 @@ def _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool: 
     "flops_vs_teacher": (sflops * steps + infer) / teacher["train_flops"],
     "scenes_vs_teacher": n_student / n_pool,
   }
-  fwd = fs.BatchedForward(student, batch_size=config.data.eval_batch, sharding=sharding)
-  return info, hist, fwd
+  return (
+    info,
+    hist,
+    fs.BatchedForward(student, batch_size=config.data.eval_batch, sharding=sharding),
+  )
 
 
 def _extrapolation(config, forwards: dict, hw) -> dict:
@@ -277,14 +238,6 @@ def _extrapolation(config, forwards: dict, hw) -> dict:
   return out
 
 
-def _seed_config(config, seed: int, workdir):
-  config = ml_collections.ConfigDict(config)
-  config.seed = int(seed)
-  workdir = pathlib.Path(workdir)
-  workdir.mkdir(parents=True, exist_ok=True)
-  return config, workdir, (config.data.image_size, config.data.image_size)
-
-
 def _evals(preds: dict, test, teacher_test, hw) -> dict:
   """``{model: {"vs_gt": metrics[, "vs_teacher": metrics]}}`` of ``{model: predictions}``
   (``(against GT, against the teacher)`` for predictors fitted on each)."""
@@ -297,45 +250,49 @@ def _evals(preds: dict, test, teacher_test, hw) -> dict:
   return out
 
 
-def _trivial_preds(sub, n_test, hw, teacher_fit=None) -> dict:
-  """Input-independent predictors fitted on what the students are trained on: the GT of the
-  student's scenes (scored against GT) and the teacher's outputs on them (against the teacher)."""
-  triv_gt = fs.trivial_predictors(sub, n_test, hw)
-  triv_t = fs.trivial_predictors(teacher_fit, n_test, hw) if teacher_fit else triv_gt
-  return {name: (triv_gt[name], triv_t[name]) for name in triv_gt}
+def _setup(config, seed: int, workdir):
+  """``(config with seed, workdir, hw, test, sub, pool, pool_names, trivial predictions)``: the
+  data of one seed, the student's first ``student_fraction`` of the pool, and input-independent
+  predictors fitted on its ground truth."""
+  config = ml_collections.ConfigDict(config)
+  config.seed = int(seed)
+  workdir = pathlib.Path(workdir)
+  workdir.mkdir(parents=True, exist_ok=True)
+  hw = (config.data.image_size, config.data.image_size)
+  pool, test, pool_names = load_data(config)
+  n_sub = max(1, int(round(config.data.student_fraction * len(pool["images"]))))
+  sub = {k: v[:n_sub] for k, v in pool.items()}
+  triv = fs.trivial_predictors(sub, len(test["images"]), hw)
+  return config, workdir, hw, test, sub, pool, pool_names, triv
 
 
 def run_seed(config, seed: int, workdir) -> dict:
   """One seed of the whole pipeline (data, teacher, students, evaluation); JSON-able dict.
 
   Returns ``{"data", "teacher", "students", "eval", "extrapolation", "histories"}``: ``eval`` maps
-  model name -> ``{"vs_gt": metrics[, "vs_teacher": metrics]}`` (trivial predictors included),
-  ``extrapolation`` maps model name -> ``{str(S'): metrics vs GT}`` on test scenes with more
-  views than the models were trained on (procedural data only).
+  model name -> ``{"vs_gt": metrics[, "vs_teacher": metrics]}`` (trivial predictors fitted on
+  the student's scenes' GT, scored against GT, and on the teacher's outputs on them, scored
+  against the teacher), ``extrapolation`` maps model name -> ``{str(S'): metrics vs GT}`` on test
+  scenes with more views than the models were trained on (procedural data only).
   """
-  config, workdir, hw = _seed_config(config, seed, workdir)
+  config, workdir, hw, test, sub, pool, pool_names, triv = _setup(config, seed, workdir)
   dc, sharding = config.data, batch_sharding(config)
-  pool, test, pool_names = load_data(config)
   norm = pixel_norm(config, pool["images"])  # fitted on the teacher's training pool
-  n_pool = len(pool["images"])
-  n_student = max(1, int(round(dc.student_fraction * n_pool)))
-  sub = {k: v[:n_student] for k, v in pool.items()}
+  n_pool, n_student, n_test = len(pool["images"]), len(sub["images"]), len(test["images"])
   if config.teacher.cached_predictions:
     teacher = _cached_teacher(config, pool_names, n_student, hw)
   else:
     teacher = _trained_teacher(config, pool, sub, test, norm, sharding, workdir)
   tp, teacher_test = teacher["targets"], teacher["test"]
-  teacher_fit = {
-    "pose_enc": tp.pose_enc,
-    "depth": np.asarray(tp.depth)[..., 0],
-    "points": tp.points,
-    "valid": np.ones(np.shape(tp.depth)[:-1], bool),
-  }
+  valid = np.ones(np.shape(tp.depth)[:-1], bool)
+  fit = dict(
+    pose_enc=tp.pose_enc, depth=np.asarray(tp.depth)[..., 0], points=tp.points, valid=valid
+  )
+  triv_t = fs.trivial_predictors(fit, n_test, hw)
   evals = {}
   if teacher_test is not None:
     evals["teacher_T1"] = {"vs_gt": fs.evaluate_predictions(teacher_test, test, hw)}
-  n_test = len(test["images"])
-  evals.update(_evals(_trivial_preds(sub, n_test, hw, teacher_fit), test, teacher_test, hw))
+  evals.update(_evals({k: (v, triv_t[k]) for k, v in triv.items()}, test, teacher_test, hw))
   scfg = student_config(config, **norm)
   students, histories = {}, {"teacher": teacher["history"]}
   forwards = {} if teacher["forward"] is None else {"teacher_T1": teacher["forward"]}
@@ -344,23 +301,13 @@ def run_seed(config, seed: int, workdir) -> dict:
     students[name], histories[name], forwards[f"student_{name}"] = info, hist, fwd
     evals.update(_evals({f"student_{name}": fwd(test["images"])}, test, teacher_test, hw))
   data = {
-    "source": dc.source,
-    "pool_scenes": n_pool,
-    "student_scenes": n_student,
-    "test_scenes": n_test,
-    "views": dc.num_views,
-    "image_size": dc.image_size,
-    "split": dc.split,
+    "source": dc.source, "pool_scenes": n_pool, "student_scenes": n_student, "test_scenes": n_test,
+    "views": dc.num_views, "image_size": dc.image_size, "split": dc.split,
     "pixel_norm": {k: list(v) for k, v in norm.items()},
-  }
-  return {
-    "data": data,
-    "teacher": teacher["info"],
-    "students": students,
-    "eval": evals,
-    "extrapolation": _extrapolation(config, forwards, hw),
-    "histories": histories,
-  }
+  }  # fmt: skip
+  extrapolation = _extrapolation(config, forwards, hw)
+  return dict(data=data, teacher=teacher["info"], students=students, eval=evals,
+              extrapolation=extrapolation, histories=histories)  # fmt: skip
 
 
 def run_scan_order_seed(config, seed: int, workdir) -> dict:
@@ -370,83 +317,62 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
   parameters) is trained on ground truth with each global scan order of ``config.scan_orders``
   (keys of :data:`SCAN_ORDERS`) for ``student.max_steps`` steps and evaluated on the test scenes
   against ground truth, beside the input-independent predictors fitted on the training scenes.
-  No teacher is trained: the order is a property of the architecture, so the ablation runs from
-  ground truth, where the paired differences are not mixed with the teacher's errors.
+  No teacher: the order is a property of the architecture, so the ablation runs from ground
+  truth, where the paired differences are not mixed with the teacher's errors.
 
   Returns:
     ``{"data", "students", "eval", "histories"}`` as in :func:`run_seed`.
   """
-  config, workdir, hw = _seed_config(config, seed, workdir)
+  config, workdir, hw, test, sub, _, _, triv = _setup(config, seed, workdir)
   dc, sc = config.data, config.student
-  pool, test, _ = load_data(config)
-  n_train, n_test = (
-    max(1, int(round(dc.student_fraction * len(pool["images"])))),
-    len(test["images"]),
-  )
-  sub = {k: v[:n_train] for k, v in pool.items()}
-  evals = _evals(_trivial_preds(sub, n_test, hw), test, None, hw)
-  step = make_step(_weights(config.loss, False, False))
-  batches = _batch_fn(
-    (sub["images"], fs.ground_truth_targets(sub)), n_train, sc.batch_size, config.seed + 7
-  )
+  evals = _evals(triv, test, None, hw)
+  gt = fs.ground_truth_targets(sub)
+  batches = fs.sample_batches(sub["images"], gt, batch_size=sc.batch_size, seed=config.seed + 7)
   info, histories = {}, {}
+  norm = pixel_norm(config, sub["images"])
   for name in config.scan_orders:
     core.validate_choice(name, name="scan_orders", allowed=tuple(SCAN_ORDERS))
-    scfg = dataclasses.replace(
-      student_config(config, **pixel_norm(config, sub["images"])), global_orders=SCAN_ORDERS[name]
-    )
+    scfg = dataclasses.replace(student_config(config, **norm), global_orders=SCAN_ORDERS[name])
     model = fs.FlashSSM3D(scfg, rngs=nnx.Rngs(config.seed + 1))
-    state = core.TrainState.create(model, _optimizer(sc, sc.max_steps))
+    state = _state(model, sc, sc.max_steps)
     t0 = time.perf_counter()
-    compiled, flops = compile_step(step, state, batches(0))
+    compiled, flops = compile_step(_step(config), state, batches(0))
     state, histories[name] = _fit(
       config, state, compiled, batches, sc.max_steps, workdir, f"student_{name}"
     )
     info[name] = {
-      "params": fs.count_params(model),
-      "steps": sc.max_steps,
-      "step_flops": flops,
-      "train_time_s": time.perf_counter() - t0,
-      "global_orders": list(SCAN_ORDERS[name]),
-    }
+      "params": fs.count_params(model), "steps": sc.max_steps, "step_flops": flops,
+      "train_time_s": time.perf_counter() - t0, "global_orders": list(SCAN_ORDERS[name]),
+    }  # fmt: skip
     fwd = fs.BatchedForward(state.model(), batch_size=dc.eval_batch)
     evals.update(_evals({f"student_{name}": fwd(test["images"])}, test, None, hw))
+  n_train, n_test = len(sub["images"]), len(test["images"])
   data = {"train_scenes": n_train, "test_scenes": n_test, "views": dc.num_views, "split": dc.split}
   return {"data": data, "students": info, "eval": evals, "histories": histories}
 
 
-def _loss_curves(histories: dict) -> dict:
-  """``{model: {"step": [...], "loss": [...]}}``: the logged training losses (for the figure)."""
-  out = {}
-  for name, h in histories.items():
-    rows = [r for r in h if "train/total" in r]
-    out[name] = {"step": [r["step"] for r in rows], "loss": [r["train/total"] for r in rows]}
-  return out
-
-
-def _per_seed(config, workdir, run_fn, derive) -> tuple[dict, dict, dict | None]:
-  """``(runs, per_seed, provenance)``: ``run_fn`` of every seed (one resumable cell each), every
-  seed's flat metrics with ``derive(run)``, and where seeds read from ``config.seeds_from`` came
-  from."""
-  store = core.CellStore(workdir / "seeds")
-  seeds = [config.seed + i for i in range(config.seeds)]
-  imported, provenance = {}, None
-  if config.seeds_from:
-    missing = [s for s in seeds if f"seed{s}" not in store]
-    imported, provenance = ev.seeds_from_results(config.seeds_from, missing, config.data.num_views)
-  runs = {
-    s: store.get_or_compute(f"seed{s}", lambda _, s=s: run_fn(config, s, workdir / f"seed{s}"))
-    for s in seeds
-    if s not in imported
-  }
-  if not runs:
-    raise ValueError("at least one seed must be computed here (all were in config.seeds_from)")
-  per_seed = {**imported, **{s: {**ev.flat_metrics(r), **derive(r)} for s, r in runs.items()}}
-  return runs, {s: per_seed[s] for s in seeds}, (provenance if imported else None)
+def _notes(config, runs, per_seed) -> str:
+  """The results' notes: what ran, and where seeds read from ``config.seeds_from`` came from."""
+  split = config.data.split
+  if config.experiment == "scan_order":
+    return (
+      f"Scan-order ablation on the synthetic procedural proxy (split {split}), students trained "
+      f"on ground truth, CPU scale. Means over {len(runs)} seed(s) with 95% CI half-widths."
+    )
+  imported = sorted(set(per_seed) - set(runs))
+  source = (
+    f" (seeds {imported} read from an earlier run's per-seed metrics, see extra.seeds_from; the "
+    f"tables' model info and the plots' curves are from seed {min(runs)})"
+  )
+  return (
+    f"Synthetic procedural proxy (split {split}), CPU scale; not comparable with VGGT's "
+    f"CO3D/RealEstate10K numbers. Means over {len(per_seed)} seed(s) with 95% CI half-widths"
+    f"{source if imported else ''}. Timings are on shared CPU cores (noisy)."
+  )
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  """Every seed of :func:`run_seed` (resumable per seed), aggregated over seeds, and written.
+  """Every seed of :func:`run_seed` (one resumable cell each), aggregated over seeds, written.
 
   ``config.experiment == "scan_order"``: :func:`run_scan_order_seed` instead. Metrics are means
   over seeds with ``/ci95`` and ``/std`` (:func:`evaluate.aggregate`; derived metrics are
@@ -464,41 +390,33 @@ def train_and_evaluate(config, workdir) -> dict:
   core.validate_choice(config.experiment, name="experiment", allowed=("distillation", "scan_order"))
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
-  split = config.data.split
   if config.experiment == "scan_order":
-    derive = lambda r: ev.scan_order_derived(r["eval"])
-    runs, per_seed, provenance = _per_seed(config, workdir, run_scan_order_seed, derive)
+    run_fn, derive = run_scan_order_seed, lambda r: ev.scan_order_derived(r["eval"])
     extra_keys = ("students", "data")
-    notes = (
-      f"Scan-order ablation on the synthetic procedural proxy (split {split}), students "
-      f"trained on ground truth, CPU scale. Means over {len(runs)} seed(s) with 95% CI "
-      "half-widths."
-    )
   else:
     for v in config.variants:
       core.validate_choice(v, name="variants", allowed=tuple(_VARIANTS))
-    nv = config.data.num_views
-    derive = lambda r: ev.derived_metrics(r["eval"], r.get("extrapolation", {}), nv)
-    runs, per_seed, provenance = _per_seed(config, workdir, run_seed, derive)
+    run_fn, derive = run_seed, lambda r: ev.derived_metrics(r["eval"], r.get("extrapolation", {}))
     extra_keys = ("teacher", "students", "seeds_computed", "seeds_from")
-    imported = sorted(set(per_seed) - set(runs))
-    notes = (
-      f"Synthetic procedural proxy (split {split}), CPU scale; not comparable with VGGT's "
-      f"CO3D/RealEstate10K numbers. Means over {len(per_seed)} seed(s) with 95% CI half-widths"
-      + (
-        f" (seeds {imported} read from an earlier run's per-seed metrics, see "
-        f"extra.seeds_from; the tables' model info and the plots' curves are from seed "
-        f"{min(runs)})"
-        if imported
-        else ""
-      )
-      + ". Timings are on shared CPU cores (noisy)."
-    )
-  first = {**runs[min(runs)], "seeds_computed": sorted(runs), "seeds_from": provenance}
+  seeds = [config.seed + i for i in range(config.seeds)]
+  store = core.CellStore(workdir / "seeds")
+  imported, provenance = {}, None
+  if config.seeds_from:
+    missing = [s for s in seeds if f"seed{s}" not in store]
+    imported, provenance = ev.seeds_from_results(config.seeds_from, missing)
+  todo = [s for s in seeds if s not in imported]
+  if not todo:
+    raise ValueError("at least one seed must be computed here (all were in config.seeds_from)")
+  cells = {f"seed{s}": (config, s, workdir / f"seed{s}") for s in todo}
+  runs = dict(zip(todo, core.fill_cells(store, cells, run_fn, desc="seeds")))
+  per_seed = {**imported, **{s: {**ev.flat_metrics(r), **derive(r)} for s, r in runs.items()}}
+  per_seed = {s: per_seed[s] for s in seeds}
+  first = {**runs[min(runs)], "seeds_computed": sorted(runs)}
+  first["seeds_from"] = provenance if imported else None
   metrics = ev.aggregate(list(per_seed.values()))
   extra = {"per_seed": {str(k): v for k, v in per_seed.items()}}
   extra.update({k: first[k] for k in extra_keys})
-  extra["loss_curves"] = _loss_curves(first["histories"])
+  extra["loss_curves"] = ev.loss_curves(first["histories"])
   if config.scaling.enabled:  # resumable: a finished sweep with the same settings is reused
     extra["scaling"] = scaling.cached_scaling(config.scaling, workdir)
     for name in ("student_ssm", "teacher_attention"):
@@ -506,13 +424,9 @@ def train_and_evaluate(config, workdir) -> dict:
       for k in ("time_exponent", "memory_exponent", "views_in_10s_measured", "views_in_10s_fit"):
         metrics[f"scaling/{name}/{k}"] = r[k]
   path = core.write_results(
-    workdir,
-    metrics=metrics,
-    config=run_config,
-    notes=notes,
-    wall_time_s=time.perf_counter() - t_start,
-    extra=extra,
-  )
+    workdir, metrics=metrics, config=run_config, notes=_notes(config, runs, per_seed),
+    wall_time_s=time.perf_counter() - t_start, extra=extra,
+  )  # fmt: skip
   table = json.loads(pathlib.Path(path).read_text())["table_markdown"] if path else None
   out = {k: first[k] for k in ("data", "teacher", "students") if k in first}
   return {**out, "metrics": metrics, "per_seed": extra["per_seed"], "table_markdown": table}

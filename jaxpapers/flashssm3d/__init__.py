@@ -70,7 +70,14 @@ from jaxpapers.flashssm3d._metrics import (
   umeyama_np,
 )
 from jaxpapers.flashssm3d._scaling import compiled_memory_bytes, view_scaling
+from jaxpapers.flashssm3d._scaling_fit import scaling_summary, views_within
 from jaxpapers.flashssm3d._ssm import SCAN_METHODS, SCAN_ORDERS, BiSSM, scan_order, selective_scan
+from jaxpapers.flashssm3d._training import (
+  sample_batches,
+  steps_within_budget,
+  train_optimizer,
+  train_step,
+)
 
 
 def build_scene_dataset(data_dir: str | os.PathLike, **kwargs: Any) -> dict[str, Any]:
@@ -173,11 +180,17 @@ __all__ = [
   "umeyama_np",
   "compiled_memory_bytes",
   "view_scaling",
+  "scaling_summary",
+  "views_within",
   "SCAN_METHODS",
   "SCAN_ORDERS",
   "BiSSM",
   "scan_order",
   "selective_scan",
+  "sample_batches",
+  "steps_within_budget",
+  "train_optimizer",
+  "train_step",
   "SPLITS",
   "SceneBatch",
   "render_scenes",

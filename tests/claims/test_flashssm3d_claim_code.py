@@ -70,7 +70,7 @@ def test_derived_metrics(evaluate):
     "student_reprojection": {"16": _m(auc=0.27, depth=0.24)},  # retained 0.75 and 0.5
     "teacher_T1": {"16": _m(auc=0.36, depth=0.45)},  # 0.9 and 0.9
   }
-  d = evaluate.derived_metrics(ev, ext, num_views=8)
+  d = evaluate.derived_metrics(ev, ext)
   assert d["derived/teacher_T1/over_trivial_vs_gt"] == pytest.approx(1.5)
   s = "derived/student_reprojection/"
   # vs GT: AUC 2.2, depth 2.6, points (1.6-1.3)/1.6/0.1-1 = 0.875.

@@ -669,6 +669,32 @@ CASES += [
   Case("ground_truth_targets", fs.ground_truth_targets, ({"depth": _FIT["depth"]},),
        match="scenes must hold pose_enc", jit=None, jit_reason="host-side NumPy targets"),
 ]  # fmt: skip
+_RECIPE = "builds a step, an optimizer, a step count or a batch sampler on the host"
+CASES += [
+  Case("train_step", fs.train_step, ({"camera": 1.0},), error=TypeError,
+       match="weights must be a LossWeights", jit=None, jit_reason=_RECIPE),
+  Case("train_optimizer", fs.train_optimizer, (0.0,), {"warmup": 1, "steps": 4},
+       match="learning_rate must be a finite number > 0", jit=None, jit_reason=_RECIPE),
+  Case("train_optimizer", fs.train_optimizer, (1e-3,), {"warmup": 1, "steps": 0},
+       match="steps must be an int >= 1", jit=None, jit_reason=_RECIPE, id="train_optimizer-steps"),
+  Case("steps_within_budget", fs.steps_within_budget, (1.0, 10.0),
+       {"min_steps": 5, "max_steps": 2}, match="max_steps must be an int >= min_steps",
+       jit=None, jit_reason=_RECIPE),
+  Case("steps_within_budget", fs.steps_within_budget, (1.0, float("nan")),
+       {"min_steps": 1, "max_steps": 2}, match="budget_flops must be", jit=None,
+       jit_reason=_RECIPE, id="steps_within_budget-nan"),
+  Case("sample_batches", fs.sample_batches, (np.zeros((3, 2), F32), {"t": np.zeros((2, 1), F32)}),
+       {"batch_size": 2, "seed": 0}, match="targets must have 3 examples", jit=None,
+       jit_reason=_RECIPE),
+  Case("sample_batches", fs.sample_batches, (np.zeros((3, 2), F32), {}),
+       {"batch_size": 0, "seed": 0}, match="batch_size must be an int >= 1", jit=None,
+       jit_reason=_RECIPE, id="sample_batches-size"),
+  Case("views_within", fs.views_within, (0.0, [1], [1.0], 1.0, 0.0), match="budget_s must be > 0",
+       jit=None, jit_reason="host-side arithmetic on a measured sweep"),
+  Case("scaling_summary", fs.scaling_summary, ([1, 2], {"m": {"time_s": [1.0],
+       "memory_mib": [1.0]}}), {"fit_min_views": 1}, match="one time and memory per view",
+       jit=None, jit_reason="host-side fits of a measured sweep"),
+]  # fmt: skip
 
 EXEMPT = {
   "compiled_memory_bytes": "reads a compiled program's memory analysis; documented -1 where "

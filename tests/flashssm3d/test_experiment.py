@@ -165,7 +165,7 @@ def test_derived_slacks_follow_the_stated_rule():
   evals["student_attention_gt"] = {"vs_gt": row(0.5, 0.95, 0.1)}
   evals["student_regression"] = {"vs_gt": row(0.72, 0.8, 0.1)}
   ext = {"student_gt": {"8": row(0.3, 0.81, 0.3)}}
-  d = evaluate.derived_metrics(evals, ext, 4)
+  d = evaluate.derived_metrics(evals, ext)
   # distill vs gt: mean of AUC +0.1/0.05 = 2, delta -0.1/0.05 = -2, points 0.5/0.1 = 5 -> 5/3
   np.testing.assert_allclose(d["derived/distill_vs_gt"], 5.0 / 3.0)
   # ssm (gt) vs attention: AUC 2+1, delta -1+1 = 0, points -1/0.1+1 = -9 -> min -9
@@ -212,22 +212,12 @@ def test_disk_data_and_the_accelerator_config(tmp_path):
   sh = train.batch_sharding(fcfg)
   n = jax.device_count()
   data = (np.zeros((16, 3), np.float32), {"t": np.zeros((16, 2), np.float32)})
-  images, targets = input_pipeline.batch_fn(data, 16, 8, 0, sh)(0)
+  images, targets = fs.sample_batches(*data, batch_size=8, seed=0, sharding=sh)(0)
   assert len(images.sharding.device_set) == n and len(targets["t"].sharding.device_set) == n
   if n > 1:
     fcfg.student.batch_size = n + 1
     with pytest.raises(ValueError, match="divisible"):
       train.batch_sharding(fcfg)
-
-
-def test_scaling_views_within_a_budget():
-  """The views a time budget allows, measured and from the fitted power law (the fit itself is
-  ``core.power_law_fit``, tested in tests/core)."""
-  from experiments.flashssm3d import scaling
-
-  views = np.array([8, 16, 32, 64, 128, 256])
-  measured, fit = scaling.views_within(10.0, views, 1e-2 * views, 1.0, np.log(1e-2))
-  assert measured == 256 and np.isclose(fit, 1000.0)
 
 
 @pytest.mark.slow
@@ -297,7 +287,7 @@ def test_more_seeds_on_top_of_an_earlier_run(smoke_run, tmp_path):
   cfg, workdir, _ = smoke_run
   earlier = json.loads((workdir / "results.json").read_text())
   flat0 = earlier["extra"]["per_seed"]["0"]
-  imported, prov = evaluate.seeds_from_results(workdir / "results.json", [0, 1], 2)
+  imported, prov = evaluate.seeds_from_results(workdir / "results.json", [0, 1])
   assert set(imported) == {0} and prov["seeds"] == [0]
   # the derived slacks recomputed from the seed's metrics equal those of the run itself
   assert imported[0] == pytest.approx(flat0, nan_ok=True)
@@ -324,7 +314,7 @@ def test_more_seeds_on_top_of_an_earlier_run(smoke_run, tmp_path):
   assert derived and all(abs(d1[k]) < 1e6 for k in derived)  # recomputed, not the file's
   (tmp_path / "bad.json").write_text("{}")
   with pytest.raises(ValueError, match="per_seed"):
-    evaluate.seeds_from_results(tmp_path / "bad.json", [0], 2)
+    evaluate.seeds_from_results(tmp_path / "bad.json", [0])
 
 
 def test_pixel_norm_is_fitted_on_the_pool_and_reaches_every_model():

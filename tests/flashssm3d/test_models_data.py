@@ -233,9 +233,10 @@ def test_accelerator_settings_match_the_default_forward(student_forward, scenes)
 def test_sharded_train_step_equals_single_device(num_devices):
   """Two train steps of the experiment with the batch sharded over 8 devices = unsharded steps.
 
-  The experiment's own step (``train.make_step`` with every loss term: regression, Procrustes,
-  reprojection), optimizer, batches (``train._batch_fn``) and ahead-of-time compilation
-  (``train.compile_step``), once with ``batch_sharding`` of a ``shard_batch=True`` config and
+  The library's step (``fs.train_step`` with every loss term: regression, Procrustes,
+  reprojection), optimizer (``fs.train_optimizer``), batches (``fs.sample_batches``) and the
+  experiment's ahead-of-time compilation (``train.compile_step``), once with
+  ``batch_sharding`` of a ``shard_batch=True`` config and
   once without: same losses, same updated parameters and optimizer state. The compiled sharded
   step is called again on its own output state (as ``core.train_loop`` does).
   """
@@ -252,13 +253,13 @@ def test_sharded_train_step_equals_single_device(num_devices):
   d = fs.scene_arrays(fs.render_scenes(jax.random.key(3), bs + 2, 2, image_size=8))
   data = (d["images"], fs.ground_truth_targets(d))
   scfg = fs.FlashSSM3DConfig(width=8, depth=1, state=2, image_size=8, registers=1, camera_stages=1)
-  tx = train._optimizer(cfg.student, 4)
-  step = train.make_step(train._weights(cfg.loss, True, True))
+  tx = fs.train_optimizer(cfg.student.learning_rate, warmup=cfg.student.warmup, steps=4)
+  step = train._step(cfg, procrustes=True, reprojection=True)
   p0 = core.TrainState.create(fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0)), tx).params
   out = []
   for sharding in (None, sh):
     state = core.TrainState.create(fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0)), tx)
-    batches = train._batch_fn(data, bs + 2, bs, 0, sharding)
+    batches = fs.sample_batches(*data, batch_size=bs, seed=0, sharding=sharding)
     compiled, _ = train.compile_step(step, state, batches(0), count=False)
     auxes = []
     for i in range(2):

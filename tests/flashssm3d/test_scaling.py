@@ -52,3 +52,35 @@ def test_view_scaling_rejects_bad_arguments(kw, match):
     fs.view_scaling({"a": _Sum()}, args.pop("views"), image_size=4, **args)
   with pytest.raises(ValueError, match="models"):
     fs.view_scaling({}, [1], image_size=4)
+
+
+def test_views_within_a_budget():
+  """The views a time budget allows, measured and from the fitted power law."""
+  views = np.array([8, 16, 32, 64, 128, 256])
+  measured, fit = fs.views_within(10.0, views, 1e-2 * views, 1.0, np.log(1e-2))
+  assert measured == 256 and np.isclose(fit, 1000.0)  # 1e-2 S = 10 at S = 1000
+  times = [0.5, 4.0, np.nan, 20.0]  # quadratic-ish; a NaN (not measured) size is skipped
+  measured, fit = fs.views_within(10.0, [1, 2, 3, 4], times, 2.0, np.log(0.5))
+  assert measured == 2 and np.isclose(fit, np.sqrt(20.0))  # 0.5 S^2 = 10
+  assert np.isnan(fs.views_within(10.0, [1], [1.0], -1.0, 0.0)[1])
+  assert fs.views_within(1e-3, [1, 2], [1.0, 2.0], 1.0, 0.0)[0] == 0
+
+
+def test_scaling_summary_fits_time_and_memory_exponents():
+  """Times ~ 3e-3 S^1 and memory ~ S^2 over S >= 8 (the 4-view point off the law is left out)."""
+  views = [4, 8, 16, 32, 64]
+  rng = np.random.default_rng(0)
+  times = [1.0] + [3e-3 * v * np.exp(rng.normal(scale=0.01)) for v in views[1:]]
+  mems = [1.0] + [0.5 * v**2 for v in views[1:]]
+  sweep = {"m": dict(time_s=times, memory_mib=mems, compile_s=[0.1] * 5, time_s_repeats=[[]] * 5)}
+  r = fs.scaling_summary(views, sweep, fit_min_views=8)["m"]
+  x, y = np.log(views[1:]), np.log(times[1:])
+  slope, icpt = np.polyfit(x, y, 1)  # float64 least squares
+  assert r["time_fit_points"] == 4 and np.isclose(r["time_exponent"], slope)
+  assert abs(r["time_exponent"] - 1.0) < 0.05 and 0 < r["time_exponent_ci95"] < 0.2
+  assert np.isclose(r["memory_exponent"], 2.0)
+  assert r["views_in_10s_measured"] == 64
+  assert np.isclose(r["views_in_10s_fit"], np.exp((np.log(10.0) - icpt) / slope))
+  assert r["time_s"] is times and r["compile_s"] == [0.1] * 5
+  with pytest.raises(ValueError, match="one time and memory per view count"):
+    fs.scaling_summary(views[:3], sweep, fit_min_views=8)
