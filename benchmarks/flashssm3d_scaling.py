@@ -43,7 +43,7 @@ bidirectional SSM (one ``lax.scan`` over all S·T tokens) took 8.0 -> 16.6 ms of
 views and the frame SSM (a scan over T tokens, the S views batched in each step) 7.2 -> 15.1 ms,
 each ~2.1x per doubling (the working set grows from 11 to 24 MiB against a 32 MiB L3 shared with
 the other processes), the whole forward 36 -> 78-82 ms of CPU (exponent 1.1-1.2). The wall time
-of the same calls was 37 -> 109-230 ms: on a host with load average 10-14 on 2 cores a longer
+of such calls was 37-56 -> 109-230 ms: on a host with load average 10-14 on 2 cores a longer
 call waits longer for a core, which the wall clock counts and process CPU time (all of XLA's
 threads) does not, so a wall-time slope overstates the growth of the work; no scan carry,
 quadratic intermediate or per-view cost growing with views was found. The exponents are now
@@ -222,16 +222,32 @@ def _summary(res, cfg):
         )
   views = list(cfg["views"])
   if 128 in views and "student_ssm" in res and "teacher_attention" in res:
-    i = views.index(128)
-    ssm, att = res["student_ssm"]["cpu_s"][i], res["teacher_attention"]["cpu_s"][i]
-    out.append(
-      bench.summary(
-        "SSM student / attention teacher forward time at 128 views",
-        ssm / att,
-        "<= 0.25",
-        note="spec §7",
+    both = [
+      v
+      for i, v in enumerate(views)
+      if v <= 128
+      and np.isfinite(res["student_ssm"]["cpu_s"][i])
+      and np.isfinite(res["teacher_attention"]["cpu_s"][i])
+    ]
+    if both:  # 128 views, or the largest size below it where the teacher still ran
+      v = max(both)
+      i = views.index(v)
+      ssm, att = res["student_ssm"]["cpu_s"][i], res["teacher_attention"]["cpu_s"][i]
+      note = "spec §7 (at 128 views); process CPU time"
+      if v < 128:
+        note += (
+          f"; at {v} views, the largest size both models ran at (the teacher's buffer "
+          "estimate at 128 views exceeded --memory_cap_gb): the ratio only falls with views, "
+          "the teacher's time growing quadratically and the student's linearly"
+        )
+      out.append(
+        bench.summary(
+          f"SSM student / attention teacher forward time at {v} views",
+          ssm / att,
+          "<= 0.25",
+          note=note,
+        )
       )
-    )
   return out
 
 
