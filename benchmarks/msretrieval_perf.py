@@ -24,15 +24,24 @@ the ratio against the direct form, timed in the same repeats, is the figure that
 one pass over the uint8 candidates (``jnp.max``) is timed beside both as the memory floor.
 Variants that keep the scores bitwise equal were tried and gave nothing measurable in CPU time
 (within 15%): the candidates' row sums in int32 from the uint8 entries, the binary check as
-an elementwise ``y <= 1`` on the unsigned entries, blocks of 1 MB or 16 MB instead of 4 MB.
+an elementwise ``y <= 1`` on the unsigned entries, blocks of 1 MB or 16 MB instead of 4 MB, the
+row loop split in two or four independent loops (slower: 2.3x the CPU time on the loaded host).
 What did matter was the form of the binary check: as a bool tensor ``(y == 0) | (y == 1)``
 reduced with ``all``, XLA wrote the bool chunk and reduced it through two reduce-windows, about
 half of the 43 ms of CPU the call took (22 ms without any check, side by side at load average
 15-20); as one ``max(y) <= 1`` reduction over the uint8 entries (a range check, exact for
-integer dtypes) it costs 2-4 ms. What is left is the conversion of each block to float32 and
-XLA's matrix-vector product over it, which a fused multiply-reduce over the uint8 entries (the
-direct form's kernel) does not beat; a single ``[C, F] x [F, 2]`` product for ``Σ p y`` and
-``Σ y`` together would change the scores' last bit, so it was not taken.
+integer dtypes) it costs 2-4 ms. The row sums ``Σ y`` were a row
+reduction over the float32 block (``y.sum(-1)``), which XLA:CPU runs slower than its
+matrix-vector product: as a second product with a vector of ones they are bitwise the same
+(integer sums, exact in float32) and the call took 19-21 ms of CPU against 22-29 ms side by
+side (load average 12-14). What is left is the conversion of each block to float32 (XLA puts a
+convert before the product even for a mixed uint8 x float32 ``dot_general``) and the two
+products over it, which a fused multiply-reduce over the uint8 entries (the direct form's
+kernel) does not beat; a single ``[C, F] x [F, 2]`` product for ``Σ p y`` and ``Σ y`` together
+was 5-10% faster again but changes the scores' last bit (a different summation order), so it
+was not taken. The absolute row then sits at the target's edge: about 20 ms of CPU per call,
+one core's worth (the loop does not use the second core), so its wall time depends on a free
+core.
 
 Where the time of (1) went when it measured 0.47x the direct form: ``candidate_scores`` made one
 batched ``einsum('bf,bcf->bc')`` over ``cand_fp.astype(float32)``; XLA materialised that float32
@@ -78,6 +87,7 @@ def main(argv=None):
   host = bench.host_info()
   q = args.quick
   repeats = 3 if q else 7
+  score_repeats = 7  # the candidate_scores rows: best of 7 in both modes (a call is ~20 ms)
   rng = np.random.default_rng(0)
   rows, summary = [], []
 
@@ -102,7 +112,7 @@ def main(argv=None):
       "direct": lambda: direct(p, cand, mask),
       "read_floor": lambda: read_once(cand),
     },
-    repeats,
+    score_repeats,
   )
   _pair(rows, "candidate_scores_cosine", t, shape=[b, c, f])
   summary.append(

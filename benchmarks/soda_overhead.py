@@ -1,7 +1,7 @@
 """Overhead of the SODA wrapper: soda(adamw) vs adamw, side by side, with the traffic floor.
 
   python -m benchmarks.soda_overhead            # 9.4M parameters (16 x 768^2), f32 and bf16
-  python -m benchmarks.soda_overhead --quick    # 1.2M parameters, fewer repeats (about a minute)
+  python -m benchmarks.soda_overhead --quick    # 1.2M parameters, more repeats (seconds)
 
 For each parameter dtype (float32, bfloat16) and both optimizers, on an MLP of ``depth``
 ``width x width`` layers:
@@ -41,8 +41,14 @@ elementwise computation returning a float32 value and its bfloat16 rounding, the
 compensated leaf) is compiled beside the optimizers and its bytes are reported against one
 pass: on XLA:CPU it takes two fusions (16 bytes per element against 12), so the single-pass
 floor is out of reach of any implementation on this backend (this jaxlib accepts neither an
-XLA flag nor a compile option that enables multi-output fusion on CPU); the row against the
-one-output-per-pass floor is the one an implementation can meet here.
+XLA flag nor a compile option that enables multi-output fusion on CPU: its binary names
+``xla_cpu_use_multi_output_fusion``, but ``XLA_FLAGS`` rejects it as an unknown flag and
+``compile(compiler_options=...)`` as no such option); the row against the one-output-per-pass
+floor is the one an implementation can meet here. Nor can a different layout of the state
+reach one pass: any compensated form (a float32 iterate, or a low-order correction beside the
+bfloat16 parameter) is a second array output of the same elementwise computation, and the
+parameter lives in the caller's tree, not in the optimizer state, so the two cannot share a
+buffer.
 
 For a memory-bound update the step ratio cannot go below
 ``1 + (bytes ratio - 1) * update time / step time`` (the update's share of adamw's step): in
@@ -411,12 +417,14 @@ def parse_args(argv=None):
   ap.add_argument("--width", type=int, default=None, help="layer width (768; quick: 384)")
   ap.add_argument("--depth", type=int, default=None, help="number of layers (16; quick: 8)")
   ap.add_argument("--batch", type=int, default=64)
-  ap.add_argument("--repeats", type=int, default=None, help="timed calls per variant (15; 5)")
+  ap.add_argument("--repeats", type=int, default=None, help="timed calls per variant (15; 25)")
   ap.add_argument("--dtypes", default="float32,bfloat16")
   args = ap.parse_args(argv)
   args.width = args.width or (384 if args.quick else 768)
   args.depth = args.depth or (8 if args.quick else 16)
-  args.repeats = args.repeats or (5 if args.quick else 15)
+  # The quick sizes' calls take milliseconds: more of them, so that the medians of a loaded
+  # host resolve the step ratio (5 left the adamw / adamw noise row at 0.86-1.14x).
+  args.repeats = args.repeats or (25 if args.quick else 15)
   args.dtype_list = [d.strip() for d in args.dtypes.split(",") if d.strip()]
   for d in args.dtype_list:
     if d not in DTYPES:

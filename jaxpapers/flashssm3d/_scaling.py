@@ -5,7 +5,10 @@ The paper's efficiency claim is that FlashSSM-3D's cost grows linearly with the 
 teacher's grows quadratically. :func:`view_scaling` measures both on the same inputs: for each
 view count S it compiles the jitted forward of each model on a ``[1, S, H, W, 3]`` batch, reads
 XLA's buffer estimate (``compiled.memory_analysis()``, deterministic and known before running),
-and times warm forward calls.
+and times warm forward calls, in wall-clock time and in process CPU time (all of XLA's threads).
+On a shared host the wall time of a call also counts the time spent waiting for a core, which
+grows with the call's length, so a log-log slope of wall times overstates the growth of the
+work; CPU time does not count the wait.
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ def view_scaling(
   shape ``[1, S, image_size, image_size, 3]`` is compiled (timed), its buffer estimate read; a
   model whose estimate exceeds ``memory_cap_gb`` is not run at S (and not at larger S), one
   whose median forward takes longer than ``time_cap_s`` is not run at larger S. Otherwise one
-  warm-up call, then ``repeats`` timed calls (wall clock, ``block_until_ready``).
+  warm-up call, then ``repeats`` timed calls (wall clock and process CPU time,
+  ``block_until_ready``).
 
   Args:
     models: name -> a multi-view model called as ``model(images [B, S, H, W, 3])``, e.g.
@@ -68,9 +72,11 @@ def view_scaling(
     log: called with one line per measured size.
 
   Returns:
-    name -> ``{"time_s", "memory_mib", "compile_s", "time_s_repeats"}``, each a list with one
-    entry per view count: the median forward time (NaN where not run), the buffer estimate in
-    MiB (NaN where not compiled), the compile time (NaN where not compiled) and the timed calls.
+    name -> ``{"time_s", "cpu_s", "memory_mib", "compile_s", "time_s_repeats",
+    "cpu_s_repeats"}``, each a list with one entry per view count: the median forward wall
+    time and the median process CPU time of a forward (NaN where not run), the buffer estimate
+    in MiB (NaN where not compiled), the compile time (NaN where not compiled) and the timed
+    calls' wall and CPU times.
 
   Raises:
     ValueError: empty ``views`` or ``models``, a view count < 1, ``repeats < 1``.
@@ -86,14 +92,16 @@ def view_scaling(
   for name, model in models.items():
     graphdef, state = nnx.split(model)
     fwd = jax.jit(lambda s, x, graphdef=graphdef: nnx.merge(graphdef, s)(x))
-    times, mems, compiles, all_times = [], [], [], []
+    times, cpus, mems, compiles, all_times, all_cpus = [], [], [], [], [], []
     stopped = False
     for S in views:
       if stopped:
         times.append(float("nan"))
+        cpus.append(float("nan"))
         mems.append(float("nan"))
         compiles.append(float("nan"))
         all_times.append([])
+        all_cpus.append([])
         continue
       x = jax.random.uniform(jax.random.key(S), (1, S, image_size, image_size, 3))
       t0 = time.perf_counter()
@@ -103,27 +111,37 @@ def view_scaling(
       if mem > memory_cap_gb * 2**30:
         log(f"[scaling] {name} S={S}: estimated {mem / 2**30:.1f} GiB > cap, stopping")
         times.append(float("nan"))
+        cpus.append(float("nan"))
         mems.append(mem / 2**20)
         all_times.append([])
+        all_cpus.append([])
         stopped = True
         continue
       jax.block_until_ready(compiled(state, x))  # warm-up
-      ts = []
+      ts, cs = [], []
       for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         jax.block_until_ready(compiled(state, x))
         ts.append(time.perf_counter() - t0)
+        cs.append(time.process_time() - c0)
       t = float(np.median(ts))  # median of the timed repeats (the warm-up call excluded)
       times.append(t)
+      cpus.append(float(np.median(cs)))
       all_times.append(ts)
+      all_cpus.append(cs)
       mems.append(mem / 2**20)
-      log(f"[scaling] {name} S={S}: {t * 1e3:.1f} ms, {mem / 2**20:.1f} MiB")
+      log(
+        f"[scaling] {name} S={S}: {t * 1e3:.1f} ms ({cpus[-1] * 1e3:.1f} ms CPU), "
+        f"{mem / 2**20:.1f} MiB"
+      )
       if t > time_cap_s:
         stopped = True
     out[name] = {
       "time_s": times,
+      "cpu_s": cpus,
       "memory_mib": mems,
       "compile_s": compiles,
       "time_s_repeats": all_times,
+      "cpu_s_repeats": all_cpus,
     }
   return out

@@ -25,8 +25,10 @@ def test_view_scaling_measures_every_size():
   )
   assert set(res) == {"a", "b"}
   for r in res.values():
-    assert all(len(r[k]) == 3 for k in ("time_s", "memory_mib", "compile_s", "time_s_repeats"))
+    keys = ("time_s", "cpu_s", "memory_mib", "compile_s", "time_s_repeats", "cpu_s_repeats")
+    assert all(len(r[k]) == 3 for k in keys)
     assert all(t > 0 for t in r["time_s"]) and all(len(ts) == 2 for ts in r["time_s_repeats"])
+    assert all(c >= 0 for c in r["cpu_s"]) and all(len(cs) == 2 for cs in r["cpu_s_repeats"])
     # the input [1, S, 4, 4, 3] float32 is an argument of the program: memory grows with S
     assert r["memory_mib"][2] > r["memory_mib"][0] >= 1 * 4 * 4 * 3 * 4 / 2**20
 
@@ -36,6 +38,7 @@ def test_view_scaling_stops_at_the_caps():
   res = fs.view_scaling({"a": _Sum()}, [1, 2], image_size=4, memory_cap_gb=0.0, log=lines.append)
   r = res["a"]
   assert all(math.isnan(t) for t in r["time_s"]) and r["time_s_repeats"] == [[], []]
+  assert all(math.isnan(c) for c in r["cpu_s"]) and r["cpu_s_repeats"] == [[], []]
   assert r["memory_mib"][0] > 0 and math.isnan(r["memory_mib"][1])  # compiled once, then stopped
   assert "cap" in lines[0]
   res = fs.view_scaling({"a": _Sum()}, [1, 2], image_size=4, time_cap_s=0.0, log=lines.append)
