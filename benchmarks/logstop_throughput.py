@@ -32,17 +32,19 @@ all units of a formula (``score`` at every (T, w), ``scores`` at w = 1 and 64, t
 scorer at every T) are timed in one group of interleaved blocks, the order rotating each
 round, so that speed-ups, T-slopes and window ratios are ratios of blocks measured side by
 side. A block is a few ms of process CPU time (``--block_s``) after one untimed unit (the
-unit's data and code back in the caches); the value is the minimum over blocks (``--blocks``),
-the least disturbed block, and the record keeps every block and the spread (median / min - 1).
-The earlier method (5 single calls per program, medians, at most 1,024 traces per call, the
-Python scorer timed apart) gave 406x and 922x in two back-to-back quick runs, and T-slopes of
-0.93 and 1.16. Two consecutive quick runs of this method (the long background runs paused,
-load average 11 and 7 at start from other processes on the 2 cores) gave: speed-up 948x and
-1,018x, T-slope 1.10 and 1.12, ``score`` w = 64 / w = 1 1.08 and 1.13, ``scores`` 1.88 and
-1.60, ``score_many`` 3.3x and 1.9x. A single block still varies by up to about 2x on such a
-host (the spreads in the record); the window ratio of ``scores`` and ``score_many``'s ratio
-(whose programs are the longest) are the least stable. The quick mode's CPU time is mostly
-compilation (about 30 programs; 53 s of process CPU, 95 s of wall time at load 7).
+unit's data and code back in the caches). A unit's time is the minimum over blocks
+(``--blocks``), the least disturbed block (speed-ups and T-slopes use it); a ratio of two
+programs (the window ratios, ``score_many``) is the median over rounds of the ratio of the two
+blocks of a round (`paired_ratio`), steadier than a ratio of minima. The record keeps every
+block and the spread (median / min - 1). The earlier method (5 single calls per program,
+medians, at most 1,024 traces per call, the Python scorer timed apart) gave 406x and 922x in
+two back-to-back quick runs, and T-slopes of 0.93 and 1.16. Two consecutive quick runs of this
+method (the long background runs paused, load average 1.8 at start) gave: speed-up 1,078x and
+965x (from the medians of the blocks 937x and 923x), T-slope 1.11 and 1.09, ``score`` w = 64 /
+w = 1 0.69 and 0.65, ``scores`` 1.63 and 1.62, ``score_many`` 1.88x and 1.65x. A single block
+still varies by up to about 2x on the shared host (the spreads in the record). The quick
+mode's CPU time is mostly compilation (about 30 programs): 45 s of process CPU (XLA compiles
+on 2 threads), 27 s of wall time at load 1.8.
 
 What bounds the speed-up: ``score`` computes probabilities in linear space (each with its
 complement, see ``jaxpapers/logstop/_engine.py``) and takes one log per trace, falling back to
@@ -58,25 +60,34 @@ effect makes JAX dispatch every call by its Python path instead of the C++ fast 
 
 Where the targets stand (the record's summary gives the numbers of the run):
 
-* speed-up >= 1,000x at T = 300-1,000: measured as the min-block ratio, at the limit: the two
-  runs above gave 948x and 1,018x for ``a U b`` at T = 500 (the slowest: its Python scorer is
-  the cheapest per frame, about 3.7 us); ``G(a -> F b)`` and ``F(a & X b & X X c)`` are above
-  1,000x. From the medians of the blocks the ratio is about 700x-770x: on a loaded host the
-  JAX blocks (memory-bound, about 1 ms per call) vary more than the Python scorer's.
+* speed-up >= 1,000x at T = 300-1,000: at the limit. The two runs above gave 1,078x and 965x
+  from the min-block times for ``a U b`` at T = 500 (the slowest: its Python scorer is the
+  cheapest per frame, about 3.6 us), 937x and 923x from the medians of the blocks;
+  ``G(a -> F b)`` and ``F(a & X b & X X c)`` are above 1,000x. ``a U b`` at T = 500 costs about
+  3.3-3.8 CPU-ns per frame; the transposes into the view cost about 0.8 CPU-ns per input and
+  frame (above), and ``score`` under ``jax.jit`` measured about 0.6 CPU-ns per frame (min of
+  blocks) above the same compiled kernel called without the checkify check and the NaN
+  poisoning of the public function (T = 500, 600 traces).
 * T-slope <= 1.05: not met. Every call holds about 300k frames, so traces of T frames come in
   batches of N = 300,000 / T, and the N traces are the vector lanes of every step of the
   sequential scan of n = T steps: T = 50 runs 50 steps on 6,000 lanes, T = 500 500 steps on
   600 lanes, and T = 5,000 (past the scan's rounding bound n <= 4,096, ``sequential_fits``)
-  the blocked scans on 60 lanes. ``a U b`` stays flat; ``G(a -> F b)`` costs about 1.3x per
-  frame at T = 500 and 1.7x at T = 5,000 what it costs at T = 50. Measured without adoption:
-  the scan's loop unrolled 25, 50 or 125 steps per iteration at T = 500 (no difference beyond
+  the blocked scans on 60 lanes. ``a U b`` stays flat; ``G(a -> F b)`` costs about 1.3-1.7x per
+  frame at T = 5,000 what it costs at T = 50 (the record's note has the numbers of the run).
+  Measured without adoption: the scan's loop unrolled 25, 50 or 125 steps per iteration at
+  T = 500 (no difference beyond
   the host's noise), and (earlier) the sequential scan extended past 4,096 steps with the
   blocked scans' rounding (no faster with 60 traces as the lanes of a step). What would remove
   the growth: the segments of a long trace as further lanes, which needs one pass per level of
   temporal nesting for the values entering each segment.
-* ``score`` at w = 64 / w = 1 <= 1.2: met (``score`` at t = 0 sums blocks of w frames first, so
-  a window costs less than w = 1; the earlier 1.30x at T = 50 was the fixed cost of a call of
-  1,024 traces, now 6,000).
+* ``score`` at w = 64 / w = 1 <= 1.2: met. ``score`` at t = 0 sums blocks of w frames first, so
+  a window costs less than w = 1, except where T is not a whole number of blocks: the frames
+  were padded to whole blocks by a gather, a pass of its own. The whole blocks and the last,
+  partial one are now summed apart (side by side, 41 interleaved blocks, CPU-ns per frame min
+  / median, 300k frames per call, range check included: T = 50, w = 64 ``a U b`` 3.02 / 4.56
+  -> 1.40 / 1.82, ``G(a -> F b)`` 2.77 / 5.64 -> 1.11 / 1.75; T = 5,000 ``a U b`` 1.69 / 2.06
+  -> 0.95 / 1.46, ``G(a -> F b)`` 1.84 / 2.26 -> 1.29 / 1.91). The earlier 1.30x at T = 50 was
+  also the fixed cost of a call of 1,024 traces, now 6,000.
 * ``scores`` at w = 64 / w = 1 <= 1.2: not met. At w > 1 ``scores`` adds the window sums: two
   blocked scans along the w frames of every block of the view per atom (``_block_sums`` in
   ``jaxpapers/logstop/_engine.py``; no differences of prefix sums, which would cancel the
@@ -391,8 +402,9 @@ def run(args) -> tuple[list, list]:
       | {f"many_{k}": v for k, v in many.items()}
       | {f"separate_{k}": v for k, v in separate.items()}
       | {
-        "speedup_cpu": separate["cpu_min_s"] / many["cpu_min_s"],
-        "speedup_wall": separate["wall_min_s"] / many["wall_min_s"],
+        "speedup_cpu": paired_ratio(t["separate"]["cpu_s"], t["many"]["cpu_s"]),
+        "speedup_wall": paired_ratio(t["separate"]["wall_s"], t["many"]["wall_s"]),
+        "speedup_cpu_min": separate["cpu_min_s"] / many["cpu_min_s"],
       }
     )
 
@@ -420,6 +432,16 @@ def run(args) -> tuple[list, list]:
       }
     )
   return rows, summarize(rows, args)
+
+
+def paired_ratio(a, b) -> float:
+  """Median over rounds of a[i] / b[i]: two units' blocks of one round, timed side by side.
+
+  A ratio of two programs is steadier this way than as a ratio of their minima: a slow
+  round (load from other processes) slows both blocks of the round alike, and a lucky block
+  of one program does not set the ratio alone.
+  """
+  return float(np.median(np.asarray(a) / np.asarray(b)))
 
 
 def _find(rows, **kw):
@@ -533,8 +555,8 @@ def summarize(rows, args) -> list[dict]:
         if base is not None:
           ratios.append(
             (
+              paired_ratio(r["cpu_s"], base["cpu_s"]),
               r["cpu_min_s"] / base["cpu_min_s"],
-              r["cpu_median_s"] / base["cpu_median_s"],
               r["formula"],
               r["T"],
             )
@@ -547,8 +569,8 @@ def summarize(rows, args) -> list[dict]:
           value=worst[0],
           unit="x",
           target="<= 1.2",
-          note=f"min-block CPU time, interleaved; worst at {worst[2]}, T = {worst[3]} "
-          f"({worst[1]:.2f} from the medians); all: "
+          note=f"CPU time, median over rounds of the ratio of the two blocks of a round; worst "
+          f"at {worst[2]}, T = {worst[3]} ({worst[1]:.2f} from the min-block times); all: "
           + ", ".join(f"{f} T={T} {v:.2f}" for v, _, f, T in ratios)
           + (
             "; scores at w > 1 adds the window means (two blocked scans along the w frames "
@@ -569,7 +591,8 @@ def summarize(rows, args) -> list[dict]:
         value=worst["speedup_cpu"],
         unit="x",
         target=">= 1",
-        note=f"min-block CPU time, min over T ({worst['T']}); wall: "
+        note=f"CPU time, median over rounds of the paired ratio, min over T ({worst['T']}; "
+        f"{worst['speedup_cpu_min']:.2f} from the min-block times); wall: "
         + ", ".join(f"T={r['T']} {r['speedup_wall']:.2f}x" for r in many),
       )
     )
