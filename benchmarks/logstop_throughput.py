@@ -1,6 +1,7 @@
 """Throughput of batched, jitted LogSTOP scoring vs the plain-Python recursive scorer.
 
-  python -m benchmarks.logstop_throughput            # full table (several minutes)
+  python -m benchmarks.logstop_throughput --out benchmarks/results/logstop_throughput_full.json
+                                                     # full table (about 2 minutes)
   python -m benchmarks.logstop_throughput --quick    # T = 50, 500, 5000, w = 1 and 64
 
 The quick mode times ``score`` at T = 50, 500 and 5,000 and w = 1 and 64, ``scores`` at T =
@@ -41,8 +42,11 @@ medians, at most 1,024 traces per call, the Python scorer timed apart) gave 406x
 two back-to-back quick runs, and T-slopes of 0.93 and 1.16. Two consecutive quick runs of this
 method (the long background runs paused, load average 1.8 at start) gave: speed-up 1,078x and
 965x (from the medians of the blocks 937x and 923x), T-slope 1.11 and 1.09, ``score`` w = 64 /
-w = 1 0.69 and 0.65, ``scores`` 1.63 and 1.62, ``score_many`` 1.88x and 1.65x. A single block
-still varies by up to about 2x on the shared host (the spreads in the record). The quick
+w = 1 0.69 and 0.65, ``scores`` 1.63 and 1.62, ``score_many`` 1.88x and 1.65x; the committed
+quick record, a third run, 1,238x (929x from the medians), 1.09, 0.67, 1.62 and 1.92x. So
+the slope and the window ratios reproduce within a few %, the min-block speed-up within about
+25 % and its median-block value within 2 %. A single block still varies by up to about 2x on
+the shared host (the spreads in the record). The quick
 mode's CPU time is mostly compilation (about 30 programs): 45 s of process CPU (XLA compiles
 on 2 threads), 27 s of wall time at load 1.8.
 
@@ -60,9 +64,10 @@ effect makes JAX dispatch every call by its Python path instead of the C++ fast 
 
 Where the targets stand (the record's summary gives the numbers of the run):
 
-* speed-up >= 1,000x at T = 300-1,000: at the limit. The two runs above gave 1,078x and 965x
-  from the min-block times for ``a U b`` at T = 500 (the slowest: its Python scorer is the
-  cheapest per frame, about 3.6 us), 937x and 923x from the medians of the blocks;
+* speed-up >= 1,000x at T = 300-1,000: at the limit. The three quick runs above gave 965x to
+  1,238x from the min-block times for ``a U b`` at T = 500 (the slowest: its Python scorer is
+  the cheapest per frame, about 3.6 us), 923x to 937x from the medians of the blocks; the full
+  record 1,073x (``a U b`` at T = 1,000);
   ``G(a -> F b)`` and ``F(a & X b & X X c)`` are above 1,000x. ``a U b`` at T = 500 costs about
   3.3-3.8 CPU-ns per frame; the transposes into the view cost about 0.8 CPU-ns per input and
   frame (above), and ``score`` under ``jax.jit`` measured about 0.6 CPU-ns per frame (min of
@@ -72,8 +77,10 @@ Where the targets stand (the record's summary gives the numbers of the run):
   batches of N = 300,000 / T, and the N traces are the vector lanes of every step of the
   sequential scan of n = T steps: T = 50 runs 50 steps on 6,000 lanes, T = 500 500 steps on
   600 lanes, and T = 5,000 (past the scan's rounding bound n <= 4,096, ``sequential_fits``)
-  the blocked scans on 60 lanes. ``a U b`` stays flat; ``G(a -> F b)`` costs about 1.3-1.7x per
-  frame at T = 5,000 what it costs at T = 50 (the record's note has the numbers of the run).
+  the blocked scans on 60 lanes (in the full record T = 3,000, 100 lanes, is the costliest
+  per frame and T = 5,000 is cheaper). ``a U b`` stays flat; ``G(a -> F b)`` and
+  ``F(a & X b & X X c)`` cost up to about 1.3-1.7x per frame at T = 3,000-5,000 what they cost
+  at T = 50 (the records' notes have the numbers of each run).
   Measured without adoption: the scan's loop unrolled 25, 50 or 125 steps per iteration at
   T = 500 (no difference beyond
   the host's noise), and (earlier) the sequential scan extended past 4,096 steps with the
@@ -541,8 +548,8 @@ def summarize(rows, args) -> list[dict]:
         + ". Why it grows: every call holds about the same frames, so a trace of T frames comes "
         "in a batch of N = 300,000 / T traces, and the N traces are the vector lanes of every "
         "step of score's sequential scan (n = T steps): as T grows the same work runs on "
-        "fewer, longer chains; past n = 4,096 steps (T = 5,000) the sequential scan's rounding "
-        "bound sends score to the blocked scans, on 60 traces",
+        "fewer, longer chains (T = 3,000: 100 lanes); past n = 4,096 steps (T = 5,000) the "
+        "sequential scan's rounding bound sends score to the blocked scans, on 60 traces",
       )
     )
   # 3. Cost of the window.
