@@ -1,135 +1,117 @@
 """Throughput of batched, jitted LogSTOP scoring vs the plain-Python recursive scorer.
 
-  python -m benchmarks.logstop_throughput            # full table (several minutes)
-  python -m benchmarks.logstop_throughput --quick    # T = 50, 500, 5000, w = 1 and 64 (~30 s)
+  python -m benchmarks.logstop_throughput --out benchmarks/results/logstop_throughput_full.json
+                                                     # full table (about 2 minutes)
+  python -m benchmarks.logstop_throughput --quick    # T = 50, 500, 5000, w = 1 and 64
 
 The quick mode times ``score`` at T = 50, 500 and 5,000 and w = 1 and 64, ``scores`` at T =
-5,000 only, and the cost rows of ``a U b`` only: compiling a program costs more CPU than all
-of its timed calls.
+5,000 only, the Python scorer at T = 50 and 500, and leaves out the ``cost`` rows: compiling a
+program costs more CPU than all of its timed calls.
 
-Measured side by side in one process, warm-up (compilation) excluded, min and median of
-repeats, over trace lengths T, windows w and formulas:
+What is measured, over trace lengths T, windows w and formulas:
 
-* **throughput**: scored traces per second of ``jaxpapers.logstop.score`` under ``jax.jit``
-  on a batch of float32 traces (about 300k frames per call) and of
-  ``jaxpapers.logstop.reference_scores`` (plain Python, memoised per (subformula, t), one
-  trace at a time: the authors' recursive scorer transcribed); wall and CPU time (the CPU time
-  of the threads XLA uses, against Python's one). The traces are JAX arrays on the device
-  before the clock starts, as in a training or evaluation loop that scores its model's
-  outputs, so no call pays a host-to-device copy; the time includes dispatch and, since the
-  inputs are traced under ``jax.jit``, the in-program range check of every score;
-* **where the time of score goes** (``cost`` rows): XLA's cost analysis of ``score`` and of
-  its range check, and CPU time per frame of ``score``, the range check as a pass of its own
-  and a copy of the inputs, side by side (at w = 1 ``score`` takes the check in the loop of
-  its sequential scan, so the check alone is what that saved);
+* **throughput**: scored traces per CPU-second of ``jaxpapers.logstop.score`` under
+  ``jax.jit`` on a batch of float32 traces (about 300k frames per call at every T, so a call's
+  fixed cost weighs the same at every T) and of ``jaxpapers.logstop.reference_scores`` (plain
+  Python, memoised per (subformula, t), one trace at a time: the authors' recursive scorer
+  transcribed). The traces are JAX arrays on the device before the clock starts, as in a
+  loop that scores a model's outputs; the time includes dispatch and, since the inputs are
+  traced under ``jax.jit``, the in-program range check of every score;
 * **growth in T**: the log-log slope of JAX time per trace against T (1 = linear);
 * **cost of the window**: time at w = 64 over w = 1, for ``score`` (t = 0) and ``scores``
   (every t), at every T;
 * **formulas x traces in one program**: ``score_many`` of all formulas against one ``score``
   call per formula;
-* **the fixed cost of a call** (``call`` in the ``cost`` rows, ``call_costs``): ``score`` on 2
-  traces beside a jitted function with and without one checkify ``debug_check``.
+* full mode only, **where the time of score goes** (``cost`` rows): XLA's cost analysis of
+  ``score`` and of its range check, CPU time per frame of ``score``, the range check as a pass
+  of its own and a copy of the inputs, the host's cost of a log and a logaddexp, and the fixed
+  cost of a call (``score`` on 2 traces beside a jitted sum with and without one checkify
+  ``debug_check``).
 
-What bounds the speed-up (the record's notes give the numbers of the run): ``score`` computes
-probabilities in linear space (each with its complement, see ``jaxpapers/logstop/_engine.py``)
-and takes one log per trace, falling back to the log-space kernel only where a probability
-underflows. An exact log-space kernel needs per frame the logs of the atoms (``log p`` and
-``log1p(-p)``) and a ``logaddexp`` per step of ``U`` / ``F``; ``host_costs`` times one of each on
-this host, which against the Python scorer's microseconds per frame sets that kernel's ceiling
-(below 1,000x here), so the record keeps it beside the linear kernel's cost: XLA's count of
-bytes moved per frame (``cost``) at this host's copy rate. ``score`` (t = 0)
-at w > 1 sums blocks of w frames before anything else, so it is cheaper than at w = 1.
-``scores`` (every t) at w > 1 adds window sums by blocked scans along the w frames of a block
-(no differences of prefix sums, which would cancel): O(log_8 w) passes.
+How it is timed (`timed_blocks`): every program compared, and the Python scorer, is a "unit";
+all units of a formula (``score`` at every (T, w), ``scores`` at w = 1 and 64, the Python
+scorer at every T) are timed in one group of interleaved blocks, the order rotating each
+round, so that speed-ups, T-slopes and window ratios are ratios of blocks measured side by
+side. A block is a few ms of process CPU time (``--block_s``) after one untimed unit (the
+unit's data and code back in the caches). A unit's time is the minimum over blocks
+(``--blocks``), the least disturbed block (speed-ups and T-slopes use it); a ratio of two
+programs (the window ratios, ``score_many``) is the median over rounds of the ratio of the two
+blocks of a round (`paired_ratio`), steadier than a ratio of minima. The record keeps every
+block and the spread (median / min - 1). The earlier method (5 single calls per program,
+medians, at most 1,024 traces per call, the Python scorer timed apart) gave 406x and 922x in
+two back-to-back quick runs, and T-slopes of 0.93 and 1.16. Two consecutive quick runs of this
+method (the long background runs paused, load average 1.8 at start) gave: speed-up 1,078x and
+965x (from the medians of the blocks 937x and 923x), T-slope 1.11 and 1.09, ``score`` w = 64 /
+w = 1 0.69 and 0.65, ``scores`` 1.63 and 1.62, ``score_many`` 1.88x and 1.65x; the committed
+quick record, a third run, 1,238x (929x from the medians), 1.09, 0.67, 1.62 and 1.92x. So
+the slope and the window ratios reproduce within a few %, the min-block speed-up within about
+25 % and its median-block value within 2 %. A single block still varies by up to about 2x on
+the shared host (the spreads in the record). The quick
+mode's CPU time is mostly compilation (about 30 programs): 45 s of process CPU (XLA compiles
+on 2 threads), 27 s of wall time at load 1.8.
 
-Where the targets stand (the committed record has the numbers). ``score`` under ``jax.jit``
-range-checks traced scores (every frame in [0, 1], no NaN; the policy for bad input under
-jit). As a pass of its own the check reads every input once more and costs about a copy of
-the inputs (the ``cost`` rows time it); at w = 1 the sequential scan now takes it in its loop,
-where the frames are read anyway (``0 <= v <= 1`` and-ed into a carry per trace), which
-removed that pass (XLA's cost analysis of ``score`` at [600, 500], bytes per frame: ``a U b``
-55.7 -> 46.5, ``F(a & X b & X X c)`` 97.7 -> 84.8); w > 1, the blocked scans and
-``clip_eps`` (which must see the unclipped values) keep the pass. The fallback ``lax.cond`` costs nothing
-measurable: XLA's CPU backend runs one branch and hands it the parameters without a copy, and
-its predicate is a comparison of the [N] results. The log of the result fuses into the last
-reduction. The kernel moves the inputs once into the time-major view (a transpose) and runs
-one loop down it (the sequential scan; chains longer than 4,096 steps, the blocked scans).
+What bounds the speed-up: ``score`` computes probabilities in linear space (each with its
+complement, see ``jaxpapers/logstop/_engine.py``) and takes one log per trace, falling back to
+the log-space kernel only where a probability underflows. An exact log-space kernel needs per
+frame the logs of the atoms and a ``logaddexp`` per step of ``U`` / ``F``, which at the Python
+scorer's microseconds per frame caps it below 1,000x (the full record's ``cost`` rows). The
+kernel moves the inputs once into the time-major view (a transpose; at T = 500, 600 traces,
+the transposes of the three inputs of ``F(a & X b & X X c)`` took about 2.3 of its 3.9 CPU-ns
+per frame in the "prob" kernel, min over blocks) and runs one loop down it (the sequential
+scan; chains longer than 4,096 steps, the blocked scans). Every call also pays the dispatch of
+a program with a checkify ``debug_check`` (the policy for bad input under jit), whose error
+effect makes JAX dispatch every call by its Python path instead of the C++ fast path.
 
-What the kernel of ``score`` costs (side by side in one process, T = 500, 600 traces, CPU-ns
-per frame min / median, the "prob" kernel with the log and the fallback's test, on the shared
-2-core host at load average about 21): ``a U b`` 1.68 / 2.76, of which the transposes of its
-two inputs into the view alone take 1.33 / 2.02; the range check 0.49 / 0.82. So the loop
-itself is now the smaller part, and the transposes (XLA's CPU transpose runs at about 1.5x a
-copy) the larger. What made the loop cheap: the floors of the "prob" algebra (a product of
-positives stays >= tiny) are min / max of nonnegative floats, which XLA's CPU backend lowers
-with a NaN test and a blend around every instruction (a ``vcmpunordps``, a ``vpternlogd`` and a
-masked move beside each ``vminps`` / ``vmaxps``); they are now integer min / max of the floats'
-bits (equal for nonnegative floats), which took the unrolled loop body of ``a U b`` from 45 to
-18 vector instructions per step (XLA's dump of the compiled kernel), and the kernel from 2.52 /
-3.33 to 1.68 / 2.76 CPU-ns per frame at the same load. The loop also unrolls a divisor of the
-chain length where one lies in [16, 32] (T = 500: 25 steps), so that the view is a plain
-transpose without padding and the steps need no end-of-trace masks. Not adopted yet: a loop
-that reads each iteration's 25 frames straight from the [N, T] inputs (strided loads, no
-transpose) took 1.15 / 2.17 CPU-ns per frame against 1.32 / 2.72 for transpose-then-scan
-(``a U b``'s bare recursion with the floors, T = 500, load average about 33): 13 % (min) and
-20 % (median) less, not yet confirmed on a quiet host.
+Where the targets stand (the record's summary gives the numbers of the run):
 
-``scores`` (every t) at w > 1 adds the window sums: two blocked scans along the w frames of a
-block of the view per atom (``_block_sums`` in ``jaxpapers/logstop/_engine.py``), on chains of
-n = T / w steps whose fixed costs grow relative to the work, so its ratio to w = 1 stays above
-1.2 (largest at T = 5,000, where n = 79 steps is not a whole number of chunks and the view is
-padded). Measured (T = 5,000, 60 traces, one atom, CPU-ns per frame min / median, load average
-about 30): the window means at w = 1 (the transpose alone) 0.39 / 0.57, at w = 64 2.13 / 2.66;
-an alternative, the input moved once into a block-major layout [w, blocks, N]
-and the suffix and head sums taken by two ``lax.scan``s down its w rows (8 rows per loop
-iteration), took 3.65 / 4.13 at w = 64: XLA zero-fills each scan's stacked output and copies
-that buffer before the loop (two more full passes), and the loop's per-iteration cost is paid
-w / 8 times per scan. Sums as differences of prefix sums would take one pass, but a window of
-small scores beside large ones would lose its digits (the tests forbid it). The sequential
-scan returning every step's value was measured 4-5x slower than the blocked scans at T = 500
-(28-41 against 6-8 CPU-ns per frame), because XLA's CPU backend emits every returned row of
-an unrolled iteration as its own expression that recomputes the steps before it, and
-``lax.optimization_barrier`` (which would materialise each step) does not survive into its
-compiled program.
+* speed-up >= 1,000x at T = 300-1,000: at the limit. The three quick runs above gave 965x to
+  1,238x from the min-block times for ``a U b`` at T = 500 (the slowest: its Python scorer is
+  the cheapest per frame, about 3.6 us), 923x to 937x from the medians of the blocks; the full
+  record 1,073x (``a U b`` at T = 1,000);
+  ``G(a -> F b)`` and ``F(a & X b & X X c)`` are above 1,000x. ``a U b`` at T = 500 costs about
+  3.3-3.8 CPU-ns per frame; the transposes into the view cost about 0.8 CPU-ns per input and
+  frame (above), and ``score`` under ``jax.jit`` measured about 0.6 CPU-ns per frame (min of
+  blocks) above the same compiled kernel called without the checkify check and the NaN
+  poisoning of the public function (T = 500, 600 traces).
+* T-slope <= 1.05: not met. Every call holds about 300k frames, so traces of T frames come in
+  batches of N = 300,000 / T, and the N traces are the vector lanes of every step of the
+  sequential scan of n = T steps: T = 50 runs 50 steps on 6,000 lanes, T = 500 500 steps on
+  600 lanes, and T = 5,000 (past the scan's rounding bound n <= 4,096, ``sequential_fits``)
+  the blocked scans on 60 lanes (in the full record T = 3,000, 100 lanes, is the costliest
+  per frame and T = 5,000 is cheaper). ``a U b`` stays flat; ``G(a -> F b)`` and
+  ``F(a & X b & X X c)`` cost up to about 1.3-1.7x per frame at T = 3,000-5,000 what they cost
+  at T = 50 (the records' notes have the numbers of each run).
+  Measured without adoption: the scan's loop unrolled 25, 50 or 125 steps per iteration at
+  T = 500 (no difference beyond
+  the host's noise), and (earlier) the sequential scan extended past 4,096 steps with the
+  blocked scans' rounding (no faster with 60 traces as the lanes of a step). What would remove
+  the growth: the segments of a long trace as further lanes, which needs one pass per level of
+  temporal nesting for the values entering each segment.
+* ``score`` at w = 64 / w = 1 <= 1.2: met. ``score`` at t = 0 sums blocks of w frames first, so
+  a window costs less than w = 1, except where T is not a whole number of blocks: the frames
+  were padded to whole blocks by a gather, a pass of its own. The whole blocks and the last,
+  partial one are now summed apart (side by side, 41 interleaved blocks, CPU-ns per frame min
+  / median, 300k frames per call, range check included: T = 50, w = 64 ``a U b`` 3.02 / 4.56
+  -> 1.40 / 1.82, ``G(a -> F b)`` 2.77 / 5.64 -> 1.11 / 1.75; T = 5,000 ``a U b`` 1.69 / 2.06
+  -> 0.95 / 1.46, ``G(a -> F b)`` 1.84 / 2.26 -> 1.29 / 1.91). The earlier 1.30x at T = 50 was
+  also the fixed cost of a call of 1,024 traces, now 6,000.
+* ``scores`` at w = 64 / w = 1 <= 1.2: not met. At w > 1 ``scores`` adds the window sums: two
+  blocked scans along the w frames of every block of the view per atom (``_block_sums`` in
+  ``jaxpapers/logstop/_engine.py``; no differences of prefix sums, which would cancel the
+  digits of a window of small scores beside large ones, and the tests forbid that), then runs
+  w chains of n = T / w steps (T = 5,000: 79 steps padded to 80) whose fixed costs per chunk
+  grow relative to the work. Measured before (T = 5,000, 60 traces, one atom, CPU-ns per frame
+  min / median): the window means at w = 1 (the transpose alone) 0.39 / 0.57, at w = 64 2.13
+  / 2.66; a block-major layout [w, blocks, N] with two ``lax.scan``s down its w rows took 3.65
+  / 4.13 (XLA zero-fills and copies each scan's stacked output).
 
-Growth in T. With the quick mode's T = 50, 500, 5,000 (equally spaced in log T) the
-least-squares slope is (log t(5,000) - log t(50)) / log 100 whatever T = 500 gives, so the
-slope <= 1.05 target asks that a frame at T = 5,000 cost at most 100^0.05 = 1.26x a frame at
-T = 50. A frame at T = 50 is cheap per frame only as far as the fixed cost of a call allows
-(1,024 traces x 50 frames: the 137 CPU-us of a call in the committed quick record are 2.7 ns
-per frame), so every cut of the fixed cost raises the slope. What grows: at T = 5,000 the
-chain of 5,000 steps is past the sequential scan's rounding bound (n <= 4,096, see
-``sequential_fits`` in ``jaxpapers/logstop/_engine.py``) and ``score`` takes the blocked scans,
-on 60 traces. In the committed quick record ``G(a -> F b)`` costs 9.35 ns per frame at T = 50,
-3.64 at T = 500 and 15.0 at T = 5,000 (medians; 8.27, 3.59 and 11.5 from the minimum times),
-hence the slope 1.10 (1.07 from the minima). Measured without adoption: the sequential scan
-extended to such chains with the same worst-case rounding as the blocked scans (the carry
-moved once per iteration of 25 steps by the iteration's composed maps y -> A + B y, exact
-against the float64 recursion), side by side with the blocked scans at T = 5,000, 60 traces,
-41 alternating calls, CPU-ns per frame min / median, on the shared host at load average about
-25: ``a U b`` 4.63 / 8.63 against 3.55 / 4.94, ``G(a -> F b)`` 5.15 / 8.04 against 6.00 /
-8.06, ``F(a & X b & X X c)`` 9.23 / 12.52 against 7.24 / 8.66. With 60 traces as the lanes of
-a step the loop is no faster than the blocked scans, so chains past 4,096 steps keep them;
-the T-slope target is not met by a kernel change that was measured, and a quiet host's record
-should say how much of the gap is the load.
-
-Every call also pays a fixed cost that no kernel change removes: the range check registers a
-checkify ``debug_check`` (so that ``checkify`` can surface bad scores under jit), whose error
-effect makes JAX dispatch every call of the program by its Python path instead of the C++
-fast path; ``call_costs`` measures about 100 CPU-us more per call than the same program
-without the check, i.e. about 0.3 ns of the 3.4 ns per frame that 1,000x allows at the
-benchmark's 300k frames per call, and a larger share at T = 50 (the note gives the numbers of
-the run). Removing it would change the project's policy for bad input under jit, so it stays
-and is measured.
-
-Timings on a shared CPU are noisy; the ratios measured side by side are the meaningful part,
-and the record keeps every repeat and the load average. Writes
-``benchmarks/results/logstop_throughput.json`` (``--out`` to change it).
+Writes ``benchmarks/results/logstop_throughput.json`` (``--out`` to change it).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import sys
 import time
 
@@ -153,44 +135,84 @@ FRAMES_PER_CALL = 300_000
 
 
 def batch_size(T: int) -> int:
-  """Traces per call: about FRAMES_PER_CALL frames, between 16 and 1024 traces."""
-  return max(16, min(1024, FRAMES_PER_CALL // T))
+  """Traces per call: about FRAMES_PER_CALL frames at every T (at least 16 traces)."""
+  return max(16, FRAMES_PER_CALL // T)
 
 
 def traces(rng, B: int, T: int) -> dict[str, np.ndarray]:
   return {n: rng.uniform(size=(B, T)).astype(np.float32) for n in "abc"}
 
 
-def _timed(fn, *args):
-  t0, c0 = time.perf_counter(), time.process_time()
-  jax.block_until_ready(fn(*args))
-  return time.perf_counter() - t0, time.process_time() - c0
+def _clock():
+  return time.perf_counter(), time.process_time()
 
 
-def time_jax(fns: dict, args, repeats: int) -> dict[str, tuple[list, list]]:
-  """Wall and CPU seconds per call of each jitted fn, alternating, after one warm-up call."""
-  for fn in fns.values():
-    jax.block_until_ready(fn(*args))
-  out = {k: ([], []) for k in fns}
-  for _ in range(repeats):
-    for k, fn in fns.items():
-      w, c = _timed(fn, *args)
-      out[k][0].append(w)
-      out[k][1].append(c)
+def timed_blocks(units: dict, blocks: int, block_s: float) -> dict:
+  """Interleaved blocks of repeated units of work; per-trace wall and CPU time of every block.
+
+  ``units`` maps a key to ``(fn, traces)``: ``fn()`` does one unit of work on ``traces``
+  traces (one jitted call, or the Python scorer on one trace) and returns what to wait for.
+  Each unit is run once untimed (compilation, caches), then timed once to size its blocks:
+  ``reps`` units per block, so that a block takes about ``block_s`` seconds of CPU. Then
+  ``blocks`` rounds time one block of every unit in turn (the order rotates by one each round),
+  so that a burst of load on a shared host hits every unit alike. Every block starts with one
+  untimed unit, so that it measures the unit with its data and code in the caches (as in a
+  loop that scores batch after batch), not after the other units have evicted them. Blocks are
+  short (a few ms: on a shared host a longer block is almost surely preempted, and the
+  process that ran in between has evicted the caches); the minimum over blocks is the value.
+
+  Returns:
+    key -> {"reps", "traces", "cpu_s": [CPU s per trace, per block], "wall_s": [...]}.
+  """
+  reps = {}
+  for k, (fn, _) in units.items():
+    jax.block_until_ready(fn())
+    _, c0 = _clock()
+    jax.block_until_ready(fn())
+    one = max(time.process_time() - c0, 1e-6)
+    reps[k] = max(1, math.ceil(block_s / one))
+  out = {
+    k: {"reps": reps[k], "traces": n, "cpu_s": [], "wall_s": []} for k, (_, n) in units.items()
+  }
+  keys = list(units)
+  for b in range(blocks):
+    for k in keys[b % len(keys) :] + keys[: b % len(keys)]:
+      fn, n = units[k]
+      jax.block_until_ready(fn())  # untimed: the unit's data back in the caches
+      w0, c0 = _clock()
+      for _ in range(reps[k]):
+        jax.block_until_ready(fn())
+      w1, c1 = _clock()
+      out[k]["cpu_s"].append((c1 - c0) / (reps[k] * n))
+      out[k]["wall_s"].append((w1 - w0) / (reps[k] * n))
   return out
 
 
-def time_python(formula, props, window, n_traces):
-  """Wall and CPU seconds per trace of the plain-Python scorer over n_traces traces."""
+def stats(t: dict) -> dict:
+  """Min, median and spread (median / min - 1) of a unit's per-trace CPU and wall times."""
+  cpu, wall = t["cpu_s"], t["wall_s"]
+  return {
+    "cpu_min_s": float(np.min(cpu)),
+    "cpu_median_s": float(np.median(cpu)),
+    "cpu_spread": float(np.median(cpu) / np.min(cpu) - 1),
+    "wall_min_s": float(np.min(wall)),
+    "wall_median_s": float(np.median(wall)),
+  }
+
+
+def python_unit(formula, props, window=1):
+  """One unit of the plain-Python scorer: the next trace of `props` (cycling), as lists."""
   B = next(iter(props.values())).shape[0]
-  lists = [{k: v[i % B].tolist() for k, v in props.items()} for i in range(n_traces)]
-  t0, c0 = time.perf_counter(), time.process_time()
-  for p in lists:
-    L.reference_scores(formula, p, window=window)
-  return (time.perf_counter() - t0) / n_traces, (time.process_time() - c0) / n_traces
+  lists = [{k: v[i].tolist() for k, v in props.items()} for i in range(min(B, 64))]
+  it = iter(range(1 << 62))
+
+  def fn():
+    return L.reference_scores(formula, lists[next(it) % len(lists)], window=window)
+
+  return fn
 
 
-def host_costs(repeats: int = 9) -> dict[str, float]:
+def host_costs(blocks: int, block_s: float) -> dict[str, float]:
   """CPU nanoseconds per float32 log, per logaddexp and per byte moved, on this host.
 
   From 2^22 floats (16 MiB, beyond the caches): a log of every value and a logaddexp of two
@@ -204,16 +226,18 @@ def host_costs(repeats: int = 9) -> dict[str, float]:
     "logaddexp": jax.jit(lambda v, u: jnp.logaddexp(v, u)),
     "copy": jax.jit(lambda v, u: v + 1.0),
   }
-  t = time_jax(fns, (x, y), repeats)
-  copy = float(np.min(t["copy"][1]))
+  t = timed_blocks(
+    {k: (functools.partial(f, x, y), x.size) for k, f in fns.items()}, blocks, block_s
+  )
+  ns = {k: min(v["cpu_s"]) * 1e9 for k, v in t.items()}
   return {
-    "log_cpu_ns": max(float(np.min(t["log"][1])) - copy, 0.0) / x.size * 1e9,
-    "logaddexp_cpu_ns": max(float(np.min(t["logaddexp"][1])) - copy, 0.0) / x.size * 1e9,
-    "byte_cpu_ns": copy / (8 * x.size) * 1e9,
+    "log_cpu_ns": max(ns["log"] - ns["copy"], 0.0),
+    "logaddexp_cpu_ns": max(ns["logaddexp"] - ns["copy"], 0.0),
+    "byte_cpu_ns": ns["copy"] / 8,
   }
 
 
-def call_costs(T: int, repeats: int = 30) -> dict[str, float]:
+def call_costs(T: int, blocks: int, block_s: float) -> dict[str, float]:
   """CPU microseconds of one call that does (almost) no work: the fixed cost of every call.
 
   On a batch of 2 traces of length T: ``score("a U b")`` under ``jax.jit``; a jitted sum of
@@ -234,8 +258,8 @@ def call_costs(T: int, repeats: int = 30) -> dict[str, float]:
     "with_debug_check": jax.jit(checked),
     "plain": jax.jit(lambda p: p["a"] + p["b"]),
   }
-  t = time_jax(fns, (p,), repeats)
-  return {f"{k}_cpu_us": float(np.median(v[1])) * 1e6 for k, v in t.items()}
+  t = timed_blocks({k: (functools.partial(f, p), 1) for k, f in fns.items()}, blocks, block_s)
+  return {f"{k}_cpu_us": min(v["cpu_s"]) * 1e6 for k, v in t.items()}
 
 
 def _range_check(p):
@@ -277,18 +301,15 @@ def cost_per_frame(formula, B: int, T: int) -> dict[str, dict[str, float]]:
   return out
 
 
-def time_pieces(formula, props, repeats: int) -> dict[str, float]:
-  """CPU nanoseconds per frame of ``score`` and of its parts (`_pieces`), side by side.
-
-  Min and median over ``4 * repeats`` alternating calls on device-resident inputs.
-  """
+def time_pieces(formula, props, blocks: int, block_s: float) -> dict[str, float]:
+  """CPU nanoseconds per frame of ``score`` and of its parts (`_pieces`), interleaved blocks."""
   B, T = next(iter(props.values())).shape
   pj = {n: jnp.asarray(props[n]) for n in L.atoms(L.parse(formula))}
-  t = time_jax(_pieces(formula), (pj,), 4 * repeats)
+  units = {k: (functools.partial(f, pj), B) for k, f in _pieces(formula).items()}
   out = {}
-  for k, (_, cpu) in t.items():
-    out[f"{k}_cpu_ns_min"] = float(np.min(cpu)) / (B * T) * 1e9
-    out[f"{k}_cpu_ns_median"] = float(np.median(cpu)) / (B * T) * 1e9
+  for k, t in timed_blocks(units, blocks, block_s).items():
+    out[f"{k}_cpu_ns_min"] = min(t["cpu_s"]) / T * 1e9
+    out[f"{k}_cpu_ns_median"] = float(np.median(t["cpu_s"])) / T * 1e9
   return out
 
 
@@ -309,62 +330,53 @@ def _jitted(kind, formula, window):
 def run(args) -> tuple[list, list]:
   rng = np.random.default_rng(0)
   rows = []
-  med = lambda xs: float(np.median(xs))
+  inputs = {}
+  for T in sorted(set(args.Ts) | set(args.scores_Ts) | set(args.many_Ts)):
+    props = traces(rng, batch_size(T), T)
+    inputs[T] = (props, {k: jnp.asarray(v) for k, v in props.items()})
+  wmax = max(args.windows)
 
-  # 1. score vs the Python scorer (w = 1), and the same score at the other windows.
-  for T in args.Ts:
-    B = batch_size(T)
-    props = traces(rng, B, T)
-    pj = {k: jnp.asarray(v) for k, v in props.items()}
-    for formula in FORMULAS:
-      fns = {w: _jitted("score", formula, w) for w in args.windows}
-      if T in args.scores_Ts:
-        fns.update({("scores", w): _jitted("scores", formula, w) for w in (1, max(args.windows))})
-      timings = time_jax(fns, (pj,), args.repeats)
-      # The Python scorer: about args.python_time seconds per repeat, at least 1 trace.
-      one, _ = time_python(formula, props, 1, 1)
-      n_py = max(1, min(B, int(args.python_time / max(one, 1e-6))))
-      py = [time_python(formula, props, 1, n_py) for _ in range(args.repeats)]
-      py_wall, py_cpu = med([p[0] for p in py]), med([p[1] for p in py])
-      py_cpu_min = float(np.min([p[1] for p in py]))
-      for key, (wall, cpu) in timings.items():
-        kind, w = key if isinstance(key, tuple) else ("score", key)
-        row = {
-          "kind": kind,
-          "formula": formula,
-          "window": w,
-          "T": T,
-          "batch": B,
-          "jax_wall_s": wall,
-          "jax_cpu_s": cpu,
-          "jax_wall_per_trace_s": med(wall) / B,
-          "jax_cpu_per_trace_s": med(cpu) / B,
-          "jax_cpu_min_per_trace_s": float(np.min(cpu)) / B,
-        }
-        if kind == "score" and w == 1:
-          row.update(
-            python_traces=n_py,
-            python_wall_per_trace_s=py_wall,
-            python_cpu_per_trace_s=py_cpu,
-            python_cpu_min_per_trace_s=py_cpu_min,
-            speedup_wall=py_wall / row["jax_wall_per_trace_s"],
-            speedup_cpu=py_cpu / row["jax_cpu_per_trace_s"],
-            speedup_cpu_min=py_cpu_min / row["jax_cpu_min_per_trace_s"],
-          )
-        rows.append(row)
-      r = next(r for r in rows if r["kind"] == "score" and r["formula"] == formula and r["T"] == T)
+  # 1. Per formula, one interleaved group: score at every (T, w), scores at w = 1 and wmax, and
+  # the Python scorer at every T, so that speed-ups, T-growth and window ratios are all ratios
+  # of blocks measured side by side.
+  for formula in FORMULAS:
+    units = {}
+    for T in args.Ts:
+      props, pj = inputs[T]
+      B = batch_size(T)
+      for w in args.windows:
+        units[("score", T, w)] = (functools.partial(_jitted("score", formula, w), pj), B)
+      if T in args.python_Ts:
+        units[("python", T, 1)] = (python_unit(formula, props), 1)
+    for T in args.scores_Ts:
+      _, pj = inputs[T]
+      for w in (1, wmax):
+        units[("scores", T, w)] = (
+          functools.partial(_jitted("scores", formula, w), pj),
+          batch_size(T),
+        )
+    timings = timed_blocks(units, args.blocks, args.block_s)
+    for (kind, T, w), t in timings.items():
+      rows.append(
+        {"kind": kind, "formula": formula, "window": w, "T": T, "batch": units[(kind, T, w)][1]}
+        | {k: t[k] for k in ("reps", "cpu_s", "wall_s")}
+        | stats(t)
+      )
+    for T in args.python_Ts:
+      j, p = stats(timings[("score", T, 1)]), stats(timings[("python", T, 1)])
       print(
-        f"T={T:5d} B={B:4d} {formula:20s} JAX {1 / r['jax_wall_per_trace_s']:11,.0f} traces/s"
-        f"  Python {1 / py_wall:8,.1f} traces/s  {r['speedup_wall']:7,.0f}x wall"
-        f"  {r['speedup_cpu']:7,.0f}x CPU",
+        f"T={T:5d} {formula:20s} JAX {j['cpu_min_s'] / T * 1e9:6.2f} CPU-ns/frame "
+        f"(spread {j['cpu_spread']:.0%})  Python {p['cpu_min_s'] / T * 1e6:5.2f} us/frame "
+        f"(spread {p['cpu_spread']:.0%})  {p['cpu_min_s'] / j['cpu_min_s']:7,.0f}x CPU",
         flush=True,
       )
 
-  # Where the time goes: XLA's count of transcendentals per frame, and their cost here.
+  # Where the time goes: XLA's cost analysis, the pieces of score, the host's costs.
   T_cost = next((T for T in args.Ts if 300 <= T <= 1000), args.Ts[-1])
-  host = host_costs()
-  calls = call_costs(T_cost)
-  cost_props = traces(rng, batch_size(T_cost), T_cost)
+  if args.cost_formulas:
+    host = host_costs(args.blocks, args.block_s)
+    calls = call_costs(T_cost, args.blocks, args.block_s)
+  cost_props = inputs[T_cost][0]
   for formula in args.cost_formulas:
     per_frame = cost_per_frame(formula, batch_size(T_cost), T_cost)
     rows.append(
@@ -375,7 +387,7 @@ def run(args) -> tuple[list, list]:
         "batch": batch_size(T_cost),
         "per_frame": per_frame["score"],
         "per_frame_range_check": per_frame["range_check"],
-        "pieces": time_pieces(formula, cost_props, args.repeats),
+        "pieces": time_pieces(formula, cost_props, args.blocks, args.block_s),
         "call": calls,
         **host,
       }
@@ -384,131 +396,143 @@ def run(args) -> tuple[list, list]:
   # 2. All formulas in one program vs one program per formula.
   for T in args.many_Ts:
     B = batch_size(T)
-    pj = {k: jnp.asarray(v) for k, v in traces(rng, B, T).items()}
-    fns = {"many": _jitted("many", FORMULAS, 1)}
-    fns.update({f: _jitted("score", f, 1) for f in FORMULAS})
-    timings = time_jax(fns, (pj,), args.repeats)
-    sep_wall = [sum(ws) for ws in zip(*(timings[f][0] for f in FORMULAS))]
-    sep_cpu = [sum(cs) for cs in zip(*(timings[f][1] for f in FORMULAS))]
+    pj = inputs[T][1]
+    sep = {f: _jitted("score", f, 1) for f in FORMULAS}
+    units = {
+      "many": (functools.partial(_jitted("many", FORMULAS, 1), pj), B),
+      "separate": (lambda pj=pj, sep=sep: [fn(pj) for fn in sep.values()], B),
+    }
+    t = timed_blocks(units, args.blocks, args.block_s)
+    many, separate = stats(t["many"]), stats(t["separate"])
     rows.append(
-      {
-        "kind": "score_many",
-        "formulas": list(FORMULAS),
-        "window": 1,
-        "T": T,
-        "batch": B,
-        "many_wall_s": timings["many"][0],
-        "many_cpu_s": timings["many"][1],
-        "separate_wall_s": sep_wall,
-        "separate_cpu_s": sep_cpu,
-        "speedup_wall": med(sep_wall) / med(timings["many"][0]),
-        "speedup_cpu": med(sep_cpu) / med(timings["many"][1]),
+      {"kind": "score_many", "formulas": list(FORMULAS), "window": 1, "T": T, "batch": B}
+      | {f"many_{k}": v for k, v in many.items()}
+      | {f"separate_{k}": v for k, v in separate.items()}
+      | {
+        "speedup_cpu": paired_ratio(t["separate"]["cpu_s"], t["many"]["cpu_s"]),
+        "speedup_wall": paired_ratio(t["separate"]["wall_s"], t["many"]["wall_s"]),
+        "speedup_cpu_min": separate["cpu_min_s"] / many["cpu_min_s"],
       }
     )
 
   # 3. Growing formulas (full run only).
   for formula in args.growing:
     T = 1000
-    B = batch_size(T)
-    props = traces(rng, B, T)
-    timings = time_jax(
-      {"s": _jitted("score", formula, 1)},
-      ({k: jnp.asarray(v) for k, v in props.items()},),
-      args.repeats,
-    )
-    py_wall, py_cpu = time_python(formula, props, 1, 3)
+    props, pj = inputs.setdefault(T, (traces(rng, batch_size(T), T), None))
+    pj = pj or {k: jnp.asarray(v) for k, v in props.items()}
+    units = {
+      "jax": (functools.partial(_jitted("score", formula, 1), pj), batch_size(T)),
+      "python": (python_unit(formula, props), 1),
+    }
+    t = timed_blocks(units, args.blocks, args.block_s)
+    j, p = stats(t["jax"]), stats(t["python"])
     rows.append(
       {
         "kind": "growing",
         "formula": formula,
         "size": L.size(L.parse(formula)),
         "T": T,
-        "batch": B,
-        "jax_wall_per_trace_s": med(timings["s"][0]) / B,
-        "jax_cpu_per_trace_s": med(timings["s"][1]) / B,
-        "python_wall_per_trace_s": py_wall,
-        "python_cpu_per_trace_s": py_cpu,
+        "batch": batch_size(T),
+        "jax_cpu_min_per_trace_s": j["cpu_min_s"],
+        "python_cpu_min_per_trace_s": p["cpu_min_s"],
+        "speedup_cpu": p["cpu_min_s"] / j["cpu_min_s"],
       }
     )
   return rows, summarize(rows, args)
 
 
+def paired_ratio(a, b) -> float:
+  """Median over rounds of a[i] / b[i]: two units' blocks of one round, timed side by side.
+
+  A ratio of two programs is steadier this way than as a ratio of their minima: a slow
+  round (load from other processes) slows both blocks of the round alike, and a lucky block
+  of one program does not set the ratio alone.
+  """
+  return float(np.median(np.asarray(a) / np.asarray(b)))
+
+
+def _find(rows, **kw):
+  return next((r for r in rows if all(r.get(k) == v for k, v in kw.items())), None)
+
+
 def summarize(rows, args) -> list[dict]:
-  score1 = [r for r in rows if r["kind"] == "score" and r["window"] == 1]
-  mid = [r for r in score1 if 300 <= r["T"] <= 1000]
   summary = []
+  spread = lambda rs: max(r["cpu_spread"] for r in rs)
+  jax_rows = [r for r in rows if r["kind"] in ("score", "scores")]
+  py_rows = [r for r in rows if r["kind"] == "python"]
+  noise = (
+    f"; spread of the blocks (median / min - 1, CPU): JAX up to {spread(jax_rows):.0%}, "
+    f"Python up to {spread(py_rows):.0%}"
+    if jax_rows and py_rows
+    else ""
+  )
+  # 1. Speed-up: the Python scorer's min-block CPU time per trace over score's, per formula.
+  speed = []
+  for p in py_rows:
+    j = _find(rows, kind="score", formula=p["formula"], T=p["T"], window=1)
+    speed.append(
+      {
+        "formula": p["formula"],
+        "T": p["T"],
+        "min": p["cpu_min_s"] / j["cpu_min_s"],
+        "median": p["cpu_median_s"] / j["cpu_median_s"],
+        "jax_ns": j["cpu_min_s"] / p["T"] * 1e9,
+        "py_us": p["cpu_min_s"] / p["T"] * 1e6,
+      }
+    )
+  mid = [s for s in speed if 300 <= s["T"] <= 1000]
   if mid:
-    # CPU time is the value: on a shared host a call's wall time is mostly time spent waiting
-    # for a core. XLA's (up to 2) threads against Python's one: on an idle host the wall-clock
-    # ratio is higher by XLA's parallel speed-up.
-    worst = min(mid, key=lambda r: r["speedup_cpu"])
-    wall_worst = min(r["speedup_wall"] for r in mid)
-    # Where the time goes: JAX CPU-nanoseconds per frame, against Python's microseconds, and
-    # the least the transcendentals XLA counts can cost on this host.
-    ns = {
-      r["formula"]: r["jax_cpu_per_trace_s"] / r["T"] * 1e9 for r in mid if r["T"] == worst["T"]
-    }
-    # The ceiling of an exact log-space evaluation (a U b needs log a, log b, log1p(-b) and a
-    # logaddexp per frame at the least), and what the linear-space kernel moves per frame.
-    cost = next((r for r in rows if r["kind"] == "cost" and r["formula"] == "a U b"), None)
+    worst = min(mid, key=lambda s: s["min"])
+    cost = _find(rows, kind="cost", formula="a U b")
     floor = ""
-    aub = next((r for r in mid if r["formula"] == "a U b" and r["T"] == worst["T"]), None)
+    aub = next((s for s in mid if s["formula"] == "a U b" and s["T"] == worst["T"]), None)
     if cost is not None and aub is not None:
       least = 3 * cost["log_cpu_ns"] + cost["logaddexp_cpu_ns"]
-      py_ns = aub["python_cpu_per_trace_s"] / aub["T"] * 1e9
+      py_ns = aub["py_us"] * 1e3
       pc = cost["pieces"]
       piece = lambda k: f"{pc[k + '_cpu_ns_min']:.2f} / {pc[k + '_cpu_ns_median']:.2f}"
-      floor = (
-        f"; a log costs {cost['log_cpu_ns']:.2f} CPU-ns and a logaddexp "
-        f"{cost['logaddexp_cpu_ns']:.2f} here, so the 3 logs and 1 logaddexp per frame that an "
-        f"exact log-space a U b needs take {least:.1f} ns: at most {py_ns / least:,.0f}x the "
-        f"Python scorer's {py_ns / 1e3:.1f} us per frame. score = the linear-space kernel with "
-        f"the range check of traced inputs in its loop (the fallback cond runs one branch and "
-        f"copies no operand), side by side in CPU-ns per frame at T = {cost['T']} (min / "
-        f"median): score {piece('score')}; the range check as a pass of its own (what its "
-        f"place in the loop saves) {piece('range_check')}; a copy of the inputs "
-        f"{piece('copy')}; 1,000x needs {py_ns / 1e3:.2f} ns"
-      )
       call = cost["call"]
-      floor += (
-        f"; fixed cost of a call (median CPU-us, 2 traces): score {call['score_cpu_us']:.0f}, "
-        f"a jitted sum with one checkify debug_check {call['with_debug_check_cpu_us']:.0f}, "
-        f"without it {call['plain_cpu_us']:.0f} (the check's error effect sends every call "
-        f"down JAX's Python dispatch path), i.e. "
-        f"{call['score_cpu_us'] * 1e3 / (cost['batch'] * cost['T']):.2f} ns per frame of a "
-        f"{cost['batch']} x {cost['T']} call"
+      floor = (
+        f"; an exact log-space a U b needs 3 logs and a logaddexp per frame: "
+        f"{least:.1f} CPU-ns here (log {cost['log_cpu_ns']:.2f}, logaddexp "
+        f"{cost['logaddexp_cpu_ns']:.2f}), at most {py_ns / least:,.0f}x. CPU-ns per frame "
+        f"at T = {cost['T']} (min / median of blocks): score {piece('score')}, the range check "
+        f"as a pass of its own {piece('range_check')}, a copy of the inputs {piece('copy')}; "
+        f"fixed cost of a call (CPU-us, 2 traces): score {call['score_cpu_us']:.0f}, a jitted "
+        f"sum with one checkify debug_check {call['with_debug_check_cpu_us']:.0f}, without it "
+        f"{call['plain_cpu_us']:.0f}"
       )
-    per_T = {}
-    for r in score1:
-      per_T.setdefault(r["T"], []).append(r["speedup_cpu"])
     summary.append(
       bench.summary(
         name="score traces per CPU-second vs the Python recursive scorer, T = 300-1000, w = 1 "
         "(min over formulas)",
-        value=worst["speedup_cpu"],
+        value=worst["min"],
         unit="x",
         target=">= 1000",
         note=(
-          f"slowest: {worst['formula']} at T = {worst['T']}; traces/s (wall clock) ratio min "
-          f"{wall_worst:,.0f}x; JAX CPU time per frame at T = "
-          f"{worst['T']}: "
-          + ", ".join(f"{f} {v:.1f} ns" for f, v in ns.items())
-          + f"; Python {worst['python_cpu_per_trace_s'] / worst['T'] * 1e6:.1f} us per frame"
-          + f"; from the minimum times {worst['speedup_cpu_min']:,.0f}x"
-          + "; min over formulas by T: "
-          + ", ".join(f"T={T} {min(v):,.0f}x" for T, v in sorted(per_T.items()))
+          f"min-block CPU time per trace, interleaved blocks; slowest: {worst['formula']} at "
+          f"T = {worst['T']} ({worst['jax_ns']:.2f} CPU-ns per frame against Python's "
+          f"{worst['py_us']:.2f} us; {worst['median']:,.0f}x from the medians); per formula "
+          "and T: "
+          + ", ".join(f"{s['formula']} T={s['T']} {s['min']:,.0f}x" for s in speed)
+          + noise
           + floor
         ),
       )
     )
+  # 2. Growth in T (min-block CPU time per trace, all T measured in one interleaved group).
   slopes = {}
   for f in FORMULAS:
-    sel = sorted((r for r in score1 if r["formula"] == f), key=lambda r: r["T"])
+    sel = sorted(
+      (r for r in rows if r["kind"] == "score" and r["window"] == 1 and r["formula"] == f),
+      key=lambda r: r["T"],
+    )
     if len(sel) >= 2:
+      Ts = [r["T"] for r in sel]
       slopes[f] = (
-        slope([r["T"] for r in sel], [r["jax_cpu_per_trace_s"] for r in sel]),
-        slope([r["T"] for r in sel], [r["jax_wall_per_trace_s"] for r in sel]),
-        slope([r["T"] for r in sel], [r["python_cpu_per_trace_s"] for r in sel]),
+        slope(Ts, [r["cpu_min_s"] for r in sel]),
+        slope(Ts, [r["cpu_median_s"] for r in sel]),
+        ", ".join(f"{r['cpu_min_s'] / r['T'] * 1e9:.2f}" for r in sel),
       )
   if slopes:
     worst_f = max(slopes, key=lambda f: slopes[f][0])
@@ -518,29 +542,31 @@ def summarize(rows, args) -> list[dict]:
         value=slopes[worst_f][0],
         unit="",
         target="<= 1.05",
-        note="CPU time; per formula (CPU, wall, Python CPU): "
-        + "; ".join(f"{f}: {a:.2f}, {b:.2f}, {c:.2f}" for f, (a, b, c) in slopes.items()),
+        note=f"min-block CPU time; per formula (slope from the minima, from the medians; CPU-ns "
+        f"per frame at T = {', '.join(map(str, args.Ts))}): "
+        + "; ".join(f"{f}: {a:.2f}, {b:.2f} ({c})" for f, (a, b, c) in slopes.items())
+        + ". Why it grows: every call holds about the same frames, so a trace of T frames comes "
+        "in a batch of N = 300,000 / T traces, and the N traces are the vector lanes of every "
+        "step of score's sequential scan (n = T steps): as T grows the same work runs on "
+        "fewer, longer chains (T = 3,000: 100 lanes); past n = 4,096 steps (T = 5,000) the "
+        "sequential scan's rounding bound sends score to the blocked scans, on 60 traces",
       )
     )
+  # 3. Cost of the window.
   wmax = max(args.windows)
   for kind in ("score", "scores"):
     ratios = []
     for r in rows:
       if r["kind"] == kind and r["window"] == wmax:
-        base = next(
-          (
-            b
-            for b in rows
-            if b["kind"] == kind
-            and b["window"] == 1
-            and b["formula"] == r["formula"]
-            and b["T"] == r["T"]
-          ),
-          None,
-        )
+        base = _find(rows, kind=kind, window=1, formula=r["formula"], T=r["T"])
         if base is not None:
           ratios.append(
-            (r["jax_cpu_per_trace_s"] / base["jax_cpu_per_trace_s"], r["formula"], r["T"])
+            (
+              paired_ratio(r["cpu_s"], base["cpu_s"]),
+              r["cpu_min_s"] / base["cpu_min_s"],
+              r["formula"],
+              r["T"],
+            )
           )
     if ratios:
       worst = max(ratios)
@@ -550,12 +576,14 @@ def summarize(rows, args) -> list[dict]:
           value=worst[0],
           unit="x",
           target="<= 1.2",
-          note=f"CPU time; worst at {worst[1]}, T = {worst[2]}; all: "
-          + ", ".join(f"{v:.2f}" for v, _, _ in sorted(ratios))
+          note=f"CPU time, median over rounds of the ratio of the two blocks of a round; worst "
+          f"at {worst[2]}, T = {worst[3]} ({worst[1]:.2f} from the min-block times); all: "
+          + ", ".join(f"{f} T={T} {v:.2f}" for v, _, f, T in ratios)
           + (
-            "; scores at w > 1 adds the window sums' blocked scans (two more passes over the "
-            "view per atom) and runs its chains on n = T / w steps, whose fixed costs grow "
-            "relative to the work"
+            "; scores at w > 1 adds the window means (two blocked scans along the w frames "
+            "of every block of the view, per atom, materialised) and runs w chains of n = "
+            "T / w steps (T = 5,000, w = 64: 79 steps padded to 80), whose fixed costs per "
+            "chunk grow relative to the work"
             if kind == "scores"
             else ""
           ),
@@ -570,7 +598,8 @@ def summarize(rows, args) -> list[dict]:
         value=worst["speedup_cpu"],
         unit="x",
         target=">= 1",
-        note=f"CPU time, min over T ({worst['T']}); wall: "
+        note=f"CPU time, median over rounds of the paired ratio, min over T ({worst['T']}; "
+        f"{worst['speedup_cpu_min']:.2f} from the min-block times); wall: "
         + ", ".join(f"T={r['T']} {r['speedup_wall']:.2f}x" for r in many),
       )
     )
@@ -579,22 +608,24 @@ def summarize(rows, args) -> list[dict]:
 
 def parse_args(argv=None):
   ap = bench.parser(NAME, __doc__)
-  ap.add_argument("--repeats", type=int, default=None, help="timed calls per variant (7; 3)")
+  ap.add_argument("--blocks", type=int, default=None, help="timed blocks per unit (41; 41)")
+  ap.add_argument(
+    "--block_s", type=float, default=None, help="CPU seconds per block (0.002; 0.004)"
+  )
   args = ap.parse_args(argv)
   if args.quick:
-    # scores at T = 5,000 alone (its w = 64 / w = 1 ratio has been the largest there), the
-    # cost rows of a U b alone (the one the summary reads): each program compiled costs more
-    # CPU than all its timed calls.
     args.Ts, args.windows, args.scores_Ts = (50, 500, 5000), (1, 64), (5000,)
-    args.many_Ts, args.growing, args.cost_formulas = (500,), (), FORMULAS[:1]
-    args.repeats = args.repeats or 5
-    args.python_time = 0.05
+    args.many_Ts, args.growing, args.cost_formulas = (500,), (), ()
+    args.python_Ts = (50, 500)
+    args.blocks = args.blocks or 41
+    args.block_s = args.block_s or 0.002
   else:
     args.Ts, args.windows = (50, 100, 300, 500, 1000, 3000, 5000), (1, 8, 64)
     args.scores_Ts, args.many_Ts, args.growing = (50, 500, 5000), (50, 500, 5000), GROWING
     args.cost_formulas = FORMULAS
-    args.repeats = args.repeats or 7
-    args.python_time = 0.3
+    args.python_Ts = args.Ts
+    args.blocks = args.blocks or 41
+    args.block_s = args.block_s or 0.004
   return args
 
 
@@ -614,6 +645,7 @@ def main(argv=None):
       "config": {k: v for k, v in vars(args).items() if k != "out"},
       "frames_per_call": FRAMES_PER_CALL,
       "wall_time_s": time.perf_counter() - start,
+      "process_cpu_s": time.process_time(),
     },
   )
 

@@ -550,10 +550,18 @@ def _atoms_in_view(props, names, window, lengths, first_only, chunking=None):
     if w > 1 and first_only:
       # Block sums on the trace as it is ([N, n, w], w minor), so only n = T / w values per
       # trace are moved into the view.
-      x = _extend(x, L * C * w)
+      # The whole blocks and the last, partial one are summed apart and the sums padded with
+      # zeros: no padded copy of the frames (a gather, which cost a pass of its own).
       if lengths is not None:
-        x = jnp.where(np.arange(L * C * w)[None, :] < end[:, None], x, 0)
-      x = view.to_view(jnp.sum(x.reshape(N, L * C, w), axis=2))
+        x = jnp.where(np.arange(T)[None, :] < end[:, None], x, 0)
+      whole = T // w
+      sums = [jnp.sum(x[:, : whole * w].reshape(N, whole, w), axis=2)] if whole else []
+      if T > whole * w:
+        sums.append(jnp.sum(x[:, whole * w :], axis=1, keepdims=True))
+      blocks = whole + (T > whole * w)
+      if L * C > blocks:
+        sums.append(jnp.zeros((N, L * C - blocks), x.dtype))
+      x = view.to_view(jnp.concatenate(sums, axis=1) if len(sums) > 1 else sums[0])
     else:
       x = view.to_view(x)  # zeros past T
       if w > 1:
