@@ -109,6 +109,8 @@ def test_overloaded_rows_are_not_judged():
   assert len(entries) == 2  # the fraction and the cap its matrix products set
   assert all(e["met"] is False and e["note"].startswith("not judged") for e in entries)
   assert all("the prefill 90%, the cap 95%" in e["note"] for e in entries)  # CPU time
+  assert [e["value"] for e in entries] == [90.0, 95.0]  # wall time is noise there
+  assert all(e["name"].endswith("per CPU second (host loaded: not judged)") for e in entries)
   row["load_average_before"] = row["load_average_after"] = [0.0, 0.0, 0.0]
   fraction, cap = lm_context.summarize([row], {"m": "M"})
   assert fraction["met"] is True and fraction["value"] == 120.0
