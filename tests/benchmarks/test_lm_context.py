@@ -93,8 +93,10 @@ def _row(**kw):
     "prefill_over_cap_time": 0.83,
     "matmul_gflops": 19.0,
     "rounds": 3,
-    "load_average_before": [1000.0, 0.0, 0.0],
-    "load_average_after": [1000.0, 0.0, 0.0],
+    "load_average_before": [1.0, 0.0, 0.0],
+    "load_average_after": [1.0, 0.0, 0.0],
+    "matmul_cores_busy": 0.5,  # the reference dot's threads waited for the CPUs
+    "usable_cpus": 2,
   }
   for tag in ("", "cpu_"):
     for part in ("projections", "attention_global", "logits"):
@@ -111,7 +113,9 @@ def test_overloaded_rows_are_not_judged():
   assert all("the prefill 90%, the cap 95%" in e["note"] for e in entries)  # CPU time
   assert [e["value"] for e in entries] == [90.0, 95.0]  # wall time is noise there
   assert all(e["name"].endswith("per CPU second (host loaded: not judged)") for e in entries)
-  row["load_average_before"] = row["load_average_after"] = [0.0, 0.0, 0.0]
+  row["matmul_cores_busy"] = 1.79  # just under 0.9 x 2 CPUs
+  assert all(e["met"] is False for e in lm_context.summarize([row], {"m": "M"})[:2])
+  row["matmul_cores_busy"] = 1.81
   fraction, cap = lm_context.summarize([row], {"m": "M"})
   assert fraction["met"] is True and fraction["value"] == 120.0
   assert cap["met"] is True and cap["value"] == 100.0 and "reaches 120% of this cap" in cap["note"]
@@ -141,6 +145,11 @@ def test_interleaved_min_takes_each_callables_fastest_block():
   assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]
   assert len(out["a"]["blocks"]) == 3
   assert out["a"]["wall_s"] == min(w for w, _ in out["a"]["blocks"]) < 0.02
+
+
+def test_cores_busy_reads_the_fastest_wall_block():
+  m = {"blocks": [[2.0, 3.9], [1.0, 1.9], [1.5, 2.0]]}
+  assert lm_context._cores_busy(m) == pytest.approx(1.9)
 
 
 def test_fractions_share_one_reference_rate():
