@@ -9,13 +9,27 @@ For each model and prompt length T, one process measures, side by side:
   float32, jitted, `attention='auto'` (the blockwise online-softmax path with tiles of
   `lm.auto_block_size(T)`, `lm.auto_block_size(T, W)` on sliding-window layers), i.e. what a
   user's prefill runs;
-* **the machine's float32 matmul rate**: a 2048 × 2048 by 2048 × 2048 `jnp.dot`, repeated for
-  about as long as one prefill, right before and right after it (so that both see the same
-  load on a shared host).
+* **the machine's float32 matmul rate**: a 2048 × 2048 by 2048 × 2048 `jnp.dot`;
+* **the matrix products the prefill is made of**, each a program of its own at the model's
+  shapes: one layer's seven projections (on the rows of one `lm.row_chunk_size(T)` chunk), one
+  layer's blockwise attention (global, and sliding-window where the model has it), and the
+  last position's logits ([1, d] by the [V, d] unembedding).
 
-The fraction of the matmul rate is (F / prefill time) / (matmul FLOPs / matmul time), per
-round; `--repeats` rounds after a warm-up call, median reported (best and CPU-time versions
-in the rows). F, the model's prefill FLOPs, counts every multiply-add of the matrix products
+All of them are timed in the same interleaved rounds (`interleaved_min`): after a warm-up call
+each, every round times one block of calls of every callable (about `BLOCK_S` seconds, at
+least one call), in an order rotated from round to round, and each callable's time is the
+minimum over its blocks, in wall time and in process CPU time separately: the block least
+disturbed by the rest of a shared host. The fraction of the matmul rate is
+(F / prefill time) / (dot FLOPs / dot time), and the *cap* the products set is F over the time
+they take alone, each counted as often as the prefill runs it, as a fraction of the same dot:
+measured by the same rule in the same rounds, the fraction and the cap are comparable, and
+their ratio (the cap's time over the prefill's, `prefill_over_cap_time` inverted) has no dot
+in it. Wall time is the judged number (the machine's rate is what both cores reach together);
+CPU time, which time-sharing disturbs far less, is recorded beside it (`cpu_fraction`,
+`matmul_ceiling_cpu_fraction`), but it does not charge a phase of the prefill that leaves a
+core idle, so it overstates a prefill with single-threaded stretches.
+
+F, the model's prefill FLOPs, counts every multiply-add of the matrix products
 as 2 FLOPs and nothing else (norms, RoPE, softmax exponentials, activations are not counted):
 
   F = Σ_layers [ 2·T·d·dh·(H + 2·KV)      q, k, v projections
@@ -31,20 +45,19 @@ lowers the fraction. `tests/benchmarks/test_lm_context.py` checks F against the 
 products of the compiled-from model's own program.
 
 Each row also records XLA's memory analysis of the compiled prefill (temporaries grow linearly
-in T), and the diagnostics that explain a fraction below the target, each as a fraction of the
-same matmul rate: one layer's seven projections alone at the model's shapes ([T, d] @ [d, ·]
-and back), one layer's blockwise attention alone (global, and sliding-window where the model
-has it), and the *matmul ceiling* they set together (the prefill's FLOPs over the time its
-projections and attention take at those rates, elementwise work free). A prefill below 80%
-whose ceiling is below 80% too is bound by the rate XLA's CPU matmuls reach at those shapes
-(T rows by d = 576 or 640 columns; score tiles contracting over head_dim = 64 and followed by
-an exp per score), not by the rest of the program. At the shortest length it checks that a prompt of another
-length in the same bucket (`forward(..., pad_to='bucket')`) compiles nothing new.
+in T), and every part's own fraction of the same rate (`projections_fraction`,
+`attention_global_fraction`, `attention_local_fraction`, `logits_fraction`). A prefill below 80%
+whose cap is below 80% too is bound by the rate XLA's CPU matmuls reach at those shapes (T rows
+by d = 576 or 640 columns; score tiles contracting over head_dim = 64 and followed by an exp per
+score; the logits, a matrix-vector product that reads the whole unembedding, 671 MB for
+Gemma-3's 262,144 × 640, once per prefill and so runs at memory bandwidth), not by the rest of
+the program. At the shortest length it checks that a prompt of another length in the same
+bucket (`forward(..., pad_to='bucket')`) compiles nothing new.
 
 The reference is the machine's float32 matmul peak, not a rate only an outsized product reaches:
 XLA's square dots of 1,024 and 4,096 run at the 2048 dot's rate within noise
 (`host.matmul.gflops_by_size`), and at 1,024 rows (the chunk size of longer prompts) one layer's
-seven projections timed alone reach it (the rows' `projection_fraction`). A fair bar for a prefill is this
+seven projections timed alone reach it (the rows' `projections_fraction`). A fair bar for a prefill is this
 peak: the products the prefill is made of can run at it.
 
 Long prompts: a layer's row-wise work (RMSNorm and the q, k, v projections; the output projection
@@ -66,15 +79,23 @@ means the target is out of reach unless the projections at these shapes or the a
 sliding-window layers of Gemma-3 (window 512) take 128-row tiles (`lm.auto_block_size(T, 512)`):
 a query block then reads 640 keys for the 512 it may attend, where 256-row tiles read 768. The
 tiles' elementwise work runs on rows flattened over (KV head, group member, query), so it splits
-evenly over two threads whatever the number of KV heads (SmolLM2 has 3). A row whose host was
-loaded beyond 1.5x its CPUs is recorded but not judged (``OVERLOAD``): a shared host slows the
-2048 dot beside the prefill differently from the prefill itself, which shows as fractions above
-100%.
+evenly over two threads whatever the number of KV heads (SmolLM2 has 3). A row is judged only
+when the 2048 dot's fastest block kept the host's CPUs busy (its CPU time over its wall time at
+least `BUSY_MIN` = 0.9 times the usable CPUs, `matmul_cores_busy`): on a host time-shared with
+other work the dot's threads wait for each other and it slows far more than a prefill with
+single-threaded stretches, which shows as wall-time fractions above 100%. (The 1-minute load
+average, recorded per row, is no such test: it lags by a minute and counts the benchmark's own
+threads.) A row that is not judged carries its CPU-time fraction and cap, named as such.
 
-`--quick` (SmolLM2-135M: the fraction at 256 tokens in 2 rounds; 512 tokens compiled for the
-memory exponent only; the 4,096 dot left out of the host's matmul record) takes about 20 CPU
-seconds; the default times 256, 1,024, 4,096 and 8,192 tokens in 3 rounds, and Gemma-3-270M (its 15 local layers with a
-512-token window and 3 global layers run through the same blockwise path).
+RoPE: a forward computes the rotation tables once per distinct (base, scale), outside the layer
+scan; computed inside each layer, XLA fused the sines and cosines into the rotation and
+evaluated them again for every head, which cost several times the rotation itself.
+
+`--quick` (SmolLM2-135M: the fraction at 256 tokens in 5 rounds; 512 tokens compiled for the
+memory exponent only; the 4,096 dot left out of the host's matmul record) takes about a minute
+on a quiet host; the default times 256, 1,024, 4,096 and 8,192 tokens in 3 rounds, and
+Gemma-3-270M (its 15 local layers with a 512-token window and 3 global layers run through the
+same blockwise path).
 """
 
 from __future__ import annotations
@@ -82,7 +103,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import statistics
 import time
 
 import jax
@@ -97,6 +117,8 @@ MATMUL_N = 2048
 TARGET_PERCENT = 80.0
 QUICK_LENGTHS = (256, 512)
 FULL_LENGTHS = (256, 1024, 4096, 8192)
+#: A timed block of calls lasts about this long (at least one call).
+BLOCK_S = 0.5
 
 
 # ---------------------------------------------------------------------------
@@ -141,7 +163,7 @@ def prefill_flops(config: lm.LMConfig, T: int, *, pairs=allowed_pairs) -> dict[s
 
 
 class MatmulClock:
-  """The machine's float32 matmul rate: `n` chained-free 2048³ dots, wall and CPU time."""
+  """The machine's float32 matmul rate: an `n` × `n` by `n` × `n` `jnp.dot` (the reference)."""
 
   def __init__(self, n: int = MATMUL_N):
     rng = np.random.default_rng(0)
@@ -150,54 +172,52 @@ class MatmulClock:
     self.flops = 2 * n**3
     self.dot = jax.jit(jnp.dot)
     jax.block_until_ready(self.dot(self.a, self.b))
-    self.single = min(self.window(1)[0] for _ in range(3))
+    self.single = min(_timed(lambda: self.dot(self.a, self.b), 1)[0] for _ in range(3))
 
-  def window(self, count: int) -> tuple[float, float]:
-    """(wall s, CPU s) of `count` dots."""
-    w0, c0 = time.perf_counter(), time.process_time()
-    out = [self.dot(self.a, self.b) for _ in range(count)]
-    jax.block_until_ready(out)
-    return time.perf_counter() - w0, time.process_time() - c0
+  def __call__(self) -> jax.Array:
+    return self.dot(self.a, self.b)
 
 
-def fractions(fn, flops: float, clock: MatmulClock, repeats: int) -> dict:
-  """Interleaved rounds (matmul window, fn, matmul window): fraction of the matmul rate.
-
-  The windows hold as many dots as fit in one call of `fn` (measured on the warm-up call), so
-  the rate `fn` is compared with was measured over a comparable stretch of time.
-  """
-  w0 = time.perf_counter()
-  jax.block_until_ready(fn())  # warm-up (compiled already)
-  count = max(1, round((time.perf_counter() - w0) / clock.single))
-  rounds = []
-  for _ in range(repeats):
-    wb, cb = clock.window(count)
-    w0, c0 = time.perf_counter(), time.process_time()
+def _timed(fn, calls: int) -> tuple[float, float]:
+  """(wall s, CPU s) per call of `calls` calls of `fn`, each waited for."""
+  w0, c0 = time.perf_counter(), time.process_time()
+  for _ in range(calls):
     jax.block_until_ready(fn())
-    w, c = time.perf_counter() - w0, time.process_time() - c0
-    wa, ca = clock.window(count)
-    mm_wall = count * clock.flops / ((wb + wa) / 2)
-    mm_cpu = count * clock.flops / ((cb + ca) / 2)
-    rounds.append(
-      dict(
-        wall_s=w,
-        cpu_s=c,
-        matmul_gflops=mm_wall / 1e9,
-        gflops=flops / w / 1e9,
-        fraction=flops / w / mm_wall,
-        cpu_fraction=flops / c / mm_cpu,
-      )
-    )
-  frac = [r["fraction"] for r in rounds]
-  cpu = [r["cpu_fraction"] for r in rounds]
-  return dict(
-    fraction_median=statistics.median(frac),
-    fraction_max=max(frac),
-    cpu_fraction_median=statistics.median(cpu),
-    best_wall_s=min(r["wall_s"] for r in rounds),
-    matmul_dots_per_window=count,
-    rounds=rounds,
-  )
+  return (time.perf_counter() - w0) / calls, (time.process_time() - c0) / calls
+
+
+def interleaved_min(fns: dict, repeats: int, block_s: float = BLOCK_S) -> dict:
+  """Per-call wall and CPU time of each callable: the minimum over interleaved blocks.
+
+  After one warm-up call each (which sizes a block to about `block_s`, at least one call),
+  `repeats` rounds time one block of every callable, the order rotated from round to round;
+  each callable's time is the minimum over its blocks (wall and CPU time separately), the
+  block least disturbed by the rest of a shared host. Every callable of a length (the
+  prefill, the reference dot, the products the prefill is made of) is measured by the same
+  rule in the same rounds, so the fractions they give are comparable.
+
+  Args:
+    fns: name -> zero-argument callable returning arrays (compiled already).
+    repeats: rounds (>= 1).
+    block_s: the target length of a block, seconds.
+
+  Returns:
+    name -> {'wall_s', 'cpu_s' (the minima per call), 'calls_per_block', 'blocks': [[wall, cpu]
+    per call, one per round]}.
+  """
+  out = {}
+  for name, fn in fns.items():
+    w, _ = _timed(fn, 1)
+    out[name] = dict(calls_per_block=max(1, round(block_s / max(w, 1e-6))), blocks=[])
+  names = list(fns)
+  for r in range(repeats):
+    for name in names[r % len(names) :] + names[: r % len(names)]:
+      w, c = _timed(fns[name], out[name]["calls_per_block"])
+      out[name]["blocks"].append([w, c])
+  for m in out.values():
+    m["wall_s"] = min(b[0] for b in m["blocks"])
+    m["cpu_s"] = min(b[1] for b in m["blocks"])
+  return out
 
 
 def _matmul_sizes(sizes) -> dict[str, float]:
@@ -264,17 +284,20 @@ def layer_matmul_shapes(config: lm.LMConfig, T: int) -> list[tuple[int, int, int
   ]
 
 
-def _diagnostics(config, T, clock, repeats):
-  """What bounds the prefill: its matrix products at their real shapes, timed alone.
+def _parts(config, params, T):
+  """The matrix products a T-token prefill is made of, each as a program of its own.
 
-  * one layer's seven projections (one program of seven independent dots of the model's
+  * 'projections': one layer's seven projections (seven independent dots of the model's
     shapes, on the `lm.row_chunk_size(T)` rows of one chunk as the model runs them, no
     elementwise work between them);
-  * one layer's blockwise attention (global, and the sliding-window kind where the model has
-    one);
-  * the ceiling they set together: the prefill's FLOPs over the time its projections and
-    attention would take at those rates (norms, RoPE, activations, residual adds and the
-    logits cost nothing in it), as a fraction of the same matmul rate.
+  * 'attention_global' (and 'attention_local' where the model has sliding-window layers and
+    T exceeds the window): one layer's blockwise attention;
+  * 'logits': the last position's logits, [1, d] by the model's [V, d] unembedding (a
+    matrix-vector product: it reads the whole V × d matrix once, so memory bandwidth, not
+    the matmul rate, bounds it).
+
+  Returns:
+    name -> (zero-argument callable, its FLOPs, how many times the prefill runs it).
   """
   rng = np.random.default_rng(T)
   H, KV, dh = config.n_heads, config.n_kv_heads, config.head_dim
@@ -283,11 +306,15 @@ def _diagnostics(config, T, clock, repeats):
   v = jnp.asarray(rng.standard_normal((1, T, KV, dh)), jnp.float32)
   pos = jnp.arange(T, dtype=jnp.int32)[None]
   valid = jnp.ones((1, T), bool)
-  out = {}
-  kinds = {"global": None}
+  n_global = sum(config.global_flags())
+  n_local = config.n_layers - n_global
+  parts = {}
+  kinds = {"global": (None, n_global)}
   if config.sliding_window is not None and config.sliding_window < T:
-    kinds["local"] = config.sliding_window
-  for kind, window in kinds.items():
+    kinds["local"] = (config.sliding_window, n_local)
+  else:  # the window covers the prompt: a local layer does a global layer's work
+    kinds["global"] = (None, config.n_layers)
+  for kind, (window, times) in kinds.items():
     attn = jax.jit(
       lambda q, k, v, window=window: lm.blockwise_attention(
         q,
@@ -301,33 +328,61 @@ def _diagnostics(config, T, clock, repeats):
         block_size=lm.auto_block_size(T, window),
       )
     )
-    jax.block_until_ready(attn(q, k, v))
-    a = fractions(lambda: attn(q, k, v), 4 * H * dh * allowed_pairs(T, window), clock, repeats)
-    prefix = "attention_layer" if kind == "global" else "attention_local_layer"
-    out[f"{prefix}_fraction"] = a["fraction_median"]
-    out[f"{prefix}_cpu_fraction"] = a["cpu_fraction_median"]
+    parts[f"attention_{kind}"] = (
+      lambda attn=attn: attn(q, k, v),
+      4 * H * dh * allowed_pairs(T, window),
+      times,
+    )
   # the rows each product runs on: the model's row-wise work goes in chunks of row_chunk_size
-  shapes = layer_matmul_shapes(config, lm.row_chunk_size(T))
+  chunk = lm.row_chunk_size(T)
+  shapes = layer_matmul_shapes(config, chunk)
   xs = [jnp.asarray(rng.standard_normal((m, kk)), jnp.float32) for m, kk, _ in shapes]
   ws = [jnp.asarray(rng.standard_normal((kk, n)), jnp.float32) for _, kk, n in shapes]
   dots = jax.jit(lambda xs, ws: [x @ w for x, w in zip(xs, ws)])
-  jax.block_until_ready(dots(xs, ws))
-  proj_flops = sum(2 * m * kk * n for m, kk, n in shapes)
-  p = fractions(lambda: dots(xs, ws), proj_flops, clock, repeats)
-  out["projection_fraction"] = p["fraction_median"]
-  out["projection_cpu_fraction"] = p["cpu_fraction_median"]
-  # The ceiling: the prefill's FLOPs over the time of its projections and attention alone.
-  fl = prefill_flops(config, T)
-  n_global = sum(config.global_flags())
-  n_local = config.n_layers - n_global
-  for tag in ("", "cpu_"):
-    t_proj = fl["projections"] / out[f"projection_{tag}fraction"]
-    t_attn = n_global * 4 * H * dh * allowed_pairs(T, None) / out[f"attention_layer_{tag}fraction"]
-    if n_local:
-      local_frac = out.get(f"attention_local_layer_{tag}fraction")
-      local_flops = n_local * 4 * H * dh * allowed_pairs(T, config.sliding_window)
-      t_attn += local_flops / (local_frac or out[f"attention_layer_{tag}fraction"])
-    out[f"matmul_ceiling_{tag}fraction"] = fl["total"] / (t_proj + t_attn)
+  parts["projections"] = (
+    lambda: dots(xs, ws),
+    sum(2 * m * kk * n for m, kk, n in shapes),
+    config.n_layers * T / chunk,
+  )
+  w_u = lm.unembedding(params, config)
+  h = jnp.asarray(rng.standard_normal((1, config.d_model)), jnp.float32)
+  logits = jax.jit(lambda h, w: jnp.einsum("bd,vd->bv", h, w))
+  parts["logits"] = (lambda: logits(h, w_u), 2 * config.d_model * config.vocab_size, 1)
+  for fn, _, _ in parts.values():
+    jax.block_until_ready(fn())  # compiled before any timing
+  return parts
+
+
+def _cores_busy(m) -> float:
+  """CPU time over wall time of a callable's fastest block (wall): the CPUs it kept busy."""
+  wall, cpu = min(m["blocks"])
+  return cpu / wall
+
+
+def _fractions(meas, parts, flops, clock) -> dict:
+  """The row's fractions of the matmul rate from `interleaved_min`'s minima.
+
+  For tag '' (wall time) and 'cpu_' (process CPU time): the prefill's, each part's, and the
+  cap its matrix products set (the prefill's FLOPs over the time its parts take, each timed
+  alone, times how often the prefill runs it: norms, RoPE, activations, residual adds and
+  the rest of the program cost nothing in it). Each is a fraction of the reference dot's
+  rate in the same rounds, so the prefill's fraction over the cap is the cap's time over the
+  prefill's time, with no dot in it.
+  """
+  out = {}
+  for tag, key in (("", "wall_s"), ("cpu_", "cpu_s")):
+    rate = clock.flops / meas["matmul"][key]
+    out[f"{tag}fraction"] = flops / meas["prefill"][key] / rate
+    t_cap = 0.0
+    for name, (_, part_flops, times) in parts.items():
+      t = meas[name][key]
+      out[f"{name}_{tag}fraction"] = part_flops / t / rate
+      t_cap += times * t
+    out[f"matmul_ceiling_{tag}fraction"] = flops / t_cap / rate
+    out[f"matmul_{tag}gflops"] = rate / 1e9
+  out["prefill_over_cap_time"] = meas["prefill"]["wall_s"] / (
+    flops / out["matmul_ceiling_fraction"] / (out["matmul_gflops"] * 1e9)
+  )
   return out
 
 
@@ -373,6 +428,7 @@ def run_model(name, config, params, lengths, clock, repeats, *, bucket_check, ti
       tokens=T,
       head_dim=config.head_dim,
       d_model=config.d_model,
+      vocab=config.vocab_size,
       attention="blockwise" if T >= lm.BLOCKWISE_MIN_QUERIES else "dense",
       block_size=lm.auto_block_size(T),
       local_block_size=lm.auto_block_size(T, config.sliding_window),
@@ -382,17 +438,25 @@ def run_model(name, config, params, lengths, clock, repeats, *, bucket_check, ti
     )
     if timed is None or T in timed:
       load_before = os.getloadavg()
-      meas = fractions(lambda: compiled(params, tokens), fl["total"], clock, repeats)
+      parts = _parts(config, params, T)
+      fns = {"matmul": clock, "prefill": lambda: compiled(params, tokens)}
+      fns.update({name: fn for name, (fn, _, _) in parts.items()})
+      meas = interleaved_min(fns, repeats)
       row.update(
-        **meas,
+        **_fractions(meas, parts, fl["total"], clock),
+        wall_s=meas["prefill"]["wall_s"],
+        cpu_s=meas["prefill"]["cpu_s"],
+        rounds=repeats,
+        timings=meas,
+        matmul_cores_busy=_cores_busy(meas["matmul"]),
+        usable_cpus=_usable_cpus(),
         load_average_before=[round(x, 2) for x in load_before],
         load_average_after=[round(x, 2) for x in os.getloadavg()],
       )
-      row.update(_diagnostics(config, T, clock, repeats))
     if bucket_check and i == 0:
       row["bucket"] = _bucket_check(config, params, T)
     rows.append(row)
-    print(json.dumps({k: v for k, v in row.items() if k != "rounds"}), flush=True)
+    print(json.dumps({k: v for k, v in row.items() if k != "timings"}), flush=True)
   return rows
 
 
@@ -410,35 +474,45 @@ def _host() -> dict:
   return host
 
 
-def _why(row) -> str:
-  """What a row below the target is made of, from its diagnostics."""
-  fl = row["flops"]
+def _parts_note(row, tag: str = "") -> str:
+  """The fractions of the parts the cap is made of, for a summary note."""
   local = (
-    f", a sliding-window layer's at {100 * row['attention_local_layer_fraction']:.0f}%"
-    if "attention_local_layer_fraction" in row
+    f", a sliding-window layer's at {100 * row[f'attention_local_{tag}fraction']:.0f}%"
+    if f"attention_local_{tag}fraction" in row
     else ""
   )
   return (
-    f"CPU-time fraction {100 * row['cpu_fraction_median']:.0f}%. Timed alone, one layer's "
-    f"seven projections at their real shapes run at {100 * row['projection_fraction']:.0f}% of "
-    f"the 2048 dot's rate (CPU time {100 * row['projection_cpu_fraction']:.0f}%) and one "
-    f"layer's blockwise attention at {100 * row['attention_layer_fraction']:.0f}% (CPU time "
-    f"{100 * row['attention_layer_cpu_fraction']:.0f}%){local}; attention is "
-    f"{100 * fl['attention'] / fl['total']:.0f}% of the FLOPs. Together they cap the prefill "
-    f"at {100 * row['matmul_ceiling_fraction']:.0f}% (CPU time "
-    f"{100 * row['matmul_ceiling_cpu_fraction']:.0f}%) before any of its elementwise work "
-    f"(norms, RoPE, activations, residual adds): with head_dim {row['head_dim']} each score "
-    f"costs {4 * row['head_dim']} matmul FLOPs but also a max, an exp and a row sum, which are "
-    "not matrix products, and the projections' shapes (T rows, at most "
-    f"{lm.ROW_CHUNK:,} per chunk, d = "
-    "{} columns) run below the square 2048 dot.".format(row["d_model"])
+    f"one layer's seven projections at their real shapes run at "
+    f"{100 * row[f'projections_{tag}fraction']:.0f}% of the 2048 dot's rate, one global "
+    f"layer's blockwise attention at {100 * row[f'attention_global_{tag}fraction']:.0f}%"
+    f"{local}, the last position's logits (a matrix-vector product over the {row['vocab']:,} x "
+    f"{row['d_model']} unembedding, bound by memory bandwidth) at "
+    f"{100 * row[f'logits_{tag}fraction']:.1f}%"
   )
 
 
-#: A row measured while the 1-minute load average exceeded this many times the usable CPUs is
-#: not judged: the prefill and the matmul windows beside it then see different contention
-#: (fractions above 100% on such a host), so neither wall nor CPU time resolves the fraction.
-OVERLOAD = 1.5
+def _why(row) -> str:
+  """What a row below the target is made of, from its parts' fractions."""
+  fl = row["flops"]
+  return (
+    f"In CPU time {100 * row['cpu_fraction']:.0f}% (cap {100 * row['matmul_ceiling_cpu_fraction']:.0f}%). "
+    f"Timed alone in the same rounds, {_parts_note(row)}; attention is "
+    f"{100 * fl['attention'] / fl['total']:.0f}% of the FLOPs. Together they cap the prefill "
+    f"at {100 * row['matmul_ceiling_fraction']:.0f}% before any of its elementwise work "
+    f"(norms, RoPE, activations, residual adds), and the prefill takes "
+    f"{row['prefill_over_cap_time']:.2f}x the time of its products alone: with head_dim "
+    f"{row['head_dim']} each score costs {4 * row['head_dim']} matmul FLOPs but also a max, an "
+    "exp and a row sum, which are not matrix products, and the projections' shapes (T rows, at "
+    f"most {lm.ROW_CHUNK:,} per chunk, d = {row['d_model']} columns) run below the square 2048 "
+    "dot."
+  )
+
+
+#: A row is judged only when the reference dot's fastest block kept at least this fraction of
+#: the usable CPUs busy (CPU time / wall time): otherwise the host's other work slowed the dot
+#: (whose threads wait for each other) and the prefill differently, and wall time does not
+#: resolve the fraction (fractions above 100% on such a host).
+BUSY_MIN = 0.9
 
 
 def _usable_cpus() -> int:
@@ -449,21 +523,21 @@ def _usable_cpus() -> int:
 
 
 def _overloaded(row) -> bool:
-  load = max(row["load_average_before"][0], row["load_average_after"][0])
-  return load > OVERLOAD * _usable_cpus()
+  return row["matmul_cores_busy"] < BUSY_MIN * row["usable_cpus"]
 
 
 def summarize(rows, model_names) -> list[dict]:
   out = []
   for r in rows:
-    if "fraction_median" not in r:  # compiled for its memory only (--quick)
+    if "fraction" not in r:  # compiled for its memory only (--quick)
       continue
-    value = 100 * r["fraction_median"]
+    value = 100 * r["fraction"]
     met = value >= TARGET_PERCENT
     note = (
-      f"median of {len(r['rounds'])} rounds; best {100 * r['fraction_max']:.0f}%, "
-      f"CPU-time fraction {100 * r['cpu_fraction_median']:.0f}%; its matmuls alone (projections "
-      f"and attention at their shapes) cap it at {100 * r['matmul_ceiling_fraction']:.0f}%"
+      f"minimum of {r['rounds']} interleaved blocks; CPU-time fraction "
+      f"{100 * r['cpu_fraction']:.0f}%; its matrix products alone cap it at "
+      f"{100 * r['matmul_ceiling_fraction']:.0f}% (CPU time "
+      f"{100 * r['matmul_ceiling_cpu_fraction']:.0f}%)"
     )
     out.append(
       bench.summary(
@@ -475,11 +549,6 @@ def summarize(rows, model_names) -> list[dict]:
         note=note if met else _why(r),
       )
     )
-    local = (
-      f", a sliding-window layer's {100 * r['attention_local_layer_fraction']:.0f}%"
-      if "attention_local_layer_fraction" in r
-      else ""
-    )
     out.append(
       bench.summary(
         f"{model_names[r['model']]} prefill, {r['tokens']:,} tokens: the cap its matrix "
@@ -487,23 +556,32 @@ def summarize(rows, model_names) -> list[dict]:
         round(100 * r["matmul_ceiling_fraction"], 1),
         f">= {TARGET_PERCENT:g}",
         unit="%",
-        note=f"one layer's seven projections run at {100 * r['projection_fraction']:.0f}% of "
-        f"the 2048 dot's rate, one global layer's blockwise attention at "
-        f"{100 * r['attention_layer_fraction']:.0f}%{local}; the prefill reaches "
-        f"{100 * r['fraction_median'] / r['matmul_ceiling_fraction']:.0f}% of this cap. Below "
-        f"{TARGET_PERCENT:g}%, the target is out of reach unless the projections run faster "
-        "at these shapes or the attention layer does: the rest of the prefill (norms, RoPE, "
-        "activations, residual adds) is not what holds it back",
+        note=f"{_parts_note(r)} (minima of the same interleaved blocks as the prefill's); the "
+        f"prefill reaches {100 * r['fraction'] / r['matmul_ceiling_fraction']:.0f}% of this cap "
+        f"(CPU time {100 * r['cpu_fraction'] / r['matmul_ceiling_cpu_fraction']:.0f}%). Below "
+        f"{TARGET_PERCENT:g}%, the target is out of reach unless these products run faster at "
+        "these shapes: the rest of the prefill (norms, RoPE, activations, residual adds) is not "
+        "what holds it back",
       )
     )
     if _overloaded(r):
-      for entry in out[-2:]:
+      # wall time on such a host is noise (fractions above 100%): the entries carry the CPU-time
+      # values instead, named as such, and are not judged
+      cpu_values = (r["cpu_fraction"], r["matmul_ceiling_cpu_fraction"])
+      for entry, cpu_value in zip(out[-2:], cpu_values):
+        entry["name"] += " per CPU second (host loaded: not judged)"
+        entry["value"] = round(100 * cpu_value, 1)
         entry["met"] = False  # never a pass on a measurement the host could not resolve
         entry["note"] = (
-          f"not judged: the 1-minute load average was {r['load_average_before'][0]:.1f} before "
-          f"and {r['load_average_after'][0]:.1f} after on a host of "
-          f"{_usable_cpus()} usable CPUs, and the 2048 dot beside it ran at "
-          f"{statistics.median(x['matmul_gflops'] for x in r['rounds']):.0f} GFLOP/s. "
+          f"not judged: the 2048 dot's fastest block kept {r['matmul_cores_busy']:.2f} of the "
+          f"host's {r['usable_cpus']} usable CPUs busy (at least {BUSY_MIN:g} x needed) and ran "
+          f"at {r['matmul_gflops']:.0f} GFLOP/s (wall); the 1-minute load average was "
+          f"{r['load_average_before'][0]:.1f} before and {r['load_average_after'][0]:.1f} after. "
+          "The value is per CPU second, which a "
+          "shared host disturbs far less but which does not charge a phase that leaves a core "
+          f"idle: the prefill {100 * r['cpu_fraction']:.0f}%, the cap "
+          f"{100 * r['matmul_ceiling_cpu_fraction']:.0f}% (wall time: the prefill "
+          f"{100 * r['fraction']:.0f}%, the cap {100 * r['matmul_ceiling_fraction']:.0f}%). "
           + entry["note"]
         )
   for model in model_names:
@@ -542,7 +620,9 @@ def parse_args(argv=None):
   p = bench.parser(NAME, __doc__)
   p.add_argument("--lengths", default=None, help="comma-separated prompt lengths")
   p.add_argument("--models", default=None, help="smollm2 and/or gemma3, comma-separated")
-  p.add_argument("--repeats", type=int, default=None, help="rounds (default 3; quick: 2)")
+  p.add_argument(
+    "--repeats", type=int, default=None, help="interleaved rounds (default 3; quick: 5)"
+  )
   return p.parse_args(argv)
 
 
@@ -554,7 +634,7 @@ MODELS = {
 
 def main(argv=None):
   args = parse_args(argv)
-  repeats = args.repeats or (2 if args.quick else 3)
+  repeats = args.repeats or (5 if args.quick else 3)
   lengths = (
     [int(x) for x in args.lengths.split(",")]
     if args.lengths
@@ -572,7 +652,8 @@ def main(argv=None):
     best_single_s=clock.single,
     gflops=clock.flops / clock.single / 1e9,
     gflops_by_size=_matmul_sizes((1024, 2048) if args.quick else (1024, 2048, 4096)),
-    note="the denominator of every fraction is the 2048 dot measured beside each prefill; "
+    note="the denominator of every fraction is the 2048 dot's best block in the rounds of the "
+    "row's own length; "
     "gflops_by_size: best of 3 single dots of other sizes at the start, for context",
   )
   rows = []

@@ -353,11 +353,25 @@ def apply_rope(
     )
   if not jnp.issubdtype(jnp.result_type(positions), jnp.integer):
     raise TypeError(f"positions must be integers, got {jnp.result_type(positions)}")
-  dh = x.shape[-1]
+  return _rotate(x, *_rope_table(positions, x.shape[-1], base, scale), layout)
+
+
+def _rope_table(positions, dh: int, base, scale):
+  """(cos, sin) of the RoPE angles, each float32 [B, T, 1, dh/2] (see `apply_rope`).
+
+  A forward computes the tables once per distinct (base, scale) and every layer of that kind
+  reads them: computed inside a layer, the sines and cosines are fused into the rotation and
+  evaluated again for every head (several times the cost of the rotation itself).
+  """
   inv_freq = jnp.asarray(base, jnp.float32) ** (-jnp.arange(0, dh, 2, dtype=jnp.float32) / dh)
   pos = positions.astype(jnp.float32) / jnp.asarray(scale, jnp.float32)
   ang = pos[:, :, None, None] * inv_freq  # [B, T, 1, dh/2]
-  cos, sin = jnp.cos(ang), jnp.sin(ang)
+  return jnp.cos(ang), jnp.sin(ang)
+
+
+def _rotate(x, cos, sin, layout: str):
+  """x [B, T, N, dh] rotated by the angles whose (cos, sin) are [B, T, 1, dh/2]: float32."""
+  dh = x.shape[-1]
   x = x.astype(jnp.float32)
   if layout == "neox":
     x1, x2 = x[..., : dh // 2], x[..., dh // 2 :]
@@ -395,11 +409,14 @@ def _layer(
   block_size: int | None = None,
   local_block_size: int | None = None,
   attn_rows=None,
+  rope_tables=None,
 ):
   """One transformer block. x: [B, T, d]; xs: this layer's params and extras.
 
   The blockwise path tiles a global layer by `block_size` and a sliding-window layer by
-  `local_block_size` (None: the same).
+  `local_block_size` (None: the same). `rope_tables`: the RoPE (cos, sin) tables of every
+  layer, or those of the (global, local) layers, computed once per forward; None: this layer
+  computes its own from the scanned (base, scale).
   """
   lp, (rope_base, rope_scale), is_global, abl_mask, abl_mean, ck, cv = xs
   B, T, _ = x.shape
@@ -419,8 +436,15 @@ def _layer(
   if config.qk_norm:
     q = rms_norm(q, lp["q_norm"], config.norm_eps)
     k = rms_norm(k, lp["k_norm"], config.norm_eps)
-  q = apply_rope(q, positions, rope_base, config.rope_layout, rope_scale)
-  k = apply_rope(k, positions, rope_base, config.rope_layout, rope_scale)
+  if rope_tables is None:
+    cos, sin = _rope_table(positions, config.head_dim, rope_base, rope_scale)
+  elif len(rope_tables) == 1:
+    cos, sin = rope_tables[0]
+  else:  # (global, local) tables, picked by the layer's scanned flag
+    (cg, sg), (cl, sl) = rope_tables
+    cos, sin = jnp.where(is_global, cg, cl), jnp.where(is_global, sg, sl)
+  q = _rotate(q, cos, sin, config.rope_layout)
+  k = _rotate(k, cos, sin, config.rope_layout)
 
   if ck is None:  # no cache: the keys are this call's tokens
     k_all, v_all = k, v
@@ -647,6 +671,12 @@ def _forward(
     jnp.float32,
   )
   is_global = jnp.asarray(flags, bool)
+  # the RoPE tables, once per forward: one (base, scale) for every layer, or a global and a
+  # local one
+  kinds = [(config.rope_base, config.rope_scale)]
+  if config.rope_base_local is not None and not all(flags):
+    kinds = ([kinds[0]] if any(flags) else []) + [(config.rope_base_local, 1.0)]
+  rope_tables = tuple(_rope_table(positions, config.head_dim, b, s) for b, s in kinds)
   if ablation is not None:
     abl_mask = ablation.mask.astype(bool)
     if abl_mask.ndim == 3:  # per-row head sets [B, L, H]: scanned over layers as [L, B, H]
@@ -685,6 +715,7 @@ def _forward(
     block_size=block_size,
     local_block_size=local_block_size,
     attn_rows=attn_rows,
+    rope_tables=rope_tables,
   )
   xs = (
     layer_params,

@@ -1,6 +1,7 @@
 """The prefill FLOP count of benchmarks/lm_context.py against the model's own program."""
 
 import math
+import time
 
 import jax
 import jax.extend as jex
@@ -77,27 +78,97 @@ def test_layer_matmul_shapes_carry_the_projection_flops(config):
   assert per_layer * config.n_layers == lm_context.prefill_flops(config, T)["projections"]
 
 
-def test_overloaded_rows_are_not_judged():
+def _row(**kw):
   row = {
     "model": "m",
     "tokens": 256,
-    "fraction_median": 1.2,
-    "fraction_max": 1.2,
-    "cpu_fraction_median": 0.9,
+    "head_dim": 64,
+    "d_model": 8,
+    "vocab": 100,
+    "flops": {"attention": 1, "total": 10},
+    "fraction": 1.2,
+    "cpu_fraction": 0.9,
     "matmul_ceiling_fraction": 1.0,
-    "projection_fraction": 0.9,
-    "attention_layer_fraction": 0.7,
-    "load_average_before": [1000.0, 0.0, 0.0],
-    "load_average_after": [1000.0, 0.0, 0.0],
-    "rounds": [{"matmul_gflops": 19.0}],
+    "matmul_ceiling_cpu_fraction": 0.95,
+    "prefill_over_cap_time": 0.83,
+    "matmul_gflops": 19.0,
+    "rounds": 3,
+    "load_average_before": [1.0, 0.0, 0.0],
+    "load_average_after": [1.0, 0.0, 0.0],
+    "matmul_cores_busy": 0.5,  # the reference dot's threads waited for the CPUs
+    "usable_cpus": 2,
   }
+  for tag in ("", "cpu_"):
+    for part in ("projections", "attention_global", "logits"):
+      row[f"{part}_{tag}fraction"] = 0.5
+  row.update(kw)
+  return row
+
+
+def test_overloaded_rows_are_not_judged():
+  row = _row()
   entries = lm_context.summarize([row], {"m": "M"})
   assert len(entries) == 2  # the fraction and the cap its matrix products set
   assert all(e["met"] is False and e["note"].startswith("not judged") for e in entries)
-  row["load_average_before"] = row["load_average_after"] = [0.0, 0.0, 0.0]
+  assert all("the prefill 90%, the cap 95%" in e["note"] for e in entries)  # CPU time
+  assert [e["value"] for e in entries] == [90.0, 95.0]  # wall time is noise there
+  assert all(e["name"].endswith("per CPU second (host loaded: not judged)") for e in entries)
+  row["matmul_cores_busy"] = 1.79  # just under 0.9 x 2 CPUs
+  assert all(e["met"] is False for e in lm_context.summarize([row], {"m": "M"})[:2])
+  row["matmul_cores_busy"] = 1.81
   fraction, cap = lm_context.summarize([row], {"m": "M"})
   assert fraction["met"] is True and fraction["value"] == 120.0
   assert cap["met"] is True and cap["value"] == 100.0 and "reaches 120% of this cap" in cap["note"]
   row["matmul_ceiling_fraction"] = 0.7
   _, cap = lm_context.summarize([row], {"m": "M"})
   assert cap["met"] is False and cap["value"] == 70.0
+
+
+def test_interleaved_min_takes_each_callables_fastest_block():
+  """Blocks alternate between the callables, and each one's time is its fastest block."""
+  calls = []
+  slow = iter([True, False, True, False, True, False])
+
+  def a():
+    calls.append("a")
+    if next(slow, False):
+      time.sleep(0.02)
+    return jax.numpy.zeros(())
+
+  def b():
+    calls.append("b")
+    return jax.numpy.zeros(())
+
+  out = lm_context.interleaved_min({"a": a, "b": b}, repeats=3, block_s=0.0)
+  assert out["a"]["calls_per_block"] == out["b"]["calls_per_block"] == 1
+  # warm-ups, then rounds in rotated order: (a, b), (b, a), (a, b)
+  assert calls == ["a", "b", "a", "b", "b", "a", "a", "b"]
+  assert len(out["a"]["blocks"]) == 3
+  assert out["a"]["wall_s"] == min(w for w, _ in out["a"]["blocks"]) < 0.02
+
+
+def test_cores_busy_reads_the_fastest_wall_block():
+  m = {"blocks": [[2.0, 3.9], [1.0, 1.9], [1.5, 2.0]]}
+  assert lm_context._cores_busy(m) == pytest.approx(1.9)
+
+
+def test_fractions_share_one_reference_rate():
+  """The prefill over its cap is the cap's time over the prefill's: the dot cancels."""
+
+  class Clock:
+    flops = 100.0
+
+  meas = {
+    "matmul": {"wall_s": 1.0, "cpu_s": 2.0},
+    "prefill": {"wall_s": 4.0, "cpu_s": 6.0},
+    "projections": {"wall_s": 1.0, "cpu_s": 1.5},
+    "logits": {"wall_s": 0.5, "cpu_s": 0.5},
+  }
+  parts = {"projections": (None, 50.0, 2), "logits": (None, 10.0, 1)}
+  f = lm_context._fractions(meas, parts, 200.0, Clock())
+  assert f["fraction"] == pytest.approx(200 / 4 / 100)
+  assert f["cpu_fraction"] == pytest.approx(200 / 6 / 50)
+  assert f["matmul_ceiling_fraction"] == pytest.approx(200 / 2.5 / 100)
+  assert f["matmul_ceiling_cpu_fraction"] == pytest.approx(200 / 3.5 / 50)
+  assert f["projections_fraction"] == pytest.approx(50 / 1 / 100)
+  assert f["prefill_over_cap_time"] == pytest.approx(4 / 2.5)
