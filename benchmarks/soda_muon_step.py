@@ -24,10 +24,11 @@ per run and step, against about 5 MFLOP for the forward and backward pass at bat
 so the split (one orthogonalisation per run instead of two) is the available saving; the
 arithmetic itself is unchanged.
 
-The optimizers are the library's (``jaxpapers.soda.soda`` over optax's AdamW and Muon) with the
-grid of the experiment's ``configs/default.py`` (read from the file); the group step below (an
-MLP on sklearn's digits, every family's update computed and the run's own selected, the
-experiment's learning-rate schedule) is the experiment's layout, written out here.
+The model, optimizers and schedule are the library's (``jaxpapers.soda.DigitsMLP``,
+``horizon_optimizer``: ``soda`` over optax's AdamW and Muon on a warmup-stable-decay schedule)
+with the grid of the experiment's ``configs/default.py`` (read from the file); the group step
+below (every family's update computed and the run's own selected) is the experiment's layout,
+written out here.
 
 The record (:mod:`jaxpapers.core.benchmark`, ``benchmarks/results/soda_muon_step.json`` by
 default) keeps these numbers at its top level (``ms_per_run_step``, ``muon_over_adam_after``,
@@ -52,61 +53,17 @@ from jaxpapers.core import benchmark as bench
 NAME = "soda_muon_step"
 
 
-class MLP(nnx.Module):
-  """64 -> hidden -> hidden -> 10 with ReLU (the experiment's digits model)."""
-
-  def __init__(self, hidden: int, *, rngs: nnx.Rngs):
-    self.fc1 = nnx.Linear(64, hidden, rngs=rngs)
-    self.fc2 = nnx.Linear(hidden, hidden, rngs=rngs)
-    self.out = nnx.Linear(hidden, 10, rngs=rngs)
-
-  def __call__(self, x):  # [B, 64] -> [B, 10]
-    return self.out(jax.nn.relu(self.fc2(jax.nn.relu(self.fc1(x)))))
-
-
-def hidden_mask(params):
-  """True on the 2-D kernels but the output layer's (Muon's matrices)."""
-
-  def is_hidden(path, x):
-    names = [str(getattr(p, "key", getattr(p, "name", p))) for p in path]
-    return x.ndim == 2 and "out" not in names
-
-  return jax.tree_util.tree_map_with_path(is_hidden, params)
-
-
-def schedule(peak, total, cfg):
-  """Warmup, constant, linear decay over the last ``cooldown_frac`` (``total`` traced)."""
-  warm = jnp.maximum(1.0, jnp.round(cfg.warmup_frac * total))
-  cool = jnp.maximum(1.0, jnp.round(cfg.cooldown_frac * total))
-
-  def lr(count):
-    c = count.astype(jnp.float32)
-    w = jnp.minimum(1.0, (c + 1.0) / warm) if cfg.warmup_frac > 0 else 1.0
-    return peak * jnp.minimum(w, jnp.clip((total - c) / cool, 0.0, 1.0))
-
-  return lr
-
-
 def make_tx(family, hp, cfg):
-  """One run's optimizer; ``hp`` values are traced (vmapped) scalars."""
-  lr = schedule(hp["lr"], hp["total"], cfg)
-  if family == "adamw":
-    return optax.adamw(lr, b1=cfg.b1, b2=cfg.b2, weight_decay=hp["wd"])
-  if family == "soda_adamw":
-    return soda.soda(optax.adamw(lr, b1=cfg.b1, b2=cfg.b2, weight_decay=0.0))
-  dims = lambda p: jax.tree.map(
-    lambda h: optax.contrib.MuonDimensionNumbers() if h else None, hidden_mask(p)
+  """One run's optimizer (the library's horizon study); ``hp`` values are traced scalars."""
+  return soda.horizon_optimizer(
+    family,
+    hp,
+    b1=cfg.b1,
+    b2=cfg.b2,
+    warmup_frac=cfg.warmup_frac,
+    cooldown_frac=cfg.cooldown_frac,
+    hidden_mask=soda.mlp_hidden_mask,
   )
-  base = optax.contrib.muon(
-    lr,
-    weight_decay=hp["wd"] if family == "muon" else 0.0,
-    adam_learning_rate=schedule(hp["adam_lr"], hp["total"], cfg),
-    adam_b1=cfg.b1,
-    adam_b2=cfg.b2,
-    adam_weight_decay=0.0,
-    muon_weight_dimension_numbers=dims,
-  )
-  return base if family == "muon" else soda.soda(base, mask=hidden_mask)
 
 
 def family_grid(cfg):
@@ -140,7 +97,7 @@ def build(families, runs, seeds, steps, cfg, data):
   (``hp["arm"]``): under ``vmap`` every family's update is computed for every run.
   """
   xs, ys = data
-  graphdef, _ = nnx.split(MLP(cfg.hidden, rngs=nnx.Rngs(0)))
+  graphdef, _ = nnx.split(soda.DigitsMLP(cfg.hidden, rngs=nnx.Rngs(0)))
   fams, hps = zip(*runs)
   per_run = lambda v: jnp.asarray([x for x in v for _ in range(seeds)], jnp.float32)
   hp = {
@@ -157,7 +114,7 @@ def build(families, runs, seeds, steps, cfg, data):
     return optax.softmax_cross_entropy_with_integer_labels(logits, batch[1]).mean()
 
   def init(h, key):
-    params = nnx.split(MLP(cfg.hidden, rngs=nnx.Rngs(jax.random.fold_in(key, 0))))[1]
+    params = nnx.split(soda.DigitsMLP(cfg.hidden, rngs=nnx.Rngs(jax.random.fold_in(key, 0))))[1]
     return params, tuple(make_tx(f, h, cfg).init(params) for f in families)
 
   def step(state, h, key, i):
