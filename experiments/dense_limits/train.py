@@ -86,8 +86,15 @@ def class_bound(name: str, cfg) -> float | None:
 
 def make_model(name, cfg, width, d_in, d_out, key):
   """The network of class ``name`` (``'dense@4'``, ``'plain'``, ...) at hidden ``width``."""
-  return D.make_model(split_name(name)[0], d_in, d_out, widths=(width,) * cfg.depth,
-                      bound=class_bound(name, cfg), fan_in=cfg.fan_in, rngs=nnx.Rngs(key))  # fmt: skip
+  return D.make_model(
+    split_name(name)[0],
+    d_in,
+    d_out,
+    widths=(width,) * cfg.depth,
+    bound=class_bound(name, cfg),
+    fan_in=cfg.fan_in,
+    rngs=nnx.Rngs(key),
+  )
 
 
 def lr_grid(name: str, cfg) -> list[float]:
@@ -424,9 +431,13 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir) -> dict:
   if c is not None:
     derived["compression"] = c
   derived["regularity"] = D.regularity_checks(  # E3
-    jax.random.key(cfg.seed + 99), bound=cfg.bound, fk_size=cfg.fk_size, fk_k=cfg.fk_k,
-    exact_size=cfg.exact_size, exact_trials=cfg.exact_trials,
-  )  # fmt: skip
+    jax.random.key(cfg.seed + 99),
+    bound=cfg.bound,
+    fk_size=cfg.fk_size,
+    fk_k=cfg.fk_k,
+    exact_size=cfg.exact_size,
+    exact_trials=cfg.exact_trials,
+  )
 
   metrics = {
     "derived": derived,

@@ -51,8 +51,14 @@ class Evaluator:
       refresh = dr.refresh_schedule(num_steps, interval=interval, kind=kind)
     else:
       refresh = np.ones(num_steps, bool)
-    kw = dict(num_steps=num_steps, refresh=refresh, sampler=sampler, schedule=self.schedule,
-              cond=proxy.labels, use_features=use_features)  # fmt: skip
+    kw = dict(
+      num_steps=num_steps,
+      refresh=refresh,
+      sampler=sampler,
+      schedule=self.schedule,
+      cond=proxy.labels,
+      use_features=use_features,
+    )
     scores, grid = [], None
     for s in cfg.eval_seeds:
       x, info = dr.sample(model, jax.random.key(10_000 + s), proxy.shape, return_info=True, **kw)
@@ -69,13 +75,23 @@ class Evaluator:
         lambda: dr.sample(model, jax.random.key(1), proxy.shape, **kw), repeats=cfg.time_repeats
       )
     dual = flops_key == "dual"
-    row = {"method": method, "steps": num_steps, "interval_K": interval if dual else None,
-           "refresh_kind": kind if dual else None, "sampler": sampler, **counts,
-           "mflops_per_sample": cost["flops"] / 1e6, "fd_mean": float(np.mean(fds)),
-           "fd_std": float(np.std(fds)), "fd_ci95": core.ci95_halfwidth(fds) if len(fds) > 1 else None,
-           "fd_seeds": [float(v) for v in fds], "kid_mean": float(np.mean(kids)),
-           "kid_std": float(np.std(kids)),
-           "class_acc": float(np.mean([s["class_acc"] for s in scores])), "wall_s": wall}  # fmt: skip
+    row = {
+      "method": method,
+      "steps": num_steps,
+      "interval_K": interval if dual else None,
+      "refresh_kind": kind if dual else None,
+      "sampler": sampler,
+      **counts,
+      "mflops_per_sample": cost["flops"] / 1e6,
+      "fd_mean": float(np.mean(fds)),
+      "fd_std": float(np.std(fds)),
+      "fd_ci95": core.ci95_halfwidth(fds) if len(fds) > 1 else None,
+      "fd_seeds": [float(v) for v in fds],
+      "kid_mean": float(np.mean(kids)),
+      "kid_std": float(np.std(kids)),
+      "class_acc": float(np.mean([s["class_acc"] for s in scores])),
+      "wall_s": wall,
+    }
     if "fd_train" in scores[0]:  # beside the held-out FD: the FD against the train split
       fds_train = [s["fd_train"] for s in scores]
       row["fd_train_mean"] = float(np.mean(fds_train))
@@ -102,12 +118,22 @@ def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells) -> tuple[dic
       return first[key]
     return {str(s): v[key] for s, v in per_seed.items()}
 
-  metrics = {"rows": rows, "headline": headline, "floor": floor, "flops_per_call": flops,
-             "params": params, "train_seconds": by_seed("train_seconds"),
-             "train_final_loss": by_seed("train_final_loss"), "num_eval_samples": n_eval,
-             "eval_seeds": list(cfg.eval_seeds), "train_seeds": list(per_seed),
-             "ema_decay": cfg.ema_decay, "quality_regime_bar": cfg.quality_regime_bar or None,
-             "cells_done": sorted(cells[0]), "cells_missing": list(cells[1])}  # fmt: skip
+  metrics = {
+    "rows": rows,
+    "headline": headline,
+    "floor": floor,
+    "flops_per_call": flops,
+    "params": params,
+    "train_seconds": by_seed("train_seconds"),
+    "train_final_loss": by_seed("train_final_loss"),
+    "num_eval_samples": n_eval,
+    "eval_seeds": list(cfg.eval_seeds),
+    "train_seeds": list(per_seed),
+    "ema_decay": cfg.ema_decay,
+    "quality_regime_bar": cfg.quality_regime_bar or None,
+    "cells_done": sorted(cells[0]),
+    "cells_missing": list(cells[1]),
+  }
   metrics["derived"] = derived_metrics(metrics)
   if len(per_seed) > 1:
     # The claims are decided on the rows aggregated over training seeds (above); beside them,
@@ -206,9 +232,13 @@ def _spread(per_seed_derived):
   for name in next(iter(per_seed_derived.values())):
     vals = [d[name] for d in per_seed_derived.values() if d.get(name) is not None]
     if vals:
-      out[name] = {"mean": float(np.mean(vals)), "std": float(np.std(vals)),
-                   "min": float(np.min(vals)), "max": float(np.max(vals)),
-                   "values": [float(v) for v in vals]}  # fmt: skip
+      out[name] = {
+        "mean": float(np.mean(vals)),
+        "std": float(np.std(vals)),
+        "min": float(np.min(vals)),
+        "max": float(np.max(vals)),
+        "values": [float(v) for v in vals],
+      }
   return out
 
 

@@ -51,8 +51,12 @@ def load_data(cfg):
   core.validate_choice(cfg.dataset, name="dataset", allowed=dr.DATASETS + ("imagenet64",))
   # The held-out images: N for the floor, 2 N with a held-out reference (dr.fd_splits).
   per = 2 if cfg.fd_reference == "heldout" else 1
-  data = dr.load_imagenet64(core.resolve_data_dir(cfg.data_dir), num_test=per * cfg.num_eval_samples,
-                            seed=cfg.seed, classifier_subset=cfg.classifier_subset)  # fmt: skip
+  data = dr.load_imagenet64(
+    core.resolve_data_dir(cfg.data_dir),
+    num_test=per * cfg.num_eval_samples,
+    seed=cfg.seed,
+    classifier_subset=cfg.classifier_subset,
+  )
   return data, 1000
 
 
@@ -105,11 +109,16 @@ class _Run:
       )
       one, c1 = jnp.zeros((1, img, img, chans)), jnp.zeros((1,), jnp.int32)
       sched = self.evaluator.schedule
-      flops = {m: dr.component_flops(net, one, c1, schedule=sched)
-               for m, net in (("baseline", base), ("dual", dual))}  # fmt: skip
+      flops = {
+        m: dr.component_flops(net, one, c1, schedule=sched)
+        for m, net in (("baseline", base), ("dual", dual))
+      }
       flops["no_features"] = {"network": flops["dual"]["denoiser"]}
-      params = {"baseline": dr.count_params(base), "encoder": dr.count_params(dual.encoder),
-                "denoiser": dr.count_params(dual.denoiser)}  # fmt: skip
+      params = {
+        "baseline": dr.count_params(base),
+        "encoder": dr.count_params(dual.encoder),
+        "denoiser": dr.count_params(dual.denoiser),
+      }
       self.seed_nets = (seed, (base, dual, flops, params))
     return self.seed_nets[1]
 
@@ -149,8 +158,14 @@ class _SeedRun:
     if name not in self.trained:
       init = _copy(self.baseline) if name == "baseline" else _copy(self.dual_init)
       cfg = self.cfg
-      self.trained[name] = self.fit(init, loss_fn, name=name, steps=cfg.train_steps,
-                                    learning_rate=cfg.learning_rate, ema_decay=cfg.ema_decay)  # fmt: skip
+      self.trained[name] = self.fit(
+        init,
+        loss_fn,
+        name=name,
+        steps=cfg.train_steps,
+        learning_rate=cfg.learning_rate,
+        ema_decay=cfg.ema_decay,
+      )
       if phase == self.phase:
         _, hist, sec = self.trained[name]
         self.train_seconds[_record_name(name)] = sec
@@ -175,10 +190,16 @@ class _SeedRun:
       self.rows.append(self.row_store[key])
       return
     row, grid = ev.row(
-      model(), method=method, num_steps=num_steps, interval=interval, sampler=sampler,
-      flops=self.flops[flops_key], flops_key=flops_key, kind=kind,
+      model(),
+      method=method,
+      num_steps=num_steps,
+      interval=interval,
+      sampler=sampler,
+      flops=self.flops[flops_key],
+      flops_key=flops_key,
+      kind=kind,
       timed=self.timed is None or method in self.timed,
-    )  # fmt: skip
+    )
     self.grids.setdefault((method, num_steps, interval), grid)
     self.rows.append(row)
     self.row_store.put(key, row)
@@ -248,10 +269,14 @@ class _SeedRun:
         mmd_losses[tg, k, is_dual] = dr.mmd_step_loss(tg, self.run.evaluator.schedule, k, refresh)
       name = f"mmd_{'dual' if is_dual else 'baseline'}_{k}"
       pair, _, sec = self.fit(
-        dr.MMDPair(_copy(t), _copy(t)), mmd_losses[tg, k, is_dual], name=name,
-        steps=cfg.mmd_train_steps, learning_rate=cfg.mmd_learning_rate, ema_decay=0.0,
+        dr.MMDPair(_copy(t), _copy(t)),
+        mmd_losses[tg, k, is_dual],
+        name=name,
+        steps=cfg.mmd_train_steps,
+        learning_rate=cfg.mmd_learning_rate,
+        ema_decay=0.0,
         consts=tstate,
-      )  # fmt: skip
+      )
       self.mmd_time[name] = sec
       return pair.student
 
@@ -270,10 +295,14 @@ class _SeedRun:
   def record(self):
     """The phase's JSON-able record (rows, FLOPs, parameters, training times, sample grids)."""
     getattr(self, self.phase)()
-    return {"rows": self.rows, "flops": self.flops, "params": self.params,
-            "train_seconds": {**self.train_seconds, **self.mmd_time},
-            "train_final_loss": self.final_loss,
-            "grids": {"|".join(map(str, k)): np.asarray(v).tolist() for k, v in self.grids.items()}}  # fmt: skip
+    return {
+      "rows": self.rows,
+      "flops": self.flops,
+      "params": self.params,
+      "train_seconds": {**self.train_seconds, **self.mmd_time},
+      "train_final_loss": self.final_loss,
+      "grids": {"|".join(map(str, k)): np.asarray(v).tolist() for k, v in self.grids.items()},
+    }
 
 
 def write_results(run: _Run, per_seed: dict, cells, config) -> dict:

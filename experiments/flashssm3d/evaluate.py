@@ -277,13 +277,24 @@ def report_view(record: dict) -> dict[str, Any]:
   paired = {
     k: {"what": w, **value(f"derived/{k}")} for k, w in PAIRED.items() if f"derived/{k}" in m
   }
-  derived = {k[len("derived/") :]: value(k) for k in m
-             if k.startswith("derived/") and not k.endswith(("/ci95", "/std"))}  # fmt: skip
+  derived = {
+    k[len("derived/") :]: value(k)
+    for k in m
+    if k.startswith("derived/") and not k.endswith(("/ci95", "/std"))
+  }
   train_views = (record.get("config") or {}).get("data", {}).get("num_views")
   extrap, curves = _extrap_view(m, train_views)
   res = extra.get("scaling") or {}
   models = [n for n in ("student_ssm", "student_ssm_associative", "teacher_attention") if n in res]
   scaling = {n: {"views": res["views"], "params": res["params"].get(n), **res[n]} for n in models}
-  view = dict(rows=rows, slacks=slacks, paired=paired, derived=derived, extrap=extrap,
-              extrap_curves=curves, budget=_budget_view(extra), scaling=scaling)  # fmt: skip
+  view = dict(
+    rows=rows,
+    slacks=slacks,
+    paired=paired,
+    derived=derived,
+    extrap=extrap,
+    extrap_curves=curves,
+    budget=_budget_view(extra),
+    scaling=scaling,
+  )
   return {k: v or None for k, v in view.items()}

@@ -50,9 +50,14 @@ def run_scaling(cfg, *, log=print) -> dict:
     "params": {k: fs.count_params(m) for k, m in models.items()},
   }
   sweep = fs.view_scaling(
-    models, views, image_size=H, repeats=cfg["repeats"], memory_cap_gb=cfg["memory_cap_gb"],
-    time_cap_s=cfg["time_cap_s"], log=log,
-  )  # fmt: skip
+    models,
+    views,
+    image_size=H,
+    repeats=cfg["repeats"],
+    memory_cap_gb=cfg["memory_cap_gb"],
+    time_cap_s=cfg["time_cap_s"],
+    log=log,
+  )
   return {**out, **fs.scaling_summary(views, sweep, fit_min_views=cfg["fit_min_views"])}
 
 

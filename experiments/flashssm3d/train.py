@@ -87,9 +87,15 @@ def compile_step(step_fn, state, batch, *, count=True):
 def _fit(config, state, compiled, batches, steps, workdir, name):
   """``core.train_loop`` with the config's checkpoint and log intervals."""
   return core.train_loop(
-    state, compiled, batches, num_steps=steps, workdir=workdir / name, desc=name,
-    checkpoint_every=config.checkpoint_every, log_every=config.log_every,
-  )  # fmt: skip
+    state,
+    compiled,
+    batches,
+    num_steps=steps,
+    workdir=workdir / name,
+    desc=name,
+    checkpoint_every=config.checkpoint_every,
+    log_every=config.log_every,
+  )
 
 
 def _cached_teacher(config, pool_names, n_student: int, hw) -> dict:
@@ -129,8 +135,9 @@ def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
   tcfg = _dataclass(fs.TeacherConfig, tc, image_size=dc.image_size, **norm)
   state = _state(fs.AATeacher(tcfg, rngs=nnx.Rngs(config.seed)), tc, tc.steps)
   gt = fs.ground_truth_targets(pool)
-  batches = fs.sample_batches(pool["images"], gt, batch_size=tc.batch_size, seed=config.seed,
-                              sharding=sharding)  # fmt: skip
+  batches = fs.sample_batches(
+    pool["images"], gt, batch_size=tc.batch_size, seed=config.seed, sharding=sharding
+  )
   t0, cam_steps = time.perf_counter(), tc.camera_steps
   if not 0 <= cam_steps <= tc.steps:
     raise ValueError(f"teacher.camera_steps must be in [0, teacher.steps], got {cam_steps}")
@@ -190,8 +197,9 @@ def _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool: 
   student = _model_for(var, config, scfg, config.seed)
   sstep = _step(config, var["procrustes"], var["reprojection"])
   targets = teacher["targets"] if distil else fs.ground_truth_targets(sub)
-  batches = fs.sample_batches(sub["images"], targets, batch_size=sc.batch_size,
-                              seed=config.seed + 7, sharding=sharding)  # fmt: skip
+  batches = fs.sample_batches(
+    sub["images"], targets, batch_size=sc.batch_size, seed=config.seed + 7, sharding=sharding
+  )
   probe = _state(student, sc, sc.max_steps)
   traced = jax.jit(sstep, donate_argnums=0).trace(probe, batches(0))
   sflops, sflops_xla = fs.count_flops(traced, with_xla=True)
@@ -301,13 +309,24 @@ def run_seed(config, seed: int, workdir) -> dict:
     students[name], histories[name], forwards[f"student_{name}"] = info, hist, fwd
     evals.update(_evals({f"student_{name}": fwd(test["images"])}, test, teacher_test, hw))
   data = {
-    "source": dc.source, "pool_scenes": n_pool, "student_scenes": n_student, "test_scenes": n_test,
-    "views": dc.num_views, "image_size": dc.image_size, "split": dc.split,
+    "source": dc.source,
+    "pool_scenes": n_pool,
+    "student_scenes": n_student,
+    "test_scenes": n_test,
+    "views": dc.num_views,
+    "image_size": dc.image_size,
+    "split": dc.split,
     "pixel_norm": {k: list(v) for k, v in norm.items()},
-  }  # fmt: skip
+  }
   extrapolation = _extrapolation(config, forwards, hw)
-  return dict(data=data, teacher=teacher["info"], students=students, eval=evals,
-              extrapolation=extrapolation, histories=histories)  # fmt: skip
+  return dict(
+    data=data,
+    teacher=teacher["info"],
+    students=students,
+    eval=evals,
+    extrapolation=extrapolation,
+    histories=histories,
+  )
 
 
 def run_scan_order_seed(config, seed: int, workdir) -> dict:
@@ -341,9 +360,12 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
       config, state, compiled, batches, sc.max_steps, workdir, f"student_{name}"
     )
     info[name] = {
-      "params": fs.count_params(model), "steps": sc.max_steps, "step_flops": flops,
-      "train_time_s": time.perf_counter() - t0, "global_orders": list(SCAN_ORDERS[name]),
-    }  # fmt: skip
+      "params": fs.count_params(model),
+      "steps": sc.max_steps,
+      "step_flops": flops,
+      "train_time_s": time.perf_counter() - t0,
+      "global_orders": list(SCAN_ORDERS[name]),
+    }
     fwd = fs.BatchedForward(state.model(), batch_size=dc.eval_batch)
     evals.update(_evals({f"student_{name}": fwd(test["images"])}, test, None, hw))
   n_train, n_test = len(sub["images"]), len(test["images"])
@@ -424,9 +446,13 @@ def train_and_evaluate(config, workdir) -> dict:
       for k in ("time_exponent", "memory_exponent", "views_in_10s_measured", "views_in_10s_fit"):
         metrics[f"scaling/{name}/{k}"] = r[k]
   path = core.write_results(
-    workdir, metrics=metrics, config=run_config, notes=_notes(config, runs, per_seed),
-    wall_time_s=time.perf_counter() - t_start, extra=extra,
-  )  # fmt: skip
+    workdir,
+    metrics=metrics,
+    config=run_config,
+    notes=_notes(config, runs, per_seed),
+    wall_time_s=time.perf_counter() - t_start,
+    extra=extra,
+  )
   table = json.loads(pathlib.Path(path).read_text())["table_markdown"] if path else None
   out = {k: first[k] for k in ("data", "teacher", "students") if k in first}
   return {**out, "metrics": metrics, "per_seed": extra["per_seed"], "table_markdown": table}

@@ -64,8 +64,13 @@ def analyse(cfg: ml_collections.ConfigDict, src: dict, cells: dict) -> dict:
   }  # [S, D, len(Ns)]
   dneed, slopes, bounds = {}, {}, {}
   for f in map(str, cfg.fractions):
-    dneed[f] = {m: [[M.needed_dimension(ds, r[s, :, j], float(f)) for j in range(len(cfg.Ns))]
-                    for s in range(cfg.seeds)] for m, r in retained.items()}  # fmt: skip
+    dneed[f] = {
+      m: [
+        [M.needed_dimension(ds, r[s, :, j], float(f)) for j in range(len(cfg.Ns))]
+        for s in range(cfg.seeds)
+      ]
+      for m, r in retained.items()
+    }
     per = {m: [M.growth_slope(cfg.Ns, dneed[f][m][s]) for s in range(cfg.seeds)] for m in METHODS}
     gap = [
       None if a is None or b is None else a - b
@@ -79,11 +84,18 @@ def analyse(cfg: ml_collections.ConfigDict, src: dict, cells: dict) -> dict:
     }
   return {
     "retained_mean": {m: retained[m].mean(axis=0).tolist() for m in METHODS},
-    "retained_ci95": {m: [[core.ci95_halfwidth(retained[m][:, i, j]) for j in range(len(cfg.Ns))]
-                          for i in range(len(ds))] for m in METHODS},
-    "d_needed": dneed, "slopes": slopes, "bound_dims": bounds,
+    "retained_ci95": {
+      m: [
+        [core.ci95_halfwidth(retained[m][:, i, j]) for j in range(len(cfg.Ns))]
+        for i in range(len(ds))
+      ]
+      for m in METHODS
+    },
+    "d_needed": dneed,
+    "slopes": slopes,
+    "bound_dims": bounds,
     "fista_gap_max": max(cells[d]["fista_gap_max"] for d in ds),
-  }  # fmt: skip
+  }
 
 
 def derived_metrics(metrics) -> dict:
@@ -147,16 +159,22 @@ def report_view(record: dict) -> dict:
   return {
     "dneed": dneed,
     "retained_cols": [f"{meth} N={Ns[j]}" for meth in METHODS for j in ends],
-    "retained": [{"d": d, "v": [rm[meth][i][j] for meth in METHODS for j in ends]}
-                 for i, d in enumerate(ds)],
+    "retained": [
+      {"d": d, "v": [rm[meth][i][j] for meth in METHODS for j in ends]} for i, d in enumerate(ds)
+    ],
     "documents_only": bd["documents_only"],
     "jl": ", ".join(f"N = {N}: d = {bd['jl'][str(N)]}" for N in Ns),
     "confidence": str(1 - cfg["delta"]),
-    "curves": {f"{LABELS[meth]}, N = {Ns[j]}": {"mean": [rm[meth][i][j] for i in range(len(ds))],
-                                                "ci": [rc[meth][i][j] for i in range(len(ds))]}
-               for meth in METHODS for j in ends},
+    "curves": {
+      f"{LABELS[meth]}, N = {Ns[j]}": {
+        "mean": [rm[meth][i][j] for i in range(len(ds))],
+        "ci": [rc[meth][i][j] for i in range(len(ds))],
+      }
+      for meth in METHODS
+      for j in ends
+    },
     "needed": needed,
-  }  # fmt: skip
+  }
 
 
 def train_and_evaluate(config, workdir) -> dict:
@@ -186,18 +204,27 @@ def train_and_evaluate(config, workdir) -> dict:
   grid = {f"e4/d={d}": (config, src, perms, kproj, d) for d in config.ds}
   cells = dict(zip(config.ds, core.fill_cells(store, grid, _cell, desc="E4 d grid")))
   an = analyse(config, src, cells)
-  metrics = {"source": {k: src[k] for k in ("s", "m_src", "m_inf")}, "Ns": Ns,
-             "ds": list(config.ds), "f_claim": config.f_claim,
-             "cells": {str(d): cells[d] for d in config.ds}, "analysis": an}  # fmt: skip
+  metrics = {
+    "source": {k: src[k] for k in ("s", "m_src", "m_inf")},
+    "Ns": Ns,
+    "ds": list(config.ds),
+    "f_claim": config.f_claim,
+    "cells": {str(d): cells[d] for d in config.ds},
+    "analysis": an,
+  }
   metrics["derived"] = derived_metrics(metrics)
   core.write_results(
-    workdir, metrics=metrics, config=run_config, wall_time_s=time.time() - t0,
-    table_file="table.md", notes=(
+    workdir,
+    metrics=metrics,
+    config=run_config,
+    wall_time_s=time.time() - t0,
+    table_file="table.md",
+    notes=(
       "Generated k-subset relevance; the source is the exact unrestricted optimum (explicit "
       "symmetric embeddings in R^{n+1}); one Gaussian map per (d, seed) shared by the three "
       "methods; N grows over nested random families of rows. A Gaussian map from R^{n+1} to "
       "d > n+1 dimensions distorts inner products exactly as from any higher-dimensional "
       "rotated copy, so large d is meaningful for the projected-query route."
     ),
-  )  # fmt: skip
+  )
   return metrics

@@ -75,8 +75,10 @@ def _baselines(cfg, d: dict, key) -> dict:
   prior = np.broadcast_to(d["fps"][train].mean(0).astype(np.float32), d["fps"][test].shape)
   x, fps = d["spectra"], d["fps"]
   nn = M.nearest_neighbour_fingerprints(x[test], x[train], fps[train], cfg.nn_k)
-  base = {"prior": _pools_of(d, prior, jax.random.fold_in(key, 10_001)),
-          "nn_lookup": _pools_of(d, nn, jax.random.fold_in(key, 10_002))}  # fmt: skip
+  base = {
+    "prior": _pools_of(d, prior, jax.random.fold_in(key, 10_001)),
+    "nn_lookup": _pools_of(d, nn, jax.random.fold_in(key, 10_002)),
+  }
   base["random"] = {
     mode: _floats(_random_hr(jnp.asarray(d[f"{mode}_labels"]), jax.random.fold_in(key, 20_000 + i)))
     for i, mode in enumerate(POOLS)

@@ -30,13 +30,30 @@ from jaxpapers import core
 
 __all__ = ["POOLS", "derived_metrics", "train_and_evaluate"]
 
-_DATA_KEYS = ("n_molecules", "n_bits", "radius", "n_bins", "max_mz", "test_fraction",
-              "max_test_queries", "train_pool", "train_cands", "eval_cands", "seed")  # fmt: skip
+_DATA_KEYS = (
+  "n_molecules",
+  "n_bits",
+  "radius",
+  "n_bins",
+  "max_mz",
+  "test_fraction",
+  "max_test_queries",
+  "train_pool",
+  "train_cands",
+  "eval_cands",
+  "seed",
+)
 
 
 def _model(cfg, key) -> M.FingerprintMLP:
-  return M.FingerprintMLP(cfg.n_bins, cfg.n_bits, hidden=tuple(cfg.hidden), embed_dim=cfg.embed_dim,
-                          dropout=cfg.dropout, rngs=nnx.Rngs(params=key))  # fmt: skip
+  return M.FingerprintMLP(
+    cfg.n_bins,
+    cfg.n_bits,
+    hidden=tuple(cfg.hidden),
+    embed_dim=cfg.embed_dim,
+    dropout=cfg.dropout,
+    rngs=nnx.Rngs(params=key),
+  )
 
 
 def _train(cfg, d: dict, checkpoint_dir):
@@ -61,8 +78,9 @@ def _train(cfg, d: dict, checkpoint_dir):
 
     def loss_fn(p):
       logits = nnx.merge(graphdef, p)(x, key=jax.random.fold_in(k, 7))
-      return M.weighted_loss(logits, fp, cand, labels, mask, hp["w"], gamma=cfg.focal_gamma,
-                             temperature=cfg.temperature)  # fmt: skip
+      return M.weighted_loss(
+        logits, fp, cand, labels, mask, hp["w"], gamma=cfg.focal_gamma, temperature=cfg.temperature
+      )
 
     (loss, parts), g = jax.value_and_grad(loss_fn, has_aux=True)(params)
     upd, opt = tx.update(g, opt, params)
@@ -103,10 +121,15 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
   toy = (cfg.toy_bits, cfg.toy_cands, cfg.toy_flip)
   toy_kw = dict(problems=cfg.toy_problems, density=cfg.toy_density, seed=cfg.seed + 5)
   toy_rows = cells.get_or_compute("toy", lambda _: M.toy_regret_problems(*toy, **toy_kw))
-  metrics = {"data": M.pool_summary(d), "seeds": cfg.seeds,
-             "objectives": evaluation.summarise(cfg, ev), "runs": ev["runs"],
-             "baselines": ev["baselines"], "final_train_loss": ev["final_train_loss"],
-             "toy": M.toy_regret_summary(toy_rows)}  # fmt: skip
+  metrics = {
+    "data": M.pool_summary(d),
+    "seeds": cfg.seeds,
+    "objectives": evaluation.summarise(cfg, ev),
+    "runs": ev["runs"],
+    "baselines": ev["baselines"],
+    "final_train_loss": ev["final_train_loss"],
+    "toy": M.toy_regret_summary(toy_rows),
+  }
   metrics["derived"] = evaluation.derived_metrics(metrics)
   core.write_results(
     workdir, metrics=metrics, config=run_config,  # the ConfigDict: claims, issue_verdicts, report

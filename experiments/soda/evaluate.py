@@ -39,8 +39,13 @@ def _best(rows: list[dict], horizon: int, family: str, **fixed: float) -> dict |
   """The row of ``family`` at ``horizon`` (with the ``fixed`` hyperparameters) whose seed-mean
   metric is lowest (best), or ``None`` when there is none. A non-finite mean (a diverged run) ranks last,
   so it is chosen only when every candidate diverged."""
-  cand = [r for r in rows if r["horizon"] == horizon and r["family"] == family
-          and all(r.get(k) == v for k, v in fixed.items())]  # fmt: skip
+  cand = [
+    r
+    for r in rows
+    if r["horizon"] == horizon
+    and r["family"] == family
+    and all(r.get(k) == v for k, v in fixed.items())
+  ]
   if not cand:
     return None
   return min(cand, key=lambda r: r["metric"] if math.isfinite(r["metric"]) else math.inf)
@@ -103,8 +108,11 @@ def report_view(record: dict) -> dict:
       floor = lambda w: max(w, min([x for x in wds if x > 0] or [1.0]) / 10)
       ts = base_horizons(tcfg, base)
       arm = {"horizons": list(ts), "best_wd": [floor(best(t, base)["wd"]) for t in ts]}
-      for key, fam, fixed in (("tuned", base, {}), ("wd0", base, {"wd": 0.0}),
-                              ("soda", wrapped, {})):  # fmt: skip
+      for key, fam, fixed in (
+        ("tuned", base, {}),
+        ("wd0", base, {"wd": 0.0}),
+        ("soda", wrapped, {}),
+      ):
         rs = [best(t, fam, **fixed) or {} for t in ts]
         arm[key] = [r.get("metric") for r in rs]
         arm[f"{key}_std"] = [r.get("metric_std") for r in rs]
@@ -129,12 +137,21 @@ def _claims(rows: list[dict], cfg: Any, base: str, wrapped: str) -> list[dict]:
       continue
     gap = b["metric"] - s["metric"]  # > 0: SODA better
     noise = math.sqrt(b["metric_std"] ** 2 + s["metric_std"] ** 2) + 1e-12
-    out.append({
-      "horizon": t, "base": base, "best_wd": b["wd"], "best_lr": b["lr"],
-      "best_base": b["metric"], "base_wd0": b0["metric"] if b0 else None, "soda": s["metric"],
-      "soda_lr": s["lr"], "soda_minus_best_base": gap, "gap_in_seed_std": gap / noise,
-      "soda_beats_wd0": (s["metric"] < b0["metric"]) if b0 else None,
-    })  # fmt: skip
+    out.append(
+      {
+        "horizon": t,
+        "base": base,
+        "best_wd": b["wd"],
+        "best_lr": b["lr"],
+        "best_base": b["metric"],
+        "base_wd0": b0["metric"] if b0 else None,
+        "soda": s["metric"],
+        "soda_lr": s["lr"],
+        "soda_minus_best_base": gap,
+        "gap_in_seed_std": gap / noise,
+        "soda_beats_wd0": (s["metric"] < b0["metric"]) if b0 else None,
+      }
+    )
   return out
 
 
@@ -158,10 +175,13 @@ def _wd_transfer(rows: list[dict], cfg: Any, base: str) -> dict | None:
     gap = other["metric"] - best["metric"]
     return gap / (math.sqrt(best["metric_std"] ** 2 + other["metric_std"] ** 2) + 1e-12)
 
-  return {"base": base, "best_wd_by_horizon": {str(t): _best(rows, t, base)["wd"] for t in hs},
-          "best_lr_by_horizon": {str(t): _best(rows, t, base)["lr"] for t in hs},
-          "penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),
-          "penalty_at_shortest_in_std": penalty(t_s, bs, bl["wd"])}  # fmt: skip
+  return {
+    "base": base,
+    "best_wd_by_horizon": {str(t): _best(rows, t, base)["wd"] for t in hs},
+    "best_lr_by_horizon": {str(t): _best(rows, t, base)["lr"] for t in hs},
+    "penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),
+    "penalty_at_shortest_in_std": penalty(t_s, bs, bl["wd"]),
+  }
 
 
 def _edge(value: float, grid: list[float], *, lower: bool = True) -> str:
@@ -192,11 +212,17 @@ def grid_edges(rows: list[dict], cfg: Any, base: str, wrapped: str) -> dict[str,
     b, s = _best(rows, t, base), _best(rows, t, wrapped)
     if b is None or s is None:
       continue
-    grid = lambda fam, key: sorted({r[key] for r in rows
-                                    if r["horizon"] == t and r["family"] == fam})  # fmt: skip
-    e = {"base_lr": b["lr"], "base_lr_edge": _edge(b["lr"], grid(base, "lr")), "base_wd": b["wd"],
-         "base_wd_edge": _edge(b["wd"], grid(base, "wd"), lower=False),
-         "soda_lr": s["lr"], "soda_lr_edge": _edge(s["lr"], grid(wrapped, "lr"))}  # fmt: skip
+    grid = lambda fam, key: sorted(
+      {r[key] for r in rows if r["horizon"] == t and r["family"] == fam}
+    )
+    e = {
+      "base_lr": b["lr"],
+      "base_lr_edge": _edge(b["lr"], grid(base, "lr")),
+      "base_wd": b["wd"],
+      "base_wd_edge": _edge(b["wd"], grid(base, "wd"), lower=False),
+      "soda_lr": s["lr"],
+      "soda_lr_edge": _edge(s["lr"], grid(wrapped, "lr")),
+    }
     e["base_at_edge"] = sum(bool(e[k]) for k in ("base_lr_edge", "base_wd_edge"))
     e["at_edge"] = e["base_at_edge"] + bool(e["soda_lr_edge"])
     out[str(t)] = e
@@ -215,11 +241,16 @@ def task_metrics(task: str, tcfg: Any, out: dict) -> dict:
     tr = _wd_transfer(rows, tcfg, base)
     if tr is not None:
       transfer.append(tr)
-  return {"rows": [{k: v for k, v in r.items() if k != "curve"} for r in rows],
-          "claims": claims, "wd_transfer": transfer, "grid_edges": edges,
-          "metric": "test NLL (nats)" if task == "digits" else "val bits/char",
-          "curves": best_curves(rows, tcfg), **out["meta"],
-          "seconds": sum(r["seconds"] for r in out["runs"])}  # fmt: skip
+  return {
+    "rows": [{k: v for k, v in r.items() if k != "curve"} for r in rows],
+    "claims": claims,
+    "wd_transfer": transfer,
+    "grid_edges": edges,
+    "metric": "test NLL (nats)" if task == "digits" else "val bits/char",
+    "curves": best_curves(rows, tcfg),
+    **out["meta"],
+    "seconds": sum(r["seconds"] for r in out["runs"]),
+  }
 
 
 def derived_metrics(metrics: dict) -> dict:

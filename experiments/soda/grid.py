@@ -73,8 +73,13 @@ def cell_blocks(
   stages = tuple(task_cfg.get("cell_stages", None) or ())
   if not stages:
     return [("", list(runs))] if runs else []
-  if not all(isinstance(st, (tuple, list)) and len(st) == 2 and isinstance(st[0], str)
-             and hasattr(st[1], "get") for st in stages):  # fmt: skip
+  if not all(
+    isinstance(st, (tuple, list))
+    and len(st) == 2
+    and isinstance(st[0], str)
+    and hasattr(st[1], "get")
+    for st in stages
+  ):
     raise ValueError(
       f"cell_stages must be a sequence of (suffix, {{family: learning rates}}) pairs, got {stages!r}"
     )
@@ -83,8 +88,11 @@ def cell_blocks(
     raise ValueError(f"cell_stages: the suffixes {suffixes} must be distinct")
   blocks = {suffix: [] for suffix in suffixes}
   for family, hp in runs:
-    hits = [suffix for suffix, lrs in stages
-            if any(math.isclose(hp["lr"], x) for x in (lrs.get(family, None) or ()))]  # fmt: skip
+    hits = [
+      suffix
+      for suffix, lrs in stages
+      if any(math.isclose(hp["lr"], x) for x in (lrs.get(family, None) or ()))
+    ]
     named = any(lrs.get(family, None) is not None for _, lrs in stages)
     if len(hits) > 1:
       raise ValueError(f"cell_stages: {family} lr {hp['lr']:g} is listed by the stages {hits}")
@@ -104,9 +112,12 @@ def check_cell(
   got = [(r["family"], r["horizon"], r["hp"]) for r in value]
   want = [(f, total, hp) for f, hp in runs]
   same = len(got) == len(want) and all(
-    gf == wf and gt == wt and set(gh) == set(wh)
+    gf == wf
+    and gt == wt
+    and set(gh) == set(wh)
     and all(math.isclose(float(gh[k]), float(wh[k])) for k in wh)
-    for (gf, gt, gh), (wf, wt, wh) in zip(got, want))  # fmt: skip
+    for (gf, gt, gh), (wf, wt, wh) in zip(got, want)
+  )
   if not same:
     raise ValueError(
       f"stored cell {name!r} holds the runs {got}, but the config asks for {want}: the grid "

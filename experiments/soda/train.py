@@ -29,9 +29,21 @@ __all__ = ["derived_metrics", "task_setup", "train_and_evaluate"]
 
 _TASK_KEYS = {
   "digits": ("num_train", "data_seed", "hidden", "batch_size"),
-  "lm": ("d_model", "num_layers", "num_heads", "context", "batch_size", "val_windows", "text_path",
-         "data_dir", "vocab", "max_train_tokens", "max_val_tokens", "eval_batch"),
-}  # fmt: skip
+  "lm": (
+    "d_model",
+    "num_layers",
+    "num_heads",
+    "context",
+    "batch_size",
+    "val_windows",
+    "text_path",
+    "data_dir",
+    "vocab",
+    "max_train_tokens",
+    "max_val_tokens",
+    "eval_batch",
+  ),
+}
 
 
 def task_setup(task: str, cfg) -> dict:
@@ -49,9 +61,12 @@ def _train_cell(task, cfg, setup, engines, seed, group, families, total, runs, c
   if (group, len(runs)) not in engines:  # a group's cells of one size share one engine
     mesh = soda.grid_mesh(len(runs) * s, int(cfg.get("data_parallel", 1)), int(cfg.batch_size))
     engines[group, len(runs)] = soda.horizon_sweep(
-      setup, families=families, mesh=mesh, microbatches=int(cfg.get("microbatches", 1)),
+      setup,
+      families=families,
+      mesh=mesh,
+      microbatches=int(cfg.get("microbatches", 1)),
       **{k: cfg[k] for k in ("b1", "b2", "warmup_frac", "cooldown_frac")},
-    )  # fmt: skip
+    )
   hp, keys = soda.horizon_hparams(runs, range(s), seed, total, families)
   t0 = time.time()
   r = engines[group, len(runs)].run(

@@ -31,8 +31,16 @@ from jaxpapers.cs_clip._units import MAX_LEN, U_MAX, half_truth_set, tokenize, t
 
 ARMS = ("clip_ft", "negclip_ft", "cs_ft")
 BATCH_FIELDS = ("images", "caption", "caption_foil", "units", "foils", "unit_mask")
-TEST_FIELDS = ("test_images", "ht_short", "ht_long", "ht_kind", "ht_image", "test_caption",
-               "test_caption_id", "test_foil")  # fmt: skip
+TEST_FIELDS = (
+  "test_images",
+  "ht_short",
+  "ht_long",
+  "ht_kind",
+  "ht_image",
+  "test_caption",
+  "test_caption_id",
+  "test_foil",
+)
 
 
 def _need(arrays: dict, fields: tuple[str, ...], name: str) -> None:
@@ -163,9 +171,13 @@ def finetune_terms(model: DualEncoder, order: jax.Array, batch: dict) -> dict[st
     raise ValueError(f"batch units and foils must be [B, {U}, {L}], got {batch['units'].shape}")
   img = model.image(batch["images"])
   toks = jnp.concatenate(
-    [batch["caption"], batch["caption_foil"], batch["units"].reshape(-1, L),
-     batch["foils"].reshape(-1, L)]
-  )  # fmt: skip
+    [
+      batch["caption"],
+      batch["caption_foil"],
+      batch["units"].reshape(-1, L),
+      batch["foils"].reshape(-1, L),
+    ]
+  )
   txt = model.text(toks, order_strength=order)
   full, ffoil = txt[:B], txt[B : 2 * B]
   units = txt[2 * B : 2 * B + B * U].reshape(B, U, -1)

@@ -89,12 +89,14 @@ def regularity_checks(
     kk = jax.random.fold_in(k3, i)
     m = jax.random.uniform(kk, (exact_size, exact_size), minval=-b, maxval=b)
     sdp = cut_norm_sdp(m, kk, iters=200)
-    rows.append({
-      "exact": float(cast(jax.Array, cut_norm_exact(m))),  # without return_sets: an array
-      "lb": float(cut_norm_lb(m, kk, restarts=16, iters=10)[0]),
-      "sdp_lower": float(sdp.lower),
-      "sdp_upper": float(sdp.upper),
-    })  # fmt: skip
+    rows.append(
+      {
+        "exact": float(cast(jax.Array, cut_norm_exact(m))),  # without return_sets: an array
+        "lb": float(cut_norm_lb(m, kk, restarts=16, iters=10)[0]),
+        "sdp_lower": float(sdp.lower),
+        "sdp_upper": float(sdp.upper),
+      }
+    )
   return regularity_summary(trace.cut_found, trace.frob_sq, b, fk_k, rows)
 
 

@@ -60,18 +60,30 @@ def matched_quality(
   cb = cheapest(lambda r: r["method"] in base_methods)  # never None when cd is not: best reaches it
   cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) > 1)
   headline = {
-    "target_fd": target, "baseline_best": best, "baseline_cheapest_at_target": cb,
+    "target_fd": target,
+    "baseline_best": best,
+    "baseline_cheapest_at_target": cb,
     "dual_rate_cheapest_at_target": cd,
-    "flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"]) if cd and cb else None,
+    "flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"])
+    if cd and cb
+    else None,
     "wall_reduction_at_matched_quality": (cb["wall_s"] / cd["wall_s"])
-    if cd and cb and cb["wall_s"] and cd["wall_s"] else None,
+    if cd and cb and cb["wall_s"] and cd["wall_s"]
+    else None,
     "cost_ratio_light_over_heavy": flops["dual"]["denoiser"] / flops["dual"]["encoder"],
-  }  # fmt: skip
+  }
   # Measured wall-time ratio beside the FLOP ratio: dual-rate K > 1 against K = 1 at the same N.
   by_nk = {(r["steps"], r["interval_K"]): r for r in rows if r["method"] == "dual-rate"}
   headline["wall_vs_flop_ratio_vs_k1"] = [
-    {"steps": n, "K": k, "flop_ratio": by_nk[(n, 1)]["mflops_per_sample"] / r["mflops_per_sample"],
-     "wall_ratio": by_nk[(n, 1)]["wall_s"] / r["wall_s"] if r["wall_s"] and by_nk[(n, 1)]["wall_s"] else None}
-    for (n, k), r in sorted(by_nk.items()) if k > 1 and (n, 1) in by_nk
-  ]  # fmt: skip
+    {
+      "steps": n,
+      "K": k,
+      "flop_ratio": by_nk[(n, 1)]["mflops_per_sample"] / r["mflops_per_sample"],
+      "wall_ratio": by_nk[(n, 1)]["wall_s"] / r["wall_s"]
+      if r["wall_s"] and by_nk[(n, 1)]["wall_s"]
+      else None,
+    }
+    for (n, k), r in sorted(by_nk.items())
+    if k > 1 and (n, 1) in by_nk
+  ]
   return headline

@@ -472,7 +472,14 @@ def gold_prefixes(questions: Sequence[QA], n_docs: int) -> list[dict]:
       inc = np.zeros(n_docs, bool)
       inc[list(q.gold[:t])] = True
       rows.append(
-        dict(q=qi, docs=tuple(q.gold[:t]), t=t, hops=q.hops, next_doc=q.gold[t] if t < q.hops else -1,
-             in_context=inc, sufficient=t == q.hops)
-      )  # fmt: skip
+        dict(
+          q=qi,
+          docs=tuple(q.gold[:t]),
+          t=t,
+          hops=q.hops,
+          next_doc=q.gold[t] if t < q.hops else -1,
+          in_context=inc,
+          sufficient=t == q.hops,
+        )
+      )
   return rows

@@ -171,8 +171,10 @@ def toy_regret_problems(
           cand,
           np.where(ok[:, None], mask, True),
         )
-        dd = {k: ([x for x, keep in zip(v, ok) if keep] if isinstance(v, list) else v)
-              for k, v in dd.items()}  # fmt: skip
+        dd = {
+          k: ([x for x, keep in zip(v, ok) if keep] if isinstance(v, list) else v)
+          for k, v in dd.items()
+        }
         # A check of the deduplication: no kept problem holds a fingerprint twice or an empty one.
         left = sum(
           len(np.unique(c[m], axis=0)) < m.sum() or not c[m].any(-1).all()

@@ -322,8 +322,13 @@ class GPT(nnx.Module):
     context: int = 64,
     rngs: nnx.Rngs,
   ):
-    for name, v in (("vocab", vocab), ("d", d), ("layers", layers), ("heads", heads),
-                    ("context", context)):  # fmt: skip
+    for name, v in (
+      ("vocab", vocab),
+      ("d", d),
+      ("layers", layers),
+      ("heads", heads),
+      ("context", context),
+    ):
       _check_int(v, name)
     if d % heads:
       raise ValueError(f"d must be a multiple of heads, got d={d}, heads={heads}")
@@ -391,8 +396,14 @@ def digits_task(
   }
   init = lambda key: nnx.split(DigitsMLP(hidden, rngs=nnx.Rngs(key)))[1]
   loss = lambda params, batch: _nll(graphdef, params, *batch)
-  return dict(init_params=init, loss_fn=loss, batch_fn=batch_fn, eval_fn=eval_fn,
-              hidden_mask=mlp_hidden_mask, trivial=trivial)  # fmt: skip
+  return dict(
+    init_params=init,
+    loss_fn=loss,
+    batch_fn=batch_fn,
+    eval_fn=eval_fn,
+    hidden_mask=mlp_hidden_mask,
+    trivial=trivial,
+  )
 
 
 def lm_task(
@@ -440,9 +451,14 @@ def lm_task(
     ValueError: a size that is not a positive int, or ``eval_batch`` not dividing
       ``val_windows``.
   """
-  for name, v in (("d_model", d_model), ("num_layers", num_layers), ("num_heads", num_heads),
-                  ("context", context), ("batch_size", batch_size),
-                  ("val_windows", val_windows)):  # fmt: skip
+  for name, v in (
+    ("d_model", d_model),
+    ("num_layers", num_layers),
+    ("num_heads", num_heads),
+    ("context", context),
+    ("batch_size", batch_size),
+    ("val_windows", val_windows),
+  ):
     _check_int(v, name)
   if data_dir:  # tokenised shards (GPT-2 ids), kept as uint16 on the device
     train_np = load_token_shards(data_dir, "train", max_train_tokens)
@@ -461,8 +477,9 @@ def lm_task(
   starts = np.linspace(0, len(val_tok) - ctx - 2, val_windows).astype(int)
   val_x = jnp.asarray(np.stack([val_tok[s : s + ctx] for s in starts]), jnp.int32)
   val_y = jnp.asarray(np.stack([val_tok[s + 1 : s + ctx + 1] for s in starts]), jnp.int32)
-  make = lambda key: GPT(vocab=vocab, d=d_model, layers=num_layers, heads=num_heads,
-                         context=ctx, rngs=nnx.Rngs(key))  # fmt: skip
+  make = lambda key: GPT(
+    vocab=vocab, d=d_model, layers=num_layers, heads=num_heads, context=ctx, rngs=nnx.Rngs(key)
+  )
   graphdef, abstract = nnx.split(nnx.eval_shape(lambda: make(jax.random.key(0))))
   # Validation in chunks of eval_batch windows (0 = all at once): the activations of one chunk.
   eval_batch = int(eval_batch) or val_windows
@@ -480,8 +497,13 @@ def lm_task(
     per_chunk = jax.lax.map(lambda xy: _nll(graphdef, params, *shard(xy)), val_chunks)
     return per_chunk.mean() / math.log(2.0)  # equal chunks: the mean over every window
 
-  return dict(init_params=lambda key: nnx.split(make(key))[1],
-              loss_fn=lambda params, batch: _nll(graphdef, params, *batch),
-              batch_fn=batch_fn, eval_fn=eval_fn, hidden_mask=gpt_hidden_mask,
-              num_params=sum(x.size for x in jax.tree.leaves(abstract)),
-              num_chars=num_chars, trivial=trivial)  # fmt: skip
+  return dict(
+    init_params=lambda key: nnx.split(make(key))[1],
+    loss_fn=lambda params, batch: _nll(graphdef, params, *batch),
+    batch_fn=batch_fn,
+    eval_fn=eval_fn,
+    hidden_mask=gpt_hidden_mask,
+    num_params=sum(x.size for x in jax.tree.leaves(abstract)),
+    num_chars=num_chars,
+    trivial=trivial,
+  )

@@ -25,8 +25,17 @@ KIND = np.array([0, 1, 0, 1])
 SCENE = C.Scene((0, 1), (0, 1), 0)
 HOST = "host-side (numpy scene and text construction)"
 UNIT = "unit-norm"
-BENCH = dict(n_train=2, n_test=2, size=24, prior=0.8, test_prior=0.0, distractors=0, vertical=False,
-             p_partial=0.1, p_paraphrase=0.5)  # fmt: skip
+BENCH = dict(
+  n_train=2,
+  n_test=2,
+  size=24,
+  prior=0.8,
+  test_prior=0.0,
+  distractors=0,
+  vertical=False,
+  p_partial=0.1,
+  p_paraphrase=0.5,
+)
 LAM = dict(lambda_comp=0.5, lambda_align=0.25, lambda_rank=0.1)
 DUAL = C.DualEncoder(len(C.VOCAB), 8, rngs=nnx.Rngs(0))
 MODULE = "takes a Flax module; the embeddings' checks run inside the losses and metrics (jitted)"
@@ -241,19 +250,41 @@ CASES = [
     jit_reason="module construction",
   ),
   Case("pack_bits", lambda: C.pack_bits([0, 2]), match="0/1 outcomes", jit=None, jit_reason=HOST),
-  Case("unpack_bits", lambda: C.unpack_bits("b080", 17), match="cannot hold", jit=None,
-       jit_reason=HOST),
-  Case("item_seed_interval", lambda: C.item_seed_interval(np.ones((2, 3)), np.ones((2, 4))),
-       match="one shape", jit=None, jit_reason=HOST),
-  Case("benchmark_data", lambda: C.benchmark_data(-1, **BENCH), match="seed", jit=None,
-       jit_reason=HOST),
-  Case("arm_weights", lambda: C.arm_weights("cs", **LAM), match="arm must be one of", jit=None,
-       jit_reason="static configuration (a Python dict of floats)"),
-  Case("finetune_terms", lambda: C.finetune_terms(DUAL, 1.0, {"caption": T}), match="batch lacks",
-       jit=None, jit_reason=MODULE),
-  Case("heldout_metrics", lambda: C.heldout_metrics(DUAL, 1.0, {}), match="data lacks", jit=None,
-       jit_reason=MODULE),
-]  # fmt: skip
+  Case(
+    "unpack_bits", lambda: C.unpack_bits("b080", 17), match="cannot hold", jit=None, jit_reason=HOST
+  ),
+  Case(
+    "item_seed_interval",
+    lambda: C.item_seed_interval(np.ones((2, 3)), np.ones((2, 4))),
+    match="one shape",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "benchmark_data", lambda: C.benchmark_data(-1, **BENCH), match="seed", jit=None, jit_reason=HOST
+  ),
+  Case(
+    "arm_weights",
+    lambda: C.arm_weights("cs", **LAM),
+    match="arm must be one of",
+    jit=None,
+    jit_reason="static configuration (a Python dict of floats)",
+  ),
+  Case(
+    "finetune_terms",
+    lambda: C.finetune_terms(DUAL, 1.0, {"caption": T}),
+    match="batch lacks",
+    jit=None,
+    jit_reason=MODULE,
+  ),
+  Case(
+    "heldout_metrics",
+    lambda: C.heldout_metrics(DUAL, 1.0, {}),
+    match="data lacks",
+    jit=None,
+    jit_reason=MODULE,
+  ),
+]
 
 EXEMPT = {
   "ImageEncoder": "a plain Flax module (convolutions on any image batch)",

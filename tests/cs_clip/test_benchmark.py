@@ -9,9 +9,16 @@ import jaxpapers.cs_clip as C
 from tests.cs_clip.test_losses import ref_clip
 
 KW = dict(
-  n_train=12, n_test=6, size=24, prior=0.8, test_prior=0.0, distractors=0, vertical=False,
-  p_partial=0.1, p_paraphrase=0.5,
-)  # fmt: skip
+  n_train=12,
+  n_test=6,
+  size=24,
+  prior=0.8,
+  test_prior=0.0,
+  distractors=0,
+  vertical=False,
+  p_partial=0.1,
+  p_paraphrase=0.5,
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +47,11 @@ def test_benchmark_data_is_deterministic_and_consistent(bench):
     for j in range(6):
       assert (ids[i] == ids[j]) == bool((caps[i] == caps[j]).all())
   assert len(examples["train"]) == 8 and set(examples["train"][0]) == {
-    "caption", "caption_foil", "units", "foils",
-  }  # fmt: skip
+    "caption",
+    "caption_foil",
+    "units",
+    "foils",
+  }
   assert data["train_units"].shape[1:] == (C.U_MAX, C.MAX_LEN)
 
 
@@ -73,7 +83,9 @@ def test_finetune_terms_slice_one_text_pass_into_the_right_towers(bench):
   np.testing.assert_allclose(float(terms["neg"]), float(want["full"]), rtol=1e-5)
   for k in ("comp", "align", "rank"):
     np.testing.assert_allclose(float(terms[k]), float(want[k]), rtol=1e-5, atol=1e-7)
-  unit = lambda x: np.asarray(x, np.float64) / np.linalg.norm(np.asarray(x, np.float64), axis=-1, keepdims=True)  # fmt: skip
+  unit = lambda x: (
+    np.asarray(x, np.float64) / np.linalg.norm(np.asarray(x, np.float64), axis=-1, keepdims=True)
+  )
   np.testing.assert_allclose(
     float(terms["clip"]), ref_clip(unit(img), unit(full), float(s)), rtol=1e-4
   )

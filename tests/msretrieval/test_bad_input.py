@@ -335,7 +335,7 @@ CASES = [
         None,
       ),
     )
-  ),  # fmt: skip
+  ),
   Case(
     "load_bundled_molecules",
     M.load_bundled_molecules,

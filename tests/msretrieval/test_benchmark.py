@@ -53,8 +53,12 @@ def test_pool_summary_counts_duplicates_and_ties():
   fps = np.array([[1, 0], [1, 0], [0, 1], [1, 1]], np.uint8)
   pool = np.array([[0, 1, 2], [3, 2, 0]])
   data = {"fps": fps, "train": np.array([2, 3]), "test": np.array([0, 3])}
-  data |= {"mass_pool": pool, "mass_raw_pool": pool, "mass_smin": np.zeros(2),
-           "mass_smax": np.array([1.0, 0.5])}  # fmt: skip
+  data |= {
+    "mass_pool": pool,
+    "mass_raw_pool": pool,
+    "mass_smin": np.zeros(2),
+    "mass_smax": np.array([1.0, 0.5]),
+  }
   s = M.pool_summary(data, modes=("mass",))
   assert s["duplicate_fp_rate"]["mass"] == pytest.approx(0.5)  # query 0 repeats once
   assert s["pool_ties"]["mass"]["query_tied"] == pytest.approx(0.5)
@@ -62,9 +66,19 @@ def test_pool_summary_counts_duplicates_and_ties():
 
 
 def test_simulated_benchmark_splits_by_molecule_and_dedups_pools():
-  d = M.simulated_benchmark(n_molecules=60, n_bits=128, radius=2, n_bins=50, max_mz=500.0,
-                            test_fraction=0.25, max_test_queries=10, train_pool="mass",
-                            train_cands=6, eval_cands=8, seed=0)  # fmt: skip
+  d = M.simulated_benchmark(
+    n_molecules=60,
+    n_bits=128,
+    radius=2,
+    n_bins=50,
+    max_mz=500.0,
+    test_fraction=0.25,
+    max_test_queries=10,
+    train_pool="mass",
+    train_cands=6,
+    eval_cands=8,
+    seed=0,
+  )
   train, test = set(d["train"].tolist()), set(d["test"].tolist())
   assert not train & test and len(train) == 45 and len(test) == 10
   for mode in M.POOL_MODES:

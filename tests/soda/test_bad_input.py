@@ -319,7 +319,7 @@ CASES = [
         "horizon_sweep",
       ),
     )
-  ),  # fmt: skip
+  ),
 ]
 
 EXEMPT = {

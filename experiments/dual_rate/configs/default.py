@@ -131,15 +131,24 @@ REPORT = R.Report(
       "quality_vs_cost",
       R.Panel(
         series=tuple(
-          R.Series(points="metrics.rows",
-                   where={"method": m} if k is None else {"method": m, "interval_K": k},
-                   sort="mflops_per_sample", x="mflops_per_sample", y="fd_mean", err="fd_std",
-                   label=m if k is None else f"{m} K={k}", annotate="{steps}", style=style,
-                   color=color)
+          R.Series(
+            points="metrics.rows",
+            where={"method": m} if k is None else {"method": m, "interval_K": k},
+            sort="mflops_per_sample",
+            x="mflops_per_sample",
+            y="fd_mean",
+            err="fd_std",
+            label=m if k is None else f"{m} K={k}",
+            annotate="{steps}",
+            style=style,
+            color=color,
+          )
           for m, k, style, color in _CURVES
         ),
         lines=(R.Line("metrics.floor.fd", label="real-vs-real floor ({view.fd_reference})"),),
-        logx=True, logy=True, xlabel="MFLOPs per sample (XLA cost analysis x exact call counts)",
+        logx=True,
+        logy=True,
+        xlabel="MFLOPs per sample (XLA cost analysis x exact call counts)",
         ylabel="FD-proxy (classifier features, N={metrics.num_eval_samples}, "
         "{view.fd_reference} reference)",
         title="Dual-Rate Diffusion on {config.dataset}: quality vs compute (labels = steps)",
@@ -147,7 +156,7 @@ REPORT = R.Report(
       size=(7, 4.5),
     ),
   ),
-)  # fmt: skip
+)
 
 
 def _gain_claim(id_, statement, paper_text, metric, note):
@@ -164,14 +173,20 @@ CLAIMS = (
     statement="dual-rate sampling matches the single network's best quality at 2-4x less compute",
     paper_value=2.0,
     paper_text="2-4x lower cost at matched quality (abstract; no FID values public)",
-    metric="derived.matched_quality_flop_reduction", held=2.0, partly=1.0, unit="x", fmt=".2f",
+    metric="derived.matched_quality_flop_reduction",
+    held=2.0,
+    partly=1.0,
+    unit="x",
+    fmt=".2f",
     # "Matched quality" is a claim about quality a user would want: a single network still far
     # from the data (as after the 1000-step training of this config) is cheap to match for any
     # sampler. The bar is the one configs/quality.py fixed before its run: the best baseline
     # within 1.2x of the real-vs-real floor (derived.quality_regime_reached).
     requires=[
       dict(
-        metric="derived.baseline_best_fd_over_floor", op="<=", value=1.2,
+        metric="derived.baseline_best_fd_over_floor",
+        op="<=",
+        value=1.2,
         why="the single network reaches the quality regime: its best FD-proxy is within 1.2x "
         "of the real-vs-real floor, so matching it is matching a trained model",
       )
@@ -188,7 +203,10 @@ CLAIMS = (
     id="combines_with_mmd",
     statement="dual-rate combines with moment matching distillation for few-step sampling",
     paper_text="qualitative (abstract)",
-    metric="derived.mmd_dual_minus_dual_fd_in_std", direction="lower", held=1.0, unit="std",
+    metric="derived.mmd_dual_minus_dual_fd_in_std",
+    direction="lower",
+    held=1.0,
+    unit="std",
     fmt="+.2f",
     note="best MMD dual-rate student's FD minus the undistilled dual-rate sampler's best "
     "FD, in combined seed std; held when the student is not worse by more than one "
@@ -229,4 +247,4 @@ CLAIMS = (
     "front_vs_uniform_gain_in_std",
     "median over N of (uniform FD - front-loaded FD) / combined std at K = 4",
   ),
-)  # fmt: skip
+)

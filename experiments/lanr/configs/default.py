@@ -74,9 +74,16 @@ def _ref_row(label: str, key: str, calls: str = "{config.t_max}") -> tuple[str, 
 def _hop_bars(name, ylabel, title, metric, methods, refs=()):
   ys = lambda head: tuple(f"{head}{metric}_{h}hop" for h in (1, 2, 3))
   series = [
-    R.Series(over=_FULL, keys=methods, labels=METHOD_LABELS, label="{label}", x=_HOPS,
-             y=tuple(f"{y}.mean" for y in ys("")), err=tuple(f"{y}.std" for y in ys("")))
-  ]  # fmt: skip
+    R.Series(
+      over=_FULL,
+      keys=methods,
+      labels=METHOD_LABELS,
+      label="{label}",
+      x=_HOPS,
+      y=tuple(f"{y}.mean" for y in ys("")),
+      err=tuple(f"{y}.std" for y in ys("")),
+    )
+  ]
   for key, label in refs:
     series.append(R.Series(label=label, x=_HOPS, y=ys(f"{_REF}.{key}."), err=(0.0,) * 3))
   panel = R.Panel(kind="bars", ylabel=ylabel, title=title, series=tuple(series))

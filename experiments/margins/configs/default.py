@@ -91,8 +91,10 @@ REPORT = R.Report(
       title="**Losses at n = {config.loss_n}** (mean ± std over {config.seeds} seeds; "
       "m_0 / m_g / m_q)",
       over="view.loss_rows",
-      columns=(*R.columns("k; d"),
-               R.Column("[v]", _M + "{[v].mq_mean:+.3f}±{[v].mq_std:.3f}", over="config.losses")),
+      columns=(
+        *R.columns("k; d"),
+        R.Column("[v]", _M + "{[v].mq_mean:+.3f}±{[v].mq_std:.3f}", over="config.losses"),
+      ),
     ),
     R.Table(
       title="**Sigmoid vs InfoNCE, per notion** (cells where the seed-mean of one is larger by "
@@ -120,45 +122,87 @@ REPORT = R.Report(
     ),
   ),
   figures=(
-    R.Figure("margin_vs_d", R.Panel(
-      over="view.panels", title="n={n}, k={k} ({N} rows, {rows})", xlabel="d",
-      ylabel="margin m_0", logx=True, xticks=True,
-      series=(
-        R.Series(x="d", y="fitted", color="C0", label="fitted (margin obj.)"),
-        *(R.Series(x="d", y=loss, style=style, color=color, label=f"{loss} (mean m_0)", when=loss)
-          for loss, style, color in (("sigmoid", "s--", "C1"), ("infonce", "^--", "C2"))),
-        R.Series(x="d", y="cs_svm", style="d-", color="C3", label="CS, max-margin queries"),
-        R.Series(x="d", y="cs_sum", style="x:", color="C4", label="CS, sum queries"),
-        R.Series(x="d", y="jl", style="v-", color="C5", label="JL of orthogonal, re-solved q."),
+    R.Figure(
+      "margin_vs_d",
+      R.Panel(
+        over="view.panels",
+        title="n={n}, k={k} ({N} rows, {rows})",
+        xlabel="d",
+        ylabel="margin m_0",
+        logx=True,
+        xticks=True,
+        series=(
+          R.Series(x="d", y="fitted", color="C0", label="fitted (margin obj.)"),
+          *(
+            R.Series(x="d", y=loss, style=style, color=color, label=f"{loss} (mean m_0)", when=loss)
+            for loss, style, color in (("sigmoid", "s--", "C1"), ("infonce", "^--", "C2"))
+          ),
+          R.Series(x="d", y="cs_svm", style="d-", color="C3", label="CS, max-margin queries"),
+          R.Series(x="d", y="cs_sum", style="x:", color="C4", label="CS, sum queries"),
+          R.Series(x="d", y="jl", style="v-", color="C5", label="JL of orthogonal, re-solved q."),
+        ),
+        lines=(
+          R.Line("m_inf", label="m^rd(inf, A) (exact)", style="-", color="k"),
+          R.Line(0.0, style="-"),
+          R.Line(
+            "d_star",
+            label="d* = {config.threshold_C:g} k ln(n/k)",
+            style="--",
+            color="r",
+            vertical=True,
+          ),
+        ),
       ),
-      lines=(
-        R.Line("m_inf", label="m^rd(inf, A) (exact)", style="-", color="k"),
-        R.Line(0.0, style="-"),
-        R.Line("d_star", label="d* = {config.threshold_C:g} k ln(n/k)", style="--", color="r",
-               vertical=True),
+      **_SCALED,
+    ),
+    R.Figure(
+      "collapse",
+      R.Panel(
+        xlabel="d / (k ln(n/k))",
+        ylabel="best m_0 / m^rd(inf, A)",
+        logx=True,
+        series=(R.Series(over="view.panels", x="scaled_d", y="scaled_m0", label="n={n}, k={k}"),),
+        lines=(R.Line(1.0, style="--", color="r", vertical=True), R.Line(0.0, style="-")),
       ),
-    ), **_SCALED),
-    R.Figure("collapse", R.Panel(
-      xlabel="d / (k ln(n/k))", ylabel="best m_0 / m^rd(inf, A)", logx=True,
-      series=(R.Series(over="view.panels", x="scaled_d", y="scaled_m0", label="n={n}, k={k}"),),
-      lines=(R.Line(1.0, style="--", color="r", vertical=True), R.Line(0.0, style="-")),
-    ), size=(5.0, 3.5)),
-    R.Figure("losses", R.Panel(
-      over="view.losses.*", title="{key0} at n={config.loss_n}, k={key}", xlabel="d", logx=True,
-      xticks=True, series=(R.Series(over="losses", x="d", y="mean", err="std", label="{key}"),),
-      lines=(R.Line(0.0, style="-"),),
-    ), **_SCALED),
-    R.Figure("critical_n", R.Panel(
-      xlabel="d", ylabel="n", logy=True,
-      series=(
-        R.Series(points="view.critical", x="d", y="critical_n", label="measured critical n"),
-        R.Series(points="view.critical", x="d", y="pred", style="--", color="r",
-                 label=f"k exp(d/(Ck)), C={{{_CRIT}.C:g}}"),
+      size=(5.0, 3.5),
+    ),
+    R.Figure(
+      "losses",
+      R.Panel(
+        over="view.losses.*",
+        title="{key0} at n={config.loss_n}, k={key}",
+        xlabel="d",
+        logx=True,
+        xticks=True,
+        series=(R.Series(over="losses", x="d", y="mean", err="std", label="{key}"),),
+        lines=(R.Line(0.0, style="-"),),
       ),
-      lines=(R.Line("config.critical_n_max", label="search cap n_max"),),
-    ), size=(4.5, 3.2), when="view.critical.0"),
+      **_SCALED,
+    ),
+    R.Figure(
+      "critical_n",
+      R.Panel(
+        xlabel="d",
+        ylabel="n",
+        logy=True,
+        series=(
+          R.Series(points="view.critical", x="d", y="critical_n", label="measured critical n"),
+          R.Series(
+            points="view.critical",
+            x="d",
+            y="pred",
+            style="--",
+            color="r",
+            label=f"k exp(d/(Ck)), C={{{_CRIT}.C:g}}",
+          ),
+        ),
+        lines=(R.Line("config.critical_n_max", label="search cap n_max"),),
+      ),
+      size=(4.5, 3.2),
+      when="view.critical.0",
+    ),
   ),
-)  # fmt: skip
+)
 
 # With no difference between the losses a cell is a coin flip (a tie counts against sigmoid),
 # so the win fraction's chance level is 0.5.
@@ -174,8 +218,12 @@ def _sigmoid_wins(notion, what):
     statement=f"the sigmoid loss gives larger margins than InfoNCE ({what})",
     paper_text="a clear advantage of the sigmoid loss over InfoNCE for large margins",
     metric=f"derived.sigmoid_win_fraction_{notion}",
-    direction="higher", held=0.75, fmt=".2f", chance=0.5, note=_WINS_NOTE,
-  )  # fmt: skip
+    direction="higher",
+    held=0.75,
+    fmt=".2f",
+    chance=0.5,
+    note=_WINS_NOTE,
+  )
 
 
 def _threshold_bracketed(ns, ks, ds):
@@ -186,13 +234,15 @@ def _threshold_bracketed(ns, ks, ds):
   """
   return [
     dict(
-      metric=f"threshold.{i}.d_half", op=">", value=float(min(ds)),
+      metric=f"threshold.{i}.d_half",
+      op=">",
+      value=float(min(ds)),
       why=f"at (n, k) = ({n}, {k}) half the optimum is first reached on the d grid and above "
       f"its smallest d = {min(ds)}, so the grid brackets the threshold and C is measured, "
       "not only bounded",
     )
     for i, (n, k) in enumerate((n, k) for n in ns for k in ks)
-  ]  # fmt: skip
+  ]
 
 
 def _threshold(id, metric, statement, note, requires, **extra):
@@ -201,8 +251,14 @@ def _threshold(id, metric, statement, note, requires, **extra):
     statement="d = Theta(k ln(n/k)) dimensions suffice to reach the optimal margin's order"
     + statement,
     paper_text="d = Theta(k log(n/k)) necessary and sufficient (theorem)",
-    metric=metric, direction="lower", held=2.0, fmt=".2f", requires=requires, **extra, note=note,
-  )  # fmt: skip
+    metric=metric,
+    direction="lower",
+    held=2.0,
+    fmt=".2f",
+    requires=requires,
+    **extra,
+    note=note,
+  )
 
 
 def claims_for(c):

@@ -61,8 +61,11 @@ REPORT = R.Report(
     R.Table(
       title="Retained fraction m_0 / m_src at the smallest and the largest N (seed mean):",
       over="view.retained",
-      columns=(R.Column("d", "d", "d"), R.Column("[v]", "v.[i]", "+.3f", over="view.retained_cols")),
-    ),  # fmt: skip
+      columns=(
+        R.Column("d", "d", "d"),
+        R.Column("[v]", "v.[i]", "+.3f", over="view.retained_cols"),
+      ),
+    ),
     R.Table(
       title="Dimensions at which the bounds guarantee f = {metrics.f_claim} (probability >= "
       "{view.confidence}): documents-only (any N) d = "
@@ -82,21 +85,36 @@ REPORT = R.Report(
     R.Figure(
       "e4_dimension_reduction",
       R.Panel(
-        title="n = {config.n}, k = {config.k}: margin kept after projection", xlabel="d",
-        ylabel="m_0 / m_src (retained)", logx=True, ylim=(-1.0, 1.05),
-        series=(R.Series(over="view.curves", x="metrics.ds", y="mean", err="ci", band=True,
-                         style="-", label="{key}"),),
+        title="n = {config.n}, k = {config.k}: margin kept after projection",
+        xlabel="d",
+        ylabel="m_0 / m_src (retained)",
+        logx=True,
+        ylim=(-1.0, 1.05),
+        series=(
+          R.Series(
+            over="view.curves",
+            x="metrics.ds",
+            y="mean",
+            err="ci",
+            band=True,
+            style="-",
+            label="{key}",
+          ),
+        ),
         lines=(R.Line("metrics.f_claim", style="-", color="k"),),
       ),
       R.Panel(
-        title="needed dimension vs number of queries (mean ± 95% CI)", xlabel="N (queries)",
-        ylabel="d needed to keep f = {metrics.f_claim}", logx=True, logy=True,
+        title="needed dimension vs number of queries (mean ± 95% CI)",
+        xlabel="N (queries)",
+        ylabel="d needed to keep f = {metrics.f_claim}",
+        logx=True,
+        logy=True,
         series=(R.Series(over="view.needed", x="N", y="mean", err="ci", label="{key}"),),
       ),
       size=(5.5, 4.2),
     ),
   ),
-)  # fmt: skip
+)
 
 
 def _bracketed(methods, ds, seeds, f="0.5"):
@@ -110,12 +128,15 @@ def _bracketed(methods, ds, seeds, f="0.5"):
   what = {"resolved": "documents projected, queries re-solved", "projected": "queries projected"}
   return [
     dict(
-      metric=f"analysis.d_needed.{f}.{m}.{s}.0", op=">", value=float(min(ds)),
+      metric=f"analysis.d_needed.{f}.{m}.{s}.0",
+      op=">",
+      value=float(min(ds)),
       why=f"the dimension that keeps {f} of the margin ({what[m]}, seed {s}, smallest N) lies "
       f"above the grid's smallest d = {min(ds)}: it is measured, not censored",
     )
-    for m in methods for s in range(seeds)
-  ]  # fmt: skip
+    for m in methods
+    for s in range(seeds)
+  ]
 
 
 def claims_for(ds, seeds):
@@ -128,7 +149,10 @@ def claims_for(ds, seeds):
       paper_text="m^rd(inf, A) is nearly achieved in d = O(m^rd(inf, A)^-2 log n), n documents "
       "(main theorem; independent of N)",
       metric="derived.slope_resolved_ci_high",
-      requires=_bracketed(("resolved",), ds, seeds), direction="lower", held=0.05, partly=0.10,
+      requires=_bracketed(("resolved",), ds, seeds),
+      direction="lower",
+      held=0.05,
+      partly=0.10,
       fmt=".3f",
       baselines={
         "slope, queries projected (mean)": "derived.slope_projected_mean",
@@ -145,7 +169,10 @@ def claims_for(ds, seeds):
       "(the log(N n) rate of the classical JL argument)",
       paper_text="[BDES02]: d = O(m^-2 log(N n)), improved by the paper to log n",
       metric="derived.slope_projected_ci_low",
-      requires=_bracketed(("projected",), ds, seeds), direction="higher", held=0.0, fmt=".3f",
+      requires=_bracketed(("projected",), ds, seeds),
+      direction="higher",
+      held=0.0,
+      fmt=".3f",
       note="measured = lower end of the 95% t-interval of the per-seed slope of ln d_0.5 on "
       "log10 N with projected queries; held if > 0",
     ),
@@ -155,7 +182,9 @@ def claims_for(ds, seeds):
       "projecting them",
       paper_text="log n (main theorem) instead of log(N n) (BDES02)",
       metric="derived.slope_gap_ci_low",
-      requires=_bracketed(("projected", "resolved"), ds, seeds), direction="higher", held=0.0,
+      requires=_bracketed(("projected", "resolved"), ds, seeds),
+      direction="higher",
+      held=0.0,
       fmt=".3f",
       baselines={"slope gap (mean)": "derived.slope_gap_mean"},
       note="per seed: slope(projected) - slope(re-solved), same projections; measured = lower "
@@ -167,7 +196,9 @@ def claims_for(ds, seeds):
       "dimensions than projecting them",
       paper_text="log n instead of log(N n)",
       metric="derived.dim_ratio_ci_low",
-      requires=_bracketed(("projected", "resolved"), ds, seeds), direction="higher", held=1.0,
+      requires=_bracketed(("projected", "resolved"), ds, seeds),
+      direction="higher",
+      held=1.0,
       fmt=".2f",
       baselines={
         "d_0.5 ratio projected / re-solved (mean)": "derived.dim_ratio_mean",
@@ -176,7 +207,7 @@ def claims_for(ds, seeds):
       note="per seed d_0.5(projected) / d_0.5(re-solved) at N = max; measured = lower end of the "
       "95% t-interval; held if > 1",
     ),
-  )  # fmt: skip
+  )
 
 
 CLAIMS = claims_for(get_config().ds, get_config().seeds)

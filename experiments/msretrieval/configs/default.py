@@ -27,14 +27,39 @@ from jaxpapers.core import reporting as R
 def get_config():
   c = ml_collections.ConfigDict(
     dict(
-      n_molecules=5000, n_bits=1024, radius=2, n_bins=1000, max_mz=1000.0, test_fraction=0.2,
-      max_test_queries=600, train_pool="mass", train_cands=32, eval_cands=EVAL_CANDS,
-      losses=M.LOSSES, comb_weight=0.5, focal_gamma=5.0, temperature=1.0, seeds=3, steps=1200,
-      chunk=400, batch=32, lr=5e-4, warmup=100, hidden=(128, 128), embed_dim=128, dropout=0.25,
-      nn_k=5, toy_bits=(8, 12, 16), toy_cands=(4, 8), toy_flip=(0.03, 0.08, 0.15, 0.25, 0.4),
-      toy_problems=200, toy_density=0.3, placebo_shuffles=20, seed=0,
+      n_molecules=5000,
+      n_bits=1024,
+      radius=2,
+      n_bins=1000,
+      max_mz=1000.0,
+      test_fraction=0.2,
+      max_test_queries=600,
+      train_pool="mass",
+      train_cands=32,
+      eval_cands=EVAL_CANDS,
+      losses=M.LOSSES,
+      comb_weight=0.5,
+      focal_gamma=5.0,
+      temperature=1.0,
+      seeds=3,
+      steps=1200,
+      chunk=400,
+      batch=32,
+      lr=5e-4,
+      warmup=100,
+      hidden=(128, 128),
+      embed_dim=128,
+      dropout=0.25,
+      nn_k=5,
+      toy_bits=(8, 12, 16),
+      toy_cands=(4, 8),
+      toy_flip=(0.03, 0.08, 0.15, 0.25, 0.4),
+      toy_problems=200,
+      toy_density=0.3,
+      placebo_shuffles=20,
+      seed=0,
     )
-  )  # fmt: skip
+  )
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   c.report = REPORT

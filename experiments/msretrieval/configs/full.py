@@ -19,9 +19,20 @@ def get_config():
   c.update(
     dict(
       n_molecules=0,  # every bundled molecule (~15.9k)
-      n_bits=4096, n_bins=10050, max_mz=1005.0, max_test_queries=3000, train_cands=128,
-      eval_cands=256, steps=20000, chunk=2000, batch=64, lr=1e-4, warmup=500,
-      hidden=(1024, 1024), embed_dim=1024, toy_problems=2000,
+      n_bits=4096,
+      n_bins=10050,
+      max_mz=1005.0,
+      max_test_queries=3000,
+      train_cands=128,
+      eval_cands=256,
+      steps=20000,
+      chunk=2000,
+      batch=64,
+      lr=1e-4,
+      warmup=500,
+      hidden=(1024, 1024),
+      embed_dim=1024,
+      toy_problems=2000,
     )
-  )  # fmt: skip
+  )
   return c
