@@ -91,7 +91,7 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
 def define_flags(flag_values: flags.FlagValues = FLAGS, argv: Sequence[str] | None = None) -> None:
-  """Defines ``--config`` (locked), ``--workdir``, ``--distributed``, ``--reuse_host_memory`` once.
+  """Defines ``--config`` (locked), ``--workdir`` and the harness flags once (module docstring).
 
   Args:
     flag_values: where to define them (the global ``FLAGS`` by default).
