@@ -817,8 +817,8 @@ class CellStore:
 
     The file is ``{"format": "jaxpapers.cells/1", "cells": {name: value}}`` as JSON,
     compressed with xz when ``path`` ends in ``.xz`` (a snapshot of many small cells is a
-    few times smaller than the folder); :meth:`restore_snapshot` reads it back. Only
-    process 0 writes.
+    few times smaller than the folder); :meth:`restore_snapshot` reads it back. Written
+    atomically by process 0 (:func:`jaxpapers.core.cache.atomic_write`).
 
     Args:
       path: the snapshot file (``.json`` or ``.json.xz``).
@@ -829,10 +829,8 @@ class CellStore:
     data = json.dumps(
       {"format": _SNAPSHOT_FORMAT, "cells": self.to_dict()}, sort_keys=True, separators=(",", ":")
     ).encode()
-    path = epath.Path(path)
-    if _is_writer():
-      path.parent.mkdir(parents=True, exist_ok=True)
-      path.write_bytes(lzma.compress(data) if path.name.endswith(".xz") else data)
+    compressed = epath.Path(path).name.endswith(".xz")
+    cache_lib.atomic_write(path, lzma.compress(data) if compressed else data)
     return len(self)
 
   def restore_snapshot(self, path: str | epath.PathLike) -> int:
