@@ -31,24 +31,6 @@ def setting_name(n_pool: int, n_clusters: int) -> str:
   return f"P{n_pool}_J{n_clusters}"
 
 
-def cluster_k(n_pool: int, n_clusters: int, ks) -> int:
-  """The grid budget nearest (in log2) to the mean cluster size P / J (ties: the smaller k)."""
-  ks = np.asarray(ks, np.float64)
-  dist = np.abs(np.log2(ks) - np.log2(n_pool / n_clusters))
-  return int(ks[int(np.argmin(dist))])
-
-
-def k_peak(acc, ks) -> int:
-  """The budget k of the highest accuracy ``acc[i]`` at ``ks[i]`` (the smallest k on a tie)."""
-  return int(ks[int(np.argmax(acc))])
-
-
-def _decline(acc, recall, ks, cfg: ConfigDict) -> bool:
-  acc, recall = np.asarray(acc), np.asarray(recall)
-  p = int(np.argmax(acc))
-  return bool(acc[-1] < acc.max() - cfg.decline_tol and recall[-1] - recall[p] >= cfg.recall_rise)
-
-
 def _within_2x(a: int, b: int) -> bool:
   return abs(np.log2(a) - np.log2(b)) <= 1.0 + 1e-9
 
@@ -109,7 +91,7 @@ def shift_response(cells: list[dict], cfg: ConfigDict) -> dict:
     rec = {
       "n_pool": n_pool,
       "n_clusters": n_clusters,
-      "cluster_k": cluster_k(n_pool, n_clusters, cfg.ks),
+      "cluster_k": E.cluster_k(n_pool, n_clusters, cfg.ks),
       "shifts": [list(sh) for sh in shifts],
       "log2_k_star": ks_,
       "k_star_range_octaves": float(np.ptp(ks_)),
@@ -141,8 +123,9 @@ def derived_metrics(cells: list[dict], cfg: ConfigDict) -> dict:
       continue
     gc = [c for c in cells if _gain(c, r) >= min_gain]
     out[f"n_gain_cells_{r}"] = len(gc)
-    dec = [_decline(c[r]["retrieved"]["acc"], c["recall"], ks, cfg) for c in gc]
-    dec_o = [_decline(c[r]["oracle"]["acc"], c["recall"], ks, cfg) for c in gc]
+    tols = dict(decline_tol=cfg.decline_tol, recall_rise=cfg.recall_rise)
+    dec = [E.decoupled(c[r]["retrieved"]["acc"], c["recall"], **tols) for c in gc]
+    dec_o = [E.decoupled(c[r]["oracle"]["acc"], c["recall"], **tols) for c in gc]
     out[f"decoupling_fraction_{r}"] = _mean_or_none(dec)
     out[f"decoupling_fraction_{r}_ci"] = _fraction_ci(dec, n_boot)
     out[f"decoupling_fraction_{r}_oracle"] = _mean_or_none(dec_o)
@@ -156,7 +139,7 @@ def derived_metrics(cells: list[dict], cfg: ConfigDict) -> dict:
     out[f"constant_k_{r}"] = med
     out[f"constant_k_within_2x_{r}"] = _mean_or_none([_within_2x(med, c[r]["k_peak"]) for c in gc])
     out[f"cluster_k_within_2x_{r}"] = _mean_or_none(
-      [_within_2x(cluster_k(*_setting(c), ks), c[r]["k_peak"]) for c in gc]
+      [_within_2x(E.cluster_k(*_setting(c), ks), c[r]["k_peak"]) for c in gc]
     )
     per_setting = {}
     for st in {_setting(c) for c in gc}:
@@ -242,29 +225,53 @@ def report_view(record: dict) -> dict:
   table = []
   for row in rows:
     p, q = (int(np.argmax(row[r]["retrieved"]["acc_mean"])) for r in ("ridge", "gd_ls"))
-    at = {"ridge_peak": ("ridge", "retrieved", p), "ridge_last": ("ridge", "retrieved", -1),
-          "ridge_oracle": ("ridge", "oracle", -1), "ls_peak": ("gd_ls", "retrieved", q),
-          "ls_oracle": ("gd_ls", "oracle", -1)}  # fmt: skip
-    table.append({**row, **{k: acc(row, *a) for k, a in at.items()},
-                  "recall": {"m": row["recall"]["mean"][-1], "s": row["recall"]["std"][-1]},
-                  "kp": {r: row[r]["k_peak"] for r in READERS}})  # fmt: skip
-  keys = ("decoupling_fraction", "kstar_within_2x", "cluster_k_within_2x", "setting_k_within_2x",
-          "constant_k_within_2x")  # fmt: skip
+    at = {
+      "ridge_peak": ("ridge", "retrieved", p),
+      "ridge_last": ("ridge", "retrieved", -1),
+      "ridge_oracle": ("ridge", "oracle", -1),
+      "ls_peak": ("gd_ls", "retrieved", q),
+      "ls_oracle": ("gd_ls", "oracle", -1),
+    }
+    table.append(
+      {
+        **row,
+        **{k: acc(row, *a) for k, a in at.items()},
+        "recall": {"m": row["recall"]["mean"][-1], "s": row["recall"]["std"][-1]},
+        "kp": {r: row[r]["k_peak"] for r in READERS},
+      }
+    )
+  keys = (
+    "decoupling_fraction",
+    "kstar_within_2x",
+    "cluster_k_within_2x",
+    "setting_k_within_2x",
+    "constant_k_within_2x",
+  )
   readers = {
-    READER_NAMES[r]: {"n": d.get(f"n_gain_cells_{r}", 0), **{k: d.get(f"{k}_{r}") for k in keys},
-                      "oracle": d.get(f"decoupling_fraction_{r}_oracle")}
+    READER_NAMES[r]: {
+      "n": d.get(f"n_gain_cells_{r}", 0),
+      **{k: d.get(f"{k}_{r}") for k in keys},
+      "oracle": d.get(f"decoupling_fraction_{r}_oracle"),
+    }
     for r in READERS
-  }  # fmt: skip
+  }
   mid = record["config"]["settings"][len(record["config"]["settings"]) // 2]
   side = [r for r in rows if [r["n_pool"], r["n_clusters"]] == list(mid)]
   corners = [
-    {"title": f"{READER_NAMES[r]}: P={row['n_pool']}, J={row['n_clusters']}, s_x={row['s_x']:g}, "
-     f"s_w={row['s_w']:g}", "prior": row["prior_acc"], "recall": row["recall"]["mean"],
-     "k_star": float(np.median(row["k_star"])),
-     "contexts": {c: {"y": row[r][c]["acc_mean"], "err": row[r][c]["acc_std"]}
-                  for c in ("retrieved", "oracle", "shuffled_labels", "random")}}
-    for row in (side[0], side[-1]) for r in READERS
-  ]  # fmt: skip
+    {
+      "title": f"{READER_NAMES[r]}: P={row['n_pool']}, J={row['n_clusters']}, s_x={row['s_x']:g}, "
+      f"s_w={row['s_w']:g}",
+      "prior": row["prior_acc"],
+      "recall": row["recall"]["mean"],
+      "k_star": float(np.median(row["k_star"])),
+      "contexts": {
+        c: {"y": row[r][c]["acc_mean"], "err": row[r][c]["acc_std"]}
+        for c in ("retrieved", "oracle", "shuffled_labels", "random")
+      },
+    }
+    for row in (side[0], side[-1])
+    for r in READERS
+  ]
   rng, margin = np.random.default_rng(0), {}
   for p, j in record["config"]["settings"]:
     cs = [c for c in record["metrics"]["per_seed"] if _setting(c) == (p, j)]

@@ -45,76 +45,27 @@ def _sweep(reader, data, idx, ks, chunk, mesh, y_override=None, valid=None) -> n
   )
 
 
-def _dev_correct(readers: dict, data: E.ICLData, ks, chunk, mesh, tol, k_max) -> tuple:
-  """Per reader, the 0/1 correctness [n_k, Q] of the dev queries at every budget, and their
-  top-``k_max`` similarities [Q, k_max] (what the controller calibrates on)."""
-  idx, sims = E.dense_topk(data.q_x, data.pool_x, k_max)
-  correct = {}
-  for r, reader in readers.items():
-    pred = _sweep(reader, data, idx, ks, chunk, mesh)
-    correct[r] = np.asarray(E.answer_metrics(pred, data.q_y, tol=tol)[0])
-  return correct, np.asarray(sims)
-
-
-def _contexts(key, data: E.ICLData, idx, k_max: int) -> dict:
-  """The retrieved context and its controls (oracle, labels shuffled, another query's, random),
-  as keyword arguments of ``_sweep``."""
-  ck = jax.random.fold_in(key, 1)
-  oidx, valid = E.oracle_context(data.q_x, data.pool_x, data, k_max)
-  i_lab, y_lab = E.shuffled_context(jax.random.fold_in(ck, 0), idx, data, mode="labels")
-  i_oth, y_oth = E.shuffled_context(jax.random.fold_in(ck, 1), idx, data, mode="other_query")
-  ridx = E.random_context(jax.random.fold_in(ck, 2), data, k_max)
-  return {
-    "retrieved": dict(idx=idx),
-    "oracle": dict(idx=oidx, valid=valid),
-    "shuffled_labels": dict(idx=i_lab, y_override=y_lab),
-    "other_query": dict(idx=i_oth, y_override=y_oth),
-    "random": dict(idx=ridx),
-  }
-
-
-def _coverage(idx, data: E.ICLData, ks) -> dict:
-  """Recall@k, purity, the coverage margin Delta(k) = C_eff(k) - A(k) and its boundary k*."""
-  out = {
-    "recall": np.asarray(E.recall_curve(idx, data, ks)).tolist(),
-    "purity": np.asarray(E.purity_curve(idx, data, ks)).tolist(),
-  }
-  c_eff, amb, delta = (np.asarray(a).tolist() for a in E.effective_coverage(idx, data, ks))
-  out.update(c_eff=c_eff, ambiguity=amb, delta=delta)
-  out["k_star"] = E.budget_boundary(ks, delta)
-  out["k_star_average"] = E.budget_boundary(ks, delta, rule="average")
-  return out
+def _correct(reader, data, idx, cfg, mesh, tol, **kw) -> tuple[np.ndarray, np.ndarray]:
+  """The 0/1 correctness and the squared errors [n_k, Q] of every budget's answers."""
+  pred = _sweep(reader, data, idx, tuple(cfg.ks), cfg.query_chunk, mesh, **kw)
+  return tuple(np.asarray(a) for a in E.answer_metrics(pred, data.q_y, tol=tol))
 
 
 def _reader_cell(cfg: ConfigDict, reader, data, contexts, sims, dev, mesh, tol) -> dict:
   """One reader's accuracy and MSE curves in every context, its accuracy peak and regime, and
   the threshold controller (tau on the dev queries, ``dev = (correct, sims)``, applied here)."""
   ks = tuple(cfg.ks)
-  res = {}
+  res, correct = {}, {}
   for cname, kw in contexts.items():
-    kw = dict(kw)
-    cidx = kw.pop("idx")
-    pred = _sweep(reader, data, cidx, ks, cfg.query_chunk, mesh, **kw)
-    c, se = E.answer_metrics(pred, data.q_y, tol=tol)
-    if cname == "retrieved":
-      correct = np.asarray(c)  # [n_k, Q], for the controller below
-    res[cname] = {"acc": np.asarray(c).mean(1).tolist(), "mse": np.asarray(se).mean(1).tolist()}
+    correct[cname], se = _correct(reader, data, cfg=cfg, mesh=mesh, tol=tol, **kw)
+    res[cname] = {"acc": correct[cname].mean(1).tolist(), "mse": se.mean(1).tolist()}
   acc = np.asarray(res["retrieved"]["acc"])
-  res["k_peak"] = evaluate.k_peak(acc, ks)
+  res["k_peak"] = E.k_peak(acc, ks)
   res["regime"] = E.classify_regime(
     acc, res["oracle"]["acc"], ks, tol=cfg.regime_tol, ceiling=max(res["oracle"]["acc"])
   )
-  # Controller: tau on the dev queries (grid = quantiles of the dev similarities).
-  correct_dev, dev_sims = dev
-  grid = np.quantile(dev_sims[:, np.asarray(ks) - 1], np.linspace(0, 1, 41))
-  tau = E.calibrate_threshold(dev_sims, correct_dev, ks, grid)
-  j = np.asarray(E.threshold_controller(sims, tau, ks))
-  res["controller"] = {
-    "tau": tau,
-    "acc": float(correct[j, np.arange(len(j))].mean()),
-    "k_geomean": float(np.exp(np.mean(np.log(np.asarray(ks)[j])))),
-    "best_fixed_k_acc": float(acc.max()),
-  }
+  ctrl = E.controller_summary(dev[1], dev[0], sims, correct["retrieved"], ks)
+  res["controller"] = {**ctrl, "best_fixed_k_acc": float(acc.max())}
   return res
 
 
@@ -159,29 +110,28 @@ def run_cell(
   out = {"n_pool": n_pool, "n_clusters": n_clusters, "s_x": s_x, "s_w": s_w, "seed": seed}
   out.update(eta=eta, tol=tol)
   dev, data = _split(full, 0, cfg.n_dev), _split(full, cfg.n_dev, None)
-  correct_dev, dev_sims = _dev_correct(readers, dev, ks, cfg.query_chunk, mesh, tol, k_max)
+  dev_idx, dev_sims = E.dense_topk(dev.q_x, dev.pool_x, k_max)
   idx, sims = E.dense_topk(data.q_x, data.pool_x, k_max)
-  contexts = _contexts(key, data, idx, k_max)
-  out.update(_coverage(idx, data, ks))
+  contexts = E.control_contexts(jax.random.fold_in(key, 1), data, idx, k_max)
+  out.update(E.coverage_summary(idx, data, ks))
   out.update(_baselines(data, idx, ks, mesh, tol, full.pool_y))
   for r, reader in readers.items():
-    out[r] = _reader_cell(cfg, reader, data, contexts, sims, (correct_dev[r], dev_sims), mesh, tol)
+    dev_correct = _correct(reader, dev, dev_idx, cfg, mesh, tol)[0]
+    out[r] = _reader_cell(cfg, reader, data, contexts, sims, (dev_correct, dev_sims), mesh, tol)
   return out
 
 
 def train_and_evaluate(config, workdir) -> dict:
   """Runs every (setting, shift, seed) cell; writes results.json, table.md and plots."""
   cfg = core.config_view(config, default_config.get_config())
-  E._retrieval.check_ks(cfg.ks)
   core.validate_positive(cfg.seeds, name="seeds")
   core.validate_positive(cfg.query_chunk, name="query_chunk")
   if not cfg.settings:
     raise ValueError("settings must hold at least one (n_pool, n_clusters) pair")
   for n_pool, n_clusters in cfg.settings:
+    E.cluster_k(n_pool, n_clusters, cfg.ks)  # checks ks and both counts
     if cfg.ks[-1] > n_pool:
       raise ValueError(f"ks must not exceed n_pool = {n_pool}, got {cfg.ks[-1]}")
-    if n_clusters < 1:
-      raise ValueError(f"settings: n_clusters must be >= 1, got {n_clusters}")
   if len(cfg.ks) < 3:
     raise ValueError("ks must hold at least 3 budgets (the regime rule needs them)")
   workdir = pathlib.Path(workdir)

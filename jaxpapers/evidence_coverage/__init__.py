@@ -3,15 +3,24 @@
 A diagnostic for choosing the retrieval budget top-k: a shifted local linear-ICL generator,
 dense top-k retrieval evaluated as nested prefixes, finite readers (one-step GD with a fixed
 or a line-search step, ridge, prior), recall / purity curves, the effective-coverage margin ``Delta(k) = C_eff(k) - A(k)`` and its
-budget boundary k*, oracle / shuffled / random context controls, the regime rule and a
-calibrated similarity-threshold controller. The paper's equations are not public; every
+budget boundary k*, oracle / shuffled / random context controls, the regime rule, a
+calibrated similarity-threshold controller and the host-side summaries of one sweep (the
+accuracy peak, the cluster-size budget, the recall-accuracy decoupling indicator). The paper's equations are not public; every
 formula here is a documented reconstruction (see each module's docstring).
 """
 
+from jaxpapers.evidence_coverage._budget import (
+  cluster_k,
+  controller_summary,
+  coverage_summary,
+  decoupled,
+  k_peak,
+)
 from jaxpapers.evidence_coverage._controls import (
   REGIMES,
   calibrate_threshold,
   classify_regime,
+  control_contexts,
   oracle_context,
   random_context,
   shuffled_context,
@@ -44,9 +53,15 @@ __all__ = [
   "budget_boundary",
   "calibrate_threshold",
   "classify_regime",
+  "cluster_k",
+  "control_contexts",
+  "controller_summary",
+  "coverage_summary",
+  "decoupled",
   "dense_topk",
   "effective_coverage",
   "gd_reader",
+  "k_peak",
   "k_sweep",
   "linesearch_gd_reader",
   "make_shifted_linear_icl",

@@ -125,6 +125,38 @@ def random_context(key: jax.Array, data: ICLData, k_max: int) -> jax.Array:
   return _random(key, data.q_x.shape[0], P, k_max)
 
 
+def control_contexts(
+  key: jax.Array, data: ICLData, idx: jax.Array, k_max: int
+) -> dict[str, dict[str, jax.Array]]:
+  """The retrieved context and its four controls, as keyword arguments of :func:`k_sweep`.
+
+  Args:
+    key: typed PRNG key; ``fold_in(key, 0/1/2)`` draw the shuffled-labels, other-query and
+      random controls.
+    data: the :class:`ICLData`.
+    idx: int [Q, K] retrieved indices (:func:`dense_topk`).
+    k_max: the largest budget (the oracle's and the random control's list length).
+
+  Returns:
+    ``{"retrieved": {"idx"}, "oracle": {"idx", "valid"}, "shuffled_labels": {"idx",
+    "y_override"}, "other_query": {"idx", "y_override"}, "random": {"idx"}}``: per context its
+    [Q, K] or [Q, k_max] indices and what :func:`k_sweep` needs with them
+    (:func:`oracle_context` on the episode's inputs, :func:`shuffled_context` in both modes,
+    :func:`random_context`).
+  """
+  key = _check_key(key)
+  oidx, valid = oracle_context(data.q_x, data.pool_x, data, k_max)
+  i_lab, y_lab = shuffled_context(jax.random.fold_in(key, 0), idx, data, mode="labels")
+  i_oth, y_oth = shuffled_context(jax.random.fold_in(key, 1), idx, data, mode="other_query")
+  return {
+    "retrieved": dict(idx=idx),
+    "oracle": dict(idx=oidx, valid=valid),
+    "shuffled_labels": dict(idx=i_lab, y_override=y_lab),
+    "other_query": dict(idx=i_oth, y_override=y_oth),
+    "random": dict(idx=random_context(jax.random.fold_in(key, 2), data, k_max)),
+  }
+
+
 def _curve(a, name, n):
   a = np.asarray(a, np.float64)
   if a.shape != (n,):

@@ -5,7 +5,10 @@ import types
 
 import pytest
 
-MODULES = {"evaluate": "experiments.evidence_coverage.evaluate"}
+MODULES = {
+  "evaluate": "experiments.evidence_coverage.evaluate",
+  "budget": "jaxpapers.evidence_coverage._budget",
+}
 
 KS = (1, 2, 4, 8, 16)
 
@@ -13,6 +16,11 @@ KS = (1, 2, 4, 8, 16)
 @pytest.fixture(name="evaluate")
 def _evaluate():
   return importlib.import_module(MODULES["evaluate"])
+
+
+@pytest.fixture(name="budget")
+def _budget():
+  return importlib.import_module(MODULES["budget"])
 
 
 def _reader(retrieved, oracle, k_peak, shuffled, other, random):
@@ -83,17 +91,21 @@ def _cfg():
   )
 
 
-def test_decline(evaluate):
-  cfg = _cfg()
+def test_decline(budget):
+  tols = dict(decline_tol=0.02, recall_rise=0.1)
   recall = [0.1, 0.3, 0.5, 0.7, 0.9]
-  assert evaluate._decline([0.3, 0.5, 0.8, 0.7, 0.77], recall, KS, cfg)  # 0.77 < 0.8 - 0.02
-  assert not evaluate._decline([0.3, 0.5, 0.8, 0.7, 0.785], recall, KS, cfg)  # within decline_tol
+  assert budget.decoupled([0.3, 0.5, 0.8, 0.7, 0.77], recall, **tols)  # 0.77 < 0.8 - 0.02
+  assert not budget.decoupled([0.3, 0.5, 0.8, 0.7, 0.785], recall, **tols)  # within decline_tol
   # Peak at k = 8 (recall 0.7): recall at k_max is only 0.05 higher there.
-  assert not evaluate._decline([0.3, 0.5, 0.6, 0.9, 0.5], [0.1, 0.3, 0.5, 0.85, 0.9], KS, cfg)
+  assert not budget.decoupled([0.3, 0.5, 0.6, 0.9, 0.5], [0.1, 0.3, 0.5, 0.85, 0.9], **tols)
 
 
-def test_k_peak_and_within_2x(evaluate):
-  assert evaluate.k_peak([0.2, 0.6, 0.9, 0.9, 0.1], KS) == 4  # the first of the tied maxima
+def test_k_peak(budget):
+  assert budget.k_peak([0.2, 0.6, 0.9, 0.9, 0.1], KS) == 4  # the first of the tied maxima
+  assert budget.k_peak([0.9, 0.6, 0.5, 0.4, 0.1], KS) == 1
+
+
+def test_within_2x(evaluate):
   assert evaluate._within_2x(4, 8) and evaluate._within_2x(8, 4) and evaluate._within_2x(4, 4)
   assert not evaluate._within_2x(2, 8)
   assert not evaluate._within_2x(2, 5)  # 2.5x: |log2| = 1.32 (|ln| = 0.92)
@@ -147,14 +159,14 @@ def test_derived_metrics(evaluate):
   assert d["controller_minus_best_fixed_gd"] == pytest.approx(-0.1)
 
 
-def test_cluster_k_is_nearest_in_log2(evaluate):
+def test_cluster_k_is_nearest_in_log2(budget):
   ks = (32, 64, 128, 256, 512, 1024)
-  assert evaluate.cluster_k(10000, 64, ks) == 128  # 156: log2 7.29
-  assert evaluate.cluster_k(2500, 64, ks) == 32  # 39: log2 5.29
-  assert evaluate.cluster_k(10000, 16, ks) == 512  # 625: log2 9.29
+  assert budget.cluster_k(10000, 64, ks) == 128  # 156: log2 7.29
+  assert budget.cluster_k(2500, 64, ks) == 32  # 39: log2 5.29
+  assert budget.cluster_k(10000, 16, ks) == 512  # 625: log2 9.29
   # 185: log2 7.53 -> 256, although 128 is nearer on the linear scale (57 vs 71).
-  assert evaluate.cluster_k(185, 1, ks) == 256
-  assert evaluate.cluster_k(10**6, 1, ks) == 1024  # beyond the grid: its largest budget
+  assert budget.cluster_k(185, 1, ks) == 256
+  assert budget.cluster_k(10**6, 1, ks) == 1024  # beyond the grid: its largest budget
 
 
 def test_fraction_ci(evaluate):
