@@ -4,8 +4,9 @@ A diagnostic for choosing the retrieval budget top-k: a shifted local linear-ICL
 dense top-k retrieval evaluated as nested prefixes, finite readers (one-step GD with a fixed
 or a line-search step, ridge, prior), recall / purity curves, the effective-coverage margin ``Delta(k) = C_eff(k) - A(k)`` and its
 budget boundary k*, oracle / shuffled / random context controls, the regime rule, a
-calibrated similarity-threshold controller and the host-side summaries of one sweep (the
-accuracy peak, the cluster-size budget, the recall-accuracy decoupling indicator). The paper's equations are not public; every
+calibrated similarity-threshold controller, the host-side summaries of one sweep (the
+accuracy peak, the cluster-size budget, the recall-accuracy decoupling indicator) and the whole
+diagnosis of one episode (:func:`diagnose_budget`). The paper's equations are not public; every
 formula here is a documented reconstruction (see each module's docstring).
 """
 
@@ -28,6 +29,7 @@ from jaxpapers.evidence_coverage._controls import (
 )
 from jaxpapers.evidence_coverage._coverage import budget_boundary, effective_coverage
 from jaxpapers.evidence_coverage._data import ICLData, ShiftConfig, make_shifted_linear_icl
+from jaxpapers.evidence_coverage._diagnose import diagnose_budget
 from jaxpapers.evidence_coverage._readers import (
   GDReader,
   LineSearchGDReader,
@@ -59,6 +61,7 @@ __all__ = [
   "coverage_summary",
   "decoupled",
   "dense_topk",
+  "diagnose_budget",
   "effective_coverage",
   "gd_reader",
   "k_peak",

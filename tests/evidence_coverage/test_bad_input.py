@@ -315,6 +315,15 @@ CASES = [
     jit_reason=HOST,
   ),
   Case(
+    "diagnose_budget",
+    E.diagnose_budget,
+    (KEY, DATA, {"prior": E.PriorReader()}, KS),
+    {"n_dev": 8, "tol": 0.1, "regime_tol": 0.01},
+    match="n_dev must be <= 7",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
     "control_contexts",
     E.control_contexts,
     (np.zeros(2, np.uint32), DATA, IDX, 4),

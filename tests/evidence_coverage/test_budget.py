@@ -89,3 +89,40 @@ def test_control_contexts_are_the_keyed_controls():
   pt, qt = np.asarray(data.pool_task), np.asarray(data.q_task)
   o, v = np.asarray(got["oracle"]["idx"]), np.asarray(got["oracle"]["valid"])
   assert np.all((pt[o] == qt[:, None])[v])  # every shown oracle item is relevant
+
+
+def test_diagnose_budget_against_float64_baselines_and_the_library_pieces():
+  cfg = E.ShiftConfig(d=4, n_clusters=4, s_x=1.0, s_w=1.0)
+  data = E.make_shifted_linear_icl(jax.random.key(2), cfg, 80, 12)
+  ks, tol, n_dev = (1, 2, 4, 8), 0.3, 4
+  readers = {"ridge": E.RidgeReader(0.5), "ignores_context": E.PriorReader()}
+  key = jax.random.key(5)
+  got = E.diagnose_budget(key, data, readers, ks, n_dev=n_dev, tol=tol, regime_tol=0.01)
+  # the baselines in float64 NumPy, on the 8 test queries only
+  qx, qy = np.asarray(data.q_x, np.float64)[n_dev:], np.asarray(data.q_y, np.float64)[n_dev:]
+  prior = qx @ np.asarray(data.w0, np.float64)
+  assert got["prior"]["acc"] == pytest.approx(np.mean(np.abs(prior - qy) < tol))
+  assert got["prior"]["mse"] == pytest.approx(np.mean((prior - qy) ** 2), rel=1e-5)
+  const = np.mean(np.asarray(data.pool_y, np.float64))
+  assert got["constant_mean"]["mse"] == pytest.approx(np.mean((const - qy) ** 2), rel=1e-5)
+  # a reader that ignores its context answers the prior in every context and at every budget
+  for ctx in ("retrieved", "oracle", "shuffled_labels", "other_query", "random"):
+    assert got["ignores_context"][ctx]["acc"] == pytest.approx([got["prior"]["acc"]] * len(ks))
+  assert got["ignores_context"]["k_peak"] == 1  # flat curve: the smallest budget
+  # ridge: the retrieved curve is k_sweep's on the test queries (float64 check of correctness)
+  q = slice(n_dev, None)
+  test = data.replace(q_x=data.q_x[q], q_y=data.q_y[q], q_task=data.q_task[q], q_w=data.q_w[q])
+  idx, _ = E.dense_topk(test.q_x, test.pool_x, 8)
+  pred = np.asarray(E.k_sweep(readers["ridge"], test, idx, ks), np.float64)
+  want = (np.abs(pred - qy) < tol).mean(1)
+  np.testing.assert_allclose(got["ridge"]["retrieved"]["acc"], want)
+  assert got["ridge"]["k_peak"] == ks[int(np.argmax(want))]
+  assert got["ridge"]["controller"]["best_fixed_k_acc"] == pytest.approx(want.max())
+  assert {k: got[k] for k in ("recall", "k_star")} == {
+    k: E.coverage_summary(idx, test, ks)[k] for k in ("recall", "k_star")
+  }
+  # query blocks change nothing
+  again = E.diagnose_budget(
+    key, data, readers, ks, n_dev=n_dev, tol=tol, regime_tol=0.01, query_chunk=2
+  )
+  assert again == got
