@@ -27,14 +27,18 @@ from jaxpapers.cs_clip import clip_loss
 TRAINING_FREE = ("raw", "refine", "refine_placebo", "proxy", "sclip")
 
 
+def _pick(cfg: ml_collections.ConfigDict, names: str) -> dict:
+  """The config fields ``names`` (space-separated) as keyword arguments."""
+  return {n: getattr(cfg, n) for n in names.split()}
+
+
 def _sscl_cfg(cfg: ml_collections.ConfigDict) -> S.SSCLConfig:
-  names = "gamma threshold alpha logit_scale tau_p confidence tau_c".split()
-  return S.SSCLConfig(steps=cfg.refine_steps, **{n: getattr(cfg, n) for n in names})
+  names = "gamma threshold alpha logit_scale tau_p confidence tau_c"
+  return S.SSCLConfig(steps=cfg.refine_steps, **_pick(cfg, names))
 
 
 def _model(cfg: ml_collections.ConfigDict, key) -> S.TinyCLIP:
-  names = "size patch width depth text_depth heads embed_dim".split()
-  kw = {n: getattr(cfg, n) for n in names}
+  kw = _pick(cfg, "size patch width depth text_depth heads embed_dim")
   return S.TinyCLIP(len(S.VOCAB), max_len=S.MAX_LEN, rngs=nnx.Rngs(key), **kw)
 
 
@@ -61,10 +65,7 @@ def _pretrain_fns(cfg: ml_collections.ConfigDict, graphdef, evaluate):
     upd, opt = S.masked_adam(cfg.lr).update(g, opt, params)
     return (optax.apply_updates(params, upd), opt), {"loss": loss}
 
-  def eval_fn(state, hp, key, data):
-    return evaluate(state[0], data, True)
-
-  return init, step, eval_fn
+  return init, step, lambda state, hp, key, data: evaluate(state[0], data, True)
 
 
 def _finetune_fns(cfg: ml_collections.ConfigDict, graphdef, mask, evaluate):
@@ -75,6 +76,7 @@ def _finetune_fns(cfg: ml_collections.ConfigDict, graphdef, mask, evaluate):
   """
   sc = _sscl_cfg(cfg)
   opt_of = lambda: S.masked_adam(cfg.lr_finetune, mask)
+  batch_kw = dict(batch=cfg.finetune_batch, **_pick(cfg, "n_views view_scales"))
 
   def init(hp, key, data):
     return hp["init"], opt_of().init(hp["init"])
@@ -84,24 +86,14 @@ def _finetune_fns(cfg: ml_collections.ConfigDict, graphdef, mask, evaluate):
     teacher = nnx.merge(graphdef, hp["init"])
     w = {n: hp[f"w_{n}"] for n in S.LOSS_TERMS}
     k = jax.random.fold_in(key, step)
-    b = S.finetune_batch(
-      k,
-      data,
-      batch=cfg.finetune_batch,
-      n_views=cfg.n_views,
-      view_scales=cfg.view_scales,
-      diverse=w["diverse"],
-    )
+    b = S.finetune_batch(k, data, diverse=w["diverse"], **batch_kw)
     t = S.teacher_targets(teacher, data, b, vfm=cfg.vfm, patch=cfg.patch, config=sc)
     loss_fn = lambda p: S.arm_loss(nnx.merge(graphdef, p), w, b, t, config=sc)
     (loss, terms), g = jax.value_and_grad(loss_fn, has_aux=True)(params)
     upd, opt = opt_of().update(g, opt, params)
     return (optax.apply_updates(params, upd), opt), {"loss": loss, **terms}
 
-  def eval_fn(state, hp, key, data):
-    return evaluate(state[0], data, False)
-
-  return init, step, eval_fn
+  return init, step, lambda state, hp, key, data: evaluate(state[0], data, False)
 
 
 def _programs(cfg: ml_collections.ConfigDict):
@@ -109,12 +101,7 @@ def _programs(cfg: ml_collections.ConfigDict):
   graphdef, abstract = nnx.split(nnx.eval_shape(lambda: _model(cfg, jax.random.key(0))))
   mask = S.trainable_mask(abstract, cfg.depth)
   evaluate = S.make_evaluate(
-    graphdef,
-    size=cfg.size,
-    patch=cfg.patch,
-    classes=cfg.classes,
-    vfm=cfg.vfm,
-    config=_sscl_cfg(cfg),
+    graphdef, config=_sscl_cfg(cfg), **_pick(cfg, "size patch classes vfm")
   )
   return _pretrain_fns(cfg, graphdef, evaluate), _finetune_fns(cfg, graphdef, mask, evaluate)
 
@@ -132,18 +119,15 @@ def _train(cfg: ml_collections.ConfigDict, cells: core.CellStore, data) -> dict:
   base = jax.random.key(cfg.seed)
   state = {}
 
+  def run(fns, grid, hp, keys, ckpt, desc):  # grid: "pretrain" or "finetune"
+    steps, chunk = getattr(cfg, f"{grid}_steps"), getattr(cfg, f"{grid}_chunk")
+    kw = dict(num_steps=steps, chunk_size=chunk, data=data, checkpoint_dir=ckpt, desc=desc)
+    return core.Sweep(*fns).run(hp, keys, **kw)
+
   def pretrain(ckpt):
     keys = jnp.stack([jax.random.fold_in(base, s) for s in seeds])
     hp = {"lr": np.full(len(seeds), cfg.lr, np.float32)}
-    res = core.Sweep(*pre_fns).run(
-      hp,
-      keys,
-      num_steps=cfg.pretrain_steps,
-      chunk_size=cfg.pretrain_chunk,
-      data=data,
-      checkpoint_dir=ckpt,
-      desc="CLIP pre-training",
-    )
+    res = run(pre_fns, "pretrain", hp, keys, ckpt, desc="CLIP pre-training")
     state["params"] = jax.tree.map(np.asarray, res.state[0])
     return {
       "runs": [
@@ -168,15 +152,7 @@ def _train(cfg: ml_collections.ConfigDict, cells: core.CellStore, data) -> dict:
       hp[f"w_{n}"] = np.array([S.ARM_WEIGHTS[a][j] for _, a in runs], np.float32)
     # the arms of one seed share their key: same batches, anchors and views (paired)
     keys = jnp.stack([jax.random.fold_in(base, 100 + s) for s, _ in runs])
-    res = core.Sweep(*ft_fns).run(
-      hp,
-      keys,
-      num_steps=cfg.finetune_steps,
-      chunk_size=cfg.finetune_chunk,
-      data=data,
-      checkpoint_dir=ckpt,
-      desc="SSCL fine-tuning arms",
-    )
+    res = run(ft_fns, "finetune", hp, keys, ckpt, desc="SSCL fine-tuning arms")
     n_chunks = -(-cfg.finetune_steps // cfg.finetune_chunk)
     return {
       "runs": [
@@ -210,12 +186,13 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
-  names = "n_train n_test size patch classes probe_images".split()
-  data = S.benchmark_data(config.seed, **{n: getattr(config, n) for n in names})
+  data = S.benchmark_data(
+    config.seed, **_pick(config, "n_train n_test size patch classes probe_images")
+  )
   cells = core.CellStore(workdir / "cells")
   grid = _train(config, cells, data)
   summary = E.summarize(config, grid)
-  trivial = E.trivial_baselines(data, config.seed + 9, S.num_classes(config.classes))
+  trivial = S.trivial_baselines(data, config.seed + 9, S.num_classes(config.classes))
   probe = E.probes(grid)
   metrics = {"summary": summary, "trivial": trivial, "probe": probe, "runs": grid}
   metrics["derived"] = E.derived_metrics(summary, trivial, probe)

@@ -16,16 +16,23 @@ Everything beyond the abstract is a reconstruction (see each module docstring).
   :func:`region_embeddings`, :func:`feature_drift`, :func:`patch_labels`,
   :func:`linear_probe_accuracy`;
 * the shapes-world benchmark and its fine-tuning arms: :func:`benchmark_data`,
-  :func:`make_evaluate`, :func:`vfm_features`, :func:`num_classes`, :data:`ARM_WEIGHTS`,
-  :func:`finetune_batch`, :func:`teacher_targets`, :func:`arm_loss`, :func:`trainable_mask`,
-  :func:`masked_adam`;
+  :func:`make_evaluate`, :func:`trivial_baselines`, :func:`vfm_features`, :func:`num_classes`,
+  :data:`ARM_WEIGHTS`, :func:`finetune_batch`, :func:`teacher_targets`, :func:`arm_loss`,
+  :func:`trainable_mask`, :func:`masked_adam`;
 * tiny models and data: :class:`TinyCLIP`, :class:`TinyViT`, :class:`TinyTextEncoder`,
   :func:`dense_features`, :func:`handcrafted_vfm`, :func:`instance_vfm`,
   :func:`render_shapes_world`, :func:`tokenize`, :func:`class_prompts`, :func:`label_maps`.
 """
 
 from jaxpapers.sscl._affinity import proxy_attention, refine_logits, vfm_affinity
-from jaxpapers.sscl._benchmark import VFMS, benchmark_data, make_evaluate, num_classes, vfm_features
+from jaxpapers.sscl._benchmark import (
+  VFMS,
+  benchmark_data,
+  make_evaluate,
+  num_classes,
+  trivial_baselines,
+  vfm_features,
+)
 from jaxpapers.sscl._eval import (
   feature_drift,
   linear_probe_accuracy,
@@ -95,6 +102,7 @@ __all__ = [
   "num_classes",
   "teacher_targets",
   "trainable_mask",
+  "trivial_baselines",
   "vfm_features",
   "CISC_MODES",
   "CLASS_SETS",

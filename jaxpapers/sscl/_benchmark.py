@@ -82,6 +82,47 @@ def vfm_features(vfm: str, patch: int, images: jax.Array, instance: jax.Array) -
   return handcrafted_vfm(images, patch)
 
 
+def trivial_baselines(data: dict, seed: int, num_classes: int) -> dict[str, float]:
+  """Input-independent predictors on the benchmark's test set and metrics (host-side NumPy).
+
+  Args:
+    data: ``test_target`` int [n, S, S] (-1: ignored pixel), ``test_valid`` bool [n, K] and
+      ``test_labels`` int [n, K] (:func:`benchmark_data`).
+    seed: the seed of the uniform random segmentation.
+    num_classes: C.
+
+  Returns:
+    ``majority_miou`` (the most frequent foreground class everywhere) and
+    ``uniform_random_miou`` (a class drawn uniformly per pixel), mIoU as in
+    :func:`segmentation_miou` (mean over the classes with a non-empty union);
+    ``majority_region_acc`` (the most frequent object class), ``chance_region_acc`` = 1 / C
+    and ``constant_feature_drift`` = 0 (a constant feature map never drifts).
+  """
+  C = V.check_int(num_classes, "num_classes", min_value=1)
+  tgt = np.asarray(data["test_target"])
+  labels, valid = np.asarray(data["test_labels"]), np.asarray(data["test_valid"], bool)
+  if labels.shape != valid.shape:
+    raise ValueError(f"test_labels must have test_valid's shape {valid.shape}, got {labels.shape}")
+  keep = tgt >= 0
+
+  def miou(pred):
+    ious = []
+    for c in range(C):
+      p, g = (pred == c) & keep, (tgt == c) & keep
+      if (p | g).any():
+        ious.append((p & g).sum() / (p | g).sum())
+    return float(np.mean(ious))
+
+  counts = np.bincount(tgt[keep], minlength=C)
+  out = {"majority_miou": miou(np.full_like(tgt, counts.argmax()))}
+  out["uniform_random_miou"] = miou(np.random.default_rng(seed).integers(0, C, tgt.shape))
+  obj_counts = np.bincount(labels[valid], minlength=C)
+  out["majority_region_acc"] = float(obj_counts.max() / obj_counts.sum())
+  out["chance_region_acc"] = 1.0 / C
+  out["constant_feature_drift"] = 0.0
+  return out
+
+
 def benchmark_data(
   seed: int, *, n_train: int, n_test: int, size: int, patch: int, classes: str, probe_images: int
 ) -> dict[str, np.ndarray]:

@@ -1649,9 +1649,9 @@ MUTATIONS = (
   ),
   M(
     "sscl",
-    "evaluate",
-    'out["majority_miou"] = miou(np.full_like(tgt, counts.argmax()))',
-    'out["majority_miou"] = miou(np.full_like(tgt, counts.argmin()))',
+    "jaxpapers.sscl._benchmark",
+    'out = {"majority_miou": miou(np.full_like(tgt, counts.argmax()))}',
+    'out = {"majority_miou": miou(np.full_like(tgt, counts.argmin()))}',
     ["test_trivial_baselines"],
     "majority baseline predicts the rarest class",
   ),
@@ -1673,7 +1673,7 @@ MUTATIONS = (
   ),
   M(
     "sscl",
-    "evaluate",
+    "jaxpapers.sscl._benchmark",
     'out["chance_region_acc"] = 1.0 / C',
     'out["chance_region_acc"] = 0.25',
     ["test_trivial_baselines"],

@@ -7,7 +7,7 @@ import types
 import numpy as np
 import pytest
 
-MODULES = {"evaluate": "experiments.sscl.evaluate"}
+MODULES = {"evaluate": "experiments.sscl.evaluate", "benchmark": "jaxpapers.sscl._benchmark"}
 
 T3 = 4.303  # t_{0.975, 2}
 
@@ -15,6 +15,11 @@ T3 = 4.303  # t_{0.975, 2}
 @pytest.fixture(name="evaluate")
 def _evaluate():
   return importlib.import_module(MODULES["evaluate"])
+
+
+@pytest.fixture(name="benchmark")
+def _benchmark():
+  return importlib.import_module(MODULES["benchmark"])
 
 
 def _ev(miou=0.0, drift=0.0, ctx=0.0, acc=0.5, **extra):
@@ -111,7 +116,7 @@ def test_derived_metrics(evaluate):
   assert d["trivial_majority_miou"] == 0.1
 
 
-def test_trivial_baselines(evaluate):
+def test_trivial_baselines(benchmark):
   # Classes 0..3 on six labelled pixels (-1: ignored). Majority class 0 (3 pixels): IoU of
   # class 0 = 3 / 6 and the other present classes 0, so mIoU over the 3 present = 1/6.
   tgt = np.array([[0, 0, 0, 1, 2, 1, -1]])
@@ -120,8 +125,8 @@ def test_trivial_baselines(evaluate):
     "test_valid": np.array([[True, True, False]]),
     "test_labels": np.array([[2, 2, 3]]),
   }
-  out = evaluate.trivial_baselines(data, 0)
+  out = benchmark.trivial_baselines(data, 0, 4)
   assert out["majority_miou"] == pytest.approx((3 / 6 + 0 + 0) / 3)
   assert out["majority_region_acc"] == pytest.approx(1.0)  # valid objects: labels 2, 2
   assert out["chance_region_acc"] == 0.25
-  assert evaluate.trivial_baselines(data, 0, 6)["chance_region_acc"] == pytest.approx(1 / 6)
+  assert benchmark.trivial_baselines(data, 0, 6)["chance_region_acc"] == pytest.approx(1 / 6)

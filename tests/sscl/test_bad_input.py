@@ -351,6 +351,22 @@ CASES += [
     jit_reason=_SETUP,
   ),
   Case("masked_adam", S.masked_adam, (0.0,), match="lr must be > 0", jit=None, jit_reason=_SETUP),
+  Case(
+    "trivial_baselines",
+    S.trivial_baselines,
+    (
+      {
+        "test_target": np.zeros((2, 4, 4), np.int32),
+        "test_valid": np.ones((2, 3), bool),
+        "test_labels": np.zeros((2, 2), np.int32),
+      },
+      0,
+      6,
+    ),
+    match=r"test_labels must have test_valid's shape \(2, 3\)",
+    jit=None,
+    jit_reason="host-side NumPy on the benchmark's arrays",
+  ),
 ]
 
 EXEMPT = {

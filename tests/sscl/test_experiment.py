@@ -132,17 +132,6 @@ def test_seeds8_differs_from_default_only_in_the_seed_count():
     }
 
 
-def test_trivial_baselines_are_input_independent_predictors():
-  data = {
-    "test_target": np.array([[0, 0, -1], [1, 2, 0]], np.int32),
-    "test_valid": np.array([[True, True], [True, False]]),
-    "test_labels": np.array([[0, 1], [0, 3]], np.int32),
-  }
-  t = evaluate.trivial_baselines(data, 0)
-  assert t["majority_miou"] == pytest.approx(3 / 5 / 3)  # class 0 everywhere: IoU 3/5, 3 classes
-  assert t["majority_region_acc"] == pytest.approx(2 / 3)
-
-
 @pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/sscl.ipynb", timeout=300)

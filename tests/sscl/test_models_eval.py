@@ -165,3 +165,25 @@ def test_region_embeddings_and_drift():
   np.testing.assert_allclose(
     drift(a.astype(F32), c.astype(F32), m), np.mean((1 - cos)[m]), rtol=1e-5
   )
+
+
+def test_trivial_baselines_are_input_independent_predictors():
+  data = {
+    "test_target": np.array([[0, 0, -1], [1, 2, 0]], np.int32),
+    "test_valid": np.array([[True, True], [True, False]]),
+    "test_labels": np.array([[0, 1], [0, 3]], np.int32),
+  }
+  t = S.trivial_baselines(data, 0, 4)
+  assert t["majority_miou"] == pytest.approx(3 / 5 / 3)  # class 0 everywhere: IoU 3/5, 3 classes
+  assert t["majority_region_acc"] == pytest.approx(2 / 3)  # labels 0, 1, 0 of valid objects
+  assert t["chance_region_acc"] == 0.25 and t["constant_feature_drift"] == 0.0
+  # uniform random: the same draw scored by hand (classes with a non-empty union only)
+  pred = np.random.default_rng(0).integers(0, 4, (2, 3))
+  keep = data["test_target"] >= 0
+  ious = [
+    ((pred == c) & (data["test_target"] == c) & keep).sum()
+    / (((pred == c) | (data["test_target"] == c)) & keep).sum()
+    for c in range(4)
+    if (((pred == c) | (data["test_target"] == c)) & keep).any()
+  ]
+  assert t["uniform_random_miou"] == pytest.approx(np.mean(ious))
