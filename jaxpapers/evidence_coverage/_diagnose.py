@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers.core import validation as V
@@ -24,13 +25,16 @@ from jaxpapers.evidence_coverage._retrieval import check_ks, dense_topk
 from jaxpapers.evidence_coverage._sweep import Reader, _query_block, answer_metrics, k_sweep
 
 
-def _metrics(reader, data, ks, tol, mesh, chunk, idx, **kw) -> tuple[np.ndarray, np.ndarray]:
+def _metrics(
+  reader, data, ks, tol, mesh, chunk, idx, y_override=None, valid=None
+) -> tuple[np.ndarray, np.ndarray]:
   """Correctness and squared errors [n_k, Q]; queries in blocks of ``chunk`` when it divides Q
   (one compile), else all at once."""
   Q = idx.shape[0]
   c = chunk if chunk is not None and chunk < Q and Q % chunk == 0 else None
-  pred = np.asarray(k_sweep(reader, data, idx, ks, mesh=mesh, query_chunk=c, **kw))
-  return tuple(np.asarray(a) for a in answer_metrics(pred, data.q_y, tol=tol))
+  kw = dict(y_override=y_override, valid=valid, mesh=mesh, query_chunk=c)
+  correct, se = answer_metrics(jnp.asarray(k_sweep(reader, data, idx, ks, **kw)), data.q_y, tol=tol)
+  return np.asarray(correct), np.asarray(se)
 
 
 def _reader(reader, data, contexts, ks, tol, regime_tol, mesh, chunk, controller) -> dict:
@@ -41,17 +45,18 @@ def _reader(reader, data, contexts, ks, tol, regime_tol, mesh, chunk, controller
   acc, oracle = np.asarray(res["retrieved"]["acc"]), res["oracle"]["acc"]
   res["k_peak"] = k_peak(acc, ks)
   res["regime"] = classify_regime(acc, oracle, ks, tol=regime_tol, ceiling=max(oracle))
-  ctrl = controller_summary(*controller, correct["retrieved"], ks)
+  sims_dev, correct_dev, sims = controller
+  ctrl = controller_summary(sims_dev, correct_dev, sims, correct["retrieved"], ks)
   res["controller"] = {**ctrl, "best_fixed_k_acc": float(acc.max())}
   return res
 
 
 def _baselines(data: ICLData, idx, ks, tol, mesh) -> dict:
   y = data.q_y
-  prior = np.asarray(k_sweep(PriorReader(), data, idx, ks[:1], mesh=mesh))
+  prior = k_sweep(PriorReader(), data, idx, ks[:1], mesh=mesh)
   c, se = answer_metrics(prior, y, tol=tol)
   out = {"prior": {"acc": float(np.mean(c)), "mse": float(np.mean(se))}}
-  const = np.full((1, y.shape[0]), float(np.mean(np.asarray(data.pool_y))), np.float32)
+  const = jnp.full((1, y.shape[0]), float(np.mean(np.asarray(data.pool_y))), jnp.float32)
   c, se = answer_metrics(const, y, tol=tol)
   out["constant_mean"] = {"acc": float(np.mean(c)), "mse": float(np.mean(se))}
   return out
