@@ -47,6 +47,11 @@ def _fraction_ci(flags, n_boot: int) -> float | None:
   return core.paired_bootstrap(a, np.zeros_like(a), n_resamples=n_boot, seed=0).half_width
 
 
+def _hits(cells: list[dict], r: str, budget) -> list[bool]:
+  """Per cell, whether the budget ``budget(cell)`` is within 2x of reader r's accuracy peak."""
+  return [_within_2x(budget(c), c[r]["k_peak"]) for c in cells]
+
+
 def _mean_or_none(flags) -> float | None:
   return float(np.mean(flags)) if len(flags) else None
 
@@ -129,47 +134,37 @@ def derived_metrics(cells: list[dict], cfg: ConfigDict) -> dict:
     out[f"decoupling_fraction_{r}"] = _mean_or_none(dec)
     out[f"decoupling_fraction_{r}_ci"] = _fraction_ci(dec, n_boot)
     out[f"decoupling_fraction_{r}_oracle"] = _mean_or_none(dec_o)
-    hit = [_within_2x(c["k_star"], c[r]["k_peak"]) for c in gc]
+    hit = _hits(gc, r, lambda c: c["k_star"])
     out[f"kstar_within_2x_{r}"] = _mean_or_none(hit)
     out[f"kstar_within_2x_{r}_ci"] = _fraction_ci(hit, n_boot)
-    out[f"kstar_average_within_2x_{r}"] = _mean_or_none(
-      [_within_2x(c["k_star_average"], c[r]["k_peak"]) for c in gc]
-    )
+    out[f"kstar_average_within_2x_{r}"] = _mean_or_none(_hits(gc, r, lambda c: c["k_star_average"]))
     med = _median_k([c[r]["k_peak"] for c in gc]) if gc else None
     out[f"constant_k_{r}"] = med
-    out[f"constant_k_within_2x_{r}"] = _mean_or_none([_within_2x(med, c[r]["k_peak"]) for c in gc])
-    out[f"cluster_k_within_2x_{r}"] = _mean_or_none(
-      [_within_2x(E.cluster_k(*_setting(c), ks), c[r]["k_peak"]) for c in gc]
-    )
-    per_setting = {}
-    for st in {_setting(c) for c in gc}:
-      per_setting[st] = _median_k([c[r]["k_peak"] for c in gc if _setting(c) == st])
-    out[f"setting_k_within_2x_{r}"] = _mean_or_none(
-      [_within_2x(per_setting[_setting(c)], c[r]["k_peak"]) for c in gc]
-    )
+    out[f"constant_k_within_2x_{r}"] = _mean_or_none(_hits(gc, r, lambda c: med))
+    cluster = _hits(gc, r, lambda c: E.cluster_k(*_setting(c), ks))
+    out[f"cluster_k_within_2x_{r}"] = _mean_or_none(cluster)
+    per_setting = {
+      st: _median_k([c[r]["k_peak"] for c in gc if _setting(c) == st])
+      for st in {_setting(c) for c in gc}
+    }
+    setting = _hits(gc, r, lambda c: per_setting[_setting(c)])
+    out[f"setting_k_within_2x_{r}"] = _mean_or_none(setting)
     out[f"setting_k_{r}"] = {setting_name(*st): k for st, k in sorted(per_setting.items())}
     for ctrl in ("shuffled_labels", "other_query", "random"):
-      kept = []
-      for c in cells:
-        gain = _gain(c, r)
-        if gain >= min_gain:
-          kept.append((max(c[r][ctrl]["acc"]) - c["prior"]["acc"]) / gain)
+      kept = [(max(c[r][ctrl]["acc"]) - c["prior"]["acc"]) / _gain(c, r) for c in gc]
       out[f"gain_kept_{r}_{ctrl}"] = float(np.mean(kept)) if kept else None
     out[f"controller_minus_best_fixed_{r}"] = float(
       np.mean([c[r]["controller"]["acc"] - c[r]["controller"]["best_fixed_k_acc"] for c in cells])
     )
     regimes = [c[r]["regime"] for c in cells]
     out[f"regimes_{r}"] = {g: regimes.count(g) for g in E.REGIMES}
-  readers = [r for r in READERS if f"n_gain_cells_{r}" in out]
-  shuf = [
-    out[f"gain_kept_{r}_{c}"]
-    for r in readers
-    for c in ("shuffled_labels", "other_query")
-    if out[f"gain_kept_{r}_{c}"] is not None
-  ]
-  out["shuffled_gain_kept_max"] = max(shuf) if shuf else None
-  rnd = [out[f"gain_kept_{r}_random"] for r in readers if out[f"gain_kept_{r}_random"] is not None]
-  out["random_gain_kept_max"] = max(rnd) if rnd else None
+
+  def kept_max(ctrls):  # over the readers judged and the controls ``ctrls``
+    kept = [out[f"gain_kept_{r}_{c}"] for r in READERS if f"n_gain_cells_{r}" in out for c in ctrls]
+    return max([v for v in kept if v is not None], default=None)
+
+  out["shuffled_gain_kept_max"] = kept_max(("shuffled_labels", "other_query"))
+  out["random_gain_kept_max"] = kept_max(("random",))
   return out
 
 

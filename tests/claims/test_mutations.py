@@ -613,8 +613,8 @@ MUTATIONS = (
   M(
     "evidence_coverage",
     "evaluate",
-    '[_within_2x(per_setting[_setting(c)], c[r]["k_peak"]) for c in gc]',
-    '[_within_2x(med, c[r]["k_peak"]) for c in gc]',
+    "_hits(gc, r, lambda c: per_setting[_setting(c)])",
+    "_hits(gc, r, lambda c: med)",
     ["test_derived_metrics"],
     "per-setting budget control replaced by the one global constant",
   ),
@@ -629,8 +629,8 @@ MUTATIONS = (
   M(
     "evidence_coverage",
     "evaluate",
-    'kept.append((max(c[r][ctrl]["acc"]) - c["prior"]["acc"]) / gain)',
-    'kept.append(max(c[r][ctrl]["acc"]) / gain)',
+    'kept = [(max(c[r][ctrl]["acc"]) - c["prior"]["acc"]) / _gain(c, r) for c in gc]',
+    'kept = [max(c[r][ctrl]["acc"]) / _gain(c, r) for c in gc]',
     ["test_derived_metrics"],
     "control gain without subtracting the prior-only accuracy",
   ),
