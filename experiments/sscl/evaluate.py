@@ -10,6 +10,7 @@ import jaxpapers.sscl as S
 from jaxpapers import core
 
 METRICS = ("miou", "region_acc", "region_acc_ctx", "drift")
+TRAINING_FREE = ("raw", "refine", "refine_placebo", "proxy", "sclip")  # readouts of the CLIP
 # The paired differences (model a - model b of one metric) the claims and the table read.
 _DIFFS = (
   ("refine", "raw", "miou"),
@@ -31,13 +32,9 @@ _DIFFS = (
 def summarize(cfg: ml_collections.ConfigDict, grid: dict) -> dict:
   """Per model (training-free readouts of the CLIP models, then each arm): per-seed values."""
   pre = sorted(grid["pretrain"], key=lambda r: r["seed"])
-  table = {
-    "raw": {m: [r["evals"][m] for r in pre] for m in METRICS},
-    "refine": {"miou": [r["evals"]["miou_refine"] for r in pre]},
-    "refine_placebo": {"miou": [r["evals"]["miou_refine_placebo"] for r in pre]},
-    "proxy": {"miou": [r["evals"]["miou_proxy"] for r in pre]},
-    "sclip": {"miou": [r["evals"]["miou_sclip"] for r in pre]},
-  }
+  table = {"raw": {m: [r["evals"][m] for r in pre] for m in METRICS}}
+  for name in TRAINING_FREE[1:]:  # read from the same pretrained CLIP, mIoU only
+    table[name] = {"miou": [r["evals"][f"miou_{name}"] for r in pre]}
   for a in cfg.arms:
     rs = sorted([r for r in grid["finetune"] if r["arm"] == a], key=lambda r: r["seed"])
     table[a] = {m: [r["evals"][m] for r in rs] for m in METRICS}

@@ -24,8 +24,6 @@ from experiments.sscl.configs import default as default_config
 from jaxpapers import core
 from jaxpapers.cs_clip import clip_loss
 
-TRAINING_FREE = ("raw", "refine", "refine_placebo", "proxy", "sclip")
-
 
 def _pick(cfg: ml_collections.ConfigDict, names: str) -> dict:
   """The config fields ``names`` (space-separated) as keyword arguments."""

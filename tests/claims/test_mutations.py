@@ -1642,10 +1642,10 @@ MUTATIONS = (
   M(
     "sscl",
     "evaluate",
-    '"refine": {"miou": [r["evals"]["miou_refine"] for r in pre]},',
-    '"refine": {"miou": [r["evals"]["miou"] for r in pre]},',
+    'table[name] = {"miou": [r["evals"][f"miou_{name}"] for r in pre]}',
+    'table[name] = {"miou": [r["evals"]["miou"] for r in pre]}',
     ["test_summarize_orders_by_seed", "test_derived_metrics"],
-    "training-free refinement read from the raw readout",
+    "training-free readouts read from the raw readout",
   ),
   M(
     "sscl",
@@ -1666,8 +1666,8 @@ MUTATIONS = (
   M(
     "sscl",
     "evaluate",
-    '"refine_placebo": {"miou": [r["evals"]["miou_refine_placebo"] for r in pre]},',
-    '"refine_placebo": {"miou": [r["evals"]["miou_refine"] for r in pre]},',
+    'table[name] = {"miou": [r["evals"][f"miou_{name}"] for r in pre]}',
+    'table[name] = {"miou": [r["evals"][f"miou_{name}".replace("_placebo", "")] for r in pre]}',
     ["test_probes_and_placebo_are_read_per_seed"],
     "placebo control read from the real refinement",
   ),

@@ -26,7 +26,7 @@ def test_smoke_experiment_writes_results(smoke_run):
   assert {"miou.png", "regions.png"} <= set(rec["plots"])
   assert all("verdict" not in c or c["verdict"] is None for c in rec["claims"])
   summ = metrics["summary"]
-  assert set(summ) == {*train.TRAINING_FREE, *cfg.arms}
+  assert set(summ) == {*evaluate.TRAINING_FREE, *cfg.arms}
   for name, m in summ.items():
     assert len(m["miou"]) == cfg.seeds and all(0.0 <= v <= 1.0 for v in m["miou"]), name
   d = metrics["derived"]
