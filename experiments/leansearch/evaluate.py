@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 import jaxpapers.leansearch as L
-from experiments.leansearch.input_pipeline import VARIANTS, premise_query_text
+from experiments.leansearch.input_pipeline import VARIANTS
 
 PREMISE_SYSTEMS = (
   "random",
@@ -55,11 +55,6 @@ def _premise_metrics(ids: np.ndarray, alias, mask, k: int) -> dict:
   return {"recall": rec.tolist(), "covered": cov.tolist()}
 
 
-def _rank_by_scores(scores: np.ndarray, valid: np.ndarray, k: int) -> np.ndarray:
-  s = np.where(valid, scores, -np.inf)
-  return np.argsort(-s, axis=1, kind="stable")[:, :k].astype(np.int32)
-
-
 def single_search(embed, docs: list[str], queries: list[str], target: np.ndarray, k: int) -> dict:
   """Single-query search over the own-doc-withheld corpus ``docs`` [N] for BM25, the dense
   encoder ``embed`` and standard mode (dense top-k reranked by BM25).
@@ -88,26 +83,10 @@ def single_search(embed, docs: list[str], queries: list[str], target: np.ndarray
 
 
 def premise_baselines(decls, p_train, p: dict, rng: np.random.Generator, k: int) -> dict:
-  """The premise baselines that read no informal text: the most-used premises of the training
-  theorems (input-independent), a random ranking (``rng``) and BM25 over the statements.
-
-  Args:
-    decls: the [N] declarations; p_train: the training premise queries; p: the test queries'
-      ``queries`` [Q] texts, ``valid`` bool [Q, N], ``alias`` / ``mask`` (packed groups).
-  """
-  n, (alias, mask, valid) = len(decls), (p["alias"], p["mask"], p["valid"])
-  freq = np.zeros(n)
-  for q in p_train:
-    for g in q.groups:
-      freq[list(g)] += 1.0
-  freq_ids = _rank_by_scores(np.tile(freq, (len(valid), 1)), valid, k)
-  out = {"frequency": _premise_metrics(freq_ids, alias, mask, k)}
-  rand = rng.random((len(valid), n))
-  out["random"] = _premise_metrics(_rank_by_scores(rand, valid, k), alias, mask, k)
-  bm_s = L.BM25Index([d.statement for d in decls])
-  ids = bm_s.search(p["queries"], k, valid=valid)[0]
-  out["bm25_statements"] = _premise_metrics(ids, alias, mask, k)
-  return out
+  """The premise metrics of :func:`jaxpapers.leansearch.baseline_rankings` on the test queries
+  ``p`` (``queries`` [Q] texts, ``valid`` bool [Q, N], ``alias`` / ``mask``: packed groups)."""
+  ids = L.baseline_rankings([d.statement for d in decls], p_train, p["queries"], p["valid"], rng, k)
+  return {b: _premise_metrics(r, p["alias"], p["mask"], k) for b, r in ids.items()}
 
 
 def reasoning_runs(cfg, decls, names: frozenset, substrate, p_test, p: dict) -> tuple[list, dict]:
@@ -131,7 +110,7 @@ def reasoning_runs(cfg, decls, names: frozenset, substrate, p_test, p: dict) -> 
     output_top_k=min(cfg.output_top_k, n),
   )
   traces = [
-    loop.run(premise_query_text(decls, q), valid=p["valid"][r]) for r, q in enumerate(p_test)
+    loop.run(L.premise_query_text(decls, q), valid=p["valid"][r]) for r, q in enumerate(p_test)
   ]
   per_round = []
   for rnd in range(cfg.big_loop + 1):
@@ -204,13 +183,8 @@ def per_query_values(cell: dict) -> dict:
 
 
 def rejudge_metrics(metrics: dict, config: dict) -> dict:
-  """The derived block recomputed from the per-query values stored in the results.
-
-  A record written before they were stored (no ``per_query``) keeps its derived block.
-  """
+  """The derived block recomputed from the per-query values stored in the results."""
   del config
-  if "per_query" not in metrics:
-    return dict(metrics["derived"])
   return derived_metrics(metrics["per_query"])
 
 

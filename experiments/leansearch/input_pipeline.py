@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-import re
 
 import numpy as np
 
@@ -51,29 +50,6 @@ def _split_files(files: list[str], cfg, split: int):
   return set(order[n_test + n_val :]), set(order[n_test : n_test + n_val]), set(order[:n_test])
 
 
-def doc_query(d: L.Declaration) -> str:
-  """The doc comment with the declaration's name (and bracketed identifiers) removed."""
-  text = re.sub(r"\[[^\]]*\]", " ", d.doc)
-  text = re.sub(rf"\b{re.escape(d.name)}\b", " ", text)
-  return " ".join(text.split())
-
-
-def valid_matrix(decls, rows: list[int], by_file: dict[str, np.ndarray]) -> np.ndarray:
-  """bool [Q, N]: everything except the theorem itself and what follows it in its file."""
-  n = len(decls)
-  v = np.ones((len(rows), n), bool)
-  for r, i in enumerate(rows):
-    ids = by_file[decls[i].file]
-    v[r, ids[[decls[j].index >= decls[i].index for j in ids]]] = False
-  return v
-
-
-def premise_query_text(decls: list[L.Declaration], q: L.PremiseQuery) -> str:
-  """A premise query's text: its theorem's statement and doc comment."""
-  d = decls[q.decl]
-  return f"{d.statement} {d.doc}".strip()
-
-
 def informal_texts(cfg, decls: list[L.Declaration]) -> dict:
   """``{task: {variant: [N] texts}}``: every declaration's text with hierarchical or flat
   informal text, without its own doc comment (``single``: the doc is the query) or with it
@@ -100,18 +76,15 @@ def split_queries(cfg, decls: list[L.Declaration], split: int) -> dict:
   Returns:
     ``single_train`` / ``single_test``: declaration ids with a usable doc comment (the test ones
     capped at ``max_single_queries``); ``p_train`` / ``p_test``: premise queries (the test ones
-    capped at ``max_premise_queries``); ``by_file``: ``{file: declaration ids}``; ``rng``: the
-    split's generator, after the draws that capped the test queries.
+    capped at ``max_premise_queries``); ``rng``: the split's generator, after the draws that
+    capped the test queries.
   """
   files = sorted({d.file for d in decls})
   train_f, _, test_f = _split_files(files, cfg, split)
-  by_file: dict[str, list[int]] = {}
-  for i, d in enumerate(decls):
-    by_file.setdefault(d.file, []).append(i)
   rng = np.random.default_rng(cfg.seed * 7919 + split)
 
   def docs_ok(d):
-    return d.doc and len(doc_query(d).split()) >= cfg.min_doc_words
+    return d.doc and len(L.doc_query(d).split()) >= cfg.min_doc_words
 
   single_train = [i for i, d in enumerate(decls) if d.file in train_f and docs_ok(d)]
   single_test = [i for i, d in enumerate(decls) if d.file in test_f and docs_ok(d)]
@@ -133,6 +106,5 @@ def split_queries(cfg, decls: list[L.Declaration], split: int) -> dict:
     "single_test": single_test,
     "p_train": p_train,
     "p_test": p_test,
-    "by_file": {f: np.asarray(v) for f, v in by_file.items()},
     "rng": rng,
   }

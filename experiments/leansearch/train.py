@@ -33,12 +33,9 @@ from experiments.leansearch import evaluate as E
 from experiments.leansearch.configs import default as default_config
 from experiments.leansearch.input_pipeline import (
   VARIANTS,
-  doc_query,
   informal_texts,
   load_corpus,
-  premise_query_text,
   split_queries,
-  valid_matrix,
 )
 from jaxpapers import core
 
@@ -58,8 +55,8 @@ def _train_encoder(
   """
   t_single, t_prem = texts["single"][variant], texts["premise"][variant]
   p_train = q["p_train"]
-  qa = [doc_query(decls[i]) for i in q["single_train"]] + [
-    premise_query_text(decls, pq) for pq in p_train for _ in pq.groups
+  qa = [L.doc_query(decls[i]) for i in q["single_train"]] + [
+    L.premise_query_text(decls, pq) for pq in p_train for _ in pq.groups
   ]
   da = [t_single[i] for i in q["single_train"]] + [
     t_prem[g[0]] for pq in p_train for g in pq.groups
@@ -128,12 +125,12 @@ def _run_split(
   q = split_queries(cfg, decls, split)
   p_test = q["p_test"]
   p = {
-    "queries": [premise_query_text(decls, pq) for pq in p_test],
-    "valid": valid_matrix(decls, [pq.decl for pq in p_test], q["by_file"]),
+    "queries": [L.premise_query_text(decls, pq) for pq in p_test],
+    "valid": L.available_mask(decls, [pq.decl for pq in p_test]),
     "texts": texts["premise"],
   }
   p["alias"], p["mask"] = L.pack_premise_groups(p_test)
-  s_queries = [doc_query(decls[i]) for i in q["single_test"]]
+  s_queries = [L.doc_query(decls[i]) for i in q["single_test"]]
   s_target = np.asarray(q["single_test"], np.int32)
   out = {"n_single": len(q["single_test"]), "n_premise": len(p_test)}
   for variant in VARIANTS:

@@ -7,9 +7,18 @@ Standard mode (:class:`TwoStageRetriever`): dense top-M candidates (:func:`dense
 :func:`discounted_fusion`. The reference's metrics: :func:`ndcg_single`, :func:`recall_single`,
 :func:`premise_group_recall`, :func:`covered_at_k`. The offline corpus is the Coq standard
 library (:func:`fetch_coq_stdlib`, :func:`parse_coq_tree`, :func:`premise_queries`,
-:func:`pack_premise_groups`) with a hierarchy-informalisation proxy (:func:`informalize_proxy`).
+:func:`pack_premise_groups`) with a hierarchy-informalisation proxy (:func:`informalize_proxy`);
+its queries (:func:`doc_query`, :func:`premise_query_text`, :func:`available_mask`) and the
+premise baselines that read no informal text (:func:`baseline_rankings`).
 """
 
+from jaxpapers.leansearch._benchmark import (
+  available_mask,
+  baseline_rankings,
+  doc_query,
+  premise_query_text,
+  rank_by_scores,
+)
 from jaxpapers.leansearch._coq import (
   Declaration,
   PremiseQuery,
@@ -66,6 +75,11 @@ from jaxpapers.leansearch._retrieve import (
 )
 
 __all__ = [
+  "available_mask",
+  "baseline_rankings",
+  "doc_query",
+  "premise_query_text",
+  "rank_by_scores",
   "Declaration",
   "PremiseQuery",
   "fetch_coq_stdlib",

@@ -976,7 +976,7 @@ MUTATIONS = (
   ),
   M(
     "leansearch",
-    "evaluate",
+    "jaxpapers.leansearch._benchmark",
     's = np.where(valid, scores, -np.inf)\n  return np.argsort(-s, axis=1, kind="stable")',
     's = np.where(valid, scores, -np.inf)\n  return np.argsort(s, axis=1, kind="stable")',
     ["test_rank_by_scores_best_first"],

@@ -370,6 +370,59 @@ CASES = [
   ),
 ]
 
+PQ = L.PremiseQuery(decl=3, groups=((0,),), names=("a",))
+CASES += [
+  Case(
+    "doc_query",
+    L.doc_query,
+    ("a doc",),
+    error=TypeError,
+    match="Declaration",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "premise_query_text",
+    L.premise_query_text,
+    ([DECL], PQ),
+    match="query.decl must index",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "available_mask",
+    L.available_mask,
+    ([DECL], [0, 1]),
+    match="rows must index",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "rank_by_scores",
+    L.rank_by_scores,
+    (np.zeros((2, 3)), np.ones((2, 4), bool), 2),
+    match="scores and valid must both have shape",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "rank_by_scores",
+    L.rank_by_scores,
+    (np.zeros((2, 3)), np.ones((2, 3), bool), 4),
+    match="k must be in",
+    jit=None,
+    jit_reason=HOST,
+    id="k",
+  ),
+  Case(
+    "baseline_rankings",
+    L.baseline_rankings,
+    (["a", "b"], [], ["q"], np.ones((1, 3), bool), np.random.default_rng(0), 1),
+    match="valid must have shape",
+    jit=None,
+    jit_reason=HOST,
+  ),
+]
 EXEMPT = {
   "Declaration": "a frozen dataclass record",
   "PremiseQuery": "a frozen dataclass record",

@@ -82,20 +82,6 @@ def test_derived_metrics_pair_per_query_and_pick_the_best_baseline():
   assert d["n_single_queries"] == 3
 
 
-def test_doc_query_drops_the_name_and_leakage_mask():
-  import jaxpapers.leansearch as L
-
-  src = "(** [foo_bar] says foo_bar is fine. *)\nLemma foo_bar : True.\nProof. trivial. Qed.\n"
-  src += "Lemma later : True.\nProof. trivial. Qed.\n"
-  decls = L.parse_coq_source(src, module="M", file="M.v")
-  decls += L.parse_coq_source("Lemma other : True.\nProof. trivial. Qed.\n", module="N", file="N.v")
-  assert input_pipeline.doc_query(decls[0]) == "says is fine."
-  by_file = {"M.v": np.array([0, 1]), "N.v": np.array([2])}
-  np.testing.assert_array_equal(
-    input_pipeline.valid_matrix(decls, [0, 1], by_file), [[0, 0, 1], [1, 0, 1]]
-  )
-
-
 @pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/leansearch.ipynb", timeout=300)
