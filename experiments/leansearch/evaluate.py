@@ -48,25 +48,32 @@ def _ci(x) -> float:
   return float(1.96 * x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else float("nan")
 
 
-def _premise_metrics(ids: np.ndarray, alias, mask, k: int) -> dict:
-  ids = np.asarray(ids, np.int32)
+def premise_metrics(ids: np.ndarray, p: dict, k: int) -> dict:
+  """recall_group@k and Covered@k per query of the rankings ``ids`` [Q, >= k] of the premise
+  queries ``p`` (their packed groups ``alias`` / ``mask``)."""
+  ids, alias, mask = np.asarray(ids, np.int32), p["alias"], p["mask"]
   rec = np.asarray(L.premise_group_recall(ids, alias, mask, k), np.float64)
   cov = np.asarray(L.covered_at_k(ids, alias, mask, np.zeros_like(mask), k), np.float64)
   return {"recall": rec.tolist(), "covered": cov.tolist()}
 
 
-def single_search(embed, docs: list[str], queries: list[str], target: np.ndarray, k: int) -> dict:
-  """Single-query search over the own-doc-withheld corpus ``docs`` [N] for BM25, the dense
-  encoder ``embed`` and standard mode (dense top-k reranked by BM25).
-
-  Returns:
-    ``{system: {"ndcg", "recall": [Q] floats}}`` at ``k`` for the targets ``target`` int [Q].
-  """
+def retrievers(embed, docs: list[str], k: int):
+  """``(bm25, dense, standard)`` over ``docs``: BM25, the dense encoder ``embed`` alone and
+  standard mode (dense top-M reranked by BM25)."""
   bm = L.BM25Index(docs)
   std = L.TwoStageRetriever(
     embed_fn=embed, doc_emb=embed(docs), doc_text=docs, k=k, rerank_fn=L.bm25_reranker(bm)
   )
-  dense = dataclasses.replace(std, rerank_fn=None)
+  return bm, dataclasses.replace(std, rerank_fn=None), std
+
+
+def single_search(embed, docs: list[str], queries: list[str], target: np.ndarray, k: int) -> dict:
+  """Single-query search over the own-doc-withheld corpus ``docs`` [N] by :func:`retrievers`.
+
+  Returns:
+    ``{system: {"ndcg", "recall": [Q] floats}}`` at ``k`` for the targets ``target`` int [Q].
+  """
+  bm, dense, std = retrievers(embed, docs, k)
   ranked = {
     "bm25": bm.search(queries, k)[0],
     "dense": dense.search(queries)[0],
@@ -86,36 +93,24 @@ def premise_baselines(decls, p_train, p: dict, rng: np.random.Generator, k: int)
   """The premise metrics of :func:`jaxpapers.leansearch.baseline_rankings` on the test queries
   ``p`` (``queries`` [Q] texts, ``valid`` bool [Q, N], ``alias`` / ``mask``: packed groups)."""
   ids = L.baseline_rankings([d.statement for d in decls], p_train, p["queries"], p["valid"], rng, k)
-  return {b: _premise_metrics(r, p["alias"], p["mask"], k) for b, r in ids.items()}
+  return {b: premise_metrics(r, p, k) for b, r in ids.items()}
 
 
-def reasoning_runs(cfg, decls, names: frozenset, substrate, p_test, p: dict) -> tuple[list, dict]:
-  """Reasoning mode's iterative loop over the first-stage retriever ``substrate`` on every test
-  premise query.
+def reasoning_runs(cfg, decls, substrate, p: dict) -> tuple[list, dict]:
+  """Reasoning mode's iterative loop (:func:`jaxpapers.leansearch.proxy_reasoning`) over the
+  first-stage retriever ``substrate`` on every test premise query of ``p``.
 
   Returns:
     ``(per_round, stats)``: the premise metrics after each of its ``big_loop + 1`` rounds, and
     the mean recall per round (``rounds``) and rounds used (``rounds_used``).
   """
-  k, n = cfg.k, len(decls)
-  doc_consts = [frozenset(L.identifiers(d.statement)) & names for d in decls]
-  loop = L.IterativeRetrieval(
-    L.ProxyPlanner([d.statement for d in decls], names=names, prf=cfg.prf),
-    substrate.search,
-    L.ProxyFilter(doc_consts, names=names, keep_top=cfg.keep_top),
-    L.StableTopJudge(k=k),
-    n_docs=n,
-    big_loop=cfg.big_loop,
-    search_top_k=min(cfg.search_top_k, n),
-    output_top_k=min(cfg.output_top_k, n),
-  )
-  traces = [
-    loop.run(L.premise_query_text(decls, q), valid=p["valid"][r]) for r, q in enumerate(p_test)
+  k, names = cfg.k, "k big_loop search_top_k output_top_k prf keep_top".split()
+  loop = L.proxy_reasoning(decls, substrate.search, **{n: cfg[n] for n in names})
+  traces = [loop.run(text, valid=v) for text, v in zip(p["queries"], p["valid"], strict=True)]
+  per_round = [
+    premise_metrics(np.stack([t.round_ids[rnd][:k] for t in traces]), p, k)
+    for rnd in range(cfg.big_loop + 1)
   ]
-  per_round = []
-  for rnd in range(cfg.big_loop + 1):
-    ids = np.stack([t.round_ids[rnd][:k] for t in traces])
-    per_round.append(_premise_metrics(ids, p["alias"], p["mask"], k))
   stats = {
     "rounds": [float(np.mean(m["recall"])) for m in per_round],
     "rounds_used": float(np.mean([t.rounds for t in traces])),
@@ -124,8 +119,9 @@ def reasoning_runs(cfg, decls, names: frozenset, substrate, p_test, p: dict) -> 
 
 
 def _mean_std(vals):
+  """Mean and std over splits (axis 0) of per-split values (numbers or per-round lists)."""
   a = np.asarray(vals, np.float64)
-  return {"mean": float(a.mean()), "std": float(a.std())}
+  return {"mean": a.mean(0).tolist(), "std": a.std(0).tolist()}
 
 
 def summarize(cells: list[dict]) -> dict:
@@ -144,14 +140,9 @@ def summarize(cells: list[dict]) -> dict:
         [np.mean(c[variant]["premise"][name][m]) for c in cells]
       )
   for name in ("reasoning", "reasoning_dense"):
-    out[f"{name}_rounds"] = _mean_std_rows([c["hier"][f"{name}_rounds"] for c in cells])
+    out[f"{name}_rounds"] = _mean_std([c["hier"][f"{name}_rounds"] for c in cells])
     out[f"{name}_rounds_used"] = float(np.mean([c["hier"][f"{name}_rounds_used"] for c in cells]))
   return out
-
-
-def _mean_std_rows(rows):
-  a = np.asarray(rows, np.float64)
-  return {"mean": a.mean(0).tolist(), "std": a.std(0).tolist()}
 
 
 def _variant(system: str) -> tuple[str, str]:

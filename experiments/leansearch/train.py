@@ -20,7 +20,6 @@ Every (split, variant) result is a cell of ``core.CellStore`` (resumable). The c
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 import time
 
@@ -80,35 +79,22 @@ def _train_encoder(
   return L.dual_encoder_embedder(model, length=cfg.feat_len), stats
 
 
-def _premise_search(
-  cfg: ml_collections.ConfigDict, decls, names, q: dict, p: dict, embed, variant: str
-) -> dict:
+def _premise_search(cfg: ml_collections.ConfigDict, decls, q: dict, p: dict, embed, variant: str):
   """Global premise retrieval of one variant: dense and standard mode; for the hierarchical
   text also the baselines that read no informal text (once per split) and reasoning mode over
   standard mode (the paper's pipeline) and, as an ablation, over the dense stage alone."""
-  k, t_prem = cfg.k, p["texts"][variant]
-  std_p = L.TwoStageRetriever(
-    embed_fn=embed,
-    doc_emb=embed(t_prem),
-    doc_text=t_prem,
-    k=k,
-    rerank_fn=L.bm25_reranker(L.BM25Index(t_prem)),
-  )
-  dense_p = dataclasses.replace(std_p, rerank_fn=None)
+  k = cfg.k
+  _, dense_p, std_p = E.retrievers(embed, p["texts"][variant], k)
   prem = {
-    "standard": E._premise_metrics(
-      std_p.search(p["queries"], valid=p["valid"])[0], p["alias"], p["mask"], k
-    ),
-    "dense": E._premise_metrics(
-      dense_p.search(p["queries"], valid=p["valid"])[0], p["alias"], p["mask"], k
-    ),
+    s: E.premise_metrics(r.search(p["queries"], valid=p["valid"])[0], p, k)
+    for s, r in (("standard", std_p), ("dense", dense_p))
   }
   res = {"premise": prem}
   if variant != "hier":
     return res
   prem.update(E.premise_baselines(decls, q["p_train"], p, q["rng"], k))
   for name, substrate in (("reasoning", std_p), ("reasoning_dense", dense_p)):
-    per_round, stats = E.reasoning_runs(cfg, decls, names, substrate, q["p_test"], p)
+    per_round, stats = E.reasoning_runs(cfg, decls, substrate, p)
     prem[name] = per_round[-1]
     res[f"{name}_rounds"] = stats["rounds"]
     res[f"{name}_rounds_used"] = stats["rounds_used"]
@@ -117,9 +103,7 @@ def _premise_search(
   return res
 
 
-def _run_split(
-  cfg: ml_collections.ConfigDict, decls, split: int, texts: dict, names: frozenset
-) -> dict:
+def _run_split(cfg: ml_collections.ConfigDict, decls, split: int, texts: dict) -> dict:
   """Trains one encoder per informal variant and evaluates every system on one split."""
   t0 = time.time()
   q = split_queries(cfg, decls, split)
@@ -137,7 +121,7 @@ def _run_split(
     embed, res = _train_encoder(cfg, decls, q, texts, split, variant)
     t_single = texts["single"][variant]
     res["single"] = E.single_search(embed, t_single, s_queries, s_target, cfg.k)
-    res.update(_premise_search(cfg, decls, names, q, p, embed, variant))
+    res.update(_premise_search(cfg, decls, q, p, embed, variant))
     out[variant] = res
   out["wall_s"] = time.time() - t0
   return out
@@ -151,9 +135,8 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
   decls, source = load_corpus(cfg)
-  names = frozenset(d.name for d in decls)
   texts = informal_texts(cfg, decls)
-  grid = {f"split{i}": (cfg, decls, i, texts, names) for i in range(cfg.splits)}
+  grid = {f"split{i}": (cfg, decls, i, texts) for i in range(cfg.splits)}
   cells = core.fill_cells(core.CellStore(workdir / "cells"), grid, _run_split, desc="splits")
   summary = E.summarize(cells)
   per_query = [E.per_query_values(c) for c in cells]

@@ -3,8 +3,8 @@
 Standard mode (:class:`TwoStageRetriever`): dense top-M candidates (:func:`dense_topk`,
 ``M = max(2k, 50)``) reranked by a pluggable scorer (the shared small LM via
 :func:`lm_yes_no_scores`, BM25 via :func:`bm25_reranker`). Reasoning mode
-(:class:`IterativeRetrieval`): sketch -> retrieve -> filter -> judge rounds fused by
-:func:`discounted_fusion`. The reference's metrics: :func:`ndcg_single`, :func:`recall_single`,
+(:class:`IterativeRetrieval`; with the offline proxies :func:`proxy_reasoning`): sketch ->
+retrieve -> filter -> judge rounds fused by :func:`discounted_fusion`. The reference's metrics: :func:`ndcg_single`, :func:`recall_single`,
 :func:`premise_group_recall`, :func:`covered_at_k`. The offline corpus is the Coq standard
 library (:func:`fetch_coq_stdlib`, :func:`parse_coq_tree`, :func:`premise_queries`,
 :func:`pack_premise_groups`) with a hierarchy-informalisation proxy (:func:`informalize_proxy`);
@@ -64,6 +64,7 @@ from jaxpapers.leansearch._reasoning import (
   ProxyPlanner,
   ReasoningTrace,
   StableTopJudge,
+  proxy_reasoning,
   split_statement,
 )
 from jaxpapers.leansearch._retrieve import (
@@ -116,6 +117,7 @@ __all__ = [
   "ProxyPlanner",
   "ReasoningTrace",
   "StableTopJudge",
+  "proxy_reasoning",
   "split_statement",
   "BM25Index",
   "TwoStageRetriever",

@@ -415,6 +415,14 @@ CASES += [
     id="k",
   ),
   Case(
+    "proxy_reasoning",
+    L.proxy_reasoning,
+    ([], print),
+    match="at least one declaration",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
     "baseline_rankings",
     L.baseline_rankings,
     (["a", "b"], [], ["q"], np.ones((1, 3), bool), np.random.default_rng(0), 1),

@@ -72,3 +72,15 @@ def test_baseline_rankings_count_premise_groups_of_training_theorems():
   expect_bm25 = L.BM25Index(statements).search(["add comm", "sub"], 3, valid=valid)[0]
   np.testing.assert_array_equal(out["bm25_statements"], expect_bm25)
   assert out["bm25_statements"][0, 0] == 2  # "add comm" matches its own statement first
+
+
+def test_proxy_reasoning_wires_the_corpus_names_into_planner_and_filter():
+  decls = _decls()  # foo_bar, later, other, last: every statement "Lemma <name> : True"
+  search = lambda queries, *, valid, k: (np.zeros((len(queries), k), np.int32),) * 2
+  loop = L.proxy_reasoning(decls, search, k=2, big_loop=1, search_top_k=30, output_top_k=3)
+  assert loop.planner.names == loop.filter.names == {"foo_bar", "later", "other", "last"}
+  # a document's constants: its own name (True is no corpus name)
+  assert loop.filter.doc_constants == [{"foo_bar"}, {"later"}, {"other"}, {"last"}]
+  assert loop.planner.doc_statements == [d.statement for d in decls]
+  assert (loop.search_top_k, loop.output_top_k, loop.big_loop, loop.judge.k) == (4, 3, 1, 2)
+  assert loop.retriever is search
