@@ -173,6 +173,24 @@ def per_query_values(cell: dict) -> dict:
   }
 
 
+def report_view(record: dict) -> dict:
+  """The summary of a results record as ``configs/default.py``'s report reads it.
+
+  Returns:
+    ``single``: ``{system: {"<metric>_<variant>": {mean, std}}}``; ``premise``:
+    ``{system: {"recall", "covered": {mean, std}}}``; ``rounds``: ``[1, ..., big_loop + 1]``.
+  """
+  s, out = record["metrics"]["summary"], {"single": {}, "premise": {}}
+  for key, v in s["single"].items():
+    system, variant, metric = key.split("/")
+    out["single"].setdefault(system, {})[f"{metric}_{variant}"] = v
+  for key, v in s["premise"].items():
+    system, metric = key.split("/")
+    out["premise"].setdefault(system, {})[metric] = v
+  out["rounds"] = list(range(1, len(s["reasoning_rounds"]["mean"]) + 1))
+  return out
+
+
 def rejudge_metrics(metrics: dict, config: dict) -> dict:
   """The derived block recomputed from the per-query values stored in the results."""
   del config
@@ -190,11 +208,11 @@ def derived_metrics(cells: list[dict]) -> dict:
   ``*_ci``: 95% normal CI half-widths of those paired differences over all test queries of
   all splits.
   """
-  gain = {  # per query: hierarchical minus flat informal text
-    s: np.concatenate([np.subtract(c["hier"]["single"][s]["ndcg"], c["flat"]["single"][s]["ndcg"])
-                       for c in cells])
-    for s in SINGLE_SYSTEMS
-  }  # fmt: skip
+
+  def hier_minus_flat(c, s):  # per query: hierarchical minus flat informal text
+    return np.subtract(c["hier"]["single"][s]["ndcg"], c["flat"]["single"][s]["ndcg"])
+
+  gain = {s: np.concatenate([hier_minus_flat(c, s) for c in cells]) for s in SINGLE_SYSTEMS}
   d_h = gain["standard"]
   out = {"hier_gain_ndcg10": float(d_h.mean()), "hier_gain_ndcg10_ci": _ci(d_h)}
   out.update({f"hier_gain_ndcg10_{s}": float(gain[s].mean()) for s in ("bm25", "dense")})

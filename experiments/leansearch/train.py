@@ -62,17 +62,13 @@ def _train_encoder(
   ]
   hash_kw = dict(n_buckets=cfg.n_buckets, length=cfg.feat_len)
   key = jax.random.fold_in(jax.random.key(cfg.seed), 100 * split + VARIANTS.index(variant))
+  fit_kw = {n: cfg[n] for n in "steps lr tau n_buckets dim hidden".split()}
   model, losses = L.train_dual_encoder(
     key,
     L.hash_features(qa, **hash_kw),
     L.hash_features(da, **hash_kw),
-    steps=cfg.steps,
     batch=min(cfg.batch, len(qa)),
-    lr=cfg.lr,
-    tau=cfg.tau,
-    n_buckets=cfg.n_buckets,
-    dim=cfg.dim,
-    hidden=cfg.hidden,
+    **fit_kw,
   )
   stats = {"train_pairs": len(qa), "loss_first": float(losses[:20].mean())}
   stats["loss_last"] = float(losses[-20:].mean())
