@@ -79,13 +79,11 @@ def single_search(embed, docs: list[str], queries: list[str], target: np.ndarray
     "dense": dense.search(queries)[0],
     "standard": std.search(queries)[0],
   }
+  metrics = {"ndcg": L.ndcg_single, "recall": L.recall_single}
   out = {}
   for sys_, ids in ranked.items():
     pos = L.target_positions(np.asarray(ids, np.int32), target)
-    out[sys_] = {
-      "ndcg": np.asarray(L.ndcg_single(pos, k), np.float64).tolist(),
-      "recall": np.asarray(L.recall_single(pos, k), np.float64).tolist(),
-    }
+    out[sys_] = {m: np.asarray(f(pos, k), np.float64).tolist() for m, f in metrics.items()}
   return out
 
 

@@ -8,7 +8,8 @@ retrieve -> filter -> judge rounds fused by :func:`discounted_fusion`. The refer
 :func:`premise_group_recall`, :func:`covered_at_k`. The offline corpus is the Coq standard
 library (:func:`fetch_coq_stdlib`, :func:`parse_coq_tree`, :func:`premise_queries`,
 :func:`pack_premise_groups`) with a hierarchy-informalisation proxy (:func:`informalize_proxy`);
-its queries (:func:`doc_query`, :func:`premise_query_text`, :func:`available_mask`) and the
+its file splits and queries (:func:`file_split`, :func:`split_queries`, :func:`doc_query`,
+:func:`premise_query_text`, :func:`available_mask`) and the
 premise baselines that read no informal text (:func:`baseline_rankings`).
 """
 
@@ -16,10 +17,13 @@ from jaxpapers.leansearch._benchmark import (
   available_mask,
   baseline_rankings,
   doc_query,
+  file_split,
   premise_query_text,
   rank_by_scores,
+  split_queries,
 )
 from jaxpapers.leansearch._coq import (
+  COQ_PACKAGE,
   Declaration,
   PremiseQuery,
   fetch_coq_stdlib,
@@ -76,11 +80,14 @@ from jaxpapers.leansearch._retrieve import (
 )
 
 __all__ = [
+  "COQ_PACKAGE",
   "available_mask",
   "baseline_rankings",
   "doc_query",
+  "file_split",
   "premise_query_text",
   "rank_by_scores",
+  "split_queries",
   "Declaration",
   "PremiseQuery",
   "fetch_coq_stdlib",

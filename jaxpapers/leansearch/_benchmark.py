@@ -1,6 +1,8 @@
-"""The retrieval benchmark built from a parsed corpus: query texts, leakage masks, baselines.
+"""The retrieval benchmark built from a parsed corpus: splits, queries, leakage masks, baselines.
 
-Project reconstruction of the evaluation protocol (spec §3.4): a single-query search asks for a
+Project reconstruction of the evaluation protocol (spec §3.4): the files are split at random
+(:func:`file_split`) and each split's queries drawn from its files (:func:`split_queries`); a
+single-query search asks for a
 declaration by its doc comment with the name removed (:func:`doc_query`); a global premise
 query is a theorem's statement and doc comment (:func:`premise_query_text`) and may retrieve
 nothing from the theorem onward in its own file (:func:`available_mask`). The premise baselines
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jaxpapers.leansearch._coq import Declaration, PremiseQuery
+from jaxpapers.leansearch._coq import Declaration, PremiseQuery, premise_queries
 from jaxpapers.leansearch._retrieve import BM25Index
 
 
@@ -131,3 +133,96 @@ def baseline_rankings(
   out["random"] = rank_by_scores(rng.random((len(valid), n)), valid, k)
   out["bm25_statements"] = BM25Index(list(statements)).search(list(queries), k, valid=valid)[0]
   return out
+
+
+def file_split(
+  files: Sequence[str],
+  rng: np.random.Generator,
+  *,
+  test_fraction: float = 0.1,
+  val_fraction: float = 0.1,
+) -> tuple[set[str], set[str], set[str]]:
+  """A random split of a corpus's files into training, validation and test files.
+
+  Args:
+    files: the F file names (sorted, for a split that depends on ``rng`` only).
+    rng: draws one permutation of the files.
+    test_fraction: share of the files in the test set (at least one file).
+    val_fraction: share in the validation set (at least one file when F >= 3, else none).
+
+  Returns:
+    ``(train, val, test)`` sets of file names; the first test files of the permutation, then
+    the validation files, the rest for training.
+  """
+  if not files:
+    raise ValueError("files must name at least one file")
+  for name, f in (("test_fraction", test_fraction), ("val_fraction", val_fraction)):
+    if not 0.0 <= f < 1.0:
+      raise ValueError(f"{name} must be in [0, 1), got {f}")
+  order = [files[i] for i in rng.permutation(len(files))]
+  n_test = max(1, round(test_fraction * len(files)))
+  n_val = max(1, round(val_fraction * len(files))) if len(files) >= 3 else 0
+  return set(order[n_test + n_val :]), set(order[n_test : n_test + n_val]), set(order[:n_test])
+
+
+def split_queries(
+  decls: Sequence[Declaration],
+  train_files: set[str],
+  test_files: set[str],
+  rng: np.random.Generator,
+  *,
+  min_doc_words: int = 5,
+  min_premises: int = 2,
+  max_premises: int = 10,
+  max_single: int = 400,
+  max_premise: int = 200,
+) -> dict[str, list]:
+  """The single-query and premise queries of a file split.
+
+  A declaration is a single query when its :func:`doc_query` has at least ``min_doc_words``
+  words; a theorem is a premise query when :func:`premise_queries` keeps it. Test queries
+  beyond the caps are subsampled without replacement by ``rng`` (single queries first).
+
+  Args:
+    decls: the [N] declarations.
+    train_files: the training files (:func:`file_split`).
+    test_files: the test files.
+    rng: draws the subsamples.
+    min_doc_words: the fewest words of a usable doc query.
+    min_premises: the fewest premise groups of a premise query.
+    max_premises: the most premise groups of a premise query.
+    max_single: the most single test queries.
+    max_premise: the most premise test queries.
+
+  Returns:
+    ``single_train`` / ``single_test``: declaration ids in order; ``p_train`` / ``p_test``:
+    :class:`PremiseQuery` lists in declaration order.
+
+  Raises:
+    ValueError: the test files hold no single or no premise query.
+  """
+
+  def docs_ok(d):
+    return d.doc and len(doc_query(d).split()) >= min_doc_words
+
+  single_train = [i for i, d in enumerate(decls) if d.file in train_files and docs_ok(d)]
+  single_test = [i for i, d in enumerate(decls) if d.file in test_files and docs_ok(d)]
+  if len(single_test) > max_single:
+    single_test = sorted(rng.choice(single_test, max_single, replace=False).tolist())
+  pqs = premise_queries(decls, min_premises=min_premises, max_premises=max_premises)
+  p_train = [q for q in pqs if decls[q.decl].file in train_files]
+  p_test = [q for q in pqs if decls[q.decl].file in test_files]
+  if len(p_test) > max_premise:
+    keep = sorted(rng.choice(len(p_test), max_premise, replace=False).tolist())
+    p_test = [p_test[i] for i in keep]
+  if not single_test or not p_test:
+    raise ValueError(
+      f"no test queries ({len(single_test)} single, {len(p_test)} premise); use a larger "
+      "corpus or smaller min_doc_words/min_premises"
+    )
+  return {
+    "single_train": single_train,
+    "single_test": single_test,
+    "p_train": p_train,
+    "p_test": p_test,
+  }

@@ -431,6 +431,24 @@ CASES += [
     jit_reason=HOST,
   ),
 ]
+CASES += [
+  Case(
+    "file_split",
+    L.file_split,
+    ([], np.random.default_rng(0)),
+    match="at least one file",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "split_queries",
+    L.split_queries,
+    ([DECL], {"M.v"}, set(), np.random.default_rng(0)),
+    match="no test queries",
+    jit=None,
+    jit_reason=HOST,
+  ),
+]
 EXEMPT = {
   "Declaration": "a frozen dataclass record",
   "PremiseQuery": "a frozen dataclass record",

@@ -84,3 +84,33 @@ def test_proxy_reasoning_wires_the_corpus_names_into_planner_and_filter():
   assert loop.planner.doc_statements == [d.statement for d in decls]
   assert (loop.search_top_k, loop.output_top_k, loop.big_loop, loop.judge.k) == (4, 3, 1, 2)
   assert loop.retriever is search
+
+
+def test_file_split_takes_test_then_validation_files_from_one_permutation():
+  files = [f"F{i}.v" for i in range(10)]
+  train, val, test = L.file_split(files, np.random.default_rng(3), test_fraction=0.2)
+  perm = np.random.default_rng(3).permutation(10)
+  assert test == {files[i] for i in perm[:2]} and val == {files[perm[2]]}
+  assert train == set(files) - test - val and len(train) == 7
+  train, val, test = L.file_split(files[:2], np.random.default_rng(0))  # < 3 files: no val
+  assert (len(train), len(val), len(test)) == (1, 0, 1)
+
+
+def test_split_queries_picks_documented_declarations_of_each_side():
+  src = (
+    "(** adds zero on the right side *)\nLemma add0 : True.\nProof. trivial. Qed.\n"
+    "(** short *)\nLemma tiny : True.\nProof. trivial. Qed.\n"
+  )
+  use = (
+    "(** uses both lemmas above here *)\nLemma both : True.\nProof. apply add0. apply tiny. Qed.\n"
+  )
+  decls = L.parse_coq_source(src, module="A", file="A.v")
+  decls += L.parse_coq_source(src.replace("add0", "addz") + use, module="B", file="B.v")
+  q = L.split_queries(decls, {"A.v"}, {"B.v"}, np.random.default_rng(0), min_doc_words=3)
+  assert q["single_train"] == [0] and q["single_test"] == [2, 4]  # "short" has one word
+  assert q["p_train"] == [] and [p.decl for p in q["p_test"]] == [4]
+  assert q["p_test"][0].names == ("add0", "tiny")
+  capped = L.split_queries(
+    decls, {"A.v"}, {"B.v"}, np.random.default_rng(0), min_doc_words=3, max_single=1
+  )
+  assert len(capped["single_test"]) == 1 and capped["single_test"][0] in (2, 4)
