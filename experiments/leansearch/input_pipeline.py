@@ -8,38 +8,23 @@ hierarchical and flat informal text of every declaration; ``split_queries`` spli
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import pathlib
 
 import numpy as np
 
 import jaxpapers.leansearch as L
-from jaxpapers import core
 
 HERE = pathlib.Path(__file__).resolve().parent
 VARIANTS = ("hier", "flat")
 
 
-def _cache_dir(cfg) -> pathlib.Path:
-  if cfg.cache_dir:
-    return pathlib.Path(cfg.cache_dir).expanduser()
-  base = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
-  return pathlib.Path(base) / "jaxpapers" / "leansearch"
-
-
 def load_corpus(cfg) -> tuple[list[L.Declaration], str]:
-  """The declarations and a description of where they came from (parse cached as JSON)."""
+  """The declarations (:func:`jaxpapers.leansearch.load_coq_stdlib`, or the fixture files) and
+  a description of where they came from."""
   if cfg.corpus == "fixture":
     return L.parse_coq_tree(HERE / "fixture"), "fixture (3 hand-written .v files)"
-  root = L.fetch_coq_stdlib(_cache_dir(cfg) / "coq")
-  tag = "all" if not cfg.subdirs else "+".join(cfg.subdirs)
-  records = core.cached_json(
-    _cache_dir(cfg) / f"decls_{tag}.json",
-    lambda: [dataclasses.asdict(d) for d in L.parse_coq_tree(root, subdirs=cfg.subdirs or None)],
-  )
-  decls = [L.Declaration(**{**r, "sections": tuple(r["sections"])}) for r in records]
-  return decls, f"Coq {L.COQ_PACKAGE} (Debian), theories/{'' if not cfg.subdirs else tag}"
+  decls = L.load_coq_stdlib(cfg.cache_dir or None, subdirs=cfg.subdirs)
+  return decls, f"Coq {L.COQ_PACKAGE} (Debian), theories/{'+'.join(cfg.subdirs)}"
 
 
 def informal_texts(cfg, decls: list[L.Declaration]) -> dict:

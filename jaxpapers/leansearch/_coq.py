@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jaxpapers.core import validation as V
+from jaxpapers.core.cache import cached_json
 
 DECL_KINDS = (
   "Lemma",
@@ -457,3 +458,34 @@ def fetch_coq_stdlib(cache_dir: str | os.PathLike) -> pathlib.Path:
       f"`apt-get download {COQ_PACKAGE} && dpkg -x {COQ_PACKAGE}_*.deb unpacked` there ({e})"
     ) from e
   return theories
+
+
+def load_coq_stdlib(
+  cache_dir: str | os.PathLike | None = None, *, subdirs: Sequence[str] = ()
+) -> list[Declaration]:
+  """The Coq standard library's declarations, downloaded and parsed once (host-side).
+
+  :func:`fetch_coq_stdlib` into ``<cache_dir>/coq``, then :func:`parse_coq_tree`, whose parse
+  is cached as ``<cache_dir>/decls_<subdirs joined by +, or all>.json`` by
+  :func:`jaxpapers.core.cached_json` (a later call reads it back; a corrupt file is named in a
+  warning and parsed again).
+
+  Args:
+    cache_dir: the folder of the download and the parse; None:
+      ``$XDG_CACHE_HOME/jaxpapers/leansearch`` (``~/.cache`` without the variable).
+    subdirs: restrict to these top-level subfolders (``("Init", "Arith")``); empty: all.
+
+  Returns:
+    ``list[Declaration]`` as :func:`parse_coq_tree` returns them.
+  """
+  if cache_dir is None:
+    base = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+    cache_dir = pathlib.Path(base) / "jaxpapers" / "leansearch"
+  cache = pathlib.Path(V.check_path(cache_dir, "cache_dir")).expanduser()
+  root = fetch_coq_stdlib(cache / "coq")
+  tag = "all" if not subdirs else "+".join(subdirs)
+  records = cached_json(
+    cache / f"decls_{tag}.json",
+    lambda: [dataclasses.asdict(d) for d in parse_coq_tree(root, subdirs=subdirs or None)],
+  )
+  return [Declaration(**{**r, "sections": tuple(r["sections"])}) for r in records]

@@ -449,6 +449,17 @@ CASES += [
     jit_reason=HOST,
   ),
 ]
+CASES.append(
+  Case(
+    "load_coq_stdlib",
+    L.load_coq_stdlib,
+    (123,),
+    error=TypeError,
+    match="cache_dir must be a path",
+    jit=None,
+    jit_reason=HOST,
+  )
+)
 EXEMPT = {
   "Declaration": "a frozen dataclass record",
   "PremiseQuery": "a frozen dataclass record",
