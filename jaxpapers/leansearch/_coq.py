@@ -11,7 +11,6 @@ names are resolved by short name only, as the reference's metrics do.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import pathlib
 import re
@@ -372,51 +371,6 @@ def pack_premise_groups(
       alias[r, g, : min(n_alias, len(grp))] = grp[:n_alias]
       mask[r, g] = True
   return alias, mask
-
-
-def save_jsonl(decls: Sequence[Declaration], path: str | os.PathLike) -> None:
-  """Writes declarations as JSON lines (the parse cache).
-
-  The file is written to ``<path>.tmp`` first and then renamed, so a crash never leaves a
-  truncated cache.
-
-  Args:
-    decls: the declarations, one JSON object per line.
-    path: the output file; missing parent folders are created.
-  """
-  V.check_path(path, "path")
-  path = pathlib.Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  tmp = path.with_suffix(path.suffix + ".tmp")
-  with tmp.open("w") as f:
-    for d in decls:
-      f.write(json.dumps(dataclasses.asdict(d)) + "\n")
-  tmp.replace(path)
-
-
-def load_jsonl(path: str | os.PathLike) -> list[Declaration]:
-  """Reads declarations written by :func:`save_jsonl`; a corrupt line names the file.
-
-  Args:
-    path: a file written by :func:`save_jsonl`.
-
-  Returns:
-    The declarations in file order.
-
-  Raises:
-    ValueError: a line is not a declaration record (the message names the file and line).
-  """
-  V.check_path(path, "path")
-  out = []
-  with open(path) as f:
-    for ln, line in enumerate(f, 1):
-      try:
-        r = json.loads(line)
-        r["sections"] = tuple(r["sections"])
-        out.append(Declaration(**r))
-      except (json.JSONDecodeError, TypeError, KeyError) as e:
-        raise ValueError(f"{path}:{ln}: not a declaration record ({e})") from e
-  return out
 
 
 COQ_PACKAGE = "libcoq-stdlib"

@@ -90,14 +90,6 @@ def test_premise_groups_aliases_and_leakage(decls):
   assert "uses_both" not in {decls[q.decl].name for q in L.premise_queries(decls, min_premises=4)}
 
 
-def test_jsonl_round_trip(decls, tmp_path):
-  L.save_jsonl(decls, tmp_path / "c.jsonl")
-  assert L.load_jsonl(tmp_path / "c.jsonl") == decls
-  (tmp_path / "bad.jsonl").write_text("{not json\n")
-  with pytest.raises(ValueError, match="bad.jsonl:1"):
-    L.load_jsonl(tmp_path / "bad.jsonl")
-
-
 def test_dependency_levels_dag_and_cycle():
   # 0 <- 1 <- 2, 3 alone, 4 <-> 5 a cycle, 6 depends on the cycle.
   deps = [[], [0], [1, 0], [], [5], [4], [4]]
