@@ -189,7 +189,7 @@ def selection_metrics(
   def minus(a, b):  # accuracy of method a minus that of method b on a resample
     return lambda i: acc[a][i].mean() - acc[b][i].mean()
 
-  out = {"n_questions": int(Q), "n_preference_questions": int(len(P))}
+  out: dict[str, Any] = {"n_questions": int(Q), "n_preference_questions": int(len(P))}
   out.update(_method_metrics(q, col, acc, ll, P, boot))
   if "lp_y_greedy" in q:
     _add_greedy_metrics(out, q, P, greedy_k)

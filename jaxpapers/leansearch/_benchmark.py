@@ -159,7 +159,7 @@ def file_split(
   for name, f in (("test_fraction", test_fraction), ("val_fraction", val_fraction)):
     if not 0.0 <= f < 1.0:
       raise ValueError(f"{name} must be in [0, 1), got {f}")
-  order = [files[i] for i in rng.permutation(len(files))]
+  order = [files[int(i)] for i in rng.permutation(len(files))]
   n_test = max(1, round(test_fraction * len(files)))
   n_val = max(1, round(val_fraction * len(files))) if len(files) >= 3 else 0
   return set(order[n_test + n_val :]), set(order[n_test : n_test + n_val]), set(order[:n_test])
