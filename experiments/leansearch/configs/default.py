@@ -46,7 +46,6 @@ def get_config():
   return c
 
 
-SINGLE_SYSTEMS = ("bm25", "dense", "standard")
 # every stage and ablation of global premise retrieval, in the report's order
 PREMISE_LABELS = {
   "random": "random ranking",
