@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 import jaxpapers.leansearch as L
-from experiments.leansearch.input_pipeline import VARIANTS, premise_query_text
+from experiments.leansearch.input_pipeline import VARIANTS
 
 PREMISE_SYSTEMS = (
   "random",
@@ -48,95 +48,67 @@ def _ci(x) -> float:
   return float(1.96 * x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else float("nan")
 
 
-def _premise_metrics(ids: np.ndarray, alias, mask, k: int) -> dict:
-  ids = np.asarray(ids, np.int32)
+def premise_metrics(ids: np.ndarray, p: dict, k: int) -> dict:
+  """recall_group@k and Covered@k per query of the rankings ``ids`` [Q, >= k] of the premise
+  queries ``p`` (their packed groups ``alias`` / ``mask``)."""
+  ids, alias, mask = np.asarray(ids, np.int32), p["alias"], p["mask"]
   rec = np.asarray(L.premise_group_recall(ids, alias, mask, k), np.float64)
   cov = np.asarray(L.covered_at_k(ids, alias, mask, np.zeros_like(mask), k), np.float64)
   return {"recall": rec.tolist(), "covered": cov.tolist()}
 
 
-def _rank_by_scores(scores: np.ndarray, valid: np.ndarray, k: int) -> np.ndarray:
-  s = np.where(valid, scores, -np.inf)
-  return np.argsort(-s, axis=1, kind="stable")[:, :k].astype(np.int32)
-
-
-def single_search(embed, docs: list[str], queries: list[str], target: np.ndarray, k: int) -> dict:
-  """Single-query search over the own-doc-withheld corpus ``docs`` [N] for BM25, the dense
-  encoder ``embed`` and standard mode (dense top-k reranked by BM25).
-
-  Returns:
-    ``{system: {"ndcg", "recall": [Q] floats}}`` at ``k`` for the targets ``target`` int [Q].
-  """
+def retrievers(embed, docs: list[str], k: int):
+  """``(bm25, dense, standard)`` over ``docs``: BM25, the dense encoder ``embed`` alone and
+  standard mode (dense top-M reranked by BM25)."""
   bm = L.BM25Index(docs)
   std = L.TwoStageRetriever(
     embed_fn=embed, doc_emb=embed(docs), doc_text=docs, k=k, rerank_fn=L.bm25_reranker(bm)
   )
-  dense = dataclasses.replace(std, rerank_fn=None)
+  return bm, dataclasses.replace(std, rerank_fn=None), std
+
+
+def single_search(embed, docs: list[str], queries: list[str], target: np.ndarray, k: int) -> dict:
+  """Single-query search over the own-doc-withheld corpus ``docs`` [N] by :func:`retrievers`.
+
+  Returns:
+    ``{system: {"ndcg", "recall": [Q] floats}}`` at ``k`` for the targets ``target`` int [Q].
+  """
+  bm, dense, std = retrievers(embed, docs, k)
   ranked = {
     "bm25": bm.search(queries, k)[0],
     "dense": dense.search(queries)[0],
     "standard": std.search(queries)[0],
   }
+  metrics = {"ndcg": L.ndcg_single, "recall": L.recall_single}
   out = {}
   for sys_, ids in ranked.items():
     pos = L.target_positions(np.asarray(ids, np.int32), target)
-    out[sys_] = {
-      "ndcg": np.asarray(L.ndcg_single(pos, k), np.float64).tolist(),
-      "recall": np.asarray(L.recall_single(pos, k), np.float64).tolist(),
-    }
+    out[sys_] = {m: np.asarray(f(pos, k), np.float64).tolist() for m, f in metrics.items()}
   return out
 
 
 def premise_baselines(decls, p_train, p: dict, rng: np.random.Generator, k: int) -> dict:
-  """The premise baselines that read no informal text: the most-used premises of the training
-  theorems (input-independent), a random ranking (``rng``) and BM25 over the statements.
-
-  Args:
-    decls: the [N] declarations; p_train: the training premise queries; p: the test queries'
-      ``queries`` [Q] texts, ``valid`` bool [Q, N], ``alias`` / ``mask`` (packed groups).
-  """
-  n, (alias, mask, valid) = len(decls), (p["alias"], p["mask"], p["valid"])
-  freq = np.zeros(n)
-  for q in p_train:
-    for g in q.groups:
-      freq[list(g)] += 1.0
-  freq_ids = _rank_by_scores(np.tile(freq, (len(valid), 1)), valid, k)
-  out = {"frequency": _premise_metrics(freq_ids, alias, mask, k)}
-  rand = rng.random((len(valid), n))
-  out["random"] = _premise_metrics(_rank_by_scores(rand, valid, k), alias, mask, k)
-  bm_s = L.BM25Index([d.statement for d in decls])
-  ids = bm_s.search(p["queries"], k, valid=valid)[0]
-  out["bm25_statements"] = _premise_metrics(ids, alias, mask, k)
-  return out
+  """The premise metrics of :func:`jaxpapers.leansearch.baseline_rankings` on the test queries
+  ``p`` (``queries`` [Q] texts, ``valid`` bool [Q, N], ``alias`` / ``mask``: packed groups)."""
+  ids = L.baseline_rankings([d.statement for d in decls], p_train, p["queries"], p["valid"], rng, k)
+  return {b: premise_metrics(r, p, k) for b, r in ids.items()}
 
 
-def reasoning_runs(cfg, decls, names: frozenset, substrate, p_test, p: dict) -> tuple[list, dict]:
-  """Reasoning mode's iterative loop over the first-stage retriever ``substrate`` on every test
-  premise query.
+def reasoning_runs(cfg, decls, substrate, p: dict) -> tuple[list, dict]:
+  """Reasoning mode's iterative loop (:func:`jaxpapers.leansearch.proxy_reasoning`) over the
+  first-stage retriever ``substrate`` on every test premise query of ``p``.
 
   Returns:
     ``(per_round, stats)``: the premise metrics after each of its ``big_loop + 1`` rounds, and
     the mean recall per round (``rounds``) and rounds used (``rounds_used``).
   """
-  k, n = cfg.k, len(decls)
-  doc_consts = [frozenset(L.identifiers(d.statement)) & names for d in decls]
-  loop = L.IterativeRetrieval(
-    L.ProxyPlanner([d.statement for d in decls], names=names, prf=cfg.prf),
-    substrate.search,
-    L.ProxyFilter(doc_consts, names=names, keep_top=cfg.keep_top),
-    L.StableTopJudge(k=k),
-    n_docs=n,
-    big_loop=cfg.big_loop,
-    search_top_k=min(cfg.search_top_k, n),
-    output_top_k=min(cfg.output_top_k, n),
-  )
-  traces = [
-    loop.run(premise_query_text(decls, q), valid=p["valid"][r]) for r, q in enumerate(p_test)
+  k, names = cfg.k, "k big_loop search_top_k output_top_k prf keep_top".split()
+  loop = L.proxy_reasoning(decls, substrate.search, **{n: cfg[n] for n in names})
+  traces = [loop.run(text, valid=v) for text, v in zip(p["queries"], p["valid"], strict=True)]
+  per_round = [
+    premise_metrics(np.stack([t.round_ids[rnd][:k] for t in traces]), p, k)
+    for rnd in range(cfg.big_loop + 1)
   ]
-  per_round = []
-  for rnd in range(cfg.big_loop + 1):
-    ids = np.stack([t.round_ids[rnd][:k] for t in traces])
-    per_round.append(_premise_metrics(ids, p["alias"], p["mask"], k))
   stats = {
     "rounds": [float(np.mean(m["recall"])) for m in per_round],
     "rounds_used": float(np.mean([t.rounds for t in traces])),
@@ -145,8 +117,9 @@ def reasoning_runs(cfg, decls, names: frozenset, substrate, p_test, p: dict) -> 
 
 
 def _mean_std(vals):
+  """Mean and std over splits (axis 0) of per-split values (numbers or per-round lists)."""
   a = np.asarray(vals, np.float64)
-  return {"mean": float(a.mean()), "std": float(a.std())}
+  return {"mean": a.mean(0).tolist(), "std": a.std(0).tolist()}
 
 
 def summarize(cells: list[dict]) -> dict:
@@ -165,14 +138,9 @@ def summarize(cells: list[dict]) -> dict:
         [np.mean(c[variant]["premise"][name][m]) for c in cells]
       )
   for name in ("reasoning", "reasoning_dense"):
-    out[f"{name}_rounds"] = _mean_std_rows([c["hier"][f"{name}_rounds"] for c in cells])
+    out[f"{name}_rounds"] = _mean_std([c["hier"][f"{name}_rounds"] for c in cells])
     out[f"{name}_rounds_used"] = float(np.mean([c["hier"][f"{name}_rounds_used"] for c in cells]))
   return out
-
-
-def _mean_std_rows(rows):
-  a = np.asarray(rows, np.float64)
-  return {"mean": a.mean(0).tolist(), "std": a.std(0).tolist()}
 
 
 def _variant(system: str) -> tuple[str, str]:
@@ -203,14 +171,27 @@ def per_query_values(cell: dict) -> dict:
   }
 
 
-def rejudge_metrics(metrics: dict, config: dict) -> dict:
-  """The derived block recomputed from the per-query values stored in the results.
+def report_view(record: dict) -> dict:
+  """The summary of a results record as ``configs/default.py``'s report reads it.
 
-  A record written before they were stored (no ``per_query``) keeps its derived block.
+  Returns:
+    ``single``: ``{system: {"<metric>_<variant>": {mean, std}}}``; ``premise``:
+    ``{system: {"recall", "covered": {mean, std}}}``; ``rounds``: ``[1, ..., big_loop + 1]``.
   """
+  s, out = record["metrics"]["summary"], {"single": {}, "premise": {}}
+  for key, v in s["single"].items():
+    system, variant, metric = key.split("/")
+    out["single"].setdefault(system, {})[f"{metric}_{variant}"] = v
+  for key, v in s["premise"].items():
+    system, metric = key.split("/")
+    out["premise"].setdefault(system, {})[metric] = v
+  out["rounds"] = list(range(1, len(s["reasoning_rounds"]["mean"]) + 1))
+  return out
+
+
+def rejudge_metrics(metrics: dict, config: dict) -> dict:
+  """The derived block recomputed from the per-query values stored in the results."""
   del config
-  if "per_query" not in metrics:
-    return dict(metrics["derived"])
   return derived_metrics(metrics["per_query"])
 
 
@@ -225,11 +206,11 @@ def derived_metrics(cells: list[dict]) -> dict:
   ``*_ci``: 95% normal CI half-widths of those paired differences over all test queries of
   all splits.
   """
-  gain = {  # per query: hierarchical minus flat informal text
-    s: np.concatenate([np.subtract(c["hier"]["single"][s]["ndcg"], c["flat"]["single"][s]["ndcg"])
-                       for c in cells])
-    for s in SINGLE_SYSTEMS
-  }  # fmt: skip
+
+  def hier_minus_flat(c, s):  # per query: hierarchical minus flat informal text
+    return np.subtract(c["hier"]["single"][s]["ndcg"], c["flat"]["single"][s]["ndcg"])
+
+  gain = {s: np.concatenate([hier_minus_flat(c, s) for c in cells]) for s in SINGLE_SYSTEMS}
   d_h = gain["standard"]
   out = {"hier_gain_ndcg10": float(d_h.mean()), "hier_gain_ndcg10_ci": _ci(d_h)}
   out.update({f"hier_gain_ndcg10_{s}": float(gain[s].mean()) for s in ("bm25", "dense")})

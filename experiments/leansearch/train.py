@@ -20,7 +20,6 @@ Every (split, variant) result is a cell of ``core.CellStore`` (resumable). The c
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 import time
 
@@ -33,12 +32,9 @@ from experiments.leansearch import evaluate as E
 from experiments.leansearch.configs import default as default_config
 from experiments.leansearch.input_pipeline import (
   VARIANTS,
-  doc_query,
   informal_texts,
   load_corpus,
-  premise_query_text,
   split_queries,
-  valid_matrix,
 )
 from jaxpapers import core
 
@@ -58,60 +54,43 @@ def _train_encoder(
   """
   t_single, t_prem = texts["single"][variant], texts["premise"][variant]
   p_train = q["p_train"]
-  qa = [doc_query(decls[i]) for i in q["single_train"]] + [
-    premise_query_text(decls, pq) for pq in p_train for _ in pq.groups
+  qa = [L.doc_query(decls[i]) for i in q["single_train"]] + [
+    L.premise_query_text(decls, pq) for pq in p_train for _ in pq.groups
   ]
   da = [t_single[i] for i in q["single_train"]] + [
     t_prem[g[0]] for pq in p_train for g in pq.groups
   ]
   hash_kw = dict(n_buckets=cfg.n_buckets, length=cfg.feat_len)
   key = jax.random.fold_in(jax.random.key(cfg.seed), 100 * split + VARIANTS.index(variant))
+  fit_kw = {n: cfg[n] for n in "steps lr tau n_buckets dim hidden".split()}
   model, losses = L.train_dual_encoder(
     key,
     L.hash_features(qa, **hash_kw),
     L.hash_features(da, **hash_kw),
-    steps=cfg.steps,
     batch=min(cfg.batch, len(qa)),
-    lr=cfg.lr,
-    tau=cfg.tau,
-    n_buckets=cfg.n_buckets,
-    dim=cfg.dim,
-    hidden=cfg.hidden,
+    **fit_kw,
   )
   stats = {"train_pairs": len(qa), "loss_first": float(losses[:20].mean())}
   stats["loss_last"] = float(losses[-20:].mean())
   return L.dual_encoder_embedder(model, length=cfg.feat_len), stats
 
 
-def _premise_search(
-  cfg: ml_collections.ConfigDict, decls, names, q: dict, p: dict, embed, variant: str
-) -> dict:
+def _premise_search(cfg: ml_collections.ConfigDict, decls, q: dict, p: dict, embed, variant: str):
   """Global premise retrieval of one variant: dense and standard mode; for the hierarchical
   text also the baselines that read no informal text (once per split) and reasoning mode over
   standard mode (the paper's pipeline) and, as an ablation, over the dense stage alone."""
-  k, t_prem = cfg.k, p["texts"][variant]
-  std_p = L.TwoStageRetriever(
-    embed_fn=embed,
-    doc_emb=embed(t_prem),
-    doc_text=t_prem,
-    k=k,
-    rerank_fn=L.bm25_reranker(L.BM25Index(t_prem)),
-  )
-  dense_p = dataclasses.replace(std_p, rerank_fn=None)
+  k = cfg.k
+  _, dense_p, std_p = E.retrievers(embed, p["texts"][variant], k)
   prem = {
-    "standard": E._premise_metrics(
-      std_p.search(p["queries"], valid=p["valid"])[0], p["alias"], p["mask"], k
-    ),
-    "dense": E._premise_metrics(
-      dense_p.search(p["queries"], valid=p["valid"])[0], p["alias"], p["mask"], k
-    ),
+    s: E.premise_metrics(r.search(p["queries"], valid=p["valid"])[0], p, k)
+    for s, r in (("standard", std_p), ("dense", dense_p))
   }
   res = {"premise": prem}
   if variant != "hier":
     return res
   prem.update(E.premise_baselines(decls, q["p_train"], p, q["rng"], k))
   for name, substrate in (("reasoning", std_p), ("reasoning_dense", dense_p)):
-    per_round, stats = E.reasoning_runs(cfg, decls, names, substrate, q["p_test"], p)
+    per_round, stats = E.reasoning_runs(cfg, decls, substrate, p)
     prem[name] = per_round[-1]
     res[f"{name}_rounds"] = stats["rounds"]
     res[f"{name}_rounds_used"] = stats["rounds_used"]
@@ -120,27 +99,25 @@ def _premise_search(
   return res
 
 
-def _run_split(
-  cfg: ml_collections.ConfigDict, decls, split: int, texts: dict, names: frozenset
-) -> dict:
+def _run_split(cfg: ml_collections.ConfigDict, decls, split: int, texts: dict) -> dict:
   """Trains one encoder per informal variant and evaluates every system on one split."""
   t0 = time.time()
   q = split_queries(cfg, decls, split)
   p_test = q["p_test"]
   p = {
-    "queries": [premise_query_text(decls, pq) for pq in p_test],
-    "valid": valid_matrix(decls, [pq.decl for pq in p_test], q["by_file"]),
+    "queries": [L.premise_query_text(decls, pq) for pq in p_test],
+    "valid": L.available_mask(decls, [pq.decl for pq in p_test]),
     "texts": texts["premise"],
   }
   p["alias"], p["mask"] = L.pack_premise_groups(p_test)
-  s_queries = [doc_query(decls[i]) for i in q["single_test"]]
+  s_queries = [L.doc_query(decls[i]) for i in q["single_test"]]
   s_target = np.asarray(q["single_test"], np.int32)
   out = {"n_single": len(q["single_test"]), "n_premise": len(p_test)}
   for variant in VARIANTS:
     embed, res = _train_encoder(cfg, decls, q, texts, split, variant)
     t_single = texts["single"][variant]
     res["single"] = E.single_search(embed, t_single, s_queries, s_target, cfg.k)
-    res.update(_premise_search(cfg, decls, names, q, p, embed, variant))
+    res.update(_premise_search(cfg, decls, q, p, embed, variant))
     out[variant] = res
   out["wall_s"] = time.time() - t0
   return out
@@ -154,9 +131,8 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
   decls, source = load_corpus(cfg)
-  names = frozenset(d.name for d in decls)
   texts = informal_texts(cfg, decls)
-  grid = {f"split{i}": (cfg, decls, i, texts, names) for i in range(cfg.splits)}
+  grid = {f"split{i}": (cfg, decls, i, texts) for i in range(cfg.splits)}
   cells = core.fill_cells(core.CellStore(workdir / "cells"), grid, _run_split, desc="splits")
   summary = E.summarize(cells)
   per_query = [E.per_query_values(c) for c in cells]

@@ -32,6 +32,14 @@ from jaxpapers.bayes_memory._data import (
   WordTokenizer,
   make_preference_dialogues,
 )
+from jaxpapers.bayes_memory._evaluate import (
+  BASELINE_RETRIEVERS,
+  GREEDY_METHODS,
+  METHODS,
+  ORACLE_METHODS,
+  choose_contexts,
+  selection_metrics,
+)
 from jaxpapers.bayes_memory._evidence import (
   SCORING,
   access_signal_metrics,
@@ -87,6 +95,12 @@ from jaxpapers.bayes_memory._utility import (
 )
 
 __all__ = [
+  "BASELINE_RETRIEVERS",
+  "GREEDY_METHODS",
+  "METHODS",
+  "ORACLE_METHODS",
+  "choose_contexts",
+  "selection_metrics",
   "SCORING",
   "fit_leave_one_seed_out",
   "score_dialogues",

@@ -3,24 +3,37 @@
 Standard mode (:class:`TwoStageRetriever`): dense top-M candidates (:func:`dense_topk`,
 ``M = max(2k, 50)``) reranked by a pluggable scorer (the shared small LM via
 :func:`lm_yes_no_scores`, BM25 via :func:`bm25_reranker`). Reasoning mode
-(:class:`IterativeRetrieval`): sketch -> retrieve -> filter -> judge rounds fused by
-:func:`discounted_fusion`. The reference's metrics: :func:`ndcg_single`, :func:`recall_single`,
-:func:`premise_group_recall`, :func:`covered_at_k`. The offline corpus is the Coq standard
-library (:func:`fetch_coq_stdlib`, :func:`parse_coq_tree`, :func:`premise_queries`,
-:func:`pack_premise_groups`) with a hierarchy-informalisation proxy (:func:`informalize_proxy`).
+(:class:`IterativeRetrieval`; with the offline proxies :func:`proxy_reasoning`): sketch ->
+retrieve -> filter -> judge rounds fused by :func:`discounted_fusion`. The reference's metrics:
+:func:`ndcg_single`, :func:`recall_single`, :func:`premise_group_recall`, :func:`covered_at_k`.
+The offline corpus is the Coq standard library (:func:`load_coq_stdlib`: :func:`fetch_coq_stdlib`
+and :func:`parse_coq_tree`, cached; :func:`premise_queries`, :func:`pack_premise_groups`) with a
+hierarchy-informalisation proxy (:func:`informalize_proxy`); its file splits and queries
+(:func:`file_split`, :func:`split_queries`, :func:`doc_query`, :func:`premise_query_text`,
+:func:`available_mask`) and the premise baselines that read no informal text
+(:func:`baseline_rankings`).
 """
 
+from jaxpapers.leansearch._benchmark import (
+  available_mask,
+  baseline_rankings,
+  doc_query,
+  file_split,
+  premise_query_text,
+  rank_by_scores,
+  split_queries,
+)
 from jaxpapers.leansearch._coq import (
+  COQ_PACKAGE,
   Declaration,
   PremiseQuery,
   fetch_coq_stdlib,
   identifiers,
-  load_jsonl,
+  load_coq_stdlib,
   pack_premise_groups,
   parse_coq_source,
   parse_coq_tree,
   premise_queries,
-  save_jsonl,
 )
 from jaxpapers.leansearch._informal import (
   dependencies,
@@ -55,6 +68,7 @@ from jaxpapers.leansearch._reasoning import (
   ProxyPlanner,
   ReasoningTrace,
   StableTopJudge,
+  proxy_reasoning,
   split_statement,
 )
 from jaxpapers.leansearch._retrieve import (
@@ -66,16 +80,23 @@ from jaxpapers.leansearch._retrieve import (
 )
 
 __all__ = [
+  "COQ_PACKAGE",
+  "available_mask",
+  "baseline_rankings",
+  "doc_query",
+  "file_split",
+  "premise_query_text",
+  "rank_by_scores",
+  "split_queries",
   "Declaration",
   "PremiseQuery",
   "fetch_coq_stdlib",
   "identifiers",
-  "load_jsonl",
+  "load_coq_stdlib",
   "pack_premise_groups",
   "parse_coq_source",
   "parse_coq_tree",
   "premise_queries",
-  "save_jsonl",
   "dependencies",
   "dependency_levels",
   "doc_text",
@@ -102,6 +123,7 @@ __all__ = [
   "ProxyPlanner",
   "ReasoningTrace",
   "StableTopJudge",
+  "proxy_reasoning",
   "split_statement",
   "BM25Index",
   "TwoStageRetriever",

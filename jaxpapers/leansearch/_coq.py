@@ -11,7 +11,6 @@ names are resolved by short name only, as the reference's metrics do.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import pathlib
 import re
@@ -21,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from jaxpapers.core import validation as V
+from jaxpapers.core.cache import cached_json
 
 DECL_KINDS = (
   "Lemma",
@@ -373,51 +373,6 @@ def pack_premise_groups(
   return alias, mask
 
 
-def save_jsonl(decls: Sequence[Declaration], path: str | os.PathLike) -> None:
-  """Writes declarations as JSON lines (the parse cache).
-
-  The file is written to ``<path>.tmp`` first and then renamed, so a crash never leaves a
-  truncated cache.
-
-  Args:
-    decls: the declarations, one JSON object per line.
-    path: the output file; missing parent folders are created.
-  """
-  V.check_path(path, "path")
-  path = pathlib.Path(path)
-  path.parent.mkdir(parents=True, exist_ok=True)
-  tmp = path.with_suffix(path.suffix + ".tmp")
-  with tmp.open("w") as f:
-    for d in decls:
-      f.write(json.dumps(dataclasses.asdict(d)) + "\n")
-  tmp.replace(path)
-
-
-def load_jsonl(path: str | os.PathLike) -> list[Declaration]:
-  """Reads declarations written by :func:`save_jsonl`; a corrupt line names the file.
-
-  Args:
-    path: a file written by :func:`save_jsonl`.
-
-  Returns:
-    The declarations in file order.
-
-  Raises:
-    ValueError: a line is not a declaration record (the message names the file and line).
-  """
-  V.check_path(path, "path")
-  out = []
-  with open(path) as f:
-    for ln, line in enumerate(f, 1):
-      try:
-        r = json.loads(line)
-        r["sections"] = tuple(r["sections"])
-        out.append(Declaration(**r))
-      except (json.JSONDecodeError, TypeError, KeyError) as e:
-        raise ValueError(f"{path}:{ln}: not a declaration record ({e})") from e
-  return out
-
-
 COQ_PACKAGE = "libcoq-stdlib"
 COQ_THEORIES = "usr/lib/ocaml/coq/theories"
 
@@ -457,3 +412,34 @@ def fetch_coq_stdlib(cache_dir: str | os.PathLike) -> pathlib.Path:
       f"`apt-get download {COQ_PACKAGE} && dpkg -x {COQ_PACKAGE}_*.deb unpacked` there ({e})"
     ) from e
   return theories
+
+
+def load_coq_stdlib(
+  cache_dir: str | os.PathLike | None = None, *, subdirs: Sequence[str] = ()
+) -> list[Declaration]:
+  """The Coq standard library's declarations, downloaded and parsed once (host-side).
+
+  :func:`fetch_coq_stdlib` into ``<cache_dir>/coq``, then :func:`parse_coq_tree`, whose parse
+  is cached as ``<cache_dir>/decls_<subdirs joined by +, or all>.json`` by
+  :func:`jaxpapers.core.cached_json` (a later call reads it back; a corrupt file is named in a
+  warning and parsed again).
+
+  Args:
+    cache_dir: the folder of the download and the parse; None:
+      ``$XDG_CACHE_HOME/jaxpapers/leansearch`` (``~/.cache`` without the variable).
+    subdirs: restrict to these top-level subfolders (``("Init", "Arith")``); empty: all.
+
+  Returns:
+    ``list[Declaration]`` as :func:`parse_coq_tree` returns them.
+  """
+  if cache_dir is None:
+    base = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+    cache_dir = pathlib.Path(base) / "jaxpapers" / "leansearch"
+  cache = pathlib.Path(V.check_path(cache_dir, "cache_dir")).expanduser()
+  root = fetch_coq_stdlib(cache / "coq")
+  tag = "all" if not subdirs else "+".join(subdirs)
+  records = cached_json(
+    cache / f"decls_{tag}.json",
+    lambda: [dataclasses.asdict(d) for d in parse_coq_tree(root, subdirs=subdirs or None)],
+  )
+  return [Declaration(**{**r, "sections": tuple(r["sections"])}) for r in records]

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from jaxpapers.core import validation as V
-from jaxpapers.leansearch._coq import identifiers
+from jaxpapers.leansearch._coq import Declaration, identifiers
 from jaxpapers.leansearch._metrics import discounted_fusion
 
 
@@ -285,3 +285,51 @@ class StableTopJudge:
       np.asarray(history[-1]["fused"])[: self.k].tolist()
     )
     return same, "top set stable" if same else "top set changed"
+
+
+def proxy_reasoning(
+  decls: Sequence[Declaration],
+  retriever: Callable,
+  *,
+  k: int = 10,
+  big_loop: int = 3,
+  search_top_k: int = 30,
+  output_top_k: int = 100,
+  prf: int = 3,
+  keep_top: int = 5,
+) -> IterativeRetrieval:
+  """Reasoning mode over a corpus with the deterministic proxies (no LLM).
+
+  The loop of :class:`IterativeRetrieval` with :class:`ProxyPlanner` (feedback from the
+  declarations' statements), :class:`ProxyFilter` (a document's constants: the corpus's short
+  names among its statement's identifiers) and :class:`StableTopJudge` (top ``k``).
+
+  Args:
+    decls: the [N] declarations (the documents, in the retriever's order).
+    retriever: the first stage, ``(queries, *, valid, k) -> (ids [S, k], scores [S, k])``
+      (e.g. ``TwoStageRetriever.search``).
+    k: the judge's top set.
+    big_loop: extra rounds after the first.
+    search_top_k: documents per sub-query, capped at N.
+    output_top_k: length of the fused output, capped at N.
+    prf: pseudo-relevance-feedback documents per later round.
+    keep_top: candidates the filter keeps at the top of each sub-query's list.
+
+  Returns:
+    The :class:`IterativeRetrieval`; ``run(statement, valid=bool [N])`` gives a
+    :class:`ReasoningTrace`.
+  """
+  if not decls:
+    raise ValueError("decls must hold at least one declaration")
+  n, names = len(decls), frozenset(d.name for d in decls)
+  doc_consts = [frozenset(identifiers(d.statement)) & names for d in decls]
+  return IterativeRetrieval(
+    ProxyPlanner([d.statement for d in decls], names=names, prf=prf),
+    retriever,
+    ProxyFilter(doc_consts, names=names, keep_top=keep_top),
+    StableTopJudge(k=k),
+    n_docs=n,
+    big_loop=big_loop,
+    search_top_k=min(search_top_k, n),
+    output_top_k=min(output_top_k, n),
+  )

@@ -458,6 +458,19 @@ CASES = [
   ),
 ]
 _Q = {"seed": np.zeros(2, int)}
+# The question arrays of two questions over three turns (question_arrays' fields).
+_QA = {
+  "lp_y": np.zeros((2, 6)),
+  "lp_alt": np.zeros((2, 6)),
+  "n_y": np.ones(2),
+  "f_turn": FT,
+  "f_query": FQ,
+  "bm25": np.zeros((2, 3)),
+  "need": np.ones(2, bool),
+  "gold": np.zeros(2, int),
+  "seed": np.zeros(2, int),
+  "stale": np.zeros((2, 3), bool),
+}
 CASES += [
   Case(
     "score_dialogues",
@@ -493,6 +506,40 @@ CASES += [
     "access_signal_metrics",
     lambda: bm.access_signal_metrics(np.zeros((2, 3)), np.ones(2, bool), np.zeros(2)),
     match=r"lp_y must have shape \[Q, N \+ 3\]",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "choose_contexts",
+    lambda: bm.choose_contexts(
+      _QA, np.zeros((2, 2)), np.zeros(2), tau=0.0, tau_placebo=0.0, rng=np.random.default_rng(0)
+    ),
+    match=r"u must have shape \[2, 3\]",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "choose_contexts",
+    lambda: bm.choose_contexts(
+      {"lp_y": np.zeros((2, 6))}, U, np.zeros(2), tau=0.0, tau_placebo=0.0, rng=None
+    ),
+    match="missing",
+    jit=None,
+    jit_reason=HOST,
+    id="missing_fields",
+  ),
+  Case(
+    "selection_metrics",
+    lambda: bm.selection_metrics(
+      {**_QA, "lp_y": np.zeros((2, 3))},
+      {},
+      np.zeros(2),
+      seed=0,
+      n_boot=2,
+      greedy_k=0,
+      tau_placebo=0.0,
+    ),
+    match=r"lp_y'\] must have shape \[Q, N \+ 3\]",
     jit=None,
     jit_reason=HOST,
   ),

@@ -21,7 +21,7 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   assert "| distilled_gated |" in rec["table_markdown"]
   assert all(c["verdict"] is None for c in rec["claims"])  # smoke: measured, not judged
   d = metrics["derived"]
-  assert set(d["accuracy"]) == set(train.METHODS + train.GREEDY_METHODS)
+  assert set(d["accuracy"]) == set(bm.METHODS + bm.GREEDY_METHODS)
   for m, a in d["accuracy"].items():
     assert 0.0 <= a <= 1.0, m
   # structural facts that hold for any model

@@ -53,15 +53,15 @@ MUTATIONS = (
   # ---------------------------------------------------------------- bayes_memory
   M(
     "bayes_memory",
-    "train",
-    "acc[a][i].mean() - max(acc[m][i].mean() for m in RETRIEVERS)",
-    "acc[a][i].mean() - min(acc[m][i].mean() for m in RETRIEVERS)",
+    "jaxpapers.bayes_memory._evaluate",
+    "acc[a][i].mean() - max(acc[m][i].mean() for m in BASELINE_RETRIEVERS)",
+    "acc[a][i].mean() - min(acc[m][i].mean() for m in BASELINE_RETRIEVERS)",
     ["test_gain_against_best_retriever"],
     "compares against the worst retriever instead of the best",
   ),
   M(
     "bayes_memory",
-    "train",
+    "jaxpapers.bayes_memory._evaluate",
     'gain("acc_gain_gated_vs_ungated", minus("distilled_gated", "distilled"))',
     'gain("acc_gain_gated_vs_ungated", minus("distilled", "distilled_gated"))',
     ["test_gated_minus_ungated"],
@@ -69,7 +69,7 @@ MUTATIONS = (
   ),
   M(
     "bayes_memory",
-    "train",
+    "jaxpapers.bayes_memory._evaluate",
     '"read_fraction": {m: float((col[m] != 0).mean()) for m in col},',
     '"read_fraction": {m: float((col[m][P] != 0).mean()) for m in col},',
     ["test_read_fraction_is_over_all_questions"],
@@ -77,7 +77,7 @@ MUTATIONS = (
   ),
   M(
     "bayes_memory",
-    "train",
+    "jaxpapers.bayes_memory._evaluate",
     'den = acc["oracle_bf"][i].mean() - acc["no_memory"][i].mean()',
     'den = acc["oracle_bf"][i].mean()',
     ["test_distilled_gain_ratio"],
@@ -85,7 +85,7 @@ MUTATIONS = (
   ),
   M(
     "bayes_memory",
-    "train",
+    "jaxpapers.bayes_memory._evaluate",
     "lo, hi = np.percentile(vals, [2.5, 97.5])\n  return float((hi - lo) / 2)",
     "lo, hi = np.percentile(vals, [2.5, 97.5])\n  return float(hi - lo)",
     ["test_boot_ci_is_half_the_central_95_percent_range"],
@@ -93,7 +93,7 @@ MUTATIONS = (
   ),
   M(
     "bayes_memory",
-    "train",
+    "jaxpapers.bayes_memory._evaluate",
     '"oracle_bf": 2 + np.argmax(lbf, axis=1),',
     '"oracle_bf": 2 + np.argmin(lbf, axis=1),',
     ["test_choose_contexts"],
@@ -101,7 +101,7 @@ MUTATIONS = (
   ),
   M(
     "bayes_memory",
-    "train",
+    "jaxpapers.bayes_memory._evaluate",
     'plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]\n  col["oracle_bf_placebo_gated"]',
     'plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]\n  col["oracle_bf_placebo_gated"]',
     ["test_choose_contexts"],
@@ -109,7 +109,7 @@ MUTATIONS = (
   ),
   M(
     "bayes_memory",
-    "train",
+    "jaxpapers.bayes_memory._evaluate",
     'gain(f"acc_gain_greedy_vs_{other}", minus("oracle_bf_greedy", other))',
     'gain(f"acc_gain_greedy_vs_{other}", minus(other, "oracle_bf_greedy"))',
     ["test_greedy_gains"],
@@ -117,7 +117,7 @@ MUTATIONS = (
   ),
   M(
     "bayes_memory",
-    "train",
+    "jaxpapers.bayes_memory._evaluate",
     'gold_ok = q["lp_y"][P, 2 + gold] > q["lp_alt"][P, 2 + gold]',
     'gold_ok = q["lp_y"][P, 1 + gold] > q["lp_alt"][P, 1 + gold]',
     ["test_gold_turn_accuracy_reads_the_gold_column_of_preference_questions"],
@@ -125,7 +125,7 @@ MUTATIONS = (
   ),
   M(
     "bayes_memory",
-    "train",
+    "jaxpapers.bayes_memory._evaluate",
     'out["accuracy_gold_turn_lo"] = out["accuracy_gold_turn"] - out["accuracy_gold_turn_ci"]',
     'out["accuracy_gold_turn_lo"] = out["accuracy_gold_turn"] + out["accuracy_gold_turn_ci"]',
     ["test_gold_turn_accuracy_reads_the_gold_column_of_preference_questions"],
@@ -133,7 +133,7 @@ MUTATIONS = (
   ),
   M(
     "bayes_memory",
-    "train",
+    "jaxpapers.bayes_memory._evaluate",
     'out["min_seed"] = int(np.min(q["seed"]))',
     'out["min_seed"] = int(q["seed"][0])',
     ["test_registered_quantities_are_recorded"],
@@ -141,17 +141,17 @@ MUTATIONS = (
   ),
   M(
     "bayes_memory",
-    "train",
+    "jaxpapers.bayes_memory._evaluate",
     'out["best_retriever_accuracy"] = out["accuracy"][out["best_retriever"]]',
-    'out["best_retriever_accuracy"] = min(out["accuracy"][m] for m in RETRIEVERS)',
+    'out["best_retriever_accuracy"] = min(out["accuracy"][m] for m in BASELINE_RETRIEVERS)',
     ["test_best_retriever_accuracy_is_shown_beside_the_gain"],
     "the displayed retriever accuracy is the worst retriever's",
   ),
   M(
     "bayes_memory",
-    "train",
-    'out["best_retriever"] = max(RETRIEVERS, key=lambda m: out["accuracy"][m])',
-    'out["best_retriever"] = min(RETRIEVERS, key=lambda m: out["accuracy"][m])',
+    "jaxpapers.bayes_memory._evaluate",
+    'out["best_retriever"] = max(BASELINE_RETRIEVERS, key=lambda m: out["accuracy"][m])',
+    'out["best_retriever"] = min(BASELINE_RETRIEVERS, key=lambda m: out["accuracy"][m])',
     ["test_gain_against_best_retriever", "test_best_retriever_accuracy_is_shown_beside_the_gain"],
     "the named best retriever is the worst one",
   ),
@@ -976,7 +976,7 @@ MUTATIONS = (
   ),
   M(
     "leansearch",
-    "evaluate",
+    "jaxpapers.leansearch._benchmark",
     's = np.where(valid, scores, -np.inf)\n  return np.argsort(-s, axis=1, kind="stable")',
     's = np.where(valid, scores, -np.inf)\n  return np.argsort(s, axis=1, kind="stable")',
     ["test_rank_by_scores_best_first"],

@@ -315,24 +315,6 @@ CASES = [
     id="pack_premise_groups-max_aliases",
   ),
   Case(
-    "load_jsonl",
-    L.load_jsonl,
-    (3,),
-    error=TypeError,
-    match="path must be a path",
-    jit=None,
-    jit_reason=HOST,
-  ),
-  Case(
-    "save_jsonl",
-    L.save_jsonl,
-    ([], None),
-    error=TypeError,
-    match="path must be a path",
-    jit=None,
-    jit_reason=HOST,
-  ),
-  Case(
     "fetch_coq_stdlib",
     L.fetch_coq_stdlib,
     (None,),
@@ -370,6 +352,96 @@ CASES = [
   ),
 ]
 
+PQ = L.PremiseQuery(decl=3, groups=((0,),), names=("a",))
+CASES += [
+  Case(
+    "doc_query",
+    L.doc_query,
+    ("a doc",),
+    error=TypeError,
+    match="Declaration",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "premise_query_text",
+    L.premise_query_text,
+    ([DECL], PQ),
+    match="query.decl must index",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "available_mask",
+    L.available_mask,
+    ([DECL], [0, 1]),
+    match="rows must index",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "rank_by_scores",
+    L.rank_by_scores,
+    (np.zeros((2, 3)), np.ones((2, 4), bool), 2),
+    match="scores and valid must both have shape",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "rank_by_scores",
+    L.rank_by_scores,
+    (np.zeros((2, 3)), np.ones((2, 3), bool), 4),
+    match="k must be in",
+    jit=None,
+    jit_reason=HOST,
+    id="k",
+  ),
+  Case(
+    "proxy_reasoning",
+    L.proxy_reasoning,
+    ([], print),
+    match="at least one declaration",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "baseline_rankings",
+    L.baseline_rankings,
+    (["a", "b"], [], ["q"], np.ones((1, 3), bool), np.random.default_rng(0), 1),
+    match="valid must have shape",
+    jit=None,
+    jit_reason=HOST,
+  ),
+]
+CASES += [
+  Case(
+    "file_split",
+    L.file_split,
+    ([], np.random.default_rng(0)),
+    match="at least one file",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "split_queries",
+    L.split_queries,
+    ([DECL], {"M.v"}, set(), np.random.default_rng(0)),
+    match="no test queries",
+    jit=None,
+    jit_reason=HOST,
+  ),
+]
+CASES.append(
+  Case(
+    "load_coq_stdlib",
+    L.load_coq_stdlib,
+    (123,),
+    error=TypeError,
+    match="cache_dir must be a path",
+    jit=None,
+    jit_reason=HOST,
+  )
+)
 EXEMPT = {
   "Declaration": "a frozen dataclass record",
   "PremiseQuery": "a frozen dataclass record",

@@ -1,5 +1,8 @@
 """The Coq parser, premise ground truth and the informalisation proxy on files written here."""
 
+import logging
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -87,14 +90,6 @@ def test_premise_groups_aliases_and_leakage(decls):
   assert "uses_both" not in {decls[q.decl].name for q in L.premise_queries(decls, min_premises=4)}
 
 
-def test_jsonl_round_trip(decls, tmp_path):
-  L.save_jsonl(decls, tmp_path / "c.jsonl")
-  assert L.load_jsonl(tmp_path / "c.jsonl") == decls
-  (tmp_path / "bad.jsonl").write_text("{not json\n")
-  with pytest.raises(ValueError, match="bad.jsonl:1"):
-    L.load_jsonl(tmp_path / "bad.jsonl")
-
-
 def test_dependency_levels_dag_and_cycle():
   # 0 <- 1 <- 2, 3 alone, 4 <-> 5 a cycle, 6 depends on the cycle.
   deps = [[], [0], [1, 0], [], [5], [4], [4]]
@@ -139,3 +134,25 @@ def test_pack_premise_groups_pads_and_truncates_aliases():
   assert alias.shape == (2, 2, 3)
   retrieved = np.array([[3, 9], [7, 8]], np.int32)
   np.testing.assert_allclose(L.premise_group_recall(retrieved, alias, mask, 2), [0.5, 0.0])
+
+
+def test_the_parse_cache_is_read_back_and_a_corrupt_one_parsed_again(tmp_path, monkeypatch, caplog):
+  """load_coq_stdlib's parse, cached under cache_dir through core's file cache: the second load
+  reads it (no parse), a cut-off cache is named in a warning and parsed again."""
+  from jaxpapers.leansearch import _coq
+
+  fixture = pathlib.Path(__file__).resolve().parents[2] / "experiments/leansearch/fixture"
+  monkeypatch.setattr(_coq, "fetch_coq_stdlib", lambda cache_dir: fixture)
+  decls = L.load_coq_stdlib(tmp_path)
+  assert decls == L.parse_coq_tree(fixture) and decls  # sections stay tuples
+  real_parse = _coq.parse_coq_tree
+  monkeypatch.setattr(_coq, "parse_coq_tree", lambda *a, **k: pytest.fail("parsed again"))
+  assert L.load_coq_stdlib(tmp_path) == decls
+  cache = tmp_path / "decls_all.json"
+  cache.write_bytes(cache.read_bytes()[:-100])
+  monkeypatch.setattr(_coq, "parse_coq_tree", real_parse)
+  with caplog.at_level(logging.WARNING):
+    assert L.load_coq_stdlib(tmp_path) == decls
+  assert f"{cache} is corrupt" in caplog.text
+  init = L.load_coq_stdlib(tmp_path, subdirs=("Toy",))  # its own cache file
+  assert (tmp_path / "decls_Toy.json").exists() and len(init) <= len(decls)

@@ -1,12 +1,11 @@
 """The smoke experiment end to end (with resume), the claim inputs, and the notebook."""
 
 import json
-import logging
 
 import numpy as np
 import pytest
 
-from experiments.leansearch import evaluate, input_pipeline, train
+from experiments.leansearch import evaluate, train
 from experiments.leansearch.configs import default, smoke
 from tests import notebook_util
 
@@ -82,42 +81,6 @@ def test_derived_metrics_pair_per_query_and_pick_the_best_baseline():
   assert d["n_single_queries"] == 3
 
 
-def test_doc_query_drops_the_name_and_leakage_mask():
-  import jaxpapers.leansearch as L
-
-  src = "(** [foo_bar] says foo_bar is fine. *)\nLemma foo_bar : True.\nProof. trivial. Qed.\n"
-  src += "Lemma later : True.\nProof. trivial. Qed.\n"
-  decls = L.parse_coq_source(src, module="M", file="M.v")
-  decls += L.parse_coq_source("Lemma other : True.\nProof. trivial. Qed.\n", module="N", file="N.v")
-  assert input_pipeline.doc_query(decls[0]) == "says is fine."
-  by_file = {"M.v": np.array([0, 1]), "N.v": np.array([2])}
-  np.testing.assert_array_equal(
-    input_pipeline.valid_matrix(decls, [0, 1], by_file), [[0, 0, 1], [1, 0, 1]]
-  )
-
-
 @pytest.mark.notebook
 def test_notebook_runs():
   notebook_util.run_notebook("colab/leansearch.ipynb", timeout=300)
-
-
-def test_the_parse_cache_is_read_back_and_a_corrupt_one_parsed_again(tmp_path, monkeypatch, caplog):
-  """The Coq corpus's parse, cached under cache_dir through core's file cache: the second load
-  reads it (no parse), a cut-off cache is named in a warning and parsed again."""
-  monkeypatch.setattr(
-    train.L, "fetch_coq_stdlib", lambda cache_dir: input_pipeline.HERE / "fixture"
-  )
-  cfg = default.get_config()
-  cfg.cache_dir = str(tmp_path)
-  assert cfg.corpus == "coq_stdlib"
-  decls, _ = input_pipeline.load_corpus(cfg)
-  assert decls == train.L.parse_coq_tree(input_pipeline.HERE / "fixture")  # sections stay tuples
-  real_parse = train.L.parse_coq_tree
-  monkeypatch.setattr(train.L, "parse_coq_tree", lambda *a, **k: pytest.fail("parsed again"))
-  assert input_pipeline.load_corpus(cfg)[0] == decls
-  cache = tmp_path / "decls_all.json"
-  cache.write_bytes(cache.read_bytes()[:-100])
-  monkeypatch.setattr(train.L, "parse_coq_tree", real_parse)
-  with caplog.at_level(logging.WARNING):
-    assert input_pipeline.load_corpus(cfg)[0] == decls
-  assert f"{cache} is corrupt" in caplog.text

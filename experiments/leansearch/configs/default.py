@@ -42,11 +42,10 @@ def get_config():
   c.seed = 0
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
-  c.report = report_for(c.big_loop + 1)
+  c.report = REPORT
   return c
 
 
-SINGLE_SYSTEMS = ("bm25", "dense", "standard")
 # every stage and ablation of global premise retrieval, in the report's order
 PREMISE_LABELS = {
   "random": "random ranking",
@@ -63,115 +62,101 @@ PREMISE_LABELS = {
 ROUNDS = {"reasoning": "over standard mode", "reasoning_dense": "over dense alone"}
 
 
-def report_for(rounds: int) -> R.Report:
-  """The tables and figures of a run whose reasoning mode runs ``rounds`` rounds."""
-  return R.Report(tables=_tables(rounds), figures=_figures(rounds))
-
-
-_P = "metrics.summary.premise"
-
-
-def _tables(rounds: int) -> tuple[R.Table, ...]:
-  """Single-query search, global premise retrieval and reasoning mode by round."""
-  p = _P
-  single = R.Table(
-    title="**Single-query search** (mean ± std over {config.splits} file splits; k = {config.k})",
-    columns=(
-      R.Column("system", ""),
-      *(
-        R.Column(h, "")
-        for h in ("nDCG@10 hier", "nDCG@10 flat", "Recall@10 hier", "Recall@10 flat")
+# experiments.leansearch.evaluate.report_view: the summary by system, and the rounds' numbers.
+REPORT = R.Report(
+  view="experiments.leansearch.evaluate:report_view",
+  tables=(
+    R.Table(
+      R.columns(
+        "system={key}; nDCG@10 hier=ndcg_hier.mean:.3f±ndcg_hier.std; "
+        "nDCG@10 flat=ndcg_flat.mean:.3f±ndcg_flat.std; "
+        "Recall@10 hier=recall_hier.mean:.3f±recall_hier.std; "
+        "Recall@10 flat=recall_flat.mean:.3f±recall_flat.std"
       ),
+      over="view.single",
+      title="**Single-query search** (mean ± std over {config.splits} file splits; k = {config.k})",
     ),
-    extra_rows=tuple(
+    R.Table(
+      R.columns(
+        "system={label}; recall_group@10=recall.mean:.3f±recall.std; "
+        "Covered@10=covered.mean:.3f±covered.std"
+      ),
+      over="view.premise",
+      keys=tuple(PREMISE_LABELS),
+      labels=PREMISE_LABELS,
+      title="**Global premise retrieval**: every stage of the pipeline and every ablation "
+      "(hierarchical text unless flat; mean ± std over splits); reasoning mode's claim compares "
+      "it with the strongest of the others",
+    ),
+    R.Table(
       (
-        x,
-        *(
-          f"{{{k}.mean:.3f}} ± {{{k}.std:.3f}}"
-          for k in (
-            f"metrics.summary.single.{x}/{v}/{m}"
-            for m in ("ndcg", "recall")
-            for v in ("hier", "flat")
+        R.Column("recall_group@10 after round", "reasoning mode {label}"),
+        R.Column("[v]", "mean.[i]", ".3f", err="std.[i]", over="view.rounds"),
+      ),
+      rows=tuple(f"metrics.summary.{name}_rounds" for name in ROUNDS),
+      labels={f"{name}_rounds": what for name, what in ROUNDS.items()},
+      title="**Reasoning mode by round**",
+    ),
+  ),
+  figures=(
+    R.Figure(
+      "single_query",
+      R.Panel(
+        kind="bars",
+        ylabel="nDCG@10",
+        title="single-query search: hierarchical vs flat informal text",
+        series=tuple(
+          R.Series(
+            points="view.single", x="{key}", y=f"ndcg_{v}.mean", err=f"ndcg_{v}.std", label=v
           )
+          for v in ("hier", "flat")
         ),
-      )
-      for x in SINGLE_SYSTEMS
-    ),  # fmt: skip
-  )
-  premise = R.Table(
-    title="**Global premise retrieval**: every stage of the pipeline and every ablation "
-    "(hierarchical text unless flat; mean ± std over splits); reasoning mode's claim compares "
-    "it with the strongest of the others",
-    columns=(R.Column("system", ""), R.Column("recall_group@10", ""), R.Column("Covered@10", "")),
-    extra_rows=tuple(
-      (
-        label,
-        *(f"{{{p}.{x}/{m}.mean:.3f}} ± {{{p}.{x}/{m}.std:.3f}}" for m in ("recall", "covered")),
-      )
-      for x, label in PREMISE_LABELS.items()
-    ),  # fmt: skip
-  )
-  by_round = R.Table(
-    title="**Reasoning mode by round**",
-    columns=(
-      R.Column("recall_group@10 after round", "reasoning mode {label}"),
-      *(R.Column(str(i + 1), f"mean.{i}", ".3f", err=f"std.{i}") for i in range(rounds)),
-    ),
-    rows=tuple(f"metrics.summary.{name}_rounds" for name in ROUNDS),
-    labels={f"{name}_rounds": what for name, what in ROUNDS.items()},
-  )
-  return single, premise, by_round
-
-
-def _figures(rounds: int) -> tuple[R.Figure, ...]:
-  """nDCG@10 by informal text, recall_group@10 of every stage, and reasoning mode by round."""
-  p, s = _P, "metrics.summary.single"
-  single_bars = R.Panel(
-    kind="bars",
-    ylabel="nDCG@10",
-    title="single-query search: hierarchical vs flat informal text",
-    series=tuple(
-      R.Series(
-        label=v, x=SINGLE_SYSTEMS,
-        y=tuple(f"{s}.{x}/{v}/ndcg.mean" for x in SINGLE_SYSTEMS),
-        err=tuple(f"{s}.{x}/{v}/ndcg.std" for x in SINGLE_SYSTEMS),
-      )
-      for v in ("hier", "flat")
-    ),
-  )  # fmt: skip
-  premise_bars = R.Panel(
-    kind="bars",
-    ylabel="recall_group@10",
-    title="global premise retrieval: every stage and ablation",
-    series=(
-      R.Series(
-        label="recall_group@10", x=tuple(PREMISE_LABELS),
-        y=tuple(f"{p}.{x}/recall.mean" for x in PREMISE_LABELS),
-        err=tuple(f"{p}.{x}/recall.std" for x in PREMISE_LABELS),
       ),
+      size=(max(4.0, 1.1 * 3 + 2), 3.6),
     ),
-  )  # fmt: skip
-  rounds_panel = R.Panel(
-    xlabel="rounds run",
-    ylabel="recall_group@10",
-    title="reasoning mode by round",
-    series=tuple(
-      R.Series(
-        label=f"reasoning mode {what}", x=tuple(range(1, rounds + 1)),
-        y=f"metrics.summary.{name}_rounds.mean", style="-",
-      )
-      for name, what in ROUNDS.items()
+    R.Figure(
+      "premise",
+      R.Panel(
+        kind="bars",
+        ylabel="recall_group@10",
+        title="global premise retrieval: every stage and ablation",
+        series=(
+          R.Series(
+            points="view.premise",
+            keys=tuple(PREMISE_LABELS),
+            x="{key}",
+            y="recall.mean",
+            err="recall.std",
+            label="recall_group@10",
+          ),
+        ),
+      ),
+      size=(max(4.0, 1.1 * 10 + 2), 3.6),
     ),
-    lines=tuple(
-      R.Line(f"{p}.{x}/recall.mean", label=PREMISE_LABELS[x], style=ls)
-      for x, ls in (("dense", "--"), ("standard", ":"))
+    R.Figure(
+      "rounds",
+      R.Panel(
+        xlabel="rounds run",
+        ylabel="recall_group@10",
+        title="reasoning mode by round",
+        series=tuple(
+          R.Series(
+            label=f"reasoning mode {what}",
+            x="view.rounds",
+            y=f"metrics.summary.{name}_rounds.mean",
+            style="-",
+          )
+          for name, what in ROUNDS.items()
+        ),
+        lines=tuple(
+          R.Line(f"view.premise.{x}.recall.mean", label=PREMISE_LABELS[x], style=ls)
+          for x, ls in (("dense", "--"), ("standard", ":"))
+        ),
+      ),
+      size=(6, 4),
     ),
-  )  # fmt: skip
-  return (
-    R.Figure("single_query", single_bars, size=(max(4.0, 1.1 * 3 + 2), 3.6)),
-    R.Figure("premise", premise_bars, size=(max(4.0, 1.1 * 10 + 2), 3.6)),
-    R.Figure("rounds", rounds_panel, size=(6, 4)),
-  )
+  ),
+)
 
 
 CLAIMS = (

@@ -18,7 +18,6 @@ def get_config():
   c.steps = 30
   c.batch = 16
   c.big_loop = 1
-  c.report = default.report_for(c.big_loop + 1)
   c.search_top_k = 5
   c.output_top_k = 10
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
