@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from experiments.sola.configs import default as default_config
 from jaxpapers import core, lm
 from jaxpapers import sola as S
 
@@ -49,45 +50,14 @@ SAME_TOK = ("same_tok_ce", "same_tok_kd")
 # ------------------------------------------------------------------------------------ data
 
 
-def _windows(doc: str, chars: int) -> list[str]:
-  """Consecutive pieces of about ``chars`` characters, cut at whitespace."""
-  out, i = [], 0
-  while i < len(doc):
-    j = min(len(doc), i + chars)
-    if j < len(doc):
-      k = doc.rfind(" ", i + chars // 2, j)
-      j = k if k > i else j
-    piece = doc[i:j]
-    if piece.strip():
-      out.append(piece)
-    i = j
-  return out
-
-
 def load_texts(c):
-  """Document-level split of pydoc topics, and the code-transfer texts."""
+  """Document-level split of pydoc topics, and the code-transfer texts (stdlib source)."""
   import pydoc_data.topics
 
   docs = [v for _, v in sorted(pydoc_data.topics.topics.items()) if len(v) > 200]
-  rng = np.random.default_rng(c.data_seed)
-  order = rng.permutation(len(docs))
-  n_cal = max(1, int(0.1 * len(docs)))
-  n_eval = max(1, int(0.2 * len(docs)))
-  split = {
-    "calib": [docs[i] for i in order[:n_cal]],
-    "eval": [docs[i] for i in order[n_cal : n_cal + n_eval]],
-    "train": [docs[i] for i in order[n_cal + n_eval :]],
-  }
-  code = []
-  for name in c.code_modules:
-    code.append(inspect.getsource(importlib.import_module(name)))
-  split["code"] = code
-  wins = {}
-  for k, n in (("train", c.n_train), ("calib", c.n_calib), ("eval", c.n_eval), ("code", c.n_code)):
-    w = [x for d in split[k] for x in _windows(d, c.window_chars)]
-    idx = rng.permutation(len(w))[:n]
-    wins[k] = [w[i] for i in sorted(idx)]
-  return split, wins
+  code = [inspect.getsource(importlib.import_module(name)) for name in c.code_modules]
+  sizes = dict(train=c.n_train, calib=c.n_calib, eval=c.n_eval, code=c.n_code)
+  return S.window_splits(docs, code, sizes=sizes, window_chars=c.window_chars, seed=c.data_seed)
 
 
 def load_teacher(c, split):
@@ -177,21 +147,18 @@ def _cache_teacher(c, workdir, logits_fn, al):
   Returns:
     ``({split: its S.TeacherCache}, the cache of all of them)``.
   """
-  toks = np.concatenate([al[k].t_tokens for k in _CACHED])
-  lens = np.concatenate([al[k].t_len for k in _CACHED])
+  cat = lambda f: np.concatenate([getattr(al[k], f) for k in _CACHED])
   cache = S.cache_teacher(
     logits_fn,
-    toks,
-    lens,
+    cat("t_tokens"),
+    cat("t_len"),
     top_k=c.kc,
     batch_size=c.teacher_batch,
     directory=f"{workdir}/teacher_cache",
   )
-  sizes = np.cumsum([0] + [len(al[k].texts) for k in _CACHED])
-  caches = {
-    k: S.TeacherCache(*(x[sizes[i] : sizes[i + 1]] for x in cache)) for i, k in enumerate(_CACHED)
-  }
-  return caches, cache
+  cuts = np.cumsum([len(al[k].texts) for k in _CACHED])[:-1]
+  parts = zip(*(np.split(x, cuts) for x in cache))  # per split: (ids, logp, tok_logp)
+  return dict(zip(_CACHED, (S.TeacherCache(*p) for p in parts))), cache
 
 
 def _correspondence_tables(c, ca, calib_cache, t_str, s_str) -> dict:
@@ -232,11 +199,8 @@ def _student_data(c, al, train_cache, t_str, s_str) -> dict:
     "t_block": tr.t_block,
     "t_tok_logp": train_cache.tok_logp,
   }
-  return {
-    "train": train,
-    "eval": {"tokens": ev.s_tokens, "len": ev.s_len, "n_bytes": ev.n_bytes},
-    "code": {"tokens": cd.s_tokens, "len": cd.s_len, "n_bytes": cd.n_bytes},
-  }
+  texts = lambda a: {"tokens": a.s_tokens, "len": a.s_len, "n_bytes": a.n_bytes}
+  return {"train": train, "eval": texts(ev), "code": texts(cd)}
 
 
 def _same_tokenizer_data(al, train_cache) -> dict:
@@ -264,21 +228,7 @@ def _same_tokenizer_data(al, train_cache) -> dict:
 
 
 def student_config(c, vocab):
-  s = c.student
-  return S.StudentConfig(
-    vocab_size=vocab,
-    d_model=s.d_model,
-    n_layers=s.n_layers,
-    n_heads=s.n_heads,
-    ffn_dim=s.ffn_dim,
-    max_len=c.max_len,
-  )
-
-
-def _bpb(params, cfg, d):
-  logits = S.student_logits(params, d["tokens"], cfg)
-  tl = S.token_logp(logits, d["tokens"], d["len"])
-  return S.bits_per_byte(tl.sum(1), d["n_bytes"])
+  return S.StudentConfig(vocab_size=vocab, max_len=c.max_len, **c.student)
 
 
 # The direct baselines each train in a program of their own, computing only their own loss.
@@ -312,9 +262,7 @@ def make_sweep(c, group: str, cfg):
     n_tok = jnp.maximum((batch["len"] - 1).sum(), 1)
     ce = -tl.sum() / n_tok
     # the same random subset of aligned pairs for every distillation method
-    score = jax.random.uniform(key, batch["valid"].shape) + batch["valid"]
-    _, sel = jax.lax.top_k(score, c.kd_blocks)  # [B, Kd]
-    mask = jnp.take_along_axis(batch["valid"], sel, 1)
+    sel, mask = S.sample_aligned_pairs(key, batch["valid"], c.kd_blocks)  # [B, Kd] each
     pos = jnp.take_along_axis(batch["blk_pos"], sel, 1)
     s_logits = jnp.take_along_axis(logits, pos[..., None], 1)  # [B, Kd, V]
     t_ids = jnp.take_along_axis(batch["t_ids"], sel[..., None], 1)
@@ -358,11 +306,8 @@ def make_sweep(c, group: str, cfg):
     return (optax.apply_updates(params, upd), opt), {"loss": loss, **aux}
 
   def eval_fn(state, hp, key, data):
-    params = state[0]
-    return {
-      "bpb_eval": _bpb(params, cfg, data["eval" + sfx]),
-      "bpb_code": _bpb(params, cfg, data["code" + sfx]),
-    }
+    bpb = lambda d: S.student_bits_per_byte(state[0], d["tokens"], d["len"], d["n_bytes"], cfg)
+    return {"bpb_eval": bpb(data["eval" + sfx]), "bpb_code": bpb(data["code" + sfx])}
 
   return core.Sweep(init_fn, step_fn, eval_fn)
 
@@ -473,7 +418,7 @@ def report_view(record: dict) -> dict:
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  c = config
+  c = core.config_view(config, default_config.get_config())
   core.validate_seeds(c.seeds, name="seeds")
   t0 = time.time()
   for m in c.methods:
@@ -485,7 +430,7 @@ def train_and_evaluate(config, workdir) -> dict:
   chunk = c.steps // c.num_evals
   methods = {}
   groups = dict(GROUPS)
-  if c.get("joint_baselines", False):
+  if c.joint_baselines:
     groups = {"baselines": BASELINES, **{g: v for g, v in GROUPS.items() if g not in BASELINES}}
   for group, members in groups.items():
     members = tuple(m for m in members if m in c.methods)
@@ -528,7 +473,7 @@ def train_and_evaluate(config, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=c,
+    config=config,  # the ConfigDict: its claims, verdict rule and report
     notes=f"Teacher {stats['teacher']}; student {cfg.n_layers}x{cfg.d_model} with a "
     f"{stats['student_vocab']}-token Metaspace BPE trained on the train split; "
     f"{c.seeds} seeds; offline text (pydoc topics, stdlib source).",
