@@ -19,6 +19,7 @@ settings of each seed; the claims use per-seed paired differences (mean, Student
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import pathlib
 import time
 
@@ -72,14 +73,6 @@ def _run_cell(cfg: Config, n: int, reuse: float, decoy: float, seed: int, embed)
     "edges": int(np.asarray(lib.graph.emask).sum()),
     "results": res,
   }
-
-
-def _cells(cfg: Config):
-  for n in cfg.n_skills:
-    for reuse in cfg.reuse:
-      for decoy in cfg.decoy_rate:
-        for seed in range(cfg.seed, cfg.seed + cfg.seeds):
-          yield n, reuse, decoy, seed
 
 
 def _per_seed(cfg: Config, cells: list, method: str, b: int, metric: str, where=None) -> np.ndarray:
@@ -207,7 +200,9 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
   embed = _embedder(cfg)
-  grid = {f"n{n}_reuse{r}_decoy{d}_seed{s}": (cfg, n, r, d, s, embed) for n, r, d, s in _cells(cfg)}
+  seeds = range(cfg.seed, cfg.seed + cfg.seeds)
+  settings = itertools.product(cfg.n_skills, cfg.reuse, cfg.decoy_rate, seeds)
+  grid = {f"n{n}_reuse{r}_decoy{d}_seed{s}": (cfg, n, r, d, s, embed) for n, r, d, s in settings}
   cells = core.fill_cells(core.CellStore(workdir / "cells"), grid, _run_cell, desc="library cells")
   summ = _summary(cfg, cells)
   metrics = {
