@@ -133,10 +133,7 @@ def main(argv=None):
   # 3. End to end, batched over tasks.
   nt = 50 if q else 300
   tasks = S.make_tasks(1, lib, n=nt)
-  docs = [f"{x.name} {x.purpose}" for x in lib.texts]
-  vocab = S.build_vocab(docs)
-  bm = S.bm25_scores(S.term_counts(tasks.texts, vocab), S.term_counts(docs, vocab))
-  scores = S.hybrid_scores(S.hashed_embeddings(tasks.texts), S.hashed_embeddings(docs), bm)
+  scores = S.anchor_scores(lib, tasks, lambda texts, query: S.hashed_embeddings(texts), alpha=0.5)
   cfg = S.GoSkillsConfig(budget=8)
   vis = jnp.asarray(tasks.visible)
   bundle = jax.jit(lambda t, s: S.gos_bundle(t, s, budget=8).ids)

@@ -1,24 +1,16 @@
 """SOLA evidence: a real teacher distilled into a student with a different tokenizer.
 
-`train_and_evaluate(config, workdir)`:
-1. splits offline text (the standard library's ``pydoc_data`` topics) by document into
-   calibration / train / held-out, plus a code-transfer set (standard-library source);
-2. trains the student's BPE tokenizer on the train split and aligns every window with the
-   teacher's own tokenization by MCC blocks;
-3. caches the teacher's top-K_c predictions once (resumable, ``<workdir>/teacher_cache``);
-4. estimates the correspondence cost on the calibration split;
-5. trains the student with each method (CE-only, ULD, MinED-style, SOLA and its ablations)
-   for the same steps, batch and seeds (``core.Sweep``: seeds vmapped, one program per group
-   of methods; each direct baseline computes only its own loss), and measures held-out bits
-   per byte;
-6. writes results.json (claims judged by the rules in ``configs/default.py``) and plots.
+``train_and_evaluate(config, workdir)`` reads the texts, tokenizations, teacher cache and cost
+tables of ``input_pipeline.prepare``; trains the student with each method (CE-only, ULD,
+MinED-style, ALM-style, SOLA and its ablations) for the same steps, batch and seeds
+(``core.Sweep``: seeds vmapped, one program per group of methods; each direct baseline computes
+only its own loss) and measures held-out bits per byte; and writes results.json (claims judged
+by the rules in ``configs/default.py``) and plots.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-import inspect
 import time
 
 import jax
@@ -26,7 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxpapers import core, lm
+from experiments.sola import input_pipeline
+from experiments.sola.configs import default as default_config
+from jaxpapers import core
 from jaxpapers import sola as S
 
 LABELS = {
@@ -42,243 +36,10 @@ LABELS = {
   "same_tok_kd": "teacher's tokenizer, top-k KL (upper reference)",
 }
 METHODS = tuple(LABELS)
-# Methods whose student uses the teacher's own tokenizer (a student with the teacher's vocabulary).
-SAME_TOK = ("same_tok_ce", "same_tok_kd")
-
-
-# ------------------------------------------------------------------------------------ data
-
-
-def _windows(doc: str, chars: int) -> list[str]:
-  """Consecutive pieces of about ``chars`` characters, cut at whitespace."""
-  out, i = [], 0
-  while i < len(doc):
-    j = min(len(doc), i + chars)
-    if j < len(doc):
-      k = doc.rfind(" ", i + chars // 2, j)
-      j = k if k > i else j
-    piece = doc[i:j]
-    if piece.strip():
-      out.append(piece)
-    i = j
-  return out
-
-
-def load_texts(c):
-  """Document-level split of pydoc topics, and the code-transfer texts."""
-  import pydoc_data.topics
-
-  docs = [v for _, v in sorted(pydoc_data.topics.topics.items()) if len(v) > 200]
-  rng = np.random.default_rng(c.data_seed)
-  order = rng.permutation(len(docs))
-  n_cal = max(1, int(0.1 * len(docs)))
-  n_eval = max(1, int(0.2 * len(docs)))
-  split = {
-    "calib": [docs[i] for i in order[:n_cal]],
-    "eval": [docs[i] for i in order[n_cal : n_cal + n_eval]],
-    "train": [docs[i] for i in order[n_cal + n_eval :]],
-  }
-  code = []
-  for name in c.code_modules:
-    code.append(inspect.getsource(importlib.import_module(name)))
-  split["code"] = code
-  wins = {}
-  for k, n in (("train", c.n_train), ("calib", c.n_calib), ("eval", c.n_eval), ("code", c.n_code)):
-    w = [x for d in split[k] for x in _windows(d, c.window_chars)]
-    idx = rng.permutation(len(w))[:n]
-    wins[k] = [w[i] for i in sorted(idx)]
-  return split, wins
-
-
-def load_teacher(c, split):
-  """(logits_fn, tokenizer, description)."""
-  if c.teacher == "smollm2":
-    cfg, params, tok = lm.load_smollm2()
-    desc = "SmolLM2-135M-Instruct (Q4_1 GGUF), byte-level BPE 49,152"
-  elif c.teacher == "gemma3":
-    cfg, params, tok = lm.load_gemma3()
-    desc = "Gemma-3-270M (Q4_K_M GGUF), SentencePiece 262,144"
-  elif c.teacher == "random":
-    tok = S.train_bpe(split["train"], vocab_size=c.random_teacher.vocab, style="bytelevel")
-    t = c.random_teacher
-    cfg = lm.LMConfig(
-      vocab_size=tok.vocab_size,
-      d_model=t.d_model,
-      n_layers=t.n_layers,
-      n_heads=2,
-      n_kv_heads=2,
-      head_dim=t.d_model // 2,
-      ffn_dim=2 * t.d_model,
-      rope_base=10000.0,
-    )
-    params = lm.init_params(jax.random.key(123), cfg, std=0.5)
-    desc = f"random-init {t.n_layers}-layer teacher, byte-level BPE {tok.vocab_size}"
-  else:
-    raise ValueError(f"teacher must be 'smollm2', 'gemma3' or 'random', got {c.teacher!r}")
-  f = jax.jit(lambda p, x: lm.forward(p, x, config=cfg)[0])
-  return (lambda x: f(params, x)), tok, desc
-
-
-def prepare(c, workdir):
-  """Tokenizes, aligns and caches the teacher once: the arrays every sweep of the run reads.
-
-  Returns:
-    ``(data, stats)``: ``data`` holds the student's ``train`` / ``eval`` / ``code`` arrays, the
-    correspondence tables (``table``, ``table_lex`` and, with ``sola_hard``, ``table_hard``) and,
-    with a same-tokenizer method, the ``*_tt`` arrays in the teacher's tokens; ``stats`` what
-    the run reports about the texts, the tokenizers and the teacher cache.
-  """
-  split, wins = load_texts(c)
-  t0 = time.time()
-  s_tok = S.train_bpe(split["train"], vocab_size=c.student_vocab, style="metaspace")
-  logits_fn, t_tok, t_desc = load_teacher(c, split)
-  al = {k: S.align_texts(w, t_tok, s_tok, max_len=c.max_len) for k, w in wins.items()}
-  tc = time.time()
-  caches, cache = _cache_teacher(c, workdir, logits_fn, al)
-  cache_s = time.time() - tc
-  t_str = S.token_strings(t_tok)
-  s_str = S.token_strings(s_tok)
-  tables = _correspondence_tables(c, al["calib"], caches["calib"], t_str, s_str)
-  tr, ev = al["train"], al["eval"]
-  teacher_bpb = float(
-    S.bits_per_byte(jnp.asarray(caches["eval"].tok_logp.sum(1)), jnp.asarray(ev.n_bytes))
-  )
-  data = {**_student_data(c, al, caches["train"], t_str, s_str), **tables}
-  if any(m in c.methods for m in SAME_TOK):
-    data.update(_same_tokenizer_data(al, caches["train"]))
-  data = jax.tree.map(jnp.asarray, data)
-  stats = {
-    "teacher": t_desc,
-    "teacher_vocab": len(t_str),
-    "student_vocab": s_tok.vocab_size,
-    "vocab_overlap": len(set(t_str) & set(s_str)) / len(set(s_str)),
-    "windows": {k: len(a.texts) for k, a in al.items()},
-    "bytes": {k: int(a.n_bytes.sum()) for k, a in al.items()},
-    "teacher_tokens_cached": int(sum(int(al[k].t_len.sum()) for k in _CACHED)),
-    "teacher_cache_s": cache_s,
-    "teacher_cache_bytes_per_token": cache.bytes_per_token,
-    "blocks_per_window": {k: float(a.blk_valid.sum(1).mean()) for k, a in al.items()},
-    "tokens_per_block": {
-      "teacher": float((tr.t_len - 1).sum() / tr.blk_valid.sum()),
-      "student": float((tr.s_len - 1).sum() / tr.blk_valid.sum()),
-    },
-    "teacher_bpb_eval": teacher_bpb,
-    "prepare_s": time.time() - t0,
-  }
-  return data, stats
-
-
-_CACHED = ("train", "calib", "eval")  # the splits whose teacher predictions are cached
-
-
-def _cache_teacher(c, workdir, logits_fn, al):
-  """The teacher's top-``kc`` predictions on the cached splits, computed once per workdir.
-
-  Returns:
-    ``({split: its S.TeacherCache}, the cache of all of them)``.
-  """
-  toks = np.concatenate([al[k].t_tokens for k in _CACHED])
-  lens = np.concatenate([al[k].t_len for k in _CACHED])
-  cache = S.cache_teacher(
-    logits_fn,
-    toks,
-    lens,
-    top_k=c.kc,
-    batch_size=c.teacher_batch,
-    directory=f"{workdir}/teacher_cache",
-  )
-  sizes = np.cumsum([0] + [len(al[k].texts) for k in _CACHED])
-  caches = {
-    k: S.TeacherCache(*(x[sizes[i] : sizes[i + 1]] for x in cache)) for i, k in enumerate(_CACHED)
-  }
-  return caches, cache
-
-
-def _correspondence_tables(c, ca, calib_cache, t_str, s_str) -> dict:
-  """The correspondence cost estimated on the calibration alignment ``ca`` (soft counts, and
-  hard counts for ``sola_hard``) and the lexical table of the ``sola_lexical`` ablation."""
-  cid, clp = S.gather_cache(calib_cache, ca.blk_t_pos)
-  v = ca.blk_valid
-  args = (ca.blk_t_id[v], ca.blk_s_id[v], cid[v], clp[v])
-  out = {
-    "table": S.estimate_correspondence(*args, t_strings=t_str, s_strings=s_str, r=c.r),
-    "table_lex": S.lexical_table(t_str, s_str, r=c.r),
-  }
-  if "sola_hard" in c.methods:
-    out["table_hard"] = S.estimate_correspondence(
-      *args, t_strings=t_str, s_strings=s_str, r=c.r, soft_counts=False
-    )
-  return out
-
-
-def _student_data(c, al, train_cache, t_str, s_str) -> dict:
-  """The student's training arrays (its tokens, the aligned blocks, the teacher's cached top-k,
-  the MinED-style map and the ALM chunk maps) and its held-out and code-transfer tokens."""
-  tr, ev, cd = al["train"], al["eval"], al["code"]
-  tid, tlp = S.gather_cache(train_cache, tr.blk_t_pos)
-  uniq = np.unique(tid[..., : c.k])
-  lut = np.zeros(len(t_str), np.int32)
-  lut[uniq] = S.mined_map([t_str[i] for i in uniq], s_str)
-  train = {
-    "tokens": tr.s_tokens,
-    "len": tr.s_len,
-    "blk_pos": tr.blk_s_pos,
-    "valid": tr.blk_valid,
-    "t_ids": tid,
-    "t_logp": tlp,
-    "mined": lut[tid[..., : c.k]],
-    # ALM-style chunk loss: token -> block maps and the teacher's realised-token log-probs
-    "s_block": tr.s_block,
-    "t_block": tr.t_block,
-    "t_tok_logp": train_cache.tok_logp,
-  }
-  return {
-    "train": train,
-    "eval": {"tokens": ev.s_tokens, "len": ev.s_len, "n_bytes": ev.n_bytes},
-    "code": {"tokens": cd.s_tokens, "len": cd.s_len, "n_bytes": cd.n_bytes},
-  }
-
-
-def _same_tokenizer_data(al, train_cache) -> dict:
-  """The same-tokenizer reference: the student reads the teacher's tokens; every teacher
-  position is an aligned pair (one MCC block per token), distilled on the cached top-k."""
-  tr, ev, cd = al["train"], al["eval"], al["code"]
-  t_len = tr.t_len
-  n_pos = tr.t_tokens.shape[1] - 1
-  pos = np.broadcast_to(np.arange(n_pos, dtype=np.int32), (len(t_len), n_pos))
-  return {
-    "train_tt": {
-      "tokens": tr.t_tokens,
-      "len": t_len,
-      "blk_pos": pos,
-      "valid": pos < (t_len[:, None] - 1),
-      "t_ids": train_cache.ids[:, :n_pos],
-      "t_logp": train_cache.logp[:, :n_pos].astype(np.float32),
-    },
-    "eval_tt": {"tokens": ev.t_tokens, "len": ev.t_len, "n_bytes": ev.n_bytes},
-    "code_tt": {"tokens": cd.t_tokens, "len": cd.t_len, "n_bytes": cd.n_bytes},
-  }
-
-
-# ------------------------------------------------------------------------------- training
 
 
 def student_config(c, vocab):
-  s = c.student
-  return S.StudentConfig(
-    vocab_size=vocab,
-    d_model=s.d_model,
-    n_layers=s.n_layers,
-    n_heads=s.n_heads,
-    ffn_dim=s.ffn_dim,
-    max_len=c.max_len,
-  )
-
-
-def _bpb(params, cfg, d):
-  logits = S.student_logits(params, d["tokens"], cfg)
-  tl = S.token_logp(logits, d["tokens"], d["len"])
-  return S.bits_per_byte(tl.sum(1), d["n_bytes"])
+  return S.StudentConfig(vocab_size=vocab, max_len=c.max_len, **c.student)
 
 
 # The direct baselines each train in a program of their own, computing only their own loss.
@@ -290,7 +51,7 @@ GROUPS = {
   **{m: (m,) for m in BASELINES},
   "sola": ("sola", "sola_lexical", "sola_hard"),
   "sola_none": ("sola_none",),
-  "same_tok": SAME_TOK,
+  "same_tok": input_pipeline.SAME_TOK,
 }
 
 
@@ -312,9 +73,7 @@ def make_sweep(c, group: str, cfg):
     n_tok = jnp.maximum((batch["len"] - 1).sum(), 1)
     ce = -tl.sum() / n_tok
     # the same random subset of aligned pairs for every distillation method
-    score = jax.random.uniform(key, batch["valid"].shape) + batch["valid"]
-    _, sel = jax.lax.top_k(score, c.kd_blocks)  # [B, Kd]
-    mask = jnp.take_along_axis(batch["valid"], sel, 1)
+    sel, mask = S.sample_aligned_pairs(key, batch["valid"], c.kd_blocks)  # [B, Kd] each
     pos = jnp.take_along_axis(batch["blk_pos"], sel, 1)
     s_logits = jnp.take_along_axis(logits, pos[..., None], 1)  # [B, Kd, V]
     t_ids = jnp.take_along_axis(batch["t_ids"], sel[..., None], 1)
@@ -332,18 +91,9 @@ def make_sweep(c, group: str, cfg):
       if "table_hard" in data:
         table = jax.tree.map(lambda a, b: jnp.where(hp["hard"], a, b), data["table_hard"], table)
       table = jax.tree.map(lambda a, b: jnp.where(hp["lexical"], a, b), data["table_lex"], table)
+      ot = dict(k=c.k, epsilon=c.epsilon, iters=c.iters)
       support = "none" if group == "sola_none" else "bidirectional"
-      kd, a = S.sola_loss(
-        t_ids,
-        t_logp,
-        s_logits,
-        table,
-        mask=mask,
-        k=c.k,
-        epsilon=c.epsilon,
-        iters=c.iters,
-        support=support,
-      )
+      kd, a = S.sola_loss(t_ids, t_logp, s_logits, table, mask=mask, support=support, **ot)
       coverage = a["coverage"]
     return ce + c.lam * kd, {"ce": ce, "coverage": coverage, "kd": kd}
 
@@ -358,11 +108,8 @@ def make_sweep(c, group: str, cfg):
     return (optax.apply_updates(params, upd), opt), {"loss": loss, **aux}
 
   def eval_fn(state, hp, key, data):
-    params = state[0]
-    return {
-      "bpb_eval": _bpb(params, cfg, data["eval" + sfx]),
-      "bpb_code": _bpb(params, cfg, data["code" + sfx]),
-    }
+    bpb = lambda d: S.student_bits_per_byte(state[0], d["tokens"], d["len"], d["n_bytes"], cfg)
+    return {"bpb_eval": bpb(data["eval" + sfx]), "bpb_code": bpb(data["code" + sfx])}
 
   return core.Sweep(init_fn, step_fn, eval_fn)
 
@@ -473,19 +220,19 @@ def report_view(record: dict) -> dict:
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  c = config
+  c = core.config_view(config, default_config.get_config())
   core.validate_seeds(c.seeds, name="seeds")
   t0 = time.time()
   for m in c.methods:
     core.validate_choice(m, name="methods", allowed=METHODS)
-  data, stats = prepare(c, workdir)
+  data, stats = input_pipeline.prepare(c, workdir)
   cfg = student_config(c, stats["student_vocab"])
   cfg_tt = student_config(c, stats["teacher_vocab"])
   store = core.CellStore(f"{workdir}/cells")
   chunk = c.steps // c.num_evals
   methods = {}
   groups = dict(GROUPS)
-  if c.get("joint_baselines", False):
+  if c.joint_baselines:
     groups = {"baselines": BASELINES, **{g: v for g, v in GROUPS.items() if g not in BASELINES}}
   for group, members in groups.items():
     members = tuple(m for m in members if m in c.methods)
@@ -528,7 +275,7 @@ def train_and_evaluate(config, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=c,
+    config=config,  # the ConfigDict: its claims, verdict rule and report
     notes=f"Teacher {stats['teacher']}; student {cfg.n_layers}x{cfg.d_model} with a "
     f"{stats['student_vocab']}-token Metaspace BPE trained on the train split; "
     f"{c.seeds} seeds; offline text (pydoc topics, stdlib source).",

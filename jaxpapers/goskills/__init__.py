@@ -9,9 +9,19 @@ retrieval of its predecessor Graph of Skills (``davidliuk/graph-of-skills``), wh
 matrix and personalized PageRank are reproduced exactly (:func:`transition_matrix`,
 :func:`personalized_pagerank`). A generated skill library with hidden truth
 (:func:`make_skill_library`, :func:`make_tasks`) and a simulated executor
-(:func:`simulate_execution`) stand in for SkillsBench/ALFWorld and an LLM agent.
+(:func:`simulate_execution`) stand in for SkillsBench/ALFWorld and an LLM agent;
+:func:`method_contracts` and :func:`evaluate_methods` run GoSkills, its ablations and the
+baselines on them.
 """
 
+from jaxpapers.goskills._benchmark import (
+  METHODS,
+  METRICS,
+  anchor_scores,
+  candidate_pool_size,
+  evaluate_methods,
+  method_contracts,
+)
 from jaxpapers.goskills._bottleneck import (
   AVOID,
   CHECK,
@@ -121,4 +131,11 @@ __all__ = [
   "make_skill_library",
   "make_tasks",
   "simulate_execution",
+  # the skill-access benchmark (every method's contract, scored by the executor)
+  "METHODS",
+  "METRICS",
+  "anchor_scores",
+  "candidate_pool_size",
+  "method_contracts",
+  "evaluate_methods",
 ]

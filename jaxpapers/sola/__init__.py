@@ -9,7 +9,9 @@ Everything beyond the abstract is a reconstruction and marked as such in the doc
 Pieces: :func:`mcc_blocks` / :func:`align_texts` (host alignment), :func:`cache_teacher`
 (resumable top-K_c cache), :func:`estimate_correspondence` (calibrated cost tables),
 :func:`local_support`, :func:`entropic_ot_cost`, :func:`sola_loss`, the baselines
-:func:`uld_loss`, :func:`mined_kl_loss` and :func:`alm_chunk_loss`, and :func:`bits_per_byte`.
+:func:`uld_loss`, :func:`mined_kl_loss` and :func:`alm_chunk_loss`, :func:`bits_per_byte`,
+:func:`sample_aligned_pairs` and :func:`student_bits_per_byte` (a training step's pieces), and
+:func:`text_windows` / :func:`window_splits` (offline text split by document).
 """
 
 from jaxpapers.sola._alm import alm_chunk_loss, binary_kl_from_logp, chunk_logliks
@@ -21,6 +23,8 @@ from jaxpapers.sola._cost import (
   lexical_table,
   pair_cost,
 )
+from jaxpapers.sola._data import text_windows, window_splits
+from jaxpapers.sola._distill import sample_aligned_pairs, student_bits_per_byte
 from jaxpapers.sola._eval import bits_per_byte, token_logp
 from jaxpapers.sola._losses import (
   SUPPORTS,
@@ -64,10 +68,14 @@ __all__ = [
   "mined_map",
   "pad_with_dummy_bucket",
   "pair_cost",
+  "sample_aligned_pairs",
   "sola_loss",
+  "student_bits_per_byte",
   "student_logits",
+  "text_windows",
   "token_logp",
   "token_strings",
   "train_bpe",
   "uld_loss",
+  "window_splits",
 ]

@@ -7,7 +7,11 @@ import types
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.goskills.train", "controls": "jaxpapers.goskills._controls"}
+MODULES = {
+  "train": "experiments.goskills.train",
+  "controls": "jaxpapers.goskills._controls",
+  "benchmark": "jaxpapers.goskills._benchmark",
+}
 
 T2 = 12.706  # t_{0.975, 1}: two seeds
 
@@ -20,6 +24,11 @@ def _train():
 @pytest.fixture(name="controls")
 def _controls():
   return importlib.import_module(MODULES["controls"])
+
+
+@pytest.fixture(name="benchmark")
+def _benchmark():
+  return importlib.import_module(MODULES["benchmark"])
 
 
 # Per (method, metric, budget): values of the four cells, ordered
@@ -149,9 +158,9 @@ def test_start_only(controls):
   assert avoid.shape == (1, 0)
 
 
-def test_pool_size(train):
+def test_pool_size(benchmark):
   cfg = types.SimpleNamespace(plan_size=4, max_support=4, max_check=2)
-  assert train.pool_size(cfg) == 4 * (1 + 4 + 2)
+  assert benchmark.candidate_pool_size(cfg) == 4 * (1 + 4 + 2)
 
 
 def test_pool_bottleneck_by_hand(controls):

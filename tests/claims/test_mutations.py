@@ -822,7 +822,7 @@ MUTATIONS = (
   ),
   M(
     "goskills",
-    "train",
+    "jaxpapers.goskills._benchmark",
     "return cfg.plan_size * (1 + cfg.max_support + cfg.max_check)",
     "return cfg.plan_size * (1 + cfg.max_support)",
     ["test_pool_size"],

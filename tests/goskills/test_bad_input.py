@@ -20,6 +20,8 @@ ROLES3 = np.array([0, 1, 2], np.int32)
 MASK3 = np.ones(3, bool)
 TEXTS = [S.SkillText(f"s{i}", f"skill {i}", f"# s{i}") for i in range(N)]
 HOST = "host-side (numpy text and data building)"
+_LIB = S.make_skill_library(0, n_skills=20, reuse=0.3, decoy_rate=0.0)
+_WORLD = (_LIB, S.make_tasks(1, _LIB, n=2))
 # The smallest pipeline (one group, no BFS, one pick): its jit case compiles fastest.
 TINY_CFG = S.GoSkillsConfig(
   budget=1, n_anchors=1, n_groups=2, plan_size=1, depth=0, max_support=0, max_check=0,
@@ -294,9 +296,40 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
+  Case(
+    "anchor_scores",
+    S.anchor_scores,
+    ("lib", None, None),
+    {"alpha": 0.5},
+    error=TypeError,
+    match="lib must be a SkillLibrary",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "method_contracts",
+    S.method_contracts,
+    (_WORLD[0], _WORLD[1], SC, {"budget": 2}, np.random.default_rng(0)),
+    error=TypeError,
+    match="config must be a GoSkillsConfig",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "evaluate_methods",
+    S.evaluate_methods,
+    ({"goskills": None}, _WORLD[0], _WORLD[1], SC),
+    {"budgets": (1,), "rng": np.random.default_rng(0), "p_decoy": 0.5},
+    match=r"contracts must hold every method of METHODS, missing \['anchor_start'",
+    jit=None,
+    jit_reason=HOST,
+  ),
 ]
 
 EXEMPT = {
+  "METHODS": "a constant: the benchmark's method names",
+  "METRICS": "a constant: the benchmark's metric names",
+  "candidate_pool_size": "integer arithmetic on a GoSkillsConfig, which checks its fields",
   "top_group_root": "a jitted vmap of build_groups over tasks; build_groups' cases cover its inputs",
   "pool_bottleneck": "a jitted vmap of budgeted_coverage over tasks; its cases cover the inputs",
   "SkillGraph": "a pytree container; built and checked by skill_graph",

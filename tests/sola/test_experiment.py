@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from experiments.sola import train
+from experiments.sola import input_pipeline, train
 from experiments.sola.configs import smoke
 from tests import notebook_util
 
@@ -139,4 +139,4 @@ def test_gemma3_config_swaps_only_the_teacher_and_unknown_teachers_fail():
   bad = alm.get_config()
   bad.teacher = "gpt2"
   with pytest.raises(ValueError, match="teacher must be 'smollm2', 'gemma3' or 'random'"):
-    train.load_teacher(bad, {"train": ["x"]})
+    input_pipeline.load_teacher(bad, {"train": ["x"]})

@@ -132,8 +132,9 @@ def _entry_matched(control: str) -> dict:
 
 
 def _claim(**kw) -> dict:
-  """A claim on a derived value, higher is better; noise = its 95% CI (``<metric>_ci``)."""
-  return dict(kw, direction="higher", noise=kw["metric"] + "_ci")
+  """A claim on a derived value, higher is better; noise = its 95% CI (``<metric>_ci``); values
+  printed as ``.3f`` unless ``fmt`` says otherwise."""
+  return {"fmt": ".3f", **kw, "direction": "higher", "noise": kw["metric"] + "_ci"}
 
 
 CLAIMS = (
@@ -145,7 +146,6 @@ CLAIMS = (
     metric="derived.cov_ratio_vs_load_all_B3",
     held=0.9,
     partly=0.8,
-    fmt=".3f",
     controls={
       "flat list through the same bottleneck": "derived.flat_bottleneck_cov_ratio_vs_load_all_B3"
     },
@@ -165,7 +165,6 @@ CLAIMS = (
     metric="derived.cov_gain_vs_flat_bottleneck_B3",
     held=0.05,
     partly=0.0,
-    fmt=".3f",
     baselines={
       "gain over plain flat top-B (B=3)": "derived.cov_gain_vs_flat_B3",
       "trivial coverage (B=5)": "derived.trivial_cov_B5",
@@ -181,7 +180,6 @@ CLAIMS = (
     metric="derived.success_gain_vs_flat_bottleneck_B5",
     held=0.05,
     partly=0.0,
-    fmt=".3f",
     requires=[_entry_matched("flat_bottleneck")],
     baselines={
       "gain over plain flat top-B": "derived.success_gain_vs_flat_B5",
@@ -199,7 +197,6 @@ CLAIMS = (
     metric="derived.reward_gain_vs_gos_bottleneck_B5",
     held=0.0,
     partly=-0.02,
-    fmt=".3f",
     requires=[_entry_matched("gos_bottleneck")],
     baselines={
       "gain over the plain GoS bundle": "derived.reward_gain_vs_gos_B5",
@@ -233,7 +230,6 @@ CLAIMS = (
     metric="derived.graph_reward_gain_B5",
     held=0.01,
     partly=0.0,
-    fmt=".3f",
     note="reward difference GoSkills - no_graph ablation at B = 5 (same START rule, pool rule, "
     "bottleneck and roles: only the plan differs); " + _NOTE,
   ),
@@ -246,7 +242,6 @@ CLAIMS = (
     metric="derived.roles_success_gain_vs_start_only_B5",
     held=0.02,
     partly=0.0,
-    fmt=".3f",
     baselines={
       "gain over the same skills in score order (START lost)": "derived.roles_success_gain_B5",
     },
@@ -259,7 +254,6 @@ CLAIMS = (
     paper_text="(a sanity check: trivial predictors are not competitive)",
     metric="derived.cov_gain_vs_trivial_B5",
     held=0.2,
-    fmt=".3f",
     baselines={"max(random, popular) coverage": "derived.trivial_cov_B5"},
     note="coverage difference GoSkills - max(random B skills, top-B global PageRank) at B = 5",
   ),
