@@ -104,7 +104,7 @@ def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells) -> tuple[dic
   ``cells``: the cell names stored and those not yet."""
   first = per_seed[next(iter(per_seed))]
   flops, params = first["flops"], first["params"]
-  rows = aggregate_rows([per_seed[s]["rows"] for s in per_seed])
+  rows = dr.aggregate_rows([per_seed[s]["rows"] for s in per_seed])
   head_methods = dict(  # the best row of base_methods met by the cheapest K > 1 dual row
     base_methods=tuple(cfg.matched_quality_baseline_methods),
     dual_methods=tuple(cfg.matched_quality_dual_methods),
@@ -186,46 +186,6 @@ def sample_grid_keys(cfg) -> list[tuple[str, int, int]]:
   ]
 
 
-_ROW_KEY = ("method", "steps", "interval_K", "refresh_kind", "sampler")
-
-
-def aggregate_rows(per_seed_rows):
-  """Rows of several training seeds -> one row per setting (first seed's order): means over
-  training seeds, ``fd_std`` the std over training seeds of the per-seed ``fd_mean`` (its
-  ``fd_ci95``, ``fd_train_seeds``), ``fd_sampling_std`` the mean sampling-seed std. One seed:
-  unchanged; a setting of some seeds only is kept over those."""
-  if len(per_seed_rows) == 1:
-    return list(per_seed_rows[0])
-  # A setting run for one training seed only keeps its row (its std over sampling seeds).
-  groups = {}
-  for seed_rows in per_seed_rows:
-    for r in seed_rows:
-      groups.setdefault(tuple(r[k] for k in _ROW_KEY), []).append(r)
-  out = []
-  for rs in groups.values():
-    if len(rs) == 1:
-      out.append({**rs[0], "num_train_seeds": 1})
-      continue
-    fds = [r["fd_mean"] for r in rs]
-    walls = [r["wall_s"] for r in rs if r.get("wall_s")]
-    row = dict(rs[0])
-    row.update(
-      fd_mean=float(np.mean(fds)),
-      fd_std=float(np.std(fds)),
-      fd_ci95=core.ci95_halfwidth(fds) if len(fds) > 1 else None,
-      fd_train_seeds=[float(v) for v in fds], fd_sampling_std=float(np.mean([r["fd_std"] for r in rs])),
-      fd_seeds=None, kid_mean=float(np.mean([r["kid_mean"] for r in rs])),
-      kid_std=float(np.std([r["kid_mean"] for r in rs])),
-      class_acc=float(np.mean([r["class_acc"] for r in rs])),
-      wall_s=float(np.mean(walls)) if walls else None, num_train_seeds=len(rs),
-    )  # fmt: skip
-    if all("fd_train_mean" in r for r in rs):
-      row["fd_train_mean"] = float(np.mean([r["fd_train_mean"] for r in rs]))
-      row["fd_train_std"] = float(np.std([r["fd_train_mean"] for r in rs]))
-    out.append(row)
-  return out
-
-
 def _spread(per_seed_derived):
   """{name: {mean, std, min, max, values}} over training seeds of each derived value."""
   out = {}
@@ -240,42 +200,6 @@ def _spread(per_seed_derived):
         "values": [float(v) for v in vals],
       }
   return out
-
-
-def _gain_in_std(worse, better):
-  """(worse FD - better FD) / combined seed std: > 0 when ``better`` is better."""
-  noise = float(np.hypot(worse["fd_std"], better["fd_std"])) + 1e-12
-  return (worse["fd_mean"] - better["fd_mean"]) / noise
-
-
-def _median_or_none(values):
-  return float(np.median(values)) if values else None
-
-
-def _gain_at_equal_cost(rows, competitor):
-  """Median over the dual-rate (K > 1, uniform, DDIM) rows r of the gain of r over the best
-  ``competitor`` row costing at most r's FLOPs (rows without such a competitor are skipped)."""
-  gains = []
-  for r in rows:
-    if r["method"] != "dual-rate" or not r["interval_K"] or r["interval_K"] <= 1:
-      continue
-    cost = r["mflops_per_sample"] * 1.0001
-    cand = [c for c in rows if c["method"] == competitor and c["mflops_per_sample"] <= cost]
-    if cand:
-      gains.append(_gain_in_std(min(cand, key=lambda c: c["fd_mean"]), r))
-  return _median_or_none(gains)
-
-
-def _paired_gain(rows, method, other, same=("steps", "interval_K"), pred=lambda r: True):
-  """Median over matched (same ``same`` fields) pairs of the gain of ``method`` over ``other``."""
-  gains = []
-  for r in rows:
-    if r["method"] != method or not pred(r):
-      continue
-    for o in rows:
-      if o["method"] == other and all(o[f] == r[f] for f in same):
-        gains.append(_gain_in_std(o, r))
-  return _median_or_none(gains)
 
 
 def derived_metrics(metrics) -> dict:
@@ -293,21 +217,17 @@ def derived_metrics(metrics) -> dict:
     rr = [r for r in rows if r["method"] == method]
     best[method] = min(rr, key=lambda r: r["fd_mean"]) if rr else None
   d, m = best["dual-rate"], best["mmd-dual-rate"]
-  if d is None or m is None:
-    out["mmd_dual_minus_dual_fd_in_std"] = None
-  else:
-    noise = float(np.hypot(d["fd_std"], m["fd_std"])) + 1e-12
-    out["mmd_dual_minus_dual_fd_in_std"] = (m["fd_mean"] - d["fd_mean"]) / noise
-  out["features_gain_in_std"] = _gain_at_equal_cost(rows, "no-features")
-  out["vs_mmd_baseline_gain_in_std"] = _gain_at_equal_cost(rows, "mmd-baseline")
+  out["mmd_dual_minus_dual_fd_in_std"] = None if d is None or m is None else dr.gain_in_std(m, d)
+  out["features_gain_in_std"] = dr.gain_at_equal_cost(rows, "no-features")
+  out["vs_mmd_baseline_gain_in_std"] = dr.gain_at_equal_cost(rows, "mmd-baseline")
   k_gt_1 = lambda r: (r["interval_K"] or 0) > 1
-  out["stale_training_gain_in_std"] = _paired_gain(rows, "dual-rate", "fresh-only", pred=k_gt_1)
+  out["stale_training_gain_in_std"] = dr.paired_gain(rows, "dual-rate", "fresh-only", pred=k_gt_1)
   for kind in ("front_loaded", "back_loaded"):
-    out[f"{kind.split('_')[0]}_vs_uniform_gain_in_std"] = _paired_gain(
+    out[f"{kind.split('_')[0]}_vs_uniform_gain_in_std"] = dr.paired_gain(
       rows, f"dual-rate/{kind}", "dual-rate"
     )
   for coupling in ("rollout", "ddim"):
-    out[f"{coupling}_vs_ancestral_gain_in_std"] = _paired_gain(
+    out[f"{coupling}_vs_ancestral_gain_in_std"] = dr.paired_gain(
       rows, f"dual-rate/{coupling}", "dual-rate", pred=lambda r: (r["interval_K"] or 0) >= 4
     )
   # The best baseline row of the matched-quality target (every baseline sampler it includes).

@@ -21,7 +21,6 @@ import jaxpapers.margins as M
 from experiments.margins.configs import default as default_config
 from jaxpapers import core
 
-NOTIONS = ("m0", "mg", "mq")
 LOSS_CHOICES = ("sigmoid", "sigmoid_b0", "infonce", "margin")
 
 
@@ -47,8 +46,8 @@ def _fit_cell(cfg: ml_collections.ConfigDict, A, loss: str, key, checkpoint_dir)
     stat = lambda f, m: float(f([p[m] for p in per_seed]))
     out[str(d)] = {
       "per_seed": per_seed,
-      **{f"{m}_mean": stat(np.mean, m) for m in (*NOTIONS, "topk_accuracy")},
-      **{f"{m}_std": stat(np.std, m) for m in NOTIONS},
+      **{f"{m}_mean": stat(np.mean, m) for m in (*M.NOTIONS, "topk_accuracy")},
+      **{f"{m}_std": stat(np.std, m) for m in M.NOTIONS},
       "m0_best": stat(np.max, "m0"),
       "final_log_t": float(np.mean(np.asarray(res.log_t[a]))),
       "final_b": float(np.mean(np.asarray(res.b[a]))),
@@ -98,31 +97,6 @@ def _run_margin_vs_d(cfg: ml_collections.ConfigDict, cells: core.CellStore, key)
   return rows
 
 
-def _knee_constants(rows, cfg: ml_collections.ConfigDict) -> list[dict]:
-  """Smallest d on the grid reaching half of m^rd(inf, A), as a multiple of k ln(n/k)."""
-  out = []
-  for n in cfg.ns:
-    for k in cfg.ks:
-      rs = sorted([r for r in rows if r["n"] == n and r["k"] == k], key=lambda r: r["d"])
-      if not rs:
-        continue
-      hit = [r["d"] for r in rs if r["best_m0"] >= 0.5 * r["m_inf"]]
-      pos = [r["d"] for r in rs if r["best_m0"] > 0]
-      scale = k * math.log(n / k)
-      out.append(
-        {
-          "n": n,
-          "k": k,
-          "k_ln_n_over_k": scale,
-          "m_inf": rs[0]["m_inf"],
-          "d_positive": pos[0] if pos else None,
-          "d_half": hit[0] if hit else None,
-          "C_half": hit[0] / scale if hit else None,
-        }
-      )
-  return out
-
-
 def _refined_constants(rows, cfg: ml_collections.ConfigDict, cells: core.CellStore, key) -> dict:
   """C = d_half / (k ln(n/k)) per (n, k) and seed on the integer d grid, with intervals."""
   per_nk = []
@@ -139,52 +113,8 @@ def _refined_constants(rows, cfg: ml_collections.ConfigDict, cells: core.CellSto
         jax.random.fold_in(nk_key, 4), A, m0, cfg.ds, rs[0]["m_inf"], steps=cfg.steps, lr=cfg.lr
       )  # per seed, the integer d reaching half the optimum, inside the grid's bracket
       ref = cells.get_or_compute(f"threshold/{n}/{k}/{kind}", bisect)
-      per_nk.append(_nk_constants(n, k, ref))
-  return _pooled_constants(per_nk, cfg.seeds)
-
-
-def _nk_constants(n: int, k: int, ref: dict) -> dict:
-  """C = d_half / (k ln(n/k)) per seed of one (n, k) from its bisection cell ``ref``.
-
-  ``C_mean`` and ``C_ci95`` (over seeds) only when every seed reached half the optimum.
-  """
-  scale = k * math.log(n / k)
-  Cs = [None if d is None else d / scale for d in ref["d_half"]]
-  ok = [c for c in Cs if c is not None]
-  full = len(ok) == len(Cs)
-  return {
-    "n": n,
-    "k": k,
-    "k_ln_n_over_k": scale,
-    "d_half_per_seed": ref["d_half"],
-    "censored": ref["censored"],
-    "bisection_rounds": ref["rounds"],
-    "C_per_seed": Cs,
-    "C_mean": float(np.mean(ok)) if full else None,
-    "C_ci95": core.ci95_halfwidth(ok) if full else None,
-  }
-
-
-def _pooled_constants(per_nk: list[dict], seeds: int) -> dict:
-  """The spread of the (n, k) constants and the constant pooled over (n, k), per seed.
-
-  With every (n, k) complete: ``C_median`` / ``C_min`` / ``C_max`` over the (n, k) seed means,
-  and per seed the mean of C over the (n, k) (``C_pooled_per_seed``), its mean and 95% CI.
-  """
-  means = [q["C_mean"] for q in per_nk]
-  out = {"per_nk": per_nk}
-  if per_nk and all(c is not None for c in means):
-    # Per seed, the mean of C over the (n, k): the seed-to-seed spread of the pooled constant.
-    pooled = [float(np.mean([q["C_per_seed"][s] for q in per_nk])) for s in range(seeds)]
-    out |= {
-      "C_pooled_per_seed": pooled,
-      "C_pooled_mean": float(np.mean(pooled)),
-      "C_pooled_ci95": core.ci95_halfwidth(pooled),
-      "C_median": float(np.median(means)),
-      "C_min": float(min(means)),
-      "C_max": float(max(means)),
-    }
-  return out
+      per_nk.append(M.seed_threshold_constants(n, k, ref))
+  return M.pooled_threshold_constants(per_nk, cfg.seeds)
 
 
 def _run_critical(cfg: ml_collections.ConfigDict, cells: core.CellStore, key) -> list[dict]:
@@ -218,38 +148,6 @@ def _run_critical(cfg: ml_collections.ConfigDict, cells: core.CellStore, key) ->
   ]
 
 
-def _loss_wins(cfg, rows):
-  wins = {}
-  loss_rows = [r for r in rows if r["n"] == cfg.loss_n and "sigmoid" in r and "infonce" in r]
-  for m in NOTIONS:
-    w = {"sigmoid": 0, "infonce": 0, "tie": 0}
-    diffs = []
-    for r in loss_rows:
-      a, b = r["sigmoid"][f"{m}_mean"], r["infonce"][f"{m}_mean"]
-      diffs.append(a - b)
-      w["sigmoid" if a - b > 0.005 else "infonce" if b - a > 0.005 else "tie"] += 1
-    w["mean_diff"] = float(np.mean(diffs)) if diffs else float("nan")
-    wins[m] = w
-  return wins
-
-
-def _critical_fit(cfg, crit, knees):
-  Cs = [q["C_half"] for q in knees if q["C_half"] is not None]
-  C = float(np.median(Cs)) if Cs else cfg.threshold_C
-  k = cfg.critical_k
-  pred = {str(c["d"]): k * math.exp(c["d"] / (C * k)) for c in crit}
-  fit = {"C": round(C, 3), "pred": pred}
-  ds = np.array([c["d"] for c in crit], float)
-  ns = np.array([c["critical_n"] for c in crit], float)
-  keep = ns < cfg.critical_n_max  # capped values carry no information about the growth
-  ds, ns = ds[keep], ns[keep]
-  if len(ds) >= 2 and (ns > 0).all():
-    fit["loglinear"] = [float(x) for x in np.polyfit(ds, np.log(ns), 1)[::-1]]
-  if len(ds) >= 1:
-    fit["poly"] = [float(x) for x in np.polyfit(ds, ns, min(3, len(ds) - 1))[::-1]]
-  return fit
-
-
 def report_view(record: dict) -> dict:
   """What ``configs/default.py``'s report reads, in the shapes it reads them (pure).
 
@@ -264,7 +162,7 @@ def report_view(record: dict) -> dict:
   groups: dict[tuple[int, int], list[dict]] = {}
   for r in sorted(m["margin_vs_d"], key=lambda r: (r["n"], r["k"], r["d"])):
     groups.setdefault((r["n"], r["k"]), []).append(r)
-  panels, losses = [], {notion: {} for notion in NOTIONS}
+  panels, losses = [], {notion: {} for notion in M.NOTIONS}
   for (n, k), rs in groups.items():
     col = lambda f, rs=rs: [f(r) for r in rs]
     p = {**{f: rs[0][f] for f in ("n", "k", "N", "rows", "m_inf", "d_star")},
@@ -275,7 +173,7 @@ def report_view(record: dict) -> dict:
           "scaled_m0": col(lambda r: r["best_m0"] / r["m_inf"])}  # fmt: skip
     panels.append(p)
     if n == cfg["loss_n"]:
-      for notion in NOTIONS:
+      for notion in M.NOTIONS:
         losses[notion][str(k)] = {"losses": {l: {"d": p["d"], "mean": col(lambda r, l=l: r[l][f"{notion}_mean"]),
                                                  "std": col(lambda r, l=l: r[l][f"{notion}_std"])}
                                              for l in cfg["losses"]}}  # fmt: skip
@@ -322,7 +220,7 @@ def train_and_evaluate(config, workdir) -> dict:
   cells = core.CellStore(workdir / "cells")
   key = jax.random.key(config.seed)
   rows = _run_margin_vs_d(config, cells, jax.random.fold_in(key, 0))
-  knees = _knee_constants(rows, config)
+  knees = M.threshold_constants(rows, config.ns, config.ks)
   refine = config.refine_threshold
   refined = _refined_constants(rows, config, cells, jax.random.fold_in(key, 2)) if refine else None
   crit = _run_critical(config, cells, jax.random.fold_in(key, 1))
@@ -330,9 +228,11 @@ def train_and_evaluate(config, workdir) -> dict:
     "margin_vs_d": rows,
     "threshold": knees,
     "threshold_refined": refined,
-    "loss_wins": _loss_wins(config, rows),
+    "loss_wins": M.loss_wins(rows, config.loss_n),
     "critical_n": crit,
-    "critical_fit": _critical_fit(config, crit, knees),
+    "critical_fit": M.critical_n_fit(
+      crit, knees, config.critical_k, config.critical_n_max, config.threshold_C
+    ),
   }
   metrics["derived"] = derived_metrics(metrics)
   core.write_results(  # run_config's claims and issue_verdicts decide the verdicts

@@ -121,7 +121,13 @@ from jaxpapers.dual_rate._eval import (
 from jaxpapers.dual_rate._fdproxy import FD_REFERENCES, FDProxy, fd_splits
 from jaxpapers.dual_rate._fit import fit, fit_step, make_losses, mmd_step_loss
 from jaxpapers.dual_rate._mmd import MMDPair, last_refresh_index, mmd_losses, mmd_pair_loss
-from jaxpapers.dual_rate._quality import matched_quality
+from jaxpapers.dual_rate._quality import (
+  aggregate_rows,
+  gain_at_equal_cost,
+  gain_in_std,
+  matched_quality,
+  paired_gain,
+)
 from jaxpapers.dual_rate._training import EmaState, ema_tracker, find_ema, training_optimizer
 
 __all__ += [
@@ -138,6 +144,10 @@ __all__ += [
   "FD_REFERENCES",
   "fd_splits",
   "matched_quality",
+  "aggregate_rows",
+  "gain_at_equal_cost",
+  "gain_in_std",
+  "paired_gain",
   "classifier_accuracy",
   "extract_features",
   "fd_metric",

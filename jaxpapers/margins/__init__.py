@@ -61,8 +61,22 @@ from jaxpapers.margins._relevance import (
   random_k_sparse_relevance,
   sample_k_subsets,
 )
+from jaxpapers.margins._threshold import (
+  NOTIONS,
+  critical_n_fit,
+  loss_wins,
+  pooled_threshold_constants,
+  seed_threshold_constants,
+  threshold_constants,
+)
 
 __all__ = [
+  "NOTIONS",
+  "critical_n_fit",
+  "loss_wins",
+  "pooled_threshold_constants",
+  "seed_threshold_constants",
+  "threshold_constants",
   "Construction",
   "DocumentProjection",
   "SymmetricOptimum",

@@ -161,17 +161,31 @@ def test_derived_metrics(evaluate):
   assert d["quality_regime_reached"] is True
 
 
-def test_gain_in_std_sign(evaluate):
+def test_gain_in_std_sign(quality):
   worse, better = _row("a", 1, 1, 5.0, 0.3), _row("b", 1, 1, 4.0, 0.4)
-  assert evaluate._gain_in_std(worse, better) == pytest.approx(1.0 / 0.5)
-  assert evaluate._gain_in_std(better, worse) == pytest.approx(-1.0 / 0.5)
+  assert quality.gain_in_std(worse, better) == pytest.approx(1.0 / 0.5)
+  assert quality.gain_in_std(better, worse) == pytest.approx(-1.0 / 0.5)
 
 
-def test_aggregate_rows_over_training_seeds(evaluate):
+def test_gains_over_rows(quality):
+  rows = _rows()  # the gains of test_derived_metrics, from the library functions
+  assert quality.gain_at_equal_cost(rows, "no-features") == pytest.approx(0.9 / S44)
+  assert quality.gain_at_equal_cost(rows, "mmd-baseline") == pytest.approx(
+    (0.1 / S33 + 0.8 / S34) / 2
+  )
+  assert quality.gain_at_equal_cost(rows, "absent") is None
+  gain = quality.paired_gain(rows, "dual-rate/front_loaded", "dual-rate")
+  assert gain == pytest.approx(0.4 / S33)  # the median of 0.4 / S33, 0.5 / S33, -0.1 / S44
+  k_gt_1 = lambda r: (r["interval_K"] or 0) > 1
+  gain = quality.paired_gain(rows, "dual-rate", "fresh-only", pred=k_gt_1)
+  assert gain == pytest.approx((0.3 / S33 - 0.2 / S34) / 2)
+
+
+def test_aggregate_rows_over_training_seeds(quality):
   seed0 = [_row("dual-rate", 20, 2, 3.0, 0.2, wall=10.0), _row("baseline", 20, None, 5.0, 0.5)]
   seed1 = [_row("dual-rate", 20, 2, 4.0, 0.4, wall=14.0)]
   seed2 = [_row("dual-rate", 20, 2, 3.5, 0.6, wall=None)]
-  out = evaluate.aggregate_rows([seed0, seed1, seed2])
+  out = quality.aggregate_rows([seed0, seed1, seed2])
   r, b = out
   assert r["fd_mean"] == pytest.approx(3.5)
   assert r["fd_std"] == pytest.approx(np.sqrt(1 / 6))  # population std of (3, 4, 3.5)
@@ -181,7 +195,7 @@ def test_aggregate_rows_over_training_seeds(evaluate):
   assert r["wall_s"] == pytest.approx(12.0)  # over the seeds that measured it
   assert r["num_train_seeds"] == 3
   assert b["fd_mean"] == 5.0 and b["fd_std"] == 0.5 and b["num_train_seeds"] == 1
-  assert evaluate.aggregate_rows([seed0]) == seed0
+  assert quality.aggregate_rows([seed0]) == seed0
 
 
 def test_fd_splits(fdproxy):

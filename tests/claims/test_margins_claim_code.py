@@ -12,6 +12,7 @@ MODULES = {
   "train": "experiments.margins.train",
   "e4": "experiments.margins.e4",
   "dims": "jaxpapers.margins._dimensions",
+  "threshold": "jaxpapers.margins._threshold",
 }
 
 T3 = 4.303  # t_{0.975, 2}
@@ -25,6 +26,11 @@ def _train():
 @pytest.fixture(name="e4")
 def _e4():
   return importlib.import_module(MODULES["e4"])
+
+
+@pytest.fixture(name="threshold")
+def _threshold():
+  return importlib.import_module(MODULES["threshold"])
 
 
 @pytest.fixture(name="dims")
@@ -41,14 +47,14 @@ def _loss_row(n, sig, inf):
   }
 
 
-def test_loss_wins(train):
+def test_loss_wins(threshold):
   rows = [
     _loss_row(16, (0.5, 0.300, 0.1), (0.4, 0.303, 0.2)),  # m0 sigmoid, mg tie (< 0.005), mq InfoNCE
     _loss_row(16, (0.5, 0.4, 0.3), (0.498, 0.3, 0.2)),  # tie, sigmoid, sigmoid
     _loss_row(16, (0.6, 0.1, 0.25), (0.5, 0.3, 0.2)),  # sigmoid, InfoNCE, sigmoid
     _loss_row(32, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)),  # another n: not compared
   ]
-  w = train._loss_wins(types.SimpleNamespace(loss_n=16), rows)
+  w = threshold.loss_wins(rows, 16)
   assert {k: w["m0"][k] for k in ("sigmoid", "infonce", "tie")} == {
     "sigmoid": 2,
     "infonce": 0,
@@ -60,6 +66,14 @@ def test_loss_wins(train):
     "tie": 0,
   }
   assert w["m0"]["mean_diff"] == pytest.approx((0.1 + 0.002 + 0.1) / 3)
+
+
+def test_win_fractions(train):
+  w = {
+    "m0": {"sigmoid": 2, "infonce": 0, "tie": 1},
+    "mg": {"sigmoid": 1, "infonce": 1, "tie": 1},
+    "mq": {"sigmoid": 2, "infonce": 1, "tie": 0},
+  }
   d = train.derived_metrics({"loss_wins": w, "threshold": []})
   assert d["sigmoid_win_fraction_m0"] == pytest.approx(2 / 3)  # ties count in the total
   assert d["sigmoid_win_fraction_mg"] == pytest.approx(1 / 3)
@@ -70,7 +84,7 @@ def _margin_row(n, k, d, m0, m_inf=1.0):
   return {"n": n, "k": k, "d": d, "best_m0": m0, "m_inf": m_inf}
 
 
-def test_knee_constants_and_spread(train):
+def test_knee_constants(threshold):
   rows = [  # listed out of order in d
     _margin_row(16, 2, 16, 0.55),
     _margin_row(16, 2, 2, -0.1),
@@ -79,13 +93,16 @@ def test_knee_constants_and_spread(train):
     _margin_row(8, 2, 8, 0.7),
     _margin_row(8, 2, 4, 0.5),  # exactly half the optimum counts
   ]
-  cfg = types.SimpleNamespace(ns=(16, 8), ks=(2, 4))
-  q = train._knee_constants(rows, cfg)
+  q = threshold.threshold_constants(rows, (16, 8), (2, 4))
   assert [(x["n"], x["k"]) for x in q] == [(16, 2), (8, 2)]  # (8, 4) has no rows
   assert q[0]["d_positive"] == 4
   assert q[0]["d_half"] == 8
   assert q[0]["C_half"] == pytest.approx(8 / (2 * math.log(8)))
   assert q[1]["C_half"] == pytest.approx(4 / (2 * math.log(4)))
+
+
+def test_threshold_spread(train):
+  q = [{"C_half": 8 / (2 * math.log(8))}, {"C_half": 4 / (2 * math.log(4))}]
   d = train.derived_metrics({"loss_wins": {}, "threshold": q})
   # (8 / (2 ln 8)) / (4 / (2 ln 4)) = 2 ln 4 / ln 8 = 4/3, whatever the log's base.
   assert d["threshold_C_spread"] == pytest.approx(4 / 3)
@@ -93,27 +110,36 @@ def test_knee_constants_and_spread(train):
   assert train.derived_metrics({"loss_wins": {}, "threshold": q})["threshold_C_spread"] == math.inf
 
 
-def test_refined_constants(train):
+def test_refined_constants(threshold):
   ref = {"d_half": [8, 10, None], "censored": [False, False, True], "rounds": 3}
-  q = train._nk_constants(16, 2, ref)
+  q = threshold.seed_threshold_constants(16, 2, ref)
   scale = 2 * math.log(8)
   assert q["C_per_seed"] == pytest.approx([8 / scale, 10 / scale, None])
   assert q["C_mean"] is None  # a seed never reached half: no mean
-  per_nk = [
-    {"C_per_seed": [1.0, 2.0, 1.5], "C_mean": 1.5},
-    {"C_per_seed": [2.0, 3.0, 4.0], "C_mean": 3.0},
-    {"C_per_seed": [1.0, 1.0, 1.0], "C_mean": 1.0},
-  ]
-  out = train._pooled_constants(per_nk, 3)
+  out = threshold.pooled_threshold_constants(_PER_NK, 3)
   assert (out["C_median"], out["C_min"], out["C_max"]) == (1.5, 1.0, 3.0)
   pooled = [4 / 3, 2.0, 6.5 / 3]  # per seed, the mean over the (n, k)
   assert out["C_pooled_per_seed"] == pytest.approx(pooled)
   assert out["C_pooled_mean"] == pytest.approx(np.mean(pooled))
   assert out["C_pooled_ci95"] == pytest.approx(T3 * np.std(pooled, ddof=1) / math.sqrt(3))
+
+
+_PER_NK = [
+  {"C_per_seed": [1.0, 2.0, 1.5], "C_mean": 1.5},
+  {"C_per_seed": [2.0, 3.0, 4.0], "C_mean": 3.0},
+  {"C_per_seed": [1.0, 1.0, 1.0], "C_mean": 1.0},
+]
+
+
+def test_refined_derived_metrics(train):
+  pooled = [4 / 3, 2.0, 6.5 / 3]
+  out = {"per_nk": _PER_NK, "C_median": 1.5, "C_min": 1.0, "C_max": 3.0}
+  out |= {"C_pooled_mean": float(np.mean(pooled)), "C_pooled_ci95": 0.1}
   d = train.derived_metrics({"loss_wins": {}, "threshold": [], "threshold_refined": out})
   assert d["threshold_C_fine_spread"] == pytest.approx(3.0)
   assert d["threshold_C_fine_median"] == 1.5
   assert d["threshold_C_fine_pooled"] == pytest.approx(np.mean(pooled))
+  assert d["threshold_C_fine_pooled_ci95"] == 0.1
 
 
 def test_d_needed(dims):

@@ -675,6 +675,38 @@ CASES = [
     jit_reason="host-side selection over result rows",
     id="matched_quality-row-fields",
   ),
+  Case(
+    "aggregate_rows",
+    dr.aggregate_rows,
+    ([],),
+    match="at least one training seed",
+    jit=None,
+    jit_reason="host-side aggregation over result rows",
+  ),
+  Case(
+    "gain_in_std",
+    dr.gain_in_std,
+    ({"fd_mean": 2.0}, {"fd_mean": 1.0, "fd_std": 0.1}),
+    match="a row lacks",
+    jit=None,
+    jit_reason="host-side arithmetic on result rows",
+  ),
+  Case(
+    "gain_at_equal_cost",
+    dr.gain_at_equal_cost,
+    ([{"fd_mean": 1.0}], "no-features"),
+    match="a row lacks",
+    jit=None,
+    jit_reason="host-side selection over result rows",
+  ),
+  Case(
+    "paired_gain",
+    dr.paired_gain,
+    ([{"fd_mean": 1.0}], "dual-rate", "fresh-only"),
+    match="a row lacks",
+    jit=None,
+    jit_reason="host-side selection over result rows",
+  ),
 ]
 
 EXEMPT = {}

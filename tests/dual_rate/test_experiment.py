@@ -83,7 +83,7 @@ def test_rows_aggregate_over_training_seeds_against_hand_values():
     row("x", 2, 7.0, 0.3),
   ]
   seed1 = [row("baseline", None, 14.0, 3.0, 4.0), row("dual-rate", 4, 6.0, 1.5)]
-  out = {r["method"]: r for r in evaluate.aggregate_rows([seed0, seed1])}
+  out = {r["method"]: r for r in dr.aggregate_rows([seed0, seed1])}
   b = out["baseline"]
   assert (b["fd_mean"], b["fd_std"], b["fd_sampling_std"]) == (12.0, 2.0, 2.0)  # np.std: ddof 0
   assert b["fd_train_seeds"] == [10.0, 14.0] and b["wall_s"] == 3.0 and b["num_train_seeds"] == 2
@@ -91,7 +91,7 @@ def test_rows_aggregate_over_training_seeds_against_hand_values():
   assert out["dual-rate"]["fd_std"] == 1.0 and out["dual-rate"]["kid_mean"] == 0.5
   # A setting of one training seed keeps its sampling-seed std.
   assert out["x"]["fd_std"] == 0.3 and out["x"]["num_train_seeds"] == 1
-  assert evaluate.aggregate_rows([seed0]) == seed0
+  assert dr.aggregate_rows([seed0]) == seed0
   spread = evaluate._spread({"0": {"a": 1.0, "b": None}, "1": {"a": 3.0, "b": 2.0}})
   assert spread["a"] == {"mean": 2.0, "std": 1.0, "min": 1.0, "max": 3.0, "values": [1.0, 3.0]}
   assert spread["b"]["values"] == [2.0]

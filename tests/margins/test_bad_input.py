@@ -327,6 +327,47 @@ CASES += [
     jit=None,
     jit_reason=HOST,
   ),
+  Case(
+    "threshold_constants",
+    mg.threshold_constants,
+    ([{"n": 8, "k": 2, "d": 4}], (8,), (2,)),
+    match="a row lacks",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "seed_threshold_constants",
+    mg.seed_threshold_constants,
+    (8, 8, {"d_half": [4], "censored": [None], "rounds": 1}),
+    match="0 < k < n",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "pooled_threshold_constants",
+    mg.pooled_threshold_constants,
+    ([], 0),
+    match="seeds must be >= 1",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "loss_wins",
+    mg.loss_wins,
+    ([], 16),
+    kwargs={"tie": -0.1},
+    match="tie must be >= 0",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "critical_n_fit",
+    mg.critical_n_fit,
+    ([], [], 0, 48, 2.0),
+    match="k must be >= 1",
+    jit=None,
+    jit_reason=HOST,
+  ),
 ]
 
 EXEMPT = {
