@@ -10,10 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import jax
 import numpy as np
 
-from jaxpapers import core
 from jaxpapers import dual_rate as dr
 
 
@@ -41,62 +39,29 @@ class Evaluator:
     return cls(cfg, proxy, schedule)
 
   def row(self, model, *, method, num_steps, interval, sampler, flops, flops_key, kind, timed):
-    """``(row, grid)``: one setting (N = ``num_steps``, K = ``interval``, ``sampler``,
-    refresh ``kind``) sampled for every sampling seed: FD-proxy mean / std, KID, class accuracy,
-    exact call counts, MFLOPs per sample (``flops`` of 'baseline', 'dual' or 'no_features'),
-    wall time when ``timed``; ``grid`` [g, H, W, C] the first seed's first samples."""
-    cfg, proxy = self.cfg, self.proxy
-    use_features = flops_key != "no_features"
-    if use_features and flops_key == "dual":
+    """``(row, grid)``: one setting (N = ``num_steps``, K = ``interval``, ``sampler``, refresh
+    ``kind``) measured by ``dr.measure_sampler`` (``flops`` of 'baseline', 'dual' or
+    'no_features'; wall time when ``timed``); ``grid`` [g, H, W, C] the first seed's samples."""
+    cfg, dual = self.cfg, flops_key == "dual"
+    refresh = np.ones(num_steps, bool)
+    if dual:
       refresh = dr.refresh_schedule(num_steps, interval=interval, kind=kind)
-    else:
-      refresh = np.ones(num_steps, bool)
-    kw = dict(
+    measured, grid = dr.measure_sampler(
+      model,
+      self.proxy,
       num_steps=num_steps,
       refresh=refresh,
       sampler=sampler,
       schedule=self.schedule,
-      cond=proxy.labels,
-      use_features=use_features,
+      use_features=flops_key != "no_features",
+      flops=flops,
+      eval_seeds=cfg.eval_seeds,
+      grid_samples=cfg.grid_samples,
+      time_repeats=cfg.time_repeats if timed else 0,
     )
-    scores, grid = [], None
-    for s in cfg.eval_seeds:
-      x, info = dr.sample(model, jax.random.key(10_000 + s), proxy.shape, return_info=True, **kw)
-      x = np.clip(np.asarray(x), -1.0, 1.0)
-      scores.append(proxy.score(x))
-      grid = x[: cfg.grid_samples] if grid is None else grid
-    fds, kids = [s["fd"] for s in scores], [s["kid"] for s in scores]
-    counts = {k: int(v) for k, v in info.items()}
-    cost = dr.sampling_cost(flops, refresh, sampler=sampler)
-    assert counts == {k: cost[k] for k in counts}, (counts, cost)
-    wall = None
-    if timed:
-      wall = dr.wall_time(
-        lambda: dr.sample(model, jax.random.key(1), proxy.shape, **kw), repeats=cfg.time_repeats
-      )
-    dual = flops_key == "dual"
-    row = {
-      "method": method,
-      "steps": num_steps,
-      "interval_K": interval if dual else None,
-      "refresh_kind": kind if dual else None,
-      "sampler": sampler,
-      **counts,
-      "mflops_per_sample": cost["flops"] / 1e6,
-      "fd_mean": float(np.mean(fds)),
-      "fd_std": float(np.std(fds)),
-      "fd_ci95": core.ci95_halfwidth(fds) if len(fds) > 1 else None,
-      "fd_seeds": [float(v) for v in fds],
-      "kid_mean": float(np.mean(kids)),
-      "kid_std": float(np.std(kids)),
-      "class_acc": float(np.mean([s["class_acc"] for s in scores])),
-      "wall_s": wall,
-    }
-    if "fd_train" in scores[0]:  # beside the held-out FD: the FD against the train split
-      fds_train = [s["fd_train"] for s in scores]
-      row["fd_train_mean"] = float(np.mean(fds_train))
-      row["fd_train_std"] = float(np.std(fds_train))
-    return row, grid
+    setting = {"method": method, "steps": num_steps, "interval_K": interval if dual else None}
+    setting |= {"refresh_kind": kind if dual else None, "sampler": sampler}
+    return setting | measured, grid
 
 
 def summarize(per_seed: dict, cfg, floor: dict, n_eval: int, cells) -> tuple[dict, str]:

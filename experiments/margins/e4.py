@@ -56,46 +56,13 @@ def _mean_ci(xs):
 
 def analyse(cfg: ml_collections.ConfigDict, src: dict, cells: dict) -> dict:
   """Retained fractions, d_f per (method, seed, N), slopes and the bounds' dimensions."""
-  ds = list(cfg.ds)
-  m_src = src["m_src"]
   retained = {
-    m: np.array([[np.asarray(cells[d][m][s]) / m_src for d in ds] for s in range(cfg.seeds)])
+    m: [[np.asarray(cells[d][m][s]) / src["m_src"] for d in cfg.ds] for s in range(cfg.seeds)]
     for m in METHODS
   }  # [S, D, len(Ns)]
-  dneed, slopes, bounds = {}, {}, {}
-  for f in map(str, cfg.fractions):
-    dneed[f] = {
-      m: [
-        [M.needed_dimension(ds, r[s, :, j], float(f)) for j in range(len(cfg.Ns))]
-        for s in range(cfg.seeds)
-      ]
-      for m, r in retained.items()
-    }
-    per = {m: [M.growth_slope(cfg.Ns, dneed[f][m][s]) for s in range(cfg.seeds)] for m in METHODS}
-    gap = [
-      None if a is None or b is None else a - b
-      for a, b in zip(per["projected"], per["resolved"], strict=True)
-    ]
-    slopes[f] = {**per, "gap": gap}
-    dim = lambda bound, f=float(f): M.bound_dimension(bound, f * m_src)
-    bounds[f] = {
-      "documents_only": dim(lambda d: M.documents_only_bound(m_src, cfg.n, d, cfg.delta)),
-      "jl": {str(N): dim(lambda d, N=N: M.jl_bound(m_src, N, cfg.n, d, cfg.delta)) for N in cfg.Ns},
-    }
-  return {
-    "retained_mean": {m: retained[m].mean(axis=0).tolist() for m in METHODS},
-    "retained_ci95": {
-      m: [
-        [core.ci95_halfwidth(retained[m][:, i, j]) for j in range(len(cfg.Ns))]
-        for i in range(len(ds))
-      ]
-      for m in METHODS
-    },
-    "d_needed": dneed,
-    "slopes": slopes,
-    "bound_dims": bounds,
-    "fista_gap_max": max(cells[d]["fista_gap_max"] for d in ds),
-  }
+  kw = dict(m_src=src["m_src"], n=cfg.n, delta=cfg.delta)
+  an = M.dimension_growth(retained, list(cfg.ds), cfg.Ns, cfg.fractions, **kw)
+  return an | {"fista_gap_max": max(cells[d]["fista_gap_max"] for d in cfg.ds)}
 
 
 def derived_metrics(metrics) -> dict:

@@ -118,7 +118,7 @@ from jaxpapers.dual_rate._eval import (
   precision_recall_knn,
   train_classifier,
 )
-from jaxpapers.dual_rate._fdproxy import FD_REFERENCES, FDProxy, fd_splits
+from jaxpapers.dual_rate._fdproxy import FD_REFERENCES, FDProxy, fd_splits, measure_sampler
 from jaxpapers.dual_rate._fit import fit, fit_step, make_losses, mmd_step_loss
 from jaxpapers.dual_rate._mmd import MMDPair, last_refresh_index, mmd_losses, mmd_pair_loss
 from jaxpapers.dual_rate._quality import (
@@ -143,6 +143,7 @@ __all__ += [
   "FDProxy",
   "FD_REFERENCES",
   "fd_splits",
+  "measure_sampler",
   "matched_quality",
   "aggregate_rows",
   "gain_at_equal_cost",

@@ -9,13 +9,14 @@ is read against what real data scores).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxpapers.core import ci95_halfwidth
 from jaxpapers.core.config import validate_choice
 from jaxpapers.dual_rate._eval import (
   FeatureClassifier,
@@ -25,6 +26,9 @@ from jaxpapers.dual_rate._eval import (
   kid_metric,
   train_classifier,
 )
+from jaxpapers.dual_rate._networks import DualRateModel, SingleNetwork
+from jaxpapers.dual_rate._sampling import sample, sampling_cost, wall_time
+from jaxpapers.dual_rate._schedule import NoiseSchedule
 
 FD_REFERENCES = ("train", "heldout")
 
@@ -180,3 +184,92 @@ class FDProxy:
     if self.reference != "train":
       out["fd_train"] = fd_metric(self.train_features, f)
     return out
+
+
+def measure_sampler(
+  model: DualRateModel | SingleNetwork,
+  proxy: FDProxy,
+  *,
+  num_steps: int,
+  refresh: Any,
+  sampler: str,
+  schedule: NoiseSchedule,
+  use_features: bool,
+  flops: Mapping[str, float],
+  eval_seeds: Sequence[int],
+  grid_samples: int,
+  time_repeats: int = 0,
+) -> tuple[dict[str, Any], np.ndarray]:
+  """One sampler setting measured once per sampling seed against ``proxy``.
+
+  Sampling seed ``s`` samples with the key ``jax.random.key(10_000 + s)`` and the proxy's
+  balanced labels; the samples are clipped to [-1, 1] and scored (:meth:`FDProxy.score`). The
+  call counts the sampler reports are checked against :func:`sampling_cost`.
+
+  Args:
+    model: the network(s) to sample (:func:`sample`).
+    proxy: the FD-proxy; its ``shape`` is one sampling seed's batch.
+    num_steps: N, the sampler steps.
+    refresh: [N] bool refresh set.
+    sampler: 'ddim', 'ancestral' or 'heun'.
+    schedule: the noise schedule the model was trained with.
+    use_features: False samples a dual-rate model's denoiser with constant (zero) features.
+    flops: per-call FLOPs (:func:`component_flops`) of the model.
+    eval_seeds: the sampling seeds (at least one).
+    grid_samples: how many of the first seed's samples to return.
+    time_repeats: timed sampling runs (median wall time, :func:`wall_time`); 0: not timed.
+
+  Returns:
+    ``(measured, grid)``: ``measured`` holds the call counts (``encoder_calls``,
+    ``denoiser_calls``, ...), ``mflops_per_sample``, ``fd_mean`` / ``fd_std`` / ``fd_ci95`` (over
+    sampling seeds; the CI None for one seed) and ``fd_seeds``, ``kid_mean`` / ``kid_std``,
+    ``class_acc``, ``wall_s`` (None when not timed) and, with a held-out reference,
+    ``fd_train_mean`` / ``fd_train_std``; ``grid`` [grid_samples, H, W, C] the first seed's first
+    samples.
+
+  Raises:
+    ValueError: no sampling seed.
+  """
+  if not eval_seeds:
+    raise ValueError("eval_seeds must name at least one sampling seed")
+  kw = dict(
+    num_steps=num_steps,
+    refresh=refresh,
+    sampler=sampler,
+    schedule=schedule,
+    cond=proxy.labels,
+    use_features=use_features,
+  )
+  scores, grid, info = [], None, {}
+  for s in eval_seeds:
+    x, info = sample(model, jax.random.key(10_000 + s), proxy.shape, return_info=True, **kw)
+    x = np.clip(np.asarray(x), -1.0, 1.0)
+    scores.append(proxy.score(x))
+    grid = x[:grid_samples] if grid is None else grid
+  fds, kids = [s["fd"] for s in scores], [s["kid"] for s in scores]
+  counts = {k: int(v) for k, v in info.items()}
+  cost = sampling_cost(dict(flops), refresh, sampler=sampler)
+  assert counts == {k: cost[k] for k in counts}, (counts, cost)
+  wall = None
+  if time_repeats:
+    wall = wall_time(
+      lambda: sample(model, jax.random.key(1), proxy.shape, **kw), repeats=time_repeats
+    )
+  out = {
+    **counts,
+    "mflops_per_sample": cost["flops"] / 1e6,
+    "fd_mean": float(np.mean(fds)),
+    "fd_std": float(np.std(fds)),
+    "fd_ci95": ci95_halfwidth(fds) if len(fds) > 1 else None,
+    "fd_seeds": [float(v) for v in fds],
+    "kid_mean": float(np.mean(kids)),
+    "kid_std": float(np.std(kids)),
+    "class_acc": float(np.mean([s["class_acc"] for s in scores])),
+    "wall_s": wall,
+  }
+  if "fd_train" in scores[0]:  # beside the held-out FD: the FD against the train split
+    fds_train = [s["fd_train"] for s in scores]
+    out["fd_train_mean"] = float(np.mean(fds_train))
+    out["fd_train_std"] = float(np.std(fds_train))
+  assert grid is not None
+  return out, grid

@@ -25,6 +25,7 @@ from jaxpapers.margins._constructions import (
 )
 from jaxpapers.margins._dimensions import (
   bound_dimension,
+  dimension_growth,
   growth_slope,
   needed_dimension,
   projected_row_margins,
@@ -86,6 +87,7 @@ __all__ = [
   "QueryResult",
   "all_margins",
   "bound_dimension",
+  "dimension_growth",
   "coherence",
   "critical_n",
   "critical_n_grid",

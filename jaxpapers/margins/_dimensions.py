@@ -6,6 +6,8 @@
   decade of queries ``N``; ``log(N n)`` rate vs the documents-only ``log n`` rate).
 * :func:`bound_dimension`: the smallest integer ``d`` at which a monotone guarantee reaches a
   target (:func:`jl_bound`, :func:`documents_only_bound`).
+* :func:`dimension_growth`: the needed dimension per seed and ``N``, its growth slopes and the
+  bounds' dimensions, from the retained fractions of a (seed, d, N) grid.
 * :func:`projected_row_margins`: per-row margins after one Gaussian map for the three routes of
   the main theorem's comparison: queries projected too, queries re-solved, random queries.
 
@@ -16,14 +18,21 @@ References:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from jaxpapers.margins._constructions import gaussian_map, project_documents
+from jaxpapers.core import ci95_halfwidth
+from jaxpapers.margins._constructions import (
+  documents_only_bound,
+  gaussian_map,
+  jl_bound,
+  project_documents,
+)
 
 
 def _grid(ds: Sequence[float], name: str = "ds") -> np.ndarray:
@@ -119,6 +128,80 @@ def bound_dimension(bound: Callable[[int], float], target: float) -> int | None:
     mid = (lo + hi) // 2
     lo, hi = (lo, mid) if bound(mid) >= target else (mid, hi)
   return hi
+
+
+def dimension_growth(
+  retained: Mapping[str, ArrayLike],
+  ds: Sequence[float],
+  Ns: Sequence[int],
+  fractions: Sequence[float],
+  *,
+  m_src: float,
+  n: int,
+  delta: float,
+) -> dict[str, Any]:
+  """How the dimension that keeps a fraction of the margin grows with the number of queries.
+
+  Per method, fraction ``f``, seed and ``N``: ``d_f`` (:func:`needed_dimension` over ``ds``);
+  per seed its :func:`growth_slope` over ``Ns``, and the slope gap projected minus re-solved;
+  per ``f`` the dimensions at which :func:`documents_only_bound` and (per ``N``)
+  :func:`jl_bound` guarantee ``f m_src`` (:func:`bound_dimension`).
+
+  Args:
+    retained: method -> [S, D, len(Ns)] retained fractions ``m_0 / m_src`` (seed, d, N); the
+      methods include ``"projected"`` and ``"resolved"``.
+    ds: the d grid (D values, increasing).
+    Ns: the numbers of queries.
+    fractions: the fractions ``f`` (keys as ``str(f)``).
+    m_src: the source margin.
+    n: the number of documents.
+    delta: the bounds' failure probability.
+
+  Returns:
+    ``{"retained_mean": {method: [D][len(Ns)] seed means}, "retained_ci95": {method: [D]
+    [len(Ns)]}, "d_needed": {f: {method: [S][len(Ns)] (None above the grid)}}, "slopes": {f:
+    {method: [S], "gap": [S]}}, "bound_dims": {f: {"documents_only", "jl": {str(N)}}}}``.
+
+  Raises:
+    ValueError: ``retained`` without ``"projected"`` or ``"resolved"``, or an array not of
+      shape [S, D, len(Ns)].
+  """
+  if not {"projected", "resolved"} <= set(retained):
+    raise ValueError(f"retained must hold 'projected' and 'resolved', got {sorted(retained)}")
+  r_all = {m: np.asarray(r, np.float64) for m, r in retained.items()}
+  for m, r in r_all.items():
+    if r.ndim != 3 or r.shape[1:] != (len(ds), len(Ns)):
+      raise ValueError(f"retained[{m!r}] must be [S, {len(ds)}, {len(Ns)}], got {r.shape}")
+  seeds = r_all["projected"].shape[0]
+  dneed, slopes, bounds = {}, {}, {}
+  for f in map(str, fractions):
+    dneed[f] = {
+      m: [
+        [needed_dimension(ds, r[s, :, j], float(f)) for j in range(len(Ns))] for s in range(seeds)
+      ]
+      for m, r in r_all.items()
+    }
+    per = {m: [growth_slope(Ns, dneed[f][m][s]) for s in range(seeds)] for m in r_all}
+    gap = [
+      None if a is None or b is None else a - b
+      for a, b in zip(per["projected"], per["resolved"], strict=True)
+    ]
+    slopes[f] = {**per, "gap": gap}
+    dim = lambda bound, f=float(f): bound_dimension(bound, f * m_src)
+    bounds[f] = {
+      "documents_only": dim(lambda d: documents_only_bound(m_src, n, d, delta)),
+      "jl": {str(N): dim(lambda d, N=N: jl_bound(m_src, N, n, d, delta)) for N in Ns},
+    }
+  return {
+    "retained_mean": {m: r.mean(axis=0).tolist() for m, r in r_all.items()},
+    "retained_ci95": {
+      m: [[ci95_halfwidth(r[:, i, j]) for j in range(len(Ns))] for i in range(len(ds))]
+      for m, r in r_all.items()
+    },
+    "d_needed": dneed,
+    "slopes": slopes,
+    "bound_dims": bounds,
+  }
 
 
 def projected_row_margins(

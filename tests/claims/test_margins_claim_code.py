@@ -185,6 +185,24 @@ def test_analyse(e4):
   assert an["retained_mean"]["projected"][2] == pytest.approx([0.6, 0.3])
 
 
+def test_dimension_growth(dims):
+  ds, Ns = (2, 4, 8, 16), (10, 100)
+  retained = {  # [S = 1, D, len(Ns)]
+    "projected": [[[0.1, 0.1], [0.3, 0.2], [0.6, 0.3], [0.9, 0.6]]],
+    "resolved": [[[0.6, 0.2], [0.7, 0.6], [0.8, 0.7], [0.9, 0.8]]],
+  }
+  an = dims.dimension_growth(retained, ds, Ns, (0.5,), m_src=0.5, n=20, delta=0.01)
+  sl = an["slopes"]["0.5"]
+  assert sl["projected"][0] == pytest.approx(math.log(2))
+  assert sl["resolved"][0] == pytest.approx(0.75 * math.log(2))
+  assert sl["gap"][0] == pytest.approx(0.25 * math.log(2))  # projected minus re-solved
+  assert an["d_needed"]["0.5"]["resolved"][0] == pytest.approx([2.0, 2 * 2**0.75])
+  assert an["retained_mean"]["resolved"][1] == pytest.approx([0.7, 0.6])
+  docs = an["bound_dims"]["0.5"]["documents_only"]
+  assert docs is not None and dims.documents_only_bound(0.5, 20, docs, 0.01) >= 0.25
+  assert dims.documents_only_bound(0.5, 20, docs - 1, 0.01) < 0.25
+
+
 def test_e4_derived_metrics(e4):
   metrics = {
     "f_claim": 0.5,

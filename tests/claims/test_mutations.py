@@ -1174,7 +1174,7 @@ MUTATIONS = (
     "jaxpapers.margins._dimensions",
     "return float(np.polyfit(np.log10(n), np.log(np.asarray(dims, np.float64)), 1)[0])",
     "return float(np.polyfit(np.log(n), np.log(np.asarray(dims, np.float64)), 1)[0])",
-    ["test_slope_is_ln_d_on_log10_n", "test_analyse"],
+    ["test_slope_is_ln_d_on_log10_n", "test_dimension_growth"],
     "growth slope on ln N instead of log10 N",
   ),
   M(
@@ -1187,10 +1187,10 @@ MUTATIONS = (
   ),
   M(
     "margins",
-    "e4",
+    "jaxpapers.margins._dimensions",
     "None if a is None or b is None else a - b",
     "None if a is None or b is None else b - a",
-    ["test_analyse"],
+    ["test_dimension_growth", "test_analyse"],
     "slope gap re-solved minus projected",
   ),
   M(

@@ -259,3 +259,46 @@ def test_fd_proxy_floor_and_scores_follow_the_splits():
   assert train.reference == "train" and train.shape[0] == 4 and "fd_train" not in train.score(x[:4])
   with pytest.raises(ValueError, match="splits"):
     dr.FDProxy.build(data, num_classes=3, classifier_steps=2, splits={"reference": ("test", 0, 4)})
+
+
+def test_measure_sampler_scores_every_sampling_seed():
+  """measure_sampler: per sampling seed s the samples of key 10_000 + s, clipped and scored by
+  the proxy; the seed mean / std of FD and KID, the checked call counts and FLOPs, the first
+  seed's first samples as the grid."""
+  rng = np.random.default_rng(1)
+  img = lambda n: rng.uniform(-1, 1, (n, 8, 8, 1)).astype(np.float32)
+  data = dict(
+    train_images=img(12), train_labels=np.arange(12) % 2, test_images=img(8),
+    test_labels=np.arange(8) % 2,
+  )  # fmt: skip
+  splits = {"reference": ("heldout", 0, 4), "compared": ("heldout", 4, 8)}
+  proxy = dr.FDProxy.build(data, num_classes=2, classifier_steps=2, splits=splits)
+  model, refresh = randomize(tiny_dual(num_classes=2)), dr.refresh_schedule(4, interval=2)
+  flops = {"encoder": 100.0, "denoiser": 10.0}
+  kw = dict(num_steps=4, refresh=refresh, sampler="ddim", schedule=dr.NoiseSchedule())
+  out, grid = dr.measure_sampler(
+    model, proxy, **kw, use_features=True, flops=flops, eval_seeds=(0, 3), grid_samples=2
+  )
+  xs = [
+    np.clip(
+      np.asarray(
+        dr.sample(model, jax.random.key(10_000 + s), proxy.shape, cond=proxy.labels, **kw)
+      ),
+      -1,
+      1,
+    )
+    for s in (0, 3)
+  ]
+  scores = [proxy.score(x) for x in xs]
+  fds = np.array([s["fd"] for s in scores], np.float64)
+  np.testing.assert_allclose(out["fd_seeds"], fds, rtol=1e-6)
+  np.testing.assert_allclose(out["fd_mean"], fds.mean(), rtol=1e-6)
+  np.testing.assert_allclose(out["fd_std"], fds.std(), rtol=1e-5, atol=1e-9)
+  np.testing.assert_allclose(out["kid_mean"], np.mean([s["kid"] for s in scores]), rtol=1e-6)
+  np.testing.assert_allclose(
+    out["fd_train_mean"], np.mean([s["fd_train"] for s in scores]), rtol=1e-6
+  )
+  assert (out["encoder_calls"], out["denoiser_calls"]) == (2, 4)
+  assert out["mflops_per_sample"] == pytest.approx((2 * 100.0 + 4 * 10.0) / 1e6)
+  assert out["wall_s"] is None and grid.shape == (2, 8, 8, 1)
+  np.testing.assert_allclose(grid, xs[0][:2], rtol=1e-6)
