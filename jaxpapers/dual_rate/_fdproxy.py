@@ -232,7 +232,7 @@ def measure_sampler(
   """
   if not eval_seeds:
     raise ValueError("eval_seeds must name at least one sampling seed")
-  kw = dict(
+  kw: dict[str, Any] = dict(
     num_steps=num_steps,
     refresh=refresh,
     sampler=sampler,

@@ -125,7 +125,7 @@ def aggregate_rows(per_seed_rows: Sequence[Sequence[Mapping[str, Any]]]) -> list
   if not per_seed_rows:
     raise ValueError("per_seed_rows must hold the rows of at least one training seed")
   if len(per_seed_rows) == 1:
-    return list(per_seed_rows[0])
+    return [dict(r) for r in per_seed_rows[0]]
   groups = {}
   for seed_rows in per_seed_rows:
     for r in seed_rows:

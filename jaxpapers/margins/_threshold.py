@@ -164,7 +164,7 @@ def loss_wins(
   wins = {}
   loss_rows = [r for r in rows if r["n"] == loss_n and "sigmoid" in r and "infonce" in r]
   for m in NOTIONS:
-    w = {"sigmoid": 0, "infonce": 0, "tie": 0}
+    w: dict[str, Any] = {"sigmoid": 0, "infonce": 0, "tie": 0}
     diffs = []
     for r in loss_rows:
       a, b = r["sigmoid"][f"{m}_mean"], r["infonce"][f"{m}_mean"]
