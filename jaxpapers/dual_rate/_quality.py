@@ -1,4 +1,5 @@
-"""Compute saved at matched quality: the paper's headline measure over measured sampler rows.
+"""Compute saved at matched quality (the paper's headline measure), the gains of dual-rate
+sampling over its controls in seed std, and rows aggregated over training seeds.
 
 A *row* is one sampler setting's measurement, a dict with ``method``, ``steps`` (N),
 ``interval_K`` (K, None for a single network), ``fd_mean`` / ``fd_std`` (FD-proxy over seeds),
