@@ -21,7 +21,7 @@ t = 0 only): entry [l, q, r, i] is step q L + l of chain r of trace i. Elementwi
 on the view as it is, `X` is a shift by one row, and `U` / `G` are reduce-then-scan: the L maps
 of every chunk are composed by one unrolled expression (chunks, chains and traces are lanes),
 the C chunk totals are scanned the same way one level up (`_suffix_rows`: chunks of the totals,
-and so on), and a ``lax.scan`` of L steps applies the maps down the rows from the value
+and so on), and a loop of L steps applies the maps down the rows from the value
 entering every chunk. Scores at t = 0 need the total alone: blocked reductions (`_reduce`).
 Work is O(T) for every w, the sequential steps O(L log_L n), so no loop grows with T; a
 float32 sum carries O(log n) roundings.
@@ -341,9 +341,12 @@ def _suffix_values(maps: _Maps, xs):
 
   The L <= 8 maps of every chunk are composed by one unrolled expression, a blocked scan
   (`_suffix_rows`) of the C chunk totals gives the value entering every chunk from the right, and a
-  ``lax.scan`` down the L rows (chunks, chains and traces are lanes) applies the maps step by
-  step from it. The rows are written by that loop, so no fusion recomputes a row's
-  predecessors or applies the maps while it transposes the result out of the view.
+  ``fori_loop`` down the L rows (chunks, chains and traces are lanes) applies the maps step by
+  step from it, writing each row over the maps' last component (XLA then allocates no
+  zero-filled output of the view's size: 9.2 fewer bytes per frame in XLA's cost analysis of
+  ``score("G(a -> F b)")`` and ``scores("a U b")`` at [60, 5000]). The rows are written by
+  that loop, so no fusion recomputes a row's predecessors or applies the maps while it
+  transposes the result out of the view.
 
   Args:
     maps: the map family.
@@ -362,12 +365,19 @@ def _suffix_values(maps: _Maps, xs):
   else:
     entering = end
 
-  def step(y, x):
-    y = maps.apply(x, y)
-    return y, y
+  # The rows are written over the last component of the maps (each read at its own step
+  # first): a ``lax.scan`` stacking them would zero-fill an output buffer of the view's size
+  # first (one more pass).
+  head = xs[:-1]
 
-  _, ys = jax.lax.scan(step, entering, xs, reverse=True)
-  return ys
+  def step(i, carry):
+    y, out = carry
+    row = L - 1 - i
+    x = tuple(jax.lax.dynamic_index_in_dim(v, row, keepdims=False) for v in head)
+    y = maps.apply(x + (jax.lax.dynamic_index_in_dim(out, row, keepdims=False),), y)
+    return y, jax.lax.dynamic_update_index_in_dim(out, y, row, 0)
+
+  return jax.lax.fori_loop(0, L, step, (entering, xs[-1]))[1]
 
 
 def _suffix_rows(maps: _Maps, xs):
