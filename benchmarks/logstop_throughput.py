@@ -580,10 +580,10 @@ def summarize(rows, args) -> list[dict]:
           f"at {worst[2]}, T = {worst[3]} ({worst[1]:.2f} from the min-block times); all: "
           + ", ".join(f"{f} T={T} {v:.2f}" for v, _, f, T in ratios)
           + (
-            "; scores at w > 1 adds the window means (two blocked scans along the w frames "
-            "of every block of the view, per atom, materialised) and runs w chains of n = "
-            "T / w steps (T = 5,000, w = 64: 79 steps padded to 80), whose fixed costs per "
-            "chunk grow relative to the work"
+            "; scores at w > 1 adds the window means (per atom, the frames moved once into "
+            "frame-major order, then sums of w // 16 frames and 16 of those, the last pass "
+            "writing the view: w = 64, 2 passes reading 4 + 16 rows per frame) and runs w "
+            "chains of n = T / w steps (T = 5,000, w = 64: 79 steps padded to 80)"
             if kind == "scores"
             else ""
           ),
