@@ -73,7 +73,7 @@ nested temporal operand's values at every step before the operator above reads t
 F b)``: the view, F b's values, then G's reduction). `score` takes instead one ``lax.scan``
 down the n steps of chain 0 on the time-major view [n, N] (`_sequential_first`): each step
 evaluates every subformula from the atoms' block means at k and a carry of constant size (the
-values at k + 1 of the temporal subformulas and of X's operands), 32-256 steps per loop iteration,
+values at k + 1 of the temporal subformulas and of X's operands), 32 steps per loop iteration,
 so nothing of size T is written but the view. At w = 1 the loop also takes the range check
 of traced scores (``0 <= v <= 1`` per frame, and-ed into a carry), which then costs no pass
 over the inputs of its own (`evaluate_many_checked`). The scan's rounding grows as 2 n eps (a
@@ -658,36 +658,23 @@ def underflow_threshold(formula: F.Formula, n: int, dtype) -> float:
 
 # Steps of the sequential scan in one loop iteration (`_sequential_first`): XLA's CPU backend
 # fuses them into one loop body, so the fixed cost of an iteration is paid once per this many
-# steps. At least _UNROLL, and with few traces (the lanes of a step) up to _UNROLL_MAX, so
-# that an iteration holds at least _ITERATION_LANES step-lanes: XLA's CPU backend splits a
-# loop body that its cost model puts above about 100k cycles between two threads, handing
-# half of it to its thread pool at every iteration. Measured on a shared 2-core host (min of
-# 41 interleaved blocks, CPU-ns per frame of `score` at [100, 3000], 30 -> 75 steps per
-# iteration): "a U b" 4.12 -> 3.11, "G(a -> F b)" 4.08 -> 3.83, "F(a & X b & X X c)" 3.61
-# -> 4.66 (blocks there vary by up to 2x).
+# steps.
 _UNROLL = 32
-_UNROLL_MAX = 256
-_ITERATION_LANES = 8192
 
 
-def _unroll_for(lanes: int) -> int:
-  """Steps per loop iteration for `lanes` traces: _UNROLL .. _UNROLL_MAX (see above)."""
-  return min(_UNROLL_MAX, max(_UNROLL, -(-_ITERATION_LANES // max(lanes, 1))))
+def _unrolling(steps: int) -> tuple[int, int]:
+  """(unroll, n): steps per loop iteration and the padded chain length n >= steps.
 
-
-def _unrolling(steps: int, most: int = _UNROLL) -> tuple[int, int]:
-  """(unroll, n): steps per loop iteration (at most `most`) and the padded chain length n >= steps.
-
-  A divisor of `steps` in [most / 2, most] when there is one, so that the chain needs no
+  A divisor of `steps` in [_UNROLL / 2, _UNROLL] when there is one, so that the chain needs no
   padding: the view is then a plain transpose of the input and the steps need no end-of-trace
-  masks. Else as many iterations as `most` steps need, evenly filled, and the chain padded.
+  masks. Else as many iterations as `_UNROLL` steps need, evenly filled, and the chain padded.
   """
-  if steps <= most:
+  if steps <= _UNROLL:
     return steps, steps
-  for u in range(most, most // 2 - 1, -1):
+  for u in range(_UNROLL, _UNROLL // 2 - 1, -1):
     if steps % u == 0:
       return u, steps
-  iters = -(-steps // most)
+  iters = -(-steps // _UNROLL)
   unroll = -(-steps // iters)
   return unroll, iters * unroll
 
@@ -712,8 +699,8 @@ def _sequential_first(formulas, props, window, lengths, check=()):
   The block means of the atoms are moved once into the time-major view [n, N] (the traces
   are the lanes of a step); each step evaluates every subformula at step k from the means at
   k and a carry of constant size [N] per entry: the values at k + 1 of the temporal
-  subformulas and of the operands of ``X``. No intermediate of size T is written. 32 to 256
-  steps form one loop iteration (`_unroll_for`); the chain is padded past the end of the trace (fewer steps
+  subformulas and of the operands of ``X``. No intermediate of size T is written. `_UNROLL`
+  steps form one loop iteration; the chain is padded past the end of the trace (fewer steps
   than there are iterations) so that every iteration holds as many steps.
 
   Args:
@@ -734,7 +721,7 @@ def _sequential_first(formulas, props, window, lengths, check=()):
   if check and w != 1:
     raise ValueError(f"the in-loop range check needs window 1, got {w}")
   steps = -(-T // w)
-  unroll, n = _unrolling(steps, _unroll_for(N))
+  unroll, n = _unrolling(steps)
   names = sorted(props)
   means, _, _ = _atoms_in_view(props, names, w, lengths, True, chunking=(1, n))
   dtype = next(iter(props.values())).dtype

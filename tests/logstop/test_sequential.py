@@ -114,31 +114,16 @@ def test_sequential_without_lengths_equals_the_float64_recursion(T, w):
       np.testing.assert_allclose(float(got[j][i]), want, rtol=1e-12, atol=1e-16, err_msg=TEXTS[j])
 
 
-@pytest.mark.parametrize("most", [32, 110, 256])
-def test_unrolling_prefers_a_divisor_and_pads_least(most):
+def test_unrolling_prefers_a_divisor_and_pads_least():
   for steps in range(1, 2000):
-    unroll, n = _engine._unrolling(steps, most)
+    unroll, n = _engine._unrolling(steps)
     assert n % unroll == 0 and n >= steps, steps
-    assert unroll <= most
-    if any(steps % u == 0 for u in range(most // 2, most + 1)):
+    assert unroll <= _engine._UNROLL
+    if any(steps % u == 0 for u in range(_engine._UNROLL // 2, _engine._UNROLL + 1)):
       assert n == steps, steps  # no padding where a divisor exists
     assert n - steps < n // unroll, steps  # fewer padded steps than loop iterations
   assert _engine._unrolling(500) == (25, 500)
   assert _engine._unrolling(10) == (10, 10)
-  assert _engine._unrolling(4000, 110) == (100, 4000)
-
-
-def test_unroll_grows_as_the_lanes_shrink():
-  """At least 8192 step-lanes per loop iteration, between 32 and 256 steps."""
-  assert [_engine._unroll_for(n) for n in (6000, 600, 300, 100, 75, 16, 1)] == [
-    32,
-    32,
-    32,
-    82,
-    110,
-    256,
-    256,
-  ]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
