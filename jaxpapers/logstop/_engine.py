@@ -478,10 +478,16 @@ def _window_means(x, w: int, count, view):
   Returns:
     [L, C, w, N] window means.
   """
-  N = x.shape[0]
-  frames = view.L * view.C * w
-  xf = _row_major(_extend(x, frames + w - 1).T)  # [F + w - 1, N]
-  sums = _window_sums(xf, w, frames).reshape(view.C, view.L, w, N).swapaxes(0, 1)
+  N, T = x.shape
+  size = view.L * view.C * w
+  # Frames from T on are zeros: sums of min(w, T) frames are the same, and the view's frames
+  # past T take zeros (read only through the end-of-trace masks).
+  width = min(w, T)
+  xf = _row_major(_extend(x, T + width - 1).T)  # [T + width - 1, N]
+  sums = _window_sums(xf, width, T)
+  if size > T:
+    sums = jnp.concatenate([sums, jnp.zeros((size - T, N), sums.dtype)])
+  sums = sums.reshape(view.C, view.L, w, N).swapaxes(0, 1)
   return _row_major(sums / count)
 
 
