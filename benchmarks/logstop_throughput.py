@@ -87,6 +87,21 @@ Where the targets stand (the record's summary gives the numbers of the run):
   blocked scans' rounding (no faster with 60 traces as the lanes of a step). What would remove
   the growth: the segments of a long trace as further lanes, which needs one pass per level of
   temporal nesting for the values entering each segment.
+  What the growth is made of (the long background runs paused, min / median of 41
+  interleaved blocks, CPU-ns per frame of ``score``): the loop body of the sequential scan is
+  split by XLA's CPU backend between two threads (``outer_dimension_partitions`` in its
+  compiled program) once its cost model puts it above about 100k cycles, and then hands half
+  of every iteration to its thread pool. At T = 4,000 (75 traces, sequential) ``a U b``,
+  ``G(a -> F b)`` and ``F(a & X b & X X c)`` took 10.15 / 11.61, 10.70 / 14.46 and 11.60 /
+  15.75, against 2.24 / 3.02, 2.92 / 3.32 and 4.16 / 4.69 at T = 50 and 2.23 / 2.68, 3.85 /
+  5.14 and 2.99 / 5.23 at T = 5,000 with the sequential scan forced (60 traces: one thread);
+  the blocked scans at T = 5,000 took 2.09 / 2.79, 4.10 / 5.22 and 4.72 / 5.30. The records'
+  T = 3,000 rows (100 traces) carry the same cost in part (``F(a & X b & X X c)`` 5.82 in one
+  full run, 8.77 in the next). Up to 256 steps per iteration with few traces (75 at T =
+  3,000) did not remove it (10.99 in a full run) and was withdrawn. The slope of three points
+  (quick mode) is the ratio of T = 5,000 to T = 50 alone, and single blocks vary by up to 2x
+  on the shared host (the spreads in the record), so its value moves by about 0.05 between
+  runs of the same code.
 * ``score`` at w = 64 / w = 1 <= 1.2: met. ``score`` at t = 0 sums blocks of w frames first, so
   a window costs less than w = 1, except where T is not a whole number of blocks: the frames
   were padded to whole blocks by a gather, a pass of its own. The whole blocks and the last,
@@ -95,15 +110,20 @@ Where the targets stand (the record's summary gives the numbers of the run):
   -> 1.40 / 1.82, ``G(a -> F b)`` 2.77 / 5.64 -> 1.11 / 1.75; T = 5,000 ``a U b`` 1.69 / 2.06
   -> 0.95 / 1.46, ``G(a -> F b)`` 1.84 / 2.26 -> 1.29 / 1.91). The earlier 1.30x at T = 50 was
   also the fixed cost of a call of 1,024 traces, now 6,000.
-* ``scores`` at w = 64 / w = 1 <= 1.2: not met. At w > 1 ``scores`` adds the window sums: two
-  blocked scans along the w frames of every block of the view per atom (``_block_sums`` in
-  ``jaxpapers/logstop/_engine.py``; no differences of prefix sums, which would cancel the
-  digits of a window of small scores beside large ones, and the tests forbid that), then runs
-  w chains of n = T / w steps (T = 5,000: 79 steps padded to 80) whose fixed costs per chunk
-  grow relative to the work. Measured before (T = 5,000, 60 traces, one atom, CPU-ns per frame
-  min / median): the window means at w = 1 (the transpose alone) 0.39 / 0.57, at w = 64 2.13
-  / 2.66; a block-major layout [w, blocks, N] with two ``lax.scan``s down its w rows took 3.65
-  / 4.13 (XLA zero-fills and copies each scan's stacked output).
+* ``scores`` at w = 64 / w = 1 <= 1.2: not met. At w > 1 ``scores`` adds the window means,
+  sums of w frames of nonnegative scores (no differences of prefix sums, which would cancel
+  the digits of a window of small scores beside large ones, and the tests forbid that). They
+  were two blocked scans along the w frames of every block of the view per atom (4 reads and
+  3 writes of the view); now the frames move once into frame-major order (the transpose that
+  w = 1 makes into the view), where the frames ahead of a frame are the rows below it, and
+  sliding sums add contiguous rows: sums of w // 16 frames, then 16 of those, the last pass
+  writing the view (``_window_sums`` in ``jaxpapers/logstop/_engine.py``). Side by side (one
+  atom, [60, 5,000], w = 64, CPU-us per call, min of 30 rounds, shared host): 700-750 -> about
+  350, the move alone about 100-115. The ratio went from 1.62-1.63 (quick) and 1.56 (full) to
+  the records' values; at T = 50 (w = 64 > T: frame-major order holds 2 T - 1 rows for T
+  frames, in two passes) ``a U b`` and ``G(a -> F b)`` rose from 0.80 and 0.74 to 1.21 and
+  1.16 (full records). What is left at T = 5,000 is the two passes per atom (the sums of 4
+  frames and the pass that adds 16 of them and writes the view).
 
 Writes ``benchmarks/results/logstop_throughput.json`` (``--out`` to change it).
 """
@@ -580,10 +600,10 @@ def summarize(rows, args) -> list[dict]:
           f"at {worst[2]}, T = {worst[3]} ({worst[1]:.2f} from the min-block times); all: "
           + ", ".join(f"{f} T={T} {v:.2f}" for v, _, f, T in ratios)
           + (
-            "; scores at w > 1 adds the window means (two blocked scans along the w frames "
-            "of every block of the view, per atom, materialised) and runs w chains of n = "
-            "T / w steps (T = 5,000, w = 64: 79 steps padded to 80), whose fixed costs per "
-            "chunk grow relative to the work"
+            "; scores at w > 1 adds the window means (per atom, the frames moved once into "
+            "frame-major order, then sums of w // 16 frames and 16 of those, the last pass "
+            "writing the view: w = 64, 2 passes reading 4 + 16 rows per frame) and runs w "
+            "chains of n = T / w steps (T = 5,000, w = 64: 79 steps padded to 80)"
             if kind == "scores"
             else ""
           ),

@@ -269,6 +269,26 @@ def test_window_mean_matches_float64_loop(w):
     assert np.all(np.isneginf(got[i, n:]))
 
 
+@pytest.mark.parametrize(
+  ("T", "w"), [(150, 16), (150, 31), (150, 32), (300, 64), (300, 79), (1100, 513)]
+)
+def test_wide_window_mean_matches_float64_loop(T, w):
+  """Windows of 16 frames and more (sums of sums, `_window_sums`) vs a float64 loop, with
+  runs of small scores as wide as several windows beside large ones: a window inside a run
+  keeps its digits (a difference of prefix sums would cancel them)."""
+  rng = np.random.default_rng(T + w)
+  p = rng.uniform(size=(3, T)).astype(np.float32)
+  start = T // 3
+  run = min(2 * w, T - start)
+  p[:, start : start + run] = rng.uniform(1e-7, 2e-7, size=(3, run)).astype(np.float32)
+  lengths = np.array([T, T - w // 2 - 1, 7])
+  got = np.asarray(L.scores("a", {"a": p}, window=w, length=lengths))
+  for i, n in enumerate(lengths):
+    want = np.log(_np_window_mean(p[i], w, n))
+    np.testing.assert_allclose(got[i, :n], want[:n], rtol=1e-6, atol=1e-6)
+    assert np.all(np.isneginf(got[i, n:]))
+
+
 def test_float32_long_trace_accuracy():
   """Pairwise accumulation: relative error <= 1e-4 at T = 1e5 in float32 (closed forms)."""
   T = 100_000
