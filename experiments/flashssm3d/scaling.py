@@ -18,7 +18,6 @@ writes ``scaling.json``, ``scaling.png`` and a judged ``results.json``
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import pathlib
@@ -26,7 +25,6 @@ import time
 
 import numpy as np
 from etils import epath
-from flax import nnx
 
 from jaxpapers import core
 from jaxpapers import flashssm3d as fs
@@ -36,14 +34,8 @@ def run_scaling(cfg, *, log=print) -> dict:
   """The sweep described by ``cfg`` (a ConfigDict/dict with views, width, depth, ...): the models'
   parameter counts and :func:`jaxpapers.flashssm3d.scaling_summary` of their sweep."""
   H, views = cfg["image_size"], cfg["views"]
-  common = dict(width=cfg["width"], depth=cfg["depth"], patch=cfg["patch"], image_size=H)
-  scfg = fs.FlashSSM3DConfig(**common, state=cfg["state"], camera_stages=1, method="scan")
-  models = {"student_ssm": fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0))}
-  if cfg["associative"]:
-    acfg = dataclasses.replace(scfg, method="associative")
-    models["student_ssm_associative"] = fs.FlashSSM3D(acfg, rngs=nnx.Rngs(0))
-  tcfg = fs.TeacherConfig(**common, heads=cfg["heads"], camera_stages=1)
-  models["teacher_attention"] = fs.AATeacher(tcfg, rngs=nnx.Rngs(0))
+  sizes = ("width", "depth", "patch", "image_size", "state", "heads", "associative")
+  models = fs.scaling_models(**{k: cfg[k] for k in sizes})
   out = {
     "views": list(views),
     "tokens_per_view": (H // cfg["patch"]) ** 2,

@@ -13,12 +13,57 @@ work; CPU time does not count the wait.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 import jax
 import numpy as np
 from flax import nnx
+
+from jaxpapers.flashssm3d import _models
+
+
+def scaling_models(
+  *,
+  width: int,
+  depth: int,
+  patch: int,
+  image_size: int,
+  state: int,
+  heads: int,
+  associative: bool = False,
+) -> dict[str, nnx.Module]:
+  """The models whose forward cost the view-scaling study compares, at one size.
+
+  Each has a camera head of one stage and is initialised from ``nnx.Rngs(0)``.
+
+  Args:
+    width: token width ``D`` of every model.
+    depth: blocks of every model.
+    patch: patch side ``p`` in pixels.
+    image_size: side ``H = W`` of the input frames (divisible by ``patch``).
+    state: SSM state size ``N`` of the students.
+    heads: attention heads of the teacher (dividing ``width``).
+    associative: also the student with ``lax.associative_scan``.
+
+  Returns:
+    ``{"student_ssm": FlashSSM3D with the sequential lax.scan[, "student_ssm_associative": the
+    same with lax.associative_scan], "teacher_attention": AATeacher}``, each called as
+    ``model(images [B, S, H, W, 3])``.
+
+  Raises:
+    ValueError: sizes the model configs reject (e.g. ``image_size`` not divisible by ``patch``).
+  """
+  common = dict(width=width, depth=depth, patch=patch, image_size=image_size)
+  scfg = _models.FlashSSM3DConfig(**common, state=state, camera_stages=1, method="scan")
+  out: dict[str, nnx.Module] = {"student_ssm": _models.FlashSSM3D(scfg, rngs=nnx.Rngs(0))}
+  if associative:
+    acfg = dataclasses.replace(scfg, method="associative")
+    out["student_ssm_associative"] = _models.FlashSSM3D(acfg, rngs=nnx.Rngs(0))
+  tcfg = _models.TeacherConfig(**common, heads=heads, camera_stages=1)
+  out["teacher_attention"] = _models.AATeacher(tcfg, rngs=nnx.Rngs(0))
+  return out
 
 
 def compiled_memory_bytes(compiled) -> int:

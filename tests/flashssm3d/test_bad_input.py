@@ -694,6 +694,9 @@ CASES += [
   Case("scaling_summary", fs.scaling_summary, ([1, 2], {"m": {"time_s": [1.0],
        "memory_mib": [1.0]}}), {"fit_min_views": 1}, match="one time and memory per view",
        jit=None, jit_reason="host-side fits of a measured sweep"),
+  Case("scaling_models", fs.scaling_models, (), {"width": 8, "depth": 1, "patch": 3,
+       "image_size": 8, "state": 4, "heads": 2}, match="must be divisible by patch", jit=None,
+       jit_reason="builds models on the host"),
 ]  # fmt: skip
 
 EXEMPT = {
