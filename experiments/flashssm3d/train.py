@@ -77,13 +77,6 @@ def _state(model, c, steps):
   )
 
 
-def compile_step(step_fn, state, batch, *, count=True):
-  """AOT-compile a train step once; ``(compiled, FLOPs per step or None)`` (every ``lax.scan``
-  step counted, :func:`jaxpapers.flashssm3d.count_flops`; ``count=False`` skips the count)."""
-  traced = jax.jit(step_fn, donate_argnums=0).trace(state, batch)
-  return traced.lower().compile(), (fs.count_flops(traced) if count else None)
-
-
 def _fit(config, state, compiled, batches, steps, workdir, name):
   """``core.train_loop`` with the config's checkpoint and log intervals."""
   return core.train_loop(
@@ -146,7 +139,7 @@ def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
     phases.insert(0, ("teacher_cameras", cam_steps, dict(depth=0.0, points=0.0, grad=0.0)))
   flops, hist, done = 0.0, [], 0
   for name, until, zeroed in phases:
-    compiled, step_flops = compile_step(_step(config, **zeroed), state, batches(0))
+    compiled, step_flops = fs.compile_step(_step(config, **zeroed), state, batches(0))
     state, phase_hist = _fit(config, state, compiled, batches, until, workdir, name)
     flops, hist, done = flops + step_flops * (until - done), hist + phase_hist, until
   teacher = state.model()
@@ -211,7 +204,7 @@ def _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool: 
     state, compiled = probe, traced.lower().compile()
   else:
     state = _state(student, sc, steps)
-    compiled, _ = compile_step(sstep, state, batches(0), count=False)  # counted above
+    compiled, _ = fs.compile_step(sstep, state, batches(0), count=False)  # counted above
   state, hist = _fit(config, state, compiled, batches, steps, workdir, f"student_{name}")
   student = state.model()
   info = {
@@ -355,7 +348,7 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
     model = fs.FlashSSM3D(scfg, rngs=nnx.Rngs(config.seed + 1))
     state = _state(model, sc, sc.max_steps)
     t0 = time.perf_counter()
-    compiled, flops = compile_step(_step(config), state, batches(0))
+    compiled, flops = fs.compile_step(_step(config), state, batches(0))
     state, histories[name] = _fit(
       config, state, compiled, batches, sc.max_steps, workdir, f"student_{name}"
     )

@@ -73,6 +73,7 @@ from jaxpapers.flashssm3d._scaling import compiled_memory_bytes, scaling_models,
 from jaxpapers.flashssm3d._scaling_fit import scaling_summary, views_within
 from jaxpapers.flashssm3d._ssm import SCAN_METHODS, SCAN_ORDERS, BiSSM, scan_order, selective_scan
 from jaxpapers.flashssm3d._training import (
+  compile_step,
   sample_batches,
   steps_within_budget,
   train_optimizer,
@@ -188,6 +189,7 @@ __all__ = [
   "BiSSM",
   "scan_order",
   "selective_scan",
+  "compile_step",
   "sample_batches",
   "steps_within_budget",
   "train_optimizer",

@@ -689,6 +689,8 @@ CASES += [
   Case("sample_batches", fs.sample_batches, (np.zeros((3, 2), F32), {}),
        {"batch_size": 0, "seed": 0}, match="batch_size must be an int >= 1", jit=None,
        jit_reason=_RECIPE, id="sample_batches-size"),
+  Case("compile_step", fs.compile_step, (None, 0.0, 0.0), error=TypeError,
+       match="step_fn must be callable", jit=None, jit_reason=_RECIPE),
   Case("views_within", fs.views_within, (0.0, [1], [1.0], 1.0, 0.0), match="budget_s must be > 0",
        jit=None, jit_reason="host-side arithmetic on a measured sweep"),
   Case("scaling_summary", fs.scaling_summary, ([1, 2], {"m": {"time_s": [1.0],
