@@ -30,31 +30,9 @@ from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 
 
-def run_scaling(cfg, *, log=print) -> dict:
-  """The sweep described by ``cfg`` (a ConfigDict/dict with views, width, depth, ...): the models'
-  parameter counts and :func:`jaxpapers.flashssm3d.scaling_summary` of their sweep."""
-  H, views = cfg["image_size"], cfg["views"]
-  sizes = ("width", "depth", "patch", "image_size", "state", "heads", "associative")
-  models = fs.scaling_models(**{k: cfg[k] for k in sizes})
-  out = {
-    "views": list(views),
-    "tokens_per_view": (H // cfg["patch"]) ** 2,
-    "params": {k: fs.count_params(m) for k, m in models.items()},
-  }
-  sweep = fs.view_scaling(
-    models,
-    views,
-    image_size=H,
-    repeats=cfg["repeats"],
-    memory_cap_gb=cfg["memory_cap_gb"],
-    time_cap_s=cfg["time_cap_s"],
-    log=log,
-  )
-  return {**out, **fs.scaling_summary(views, sweep, fit_min_views=cfg["fit_min_views"])}
-
-
 def cached_scaling(cfg, workdir, *, log=print) -> dict:
-  """``run_scaling(cfg)`` with ``"config"`` added, stored in ``<workdir>/cells/``.
+  """:func:`jaxpapers.flashssm3d.scaling_study` of the sweep settings ``cfg`` (a ConfigDict or dict
+  with views, width, depth, ...) with ``"config"`` added, stored in ``<workdir>/cells/``.
 
   The cell is named by a hash of the settings, so a rerun (or the experiment after
   ``python -m experiments.flashssm3d.scaling --workdir=<workdir>``) with the same settings reads
@@ -63,10 +41,9 @@ def cached_scaling(cfg, workdir, *, log=print) -> dict:
   want = json.loads(json.dumps(dict(cfg)))
   digest = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:16]
 
-  def compute(_):
-    res = run_scaling(cfg, log=log)
-    res["config"] = want
-    return res
+  def compute(_):  # every setting but "enabled" is an argument of the study
+    study = {k: v for k, v in dict(cfg).items() if k != "enabled"}
+    return {**fs.scaling_study(**study, log=log), "config": want}
 
   return core.CellStore(epath.Path(workdir) / "cells").get_or_compute(f"scaling/{digest}", compute)
 
@@ -117,7 +94,7 @@ SCALING_CLAIMS = (
 
 
 def scaling_metrics(res: dict) -> dict:
-  """Flat ``{"<model>/<key>": value}`` metrics of a :func:`run_scaling` result (scalars only)."""
+  """Flat ``{"<model>/<key>": value}`` metrics of a :func:`cached_scaling` result (scalars only)."""
   out = {}
   for name, r in res.items():
     if isinstance(r, dict) and "time_exponent" in r:

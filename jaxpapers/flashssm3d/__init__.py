@@ -69,7 +69,12 @@ from jaxpapers.flashssm3d._metrics import (
   rra_rta,
   umeyama_np,
 )
-from jaxpapers.flashssm3d._scaling import compiled_memory_bytes, scaling_models, view_scaling
+from jaxpapers.flashssm3d._scaling import (
+  compiled_memory_bytes,
+  scaling_models,
+  scaling_study,
+  view_scaling,
+)
 from jaxpapers.flashssm3d._scaling_fit import scaling_summary, views_within
 from jaxpapers.flashssm3d._ssm import SCAN_METHODS, SCAN_ORDERS, BiSSM, scan_order, selective_scan
 from jaxpapers.flashssm3d._training import (
@@ -182,6 +187,7 @@ __all__ = [
   "compiled_memory_bytes",
   "view_scaling",
   "scaling_models",
+  "scaling_study",
   "scaling_summary",
   "views_within",
   "SCAN_METHODS",

@@ -16,12 +16,14 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 from flax import nnx
 
 from jaxpapers.flashssm3d import _models
+from jaxpapers.flashssm3d._scaling_fit import scaling_summary
 
 
 def scaling_models(
@@ -190,3 +192,62 @@ def view_scaling(
       "cpu_s_repeats": all_cpus,
     }
   return out
+
+
+def scaling_study(
+  views: Sequence[int],
+  *,
+  width: int,
+  depth: int,
+  patch: int,
+  image_size: int,
+  state: int,
+  heads: int,
+  fit_min_views: int,
+  associative: bool = False,
+  repeats: int = 3,
+  memory_cap_gb: float = 4.0,
+  time_cap_s: float = 12.0,
+  log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+  """The view-scaling study: :func:`scaling_models` swept by :func:`view_scaling`, then fitted.
+
+  Args:
+    views: ``[m]`` view counts ``S``, increasing.
+    width: token width of every model (:func:`scaling_models`).
+    depth: blocks of every model.
+    patch: patch side in pixels.
+    image_size: side ``H = W`` of the input frames (divisible by ``patch``).
+    state: SSM state size of the students.
+    heads: attention heads of the teacher.
+    fit_min_views: the smallest view count in the fits (:func:`scaling_summary`).
+    associative: also the student with ``lax.associative_scan``.
+    repeats: timed calls per size (:func:`view_scaling`).
+    memory_cap_gb: the largest buffer estimate (GiB) a model is run with.
+    time_cap_s: a model stops after the first size whose median forward exceeds this.
+    log: called with one line per measured size.
+
+  Returns:
+    ``{"views": [m], "tokens_per_view": (image_size // patch)^2, "params": {model: count},
+    <model>: its :func:`scaling_summary` entry}`` for each model of :func:`scaling_models`.
+
+  Raises:
+    ValueError: sizes the model configs reject, or arguments :func:`view_scaling` rejects.
+  """
+  sizes = dict(width=width, depth=depth, patch=patch, image_size=image_size, state=state)
+  models = scaling_models(**sizes, heads=heads, associative=associative)
+  out = {
+    "views": list(views),
+    "tokens_per_view": (image_size // patch) ** 2,
+    "params": {k: _models.count_params(m) for k, m in models.items()},
+  }
+  sweep = view_scaling(
+    models,
+    views,
+    image_size=image_size,
+    repeats=repeats,
+    memory_cap_gb=memory_cap_gb,
+    time_cap_s=time_cap_s,
+    log=log,
+  )
+  return {**out, **scaling_summary(views, sweep, fit_min_views=fit_min_views)}

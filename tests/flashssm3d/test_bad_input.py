@@ -699,6 +699,9 @@ CASES += [
   Case("scaling_models", fs.scaling_models, (), {"width": 8, "depth": 1, "patch": 3,
        "image_size": 8, "state": 4, "heads": 2}, match="must be divisible by patch", jit=None,
        jit_reason="builds models on the host"),
+  Case("scaling_study", fs.scaling_study, ([1],), {"width": 8, "depth": 1, "patch": 3,
+       "image_size": 8, "state": 4, "heads": 2, "fit_min_views": 1},
+       match="must be divisible by patch", jit=None, jit_reason="a host-side timing study"),
 ]  # fmt: skip
 
 EXEMPT = {

@@ -104,3 +104,18 @@ def test_scaling_models_compute_what_their_configs_build():
   for a, b in zip(seq, assoc):
     np.testing.assert_allclose(np.float64(a), np.float64(b), rtol=1e-4, atol=1e-5)
   assert np.asarray(seq.depth).shape == (1, 3, 8, 8, 1)
+
+
+def test_scaling_study_fits_the_sweep_of_the_scaling_models():
+  """Two view counts: each exponent is the two-point log-log slope (float64 NumPy)."""
+  sizes = dict(width=8, depth=1, patch=4, image_size=8, state=4, heads=2)
+  res = fs.scaling_study((1, 2), **sizes, fit_min_views=1, repeats=1, log=lambda _: None)
+  models = fs.scaling_models(**sizes)
+  assert res["views"] == [1, 2] and res["tokens_per_view"] == (8 // 4) ** 2
+  assert res["params"] == {k: fs.count_params(m) for k, m in models.items()}
+  for name in models:
+    r = res[name]
+    slope = lambda v: np.log(np.float64(v[1]) / np.float64(v[0])) / np.log(2.0)
+    assert r["time_exponent"] == pytest.approx(slope(r["time_s"]), rel=1e-9)
+    assert r["memory_exponent"] == pytest.approx(slope(r["memory_mib"]), rel=1e-9)
+    assert r["time_fit_points"] == 2 and r["views_in_10s_measured"] == 2
