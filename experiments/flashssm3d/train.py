@@ -239,18 +239,6 @@ def _extrapolation(config, forwards: dict, hw) -> dict:
   return out
 
 
-def _evals(preds: dict, test, teacher_test, hw) -> dict:
-  """``{model: {"vs_gt": metrics[, "vs_teacher": metrics]}}`` of ``{model: predictions}``
-  (``(against GT, against the teacher)`` for predictors fitted on each)."""
-  out = {}
-  for name, p in preds.items():
-    p_gt, p_teacher = p if isinstance(p, tuple) else (p, p)
-    out[name] = {"vs_gt": fs.evaluate_predictions(p_gt, test, hw)}
-    if teacher_test is not None:
-      out[name]["vs_teacher"] = fs.evaluate_predictions(p_teacher, teacher_test, hw)
-  return out
-
-
 def _setup(config, seed: int, workdir):
   """``(config with seed, workdir, hw, test, sub, pool, pool_names, trivial predictions)``: the
   data of one seed, the student's first ``student_fraction`` of the pool, and input-independent
@@ -293,14 +281,16 @@ def run_seed(config, seed: int, workdir) -> dict:
   evals = {}
   if teacher_test is not None:
     evals["teacher_T1"] = {"vs_gt": fs.evaluate_predictions(teacher_test, test, hw)}
-  evals.update(_evals({k: (v, triv_t[k]) for k, v in triv.items()}, test, teacher_test, hw))
+  pairs = {k: (v, triv_t[k]) for k, v in triv.items()}  # fitted on GT, on the teacher's outputs
+  evals.update(fs.evaluate_models(pairs, test, hw, teacher_test))
   scfg = student_config(config, **norm)
   students, histories = {}, {"teacher": teacher["history"]}
   forwards = {} if teacher["forward"] is None else {"teacher_T1": teacher["forward"]}
   for name in config.variants:
     info, hist, fwd = _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool)
     students[name], histories[name], forwards[f"student_{name}"] = info, hist, fwd
-    evals.update(_evals({f"student_{name}": fwd(test["images"])}, test, teacher_test, hw))
+    preds = {f"student_{name}": fwd(test["images"])}
+    evals.update(fs.evaluate_models(preds, test, hw, teacher_test))
   data = {
     "source": dc.source,
     "pool_scenes": n_pool,
@@ -337,7 +327,7 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
   """
   config, workdir, hw, test, sub, _, _, triv = _setup(config, seed, workdir)
   dc, sc = config.data, config.student
-  evals = _evals(triv, test, None, hw)
+  evals = fs.evaluate_models(triv, test, hw)
   gt = fs.ground_truth_targets(sub)
   batches = fs.sample_batches(sub["images"], gt, batch_size=sc.batch_size, seed=config.seed + 7)
   info, histories = {}, {}
@@ -360,7 +350,7 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
       "global_orders": list(SCAN_ORDERS[name]),
     }
     fwd = fs.BatchedForward(state.model(), batch_size=dc.eval_batch)
-    evals.update(_evals({f"student_{name}": fwd(test["images"])}, test, None, hw))
+    evals.update(fs.evaluate_models({f"student_{name}": fwd(test["images"])}, test, hw))
   n_train, n_test = len(sub["images"]), len(test["images"])
   data = {"train_scenes": n_train, "test_scenes": n_test, "views": dc.num_views, "split": dc.split}
   return {"data": data, "students": info, "eval": evals, "histories": histories}

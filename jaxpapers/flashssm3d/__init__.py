@@ -24,6 +24,7 @@ from jaxpapers.flashssm3d._data import (
 )
 from jaxpapers.flashssm3d._evaluation import (
   BatchedForward,
+  evaluate_models,
   evaluate_predictions,
   mean_pose_encoding,
   trivial_predictors,
@@ -147,6 +148,7 @@ from jaxpapers.flashssm3d._models import (
 
 __all__ = [
   "BatchedForward",
+  "evaluate_models",
   "evaluate_predictions",
   "mean_pose_encoding",
   "trivial_predictors",

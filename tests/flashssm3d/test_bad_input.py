@@ -658,6 +658,8 @@ CASES += [
        match="fit must hold", jit=None, jit_reason=_HOST, id="trivial_predictors-keys"),
   Case("trivial_predictors", fs.trivial_predictors, (_FIT, 0, (4, 4)),
        match="num_test must be", jit=None, jit_reason=_HOST, id="trivial_predictors-n"),
+  Case("evaluate_models", fs.evaluate_models, ({}, _FIT, (4, 4, 3)),
+       match=r"image_hw must be \(H, W\)", jit=None, jit_reason=_HOST),
   Case("evaluate_predictions", fs.evaluate_predictions, ({}, _FIT, (4,)),
        match=r"image_hw must be \(H, W\)", jit=None, jit_reason=_HOST),
   Case("BatchedForward", lambda: fs.BatchedForward(None, batch_size=0),
