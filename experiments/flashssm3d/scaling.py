@@ -5,9 +5,9 @@ per view, batch 1, jitted forward; peak memory is XLA's compiled buffer estimate
 attention model is skipped once it would exceed ``memory_cap_gb``; a model stops once a forward
 takes longer than ``time_cap_s``) on the SSM student with ``lax.scan`` (``student_ssm``; and
 ``lax.associative_scan`` where ``cfg["associative"]``) and the attention teacher, its exponents
-fitted by ``jaxpapers.flashssm3d.scaling_summary``. This module judges :data:`SCALING_CLAIMS`; a
-finished sweep is a ``core.CellStore`` cell keyed by its settings (:func:`cached_scaling`).
-Times are wall clock on shared CPU cores.
+fitted by ``jaxpapers.flashssm3d.scaling_summary`` (the two: ``scaling_study``). This module
+judges :data:`SCALING_CLAIMS`; a finished sweep is a ``core.CellStore`` cell keyed by its
+settings (:func:`cached_scaling`). Times are wall clock on shared CPU cores.
 
   python -m experiments.flashssm3d.scaling --views=8,16,32,64,128,256,512 --no_associative \
       --workdir=runs/flashssm3d_scaling
