@@ -57,13 +57,16 @@ def scaling_models(
   Raises:
     ValueError: sizes the model configs reject (e.g. ``image_size`` not divisible by ``patch``).
   """
-  common = dict(width=width, depth=depth, patch=patch, image_size=image_size)
-  scfg = _models.FlashSSM3DConfig(**common, state=state, camera_stages=1, method="scan")
+  scfg = _models.FlashSSM3DConfig(
+    width=width, depth=depth, patch=patch, image_size=image_size, state=state, camera_stages=1
+  )
   out: dict[str, nnx.Module] = {"student_ssm": _models.FlashSSM3D(scfg, rngs=nnx.Rngs(0))}
   if associative:
     acfg = dataclasses.replace(scfg, method="associative")
     out["student_ssm_associative"] = _models.FlashSSM3D(acfg, rngs=nnx.Rngs(0))
-  tcfg = _models.TeacherConfig(**common, heads=heads, camera_stages=1)
+  tcfg = _models.TeacherConfig(
+    width=width, depth=depth, patch=patch, image_size=image_size, heads=heads, camera_stages=1
+  )
   out["teacher_attention"] = _models.AATeacher(tcfg, rngs=nnx.Rngs(0))
   return out
 
@@ -234,8 +237,15 @@ def scaling_study(
   Raises:
     ValueError: sizes the model configs reject, or arguments :func:`view_scaling` rejects.
   """
-  sizes = dict(width=width, depth=depth, patch=patch, image_size=image_size, state=state)
-  models = scaling_models(**sizes, heads=heads, associative=associative)
+  models = scaling_models(
+    width=width,
+    depth=depth,
+    patch=patch,
+    image_size=image_size,
+    state=state,
+    heads=heads,
+    associative=associative,
+  )
   out = {
     "views": list(views),
     "tokens_per_view": (image_size // patch) ** 2,
