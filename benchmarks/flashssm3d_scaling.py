@@ -52,8 +52,6 @@ fitted to the median CPU time of five calls; the wall-time exponent is in each r
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import numpy as np
 from flax import nnx
@@ -107,18 +105,9 @@ def parse_args(argv=None):
 
 
 def models(cfg) -> dict:
-  """The SSM student (sequential scan; and associative where ``cfg["associative"]``) and the
-  attention teacher at the sweep's sizes, camera head of one stage."""
-  H = cfg["image_size"]
-  common = dict(width=cfg["width"], depth=cfg["depth"], patch=cfg["patch"], image_size=H)
-  student = fs.FlashSSM3DConfig(**common, state=cfg["state"], camera_stages=1, method="scan")
-  out = {"student_ssm": fs.FlashSSM3D(student, rngs=nnx.Rngs(0))}
-  if cfg.get("associative", False):
-    assoc = dataclasses.replace(student, method="associative")
-    out["student_ssm_associative"] = fs.FlashSSM3D(assoc, rngs=nnx.Rngs(0))
-  teacher = fs.TeacherConfig(**common, heads=cfg["heads"], camera_stages=1)
-  out["teacher_attention"] = fs.AATeacher(teacher, rngs=nnx.Rngs(0))
-  return out
+  """:func:`jaxpapers.flashssm3d.scaling_models` at the sweep's sizes (``cfg``)."""
+  sizes = ("width", "depth", "patch", "image_size", "state", "heads")
+  return fs.scaling_models(**{k: cfg[k] for k in sizes}, associative=cfg.get("associative", False))
 
 
 def flop_profile(model, views, image_size) -> dict:

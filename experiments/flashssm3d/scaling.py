@@ -5,9 +5,9 @@ per view, batch 1, jitted forward; peak memory is XLA's compiled buffer estimate
 attention model is skipped once it would exceed ``memory_cap_gb``; a model stops once a forward
 takes longer than ``time_cap_s``) on the SSM student with ``lax.scan`` (``student_ssm``; and
 ``lax.associative_scan`` where ``cfg["associative"]``) and the attention teacher, its exponents
-fitted by ``jaxpapers.flashssm3d.scaling_summary``. This module judges :data:`SCALING_CLAIMS`; a
-finished sweep is a ``core.CellStore`` cell keyed by its settings (:func:`cached_scaling`).
-Times are wall clock on shared CPU cores.
+fitted by ``jaxpapers.flashssm3d.scaling_summary`` (the two: ``scaling_study``). This module
+judges :data:`SCALING_CLAIMS`; a finished sweep is a ``core.CellStore`` cell keyed by its
+settings (:func:`cached_scaling`). Times are wall clock on shared CPU cores.
 
   python -m experiments.flashssm3d.scaling --views=8,16,32,64,128,256,512 --no_associative \
       --workdir=runs/flashssm3d_scaling
@@ -18,7 +18,6 @@ writes ``scaling.json``, ``scaling.png`` and a judged ``results.json``
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import pathlib
@@ -26,43 +25,14 @@ import time
 
 import numpy as np
 from etils import epath
-from flax import nnx
 
 from jaxpapers import core
 from jaxpapers import flashssm3d as fs
 
 
-def run_scaling(cfg, *, log=print) -> dict:
-  """The sweep described by ``cfg`` (a ConfigDict/dict with views, width, depth, ...): the models'
-  parameter counts and :func:`jaxpapers.flashssm3d.scaling_summary` of their sweep."""
-  H, views = cfg["image_size"], cfg["views"]
-  common = dict(width=cfg["width"], depth=cfg["depth"], patch=cfg["patch"], image_size=H)
-  scfg = fs.FlashSSM3DConfig(**common, state=cfg["state"], camera_stages=1, method="scan")
-  models = {"student_ssm": fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0))}
-  if cfg["associative"]:
-    acfg = dataclasses.replace(scfg, method="associative")
-    models["student_ssm_associative"] = fs.FlashSSM3D(acfg, rngs=nnx.Rngs(0))
-  tcfg = fs.TeacherConfig(**common, heads=cfg["heads"], camera_stages=1)
-  models["teacher_attention"] = fs.AATeacher(tcfg, rngs=nnx.Rngs(0))
-  out = {
-    "views": list(views),
-    "tokens_per_view": (H // cfg["patch"]) ** 2,
-    "params": {k: fs.count_params(m) for k, m in models.items()},
-  }
-  sweep = fs.view_scaling(
-    models,
-    views,
-    image_size=H,
-    repeats=cfg["repeats"],
-    memory_cap_gb=cfg["memory_cap_gb"],
-    time_cap_s=cfg["time_cap_s"],
-    log=log,
-  )
-  return {**out, **fs.scaling_summary(views, sweep, fit_min_views=cfg["fit_min_views"])}
-
-
 def cached_scaling(cfg, workdir, *, log=print) -> dict:
-  """``run_scaling(cfg)`` with ``"config"`` added, stored in ``<workdir>/cells/``.
+  """:func:`jaxpapers.flashssm3d.scaling_study` of the sweep settings ``cfg`` (a ConfigDict or dict
+  with views, width, depth, ...) with ``"config"`` added, stored in ``<workdir>/cells/``.
 
   The cell is named by a hash of the settings, so a rerun (or the experiment after
   ``python -m experiments.flashssm3d.scaling --workdir=<workdir>``) with the same settings reads
@@ -71,10 +41,9 @@ def cached_scaling(cfg, workdir, *, log=print) -> dict:
   want = json.loads(json.dumps(dict(cfg)))
   digest = hashlib.sha256(json.dumps(want, sort_keys=True).encode()).hexdigest()[:16]
 
-  def compute(_):
-    res = run_scaling(cfg, log=log)
-    res["config"] = want
-    return res
+  def compute(_):  # every setting but "enabled" is an argument of the study
+    study = {k: v for k, v in dict(cfg).items() if k != "enabled"}
+    return {**fs.scaling_study(**study, log=log), "config": want}
 
   return core.CellStore(epath.Path(workdir) / "cells").get_or_compute(f"scaling/{digest}", compute)
 
@@ -125,7 +94,7 @@ SCALING_CLAIMS = (
 
 
 def scaling_metrics(res: dict) -> dict:
-  """Flat ``{"<model>/<key>": value}`` metrics of a :func:`run_scaling` result (scalars only)."""
+  """Flat ``{"<model>/<key>": value}`` metrics of a :func:`cached_scaling` result (scalars only)."""
   out = {}
   for name, r in res.items():
     if isinstance(r, dict) and "time_exponent" in r:

@@ -77,13 +77,6 @@ def _state(model, c, steps):
   )
 
 
-def compile_step(step_fn, state, batch, *, count=True):
-  """AOT-compile a train step once; ``(compiled, FLOPs per step or None)`` (every ``lax.scan``
-  step counted, :func:`jaxpapers.flashssm3d.count_flops`; ``count=False`` skips the count)."""
-  traced = jax.jit(step_fn, donate_argnums=0).trace(state, batch)
-  return traced.lower().compile(), (fs.count_flops(traced) if count else None)
-
-
 def _fit(config, state, compiled, batches, steps, workdir, name):
   """``core.train_loop`` with the config's checkpoint and log intervals."""
   return core.train_loop(
@@ -146,7 +139,7 @@ def _trained_teacher(config, pool, sub, test, norm, sharding, workdir) -> dict:
     phases.insert(0, ("teacher_cameras", cam_steps, dict(depth=0.0, points=0.0, grad=0.0)))
   flops, hist, done = 0.0, [], 0
   for name, until, zeroed in phases:
-    compiled, step_flops = compile_step(_step(config, **zeroed), state, batches(0))
+    compiled, step_flops = fs.compile_step(_step(config, **zeroed), state, batches(0))
     state, phase_hist = _fit(config, state, compiled, batches, until, workdir, name)
     flops, hist, done = flops + step_flops * (until - done), hist + phase_hist, until
   teacher = state.model()
@@ -211,7 +204,7 @@ def _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool: 
     state, compiled = probe, traced.lower().compile()
   else:
     state = _state(student, sc, steps)
-    compiled, _ = compile_step(sstep, state, batches(0), count=False)  # counted above
+    compiled, _ = fs.compile_step(sstep, state, batches(0), count=False)  # counted above
   state, hist = _fit(config, state, compiled, batches, steps, workdir, f"student_{name}")
   student = state.model()
   info = {
@@ -243,18 +236,6 @@ def _extrapolation(config, forwards: dict, hw) -> dict:
       out.setdefault(mname, {})[str(views)] = fs.evaluate_predictions(
         fwd(ext_test["images"]), ext_test, hw
       )
-  return out
-
-
-def _evals(preds: dict, test, teacher_test, hw) -> dict:
-  """``{model: {"vs_gt": metrics[, "vs_teacher": metrics]}}`` of ``{model: predictions}``
-  (``(against GT, against the teacher)`` for predictors fitted on each)."""
-  out = {}
-  for name, p in preds.items():
-    p_gt, p_teacher = p if isinstance(p, tuple) else (p, p)
-    out[name] = {"vs_gt": fs.evaluate_predictions(p_gt, test, hw)}
-    if teacher_test is not None:
-      out[name]["vs_teacher"] = fs.evaluate_predictions(p_teacher, teacher_test, hw)
   return out
 
 
@@ -300,14 +281,16 @@ def run_seed(config, seed: int, workdir) -> dict:
   evals = {}
   if teacher_test is not None:
     evals["teacher_T1"] = {"vs_gt": fs.evaluate_predictions(teacher_test, test, hw)}
-  evals.update(_evals({k: (v, triv_t[k]) for k, v in triv.items()}, test, teacher_test, hw))
+  pairs = {k: (v, triv_t[k]) for k, v in triv.items()}  # fitted on GT, on the teacher's outputs
+  evals.update(fs.evaluate_models(pairs, test, hw, teacher_test))
   scfg = student_config(config, **norm)
   students, histories = {}, {"teacher": teacher["history"]}
   forwards = {} if teacher["forward"] is None else {"teacher_T1": teacher["forward"]}
   for name in config.variants:
     info, hist, fwd = _train_student(config, name, scfg, sub, teacher, sharding, workdir, n_pool)
     students[name], histories[name], forwards[f"student_{name}"] = info, hist, fwd
-    evals.update(_evals({f"student_{name}": fwd(test["images"])}, test, teacher_test, hw))
+    preds = {f"student_{name}": fwd(test["images"])}
+    evals.update(fs.evaluate_models(preds, test, hw, teacher_test))
   data = {
     "source": dc.source,
     "pool_scenes": n_pool,
@@ -344,7 +327,7 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
   """
   config, workdir, hw, test, sub, _, _, triv = _setup(config, seed, workdir)
   dc, sc = config.data, config.student
-  evals = _evals(triv, test, None, hw)
+  evals = fs.evaluate_models(triv, test, hw)
   gt = fs.ground_truth_targets(sub)
   batches = fs.sample_batches(sub["images"], gt, batch_size=sc.batch_size, seed=config.seed + 7)
   info, histories = {}, {}
@@ -355,7 +338,7 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
     model = fs.FlashSSM3D(scfg, rngs=nnx.Rngs(config.seed + 1))
     state = _state(model, sc, sc.max_steps)
     t0 = time.perf_counter()
-    compiled, flops = compile_step(_step(config), state, batches(0))
+    compiled, flops = fs.compile_step(_step(config), state, batches(0))
     state, histories[name] = _fit(
       config, state, compiled, batches, sc.max_steps, workdir, f"student_{name}"
     )
@@ -367,7 +350,7 @@ def run_scan_order_seed(config, seed: int, workdir) -> dict:
       "global_orders": list(SCAN_ORDERS[name]),
     }
     fwd = fs.BatchedForward(state.model(), batch_size=dc.eval_batch)
-    evals.update(_evals({f"student_{name}": fwd(test["images"])}, test, None, hw))
+    evals.update(fs.evaluate_models({f"student_{name}": fwd(test["images"])}, test, hw))
   n_train, n_test = len(sub["images"]), len(test["images"])
   data = {"train_scenes": n_train, "test_scenes": n_test, "views": dc.num_views, "split": dc.split}
   return {"data": data, "students": info, "eval": evals, "histories": histories}

@@ -24,6 +24,7 @@ from jaxpapers.flashssm3d._data import (
 )
 from jaxpapers.flashssm3d._evaluation import (
   BatchedForward,
+  evaluate_models,
   evaluate_predictions,
   mean_pose_encoding,
   trivial_predictors,
@@ -69,10 +70,16 @@ from jaxpapers.flashssm3d._metrics import (
   rra_rta,
   umeyama_np,
 )
-from jaxpapers.flashssm3d._scaling import compiled_memory_bytes, view_scaling
+from jaxpapers.flashssm3d._scaling import (
+  compiled_memory_bytes,
+  scaling_models,
+  scaling_study,
+  view_scaling,
+)
 from jaxpapers.flashssm3d._scaling_fit import scaling_summary, views_within
 from jaxpapers.flashssm3d._ssm import SCAN_METHODS, SCAN_ORDERS, BiSSM, scan_order, selective_scan
 from jaxpapers.flashssm3d._training import (
+  compile_step,
   sample_batches,
   steps_within_budget,
   train_optimizer,
@@ -141,6 +148,7 @@ from jaxpapers.flashssm3d._models import (
 
 __all__ = [
   "BatchedForward",
+  "evaluate_models",
   "evaluate_predictions",
   "mean_pose_encoding",
   "trivial_predictors",
@@ -180,6 +188,8 @@ __all__ = [
   "umeyama_np",
   "compiled_memory_bytes",
   "view_scaling",
+  "scaling_models",
+  "scaling_study",
   "scaling_summary",
   "views_within",
   "SCAN_METHODS",
@@ -187,6 +197,7 @@ __all__ = [
   "BiSSM",
   "scan_order",
   "selective_scan",
+  "compile_step",
   "sample_batches",
   "steps_within_budget",
   "train_optimizer",

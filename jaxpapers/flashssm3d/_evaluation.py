@@ -107,6 +107,40 @@ def evaluate_predictions(
   return out
 
 
+def evaluate_models(
+  predictions: Mapping[str, Any],
+  scenes: Mapping[str, np.ndarray],
+  image_hw: Sequence[int],
+  teacher: Mapping[str, np.ndarray] | None = None,
+) -> dict[str, dict[str, dict[str, float]]]:
+  """Every model's :func:`evaluate_predictions` against ground truth and against the teacher.
+
+  Args:
+    predictions: model name -> its predictions on the ``N`` test scenes (what
+      :func:`evaluate_predictions` takes as ``pred``), or a pair ``(scored against ground truth,
+      scored against the teacher)`` (e.g. input-independent predictors fitted on each).
+    scenes: the test scenes' ground truth (``extrinsics [N, S, 3, 4]``, ``depth``, ``points``,
+      ``valid``).
+    image_hw: ``(H, W)`` of the images.
+    teacher: the teacher's outputs on the test scenes (``pose_enc``, ``depth [N, S, H, W, 1]``,
+      ``points``), or None for no ``vs_teacher`` rows.
+
+  Returns:
+    ``{model: {"vs_gt": metrics[, "vs_teacher": metrics]}}`` in the order of ``predictions``.
+
+  Raises:
+    ValueError: ``image_hw`` is not ``(H, W)``.
+  """
+  _check_hw(image_hw)
+  out = {}
+  for name, p in predictions.items():
+    p_gt, p_teacher = p if isinstance(p, tuple) else (p, p)
+    out[name] = {"vs_gt": evaluate_predictions(p_gt, scenes, image_hw)}
+    if teacher is not None:
+      out[name]["vs_teacher"] = evaluate_predictions(p_teacher, teacher, image_hw)
+  return out
+
+
 def mean_pose_encoding(pose_enc: np.ndarray) -> np.ndarray:
   """The mean pose encoding per view index, quaternion re-normalised.
 

@@ -13,12 +13,62 @@ work; CPU time does not count the wait.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 from flax import nnx
+
+from jaxpapers.flashssm3d import _models
+from jaxpapers.flashssm3d._scaling_fit import scaling_summary
+
+
+def scaling_models(
+  *,
+  width: int,
+  depth: int,
+  patch: int,
+  image_size: int,
+  state: int,
+  heads: int,
+  associative: bool = False,
+) -> dict[str, nnx.Module]:
+  """The models whose forward cost the view-scaling study compares, at one size.
+
+  Each has a camera head of one stage and is initialised from ``nnx.Rngs(0)``.
+
+  Args:
+    width: token width ``D`` of every model.
+    depth: blocks of every model.
+    patch: patch side ``p`` in pixels.
+    image_size: side ``H = W`` of the input frames (divisible by ``patch``).
+    state: SSM state size ``N`` of the students.
+    heads: attention heads of the teacher (dividing ``width``).
+    associative: also the student with ``lax.associative_scan``.
+
+  Returns:
+    ``{"student_ssm": FlashSSM3D with the sequential lax.scan[, "student_ssm_associative": the
+    same with lax.associative_scan], "teacher_attention": AATeacher}``, each called as
+    ``model(images [B, S, H, W, 3])``.
+
+  Raises:
+    ValueError: sizes the model configs reject (e.g. ``image_size`` not divisible by ``patch``).
+  """
+  scfg = _models.FlashSSM3DConfig(
+    width=width, depth=depth, patch=patch, image_size=image_size, state=state, camera_stages=1
+  )
+  out: dict[str, nnx.Module] = {"student_ssm": _models.FlashSSM3D(scfg, rngs=nnx.Rngs(0))}
+  if associative:
+    acfg = dataclasses.replace(scfg, method="associative")
+    out["student_ssm_associative"] = _models.FlashSSM3D(acfg, rngs=nnx.Rngs(0))
+  tcfg = _models.TeacherConfig(
+    width=width, depth=depth, patch=patch, image_size=image_size, heads=heads, camera_stages=1
+  )
+  out["teacher_attention"] = _models.AATeacher(tcfg, rngs=nnx.Rngs(0))
+  return out
 
 
 def compiled_memory_bytes(compiled) -> int:
@@ -145,3 +195,69 @@ def view_scaling(
       "cpu_s_repeats": all_cpus,
     }
   return out
+
+
+def scaling_study(
+  views: Sequence[int],
+  *,
+  width: int,
+  depth: int,
+  patch: int,
+  image_size: int,
+  state: int,
+  heads: int,
+  fit_min_views: int,
+  associative: bool = False,
+  repeats: int = 3,
+  memory_cap_gb: float = 4.0,
+  time_cap_s: float = 12.0,
+  log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+  """The view-scaling study: :func:`scaling_models` swept by :func:`view_scaling`, then fitted.
+
+  Args:
+    views: ``[m]`` view counts ``S``, increasing.
+    width: token width of every model (:func:`scaling_models`).
+    depth: blocks of every model.
+    patch: patch side in pixels.
+    image_size: side ``H = W`` of the input frames (divisible by ``patch``).
+    state: SSM state size of the students.
+    heads: attention heads of the teacher.
+    fit_min_views: the smallest view count in the fits (:func:`scaling_summary`).
+    associative: also the student with ``lax.associative_scan``.
+    repeats: timed calls per size (:func:`view_scaling`).
+    memory_cap_gb: the largest buffer estimate (GiB) a model is run with.
+    time_cap_s: a model stops after the first size whose median forward exceeds this.
+    log: called with one line per measured size.
+
+  Returns:
+    ``{"views": [m], "tokens_per_view": (image_size // patch)^2, "params": {model: count},
+    <model>: its :func:`scaling_summary` entry}`` for each model of :func:`scaling_models`.
+
+  Raises:
+    ValueError: sizes the model configs reject, or arguments :func:`view_scaling` rejects.
+  """
+  models = scaling_models(
+    width=width,
+    depth=depth,
+    patch=patch,
+    image_size=image_size,
+    state=state,
+    heads=heads,
+    associative=associative,
+  )
+  out = {
+    "views": list(views),
+    "tokens_per_view": (image_size // patch) ** 2,
+    "params": {k: _models.count_params(m) for k, m in models.items()},
+  }
+  sweep = view_scaling(
+    models,
+    views,
+    image_size=image_size,
+    repeats=repeats,
+    memory_cap_gb=memory_cap_gb,
+    time_cap_s=time_cap_s,
+    log=log,
+  )
+  return {**out, **scaling_summary(views, sweep, fit_min_views=fit_min_views)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -19,6 +19,7 @@ import numpy as np
 import optax
 
 from jaxpapers import core
+from jaxpapers.flashssm3d._flops import count_flops
 from jaxpapers.flashssm3d._losses import LossWeights, distillation_loss
 
 Batch = tuple[Any, Any]  # (images [B, S, H, W, 3], DistillTargets with leading axis B)
@@ -57,6 +58,40 @@ def train_step(weights: LossWeights) -> Callable[[core.TrainState, Batch], tuple
     return state.apply_gradients(grads, rest=rest), aux
 
   return step
+
+
+def compile_step(
+  step_fn: Callable[[Any, Batch], tuple[Any, Any]],
+  state: Any,
+  batch: Batch,
+  *,
+  count: bool = True,
+) -> tuple[jax.stages.Compiled, float | None]:
+  """A train step compiled ahead of time, with its FLOPs per step.
+
+  The step is jitted with the state donated (argument 0), traced once on ``(state, batch)``,
+  lowered and compiled; its FLOPs are counted on that trace by :func:`count_flops` (every
+  ``lax.scan`` step counted, not once per loop body as XLA does).
+
+  Args:
+    step_fn: ``step_fn(state, batch) -> (state, aux)``, e.g. :func:`train_step`'s result.
+    state: the train state (a pytree, e.g. ``core.TrainState``) whose shapes the program takes.
+    batch: a batch (e.g. ``(images [B, S, H, W, 3], DistillTargets)``) of the shapes and
+      shardings of every later batch.
+    count: count the FLOPs (False skips the count, which traces the step's jaxpr again).
+
+  Returns:
+    ``(compiled, flops)``: the compiled step, called as ``compiled(state, batch)`` (the state
+    passed in is donated), and the FLOPs of one step (None with ``count=False``).
+
+  Raises:
+    TypeError: ``step_fn`` is not callable.
+  """
+  if not callable(step_fn):
+    raise TypeError(f"step_fn must be callable, got {type(step_fn).__name__}")
+  traced = jax.jit(step_fn, donate_argnums=0).trace(state, batch)
+  compiled = traced.lower().compile()
+  return compiled, (cast(float, count_flops(traced)) if count else None)  # without with_xla
 
 
 def train_optimizer(

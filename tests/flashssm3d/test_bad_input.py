@@ -658,6 +658,8 @@ CASES += [
        match="fit must hold", jit=None, jit_reason=_HOST, id="trivial_predictors-keys"),
   Case("trivial_predictors", fs.trivial_predictors, (_FIT, 0, (4, 4)),
        match="num_test must be", jit=None, jit_reason=_HOST, id="trivial_predictors-n"),
+  Case("evaluate_models", fs.evaluate_models, ({}, _FIT, (4, 4, 3)),
+       match=r"image_hw must be \(H, W\)", jit=None, jit_reason=_HOST),
   Case("evaluate_predictions", fs.evaluate_predictions, ({}, _FIT, (4,)),
        match=r"image_hw must be \(H, W\)", jit=None, jit_reason=_HOST),
   Case("BatchedForward", lambda: fs.BatchedForward(None, batch_size=0),
@@ -689,11 +691,19 @@ CASES += [
   Case("sample_batches", fs.sample_batches, (np.zeros((3, 2), F32), {}),
        {"batch_size": 0, "seed": 0}, match="batch_size must be an int >= 1", jit=None,
        jit_reason=_RECIPE, id="sample_batches-size"),
+  Case("compile_step", fs.compile_step, (None, 0.0, 0.0), error=TypeError,
+       match="step_fn must be callable", jit=None, jit_reason=_RECIPE),
   Case("views_within", fs.views_within, (0.0, [1], [1.0], 1.0, 0.0), match="budget_s must be > 0",
        jit=None, jit_reason="host-side arithmetic on a measured sweep"),
   Case("scaling_summary", fs.scaling_summary, ([1, 2], {"m": {"time_s": [1.0],
        "memory_mib": [1.0]}}), {"fit_min_views": 1}, match="one time and memory per view",
        jit=None, jit_reason="host-side fits of a measured sweep"),
+  Case("scaling_models", fs.scaling_models, (), {"width": 8, "depth": 1, "patch": 3,
+       "image_size": 8, "state": 4, "heads": 2}, match="must be divisible by patch", jit=None,
+       jit_reason="builds models on the host"),
+  Case("scaling_study", fs.scaling_study, ([1],), {"width": 8, "depth": 1, "patch": 3,
+       "image_size": 8, "state": 4, "heads": 2, "fit_min_views": 1},
+       match="must be divisible by patch", jit=None, jit_reason="a host-side timing study"),
 ]  # fmt: skip
 
 EXEMPT = {

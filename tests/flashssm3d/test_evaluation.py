@@ -61,6 +61,25 @@ def test_perfect_predictions_score_perfectly_against_ground_truth():
   assert "depth_AbsRel" not in only_pose and "points_overall" not in only_pose
 
 
+def test_evaluate_models_scores_each_model_against_its_references():
+  """A pair is scored element by element: the teacher's own outputs score perfectly against the
+  teacher (closed forms), a perfect predictor against GT; the other rows are the metrics of that
+  prediction against that reference."""
+  b = fs.render_scenes(jax.random.key(0), 2, 3, image_size=8)
+  gt = {k: np.asarray(getattr(b, k)) for k in ("extrinsics", "depth", "points", "valid")}
+  pose = np.asarray(fs.cameras_to_pose_encoding(b.extrinsics, b.intrinsics, (8, 8)))
+  perfect = {"pose_enc": pose, "depth": gt["depth"][..., None], "points": gt["points"]}
+  teacher = {**perfect, "depth": perfect["depth"] ** 2}  # not a scale of the truth
+  out = fs.evaluate_models({"a": perfect, "t": (teacher, teacher)}, gt, (8, 8), teacher)
+  assert list(out) == ["a", "t"] and all(set(v) == {"vs_gt", "vs_teacher"} for v in out.values())
+  for row in (out["a"]["vs_gt"], out["t"]["vs_teacher"]):
+    assert row["depth_AbsRel"] == pytest.approx(0.0, abs=1e-6) and row["AUC@30"] == 1.0
+  assert out["a"]["vs_teacher"] == fs.evaluate_predictions(perfect, teacher, (8, 8))
+  assert out["t"]["vs_gt"] == fs.evaluate_predictions(teacher, gt, (8, 8))
+  assert out["t"]["vs_gt"]["depth_AbsRel"] > 0.05 and out["a"]["vs_teacher"]["depth_AbsRel"] > 0.05
+  assert set(fs.evaluate_models({"a": perfect}, gt, (8, 8))["a"]) == {"vs_gt"}
+
+
 @pytest.mark.slow  # two compilations and an eager forward: ~30 s on 2 cores
 def test_batched_forward_pads_the_last_batch_and_equals_one_call():
   cfg = fs.FlashSSM3DConfig(width=8, depth=1, state=2, image_size=8, registers=1, camera_stages=1)

@@ -235,7 +235,7 @@ def test_sharded_train_step_equals_single_device(num_devices):
 
   The library's step (``fs.train_step`` with every loss term: regression, Procrustes,
   reprojection), optimizer (``fs.train_optimizer``), batches (``fs.sample_batches``) and the
-  experiment's ahead-of-time compilation (``train.compile_step``), once with
+  library's ahead-of-time compilation (``fs.compile_step``), once with
   ``batch_sharding`` of a ``shard_batch=True`` config and
   once without: same losses, same updated parameters and optimizer state. The compiled sharded
   step is called again on its own output state (as ``core.train_loop`` does).
@@ -260,7 +260,7 @@ def test_sharded_train_step_equals_single_device(num_devices):
   for sharding in (None, sh):
     state = core.TrainState.create(fs.FlashSSM3D(scfg, rngs=nnx.Rngs(0)), tx)
     batches = fs.sample_batches(*data, batch_size=bs, seed=0, sharding=sharding)
-    compiled, _ = train.compile_step(step, state, batches(0), count=False)
+    compiled, _ = fs.compile_step(step, state, batches(0), count=False)
     auxes = []
     for i in range(2):
       images, targets = batches(i)

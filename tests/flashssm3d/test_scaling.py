@@ -87,3 +87,35 @@ def test_scaling_summary_fits_time_and_memory_exponents():
   assert r["time_s"] is times and r["compile_s"] == [0.1] * 5
   with pytest.raises(ValueError, match="one time and memory per view count"):
     fs.scaling_summary(views[:3], sweep, fit_min_views=8)
+
+
+def test_scaling_models_compute_what_their_configs_build():
+  """The associative-scan student is the sequential one with another scan: same parameters,
+  same outputs (float64 NumPy comparison); the teacher is the attention model of those sizes."""
+  sizes = dict(width=8, depth=1, patch=4, image_size=8, state=4, heads=2)
+  models = fs.scaling_models(**sizes, associative=True)
+  assert list(models) == ["student_ssm", "student_ssm_associative", "teacher_attention"]
+  assert list(fs.scaling_models(**sizes)) == ["student_ssm", "teacher_attention"]
+  tcfg = fs.TeacherConfig(width=8, depth=1, patch=4, image_size=8, heads=2, camera_stages=1)
+  want = fs.count_params(fs.AATeacher(tcfg, rngs=nnx.Rngs(0)))
+  assert fs.count_params(models["teacher_attention"]) == want
+  x = np.random.default_rng(0).uniform(size=(1, 3, 8, 8, 3)).astype(np.float32)
+  seq, assoc = models["student_ssm"](x), models["student_ssm_associative"](x)
+  for a, b in zip(seq, assoc):
+    np.testing.assert_allclose(np.float64(a), np.float64(b), rtol=1e-4, atol=1e-5)
+  assert np.asarray(seq.depth).shape == (1, 3, 8, 8, 1)
+
+
+def test_scaling_study_fits_the_sweep_of_the_scaling_models():
+  """Two view counts: each exponent is the two-point log-log slope (float64 NumPy)."""
+  sizes = dict(width=8, depth=1, patch=4, image_size=8, state=4, heads=2)
+  res = fs.scaling_study((1, 2), **sizes, fit_min_views=1, repeats=1, log=lambda _: None)
+  models = fs.scaling_models(**sizes)
+  assert res["views"] == [1, 2] and res["tokens_per_view"] == (8 // 4) ** 2
+  assert res["params"] == {k: fs.count_params(m) for k, m in models.items()}
+  for name in models:
+    r = res[name]
+    slope = lambda v: np.log(np.float64(v[1]) / np.float64(v[0])) / np.log(2.0)
+    assert r["time_exponent"] == pytest.approx(slope(r["time_s"]), rel=1e-9)
+    assert r["memory_exponent"] == pytest.approx(slope(r["memory_mib"]), rel=1e-9)
+    assert r["time_fit_points"] == 2 and r["views_in_10s_measured"] == 2

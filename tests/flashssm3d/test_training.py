@@ -3,6 +3,7 @@
 import math
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from flax import nnx
@@ -113,3 +114,24 @@ def test_train_step_is_one_adamw_update_on_the_distillation_loss():
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
     moved = max(moved, float(np.abs(np.asarray(a) - np.asarray(p)).max()))
   assert moved > 0  # warm-up 0: the first step moves the parameters
+
+
+def test_compile_step_runs_the_step_and_counts_every_scan_step():
+  """A step whose scan applies L matrix products: the compiled step gives NumPy's float64 result
+  and the count is L times one product's 2 n^3 FLOPs (XLA alone counts the body once)."""
+  n, L = 8, 5
+  rng = np.random.default_rng(0)
+  w = rng.normal(size=(n, n)).astype(np.float32) / n
+
+  def step(state, batch):
+    h, _ = jax.lax.scan(lambda h, _: (h @ batch, None), state, None, length=L)
+    return h, {"norm": jnp.sum(h * h)}
+
+  s0 = rng.normal(size=(n, n)).astype(np.float32)
+  compiled, flops = fs.compile_step(step, jnp.asarray(s0), jnp.asarray(w))
+  out, aux = compiled(jnp.asarray(s0), jnp.asarray(w))  # the state passed in is donated
+  want = s0.astype(np.float64) @ np.linalg.matrix_power(w.astype(np.float64), L)
+  np.testing.assert_allclose(np.float64(out), want, rtol=1e-4, atol=1e-6)
+  np.testing.assert_allclose(float(aux["norm"]), np.sum(want * want), rtol=1e-4)
+  assert L * 2 * n**3 <= flops < L * 2 * n**3 + 4 * n * n + 64
+  assert fs.compile_step(step, jnp.asarray(s0), jnp.asarray(w), count=False)[1] is None

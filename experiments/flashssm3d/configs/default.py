@@ -238,9 +238,9 @@ def teacher_sees_cameras(margin: float = 0.0) -> list[dict]:
   ]
 
 
-def claim(id_: str, metric: str, held: float, **fields) -> dict:
+def claim(id_: str, metric: str, held: float, fmt: str = "+.2f", **fields) -> dict:
   """A claim on ``metric`` (higher is better) with its seeds' 95% CI as the noise."""
-  return dict(id=id_, metric=metric, held=held, noise=f"{metric}/ci95", **fields)
+  return dict(id=id_, metric=metric, held=held, noise=f"{metric}/ci95", fmt=fmt, **fields)
 
 
 _REQUIRES = teacher_sees_cameras()
@@ -255,7 +255,6 @@ CLAIMS = (
     "input-independent predictor (constant depth per view, mean pose, dataset-mean output) on "
     "ground truth by the stated margins: a teacher worth distilling",
     paper_text="precondition of distilling VGGT (VGGT sees its input)",
-    fmt="+.2f",
     note=_SLACK_NOTE + "min over the three of gain over the best trivial predictor / m - 1; "
     "mean over seeds with its 95% CI",
   ),
@@ -270,7 +269,6 @@ CLAIMS = (
     paper_text="competitive with VGGT at ~25% of its data and < 10% of its training compute "
     "(abstract; synthetic proxy here)",
     requires=_REQUIRES,
-    fmt="+.2f",
     baselines={
       "teacher over trivial vs GT (slack)": "derived/teacher_T1/over_trivial_vs_gt",
       "student over trivial vs GT (slack)": "derived/student_reprojection/over_trivial_vs_gt",
@@ -295,7 +293,6 @@ CLAIMS = (
     paper_text="distilling avoids learning 3D priors from scratch under academic compute "
     "(abstract)",
     requires=_REQUIRES,
-    fmt="+.2f",
     baselines={
       "distilled student AUC@30 vs GT": "student_reprojection/vs_gt/AUC@30",
       "GT-trained student AUC@30 vs GT": "student_gt/vs_gt/AUC@30",
@@ -312,7 +309,6 @@ CLAIMS = (
     statement="trained from ground truth at equal FLOPs, the SSM student is within one margin of "
     "an alternating-attention model of about its size on every metric",
     paper_text="an attention-free SSM for dense 3D understanding (abstract)",
-    fmt="+.2f",
     note=_SLACK_NOTE + "per seed min over the three of (gain of the GT-trained SSM over the "
     "GT-trained attention model) / m + 1",
   ),
