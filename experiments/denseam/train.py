@@ -3,8 +3,8 @@
 For every (setting, K) the learning rates x seeds train as one vmapped program on
 ``core.Sweep`` (``jaxpapers.denseam.train_grid``), stored per cell in ``<workdir>/cells``
 (``core.CellStore``, skipped on a rerun); a setting is ``'<energy>:<parametrisation>'``
-(``jaxpapers.denseam.parse_setting``). The summaries, the claims' numbers and the report's view
-are computed here; the model, the settings and the rule are in the README.
+(``jaxpapers.denseam.parse_setting``). The summaries and the claims' numbers are
+``jaxpapers.denseam.transfer_summary`` / ``transfer_metrics``; the report's view is built here.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import numpy as np
 import jaxpapers.denseam as D
 from experiments.denseam.configs import default as default_config
 from jaxpapers import core
-from jaxpapers.core import stats
 
 
 def parse_setting(
@@ -31,16 +30,6 @@ def parse_setting(
     name, base_width=cfg.base_width, beta=cfg.beta, dt=cfg.dt, steps=cfg.dyn_steps,
     readout_scale=cfg.readout_scale,
   )  # fmt: skip
-
-
-def _finite(x):
-  x = np.asarray(x, np.float64)
-  return np.where(np.isfinite(x), x, np.inf)
-
-
-def _seed_mean(loss):
-  """``[..., L, S] -> [..., L]`` mean over seeds; a diverged seed makes the mean +inf."""
-  return _finite(loss).mean(-1)
 
 
 def _cell(
@@ -103,134 +92,9 @@ def _coord(cfg: ml_collections.ConfigDict, cells: core.CellStore, setting: str, 
   return cells.get_or_compute(f"coord/{setting}", run)
 
 
-def _nanfloat(x):
-  x = float(x)
-  return x if math.isfinite(x) else None
-
-
 def _setting_summary(cfg: ml_collections.ConfigDict, grid: dict) -> dict:
-  """eta*(K), spreads, transfer regret and best losses of one setting (pure, JSON in/out)."""
-  lrs = np.asarray(cfg.lrs)
-  widths = list(cfg.widths)
-  loss = np.stack([np.asarray(grid[f"K{k}"]["final_loss"], np.float64) for k in widths])  # [W,L,S]
-  acc = np.stack([np.asarray(grid[f"K{k}"]["test_metric"], np.float64) for k in widths])
-  mean = _seed_mean(loss)  # [W, L]
-  eta = D.optimal_lr(mean, lrs)  # [W]
-  eta_seed = D.optimal_lr(np.moveaxis(_finite(loss), -1, 1), lrs)  # [W, S]
-
-  def spread(e):
-    e = np.asarray(e, np.float64)
-    return float(e.max() / e.min()) if np.all(np.isfinite(e)) else float("inf")
-
-  i0 = int(np.argmin(mean[0])) if np.isfinite(mean[0]).any() else None
-  if i0 is not None and np.isfinite(mean[-1]).any():
-    regret = float(mean[-1, i0] / mean[-1].min() - 1.0)
-  else:
-    regret = float("inf")
-  seed_regret = []
-  for s in range(loss.shape[-1]):
-    a, b = _finite(loss[0, :, s]), _finite(loss[-1, :, s])
-    seed_regret.append(
-      float(b[int(np.argmin(a))] / b.min() - 1.0) if np.isfinite(b).any() else float("inf")
-    )
-  best_seed = np.min(_finite(loss), axis=1)  # [W, S]: each seed's best over lrs
-  best_i = np.argmin(mean, axis=1)
-  # A seed's optimum on the grid's edge (or no finite loss at all) is not bracketed.
-  seed_i = np.argmin(_finite(loss), axis=1)  # [W, S]
-  unbracketed = (seed_i == 0) | (seed_i == len(lrs) - 1) | ~np.isfinite(best_seed)
-  learns = bool(np.all(np.isfinite(mean.min(axis=1)) & (mean.min(axis=1) < math.log(10))))
-  return {
-    "eta_star": eta.tolist(),
-    "eta_star_per_seed": eta_seed.tolist(),
-    "eta_spread": spread(eta),
-    "eta_spread_per_seed": [spread(eta_seed[:, s]) for s in range(eta_seed.shape[1])],
-    "transfer_regret": regret,
-    "transfer_regret_per_seed": seed_regret,
-    "transfer_regret_ci95": _nanfloat(core.ci95_halfwidth(np.asarray(seed_regret))),
-    "best_loss": [float(mean[w].min()) for w in range(len(widths))],
-    "best_loss_per_seed": best_seed.tolist(),
-    "best_lr_grid": [float(lrs[i]) for i in best_i],
-    "test_accuracy_at_best": [float(np.nanmean(acc[w, best_i[w]])) for w in range(len(widths))],
-    "diverged_fraction": float(np.mean(~np.isfinite(loss))),
-    "edge_fraction": float(np.mean(unbracketed)),
-    "learns_at_every_width": learns,
-    "log_drift": log_drift(eta_seed[-1], eta_seed[0]),
-  }
-
-
-def log_drift(eta_large, eta_small) -> dict:
-  """The drift of the optimum ``ln(eta*(K_max) / eta*(K_min))`` over paired seeds (pure).
-
-  ``jaxpapers.core.stats.log_ratio_interval`` of the per-seed optima: ``mean`` and ``hw`` (95%
-  t half-width) on the natural-log scale, the geometric-mean ratio and its interval. Every
-  entry is None when a seed has no finite positive optimum at either width.
-
-  Args:
-    eta_large: ``[S]`` per-seed optima at the largest width.
-    eta_small: ``[S]`` per-seed optima at the smallest width (same seeds).
-
-  Returns:
-    ``{'mean', 'hw', 'ratio', 'ratio_lo', 'ratio_hi', 'n'}``.
-  """
-  a, b = np.asarray(eta_large, np.float64), np.asarray(eta_small, np.float64)
-  if not (np.all(np.isfinite(a) & (a > 0)) and np.all(np.isfinite(b) & (b > 0))):
-    return dict.fromkeys(("mean", "hw", "ratio", "ratio_lo", "ratio_hi", "n"))
-  r = stats.log_ratio_interval(a, b)
-  return {
-    "mean": r.log.mean,
-    "hw": _nanfloat(r.log.half_width),
-    "ratio": r.ratio,
-    "ratio_lo": _nanfloat(r.ratio_lo),
-    "ratio_hi": _nanfloat(r.ratio_hi),
-    "n": r.n,
-  }
-
-
-def derived_metrics(metrics: dict, cfg: ml_collections.ConfigDict) -> dict:
-  """The values the claims in ``configs/default.py`` are judged on (pure, JSON in/out).
-
-  Per setting (key ``'<energy>_<param>'``): ``log_drift`` = mean over seeds of
-  ``ln(eta*(K_max) / eta*(K_min))`` and ``log_drift_hw`` its 95% t half-width;
-  ``abs_log_drift`` = ``|log_drift|`` (two-sided transfer: the interval
-  ``abs_log_drift ± hw`` lies below ``ln 2`` exactly when the drift's interval lies inside
-  ``[-ln 2, ln 2]``), +inf when the setting does not learn at every width (no learning rate
-  to transfer), None when a seed has no optimum; ``log_shrink`` = ``-log_drift``. Across
-  settings, for each polynomial degree with both: ``<e>_sp_over_derived_log_best_loss`` =
-  mean over seeds of ``ln(best loss at K_max under standard / under derived)`` with its
-  half-width (+inf and 0 when standard has no finite loss at K_max for some seed).
-  """
-  out = {}
-  for setting, s in metrics["summary"].items():
-    d = s["log_drift"]
-    m = d["mean"]
-    if not s["learns_at_every_width"]:
-      absd = float("inf")
-    elif m is None:
-      absd = None
-    else:
-      absd = abs(m)
-    out[setting.replace(":", "_")] = {
-      "log_drift": m,
-      "log_drift_hw": d["hw"],
-      "abs_log_drift": absd,
-      "log_shrink": None if m is None else -m,
-    }
-  polys = sorted({name.split(":")[0] for name in metrics["summary"] if name.startswith("poly")})
-  for e in polys:
-    sp, dv = metrics["summary"].get(f"{e}:standard"), metrics["summary"].get(f"{e}:derived")
-    if sp is None or dv is None:
-      continue
-    a = _finite(np.asarray(sp["best_loss_per_seed"], np.float64)[-1])
-    b = np.asarray(dv["best_loss_per_seed"], np.float64)[-1]
-    key = f"{e}_sp_over_derived_log_best_loss"
-    if np.all(np.isfinite(a)) and np.all(np.isfinite(b) & (b > 0)):
-      r = stats.log_ratio_interval(a, b)
-      out[key], out[key + "_hw"] = r.log.mean, _nanfloat(r.log.half_width)
-    elif np.all(np.isfinite(b) & (b > 0)):
-      out[key], out[key + "_hw"] = float("inf"), 0.0
-    else:
-      out[key], out[key + "_hw"] = None, None
-  return out
+  stack = lambda name: [grid[f"K{k}"][name] for k in cfg.widths]  # [W, L, S]
+  return D.transfer_summary(stack("final_loss"), stack("test_metric"), cfg.lrs)
 
 
 def _baselines(train, test, logreg: bool) -> dict:
@@ -297,7 +161,7 @@ def report_view(record: dict) -> dict:
       step0.setdefault(name, {"settings": {}})["settings"][s] = {"y": v.tolist()}
   curves = {
     s: {
-      "widths": {k: {"y": _seed_mean(num(g[f"K{k}"]["final_loss"])).tolist()} for k in c["widths"]}
+      "widths": {k: {"y": D.seed_mean(num(g[f"K{k}"]["final_loss"])).tolist()} for k in c["widths"]}
     }
     for s, g in m["grid"].items()
   }
@@ -343,7 +207,7 @@ def train_and_evaluate(config, workdir) -> dict:
     "summary": {s: _setting_summary(config, grid[s]) for s in config.settings},
     "baselines": _baselines(train, test, config.logreg_baseline),
   }
-  metrics["derived"] = derived_metrics(metrics, config)
+  metrics["derived"] = D.transfer_metrics(metrics["summary"])
   core.write_results(
     workdir,
     metrics=metrics,

@@ -37,6 +37,7 @@ from jaxpapers.denseam._model import (
 )
 from jaxpapers.denseam._param import BETA_RULES, Parametrization, init_memories, make_optimizer
 from jaxpapers.denseam._settings import parse_setting
+from jaxpapers.denseam._summary import log_drift, seed_mean, transfer_metrics, transfer_summary
 from jaxpapers.denseam._transfer import coord_check, lr_sweep, optimal_lr, train_grid
 
 __all__ = [
@@ -52,11 +53,15 @@ __all__ = [
   "energy_grad",
   "init_memories",
   "load_digits_task",
+  "log_drift",
   "loss_fn",
   "lr_sweep",
   "make_optimizer",
   "optimal_lr",
   "parse_setting",
   "run_dynamics",
+  "seed_mean",
   "train_grid",
+  "transfer_metrics",
+  "transfer_summary",
 ]

@@ -384,7 +384,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- denseam
   M(
     "denseam",
-    "train",
+    "jaxpapers.denseam._summary",
     "i0 = int(np.argmin(mean[0])) if np.isfinite(mean[0]).any() else None",
     "i0 = int(np.argmin(mean[-1])) if np.isfinite(mean[0]).any() else None",
     ["test_setting_summary"],
@@ -392,7 +392,7 @@ MUTATIONS = (
   ),
   M(
     "denseam",
-    "train",
+    "jaxpapers.denseam._summary",
     'return float(e.max() / e.min()) if np.all(np.isfinite(e)) else float("inf")',
     'return float(e.min() / e.max()) if np.all(np.isfinite(e)) else float("inf")',
     ["test_setting_summary"],
@@ -400,7 +400,7 @@ MUTATIONS = (
   ),
   M(
     "denseam",
-    "train",
+    "jaxpapers.denseam._summary",
     "regret = float(mean[-1, i0] / mean[-1].min() - 1.0)",
     "regret = float(mean[-1, i0] / mean[-1].max() - 1.0)",
     ["test_setting_summary"],
@@ -408,7 +408,7 @@ MUTATIONS = (
   ),
   M(
     "denseam",
-    "train",
+    "jaxpapers.denseam._summary",
     "return _finite(loss).mean(-1)",
     "return np.nanmean(np.asarray(loss, np.float64), -1)",
     ["test_a_diverged_seed_never_wins"],
@@ -416,7 +416,7 @@ MUTATIONS = (
   ),
   M(
     "denseam",
-    "train",
+    "jaxpapers.denseam._summary",
     'a = _finite(np.asarray(sp["best_loss_per_seed"], np.float64)[-1])',
     'a = _finite(np.asarray(sp["best_loss_per_seed"], np.float64)[0])',
     ["test_derived_metrics"],
@@ -424,7 +424,7 @@ MUTATIONS = (
   ),
   M(
     "denseam",
-    "train",
+    "jaxpapers.denseam._summary",
     '"log_drift": log_drift(eta_seed[-1], eta_seed[0]),',
     '"log_drift": log_drift(eta_seed[0], eta_seed[-1]),',
     ["test_summary_edges_learning_and_drift"],
@@ -432,7 +432,7 @@ MUTATIONS = (
   ),
   M(
     "denseam",
-    "train",
+    "jaxpapers.denseam._summary",
     "r = stats.log_ratio_interval(a, b)\n  return {",
     "r = stats.log_ratio_interval(np.exp(a), np.exp(b))\n  return {",
     ["test_log_drift"],
@@ -440,7 +440,7 @@ MUTATIONS = (
   ),
   M(
     "denseam",
-    "train",
+    "jaxpapers.denseam._summary",
     "unbracketed = (seed_i == 0) | (seed_i == len(lrs) - 1) | ~np.isfinite(best_seed)",
     "unbracketed = (seed_i == 0) | (seed_i == len(lrs)) | ~np.isfinite(best_seed)",
     ["test_summary_edges_learning_and_drift"],
@@ -448,7 +448,7 @@ MUTATIONS = (
   ),
   M(
     "denseam",
-    "train",
+    "jaxpapers.denseam._summary",
     "learns = bool(np.all(np.isfinite(mean.min(axis=1)) & (mean.min(axis=1) < math.log(10))))",
     "learns = bool(np.any(np.isfinite(mean.min(axis=1)) & (mean.min(axis=1) < math.log(10))))",
     ["test_summary_edges_learning_and_drift"],
@@ -456,7 +456,7 @@ MUTATIONS = (
   ),
   M(
     "denseam",
-    "train",
+    "jaxpapers.denseam._summary",
     """    if not s["learns_at_every_width"]:
       absd = float("inf")""",
     """    if False:
@@ -466,7 +466,7 @@ MUTATIONS = (
   ),
   M(
     "denseam",
-    "train",
+    "jaxpapers.denseam._summary",
     "      absd = abs(m)",
     "      absd = m",
     ["test_derived_metrics"],

@@ -227,6 +227,38 @@ CASES = [
     jit=None,
     jit_reason="host-side: names a static configuration",
   ),
+  Case(
+    "transfer_summary",
+    D.transfer_summary,
+    (np.ones((2, 3, 2)), np.ones((2, 3, 2)), np.array([0.1, 0.2])),
+    match=r"same shape \[W, L, S\] with L = len\(lrs\)",
+    jit=None,
+    jit_reason="host-side NumPy summary",
+  ),
+  Case(
+    "log_drift",
+    D.log_drift,
+    (np.ones(3), np.ones(2)),
+    match=r"must both have shape \[S\]",
+    jit=None,
+    jit_reason="host-side NumPy summary",
+  ),
+  Case(
+    "seed_mean",
+    D.seed_mean,
+    (np.float64(1.0),),
+    match="trailing seed axis",
+    jit=None,
+    jit_reason="host-side NumPy summary",
+  ),
+  Case(
+    "transfer_metrics",
+    D.transfer_metrics,
+    ({"poly3_standard": {}},),
+    match="settings must be named",
+    jit=None,
+    jit_reason="host-side NumPy summary",
+  ),
 ]
 
 EXEMPT = {"Batch": "a NamedTuple data container (checked by every function that takes one)"}
