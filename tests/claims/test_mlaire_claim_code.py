@@ -1,4 +1,4 @@
-"""Claim code of experiments/mlaire: seed summaries, nDCG ties, Spearman and paired drops."""
+"""Claim code of experiments/mlaire (``jaxpapers.mlaire._summary``): seed summaries, nDCG ties, Spearman and paired drops."""
 
 import importlib
 import math
@@ -6,14 +6,14 @@ import math
 import numpy as np
 import pytest
 
-MODULES = {"train": "experiments.mlaire.train", "agreement": "jaxpapers.mlaire._agreement"}
+MODULES = {"lib": "jaxpapers.mlaire._summary", "agreement": "jaxpapers.mlaire._agreement"}
 
 T2, T3 = 12.706, 4.303  # t_{0.975, n-1} for n = 2, 3
 
 
-@pytest.fixture(name="train")
-def _train():
-  return importlib.import_module(MODULES["train"])
+@pytest.fixture(name="lib")
+def _lib():
+  return importlib.import_module(MODULES["lib"])
 
 
 @pytest.fixture(name="agreement")
@@ -21,8 +21,8 @@ def _agreement():
   return importlib.import_module(MODULES["agreement"])
 
 
-def _report(train, s, lpr):
-  r = {k: 0.1 * (s + 1) for k in train.M.REPORT_KEYS}
+def _report(lib, s, lpr):
+  r = {k: 0.1 * (s + 1) for k in lib.REPORT_KEYS}
   r["lpr_strict"] = lpr
   r["n_lpr_strict"] = 10
   r["four_way"] = [0.4, 0.3 + 0.1 * s, 0.2, 0.1]  # SpLp, SpLm, SmLp, SmLm
@@ -31,10 +31,10 @@ def _report(train, s, lpr):
   return r
 
 
-def test_summarize(train):
+def test_summarize(lib):
   lprs = (0.5, float("nan"), 0.7)  # the second seed has no strict-LPR pairs
-  runs = [{"reports": {v: {"e5": _report(train, s, lprs[s])} for v in "ABC"}} for s in range(3)]
-  cell = train.summarize(None, runs)["A"]["e5"]
+  runs = [{"reports": {v: {"e5": _report(lib, s, lprs[s])} for v in "ABC"}} for s in range(3)]
+  cell = lib.summarize_seeds(runs)["A"]["e5"]
   # Finite seeds only: mean 0.6, sample std sqrt(0.02), t-interval of n = 2.
   assert cell["lpr_strict"]["mean"] == pytest.approx(0.6)
   assert cell["lpr_strict"]["std"] == pytest.approx(math.sqrt(0.02))
@@ -89,7 +89,7 @@ def test_rank_agreement_reversal_and_ties(agreement):
     agreement.rank_agreement([0.1, 0.2], [0.1, 0.2])
 
 
-def test_agreement_metrics(train):
+def test_agreement_metrics(lib):
   # Two seeds of 1 and 2 queries; the random retriever (trivial) is left out of the ranking.
   def run(nd, ln):
     pq = {r: {"ndcg": nd[r], "lang_ndcg": ln[r]} for r in nd}
@@ -103,7 +103,7 @@ def test_agreement_metrics(train):
     {"e5": [1.0, 1.0], "bm25": [0.5, 0.5], "char_ngram": [0.2, 0.2], "random": [0.0, 0.0]},
     {"e5": [0.2, 0.2], "bm25": [0.5, 0.5], "char_ngram": [1.0, 1.0], "random": [0.9, 0.9]},
   )
-  d = train.agreement_metrics([s0, s1], n_boot=50)
+  d = lib.agreement_metrics([s0, s1], n_boot=50)
   for v in "AD":
     assert d[f"rank_agreement_{v}_n_retrievers"] == 3
     assert d[f"rank_agreement_{v}_n_queries"] == 3
@@ -113,14 +113,14 @@ def test_agreement_metrics(train):
     assert d[f"rank_agreement_{v}_ci"] == pytest.approx(0.0)
 
 
-def test_lpr_range(train):
+def test_lpr_range(lib):
   D = {
     "e5": {"lpr_strict": {"mean": 0.3}},
     "e5_prior_0p05": {"lpr_strict": {"mean": 0.9}},
     "bm25": {"lpr_strict": {"mean": float("nan")}},
     "random": {"lpr_strict": {"mean": 0.0}},  # trivial: not counted
   }
-  assert train.lpr_range({"D": D}, "D") == pytest.approx(0.6)
+  assert lib.lpr_range({"D": D}, "D") == pytest.approx(0.6)
 
 
 def _cell(**means):
@@ -156,8 +156,8 @@ def _summary():
   return {"A": A, "B": B, "C": C}
 
 
-def test_derived_metrics(train):
-  d = train.derived_metrics(_summary())
+def test_derived_metrics(lib):
+  d = lib.claim_metrics(_summary())
   assert d["lpr_gap_at_ndcg_tie"] == pytest.approx(0.55)
   assert d["lpr_gap_pair"] == "bm25 vs char_ngram"
   # Semantically strongest natural retriever: e5_offset (0.72), not the prior (not natural).
@@ -176,9 +176,9 @@ def test_derived_metrics(train):
   assert d["blind_oracle_SmLp_at_1_C"] == 0.0
 
 
-def test_no_tie_gives_zero(train):
+def test_no_tie_gives_zero(lib):
   s = _summary()
   s["A"]["e5_offset"]["ndcg"]["mean"] = 0.9
   s["A"]["char_ngram"]["ndcg"]["mean"] = 0.3
-  d = train.derived_metrics(s, ndcg_tie=0.02)
+  d = lib.claim_metrics(s, ndcg_tie=0.02)
   assert d["lpr_gap_at_ndcg_tie"] == 0.0 and d["lpr_gap_pair"] is None

@@ -1212,7 +1212,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- mlaire
   M(
     "mlaire",
-    "train",
+    "jaxpapers.mlaire._summary",
     'if abs(mean(A, a, "ndcg") - mean(A, b, "ndcg")) <= ndcg_tie:',
     'if abs(mean(A, a, "ndcg") - mean(A, b, "ndcg")) > ndcg_tie:',
     ["test_derived_metrics", "test_no_tie_gives_zero"],
@@ -1220,7 +1220,7 @@ MUTATIONS = (
   ),
   M(
     "mlaire",
-    "train",
+    "jaxpapers.mlaire._summary",
     'strongest = max(natural, key=lambda r: mean(A, r, "sem_at_1"))',
     'strongest = min(natural, key=lambda r: mean(A, r, "sem_at_1"))',
     ["test_derived_metrics"],
@@ -1268,23 +1268,23 @@ MUTATIONS = (
   ),
   M(
     "mlaire",
-    "train",
-    'names = [r for r in runs[0]["per_query"][v] if r not in TRIVIAL]',
+    "jaxpapers.mlaire._summary",
+    'names = [r for r in runs[0]["per_query"][v] if r not in TRIVIAL_RETRIEVERS]',
     'names = list(runs[0]["per_query"][v])',
     ["test_agreement_metrics"],
     "trivial retrievers ranked with the real ones",
   ),
   M(
     "mlaire",
-    "train",
-    'vals = [c["lpr_strict"]["mean"] for r, c in summary[pool].items() if r not in TRIVIAL]',
+    "jaxpapers.mlaire._summary",
+    'vals = [c["lpr_strict"]["mean"] for r, c in summary[pool].items() if r not in TRIVIAL_RETRIEVERS]',
     'vals = [c["lpr_strict"]["mean"] for r, c in summary[pool].items()]',
     ["test_lpr_range"],
     "preference range includes the trivial retrievers",
   ),
   M(
     "mlaire",
-    "train",
+    "jaxpapers.mlaire._summary",
     '"offset_lpr_drop": (A["e5"]["lpr_strict"], A["e5_offset"]["lpr_strict"]),',
     '"offset_lpr_drop": (A["e5_offset"]["lpr_strict"], A["e5"]["lpr_strict"]),',
     ["test_derived_metrics"],
@@ -1292,7 +1292,7 @@ MUTATIONS = (
   ),
   M(
     "mlaire",
-    "train",
+    "jaxpapers.mlaire._summary",
     'for j, lab in enumerate(("SpLp", "SpLm", "SmLp", "SmLm")):',
     'for j, lab in enumerate(("SpLm", "SpLp", "SmLp", "SmLm")):',
     ["test_summarize"],
@@ -1300,7 +1300,7 @@ MUTATIONS = (
   ),
   M(
     "mlaire",
-    "train",
+    "jaxpapers.mlaire._summary",
     'values_key="values", finite_only=True)',
     'values_key="values", finite_only=False)',
     ["test_summarize"],

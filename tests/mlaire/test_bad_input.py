@@ -299,6 +299,38 @@ CASES = [
     jit=None,
     jit_reason="host-side float64 statistics with a bootstrap",
   ),
+  Case(
+    "summarize_seeds",
+    M.summarize_seeds,
+    ([],),
+    match="runs must be a non-empty sequence",
+    jit=None,
+    jit_reason="host-side NumPy summary",
+  ),
+  Case(
+    "agreement_metrics",
+    M.agreement_metrics,
+    ([{"per_query": {"A": {}}}],),
+    match="each with per_query for pools",
+    jit=None,
+    jit_reason="host-side NumPy summary",
+  ),
+  Case(
+    "lpr_range",
+    M.lpr_range,
+    ({"A": {}}, "D"),
+    match="pool 'D' not in the summary",
+    jit=None,
+    jit_reason="host-side NumPy summary",
+  ),
+  Case(
+    "claim_metrics",
+    M.claim_metrics,
+    ({"A": {}},),
+    match="summary must hold pools 'A' and 'C'",
+    jit=None,
+    jit_reason="host-side NumPy summary",
+  ),
 ]
 
 EXEMPT = {"Pools": "a plain record of arrays built by build_pools (no computation)"}

@@ -10,6 +10,7 @@ import pytest
 from experiments.mlaire import train
 from experiments.mlaire.configs import default, smoke
 from jaxpapers import core
+from jaxpapers import mlaire as M
 from tests import notebook_util
 
 
@@ -37,7 +38,7 @@ def test_smoke_experiment_writes_results(smoke_run):
     assert metrics["derived"][f"rank_agreement_{v}_n_retrievers"] == 2
     assert np.isnan(metrics["derived"][f"rank_agreement_{v}_spearman"])
   for pool in summ.values():
-    assert set(pool) == {"bm25", "char_ngram", *train.TRIVIAL}
+    assert set(pool) == {"bm25", "char_ngram", *M.TRIVIAL_RETRIEVERS}
     for cell in pool.values():
       fw = sum(cell[f"four_way_{k}"]["mean"] for k in ("SpLp", "SpLm", "SmLp", "SmLm"))
       assert fw == pytest.approx(1.0, abs=1e-5)
@@ -61,7 +62,7 @@ def test_rerun_resumes_from_the_stored_cells(smoke_run, monkeypatch):
 
 def _cell(**means):
   out = {}
-  for key in (*train.M.REPORT_KEYS, "n_lpr_strict"):
+  for key in (*M.REPORT_KEYS, "n_lpr_strict"):
     v = means.get(key, 0.5)
     out[key] = {"mean": v, "std": 0.0, "ci": 0.0, "values": [v, v, v]}
   for lab in ("SpLp", "SpLm", "SmLp", "SmLm"):
@@ -78,7 +79,7 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
     "char_ngram": _cell(ndcg=0.70, lpr_strict=0.99, sem_at_1=0.8),
     "e5_prior_0p05": _cell(ndcg=0.75, lpr_strict=0.97, sem_at_1=0.85),
   }
-  A.update({r: _cell() for r in train.TRIVIAL})
+  A.update({r: _cell() for r in M.TRIVIAL_RETRIEVERS})
   A["random"]["four_way_SpLm"]["mean"] = 0.03  # the random control's S+L-@1: below the 0.05 bar
   C = {r: _cell() for r in A}
   for r, v in (("e5_offset", 0.05), ("e5", 0.1), ("bm25", 0.2), ("e5_prior_0p05", 0.3)):
@@ -86,7 +87,7 @@ def test_derived_metrics_and_claim_rules_on_a_constructed_summary():
   C["char_ngram"]["four_way_SmLp"]["mean"] = 0.4
   B = {r: _cell() for r in A}
   B["e5_offset"]["sem_at_1"]["values"] = [0.7, 0.7, 0.7]
-  d = train.derived_metrics({"A": A, "B": B, "C": C})
+  d = M.claim_metrics({"A": A, "B": B, "C": C})
   assert d["lpr_gap_at_ndcg_tie"] == pytest.approx(0.5) and d["lpr_gap_pair"] == "e5 vs e5_offset"
   assert d["strongest_semantic"] == "e5" and d["strongest_SpLm_at_1"] == pytest.approx(0.1)
   assert d["spearman_lpr_A_vs_SmLp_C"] == pytest.approx(1.0)
