@@ -97,28 +97,6 @@ def _setting_summary(cfg: ml_collections.ConfigDict, grid: dict) -> dict:
   return D.transfer_summary(stack("final_loss"), stack("test_metric"), cfg.lrs)
 
 
-def _baselines(train, test, logreg: bool) -> dict:
-  y_tr, y_te = np.asarray(train.y), np.asarray(test.y)
-  counts = np.bincount(y_tr, minlength=10)
-  prior = counts / counts.sum()
-  out = {
-    "uniform_loss": math.log(10),
-    "class_prior_loss": float(-np.mean(np.log(prior[y_tr]))),
-    "majority_accuracy": float(np.mean(y_te == np.argmax(counts))),
-    "logreg_train_loss": None,
-    "logreg_test_accuracy": None,
-  }
-  if logreg:
-    from sklearn.linear_model import LogisticRegression
-
-    px_tr, px_te = np.asarray(train.x0)[:, :64], np.asarray(test.x0)[:, :64]
-    lr = LogisticRegression(max_iter=2000).fit(px_tr, y_tr)
-    proba = np.clip(lr.predict_proba(px_tr), 1e-12, 1)
-    out["logreg_train_loss"] = float(-np.mean(np.log(proba[np.arange(len(y_tr)), y_tr])))
-    out["logreg_test_accuracy"] = float(lr.score(px_te, y_te))
-  return out
-
-
 def _text(x, spec=".3g") -> str:
   """``x`` (a number, or the record's ``'inf'`` / ``'nan'``) as the tables print it."""
   return "-" if x is None else format(float(x), spec) if math.isfinite(float(x)) else "diverged"
@@ -205,7 +183,7 @@ def train_and_evaluate(config, workdir) -> dict:
     },
     "coord": coord,
     "summary": {s: _setting_summary(config, grid[s]) for s in config.settings},
-    "baselines": _baselines(train, test, config.logreg_baseline),
+    "baselines": D.digits_baselines(train, test, logreg=config.logreg_baseline),
   }
   metrics["derived"] = D.transfer_metrics(metrics["summary"])
   core.write_results(

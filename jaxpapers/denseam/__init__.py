@@ -23,7 +23,7 @@ Example::
   eta_star = dam.optimal_lr(losses.mean(-1), lrs)          # [3]: flat in K if the rule holds
 """
 
-from jaxpapers.denseam._data import load_digits_task
+from jaxpapers.denseam._data import digits_baselines, load_digits_task
 from jaxpapers.denseam._model import (
   ENERGIES,
   INPUT_NORMS,
@@ -49,6 +49,7 @@ __all__ = [
   "DenseAMConfig",
   "Parametrization",
   "coord_check",
+  "digits_baselines",
   "energy",
   "energy_grad",
   "init_memories",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import cast
 
 import numpy as np
@@ -69,3 +70,40 @@ def load_digits_task(
       flip = rng.random(clean.shape) < corruption
       out.append(Batch(x0=np.where(flip, -clean, clean), clamp=np.zeros(64, bool), y=clean))
   return out[0], out[1]
+
+
+def digits_baselines(train: Batch, test: Batch, *, logreg: bool = False) -> dict:
+  """Trivial and simple baselines of the digits classification task.
+
+  Args:
+    train: the ``'classify'`` training :class:`Batch` (``x0`` ``[B, 74]``, ``y`` ``[B]`` int).
+    test: the ``'classify'`` test :class:`Batch`.
+    logreg: also fit a scikit-learn logistic regression on the 64 pixels.
+
+  Returns:
+    ``uniform_loss`` (``ln 10``), ``class_prior_loss`` (train cross-entropy of predicting the
+    train class frequencies), ``majority_accuracy`` (test accuracy of the most frequent train
+    class), ``logreg_train_loss`` and ``logreg_test_accuracy`` (None unless ``logreg``).
+  """
+  y_tr, y_te = np.asarray(train.y), np.asarray(test.y)
+  for name, y in (("train.y", y_tr), ("test.y", y_te)):
+    if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
+      raise ValueError(f"{name} must be [B] integer class labels, got {y.dtype} {y.shape}")
+  counts = np.bincount(y_tr, minlength=10)
+  prior = counts / counts.sum()
+  out = {
+    "uniform_loss": math.log(10),
+    "class_prior_loss": float(-np.mean(np.log(prior[y_tr]))),
+    "majority_accuracy": float(np.mean(y_te == np.argmax(counts))),
+    "logreg_train_loss": None,
+    "logreg_test_accuracy": None,
+  }
+  if logreg:
+    from sklearn.linear_model import LogisticRegression
+
+    px_tr, px_te = np.asarray(train.x0)[:, :64], np.asarray(test.x0)[:, :64]
+    lr = LogisticRegression(max_iter=2000).fit(px_tr, y_tr)
+    proba = np.clip(lr.predict_proba(px_tr), 1e-12, 1)
+    out["logreg_train_loss"] = float(-np.mean(np.log(proba[np.arange(len(y_tr)), y_tr])))
+    out["logreg_test_accuracy"] = float(lr.score(px_te, y_te))
+  return out

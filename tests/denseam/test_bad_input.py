@@ -228,6 +228,14 @@ CASES = [
     jit_reason="host-side: names a static configuration",
   ),
   Case(
+    "digits_baselines",
+    D.digits_baselines,
+    (GOOD, D.Batch(X, CLAMP, np.array([0.0, 1.0, 1.0], F32))),
+    match=r"test.y must be \[B\] integer class labels",
+    jit=None,
+    jit_reason="host-side data baseline",
+  ),
+  Case(
     "transfer_summary",
     D.transfer_summary,
     (np.ones((2, 3, 2)), np.ones((2, 3, 2)), np.array([0.1, 0.2])),
