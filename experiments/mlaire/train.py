@@ -55,17 +55,6 @@ def retriever_names(cfg: Config) -> list[str]:
   return [*e5, "bm25", "char_ngram", *M.TRIVIAL_RETRIEVERS]
 
 
-def _units(cfg: Config) -> list[M.Unit]:
-  units = M.cldr_units(cfg.langs)
-  rng = np.random.default_rng(cfg.seed)
-  keep = []
-  for fact in M.FACT_TYPES:
-    idx = [i for i, u in enumerate(units) if u.fact == fact]
-    n = min(cfg.units_per_fact, len(idx))
-    keep += sorted(rng.choice(idx, n, replace=False).tolist())
-  return [units[i] for i in keep]
-
-
 def _embeddings(corpus: M.Corpus, workdir: pathlib.Path) -> dict:
   """e5 query and passage embeddings of the corpus, cached in ``<workdir>/e5_cache.npz``."""
 
@@ -113,12 +102,8 @@ def _scores(cfg: Config, corpus: M.Corpus, emb, calib: np.ndarray, pools: dict, 
       for lam in cfg.lambdas:
         s = M.language_prior(e5, p.doc_lang, p.q_lang, lam)
         out.setdefault(prior_name(lam), {})[v] = np.asarray(s)
-    sem = (p.doc_content == p.q_content[:, None]).astype(np.float32)
-    lm = (p.doc_lang == p.q_lang[:, None]).astype(np.float32)
-    noise = lambda: rng.random(p.doc.shape).astype(np.float32)
-    out.setdefault("random", {})[v] = noise()
-    out.setdefault("lang_only", {})[v] = lm + 0.5 * noise()
-    out.setdefault("blind_oracle", {})[v] = sem + 0.5 * noise()
+    for name, sc in M.trivial_scores(p, rng).items():
+      out.setdefault(name, {})[v] = sc
   return out
 
 
@@ -180,7 +165,7 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
-  units = _units(cfg)
+  units = M.sample_units(M.cldr_units(cfg.langs), cfg.units_per_fact, seed=cfg.seed)
   corpus = M.render_passages(units, cfg.langs, seed=cfg.seed)
   cells = core.CellStore(workdir / "cells")
   todo = [s for s in range(cfg.seeds) if f"seed={s}" not in cells]

@@ -51,7 +51,9 @@ from jaxpapers.mlaire._pools import (
   build_pools,
   cldr_units,
   render_passages,
+  sample_units,
   shared_surface_fraction,
+  trivial_scores,
 )
 from jaxpapers.mlaire._retrievers import (
   bm25_scores,
@@ -109,8 +111,10 @@ __all__ = [
   "ranks",
   "remove_language_offsets",
   "render_passages",
+  "sample_units",
   "semantic_ndcg",
   "shared_surface_fraction",
   "spearman",
   "tokenize",
+  "trivial_scores",
 ]

@@ -389,3 +389,47 @@ def shared_surface_fraction(corpus: Corpus) -> float:
     names = [u.names[l][0].lower() for l in corpus.langs]
     n += len(set(names)) < len(names)
   return n / len(corpus.units)
+
+
+def sample_units(units: Sequence[Unit], per_fact: int, *, seed: int) -> list[Unit]:
+  """A seeded subset of at most ``per_fact`` units of every fact type, in their given order.
+
+  Args:
+    units: the content units (e.g. :func:`cldr_units`).
+    per_fact: how many units of each fact type of ``FACT_TYPES`` to keep (all if fewer).
+    seed: seed of the draw (``numpy.random.default_rng``).
+
+  Returns:
+    The kept units: per fact type in ``FACT_TYPES`` order, each type's in ``units`` order.
+  """
+  per_fact = V.check_int(per_fact, "per_fact", min_value=0)
+  rng = np.random.default_rng(seed)
+  keep = []
+  for fact in FACT_TYPES:
+    idx = [i for i, u in enumerate(units) if u.fact == fact]
+    n = min(per_fact, len(idx))
+    keep += sorted(rng.choice(idx, n, replace=False).tolist())
+  return [units[i] for i in keep]
+
+
+def trivial_scores(pools: Pools, rng: np.random.Generator) -> dict[str, np.ndarray]:
+  """Scores of the trivial retrievers on one set of pools (controls for the metrics).
+
+  ``random``: uniform noise; ``lang_only``: query-language passages first, random otherwise;
+  ``blind_oracle``: the query's content first in any language, random otherwise (noise in
+  ``[0, 0.5)`` breaks ties). The three noise draws are taken from ``rng`` in this order.
+
+  Args:
+    pools: the candidate pools (:func:`build_pools`).
+    rng: the generator the noise is drawn from.
+
+  Returns:
+    ``{'random', 'lang_only', 'blind_oracle'}`` -> float32 ``[Q, P]`` scores.
+  """
+  if not isinstance(rng, np.random.Generator):
+    raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+  p = pools
+  sem = (p.doc_content == p.q_content[:, None]).astype(np.float32)
+  lm = (p.doc_lang == p.q_lang[:, None]).astype(np.float32)
+  noise = lambda: rng.random(p.doc.shape).astype(np.float32)
+  return {"random": noise(), "lang_only": lm + 0.5 * noise(), "blind_oracle": sem + 0.5 * noise()}

@@ -73,3 +73,32 @@ def test_shared_surface_fraction_counts_identical_names():
   u2 = M.Unit("currency", "PE", "PEN", {"en": ("Peru", "x"), "de": ("Peru", "x")})
   c = M.render_passages([u1, u2], ("en", "de"))
   assert M.shared_surface_fraction(c) == 0.5
+
+
+def test_sample_units_keeps_per_fact_in_order():
+  units = [M.Unit(f, f"{f[0]}{i}", "v", {"en": ("x", "v")}) for i in range(5) for f in M.FACT_TYPES]
+  kept = M.sample_units(units, 3, seed=0)
+  assert [u.fact for u in kept] == ["currency"] * 3 + ["official_language"] * 3
+  for fact in M.FACT_TYPES:
+    pos = [units.index(u) for u in kept if u.fact == fact]
+    assert pos == sorted(pos) and len(set(pos)) == 3  # distinct, in the given order
+  assert M.sample_units(units, 3, seed=0) == kept  # seeded
+  assert len(M.sample_units(units, 9, seed=0)) == 10  # all 5 of each type when fewer
+
+
+def test_trivial_scores_order_the_pool_as_their_names_say(corpus):
+  _, c = corpus
+  p = M.build_pools(c, variant="A", n_hard=3, n_easy=4, n_trap=2, p_max=24, seed=1)
+  s = M.trivial_scores(p, np.random.default_rng(0))
+  # The same draws in the same order, in float64 NumPy.
+  rng = np.random.default_rng(0)
+  r, n1, n2 = (rng.random(p.doc.shape) for _ in range(3))
+  sem = p.doc_content == p.q_content[:, None]
+  lang = p.doc_lang == p.q_lang[:, None]
+  np.testing.assert_allclose(s["random"], r, rtol=1e-6)
+  np.testing.assert_allclose(s["lang_only"], lang + 0.5 * n1, rtol=1e-6)
+  np.testing.assert_allclose(s["blind_oracle"], sem + 0.5 * n2, rtol=1e-6)
+  # Every same-content passage outscores every other one under the blind oracle.
+  lo = np.where(sem & p.mask, s["blind_oracle"], np.inf).min(1)
+  hi = np.where(~sem & p.mask, s["blind_oracle"], -np.inf).max(1)
+  assert np.all(lo > hi)
