@@ -50,11 +50,6 @@ def prior_name(lam: float) -> str:
   return f"e5_prior_{lam:g}".replace(".", "p")
 
 
-def retriever_names(cfg: Config) -> list[str]:
-  e5 = ["e5", "e5_offset", *[prior_name(l) for l in cfg.lambdas]] if cfg.use_e5 else []
-  return [*e5, "bm25", "char_ngram", *M.TRIVIAL_RETRIEVERS]
-
-
 def _embeddings(corpus: M.Corpus, workdir: pathlib.Path) -> dict:
   """e5 query and passage embeddings of the corpus, cached in ``<workdir>/e5_cache.npz``."""
 
