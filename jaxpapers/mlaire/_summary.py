@@ -148,8 +148,8 @@ def claim_metrics(summary: Mapping[str, Any], ndcg_tie: float = 0.02) -> dict:
   # 3. Preference vs preference-driven semantic failures, every non-trivial retriever.
   nontrivial = [r for r in A if r not in TRIVIAL_RETRIEVERS]
   d["spearman_lpr_A_vs_SmLp_C"] = spearman(
-    [mean(A, r, "lpr_strict") for r in nontrivial],
-    [C[r]["four_way_SmLp"]["mean"] for r in nontrivial],
+    np.asarray([mean(A, r, "lpr_strict") for r in nontrivial], np.float64),
+    np.asarray([C[r]["four_way_SmLp"]["mean"] for r in nontrivial], np.float64),
   )
   d["spearman_n_retrievers"] = len(nontrivial)
   # 4. Offset removal: paired LPR drop on pool A (seed by seed).
