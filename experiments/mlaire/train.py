@@ -46,10 +46,6 @@ Config = ml_collections.FrozenConfigDict
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-def prior_name(lam: float) -> str:
-  return f"e5_prior_{lam:g}".replace(".", "p")
-
-
 def _embeddings(corpus: M.Corpus, workdir: pathlib.Path) -> dict:
   """e5 query and passage embeddings of the corpus, cached in ``<workdir>/e5_cache.npz``."""
 
@@ -66,40 +62,6 @@ def _embeddings(corpus: M.Corpus, workdir: pathlib.Path) -> dict:
 
   z = core.cached_arrays(workdir / "e5_cache.npz", compute, valid=valid)
   return {"qe": z["qe"], "pe": z["pe"], "seconds": float(z["seconds"])}
-
-
-def _scores(cfg: Config, corpus: M.Corpus, emb, calib: np.ndarray, pools: dict, rng) -> dict:
-  """``{retriever: {pool: [Q, P] scores}}`` for one seed."""
-  n_l = len(cfg.langs)
-  out = {}
-  full = {
-    "bm25": M.bm25_scores(corpus.queries, corpus.passages),
-    "char_ngram": M.char_ngram_scores(corpus.queries, corpus.passages),
-  }
-  if cfg.use_e5:
-    qe, pe = emb["qe"], emb["pe"]
-    rows = np.isin(corpus.content, calib)
-    # Offsets are fitted on the calibration units only (disjoint from the query units);
-    # queries and passages carry different prefixes, so each side gets its own offsets.
-    fit = lambda e: M.fit_language_offsets(
-      e[rows], corpus.lang[rows], corpus.content[rows], n_l, n_content=len(corpus.units)
-    )
-    qe_o = M.remove_language_offsets(qe, corpus.lang, fit(qe))
-    pe_o = M.remove_language_offsets(pe, corpus.lang, fit(pe))
-  for v, p in pools.items():
-    args = (p.doc, p.mask, p.query)
-    for name, s in full.items():
-      out.setdefault(name, {})[v] = np.asarray(M.pool_scores(s, *args))
-    if cfg.use_e5:
-      e5 = M.dense_pool_scores(qe, pe, *args)
-      out.setdefault("e5", {})[v] = np.asarray(e5)
-      out.setdefault("e5_offset", {})[v] = np.asarray(M.dense_pool_scores(qe_o, pe_o, *args))
-      for lam in cfg.lambdas:
-        s = M.language_prior(e5, p.doc_lang, p.q_lang, lam)
-        out.setdefault(prior_name(lam), {})[v] = np.asarray(s)
-    for name, sc in M.trivial_scores(p, rng).items():
-      out.setdefault(name, {})[v] = sc
-  return out
 
 
 def run_seed(cfg: Config, corpus: M.Corpus, emb, s: int) -> dict:
@@ -124,7 +86,8 @@ def run_seed(cfg: Config, corpus: M.Corpus, emb, s: int) -> dict:
     )
     for i, v in enumerate(M.POOLS)
   }
-  scores = _scores(cfg, corpus, emb, calib, pools, rng)
+  e5 = dict(emb=emb, calib=calib, lambdas=cfg.lambdas) if cfg.use_e5 else {}
+  scores = M.score_pools(corpus, pools, rng, **e5)
   res, per_query = {}, {}
   for name, by_pool in scores.items():
     for v, sc in by_pool.items():

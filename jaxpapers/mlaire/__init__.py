@@ -63,6 +63,7 @@ from jaxpapers.mlaire._retrievers import (
   pool_scores,
   tokenize,
 )
+from jaxpapers.mlaire._scoring import prior_name, score_pools
 from jaxpapers.mlaire._summary import (
   AGREEMENT_POOLS,
   NATURAL_RETRIEVERS,
@@ -107,10 +108,12 @@ __all__ = [
   "ndcg_per_query",
   "pool_batch",
   "pool_scores",
+  "prior_name",
   "rank_agreement",
   "ranks",
   "remove_language_offsets",
   "render_passages",
+  "score_pools",
   "sample_units",
   "semantic_ndcg",
   "shared_surface_fraction",
