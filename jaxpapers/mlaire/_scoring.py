@@ -72,6 +72,7 @@ def score_pools(
     "bm25": bm25_scores(corpus.queries, corpus.passages),
     "char_ngram": char_ngram_scores(corpus.queries, corpus.passages),
   }
+  dense = None
   if emb is not None:
     qe, pe = emb["qe"], emb["pe"]
     rows = np.isin(corpus.content, calib)
@@ -80,11 +81,13 @@ def score_pools(
     )
     qe_o = remove_language_offsets(qe, corpus.lang, fit(qe))
     pe_o = remove_language_offsets(pe, corpus.lang, fit(pe))
+    dense = (qe, pe, qe_o, pe_o)
   for v, p in pools.items():
     args = (p.doc, p.mask, p.query)
     for name, s in full.items():
       out.setdefault(name, {})[v] = np.asarray(pool_scores(s, *args))
-    if emb is not None:
+    if dense is not None:
+      qe, pe, qe_o, pe_o = dense
       e5 = dense_pool_scores(qe, pe, *args)
       out.setdefault("e5", {})[v] = np.asarray(e5)
       out.setdefault("e5_offset", {})[v] = np.asarray(dense_pool_scores(qe_o, pe_o, *args))
