@@ -45,16 +45,7 @@ def load_teacher(c, split):
   elif c.teacher == "random":
     tok = S.train_bpe(split["train"], vocab_size=c.random_teacher.vocab, style="bytelevel")
     t = c.random_teacher
-    cfg = lm.LMConfig(
-      vocab_size=tok.vocab_size,
-      d_model=t.d_model,
-      n_layers=t.n_layers,
-      n_heads=2,
-      n_kv_heads=2,
-      head_dim=t.d_model // 2,
-      ffn_dim=2 * t.d_model,
-      rope_base=10000.0,
-    )
+    cfg = lm.small_config(tok.vocab_size, d_model=t.d_model, n_layers=t.n_layers)
     params = lm.init_params(jax.random.key(123), cfg, std=0.5)
     desc = f"random-init {t.n_layers}-layer teacher, byte-level BPE {tok.vocab_size}"
   else:

@@ -101,16 +101,7 @@ class ReaderTexts:
       texts = list(kb.docs) + [q.question for q in questions] + [q.answer for q in questions]
       tok = WordTokenizer(texts)
       r = c.random_lm
-      cfg = lm.LMConfig(
-        vocab_size=tok.vocab_size,
-        d_model=r.d_model,
-        n_layers=r.n_layers,
-        n_heads=2,
-        n_kv_heads=2,
-        head_dim=r.d_model // 2,
-        ffn_dim=2 * r.d_model,
-        rope_base=10000.0,
-      )
+      cfg = lm.small_config(tok.vocab_size, d_model=r.d_model, n_layers=r.n_layers)
       params = lm.init_params(jax.random.key(123), cfg, std=0.5)
       self.desc = f"random-init {r.n_layers}-layer d={r.d_model} decoder, word vocabulary"
       self.prefix_text = ""

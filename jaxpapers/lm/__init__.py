@@ -36,7 +36,7 @@ from jaxpapers.lm._attention import (
   blockwise_attention,
   bucket_length,
 )
-from jaxpapers.lm._config import LMConfig
+from jaxpapers.lm._config import LMConfig, small_config
 from jaxpapers.lm._gemma3 import gemma3_path, load_gemma3
 from jaxpapers.lm._generate import Generation, generate, greedy_generate, mean_queries
 from jaxpapers.lm._gguf import (
@@ -83,6 +83,7 @@ __all__ = [
   "blockwise_attention",
   "bucket_length",
   "LMConfig",
+  "small_config",
   "Generation",
   "generate",
   "greedy_generate",

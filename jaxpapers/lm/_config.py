@@ -168,3 +168,53 @@ class LMConfig:
     if self.post_norms:
       per_layer += 2 * d
     return L * per_layer + v * d * (1 if self.tie_embeddings else 2) + d
+
+
+def small_config(vocab_size: int, *, d_model: int, n_layers: int, n_heads: int = 2) -> LMConfig:
+  """A small Llama-style architecture for a randomly initialised stand-in LM.
+
+  The shape that experiments use when no real checkpoint is wanted (a random teacher, a random
+  reader): multi-head attention without grouping (KV = H), head width d / H, a gated MLP of
+  width 2d, RoPE base 10,000, tied embeddings. Pair it with :func:`jaxpapers.lm.init_params`.
+
+  Args:
+    vocab_size: V, the tokenizer's vocabulary size (a positive int).
+    d_model: residual width d (a positive int; d / n_heads must be an even int for RoPE).
+    n_layers: L, the number of decoder layers (a positive int).
+    n_heads: H, the query heads, also the key/value heads (a positive int).
+
+  Returns:
+    An :class:`LMConfig` with ``n_kv_heads = n_heads``, ``head_dim = d_model // n_heads``,
+    ``ffn_dim = 2 * d_model`` and ``rope_base = 10000.0`` (the other fields at their defaults).
+
+  Example:
+    >>> import jax
+    >>> from jaxpapers import lm
+    >>> cfg = lm.small_config(320, d_model=32, n_layers=1)
+    >>> (cfg.n_heads, cfg.head_dim, cfg.ffn_dim)
+    (2, 16, 64)
+    >>> params = lm.init_params(jax.random.key(0), cfg, std=0.5)
+  """
+  for name, v in (
+    ("vocab_size", vocab_size),
+    ("d_model", d_model),
+    ("n_layers", n_layers),
+    ("n_heads", n_heads),
+  ):
+    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+      raise ValueError(f"small_config: {name} must be a positive int, got {v!r}")
+  if d_model % (2 * n_heads):
+    raise ValueError(
+      f"small_config: d_model must be a multiple of 2 * n_heads = {2 * n_heads} (an even head "
+      f"width for RoPE), got d_model={d_model}"
+    )
+  return LMConfig(
+    vocab_size=vocab_size,
+    d_model=d_model,
+    n_layers=n_layers,
+    n_heads=n_heads,
+    n_kv_heads=n_heads,
+    head_dim=d_model // n_heads,
+    ffn_dim=2 * d_model,
+    rope_base=10000.0,
+  )

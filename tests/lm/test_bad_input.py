@@ -665,6 +665,14 @@ CASES = [
     id="tokenizer-decode-float",
   ),
   Case(
+    "lm.small_config",
+    lambda: lm.small_config(16, d_model=10, n_layers=1),
+    match=r"d_model must be a multiple of 2 \* n_heads = 4 .*got d_model=10",
+    jit=None,
+    jit_reason="builds a static architecture description, never traced",
+    id="small-config-odd-head-width",
+  ),
+  Case(
     "lm.row_chunk_size",
     lambda: lm.row_chunk_size(0),
     match="rows must be >= 1, got 0",
