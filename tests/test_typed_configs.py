@@ -32,6 +32,7 @@ VIEWS = {
   "mlaire": {"": "default"},
   "msretrieval": {"": "default"},
   "panda": {"": "default", "budget": "search", "search": "search"},
+  "soda": {"": "default"},
   "sola": {"": "default"},
   "sscl": {"": "default"},
 }

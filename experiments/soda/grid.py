@@ -41,18 +41,17 @@ def base_horizons(task_cfg: Any, base: str) -> tuple[int, ...]:
 
 def family_grid(task_cfg: Any) -> list[tuple[str, dict[str, float]]]:
   """All (family, hyperparameters) of a task, in a fixed order."""
-  runs = []
-  for lr in task_cfg.adamw_lrs:
-    for wd in task_cfg.adamw_wds:
-      runs.append(("adamw", {"lr": lr, "wd": wd}))
-  for lr in task_cfg.soda_adamw_lrs:
-    runs.append(("soda_adamw", {"lr": lr}))
-  for lr in task_cfg.get("muon_lrs", ()):
-    for wd in task_cfg.muon_wds:
-      runs.append(("muon", {"lr": lr, "wd": wd, "adam_lr": task_cfg.muon_adam_lr}))
-  for lr in task_cfg.get("soda_muon_lrs", ()):
-    runs.append(("soda_muon", {"lr": lr, "adam_lr": task_cfg.muon_adam_lr}))
-  return runs
+  c = task_cfg
+  return (
+    [("adamw", {"lr": lr, "wd": wd}) for lr in c.adamw_lrs for wd in c.adamw_wds]
+    + [("soda_adamw", {"lr": lr}) for lr in c.soda_adamw_lrs]
+    + [
+      ("muon", {"lr": lr, "wd": wd, "adam_lr": c.muon_adam_lr})
+      for lr in c.muon_lrs
+      for wd in c.muon_wds
+    ]
+    + [("soda_muon", {"lr": lr, "adam_lr": c.muon_adam_lr}) for lr in c.soda_muon_lrs]
+  )
 
 
 def cell_blocks(
@@ -60,43 +59,39 @@ def cell_blocks(
 ) -> list[tuple[str, list[tuple[str, dict[str, float]]]]]:
   """The stored cells of one (horizon, group): ``[(name suffix, runs), ...]``, stage by stage.
 
-  ``task_cfg.cell_stages`` is the grid's history, ``((suffix, {family: learning rates}), ...)``:
-  the first run's grid (suffix ``''``), then each extension (``'+ext'``, ...). A run belongs to
-  the stage that lists its family's learning rate (a family no stage names: the first stage); the
-  runs of one stage form the cell ``<task>/T<h>/<group><suffix>``, so earlier cells are read back
-  as stored when a stage is added. Empty cells are left out; the order of ``runs`` is kept.
+  ``task_cfg.cell_stages`` is the grid's history, ``((suffix, ((family, learning rates), ...)),
+  ...)`` (pairs, as a frozen config view holds them; a ``{family: learning rates}`` mapping, the
+  form of earlier records, reads the same; absent: one stage): the first run's grid (suffix
+  ``''``), then each extension (``'+ext'``, ...). A run belongs to the stage that lists its
+  family's learning rate (a family no stage names: the first stage); the runs of one stage form
+  the cell ``<task>/T<h>/<group><suffix>``, so earlier cells are read back as stored when a stage
+  is added. Empty cells are left out; the order of ``runs`` is kept.
 
   Raises:
     ValueError: if ``cell_stages`` is malformed, a learning rate is listed by two stages of one
       family, or a run's family is named by a stage but its learning rate by none.
   """
-  stages = tuple(task_cfg.get("cell_stages", None) or ())
+  raw = task_cfg.get("cell_stages", ())  # a task without it: one stage
+  bad = ValueError(
+    f"cell_stages must be a sequence of (suffix, ((family, learning rates), ...)) pairs, got {raw!r}"
+  )
+  try:
+    stages = [(suffix, dict(lrs)) for suffix, lrs in raw]
+  except (TypeError, ValueError):
+    raise bad from None
+  if not all(isinstance(suffix, str) for suffix, _ in stages):
+    raise bad
   if not stages:
     return [("", list(runs))] if runs else []
-  if not all(
-    isinstance(st, (tuple, list))
-    and len(st) == 2
-    and isinstance(st[0], str)
-    and hasattr(st[1], "get")
-    for st in stages
-  ):
-    raise ValueError(
-      f"cell_stages must be a sequence of (suffix, {{family: learning rates}}) pairs, got {stages!r}"
-    )
   suffixes = [suffix for suffix, _ in stages]
   if len(set(suffixes)) != len(suffixes):
     raise ValueError(f"cell_stages: the suffixes {suffixes} must be distinct")
   blocks = {suffix: [] for suffix in suffixes}
   for family, hp in runs:
-    hits = [
-      suffix
-      for suffix, lrs in stages
-      if any(math.isclose(hp["lr"], x) for x in (lrs.get(family, None) or ()))
-    ]
-    named = any(lrs.get(family, None) is not None for _, lrs in stages)
+    hits = [s for s, lrs in stages if any(math.isclose(hp["lr"], x) for x in lrs.get(family, ()))]
     if len(hits) > 1:
       raise ValueError(f"cell_stages: {family} lr {hp['lr']:g} is listed by the stages {hits}")
-    if not hits and named:
+    if not hits and any(family in lrs for _, lrs in stages):
       raise ValueError(
         f"cell_stages: {family} lr {hp['lr']:g} is in the grid but in no stage; add it to the "
         "stage that trains it"

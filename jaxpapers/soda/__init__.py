@@ -5,7 +5,8 @@ any optax optimizer by the anchored ``1/(k+2)`` primal average
 ``x_{k+1} = x_k + u_k - (x_k - z_0)/(k+2)``. The standalone LMO-based
 optimizers of the paper (:func:`moda`, :func:`soda_lmo`) and their building
 blocks are also exported, with the paper's horizon study (:func:`horizon_optimizer`,
-:func:`wsd_schedule`, :func:`digits_task`, :func:`lm_task`).
+:func:`wsd_schedule`, :func:`digits_task`, :func:`lm_task`) and the functions that read its
+results (:func:`best_run`, :func:`horizon_gaps`, :func:`wd_transfer`, :func:`grid_edges`).
 """
 
 from jaxpapers.soda._horizon import (
@@ -38,6 +39,7 @@ from jaxpapers.soda._standalone import (
   soda_muon,
   soda_nadam,
 )
+from jaxpapers.soda._study import best_run, grid_edges, horizon_gaps, wd_transfer
 from jaxpapers.soda._sweep import grid_mesh, horizon_hparams, horizon_sweep
 from jaxpapers.soda._wrapper import SodaState, soda
 
@@ -48,9 +50,12 @@ __all__ = (
   "OptimisticMomentumState",
   "SodaLmoState",
   "SodaState",
+  "best_run",
   "digits_task",
   "gpt_hidden_mask",
+  "grid_edges",
   "grid_mesh",
+  "horizon_gaps",
   "horizon_hparams",
   "horizon_optimizer",
   "horizon_sweep",
@@ -70,5 +75,6 @@ __all__ = (
   "soda_lmo",
   "soda_muon",
   "soda_nadam",
+  "wd_transfer",
   "wsd_schedule",
 )

@@ -1479,7 +1479,7 @@ MUTATIONS = (
   # ---------------------------------------------------------------- soda
   M(
     "soda",
-    "evaluate",
+    "jaxpapers.soda._study",
     'return min(cand, key=lambda r: r["metric"] if math.isfinite(r["metric"]) else math.inf)',
     'return max(cand, key=lambda r: r["metric"] if math.isfinite(r["metric"]) else math.inf)',
     ["test_best", "test_claims_per_horizon"],
@@ -1487,7 +1487,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "evaluate",
+    "jaxpapers.soda._study",
     'r["metric"] if math.isfinite(r["metric"]) else math.inf)',
     'r["metric"] if math.isfinite(r["metric"]) else -math.inf)',
     ["test_best_ranks_a_diverged_run_last"],
@@ -1503,10 +1503,10 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "evaluate",
+    "jaxpapers.soda._study",
     'gap = b["metric"] - s["metric"]  # > 0: SODA better',
     'gap = s["metric"] - b["metric"]  # > 0: SODA better',
-    ["test_claims_per_horizon", "test_derived_metrics"],
+    ["test_claims_per_horizon"],
     "gap signed so that a worse SODA counts as better",
   ),
   M(
@@ -1519,10 +1519,10 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "evaluate",
+    "jaxpapers.soda._study",
     '"penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),',
     '"penalty_at_longest_in_std": penalty(t_l, bl, bl["wd"]),',
-    ["test_wd_transfer", "test_derived_metrics"],
+    ["test_wd_transfer"],
     "transfer penalty with the longest horizon's own weight decay",
   ),
   M(
@@ -1535,7 +1535,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "evaluate",
+    "jaxpapers.soda._study",
     '"soda_beats_wd0": (s["metric"] < b0["metric"]) if b0 else None,',
     '"soda_beats_wd0": (s["metric"] > b0["metric"]) if b0 else None,',
     ["test_claims_per_horizon"],
@@ -1543,7 +1543,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "evaluate",
+    "jaxpapers.soda._study",
     '  if lower and value <= min(grid):\n    return "low"',
     '  if lower and value < min(grid):\n    return "low"',
     ["test_grid_edges", "test_grid_edges_of_a_one_point_grid"],
@@ -1551,7 +1551,7 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "evaluate",
+    "jaxpapers.soda._study",
     '  if value >= max(grid):\n    return "high"',
     '  if value > max(grid):\n    return "high"',
     ["test_grid_edges"],
@@ -1559,15 +1559,15 @@ MUTATIONS = (
   ),
   M(
     "soda",
-    "evaluate",
+    "jaxpapers.soda._study",
     'e["at_edge"] = e["base_at_edge"] + bool(e["soda_lr_edge"])',
     'e["at_edge"] = e["base_at_edge"]',
-    ["test_grid_edges", "test_derived_edge_horizons"],
+    ["test_grid_edges"],
     "SODA's learning rate at an edge not counted",
   ),
   M(
     "soda",
-    "evaluate",
+    "jaxpapers.soda._study",
     '"base_wd_edge": _edge(b["wd"], grid(base, "wd"), lower=False),',
     '"base_wd_edge": _edge(b["wd"], grid(base, "wd")),',
     ["test_grid_edges_weight_decay_zero_is_not_an_edge"],

@@ -1,4 +1,5 @@
-"""Claim code of experiments/soda: best runs per horizon, gaps and weight-decay transfer."""
+"""Claim code of experiments/soda and the horizon-study functions of jaxpapers.soda it calls: best
+runs per horizon, gaps, weight-decay transfer, grid edges and the grid's stages."""
 
 import importlib
 import math
@@ -7,7 +8,13 @@ import ml_collections
 import numpy as np
 import pytest
 
-MODULES = {"evaluate": "experiments.soda.evaluate", "grid": "experiments.soda.grid"}
+from jaxpapers import soda
+
+MODULES = {
+  "evaluate": "experiments.soda.evaluate",
+  "grid": "experiments.soda.grid",
+  "study": "jaxpapers.soda._study",
+}
 
 
 @pytest.fixture(name="evaluate")
@@ -20,8 +27,12 @@ def _grid():
   return importlib.import_module(MODULES["grid"])
 
 
-def _tcfg():
-  return ml_collections.ConfigDict({"horizons": (100, 1000)})
+@pytest.fixture(name="study")
+def _study():
+  return importlib.import_module(MODULES["study"])
+
+
+H = (100, 1000)  # the horizons of the rows below
 
 
 def _r(t, family, lr, wd, metric, std):
@@ -67,15 +78,15 @@ def test_summaries(evaluate):
   assert row["curve"] == pytest.approx([2.0, 0.4])  # NLL curve, seed mean
 
 
-def test_best(evaluate):
+def test_best(study):
   rows = _rows()
-  assert evaluate._best(rows, 1000, "adamw")["metric"] == 0.25
-  assert evaluate._best(rows, 1000, "adamw", wd=0.1)["metric"] == 0.33
-  assert evaluate._best(rows, 10, "adamw") is None
+  assert study.best_run(rows, 1000, "adamw")["metric"] == 0.25
+  assert study.best_run(rows, 1000, "adamw", wd=0.1)["metric"] == 0.33
+  assert study.best_run(rows, 10, "adamw") is None
 
 
-def test_claims_per_horizon(evaluate):
-  cs = evaluate._claims(_rows(), _tcfg(), "adamw", "soda_adamw")
+def test_claims_per_horizon(study):
+  cs = study.horizon_gaps(_rows(), H, "adamw", "soda_adamw")
   c100, c1000 = cs
   # Gap signed so > 0 favours SODA: -(SODA - best tuned) / sqrt(std_b^2 + std_s^2).
   assert c100["soda_minus_best_base"] == pytest.approx(-0.01)
@@ -86,8 +97,8 @@ def test_claims_per_horizon(evaluate):
   assert c1000["soda_beats_wd0"] is True  # 0.27 vs 0.30
 
 
-def test_wd_transfer(evaluate):
-  tr = evaluate._wd_transfer(_rows(), _tcfg(), "adamw")
+def test_wd_transfer(study):
+  tr = study.wd_transfer(_rows(), H, "adamw")
   assert tr["best_wd_by_horizon"] == {"100": 0.1, "1000": 0.01}
   # At T = 1000 with the wd tuned at T = 100 (0.1): best 0.33 +- 0.03 vs 0.25 +- 0.04.
   assert tr["penalty_at_longest_in_std"] == pytest.approx(0.08 / 0.05, rel=1e-6)
@@ -99,8 +110,8 @@ def test_derived_metrics(evaluate):
   rows = _rows()
   m = {
     "digits": {
-      "claims": evaluate._claims(rows, _tcfg(), "adamw", "soda_adamw"),
-      "wd_transfer": [evaluate._wd_transfer(rows, _tcfg(), "adamw")],
+      "claims": soda.horizon_gaps(rows, H, "adamw", "soda_adamw"),
+      "wd_transfer": [soda.wd_transfer(rows, H, "adamw")],
     }
   }
   d = evaluate.derived_metrics(m)
@@ -128,8 +139,8 @@ def _edge_rows():
   return rows
 
 
-def test_grid_edges(evaluate):
-  e = evaluate.grid_edges(_edge_rows(), _tcfg(), "adamw", "soda_adamw")
+def test_grid_edges(study):
+  e = study.grid_edges(_edge_rows(), H, "adamw", "soda_adamw")
   assert e["100"] == {
     "base_lr": 0.1,
     "base_lr_edge": "",
@@ -145,27 +156,26 @@ def test_grid_edges(evaluate):
   assert (e["1000"]["base_at_edge"], e["1000"]["at_edge"]) == (2, 3)
 
 
-def test_grid_edges_weight_decay_zero_is_not_an_edge(evaluate):
+def test_grid_edges_weight_decay_zero_is_not_an_edge(study):
   rows = [r for r in _edge_rows() if r["horizon"] == 100]
   for r in rows:  # make (lr 0.1, wd 0) AdamW's best: wd 0 bounds the search space itself
     if r["family"] == "adamw":
       r["metric"] = 0.2 if (r["lr"], r["wd"]) == (0.1, 0.0) else 0.6
-  e = evaluate.grid_edges(rows, _tcfg(), "adamw", "soda_adamw")["100"]
+  e = study.grid_edges(rows, H, "adamw", "soda_adamw")["100"]
   assert (e["base_wd"], e["base_wd_edge"], e["at_edge"]) == (0.0, "", 0)
   # The bottom lr is an edge on its own (without the top one being reached).
   for r in rows:
     if r["family"] == "soda_adamw":
       r["metric"] = 0.1 if r["lr"] == 0.01 else 0.6
-  e = evaluate.grid_edges(rows, _tcfg(), "adamw", "soda_adamw")["100"]
+  e = study.grid_edges(rows, H, "adamw", "soda_adamw")["100"]
   assert (e["soda_lr_edge"], e["at_edge"], e["base_at_edge"]) == ("low", 1, 0)
 
 
-def test_grid_edges_of_a_one_point_grid(evaluate):
+def test_grid_edges_of_a_one_point_grid(study):
   """A single learning rate cannot bracket anything: its optimum is at an edge."""
   rows = [_r(100, "adamw", 0.1, 0.0, 0.3, 0.01), _r(100, "adamw", 0.1, 1.0, 0.4, 0.01)]
   rows.append(_r(100, "soda_adamw", 0.1, None, 0.3, 0.01))
-  cfg = ml_collections.ConfigDict({"horizons": (100,)})
-  e = evaluate.grid_edges(rows, cfg, "adamw", "soda_adamw")["100"]
+  e = study.grid_edges(rows, (100,), "adamw", "soda_adamw")["100"]
   assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("low", "low", 2)
 
 
@@ -173,8 +183,8 @@ def test_derived_edge_horizons(evaluate):
   rows = _edge_rows()
   m = {
     "digits": {
-      "claims": evaluate._claims(rows, _tcfg(), "adamw", "soda_adamw"),
-      "grid_edges": {"adamw": evaluate.grid_edges(rows, _tcfg(), "adamw", "soda_adamw")},
+      "claims": soda.horizon_gaps(rows, H, "adamw", "soda_adamw"),
+      "grid_edges": {"adamw": soda.grid_edges(rows, H, "adamw", "soda_adamw")},
     }
   }
   d = evaluate.derived_metrics(m)
@@ -183,7 +193,7 @@ def test_derived_edge_horizons(evaluate):
   for r in rows:  # T = 100: SODA's best lr moves to the top of its grid, one optimum at an edge
     if r["horizon"] == 100 and r["family"] == "soda_adamw":
       r["metric"] = 0.1 if r["lr"] == 1.0 else 0.6
-  m["digits"]["grid_edges"]["adamw"] = evaluate.grid_edges(rows, _tcfg(), "adamw", "soda_adamw")
+  m["digits"]["grid_edges"]["adamw"] = soda.grid_edges(rows, H, "adamw", "soda_adamw")
   d = evaluate.derived_metrics(m)
   assert d["digits_adamw_horizons_at_edge"] == [100, 1000]
   assert d["digits_adamw_optima_at_edge"] == 4
@@ -194,9 +204,9 @@ def _staged_cfg():
   return ml_collections.ConfigDict(
     {
       "cell_stages": (
-        ("", {"adamw": (0.01, 0.1), "soda_adamw": (0.01, 0.1)}),
-        ("+ext", {"soda_adamw": (0.001, 1.0), "adamw": (1.0,)}),
-        ("+ext2", {"soda_adamw": (1e-4,)}),
+        ("", (("adamw", (0.01, 0.1)), ("soda_adamw", (0.01, 0.1)))),
+        ("+ext", (("soda_adamw", (0.001, 1.0)), ("adamw", (1.0,)))),
+        ("+ext2", (("soda_adamw", (1e-4,)),)),
       )
     }
   )
@@ -220,9 +230,9 @@ def test_cell_blocks(grid):
   ]
   # Without the last stage's runs its cell is left out (nothing to train or read back).
   assert [s for s, _ in grid.cell_blocks(_staged_cfg(), runs[:3])] == ["", "+ext"]
-  assert grid.cell_blocks(ml_collections.ConfigDict({}), runs) == [("", runs)]
+  assert grid.cell_blocks(ml_collections.ConfigDict({"cell_stages": ()}), runs) == [("", runs)]
   # The order of the stages, not of their names, decides: the first stage is the '' cell.
-  one = ml_collections.ConfigDict({"cell_stages": (("", {"soda_adamw": (1.0,)}),)})
+  one = ml_collections.ConfigDict({"cell_stages": (("", (("soda_adamw", (1.0,)),)),)})
   assert grid.cell_blocks(one, runs[:1] + runs[7:]) == [("", runs[:1] + runs[7:])]
 
 
@@ -231,45 +241,44 @@ def test_cell_blocks_refuses_an_ambiguous_cell(grid):
   with pytest.raises(ValueError, match="soda_adamw lr 0.3 is in the grid but in no stage"):
     grid.cell_blocks(_staged_cfg(), runs)
   twice = ml_collections.ConfigDict(
-    {"cell_stages": (("", {"soda_adamw": (0.3,)}), ("+ext", {"soda_adamw": (0.3,)}))}
+    {"cell_stages": (("", (("soda_adamw", (0.3,)),)), ("+ext", (("soda_adamw", (0.3,)),)))}
   )
   with pytest.raises(ValueError, match=r"listed by the stages \['', '\+ext'\]"):
     grid.cell_blocks(twice, runs)
-  same = ml_collections.ConfigDict({"cell_stages": (("", {}), ("", {"soda_adamw": (0.3,)}))})
+  same = ml_collections.ConfigDict({"cell_stages": (("", ()), ("", (("soda_adamw", (0.3,)),)))})
   with pytest.raises(ValueError, match="must be distinct"):
     grid.cell_blocks(same, runs)
-  bad = ml_collections.ConfigDict({"cell_stages": ({"soda_adamw": (0.3,)},)})
+  bad = ml_collections.ConfigDict({"cell_stages": ((("soda_adamw", (0.3,)),),)})
   with pytest.raises(ValueError, match="cell_stages must be a sequence"):
     grid.cell_blocks(bad, runs)
 
 
-def test_grid_edges_of_an_extended_grid(evaluate):
+def test_grid_edges_of_an_extended_grid(study):
   """Rows of every stage count: a top-edge optimum is inside once the next stage's lr is worse."""
-  cfg = ml_collections.ConfigDict({"horizons": (100,)})
   first = [
     _r(100, "muon", lr, wd, m if wd == 0.3 else 0.8, 0.01)
     for lr, m in ((0.1, 0.5), (0.3, 0.2))
     for wd in (0.0, 0.3, 3.0)
   ]
-  soda = [_r(100, "soda_muon", lr, None, m, 0.01) for lr, m in ((1e-3, 0.2), (3e-3, 0.4))]
-  e = evaluate.grid_edges(first + soda, cfg, "muon", "soda_muon")["100"]
+  soda_rows = [_r(100, "soda_muon", lr, None, m, 0.01) for lr, m in ((1e-3, 0.2), (3e-3, 0.4))]
+  e = study.grid_edges(first + soda_rows, (100,), "muon", "soda_muon")["100"]
   assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("high", "low", 2)
   ext2 = [_r(100, "muon", lr, 0.3, m, 0.01) for lr, m in ((1.0, 0.3), (3.0, 0.9))]
   ext2 += [_r(100, "soda_muon", lr, None, m, 0.01) for lr, m in ((1e-4, 0.6), (3e-4, 0.3))]
-  e = evaluate.grid_edges(first + soda + ext2, cfg, "muon", "soda_muon")["100"]
+  e = study.grid_edges(first + soda_rows + ext2, (100,), "muon", "soda_muon")["100"]
   assert (e["base_lr"], e["soda_lr"]) == (0.3, 1e-3)
   assert (e["base_lr_edge"], e["soda_lr_edge"], e["at_edge"]) == ("", "", 0)
   # If the added point past the edge is better still, the optimum moved with the edge.
   ext2[0]["metric"], ext2[1]["metric"] = 0.15, 0.1  # lr 3 best: the new top
-  e = evaluate.grid_edges(first + soda + ext2, cfg, "muon", "soda_muon")["100"]
+  e = study.grid_edges(first + soda_rows + ext2, (100,), "muon", "soda_muon")["100"]
   assert (e["base_lr"], e["base_lr_edge"], e["base_at_edge"]) == (3.0, "high", 1)
 
 
-def test_best_ranks_a_diverged_run_last(evaluate):
+def test_best_ranks_a_diverged_run_last(study):
   rows = [
     _r(100, "soda_adamw", 3.0, None, float("nan"), float("nan")),  # diverged, listed first
     _r(100, "soda_adamw", 1.0, None, 0.4, 0.01),
     _r(100, "soda_adamw", 0.1, None, 0.3, 0.01),
   ]
-  assert evaluate._best(rows, 100, "soda_adamw")["lr"] == 0.1
-  assert evaluate._best(rows[:1], 100, "soda_adamw")["lr"] == 3.0  # all diverged: that one
+  assert study.best_run(rows, 100, "soda_adamw")["lr"] == 0.1
+  assert study.best_run(rows[:1], 100, "soda_adamw")["lr"] == 3.0  # all diverged: that one

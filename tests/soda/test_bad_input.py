@@ -322,6 +322,44 @@ CASES = [
   ),
 ]
 
+_ROWS = [{"horizon": 10, "family": "adamw", "lr": 0.1, "wd": 0.0, "metric": 1.0, "metric_std": 0}]
+HOST = "reads host-side result rows (JSON), never traced"
+CASES += [
+  Case(
+    "soda.best_run",
+    lambda: soda.best_run([{"horizon": 10, "family": "adamw"}], 10, "adamw"),
+    match=r"rows\[0\] must have the keys \['horizon', 'family', 'metric'\], lacks \['metric'\]",
+    jit=None,
+    jit_reason=HOST,
+    id="best-run-row-keys",
+  ),
+  Case(
+    "soda.horizon_gaps",
+    lambda: soda.horizon_gaps(_ROWS, (), "adamw", "soda_adamw"),
+    match="horizons must be a non-empty sequence of ints, got ()",
+    jit=None,
+    jit_reason=HOST,
+    id="horizon-gaps-horizons",
+  ),
+  Case(
+    "soda.wd_transfer",
+    lambda: soda.wd_transfer({"rows": _ROWS}, (10,), "adamw"),
+    error=TypeError,
+    match="rows must be a sequence of row mappings, got dict",
+    jit=None,
+    jit_reason=HOST,
+    id="wd-transfer-rows",
+  ),
+  Case(
+    "soda.grid_edges",
+    lambda: soda.grid_edges(_ROWS, (10.0,), "adamw", "soda_adamw"),
+    match=r"horizons must be a non-empty sequence of ints, got \(10.0,\)",
+    jit=None,
+    jit_reason=HOST,
+    id="grid-edges-horizons",
+  ),
+]
+
 EXEMPT = {
   "gpt_hidden_mask": "a pure pytree predicate: every pytree is valid input",
   "mlp_hidden_mask": "a pure pytree predicate: every pytree is valid input",

@@ -7,7 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments.soda import evaluate as evaluation
 from experiments.soda import grid as soda_grid
 from experiments.soda import train
 from experiments.soda.configs import smoke
@@ -64,13 +63,13 @@ def test_extended_grid_reuses_the_earlier_stages_and_refuses_a_changed_one(tmp_p
   config = smoke.get_config()
   config.lm.enabled = False
   d = config.digits
-  d.cell_stages = (("", {"adamw": (3e-3,), "soda_adamw": (3e-3,)}),)
+  d.cell_stages = (("", (("adamw", (3e-3,)), ("soda_adamw", (3e-3,)))),)
   first = train.train_and_evaluate(config, str(tmp_path / "a"))["digits"]["rows"]
   d.soda_adamw_lrs = (1e-3, 3e-3)
-  d.cell_stages += (("+ext", {"soda_adamw": (1e-3,)}),)
+  d.cell_stages += (("+ext", (("soda_adamw", (1e-3,)),)),)
   ext = train.train_and_evaluate(config, str(tmp_path / "a"))["digits"]["rows"]
   d.soda_adamw_lrs = (3e-4, 1e-3, 3e-3)
-  d.cell_stages += (("+ext2", {"soda_adamw": (3e-4,)}),)
+  d.cell_stages += (("+ext2", (("soda_adamw", (3e-4,)),)),)
   ext2 = train.train_and_evaluate(config, str(tmp_path / "a"))["digits"]["rows"]
   # Each run trains only the cell of the stage it adds.
   assert computed == ["digits/T60/adam", "digits/T60/adam+ext", "digits/T60/adam+ext2"]
@@ -82,7 +81,7 @@ def test_extended_grid_reuses_the_earlier_stages_and_refuses_a_changed_one(tmp_p
   assert ext[: len(first)] == first  # the earlier stages' cells, read back as stored
   assert ext2[: len(ext)] == ext
   # The added run equals the same run trained in one cell with the whole grid.
-  del d.cell_stages
+  d.cell_stages = ()
   whole = train.train_and_evaluate(config, str(tmp_path / "b"))["digits"]["rows"]
   (a,) = [r for r in ext2 if r["family"] == "soda_adamw" and r["lr"] == 3e-4]
   (b,) = [r for r in whole if r["family"] == "soda_adamw" and r["lr"] == 3e-4]
@@ -90,40 +89,6 @@ def test_extended_grid_reuses_the_earlier_stages_and_refuses_a_changed_one(tmp_p
   # A stored cell whose runs differ from the config's is an error naming the cell.
   with pytest.raises(ValueError, match="digits/T60/adam"):
     train.train_and_evaluate(config, str(tmp_path / "a"))
-
-
-def test_wd_transfer_penalty_and_gap_by_hand():
-  """The claim metrics on a hand-made grid (lower is better, two horizons, two lrs)."""
-  from ml_collections import ConfigDict
-
-  def row(t, fam, lr, m, s, wd=None):
-    r = {"horizon": t, "family": fam, "lr": lr, "metric": m, "metric_std": s}
-    return r if wd is None else {**r, "wd": wd}
-
-  rows = [
-    row(100, "adamw", 0.1, 1.0, 0.3, 0.0),  # best at T=100: wd 0
-    row(100, "adamw", 0.1, 1.5, 0.4, 1.0),
-    row(100, "adamw", 0.2, 1.2, 0.1, 1.0),  # best lr for wd 1 at T=100
-    row(1000, "adamw", 0.1, 0.9, 0.6, 0.0),  # wd 0 at T=1000 (its best lr)
-    row(1000, "adamw", 0.2, 2.0, 0.1, 0.0),
-    row(1000, "adamw", 0.2, 0.5, 0.8, 1.0),  # best at T=1000: wd 1
-    row(100, "soda_adamw", 0.1, 1.1, 0.0),
-    row(1000, "soda_adamw", 0.1, 0.6, 0.0),
-  ]
-  cfg = ConfigDict({"horizons": (100, 1000)})
-  tr = evaluation._wd_transfer(rows, cfg, "adamw")
-  assert tr["best_wd_by_horizon"] == {"100": 0.0, "1000": 1.0}
-  # At T=1000 with T=100's wd 0: 0.9 vs the best 0.5, over sqrt(0.8^2 + 0.6^2) = 1.
-  np.testing.assert_allclose(tr["penalty_at_longest_in_std"], 0.4)
-  # At T=100 with T=1000's wd 1: 1.2 vs 1.0, over sqrt(0.3^2 + 0.1^2).
-  np.testing.assert_allclose(tr["penalty_at_shortest_in_std"], 0.2 / np.sqrt(0.1))
-  claims = evaluation._claims(rows, cfg, "adamw", "soda_adamw")
-  # SODA - best base, signed so > 0 favours SODA: -0.1/0.3 at T=100, -0.1/0.8 at T=1000.
-  np.testing.assert_allclose([c["gap_in_seed_std"] for c in claims], [-1 / 3, -0.125])
-  derived = evaluation.derived_metrics({"digits": {"claims": claims, "wd_transfer": [tr]}})
-  np.testing.assert_allclose(derived["digits_adamw_worst_gap_in_std"], -1 / 3)
-  np.testing.assert_allclose(derived["digits_adamw_wd_transfer_penalty_in_std"], 0.2 / np.sqrt(0.1))
-  assert derived["digits_adamw_beats_wd0_fraction"] == 0.5  # 1.1 > 1.0 but 0.6 < 0.9
 
 
 @pytest.mark.notebook
@@ -136,34 +101,6 @@ def _write_shard(path, tokens):
   header = np.zeros(256, "<i4")
   header[:3] = 20240520, 1, len(tokens)
   path.write_bytes(header.tobytes() + np.asarray(tokens).astype("<u2").tobytes())
-
-
-def test_muon_claims_use_the_muon_horizons():
-  """With ``muon_horizons`` set, the Muon claims compare the ends of those horizons."""
-  from ml_collections import ConfigDict
-
-  cfg = ConfigDict({"horizons": (100, 300, 1000), "muon_horizons": (100, 1000), "num_seeds": 5})
-  cfg.muon_num_seeds = 3
-  assert soda_grid.group_horizons(cfg, "adam") == (100, 300, 1000)
-  assert soda_grid.group_horizons(cfg, "soda_muon") == (100, 1000)
-  assert (soda_grid.group_seeds(cfg, "adam"), soda_grid.group_seeds(cfg, "muon")) == (5, 3)
-  rows = [
-    {"horizon": t, "family": f, "lr": 0.1, "metric": m, "metric_std": 0.1, "wd": wd}
-    for t, f, m, wd in (
-      (100, "muon", 1.0, 0.0),
-      (100, "muon", 1.2, 1.0),
-      (1000, "muon", 0.9, 0.0),
-      (1000, "muon", 0.5, 1.0),
-    )
-  ] + [
-    {"horizon": t, "family": "soda_muon", "lr": 0.1, "metric": m, "metric_std": 0.1}
-    for t, m in ((100, 1.1), (1000, 0.5))
-  ]
-  tr = evaluation._wd_transfer(rows, cfg, "muon")
-  assert tr["best_wd_by_horizon"] == {"100": 0.0, "1000": 1.0}
-  np.testing.assert_allclose(tr["penalty_at_longest_in_std"], 0.4 / np.sqrt(0.02))
-  claims = evaluation._claims(rows, cfg, "muon", "soda_muon")
-  assert [c["horizon"] for c in claims] == [100, 1000]
 
 
 def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
@@ -198,3 +135,14 @@ def test_full_config_traces_on_a_data_parallel_mesh(tmp_path):
   assert loss.shape == (2,)
   ev = jax.eval_shape(jax.vmap(lambda st, h, k: eng.eval_fn(st, h, k, None)), state, hp, keys)
   assert ev.shape == (2,)
+
+
+def test_muon_groups_use_the_muon_horizons_and_seeds():
+  from ml_collections import ConfigDict
+
+  cfg = ConfigDict({"horizons": (100, 300, 1000), "muon_horizons": (100, 1000), "num_seeds": 5})
+  cfg.muon_num_seeds = 3
+  assert soda_grid.group_horizons(cfg, "adam") == (100, 300, 1000)
+  assert soda_grid.group_horizons(cfg, "soda_muon") == (100, 1000)
+  assert soda_grid.base_horizons(cfg, "muon") == (100, 1000)
+  assert (soda_grid.group_seeds(cfg, "adam"), soda_grid.group_seeds(cfg, "muon")) == (5, 3)

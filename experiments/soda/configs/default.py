@@ -28,30 +28,55 @@ def _digits():
   return ml_collections.ConfigDict(
     dict(
       enabled=True,
-      num_train=1000, data_seed=0, hidden=128, batch_size=32,
-      horizons=(250, 500, 1000, 2000, 4000, 8000), num_seeds=5, adamw_lrs=(1e-3, 3e-3, 1e-2),
-      adamw_wds=(0.0, 0.1, 1.0, 10.0), soda_adamw_lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1),
+      num_train=1000,
+      data_seed=0,
+      hidden=128,
+      batch_size=32,
+      horizons=(250, 500, 1000, 2000, 4000, 8000),
+      num_seeds=5,
+      adamw_lrs=(1e-3, 3e-3, 1e-2),
+      adamw_wds=(0.0, 0.1, 1.0, 10.0),
+      soda_adamw_lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1),
       # Muon arms: planned as below when the AdamW arms were run, switched on (with the reduced
       # horizons and seeds) before any Muon result was seen.
-      muon_lrs=(3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0), muon_adam_lr=3e-3,
-      muon_wds=(0.0, 0.03, 0.3, 3.0), soda_muon_lrs=(1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1),
+      muon_lrs=(3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
+      muon_adam_lr=3e-3,
+      muon_wds=(0.0, 0.03, 0.3, 3.0),
+      soda_muon_lrs=(1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1),
       # The grid's history, stage by stage (``grid.cell_blocks``; README: "the grids"): the first
       # run's grid, ``+ext`` past every edge its optima sat at, ``+ext2`` past the two edges
       # still hit at T = 4000. Earlier stages' cells are reused as stored; every stage uses the
       # same seeds.
       cell_stages=(
-        ("", dict(adamw=(1e-3, 3e-3, 1e-2), soda_adamw=(1e-3, 3e-3, 1e-2),
-                  muon=(0.01, 0.03, 0.1), soda_muon=(0.01, 0.03, 0.1))),
-        ("+ext", dict(soda_adamw=(1e-4, 3e-4, 3e-2, 0.1), muon=(3e-3, 0.3),
-                      soda_muon=(1e-3, 3e-3))),
-        ("+ext2", dict(muon=(1.0, 3.0), soda_muon=(1e-4, 3e-4))),
+        (
+          "",
+          (
+            ("adamw", (1e-3, 3e-3, 1e-2)),
+            ("soda_adamw", (1e-3, 3e-3, 1e-2)),
+            ("muon", (0.01, 0.03, 0.1)),
+            ("soda_muon", (0.01, 0.03, 0.1)),
+          ),
+        ),
+        (
+          "+ext",
+          (
+            ("soda_adamw", (1e-4, 3e-4, 3e-2, 0.1)),
+            ("muon", (3e-3, 0.3)),
+            ("soda_muon", (1e-3, 3e-3)),
+          ),
+        ),
+        ("+ext2", (("muon", (1.0, 3.0)), ("soda_muon", (1e-4, 3e-4)))),
       ),
-      muon_horizons=(250, 1000, 4000), muon_num_seeds=3, b1=0.9, b2=0.999, warmup_frac=0.0,
+      muon_horizons=(250, 1000, 4000),
+      muon_num_seeds=3,
+      b1=0.9,
+      b2=0.999,
+      warmup_frac=0.0,
       cooldown_frac=0.3,
       chunk=125,  # steps per compiled chunk (an eval after each)
       checkpoint_every=8,  # chunks between orbax checkpoints inside a cell
     )
-  )  # fmt: skip
+  )
 
 
 def _lm():
@@ -65,11 +90,28 @@ def _lm():
       data_dir="",
       vocab=50304,  # with data_dir: GPT-2's 50257 ids padded to a multiple of 128
       max_train_tokens=0,  # 0 = every train shard
-      max_val_tokens=10_000_000, d_model=32, num_layers=2, num_heads=2, context=32,
-      batch_size=8, horizons=(200, 400, 800), num_seeds=3, adamw_lrs=(3e-3, 1e-2),
-      adamw_wds=(0.0, 0.3, 1.0, 3.0), soda_adamw_lrs=(3e-3, 1e-2), muon_lrs=(0.02,),
-      muon_adam_lr=3e-3, muon_wds=(0.0, 0.3, 1.0), soda_muon_lrs=(0.02, 0.05), b1=0.9, b2=0.99,
-      warmup_frac=0.05, cooldown_frac=0.3, val_windows=256, chunk=100, checkpoint_every=4,
+      max_val_tokens=10_000_000,
+      d_model=32,
+      num_layers=2,
+      num_heads=2,
+      context=32,
+      batch_size=8,
+      horizons=(200, 400, 800),
+      num_seeds=3,
+      adamw_lrs=(3e-3, 1e-2),
+      adamw_wds=(0.0, 0.3, 1.0, 3.0),
+      soda_adamw_lrs=(3e-3, 1e-2),
+      muon_lrs=(0.02,),
+      muon_adam_lr=3e-3,
+      muon_wds=(0.0, 0.3, 1.0),
+      soda_muon_lrs=(0.02, 0.05),
+      b1=0.9,
+      b2=0.99,
+      warmup_frac=0.05,
+      cooldown_frac=0.3,
+      val_windows=256,
+      chunk=100,
+      checkpoint_every=4,
       # Devices per run on a 'data' mesh axis (batch split, parameters replicated); 1 = whole
       # runs per device, 0 = the devices runs-only sharding leaves idle
       # (jaxpapers.soda.grid_mesh).
@@ -77,7 +119,7 @@ def _lm():
       microbatches=1,  # gradient accumulation over this many slices of each step's batch
       eval_batch=0,  # validation windows per evaluated chunk (0 = all at once)
     )
-  )  # fmt: skip
+  )
 
 
 def _figures(task, ylabel):
@@ -127,7 +169,7 @@ def _figures(task, ylabel):
             when="soda",
             label="SODA({key}), no wd (lr {soda.lr:g})",
           ),
-        ),  # fmt: skip
+        ),
       ),
       size=(4.4, 3.4),
       ncols=3,
@@ -161,7 +203,7 @@ REPORT = R.Report(
         R.Column(
           "[v]", "{c.[i].metric:.4f}±{c.[i].metric_std:.4f} ({c.[i].hp})", over="cols", missing="-"
         ),
-      ),  # fmt: skip
+      ),
     ),
   ),
   figures=(*_figures("digits", "test NLL (nats)"), *_figures("lm", "val bits/char")),
@@ -171,7 +213,7 @@ REPORT = R.Report(
 def _inside(task, base, name, horizons, *, soda=True):
   """Preconditions that no tuned optimum lies at an edge of its grid at each of ``horizons``.
 
-  ``metrics.<task>.grid_edges.<base>.<T>`` (``evaluate.grid_edges``) counts, at horizon ``T``, the
+  ``metrics.<task>.grid_edges.<base>.<T>`` (``jaxpapers.soda.grid_edges``) counts, at horizon ``T``, the
   optima at an edge of the values that were run: the base's learning rate (either end) and
   weight decay (top end; 0 bounds the search space), and with ``soda`` SODA's learning rate.
   An optimum at an edge may lie beyond the grid, so that arm is not tuned there; each horizon is

@@ -30,11 +30,26 @@ def get_config():
     dict(
       enabled=True,
       data_dir="",  # required: set --config.lm.data_dir
-      vocab=50304, max_train_tokens=0, d_model=768, num_layers=12, num_heads=12, context=1024,
-      batch_size=64, horizons=(510, 1600, 5100), num_seeds=2, adamw_lrs=(6e-4, 1.8e-3, 5e-3),
-      adamw_wds=(0.0, 0.01, 0.1, 1.0), soda_adamw_lrs=(6e-4, 1.8e-3, 5e-3),
-      muon_lrs=(0.01, 0.02, 0.05), muon_adam_lr=3.6e-3, muon_wds=(0.0, 0.01, 0.1, 1.0),
-      soda_muon_lrs=(0.01, 0.02, 0.05), b1=0.9, b2=0.95, warmup_frac=0.05, cooldown_frac=0.28,
+      vocab=50304,
+      max_train_tokens=0,
+      d_model=768,
+      num_layers=12,
+      num_heads=12,
+      context=1024,
+      batch_size=64,
+      horizons=(510, 1600, 5100),
+      num_seeds=2,
+      adamw_lrs=(6e-4, 1.8e-3, 5e-3),
+      adamw_wds=(0.0, 0.01, 0.1, 1.0),
+      soda_adamw_lrs=(6e-4, 1.8e-3, 5e-3),
+      muon_lrs=(0.01, 0.02, 0.05),
+      muon_adam_lr=3.6e-3,
+      muon_wds=(0.0, 0.01, 0.1, 1.0),
+      soda_muon_lrs=(0.01, 0.02, 0.05),
+      b1=0.9,
+      b2=0.95,
+      warmup_frac=0.05,
+      cooldown_frac=0.28,
       val_windows=512,
       chunk=10,  # divides every horizon
       checkpoint_every=100,  # an orbax checkpoint every 1000 steps inside each run
@@ -42,7 +57,7 @@ def get_config():
       microbatches=16,  # 4 sequences per accumulated slice
       eval_batch=8,  # validation windows per chunk (512 windows: 64 chunks)
     )
-  )  # fmt: skip
+  )
   # The default config's claims, re-declared for the LM (bits per token, lower is better).
   config.claims = tuple(
     c
