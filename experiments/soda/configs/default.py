@@ -280,14 +280,13 @@ def _match_or_beat(task, base, name, what, task_cfg, trivial="class-prior predic
   )
 
 
-def claims_for(task, task_cfg, what, *, spans=("32x", "16x"), trivial=None):
+def claims_for(task, task_cfg, what):
   """The four claims of one task (AdamW and Muon bases), with the task's grids as preconditions."""
-  kw = {} if trivial is None else {"trivial": trivial}
   return (
-    _wd_moves(task, "adamw", "AdamW", what, task_cfg, span=spans[0]),
-    _wd_moves(task, "muon", "Muon", what, task_cfg, span=spans[1]),
-    _match_or_beat(task, "adamw", "AdamW", what, task_cfg, **kw),
-    _match_or_beat(task, "muon", "Muon", what, task_cfg, **kw),
+    _wd_moves(task, "adamw", "AdamW", what, task_cfg, span="32x"),
+    _wd_moves(task, "muon", "Muon", what, task_cfg, span="16x"),
+    _match_or_beat(task, "adamw", "AdamW", what, task_cfg),
+    _match_or_beat(task, "muon", "Muon", what, task_cfg),
   )
 
 

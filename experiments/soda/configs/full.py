@@ -26,12 +26,10 @@ def get_config():
   config = default.get_config()
   config.digits.enabled = False
   lm = config.lm
-  lm.update(
+  lm.update(  # the fields the default's lm task sets otherwise
     dict(
       enabled=True,
       data_dir="",  # required: set --config.lm.data_dir
-      vocab=50304,
-      max_train_tokens=0,
       d_model=768,
       num_layers=12,
       num_heads=12,
@@ -46,9 +44,7 @@ def get_config():
       muon_adam_lr=3.6e-3,
       muon_wds=(0.0, 0.01, 0.1, 1.0),
       soda_muon_lrs=(0.01, 0.02, 0.05),
-      b1=0.9,
       b2=0.95,
-      warmup_frac=0.05,
       cooldown_frac=0.28,
       val_windows=512,
       chunk=10,  # divides every horizon

@@ -28,7 +28,6 @@ def get_config():
       num_seeds=1,
       d_model=16,
       num_layers=1,
-      num_heads=2,
       context=16,
       batch_size=4,
       adamw_lrs=(3e-3,),
