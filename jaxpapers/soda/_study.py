@@ -44,7 +44,7 @@ def _check_horizons(horizons: Any) -> tuple[int, ...]:
 
 def best_run(
   rows: Sequence[Mapping[str, Any]], horizon: int, family: str, **fixed: float
-) -> dict | None:
+) -> Mapping[str, Any] | None:
   """The best row of ``family`` at ``horizon``: argmin of the seed-mean metric.
 
   Args:
@@ -55,7 +55,8 @@ def best_run(
       weight decay 0).
 
   Returns:
-    The row with the lowest ``metric`` among those matching, or ``None`` when none match. A
+    The row itself (not a copy) with the lowest ``metric`` among those matching, or ``None``
+    when none match. A
     non-finite metric (a diverged run) ranks last, so it is chosen only when every candidate
     diverged.
 
@@ -148,7 +149,8 @@ def wd_transfer(
 
   Raises:
     TypeError: ``rows`` is not a sequence of mappings.
-    ValueError: a malformed row, or ``horizons`` not a non-empty sequence of ints.
+    ValueError: a malformed row, ``horizons`` not a non-empty sequence of ints, or no row of
+      ``base`` at a horizon between the ends or at one end with the other end's weight decay.
   """
   hs = _check_horizons(horizons)
   t_s, t_l = min(hs), max(hs)
@@ -156,15 +158,22 @@ def wd_transfer(
   if bs is None or bl is None:
     return None
 
+  def need(t, **fixed):
+    r = best_run(rows, t, base, **fixed)
+    if r is None:
+      at = f"horizon {t}" + (f" with {fixed}" if fixed else "")
+      raise ValueError(f"rows hold no {base} run at {at}")
+    return r
+
   def penalty(t, best, wd):
-    other = best_run(rows, t, base, wd=wd)
+    other = need(t, wd=wd)
     gap = other["metric"] - best["metric"]
     return gap / (math.sqrt(best["metric_std"] ** 2 + other["metric_std"] ** 2) + 1e-12)
 
   return {
     "base": base,
-    "best_wd_by_horizon": {str(t): best_run(rows, t, base)["wd"] for t in hs},
-    "best_lr_by_horizon": {str(t): best_run(rows, t, base)["lr"] for t in hs},
+    "best_wd_by_horizon": {str(t): need(t)["wd"] for t in hs},
+    "best_lr_by_horizon": {str(t): need(t)["lr"] for t in hs},
     "penalty_at_longest_in_std": penalty(t_l, bl, bs["wd"]),
     "penalty_at_shortest_in_std": penalty(t_s, bs, bl["wd"]),
   }

@@ -88,3 +88,12 @@ def test_grid_edges_by_hand():
 def test_bad_rows_and_horizons_are_refused(call, error, match):
   with pytest.raises(error, match=match):
     call()
+
+
+def test_wd_transfer_names_a_missing_run():
+  """A horizon between the ends without a run of the base is an error, not a TypeError."""
+  with pytest.raises(ValueError, match="rows hold no adamw run at horizon 500"):
+    soda.wd_transfer(ROWS, (100, 500, 1000), "adamw")
+  rows = [r for r in ROWS if not (r["horizon"] == 1000 and r.get("wd") == 0.0)]
+  with pytest.raises(ValueError, match=r"no adamw run at horizon 1000 with \{'wd': 0.0\}"):
+    soda.wd_transfer(rows, (100, 1000), "adamw")
