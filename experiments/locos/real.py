@@ -65,13 +65,8 @@ def load_or_skip(c, run_config, workdir, track, prefix):
 def gen_kw(r, tok):
   """Generation settings: `gen_batch_size` rows per call; random seeds cycle over blocks of
   `batch_size` probes (as in the committed runs, whatever the generation batch)."""
-  return dict(
-    max_new_tokens=r.max_steps,
-    stop_ids=tok.stop_ids(),
-    batch_size=r.gen_batch_size,
-    seed_block=r.batch_size,
-    pad_to=r.buckets,
-  )
+  kw = dict(max_new_tokens=r.max_steps, stop_ids=tok.stop_ids(), pad_to=r.buckets)
+  return dict(kw, batch_size=r.gen_batch_size, seed_block=r.batch_size)
 
 
 def probe_kw(r, tok, **kw):
