@@ -56,7 +56,7 @@ def ablated_texts(
     raise ValueError(
       f"mask must be bool [L, H] = [{L}, {H}] or [N, L, H] = [{n}, {L}, {H}], got {shape}"
     )
-  abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean, mode="mean_q")
+  abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=jnp.asarray(mean), mode="mean_q")
   kw = {k: v for k, v in gen.items() if k != "seed_block"}
   return generate_texts(params, config, probes, tokenizer, ablation=abl, **kw)
 
@@ -168,7 +168,7 @@ def _generate(params, cfg, tok, probes, group, mean, gen, store):
 
 def _scores(probes, plan, skipped, store):
   """The result record of :func:`ablation_cells` from the stored cells."""
-  res = {"skipped": []}
+  res: dict[Any, Any] = {"skipped": []}
   for name, k, cell, sub, seed_of, _ in plan:
     if cell in skipped:
       res[(name, k)] = np.full(len(probes), np.nan)
