@@ -27,6 +27,13 @@ VIEWS = {
   "flashssm3d": {"": "default"},
   "goskills": {"": "default"},
   "lanr": {"": "default"},
+  "locos": {
+    "": "default",
+    "needle": "needle",
+    "size_needle": "needle",
+    "smollm2_pilot": "smollm2_pilot",
+    "gemma3_pilot": "smollm2_pilot",
+  },
   "leansearch": {"": "default"},
   "margins": {"": "default", "e4": "e4"},
   "mlaire": {"": "default"},

@@ -8,7 +8,7 @@ import time
 import jax
 import numpy as np
 
-from experiments.locos import ablation, real
+from experiments.locos import real
 from jaxpapers import core, lm, locos
 
 
@@ -26,11 +26,10 @@ def _length(c, params, cfg, tok, store, T):
   )
   pad = lm.bucket_length(max(len(p.prompt_ids) for p in det + ev))
   kw = dict(stop_ids=tok.stop_ids(), batch_size=n.batch_size, pad_to=pad)
-  gen = dict(max_new_tokens=n.max_steps, **kw)
   t1 = time.time()
   found = store.get_or_compute(
     f"needle/T={T}/detection",
-    lambda _: ablation.detection(params, cfg, tok, det, max_steps=n.max_steps, **kw),
+    lambda _: real.detection(params, cfg, tok, det, max_steps=n.max_steps, **kw),
   )
   scores = {d: np.asarray(v) for d, v in found["scores"].items()}
   detect_s = time.time() - t1
@@ -39,26 +38,8 @@ def _length(c, params, cfg, tok, store, T):
   # s + num_random, ...; the default run's keys), in `conditions` order
   L, H, key = cfg.n_layers, cfg.n_heads, jax.random.key(c.seed)
   conds = locos.ablation_conditions(scores, n.detectors, n.ks, L, H, n.num_random, key)
-  # `ablate_answered`: ablations only on the probes the unablated model answers (ROUGE-1
-  # recall >= 0.5, the filtered protocol's rule); otherwise on every probe
-  keep = np.arange(len(ev))
-  res = {}
-  for name, k, masks in [cd for cd in conds if cd[2]]:  # no random heads without seeds
-    masks = np.stack(masks)
-    rows = keep if name != "baseline" else np.arange(len(ev))
-    cell = f"needle/T={T}/{name}/k={k}" + (f"/n={len(ev)}" if n.ablate_answered else "")
-
-    def run(_, masks=masks, rows=rows):
-      sub = [ev[i] for i in rows]
-      # one head set: the [L, H] mask, as in the first needle runs; several: one per row
-      per_row = masks[0] if len(masks) == 1 else masks[np.arange(len(sub)) % len(masks)]
-      texts = ablation.texts(params, cfg, tok, sub, per_row, mean_q, gen)
-      return {"texts": texts, "rougeL": [locos.rouge_l(p.answer, t) for p, t in zip(sub, texts)]}
-
-    res[f"{name}@{k}"] = store.get_or_compute(cell, run) if rows.size else None
-    if name == "baseline" and n.ablate_answered:
-      got = [locos.rouge1_recall(p.answer, t) for p, t in zip(ev, res["baseline@0"]["texts"])]
-      keep = np.flatnonzero(np.asarray(got) >= 0.5)
+  model = (params, cfg, tok, mean_q, dict(max_new_tokens=n.max_steps, **kw))
+  res, keep = _ablations(n, model, store, T, ev, conds)
   record = {
     "prompt_tokens": [len(p.prompt_ids) for p in ev],
     "padded_to": pad,
@@ -73,10 +54,39 @@ def _length(c, params, cfg, tok, store, T):
   }
   if n.num_resamples:  # paired intervals over the ablated probes
     record.update(
-      num_eval=len(ev), ablated_probes=int(keep.size), accepted_detection=sum(found["accepted"]),
+      num_eval=len(ev),
+      ablated_probes=int(keep.size),
+      accepted_detection=sum(found["accepted"]),
       paired=paired_needle(res, keep, n.ks, int(n.num_resamples), c.seed),
-    )  # fmt: skip
+    )
   return record
+
+
+def _ablations(n, model, store, T, ev, conds):
+  """``(res, keep)``: the cell of every condition with head sets (``res['<name>@<k>']``:
+  texts and ROUGE-L; None when no probe is ablated) and the ablated probes. With
+  `ablate_answered` the ablations run only on the probes the unablated model answers (ROUGE-1
+  recall >= 0.5, the filtered protocol's rule); otherwise on every probe."""
+  params, cfg, tok, mean_q, gen = model
+  keep = np.arange(len(ev))
+  res = {}
+  for name, k, masks in [cd for cd in conds if cd[2]]:  # no random heads without seeds
+    masks = np.stack(masks)
+    rows = keep if name != "baseline" else np.arange(len(ev))
+    cell = f"needle/T={T}/{name}/k={k}" + (f"/n={len(ev)}" if n.ablate_answered else "")
+
+    def run(_, masks=masks, rows=rows):
+      sub = [ev[i] for i in rows]
+      # one head set: the [L, H] mask, as in the first needle runs; several: one per row
+      per_row = masks[0] if len(masks) == 1 else masks[np.arange(len(sub)) % len(masks)]
+      texts = locos.ablated_texts(params, cfg, sub, tok, per_row, mean_q, **gen)
+      return {"texts": texts, "rougeL": [locos.rouge_l(p.answer, t) for p, t in zip(sub, texts)]}
+
+    res[f"{name}@{k}"] = store.get_or_compute(cell, run) if rows.size else None
+    if name == "baseline" and n.ablate_answered:
+      got = [locos.rouge1_recall(p.answer, t) for p, t in zip(ev, res["baseline@0"]["texts"])]
+      keep = np.flatnonzero(np.asarray(got) >= 0.5)
+  return res, keep
 
 
 def conditions(detectors, ks, num_random=0):
@@ -135,27 +145,27 @@ def paired_needle(res, keep, ks, num_resamples, seed):
   return out
 
 
-def run_needle(c, workdir) -> dict:
-  """LOCOS on long-context needle probes (`locos.make_needle_probes`), per context length:
-  detection over one entity half, ROUGE-L unablated and with each detector's top-k heads
-  mean-query ablated over the other; writes results.json (judged only with claims)."""
-  n = c.needle
+def run_needle(c, run_config, workdir) -> dict:
+  """LOCOS on long-context needle probes (`locos.make_needle_probes`), per context length, on
+  the view ``c`` of ``run_config``: detection over one entity half, ROUGE-L unablated and with
+  each detector's top-k heads mean-query ablated over the other; writes results.json (judged
+  only with claims)."""
   t0 = time.time()
-  model = real.load_or_skip(c, workdir, c.tracks[0], "needle")
+  model = real.load_or_skip(c, run_config, workdir, c.tracks[0], "needle")
   if isinstance(model, dict):
     return model
   cfg, params, tok, label = model
   store = core.CellStore(f"{workdir}/cells")
   metrics = {}
-  for T in n.context_tokens:
+  for T in c.needle.context_tokens:
     metrics[f"needle/T={T}"] = _length(c, params, cfg, tok, store, T)
     logging.info("needle T=%d: %s", T, metrics[f"needle/T={T}"]["rougeL"])
   core.write_results(
     workdir,
     metrics=metrics,
-    config=c,  # its `report` (configs/needle.py) declares the table
+    config=run_config,  # its `report` (configs/needle.py) declares the table
     notes=f"Long-context needle probes built offline (pydoc_data haystack); {label}.",
     wall_time_s=time.time() - t0,
-    issue_verdicts=c.get("issue_verdicts", True) and bool(c.get("claims")),
+    issue_verdicts=run_config.get("issue_verdicts", True) and bool(run_config.get("claims")),
   )
   return metrics

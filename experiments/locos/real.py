@@ -4,7 +4,7 @@ A track detects heads on NoLiMa-style probes over one half of the entities and a
 top-k heads of each detector (and random heads) on probes over the other half, under two
 protocols: *filtered* (an answer stem, ablations on the probes the unablated model answers)
 and the paper's (no stem, its decode length). Every generation is a cell of the workdir's
-``core.CellStore`` (``cells/``), so a run resumes cell by cell.
+``core.CellStore`` (``cells/``, ``locos.ablation_cells``), so a run resumes cell by cell.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.locos import ablation, evaluate
+from experiments.locos import evaluate
 from jaxpapers import core, lm, locos
 
 _CHECKPOINT_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -24,15 +24,14 @@ _CHECKPOINT_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
 def checkpoint_args(r):
   """``(directory, dtype)`` of the 'checkpoint' track from the real-model config block, checked."""
-  path = r.get("checkpoint_dir", "")
-  if not path:
+  if not r.checkpoint_dir:
     raise ValueError(
       "the 'checkpoint' track needs --config.real.checkpoint_dir=<a Hugging Face checkpoint "
       "directory: config.json, *.safetensors, tokenizer.json>"
     )
-  name = r.get("checkpoint_dtype", "float32")
+  name = r.checkpoint_dtype
   core.validate_choice(name, name="real.checkpoint_dtype", allowed=tuple(_CHECKPOINT_DTYPES))
-  return path, _CHECKPOINT_DTYPES[name]
+  return r.checkpoint_dir, _CHECKPOINT_DTYPES[name]
 
 
 def _load_checkpoint(r):
@@ -49,7 +48,7 @@ _LOADERS = {
 REAL_MODELS = {t: (_LOADERS[t], label) for t, label in evaluate.TRACK_LABELS.items()}
 
 
-def load_or_skip(c, workdir, track, prefix):
+def load_or_skip(c, run_config, workdir, track, prefix):
   """``(cfg, params, tok, label)`` of a track's model; when its weights are not installed,
   writes a results.json without verdicts and returns its metrics ``{<prefix>/skipped: why}``."""
   loader, label = REAL_MODELS[track]
@@ -57,29 +56,24 @@ def load_or_skip(c, workdir, track, prefix):
     return (*loader(c.real), label)
   except lm.ModelNotAvailable as e:
     metrics = {f"{prefix}/skipped": str(e)}
-    core.write_results(workdir, metrics=metrics, config=c, notes=str(e), issue_verdicts=False)
+    core.write_results(
+      workdir, metrics=metrics, config=run_config, notes=str(e), issue_verdicts=False
+    )
     return metrics
 
 
 def gen_kw(r, tok):
   """Generation settings: `gen_batch_size` rows per call; random seeds cycle over blocks of
   `batch_size` probes (as in the committed runs, whatever the generation batch)."""
-  return dict(
-    max_new_tokens=r.max_steps,
-    stop_ids=tok.stop_ids(),
-    batch_size=r.gen_batch_size,
-    seed_block=r.batch_size,
-    pad_to=r.buckets,
-  )
+  kw = dict(max_new_tokens=r.max_steps, stop_ids=tok.stop_ids(), pad_to=r.buckets)
+  return dict(kw, batch_size=r.gen_batch_size, seed_block=r.batch_size)
 
 
 def probe_kw(r, tok, **kw):
   """The prompt settings of ``locos.make_probes`` from the real-model config block (``kw``
   overrides them)."""
-  return dict(
-    tokenizer=tok, filler_sentences=r.filler_sentences, system_prompt=r.system_prompt,
-    prompt_format=r.prompt_format, shots=r.shots, shot_seed=r.shot_seed,
-  ) | kw  # fmt: skip
+  names = ("filler_sentences", "system_prompt", "prompt_format", "shots", "shot_seed")
+  return dict(tokenizer=tok, **{n: r[n] for n in names}) | kw
 
 
 def unablated(cfg):
@@ -88,13 +82,28 @@ def unablated(cfg):
   return np.zeros((cfg.n_layers, cfg.n_heads), bool), no_mean
 
 
+def detection(params, cfg, tok, probes, **kw):
+  """A detection cell: every detector's [L, H] scores (`locos.detect_heads` with ``kw``),
+  which trials were accepted and their generations."""
+  scores, per = locos.detect_heads(params, cfg, probes, tok, **kw)
+  return {
+    "scores": {d: v.tolist() for d, v in scores.items()},
+    "accepted": [bool(p.accepted) for p in per],
+    "generations": [p.generation for p in per],
+  }
+
+
+def stem_tag(num_eval, ablation_num_eval=0):
+  """Cell-name prefix of the filtered protocol's ablation cells (the baseline's: no `first=`)."""
+  return f"stem/n={num_eval}" + (f"/first={ablation_num_eval}" if ablation_num_eval else "")
+
+
 def known_landmarks(params, cfg, tok, r, store, gen):
   """The landmarks whose city the model names with no context (the `parametric/known` cell)."""
-  no_abl, no_mean = unablated(cfg)
   par_probes = locos.parametric_probes(tok, locos.LANDMARKS, system_prompt=r.system_prompt)
   par_texts = store.get_or_compute(
     "parametric/known",
-    lambda _: ablation.texts(params, cfg, tok, par_probes, no_abl, no_mean, gen),
+    lambda _: locos.ablated_texts(params, cfg, par_probes, tok, *unablated(cfg), **gen),
   )
   par_got = [locos.rouge1_recall(p.answer, t) for p, t in zip(par_probes, par_texts)]
   return par_probes, {lc for lc, g in zip(locos.LANDMARKS, par_got) if g >= 0.5}
@@ -103,19 +112,23 @@ def known_landmarks(params, cfg, tok, r, store, gen):
 class RealTrack:
   """One real-model track of a run, stage by stage (see :func:`run_real_track`)."""
 
-  def __init__(self, c, workdir, track, cfg, params, tok):
-    r = self.r = c.real
-    self.c, self.track, self.label = c, track, REAL_MODELS[track][1]
-    self.cfg, self.params, self.tok = cfg, params, tok
+  def __init__(self, c, workdir, track, model):
+    self.c, self.r, self.track, self.label = c, c.real, track, REAL_MODELS[track][1]
+    self.cfg, self.params, self.tok = model
     self.t_start = time.time()
     self.store = core.CellStore(f"{workdir}/cells")
     (self.det_names, self.det_lands), (self.ev_names, self.ev_lands) = locos.split_entities(
       c.seed, names=locos.NAMES, landmarks=locos.LANDMARKS
     )
-    self.gen = gen_kw(r, tok)
+    self.gen = gen_kw(self.r, self.tok)
     self.timings = {}
-    self.budget = r.time_budget_s
+    self.budget = self.r.time_budget_s
     self.deadline = self.t_start + self.budget if self.budget else None
+
+  def _run(self, probes, conds, tag, gen=None, **kw):
+    kw = dict(group_rows=self.r.group_rows or None) | kw
+    model = (self.params, self.cfg, probes, self.tok)
+    return locos.ablation_cells(*model, conds, self.mean_q, self.store, tag, gen or self.gen, **kw)
 
   def detect(self):
     """1-2. The landmarks the model knows (probes use only those) and detection on the first
@@ -128,16 +141,16 @@ class RealTrack:
     self.det_lands = tuple(x for x in self.det_lands if x in self.known)
     self.ev_lands = tuple(x for x in self.ev_lands if x in self.known)
     self.timings["known_landmarks_s"] = time.time() - t0
-    self.probe_kw = probe_kw(r, tok)
+    self.probe_kw = probe_kw(r, tok, kind="nonliteral")
+    det_rng = np.random.default_rng([c.seed, 1])
     self.det_probes = locos.make_probes(
-      np.random.default_rng([c.seed, 1]), num=r.num_detect, kind="nonliteral",
-      names=self.det_names, landmarks=self.det_lands, **self.probe_kw,
-    )  # fmt: skip
+      det_rng, num=r.num_detect, names=self.det_names, landmarks=self.det_lands, **self.probe_kw
+    )
     self.t0 = time.time()
     det_kw = dict(max_steps=r.detect_max_steps, batch_size=r.batch_size, pad_to=r.buckets)
     self.det = self.store.get_or_compute(
       f"detection/n={r.num_detect}",
-      lambda _: ablation.detection(
+      lambda _: detection(
         self.params, self.cfg, tok, self.det_probes, stop_ids=self.gen["stop_ids"], **det_kw
       ),
     )
@@ -152,11 +165,11 @@ class RealTrack:
     without (the paper's protocol; identical generator state gives identical items), the
     query means and the conditions (detector top-k, random heads)."""
     r, c = self.r, self.c
-    ev_kw = dict(num=r.num_eval, kind="nonliteral", names=self.ev_names, landmarks=self.ev_lands)
-    ev_kw.update(self.probe_kw)
-    rng = np.random.default_rng
-    self.ev_stem = locos.make_probes(rng([c.seed, 2]), answer_prefix=True, **ev_kw)
-    ev_paper = locos.make_probes(rng([c.seed, 2]), answer_prefix=False, **ev_kw)
+    ev_kw = dict(num=r.num_eval, names=self.ev_names, landmarks=self.ev_lands, **self.probe_kw)
+    self.ev_stem = locos.make_probes(
+      np.random.default_rng([c.seed, 2]), answer_prefix=True, **ev_kw
+    )
+    ev_paper = locos.make_probes(np.random.default_rng([c.seed, 2]), answer_prefix=False, **ev_kw)
     self.t0 = time.time()
     calib = [p.prompt_ids for p in ev_paper[: r.num_calibration]]
     self.mean_q = lm.mean_queries(self.params, calib, config=self.cfg, batch_size=r.batch_size)
@@ -167,23 +180,15 @@ class RealTrack:
     )
     self.ev_paper = ev_paper[: r.paper_num_eval]
 
-  def _run(self, probes, conds, tag, gen=None, **kw):
-    model, kw = (self.params, self.cfg, self.tok), dict(group_rows=self.r.group_rows or None) | kw
-    return ablation.run_conditions(
-      *model, probes, conds, self.mean_q, gen or self.gen, self.store, tag, **kw
-    )
-
   def filtered_baseline(self):
     """The filtered protocol's unablated run on every probe and the probes it answers (the
-    ablated ones)."""
+    ablated ones: the answered probes among the first `real.ablation_num_eval` items, 0: all)."""
     r = self.r
     base_only = [cd for cd in self.conds if cd[0] == "baseline"]
     self.res_base = self._run(self.ev_stem, base_only, f"stem/n={r.num_eval}")
     base_texts = self.res_base[("baseline", 0, "texts")]
     answers = [p.answer for p in self.ev_stem]
     self.base_r1 = np.asarray([locos.rouge1_recall(a, t) for a, t in zip(answers, base_texts)])
-    # CPU time: the ablations may use only the answered probes among the first
-    # `real.ablation_num_eval` items (0: all); the unablated model still runs on every probe
     self.n_abl = int(r.ablation_num_eval)
     self.correct = evaluate.ablated_probes(answers, base_texts, self.n_abl)
 
@@ -215,7 +220,7 @@ class RealTrack:
     self.filtered_baseline()
     first, rest = self._ordered_conditions()
     stem_kw = dict(only=self.correct, deadline=self.deadline)
-    tag = ablation.stem_tag(r.num_eval, self.n_abl)
+    tag = stem_tag(r.num_eval, self.n_abl)
     self.res_stem = self._run(self.ev_stem, first, tag, **stem_kw)
     self.res_stem.update({key: v for key, v in self.res_base.items() if key != "skipped"})
     self.timings["filtered_claim_cells_s"] = time.time() - self.t0
@@ -229,9 +234,8 @@ class RealTrack:
     self.res_stem["skipped"] += more.pop("skipped")
     self.res_stem.update(more)
     self.timings["filtered_other_cells_s"] = time.time() - t0
-    # 4. parametric control at the other k: the evaluation-half landmarks, LOCOS heads ablated
     t0 = time.time()
-    self.parametric(self.ks)
+    self.parametric(self.ks)  # the parametric control at the other k
     self.timings["parametric_s"] += time.time() - t0
 
   def parametric(self, ks_par):
@@ -244,9 +248,9 @@ class RealTrack:
       late = self.deadline is not None and cell not in self.store and time.time() > self.deadline
       if late and name != "baseline":
         continue
-      model = (self.params, self.cfg, self.tok)
+      model = (self.params, self.cfg, self.par_ev, self.tok)
       texts = self.store.get_or_compute(
-        cell, lambda _, m=masks[0]: ablation.texts(*model, self.par_ev, m, self.mean_q, self.gen)
+        cell, lambda _, m=masks[0]: locos.ablated_texts(*model, m, self.mean_q, **self.gen)
       )
       self.par_res[(name, k)] = [
         locos.rouge1_recall(p.answer, t) for p, t in zip(self.par_ev, texts)
@@ -258,28 +262,25 @@ class RealTrack:
     r = self.r
     t0 = time.time()
     paper_conds = [cd for cd in self.conds if cd[1] in (0, *r.paper_ks)]
-    gen_paper = dict(self.gen, max_new_tokens=r.paper_max_steps)
-    tag = f"paper/n={len(self.ev_paper)}"
-    kw = dict(gen=gen_paper, deadline=self.deadline, exempt_baseline=False)
-    self.res_paper = self._run(self.ev_paper, paper_conds, tag, **kw)
+    gen = dict(self.gen, max_new_tokens=r.paper_max_steps)
+    kw = dict(gen=gen, deadline=self.deadline, exempt_baseline=False)
+    self.res_paper = self._run(self.ev_paper, paper_conds, f"paper/n={len(self.ev_paper)}", **kw)
     self.timings["paper_s"] = time.time() - t0
 
   def curves(self):
     """Curves of both protocols (`locos.collapse_curves`); the paper's is None when not run."""
     r, c = self.r, self.c
     self.paper_run = not np.isnan(self.res_paper[("baseline", 0)]).any()
-    curve_kw = dict(claim_ks=tuple(r.claim_ks), claim_baselines=tuple(r.claim_baselines))
-    paper_ks = list(r.paper_ks)
-    paper = None
+    kw = dict(claim_ks=tuple(r.claim_ks), claim_baselines=tuple(r.claim_baselines))
+    paper, paper_ks, n = None, list(r.paper_ks), r.num_resamples
     if paper_ks and self.paper_run:
-      paper_claim_ks = [k for k in r.claim_ks if k in paper_ks] or paper_ks
+      paper_kw = dict(kw, claim_ks=[k for k in r.claim_ks if k in paper_ks] or paper_ks)
       probes = np.arange(len(self.ev_paper))
       paper = locos.collapse_curves(
-        self.res_paper, self.dets, paper_ks, probes, r.num_resamples, c.seed,
-        **dict(curve_kw, claim_ks=paper_claim_ks),
-      )  # fmt: skip
+        self.res_paper, self.dets, paper_ks, probes, n, c.seed, **paper_kw
+      )
     filtered = locos.collapse_curves(
-      self.res_stem, self.dets, self.ks, self.correct, r.num_resamples, c.seed, **curve_kw
+      self.res_stem, self.dets, self.ks, self.correct, n, c.seed, **kw
     )
     return {"filtered": filtered, "paper": paper}
 
@@ -301,19 +302,15 @@ class RealTrack:
 
   def metrics(self, curves):
     """The track's metrics, keyed ``<track>/...``."""
-    track, tok, ev_stem = self.track, self.tok, self.ev_stem
-    res_stem, res_paper, ks = self.res_stem, self.res_paper, self.ks
+    tok, ev_stem, ks = self.tok, self.ev_stem, self.ks
+    res_stem, res_paper = self.res_stem, self.res_paper
     skipped = res_stem["skipped"] + res_paper["skipped"]
     skipped += [f"parametric/locos/k={k}" for k in ks if ("locos", k) not in self.par_res]
     paper_texts = res_paper[("baseline", 0, "texts")] if self.paper_run else [""]
-    seeds = {
-      proto: {k: res.get(("random", k, "seeds")) for k in kk}
-      for proto, res, kk in (
-        ("filtered", res_stem, ks),
-        ("paper", res_paper, list(self.r.paper_ks)),
-      )
-    }
+    protocols = (("filtered", res_stem, ks), ("paper", res_paper, list(self.r.paper_ks)))
+    seeds = {p: {k: res.get(("random", k, "seeds")) for k in kk} for p, res, kk in protocols}
     gen_tokens = [len(tok.encode(t, add_bos=False)) for t in paper_texts]
+    prompt_tokens = [len(p.prompt_ids) for p in ev_stem]
     m = {
       "model": self.label,
       "entities": self._entities(),
@@ -333,8 +330,8 @@ class RealTrack:
       },
       "paper_generation_tokens": {"mean": float(np.mean(gen_tokens)), "max": int(max(gen_tokens))},
       "context_tokens": {
-        "stem_mean": float(np.mean([len(p.prompt_ids) for p in ev_stem])),
-        "max": int(max(len(p.prompt_ids) for p in ev_stem)),
+        "stem_mean": float(np.mean(prompt_tokens)),
+        "max": int(max(prompt_tokens)),
       },
       "top_heads": {d: locos.rank_heads(self.scores[d])[:10] for d in evaluate.DETECTORS},
       "jaccard_vs_locos@10": {
@@ -348,7 +345,7 @@ class RealTrack:
       "cells_not_run": skipped,
       "time_s": time.time() - self.t_start,
     }
-    return {f"{track}/{k}": v for k, v in m.items()}
+    return {f"{self.track}/{k}": v for k, v in m.items()}
 
   def _entities(self):
     dn, en, dl, el = self.det_names, self.ev_names, self.det_lands, self.ev_lands
@@ -364,12 +361,11 @@ class RealTrack:
 def run_real_track(c, workdir, track) -> dict:
   """Detection and ablation on a real model (`REAL_MODELS[track]`); metrics under `track/`
   (``{track}/skipped`` when the weights are not installed)."""
-  loader, _ = REAL_MODELS[track]
   try:
-    cfg, params, tok = loader(c.real)
+    model = REAL_MODELS[track][0](c.real)
   except lm.ModelNotAvailable as e:
     return {f"{track}/skipped": str(e)}
-  run = RealTrack(c, workdir, track, cfg, params, tok)
+  run = RealTrack(c, workdir, track, model)
   run.detect()
   run.evaluation_probes()
   run.filtered_and_parametric()

@@ -4,8 +4,8 @@ Scores each attention head by the projection of its OV-circuit output onto the
 answer token's unembedding direction, contrasting needle and off-needle source
 positions (`detect_heads`, `phi_per_position`), next to the attention-based
 baselines (Wu et al. retrieval score, contrastive attention, attention-spatial,
-DLA), and measures what ablating the top heads does (`ablation_curve`) and where it
-collapses retrieval (`collapse_curves`).
+DLA), and measures what ablating the top heads does (`ablation_curve`; over real probes as
+resumable cells, `ablation_cells`) and where it collapses retrieval (`collapse_curves`).
 Models come from `jaxpapers.lm`.
 """
 
@@ -18,6 +18,7 @@ from jaxpapers.locos._ablation import (
   score_text,
   seed_blocks,
 )
+from jaxpapers.locos._cells import ablated_texts, ablation_cells
 from jaxpapers.locos._collapse import collapse_curves, collapse_index
 from jaxpapers.locos._needle import make_needle_probes
 from jaxpapers.locos._probes import (
@@ -62,6 +63,8 @@ from jaxpapers.locos._toy import (
 )
 
 __all__ = [
+  "ablated_texts",
+  "ablation_cells",
   "make_needle_probes",
   "ablation_conditions",
   "ablation_curve",

@@ -227,6 +227,22 @@ CASES = [
     jit_reason=GEN,
   ),
   Case(
+    "ablated_texts",
+    locos.ablated_texts,
+    (None, TINY, [TRIAL], TOK, np.zeros((2, 2, 4), bool), np.zeros((2, 4, 8))),
+    match=r"mask must be bool \[L, H\] = \[2, 4\] or \[N, L, H\] = \[1, 2, 4\], got \(2, 2, 4\)",
+    jit=None,
+    jit_reason=GEN,
+  ),
+  Case(
+    "ablation_cells",
+    locos.ablation_cells,
+    (None, TINY, [TRIAL], TOK, [("random", 1, [])], np.zeros((2, 4, 8)), {}, "t", {}),
+    match=r"conditions must be a non-empty list of \(name, k, \[mask, ...\]\) triples",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
     "bucket_indices",
     locos.bucket_indices,
     ([10, 70, 30], (16, 64)),

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments.locos import ablation, evaluate
+from experiments.locos import evaluate, real
 from jaxpapers import core, lm, locos
 from jaxpapers.locos import _toy
 
@@ -51,6 +51,8 @@ def test_per_row_masks_equal_per_probe_calls(model):
   batched = _gen(model, trials, masks, batch_size=8)
   single = [_gen(model, [t], m, batch_size=1)[0] for t, m in zip(trials, masks)]
   assert batched == single
+  gen = dict(max_new_tokens=4, batch_size=8, stop_ids=[], pad_to=(12, 14), seed_block=3)
+  assert locos.ablated_texts(params, cfg, trials, tok, masks, mean, **gen) == batched
 
 
 def test_per_row_forward_equals_rowwise_forward(model):
@@ -92,8 +94,8 @@ def test_grouped_cells_equal_cell_by_cell(model, tmp_path):
   for name, group_rows, batch in (("cells", None, 2), ("grouped", 40, 8)):
     store = core.CellStore(tmp_path / name)
     g = dict(gen, batch_size=batch)
-    ablation.run_conditions(
-      params, cfg, tok, trials, conds, mean, g, store, "t", only=only, group_rows=group_rows
+    locos.ablation_cells(
+      params, cfg, trials, tok, conds, mean, store, "t", g, only=only, group_rows=group_rows
     )
     out[name] = {
       c: core.CellStore(tmp_path / name)[c] for c in core.CellStore(tmp_path / name)._cells
@@ -108,7 +110,7 @@ def test_ablation_num_eval_keeps_the_answered_probes_among_the_first_n():
   np.testing.assert_array_equal(evaluate.ablated_probes(answers, texts, 4), [0, 2])
   np.testing.assert_array_equal(evaluate.ablated_probes(answers, texts, 5), [0, 2, 4])
   np.testing.assert_array_equal(evaluate.ablated_probes(answers, texts, 6), [0, 2, 4, 5])
-  assert ablation.stem_tag(6, 4) == "stem/n=6/first=4" and ablation.stem_tag(6) == "stem/n=6"
+  assert real.stem_tag(6, 4) == "stem/n=6/first=4" and real.stem_tag(6) == "stem/n=6"
   with pytest.raises(ValueError, match="ablation_num_eval"):
     evaluate.ablated_probes(answers, texts, 7)
   with pytest.raises(ValueError, match="texts"):
@@ -127,8 +129,8 @@ def test_ablation_cells_hold_only_the_first_n_answered_probes(model, tmp_path):
   texts = [t.answer if i not in (1, 4) else "" for i, t in enumerate(trials)]
   only = evaluate.ablated_probes([t.answer for t in trials], texts, 6)
   np.testing.assert_array_equal(only, [0, 2, 3, 5])
-  res = ablation.run_conditions(
-    params, cfg, tok, trials, conds[1:], mean, gen, store, ablation.stem_tag(11, 6), only=only
+  res = locos.ablation_cells(
+    params, cfg, trials, tok, conds[1:], mean, store, real.stem_tag(11, 6), gen, only=only
   )
   store = core.CellStore(tmp_path)  # as written to disk
   assert set(store._cells) == {"stem/n=11/first=6/locos/k=1", "stem/n=11/first=6/random/k=1"}

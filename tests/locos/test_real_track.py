@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import pytest
 
-from experiments.locos import ablation, evaluate
+from experiments.locos import evaluate
 from experiments.locos.configs import default, gemma3
 from jaxpapers import locos
 from tests import resources
@@ -66,7 +66,7 @@ def test_seed_blocks_cycle_over_batches_across_buckets():
       self.prompt_ids = [0] * n
 
   probes = [P(30)] * 20 + [P(70)] * 21  # two buckets: 3 + 3 batches of 8
-  seeds = ablation.seed_blocks(probes, dict(pad_to=(64, 80), batch_size=8), 5)
+  seeds = locos.seed_blocks([len(p.prompt_ids) for p in probes], (64, 80), 8, 5)
   assert sorted(set(seeds.tolist())) == [0, 1, 2, 3, 4]
   assert len(set(seeds[:8].tolist())) == 1  # one seed per batch
 

@@ -18,15 +18,12 @@ def get_config():
   c.seed = 0
   c.tracks = ("smollm2",)  # the toy track: configs/toy.py
   # toy task, decoder, training and ablation (configs/toy.py)
-  c.toy = ml_collections.ConfigDict(
-    dict(
-      num_names=8, num_landmarks=8, num_fillers=8, prompt_len=20, max_needles=2,
-      d_model=64, n_layers=3, n_heads=4, n_kv_heads=2, ffn_dim=128,
-      steps=2000, batch_size=32, learning_rate=3e-3, parametric_frac=0.25, literal_frac=0.4,
-      checkpoint_every=500, num_detect=64, num_eval=128, ks=(1, 2, 3, 4, 6), num_random=3,
-      ablation_mode="mean_q",
-    )
-  )  # fmt: skip
+  t = c.toy = ml_collections.ConfigDict()
+  t.update(num_names=8, num_landmarks=8, num_fillers=8, prompt_len=20, max_needles=2)  # task
+  t.update(d_model=64, n_layers=3, n_heads=4, n_kv_heads=2, ffn_dim=128)  # decoder
+  t.update(steps=2000, batch_size=32, learning_rate=3e-3, checkpoint_every=500)  # training
+  t.update(parametric_frac=0.25, literal_frac=0.4)  # shares of the training prompts
+  t.update(num_detect=64, num_eval=128, ks=(1, 2, 3, 4, 6), num_random=3, ablation_mode="mean_q")
   r = c.real = ml_collections.ConfigDict()  # SmolLM2-135M-Instruct
   r.num_detect = 24  # detection probes (entity half A)
   r.num_eval = 200  # evaluation probes (entity half B: no shared name, landmark or city)
@@ -54,6 +51,8 @@ def get_config():
   r.gen_batch_size = 32  # compute only: rows per generation call
   r.group_rows = 224  # compute only: rows per group of cells generated together
   r.time_budget_s = 2400  # then cells not yet stored are skipped and listed (0: no limit)
+  r.checkpoint_dir = ""  # the 'checkpoint' track's Hugging Face directory (configs/full.py)
+  r.checkpoint_dtype = "float32"
   c.claims = CLAIMS
   c.report = REPORT
   return c

@@ -14,23 +14,16 @@ from experiments.locos.configs import default
 
 def get_config():
   c = default.get_config()
-  c.toy.update(
-    dict(
-      d_model=128, n_layers=4, ffn_dim=256, num_names=16, num_landmarks=16, num_fillers=16,
-      prompt_len=40, max_needles=4, steps=5000, num_detect=256, num_eval=512,
-      ks=(1, 2, 4, 8, 12, 16), num_random=5,
-    )
-  )  # fmt: skip
+  t = c.toy
+  t.update(num_names=16, num_landmarks=16, num_fillers=16, prompt_len=40, max_needles=4)
+  t.update(d_model=128, n_layers=4, ffn_dim=256, steps=5000)
+  t.update(num_detect=256, num_eval=512, ks=(1, 2, 4, 8, 12, 16), num_random=5)
   c.tracks = ("toy", "smollm2", "checkpoint")
-  c.real.checkpoint_dir = ""  # a Hugging Face checkpoint directory, e.g. Qwen3-8B
-  c.real.checkpoint_dtype = "bfloat16"
   c.claims = default.CLAIMS + default.TOY_CLAIMS + default.real_claims("checkpoint", "Qwen3-8B")
-  c.real.update(
-    dict(
-      num_detect=500, num_eval=1000, filler_sentences=60, buckets=(1024, 2048, 4096),
-      max_steps=50, paper_max_steps=100, detectors=("locos", "contrastive", "wu"),
-      ks=(1, 2, 5, 10, 20, 50, 100), paper_ks=(1, 2, 5, 10, 20, 50, 100), num_random=5,
-      batch_size=16,
-    )
-  )  # fmt: skip
+  r = c.real
+  r.checkpoint_dtype = "bfloat16"  # checkpoint_dir: a Hugging Face directory, e.g. Qwen3-8B
+  r.update(num_detect=500, num_eval=1000, filler_sentences=60, buckets=(1024, 2048, 4096))
+  r.update(max_steps=50, paper_max_steps=100, detectors=("locos", "contrastive", "wu"))
+  r.update(ks=(1, 2, 5, 10, 20, 50, 100), paper_ks=(1, 2, 5, 10, 20, 50, 100), num_random=5)
+  r.batch_size = 16
   return c

@@ -32,13 +32,10 @@ REPORT = R.Report(
 
 def get_config():
   c = default.get_config()
-  c.needle = ml_collections.ConfigDict(
-    dict(
-      context_tokens=(1024, 2048, 4096), depths=(0.25, 0.5, 0.75), num_detect=6, num_eval=6,
-      detectors=("locos", "contrastive"), ks=(5, 20), max_steps=8, batch_size=2,
-      num_random=0, ablate_answered=False, num_resamples=0,
-    )
-  )  # fmt: skip
+  n = c.needle = ml_collections.ConfigDict()
+  n.update(context_tokens=(1024, 2048, 4096), depths=(0.25, 0.5, 0.75), num_detect=6, num_eval=6)
+  n.update(detectors=("locos", "contrastive"), ks=(5, 20), max_steps=8, batch_size=2)
+  n.update(num_random=0, ablate_answered=False, num_resamples=0)
   c.claims = ()
   c.issue_verdicts = False
   c.report = REPORT

@@ -32,12 +32,6 @@ def _count(path, what):
   )
 
 
-def _random_control(track, proto):
-  return {
-    "random heads in LOCOS's place": f"derived.{track}.{proto}.random_collapse_step_advantage"
-  }
-
-
 def size_claims(track="smollm2", model="SmolLM2"):
   """The claims of `default.real_claims` with the guards of a decisive run (see the module)."""
   base = {c["id"]: dict(c) for c in default.real_claims(track, model)}
@@ -51,15 +45,16 @@ def size_claims(track="smollm2", model="SmolLM2"):
 def _lower_k_claims(base, track):
   """The lower-k rule of both protocols with counts, the paper protocol's unablated score
   and random heads in LOCOS's place as a control."""
-  c = base[f"lower_k_collapse_{track}_filtered"]
+  c, paper = base[f"lower_k_collapse_{track}_filtered"], base[f"lower_k_collapse_{track}_paper"]
+  for claim, proto in ((c, "filtered"), (paper, "paper")):
+    advantage = f"derived.{track}.{proto}.random_collapse_step_advantage"
+    claim["controls"] = {"random heads in LOCOS's place": advantage}
   c["requires"] = [*c["requires"], _count(f"{track}/ablated_probes", "answered probes")]
-  c["controls"] = _random_control(track, "filtered")
   c["note"] += (
     "; control: the same rule with random heads in LOCOS's place (contrastive's grid index "
     "minus random heads'), judged on its point value: if random heads also collapse earlier, "
     "the claim is vacuous"
   )
-  paper = base[f"lower_k_collapse_{track}_paper"]
   paper["requires"] = [
     _count(f"{track}/num_paper_probes", "paper-protocol probes"),
     dict(
@@ -72,7 +67,6 @@ def _lower_k_claims(base, track):
     ),
     *paper["requires"],
   ]
-  paper["controls"] = _random_control(track, "paper")
   paper["note"] += "; control as for the filtered protocol"
   return c, paper
 

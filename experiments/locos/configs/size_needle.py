@@ -61,12 +61,9 @@ def needle_claims(track="smollm2", model="SmolLM2", t=T, k=K):
 
 def get_config():
   c = needle.get_config()
-  c.needle.update(
-    dict(
-      context_tokens=(T,), num_detect=24, num_eval=168, detectors=("locos", "contrastive"),
-      ks=(K,), num_random=5, ablate_answered=True, num_resamples=10_000,
-    )
-  )  # fmt: skip
+  n = c.needle
+  n.update(context_tokens=(T,), num_detect=24, num_eval=168, detectors=("locos", "contrastive"))
+  n.update(ks=(K,), num_random=5, ablate_answered=True, num_resamples=10_000)
   c.claims = needle_claims()
   c.issue_verdicts = True
   return c
