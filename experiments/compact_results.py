@@ -336,8 +336,9 @@ def _soda_cell(name: str, value: Any, results: dict | None) -> Any:
   del name, results
   if not isinstance(value, list):
     return value
-  return [{k: v for k, v in r.items() if k != "train_curve"} if isinstance(r, dict) else r
-          for r in value]  # fmt: skip
+  return [
+    {k: v for k, v in r.items() if k != "train_curve"} if isinstance(r, dict) else r for r in value
+  ]
 
 
 # Experiment -> f(cell name, cell value, the results.json beside the cells folder or None).
@@ -352,8 +353,7 @@ UNREAD: dict[str, Callable[[str, Any, dict | None], Any]] = {
 # ``train.report_view`` (the tables and figures) reads. The rest (purity, c_eff, ambiguity,
 # delta, the readers' MSE curves, the step size and tolerance) keeps its seed mean and std in
 # ``metrics.cells``.
-_EC_SEED_KEYS = ("n_pool", "n_clusters", "s_x", "s_w", "seed", "recall", "k_star",
-                 "k_star_average")  # fmt: skip
+_EC_SEED_KEYS = ("n_pool", "n_clusters", "s_x", "s_w", "seed", "recall", "k_star", "k_star_average")
 _EC_READER_KEYS = ("k_peak", "regime")
 _EC_CONTEXTS = ("retrieved", "oracle", "shuffled_labels", "other_query", "random")
 

@@ -384,15 +384,22 @@ def report_view(record: dict) -> dict:
   if lip is not None and "bumps" in tasks:
     tasks["bumps"]["b_star"] = lip["b_star"]
   bounds = [
-    {"B": f"{b:g}", "bound": lip["dense_bound"][f"{b:g}"], "binds": "yes" if lip["binds"][f"{b:g}"]
-     else "no", **{k: d["bumps"][f"B{b:g}"]["widest_train"].get(k) for k in ("dense", "sum")}}
+    {
+      "B": f"{b:g}",
+      "bound": lip["dense_bound"][f"{b:g}"],
+      "binds": "yes" if lip["binds"][f"{b:g}"] else "no",
+      **{k: d["bumps"][f"B{b:g}"]["widest_train"].get(k) for k in ("dense", "sum")},
+    }
     for b in (cfg.bounds if lip is not None else ())
-  ]  # fmt: skip
+  ]
   comp, c = {"rows": [], "curves": {}}, d.get("compression")
   if c is not None:
     ws, (wmin, wmax) = c["widths"], (c["widths"][0], c["widths"][-1])
-    comp["rows"] = [{"key": f"{m}, width {w}", "v": c["per_width"][str(w)][m]} for w in ws
-                    for m in ("cut", "svd", "random")]  # fmt: skip
+    comp["rows"] = [
+      {"key": f"{m}, width {w}", "v": c["per_width"][str(w)][m]}
+      for w in ws
+      for m in ("cut", "svd", "random")
+    ]
     errs = lambda w: cells[f"bumps/{bounded('dense', cfg.bound)}/w{w}"]["compression"]
     comp["curves"] = {f"{m}, width {wmax}": {"y": errs(wmax)[m]} for m in ("cut", "svd", "random")}
     if wmin != wmax:

@@ -27,9 +27,13 @@ def parse_setting(
 ) -> tuple[D.DenseAMConfig, D.Parametrization]:
   """``'lse:standard'`` / ``'poly3:derived'`` -> (model config, parametrisation) of ``cfg``."""
   return D.parse_setting(
-    name, base_width=cfg.base_width, beta=cfg.beta, dt=cfg.dt, steps=cfg.dyn_steps,
+    name,
+    base_width=cfg.base_width,
+    beta=cfg.beta,
+    dt=cfg.dt,
+    steps=cfg.dyn_steps,
     readout_scale=cfg.readout_scale,
-  )  # fmt: skip
+  )
 
 
 def _cell(
@@ -102,6 +106,17 @@ def _text(x, spec=".3g") -> str:
   return "-" if x is None else format(float(x), spec) if math.isfinite(float(x)) else "diverged"
 
 
+def _drift_text(log_drift: dict) -> str:
+  """The log-drift cell: mean ± half-width (ratio, [lo, hi]); '-' when no mean was measured."""
+  d = {k: None if isinstance(v, str) else v for k, v in log_drift.items()}
+  if d["mean"] is None:
+    return "-"
+  return (
+    f"{d['mean']:+.2f} ± {_text(d['hw'], '.2f')} "
+    f"({_text(d['ratio'])}x, [{_text(d['ratio_lo'])}, {_text(d['ratio_hi'])}])"
+  )
+
+
 def report_view(record: dict) -> dict:
   """What ``configs/default.py``'s report reads that the record holds in other shapes (pure).
 
@@ -113,29 +128,42 @@ def report_view(record: dict) -> dict:
   m, c = record["metrics"], record["config"]
   summ, num, t = m["summary"], lambda v: np.asarray(v, np.float64), _text
   widths = [
-    {"setting": s, "K": k, "eta": t(e["eta_star"][w]), "best": t(e["best_loss"][w]),
-     "eta_seed": ", ".join(t(x) for x in e["eta_star_per_seed"][w]),
-     "acc": t(e["test_accuracy_at_best"][w]), "init": t(m["grid"][s][f"K{k}"]["init_loss"])}
-    for s, e in summ.items() for w, k in enumerate(c["widths"])
-  ]  # fmt: skip
+    {
+      "setting": s,
+      "K": k,
+      "eta": t(e["eta_star"][w]),
+      "best": t(e["best_loss"][w]),
+      "eta_seed": ", ".join(t(x) for x in e["eta_star_per_seed"][w]),
+      "acc": t(e["test_accuracy_at_best"][w]),
+      "init": t(m["grid"][s][f"K{k}"]["init_loss"]),
+    }
+    for s, e in summ.items()
+    for w, k in enumerate(c["widths"])
+  ]
   drift = {}
   for s, e in summ.items():
-    d = {k: None if isinstance(v, str) else v for k, v in e["log_drift"].items()}
     drift[s] = {
-      "drift": "-" if d["mean"] is None else f"{d['mean']:+.2f} ± {_text(d['hw'], '.2f')} "
-      f"({_text(d['ratio'])}x, [{_text(d['ratio_lo'])}, {_text(d['ratio_hi'])}])",
-      "spread": _text(e["eta_spread"]), "regret": _text(e["transfer_regret"]),
-      "edge": _text(e["edge_fraction"], ".2f"), "diverged": _text(e["diverged_fraction"], ".2f"),
+      "drift": _drift_text(e["log_drift"]),
+      "spread": _text(e["eta_spread"]),
+      "regret": _text(e["transfer_regret"]),
+      "edge": _text(e["edge_fraction"], ".2f"),
+      "diverged": _text(e["diverged_fraction"], ".2f"),
       "learns": "yes" if e["learns_at_every_width"] else "no",
-    }  # fmt: skip
+    }
   coord, step0 = [], {}
   for s, q in m["coord"].items():
     for name in ("h_rms", "dx_rms", "xT_rms", "dh_rms", "ddx_rms"):
       v = num(q[name])[:, 0]
       ok = np.all(np.isfinite(v) & (v > 0))
       slope = core.fit_power_law(num(q["widths"]), v)[0] if ok else float("nan")
-      coord.append({"setting": s, "name": name, "v": [_text(float(x)) for x in v],
-                    "slope": _text(slope, "+.2f")})  # fmt: skip
+      coord.append(
+        {
+          "setting": s,
+          "name": name,
+          "v": [_text(float(x)) for x in v],
+          "slope": _text(slope, "+.2f"),
+        }
+      )
       step0.setdefault(name, {"settings": {}})["settings"][s] = {"y": v.tolist()}
   curves = {
     s: {
@@ -147,11 +175,19 @@ def report_view(record: dict) -> dict:
   baselines = {
     "uniform (log 10)": {"loss": b["uniform_loss"], "acc": "0.1"},
     "class prior / majority class": {"loss": b["class_prior_loss"], "acc": b["majority_accuracy"]},
-    "logistic regression on pixels":
-      {"loss": b["logreg_train_loss"], "acc": b["logreg_test_accuracy"]},
-  }  # fmt: skip
-  return {"widths": widths, "drift": drift, "coord": coord, "curves": curves, "step0": step0,
-          "baselines": baselines}  # fmt: skip
+    "logistic regression on pixels": {
+      "loss": b["logreg_train_loss"],
+      "acc": b["logreg_test_accuracy"],
+    },
+  }
+  return {
+    "widths": widths,
+    "drift": drift,
+    "coord": coord,
+    "curves": curves,
+    "step0": step0,
+    "baselines": baselines,
+  }
 
 
 def train_and_evaluate(config, workdir) -> dict:

@@ -33,9 +33,12 @@ class Evaluator:
     n_eval = min(cfg.num_eval_samples, num_heldout)
     splits = dr.fd_splits(num_train, num_heldout, n_eval, cfg.fd_reference)
     proxy = dr.FDProxy.build(
-      data, num_classes=num_classes, classifier_steps=cfg.classifier_steps, splits=splits,
+      data,
+      num_classes=num_classes,
+      classifier_steps=cfg.classifier_steps,
+      splits=splits,
       seed=cfg.seed,
-    )  # fmt: skip
+    )
     return cls(cfg, proxy, schedule)
 
   def row(self, model, *, method, num_steps, interval, sampler, flops, flops_key, kind, timed):

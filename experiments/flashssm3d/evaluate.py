@@ -203,8 +203,16 @@ def seeds_from_results(path, seeds) -> tuple[dict, dict]:
 
 # ------------------------------------------------------------------------------ report view
 
-COLUMNS = ("AUC@30", "RRA@15", "RTA@15", "ATE", "depth_AbsRel", "depth_delta1.25",
-           "points_overall", "points_overall_depthcam")  # fmt: skip
+COLUMNS = (
+  "AUC@30",
+  "RRA@15",
+  "RTA@15",
+  "ATE",
+  "depth_AbsRel",
+  "depth_delta1.25",
+  "points_overall",
+  "points_overall_depthcam",
+)
 SLACKS = ("over_trivial_vs_gt", "over_trivial_vs_teacher", "vs_teacher_gap", "distill_score")
 PAIRED = {
   "distill_vs_gt": "Procrustes+reprojection student vs GT-trained student (mean gain, margins)",

@@ -119,14 +119,21 @@ def derived_metrics(cfg: Config, cells: list) -> dict:
   pair(f"graph_reward_gain_B{bh}", "goskills", "no_graph", bh, "reward")
   pair(f"roles_success_gain_B{bh}", "goskills", "no_roles", bh, "success")
   pair(f"root_start_success_gain_B{bh}", "goskills", "anchor_start", bh, "success")
-  pair(f"avoid_success_gain_B{bh}_decoy_max", "goskills", "no_avoid", bh, "success",
-       where=lambda c: c["decoy_rate"] == max(cfg.decoy_rate))  # fmt: skip
+  pair(
+    f"avoid_success_gain_B{bh}_decoy_max",
+    "goskills",
+    "no_avoid",
+    bh,
+    "success",
+    where=lambda c: c["decoy_rate"] == max(cfg.decoy_rate),
+  )
   # Against the baselines given GoSkills' START rule, pool size, budget and maximiser.
   pair(f"cov_gain_vs_flat_bottleneck_B{bs}", "goskills", "flat_bottleneck", bs, "coverage")
   pair(f"success_gain_vs_flat_bottleneck_B{bh}", "goskills", "flat_bottleneck", bh, "success")
   pair(f"reward_gain_vs_gos_bottleneck_B{bh}", "goskills", "gos_bottleneck", bh, "reward")
-  pair(f"steps_saving_vs_gos_bottleneck_B{bh}", "goskills", "gos_bottleneck", bh, "steps",
-       sign=-1.0)  # fmt: skip
+  pair(
+    f"steps_saving_vs_gos_bottleneck_B{bh}", "goskills", "gos_bottleneck", bh, "steps", sign=-1.0
+  )
   pair(f"roles_success_gain_vs_start_only_B{bh}", "goskills", "start_only", bh, "success")
   pair(f"start_rule_success_gain_B{bh}", "flat_root", "flat", bh, "success")
   # The ladder: each step's gain over the step before it (same tasks, paired per seed).

@@ -66,8 +66,15 @@ class ContextStore(core.cache.RowCache):
       widths = np.asarray([step * math.ceil((len(s) + extra) / step) for s in seqs])
       for w in sorted(set(widths.tolist())):
         idx = np.flatnonzero(widths == w)
-        r = L.read_contexts(self.T.fn, self.T.params, [seqs[i] for i in idx],
-                            [ans[i] for i in idx], self.T.pred, width=w, batch_size=self.c.lm_batch)  # fmt: skip
+        r = L.read_contexts(
+          self.T.fn,
+          self.T.params,
+          [seqs[i] for i in idx],
+          [ans[i] for i in idx],
+          self.T.pred,
+          width=w,
+          batch_size=self.c.lm_batch,
+        )
         self.put({missing[i]: {f: r[f][j] for f in FIELDS} for j, i in enumerate(idx)})
     return self.stack(keys)
 

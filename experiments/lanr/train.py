@@ -137,9 +137,11 @@ def train_and_evaluate(config, workdir) -> dict:
     "derived": E.claim_values(per_seed, ref, hops, sufficiency, c.t_max, c.n_boot),
   }
   d = metrics["data"]
-  notes = (f"{d['lm']}; {d['documents']} documents, {d['train_questions']} train / "
-           f"{d['test_questions']} held-out questions (1-3 hops, disjoint entities); {c.seeds} "
-           "seeds of the heads; synthetic multi-hop QA proxy.")  # fmt: skip
+  notes = (
+    f"{d['lm']}; {d['documents']} documents, {d['train_questions']} train / "
+    f"{d['test_questions']} held-out questions (1-3 hops, disjoint entities); {c.seeds} "
+    "seeds of the heads; synthetic multi-hop QA proxy."
+  )
   core.write_results(
     workdir, metrics=metrics, config=config, notes=notes, wall_time_s=time.time() - t0
   )

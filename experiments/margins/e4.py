@@ -118,8 +118,10 @@ def report_view(record: dict) -> dict:
       dneed.append({"f": fr, "method": LABELS[meth], "cells": cells, "slope": sl})
       if fr == f:
         keep = [j for j, mc in enumerate(mean_ci) if mc is not None]
-        needed[LABELS[meth]] = {"N": [Ns[j] for j in keep],
-                                **dict(zip(("mean", "ci"), zip(*[mean_ci[j] for j in keep])))}  # fmt: skip
+        needed[LABELS[meth]] = {
+          "N": [Ns[j] for j in keep],
+          **dict(zip(("mean", "ci"), zip(*[mean_ci[j] for j in keep]))),
+        }
   ends = (0, len(Ns) - 1)
   bd = an["bound_dims"][f]
   rm, rc = an["retained_mean"], an["retained_ci95"]

@@ -34,8 +34,13 @@ def _relevance(cfg: ml_collections.ConfigDict, n: int, k: int):
 def _fit_cell(cfg: ml_collections.ConfigDict, A, loss: str, key, checkpoint_dir) -> dict:
   """All dimensions of cfg.ds and all seeds for one loss, as one grid on ``core.Sweep``."""
   keys = jax.random.split(key, cfg.seeds)
-  kw = dict(steps=cfg.steps, lr=cfg.lr, sweep=True, chunk_size=cfg.chunk or cfg.steps,
-            checkpoint_dir=checkpoint_dir)  # fmt: skip
+  kw = dict(
+    steps=cfg.steps,
+    lr=cfg.lr,
+    sweep=True,
+    chunk_size=cfg.chunk or cfg.steps,
+    checkpoint_dir=checkpoint_dir,
+  )
   if loss == "sigmoid_b0":
     kw |= dict(learn_bias=False, init_bias=0.0)
   res = M.fit_free_embeddings(keys, A, list(cfg.ds), loss=loss.removesuffix("_b0"), **kw)
@@ -73,17 +78,33 @@ def _run_margin_vs_d(cfg: ml_collections.ConfigDict, cells: core.CellStore, key)
     fits = {loss: cells.get_or_compute(f"fit/{n}/{k}/{loss}/{kind}", fit(loss)) for loss in losses}
     for d in cfg.ds:
       ck = jax.random.fold_in(nk_key, d)
-      row = {"n": n, "k": k, "d": d, "N": int(A.shape[0]), "rows": kind, "m_inf": m_inf,
-             "d_star": cfg.threshold_C * k * math.log(n / k)}  # fmt: skip
+      row = {
+        "n": n,
+        "k": k,
+        "d": d,
+        "N": int(A.shape[0]),
+        "rows": kind,
+        "m_inf": m_inf,
+        "d_star": cfg.threshold_C * k * math.log(n / k),
+      }
       for loss in losses:
         row[loss] = fits[loss][str(d)]
       for q in ("sum", "svm"):
-        cs = lambda _: _stored(M.cs_construction(
-          jax.random.fold_in(ck, 2), n, k, d, A=A, queries=q, steps=cfg.svm_steps))  # fmt: skip
+        cs = lambda _: _stored(
+          M.cs_construction(jax.random.fold_in(ck, 2), n, k, d, A=A, queries=q, steps=cfg.svm_steps)
+        )
         row[f"cs_{q}"] = cells.get_or_compute(f"cs/{n}/{k}/{d}/{q}/{kind}", cs)
-      jl = lambda _: _stored(M.jl_project(
-        jax.random.fold_in(ck, 3), orth.U, orth.V, A, d, reoptimize_queries=True,
-        steps=cfg.svm_steps))  # fmt: skip
+      jl = lambda _: _stored(
+        M.jl_project(
+          jax.random.fold_in(ck, 3),
+          orth.U,
+          orth.V,
+          A,
+          d,
+          reoptimize_queries=True,
+          steps=cfg.svm_steps,
+        )
+      )
       row["jl"] = cells.get_or_compute(f"jl/{n}/{k}/{d}/{kind}", jl)
       for r in ("cs_sum", "cs_svm", "jl"):
         row[r] = {"certificate": row[r]["certificate"], "bound": row[r]["bound"]}
@@ -165,18 +186,28 @@ def report_view(record: dict) -> dict:
   panels, losses = [], {notion: {} for notion in M.NOTIONS}
   for (n, k), rs in groups.items():
     col = lambda f, rs=rs: [f(r) for r in rs]
-    p = {**{f: rs[0][f] for f in ("n", "k", "N", "rows", "m_inf", "d_star")},
-         "d": col(lambda r: r["d"]), "fitted": col(lambda r: r["margin"]["m0_best"]),
-          **{q: col(lambda r, q=q: r[q]["certificate"]) for q in ("cs_sum", "cs_svm", "jl")},
-          **{l: col(lambda r, l=l: r[l]["m0_mean"]) for l in ("sigmoid", "infonce") if l in rs[0]},
-          "scaled_d": col(lambda r: r["d"] / (k * math.log(n / k))),
-          "scaled_m0": col(lambda r: r["best_m0"] / r["m_inf"])}  # fmt: skip
+    p = {
+      **{f: rs[0][f] for f in ("n", "k", "N", "rows", "m_inf", "d_star")},
+      "d": col(lambda r: r["d"]),
+      "fitted": col(lambda r: r["margin"]["m0_best"]),
+      **{q: col(lambda r, q=q: r[q]["certificate"]) for q in ("cs_sum", "cs_svm", "jl")},
+      **{l: col(lambda r, l=l: r[l]["m0_mean"]) for l in ("sigmoid", "infonce") if l in rs[0]},
+      "scaled_d": col(lambda r: r["d"] / (k * math.log(n / k))),
+      "scaled_m0": col(lambda r: r["best_m0"] / r["m_inf"]),
+    }
     panels.append(p)
     if n == cfg["loss_n"]:
       for notion in M.NOTIONS:
-        losses[notion][str(k)] = {"losses": {l: {"d": p["d"], "mean": col(lambda r, l=l: r[l][f"{notion}_mean"]),
-                                                 "std": col(lambda r, l=l: r[l][f"{notion}_std"])}
-                                             for l in cfg["losses"]}}  # fmt: skip
+        losses[notion][str(k)] = {
+          "losses": {
+            l: {
+              "d": p["d"],
+              "mean": col(lambda r, l=l: r[l][f"{notion}_mean"]),
+              "std": col(lambda r, l=l: r[l][f"{notion}_std"]),
+            }
+            for l in cfg["losses"]
+          }
+        }
   refined = (m.get("threshold_refined") or {}).get("per_nk", [])
   fit = m["critical_fit"]
   return {
@@ -189,7 +220,7 @@ def report_view(record: dict) -> dict:
         "C_text": ", ".join("n/a" if c is None else f"{c:.2f}" for c in q["C_per_seed"]),
       }
       for q in refined
-    ],  # fmt: skip
+    ],
     "loss_rows": [r for r in m["margin_vs_d"] if r["n"] == cfg["loss_n"]],
     "losses": losses,
     "critical": [
@@ -199,7 +230,7 @@ def report_view(record: dict) -> dict:
         "cap": " (= n_max)" if c["critical_n"] >= cfg["critical_n_max"] else "",
       }
       for c in m["critical_n"]
-    ],  # fmt: skip
+    ],
     "grid": str(m["critical_n"][0]["grid"] if m["critical_n"] else []),
     "poly": str([round(x, 3) for x in fit.get("poly", [])]),
   }

@@ -108,8 +108,11 @@ def evaluate_runs(
   shuffle = lambda i, mode: M.shuffled_labels(
     d[f"{mode}_labels"], cfg.placebo_shuffles, [cfg.seed, 300 + i]
   )
-  shuffled = {mode: jnp.asarray(shuffle(i, mode)) for i, mode in
-              enumerate(PLACEBO_POOLS)} if cfg.placebo_shuffles else {}  # fmt: skip
+  shuffled = (
+    {mode: jnp.asarray(shuffle(i, mode)) for i, mode in enumerate(PLACEBO_POOLS)}
+    if cfg.placebo_shuffles
+    else {}
+  )
   key = jax.random.key(cfg.seed + 77)
   runs = []
   for r, (loss, s) in enumerate(names):
@@ -229,12 +232,22 @@ def derived_metrics(metrics: dict) -> dict:
 
 # The toy summaries' values copied into ``derived`` (deduplicated problems; as drawn).
 TOY_DERIVED = {
-  "dedup": ("mean_regret_jaccard", "mean_regret_jaccard_ci95", "mean_regret_bce_cosine",
-            "mean_regret_oracle", "mean_regret_oracle_ci95", "regret_high_minus_low",
-            "regret_high_minus_low_ci95", "low_count", "high_count", "problems",
-            "duplicates_left", "lemma_violations"),
+  "dedup": (
+    "mean_regret_jaccard",
+    "mean_regret_jaccard_ci95",
+    "mean_regret_bce_cosine",
+    "mean_regret_oracle",
+    "mean_regret_oracle_ci95",
+    "regret_high_minus_low",
+    "regret_high_minus_low_ci95",
+    "low_count",
+    "high_count",
+    "problems",
+    "duplicates_left",
+    "lemma_violations",
+  ),
   "raw": ("mean_regret_jaccard", "duplicate_share", "regret_high_minus_low"),
-}  # fmt: skip
+}
 
 
 def _kendall(a: list, b: list) -> float:
@@ -254,11 +267,16 @@ def report_view(record: dict) -> dict:
   m, losses = record["metrics"], record["config"]["losses"]
   obj, base = m["objectives"], m["baselines"]
   names = {"dedup": "deduplicated", "raw": "as drawn"}
-  bins = [{"problems": names[part], "band": f"[{b['lo']:.2f}, {b['hi']:.2f})", **b}
-          for part in ("dedup", "raw") for b in m["toy"][part]["bins"]]  # fmt: skip
+  bins = [
+    {"problems": names[part], "band": f"[{b['lo']:.2f}, {b['hi']:.2f})", **b}
+    for part in ("dedup", "raw")
+    for b in m["toy"][part]["bins"]
+  ]
   raw, dd = m["toy"]["raw"], m["toy"]["dedup"]
-  ties = {"as drawn": {**raw, "dups": raw["duplicate_share"]},
-          "deduplicated": {**dd, "dups": 0.0 if dd["duplicates_left"] == 0 else None}}  # fmt: skip
+  ties = {
+    "as drawn": {**raw, "dups": raw["duplicate_share"]},
+    "deduplicated": {**dd, "dups": 0.0 if dd["duplicates_left"] == 0 else None},
+  }
   frontier = {}
   for pool in ("mass", "hard"):
     pts = {l: (obj[l][pool]["fp/tanimoto"], obj[l][pool]["hr/cosine@1"]) for l in losses}
@@ -268,18 +286,20 @@ def report_view(record: dict) -> dict:
       "losses": {
         l: {"x": [t["mean"]], "y": [h["mean"]], "xerr": [t["std"]], "yerr": [h["std"]]}
         for l, (t, h) in pts.items()
-      },  # fmt: skip
+      },
       "front": {"x": [p[0] for p in front], "y": [p[1] for p in front]},
       "baselines": {
         n: {"x": [base[n][pool]["fp/tanimoto"]], "y": [base[n][pool]["hr/cosine@1"]]}
         for n in ("prior", "nn_lookup")
-      },  # fmt: skip
+      },
       "random": base["random"][pool]["hr/random@1"],
     }
   toy = {}
   for part in ("dedup", "raw"):
     bs = [b for b in m["toy"][part]["bins"] if b["count"]]
-    toy[names[part]] = {"mid": [(b["lo"] + b["hi"]) / 2 for b in bs],
-                        "jac": [b["regret_jaccard"] for b in bs],
-                        "bce": [b["regret_bce_cosine"] for b in bs]}  # fmt: skip
+    toy[names[part]] = {
+      "mid": [(b["lo"] + b["hi"]) / 2 for b in bs],
+      "jac": [b["regret_jaccard"] for b in bs],
+      "bce": [b["regret_bce_cosine"] for b in bs],
+    }
   return {"bins": bins, "ties": ties, "frontier": frontier, "toy": toy}

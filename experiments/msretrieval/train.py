@@ -88,9 +88,14 @@ def _train(cfg, d: dict, checkpoint_dir):
 
   data = {k: jnp.asarray(d[k]) for k in ("train", "spectra", "fps", "train_pool", "train_labels")}
   res = core.Sweep(init_fn, step_fn).run(
-    {"w": weights}, keys, num_steps=cfg.steps, chunk_size=cfg.chunk or cfg.steps, data=data,
-    checkpoint_dir=checkpoint_dir, desc="objectives x seeds",
-  )  # fmt: skip
+    {"w": weights},
+    keys,
+    num_steps=cfg.steps,
+    chunk_size=cfg.chunk or cfg.steps,
+    data=data,
+    checkpoint_dir=checkpoint_dir,
+    desc="objectives x seeds",
+  )
   return names, graphdef, res
 
 
@@ -132,8 +137,11 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
   }
   metrics["derived"] = evaluation.derived_metrics(metrics)
   core.write_results(
-    workdir, metrics=metrics, config=run_config,  # the ConfigDict: claims, issue_verdicts, report
-    wall_time_s=time.time() - t0, table_file="table.md",
+    workdir,
+    metrics=metrics,
+    config=run_config,  # the ConfigDict: claims, issue_verdicts, report
+    wall_time_s=time.time() - t0,
+    table_file="table.md",
     notes=(
       "Real molecules shipped with RDKit (unique InChIKey skeletons), folded Morgan "
       "fingerprints, SIMULATED fragmentation spectra (a proxy for MS/MS, not measurements). "
@@ -143,5 +151,5 @@ def train_and_evaluate(cfg: ml_collections.ConfigDict, workdir) -> dict:
       "per-metric selection). HR@k ties broken by eps-noise as the reference. Absolute numbers "
       "are not comparable with MassSpecGym."
     ),
-  )  # fmt: skip
+  )
   return metrics

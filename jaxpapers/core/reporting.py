@@ -646,11 +646,14 @@ def _expand_column(col: Column, scope: Scope) -> list[Column]:
 
   return [
     dataclasses.replace(
-      col, header=sub(col.header, i, v), value=sub(col.value, i, v), err=sub(col.err, i, v),
+      col,
+      header=sub(col.header, i, v),
+      value=sub(col.value, i, v),
+      err=sub(col.err, i, v),
       over=None,
     )
     for i, v in enumerate(items)
-  ]  # fmt: skip
+  ]
 
 
 def render_table(table: Table, record: Mapping[str, Any], *, view: str | None = None) -> str:

@@ -100,10 +100,17 @@ def budgeted_coverage(
   if cost is not None:
     cost = V.check_array(cost, "cost", shape=(n,), dtype="real")
   picks, flags = _greedy(
-    cands, roles, cand_mask, req.astype(bool), visible.astype(bool),
+    cands,
+    roles,
+    cand_mask,
+    req.astype(bool),
+    visible.astype(bool),
     None if cost is None else cost.astype(jnp.float32),
-    budget=budget, mu=mu, token_budget=token_budget, force_start=force_start,
-  )  # fmt: skip
+    budget=budget,
+    mu=mu,
+    token_budget=token_budget,
+    force_start=force_start,
+  )
   ok = V.check_values(flags[0], f"cands must lie in [0, n={n})")
   ok = ok & V.check_values(flags[1], "roles must be in -1..3")
   ok = ok & V.check_values(flags[2], "cost must be finite and >= 0")

@@ -47,9 +47,16 @@ def top_group_root(
   def one(s, v):
     anchor = jax.lax.top_k(s, 1)[1]
     grp = build_groups(
-      g, anchor, v, s, depth=depth, max_support=max_support, max_check=max_check,
-      max_avoid=max_avoid, start="root",
-    )  # fmt: skip
+      g,
+      anchor,
+      v,
+      s,
+      depth=depth,
+      max_support=max_support,
+      max_check=max_check,
+      max_avoid=max_avoid,
+      start="root",
+    )
     return grp.members[0, 0]
 
   return jax.vmap(one)(scores, visible)

@@ -112,8 +112,9 @@ def _dense(g: G.SkillGraph, depth: int):
   return {"flow": flow, "hops": hops, "validates": adj[G.VALIDATES], "alt": alt | alt.T}
 
 
-def _one_group(x, g, mats, sq, visible, flagged, root_start, *, depth, max_support, max_check,
-               max_avoid):  # fmt: skip
+def _one_group(
+  x, g, mats, sq, visible, flagged, root_start, *, depth, max_support, max_check, max_avoid
+):
   n = g.n
   ids = jnp.arange(n)
   # dist = hops to reach from x over flow edges (either direction); depth + 1 = unreached.
@@ -193,9 +194,17 @@ def build_groups(
   if not isinstance(use_avoid, bool):
     raise TypeError(f"use_avoid must be a bool, got {use_avoid!r}")
   members, flag = _build(
-    g, anchors, visible, scores, jnp.asarray(use_avoid), jnp.asarray(start == "root"),
-    depth=depth, max_support=max_support, max_check=max_check, max_avoid=max_avoid,
-  )  # fmt: skip
+    g,
+    anchors,
+    visible,
+    scores,
+    jnp.asarray(use_avoid),
+    jnp.asarray(start == "root"),
+    depth=depth,
+    max_support=max_support,
+    max_check=max_check,
+    max_avoid=max_avoid,
+  )
   members = V.poison(members, V.check_values(flag, f"anchors must lie in [0, n={n})"))
   roles = jnp.broadcast_to(slot_roles(max_support, max_check, max_avoid), members.shape)
   mask = members >= 0
@@ -203,8 +212,9 @@ def build_groups(
 
 
 @functools.partial(jax.jit, static_argnames=("depth", "max_support", "max_check", "max_avoid"))
-def _build(g, anchors, visible, scores, use_avoid, root_start, *, depth, max_support, max_check,
-           max_avoid):  # fmt: skip
+def _build(
+  g, anchors, visible, scores, use_avoid, root_start, *, depth, max_support, max_check, max_avoid
+):
   """Groups of every anchor; ``use_avoid`` and ``root_start`` are traced (one program serves
   the ablations)."""
   n = g.n

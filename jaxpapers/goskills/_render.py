@@ -48,8 +48,9 @@ def render_contract(
   roles = np.asarray(roles)
   avoid = np.asarray(avoid)
   if ids.ndim != 1 or roles.shape != ids.shape:
-    raise ValueError(f"ids and roles must be one contract's [B] arrays; got {ids.shape}, "
-                     f"{roles.shape}")  # fmt: skip
+    raise ValueError(
+      f"ids and roles must be one contract's [B] arrays; got {ids.shape}, {roles.shape}"
+    )
   if avoid.ndim != 1:
     raise ValueError(f"avoid must be a [K] array, got shape {avoid.shape}")
   n = len(texts)

@@ -140,9 +140,17 @@ def _one_task(scores, visible, flags, g, w, cfg: GoSkillsConfig):
   use_graph, use_avoid, root_start = flags
   _, anchors = jax.lax.top_k(scores, cfg.n_groups)
   members, _ = _build(
-    g, anchors, visible, scores, use_avoid, root_start, depth=cfg.depth,
-    max_support=cfg.max_support, max_check=cfg.max_check, max_avoid=cfg.max_avoid,
-  )  # fmt: skip
+    g,
+    anchors,
+    visible,
+    scores,
+    use_avoid,
+    root_start,
+    depth=cfg.depth,
+    max_support=cfg.max_support,
+    max_check=cfg.max_check,
+    max_avoid=cfg.max_avoid,
+  )
   mask = members >= 0
   slots = jnp.broadcast_to(slot_roles(cfg.max_support, cfg.max_check, cfg.max_avoid), members.shape)
   groups = Groups(members=members, roles=jnp.where(mask, slots, NO_ROLE), mask=mask)

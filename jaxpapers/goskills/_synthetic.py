@@ -34,31 +34,97 @@ from jaxpapers.core import validation as V
 from jaxpapers.goskills import _graph as G
 
 VERBS = (
-  "load", "parse", "clean", "merge", "filter", "aggregate", "plot", "export", "resample",
-  "tokenize", "compress", "encrypt", "transcode", "index", "deduplicate", "normalize",
-  "annotate", "render", "schedule", "upload",
-)  # fmt: skip
+  "load",
+  "parse",
+  "clean",
+  "merge",
+  "filter",
+  "aggregate",
+  "plot",
+  "export",
+  "resample",
+  "tokenize",
+  "compress",
+  "encrypt",
+  "transcode",
+  "index",
+  "deduplicate",
+  "normalize",
+  "annotate",
+  "render",
+  "schedule",
+  "upload",
+)
 OBJECTS = (
-  "csv table", "json config", "parquet dataset", "sql database", "pdf report", "png image",
-  "audio clip", "video file", "log archive", "spreadsheet", "html page", "xml feed",
-  "time series", "text corpus", "geojson map", "email inbox", "git repository",
-  "docker image", "sensor stream", "invoice batch",
-)  # fmt: skip
+  "csv table",
+  "json config",
+  "parquet dataset",
+  "sql database",
+  "pdf report",
+  "png image",
+  "audio clip",
+  "video file",
+  "log archive",
+  "spreadsheet",
+  "html page",
+  "xml feed",
+  "time series",
+  "text corpus",
+  "geojson map",
+  "email inbox",
+  "git repository",
+  "docker image",
+  "sensor stream",
+  "invoice batch",
+)
 TOOLS = (
-  "with pandas", "with ffmpeg", "with sqlite", "with numpy", "with pillow", "with a shell script",
-  "with regex", "with matplotlib", "with polars", "via the rest api", "with openpyxl",
+  "with pandas",
+  "with ffmpeg",
+  "with sqlite",
+  "with numpy",
+  "with pillow",
+  "with a shell script",
+  "with regex",
+  "with matplotlib",
+  "with polars",
+  "via the rest api",
+  "with openpyxl",
   "with pdfplumber",
-)  # fmt: skip
+)
 REQUIREMENTS = (
-  "utf-8 encoding", "no missing values", "sorted by timestamp", "300 dpi resolution",
-  "gzip compression", "iso dates", "unique row ids", "schema validated", "lossless quality",
-  "redacted personal data", "size under ten megabytes", "consistent units",
-  "deterministic order", "signed checksum", "alt text", "mono channel audio",
-  "sixteen khz sampling", "rotated logs", "lowercase headers", "trimmed whitespace",
-  "utc timezone", "sha256 digest", "page numbers", "embedded fonts", "quoted fields",
-  "valid json", "no duplicate keys", "bounded memory", "idempotent reruns", "atomic writes",
-  "retries on failure", "rate limited calls",
-)  # fmt: skip
+  "utf-8 encoding",
+  "no missing values",
+  "sorted by timestamp",
+  "300 dpi resolution",
+  "gzip compression",
+  "iso dates",
+  "unique row ids",
+  "schema validated",
+  "lossless quality",
+  "redacted personal data",
+  "size under ten megabytes",
+  "consistent units",
+  "deterministic order",
+  "signed checksum",
+  "alt text",
+  "mono channel audio",
+  "sixteen khz sampling",
+  "rotated logs",
+  "lowercase headers",
+  "trimmed whitespace",
+  "utc timezone",
+  "sha256 digest",
+  "page numbers",
+  "embedded fonts",
+  "quoted fields",
+  "valid json",
+  "no duplicate keys",
+  "bounded memory",
+  "idempotent reruns",
+  "atomic writes",
+  "retries on failure",
+  "rate limited calls",
+)
 NUM_CHECKABLE = len(REQUIREMENTS) // 2
 """Tags ``0 .. NUM_CHECKABLE - 1`` are checkable (can have a validator)."""
 
@@ -156,9 +222,12 @@ def make_skill_library(
   n_workflows = n_skills // 12 if n_workflows is None else n_workflows
   n_workflows = V.check_int(n_workflows, "n_workflows", min_value=1, max_value=n_skills // 10)
   for name, v in (
-    ("reuse", reuse), ("decoy_rate", decoy_rate), ("tag_rate", tag_rate),
-    ("validator_rate", validator_rate), ("semantic_rate", semantic_rate),
-  ):  # fmt: skip
+    ("reuse", reuse),
+    ("decoy_rate", decoy_rate),
+    ("tag_rate", tag_rate),
+    ("validator_rate", validator_rate),
+    ("semantic_rate", semantic_rate),
+  ):
     V.check_float(v, name, min_value=0.0, max_value=1.0)
   rng = np.random.default_rng(seed)
   r = len(REQUIREMENTS)
@@ -200,21 +269,41 @@ def make_skill_library(
           continue
       v, o, t = new_triple(obj, tool)
       tag = int(rng.integers(r)) if rng.random() < tag_rate else -1
-      s = add(f"{v}-{_slug(o)}-{_slug(t)}", f"{v.capitalize()} the {o} {t}{phrase(tag)}",
-              G.PROCEDURE, rng.integers(80, 401), tag)  # fmt: skip
+      s = add(
+        f"{v}-{_slug(o)}-{_slug(t)}",
+        f"{v.capitalize()} the {o} {t}{phrase(tag)}",
+        G.PROCEDURE,
+        rng.integers(80, 401),
+        tag,
+      )
       procedures.append(s)
       steps.append(s)
       if 0 <= tag < NUM_CHECKABLE and rng.random() < validator_rate:
-        val = add(f"check-{_slug(REQUIREMENTS[tag])}-{_slug(o)}",
-                  f"Validate that the {o} has {REQUIREMENTS[tag]}", G.VALIDATOR,
-                  rng.integers(60, 151), tag)  # fmt: skip
+        val = add(
+          f"check-{_slug(REQUIREMENTS[tag])}-{_slug(o)}",
+          f"Validate that the {o} has {REQUIREMENTS[tag]}",
+          G.VALIDATOR,
+          rng.integers(60, 151),
+          tag,
+        )
         edges.append((val, s, G.VALIDATES))
       if rng.random() < decoy_rate:
-        d = add(f"quick-{v}-{_slug(o)}-{_slug(t)}", f"Quickly {v} the {o} {t}{phrase(tag)}",
-                G.PROCEDURE, rng.integers(80, 401), tag, True)  # fmt: skip
+        d = add(
+          f"quick-{v}-{_slug(o)}-{_slug(t)}",
+          f"Quickly {v} the {o} {t}{phrase(tag)}",
+          G.PROCEDURE,
+          rng.integers(80, 401),
+          tag,
+          True,
+        )
         what = REQUIREMENTS[tag] if tag >= 0 else "the output"
-        note = add(f"pitfall-quick-{v}-{_slug(o)}", f"Pitfall: the quick {v} of the {o} breaks "
-                   f"{what}", G.NOTE, rng.integers(20, 41), -1)  # fmt: skip
+        note = add(
+          f"pitfall-quick-{v}-{_slug(o)}",
+          f"Pitfall: the quick {v} of the {o} breaks {what}",
+          G.NOTE,
+          rng.integers(20, 41),
+          -1,
+        )
         edges.append((d, s, G.ALTERNATIVE))
         edges.append((note, d, G.CONFLICTS))
         decoys_of.setdefault(s, []).append(d)
@@ -231,8 +320,13 @@ def make_skill_library(
   while len(texts) < n_skills:
     v, o, t = new_triple()
     tag = int(rng.integers(r)) if rng.random() < tag_rate else -1
-    add(f"{v}-{_slug(o)}-{_slug(t)}", f"{v.capitalize()} the {o} {t}{phrase(tag)}", G.PROCEDURE,
-        rng.integers(80, 401), tag)  # fmt: skip
+    add(
+      f"{v}-{_slug(o)}-{_slug(t)}",
+      f"{v.capitalize()} the {o} {t}{phrase(tag)}",
+      G.PROCEDURE,
+      rng.integers(80, 401),
+      tag,
+    )
   n = len(texts)
   for s in range(n_real, n):  # distractors link into the library
     if rng.random() < semantic_rate:

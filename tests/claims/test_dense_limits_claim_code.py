@@ -130,8 +130,12 @@ def test_lipschitz_summary(theory):
 
 
 def test_class_names_bounds_and_learning_rates(train):
-  cfg = _cfg(classes=("dense", "dense_sum", "sparse", "plain"), bounds=(1.0, 4.0), bound=1.0,
-             lrs=(0.001, 0.01))  # fmt: skip
+  cfg = _cfg(
+    classes=("dense", "dense_sum", "sparse", "plain"),
+    bounds=(1.0, 4.0),
+    bound=1.0,
+    lrs=(0.001, 0.01),
+  )
   names = train.class_names(cfg)
   assert names == ["dense@1", "dense@4", "dense_sum@1", "dense_sum@4", "sparse", "plain"]
   assert train.split_name("dense@4") == ("dense", 4.0) and train.split_name("plain") == (

@@ -36,13 +36,19 @@ def _ms(mean, std):
 def _objectives():
   return {
     # mass pool: best Tanimoto = a, best HR@1 = b (they disagree).
-    "a": {"mass": {"fp/tanimoto": _ms(0.60, 0.02), "hr/cosine@1": _ms(0.30, 0.03)},
-          "hard": {"fp/tanimoto": _ms(0.70, 0.02), "hr/cosine@1": _ms(0.50, 0.03)}},
-    "b": {"mass": {"fp/tanimoto": _ms(0.55, 0.01), "hr/cosine@1": _ms(0.40, 0.04)},
-          "hard": {"fp/tanimoto": _ms(0.65, 0.01), "hr/cosine@1": _ms(0.45, 0.04)}},
-    "c": {"mass": {"fp/tanimoto": _ms(0.50, 0.05), "hr/cosine@1": _ms(0.35, 0.02)},
-          "hard": {"fp/tanimoto": _ms(0.60, 0.05), "hr/cosine@1": _ms(0.40, 0.02)}},
-  }  # fmt: skip
+    "a": {
+      "mass": {"fp/tanimoto": _ms(0.60, 0.02), "hr/cosine@1": _ms(0.30, 0.03)},
+      "hard": {"fp/tanimoto": _ms(0.70, 0.02), "hr/cosine@1": _ms(0.50, 0.03)},
+    },
+    "b": {
+      "mass": {"fp/tanimoto": _ms(0.55, 0.01), "hr/cosine@1": _ms(0.40, 0.04)},
+      "hard": {"fp/tanimoto": _ms(0.65, 0.01), "hr/cosine@1": _ms(0.45, 0.04)},
+    },
+    "c": {
+      "mass": {"fp/tanimoto": _ms(0.50, 0.05), "hr/cosine@1": _ms(0.35, 0.02)},
+      "hard": {"fp/tanimoto": _ms(0.60, 0.05), "hr/cosine@1": _ms(0.40, 0.02)},
+    },
+  }
 
 
 def _metrics():
@@ -172,8 +178,15 @@ def test_kendall(evaluate):
 def _part(rj, rc, ro, sm, tied, prem, viol):
   """One set of toy problems; ``prem`` / ``viol`` count the first of them as lemma cases."""
   flags = lambda k: [i < k for i in range(len(rj))]
-  return {"regret_jaccard": rj, "regret_bce_cosine": rc, "regret_oracle": ro, "sigma_max": sm,
-          "tied_top": tied, "lemma_premise": flags(prem), "lemma_violation": flags(viol)}  # fmt: skip
+  return {
+    "regret_jaccard": rj,
+    "regret_bce_cosine": rc,
+    "regret_oracle": ro,
+    "sigma_max": sm,
+    "tied_top": tied,
+    "lemma_premise": flags(prem),
+    "lemma_violation": flags(viol),
+  }
 
 
 def test_lemma_check_is_strict_beyond_float32_round_off(toy):

@@ -743,8 +743,8 @@ MUTATIONS = (
   M(
     "goskills",
     "train",
-    'where=lambda c: c["decoy_rate"] == max(cfg.decoy_rate))',
-    'where=lambda c: c["decoy_rate"] == min(cfg.decoy_rate))',
+    'where=lambda c: c["decoy_rate"] == max(cfg.decoy_rate)',
+    'where=lambda c: c["decoy_rate"] == min(cfg.decoy_rate)',
     ["test_derived_metrics"],
     "avoid gain at the smallest decoy rate",
   ),
@@ -775,8 +775,8 @@ MUTATIONS = (
   M(
     "goskills",
     "train",
-    '"goskills", "gos_bottleneck", bh, "steps",\n       sign=-1.0)',
-    '"goskills", "gos_bottleneck", bh, "steps",\n       sign=1.0)',
+    '"goskills", "gos_bottleneck", bh, "steps", sign=-1.0',
+    '"goskills", "gos_bottleneck", bh, "steps", sign=1.0',
     ["test_derived_metrics"],
     "steps saved over the matched GoS control with the sign flipped",
   ),

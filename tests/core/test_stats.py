@@ -162,9 +162,15 @@ def test_paired_bootstrap_distribution_matches_scipy():
     return np.median(x, axis=axis) - np.median(y, axis=axis)
 
   ref = sps.bootstrap(
-    (a, b), median_diff, paired=True, vectorized=True, method="percentile", n_resamples=4000,
-    confidence_level=0.9, **_scipy_rng(11),
-  )  # fmt: skip
+    (a, b),
+    median_diff,
+    paired=True,
+    vectorized=True,
+    method="percentile",
+    n_resamples=4000,
+    confidence_level=0.9,
+    **_scipy_rng(11),
+  )
   got = core.paired_bootstrap(a, b, np.median, n_resamples=4000, confidence=0.9, seed=0)
   width = ref.confidence_interval.high - ref.confidence_interval.low
   assert got.lo == pytest.approx(ref.confidence_interval.low, abs=0.1 * width)
@@ -182,9 +188,14 @@ def test_paired_bootstrap_same_seed_is_scipys_draw():
     return np.mean(x, axis=axis) - np.mean(y, axis=axis)
 
   ref = sps.bootstrap(
-    (a, b), mean_diff, paired=True, vectorized=True, method="percentile", n_resamples=3000,
+    (a, b),
+    mean_diff,
+    paired=True,
+    vectorized=True,
+    method="percentile",
+    n_resamples=3000,
     **_scipy_rng(5),
-  )  # fmt: skip
+  )
   got = core.paired_bootstrap(a, b, n_resamples=3000, seed=5)
   np.testing.assert_allclose(got.resamples, ref.bootstrap_distribution, rtol=1e-12, atol=1e-14)
   np.testing.assert_allclose(
@@ -244,9 +255,12 @@ def test_sign_flip_matches_scipy_permutation_test():
   a = rng.normal(0.5, 1.0, size=10)
   b = rng.normal(0.0, 1.0, size=10)
   ref = sps.permutation_test(
-    (a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
-    vectorized=True, n_resamples=np.inf,
-  )  # fmt: skip
+    (a, b),
+    lambda x, y, axis: np.mean(x - y, axis=axis),
+    permutation_type="samples",
+    vectorized=True,
+    n_resamples=np.inf,
+  )
   assert core.sign_flip_test(a - b).p_value == pytest.approx(ref.pvalue, rel=1e-12)
 
 

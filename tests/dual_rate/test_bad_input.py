@@ -590,7 +590,7 @@ CASES = [
     match="num_steps must be >= 1",
     jit=None,
     jit_reason="host-side training driver (the loop over steps)",
-  ),  # fmt: skip
+  ),
   Case(
     "fit_step",
     dr.fit_step,
@@ -615,7 +615,7 @@ CASES = [
     match="coupling must be one of",
     jit=None,
     jit_reason="builds the loss functions",
-  ),  # fmt: skip
+  ),
   Case(
     "mmd_step_loss",
     dr.mmd_step_loss,
@@ -665,7 +665,7 @@ CASES = [
     match="no row of base_methods",
     jit=None,
     jit_reason="host-side selection over result rows",
-  ),  # fmt: skip
+  ),
   Case(
     "matched_quality",
     dr.matched_quality,

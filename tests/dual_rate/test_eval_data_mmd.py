@@ -230,9 +230,11 @@ def test_fd_proxy_floor_and_scores_follow_the_splits():
   rng = np.random.default_rng(0)
   img = lambda n: rng.uniform(-1, 1, (n, 8, 8, 1)).astype(np.float32)
   data = dict(
-    train_images=img(24), train_labels=np.arange(24) % 3, test_images=img(12),
+    train_images=img(24),
+    train_labels=np.arange(24) % 3,
+    test_images=img(12),
     test_labels=np.arange(12) % 3,
-  )  # fmt: skip
+  )
   splits = {"reference": ("heldout", 0, 6), "compared": ("heldout", 6, 12)}
   proxy = dr.FDProxy.build(data, num_classes=3, classifier_steps=2, splits=splits)
   feats = lambda x: dr.extract_features(proxy.classifier, x)
@@ -253,9 +255,11 @@ def test_fd_proxy_floor_and_scores_follow_the_splits():
   assert s["class_acc"] == dr.classifier_accuracy(proxy.classifier, x, proxy.labels)
   # The train reference: the whole train split, no train-reference FD beside it.
   train = dr.FDProxy.build(
-    data, num_classes=3, classifier_steps=2,
+    data,
+    num_classes=3,
+    classifier_steps=2,
     splits={"reference": ("train", 0, 24), "compared": ("heldout", 0, 4)},
-  )  # fmt: skip
+  )
   assert train.reference == "train" and train.shape[0] == 4 and "fd_train" not in train.score(x[:4])
   with pytest.raises(ValueError, match="splits"):
     dr.FDProxy.build(data, num_classes=3, classifier_steps=2, splits={"reference": ("test", 0, 4)})
@@ -268,9 +272,11 @@ def test_measure_sampler_scores_every_sampling_seed():
   rng = np.random.default_rng(1)
   img = lambda n: rng.uniform(-1, 1, (n, 8, 8, 1)).astype(np.float32)
   data = dict(
-    train_images=img(12), train_labels=np.arange(12) % 2, test_images=img(8),
+    train_images=img(12),
+    train_labels=np.arange(12) % 2,
+    test_images=img(8),
     test_labels=np.arange(8) % 2,
-  )  # fmt: skip
+  )
   splits = {"reference": ("heldout", 0, 4), "compared": ("heldout", 4, 8)}
   proxy = dr.FDProxy.build(data, num_classes=2, classifier_steps=2, splits=splits)
   model, refresh = randomize(tiny_dual(num_classes=2)), dr.refresh_schedule(4, interval=2)

@@ -117,8 +117,9 @@ class ConversionVariantsTest(chex.TestCase):
     a, s = (np.asarray(u, np.float64) for u in sched.alpha_sigma(t))
     chex.assert_trees_all_close(s / a, sig, rtol=1e-4)
     # lambda(t) = -2 log sigma_edm (the cosine schedule's closed form, away from its clip).
-    chex.assert_trees_all_close(_np_logsnr_cosine(np.asarray(t, np.float64)), -2 * np.log(sig),
-                                rtol=1e-3, atol=1e-3)  # fmt: skip
+    chex.assert_trees_all_close(
+      _np_logsnr_cosine(np.asarray(t, np.float64)), -2 * np.log(sig), rtol=1e-3, atol=1e-3
+    )
 
 
 def test_posterior_closed_form_and_monte_carlo():

@@ -66,8 +66,9 @@ def bm25(q, docs, k1=1.5, b=0.75):
   return out
 
 
-def greedy(cands, roles, mask, req, visible, budget, mu=0.1, cost=None, token_budget=None,
-           force_start=True):  # fmt: skip
+def greedy(
+  cands, roles, mask, req, visible, budget, mu=0.1, cost=None, token_budget=None, force_start=True
+):
   """Greedy eq. (6) with Python sets; returns candidate positions (-1 padded)."""
   prio = {0: 3.0, 1: 2.0, 2: 1.0, 3: 0.0, -1: 0.0}
   vis = set(np.nonzero(visible)[0])
@@ -114,8 +115,9 @@ def best_coverage(cands, req, visible, budget):
   return best
 
 
-def group(x, n, edges, kind, req, visible, scores, *, depth=2, S=4, C=2, A=2, start="root",
-          use_avoid=True):  # fmt: skip
+def group(
+  x, n, edges, kind, req, visible, scores, *, depth=2, S=4, C=2, A=2, start="root", use_avoid=True
+):
   """One anchor-centred group as in the _groups docstring; returns the [M] slot list."""
   flagged = set()
   if use_avoid:
@@ -166,8 +168,27 @@ def group(x, n, edges, kind, req, visible, scores, *, depth=2, S=4, C=2, A=2, st
   return [st] + pad(rest, S) + pad(checks, C) + pad(avoid, A)
 
 
-def goskills(n, edges, kind, req, visible, scores, *, budget, a=3, c=8, b=4, depth=2, S=4, C=2,
-             A=2, mu=0.1, start="root", use_graph=True, use_avoid=True):  # fmt: skip
+def goskills(
+  n,
+  edges,
+  kind,
+  req,
+  visible,
+  scores,
+  *,
+  budget,
+  a=3,
+  c=8,
+  b=4,
+  depth=2,
+  S=4,
+  C=2,
+  A=2,
+  mu=0.1,
+  start="root",
+  use_graph=True,
+  use_avoid=True,
+):
   """The whole GoSkills pipeline for one task (float64, Python)."""
   order = sorted(range(n), key=lambda s: (-scores[s], s))
   anchors = order[:c]
@@ -186,7 +207,7 @@ def goskills(n, edges, kind, req, visible, scores, *, budget, a=3, c=8, b=4, dep
       A=A,
       start=start,
       use_avoid=use_avoid,
-    )  # fmt: skip
+    )
     for x in anchors
   ]
   roles_slot = [0] + [1] * S + [2] * C + [3] * A

@@ -24,9 +24,16 @@ _LIB = S.make_skill_library(0, n_skills=20, reuse=0.3, decoy_rate=0.0)
 _WORLD = (_LIB, S.make_tasks(1, _LIB, n=2))
 # The smallest pipeline (one group, no BFS, one pick): its jit case compiles fastest.
 TINY_CFG = S.GoSkillsConfig(
-  budget=1, n_anchors=1, n_groups=2, plan_size=1, depth=0, max_support=0, max_check=0,
-  max_avoid=0, iters=1,
-)  # fmt: skip
+  budget=1,
+  n_anchors=1,
+  n_groups=2,
+  plan_size=1,
+  depth=0,
+  max_support=0,
+  max_check=0,
+  max_avoid=0,
+  iters=1,
+)
 
 
 def _all_minus_one(field):
@@ -94,7 +101,7 @@ CASES = [
     match="text must be a str",
     jit=None,
     jit_reason=HOST,
-  ),  # fmt: skip
+  ),
   Case(
     "build_vocab",
     S.build_vocab,
@@ -103,7 +110,7 @@ CASES = [
     match="sequence of strings",
     jit=None,
     jit_reason=HOST,
-  ),  # fmt: skip
+  ),
   Case(
     "term_counts",
     S.term_counts,
@@ -112,7 +119,7 @@ CASES = [
     match="vocab must be",
     jit=None,
     jit_reason=HOST,
-  ),  # fmt: skip
+  ),
   Case(
     "hashed_embeddings",
     S.hashed_embeddings,
@@ -121,7 +128,7 @@ CASES = [
     match="dim must be >= 8",
     jit=None,
     jit_reason=HOST,
-  ),  # fmt: skip
+  ),
   Case(
     "bm25_scores",
     S.bm25_scores,
@@ -157,7 +164,7 @@ CASES = [
     (np.zeros(3, np.float32),),
     error=TypeError,
     match="roles must have a integer",
-  ),  # fmt: skip
+  ),
   Case(
     "build_groups",
     S.build_groups,
@@ -244,7 +251,7 @@ CASES = [
     match="one contract",
     jit=None,
     jit_reason=HOST,
-  ),  # fmt: skip
+  ),
   Case(
     "make_skill_library",
     S.make_skill_library,
@@ -253,7 +260,7 @@ CASES = [
     match="n_skills must be >= 20",
     jit=None,
     jit_reason=HOST,
-  ),  # fmt: skip
+  ),
   Case(
     "make_tasks",
     S.make_tasks,
@@ -263,7 +270,7 @@ CASES = [
     match="lib must be a SkillLibrary",
     jit=None,
     jit_reason=HOST,
-  ),  # fmt: skip
+  ),
   Case(
     "simulate_execution",
     S.simulate_execution,
@@ -279,7 +286,7 @@ CASES = [
     match="tasks must be a TaskSet",
     jit=None,
     jit_reason=HOST,
-  ),  # fmt: skip
+  ),
   Case(
     "root_first",
     S.root_first,

@@ -58,7 +58,7 @@ def test_greedy_keeps_1_minus_1_over_e_of_optimum(seed):
   picks = np.asarray(
     S.budgeted_coverage(
       cands, roles, np.ones(8, bool), req, vis, budget=3, mu=0.0, force_start=False
-    )  # fmt: skip
+    )
   )
   got = (req[cands[picks[picks >= 0]]].any(0) & vis).sum() if (picks >= 0).any() else 0
   assert got >= (1 - 1 / np.e) * ref.best_coverage(cands, req, vis, 3) - 1e-9

@@ -38,8 +38,15 @@ def test_transition_matrix_matches_gos(dangling):
 def test_reverse_factor_direction_and_unknown_types():
   # One dependency edge 0 -> 1 (reverse 1.0), one workflow 1 -> 2 (reverse 0.5),
   # one validates 3 -> 2 (reverse 0: GoS has no factor for it).
-  g = S.skill_graph([0, 1, 3], [1, 2, 2], [0, 1, 4], np.zeros((4, 1), bool), [0] * 4, [1] * 4,
-                    weight=[2.0, 1.0, 1.0])  # fmt: skip
+  g = S.skill_graph(
+    [0, 1, 3],
+    [1, 2, 2],
+    [0, 1, 4],
+    np.zeros((4, 1), bool),
+    [0] * 4,
+    [1] * 4,
+    weight=[2.0, 1.0, 1.0],
+  )
   w = np.asarray(S.transition_weights(g))
   assert w[0, 1] == 2.0 and w[1, 0] == 2.0
   assert w[1, 2] == 1.0 and w[2, 1] == 0.5

@@ -35,8 +35,9 @@ def test_build_groups_matches_reference(world):
     for start in ("root", "anchor"):
       got = S.build_groups(lib.graph, np.array(order), tasks.visible[i], scores[i], start=start)
       for j, x in enumerate(order):
-        want = ref.group(x, lib.n, arr["edges"], arr["kind"], arr["req"], tasks.visible[i],
-                         scores[i], start=start)  # fmt: skip
+        want = ref.group(
+          x, lib.n, arr["edges"], arr["kind"], arr["req"], tasks.visible[i], scores[i], start=start
+        )
         assert np.asarray(got.members[j]).tolist() == want, (i, x, start)
   # Every filled slot carries its slot's role (default counts: 1 START, 4 SUPPORT, 2 CHECK,
   # 2 AVOID); a flagged (decoy) anchor's group holds AVOID members only.
@@ -49,10 +50,10 @@ def test_build_groups_matches_reference(world):
 def test_root_start_is_upstream_of_anchor():
   # Chain 0 -> 1 -> 2 (dependency); the anchor is the goal step 2.
   g = S.skill_graph([0, 1], [1, 2], [0, 0], np.zeros((3, 1), bool), [0, 0, 0], [9, 9, 9])
-  root = S.build_groups(g, np.array([2]), np.zeros(1, bool), start="root", max_check=0,
-                        max_avoid=0)  # fmt: skip
-  anchor = S.build_groups(g, np.array([2]), np.zeros(1, bool), start="anchor", max_check=0,
-                          max_avoid=0)  # fmt: skip
+  root = S.build_groups(g, np.array([2]), np.zeros(1, bool), start="root", max_check=0, max_avoid=0)
+  anchor = S.build_groups(
+    g, np.array([2]), np.zeros(1, bool), start="anchor", max_check=0, max_avoid=0
+  )
   assert np.asarray(root.members).tolist() == [[0, 2, 1, -1, -1]]  # SUPPORT: anchor, nearest
   assert np.asarray(anchor.members).tolist() == [[2, 1, 0, -1, -1]]
 
@@ -101,9 +102,16 @@ def test_goskills_matches_reference_pipeline(world, variant):
   ids, roles, avoid, plan = map(np.asarray, (contract.ids, contract.roles, contract.avoid, plan))
   for i in range(scores.shape[0]):
     w_ids, w_roles, w_avoid, w_plan = ref.goskills(
-      lib.n, arr["edges"], arr["kind"], arr["req"], tasks.visible[i], scores[i], budget=cfg.budget,
-      use_graph=cfg.use_group_graph, use_avoid=cfg.use_avoid,
-    )  # fmt: skip
+      lib.n,
+      arr["edges"],
+      arr["kind"],
+      arr["req"],
+      tasks.visible[i],
+      scores[i],
+      budget=cfg.budget,
+      use_graph=cfg.use_group_graph,
+      use_avoid=cfg.use_avoid,
+    )
     assert plan[i].tolist() == w_plan, i
     assert ids[i].tolist() == w_ids, i
     assert roles[i].tolist() == w_roles, i

@@ -223,9 +223,14 @@ def test_read_contexts_equals_one_read_per_row():
   assert set(got) == {"z", "h_answer", "h_pred", "correct", "logp"} and got["z"].shape == (5, 16)
   for i, (c, a) in enumerate(zip(ctxs, answers)):
     one = L.read_context(
-      FN, PARAMS, np.asarray([c + [0] * 3], np.int32), np.asarray([len(c)], np.int32), PRED,
-      np.asarray([a], np.int32), np.asarray([len(a)], np.int32),
-    )  # fmt: skip
+      FN,
+      PARAMS,
+      np.asarray([c + [0] * 3], np.int32),
+      np.asarray([len(c)], np.int32),
+      PRED,
+      np.asarray([a], np.int32),
+      np.asarray([len(a)], np.int32),
+    )
     for k, v in one.items():
       np.testing.assert_allclose(got[k][i], np.asarray(v)[0], rtol=2e-5, atol=2e-5)
   with pytest.raises(ValueError, match="cannot hold a context"):

@@ -61,9 +61,15 @@ def _escaping_index(shard: str) -> pathlib.Path:
   """A checkpoint folder whose model.safetensors.index.json names ``shard``."""
   d = pathlib.Path(tempfile.mkdtemp(dir=_TMP))
   cfg = dict(
-    model_type="llama", hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-    num_key_value_heads=1, head_dim=4, intermediate_size=8, vocab_size=16,
-  )  # fmt: skip
+    model_type="llama",
+    hidden_size=8,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    head_dim=4,
+    intermediate_size=8,
+    vocab_size=16,
+  )
   (d / "config.json").write_text(json.dumps(cfg))
   (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": shard}}))
   return d

@@ -204,10 +204,19 @@ def test_qwen3_checkpoint_untied_with_qk_norm(tmp_path):
   t = _hf_tensors(rng, 2, "qwen3")
   t["lm_head.weight"] = 0.5 * rng.normal(size=(V, D)).astype(np.float32)
   cfg = dict(
-    model_type="qwen3", hidden_size=D, num_hidden_layers=2, num_attention_heads=H,
-    num_key_value_heads=KV, head_dim=DH, intermediate_size=F, vocab_size=V,
-    rms_norm_eps=1e-6, rope_theta=1e6, tie_word_embeddings=False, hidden_act="silu",
-  )  # fmt: skip
+    model_type="qwen3",
+    hidden_size=D,
+    num_hidden_layers=2,
+    num_attention_heads=H,
+    num_key_value_heads=KV,
+    head_dim=DH,
+    intermediate_size=F,
+    vocab_size=V,
+    rms_norm_eps=1e-6,
+    rope_theta=1e6,
+    tie_word_embeddings=False,
+    hidden_act="silu",
+  )
   _checkpoint(tmp_path, cfg, t)
   config, got, _ = _logits(tmp_path)
   assert config.qk_norm and not config.tie_embeddings and config.rope_base == 1e6
@@ -219,11 +228,20 @@ def test_llama_bf16_sharded_checkpoint_with_linear_rope_scaling(tmp_path):
   t = _hf_tensors(np.random.default_rng(2), 2, "llama")
   t = {k: v.astype(ml_dtypes.bfloat16) for k, v in t.items()}
   cfg = dict(
-    model_type="llama", hidden_size=D, num_hidden_layers=2, num_attention_heads=H,
-    num_key_value_heads=KV, head_dim=DH, intermediate_size=F, vocab_size=V,
-    rms_norm_eps=1e-5, rope_theta=100.0, rope_scaling={"type": "linear", "factor": 4.0},
-    tie_word_embeddings=True, torch_dtype="bfloat16",
-  )  # fmt: skip
+    model_type="llama",
+    hidden_size=D,
+    num_hidden_layers=2,
+    num_attention_heads=H,
+    num_key_value_heads=KV,
+    head_dim=DH,
+    intermediate_size=F,
+    vocab_size=V,
+    rms_norm_eps=1e-5,
+    rope_theta=100.0,
+    rope_scaling={"type": "linear", "factor": 4.0},
+    tie_word_embeddings=True,
+    torch_dtype="bfloat16",
+  )
   tmp_path.joinpath("config.json").write_text(json.dumps(cfg))
   _write_tokenizer(tmp_path)
   names = sorted(t)
@@ -273,9 +291,15 @@ def test_reader_round_trips_dtypes_and_names_the_broken_tensor(tmp_path):
 def test_bad_checkpoints_raise_naming_the_problem(tmp_path):
   rng = np.random.default_rng(4)
   base = dict(
-    model_type="llama", hidden_size=D, num_hidden_layers=2, num_attention_heads=H,
-    num_key_value_heads=KV, head_dim=DH, intermediate_size=F, vocab_size=V,
-  )  # fmt: skip
+    model_type="llama",
+    hidden_size=D,
+    num_hidden_layers=2,
+    num_attention_heads=H,
+    num_key_value_heads=KV,
+    head_dim=DH,
+    intermediate_size=F,
+    vocab_size=V,
+  )
   with pytest.raises(FileNotFoundError, match="config.json"):
     lm.load_safetensors(tmp_path)
   with pytest.raises(NotImplementedError, match="'mistral'"):
@@ -296,10 +320,16 @@ def test_bad_checkpoints_raise_naming_the_problem(tmp_path):
 
 
 _TINY_LLAMA = dict(
-  model_type="llama", hidden_size=D, num_hidden_layers=1, num_attention_heads=H,
-  num_key_value_heads=KV, head_dim=DH, intermediate_size=F, vocab_size=V,
+  model_type="llama",
+  hidden_size=D,
+  num_hidden_layers=1,
+  num_attention_heads=H,
+  num_key_value_heads=KV,
+  head_dim=DH,
+  intermediate_size=F,
+  vocab_size=V,
   tie_word_embeddings=True,
-)  # fmt: skip
+)
 
 
 def _sharded(d, shard_dir=None):

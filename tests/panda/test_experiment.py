@@ -63,11 +63,23 @@ def test_cell_timing_separates_compile_from_run():
   assert train._timing(dict(first_call_s=5.0, wall_s=5.0), epochs=10, points=1) is None
   # the declared report reads the timings of the record's per-cell metrics
   cells = {"d|hgnn|vanilla": cell, "d|hgnn|panda": dict(cell, wall_s=22.0, test_mean=52.5)}
-  config = dict(backbones=["hgnn"], arms=["vanilla", "panda"], lrs=[0.1, 0.2, 0.3],
-                weight_decays=[0.0], epochs=100, num_splits=3)  # fmt: skip
-  metrics = dict(per_cell=cells, majority_test_acc={"d": {}}, per_pair={},
-                 per_backbone_improvement_pp={"hgnn": 2.5}, mean_improvement_pp=2.5, cells=1,
-                 cells_improved=1)  # fmt: skip
+  config = dict(
+    backbones=["hgnn"],
+    arms=["vanilla", "panda"],
+    lrs=[0.1, 0.2, 0.3],
+    weight_decays=[0.0],
+    epochs=100,
+    num_splits=3,
+  )
+  metrics = dict(
+    per_cell=cells,
+    majority_test_acc={"d": {}},
+    per_pair={},
+    per_backbone_improvement_pp={"hgnn": 2.5},
+    mean_improvement_pp=2.5,
+    cells=1,
+    cells_improved=1,
+  )
   record = dict(metrics=metrics, config=config, notes="n")
   table, _ = reporting.render(default.REPORT, record)
   assert "| d | 50.0 ± 1.0 | 52.5 ± 1.0 |" in table

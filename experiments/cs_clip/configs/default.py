@@ -31,19 +31,35 @@ CI = (
 def get_config():
   c = ml_collections.ConfigDict(
     dict(
-      n_train=8000, n_test=N_TEST, size=24, prior=0.8, test_prior=0.0, distractors=0,
-      vertical=False, p_partial=0.1, p_paraphrase=0.5, dim=32, batch=64, pretrain_steps=1600,
-      finetune_steps=800, chunk_steps=200, lr=2e-3, lr_finetune=5e-4, seeds=N_SEEDS,
+      n_train=8000,
+      n_test=N_TEST,
+      size=24,
+      prior=0.8,
+      test_prior=0.0,
+      distractors=0,
+      vertical=False,
+      p_partial=0.1,
+      p_paraphrase=0.5,
+      dim=32,
+      batch=64,
+      pretrain_steps=1600,
+      finetune_steps=800,
+      chunk_steps=200,
+      lr=2e-3,
+      lr_finetune=5e-4,
+      seeds=N_SEEDS,
       encoders=("weak_order", "bow", "positional"),
       finetune_encoders=("weak_order", "positional"),
       arms=("clip_ft", "negclip_ft", "cs_ft"),
       control_arms=("clip_ft",),  # the positional encoder: plain CLIP fine-tuning only
       # the CS arm's loss (the reference's documented "full spectrum" mix, without paraphrases)
-      cs_lambda_comp=0.5, cs_lambda_align=0.25, cs_lambda_rank=0.1,
+      cs_lambda_comp=0.5,
+      cs_lambda_align=0.25,
+      cs_lambda_rank=0.1,
       n_boot=10000,  # bootstrap resamples of the item intervals
       seed=0,
     )
-  )  # fmt: skip
+  )
   c.claims = CLAIMS
   c.report = report_for(c.arms)
   return c

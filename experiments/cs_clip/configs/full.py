@@ -16,10 +16,17 @@ def get_config():
   c = default.get_config()
   c.update(
     dict(
-      n_train=48000, n_test=4000, distractors=1, vertical=True, batch=256, pretrain_steps=4000,
-      finetune_steps=2000, chunk_steps=500, seeds=10,
+      n_train=48000,
+      n_test=4000,
+      distractors=1,
+      vertical=True,
+      batch=256,
+      pretrain_steps=4000,
+      finetune_steps=2000,
+      chunk_steps=500,
+      seeds=10,
       finetune_encoders=("weak_order", "bow", "positional"),
       control_arms=("clip_ft", "negclip_ft", "cs_ft"),
     )
-  )  # fmt: skip
+  )
   return c

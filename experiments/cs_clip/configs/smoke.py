@@ -13,9 +13,17 @@ def get_config():
   # one chunk per grid: one fused compilation
   c.update(
     dict(
-      n_train=128, size=12, n_test=32, dim=16, batch=16, pretrain_steps=4, finetune_steps=4,
-      seeds=2, chunk_steps=4, n_boot=200,
+      n_train=128,
+      size=12,
+      n_test=32,
+      dim=16,
+      batch=16,
+      pretrain_steps=4,
+      finetune_steps=4,
+      seeds=2,
+      chunk_steps=4,
+      n_boot=200,
     )
-  )  # fmt: skip
+  )
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c

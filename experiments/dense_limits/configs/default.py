@@ -25,19 +25,34 @@ from jaxpapers.core import reporting as R
 def get_config():
   c = ml_collections.ConfigDict(
     dict(
-      seed=0, seeds=3, widths=(16, 64, 256, 512),
+      seed=0,
+      seeds=3,
+      widths=(16, 64, 256, 512),
       depth=2,  # hidden layers
       bound=1.0,  # the sparse class's bound and the dense nets compressed in E2
       bounds=BOUNDS,  # the weight bounds of the dense class and its width-unbounded control
-      fan_in=16, classes=("dense", "dense_sum", "sparse", "plain"), lrs=(3e-3, 1e-2), steps=600,
-      batch=128, tasks=("bumps", "digits"), bump_d=2, bump_grid=4, n_train=4096, n_test=1024,
+      fan_in=16,
+      classes=("dense", "dense_sum", "sparse", "plain"),
+      lrs=(3e-3, 1e-2),
+      steps=600,
+      batch=128,
+      tasks=("bumps", "digits"),
+      bump_d=2,
+      bump_grid=4,
+      n_train=4096,
+      n_test=1024,
       # E2
-      compress_ks=(1, 2, 4, 8, 16, 32), compress_min_width=64, compress_restarts=32,
+      compress_ks=(1, 2, 4, 8, 16, 32),
+      compress_min_width=64,
+      compress_restarts=32,
       compress_iters=10,
       # E3
-      fk_size=256, fk_k=32, exact_size=12, exact_trials=8,
+      fk_size=256,
+      fk_k=32,
+      exact_size=12,
+      exact_trials=8,
     )
-  )  # fmt: skip
+  )
   c.claims = claims(BOUNDS)
   c.report = REPORT
   return c
@@ -108,7 +123,7 @@ REPORT = R.Report(
             vertical=True,
             when="b_star",
           ),
-        ),  # fmt: skip
+        ),
       ),
       size=(6, 4.2),
     ),
@@ -124,7 +139,7 @@ REPORT = R.Report(
           R.Series(
             over="view.compression.curves", x="metrics.derived.compression.ks", y="y", label="{key}"
           ),
-        ),  # fmt: skip
+        ),
       ),
       size=(5.5, 3.8),
       when="metrics.derived.compression",

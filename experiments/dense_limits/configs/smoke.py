@@ -11,13 +11,28 @@ def get_config():
   c = default.get_config()
   c.update(
     dict(
-      seeds=2, widths=(8, 16), classes=("dense", "dense_sum", "plain"), bounds=(1.0,), lrs=(1e-2,),
-      steps=20, batch=32, tasks=("bumps",), bump_d=2, bump_grid=2, n_train=128, n_test=64,
+      seeds=2,
+      widths=(8, 16),
+      classes=("dense", "dense_sum", "plain"),
+      bounds=(1.0,),
+      lrs=(1e-2,),
+      steps=20,
+      batch=32,
+      tasks=("bumps",),
+      bump_d=2,
+      bump_grid=2,
+      n_train=128,
+      n_test=64,
       compress_ks=(1, 4),
       compress_min_width=16,  # the widest only: each width compiles its own factorisations
-      compress_restarts=4, compress_iters=3, fk_size=16, fk_k=4, exact_size=6, exact_trials=2,
+      compress_restarts=4,
+      compress_iters=3,
+      fk_size=16,
+      fk_k=4,
+      exact_size=6,
+      exact_trials=2,
     )
-  )  # fmt: skip
+  )
   c.claims = default.claims(c.bounds)
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c

@@ -22,20 +22,36 @@ def get_config():
   # the context encoder (the baseline's ViT shape) and the light denoiser
   c.update(
     dict(
-      patch_size=2, encoder_width=128, encoder_depth=2, num_heads=4, mlp_ratio=4,
-      feature_dim=128, denoiser_width=16, denoiser_blocks=2, context_channels=16,
-      denoiser_emb_dim=32, parametrization="v", weighting="v",
+      patch_size=2,
+      encoder_width=128,
+      encoder_depth=2,
+      num_heads=4,
+      mlp_ratio=4,
+      feature_dim=128,
+      denoiser_width=16,
+      denoiser_blocks=2,
+      context_channels=16,
+      denoiser_emb_dim=32,
+      parametrization="v",
+      weighting="v",
     )
-  )  # fmt: skip
+  )
   # training of every network; stale context: tau = t + k/N, N drawn from train_grid_steps
   c.update(
     dict(
-      train_steps=1000, batch_size=64, learning_rate=1e-3, warmup_steps=100, ema_decay=0.995,
-      checkpoint_every=250, max_staleness=8, train_grid_steps=(8, 16), p_fresh=0.4,
+      train_steps=1000,
+      batch_size=64,
+      learning_rate=1e-3,
+      warmup_steps=100,
+      ema_decay=0.995,
+      checkpoint_every=250,
+      max_staleness=8,
+      train_grid_steps=(8, 16),
+      p_fresh=0.4,
       coupling="ancestral",  # "ddim" shares eps between z_tau and z_t: see the README
       rollout_frac=0.2,
     )
-  )  # fmt: skip
+  )
   c.data_parallel = False  # True: batch sharded over all devices, parameters replicated
   c.prefetch = 0  # host batches read ahead on a background thread
   c.num_test = 0  # held-out split size (0: the dataset's default, 500 for digits)
@@ -44,11 +60,16 @@ def get_config():
   c.fd_reference = "train"
   c.update(
     dict(
-      classifier_steps=200, num_eval_samples=500, eval_seeds=(0, 1, 2), sampler="ddim",
-      baseline_steps=(4, 8, 16), dual_steps=(8, 16), dual_intervals=(1, 2, 4, 8),
+      classifier_steps=200,
+      num_eval_samples=500,
+      eval_seeds=(0, 1, 2),
+      sampler="ddim",
+      baseline_steps=(4, 8, 16),
+      dual_steps=(8, 16),
+      dual_intervals=(1, 2, 4, 8),
       time_repeats=1,
     )
-  )  # fmt: skip
+  )
   # matched quality: the best row of these baseline methods + its std, met by the cheapest
   # K > 1 row of these dual-rate methods
   c.matched_quality_baseline_methods = ("baseline",)
@@ -58,10 +79,14 @@ def get_config():
   c.time_methods = ("baseline", "dual-rate", "no-features", "mmd-baseline", "mmd-dual-rate")
   c.update(
     dict(
-      mmd_steps=(2, 4), mmd_dual_steps=(4,), mmd_dual_interval=2, mmd_train_steps=150,
-      mmd_learning_rate=2e-4, grid_samples=40,
+      mmd_steps=(2, 4),
+      mmd_dual_steps=(4,),
+      mmd_dual_interval=2,
+      mmd_train_steps=150,
+      mmd_learning_rate=2e-4,
+      grid_samples=40,
     )
-  )  # fmt: skip
+  )
   # controls, each trained from the pair's initialisation for train_steps
   c.control_no_features = True  # (a) light denoiser alone, constant (zero) features
   c.no_feature_steps = (16, 32, 64)
@@ -163,8 +188,17 @@ def _gain_claim(id_, statement, paper_text, metric, note):
   """A control judged as a gain "in std": the competitor's FD minus dual-rate's over the
   combined sampling-seed std (evaluate.derived_metrics), > 0 when dual-rate is better; held at
   >= 2 std, partly at >= 1 std."""
-  return dict(id=id_, statement=statement, paper_text=paper_text, metric=f"derived.{metric}",
-              held=2.0, partly=1.0, unit="std", fmt="+.2f", note=note)  # fmt: skip
+  return dict(
+    id=id_,
+    statement=statement,
+    paper_text=paper_text,
+    metric=f"derived.{metric}",
+    held=2.0,
+    partly=1.0,
+    unit="std",
+    fmt="+.2f",
+    note=note,
+  )
 
 
 CLAIMS = (

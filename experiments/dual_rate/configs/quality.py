@@ -17,15 +17,21 @@ def regime(c):
   """The quality regime's training, sampler grid and matched-quality target (heldout.py too)."""
   c.update(
     dict(
-      train_steps=6000, checkpoint_every=1000, num_test=1000, quality_regime_bar=1.2,
-      baseline_steps=(4, 8, 16, 32), dual_steps=(8, 16), dual_intervals=(1, 2, 4, 8),
-      heun_steps=(8, 16), heun_intervals=(1, 2, 4, 8),
+      train_steps=6000,
+      checkpoint_every=1000,
+      num_test=1000,
+      quality_regime_bar=1.2,
+      baseline_steps=(4, 8, 16, 32),
+      dual_steps=(8, 16),
+      dual_intervals=(1, 2, 4, 8),
+      heun_steps=(8, 16),
+      heun_intervals=(1, 2, 4, 8),
       extra_control_seeds=(),  # EDM-Heun for every seed: it is part of the target
       matched_quality_baseline_methods=("baseline", "baseline/heun"),
       matched_quality_dual_methods=("dual-rate", "dual-rate/heun"),
       time_methods=("baseline", "dual-rate", "baseline/heun", "dual-rate/heun"),
     )
-  )  # fmt: skip
+  )
   return c
 
 

@@ -32,7 +32,8 @@ def get_config():
   c.scan_orders = ("alternating", "frame_major", "position_major")
   c.data = ml_collections.ConfigDict(
     dict(
-      image_size=16, num_views=4,
+      image_size=16,
+      num_views=4,
       # orbit_cues: orbits turning either way by 20-60 degrees (the mean pose is a poor guess),
       # walls coloured by orientation and distance fog (pose and depth visible at CPU scale)
       split="orbit_cues",
@@ -40,40 +41,77 @@ def get_config():
       # 'pool': inputs standardised by the training pool's per-channel mean and std (raw
       # pixels let the camera token collapse to an input-independent pose); 'none': raw [0, 1]
       pixel_norm="pool",
-      pool_scenes=256, test_scenes=32, render_chunk=16, eval_batch=8, student_fraction=0.25,
+      pool_scenes=256,
+      test_scenes=32,
+      render_chunk=16,
+      eval_batch=8,
+      student_fraction=0.25,
       # 'disk': scene folders <data_dir>/train and <data_dir>/test in the format of
       # jaxpapers.flashssm3d.load_multiview_scenes instead of procedural renders
-      source="procedural", data_dir="",
+      source="procedural",
+      data_dir="",
     )
-  )  # fmt: skip
+  )
   c.teacher = ml_collections.ConfigDict(
     dict(
-      width=64, depth=2, heads=4, patch=4, registers=4, mlp_ratio=2, camera_stages=4,
-      steps=600, batch_size=8, learning_rate=1e-3, warmup=20,
+      width=64,
+      depth=2,
+      heads=4,
+      patch=4,
+      registers=4,
+      mlp_ratio=2,
+      camera_stages=4,
+      steps=600,
+      batch_size=8,
+      learning_rate=1e-3,
+      warmup=20,
       camera_steps=0,  # a first phase of this many steps on the camera term alone
       # A teacher run elsewhere (e.g. VGGT): its outputs on the training pool as an .npz
       # (jaxpapers.flashssm3d.load_teacher_predictions) replace training the teacher here;
       # train_flops (its training FLOPs) then sets the student's budget, and an optional
       # cached_test_predictions file scores everything against the teacher on the test scenes.
-      cached_predictions="", cached_test_predictions="", train_flops=0.0,
+      cached_predictions="",
+      cached_test_predictions="",
+      train_flops=0.0,
       infer_flops_per_scene=0.0,
     )
-  )  # fmt: skip
+  )
   # the SSM student and its FLOP budget (a fraction of the teacher's training FLOPs)
   c.student = ml_collections.ConfigDict(
     dict(
-      width=48, depth=2, state=16, expand=1, patch=4, registers=4, mlp_ratio=2, camera_stages=4,
-      method="scan", chunk_size=64, remat=False, dtype="float32", batch_size=8,
-      learning_rate=1e-3, warmup=20, flops_fraction=0.1, max_steps=2000, min_steps=10,
+      width=48,
+      depth=2,
+      state=16,
+      expand=1,
+      patch=4,
+      registers=4,
+      mlp_ratio=2,
+      camera_stages=4,
+      method="scan",
+      chunk_size=64,
+      remat=False,
+      dtype="float32",
+      batch_size=8,
+      learning_rate=1e-3,
+      warmup=20,
+      flops_fraction=0.1,
+      max_steps=2000,
+      min_steps=10,
     )
-  )  # fmt: skip
+  )
   # the weights of the distillation and ground-truth loss terms
   c.loss = ml_collections.ConfigDict(
     dict(
-      camera=5.0, depth=1.0, points=1.0, grad=1.0, procrustes=1.0, reprojection=0.5,
-      num_points=1024, reproj_delta=0.02,
+      camera=5.0,
+      depth=1.0,
+      points=1.0,
+      grad=1.0,
+      procrustes=1.0,
+      reprojection=0.5,
+      num_points=1024,
+      reproj_delta=0.02,
     )
-  )  # fmt: skip
+  )
   # E2: distilled with regression only / + Procrustes + reprojection, and the same student trained
   # on ground truth at the same FLOP budget ("gt"); E1: an attention model of about the student's
   # size trained on ground truth at that budget ("attention_gt"). "procrustes" (Procrustes
@@ -87,11 +125,21 @@ def get_config():
   # benchmarks/flashssm3d_scaling.py (timings on the default run's shared CPU would be noise).
   c.scaling = ml_collections.ConfigDict(
     dict(
-      enabled=False, views=(8, 16, 32, 64, 128, 256, 512), width=64, depth=2, state=16, heads=4,
-      image_size=32, patch=4, time_cap_s=12.0, memory_cap_gb=4.0, repeats=3, fit_min_views=32,
+      enabled=False,
+      views=(8, 16, 32, 64, 128, 256, 512),
+      width=64,
+      depth=2,
+      state=16,
+      heads=4,
+      image_size=32,
+      patch=4,
+      time_cap_s=12.0,
+      memory_cap_gb=4.0,
+      repeats=3,
+      fit_min_views=32,
       associative=False,
     )
-  )  # fmt: skip
+  )
   c.shard_batch = False  # True: split every batch over all devices (configs/full.py)
   c.checkpoint_every = 200
   c.log_every = 50

@@ -29,27 +29,49 @@ def get_config():
   )
   c.teacher.update(
     dict(
-      width=384, depth=12, heads=8, patch=8, steps=100_000, batch_size=32, learning_rate=3e-4,
+      width=384,
+      depth=12,
+      heads=8,
+      patch=8,
+      steps=100_000,
+      batch_size=32,
+      learning_rate=3e-4,
       warmup=2000,
     )
-  )  # fmt: skip
+  )
   c.student.update(
     dict(
-      width=384, depth=12, patch=8, batch_size=32, learning_rate=3e-4, warmup=1000,
-      max_steps=100_000, min_steps=1000,
+      width=384,
+      depth=12,
+      patch=8,
+      batch_size=32,
+      learning_rate=3e-4,
+      warmup=1000,
+      max_steps=100_000,
+      min_steps=1000,
       # accelerator path: L / chunk_size sequential steps with one chunk's state in memory,
       # jax.checkpoint per block, bf16 backbone with float32 parameters, state and heads
-      method="chunked", chunk_size=256, remat=True, dtype="bfloat16",
+      method="chunked",
+      chunk_size=256,
+      remat=True,
+      dtype="bfloat16",
     )
-  )  # fmt: skip
+  )
   c.shard_batch = True  # batch split over jax.make_mesh((device_count,), ("data",))
   c.loss.num_points = 8192
   c.scaling.update(
     dict(
-      enabled=True, views=(8, 16, 32, 64, 128, 256, 512, 1024), width=384, depth=12, heads=8,
-      image_size=64, patch=8, time_cap_s=60.0, memory_cap_gb=60.0,
+      enabled=True,
+      views=(8, 16, 32, 64, 128, 256, 512, 1024),
+      width=384,
+      depth=12,
+      heads=8,
+      image_size=64,
+      patch=8,
+      time_cap_s=60.0,
+      memory_cap_gb=60.0,
     )
-  )  # fmt: skip
+  )
   c.checkpoint_every = 2000
   c.log_every = 200
   return c

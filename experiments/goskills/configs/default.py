@@ -30,16 +30,31 @@ def get_config():
   c = ml_collections.ConfigDict(
     dict(
       # the grid: library settings x seeds, tasks per library, skill budgets
-      n_skills=(500, 2000), reuse=(0.2, 0.5), decoy_rate=(0.0, 0.1, 0.3), budgets=(3, 5, 8),
-      seeds=3, tasks=300,
+      n_skills=(500, 2000),
+      reuse=(0.2, 0.5),
+      decoy_rate=(0.0, 0.1, 0.3),
+      budgets=(3, 5, 8),
+      seeds=3,
+      tasks=300,
       # anchor scores (hybrid of embeddings and BM25) and the simulated executor
-      encoder="hashed", embed_dim=256, alpha=0.5, p_decoy=0.5,
+      encoder="hashed",
+      embed_dim=256,
+      alpha=0.5,
+      p_decoy=0.5,
       # GoSkills (jaxpapers.goskills.GoSkillsConfig)
-      n_anchors=3, n_groups=8, plan_size=4, depth=2, max_support=4, max_check=2, max_avoid=2,
+      n_anchors=3,
+      n_groups=8,
+      plan_size=4,
+      depth=2,
+      max_support=4,
+      max_check=2,
+      max_avoid=2,
       mu=0.1,
-      headline_budget=5, small_budget=3, seed=0,
+      headline_budget=5,
+      small_budget=3,
+      seed=0,
     )
-  )  # fmt: skip
+  )
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   c.report = REPORT
@@ -64,8 +79,9 @@ def _curves(metric: str, ylabel: str) -> R.Figure:
     style="-",
     label="{key} ({config.seeds} seeds)",
   )
-  panel = R.Panel(xlabel="skill budget B", ylabel=ylabel, title=f"{metric} vs budget",
-                  series=(series,))  # fmt: skip
+  panel = R.Panel(
+    xlabel="skill budget B", ylabel=ylabel, title=f"{metric} vs budget", series=(series,)
+  )
   return R.Figure(metric, panel, size=(6, 4))
 
 

@@ -17,9 +17,15 @@ def get_config():
     dict(
       datasets=c.datasets + tuple(more.split()),
       arms=("vanilla", "panda", "vanilla_matched", "without_aux", "without_prior_aux"),
-      num_splits=10, phenom_steps=8, epochs=500, lrs=(1e-3, 5e-3, 1e-2),
-      weight_decays=(0.0, 5e-4, 5e-3), hidden=64, max_features=0, fast_compile=False,
+      num_splits=10,
+      phenom_steps=8,
+      epochs=500,
+      lrs=(1e-3, 5e-3, 1e-2),
+      weight_decays=(0.0, 5e-4, 5e-3),
+      hidden=64,
+      max_features=0,
+      fast_compile=False,
       chunk=100,  # an orbax checkpoint every 100 epochs inside each cell
     )
-  )  # fmt: skip
+  )
   return c

@@ -13,10 +13,17 @@ def get_config():
   c = default.get_config()
   c.update(
     dict(
-      data_dir="none", synthetic_fallback=("synthetic-small",), backbones=("gedi",), num_splits=2,
-      epochs=15, lrs=(1e-2,), hidden=8, heads=2, arms=("vanilla", "panda"),
+      data_dir="none",
+      synthetic_fallback=("synthetic-small",),
+      backbones=("gedi",),
+      num_splits=2,
+      epochs=15,
+      lrs=(1e-2,),
+      hidden=8,
+      heads=2,
+      arms=("vanilla", "panda"),
       fast_compile=True,  # compile-dominated at this size
     )
-  )  # fmt: skip
+  )
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c

@@ -18,19 +18,35 @@ from jaxpapers.core import reporting as R
 def get_config():
   c = ml_collections.ConfigDict(
     dict(
-      teacher="smollm2", random_teacher=dict(vocab=320, d_model=32, n_layers=1),
-      data_seed=0, window_chars=240, max_len=64, n_train=96, n_calib=24, n_eval=24, n_code=24,
-      code_modules=("textwrap", "string", "fractions", "heapq"), student_vocab=1024,
+      teacher="smollm2",
+      random_teacher=dict(vocab=320, d_model=32, n_layers=1),
+      data_seed=0,
+      window_chars=240,
+      max_len=64,
+      n_train=96,
+      n_calib=24,
+      n_eval=24,
+      n_code=24,
+      code_modules=("textwrap", "string", "fractions", "heapq"),
+      student_vocab=1024,
       student=dict(d_model=128, n_layers=2, n_heads=4, ffn_dim=384),
       teacher_batch=8,
       kc=32,  # teacher top-K_c cached per position
       k=8,  # top-k per side of the local support
       r=4,  # neighbours per id in the cost tables
       kd_blocks=24,  # aligned pairs distilled per window per step (every KD method)
-      epsilon=0.05, iters=20, lam=1.0, steps=200, num_evals=4, batch_size=8, lr=3e-3, seeds=3,
-      seed=0, methods=("ce", "uld", "mined", "sola", "sola_lexical"),
+      epsilon=0.05,
+      iters=20,
+      lam=1.0,
+      steps=200,
+      num_evals=4,
+      batch_size=8,
+      lr=3e-3,
+      seeds=3,
+      seed=0,
+      methods=("ce", "uld", "mined", "sola", "sola_lexical"),
     )
-  )  # fmt: skip
+  )
   # True: the direct baselines in one vmapped program, every run computing every baseline
   # loss (the layout of the committed SmolLM2 runs; the same students).
   c.joint_baselines = False
