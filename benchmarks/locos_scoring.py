@@ -51,9 +51,16 @@ def _model(tiny):
   fields, _ = lm.read_gguf(lm.smollm2_path())
   cfg, tok = lm.config_from_gguf(fields), lm.Tokenizer.from_gguf_fields(fields)
   cfg = lm.LMConfig(
-    vocab_size=cfg.vocab_size, d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=16,
-    ffn_dim=64, rope_base=10000.0, eos_ids=cfg.eos_ids,
-  )  # fmt: skip
+    vocab_size=cfg.vocab_size,
+    d_model=64,
+    n_layers=2,
+    n_heads=4,
+    n_kv_heads=2,
+    head_dim=16,
+    ffn_dim=64,
+    rope_base=10000.0,
+    eos_ids=cfg.eos_ids,
+  )
   return cfg, lm.init_params(jax.random.key(0), cfg), tok
 
 
@@ -86,9 +93,16 @@ def main(argv=None):
   stop = tok.stop_ids()
   (_, _), (names, lands) = locos.split_entities(0)
   probes = locos.make_probes(
-    np.random.default_rng([0, 2]), tokenizer=tok, num=num_probes, kind="nonliteral",
-    names=names, landmarks=lands, filler_sentences=1, system_prompt=False, answer_prefix=True,
-  )  # fmt: skip
+    np.random.default_rng([0, 2]),
+    tokenizer=tok,
+    num=num_probes,
+    kind="nonliteral",
+    names=names,
+    landmarks=lands,
+    filler_sentences=1,
+    system_prompt=False,
+    answer_prefix=True,
+  )
   mean = lm.mean_queries(params, [p.prompt_ids for p in probes[:8]], config=cfg)
   gen = dict(max_new_tokens=8, stop_ids=stop, pad_to=BUCKETS)
   out = {"model": "tiny random" if tiny else "SmolLM2-135M-Instruct (Q4_1 -> f32)"}
@@ -128,20 +142,34 @@ def main(argv=None):
 
   def generate_with_capture():  # the generation detect_heads runs for this batch
     g = lm.generate(
-      params, ids, config=cfg, prompt_mask=m, max_new_tokens=8, stop_ids=stop,
-      capture_attn=True, capture_values=True,
-    )  # fmt: skip
+      params,
+      ids,
+      config=cfg,
+      prompt_mask=m,
+      max_new_tokens=8,
+      stop_ids=stop,
+      capture_attn=True,
+      capture_values=True,
+    )
     return jax.tree.map(np.asarray, g)
 
   def score(g):  # detect_heads' host-side scoring of each trial
     for b, trial in enumerate(batch):
       n = int(g.num_steps[b])
       locos.score_generation(
-        params=params, config=cfg, trial=trial, tokenizer=tok,
-        gen_ids=[int(i) for i in g.tokens[b, :n]], attn=g.attn[b, :n].astype(np.float64),
-        values=g.values[b], key_pos=g.key_pos[b], key_valid=g.key_valid[b],
-        prompt_len=len(trial.prompt_ids), rouge_threshold=0.5, contrastive_top_k=None,
-      )  # fmt: skip
+        params=params,
+        config=cfg,
+        trial=trial,
+        tokenizer=tok,
+        gen_ids=[int(i) for i in g.tokens[b, :n]],
+        attn=g.attn[b, :n].astype(np.float64),
+        values=g.values[b],
+        key_pos=g.key_pos[b],
+        key_valid=g.key_valid[b],
+        prompt_len=len(trial.prompt_ids),
+        rouge_threshold=0.5,
+        contrastive_top_k=None,
+      )
 
   det = []
   for _ in range(2):
@@ -171,9 +199,14 @@ def main(argv=None):
 
   def per_cell():
     texts = locos.generate_texts(
-      params, cfg, probes, tok, batch_size=8,
-      ablation=lm.HeadAblation(mask=jnp.asarray(det_mask), mean=mean, mode="mean_q"), **gen,
-    )  # fmt: skip
+      params,
+      cfg,
+      probes,
+      tok,
+      batch_size=8,
+      ablation=lm.HeadAblation(mask=jnp.asarray(det_mask), mean=mean, mode="mean_q"),
+      **gen,
+    )
     rtexts = [""] * len(probes)
     for s in range(seeds):
       sel = [i for i in range(len(probes)) if seed_of[i] == s]
@@ -188,8 +221,9 @@ def main(argv=None):
     return texts + rtexts
 
   def batched():
-    masks = np.concatenate([np.repeat(det_mask[None], len(probes), 0), np.stack(
-      [rand[s] for s in seed_of])])  # fmt: skip
+    masks = np.concatenate(
+      [np.repeat(det_mask[None], len(probes), 0), np.stack([rand[s] for s in seed_of])]
+    )
     abl = lm.HeadAblation(mask=jnp.asarray(masks), mean=mean, mode="mean_q")
     return locos.generate_texts(
       params, cfg, probes + probes, tok, ablation=abl, batch_size=32, **gen

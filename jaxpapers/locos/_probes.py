@@ -20,18 +20,17 @@ import numpy as np
 from jaxpapers import lm
 from jaxpapers.locos._scores import Trial
 
-NAMES = (
-  "Yuki", "Stuart", "Mandy", "Diana", "Caleb", "Megan", "Veronica", "Gary", "Oscar", "Priya",
-  "Aaron", "Abigail", "Adrian", "Alice", "Amber", "Andre", "Angela", "Arthur", "Barbara",
-  "Boris", "Brenda", "Bruno", "Camila", "Carlos", "Chloe", "Clara", "Colin", "Daniel", "Dmitri",
-  "Edgar", "Elena", "Elliot", "Emma", "Felix", "Fiona", "Frank", "Gloria", "Grace", "Hannah",
-  "Harold", "Hector", "Helen", "Hugo", "Ian", "Irene", "Isaac", "Ivan", "Jack", "Jasmine",
-  "Javier", "Julia", "Karen", "Kevin", "Laura", "Leon", "Linda", "Lucas", "Maria", "Martin",
-  "Nadia", "Nathan", "Nina", "Olga", "Oliver", "Pablo", "Paula", "Peter", "Rachel", "Rafael",
-  "Rita", "Robert", "Rosa", "Samuel", "Sara", "Simon", "Sofia", "Steven", "Tanya", "Thomas",
-  "Tina", "Victor", "Walter", "Wendy", "Xavier", "Zoe", "Bianca", "Derek", "Ingrid", "Kenji",
-  "Lars", "Mei", "Omar", "Quentin", "Ravi", "Sven", "Ursula", "Vera", "Wanda", "Yusuf", "Zara",
-)  # fmt: skip
+NAMES = tuple(
+  (
+    "Yuki Stuart Mandy Diana Caleb Megan Veronica Gary Oscar Priya Aaron Abigail Adrian Alice "
+    "Amber Andre Angela Arthur Barbara Boris Brenda Bruno Camila Carlos Chloe Clara Colin Daniel "
+    "Dmitri Edgar Elena Elliot Emma Felix Fiona Frank Gloria Grace Hannah Harold Hector Helen "
+    "Hugo Ian Irene Isaac Ivan Jack Jasmine Javier Julia Karen Kevin Laura Leon Linda Lucas Maria "
+    "Martin Nadia Nathan Nina Olga Oliver Pablo Paula Peter Rachel Rafael Rita Robert Rosa Samuel "
+    "Sara Simon Sofia Steven Tanya Thomas Tina Victor Walter Wendy Xavier Zoe Bianca Derek Ingrid "
+    "Kenji Lars Mei Omar Quentin Ravi Sven Ursula Vera Wanda Yusuf Zara"
+  ).split()
+)
 LANDMARKS = (
   ("Eiffel Tower", "Paris"),
   ("Colosseum", "Rome"),
@@ -97,10 +96,12 @@ LANDMARKS = (
 # entities of the solved examples that few-shot prompts put before a probe ("shots"): no name,
 # landmark or city of these pools occurs in NAMES / LANDMARKS, so an example never names a
 # probe's answer or its city
-SHOT_NAMES = (
-  "Beatrice", "Desmond", "Fabian", "Henrietta", "Imogen", "Jonas", "Klaus", "Lorenzo",
-  "Matilda", "Norbert", "Ophelia", "Phoebe", "Reuben", "Sebastian", "Theodora", "Winston",
-)  # fmt: skip
+SHOT_NAMES = tuple(
+  (
+    "Beatrice Desmond Fabian Henrietta Imogen Jonas Klaus Lorenzo Matilda Norbert Ophelia Phoebe "
+    "Reuben Sebastian Theodora Winston"
+  ).split()
+)
 SHOT_LANDMARKS = (
   ("Liberty Bell", "Philadelphia"),
   ("Gateway Arch", "St. Louis"),

@@ -24,9 +24,16 @@ TASK = _toy.ToyTask(num_names=6, num_landmarks=6, num_fillers=6, prompt_len=14, 
 def model():
   tok = TASK.tokenizer()
   cfg = lm.LMConfig(
-    vocab_size=len(TASK.vocab), d_model=32, n_layers=3, n_heads=4, n_kv_heads=2, head_dim=8,
-    ffn_dim=32, rope_base=1000.0, eos_ids=(tok.eos_id,),
-  )  # fmt: skip
+    vocab_size=len(TASK.vocab),
+    d_model=32,
+    n_layers=3,
+    n_heads=4,
+    n_kv_heads=2,
+    head_dim=8,
+    ffn_dim=32,
+    rope_base=1000.0,
+    eos_ids=(tok.eos_id,),
+  )
   params = lm.init_params(jax.random.key(3), cfg, std=0.3)
   trials = _toy.make_toy_trials(TASK, np.random.default_rng(0), 11, "nonliteral")
   # varied prompt lengths, so the probes fall into several buckets
@@ -39,9 +46,16 @@ def _gen(model, probes, mask, batch_size):
   cfg, params, tok, _, mean = model
   abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean, mode="mean_q")
   return locos.generate_texts(
-    params, cfg, probes, tok, ablation=abl, max_new_tokens=4, batch_size=batch_size,
-    stop_ids=[], pad_to=(12, 14),
-  )  # fmt: skip
+    params,
+    cfg,
+    probes,
+    tok,
+    ablation=abl,
+    max_new_tokens=4,
+    batch_size=batch_size,
+    stop_ids=[],
+    pad_to=(12, 14),
+  )
 
 
 def test_per_row_masks_equal_per_probe_calls(model):

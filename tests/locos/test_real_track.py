@@ -148,12 +148,26 @@ def test_real_track_runs_end_to_end(tmp_path, monkeypatch):
   c.issue_verdicts = False
   c.real.update(
     dict(
-      num_detect=2, num_eval=6, paper_num_eval=2, ks=(1, 2), paper_ks=(2,), claim_ks=(1, 2),
-      num_random=2, num_calibration=2, num_resamples=50, max_steps=3, detect_max_steps=3,
-      paper_max_steps=3, gen_batch_size=4, batch_size=2, group_rows=8, time_budget_s=0,
-      ablation_num_eval=4, buckets=(64, 80, 112),
+      num_detect=2,
+      num_eval=6,
+      paper_num_eval=2,
+      ks=(1, 2),
+      paper_ks=(2,),
+      claim_ks=(1, 2),
+      num_random=2,
+      num_calibration=2,
+      num_resamples=50,
+      max_steps=3,
+      detect_max_steps=3,
+      paper_max_steps=3,
+      gen_batch_size=4,
+      batch_size=2,
+      group_rows=8,
+      time_budget_s=0,
+      ablation_num_eval=4,
+      buckets=(64, 80, 112),
     )
-  )  # fmt: skip
+  )
   m = train.train_and_evaluate(c, str(tmp_path))
   filtered, paper = m["smollm2/curves"]["filtered"], m["smollm2/curves"]["paper"]
   assert filtered["num_probes"] == 3 and paper["num_probes"] == 2  # probes 0, 2, 3 of 4
