@@ -29,7 +29,7 @@ float32 sum carries O(log n) roundings.
 Windows. The mean of the window starting at frame f is the sum of frames f .. f + w - 1 over
 its length. The frames go once into frame-major order [F, N] (the transpose that w = 1 makes
 into the view), where the frames ahead of f are the rows below it, and sliding sums add
-contiguous rows: the sums of w // 16 frames, then 16 of those (`_window_sums`; w = 64: 4 + 16
+contiguous rows: the sums of w // 8 frames, then 8 of those (`_window_sums`; w = 64: 8 + 8
 rows read per frame in 2 passes, the second writing the view). All terms are nonnegative and
 nothing is subtracted (no differences of prefix sums, so a window of small scores beside large
 ones keeps its digits). Scores at t = 0 (`first_only`) sum blocks of w frames on the input as
@@ -503,20 +503,22 @@ def _window_means(x, w: int, count, view):
 def _window_sums(xf, w: int, size: int):
   """y[f] = xf[f] + xf[f + 1] + ... + xf[f + w - 1] for f < size (along axis 0).
 
-  Below 32 frames, one pass adds w rows. Else the sums of b = w // 16 frames (the same way),
-  then one pass adds 16 of them (b apart) and the w - 16 b frames left: every level reads its
-  input at fewer than 32 offsets, so a sum costs O(log w) additions and O(log_16 w) passes,
-  all of nonnegative terms (no differences of prefix sums, which would cancel the digits of
-  a window of small scores beside large ones). A level read 16 times is materialised by
-  XLA's CPU backend (more than 15 evaluations of one operand are not fused), so the next pass
-  reads it rather than recomputing its b-term sums (w = 64: 4 + 16 reads per frame, not 64).
+  Below 16 frames, one pass adds w rows. Else the sums of b = w // 8 frames (the same way,
+  materialised), then one pass adds 8 of them (b apart) and the w - 8 b frames left: every
+  level reads its input at fewer than 16 offsets, so a sum costs O(log w) additions and
+  O(log_8 w) passes, all of nonnegative terms (no differences of prefix sums, which would
+  cancel the digits of a window of small scores beside large ones). XLA's CPU backend fuses
+  an operand read fewer than 16 times into its reader, which would recompute the b-term sums
+  8 times; the layout constraint materialises them (w = 64: 8 + 8 reads per frame; 16 sums
+  of 4 frames, 4 + 16 reads, took 1.15-1.26x as long by the medians of blocks and 1.3-1.5x
+  by their minima: one atom, [60, 5,000], three runs side by side, one XLA thread).
   """
   pick = lambda y, start: jax.lax.slice_in_dim(y, start, start + size)
-  if w < 32:
+  if w < 16:
     return functools.reduce(jnp.add, [pick(xf, d) for d in range(w)])
-  b = w // 16
-  part = _window_sums(xf, b, xf.shape[0] - b + 1)
-  terms = [pick(part, d * b) for d in range(16)] + [pick(xf, d) for d in range(16 * b, w)]
+  b = w // 8
+  part = _row_major(_window_sums(xf, b, xf.shape[0] - b + 1))
+  terms = [pick(part, d * b) for d in range(8)] + [pick(xf, d) for d in range(8 * b, w)]
   return functools.reduce(jnp.add, terms)
 
 
