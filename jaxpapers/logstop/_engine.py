@@ -991,7 +991,6 @@ def evaluate_many_checked(
   *,
   first_only: bool = False,
   check: Sequence[str] = (),
-  in_view: bool = False,
 ):
   """`evaluate_many` and the range check of the arrays named in `check` (`in_unit`).
 
@@ -1007,30 +1006,19 @@ def evaluate_many_checked(
     threshold: atom threshold of the "bool" and "robust" algebras.
     first_only: return the values at t = 0 only.
     check: names of `props` whose frames must lie in [0, 1].
-    in_view: (not with `first_only`) return the values in the view instead, with the view:
-      ``view.from_view(y, T).reshape(shape)`` moves one out; a caller that maps the values
-      elementwise (`log_scores_checked`) maps them before that transpose, on contiguous rows.
 
   Returns:
-    (values, in_range): the values as `evaluate_many` returns them (with `in_view`, the pair
-    (values in the view [L, C, R, N], the view)); bool [...] per trace (`in_unit` of the
-    arrays named in `check`), None when `check` is empty.
+    (values, in_range): the values as `evaluate_many` returns them; bool [...] per trace
+    (`in_unit` of the arrays named in `check`), None when `check` is empty.
   """
   if algebra not in ALGEBRAS:
     raise ValueError(f"algebra must be one of {ALGEBRAS}, got {algebra!r}")
   some = next(iter(props.values()))
   shape, dtype = some.shape, some.dtype
   batch, T = shape[:-1], shape[-1]
-  # A window of w >= T frames is the window of T frames: every chain has one step, the
-  # window from frame t holds the frames [t, T) and t + w is past the end. The view then
-  # holds the T frames alone (at T = 50, w = 64: 50 chains, not 64 with 14 past the end).
-  window = max(1, min(window, T))
+  window, lengths, flat = _flat_inputs(formulas, props, window, length)
   N = math.prod(batch)
-  lengths = None
-  if length is not None:
-    lengths = jnp.broadcast_to(jnp.asarray(length, jnp.int32), batch).reshape(N)
   names = sorted({a for f in formulas for a in F.atoms(f)})
-  flat = {k: props[k].reshape(N, T) for k in names} or {"": some.reshape(N, T)}
   check = tuple(sorted(set(check)))
   if algebra == "prob" and first_only and sequential_fits(formulas, -(-T // window), dtype):
     fused = check if window == 1 and set(check) <= set(names) else ()
@@ -1039,18 +1027,75 @@ def evaluate_many_checked(
       ok = in_unit(props, check).reshape(N)
     return tuple(y.reshape(batch) for y in ys), (None if ok is None else ok.reshape(batch))
   in_range = in_unit(props, check) if check else None
-  return _evaluate_blocked(
-    formulas, flat, lengths, window, algebra, threshold, batch, shape, first_only, in_view
-  ), in_range
+  ys, view = _evaluate_blocked(
+    formulas, flat, lengths, window, algebra, threshold, batch, first_only
+  )
+  if not first_only:
+    ys = tuple(view.from_view(y, T).reshape(shape) for y in ys)
+  return ys, in_range
+
+
+def _flat_inputs(formulas, props, window: int, length):
+  """(window, lengths, flat): the inputs of the engine as [N, T] arrays.
+
+  A window of w >= T frames is the window of T frames: every chain has one step, the window
+  from frame t holds the frames [t, T) and t + w is past the end; the view then holds the T
+  frames alone (at T = 50, w = 64: 50 chains, not 64 with 14 past the end). ``lengths`` is
+  int32[N] or None; ``flat`` maps the atoms of `formulas` (or "" when there is none) to [N, T].
+  """
+  some = next(iter(props.values()))
+  batch, T = some.shape[:-1], some.shape[-1]
+  N = math.prod(batch)
+  lengths = None
+  if length is not None:
+    lengths = jnp.broadcast_to(jnp.asarray(length, jnp.int32), batch).reshape(N)
+  names = sorted({a for f in formulas for a in F.atoms(f)})
+  flat = {k: props[k].reshape(N, T) for k in names} or {"": some.reshape(N, T)}
+  return max(1, min(window, T)), lengths, flat
+
+
+def probs_in_view(
+  formulas: Sequence[F.Formula],
+  props: Mapping[str, jax.Array],
+  window: int,
+  length,
+  *,
+  check: Sequence[str] = (),
+) -> tuple[tuple[jax.Array, ...], _View, jax.Array | None]:
+  """The "prob" algebra at every t, each formula's values left in the view.
+
+  ``view.from_view(y, T).reshape(shape)`` moves one out (a transpose): a caller that maps
+  the values elementwise (`log_scores_checked`) maps them before it, on contiguous rows.
+
+  Args:
+    formulas: parsed formulas.
+    props: validated arrays of one float dtype and one shape [..., T].
+    window: w >= 1.
+    length: None or an integer array broadcastable to the batch shape [...].
+    check: names of `props` whose frames must lie in [0, 1].
+
+  Returns:
+    (values [L, C, R, N] per formula, the view, in_range as `evaluate_many_checked`).
+  """
+  batch = next(iter(props.values())).shape[:-1]
+  window, lengths, flat = _flat_inputs(formulas, props, window, length)
+  check = tuple(sorted(set(check)))
+  in_range = in_unit(props, check) if check else None
+  ys, view = _evaluate_blocked(formulas, flat, lengths, window, "prob", 0.5, batch, False)
+  return ys, view, in_range
 
 
 def _evaluate_blocked(
-  formulas, flat, lengths, window, algebra, threshold, batch, shape, first_only, in_view=False
-):
-  """`evaluate_many` by the blocked scans on the flat inputs [N, T] (see the module docstring)."""
+  formulas, flat, lengths, window, algebra, threshold, batch, first_only
+) -> tuple[tuple[jax.Array, ...], _View]:
+  """`evaluate_many` by the blocked scans on the flat inputs [N, T] (see the module docstring).
+
+  Returns (values, view): the values at t = 0 ([...] each) with ``first_only``, else in the
+  view ([L, C, R, N] each; `_View.from_view` moves them out).
+  """
   names = sorted({a for f in formulas for a in F.atoms(f)})
   some = next(iter(flat.values()))
-  dtype, (N, T) = some.dtype, some.shape
+  dtype, N = some.dtype, some.shape[0]
   means, valid, view = _atoms_in_view(flat, names, window, lengths, first_only)
   bottom, top = _bottom(algebra), _top(algebra)
   out_dtype = jnp.bool_ if algebra == "bool" else dtype
@@ -1169,13 +1214,11 @@ def _evaluate_blocked(
     return out
 
   if first_only:
-    return tuple(
+    firsts = tuple(
       below(ev(f, first=True).pos().astype(out_dtype), first=True).reshape(batch) for f in formulas
     )
-  ys = tuple(below(ev(f).pos().astype(out_dtype)) for f in formulas)
-  if in_view:
-    return ys, view
-  return tuple(view.from_view(y, T).reshape(shape) for y in ys)
+    return firsts, view
+  return tuple(below(ev(f).pos().astype(out_dtype)) for f in formulas), view
 
 
 def evaluate(
@@ -1245,22 +1288,16 @@ def log_scores_checked(
 
   if all(math.isinf(t) for t in taus):
     return in_log_space(), (in_unit(props, check) if check else None)
-  probs, in_range = evaluate_many_checked(
-    formulas,
-    props,
-    window,
-    length,
-    "prob",
-    first_only=first_only,
-    check=check,
-    in_view=not first_only,
-  )
   # Every t: the logs and the test for lost digits run on the view's contiguous rows, and
   # only the logs are transposed out of it (a fusion reading the view across its rows to
   # write [N, T] costs about a pass more than one reading it along them).
-  out_of_view = lambda y: y
-  if not first_only:
-    probs, view = probs
+  out_of_view: Callable[[jax.Array], jax.Array] = lambda y: y
+  if first_only:
+    probs, in_range = evaluate_many_checked(
+      formulas, props, window, length, "prob", first_only=True, check=check
+    )
+  else:
+    probs, view, in_range = probs_in_view(formulas, props, window, length, check=check)
     out_of_view = lambda y: view.from_view(y, T).reshape(some.shape)
   logs, lost = [], []
   for p, tau in zip(probs, taus):
