@@ -143,9 +143,12 @@ Where the targets stand (the record's summary gives the numbers of the run):
     This makes w = 1 cheaper too. At T = 5,000, with all three changes, the time per frame
     at w = 64 went to 0.85 (``a U b``), 0.76 and 0.82 of before, and the ratios from 1.27,
     1.13 and 1.27 to 1.28, 1.11 and 1.13.
-  - measured and not kept: moving the view out as frame-ordered rows and one 2D transpose
-    (0.7 of the 4D transpose's time with one XLA thread, but 1.28 -> 2.16 for the ratio of
-    ``a U b`` with XLA's thread pool); the division by the frame count of every window as a
+  - the logs leave the view in frame order: the fusion taking them swaps the chunks back
+    ([C, L, R, N], whole rows), then one 2D transpose of the T frames (``_View.map_out``):
+    ``a U b`` at T = 5,000 1.31 -> 1.18 and 1.31 -> 1.27 in two runs. Swapping a value
+    materialised first, or one not yet computed, was slower with XLA's thread pool (1.28 ->
+    2.16 for ``a U b``; ``G(a -> F b)`` 1.09-1.44 -> 2.49-2.69), although faster on one thread.
+  - measured and not kept: the division by the frame count of every window as a
     multiplication (without ``length`` the counts are constants and XLA already multiplies
     by their reciprocals).
 
