@@ -101,7 +101,15 @@ Where the targets stand (the record's summary gives the numbers of the run):
   3,000) did not remove it (10.99 in a full run) and was withdrawn. The slope of three points
   (quick mode) is the ratio of T = 5,000 to T = 50 alone, and single blocks vary by up to 2x
   on the shared host (the spreads in the record), so its value moves by about 0.05 between
-  runs of the same code.
+  runs of the same code. XLA's threads are not what keeps it above 1.05: two runs of the
+  three ``score`` units per formula (41 interleaved blocks, the long background runs paused,
+  other processes on the host), each with the thread pool and then in a process of its own
+  with ``--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``, gave slopes
+  from the minima of 1.02 / 1.08 / 1.04 and 1.00 / 1.04 / 1.16 with threads, 1.01 / 1.06 /
+  1.03 and 1.02 / 1.11 / 1.15 on one thread (``a U b`` / ``G(a -> F b)`` /
+  ``F(a & X b & X X c)``; from the medians 0.98-1.11 either way). What both show is
+  ``G(a -> F b)`` at T = 5,000 (the blocked scans on 60 traces): on one thread 3.94 and
+  5.22 CPU-ns per frame against 3.04 and 3.19 at T = 50.
 * ``score`` at w = 64 / w = 1 <= 1.2: met. ``score`` at t = 0 sums blocks of w frames first, so
   a window costs less than w = 1, except where T is not a whole number of blocks: the frames
   were padded to whole blocks by a gather, a pass of its own. The whole blocks and the last,
@@ -110,20 +118,45 @@ Where the targets stand (the record's summary gives the numbers of the run):
   -> 1.40 / 1.82, ``G(a -> F b)`` 2.77 / 5.64 -> 1.11 / 1.75; T = 5,000 ``a U b`` 1.69 / 2.06
   -> 0.95 / 1.46, ``G(a -> F b)`` 1.84 / 2.26 -> 1.29 / 1.91). The earlier 1.30x at T = 50 was
   also the fixed cost of a call of 1,024 traces, now 6,000.
-* ``scores`` at w = 64 / w = 1 <= 1.2: not met. At w > 1 ``scores`` adds the window means,
-  sums of w frames of nonnegative scores (no differences of prefix sums, which would cancel
-  the digits of a window of small scores beside large ones, and the tests forbid that). They
-  were two blocked scans along the w frames of every block of the view per atom (4 reads and
-  3 writes of the view); now the frames move once into frame-major order (the transpose that
-  w = 1 makes into the view), where the frames ahead of a frame are the rows below it, and
-  sliding sums add contiguous rows: sums of w // 16 frames, then 16 of those, the last pass
-  writing the view (``_window_sums`` in ``jaxpapers/logstop/_engine.py``). Side by side (one
-  atom, [60, 5,000], w = 64, CPU-us per call, min of 30 rounds, shared host): 700-750 -> about
-  350, the move alone about 100-115. The ratio went from 1.62-1.63 (quick) and 1.56 (full) to
-  the records' values; at T = 50 (w = 64 > T: frame-major order holds 2 T - 1 rows for T
-  frames, in two passes) ``a U b`` and ``G(a -> F b)`` rose from 0.80 and 0.74 to 1.21 and
-  1.16 (full records). What is left at T = 5,000 is the two passes per atom (the sums of 4
-  frames and the pass that adds 16 of them and writes the view).
+* ``scores`` at w = 64 / w = 1 <= 1.2: see the records. At w > 1 ``scores`` adds the window
+  means, sums of w frames of nonnegative scores (no differences of prefix sums, which would
+  cancel the digits of a window of small scores beside large ones, and the tests forbid
+  that). They were two blocked scans along the w frames of every block of the view per atom
+  (4 reads and 3 writes of the view); the frames then moved once into frame-major order (the
+  transpose that w = 1 makes into the view), where the frames ahead of a frame are the rows
+  below it, and sliding sums add contiguous rows (``_window_sums`` in
+  ``jaxpapers/logstop/_engine.py``): side by side (one atom, [60, 5,000], w = 64, CPU-us per
+  call, min of 30 rounds, shared host) 700-750 -> about 350, the move alone about 100-115, and
+  the ratio from 1.62-1.63 (quick) and 1.56 (full) to 1.27 and 1.29. At T = 50 (w = 64 > T)
+  that path cost more than the scans (``a U b`` and ``G(a -> F b)`` 0.80 and 0.74 -> 1.21
+  and 1.16, full records). Since then (CPU time of ``scores`` at w = 64 over w = 1, paired
+  medians of 21-41 interleaved blocks, one process per variant, other processes loading the
+  host):
+
+  - a window of w >= T frames is the window of T frames (one step per chain), and one-step
+    chains take the blocked scans again: T = 50, 6,000 traces, ``a U b`` 1.23 -> 0.87,
+    ``G(a -> F b)`` 0.87 -> 0.80 (time per frame at w = 64 0.66 and 0.68 of before);
+  - the sliding sums are sums of 8 frames, then 8 of those (8 + 8 rows read per frame; the
+    16 sums of 4, 4 + 16 rows, took 1.15-1.26x as long, one atom, one XLA thread);
+  - the logs of every t and the test for lost digits run on the view's rows, and only the
+    logs are transposed out to [N, T] (the test was a second transposing read of the view).
+    This makes w = 1 cheaper too. At T = 5,000, with all three changes, the time per frame
+    at w = 64 went to 0.85 (``a U b``), 0.76 and 0.82 of before, and the ratios from 1.27,
+    1.13 and 1.27 to 1.28, 1.11 and 1.13.
+  - the logs leave the view in frame order: the fusion taking them swaps the chunks back
+    ([C, L, R, N], whole rows), then one 2D transpose of the T frames (``_View.map_out``):
+    ``a U b`` at T = 5,000 1.31 -> 1.18 and 1.31 -> 1.27 in two runs. Swapping a value
+    materialised first, or one not yet computed, was slower with XLA's thread pool (1.28 ->
+    2.16 for ``a U b``; ``G(a -> F b)`` 1.09-1.44 -> 2.49-2.69), although faster on one thread.
+  - measured and not kept: the division by the frame count of every window as a
+    multiplication (without ``length`` the counts are constants and XLA already multiplies
+    by their reciprocals).
+
+  What is left at T = 5,000 (w = 64: 79 steps per chain padded to 80, so the view holds
+  5,120 frames and the end-of-trace masks apply, where w = 1 needs none): the two passes of
+  the sums per atom, and XLA's CPU backend splitting most of the w = 64 program's fusions
+  between two threads (``outer_dimension_partitions``), whose hand-offs cost CPU time on a
+  loaded host.
 
 Writes ``benchmarks/results/logstop_throughput.json`` (``--out`` to change it).
 """
@@ -601,8 +634,9 @@ def summarize(rows, args) -> list[dict]:
           + ", ".join(f"{f} T={T} {v:.2f}" for v, _, f, T in ratios)
           + (
             "; scores at w > 1 adds the window means (per atom, the frames moved once into "
-            "frame-major order, then sums of w // 16 frames and 16 of those, the last pass "
-            "writing the view: w = 64, 2 passes reading 4 + 16 rows per frame) and runs w "
+            "frame-major order, then sums of w // 8 frames and 8 of those, the last pass "
+            "writing the view: w = 64, 2 passes reading 8 + 8 rows per frame; w >= T: "
+            "blocked scans along the view) and runs w "
             "chains of n = T / w steps (T = 5,000, w = 64: 79 steps padded to 80)"
             if kind == "scores"
             else ""

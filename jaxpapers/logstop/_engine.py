@@ -29,11 +29,14 @@ float32 sum carries O(log n) roundings.
 Windows. The mean of the window starting at frame f is the sum of frames f .. f + w - 1 over
 its length. The frames go once into frame-major order [F, N] (the transpose that w = 1 makes
 into the view), where the frames ahead of f are the rows below it, and sliding sums add
-contiguous rows: the sums of w // 16 frames, then 16 of those (`_window_sums`; w = 64: 4 + 16
-rows read per frame in 2 passes, the second writing the view). All terms are nonnegative and
-nothing is subtracted (no differences of prefix sums, so a window of small scores beside large
-ones keeps its digits). Scores at t = 0 (`first_only`) sum blocks of w frames on the input as
-it is and keep chain 0 alone, so a window costs less than w = 1.
+contiguous rows: the sums of w // 8 frames, then 8 of those (`_window_sums`; w = 64: 8 + 8
+rows read per frame in 2 passes, the second writing the view). A window of w >= T frames is
+the window of T frames (every chain has one step), and chains of one step take blocked scans
+along the frames of the view instead (`_scanned_window_means`: suffix sums, no frame-major
+copy; cheaper there, measured). All terms are nonnegative and nothing is subtracted (no
+differences of prefix sums, so a window of small scores beside large ones keeps its digits).
+Scores at t = 0 (`first_only`) sum blocks of w frames on the input as it is and keep chain 0
+alone, so a window costs less than w = 1.
 
 Linear space. In the log algebra every frame costs transcendentals (log p, log1p(-p) and a
 logaddexp per step of U); their cost on a CPU bounds an exact log-space scorer (the benchmark
@@ -268,6 +271,11 @@ def _product_maps(algebra) -> _Maps:
   )
 
 
+def _sum_maps() -> _Maps:
+  """y -> x + y: suffix and prefix sums (`_scanned_window_means`)."""
+  return _Maps(lambda first, then: (first[0] + then[0],), lambda m, y: m[0] + y, (0,), 0)
+
+
 def _pad_rows(x, size: int, fill, axis: int):
   """x extended along `axis` to `size` with `fill` (a concatenate: `axis` is never minor)."""
   extra = size - x.shape[axis]
@@ -320,6 +328,49 @@ def _reduce(maps: _Maps, xs, axis: int = 0):
     _, b, xs = _split(maps, xs, axis)
     xs = _compose(maps, xs, range(b - 1, -1, -1), axis + 1)
   return tuple(jax.lax.index_in_dim(x, 0, axis, keepdims=False) for x in xs)
+
+
+def _scan(maps: _Maps, xs, axis: int = 0, reverse: bool = True):
+  """Every value of a chain of maps along `axis`, by a blocked scan.
+
+  With ``reverse`` (a suffix scan) y(k) = (x(k) o x(k + 1) o ... o x(n - 1))(end); else (a
+  prefix scan) y(k) = (x(k) o ... o x(0))(end). Blocks of B steps are composed by one unrolled
+  expression each (`_compose`), the block totals are scanned the same way, and the values
+  entering every block from its neighbour flow back through the B steps.
+
+  Args:
+    maps: the map family.
+    xs: tuple of arrays [..., n, ...] (`axis` is the chain), the maps at every step.
+    axis: the chain axis (not the minor one).
+    reverse: suffix (True) or prefix (False) scan.
+
+  Returns:
+    An array of the shape of xs[0].
+  """
+  n = xs[0].shape[axis]
+  lanes = xs[0].shape[:axis] + xs[0].shape[axis + 1 :]
+  dtype = xs[-1].dtype
+  pick = lambda xs, l, ax: tuple(jax.lax.index_in_dim(x, l, ax, keepdims=False) for x in xs)
+  if n <= _BLOCK:
+    y, ys = jnp.full(lanes, maps.end, dtype), [None] * n
+    for l in range(n - 1, -1, -1) if reverse else range(n):
+      y = ys[l] = maps.apply(pick(xs, l, axis), y)
+    return jnp.stack(ys, axis=axis)
+  m, b, blocked = _split(maps, xs, axis)
+  order = range(b - 1, -1, -1) if reverse else range(b)
+  totals = _compose(maps, blocked, order, axis + 1)  # [.., m, ..]
+  after = _scan(maps, totals, axis, reverse)  # the value leaving every block
+  edge = jnp.expand_dims(jnp.full(lanes, maps.end, dtype), axis)
+  if reverse:  # block j is entered by the value leaving block j + 1
+    entering = jnp.concatenate([jax.lax.slice_in_dim(after, 1, m, axis=axis), edge], axis)
+  else:
+    entering = jnp.concatenate([edge, jax.lax.slice_in_dim(after, 0, m - 1, axis=axis)], axis)
+  y, ys = entering, [None] * b
+  for l in order:
+    y = ys[l] = maps.apply(pick(blocked, l, axis + 1), y)
+  out = jnp.stack(ys, axis=axis + 1)
+  out = out.reshape(out.shape[:axis] + (m * b,) + out.shape[axis + 2 :])
+  return jax.lax.slice_in_dim(out, 0, n, axis=axis)
 
 
 def _chunking(n: int) -> tuple[int, int]:
@@ -461,6 +512,23 @@ class _View(NamedTuple):
     """[L, C, R, N] -> [N, T] (batch-major)."""
     return _row_major(y).transpose(3, 1, 0, 2).reshape(self.N, -1)[:, :T]
 
+  def map_out(self, y, T: int):
+    """`from_view` of y, an elementwise map of materialised values of the view.
+
+    With R > 1 chains the fusion that maps the values writes them in frame order
+    ([C, L, R, N]: whole rows of R N values swapped, no pass of its own), and one 2D
+    transpose of the T frames follows, which XLA's CPU backend emits faster than the 4D
+    transpose of `from_view` (side by side, ``scores("a U b", window=64)`` at [60, 5,000]
+    over w = 1: 1.31 -> 1.18 and 1.31 -> 1.27 in two runs, the time per frame at w = 64 0.87
+    and 0.90 of before). Where y is not yet materialised (the log algebra's values, whose
+    fusion would then be evaluated in that order) or is materialised first (the swap is then
+    a pass of its own), it was slower, so `from_view` keeps the one fusion.
+    """
+    if self.R == 1:
+      return self.from_view(y, T)
+    frames = _row_major(y.swapaxes(0, 1)).reshape(-1, self.N)
+    return _row_major(frames[:T].T)
+
 
 def _window_means(x, w: int, count, view):
   """Means of the w frames from every frame, in the view [L, C, w, N] (`_window_sums`).
@@ -479,6 +547,8 @@ def _window_means(x, w: int, count, view):
     [L, C, w, N] window means.
   """
   N, T = x.shape
+  if view.n <= _SCANNED_WINDOWS_STEPS:
+    return _scanned_window_means(x, count, view)
   size = view.L * view.C * w
   # Frames from T on are zeros: sums of min(w, T) frames are the same, and the view's frames
   # past T take zeros (read only through the end-of-trace masks).
@@ -491,23 +561,53 @@ def _window_means(x, w: int, count, view):
   return _row_major(sums / count)
 
 
+# Chains of at most this many steps take `_scanned_window_means` (w >= T: one step). Side by
+# side (``scores`` at w over w = 1, 6,000 traces of T = 50, one XLA thread, paired medians of
+# 21 blocks): one step (w = 64, as w = 50) 0.94 and 0.72 against 1.30 and 1.11 by the sliding
+# sums for ``a U b`` and ``G(a -> F b)``; two steps (w = 25) 1.01 and 0.91 against 1.04 and
+# 1.16, within the host's noise; at T = 500, w = 8 the sliding sums are the cheaper (0.98 and
+# 1.00 against 1.23 and 1.18).
+_SCANNED_WINDOWS_STEPS = 1
+
+
+def _scanned_window_means(x, count, view):
+  """`_window_means` by blocked scans along the w frames of every block of the view.
+
+  The frames go into the view as at w = 1 (`_View.to_view`); the window from frame k w + r
+  sums the suffix of block k from r (a suffix scan along axis 2) and, when there is a block
+  k + 1, its head up to r - 1 (a prefix scan, shifted one step). O(log_8 w) passes over the
+  view, nonnegative terms only.
+  """
+  x = view.to_view(x)  # zeros past T
+  maps = _sum_maps()
+  sums = _scan(maps, (x,), axis=2, reverse=True)
+  if view.n > 1:
+    prefix = _scan(maps, (x,), axis=2, reverse=False)  # x[.., 0] + ... + x[.., r]
+    zero = jnp.zeros(x.shape[:2] + (1,) + x.shape[3:], x.dtype)
+    head = jnp.concatenate([zero, prefix[:, :, :-1]], axis=2)
+    sums = sums + _shift(head, 0)  # + frames kw + w .. kw + w + r - 1 of block k + 1
+  return _row_major(sums / count)
+
+
 def _window_sums(xf, w: int, size: int):
   """y[f] = xf[f] + xf[f + 1] + ... + xf[f + w - 1] for f < size (along axis 0).
 
-  Below 32 frames, one pass adds w rows. Else the sums of b = w // 16 frames (the same way),
-  then one pass adds 16 of them (b apart) and the w - 16 b frames left: every level reads its
-  input at fewer than 32 offsets, so a sum costs O(log w) additions and O(log_16 w) passes,
-  all of nonnegative terms (no differences of prefix sums, which would cancel the digits of
-  a window of small scores beside large ones). A level read 16 times is materialised by
-  XLA's CPU backend (more than 15 evaluations of one operand are not fused), so the next pass
-  reads it rather than recomputing its b-term sums (w = 64: 4 + 16 reads per frame, not 64).
+  Below 16 frames, one pass adds w rows. Else the sums of b = w // 8 frames (the same way,
+  materialised), then one pass adds 8 of them (b apart) and the w - 8 b frames left: every
+  level reads its input at fewer than 16 offsets, so a sum costs O(log w) additions and
+  O(log_8 w) passes, all of nonnegative terms (no differences of prefix sums, which would
+  cancel the digits of a window of small scores beside large ones). XLA's CPU backend fuses
+  an operand read fewer than 16 times into its reader, which would recompute the b-term sums
+  8 times; the layout constraint materialises them (w = 64: 8 + 8 reads per frame; 16 sums
+  of 4 frames, 4 + 16 reads, took 1.15-1.26x as long by the medians of blocks and 1.3-1.5x
+  by their minima: one atom, [60, 5,000], three runs side by side, one XLA thread).
   """
   pick = lambda y, start: jax.lax.slice_in_dim(y, start, start + size)
-  if w < 32:
+  if w < 16:
     return functools.reduce(jnp.add, [pick(xf, d) for d in range(w)])
-  b = w // 16
-  part = _window_sums(xf, b, xf.shape[0] - b + 1)
-  terms = [pick(part, d * b) for d in range(16)] + [pick(xf, d) for d in range(16 * b, w)]
+  b = w // 8
+  part = _row_major(_window_sums(xf, b, xf.shape[0] - b + 1))
+  terms = [pick(part, d * b) for d in range(8)] + [pick(xf, d) for d in range(8 * b, w)]
   return functools.reduce(jnp.add, terms)
 
 
@@ -933,12 +1033,9 @@ def evaluate_many_checked(
   some = next(iter(props.values()))
   shape, dtype = some.shape, some.dtype
   batch, T = shape[:-1], shape[-1]
+  window, lengths, flat = _flat_inputs(formulas, props, window, length)
   N = math.prod(batch)
-  lengths = None
-  if length is not None:
-    lengths = jnp.broadcast_to(jnp.asarray(length, jnp.int32), batch).reshape(N)
   names = sorted({a for f in formulas for a in F.atoms(f)})
-  flat = {k: props[k].reshape(N, T) for k in names} or {"": some.reshape(N, T)}
   check = tuple(sorted(set(check)))
   if algebra == "prob" and first_only and sequential_fits(formulas, -(-T // window), dtype):
     fused = check if window == 1 and set(check) <= set(names) else ()
@@ -947,18 +1044,75 @@ def evaluate_many_checked(
       ok = in_unit(props, check).reshape(N)
     return tuple(y.reshape(batch) for y in ys), (None if ok is None else ok.reshape(batch))
   in_range = in_unit(props, check) if check else None
-  return _evaluate_blocked(
-    formulas, flat, lengths, window, algebra, threshold, batch, shape, first_only
-  ), in_range
+  ys, view = _evaluate_blocked(
+    formulas, flat, lengths, window, algebra, threshold, batch, first_only
+  )
+  if not first_only:
+    ys = tuple(view.from_view(y, T).reshape(shape) for y in ys)
+  return ys, in_range
+
+
+def _flat_inputs(formulas, props, window: int, length):
+  """(window, lengths, flat): the inputs of the engine as [N, T] arrays.
+
+  A window of w >= T frames is the window of T frames: every chain has one step, the window
+  from frame t holds the frames [t, T) and t + w is past the end; the view then holds the T
+  frames alone (at T = 50, w = 64: 50 chains, not 64 with 14 past the end). ``lengths`` is
+  int32[N] or None; ``flat`` maps the atoms of `formulas` (or "" when there is none) to [N, T].
+  """
+  some = next(iter(props.values()))
+  batch, T = some.shape[:-1], some.shape[-1]
+  N = math.prod(batch)
+  lengths = None
+  if length is not None:
+    lengths = jnp.broadcast_to(jnp.asarray(length, jnp.int32), batch).reshape(N)
+  names = sorted({a for f in formulas for a in F.atoms(f)})
+  flat = {k: props[k].reshape(N, T) for k in names} or {"": some.reshape(N, T)}
+  return max(1, min(window, T)), lengths, flat
+
+
+def probs_in_view(
+  formulas: Sequence[F.Formula],
+  props: Mapping[str, jax.Array],
+  window: int,
+  length,
+  *,
+  check: Sequence[str] = (),
+) -> tuple[tuple[jax.Array, ...], _View, jax.Array | None]:
+  """The "prob" algebra at every t, each formula's values left in the view.
+
+  ``view.from_view(y, T).reshape(shape)`` moves one out (a transpose): a caller that maps
+  the values elementwise (`log_scores_checked`) maps them before it, on contiguous rows.
+
+  Args:
+    formulas: parsed formulas.
+    props: validated arrays of one float dtype and one shape [..., T].
+    window: w >= 1.
+    length: None or an integer array broadcastable to the batch shape [...].
+    check: names of `props` whose frames must lie in [0, 1].
+
+  Returns:
+    (values [L, C, R, N] per formula, the view, in_range as `evaluate_many_checked`).
+  """
+  batch = next(iter(props.values())).shape[:-1]
+  window, lengths, flat = _flat_inputs(formulas, props, window, length)
+  check = tuple(sorted(set(check)))
+  in_range = in_unit(props, check) if check else None
+  ys, view = _evaluate_blocked(formulas, flat, lengths, window, "prob", 0.5, batch, False)
+  return ys, view, in_range
 
 
 def _evaluate_blocked(
-  formulas, flat, lengths, window, algebra, threshold, batch, shape, first_only
-):
-  """`evaluate_many` by the blocked scans on the flat inputs [N, T] (see the module docstring)."""
+  formulas, flat, lengths, window, algebra, threshold, batch, first_only
+) -> tuple[tuple[jax.Array, ...], _View]:
+  """`evaluate_many` by the blocked scans on the flat inputs [N, T] (see the module docstring).
+
+  Returns (values, view): the values at t = 0 ([...] each) with ``first_only``, else in the
+  view ([L, C, R, N] each; `_View.from_view` moves them out).
+  """
   names = sorted({a for f in formulas for a in F.atoms(f)})
   some = next(iter(flat.values()))
-  dtype, (N, T) = some.dtype, some.shape
+  dtype, N = some.dtype, some.shape[0]
   means, valid, view = _atoms_in_view(flat, names, window, lengths, first_only)
   bottom, top = _bottom(algebra), _top(algebra)
   out_dtype = jnp.bool_ if algebra == "bool" else dtype
@@ -1076,15 +1230,12 @@ def _evaluate_blocked(
     memo[key] = out
     return out
 
-  results = []
-  for f in formulas:
-    if first_only:
-      y = ev(f, first=True).pos()
-      results.append(below(y.astype(out_dtype), first=True).reshape(batch))
-    else:
-      y = below(ev(f).pos().astype(out_dtype))
-      results.append(view.from_view(y, T).reshape(shape))
-  return tuple(results)
+  if first_only:
+    firsts = tuple(
+      below(ev(f, first=True).pos().astype(out_dtype), first=True).reshape(batch) for f in formulas
+    )
+    return firsts, view
+  return tuple(below(ev(f).pos().astype(out_dtype)) for f in formulas), view
 
 
 def evaluate(
@@ -1154,9 +1305,17 @@ def log_scores_checked(
 
   if all(math.isinf(t) for t in taus):
     return in_log_space(), (in_unit(props, check) if check else None)
-  probs, in_range = evaluate_many_checked(
-    formulas, props, window, length, "prob", first_only=first_only, check=check
-  )
+  # Every t: the logs and the test for lost digits run on the view's contiguous rows, and
+  # only the logs are transposed out of it (a fusion reading the view across its rows to
+  # write [N, T] costs about a pass more than one reading it along them).
+  out_of_view: Callable[[jax.Array], jax.Array] = lambda y: y
+  if first_only:
+    probs, in_range = evaluate_many_checked(
+      formulas, props, window, length, "prob", first_only=True, check=check
+    )
+  else:
+    probs, view, in_range = probs_in_view(formulas, props, window, length, check=check)
+    out_of_view = lambda y: view.map_out(y, T).reshape(some.shape)
   logs, lost = [], []
   for p, tau in zip(probs, taus):
     positive = p > 0
@@ -1164,9 +1323,13 @@ def log_scores_checked(
       jnp.where(positive, jnp.log(jnp.where(positive, jnp.minimum(p, 1.0), 1.0)), -jnp.inf)
     )
     lost.append(positive & (p < jnp.asarray(tau, dtype)))
-  logs, lost = jnp.stack(logs), jnp.stack(lost)
-  out = jax.lax.cond(jnp.any(lost), lambda: jnp.where(lost, in_log_space(), logs), lambda: logs)
-  return out, in_range
+  any_lost = functools.reduce(jnp.logical_or, [jnp.any(x) for x in lost])
+  logs = jnp.stack([out_of_view(x) for x in logs])
+
+  def redo():
+    return jnp.where(jnp.stack([out_of_view(x) for x in lost]), in_log_space(), logs)
+
+  return jax.lax.cond(any_lost, redo, lambda: logs), in_range
 
 
 @functools.partial(

@@ -289,6 +289,34 @@ def test_wide_window_mean_matches_float64_loop(T, w):
     assert np.all(np.isneginf(got[i, n:]))
 
 
+@pytest.mark.parametrize("path", ["sums", "scans"])
+@pytest.mark.parametrize("T", [40, 150])
+def test_window_paths_agree_at_the_switch(T, path, monkeypatch):
+  """Both window-mean paths (sliding sums, `_window_sums`; blocked scans along the view,
+  `_scanned_window_means`, which windows of w >= T frames take) vs a float64 loop, at w = T - 1
+  (two steps per chain), T and T + 1 (one step), with runs of small scores beside large ones
+  and traces cut short by `length`; each path is forced on both sides of the switch."""
+  steps = 0 if path == "sums" else 10**9
+  monkeypatch.setattr(_engine, "_SCANNED_WINDOWS_STEPS", steps)
+  rng = np.random.default_rng(T)
+  p = rng.uniform(size=(3, T)).astype(np.float32)
+  p[:, T // 3 : T // 3 + 9] = rng.uniform(1e-7, 2e-7, size=(3, 9)).astype(np.float32)
+  lengths = np.array([T, T - 5, 2])
+  for w in (T - 1, T, T + 1):
+    jax.clear_caches()  # the path is chosen while tracing
+    got = np.asarray(L.scores("a", {"a": p}, window=w, length=lengths))
+    for i, n in enumerate(lengths):
+      want = np.log(_np_window_mean(p[i], w, n))
+      np.testing.assert_allclose(got[i, :n], want[:n], rtol=1e-6, atol=1e-6)
+      assert np.all(np.isneginf(got[i, n:]))
+    for text in ("a U b", "G(a -> F b)"):
+      f = L.parse(text)
+      props = {"a": p[0].astype(np.float64), "b": p[1][::-1].astype(np.float64)}
+      want = [_oracles.logstop_rec(f, props, t, T - 1, w, {}) for t in range(T)]
+      got = L.scores(f, {k: v.astype(np.float32) for k, v in props.items()}, window=w)
+      np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=2e-5, atol=1e-5)
+
+
 def test_float32_long_trace_accuracy():
   """Pairwise accumulation: relative error <= 1e-4 at T = 1e5 in float32 (closed forms)."""
   T = 100_000
