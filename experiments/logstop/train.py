@@ -34,9 +34,12 @@ def detector(num_atoms: int, hidden: int, rngs: nnx.Rngs) -> nnx.Sequential:
   """MLP multi-label detector: flat frames [N, 16 * 32] -> logits [N, K] for 'digit k visible'."""
   linear = lambda i, o: nnx.Linear(i, o, rngs=rngs)
   return nnx.Sequential(
-    linear(D.H * D.W, hidden), jax.nn.relu, linear(hidden, hidden), jax.nn.relu,
+    linear(D.H * D.W, hidden),
+    jax.nn.relu,
+    linear(hidden, hidden),
+    jax.nn.relu,
     linear(hidden, num_atoms),
-  )  # fmt: skip
+  )
 
 
 def train_detector(cfg, pool, workdir, seed):

@@ -19,20 +19,36 @@ def get_config():
       seeds=(0, 1, 2),
       digit_pool=(1, 4, 7, 9),  # atoms "d1", "d4", "d7", "d9"; 1/7 and 4/9 are confusable
       # Detector (JAX MLP on the disjoint 'train' half of sklearn digits).
-      detector_steps=600, detector_batch=256, detector_hidden=256, detector_lr=1e-3,
+      detector_steps=600,
+      detector_batch=256,
+      detector_hidden=256,
+      detector_lr=1e-3,
       # Video noise; blur_probs are those of sigma 0, 0.8 and 1.3 per video.
-      pixel_noise=0.15, blur_probs=(0.5, 0.3, 0.2), occlusion_prob=0.1, flicker_prob=0.08,
+      pixel_noise=0.15,
+      blur_probs=(0.5, 0.3, 0.2),
+      occlusion_prob=0.1,
+      flicker_prob=0.08,
       # Query matching.
-      num_templates=16, sequences_per_template=128, T=60, windows=(1, 3, 5),
+      num_templates=16,
+      sequences_per_template=128,
+      T=60,
+      windows=(1, 3, 5),
       # Retrieval.
-      retrieval_templates=10, mappings_per_template=2, db_size=500, db_T=40, min_len=4,
-      max_len=12, plant_prob=0.6, retrieval_windows=(1, 2),
+      retrieval_templates=10,
+      mappings_per_template=2,
+      db_size=500,
+      db_T=40,
+      min_len=4,
+      max_len=12,
+      plant_prob=0.6,
+      retrieval_windows=(1, 2),
       # The paper's QMTP-video benchmark from per-frame scores on disk (jaxpapers.logstop.qmtp):
       # when set, the run scores it instead of the digit videos.
-      qmtp_dir="", qmtp_smoothing_radius=0,
+      qmtp_dir="",
+      qmtp_smoothing_radius=0,
       qmtp_baselines=True,  # Boolean LTLf and robustness at the same windows
     )
-  )  # fmt: skip
+  )
   # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
   c.claims = CLAIMS
   c.report = REPORT
@@ -58,8 +74,9 @@ def _comparison(path: str, what: str) -> R.Table:
 
 def _bars(path: str, xlabel: str, title: str) -> R.Panel:
   series = R.Series(points=path, y="m", err="s", color="tab:blue")
-  return R.Panel(kind="hbars", xlabel=f"{xlabel} (mean over seeds, 95% CI)", title=title,
-                 series=(series,))  # fmt: skip
+  return R.Panel(
+    kind="hbars", xlabel=f"{xlabel} (mean over seeds, 95% CI)", title=title, series=(series,)
+  )
 
 
 # The tables and figure, over experiments.logstop.train:report_view.

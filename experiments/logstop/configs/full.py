@@ -23,9 +23,16 @@ def get_config():
   c = default.get_config()
   c.update(
     dict(
-      detector_steps=3000, detector_hidden=512, sequences_per_template=1000, T=100,
-      windows=(1, 3, 5, 10), mappings_per_template=4, db_size=5000, db_T=50, max_len=20,
+      detector_steps=3000,
+      detector_hidden=512,
+      sequences_per_template=1000,
+      T=100,
+      windows=(1, 3, 5, 10),
+      mappings_per_template=4,
+      db_size=5000,
+      db_T=50,
+      max_len=20,
       retrieval_windows=(1, 2, 5),
     )
-  )  # fmt: skip
+  )
   return c

@@ -15,10 +15,22 @@ def get_config():
   c = default.get_config()
   c.update(
     dict(
-      detector_steps=20, detector_batch=64, detector_hidden=32, num_templates=1,
-      sequences_per_template=12, T=16, windows=(2,), seeds=(0,), retrieval_templates=2,
-      mappings_per_template=1, db_size=24, db_T=16, min_len=3, max_len=6, retrieval_windows=(1,),
+      detector_steps=20,
+      detector_batch=64,
+      detector_hidden=32,
+      num_templates=1,
+      sequences_per_template=12,
+      T=16,
+      windows=(2,),
+      seeds=(0,),
+      retrieval_templates=2,
+      mappings_per_template=1,
+      db_size=24,
+      db_T=16,
+      min_len=3,
+      max_len=6,
+      retrieval_windows=(1,),
     )
-  )  # fmt: skip
+  )
   c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
   return c
