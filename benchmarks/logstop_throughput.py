@@ -81,7 +81,17 @@ Where the targets stand (the record's summary gives the numbers of the run):
   per frame and T = 5,000 is cheaper). ``a U b`` stays flat; ``G(a -> F b)`` and
   ``F(a & X b & X X c)`` cost up to about 1.3-1.7x per frame at T = 3,000-5,000 what they cost
   at T = 50 (the records' notes have the numbers of each run).
-  Measured without adoption: the scan's loop unrolled 25, 50 or 125 steps per iteration at
+  Fewer lanes than a whole number of vectors cost more per frame: the first 64 traces of the
+  same data took 0.86 / 0.81 / 0.74 of the CPU time per frame of the first 60 (``a U b`` /
+  ``G(a -> F b)`` / ``F(a & X b & X X c)``, T = 5,000, min of 21 interleaved blocks; 56 traces
+  0.90 / 0.90 / 0.94), so ``score``'s blocked scans pad the traces to a multiple of 16 with zero
+  traces where that adds at most 1 / 8 of the work (``_padded_lanes`` in
+  ``jaxpapers/logstop/_engine.py``): 60 -> 64 traces took 0.98 / 0.98 / 0.87 and 1.00 / 0.97 /
+  0.94 of the time in two runs (paired medians of 21 blocks), same values. Measured without
+  adoption (``score`` at [60, 5,000], paired medians of 21 interleaved blocks): chunks of up to
+  4, 6, 16 or 32 steps instead of 8 (L = 4, 5, 10, 25), 1.12 / 0.93 / 1.16, 1.20 / 1.00 / 1.19,
+  1.27 / 1.03 / 1.18 and 1.53 / 1.03 / 1.28 of the time; earlier, the scan's loop unrolled 25,
+  50 or 125 steps per iteration at
   T = 500 (no difference beyond
   the host's noise), and (earlier) the sequential scan extended past 4,096 steps with the
   blocked scans' rounding (no faster with 60 traces as the lanes of a step). What would remove
@@ -152,11 +162,20 @@ Where the targets stand (the record's summary gives the numbers of the run):
     multiplication (without ``length`` the counts are constants and XLA already multiplies
     by their reciprocals).
 
-  What is left at T = 5,000 (w = 64: 79 steps per chain padded to 80, so the view holds
-  5,120 frames and the end-of-trace masks apply, where w = 1 needs none): the two passes of
-  the sums per atom, and XLA's CPU backend splitting most of the w = 64 program's fusions
-  between two threads (``outer_dimension_partitions``), whose hand-offs cost CPU time on a
-  loaded host.
+  What is left at T = 5,000 (w = 64: 79 steps per chain padded to 80, so the view holds 5,120
+  frames and the end-of-trace masks apply, where w = 1 needs none): the two passes of the sums
+  per atom, and the host's noise: the two programs alone, side by side ([60, 5,000], w = 64 over
+  w = 1, paired medians of 15-31 interleaved blocks of 5-30 ms CPU, the long background runs
+  paused, ``a U b`` / ``G(a -> F b)`` / ``F(a & X b & X X c)``): 1.09 / 1.04 / 1.07, 1.07 / 1.04
+  / 1.22 and 1.09 / 1.04 / 1.07 with XLA's thread pool, 1.09 / 1.04 / 1.05 and 1.08 / 1.02 /
+  1.08 in a process on one thread (``--xla_cpu_multi_thread_eigen=false
+  intra_op_parallelism_threads=1``); with the background runs going, 1.16 / 1.12 / 1.05 and 1.21
+  / 1.31 / 1.08 with the pool, 1.13 / 1.11 / 1.06 and 1.15 / 1.20 / 1.14 on one thread. So XLA
+  splitting the w = 64 program's fusions between two threads is not what costs, and the records'
+  worst formula (1.08-1.40 between quick runs) is the load on the host while the benchmark's
+  blocks run.
+  Measured and not kept: the two levels of the sums fused (the sums of w // 8 frames not
+  materialised; same values): 1.49 / 1.26 / 1.56 of the time at w = 64.
 
 Writes ``benchmarks/results/logstop_throughput.json`` (``--out`` to change it).
 """

@@ -1102,6 +1102,26 @@ def probs_in_view(
   return ys, view, in_range
 
 
+# Traces are the minor axis (the vector lanes) of the view. `score` pads their number to a
+# multiple of _LANES where that adds at most 1 / 8 of the work: side by side (CPU time per
+# call, [60, 5,000], paired medians of 21 interleaved blocks) 60 traces padded to 64 took
+# 0.98 / 0.98 / 0.87 and 1.00 / 0.97 / 0.94 of the time of 60 in two runs (``a U b`` /
+# ``G(a -> F b)`` / ``F(a & X b & X X c)``), 64 traces of their own 0.93 / 0.93 / 0.86.
+_LANES = 16
+
+
+def _padded_lanes(flat, lengths):
+  """The inputs [N, T] with zero traces (of full length) added up to a multiple of _LANES."""
+  N, T = next(iter(flat.values())).shape
+  pad = -N % _LANES
+  if pad == 0 or 8 * pad > N:
+    return flat, lengths
+  flat = {k: jnp.concatenate([v, jnp.zeros((pad, T), v.dtype)]) for k, v in flat.items()}
+  if lengths is not None:
+    lengths = jnp.concatenate([lengths, jnp.full((pad,), T, lengths.dtype)])
+  return flat, lengths
+
+
 def _evaluate_blocked(
   formulas, flat, lengths, window, algebra, threshold, batch, first_only
 ) -> tuple[tuple[jax.Array, ...], _View]:
@@ -1113,6 +1133,10 @@ def _evaluate_blocked(
   names = sorted({a for f in formulas for a in F.atoms(f)})
   some = next(iter(flat.values()))
   dtype, N = some.dtype, some.shape[0]
+  N0 = N
+  if first_only:
+    flat, lengths = _padded_lanes(flat, lengths)
+    N = next(iter(flat.values())).shape[0]
   means, valid, view = _atoms_in_view(flat, names, window, lengths, first_only)
   bottom, top = _bottom(algebra), _top(algebra)
   out_dtype = jnp.bool_ if algebra == "bool" else dtype
@@ -1232,7 +1256,8 @@ def _evaluate_blocked(
 
   if first_only:
     firsts = tuple(
-      below(ev(f, first=True).pos().astype(out_dtype), first=True).reshape(batch) for f in formulas
+      below(ev(f, first=True).pos().astype(out_dtype), first=True)[:N0].reshape(batch)
+      for f in formulas
     )
     return firsts, view
   return tuple(below(ev(f).pos().astype(out_dtype)) for f in formulas), view
