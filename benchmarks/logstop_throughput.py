@@ -84,10 +84,11 @@ Where the targets stand (the record's summary gives the numbers of the run):
   Fewer lanes than a whole number of vectors cost more per frame: the first 64 traces of the
   same data took 0.86 / 0.81 / 0.74 of the CPU time per frame of the first 60 (``a U b`` /
   ``G(a -> F b)`` / ``F(a & X b & X X c)``, T = 5,000, min of 21 interleaved blocks; 56 traces
-  0.90 / 0.90 / 0.94), so ``score``'s blocked scans pad the traces to a multiple of 16 with zero
+  0.90 / 0.90 / 0.94), so ``score``'s blocked scans pad the traces to a multiple of 8 with zero
   traces where that adds at most 1 / 8 of the work (``_padded_lanes`` in
-  ``jaxpapers/logstop/_engine.py``): 60 -> 64 traces took 0.98 / 0.98 / 0.87 and 1.00 / 0.97 /
-  0.94 of the time in two runs (paired medians of 21 blocks), same values. Measured without
+  ``jaxpapers/logstop/_engine.py``): 60 -> 64 traces took 0.98 / 0.98 / 0.87, 1.00 / 0.97 /
+  0.94 and 0.98 / 0.99 / 0.90 of the time in three runs (paired medians of 21 blocks), same
+  values. Measured without
   adoption (``score`` at [60, 5,000], paired medians of 21 interleaved blocks): chunks of up to
   4, 6, 16 or 32 steps instead of 8 (L = 4, 5, 10, 25), 1.12 / 0.93 / 1.16, 1.20 / 1.00 / 1.19,
   1.27 / 1.03 / 1.18 and 1.53 / 1.03 / 1.28 of the time; earlier, the scan's loop unrolled 25,

@@ -1103,11 +1103,13 @@ def probs_in_view(
 
 
 # Traces are the minor axis (the vector lanes) of the view. `score` pads their number to a
-# multiple of _LANES where that adds at most 1 / 8 of the work: side by side (CPU time per
-# call, [60, 5,000], paired medians of 21 interleaved blocks) 60 traces padded to 64 took
-# 0.98 / 0.98 / 0.87 and 1.00 / 0.97 / 0.94 of the time of 60 in two runs (``a U b`` /
-# ``G(a -> F b)`` / ``F(a & X b & X X c)``), 64 traces of their own 0.93 / 0.93 / 0.86.
-_LANES = 16
+# multiple of _LANES where that adds at most 1 / 8 of the work. Side by side (CPU time per
+# call, T = 5,000, paired medians of 21 interleaved blocks, ``a U b`` / ``G(a -> F b)`` /
+# ``F(a & X b & X X c)``): 60 traces padded to 64 took 0.98 / 0.99 / 0.90 of the time of 60
+# (0.98 / 0.98 / 0.87 and 1.00 / 0.97 / 0.94 in two runs padding to 16), 64 traces of their
+# own 0.93 / 0.93 / 0.86; 100 traces padded to 104 1.03 / 1.01 / 0.94 (to 112, a multiple of
+# 16: 1.09 / 1.04 / 1.13); 30 padded to 32 0.90 / 0.92 / 0.86.
+_LANES = 8
 
 
 def _padded_lanes(flat, lengths):
