@@ -27,6 +27,7 @@ VIEWS = {
   "flashssm3d": {"": "default"},
   "goskills": {"": "default"},
   "lanr": {"": "default"},
+  "logstop": {"": "default"},
   "locos": {
     "": "default",
     "needle": "needle",

@@ -6,7 +6,8 @@ visible" per frame of videos rendered from the other half with occlusion, flicke
 and blur. Query matching compares balanced accuracy of LogSTOP (adaptive
 threshold, several windows) with Boolean LTLf on thresholded scores, STL
 robustness, the exact probability under independent Bernoullis and a mean-score
-heuristic. Retrieval compares segment-max scores by mAP and Recall@5.
+heuristic. Retrieval compares segment-max scores by mAP and Recall@5. The code reads its
+settings through ``core.config_view`` of the config against ``configs/default.py``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from absl import logging
 from flax import nnx
 
 from experiments.logstop import data as D
+from experiments.logstop.configs import default as default_config
 from jaxpapers import core, metrics
 from jaxpapers import logstop as L
 
@@ -441,9 +443,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
   With ``config.qmtp_dir`` set, instead scores the paper's QMTP-video benchmark from the
   per-frame detector scores stored there (`run_qmtp`).
   """
-  if config.get("qmtp_dir"):
-    return run_qmtp(config, workdir)
-  t0, cfg = time.time(), config
+  run_config, cfg = config, core.config_view(config, default_config.get_config())
+  if cfg.qmtp_dir:
+    return run_qmtp(cfg, workdir, run_config)
+  t0 = time.time()
   if cfg.num_templates > len(D.TEMPLATES):
     raise ValueError(f"num_templates must be <= {len(D.TEMPLATES)}, got {cfg.num_templates}")
   seeds = [int(s) for s in core.validate_seeds(tuple(cfg.seeds), name="seeds")]
@@ -487,7 +490,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     "Synthetic digit videos (reconstruction); per seed a JAX MLP detector trained on a "
     "disjoint half of sklearn digits and freshly generated videos; every arm at every window."
   )
-  _write(workdir, json.loads(json.dumps(results)), config, notes, t0)
+  _write(workdir, json.loads(json.dumps(results)), run_config, notes, t0)
   return results
 
 
@@ -500,12 +503,12 @@ def _write(workdir, metrics_, config, notes, t0, **kw) -> None:
     print(json.loads(path.read_text())["table_markdown"])
 
 
-def run_qmtp(cfg, workdir) -> dict:
+def run_qmtp(cfg, workdir, run_config) -> dict:
   """The paper's QMTP-video matching table from per-frame scores in ``cfg.qmtp_dir``.
 
-  Format and matching rule: `jaxpapers.logstop.qmtp`. Writes ``results.json`` with
-  balanced accuracy per arm (LogSTOP, Boolean LTLf, robustness at every window of
-  ``cfg.windows``), template and category.
+  Format and matching rule: `jaxpapers.logstop.qmtp`. Writes ``results.json`` (recording
+  ``run_config``, the run's own config) with balanced accuracy per arm (LogSTOP, Boolean LTLf,
+  robustness at every window of ``cfg.windows``), template and category.
   """
   t0 = time.time()
   samples = L.load_qmtp(cfg.qmtp_dir)
@@ -517,5 +520,5 @@ def run_qmtp(cfg, workdir) -> dict:
   )
   metrics_ = {k: v for k, v in res.items() if k != "decisions"}
   notes = f"QMTP-video from {len(samples)} samples of per-frame scores in qmtp_dir."
-  _write(workdir, metrics_, cfg, notes, t0, claims=())
+  _write(workdir, metrics_, run_config, notes, t0, claims=())
   return metrics_
