@@ -20,6 +20,15 @@ from tests.lm.numpy_ref import np_forward
 tokenizers = pytest.importorskip("tokenizers")
 
 V, D, H, KV, DH, F = 40, 32, 4, 2, 16, 48  # head_dim 16 != d / H = 8
+# the test model's shape under its Hugging Face config.json names
+HF_SHAPE = dict(
+  hidden_size=D,
+  num_attention_heads=H,
+  num_key_value_heads=KV,
+  head_dim=DH,
+  intermediate_size=F,
+  vocab_size=V,
+)
 TOKENS = [1, 5, 9, 3, 7, 12, 30, 2, 8, 11]
 _CODES = {
   np.dtype("<f4"): "F32",
@@ -139,13 +148,8 @@ def _logits(path):
 
 GEMMA_CFG = dict(
   model_type="gemma3_text",
-  hidden_size=D,
+  **HF_SHAPE,
   num_hidden_layers=6,
-  num_attention_heads=H,
-  num_key_value_heads=KV,
-  head_dim=DH,
-  intermediate_size=F,
-  vocab_size=V,
   rms_norm_eps=1e-6,
   rope_theta=1e6,
   rope_local_base_freq=1e4,
@@ -205,13 +209,8 @@ def test_qwen3_checkpoint_untied_with_qk_norm(tmp_path):
   t["lm_head.weight"] = 0.5 * rng.normal(size=(V, D)).astype(np.float32)
   cfg = dict(
     model_type="qwen3",
-    hidden_size=D,
+    **HF_SHAPE,
     num_hidden_layers=2,
-    num_attention_heads=H,
-    num_key_value_heads=KV,
-    head_dim=DH,
-    intermediate_size=F,
-    vocab_size=V,
     rms_norm_eps=1e-6,
     rope_theta=1e6,
     tie_word_embeddings=False,
@@ -229,13 +228,8 @@ def test_llama_bf16_sharded_checkpoint_with_linear_rope_scaling(tmp_path):
   t = {k: v.astype(ml_dtypes.bfloat16) for k, v in t.items()}
   cfg = dict(
     model_type="llama",
-    hidden_size=D,
+    **HF_SHAPE,
     num_hidden_layers=2,
-    num_attention_heads=H,
-    num_key_value_heads=KV,
-    head_dim=DH,
-    intermediate_size=F,
-    vocab_size=V,
     rms_norm_eps=1e-5,
     rope_theta=100.0,
     rope_scaling={"type": "linear", "factor": 4.0},
@@ -292,13 +286,8 @@ def test_bad_checkpoints_raise_naming_the_problem(tmp_path):
   rng = np.random.default_rng(4)
   base = dict(
     model_type="llama",
-    hidden_size=D,
+    **HF_SHAPE,
     num_hidden_layers=2,
-    num_attention_heads=H,
-    num_key_value_heads=KV,
-    head_dim=DH,
-    intermediate_size=F,
-    vocab_size=V,
   )
   with pytest.raises(FileNotFoundError, match="config.json"):
     lm.load_safetensors(tmp_path)
@@ -321,13 +310,8 @@ def test_bad_checkpoints_raise_naming_the_problem(tmp_path):
 
 _TINY_LLAMA = dict(
   model_type="llama",
-  hidden_size=D,
+  **HF_SHAPE,
   num_hidden_layers=1,
-  num_attention_heads=H,
-  num_key_value_heads=KV,
-  head_dim=DH,
-  intermediate_size=F,
-  vocab_size=V,
   tie_word_embeddings=True,
 )
 
