@@ -64,16 +64,6 @@ def _model(tiny):
   return cfg, lm.init_params(jax.random.key(0), cfg), tok
 
 
-def _seed_of(probes, seeds, block=8):
-  out = np.zeros(len(probes), int)
-  b = 0
-  for _, idx in locos.bucket_indices([len(p.prompt_ids) for p in probes], BUCKETS):
-    for j in range(0, len(idx), block):
-      out[idx[j : j + block]] = b % seeds
-      b += 1
-  return out
-
-
 def parse_args(argv=None):
   p = bench.parser(NAME, __doc__)
   p.add_argument("--num_probes", type=int, default=16)
@@ -195,7 +185,7 @@ def main(argv=None):
   det_mask[rng.choice(L * H, a.k, replace=False)] = True
   det_mask = det_mask.reshape(L, H)
   rand = [locos.random_heads(jax.random.key(s), L, H, a.k) for s in range(seeds)]
-  seed_of = _seed_of(probes, seeds)
+  seed_of = locos.seed_blocks([len(p.prompt_ids) for p in probes], BUCKETS, 8, seeds)
 
   def per_cell():
     texts = locos.generate_texts(
