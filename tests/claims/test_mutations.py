@@ -21,8 +21,10 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import keyword
 import pathlib
 import sys
+import tokenize
 import types
 import warnings
 
@@ -1796,14 +1798,202 @@ def _build(name: str, source: str, origin: str, inject: dict[str, types.ModuleTy
   return mod
 
 
+# A snippet is matched as a sequence of tokens, so that a change of layout alone (line breaks,
+# indentation, comments, a trailing comma before a closing bracket, grouping parentheses, a
+# string literal split into adjacent literals) does not make it stale. A snippet that is not
+# made of whole tokens is matched as text.
+
+_LAYOUT = frozenset(
+  {tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT}
+  | {tokenize.ENDMARKER, tokenize.ENCODING}
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tok:
+  key: tuple  # what two tokens are compared by
+  start: int  # character offsets into the text
+  end: int
+
+
+def _tokens(text: str, fragment: bool) -> list[_Tok] | None:
+  """The tokens of ``text`` without layout, or None when it is not made of whole tokens.
+
+  Adjacent string literals become one token (compared by prefix, quote and joined body); a
+  comma right before a closing bracket is dropped. A fragment (a snippet) is tokenized line
+  by line without its indentation, so a snippet may start inside a block.
+  """
+  lines = text.splitlines(keepends=True)
+  starts, pos = [], 0
+  for line in lines:
+    starts.append(pos)
+    pos += len(line)
+  cut = [len(x) - len(x.lstrip(" \t")) if fragment else 0 for x in lines]
+  feed = iter([x[c:] for x, c in zip(lines, cut)])
+  raw = []
+  try:
+    for t in tokenize.generate_tokens(lambda: next(feed, "")):
+      raw.append(t)
+  except tokenize.TokenError:
+    if not fragment:
+      raise
+  except (IndentationError, SyntaxError):
+    return None
+  toks: list[_Tok] = []
+  prev_string = False
+  for t in raw:
+    if t.type in _LAYOUT:
+      continue
+    if t.type == tokenize.ERRORTOKEN and t.string.strip():
+      return None
+    if t.type == tokenize.ERRORTOKEN:
+      continue
+    a = starts[t.start[0] - 1] + cut[t.start[0] - 1] + t.start[1]
+    b = starts[t.end[0] - 1] + cut[t.end[0] - 1] + t.end[1]
+    if t.type == tokenize.STRING:
+      body = t.string.lstrip("rRbBuUfF")
+      flags = "".join(sorted(set(t.string[: len(t.string) - len(body)].lower()) & set("rb")))
+      q = 3 if body[:3] in ('"""', "'''") else 1
+      key = ("str", flags, body[0], body[q:-q])
+      if prev_string and toks[-1].key[:3] == key[:3]:
+        merged = ("str", flags, body[0], toks[-1].key[3] + key[3])
+        toks[-1] = _Tok(merged, toks[-1].start, b)
+        continue
+      toks.append(_Tok(key, a, b))
+      prev_string = True
+      continue
+    prev_string = False
+    if t.string in ")]}" and toks and toks[-1].key == ("op", ","):
+      toks.pop()
+    toks.append(_Tok(("op" if t.type == tokenize.OP else "tok", t.string), a, b))
+  return toks
+
+
+def _groups(toks: list[_Tok]) -> dict[int, int]:
+  """Grouping parentheses (not a call or a subscript): opening index -> closing index."""
+  out, stack = {}, []
+  for i, t in enumerate(toks):
+    if t.key == ("op", "("):
+      p = toks[i - 1].key if i else None
+      call = p is not None and (
+        p[0] == "str"
+        or p in (("op", ")"), ("op", "]"))
+        or (p[0] == "tok" and p[1].isidentifier() and not keyword.iskeyword(p[1]))
+      )
+      stack.append((i, not call))
+    elif t.key == ("op", ")") and stack:
+      j, grouping = stack.pop()
+      if grouping:
+        out[j] = i
+  return out
+
+
+def _match(src: list[_Tok], pat: list[_Tok], i: int, gs, gp) -> list[int | None] | None:
+  """pat matched at src[i:]: the source index of each pattern token (None: skipped).
+
+  gs, gp: the grouping parentheses of src and pat (see ``_groups``).
+  """
+
+  def rec(i, j, skip_s, skip_p, where):
+    while True:
+      if j == len(pat):
+        return where
+      if j in skip_p:
+        where, j = [*where, None], j + 1
+        continue
+      if i == len(src):
+        return None
+      if i in skip_s:
+        i += 1
+        continue
+      break
+    if src[i].key == pat[j].key:
+      r = rec(i + 1, j + 1, skip_s, skip_p, [*where, i])
+      if r is not None:
+        return r
+    if where and i in gs:  # a pair of parentheses the snippet does not have
+      r = rec(i + 1, j, skip_s | {gs[i]}, skip_p, where)
+      if r is not None:
+        return r
+    if j in gp:  # a pair of parentheses the source does not have
+      return rec(i, j + 1, skip_s, skip_p | {gp[j]}, [*where, None])
+    return None
+
+  return rec(i, 0, frozenset(), frozenset(), [])
+
+
+def _pattern(snippet: str) -> list[_Tok] | None:
+  """The tokens a snippet is matched by; a comma that ends it is not needed to find it."""
+  toks = _tokens(snippet, fragment=True)
+  if toks and toks[-1].key == ("op", ","):
+    toks = toks[:-1]
+  return toks
+
+
+def _occurrences(src: str, old: str) -> list[tuple[list[_Tok], list[int | None]]] | None:
+  """Token matches of ``old`` in ``src``, or None when ``old`` is matched as text."""
+  pat = _pattern(old)
+  if not pat:
+    return None
+  toks = _tokens(src, fragment=False)
+  assert toks is not None
+  gs, gp = _groups(toks), _groups(pat)
+  found = []
+  for i in range(len(toks)):
+    if toks[i].key == pat[0].key or pat[0].key == ("op", "("):
+      where = _match(toks, pat, i, gs, gp)
+      if where is not None:
+        idx = [w for w in where if w is not None]
+        found.append((min(idx), max(idx), where.count(None), where))
+  # Matches that overlap are one occurrence (e.g. with and without an outer pair of
+  # parentheses); keep the one that skips the fewest snippet tokens.
+  found.sort(key=lambda f: (f[0], f[2]))
+  out = []
+  for f in found:
+    if out and f[0] <= out[-1][1]:
+      if f[2] < out[-1][2]:
+        out[-1] = f
+      continue
+    out.append(f)
+  return [(toks, f[3]) for f in out]
+
+
+def _replace(src: str, toks, where, old: str, new: str) -> str:
+  """``src`` with the matched ``old`` changed into ``new``: the tokens where the two snippets
+  differ are replaced by the text of ``new`` between them; the source's layout stays."""
+  p, q = _pattern(old), _pattern(new)
+  assert p is not None
+  if q is None:
+    raise AssertionError(f"the replacement is not made of whole tokens: {new!r}")
+  pre = 0
+  while pre < min(len(p), len(q)) and p[pre].key == q[pre].key:
+    pre += 1
+  suf = 0
+  while suf < min(len(p), len(q)) - pre and p[-1 - suf].key == q[-1 - suf].key:
+    suf += 1
+  mapped = [where[k] for k in range(pre, len(p) - suf) if where[k] is not None]
+  if mapped:
+    a, b = toks[min(mapped)].start, toks[max(mapped)].end
+    text = new[q[pre].start : q[len(q) - suf - 1].end] if pre < len(q) - suf else ""
+  else:  # an insertion after the common prefix
+    before = [w for w in where[:pre] if w is not None]
+    assert before, f"cannot place the replacement {new!r}"
+    a = b = toks[before[-1]].end
+    text = new[q[pre - 1].end : q[len(q) - suf - 1].end]
+  return src[:a] + text + src[b:]
+
+
 def _mutant(m: Mutation) -> types.ModuleType:
   src, origin = _source(m.module)
-  n = src.count(m.old)
+  found = _occurrences(src, m.old)
+  n = src.count(m.old) if not found else len(found)
   assert n == 1, (
     f"{m.id}: the snippet must occur exactly once in {m.module}, found {n} times; update "
     f"MUTATIONS after a refactor of the claim code:\n{m.old}"
   )
-  return _build(m.module, src.replace(m.old, m.new), origin, {})
+  mutated = src.replace(m.old, m.new) if not found else _replace(src, *found[0], m.old, m.new)
+  assert mutated != src, f"{m.id}: the mutation changes nothing"
+  return _build(m.module, mutated, origin, {})
 
 
 def _test_file(paper: str) -> types.ModuleType:
