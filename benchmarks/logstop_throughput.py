@@ -95,9 +95,23 @@ Where the targets stand (the record's summary gives the numbers of the run):
   50 or 125 steps per iteration at
   T = 500 (no difference beyond
   the host's noise), and (earlier) the sequential scan extended past 4,096 steps with the
-  blocked scans' rounding (no faster with 60 traces as the lanes of a step). What would remove
-  the growth: the segments of a long trace as further lanes, which needs one pass per level of
-  temporal nesting for the values entering each segment.
+  blocked scans' rounding (no faster with 60 traces as the lanes of a step). Measured and not
+  kept, the segments of a long chain as further lanes: with fewer than 256 traces and at least
+  512 steps, each chain cut into S segments (S N about 512 lanes: T = 3,000 6 x 100, T = 5,000
+  8 x 60, 500 and 625 steps each), one sequential pass per level of temporal nesting, each
+  operator's step an affine map whose composition over a segment, (C, M) with ``C <- c + m
+  C``, ``M <- m M``, needs no entering value, then S steps across the segments (the values
+  equal the float64 recursion to 1e-14 relative). Side by side (CPU time, paired medians of 21
+  interleaved blocks, two runs with the order of the programs swapped, ``a U b`` / ``G(a -> F
+  b)`` / ``F(a & X b & X X c)``): segmented over one segment 1.00 / 1.10 / 0.90 at T = 3,000
+  and 0.95 / 0.86 / 0.99 at T = 5,000 (the blocked scans there); in the other run one segment
+  over segmented 0.99-1.06 / 0.91-0.94 / 0.88-0.96 and 0.85-0.95 / 0.90-0.96 / 0.90-0.91;
+  the same program against a second copy of itself, at T = 50, 0.85-0.97 in both runs. So
+  no gain beyond the method's spread: the composed maps take a second floored product per
+  operator and step (``M``), and ``G(a -> F b)`` a second pass, which costs what the wider
+  steps save. Nor do few traces make the sequential scan dearer than the blocked scans: at T
+  = 1,000, 2,000, 3,000 and 4,000 (300 to 75 traces) the blocked scans over the sequential
+  scan gave 0.79-1.13, a second copy of the sequential program 0.74-1.07 (15 blocks).
   What the growth is made of (the long background runs paused, min / median of 41
   interleaved blocks, CPU-ns per frame of ``score``): the loop body of the sequential scan is
   split by XLA's CPU backend between two threads (``outer_dimension_partitions`` in its
@@ -177,6 +191,13 @@ Where the targets stand (the record's summary gives the numbers of the run):
   blocks run.
   Measured and not kept: the two levels of the sums fused (the sums of w // 8 frames not
   materialised; same values): 1.49 / 1.26 / 1.56 of the time at w = 64.
+  The full record's worst, ``F(a & X b & X X c)`` at T = 500 (600 traces, w = 64: chains of 8
+  steps, the view of 512 frames with end-of-trace masks), is the window means of its three
+  atoms: side by side ([600, 500], 15 interleaved blocks, CPU-ns per frame min / median) the
+  means of the three atoms alone in the view at w = 64 took 5.12 / 5.83, their move into the
+  view at w = 1 3.33 / 4.21, ``scores`` at w = 1 8.09 / 9.98 and at w = 64 8.48 / 10.67
+  (paired 1.05 in that run): about 0.6 CPU-ns per atom and frame for the frame-major copy and
+  the two passes of the sums, which a formula of three atoms pays three times.
 
 Writes ``benchmarks/results/logstop_throughput.json`` (``--out`` to change it).
 """
