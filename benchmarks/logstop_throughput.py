@@ -197,7 +197,11 @@ Where the targets stand (the record's summary gives the numbers of the run):
   means of the three atoms alone in the view at w = 64 took 5.12 / 5.83, their move into the
   view at w = 1 3.33 / 4.21, ``scores`` at w = 1 8.09 / 9.98 and at w = 64 8.48 / 10.67
   (paired 1.05 in that run): about 0.6 CPU-ns per atom and frame for the frame-major copy and
-  the two passes of the sums, which a formula of three atoms pays three times.
+  the two passes of the sums, which a formula of three atoms pays three times. Measured and
+  not kept: the sums taken on the frame-major rows flattened to one axis (a frame's row N
+  values on, one loop without a remainder of N mod 8 per row; the same sums, bitwise): at T =
+  5,000, w = 64 over w = 1, 0.92-1.05 against 0.96-1.04 for two copies of the kept program
+  (15 interleaved blocks, the host loaded by other processes).
 
 Writes ``benchmarks/results/logstop_throughput.json`` (``--out`` to change it).
 """
