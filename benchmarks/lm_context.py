@@ -62,24 +62,25 @@ layer weights: the forward runs its layers as one `lax.scan` over the stacked [L
 matrices (`lm.param_shapes`), and XLA materialises each layer's slice of every matrix (a
 dynamic-slice) in a buffer of its own before the product reads it (its dot fusions take whole
 buffers, not a slice of one): 401 MB per prefill for Gemma-3-270M (22 MB a layer), 425 MB for
-SmolLM2-135M (14 MB a layer), about 28 ms on this host whatever T. Each timed row times these
-copies alone, as a program of its own in the same rounds (`weight_copies`: a scan over the same
-stacked arrays whose carry becomes each layer's slices), and emits a third summary row, *the
-cap with the layer scan's weight copies* (`matmul_ceiling_with_copies_fraction`: F over the
-products' time plus the copies'). The copies weigh most at 256 tokens, where a prefill takes
-about 0.35 s (8% of it), and fade with T (2% at 1,024 tokens, under 1% from 4,096). They are
-most of what separated Gemma-3's 256-token prefill from its cap (72.8% against 78.7% in the
-record before the copies were timed). The rest is elementwise work spread over many small
-fusions, none over about 1% of the prefill (XLA's profile of the compiled prefill: the GeGLU
-product, the RMSNorms and q/k norms, RoPE and the tiles' layout): the prefill computes logits
-for the last position only (a [1, d] by [d, V] product), its masks are a few integer
-comparisons per tile, and its RoPE tables are computed once per forward for the two bases. No layout of the computation
-removes them while the weights are stacked: an unrolled layer loop copies the same bytes with
-static slices (and ran slower: every layer's slices are live at once), and XLA:CPU offers no
-option that lets a product read a slice of a stacked operand in place. Per-layer weight arrays
-avoid them (a prefill on separate per-layer arrays ran about 3% faster at 256 tokens, side by
-side), at the cost of the stacked parameter layout the loaders, the cache and the layer scan
-share.
+SmolLM2-135M (14 MB a layer), about 17 ms on this host's two cores (about 30 ms of CPU time)
+whatever T. Each timed row times these copies alone, as a program of its own in the same rounds
+(`weight_copies`: a scan over the same stacked arrays whose carry becomes each layer's slices),
+and emits a third summary row, *the cap with the layer scan's weight copies*
+(`matmul_ceiling_with_copies_fraction`: F over the products' time plus the copies'). The copies
+weigh most at 256 tokens, where a prefill takes about 0.35 s (5% of it), and fade with T (about
+1% at 1,024 tokens, under 0.5% from 4,096). No layout of the computation removes them while the
+weights are stacked: an unrolled layer loop copies the same bytes with static slices (and ran
+slower: every layer's slices are live at once), and XLA:CPU offers no option that lets a product
+read a slice of a stacked operand in place. Per-layer weight arrays avoid them (a prefill on
+separate per-layer arrays ran 2 to 4% faster at 256 tokens, side by side), at the cost of the
+stacked parameter layout that the loaders, the KV cache and the layer scan share.
+
+The copies are most of what separated Gemma-3's 256-token prefill from its cap (72.8% against
+78.7% in the record before they were timed). The rest is elementwise work spread over many small
+fusions, none over about 1% of the prefill in XLA's profile of the compiled program (the GeGLU
+product, the RMSNorms and q/k norms, RoPE, the tiles' layout): the prefill computes logits for
+the last position only (a [1, d] by [d, V] product), its masks are a few integer comparisons per
+tile, and its RoPE tables are computed once per forward for each of the two bases.
 
 The reference is the machine's float32 matmul peak, not a rate only an outsized product reaches:
 XLA's square dots of 1,024 and 4,096 run at the 2048 dot's rate within noise
