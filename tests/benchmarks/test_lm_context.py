@@ -172,3 +172,60 @@ def test_fractions_share_one_reference_rate():
   assert f["matmul_ceiling_cpu_fraction"] == pytest.approx(200 / 3.5 / 50)
   assert f["projections_fraction"] == pytest.approx(50 / 1 / 100)
   assert f["prefill_over_cap_time"] == pytest.approx(4 / 2.5)
+
+
+@pytest.mark.parametrize("config", [TINY, GEMMA_LIKE], ids=["smollm2-like", "gemma-like"])
+def test_weight_copies_copy_every_layer_of_the_stacked_weights(config):
+  """The probe walks every layer (its carry ends as the last layer's slices) and counts the
+  bytes of the seven stacked matrices the forward's layer scan reads."""
+  params = _params(config)
+  fn, nbytes = lm_context.weight_copies(params)
+  last = fn()
+  assert len(last) == len(lm_context.LAYER_WEIGHTS) == 7
+  for name, got in zip(lm_context.LAYER_WEIGHTS, last):
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(params[name][-1]))
+  assert nbytes == sum(params[n].size * params[n].dtype.itemsize for n in lm_context.LAYER_WEIGHTS)
+  shapes = lm.param_shapes(config)
+  assert set(lm_context.LAYER_WEIGHTS) <= set(shapes)
+  assert all(shapes[n][0] == config.n_layers for n in lm_context.LAYER_WEIGHTS)
+
+
+def test_the_cap_with_weight_copies_adds_their_time():
+  class Clock:
+    flops = 100.0
+
+  meas = {
+    "matmul": {"wall_s": 1.0, "cpu_s": 2.0},
+    "prefill": {"wall_s": 4.0, "cpu_s": 6.0},
+    "weight_copies": {"wall_s": 0.5, "cpu_s": 1.0},
+    "projections": {"wall_s": 1.0, "cpu_s": 1.5},
+    "logits": {"wall_s": 0.5, "cpu_s": 0.5},
+  }
+  parts = {"projections": (None, 50.0, 2), "logits": (None, 10.0, 1)}
+  f = lm_context._fractions(meas, parts, 200.0, Clock())
+  assert f["matmul_ceiling_fraction"] == pytest.approx(200 / 2.5 / 100)  # products only
+  assert f["matmul_ceiling_with_copies_fraction"] == pytest.approx(200 / 3.0 / 100)
+  assert f["matmul_ceiling_with_copies_cpu_fraction"] == pytest.approx(200 / 4.5 / 50)
+  assert f["weight_copies_ms"] == pytest.approx(500.0)
+  assert f["weight_copies_cpu_ms"] == pytest.approx(1000.0)
+
+
+def test_the_cap_with_weight_copies_is_a_third_entry_judged_like_the_others():
+  extra = dict(
+    matmul_ceiling_with_copies_fraction=0.9,
+    matmul_ceiling_with_copies_cpu_fraction=0.85,
+    weight_copies_ms=20.0,
+    weight_copies_cpu_ms=30.0,
+    weight_copy_bytes=400_000_000,
+    wall_s=0.2,
+  )
+  row = _row(matmul_cores_busy=1.95, **extra)
+  fraction, cap, with_copies = lm_context.summarize([row], {"m": "M"})
+  assert "weight copies" in with_copies["name"] and with_copies["value"] == 90.0
+  assert with_copies["met"] is True  # >= 80
+  assert "400 MB per prefill" in with_copies["note"] and "(10% of the" in with_copies["note"]
+  assert "reaches 133% of this cap" in with_copies["note"]  # fraction 1.2 over 0.9
+  row = _row(**extra)  # the reference dot's threads waited: not judged, CPU-time values
+  entries = lm_context.summarize([row], {"m": "M"})
+  assert [e["value"] for e in entries] == [90.0, 95.0, 85.0]
+  assert all(e["met"] is False and e["note"].startswith("not judged") for e in entries)
